@@ -1,0 +1,36 @@
+"""One error root for everything sweeper raises on purpose.
+
+The CLI prints a ``SweeperError`` as one line and exits with status 2; anything
+else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class SweeperError(Exception):
+    """A failure the user can act on; ``str(err)`` is the whole message."""
+
+
+class SpaceError(SweeperError):
+    """A space file is wrong at a known place: ``file:line: key.path: message``."""
+
+    def __init__(self, message: str, *, file: str = "<space>", line: int | None = None,
+                 path: str = "") -> None:
+        self.file = file
+        self.line = line
+        self.path = path
+        self.message = message
+        where = f"{file}:{line}" if line is not None else file
+        super().__init__(f"{where}: {path + ': ' if path else ''}{message}")
+
+
+class ExpressionError(SweeperError):
+    """An expression in a space file cannot be parsed or evaluated."""
+
+
+class NoDeviceError(SweeperError):
+    """The requested device is not present on this machine."""
+
+
+class StudyError(SweeperError):
+    """A study on disk is missing, unreadable or does not match the space."""

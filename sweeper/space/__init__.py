@@ -1,0 +1,42 @@
+"""The search space: parsed once from YAML into frozen dataclasses."""
+
+from sweeper.space._expr import Expr, cdiv, evaluate, parse
+from sweeper.space._load import load_space, parse_space
+from sweeper.space._model import (
+    Axis,
+    AxisRole,
+    Budget,
+    Config,
+    Constraint,
+    Invalid,
+    MeasureSpec,
+    Problem,
+    SamplerSpec,
+    Space,
+    Value,
+)
+from sweeper.space._units import DTYPES, format_size, parse_duration, parse_size
+
+__all__ = [
+    "DTYPES",
+    "Axis",
+    "AxisRole",
+    "Budget",
+    "Config",
+    "Constraint",
+    "Expr",
+    "Invalid",
+    "MeasureSpec",
+    "Problem",
+    "SamplerSpec",
+    "Space",
+    "Value",
+    "cdiv",
+    "evaluate",
+    "format_size",
+    "load_space",
+    "parse",
+    "parse_duration",
+    "parse_size",
+    "parse_space",
+]

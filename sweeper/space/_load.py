@@ -1,0 +1,321 @@
+"""Read a space file into a :class:`Space`, validating everything before anything runs.
+
+Every error is one :class:`SpaceError` that names the file, the line and the key
+path, shows the bad value and says what is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import ExpressionError, SpaceError, SweeperError
+from sweeper.space import _expr
+from sweeper.space._model import (
+    FACT_NAMES,
+    LAUNCH_AXES,
+    PROBLEM_AXES,
+    Axis,
+    AxisRole,
+    Budget,
+    Constraint,
+    MeasureSpec,
+    SamplerSpec,
+    Space,
+    Value,
+)
+from sweeper.space._units import DTYPES, parse_duration, parse_size
+from sweeper.space._yaml import load_with_lines
+
+TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget")
+MEASURE_KEYS = ("warmup", "repeat", "flush_l2")
+BUDGET_KEYS = ("trials", "time")
+SAMPLER_KEYS = ("name", "seed")
+AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
+MAX_AXIS_VALUES = 4096
+BLOCKS = (32, 64, 128, 256, 512, 1024)
+
+
+def load_space(path: str | Path) -> Space:
+    """Read and validate the space file at ``path``."""
+    file = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise SpaceError(f"cannot read the space file: {err.strerror}", file=file) from None
+    return parse_space(text, file=file, default_study=Path(path).stem)
+
+
+def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
+    data, lines = load_with_lines(text, file)
+    return _Parser(file, lines).space(data, text, default_study)
+
+
+class _Parser:
+    def __init__(self, file: str, lines: Mapping[str, int]) -> None:
+        self.file = file
+        self.lines = lines
+
+    def error(self, path: str, message: str) -> SpaceError:
+        line = self.lines.get(path)
+        parent = path
+        while line is None and parent:
+            parent = parent.rpartition(".")[0] if "." in parent else ""
+            line = self.lines.get(parent)
+        return SpaceError(message, file=self.file, line=line, path=path)
+
+    def keys(self, data: Any, path: str, known: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            what = "the file" if not path else path
+            raise self.error(path, f"{what} must be a mapping of keys, got {_kind(data)}")
+        for key in data:
+            if key not in known:
+                raise self.error(f"{path}.{key}" if path else key,
+                                 f"unknown key {key!r}; known: {', '.join(known)}")
+        return data
+
+    # -- the whole file ---------------------------------------------------------------
+    def space(self, data: Any, text: str, default_study: str) -> Space:
+        data = self.keys(data, "", TOP_KEYS)
+        study = data.get("study", default_study)
+        if not isinstance(study, str) or not study or "/" in study or study.startswith("."):
+            raise self.error("study", f"{study!r} is not a study name; allowed: a non-empty "
+                             "name without '/' that does not start with '.'")
+        if "kernel" not in data:
+            raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
+        kernel_name = data["kernel"]
+        kernel_cls = self.kernel(kernel_name)
+        if "params" not in data:
+            raise self.error("", "missing key 'params'; it lists the axes to sweep")
+        axes = self.axes(data["params"], kernel_cls)
+        names = {a.name for a in axes}
+        order = self.order(axes)
+        constraints = self.constraints(data.get("constraints", []), names)
+        sampler = self.sampler(data.get("sampler", "exhaustive"), data.get("seed", 0))
+        return Space(
+            study=study, kernel=kernel_name, sampler=sampler, axes=tuple(axes), order=order,
+            constraints=constraints, measure=self.measure(data.get("measure", {})),
+            budget=self.budget(data.get("budget", {})), path=self.file, text=text,
+            sha256=hashlib.sha256(text.encode()).hexdigest())
+
+    def kernel(self, name: Any) -> type:
+        from sweeper.kernels import kernel_class
+
+        if not isinstance(name, str):
+            raise self.error("kernel", f"{name!r} is not a kernel name")
+        try:
+            return kernel_class(name)
+        except SweeperError as err:
+            raise self.error("kernel", str(err)) from None
+
+    def sampler(self, value: Any, seed: Any) -> SamplerSpec:
+        from sweeper.samplers import SAMPLERS
+
+        path = "sampler"
+        if isinstance(value, dict):
+            value = self.keys(value, path, SAMPLER_KEYS)
+            seed = value.get("seed", seed)
+            path, value = "sampler.name", value.get("name", "exhaustive")
+        if value not in SAMPLERS:
+            raise self.error(path, f"unknown sampler {value!r}; known: {', '.join(SAMPLERS)}")
+        if type(seed) is not int:
+            raise self.error("seed", f"seed must be an integer, got {seed!r}")
+        return SamplerSpec(name=value, seed=seed)
+
+    # -- axes ----------------------------------------------------------------------------
+    def axes(self, params: Any, kernel_cls: type) -> list[Axis]:
+        meta = dict(kernel_cls.meta_params)
+        known = (*LAUNCH_AXES, *PROBLEM_AXES, *meta)
+        params = self.keys(params, "params", known)
+        axes = []
+        for name in known:
+            path = f"params.{name}"
+            if name in params:
+                raw = self.expand(params[name], path)
+            else:
+                raw = [meta[name].default if name in meta else kernel_cls.defaults[name]]
+            role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
+                    AxisRole.PROBLEM if name in PROBLEM_AXES else AxisRole.META)
+            values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
+            labels = [v.label for v in values]
+            dup = next((lb for lb in labels if labels.count(lb) > 1), None)
+            if dup is not None:
+                raise self.error(path, f"value {dup!r} appears twice")
+            if name == "block":
+                for i, v in enumerate(values):
+                    if isinstance(v.constant, int) and v.constant not in BLOCKS:
+                        raise self.error(f"{path}[{i}]", f"{v.constant} threads per program; "
+                                         f"allowed: {', '.join(map(str, BLOCKS))} "
+                                         "(num_warps × 32)")
+            if name in meta and meta[name].pow2:
+                for i, v in enumerate(values):
+                    if isinstance(v.constant, int) and not _is_pow2(v.constant):
+                        raise self.error(f"{path}[{i}]", f"{v.constant} is not a power of two; "
+                                         f"{kernel_cls.name}'s {name} must be one")
+            axes.append(Axis(name=name, role=role, values=values,
+                             line=self.lines.get(path, 0)))
+        return axes
+
+    def expand(self, raw: Any, path: str) -> list[Any]:
+        if isinstance(raw, dict):
+            forms: dict[str, Callable[[Any, str], list[int]]] = {
+                "range": self.range_form, "pow2": self.pow2_form}
+            raw = self.keys(raw, path, tuple(forms))
+            if len(raw) != 1:
+                raise self.error(path, f"give exactly one of {', '.join(forms)}")
+            (form, args), = raw.items()
+            return forms[form](args, f"{path}.{form}")
+        if not isinstance(raw, list):
+            raw = [raw]
+        if not raw:
+            raise self.error(path, f"empty axis; allowed: {'; '.join(AXIS_FORMS)}")
+        return raw
+
+    def range_form(self, args: Any, path: str) -> list[int]:
+        if not (isinstance(args, list) and len(args) in (2, 3) and all(
+                type(a) is int for a in args)):
+            raise self.error(path, f"{args!r} is not [lo, hi] or [lo, hi, step] of integers")
+        lo, hi, step = (*args, 1) if len(args) == 2 else args
+        if step <= 0 or lo > hi:
+            raise self.error(path, f"range needs lo <= hi and step > 0, got {lo=}, {hi=}, "
+                             f"{step=}")
+        return self.capped(list(range(lo, hi + 1, step)), path)
+
+    def pow2_form(self, args: Any, path: str) -> list[int]:
+        if not (isinstance(args, list) and len(args) == 2):
+            raise self.error(path, f"{args!r} is not [lo, hi]")
+        lo, hi = (self.integer(a, path) for a in args)
+        for bound in (lo, hi):
+            if not _is_pow2(bound):
+                raise self.error(path, f"{bound} is not a power of two")
+        if lo > hi:
+            raise self.error(path, f"pow2 needs lo <= hi, got {lo=}, {hi=}")
+        return self.capped([1 << k for k in range(lo.bit_length() - 1, hi.bit_length())], path)
+
+    def capped(self, values: list[int], path: str) -> list[int]:
+        if len(values) > MAX_AXIS_VALUES:
+            raise self.error(path, f"{len(values)} values; at most {MAX_AXIS_VALUES} per axis")
+        return values
+
+    def integer(self, raw: Any, path: str) -> int:
+        if type(raw) is int:
+            return raw
+        if isinstance(raw, str):
+            try:
+                return parse_size(raw)
+            except ValueError as err:
+                raise self.error(path, str(err)) from None
+        raise self.error(path, f"{raw!r} is not an integer or a size")
+
+    def value(self, axis: str, raw: Any, path: str) -> Value:
+        if axis == "dtype":
+            if raw not in DTYPES:
+                raise self.error(path, f"unknown dtype {raw!r}; allowed: {', '.join(DTYPES)}")
+            return Value(label=raw, constant=raw)
+        if type(raw) is int:
+            return self.positive(Value(label=str(raw), constant=raw), path)
+        if not isinstance(raw, str):
+            raise self.error(path, f"{raw!r} is not an integer, a size or an expression")
+        try:
+            return self.positive(Value(label=raw, constant=parse_size(raw)), path)
+        except ValueError:
+            pass
+        try:
+            expr = _expr.parse(raw)
+        except ExpressionError as err:
+            raise self.error(path, str(err)) from None
+        if not expr.names:
+            return self.positive(Value(label=raw, constant=int(_expr.evaluate(expr, {}))), path)
+        return Value(label=raw, expr=expr)
+
+    def positive(self, value: Value, path: str) -> Value:
+        if isinstance(value.constant, int) and value.constant <= 0:
+            raise self.error(path, f"{value.label} must be positive")
+        return value
+
+    def order(self, axes: list[Axis]) -> tuple[str, ...]:
+        """Axis names in an order where each expression's names come first."""
+        axis_names = {a.name for a in axes}
+        known = sorted(axis_names | set(FACT_NAMES))
+        deps: dict[str, set[str]] = {}
+        for a in axes:
+            deps[a.name] = set()
+            for i, v in enumerate(a.values):
+                if v.expr is None:
+                    continue
+                unknown = sorted(v.expr.names - set(known))
+                if unknown:
+                    raise self.error(f"params.{a.name}[{i}]", f"unknown name {unknown[0]!r} in "
+                                     f"{v.label!r}; known: {', '.join(known)}")
+                reads = set(v.expr.names)
+                if "n" in reads:
+                    reads |= {"footprint", "dtype"}
+                deps[a.name] |= reads & axis_names
+        deps["footprint"] |= {"dtype"}
+        done: list[str] = []
+        while len(done) < len(deps):
+            ready = [n for n in deps if n not in done and deps[n] <= set(done)]
+            if not ready:
+                stuck = sorted(n for n in deps if n not in done)
+                raise self.error(f"params.{stuck[0]}", "the values depend on each other in a "
+                                 f"cycle among {', '.join(stuck)}; break it")
+            done.extend(sorted(ready, key=[a.name for a in axes].index))
+        return tuple(done)
+
+    # -- the rest -------------------------------------------------------------------------
+    def constraints(self, raw: Any, names: set[str]) -> tuple[Constraint, ...]:
+        if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
+            raise self.error("constraints", f"{raw!r} is not a list of expressions "
+                             "(e.g. [\"BLOCK >= block\"])")
+        known = sorted(names | set(FACT_NAMES))
+        out = []
+        for i, text in enumerate(raw):
+            path = f"constraints[{i}]"
+            try:
+                expr = _expr.parse(text)
+            except ExpressionError as err:
+                raise self.error(path, str(err)) from None
+            unknown = sorted(expr.names - set(known))
+            if unknown:
+                raise self.error(path, f"unknown name {unknown[0]!r} in {text!r}; "
+                                 f"known: {', '.join(known)}")
+            out.append(Constraint(expr=expr, line=self.lines.get(path, 0)))
+        return tuple(out)
+
+    def measure(self, raw: Any) -> MeasureSpec:
+        raw = self.keys(raw, "measure", MEASURE_KEYS)
+        defaults = MeasureSpec()
+        warmup = raw.get("warmup", defaults.warmup)
+        repeat = raw.get("repeat", defaults.repeat)
+        flush = raw.get("flush_l2", defaults.flush_l2)
+        if type(warmup) is not int or warmup < 0:
+            raise self.error("measure.warmup", f"{warmup!r} is not a whole number >= 0")
+        if type(repeat) is not int or repeat < 1:
+            raise self.error("measure.repeat", f"{repeat!r} is not a whole number >= 1")
+        if not isinstance(flush, bool):
+            raise self.error("measure.flush_l2", f"{flush!r} is not true or false")
+        return MeasureSpec(warmup=warmup, repeat=repeat, flush_l2=flush)
+
+    def budget(self, raw: Any) -> Budget:
+        raw = self.keys(raw, "budget", BUDGET_KEYS)
+        trials = raw.get("trials")
+        if trials is not None and (type(trials) is not int or trials < 1):
+            raise self.error("budget.trials", f"{trials!r} is not a whole number >= 1")
+        time_s = None
+        if "time" in raw:
+            try:
+                time_s = parse_duration(raw["time"])
+            except ValueError as err:
+                raise self.error("budget.time", str(err)) from None
+        return Budget(trials=trials, time_s=time_s)
+
+
+def _is_pow2(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def _kind(data: Any) -> str:
+    return {list: "a list", str: "a string", int: "an integer", type(None): "nothing"}.get(
+        type(data), type(data).__name__)

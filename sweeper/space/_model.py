@@ -1,0 +1,207 @@
+"""The parsed space: frozen dataclasses the rest of sweeper works with.
+
+A space file is read once, at the edge (:mod:`sweeper.space._load`), into a
+:class:`Space`.  A sampler proposes a *choice* (axis name -> value label); the
+space resolves it, with the device's facts, into a :class:`Config` whose launch
+options (grid, block), problem (dtype, footprint) and kernel meta-parameters
+(``BLOCK`` ...) are separate fields.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sweeper.errors import ExpressionError
+from sweeper.space._expr import Expr, evaluate
+from sweeper.space._units import DTYPES
+
+#: Names every expression may read besides the axes: device facts and problem facts.
+FACT_NAMES = ("sms", "l2_bytes", "n", "itemsize")
+
+
+class AxisRole(enum.Enum):
+    LAUNCH = "launch"    # grid, block
+    PROBLEM = "problem"  # dtype, footprint
+    META = "meta"        # kernel constexprs such as BLOCK
+
+
+LAUNCH_AXES = ("grid", "block")
+PROBLEM_AXES = ("dtype", "footprint")
+
+
+@dataclass(frozen=True)
+class Value:
+    """One value on an axis: its label as written, and a constant or an expression."""
+
+    label: str
+    constant: int | str | None = None
+    expr: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    role: AxisRole
+    values: tuple[Value, ...]
+    line: int = 0
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(v.label for v in self.values)
+
+    def value(self, label: str) -> Value:
+        for v in self.values:
+            if v.label == label:
+                return v
+        raise KeyError(f"{self.name}: no value labelled {label!r}")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    expr: Expr
+    line: int = 0
+
+    @property
+    def text(self) -> str:
+        return self.expr.text
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    warmup: int = 10
+    repeat: int = 50
+    flush_l2: bool = True
+
+
+@dataclass(frozen=True)
+class Budget:
+    trials: int | None = None
+    time_s: float | None = None
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    name: str = "exhaustive"
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What the kernel works on: element type and working-set bytes."""
+
+    dtype: str
+    footprint: int
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPES[self.dtype]
+
+    @property
+    def n(self) -> int:
+        return self.footprint // self.itemsize
+
+
+@dataclass(frozen=True)
+class Config:
+    """A resolved point of the space: everything a launch needs, all concrete."""
+
+    problem: Problem
+    grid: int
+    block: int
+    meta: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def num_warps(self) -> int:
+        return self.block // 32
+
+
+class Invalid(Exception):
+    """A choice that cannot be launched: a constraint is false or a value cannot be computed."""
+
+
+@dataclass(frozen=True)
+class Space:
+    study: str
+    kernel: str
+    sampler: SamplerSpec
+    axes: tuple[Axis, ...]
+    order: tuple[str, ...]            # axis names in dependency order
+    constraints: tuple[Constraint, ...] = ()
+    measure: MeasureSpec = MeasureSpec()
+    budget: Budget = Budget()
+    path: str = "<space>"
+    text: str = ""
+    sha256: str = ""
+
+    def axis(self, name: str) -> Axis:
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def size(self) -> int:
+        total = 1
+        for a in self.axes:
+            total *= len(a.values)
+        return total
+
+    def choices(self) -> Mapping[str, tuple[str, ...]]:
+        """Axis name -> labels: the categorical search space a sampler sees."""
+        return {a.name: a.labels for a in self.axes}
+
+    def resolve(self, choice: Mapping[str, str], facts: Mapping[str, int],
+                max_footprint: int | None = None) -> Config:
+        """Turn a choice of labels into a :class:`Config`, or raise :class:`Invalid`.
+
+        ``facts`` gives ``sms`` and ``l2_bytes``; ``max_footprint`` caps footprints
+        (the interpreter) before ``n`` and everything that reads it is computed.
+        """
+        env: dict[str, int] = {k: facts[k] for k in ("sms", "l2_bytes")}
+        dtype = str(self._constant("dtype", choice))
+        env["itemsize"] = DTYPES[dtype]
+        values: dict[str, int] = {}
+        for name in self.order:
+            if name == "dtype":
+                continue
+            value = self.axis(name).value(choice[name])
+            if value.expr is not None:
+                try:
+                    result = evaluate(value.expr, env)
+                except ExpressionError as err:
+                    raise Invalid(f"{name}: {err}") from None
+            else:
+                result = value.constant  # type: ignore[assignment]
+            if name == "footprint" and max_footprint is not None:
+                result = min(int(result), max_footprint)
+            values[name] = int(result)
+            env[name] = int(result)
+            if name == "footprint":
+                env["n"] = int(result) // env["itemsize"]
+        for c in self.constraints:
+            try:
+                ok = evaluate(c.expr, env)
+            except ExpressionError as err:
+                raise Invalid(f"constraint {c.text!r}: {err}") from None
+            if not ok:
+                shown = ", ".join(f"{k}={env[k]}" for k in sorted(c.expr.names))
+                raise Invalid(f"constraint {c.text!r} is false ({shown})")
+        return self._config(dtype, values)
+
+    def _constant(self, name: str, choice: Mapping[str, str]) -> int | str | None:
+        return self.axis(name).value(choice[name]).constant
+
+    def _config(self, dtype: str, values: Mapping[str, int]) -> Config:
+        problem = Problem(dtype=dtype, footprint=values["footprint"])
+        grid, block = values["grid"], values["block"]
+        if grid < 1:
+            raise Invalid(f"grid: {grid} programs; a launch needs at least 1")
+        if block < 32 or block > 1024 or block & (block - 1) or block % 32:
+            raise Invalid(f"block: {block} threads; allowed: 32, 64, 128, 256, 512, 1024")
+        if problem.footprint % problem.itemsize or problem.footprint <= 0:
+            raise Invalid(f"footprint: {problem.footprint} bytes is not a positive multiple of "
+                          f"{dtype}'s {problem.itemsize} bytes")
+        meta = {a.name: values[a.name] for a in self.axes if a.role is AxisRole.META}
+        return Config(problem=problem, grid=grid, block=block, meta=meta)

@@ -1,0 +1,47 @@
+"""Sizes, durations and dtype names as a space file spells them."""
+
+from __future__ import annotations
+
+import re
+
+from sweeper.space._expr import UNITS
+
+#: dtype name -> bytes per element.  The names are torch's.
+DTYPES: dict[str, int] = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1,
+}
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_size(text: str) -> int:
+    """``"64MiB"`` -> 67108864.  Raises ``ValueError`` with what is allowed."""
+    match = _SIZE.match(text)
+    if not match or match.group(2) not in UNITS and match.group(2) != "":
+        raise ValueError(f"{text!r} is not a size; allowed: an integer with a unit of "
+                         f"{', '.join(UNITS)} (e.g. 64MiB)")
+    return int(match.group(1)) * UNITS.get(match.group(2) or "B", 1)
+
+
+def format_size(nbytes: int) -> str:
+    """The largest unit that divides ``nbytes`` exactly: 1073741824 -> ``"1GiB"``."""
+    for unit, scale in reversed(UNITS.items()):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale}{unit}"
+    return f"{nbytes}B"
+
+
+def parse_duration(text: str | float) -> float:
+    """``"10m"`` -> 600.0 seconds; a bare number is seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text <= 0:
+            raise ValueError(f"{text!r} is not a positive duration")
+        return float(text)
+    match = _DURATION.match(str(text))
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"{text!r} is not a duration; allowed: a positive number with "
+                         f"ms, s, m or h (e.g. 10m)")
+    return float(match.group(1)) * _SECONDS[match.group(2)]

@@ -1,0 +1,170 @@
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sweeper.errors import SpaceError
+from sweeper.space import AxisRole, Invalid, load_space, parse_space
+
+ROOT = Path(__file__).resolve().parent.parent
+FACTS = {"sms": 132, "l2_bytes": 60 << 20}
+
+GOOD = """\
+study: demo
+kernel: copy
+params:
+  grid: [sms, 2*sms, "cdiv(n, BLOCK)"]
+  block: [32, 64, 128]
+  BLOCK: {pow2: [256, 1024]}
+  dtype: [float32, float16]
+  footprint: [64KiB, 1GiB]
+constraints: ["BLOCK >= block"]
+measure: {warmup: 2, repeat: 5, flush_l2: false}
+budget: {trials: 10, time: 90s}
+"""
+
+
+def parse(text: str):
+    return parse_space(textwrap.dedent(text), file="s.yaml")
+
+
+def test_parses_every_form():
+    space = parse(GOOD)
+    assert space.study == "demo" and space.kernel == "copy"
+    assert space.axis("BLOCK").labels == ("256", "512", "1024")
+    assert space.axis("BLOCK").role is AxisRole.META
+    assert space.axis("footprint").values[1].constant == 1 << 30
+    assert space.axis("grid").values[0].expr is not None
+    assert space.size == 3 * 3 * 3 * 2 * 2
+    assert space.measure.repeat == 5 and space.measure.flush_l2 is False
+    assert space.budget.trials == 10 and space.budget.time_s == 90.0
+    assert space.sampler.name == "exhaustive" and space.sampler.seed == 0
+    # expressions read n (footprint, dtype) and BLOCK: those come first
+    order = space.order
+    assert order.index("grid") > max(order.index(n) for n in ("BLOCK", "footprint", "dtype"))
+
+
+def test_range_form_and_defaults():
+    space = parse("""
+        kernel: copy
+        sampler: {name: tpe, seed: 7}
+        params:
+          grid: {range: [2, 8, 3]}
+    """)
+    assert space.axis("grid").labels == ("2", "5", "8")
+    assert space.axis("block").labels == ("128",)
+    # axes the file leaves out take the kernel's defaults
+    assert space.axis("BLOCK").labels == ("1024",)
+    assert space.sampler.name == "tpe" and space.sampler.seed == 7
+    assert space.study == "study"
+
+
+def test_resolve_computes_expressions_in_order():
+    space = parse(GOOD)
+    cfg = space.resolve({"grid": "cdiv(n, BLOCK)", "block": "64", "BLOCK": "512",
+                         "dtype": "float16", "footprint": "64KiB"}, FACTS)
+    assert cfg.problem.n == 32768 and cfg.grid == 64 and cfg.num_warps == 2
+    assert dict(cfg.meta) == {"BLOCK": 512}
+    assert space.resolve({"grid": "2*sms", "block": "32", "BLOCK": "256", "dtype": "float32",
+                          "footprint": "1GiB"}, FACTS).grid == 264
+
+
+def test_constraint_violation_is_invalid_with_reason():
+    space = parse(GOOD.replace("block: [32, 64, 128]", "block: [32, 512]"))
+    with pytest.raises(Invalid, match=r"constraint 'BLOCK >= block' is false "
+                                      r"\(BLOCK=256, block=512\)"):
+        space.resolve({"grid": "sms", "block": "512", "BLOCK": "256", "dtype": "float32",
+                       "footprint": "64KiB"}, FACTS)
+
+
+def test_footprint_cap_applies_before_n():
+    space = parse(GOOD)
+    cfg = space.resolve({"grid": "cdiv(n, BLOCK)", "block": "32", "BLOCK": "256",
+                         "dtype": "float32", "footprint": "1GiB"}, FACTS, max_footprint=4096)
+    assert cfg.problem.footprint == 4096 and cfg.grid == 4
+
+
+def test_expression_error_at_resolve_is_invalid():
+    space = parse(GOOD.replace('grid: [sms, 2*sms, "cdiv(n, BLOCK)"]',
+                               'grid: ["sms // (BLOCK - 256)"]'))
+    with pytest.raises(Invalid, match="division by zero"):
+        space.resolve({"grid": "sms // (BLOCK - 256)", "block": "32", "BLOCK": "256",
+                       "dtype": "float32", "footprint": "64KiB"}, FACTS)
+
+
+def test_every_shipped_space_parses():
+    files = sorted((ROOT / "spaces").glob("*.yaml"))
+    assert files
+    for path in files:
+        assert load_space(path).size > 0
+
+
+# Each bad input: the YAML, the line the error must name, and what the message must say.
+BAD = [
+    ("kernel: copy\nparams: {grid: [1]\n", 3, "YAML syntax error"),
+    ("- just\n- a list\n", 1, "the file must be a mapping of keys, got a list"),
+    ("kernel: copy\nparams: {}\nsampl: tpe\n", 3,
+     "sampl: unknown key 'sampl'; known: study, kernel, sampler, seed, params"),
+    ("kernel: copy\n", 1, "missing key 'params'"),
+    ("params: {}\n", 1, "missing key 'kernel'"),
+    ("kernel: memcpy\nparams: {}\n", 1, "kernel: unknown kernel 'memcpy'; known: copy"),
+    ("kernel: copy\nsampler: annealing\nparams: {}\n", 2,
+     "sampler: unknown sampler 'annealing'; known: exhaustive, tpe, random"),
+    ("kernel: copy\nparams:\n  grid: []\n", 3, "params.grid: empty axis; allowed:"),
+    ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
+     "params.BLOCK.pow2: 300 is not a power of two"),
+    ("kernel: copy\nparams:\n  BLOCK: {pow2: [2048, 1024]}\n", 3, "pow2 needs lo <= hi"),
+    ("kernel: copy\nparams:\n  block: {range: [32, 128, 0]}\n", 3,
+     "range needs lo <= hi and step > 0"),
+    ("kernel: copy\nparams:\n  footprint:\n    - 1GiB\n    - 1GB\n", 5,
+     "params.footprint[1]: cannot parse expression '1GB'"),
+    ("kernel: copy\nparams:\n  dtype: [float32, fp8]\n", 3,
+     "params.dtype[1]: unknown dtype 'fp8'; allowed: float64, float32"),
+    ("kernel: copy\nparams:\n  block: [32, 48]\n", 3,
+     "params.block[1]: 48 threads per program; allowed: 32, 64, 128, 256, 512, 1024"),
+    ("kernel: copy\nparams:\n  grid: [\"2*smz\"]\n", 3,
+     "params.grid[0]: unknown name 'smz' in '2*smz'; known: BLOCK, block, dtype"),
+    ("kernel: copy\nparams:\n  grid: [\"__import__('os')\"]\n", 3,
+     "function '__import__' is not allowed"),
+    ("kernel: copy\nparams:\n  BLOCK: [1000]\n", 3,
+     "params.BLOCK[0]: 1000 is not a power of two; copy's BLOCK must be one"),
+    ("kernel: copy\nparams:\n  WARPS: [4]\n", 3,
+     "params.WARPS: unknown key 'WARPS'; known: grid, block, dtype, footprint, BLOCK"),
+    ("kernel: copy\nparams: {}\nconstraints: [\"BLOCK >= blk\"]\n", 3,
+     "constraints[0]: unknown name 'blk'"),
+    ("kernel: copy\nparams: {}\nconstraints: BLOCK >= block\n", 3,
+     "constraints: 'BLOCK >= block' is not a list of expressions"),
+    ("kernel: copy\nparams: {}\nmeasure:\n  warmup: 1\n  repeat: 0\n", 5,
+     "measure.repeat: 0 is not a whole number >= 1"),
+    ("kernel: copy\nparams: {}\nmeasure: {flush: true}\n", 3,
+     "measure.flush: unknown key 'flush'; known: warmup, repeat, flush_l2"),
+    ("kernel: copy\nparams: {}\nbudget: {time: 10x}\n", 3,
+     "budget.time: '10x' is not a duration"),
+    ("kernel: copy\nparams: {}\nbudget:\n  trials: -4\n", 4,
+     "budget.trials: -4 is not a whole number >= 1"),
+    ("kernel: copy\nparams:\n  block: [32]\n  block: [64]\n", 4,
+     "params.block: duplicate key 'block' (first on line 3)"),
+    ("kernel: copy\nparams:\n  BLOCK: [\"grid * 2\"]\n  grid: [\"BLOCK // 2\"]\n", 3,
+     "the values depend on each other in a cycle among BLOCK, grid"),
+    ("kernel: copy\nparams:\n  block: [32, 32]\n", 3, "params.block: value '32' appears twice"),
+    ("kernel: copy\nseed: one\nparams: {}\n", 2, "seed: seed must be an integer, got 'one'"),
+    ("kernel: copy\nparams: {}\nstudy: ../escape\n", 3, "study: '../escape' is not a study name"),
+    ("kernel: copy\nparams:\n  grid: [0]\n", 3, "params.grid[0]: 0 must be positive"),
+    ("", 1, "the file is empty"),
+]
+
+
+@pytest.mark.parametrize("text, line, message", BAD, ids=[m[:40] for _, _, m in BAD])
+def test_bad_input_names_file_line_and_what_is_wrong(text, line, message):
+    with pytest.raises(SpaceError) as info:
+        parse_space(text, file="spaces/x.yaml")
+    err = info.value
+    assert err.line == line, str(err)
+    assert str(err).startswith(f"spaces/x.yaml:{line}: ")
+    assert message in str(err)
+    assert "\n" not in str(err)
+
+
+def test_missing_file():
+    with pytest.raises(SpaceError, match="nope.yaml: cannot read the space file"):
+        load_space("nope.yaml")
