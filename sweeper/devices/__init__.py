@@ -1,0 +1,24 @@
+"""Devices by name: ``cuda`` (CUDA events on a GPU) and ``interpret`` (Triton on the CPU)."""
+
+from __future__ import annotations
+
+from sweeper.devices._base import Device, DeviceFacts
+from sweeper.errors import SweeperError
+
+DEVICES: dict[str, str] = {
+    "cuda": "sweeper.devices._cuda:CudaDevice",
+    "interpret": "sweeper.devices._interpret:InterpretDevice",
+}
+
+
+def open_device(name: str) -> Device:
+    """Open the device called ``name``; :class:`NoDeviceError` if it is not here."""
+    import importlib
+
+    if name not in DEVICES:
+        raise SweeperError(f"unknown device {name!r}; known: {', '.join(DEVICES)}")
+    module, _, attr = DEVICES[name].partition(":")
+    return getattr(importlib.import_module(module), attr)()
+
+
+__all__ = ["DEVICES", "Device", "DeviceFacts", "open_device"]

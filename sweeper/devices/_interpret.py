@@ -1,0 +1,57 @@
+"""The Triton interpreter on the CPU: the whole pipeline without a GPU.
+
+Its timings are CPU timings of an interpreter and mean nothing for a GPU; every
+run and report says so.  Footprints are capped small and repetitions few, so a
+small space finishes in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from sweeper.devices._base import Device, DeviceFacts, Launch
+from sweeper.measure import time_host
+from sweeper.space import MeasureSpec
+
+MAX_FOOTPRINT = 16 << 10
+MAX_WARMUP = 1
+MAX_REPEAT = 5
+
+
+class InterpretDevice(Device):
+    name: ClassVar[str] = "interpret"
+    torch_device: ClassVar[str] = "cpu"
+    note: ClassVar[str | None] = (
+        f"Triton interpreter on the CPU: footprints capped at {MAX_FOOTPRINT >> 10} KiB, at most "
+        f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs; these are CPU timings of an "
+        "interpreter and mean nothing for a GPU")
+
+    def __init__(self) -> None:
+        # triton.jit reads this when it wraps a kernel: set it before any kernel is built.
+        os.environ["TRITON_INTERPRET"] = "1"
+        self._facts = DeviceFacts(name="Triton interpreter (CPU)", sms=os.cpu_count() or 1,
+                                  l2_bytes=_cpu_l2_bytes(), max_footprint=MAX_FOOTPRINT)
+
+    def facts(self) -> DeviceFacts:
+        return self._facts
+
+    def measure_spec(self, spec: MeasureSpec) -> MeasureSpec:
+        return MeasureSpec(warmup=min(spec.warmup, MAX_WARMUP),
+                           repeat=min(spec.repeat, MAX_REPEAT), flush_l2=False)
+
+    def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
+        return time_host(launch, warmup=warmup, repeat=repeat)
+
+    def synchronize(self) -> None:
+        return None
+
+
+def _cpu_l2_bytes() -> int:
+    """The CPU's L2 size from sysfs, or 1 MiB where it cannot be read."""
+    try:
+        text = Path("/sys/devices/system/cpu/cpu0/cache/index2/size").read_text().strip()
+        return int(text.rstrip("K")) << 10 if text.endswith("K") else int(text)
+    except (OSError, ValueError):
+        return 1 << 20

@@ -1,0 +1,92 @@
+"""What a kernel must offer to be swept.
+
+Built-ins and user kernels (``package.module:attr``) go through this one
+interface.  A kernel allocates its buffers once per problem (dtype × footprint),
+launches with a resolved :class:`~sweeper.space.Config`, and checks its own
+output against a reference on fresh random data.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from sweeper.space import Config, Problem
+
+
+@dataclass(frozen=True)
+class MetaParam:
+    """A kernel meta-parameter (a Triton constexpr) that a space may sweep."""
+
+    default: int
+    pow2: bool = False
+    doc: str = ""
+
+
+@dataclass
+class Buffers:
+    """The tensors of one problem, allocated once and reused by every trial."""
+
+    problem: Problem
+    tensors: dict[str, torch.Tensor]
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self.tensors[name]
+
+
+class Kernel(abc.ABC):
+    """A sweepable kernel.  Subclasses set the class attributes and five methods."""
+
+    name: ClassVar[str]
+    #: Constexprs a space may sweep, with defaults for when it does not.
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {}
+    #: Values for the launch and problem axes a space leaves out.
+    defaults: ClassVar[Mapping[str, Any]] = {
+        "grid": "cdiv(n, BLOCK)", "block": 128, "dtype": "float32", "footprint": "64MiB"}
+    #: What a torch baseline of the same work is called in reports ("torch copy_").
+    baseline_name: ClassVar[str | None] = None
+
+    @abc.abstractmethod
+    def allocate(self, problem: Problem, device: str) -> Buffers:
+        """Allocate inputs and outputs for ``problem`` on ``device`` ("cuda" or "cpu")."""
+
+    @abc.abstractmethod
+    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
+        """Fill the inputs with fresh random data (never zeros: they hide bugs)."""
+
+    @abc.abstractmethod
+    def poison(self, buffers: Buffers) -> None:
+        """Fill the outputs with values no correct run can leave behind."""
+
+    @abc.abstractmethod
+    def launch(self, buffers: Buffers, config: Config) -> None:
+        """Launch once with ``config``; asynchronous on a GPU."""
+
+    @abc.abstractmethod
+    def check(self, buffers: Buffers) -> str | None:
+        """Compare the outputs with the reference: ``None`` when right, else the reason."""
+
+    def bytes_moved(self, problem: Problem) -> int:
+        """Fewest bytes one launch must move through device memory."""
+        return 0
+
+    def flops(self, problem: Problem) -> int:
+        """Floating-point operations one launch does."""
+        return 0
+
+    def baseline(self, buffers: Buffers) -> None:
+        """Do the same work with torch, for the report's "% of torch" column."""
+        raise NotImplementedError
+
+    def source(self) -> str:
+        """The source whose hash identifies this kernel's version in a study."""
+        return inspect.getsource(type(self))
+
+    def source_hash(self) -> str:
+        return hashlib.sha256(self.source().encode()).hexdigest()[:16]

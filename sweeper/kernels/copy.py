@@ -1,0 +1,121 @@
+"""The built-in ``copy`` kernel: a Triton grid-stride copy.
+
+Program ``i`` copies blocks ``i, i + grid, i + 2*grid, ...`` of ``BLOCK`` elements,
+so the grid is a free launch parameter and grid, block (num_warps) and ``BLOCK``
+are independent axes.  Bytes moved: the footprint read plus the footprint written.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import torch
+import triton
+import triton.language as tl
+
+from sweeper.kernels._base import Buffers, Kernel, MetaParam
+from sweeper.space import Config, Problem
+
+
+def _copy_body(src, dst, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    lanes = tl.arange(0, BLOCK)
+    # (n + BLOCK - 1) // BLOCK, not tl.cdiv: that one is itself a jitted function, which the
+    # interpreter can only run if triton was imported with TRITON_INTERPRET=1.
+    for block in range(pid, (n + BLOCK - 1) // BLOCK, programs):
+        offsets = block * BLOCK + lanes
+        mask = offsets < n
+        tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+
+
+@functools.cache
+def copy_kernel(interpret: bool = False) -> Any:
+    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the interpreter).
+
+    Built on first use, and for the device the tensors live on: ``triton.jit`` reads
+    ``TRITON_INTERPRET`` when it wraps a function, so it is set for that moment only.
+    """
+    previous = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
+    try:
+        return triton.jit(_copy_body)
+    finally:
+        if previous is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = previous
+
+
+class CopyKernel(Kernel):
+    name: ClassVar[str] = "copy"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK": MetaParam(default=1024, pow2=True, doc="elements each program copies per step"),
+    }
+    baseline_name: ClassVar[str] = "torch copy_"
+
+    def allocate(self, problem: Problem, device: str) -> Buffers:
+        dtype = getattr(torch, problem.dtype)
+        src = torch.empty(problem.n, dtype=dtype, device=device)
+        return Buffers(problem, {"src": src, "dst": torch.empty_like(src)})
+
+    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
+        src = buffers["src"]
+        if src.dtype.is_floating_point:
+            src.uniform_(-1.0, 1.0, generator=generator)
+        else:
+            src.random_(-100, 100, generator=generator)
+
+    def poison(self, buffers: Buffers) -> None:
+        dst = buffers["dst"]
+        dst.fill_(float("nan") if dst.dtype.is_floating_point else -101)
+
+    def launch(self, buffers: Buffers, config: Config) -> None:
+        src = buffers["src"]
+        copy_kernel(interpret=not src.is_cuda)[(config.grid,)](
+            src, buffers["dst"], buffers.problem.n,
+            num_warps=config.num_warps, **config.meta)
+
+    def check(self, buffers: Buffers) -> str | None:
+        src, dst = buffers["src"], buffers["dst"]
+        if torch.equal(dst, src):    # one fused pass; NaN poison left behind never compares equal
+            return None
+        wrong = dst != src
+        if dst.dtype.is_floating_point:
+            wrong |= torch.isnan(dst)
+        bad = int(wrong.sum())
+        if bad == 0:
+            return None
+        first = int(wrong.nonzero()[0, 0])
+        return (f"{bad} of {src.numel()} elements differ from the input "
+                f"(first at index {first}: {dst[first].item()!r} != {src[first].item()!r})")
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 2 * problem.n * problem.itemsize
+
+    def baseline(self, buffers: Buffers) -> None:
+        buffers["dst"].copy_(buffers["src"])
+
+    def source(self) -> str:
+        return inspect.getsource(_copy_body) + inspect.getsource(type(self))
+
+
+def copy(src: torch.Tensor, out: torch.Tensor | None = None, *, tuning: str | None = None
+         ) -> torch.Tensor:
+    """Copy ``src`` with the tuned config for this GPU, dtype and nearest footprint.
+
+    This is how a tuned config flows back into a launch: ``sweeper export`` wrote it,
+    :func:`sweeper.tuned` reads it.
+    """
+    from sweeper.export import tuned
+
+    out = torch.empty_like(src) if out is None else out
+    problem = Problem(dtype=str(src.dtype).removeprefix("torch."),
+                      footprint=src.numel() * src.element_size())
+    cfg = tuned("copy", dtype=problem.dtype, footprint=problem.footprint, path=tuning)
+    copy_kernel(interpret=not src.is_cuda)[(cfg.grid,)](src, out, src.numel(), num_warps=cfg.num_warps, **cfg.meta)
+    return out

@@ -1,0 +1,53 @@
+"""The timer: one small function a reviewer can audit in one sitting.
+
+Warm up, synchronize, then ``repeat`` samples; before each sample the L2 is
+flushed outside the timed region; one pair of CUDA events brackets each launch;
+one synchronize at the end.  Every sample is returned: statistics are someone
+else's job (:mod:`sweeper.measure._stats`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+Launch = Callable[[], None]
+
+
+def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None = None
+              ) -> list[float]:
+    """Milliseconds of each of ``repeat`` launches, timed with CUDA events."""
+    import torch
+
+    for _ in range(warmup):
+        launch()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
+    for start, end in zip(starts, ends):
+        if flush is not None:
+            flush()              # queued before the start event: not in the sample
+        start.record()
+        launch()
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+def time_host(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None = None
+              ) -> list[float]:
+    """Milliseconds of each launch by the host's clock, for synchronous devices only.
+
+    The Triton interpreter runs a launch to completion before returning, so a
+    monotonic host clock around it is the honest timer there.
+    """
+    for _ in range(warmup):
+        launch()
+    samples = []
+    for _ in range(repeat):
+        if flush is not None:
+            flush()
+        t0 = time.perf_counter()
+        launch()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return samples

@@ -1,0 +1,58 @@
+"""Shared fixtures.  Tests run on the CPU through the Triton interpreter; tests marked
+``gpu`` need a CUDA device and are skipped without one."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    # before triton is imported: its own jitted helpers (tl.cdiv ...) are built at import
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def write_space(tmp_path: Path):
+    """Write a space file from dedented YAML text; returns its path."""
+
+    def write(text: str, name: str = "space.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+        return path
+
+    return write
+
+
+SMALL_SPACE = """
+    study: tiny
+    kernel: copy
+    sampler: exhaustive
+    params:
+      grid: [sms, "cdiv(n, BLOCK)"]
+      block: [32, 128]
+      BLOCK: [256, 1024]
+      dtype: [float32]
+      footprint: [4KiB]
+    constraints: ["BLOCK >= 4 * block"]
+    measure: {warmup: 1, repeat: 3}
+"""
+
+
+@pytest.fixture
+def small_space(write_space) -> Path:
+    return write_space(SMALL_SPACE, "tiny.yaml")

@@ -1,0 +1,39 @@
+"""Kernels that misbehave on purpose, loaded as user kernels (``tests.kernels_for_tests:...``)."""
+
+from __future__ import annotations
+
+import torch
+
+from sweeper.kernels.copy import CopyKernel
+from sweeper.space import Config
+
+
+class DropsLastBlock(CopyKernel):
+    """Copies all but the last BLOCK elements: a partial result the poison must expose."""
+
+    name = "drops-last-block"
+
+    def launch(self, buffers, config: Config) -> None:
+        src, dst = buffers["src"], buffers["dst"]
+        keep = max(0, src.numel() - config.meta["BLOCK"])
+        dst[:keep].copy_(src[:keep])
+
+
+class RaisesOnBigBlock(CopyKernel):
+    """Raises for BLOCK > 256, like a config that runs out of shared memory."""
+
+    name = "raises"
+
+    def launch(self, buffers, config: Config) -> None:
+        if config.meta["BLOCK"] > 256:
+            raise RuntimeError(f"BLOCK={config.meta['BLOCK']} is too big for this test")
+        super().launch(buffers, config)
+
+
+class CopiesZeros(CopyKernel):
+    """Writes zeros: right only if the input were zeros, which sweeper never uses."""
+
+    name = "zeros"
+
+    def launch(self, buffers, config: Config) -> None:
+        buffers["dst"].copy_(torch.zeros_like(buffers["src"]))

@@ -1,0 +1,64 @@
+import pytest
+import torch
+
+from sweeper.devices import open_device
+from sweeper.kernels import load_kernel
+from sweeper.space import Config, MeasureSpec, Problem
+from sweeper.trial import TrialStatus, classify, run_trial
+
+PROBLEM = Problem("float32", 8192)
+MEASURE = MeasureSpec(warmup=1, repeat=3, flush_l2=False)
+
+
+def run(kernel_name: str, block: int = 1024):
+    device = open_device("interpret")
+    kernel = load_kernel(kernel_name)
+    buffers = kernel.allocate(PROBLEM, "cpu")
+    config = Config(problem=PROBLEM, grid=2, block=128, meta={"BLOCK": block})
+    return run_trial(kernel, buffers, config, device, MEASURE, torch.Generator().manual_seed(0))
+
+
+def test_copy_is_measured_and_verified():
+    result = run("copy")
+    assert result.status is TrialStatus.OK
+    assert len(result.samples_ms) == 3 and result.stats.n == 3
+    assert result.cold_s is not None and result.cold_s > 0
+    assert result.gbps == pytest.approx(2 * 8192 / (result.stats.median * 1e-3) / 1e9)
+
+
+def test_partial_result_is_a_wrong_answer():
+    result = run("tests.kernels_for_tests:DropsLastBlock")
+    assert result.status is TrialStatus.WRONG_ANSWER
+    assert result.reason.startswith("1024 of 2048 elements differ from the input (first at "
+                                    "index 1024: nan")
+    assert result.samples_ms == []
+
+
+def test_zeros_are_a_wrong_answer_on_random_input():
+    result = run("tests.kernels_for_tests:CopiesZeros")
+    assert result.status is TrialStatus.WRONG_ANSWER
+    assert "elements differ" in result.reason
+
+
+def test_exception_is_recorded_not_raised():
+    result = run("tests.kernels_for_tests:RaisesOnBigBlock", block=1024)
+    assert result.status is TrialStatus.CRASHED
+    assert result.reason == "RuntimeError: BLOCK=1024 is too big for this test"
+    assert run("tests.kernels_for_tests:RaisesOnBigBlock", block=256).status is TrialStatus.OK
+
+
+def _named(name: str) -> type[Exception]:
+    return type(name, (Exception,), {})
+
+
+@pytest.mark.parametrize("exc, status", [
+    (_named("OutOfResources")("out of resource: shared memory, Required: 262144"),
+     TrialStatus.OUT_OF_RESOURCES),
+    (_named("CompilationError")("at 3:4: bad"), TrialStatus.COMPILE_ERROR),
+    (_named("PTXASError")("ptxas fatal"), TrialStatus.COMPILE_ERROR),
+    (ValueError("boom"), TrialStatus.CRASHED),
+])
+def test_classify(exc, status):
+    got, reason = classify(exc)
+    assert got is status
+    assert reason.startswith(type(exc).__name__ + ": ")
