@@ -1,0 +1,56 @@
+"""``sweeper plan``: the size of a space, what its constraints remove, and a time estimate.
+
+Nothing is launched.  The estimate is a model with its assumptions printed next
+to it: a compile per config, then (warmup + repeat + 2) launches of at least the
+launch floor, each moving the kernel's bytes at an assumed bandwidth.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sweeper.devices import DeviceFacts
+from sweeper.kernels import Kernel
+from sweeper.space import MeasureSpec, Space
+from sweeper.sweep import enumerate_choices
+
+#: Assumptions per device: compile s per config, launch floor s, bandwidth B/s.
+#: The CUDA figures are the H200 readings in shared/notes/anchors.md (compile median
+#: 0.06 s, ~20 us per launch, ~4 TB/s copy); the interpreter's are rough CPU figures.
+ASSUMED = {
+    "cuda": {"compile_s": 0.06, "launch_s": 20e-6, "bandwidth": 4.0e12},
+    "interpret": {"compile_s": 0.0, "launch_s": 5e-3, "bandwidth": 2.0e6},
+}
+_VALUES = re.compile(r"\s*\([^)]*\)$")
+
+
+@dataclass
+class Plan:
+    size: int
+    valid: int
+    removed: Counter = field(default_factory=Counter)     # reason -> count
+    estimate_s: float = 0.0
+    assumptions: Mapping[str, float] = field(default_factory=dict)
+    trials: int = 0                                       # what the budget lets run
+
+
+def make_plan(space: Space, kernel: Kernel, facts: DeviceFacts, device: str,
+              measure: MeasureSpec) -> Plan:
+    valid, invalid = enumerate_choices(space, facts.env(), facts.max_footprint)
+    removed = Counter(_VALUES.sub("", reason) for _, reason in invalid)
+    trials = len(valid) if space.budget.trials is None else min(len(valid), space.budget.trials)
+    assumed = ASSUMED[device]
+    launches = measure.warmup + measure.repeat + 2
+    seconds = 0.0
+    for choice in valid[:trials]:
+        problem = space.resolve(choice, facts.env(), facts.max_footprint).problem
+        launch = max(kernel.bytes_moved(problem) / assumed["bandwidth"], assumed["launch_s"])
+        flush = 2 * facts.l2_bytes / assumed["bandwidth"] if measure.flush_l2 else 0.0
+        seconds += assumed["compile_s"] + launches * launch + measure.repeat * flush
+    if space.budget.time_s is not None:
+        seconds = min(seconds, space.budget.time_s)
+    return Plan(size=space.size, valid=len(valid), removed=removed, estimate_s=seconds,
+                assumptions=assumed, trials=trials)

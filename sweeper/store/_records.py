@@ -1,0 +1,95 @@
+"""What a study keeps: one typed record per trial and per baseline, as JSON lines."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sweeper.measure import Stats
+from sweeper.space import Config
+from sweeper.trial import TrialResult, TrialStatus
+
+
+def config_dict(config: Config) -> dict[str, Any]:
+    return {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
+            "meta": dict(config.meta), "dtype": config.problem.dtype,
+            "footprint": config.problem.footprint}
+
+
+@dataclass
+class TrialRecord:
+    """Everything one trial produced; ``config`` is ``None`` when it could not be resolved."""
+
+    number: int
+    choice: dict[str, str]
+    status: TrialStatus
+    reason: str | None = None
+    config: dict[str, Any] | None = None
+    cold_s: float | None = None
+    samples_ms: list[float] = field(default_factory=list)
+    stats: dict[str, float] | None = None
+    gbps: float = 0.0
+    gflops: float = 0.0
+    started: str = ""
+    wall_s: float = 0.0
+    kind: str = "trial"
+
+    @classmethod
+    def from_result(cls, number: int, choice: dict[str, str], config: Config | None,
+                    result: TrialResult, started: str, wall_s: float) -> TrialRecord:
+        return cls(number=number, choice=dict(choice), status=result.status,
+                   reason=result.reason, config=config_dict(config) if config else None,
+                   cold_s=result.cold_s, samples_ms=list(result.samples_ms),
+                   stats=result.stats.to_dict() if result.stats else None, gbps=result.gbps,
+                   gflops=result.gflops, started=started, wall_s=wall_s)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is TrialStatus.OK
+
+    @property
+    def score(self) -> float:
+        """What the search maximizes: GB/s, else GFLOP/s, else launches per second."""
+        if not self.ok or not self.stats:
+            return 0.0
+        return self.gbps or self.gflops or 1e3 / self.stats["median"]
+
+    def key(self) -> tuple[str, ...]:
+        return tuple(f"{k}={v}" for k, v in sorted(self.choice.items()))
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["status"] = self.status.value
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrialRecord:
+        data = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        data["status"] = TrialStatus(data["status"])
+        return cls(**data)
+
+
+@dataclass
+class BaselineRecord:
+    """The same work done by torch (``torch copy_``), timed the same way, per problem."""
+
+    name: str
+    dtype: str
+    footprint: int
+    samples_ms: list[float]
+    stats: dict[str, float]
+    gbps: float
+    kind: str = "baseline"
+
+    @classmethod
+    def from_samples(cls, name: str, dtype: str, footprint: int, samples: list[float],
+                     stats: Stats, gbps: float) -> BaselineRecord:
+        return cls(name=name, dtype=dtype, footprint=footprint, samples_ms=list(samples),
+                   stats=stats.to_dict(), gbps=gbps)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BaselineRecord:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})

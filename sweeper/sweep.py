@@ -1,0 +1,314 @@
+"""The sweep: a sampler proposes, a trial measures, the store keeps, until a budget ends it.
+
+Optuna drives the search from an in-memory study rebuilt from the journal, so a
+resumed sweep never measures a finished config again and the sampler still sees
+every past result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import optuna
+import torch
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import TrialState
+
+from sweeper.devices import Device
+from sweeper.errors import StudyError, SweeperError
+from sweeper.kernels import Buffers, Kernel
+from sweeper.measure import summarize, throughput
+from sweeper.samplers import ExhaustiveSampler, make_sampler
+from sweeper.space import AxisRole, Config, Invalid, Problem, Space
+from sweeper.store import BaselineRecord, StudyStore, TrialRecord
+from sweeper.trial import TrialResult, TrialStatus, run_trial
+
+MAX_ENUMERATED = 1_000_000
+MAX_REPEATED_PROPOSALS = 200
+
+Choice = dict[str, str]
+
+
+def enumerate_choices(space: Space, facts: Mapping[str, int], max_footprint: int | None = None
+                      ) -> tuple[list[Choice], list[tuple[Choice, str]]]:
+    """Every choice of the space, split into valid ones and ruled-out ones with the reason."""
+    if space.size > MAX_ENUMERATED:
+        raise SweeperError(f"{space.path}: the space has {space.size} configs; at most "
+                           f"{MAX_ENUMERATED} can be enumerated")
+    names = [a.name for a in space.axes]
+    valid: list[Choice] = []
+    invalid: list[tuple[Choice, str]] = []
+    for labels in itertools.product(*(a.labels for a in space.axes)):
+        choice = dict(zip(names, labels))
+        try:
+            space.resolve(choice, facts, max_footprint)
+        except Invalid as err:
+            invalid.append((choice, str(err)))
+        else:
+            valid.append(choice)
+    return valid, invalid
+
+
+class Reporter(Protocol):
+    """What the sweep tells whoever is watching (the CLI's progress bar, or nobody)."""
+
+    def start(self, total: int, done: int) -> None: ...
+    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
+    def finish(self) -> None: ...
+
+
+class SilentReporter:
+    def start(self, total: int, done: int) -> None: ...
+    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
+    def finish(self) -> None: ...
+
+
+class StopFlag:
+    """Set by the CLI's Ctrl-C handler; the sweep stops after the trial in flight."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+
+@dataclass
+class SweepSummary:
+    measured: int = 0          # trials measured by this invocation
+    skipped: int = 0           # configs ruled out by constraints or values
+    resumed: int = 0           # trials found in the store
+    repeated: int = 0          # proposals answered from the store
+    stopped_by: str = ""
+    wall_s: float = 0.0
+    best: TrialRecord | None = None
+    trials: list[TrialRecord] = field(default_factory=list)
+
+
+def fingerprint(space: Space, kernel: Kernel, device: Device) -> dict[str, str]:
+    """What must match for a study to be resumed: measurements are only comparable then."""
+    return {"device": device.name, "gpu": device.facts().name, "kernel": space.kernel,
+            "kernel_source": kernel.source_hash(), "space_sha256": space.sha256}
+
+
+def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
+               command: str, force: bool = False) -> None:
+    """Create the study, or check that the one on disk may be resumed by this run."""
+    wanted = fingerprint(space, kernel, device)
+    if store.exists():
+        meta = store.meta()
+        have = meta.get("fingerprint", {})
+        changed = [f"{k}: {have.get(k)!r} -> {v!r}" for k, v in wanted.items()
+                   if have.get(k) != v]
+        if changed and not force:
+            raise StudyError(f"{store.root}: cannot resume, it was measured with other "
+                             f"settings ({'; '.join(changed)}); use --force to add to it "
+                             "anyway, or --study NAME for a new study")
+        store.update_meta(resumed=[*meta.get("resumed", []), _now()], last_command=command)
+        return
+    store.create({
+        "study": store.name, "kernel": space.kernel, "created": _now(), "command": command,
+        "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
+        "sampler": {"name": space.sampler.name, "seed": space.sampler.seed},
+        "measure": vars(device.measure_spec(space.measure)),
+        "measure_requested": vars(space.measure), "device_note": device.note,
+        "environment": device.environment(), "fingerprint": wanted,
+        "kernel_source_hash": kernel.source_hash(),
+        "axes": {a.name: list(a.labels) for a in space.axes},
+        "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
+    })
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Sweep:
+    def __init__(self, space: Space, kernel: Kernel, device: Device, store: StudyStore, *,
+                 reporter: Reporter | None = None, stop: StopFlag | None = None,
+                 max_trials: int | None = None, max_time_s: float | None = None) -> None:
+        self.space = space
+        self.kernel = kernel
+        self.device = device
+        self.store = store
+        self.reporter = reporter or SilentReporter()
+        self.stop = stop or StopFlag()
+        self.max_trials = max_trials if max_trials is not None else space.budget.trials
+        self.max_time_s = max_time_s if max_time_s is not None else space.budget.time_s
+        self.facts = device.facts()
+        self.measure = device.measure_spec(space.measure)
+        self._buffers: dict[Problem, Buffers] = {}
+        self._buffer_bytes = 0
+
+    def run(self) -> SweepSummary:
+        t0 = time.perf_counter()
+        valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
+        trials, baselines = self.store.records()
+        done: dict[tuple[str, ...], TrialRecord] = {t.key(): t for t in trials}
+        self._baselines = {(b.dtype, b.footprint): b for b in baselines}
+        summary = SweepSummary(resumed=len(trials), trials=list(trials))
+        summary.best = _best(trials)
+        study, dists = self._optuna_study(valid, trials)
+        number = max((t.number for t in trials), default=-1) + 1
+        if isinstance(study.sampler, ExhaustiveSampler):
+            for choice, reason in invalid:    # recorded once, never launched
+                if _key(choice) not in done:
+                    record = self._record_invalid(number, choice, reason)
+                    done[record.key()] = record
+                    summary.trials.append(record)
+                    number += 1
+        measured_before = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
+        total = len(valid) if self.max_trials is None else min(len(valid), self.max_trials)
+        self.reporter.start(total=total, done=min(measured_before, total))
+        repeats = 0
+        try:
+            while True:
+                measured = measured_before + summary.measured
+                summary.stopped_by = self._should_stop(study, t0, measured, len(valid),
+                                                       repeats)
+                if summary.stopped_by:
+                    break
+                trial = study.ask(dists)
+                choice = {k: str(v) for k, v in trial.params.items()}
+                if _key(choice) in done:      # answered from the store, never re-measured
+                    _tell(study, trial, done[_key(choice)])
+                    summary.repeated += 1
+                    repeats += 1
+                    continue
+                repeats = 0
+                record = self._measure(number, choice)
+                number += 1
+                self.store.append(record)
+                done[record.key()] = record
+                summary.trials.append(record)
+                _tell(study, trial, record)
+                if record.status is TrialStatus.INVALID:
+                    continue
+                summary.measured += 1
+                if record.ok and (summary.best is None or record.score > summary.best.score):
+                    summary.best = record
+                self.reporter.trial(record, summary.best)
+        finally:
+            self.reporter.finish()
+            self.store.close()
+        summary.skipped = sum(1 for t in summary.trials[summary.resumed:]
+                              if t.status is TrialStatus.INVALID)
+        summary.wall_s = time.perf_counter() - t0
+        return summary
+
+    def _should_stop(self, study: optuna.Study, t0: float, measured: int, valid: int,
+                     repeats: int) -> str:
+        if self.stop.set:
+            return "interrupted (Ctrl-C)"
+        if self.max_trials is not None and measured >= self.max_trials:
+            return f"budget: {self.max_trials} trials"
+        if self.max_time_s is not None and time.perf_counter() - t0 >= self.max_time_s:
+            return f"budget: {self.max_time_s:g} s"
+        sampler = study.sampler
+        if isinstance(sampler, ExhaustiveSampler):
+            if sampler.remaining(study) == 0:
+                return "complete: every valid config measured"
+        elif measured >= valid:
+            return "complete: every valid config measured"
+        if repeats >= MAX_REPEATED_PROPOSALS:
+            return f"sampler converged: {repeats} proposals in a row were already measured"
+        return ""
+
+    def _optuna_study(self, valid: list[Choice], trials: list[TrialRecord]
+                      ) -> tuple[optuna.Study, dict[str, CategoricalDistribution]]:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        sampler = make_sampler(self.space.sampler, valid)
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        dists = {name: CategoricalDistribution(labels)
+                 for name, labels in self.space.choices().items()}
+        for t in trials:
+            if set(t.choice) != set(dists) or any(
+                    t.choice[k] not in dists[k].choices for k in dists):
+                continue   # a value the space no longer has (resumed with --force)
+            study.add_trial(optuna.trial.create_trial(
+                params=dict(t.choice), distributions=dists,
+                state=TrialState.COMPLETE if t.ok else TrialState.FAIL,
+                value=t.score if t.ok else None))
+        return study, dists
+
+    def _record_invalid(self, number: int, choice: Choice, reason: str) -> TrialRecord:
+        record = TrialRecord(number=number, choice=choice, status=TrialStatus.INVALID,
+                             reason=reason, started=_now())
+        self.store.append(record)
+        return record
+
+    def _measure(self, number: int, choice: Choice) -> TrialRecord:
+        started, t0 = _now(), time.perf_counter()
+        config: Config | None = None
+        try:
+            config = self.space.resolve(choice, self.facts.env(), self.facts.max_footprint)
+        except Invalid as err:
+            result = TrialResult(TrialStatus.INVALID, str(err))
+        else:
+            result = self._run(config, number)
+        return TrialRecord.from_result(number, choice, config, result, started,
+                                       time.perf_counter() - t0)
+
+    def _run(self, config: Config, number: int) -> TrialResult:
+        try:
+            buffers = self._buffers_for(config.problem)
+        except torch.cuda.OutOfMemoryError as err:
+            return TrialResult(TrialStatus.OUT_OF_RESOURCES, f"allocating the inputs: {err}")
+        generator = torch.Generator(device=self.device.torch_device)
+        generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
+        return run_trial(self.kernel, buffers, config, self.device, self.measure, generator)
+
+    def _buffers_for(self, problem: Problem) -> Buffers:
+        if problem not in self._buffers:
+            size = 2 * problem.footprint
+            if self._buffer_bytes + size > _buffer_budget(self.device):
+                self._buffers.clear()          # one problem at a time when memory is short
+                self._buffer_bytes = 0
+            self._buffers[problem] = self.kernel.allocate(problem, self.device.torch_device)
+            self._buffer_bytes += size
+            self._measure_baseline(self._buffers[problem])
+        return self._buffers[problem]
+
+    def _measure_baseline(self, buffers: Buffers) -> None:
+        problem = buffers.problem
+        key = (problem.dtype, problem.footprint)
+        if self.kernel.baseline_name is None or key in self._baselines:
+            return
+        generator = torch.Generator(device=self.device.torch_device)
+        generator.manual_seed(self.space.sampler.seed)
+        self.kernel.randomize(buffers, generator)
+        samples = self.device.time(lambda: self.kernel.baseline(buffers),
+                                   warmup=self.measure.warmup, repeat=self.measure.repeat,
+                                   flush=self.measure.flush_l2)
+        stats = summarize(samples)
+        gbps = throughput(self.kernel.bytes_moved(problem), stats.median * 1e-3) / 1e9
+        record = BaselineRecord.from_samples(self.kernel.baseline_name, problem.dtype,
+                                             problem.footprint, samples, stats, gbps)
+        self.store.append(record)
+        self._baselines[key] = record
+
+
+def _buffer_budget(device: Device) -> int:
+    if device.torch_device == "cuda":
+        return int(torch.cuda.get_device_properties(0).total_memory * 0.4)
+    return 1 << 30
+
+
+def _key(choice: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(f"{k}={v}" for k, v in sorted(choice.items()))
+
+
+def _tell(study: optuna.Study, trial: optuna.Trial, record: TrialRecord) -> None:
+    if record.ok:
+        study.tell(trial, record.score)
+    else:
+        study.tell(trial, state=TrialState.FAIL)
+
+
+def _best(trials: list[TrialRecord]) -> TrialRecord | None:
+    ok = [t for t in trials if t.ok]
+    return max(ok, key=lambda t: t.score) if ok else None

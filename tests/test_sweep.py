@@ -1,0 +1,135 @@
+import json
+
+import pytest
+
+from sweeper.devices import open_device
+from sweeper.errors import StudyError
+from sweeper.kernels import load_kernel
+from sweeper.space import load_space
+from sweeper.store import JOURNAL, StudyStore
+from sweeper.sweep import StopFlag, Sweep, enumerate_choices, open_study
+from sweeper.trial import TrialStatus
+
+
+def start(space_path, root, **kwargs):
+    device = open_device("interpret")
+    space = load_space(space_path)
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(root)
+    open_study(store, space, kernel, device, command="test", force=kwargs.pop("force", False))
+    return Sweep(space, kernel, device, store, **kwargs), store
+
+
+def test_enumerate_splits_valid_and_ruled_out(small_space):
+    space = load_space(small_space)
+    valid, invalid = enumerate_choices(space, {"sms": 2, "l2_bytes": 1 << 20})
+    # BLOCK >= 4*block rules out BLOCK=256 with block=128, for both grids
+    assert len(valid) == 6 and len(invalid) == 2
+    assert all(c["BLOCK"] == "256" and c["block"] == "128" for c, _ in invalid)
+    assert invalid[0][1] == "constraint 'BLOCK >= 4 * block' is false (BLOCK=256, block=128)"
+
+
+def test_exhaustive_sweep_measures_every_valid_config_once(small_space, tmp_path):
+    sweep, store = start(small_space, tmp_path / "s")
+    summary = sweep.run()
+    assert summary.measured == 6 and summary.skipped == 2
+    assert summary.stopped_by.startswith("complete")
+    trials, baselines = store.records()
+    assert len(trials) == 8
+    assert len({t.key() for t in trials}) == 8
+    assert sum(t.status is TrialStatus.INVALID for t in trials) == 2
+    ok = [t for t in trials if t.ok]
+    assert all(len(t.samples_ms) == 3 and t.cold_s > 0 and t.gbps > 0 for t in ok)
+    fastest = max(t.gbps for t in ok)
+    assert summary.best.gbps == fastest
+    assert [b.name for b in baselines] == ["torch copy_"]
+    meta = store.meta()
+    assert meta["environment"]["device"] == "interpret"
+    assert meta["measure"] == {"warmup": 1, "repeat": 3, "flush_l2": False}
+    assert "BLOCK >= 4 * block" in meta["space_text"]
+
+
+def test_resume_measures_nothing_twice(small_space, tmp_path):
+    stop = StopFlag()
+
+    class StopAfterTwo:
+        n = 0
+
+        def start(self, total, done): ...
+        def finish(self): ...
+
+        def trial(self, record, best):
+            self.n += 1
+            if self.n == 2:
+                stop.set = True    # what Ctrl-C does: stop after the trial in flight
+
+    sweep, store = start(small_space, tmp_path / "s", reporter=StopAfterTwo(), stop=stop)
+    first = sweep.run()
+    assert first.stopped_by == "interrupted (Ctrl-C)" and first.measured == 2
+    kept = {t.key() for t in store.records()[0] if t.ok}
+    assert len(kept) == 2
+    sweep, store = start(small_space, tmp_path / "s")
+    second = sweep.run()
+    assert second.resumed == 4 and second.measured == 4   # 2 measured + 2 skipped were kept
+    trials = store.records()[0]
+    assert len(trials) == 8 and len({t.key() for t in trials}) == 8
+    third, _ = start(small_space, tmp_path / "s")
+    assert third.run().measured == 0
+
+
+def test_torn_last_line_is_dropped_and_rerun(small_space, tmp_path):
+    sweep, store = start(small_space, tmp_path / "s", max_trials=3)
+    sweep.run()
+    journal = tmp_path / "s" / JOURNAL
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:25])   # crash mid-write
+    with pytest.warns(UserWarning, match="incomplete last record skipped"):
+        sweep, store = start(small_space, tmp_path / "s")
+        sweep.run()
+    for line in journal.read_text().splitlines():
+        json.loads(line)
+    trials = store.records()[0]
+    assert len({t.key() for t in trials}) == 8
+
+
+def test_budget_trials_and_time(small_space, tmp_path):
+    sweep, _ = start(small_space, tmp_path / "a", max_trials=2)
+    summary = sweep.run()
+    assert summary.measured == 2 and summary.stopped_by == "budget: 2 trials"
+    sweep, _ = start(small_space, tmp_path / "b", max_time_s=1e-9)
+    assert sweep.run().stopped_by == "budget: 1e-09 s"
+
+
+def test_resume_with_other_settings_is_refused(small_space, tmp_path):
+    sweep, _ = start(small_space, tmp_path / "s", max_trials=1)
+    sweep.run()
+    small_space.write_text(small_space.read_text().replace("repeat: 3", "repeat: 4"))
+    with pytest.raises(StudyError, match=r"cannot resume, it was measured with other settings "
+                                         r"\(space_sha256: '[0-9a-f]+' -> '[0-9a-f]+'\)"):
+        start(small_space, tmp_path / "s")
+    sweep, _ = start(small_space, tmp_path / "s", force=True)
+    assert sweep.run().resumed >= 1
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_model_samplers_never_measure_a_config_twice(write_space, tmp_path, sampler):
+    path = write_space(f"""
+        kernel: copy
+        sampler: {{name: {sampler}, seed: 1}}
+        params:
+          grid: [1, 2, 3]
+          block: [32, 64]
+          BLOCK: [256, 512]
+          footprint: [4KiB]
+        constraints: ["grid != 3 or block == 32"]
+        measure: {{warmup: 0, repeat: 2}}
+    """)
+    sweep, store = start(path, tmp_path / sampler)
+    summary = sweep.run()
+    trials = store.records()[0]
+    keys = [t.key() for t in trials]
+    assert len(keys) == len(set(keys))
+    measured = [t for t in trials if t.status is not TrialStatus.INVALID]
+    assert len(measured) == summary.measured == 10   # 12 configs, 2 ruled out
+    assert summary.stopped_by.startswith("complete")
+    assert summary.repeated >= 0
