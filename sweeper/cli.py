@@ -1,0 +1,278 @@
+"""The ``sweeper`` command: run, plan, report, export, tuned.
+
+A :class:`SweeperError` is printed as one line and exits with status 2
+(``--debug`` shows the traceback); nothing is written before the space file and
+the device have been checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import StudyError, SweeperError
+
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SweeperError as err:
+        if args.debug:
+            raise
+        print(f"sweeper: {err}" if not _located(err) else str(err), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
+        return 130
+
+
+def _located(err: SweeperError) -> bool:
+    return hasattr(err, "line")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sweeper", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="sweep a space file and report")
+    run.add_argument("space", help="the space file (YAML)")
+    _device_option(run)
+    _study_options(run)
+    run.add_argument("--trials", type=int, help="stop after this many measured trials")
+    run.add_argument("--time", help="stop after this long (e.g. 90s, 10m)")
+    run.add_argument("--force", action="store_true",
+                     help="add to a study measured with other settings")
+    run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
+    run.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    run.set_defaults(func=cmd_run)
+
+    plan = sub.add_parser("plan", help="size, constraints and time estimate; launches nothing")
+    plan.add_argument("space")
+    _device_option(plan)
+    plan.set_defaults(func=cmd_plan)
+
+    report = sub.add_parser("report", help="heatmaps and best-config report of a study")
+    report.add_argument("study", help="a study name under --studies-dir, or its folder")
+    _study_options(report, name=False)
+    report.set_defaults(func=cmd_report)
+
+    export = sub.add_parser("export", help="write the best configs to a tuning file")
+    export.add_argument("study")
+    _study_options(export, name=False)
+    export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
+                        "studies/tuning.json)")
+    export.set_defaults(func=cmd_export)
+
+    tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
+    tuned.add_argument("kernel")
+    tuned.add_argument("--dtype", default="float32")
+    tuned.add_argument("--footprint", required=True, help="e.g. 256MiB")
+    tuned.add_argument("--gpu", help="GPU name (default: this machine's)")
+    tuned.add_argument("--tuning", help="tuning file")
+    tuned.set_defaults(func=cmd_tuned)
+    return parser
+
+
+def _device_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", choices=("cuda", "interpret"), default="cuda",
+                   help="cuda (default) or interpret: the Triton interpreter on the CPU")
+
+
+def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
+    p.add_argument("--studies-dir", default="studies", help="where studies live")
+    if name:
+        p.add_argument("--study", help="study name (default: the space's, with -interpret "
+                       "appended on the interpreter)")
+
+
+# -- commands ---------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.device == "interpret":       # before any kernel module is imported or jitted
+        os.environ["TRITON_INTERPRET"] = "1"
+    from sweeper.space import format_size, load_space, parse_duration
+
+    space = load_space(args.space)
+    max_time = None
+    if args.time is not None:
+        try:
+            max_time = parse_duration(args.time)
+        except ValueError as err:
+            raise SweeperError(f"--time: {err}") from None
+    from sweeper.devices import open_device
+    from sweeper.kernels import load_kernel
+    from sweeper.store import StudyStore
+    from sweeper.sweep import StopFlag, Sweep, open_study
+
+    device = open_device(args.device)
+    kernel = load_kernel(space.kernel)
+    name = args.study or (space.study if device.name == "cuda" else f"{space.study}-{device.name}")
+    store = StudyStore(Path(args.studies_dir) / name)
+    command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"
+    resuming = store.exists()
+    open_study(store, space, kernel, device, command=command, force=args.force)
+    facts = device.facts()
+    measure = device.measure_spec(space.measure)
+    say = _Printer(args.quiet)
+    kept = len(store.records()[0]) if resuming else 0
+    say(f"study {name}: {store.root} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
+    say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
+    if device.note:
+        say(f"note: {device.note}")
+    say(f"space: {space.size} configs; sampler {space.sampler.name} (seed {space.sampler.seed}); "
+        f"each trial: first run timed apart, verified, {measure.warmup} warmup + "
+        f"{measure.repeat} timed{', L2 flushed before each' if measure.flush_l2 else ''}")
+    stop = StopFlag()
+    previous = signal.signal(signal.SIGINT, _stop_handler(stop, say))
+    try:
+        sweep = Sweep(space, kernel, device, store, reporter=_reporter(args.quiet), stop=stop,
+                      max_trials=args.trials, max_time_s=max_time)
+        summary = sweep.run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
+                                "measured": summary.measured, "command": command})
+    failed = sum(1 for t in summary.trials[summary.resumed:]
+                 if t.status.value not in ("ok", "invalid"))
+    print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
+          f"constraints, {summary.repeated} repeated proposals answered from the store, "
+          f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    if summary.best is not None:
+        print(f"best: {_describe_trial(summary.best)}")
+    if not args.no_report:
+        _report(store)
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    if args.device == "interpret":
+        os.environ["TRITON_INTERPRET"] = "1"
+    from sweeper.devices import open_device
+    from sweeper.kernels import load_kernel
+    from sweeper.plan import make_plan
+    from sweeper.space import load_space
+
+    space = load_space(args.space)
+    device = open_device(args.device)
+    facts = device.facts()
+    plan = make_plan(space, load_kernel(space.kernel), facts, device.name,
+                     device.measure_spec(space.measure))
+    axes = " × ".join(f"{a.name} {len(a.values)}" for a in space.axes)
+    print(f"space {space.path}: {plan.size} configs ({axes})")
+    removed = sum(plan.removed.values())
+    print(f"constraints and values remove {removed}; {plan.valid} valid")
+    for reason, count in plan.removed.most_common():
+        print(f"  {count:6d}  {reason}")
+    budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""
+    print(f"would measure {plan.trials}{budget} on {facts.name}")
+    a = plan.assumptions
+    print(f"estimated time: {_duration(plan.estimate_s)} (assumes {a['compile_s']:g} s compile "
+          f"per config, launches of at least {a['launch_s'] * 1e6:g} us, "
+          f"{a['bandwidth'] / 1e9:g} GB/s)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    _report(_open_study(args))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from sweeper.export import export_study
+    from sweeper.space import format_size
+
+    path, entries = export_study(_open_study(args), args.output)
+    for e in entries:
+        meta = " ".join(f"{k}={v}" for k, v in e["meta"].items())
+        print(f"{e['kernel']} {e['dtype']} {format_size(e['footprint'])} on {e['gpu']}: "
+              f"grid={e['grid_expr']} block={e['block']} {meta} ({e['gbps']:.4g} GB/s)")
+    print(f"wrote {len(entries)} entries to {path}")
+    return 0
+
+
+def cmd_tuned(args: argparse.Namespace) -> int:
+    from sweeper.export import describe, tuned
+    from sweeper.space import parse_size
+
+    try:
+        footprint = parse_size(args.footprint)
+    except ValueError as err:
+        raise SweeperError(f"--footprint: {err}") from None
+    print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, gpu=args.gpu,
+                         path=args.tuning)))
+    return 0
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _open_study(args: argparse.Namespace) -> Any:
+    from sweeper.store import StudyStore
+
+    path = Path(args.study)
+    if not (path / "study.json").exists():
+        path = Path(args.studies_dir) / args.study
+    store = StudyStore(path)
+    if not store.exists():
+        raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})")
+    return store
+
+
+def _report(store: Any) -> None:
+    from sweeper.report import write_report
+
+    files = write_report(store)
+    pngs = [p for p in files.images if p.suffix == ".png"]
+    print(f"report: {files.markdown} and {files.json.name}; {len(pngs)} heatmaps in "
+          f"{store.root / 'heatmaps'} (PNG and SVG)")
+
+
+def _describe_trial(t: Any) -> str:
+    cfg = t.config
+    meta = " ".join(f"{k}={v}" for k, v in cfg["meta"].items())
+    grid = t.choice["grid"]
+    grid_text = f"{grid} (={cfg['grid']})" if grid != str(cfg["grid"]) else grid
+    return (f"grid={grid_text} block={cfg['block']} {meta} {cfg['dtype']}: "
+            f"median {t.stats['median']:.4g} ms, {t.gbps:.4g} GB/s")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+class _Printer:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(text, flush=True)
+
+
+def _stop_handler(stop: Any, say: _Printer) -> Any:
+    def handler(signum: int, frame: Any) -> None:
+        if stop.set:
+            raise KeyboardInterrupt
+        stop.set = True
+        print("\nstopping after the current trial (Ctrl-C again to abort it)", file=sys.stderr)
+    return handler
+
+
+def _reporter(quiet: bool) -> Any:
+    from sweeper.sweep import SilentReporter
+
+    if quiet:
+        return SilentReporter()
+    from sweeper.progress import ProgressReporter
+
+    return ProgressReporter()

@@ -1,0 +1,38 @@
+"""The progress bar while sweeping (rich): trials done/total, best so far, ETA."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from sweeper.store import TrialRecord
+
+
+class ProgressReporter:
+    def __init__(self, console: Console | None = None) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("best {task.fields[best]}"), TextColumn("last {task.fields[last]}"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=console or Console(stderr=True))
+        self._task = None
+
+    def start(self, total: int, done: int) -> None:
+        self._progress.start()
+        self._task = self._progress.add_task("sweep", total=total, completed=done,
+                                             best="–", last="–")
+
+    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
+        last = f"{record.gbps:.4g} GB/s" if record.ok else record.status.value
+        self._progress.update(self._task, advance=1, last=last,
+                              best=f"{best.gbps:.4g} GB/s" if best else "–")
+
+    def finish(self) -> None:
+        self._progress.stop()

@@ -1,0 +1,59 @@
+"""Draw heatmaps (seaborn); the numbers come from :func:`sweeper.report._tables.heatmaps`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sweeper.report._tables import HeatmapData
+
+METRIC_LABEL = {"gbps": "effective GB/s (read + write, median)", "score": "score"}
+
+
+def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
+    """Write ``NAME.png`` and ``NAME.svg`` under ``directory``; return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    from matplotlib.patches import Rectangle
+
+    values = data.values.astype(float)
+    annot = np.empty(values.shape, dtype=object)
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            v = values.iat[i, j]
+            annot[i, j] = _fmt(v) if np.isfinite(v) else data.notes.iat[i, j]
+    width = max(6.0, 1.25 * values.shape[1] + 2.5)
+    height = max(3.5, 0.6 * values.shape[0] + 2.0)
+    fig, ax = plt.subplots(figsize=(width, height))
+    sns.heatmap(values, annot=annot, fmt="", cmap="viridis", ax=ax, linewidths=0.5,
+                linecolor="white", cbar_kws={"label": METRIC_LABEL.get(data.metric, data.metric)},
+                mask=~np.isfinite(values.to_numpy()))
+    ax.set_facecolor("#dddddd")
+    for i in range(values.shape[0]):            # notes for masked cells
+        for j in range(values.shape[1]):
+            if not np.isfinite(values.iat[i, j]) and annot[i, j]:
+                ax.text(j + 0.5, i + 0.5, annot[i, j], ha="center", va="center",
+                        color="#666666", fontsize=8)
+    if data.best is not None:
+        row = list(values.index).index(data.best[0])
+        col = list(values.columns).index(data.best[1])
+        ax.add_patch(Rectangle((col, row), 1, 1, fill=False, edgecolor="red", linewidth=3))
+    ax.set_xticklabels(data.column_labels, rotation=0, fontsize=8)
+    ax.set_xlabel("grid (programs)")
+    ax.set_ylabel("block (threads = num_warps × 32)")
+    ax.set_title(data.title + ("  (red: best)" if data.best is not None else ""), fontsize=10)
+    fig.tight_layout()
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"{data.name}.png", directory / f"{data.name}.svg"]
+    for path in paths:
+        fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return paths
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"

@@ -1,0 +1,137 @@
+"""Compute what reports show (pure pandas): trial table, heatmap grids, best configs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from sweeper.space import format_size
+from sweeper.store import BaselineRecord, TrialRecord
+
+STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv")
+
+
+def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str]) -> pd.DataFrame:
+    """One row per trial: choice labels, resolved values, status, statistics, throughput."""
+    rows = []
+    for t in trials:
+        cfg = t.config or {}
+        row: dict[str, Any] = {
+            "number": t.number, "status": t.status.value, "reason": t.reason or "",
+            "grid_label": t.choice.get("grid", ""), "grid": cfg.get("grid"),
+            "block": cfg.get("block", _number(t.choice.get("block", ""))),
+            "dtype": t.choice.get("dtype"), "footprint_label": t.choice.get("footprint"),
+            "footprint": cfg.get("footprint"), "cold_s": t.cold_s, "gbps": t.gbps,
+            "gflops": t.gflops, "score": t.score, "samples": len(t.samples_ms),
+        }
+        for name in meta_names:
+            row[name] = cfg.get("meta", {}).get(name, _number(t.choice.get(name, "")))
+        for stat in STAT_COLUMNS:
+            row[f"{stat}_ms" if stat != "cv" else "cv"] = (t.stats or {}).get(stat, np.nan)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _number(label: str) -> Any:
+    """A label as an integer when it is one (``"256"``), else the label itself."""
+    return int(label) if label.isdigit() else label
+
+
+def problem_key(row: pd.Series) -> str:
+    fp = row["footprint"]
+    fp_text = format_size(int(fp)) if pd.notna(fp) else str(row["footprint_label"])
+    return f"{row['dtype']} {fp_text}"
+
+
+class HeatmapData(NamedTuple):
+    """One heatmap: a block x grid table of GB/s and what it is of."""
+
+    name: str                      # file stem
+    title: str
+    values: pd.DataFrame           # index: block, columns: grid label; NaN where no result
+    notes: pd.DataFrame            # same shape: "" or why a cell has no number
+    column_labels: list[str]       # tick text for the columns
+    best: tuple[Any, str] | None   # (block, grid label) of the best cell
+    metric: str
+
+
+def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[str],
+             block_order: Sequence[int], *, kernel: str, gpu: str) -> list[HeatmapData]:
+    """A heatmap per (meta values, dtype, footprint), plus the best over meta values."""
+    out: list[HeatmapData] = []
+    resolved = df[df["status"] != "invalid"]
+    metric = "gbps" if (df["gbps"] > 0).any() else "score"
+    for (dtype, fp_label), sub in df.groupby(["dtype", "footprint_label"], sort=False):
+        fp = resolved.loc[resolved["footprint_label"] == fp_label, "footprint"]
+        fp_text = format_size(int(fp.iloc[0])) if len(fp) else str(fp_label)
+        base = f"{kernel} · {dtype} · {fp_text}"
+        groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
+        for key, cell_df in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            meta_text = " ".join(f"{n}={v}" for n, v in zip(meta_names, key))
+            name = f"{dtype}_{fp_text}_" + "_".join(f"{n}-{v}" for n, v in zip(meta_names, key))
+            out.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
+                             f"{base} · {meta_text} · {gpu}".replace(" ·  ·", " ·"),
+                             show_values=True))
+        out.append(_grid(sub, grid_order, block_order, metric, f"{dtype}_{fp_text}_best",
+                         f"{base} · best over {', '.join(meta_names) or 'all'} · {gpu}",
+                         show_values=False))
+    return out
+
+
+def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int],
+          metric: str, name: str, title: str, *, show_values: bool) -> HeatmapData:
+    ok = df[df["status"] == "ok"]
+    values = (ok.groupby(["block", "grid_label"])[metric].max().unstack("grid_label")
+              .reindex(index=list(block_order), columns=list(grid_order)))
+    notes = pd.DataFrame("", index=values.index, columns=values.columns)
+    for _, row in df[df["status"] != "ok"].iterrows():
+        b, g = row["block"], row["grid_label"]
+        if b in notes.index and g in notes.columns and pd.isna(values.loc[b, g]):
+            notes.loc[b, g] = "skip" if row["status"] == "invalid" else "fail"
+    labels = []
+    for g in grid_order:
+        grids = df.loc[df["grid_label"] == g, "grid"].dropna().unique()
+        shown = show_values and len(grids) == 1 and str(int(grids[0])) != g
+        labels.append(f"{g}\n={int(grids[0])}" if shown else g)
+    best = None
+    if values.notna().any().any():
+        stacked = values.stack()
+        best = stacked.idxmax()
+    return HeatmapData(name=name, title=title, values=values, notes=notes,
+                       column_labels=labels, best=best, metric=metric)
+
+
+def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_names: Sequence[str],
+                 top: int = 10) -> pd.DataFrame:
+    """The ``top`` configs of each problem by score, with % of the torch baseline."""
+    ok = df[df["status"] == "ok"].copy()
+    if ok.empty:
+        return ok
+    base = {(b.dtype, b.footprint): b.gbps for b in baselines}
+    ok["baseline_gbps"] = [base.get((d, f), np.nan) for d, f in zip(ok["dtype"], ok["footprint"])]
+    ok["pct_of_baseline"] = 100.0 * ok["gbps"] / ok["baseline_gbps"]
+    ok["problem"] = ok.apply(problem_key, axis=1)
+    ok = ok.sort_values(["problem", "score"], ascending=[True, False])
+    ok["rank"] = ok.groupby("problem").cumcount() + 1
+    columns = ["problem", "rank", "grid_label", "grid", "block", *meta_names, "median_ms",
+               "min_ms", "p95_ms", "std_ms", "cv", "gbps", "gflops", "pct_of_baseline",
+               "cold_s", "number"]
+    return ok[ok["rank"] <= top][columns].reset_index(drop=True)
+
+
+_NUMBERS = re.compile(r"\s*\([^)]*\)|\b\d+ of \d+\b|index \d+.*$")
+
+
+def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Trials that did not give a number, counted by status and reason (values stripped)."""
+    bad = df[df["status"] != "ok"]
+    if bad.empty:
+        return pd.DataFrame(columns=["status", "reason", "count"])
+    reasons = bad["reason"].map(lambda r: _NUMBERS.sub("", r).strip() or r)
+    return (bad.assign(reason=reasons).groupby(["status", "reason"]).size()
+            .rename("count").reset_index().sort_values("count", ascending=False))

@@ -1,0 +1,115 @@
+"""End to end through the command line, on the Triton interpreter: run -> study -> heatmap
+-> report -> export -> tuned lookup -> a kernel launched with the exported config."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from sweeper import tuned
+from sweeper.cli import main
+from sweeper.kernels.copy import copy as tuned_copy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sweeper(*args, cwd):
+    """Run the real console entry point in a subprocess; returns (rc, stdout, stderr)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "sweeper", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
+    rc, out, err = sweeper("run", str(small_space), "--device", "interpret", cwd=tmp_path)
+    assert rc == 0, err
+    study = tmp_path / "studies" / "tiny-interpret"
+    assert "study tiny-interpret: studies/tiny-interpret (new)" in out
+    assert "note: Triton interpreter on the CPU" in out and "mean nothing for a GPU" in out
+    assert "done: 6 measured (0 failed), 2 skipped by constraints" in out
+    assert "best: grid=" in out and "report: studies/tiny-interpret/report.md" in out
+    assert (study / "study.json").exists() and (study / "trials.jsonl").exists()
+    pngs = sorted(p.name for p in (study / "heatmaps").glob("*.png"))
+    assert pngs == ["float32_4KiB_BLOCK-1024.png", "float32_4KiB_BLOCK-256.png",
+                    "float32_4KiB_best.png"]
+    report = json.loads((study / "report.json").read_text())
+    assert report["environment"]["device"] == "interpret"
+    assert "mean nothing for a GPU" in report["device_note"]
+    assert "interpreter" in (study / "report.md").read_text()
+
+    # a second run resumes and measures nothing again
+    rc, out, _ = sweeper("run", str(small_space), "--device", "interpret", "--quiet",
+                         cwd=tmp_path)
+    assert rc == 0 and "done: 0 measured" in out and "study " not in out
+
+    rc, out, _ = sweeper("report", "tiny-interpret", cwd=tmp_path)
+    assert rc == 0 and "3 heatmaps" in out
+
+    rc, out, err = sweeper("export", "tiny-interpret", cwd=tmp_path)
+    assert rc == 0, err
+    assert "wrote 1 entries to studies/tuning.json" in out
+    tuning = tmp_path / "studies" / "tuning.json"
+    entry = json.loads(tuning.read_text())["entries"][0]
+    best = report["best"][0]
+    assert (entry["grid_expr"], entry["block"], entry["meta"]["BLOCK"]) == (
+        best["grid_label"], best["block"], best["BLOCK"])
+
+    rc, out, _ = sweeper("tuned", "copy", "--footprint", "4KiB", "--gpu",
+                         "Triton interpreter (CPU)", cwd=tmp_path)
+    assert rc == 0 and f"block={entry['block']}" in out
+
+    # the tuned config flows back into a launch
+    cfg = tuned("copy", dtype="float32", footprint=4096, gpu="Triton interpreter (CPU)",
+                path=tuning)
+    assert cfg.block == entry["block"] and cfg.meta == entry["meta"]
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x = torch.randn(1024)
+    assert torch.equal(tuned_copy(x, tuning=str(tuning)), x)
+
+
+def test_bad_space_exits_2_with_one_line_and_writes_nothing(write_space, tmp_path):
+    path = write_space("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", "bad.yaml")
+    rc, out, err = sweeper("run", str(path), "--device", "interpret", cwd=tmp_path)
+    assert rc == 2
+    assert err == f"{path}:3: params.BLOCK.pow2: 300 is not a power of two\n"
+    assert "Traceback" not in err and out == ""
+    assert not (tmp_path / "studies").exists()
+
+
+def test_no_gpu_points_to_the_interpreter(small_space, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    rc, out, err = sweeper("run", str(small_space), cwd=tmp_path)
+    assert rc == 2
+    assert err.count("\n") == 1 and "no CUDA device found" in err and "--device interpret" in err
+    assert not (tmp_path / "studies").exists()
+
+
+def test_plan_counts_and_estimates(small_space, capsys):
+    assert main(["plan", str(small_space), "--device", "interpret"]) == 0
+    out = capsys.readouterr().out
+    assert "8 configs (grid 2 × block 2 × dtype 1 × footprint 1 × BLOCK 2)" in out
+    assert "constraints and values remove 2; 6 valid" in out
+    assert "2  constraint 'BLOCK >= 4 * block' is false" in out
+    assert "estimated time:" in out
+
+
+def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "nothing"]) == 2
+    assert "sweeper: no study 'nothing'" in capsys.readouterr().err
+    with pytest.raises(Exception, match="no study"):
+        main(["--debug", "report", "nothing"])
+
+
+def test_bad_option_values(small_space, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(small_space), "--device", "interpret", "--time", "soon"]) == 2
+    assert "--time: 'soon' is not a duration" in capsys.readouterr().err
+    assert main(["tuned", "copy", "--footprint", "lots"]) == 2
+    assert "--footprint: 'lots' is not a size" in capsys.readouterr().err

@@ -1,0 +1,67 @@
+import json
+
+import pytest
+
+from sweeper.errors import SweeperError
+from sweeper.export import export_study, tuned
+from sweeper.store import StudyStore, TrialRecord
+from sweeper.trial import TrialStatus
+
+GPU = "Fake GPU"
+
+
+def study(tmp_path, name, footprint, rows):
+    store = StudyStore(tmp_path / name)
+    store.create({"study": name, "kernel": "copy",
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    for i, (grid, block, BLOCK, gbps) in enumerate(rows):
+        store.append(TrialRecord(
+            number=i, status=TrialStatus.OK,
+            choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK)},
+            config={"grid": 1, "block": block, "num_warps": block // 32, "meta": {"BLOCK": BLOCK},
+                    "dtype": "float32", "footprint": footprint},
+            stats={"median": 1.0}, gbps=gbps))
+    store.close()
+    return store
+
+
+def test_export_keeps_the_best_per_problem_and_merges(tmp_path):
+    path = tmp_path / "tuning.json"
+    export_study(study(tmp_path, "a", 1 << 20, [("sms", 64, 256, 10.0),
+                                                ("cdiv(n, BLOCK)", 128, 1024, 30.0)]), path)
+    export_study(study(tmp_path, "b", 1 << 30, [("2*sms", 256, 4096, 50.0)]), path)
+    entries = json.loads(path.read_text())["entries"]
+    assert [(e["footprint"], e["grid_expr"], e["gbps"]) for e in entries] == [
+        (1 << 20, "cdiv(n, BLOCK)", 30.0), (1 << 30, "2*sms", 50.0)]
+    # exporting again replaces, never duplicates
+    export_study(study(tmp_path, "c", 1 << 30, [("sms", 32, 256, 60.0)]), path)
+    entries = json.loads(path.read_text())["entries"]
+    assert len(entries) == 2 and entries[-1]["study"] == "c"
+
+
+def test_tuned_picks_nearest_footprint_and_recomputes_the_grid(tmp_path):
+    path = tmp_path / "tuning.json"
+    export_study(study(tmp_path, "a", 1 << 20, [("cdiv(n, BLOCK)", 128, 1024, 30.0)]), path)
+    export_study(study(tmp_path, "b", 1 << 30, [("2*sms", 256, 4096, 50.0)]), path)
+    small = tuned("copy", dtype="float32", footprint=4 << 20, gpu=GPU, path=path)
+    assert small.footprint == 1 << 20 and small.block == 128 and small.num_warps == 4
+    assert small.grid == (4 << 20) // 4 // 1024          # cdiv(n, BLOCK) for 4 MiB, not 1 MiB
+    assert small.launch_options() == {"num_warps": 4, "BLOCK": 1024}
+    big = tuned("copy", dtype="float32", footprint=256 << 20, gpu=GPU, path=path)
+    assert big.footprint == 1 << 30 and big.grid == 200 and big.meta == {"BLOCK": 4096}
+
+
+def test_tuned_says_what_is_missing(tmp_path):
+    path = tmp_path / "tuning.json"
+    with pytest.raises(SweeperError, match="no tuning file; run `sweeper export STUDY` first"):
+        tuned("copy", dtype="float32", footprint=1, gpu=GPU, path=path)
+    export_study(study(tmp_path, "a", 1 << 20, [("sms", 64, 256, 10.0)]), path)
+    with pytest.raises(SweeperError, match="no tuned config for copy float16 on 'Fake GPU'"):
+        tuned("copy", dtype="float16", footprint=1 << 20, gpu=GPU, path=path)
+    with pytest.raises(SweeperError, match="no tuned config for copy float32 on 'Other'"):
+        tuned("copy", dtype="float32", footprint=1 << 20, gpu="Other", path=path)
+
+
+def test_export_needs_a_successful_trial(tmp_path):
+    with pytest.raises(SweeperError, match="no successful trial to export"):
+        export_study(study(tmp_path, "empty", 1 << 20, []), tmp_path / "t.json")

@@ -1,0 +1,42 @@
+"""On a CUDA GPU: the event timer agrees with triton's do_bench, and a sweep runs end to end."""
+
+import statistics
+
+import pytest
+import torch
+
+from sweeper.devices import open_device
+from sweeper.kernels import load_kernel
+from sweeper.space import Config, Problem, load_space
+from sweeper.store import StudyStore
+from sweeper.sweep import Sweep, open_study
+
+pytestmark = pytest.mark.gpu
+
+
+def test_event_timer_agrees_with_do_bench():
+    from triton.testing import do_bench
+
+    device = open_device("cuda")
+    kernel = load_kernel("copy")
+    problem = Problem("float32", 256 << 20)
+    buffers = kernel.allocate(problem, "cuda")
+    kernel.randomize(buffers, torch.Generator(device="cuda").manual_seed(0))
+    config = Config(problem=problem, grid=problem.n // 1024, block=256, meta={"BLOCK": 1024})
+    ours = statistics.median(device.time(lambda: kernel.launch(buffers, config), warmup=10,
+                                         repeat=100, flush=True))
+    theirs = do_bench(lambda: kernel.launch(buffers, config), return_mode="median")
+    assert ours == pytest.approx(theirs, rel=0.03)
+
+
+def test_sweep_on_gpu_end_to_end(small_space, tmp_path):
+    device = open_device("cuda")
+    space = load_space(small_space)
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(tmp_path / "gpu")
+    open_study(store, space, kernel, device, command="test")
+    summary = Sweep(space, kernel, device, store).run()
+    trials, baselines = store.records()
+    assert summary.measured == 6 and all(t.ok for t in trials if t.status.value != "invalid")
+    assert store.meta()["environment"]["cuda"]
+    assert baselines[0].gbps > 0
