@@ -129,9 +129,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
     if device.note:
         say(f"note: {device.note}")
+    caches = space.axis("cache").labels
     say(f"space: {space.size} configs; sampler {space.sampler.name} (seed {space.sampler.seed}); "
-        f"each trial: first run timed apart, verified, {measure.warmup} warmup + "
-        f"{measure.repeat} timed{', L2 flushed before each' if measure.flush_l2 else ''}")
+        f"each trial: first run timed apart, verified, {measure.describe()}; cache "
+        f"{' and '.join(caches)}{' (L2 flushed before each sample)' if 'cold' in caches else ''}")
     stop = StopFlag()
     previous = signal.signal(signal.SIGINT, _stop_handler(stop, say))
     try:

@@ -27,6 +27,16 @@ ASSUMED = {
 _VALUES = re.compile(r"\s*\([^)]*\)$")
 
 
+def _expected_samples(measure: MeasureSpec, launch_s: float) -> int:
+    """Samples a trial will take: ``repeat`` when fixed; for adaptive rules, assume the
+    minimum is enough unless ``min_time`` asks for more."""
+    if measure.stop == "fixed":
+        return measure.repeat
+    by_time = int(measure.min_time_s / (launch_s * measure.batch)) + 1
+    return min(max(measure.min_samples, by_time),
+               int(measure.max_time_s / (launch_s * measure.batch)) + 1)
+
+
 @dataclass
 class Plan:
     size: int
@@ -43,13 +53,16 @@ def make_plan(space: Space, kernel: Kernel, facts: DeviceFacts, device: str,
     removed = Counter(_VALUES.sub("", reason) for _, reason in invalid)
     trials = len(valid) if space.budget.trials is None else min(len(valid), space.budget.trials)
     assumed = ASSUMED[device]
-    launches = measure.warmup + measure.repeat + 2
     seconds = 0.0
     for choice in valid[:trials]:
-        problem = space.resolve(choice, facts.env(), facts.max_footprint).problem
-        launch = max(kernel.bytes_moved(problem) / assumed["bandwidth"], assumed["launch_s"])
-        flush = 2 * facts.l2_bytes / assumed["bandwidth"] if measure.flush_l2 else 0.0
-        seconds += assumed["compile_s"] + launches * launch + measure.repeat * flush
+        config = space.resolve(choice, facts.env(), facts.max_footprint)
+        launch = max(kernel.bytes_moved(config.problem) / assumed["bandwidth"],
+                     assumed["launch_s"])
+        samples = _expected_samples(measure, launch)
+        launches = measure.warmup + 2 + samples * measure.batch
+        flushes = device == "cuda" and config.cache == "cold"    # the interpreter never does
+        flush = 2 * facts.l2_bytes / assumed["bandwidth"] if flushes else 0.0
+        seconds += assumed["compile_s"] + launches * launch + samples * flush
     if space.budget.time_s is not None:
         seconds = min(seconds, space.budget.time_s)
     return Plan(size=space.size, valid=len(valid), removed=removed, estimate_s=seconds,

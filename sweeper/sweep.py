@@ -31,6 +31,7 @@ from sweeper.trial import TrialResult, TrialStatus, run_trial
 
 MAX_ENUMERATED = 1_000_000
 MAX_REPEATED_PROPOSALS = 200
+MAX_ROTATION = 16
 
 Choice = dict[str, str]
 
@@ -114,7 +115,8 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
         "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
         "sampler": {"name": space.sampler.name, "seed": space.sampler.seed},
         "measure": vars(device.measure_spec(space.measure)),
-        "measure_requested": vars(space.measure), "device_note": device.note,
+        "measure_requested": vars(space.measure),
+        "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
         "environment": device.environment(), "fingerprint": wanted,
         "kernel_source_hash": kernel.source_hash(),
         "axes": {a.name: list(a.labels) for a in space.axes},
@@ -140,7 +142,7 @@ class Sweep:
         self.max_time_s = max_time_s if max_time_s is not None else space.budget.time_s
         self.facts = device.facts()
         self.measure = device.measure_spec(space.measure)
-        self._buffers: dict[Problem, Buffers] = {}
+        self._buffers: dict[tuple[Problem, int], list[Buffers]] = {}
         self._buffer_bytes = 0
 
     def run(self) -> SweepSummary:
@@ -148,7 +150,7 @@ class Sweep:
         valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
         trials, baselines = self.store.records()
         done: dict[tuple[str, ...], TrialRecord] = {t.key(): t for t in trials}
-        self._baselines = {(b.dtype, b.footprint): b for b in baselines}
+        self._baselines = {(b.dtype, b.footprint, b.cache): b for b in baselines}
         summary = SweepSummary(resumed=len(trials), trials=list(trials))
         summary.best = _best(trials)
         study, dists = self._optuna_study(valid, trials)
@@ -255,39 +257,59 @@ class Sweep:
 
     def _run(self, config: Config, number: int) -> TrialResult:
         try:
-            buffers = self._buffers_for(config.problem)
+            sets = self._buffer_sets(config)
         except torch.cuda.OutOfMemoryError as err:
             return TrialResult(TrialStatus.OUT_OF_RESOURCES, f"allocating the inputs: {err}")
         generator = torch.Generator(device=self.device.torch_device)
         generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
-        return run_trial(self.kernel, buffers, config, self.device, self.measure, generator)
+        return run_trial(self.kernel, sets, config, self.device, self.measure, generator,
+                         l2_bytes=self._l2_bytes)
 
-    def _buffers_for(self, problem: Problem) -> Buffers:
-        if problem not in self._buffers:
-            size = 2 * problem.footprint
+    @property
+    def _l2_bytes(self) -> int:
+        """The L2 size that decides 'L2-resident' (0 where there is no GPU L2 to speak of)."""
+        return self.facts.l2_bytes if self.device.torch_device == "cuda" else 0
+
+    def _buffer_sets(self, config: Config) -> list[Buffers]:
+        """One set of buffers; for warm runs of an L2-sized footprint, enough sets to
+        cover twice the L2, so launches rotate instead of replaying the cache."""
+        problem = config.problem
+        count = 1
+        working_set = self.kernel.working_set(problem)
+        if config.cache == "warm" and self._l2_bytes and working_set <= self._l2_bytes:
+            count = min(MAX_ROTATION, -(-2 * self._l2_bytes // max(working_set, 1)) + 1)
+        key = (problem, count)
+        if key not in self._buffers:
+            size = count * working_set
             if self._buffer_bytes + size > _buffer_budget(self.device):
                 self._buffers.clear()          # one problem at a time when memory is short
                 self._buffer_bytes = 0
-            self._buffers[problem] = self.kernel.allocate(problem, self.device.torch_device)
+            self._buffers[key] = [self.kernel.allocate(problem, self.device.torch_device)
+                                  for _ in range(count)]
+            generator = torch.Generator(device=self.device.torch_device)
+            for buffers in self._buffers[key][1:]:
+                self.kernel.randomize(buffers, generator)
             self._buffer_bytes += size
-            self._measure_baseline(self._buffers[problem])
-        return self._buffers[problem]
+        self._measure_baseline(self._buffers[key][0], config.cache)
+        return self._buffers[key]
 
-    def _measure_baseline(self, buffers: Buffers) -> None:
+    def _measure_baseline(self, buffers: Buffers, cache: str) -> None:
         problem = buffers.problem
-        key = (problem.dtype, problem.footprint)
+        key = (problem.dtype, problem.footprint, cache)
         if self.kernel.baseline_name is None or key in self._baselines:
             return
         generator = torch.Generator(device=self.device.torch_device)
         generator.manual_seed(self.space.sampler.seed)
         self.kernel.randomize(buffers, generator)
-        samples = self.device.time(lambda: self.kernel.baseline(buffers),
-                                   warmup=self.measure.warmup, repeat=self.measure.repeat,
-                                   flush=self.measure.flush_l2)
+        measured = self.device.measure(lambda: self.kernel.baseline(buffers),
+                                       warmup=self.measure.warmup, rule=self.measure.rule(),
+                                       flush=cache == "cold")
+        samples = measured.timing.samples
         stats = summarize(samples)
         gbps = throughput(self.kernel.bytes_moved(problem), stats.median * 1e-3) / 1e9
-        record = BaselineRecord.from_samples(self.kernel.baseline_name, problem.dtype,
-                                             problem.footprint, samples, stats, gbps)
+        record = BaselineRecord.from_samples(
+            self.kernel.baseline_name, problem.dtype, problem.footprint, samples, stats, gbps,
+            cache=cache, stop_reason=measured.timing.stop_reason)
         self.store.append(record)
         self._baselines[key] = record
 

@@ -7,9 +7,12 @@ wrong answer comes back with a status and its reason; it never raises.
 from __future__ import annotations
 
 import enum
+import itertools
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -38,36 +41,89 @@ class TrialResult:
     stats: Stats | None = None
     gbps: float = 0.0                      # effective GB/s from the median
     gflops: float = 0.0                    # effective GFLOP/s from the median
+    stop_reason: str = ""                  # which rule ended sampling
+    discarded: int = 0                     # samples thrown away while throttled
+    discard_reasons: list[str] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)   # GPU state at start and end
+    energy_j: float | None = None          # per launch, from the energy counter
+    energy_window_s: float = 0.0           # how long the counter was read over
+    batch: int = 1
+    graph: bool = False
+    flags: list[str] = field(default_factory=list)        # launch-bound, L2-resident ...
 
 
-def run_trial(kernel: Kernel, buffers: Buffers, config: Config, device: Device,
-              measure: MeasureSpec, generator: torch.Generator) -> TrialResult:
-    """Measure ``config``; every failure becomes a status with its reason."""
+#: A median within this many launch floors is mostly launch overhead, not the kernel.
+LAUNCH_BOUND_FACTOR = 5
+
+
+def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Config,
+              device: Device, measure: MeasureSpec, generator: torch.Generator,
+              l2_bytes: int = 0) -> TrialResult:
+    """Measure ``config``; every failure becomes a status with its reason.
+
+    ``buffers`` may be several sets of the same problem: launches rotate among them
+    so a warm, L2-sized footprint is not a replay of the cache.  The first set is
+    the one verified.
+    """
+    sets = [buffers] if isinstance(buffers, Buffers) else list(buffers)
+    first = sets[0]
     cold_s = None
     try:
         t0 = time.perf_counter()
-        kernel.launch(buffers, config)
+        kernel.launch(first, config)
         device.synchronize()
         cold_s = time.perf_counter() - t0
-        kernel.randomize(buffers, generator)
-        kernel.poison(buffers)
-        kernel.launch(buffers, config)
+        kernel.randomize(first, generator)
+        kernel.poison(first)
+        kernel.launch(first, config)
         device.synchronize()
-        wrong = kernel.check(buffers)
+        wrong = kernel.check(first)
         if wrong is not None:
             return TrialResult(TrialStatus.WRONG_ANSWER, wrong, cold_s=cold_s)
-        samples = device.time(lambda: kernel.launch(buffers, config), warmup=measure.warmup,
-                              repeat=measure.repeat, flush=measure.flush_l2)
+        rotation = itertools.cycle(sets)
+        launch = (lambda: kernel.launch(first, config)) if len(sets) == 1 else \
+            (lambda: kernel.launch(next(rotation), config))
+        measured = device.measure(launch, warmup=measure.warmup, rule=measure.rule(),
+                                  flush=config.cache == "cold", batch=measure.batch,
+                                  graph=measure.graph)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
         return TrialResult(status, reason, cold_s=cold_s)
-    stats = summarize(samples)
+    timing = measured.timing
+    stats = summarize(timing.samples)
     seconds = stats.median * 1e-3
-    problem = buffers.problem
-    return TrialResult(
-        TrialStatus.OK, cold_s=cold_s, samples_ms=samples, stats=stats,
+    problem = first.problem
+    result = TrialResult(
+        TrialStatus.OK, cold_s=cold_s, samples_ms=timing.samples, stats=stats,
         gbps=throughput(kernel.bytes_moved(problem), seconds) / 1e9,
-        gflops=throughput(kernel.flops(problem), seconds) / 1e9)
+        gflops=throughput(kernel.flops(problem), seconds) / 1e9,
+        stop_reason=timing.stop_reason, discarded=timing.discarded,
+        discard_reasons=timing.discard_reasons,
+        state={k: v.to_dict() for k, v in (("start", measured.start), ("end", measured.end))
+               if v is not None},
+        energy_j=measured.energy_per_launch_j(), energy_window_s=timing.elapsed_s,
+        batch=measured.batch, graph=measured.graph)
+    result.flags = _flags(kernel, problem, config, device, stats, timing, measure, len(sets),
+                          l2_bytes)
+    return result
+
+
+def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: Stats,
+           timing: Any, measure: MeasureSpec, sets: int, l2_bytes: int) -> list[str]:
+    flags = []
+    if not timing.converged:
+        flags.append("unconverged")
+    if l2_bytes and kernel.working_set(problem) <= l2_bytes:
+        rotated = f", rotating {sets} buffer sets" if sets > 1 else ""
+        flags.append(f"L2-resident ({config.cache}{rotated})")
+    floor = device.launch_floor_ms() if stats.median < 1.0 else None
+    if floor and measure.batch == 1 and stats.median < LAUNCH_BOUND_FACTOR * floor:
+        flags.append(f"launch-bound: median {stats.median * 1e3:.1f} us is within "
+                     f"{LAUNCH_BOUND_FACTOR}x the {floor * 1e3:.1f} us launch floor; "
+                     "try measure.batch or measure.graph")
+    if timing.discarded:
+        flags.append(f"{timing.discarded} samples discarded (throttled)")
+    return flags
 
 
 def classify(err: BaseException) -> tuple[TrialStatus, str]:

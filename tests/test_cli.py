@@ -93,7 +93,7 @@ def test_no_gpu_points_to_the_interpreter(small_space, tmp_path):
 def test_plan_counts_and_estimates(small_space, capsys):
     assert main(["plan", str(small_space), "--device", "interpret"]) == 0
     out = capsys.readouterr().out
-    assert "8 configs (grid 2 × block 2 × dtype 1 × footprint 1 × BLOCK 2)" in out
+    assert "8 configs (grid 2 × block 2 × dtype 1 × footprint 1 × cache 1 × BLOCK 2)" in out
     assert "constraints and values remove 2; 6 valid" in out
     assert "2  constraint 'BLOCK >= 4 * block' is false" in out
     assert "estimated time:" in out

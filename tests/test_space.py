@@ -19,7 +19,7 @@ params:
   dtype: [float32, float16]
   footprint: [64KiB, 1GiB]
 constraints: ["BLOCK >= block"]
-measure: {warmup: 2, repeat: 5, flush_l2: false}
+measure: {warmup: 2, repeat: 5, cache: warm}
 budget: {trials: 10, time: 90s}
 """
 
@@ -35,8 +35,9 @@ def test_parses_every_form():
     assert space.axis("BLOCK").role is AxisRole.META
     assert space.axis("footprint").values[1].constant == 1 << 30
     assert space.axis("grid").values[0].expr is not None
-    assert space.size == 3 * 3 * 3 * 2 * 2
-    assert space.measure.repeat == 5 and space.measure.flush_l2 is False
+    assert space.size == 3 * 3 * 3 * 2 * 2 * 1
+    assert space.measure.repeat == 5 and space.measure.stop == "fixed"
+    assert space.axis("cache").labels == ("warm",)
     assert space.budget.trials == 10 and space.budget.time_s == 90.0
     assert space.sampler.name == "exhaustive" and space.sampler.seed == 0
     # expressions read n (footprint, dtype) and BLOCK: those come first
@@ -123,13 +124,14 @@ BAD = [
     ("kernel: copy\nparams:\n  block: [32, 48]\n", 3,
      "params.block[1]: 48 threads per program; allowed: 32, 64, 128, 256, 512, 1024"),
     ("kernel: copy\nparams:\n  grid: [\"2*smz\"]\n", 3,
-     "params.grid[0]: unknown name 'smz' in '2*smz'; known: BLOCK, block, dtype"),
+     "params.grid[0]: unknown name 'smz' in '2*smz'; known: BLOCK, block, footprint, grid, "
+     "itemsize, l2_bytes, n, sms"),
     ("kernel: copy\nparams:\n  grid: [\"__import__('os')\"]\n", 3,
      "function '__import__' is not allowed"),
     ("kernel: copy\nparams:\n  BLOCK: [1000]\n", 3,
      "params.BLOCK[0]: 1000 is not a power of two; copy's BLOCK must be one"),
     ("kernel: copy\nparams:\n  WARPS: [4]\n", 3,
-     "params.WARPS: unknown key 'WARPS'; known: grid, block, dtype, footprint, BLOCK"),
+     "params.WARPS: unknown key 'WARPS'; known: grid, block, dtype, footprint, cache, BLOCK"),
     ("kernel: copy\nparams: {}\nconstraints: [\"BLOCK >= blk\"]\n", 3,
      "constraints[0]: unknown name 'blk'"),
     ("kernel: copy\nparams: {}\nconstraints: BLOCK >= block\n", 3,
@@ -137,7 +139,7 @@ BAD = [
     ("kernel: copy\nparams: {}\nmeasure:\n  warmup: 1\n  repeat: 0\n", 5,
      "measure.repeat: 0 is not a whole number >= 1"),
     ("kernel: copy\nparams: {}\nmeasure: {flush: true}\n", 3,
-     "measure.flush: unknown key 'flush'; known: warmup, repeat, flush_l2"),
+     "measure.flush: unknown key 'flush'; known: warmup, repeat, stop, target"),
     ("kernel: copy\nparams: {}\nbudget: {time: 10x}\n", 3,
      "budget.time: '10x' is not a duration"),
     ("kernel: copy\nparams: {}\nbudget:\n  trials: -4\n", 4,

@@ -45,7 +45,8 @@ def test_exhaustive_sweep_measures_every_valid_config_once(small_space, tmp_path
     assert [b.name for b in baselines] == ["torch copy_"]
     meta = store.meta()
     assert meta["environment"]["device"] == "interpret"
-    assert meta["measure"] == {"warmup": 1, "repeat": 3, "flush_l2": False}
+    assert meta["measure"]["stop"] == "fixed" and meta["measure"]["repeat"] == 3
+    assert all(t.stop_reason == "fixed: 3 samples" for t in ok)
     assert "BLOCK >= 4 * block" in meta["space_text"]
 
 

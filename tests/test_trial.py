@@ -7,14 +7,14 @@ from sweeper.space import Config, MeasureSpec, Problem
 from sweeper.trial import TrialStatus, classify, run_trial
 
 PROBLEM = Problem("float32", 8192)
-MEASURE = MeasureSpec(warmup=1, repeat=3, flush_l2=False)
+MEASURE = MeasureSpec(warmup=1, repeat=3, stop="fixed")
 
 
 def run(kernel_name: str, block: int = 1024):
     device = open_device("interpret")
     kernel = load_kernel(kernel_name)
     buffers = kernel.allocate(PROBLEM, "cpu")
-    config = Config(problem=PROBLEM, grid=2, block=128, meta={"BLOCK": block})
+    config = Config(problem=PROBLEM, grid=2, block=128, meta={"BLOCK": block}, cache="warm")
     return run_trial(kernel, buffers, config, device, MEASURE, torch.Generator().manual_seed(0))
 
 

@@ -11,9 +11,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from sweeper.devices._nvml import GpuState
+from sweeper.errors import SweeperError
+from sweeper.measure import StopRule, Timing, sample_until
 from sweeper.space import MeasureSpec
 
 Launch = Callable[[], None]
+
+
+@dataclass
+class Measured:
+    """A trial's timing with the machine's state around it."""
+
+    timing: Timing
+    start: GpuState | None = None
+    end: GpuState | None = None
+    batch: int = 1
+    graph: bool = False
+
+    def energy_per_launch_j(self) -> float | None:
+        """Energy counter difference over the sampled launches (L2 flushes included)."""
+        if self.start is None or self.end is None or self.start.energy_mj is None or \
+                self.end.energy_mj is None:
+            return None
+        launches = (len(self.timing.samples) + self.timing.discarded) * self.batch
+        return (self.end.energy_mj - self.start.energy_mj) / 1e3 / launches
 
 
 @dataclass(frozen=True)
@@ -36,7 +58,7 @@ class Device(abc.ABC):
     name: ClassVar[str]
     torch_device: ClassVar[str]
     #: A caveat printed with every run and report (``None`` for real hardware).
-    note: ClassVar[str | None] = None
+    note: str | None = None
 
     @abc.abstractmethod
     def facts(self) -> DeviceFacts: ...
@@ -44,6 +66,46 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         """Milliseconds of each of ``repeat`` launches after ``warmup`` untimed ones."""
+
+    def measure(self, launch: Launch, *, warmup: int, rule: StopRule, flush: bool,
+                batch: int = 1, graph: bool = False) -> Measured:
+        """Warm up, then sample until ``rule`` stops; each sample is ``batch`` launches
+        (replayed from a CUDA graph if ``graph``) and its time is divided by ``batch``.
+        The machine's state is read just before and just after sampling."""
+        sample = self.batched(launch, batch, graph)
+        for _ in range(warmup):
+            launch()
+        self.synchronize()
+        start = self.state()
+        timing = sample_until(
+            lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k, flush=flush)],
+            rule, throttled=self.throttled)
+        return Measured(timing=timing, start=start, end=self.state(), batch=batch,
+                        graph=graph)
+
+    def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
+        """One sample's work: ``batch`` launches in a row (graphs: see the CUDA device)."""
+        if graph:
+            raise SweeperError(f"{self.name}: CUDA graphs need the cuda device")
+        if batch == 1:
+            return launch
+
+        def many() -> None:
+            for _ in range(batch):
+                launch()
+        return many
+
+    def state(self) -> GpuState | None:
+        """Clocks, temperature, power, energy; ``None`` where they cannot be read."""
+        return None
+
+    def throttled(self) -> str | None:
+        """Why samples just taken should be thrown away, or ``None``."""
+        return None
+
+    def launch_floor_ms(self) -> float | None:
+        """Event-timed cost of an empty launch, where it means something."""
+        return None
 
     @abc.abstractmethod
     def synchronize(self) -> None: ...

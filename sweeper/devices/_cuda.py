@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from sweeper.devices._base import Device, DeviceFacts, Launch
+from sweeper.devices._nvml import GpuState, open_reader, throttle_reason
 from sweeper.errors import NoDeviceError
 from sweeper.measure import time_cuda
 
@@ -23,6 +24,9 @@ class CudaDevice(Device):
         self._facts = DeviceFacts(name=self._props.name, sms=self._props.multi_processor_count,
                                   l2_bytes=self._props.L2_cache_size)
         self._flush_buffer: Any = None
+        self.reader = open_reader(0)
+        self.note = self.reader.note
+        self._floor: float | None = None
 
     def facts(self) -> DeviceFacts:
         return self._facts
@@ -39,6 +43,38 @@ class CudaDevice(Device):
         return time_cuda(launch, warmup=warmup, repeat=repeat,
                          flush=self._flush if flush else None)
 
+    def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
+        if not graph:
+            return super().batched(launch, batch, graph)
+        import torch
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):        # compile and warm outside the capture
+            launch()
+        torch.cuda.current_stream().wait_stream(side)
+        cuda_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(cuda_graph):
+            for _ in range(batch):
+                launch()
+        return cuda_graph.replay
+
+    def state(self) -> GpuState | None:
+        return self.reader.read()
+
+    def throttled(self) -> str | None:
+        return throttle_reason(self.reader.read(), self.reader.usual_sm_mhz)
+
+    def launch_floor_ms(self) -> float | None:
+        """Median event time around one launch of an empty Triton kernel (measured once)."""
+        if self._floor is None:
+            import statistics
+
+            kernel = _empty_kernel()
+            samples = self.time(lambda: kernel[(1,)](), warmup=20, repeat=200, flush=False)
+            self._floor = statistics.median(samples)
+        return self._floor
+
     def synchronize(self) -> None:
         import torch
 
@@ -53,6 +89,15 @@ class CudaDevice(Device):
                    memory_bytes=self._props.total_memory,
                    capability=f"{self._props.major}.{self._props.minor}")
         return env
+
+
+def _empty_kernel() -> Any:
+    import triton
+
+    def empty() -> None:
+        pass
+
+    return triton.jit(empty)
 
 
 def _driver_version() -> str:

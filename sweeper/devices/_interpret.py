@@ -23,9 +23,9 @@ MAX_REPEAT = 5
 class InterpretDevice(Device):
     name: ClassVar[str] = "interpret"
     torch_device: ClassVar[str] = "cpu"
-    note: ClassVar[str | None] = (
+    note: str | None = (
         f"Triton interpreter on the CPU: footprints capped at {MAX_FOOTPRINT >> 10} KiB, at most "
-        f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs; these are CPU timings of an "
+        f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs, no L2 flush; these are CPU timings of an "
         "interpreter and mean nothing for a GPU")
 
     def __init__(self) -> None:
@@ -39,7 +39,7 @@ class InterpretDevice(Device):
 
     def measure_spec(self, spec: MeasureSpec) -> MeasureSpec:
         return MeasureSpec(warmup=min(spec.warmup, MAX_WARMUP),
-                           repeat=min(spec.repeat, MAX_REPEAT), flush_l2=False)
+                           repeat=min(spec.repeat, MAX_REPEAT), stop="fixed")
 
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         return time_host(launch, warmup=warmup, repeat=repeat)

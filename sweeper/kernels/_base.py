@@ -76,6 +76,10 @@ class Kernel(abc.ABC):
         """Fewest bytes one launch must move through device memory."""
         return 0
 
+    def working_set(self, problem: Problem) -> int:
+        """Bytes one launch touches: what must fit in L2 for it to be L2-resident."""
+        return self.bytes_moved(problem)
+
     def flops(self, problem: Problem) -> int:
         """Floating-point operations one launch does."""
         return 0

@@ -117,9 +117,7 @@ def _markdown(tables: dict[str, Any], store: StudyStore, images: list[Path]) -> 
                f"{sum(v for k, v in counts.items() if k not in ('ok', 'invalid'))} failed, "
                f"{counts.get('invalid', 0)} skipped by constraints. Each measured trial: first "
                f"launch timed apart (compile + first run), output verified on fresh random data "
-               f"with the output poisoned first, {measure.get('warmup')} warmup runs, "
-               f"{measure.get('repeat')} timed runs"
-               f"{', L2 flushed before each' if measure.get('flush_l2') else ''}; "
+               f"with the output poisoned first, then {meta.get('measure_text', '?')}; "
                "GB/s from the median.\n")
     out.append("## Best configs\n")
     if not best.empty:

@@ -18,6 +18,7 @@ from sweeper.space._model import (
     LAUNCH_AXES,
     PROBLEM_AXES,
     Axis,
+    CACHE_MODES,
     AxisRole,
     Budget,
     Constraint,
@@ -30,7 +31,10 @@ from sweeper.space._units import DTYPES, parse_duration, parse_size
 from sweeper.space._yaml import load_with_lines
 
 TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget")
-MEASURE_KEYS = ("warmup", "repeat", "flush_l2")
+MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
+                "cache", "batch", "graph")
+STOP_RULES = ("fixed", "ci", "stdrel")
+TEXT_AXES = ("dtype", "cache")         # values are names, not numbers: not in expressions
 BUDGET_KEYS = ("trials", "time")
 SAMPLER_KEYS = ("name", "seed")
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
@@ -89,14 +93,15 @@ class _Parser:
         kernel_cls = self.kernel(kernel_name)
         if "params" not in data:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
-        axes = self.axes(data["params"], kernel_cls)
-        names = {a.name for a in axes}
+        measure, cache_modes = self.measure(data.get("measure", {}))
+        axes = self.axes(data["params"], kernel_cls, cache_modes)
+        names = {a.name for a in axes} - set(TEXT_AXES)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), names)
         sampler = self.sampler(data.get("sampler", "exhaustive"), data.get("seed", 0))
         return Space(
             study=study, kernel=kernel_name, sampler=sampler, axes=tuple(axes), order=order,
-            constraints=constraints, measure=self.measure(data.get("measure", {})),
+            constraints=constraints, measure=measure,
             budget=self.budget(data.get("budget", {})), path=self.file, text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
@@ -125,7 +130,7 @@ class _Parser:
         return SamplerSpec(name=value, seed=seed)
 
     # -- axes ----------------------------------------------------------------------------
-    def axes(self, params: Any, kernel_cls: type) -> list[Axis]:
+    def axes(self, params: Any, kernel_cls: type, cache_modes: list[str]) -> list[Axis]:
         meta = dict(kernel_cls.meta_params)
         known = (*LAUNCH_AXES, *PROBLEM_AXES, *meta)
         params = self.keys(params, "params", known)
@@ -134,6 +139,8 @@ class _Parser:
             path = f"params.{name}"
             if name in params:
                 raw = self.expand(params[name], path)
+            elif name == "cache":
+                raw = cache_modes
             else:
                 raw = [meta[name].default if name in meta else kernel_cls.defaults[name]]
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
@@ -210,6 +217,11 @@ class _Parser:
         raise self.error(path, f"{raw!r} is not an integer or a size")
 
     def value(self, axis: str, raw: Any, path: str) -> Value:
+        if axis == "cache":
+            if raw not in CACHE_MODES:
+                raise self.error(path, f"{raw!r} is not a cache mode; allowed: "
+                                 f"{', '.join(CACHE_MODES)}")
+            return Value(label=raw, constant=raw)
         if axis == "dtype":
             if raw not in DTYPES:
                 raise self.error(path, f"unknown dtype {raw!r}; allowed: {', '.join(DTYPES)}")
@@ -237,9 +249,9 @@ class _Parser:
 
     def order(self, axes: list[Axis]) -> tuple[str, ...]:
         """Axis names in an order where each expression's names come first."""
-        axis_names = {a.name for a in axes}
+        axis_names = {a.name for a in axes} - set(TEXT_AXES)
         known = sorted(axis_names | set(FACT_NAMES))
-        deps: dict[str, set[str]] = {}
+        deps: dict[str, set[str]] = {name: set() for name in TEXT_AXES}
         for a in axes:
             deps[a.name] = set()
             for i, v in enumerate(a.values):
@@ -284,19 +296,49 @@ class _Parser:
             out.append(Constraint(expr=expr, line=self.lines.get(path, 0)))
         return tuple(out)
 
-    def measure(self, raw: Any) -> MeasureSpec:
+    def measure(self, raw: Any) -> tuple[MeasureSpec, list[str]]:
+        """The measurement settings, and the cache modes the ``cache`` axis defaults to."""
         raw = self.keys(raw, "measure", MEASURE_KEYS)
-        defaults = MeasureSpec()
-        warmup = raw.get("warmup", defaults.warmup)
-        repeat = raw.get("repeat", defaults.repeat)
-        flush = raw.get("flush_l2", defaults.flush_l2)
-        if type(warmup) is not int or warmup < 0:
-            raise self.error("measure.warmup", f"{warmup!r} is not a whole number >= 0")
-        if type(repeat) is not int or repeat < 1:
-            raise self.error("measure.repeat", f"{repeat!r} is not a whole number >= 1")
-        if not isinstance(flush, bool):
-            raise self.error("measure.flush_l2", f"{flush!r} is not true or false")
-        return MeasureSpec(warmup=warmup, repeat=repeat, flush_l2=flush)
+        d = MeasureSpec()
+        warmup = self.whole(raw, "warmup", d.warmup, 0)
+        repeat = self.whole(raw, "repeat", d.repeat, 1)
+        min_samples = self.whole(raw, "min_samples", d.min_samples, 2)
+        batch = self.whole(raw, "batch", d.batch, 1)
+        stop = raw.get("stop", "fixed" if "repeat" in raw else d.stop)
+        if stop not in STOP_RULES:
+            raise self.error("measure.stop", f"unknown stopping rule {stop!r}; allowed: "
+                             f"{', '.join(STOP_RULES)}")
+        target = raw.get("target", d.target)
+        try:
+            target = _fraction(target)
+        except ValueError:
+            raise self.error("measure.target", f"{target!r} is not a fraction between 0 and 1 "
+                             "(e.g. 0.5% or 0.005)") from None
+        times = {}
+        for key, default in (("min_time", d.min_time_s), ("max_time", d.max_time_s)):
+            value = raw.get(key, default)
+            try:
+                times[key] = 0.0 if key == "min_time" and value in (0, "0", "0s") else \
+                    parse_duration(value)
+            except ValueError as err:
+                raise self.error(f"measure.{key}", str(err)) from None
+        graph = raw.get("graph", d.graph)
+        if not isinstance(graph, bool):
+            raise self.error("measure.graph", f"{graph!r} is not true or false")
+        cache = raw.get("cache", "cold")
+        if cache not in (*CACHE_MODES, "both"):
+            raise self.error("measure.cache", f"{cache!r} is not a cache mode; allowed: cold, "
+                             "warm, both")
+        spec = MeasureSpec(warmup=warmup, repeat=repeat, stop=stop, target=target,
+                           min_samples=min_samples, min_time_s=times["min_time"],
+                           max_time_s=times["max_time"], batch=batch, graph=graph)
+        return spec, list(CACHE_MODES) if cache == "both" else [cache]
+
+    def whole(self, raw: dict[str, Any], key: str, default: int, least: int) -> int:
+        value = raw.get(key, default)
+        if type(value) is not int or value < least:
+            raise self.error(f"measure.{key}", f"{value!r} is not a whole number >= {least}")
+        return value
 
     def budget(self, raw: Any) -> Budget:
         raw = self.keys(raw, "budget", BUDGET_KEYS)
@@ -310,6 +352,15 @@ class _Parser:
             except ValueError as err:
                 raise self.error("budget.time", str(err)) from None
         return Budget(trials=trials, time_s=time_s)
+
+
+def _fraction(value: Any) -> float:
+    """``"0.5%"`` or ``0.005`` -> 0.005; raises ``ValueError`` outside (0, 1)."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        value = float(value.strip()[:-1]) / 100
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(value)
+    return float(value)
 
 
 def _is_pow2(value: int) -> bool:

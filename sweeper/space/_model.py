@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sweeper.errors import ExpressionError
+from sweeper.measure._decide import StopRule
 from sweeper.space._expr import Expr, evaluate
 from sweeper.space._units import DTYPES
 
@@ -28,7 +29,8 @@ class AxisRole(enum.Enum):
 
 
 LAUNCH_AXES = ("grid", "block")
-PROBLEM_AXES = ("dtype", "footprint")
+PROBLEM_AXES = ("dtype", "footprint", "cache")
+CACHE_MODES = ("cold", "warm")
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,36 @@ class Constraint:
 
 @dataclass(frozen=True)
 class MeasureSpec:
+    """How each trial is measured.  ``stop`` is ``fixed`` (exactly ``repeat`` samples),
+    ``ci`` or ``stdrel`` (adaptive: until the noise is under ``target``)."""
+
     warmup: int = 10
     repeat: int = 50
-    flush_l2: bool = True
+    stop: str = "ci"
+    target: float = 0.005
+    min_samples: int = 10
+    min_time_s: float = 0.0
+    max_time_s: float = 1.0
+    batch: int = 1           # launches per timed sample, between one event pair
+    graph: bool = False      # replay the batch from a CUDA graph
+
+    def rule(self) -> StopRule:
+        return StopRule(kind=self.stop, repeat=self.repeat, target=self.target,
+                        min_samples=self.min_samples, min_time_s=self.min_time_s,
+                        max_time_s=self.max_time_s)
+
+    def describe(self) -> str:
+        if self.stop == "fixed":
+            how = f"{self.warmup} warmup + {self.repeat} timed"
+        else:
+            how = (f"{self.warmup} warmup, then timed until the {self.stop} noise is under "
+                   f"{100 * self.target:g}% (at least {self.min_samples} samples, "
+                   f"{self.min_time_s:g} s; at most {self.max_time_s:g} s)")
+        if self.graph:
+            how += f", {self.batch} launches per sample from a CUDA graph"
+        elif self.batch > 1:
+            how += f", {self.batch} launches per sample"
+        return how
 
 
 @dataclass(frozen=True)
@@ -111,6 +140,8 @@ class Config:
     grid: int
     block: int
     meta: Mapping[str, int] = field(default_factory=dict)
+    #: ``cold``: L2 flushed before each sample; ``warm``: not flushed.
+    cache: str = "cold"
 
     @property
     def num_warps(self) -> int:
@@ -159,12 +190,13 @@ class Space:
         ``facts`` gives ``sms`` and ``l2_bytes``; ``max_footprint`` caps footprints
         (the interpreter) before ``n`` and everything that reads it is computed.
         """
+        choice = self._complete(choice)
         env: dict[str, int] = {k: facts[k] for k in ("sms", "l2_bytes")}
         dtype = str(self._constant("dtype", choice))
         env["itemsize"] = DTYPES[dtype]
         values: dict[str, int] = {}
         for name in self.order:
-            if name == "dtype":
+            if name in ("dtype", "cache"):
                 continue
             value = self.axis(name).value(choice[name])
             if value.expr is not None:
@@ -188,12 +220,24 @@ class Space:
             if not ok:
                 shown = ", ".join(f"{k}={env[k]}" for k in sorted(c.expr.names))
                 raise Invalid(f"constraint {c.text!r} is false ({shown})")
-        return self._config(dtype, values)
+        return self._config(dtype, str(self._constant("cache", choice)), values)
+
+    def _complete(self, choice: Mapping[str, str]) -> Mapping[str, str]:
+        """``choice`` with axes of a single value filled in; a missing other axis is a bug."""
+        missing = [a for a in self.axes if a.name not in choice]
+        if not missing:
+            return choice
+        full = dict(choice)
+        for a in missing:
+            if len(a.values) != 1:
+                raise KeyError(f"choice {dict(choice)} has no value for axis {a.name!r}")
+            full[a.name] = a.labels[0]
+        return full
 
     def _constant(self, name: str, choice: Mapping[str, str]) -> int | str | None:
         return self.axis(name).value(choice[name]).constant
 
-    def _config(self, dtype: str, values: Mapping[str, int]) -> Config:
+    def _config(self, dtype: str, cache: str, values: Mapping[str, int]) -> Config:
         problem = Problem(dtype=dtype, footprint=values["footprint"])
         grid, block = values["grid"], values["block"]
         if grid < 1:
@@ -204,4 +248,4 @@ class Space:
             raise Invalid(f"footprint: {problem.footprint} bytes is not a positive multiple of "
                           f"{dtype}'s {problem.itemsize} bytes")
         meta = {a.name: values[a.name] for a in self.axes if a.role is AxisRole.META}
-        return Config(problem=problem, grid=grid, block=block, meta=meta)
+        return Config(problem=problem, grid=grid, block=block, meta=meta, cache=cache)

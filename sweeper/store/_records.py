@@ -13,7 +13,7 @@ from sweeper.trial import TrialResult, TrialStatus
 def config_dict(config: Config) -> dict[str, Any]:
     return {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
             "meta": dict(config.meta), "dtype": config.problem.dtype,
-            "footprint": config.problem.footprint}
+            "footprint": config.problem.footprint, "cache": config.cache}
 
 
 @dataclass
@@ -32,6 +32,15 @@ class TrialRecord:
     gflops: float = 0.0
     started: str = ""
     wall_s: float = 0.0
+    stop_reason: str = ""
+    discarded: int = 0
+    discard_reasons: list[str] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    energy_j: float | None = None
+    energy_window_s: float = 0.0
+    batch: int = 1
+    graph: bool = False
+    flags: list[str] = field(default_factory=list)
     kind: str = "trial"
 
     @classmethod
@@ -41,7 +50,15 @@ class TrialRecord:
                    reason=result.reason, config=config_dict(config) if config else None,
                    cold_s=result.cold_s, samples_ms=list(result.samples_ms),
                    stats=result.stats.to_dict() if result.stats else None, gbps=result.gbps,
-                   gflops=result.gflops, started=started, wall_s=wall_s)
+                   gflops=result.gflops, started=started, wall_s=wall_s,
+                   stop_reason=result.stop_reason, discarded=result.discarded,
+                   discard_reasons=list(result.discard_reasons), state=dict(result.state),
+                   energy_j=result.energy_j, energy_window_s=result.energy_window_s,
+                   batch=result.batch, graph=result.graph, flags=list(result.flags))
+
+    @property
+    def suspicious(self) -> bool:
+        return any(f.startswith("suspicious") for f in self.flags)
 
     @property
     def ok(self) -> bool:
@@ -79,13 +96,16 @@ class BaselineRecord:
     samples_ms: list[float]
     stats: dict[str, float]
     gbps: float
+    cache: str = "cold"
+    stop_reason: str = ""
     kind: str = "baseline"
 
     @classmethod
     def from_samples(cls, name: str, dtype: str, footprint: int, samples: list[float],
-                     stats: Stats, gbps: float) -> BaselineRecord:
+                     stats: Stats, gbps: float, cache: str = "cold",
+                     stop_reason: str = "") -> BaselineRecord:
         return cls(name=name, dtype=dtype, footprint=footprint, samples_ms=list(samples),
-                   stats=stats.to_dict(), gbps=gbps)
+                   stats=stats.to_dict(), gbps=gbps, cache=cache, stop_reason=stop_reason)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,116 @@
+"""The GPU's state through NVML (nvidia-ml-py): clocks, temperature, power, throttle
+reasons, energy, other processes.  Where NVML is missing, a reader that says so once."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+#: Throttle reasons that mean the SM clock was pulled down by something other than load.
+SLOWDOWNS = {
+    "hw_slowdown": 0x8, "sw_thermal_slowdown": 0x20, "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80, "sw_power_cap": 0x4, "sync_boost": 0x10,
+}
+CLOCK_FLOOR = 0.75            # nvbench: samples under 75 % of the default clock are thrown away
+
+
+@dataclass(frozen=True)
+class GpuState:
+    sm_mhz: int = 0
+    mem_mhz: int = 0
+    temperature_c: int = 0
+    power_w: float = 0.0
+    energy_mj: int | None = None
+    throttle: tuple[str, ...] = ()
+    other_processes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class StateReader(Protocol):
+    available: bool
+    note: str | None
+    #: The SM clock this GPU normally runs at under load, MHz (0: unknown).
+    usual_sm_mhz: int
+
+    def read(self) -> GpuState | None: ...
+
+
+@dataclass
+class NullReader:
+    """No NVML: nothing to read; ``note`` says so once in the run's output."""
+
+    note: str | None = "NVML is not available: clocks, throttling and energy are not recorded"
+    available: bool = False
+    usual_sm_mhz: int = 0
+
+    def read(self) -> GpuState | None:
+        return None
+
+
+@dataclass
+class NvmlReader:
+    index: int = 0
+    available: bool = True
+    note: str | None = None
+    usual_sm_mhz: int = 0
+    _handle: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        import pynvml
+
+        self._nvml = pynvml
+        pynvml.nvmlInit()
+        self._handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
+        try:
+            self.usual_sm_mhz = pynvml.nvmlDeviceGetDefaultApplicationsClock(
+                self._handle, pynvml.NVML_CLOCK_SM)
+        except pynvml.NVMLError:
+            self.usual_sm_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self._handle,
+                                                                 pynvml.NVML_CLOCK_SM)
+
+    def read(self) -> GpuState | None:
+        nv, h = self._nvml, self._handle
+        try:
+            reasons = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
+        except (AttributeError, nv.NVMLError):
+            reasons = nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)
+        try:
+            energy = nv.nvmlDeviceGetTotalEnergyConsumption(h)
+        except nv.NVMLError:
+            energy = None
+        try:
+            procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
+            others = sum(1 for p in procs if p.pid != os.getpid())
+        except nv.NVMLError:
+            others = 0
+        return GpuState(
+            sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+            mem_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
+            temperature_c=nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
+            power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0, energy_mj=energy,
+            throttle=tuple(name for name, bit in SLOWDOWNS.items() if reasons & bit),
+            other_processes=others)
+
+
+def open_reader(index: int = 0) -> StateReader:
+    try:
+        return NvmlReader(index)
+    except Exception as err:  # noqa: BLE001 - any NVML failure: say so once and go on
+        return NullReader(note=f"NVML is not available ({type(err).__name__}: {err}); "
+                               "clocks, throttling and energy are not recorded")
+
+
+def throttle_reason(state: GpuState | None, usual_sm_mhz: int) -> str | None:
+    """Why samples taken in ``state`` should not count, or ``None``."""
+    if state is None:
+        return None
+    if usual_sm_mhz and state.sm_mhz < CLOCK_FLOOR * usual_sm_mhz:
+        return (f"SM clock {state.sm_mhz} MHz < {int(100 * CLOCK_FLOOR)}% of its usual "
+                f"{usual_sm_mhz} MHz")
+    serious = [t for t in state.throttle if t not in ("sw_power_cap", "sync_boost")]
+    if serious:
+        return f"throttled: {', '.join(serious)}"
+    return None

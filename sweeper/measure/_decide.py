@@ -1,0 +1,110 @@
+"""Decisions over samples: when to stop sampling, who is tied, and A-vs-B verdicts.
+
+Pure functions over raw samples (milliseconds), unit-tested on synthetic data.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Hashable, Mapping, Sequence
+
+import numpy as np
+
+from sweeper.measure._stats import median_ci, summarize
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a trial has enough samples.
+
+    ``kind`` is ``fixed`` (exactly ``repeat`` samples), ``ci`` (the median's 95 % CI
+    half-width over the median below ``target``) or ``stdrel`` (std / mean below
+    ``target``, nvbench's rule).  Adaptive rules also need ``min_samples`` and
+    ``min_time_s`` and give up at ``max_time_s`` (the trial is flagged unconverged).
+    """
+
+    kind: str = "fixed"
+    repeat: int = 50
+    target: float = 0.005
+    min_samples: int = 10
+    min_time_s: float = 0.0
+    max_time_s: float = 1.0
+
+    def check(self, samples: Sequence[float], elapsed_s: float) -> str | None:
+        """Why to stop now, or ``None`` to keep sampling.
+
+        ``min_time_s`` counts measured (GPU) time, the sum of the samples, as nvbench's
+        does; ``max_time_s`` counts wall time since sampling began.
+        """
+        n = len(samples)
+        if self.kind == "fixed":
+            return f"fixed: {self.repeat} samples" if n >= self.repeat else None
+        if n >= max(self.min_samples, 2) and sum(samples) / 1e3 >= self.min_time_s:
+            noise = self.noise(samples)
+            if noise < self.target:
+                return (f"converged: {self.kind} {100 * noise:.2f}% < "
+                        f"{100 * self.target:g}% after {n} samples")
+        if elapsed_s >= self.max_time_s:
+            return (f"unconverged: max_time {self.max_time_s:g} s reached with {self.kind} "
+                    f"{100 * self.noise(samples):.2f}% after {n} samples")
+        return None
+
+    def noise(self, samples: Sequence[float]) -> float:
+        if len(samples) < 2:
+            return float("inf")
+        s = summarize(samples)
+        return s.rel_ci if self.kind == "ci" else s.cv
+
+    @property
+    def chunk(self) -> int:
+        """Samples recorded between two checks (one synchronize each)."""
+        return self.repeat if self.kind == "fixed" else max(5, min(self.min_samples, 20))
+
+
+def tied_set(candidates: Mapping[Hashable, Sequence[float]]) -> tuple[Hashable, list[Hashable]]:
+    """The fastest candidate by median and every candidate whose median CI overlaps its CI."""
+    if not candidates:
+        raise ValueError("no candidates")
+    cis = {k: median_ci(v) for k, v in candidates.items()}
+    best = min(candidates, key=lambda k: float(np.median(candidates[k])))
+    lo, hi = cis[best]
+    tied = [k for k, (a, b) in cis.items() if a <= hi and b >= lo]
+    return best, tied
+
+
+class Verdict(str, enum.Enum):
+    SAME = "SAME"
+    FASTER = "FASTER"
+    SLOWER = "SLOWER"
+    UNCLEAR = "UNCLEAR"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B against A in time: ``ratio`` = median B / median A, with a conservative interval."""
+
+    verdict: Verdict
+    ratio: float
+    lo: float
+    hi: float
+    noise_a: float
+    noise_b: float
+
+
+def compare_samples(a: Sequence[float], b: Sequence[float], max_noise: float = 0.05
+                    ) -> Comparison:
+    """FASTER/SLOWER when the medians' 95 % CIs are apart; SAME when they overlap and both
+    are tighter than ``max_noise``; UNCLEAR when they overlap but one is too noisy to say."""
+    sa, sb = summarize(a), summarize(b)
+    ratio = sb.median / sa.median
+    lo, hi = sb.ci_lo / sa.ci_hi, sb.ci_hi / sa.ci_lo
+    if sb.ci_hi < sa.ci_lo:
+        verdict = Verdict.FASTER
+    elif sb.ci_lo > sa.ci_hi:
+        verdict = Verdict.SLOWER
+    elif max(sa.rel_ci, sb.rel_ci) <= max_noise:
+        verdict = Verdict.SAME
+    else:
+        verdict = Verdict.UNCLEAR
+    return Comparison(verdict, ratio, lo, hi, sa.rel_ci, sb.rel_ci)

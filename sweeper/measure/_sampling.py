@@ -1,0 +1,54 @@
+"""Sample until the stopping rule is met, throwing away chunks taken while the GPU was
+throttled (nvbench discards samples under 75 % of the default SM clock)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sweeper.measure._decide import StopRule
+
+MAX_DISCARDS = 3
+
+
+@dataclass
+class Timing:
+    samples: list[float]
+    stop_reason: str
+    discarded: int = 0                     # samples thrown away while throttled
+    discard_reasons: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def converged(self) -> bool:
+        return not self.stop_reason.startswith("unconverged")
+
+
+def sample_until(take: Callable[[int], list[float]], rule: StopRule, *,
+                 throttled: Callable[[], str | None] = lambda: None,
+                 clock: Callable[[], float] = time.perf_counter) -> Timing:
+    """Call ``take(k)`` for chunks of ``k`` timed samples until ``rule`` says stop.
+
+    After each chunk ``throttled()`` reports why the machine was not in its usual state
+    (or ``None``); such a chunk is discarded and re-measured, at most ``MAX_DISCARDS``
+    times, after which samples are kept and the reason stays on record.
+    """
+    samples: list[float] = []
+    reasons: list[str] = []
+    discarded = 0
+    t0 = clock()
+    while True:
+        want = rule.repeat - len(samples) if rule.kind == "fixed" else rule.chunk
+        chunk = take(max(1, want))
+        why = throttled()
+        if why is not None:
+            if len(reasons) < MAX_DISCARDS:
+                discarded += len(chunk)
+                reasons.append(why)
+                continue
+            reasons.append(f"kept while throttled: {why}")
+        samples.extend(chunk)
+        stop = rule.check(samples, clock() - t0)
+        if stop is not None:
+            return Timing(samples, stop, discarded, reasons, clock() - t0)
