@@ -74,6 +74,18 @@ def _parser() -> argparse.ArgumentParser:
                         "studies/tuning.json)")
     export.set_defaults(func=cmd_export)
 
+    calibrate = sub.add_parser("calibrate", help="measure this GPU's copy and matmul ceilings")
+    calibrate.add_argument("--force", action="store_true", help="measure again")
+    calibrate.set_defaults(func=cmd_calibrate)
+
+    compare = sub.add_parser("compare", help="SAME/FASTER/SLOWER/UNCLEAR per config, B vs A")
+    compare.add_argument("a", help="study, or STUDY@TRIAL for one trial")
+    compare.add_argument("b")
+    compare.add_argument("--max-noise", default="5%",
+                         help="relative CI half-width above which SAME becomes UNCLEAR")
+    _study_options(compare, name=False)
+    compare.set_defaults(func=cmd_compare)
+
     tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
     tuned.add_argument("kernel")
     tuned.add_argument("--dtype", default="float32")
@@ -133,11 +145,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     say(f"space: {space.size} configs; sampler {space.sampler.name} (seed {space.sampler.seed}); "
         f"each trial: first run timed apart, verified, {measure.describe()}; cache "
         f"{' and '.join(caches)}{' (L2 flushed before each sample)' if 'cold' in caches else ''}")
+    limits = _ceilings_for(device, store)
+    say(f"ceilings: {limits}" if isinstance(limits, str) else
+        f"ceilings: measured {limits.measured} (sweeper calibrate); DRAM copy "
+        f"{limits.dram_bandwidth():.0f} GB/s")
     stop = StopFlag()
     previous = signal.signal(signal.SIGINT, _stop_handler(stop, say))
     try:
         sweep = Sweep(space, kernel, device, store, reporter=_reporter(args.quiet), stop=stop,
-                      max_trials=args.trials, max_time_s=max_time)
+                      max_trials=args.trials, max_time_s=max_time,
+                      ceilings=None if isinstance(limits, str) else limits)
         summary = sweep.run()
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -149,7 +166,14 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     if summary.best is not None:
-        print(f"best: {_describe_trial(summary.best)}")
+        print(f"best in the sweep: {_describe_trial(summary.best)}")
+    by_number = {t.number: t for t in summary.trials}
+    for final in summary.finals:
+        winner = by_number[final.winner]
+        row = next(r for r in final.finalists if r["number"] == final.winner)
+        print(f"winner after {final.rounds} interleaved rounds over {len(final.finalists)} "
+              f"finalists: {_describe_trial(winner, row['stats']['median'], row['gbps'])}; "
+              f"{len(final.tied) - 1} other(s) tied within noise")
     if not args.no_report:
         _report(store)
     return 0
@@ -201,6 +225,49 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from sweeper import ceilings
+    from sweeper.devices import open_device
+    from sweeper.space import format_size
+
+    device = open_device("cuda")
+    env = device.environment()
+    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
+    if found is None or args.force:
+        found = ceilings.measure(device, progress=lambda line: print(line, flush=True))
+        print(f"saved to {ceilings.save(found)}")
+    else:
+        print(f"cached: {ceilings.cache_path(found.gpu, found.uuid, found.driver)} "
+              f"(measured {found.measured}; --force to measure again)")
+    print(f"{found.gpu} (driver {found.driver}): launch floor {found.launch_floor_us:.1f} us")
+    print(f"{'footprint':>10} {'cold GB/s':>10} {'warm GB/s':>10}   (torch copy_, read + write)")
+    for fp, row in sorted(found.copy.items()):
+        print(f"{format_size(fp):>10} {row['cold']:10.0f} {row['warm']:10.0f}")
+    for dtype, tflops in found.matmul.items():
+        print(f"matmul {dtype:9} {tflops:8.1f} TFLOP/s (torch.matmul, 8192³, random data)")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from sweeper.compare import compare, format_rows
+    from sweeper.space._load import _fraction
+
+    try:
+        max_noise = _fraction(args.max_noise)
+    except ValueError:
+        raise SweeperError(f"--max-noise: {args.max_noise!r} is not a fraction (e.g. 5%)") \
+            from None
+    stores, numbers = [], []
+    for ref in (args.a, args.b):
+        name, _, number = ref.partition("@")
+        if number and not number.isdigit():
+            raise SweeperError(f"{ref!r}: a trial is written STUDY@NUMBER")
+        stores.append(_open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir)))
+        numbers.append(int(number) if number else None)
+    print(format_rows(compare(stores[0], stores[1], numbers[0], numbers[1], max_noise)))
+    return 0
+
+
 def cmd_tuned(args: argparse.Namespace) -> int:
     from sweeper.export import describe, tuned
     from sweeper.space import parse_size
@@ -236,13 +303,29 @@ def _report(store: Any) -> None:
           f"{store.root / 'heatmaps'} (PNG and SVG)")
 
 
-def _describe_trial(t: Any) -> str:
+def _describe_trial(t: Any, median: float | None = None, gbps: float | None = None) -> str:
     cfg = t.config
     meta = " ".join(f"{k}={v}" for k, v in cfg["meta"].items())
     grid = t.choice["grid"]
     grid_text = f"{grid} (={cfg['grid']})" if grid != str(cfg["grid"]) else grid
-    return (f"grid={grid_text} block={cfg['block']} {meta} {cfg['dtype']}: "
-            f"median {t.stats['median']:.4g} ms, {t.gbps:.4g} GB/s")
+    median = t.stats["median"] if median is None else median
+    gbps = t.gbps if gbps is None else gbps
+    return (f"#{t.number} grid={grid_text} block={cfg['block']} {meta} {cfg['dtype']} "
+            f"{cfg.get('cache', 'cold')}: median {median:.4g} ms, {gbps:.4g} GB/s")
+
+
+def _ceilings_for(device: Any, store: Any) -> Any:
+    """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
+    if device.name != "cuda":
+        return "none on the interpreter"
+    from sweeper import ceilings
+
+    env = device.environment()
+    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
+    if found is None:
+        return "not measured for this GPU; run `sweeper calibrate` for % of ceiling"
+    store.update_meta(ceilings=found.to_json())
+    return found
 
 
 def _duration(seconds: float) -> str:

@@ -59,12 +59,22 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
     meta = store.meta()
     trials, _ = store.records()
     env = meta.get("environment", {})
-    best: dict[tuple[str, int], Any] = {}
+    per_cache: dict[tuple[str, int, str], Any] = {}
     for t in trials:
-        if t.ok and t.config:
-            key = (t.config["dtype"], t.config["footprint"])
-            if key not in best or t.score > best[key].score:
-                best[key] = t
+        if t.ok and t.config and not t.suspicious:
+            key = (t.config["dtype"], t.config["footprint"], t.config.get("cache", "cold"))
+            if key not in per_cache or t.score > per_cache[key].score:
+                per_cache[key] = t
+    by_number = {t.number: t for t in trials}
+    for final in store.raw("final"):      # a winner re-measured interleaved beats a sweep best
+        p = final["problem"]
+        if final["winner"] in by_number:
+            per_cache[(p["dtype"], p["footprint"], p.get("cache", "cold"))] = \
+                by_number[final["winner"]]
+    best: dict[tuple[str, int], Any] = {}
+    for (dtype, footprint, cache), t in sorted(per_cache.items()):   # cold wins over warm
+        if cache == "cold" or (dtype, footprint) not in best:
+            best[(dtype, footprint)] = t
     if not best:
         raise SweeperError(f"{store.root}: no successful trial to export")
     entries = [{
@@ -72,6 +82,8 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
         "footprint": footprint, "grid": t.config["grid"], "grid_expr": t.choice["grid"],
         "block": t.config["block"], "meta": t.config["meta"], "gbps": t.gbps,
         "median_ms": t.stats["median"], "study": meta["study"], "trial": t.number,
+        "chosen_by": "interleaved final" if any(
+            f["winner"] == t.number for f in store.raw("final")) else "sweep median",
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     } for (dtype, footprint), t in sorted(best.items())]

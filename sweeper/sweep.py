@@ -20,10 +20,12 @@ import torch
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
+from sweeper.ceilings import SUSPICIOUS, Ceilings
 from sweeper.devices import Device
 from sweeper.errors import StudyError, SweeperError
 from sweeper.kernels import Buffers, Kernel
-from sweeper.measure import summarize, throughput
+from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
+from sweeper.measure import StopRule, summarize, throughput
 from sweeper.samplers import ExhaustiveSampler, make_sampler
 from sweeper.space import AxisRole, Config, Invalid, Problem, Space
 from sweeper.store import BaselineRecord, StudyStore, TrialRecord
@@ -87,23 +89,37 @@ class SweepSummary:
     wall_s: float = 0.0
     best: TrialRecord | None = None
     trials: list[TrialRecord] = field(default_factory=list)
+    finals: list[FinalRecord] = field(default_factory=list)
 
 
-def fingerprint(space: Space, kernel: Kernel, device: Device) -> dict[str, str]:
+FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
+
+
+def fingerprint(space: Space, kernel: Kernel, device: Device,
+                environment: Mapping[str, Any] | None = None) -> dict[str, str]:
     """What must match for a study to be resumed: measurements are only comparable then."""
-    return {"device": device.name, "gpu": device.facts().name, "kernel": space.kernel,
-            "kernel_source": kernel.source_hash(), "space_sha256": space.sha256}
+    env = environment if environment is not None else device.environment()
+    out = {"device": device.name, "gpu": device.facts().name, "kernel": space.kernel,
+           "kernel_source": kernel.source_hash(), "space_sha256": space.sha256}
+    out.update({k: str(env[k]) for k in FINGERPRINT_ENV if k in env})
+    out["env"] = " ".join(f"{k}={v}" for k, v in sorted(env.get("env", {}).items()))
+    return out
+
+
+def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[str]:
+    """``key: old -> new`` for every fingerprint entry that differs."""
+    return [f"{k}: {have.get(k)!r} -> {want.get(k)!r}" for k in sorted(set(have) | set(want))
+            if have.get(k) != want.get(k)]
 
 
 def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False) -> None:
     """Create the study, or check that the one on disk may be resumed by this run."""
-    wanted = fingerprint(space, kernel, device)
+    environment = device.environment()
+    wanted = fingerprint(space, kernel, device, environment)
     if store.exists():
         meta = store.meta()
-        have = meta.get("fingerprint", {})
-        changed = [f"{k}: {have.get(k)!r} -> {v!r}" for k, v in wanted.items()
-                   if have.get(k) != v]
+        changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
         if changed and not force:
             raise StudyError(f"{store.root}: cannot resume, it was measured with other "
                              f"settings ({'; '.join(changed)}); use --force to add to it "
@@ -117,7 +133,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
         "measure": vars(device.measure_spec(space.measure)),
         "measure_requested": vars(space.measure),
         "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
-        "environment": device.environment(), "fingerprint": wanted,
+        "environment": environment, "fingerprint": wanted,
         "kernel_source_hash": kernel.source_hash(),
         "axes": {a.name: list(a.labels) for a in space.axes},
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
@@ -131,7 +147,8 @@ def _now() -> str:
 class Sweep:
     def __init__(self, space: Space, kernel: Kernel, device: Device, store: StudyStore, *,
                  reporter: Reporter | None = None, stop: StopFlag | None = None,
-                 max_trials: int | None = None, max_time_s: float | None = None) -> None:
+                 max_trials: int | None = None, max_time_s: float | None = None,
+                 ceilings: Ceilings | None = None, finals: bool = True) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -143,6 +160,8 @@ class Sweep:
         self.facts = device.facts()
         self.measure = device.measure_spec(space.measure)
         self._buffers: dict[tuple[Problem, int], list[Buffers]] = {}
+        self.ceilings = ceilings
+        self.run_finals = finals
         self._buffer_bytes = 0
 
     def run(self) -> SweepSummary:
@@ -193,6 +212,9 @@ class Sweep:
                 if record.ok and (summary.best is None or record.score > summary.best.score):
                     summary.best = record
                 self.reporter.trial(record, summary.best)
+            if self.run_finals and not self.stop.set and (summary.measured or not self.store.raw(
+                    "final")):
+                summary.finals = self._choose_winners(list(done.values()))
         finally:
             self.reporter.finish()
             self.store.close()
@@ -252,6 +274,8 @@ class Sweep:
             result = TrialResult(TrialStatus.INVALID, str(err))
         else:
             result = self._run(config, number)
+            if result.status is TrialStatus.OK:
+                result = self._check_ceiling(config, number, result)
         return TrialRecord.from_result(number, choice, config, result, started,
                                        time.perf_counter() - t0)
 
@@ -264,6 +288,58 @@ class Sweep:
         generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
         return run_trial(self.kernel, sets, config, self.device, self.measure, generator,
                          l2_bytes=self._l2_bytes)
+
+    def _check_ceiling(self, config: Config, number: int, result: TrialResult) -> TrialResult:
+        """A result faster than the calibrated ceiling allows is re-verified and re-timed
+        once; if it stays above, it is flagged and cannot win."""
+        if self.ceilings is None or not self.ceilings.copy or not result.gbps:
+            return result
+        ceiling = self.ceilings.bandwidth(config.problem.footprint, config.cache)
+        if result.gbps <= SUSPICIOUS * ceiling:
+            return result
+        first = result.gbps
+        again = self._run(config, number)
+        if again.status is not TrialStatus.OK:
+            return again
+        if again.gbps <= SUSPICIOUS * ceiling:
+            again.flags.append(f"re-timed: the first run's {first:.4g} GB/s was above the "
+                               f"{ceiling:.4g} GB/s ceiling")
+            return again
+        again.flags.append(f"suspicious: {again.gbps:.4g} GB/s is above the calibrated "
+                           f"{ceiling:.4g} GB/s ceiling at this footprint, after re-verifying "
+                           "and re-timing; it cannot win")
+        return again
+
+    def _choose_winners(self, trials: list[TrialRecord]) -> list[FinalRecord]:
+        groups: dict[tuple[str, int, str], list[TrialRecord]] = {}
+        for t in trials:
+            if t.ok:
+                groups.setdefault(problem_of(t), []).append(t)
+        finals = []
+        for group in groups.values():
+            chosen = finalists(group)
+            if not chosen:
+                continue
+            record = remeasure(chosen, self._measure_again, self._bytes_of,
+                               seed=self.space.sampler.seed)
+            self.store.append(record)
+            finals.append(record)
+        return finals
+
+    def _config_of(self, t: TrialRecord) -> Config:
+        return self.space.resolve(t.choice, self.facts.env(), self.facts.max_footprint)
+
+    def _bytes_of(self, t: TrialRecord) -> int:
+        return self.kernel.bytes_moved(self._config_of(t).problem)
+
+    def _measure_again(self, t: TrialRecord, rule: StopRule) -> list[float]:
+        config = self._config_of(t)
+        sets = self._buffer_sets(config)
+        rotation = itertools.cycle(sets)
+        return self.device.measure(lambda: self.kernel.launch(next(rotation), config),
+                                   warmup=2, rule=rule, flush=config.cache == "cold",
+                                   batch=self.measure.batch, graph=self.measure.graph
+                                   ).timing.samples
 
     @property
     def _l2_bytes(self) -> int:

@@ -116,7 +116,7 @@ def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: 
     if l2_bytes and kernel.working_set(problem) <= l2_bytes:
         rotated = f", rotating {sets} buffer sets" if sets > 1 else ""
         flags.append(f"L2-resident ({config.cache}{rotated})")
-    floor = device.launch_floor_ms() if stats.median < 1.0 else None
+    floor = device.launch_floor_ms()
     if floor and measure.batch == 1 and stats.median < LAUNCH_BOUND_FACTOR * floor:
         flags.append(f"launch-bound: median {stats.median * 1e3:.1f} us is within "
                      f"{LAUNCH_BOUND_FACTOR}x the {floor * 1e3:.1f} us launch floor; "

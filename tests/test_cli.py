@@ -32,11 +32,12 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
     assert "study tiny-interpret: studies/tiny-interpret (new)" in out
     assert "note: Triton interpreter on the CPU" in out and "mean nothing for a GPU" in out
     assert "done: 6 measured (0 failed), 2 skipped by constraints" in out
-    assert "best: grid=" in out and "report: studies/tiny-interpret/report.md" in out
+    assert "best in the sweep: #" in out and "report: studies/tiny-interpret/report.md" in out
+    assert "winner after 5 interleaved rounds over " in out
     assert (study / "study.json").exists() and (study / "trials.jsonl").exists()
     pngs = sorted(p.name for p in (study / "heatmaps").glob("*.png"))
-    assert pngs == ["float32_4KiB_BLOCK-1024.png", "float32_4KiB_BLOCK-256.png",
-                    "float32_4KiB_best.png"]
+    assert pngs == ["float32_4KiB_cold_BLOCK-1024.png", "float32_4KiB_cold_BLOCK-256.png",
+                    "float32_4KiB_cold_best.png"]
     report = json.loads((study / "report.json").read_text())
     assert report["environment"]["device"] == "interpret"
     assert "mean nothing for a GPU" in report["device_note"]
@@ -55,9 +56,12 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
     assert "wrote 1 entries to studies/tuning.json" in out
     tuning = tmp_path / "studies" / "tuning.json"
     entry = json.loads(tuning.read_text())["entries"][0]
-    best = report["best"][0]
+    winner = report["winners"][0]
+    assert entry["trial"] == winner["winner"] and entry["chosen_by"] == "interleaved final"
+    row = winner["finalists"][0]
+    assert row[""] == "winner" and row["number"] == winner["winner"]
     assert (entry["grid_expr"], entry["block"], entry["meta"]["BLOCK"]) == (
-        best["grid_label"], best["block"], best["BLOCK"])
+        row["grid"], row["block"], row["BLOCK"])
 
     rc, out, _ = sweeper("tuned", "copy", "--footprint", "4KiB", "--gpu",
                          "Triton interpreter (CPU)", cwd=tmp_path)

@@ -44,15 +44,15 @@ BASE = [BaselineRecord("torch copy_", "float32", 1 << 30, [0.5], {"median": 0.5,
 def test_heatmap_tables_hold_the_numbers():
     df = trials_frame(TRIALS, ["BLOCK"])
     maps = heatmaps(df, ["BLOCK"], ["sms", "2*sms"], [32, 64], kernel="copy", gpu="G")
-    assert [m.name for m in maps] == ["float32_1GiB_BLOCK-256", "float32_1GiB_BLOCK-1024",
-                                      "float32_1GiB_best"]
+    assert [m.name for m in maps] == ["float32_1GiB_cold_BLOCK-256",
+                                      "float32_1GiB_cold_BLOCK-1024", "float32_1GiB_cold_best"]
     m256, m1024, best = maps
     assert m256.values.loc[32, "sms"] == 100.0 and m256.values.loc[64, "sms"] == 300.0
     assert np.isnan(m256.values.loc[64, "2*sms"]) and m256.notes.loc[64, "2*sms"] == "fail"
     assert m256.best == (64, "sms")
     assert m256.column_labels == ["sms\n=132", "2*sms\n=264"]
     assert m1024.notes.loc[64, "sms"] == "skip" and m1024.best == (32, "sms")
-    assert "BLOCK=1024" in m1024.title and "copy · float32 · 1GiB" in m1024.title
+    assert "BLOCK=1024" in m1024.title and "copy · float32 · 1GiB · cold" in m1024.title
     # the overview keeps the best over BLOCK per cell
     assert best.values.loc[32, "sms"] == 400.0 and best.values.loc[32, "2*sms"] == 200.0
     assert best.best == (32, "sms")
@@ -87,12 +87,13 @@ def test_write_report_writes_images_markdown_and_json(tmp_path):
     store.close()
     files = write_report(store)
     assert sorted(p.name for p in files.images) == sorted(
-        f"float32_1GiB_{n}.{ext}" for n in ("BLOCK-256", "BLOCK-1024", "best")
+        f"float32_1GiB_cold_{n}.{ext}" for n in ("BLOCK-256", "BLOCK-1024", "best")
         for ext in ("png", "svg"))
     assert all(p.stat().st_size > 1000 for p in files.images)
     assert files.images[0].read_bytes()[:4] == b"\x89PNG"
     md = files.markdown.read_text()
-    assert "| 1 | sms | 132 | 32 | 1024 |" in md
+    assert "| 1 | 4 | sms | 132 | 32 | 1024 |" in md
+    assert "## Measurement record" in md and "| stopping rule |" in md
     assert "sweeper run x.yaml --device cuda --study st" in md
     assert "| invalid | constraint 'BLOCK >= 32*block' is false | 2 |" in md
     data = json.loads(files.json.read_text())

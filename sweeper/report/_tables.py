@@ -9,14 +9,18 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from sweeper.ceilings import Ceilings
 from sweeper.space import format_size
 from sweeper.store import BaselineRecord, TrialRecord
 
-STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv")
+STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv", "ci_lo", "ci_hi",
+                "rel_ci", "outliers")
 
 
-def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str]) -> pd.DataFrame:
-    """One row per trial: choice labels, resolved values, status, statistics, throughput."""
+def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
+                 ceilings: Ceilings | None = None) -> pd.DataFrame:
+    """One row per trial: choice labels, resolved values, status, statistics, throughput,
+    stopping rule, flags, energy and, with ceilings, % of ceiling and roofline place."""
     rows = []
     for t in trials:
         cfg = t.config or {}
@@ -25,15 +29,35 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str]) -> pd
             "grid_label": t.choice.get("grid", ""), "grid": cfg.get("grid"),
             "block": cfg.get("block", _number(t.choice.get("block", ""))),
             "dtype": t.choice.get("dtype"), "footprint_label": t.choice.get("footprint"),
-            "footprint": cfg.get("footprint"), "cold_s": t.cold_s, "gbps": t.gbps,
-            "gflops": t.gflops, "score": t.score, "samples": len(t.samples_ms),
+            "footprint": cfg.get("footprint"),
+            "cache": cfg.get("cache", t.choice.get("cache", "cold")), "cold_s": t.cold_s,
+            "gbps": t.gbps, "gflops": t.gflops, "score": t.score, "samples": len(t.samples_ms),
+            "stop_reason": t.stop_reason, "discarded": t.discarded, "flags": "; ".join(t.flags),
+            "energy_j": t.energy_j if t.energy_j is not None else np.nan,
+            "gb_per_j": (t.gbps * t.stats["median"] * 1e-3 / t.energy_j
+                         if t.energy_j and t.stats else np.nan),
         }
         for name in meta_names:
             row[name] = cfg.get("meta", {}).get(name, _number(t.choice.get(name, "")))
         for stat in STAT_COLUMNS:
-            row[f"{stat}_ms" if stat != "cv" else "cv"] = (t.stats or {}).get(stat, np.nan)
+            key = f"{stat}_ms" if stat in ("median", "mean", "min", "max", "p95", "p99", "std",
+                                           "ci_lo", "ci_hi") else stat
+            row[key] = (t.stats or {}).get(stat, np.nan)
+        row.update(_ceiling_columns(t, ceilings))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _ceiling_columns(t: TrialRecord, ceilings: Ceilings | None) -> dict[str, Any]:
+    if ceilings is None or not ceilings.copy or not t.ok or not t.config:
+        return {"pct_ceiling": np.nan, "intensity": np.nan, "bound": ""}
+    cfg = t.config
+    ceiling = ceilings.bandwidth(cfg["footprint"], cfg.get("cache", "cold"))
+    seconds = t.stats["median"] * 1e-3
+    ai, _, bound = ceilings.roofline(t.gflops * 1e9 * seconds, t.gbps * 1e9 * seconds,
+                                     cfg["dtype"])
+    return {"pct_ceiling": 100 * t.gbps / ceiling if ceiling else np.nan, "intensity": ai,
+            "bound": bound}
 
 
 def _number(label: str) -> Any:
@@ -44,7 +68,7 @@ def _number(label: str) -> Any:
 def problem_key(row: pd.Series) -> str:
     fp = row["footprint"]
     fp_text = format_size(int(fp)) if pd.notna(fp) else str(row["footprint_label"])
-    return f"{row['dtype']} {fp_text}"
+    return f"{row['dtype']} {fp_text} {row.get('cache', 'cold')}"
 
 
 class HeatmapData(NamedTuple):
@@ -65,19 +89,22 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
     out: list[HeatmapData] = []
     resolved = df[df["status"] != "invalid"]
     metric = "gbps" if (df["gbps"] > 0).any() else "score"
-    for (dtype, fp_label), sub in df.groupby(["dtype", "footprint_label"], sort=False):
+    for (dtype, fp_label, cache), sub in df.groupby(["dtype", "footprint_label", "cache"],
+                                                    sort=False):
         fp = resolved.loc[resolved["footprint_label"] == fp_label, "footprint"]
         fp_text = format_size(int(fp.iloc[0])) if len(fp) else str(fp_label)
-        base = f"{kernel} · {dtype} · {fp_text}"
+        resident = sub["flags"].str.contains("L2-resident").any()
+        base = f"{kernel} · {dtype} · {fp_text} · {cache}{' (L2-resident)' if resident else ''}"
+        stem = f"{dtype}_{fp_text}_{cache}"
         groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
         for key, cell_df in groups:
             key = key if isinstance(key, tuple) else (key,)
             meta_text = " ".join(f"{n}={v}" for n, v in zip(meta_names, key))
-            name = f"{dtype}_{fp_text}_" + "_".join(f"{n}-{v}" for n, v in zip(meta_names, key))
+            name = f"{stem}_" + "_".join(f"{n}-{v}" for n, v in zip(meta_names, key))
             out.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
                              f"{base} · {meta_text} · {gpu}".replace(" ·  ·", " ·"),
                              show_values=True))
-        out.append(_grid(sub, grid_order, block_order, metric, f"{dtype}_{fp_text}_best",
+        out.append(_grid(sub, grid_order, block_order, metric, f"{stem}_best",
                          f"{base} · best over {', '.join(meta_names) or 'all'} · {gpu}",
                          show_values=False))
     return out
@@ -112,15 +139,16 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
     ok = df[df["status"] == "ok"].copy()
     if ok.empty:
         return ok
-    base = {(b.dtype, b.footprint): b.gbps for b in baselines}
-    ok["baseline_gbps"] = [base.get((d, f), np.nan) for d, f in zip(ok["dtype"], ok["footprint"])]
+    base = {(b.dtype, b.footprint, b.cache): b.gbps for b in baselines}
+    ok["baseline_gbps"] = [base.get(key, np.nan) for key in
+                           zip(ok["dtype"], ok["footprint"], ok["cache"])]
     ok["pct_of_baseline"] = 100.0 * ok["gbps"] / ok["baseline_gbps"]
     ok["problem"] = ok.apply(problem_key, axis=1)
     ok = ok.sort_values(["problem", "score"], ascending=[True, False])
     ok["rank"] = ok.groupby("problem").cumcount() + 1
-    columns = ["problem", "rank", "grid_label", "grid", "block", *meta_names, "median_ms",
-               "min_ms", "p95_ms", "std_ms", "cv", "gbps", "gflops", "pct_of_baseline",
-               "cold_s", "number"]
+    columns = ["problem", "rank", "number", "grid_label", "grid", "block", *meta_names,
+               "median_ms", "rel_ci", "min_ms", "p95_ms", "std_ms", "outliers", "gbps", "gflops",
+               "pct_of_baseline", "pct_ceiling", "gb_per_j", "cold_s", "flags"]
     return ok[ok["rank"] <= top][columns].reset_index(drop=True)
 
 
@@ -135,3 +163,43 @@ def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
     reasons = bad["reason"].map(lambda r: _NUMBERS.sub("", r).strip() or r)
     return (bad.assign(reason=reasons).groupby(["status", "reason"]).size()
             .rename("count").reset_index().sort_values("count", ascending=False))
+
+
+def stop_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """How measured trials stopped sampling: fixed, converged, or unconverged (flagged)."""
+    ok = df[df["status"] == "ok"]
+    if ok.empty:
+        return pd.DataFrame(columns=["rule", "count"])
+    rule = ok["stop_reason"].str.extract(r"^(\w+(?:: \w+)?)")[0].fillna("?")
+    return rule.value_counts().rename_axis("rule").rename("count").reset_index()
+
+
+def flag_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Trials by flag kind (launch-bound, L2-resident, unconverged, suspicious, ...)."""
+    kinds: dict[str, int] = {}
+    for flags in df["flags"]:
+        for flag in filter(None, flags.split("; ")):
+            kind = re.split(r"[:(]", flag)[0].strip()
+            kind = re.sub(r"^\d+ ", "", kind)
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return pd.DataFrame(sorted(kinds.items()), columns=["flag", "trials"])
+
+
+def final_table(final: Any, df: pd.DataFrame, meta_names: Sequence[str]) -> pd.DataFrame:
+    """The finalists of one problem as re-measured interleaved, winner first."""
+    by_number = df.set_index("number")
+    rows = []
+    for r in final.finalists:
+        t = by_number.loc[r["number"]]
+        st = r["stats"]
+        rows.append({
+            "": "winner" if r["number"] == final.winner else (
+                "tied" if r["number"] in final.tied else ""),
+            "number": r["number"], "grid": t["grid_label"], "block": t["block"],
+            **{n: t[n] for n in meta_names}, "median_ms": st["median"],
+            "ci_ms": f"[{st['ci_lo']:.4g}, {st['ci_hi']:.4g}]", "cv": st["cv"],
+            "gbps": r["gbps"], "sweep_median_ms": t["median_ms"]})
+    out = pd.DataFrame(rows)
+    order = {"winner": 0, "tied": 1, "": 2}
+    return out.sort_values(by=["", "median_ms"], key=lambda c: c.map(order) if c.name == ""
+                           else c).reset_index(drop=True)

@@ -55,7 +55,8 @@ class StudyStore:
         tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         tmp.replace(self.root / META)
 
-    def append(self, record: TrialRecord | BaselineRecord) -> None:
+    def append(self, record: Any) -> None:
+        """Append one record (anything with ``to_json()``) and flush it to the file."""
         if self._journal is None:
             self._drop_torn_tail()
             self._journal = open(self.root / JOURNAL, "a")
@@ -95,9 +96,24 @@ class StudyStore:
                 raise StudyError(f"{path}:{i}: not a JSON record") from None
             if data.get("kind") == "baseline":
                 baselines.append(BaselineRecord.from_json(data))
-            else:
+            elif data.get("kind", "trial") == "trial":
                 trials.append(TrialRecord.from_json(data))
         return trials, baselines
+
+    def raw(self, kind: str) -> list[dict[str, Any]]:
+        """The journal's records of another ``kind`` (e.g. ``final``), as dicts."""
+        path = self.root / JOURNAL
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text().splitlines():
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue           # a torn last line; records() warns about it
+            if data.get("kind") == kind:
+                out.append(data)
+        return out
 
     def __enter__(self) -> StudyStore:
         return self

@@ -1,0 +1,140 @@
+"""Measured ceilings of this GPU: copy bandwidth per footprint, matmul FLOP/s per dtype.
+
+``sweeper calibrate`` measures them once and caches them per GPU (name, UUID,
+driver).  Reports then show every trial as a % of the ceiling at its footprint and
+its place on the roofline; a trial faster than the ceiling allows is suspect.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+COPY_FOOTPRINTS = tuple(1 << k for k in range(20, 31)) + (4 << 30,)   # 1 MiB .. 1 GiB, 4 GiB
+MATMUL_DTYPES = ("float32", "tfloat32", "float16", "bfloat16")
+MATMUL_SIZE = 8192
+SUSPICIOUS = 1.05          # faster than 105 % of the ceiling at that footprint is suspect
+
+
+@dataclass
+class Ceilings:
+    gpu: str
+    uuid: str
+    driver: str
+    measured: str = ""
+    launch_floor_us: float = 0.0
+    #: footprint (bytes per buffer) -> {"cold": GB/s, "warm": GB/s}, torch copy_, read + write
+    copy: dict[int, dict[str, float]] = field(default_factory=dict)
+    #: dtype -> TFLOP/s of torch.matmul at MATMUL_SIZE³ on random data
+    matmul: dict[str, float] = field(default_factory=dict)
+
+    def bandwidth(self, footprint: int, cache: str = "cold") -> float:
+        """GB/s at ``footprint``, interpolated in log2(footprint), clamped at the ends."""
+        points = sorted((fp, v[cache]) for fp, v in self.copy.items())
+        if not points:
+            raise ValueError("no copy ceilings measured")
+        x = math.log2(max(footprint, 1))
+        if x <= math.log2(points[0][0]):
+            return points[0][1]
+        for (f0, g0), (f1, g1) in zip(points, points[1:]):
+            x0, x1 = math.log2(f0), math.log2(f1)
+            if x <= x1:
+                return g0 + (g1 - g0) * (x - x0) / (x1 - x0)
+        return points[-1][1]
+
+    def dram_bandwidth(self) -> float:
+        """The cold copy bandwidth at the largest footprint: device memory, not L2."""
+        return self.bandwidth(max(self.copy), "cold")
+
+    def roofline(self, flops: float, nbytes: float, dtype: str) -> tuple[float, float, str]:
+        """(arithmetic intensity FLOP/B, attainable GFLOP/s, "memory"|"compute") for work
+        of ``flops`` over ``nbytes``; the compute roof is ``dtype``'s matmul rate."""
+        ai = flops / nbytes if nbytes else math.inf
+        peak = self.matmul.get(dtype, max(self.matmul.values(), default=0.0)) * 1e3
+        memory = ai * self.dram_bandwidth()
+        return ai, min(peak, memory), "memory" if memory < peak else "compute"
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["copy"] = {str(k): v for k, v in self.copy.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Ceilings:
+        data = dict(data)
+        data["copy"] = {int(k): v for k, v in data.get("copy", {}).items()}
+        return cls(**data)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("SWEEPER_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sweeper")
+    return Path(base) / "ceilings"
+
+
+def cache_path(gpu: str, uuid: str, driver: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{gpu}-{uuid}-{driver}").strip("-")
+    return cache_dir() / f"{slug}.json"
+
+
+def load(gpu: str, uuid: str, driver: str) -> Ceilings | None:
+    path = cache_path(gpu, uuid, driver)
+    if not path.exists():
+        return None
+    return Ceilings.from_json(json.loads(path.read_text()))
+
+
+def save(ceilings: Ceilings) -> Path:
+    path = cache_path(ceilings.gpu, ceilings.uuid, ceilings.driver)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(ceilings.to_json(), indent=2) + "\n")
+    return path
+
+
+def measure(device: Any, *, footprints: tuple[int, ...] = COPY_FOOTPRINTS,
+            dtypes: tuple[str, ...] = MATMUL_DTYPES,
+            progress: Callable[[str], None] = lambda _: None) -> Ceilings:
+    """Measure the ceilings on a CUDA ``device`` with its own timer."""
+    import torch
+
+    from sweeper.measure import StopRule, summarize
+
+    env = device.environment()
+    out = Ceilings(gpu=env["gpu"], uuid=env.get("gpu_uuid", ""), driver=env.get("driver", ""),
+                   measured=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    out.launch_floor_us = device.launch_floor_ms() * 1e3
+    rule = StopRule(kind="ci", target=0.005, min_samples=20, max_time_s=2.0)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for fp in footprints:
+        src = torch.empty(fp // 4, dtype=torch.float32, device="cuda").uniform_(generator=gen)
+        dst = torch.empty_like(src)
+        row = {}
+        for cache in ("cold", "warm"):
+            t = device.measure(lambda: dst.copy_(src), warmup=10, rule=rule,
+                               flush=cache == "cold").timing
+            row[cache] = 2 * fp / (summarize(t.samples).median * 1e-3) / 1e9
+        out.copy[fp] = row
+        progress(f"copy {fp >> 20} MiB: cold {row['cold']:.0f} GB/s, warm {row['warm']:.0f} GB/s")
+        del src, dst
+    n = MATMUL_SIZE
+    for name in dtypes:
+        dtype = torch.float32 if name in ("float32", "tfloat32") else getattr(torch, name)
+        a = torch.randn(n, n, device="cuda", dtype=dtype, generator=gen)
+        b = torch.randn(n, n, device="cuda", dtype=dtype, generator=gen)
+        previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = name == "tfloat32"
+        try:
+            t = device.measure(lambda: torch.matmul(a, b), warmup=5,
+                               rule=StopRule(kind="fixed", repeat=20), flush=False).timing
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
+        out.matmul[name] = 2 * n ** 3 / (summarize(t.samples).median * 1e-3) / 1e12
+        progress(f"matmul {name} {n}³: {out.matmul[name]:.1f} TFLOP/s")
+        del a, b
+    return out

@@ -1,0 +1,60 @@
+"""``sweeper compare A B``: for each config measured in both, SAME / FASTER / SLOWER /
+UNCLEAR for B against A, with the interval of the ratio of medians (as nvbench-compare).
+
+A and B are studies, or single trials written ``STUDY@NUMBER``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sweeper.errors import SweeperError
+from sweeper.measure import Comparison, compare_samples
+from sweeper.store import StudyStore, TrialRecord
+
+
+@dataclass(frozen=True)
+class Row:
+    config: str
+    a_ms: float
+    b_ms: float
+    comparison: Comparison
+
+
+def _trials(store: StudyStore, number: int | None) -> dict[tuple[str, ...], TrialRecord]:
+    trials = {t.key(): t for t in store.records()[0] if t.ok and len(t.samples_ms) >= 2}
+    if number is None:
+        return trials
+    match = [t for t in trials.values() if t.number == number]
+    if not match:
+        raise SweeperError(f"{store.root}: no successful trial number {number}")
+    return {("trial",): match[0]}
+
+
+def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
+            b_number: int | None = None, max_noise: float = 0.05) -> list[Row]:
+    ta, tb = _trials(a, a_number), _trials(b, b_number)
+    keys = [k for k in ta if k in tb]
+    if not keys:
+        raise SweeperError(f"{a.root} and {b.root} have no successful config in common")
+    rows = []
+    for k in keys:
+        x, y = ta[k], tb[k]
+        label = " ".join(k) if k != ("trial",) else f"#{x.number} vs #{y.number}"
+        rows.append(Row(label, x.stats["median"], y.stats["median"],
+                        compare_samples(x.samples_ms, y.samples_ms, max_noise)))
+    return rows
+
+
+def format_rows(rows: list[Row]) -> str:
+    lines = [f"{'verdict':8} {'B/A time':>9} {'95% interval':>17} {'A ms':>9} {'B ms':>9}  config"]
+    for r in rows:
+        c = r.comparison
+        lines.append(f"{c.verdict.value:8} {c.ratio:9.4f} [{c.lo:7.4f}, {c.hi:7.4f}] "
+                     f"{r.a_ms:9.4g} {r.b_ms:9.4g}  {r.config}")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.comparison.verdict.value] = counts.get(r.comparison.verdict.value, 0) + 1
+    lines.append(", ".join(f"{v} {n}" for v, n in sorted(counts.items())) +
+                 f" of {len(rows)} configs (FASTER/SLOWER: B against A)")
+    return "\n".join(lines)

@@ -1,0 +1,120 @@
+"""Choosing the winner honestly: finalists re-measured interleaved, ties broken by rule.
+
+The best config of a problem is a *set*: every config whose median's confidence
+interval overlaps the fastest one's is tied within noise.  Before a winner is
+named, the finalists (the top ``TOP_K`` and that tied set) are re-measured in
+``ROUNDS`` round-robin rounds, in a shuffled order each round, in the same
+process, as Helion does; the winner is chosen from those samples alone.  Among
+configs still tied, the documented rule prefers the lowest variance (CV), then
+the simplest config: fewest warps, then smallest meta-parameters, then fewest
+programs.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sweeper.measure import StopRule, summarize, tied_set
+from sweeper.store import TrialRecord
+
+TOP_K = 5
+MAX_FINALISTS = 12
+ROUNDS = 5
+SAMPLES_PER_ROUND = 10
+RULE = ("tied within noise = 95% CIs of the medians overlap; among tied: lowest CV, then "
+        "fewest warps, then smallest meta-parameters, then fewest programs")
+
+
+@dataclass
+class FinalRecord:
+    """The interleaved re-measurement of one problem's finalists and the winner."""
+
+    problem: dict[str, Any]                   # dtype, footprint, cache
+    finalists: list[dict[str, Any]]           # number, samples_ms, stats, gbps
+    tied: list[int]
+    winner: int
+    rounds: int = ROUNDS
+    samples_per_round: int = SAMPLES_PER_ROUND
+    rule: str = RULE
+    kind: str = "final"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FinalRecord:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+def problem_of(t: TrialRecord) -> tuple[str, int, str]:
+    cfg = t.config or {}
+    return cfg.get("dtype", ""), cfg.get("footprint", 0), cfg.get("cache", "cold")
+
+
+def simplicity(t: TrialRecord) -> tuple[int, int, int]:
+    cfg = t.config or {}
+    meta = math.prod(cfg.get("meta", {}).values()) if cfg.get("meta") else 0
+    return cfg.get("num_warps", 0), meta, cfg.get("grid", 0)
+
+
+def finalists(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The top ``TOP_K`` by median and everything tied with the best, fastest first."""
+    ok = sorted((t for t in trials if t.ok and not t.suspicious and t.samples_ms),
+                key=lambda t: t.stats["median"])
+    if not ok:
+        return []
+    _, tied = tied_set({t.number: t.samples_ms for t in ok})
+    chosen = {t.number for t in ok[:TOP_K]} | set(tied)
+    return [t for t in ok if t.number in chosen][:MAX_FINALISTS]
+
+
+def pick_winner(samples: dict[int, list[float]], trials: dict[int, TrialRecord]
+                ) -> tuple[int, list[int]]:
+    """The winner among re-measured finalists, and the set tied with the fastest."""
+    _, tied = tied_set(samples)
+    winner = min(tied, key=lambda n: (summarize(samples[n]).cv, simplicity(trials[n])))
+    return winner, sorted(tied, key=lambda n: summarize(samples[n]).median)
+
+
+def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, StopRule],
+              list[float]], bytes_moved: Callable[[TrialRecord], int], seed: int = 0
+              ) -> FinalRecord:
+    """Interleave ``ROUNDS`` rounds over ``group``; ``measure_one`` times one config."""
+    rng = random.Random(seed)
+    rule = StopRule(kind="fixed", repeat=SAMPLES_PER_ROUND)
+    samples: dict[int, list[float]] = {t.number: [] for t in group}
+    order = list(group)
+    for _ in range(ROUNDS):
+        rng.shuffle(order)
+        for t in order:
+            samples[t.number].extend(measure_one(t, rule))
+    by_number = {t.number: t for t in group}
+    winner, tied = pick_winner(samples, by_number)
+    rows = []
+    for t in group:
+        stats = summarize(samples[t.number])
+        rows.append({"number": t.number, "samples_ms": samples[t.number],
+                     "stats": stats.to_dict(),
+                     "gbps": bytes_moved(t) / (stats.median * 1e-3) / 1e9})
+    dtype, footprint, cache = problem_of(group[0])
+    return FinalRecord(problem={"dtype": dtype, "footprint": footprint, "cache": cache},
+                       finalists=rows, tied=tied, winner=winner)
+
+
+@dataclass
+class Winners:
+    """Latest final record per problem, looked up by trial numbers."""
+
+    finals: dict[tuple[str, int, str], FinalRecord] = field(default_factory=dict)
+
+    @classmethod
+    def from_records(cls, finals: Sequence[FinalRecord]) -> Winners:
+        out = cls()
+        for f in finals:
+            p = f.problem
+            out.finals[(p["dtype"], p["footprint"], p["cache"])] = f
+        return out

@@ -1,0 +1,202 @@
+"""Issue 3 without a GPU: ceilings, suspicious results, winners, machine state through a fake
+NVML reader, flags, fingerprints, compare."""
+
+import pytest
+import torch
+
+from sweeper import ceilings as ceil
+from sweeper.ceilings import Ceilings
+from sweeper.cli import main
+from sweeper.devices._interpret import InterpretDevice
+from sweeper.devices._nvml import GpuState, throttle_reason
+from sweeper.finals import finalists, pick_winner
+from sweeper.kernels import load_kernel
+from sweeper.measure import StopRule
+from sweeper.space import Config, MeasureSpec, Problem, load_space
+from sweeper.store import StudyStore, TrialRecord
+from sweeper.sweep import Sweep, fingerprint_diff, open_study
+from sweeper.trial import TrialStatus, run_trial
+
+CEIL = Ceilings(gpu="G", uuid="U-1", driver="580", launch_floor_us=20.0,
+                copy={1 << 20: {"cold": 1000.0, "warm": 3000.0},
+                      1 << 30: {"cold": 4000.0, "warm": 4100.0}},
+                matmul={"float32": 50.0, "bfloat16": 800.0})
+
+
+def test_ceiling_interpolates_in_log_footprint_and_clamps():
+    assert CEIL.bandwidth(1 << 20) == 1000.0
+    assert CEIL.bandwidth(1 << 25) == pytest.approx(2500.0)      # halfway in log2
+    assert CEIL.bandwidth(1 << 10) == 1000.0 and CEIL.bandwidth(1 << 40) == 4000.0
+    assert CEIL.bandwidth(1 << 20, "warm") == 3000.0
+    assert CEIL.dram_bandwidth() == 4000.0
+
+
+def test_roofline_places_work_under_the_right_roof():
+    ai, attainable, bound = CEIL.roofline(flops=0, nbytes=8, dtype="float32")
+    assert (ai, attainable, bound) == (0.0, 0.0, "memory")
+    ai, attainable, bound = CEIL.roofline(flops=1000 * 8, nbytes=8, dtype="bfloat16")
+    assert ai == 1000 and bound == "compute" and attainable == 800e3
+    ai, attainable, bound = CEIL.roofline(flops=8, nbytes=8, dtype="float32")
+    assert bound == "memory" and attainable == 4000.0
+
+
+def test_ceilings_are_cached_per_gpu_uuid_and_driver(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path))
+    path = ceil.save(CEIL)
+    assert path == tmp_path / "ceilings" / "G-U-1-580.json"
+    assert ceil.load("G", "U-1", "580") == CEIL
+    assert ceil.load("G", "U-1", "581") is None
+    assert ceil.load("G", "U-2", "580") is None
+
+
+class FakeNvml:
+    """Throttled for the first read after sampling starts, then fine."""
+
+    available = True
+    note = None
+    usual_sm_mhz = 1980
+
+    def __init__(self, clocks):
+        self.clocks = list(clocks)
+        self.energy = 0
+
+    def read(self):
+        self.energy += 1000
+        return GpuState(sm_mhz=self.clocks.pop(0) if self.clocks else 1980, mem_mhz=3201,
+                        temperature_c=40, power_w=300.0, energy_mj=self.energy)
+
+
+class FakeStateDevice(InterpretDevice):
+    def __init__(self, clocks, floor_ms=None):
+        super().__init__()
+        self.reader = FakeNvml(clocks)
+        self.floor_ms = floor_ms
+
+    def state(self):
+        return self.reader.read()
+
+    def throttled(self):
+        return throttle_reason(self.reader.read(), self.reader.usual_sm_mhz)
+
+    def launch_floor_ms(self):
+        return self.floor_ms
+
+
+def _trial(device, sets=1, l2_bytes=0, cache="cold", measure=None):
+    kernel = load_kernel("copy")
+    problem = Problem("float32", 4096)
+    buffers = [kernel.allocate(problem, "cpu") for _ in range(sets)]
+    config = Config(problem=problem, grid=1, block=32, meta={"BLOCK": 1024}, cache=cache)
+    return run_trial(kernel, buffers, config, device,
+                     measure or MeasureSpec(warmup=0, repeat=3, stop="fixed"),
+                     torch.Generator().manual_seed(0), l2_bytes=l2_bytes)
+
+
+def test_throttled_samples_are_discarded_and_state_and_energy_recorded():
+    # reads: state at start (1980), throttle check after chunk 1 (900: discard),
+    # after chunk 2 (1980: keep), state at end
+    result = _trial(FakeStateDevice([1980, 900, 1980, 1980]))
+    assert result.status is TrialStatus.OK
+    assert result.discarded == 3 and len(result.samples_ms) == 3
+    assert result.discard_reasons == ["SM clock 900 MHz < 75% of its usual 1980 MHz"]
+    assert result.state["start"]["sm_mhz"] == 1980 and result.state["end"]["power_w"] == 300.0
+    # energy counter moved 3000 mJ across the two reads between start and end, 6 launches
+    assert result.energy_j == pytest.approx(3.0 / 6)
+    assert "3 samples discarded (throttled)" in result.flags
+
+
+def test_flags_for_launch_bound_and_l2_resident_with_rotation():
+    result = _trial(FakeStateDevice([], floor_ms=100.0), sets=3, l2_bytes=1 << 20, cache="warm")
+    assert "L2-resident (warm, rotating 3 buffer sets)" in result.flags
+    assert any(f.startswith("launch-bound: median") and "try measure.batch" in f
+               for f in result.flags)
+
+
+def test_adaptive_rule_through_a_device_records_why_it_stopped():
+    measure = MeasureSpec(warmup=0, stop="stdrel", target=0.9, min_samples=4, max_time_s=30)
+    result = _trial(FakeStateDevice([]), measure=measure)
+    assert result.stop_reason.startswith("converged: stdrel") and len(result.samples_ms) >= 4
+
+
+def test_batched_samples_are_divided_by_the_batch():
+    device = InterpretDevice()
+    calls = []
+    measured = device.measure(lambda: calls.append(1), warmup=1,
+                              rule=StopRule(kind="fixed", repeat=2), flush=False, batch=4)
+    assert len(calls) == 1 + 2 * 4 and measured.batch == 4
+
+
+def record(number, samples, warps=4, block_meta=1024, grid=100):
+    return TrialRecord(number=number, choice={"n": str(number)}, status=TrialStatus.OK,
+                       config={"num_warps": warps, "meta": {"BLOCK": block_meta}, "grid": grid,
+                               "dtype": "float32", "footprint": 1, "cache": "cold"},
+                       samples_ms=samples, stats={"median": sorted(samples)[len(samples) // 2]})
+
+
+def test_finalists_are_top_k_plus_the_tied_set_and_skip_suspicious():
+    trials = [record(i, [1.0 + 0.01 * i + 0.001 * k for k in range(20)]) for i in range(8)]
+    trials[0].flags = ["suspicious: 9e9 GB/s is above the calibrated ceiling"]
+    chosen = finalists(trials)
+    assert [t.number for t in chosen] == [1, 2, 3, 4, 5]
+
+
+def test_winner_prefers_lowest_variance_then_the_simplest():
+    flat = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    wobbly = [0.99, 1.01, 0.99, 1.01, 0.99, 1.01]
+    trials = {1: record(1, wobbly, warps=1), 2: record(2, flat, warps=8),
+              3: record(3, flat, warps=2), 4: record(4, [2.0] * 6, warps=1)}
+    winner, tied = pick_winner({n: t.samples_ms for n, t in trials.items()}, trials)
+    assert set(tied) == {1, 2, 3}
+    assert winner == 3          # CV 0 beats the wobbly one; fewer warps among the flat ones
+
+
+def test_a_result_above_the_ceiling_is_retimed_flagged_and_cannot_win(small_space, tmp_path):
+    device = InterpretDevice()
+    space = load_space(small_space)
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(tmp_path / "s")
+    open_study(store, space, kernel, device, command="test")
+    tiny = Ceilings(gpu="x", uuid="", driver="", copy={1: {"cold": 1e-9, "warm": 1e-9}})
+    summary = Sweep(space, kernel, device, store, ceilings=tiny).run()
+    trials = store.records()[0]
+    ok = [t for t in trials if t.ok]
+    assert ok and all(t.suspicious for t in ok)
+    assert all("after re-verifying and re-timing; it cannot win" in t.flags[-1] for t in ok)
+    assert summary.finals == []
+    with pytest.raises(Exception, match="no successful trial to export"):
+        main(["--debug", "export", str(tmp_path / "s"), "-o", str(tmp_path / "t.json")])
+
+
+def test_fingerprint_diff_names_every_change():
+    have = {"gpu": "H200", "torch": "2.11.0", "driver": "580"}
+    want = {"gpu": "H200", "torch": "2.12.0", "driver": "580", "env": "TRITON_X=1"}
+    assert fingerprint_diff(have, want) == ["env: None -> 'TRITON_X=1'",
+                                            "torch: '2.11.0' -> '2.12.0'"]
+
+
+def test_study_records_the_provenance_fingerprint(small_space, tmp_path):
+    device = InterpretDevice()
+    space = load_space(small_space)
+    store = StudyStore(tmp_path / "s")
+    open_study(store, space, load_kernel("copy"), device, command="test")
+    fp = store.meta()["fingerprint"]
+    assert {"gpu", "kernel_source", "space_sha256", "torch", "triton", "sweeper",
+            "env"} <= set(fp)
+    assert "TRITON_INTERPRET=1" in fp["env"]
+
+
+def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b"):
+        assert main(["run", str(small_space), "--device", "interpret", "--study", name,
+                     "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "a", "b"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["verdict", "B/A", "time"]
+    assert len(out) == 1 + 6 + 1 and out[-1].endswith("of 6 configs (FASTER/SLOWER: B against A)")
+    assert all(line.split()[0] in ("SAME", "FASTER", "SLOWER", "UNCLEAR") for line in out[1:-1])
+    assert main(["compare", "a@2", "a@3"]) == 0
+    assert "#2 vs #3" in capsys.readouterr().out
+    assert main(["compare", "a@x", "b"]) == 2
+    assert "a trial is written STUDY@NUMBER" in capsys.readouterr().err
