@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# One call on the GPU machine (see docs/benchmarks.md): install the carried wheels, run the
-# GPU tests, the example study `sweeper run spaces/copy.yaml`, and the overhead benchmark.
-# Logs go to $OUT; the study comes back as a tarball.
+# One call on the GPU machine (see docs/benchmarks.md): install the carried wheels, then run
+# the stages named in $STAGES (default: all) and leave logs in $OUT.
+#   tests     python3 -m pytest (GPU tests included)
+#   calibrate sweeper calibrate
+#   example   sweeper run spaces/copy.yaml from scratch; the study comes back as a tarball
+#   trust     benchmarks/trust_evidence.py (agreement, stability, cold/warm, ceilings)
+#   overhead  benchmarks/sweep_overhead.py
+# The install line, for reference:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+STAGES=${STAGES:-tests calibrate example trust overhead}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -14,10 +20,17 @@ python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/n
 sweeper() { if command -v sweeper >/dev/null; then command sweeper "$@"; else python3 -m sweeper "$@"; fi; }
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv;
   python3 -c "import torch, triton, optuna; print('torch', torch.__version__, 'triton', triton.__version__, 'optuna', optuna.__version__)"; } 2>&1 | tee "$OUT/env.txt"
-if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  python3 -m pytest -q -x -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest.log" | tail -5
-fi
-rm -rf studies/copy-fp32
-( time sweeper run spaces/copy.yaml ) 2>&1 | tee "$OUT/run.log" | grep -v '^\s*$' | tail -8
-tar czf "$OUT/study-copy-fp32.tgz" studies/copy-fp32
-python3 benchmarks/sweep_overhead.py 2>&1 | tee "$OUT/overhead.log"
+for stage in $STAGES; do
+  echo "=== $stage $(date -u +%T)"
+  case $stage in
+    tests) python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest.log" | tail -4 ;;
+    calibrate) sweeper calibrate 2>&1 | tee "$OUT/calibrate.log" ;;
+    example)
+      rm -rf studies/copy-fp32
+      ( time sweeper run spaces/copy.yaml ) 2>&1 | tee "$OUT/run.log" | grep -v '^\s*$' | tail -12
+      tar czf "$OUT/study-copy-fp32.tgz" studies/copy-fp32 ;;
+    trust) python3 benchmarks/trust_evidence.py 2>&1 | tee "$OUT/trust.log" | grep -v '^copy \|^matmul ' ;;
+    overhead) python3 benchmarks/sweep_overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
+  esac
+done
+echo "=== done $(date -u +%T)"

@@ -12,9 +12,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 COPY_FOOTPRINTS = tuple(1 << k for k in range(20, 31)) + (4 << 30,)   # 1 MiB .. 1 GiB, 4 GiB
 MATMUL_DTYPES = ("float32", "tfloat32", "float16", "bfloat16")
@@ -116,7 +117,7 @@ def measure(device: Any, *, footprints: tuple[int, ...] = COPY_FOOTPRINTS,
         dst = torch.empty_like(src)
         row = {}
         for cache in ("cold", "warm"):
-            t = device.measure(lambda: dst.copy_(src), warmup=10, rule=rule,
+            t = device.measure(lambda dst=dst, src=src: dst.copy_(src), warmup=10, rule=rule,
                                flush=cache == "cold").timing
             row[cache] = 2 * fp / (summarize(t.samples).median * 1e-3) / 1e9
         out.copy[fp] = row
@@ -130,7 +131,7 @@ def measure(device: Any, *, footprints: tuple[int, ...] = COPY_FOOTPRINTS,
         previous = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = name == "tfloat32"
         try:
-            t = device.measure(lambda: torch.matmul(a, b), warmup=5,
+            t = device.measure(lambda a=a, b=b: torch.matmul(a, b), warmup=5,
                                rule=StopRule(kind="fixed", repeat=20), flush=False).timing
         finally:
             torch.backends.cuda.matmul.allow_tf32 = previous

@@ -23,8 +23,8 @@ from optuna.trial import TrialState
 from sweeper.ceilings import SUSPICIOUS, Ceilings
 from sweeper.devices import Device
 from sweeper.errors import StudyError, SweeperError
-from sweeper.kernels import Buffers, Kernel
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
+from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import StopRule, summarize, throughput
 from sweeper.samplers import ExhaustiveSampler, make_sampler
 from sweeper.space import AxisRole, Config, Invalid, Problem, Space

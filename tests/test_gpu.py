@@ -40,3 +40,30 @@ def test_sweep_on_gpu_end_to_end(small_space, tmp_path):
     assert summary.measured == 6 and all(t.ok for t in trials if t.status.value != "invalid")
     assert store.meta()["environment"]["cuda"]
     assert baselines[0].gbps > 0
+
+
+def test_nvml_state_graph_batches_and_launch_floor():
+    device = open_device("cuda")
+    state = device.state()
+    if device.reader.available:
+        assert state.sm_mhz > 0 and state.mem_mhz > 0 and device.reader.usual_sm_mhz > 0
+    floor = device.launch_floor_ms()
+    assert 0.0005 < floor < 0.2
+    kernel = load_kernel("copy")
+    problem = Problem("float32", 4 << 20)
+    buffers = kernel.allocate(problem, "cuda")
+    kernel.randomize(buffers, torch.Generator(device="cuda").manual_seed(0))
+    config = Config(problem=problem, grid=problem.n // 1024, block=256, meta={"BLOCK": 1024})
+    from sweeper.measure import StopRule
+
+    rule = StopRule(kind="fixed", repeat=20)
+    single = device.measure(lambda: kernel.launch(buffers, config), warmup=5, rule=rule,
+                            flush=False)
+    graphed = device.measure(lambda: kernel.launch(buffers, config), warmup=5, rule=rule,
+                             flush=False, batch=20, graph=True)
+    assert graphed.graph and graphed.batch == 20
+    # per-launch time from a graph of 20 launches cannot exceed one launch with its overhead
+    assert statistics.median(graphed.timing.samples) < statistics.median(single.timing.samples)
+    buffers["dst"].zero_()
+    kernel.launch(buffers, config)
+    assert torch.equal(buffers["dst"], buffers["src"])

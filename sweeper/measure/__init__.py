@@ -1,10 +1,8 @@
 """Measure: the timers, the sampling loop, statistics and decisions over raw samples."""
 
-from sweeper.measure._decide import (
-    Comparison, StopRule, Verdict, compare_samples, tied_set)
+from sweeper.measure._decide import Comparison, StopRule, Verdict, compare_samples, tied_set
 from sweeper.measure._sampling import MAX_DISCARDS, Timing, sample_until
-from sweeper.measure._stats import (
-    Stats, median_ci, outlier_mask, spearman, summarize, throughput)
+from sweeper.measure._stats import Stats, median_ci, outlier_mask, spearman, summarize, throughput
 from sweeper.measure._timer import time_cuda, time_host
 
 __all__ = [

@@ -6,8 +6,8 @@ Pure functions over raw samples (milliseconds), unit-tested on synthetic data.
 from __future__ import annotations
 
 import enum
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 

@@ -4,8 +4,8 @@ throttled (nvbench discards samples under 75 % of the default SM clock)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from sweeper.measure._decide import StopRule
 

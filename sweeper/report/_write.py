@@ -15,7 +15,14 @@ from sweeper.ceilings import Ceilings
 from sweeper.finals import RULE, FinalRecord
 from sweeper.report._draw import draw_heatmap
 from sweeper.report._tables import (
-    best_configs, failure_counts, final_table, flag_counts, heatmaps, stop_counts, trials_frame)
+    best_configs,
+    failure_counts,
+    final_table,
+    flag_counts,
+    heatmaps,
+    stop_counts,
+    trials_frame,
+)
 from sweeper.space import format_size
 from sweeper.store import StudyStore
 

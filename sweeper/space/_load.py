@@ -14,11 +14,11 @@ from typing import Any
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.space import _expr
 from sweeper.space._model import (
+    CACHE_MODES,
     FACT_NAMES,
     LAUNCH_AXES,
     PROBLEM_AXES,
     Axis,
-    CACHE_MODES,
     AxisRole,
     Budget,
     Constraint,
