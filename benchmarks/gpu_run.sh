@@ -24,7 +24,7 @@ for stage in $STAGES; do
   echo "=== $stage $(date -u +%T)"
   case $stage in
     tests) python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest.log" | tail -4 ;;
-    calibrate) sweeper calibrate 2>&1 | tee "$OUT/calibrate.log" ;;
+    calibrate) sweeper calibrate --force 2>&1 | tee "$OUT/calibrate.log" ;;
     example)
       rm -rf studies/copy-fp32
       ( time sweeper run spaces/copy.yaml ) 2>&1 | tee "$OUT/run.log" | grep -v '^\s*$' | tail -12

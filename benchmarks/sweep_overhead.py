@@ -62,6 +62,14 @@ def main() -> None:
         summary = Sweep(space, kernel, device, store).run()
         trials, baselines = store.records()
     loop_b, med_b = plain_loop(kernel, buffers, configs, m.warmup, m.repeat, flush)
+    reader = device.reader
+    costs = {}
+    for name, fn in (("full read", reader.read), ("read without processes",
+                     lambda: reader.read(False)), ("clock check", reader.read_clocks)):
+        t1 = time.perf_counter()
+        for _ in range(100):
+            fn()
+        costs[name] = (time.perf_counter() - t1) / 100 * 1e3
     ok = [t for t in trials if t.ok]
     best = max(ok, key=lambda t: t.gbps)
     base = baselines[0]
@@ -76,7 +84,12 @@ def main() -> None:
     print(f"| sweeper sweep ({summary.measured} measured, verified, stored) | "
           f"{summary.wall_s:.2f} s |")
     print(f"| plain loop, after | {loop_b:.2f} s |")
+    print(f"| of which: finalists re-measured interleaved | {summary.finals_s:.2f} s |")
     print(f"| sweep / plain loop | {ratio:.3f}x (target <= 1.15x) |")
+    print(f"| sweep without the finals / plain loop | "
+          f"{(summary.wall_s - summary.finals_s) / ((loop_a + loop_b) / 2):.3f}x |")
+    for name, ms in costs.items():
+        print(f"| NVML {name} | {ms:.3f} ms |")
     print(f"| best config (sweep) | {best.choice} {best.gbps:.1f} GB/s |")
     print(f"| best config (plain loop medians) | {loop_best:.1f} GB/s |")
     print(f"| torch copy_ same footprint, same timer | {base.gbps:.1f} GB/s |")

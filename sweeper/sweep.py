@@ -90,6 +90,7 @@ class SweepSummary:
     best: TrialRecord | None = None
     trials: list[TrialRecord] = field(default_factory=list)
     finals: list[FinalRecord] = field(default_factory=list)
+    finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
 
 
 FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
@@ -214,7 +215,9 @@ class Sweep:
                 self.reporter.trial(record, summary.best)
             if self.run_finals and not self.stop.set and (summary.measured or not self.store.raw(
                     "final")):
+                t_finals = time.perf_counter()
                 summary.finals = self._choose_winners(list(done.values()))
+                summary.finals_s = time.perf_counter() - t_finals
         finally:
             self.reporter.finish()
             self.store.close()

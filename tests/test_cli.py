@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def sweeper(*args, cwd):
     """Run the real console entry point in a subprocess; returns (rc, stdout, stderr)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-m", "sweeper", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stdout, proc.stderr

@@ -72,7 +72,7 @@ class FakeStateDevice(InterpretDevice):
         self.reader = FakeNvml(clocks)
         self.floor_ms = floor_ms
 
-    def state(self):
+    def state(self, processes=True):
         return self.reader.read()
 
     def throttled(self):

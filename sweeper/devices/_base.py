@@ -80,8 +80,8 @@ class Device(abc.ABC):
         timing = sample_until(
             lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k, flush=flush)],
             rule, throttled=self.throttled)
-        return Measured(timing=timing, start=start, end=self.state(), batch=batch,
-                        graph=graph)
+        return Measured(timing=timing, start=start, end=self.state(processes=False),
+                        batch=batch, graph=graph)
 
     def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
         """One sample's work: ``batch`` launches in a row (graphs: see the CUDA device)."""
@@ -95,8 +95,9 @@ class Device(abc.ABC):
                 launch()
         return many
 
-    def state(self) -> GpuState | None:
-        """Clocks, temperature, power, energy; ``None`` where they cannot be read."""
+    def state(self, processes: bool = True) -> GpuState | None:
+        """Clocks, temperature, power, energy (and other processes on the GPU);
+        ``None`` where they cannot be read."""
         return None
 
     def throttled(self) -> str | None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.devices._nvml import GpuState, open_reader, throttle_reason
 from sweeper.errors import NoDeviceError
 from sweeper.measure import time_cuda
+
+
+#: Spin cycles before each unflushed sample: about 50 us at 2 GHz, longer than the ~20 us
+#: a Triton launch takes on the host (shared/notes/anchors.md), so it is never timed.
+HOLD_CYCLES = 100_000
 
 
 class CudaDevice(Device):
@@ -41,7 +47,13 @@ class CudaDevice(Device):
 
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         return time_cuda(launch, warmup=warmup, repeat=repeat,
-                         flush=self._flush if flush else None)
+                         flush=self._flush if flush else None, hold=self._hold)
+
+    @staticmethod
+    def _hold() -> None:
+        import torch
+
+        torch.cuda._sleep(HOLD_CYCLES)
 
     def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
         if not graph:
@@ -59,11 +71,11 @@ class CudaDevice(Device):
                 launch()
         return cuda_graph.replay
 
-    def state(self) -> GpuState | None:
-        return self.reader.read()
+    def state(self, processes: bool = True) -> GpuState | None:
+        return self.reader.read(processes)
 
     def throttled(self) -> str | None:
-        return throttle_reason(self.reader.read(), self.reader.usual_sm_mhz)
+        return throttle_reason(self.reader.read_clocks(), self.reader.usual_sm_mhz)
 
     def launch_floor_ms(self) -> float | None:
         """Median event time around one launch of an empty Triton kernel (measured once)."""
@@ -91,13 +103,15 @@ class CudaDevice(Device):
         return env
 
 
+def _empty() -> None:
+    pass
+
+
+@functools.lru_cache(maxsize=1)
 def _empty_kernel() -> Any:
-    import triton
+    from sweeper.kernels._jit import jit
 
-    def empty() -> None:
-        pass
-
-    return triton.jit(empty)
+    return jit(_empty, interpret=False)
 
 
 def _driver_version() -> str:

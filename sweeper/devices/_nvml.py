@@ -35,7 +35,9 @@ class StateReader(Protocol):
     #: The SM clock this GPU normally runs at under load, MHz (0: unknown).
     usual_sm_mhz: int
 
-    def read(self) -> GpuState | None: ...
+    def read(self, processes: bool = True) -> GpuState | None: ...
+
+    def read_clocks(self) -> GpuState | None: ...
 
 
 @dataclass
@@ -46,7 +48,10 @@ class NullReader:
     available: bool = False
     usual_sm_mhz: int = 0
 
-    def read(self) -> GpuState | None:
+    def read(self, processes: bool = True) -> GpuState | None:
+        return None
+
+    def read_clocks(self) -> GpuState | None:
         return None
 
 
@@ -71,28 +76,39 @@ class NvmlReader:
             self.usual_sm_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self._handle,
                                                                  pynvml.NVML_CLOCK_SM)
 
-    def read(self) -> GpuState | None:
+    def read_clocks(self) -> GpuState | None:
+        """Only what the throttle check needs: SM clock and throttle reasons (2 calls)."""
         nv, h = self._nvml, self._handle
-        try:
-            reasons = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
-        except (AttributeError, nv.NVMLError):
-            reasons = nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)
+        return GpuState(sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+                        throttle=self._reasons())
+
+    def read(self, processes: bool = True) -> GpuState | None:
+        nv, h = self._nvml, self._handle
         try:
             energy = nv.nvmlDeviceGetTotalEnergyConsumption(h)
         except nv.NVMLError:
             energy = None
-        try:
-            procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
-            others = sum(1 for p in procs if p.pid != os.getpid())
-        except nv.NVMLError:
-            others = 0
+        others = 0
+        if processes:
+            try:
+                procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
+                others = sum(1 for p in procs if p.pid != os.getpid())
+            except nv.NVMLError:
+                pass
         return GpuState(
             sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
             mem_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
             temperature_c=nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
             power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0, energy_mj=energy,
-            throttle=tuple(name for name, bit in SLOWDOWNS.items() if reasons & bit),
-            other_processes=others)
+            throttle=self._reasons(), other_processes=others)
+
+    def _reasons(self) -> tuple[str, ...]:
+        nv, h = self._nvml, self._handle
+        try:
+            reasons = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
+        except (AttributeError, nv.NVMLError):
+            reasons = nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)
+        return tuple(name for name, bit in SLOWDOWNS.items() if reasons & bit)
 
 
 def open_reader(index: int = 0) -> StateReader:

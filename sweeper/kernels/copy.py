@@ -9,46 +9,33 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import torch
-import triton
 import triton.language as tl
 
 from sweeper.kernels._base import Buffers, Kernel, MetaParam
+from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
 
 
-def _copy_body(src, dst, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    programs = tl.num_programs(0)
+def _copy_body(src, dst, n, BLOCK: tl.constexpr):  # noqa: N803 (Triton constexpr naming)
+    # A while loop, not range(pid, num_blocks, programs): the interpreter of triton 3.6 with
+    # NumPy 2 cannot turn a program id into a range bound.  Offsets are int32: n < 2**31.
     lanes = tl.arange(0, BLOCK)
-    # (n + BLOCK - 1) // BLOCK, not tl.cdiv: that one is itself a jitted function, which the
-    # interpreter can only run if triton was imported with TRITON_INTERPRET=1.
-    for block in range(pid, (n + BLOCK - 1) // BLOCK, programs):
-        offsets = block * BLOCK + lanes
+    start = tl.program_id(0) * BLOCK
+    while start < n:
+        offsets = start + lanes
         mask = offsets < n
         tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+        start += tl.num_programs(0) * BLOCK
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def copy_kernel(interpret: bool = False) -> Any:
-    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the interpreter).
-
-    Built on first use, and for the device the tensors live on: ``triton.jit`` reads
-    ``TRITON_INTERPRET`` when it wraps a function, so it is set for that moment only.
-    """
-    previous = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
-    try:
-        return triton.jit(_copy_body)
-    finally:
-        if previous is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = previous
+    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the interpreter)."""
+    return jit(_copy_body, interpret=interpret)
 
 
 class CopyKernel(Kernel):
@@ -76,6 +63,8 @@ class CopyKernel(Kernel):
 
     def launch(self, buffers: Buffers, config: Config) -> None:
         src = buffers["src"]
+        if src.numel() >= 2**31:
+            raise ValueError(f"copy uses int32 offsets: {src.numel()} elements is >= 2**31")
         copy_kernel(interpret=not src.is_cuda)[(config.grid,)](
             src, buffers["dst"], buffers.problem.n,
             num_warps=config.num_warps, **config.meta)

@@ -1,9 +1,12 @@
 """The timer: one small function a reviewer can audit in one sitting.
 
 Warm up, synchronize, then ``repeat`` samples; before each sample the L2 is
-flushed outside the timed region; one pair of CUDA events brackets each launch;
-one synchronize at the end.  Every sample is returned: statistics are someone
-else's job (:mod:`sweeper.measure._stats`).
+flushed outside the timed region (or, when not flushing, a short spin kernel
+holds the GPU, nvbench's blocking-kernel idea: the GPU stays busy while the host
+queues the start event and the launch, so host launch latency is not timed as
+kernel time); one pair of CUDA events brackets each launch; one synchronize at
+the end.  Every sample is returned: statistics are someone else's job
+(:mod:`sweeper.measure._stats`).
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from collections.abc import Callable
 Launch = Callable[[], None]
 
 
-def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None = None
-              ) -> list[float]:
+def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None = None,
+              hold: Launch | None = None) -> list[float]:
     """Milliseconds of each of ``repeat`` launches, timed with CUDA events."""
     import torch
 
@@ -27,6 +30,8 @@ def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None 
     for start, end in zip(starts, ends):
         if flush is not None:
             flush()              # queued before the start event: not in the sample
+        elif hold is not None:
+            hold()               # keeps the GPU busy while the host queues what follows
         start.record()
         launch()
         end.record()

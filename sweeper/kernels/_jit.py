@@ -1,0 +1,25 @@
+"""Wrap a Triton kernel for the device its tensors live on.
+
+``triton.jit`` reads ``TRITON_INTERPRET`` when it wraps a function, so the
+variable is set for that moment only: a process can then hold a compiled kernel
+for the GPU and an interpreted one for CPU tensors side by side (the tests do).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+
+def jit(fn: Callable[..., Any], *, interpret: bool) -> Any:
+    import triton
+
+    previous = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
+    try:
+        return triton.jit(fn)
+    finally:
+        if previous is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = previous
