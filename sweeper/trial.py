@@ -1,4 +1,4 @@
-"""One trial: first launch timed apart, output verified, then warmup and timed samples.
+"""One trial: the first launch timed apart and its output verified, then warmup and samples.
 
 A config that fails to compile, runs out of resources, raises or computes a
 wrong answer comes back with a status and its reason; it never raises.
@@ -45,8 +45,10 @@ class TrialResult:
     discarded: int = 0                     # samples thrown away while throttled
     discard_reasons: list[str] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)   # GPU state at start and end
-    energy_j: float | None = None          # per launch, from the energy counter
-    energy_window_s: float = 0.0           # how long the counter was read over
+    energy_j: float | None = None          # per launch: mean board power x median time
+    power_w: float | None = None           # mean board power while sampling (NVML)
+    power_readings: int = 0                # NVML polls inside the sampling window
+    energy_window_s: float = 0.0           # how long sampling lasted
     batch: int = 1
     graph: bool = False
     flags: list[str] = field(default_factory=list)        # launch-bound, L2-resident ...
@@ -69,14 +71,13 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     first = sets[0]
     cold_s = None
     try:
-        t0 = time.perf_counter()
-        kernel.launch(first, config)
-        device.synchronize()
-        cold_s = time.perf_counter() - t0
         kernel.randomize(first, generator)
         kernel.poison(first)
-        kernel.launch(first, config)
         device.synchronize()
+        t0 = time.perf_counter()
+        kernel.launch(first, config)       # the first launch: compile + first run, verified
+        device.synchronize()
+        cold_s = time.perf_counter() - t0
         wrong = kernel.check(first)
         if wrong is not None:
             return TrialResult(TrialStatus.WRONG_ANSWER, wrong, cold_s=cold_s)
@@ -101,7 +102,9 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
         discard_reasons=timing.discard_reasons,
         state={k: v.to_dict() for k, v in (("start", measured.start), ("end", measured.end))
                if v is not None},
-        energy_j=measured.energy_per_launch_j(), energy_window_s=timing.elapsed_s,
+        energy_j=measured.power_w * seconds if measured.power_w is not None else None,
+        power_w=measured.power_w, power_readings=measured.power_readings,
+        energy_window_s=timing.elapsed_s,
         batch=measured.batch, graph=measured.graph)
     result.flags = _flags(kernel, problem, config, device, stats, timing, measure, len(sets),
                           l2_bytes)

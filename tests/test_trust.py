@@ -60,7 +60,7 @@ class FakeNvml:
         self.clocks = list(clocks)
         self.energy = 0
 
-    def read(self):
+    def read(self, processes=True):
         self.energy += 1000
         return GpuState(sm_mhz=self.clocks.pop(0) if self.clocks else 1980, mem_mhz=3201,
                         temperature_c=40, power_w=300.0, energy_mj=self.energy)
@@ -72,8 +72,11 @@ class FakeStateDevice(InterpretDevice):
         self.reader = FakeNvml(clocks)
         self.floor_ms = floor_ms
 
-    def state(self, processes=True):
+    def state(self):
         return self.reader.read()
+
+    def mean_power(self, t0, t1):
+        return 300.0, 4
 
     def throttled(self):
         return throttle_reason(self.reader.read(), self.reader.usual_sm_mhz)
@@ -100,8 +103,9 @@ def test_throttled_samples_are_discarded_and_state_and_energy_recorded():
     assert result.discarded == 3 and len(result.samples_ms) == 3
     assert result.discard_reasons == ["SM clock 900 MHz < 75% of its usual 1980 MHz"]
     assert result.state["start"]["sm_mhz"] == 1980 and result.state["end"]["power_w"] == 300.0
-    # energy counter moved 3000 mJ across the two reads between start and end, 6 launches
-    assert result.energy_j == pytest.approx(3.0 / 6)
+    # energy per launch: mean board power over the sampling window x the median time
+    assert result.power_w == 300.0 and result.power_readings == 4
+    assert result.energy_j == pytest.approx(300.0 * result.stats.median * 1e-3)
     assert "3 samples discarded (throttled)" in result.flags
 
 
@@ -200,3 +204,31 @@ def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys
     assert "#2 vs #3" in capsys.readouterr().out
     assert main(["compare", "a@x", "b"]) == 2
     assert "a trial is written STUDY@NUMBER" in capsys.readouterr().err
+
+
+def test_state_monitor_polls_in_the_background_and_averages_power():
+    import time
+
+    from sweeper.devices._nvml import StateMonitor
+
+    class Reader:
+        available, note, usual_sm_mhz = True, None, 1980
+
+        def __init__(self):
+            self.calls = 0
+
+        def read(self, processes=True):
+            self.calls += 1
+            return GpuState(sm_mhz=1980, power_w=100.0 + self.calls,
+                            other_processes=2 if processes else 0)
+
+    reader = Reader()
+    monitor = StateMonitor(reader, period_s=0.005)
+    t0 = time.perf_counter()
+    time.sleep(0.2)
+    t1 = time.perf_counter()
+    monitor.close()
+    power, readings = monitor.mean_power(t0, t1)
+    assert readings >= 5 and 100.0 < power < 100.0 + reader.calls + 1
+    assert monitor.latest().other_processes == 2      # carried between process-list polls
+    assert monitor.mean_power(t1 + 10, t1 + 11) == (monitor.latest().power_w, 0)

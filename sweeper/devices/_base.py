@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -28,14 +29,8 @@ class Measured:
     end: GpuState | None = None
     batch: int = 1
     graph: bool = False
-
-    def energy_per_launch_j(self) -> float | None:
-        """Energy counter difference over the sampled launches (L2 flushes included)."""
-        if self.start is None or self.end is None or self.start.energy_mj is None or \
-                self.end.energy_mj is None:
-            return None
-        launches = (len(self.timing.samples) + self.timing.discarded) * self.batch
-        return (self.end.energy_mj - self.start.energy_mj) / 1e3 / launches
+    power_w: float | None = None      # mean board power over the sampling window
+    power_readings: int = 0           # polls inside that window
 
 
 @dataclass(frozen=True)
@@ -76,12 +71,13 @@ class Device(abc.ABC):
         for _ in range(warmup):
             launch()
         self.synchronize()
-        start = self.state()
+        start, t0 = self.state(), time.perf_counter()
         timing = sample_until(
             lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k, flush=flush)],
             rule, throttled=self.throttled)
-        return Measured(timing=timing, start=start, end=self.state(processes=False),
-                        batch=batch, graph=graph)
+        power, readings = self.mean_power(t0, time.perf_counter())
+        return Measured(timing=timing, start=start, end=self.state(), batch=batch, graph=graph,
+                        power_w=power, power_readings=readings)
 
     def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
         """One sample's work: ``batch`` launches in a row (graphs: see the CUDA device)."""
@@ -95,10 +91,15 @@ class Device(abc.ABC):
                 launch()
         return many
 
-    def state(self, processes: bool = True) -> GpuState | None:
-        """Clocks, temperature, power, energy (and other processes on the GPU);
+    def state(self) -> GpuState | None:
+        """The latest clocks, temperature, power, energy and other processes on the GPU;
         ``None`` where they cannot be read."""
         return None
+
+    def mean_power(self, t0: float, t1: float) -> tuple[float | None, int]:
+        """Mean board power (W) between two ``time.perf_counter()`` readings, and how many
+        readings it rests on."""
+        return None, 0
 
     def throttled(self) -> str | None:
         """Why samples just taken should be thrown away, or ``None``."""

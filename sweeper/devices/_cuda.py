@@ -6,7 +6,7 @@ import functools
 from typing import Any, ClassVar
 
 from sweeper.devices._base import Device, DeviceFacts, Launch
-from sweeper.devices._nvml import GpuState, open_reader, throttle_reason
+from sweeper.devices._nvml import GpuState, StateMonitor, open_reader, throttle_reason
 from sweeper.errors import NoDeviceError
 from sweeper.measure import time_cuda
 
@@ -31,6 +31,7 @@ class CudaDevice(Device):
                                   l2_bytes=self._props.L2_cache_size)
         self._flush_buffer: Any = None
         self.reader = open_reader(0)
+        self.monitor = StateMonitor(self.reader) if self.reader.available else None
         self.note = self.reader.note
         self._floor: float | None = None
 
@@ -71,8 +72,11 @@ class CudaDevice(Device):
                 launch()
         return cuda_graph.replay
 
-    def state(self, processes: bool = True) -> GpuState | None:
-        return self.reader.read(processes)
+    def state(self) -> GpuState | None:
+        return self.monitor.latest() if self.monitor else None
+
+    def mean_power(self, t0: float, t1: float) -> tuple[float | None, int]:
+        return self.monitor.mean_power(t0, t1) if self.monitor else (None, 0)
 
     def throttled(self) -> str | None:
         return throttle_reason(self.reader.read_clocks(), self.reader.usual_sm_mhz)

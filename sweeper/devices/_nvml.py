@@ -3,7 +3,11 @@ reasons, energy, other processes.  Where NVML is missing, a reader that says so 
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import os
+import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -109,6 +113,64 @@ class NvmlReader:
         except (AttributeError, nv.NVMLError):
             reasons = nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)
         return tuple(name for name, bit in SLOWDOWNS.items() if reasons & bit)
+
+
+class StateMonitor:
+    """Polls the full state on a background thread, so trials read it at no cost.
+
+    A full NVML read took 3.9 ms on the H200 (docs/benchmarks.md), two per trial a
+    tenth of a copy sweep's time; NVML is called through ctypes, which releases the
+    GIL, so polling beside the timing loop costs it nothing.  The process list is
+    read every ``PROCESS_EVERY`` polls.
+    """
+
+    PROCESS_EVERY = 20
+
+    def __init__(self, reader: StateReader, period_s: float = 0.02) -> None:
+        self.reader = reader
+        self.period_s = period_s
+        self._history: collections.deque[tuple[float, GpuState]] = collections.deque(
+            maxlen=4096)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        first = reader.read(processes=True)
+        if first is not None:
+            self._history.append((time.perf_counter(), first))
+        self._thread = threading.Thread(target=self._run, name="sweeper-nvml", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        polls = 0
+        others = self._history[-1][1].other_processes if self._history else 0
+        while not self._stop.wait(self.period_s):
+            polls += 1
+            with_processes = polls % self.PROCESS_EVERY == 0
+            state = self.reader.read(processes=with_processes)
+            if state is None:
+                continue
+            if with_processes:
+                others = state.other_processes
+            else:
+                state = dataclasses.replace(state, other_processes=others)
+            with self._lock:
+                self._history.append((time.perf_counter(), state))
+
+    def latest(self) -> GpuState | None:
+        with self._lock:
+            return self._history[-1][1] if self._history else None
+
+    def mean_power(self, t0: float, t1: float) -> tuple[float | None, int]:
+        """Mean board power (W) of the polls in [t0, t1] and how many there were; with none
+        inside, the latest poll before ``t1``."""
+        with self._lock:
+            inside = [s.power_w for t, s in self._history if t0 <= t <= t1]
+            before = [s.power_w for t, s in self._history if t <= t1]
+        if inside:
+            return sum(inside) / len(inside), len(inside)
+        return (before[-1], 0) if before else (None, 0)
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 def open_reader(index: int = 0) -> StateReader:

@@ -37,6 +37,8 @@ class TrialRecord:
     discard_reasons: list[str] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     energy_j: float | None = None
+    power_w: float | None = None
+    power_readings: int = 0
     energy_window_s: float = 0.0
     batch: int = 1
     graph: bool = False
@@ -53,7 +55,9 @@ class TrialRecord:
                    gflops=result.gflops, started=started, wall_s=wall_s,
                    stop_reason=result.stop_reason, discarded=result.discarded,
                    discard_reasons=list(result.discard_reasons), state=dict(result.state),
-                   energy_j=result.energy_j, energy_window_s=result.energy_window_s,
+                   energy_j=result.energy_j, power_w=result.power_w,
+                   power_readings=result.power_readings,
+                   energy_window_s=result.energy_window_s,
                    batch=result.batch, graph=result.graph, flags=list(result.flags))
 
     @property
