@@ -71,7 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("study")
     _study_options(export, name=False)
     export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
-                        "studies/tuning.json)")
+                        "studies/tuning.json); with --format csv, the table's path")
+    export.add_argument("--format", choices=("tuning", "csv"), default="tuning",
+                        help="tuning: best configs for launches; csv: a replay table of "
+                        "every trial (default path: STUDY/replay.csv)")
     export.set_defaults(func=cmd_export)
 
     calibrate = sub.add_parser("calibrate", help="measure this GPU's copy and matmul ceilings")
@@ -97,8 +100,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _device_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", choices=("cuda", "interpret"), default="cuda",
-                   help="cuda (default) or interpret: the Triton interpreter on the CPU")
+    p.add_argument("--device", default="cuda",
+                   help="cuda (default); interpret: the Triton interpreter on the CPU; "
+                   "replay:PATH.csv: timings from a recorded table")
 
 
 def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
@@ -142,9 +146,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if device.note:
         say(f"note: {device.note}")
     caches = space.axis("cache").labels
+    how = "replayed from the table" if device.replays else (
+        f"first run timed apart, verified, {measure.describe()}; cache {' and '.join(caches)}"
+        f"{' (L2 flushed before each sample)' if 'cold' in caches else ''}")
     say(f"space: {space.size} configs; sampler {space.sampler.name} (seed {space.sampler.seed}); "
-        f"each trial: first run timed apart, verified, {measure.describe()}; cache "
-        f"{' and '.join(caches)}{' (L2 flushed before each sample)' if 'cold' in caches else ''}")
+        f"each trial: {how}")
     limits = _ceilings_for(device, store)
     say(f"ceilings: {limits}" if isinstance(limits, str) else
         f"ceilings: measured {limits.measured} (sweeper calibrate); DRAM copy "
@@ -213,10 +219,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from sweeper.export import export_study
+    from sweeper.export import export_csv, export_study
     from sweeper.space import format_size
 
-    path, entries = export_study(_open_study(args), args.output)
+    store = _open_study(args)
+    if args.format == "csv":
+        path, count = export_csv(store, args.output or store.root / "replay.csv")
+        print(f"wrote {count} trials to {path} (replay it with --device replay:{path})")
+        return 0
+    path, entries = export_study(store, args.output)
     for e in entries:
         meta = " ".join(f"{k}={v}" for k, v in e["meta"].items())
         print(f"{e['kernel']} {e['dtype']} {format_size(e['footprint'])} on {e['gpu']}: "
@@ -317,7 +328,7 @@ def _describe_trial(t: Any, median: float | None = None, gbps: float | None = No
 def _ceilings_for(device: Any, store: Any) -> Any:
     """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
     if device.name != "cuda":
-        return "none on the interpreter"
+        return f"none on the {device.name} device"
     from sweeper import ceilings
 
     env = device.environment()

@@ -156,4 +156,27 @@ def describe(config: TunedConfig) -> str:
             f"tuned at {format_size(config.footprint)}: {config.gbps:.4g} GB/s")
 
 
-__all__ = ["TunedConfig", "describe", "export_study", "tuned", "tuning_path"]
+
+
+def export_csv(store: StudyStore, path: str | Path) -> tuple[Path, int]:
+    """Write the study as a replay table (see :mod:`sweeper.devices._replay`)."""
+    from sweeper.devices._replay import write_table
+
+    meta = store.meta()
+    trials, _ = store.records()
+    params = list(meta.get("axes", {}))
+    env = meta.get("environment", {})
+    rows = [{**{p: t.choice.get(p, "") for p in params}, "status": t.status.value,
+             "median_ms": t.stats["median"] if t.stats else "",
+             "samples_ms": " ".join(f"{x:.6g}" for x in t.samples_ms)}
+            for t in trials if t.status.value not in ("invalid", "missing")]
+    header = {"gpu": env.get("gpu", "?"), "sms": env.get("sms", ""),
+              "l2_bytes": env.get("l2_bytes", ""), "kernel": meta["kernel"],
+              "study": meta["study"], "driver": env.get("driver", ""),
+              "created": meta.get("created", ""), "space_sha256": meta.get("space_sha256", "")}
+    target = Path(path)
+    write_table(target, header, params, rows)
+    return target, len(rows)
+
+
+__all__ = ["TunedConfig", "describe", "export_csv", "export_study", "tuned", "tuning_path"]

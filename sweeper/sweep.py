@@ -162,7 +162,7 @@ class Sweep:
         self.measure = device.measure_spec(space.measure)
         self._buffers: dict[tuple[Problem, int], list[Buffers]] = {}
         self.ceilings = ceilings
-        self.run_finals = finals
+        self.run_finals = finals and not device.replays   # a replay has nothing to re-measure
         self._buffer_bytes = 0
 
     def run(self) -> SweepSummary:
@@ -276,11 +276,31 @@ class Sweep:
         except Invalid as err:
             result = TrialResult(TrialStatus.INVALID, str(err))
         else:
-            result = self._run(config, number)
+            if self.device.replays:
+                result = self._replay(choice, config)
+            else:
+                result = self._run(config, number)
             if result.status is TrialStatus.OK:
                 result = self._check_ceiling(config, number, result)
         return TrialRecord.from_result(number, choice, config, result, started,
                                        time.perf_counter() - t0)
+
+    def _replay(self, choice: Choice, config: Config) -> TrialResult:
+        """A recorded result; nothing is launched."""
+        row = self.device.lookup(choice)  # type: ignore[attr-defined]
+        if row is None:
+            return TrialResult(TrialStatus.MISSING,
+                               f"not in the replay table {self.device.path}")  # type: ignore
+        if row.get("status", "ok") != "ok":
+            return TrialResult(TrialStatus(row["status"]), "recorded as failed")
+        samples = [float(x) for x in (row.get("samples_ms") or "").split()] or \
+            [float(row["median_ms"])]
+        stats = summarize(samples)
+        seconds = stats.median * 1e-3
+        return TrialResult(
+            TrialStatus.OK, samples_ms=samples, stats=stats, stop_reason="replayed",
+            gbps=throughput(self.kernel.bytes_moved(config.problem), seconds) / 1e9,
+            gflops=throughput(self.kernel.flops(config.problem), seconds) / 1e9)
 
     def _run(self, config: Config, number: int) -> TrialResult:
         try:

@@ -30,6 +30,7 @@ class TrialStatus(str, enum.Enum):
     WRONG_ANSWER = "wrong_answer"
     CRASHED = "crashed"
     TIMEOUT = "timeout"
+    MISSING = "missing"                    # replay: the table has no such config
 
 
 @dataclass

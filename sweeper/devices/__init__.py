@@ -12,11 +12,17 @@ DEVICES: dict[str, str] = {
 
 
 def open_device(name: str) -> Device:
-    """Open the device called ``name``; :class:`NoDeviceError` if it is not here."""
+    """Open the device called ``name`` (``replay:PATH.csv`` for a recorded table);
+    :class:`NoDeviceError` if it is not here."""
     import importlib
 
+    if name.startswith("replay:"):
+        from sweeper.devices._replay import ReplayDevice
+
+        return ReplayDevice(name.removeprefix("replay:"))
     if name not in DEVICES:
-        raise SweeperError(f"unknown device {name!r}; known: {', '.join(DEVICES)}")
+        raise SweeperError(f"unknown device {name!r}; known: {', '.join(DEVICES)}, "
+                           "replay:PATH.csv")
     module, _, attr = DEVICES[name].partition(":")
     return getattr(importlib.import_module(module), attr)()
 

@@ -52,6 +52,8 @@ class Device(abc.ABC):
 
     name: ClassVar[str]
     torch_device: ClassVar[str]
+    #: True for a device that serves recorded results instead of launching kernels.
+    replays: ClassVar[bool] = False
     #: A caveat printed with every run and report (``None`` for real hardware).
     note: str | None = None
 

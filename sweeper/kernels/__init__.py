@@ -8,7 +8,11 @@ from sweeper.errors import SweeperError
 from sweeper.kernels._base import Buffers, Kernel, MetaParam
 
 #: Built-in kernels, loaded only when named.
-BUILTINS: dict[str, str] = {"copy": "sweeper.kernels.copy:CopyKernel"}
+BUILTINS: dict[str, str] = {
+    "copy": "sweeper.kernels.copy:CopyKernel",
+    "add": "sweeper.kernels.add:AddKernel",
+    "matmul": "sweeper.kernels.matmul:MatmulKernel",
+}
 
 
 def kernel_class(name: str) -> type[Kernel]:

@@ -11,6 +11,7 @@ Sizes with binary units may appear inside an expression (``footprint <= 64MiB``)
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -27,7 +28,8 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-FUNCTIONS: Mapping[str, Callable[..., int]] = {"cdiv": cdiv, "min": min, "max": max}
+FUNCTIONS: Mapping[str, Callable[..., int]] = {"cdiv": cdiv, "min": min, "max": max,
+                                               "isqrt": math.isqrt}
 
 _BINOPS: Mapping[type, Callable[[int, int], int]] = {
     ast.Add: operator.add,
@@ -44,7 +46,8 @@ _COMPARES: Mapping[type, Callable[[int, int], bool]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
 }
-ALLOWED = "integers, sizes (64MiB), names, + - * // %, cdiv() min() max(), comparisons, and/or/not"
+ALLOWED = ("integers, sizes (64MiB), names, + - * // %, cdiv() min() max() isqrt(), comparisons, "
+           "and/or/not")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,91 @@
+"""The built-in ``add`` kernel: ``c = a + b``, grid-stride like ``copy``.
+
+Bytes moved: two footprints read and one written; one FLOP per element.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import torch
+import triton.language as tl
+
+from sweeper.kernels._base import Buffers, Kernel, MetaParam
+from sweeper.kernels._jit import jit
+from sweeper.space import Config, Problem
+
+
+def _add_body(a, b, c, n, BLOCK: tl.constexpr):  # noqa: N803 (Triton constexpr naming)
+    lanes = tl.arange(0, BLOCK)
+    start = tl.program_id(0) * BLOCK
+    while start < n:
+        offsets = start + lanes
+        mask = offsets < n
+        x = tl.load(a + offsets, mask=mask)
+        y = tl.load(b + offsets, mask=mask)
+        tl.store(c + offsets, x + y, mask=mask)
+        start += tl.num_programs(0) * BLOCK
+
+
+@functools.lru_cache(maxsize=None)
+def add_kernel(interpret: bool = False) -> Any:
+    return jit(_add_body, interpret=interpret)
+
+
+class AddKernel(Kernel):
+    name: ClassVar[str] = "add"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK": MetaParam(default=1024, pow2=True, doc="elements each program adds per step"),
+    }
+    baseline_name: ClassVar[str] = "torch add"
+
+    def allocate(self, problem: Problem, device: str) -> Buffers:
+        dtype = getattr(torch, problem.dtype)
+        a = torch.empty(problem.n, dtype=dtype, device=device)
+        return Buffers(problem, {"a": a, "b": torch.empty_like(a), "c": torch.empty_like(a)})
+
+    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
+        for name in ("a", "b"):
+            t = buffers[name]
+            if t.dtype.is_floating_point:
+                t.uniform_(-1.0, 1.0, generator=generator)
+            else:
+                t.random_(-100, 100, generator=generator)
+
+    def poison(self, buffers: Buffers) -> None:
+        c = buffers["c"]
+        c.fill_(float("nan") if c.dtype.is_floating_point else -12345)
+
+    def launch(self, buffers: Buffers, config: Config) -> None:
+        a = buffers["a"]
+        if a.numel() >= 2**31:
+            raise ValueError(f"add uses int32 offsets: {a.numel()} elements is >= 2**31")
+        add_kernel(interpret=not a.is_cuda)[(config.grid,)](
+            a, buffers["b"], buffers["c"], a.numel(), num_warps=config.num_warps,
+            **config.meta)
+
+    def check(self, buffers: Buffers) -> str | None:
+        expected = buffers["a"] + buffers["b"]        # same dtype, same rounding: exact
+        c = buffers["c"]
+        if torch.equal(c, expected):
+            return None
+        wrong = c != expected
+        bad = int(wrong.sum())
+        first = int(wrong.nonzero()[0, 0])
+        return (f"{bad} of {c.numel()} elements differ from a + b "
+                f"(first at index {first}: {c[first].item()!r} != {expected[first].item()!r})")
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 3 * problem.n * problem.itemsize
+
+    def flops(self, problem: Problem) -> int:
+        return problem.n
+
+    def baseline(self, buffers: Buffers) -> None:
+        torch.add(buffers["a"], buffers["b"], out=buffers["c"])
+
+    def source(self) -> str:
+        return inspect.getsource(_add_body) + inspect.getsource(type(self))
