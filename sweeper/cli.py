@@ -160,7 +160,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         sweep = Sweep(space, kernel, device, store, reporter=_reporter(args.quiet), stop=stop,
                       max_trials=args.trials, max_time_s=max_time,
-                      ceilings=None if isinstance(limits, str) else limits)
+                      ceilings=None if isinstance(limits, str) else limits,
+                      priors=_priors(space, args.studies_dir, facts.name, store.root, say))
         summary = sweep.run()
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -323,6 +324,18 @@ def _describe_trial(t: Any, median: float | None = None, gbps: float | None = No
     gbps = t.gbps if gbps is None else gbps
     return (f"#{t.number} grid={grid_text} block={cfg['block']} {meta} {cfg['dtype']} "
             f"{cfg.get('cache', 'cold')}: median {median:.4g} ms, {gbps:.4g} GB/s")
+
+
+def _priors(space: Any, studies_dir: str, gpu: str, root: Path, say: Any) -> list[Any]:
+    if space.sampler.name != "auto":
+        return []
+    from sweeper.samplers._priors import priors_from_studies
+
+    found = priors_from_studies(studies_dir, space, gpu, exclude=root)
+    if found:
+        say(f"auto: starting from {len(found)} configs that won earlier {space.kernel} "
+            f"studies on {gpu}")
+    return found
 
 
 def _ceilings_for(device: Any, store: Any) -> Any:

@@ -168,7 +168,7 @@ def export_csv(store: StudyStore, path: str | Path) -> tuple[Path, int]:
     env = meta.get("environment", {})
     rows = [{**{p: t.choice.get(p, "") for p in params}, "status": t.status.value,
              "median_ms": t.stats["median"] if t.stats else "",
-             "samples_ms": " ".join(f"{x:.6g}" for x in t.samples_ms)}
+             "samples_ms": " ".join(repr(x) for x in t.samples_ms)}
             for t in trials if t.status.value not in ("invalid", "missing")]
     header = {"gpu": env.get("gpu", "?"), "sms": env.get("sms", ""),
               "l2_bytes": env.get("l2_bytes", ""), "kernel": meta["kernel"],

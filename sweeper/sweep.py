@@ -149,7 +149,8 @@ class Sweep:
     def __init__(self, space: Space, kernel: Kernel, device: Device, store: StudyStore, *,
                  reporter: Reporter | None = None, stop: StopFlag | None = None,
                  max_trials: int | None = None, max_time_s: float | None = None,
-                 ceilings: Ceilings | None = None, finals: bool = True) -> None:
+                 ceilings: Ceilings | None = None, finals: bool = True,
+                 priors: list[dict[str, str]] | None = None) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -161,6 +162,7 @@ class Sweep:
         self.facts = device.facts()
         self.measure = device.measure_spec(space.measure)
         self._buffers: dict[tuple[Problem, int], list[Buffers]] = {}
+        self.priors = priors or []
         self.ceilings = ceilings
         self.run_finals = finals and not device.replays   # a replay has nothing to re-measure
         self._buffer_bytes = 0
@@ -248,7 +250,8 @@ class Sweep:
                       ) -> tuple[optuna.Study, dict[str, CategoricalDistribution]]:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-        sampler = make_sampler(self.space.sampler, valid)
+        sampler = make_sampler(self.space.sampler, valid, axes=self.space.choices(),
+                               priors=self.priors)
         study = optuna.create_study(direction="maximize", sampler=sampler)
         dists = {name: CategoricalDistribution(labels)
                  for name, labels in self.space.choices().items()}

@@ -39,7 +39,7 @@ def test_parses_every_form():
     assert space.measure.repeat == 5 and space.measure.stop == "fixed"
     assert space.axis("cache").labels == ("warm",)
     assert space.budget.trials == 10 and space.budget.time_s == 90.0
-    assert space.sampler.name == "exhaustive" and space.sampler.seed == 0
+    assert space.sampler.name == "auto" and space.sampler.seed == 0
     # expressions read n (footprint, dtype) and BLOCK: those come first
     order = space.order
     assert order.index("grid") > max(order.index(n) for n in ("BLOCK", "footprint", "dtype"))
@@ -110,7 +110,7 @@ BAD = [
     ("params: {}\n", 1, "missing key 'kernel'"),
     ("kernel: memcpy\nparams: {}\n", 1, "kernel: unknown kernel 'memcpy'; known: copy"),
     ("kernel: copy\nsampler: annealing\nparams: {}\n", 2,
-     "sampler: unknown sampler 'annealing'; known: exhaustive, tpe, random"),
+     "sampler: unknown sampler 'annealing'; known: auto, exhaustive, tpe, random"),
     ("kernel: copy\nparams:\n  grid: []\n", 3, "params.grid: empty axis; allowed:"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
      "params.BLOCK.pow2: 300 is not a power of two"),

@@ -7,12 +7,15 @@ from typing import Any
 
 import optuna
 
+from sweeper.samplers._auto import AutoSampler
 from sweeper.samplers._exhaustive import ExhaustiveSampler
 from sweeper.space import SamplerSpec
 
-Factory = Callable[[SamplerSpec, Sequence[Mapping[str, Any]]], optuna.samplers.BaseSampler]
+Factory = Callable[..., optuna.samplers.BaseSampler]
 
 SAMPLERS: dict[str, Factory] = {
+    "auto": lambda spec, choices, axes=None, priors=(): AutoSampler(
+        axes or _axes_of(choices), choices, seed=spec.seed, priors=priors),
     "exhaustive": lambda spec, choices: ExhaustiveSampler(choices, seed=spec.seed),
     "tpe": lambda spec, choices: optuna.samplers.TPESampler(
         seed=spec.seed, multivariate=True, n_startup_trials=min(10, max(1, len(choices) // 10))),
@@ -20,9 +23,23 @@ SAMPLERS: dict[str, Factory] = {
 }
 
 
-def make_sampler(spec: SamplerSpec, valid_choices: Sequence[Mapping[str, Any]]
-                 ) -> optuna.samplers.BaseSampler:
-    """The sampler ``spec`` names; ``valid_choices`` lists the configs constraints allow."""
+def _axes_of(choices: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    axes: dict[str, list[str]] = {}
+    for c in choices:
+        for k, v in c.items():
+            if str(v) not in axes.setdefault(k, []):
+                axes[k].append(str(v))
+    return axes
+
+
+def make_sampler(spec: SamplerSpec, valid_choices: Sequence[Mapping[str, Any]],
+                 axes: Mapping[str, Sequence[str]] | None = None,
+                 priors: Sequence[Mapping[str, str]] = ()) -> optuna.samplers.BaseSampler:
+    """The sampler ``spec`` names; ``valid_choices`` lists the configs constraints allow,
+    ``axes`` each axis's labels in the space file's order, ``priors`` configs to try first
+    (winners of earlier studies of the same kernel; only ``auto`` uses them)."""
+    if spec.name == "auto":
+        return SAMPLERS["auto"](spec, valid_choices, axes=axes, priors=priors)
     return SAMPLERS[spec.name](spec, valid_choices)
 
 

@@ -98,7 +98,7 @@ class _Parser:
         names = {a.name for a in axes} - set(TEXT_AXES)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), names)
-        sampler = self.sampler(data.get("sampler", "exhaustive"), data.get("seed", 0))
+        sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0))
         return Space(
             study=study, kernel=kernel_name, sampler=sampler, axes=tuple(axes), order=order,
             constraints=constraints, measure=measure,
@@ -122,7 +122,7 @@ class _Parser:
         if isinstance(value, dict):
             value = self.keys(value, path, SAMPLER_KEYS)
             seed = value.get("seed", seed)
-            path, value = "sampler.name", value.get("name", "exhaustive")
+            path, value = "sampler.name", value.get("name", "auto")
         if value not in SAMPLERS:
             raise self.error(path, f"unknown sampler {value!r}; known: {', '.join(SAMPLERS)}")
         if type(seed) is not int:

@@ -112,7 +112,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class SamplerSpec:
-    name: str = "exhaustive"
+    name: str = "auto"
     seed: int = 0
 
 

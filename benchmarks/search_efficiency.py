@@ -1,0 +1,135 @@
+"""How many trials each sampler needs to reach 98 % of the exhaustive best, on recorded
+H200 tables replayed (no GPU needed).
+
+    python benchmarks/search_efficiency.py [--seeds 10] [--samplers random,tpe,...]
+
+For every table in tests/data/replay (with its space file) and every sampler, the
+sweep runs through the replay device with seeds 0..N-1 and stops at the first trial
+within 98 % of the table's best throughput; the count is of measured trials (configs
+ruled out by constraints are never launched and not counted).  Prints median and
+worst per sampler and table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sweeper.devices import open_device  # noqa: E402
+from sweeper.kernels import load_kernel  # noqa: E402
+from sweeper.space import SamplerSpec, load_space  # noqa: E402
+from sweeper.store import StudyStore  # noqa: E402
+from sweeper.sweep import StopFlag, Sweep, open_study  # noqa: E402
+
+TABLES = {   # replay table -> the space it was recorded from
+    "h200-copy.csv": "spaces/copy.yaml",
+    "h200-copy-256m.csv": "spaces/copy-256m.yaml",
+    "h200-add.csv": "spaces/add.yaml",
+    "h200-matmul.csv": "spaces/matmul.yaml",
+}
+GOAL = 0.98
+#: "auto+prior": the same kernel recorded at another footprint seeds the search with its
+#: three best configs (what `auto` does with earlier studies of a kernel).
+PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200-copy.csv"}
+
+
+def priors(table: Path, space) -> list[dict[str, str]]:
+    other = PRIOR_FROM.get(table.name)
+    if other is None:
+        return []
+    device = open_device(f"replay:{table.parent / other}")
+    rows = sorted((r for r in device.rows if r.get("status") == "ok"),
+                  key=lambda r: float(r["median_ms"]))[:3]
+    footprint = space.axis("footprint").labels[0]
+    return [{**{p: r[p] for p in device.params}, "footprint": footprint} for r in rows]
+
+
+class StopAtGoal:
+    """Counts measured trials and stops the sweep at the first within GOAL of the best."""
+
+    def __init__(self, best: float, stop: StopFlag) -> None:
+        self.best, self.stop, self.count, self.reached = best, stop, 0, None
+
+    def start(self, total: int, done: int) -> None: ...
+    def finish(self) -> None: ...
+
+    def trial(self, record, best) -> None:
+        self.count += 1
+        if self.reached is None and record.ok and record.score >= GOAL * self.best:
+            self.reached = self.count
+            self.stop.set = True
+
+
+def table_best(device, space, kernel) -> float:
+    best = 0.0
+    for row in device.rows:
+        if row.get("status", "ok") == "ok" and row["median_ms"]:
+            choice = {p: row[p] for p in device.params}
+            config = space.resolve(choice, device.facts().env())
+            best = max(best, kernel.bytes_moved(config.problem) / float(row["median_ms"]) / 1e6)
+    return best
+
+
+def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: Path,
+                   ) -> int | None:
+    device = open_device(f"replay:{table}")
+    space = load_space(ROOT / space_path)
+    seeds = priors(table, space) if sampler == "auto+prior" else []
+    store = StudyStore(root / f"{table.stem}-{sampler}-{seed}")
+    space = dataclasses.replace(space, sampler=SamplerSpec(name=sampler.removesuffix("+prior"),
+                                                           seed=seed),
+                                budget=dataclasses.replace(space.budget, trials=None,
+                                                           time_s=None))
+    kernel = load_kernel(space.kernel)
+    open_study(store, space, kernel, device, command="benchmarks/search_efficiency.py")
+    stop = StopFlag()
+    watch = StopAtGoal(table_best(device, space, kernel), stop)
+    Sweep(space, kernel, device, store, reporter=watch, stop=stop, priors=seeds).run()
+    return watch.reached
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--samplers", default="random,tpe,auto,auto+prior")
+    args = parser.parse_args()
+    samplers = args.samplers.split(",")
+    data = ROOT / "tests" / "data" / "replay"
+    results: dict[tuple[str, str], list[int | None]] = {}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, space_path in TABLES.items():
+            for sampler in samplers:
+                results[(name, sampler)] = [
+                    trials_to_goal(data / name, space_path, sampler, seed, Path(tmp))
+                    for seed in range(args.seeds)]
+    print(f"trials to reach {100 * GOAL:g}% of the exhaustive best, {args.seeds} seeds "
+          f"({time.perf_counter() - t0:.0f} s)")
+    print("| table | " + " | ".join(f"{s} median / worst" for s in samplers) + " |")
+    print("|---|" + "---|" * len(samplers))
+    for name in TABLES:
+        cells = []
+        for sampler in samplers:
+            counts = results[(name, sampler)]
+            reached = [c for c in counts if c is not None]
+            missed = len(counts) - len(reached)
+            worst = "never" if missed else max(reached)
+            cells.append(f"{statistics.median(reached):g} / {worst}" if reached else "never")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    for sampler in samplers:
+        every = [c for name in TABLES for c in results[(name, sampler)]]
+        reached = [c for c in every if c is not None]
+        print(f"{sampler}: all tables, median {statistics.median(reached):g}, worst "
+              f"{'never' if len(reached) < len(every) else max(reached)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Issue 4 without a GPU: replay tables, the auto sampler, priors, add and matmul kernels."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from sweeper.cli import main
+from sweeper.devices import open_device
+from sweeper.errors import SweeperError
+from sweeper.kernels import load_kernel
+from sweeper.samplers import AutoSampler
+from sweeper.samplers._priors import priors_from_studies
+from sweeper.space import Config, Problem, SamplerSpec, load_space
+from sweeper.store import StudyStore
+from sweeper.sweep import Sweep, enumerate_choices, open_study
+from sweeper.trial import TrialStatus
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLES = ROOT / "tests" / "data" / "replay"
+
+
+def replay_sweep(tmp_path, table, space_file, sampler="exhaustive", seed=0, **kwargs):
+    device = open_device(f"replay:{TABLES / table}")
+    space = load_space(ROOT / space_file)
+    space = dataclasses.replace(space, sampler=SamplerSpec(name=sampler, seed=seed))
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(tmp_path / f"{sampler}-{seed}")
+    open_study(store, space, kernel, device, command="test")
+    return Sweep(space, kernel, device, store, **kwargs).run(), store, device
+
+
+def test_replaying_a_recorded_h200_table_reproduces_its_numbers(tmp_path):
+    summary, store, device = replay_sweep(tmp_path, "h200-copy.csv", "spaces/copy.yaml")
+    assert summary.measured == 204 and summary.finals == []     # nothing to re-measure
+    assert device.header["gpu"] == "NVIDIA H200" and device.facts().sms == 132
+    trials = {t.key(): t for t in store.records()[0] if t.ok}
+    row = min(device.rows, key=lambda r: float(r["median_ms"]))
+    best = max(trials.values(), key=lambda t: t.gbps)
+    assert best.stats["median"] == pytest.approx(float(row["median_ms"]))
+    assert best.choice["grid"] == row["grid"] and best.choice["BLOCK"] == row["BLOCK"]
+    assert best.gbps == pytest.approx(2 * (1 << 30) / (float(row["median_ms"]) * 1e-3) / 1e9)
+    assert best.stop_reason == "replayed" and len(best.samples_ms) == 50
+
+
+def test_configs_missing_from_the_table_are_reported(tmp_path, write_space):
+    table = tmp_path / "t.csv"
+    lines = (TABLES / "h200-copy.csv").read_text().splitlines()
+    table.write_text("\n".join(lines[:12]) + "\n")        # header, columns and 2 rows
+    space = write_space(load_space(ROOT / "spaces/copy.yaml").text)
+    rc = main(["run", str(space), "--device", f"replay:{table}", "--studies-dir",
+               str(tmp_path / "st"), "--quiet", "--no-report"])
+    assert rc == 0
+    trials = StudyStore(tmp_path / "st" / "copy-fp32-replay").records()[0]
+    missing = [t for t in trials if t.status is TrialStatus.MISSING]
+    assert len(missing) == 202 and missing[0].reason == f"not in the replay table {table}"
+    assert sum(t.ok for t in trials) == 2
+
+
+def test_bad_replay_tables_say_what_is_wrong(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("grid,block\n1,32\n")
+    with pytest.raises(SweeperError, match="needs a median_ms column; it has grid, block"):
+        open_device(f"replay:{bad}")
+    with pytest.raises(SweeperError, match="cannot read the replay table"):
+        open_device(f"replay:{tmp_path / 'none.csv'}")
+
+
+def test_export_csv_round_trips_through_replay(small_space, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(small_space), "--device", "interpret", "--quiet",
+                 "--no-report"]) == 0
+    assert main(["export", "tiny-interpret", "--format", "csv", "-o", "t.csv"]) == 0
+    assert "wrote 6 trials to t.csv" in capsys.readouterr().out
+    text = Path("t.csv").read_text()
+    assert text.startswith("# sweeper replay table v1\n# gpu: Triton interpreter (CPU)\n")
+    assert "BLOCK,block,cache,dtype,footprint,grid,status,median_ms,samples_ms" in text
+    assert main(["run", str(small_space), "--device", "replay:t.csv", "--quiet",
+                 "--no-report"]) == 0
+    original = {t.key(): t.stats["median"] for t in
+                StudyStore("studies/tiny-interpret").records()[0] if t.ok}
+    replayed = {t.key(): t.stats["median"] for t in
+                StudyStore("studies/tiny-replay").records()[0] if t.ok}
+    assert replayed == pytest.approx(original)
+
+
+@pytest.mark.parametrize("table, space_file, within", [
+    ("h200-copy.csv", "spaces/copy.yaml", 30),
+    ("h200-add.csv", "spaces/add.yaml", 10),
+    ("h200-matmul.csv", "spaces/matmul.yaml", 40),
+])
+def test_auto_reaches_98_percent_of_the_best_and_never_repeats(tmp_path, table, space_file,
+                                                               within):
+    summary, store, _ = replay_sweep(tmp_path, table, space_file, sampler="auto",
+                                     max_trials=within)
+    trials = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    keys = [t.key() for t in trials]
+    assert len(keys) == len(set(keys)) == within
+    everything, _, _ = replay_sweep(tmp_path / "all", table, space_file)
+    assert max(t.score for t in trials) >= 0.98 * everything.best.score
+
+
+def test_auto_proposes_priors_first_and_only_valid_configs():
+    axes = {"a": ["1", "2", "3", "4"], "b": ["x", "y"]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"] if (a, b) != ("4", "y")]
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    sampler = AutoSampler(axes, valid, seed=0, priors=[{"a": "3", "b": "y"},
+                                                       {"a": "4", "b": "y"}])
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+    seen = []
+    for _ in range(5):
+        trial = study.ask(dists)
+        seen.append(dict(trial.params))
+        study.tell(trial, float(int(trial.params["a"]) + (trial.params["b"] == "y")))
+    assert seen[0] == {"a": "3", "b": "y"}               # the valid prior first
+    assert {"a": "4", "b": "y"} not in seen              # ruled out: not proposed
+    assert len({tuple(sorted(s.items())) for s in seen}) == 5
+
+
+def test_priors_come_from_earlier_studies_of_the_same_kernel(tmp_path):
+    replay_sweep(tmp_path, "h200-copy-256m.csv", "spaces/copy-256m.yaml")
+    space = load_space(ROOT / "spaces/copy.yaml")
+    found = priors_from_studies(tmp_path, space, "replay: NVIDIA H200")
+    assert len(found) == 3
+    assert all(c["footprint"] == "1GiB" and c["grid"] == "cdiv(n, BLOCK)" for c in found)
+    assert priors_from_studies(tmp_path, space, "other GPU") == []
+
+
+def test_add_and_matmul_kernels_verify_and_catch_wrong_answers():
+    device = open_device("interpret")
+    for name, problem, meta in [
+        ("add", Problem("float32", 4096), {"BLOCK": 256}),
+        ("matmul", Problem("float32", 64 * 64 * 4),
+         {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "num_stages": 3}),
+        ("matmul", Problem("float16", 64 * 64 * 2),
+         {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "num_stages": 2}),
+    ]:
+        kernel = load_kernel(name)
+        buffers = kernel.allocate(problem, "cpu")
+        kernel.randomize(buffers, torch.Generator().manual_seed(1))
+        kernel.poison(buffers)
+        kernel.launch(buffers, Config(problem=problem, grid=3, block=128, meta=meta))
+        assert kernel.check(buffers) is None, name
+        buffers["c"].view(-1)[7] += 1000.0
+        assert kernel.check(buffers) is not None
+    assert device.facts().sms >= 1
+    matmul = load_kernel("matmul")
+    with pytest.raises(ValueError, match="is not a square matrix"):
+        matmul.allocate(Problem("float32", 4 * 1000), "cpu")
+    assert matmul.flops(Problem("bfloat16", 4096 * 4096 * 2)) == 2 * 4096 ** 3
+
+
+def test_every_shipped_space_enumerates_on_the_h200_facts():
+    for path in sorted((ROOT / "spaces").glob("*.yaml")):
+        space = load_space(path)
+        valid, _ = enumerate_choices(space, {"sms": 132, "l2_bytes": 60 << 20})
+        assert valid, path
+    assert json.loads(json.dumps({"ok": True}))
