@@ -6,6 +6,7 @@
 #   example   sweeper run spaces/copy.yaml from scratch; the study comes back as a tarball
 #   trust     benchmarks/trust_evidence.py (agreement, stability, cold/warm, ceilings)
 #   overhead  benchmarks/sweep_overhead.py
+#   oat       sweeper run spaces/copy-oat.yaml (one variable at a time); study as a tarball
 # The install line, for reference:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
@@ -29,6 +30,10 @@ for stage in $STAGES; do
       rm -rf studies/copy-fp32
       ( time sweeper run spaces/copy.yaml ) 2>&1 | tee "$OUT/run.log" | grep -v '^\s*$' | tail -12
       tar czf "$OUT/study-copy-fp32.tgz" studies/copy-fp32 ;;
+    oat)
+      rm -rf studies/copy-oat
+      sweeper run spaces/copy-oat.yaml 2>&1 | tee "$OUT/oat.log" | grep -v '^\s*$' | tail -8
+      tar czf "$OUT/study-copy-oat.tgz" studies/copy-oat ;;
     trust) python3 benchmarks/trust_evidence.py 2>&1 | tee "$OUT/trust.log" | grep -v '^copy \|^matmul ' ;;
     overhead) python3 benchmarks/sweep_overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
   esac

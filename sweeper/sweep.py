@@ -91,6 +91,7 @@ class SweepSummary:
     trials: list[TrialRecord] = field(default_factory=list)
     finals: list[FinalRecord] = field(default_factory=list)
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
+    drift: dict[str, Any] | None = None   # one-at-a-time: the baseline measured again
 
 
 FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
@@ -130,7 +131,8 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
     store.create({
         "study": store.name, "kernel": space.kernel, "created": _now(), "command": command,
         "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
-        "sampler": {"name": space.sampler.name, "seed": space.sampler.seed},
+        "sampler": {"name": space.sampler.name, "seed": space.sampler.seed,
+                    "baseline": [list(p) for p in space.sampler.baseline]},
         "measure": vars(device.measure_spec(space.measure)),
         "measure_requested": vars(space.measure),
         "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
@@ -164,7 +166,10 @@ class Sweep:
         self._buffers: dict[tuple[Problem, int], list[Buffers]] = {}
         self.priors = priors or []
         self.ceilings = ceilings
-        self.run_finals = finals and not device.replays   # a replay has nothing to re-measure
+        # a replay has nothing to re-measure; one-at-a-time answers another question
+        self.run_finals = finals and not device.replays and \
+            space.sampler.name != "one-at-a-time"
+        self.run_drift = not device.replays
         self._buffer_bytes = 0
 
     def run(self) -> SweepSummary:
@@ -177,7 +182,7 @@ class Sweep:
         summary.best = _best(trials)
         study, dists = self._optuna_study(valid, trials)
         number = max((t.number for t in trials), default=-1) + 1
-        if isinstance(study.sampler, ExhaustiveSampler):
+        if getattr(study.sampler, "records_invalid", False):
             for choice, reason in invalid:    # recorded once, never launched
                 if _key(choice) not in done:
                     record = self._record_invalid(number, choice, reason)
@@ -185,7 +190,8 @@ class Sweep:
                     summary.trials.append(record)
                     number += 1
         measured_before = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
-        total = len(valid) if self.max_trials is None else min(len(valid), self.max_trials)
+        planned = len(getattr(study.sampler, "plan", valid))
+        total = planned if self.max_trials is None else min(planned, self.max_trials)
         self.reporter.start(total=total, done=min(measured_before, total))
         repeats = 0
         try:
@@ -215,6 +221,9 @@ class Sweep:
                 if record.ok and (summary.best is None or record.score > summary.best.score):
                     summary.best = record
                 self.reporter.trial(record, summary.best)
+            if self.run_drift and not self.stop.set and summary.measured and \
+                    self.space.sampler.name == "one-at-a-time":
+                summary.drift = self._remeasure_baseline(done)
             if self.run_finals and not self.stop.set and (summary.measured or not self.store.raw(
                     "final")):
                 t_finals = time.perf_counter()
@@ -352,6 +361,20 @@ class Sweep:
             finals.append(record)
         return finals
 
+    def _remeasure_baseline(self, done: Mapping[tuple[str, ...], TrialRecord]
+                            ) -> dict[str, Any] | None:
+        """Measure the one-at-a-time baseline again at the end: its drift over the study."""
+        base = done.get(_key(dict(self.space.sampler.baseline)))
+        if base is None or not base.ok:
+            return None
+        samples = self._measure_again(base, self.measure.rule())
+        stats = summarize(samples)
+        record = {"kind": "drift", "number": base.number, "samples_ms": samples,
+                  "stats": stats.to_dict(),
+                  "drift_pct": 100 * (stats.median - base.stats["median"]) / base.stats["median"]}
+        self.store.append(_Raw(record))
+        return record
+
     def _config_of(self, t: TrialRecord) -> Config:
         return self.space.resolve(t.choice, self.facts.env(), self.facts.max_footprint)
 
@@ -414,6 +437,16 @@ class Sweep:
             cache=cache, stop_reason=measured.timing.stop_reason)
         self.store.append(record)
         self._baselines[key] = record
+
+
+@dataclass
+class _Raw:
+    """A journal record that is already a dict."""
+
+    data: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
 
 
 def _buffer_budget(device: Device) -> int:

@@ -161,3 +161,62 @@ def test_every_shipped_space_enumerates_on_the_h200_facts():
         valid, _ = enumerate_choices(space, {"sms": 132, "l2_bytes": 60 << 20})
         assert valid, path
     assert json.loads(json.dumps({"ok": True}))
+
+
+def test_one_at_a_time_varies_each_axis_alone_and_measures_drift(write_space, tmp_path,
+                                                                 monkeypatch):
+    path = write_space("""
+        kernel: copy
+        sampler:
+          name: one-at-a-time
+          baseline: {grid: sms, block: 64, BLOCK: 512}
+        params:
+          grid: [sms, 2*sms, "cdiv(n, BLOCK)"]
+          block: [32, 64, 256]
+          BLOCK: [256, 512, 1024]
+          footprint: [4KiB]
+        constraints: ["BLOCK >= 4 * block"]
+        measure: {warmup: 0, repeat: 3}
+    """, "oat.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(path), "--device", "interpret", "--quiet"]) == 0
+    store = StudyStore("studies/oat-interpret")
+    trials = store.records()[0]
+    # baseline, 2 more grids, 2 more blocks, 2 more BLOCKs; block=256 with BLOCK=512 is ruled out
+    assert len(trials) == 7
+    assert trials[0].choice == {"grid": "sms", "block": "64", "BLOCK": "512", "cache": "cold",
+                                "dtype": "float32", "footprint": "4KiB"}
+    skipped = [t for t in trials if t.status is TrialStatus.INVALID]
+    assert [t.choice["block"] for t in skipped] == ["256"]
+    for t in trials[1:]:
+        differs = [k for k in t.choice if t.choice[k] != trials[0].choice[k]]
+        assert len(differs) == 1
+    drift = store.raw("drift")
+    assert len(drift) == 1 and drift[0]["number"] == 0 and len(drift[0]["samples_ms"]) == 3
+    assert store.raw("final") == []
+    md = Path("studies/oat-interpret/report.md").read_text()
+    assert "## One variable at a time" in md and "| grid | " in md
+    assert "measured again at the end" in md
+    assert Path("studies/oat-interpret/heatmaps/oat_BLOCK.png").exists()
+
+
+def test_one_at_a_time_baseline_errors(write_space):
+    from sweeper.errors import SpaceError
+
+    bad = write_space("""
+        kernel: copy
+        sampler: {name: one-at-a-time, baseline: {BLOCK: 300}}
+        params:
+          BLOCK: [256, 512]
+    """, "b.yaml")
+    with pytest.raises(SpaceError, match=r"b.yaml:2: sampler.baseline.BLOCK: '300' is not a "
+                                         r"value of the axis; allowed: 256, 512"):
+        load_space(bad)
+    other = write_space("""
+        kernel: copy
+        sampler: {name: tpe, baseline: {BLOCK: 256}}
+        params:
+          BLOCK: [256, 512]
+    """, "c.yaml")
+    with pytest.raises(SpaceError, match="a baseline belongs to the one-at-a-time sampler"):
+        load_space(other)

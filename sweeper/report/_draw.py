@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,3 +58,34 @@ def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
 
 def _fmt(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def draw_effect(effect: Any, title: str, directory: Path) -> list[Path]:
+    """GB/s against one axis's values, the median's 95 % CI as a band, baseline marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = effect.points
+    x = np.arange(len(points))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(points) + 2), 3.6))
+    ax.fill_between(x, points["lo"].astype(float), points["hi"].astype(float), alpha=0.3,
+                    label="95% CI of the median")
+    ax.plot(x, points["gbps"].astype(float), marker="o", label="median")
+    base = list(points["label"]).index(effect.baseline)
+    ax.axvline(base, color="grey", linestyle="--", linewidth=1, label="baseline")
+    ax.set_xticks(x, [str(v) for v in points["label"]], fontsize=8)
+    ax.set_xlabel(effect.axis)
+    ax.set_ylabel("effective GB/s")
+    ax.set_title(f"{title}: {effect.axis} alone (best/worst {effect.ratio:.2f}x"
+                 f"{', beyond noise' if effect.beyond_noise else ', within noise'})",
+                 fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"oat_{effect.axis}.png", directory / f"oat_{effect.axis}.svg"]
+    for path in paths:
+        fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return paths

@@ -203,3 +203,46 @@ def final_table(final: Any, df: pd.DataFrame, meta_names: Sequence[str]) -> pd.D
     order = {"winner": 0, "tied": 1, "": 2}
     return out.sort_values(by=["", "median_ms"], key=lambda c: c.map(order) if c.name == ""
                            else c).reset_index(drop=True)
+
+
+class AxisEffect(NamedTuple):
+    """One axis swept alone around the baseline: its points and what they say."""
+
+    axis: str
+    points: pd.DataFrame           # label, median_ms, ci_lo_ms, ci_hi_ms, gbps, lo, hi, status
+    best: str
+    ratio: float                   # best / worst GB/s
+    beyond_noise: bool             # best's and worst's CIs do not overlap
+    baseline: str
+
+
+def one_at_a_time(trials: Sequence[TrialRecord], axes: dict[str, list[str]],
+                  baseline: dict[str, str]) -> list[AxisEffect]:
+    """Per axis, the trials that differ from the baseline in that axis alone."""
+    out = []
+    for axis, labels in axes.items():
+        if len(labels) < 2:
+            continue
+        rows = []
+        for t in trials:
+            if all(t.choice.get(k) == v for k, v in baseline.items() if k != axis):
+                st = t.stats or {}
+                scale = t.gbps * st.get("median", 0) if t.ok else 0.0   # GB/s x ms
+                rows.append({
+                    "label": t.choice[axis], "status": t.status.value,
+                    "median_ms": st.get("median", np.nan), "gbps": t.gbps if t.ok else np.nan,
+                    "lo": scale / st["ci_hi"] if t.ok and st.get("ci_hi") else np.nan,
+                    "hi": scale / st["ci_lo"] if t.ok and st.get("ci_lo") else np.nan})
+        if not rows:
+            continue
+        points = (pd.DataFrame(rows).drop_duplicates("label")
+                  .set_index("label").reindex(labels).reset_index())
+        ok = points.dropna(subset=["gbps"])
+        if ok.empty:
+            continue
+        best, worst = ok.loc[ok["gbps"].idxmax()], ok.loc[ok["gbps"].idxmin()]
+        out.append(AxisEffect(axis=axis, points=points, best=str(best["label"]),
+                              ratio=float(best["gbps"] / worst["gbps"]),
+                              beyond_noise=bool(best["lo"] > worst["hi"]),
+                              baseline=baseline[axis]))
+    return out

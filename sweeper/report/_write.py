@@ -13,13 +13,14 @@ import pandas as pd
 
 from sweeper.ceilings import Ceilings
 from sweeper.finals import RULE, FinalRecord
-from sweeper.report._draw import draw_heatmap
+from sweeper.report._draw import draw_effect, draw_heatmap
 from sweeper.report._tables import (
     best_configs,
     failure_counts,
     final_table,
     flag_counts,
     heatmaps,
+    one_at_a_time,
     stop_counts,
     trials_frame,
 )
@@ -58,6 +59,9 @@ def study_tables(store: StudyStore) -> dict[str, Any]:
         "stops": pd.DataFrame() if empty else stop_counts(df),
         "flags": pd.DataFrame() if empty else flag_counts(df),
         "finals": [(f, final_table(f, df, meta_names)) for f in latest.values()],
+        "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])))
+        if meta.get("sampler", {}).get("name") == "one-at-a-time" else [],
+        "drift": store.raw("drift"),
     }
 
 
@@ -67,6 +71,8 @@ def write_report(store: StudyStore, *, draw: bool = True) -> ReportFiles:
     if draw:
         for data in tables["heatmaps"]:
             images += draw_heatmap(data, store.root / "heatmaps")
+        for effect in tables["effects"]:
+            images += draw_effect(effect, tables["meta"]["kernel"], store.root / "heatmaps")
     files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json",
                         images=images)
     files.json.write_text(json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
@@ -148,6 +154,7 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
                f"with the output poisoned first, then {meta.get('measure_text', '?')}; "
                "GB/s from the median.\n")
     out += _winners(tables)
+    out += _effects(tables)
     out.append("## Best configs in the sweep\n")
     best = tables["best"]
     if not best.empty:
@@ -184,6 +191,25 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
     out.append("\n## Environment\n")
     out.append(_md_table(pd.DataFrame([{"what": k, "value": v} for k, v in env.items()])))
     return "\n".join(out)
+
+
+def _effects(tables: dict[str, Any]) -> list[str]:
+    if not tables["effects"]:
+        return []
+    out = ["## One variable at a time\n",
+           "Every axis swept alone, all others at the baseline "
+           f"({', '.join(f'{e.axis}={e.baseline}' for e in tables['effects'])}).\n"]
+    rows = pd.DataFrame([{"axis": e.axis, "best value": e.best, "baseline": e.baseline,
+                          "best/worst": e.ratio, "effect beyond noise": e.beyond_noise}
+                         for e in tables["effects"]])
+    out.append(_md_table(rows))
+    for drift in tables["drift"]:
+        out.append(f"\nThe baseline (#{drift['number']}) measured again at the end: "
+                   f"{drift['stats']['median']:.4g} ms, {drift['drift_pct']:+.2f}% against "
+                   "its first measurement.\n")
+    for e in tables["effects"]:
+        out.append(f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n")
+    return out
 
 
 def _winners(tables: dict[str, Any]) -> list[str]:

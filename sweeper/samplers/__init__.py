@@ -8,7 +8,7 @@ from typing import Any
 import optuna
 
 from sweeper.samplers._auto import AutoSampler
-from sweeper.samplers._exhaustive import ExhaustiveSampler
+from sweeper.samplers._exhaustive import ExhaustiveSampler, OneAtATimeSampler, one_at_a_time
 from sweeper.space import SamplerSpec
 
 Factory = Callable[..., optuna.samplers.BaseSampler]
@@ -17,6 +17,8 @@ SAMPLERS: dict[str, Factory] = {
     "auto": lambda spec, choices, axes=None, priors=(): AutoSampler(
         axes or _axes_of(choices), choices, seed=spec.seed, priors=priors),
     "exhaustive": lambda spec, choices: ExhaustiveSampler(choices, seed=spec.seed),
+    "one-at-a-time": lambda spec, choices, axes=None: OneAtATimeSampler(
+        one_at_a_time(dict(spec.baseline), axes or _axes_of(choices))),
     "tpe": lambda spec, choices: optuna.samplers.TPESampler(
         seed=spec.seed, multivariate=True, n_startup_trials=min(10, max(1, len(choices) // 10))),
     "random": lambda spec, choices: optuna.samplers.RandomSampler(seed=spec.seed),
@@ -40,6 +42,8 @@ def make_sampler(spec: SamplerSpec, valid_choices: Sequence[Mapping[str, Any]],
     (winners of earlier studies of the same kernel; only ``auto`` uses them)."""
     if spec.name == "auto":
         return SAMPLERS["auto"](spec, valid_choices, axes=axes, priors=priors)
+    if spec.name == "one-at-a-time":
+        return SAMPLERS["one-at-a-time"](spec, valid_choices, axes=axes)
     return SAMPLERS[spec.name](spec, valid_choices)
 
 

@@ -20,6 +20,9 @@ from optuna.trial import FrozenTrial
 
 
 class ExhaustiveSampler(BaseSampler):
+    #: the sweep records every config of the space the constraints rule out, up front
+    records_invalid = True
+
     """Propose each of ``choices`` once, in an order shuffled by ``seed``.
 
     A shuffled order keeps slow drift (clocks, temperature) from lining up with one
@@ -70,3 +73,26 @@ class ExhaustiveSampler(BaseSampler):
     def after_trial(self, study: optuna.Study, trial: FrozenTrial,
                     state: optuna.trial.TrialState, values: Sequence[float] | None) -> None:
         self._seen.add(self._key(trial.params))
+
+
+def one_at_a_time(baseline: Mapping[str, str], axes: Mapping[str, Sequence[str]]
+                  ) -> list[dict[str, str]]:
+    """The baseline, then every other value of each axis with the rest at the baseline
+    (the seed's 控制变量法: change one variable at a time)."""
+    out = [dict(baseline)]
+    for name, labels in axes.items():
+        for label in labels:
+            if label != baseline[name]:
+                out.append({**baseline, name: label})
+    return out
+
+
+class OneAtATimeSampler(ExhaustiveSampler):
+    """Proposes :func:`one_at_a_time`'s configs in order, each once.  Configs the
+    constraints rule out are proposed too, so the sweep records them as skipped."""
+
+    records_invalid = False      # only this plan's configs, not the whole space's
+
+    def __init__(self, plan: Sequence[Mapping[str, str]]) -> None:
+        super().__init__(plan, seed=None)
+        self.plan = [dict(c) for c in plan]

@@ -36,7 +36,7 @@ MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time",
 STOP_RULES = ("fixed", "ci", "stdrel")
 TEXT_AXES = ("dtype", "cache")         # values are names, not numbers: not in expressions
 BUDGET_KEYS = ("trials", "time")
-SAMPLER_KEYS = ("name", "seed")
+SAMPLER_KEYS = ("name", "seed", "baseline")
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
@@ -98,7 +98,7 @@ class _Parser:
         names = {a.name for a in axes} - set(TEXT_AXES)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), names)
-        sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0))
+        sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
         return Space(
             study=study, kernel=kernel_name, sampler=sampler, axes=tuple(axes), order=order,
             constraints=constraints, measure=measure,
@@ -115,19 +115,33 @@ class _Parser:
         except SweeperError as err:
             raise self.error("kernel", str(err)) from None
 
-    def sampler(self, value: Any, seed: Any) -> SamplerSpec:
+    def sampler(self, value: Any, seed: Any, axes: list[Axis]) -> SamplerSpec:
         from sweeper.samplers import SAMPLERS
 
-        path = "sampler"
+        path, baseline = "sampler", {}
         if isinstance(value, dict):
             value = self.keys(value, path, SAMPLER_KEYS)
             seed = value.get("seed", seed)
+            baseline = value.get("baseline", {})
             path, value = "sampler.name", value.get("name", "auto")
         if value not in SAMPLERS:
             raise self.error(path, f"unknown sampler {value!r}; known: {', '.join(SAMPLERS)}")
         if type(seed) is not int:
             raise self.error("seed", f"seed must be an integer, got {seed!r}")
-        return SamplerSpec(name=value, seed=seed)
+        if baseline and value != "one-at-a-time":
+            raise self.error("sampler.baseline", "a baseline belongs to the one-at-a-time "
+                             "sampler")
+        by_name = {a.name: a for a in axes}
+        base = self.keys(baseline, "sampler.baseline", tuple(by_name))
+        chosen = []
+        for a in axes:
+            label = str(base.get(a.name, a.labels[(len(a.labels) - 1) // 2]))
+            if label not in a.labels:
+                raise self.error(f"sampler.baseline.{a.name}", f"{label!r} is not a value of "
+                                 f"the axis; allowed: {', '.join(a.labels)}")
+            chosen.append((a.name, label))
+        return SamplerSpec(name=value, seed=seed,
+                           baseline=tuple(chosen) if value == "one-at-a-time" else ())
 
     # -- axes ----------------------------------------------------------------------------
     def axes(self, params: Any, kernel_cls: type, cache_modes: list[str]) -> list[Axis]:

@@ -114,6 +114,8 @@ class Budget:
 class SamplerSpec:
     name: str = "auto"
     seed: int = 0
+    #: one-at-a-time: the config every axis is varied around (axis -> label)
+    baseline: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
