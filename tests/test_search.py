@@ -220,3 +220,29 @@ def test_one_at_a_time_baseline_errors(write_space):
     """, "c.yaml")
     with pytest.raises(SpaceError, match="a baseline belongs to the one-at-a-time sampler"):
         load_space(other)
+
+
+def test_kernels_interpret_even_when_triton_was_imported_for_a_gpu(tmp_path):
+    """On a GPU machine triton is imported without TRITON_INTERPRET; its own jitted helpers
+    (tl.cdiv, tl.zeros ...) then cannot run in the interpreter, so the built-ins avoid them."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import os\nos.environ.pop('TRITON_INTERPRET', None)\nimport triton, torch\n"
+        "from sweeper.kernels import load_kernel\nfrom sweeper.space import Config, Problem\n"
+        "for name, p, meta in [('copy', Problem('float32', 4096), {'BLOCK': 256}),\n"
+        "    ('add', Problem('float32', 4096), {'BLOCK': 256}),\n"
+        "    ('matmul', Problem('float32', 64 * 64 * 4),\n"
+        "     {'BLOCK_M': 32, 'BLOCK_N': 32, 'BLOCK_K': 16, 'num_stages': 3})]:\n"
+        "    k = load_kernel(name); b = k.allocate(p, 'cpu')\n"
+        "    k.randomize(b, torch.Generator().manual_seed(0)); k.poison(b)\n"
+        "    k.launch(b, Config(problem=p, grid=3, block=128, meta=meta))\n"
+        "    assert k.check(b) is None, name\nprint('ok')\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

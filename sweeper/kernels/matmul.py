@@ -36,7 +36,7 @@ def _matmul_body(a, b, c, M: tl.constexpr, BLOCK_M: tl.constexpr,  # noqa: N803
     while tile < tiles:
         rm = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc = tl.full((BLOCK_M, BLOCK_N), 0.0, dtype=tl.float32)   # tl.zeros is itself jitted
         for k in range(0, M, BLOCK_K):
             rk = k + tl.arange(0, BLOCK_K)
             x = tl.load(a + rm[:, None] * M + rk[None, :],
