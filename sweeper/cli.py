@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="sweep a space file and report")
     run.add_argument("space", help="the space file (YAML)")
     _device_option(run)
+    _param_option(run)
     _study_options(run)
     run.add_argument("--trials", type=int, help="stop after this many measured trials")
     run.add_argument("--time", help="stop after this long (e.g. 90s, 10m)")
@@ -60,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="size, constraints and time estimate; launches nothing")
     plan.add_argument("space")
     _device_option(plan)
+    _param_option(plan)
     plan.set_defaults(func=cmd_plan)
 
     report = sub.add_parser("report", help="heatmaps and best-config report of a study")
@@ -89,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
     _study_options(compare, name=False)
     compare.set_defaults(func=cmd_compare)
 
+    schema = sub.add_parser("schema", help="print a JSON Schema for space files")
+    schema.add_argument("-o", "--output", help="write it to this file instead")
+    schema.set_defaults(func=cmd_schema)
+
     tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
     tuned.add_argument("kernel")
     tuned.add_argument("--dtype", default="float32")
@@ -97,6 +103,12 @@ def _parser() -> argparse.ArgumentParser:
     tuned.add_argument("--tuning", help="tuning file")
     tuned.set_defaults(func=cmd_tuned)
     return parser
+
+
+def _param_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=V1,V2",
+                   help="replace one axis for this run, e.g. -p BLOCK=1024,2048 or "
+                   "-p 'grid=[sms, \"cdiv(n, BLOCK)\"]' (repeatable)")
 
 
 def _device_option(p: argparse.ArgumentParser) -> None:
@@ -118,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         os.environ["TRITON_INTERPRET"] = "1"
     from sweeper.space import format_size, load_space, parse_duration
 
-    space = load_space(args.space)
+    space = load_space(args.space, args.param)
     max_time = None
     if args.time is not None:
         try:
@@ -194,7 +206,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from sweeper.plan import make_plan
     from sweeper.space import load_space
 
-    space = load_space(args.space)
+    space = load_space(args.space, args.param)
     device = open_device(args.device)
     facts = device.facts()
     plan = make_plan(space, load_kernel(space.kernel), facts, device.name,
@@ -277,6 +289,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
         stores.append(_open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir)))
         numbers.append(int(number) if number else None)
     print(format_rows(compare(stores[0], stores[1], numbers[0], numbers[1], max_noise)))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from sweeper.space._schema import space_schema
+
+    text = json.dumps(space_schema(), indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
     return 0
 
 

@@ -170,3 +170,67 @@ def test_bad_input_names_file_line_and_what_is_wrong(text, line, message):
 def test_missing_file():
     with pytest.raises(SpaceError, match="nope.yaml: cannot read the space file"):
         load_space("nope.yaml")
+
+
+def test_extends_merges_params_and_errors_name_the_right_file(tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text(GOOD)
+    child = tmp_path / "child.yaml"
+    child.write_text("extends: base.yaml\nstudy: child\nparams:\n  BLOCK: [2048]\n"
+                     "measure: {repeat: 7}\n")
+    space = load_space(child)
+    assert space.study == "child" and space.axis("BLOCK").labels == ("2048",)
+    assert space.axis("grid").labels == ("sms", "2*sms", "cdiv(n, BLOCK)")   # from the base
+    assert space.measure.repeat == 7 and space.measure.warmup == 2         # merged key by key
+    assert "# extends base.yaml:" in space.text
+    base.write_text(GOOD.replace("block: [32, 64, 128]", "block: [32, 48]"))
+    with pytest.raises(SpaceError) as info:
+        load_space(child)
+    assert str(info.value).startswith(f"{base}:5: params.block[1]: 48 threads per program")
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("extends: loop2.yaml\nkernel: copy\nparams: {}\n")
+    (tmp_path / "loop2.yaml").write_text("extends: loop.yaml\n")
+    with pytest.raises(SpaceError, match="extends itself"):
+        load_space(loop)
+    orphan = tmp_path / "orphan.yaml"
+    orphan.write_text("extends: nowhere.yaml\nkernel: copy\nparams: {}\n")
+    with pytest.raises(SpaceError, match="cannot read the space file .extended by"):
+        load_space(orphan)
+
+
+def test_command_line_overrides_replace_one_axis(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD)
+    space = load_space(path, ["BLOCK=1024,2048", "footprint=64MiB",
+                              'grid=[sms, "cdiv(n, BLOCK)"]'])
+    assert space.axis("BLOCK").labels == ("1024", "2048")
+    assert space.axis("footprint").labels == ("64MiB",)
+    assert space.axis("grid").labels == ("sms", "cdiv(n, BLOCK)")
+    with pytest.raises(SpaceError, match=r"^-p BLOCK=300: params.BLOCK\[0\]: 300 is not a "
+                                         "power of two"):
+        load_space(path, ["BLOCK=300"])
+    with pytest.raises(SpaceError, match="'BLOCK' is not KEY=VALUE"):
+        load_space(path, ["BLOCK"])
+    with pytest.raises(SpaceError, match="-p WARPS=4: params.WARPS: unknown key 'WARPS'"):
+        load_space(path, ["WARPS=4"])
+
+
+def test_schema_validates_every_shipped_space_and_matches_the_committed_copy():
+    import json
+
+    import jsonschema
+    import yaml
+
+    from sweeper.space._schema import space_schema
+
+    schema = space_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in sorted((ROOT / "spaces").glob("*.yaml")):
+        errors = list(validator.iter_errors(yaml.safe_load(path.read_text())))
+        assert not errors, (path, errors[0].message)
+    bad = {"kernel": "copy", "params": {"block": [48]}, "measure": {"flush": True}}
+    messages = " ".join(e.message for e in validator.iter_errors(bad))
+    assert "'flush' was unexpected" in messages
+    committed = json.loads((ROOT / "docs" / "space.schema.json").read_text())
+    assert committed == schema, "run: sweeper schema -o docs/space.schema.json"

@@ -7,9 +7,11 @@ path, shows the bad value and says what is allowed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.space import _expr
@@ -30,7 +32,8 @@ from sweeper.space._model import (
 from sweeper.space._units import DTYPES, parse_duration, parse_size
 from sweeper.space._yaml import load_with_lines
 
-TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget")
+TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget",
+            "extends")
 MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
                 "cache", "batch", "graph")
 STOP_RULES = ("fixed", "ci", "stdrel")
@@ -42,33 +45,109 @@ MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
 
 
-def load_space(path: str | Path) -> Space:
-    """Read and validate the space file at ``path``."""
-    file = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise SpaceError(f"cannot read the space file: {err.strerror}", file=file) from None
-    return parse_space(text, file=file, default_study=Path(path).stem)
+Where = dict[str, tuple[str, "int | None"]]      # key path -> (file, line)
+MERGED = ("params", "measure", "budget")          # merged key by key under extends
+
+
+def load_space(path: str | Path, overrides: Sequence[str] = ()) -> Space:
+    """Read and validate the space file at ``path`` (following ``extends:``), with
+    ``overrides`` such as ``BLOCK=1024,2048`` replacing axes (the CLI's ``-p``)."""
+    data, where, text = _load_located(Path(path), ())
+    data, where = _override(data, where, overrides)
+    return _Parser(str(path), where).space(data, text, Path(path).stem)
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
     data, lines = load_with_lines(text, file)
-    return _Parser(file, lines).space(data, text, default_study)
+    return _Parser(file, {k: (file, v) for k, v in lines.items()}).space(data, text,
+                                                                         default_study)
+
+
+def _load_located(path: Path, chain: tuple[Path, ...]) -> tuple[Any, Where, str]:
+    file = str(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        where = f" (extended by {chain[-1]})" if chain else ""
+        raise SpaceError(f"cannot read the space file{where}: {err.strerror}", file=file) \
+            from None
+    data, lines = load_with_lines(text, file)
+    where: Where = {k: (file, v) for k, v in lines.items()}
+    if not isinstance(data, dict) or "extends" not in data:
+        return data, where, text
+    parent_ref = data.pop("extends")
+    if not isinstance(parent_ref, str):
+        raise SpaceError(f"{parent_ref!r} is not a file name", file=file,
+                         line=lines.get("extends"), path="extends")
+    parent = (path.parent / parent_ref).resolve()
+    if parent in chain or parent == path.resolve():
+        raise SpaceError(f"{parent_ref} extends itself through {' -> '.join(map(str, chain))}",
+                         file=file, line=lines.get("extends"), path="extends")
+    pdata, pwhere, ptext = _load_located(parent, (*chain, path.resolve()))
+    if not isinstance(pdata, dict):
+        raise SpaceError("the extended file must be a mapping of keys", file=str(parent),
+                         line=1)
+    merged = dict(pdata)
+    merged_where = dict(pwhere)
+    for key, value in data.items():
+        if key in MERGED and isinstance(value, dict) and isinstance(pdata.get(key), dict):
+            merged[key] = {**pdata[key], **value}
+            for sub in value:
+                _drop(merged_where, f"{key}.{sub}")
+        else:
+            merged[key] = value
+            _drop(merged_where, key)
+    merged_where.update(where)
+    return merged, merged_where, f"{text}\n# extends {parent_ref}:\n{ptext}"
+
+
+def _drop(where: Where, path: str) -> None:
+    for key in [k for k in where if k == path or k.startswith((path + ".", path + "["))]:
+        del where[key]
+
+
+def _override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Where]:
+    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option."""
+    if not overrides:
+        return data, where
+    data = dict(data) if isinstance(data, dict) else data
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip() or not raw.strip():
+            raise SpaceError(f"{item!r} is not KEY=VALUE[,VALUE...]", file="-p")
+        key = key.strip()
+        try:
+            loaded = yaml.safe_load(raw) if raw.lstrip().startswith(("[", "{")) else [
+                yaml.safe_load(v) for v in raw.split(",")]
+        except yaml.YAMLError as err:
+            raise SpaceError(f"{item!r}: not YAML: {err}", file="-p") from None
+        params = dict(data.get("params") or {}) if isinstance(data, dict) else {}
+        params[key] = loaded
+        data["params"] = params
+        _drop(where, f"params.{key}")
+        where[f"params.{key}"] = ("-p " + item, None)
+    return data, where
 
 
 class _Parser:
-    def __init__(self, file: str, lines: Mapping[str, int]) -> None:
+    def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]]) -> None:
         self.file = file
-        self.lines = lines
+        self.where = where
+
+    def line_of(self, path: str) -> int:
+        return self.where.get(path, (self.file, 0))[1] or 0
 
     def error(self, path: str, message: str) -> SpaceError:
-        line = self.lines.get(path)
+        found = self.where.get(path)
         parent = path
-        while line is None and parent:
-            parent = parent.rpartition(".")[0] if "." in parent else ""
-            line = self.lines.get(parent)
-        return SpaceError(message, file=self.file, line=line, path=path)
+        while found is None and parent:
+            if parent.endswith("]"):
+                parent = parent[:parent.rindex("[")]
+            else:
+                parent = parent.rpartition(".")[0]
+            found = self.where.get(parent)
+        file, line = found if found is not None else (self.file, None)
+        return SpaceError(message, file=file, line=line, path=path)
 
     def keys(self, data: Any, path: str, known: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(data, dict):
@@ -176,7 +255,7 @@ class _Parser:
                         raise self.error(f"{path}[{i}]", f"{v.constant} is not a power of two; "
                                          f"{kernel_cls.name}'s {name} must be one")
             axes.append(Axis(name=name, role=role, values=values,
-                             line=self.lines.get(path, 0)))
+                             line=self.line_of(path)))
         return axes
 
     def expand(self, raw: Any, path: str) -> list[Any]:
@@ -307,7 +386,7 @@ class _Parser:
             if unknown:
                 raise self.error(path, f"unknown name {unknown[0]!r} in {text!r}; "
                                  f"known: {', '.join(known)}")
-            out.append(Constraint(expr=expr, line=self.lines.get(path, 0)))
+            out.append(Constraint(expr=expr, line=self.line_of(path)))
         return tuple(out)
 
     def measure(self, raw: Any) -> tuple[MeasureSpec, list[str]]:

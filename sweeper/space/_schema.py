@@ -1,0 +1,82 @@
+"""A JSON Schema for space files, built from the parser's own tables so it cannot drift.
+
+``sweeper schema`` prints it; point an editor's YAML language server at it to get
+completion and checking while writing a space.  The parser stays the authority: it
+also checks what a schema cannot (expressions, powers of two, dependency cycles).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeper.space._load import (
+    BLOCKS, BUDGET_KEYS, MEASURE_KEYS, SAMPLER_KEYS, STOP_RULES, TOP_KEYS)
+from sweeper.space._model import CACHE_MODES
+from sweeper.space._units import DTYPES
+
+SCALAR = {"type": ["integer", "string"]}
+
+
+def _axis(value: dict[str, Any]) -> dict[str, Any]:
+    pair = {"type": "array", "items": {"type": ["integer", "string"]}}
+    return {"anyOf": [
+        value, {"type": "array", "items": value, "minItems": 1},
+        {"type": "object", "additionalProperties": False, "required": ["range"],
+         "properties": {"range": {**pair, "minItems": 2, "maxItems": 3}}},
+        {"type": "object", "additionalProperties": False, "required": ["pow2"],
+         "properties": {"pow2": {**pair, "minItems": 2, "maxItems": 2}}},
+    ]}
+
+
+def space_schema() -> dict[str, Any]:
+    from sweeper.kernels import BUILTINS, kernel_class
+    from sweeper.samplers import SAMPLERS
+
+    meta: dict[str, Any] = {}
+    for name in BUILTINS:
+        for param, spec in kernel_class(name).meta_params.items():
+            meta[param] = {**_axis(SCALAR), "description": f"{name}: {spec.doc}"}
+    params = {
+        "grid": {**_axis(SCALAR), "description": "programs launched (an expression may read "
+                 "sms, l2_bytes, n, itemsize and other axes)"},
+        "block": {**_axis({"enum": list(BLOCKS)}), "description": "threads per program"},
+        "dtype": _axis({"enum": list(DTYPES)}),
+        "footprint": {**_axis(SCALAR), "description": "bytes, e.g. 64MiB"},
+        "cache": _axis({"enum": list(CACHE_MODES)}),
+        **meta,
+    }
+    measure = {
+        "warmup": {"type": "integer", "minimum": 0}, "repeat": {"type": "integer", "minimum": 1},
+        "stop": {"enum": list(STOP_RULES)}, "target": {"type": ["number", "string"]},
+        "min_samples": {"type": "integer", "minimum": 2},
+        "min_time": {"type": ["number", "string"]}, "max_time": {"type": ["number", "string"]},
+        "cache": {"enum": [*CACHE_MODES, "both"]}, "batch": {"type": "integer", "minimum": 1},
+        "graph": {"type": "boolean"},
+    }
+    sampler_names = {"enum": list(SAMPLERS)}
+    properties = {
+        "study": {"type": "string"}, "extends": {"type": "string"},
+        "kernel": {"anyOf": [{"enum": list(BUILTINS)},
+                             {"type": "string", "pattern": r"^[\w.]+:\w+$"}]},
+        "sampler": {"anyOf": [sampler_names, {
+            "type": "object", "additionalProperties": False,
+            "properties": {"name": sampler_names, "seed": {"type": "integer"},
+                           "baseline": {"type": "object",
+                                        "additionalProperties": SCALAR}}}]},
+        "seed": {"type": "integer"},
+        "params": {"type": "object", "properties": params,
+                   "additionalProperties": _axis(SCALAR)},
+        "constraints": {"type": "array", "items": {"type": "string"}},
+        "measure": {"type": "object", "additionalProperties": False, "properties": measure},
+        "budget": {"type": "object", "additionalProperties": False, "properties": {
+            "trials": {"type": "integer", "minimum": 1},
+            "time": {"type": ["number", "string"]}}},
+    }
+    assert set(properties) == set(TOP_KEYS) and set(measure) == set(MEASURE_KEYS)
+    assert set(properties["budget"]["properties"]) == set(BUDGET_KEYS)
+    assert set(properties["sampler"]["anyOf"][1]["properties"]) == set(SAMPLER_KEYS)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "sweeper space file", "type": "object", "additionalProperties": False,
+        "required": ["kernel", "params"], "properties": properties,
+    }
