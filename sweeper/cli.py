@@ -180,10 +180,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
                                 "measured": summary.measured, "command": command})
     failed = sum(1 for t in summary.trials[summary.resumed:]
-                 if t.status.value not in ("ok", "invalid"))
+                 if t.status.value not in ("ok", "invalid", "abandoned"))
     print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    abandoned = [t for t in summary.trials[summary.resumed:] if t.status.value == "abandoned"]
+    if abandoned:
+        print(f"early abandonment: {len(abandoned)} trials stopped early, saving about "
+              f"{summary.saved_ms:.4g} ms of GPU time")
+    if space.budget.target is not None and isinstance(limits, str):
+        print(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
     if summary.best is not None:
         print(f"best in the sweep: {_describe_trial(summary.best)}")
     by_number = {t.number: t for t in summary.trials}

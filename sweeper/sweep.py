@@ -92,6 +92,7 @@ class SweepSummary:
     finals: list[FinalRecord] = field(default_factory=list)
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
     drift: dict[str, Any] | None = None   # one-at-a-time: the baseline measured again
+    saved_ms: float = 0.0      # GPU time early abandonment did not spend
 
 
 FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
@@ -165,6 +166,7 @@ class Sweep:
         self.measure = device.measure_spec(space.measure)
         self._buffers: dict[tuple[Problem, int], list[Buffers]] = {}
         self.priors = priors or []
+        self._best_by_problem: dict[tuple[Problem, str], tuple[float, float]] = {}
         self.ceilings = ceilings
         # a replay has nothing to re-measure; one-at-a-time answers another question
         self.run_finals = finals and not device.replays and \
@@ -193,12 +195,15 @@ class Sweep:
         planned = len(getattr(study.sampler, "plan", valid))
         total = planned if self.max_trials is None else min(planned, self.max_trials)
         self.reporter.start(total=total, done=min(measured_before, total))
-        repeats = 0
+        repeats = since_improvement = 0
+        for t in done.values():
+            self._note_best(t)
         try:
             while True:
                 measured = measured_before + summary.measured
                 summary.stopped_by = self._should_stop(study, t0, measured, len(valid),
-                                                       repeats)
+                                                       repeats) or self._goal_reached(
+                                                           summary.best, since_improvement)
                 if summary.stopped_by:
                     break
                 trial = study.ask(dists)
@@ -218,8 +223,13 @@ class Sweep:
                 if record.status is TrialStatus.INVALID:
                     continue
                 summary.measured += 1
+                summary.saved_ms += record.saved_ms
+                self._note_best(record)
                 if record.ok and (summary.best is None or record.score > summary.best.score):
+                    if self._beyond_noise(summary.best, record):
+                        since_improvement = 0
                     summary.best = record
+                since_improvement += 1
                 self.reporter.trial(record, summary.best)
             if self.run_drift and not self.stop.set and summary.measured and \
                     self.space.sampler.name == "one-at-a-time":
@@ -236,6 +246,39 @@ class Sweep:
                               if t.status is TrialStatus.INVALID)
         summary.wall_s = time.perf_counter() - t0
         return summary
+
+    def _note_best(self, t: TrialRecord) -> None:
+        """Remember the fastest (median, CI high) per problem, for early abandonment."""
+        if not t.ok or not t.config or not t.stats:
+            return
+        cfg = t.config
+        key = (Problem(cfg["dtype"], cfg["footprint"]), cfg.get("cache", "cold"))
+        have = self._best_by_problem.get(key)
+        if have is None or t.stats["median"] < have[0]:
+            self._best_by_problem[key] = (t.stats["median"],
+                                          t.stats.get("ci_hi", t.stats["median"]))
+
+    @staticmethod
+    def _beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
+        """Is ``new`` faster than ``old`` by more than their medians' CIs allow?"""
+        if old is None or not old.stats or not new.stats:
+            return True
+        return new.stats.get("ci_hi", new.stats["median"]) < old.stats.get(
+            "ci_lo", old.stats["median"])
+
+    def _goal_reached(self, best: TrialRecord | None, since_improvement: int) -> str:
+        budget = self.space.budget
+        if budget.patience is not None and since_improvement >= budget.patience:
+            return (f"budget: the best did not improve beyond noise for {budget.patience} "
+                    "trials")
+        if budget.target is not None and best is not None and self.ceilings is not None and \
+                self.ceilings.copy and best.config and best.gbps:
+            ceiling = self.ceilings.bandwidth(best.config["footprint"],
+                                              best.config.get("cache", "cold"))
+            if best.gbps >= budget.target * ceiling:
+                return (f"budget: target {100 * budget.target:g}% of the ceiling reached "
+                        f"({best.gbps:.4g} of {ceiling:.4g} GB/s)")
+        return ""
 
     def _should_stop(self, study: optuna.Study, t0: float, measured: int, valid: int,
                      repeats: int) -> str:
@@ -322,7 +365,8 @@ class Sweep:
         generator = torch.Generator(device=self.device.torch_device)
         generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
         return run_trial(self.kernel, sets, config, self.device, self.measure, generator,
-                         l2_bytes=self._l2_bytes)
+                         l2_bytes=self._l2_bytes, best=self._best_by_problem.get(
+                             (config.problem, config.cache)))
 
     def _check_ceiling(self, config: Config, number: int, result: TrialResult) -> TrialResult:
         """A result faster than the calibrated ceiling allows is re-verified and re-timed

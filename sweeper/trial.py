@@ -10,7 +10,7 @@ import enum
 import itertools
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ import torch
 
 from sweeper.devices import Device
 from sweeper.kernels import Buffers, Kernel
-from sweeper.measure import Stats, summarize, throughput
+from sweeper.measure import Stats, median_ci, summarize, throughput
 from sweeper.space import Config, MeasureSpec
 
 
@@ -31,6 +31,7 @@ class TrialStatus(str, enum.Enum):
     CRASHED = "crashed"
     TIMEOUT = "timeout"
     MISSING = "missing"                    # replay: the table has no such config
+    ABANDONED = "abandoned"                # clearly slower than the best: sampling cut short
 
 
 @dataclass
@@ -53,15 +54,32 @@ class TrialResult:
     batch: int = 1
     graph: bool = False
     flags: list[str] = field(default_factory=list)        # launch-bound, L2-resident ...
+    saved_ms: float = 0.0                  # GPU time early abandonment did not spend
 
 
 #: A median within this many launch floors is mostly launch overhead, not the kernel.
 LAUNCH_BOUND_FACTOR = 5
 
 
+def abandon_rule(best_ms: float, best_ci_hi_ms: float, factor: float
+                 ) -> Callable[[list[float]], str | None]:
+    """Stop sampling a config whose median's CI lies above ``factor`` x the best's CI."""
+    limit = factor * best_ci_hi_ms
+
+    def check(samples: list[float]) -> str | None:
+        if len(samples) < 5:
+            return None
+        lo, _ = median_ci(samples)
+        if lo <= limit:
+            return None
+        return (f"after {len(samples)} samples the median's CI starts at {lo:.4g} ms, above "
+                f"{factor:g}x the best's {best_ci_hi_ms:.4g} ms")
+    return check
+
+
 def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Config,
               device: Device, measure: MeasureSpec, generator: torch.Generator,
-              l2_bytes: int = 0) -> TrialResult:
+              l2_bytes: int = 0, best: tuple[float, float] | None = None) -> TrialResult:
     """Measure ``config``; every failure becomes a status with its reason.
 
     ``buffers`` may be several sets of the same problem: launches rotate among them
@@ -85,9 +103,11 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
         rotation = itertools.cycle(sets)
         launch = (lambda: kernel.launch(first, config)) if len(sets) == 1 else \
             (lambda: kernel.launch(next(rotation), config))
+        abandon = abandon_rule(best[0], best[1], measure.abandon) \
+            if measure.abandon and best is not None else None
         measured = device.measure(launch, warmup=measure.warmup, rule=measure.rule(),
                                   flush=config.cache == "cold", batch=measure.batch,
-                                  graph=measure.graph)
+                                  graph=measure.graph, abandon=abandon)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
         return TrialResult(status, reason, cold_s=cold_s)
@@ -96,7 +116,9 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     seconds = stats.median * 1e-3
     problem = first.problem
     result = TrialResult(
-        TrialStatus.OK, cold_s=cold_s, samples_ms=timing.samples, stats=stats,
+        TrialStatus.ABANDONED if timing.abandoned else TrialStatus.OK,
+        reason=timing.stop_reason if timing.abandoned else None,
+        cold_s=cold_s, samples_ms=timing.samples, stats=stats,
         gbps=throughput(kernel.bytes_moved(problem), seconds) / 1e9,
         gflops=throughput(kernel.flops(problem), seconds) / 1e9,
         stop_reason=timing.stop_reason, discarded=timing.discarded,
@@ -109,6 +131,9 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
         batch=measured.batch, graph=measured.graph)
     result.flags = _flags(kernel, problem, config, device, stats, timing, measure, len(sets),
                           l2_bytes)
+    if timing.abandoned:
+        expected = measure.repeat if measure.stop == "fixed" else measure.min_samples
+        result.saved_ms = max(0, expected - len(timing.samples)) * stats.median * measure.batch
     return result
 
 

@@ -246,3 +246,62 @@ def test_kernels_interpret_even_when_triton_was_imported_for_a_gpu(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_abandon_rule_needs_the_whole_ci_above_the_limit():
+    from sweeper.trial import abandon_rule
+
+    check = abandon_rule(best_ms=1.0, best_ci_hi_ms=1.01, factor=1.5)
+    assert check([2.0] * 4) is None                          # too few samples to judge
+    assert check([1.4, 1.45, 1.5, 1.6, 1.55, 1.52]) is None  # CI reaches below 1.515
+    reason = check([2.0, 2.1, 1.9, 2.05, 2.0, 1.95])
+    assert reason.startswith("after 6 samples the median's CI starts at 1.9 ms, above 1.5x")
+
+
+def test_a_clearly_slower_config_is_abandoned_and_the_saving_recorded():
+    from sweeper.devices._interpret import InterpretDevice
+    from sweeper.space import MeasureSpec
+    from sweeper.trial import run_trial
+
+    class Fixed(InterpretDevice):
+        def time(self, launch, *, warmup, repeat, flush):
+            return [3.0] * repeat
+    kernel = load_kernel("copy")
+    problem = Problem("float32", 4096)
+    buffers = kernel.allocate(problem, "cpu")
+    config = Config(problem=problem, grid=1, block=32, meta={"BLOCK": 1024})
+    measure = MeasureSpec(warmup=0, repeat=50, stop="fixed", abandon=1.5)
+    result = run_trial(kernel, buffers, config, Fixed(), measure,
+                       torch.Generator().manual_seed(0), best=(1.0, 1.0))
+    assert result.status is TrialStatus.ABANDONED and len(result.samples_ms) == 10
+    assert result.reason.startswith("abandoned: after 10 samples")
+    assert result.saved_ms == pytest.approx(40 * 3.0)
+    kept = run_trial(kernel, buffers, config, Fixed(), measure,
+                     torch.Generator().manual_seed(0), best=(2.5, 2.6))
+    assert kept.status is TrialStatus.OK and len(kept.samples_ms) == 50
+
+
+def test_budget_patience_and_target(tmp_path):
+    from sweeper.ceilings import Ceilings
+
+    space = load_space(ROOT / "spaces/copy.yaml")
+    device = open_device(f"replay:{TABLES / 'h200-copy.csv'}")
+    kernel = load_kernel("copy")
+    for name, budget, ceilings, expect in [
+        ("patience", dataclasses.replace(space.budget, patience=5), None,
+         "budget: the best did not improve beyond noise for 5 trials"),
+        ("target", dataclasses.replace(space.budget, target=0.9),
+         Ceilings(gpu="g", uuid="", driver="", copy={1 << 30: {"cold": 4300.0,
+                                                               "warm": 4300.0}}),
+         "budget: target 90% of the ceiling reached"),
+    ]:
+        sp = dataclasses.replace(space, budget=budget,
+                                 sampler=SamplerSpec(name="random", seed=3))
+        store = StudyStore(tmp_path / name)
+        open_study(store, sp, kernel, device, command="test")
+        summary = Sweep(sp, kernel, device, store, ceilings=ceilings).run()
+        assert summary.stopped_by.startswith(expect), summary.stopped_by
+        assert summary.measured < 204
+    with pytest.raises(Exception, match="budget.patience: 0 is not a whole number"):
+        from sweeper.space import parse_space
+        parse_space("kernel: copy\nparams: {}\nbudget: {patience: 0}\n")

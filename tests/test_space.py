@@ -110,7 +110,7 @@ BAD = [
     ("params: {}\n", 1, "missing key 'kernel'"),
     ("kernel: memcpy\nparams: {}\n", 1, "kernel: unknown kernel 'memcpy'; known: copy"),
     ("kernel: copy\nsampler: annealing\nparams: {}\n", 2,
-     "sampler: unknown sampler 'annealing'; known: auto, exhaustive, one-at-a-time, tpe, random"),
+     "sampler: unknown sampler 'annealing'; known: auto, exhaustive, one-at-a-time, tpe, random, gp"),
     ("kernel: copy\nparams:\n  grid: []\n", 3, "params.grid: empty axis; allowed:"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
      "params.BLOCK.pow2: 300 is not a power of two"),

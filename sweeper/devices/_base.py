@@ -65,7 +65,8 @@ class Device(abc.ABC):
         """Milliseconds of each of ``repeat`` launches after ``warmup`` untimed ones."""
 
     def measure(self, launch: Launch, *, warmup: int, rule: StopRule, flush: bool,
-                batch: int = 1, graph: bool = False) -> Measured:
+                batch: int = 1, graph: bool = False,
+                abandon: Callable[[list[float]], str | None] | None = None) -> Measured:
         """Warm up, then sample until ``rule`` stops; each sample is ``batch`` launches
         (replayed from a CUDA graph if ``graph``) and its time is divided by ``batch``.
         The machine's state is read just before and just after sampling."""
@@ -76,7 +77,7 @@ class Device(abc.ABC):
         start, t0 = self.state(), time.perf_counter()
         timing = sample_until(
             lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k, flush=flush)],
-            rule, throttled=self.throttled)
+            rule, throttled=self.throttled, abandon=abandon)
         power, readings = self.mean_power(t0, time.perf_counter())
         return Measured(timing=timing, start=start, end=self.state(), batch=batch, graph=graph,
                         power_w=power, power_readings=readings)

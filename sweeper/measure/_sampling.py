@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from sweeper.measure._decide import StopRule
 
 MAX_DISCARDS = 3
+ABANDON_CHUNK = 10
 
 
 @dataclass
@@ -22,17 +23,25 @@ class Timing:
 
     @property
     def converged(self) -> bool:
-        return not self.stop_reason.startswith("unconverged")
+        return not self.stop_reason.startswith(("unconverged", "abandoned"))
+
+    @property
+    def abandoned(self) -> bool:
+        return self.stop_reason.startswith("abandoned")
 
 
 def sample_until(take: Callable[[int], list[float]], rule: StopRule, *,
                  throttled: Callable[[], str | None] = lambda: None,
+                 abandon: Callable[[list[float]], str | None] | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> Timing:
     """Call ``take(k)`` for chunks of ``k`` timed samples until ``rule`` says stop.
 
     After each chunk ``throttled()`` reports why the machine was not in its usual state
     (or ``None``); such a chunk is discarded and re-measured, at most ``MAX_DISCARDS``
-    times, after which samples are kept and the reason stays on record.
+    times, after which samples are kept and the reason stays on record.  ``abandon``
+    may end sampling early (a config clearly slower than the best so far): its reason
+    becomes the stop reason, prefixed ``abandoned:``; a fixed rule then takes a first
+    chunk of ``ABANDON_CHUNK`` samples so there is something to judge.
     """
     samples: list[float] = []
     reasons: list[str] = []
@@ -40,6 +49,8 @@ def sample_until(take: Callable[[int], list[float]], rule: StopRule, *,
     t0 = clock()
     while True:
         want = rule.repeat - len(samples) if rule.kind == "fixed" else rule.chunk
+        if abandon is not None and not samples and rule.kind == "fixed":
+            want = min(want, ABANDON_CHUNK)
         chunk = take(max(1, want))
         why = throttled()
         if why is not None:
@@ -50,5 +61,8 @@ def sample_until(take: Callable[[int], list[float]], rule: StopRule, *,
             reasons.append(f"kept while throttled: {why}")
         samples.extend(chunk)
         stop = rule.check(samples, clock() - t0)
+        if stop is None and abandon is not None:
+            why = abandon(samples)
+            stop = f"abandoned: {why}" if why is not None else None
         if stop is not None:
             return Timing(samples, stop, discarded, reasons, clock() - t0)

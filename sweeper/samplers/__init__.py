@@ -22,6 +22,9 @@ SAMPLERS: dict[str, Factory] = {
     "tpe": lambda spec, choices: optuna.samplers.TPESampler(
         seed=spec.seed, multivariate=True, n_startup_trials=min(10, max(1, len(choices) // 10))),
     "random": lambda spec, choices: optuna.samplers.RandomSampler(seed=spec.seed),
+    # a Gaussian process over the (categorical) axes; ~0.1-0.5 s per proposal
+    "gp": lambda spec, choices: optuna.samplers.GPSampler(seed=spec.seed,
+                                                          n_startup_trials=min(10, len(choices))),
 }
 
 

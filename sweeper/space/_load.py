@@ -35,10 +35,10 @@ from sweeper.space._yaml import load_with_lines
 TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget",
             "extends")
 MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
-                "cache", "batch", "graph")
+                "cache", "batch", "graph", "abandon")
 STOP_RULES = ("fixed", "ci", "stdrel")
 TEXT_AXES = ("dtype", "cache")         # values are names, not numbers: not in expressions
-BUDGET_KEYS = ("trials", "time")
+BUDGET_KEYS = ("trials", "time", "target", "patience")
 SAMPLER_KEYS = ("name", "seed", "baseline")
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
@@ -422,9 +422,15 @@ class _Parser:
         if cache not in (*CACHE_MODES, "both"):
             raise self.error("measure.cache", f"{cache!r} is not a cache mode; allowed: cold, "
                              "warm, both")
+        abandon = raw.get("abandon")
+        if abandon is not None and (isinstance(abandon, bool) or not isinstance(
+                abandon, (int, float)) or abandon <= 1):
+            raise self.error("measure.abandon", f"{abandon!r} is not a factor above 1 "
+                             "(e.g. 1.5: abandon configs 1.5x slower than the best)")
         spec = MeasureSpec(warmup=warmup, repeat=repeat, stop=stop, target=target,
                            min_samples=min_samples, min_time_s=times["min_time"],
-                           max_time_s=times["max_time"], batch=batch, graph=graph)
+                           max_time_s=times["max_time"], batch=batch, graph=graph,
+                           abandon=float(abandon) if abandon is not None else None)
         return spec, list(CACHE_MODES) if cache == "both" else [cache]
 
     def whole(self, raw: dict[str, Any], key: str, default: int, least: int) -> int:
@@ -444,7 +450,18 @@ class _Parser:
                 time_s = parse_duration(raw["time"])
             except ValueError as err:
                 raise self.error("budget.time", str(err)) from None
-        return Budget(trials=trials, time_s=time_s)
+        target = raw.get("target")
+        if target is not None:
+            try:
+                target = _fraction(target) if not (isinstance(target, (int, float)) and
+                                                   target == 1) else 1.0
+            except ValueError:
+                raise self.error("budget.target", f"{target!r} is not a fraction of the "
+                                 "ceiling (e.g. 95%)") from None
+        patience = raw.get("patience")
+        if patience is not None and (type(patience) is not int or patience < 1):
+            raise self.error("budget.patience", f"{patience!r} is not a whole number >= 1")
+        return Budget(trials=trials, time_s=time_s, target=target, patience=patience)
 
 
 def _fraction(value: Any) -> float:

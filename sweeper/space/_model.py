@@ -84,6 +84,7 @@ class MeasureSpec:
     max_time_s: float = 1.0
     batch: int = 1           # launches per timed sample, between one event pair
     graph: bool = False      # replay the batch from a CUDA graph
+    abandon: float | None = None   # stop sampling configs this many times slower than the best
 
     def rule(self) -> StopRule:
         return StopRule(kind=self.stop, repeat=self.repeat, target=self.target,
@@ -97,6 +98,8 @@ class MeasureSpec:
             how = (f"{self.warmup} warmup, then timed until the {self.stop} noise is under "
                    f"{100 * self.target:g}% (at least {self.min_samples} samples, "
                    f"{self.min_time_s:g} s; at most {self.max_time_s:g} s)")
+        if self.abandon:
+            how += f", abandoned early when clearly over {self.abandon:g}x the best"
         if self.graph:
             how += f", {self.batch} launches per sample from a CUDA graph"
         elif self.batch > 1:
@@ -108,6 +111,8 @@ class MeasureSpec:
 class Budget:
     trials: int | None = None
     time_s: float | None = None
+    target: float | None = None      # fraction of the calibrated ceiling that ends the search
+    patience: int | None = None      # measured trials without an improvement beyond noise
 
 
 @dataclass(frozen=True)

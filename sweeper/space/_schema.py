@@ -51,7 +51,7 @@ def space_schema() -> dict[str, Any]:
         "min_samples": {"type": "integer", "minimum": 2},
         "min_time": {"type": ["number", "string"]}, "max_time": {"type": ["number", "string"]},
         "cache": {"enum": [*CACHE_MODES, "both"]}, "batch": {"type": "integer", "minimum": 1},
-        "graph": {"type": "boolean"},
+        "graph": {"type": "boolean"}, "abandon": {"type": "number", "exclusiveMinimum": 1},
     }
     sampler_names = {"enum": list(SAMPLERS)}
     properties = {
@@ -70,7 +70,8 @@ def space_schema() -> dict[str, Any]:
         "measure": {"type": "object", "additionalProperties": False, "properties": measure},
         "budget": {"type": "object", "additionalProperties": False, "properties": {
             "trials": {"type": "integer", "minimum": 1},
-            "time": {"type": ["number", "string"]}}},
+            "time": {"type": ["number", "string"]}, "target": {"type": ["number", "string"]},
+            "patience": {"type": "integer", "minimum": 1}}},
     }
     assert set(properties) == set(TOP_KEYS) and set(measure) == set(MEASURE_KEYS)
     assert set(properties["budget"]["properties"]) == set(BUDGET_KEYS)

@@ -43,6 +43,7 @@ class TrialRecord:
     batch: int = 1
     graph: bool = False
     flags: list[str] = field(default_factory=list)
+    saved_ms: float = 0.0
     kind: str = "trial"
 
     @classmethod
@@ -58,7 +59,8 @@ class TrialRecord:
                    energy_j=result.energy_j, power_w=result.power_w,
                    power_readings=result.power_readings,
                    energy_window_s=result.energy_window_s,
-                   batch=result.batch, graph=result.graph, flags=list(result.flags))
+                   batch=result.batch, graph=result.graph, flags=list(result.flags),
+                   saved_ms=result.saved_ms)
 
     @property
     def suspicious(self) -> bool:
