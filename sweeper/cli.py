@@ -79,6 +79,14 @@ def _parser() -> argparse.ArgumentParser:
                         "every trial (default path: STUDY/replay.csv)")
     export.set_defaults(func=cmd_export)
 
+    ab = sub.add_parser("ab", help="A/B on one variable, everything else fixed, interleaved")
+    ab.add_argument("space")
+    ab.add_argument("--vary", required=True, metavar="KEY=A,B", help="the axis and its two values")
+    _device_option(ab)
+    _param_option(ab)
+    ab.add_argument("--studies-dir", default="studies")
+    ab.set_defaults(func=cmd_ab)
+
     calibrate = sub.add_parser("calibrate", help="measure this GPU's copy and matmul ceilings")
     calibrate.add_argument("--force", action="store_true", help="measure again")
     calibrate.set_defaults(func=cmd_calibrate)
@@ -252,6 +260,40 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"{e['kernel']} {e['dtype']} {format_size(e['footprint'])} on {e['gpu']}: "
               f"grid={e['grid_expr']} block={e['block']} {meta} ({e['gbps']:.4g} GB/s)")
     print(f"wrote {len(entries)} entries to {path}")
+    return 0
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    if args.device == "interpret":
+        os.environ["TRITON_INTERPRET"] = "1"
+    from sweeper.ab import run_ab
+    from sweeper.devices import open_device
+    from sweeper.kernels import load_kernel
+    from sweeper.space import load_space
+
+    space = load_space(args.space, args.param)
+    device = open_device(args.device)
+    if device.replays:
+        raise SweeperError("ab measures; it cannot run on a replay device")
+    name = args.vary.replace('=', '-').replace(',', '-vs-').replace(' ', '')
+    out = Path(args.studies_dir) / f"{space.study}-ab" / f"{name}.json"
+    result = run_ab(space, load_kernel(space.kernel), device, args.vary, out)
+    c = result.comparison
+    fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())
+    print(f"A/B on {result.key} with {fixed} fixed; {device.facts().name}")
+    for label in (result.a, result.b):
+        st = result.samples[label]
+        from sweeper.measure import summarize
+
+        s = summarize(st)
+        print(f"  {result.key}={label}: median {s.median:.4g} ms, 95% CI [{s.ci_lo:.4g}, "
+              f"{s.ci_hi:.4g}], {s.n} samples")
+    print(f"verdict: B ({result.key}={result.b}) is {c.verdict.value} than A "
+          f"({result.key}={result.a}): time ratio {c.ratio:.4f} [{c.lo:.4f}, {c.hi:.4f}]"
+          .replace("SAME than", "the SAME as").replace("UNCLEAR than", "UNCLEAR against"))
+    if device.note:
+        print(f"note: {device.note}")
+    print(f"samples: {out}")
     return 0
 
 

@@ -305,3 +305,22 @@ def test_budget_patience_and_target(tmp_path):
     with pytest.raises(Exception, match="budget.patience: 0 is not a whole number"):
         from sweeper.space import parse_space
         parse_space("kernel: copy\nparams: {}\nbudget: {patience: 0}\n")
+
+
+def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_path,
+                                                              monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",
+                 "interpret"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("A/B on BLOCK with grid=sms block=32 dtype=float32 footprint=4KiB "
+                          "cache=cold fixed")
+    assert "verdict: B (BLOCK=1024) is " in out
+    data = json.loads(Path("studies/tiny-ab/BLOCK-256-vs-1024.json").read_text())
+    assert data["vary"] == "BLOCK" and len(data["samples_ms"]["256"]) == 30
+    assert data["verdict"] in ("SAME", "FASTER", "SLOWER", "UNCLEAR")
+    assert main(["ab", str(small_space), "--vary", "BLOCK=256", "--device", "interpret"]) == 2
+    assert "write KEY=A,B" in capsys.readouterr().err
+    assert main(["ab", str(small_space), "--vary", "BLOCK=256,999", "--device",
+                 "interpret"]) == 2
+    assert "'999' is not a value of BLOCK; allowed: 256, 1024" in capsys.readouterr().err

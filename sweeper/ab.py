@@ -1,0 +1,104 @@
+"""``sweeper ab SPACE --vary KEY=A,B``: one variable, everything else fixed, A against B.
+
+Every other axis is held at one value (its only value, or the middle one), both
+configs are verified, then measured in interleaved rounds (A B, B A, ...) in one
+process, and the samples of each are compared: SAME / FASTER / SLOWER / UNCLEAR for
+B against A with the interval of the time ratio.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sweeper.devices import Device
+from sweeper.errors import SweeperError
+from sweeper.kernels import Kernel
+from sweeper.measure import Comparison, StopRule, compare_samples, summarize
+from sweeper.space import Config, Invalid, Space
+
+ROUNDS = 10
+SAMPLES_PER_ROUND = 10
+
+
+@dataclass
+class ABResult:
+    key: str
+    a: str
+    b: str
+    fixed: dict[str, str]
+    samples: dict[str, list[float]]
+    comparison: Comparison
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.comparison
+        return {"vary": self.key, "a": self.a, "b": self.b, "fixed": self.fixed,
+                "samples_ms": self.samples,
+                "median_ms": {k: summarize(v).median for k, v in self.samples.items()},
+                "verdict": c.verdict.value, "ratio_b_over_a": c.ratio, "interval": [c.lo, c.hi],
+                "rounds": ROUNDS, "samples_per_round": SAMPLES_PER_ROUND}
+
+
+def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
+    key, sep, values = text.partition("=")
+    pair = [v.strip() for v in values.split(",")] if sep else []
+    if len(pair) != 2 or not all(pair):
+        raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
+    try:
+        axis = space.axis(key.strip())
+    except KeyError:
+        raise SweeperError(f"--vary {text!r}: no axis {key.strip()!r}; axes: "
+                           f"{', '.join(a.name for a in space.axes)}") from None
+    for v in pair:
+        if v not in axis.labels:
+            raise SweeperError(f"--vary {text!r}: {v!r} is not a value of {axis.name}; "
+                               f"allowed: {', '.join(axis.labels)}")
+    return axis.name, pair[0], pair[1]
+
+
+def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | None = None
+           ) -> ABResult:
+    key, a, b = parse_vary(vary, space)
+    fixed = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
+             if ax.name != key}
+    facts = device.facts()
+    configs: dict[str, Config] = {}
+    for label in (a, b):
+        try:
+            configs[label] = space.resolve({**fixed, key: label}, facts.env(),
+                                           facts.max_footprint)
+        except Invalid as err:
+            raise SweeperError(f"{key}={label} with {fixed}: {err}") from None
+    problems = {c.problem for c in configs.values()}
+    buffers = {p: kernel.allocate(p, device.torch_device) for p in problems}
+    generator = torch.Generator(device=device.torch_device).manual_seed(space.sampler.seed)
+    for label, config in configs.items():        # verify both before timing either
+        bufs = buffers[config.problem]
+        kernel.randomize(bufs, generator)
+        kernel.poison(bufs)
+        kernel.launch(bufs, config)
+        device.synchronize()
+        wrong = kernel.check(bufs)
+        if wrong is not None:
+            raise SweeperError(f"{key}={label}: wrong answer: {wrong}")
+    measure = device.measure_spec(space.measure)
+    rule = StopRule(kind="fixed", repeat=min(SAMPLES_PER_ROUND, measure.repeat))
+    samples: dict[str, list[float]] = {a: [], b: []}
+    for round_ in range(ROUNDS):
+        for label in ((a, b) if round_ % 2 == 0 else (b, a)):
+            config = configs[label]
+            bufs = buffers[config.problem]
+            samples[label] += device.measure(
+                lambda c=config, x=bufs: kernel.launch(x, c), warmup=2, rule=rule,
+                flush=config.cache == "cold", batch=measure.batch, graph=measure.graph
+            ).timing.samples
+    result = ABResult(key, a, b, fixed, samples, compare_samples(samples[a], samples[b]))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({**result.to_json(), "environment": device.environment()},
+                                  indent=2) + "\n")
+    return result
