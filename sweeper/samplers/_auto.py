@@ -11,7 +11,8 @@
    two steps when one-step moves are exhausted (the idea of Inductor's coordinate
    descent).
 4. When the neighbourhood is exhausted, one proposal comes from TPE, then the pattern
-   search resumes around whatever is best.
+   search resumes around whatever is best; when TPE proposes only configs already
+   measured, a random unseen one instead, so the search always progresses.
 
 Configs ruled out by constraints are never proposed; configs already measured are
 skipped.  ``benchmarks/search_efficiency.py`` gives the figures (docs/benchmarks.md).
@@ -29,6 +30,9 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
 Key = tuple[tuple[str, str], ...]
+#: After this many TPE proposals in a row that were already measured (free: answered from
+#: the store), a random unseen one, so the sweep never stalls on repeats.
+MAX_TPE_REPEATS = 50
 
 
 def _key(params: Mapping[str, Any]) -> Key:
@@ -52,6 +56,7 @@ class AutoSampler(BaseSampler):
         self._seen: set[Key] = set()
         self._scores: list[tuple[dict[str, str], float]] = []
         self._jumped = False
+        self._repeats = 0
 
     # -- the plan ----------------------------------------------------------------------------
     def _spread(self, count: int) -> list[dict[str, str]]:
@@ -104,6 +109,10 @@ class AutoSampler(BaseSampler):
                                                                   self._momentum[1] > 0))
                 choice, name, step = moves[0]
                 return choice, (name, step)
+        if self._repeats >= MAX_TPE_REPEATS:     # TPE keeps proposing measured configs
+            unseen = sorted((dict(k) for k in self._valid - self._seen), key=_key)
+            if unseen:
+                return self._rng.choice(unseen), None
         return None, None
 
     def _effects(self) -> dict[str, dict[str, float]]:
@@ -167,6 +176,7 @@ class AutoSampler(BaseSampler):
     def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
                     values: Sequence[float] | None) -> None:
         params = {k: str(v) for k, v in trial.params.items()}
+        self._repeats = self._repeats + 1 if _key(params) in self._seen else 0
         self._seen.add(_key(params))
         if state is TrialState.COMPLETE and values:
             self._scores.append((params, values[0]))
