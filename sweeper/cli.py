@@ -212,16 +212,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    if args.device == "interpret":
+def _space_and_device(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The space (with -p overrides) and the device, checked in that order."""
+    if args.device == "interpret":       # before any kernel module is imported or jitted
         os.environ["TRITON_INTERPRET"] = "1"
     from sweeper.devices import open_device
-    from sweeper.kernels import load_kernel
-    from sweeper.plan import make_plan
     from sweeper.space import load_space
 
     space = load_space(args.space, args.param)
-    device = open_device(args.device)
+    return space, open_device(args.device)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from sweeper.kernels import load_kernel
+    from sweeper.plan import make_plan
+
+    space, device = _space_and_device(args)
     facts = device.facts()
     plan = make_plan(space, load_kernel(space.kernel), facts, device.name,
                      device.measure_spec(space.measure))
@@ -264,15 +270,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
-    if args.device == "interpret":
-        os.environ["TRITON_INTERPRET"] = "1"
     from sweeper.ab import run_ab
-    from sweeper.devices import open_device
     from sweeper.kernels import load_kernel
-    from sweeper.space import load_space
 
-    space = load_space(args.space, args.param)
-    device = open_device(args.device)
+    space, device = _space_and_device(args)
     if device.replays:
         raise SweeperError("ab measures; it cannot run on a replay device")
     name = args.vary.replace('=', '-').replace(',', '-vs-').replace(' ', '')

@@ -47,9 +47,16 @@ def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
     ax.set_xlabel("grid (programs)")
     ax.set_ylabel("block (threads = num_warps × 32)")
     ax.set_title(data.title + ("  (red: best)" if data.best is not None else ""), fontsize=10)
+    return _save(fig, directory, data.name)
+
+
+def _save(fig: Any, directory: Path, stem: str) -> list[Path]:
+    """Write ``stem``.png and ``stem``.svg under ``directory`` and close the figure."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     directory.mkdir(parents=True, exist_ok=True)
-    paths = [directory / f"{data.name}.png", directory / f"{data.name}.svg"]
+    paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
     for path in paths:
         fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -82,10 +89,4 @@ def draw_effect(effect: Any, title: str, directory: Path) -> list[Path]:
                  f"{', beyond noise' if effect.beyond_noise else ', within noise'})",
                  fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = [directory / f"oat_{effect.axis}.png", directory / f"oat_{effect.axis}.svg"]
-    for path in paths:
-        fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return paths
+    return _save(fig, directory, f"oat_{effect.axis}")

@@ -26,8 +26,9 @@ from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution
-from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
+
+from sweeper.samplers._exhaustive import PlannedSampler
 
 Key = tuple[tuple[str, str], ...]
 #: After this many TPE proposals in a row that were already measured (free: answered from
@@ -39,7 +40,7 @@ def _key(params: Mapping[str, Any]) -> Key:
     return tuple(sorted((k, str(v)) for k, v in params.items()))
 
 
-class AutoSampler(BaseSampler):
+class AutoSampler(PlannedSampler):
     def __init__(self, axes: Mapping[str, Sequence[str]], valid: Sequence[Mapping[str, str]],
                  seed: int = 0, priors: Sequence[Mapping[str, str]] = (),
                  start_points: int = 6) -> None:
@@ -152,14 +153,6 @@ class AutoSampler(BaseSampler):
             if t.state is TrialState.COMPLETE and t.value is not None and (
                     self._incumbent is None or t.value > self._incumbent[0]):
                 self._incumbent = (t.value, params)
-
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
-                                    ) -> dict[str, BaseDistribution]:
-        return {}
-
-    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        return {}
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self._sync(study)

@@ -19,7 +19,20 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
 
 
-class ExhaustiveSampler(BaseSampler):
+class PlannedSampler(BaseSampler):
+    """A sampler that decides a whole config in ``before_trial`` and hands it out param by
+    param from ``sample_independent``; Optuna's relative-sampling hooks stay unused."""
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
+                                    ) -> dict[str, BaseDistribution]:
+        return {}
+
+    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        return {}
+
+
+class ExhaustiveSampler(PlannedSampler):
     #: the sweep records every config of the space the constraints rule out, up front
     records_invalid = True
 
@@ -48,14 +61,6 @@ class ExhaustiveSampler(BaseSampler):
         for t in study.get_trials(deepcopy=False):
             if t.state.is_finished():
                 self._seen.add(self._key(t.params))
-
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
-                                    ) -> dict[str, BaseDistribution]:
-        return {}
-
-    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        return {}
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         if not self._seen:
