@@ -231,7 +231,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     facts = device.facts()
     plan = make_plan(space, load_kernel(space.kernel), facts, device.name,
                      device.measure_spec(space.measure))
-    axes = " × ".join(f"{a.name} {len(a.values)}" for a in space.axes)
+    axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")
     removed = sum(plan.removed.values())
     print(f"constraints and values remove {removed}; {plan.valid} valid")

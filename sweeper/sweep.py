@@ -7,6 +7,7 @@ every past result.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import time
@@ -44,11 +45,11 @@ def enumerate_choices(space: Space, facts: Mapping[str, int], max_footprint: int
     if space.size > MAX_ENUMERATED:
         raise SweeperError(f"{space.path}: the space has {space.size} configs; at most "
                            f"{MAX_ENUMERATED} can be enumerated")
-    names = [a.name for a in space.axes]
+    dims = space.choices()                 # zipped axes are one dimension
     valid: list[Choice] = []
     invalid: list[tuple[Choice, str]] = []
-    for labels in itertools.product(*(a.labels for a in space.axes)):
-        choice = dict(zip(names, labels))
+    for labels in itertools.product(*dims.values()):
+        choice = space.expand(dict(zip(dims, labels)))
         try:
             space.resolve(choice, facts, max_footprint)
         except Invalid as err:
@@ -207,7 +208,7 @@ class Sweep:
                 if summary.stopped_by:
                     break
                 trial = study.ask(dists)
-                choice = {k: str(v) for k, v in trial.params.items()}
+                choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
                 if _key(choice) in done:      # answered from the store, never re-measured
                     _tell(study, trial, done[_key(choice)])
                     summary.repeated += 1
@@ -302,20 +303,37 @@ class Sweep:
                       ) -> tuple[optuna.Study, dict[str, CategoricalDistribution]]:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-        sampler = make_sampler(self.space.sampler, valid, axes=self.space.choices(),
-                               priors=self.priors)
+        view = self._sampler_view
+        spec = self.space.sampler
+        if spec.baseline:
+            base = view(dict(spec.baseline))
+            if base is None:
+                raise SweeperError("the one-at-a-time baseline matches no row of the zipped "
+                                   "axes; pick a baseline row")
+            spec = dataclasses.replace(spec, baseline=tuple(base.items()))
+        sampler = make_sampler(spec, [c for c in map(view, valid) if c is not None],
+                               axes=self.space.choices(),
+                               priors=[c for c in map(view, self.priors) if c is not None])
         study = optuna.create_study(direction="maximize", sampler=sampler)
         dists = {name: CategoricalDistribution(labels)
                  for name, labels in self.space.choices().items()}
         for t in trials:
-            if set(t.choice) != set(dists) or any(
-                    t.choice[k] not in dists[k].choices for k in dists):
+            params = view(t.choice)
+            if params is None or set(params) != set(dists) or any(
+                    params[k] not in dists[k].choices for k in dists):
                 continue   # a value the space no longer has (resumed with --force)
             study.add_trial(optuna.trial.create_trial(
-                params=dict(t.choice), distributions=dists,
+                params=params, distributions=dists,
                 state=TrialState.COMPLETE if t.ok else TrialState.FAIL,
                 value=t.score if t.ok else None))
         return study, dists
+
+    def _sampler_view(self, choice: Mapping[str, str]) -> dict[str, str] | None:
+        """A stored (per-axis) choice as the sampler sees it: zipped axes as one label."""
+        try:
+            return self.space.contract(self.space._complete(choice))
+        except KeyError:
+            return None
 
     def _record_invalid(self, number: int, choice: Choice, reason: str) -> TrialRecord:
         record = TrialRecord(number=number, choice=choice, status=TrialStatus.INVALID,

@@ -236,3 +236,62 @@ def test_schema_validates_every_shipped_space_and_matches_the_committed_copy():
     assert "'flush' was unexpected" in messages
     committed = json.loads((ROOT / "docs" / "space.schema.json").read_text())
     assert committed == schema, "run: sweeper schema -o docs/space.schema.json"
+
+
+def test_zipped_axes_move_together():
+    space = parse("""
+        kernel: matmul
+        params:
+          grid: [sms, 2*sms]
+          tiles:
+            zip:
+              BLOCK_M: [64, 128, 128]
+              BLOCK_N: [64, 128, 256]
+    """)
+    assert space.choices()["tiles"] == ("BLOCK_M=64,BLOCK_N=64", "BLOCK_M=128,BLOCK_N=128",
+                                        "BLOCK_M=128,BLOCK_N=256")
+    assert "BLOCK_M" not in space.choices() and space.size == 2 * 3
+    assert space.axis("BLOCK_M").labels == ("64", "128")        # the members stay axes
+    cfg = space.resolve({"grid": "sms", "tiles": "BLOCK_M=128,BLOCK_N=256"}, FACTS)
+    assert dict(cfg.meta)["BLOCK_M"] == 128 and dict(cfg.meta)["BLOCK_N"] == 256
+    expanded = space.expand({"grid": "sms", "tiles": "BLOCK_M=64,BLOCK_N=64"})
+    assert expanded == {"grid": "sms", "BLOCK_M": "64", "BLOCK_N": "64"}
+    assert space.contract({**expanded})["tiles"] == "BLOCK_M=64,BLOCK_N=64"
+    assert space.contract({"grid": "sms", "BLOCK_M": "64", "BLOCK_N": "256"}) is None
+
+
+@pytest.mark.parametrize("params, line, message", [
+    ("  t:\n    zip:\n      BLOCK_M: [64, 128]\n      BLOCK_N: [64]\n", 4,
+     "params.t.zip: the zipped lists differ in length (BLOCK_M: 2, BLOCK_N: 1)"),
+    ("  t:\n    zip:\n      BLOCK_M: [64]\n      WARPS: [4]\n", 6,
+     "params.t.zip.WARPS: unknown axis 'WARPS'"),
+    ("  BLOCK_M: [64]\n  t:\n    zip:\n      BLOCK_M: [64]\n      BLOCK_N: [64]\n", 6,
+     "params.t.zip.BLOCK_M: BLOCK_M is also given on its own"),
+    ("  t:\n    zip:\n      BLOCK_M: [64, 64]\n      BLOCK_N: [32, 32]\n", 4,
+     "params.t.zip: a row appears twice"),
+    ("  num_stages: {values: [3, 4], when: \"BLOCK_Q > 1\"}\n", 3,
+     "params.num_stages.when: unknown name 'BLOCK_Q'"),
+    ("  dtype: {values: [float16], when: \"BLOCK_M > 1\"}\n", 3,
+     "params.dtype: dtype cannot be conditional"),
+])
+def test_zip_and_conditional_errors(params, line, message):
+    with pytest.raises(SpaceError) as info:
+        parse_space(f"kernel: matmul\nparams:\n{params}", file="m.yaml")
+    assert str(info.value).startswith(f"m.yaml:{line}: "), str(info.value)
+    assert message in str(info.value)
+
+
+def test_conditional_axis_varies_only_when_its_condition_holds():
+    space = parse("""
+        kernel: matmul
+        params:
+          BLOCK_K: [32, 64]
+          num_stages: {values: [3, 4, 5], when: "BLOCK_K >= 64"}
+    """)
+    base = {"BLOCK_K": "32", "num_stages": "3"}
+    assert dict(space.resolve(base, FACTS).meta)["num_stages"] == 3
+    with pytest.raises(Invalid, match=r"num_stages only varies when 'BLOCK_K >= 64'; "
+                                      r"otherwise it stays at its first value"):
+        space.resolve({**base, "num_stages": "4"}, FACTS)
+    assert dict(space.resolve({"BLOCK_K": "64", "num_stages": "5"}, FACTS).meta)[
+        "num_stages"] == 5

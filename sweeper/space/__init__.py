@@ -13,6 +13,7 @@ from sweeper.space._model import (
     Problem,
     SamplerSpec,
     Space,
+    Tie,
     Value,
 )
 from sweeper.space._units import DTYPES, format_size, parse_duration, parse_size
@@ -30,6 +31,7 @@ __all__ = [
     "Problem",
     "SamplerSpec",
     "Space",
+    "Tie",
     "Value",
     "cdiv",
     "evaluate",

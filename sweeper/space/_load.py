@@ -27,6 +27,7 @@ from sweeper.space._model import (
     MeasureSpec,
     SamplerSpec,
     Space,
+    Tie,
     Value,
 )
 from sweeper.space._units import DTYPES, parse_duration, parse_size
@@ -174,13 +175,14 @@ class _Parser:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
         axes = self.axes(data["params"], kernel_cls, cache_modes)
+        self.axes_seen = axes
         names = {a.name for a in axes} - set(TEXT_AXES)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), names)
         sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
         return Space(
             study=study, kernel=kernel_name, sampler=sampler, axes=tuple(axes), order=order,
-            constraints=constraints, measure=measure,
+            constraints=constraints, measure=measure, ties=tuple(self.ties),
             budget=self.budget(data.get("budget", {})), path=self.file, text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
@@ -226,11 +228,22 @@ class _Parser:
     def axes(self, params: Any, kernel_cls: type, cache_modes: list[str]) -> list[Axis]:
         meta = dict(kernel_cls.meta_params)
         known = (*LAUNCH_AXES, *PROBLEM_AXES, *meta)
+        params = self.zipped(params, known)
         params = self.keys(params, "params", known)
         axes = []
+        self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
         for name in known:
             path = f"params.{name}"
-            if name in params:
+            if name in params and isinstance(params[name], dict) and "when" in params[name]:
+                spec = self.keys(params[name], path, ("values", "when"))
+                if "values" not in spec or not isinstance(spec["when"], str):
+                    raise self.error(path, "a conditional axis is {values: [...], when: "
+                                     "\"expression\"}")
+                if name in TEXT_AXES:
+                    raise self.error(path, f"{name} cannot be conditional; only numeric axes")
+                self.conditions.append((name, spec["when"], f"{path}.when"))
+                raw = self.expand(spec["values"], f"{path}.values")
+            elif name in params:
                 raw = self.expand(params[name], path)
             elif name == "cache":
                 raw = cache_modes
@@ -257,6 +270,46 @@ class _Parser:
             axes.append(Axis(name=name, role=role, values=values,
                              line=self.line_of(path)))
         return axes
+
+    def zipped(self, params: Any, known: tuple[str, ...]) -> Any:
+        """Take ``group: {zip: {AXIS: [...], ...}}`` out of ``params``: each member becomes an
+        axis of its distinct values, and the group a :class:`Tie` of the rows."""
+        self.ties: list[Tie] = []
+        if not isinstance(params, dict):
+            return params
+        out = {}
+        for group, value in params.items():
+            if group in known or not (isinstance(value, dict) and "zip" in value):
+                out[group] = value
+                continue
+            path = f"params.{group}.zip"
+            members = self.keys(value, f"params.{group}", ("zip",))["zip"]
+            if not isinstance(members, dict) or len(members) < 2:
+                raise self.error(path, "zip needs a mapping of two or more axes to lists of "
+                                 "equal length")
+            lengths = set()
+            for name, values in members.items():
+                if name not in known:
+                    raise self.error(f"{path}.{name}", f"unknown axis {name!r}; known: "
+                                     f"{', '.join(known)}")
+                if name in params:
+                    raise self.error(f"{path}.{name}", f"{name} is also given on its own; "
+                                     "an axis is either zipped or free")
+                if not isinstance(values, list) or not values:
+                    raise self.error(f"{path}.{name}", "give a non-empty list")
+                lengths.add(len(values))
+            if len(lengths) != 1:
+                raise self.error(path, f"the zipped lists differ in length "
+                                 f"({', '.join(f'{n}: {len(v)}' for n, v in members.items())})")
+            rows = list(zip(*(
+                [self.value(name, v, f"{path}.{name}[{i}]").label for i, v in enumerate(vals)]
+                for name, vals in members.items())))
+            if len(set(rows)) != len(rows):
+                raise self.error(path, "a row appears twice")
+            for name, vals in members.items():
+                out[name] = list(dict.fromkeys(vals))
+            self.ties.append(Tie(name=group, members=tuple(members), rows=tuple(rows)))
+        return out
 
     def expand(self, raw: Any, path: str) -> list[Any]:
         if isinstance(raw, dict):
@@ -387,6 +440,19 @@ class _Parser:
                 raise self.error(path, f"unknown name {unknown[0]!r} in {text!r}; "
                                  f"known: {', '.join(known)}")
             out.append(Constraint(expr=expr, line=self.line_of(path)))
+        for axis, when, path in getattr(self, "conditions", []):
+            first = next(a for a in self.axes_seen if a.name == axis).values[0].label
+            try:
+                cond = _expr.parse(when)
+                expr = _expr.parse(f"({when}) or {axis} == ({first})")
+            except ExpressionError as err:
+                raise self.error(path, str(err)) from None
+            unknown = sorted(cond.names - set(known))
+            if unknown:
+                raise self.error(path, f"unknown name {unknown[0]!r} in {when!r}; "
+                                 f"known: {', '.join(known)}")
+            out.append(Constraint(expr=expr, line=self.line_of(path),
+                                  condition_of=(axis, when)))
         return tuple(out)
 
     def measure(self, raw: Any) -> tuple[MeasureSpec, list[str]]:

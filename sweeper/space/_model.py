@@ -64,6 +64,8 @@ class Axis:
 class Constraint:
     expr: Expr
     line: int = 0
+    #: for a conditional axis: the axis and its condition, to word the skip reason
+    condition_of: tuple[str, str] | None = None
 
     @property
     def text(self) -> str:
@@ -155,6 +157,22 @@ class Config:
         return self.block // 32
 
 
+@dataclass(frozen=True)
+class Tie:
+    """Zipped axes: ``members`` move together through ``rows`` (one label per member)."""
+
+    name: str
+    members: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def label(self, row: tuple[str, ...]) -> str:
+        return ",".join(f"{m}={v}" for m, v in zip(self.members, row))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(self.label(r) for r in self.rows)
+
+
 class Invalid(Exception):
     """A choice that cannot be launched: a constraint is false or a value cannot be computed."""
 
@@ -172,6 +190,7 @@ class Space:
     path: str = "<space>"
     text: str = ""
     sha256: str = ""
+    ties: tuple[Tie, ...] = ()
 
     def axis(self, name: str) -> Axis:
         for a in self.axes:
@@ -182,13 +201,36 @@ class Space:
     @property
     def size(self) -> int:
         total = 1
-        for a in self.axes:
-            total *= len(a.values)
+        for labels in self.choices().values():
+            total *= len(labels)
         return total
 
     def choices(self) -> Mapping[str, tuple[str, ...]]:
-        """Axis name -> labels: the categorical search space a sampler sees."""
-        return {a.name: a.labels for a in self.axes}
+        """Dimension -> labels: the categorical search space a sampler sees.  Zipped axes
+        are one dimension, named after their group, whose labels are whole rows."""
+        tied = {m for t in self.ties for m in t.members}
+        out = {a.name: a.labels for a in self.axes if a.name not in tied}
+        out.update({t.name: t.labels for t in self.ties})
+        return out
+
+    def expand(self, choice: Mapping[str, str]) -> dict[str, str]:
+        """A sampler's choice with each zipped group replaced by its members' labels."""
+        out = {k: v for k, v in choice.items() if k not in {t.name for t in self.ties}}
+        for t in self.ties:
+            if t.name in choice:
+                row = t.rows[t.labels.index(choice[t.name])]
+                out.update(zip(t.members, row))
+        return out
+
+    def contract(self, choice: Mapping[str, str]) -> dict[str, str] | None:
+        """The inverse of :meth:`expand`; ``None`` when the members match no row."""
+        out = dict(choice)
+        for t in self.ties:
+            row = tuple(str(out.pop(m, "")) for m in t.members)
+            if row not in t.rows:
+                return None
+            out[t.name] = t.label(row)
+        return out
 
     def resolve(self, choice: Mapping[str, str], facts: Mapping[str, int],
                 max_footprint: int | None = None) -> Config:
@@ -197,6 +239,8 @@ class Space:
         ``facts`` gives ``sms`` and ``l2_bytes``; ``max_footprint`` caps footprints
         (the interpreter) before ``n`` and everything that reads it is computed.
         """
+        if any(t.name in choice for t in self.ties):
+            choice = self.expand(choice)
         choice = self._complete(choice)
         env: dict[str, int] = {k: facts[k] for k in ("sms", "l2_bytes")}
         dtype = str(self._constant("dtype", choice))
@@ -226,6 +270,10 @@ class Space:
                 raise Invalid(f"constraint {c.text!r}: {err}") from None
             if not ok:
                 shown = ", ".join(f"{k}={env[k]}" for k in sorted(c.expr.names))
+                if c.condition_of is not None:
+                    axis, when = c.condition_of
+                    raise Invalid(f"{axis} only varies when {when!r}; otherwise it stays at "
+                                  f"its first value ({shown})")
                 raise Invalid(f"constraint {c.text!r} is false ({shown})")
         return self._config(dtype, str(self._constant("cache", choice)), values)
 

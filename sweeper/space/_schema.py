@@ -17,15 +17,31 @@ from sweeper.space._units import DTYPES
 SCALAR = {"type": ["integer", "string"]}
 
 
-def _axis(value: dict[str, Any]) -> dict[str, Any]:
+def _values(value: dict[str, Any]) -> list[dict[str, Any]]:
     pair = {"type": "array", "items": {"type": ["integer", "string"]}}
-    return {"anyOf": [
+    return [
         value, {"type": "array", "items": value, "minItems": 1},
         {"type": "object", "additionalProperties": False, "required": ["range"],
          "properties": {"range": {**pair, "minItems": 2, "maxItems": 3}}},
         {"type": "object", "additionalProperties": False, "required": ["pow2"],
          "properties": {"pow2": {**pair, "minItems": 2, "maxItems": 2}}},
-    ]}
+    ]
+
+
+def _axis(value: dict[str, Any], conditional: bool = True) -> dict[str, Any]:
+    forms = _values(value)
+    if conditional:     # {values: ..., when: "expression"}: varies only when it holds
+        forms.append({"type": "object", "additionalProperties": False,
+                      "required": ["values", "when"],
+                      "properties": {"values": {"anyOf": _values(value)},
+                                     "when": {"type": "string"}}})
+    return {"anyOf": forms}
+
+
+ZIP = {"type": "object", "additionalProperties": False, "required": ["zip"],
+       "description": "axes that move together: {zip: {AXIS: [...], AXIS: [...]}}",
+       "properties": {"zip": {"type": "object", "minProperties": 2,
+                              "additionalProperties": {"type": "array", "minItems": 1}}}}
 
 
 def space_schema() -> dict[str, Any]:
@@ -40,9 +56,9 @@ def space_schema() -> dict[str, Any]:
         "grid": {**_axis(SCALAR), "description": "programs launched (an expression may read "
                  "sms, l2_bytes, n, itemsize and other axes)"},
         "block": {**_axis({"enum": list(BLOCKS)}), "description": "threads per program"},
-        "dtype": _axis({"enum": list(DTYPES)}),
+        "dtype": _axis({"enum": list(DTYPES)}, conditional=False),
         "footprint": {**_axis(SCALAR), "description": "bytes, e.g. 64MiB"},
-        "cache": _axis({"enum": list(CACHE_MODES)}),
+        "cache": _axis({"enum": list(CACHE_MODES)}, conditional=False),
         **meta,
     }
     measure = {
@@ -65,7 +81,7 @@ def space_schema() -> dict[str, Any]:
                                         "additionalProperties": SCALAR}}}]},
         "seed": {"type": "integer"},
         "params": {"type": "object", "properties": params,
-                   "additionalProperties": _axis(SCALAR)},
+                   "additionalProperties": {"anyOf": [ZIP, _axis(SCALAR)]}},
         "constraints": {"type": "array", "items": {"type": "string"}},
         "measure": {"type": "object", "additionalProperties": False, "properties": measure},
         "budget": {"type": "object", "additionalProperties": False, "properties": {
