@@ -324,3 +324,17 @@ def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_pa
     assert main(["ab", str(small_space), "--vary", "BLOCK=256,999", "--device",
                  "interpret"]) == 2
     assert "'999' is not a value of BLOCK; allowed: 256, 1024" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sampler", ["exhaustive", "random", "tpe", "gp", "auto",
+                                     "one-at-a-time"])
+def test_every_sampler_over_a_replay_table(tmp_path, sampler):
+    from sweeper.samplers import SAMPLERS
+
+    assert set(SAMPLERS) == {"exhaustive", "random", "tpe", "gp", "auto", "one-at-a-time"}
+    summary, store, _ = replay_sweep(tmp_path, "h200-add.csv", "spaces/add.yaml",
+                                     sampler=sampler, seed=2, max_trials=12)
+    trials = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    keys = [t.key() for t in trials]
+    assert len(keys) == len(set(keys)) == summary.measured == 12     # never measured twice
+    assert all(t.ok and t.stop_reason == "replayed" for t in trials)

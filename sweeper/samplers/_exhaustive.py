@@ -83,7 +83,10 @@ class ExhaustiveSampler(PlannedSampler):
 def one_at_a_time(baseline: Mapping[str, str], axes: Mapping[str, Sequence[str]]
                   ) -> list[dict[str, str]]:
     """The baseline, then every other value of each axis with the rest at the baseline
-    (the seed's 控制变量法: change one variable at a time)."""
+    (the seed's 控制变量法: change one variable at a time).  An axis the baseline leaves out
+    sits at its middle value."""
+    baseline = {name: str(baseline.get(name, labels[(len(labels) - 1) // 2]))
+                for name, labels in axes.items()}
     out = [dict(baseline)]
     for name, labels in axes.items():
         for label in labels:
