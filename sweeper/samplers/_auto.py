@@ -34,6 +34,9 @@ Key = tuple[tuple[str, str], ...]
 #: After this many TPE proposals in a row that were already measured (free: answered from
 #: the store), a random unseen one, so the sweep never stalls on repeats.
 MAX_TPE_REPEATS = 50
+#: The pattern search moves its centre only for a gain above this fraction: smaller ones
+#: are noise-sized and would walk it along a plateau before its neighbours are tried.
+MIN_GAIN = 0.01
 
 
 def _key(params: Mapping[str, Any]) -> Key:
@@ -173,6 +176,6 @@ class AutoSampler(PlannedSampler):
         self._seen.add(_key(params))
         if state is TrialState.COMPLETE and values:
             self._scores.append((params, values[0]))
-            if self._incumbent is None or values[0] > self._incumbent[0]:
+            if self._incumbent is None or values[0] > self._incumbent[0] * (1 + MIN_GAIN):
                 self._incumbent = (values[0], params)
                 self._momentum = self._last_move
