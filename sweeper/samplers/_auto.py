@@ -5,7 +5,8 @@
 2. **Spread start**: a few points that cover every axis's range (each axis's levels
    in a seeded random order, like a Latin hypercube), so the first incumbent is not
    a lucky or unlucky corner.
-3. **Pattern search**: from the best point so far, step one axis at a time to the
+3. **Pattern search**: from the best point so far (it moves only for a gain above
+   ``MIN_GAIN``), step one axis at a time to the
    neighbouring value (axes are ordered as the space file lists their values, so
    powers of two are neighbours), keep stepping in a direction that improved, widen to
    two steps when one-step moves are exhausted (the idea of Inductor's coordinate
