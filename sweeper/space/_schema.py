@@ -95,5 +95,7 @@ def space_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "sweeper space file", "type": "object", "additionalProperties": False,
-        "required": ["kernel", "params"], "properties": properties,
+        "properties": properties,
+        # a file that extends another may leave kernel and params to it
+        "if": {"not": {"required": ["extends"]}}, "then": {"required": ["kernel", "params"]},
     }
