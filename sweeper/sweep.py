@@ -8,7 +8,6 @@ every past result.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import itertools
 import time
 import warnings
@@ -23,40 +22,19 @@ from optuna.trial import TrialState
 
 from sweeper.ceilings import SUSPICIOUS, Ceilings
 from sweeper.devices import Device
-from sweeper.errors import StudyError, SweeperError
+from sweeper.errors import SweeperError
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import StopRule, summarize, throughput
 from sweeper.samplers import ExhaustiveSampler, make_sampler
-from sweeper.space import AxisRole, Config, Invalid, Problem, Space
+from sweeper.space import Config, Invalid, Problem, Space
 from sweeper.store import BaselineRecord, StudyStore, TrialRecord
+from sweeper.study import (  # noqa: F401 - part of this module's interface
+    MAX_ENUMERATED, Choice, enumerate_choices, fingerprint, fingerprint_diff, now, open_study)
 from sweeper.trial import TrialResult, TrialStatus, run_trial
 
-MAX_ENUMERATED = 1_000_000
 MAX_REPEATED_PROPOSALS = 200
 MAX_ROTATION = 16
-
-Choice = dict[str, str]
-
-
-def enumerate_choices(space: Space, facts: Mapping[str, int], max_footprint: int | None = None
-                      ) -> tuple[list[Choice], list[tuple[Choice, str]]]:
-    """Every choice of the space, split into valid ones and ruled-out ones with the reason."""
-    if space.size > MAX_ENUMERATED:
-        raise SweeperError(f"{space.path}: the space has {space.size} configs; at most "
-                           f"{MAX_ENUMERATED} can be enumerated")
-    dims = space.choices()                 # zipped axes are one dimension
-    valid: list[Choice] = []
-    invalid: list[tuple[Choice, str]] = []
-    for labels in itertools.product(*dims.values()):
-        choice = space.expand(dict(zip(dims, labels)))
-        try:
-            space.resolve(choice, facts, max_footprint)
-        except Invalid as err:
-            invalid.append((choice, str(err)))
-        else:
-            valid.append(choice)
-    return valid, invalid
 
 
 class Reporter(Protocol):
@@ -94,59 +72,6 @@ class SweepSummary:
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
     drift: dict[str, Any] | None = None   # one-at-a-time: the baseline measured again
     saved_ms: float = 0.0      # GPU time early abandonment did not spend
-
-
-FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
-
-
-def fingerprint(space: Space, kernel: Kernel, device: Device,
-                environment: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """What must match for a study to be resumed: measurements are only comparable then."""
-    env = environment if environment is not None else device.environment()
-    out = {"device": device.name, "gpu": device.facts().name, "kernel": space.kernel,
-           "kernel_source": kernel.source_hash(), "space_sha256": space.sha256}
-    out.update({k: str(env[k]) for k in FINGERPRINT_ENV if k in env})
-    out["env"] = " ".join(f"{k}={v}" for k, v in sorted(env.get("env", {}).items()))
-    return out
-
-
-def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[str]:
-    """``key: old -> new`` for every fingerprint entry that differs."""
-    return [f"{k}: {have.get(k)!r} -> {want.get(k)!r}" for k in sorted(set(have) | set(want))
-            if have.get(k) != want.get(k)]
-
-
-def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
-               command: str, force: bool = False) -> None:
-    """Create the study, or check that the one on disk may be resumed by this run."""
-    environment = device.environment()
-    wanted = fingerprint(space, kernel, device, environment)
-    if store.exists():
-        meta = store.meta()
-        changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
-        if changed and not force:
-            raise StudyError(f"{store.root}: cannot resume, it was measured with other "
-                             f"settings ({'; '.join(changed)}); use --force to add to it "
-                             "anyway, or --study NAME for a new study")
-        store.update_meta(resumed=[*meta.get("resumed", []), _now()], last_command=command)
-        return
-    store.create({
-        "study": store.name, "kernel": space.kernel, "created": _now(), "command": command,
-        "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
-        "sampler": {"name": space.sampler.name, "seed": space.sampler.seed,
-                    "baseline": [list(p) for p in space.sampler.baseline]},
-        "measure": vars(device.measure_spec(space.measure)),
-        "measure_requested": vars(space.measure),
-        "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
-        "environment": environment, "fingerprint": wanted,
-        "kernel_source_hash": kernel.source_hash(),
-        "axes": {a.name: list(a.labels) for a in space.axes},
-        "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
-    })
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 class Sweep:
@@ -337,12 +262,12 @@ class Sweep:
 
     def _record_invalid(self, number: int, choice: Choice, reason: str) -> TrialRecord:
         record = TrialRecord(number=number, choice=choice, status=TrialStatus.INVALID,
-                             reason=reason, started=_now())
+                             reason=reason, started=now())
         self.store.append(record)
         return record
 
     def _measure(self, number: int, choice: Choice) -> TrialRecord:
-        started, t0 = _now(), time.perf_counter()
+        started, t0 = now(), time.perf_counter()
         config: Config | None = None
         try:
             config = self.space.resolve(choice, self.facts.env(), self.facts.max_footprint)
