@@ -66,7 +66,9 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
             if key not in per_cache or t.score > per_cache[key].score:
                 per_cache[key] = t
     by_number = {t.number: t for t in trials}
-    for final in store.raw("final"):      # a winner re-measured interleaved beats a sweep best
+    finals = store.raw("final")
+    winners = {f["winner"] for f in finals}
+    for final in finals:                  # a winner re-measured interleaved beats a sweep best
         p = final["problem"]
         if final["winner"] in by_number:
             per_cache[(p["dtype"], p["footprint"], p.get("cache", "cold"))] = \
@@ -82,8 +84,7 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
         "footprint": footprint, "grid": t.config["grid"], "grid_expr": t.choice["grid"],
         "block": t.config["block"], "meta": t.config["meta"], "gbps": t.gbps,
         "median_ms": t.stats["median"], "study": meta["study"], "trial": t.number,
-        "chosen_by": "interleaved final" if any(
-            f["winner"] == t.number for f in store.raw("final")) else "sweep median",
+        "chosen_by": "interleaved final" if t.number in winners else "sweep median",
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     } for (dtype, footprint), t in sorted(best.items())]

@@ -40,6 +40,14 @@ class Buffers:
         return self.tensors[name]
 
 
+def fill_random(tensor: torch.Tensor, generator: torch.Generator) -> None:
+    """Uniform in [-1, 1) for floats, in [-100, 100) for integers: never zeros."""
+    if tensor.dtype.is_floating_point:
+        tensor.uniform_(-1.0, 1.0, generator=generator)
+    else:
+        tensor.random_(-100, 100, generator=generator)
+
+
 class Kernel(abc.ABC):
     """A sweepable kernel.  Subclasses set the class attributes and five methods."""
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, Kernel, MetaParam
+from sweeper.kernels._base import Buffers, Kernel, MetaParam, fill_random
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
 
@@ -49,11 +49,7 @@ class AddKernel(Kernel):
 
     def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
         for name in ("a", "b"):
-            t = buffers[name]
-            if t.dtype.is_floating_point:
-                t.uniform_(-1.0, 1.0, generator=generator)
-            else:
-                t.random_(-100, 100, generator=generator)
+            fill_random(buffers[name], generator)
 
     def poison(self, buffers: Buffers) -> None:
         c = buffers["c"]

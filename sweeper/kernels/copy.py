@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, Kernel, MetaParam
+from sweeper.kernels._base import Buffers, Kernel, MetaParam, fill_random
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
 
@@ -51,11 +51,7 @@ class CopyKernel(Kernel):
         return Buffers(problem, {"src": src, "dst": torch.empty_like(src)})
 
     def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
-        src = buffers["src"]
-        if src.dtype.is_floating_point:
-            src.uniform_(-1.0, 1.0, generator=generator)
-        else:
-            src.random_(-100, 100, generator=generator)
+        fill_random(buffers["src"], generator)
 
     def poison(self, buffers: Buffers) -> None:
         dst = buffers["dst"]

@@ -14,6 +14,7 @@ from typing import Any
 
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.space import _expr
+from sweeper.space._expr import Expr
 from sweeper.space._model import (
     CACHE_MODES,
     FACT_NAMES,
@@ -64,6 +65,16 @@ class _Parser:
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]]) -> None:
         self.file = file
         self.where = where
+        self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
+        self.ties: list[Tie] = []
+
+    def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> Expr:
+        """``expr`` if every name it reads is in ``known``, else the error for the first."""
+        unknown = sorted(expr.names - set(known))
+        if unknown:
+            raise self.error(path, f"unknown name {unknown[0]!r} in {expr.text!r}; "
+                             f"known: {', '.join(known)}")
+        return expr
 
     def line_of(self, path: str) -> int:
         return self.where.get(path, (self.file, 0))[1] or 0
@@ -105,10 +116,8 @@ class _Parser:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
         axes = self.axes(data["params"], kernel_cls, cache_modes)
-        self.axes_seen = axes
-        names = {a.name for a in axes} - set(TEXT_AXES)
         order = self.order(axes)
-        constraints = self.constraints(data.get("constraints", []), names)
+        constraints = self.constraints(data.get("constraints", []), axes)
         sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
         return Space(
             study=study, kernel=kernel_name, sampler=sampler, axes=tuple(axes), order=order,
@@ -161,7 +170,6 @@ class _Parser:
         params = self.zipped(params, known)
         params = self.keys(params, "params", known)
         axes = []
-        self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
         for name in known:
             path = f"params.{name}"
             if name in params and isinstance(params[name], dict) and "when" in params[name]:
@@ -204,7 +212,6 @@ class _Parser:
     def zipped(self, params: Any, known: tuple[str, ...]) -> Any:
         """Take ``group: {zip: {AXIS: [...], ...}}`` out of ``params``: each member becomes an
         axis of its distinct values, and the group a :class:`Tie` of the rows."""
-        self.ties: list[Tie] = []
         if not isinstance(params, dict):
             return params
         out = {}
@@ -333,10 +340,7 @@ class _Parser:
             for i, v in enumerate(a.values):
                 if v.expr is None:
                     continue
-                unknown = sorted(v.expr.names - set(known))
-                if unknown:
-                    raise self.error(f"params.{a.name}[{i}]", f"unknown name {unknown[0]!r} in "
-                                     f"{v.label!r}; known: {', '.join(known)}")
+                self.names_known(v.expr, f"params.{a.name}[{i}]", known)
                 reads = set(v.expr.names)
                 if "n" in reads:
                     reads |= {"footprint", "dtype"}
@@ -353,36 +357,24 @@ class _Parser:
         return tuple(done)
 
     # -- the rest -------------------------------------------------------------------------
-    def constraints(self, raw: Any, names: set[str]) -> tuple[Constraint, ...]:
+    def constraints(self, raw: Any, axes: list[Axis]) -> tuple[Constraint, ...]:
         if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
             raise self.error("constraints", f"{raw!r} is not a list of expressions "
                              "(e.g. [\"BLOCK >= block\"])")
-        known = sorted(names | set(FACT_NAMES))
+        known = sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES))
+        first = {a.name: a.values[0].label for a in axes}
+        sources = [(f"constraints[{i}]", text, text, None) for i, text in enumerate(raw)]
+        sources += [(path, when, f"({when}) or {axis} == ({first[axis]})", (axis, when))
+                    for axis, when, path in self.conditions]
         out = []
-        for i, text in enumerate(raw):
-            path = f"constraints[{i}]"
+        for path, text, full, condition_of in sources:
             try:
-                expr = _expr.parse(text)
+                self.names_known(_expr.parse(text), path, known)
+                expr = _expr.parse(full)
             except ExpressionError as err:
                 raise self.error(path, str(err)) from None
-            unknown = sorted(expr.names - set(known))
-            if unknown:
-                raise self.error(path, f"unknown name {unknown[0]!r} in {text!r}; "
-                                 f"known: {', '.join(known)}")
-            out.append(Constraint(expr=expr, line=self.line_of(path)))
-        for axis, when, path in getattr(self, "conditions", []):
-            first = next(a for a in self.axes_seen if a.name == axis).values[0].label
-            try:
-                cond = _expr.parse(when)
-                expr = _expr.parse(f"({when}) or {axis} == ({first})")
-            except ExpressionError as err:
-                raise self.error(path, str(err)) from None
-            unknown = sorted(cond.names - set(known))
-            if unknown:
-                raise self.error(path, f"unknown name {unknown[0]!r} in {when!r}; "
-                                 f"known: {', '.join(known)}")
             out.append(Constraint(expr=expr, line=self.line_of(path),
-                                  condition_of=(axis, when)))
+                                  condition_of=condition_of))
         return tuple(out)
 
     def measure(self, raw: Any) -> tuple[MeasureSpec, list[str]]:
