@@ -21,6 +21,9 @@ COPY_FOOTPRINTS = tuple(1 << k for k in range(20, 31)) + (4 << 30,)   # 1 MiB ..
 MATMUL_DTYPES = ("float32", "tfloat32", "float16", "bfloat16")
 MATMUL_SIZE = 8192
 SUSPICIOUS = 1.05          # faster than 105 % of the ceiling at that footprint is suspect
+#: The matmul ceiling a Triton ``tl.dot`` on a dtype is held against: fp32 operands go
+#: through TF32 tensor cores by default (``input_precision="tf32"``), as torch's don't.
+DOT_CEILING = {"float32": "tfloat32"}
 
 
 @dataclass
@@ -52,6 +55,12 @@ class Ceilings:
     def dram_bandwidth(self) -> float:
         """The cold copy bandwidth at the largest footprint: device memory, not L2."""
         return self.bandwidth(max(self.copy), "cold")
+
+    def matmul_peak(self, dtype: str) -> tuple[str, float] | None:
+        """(which ceiling, TFLOP/s) a matmul on ``dtype`` is held against; ``None`` when
+        that ceiling was not measured."""
+        name = DOT_CEILING.get(dtype, dtype)
+        return (name, self.matmul[name]) if self.matmul.get(name) else None
 
     def roofline(self, flops: float, nbytes: float, dtype: str) -> tuple[float, float, str]:
         """(arithmetic intensity FLOP/B, attainable GFLOP/s, "memory"|"compute") for work

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import SweeperError
+from sweeper.finals import Pick, Winners
 from sweeper.space import DTYPES, evaluate, format_size, parse
 from sweeper.store import StudyStore
 
@@ -58,36 +59,15 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
     """Merge the study's best config per problem into the tuning file; return the entries."""
     meta = store.meta()
     trials, _ = store.records()
-    env = meta.get("environment", {})
-    per_cache: dict[tuple[str, int, str], Any] = {}
-    for t in trials:
-        if t.ok and t.config and not t.suspicious:
-            key = (t.config["dtype"], t.config["footprint"], t.config.get("cache", "cold"))
-            if key not in per_cache or t.score > per_cache[key].score:
-                per_cache[key] = t
-    by_number = {t.number: t for t in trials}
-    finals = store.raw("final")
-    winners = {f["winner"] for f in finals}
-    for final in finals:                  # a winner re-measured interleaved beats a sweep best
-        p = final["problem"]
-        if final["winner"] in by_number:
-            per_cache[(p["dtype"], p["footprint"], p.get("cache", "cold"))] = \
-                by_number[final["winner"]]
-    best: dict[tuple[str, int], Any] = {}
-    for (dtype, footprint, cache), t in sorted(per_cache.items()):   # cold wins over warm
+    picks = Winners.of(store).picks(trials)
+    best: dict[tuple[str, int], Pick] = {}
+    for (dtype, footprint, cache), pick in sorted(picks.items()):   # cold wins over warm
         if cache == "cold" or (dtype, footprint) not in best:
-            best[(dtype, footprint)] = t
+            best[(dtype, footprint)] = pick
     if not best:
         raise SweeperError(f"{store.root}: no successful trial to export")
-    entries = [{
-        "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": dtype,
-        "footprint": footprint, "grid": t.config["grid"], "grid_expr": t.choice["grid"],
-        "block": t.config["block"], "meta": t.config["meta"], "gbps": t.gbps,
-        "median_ms": t.stats["median"], "study": meta["study"], "trial": t.number,
-        "chosen_by": "interleaved final" if t.number in winners else "sweep median",
-        "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
-        "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-    } for (dtype, footprint), t in sorted(best.items())]
+    entries = [_entry(meta, dtype, footprint, pick)
+               for (dtype, footprint), pick in sorted(best.items())]
     target = tuning_path(path)
     data = _read(target) if target.exists() else {"version": FORMAT_VERSION, "entries": []}
     keys = {_entry_key(e) for e in entries}
@@ -97,6 +77,20 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
     tmp.write_text(json.dumps(data, indent=2) + "\n")
     tmp.replace(target)
     return target, entries
+
+
+def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick) -> dict[str, Any]:
+    t, env = pick.trial, meta.get("environment", {})
+    cfg, stats = t.config or {}, t.stats or {}          # a pick always has both
+    return {
+        "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": dtype,
+        "footprint": footprint, "grid": cfg["grid"], "grid_expr": t.choice["grid"],
+        "block": cfg["block"], "meta": cfg["meta"], "gbps": t.gbps,
+        "median_ms": stats["median"], "study": meta["study"], "trial": t.number,
+        "chosen_by": pick.chosen_by,
+        "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
+        "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def _entry_key(entry: dict[str, Any]) -> tuple[Any, ...]:

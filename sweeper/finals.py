@@ -4,10 +4,18 @@ The best config of a problem is a *set*: every config whose median's confidence
 interval overlaps the fastest one's is tied within noise.  Before a winner is
 named, the finalists (the top ``TOP_K`` and that tied set) are re-measured in
 ``ROUNDS`` round-robin rounds, in a shuffled order each round, in the same
-process, as Helion does; the winner is chosen from those samples alone.  Among
-configs still tied, the documented rule prefers the lowest variance (CV), then
-the simplest config: fewest warps, then smallest meta-parameters, then fewest
-programs.
+process, as Helion does; the winner is chosen from those samples alone.
+
+The winner is the fastest median, unless another config is both tied within noise
+*and* within ``PRACTICAL`` (1 %) of the fastest median: only among those does the
+rule prefer the lowest variance (CV), then the simplest config (fewest warps, then
+smallest meta-parameters, then fewest programs).  Statistical ties alone are not
+enough: with wide intervals (matmul's, on the H200) a config 10 % slower was "tied"
+and won on its lower CV.  The threshold is relative to the fastest median because
+what a slower pick costs is the fraction of every launch's time it adds: that holds at
+any footprint (an absolute time would not), is about the same fraction of GB/s or
+TFLOP/s, and says how much slowness is worth trading for stability, which the CIs'
+width (the statistical test again) cannot.
 """
 
 from __future__ import annotations
@@ -19,14 +27,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sweeper.measure import StopRule, summarize, tied_set
-from sweeper.store import TrialRecord
+from sweeper.store import StudyStore, TrialRecord
 
 TOP_K = 5
 MAX_FINALISTS = 12
 ROUNDS = 5
 SAMPLES_PER_ROUND = 10
-RULE = ("tied within noise = 95% CIs of the medians overlap; among tied: lowest CV, then "
-        "fewest warps, then smallest meta-parameters, then fewest programs")
+#: A slower config may win only within this fraction of the fastest median (see above).
+PRACTICAL = 0.01
+RULE = ("the fastest median wins, unless others are both tied within noise (95% CIs of the "
+        f"medians overlap) and within {PRACTICAL:.0%} of its median; among those: lowest CV, "
+        "then fewest warps, then smallest meta-parameters, then fewest programs")
 
 
 @dataclass
@@ -74,10 +85,14 @@ def finalists(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
 
 def pick_winner(samples: dict[int, list[float]], trials: dict[int, TrialRecord]
                 ) -> tuple[int, list[int]]:
-    """The winner among re-measured finalists, and the set tied with the fastest."""
-    _, tied = tied_set(samples)
-    winner = min(tied, key=lambda n: (summarize(samples[n]).cv, simplicity(trials[n])))
-    return winner, sorted(tied, key=lambda n: summarize(samples[n]).median)
+    """The winner among re-measured finalists (see the module docstring), and the set
+    tied with the fastest, fastest first."""
+    stats = {n: summarize(s) for n, s in samples.items()}
+    fastest, tied = tied_set(samples)
+    limit = stats[fastest].median * (1 + PRACTICAL)
+    close = [n for n in tied if stats[n].median <= limit]
+    winner = min(close, key=lambda n: (stats[n].cv, simplicity(trials[n])))
+    return winner, sorted(tied, key=lambda n: stats[n].median)
 
 
 def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, StopRule],
@@ -105,6 +120,19 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
                        finalists=rows, tied=tied, winner=winner)
 
 
+@dataclass(frozen=True)
+class Pick:
+    """The config a problem ends with: the interleaved finals' winner, else the sweep's best."""
+
+    trial: TrialRecord
+    median_ms: float                          # from the samples it was chosen on
+    final: FinalRecord | None = None          # the final that chose it, if one did
+
+    @property
+    def chosen_by(self) -> str:
+        return "interleaved final" if self.final else "sweep median"
+
+
 @dataclass
 class Winners:
     """Latest final record per problem, looked up by trial numbers."""
@@ -116,5 +144,25 @@ class Winners:
         out = cls()
         for f in finals:
             p = f.problem
-            out.finals[(p["dtype"], p["footprint"], p["cache"])] = f
+            out.finals[(p["dtype"], p["footprint"], p.get("cache", "cold"))] = f
+        return out
+
+    @classmethod
+    def of(cls, store: StudyStore) -> Winners:
+        return cls.from_records([FinalRecord.from_json(d) for d in store.raw("final")])
+
+    def picks(self, trials: Sequence[TrialRecord]) -> dict[tuple[str, int, str], Pick]:
+        """Per problem, the one choice that ``sweeper export`` writes and reports mark: the
+        latest final's winner, else the sweep's best score (never a suspicious one)."""
+        out: dict[tuple[str, int, str], Pick] = {}
+        for t in trials:
+            if t.ok and t.config and t.stats and not t.suspicious:
+                key = problem_of(t)
+                if key not in out or t.score > out[key].trial.score:
+                    out[key] = Pick(t, t.stats["median"])
+        by_number = {t.number: t for t in trials}
+        for key, final in self.finals.items():
+            if final.winner in by_number:
+                row = next(r for r in final.finalists if r["number"] == final.winner)
+                out[key] = Pick(by_number[final.winner], row["stats"]["median"], final)
         return out

@@ -82,7 +82,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
         "measure_requested": vars(space.measure),
         "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
         "environment": environment, "fingerprint": wanted,
-        "kernel_source_hash": kernel.source_hash(),
+        "kernel_source_hash": kernel.source_hash(), "headline": kernel.headline.value,
         "axes": {a.name: list(a.labels) for a in space.axes},
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
     })

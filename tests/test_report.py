@@ -1,11 +1,30 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sweeper.report import best_configs, failure_counts, heatmaps, trials_frame, write_report
+from sweeper.ceilings import Ceilings
+from sweeper.devices import open_device
+from sweeper.export import export_study
+from sweeper.finals import FinalRecord
+from sweeper.kernels import load_kernel
+from sweeper.measure import summarize
+from sweeper.report import (
+    best_configs,
+    draw_heatmap,
+    failure_counts,
+    heatmaps,
+    study_tables,
+    trials_frame,
+    write_report,
+)
+from sweeper.space import load_space
 from sweeper.store import BaselineRecord, StudyStore, TrialRecord
+from sweeper.sweep import Sweep, open_study
 from sweeper.trial import TrialStatus
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def record(number, grid, block, BLOCK, gbps, status=TrialStatus.OK, reason=None, grid_value=None):
@@ -92,7 +111,7 @@ def test_write_report_writes_images_markdown_and_json(tmp_path):
     assert all(p.stat().st_size > 1000 for p in files.images)
     assert files.images[0].read_bytes()[:4] == b"\x89PNG"
     md = files.markdown.read_text()
-    assert "| 1 | 4 | sms | 132 | 32 | 1024 |" in md
+    assert "| 1 | sweep best | 4 | sms | 132 | 32 | 1024 |" in md
     assert "## Measurement record" in md and "| stopping rule |" in md
     assert "sweeper run x.yaml --device cuda --study st" in md
     assert "| invalid | constraint 'BLOCK >= 32*block' is false | 2 |" in md
@@ -101,3 +120,106 @@ def test_write_report_writes_images_markdown_and_json(tmp_path):
     assert data["counts"] == {"ok": 5, "invalid": 2, "wrong_answer": 1}
     assert data["baselines"][0]["gbps"] == 400.0
     assert {f["status"] for f in data["failures"]} == {"invalid", "wrong_answer"}
+
+
+def copy_study(tmp_path, finals=()):
+    store = StudyStore(tmp_path / "st")
+    store.create({"study": "st", "kernel": "copy", "command": "sweeper run x.yaml",
+                  "space_path": "x.yaml", "axes": {"grid": ["sms", "2*sms"],
+                                                   "block": ["32", "64"],
+                                                   "BLOCK": ["256", "1024"]},
+                  "meta_axes": ["BLOCK"], "environment": {"gpu": "Fake GPU", "sms": 132},
+                  "fingerprint": {"device": "cuda"}})
+    for r in [*TRIALS, *BASE, *finals]:
+        store.append(r)
+    store.close()
+    return store
+
+
+def final(winner, numbers, medians):
+    rows = [{"number": n, "samples_ms": [m] * 50, "stats": summarize([m] * 50).to_dict(),
+             "gbps": 2.0 / m} for n, m in zip(numbers, medians)]
+    return FinalRecord(problem={"dtype": "float32", "footprint": 1 << 30, "cache": "cold"},
+                       finalists=rows, tied=list(numbers), winner=winner)
+
+
+def test_reports_mark_the_interleaved_winner_not_the_sweeps_fastest(tmp_path):
+    # the sweep's fastest is #4 (400 GB/s); the interleaved final re-measured #4 and #1
+    # and named #1: every "best" the report shows is #1, as `sweeper export` writes it
+    store = copy_study(tmp_path, [final(1, [4, 1], [0.0050, 0.0049])])
+    tables = study_tables(store)
+    m256, m1024, overview = tables["heatmaps"]
+    assert overview.best == (64, "sms") and m256.best == (64, "sms")     # #1's cell
+    assert overview.best_note == m256.best_note == "winner of the interleaved final"
+    assert m1024.best == (32, "sms") and m1024.best_note == "best of this map"
+    best = tables["best"]
+    assert list(best.loc[best["chosen"] != "", "number"]) == [1]
+    assert best.loc[best["number"] == 1, "chosen"].item() == "winner"
+    picks = tables["picks"]
+    assert list(picks["number"]) == [1] and picks["chosen_by"][0] == "interleaved final"
+    assert picks["gbps"][0] == pytest.approx(2.0 / 0.0049)       # at the final's median
+    _, entries = export_study(store, tmp_path / "tuning.json")
+    assert [e["trial"] for e in entries] == [1]
+    assert entries[0]["chosen_by"] == picks["chosen_by"][0]
+    files = write_report(store, draw=False)
+    md = files.markdown.read_text()
+    assert "| float32 1GiB cold | interleaved final | 1 | sms | 132 | 64 | 256 |" in md
+    assert "#1 at 408.2 GB/s (1 tied within noise)" in md
+    assert json.loads(files.json.read_text())["headline"]["per_problem"][0]["number"] == 1
+
+
+def test_without_finals_reports_mark_the_sweeps_best(tmp_path):
+    tables = study_tables(copy_study(tmp_path))
+    assert tables["heatmaps"][-1].best == (32, "sms")                     # #4's cell
+    assert tables["heatmaps"][-1].best_note == "best in the sweep"
+    assert list(tables["picks"]["number"]) == [4]
+    assert tables["picks"]["chosen_by"][0] == "sweep median"
+
+
+def test_a_copy_report_leads_with_gb_per_s(tmp_path):
+    files = write_report(copy_study(tmp_path), draw=False)
+    md = files.markdown.read_text()
+    assert "rates: effective GB/s" in md and "| GB/s | % of torch copy_ |" in md
+    assert "TFLOP/s" not in md
+    headline = json.loads(files.json.read_text())["headline"]
+    assert headline["metric"] == "gbps" and headline["unit"] == "GB/s"
+
+
+def test_a_matmul_report_leads_with_tflops_and_the_matmul_ceiling(tmp_path):
+    device = open_device(f"replay:{ROOT / 'tests/data/replay/h200-matmul.csv'}")
+    space = load_space(ROOT / "spaces/matmul.yaml")
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(tmp_path / "mm")
+    open_study(store, space, kernel, device, command="test")
+    Sweep(space, kernel, device, store).run()
+    ceilings = Ceilings(gpu="NVIDIA H200", uuid="", driver="", matmul={"bfloat16": 800.0},
+                        copy={1 << 30: {"cold": 4000.0, "warm": 4000.0}})
+    store.update_meta(ceilings=ceilings.to_json())
+    tables = study_tables(store)
+    assert tables["metric"] == "tflops"
+    pick = tables["picks"].iloc[0]
+    tflops = 2 * 4096 ** 3 / (pick["median_ms"] * 1e-3) / 1e12
+    assert pick["tflops"] == pytest.approx(tflops) and 700 < tflops < 800
+    assert pick["pct_ceiling"] == pytest.approx(100 * tflops / 800.0)
+    overview = tables["heatmaps"][-1]
+    assert overview.metric == "tflops" and overview.title.endswith("· TFLOP/s")
+    assert overview.values.max().max() == pytest.approx(tflops)
+    assert tables["best"]["tflops"].iloc[0] == pytest.approx(tflops)
+    files = write_report(store, draw=False)
+    md = files.markdown.read_text()
+    assert "rates: TFLOP/s (FLOPs / median)" in md
+    best_header = next(line for line in md.splitlines() if line.startswith("| problem | rank"))
+    assert "| TFLOP/s | % of baseline | % of ceiling |" in best_header   # replays: no torch
+    assert "GB/s" not in best_header
+    assert "divides TFLOP/s by the torch.matmul rate" in md
+    assert f"at {tflops:.4g} TFLOP/s (no interleaved final)" in md
+    headline = json.loads(files.json.read_text())["headline"]
+    assert headline["unit"] == "TFLOP/s"
+    assert headline["per_problem"][0]["tflops"] == pytest.approx(tflops)
+    assert draw_heatmap(overview, tmp_path / "maps")[0].stat().st_size > 1000
+
+
+def test_fp32_matmul_is_held_against_the_tf32_ceiling():
+    c = Ceilings(gpu="G", uuid="", driver="", matmul={"float32": 50.0, "tfloat32": 400.0})
+    assert c.matmul_peak("float32") == ("tfloat32", 400.0)
+    assert c.matmul_peak("bfloat16") is None

@@ -1,6 +1,7 @@
 """Issue 3 without a GPU: ceilings, suspicious results, winners, machine state through a fake
 NVML reader, flags, fingerprints, compare."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -9,7 +10,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.cli import main
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._nvml import GpuState, throttle_reason
-from sweeper.finals import finalists, pick_winner
+from sweeper.finals import PRACTICAL, RULE, finalists, pick_winner
 from sweeper.kernels import load_kernel
 from sweeper.measure import StopRule
 from sweeper.space import Config, MeasureSpec, Problem, load_space
@@ -152,6 +153,27 @@ def test_winner_prefers_lowest_variance_then_the_simplest():
     winner, tied = pick_winner({n: t.samples_ms for n, t in trials.items()}, trials)
     assert set(tied) == {1, 2, 3}
     assert winner == 3          # CV 0 beats the wobbly one; fewer warps among the flat ones
+
+
+def spread(median, half_width, n=50):
+    """``n`` samples evenly over ``median`` ± ``half_width``: CV grows with the width."""
+    return list(np.linspace(median - half_width, median + half_width, n))
+
+
+def test_a_tied_but_10pct_slower_config_does_not_win_on_its_lower_cv():
+    # the H200 matmul case: wide intervals make a 10 % slower config statistically tied
+    trials = {1: record(1, spread(1.00, 0.5)), 2: record(2, spread(1.10, 0.01), warps=1)}
+    samples = {n: t.samples_ms for n, t in trials.items()}
+    winner, tied = pick_winner(samples, trials)
+    assert tied == [1, 2]                      # tied within noise ...
+    assert winner == 1                         # ... but too slow to matter: the fastest wins
+
+
+def test_a_tied_config_within_1pct_wins_on_its_lower_cv():
+    trials = {1: record(1, spread(1.000, 0.05)), 2: record(2, spread(1.005, 0.001), warps=8)}
+    winner, tied = pick_winner({n: t.samples_ms for n, t in trials.items()}, trials)
+    assert tied == [1, 2] and winner == 2      # 0.5 % slower, steadier: it wins
+    assert f"within {PRACTICAL:.0%} of its median" in RULE
 
 
 def test_a_result_above_the_ceiling_is_retimed_flagged_and_cannot_win(small_space, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 from sweeper.errors import SweeperError
-from sweeper.kernels._base import Buffers, Kernel, MetaParam, fill_random
+from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam, fill_random
 
 #: Built-in kernels, loaded only when named.
 BUILTINS: dict[str, str] = {
@@ -37,5 +37,5 @@ def load_kernel(name: str) -> Kernel:
     return kernel_class(name)()
 
 
-__all__ = ["BUILTINS", "Buffers", "Kernel", "MetaParam", "fill_random", "kernel_class",
-           "load_kernel"]
+__all__ = ["BUILTINS", "Buffers", "Headline", "Kernel", "MetaParam", "fill_random",
+           "kernel_class", "load_kernel"]

@@ -9,6 +9,7 @@ output against a reference on fresh random data.
 from __future__ import annotations
 
 import abc
+import enum
 import hashlib
 import inspect
 from collections.abc import Mapping
@@ -18,6 +19,17 @@ from typing import Any, ClassVar
 import torch
 
 from sweeper.space import Config, Problem
+
+
+class Headline(str, enum.Enum):
+    """The rate reports lead with for a kernel (the search still maximizes GB/s)."""
+
+    GBPS = "gbps"          # bytes_moved / median: for kernels bound by memory bandwidth
+    TFLOPS = "tflops"      # flops / median: for compute-bound kernels such as matmul
+
+    @property
+    def unit(self) -> str:
+        return {"gbps": "GB/s", "tflops": "TFLOP/s"}[self.value]
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,8 @@ class Kernel(abc.ABC):
         "grid": "cdiv(n, BLOCK)", "block": 128, "dtype": "float32", "footprint": "64MiB"}
     #: What a torch baseline of the same work is called in reports ("torch copy_").
     baseline_name: ClassVar[str | None] = None
+    #: What reports show first: GB/s, or TFLOP/s for a compute-bound kernel.
+    headline: ClassVar[Headline] = Headline.GBPS
 
     @abc.abstractmethod
     def allocate(self, problem: Problem, device: str) -> Buffers:

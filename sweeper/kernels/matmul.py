@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, Kernel, MetaParam
+from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
 
@@ -70,6 +70,7 @@ class MatmulKernel(Kernel):
         "grid": "cdiv(isqrt(n), BLOCK_M) * cdiv(isqrt(n), BLOCK_N)", "block": 256,
         "dtype": "bfloat16", "footprint": "32MiB"}
     baseline_name: ClassVar[str] = "torch.matmul"
+    headline: ClassVar[Headline] = Headline.TFLOPS
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         m = side(problem)

@@ -8,10 +8,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from sweeper.measure._stats import median_ci, summarize
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class StopRule:
         return self.repeat if self.kind == "fixed" else max(5, min(self.min_samples, 20))
 
 
-def tied_set(candidates: Mapping[Hashable, Sequence[float]]) -> tuple[Hashable, list[Hashable]]:
+def tied_set(candidates: Mapping[K, Sequence[float]]) -> tuple[K, list[K]]:
     """The fastest candidate by median and every candidate whose median CI overlaps its CI."""
     if not candidates:
         raise ValueError("no candidates")

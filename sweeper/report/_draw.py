@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sweeper.report._tables import HeatmapData
-
-METRIC_LABEL = {"gbps": "effective GB/s (read + write, median)", "score": "score"}
+from sweeper.report._tables import LABELS, HeatmapData
 
 
 def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
@@ -31,7 +30,7 @@ def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
     height = max(3.5, 0.6 * values.shape[0] + 2.0)
     fig, ax = plt.subplots(figsize=(width, height))
     sns.heatmap(values, annot=annot, fmt="", cmap="viridis", ax=ax, linewidths=0.5,
-                linecolor="white", cbar_kws={"label": METRIC_LABEL.get(data.metric, data.metric)},
+                linecolor="white", cbar_kws={"label": LABELS.get(data.metric, data.metric)},
                 mask=~np.isfinite(values.to_numpy()))
     ax.set_facecolor("#dddddd")
     for i in range(values.shape[0]):            # notes for masked cells
@@ -46,7 +45,9 @@ def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
     ax.set_xticklabels(data.column_labels, rotation=0, fontsize=8)
     ax.set_xlabel("grid (programs)")
     ax.set_ylabel("block (threads = num_warps × 32)")
-    ax.set_title(data.title + ("  (red: best)" if data.best is not None else ""), fontsize=10)
+    title = textwrap.fill(data.title, width=int(11 * width))      # ~11 characters an inch
+    ax.set_title(title + (f"\n(red: {data.best_note})" if data.best is not None else ""),
+                 fontsize=10)
     return _save(fig, directory, data.name)
 
 
@@ -67,8 +68,8 @@ def _fmt(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def draw_effect(effect: Any, title: str, directory: Path) -> list[Path]:
-    """GB/s against one axis's values, the median's 95 % CI as a band, baseline marked."""
+def draw_effect(effect: Any, title: str, directory: Path, metric: str = "gbps") -> list[Path]:
+    """A rate against one axis's values, the median's 95 % CI as a band, baseline marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -79,12 +80,12 @@ def draw_effect(effect: Any, title: str, directory: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(points) + 2), 3.6))
     ax.fill_between(x, points["lo"].astype(float), points["hi"].astype(float), alpha=0.3,
                     label="95% CI of the median")
-    ax.plot(x, points["gbps"].astype(float), marker="o", label="median")
+    ax.plot(x, points["rate"].astype(float), marker="o", label="median")
     base = list(points["label"]).index(effect.baseline)
     ax.axvline(base, color="grey", linestyle="--", linewidth=1, label="baseline")
     ax.set_xticks(x, [str(v) for v in points["label"]], fontsize=8)
     ax.set_xlabel(effect.axis)
-    ax.set_ylabel("effective GB/s")
+    ax.set_ylabel(LABELS.get(metric, metric))
     ax.set_title(f"{title}: {effect.axis} alone (best/worst {effect.ratio:.2f}x"
                  f"{', beyond noise' if effect.beyond_noise else ', within noise'})",
                  fontsize=9)

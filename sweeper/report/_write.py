@@ -11,18 +11,25 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.ceilings import Ceilings
-from sweeper.finals import RULE, FinalRecord
+from sweeper.ceilings import DOT_CEILING, Ceilings
+from sweeper.errors import SweeperError
+from sweeper.finals import Winners
+from sweeper.kernels import Headline, kernel_class
 from sweeper.report._draw import draw_effect, draw_heatmap
 from sweeper.report._tables import (
+    LABELS,
+    baseline_rates,
     best_configs,
     failure_counts,
     final_table,
     flag_counts,
+    headline_table,
     heatmaps,
     one_at_a_time,
+    rate_column,
     stop_counts,
     trials_frame,
+    unit,
 )
 from sweeper.space import format_size
 from sweeper.store import StudyStore
@@ -39,30 +46,48 @@ def study_tables(store: StudyStore) -> dict[str, Any]:
     """Everything the report shows, computed from the study on disk."""
     meta = store.meta()
     trials, baselines = store.records()
-    finals = [FinalRecord.from_json(d) for d in store.raw("final")]
+    winners = Winners.of(store)            # the newest final of each problem counts
+    picks = {p.trial.number: p for p in winners.picks(trials).values()}
     ceilings = Ceilings.from_json(meta["ceilings"]) if meta.get("ceilings") else None
     meta_names = meta.get("meta_axes", [])
-    df = trials_frame(trials, meta_names, ceilings)
+    headline = _headline(meta)
+    df = trials_frame(trials, meta_names, ceilings, headline)
+    metric = "gbps" if df.empty else rate_column(df, headline)
     axes = meta.get("axes", {})
     blocks = sorted(int(b) for b in axes.get("block", []) if str(b).isdigit())
     env = meta.get("environment", {})
     empty = df.empty
-    latest: dict[tuple[Any, ...], FinalRecord] = {}
-    for f in finals:                       # the newest final of each problem counts
-        latest[(f.problem["dtype"], f.problem["footprint"], f.problem["cache"])] = f
     return {
         "meta": meta, "frame": df, "baselines": baselines, "ceilings": ceilings,
+        "headline": headline, "metric": metric,
+        "picks": pd.DataFrame() if empty else headline_table(list(picks.values()), df,
+                                                             meta_names, metric),
         "heatmaps": [] if empty else heatmaps(df, meta_names, axes.get("grid", []), blocks,
-                                              kernel=meta["kernel"], gpu=env.get("gpu", "?")),
-        "best": pd.DataFrame() if empty else best_configs(df, baselines, meta_names),
+                                              kernel=meta["kernel"], gpu=env.get("gpu", "?"),
+                                              headline=headline, picks=picks),
+        "best": pd.DataFrame() if empty else best_configs(df, baselines, meta_names,
+                                                          picks=picks),
         "failures": pd.DataFrame() if empty else failure_counts(df),
         "stops": pd.DataFrame() if empty else stop_counts(df),
         "flags": pd.DataFrame() if empty else flag_counts(df),
-        "finals": [(f, final_table(f, df, meta_names)) for f in latest.values()],
-        "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])))
+        "finals": [(f, final_table(f, df, meta_names, metric))
+                   for f in winners.finals.values()],
+        "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
+                                 headline)
         if meta.get("sampler", {}).get("name") == "one-at-a-time" else [],
         "drift": store.raw("drift"),
     }
+
+
+def _headline(meta: dict[str, Any]) -> Headline:
+    """The kernel's headline rate, as the study recorded it; studies older than that
+    record ask the kernel, and GB/s is left where the kernel cannot be loaded."""
+    if meta.get("headline"):
+        return Headline(meta["headline"])
+    try:
+        return kernel_class(meta["kernel"]).headline
+    except SweeperError:
+        return Headline.GBPS
 
 
 def write_report(store: StudyStore, *, draw: bool = True) -> ReportFiles:
@@ -72,7 +97,8 @@ def write_report(store: StudyStore, *, draw: bool = True) -> ReportFiles:
         for data in tables["heatmaps"]:
             images += draw_heatmap(data, store.root / "heatmaps")
         for effect in tables["effects"]:
-            images += draw_effect(effect, tables["meta"]["kernel"], store.root / "heatmaps")
+            images += draw_effect(effect, tables["meta"]["kernel"], store.root / "heatmaps",
+                                  tables["metric"])
     files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json",
                         images=images)
     files.json.write_text(json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
@@ -107,6 +133,8 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "reproduce": reproduce_command(meta), "command": meta.get("command"),
         "space_sha256": meta.get("space_sha256"), "fingerprint": meta.get("fingerprint"),
         "counts": counts,
+        "headline": {"metric": tables["metric"], "unit": unit(tables["metric"]),
+                     "per_problem": _clean(tables["picks"].to_dict("records"))},
         "winners": [{"problem": f.problem, "winner": f.winner, "tied": f.tied,
                      "rule": f.rule, "rounds": f.rounds,
                      "finalists": _clean(t.to_dict("records"))} for f, t in tables["finals"]],
@@ -140,8 +168,15 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+#: Column names as report.md shows them.
+SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",
+         "gb_per_j": "GB/J", "cold_s": "first run s", "rel_ci": "±CI", "number": "#",
+         "chosen_by": "chosen by", "median_ms": "median ms"}
+
+
 def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
-    meta, df = tables["meta"], tables["frame"]
+    meta, df, metric = tables["meta"], tables["frame"], tables["metric"]
+    rate = {metric: unit(metric)}
     env = meta.get("environment", {})
     out = [f"# Study `{meta['study']}`: {meta['kernel']} on {env.get('gpu', '?')}\n"]
     if meta.get("device_note"):
@@ -152,20 +187,22 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
                f"{counts.get('invalid', 0)} skipped by constraints. Each measured trial: first "
                f"launch timed apart (compile + first run), output verified on fresh random data "
                f"with the output poisoned first, then {meta.get('measure_text', '?')}; "
-               "GB/s from the median.\n")
+               f"rates: {LABELS[metric]}.\n")
+    out.append("## Best config per problem\n")
+    out.append("What `sweeper export` writes: the winner of the interleaved final where there "
+               "is one, else the sweep's best; its median and rate from the samples it was "
+               "chosen on.\n")
+    out.append(_md_table(tables["picks"].rename(columns={**SHOWN, **rate})))
     out += _winners(tables)
     out += _effects(tables)
     out.append("## Best configs in the sweep\n")
     best = tables["best"]
     if not best.empty:
-        shown = best.copy()
         base_name = tables["baselines"][0].name if tables["baselines"] else "baseline"
-        shown = shown.rename(columns={
-            "grid_label": "grid", "grid": "programs", "pct_of_baseline": f"% of {base_name}",
-            "pct_ceiling": "% of ceiling", "gbps": "GB/s", "gb_per_j": "GB/J",
-            "cold_s": "first run s", "rel_ci": "±CI", "number": "#"})
-        keep = [c for c in shown.columns if c != "gflops" or (shown[c] > 0).any()]
-        out.append(_md_table(shown[keep]))
+        other_rates = [c for c in ("gbps", "tflops") if c != metric]
+        shown = best.drop(columns=other_rates).rename(columns={
+            **SHOWN, "pct_of_baseline": f"% of {base_name}", **rate})
+        out.append(_md_table(shown))
     else:
         out.append("No config was measured successfully.\n")
     if tables["baselines"]:
@@ -173,10 +210,11 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
         rows = pd.DataFrame([{"name": b.name, "dtype": b.dtype,
                               "footprint": format_size(b.footprint), "cache": b.cache,
                               "median ms": b.stats["median"], "min ms": b.stats["min"],
-                              "p95 ms": b.stats["p95"], "GB/s": b.gbps}
-                             for b in tables["baselines"]])
+                              "p95 ms": b.stats["p95"], unit(metric): r}
+                             for b, r in zip(tables["baselines"],
+                                             baseline_rates(tables["baselines"], df, metric))])
         out.append(_md_table(rows))
-    out += _ceilings(tables["ceilings"])
+    out += _ceilings(tables["ceilings"], tables["headline"])
     out.append("\n## How sampling stopped, and flags\n")
     out.append(_md_table(tables["stops"]))
     out.append("\n" + _md_table(tables["flags"]))
@@ -215,29 +253,38 @@ def _effects(tables: dict[str, Any]) -> list[str]:
 def _winners(tables: dict[str, Any]) -> list[str]:
     if not tables["finals"]:
         return []
+    rules = list(dict.fromkeys(final.rule for final, _ in tables["finals"]))
     out = ["## Winners, re-measured interleaved\n",
-           f"Finalists (the top configs and every config tied with the best) were re-measured "
-           f"in round-robin rounds in one process; the winner comes from those samples. "
-           f"Rule: {RULE}.\n"]
+           "Finalists (the top configs and every config tied with the best) were re-measured "
+           "in round-robin rounds in one process; the winner comes from those samples. "
+           + (f"Rule: {rules[0]}.\n" if len(rules) == 1 else
+              "Rules (each final records the one that chose it): " + " | ".join(rules) + ".\n")]
     for final, table in tables["finals"]:
         p = final.problem
         out.append(f"**{p['dtype']} {format_size(p['footprint'])} {p['cache']}**: winner "
                    f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
                    f"{final.rounds} rounds × {final.samples_per_round} samples each.\n")
-        out.append(_md_table(table))
+        out.append(_md_table(table.rename(columns={tables["metric"]: unit(tables["metric"])})))
     return out
 
 
-def _ceilings(ceilings: Ceilings | None) -> list[str]:
+def _ceilings(ceilings: Ceilings | None, headline: Headline) -> list[str]:
     if ceilings is None:
         return ["\n## Ceilings\n", "Not measured for this GPU when the study ran "
                 "(`sweeper calibrate`): no % of ceiling and no roofline place.\n"]
+    if headline is Headline.TFLOPS:
+        held = ", ".join(f"{d} against {c}" for d, c in DOT_CEILING.items())
+        pct = ("'% of ceiling' divides TFLOP/s by the torch.matmul rate measured for the "
+               f"trial's dtype ({held}: Triton's tl.dot runs those operands that way by "
+               "default); ")
+    else:
+        pct = ("'% of ceiling' divides by the copy bandwidth measured at the trial's own "
+               "footprint and cache mode; ")
     return ["\n## Ceilings\n",
             f"Measured by `sweeper calibrate` on {ceilings.measured}: DRAM copy "
             f"{ceilings.dram_bandwidth():.0f} GB/s (torch copy_, cold, largest footprint), "
             "matmul " + ", ".join(f"{k} {v:.0f} TFLOP/s" for k, v in ceilings.matmul.items()) +
-            f", launch floor {ceilings.launch_floor_us:.1f} us. '% of ceiling' divides by the "
-            "copy bandwidth measured at the trial's own footprint and cache mode; "
+            f", launch floor {ceilings.launch_floor_us:.1f} us. {pct}"
             "roofline: attainable = min(matmul peak, intensity × DRAM bandwidth).\n"]
 
 
@@ -246,18 +293,12 @@ def _record(tables: dict[str, Any]) -> list[str]:
     meta, env, df = tables["meta"], tables["meta"].get("environment", {}), tables["frame"]
     sizes = sorted({(d, format_size(int(f))) for d, f in zip(df.get("dtype", []),
                    df.get("footprint", [])) if pd.notna(f)})
-    conclusion = "no successful config"
-    if tables["finals"]:
-        parts = []
-        for final, table in tables["finals"]:
-            row = table.iloc[0]
-            parts.append(f"{final.problem['dtype']} {format_size(final.problem['footprint'])} "
-                         f"{final.problem['cache']}: #{final.winner} at {row['gbps']:.4g} GB/s, "
-                         f"{len(final.tied) - 1} tied within noise")
-        conclusion = "; ".join(parts)
-    elif not tables["best"].empty:
-        row = tables["best"].iloc[0]
-        conclusion = f"#{row['number']} at {row['gbps']:.4g} GB/s (no interleaved final)"
+    metric, tied = tables["metric"], {f.winner: len(f.tied) - 1 for f, _ in tables["finals"]}
+    conclusion = "; ".join(
+        f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {unit(metric)} "
+        + (f"({tied[row['number']]} tied within noise)" if row["number"] in tied
+           else "(no interleaved final)")
+        for _, row in tables["picks"].iterrows()) or "no successful config"
     rows = [
         ("input sizes and dtype", ", ".join(f"{d} {s}" for d, s in sizes) or "–"),
         ("hardware", f"{env.get('gpu')} ({env.get('sms')} SMs, "

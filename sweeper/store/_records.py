@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sweeper.kernels import Headline
 from sweeper.measure import Stats
 from sweeper.space import Config
 from sweeper.trial import TrialResult, TrialStatus
@@ -72,10 +73,16 @@ class TrialRecord:
 
     @property
     def score(self) -> float:
-        """What the search maximizes: GB/s, else GFLOP/s, else launches per second."""
+        """What the search maximizes: GB/s, else GFLOP/s, else launches per second.  It
+        stays so for every kernel, whatever its headline: resumed studies keep their
+        values, and within one problem any rate ranks configs as the median does."""
         if not self.ok or not self.stats:
             return 0.0
         return self.gbps or self.gflops or 1e3 / self.stats["median"]
+
+    def rate(self, headline: Headline) -> float:
+        """The rate reports lead with: GB/s, or TFLOP/s."""
+        return self.gflops / 1e3 if headline is Headline.TFLOPS else self.gbps
 
     def key(self) -> tuple[str, ...]:
         return tuple(f"{k}={v}" for k, v in sorted(self.choice.items()))
