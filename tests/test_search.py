@@ -122,6 +122,48 @@ def test_auto_proposes_priors_first_and_only_valid_configs():
     assert len({tuple(sorted(s.items())) for s in seen}) == 5
 
 
+def test_the_surrogate_learns_which_axis_matters_and_which_way():
+    import numpy as np
+
+    from sweeper.samplers._surrogate import OrdinalGP, expected_improvement
+
+    rng = np.random.default_rng(0)
+    x = rng.random((12, 2))
+    y = 3.0 * x[:, 0] + 0.01 * rng.standard_normal(12)     # axis 0 matters, axis 1 does not
+    model = OrdinalGP(x, y)
+    assert model.scales[1] > 3 * model.scales[0]
+    mean, std = model.predict(np.array([[0.9, 0.5], [0.1, 0.5]]))
+    assert mean[0] > mean[1] + 1.5 and (std > 0).all()
+    mean, std = model.predict(x)                             # it interpolates its data
+    assert np.abs(mean - y).max() < 0.1
+    gain = expected_improvement(np.array([1.0, 0.0]), np.array([0.1, 0.1]), best=0.5)
+    assert gain[0] > 0.49 and 0 < gain[1] < 1e-3
+
+
+def test_auto_ranks_neighbours_by_the_model_once_it_has_data():
+    """From the best point, the first move is up the axis that the data say helps."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    axes = {"a": [str(i) for i in range(8)], "b": [str(i) for i in range(8)]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
+    start = [{"a": "3", "b": "3"}, {"a": "1", "b": "5"}, {"a": "5", "b": "1"},
+             {"a": "0", "b": "0"}]
+    sampler = AutoSampler(axes, valid, seed=0, priors=start, start_points=0)
+    sampler._jumped = True                                 # no marginal-best jump here
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+
+    def score(p):                                          # rises with a only
+        return 2.0 ** int(p["a"]) * (1 + 0.001 * int(p["b"]))
+
+    for _ in range(len(start)):
+        trial = study.ask(dists)
+        study.tell(trial, score(trial.params))
+    move = study.ask(dists).params
+    assert move["b"] == "1" and int(move["a"]) > 5         # along a, away from a=5, b=1
+
+
 def test_priors_come_from_earlier_studies_of_the_same_kernel(tmp_path):
     replay_sweep(tmp_path, "h200-copy-256m.csv", "spaces/copy-256m.yaml")
     space = load_space(ROOT / "spaces/copy.yaml")
@@ -326,12 +368,13 @@ def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_pa
     assert "'999' is not a value of BLOCK; allowed: 256, 1024" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("sampler", ["exhaustive", "random", "tpe", "gp", "auto",
-                                     "one-at-a-time"])
+@pytest.mark.parametrize("sampler", ["exhaustive", "random", "tpe", "gp", "qmc", "cmaes",
+                                     "auto", "one-at-a-time"])
 def test_every_sampler_over_a_replay_table(tmp_path, sampler):
     from sweeper.samplers import SAMPLERS
 
-    assert set(SAMPLERS) == {"exhaustive", "random", "tpe", "gp", "auto", "one-at-a-time"}
+    assert set(SAMPLERS) == {"exhaustive", "random", "tpe", "gp", "qmc", "cmaes", "auto",
+                             "one-at-a-time"}
     summary, store, _ = replay_sweep(tmp_path, "h200-add.csv", "spaces/add.yaml",
                                      sampler=sampler, seed=2, max_trials=12)
     trials = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]

@@ -5,15 +5,24 @@
 2. **Spread start**: a few points that cover every axis's range (each axis's levels
    in a seeded random order, like a Latin hypercube), so the first incumbent is not
    a lucky or unlucky corner.
-3. **Pattern search**: from the best point so far (it moves only for a gain above
-   ``MIN_GAIN``), step one axis at a time to the
-   neighbouring value (axes are ordered as the space file lists their values, so
-   powers of two are neighbours), keep stepping in a direction that improved, widen to
-   two steps when one-step moves are exhausted (the idea of Inductor's coordinate
-   descent).
+3. **Guided pattern search**: around the best point so far (it moves only for a gain
+   above ``MIN_GAIN``), the candidates are the moves along one axis at a time: one and
+   two steps either way and the axis's two ends (axes are ordered as the space file
+   lists their values, so powers of two are neighbours; the idea of Inductor's
+   coordinate descent).  Which move goes first is decided by a Gaussian-process model
+   of log throughput over the axes' positions (``_surrogate.py``), by expected
+   improvement: the model learns which axes matter and which way, so the search does
+   not spend trials on moves the data already rule out.
 4. When the neighbourhood is exhausted, one proposal comes from TPE, then the pattern
    search resumes around whatever is best; when TPE proposes only configs already
    measured, a random unseen one instead, so the search always progresses.
+
+What was tried and measured worse on the recorded tables (30 seeds each,
+``benchmarks/search_efficiency.py``): expected improvement over the whole space
+instead of the neighbourhood (long tails on copy: a global model smooths over the
+narrow peak at one program per tile), best-first search from every measured point,
+diagonal moves (two axes at once), moving the centre on any gain, more or fewer
+start points.
 
 Configs ruled out by constraints are never proposed; configs already measured are
 skipped.  ``benchmarks/search_efficiency.py`` gives the figures (docs/benchmarks.md).
@@ -25,11 +34,13 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sweeper.samplers._exhaustive import PlannedSampler
+from sweeper.samplers._surrogate import OrdinalGP, expected_improvement
 
 Key = tuple[tuple[str, str], ...]
 #: After this many TPE proposals in a row that were already measured (free: answered from
@@ -38,6 +49,8 @@ MAX_TPE_REPEATS = 50
 #: The pattern search moves its centre only for a gain above this fraction: smaller ones
 #: are noise-sized and would walk it along a plateau before its neighbours are tried.
 MIN_GAIN = 0.01
+#: The model ranks moves once this many configs have been measured.
+MODEL_AFTER = 3
 
 
 def _key(params: Mapping[str, Any]) -> Key:
@@ -54,8 +67,6 @@ class AutoSampler(PlannedSampler):
         self._tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
         self._queue: list[dict[str, str]] = [dict(p) for p in priors]
         self._queue += self._spread(start_points)
-        self._momentum: tuple[str, int] | None = None
-        self._last_move: tuple[str, int] | None = None
         self._incumbent: tuple[float, dict[str, str]] | None = None
         self._pending: dict[str, str] | None = None
         self._seen: set[Key] = set()
@@ -74,51 +85,60 @@ class AutoSampler(PlannedSampler):
         return [{name: self._axes[name][levels[name][i]] for name in self._axes}
                 for i in range(count)]
 
-    def _neighbours(self, center: Mapping[str, str]) -> list[tuple[dict[str, str], str, int]]:
-        """One-step moves along every axis; once those are used up, jumps to each axis's
-        ends (monotone effects peak there), then two-step moves."""
-        for ring in ("one", "ends", "two"):
-            moves = []
-            for name, labels in self._axes.items():
-                index = labels.index(center[name])
-                targets = {"one": (index + 1, index - 1), "two": (index + 2, index - 2),
-                           "ends": (len(labels) - 1, 0)}[ring]
-                for j in targets:
-                    if 0 <= j < len(labels) and j != index:
-                        moves.append(({**center, name: labels[j]}, name, j - index))
-            if any(self._usable(m[0]) for m in moves):
-                return moves
-        return []
+    def _neighbours(self, center: Mapping[str, str]) -> list[tuple[dict[str, str], str]]:
+        """Moves along one axis: one and two steps either way, and the axis's ends
+        (monotone effects peak there)."""
+        moves = []
+        for name, labels in self._axes.items():
+            index = labels.index(center[name])
+            for j in dict.fromkeys((index + 1, index - 1, index + 2, index - 2,
+                                    len(labels) - 1, 0)):
+                if 0 <= j < len(labels) and j != index:
+                    moves.append(({**center, name: labels[j]}, name))
+        return moves
 
     def _usable(self, choice: Mapping[str, str]) -> bool:
         key = _key(choice)
         return key in self._valid and key not in self._seen
 
-    def _next(self) -> tuple[dict[str, str] | None, tuple[str, int] | None]:
+    def _next(self) -> dict[str, str] | None:
         while self._queue:
             choice = self._queue.pop(0)
             if self._usable(choice):
-                return choice, None
+                return choice
         if self._incumbent is not None:
             if not self._jumped:
                 self._jumped = True
                 guess = self._marginal_best()
                 if self._usable(guess):
-                    return guess, None
-            moves = [m for m in self._neighbours(self._incumbent[1]) if self._usable(m[0])]
+                    return guess
+            center = self._incumbent[1]
+            moves = [m for m in self._neighbours(center) if self._usable(m[0])]
             if moves:
-                effects = self._effects()
-                moves.sort(key=lambda m: -self._gain(effects, self._incumbent[1], m[1], m[0]))
-                if self._momentum is not None:
-                    moves.sort(key=lambda m: (m[1], m[2] > 0) != (self._momentum[0],
-                                                                  self._momentum[1] > 0))
-                choice, name, step = moves[0]
-                return choice, (name, step)
+                effects = self._effects()     # breaks the model's ties, and ranks before it
+                moves.sort(key=lambda m: -self._gain(effects, center, m[1], m[0]))
+                return self._rank(moves)[0][0]
         if self._repeats >= MAX_TPE_REPEATS:     # TPE keeps proposing measured configs
             unseen = sorted((dict(k) for k in self._valid - self._seen), key=_key)
             if unseen:
-                return self._rng.choice(unseen), None
-        return None, None
+                return self._rng.choice(unseen)
+        return None
+
+    def _position(self, choice: Mapping[str, str]) -> list[float]:
+        """Where ``choice`` sits on each axis of more than one value, in [0, 1]."""
+        return [labels.index(str(choice[name])) / (len(labels) - 1)
+                for name, labels in self._axes.items() if len(labels) > 1]
+
+    def _rank(self, moves: list[tuple[dict[str, str], str]]) -> list[tuple[dict[str, str], str]]:
+        """``moves`` by the model's expected improvement of log throughput, best first."""
+        scored = [(p, v) for p, v in self._scores if v > 0]
+        if len(scored) < MODEL_AFTER or not self._position(moves[0][0]):
+            return moves
+        y = np.log([v for _, v in scored])
+        model = OrdinalGP(np.array([self._position(p) for p, _ in scored]), y)
+        mean, std = model.predict(np.array([self._position(m[0]) for m in moves]))
+        gain = expected_improvement(mean, std, float(y.max()))
+        return [moves[i] for i in np.argsort(-gain, kind="stable")]
 
     def _effects(self) -> dict[str, dict[str, float]]:
         """Mean score of the trials at each value of each axis (a main-effects model)."""
@@ -160,7 +180,7 @@ class AutoSampler(PlannedSampler):
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self._sync(study)
-        self._pending, self._last_move = self._next()
+        self._pending = self._next()
 
     def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
@@ -179,4 +199,3 @@ class AutoSampler(PlannedSampler):
             self._scores.append((params, values[0]))
             if self._incumbent is None or values[0] > self._incumbent[0] * (1 + MIN_GAIN):
                 self._incumbent = (values[0], params)
-                self._momentum = self._last_move
