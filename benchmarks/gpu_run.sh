@@ -7,6 +7,7 @@
 #   trust     benchmarks/trust_evidence.py (agreement, stability, cold/warm, ceilings)
 #   overhead  benchmarks/sweep_overhead.py
 #   oat       sweeper run spaces/copy-oat.yaml (one variable at a time); study as a tarball
+#   record    benchmarks/record_heldout.sh $RECORD (replay tables of those spaces, into $OUT)
 # The install line, for reference:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
@@ -34,6 +35,7 @@ for stage in $STAGES; do
       rm -rf studies/copy-oat
       sweeper run spaces/copy-oat.yaml 2>&1 | tee "$OUT/oat.log" | grep -v '^\s*$' | tail -8
       tar czf "$OUT/study-copy-oat.tgz" studies/copy-oat ;;
+    record) OUT=$OUT bash benchmarks/record_heldout.sh ${RECORD:-} ;;
     trust) python3 benchmarks/trust_evidence.py 2>&1 | tee "$OUT/trust.log" | grep -v '^copy \|^matmul ' ;;
     overhead) python3 benchmarks/sweep_overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
   esac
