@@ -1,7 +1,13 @@
-"""Samplers by name.  Each is an Optuna sampler, seeded from the space file."""
+"""Samplers by name.  Each is an Optuna sampler, seeded from the space file.
+
+A factory takes the sampler spec, the valid configs (dicts axis -> label), each axis's
+labels in the space file's order, and priors (configs to try first; only ``auto`` uses
+them).
+"""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -9,26 +15,53 @@ import optuna
 
 from sweeper.samplers._auto import AutoSampler
 from sweeper.samplers._exhaustive import ExhaustiveSampler, OneAtATimeSampler, one_at_a_time
+from sweeper.samplers._ordinal import OrdinalSampler
 from sweeper.space import SamplerSpec
 
-Factory = Callable[..., optuna.samplers.BaseSampler]
+Choices = Sequence[Mapping[str, Any]]
+Axes = Mapping[str, Sequence[str]]
+Factory = Callable[[SamplerSpec, Choices, Axes, Sequence[Mapping[str, str]]],
+                   optuna.samplers.BaseSampler]
+
+
+def _ordinal(inner: Callable[[SamplerSpec, Choices], optuna.samplers.BaseSampler]) -> Factory:
+    """A factory for ``inner`` searching the axes' indices (``_ordinal.py`` says why)."""
+    return lambda spec, choices, axes, priors: OrdinalSampler(
+        inner(spec, choices), axes, choices, seed=spec.seed)
+
+
+def _sobol(spec: SamplerSpec, choices: Choices) -> optuna.samplers.BaseSampler:
+    with warnings.catch_warnings():      # QMCSampler is marked experimental
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=spec.seed,
+                                          warn_independent_sampling=False)
+
 
 SAMPLERS: dict[str, Factory] = {
-    "auto": lambda spec, choices, axes=None, priors=(): AutoSampler(
-        axes or _axes_of(choices), choices, seed=spec.seed, priors=priors),
-    "exhaustive": lambda spec, choices: ExhaustiveSampler(choices, seed=spec.seed),
-    "one-at-a-time": lambda spec, choices, axes=None: OneAtATimeSampler(
-        one_at_a_time(dict(spec.baseline), axes or _axes_of(choices))),
-    "tpe": lambda spec, choices: optuna.samplers.TPESampler(
+    "auto": lambda spec, choices, axes, priors: AutoSampler(axes, choices, seed=spec.seed,
+                                                            priors=priors),
+    "exhaustive": lambda spec, choices, axes, priors: ExhaustiveSampler(choices,
+                                                                        seed=spec.seed),
+    "one-at-a-time": lambda spec, choices, axes, priors: OneAtATimeSampler(
+        one_at_a_time(dict(spec.baseline), axes)),
+    "tpe": lambda spec, choices, axes, priors: optuna.samplers.TPESampler(
         seed=spec.seed, multivariate=True, n_startup_trials=min(10, max(1, len(choices) // 10))),
-    "random": lambda spec, choices: optuna.samplers.RandomSampler(seed=spec.seed),
-    # a Gaussian process over the (categorical) axes; ~0.1-0.5 s per proposal
-    "gp": lambda spec, choices: optuna.samplers.GPSampler(seed=spec.seed,
-                                                          n_startup_trials=min(10, len(choices))),
+    "random": lambda spec, choices, axes, priors: optuna.samplers.RandomSampler(seed=spec.seed),
+    # A Gaussian process over the axes' indices, after 10 random configs; on the design
+    # tables it beat the same GP over categorical axes (median 11.5 trials to 98 %, worst
+    # 41, against 13 and some seeds never), in a third of the wall time.
+    "gp": _ordinal(lambda spec, choices: optuna.samplers.GPSampler(
+        seed=spec.seed, n_startup_trials=min(10, len(choices)),
+        warn_independent_sampling=False)),
+    # scrambled Sobol points over the axes' indices: a seeded space-filling design
+    "qmc": _ordinal(_sobol),
+    # CMA-ES over the axes' indices, starting from the middle of every axis
+    "cmaes": _ordinal(lambda spec, choices: optuna.samplers.CmaEsSampler(
+        seed=spec.seed, warn_independent_sampling=False)),
 }
 
 
-def _axes_of(choices: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+def _axes_of(choices: Choices) -> dict[str, list[str]]:
     axes: dict[str, list[str]] = {}
     for c in choices:
         for k, v in c.items():
@@ -37,17 +70,13 @@ def _axes_of(choices: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     return axes
 
 
-def make_sampler(spec: SamplerSpec, valid_choices: Sequence[Mapping[str, Any]],
-                 axes: Mapping[str, Sequence[str]] | None = None,
+def make_sampler(spec: SamplerSpec, valid_choices: Choices, axes: Axes | None = None,
                  priors: Sequence[Mapping[str, str]] = ()) -> optuna.samplers.BaseSampler:
     """The sampler ``spec`` names; ``valid_choices`` lists the configs constraints allow,
-    ``axes`` each axis's labels in the space file's order, ``priors`` configs to try first
-    (winners of earlier studies of the same kernel; only ``auto`` uses them)."""
-    if spec.name == "auto":
-        return SAMPLERS["auto"](spec, valid_choices, axes=axes, priors=priors)
-    if spec.name == "one-at-a-time":
-        return SAMPLERS["one-at-a-time"](spec, valid_choices, axes=axes)
-    return SAMPLERS[spec.name](spec, valid_choices)
+    ``axes`` each axis's labels in the space file's order (default: in the order
+    ``valid_choices`` shows them), ``priors`` configs to try first (winners of earlier
+    studies of the same kernel; only ``auto`` uses them)."""
+    return SAMPLERS[spec.name](spec, valid_choices, axes or _axes_of(valid_choices), priors)
 
 
-__all__ = ["SAMPLERS", "ExhaustiveSampler", "make_sampler"]
+__all__ = ["SAMPLERS", "ExhaustiveSampler", "OrdinalSampler", "make_sampler"]
