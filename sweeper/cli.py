@@ -178,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop = StopFlag()
     previous = signal.signal(signal.SIGINT, _stop_handler(stop, say))
     try:
-        sweep = Sweep(space, kernel, device, store, reporter=_reporter(args.quiet), stop=stop,
+        sweep = Sweep(space, kernel, device, store, reporter=_reporter(args.quiet, kernel.headline), stop=stop,
                       max_trials=args.trials, max_time_s=max_time,
                       ceilings=None if isinstance(limits, str) else limits,
                       priors=_priors(space, args.studies_dir, facts.name, store.root, say))
@@ -199,13 +199,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if space.budget.target is not None and isinstance(limits, str):
         print(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
     if summary.best is not None:
-        print(f"best in the sweep: {_describe_trial(summary.best)}")
+        print(f"best in the sweep: {_describe_trial(summary.best, kernel.headline)}")
     by_number = {t.number: t for t in summary.trials}
     for final in summary.finals:
         winner = by_number[final.winner]
         row = next(r for r in final.finalists if r["number"] == final.winner)
         print(f"winner after {final.rounds} interleaved rounds over {len(final.finalists)} "
-              f"finalists: {_describe_trial(winner, row['stats']['median'], row['gbps'])}; "
+              f"finalists: {_describe_trial(winner, kernel.headline, row['stats']['median'])}; "
               f"{len(final.tied) - 1} other(s) tied within noise")
     if not args.no_report:
         _report(store)
@@ -390,15 +390,17 @@ def _report(store: Any) -> None:
           f"{store.root / 'heatmaps'} (PNG and SVG)")
 
 
-def _describe_trial(t: Any, median: float | None = None, gbps: float | None = None) -> str:
+def _describe_trial(t: Any, headline: Any, median: float | None = None) -> str:
+    """One line for trial ``t``: its config, median (``median``: from other samples, such
+    as the interleaved final's) and the kernel's headline rate at that median."""
     cfg = t.config
     meta = " ".join(f"{k}={v}" for k, v in cfg["meta"].items())
     grid = t.choice["grid"]
     grid_text = f"{grid} (={cfg['grid']})" if grid != str(cfg["grid"]) else grid
+    rate = t.rate(headline) * (1.0 if median is None else t.stats["median"] / median)
     median = t.stats["median"] if median is None else median
-    gbps = t.gbps if gbps is None else gbps
     return (f"#{t.number} grid={grid_text} block={cfg['block']} {meta} {cfg['dtype']} "
-            f"{cfg.get('cache', 'cold')}: median {median:.4g} ms, {gbps:.4g} GB/s")
+            f"{cfg.get('cache', 'cold')}: median {median:.4g} ms, {rate:.4g} {headline.unit}")
 
 
 def _priors(space: Any, studies_dir: str, gpu: str, root: Path, say: Any) -> list[Any]:
@@ -451,11 +453,11 @@ def _stop_handler(stop: Any, say: _Printer) -> Any:
     return handler
 
 
-def _reporter(quiet: bool) -> Any:
+def _reporter(quiet: bool, headline: Any) -> Any:
     from sweeper.sweep import SilentReporter
 
     if quiet:
         return SilentReporter()
     from sweeper.progress import ProgressReporter
 
-    return ProgressReporter()
+    return ProgressReporter(headline=headline)

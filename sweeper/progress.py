@@ -12,11 +12,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from sweeper.kernels._base import Headline
 from sweeper.store import TrialRecord
 
 
 class ProgressReporter:
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, headline: Headline = Headline.GBPS
+                 ) -> None:
+        self._headline = headline
         self._progress = Progress(
             TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
             TextColumn("best {task.fields[best]}"), TextColumn("last {task.fields[last]}"),
@@ -30,9 +33,11 @@ class ProgressReporter:
                                              best="–", last="–")
 
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
-        last = f"{record.gbps:.4g} GB/s" if record.ok else record.status.value
+        unit = self._headline.unit
+        last = f"{record.rate(self._headline):.4g} {unit}" if record.ok else \
+            record.status.value
         self._progress.update(self._task, advance=1, last=last,
-                              best=f"{best.gbps:.4g} GB/s" if best else "–")
+                              best=f"{best.rate(self._headline):.4g} {unit}" if best else "–")
 
     def finish(self) -> None:
         self._progress.stop()

@@ -59,6 +59,19 @@ def test_configs_missing_from_the_table_are_reported(tmp_path, write_space):
     assert sum(t.ok for t in trials) == 2
 
 
+@pytest.mark.parametrize("space_file, table, best", [
+    ("spaces/matmul.yaml", "h200-matmul.csv", "746.8 TFLOP/s"),
+    ("spaces/copy.yaml", "h200-copy.csv", "4256 GB/s"),
+])
+def test_run_prints_the_kernels_headline_rate(tmp_path, capsys, space_file, table,
+                                              best):
+    assert main(["run", space_file, "--device", f"replay:{TABLES / table}", "--studies-dir",
+                 str(tmp_path), "--quiet", "--no-report"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines()
+                if x.startswith("best in the sweep"))
+    assert line.endswith(best)
+
+
 def test_bad_replay_tables_say_what_is_wrong(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("grid,block\n1,32\n")
