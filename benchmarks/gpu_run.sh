@@ -8,6 +8,8 @@
 #   overhead  benchmarks/sweep_overhead.py
 #   oat       sweeper run spaces/copy-oat.yaml (one variable at a time); study as a tarball
 #   record    benchmarks/record_heldout.sh $RECORD (replay tables of those spaces, into $OUT)
+#   live      benchmarks/search_live.py on copy and matmul (auto on the GPU, abandonment)
+#   ab        sweeper ab: block 128 vs 256 (a near tie) and grid sms vs 16*sms (not one)
 # The install line, for reference:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
@@ -36,6 +38,14 @@ for stage in $STAGES; do
       sweeper run spaces/copy-oat.yaml 2>&1 | tee "$OUT/oat.log" | grep -v '^\s*$' | tail -8
       tar czf "$OUT/study-copy-oat.tgz" studies/copy-oat ;;
     record) OUT=$OUT bash benchmarks/record_heldout.sh ${RECORD:-} ;;
+    live)
+      for space in copy matmul; do
+        python3 benchmarks/search_live.py --space spaces/$space.yaml --out /tmp/live-$space
+      done 2>&1 | tee "$OUT/search-live.log" ;;
+    ab)
+      { sweeper ab spaces/copy.yaml --vary block=128,256 -p 'grid=["cdiv(n, BLOCK)"]' -p BLOCK=1024
+        sweeper ab spaces/copy.yaml --vary 'grid=sms,16*sms' -p block=256 -p BLOCK=1024
+      } 2>&1 | tee "$OUT/ab.log" ;;
     trust) python3 benchmarks/trust_evidence.py 2>&1 | tee "$OUT/trust.log" | grep -v '^copy \|^matmul ' ;;
     overhead) python3 benchmarks/sweep_overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
   esac

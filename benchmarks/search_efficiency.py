@@ -8,6 +8,13 @@ sweep runs through the replay device with seeds 0..N-1 and stops at the first tr
 within 98 % of the table's best throughput; the count is of measured trials (configs
 ruled out by constraints are never launched and not counted).  Prints median and
 worst per sampler and table.
+
+``--goal tied`` counts trials to the first config tied within noise with the table's
+best instead (95 % CIs of the recorded samples' medians overlap, the rule the finals
+use).  On a table whose fastest configs differ by less than the timing noise (copy at
+8 MiB: 8 µs launches) "98 % of the best" names a handful of configs the noise
+favoured, and every sampler needs many trials to hit one; "tied" asks for what a
+re-measurement could confirm.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from sweeper.devices import open_device  # noqa: E402
 from sweeper.kernels import load_kernel  # noqa: E402
+from sweeper.measure import tied_set  # noqa: E402
 from sweeper.space import SamplerSpec, load_space  # noqa: E402
 from sweeper.store import StudyStore  # noqa: E402
 from sweeper.sweep import StopFlag, Sweep, open_study  # noqa: E402
@@ -40,13 +48,22 @@ HELD_OUT = {  # recorded after auto was fixed, never used to tune it
     "h200-copy-fp16.csv": "spaces/copy-fp16.yaml",
     "h200-matmul-fp16.csv": "spaces/matmul-fp16.yaml",
 }
-TABLES = {**DESIGN, **HELD_OUT}
+HELD_OUT_2 = {  # recorded in the second session, after auto's model-ranked moves were fixed
+    "h200-copy-8m.csv": "spaces/copy-8m.yaml",
+    "h200-copy-4g.csv": "spaces/copy-4g.yaml",
+    "h200-add-bf16.csv": "spaces/add-bf16.yaml",
+    "h200-matmul-2k.csv": "spaces/matmul-2k.yaml",
+}
+SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2}
+TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2}
 GOAL = 0.98
 #: "auto+prior": the same kernel recorded at another footprint seeds the search with its
 #: three best configs (what `auto` does with earlier studies of a kernel).
 PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200-copy.csv",
               "h200-copy-fp16.csv": "h200-copy.csv", "h200-add-256m.csv": "h200-add.csv",
-              "h200-matmul-fp16.csv": "h200-matmul.csv"}
+              "h200-matmul-fp16.csv": "h200-matmul.csv", "h200-copy-8m.csv": "h200-copy.csv",
+              "h200-copy-4g.csv": "h200-copy.csv", "h200-add-bf16.csv": "h200-add.csv",
+              "h200-matmul-2k.csv": "h200-matmul.csv"}
 
 
 def priors(table: Path, space) -> list[dict[str, str]]:
@@ -61,19 +78,33 @@ def priors(table: Path, space) -> list[dict[str, str]]:
 
 
 class StopAtGoal:
-    """Counts measured trials and stops the sweep at the first within GOAL of the best."""
+    """Counts measured trials and stops the sweep at the first within GOAL of the best
+    (or, given ``tied``, at the first of those configs)."""
 
-    def __init__(self, best: float, stop: StopFlag) -> None:
+    def __init__(self, best: float, stop: StopFlag,
+                 tied: set[tuple[str, ...]] | None = None, params: list[str] = ()) -> None:
         self.best, self.stop, self.count, self.reached = best, stop, 0, None
+        self.tied, self.params = tied, params
 
     def start(self, total: int, done: int) -> None: ...
     def finish(self) -> None: ...
 
     def trial(self, record, best) -> None:
         self.count += 1
-        if self.reached is None and record.ok and record.score >= GOAL * self.best:
+        if self.tied is not None:
+            hit = tuple(str(record.choice.get(p)) for p in self.params) in self.tied
+        else:
+            hit = record.ok and record.score >= GOAL * self.best
+        if self.reached is None and hit:
             self.reached = self.count
             self.stop.set = True
+
+
+def tied_with_best(device) -> set[tuple[str, ...]]:
+    """The table's configs whose samples' median CI overlaps the fastest one's."""
+    samples = {tuple(r[p] for p in device.params): [float(x) for x in r["samples_ms"].split()]
+               for r in device.rows if r.get("status", "ok") == "ok" and r.get("samples_ms")}
+    return set(tied_set(samples)[1])
 
 
 def table_best(device, space, kernel) -> float:
@@ -87,7 +118,7 @@ def table_best(device, space, kernel) -> float:
 
 
 def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: Path,
-                   ) -> int | None:
+                   goal: str = "98") -> int | None:
     device = open_device(f"replay:{table}")
     space = load_space(ROOT / space_path)
     seeds = priors(table, space) if sampler == "auto+prior" else []
@@ -99,7 +130,8 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     kernel = load_kernel(space.kernel)
     open_study(store, space, kernel, device, command="benchmarks/search_efficiency.py")
     stop = StopFlag()
-    watch = StopAtGoal(table_best(device, space, kernel), stop)
+    watch = StopAtGoal(table_best(device, space, kernel), stop,
+                       tied_with_best(device) if goal == "tied" else None, device.params)
     Sweep(space, kernel, device, store, reporter=watch, stop=stop, priors=seeds).run()
     return watch.reached
 
@@ -107,21 +139,24 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--samplers", default="random,tpe,auto,auto+prior")
-    parser.add_argument("--tables", choices=("all", "design", "held-out"), default="all")
+    parser.add_argument("--samplers", default="random,tpe,gp,qmc,cmaes,auto,auto+prior")
+    parser.add_argument("--tables", choices=("all", *SETS), default="all")
+    parser.add_argument("--goal", choices=("98", "tied"), default="98")
     args = parser.parse_args()
     samplers = args.samplers.split(",")
     data = ROOT / "tests" / "data" / "replay"
     results: dict[tuple[str, str], list[int | None]] = {}
     t0 = time.perf_counter()
-    tables = {"all": TABLES, "design": DESIGN, "held-out": HELD_OUT}[args.tables]
+    tables = TABLES if args.tables == "all" else SETS[args.tables]
     with tempfile.TemporaryDirectory() as tmp:
         for name, space_path in tables.items():
             for sampler in samplers:
                 results[(name, sampler)] = [
-                    trials_to_goal(data / name, space_path, sampler, seed, Path(tmp))
+                    trials_to_goal(data / name, space_path, sampler, seed, Path(tmp), args.goal)
                     for seed in range(args.seeds)]
-    print(f"trials to reach {100 * GOAL:g}% of the exhaustive best, {args.seeds} seeds "
+    target = (f"{100 * GOAL:g}% of the exhaustive best" if args.goal == "98" else
+              "a config tied within noise with the exhaustive best")
+    print(f"trials to reach {target}, {args.seeds} seeds "
           f"({time.perf_counter() - t0:.0f} s)")
     print("| table | " + " | ".join(f"{s} median / worst" for s in samplers) + " |")
     print("|---|" + "---|" * len(samplers))
