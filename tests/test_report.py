@@ -223,3 +223,35 @@ def test_fp32_matmul_is_held_against_the_tf32_ceiling():
     c = Ceilings(gpu="G", uuid="", driver="", matmul={"float32": 50.0, "tfloat32": 400.0})
     assert c.matmul_peak("float32") == ("tfloat32", 400.0)
     assert c.matmul_peak("bfloat16") is None
+
+
+def test_the_report_lists_what_varied_and_what_was_held_fixed(tmp_path):
+    store = StudyStore(tmp_path / "st")
+    store.create({"study": "st", "kernel": "copy", "command": "sweeper run x.yaml",
+                  "space_path": "x.yaml",
+                  "axes": {"grid": ["sms", "2*sms"], "block": ["32", "64"],
+                           "BLOCK": ["256", "1024"], "dtype": ["float32"],
+                           "footprint": ["1GiB"], "cache": ["cold"]},
+                  "meta_axes": ["BLOCK"], "measure": {"warmup": 1, "repeat": 3,
+                                                      "abandon": 1.5},
+                  "measure_text": "1 warmup + 3 timed", "sampler": {"name": "auto", "seed": 4},
+                  "environment": {"gpu": "Fake GPU", "sms": 132, "driver": "1.2"},
+                  "fingerprint": {"device": "cuda", "kernel_source": "abc123",
+                                  "env": "TRITON_CACHE_DIR=/x"}})
+    slow = record(8, "2*sms", 64, 256, 20.0)
+    slow.status, slow.reason, slow.saved_ms = TrialStatus.ABANDONED, "abandoned: slow", 12.5
+    for t in [*TRIALS, slow]:
+        store.append(t)
+    store.close()
+    md = write_report(store, draw=False).markdown.read_text()
+    assert "| varied | grid | sms, 2*sms |" in md and "| varied | BLOCK | 256, 1024 |" in md
+    assert "| fixed | dtype | float32 |" in md and "| fixed | footprint | 1GiB |" in md
+    assert "| fixed | kernel | copy (source abc123) |" in md
+    assert "| fixed | measurement | 1 warmup + 3 timed; abandon at 1.5x the best |" in md
+    assert "| fixed | sampler | auto, seed 4 |" in md
+    assert "| fixed | environment variables | TRITON_CACHE_DIR=/x |" in md
+    assert "1 trials stopped sampling once clearly slower than the best, saving about " \
+           "12.5 ms" in md
+    data = json.loads((store.root / "report.json").read_text())
+    assert data["factors"]["fixed"]["cache"] == "cold"
+    assert data["abandoned"] == {"trials": 1, "saved_ms": 12.5}

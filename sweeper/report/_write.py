@@ -76,7 +76,40 @@ def study_tables(store: StudyStore) -> dict[str, Any]:
                                  headline)
         if meta.get("sampler", {}).get("name") == "one-at-a-time" else [],
         "drift": store.raw("drift"),
+        "factors": factors(meta),
+        "abandoned": {"trials": sum(t.status.value == "abandoned" for t in trials),
+                      "saved_ms": sum(t.saved_ms for t in trials)},
     }
+
+
+def factors(meta: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """What the study varied, and everything it held fixed (the seeds' single-variable
+    discipline: a result is only about the varied axes if the rest is written down)."""
+    axes = meta.get("axes", {})
+    env, fp = meta.get("environment", {}), meta.get("fingerprint", {})
+    measure, sampler = meta.get("measure", {}), meta.get("sampler", {})
+    varied = [(name, ", ".join(map(str, labels))) for name, labels in axes.items()
+              if len(labels) > 1]
+    fixed = [(name, str(labels[0])) for name, labels in axes.items() if len(labels) == 1]
+    fixed += [
+        ("kernel", f"{meta.get('kernel')} (source {fp.get('kernel_source', '–')})"),
+        ("measurement", meta.get("measure_text", "–") + (
+            f"; batch {measure['batch']}" if measure.get("batch", 1) > 1 else "") +
+            ("; CUDA graph" if measure.get("graph") else "") +
+            (f"; abandon at {measure['abandon']}x the best" if measure.get("abandon")
+             else "")),
+        ("inputs", "fresh random data per trial, seeded from the sampler seed and the trial "
+                   "number; output poisoned before the verified first launch"),
+        ("sampler", f"{sampler.get('name', '?')}, seed {sampler.get('seed', 0)}"),
+        ("GPU", f"{env.get('gpu', '?')} UUID {env.get('gpu_uuid', '–')}, driver "
+                f"{env.get('driver', '–')}; clocks, power and modes left as found (SM clock, "
+                "temperature, power and throttle reasons recorded per trial; throttled "
+                "chunks of samples discarded)"),
+        ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch', '–')}, triton "
+                     f"{env.get('triton', '–')}, sweeper {env.get('sweeper', '–')}"),
+        ("environment variables", fp.get("env") or "no TRITON_* or CUDA_VISIBLE_DEVICES set"),
+    ]
+    return {"varied": varied, "fixed": fixed}
 
 
 def _headline(meta: dict[str, Any]) -> Headline:
@@ -148,6 +181,8 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "stopping": _clean(tables["stops"].to_dict("records")),
         "flags": _clean(tables["flags"].to_dict("records")),
         "ceilings": meta.get("ceilings"),
+        "factors": {k: dict(v) for k, v in tables["factors"].items()},
+        "abandoned": tables["abandoned"],
     }
 
 
@@ -188,6 +223,7 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
                f"launch timed apart (compile + first run), output verified on fresh random data "
                f"with the output poisoned first, then {meta.get('measure_text', '?')}; "
                f"rates: {LABELS[metric]}.\n")
+    out += _factors(tables["factors"])
     out.append("## Best config per problem\n")
     out.append("What `sweeper export` writes: the winner of the interleaved final where there "
                "is one, else the sweep's best; its median and rate from the samples it was "
@@ -220,6 +256,11 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
     out.append("\n" + _md_table(tables["flags"]))
     out.append("\n## Trials without a number\n")
     out.append(_md_table(tables["failures"]))
+    if tables["abandoned"]["trials"]:
+        out.append(f"\nEarly abandonment (`measure.abandon: {meta['measure']['abandon']}`): "
+                   f"{tables['abandoned']['trials']} trials stopped sampling once clearly "
+                   f"slower than the best, saving about "
+                   f"{tables['abandoned']['saved_ms']:.4g} ms of GPU sampling time.\n")
     if images:
         out.append("\n## Heatmaps\n")
         for path in images:
@@ -229,6 +270,14 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
     out.append("\n## Environment\n")
     out.append(_md_table(pd.DataFrame([{"what": k, "value": v} for k, v in env.items()])))
     return "\n".join(out)
+
+
+def _factors(found: dict[str, list[tuple[str, str]]]) -> list[str]:
+    out = ["## What varied, and what was held fixed\n"]
+    out.append(_md_table(pd.DataFrame(
+        [("varied", k, v) for k, v in found["varied"]] +
+        [("fixed", k, v) for k, v in found["fixed"]], columns=["", "factor", "value"])))
+    return out
 
 
 def _effects(tables: dict[str, Any]) -> list[str]:
