@@ -10,8 +10,11 @@
 3. The exhaustive sweep again with ``measure.abandon: 1.5``: how many trials were
    abandoned, the GPU sampling time saved, and whether the best is the same config.
 
-Finals (interleaved re-measurement) are left out: this measures search alone.  Prints a
-table last; the studies stay under ``--out`` for inspection.
+Finals (interleaved re-measurement) are left out: this measures search alone.  Wall
+times include Triton's compile of each config the first time it is launched: the
+reference compiles all of them, later runs find them in Triton's cache, so compare GPU
+sampling time saved, not wall times across runs.  Prints a table last; the studies stay
+under ``--out`` for inspection.
 """
 
 from __future__ import annotations
@@ -110,7 +113,8 @@ def main() -> None:
           f"{ab.best.score / best:.4f} of the reference)")
 
     print()
-    print("| run | trials | first within 98 % | best found / reference best | wall s |")
+    print("| run | trials | first within 98 % | best found / reference best | wall s "
+          "(first run compiles) |")
     print("|---|---|---|---|---|")
     print(f"| exhaustive | {ref.measured} | – | 1 | {ref_s:.1f} |")
     for name, count, reached, ratio, wall, _ in rows:
