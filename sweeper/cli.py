@@ -16,14 +16,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import StudyError, SweeperError
+from sweeper.errors import ContextLost, StudyError, SweeperError
 
 EXIT_USAGE = 2
+#: How many times one `sweeper run` goes on in a fresh process after trials that broke
+#: the CUDA context (each such trial is recorded and never tried again).
+MAX_RESTARTS = 20
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     try:
         return int(args.func(args) or 0)
     except SweeperError as err:
@@ -183,6 +187,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                       ceilings=None if isinstance(limits, str) else limits,
                       priors=_priors(space, args.studies_dir, facts.name, store.root, say))
         summary = sweep.run()
+    except ContextLost as lost:
+        return _restart(lost, args, store)
     finally:
         signal.signal(signal.SIGINT, previous)
     store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
@@ -210,6 +216,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.no_report:
         _report(store)
     return 0
+
+
+def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
+    """Go on in a fresh process after a trial broke the CUDA context: the study resumes
+    from its journal, and the crashed trial is never proposed again."""
+    restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
+    print(f"sweeper: {lost}; it is recorded as crashed in {store.root / 'trials.jsonl'}",
+          file=sys.stderr)
+    if restarts >= MAX_RESTARTS:
+        print(f"sweeper: stopping after {restarts} restarts; run the same command to go on",
+              file=sys.stderr)
+        return 1
+    print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
+          f"{MAX_RESTARTS})", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "sweeper", *args.argv],
+              {**os.environ, "SWEEPER_RESTARTS": str(restarts + 1)})
+    return 1     # not reached
 
 
 def _space_and_device(args: argparse.Namespace) -> tuple[Any, Any]:

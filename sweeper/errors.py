@@ -34,3 +34,13 @@ class NoDeviceError(SweeperError):
 
 class StudyError(SweeperError):
     """A study on disk is missing, unreadable or does not match the space."""
+
+
+class ContextLost(Exception):
+    """A trial left the CUDA context unusable (an illegal address, a device-side assert):
+    nothing more can run in this process.  The trial is already recorded as crashed;
+    ``sweeper run`` goes on in a fresh process, resuming the study."""
+
+    def __init__(self, number: int, reason: str) -> None:
+        self.number, self.reason = number, reason
+        super().__init__(f"trial #{number} left the CUDA context unusable: {reason}")

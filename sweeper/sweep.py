@@ -22,7 +22,7 @@ from optuna.trial import TrialState
 
 from sweeper.ceilings import SUSPICIOUS, Ceilings
 from sweeper.devices import Device
-from sweeper.errors import SweeperError
+from sweeper.errors import ContextLost, SweeperError
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import StopRule, summarize, throughput
@@ -141,11 +141,19 @@ class Sweep:
                     continue
                 repeats = 0
                 record = self._measure(number, choice)
+                lost = record.status is TrialStatus.CRASHED and not self.device.healthy()
+                if lost:
+                    record = dataclasses.replace(record, reason=(
+                        f"{record.reason} (it left the CUDA context unusable; the sweep went "
+                        "on in a fresh process)"))
                 number += 1
                 self.store.append(record)
                 done[record.key()] = record
                 summary.trials.append(record)
                 _tell(study, trial, record)
+                if lost:      # recorded; nothing more can run in this process
+                    self.reporter.trial(record, summary.best)
+                    raise ContextLost(record.number, record.reason or "")
                 if record.status is TrialStatus.INVALID:
                     continue
                 summary.measured += 1

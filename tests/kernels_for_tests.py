@@ -37,3 +37,19 @@ class CopiesZeros(CopyKernel):
 
     def launch(self, buffers, config: Config) -> None:
         buffers["dst"].copy_(torch.zeros_like(buffers["src"]))
+
+
+class IllegalAddressOnBigBlock(CopyKernel):
+    """For BLOCK > 256, tells the kernel its input is 2**30 elements long: it reads far
+    past the allocation and the GPU faults (an illegal memory access), which leaves the
+    CUDA context unusable for the rest of the process."""
+
+    name = "illegal-address"
+
+    def launch(self, buffers, config: Config) -> None:
+        if config.meta["BLOCK"] <= 256:
+            return super().launch(buffers, config)
+        from sweeper.kernels.copy import copy_kernel
+
+        copy_kernel()[(config.grid,)](buffers["src"], buffers["dst"], 2**30,
+                                      num_warps=config.num_warps, **config.meta)

@@ -67,3 +67,36 @@ def test_nvml_state_graph_batches_and_launch_floor():
     buffers["dst"].zero_()
     kernel.launch(buffers, config)
     assert torch.equal(buffers["dst"], buffers["src"])
+
+
+def test_an_illegal_address_is_recorded_and_the_run_goes_on_in_a_fresh_process(
+        write_space, tmp_path):
+    """A real fault: the configs with BLOCK 1024 read past their buffer.  Each is recorded
+    as crashed with CUDA's message, `sweeper run` restarts itself after each, and every
+    other config is measured."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.conftest import SMALL_SPACE
+
+    root = Path(__file__).resolve().parent.parent
+    path = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:IllegalAddressOnBigBlock"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root), os.environ.get("PYTHONPATH", "")])}
+    env.pop("SWEEPER_RESTARTS", None)
+    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(path), "--device",
+                          "cuda", "--studies-dir", str(tmp_path), "--quiet", "--no-report"],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("going on in a fresh process") == 4
+    trials = StudyStore(tmp_path / "tiny").records()[0]
+    measured = [t for t in trials if t.status.value != "invalid"]
+    assert len({t.key() for t in measured}) == len(measured) == 6
+    crashed = [t for t in measured if t.status.value == "crashed"]
+    assert len(crashed) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in crashed)
+    assert all("illegal memory access" in t.reason and "unusable" in t.reason
+               for t in crashed)
+    assert sum(t.ok for t in measured) == 2

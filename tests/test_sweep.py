@@ -1,14 +1,16 @@
 import json
+import sys
 
 import pytest
 
 from sweeper.devices import open_device
-from sweeper.errors import StudyError
+from sweeper.errors import ContextLost, StudyError
 from sweeper.kernels import load_kernel
 from sweeper.space import load_space
 from sweeper.store import JOURNAL, StudyStore
 from sweeper.sweep import StopFlag, Sweep, enumerate_choices, open_study
 from sweeper.trial import TrialStatus
+from tests.conftest import SMALL_SPACE
 
 
 def start(space_path, root, **kwargs):
@@ -134,3 +136,70 @@ def test_model_samplers_never_measure_a_config_twice(write_space, tmp_path, samp
     assert len(measured) == summary.measured == 10   # 12 configs, 2 ruled out
     assert summary.stopped_by.startswith("complete")
     assert summary.repeated >= 0
+
+
+BREAKS = "tests.kernels_for_tests:RaisesOnBigBlock"
+
+
+def test_a_trial_that_breaks_the_cuda_context_is_recorded_and_the_sweep_goes_on(
+        write_space, tmp_path):
+    """Every config with BLOCK 1024 raises; the device then reports itself unusable, as
+    CUDA does after an illegal address.  Each such trial is recorded once, crashed, and
+    the study resumed in a fresh "process" measures everything else exactly once."""
+    path = write_space(SMALL_SPACE.replace("kernel: copy", f"kernel: {BREAKS}"))
+    space = load_space(path)
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(tmp_path / "st")
+    runs = 0
+    while True:
+        runs += 1
+        device = open_device("interpret")
+        device.healthy = lambda: False
+        open_study(store, space, kernel, device, command="test")
+        try:
+            summary = Sweep(space, kernel, device, store).run()
+            break
+        except ContextLost as lost:
+            last = store.records()[0][-1]
+            assert lost.number == last.number and last.status is TrialStatus.CRASHED
+            assert "left the CUDA context unusable" in last.reason
+            assert "too big for this test" in last.reason
+    trials = store.records()[0]
+    measured = [t for t in trials if t.status is not TrialStatus.INVALID]
+    assert len({t.key() for t in measured}) == len(measured) == 6
+    assert sum(t.ok for t in measured) == 2 and runs == 5     # 4 crashes, then the rest
+    assert summary.best is not None and summary.best.ok
+
+
+def test_run_goes_on_in_a_fresh_process_after_a_broken_context(write_space, tmp_path,
+                                                               monkeypatch, capsys):
+    from sweeper.cli import MAX_RESTARTS, main
+    from sweeper.devices._interpret import InterpretDevice
+
+    path = write_space(SMALL_SPACE.replace("kernel: copy", f"kernel: {BREAKS}"))
+    monkeypatch.setattr(InterpretDevice, "healthy", lambda self: False)
+    calls = []
+
+    class Exec(Exception):
+        pass
+
+    def fake_execve(exe, argv, env):
+        calls.append((argv, env["SWEEPER_RESTARTS"]))
+        raise Exec
+
+    monkeypatch.setattr("os.execve", fake_execve)
+    monkeypatch.delenv("SWEEPER_RESTARTS", raising=False)
+    args = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
+            "--quiet", "--no-report"]
+    with pytest.raises(Exec):
+        main(args)
+    assert calls == [([sys.executable, "-m", "sweeper", *args], "1")]
+    err = capsys.readouterr().err
+    assert "left the CUDA context unusable" in err and "restart 1 of at most" in err
+    crashed = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
+               if t.status is TrialStatus.CRASHED]
+    assert len(crashed) == 1
+    monkeypatch.setenv("SWEEPER_RESTARTS", str(MAX_RESTARTS))
+    assert main(args) == 1                                  # gives up, says how to go on
+    assert "run the same command to go on" in capsys.readouterr().err
+    assert len(calls) == 1

@@ -115,6 +115,11 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def synchronize(self) -> None: ...
 
+    def healthy(self) -> bool:
+        """Can this process still run work on the device?  After a sticky CUDA error
+        (an illegal address, a device-side assert) it cannot."""
+        return True
+
     def measure_spec(self, spec: MeasureSpec) -> MeasureSpec:
         """The measurement this device will really do for ``spec`` (caps, if any)."""
         return spec

@@ -96,6 +96,15 @@ class CudaDevice(Device):
 
         torch.cuda.synchronize()
 
+    def healthy(self) -> bool:
+        import torch
+
+        try:       # a sticky error fails every later call on the context, this one too
+            torch.cuda.synchronize()
+            return int(torch.ones(1, device=self.torch_device).sum().item()) == 1
+        except RuntimeError:
+            return False
+
     def environment(self) -> dict[str, Any]:
         import torch
 
