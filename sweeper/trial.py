@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import re
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -155,11 +156,16 @@ def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: 
     return flags
 
 
+#: Where torch's CUDA error messages turn from what happened to generic debugging advice.
+_CUDA_ADVICE = re.compile(r"\s+(?:Search for `cudaError|CUDA kernel errors might be)")
+
+
 def classify(err: BaseException) -> tuple[TrialStatus, str]:
     """Map an exception from compiling or launching to a status and a one-line reason."""
     names = {cls.__name__ for cls in type(err).__mro__}
     text = f"{type(err).__name__}: {err}".strip().splitlines()
-    reason = " ".join(line.strip() for line in text if line.strip())[:500]
+    reason = " ".join(line.strip() for line in text if line.strip())
+    reason = _CUDA_ADVICE.split(reason, maxsplit=1)[0][:500]   # CUDA's generic advice
     if "OutOfResources" in names or isinstance(err, torch.cuda.OutOfMemoryError):
         return TrialStatus.OUT_OF_RESOURCES, reason
     if names & {"CompilationError", "CompileTimeAssertionFailure", "PTXASError"}:

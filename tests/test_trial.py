@@ -62,3 +62,13 @@ def test_classify(exc, status):
     got, reason = classify(exc)
     assert got is status
     assert reason.startswith(type(exc).__name__ + ": ")
+
+
+def test_a_cuda_error_keeps_what_happened_and_drops_the_generic_advice():
+    err = _named("AcceleratorError")(
+        "CUDA error: an illegal memory access was encountered\n"
+        "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more "
+        "information.\nCUDA kernel errors might be asynchronously reported at some other API "
+        "call.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+    assert classify(err) == (TrialStatus.CRASHED, "AcceleratorError: CUDA error: an illegal "
+                                                  "memory access was encountered")
