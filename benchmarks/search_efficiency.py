@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from sweeper.devices import open_device  # noqa: E402
 from sweeper.kernels import load_kernel  # noqa: E402
 from sweeper.measure import tied_set  # noqa: E402
+from sweeper.samplers._priors import PER_STUDY, translate  # noqa: E402
 from sweeper.space import SamplerSpec, load_space  # noqa: E402
 from sweeper.store import StudyStore  # noqa: E402
 from sweeper.sweep import StopFlag, Sweep, open_study  # noqa: E402
@@ -57,8 +58,8 @@ HELD_OUT_2 = {  # recorded in the second session, after auto's model-ranked move
 SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2}
 TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2}
 GOAL = 0.98
-#: "auto+prior": the same kernel recorded at another footprint seeds the search with its
-#: three best configs (what `auto` does with earlier studies of a kernel).
+#: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
+#: with its three best configs, translated as `auto` translates earlier studies' winners.
 PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200-copy.csv",
               "h200-copy-fp16.csv": "h200-copy.csv", "h200-add-256m.csv": "h200-add.csv",
               "h200-matmul-fp16.csv": "h200-matmul.csv", "h200-copy-8m.csv": "h200-copy.csv",
@@ -72,9 +73,13 @@ def priors(table: Path, space) -> list[dict[str, str]]:
         return []
     device = open_device(f"replay:{table.parent / other}")
     rows = sorted((r for r in device.rows if r.get("status") == "ok"),
-                  key=lambda r: float(r["median_ms"]))[:3]
-    fixed = {name: space.axis(name).labels[0] for name in ("footprint", "dtype")}
-    return [{**{p: r[p] for p in device.params}, **fixed} for r in rows]
+                  key=lambda r: float(r["median_ms"]))[:PER_STUDY]
+    out: list[dict[str, str]] = []
+    for r in rows:      # as auto translates an earlier study's winners (_priors.py)
+        for choice in translate({p: r[p] for p in device.params}, space):
+            if choice not in out:
+                out.append(choice)
+    return out
 
 
 class StopAtGoal:

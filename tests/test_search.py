@@ -177,6 +177,22 @@ def test_auto_ranks_neighbours_by_the_model_once_it_has_data():
     assert move["b"] == "1" and int(move["a"]) > 5         # along a, away from a=5, b=1
 
 
+def test_priors_from_another_dtype_keep_the_bytes_per_step(tmp_path):
+    """fp32 copy's winners, offered to an fp16 space: BLOCK counts elements, so it is
+    doubled first (the same bytes per step), then offered as it was; block is not."""
+    replay_sweep(tmp_path, "h200-copy.csv", "spaces/copy.yaml")
+    space = load_space(ROOT / "spaces/copy-fp16.yaml")
+    found = priors_from_studies(tmp_path, space, "replay: NVIDIA H200")
+    steps = [(c["BLOCK"], c["block"]) for c in found]
+    assert steps[:2] == [("2048", "256"), ("1024", "256")]       # fp32's best: 1024 / 256
+    assert all(c["dtype"] == "float16" and c["grid"] == "cdiv(n, BLOCK)" for c in found)
+    matmul = load_space(ROOT / "spaces/matmul-fp16.yaml")        # tiles are not elements
+    from sweeper.samplers._priors import translate
+    tile = {"grid": "sms", "block": "256", "BLOCK_M": "128", "BLOCK_N": "256",
+            "BLOCK_K": "64", "num_stages": "3", "dtype": "float32", "footprint": "32MiB"}
+    assert [c["BLOCK_M"] for c in translate(tile, matmul)] == ["128"]
+
+
 def test_priors_come_from_earlier_studies_of_the_same_kernel(tmp_path):
     replay_sweep(tmp_path, "h200-copy-256m.csv", "spaces/copy-256m.yaml")
     space = load_space(ROOT / "spaces/copy.yaml")

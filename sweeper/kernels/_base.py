@@ -39,6 +39,9 @@ class MetaParam:
     default: int
     pow2: bool = False
     doc: str = ""
+    #: The value counts elements of the problem's dtype (not tiles or stages): a winner
+    #: found at another dtype is carried over at the same bytes (``auto``'s priors).
+    elements: bool = False
 
 
 @dataclass

@@ -38,7 +38,8 @@ def add_kernel(interpret: bool = False) -> Any:
 class AddKernel(Kernel):
     name: ClassVar[str] = "add"
     meta_params: ClassVar[Mapping[str, MetaParam]] = {
-        "BLOCK": MetaParam(default=1024, pow2=True, doc="elements each program adds per step"),
+        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
+                           doc="elements each program adds per step"),
     }
     baseline_name: ClassVar[str] = "torch add"
 

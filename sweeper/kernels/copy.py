@@ -41,7 +41,8 @@ def copy_kernel(interpret: bool = False) -> Any:
 class CopyKernel(Kernel):
     name: ClassVar[str] = "copy"
     meta_params: ClassVar[Mapping[str, MetaParam]] = {
-        "BLOCK": MetaParam(default=1024, pow2=True, doc="elements each program copies per step"),
+        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
+                           doc="elements each program copies per step"),
     }
     baseline_name: ClassVar[str] = "torch copy_"
 

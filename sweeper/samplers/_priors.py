@@ -1,13 +1,20 @@
 """Priors for ``auto``: the best configs of earlier studies of the same kernel on the same
-GPU (another footprint or dtype), translated into this space's labels."""
+GPU (another footprint or dtype), translated into this space's labels.
+
+A meta-parameter that counts elements (``MetaParam.elements``, e.g. copy's ``BLOCK``) is
+carried over at the same bytes when the dtype differs: fp32 copy's best of 1024 elements
+per step becomes 2048 in fp16, the same 16 bytes per thread.  The untranslated config is
+proposed after it, in case the kernel's optimum is not about bytes.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sweeper.space import Space
+from sweeper.space import DTYPES, Space
 
 PER_STUDY = 3
 
@@ -32,16 +39,41 @@ def priors_from_studies(studies_dir: str | Path, space: Space, gpu: str,
             continue
         trials = [t for t in StudyStore(root).records()[0] if t.ok and not t.suspicious]
         for t in sorted(trials, key=lambda t: -t.score)[:PER_STUDY]:
-            choice = _translate(t.choice, space)
-            if choice is not None and choice not in out:
-                out.append(choice)
+            for choice in translate(t.choice, space):
+                if choice not in out:
+                    out.append(choice)
     return out
 
 
-def _translate(choice: dict[str, Any], space: Space) -> dict[str, str] | None:
+def translate(choice: Mapping[str, Any], space: Space) -> list[dict[str, str]]:
+    """``choice`` (from a study of the same kernel) in this space's labels: at the same
+    bytes first where the dtype differs, then as it was; the ones this space can hold."""
+    out = []
+    for scaled in (True, False):
+        found = _labels(choice, space, _element_scale(choice, space) if scaled else 1.0)
+        if found is not None and found not in out:
+            out.append(found)
+    return out
+
+
+def _element_scale(choice: Mapping[str, Any], space: Space) -> float:
+    """Old itemsize / new itemsize, when the dtype changes to this space's only one."""
+    old, new = str(choice.get("dtype", "")), space.axis("dtype").labels
+    if len(new) != 1 or old not in DTYPES or new[0] not in DTYPES:
+        return 1.0
+    return DTYPES[old] / DTYPES[new[0]]
+
+
+def _labels(choice: Mapping[str, Any], space: Space, scale: float) -> dict[str, str] | None:
+    from sweeper.kernels import kernel_class
+
+    elements = {name for name, m in kernel_class(space.kernel).meta_params.items()
+                if m.elements} if scale != 1.0 else set()
     out = {}
     for axis in space.axes:
         label = str(choice.get(axis.name, ""))
+        if axis.name in elements and label.isdigit():
+            label = str(round(int(label) * scale))
         if label in axis.labels:
             out[axis.name] = label
         elif len(axis.labels) == 1:
