@@ -198,6 +198,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
+    if restarts:
+        print(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) broke "
+              "the CUDA context and the sweep went on in a fresh process; the report counts "
+              "everything)")
     abandoned = [t for t in summary.trials[summary.resumed:] if t.status.value == "abandoned"]
     if abandoned:
         print(f"early abandonment: {len(abandoned)} trials stopped early, saving about "

@@ -250,7 +250,7 @@ def test_the_report_lists_what_varied_and_what_was_held_fixed(tmp_path):
     assert "| fixed | measurement | 1 warmup + 3 timed; abandon at 1.5x the best |" in md
     assert "| fixed | sampler | auto, seed 4 |" in md
     assert "| fixed | environment variables | TRITON_CACHE_DIR=/x |" in md
-    assert "1 trials stopped sampling once clearly slower than the best, saving about " \
+    assert "1 trial(s) stopped sampling once clearly slower than the best, saving about " \
            "12.5 ms" in md
     data = json.loads((store.root / "report.json").read_text())
     assert data["factors"]["fixed"]["cache"] == "cold"

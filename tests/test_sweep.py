@@ -199,6 +199,16 @@ def test_run_goes_on_in_a_fresh_process_after_a_broken_context(write_space, tmp_
     crashed = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
                if t.status is TrialStatus.CRASHED]
     assert len(crashed) == 1
+    monkeypatch.setattr(InterpretDevice, "healthy", lambda self: True)   # the fresh process
+    monkeypatch.setenv("SWEEPER_RESTARTS", "1")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "the last of 2: 1 trial(s) broke the CUDA context" in out
+    crashed = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
+               if t.status is TrialStatus.CRASHED]
+    assert len(crashed) == 4                  # the rest raise too, but leave CUDA usable
+    monkeypatch.setattr(InterpretDevice, "healthy", lambda self: False)
+    (tmp_path / "tiny-interpret").rename(tmp_path / "first")
     monkeypatch.setenv("SWEEPER_RESTARTS", str(MAX_RESTARTS))
     assert main(args) == 1                                  # gives up, says how to go on
     assert "run the same command to go on" in capsys.readouterr().err

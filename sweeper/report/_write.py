@@ -258,7 +258,7 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
     out.append(_md_table(tables["failures"]))
     if tables["abandoned"]["trials"]:
         out.append(f"\nEarly abandonment (`measure.abandon: {meta['measure']['abandon']}`): "
-                   f"{tables['abandoned']['trials']} trials stopped sampling once clearly "
+                   f"{tables['abandoned']['trials']} trial(s) stopped sampling once clearly "
                    f"slower than the best, saving about "
                    f"{tables['abandoned']['saved_ms']:.4g} ms of GPU sampling time.\n")
     if images:
