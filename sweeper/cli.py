@@ -182,10 +182,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop = StopFlag()
     previous = signal.signal(signal.SIGINT, _stop_handler(stop, say))
     try:
-        sweep = Sweep(space, kernel, device, store, reporter=_reporter(args.quiet, kernel.headline), stop=stop,
+        sweep = Sweep(space, kernel, device, store,
+                      reporter=_reporter(args.quiet, kernel.headline), stop=stop,
                       max_trials=args.trials, max_time_s=max_time,
                       ceilings=None if isinstance(limits, str) else limits,
-                      priors=_priors(space, args.studies_dir, facts.name, store.root, say))
+                      priors=_priors(space, args.studies_dir, facts.name, store.root, say),
+                      on_hang=lambda record: _hung(record, args, store))
         summary = sweep.run()
     except ContextLost as lost:
         return _restart(lost, args, store)
@@ -226,9 +228,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
     """Go on in a fresh process after a trial broke the CUDA context: the study resumes
     from its journal, and the crashed trial is never proposed again."""
+    return _go_on_fresh(f"{lost}; it is recorded as crashed in {store.journal_path}", args)
+
+
+def _hung(record: Any, args: argparse.Namespace, store: Any) -> None:
+    """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
+    kernel cannot be stopped from this process, so go on in a fresh one."""
+    _go_on_fresh(f"trial #{record.number} gave no result after "
+                 f"{record.wall_s:g} s; it is recorded as timeout in {store.journal_path}",
+                 args)
+    os._exit(1)       # too many restarts: the main thread is stuck in the kernel
+
+
+def _go_on_fresh(message: str, args: argparse.Namespace) -> int:
     restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
-    print(f"sweeper: {lost}; it is recorded as crashed in {store.root / 'trials.jsonl'}",
-          file=sys.stderr)
+    print(f"sweeper: {message}", file=sys.stderr)
     if restarts >= MAX_RESTARTS:
         print(f"sweeper: stopping after {restarts} restarts; run the same command to go on",
               file=sys.stderr)

@@ -44,3 +44,11 @@ class ContextLost(Exception):
     def __init__(self, number: int, reason: str) -> None:
         self.number, self.reason = number, reason
         super().__init__(f"trial #{number} left the CUDA context unusable: {reason}")
+
+
+class TrialHung(Exception):
+    """A trial ran past ``measure.timeout``; it is recorded as ``timeout``."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        super().__init__(f"trial #{number} ran past measure.timeout")

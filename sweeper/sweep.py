@@ -8,10 +8,12 @@ every past result.
 from __future__ import annotations
 
 import dataclasses
+import contextlib
 import itertools
+import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,7 +24,7 @@ from optuna.trial import TrialState
 
 from sweeper.ceilings import SUSPICIOUS, Ceilings
 from sweeper.devices import Device
-from sweeper.errors import ContextLost, SweeperError
+from sweeper.errors import ContextLost, SweeperError, TrialHung
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import StopRule, summarize, throughput
@@ -79,7 +81,8 @@ class Sweep:
                  reporter: Reporter | None = None, stop: StopFlag | None = None,
                  max_trials: int | None = None, max_time_s: float | None = None,
                  ceilings: Ceilings | None = None, finals: bool = True,
-                 priors: list[dict[str, str]] | None = None) -> None:
+                 priors: list[dict[str, str]] | None = None,
+                 on_hang: Callable[[TrialRecord], None] | None = None) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -92,6 +95,9 @@ class Sweep:
         self.measure = device.measure_spec(space.measure)
         self._buffers: dict[tuple[Problem, int], list[Buffers]] = {}
         self.priors = priors or []
+        #: called (on a watchdog thread) after a trial ran past ``measure.timeout`` and was
+        #: recorded as such; ``sweeper run`` re-executes itself there.  None: no watchdog.
+        self.on_hang = on_hang
         self._best_by_problem: dict[tuple[Problem, str], tuple[float, float]] = {}
         self.ceilings = ceilings
         # a replay has nothing to re-measure; one-at-a-time answers another question
@@ -140,7 +146,8 @@ class Sweep:
                     repeats += 1
                     continue
                 repeats = 0
-                record = self._measure(number, choice)
+                with self._watchdog(number, choice):
+                    record = self._measure(number, choice)
                 lost = record.status is TrialStatus.CRASHED and not self.device.healthy()
                 if lost:
                     record = dataclasses.replace(record, reason=(
@@ -180,6 +187,47 @@ class Sweep:
                               if t.status is TrialStatus.INVALID)
         summary.wall_s = time.perf_counter() - t0
         return summary
+
+    @contextlib.contextmanager
+    def _watchdog(self, number: int, choice: Choice) -> Iterator[None]:
+        """Record the trial as timed out and call ``on_hang`` if it runs past
+        ``measure.timeout``: a hung kernel cannot be interrupted from its own process."""
+        timeout = self.measure.timeout_s
+        if self.on_hang is None or timeout is None or self.device.replays:
+            yield
+            return
+        lock, state, started = threading.Lock(), {"done": False}, now()
+
+        def fire() -> None:
+            with lock:
+                if state["done"]:
+                    return
+                state["hung"] = True
+                result = TrialResult(TrialStatus.TIMEOUT, (
+                    f"no result after {timeout:g} s (measure.timeout): a hung kernel, or a "
+                    "compile longer than that; the sweep went on in a fresh process"))
+                try:
+                    config = self.space.resolve(choice, self.facts.env(),
+                                                self.facts.max_footprint)
+                except Invalid:
+                    config = None
+                record = TrialRecord.from_result(number, choice, config, result, started,
+                                                 timeout)
+                self.store.append(record)
+                self.on_hang(record)           # sweeper run: never returns
+
+        timer = threading.Timer(timeout, fire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+            with lock:
+                state["done"] = True
+                hung = state.get("hung", False)
+        if hung:
+            raise TrialHung(number)
 
     def _note_best(self, t: TrialRecord) -> None:
         """Remember the fastest (median, CI high) per problem, for early abandonment."""

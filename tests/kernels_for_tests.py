@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import triton.language as tl
 
 from sweeper.kernels.copy import CopyKernel
 from sweeper.space import Config
@@ -53,3 +54,35 @@ class IllegalAddressOnBigBlock(CopyKernel):
 
         copy_kernel()[(config.grid,)](buffers["src"], buffers["dst"], 2**30,
                                       num_warps=config.num_warps, **config.meta)
+
+
+class HangsOnBigBlock(CopyKernel):
+    """For BLOCK > 256 the launch never returns in time, like a kernel spinning forever."""
+
+    name = "hangs"
+
+    def launch(self, buffers, config: Config) -> None:
+        if config.meta["BLOCK"] > 256:
+            import time
+
+            time.sleep(600)
+        super().launch(buffers, config)
+
+
+def _spin_body(flag):
+    while tl.load(flag, volatile=True) == 0:     # nothing ever sets the flag
+        pass
+
+
+class SpinsOnBigBlock(CopyKernel):
+    """For BLOCK > 256 a GPU kernel spins forever on a flag nothing sets: a real hang."""
+
+    name = "spins"
+
+    def launch(self, buffers, config: Config) -> None:
+        if config.meta["BLOCK"] <= 256:
+            return super().launch(buffers, config)
+        import triton
+
+        flag = torch.zeros(1, dtype=torch.int32, device=buffers["src"].device)
+        triton.jit(_spin_body)[(1,)](flag)

@@ -140,6 +140,9 @@ BAD = [
      "measure.repeat: 0 is not a whole number >= 1"),
     ("kernel: copy\nparams: {}\nmeasure: {flush: true}\n", 3,
      "measure.flush: unknown key 'flush'; known: warmup, repeat, stop, target"),
+    ("kernel: copy\nparams: {}\nmeasure: {timeout: soon}\n", 3,
+     "measure.timeout: 'soon' is not a duration; allowed: a positive number with ms, s, m or "
+     "h (e.g. 10m), or off"),
     ("kernel: copy\nparams: {}\nbudget: {time: 10x}\n", 3,
      "budget.time: '10x' is not a duration"),
     ("kernel: copy\nparams: {}\nbudget:\n  trials: -4\n", 4,

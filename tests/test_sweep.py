@@ -213,3 +213,33 @@ def test_run_goes_on_in_a_fresh_process_after_a_broken_context(write_space, tmp_
     assert main(args) == 1                                  # gives up, says how to go on
     assert "run the same command to go on" in capsys.readouterr().err
     assert len(calls) == 1
+
+
+def test_a_hung_trial_is_recorded_as_timeout_and_the_run_goes_on(write_space, tmp_path):
+    """A real `sweeper run` process: the configs with BLOCK 1024 never return; after
+    measure.timeout each is recorded as timeout, the process re-executes itself and
+    resumes, and the other configs are measured."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = SMALL_SPACE.replace("kernel: copy", "kernel: tests.kernels_for_tests:HangsOnBigBlock")
+    path = write_space(text.replace("measure: {warmup: 1, repeat: 3}",
+                                    "measure: {warmup: 1, repeat: 3, timeout: 1s}"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    env.pop("SWEEPER_RESTARTS", None)
+    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(path), "--device",
+                          "interpret", "--studies-dir", str(tmp_path), "--quiet",
+                          "--no-report"], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("going on in a fresh process") == 4
+    trials = StudyStore(tmp_path / "tiny-interpret").records()[0]
+    measured = [t for t in trials if t.status is not TrialStatus.INVALID]
+    assert len({t.key() for t in measured}) == len(measured) == 6
+    hung = [t for t in measured if t.status is TrialStatus.TIMEOUT]
+    assert len(hung) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in hung)
+    assert all(t.reason.startswith("no result after 1 s (measure.timeout)") for t in hung)
+    assert sum(t.ok for t in measured) == 2

@@ -37,7 +37,7 @@ from sweeper.space._yaml import load_with_lines
 TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget",
             "extends")
 MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
-                "cache", "batch", "graph", "abandon")
+                "cache", "batch", "graph", "abandon", "timeout")
 STOP_RULES = ("fixed", "ci", "stdrel")
 TEXT_AXES = ("dtype", "cache")         # values are names, not numbers: not in expressions
 BUDGET_KEYS = ("trials", "time", "target", "patience")
@@ -415,10 +415,19 @@ class _Parser:
                 abandon, (int, float)) or abandon <= 1):
             raise self.error("measure.abandon", f"{abandon!r} is not a factor above 1 "
                              "(e.g. 1.5: abandon configs 1.5x slower than the best)")
+        timeout = raw.get("timeout", d.timeout_s)
+        if timeout in (None, False, "off"):         # YAML reads a bare off as false
+            timeout = None
+        else:
+            try:
+                timeout = parse_duration(timeout)
+            except ValueError as err:
+                raise self.error("measure.timeout", f"{err}, or off") from None
         spec = MeasureSpec(warmup=warmup, repeat=repeat, stop=stop, target=target,
                            min_samples=min_samples, min_time_s=times["min_time"],
                            max_time_s=times["max_time"], batch=batch, graph=graph,
-                           abandon=float(abandon) if abandon is not None else None)
+                           abandon=float(abandon) if abandon is not None else None,
+                           timeout_s=timeout)
         return spec, list(CACHE_MODES) if cache == "both" else [cache]
 
     def whole(self, raw: dict[str, Any], key: str, default: int, least: int) -> int:

@@ -87,6 +87,7 @@ class MeasureSpec:
     batch: int = 1           # launches per timed sample, between one event pair
     graph: bool = False      # replay the batch from a CUDA graph
     abandon: float | None = None   # stop sampling configs this many times slower than the best
+    timeout_s: float | None = 300.0   # a trial with no result by then is hung: recorded, skipped
 
     def rule(self) -> StopRule:
         return StopRule(kind=self.stop, repeat=self.repeat, target=self.target,

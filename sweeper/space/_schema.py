@@ -68,6 +68,8 @@ def space_schema() -> dict[str, Any]:
         "min_time": {"type": ["number", "string"]}, "max_time": {"type": ["number", "string"]},
         "cache": {"enum": [*CACHE_MODES, "both"]}, "batch": {"type": "integer", "minimum": 1},
         "graph": {"type": "boolean"}, "abandon": {"type": "number", "exclusiveMinimum": 1},
+        "timeout": {"type": ["number", "string", "boolean", "null"],
+                    "description": "seconds (or 5m, 30s) before a trial counts as hung; off or false: never"},
     }
     sampler_names = {"enum": list(SAMPLERS)}
     properties = {

@@ -30,6 +30,10 @@ class StudyStore:
     def name(self) -> str:
         return self.root.name
 
+    @property
+    def journal_path(self) -> Path:
+        return self.root / JOURNAL
+
     def exists(self) -> bool:
         return (self.root / META).is_file()
 
