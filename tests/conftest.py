@@ -56,3 +56,24 @@ SMALL_SPACE = """
 @pytest.fixture
 def small_space(write_space) -> Path:
     return write_space(SMALL_SPACE, "tiny.yaml")
+
+
+def run_sweeper_process(space: Path, device: str, studies_dir: Path, study: str,
+                        timeout: float = 600):
+    """``sweeper run`` as a real process (it may re-execute itself); returns the finished
+    process and the study's trials that were launched (not ruled out)."""
+    import os
+    import subprocess
+    import sys
+
+    from sweeper.store import StudyStore
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root), os.environ.get("PYTHONPATH", "")])}
+    env.pop("SWEEPER_RESTARTS", None)
+    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(space), "--device",
+                          device, "--studies-dir", str(studies_dir), "--quiet", "--no-report"],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    trials = StudyStore(studies_dir / study).records()[0] if run.returncode == 0 else []
+    return run, [t for t in trials if t.status.value != "invalid"]

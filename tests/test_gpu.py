@@ -74,26 +74,13 @@ def test_an_illegal_address_is_recorded_and_the_run_goes_on_in_a_fresh_process(
     """A real fault: the configs with BLOCK 1024 read past their buffer.  Each is recorded
     as crashed with CUDA's message, `sweeper run` restarts itself after each, and every
     other config is measured."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.conftest import SMALL_SPACE, run_sweeper_process
 
-    from tests.conftest import SMALL_SPACE
-
-    root = Path(__file__).resolve().parent.parent
     path = write_space(SMALL_SPACE.replace(
         "kernel: copy", "kernel: tests.kernels_for_tests:IllegalAddressOnBigBlock"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(root), os.environ.get("PYTHONPATH", "")])}
-    env.pop("SWEEPER_RESTARTS", None)
-    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(path), "--device",
-                          "cuda", "--studies-dir", str(tmp_path), "--quiet", "--no-report"],
-                         cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    run, measured = run_sweeper_process(path, "cuda", tmp_path, "tiny")
     assert run.returncode == 0, run.stderr
     assert run.stderr.count("going on in a fresh process") == 4
-    trials = StudyStore(tmp_path / "tiny").records()[0]
-    measured = [t for t in trials if t.status.value != "invalid"]
     assert len({t.key() for t in measured}) == len(measured) == 6
     crashed = [t for t in measured if t.status.value == "crashed"]
     assert len(crashed) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in crashed)
@@ -107,26 +94,13 @@ def test_a_kernel_that_never_returns_is_recorded_as_timeout_and_the_run_goes_on(
     """A real hang: for BLOCK 1024 a kernel spins on a flag nothing sets.  After
     measure.timeout each is recorded as timeout, `sweeper run` re-executes itself, and the
     other configs are measured."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.conftest import SMALL_SPACE, run_sweeper_process
 
-    from tests.conftest import SMALL_SPACE
-
-    root = Path(__file__).resolve().parent.parent
     text = SMALL_SPACE.replace("kernel: copy", "kernel: tests.kernels_for_tests:SpinsOnBigBlock")
     path = write_space(text.replace("measure: {warmup: 1, repeat: 3}",
                                     "measure: {warmup: 1, repeat: 3, timeout: 20s}"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(root), os.environ.get("PYTHONPATH", "")])}
-    env.pop("SWEEPER_RESTARTS", None)
-    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(path), "--device",
-                          "cuda", "--studies-dir", str(tmp_path), "--quiet", "--no-report"],
-                         cwd=root, env=env, capture_output=True, text=True, timeout=500)
+    run, measured = run_sweeper_process(path, "cuda", tmp_path, "tiny", timeout=500)
     assert run.returncode == 0, run.stderr
-    trials = StudyStore(tmp_path / "tiny").records()[0]
-    measured = [t for t in trials if t.status.value != "invalid"]
     assert len({t.key() for t in measured}) == len(measured) == 6
     hung = [t for t in measured if t.status.value == "timeout"]
     assert len(hung) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in hung)

@@ -219,25 +219,15 @@ def test_a_hung_trial_is_recorded_as_timeout_and_the_run_goes_on(write_space, tm
     """A real `sweeper run` process: the configs with BLOCK 1024 never return; after
     measure.timeout each is recorded as timeout, the process re-executes itself and
     resumes, and the other configs are measured."""
-    import os
-    import subprocess
-    from pathlib import Path
+    from tests.conftest import run_sweeper_process
 
-    root = Path(__file__).resolve().parent.parent
     text = SMALL_SPACE.replace("kernel: copy", "kernel: tests.kernels_for_tests:HangsOnBigBlock")
     path = write_space(text.replace("measure: {warmup: 1, repeat: 3}",
                                     "measure: {warmup: 1, repeat: 3, timeout: 1s}"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    env.pop("SWEEPER_RESTARTS", None)
-    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(path), "--device",
-                          "interpret", "--studies-dir", str(tmp_path), "--quiet",
-                          "--no-report"], cwd=root, env=env, capture_output=True, text=True,
-                         timeout=300)
+    run, measured = run_sweeper_process(path, "interpret", tmp_path, "tiny-interpret",
+                                        timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stderr.count("going on in a fresh process") == 4
-    trials = StudyStore(tmp_path / "tiny-interpret").records()[0]
-    measured = [t for t in trials if t.status is not TrialStatus.INVALID]
     assert len({t.key() for t in measured}) == len(measured) == 6
     hung = [t for t in measured if t.status is TrialStatus.TIMEOUT]
     assert len(hung) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in hung)
