@@ -441,7 +441,7 @@ def _describe_trial(t: Any, headline: Any, median: float | None = None) -> str:
     meta = " ".join(f"{k}={v}" for k, v in cfg["meta"].items())
     grid = t.choice["grid"]
     grid_text = f"{grid} (={cfg['grid']})" if grid != str(cfg["grid"]) else grid
-    rate = t.rate(headline) * (1.0 if median is None else t.stats["median"] / median)
+    rate = t.rate(headline, median)
     median = t.stats["median"] if median is None else median
     return (f"#{t.number} grid={grid_text} block={cfg['block']} {meta} {cfg['dtype']} "
             f"{cfg.get('cache', 'cold')}: median {median:.4g} ms, {rate:.4g} {headline.unit}")

@@ -7,8 +7,8 @@ every past result.
 
 from __future__ import annotations
 
-import dataclasses
 import contextlib
+import dataclasses
 import itertools
 import threading
 import time

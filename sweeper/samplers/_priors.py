@@ -49,8 +49,8 @@ def translate(choice: Mapping[str, Any], space: Space) -> list[dict[str, str]]:
     """``choice`` (from a study of the same kernel) in this space's labels: at the same
     bytes first where the dtype differs, then as it was; the ones this space can hold."""
     out = []
-    for scaled in (True, False):
-        found = _labels(choice, space, _element_scale(choice, space) if scaled else 1.0)
+    for scale in dict.fromkeys((_element_scale(choice, space), 1.0)):
+        found = _labels(choice, space, scale)
         if found is not None and found not in out:
             out.append(found)
     return out

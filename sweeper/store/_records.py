@@ -80,9 +80,13 @@ class TrialRecord:
             return 0.0
         return self.gbps or self.gflops or 1e3 / self.stats["median"]
 
-    def rate(self, headline: Headline) -> float:
-        """The rate reports lead with: GB/s, or TFLOP/s."""
-        return self.gflops / 1e3 if headline is Headline.TFLOPS else self.gbps
+    def rate(self, headline: Headline, median_ms: float | None = None) -> float:
+        """The rate reports lead with: GB/s, or TFLOP/s; at ``median_ms`` when given (the
+        same work timed again, as in the interleaved final)."""
+        rate = self.gflops / 1e3 if headline is Headline.TFLOPS else self.gbps
+        if median_ms is None or not self.stats:
+            return rate
+        return rate * self.stats["median"] / median_ms
 
     def key(self) -> tuple[str, ...]:
         return tuple(f"{k}={v}" for k, v in sorted(self.choice.items()))
