@@ -84,9 +84,10 @@ def priors(table: Path, space) -> list[dict[str, str]]:
 
 class StopAtGoal:
     """Counts measured trials and stops the sweep at the first within GOAL of the best
-    (or, given ``tied``, at the first of those configs)."""
+    (or, given ``tied``, at the first of those configs); without ``stop`` it only notes
+    when that happened."""
 
-    def __init__(self, best: float, stop: StopFlag,
+    def __init__(self, best: float, stop: StopFlag | None,
                  tied: set[tuple[str, ...]] | None = None, params: list[str] = ()) -> None:
         self.best, self.stop, self.count, self.reached = best, stop, 0, None
         self.tied, self.params = tied, params
@@ -102,7 +103,8 @@ class StopAtGoal:
             hit = record.ok and record.score >= GOAL * self.best
         if self.reached is None and hit:
             self.reached = self.count
-            self.stop.set = True
+            if self.stop is not None:
+                self.stop.set = True
 
 
 def tied_with_best(device) -> set[tuple[str, ...]]:

@@ -34,34 +34,19 @@ from sweeper.space import SamplerSpec, load_space  # noqa: E402
 from sweeper.store import StudyStore  # noqa: E402
 from sweeper.sweep import Sweep, open_study  # noqa: E402
 
-GOAL = 0.98
-
-
-class Watch:
-    """Counts measured trials; remembers when one first reached ``goal``."""
-
-    def __init__(self, goal: float) -> None:
-        self.goal, self.count, self.reached = goal, 0, None
-
-    def start(self, total: int, done: int) -> None: ...
-    def finish(self) -> None: ...
-
-    def trial(self, record, best) -> None:
-        self.count += 1
-        if self.reached is None and record.ok and record.score >= self.goal:
-            self.reached = self.count
-
+from search_efficiency import StopAtGoal  # noqa: E402  (this folder)
 
 def short(choice, space) -> str:
     """The choice's values on the axes that vary."""
     return " ".join(f"{a.name}={choice[a.name]}" for a in space.axes if len(a.labels) > 1)
 
 
-def sweep(space, kernel, device, root: Path, name: str, goal: float = float("inf"),
+def sweep(space, kernel, device, root: Path, name: str, best: float = float("inf"),
           max_trials: int | None = None):
+    """Run ``space``; the watch notes the first trial within GOAL of ``best``."""
     store = StudyStore(root / name)
     open_study(store, space, kernel, device, command="benchmarks/search_live.py", force=True)
-    watch = Watch(goal)
+    watch = StopAtGoal(best, stop=None)
     t0 = time.perf_counter()
     summary = Sweep(space, kernel, device, store, reporter=watch, finals=False,
                     max_trials=max_trials).run()
@@ -94,7 +79,7 @@ def main() -> None:
         auto = dataclasses.replace(space, sampler=SamplerSpec(name="auto", seed=seed),
                                    budget=unlimited)
         summary, watch, wall = sweep(auto, kernel, device, root, f"auto-{seed}",
-                                     goal=GOAL * best, max_trials=args.budget)
+                                     best=best, max_trials=args.budget)
         rows.append((f"auto seed {seed}", watch.count, watch.reached,
                      summary.best.score / best, wall, summary.best.choice))
         print(f"auto seed {seed}: {watch.count} trials, 98 % at "
