@@ -55,8 +55,15 @@ HELD_OUT_2 = {  # recorded in the second session, after auto's model-ranked move
     "h200-add-bf16.csv": "spaces/add-bf16.yaml",
     "h200-matmul-2k.csv": "spaces/matmul-2k.yaml",
 }
-SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2}
-TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2}
+HELD_OUT_3 = {  # recorded in the third session, after auto's kernel models were fixed
+    "h200-copy-bf16-64m.csv": "spaces/copy-bf16-64m.yaml",
+    "h200-add-fp16-32m.csv": "spaces/add-fp16-32m.yaml",
+    "h200-matmul-1k.csv": "spaces/matmul-1k.yaml",
+    "h200-matmul-fp32.csv": "spaces/matmul-fp32.yaml",
+}
+SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
+        "held-out-3": HELD_OUT_3}
+TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2, **HELD_OUT_3}
 GOAL = 0.98
 #: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
 #: with its three best configs, translated as `auto` translates earlier studies' winners.
@@ -64,7 +71,9 @@ PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200
               "h200-copy-fp16.csv": "h200-copy.csv", "h200-add-256m.csv": "h200-add.csv",
               "h200-matmul-fp16.csv": "h200-matmul.csv", "h200-copy-8m.csv": "h200-copy.csv",
               "h200-copy-4g.csv": "h200-copy.csv", "h200-add-bf16.csv": "h200-add.csv",
-              "h200-matmul-2k.csv": "h200-matmul.csv"}
+              "h200-matmul-2k.csv": "h200-matmul.csv", "h200-copy-bf16-64m.csv": "h200-copy.csv",
+              "h200-add-fp16-32m.csv": "h200-add.csv", "h200-matmul-1k.csv": "h200-matmul.csv",
+              "h200-matmul-fp32.csv": "h200-matmul.csv"}
 
 
 def priors(table: Path, space) -> list[dict[str, str]]:

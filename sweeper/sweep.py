@@ -292,9 +292,10 @@ class Sweep:
                 raise SweeperError("the one-at-a-time baseline matches no row of the zipped "
                                    "axes; pick a baseline row")
             spec = dataclasses.replace(spec, baseline=tuple(base.items()))
-        sampler = make_sampler(spec, [c for c in map(view, valid) if c is not None],
-                               axes=self.space.choices(),
-                               priors=[c for c in map(view, self.priors) if c is not None])
+        shown = [(c, v) for c, v in ((c, view(c)) for c in valid) if v is not None]
+        sampler = make_sampler(spec, [v for _, v in shown], axes=self.space.choices(),
+                               priors=[c for c in map(view, self.priors) if c is not None],
+                               guesses=self._guesses([c for c, _ in shown]))
         study = optuna.create_study(direction="maximize", sampler=sampler)
         dists = {name: CategoricalDistribution(labels)
                  for name, labels in self.space.choices().items()}
@@ -308,6 +309,16 @@ class Sweep:
                 state=TrialState.COMPLETE if t.ok else TrialState.FAIL,
                 value=t.score if t.ok else None))
         return study, dists
+
+    def _guesses(self, valid: list[Choice]) -> list[float] | None:
+        """The kernel model's guess for each valid config (``auto`` starts among the
+        best-guessed ones), or None when the kernel has no model or another sampler runs."""
+        if self.space.sampler.name != "auto" or not valid:
+            return None
+        env = self.facts.env()
+        guesses = [self.kernel.model(self.space.resolve(c, env, self.facts.max_footprint),
+                                     self.facts.sms) for c in valid]
+        return None if any(g is None for g in guesses) else [float(g) for g in guesses]
 
     def _sampler_view(self, choice: Mapping[str, str]) -> dict[str, str] | None:
         """A stored (per-axis) choice as the sampler sees it: zipped axes as one label."""

@@ -177,6 +177,75 @@ def test_auto_ranks_neighbours_by_the_model_once_it_has_data():
     assert move["b"] == "1" and int(move["a"]) > 5         # along a, away from a=5, b=1
 
 
+def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
+    """Each loss the built-in models name moves the guess the way the physics says."""
+    copy, add, matmul = (load_kernel(k) for k in ("copy", "add", "matmul"))
+    fp32 = Problem("float32", 1 << 30)
+
+    def elementwise(kernel, grid, block, step, problem=fp32):
+        return kernel.model(Config(problem, grid, block, {"BLOCK": step}), sms=132)
+
+    tiles = fp32.n // 1024
+    assert elementwise(copy, tiles, 256, 1024) == 1.0           # 16 B per thread per step
+    assert elementwise(copy, tiles, 256, 256) <= 0.25           # 4 B: narrow loads
+    assert elementwise(copy, tiles, 32, 16384) < 0.5            # 512 values a thread: spills
+    assert elementwise(copy, 132, 256, 1024) < 0.5              # too few bytes in flight
+    assert elementwise(add, tiles, 64, 8192) < elementwise(copy, tiles, 64, 8192)  # 2 inputs
+    # fp16: the same 16 B take twice the elements
+    fp16 = Problem("float16", 1 << 30)
+    assert elementwise(copy, tiles, 256, 2048, fp16) > elementwise(copy, tiles, 256, 1024, fp16)
+
+    def mm(side, grid, block, m, n, k=64, stages=3, dtype="bfloat16"):
+        problem = Problem(dtype, side * side * {"bfloat16": 2, "float32": 4}[dtype])
+        meta = {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_stages": stages}
+        return matmul.model(Config(problem, grid, block, meta), sms=132)
+
+    assert mm(4096, 132, 256, 128, 256) > mm(4096, 132, 256, 128, 128)   # more reuse
+    assert mm(4096, 132, 128, 128, 256) < 0.2 * mm(4096, 132, 256, 128, 256)  # spilled acc
+    assert mm(2048, 132, 256, 128, 256, k=64, stages=4, dtype="float32") == 0.0  # no smem
+    # 1024³: 32 tiles of 128 × 256 leave 100 of 132 SMs idle; 128 tiles of 64 × 128 do not
+    assert mm(1024, 32, 256, 128, 256) < mm(1024, 128, 128, 64, 128)
+
+
+def test_auto_starts_among_the_models_best_guesses_and_still_reaches_everything():
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    axes = {"a": [str(i) for i in range(6)], "b": [str(i) for i in range(6)]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
+    guesses = [1.0 if int(c["a"]) + int(c["b"]) >= 8 else 0.1 for c in valid]
+    pool = {tuple(sorted(c.items())) for c, g in zip(valid, guesses) if g == 1.0}
+    sampler = AutoSampler(axes, valid, seed=3, guesses=guesses)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+    seen = []
+    for _ in range(200):
+        trial = study.ask(dists)
+        key = tuple(sorted(trial.params.items()))
+        if key not in seen:
+            seen.append(key)
+        study.tell(trial, 1.0 + int(trial.params["a"]) - 0.5 * int(trial.params["b"]))
+        if len(seen) == len(valid):
+            break
+    assert all(k in pool for k in seen[:6])          # the start: spread over the pool
+    assert len(seen) == len(valid)                   # the model orders; it removes nothing
+
+
+def test_the_sweep_hands_auto_the_kernels_guesses(tmp_path):
+    space = load_space(ROOT / "spaces/copy.yaml")
+    device = open_device(f"replay:{TABLES / 'h200-copy.csv'}")
+    valid, _ = enumerate_choices(space, device.facts().env(), device.facts().max_footprint)
+    kernel = load_kernel("copy")
+    for name, expect in (("auto", True), ("tpe", False)):
+        spec = dataclasses.replace(space, sampler=SamplerSpec(name=name, seed=0))
+        store = StudyStore(tmp_path / name)
+        open_study(store, spec, kernel, device, command="test")
+        guesses = Sweep(spec, kernel, device, store)._guesses(valid)
+        assert (guesses is not None) == expect
+        if expect:
+            assert len(guesses) == len(valid) and max(guesses) == 1.0 and min(guesses) < 0.1
+
+
 def test_priors_from_another_dtype_keep_the_bytes_per_step(tmp_path):
     """fp32 copy's winners, offered to an fp16 space: BLOCK counts elements, so it is
     doubled first (the same bytes per step), then offered as it was; block is not."""

@@ -109,6 +109,14 @@ class Kernel(abc.ABC):
         """Floating-point operations one launch does."""
         return 0
 
+    def model(self, config: Config, sms: int) -> float | None:
+        """A first-principles guess of ``config``'s throughput relative to what the
+        kernel can reach (1.0: nothing in the launch shape holds it back), on a GPU of
+        ``sms`` SMs; never measured and never reported as a figure.  ``auto`` starts its
+        search among the configs guessed within ``MODEL_POOL`` of the best guess
+        (``_guess.py`` has the built-ins' models).  ``None`` (the default): no guess."""
+        return None
+
     def baseline(self, buffers: Buffers) -> None:
         """Do the same work with torch, for the report's "% of torch" column."""
         raise NotImplementedError

@@ -14,6 +14,7 @@ import torch
 import triton.language as tl
 
 from sweeper.kernels._base import Buffers, Kernel, MetaParam, fill_random
+from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
 
@@ -63,6 +64,9 @@ class AddKernel(Kernel):
         add_kernel(interpret=not a.is_cuda)[(config.grid,)](
             a, buffers["b"], buffers["c"], a.numel(), num_warps=config.num_warps,
             **config.meta)
+
+    def model(self, config: Config, sms: int) -> float | None:
+        return streaming(config, sms, config.meta["BLOCK"], inputs=2)
 
     def check(self, buffers: Buffers) -> str | None:
         expected = buffers["a"] + buffers["b"]        # same dtype, same rounding: exact

@@ -16,6 +16,7 @@ import torch
 import triton.language as tl
 
 from sweeper.kernels._base import Buffers, Kernel, MetaParam, fill_random
+from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
 
@@ -65,6 +66,9 @@ class CopyKernel(Kernel):
         copy_kernel(interpret=not src.is_cuda)[(config.grid,)](
             src, buffers["dst"], buffers.problem.n,
             num_warps=config.num_warps, **config.meta)
+
+    def model(self, config: Config, sms: int) -> float | None:
+        return streaming(config, sms, config.meta["BLOCK"], inputs=1)
 
     def check(self, buffers: Buffers) -> str | None:
         src, dst = buffers["src"], buffers["dst"]

@@ -18,6 +18,7 @@ import torch
 import triton.language as tl
 
 from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam
+from sweeper.kernels._guess import tiled
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
 
@@ -93,6 +94,12 @@ class MatmulKernel(Kernel):
         matmul_kernel(interpret=not a.is_cuda)[(config.grid,)](
             a, buffers["b"], buffers["c"], M=a.shape[0], num_warps=config.num_warps,
             **config.meta)
+
+    def model(self, config: Config, sms: int) -> float | None:
+        m, n_side = config.meta, side(config.problem)
+        tiles = -(-n_side // m["BLOCK_M"]) * -(-n_side // m["BLOCK_N"])
+        return tiled(config, sms, tiles, m["BLOCK_M"], m["BLOCK_N"], m["BLOCK_K"],
+                     m["num_stages"])
 
     def check(self, buffers: Buffers) -> str | None:
         a, b, c = buffers["a"], buffers["b"], buffers["c"]

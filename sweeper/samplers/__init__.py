@@ -1,8 +1,8 @@
 """Samplers by name.  Each is an Optuna sampler, seeded from the space file.
 
 A factory takes the sampler spec, the valid configs (dicts axis -> label), each axis's
-labels in the space file's order, and priors (configs to try first; only ``auto`` uses
-them).
+labels in the space file's order, priors (configs to try first) and the kernel model's
+guess for each valid config or None; only ``auto`` uses the last two.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from sweeper.space import SamplerSpec
 
 Choices = Sequence[Mapping[str, Any]]
 Axes = Mapping[str, Sequence[str]]
-Factory = Callable[[SamplerSpec, Choices, Axes, Sequence[Mapping[str, str]]],
+Guesses = Sequence[float] | None
+Factory = Callable[[SamplerSpec, Choices, Axes, Sequence[Mapping[str, str]], Guesses],
                    optuna.samplers.BaseSampler]
 
 
 def _ordinal(inner: Callable[[SamplerSpec, Choices], optuna.samplers.BaseSampler]) -> Factory:
     """A factory for ``inner`` searching the axes' indices (``_ordinal.py`` says why)."""
-    return lambda spec, choices, axes, priors: OrdinalSampler(
+    return lambda spec, choices, axes, priors, guesses: OrdinalSampler(
         inner(spec, choices), axes, choices, seed=spec.seed)
 
 
@@ -38,15 +39,15 @@ def _sobol(spec: SamplerSpec, choices: Choices) -> optuna.samplers.BaseSampler:
 
 
 SAMPLERS: dict[str, Factory] = {
-    "auto": lambda spec, choices, axes, priors: AutoSampler(axes, choices, seed=spec.seed,
-                                                            priors=priors),
-    "exhaustive": lambda spec, choices, axes, priors: ExhaustiveSampler(choices,
+    "auto": lambda spec, choices, axes, priors, guesses: AutoSampler(
+        axes, choices, seed=spec.seed, priors=priors, guesses=guesses),
+    "exhaustive": lambda spec, choices, axes, priors, guesses: ExhaustiveSampler(choices,
                                                                         seed=spec.seed),
-    "one-at-a-time": lambda spec, choices, axes, priors: OneAtATimeSampler(
+    "one-at-a-time": lambda spec, choices, axes, priors, guesses: OneAtATimeSampler(
         one_at_a_time(dict(spec.baseline), axes)),
-    "tpe": lambda spec, choices, axes, priors: optuna.samplers.TPESampler(
+    "tpe": lambda spec, choices, axes, priors, guesses: optuna.samplers.TPESampler(
         seed=spec.seed, multivariate=True, n_startup_trials=min(10, max(1, len(choices) // 10))),
-    "random": lambda spec, choices, axes, priors: optuna.samplers.RandomSampler(seed=spec.seed),
+    "random": lambda spec, choices, axes, priors, guesses: optuna.samplers.RandomSampler(seed=spec.seed),
     # A Gaussian process over the axes' indices, after 10 random configs; on the design
     # tables it beat the same GP over categorical axes (median 11.5 trials to 98 %, worst
     # 41, against 13 and some seeds never), in a third of the wall time.
@@ -71,12 +72,15 @@ def _axes_of(choices: Choices) -> dict[str, list[str]]:
 
 
 def make_sampler(spec: SamplerSpec, valid_choices: Choices, axes: Axes | None = None,
-                 priors: Sequence[Mapping[str, str]] = ()) -> optuna.samplers.BaseSampler:
+                 priors: Sequence[Mapping[str, str]] = (), guesses: Guesses = None
+                 ) -> optuna.samplers.BaseSampler:
     """The sampler ``spec`` names; ``valid_choices`` lists the configs constraints allow,
     ``axes`` each axis's labels in the space file's order (default: in the order
     ``valid_choices`` shows them), ``priors`` configs to try first (winners of earlier
-    studies of the same kernel; only ``auto`` uses them)."""
-    return SAMPLERS[spec.name](spec, valid_choices, axes or _axes_of(valid_choices), priors)
+    studies of the same kernel), ``guesses`` the kernel model's guess for each valid
+    choice (``Kernel.model``; only ``auto`` uses priors and guesses)."""
+    return SAMPLERS[spec.name](spec, valid_choices, axes or _axes_of(valid_choices), priors,
+                               guesses)
 
 
 __all__ = ["SAMPLERS", "ExhaustiveSampler", "OrdinalSampler", "make_sampler"]

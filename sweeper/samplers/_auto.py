@@ -4,7 +4,11 @@
    dtype) are proposed first, when the space has them.
 2. **Spread start**: a few points that cover every axis's range (each axis's levels
    in a seeded random order, like a Latin hypercube), so the first incumbent is not
-   a lucky or unlucky corner.
+   a lucky or unlucky corner.  When the kernel has a model (``Kernel.model``: a
+   first-principles guess from the launch shape, e.g. narrow loads, spilled
+   accumulators, too few bytes in flight), each start point is moved to the nearest
+   config the model guesses within ``MODEL_POOL`` of its best, and the moves in step 3
+   try those configs first: the model only orders the search, it never removes a config.
 3. **Guided pattern search**: around the best point so far (it moves only for a gain
    above ``MIN_GAIN``), the candidates are the moves along one axis at a time: one and
    two steps either way and the axis's two ends (axes are ordered as the space file
@@ -13,16 +17,22 @@
    of log throughput over the axes' positions (``_surrogate.py``), by expected
    improvement: the model learns which axes matter and which way, so the search does
    not spend trials on moves the data already rule out.
-4. When the neighbourhood is exhausted, one proposal comes from TPE, then the pattern
-   search resumes around whatever is best; when TPE proposes only configs already
-   measured, a random unseen one instead, so the search always progresses.
+4. When the neighbourhood is exhausted, the search goes on around the best measured
+   config that still has unmeasured moves (a centre that moved only for a 1 % gain can
+   leave a slightly faster config's neighbours untried); when every measured config's
+   neighbourhood is exhausted, one proposal comes from TPE; when TPE proposes only
+   configs already measured, a random unseen one instead, so the search always
+   progresses.
 
 What was tried and measured worse on the recorded tables (30 seeds each,
 ``benchmarks/search_efficiency.py``): expected improvement over the whole space
 instead of the neighbourhood (long tails on copy: a global model smooths over the
 narrow peak at one program per tile), best-first search from every measured point,
 diagonal moves (two axes at once), moving the centre on any gain, more or fewer
-start points.
+start points; in the third session, with the model: start points spread over the
+model's pool by maximin distance (they land on the pool's extremes), a surrogate over
+derived features (bytes per thread, tiles per program) instead of axis positions, and
+expected improvement over the whole space after a stall.
 
 Configs ruled out by constraints are never proposed; configs already measured are
 skipped.  ``benchmarks/search_efficiency.py`` gives the figures (docs/benchmarks.md).
@@ -49,8 +59,11 @@ MAX_TPE_REPEATS = 50
 #: The pattern search moves its centre only for a gain above this fraction: smaller ones
 #: are noise-sized and would walk it along a plateau before its neighbours are tried.
 MIN_GAIN = 0.01
-#: The model ranks moves once this many configs have been measured.
+#: The surrogate ranks moves once this many configs have been measured.
 MODEL_AFTER = 3
+#: With a kernel model: configs guessed within this fraction of its best guess are where
+#: the search starts and which moves it tries first.
+MODEL_POOL = 0.8
 
 
 def _key(params: Mapping[str, Any]) -> Key:
@@ -60,13 +73,18 @@ def _key(params: Mapping[str, Any]) -> Key:
 class AutoSampler(PlannedSampler):
     def __init__(self, axes: Mapping[str, Sequence[str]], valid: Sequence[Mapping[str, str]],
                  seed: int = 0, priors: Sequence[Mapping[str, str]] = (),
-                 start_points: int = 6) -> None:
+                 start_points: int = 6, guesses: Sequence[float] | None = None) -> None:
+        """``guesses``: the kernel model's guess for each of ``valid`` (same order)."""
         self._axes = {name: list(labels) for name, labels in axes.items()}
         self._valid = {_key(c) for c in valid}
         self._rng = random.Random(seed)
         self._tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
+        self._pool: set[Key] = set()
+        if guesses is not None and len(guesses) == len(valid) and max(guesses, default=0) > 0:
+            top = max(guesses)
+            self._pool = {_key(c) for c, g in zip(valid, guesses) if g >= MODEL_POOL * top}
         self._queue: list[dict[str, str]] = [dict(p) for p in priors]
-        self._queue += self._spread(start_points)
+        self._queue += self._snap(self._spread(start_points))
         self._incumbent: tuple[float, dict[str, str]] | None = None
         self._pending: dict[str, str] | None = None
         self._seen: set[Key] = set()
@@ -84,6 +102,25 @@ class AutoSampler(PlannedSampler):
             levels[name] = picks
         return [{name: self._axes[name][levels[name][i]] for name in self._axes}
                 for i in range(count)]
+
+    def _snap(self, points: list[dict[str, str]]) -> list[dict[str, str]]:
+        """Each point moved to its nearest config in the model's pool (seeded ties)."""
+        if not self._pool:
+            return points
+        pool = sorted(self._pool)
+        where = {k: self._levels(dict(k)) for k in pool}
+        out: list[dict[str, str]] = []
+        for point in points:
+            here = self._levels(point)
+            dist = {k: float(np.abs(where[k] - here).sum()) for k in pool if dict(k) not in out}
+            if dist:
+                near = min(dist.values())
+                out.append(dict(self._rng.choice([k for k in dist if dist[k] == near])))
+        return out
+
+    def _levels(self, choice: Mapping[str, str]) -> np.ndarray:
+        return np.array([labels.index(str(choice[name])) / max(len(labels) - 1, 1)
+                         for name, labels in self._axes.items()])
 
     def _neighbours(self, center: Mapping[str, str]) -> list[tuple[dict[str, str], str]]:
         """Moves along one axis: one and two steps either way, and the axis's ends
@@ -112,17 +149,31 @@ class AutoSampler(PlannedSampler):
                 guess = self._marginal_best()
                 if self._usable(guess):
                     return guess
-            center = self._incumbent[1]
-            moves = [m for m in self._neighbours(center) if self._usable(m[0])]
-            if moves:
-                effects = self._effects()     # breaks the model's ties, and ranks before it
-                moves.sort(key=lambda m: -self._gain(effects, center, m[1], m[0]))
-                return self._rank(moves)[0][0]
+            move = self._move(self._incumbent[1])
+            if move is not None:
+                return move
+            for params, _ in sorted(self._scores, key=lambda pv: -pv[1]):
+                move = self._move(params)     # the best config with moves left
+                if move is not None:
+                    return move
         if self._repeats >= MAX_TPE_REPEATS:     # TPE keeps proposing measured configs
             unseen = sorted((dict(k) for k in self._valid - self._seen), key=_key)
             if unseen:
                 return self._rng.choice(unseen)
         return None
+
+    def _move(self, center: Mapping[str, str]) -> dict[str, str] | None:
+        """The most promising unmeasured move from ``center``: in the model's pool
+        first, then by the surrogate's expected improvement, then by main effects."""
+        moves = [m for m in self._neighbours(center) if self._usable(m[0])]
+        if not moves:
+            return None
+        effects = self._effects()     # breaks the surrogate's ties, and ranks before it
+        moves.sort(key=lambda m: -self._gain(effects, center, m[1], m[0]))
+        ranked = self._rank(moves)
+        if self._pool:
+            ranked.sort(key=lambda m: _key(m[0]) not in self._pool)
+        return ranked[0][0]
 
     def _position(self, choice: Mapping[str, str]) -> list[float]:
         """Where ``choice`` sits on each axis of more than one value, in [0, 1]."""
