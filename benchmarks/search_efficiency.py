@@ -61,9 +61,15 @@ HELD_OUT_3 = {  # recorded in the third session, after auto's kernel models were
     "h200-matmul-1k.csv": "spaces/matmul-1k.yaml",
     "h200-matmul-fp32.csv": "spaces/matmul-fp32.yaml",
 }
+HELD_OUT_4 = {  # recorded after the matmul model's idle-SM fix, the last change to auto
+    "h200-copy-fp16-2g.csv": "spaces/copy-fp16-2g.yaml",
+    "h200-add-128m.csv": "spaces/add-128m.yaml",
+    "h200-matmul-3k.csv": "spaces/matmul-3k.yaml",
+    "h200-matmul-fp16-1536.csv": "spaces/matmul-fp16-1536.yaml",
+}
 SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
-        "held-out-3": HELD_OUT_3}
-TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2, **HELD_OUT_3}
+        "held-out-3": HELD_OUT_3, "held-out-4": HELD_OUT_4}
+TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2, **HELD_OUT_3, **HELD_OUT_4}
 GOAL = 0.98
 #: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
 #: with its three best configs, translated as `auto` translates earlier studies' winners.
@@ -73,7 +79,9 @@ PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200
               "h200-copy-4g.csv": "h200-copy.csv", "h200-add-bf16.csv": "h200-add.csv",
               "h200-matmul-2k.csv": "h200-matmul.csv", "h200-copy-bf16-64m.csv": "h200-copy.csv",
               "h200-add-fp16-32m.csv": "h200-add.csv", "h200-matmul-1k.csv": "h200-matmul.csv",
-              "h200-matmul-fp32.csv": "h200-matmul.csv"}
+              "h200-matmul-fp32.csv": "h200-matmul.csv", "h200-copy-fp16-2g.csv": "h200-copy.csv",
+              "h200-add-128m.csv": "h200-add.csv", "h200-matmul-3k.csv": "h200-matmul.csv",
+              "h200-matmul-fp16-1536.csv": "h200-matmul.csv"}
 
 
 def priors(table: Path, space) -> list[dict[str, str]]:

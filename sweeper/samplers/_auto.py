@@ -31,8 +31,10 @@ narrow peak at one program per tile), best-first search from every measured poin
 diagonal moves (two axes at once), moving the centre on any gain, more or fewer
 start points; in the third session, with the model: start points spread over the
 model's pool by maximin distance (they land on the pool's extremes), a surrogate over
-derived features (bytes per thread, tiles per program) instead of axis positions, and
-expected improvement over the whole space after a stall.
+derived features (bytes per thread, tiles per program) instead of axis positions,
+expected improvement over the whole space after a stall, the surrogate's mean or UCB
+instead of expected improvement, moves of two power-of-two axes together, and moving
+around every config within 1–2 % of the best at once.
 
 Configs ruled out by constraints are never proposed; configs already measured are
 skipped.  ``benchmarks/search_efficiency.py`` gives the figures (docs/benchmarks.md).
