@@ -166,12 +166,20 @@ def main() -> None:
     parser.add_argument("--samplers", default="random,tpe,gp,qmc,cmaes,auto,auto+prior")
     parser.add_argument("--tables", choices=("all", *SETS), default="all")
     parser.add_argument("--goal", choices=("98", "tied"), default="98")
+    parser.add_argument("--only", default="", help="comma-separated table names, e.g. "
+                        "h200-copy-8m.csv (within --tables)")
     args = parser.parse_args()
     samplers = args.samplers.split(",")
     data = ROOT / "tests" / "data" / "replay"
     results: dict[tuple[str, str], list[int | None]] = {}
     t0 = time.perf_counter()
     tables = TABLES if args.tables == "all" else SETS[args.tables]
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = [t for t in wanted if t not in tables]
+        if unknown:
+            parser.error(f"no such table: {', '.join(unknown)}; known: {', '.join(tables)}")
+        tables = {t: tables[t] for t in wanted}
     with tempfile.TemporaryDirectory() as tmp:
         for name, space_path in tables.items():
             for sampler in samplers:
