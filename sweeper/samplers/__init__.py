@@ -41,13 +41,14 @@ def _sobol(spec: SamplerSpec, choices: Choices) -> optuna.samplers.BaseSampler:
 SAMPLERS: dict[str, Factory] = {
     "auto": lambda spec, choices, axes, priors, guesses: AutoSampler(
         axes, choices, seed=spec.seed, priors=priors, guesses=guesses),
-    "exhaustive": lambda spec, choices, axes, priors, guesses: ExhaustiveSampler(choices,
-                                                                        seed=spec.seed),
+    "exhaustive": lambda spec, choices, axes, priors, guesses: ExhaustiveSampler(
+        choices, seed=spec.seed),
     "one-at-a-time": lambda spec, choices, axes, priors, guesses: OneAtATimeSampler(
         one_at_a_time(dict(spec.baseline), axes)),
     "tpe": lambda spec, choices, axes, priors, guesses: optuna.samplers.TPESampler(
         seed=spec.seed, multivariate=True, n_startup_trials=min(10, max(1, len(choices) // 10))),
-    "random": lambda spec, choices, axes, priors, guesses: optuna.samplers.RandomSampler(seed=spec.seed),
+    "random": lambda spec, choices, axes, priors, guesses: optuna.samplers.RandomSampler(
+        seed=spec.seed),
     # A Gaussian process over the axes' indices, after 10 random configs; on the design
     # tables it beat the same GP over categorical axes (median 11.5 trials to 98 %, worst
     # 41, against 13 and some seeds never), in a third of the wall time.

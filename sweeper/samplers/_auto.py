@@ -110,19 +110,15 @@ class AutoSampler(PlannedSampler):
         if not self._pool:
             return points
         pool = sorted(self._pool)
-        where = {k: self._levels(dict(k)) for k in pool}
+        where = {k: np.array(self._position(dict(k))) for k in pool}
         out: list[dict[str, str]] = []
         for point in points:
-            here = self._levels(point)
+            here = np.array(self._position(point))
             dist = {k: float(np.abs(where[k] - here).sum()) for k in pool if dict(k) not in out}
             if dist:
                 near = min(dist.values())
                 out.append(dict(self._rng.choice([k for k in dist if dist[k] == near])))
         return out
-
-    def _levels(self, choice: Mapping[str, str]) -> np.ndarray:
-        return np.array([labels.index(str(choice[name])) / max(len(labels) - 1, 1)
-                         for name, labels in self._axes.items()])
 
     def _neighbours(self, center: Mapping[str, str]) -> list[tuple[dict[str, str], str]]:
         """Moves along one axis: one and two steps either way, and the axis's ends
