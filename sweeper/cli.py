@@ -287,6 +287,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"estimated time: {_duration(plan.estimate_s)} (assumes {a['compile_s']:g} s compile "
           f"per config, launches of at least {a['launch_s'] * 1e6:g} us, "
           f"{a['bandwidth'] / 1e9:g} GB/s)")
+    if device.name == "replay":
+        print("  (as on the GPU the table was recorded on; the replay itself takes seconds)")
     return 0
 
 

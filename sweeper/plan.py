@@ -20,10 +20,13 @@ from sweeper.sweep import enumerate_choices
 #: Assumptions per device: compile s per config, launch floor s, bandwidth B/s.
 #: The CUDA figures are the H200 readings in shared/notes/anchors.md (compile median
 #: 0.06 s, ~20 us per launch, ~4 TB/s copy); the interpreter's are rough CPU figures.
+#: A replay device estimates what the run would take on the GPU its table was recorded on
+#: (the replay itself takes seconds).
 ASSUMED = {
     "cuda": {"compile_s": 0.06, "launch_s": 20e-6, "bandwidth": 4.0e12},
     "interpret": {"compile_s": 0.0, "launch_s": 5e-3, "bandwidth": 2.0e6},
 }
+ASSUMED["replay"] = ASSUMED["cuda"]
 _VALUES = re.compile(r"\s*\([^)]*\)$")
 
 
@@ -60,7 +63,7 @@ def make_plan(space: Space, kernel: Kernel, facts: DeviceFacts, device: str,
                      assumed["launch_s"])
         samples = _expected_samples(measure, launch)
         launches = measure.warmup + 2 + samples * measure.batch
-        flushes = device == "cuda" and config.cache == "cold"    # the interpreter never does
+        flushes = device != "interpret" and config.cache == "cold"   # the interpreter never does
         flush = 2 * facts.l2_bytes / assumed["bandwidth"] if flushes else 0.0
         seconds += assumed["compile_s"] + launches * launch + samples * flush
     if space.budget.time_s is not None:

@@ -104,6 +104,15 @@ def test_plan_counts_and_estimates(small_space, capsys):
     assert "estimated time:" in out
 
 
+def test_plan_on_a_replay_device_estimates_the_recorded_gpu(capsys):
+    root = Path(__file__).resolve().parent.parent
+    table = root / "tests/data/replay/h200-copy.csv"
+    assert main(["plan", str(root / "spaces/copy.yaml"), "--device", f"replay:{table}"]) == 0
+    out = capsys.readouterr().out
+    assert "204 valid" in out and "would measure 204 (budget: 400 trials) on replay: NVIDIA H200" in out
+    assert "estimated time:" in out and "as on the GPU the table was recorded on" in out
+
+
 def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "nothing"]) == 2
