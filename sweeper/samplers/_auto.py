@@ -5,36 +5,44 @@
 2. **Spread start**: a few points that cover every axis's range (each axis's levels
    in a seeded random order, like a Latin hypercube), so the first incumbent is not
    a lucky or unlucky corner.  When the kernel has a model (``Kernel.model``: a
-   first-principles guess from the launch shape, e.g. narrow loads, spilled
-   accumulators, too few bytes in flight), each start point is moved to the nearest
-   config the model guesses within ``MODEL_POOL`` of its best, and the moves in step 3
-   try those configs first: the model only orders the search, it never removes a config.
-3. **Guided pattern search**: around the best point so far (it moves only for a gain
-   above ``MIN_GAIN``), the candidates are the moves along one axis at a time: one and
-   two steps either way and the axis's two ends (axes are ordered as the space file
-   lists their values, so powers of two are neighbours; the idea of Inductor's
-   coordinate descent).  Which move goes first is decided by a Gaussian-process model
-   of log throughput over the axes' positions (``_surrogate.py``), by expected
-   improvement: the model learns which axes matter and which way, so the search does
-   not spend trials on moves the data already rule out.
-4. When the neighbourhood is exhausted, the search goes on around the best measured
-   config that still has unmeasured moves (a centre that moved only for a 1 % gain can
-   leave a slightly faster config's neighbours untried); when every measured config's
-   neighbourhood is exhausted, one proposal comes from TPE; when TPE proposes only
-   configs already measured, a random unseen one instead, so the search always
-   progresses.
+   first-principles guess from the launch shape, e.g. spilled registers, too few
+   bytes in flight, programs too small to hide their start), each start point is
+   moved to the nearest config the model guesses within ``MODEL_POOL`` of its best.
+3. **With a kernel model: expected improvement over the whole space, around the
+   model.**  A Gaussian process (``_surrogate.py``) is fitted to the measured log
+   throughput minus ``b`` × the log of the model's guess; ``b`` is the slope the
+   measurements give the guesses, pulled towards 1 as if the model were worth
+   ``MODEL_WEIGHT`` measured configs (``model_slope``), so a model the data
+   contradict counts for less as measurements come in.  Each proposal is the valid
+   unmeasured config with the highest expected improvement under guess + residual:
+   the model says where throughput should be, the residual process learns where it
+   is wrong, and expected improvement weighs the two.
+4. **Without a model: guided pattern search**: around the best point so far (it moves
+   only for a gain above ``MIN_GAIN``), the candidates are the moves along one axis at
+   a time: one and two steps either way and the axis's two ends (axes are ordered as
+   the space file lists their values, so powers of two are neighbours; the idea of
+   Inductor's coordinate descent).  Which move goes first is decided by the Gaussian
+   process over the axes' positions, by expected improvement.  When the neighbourhood
+   is exhausted, the search goes on around the best measured config that still has
+   unmeasured moves; when every measured config's neighbourhood is exhausted, one
+   proposal comes from TPE; when TPE proposes only configs already measured, a random
+   unseen one instead, so the search always progresses.
 
 What was tried and measured worse on the recorded tables (30 seeds each,
-``benchmarks/search_efficiency.py``): expected improvement over the whole space
-instead of the neighbourhood (long tails on copy: a global model smooths over the
-narrow peak at one program per tile), best-first search from every measured point,
-diagonal moves (two axes at once), moving the centre on any gain, more or fewer
-start points; in the third session, with the model: start points spread over the
-model's pool by maximin distance (they land on the pool's extremes), a surrogate over
-derived features (bytes per thread, tiles per program) instead of axis positions,
-expected improvement over the whole space after a stall, the surrogate's mean or UCB
-instead of expected improvement, moves of two power-of-two axes together, and moving
-around every config within 1–2 % of the best at once.
+``benchmarks/search_efficiency.py``): without a model, expected improvement over the
+whole space instead of the neighbourhood (long tails on copy: a global model smooths
+over the narrow peak at one program per tile), best-first search from every measured
+point, diagonal moves (two axes at once), moving the centre on any gain, more or fewer
+start points; in the third session, with the model used only to order moves (configs
+within ``MODEL_POOL`` of its best first): start points spread over the pool by maximin
+distance, a surrogate over derived features (bytes per thread, tiles per program),
+the surrogate's mean or UCB instead of expected improvement, moves of two power-of-two
+axes together, moving around every config within 1-2 % of the best at once.  In the
+fourth session, with the model as the surrogate's prior mean: proposals restricted to
+the incumbent's neighbourhood, alternating neighbourhood and global proposals, a
+neighbourhood move first after each new incumbent, three or four start points instead
+of six (better medians, longer tails on matmul), and a weaker or stronger pull of
+``b`` towards 1 (``MODEL_WEIGHT`` 0.5 or 8).
 
 Configs ruled out by constraints are never proposed; configs already measured are
 skipped.  ``benchmarks/search_efficiency.py`` gives the figures (docs/benchmarks.md).
@@ -52,7 +60,7 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sweeper.samplers._exhaustive import PlannedSampler
-from sweeper.samplers._surrogate import OrdinalGP, expected_improvement
+from sweeper.samplers._surrogate import OrdinalGP, expected_improvement, model_slope
 
 Key = tuple[tuple[str, str], ...]
 #: After this many TPE proposals in a row that were already measured (free: answered from
@@ -64,8 +72,13 @@ MIN_GAIN = 0.01
 #: The surrogate ranks moves once this many configs have been measured.
 MODEL_AFTER = 3
 #: With a kernel model: configs guessed within this fraction of its best guess are where
-#: the search starts and which moves it tries first.
+#: the search starts.
 MODEL_POOL = 0.8
+#: How many measured configs' worth of evidence the model's slope of 1 is worth.
+MODEL_WEIGHT = 2.0
+#: Guesses below this fraction of the best count as this fraction (a guess of 0, a launch
+#: the model says cannot run, still gets a finite prior and is still proposed in turn).
+GUESS_FLOOR = 0.01
 
 
 def _key(params: Mapping[str, Any]) -> Key:
@@ -82,9 +95,13 @@ class AutoSampler(PlannedSampler):
         self._rng = random.Random(seed)
         self._tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
         self._pool: set[Key] = set()
-        if guesses is not None and len(guesses) == len(valid) and max(guesses, default=0) > 0:
+        self._prior: dict[Key, float] = {}     # log of the guess relative to the best
+        if (guesses is not None and len(guesses) == len(valid)
+                and max(guesses, default=0) > 0 and min(guesses) < max(guesses)):
             top = max(guesses)
             self._pool = {_key(c) for c, g in zip(valid, guesses) if g >= MODEL_POOL * top}
+            self._prior = {_key(c): float(np.log(max(g / top, GUESS_FLOOR)))
+                           for c, g in zip(valid, guesses)}
         self._queue: list[dict[str, str]] = [dict(p) for p in priors]
         self._queue += self._snap(self._spread(start_points))
         self._incumbent: tuple[float, dict[str, str]] | None = None
@@ -141,6 +158,8 @@ class AutoSampler(PlannedSampler):
             choice = self._queue.pop(0)
             if self._usable(choice):
                 return choice
+        if self._prior:
+            return self._around_model()
         if self._incumbent is not None:
             if not self._jumped:
                 self._jumped = True
@@ -160,18 +179,36 @@ class AutoSampler(PlannedSampler):
                 return self._rng.choice(unseen)
         return None
 
+    def _around_model(self) -> dict[str, str] | None:
+        """The unmeasured config with the highest expected improvement of log throughput
+        under the kernel model's guess plus a Gaussian process fitted to what the guess
+        got wrong (step 3).  Before there are ``MODEL_AFTER`` measurements: the best
+        guess."""
+        unseen = sorted(self._valid - self._seen)
+        if not unseen:
+            return None
+        scored = [(_key(p), v) for p, v in self._scores if v > 0]
+        if len(scored) < MODEL_AFTER:
+            return dict(max(unseen, key=lambda k: self._prior[k]))
+        y = np.log([v for _, v in scored])
+        guess = np.array([self._prior[k] for k, _ in scored])
+        slope = model_slope(guess, y, np.array(list(self._prior.values())), MODEL_WEIGHT)
+        residual = OrdinalGP(np.array([self._position(dict(k)) for k, _ in scored]),
+                             y - slope * guess)
+        mean, std = residual.predict(np.array([self._position(dict(k)) for k in unseen]))
+        mean = mean + slope * np.array([self._prior[k] for k in unseen])
+        gain = expected_improvement(mean, std, float(y.max()))
+        return dict(unseen[int(np.argmax(gain))])
+
     def _move(self, center: Mapping[str, str]) -> dict[str, str] | None:
-        """The most promising unmeasured move from ``center``: in the model's pool
-        first, then by the surrogate's expected improvement, then by main effects."""
+        """The most promising unmeasured move from ``center``: by the surrogate's
+        expected improvement, its ties broken by main effects."""
         moves = [m for m in self._neighbours(center) if self._usable(m[0])]
         if not moves:
             return None
         effects = self._effects()     # breaks the surrogate's ties, and ranks before it
         moves.sort(key=lambda m: -self._gain(effects, center, m[1], m[0]))
-        ranked = self._rank(moves)
-        if self._pool:
-            ranked.sort(key=lambda m: _key(m[0]) not in self._pool)
-        return ranked[0][0]
+        return self._rank(moves)[0][0]
 
     def _position(self, choice: Mapping[str, str]) -> list[float]:
         """Where ``choice`` sits on each axis of more than one value, in [0, 1]."""

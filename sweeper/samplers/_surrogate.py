@@ -73,3 +73,15 @@ class OrdinalGP:
 def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float) -> np.ndarray:
     z = (mean - best) / std
     return (mean - best) * norm.cdf(z) + std * norm.pdf(z)
+
+
+def model_slope(guess: np.ndarray, y: np.ndarray, every_guess: np.ndarray,
+                weight: float) -> float:
+    """The slope of measured ``y`` on a model's ``guess`` (both logs), by least squares
+    pulled towards 1: the model's claim that its guesses scale as the throughput does
+    counts as ``weight`` configs spread as the guesses over the whole space
+    (``every_guess``) are.  With no spread in the guesses, 1."""
+    prior = weight * float(np.var(every_guess))
+    dg, dy = guess - guess.mean(), y - y.mean()
+    denominator = float(dg @ dg) + prior
+    return 1.0 if denominator == 0 else (float(dg @ dy) + prior) / denominator
