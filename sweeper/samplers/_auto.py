@@ -41,8 +41,10 @@ axes together, moving around every config within 1-2 % of the best at once.  In 
 fourth session, with the model as the surrogate's prior mean: proposals restricted to
 the incumbent's neighbourhood, alternating neighbourhood and global proposals, a
 neighbourhood move first after each new incumbent, three or four start points instead
-of six (better medians, longer tails on matmul), and a weaker or stronger pull of
-``b`` towards 1 (``MODEL_WEIGHT`` 0.5 or 8).
+of six (better medians, longer tails on matmul), a weaker or stronger pull of ``b``
+towards 1 (``MODEL_WEIGHT`` 0.5 or 8), start points left where the spread put them
+(not moved into the pool), and an upper-confidence-bound proposal every third or fifth
+trial for exploration.
 
 Configs ruled out by constraints are never proposed; configs already measured are
 skipped.  ``benchmarks/search_efficiency.py`` gives the figures (docs/benchmarks.md).
@@ -187,7 +189,9 @@ class AutoSampler(PlannedSampler):
         unseen = sorted(self._valid - self._seen)
         if not unseen:
             return None
-        scored = [(_key(p), v) for p, v in self._scores if v > 0]
+        # configs outside this space (measured under an older space file) have no guess
+        scored = [(k, v) for k, v in ((_key(p), v) for p, v in self._scores)
+                  if v > 0 and k in self._prior]
         if len(scored) < MODEL_AFTER:
             return dict(max(unseen, key=lambda k: self._prior[k]))
         y = np.log([v for _, v in scored])
