@@ -311,8 +311,8 @@ class Sweep:
         return study, dists
 
     def _guesses(self, valid: list[Choice]) -> list[float] | None:
-        """The kernel model's guess for each valid config (``auto`` starts among the
-        best-guessed ones), or None when the kernel has no model or another sampler runs."""
+        """The kernel model's guess for each valid config (``auto``'s prior mean), or None
+        when the kernel has no model or another sampler runs."""
         if self.space.sampler.name != "auto" or not valid:
             return None
         env = self.facts.env()

@@ -113,8 +113,10 @@ class Kernel(abc.ABC):
         """A first-principles guess of ``config``'s throughput relative to what the
         kernel can reach (1.0: nothing in the launch shape holds it back), on a GPU of
         ``sms`` SMs; never measured and never reported as a figure.  ``auto`` starts its
-        search among the configs guessed within ``MODEL_POOL`` of the best guess
-        (``_guess.py`` has the built-ins' models).  ``None`` (the default): no guess."""
+        search among the configs guessed within ``MODEL_POOL`` of the best guess and takes
+        the guess as its surrogate's prior mean, weighted by how well it matches the
+        measurements (``_guess.py`` has the built-ins' models).  ``None`` (the default):
+        no guess."""
         return None
 
     def baseline(self, buffers: Buffers) -> None:

@@ -96,16 +96,19 @@ class AutoSampler(PlannedSampler):
         self._valid = {_key(c) for c in valid}
         self._rng = random.Random(seed)
         self._tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
-        self._pool: set[Key] = set()
         self._prior: dict[Key, float] = {}     # log of the guess relative to the best
+        self._at: dict[Key, np.ndarray] = {}   # each valid config's _position, with a model
+        pool: list[Key] = []
         if (guesses is not None and len(guesses) == len(valid)
                 and max(guesses, default=0) > 0 and min(guesses) < max(guesses)):
             top = max(guesses)
-            self._pool = {_key(c) for c, g in zip(valid, guesses) if g >= MODEL_POOL * top}
+            pool = sorted(_key(c) for c, g in zip(valid, guesses) if g >= MODEL_POOL * top)
             self._prior = {_key(c): float(np.log(max(g / top, GUESS_FLOOR)))
                            for c, g in zip(valid, guesses)}
+            self._at = {k: np.array(self._position(dict(k))) for k in self._valid}
+        self._every_guess = np.array(list(self._prior.values()))
         self._queue: list[dict[str, str]] = [dict(p) for p in priors]
-        self._queue += self._snap(self._spread(start_points))
+        self._queue += self._snap(self._spread(start_points), pool)
         self._incumbent: tuple[float, dict[str, str]] | None = None
         self._pending: dict[str, str] | None = None
         self._seen: set[Key] = set()
@@ -124,16 +127,15 @@ class AutoSampler(PlannedSampler):
         return [{name: self._axes[name][levels[name][i]] for name in self._axes}
                 for i in range(count)]
 
-    def _snap(self, points: list[dict[str, str]]) -> list[dict[str, str]]:
-        """Each point moved to its nearest config in the model's pool (seeded ties)."""
-        if not self._pool:
+    def _snap(self, points: list[dict[str, str]], pool: list[Key]) -> list[dict[str, str]]:
+        """Each point moved to its nearest config in the model's ``pool`` (seeded ties)."""
+        if not pool:
             return points
-        pool = sorted(self._pool)
-        where = {k: np.array(self._position(dict(k))) for k in pool}
         out: list[dict[str, str]] = []
         for point in points:
             here = np.array(self._position(point))
-            dist = {k: float(np.abs(where[k] - here).sum()) for k in pool if dict(k) not in out}
+            dist = {k: float(np.abs(self._at[k] - here).sum()) for k in pool
+                    if dict(k) not in out}
             if dist:
                 near = min(dist.values())
                 out.append(dict(self._rng.choice([k for k in dist if dist[k] == near])))
@@ -196,10 +198,9 @@ class AutoSampler(PlannedSampler):
             return dict(max(unseen, key=lambda k: self._prior[k]))
         y = np.log([v for _, v in scored])
         guess = np.array([self._prior[k] for k, _ in scored])
-        slope = model_slope(guess, y, np.array(list(self._prior.values())), MODEL_WEIGHT)
-        residual = OrdinalGP(np.array([self._position(dict(k)) for k, _ in scored]),
-                             y - slope * guess)
-        mean, std = residual.predict(np.array([self._position(dict(k)) for k in unseen]))
+        slope = model_slope(guess, y, self._every_guess, MODEL_WEIGHT)
+        residual = OrdinalGP(np.array([self._at[k] for k, _ in scored]), y - slope * guess)
+        mean, std = residual.predict(np.array([self._at[k] for k in unseen]))
         mean = mean + slope * np.array([self._prior[k] for k in unseen])
         gain = expected_improvement(mean, std, float(y.max()))
         return dict(unseen[int(np.argmax(gain))])
