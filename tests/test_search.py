@@ -4,6 +4,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -203,13 +204,19 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
             < elementwise(copy, fp16.n // 1024, 32, 1024, fp16))
 
     def mm(side, grid, block, m, n, k=64, stages=3, dtype="bfloat16"):
+        """The model's guess as FLOP/s (it guesses 1 / seconds)."""
         problem = Problem(dtype, side * side * {"bfloat16": 2, "float32": 4}[dtype])
         meta = {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_stages": stages}
-        return matmul.model(Config(problem, grid, block, meta), sms=132)
+        return 2 * side ** 3 * matmul.model(Config(problem, grid, block, meta), sms=132)
 
     assert mm(4096, 132, 256, 128, 256) > mm(4096, 132, 256, 128, 128)   # more reuse
     assert mm(4096, 132, 128, 128, 256) < 0.2 * mm(4096, 132, 256, 128, 256)  # spilled acc
     assert mm(2048, 132, 256, 128, 256, k=64, stages=4, dtype="float32") == 0.0  # no smem
+    assert mm(2048, 132, 256, 128, 128, k=32, dtype="float32") < 0.2 * mm(
+        2048, 132, 256, 128, 128, k=32)                         # no 16-bit tensor cores
+    # never faster than the tensor cores, and a 4096³ launch near them
+    peak = 989e12
+    assert 0.6 * peak < mm(4096, 512, 256, 128, 256) < peak
     # 1024³: 32 tiles of 128 × 256 leave 100 of 132 SMs idle; 128 tiles of 64 × 128 do not
     assert mm(1024, 32, 256, 128, 256) < mm(1024, 128, 128, 64, 128)
     # 3072³: 288 tiles of 128 × 256 take three rounds of 132 SMs, the last one 18 % full;
@@ -218,6 +225,34 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
     # a shallow pipeline (2 slices of BLOCK_K 32 in flight) leaves memory latency uncovered
     assert mm(4096, 132, 256, 128, 256, k=32, stages=3) < 0.9 * mm(4096, 132, 256, 128, 256,
                                                                    stages=4)
+    # one program per SM waits on its loads alone; two per SM overlap their waits
+    assert mm(2048, 132, 128, 64, 64) < 0.7 * mm(2048, 1024, 128, 64, 64)
+    # at 1024³ the launch itself is a third of the time: no shape gets near the peak
+    assert max(mm(1024, g, b, m, n, k, st) for g in (128, 256) for b in (128, 256)
+               for m in (64, 128) for n in (64, 128) for k in (32, 64)
+               for st in (3, 4)) < 0.35 * peak
+
+
+def test_matmul_model_tracks_the_recorded_h200_times():
+    """The matmul model's times against two recorded H200 tables (one it was fitted on,
+    4096³, and one recorded after, 1536³ in bf16): ranked alike, times within ~15 %."""
+    from scipy.stats import spearmanr
+
+    matmul = load_kernel("matmul")
+    for name, space_file in (("h200-matmul.csv", "matmul.yaml"),
+                             ("h200-matmul-1k.csv", "matmul-1k.yaml")):
+        device = open_device(f"replay:{TABLES / name}")
+        space, facts = load_space(ROOT / "spaces" / space_file), device.facts()
+        measured, guessed = [], []
+        for row in device.rows:
+            if row.get("status", "ok") == "ok" and row["median_ms"]:
+                config = space.resolve({p: row[p] for p in device.params}, facts.env(),
+                                       facts.max_footprint)
+                measured.append(float(row["median_ms"]) / 1e3)
+                guessed.append(1 / matmul.model(config, facts.sms))
+        assert spearmanr(measured, guessed).statistic > 0.85, name
+        error = np.mean(np.abs(np.log(np.array(guessed) / np.array(measured))))
+        assert error < 0.2, (name, error)
 
 
 def test_auto_starts_among_the_models_best_guesses_and_still_reaches_everything():

@@ -110,11 +110,12 @@ class Kernel(abc.ABC):
         return 0
 
     def model(self, config: Config, sms: int) -> float | None:
-        """A first-principles guess of ``config``'s throughput relative to what the
-        kernel can reach (1.0: nothing in the launch shape holds it back), on a GPU of
-        ``sms`` SMs; never measured and never reported as a figure.  ``auto`` starts its
-        search among the configs guessed within ``MODEL_POOL`` of the best guess and takes
-        the guess as its surrogate's prior mean, weighted by how well it matches the
+        """A first-principles guess of ``config``'s throughput on a GPU of ``sms`` SMs, in
+        any unit that is the same for every config of one study (the built-ins: relative
+        to what the kernel can reach, or 1 / the launch's modelled time); never measured
+        and never reported as a figure.  ``auto`` measures the best guess first, starts
+        its search among the configs guessed within ``MODEL_POOL`` of the best guess, and
+        takes the guess as its surrogate's prior mean, weighted by how well it matches the
         measurements (``_guess.py`` has the built-ins' models).  ``None`` (the default):
         no guess."""
         return None

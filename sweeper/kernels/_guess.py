@@ -1,16 +1,18 @@
 """First-principles guesses of a launch's throughput, for ``auto`` (``Kernel.model``).
 
-A guess is relative (1.0: nothing in the launch shape holds the kernel back) and is
-never shown as a measurement: ``auto`` uses it as the prior mean of its surrogate, and
+A guess is a throughput in arbitrary units (the streaming model's 1.0: nothing in the
+launch shape holds the kernel back; the matmul model's: 1 / the launch's time in
+seconds), compared only between configs of one study, and is never shown as a
+measurement: ``auto`` uses it as the prior mean of its surrogate, and
 learns from the measurements how far to trust it.  The limits are Hopper's (H100/H200)
-per-SM figures; the four constants marked *fitted* were read off the recorded H200
-tables in ``tests/data/replay`` (the third and fourth sessions' tables; held-out set 5
-was recorded after they were fixed).  On another GPU they still rank in the right order.
+per-SM figures; the constants marked *fitted* were read off the recorded H200 tables in
+``tests/data/replay``: the streaming ones in the fourth session (held-out set 5 was
+recorded after), the matmul ones in the fifth, on all nine matmul tables then recorded
+(held-out set 6 was recorded after).  On another GPU they still rank in the right order.
 """
 
 from __future__ import annotations
 
-import math
 
 from sweeper.space import Config
 
@@ -33,10 +35,29 @@ PROGRAM_BYTES = 2560
 #: tile per program lets the hardware hand tiles to SMs as they free up.  Every recorded
 #: copy and add table measured the grid-stride configs 3-6 % below the best.
 STATIC_SPLIT = 0.95
-#: *Fitted*: a matmul's operand bytes in flight per SM (``stages - 1`` tiles of A and B
-#: per resident program) at which the pipeline covers ``1 - 1/e`` of the memory latency
-#: (BLOCK_K 32 at 3 stages measured 0.6-0.8 of BLOCK_K 64 at 4 stages).
-PIPELINE_BYTES = 25 * 1024
+#: Hopper's dense 16-bit tensor-core rate per SM (989 TFLOP/s over 132 SMs).
+TENSOR_FLOPS_PER_SM = 989e12 / 132
+#: The register file of one SM, and the most registers one thread may hold.
+REGISTER_FILE = 65536
+MAX_THREAD_REGISTERS = 255
+#: *Fitted* (the matmul constants below, by least squares on the log of the measured
+#: times of all nine recorded matmul tables, 1266 launches; mean |log error| 0.07-0.14 on
+#: the 16-bit tables, 0.33 on float32): float32 operands multiply at this fraction of the
+#: 16-bit rate (no TF32: the CUDA cores' rate).
+FP32_RATE = 0.07
+#: *Fitted*: operand bytes one SM loads into shared memory per second (the operands of
+#: the recorded sizes are L2 hits; the rate also holds the cost of issuing the loads).
+OPERAND_BYTES_PER_SM = 200e9
+#: *Fitted*: how long one K step's loads take to arrive; ``stages - 1`` steps are in
+#: flight while one is multiplied, so a step waits ``LOAD_LATENCY / (stages - 1)``.
+LOAD_LATENCY = 600e-9
+#: *Fitted*: registers a matmul thread holds besides its accumulators.
+REGISTER_OVERHEAD = 45
+#: *Fitted*: a K step's multiply, load and wait overlap in part: its time is their
+#: ``OVERLAP``-norm, between their sum (1) and the longest of them (infinity).
+OVERLAP = 1.5
+#: *Fitted*: launching the kernel and waiting for its end.
+LAUNCH_S = 4.5e-6
 
 
 def streaming(config: Config, sms: int, block_elems: int, inputs: int) -> float:
@@ -65,33 +86,50 @@ def streaming(config: Config, sms: int, block_elems: int, inputs: int) -> float:
     return registers * latency * starts * split
 
 
-def tiled(config: Config, sms: int, tiles: int, tile_m: int, tile_n: int, tile_k: int,
+def tiled(config: Config, sms: int, side: int, tile_m: int, tile_n: int, tile_k: int,
           stages: int) -> float:
-    """A tiled matmul computing ``tiles`` output tiles of ``tile_m × tile_n``:
+    """A persistent tiled matmul of ``side``-square matrices, ``tile_m × tile_n`` output
+    tiles with a K step of ``tile_k``: 1 / the launch's time in seconds, modelled as
+    the busiest SM's work.
 
     - shared memory: ``stages`` buffers of A and B slices beyond one program's share
       cannot launch (0);
-    - registers: a float32 accumulator of more than ``REGISTERS`` values per thread spills,
-      and spilling the accumulator costs far more than its share (cubed);
-    - reuse: each loaded element serves ``tile_m·tile_n/(tile_m+tile_n)`` multiply-adds,
-      so larger tiles need less bandwidth per flop (relative to a 128 × 256 tile);
-    - pipeline: the ``stages - 1`` slices loading while one is multiplied, over the
-      resident programs, must cover memory latency (``1 - exp(-bytes / PIPELINE_BYTES)``);
-    - waves: the SMs at work each finish ``ceil(tiles / SMs at work)`` tiles, so a last
-      partial round and SMs without a tile both leave compute idle.
+    - programs per SM: as many as threads, shared memory and registers (accumulators
+      plus ``REGISTER_OVERHEAD`` per thread) let one SM hold at once;
+    - the busiest SM computes ``ceil(programs / SMs)`` programs' share of the tiles,
+      as many at once as fit, the last round with the programs left (a tile alone on an
+      SM runs faster than beside another);
+    - a tile takes ``ceil(side / tile_k)`` K steps; a step's time combines the tensor
+      cores' multiply and the operand loads of every program the SM holds at once, and
+      the wait for the step's loads (``LOAD_LATENCY / (stages - 1)``);
+    - a float32 accumulator of more than ``REGISTERS`` values per thread spills, and
+      spilling costs far more than its share (cubed);
+    - plus the launch itself (``LAUNCH_S``).
     """
     itemsize = config.problem.itemsize
     smem = (tile_m + tile_n) * tile_k * stages * itemsize
     if smem > SMEM_PER_PROGRAM:
         return 0.0
-    accumulators = tile_m * tile_n / config.block
-    registers = 1.0 if accumulators <= REGISTERS else (REGISTERS / accumulators) ** 3
-    reuse = (tile_m * tile_n / (tile_m + tile_n)) / (128 * 256 / (128 + 256))
+    tiles = -(-side // tile_m) * -(-side // tile_n)
     programs = min(config.grid, tiles)
-    fits = max(1, min(THREADS_PER_SM // config.block, SMEM_PER_PROGRAM // smem))
-    resident = min(fits, max(1.0, programs / sms))
-    in_flight = resident * (tile_m + tile_n) * tile_k * (stages - 1) * itemsize
-    pipeline = 1.0 - math.exp(-in_flight / PIPELINE_BYTES)
-    working = min(programs, sms)
-    waves = tiles / (sms * -(-tiles // working))
-    return registers * min(reuse, 1.0) * pipeline * waves
+    accumulators = tile_m * tile_n / config.block
+    registers = min(accumulators + REGISTER_OVERHEAD, MAX_THREAD_REGISTERS)
+    fits = max(1, min(PROGRAMS_PER_SM, THREADS_PER_SM // config.block,
+                      SMEM_PER_PROGRAM // smem,
+                      int(REGISTER_FILE // (config.block * registers))))
+    per_sm = -(-programs // sms)
+    together = min(fits, per_sm)
+    work = -(-per_sm * tiles // programs)       # tiles the busiest SM computes
+    rounds, rest = divmod(work, together)
+    rate = TENSOR_FLOPS_PER_SM * (FP32_RATE if itemsize == 4 else 1.0)
+    wait = LOAD_LATENCY / max(stages - 1, 1)
+
+    def tile_time(at_once: int) -> float:
+        multiply = at_once * 2 * tile_m * tile_n * tile_k / rate
+        load = at_once * (tile_m + tile_n) * tile_k * itemsize / OPERAND_BYTES_PER_SM
+        step = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
+        return -(-side // tile_k) * step
+
+    busy = rounds * tile_time(together) + (tile_time(rest) if rest else 0.0)
+    spill = 1.0 if accumulators <= REGISTERS else (accumulators / REGISTERS) ** 3
+    return 1.0 / (busy * spill + LAUNCH_S)

@@ -96,10 +96,9 @@ class MatmulKernel(Kernel):
             **config.meta)
 
     def model(self, config: Config, sms: int) -> float | None:
-        m, n_side = config.meta, side(config.problem)
-        tiles = -(-n_side // m["BLOCK_M"]) * -(-n_side // m["BLOCK_N"])
-        return tiled(config, sms, tiles, m["BLOCK_M"], m["BLOCK_N"], m["BLOCK_K"],
-                     m["num_stages"])
+        m = config.meta
+        return tiled(config, sms, side(config.problem), m["BLOCK_M"], m["BLOCK_N"],
+                     m["BLOCK_K"], m["num_stages"])
 
     def check(self, buffers: Buffers) -> str | None:
         a, b, c = buffers["a"], buffers["b"], buffers["c"]

@@ -6,8 +6,9 @@
    in a seeded random order, like a Latin hypercube), so the first incumbent is not
    a lucky or unlucky corner.  When the kernel has a model (``Kernel.model``: a
    first-principles guess from the launch shape, e.g. spilled registers, too few
-   bytes in flight, programs too small to hide their start), each start point is
-   moved to the nearest config the model guesses within ``MODEL_POOL`` of its best.
+   bytes in flight, programs too small to hide their start), the model's best guess
+   is measured first, and each start point is moved to the nearest config the model
+   guesses within ``MODEL_POOL`` of its best.
 3. **With a kernel model: expected improvement over the whole space, around the
    model.**  A Gaussian process (``_surrogate.py``) is fitted to the measured log
    throughput minus ``b`` × the log of the model's guess; ``b`` is the slope the
@@ -108,6 +109,8 @@ class AutoSampler(PlannedSampler):
             self._at = {k: np.array(self._position(dict(k))) for k in self._valid}
         self._every_guess = np.array(list(self._prior.values()))
         self._queue: list[dict[str, str]] = [dict(p) for p in priors]
+        if pool:     # the model's best guess first, then the spread start
+            self._queue.append(dict(max(pool, key=self._prior.__getitem__)))
         self._queue += self._snap(self._spread(start_points), pool)
         self._incumbent: tuple[float, dict[str, str]] | None = None
         self._pending: dict[str, str] | None = None
