@@ -43,7 +43,8 @@ MAX_THREAD_REGISTERS = 255
 #: *Fitted* (the matmul constants below, by least squares on the log of the measured
 #: times of all nine recorded matmul tables, 1266 launches; mean |log error| 0.07-0.14 on
 #: the 16-bit tables, 0.33 on float32): float32 operands multiply at this fraction of the
-#: 16-bit rate (no TF32: the CUDA cores' rate).
+#: 16-bit rate (Triton's default for them is TF32, whose peak is half the 16-bit one; the
+#: one float32 table measured far below it, and the model fits that table worst).
 FP32_RATE = 0.07
 #: *Fitted*: operand bytes one SM loads into shared memory per second (the operands of
 #: the recorded sizes are L2 hits; the rate also holds the cost of issuing the loads).
