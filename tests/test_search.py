@@ -234,13 +234,14 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
 
 
 def test_matmul_model_tracks_the_recorded_h200_times():
-    """The matmul model's times against two recorded H200 tables (one it was fitted on,
-    4096³, and one recorded after, 1536³ in bf16): ranked alike, times within ~15 %."""
+    """The matmul model's times against two recorded H200 tables, one it was fitted on
+    (4096³) and one recorded after its constants were fixed (1152³, held-out set 7):
+    ranked alike, times within ~10 % on average."""
     from scipy.stats import spearmanr
 
     matmul = load_kernel("matmul")
     for name, space_file in (("h200-matmul.csv", "matmul.yaml"),
-                             ("h200-matmul-1k.csv", "matmul-1k.yaml")):
+                             ("h200-matmul-1152.csv", "matmul-1152.yaml")):
         device = open_device(f"replay:{TABLES / name}")
         space, facts = load_space(ROOT / "spaces" / space_file), device.facts()
         measured, guessed = [], []
@@ -250,9 +251,9 @@ def test_matmul_model_tracks_the_recorded_h200_times():
                                        facts.max_footprint)
                 measured.append(float(row["median_ms"]) / 1e3)
                 guessed.append(1 / matmul.model(config, facts.sms))
-        assert spearmanr(measured, guessed).statistic > 0.85, name
+        assert spearmanr(measured, guessed).statistic > 0.9, name
         error = np.mean(np.abs(np.log(np.array(guessed) / np.array(measured))))
-        assert error < 0.2, (name, error)
+        assert error < 0.12, (name, error)
 
 
 def test_auto_starts_among_the_models_best_guesses_and_still_reaches_everything():
