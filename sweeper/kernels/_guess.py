@@ -41,8 +41,9 @@ TENSOR_FLOPS_PER_SM = 989e12 / 132
 REGISTER_FILE = 65536
 MAX_THREAD_REGISTERS = 255
 #: *Fitted* (the matmul constants below, by least squares on the log of the measured
-#: times of all nine recorded matmul tables, 1266 launches; mean |log error| 0.07-0.14 on
-#: the 16-bit tables, 0.33 on float32): float32 operands multiply at this fraction of the
+#: times of the nine matmul tables recorded before the fifth session, 1266 launches, with
+#: ``benchmarks/fit_matmul_model.py``; mean |log error| 0.07-0.14 on the 16-bit tables,
+#: 0.33 on float32): float32 operands multiply at this fraction of the
 #: 16-bit rate (Triton's default for them is TF32, whose peak is half the 16-bit one; the
 #: one float32 table measured far below it, and the model fits that table worst).
 FP32_RATE = 0.07

@@ -1,0 +1,85 @@
+"""How well the built-in kernel models (``Kernel.model``, sweeper/kernels/_guess.py) match
+the recorded H200 tables (no GPU needed).
+
+    python benchmarks/model_accuracy.py [--tables held-out-7]
+
+Per table: the rank correlation of guess and measured throughput, where the first config
+within 98 % of the table's best falls in the model's ranking (1: the model's best guess
+is there), and the mean |log error| of the guess relative to the best guess against the
+throughput relative to the best.  For matmul, whose model guesses 1 / the launch's time
+in seconds, also the mean |log error| of that time against the measured median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from scipy.stats import spearmanr  # noqa: E402
+from search_efficiency import SETS, TABLES  # noqa: E402
+
+from sweeper.devices import open_device  # noqa: E402
+from sweeper.kernels import Kernel, load_kernel  # noqa: E402
+from sweeper.space import Config, load_space  # noqa: E402
+
+GOAL = 0.98
+
+
+Launch = tuple[Config, int, float, float]
+
+
+def launches(table: Path, space_path: str) -> tuple[Kernel, list[Launch]]:
+    """The table's kernel, and its measured launches: (config, SMs, seconds, throughput)."""
+    device = open_device(f"replay:{table}")
+    space = load_space(ROOT / space_path)
+    kernel, facts = load_kernel(space.kernel), device.facts()
+    rows = []
+    for row in device.rows:
+        if row.get("status", "ok") == "ok" and row["median_ms"]:
+            config = space.resolve({p: row[p] for p in device.params}, facts.env(),
+                                   facts.max_footprint)
+            seconds = float(row["median_ms"]) / 1e3
+            rows.append((config, facts.sms, seconds,
+                         kernel.bytes_moved(config.problem) / seconds))
+    return kernel, rows
+
+
+def accuracy(table: Path, space_path: str) -> tuple[float, int, float, float | None]:
+    kernel, launched = launches(table, space_path)
+    rows = [(speed, seconds, kernel.model(config, sms))
+            for config, sms, seconds, speed in launched]
+    best, top = max(r[0] for r in rows), max(r[2] for r in rows)
+    rho = float(spearmanr([r[0] for r in rows], [r[2] for r in rows]).statistic)
+    by_guess = sorted(rows, key=lambda r: -r[2])
+    rank = next(i for i, r in enumerate(by_guess, 1) if r[0] >= GOAL * best)
+    guessed = [r for r in rows if r[2] > 0]
+    relative = sum(abs(math.log((r[2] / top) / (r[0] / best))) for r in guessed) / len(guessed)
+    timed = None
+    if kernel.name == "matmul":
+        timed = sum(abs(math.log(1 / r[2] / r[1])) for r in guessed) / len(guessed)
+    return rho, rank, relative, timed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tables", choices=("all", *SETS), default="all")
+    args = parser.parse_args()
+    tables = TABLES if args.tables == "all" else SETS[args.tables]
+    print("| table | rank correlation | model's rank of the first within 98 % "
+          "| mean abs log error, relative | mean abs log error, time |")
+    print("|---|---|---|---|---|")
+    for name, space_path in tables.items():
+        rho, rank, relative, timed = accuracy(ROOT / "tests" / "data" / "replay" / name,
+                                              space_path)
+        print(f"| {name} | {rho:.2f} | {rank} | {relative:.2f} | "
+              f"{'–' if timed is None else f'{timed:.2f}'} |")
+
+
+if __name__ == "__main__":
+    main()
