@@ -13,7 +13,6 @@ recorded after), the matmul ones in the fifth, on all nine matmul tables then re
 
 from __future__ import annotations
 
-
 from sweeper.space import Config
 
 #: Threads and programs (thread blocks) one SM holds at once.

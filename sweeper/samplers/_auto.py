@@ -21,9 +21,9 @@
    proposal is instead the unmeasured config the model guesses best, as long as the
    fitted slope ``b`` is at least ``TURN_SLOPE`` (the data still back the model): one
    surprising measurement next to the best config (on the H200, a 128 × 64 tile at 8
-   warps is 30 % slower than at 4, though neither the model nor 64 × 128 tiles say so)
-   can make the residual process write off its neighbours for dozens of trials; the
-   model's own ranking is still walked at a third of the pace.
+   warps measured 13-30 % slower than at 4, though neither the model nor 64 × 128 tiles
+   say so) can make the residual process write off its neighbours for dozens of
+   trials; the model's own ranking is still walked at a third of the pace.
 4. **Without a model: guided pattern search**: around the best point so far (it moves
    only for a gain above ``MIN_GAIN``), the candidates are the moves along one axis at
    a time: one and two steps either way and the axis's two ends (axes are ordered as
@@ -53,9 +53,9 @@ towards 1 (``MODEL_WEIGHT`` 0.5 or 8), start points left where the spread put th
 (not moved into the pool), and an upper-confidence-bound proposal every third or fifth
 trial for exploration.  In the fifth session, with the matmul model a time model and the
 model's best guess measured first: a model turn every second or fourth proposal (goal
-met on 29 of 31 tables against 28, the same pooled median and worst: seed noise), three to five start points (over 30 seeds, mean and 99th
-percentile within 0.1 and 1 trial of six's), and a Gaussian process that fits its own
-noise level (no change).
+met on 29 of 31 tables against 28, the same pooled median and worst: seed noise), three
+to five start points (over 30 seeds, mean and 99th percentile within 0.1 and 1 trial of
+six's), and a Gaussian process that fits its own noise level (no change).
 
 Configs ruled out by constraints are never proposed; configs already measured are
 skipped.  ``benchmarks/search_efficiency.py`` gives the figures (docs/benchmarks.md).
