@@ -276,9 +276,9 @@ def test_auto_starts_among_the_models_best_guesses_and_still_reaches_everything(
         study.tell(trial, 1.0 + int(trial.params["a"]) - 0.5 * int(trial.params["b"]))
         if len(seen) == len(valid):
             break
-    # the start: the best guess, then six points spread over the rest of the pool (here
-    # five, all that is left of it)
-    assert len(pool) == 6 and set(seen[:6]) == pool
+    # the start: the best guess, then three points spread over the rest of the pool
+    assert len(pool) == 6 and all(k in pool for k in seen[:4])
+    assert seen[0] == min(pool)          # guesses tie: the first of the pool in key order
     assert len(seen) == len(valid)                   # the model orders; it removes nothing
 
 
@@ -344,7 +344,9 @@ def test_auto_returns_to_the_models_ranking_after_a_surprise(monkeypatch):
     guesses = [bump(c) * (1.0 if c["warps"] == "8" else 0.99) for c in valid]
 
     def trials_to_peak(seed):
-        sampler = AutoSampler(axes, valid, seed=seed, guesses=guesses)
+        # six spread points (not the default three with a model): more measurements
+        # around the trap for the residual process to be misled by
+        sampler = AutoSampler(axes, valid, seed=seed, guesses=guesses, start_points=6)
         study = optuna.create_study(direction="maximize", sampler=sampler)
         dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
         for n in range(1, len(valid) + 1):

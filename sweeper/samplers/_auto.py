@@ -7,8 +7,9 @@
    a lucky or unlucky corner.  When the kernel has a model (``Kernel.model``: a
    first-principles guess from the launch shape, e.g. spilled registers, too few
    bytes in flight, programs too small to hide their start), the model's best guess
-   is measured first, and each start point is moved to the nearest config the model
-   guesses within ``MODEL_POOL`` of its best.
+   is measured first, then ``MODEL_START_POINTS`` (instead of ``START_POINTS``) spread
+   points, each moved to the nearest config the model guesses within ``MODEL_POOL`` of
+   its best.
 3. **With a kernel model: expected improvement over the whole space, around the
    model.**  A Gaussian process (``_surrogate.py``) is fitted to the measured log
    throughput minus ``b`` × the log of the model's guess; ``b`` is the slope the
@@ -53,9 +54,12 @@ towards 1 (``MODEL_WEIGHT`` 0.5 or 8), start points left where the spread put th
 (not moved into the pool), and an upper-confidence-bound proposal every third or fifth
 trial for exploration.  In the fifth session, with the matmul model a time model and the
 model's best guess measured first: a model turn every second or fourth proposal (goal
-met on 29 of 31 tables against 28, the same pooled median and worst: seed noise), three
-to five start points (over 30 seeds, mean and 99th percentile within 0.1 and 1 trial of
-six's), and a Gaussian process that fits its own noise level (no change).
+met on 29 of 31 tables against 28, the same pooled median and worst: seed noise), and a
+Gaussian process that fits its own noise level (no change).  Spread points after the
+best guess, over 37 tables and 30 seeds (mean / 99th percentile / worst trials, tables
+missing the goal): none 4.7 / 17 / 17, 5 tables (with no spread point every seed runs
+the same search, so a table is missed by all or none); one 5.3 / 24 / 24, 7; two
+4.0 / 20 / 22, 2; three 3.9 / 21 / 23, 1; six 4.3 / 20 / 28, 3.
 
 Configs ruled out by constraints are never proposed; configs already measured are
 skipped.  ``benchmarks/search_efficiency.py`` gives the figures (docs/benchmarks.md).
@@ -82,6 +86,11 @@ MAX_TPE_REPEATS = 50
 #: The pattern search moves its centre only for a gain above this fraction: smaller ones
 #: are noise-sized and would walk it along a plateau before its neighbours are tried.
 MIN_GAIN = 0.01
+#: Points spread over the axes that start the search; with a kernel model, fewer follow
+#: its best guess (the model already says where to look; the points give the residual
+#: process a spread of measurements).
+START_POINTS = 6
+MODEL_START_POINTS = 3
 #: The surrogate ranks moves once this many configs have been measured.
 MODEL_AFTER = 3
 #: With a kernel model: configs guessed within this fraction of its best guess are where
@@ -106,8 +115,11 @@ def _key(params: Mapping[str, Any]) -> Key:
 class AutoSampler(PlannedSampler):
     def __init__(self, axes: Mapping[str, Sequence[str]], valid: Sequence[Mapping[str, str]],
                  seed: int = 0, priors: Sequence[Mapping[str, str]] = (),
-                 start_points: int = 6, guesses: Sequence[float] | None = None) -> None:
-        """``guesses``: the kernel model's guess for each of ``valid`` (same order)."""
+                 start_points: int | None = None,
+                 guesses: Sequence[float] | None = None) -> None:
+        """``guesses``: the kernel model's guess for each of ``valid`` (same order).
+        ``start_points``: how many spread points start the search (default
+        ``START_POINTS``, or ``MODEL_START_POINTS`` after the model's best guess)."""
         self._axes = {name: list(labels) for name, labels in axes.items()}
         self._valid = {_key(c) for c in valid}
         self._rng = random.Random(seed)
@@ -125,6 +137,8 @@ class AutoSampler(PlannedSampler):
         self._every_guess = np.array(list(self._prior.values()))
         self._queue: list[dict[str, str]] = [dict(p) for p in priors]
         starts = [dict(max(pool, key=self._prior.__getitem__))] if pool else []
+        if start_points is None:
+            start_points = MODEL_START_POINTS if pool else START_POINTS
         self._queue += starts + self._snap(self._spread(start_points), pool, starts)
         self._incumbent: tuple[float, dict[str, str]] | None = None
         self._pending: dict[str, str] | None = None
