@@ -85,7 +85,7 @@ HELD_OUT_6 = {  # recorded in the fifth session, after the matmul model became a
     "h200-matmul-3584.csv": "spaces/matmul-3584.yaml",
     "h200-matmul-fp16-1k.csv": "spaces/matmul-fp16-1k.yaml",
 }
-HELD_OUT_7 = {  # recorded in the fifth session after auto's model turns, the last change
+HELD_OUT_7 = {  # recorded in the fifth session after auto's model turns
     "h200-matmul-1152.csv": "spaces/matmul-1152.yaml",
     "h200-matmul-1280.csv": "spaces/matmul-1280.yaml",
     "h200-matmul-fp16-2304.csv": "spaces/matmul-fp16-2304.yaml",
@@ -93,11 +93,20 @@ HELD_OUT_7 = {  # recorded in the fifth session after auto's model turns, the la
     "h200-add-64m.csv": "spaces/add-64m.yaml",
     "h200-copy-bf16-2g.csv": "spaces/copy-bf16-2g.yaml",
 }
+HELD_OUT_8 = {  # recorded in the fifth session after auto's start went from six spread
+    # points to three after the model's best guess, the last change
+    "h200-matmul-1792.csv": "spaces/matmul-1792.yaml",
+    "h200-matmul-2304.csv": "spaces/matmul-2304.yaml",
+    "h200-matmul-fp16-2560.csv": "spaces/matmul-fp16-2560.yaml",
+    "h200-matmul-fp16-1152.csv": "spaces/matmul-fp16-1152.yaml",
+    "h200-add-bf16-256m.csv": "spaces/add-bf16-256m.yaml",
+    "h200-copy-fp16-512m.csv": "spaces/copy-fp16-512m.yaml",
+}
 SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
         "held-out-3": HELD_OUT_3, "held-out-4": HELD_OUT_4, "held-out-5": HELD_OUT_5,
-        "held-out-6": HELD_OUT_6, "held-out-7": HELD_OUT_7}
+        "held-out-6": HELD_OUT_6, "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8}
 TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2, **HELD_OUT_3, **HELD_OUT_4, **HELD_OUT_5,
-          **HELD_OUT_6, **HELD_OUT_7}
+          **HELD_OUT_6, **HELD_OUT_7, **HELD_OUT_8}
 GOAL = 0.98
 #: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
 #: with its three best configs, translated as `auto` translates earlier studies' winners.
@@ -122,7 +131,11 @@ PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200
               "h200-matmul-1152.csv": "h200-matmul.csv", "h200-matmul-1280.csv": "h200-matmul.csv",
               "h200-matmul-fp16-2304.csv": "h200-matmul.csv",
               "h200-matmul-fp16-3k.csv": "h200-matmul.csv", "h200-add-64m.csv": "h200-add.csv",
-              "h200-copy-bf16-2g.csv": "h200-copy.csv"}
+              "h200-copy-bf16-2g.csv": "h200-copy.csv",
+              "h200-matmul-1792.csv": "h200-matmul.csv", "h200-matmul-2304.csv": "h200-matmul.csv",
+              "h200-matmul-fp16-2560.csv": "h200-matmul.csv",
+              "h200-matmul-fp16-1152.csv": "h200-matmul.csv",
+              "h200-add-bf16-256m.csv": "h200-add.csv", "h200-copy-fp16-512m.csv": "h200-copy.csv"}
 
 
 def priors(table: Path, space) -> list[dict[str, str]]:
