@@ -61,14 +61,14 @@ HELD_OUT_3 = {  # recorded in the third session, after auto's kernel models were
     "h200-matmul-1k.csv": "spaces/matmul-1k.yaml",
     "h200-matmul-fp32.csv": "spaces/matmul-fp32.yaml",
 }
-HELD_OUT_4 = {  # recorded after the matmul model's idle-SM fix, the last change to auto
+HELD_OUT_4 = {  # recorded after the matmul model's idle-SM fix (third session)
     "h200-copy-fp16-2g.csv": "spaces/copy-fp16-2g.yaml",
     "h200-add-128m.csv": "spaces/add-128m.yaml",
     "h200-matmul-3k.csv": "spaces/matmul-3k.yaml",
     "h200-matmul-fp16-1536.csv": "spaces/matmul-fp16-1536.yaml",
 }
 HELD_OUT_5 = {  # recorded in the fourth session, after the kernel models were refitted and
-    # auto took the model as its surrogate's prior mean (the last change to either)
+    # auto took the model as its surrogate's prior mean
     "h200-copy-bf16-512m.csv": "spaces/copy-bf16-512m.yaml",
     "h200-copy-fp16-32m.csv": "spaces/copy-fp16-32m.yaml",
     "h200-add-bf16-16m.csv": "spaces/add-bf16-16m.yaml",
