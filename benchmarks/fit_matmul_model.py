@@ -36,6 +36,7 @@ FITTED = {  # name: (lower, upper) bounds of the search
     "REGISTER_OVERHEAD": (16, 128), "OVERLAP": (0.3, 16), "LAUNCH_S": (1e-6, 20e-6),
     "FP32_RATE": (0.05, 0.6)}
 SESSIONS = ("design", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5")
+MATMUL = load_kernel("matmul")
 
 
 def load(names: dict[str, str]) -> dict[str, list[tuple]]:
@@ -45,12 +46,11 @@ def load(names: dict[str, str]) -> dict[str, list[tuple]]:
 
 
 def modelled(rows: list[tuple], values: dict[str, float]) -> np.ndarray:
-    kernel = load_kernel("matmul")
     saved = {k: getattr(guess, k) for k in values}
     try:
         for k, v in values.items():
             setattr(guess, k, v)
-        return np.array([1 / max(kernel.model(c, sms), 1e-30) for c, sms, _, _ in rows])
+        return np.array([1 / max(MATMUL.model(c, sms), 1e-30) for c, sms, _, _ in rows])
     finally:
         for k, v in saved.items():
             setattr(guess, k, v)

@@ -317,7 +317,7 @@ def test_auto_follows_a_right_model_and_unlearns_a_wrong_one():
 
 
 def test_auto_returns_to_the_models_ranking_after_a_surprise(monkeypatch):
-    """The H200's 128 × 64 matmul tile at 8 warps is 30 % slower than at 4; the model
+    """The H200's 128 × 64 matmul tile at 8 warps measured 13-30 % slower than at 4; the model
     cannot tell them apart.  Here the model's best guess is that trap, measured first;
     the residual process then writes off the peak next to it, and only the model turns
     (every ``MODEL_TURN``-th proposal: the best unmeasured guess) bring the search back."""
