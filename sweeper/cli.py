@@ -217,9 +217,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     for final in summary.finals:
         winner = by_number[final.winner]
         row = next(r for r in final.finalists if r["number"] == final.winner)
+        ratio = final.baseline_ratio()
+        against = (f"; {ratio:.3f}× {final.baseline['name']} ({final.baseline['stats']['median']:.4g}"
+                   " ms in the same rounds)" if ratio is not None else "")
         print(f"winner after {final.rounds} interleaved rounds over {len(final.finalists)} "
               f"finalists: {_describe_trial(winner, kernel.headline, row['stats']['median'])}; "
-              f"{len(final.tied) - 1} other(s) tied within noise")
+              f"{len(final.tied) - 1} other(s) tied within noise{against}")
+    if summary.duty:
+        print(f"power: {summary.duty}")
     if not args.no_report:
         _report(store)
     return 0

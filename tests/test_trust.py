@@ -79,7 +79,7 @@ class FakeStateDevice(InterpretDevice):
     def mean_power(self, t0, t1):
         return 300.0, 4
 
-    def throttled(self):
+    def throttled(self, duty=None):
         return throttle_reason(self.reader.read(), self.reader.usual_sm_mhz)
 
     def launch_floor_ms(self):

@@ -43,6 +43,8 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
             "samples": len(t.samples_ms),
             "stop_reason": t.stop_reason, "discarded": t.discarded, "flags": "; ".join(t.flags),
             "energy_j": t.energy_j if t.energy_j is not None else np.nan,
+            "sm_mhz": (t.clocks or {}).get("sm_mhz_mean") or np.nan,
+            "capped": (t.clocks or {}).get("reasons", {}).get("sw_power_cap", 0.0),
             "gb_per_j": (t.gbps * t.stats["median"] * 1e-3 / t.energy_j
                          if t.energy_j and t.stats else np.nan),
         }
@@ -197,7 +199,7 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
                     for n in ok["number"]]
     columns = ["problem", "rank", "chosen", "number", "grid_label", "grid", "block", *meta_names,
                "median_ms", "rel_ci", "min_ms", "p95_ms", "std_ms", "outliers", "gbps", "tflops",
-               "pct_of_baseline", "pct_ceiling", "gb_per_j", "cold_s", "flags"]
+               "pct_of_baseline", "pct_ceiling", "gb_per_j", "sm_mhz", "cold_s", "flags"]
     shown = (ok["rank"] <= top) | (ok["chosen"] != "")
     return ok[shown][columns].reset_index(drop=True)
 
@@ -217,7 +219,8 @@ def headline_table(picks: Sequence[Pick], df: pd.DataFrame, meta_names: Sequence
             "grid_label": t["grid_label"], "grid": t["grid"], "block": t["block"],
             **{n: t[n] for n in meta_names},
             "median_ms": median, metric: at_median(t[metric], t["median_ms"], median),
-            "pct_ceiling": at_median(t["pct_ceiling"], t["median_ms"], median)})
+            "pct_ceiling": at_median(t["pct_ceiling"], t["median_ms"], median),
+            "x_baseline": (pick.final.baseline_ratio() if pick.final else None) or np.nan})
     return pd.DataFrame(rows).sort_values("problem").reset_index(drop=True) if rows \
         else pd.DataFrame()
 
@@ -288,10 +291,19 @@ def final_table(final: FinalRecord, df: pd.DataFrame, meta_names: Sequence[str],
             "ci_ms": f"[{st['ci_lo']:.4g}, {st['ci_hi']:.4g}]", "cv": st["cv"],
             metric: at_median(t[metric], t["median_ms"], st["median"]),
             "sweep_median_ms": t["median_ms"]})
+    if final.baseline:                      # the same work, in the same rounds
+        st = final.baseline["stats"]
+        winner = next(r for r in rows if r["number"] == final.winner)
+        rows.append({"": f"baseline: {final.baseline['name']}", "number": "–",
+                     "grid": "–", "block": "–", **{n: "–" for n in meta_names},
+                     "median_ms": st["median"],
+                     "ci_ms": f"[{st['ci_lo']:.4g}, {st['ci_hi']:.4g}]", "cv": st["cv"],
+                     metric: at_median(winner[metric], winner["median_ms"], st["median"]),
+                     "sweep_median_ms": np.nan})
     out = pd.DataFrame(rows)
     order = {"winner": 0, "tied": 1, "": 2}
-    return out.sort_values(by=["", "median_ms"], key=lambda c: c.map(order) if c.name == ""
-                           else c).reset_index(drop=True)
+    return out.sort_values(by=["", "median_ms"], key=lambda c: c.map(
+        lambda v: order.get(v, 3)) if c.name == "" else c).reset_index(drop=True)
 
 
 class AxisEffect(NamedTuple):

@@ -16,6 +16,7 @@ from sweeper.errors import SweeperError
 from sweeper.finals import Winners
 from sweeper.kernels import Headline, kernel_class
 from sweeper.report._draw import draw_effect, draw_heatmap
+from sweeper.report._power import power_markdown, power_summary
 from sweeper.report._tables import (
     LABELS,
     baseline_rates,
@@ -79,6 +80,8 @@ def study_tables(store: StudyStore) -> dict[str, Any]:
         "factors": factors(meta),
         "abandoned": {"trials": sum(t.status.value == "abandoned" for t in trials),
                       "saved_ms": sum(t.saved_ms for t in trials)},
+        "power": power_summary(trials, meta, store.raw("duty"),
+                               list(winners.finals.values())),
     }
 
 
@@ -183,6 +186,7 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "ceilings": meta.get("ceilings"),
         "factors": {k: dict(v) for k, v in tables["factors"].items()},
         "abandoned": tables["abandoned"],
+        "power": tables["power"],
     }
 
 
@@ -206,7 +210,8 @@ def _cell(value: Any) -> str:
 #: Column names as report.md shows them.
 SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",
          "gb_per_j": "GB/J", "cold_s": "first run s", "rel_ci": "±CI", "number": "#",
-         "chosen_by": "chosen by", "median_ms": "median ms"}
+         "chosen_by": "chosen by", "median_ms": "median ms", "sm_mhz": "SM MHz",
+         "x_baseline": "× baseline, same rounds"}
 
 
 def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
@@ -251,6 +256,7 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
                                              baseline_rates(tables["baselines"], df, metric))])
         out.append(_md_table(rows))
     out += _ceilings(tables["ceilings"], tables["headline"])
+    out += power_markdown(tables["power"])
     out.append("\n## How sampling stopped, and flags\n")
     out.append(_md_table(tables["stops"]))
     out.append("\n" + _md_table(tables["flags"]))
@@ -310,9 +316,14 @@ def _winners(tables: dict[str, Any]) -> list[str]:
               "Rules (each final records the one that chose it): " + " | ".join(rules) + ".\n")]
     for final, table in tables["finals"]:
         p = final.problem
+        ratio = final.baseline_ratio()
+        against = (f" In the same rounds {final.baseline['name']} measured "
+                   f"{final.baseline['stats']['median']:.4g} ms: the winner runs at "
+                   f"{ratio:.3f}× its speed." if ratio is not None else "")
         out.append(f"**{p['dtype']} {format_size(p['footprint'])} {p['cache']}**: winner "
                    f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
-                   f"{final.rounds} rounds × {final.samples_per_round} samples each.\n")
+                   f"{final.rounds} rounds × {final.samples_per_round} samples each"
+                   f"{', after ' + final.duty if final.duty else ''}.{against}\n")
         out.append(_md_table(table.rename(columns={tables["metric"]: unit(tables["metric"])})))
     return out
 
