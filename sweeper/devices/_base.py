@@ -83,9 +83,14 @@ class Device(abc.ABC):
             launch()
         self.synchronize()
         start, t0 = self.state(), time.perf_counter()
-        timing = sample_until(
-            lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k, flush=flush)],
-            rule, throttled=lambda: self.throttled(duty), abandon=abandon, recover=settle)
+        take = lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k,  # noqa: E731
+                                                       flush=flush)]
+        if duty is not None:
+            take = duty.bursts(take, sample, self.synchronize)
+        # a cool-down schedule settles before every burst, a discarded chunk's too
+        recover = settle if duty is not None and duty.kind != "cool" else None
+        timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
+                              abandon=abandon, recover=recover)
         window = self.window(t0, time.perf_counter())
         return Measured(timing=timing, start=start, end=self.state(), batch=batch, graph=graph,
                         power_w=window.power_w_mean if window else None,

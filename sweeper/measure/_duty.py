@@ -19,6 +19,14 @@ samples differed by 15.8 % with nothing before the samples, 0.9 % after a 1 s
 cool-down, 0.05 % after 3 s, 0.9 % after a 0.5 s load and 2.0 % after a 2 s load
 (docs/benchmarks.md).
 
+The power limiter does not wait for a trial to end: on the H200 it stepped an 8192³
+matmul's clock down after 15-20 ms of samples (1.50 -> 1.62 -> 1.73 ms a launch
+within one trial of 30 samples), so one config's median could land anywhere between
+its fast and capped times, and two runs of a study put configs 3-5 % apart.  Under a
+cool-down schedule samples are therefore taken in bursts of at most ``BURST_S`` of
+work, each after a cool-down and ``BURST_WARMUP`` untimed launches (the clock ramps up
+from idle on the first launch).
+
 Which throttle reasons discard samples (sweeper.devices._nvml.throttle_reason): the
 reasons a GPU gives for slowing down that are not the kernel's own doing (thermal and
 hardware slowdowns, the power brake, a clock under 75 % of its usual) discard a chunk;
@@ -40,6 +48,11 @@ DUTY_KINDS = ("auto", "off", "cool", "load")
 POWER_BOUND = 0.9
 #: The throttle reason the board's power limiter gives.
 POWER_CAP = "sw_power_cap"
+#: Seconds of samples one burst may take under a cool-down schedule (the limiter's first
+#: step came after 15-20 ms; the flush and hold around each sample add a few %).
+BURST_S = 0.012
+#: Untimed launches after each cool-down before a burst is timed.
+BURST_WARMUP = 2
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,32 @@ class Duty:
         while time.perf_counter() - t0 < self.seconds:
             launch()
             synchronize()
+
+    def bursts(self, timed: Callable[[int], list[float]], launch: Callable[[], None],
+               synchronize: Callable[[], None]) -> Callable[[int], list[float]]:
+        """``timed(k)`` (k samples, ms each) taken as bursts of at most ``BURST_S`` of work
+        under a cool-down schedule, each after a cool-down and ``BURST_WARMUP`` launches;
+        under a load schedule, ``timed`` itself.  The first burst follows the settle and
+        warmup before sampling; its length comes from one host-timed launch."""
+        if self.kind != "cool":
+            return timed
+        state = {"size": 0}
+
+        def take(k: int) -> list[float]:
+            out: list[float] = []
+            while len(out) < k:
+                if state["size"]:
+                    self.settle(launch, synchronize)
+                    for _ in range(BURST_WARMUP):
+                        launch()
+                else:
+                    t0 = time.perf_counter()
+                    launch()
+                    synchronize()
+                    state["size"] = max(1, int(BURST_S / max(time.perf_counter() - t0, 1e-9)))
+                out.extend(timed(min(k - len(out), state["size"])))
+            return out
+        return take
 
     def discards_power_cap(self) -> bool:
         """Samples that hit the power cap do not belong to this schedule's state."""
