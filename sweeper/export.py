@@ -19,6 +19,7 @@ from typing import Any
 
 from sweeper.errors import SweeperError
 from sweeper.finals import Pick, Winners
+from sweeper.kernels import Headline
 from sweeper.space import DTYPES, evaluate, format_size, parse
 from sweeper.store import StudyStore
 
@@ -41,6 +42,9 @@ class TunedConfig:
     gbps: float = 0.0
     median_ms: float = 0.0
     study: str = ""
+    #: What the kernel's reports lead with, and its value at ``median_ms`` (GB/s, TFLOP/s).
+    headline: Headline = Headline.GBPS
+    rate: float = 0.0
 
     @property
     def num_warps(self) -> int:
@@ -82,7 +86,7 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
 def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick) -> dict[str, Any]:
     t, env = pick.trial, meta.get("environment", {})
     cfg, stats = t.config or {}, t.stats or {}          # a pick always has both
-    return {
+    entry = {
         "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": dtype,
         "footprint": footprint, "grid": cfg["grid"], "grid_expr": t.choice["grid"],
         "block": cfg["block"], "meta": cfg["meta"], "gbps": t.gbps,
@@ -91,6 +95,23 @@ def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick) -> dict
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    # the headline rate at the median the entry states, so the two always agree
+    headline = _headline(meta)
+    entry.update(headline=headline.value, rate=t.rate(headline, entry["median_ms"]))
+    return entry
+
+
+def _headline(meta: dict[str, Any]) -> Headline:
+    """The study's headline rate; studies recorded before kernels declared one: GB/s."""
+    return Headline(meta.get("headline", Headline.GBPS.value))
+
+
+def entry_rate(entry: dict[str, Any]) -> tuple[float, Headline]:
+    """A tuning entry's headline rate and its kind; entries written before ``rate``
+    existed carry GB/s only."""
+    if "rate" in entry:
+        return entry["rate"], Headline(entry["headline"])
+    return entry["gbps"], Headline.GBPS
 
 
 def _entry_key(entry: dict[str, Any]) -> tuple[Any, ...]:
@@ -138,17 +159,21 @@ def tuned(kernel: str, *, dtype: str, footprint: int, gpu: str | None = None,
            "block": entry["block"], **entry["meta"]}
     grid = int(evaluate(parse(entry["grid_expr"]), env)) if not entry["grid_expr"].isdigit() \
         else int(entry["grid_expr"])
+    rate, headline = entry_rate(entry)
     return TunedConfig(kernel=kernel, gpu=gpu, dtype=dtype, footprint=entry["footprint"],
                        grid=grid, grid_expr=entry["grid_expr"], block=entry["block"],
                        meta=dict(entry["meta"]), gbps=entry["gbps"],
-                       median_ms=entry["median_ms"], study=entry["study"])
+                       median_ms=entry["median_ms"], study=entry["study"],
+                       headline=headline, rate=rate)
 
 
 def describe(config: TunedConfig) -> str:
+    """One line: the launch config, and the kernel's headline rate where it was tuned."""
     meta = " ".join(f"{k}={v}" for k, v in config.meta.items())
     return (f"{config.kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
             f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
-            f"tuned at {format_size(config.footprint)}: {config.gbps:.4g} GB/s")
+            f"tuned at {format_size(config.footprint)}: median {config.median_ms:.4g} ms, "
+            f"{config.rate:.4g} {config.headline.unit} (study {config.study})")
 
 
 
@@ -174,4 +199,5 @@ def export_csv(store: StudyStore, path: str | Path) -> tuple[Path, int]:
     return target, len(rows)
 
 
-__all__ = ["TunedConfig", "describe", "export_csv", "export_study", "tuned", "tuning_path"]
+__all__ = ["TunedConfig", "describe", "entry_rate", "export_csv", "export_study", "tuned",
+           "tuning_path"]

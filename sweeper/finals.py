@@ -30,15 +30,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sweeper.measure import StopRule, summarize, tied_set
+from sweeper.measure import PRACTICAL, StopRule, summarize, tied_set
 from sweeper.store import StudyStore, TrialRecord
 
 TOP_K = 5
 MAX_FINALISTS = 12
 ROUNDS = 5
 SAMPLES_PER_ROUND = 10
-#: A slower config may win only within this fraction of the fastest median (see above).
-PRACTICAL = 0.01
 RULE = ("the fastest median wins, unless others are both tied within noise (95% CIs of the "
         f"medians overlap) and within {PRACTICAL:.0%} of its median; among those: lowest CV, "
         "then fewest warps, then smallest meta-parameters, then fewest programs")

@@ -55,6 +55,9 @@ class Device(abc.ABC):
     torch_device: ClassVar[str]
     #: True for a device that serves recorded results instead of launching kernels.
     replays: ClassVar[bool] = False
+    #: True for a device whose ``time(..., flush=True)`` empties the L2 before each sample;
+    #: elsewhere a ``cold`` cache names the axis value only, and runs must not claim a flush.
+    flushes_l2: ClassVar[bool] = False
     #: A caveat printed with every run and report (``None`` for real hardware).
     note: str | None = None
 

@@ -19,6 +19,7 @@ HOLD_CYCLES = 100_000
 class CudaDevice(Device):
     name: ClassVar[str] = "cuda"
     torch_device: ClassVar[str] = "cuda"
+    flushes_l2: ClassVar[bool] = True
 
     def __init__(self) -> None:
         import torch
