@@ -1,9 +1,11 @@
 """Heatmaps: which meta values won each cell, the winner's cell, colour scales, labels."""
 
+import json
 from itertools import combinations
 
 import pytest
 
+from sweeper.cli import main
 from sweeper.report import (
     cell_text,
     heatmap_figure,
@@ -63,6 +65,18 @@ def test_colour_scales_are_per_map_unless_shared():
     assert fig.axes[0].collections[0].get_clim() == (50.0, 400.0)
     assert "colour: one scale" in fig.axes[0].get_title()
     assert heatmap_figure(own[0]).axes[0].collections[0].get_clim() == (100.0, 300.0)
+
+
+def test_sweeper_report_shares_the_scale_on_request(tmp_path):
+    store = copy_study(tmp_path)
+    assert main(["report", str(store.root), "--shared-scale"]) == 0
+    data = json.loads((store.root / "report.json").read_text())
+    assert data["heatmaps"]["colour_scale"] == "shared by each problem's maps"
+    assert data["heatmaps"]["drawn"] == ["float32_1GiB_cold_BLOCK-256",
+                                         "float32_1GiB_cold_BLOCK-1024", "float32_1GiB_cold_best"]
+    assert main(["report", str(store.root)]) == 0
+    assert json.loads((store.root / "report.json").read_text())["heatmaps"][
+        "colour_scale"] == "per map"
 
 
 LONG = "cdiv(isqrt(n), BLOCK_M) * cdiv(isqrt(n), BLOCK_N)"
