@@ -85,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="heatmaps and best-config report of a study")
     report.add_argument("study", help="a study name under --studies-dir, or its folder")
     _study_options(report, name=False)
+    report.add_argument("--shared-scale", action="store_true",
+                        help="one colour scale for all heatmaps of a problem, so colours "
+                        "compare across maps (default: each map its own range)")
     report.set_defaults(func=cmd_report)
 
     export = sub.add_parser("export", help="write the best configs to a tuning file")
@@ -322,7 +325,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    _report(_open_study(args))
+    _report(_open_study(args), shared_scale=args.shared_scale)
     return 0
 
 
@@ -481,10 +484,10 @@ def _open_study(args: argparse.Namespace) -> Any:
     return store
 
 
-def _report(store: Any) -> None:
+def _report(store: Any, *, shared_scale: bool = False) -> None:
     from sweeper.report import write_report
 
-    files = write_report(store)
+    files = write_report(store, shared_scale=shared_scale)
     pngs = [p for p in files.images if p.suffix == ".png"]
     print(f"report: {files.markdown} and {files.json.name}; {len(pngs)} heatmaps in "
           f"{store.root / 'heatmaps'} (PNG and SVG)")

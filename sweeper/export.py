@@ -84,13 +84,18 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
 
 
 def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick) -> dict[str, Any]:
+    """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
+    chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
+    the report does; the sweep's median and rate are kept under their own names."""
     t, env = pick.trial, meta.get("environment", {})
     cfg, stats = t.config or {}, t.stats or {}          # a pick always has both
     entry = {
         "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": dtype,
         "footprint": footprint, "grid": cfg["grid"], "grid_expr": t.choice["grid"],
-        "block": cfg["block"], "meta": cfg["meta"], "gbps": t.gbps,
-        "median_ms": stats["median"], "study": meta["study"], "trial": t.number,
+        "block": cfg["block"], "meta": cfg["meta"],
+        "gbps": t.rate(Headline.GBPS, pick.median_ms), "median_ms": pick.median_ms,
+        "median_from": pick.median_from, "sweep_median_ms": stats["median"],
+        "sweep_gbps": t.gbps, "study": meta["study"], "trial": t.number,
         "chosen_by": pick.chosen_by,
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

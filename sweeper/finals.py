@@ -155,6 +155,14 @@ class Pick:
     def chosen_by(self) -> str:
         return "interleaved final" if self.final else "sweep median"
 
+    @property
+    def median_from(self) -> str:
+        """Where ``median_ms`` was measured, as every output that gives it says."""
+        if self.final is None:
+            return "sweep"
+        return (f"interleaved final: {self.final.rounds} rounds x "
+                f"{self.final.samples_per_round} samples")
+
 
 @dataclass
 class Winners:
