@@ -32,21 +32,26 @@ def test_a_cool_down_idles_and_a_load_runs_the_configs_own_work(monkeypatch):
 
 
 def test_a_cool_down_schedule_samples_in_short_bursts(monkeypatch):
-    """Bursts of at most BURST_S of work, each after a cool-down and two launches, sized
-    from one host-timed launch; a load schedule samples in one go."""
+    """Bursts of at most BURST_S of work, sized from one host-timed launch, each after a
+    cool-down and two launches; a fixed rule takes one burst (at least BURST_MIN)."""
     from sweeper.measure import _duty
 
     slept, launches, asked = [], [], []
     clock = iter(range(1000))
     monkeypatch.setattr(time, "sleep", slept.append)
     monkeypatch.setattr(time, "perf_counter", lambda: next(clock) * 0.004)  # a launch: 4 ms
+    cool = Duty("cool", 1.0)
+    size = cool.burst_size(lambda: launches.append(1), lambda: None)
+    assert size == int(_duty.BURST_S / 0.004) == 3 and launches == [1]
     timed = lambda k: (asked.append(k), [1.0] * k)[1]  # noqa: E731
-    take = Duty("cool", 1.0).bursts(timed, lambda: launches.append(1), lambda: None)
+    take = cool.bursts(timed, lambda: launches.append(1), lambda: None, size)
     assert take(10) == [1.0] * 10
-    size = int(_duty.BURST_S / 0.004)                                       # 3 samples
-    assert asked == [size, size, size, 10 - 3 * size] and len(slept) == 3
+    assert asked == [3, 3, 3, 1] and len(slept) == 3
     assert len(launches) == 1 + 3 * _duty.BURST_WARMUP
-    assert Duty("load", 1.0).bursts(timed, lambda: None, lambda: None) is timed
+    fixed = StopRule(kind="fixed", repeat=30)
+    assert cool.capped(fixed, 3).repeat == _duty.BURST_MIN == 5
+    assert cool.capped(fixed, 8).repeat == 8 and cool.capped(fixed, 50).repeat == 30
+    assert cool.capped(StopRule(kind="ci"), 3) == StopRule(kind="ci")
 
 
 def test_the_power_cap_labels_samples_unless_the_schedule_starts_them_cool():
@@ -210,3 +215,19 @@ def test_the_baseline_runs_in_the_finals_rounds_and_the_report_compares_them(
     md = (store.root / "report.md").read_text()
     assert "baseline: torch copy_" in md and f"at {ratio:.3f}× its speed" in md
     assert "× baseline, same rounds" in md
+
+
+def test_a_measurement_under_a_cool_down_takes_one_burst_and_says_so(monkeypatch):
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+
+    def launch():                                # 3 ms of host time: 4 samples a burst
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 0.003:
+            pass
+
+    measured = InterpretDevice().measure(launch, warmup=0, flush=False,
+                                         rule=StopRule(kind="fixed", repeat=30),
+                                         duty=Duty("cool", 1.0))
+    assert len(measured.timing.samples) == 5
+    assert measured.timing.stop_reason == ("fixed: 5 samples (one burst of the cool-down "
+                                           "schedule; 30 asked)")

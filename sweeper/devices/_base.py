@@ -88,12 +88,16 @@ class Device(abc.ABC):
         start, t0 = self.state(), time.perf_counter()
         take = lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k,  # noqa: E731
                                                        flush=flush)]
-        if duty is not None:
-            take = duty.bursts(take, sample, self.synchronize)
+        if duty is not None and duty.kind == "cool":
+            size = duty.burst_size(sample, self.synchronize)
+            asked, rule = rule, duty.capped(rule, size)
+            take = duty.bursts(take, sample, self.synchronize, size)
         # a cool-down schedule settles before every burst, a discarded chunk's too
         recover = settle if duty is not None and duty.kind != "cool" else None
         timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
                               abandon=abandon, recover=recover)
+        if duty is not None and duty.kind == "cool" and rule.repeat < asked.repeat:
+            timing.stop_reason += f" (one burst of the cool-down schedule; {asked.repeat} asked)"
         window = self.window(t0, time.perf_counter())
         return Measured(timing=timing, start=start, end=self.state(), batch=batch, graph=graph,
                         power_w=window.power_w_mean if window else None,
