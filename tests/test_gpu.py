@@ -105,3 +105,30 @@ def test_a_kernel_that_never_returns_is_recorded_as_timeout_and_the_run_goes_on(
     hung = [t for t in measured if t.status.value == "timeout"]
     assert len(hung) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in hung)
     assert sum(t.ok for t in measured) == 2
+
+
+def test_cuda_bounds_are_plausible_and_a_real_copy_stays_within_them():
+    from sweeper.bounds import ARCHITECTURES
+    from sweeper.space import MeasureSpec
+    from sweeper.trial import run_trial
+
+    device = open_device("cuda")
+    bounds = device.bounds()
+    assert bounds.dram is not None, bounds.absent
+    assert 0.5e12 < bounds.dram.per_s < 20e12, bounds.dram
+    assert bounds.l2_bytes == device.facts().l2_bytes
+    if torch.cuda.get_device_capability() in ARCHITECTURES:
+        assert bounds.sm_path is not None and bounds.sm_path.per_s > bounds.dram.per_s
+        assert 10e12 < bounds.flops["float16"].per_s < 10e15, bounds.flops["float16"]
+    if torch.cuda.get_device_capability() == (9, 0):       # H100 / H200: ~1 PFLOP/s bf16
+        assert 0.7e15 < bounds.flops["bfloat16"].per_s < 1.3e15
+    kernel = load_kernel("copy")
+    problem = Problem("float32", 256 << 20)
+    config = Config(problem=problem, grid=problem.n // 1024, block=256, meta={"BLOCK": 1024})
+    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, device,
+                       MeasureSpec(warmup=5, repeat=20, stop="fixed"),
+                       torch.Generator(device="cuda").manual_seed(0))
+    assert result.ok, result.reason
+    assert result.gbps * 1e9 < bounds.dram.per_s
+    assert bounds.beyond(kernel.bytes_moved(problem), 0, "float32",
+                         result.stats.median * 1e-3) is None

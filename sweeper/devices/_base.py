@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from sweeper.bounds import Bounds
 from sweeper.devices._nvml import GpuState
 from sweeper.errors import SweeperError
 from sweeper.measure import StopRule, Timing, sample_until
@@ -59,6 +60,14 @@ class Device(abc.ABC):
 
     @abc.abstractmethod
     def facts(self) -> DeviceFacts: ...
+
+    def bounds(self) -> Bounds:
+        """The physical limits no correct launch can beat (:mod:`sweeper.bounds`).  They
+        live on the device, not in :class:`DeviceFacts`, because deriving them needs what
+        only the device holds (NVML, the compute capability) and facts stay what
+        expressions read.  By default: none, and why."""
+        return Bounds.none(self.facts().name, f"the {self.name} device has no physical "
+                           "bounds")
 
     @abc.abstractmethod
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:

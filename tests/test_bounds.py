@@ -1,0 +1,134 @@
+"""Issue 14 without a GPU: physical bounds (arithmetic, the architecture table)."""
+
+import json
+
+import pytest
+
+from sweeper.bounds import (
+    MARGIN,
+    Bound,
+    Bounds,
+    HardwareFacts,
+    Sourced,
+    derive_bounds,
+)
+
+GB = 1e9
+#: Made-up round numbers: 100 GB/s DRAM, 1000 GB/s through the SMs, 10 TFLOP/s bf16.
+MADE_UP = Bounds(gpu="Test GPU", l2_bytes=1 << 20,
+                 dram=Bound("DRAM", 100 * GB, "made up: DRAM", "a test"),
+                 sm_path=Bound("SM load/store", 1000 * GB, "made up: SMs", "a test"),
+                 flops={"bfloat16": Bound("bfloat16", 10e12, "made up: FLOPs", "a test",
+                                             is_flops=True)})
+H200 = HardwareFacts("NVIDIA H200", sms=132, l2_bytes=60 << 20, capability=(9, 0),
+                     mem_mhz=Sourced(3201, "NVML"), bus_bits=Sourced(6144, "NVML"),
+                     sm_mhz=Sourced(1980, "NVML"))
+
+
+# -- arithmetic ------------------------------------------------------------------------------
+def test_the_fewest_seconds_is_the_largest_time_any_bound_imposes():
+    # 1 GB, of which at most 2 x 1 MiB from the L2: DRAM dominates
+    limit = MADE_UP.fastest(10**9, 0, "float32")
+    assert limit.bound.name == "DRAM"
+    assert limit.seconds == pytest.approx((10**9 - 2 * (1 << 20)) / (100 * GB))
+    # all of it fits what the L2 can serve: the SM path alone bounds it
+    limit = MADE_UP.fastest(2 << 20, 0, "float32")
+    assert limit.bound.name == "SM load/store"
+    assert limit.seconds == pytest.approx((2 << 20) / (1000 * GB))
+    # compute-heavy: the dtype's FLOP rate dominates; a dtype without a rate has no FLOP term
+    limit = MADE_UP.fastest(1 << 20, 10**12, "bfloat16")
+    assert limit.bound.name == "bfloat16" and limit.seconds == pytest.approx(0.1)
+    assert MADE_UP.fastest(1 << 20, 10**12, "float64").bound.name == "SM load/store"
+    assert MADE_UP.fastest(0, 0, "float32") is None
+    assert Bounds.none("cpu", "no bounds here").fastest(10**9, 10**12, "bfloat16") is None
+
+
+def test_a_median_is_impossible_only_beyond_the_margin():
+    fewest = (10**9 - 2 * (1 << 20)) / (100 * GB)
+    assert MADE_UP.beyond(10**9, 0, "float32", fewest) is None
+    assert MADE_UP.beyond(10**9, 0, "float32", fewest / (1 + MARGIN) * 1.001) is None
+    why = MADE_UP.beyond(10**9, 0, "float32", fewest / (1 + MARGIN) * 0.999)
+    assert why.startswith("faster than physics allows (")
+    assert why.endswith("): beyond the Test GPU's DRAM bound of 100 GB/s, from made up: DRAM")
+    assert "moving 1000000000B, at most 2MiB of it from the 1MiB L2, takes at least" in why
+    why = MADE_UP.beyond(1 << 20, 10**12, "bfloat16", 1e-3)
+    assert why == ("faster than physics allows (1000 TFLOP/s, median 1 ms; doing 1e+12 FLOP "
+                   "takes at least 100 ms): beyond the Test GPU's bfloat16 FLOP bound of "
+                   "10 TFLOP/s, from made up: FLOPs")
+
+
+# -- the architecture table -------------------------------------------------------------------
+def test_h200_bounds_from_nvml_and_the_hopper_table():
+    bounds = derive_bounds(H200)
+    assert bounds.dram.per_s == pytest.approx(3201e6 * 6144 / 8 * 2)        # 4.92 TB/s
+    assert bounds.dram.how == "NVML: 3201 MHz memory clock x 6144-bit bus x 2 for DDR"
+    assert bounds.sm_path.per_s == pytest.approx(132 * 1980e6 * 256)
+    assert bounds.flops["bfloat16"].per_s == pytest.approx(132 * 1980e6 * 4096)  # ~1070 T
+    assert bounds.flops["float16"].per_s == bounds.flops["bfloat16"].per_s
+    assert bounds.flops["float32"].per_s == pytest.approx(132 * 1980e6 * 2048)   # TF32
+    assert bounds.flops["float8_e4m3fn"].per_s == pytest.approx(132 * 1980e6 * 8192)
+    assert bounds.flops["bfloat16"].how == (
+        "132 SMs x 1980 MHz max SM clock from NVML x 4096 FLOP/clock/SM: 16-bit tensor, "
+        "dense, Hopper, compute capability 9.0")
+    assert bounds.absent == ("FLOP/s of float64, integers: no rate in the Hopper table",)
+    assert bounds.summary(["bfloat16"]) == (
+        "DRAM 4917 GB/s, SM load/store 66908 GB/s, bfloat16 1071 TFLOP/s (from NVML and the "
+        "Hopper table)")
+
+
+@pytest.mark.parametrize("capability, dtype, per_clock", [
+    ((7, 0), "float32", 128),      # Volta: no TF32, the CUDA cores' 2 x 64 FMA lanes
+    ((7, 0), "float16", 1024),
+    ((7, 5), "bfloat16", 1024),
+    ((8, 0), "float32", 1024),     # A100: TF32 tensor rate above the cores' 128
+    ((8, 0), "bfloat16", 2048),
+    ((8, 6), "float32", 512),      # larger of TF32 512 and CUDA-core 256
+    ((8, 7), "float16", 1024),
+    ((8, 9), "float8_e5m2", 2048),
+    ((10, 0), "bfloat16", 8192),
+    ((10, 0), "float32", 4096),
+    ((10, 0), "float8_e4m3fn", 16384),
+])
+def test_the_capability_table(capability, dtype, per_clock):
+    hw = HardwareFacts("G", sms=10, l2_bytes=0, capability=capability,
+                       sm_mhz=Sourced(1000, "torch"))
+    assert derive_bounds(hw).flops[dtype].per_s == pytest.approx(10 * 1000e6 * per_clock)
+
+
+def test_architectures_without_fp8_have_no_fp8_bound():
+    hw = HardwareFacts("A100", sms=108, l2_bytes=0, capability=(8, 0),
+                       sm_mhz=Sourced(1410, "NVML"))
+    bounds = derive_bounds(hw)
+    assert "float8_e4m3fn" not in bounds.flops
+    assert bounds.absent[-1] == ("FLOP/s of float8_e4m3fn, float8_e5m2, float64, integers: no "
+                                 "rate in the Ampere table")
+
+
+def test_missing_facts_leave_their_bounds_out_and_say_why():
+    bounds = derive_bounds(HardwareFacts("Future GPU", sms=100, l2_bytes=0, capability=(12, 1),
+                                         mem_mhz=Sourced(2000, "torch"), bus_bits=None,
+                                         sm_mhz=Sourced(2000, "torch")))
+    assert bounds.all() == []
+    assert bounds.absent[0] == "DRAM: the bus width cannot be read"
+    assert bounds.absent[1].startswith("SM load/store and FLOP/s: compute capability 12.1 is "
+                                       "not in the architecture table (known: Volta 7.0, ")
+    assert bounds.summary(["float32"]).startswith("none (DRAM: the bus width cannot be read; ")
+    no_clock = derive_bounds(HardwareFacts("G", 10, 0, (9, 0), Sourced(1000, "NVML"),
+                                           Sourced(512, "torch")))
+    assert no_clock.dram.how == ("NVML memory clock, torch bus width: 1000 MHz memory clock "
+                                 "x 512-bit bus x 2 for DDR")
+    assert no_clock.sm_path is None and not no_clock.flops
+    assert no_clock.absent == ("SM load/store and FLOP/s: the maximum SM clock cannot be read",)
+
+
+def test_facts_come_from_the_first_source_that_knows_them():
+    assert Sourced.first(("NVML", None), ("torch", 1593.0)) == Sourced(1593.0, "torch")
+    assert Sourced.first(("NVML", 3201), ("torch", 2619.0)) == Sourced(3201.0, "NVML")
+    assert Sourced.first(("NVML", None), ("torch", 0)) is None
+
+
+def test_bounds_survive_json():
+    bounds = derive_bounds(H200)
+    assert Bounds.from_json(json.loads(json.dumps(bounds.to_json()))) == bounds
+    none = Bounds.none("cpu", "why not")
+    assert Bounds.from_json(none.to_json()) == none
