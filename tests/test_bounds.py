@@ -1,8 +1,10 @@
-"""Issue 14 without a GPU: physical bounds (arithmetic, the architecture table)."""
+"""Issue 14 without a GPU: physical bounds (arithmetic, the architecture table) and outputs
+verified after the timed samples (a memoising kernel)."""
 
 import json
 
 import pytest
+import torch
 
 from sweeper.bounds import (
     MARGIN,
@@ -12,6 +14,13 @@ from sweeper.bounds import (
     Sourced,
     derive_bounds,
 )
+from sweeper.cli import main
+from sweeper.devices._interpret import InterpretDevice
+from sweeper.kernels import load_kernel
+from sweeper.measure import StopRule
+from sweeper.space import Config, MeasureSpec, Problem
+from sweeper.trial import TrialStatus, run_trial
+from tests.conftest import sweep_study
 
 GB = 1e9
 #: Made-up round numbers: 100 GB/s DRAM, 1000 GB/s through the SMs, 10 TFLOP/s bf16.
@@ -132,3 +141,91 @@ def test_bounds_survive_json():
     assert Bounds.from_json(json.loads(json.dumps(bounds.to_json()))) == bounds
     none = Bounds.none("cpu", "why not")
     assert Bounds.from_json(none.to_json()) == none
+
+
+# -- outputs verified after the timed samples -----------------------------------------------
+def _trial(kernel_name, sets=1, repeat=3, device=None):
+    kernel = load_kernel(kernel_name)
+    problem = Problem("float32", 4096)
+    buffers = [kernel.allocate(problem, "cpu") for _ in range(sets)]
+    generator = torch.Generator().manual_seed(0)
+    for b in buffers[1:]:
+        kernel.randomize(b, generator)
+    config = Config(problem=problem, grid=1, block=32, meta={"BLOCK": 1024})
+    return run_trial(kernel, buffers, config, device or InterpretDevice(),
+                     MeasureSpec(warmup=1, repeat=repeat, stop="fixed"), generator)
+
+
+def _sweep(path, device, tmp_path, **kwargs):
+    return sweep_study(path, device, tmp_path / "s", **kwargs)[0]
+
+
+def test_a_kernel_that_stops_working_after_the_verified_launch_is_a_wrong_answer():
+    result = _trial("tests.kernels_for_tests:Memoises")
+    assert result.status is TrialStatus.WRONG_ANSWER
+    assert result.reason.startswith(
+        "the first launch was right, but the output after the timed samples (3) was wrong: "
+        "1024 of 1024 elements differ from the input (first at index 0: nan != ")
+    assert result.reason.endswith(
+        "); the kernel stopped doing the work after the verified launch")
+    assert len(result.samples_ms) == 3           # what it ran stays on record
+    assert _trial("copy").status is TrialStatus.OK
+
+
+def test_only_buffer_sets_the_samples_launched_are_checked():
+    # 4 sets, 2 samples: two sets stay poisoned and unlaunched; they are not checked
+    assert _trial("copy", sets=4, repeat=2).status is TrialStatus.OK
+
+
+def test_a_wrong_rotated_set_is_named():
+    kernel = load_kernel("copy")
+    problem = Problem("float32", 4096)
+    sets = [kernel.allocate(problem, "cpu") for _ in range(3)]
+    from sweeper.trial import Rotation
+
+    rotation = Rotation(kernel, sets, Config(problem=problem, grid=1, block=32,
+                                             meta={"BLOCK": 1024}))
+    generator = torch.Generator().manual_seed(1)
+    for b in sets:
+        kernel.randomize(b, generator)
+    rotation.poison()
+    for _ in range(3):
+        rotation()
+    assert rotation.check() is None and rotation.launched == {0, 1, 2}
+    sets[2]["src"][5] += 1.0                      # the third set's output is now stale
+    assert rotation.check().startswith("buffer set 3 of 3: 1 of 1024 elements differ")
+
+
+def test_the_output_check_brackets_the_timed_samples():
+    events = []
+
+    class Check:
+        def poison(self):
+            events.append("poison")
+
+        def check(self):
+            events.append("check")
+            return "stale"
+
+    measured = InterpretDevice().measure(lambda: events.append("launch"), warmup=2,
+                                         rule=StopRule(kind="fixed", repeat=3), flush=False,
+                                         batch=2, verify=Check())
+    assert events == ["launch"] * 2 + ["poison"] + ["launch"] * 6 + ["check"]
+    assert measured.wrong_after == "stale"
+    assert InterpretDevice().measure(lambda: None, warmup=0, rule=StopRule(kind="fixed",
+                                     repeat=1), flush=False).wrong_after is None
+
+
+def test_a_memoising_kernel_never_wins_a_sweep(write_space, tmp_path, capsys):
+    from tests.conftest import SMALL_SPACE
+
+    path = write_space(SMALL_SPACE.replace("kernel: copy",
+                                           "kernel: tests.kernels_for_tests:Memoises"))
+    store = _sweep(path, InterpretDevice(), tmp_path)
+    measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    assert len(measured) == 6
+    assert all(t.status is TrialStatus.WRONG_ANSWER and "stopped doing the work" in t.reason
+               for t in measured)
+    assert main(["export", str(store.root), "-o", str(tmp_path / "t.json")]) == 2
+    assert capsys.readouterr().err == f"sweeper: {store.root}: no successful trial to export\n"
+    assert not (tmp_path / "t.json").exists()

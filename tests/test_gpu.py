@@ -7,9 +7,8 @@ import torch
 
 from sweeper.devices import open_device
 from sweeper.kernels import load_kernel
-from sweeper.space import Config, Problem, load_space
-from sweeper.store import StudyStore
-from sweeper.sweep import Sweep, open_study
+from sweeper.space import Config, Problem
+from tests.conftest import sweep_study
 
 pytestmark = pytest.mark.gpu
 
@@ -30,12 +29,7 @@ def test_event_timer_agrees_with_do_bench():
 
 
 def test_sweep_on_gpu_end_to_end(small_space, tmp_path):
-    device = open_device("cuda")
-    space = load_space(small_space)
-    kernel = load_kernel(space.kernel)
-    store = StudyStore(tmp_path / "gpu")
-    open_study(store, space, kernel, device, command="test")
-    summary = Sweep(space, kernel, device, store).run()
+    store, summary = sweep_study(small_space, open_device("cuda"), tmp_path / "gpu")
     trials, baselines = store.records()
     assert summary.measured == 6 and all(t.ok for t in trials if t.status.value != "invalid")
     assert store.meta()["environment"]["cuda"]
@@ -132,3 +126,37 @@ def test_cuda_bounds_are_plausible_and_a_real_copy_stays_within_them():
     assert result.gbps * 1e9 < bounds.dram.per_s
     assert bounds.beyond(kernel.bytes_moved(problem), 0, "float32",
                          result.stats.median * 1e-3) is None
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_a_memoising_kernel_is_caught_after_the_timed_samples_on_the_gpu(graph):
+    """The kernel copies only when its input changed: the verified first launch is right,
+    the timed ones (plain, or replayed from a graph captured after the poisoning) do
+    nothing, and the output checked after them is still the poison."""
+    from sweeper.space import MeasureSpec
+    from sweeper.trial import TrialStatus, run_trial
+
+    device = open_device("cuda")
+    kernel = load_kernel("tests.kernels_for_tests:Memoises")
+    problem = Problem("float32", 64 << 20)
+    config = Config(problem=problem, grid=problem.n // 1024, block=256, meta={"BLOCK": 1024})
+    measure = MeasureSpec(warmup=5, repeat=20, stop="fixed", batch=10 if graph else 1,
+                          graph=graph)
+    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, device, measure,
+                       torch.Generator(device="cuda").manual_seed(0))
+    assert result.status is TrialStatus.WRONG_ANSWER
+    assert result.reason.startswith("the first launch was right, but the output after the "
+                                    "timed samples (20) was wrong: ")
+    assert result.reason.endswith("the kernel stopped doing the work after the verified launch")
+
+
+def test_a_memoising_kernel_never_wins_a_gpu_sweep(write_space, tmp_path):
+    from tests.conftest import SMALL_SPACE
+
+    path = write_space(SMALL_SPACE.replace("kernel: copy",
+                                           "kernel: tests.kernels_for_tests:Memoises"))
+    store, summary = sweep_study(path, open_device("cuda"), tmp_path / "memo")
+    measured = [t for t in store.records()[0] if t.status.value != "invalid"]
+    assert len(measured) == 6 and summary.best is None and summary.finals == []
+    assert all(t.status.value == "wrong_answer" and "stopped doing the work" in t.reason
+               for t in measured)

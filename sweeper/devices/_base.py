@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from sweeper.bounds import Bounds
 from sweeper.devices._nvml import GpuState
@@ -32,6 +32,21 @@ class Measured:
     graph: bool = False
     power_w: float | None = None      # mean board power over the sampling window
     power_readings: int = 0           # polls inside that window
+    #: Why the outputs were wrong after the timed samples (see :class:`OutputCheck`).
+    wrong_after: str | None = None
+
+
+class OutputCheck(Protocol):
+    """Verification around the timed samples: a kernel that does its work on the verified
+    first launch and skips it later (memoising on unchanged inputs) would otherwise be
+    timed doing nothing."""
+
+    def poison(self) -> None:
+        """Fill every output the samples will write with values no correct launch leaves;
+        called after warmup, before the first timed sample."""
+
+    def check(self) -> str | None:
+        """After the timed samples: ``None`` if the outputs they wrote are right, else why."""
 
 
 @dataclass(frozen=True)
@@ -75,21 +90,29 @@ class Device(abc.ABC):
 
     def measure(self, launch: Launch, *, warmup: int, rule: StopRule, flush: bool,
                 batch: int = 1, graph: bool = False,
-                abandon: Callable[[list[float]], str | None] | None = None) -> Measured:
+                abandon: Callable[[list[float]], str | None] | None = None,
+                verify: OutputCheck | None = None) -> Measured:
         """Warm up, then sample until ``rule`` stops; each sample is ``batch`` launches
         (replayed from a CUDA graph if ``graph``) and its time is divided by ``batch``.
-        The machine's state is read just before and just after sampling."""
-        sample = self.batched(launch, batch, graph)
+        The machine's state is read just before and just after sampling.  ``verify``
+        poisons the outputs after warmup and checks them after sampling; the graph is
+        captured after the poisoning, so it replays only launches made after it."""
         for _ in range(warmup):
             launch()
         self.synchronize()
+        if verify is not None:
+            verify.poison()
+        sample = self.batched(launch, batch, graph)
         start, t0 = self.state(), time.perf_counter()
         timing = sample_until(
             lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k, flush=flush)],
             rule, throttled=self.throttled, abandon=abandon)
         power, readings = self.mean_power(t0, time.perf_counter())
-        return Measured(timing=timing, start=start, end=self.state(), batch=batch, graph=graph,
-                        power_w=power, power_readings=readings)
+        end = self.state()
+        self.synchronize()
+        return Measured(timing=timing, start=start, end=end, batch=batch, graph=graph,
+                        power_w=power, power_readings=readings,
+                        wrong_after=verify.check() if verify is not None else None)
 
     def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
         """One sample's work: ``batch`` launches in a row (graphs: see the CUDA device)."""
