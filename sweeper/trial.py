@@ -33,6 +33,7 @@ class TrialStatus(str, enum.Enum):
     TIMEOUT = "timeout"
     MISSING = "missing"                    # replay: the table has no such config
     ABANDONED = "abandoned"                # clearly slower than the best: sampling cut short
+    IMPOSSIBLE = "impossible"              # faster than the device's physical bounds allow
 
 
 @dataclass

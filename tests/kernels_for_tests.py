@@ -104,3 +104,15 @@ class Memoises(CopyKernel):
         if seen != self.last:
             self.last = seen
             super().launch(buffers, config)
+
+
+class ClaimsTooMuch(CopyKernel):
+    """A correct copy whose ``bytes_moved`` claims 1000 times the real traffic."""
+
+    name = "claims-too-much"
+
+    def bytes_moved(self, problem) -> int:
+        return 1000 * super().bytes_moved(problem)
+
+    def working_set(self, problem) -> int:
+        return super().bytes_moved(problem)

@@ -1,5 +1,5 @@
-"""Issue 14 without a GPU: physical bounds (arithmetic, the architecture table) and outputs
-verified after the timed samples (a memoising kernel)."""
+"""Issue 14 without a GPU: physical bounds (arithmetic, the architecture table, an impossible
+result failing its trial) and outputs verified after the timed samples (a memoising kernel)."""
 
 import json
 
@@ -15,10 +15,13 @@ from sweeper.bounds import (
     derive_bounds,
 )
 from sweeper.cli import main
+from sweeper.devices import DEVICES
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.kernels import load_kernel
 from sweeper.measure import StopRule
+from sweeper.report import write_report
 from sweeper.space import Config, MeasureSpec, Problem
+from sweeper.sweep import Sweep
 from sweeper.trial import TrialStatus, run_trial
 from tests.conftest import sweep_study
 
@@ -229,3 +232,83 @@ def test_a_memoising_kernel_never_wins_a_sweep(write_space, tmp_path, capsys):
     assert main(["export", str(store.root), "-o", str(tmp_path / "t.json")]) == 2
     assert capsys.readouterr().err == f"sweeper: {store.root}: no successful trial to export\n"
     assert not (tmp_path / "t.json").exists()
+
+
+# -- impossible results -----------------------------------------------------------------------
+class TinyBoundsDevice(InterpretDevice):
+    """The interpreter, given bounds no launch can meet: 1 kB/s of DRAM and no L2."""
+
+    name = "tiny-bounds"
+
+    def bounds(self):
+        return Bounds(gpu="tiny GPU", l2_bytes=0,
+                      dram=Bound("DRAM", 1e3, "made up for the test", "a test"),
+                      absent=("FLOP/s: not for this test",))
+
+
+def test_a_result_beyond_the_bounds_fails_as_impossible_and_never_wins(small_space, tmp_path):
+    store = _sweep(small_space, TinyBoundsDevice(), tmp_path)
+    measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    assert len(measured) == 6 and all(t.status is TrialStatus.IMPOSSIBLE for t in measured)
+    for t in measured:
+        assert t.reason.startswith("faster than physics allows (") and t.samples_ms
+        assert t.reason.endswith("): beyond the tiny GPU's DRAM bound of 1e-06 GB/s, from "
+                                 "made up for the test; still beyond after re-verifying and "
+                                 "re-timing")
+        assert "moving 8KiB, at most 0B of it from the 0B L2, takes at least 8192 ms" in t.reason
+    assert store.raw("final") == []                   # no finalist, no pick
+    assert main(["export", str(store.root), "-o", str(tmp_path / "t.json")]) == 2
+    assert store.meta()["bounds"]["dram"] == {"per_s": 1e3, "how": "made up for the test",
+                                              "source": "a test"}
+    text = write_report(store, draw=False).markdown.read_text()
+    section = text.split("## Physical bounds\n")[1].split("\n## ")[0]
+    assert "6 trial(s) failed so." in section
+    assert "- **DRAM**: 1e-06 GB/s, from made up for the test" in section
+    assert "Not available: FLOP/s: not for this test." in section
+    assert "| impossible | faster than physics allows: beyond the tiny GPU's DRAM bound" in text
+
+
+def test_a_result_beyond_the_bounds_only_once_is_retimed_and_kept(small_space, tmp_path,
+                                                                  monkeypatch):
+    calls = []
+    original = Sweep._run
+
+    def first_run_too_fast(self, config, number):
+        result = original(self, config, number)
+        calls.append(number)
+        if calls.count(number) == 1:          # as if the first timing had lost its kernel
+            result.stats = type(result.stats)(**{**result.stats.to_dict(), "median": 1e-9})
+        return result
+
+    monkeypatch.setattr(Sweep, "_run", first_run_too_fast)
+
+    class RoomyBounds(InterpretDevice):
+        def bounds(self):
+            return Bounds(gpu="roomy GPU", dram=Bound("DRAM", 1e9, "made up", "a test"))
+
+    store = _sweep(small_space, RoomyBounds(), tmp_path, finals=False)
+    measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    assert all(t.ok for t in measured) and len(calls) == 2 * len(measured)
+    assert all(t.flags[-1].startswith("re-timed: the first run was beyond a limit (faster "
+                                      "than physics allows (") for t in measured)
+
+
+def test_the_run_header_and_report_name_the_bounds(small_space, tmp_path, capsys,
+                                                   monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(DEVICES, "tiny-bounds", "tests.test_bounds:TinyBoundsDevice")
+    assert main(["run", str(small_space), "--device", "tiny-bounds", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert ("bounds: DRAM 1e-06 GB/s (from a test); a result beyond them fails its trial as "
+            "impossible\n") in out
+    assert "done: 6 measured (6 failed)" in out and "best in the sweep" not in out
+    assert main(["run", str(small_space), "--device", "interpret", "--study", "plain"]) == 0
+    out = capsys.readouterr().out
+    assert "bounds: none (CPU timings of an interpreter: no GPU's physical limits apply)\n" in out
+    report = (tmp_path / "studies" / "plain" / "report.md").read_text()
+    assert ("## Physical bounds\n\nNone on this device (CPU timings of an interpreter: no GPU's "
+            "physical limits apply): results were not checked against physical limits.\n"
+            ) in report
+    data = json.loads((tmp_path / "studies" / "plain" / "report.json").read_text())
+    assert data["bounds"]["absent"] == ["CPU timings of an interpreter: no GPU's physical "
+                                        "limits apply"]

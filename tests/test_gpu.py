@@ -160,3 +160,31 @@ def test_a_memoising_kernel_never_wins_a_gpu_sweep(write_space, tmp_path):
     assert len(measured) == 6 and summary.best is None and summary.finals == []
     assert all(t.status.value == "wrong_answer" and "stopped doing the work" in t.reason
                for t in measured)
+
+
+def test_a_copy_claiming_1000x_its_traffic_is_impossible_without_calibration(
+        write_space, tmp_path):
+    path = write_space("""
+        study: claims
+        kernel: tests.kernels_for_tests:ClaimsTooMuch
+        sampler: exhaustive
+        params:
+          grid: ["cdiv(n, BLOCK)"]
+          block: [128, 256]
+          BLOCK: [1024]
+          dtype: [float32]
+          footprint: [256MiB]
+        measure: {warmup: 5, repeat: 20}
+    """)
+    device = open_device("cuda")
+    store, summary = sweep_study(path, device, tmp_path / "claims", ceilings=None)
+    measured = store.records()[0]
+    assert len(measured) == 2 and summary.best is None and summary.finals == []
+    name = device.facts().name
+    for t in measured:
+        assert t.status.value == "impossible"
+        assert t.reason.startswith("faster than physics allows (")
+        assert f"beyond the {name}'s DRAM bound of " in t.reason
+        assert "memory clock x" in t.reason and "-bit bus x 2 for DDR" in t.reason
+        assert t.reason.endswith("still beyond after re-verifying and re-timing")
+    assert store.meta()["bounds"]["dram"]["per_s"] == device.bounds().dram.per_s

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import Winners
@@ -180,7 +181,7 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "failures": _clean(tables["failures"].to_dict("records")),
         "stopping": _clean(tables["stops"].to_dict("records")),
         "flags": _clean(tables["flags"].to_dict("records")),
-        "ceilings": meta.get("ceilings"),
+        "ceilings": meta.get("ceilings"), "bounds": meta.get("bounds"),
         "factors": {k: dict(v) for k, v in tables["factors"].items()},
         "abandoned": tables["abandoned"],
     }
@@ -251,6 +252,7 @@ def _markdown(tables: dict[str, Any], images: list[Path]) -> str:
                                              baseline_rates(tables["baselines"], df, metric))])
         out.append(_md_table(rows))
     out += _ceilings(tables["ceilings"], tables["headline"])
+    out += _bounds(meta.get("bounds"), df)
     out.append("\n## How sampling stopped, and flags\n")
     out.append(_md_table(tables["stops"]))
     out.append("\n" + _md_table(tables["flags"]))
@@ -335,6 +337,31 @@ def _ceilings(ceilings: Ceilings | None, headline: Headline) -> list[str]:
             "matmul " + ", ".join(f"{k} {v:.0f} TFLOP/s" for k, v in ceilings.matmul.items()) +
             f", launch floor {ceilings.launch_floor_us:.1f} us. {pct}"
             "roofline: attainable = min(matmul peak, intensity × DRAM bandwidth).\n"]
+
+
+def _bounds(data: dict[str, Any] | None, df: pd.DataFrame) -> list[str]:
+    out = ["\n## Physical bounds\n"]
+    if data is None:
+        return out + ["Not recorded with this study: its results were not checked against "
+                      "the device's physical limits.\n"]
+    bounds = Bounds.from_json(data)
+    if not bounds.all():
+        return out + [f"None on this device ({'; '.join(bounds.absent)}): results were not "
+                      "checked against physical limits.\n"]
+    failed = int((df["status"] == "impossible").sum()) if not df.empty else 0
+    margin = data.get("margin", MARGIN)
+    out.append(f"The device's theoretical peaks, in force with or without calibrated ceilings: "
+               f"a trial more than {margin:.0%} faster than they allow is re-verified and "
+               "re-timed once and, if still beyond, fails as `impossible` (it never wins and "
+               "is never exported). The fewest seconds a launch can take is the largest of "
+               f"(bytes moved − what the L2 can serve, at most {L2_SERVES}× its size) / DRAM, "
+               f"bytes moved / SM load/store, and FLOPs / the dtype's rate. {failed} trial(s) "
+               "failed so.\n")
+    out.append("".join(f"- **{b.name}**: {b.rate_text()}, from {b.how}\n"
+                       for b in bounds.all()))
+    if bounds.absent:
+        out.append("Not available: " + "; ".join(bounds.absent) + ".\n")
+    return out
 
 
 def _record(tables: dict[str, Any]) -> list[str]:
