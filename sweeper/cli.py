@@ -207,6 +207,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     say(f"ceilings: {limits}" if isinstance(limits, str) else
         f"ceilings: measured {limits.measured} (sweeper calibrate); DRAM copy "
         f"{limits.dram_bandwidth():.0f} GB/s")
+    bounds = device.bounds()
+    say(f"bounds: {bounds.summary(space.axis('dtype').labels)}" +
+        ("; a result beyond them fails its trial as impossible" if bounds.all() else ""))
     priors = _priors(space, args, facts.name, store.root, say)
     stop = StopFlag()
     previous = signal.signal(signal.SIGINT, _stop_handler(stop, say))

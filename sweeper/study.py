@@ -61,8 +61,10 @@ def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[s
 
 def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False) -> None:
-    """Create the study, or check that the one on disk may be resumed by this run."""
+    """Create the study, or check that the one on disk may be resumed by this run.  The
+    device's physical bounds are recorded either way: the report names those in force."""
     environment = device.environment()
+    bounds = device.bounds().to_json()
     wanted = fingerprint(space, kernel, device, environment)
     if store.exists():
         meta = store.meta()
@@ -71,7 +73,8 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
             raise StudyError(f"{store.root}: cannot resume, it was measured with other "
                              f"settings ({'; '.join(changed)}); use --force to add to it "
                              "anyway, or --study NAME for a new study")
-        store.update_meta(resumed=[*meta.get("resumed", []), now()], last_command=command)
+        store.update_meta(resumed=[*meta.get("resumed", []), now()], last_command=command,
+                          bounds=bounds)
         return
     store.create({
         "study": store.name, "kernel": space.kernel, "created": now(), "command": command,
@@ -81,7 +84,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
         "measure": vars(device.measure_spec(space.measure)),
         "measure_requested": vars(space.measure),
         "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
-        "environment": environment, "fingerprint": wanted,
+        "environment": environment, "fingerprint": wanted, "bounds": bounds,
         "kernel_source_hash": kernel.source_hash(), "headline": kernel.headline.value,
         "axes": {a.name: list(a.labels) for a in space.axes},
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],

@@ -37,6 +37,7 @@ from sweeper.trial import TrialResult, TrialStatus, run_trial
 
 MAX_REPEATED_PROPOSALS = 200
 MAX_ROTATION = 16
+RECHECKED = "after re-verifying and re-timing"
 
 
 class Reporter(Protocol):
@@ -101,6 +102,7 @@ class Sweep:
         self.on_hang = on_hang
         self._best_by_problem: dict[tuple[Problem, str], tuple[float, float]] = {}
         self.ceilings = ceilings
+        self.bounds = device.bounds()
         # a replay has nothing to re-measure; one-at-a-time answers another question
         self.run_finals = finals and not device.replays and \
             space.sampler.name != "one-at-a-time"
@@ -383,7 +385,7 @@ class Sweep:
             else:
                 result = self._run(config, number)
             if result.status is TrialStatus.OK:
-                result = self._check_ceiling(config, number, result)
+                result = self._check_limits(config, number, result)
         return TrialRecord.from_result(number, choice, config, result, started,
                                        time.perf_counter() - t0)
 
@@ -415,26 +417,42 @@ class Sweep:
                          l2_bytes=self._l2_bytes, best=self._best_by_problem.get(
                              (config.problem, config.cache)), duty=self.duty)
 
-    def _check_ceiling(self, config: Config, number: int, result: TrialResult) -> TrialResult:
-        """A result faster than the calibrated ceiling allows is re-verified and re-timed
-        once; if it stays above, it is flagged and cannot win."""
-        if self.ceilings is None or not self.ceilings.copy or not result.gbps:
+    def _check_limits(self, config: Config, number: int, result: TrialResult) -> TrialResult:
+        """A result beyond the device's physical bounds or the calibrated ceiling is
+        re-verified and re-timed once.  If it is still beyond a physical bound, the trial
+        fails as impossible; still above the ceiling, it is flagged and cannot win."""
+        first = self._beyond(config, result)
+        if first is None:
             return result
-        ceiling = self.ceilings.bandwidth(config.problem.footprint, config.cache)
-        if result.gbps <= SUSPICIOUS * ceiling:
-            return result
-        first = result.gbps
         again = self._run(config, number)
         if again.status is not TrialStatus.OK:
             return again
-        if again.gbps <= SUSPICIOUS * ceiling:
-            again.flags.append(f"re-timed: the first run's {first:.4g} GB/s was above the "
-                               f"{ceiling:.4g} GB/s ceiling")
-            return again
-        again.flags.append(f"suspicious: {again.gbps:.4g} GB/s is above the calibrated "
-                           f"{ceiling:.4g} GB/s ceiling at this footprint, after re-verifying "
-                           "and re-timing; it cannot win")
+        still = self._beyond(config, again)
+        if still is None:
+            again.flags.append(f"re-timed: the first run was beyond a limit ({first[0]})")
+        elif still[1]:
+            again.status = TrialStatus.IMPOSSIBLE
+            again.reason = f"{still[0]}; still beyond {RECHECKED}"
+        else:
+            again.flags.append(f"suspicious: {still[0]}, {RECHECKED}; it cannot win")
         return again
+
+    def _beyond(self, config: Config, result: TrialResult) -> tuple[str, bool] | None:
+        """(why, whether physically impossible) for a result beyond a limit, else None."""
+        problem = config.problem
+        if result.stats is not None:
+            why = self.bounds.beyond(self.kernel.bytes_moved(problem),
+                                     self.kernel.flops(problem), problem.dtype,
+                                     result.stats.median * 1e-3)
+            if why is not None:
+                return why, True
+        if self.ceilings is None or not self.ceilings.copy or not result.gbps:
+            return None
+        ceiling = self.ceilings.bandwidth(problem.footprint, config.cache)
+        if result.gbps <= SUSPICIOUS * ceiling:
+            return None
+        return (f"{result.gbps:.4g} GB/s is above the calibrated {ceiling:.4g} GB/s ceiling "
+                "at this footprint"), False
 
     def _choose_winners(self, trials: list[TrialRecord]) -> list[FinalRecord]:
         groups: dict[tuple[str, int, str], list[TrialRecord]] = {}

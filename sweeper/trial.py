@@ -33,6 +33,7 @@ class TrialStatus(str, enum.Enum):
     TIMEOUT = "timeout"
     MISSING = "missing"                    # replay: the table has no such config
     ABANDONED = "abandoned"                # clearly slower than the best: sampling cut short
+    IMPOSSIBLE = "impossible"              # faster than the device's physical bounds allow
 
 
 @dataclass
@@ -104,14 +105,13 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
         wrong = kernel.check(first)
         if wrong is not None:
             return TrialResult(TrialStatus.WRONG_ANSWER, wrong, cold_s=cold_s)
-        rotation = itertools.cycle(sets)
-        launch = (lambda: kernel.launch(first, config)) if len(sets) == 1 else \
-            (lambda: kernel.launch(next(rotation), config))
+        rotation = Rotation(kernel, sets, config)
         abandon = abandon_rule(best[0], best[1], measure.abandon) \
             if measure.abandon and best is not None else None
-        measured = device.measure(launch, warmup=measure.warmup, rule=measure.rule(),
+        measured = device.measure(rotation, warmup=measure.warmup, rule=measure.rule(),
                                   flush=config.cache == "cold", batch=measure.batch,
-                                  graph=measure.graph, abandon=abandon, duty=duty)
+                                  graph=measure.graph, abandon=abandon, duty=duty,
+                                  verify=rotation)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
         return TrialResult(status, reason, cold_s=cold_s)
@@ -144,7 +144,41 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     if timing.abandoned:
         expected = measure.repeat if measure.stop == "fixed" else measure.min_samples
         result.saved_ms = max(0, expected - len(timing.samples)) * stats.median * measure.batch
+    if measured.wrong_after is not None:       # its samples stay on record, as it ran
+        result.status = TrialStatus.WRONG_ANSWER
+        result.reason = (f"the first launch was right, but the output after the timed samples "
+                         f"({len(timing.samples)}) was wrong: {measured.wrong_after}; the "
+                         "kernel stopped doing the work after the verified launch")
     return result
+
+
+class Rotation:
+    """Launches that rotate among buffer sets, and the check that the timed ones did the
+    work (:class:`~sweeper.devices.OutputCheck`): only sets launched after the poisoning
+    are checked, since a short sampling run may not reach every set."""
+
+    def __init__(self, kernel: Kernel, sets: Sequence[Buffers], config: Config) -> None:
+        self.kernel, self.sets, self.config = kernel, list(sets), config
+        self._order = itertools.cycle(range(len(self.sets)))
+        self.launched: set[int] = set()
+
+    def __call__(self) -> None:
+        index = next(self._order)
+        self.launched.add(index)
+        self.kernel.launch(self.sets[index], self.config)
+
+    def poison(self) -> None:
+        for buffers in self.sets:
+            self.kernel.poison(buffers)
+        self.launched.clear()
+
+    def check(self) -> str | None:
+        for index in sorted(self.launched):
+            wrong = self.kernel.check(self.sets[index])
+            if wrong is not None:
+                return wrong if len(self.sets) == 1 else \
+                    f"buffer set {index + 1} of {len(self.sets)}: {wrong}"
+        return None
 
 
 def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: Stats,

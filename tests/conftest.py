@@ -77,3 +77,18 @@ def run_sweeper_process(space: Path, device: str, studies_dir: Path, study: str,
                          cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
     trials = StudyStore(studies_dir / study).records()[0] if run.returncode == 0 else []
     return run, [t for t in trials if t.status.value != "invalid"]
+
+
+def sweep_study(space_path: Path, device, root: Path, **kwargs):
+    """Open a study at ``root`` and sweep the space file on ``device`` in this process;
+    returns the store and the sweep's summary."""
+    from sweeper.kernels import load_kernel
+    from sweeper.space import load_space
+    from sweeper.store import StudyStore
+    from sweeper.sweep import Sweep, open_study
+
+    space = load_space(space_path)
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(root)
+    open_study(store, space, kernel, device, command="test")
+    return store, Sweep(space, kernel, device, store, **kwargs).run()

@@ -7,9 +7,8 @@ import torch
 
 from sweeper.devices import open_device
 from sweeper.kernels import load_kernel
-from sweeper.space import Config, Problem, load_space
-from sweeper.store import StudyStore
-from sweeper.sweep import Sweep, open_study
+from sweeper.space import Config, Problem
+from tests.conftest import sweep_study
 
 pytestmark = pytest.mark.gpu
 
@@ -30,12 +29,7 @@ def test_event_timer_agrees_with_do_bench():
 
 
 def test_sweep_on_gpu_end_to_end(small_space, tmp_path):
-    device = open_device("cuda")
-    space = load_space(small_space)
-    kernel = load_kernel(space.kernel)
-    store = StudyStore(tmp_path / "gpu")
-    open_study(store, space, kernel, device, command="test")
-    summary = Sweep(space, kernel, device, store).run()
+    store, summary = sweep_study(small_space, open_device("cuda"), tmp_path / "gpu")
     trials, baselines = store.records()
     assert summary.measured == 6 and all(t.ok for t in trials if t.status.value != "invalid")
     assert store.meta()["environment"]["cuda"]
@@ -128,3 +122,92 @@ def test_a_sustained_matmul_shows_the_power_cap_and_a_cool_down_undoes_it():
                           flush=False, duty=Duty("cool", 1.0))
     assert statistics.median(cool.timing.samples) < 0.95 * statistics.median(
         hot.timing.samples)
+
+
+def test_cuda_bounds_are_plausible_and_a_real_copy_stays_within_them():
+    from sweeper.bounds import ARCHITECTURES
+    from sweeper.space import MeasureSpec
+    from sweeper.trial import run_trial
+
+    device = open_device("cuda")
+    bounds = device.bounds()
+    assert bounds.dram is not None, bounds.absent
+    assert 0.5e12 < bounds.dram.per_s < 20e12, bounds.dram
+    assert bounds.l2_bytes == device.facts().l2_bytes
+    if torch.cuda.get_device_capability() in ARCHITECTURES:
+        assert bounds.sm_path is not None and bounds.sm_path.per_s > bounds.dram.per_s
+        assert 10e12 < bounds.flops["float16"].per_s < 10e15, bounds.flops["float16"]
+    if torch.cuda.get_device_capability() == (9, 0):       # H100 / H200: ~1 PFLOP/s bf16
+        assert 0.7e15 < bounds.flops["bfloat16"].per_s < 1.3e15
+    kernel = load_kernel("copy")
+    problem = Problem("float32", 256 << 20)
+    config = Config(problem=problem, grid=problem.n // 1024, block=256, meta={"BLOCK": 1024})
+    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, device,
+                       MeasureSpec(warmup=5, repeat=20, stop="fixed"),
+                       torch.Generator(device="cuda").manual_seed(0))
+    assert result.ok, result.reason
+    assert result.gbps * 1e9 < bounds.dram.per_s
+    assert bounds.beyond(kernel.bytes_moved(problem), 0, "float32",
+                         result.stats.median * 1e-3) is None
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_a_memoising_kernel_is_caught_after_the_timed_samples_on_the_gpu(graph):
+    """The kernel copies only when its input changed: the verified first launch is right,
+    the timed ones (plain, or replayed from a graph captured after the poisoning) do
+    nothing, and the output checked after them is still the poison."""
+    from sweeper.space import MeasureSpec
+    from sweeper.trial import TrialStatus, run_trial
+
+    device = open_device("cuda")
+    kernel = load_kernel("tests.kernels_for_tests:Memoises")
+    problem = Problem("float32", 64 << 20)
+    config = Config(problem=problem, grid=problem.n // 1024, block=256, meta={"BLOCK": 1024})
+    measure = MeasureSpec(warmup=5, repeat=20, stop="fixed", batch=10 if graph else 1,
+                          graph=graph)
+    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, device, measure,
+                       torch.Generator(device="cuda").manual_seed(0))
+    assert result.status is TrialStatus.WRONG_ANSWER
+    assert result.reason.startswith("the first launch was right, but the output after the "
+                                    "timed samples (20) was wrong: ")
+    assert result.reason.endswith("the kernel stopped doing the work after the verified launch")
+
+
+def test_a_memoising_kernel_never_wins_a_gpu_sweep(write_space, tmp_path):
+    from tests.conftest import SMALL_SPACE
+
+    path = write_space(SMALL_SPACE.replace("kernel: copy",
+                                           "kernel: tests.kernels_for_tests:Memoises"))
+    store, summary = sweep_study(path, open_device("cuda"), tmp_path / "memo")
+    measured = [t for t in store.records()[0] if t.status.value != "invalid"]
+    assert len(measured) == 6 and summary.best is None and summary.finals == []
+    assert all(t.status.value == "wrong_answer" and "stopped doing the work" in t.reason
+               for t in measured)
+
+
+def test_a_copy_claiming_1000x_its_traffic_is_impossible_without_calibration(
+        write_space, tmp_path):
+    path = write_space("""
+        study: claims
+        kernel: tests.kernels_for_tests:ClaimsTooMuch
+        sampler: exhaustive
+        params:
+          grid: ["cdiv(n, BLOCK)"]
+          block: [128, 256]
+          BLOCK: [1024]
+          dtype: [float32]
+          footprint: [256MiB]
+        measure: {warmup: 5, repeat: 20}
+    """)
+    device = open_device("cuda")
+    store, summary = sweep_study(path, device, tmp_path / "claims", ceilings=None)
+    measured = store.records()[0]
+    assert len(measured) == 2 and summary.best is None and summary.finals == []
+    name = device.facts().name
+    for t in measured:
+        assert t.status.value == "impossible"
+        assert t.reason.startswith("faster than physics allows (")
+        assert f"beyond the {name}'s DRAM bound of " in t.reason
+        assert "memory clock x" in t.reason and "-bit bus x 2 for DDR" in t.reason
+        assert t.reason.endswith("still beyond after re-verifying and re-timing")
+    assert store.meta()["bounds"]["dram"]["per_s"] == device.bounds().dram.per_s

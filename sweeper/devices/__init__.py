@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sweeper.devices._base import Device, DeviceFacts
+from sweeper.devices._base import Device, DeviceFacts, OutputCheck
 from sweeper.errors import SweeperError
 
 DEVICES: dict[str, str] = {
@@ -27,4 +27,4 @@ def open_device(name: str) -> Device:
     return getattr(importlib.import_module(module), attr)()
 
 
-__all__ = ["DEVICES", "Device", "DeviceFacts", "open_device"]
+__all__ = ["DEVICES", "Device", "DeviceFacts", "OutputCheck", "open_device"]

@@ -10,8 +10,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
+from sweeper.bounds import Bounds
 from sweeper.devices._nvml import GpuState, Window
 from sweeper.errors import SweeperError
 from sweeper.measure import Duty, StopRule, Timing, sample_until
@@ -32,6 +33,21 @@ class Measured:
     power_w: float | None = None      # mean board power over the sampling window
     power_readings: int = 0           # polls inside that window
     window: Window | None = None      # clocks, power and throttle reasons while sampling
+    #: Why the outputs were wrong after the timed samples (see :class:`OutputCheck`).
+    wrong_after: str | None = None
+
+
+class OutputCheck(Protocol):
+    """Verification around the timed samples: a kernel that does its work on the verified
+    first launch and skips it later (memoising on unchanged inputs) would otherwise be
+    timed doing nothing."""
+
+    def poison(self) -> None:
+        """Fill every output the samples will write with values no correct launch leaves;
+        called after warmup, before the first timed sample."""
+
+    def check(self) -> str | None:
+        """After the timed samples: ``None`` if the outputs they wrote are right, else why."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,14 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def facts(self) -> DeviceFacts: ...
 
+    def bounds(self) -> Bounds:
+        """The physical limits no correct launch can beat (:mod:`sweeper.bounds`).  They
+        live on the device, not in :class:`DeviceFacts`, because deriving them needs what
+        only the device holds (NVML, the compute capability) and facts stay what
+        expressions read.  By default: none, and why."""
+        return Bounds.none(self.facts().name, f"the {self.name} device has no physical "
+                           "bounds")
+
     @abc.abstractmethod
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         """Milliseconds of each of ``repeat`` launches after ``warmup`` untimed ones."""
@@ -71,37 +95,47 @@ class Device(abc.ABC):
     def measure(self, launch: Launch, *, warmup: int, rule: StopRule, flush: bool,
                 batch: int = 1, graph: bool = False,
                 abandon: Callable[[list[float]], str | None] | None = None,
-                duty: Duty | None = None) -> Measured:
+                duty: Duty | None = None, verify: OutputCheck | None = None) -> Measured:
         """Warm up, then sample until ``rule`` stops; each sample is ``batch`` launches
         (replayed from a CUDA graph if ``graph``) and its time is divided by ``batch``.
         With a ``duty`` schedule (a power-bound problem) the GPU is first brought to the
-        schedule's state, and again before a discarded chunk is taken anew.  The
+        schedule's state, and again before a discarded chunk is taken anew.  ``verify``
+        poisons the outputs after warmup and checks them after sampling; the graph is
+        captured after the poisoning, so it replays only launches made after it.  The
         machine's state is read just before and just after sampling, and summed up over
         the sampling window."""
-        sample = self.batched(launch, batch, graph)
         settle = (lambda: duty.settle(launch, self.synchronize)) if duty else None
         if settle is not None:
             settle()
         for _ in range(warmup):
             launch()
         self.synchronize()
+        bursts = duty is not None and duty.kind == "cool"
+        size = duty.burst_size(self.batched(launch, batch, False), self.synchronize) \
+            if bursts else 0                 # before the poison: every later launch is timed
+        if verify is not None:
+            verify.poison()
+        sample = self.batched(launch, batch, graph)
         start, t0 = self.state(), time.perf_counter()
         take = lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k,  # noqa: E731
                                                        flush=flush)]
-        if duty is not None and duty.kind == "cool":
-            size = duty.burst_size(sample, self.synchronize)
-            asked, rule = rule, duty.capped(rule, size)
-            take = duty.bursts(take, sample, self.synchronize, size)
+        asked = rule
+        if bursts:
+            rule = duty.capped(rule, size)                             # type: ignore[union-attr]
+            take = duty.bursts(take, sample, self.synchronize, size)   # type: ignore[union-attr]
         # a cool-down schedule settles before every burst, a discarded chunk's too
-        recover = settle if duty is not None and duty.kind != "cool" else None
+        recover = settle if duty is not None and not bursts else None
         timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
                               abandon=abandon, recover=recover)
-        if duty is not None and duty.kind == "cool" and rule.repeat < asked.repeat:
+        if rule.repeat < asked.repeat:
             timing.stop_reason += f" (one burst of the cool-down schedule; {asked.repeat} asked)"
         window = self.window(t0, time.perf_counter())
-        return Measured(timing=timing, start=start, end=self.state(), batch=batch, graph=graph,
+        end = self.state()
+        self.synchronize()
+        return Measured(timing=timing, start=start, end=end, batch=batch, graph=graph,
                         power_w=window.power_w_mean if window else None,
-                        power_readings=window.polls if window else 0, window=window)
+                        power_readings=window.polls if window else 0, window=window,
+                        wrong_after=verify.check() if verify is not None else None)
 
     def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
         """One sample's work: ``batch`` launches in a row (graphs: see the CUDA device)."""

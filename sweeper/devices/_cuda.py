@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any, ClassVar
 
+from sweeper.bounds import Bounds, HardwareFacts, Sourced, derive_bounds
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.devices._nvml import GpuState, StateMonitor, Window, open_reader, throttle_reason
 from sweeper.errors import NoDeviceError
@@ -35,9 +36,27 @@ class CudaDevice(Device):
         self.monitor = StateMonitor(self.reader) if self.reader.available else None
         self.note = self.reader.note
         self._floor: float | None = None
+        self._bounds: Bounds | None = None
 
     def facts(self) -> DeviceFacts:
         return self._facts
+
+    def bounds(self) -> Bounds:
+        """From NVML's maximum clocks and bus width, else torch's device properties (kHz
+        clocks; 0 where CUDA no longer reports them), and the SMs, L2 and compute
+        capability torch gives."""
+        if self._bounds is None:
+            nvml, props = self.reader.limits(), self._props
+            self._bounds = derive_bounds(HardwareFacts(
+                gpu=props.name, sms=props.multi_processor_count, l2_bytes=props.L2_cache_size,
+                capability=(props.major, props.minor),
+                mem_mhz=Sourced.first(("NVML", nvml.max_mem_mhz),
+                                      ("torch", getattr(props, "memory_clock_rate", 0) / 1e3)),
+                bus_bits=Sourced.first(("NVML", nvml.bus_bits),
+                                       ("torch", getattr(props, "memory_bus_width", 0))),
+                sm_mhz=Sourced.first(("NVML", nvml.max_sm_mhz),
+                                     ("torch", getattr(props, "clock_rate", 0) / 1e3))))
+        return self._bounds
 
     def _flush(self) -> None:
         if self._flush_buffer is None:   # allocated once, at least twice the L2

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
+from sweeper.bounds import Bounds
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.measure import time_host
 from sweeper.space import MeasureSpec
@@ -36,6 +37,10 @@ class InterpretDevice(Device):
 
     def facts(self) -> DeviceFacts:
         return self._facts
+
+    def bounds(self) -> Bounds:
+        return Bounds.none(self._facts.name, "CPU timings of an interpreter: no GPU's "
+                           "physical limits apply")
 
     def measure_spec(self, spec: MeasureSpec) -> MeasureSpec:
         return MeasureSpec(warmup=min(spec.warmup, MAX_WARMUP),

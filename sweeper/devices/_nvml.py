@@ -65,6 +65,16 @@ class Window:
                    reasons={k: round(v, 4) for k, v in sorted(reasons.items())})
 
 
+@dataclass(frozen=True)
+class HardwareLimits:
+    """The GPU's maximum SM and memory clocks (MHz) and memory bus width (bits), as NVML
+    reports them; ``None`` where it cannot say.  The physical bounds derive from these."""
+
+    max_sm_mhz: int | None = None
+    max_mem_mhz: int | None = None
+    bus_bits: int | None = None
+
+
 class StateReader(Protocol):
     available: bool
     note: str | None
@@ -76,6 +86,8 @@ class StateReader(Protocol):
     def read(self, processes: bool = True) -> GpuState | None: ...
 
     def read_clocks(self) -> GpuState | None: ...
+
+    def limits(self) -> HardwareLimits: ...
 
 
 @dataclass
@@ -92,6 +104,9 @@ class NullReader:
 
     def read_clocks(self) -> GpuState | None:
         return None
+
+    def limits(self) -> HardwareLimits:
+        return HardwareLimits()
 
 
 @dataclass
@@ -125,6 +140,19 @@ class NvmlReader:
         nv, h = self._nvml, self._handle
         return GpuState(sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
                         throttle=self._reasons())
+
+    def limits(self) -> HardwareLimits:
+        nv, h = self._nvml, self._handle
+
+        def ask(read: Any, *args: Any) -> int | None:
+            try:
+                return int(read(h, *args)) or None
+            except nv.NVMLError:
+                return None
+        return HardwareLimits(
+            max_sm_mhz=ask(nv.nvmlDeviceGetMaxClockInfo, nv.NVML_CLOCK_SM),
+            max_mem_mhz=ask(nv.nvmlDeviceGetMaxClockInfo, nv.NVML_CLOCK_MEM),
+            bus_bits=ask(nv.nvmlDeviceGetMemoryBusWidth))
 
     def read(self, processes: bool = True) -> GpuState | None:
         nv, h = self._nvml, self._handle

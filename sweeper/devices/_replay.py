@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sweeper.bounds import Bounds
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.errors import SweeperError
 
@@ -39,6 +40,10 @@ class ReplayDevice(Device):
 
     def facts(self) -> DeviceFacts:
         return self._facts
+
+    def bounds(self) -> Bounds:
+        return Bounds.none(self._facts.name, "replayed timings are served as recorded; the "
+                           "table does not record the GPU's clocks and bus width")
 
     def lookup(self, choice: Mapping[str, str]) -> dict[str, Any] | None:
         """The recorded row for ``choice`` (axes the table lacks are ignored), or None."""

@@ -23,6 +23,7 @@ from sweeper.report._tables import (
     problem_key,
     unit,
 )
+from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.report._power import power_markdown
 from sweeper.space import format_size
 
@@ -57,6 +58,7 @@ def markdown(tables: dict[str, Any], images: list[Path]) -> str:
     out += _best(tables)
     out += _baselines(tables)
     out += _ceilings(tables["ceilings"], tables["headline"], story)
+    out += _bounds(meta.get("bounds"), df)
     out += power_markdown(tables["power"])
     out += _stops(tables)
     out.append("\n## Trials without a number\n")
@@ -221,6 +223,31 @@ def _winners(tables: dict[str, Any]) -> list[str]:
                    f"{', after ' + final.duty if final.duty else ''}.{against}\n")
         out.append(md_table(table.rename(columns={**SHOWN, "grid": "grid",
                                                   tables["metric"]: unit(tables["metric"])})))
+    return out
+
+
+def _bounds(data: dict[str, Any] | None, df: pd.DataFrame) -> list[str]:
+    out = ["\n## Physical bounds\n"]
+    if data is None:
+        return out + ["Not recorded with this study: its results were not checked against "
+                      "the device's physical limits.\n"]
+    bounds = Bounds.from_json(data)
+    if not bounds.all():
+        return out + [f"None on this device ({'; '.join(bounds.absent)}): results were not "
+                      "checked against physical limits.\n"]
+    failed = int((df["status"] == "impossible").sum()) if not df.empty else 0
+    margin = data.get("margin", MARGIN)
+    out.append(f"The device's theoretical peaks, in force with or without calibrated ceilings: "
+               f"a trial more than {margin:.0%} faster than they allow is re-verified and "
+               "re-timed once and, if still beyond, fails as `impossible` (it never wins and "
+               "is never exported). The fewest seconds a launch can take is the largest of "
+               f"(bytes moved − what the L2 can serve, at most {L2_SERVES}× its size) / DRAM, "
+               f"bytes moved / SM load/store, and FLOPs / the dtype's rate. {failed} trial(s) "
+               "failed so.\n")
+    out.append("".join(f"- **{b.name}**: {b.rate_text()}, from {b.how}\n"
+                       for b in bounds.all()))
+    if bounds.absent:
+        out.append("Not available: " + "; ".join(bounds.absent) + ".\n")
     return out
 
 

@@ -164,7 +164,7 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "failures": _clean(tables["failures"].to_dict("records")),
         "stopping": _clean(tables["stops"].to_dict("records")),
         "flags": _clean(tables["flags"].to_dict("records")),
-        "ceilings": meta.get("ceilings"),
+        "ceilings": meta.get("ceilings"), "bounds": meta.get("bounds"),
         "factors": {k: dict(v) for k, v in tables["factors"].items()},
         "abandoned": tables["abandoned"],
         "power": tables["power"],
