@@ -145,7 +145,7 @@ def test_cuda_bounds_are_plausible_and_a_real_copy_stays_within_them():
     result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, device,
                        MeasureSpec(warmup=5, repeat=20, stop="fixed"),
                        torch.Generator(device="cuda").manual_seed(0))
-    assert result.ok, result.reason
+    assert result.status.value == "ok", result.reason
     assert result.gbps * 1e9 < bounds.dram.per_s
     assert bounds.beyond(kernel.bytes_moved(problem), 0, "float32",
                          result.stats.median * 1e-3) is None
