@@ -146,7 +146,9 @@ CASES = [
     Case("control-character", space(extra="study: bell\x07\n"), 8,
          "character U+0007 is not allowed in YAML"),
     Case("larger-than-1-MiB", "kernel: copy\n" + "# padding\n" * 110_000, 1,
-         "the file is larger than 1048576 bytes (1 MiB)"),
+         "the file is 1100013 bytes; a space file may be at most 1048576 bytes (1 MiB)"),
+    Case("endless-device", lambda folder: Path("/dev/zero"), 1,
+         "the file is more than 1048576 bytes; a space file may be at most 1048576 bytes"),
     # -- extends ----------------------------------------------------------------------------------
     Case("extends-chain-of-1500", _chain(1500), 1, "the extends: chain from ", file="c16.yaml"),
     Case("extends-a-binary-file", "extends: blob.bin\nkernel: copy\n", 1,
@@ -241,6 +243,10 @@ CASES = [
          "budget.time: 'inf' is not a positive duration"),
     Case("budget-time-negative", space(extra="budget: {time: -5}\n"), 8,
          "budget.time: '-5' is not a positive duration"),
+    Case("duty-cool-inf", space(extra="measure: {duty: {cool: .inf}}\n"), 8,
+         "measure.duty.cool: 'inf' is not a positive duration"),
+    Case("duty-a-list", space(extra="measure: {duty: [cool, load]}\n"), 8,
+         "measure.duty: ['cool', 'load'] is not a duty schedule"),
     Case("abandon-inf", space(extra="measure: {abandon: .inf}\n"), 8,
          "measure.abandon: inf is not a factor above 1"),
     Case("abandon-nan", space(extra="measure: {abandon: .nan}\n"), 8,
@@ -265,6 +271,16 @@ def _write(case: Case, folder: Path) -> Path:
     else:
         path.write_text(case.content)
     return path
+
+
+@pytest.fixture(autouse=True)
+def _restore_triton_interpret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run --device interpret`` sets TRITON_INTERPRET for its whole process; put it back
+    after each test, so that on a GPU the tests after these still launch real kernels."""
+    if "TRITON_INTERPRET" in os.environ:
+        monkeypatch.setenv("TRITON_INTERPRET", os.environ["TRITON_INTERPRET"])
+    else:
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
 
 
 @pytest.fixture
@@ -472,7 +488,7 @@ FULL = {
     "constraints": ["BLOCK_M >= 64"],
     "measure": {"warmup": 1, "repeat": 3, "stop": "fixed", "target": "1%", "min_samples": 2,
                 "min_time": "0s", "max_time": "1s", "cache": "cold", "batch": 1,
-                "graph": False, "abandon": 1.5, "timeout": "10s"},
+                "graph": False, "abandon": 1.5, "timeout": "10s", "duty": {"cool": "1s"}},
     "budget": {"trials": 5, "time": "1m", "target": "95%", "patience": 3},
 }
 HOSTILE_VALUES = [None, True, 1.5, float("inf"), float("nan"), -1, 2**70, "x" * 5000, [],
@@ -520,3 +536,18 @@ def test_any_value_replaced_by_a_hostile_one_is_accepted_or_refused_in_one_line(
                 assert re.match(r"f\.yaml:\d+: ", text) and len(text) < 400 and \
                     "\n" not in text, (place, text[:300])
     assert tried > 600
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_space_valid_only_under_the_interpreters_cap_is_refused(tmp_path, capsys):
+    """No footprint cap on a GPU: 1 GiB + 2 bytes is no whole number of float32 elements,
+    so no config can be launched and nothing is written (the interpreter would run it)."""
+    path = tmp_path / "odd.yaml"
+    path.write_text(space(extra="").replace("[4KiB]", "[1073741826]"))
+    studies = tmp_path / "studies"
+    assert main(["run", str(path), "--studies-dir", str(studies)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"{path}:7: params.footprint[0]: no config can be launched: all 2 are ruled out, 2 by "
+        "footprint: 1073741826 bytes is not a positive multiple of float32's 4 bytes"]
+    assert not studies.exists()

@@ -16,6 +16,8 @@ milliseconds at the line of the alias that crosses the limit.
 from __future__ import annotations
 
 import codecs
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +38,21 @@ _UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 def read_capped(path: Path) -> bytes:
     """The file's bytes, reading at most one byte past :data:`MAX_FILE_BYTES` (a device
-    or a pipe is never read to its end); raises ``OSError`` as ``open`` does."""
+    or a pipe is never read to its end); raises ``OSError`` as ``open`` does, and
+    :class:`SpaceError` for a larger file."""
     with path.open("rb") as f:
-        return f.read(MAX_FILE_BYTES + 1)
+        data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            info = os.fstat(f.fileno())
+            size = f"{info.st_size} bytes" if stat.S_ISREG(info.st_mode) else \
+                f"more than {MAX_FILE_BYTES} bytes"
+            raise SpaceError(f"the file is {size}; a space file may be at most "
+                             f"{MAX_FILE_BYTES} bytes (1 MiB)", file=str(path), line=1)
+    return data
 
 
 def decode_text(data: bytes, file: str) -> str:
     """``data`` as text, or a :class:`SpaceError` at the line of the first byte that is not."""
-    if len(data) > MAX_FILE_BYTES:
-        raise SpaceError(f"the file is larger than {MAX_FILE_BYTES} bytes (1 MiB); a space file "
-                         "may be at most that", file=file, line=1)
     if data.startswith(_UTF32):
         raise SpaceError("UTF-32 text; save the space file as UTF-8", file=file, line=1)
     if data.startswith(_UTF16):
@@ -140,12 +147,12 @@ class _Bounded(yaml.composer.Composer):
 
 # libyaml's parser, where PyYAML has it, is some 20 times faster than the pure-Python one
 # (a 1 MiB file is read in a fraction of a second); either way the composer is _Bounded.
-_Parser: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Events: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Bounded, _Parser):  # type: ignore[misc, valid-type]
+class _Loader(_Bounded, _Events):  # type: ignore[misc, valid-type]
     def __init__(self, text: str, file: str) -> None:
-        _Parser.__init__(self, text)
+        _Events.__init__(self, text)
         self.bound(file)
 
 
