@@ -13,8 +13,8 @@ from typing import Any
 from sweeper.devices import Device
 from sweeper.errors import SpaceError, StudyError
 from sweeper.kernels import Kernel
-from sweeper.space import AxisRole, Config, Invalid, Space
-from sweeper.space._model import MAX_CONFIGS, Origin
+from sweeper.space import AxisRole, Config, Invalid, Origin, Space
+from sweeper.space._model import MAX_CONFIGS
 from sweeper.store import StudyStore
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
