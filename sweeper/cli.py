@@ -324,6 +324,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"{a['bandwidth'] / 1e9:g} GB/s)")
     if device.name == "replay":
         print("  (as on the GPU the table was recorded on; the replay itself takes seconds)")
+    if plan.valid == 0:
+        raise plan.ruled_out.nothing_left(plan.size)
     return 0
 
 

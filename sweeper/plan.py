@@ -7,15 +7,14 @@ launch floor, each moving the kernel's bytes at an assumed bandwidth.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sweeper.devices import DeviceFacts
 from sweeper.kernels import Kernel
-from sweeper.space import MeasureSpec, Space
-from sweeper.sweep import enumerate_choices
+from sweeper.space import Config, Invalid, MeasureSpec, Space
+from sweeper.study import RuledOut, resolved
 
 #: Assumptions per device: compile s per config, launch floor s, bandwidth B/s.
 #: The CUDA figures are the H200 readings in shared/notes/anchors.md (compile median
@@ -27,7 +26,6 @@ ASSUMED = {
     "interpret": {"compile_s": 0.0, "launch_s": 5e-3, "bandwidth": 2.0e6},
 }
 ASSUMED["replay"] = ASSUMED["cuda"]
-_VALUES = re.compile(r"\s*\([^)]*\)$")
 
 
 def _expected_samples(measure: MeasureSpec, launch_s: float) -> int:
@@ -48,25 +46,38 @@ class Plan:
     estimate_s: float = 0.0
     assumptions: Mapping[str, float] = field(default_factory=dict)
     trials: int = 0                                       # what the budget lets run
+    ruled_out: RuledOut = field(default_factory=RuledOut)
 
 
 def make_plan(space: Space, kernel: Kernel, facts: DeviceFacts, device: str,
               measure: MeasureSpec) -> Plan:
-    valid, invalid = enumerate_choices(space, facts.env(), facts.max_footprint)
-    removed = Counter(_VALUES.sub("", reason) for _, reason in invalid)
-    trials = len(valid) if space.budget.trials is None else min(len(valid), space.budget.trials)
+    """The plan, from one pass over the space that keeps no list of configs: memory stays
+    flat however large the space (up to the parser's limit) is."""
+    ruled_out = RuledOut()
+    valid = 0
+    budget = space.budget.trials
     assumed = ASSUMED[device]
     seconds = 0.0
-    for choice in valid[:trials]:
-        config = space.resolve(choice, facts.env(), facts.max_footprint)
-        launch = max(kernel.bytes_moved(config.problem) / assumed["bandwidth"],
-                     assumed["launch_s"])
-        samples = _expected_samples(measure, launch)
-        launches = measure.warmup + 2 + samples * measure.batch
-        flushes = device != "interpret" and config.cache == "cold"   # the interpreter never does
-        flush = 2 * facts.l2_bytes / assumed["bandwidth"] if flushes else 0.0
-        seconds += assumed["compile_s"] + launches * launch + samples * flush
+    for _, outcome in resolved(space, facts.env(), facts.max_footprint):
+        if isinstance(outcome, Invalid):
+            ruled_out.add(outcome)
+            continue
+        valid += 1
+        if budget is None or valid <= budget:
+            seconds += _trial_seconds(outcome, kernel, facts, device, measure)
     if space.budget.time_s is not None:
         seconds = min(seconds, space.budget.time_s)
-    return Plan(size=space.size, valid=len(valid), removed=removed, estimate_s=seconds,
-                assumptions=assumed, trials=trials)
+    return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=seconds,
+                assumptions=assumed, trials=valid if budget is None else min(valid, budget),
+                ruled_out=ruled_out)
+
+
+def _trial_seconds(config: Config, kernel: Kernel, facts: DeviceFacts, device: str,
+                   measure: MeasureSpec) -> float:
+    assumed = ASSUMED[device]
+    launch = max(kernel.bytes_moved(config.problem) / assumed["bandwidth"], assumed["launch_s"])
+    samples = _expected_samples(measure, launch)
+    launches = measure.warmup + 2 + samples * measure.batch
+    flushes = device != "interpret" and config.cache == "cold"   # the interpreter never does
+    flush = 2 * facts.l2_bytes / assumed["bandwidth"] if flushes else 0.0
+    return assumed["compile_s"] + launches * launch + samples * flush

@@ -1,42 +1,102 @@
 """A study's lifecycle around the sweep: what the space holds, and creating or resuming
-the study on disk only when its fingerprint matches."""
+the study on disk only when its fingerprint matches and some config can be launched."""
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Mapping
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sweeper.devices import Device
-from sweeper.errors import StudyError, SweeperError
+from sweeper.errors import SpaceError, StudyError
 from sweeper.kernels import Kernel
-from sweeper.space import AxisRole, Invalid, Space
+from sweeper.space import AxisRole, Config, Invalid, Origin, Space
+from sweeper.space._model import MAX_CONFIGS
 from sweeper.store import StudyStore
 
-MAX_ENUMERATED = 1_000_000
+MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
 
 Choice = dict[str, str]
+_DETAILS = re.compile(r"\s*\([^)]*\)$| with [\w=, -]*$")
+
+
+def resolved(space: Space, facts: Mapping[str, int], max_footprint: int | None = None
+             ) -> Iterator[tuple[Choice, Config | Invalid]]:
+    """Every choice of the space, lazily, with its config or why it has none."""
+    if space.size > MAX_ENUMERATED:     # a space built without the parser
+        raise SpaceError(f"the space has {space.size} configs; at most {MAX_ENUMERATED}",
+                         file=space.path)
+    dims = space.choices()                 # zipped axes are one dimension
+    for labels in itertools.product(*dims.values()):
+        choice = dict(zip(dims, labels))
+        if space.ties:
+            choice = space.expand(choice)
+        try:
+            yield choice, space.resolve(choice, facts, max_footprint)
+        except Invalid as err:
+            yield choice, err
 
 
 def enumerate_choices(space: Space, facts: Mapping[str, int], max_footprint: int | None = None
                       ) -> tuple[list[Choice], list[tuple[Choice, str]]]:
     """Every choice of the space, split into valid ones and ruled-out ones with the reason."""
-    if space.size > MAX_ENUMERATED:
-        raise SweeperError(f"{space.path}: the space has {space.size} configs; at most "
-                           f"{MAX_ENUMERATED} can be enumerated")
-    dims = space.choices()                 # zipped axes are one dimension
     valid: list[Choice] = []
     invalid: list[tuple[Choice, str]] = []
-    for labels in itertools.product(*dims.values()):
-        choice = space.expand(dict(zip(dims, labels)))
-        try:
-            space.resolve(choice, facts, max_footprint)
-        except Invalid as err:
-            invalid.append((choice, str(err)))
+    for choice, outcome in resolved(space, facts, max_footprint):
+        if isinstance(outcome, Invalid):
+            invalid.append((choice, str(outcome)))
         else:
             valid.append(choice)
     return valid, invalid
+
+
+def reason_kind(reason: str) -> str:
+    """A ruled-out config's reason without its values: configs ruled out alike share it."""
+    return _DETAILS.sub("", reason)
+
+
+class RuledOut:
+    """Configs ruled out, counted by reason and by the place in the file that gave it."""
+
+    def __init__(self) -> None:
+        self.by_place: Counter[tuple[Origin, str]] = Counter()
+        self.example: dict[tuple[Origin, str], str] = {}
+
+    def add(self, invalid: Invalid) -> None:
+        key = (invalid.origin, reason_kind(str(invalid)))
+        self.by_place[key] += 1
+        self.example.setdefault(key, str(invalid))
+
+    def by_reason(self) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for (_, reason), count in self.by_place.items():
+            out[reason] += count
+        return out
+
+    def nothing_left(self, total: int) -> SpaceError:
+        """The error for a space none of whose ``total`` configs can be launched: the reason
+        most of them gave, at the line of the value or constraint that gave it."""
+        (origin, reason), count = self.by_place.most_common(1)[0]
+        others = len(self.by_place) - 1
+        more = f"; {others} other reason(s), listed by `sweeper plan`" if others else ""
+        return SpaceError(f"no config can be launched: all {total} are ruled out, {count} by "
+                          f"{self.example[(origin, reason)]}{more}", file=origin.file,
+                          line=origin.line, path=origin.path)
+
+
+def require_launchable(space: Space, facts: Mapping[str, int],
+                       max_footprint: int | None = None) -> None:
+    """Raise :class:`SpaceError` unless some config of ``space`` can be launched with these
+    facts; stops at the first one that can, so a usual space costs one resolve."""
+    ruled_out = RuledOut()
+    for _, outcome in resolved(space, facts, max_footprint):
+        if not isinstance(outcome, Invalid):
+            return
+        ruled_out.add(outcome)
+    raise ruled_out.nothing_left(space.size)
 
 
 FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
@@ -61,8 +121,12 @@ def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[s
 
 def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False) -> None:
-    """Create the study, or check that the one on disk may be resumed by this run.  The
-    device's physical bounds are recorded either way: the report names those in force."""
+    """Create the study, or check that the one on disk may be resumed by this run; a space
+    none of whose configs can be launched on ``device`` is refused before anything is
+    written.  The device's physical bounds are recorded either way: the report names those
+    in force."""
+    facts = device.facts()
+    require_launchable(space, facts.env(), facts.max_footprint)
     environment = device.environment()
     bounds = device.bounds().to_json()
     wanted = fingerprint(space, kernel, device, environment)

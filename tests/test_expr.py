@@ -16,7 +16,7 @@ from sweeper.space import cdiv, evaluate, parse
     ("-sms + 2", {"sms": 1}, 1),
 ])
 def test_evaluates(text, env, expected):
-    assert evaluate(parse(text), env) == expected
+    assert evaluate(parse(text, "truth" if type(expected) is bool else "number"), env) == expected
 
 
 def test_names_exclude_functions():
@@ -54,3 +54,77 @@ def test_unknown_name_lists_known():
 def test_division_by_zero_names_values():
     with pytest.raises(ExpressionError, match=r"division by zero in 'n // b' with b=0, n=4"):
         evaluate(parse("n // b"), {"n": 4, "b": 0})
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("min()", "min() takes 2 or more arguments, got 0 in 'min()'"),
+    ("max(sms)", "max() takes 2 or more arguments, got 1"),
+    ("cdiv(n)", "cdiv() takes 2 arguments, got 1"),
+    ("cdiv(n, BLOCK, 3)", "cdiv() takes 2 arguments, got 3"),
+    ("isqrt()", "isqrt() takes 1 argument, got 0"),
+    ("isqrt(*n)", "* arguments are not allowed"),
+    ("1" * 1001, "characters long; at most 1000"),
+    ("+".join(["sms"] * 60), "nests more than 50 levels deep"),
+    ("1000000000000000000 + sms", "numbers have at most 18 digits"),
+    ("1000000TiB", "is too large; at most 18 digits of bytes"),
+    ("１２", "character '１' (U+FF11) is not allowed"),
+    ("ｓｍｓ * 2", "character 'ｓ' (U+FF53) is not allowed"),
+    ("sms\x00", "(U+0000) is not allowed"),
+    ("sms > 1", "'sms > 1' is a comparison (true or false), not a number"),
+    ("not sms", "'sms' in 'not sms' is a number, where true or false is needed"),
+    ("(sms > 1) * 2", "'sms > 1' in '(sms > 1) * 2' is a comparison (true or false), where a "
+     "number is needed"),
+    ("min(sms > 1, 2)", "is a comparison (true or false), where a number is needed"),
+])
+def test_rejects_at_parse_time(text, fragment):
+    with pytest.raises(ExpressionError) as info:
+        parse(text)
+    assert fragment in str(info.value)
+    assert len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("n % BLOCK", "'n % BLOCK' gives a number, not true or false; a constraint must be a "
+     "comparison (e.g. 'n % BLOCK != 0')"),
+    ("not n", "'n' in 'not n' is a number, where true or false is needed"),
+    ("sms > 1 and n", "'n' in 'sms > 1 and n' is a number, where true or false is needed"),
+])
+def test_a_constraint_must_give_a_truth_value(text, fragment):
+    with pytest.raises(ExpressionError) as info:
+        parse(text, "truth")
+    assert fragment in str(info.value)
+
+
+def test_the_largest_literal_and_result_are_allowed():
+    assert evaluate(parse("999999999999999999"), {}) == 10**18 - 1
+    assert evaluate(parse("a * 2"), {"a": 2**61}) == 2**62
+    assert evaluate(parse("0 - a * 2"), {"a": 2**61}) == -(2**62)
+    assert evaluate(parse("+".join(["sms"] * 20)), {"sms": 3}) == 60
+
+
+@pytest.mark.parametrize("text, env, fragment", [
+    ("isqrt(a)", {"a": -4}, "isqrt of a negative number (-4) in 'isqrt(a)' with a=-4"),
+    ("a * a", {"a": 2**40}, "'a * a' gives a number beyond +-2**62 (values must fit in 62 "
+     "bits) with a=1099511627776"),
+    ("a * 2 + 1", {"a": 2**61}, "gives a number beyond +-2**62"),
+    ("cdiv(a, b)", {"a": 1, "b": 0}, "division by zero in 'cdiv(a, b)' with a=1, b=0"),
+    ("a % b", {"a": 1, "b": 0}, "division by zero"),
+])
+def test_arithmetic_failures_are_expression_errors(text, env, fragment):
+    """A config that meets one is ruled out with the reason (Space.resolve: Invalid)."""
+    with pytest.raises(ExpressionError) as info:
+        evaluate(parse(text), env)
+    assert fragment in str(info.value)
+
+
+def test_long_expressions_are_cut_short_in_messages():
+    text = "sms * " + " + ".join(["zz"] * 40)
+    with pytest.raises(ExpressionError) as info:
+        evaluate(parse(text), {"sms": 1})
+    assert "'sms * zz + zz + zz + zz + zz + zz + zz + zz + zz + zz + z...'" in str(info.value)
+
+
+def test_chained_comparisons_evaluate_each_term_once_and_stop_at_a_false_one():
+    assert evaluate(parse("1 < a <= 3 < b", "truth"), {"a": 3, "b": 4}) is True
+    assert evaluate(parse("1 < a <= 3 < b", "truth"), {"a": 4, "b": 5}) is False
+    assert evaluate(parse("a > 1 or b // 0 > 1", "truth"), {"a": 2, "b": 1}) is True

@@ -6,6 +6,16 @@ parsed with :mod:`ast` and only a white-listed set of nodes is accepted; the tre
 is then walked by :func:`evaluate`.  Nothing is ever handed to ``eval``.
 
 Sizes with binary units may appear inside an expression (``footprint <= 64MiB``).
+
+An expression comes from outside, so :func:`parse` bounds what it may cost and
+checks what it may mean before anything is evaluated: ASCII only (Python would read
+full-width digits and letters), at most :data:`MAX_TEXT` characters nested at most
+:data:`MAX_DEPTH` deep, literals of at most :data:`MAX_DIGITS` digits, each function
+with its number of arguments, and types: a value must give a number, a constraint a
+truth value.  :func:`evaluate` turns every arithmetic failure (division by zero,
+``isqrt`` of a negative, a result beyond ``2**62``) into an :class:`ExpressionError`,
+so a config that meets one is ruled out with the reason, and no number too large for
+int64 or JSON ever reaches a record.
 """
 
 from __future__ import annotations
@@ -16,11 +26,20 @@ import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
 
 from sweeper.errors import ExpressionError
 
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-_SIZE_IN_EXPR = re.compile(r"(?<![\w.])(\d+)\s*(KiB|MiB|GiB|TiB)\b")
+_SIZE_IN_EXPR = re.compile(r"(?<![\w.])(\d+)\s*(KiB|MiB|GiB|TiB)\b", re.ASCII)
+MAX_TEXT = 1000
+MAX_DEPTH = 50
+MAX_DIGITS = 18
+#: Values an expression may give: within +-2**62, so any sum of two still fits in int64.
+LIMIT = 1 << 62
+
+Kind = Literal["number", "truth"]
 
 
 def cdiv(a: int, b: int) -> int:
@@ -28,8 +47,17 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _isqrt(a: int) -> int:
+    if a < 0:
+        raise ArithmeticError(f"isqrt of a negative number ({a})")
+    return math.isqrt(a)
+
+
 FUNCTIONS: Mapping[str, Callable[..., int]] = {"cdiv": cdiv, "min": min, "max": max,
-                                               "isqrt": math.isqrt}
+                                               "isqrt": _isqrt}
+#: Arguments each function takes: (least, most); ``None``: no most.
+ARITY: Mapping[str, tuple[int, int | None]] = {"cdiv": (2, 2), "min": (2, None),
+                                               "max": (2, None), "isqrt": (1, 1)}
 
 _BINOPS: Mapping[type, Callable[[int, int], int]] = {
     ast.Add: operator.add,
@@ -46,35 +74,86 @@ _COMPARES: Mapping[type, Callable[[int, int], bool]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
 }
-ALLOWED = ("integers, sizes (64MiB), names, + - * // %, cdiv() min() max() isqrt(), comparisons, "
-           "and/or/not")
+ALLOWED = ("integers, sizes (64MiB), names, + - * // %, cdiv(a, b) min(a, b, ...) "
+           "max(a, b, ...) isqrt(a), comparisons, and/or/not")
 
 
 @dataclass(frozen=True)
 class Expr:
-    """A parsed expression: its source text, tree and the names it reads."""
+    """A parsed expression: its source text, tree, the names it reads and what it gives."""
 
     text: str
-    tree: ast.expression
+    tree: ast.Expression
     names: frozenset[str]
+    kind: Kind = "number"
 
     def __str__(self) -> str:
         return self.text
 
+    @cached_property
+    def run(self) -> Callable[[Mapping[str, int]], int | bool]:
+        """The tree as nested closures: a space's expressions are evaluated once per config,
+        up to a million times, and this is several times faster than walking the tree."""
+        return _compile(self.tree.body)
 
-def parse(text: str) -> Expr:
-    """Parse ``text`` or raise :class:`ExpressionError` naming what is not allowed."""
-    source = _SIZE_IN_EXPR.sub(lambda m: str(int(m.group(1)) * UNITS[m.group(2)]), text)
+
+def quoted(text: str) -> str:
+    """``repr(text)`` cut to a readable length: an error stays one short line."""
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def parse(text: str, kind: Kind = "number") -> Expr:
+    """Parse ``text``, which must give ``kind`` (a number, or a truth value for a
+    constraint), or raise :class:`ExpressionError` naming what is not allowed."""
+    if len(text) > MAX_TEXT:
+        raise ExpressionError(f"expression {quoted(text)} is {len(text)} characters long; "
+                              f"at most {MAX_TEXT}")
+    odd = next((c for c in text if not c.isascii() or not (c.isprintable() or c in " \t")),
+               None)
+    if odd is not None:
+        raise ExpressionError(f"character {odd!r} (U+{ord(odd):04X}) is not allowed in "
+                              f"{quoted(text)}; expressions are ASCII letters, digits and "
+                              "operators")
+    source = _SIZE_IN_EXPR.sub(lambda m: _size(m, text), text)
     try:
         tree = ast.parse(source.strip(), mode="eval")
-    except SyntaxError as err:
-        raise ExpressionError(f"cannot parse expression {text!r}: {err.msg}") from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        why = err.msg if isinstance(err, SyntaxError) else "too complex"
+        raise ExpressionError(f"cannot parse expression {quoted(text)}: {why}") from None
+    _check_depth(tree, text)
     names: set[str] = set()
     callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         if id(node) not in callees:
             _check_node(node, text, names)
-    return Expr(text=text, tree=tree, names=frozenset(names))
+    given = _kind(tree.body, text)
+    if given != kind:
+        if kind == "number":
+            raise ExpressionError(f"{quoted(text)} is a comparison (true or false), not a "
+                                  "number; a value must give a number (comparisons belong in "
+                                  "constraints)")
+        raise ExpressionError(f"{quoted(text)} gives a number, not true or false; a constraint "
+                              f"must be a comparison (e.g. {quoted(text + ' != 0')})")
+    return Expr(text=text, tree=tree, names=frozenset(names), kind=kind)
+
+
+def _size(match: re.Match[str], text: str) -> str:
+    digits, unit = match.groups()
+    if len(digits) > MAX_DIGITS or int(digits) * UNITS[unit] >= 10 ** MAX_DIGITS:
+        raise ExpressionError(f"size {match.group()!r} in {quoted(text)} is too large; at most "
+                              f"{MAX_DIGITS} digits of bytes")
+    return str(int(digits) * UNITS[unit])
+
+
+def _check_depth(tree: ast.AST, text: str) -> None:
+    """Refuse trees deeper than :data:`MAX_DEPTH` without recursing into them."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ExpressionError(f"expression {quoted(text)} nests more than {MAX_DEPTH} "
+                                  "levels deep; split it")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def _check_node(node: ast.AST, text: str, names: set[str]) -> None:
@@ -82,9 +161,18 @@ def _check_node(node: ast.AST, text: str, names: set[str]) -> None:
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             called = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
             raise ExpressionError(
-                f"function {called!r} is not allowed in {text!r}; allowed: {', '.join(FUNCTIONS)}")
+                f"function {quoted(called)} is not allowed in {quoted(text)}; allowed: "
+                f"{', '.join(FUNCTIONS)}")
         if node.keywords:
-            raise ExpressionError(f"keyword arguments are not allowed in {text!r}")
+            raise ExpressionError(f"keyword arguments are not allowed in {quoted(text)}")
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise ExpressionError(f"* arguments are not allowed in {quoted(text)}")
+        least, most = ARITY[node.func.id]
+        if not least <= len(node.args) <= (most or len(node.args)):
+            takes = f"{least}" if least == most else f"{least} or more"
+            raise ExpressionError(f"{node.func.id}() takes {takes} argument"
+                                  f"{'' if takes == '1' else 's'}, got {len(node.args)} in "
+                                  f"{quoted(text)}")
         return
     if isinstance(node, ast.Name):
         names.add(node.id)
@@ -92,58 +180,114 @@ def _check_node(node: ast.AST, text: str, names: set[str]) -> None:
     if isinstance(node, ast.Constant):
         if type(node.value) is not int:
             raise ExpressionError(
-                f"constant {node.value!r} is not allowed in {text!r}; only integers are")
+                f"constant {repr(node.value)[:40]} is not allowed in {quoted(text)}; only "
+                "integers are")
+        if node.value >= 10 ** MAX_DIGITS:
+            raise ExpressionError(f"the number {str(node.value)[:30]}... in {quoted(text)} is too "
+                                  f"large; numbers have at most {MAX_DIGITS} digits")
         return
     if isinstance(node, ast.BinOp) and type(node.op) not in _BINOPS:
         raise ExpressionError(
-            f"operator {ast.unparse(node)!r} is not allowed in {text!r}; allowed: {ALLOWED}")
+            f"operator {quoted(ast.unparse(node))} is not allowed in {quoted(text)}; allowed: "
+            f"{ALLOWED}")
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Load,
                ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or, *_BINOPS, *_COMPARES)
     if not isinstance(node, allowed):
         raise ExpressionError(
-            f"{type(node).__name__.lower()} is not allowed in {text!r}; allowed: {ALLOWED}")
+            f"{type(node).__name__.lower()} is not allowed in {quoted(text)}; allowed: "
+            f"{ALLOWED}")
+
+
+def _kind(node: ast.AST, text: str) -> Kind:
+    """What ``node`` gives; arithmetic and comparisons take numbers, and/or/not truths."""
+    if isinstance(node, (ast.Compare, ast.BoolOp)) or (
+            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+        operands = [node.left, *node.comparators] if isinstance(node, ast.Compare) else (
+            node.values if isinstance(node, ast.BoolOp) else [node.operand])
+        want: Kind = "number" if isinstance(node, ast.Compare) else "truth"
+        given: Kind = "truth"
+    else:
+        operands = [node.left, node.right] if isinstance(node, ast.BinOp) else (
+            [node.operand] if isinstance(node, ast.UnaryOp) else (
+                node.args if isinstance(node, ast.Call) else []))
+        want = given = "number"
+    for operand in operands:
+        if _kind(operand, text) != want:
+            what, needed = ("a comparison (true or false)", "a number") if want == "number" \
+                else ("a number", "true or false")
+            raise ExpressionError(f"{quoted(ast.unparse(operand))} in {quoted(text)} is {what}, "
+                                  f"where {needed} is needed")
+    return given
 
 
 def evaluate(expr: Expr, env: Mapping[str, int]) -> int | bool:
     """Evaluate ``expr`` with the names in ``env``; errors say which name or value failed."""
-    missing = sorted(expr.names - env.keys())
-    if missing:
+    if not expr.names <= env.keys():
+        missing = sorted(expr.names - env.keys())
         raise ExpressionError(
-            f"unknown name {missing[0]!r} in {expr.text!r}; known: {', '.join(sorted(env))}")
+            f"unknown name {missing[0]!r} in {quoted(expr.text)}; known: "
+            f"{', '.join(sorted(env))}")
     try:
-        return _eval(expr.tree.body, env)
+        result = expr.run(env)
     except ZeroDivisionError:
-        raise ExpressionError(f"division by zero in {expr.text!r} with {_show(expr, env)}") \
-            from None
+        raise ExpressionError(f"division by zero in {quoted(expr.text)} with "
+                              f"{_show(expr, env)}") from None
+    except ArithmeticError as err:
+        raise ExpressionError(f"{err} in {quoted(expr.text)} with {_show(expr, env)}") from None
+    if type(result) is int and not -LIMIT <= result <= LIMIT:
+        raise ExpressionError(f"{quoted(expr.text)} gives a number beyond +-2**62 (values must "
+                              f"fit in 62 bits) with {_show(expr, env)}")
+    return result
 
 
 def _show(expr: Expr, env: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={env[k]}" for k in sorted(expr.names))
 
 
-def _eval(node: ast.AST, env: Mapping[str, int]) -> int | bool:
+Run = Callable[[Mapping[str, int]], "int | bool"]
+
+
+def _compile(node: ast.AST) -> Run:
+    """``node`` as a closure over its children's; :func:`parse` checked every node."""
     if isinstance(node, ast.Constant):
-        return node.value
+        value = node.value
+        return lambda env: value
     if isinstance(node, ast.Name):
-        return env[node.id]
+        return operator.itemgetter(node.id)
     if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        op, left, right = _BINOPS[type(node.op)], _compile(node.left), _compile(node.right)
+        return lambda env: op(left(env), right(env))
     if isinstance(node, ast.UnaryOp):
-        value = _eval(node.operand, env)
-        return not value if isinstance(node.op, ast.Not) else (-value if isinstance(
-            node.op, ast.USub) else +value)
+        operand = _compile(node.operand)
+        if isinstance(node.op, ast.Not):
+            return lambda env: not operand(env)
+        return (lambda env: -operand(env)) if isinstance(node.op, ast.USub) else operand
     if isinstance(node, ast.Compare):
-        left = _eval(node.left, env)
-        for op, right_node in zip(node.ops, node.comparators):
-            right = _eval(right_node, env)
-            if not _COMPARES[type(op)](left, right):
-                return False
-            left = right
-        return True
+        terms = [_compile(n) for n in (node.left, *node.comparators)]
+        tests = [_COMPARES[type(op)] for op in node.ops]
+        if len(tests) == 1:
+            test, first, second = tests[0], terms[0], terms[1]
+            return lambda env: test(first(env), second(env))
+        return lambda env: _chain(tests, terms, env)
     if isinstance(node, ast.BoolOp):
-        values = (_eval(v, env) for v in node.values)
-        return all(values) if isinstance(node.op, ast.And) else any(values)
+        values = [_compile(v) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return lambda env: all(v(env) for v in values)
+        return lambda env: any(v(env) for v in values)
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)
-        return FUNCTIONS[node.func.id](*(_eval(a, env) for a in node.args))
+        function, args = FUNCTIONS[node.func.id], [_compile(a) for a in node.args]
+        return lambda env: function(*[a(env) for a in args])
     raise AssertionError(f"unchecked node {ast.dump(node)}")  # parse() rejects these
+
+
+def _chain(tests: list[Callable[[int, int], bool]], terms: list[Run],
+           env: Mapping[str, int]) -> bool:
+    """``a < b <= c``: each test in turn, each term evaluated once, stopping at a false one."""
+    left = terms[0](env)
+    for test, term in zip(tests, terms[1:]):
+        right = term(env)
+        if not test(left, right):
+            return False
+        left = right
+    return True

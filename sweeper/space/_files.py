@@ -10,20 +10,22 @@ from typing import Any
 import yaml
 
 from sweeper.errors import SpaceError
-from sweeper.space._yaml import load_with_lines
+from sweeper.space._yaml import decode_text, load_with_lines, read_capped
 
 Where = dict[str, tuple[str, "int | None"]]      # key path -> (file, line)
 MERGED = ("params", "measure", "budget")          # merged key by key under extends
+MAX_EXTENDS = 16                                  # files a space may extend, one after another
 
 
 def load_located(path: Path, chain: tuple[Path, ...]) -> tuple[Any, Where, str]:
     file = str(path)
     try:
-        text = path.read_text()
+        raw = read_capped(path)
     except OSError as err:
         where = f" (extended by {chain[-1]})" if chain else ""
         raise SpaceError(f"cannot read the space file{where}: {err.strerror}", file=file) \
             from None
+    text = decode_text(raw, file)
     data, lines = load_with_lines(text, file)
     where: Where = {k: (file, v) for k, v in lines.items()}
     if not isinstance(data, dict) or "extends" not in data:
@@ -31,6 +33,10 @@ def load_located(path: Path, chain: tuple[Path, ...]) -> tuple[Any, Where, str]:
     parent_ref = data.pop("extends")
     if not isinstance(parent_ref, str):
         raise SpaceError(f"{parent_ref!r} is not a file name", file=file,
+                         line=lines.get("extends"), path="extends")
+    if len(chain) >= MAX_EXTENDS:
+        raise SpaceError(f"the extends: chain from {chain[0]} is longer than {MAX_EXTENDS} "
+                         f"files; a space may extend at most {MAX_EXTENDS} in a row", file=file,
                          line=lines.get("extends"), path="extends")
     parent = (path.parent / parent_ref).resolve()
     if parent in chain or parent == path.resolve():

@@ -7,6 +7,7 @@ path, shows the bad value and says what is allowed.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,34 +15,30 @@ from typing import Any
 
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.space import _expr
-from sweeper.space._expr import Expr
+from sweeper.space._expr import LIMIT, Expr
 from sweeper.space._model import (
     CACHE_MODES,
     FACT_NAMES,
     LAUNCH_AXES,
+    MAX_CONFIGS,
     PROBLEM_AXES,
     Axis,
     AxisRole,
-    Budget,
     Constraint,
-    MeasureSpec,
-    SamplerSpec,
+    Origin,
     Space,
     Tie,
     Value,
 )
-from sweeper.space._units import DTYPES, parse_duration, parse_size
 from sweeper.space._files import load_located, override
+from sweeper.space._settings import (  # noqa: F401 - the schema and the CLI read these here
+    BUDGET_KEYS, MEASURE_KEYS, SAMPLER_KEYS, STOP_RULES, Settings, _fraction, shown)
+from sweeper.space._units import DTYPES, parse_size
 from sweeper.space._yaml import load_with_lines
 
 TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget",
             "extends")
-MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
-                "cache", "batch", "graph", "abandon", "timeout", "duty")
-STOP_RULES = ("fixed", "ci", "stdrel")
 TEXT_AXES = ("dtype", "cache")         # values are names, not numbers: not in expressions
-BUDGET_KEYS = ("trials", "time", "target", "patience")
-SAMPLER_KEYS = ("name", "seed", "baseline")
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
@@ -61,10 +58,10 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
                                                                          default_study)
 
 
-class _Parser:
+class _Parser(Settings):
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]]) -> None:
         self.file = file
-        self.where = where
+        self.where = dict(where)
         self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
         self.ties: list[Tie] = []
 
@@ -72,14 +69,12 @@ class _Parser:
         """``expr`` if every name it reads is in ``known``, else the error for the first."""
         unknown = sorted(expr.names - set(known))
         if unknown:
-            raise self.error(path, f"unknown name {unknown[0]!r} in {expr.text!r}; "
-                             f"known: {', '.join(known)}")
+            raise self.error(path, f"unknown name {shown(unknown[0])} in "
+                             f"{_expr.quoted(expr.text)}; known: {', '.join(known)}")
         return expr
 
-    def line_of(self, path: str) -> int:
-        return self.where.get(path, (self.file, 0))[1] or 0
-
-    def error(self, path: str, message: str) -> SpaceError:
+    def origin(self, path: str) -> Origin:
+        """Where ``path`` was written: its own line, else its nearest parent's."""
         found = self.where.get(path)
         parent = path
         while found is None and parent:
@@ -89,7 +84,11 @@ class _Parser:
                 parent = parent.rpartition(".")[0]
             found = self.where.get(parent)
         file, line = found if found is not None else (self.file, None)
-        return SpaceError(message, file=file, line=line, path=path)
+        return Origin(file=file, line=line, path=path if len(path) <= 80 else path[:77] + "...")
+
+    def error(self, path: str, message: str) -> SpaceError:
+        o = self.origin(path)
+        return SpaceError(message, file=o.file, line=o.line, path=o.path)
 
     def keys(self, data: Any, path: str, known: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(data, dict):
@@ -98,7 +97,7 @@ class _Parser:
         for key in data:
             if key not in known:
                 raise self.error(f"{path}.{key}" if path else key,
-                                 f"unknown key {key!r}; known: {', '.join(known)}")
+                                 f"unknown key {shown(key)}; known: {', '.join(known)}")
         return data
 
     # -- the whole file ---------------------------------------------------------------
@@ -116,6 +115,7 @@ class _Parser:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
         axes = self.axes(data["params"], kernel_cls, cache_modes)
+        self.size(axes)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), axes)
         sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
@@ -128,40 +128,13 @@ class _Parser:
     def kernel(self, name: Any) -> type:
         from sweeper.kernels import kernel_class
 
-        if not isinstance(name, str):
-            raise self.error("kernel", f"{name!r} is not a kernel name")
+        if not isinstance(name, str) or len(name) > 200:
+            raise self.error("kernel", f"{shown(name)} is not a kernel name (a built-in name or "
+                             "module:attr, at most 200 characters)")
         try:
             return kernel_class(name)
         except SweeperError as err:
             raise self.error("kernel", str(err)) from None
-
-    def sampler(self, value: Any, seed: Any, axes: list[Axis]) -> SamplerSpec:
-        from sweeper.samplers import SAMPLERS
-
-        path, baseline = "sampler", {}
-        if isinstance(value, dict):
-            value = self.keys(value, path, SAMPLER_KEYS)
-            seed = value.get("seed", seed)
-            baseline = value.get("baseline", {})
-            path, value = "sampler.name", value.get("name", "auto")
-        if value not in SAMPLERS:
-            raise self.error(path, f"unknown sampler {value!r}; known: {', '.join(SAMPLERS)}")
-        if type(seed) is not int:
-            raise self.error("seed", f"seed must be an integer, got {seed!r}")
-        if baseline and value != "one-at-a-time":
-            raise self.error("sampler.baseline", "a baseline belongs to the one-at-a-time "
-                             "sampler")
-        by_name = {a.name: a for a in axes}
-        base = self.keys(baseline, "sampler.baseline", tuple(by_name))
-        chosen = []
-        for a in axes:
-            label = str(base.get(a.name, a.labels[(len(a.labels) - 1) // 2]))
-            if label not in a.labels:
-                raise self.error(f"sampler.baseline.{a.name}", f"{label!r} is not a value of "
-                                 f"the axis; allowed: {', '.join(a.labels)}")
-            chosen.append((a.name, label))
-        return SamplerSpec(name=value, seed=seed,
-                           baseline=tuple(chosen) if value == "one-at-a-time" else ())
 
     # -- axes ----------------------------------------------------------------------------
     def axes(self, params: Any, kernel_cls: type, cache_modes: list[str]) -> list[Axis]:
@@ -193,7 +166,7 @@ class _Parser:
             labels = [v.label for v in values]
             dup = next((lb for lb in labels if labels.count(lb) > 1), None)
             if dup is not None:
-                raise self.error(path, f"value {dup!r} appears twice")
+                raise self.error(path, f"value {shown(dup)} appears twice")
             if name == "block":
                 for i, v in enumerate(values):
                     if isinstance(v.constant, int) and v.constant not in BLOCKS:
@@ -205,9 +178,24 @@ class _Parser:
                     if isinstance(v.constant, int) and not _is_pow2(v.constant):
                         raise self.error(f"{path}[{i}]", f"{v.constant} is not a power of two; "
                                          f"{kernel_cls.name}'s {name} must be one")
-            axes.append(Axis(name=name, role=role, values=values,
-                             line=self.line_of(path)))
+            axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
+
+    def size(self, axes: list[Axis]) -> None:
+        """Refuse a space of more than :data:`MAX_CONFIGS` configs, counted before any is
+        built, at the line of its largest dimension (zipped axes are one)."""
+        tied = {m: t for t in self.ties for m in t.members}
+        dims = {a.name: len(a.values) for a in axes if a.name not in tied}
+        dims.update({t.name: len(t.rows) for t in self.ties})
+        total = math.prod(dims.values())
+        if total > MAX_CONFIGS:
+            largest = max(dims, key=dims.__getitem__)
+            path = f"params.{largest}" + (".zip" if largest not in {a.name for a in axes}
+                                          else "")
+            shown = " × ".join(f"{n} {k}" for k, n in dims.items() if n > 1)
+            raise self.error(path, f"the space has {total} configs ({shown}); at most "
+                             f"{MAX_CONFIGS}: give this axis ({dims[largest]} values) or "
+                             "another fewer values")
 
     def zipped(self, params: Any, known: tuple[str, ...]) -> Any:
         """Take ``group: {zip: {AXIS: [...], ...}}`` out of ``params``: each member becomes an
@@ -227,7 +215,7 @@ class _Parser:
             lengths = set()
             for name, values in members.items():
                 if name not in known:
-                    raise self.error(f"{path}.{name}", f"unknown axis {name!r}; known: "
+                    raise self.error(f"{path}.{name}", f"unknown axis {shown(name)}; known: "
                                      f"{', '.join(known)}")
                 if name in params:
                     raise self.error(f"{path}.{name}", f"{name} is also given on its own; "
@@ -245,6 +233,10 @@ class _Parser:
                 raise self.error(path, "a row appears twice")
             for name, vals in members.items():
                 out[name] = list(dict.fromkeys(vals))
+                self.where[f"params.{name}"] = self.where.get(f"{path}.{name}", (self.file, None))
+                for i, v in enumerate(out[name]):
+                    self.where[f"params.{name}[{i}]"] = self.where.get(
+                        f"{path}.{name}[{vals.index(v)}]", (self.file, None))
             self.ties.append(Tie(name=group, members=tuple(members), rows=tuple(rows)))
         return out
 
@@ -261,33 +253,43 @@ class _Parser:
             raw = [raw]
         if not raw:
             raise self.error(path, f"empty axis; allowed: {'; '.join(AXIS_FORMS)}")
+        self.capped(len(raw), path)
         return raw
 
     def range_form(self, args: Any, path: str) -> list[int]:
         if not (isinstance(args, list) and len(args) in (2, 3) and all(
                 type(a) is int for a in args)):
-            raise self.error(path, f"{args!r} is not [lo, hi] or [lo, hi, step] of integers")
+            raise self.error(path, f"{shown(args)} is not [lo, hi] or [lo, hi, step] of "
+                             "integers")
         lo, hi, step = (*args, 1) if len(args) == 2 else args
         if step <= 0 or lo > hi:
-            raise self.error(path, f"range needs lo <= hi and step > 0, got {lo=}, {hi=}, "
-                             f"{step=}")
-        return self.capped(list(range(lo, hi + 1, step)), path)
+            raise self.error(path, f"range needs lo <= hi and step > 0, got lo={shown(lo)}, "
+                             f"hi={shown(hi)}, step={shown(step)}")
+        self.capped((hi - lo) // step + 1, path)       # counted before any value is built
+        self.bounded(hi, path)
+        return list(range(lo, hi + 1, step))
 
     def pow2_form(self, args: Any, path: str) -> list[int]:
         if not (isinstance(args, list) and len(args) == 2):
-            raise self.error(path, f"{args!r} is not [lo, hi]")
+            raise self.error(path, f"{shown(args)} is not [lo, hi]")
         lo, hi = (self.integer(a, path) for a in args)
         for bound in (lo, hi):
             if not _is_pow2(bound):
-                raise self.error(path, f"{bound} is not a power of two")
+                raise self.error(path, f"{shown(bound)} is not a power of two")
         if lo > hi:
-            raise self.error(path, f"pow2 needs lo <= hi, got {lo=}, {hi=}")
-        return self.capped([1 << k for k in range(lo.bit_length() - 1, hi.bit_length())], path)
+            raise self.error(path, f"pow2 needs lo <= hi, got lo={shown(lo)}, hi={shown(hi)}")
+        self.capped(hi.bit_length() - lo.bit_length() + 1, path)
+        self.bounded(hi, path)
+        return [1 << k for k in range(lo.bit_length() - 1, hi.bit_length())]
 
-    def capped(self, values: list[int], path: str) -> list[int]:
-        if len(values) > MAX_AXIS_VALUES:
-            raise self.error(path, f"{len(values)} values; at most {MAX_AXIS_VALUES} per axis")
-        return values
+    def capped(self, count: int, path: str) -> None:
+        if count > MAX_AXIS_VALUES:
+            raise self.error(path, f"{count} values; at most {MAX_AXIS_VALUES} per axis")
+
+    def bounded(self, value: int, path: str) -> None:
+        if not -LIMIT <= value <= LIMIT:
+            raise self.error(path, f"{shown(value)} is too large; values are at most 2**62 "
+                             f"({LIMIT})")
 
     def integer(self, raw: Any, path: str) -> int:
         if type(raw) is int:
@@ -297,37 +299,42 @@ class _Parser:
                 return parse_size(raw)
             except ValueError as err:
                 raise self.error(path, str(err)) from None
-        raise self.error(path, f"{raw!r} is not an integer or a size")
+        raise self.error(path, f"{shown(raw)} is not an integer or a size")
 
     def value(self, axis: str, raw: Any, path: str) -> Value:
         if axis == "cache":
             if raw not in CACHE_MODES:
-                raise self.error(path, f"{raw!r} is not a cache mode; allowed: "
+                raise self.error(path, f"{shown(raw)} is not a cache mode; allowed: "
                                  f"{', '.join(CACHE_MODES)}")
             return Value(label=raw, constant=raw)
         if axis == "dtype":
-            if raw not in DTYPES:
-                raise self.error(path, f"unknown dtype {raw!r}; allowed: {', '.join(DTYPES)}")
+            if not isinstance(raw, str) or raw not in DTYPES:
+                raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(DTYPES)}")
             return Value(label=raw, constant=raw)
+        origin = self.origin(path)
         if type(raw) is int:
-            return self.positive(Value(label=str(raw), constant=raw), path)
+            return self.positive(Value(label=str(raw), constant=raw, origin=origin), path)
         if not isinstance(raw, str):
-            raise self.error(path, f"{raw!r} is not an integer, a size or an expression")
+            raise self.error(path, f"{shown(raw)} is not an integer, a size or an expression")
         try:
-            return self.positive(Value(label=raw, constant=parse_size(raw)), path)
+            return self.positive(Value(label=raw, constant=parse_size(raw), origin=origin),
+                                 path)
         except ValueError:
             pass
         try:
             expr = _expr.parse(raw)
+            if not expr.names:
+                constant = int(_expr.evaluate(expr, {}))
+                return self.positive(Value(label=raw, constant=constant, origin=origin), path)
         except ExpressionError as err:
             raise self.error(path, str(err)) from None
-        if not expr.names:
-            return self.positive(Value(label=raw, constant=int(_expr.evaluate(expr, {}))), path)
-        return Value(label=raw, expr=expr)
+        return Value(label=raw, expr=expr, origin=origin)
 
     def positive(self, value: Value, path: str) -> Value:
-        if isinstance(value.constant, int) and value.constant <= 0:
-            raise self.error(path, f"{value.label} must be positive")
+        if isinstance(value.constant, int):
+            if value.constant <= 0:
+                raise self.error(path, f"{value.label[:40]} must be positive")
+            self.bounded(value.constant, path)
         return value
 
     def order(self, axes: list[Axis]) -> tuple[str, ...]:
@@ -359,7 +366,7 @@ class _Parser:
     # -- the rest -------------------------------------------------------------------------
     def constraints(self, raw: Any, axes: list[Axis]) -> tuple[Constraint, ...]:
         if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
-            raise self.error("constraints", f"{raw!r} is not a list of expressions "
+            raise self.error("constraints", f"{shown(raw)} is not a list of expressions "
                              "(e.g. [\"BLOCK >= block\"])")
         known = sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES))
         first = {a.name: a.values[0].label for a in axes}
@@ -369,124 +376,13 @@ class _Parser:
         out = []
         for path, text, full, condition_of in sources:
             try:
-                self.names_known(_expr.parse(text), path, known)
-                expr = _expr.parse(full)
+                self.names_known(_expr.parse(text, "truth"), path, known)
+                expr = _expr.parse(full, "truth")
             except ExpressionError as err:
                 raise self.error(path, str(err)) from None
-            out.append(Constraint(expr=expr, line=self.line_of(path),
+            out.append(Constraint(expr=expr, origin=self.origin(path),
                                   condition_of=condition_of))
         return tuple(out)
-
-    def measure(self, raw: Any) -> tuple[MeasureSpec, list[str]]:
-        """The measurement settings, and the cache modes the ``cache`` axis defaults to."""
-        raw = self.keys(raw, "measure", MEASURE_KEYS)
-        d = MeasureSpec()
-        warmup = self.whole(raw, "warmup", d.warmup, 0)
-        repeat = self.whole(raw, "repeat", d.repeat, 1)
-        min_samples = self.whole(raw, "min_samples", d.min_samples, 2)
-        batch = self.whole(raw, "batch", d.batch, 1)
-        stop = raw.get("stop", "fixed" if "repeat" in raw else d.stop)
-        if stop not in STOP_RULES:
-            raise self.error("measure.stop", f"unknown stopping rule {stop!r}; allowed: "
-                             f"{', '.join(STOP_RULES)}")
-        target = raw.get("target", d.target)
-        try:
-            target = _fraction(target)
-        except ValueError:
-            raise self.error("measure.target", f"{target!r} is not a fraction between 0 and 1 "
-                             "(e.g. 0.5% or 0.005)") from None
-        times = {}
-        for key, default in (("min_time", d.min_time_s), ("max_time", d.max_time_s)):
-            value = raw.get(key, default)
-            try:
-                times[key] = 0.0 if key == "min_time" and value in (0, "0", "0s") else \
-                    parse_duration(value)
-            except ValueError as err:
-                raise self.error(f"measure.{key}", str(err)) from None
-        graph = raw.get("graph", d.graph)
-        if not isinstance(graph, bool):
-            raise self.error("measure.graph", f"{graph!r} is not true or false")
-        cache = raw.get("cache", "cold")
-        if cache not in (*CACHE_MODES, "both"):
-            raise self.error("measure.cache", f"{cache!r} is not a cache mode; allowed: cold, "
-                             "warm, both")
-        abandon = raw.get("abandon")
-        if abandon is not None and (isinstance(abandon, bool) or not isinstance(
-                abandon, (int, float)) or abandon <= 1):
-            raise self.error("measure.abandon", f"{abandon!r} is not a factor above 1 "
-                             "(e.g. 1.5: abandon configs 1.5x slower than the best)")
-        timeout = raw.get("timeout", d.timeout_s)
-        if timeout in (None, False, "off"):         # YAML reads a bare off as false
-            timeout = None
-        else:
-            try:
-                timeout = parse_duration(timeout)
-            except ValueError as err:
-                raise self.error("measure.timeout", f"{err}, or off") from None
-        duty, duty_s = self.duty(raw.get("duty", d.duty), d.duty_s)
-        spec = MeasureSpec(warmup=warmup, repeat=repeat, stop=stop, target=target,
-                           min_samples=min_samples, min_time_s=times["min_time"],
-                           max_time_s=times["max_time"], batch=batch, graph=graph,
-                           abandon=float(abandon) if abandon is not None else None,
-                           timeout_s=timeout, duty=duty, duty_s=duty_s)
-        return spec, list(CACHE_MODES) if cache == "both" else [cache]
-
-    def duty(self, raw: Any, default_s: float) -> tuple[str, float]:
-        """``auto``, ``off`` or ``{cool|load: DURATION}`` (sweeper.measure._duty)."""
-        allowed = "auto, off, {cool: 1s} or {load: 500ms}"
-        if raw is False or raw == "off":          # YAML reads a bare off as false
-            return "off", default_s
-        if raw == "auto":
-            return "auto", default_s
-        if not (isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("cool", "load")):
-            raise self.error("measure.duty", f"{raw!r} is not a duty schedule; allowed: "
-                             f"{allowed}")
-        (kind, value), = raw.items()
-        try:
-            seconds = parse_duration(value)
-        except ValueError as err:
-            raise self.error(f"measure.duty.{kind}", f"{err}; allowed: {allowed}") from None
-        return kind, seconds
-
-    def whole(self, raw: dict[str, Any], key: str, default: int, least: int) -> int:
-        value = raw.get(key, default)
-        if type(value) is not int or value < least:
-            raise self.error(f"measure.{key}", f"{value!r} is not a whole number >= {least}")
-        return value
-
-    def budget(self, raw: Any) -> Budget:
-        raw = self.keys(raw, "budget", BUDGET_KEYS)
-        trials = raw.get("trials")
-        if trials is not None and (type(trials) is not int or trials < 1):
-            raise self.error("budget.trials", f"{trials!r} is not a whole number >= 1")
-        time_s = None
-        if "time" in raw:
-            try:
-                time_s = parse_duration(raw["time"])
-            except ValueError as err:
-                raise self.error("budget.time", str(err)) from None
-        target = raw.get("target")
-        if target is not None:
-            try:
-                target = _fraction(target) if not (isinstance(target, (int, float)) and
-                                                   target == 1) else 1.0
-            except ValueError:
-                raise self.error("budget.target", f"{target!r} is not a fraction of the "
-                                 "ceiling (e.g. 95%)") from None
-        patience = raw.get("patience")
-        if patience is not None and (type(patience) is not int or patience < 1):
-            raise self.error("budget.patience", f"{patience!r} is not a whole number >= 1")
-        return Budget(trials=trials, time_s=time_s, target=target, patience=patience)
-
-
-def _fraction(value: Any) -> float:
-    """``"0.5%"`` or ``0.005`` -> 0.005; raises ``ValueError`` outside (0, 1)."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        value = float(value.strip()[:-1]) / 100
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(value)
-    return float(value)
-
 
 def _is_pow2(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0

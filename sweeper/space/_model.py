@@ -12,11 +12,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sweeper.errors import ExpressionError
 from sweeper.measure._decide import StopRule
 from sweeper.measure._duty import DEFAULT_DUTY, Duty
-from sweeper.space._expr import Expr, evaluate
+from sweeper.space._expr import Expr, evaluate, quoted
 from sweeper.space._units import DTYPES
 
 #: Names every expression may read besides the axes: device facts and problem facts.
@@ -32,6 +33,17 @@ class AxisRole(enum.Enum):
 LAUNCH_AXES = ("grid", "block")
 PROBLEM_AXES = ("dtype", "footprint", "cache")
 CACHE_MODES = ("cold", "warm")
+#: The most configs a space may have: every one of them is enumerated before a sweep.
+MAX_CONFIGS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a piece of the space was written, for an error about it found later."""
+
+    file: str = "<space>"
+    line: int | None = None
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,7 @@ class Value:
     label: str
     constant: int | str | None = None
     expr: Expr | None = None
+    origin: Origin = field(default=Origin(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -48,23 +61,27 @@ class Axis:
     name: str
     role: AxisRole
     values: tuple[Value, ...]
-    line: int = 0
+    origin: Origin = field(default=Origin(), compare=False)
 
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(v.label for v in self.values)
 
+    @cached_property
+    def _by_label(self) -> dict[str, Value]:
+        return {v.label: v for v in self.values}
+
     def value(self, label: str) -> Value:
-        for v in self.values:
-            if v.label == label:
-                return v
-        raise KeyError(f"{self.name}: no value labelled {label!r}")
+        try:
+            return self._by_label[label]
+        except KeyError:
+            raise KeyError(f"{self.name}: no value labelled {label!r}") from None
 
 
 @dataclass(frozen=True)
 class Constraint:
     expr: Expr
-    line: int = 0
+    origin: Origin = field(default=Origin(), compare=False)
     #: for a conditional axis: the axis and its condition, to word the skip reason
     condition_of: tuple[str, str] | None = None
 
@@ -188,7 +205,12 @@ class Tie:
 
 
 class Invalid(Exception):
-    """A choice that cannot be launched: a constraint is false or a value cannot be computed."""
+    """A choice that cannot be launched: a constraint is false or a value cannot be computed.
+    ``origin`` is the value or constraint in the space file that ruled it out."""
+
+    def __init__(self, reason: str, origin: Origin = Origin()) -> None:
+        super().__init__(reason)
+        self.origin = origin
 
 
 @dataclass(frozen=True)
@@ -207,10 +229,11 @@ class Space:
     ties: tuple[Tie, ...] = ()
 
     def axis(self, name: str) -> Axis:
-        for a in self.axes:
-            if a.name == name:
-                return a
-        raise KeyError(name)
+        return self._by_name[name]
+
+    @cached_property
+    def _by_name(self) -> dict[str, Axis]:
+        return {a.name: a for a in self.axes}
 
     @property
     def size(self) -> int:
@@ -248,7 +271,8 @@ class Space:
 
     def resolve(self, choice: Mapping[str, str], facts: Mapping[str, int],
                 max_footprint: int | None = None) -> Config:
-        """Turn a choice of labels into a :class:`Config`, or raise :class:`Invalid`.
+        """Turn a choice of labels into a :class:`Config`, or raise :class:`Invalid`
+        carrying the reason and the value or constraint of the file that gave it.
 
         ``facts`` gives ``sms`` and ``l2_bytes``; ``max_footprint`` caps footprints
         (the interpreter) before ``n`` and everything that reads it is computed.
@@ -259,21 +283,20 @@ class Space:
         env: dict[str, int] = {k: facts[k] for k in ("sms", "l2_bytes")}
         dtype = str(self._constant("dtype", choice))
         env["itemsize"] = DTYPES[dtype]
-        values: dict[str, int] = {}
+        chosen: dict[str, Value] = {}
         for name in self.order:
             if name in ("dtype", "cache"):
                 continue
-            value = self.axis(name).value(choice[name])
+            value = chosen[name] = self.axis(name).value(choice[name])
             if value.expr is not None:
                 try:
                     result = evaluate(value.expr, env)
                 except ExpressionError as err:
-                    raise Invalid(f"{name}: {err}") from None
+                    raise Invalid(f"{name}: {err}", value.origin) from None
             else:
                 result = value.constant  # type: ignore[assignment]
             if name == "footprint" and max_footprint is not None:
                 result = min(int(result), max_footprint)
-            values[name] = int(result)
             env[name] = int(result)
             if name == "footprint":
                 env["n"] = int(result) // env["itemsize"]
@@ -281,15 +304,15 @@ class Space:
             try:
                 ok = evaluate(c.expr, env)
             except ExpressionError as err:
-                raise Invalid(f"constraint {c.text!r}: {err}") from None
+                raise Invalid(f"constraint {quoted(c.text)}: {err}", c.origin) from None
             if not ok:
                 shown = ", ".join(f"{k}={env[k]}" for k in sorted(c.expr.names))
                 if c.condition_of is not None:
                     axis, when = c.condition_of
                     raise Invalid(f"{axis} only varies when {when!r}; otherwise it stays at "
-                                  f"its first value ({shown})")
-                raise Invalid(f"constraint {c.text!r} is false ({shown})")
-        return self._config(dtype, str(self._constant("cache", choice)), values)
+                                  f"its first value ({shown})", c.origin)
+                raise Invalid(f"constraint {quoted(c.text)} is false ({shown})", c.origin)
+        return self._config(dtype, str(self._constant("cache", choice)), env, chosen)
 
     def _complete(self, choice: Mapping[str, str]) -> Mapping[str, str]:
         """``choice`` with axes of a single value filled in; a missing other axis is a bug."""
@@ -306,15 +329,18 @@ class Space:
     def _constant(self, name: str, choice: Mapping[str, str]) -> int | str | None:
         return self.axis(name).value(choice[name]).constant
 
-    def _config(self, dtype: str, cache: str, values: Mapping[str, int]) -> Config:
+    def _config(self, dtype: str, cache: str, values: Mapping[str, int],
+                chosen: Mapping[str, Value]) -> Config:
         problem = Problem(dtype=dtype, footprint=values["footprint"])
         grid, block = values["grid"], values["block"]
         if grid < 1:
-            raise Invalid(f"grid: {grid} programs; a launch needs at least 1")
+            raise Invalid(f"grid: {grid} programs; a launch needs at least 1",
+                          chosen["grid"].origin)
         if block < 32 or block > 1024 or block & (block - 1) or block % 32:
-            raise Invalid(f"block: {block} threads; allowed: 32, 64, 128, 256, 512, 1024")
+            raise Invalid(f"block: {block} threads; allowed: 32, 64, 128, 256, 512, 1024",
+                          chosen["block"].origin)
         if problem.footprint % problem.itemsize or problem.footprint <= 0:
             raise Invalid(f"footprint: {problem.footprint} bytes is not a positive multiple of "
-                          f"{dtype}'s {problem.itemsize} bytes")
+                          f"{dtype}'s {problem.itemsize} bytes", chosen["footprint"].origin)
         meta = {a.name: values[a.name] for a in self.axes if a.role is AxisRole.META}
         return Config(problem=problem, grid=grid, block=block, meta=meta, cache=cache)

@@ -11,10 +11,16 @@ from typing import Any
 
 from sweeper.space._load import (
     BLOCKS, BUDGET_KEYS, MEASURE_KEYS, SAMPLER_KEYS, STOP_RULES, TOP_KEYS)
+from sweeper.space._settings import MAX_COUNT, MAX_SEED, MAX_TRIALS
 from sweeper.space._model import CACHE_MODES
 from sweeper.space._units import DTYPES
 
 SCALAR = {"type": ["integer", "string"]}
+SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
+
+
+def _count(least: int, most: int = MAX_COUNT) -> dict[str, Any]:
+    return {"type": "integer", "minimum": least, "maximum": most}
 
 
 def _values(value: dict[str, Any]) -> list[dict[str, Any]]:
@@ -62,11 +68,11 @@ def space_schema() -> dict[str, Any]:
         **meta,
     }
     measure = {
-        "warmup": {"type": "integer", "minimum": 0}, "repeat": {"type": "integer", "minimum": 1},
+        "warmup": _count(0), "repeat": _count(1),
         "stop": {"enum": list(STOP_RULES)}, "target": {"type": ["number", "string"]},
-        "min_samples": {"type": "integer", "minimum": 2},
+        "min_samples": _count(2),
         "min_time": {"type": ["number", "string"]}, "max_time": {"type": ["number", "string"]},
-        "cache": {"enum": [*CACHE_MODES, "both"]}, "batch": {"type": "integer", "minimum": 1},
+        "cache": {"enum": [*CACHE_MODES, "both"]}, "batch": _count(1),
         "graph": {"type": "boolean"}, "abandon": {"type": "number", "exclusiveMinimum": 1},
         "timeout": {"type": ["number", "string", "boolean", "null"],
                     "description": "seconds (or 5m, 30s) before a trial counts as hung; off or false: never"},
@@ -85,18 +91,18 @@ def space_schema() -> dict[str, Any]:
                              {"type": "string", "pattern": r"^[\w.]+:\w+$"}]},
         "sampler": {"anyOf": [sampler_names, {
             "type": "object", "additionalProperties": False,
-            "properties": {"name": sampler_names, "seed": {"type": "integer"},
+            "properties": {"name": sampler_names, "seed": SEED,
                            "baseline": {"type": "object",
                                         "additionalProperties": SCALAR}}}]},
-        "seed": {"type": "integer"},
+        "seed": SEED,
         "params": {"type": "object", "properties": params,
                    "additionalProperties": {"anyOf": [ZIP, _axis(SCALAR)]}},
         "constraints": {"type": "array", "items": {"type": "string"}},
         "measure": {"type": "object", "additionalProperties": False, "properties": measure},
         "budget": {"type": "object", "additionalProperties": False, "properties": {
-            "trials": {"type": "integer", "minimum": 1},
+            "trials": _count(1, MAX_TRIALS),
             "time": {"type": ["number", "string"]}, "target": {"type": ["number", "string"]},
-            "patience": {"type": "integer", "minimum": 1}}},
+            "patience": _count(1, MAX_TRIALS)}},
     }
     assert set(properties) == set(TOP_KEYS) and set(measure) == set(MEASURE_KEYS)
     assert set(properties["budget"]["properties"]) == set(BUDGET_KEYS)

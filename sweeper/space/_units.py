@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 
-from sweeper.space._expr import UNITS
+from sweeper.space._expr import MAX_DIGITS, UNITS
 
 #: dtype name -> bytes per element.  The names are torch's.
 DTYPES: dict[str, int] = {
@@ -12,17 +13,21 @@ DTYPES: dict[str, int] = {
     "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1,
 }
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.ASCII)
 _SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+#: The longest duration any setting takes (1000 h): beyond it a timer cannot be armed.
+MAX_DURATION_S = 1000 * 3600.0
 
 
 def parse_size(text: str) -> int:
     """``"64MiB"`` -> 67108864.  Raises ``ValueError`` with what is allowed."""
     match = _SIZE.match(text)
     if not match or match.group(2) not in UNITS and match.group(2) != "":
-        raise ValueError(f"{text!r} is not a size; allowed: an integer with a unit of "
+        raise ValueError(f"{text[:40]!r} is not a size; allowed: an integer with a unit of "
                          f"{', '.join(UNITS)} (e.g. 64MiB)")
+    if len(match.group(1)) > MAX_DIGITS:
+        raise ValueError(f"{text[:40]!r} is too large; sizes have at most {MAX_DIGITS} digits")
     return int(match.group(1)) * UNITS.get(match.group(2) or "B", 1)
 
 
@@ -35,13 +40,17 @@ def format_size(nbytes: int) -> str:
 
 
 def parse_duration(text: str | float) -> float:
-    """``"10m"`` -> 600.0 seconds; a bare number is seconds."""
+    """``"10m"`` -> 600.0 seconds; a bare number is seconds.  Raises ``ValueError`` for
+    anything but a finite, positive duration of at most :data:`MAX_DURATION_S`."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text <= 0:
-            raise ValueError(f"{text!r} is not a positive duration")
-        return float(text)
-    match = _DURATION.match(str(text))
-    if not match or float(match.group(1)) <= 0:
-        raise ValueError(f"{text!r} is not a duration; allowed: a positive number with "
-                         f"ms, s, m or h (e.g. 10m)")
-    return float(match.group(1)) * _SECONDS[match.group(2)]
+        seconds = float(text) if abs(text) <= MAX_DURATION_S else math.inf
+    else:
+        match = _DURATION.match(str(text)[:40])
+        if not match:
+            raise ValueError(f"{str(text)[:40]!r} is not a duration; allowed: a positive number "
+                             "with ms, s, m or h (e.g. 10m)")
+        seconds = float(match.group(1)) * _SECONDS[match.group(2)]
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
+        raise ValueError(f"{str(text)[:40]!r} is not a positive duration of at most "
+                         f"{MAX_DURATION_S / 3600:.0f}h")
+    return seconds

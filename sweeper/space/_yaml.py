@@ -1,54 +1,251 @@
-"""YAML with line numbers: every value comes back with the line it was written on.
+"""YAML with line numbers, read within bounds: every value comes back with its line.
 
 PyYAML's node tree keeps marks; this walks it once and returns plain Python
 values plus a map from key path (``params.BLOCK``) to line, so every later
 error can say ``spaces/copy.yaml:14: params.BLOCK: ...``.
+
+A space file comes from outside, so nothing in it may cost more than a space
+needs: the file is at most :data:`MAX_FILE_BYTES`, UTF-8 (or UTF-16 with a byte
+order mark, as YAML allows), and the document at most :data:`MAX_NODES` values
+nested at most :data:`MAX_DEPTH` deep, *counting every alias as the copy it
+stands for*.  Sizes are checked while the node tree is composed (an alias is a
+reference there), before anything is expanded, so an alias bomb is refused in
+milliseconds at the line of the alias that crosses the limit.
 """
 
 from __future__ import annotations
 
+import codecs
+import os
+import stat
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from sweeper.errors import SpaceError
 
+MAX_FILE_BYTES = 1 << 20
+#: Real spaces hold hundreds of values; composing one costs some 25 us in Python, so
+#: this many is refused within about half a second.
+MAX_NODES = 20_000
+MAX_DEPTH = 100
+_MERGE = "tag:yaml.org,2002:merge"
+_PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+_UTF32 = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
+_UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def read_capped(path: Path) -> bytes:
+    """The file's bytes, reading at most one byte past :data:`MAX_FILE_BYTES` (a device
+    or a pipe is never read to its end); raises ``OSError`` as ``open`` does, and
+    :class:`SpaceError` for a larger file."""
+    with path.open("rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            info = os.fstat(f.fileno())
+            size = f"{info.st_size} bytes" if stat.S_ISREG(info.st_mode) else \
+                f"more than {MAX_FILE_BYTES} bytes"
+            raise SpaceError(f"the file is {size}; a space file may be at most "
+                             f"{MAX_FILE_BYTES} bytes (1 MiB)", file=str(path), line=1)
+    return data
+
+
+def decode_text(data: bytes, file: str) -> str:
+    """``data`` as text, or a :class:`SpaceError` at the line of the first byte that is not."""
+    if data.startswith(_UTF32):
+        raise SpaceError("UTF-32 text; save the space file as UTF-8", file=file, line=1)
+    if data.startswith(_UTF16):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError as err:
+            raise SpaceError(f"not UTF-16 text after its byte order mark (offset {err.start}); "
+                             "save the space file as UTF-8", file=file, line=1) from None
+        return _no_nul(text.lstrip("\ufeff"), file)
+    nul = data.find(b"\0")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if nul < 0 or nul > err.start:
+            raise SpaceError(f"not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+                             f"{err.start}); save the space file as UTF-8", file=file,
+                             line=data.count(b"\n", 0, err.start) + 1) from None
+    if nul >= 0:
+        raise SpaceError(f"not text (a NUL byte at offset {nul}); save the space file as UTF-8",
+                         file=file, line=data.count(b"\n", 0, nul) + 1)
+    return text.removeprefix("\ufeff")
+
+
+def _no_nul(text: str, file: str) -> str:
+    nul = text.find("\0")
+    if nul >= 0:
+        raise SpaceError(f"not text (a NUL character at offset {nul}); save the space file as "
+                         "UTF-8", file=file, line=text.count("\n", 0, nul) + 1)
+    return text
+
+
+class _Alias(yaml.Node):
+    """Where ``*name`` was written, standing for the node its anchor names."""
+
+    id = "alias"
+
+    def __init__(self, target: yaml.Node, mark: Any) -> None:
+        super().__init__(target.tag, target.value, mark, mark)
+        self.target = target
+
+
+class _Bounded(yaml.composer.Composer):
+    """PyYAML's composer, counting every node the document stands for as it goes."""
+
+    file: str
+
+    def bound(self, file: str) -> None:
+        self.file = file
+        self.anchors: dict[str, yaml.Node] = {}
+        self.depth = 0
+        self.total = 0                                       # nodes, aliases expanded
+        self.extent: dict[int, tuple[int, int]] = {}         # id(node) -> (size, height)
+
+    def refuse(self, message: str, mark: Any) -> SpaceError:
+        return SpaceError(message, file=self.file, line=mark.line + 1)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent) and self.peek_event().anchor in self.anchors:
+            event = self.get_event()
+            target = self.anchors[event.anchor]
+            if target.end_mark is None:          # its anchor's node is still being composed
+                raise self.refuse(f"alias *{event.anchor} is recursive (it stands for a node "
+                                  "that contains it)", event.start_mark)
+            size, height = self.extent[id(target)]
+            self.count(size, event.start_mark, f"alias *{event.anchor} stands for {size} values"
+                       " (an alias is a full copy); ")
+            if self.depth + height > MAX_DEPTH:
+                raise self.refuse(f"alias *{event.anchor} nests the document more than "
+                                  f"{MAX_DEPTH} levels deep", event.start_mark)
+            return _Alias(target, event.start_mark)
+        mark = self.peek_event().start_mark
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.refuse(f"nested more than {MAX_DEPTH} levels deep", mark)
+        self.count(1, mark, "")
+        node = super().compose_node(parent, index)
+        self.depth -= 1
+        children = [] if isinstance(node, yaml.ScalarNode) else (
+            node.value if isinstance(node, yaml.SequenceNode) else
+            [n for pair in node.value for n in pair])
+        sizes = [self.extent[id(getattr(c, "target", c))] for c in children]
+        self.extent[id(node)] = (1 + sum(s for s, _ in sizes),
+                                 1 + max((h for _, h in sizes), default=0))
+        return node
+
+    def count(self, size: int, mark: Any, why: str) -> None:
+        self.total += size
+        if self.total > MAX_NODES:
+            raise self.refuse(f"{why}the document grows past {MAX_NODES} values; a space file "
+                              "may hold at most that many", mark)
+
+
+# libyaml's parser, where PyYAML has it, is some 20 times faster than the pure-Python one
+# (a 1 MiB file is read in a fraction of a second); either way the composer is _Bounded.
+_Events: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Bounded, _Events):  # type: ignore[misc, valid-type]
+    def __init__(self, text: str, file: str) -> None:
+        _Events.__init__(self, text)
+        self.bound(file)
+
 
 def load_with_lines(text: str, file: str) -> tuple[Any, dict[str, int]]:
     """Parse ``text``; return ``(data, lines)`` where ``lines[path]`` is 1-based."""
-    loader = yaml.SafeLoader(text)
+    _printable(text, file)
     try:
-        node = loader.get_single_node()
+        loader = _Loader(text, file)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+        if node is None:
+            raise SpaceError("the file is empty; a space needs at least 'kernel' and 'params'",
+                             file=file, line=1)
+        lines: dict[str, int] = {}
+        return _convert(node, "", lines, file, loader), lines
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark else None
-        raise SpaceError(f"YAML syntax error: {err.problem or err}", file=file, line=line) \
-            from None
-    finally:
-        loader.dispose()
-    if node is None:
-        raise SpaceError("the file is empty; a space needs at least 'kernel' and 'params'",
-                         file=file, line=1)
-    lines: dict[str, int] = {}
-    return _convert(node, "", lines, file, yaml.SafeLoader("")), lines
+        what = "YAML" if isinstance(err, yaml.constructor.ConstructorError) else \
+            "YAML syntax error"
+        raise SpaceError(f"{what}: {err.problem or err.context or err}", file=file,
+                         line=mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as err:
+        raise SpaceError(f"YAML error: {err}", file=file, line=1) from None
+
+
+def _printable(text: str, file: str) -> None:
+    """Refuse the characters YAML does not allow (control characters), with their line."""
+    bad = yaml.reader.Reader.NON_PRINTABLE.search(text)
+    if bad:
+        raise SpaceError(f"character U+{ord(bad.group()):04X} is not allowed in YAML (a control "
+                         "character, not text)", file=file,
+                         line=text.count("\n", 0, bad.start()) + 1)
 
 
 def _convert(node: yaml.Node, path: str, lines: dict[str, int], file: str,
              loader: yaml.SafeLoader) -> Any:
     lines[path] = node.start_mark.line + 1
+    node = getattr(node, "target", node)
     if isinstance(node, yaml.MappingNode):
+        _plain(node, file)
         out: dict[str, Any] = {}
+        merged: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            key = str(key)
+            if getattr(key_node, "target", key_node).tag == _MERGE:
+                for source in _merge_sources(value_node, file):
+                    for key, value in _convert(source, path, lines, file, loader).items():
+                        merged.setdefault(key, value)
+                lines[path] = node.start_mark.line + 1
+                continue
+            key = str(_scalar(key_node, file, loader, "a key"))
             child = f"{path}.{key}" if path else key
             if key in out:
                 raise SpaceError(f"duplicate key {key!r} (first on line {lines[child]})",
                                  file=file, line=key_node.start_mark.line + 1, path=child)
             out[key] = _convert(value_node, child, lines, file, loader)
             lines[child] = key_node.start_mark.line + 1
-        return out
+        return {**{k: v for k, v in merged.items() if k not in out}, **out}
     if isinstance(node, yaml.SequenceNode):
+        _plain(node, file)
         return [_convert(item, f"{path}[{i}]", lines, file, loader)
                 for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+    return _scalar(node, file, loader, "a value")
+
+
+def _merge_sources(value: yaml.Node, file: str) -> list[yaml.MappingNode]:
+    """What ``<<:`` merges: a mapping or a list of them, earlier ones taking precedence."""
+    value = getattr(value, "target", value)
+    items = value.value if isinstance(value, yaml.SequenceNode) else [value]
+    sources = [getattr(item, "target", item) for item in items]
+    for item, source in zip(items, sources):
+        if not isinstance(source, yaml.MappingNode):
+            raise SpaceError("a merge key (<<) takes a mapping or a list of mappings, such as "
+                             "<<: *common", file=file, line=item.start_mark.line + 1)
+    return sources
+
+
+def _plain(node: yaml.Node, file: str) -> None:
+    if node.tag not in _PLAIN_COLLECTIONS:
+        raise SpaceError(f"the tag {node.tag} is not allowed here; write a plain mapping or "
+                         "list", file=file, line=node.start_mark.line + 1)
+
+
+def _scalar(node: yaml.Node, file: str, loader: yaml.SafeLoader, what: str) -> Any:
+    node = getattr(node, "target", node)
+    if not isinstance(node, yaml.ScalarNode):
+        raise SpaceError(f"{what} here must be a plain value, not a "
+                         f"{'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}",
+                         file=file, line=node.start_mark.line + 1)
+    try:
+        return loader.construct_object(node, deep=True)
+    except (ValueError, OverflowError) as err:        # a 5000-digit integer, a 13th month
+        reason = str(err).split(":")[0]
+        raise SpaceError(f"cannot read {node.value[:40]!r}: {reason}", file=file,
+                         line=node.start_mark.line + 1) from None
