@@ -394,7 +394,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     text = json.dumps(space_schema(), indent=2) + "\n"
     if args.output:
-        Path(args.output).write_text(text)
+        from sweeper.fsio import atomic_write
+
+        atomic_write(args.output, text)
         print(f"wrote {args.output}")
     else:
         print(text, end="")
@@ -409,6 +411,9 @@ def cmd_tuned(args: argparse.Namespace) -> int:
         footprint = parse_size(args.footprint)
     except ValueError as err:
         raise SweeperError(f"--footprint: {err}") from None
+    if footprint <= 0:
+        raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: a "
+                           "positive size (e.g. 256MiB)")
     print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, gpu=args.gpu,
                          path=args.tuning)))
     return 0

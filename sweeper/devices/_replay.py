@@ -10,6 +10,7 @@ the whole pipeline can then be tested and compared without a GPU.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -87,13 +88,16 @@ def read_table(path: Path) -> tuple[dict[str, str], list[str], list[dict[str, st
 
 def write_table(path: Path, header: Mapping[str, Any], params: Sequence[str],
                 rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write a replay table: ``# key: value`` lines, then the CSV."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        f.write(f"# {FORMAT}\n")
-        for key, value in header.items():
-            f.write(f"# {key}: {value}\n")
-        writer = csv.DictWriter(f, fieldnames=[*params, *RESERVED])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(row)
+    """Write a replay table: ``# key: value`` lines, then the CSV; a failure leaves
+    ``path`` as it was (see :func:`sweeper.fsio.atomic_write`)."""
+    from sweeper.fsio import atomic_write
+
+    out = io.StringIO(newline="")
+    out.write(f"# {FORMAT}\n")
+    for key, value in header.items():
+        out.write(f"# {key}: {value}\n")
+    writer = csv.DictWriter(out, fieldnames=[*params, *RESERVED])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    atomic_write(path, out.getvalue())
