@@ -155,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sweeper.sweep import StopFlag, Sweep, open_study
 
     device = open_device(args.device)
+    device.check_space(space)
     kernel = load_kernel(space.kernel)
     name = args.study or (space.study if device.name == "cuda" else f"{space.study}-{device.name}")
     store = StudyStore(Path(args.studies_dir) / name)
@@ -257,14 +258,17 @@ def _go_on_fresh(message: str, args: argparse.Namespace) -> int:
 
 
 def _space_and_device(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The space (with -p overrides) and the device, checked in that order."""
+    """The space (with -p overrides) and the device, checked in that order, then the
+    space against the device."""
     if args.device == "interpret":       # before any kernel module is imported or jitted
         os.environ["TRITON_INTERPRET"] = "1"
     from sweeper.devices import open_device
     from sweeper.space import load_space
 
     space = load_space(args.space, args.param)
-    return space, open_device(args.device)
+    device = open_device(args.device)
+    device.check_space(space)
+    return space, device
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
