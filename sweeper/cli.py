@@ -17,6 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import ContextLost, StudyError, SweeperError
+from sweeper.options import (
+    ArgumentParser,
+    check_study_name,
+    seconds,
+    study_folder,
+    whole_number,
+)
 
 EXIT_USAGE = 2
 #: How many times one `sweeper run` goes on in a fresh process after trials that broke
@@ -26,7 +33,11 @@ MAX_RESTARTS = 20
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SweeperError as err:         # a bad option or value: one line, as any bad input
+        print(err, file=sys.stderr)
+        return EXIT_USAGE
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     try:
         return int(args.func(args) or 0)
@@ -45,7 +56,7 @@ def _located(err: SweeperError) -> bool:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sweeper", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="sweeper", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -54,8 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     _device_option(run)
     _param_option(run)
     _study_options(run)
-    run.add_argument("--trials", type=int, help="stop after this many measured trials")
-    run.add_argument("--time", help="stop after this long (e.g. 90s, 10m)")
+    run.add_argument("--trials", type=whole_number,
+                     help="stop after this many measured trials (at least 1)")
+    run.add_argument("--time", type=seconds, help="stop after this long (e.g. 90s, 10m)")
     run.add_argument("--force", action="store_true",
                      help="add to a study measured with other settings")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
@@ -138,27 +150,18 @@ def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.device == "interpret":       # before any kernel module is imported or jitted
-        os.environ["TRITON_INTERPRET"] = "1"
-    from sweeper.space import format_size, load_space, parse_duration
+    from sweeper.space import format_size
 
-    space = load_space(args.space, args.param)
-    max_time = None
-    if args.time is not None:
-        try:
-            max_time = parse_duration(args.time)
-        except ValueError as err:
-            raise SweeperError(f"--time: {err}") from None
-    from sweeper.devices import open_device
+    if args.study is not None:
+        check_study_name("--study", args.study)
+    space, device = _space_and_device(args)
     from sweeper.kernels import load_kernel
     from sweeper.store import StudyStore
     from sweeper.sweep import StopFlag, Sweep, open_study
 
-    device = open_device(args.device)
-    device.check_space(space)
     kernel = load_kernel(space.kernel)
     name = args.study or (space.study if device.name == "cuda" else f"{space.study}-{device.name}")
-    store = StudyStore(Path(args.studies_dir) / name)
+    store = StudyStore(study_folder(args.studies_dir, name))
     command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=args.force)
@@ -185,7 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         sweep = Sweep(space, kernel, device, store,
                       reporter=_reporter(args.quiet, kernel.headline), stop=stop,
-                      max_trials=args.trials, max_time_s=max_time,
+                      max_trials=args.trials, max_time_s=args.time,
                       ceilings=None if isinstance(limits, str) else limits,
                       priors=_priors(space, args.studies_dir, facts.name, store.root, say),
                       on_hang=lambda record: _hung(record, args, store))
@@ -326,8 +329,10 @@ def cmd_ab(args: argparse.Namespace) -> int:
     space, device = _space_and_device(args)
     if device.replays:
         raise SweeperError("ab measures; it cannot run on a replay device")
-    name = args.vary.replace('=', '-').replace(',', '-vs-').replace(' ', '')
-    out = Path(args.studies_dir) / f"{space.study}-ab" / f"{name}.json"
+    from sweeper.space._names import safe_name
+
+    name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
+    out = study_folder(args.studies_dir, f"{space.study}-ab") / f"{name}.json"
     result = run_ab(space, load_kernel(space.kernel), device, args.vary, out)
     c = result.comparison
     fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())

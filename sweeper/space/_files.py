@@ -60,25 +60,32 @@ def _drop(where: Where, path: str) -> None:
 
 
 def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Where]:
-    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option."""
+    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option.
+    The values are read as a space file's are (the same YAML loader, then the same
+    checks), and an axis given twice is refused, as a key written twice in a file is."""
     if not overrides:
         return data, where
     data = dict(data) if isinstance(data, dict) else data
+    given: dict[str, str] = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip() or not raw.strip():
             raise SpaceError(f"{item!r} is not KEY=VALUE[,VALUE...]", file="-p")
         key = key.strip()
-        try:
-            loaded = yaml.safe_load(raw) if raw.lstrip().startswith(("[", "{")) else [
-                yaml.safe_load(v) for v in raw.split(",")]
-        except yaml.YAMLError as err:
-            raise SpaceError(f"{item!r}: not YAML: {err}", file="-p") from None
+        if key in given:
+            raise SpaceError(f"{key} is given twice (also -p {given[key]}); give each axis "
+                             "once", file="-p " + item)
+        given[key] = item
+        if raw.lstrip().startswith(("[", "{")):
+            loaded, _ = load_with_lines(raw, "-p " + item)
+        else:
+            try:
+                loaded = [yaml.safe_load(v) for v in raw.split(",")]
+            except yaml.YAMLError as err:
+                raise SpaceError(f"{item!r}: not YAML: {err}", file="-p") from None
         params = dict(data.get("params") or {}) if isinstance(data, dict) else {}
         params[key] = loaded
         data["params"] = params
         _drop(where, f"params.{key}")
         where[f"params.{key}"] = ("-p " + item, None)
     return data, where
-
-

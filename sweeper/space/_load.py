@@ -32,6 +32,7 @@ from sweeper.space._model import (
 )
 from sweeper.space._units import DTYPES, parse_duration, parse_size
 from sweeper.space._files import load_located, override
+from sweeper.space._names import safe_name, study_name_problem
 from sweeper.space._yaml import load_with_lines
 
 TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget",
@@ -52,7 +53,7 @@ def load_space(path: str | Path, overrides: Sequence[str] = ()) -> Space:
     ``overrides`` such as ``BLOCK=1024,2048`` replacing axes (the CLI's ``-p``)."""
     data, where, text = load_located(Path(path), ())
     data, where = override(data, where, overrides)
-    return _Parser(str(path), where).space(data, text, Path(path).stem)
+    return _Parser(str(path), where).space(data, text, safe_name(Path(path).stem))
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
@@ -105,9 +106,8 @@ class _Parser:
     def space(self, data: Any, text: str, default_study: str) -> Space:
         data = self.keys(data, "", TOP_KEYS)
         study = data.get("study", default_study)
-        if not isinstance(study, str) or not study or "/" in study or study.startswith("."):
-            raise self.error("study", f"{study!r} is not a study name; allowed: a non-empty "
-                             "name without '/' that does not start with '.'")
+        if study_name_problem(study):
+            raise self.error("study", str(study_name_problem(study)))
         if "kernel" not in data:
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
         kernel_name = data["kernel"]
