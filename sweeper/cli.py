@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("space", help="the space file (YAML)")
     _device_option(run)
     _param_option(run)
+    _allow_option(run)
     _study_options(run)
     run.add_argument("--trials", type=whole_number,
                      help="stop after this many measured trials (at least 1)")
@@ -78,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("space")
     _device_option(plan)
     _param_option(plan)
+    _allow_option(plan)
     plan.set_defaults(func=cmd_plan)
 
     report = sub.add_parser("report", help="heatmaps and best-config report of a study")
@@ -100,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--vary", required=True, metavar="KEY=A,B", help="the axis and its two values")
     _device_option(ab)
     _param_option(ab)
+    _allow_option(ab)
     ab.add_argument("--studies-dir", default="studies")
     ab.set_defaults(func=cmd_ab)
 
@@ -133,6 +136,13 @@ def _param_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=V1,V2",
                    help="replace one axis for this run, e.g. -p BLOCK=1024,2048 or "
                    "-p 'grid=[sms, \"cdiv(n, BLOCK)\"]' (repeatable)")
+
+
+def _allow_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                   help="a folder besides the space file's own that its extends: may read "
+                   "files from (repeatable; also $SWEEPER_ALLOW_PATH, separated by "
+                   f"{os.pathsep!r})")
 
 
 def _device_option(p: argparse.ArgumentParser) -> None:
@@ -260,28 +270,29 @@ def _go_on_fresh(message: str, args: argparse.Namespace) -> int:
     return 1     # not reached
 
 
-def _space_and_device(args: argparse.Namespace) -> tuple[Any, Any]:
+def _space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[Any, Any]:
     """The space (with -p overrides) and the device, checked in that order, then the
-    space against the device."""
+    space against the device; ``user_code=False`` imports no user kernel."""
     if args.device == "interpret":       # before any kernel module is imported or jitted
         os.environ["TRITON_INTERPRET"] = "1"
     from sweeper.devices import open_device
     from sweeper.space import load_space
 
-    space = load_space(args.space, args.param)
+    space = load_space(args.space, args.param, allow=args.allow_path, user_code=user_code)
     device = open_device(args.device)
     device.check_space(space)
     return space, device
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from sweeper.kernels import load_kernel
+    from sweeper.kernels import BUILTINS, load_kernel
     from sweeper.plan import make_plan
+    from sweeper.space import AxisRole
 
-    space, device = _space_and_device(args)
+    space, device = _space_and_device(args, user_code=False)
     facts = device.facts()
-    plan = make_plan(space, load_kernel(space.kernel), facts, device.name,
-                     device.measure_spec(space.measure))
+    kernel = load_kernel(space.kernel) if space.kernel in BUILTINS else None
+    plan = make_plan(space, kernel, facts, device.name, device.measure_spec(space.measure))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")
     removed = sum(plan.removed.values())
@@ -296,6 +307,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"{a['bandwidth'] / 1e9:g} GB/s)")
     if device.name == "replay":
         print("  (as on the GPU the table was recorded on; the replay itself takes seconds)")
+    if kernel is None:
+        meta = [a.name for a in space.axes if a.role is AxisRole.META]
+        print(f"not checked: kernel {space.kernel} was not imported (plan runs no user "
+              f"code): its meta-parameters ({', '.join(meta) or 'none'}) and their values, "
+              "and its defaults for axes the file leaves out (the base Kernel's were "
+              "used); the estimate counts launches only, not the bytes it moves. "
+              "`sweeper run` checks all of it before measuring")
     return 0
 
 

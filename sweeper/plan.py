@@ -50,8 +50,10 @@ class Plan:
     trials: int = 0                                       # what the budget lets run
 
 
-def make_plan(space: Space, kernel: Kernel, facts: DeviceFacts, device: str,
+def make_plan(space: Space, kernel: Kernel | None, facts: DeviceFacts, device: str,
               measure: MeasureSpec) -> Plan:
+    """``kernel``: ``None`` for a user kernel, which plan never imports; launches are then
+    assumed to take the launch floor, as the bytes they move are unknown."""
     valid, invalid = enumerate_choices(space, facts.env(), facts.max_footprint)
     removed = Counter(_VALUES.sub("", reason) for _, reason in invalid)
     trials = len(valid) if space.budget.trials is None else min(len(valid), space.budget.trials)
@@ -59,8 +61,8 @@ def make_plan(space: Space, kernel: Kernel, facts: DeviceFacts, device: str,
     seconds = 0.0
     for choice in valid[:trials]:
         config = space.resolve(choice, facts.env(), facts.max_footprint)
-        launch = max(kernel.bytes_moved(config.problem) / assumed["bandwidth"],
-                     assumed["launch_s"])
+        moved = kernel.bytes_moved(config.problem) if kernel is not None else 0
+        launch = max(moved / assumed["bandwidth"], assumed["launch_s"])
         samples = _expected_samples(measure, launch)
         launches = measure.warmup + 2 + samples * measure.batch
         flushes = device != "interpret" and config.cache == "cold"   # the interpreter never does

@@ -31,7 +31,7 @@ from sweeper.space._model import (
     Value,
 )
 from sweeper.space._units import DTYPES, parse_duration, parse_size
-from sweeper.space._files import load_located, override
+from sweeper.space._files import load_located, override, reachable
 from sweeper.space._names import safe_name, study_name_problem
 from sweeper.space._yaml import load_with_lines
 
@@ -48,12 +48,15 @@ MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
 
 
-def load_space(path: str | Path, overrides: Sequence[str] = ()) -> Space:
-    """Read and validate the space file at ``path`` (following ``extends:``), with
-    ``overrides`` such as ``BLOCK=1024,2048`` replacing axes (the CLI's ``-p``)."""
-    data, where, text = load_located(Path(path), ())
+def load_space(path: str | Path, overrides: Sequence[str] = (), *,
+               allow: Sequence[str | Path] = (), user_code: bool = True) -> Space:
+    """Read and validate the space file at ``path`` (following ``extends:`` within its
+    folder and the folders in ``allow``), with ``overrides`` such as ``BLOCK=1024,2048``
+    replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no user kernel: its
+    meta-parameters are taken from the space as written, unchecked."""
+    data, where, text = load_located(Path(path), (), reachable(Path(path), allow))
     data, where = override(data, where, overrides)
-    return _Parser(str(path), where).space(data, text, safe_name(Path(path).stem))
+    return _Parser(str(path), where, user_code).space(data, text, safe_name(Path(path).stem))
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
@@ -63,9 +66,11 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
 
 
 class _Parser:
-    def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]]) -> None:
+    def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
+                 user_code: bool = True) -> None:
         self.file = file
         self.where = where
+        self.user_code = user_code
         self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
         self.ties: list[Tie] = []
 
@@ -111,7 +116,7 @@ class _Parser:
         if "kernel" not in data:
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
         kernel_name = data["kernel"]
-        kernel_cls = self.kernel(kernel_name)
+        kernel_cls = self.kernel(kernel_name, data.get("params"))
         if "params" not in data:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
@@ -125,13 +130,15 @@ class _Parser:
             budget=self.budget(data.get("budget", {})), path=self.file, text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
-    def kernel(self, name: Any) -> type:
-        from sweeper.kernels import kernel_class
+    def kernel(self, name: Any, params: Any) -> type:
+        """The kernel's class; with ``user_code`` off a user kernel is not imported: a
+        stand-in declares the meta-parameters ``params`` names."""
+        from sweeper.kernels import kernel_class, unchecked_kernel
 
         if not isinstance(name, str):
             raise self.error("kernel", f"{name!r} is not a kernel name")
         try:
-            return kernel_class(name)
+            return kernel_class(name) if self.user_code else unchecked_kernel(name, params)
         except SweeperError as err:
             raise self.error("kernel", str(err)) from None
 
