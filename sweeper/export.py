@@ -99,6 +99,8 @@ def _entry_key(entry: dict[str, Any]) -> tuple[Any, ...]:
 def _read(path: Path) -> dict[str, Any]:
     """The tuning file at ``path``, every entry checked: a file edited by hand or cut
     short is refused with one line naming the entry, never a ``KeyError`` at launch."""
+    if path.exists() and not path.is_file():      # /dev/zero would be read without end
+        raise SweeperError(f"{path}: not a regular file; a tuning file is a JSON file")
     try:
         data = json.loads(path.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:

@@ -213,6 +213,13 @@ def test_tuned_api_refuses_a_bad_footprint_or_dtype(tmp_path):
         tuned("copy", dtype="float99", footprint=4096, gpu=GPU, path=path)
 
 
+def test_a_tuning_file_that_is_a_device_is_refused_before_reading(capsys):
+    assert main(["tuned", "copy", "--footprint", "1MiB", "--gpu", GPU, "--tuning",
+                 "/dev/zero"]) == 2
+    assert _one_line(capsys) == ("sweeper: /dev/zero: not a regular file; a tuning file is a "
+                                 "JSON file")
+
+
 def test_schema_to_dev_full_is_refused(capsys):
     assert main(["schema", "-o", "/dev/full"]) == 2
     assert _one_line(capsys) == ("sweeper: cannot write /dev/full: it is a device, not a "

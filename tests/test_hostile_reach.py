@@ -13,6 +13,7 @@ import pytest
 from sweeper.cli import main
 from sweeper.space import load_space
 from sweeper.space._names import safe_name, study_name_problem
+from tests.test_hostile_outputs import _one_line
 
 TINY = """
 study: tiny
@@ -31,12 +32,6 @@ SECRET = "root:$6$SECRETHASH:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
 def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file()}
-
-
-def _one_line(capsys) -> str:
-    captured = capsys.readouterr()
-    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err, captured.err
-    return captured.err.rstrip("\n")
 
 
 @pytest.fixture

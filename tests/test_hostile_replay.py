@@ -12,6 +12,7 @@ from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.devices._replay import MIN_MS
 from sweeper.store import StudyStore
+from sweeper.trial import TrialStatus
 
 TABLES = Path(__file__).resolve().parent / "data" / "replay"
 SPACE = """
@@ -87,8 +88,8 @@ BAD_ROWS = [
     (1, "256,64,cold,float32,4KiB,sms,ok,0.25,0.25 NaN", "samples_ms: 'NaN' is not a time"),
     (1, "256,64,cold,float32,4KiB,sms,ok,0.25,0.25 -1", "samples_ms: '-1' is not a time"),
     (1, "256,64,cold,float32,4KiB,sms,great,0.25,", "status 'great' is not a recorded "
-        "outcome; allowed: ok, compile_error, out_of_resources, wrong_answer, crashed, "
-        "timeout, abandoned"),
+        "outcome; allowed: " + ", ".join(s.value for s in TrialStatus if s.value not in
+                                         ("invalid", "missing"))),
     (1, "256,64,cold,float32,4KiB,sms,,0.25,", "status '' is not a recorded outcome"),
     (1, "256,64,cold,float32,4KiB,sms,missing,0.25,", "status 'missing' is not a recorded"),
     (2, "256,32,cold,float32,4KiB,2*sms,out_of_resources,-3,", "median_ms: '-3' is not a "
@@ -155,6 +156,11 @@ def test_a_table_with_a_column_the_space_lacks_is_refused(space, tmp_path, capsy
     assert _refused(space, table, capsys) == (
         f"{table}: column 'num_stages' is not an axis of {space} (its axes: grid, block, "
         "dtype, footprint, cache, BLOCK); replay a table recorded with the same axes")
+
+
+def test_a_table_that_is_a_device_is_refused_before_reading(space, capsys):
+    assert _refused(space, Path("/dev/zero"), capsys) == ("/dev/zero: not a regular file; a "
+                                                         "replay table is a CSV file")
 
 
 @pytest.mark.parametrize("content, said", [

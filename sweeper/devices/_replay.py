@@ -94,6 +94,8 @@ def read_table(path: Path) -> tuple[dict[str, str], list[str], list[dict[str, st
     """(header facts, column names, rows) of a replay table, every row checked: a table
     is data from outside, so a value that is not a recorded outcome or a plausible time
     refuses the whole table with ``table.csv:LINE: what is wrong``."""
+    if path.exists() and not path.is_file():      # /dev/zero would be read without end
+        raise _bad(path, None, "not a regular file; a replay table is a CSV file")
     try:
         raw = path.read_bytes()
     except OSError as err:
