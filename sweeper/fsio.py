@@ -3,7 +3,8 @@
 :func:`atomic_write` writes to a unique temporary file in the target's folder,
 fsyncs it, renames it over the target and fsyncs the folder: a reader sees the
 old file or the new one, never a half-written one, and a disk that fills up, a
-read-only folder or an I/O error costs the new content only.  A target that is
+read-only folder or an I/O error costs the new content only.  The new file keeps the
+permissions of the one it replaces (a new one gets the umask's).  A target that is
 not a regular file (``/dev/full``, a directory, a FIFO) is refused before
 anything is written: writing "into" it cannot be made atomic, and ``/dev/full``
 or a pipe would take data without end or never let the rename happen.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
+import uuid
 from pathlib import Path
 
 from sweeper.errors import SweeperError
@@ -32,8 +33,12 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     tmp: str | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        name = str(target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # umask applies
+        tmp = name
         try:
+            if target.exists():             # keep the permissions the file had
+                os.fchmod(fd, stat.S_IMODE(target.stat().st_mode))
             _write_all(fd, payload)
             os.fsync(fd)
         finally:
@@ -79,16 +84,17 @@ def _write_all(fd: int, payload: bytes) -> None:
 
 
 def _fsync_folder(folder: Path) -> None:
-    """Make the rename durable; a file system that cannot fsync a folder is left be."""
+    """Make the rename durable, as far as the folder lets us.  Best effort: the new file
+    is already in place, so a folder that cannot be opened or synced (some file systems
+    refuse) must not be reported as a failed write that left the old file."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
         return
     try:
         os.fsync(fd)
-    except OSError as err:
-        if err.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
-            raise
+    except OSError:
+        pass
     finally:
         os.close(fd)
 

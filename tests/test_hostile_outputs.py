@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,8 @@ def test_export_to_a_folder_is_refused_and_the_folder_untouched(one_study, tmp_p
     assert list(folder.iterdir()) == []
 
 
-FAILURES = [("write", errno.ENOSPC, "disk full (No space left on device)"),
+FAILURES = [("open", errno.EACCES, "Permission denied"),         # a read-only folder
+            ("write", errno.ENOSPC, "disk full (No space left on device)"),
             ("fsync", errno.EIO, "Input/output error"),
             ("replace", errno.EROFS, "Read-only file system")]
 
@@ -104,6 +106,33 @@ def test_a_write_that_takes_no_bytes_ends_instead_of_spinning(tmp_path, monkeypa
     monkeypatch.setattr(fsio.os, "write", lambda fd, data: 0)
     with pytest.raises(SweeperError, match="the file system accepted no bytes; nothing"):
         fsio.atomic_write(tmp_path / "x", "text")
+
+
+def test_a_folder_that_cannot_be_synced_still_gets_the_new_file(tmp_path, monkeypatch):
+    real = os.fsync
+
+    def fsync(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real(fd)
+
+    monkeypatch.setattr(fsio.os, "fsync", fsync)
+    (tmp_path / "x").write_text("old")
+    fsio.atomic_write(tmp_path / "x", "new")
+    assert (tmp_path / "x").read_text() == "new" and os.listdir(tmp_path) == ["x"]
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path):
+    (tmp_path / "x").write_text("old")
+    (tmp_path / "x").chmod(0o640)
+    fsio.atomic_write(tmp_path / "x", b"new")
+    assert stat.S_IMODE((tmp_path / "x").stat().st_mode) == 0o640
+    umask = os.umask(0o022)
+    try:
+        fsio.atomic_write(tmp_path / "y", "new")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "y").stat().st_mode) == 0o644
 
 
 def test_export_through_a_link_replaces_the_file_and_keeps_the_link(one_study, tmp_path):
