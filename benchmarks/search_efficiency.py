@@ -15,6 +15,13 @@ use).  On a table whose fastest configs differ by less than the timing noise (co
 8 MiB: 8 µs launches) "98 % of the best" names a handful of configs the noise
 favoured, and every sampler needs many trials to hit one; "tied" asks for what a
 re-measurement could confirm.
+
+Every sampler, ``auto`` included, runs without priors (earlier studies' winners): the
+sweep is built here with ``priors=[]``, not through ``sweeper run``, so the other seeds'
+studies in the same folder are never read and the counts are the search's own.
+``auto+prior`` is the one exception, by name: it starts from the best configs of a
+recorded table of a *neighbouring* problem (``PRIOR_FROM``), never the table it is
+scored on.
 """
 
 from __future__ import annotations
@@ -199,7 +206,7 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
                    goal: str = "98") -> int | None:
     device = open_device(f"replay:{table}")
     space = load_space(ROOT / space_path)
-    seeds = priors(table, space) if sampler == "auto+prior" else []
+    seeds = priors(table, space) if sampler == "auto+prior" else []   # [] = the search alone
     store = StudyStore(root / f"{table.stem}-{sampler}-{seed}")
     space = dataclasses.replace(space, sampler=SamplerSpec(name=sampler.removesuffix("+prior"),
                                                            seed=seed),

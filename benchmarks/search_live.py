@@ -10,7 +10,9 @@
 3. The exhaustive sweep again with ``measure.abandon: 1.5``: how many trials were
    abandoned, the GPU sampling time saved, and whether the best is the same config.
 
-Finals (interleaved re-measurement) are left out: this measures search alone.  Wall
+Finals (interleaved re-measurement) and priors (earlier studies' winners, which ``sweeper
+run`` would hand ``auto``; here the other seeds' runs of the same problem) are left out:
+this measures search alone.  Wall
 times include Triton's compile of each config the first time it is launched: the
 reference compiles all of them, later runs find them in Triton's cache, so compare GPU
 sampling time saved, not wall times across runs.  Prints a table last; the studies stay
@@ -49,7 +51,7 @@ def sweep(space, kernel, device, root: Path, name: str, best: float = float("inf
     watch = StopAtGoal(best, stop=None)
     t0 = time.perf_counter()
     summary = Sweep(space, kernel, device, store, reporter=watch, finals=False,
-                    max_trials=max_trials).run()
+                    max_trials=max_trials, priors=[]).run()
     return summary, watch, time.perf_counter() - t0
 
 

@@ -3,7 +3,8 @@
 Every other axis is held at one value (its only value, or the middle one), both
 configs are verified, then measured in interleaved rounds (A B, B A, ...) in one
 process, and the samples of each are compared: SAME / FASTER / SLOWER / UNCLEAR for
-B against A with the interval of the time ratio.
+B against A with the interval of the time ratio, under the same practical threshold as
+``sweeper compare`` (:func:`sweeper.measure.compare_samples`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 from sweeper.devices import Device
 from sweeper.errors import SweeperError
 from sweeper.kernels import Kernel
-from sweeper.measure import Comparison, StopRule, compare_samples, summarize
+from sweeper.measure import PRACTICAL, Comparison, StopRule, compare_samples, summarize
 from sweeper.space import Config, Invalid, Space
 
 ROUNDS = 10
@@ -40,6 +41,7 @@ class ABResult:
                 "samples_ms": self.samples,
                 "median_ms": {k: summarize(v).median for k, v in self.samples.items()},
                 "verdict": c.verdict.value, "ratio_b_over_a": c.ratio, "interval": [c.lo, c.hi],
+                "threshold": c.threshold,
                 "rounds": ROUNDS, "samples_per_round": SAMPLES_PER_ROUND}
 
 
@@ -60,8 +62,8 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     return axis.name, pair[0], pair[1]
 
 
-def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | None = None
-           ) -> ABResult:
+def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | None = None,
+           threshold: float = PRACTICAL) -> ABResult:
     key, a, b = parse_vary(vary, space)
     fixed = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
              if ax.name != key}
@@ -96,7 +98,8 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
                 lambda c=config, x=bufs: kernel.launch(x, c), warmup=2, rule=rule,
                 flush=config.cache == "cold", batch=measure.batch, graph=measure.graph
             ).timing.samples
-    result = ABResult(key, a, b, fixed, samples, compare_samples(samples[a], samples[b]))
+    result = ABResult(key, a, b, fixed, samples, compare_samples(samples[a], samples[b],
+                                                                threshold=threshold))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({**result.to_json(), "environment": device.environment()},

@@ -1,8 +1,13 @@
-"""The ``sweeper`` command: run, plan, report, export, tuned.
+"""The ``sweeper`` command: run, plan, report, export, tuned, ab, compare, calibrate, schema.
 
 A :class:`SweeperError` is printed as one line and exits with status 2
 (``--debug`` shows the traceback); nothing is written before the space file and
 the device have been checked.
+
+Exit status: 0 done; 1 ran, but no config produced a number (every trial failed or was
+ruled out; a line on stderr says why), or ``run`` stopped after ``MAX_RESTARTS`` fresh
+processes; 2 bad input (space file, option, study, device), nothing written; 130
+interrupted (Ctrl-C twice), every finished trial kept.
 """
 
 from __future__ import annotations
@@ -25,7 +30,10 @@ from sweeper.options import (
     whole_number,
 )
 
+EXIT_OK = 0
+EXIT_NOTHING_MEASURED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 #: How many times one `sweeper run` goes on in a fresh process after trials that broke
 #: the CUDA context (each such trial is recorded and never tried again).
 MAX_RESTARTS = 20
@@ -48,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def _located(err: SweeperError) -> bool:
@@ -56,7 +64,10 @@ def _located(err: SweeperError) -> bool:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from sweeper import __version__
+
     parser = ArgumentParser(prog="sweeper", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"sweeper {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -73,10 +84,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="add to a study measured with other settings")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    run.add_argument("--no-priors", action="store_true",
+                     help="auto: do not start from the winners of other studies of this "
+                     "kernel on this GPU in --studies-dir")
     run.set_defaults(func=cmd_run)
 
     plan = sub.add_parser("plan", help="size, constraints and time estimate; launches nothing")
-    plan.add_argument("space")
+    plan.add_argument("space", help="the space file (YAML)")
     _device_option(plan)
     _param_option(plan)
     _allow_option(plan)
@@ -85,10 +99,13 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="heatmaps and best-config report of a study")
     report.add_argument("study", help="a study name under --studies-dir, or its folder")
     _study_options(report, name=False)
+    report.add_argument("--shared-scale", action="store_true",
+                        help="one colour scale for all heatmaps of a problem, so colours "
+                        "compare across maps (default: each map its own range)")
     report.set_defaults(func=cmd_report)
 
     export = sub.add_parser("export", help="write the best configs to a tuning file")
-    export.add_argument("study")
+    export.add_argument("study", help="a study name under --studies-dir, or its folder")
     _study_options(export, name=False)
     export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
                         "studies/tuning.json); with --format csv, the table's path")
@@ -98,12 +115,14 @@ def _parser() -> argparse.ArgumentParser:
     export.set_defaults(func=cmd_export)
 
     ab = sub.add_parser("ab", help="A/B on one variable, everything else fixed, interleaved")
-    ab.add_argument("space")
+    ab.add_argument("space", help="the space file (YAML)")
     ab.add_argument("--vary", required=True, metavar="KEY=A,B", help="the axis and its two values")
     _device_option(ab)
     _param_option(ab)
+    _threshold_option(ab)
     _allow_option(ab)
-    ab.add_argument("--studies-dir", default="studies")
+    ab.add_argument("--studies-dir", default="studies",
+                    help="the samples go to STUDIES_DIR/<study>-ab/")
     ab.set_defaults(func=cmd_ab)
 
     calibrate = sub.add_parser("calibrate", help="measure this GPU's copy and matmul ceilings")
@@ -111,10 +130,11 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.set_defaults(func=cmd_calibrate)
 
     compare = sub.add_parser("compare", help="SAME/FASTER/SLOWER/UNCLEAR per config, B vs A")
-    compare.add_argument("a", help="study, or STUDY@TRIAL for one trial")
-    compare.add_argument("b")
+    compare.add_argument("a", help="study, or STUDY@TRIAL for one trial (the reference)")
+    compare.add_argument("b", help="study, or STUDY@TRIAL, judged against A")
     compare.add_argument("--max-noise", default="5%",
                          help="relative CI half-width above which SAME becomes UNCLEAR")
+    _threshold_option(compare)
     _study_options(compare, name=False)
     compare.set_defaults(func=cmd_compare)
 
@@ -123,13 +143,22 @@ def _parser() -> argparse.ArgumentParser:
     schema.set_defaults(func=cmd_schema)
 
     tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
-    tuned.add_argument("kernel")
-    tuned.add_argument("--dtype", default="float32")
+    tuned.add_argument("kernel", help="kernel name as in the space file (copy, add, matmul, "
+                       "or package.module:attr)")
+    tuned.add_argument("--dtype", default="float32", help="element type (default float32)")
     tuned.add_argument("--footprint", required=True, help="e.g. 256MiB")
     tuned.add_argument("--gpu", help="GPU name (default: this machine's)")
     tuned.add_argument("--tuning", help="tuning file")
     tuned.set_defaults(func=cmd_tuned)
     return parser
+
+
+def _threshold_option(p: argparse.ArgumentParser) -> None:
+    from sweeper.measure import PRACTICAL
+
+    p.add_argument("--threshold", default=f"{100 * PRACTICAL:g}%",
+                   help="medians closer than this are SAME even where their 95%% CIs are "
+                   "apart (default: %(default)s, as the finals)")
 
 
 def _param_option(p: argparse.ArgumentParser) -> None:
@@ -183,16 +212,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
     if device.note:
         say(f"note: {device.note}")
-    caches = space.axis("cache").labels
     how = "replayed from the table" if device.replays else (
-        f"first run timed apart, verified, {measure.describe()}; cache {' and '.join(caches)}"
-        f"{' (L2 flushed before each sample)' if 'cold' in caches else ''}")
+        f"first run timed apart, verified, {measure.describe()}; "
+        f"{_cache_text(space.axis('cache').labels, device)}")
     say(f"space: {space.size} configs; sampler {space.sampler.name} (seed {space.sampler.seed}); "
         f"each trial: {how}")
     limits = _ceilings_for(device, store)
     say(f"ceilings: {limits}" if isinstance(limits, str) else
         f"ceilings: measured {limits.measured} (sweeper calibrate); DRAM copy "
         f"{limits.dram_bandwidth():.0f} GB/s")
+    priors = _priors(space, args, facts.name, store.root, say)
     stop = StopFlag()
     previous = signal.signal(signal.SIGINT, _stop_handler(stop, say))
     try:
@@ -200,7 +229,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       reporter=_reporter(args.quiet, kernel.headline), stop=stop,
                       max_trials=args.trials, max_time_s=args.time,
                       ceilings=None if isinstance(limits, str) else limits,
-                      priors=_priors(space, args.studies_dir, facts.name, store.root, say),
+                      priors=[c for source in priors for c in source.configs],
                       on_hang=lambda record: _hung(record, args, store))
         summary = sweep.run()
     except ContextLost as lost:
@@ -208,7 +237,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
-                                "measured": summary.measured, "command": command})
+                                "measured": summary.measured, "command": command,
+                                "priors": {p.study: p.configs for p in priors}})
     failed = sum(1 for t in summary.trials[summary.resumed:]
                  if t.status.value not in ("ok", "invalid", "abandoned"))
     print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
@@ -225,18 +255,20 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{summary.saved_ms:.4g} ms of GPU time")
     if space.budget.target is not None and isinstance(limits, str):
         print(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
-    if summary.best is not None:
-        print(f"best in the sweep: {_describe_trial(summary.best, kernel.headline)}")
-    by_number = {t.number: t for t in summary.trials}
-    for final in summary.finals:
-        winner = by_number[final.winner]
-        row = next(r for r in final.finalists if r["number"] == final.winner)
-        print(f"winner after {final.rounds} interleaved rounds over {len(final.finalists)} "
-              f"finalists: {_describe_trial(winner, kernel.headline, row['stats']['median'])}; "
-              f"{len(final.tied) - 1} other(s) tied within noise")
+    from sweeper.finals import Winners
+    from sweeper.outcome import nothing_measured, outcome_lines
+
+    for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
+        print(line)
+    if summary.duty:
+        print(f"power: {summary.duty}")
     if not args.no_report:
         _report(store)
-    return 0
+    why = nothing_measured(summary.trials, summary.stopped_by)
+    if why is not None:
+        print(f"sweeper: {why}", file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
+    return EXIT_OK
 
 
 def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
@@ -260,7 +292,7 @@ def _go_on_fresh(message: str, args: argparse.Namespace) -> int:
     if restarts >= MAX_RESTARTS:
         print(f"sweeper: stopping after {restarts} restarts; run the same command to go on",
               file=sys.stderr)
-        return 1
+        return EXIT_NOTHING_MEASURED
     print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
           f"{MAX_RESTARTS})", file=sys.stderr)
     sys.stdout.flush()
@@ -318,12 +350,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    _report(_open_study(args))
+    _report(_open_study(args), shared_scale=args.shared_scale)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from sweeper.export import export_csv, export_study
+    from sweeper.export import entry_rate, export_csv, export_study
     from sweeper.space import format_size
 
     store = _open_study(args)
@@ -333,9 +365,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         return 0
     path, entries = export_study(store, args.output)
     for e in entries:
-        meta = " ".join(f"{k}={v}" for k, v in e["meta"].items())
+        meta = "".join(f" {k}={v}" for k, v in e["meta"].items())
+        rate, headline = entry_rate(e)
         print(f"{e['kernel']} {e['dtype']} {format_size(e['footprint'])} on {e['gpu']}: "
-              f"grid={e['grid_expr']} block={e['block']} {meta} ({e['gbps']:.4g} GB/s)")
+              f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: median "
+              f"{e['median_ms']:.4g} ms, {rate:.4g} {headline.unit} ({e['chosen_by']})")
     print(f"wrote {len(entries)} entries to {path}")
     return 0
 
@@ -344,6 +378,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     from sweeper.ab import run_ab
     from sweeper.kernels import load_kernel
 
+    threshold = _fraction_option("--threshold", args.threshold)
     space, device = _space_and_device(args)
     if device.replays:
         raise SweeperError("ab measures; it cannot run on a replay device")
@@ -351,7 +386,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
     name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
     out = study_folder(args.studies_dir, f"{space.study}-ab") / f"{name}.json"
-    result = run_ab(space, load_kernel(space.kernel), device, args.vary, out)
+    result = run_ab(space, load_kernel(space.kernel), device, args.vary, out, threshold)
     c = result.comparison
     fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())
     print(f"A/B on {result.key} with {fixed} fixed; {device.facts().name}")
@@ -364,7 +399,9 @@ def cmd_ab(args: argparse.Namespace) -> int:
               f"{s.ci_hi:.4g}], {s.n} samples")
     print(f"verdict: B ({result.key}={result.b}) is {c.verdict.value} than A "
           f"({result.key}={result.a}): time ratio {c.ratio:.4f} [{c.lo:.4f}, {c.hi:.4f}]"
-          .replace("SAME than", "the SAME as").replace("UNCLEAR than", "UNCLEAR against"))
+          .replace("SAME than", "the SAME as").replace("UNCLEAR than", "UNCLEAR against")
+          + f"; practical threshold {100 * c.threshold:g}%"
+          + (" (the CIs are apart, the medians within it)" if c.practically_same else ""))
     if device.note:
         print(f"note: {device.note}")
     print(f"samples: {out}")
@@ -374,9 +411,14 @@ def cmd_ab(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from sweeper import ceilings
     from sweeper.devices import open_device
+    from sweeper.errors import NoDeviceError
     from sweeper.space import format_size
 
-    device = open_device("cuda")
+    try:
+        device = open_device("cuda")
+    except NoDeviceError:
+        raise NoDeviceError("calibrate needs a CUDA GPU and none was found: there is "
+                            "nothing to calibrate on the CPU") from None
     env = device.environment()
     found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
     if found is None or args.force:
@@ -396,13 +438,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from sweeper.compare import compare, format_rows
-    from sweeper.space._load import _fraction
 
-    try:
-        max_noise = _fraction(args.max_noise)
-    except ValueError:
-        raise SweeperError(f"--max-noise: {args.max_noise!r} is not a fraction (e.g. 5%)") \
-            from None
+    max_noise = _fraction_option("--max-noise", args.max_noise)
+    threshold = _fraction_option("--threshold", args.threshold)
     stores, numbers = [], []
     for ref in (args.a, args.b):
         name, _, number = ref.partition("@")
@@ -410,7 +448,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise SweeperError(f"{ref!r}: a trial is written STUDY@NUMBER")
         stores.append(_open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir)))
         numbers.append(int(number) if number else None)
-    print(format_rows(compare(stores[0], stores[1], numbers[0], numbers[1], max_noise)))
+    print(format_rows(compare(stores[0], stores[1], numbers[0], numbers[1], max_noise,
+                              threshold)))
     return 0
 
 
@@ -431,7 +470,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_tuned(args: argparse.Namespace) -> int:
-    from sweeper.export import describe, tuned
+    from sweeper.export import current_gpu, describe, tuned
     from sweeper.space import parse_size
 
     try:
@@ -441,12 +480,30 @@ def cmd_tuned(args: argparse.Namespace) -> int:
     if footprint <= 0:
         raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: a "
                            "positive size (e.g. 256MiB)")
-    print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, gpu=args.gpu,
+    try:
+        gpu = args.gpu or current_gpu()
+    except SweeperError:
+        raise SweeperError("no CUDA device here to look the GPU up; name it with --gpu NAME "
+                           "(as the tuning file records it)") from None
+    print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, gpu=gpu,
                          path=args.tuning)))
     return 0
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _fraction_option(option: str, text: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05, or a one-line error naming the option."""
+    number = text.strip()
+    try:
+        value = float(number[:-1]) / 100 if number.endswith("%") else float(number)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise SweeperError(f"{option}: {text!r} is not a fraction; allowed: 0% to under "
+                           "100% (e.g. 1% or 0.01)")
+    return value
+
+
 def _open_study(args: argparse.Namespace) -> Any:
     from sweeper.store import StudyStore
 
@@ -459,37 +516,43 @@ def _open_study(args: argparse.Namespace) -> Any:
     return store
 
 
-def _report(store: Any) -> None:
+def _report(store: Any, *, shared_scale: bool = False) -> None:
     from sweeper.report import write_report
 
-    files = write_report(store)
+    files = write_report(store, shared_scale=shared_scale)
     pngs = [p for p in files.images if p.suffix == ".png"]
     print(f"report: {files.markdown} and {files.json.name}; {len(pngs)} heatmaps in "
           f"{store.root / 'heatmaps'} (PNG and SVG)")
 
 
-def _describe_trial(t: Any, headline: Any, median: float | None = None) -> str:
-    """One line for trial ``t``: its config, median (``median``: from other samples, such
-    as the interleaved final's) and the kernel's headline rate at that median."""
-    cfg = t.config
-    meta = " ".join(f"{k}={v}" for k, v in cfg["meta"].items())
-    grid = t.choice["grid"]
-    grid_text = f"{grid} (={cfg['grid']})" if grid != str(cfg["grid"]) else grid
-    rate = t.rate(headline, median)
-    median = t.stats["median"] if median is None else median
-    return (f"#{t.number} grid={grid_text} block={cfg['block']} {meta} {cfg['dtype']} "
-            f"{cfg.get('cache', 'cold')}: median {median:.4g} ms, {rate:.4g} {headline.unit}")
+def _cache_text(caches: Sequence[str], device: Any) -> str:
+    """``cache cold (L2 flushed before each sample)``, where the device really flushes."""
+    text = f"cache {' and '.join(caches)}"
+    if "cold" not in caches:
+        return text
+    if device.flushes_l2:
+        return f"{text} (L2 flushed before each sample)"
+    return f"{text} (no L2 flush on this device: cold is timed as warm)"
 
 
-def _priors(space: Any, studies_dir: str, gpu: str, root: Path, say: Any) -> list[Any]:
+def _priors(space: Any, args: argparse.Namespace, gpu: str, root: Path, say: Any) -> list[Any]:
+    """Where ``auto`` starts: the winners of other studies of this kernel on this GPU,
+    each named in the header (``--no-priors``: none)."""
     if space.sampler.name != "auto":
         return []
-    from sweeper.samplers._priors import priors_from_studies
+    if args.no_priors:
+        say("auto: starting without the winners of other studies (--no-priors)")
+        return []
+    from sweeper.samplers._priors import prior_sources
 
-    found = priors_from_studies(studies_dir, space, gpu, exclude=root)
+    found = prior_sources(args.studies_dir, space, gpu, exclude=root)
     if found:
-        say(f"auto: starting from {len(found)} configs that won earlier {space.kernel} "
-            f"studies on {gpu}")
+        names = ", ".join(f"{p.study} ({len(p.configs)} configs"
+                          f"{', measured on this same problem' if p.same_problem else ''})"
+                          for p in found)
+        say(f"auto: starting from {sum(len(p.configs) for p in found)} configs that won other "
+            f"studies of {space.kernel} on {gpu} in {args.studies_dir}: {names}; "
+            "--no-priors to start without them")
     return found
 
 

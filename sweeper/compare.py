@@ -1,7 +1,9 @@
 """``sweeper compare A B``: for each config measured in both, SAME / FASTER / SLOWER /
 UNCLEAR for B against A, with the interval of the ratio of medians (as nvbench-compare).
 
-A and B are studies, or single trials written ``STUDY@NUMBER``.
+A and B are studies, or single trials written ``STUDY@NUMBER``.  A difference within the
+practical threshold (default 1 %, the finals' own) is SAME even where the CIs are apart:
+see :func:`sweeper.measure.compare_samples`.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sweeper.errors import SweeperError
-from sweeper.measure import Comparison, compare_samples
+from sweeper.measure import PRACTICAL, Comparison, compare_samples
 from sweeper.store import StudyStore, TrialRecord
 
 
@@ -32,7 +34,8 @@ def _trials(store: StudyStore, number: int | None) -> dict[tuple[str, ...], Tria
 
 
 def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
-            b_number: int | None = None, max_noise: float = 0.05) -> list[Row]:
+            b_number: int | None = None, max_noise: float = 0.05,
+            threshold: float = PRACTICAL) -> list[Row]:
     ta, tb = _trials(a, a_number), _trials(b, b_number)
     keys = [k for k in ta if k in tb]
     if not keys:
@@ -42,11 +45,13 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
         x, y = ta[k], tb[k]
         label = " ".join(k) if k != ("trial",) else f"#{x.number} vs #{y.number}"
         rows.append(Row(label, x.stats["median"], y.stats["median"],
-                        compare_samples(x.samples_ms, y.samples_ms, max_noise)))
+                        compare_samples(x.samples_ms, y.samples_ms, max_noise,
+                                        threshold)))
     return rows
 
 
 def format_rows(rows: list[Row]) -> str:
+    """A table of verdicts, then the counts and the rule they were given under."""
     lines = [f"{'verdict':8} {'B/A time':>9} {'95% interval':>17} {'A ms':>9} {'B ms':>9}  config"]
     for r in rows:
         c = r.comparison
@@ -57,4 +62,8 @@ def format_rows(rows: list[Row]) -> str:
         counts[r.comparison.verdict.value] = counts.get(r.comparison.verdict.value, 0) + 1
     lines.append(", ".join(f"{v} {n}" for v, n in sorted(counts.items())) +
                  f" of {len(rows)} configs (FASTER/SLOWER: B against A)")
+    threshold = rows[0].comparison.threshold if rows else PRACTICAL
+    practical = sum(r.comparison.practically_same for r in rows)
+    lines.append(f"practical threshold {100 * threshold:g}%: medians closer than that are SAME "
+                 f"even where their 95% CIs are apart ({practical} such)")
     return "\n".join(lines)

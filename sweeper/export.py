@@ -20,6 +20,7 @@ from typing import Any
 from sweeper.errors import SweeperError
 from sweeper.finals import Pick, Winners
 from sweeper.fsio import atomic_write, writable_target
+from sweeper.kernels import Headline
 from sweeper.space import DTYPES, evaluate, format_size, parse
 from sweeper.store import StudyStore
 
@@ -42,6 +43,9 @@ class TunedConfig:
     gbps: float = 0.0
     median_ms: float = 0.0
     study: str = ""
+    #: What the kernel's reports lead with, and its value at ``median_ms`` (GB/s, TFLOP/s).
+    headline: Headline = Headline.GBPS
+    rate: float = 0.0
 
     @property
     def num_warps(self) -> int:
@@ -79,17 +83,39 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
 
 
 def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick) -> dict[str, Any]:
+    """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
+    chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
+    the report does; the sweep's median and rate are kept under their own names."""
     t, env = pick.trial, meta.get("environment", {})
     cfg, stats = t.config or {}, t.stats or {}          # a pick always has both
-    return {
+    entry = {
         "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": dtype,
         "footprint": footprint, "grid": cfg["grid"], "grid_expr": t.choice["grid"],
-        "block": cfg["block"], "meta": cfg["meta"], "gbps": t.gbps,
-        "median_ms": stats["median"], "study": meta["study"], "trial": t.number,
+        "block": cfg["block"], "meta": cfg["meta"],
+        "gbps": t.rate(Headline.GBPS, pick.median_ms), "median_ms": pick.median_ms,
+        "median_from": pick.median_from, "sweep_median_ms": stats["median"],
+        "sweep_gbps": t.gbps, "study": meta["study"], "trial": t.number,
         "chosen_by": pick.chosen_by,
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    # the headline rate at the median the entry states, so the two always agree
+    headline = _headline(meta)
+    entry.update(headline=headline.value, rate=t.rate(headline, entry["median_ms"]))
+    return entry
+
+
+def _headline(meta: dict[str, Any]) -> Headline:
+    """The study's headline rate; studies recorded before kernels declared one: GB/s."""
+    return Headline(meta.get("headline", Headline.GBPS.value))
+
+
+def entry_rate(entry: dict[str, Any]) -> tuple[float, Headline]:
+    """A tuning entry's headline rate and its kind; entries written before ``rate``
+    existed carry GB/s only."""
+    if "rate" in entry:
+        return entry["rate"], Headline(entry["headline"])
+    return entry["gbps"], Headline.GBPS
 
 
 def _entry_key(entry: dict[str, Any]) -> tuple[Any, ...]:
@@ -144,6 +170,14 @@ def _entry_problem(entry: Any) -> str | None:
             return f"{key} is {entry[key]!r}; it must be positive"
     if not math.isfinite(entry["gbps"]) or entry["gbps"] < 0:
         return f"gbps is {entry['gbps']!r}; it must be a finite number >= 0"
+    if "rate" in entry:                      # the headline rate, since export wrote one
+        rate, headline = entry["rate"], entry.get("headline")
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or \
+                not math.isfinite(rate) or rate < 0:
+            return f"rate is {rate!r}; it must be a finite number >= 0"
+        if headline not in {h.value for h in Headline}:
+            return (f"headline is {headline!r}; allowed: "
+                    f"{', '.join(h.value for h in Headline)}")
     for key in ("sms", "l2_bytes"):
         if key not in entry["facts"]:
             return f"'facts.{key}' is missing"
@@ -212,17 +246,21 @@ def tuned(kernel: str, *, dtype: str, footprint: int, gpu: str | None = None,
         raise SweeperError(f"{target}: entries[{index}]{_entry_name(entry)}: grid_expr "
                            f"{entry['grid_expr']!r} gives {grid} programs at "
                            f"{format_size(footprint)}; a launch needs at least one")
+    rate, headline = entry_rate(entry)
     return TunedConfig(kernel=kernel, gpu=gpu, dtype=dtype, footprint=entry["footprint"],
                        grid=grid, grid_expr=entry["grid_expr"], block=entry["block"],
                        meta=dict(entry["meta"]), gbps=entry["gbps"],
-                       median_ms=entry["median_ms"], study=entry["study"])
+                       median_ms=entry["median_ms"], study=entry["study"],
+                       headline=headline, rate=rate)
 
 
 def describe(config: TunedConfig) -> str:
+    """One line: the launch config, and the kernel's headline rate where it was tuned."""
     meta = " ".join(f"{k}={v}" for k, v in config.meta.items())
     return (f"{config.kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
             f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
-            f"tuned at {format_size(config.footprint)}: {config.gbps:.4g} GB/s")
+            f"tuned at {format_size(config.footprint)}: median {config.median_ms:.4g} ms, "
+            f"{config.rate:.4g} {config.headline.unit} (study {config.study})")
 
 
 
@@ -248,4 +286,5 @@ def export_csv(store: StudyStore, path: str | Path) -> tuple[Path, int]:
     return target, len(rows)
 
 
-__all__ = ["TunedConfig", "describe", "export_csv", "export_study", "tuned", "tuning_path"]
+__all__ = ["TunedConfig", "describe", "entry_rate", "export_csv", "export_study", "tuned",
+           "tuning_path"]

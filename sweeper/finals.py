@@ -4,7 +4,11 @@ The best config of a problem is a *set*: every config whose median's confidence
 interval overlaps the fastest one's is tied within noise.  Before a winner is
 named, the finalists (the top ``TOP_K`` and that tied set) are re-measured in
 ``ROUNDS`` round-robin rounds, in a shuffled order each round, in the same
-process, as Helion does; the winner is chosen from those samples alone.
+process, as Helion does; the winner is chosen from those samples alone.  The
+kernel's torch baseline runs in the same rounds as one more entrant (it cannot
+win), so "% of torch" compares two measurements taken under the same conditions,
+and on a power-bound problem every entrant's samples follow the same duty schedule
+(:mod:`sweeper.measure._duty`).
 
 The winner is the fastest median, unless another config is both tied within noise
 *and* within ``PRACTICAL`` (1 %) of the fastest median: only among those does the
@@ -26,15 +30,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sweeper.measure import StopRule, summarize, tied_set
+from sweeper.measure import PRACTICAL, StopRule, summarize, tied_set
 from sweeper.store import StudyStore, TrialRecord
 
 TOP_K = 5
 MAX_FINALISTS = 12
 ROUNDS = 5
 SAMPLES_PER_ROUND = 10
-#: A slower config may win only within this fraction of the fastest median (see above).
-PRACTICAL = 0.01
 RULE = ("the fastest median wins, unless others are both tied within noise (95% CIs of the "
         f"medians overlap) and within {PRACTICAL:.0%} of its median; among those: lowest CV, "
         "then fewest warps, then smallest meta-parameters, then fewest programs")
@@ -51,7 +53,18 @@ class FinalRecord:
     rounds: int = ROUNDS
     samples_per_round: int = SAMPLES_PER_ROUND
     rule: str = RULE
+    #: the torch baseline measured in the same rounds: name, samples_ms, stats
+    baseline: dict[str, Any] | None = None
+    duty: str = ""                            # the power schedule before each entrant's samples
     kind: str = "final"
+
+    def baseline_ratio(self) -> float | None:
+        """The winner's speed over the baseline's (baseline median / winner median), both
+        from these rounds; ``None`` without a baseline."""
+        if not self.baseline:
+            return None
+        row = next(r for r in self.finalists if r["number"] == self.winner)
+        return self.baseline["stats"]["median"] / row["stats"]["median"]
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,18 +108,26 @@ def pick_winner(samples: dict[int, list[float]], trials: dict[int, TrialRecord]
     return winner, sorted(tied, key=lambda n: stats[n].median)
 
 
+Baseline = tuple[str, Callable[[StopRule], list[float]]]
+
+
 def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, StopRule],
-              list[float]], bytes_moved: Callable[[TrialRecord], int], seed: int = 0
-              ) -> FinalRecord:
-    """Interleave ``ROUNDS`` rounds over ``group``; ``measure_one`` times one config."""
+              list[float]], bytes_moved: Callable[[TrialRecord], int], seed: int = 0,
+              baseline: Baseline | None = None, duty: str = "") -> FinalRecord:
+    """Interleave ``ROUNDS`` rounds over ``group`` (and ``baseline``: its name and how to
+    time it); ``measure_one`` times one config."""
     rng = random.Random(seed)
     rule = StopRule(kind="fixed", repeat=SAMPLES_PER_ROUND)
     samples: dict[int, list[float]] = {t.number: [] for t in group}
-    order = list(group)
+    entrants: list[TrialRecord | None] = [*group, *([None] if baseline else [])]
+    base_samples: list[float] = []
     for _ in range(ROUNDS):
-        rng.shuffle(order)
-        for t in order:
-            samples[t.number].extend(measure_one(t, rule))
+        rng.shuffle(entrants)
+        for t in entrants:
+            if t is None:
+                base_samples.extend(baseline[1](rule))       # type: ignore[index]
+            else:
+                samples[t.number].extend(measure_one(t, rule))
     by_number = {t.number: t for t in group}
     winner, tied = pick_winner(samples, by_number)
     rows = []
@@ -116,8 +137,10 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
                      "stats": stats.to_dict(),
                      "gbps": bytes_moved(t) / (stats.median * 1e-3) / 1e9})
     dtype, footprint, cache = problem_of(group[0])
+    base = {"name": baseline[0], "samples_ms": base_samples,
+            "stats": summarize(base_samples).to_dict()} if baseline else None
     return FinalRecord(problem={"dtype": dtype, "footprint": footprint, "cache": cache},
-                       finalists=rows, tied=tied, winner=winner)
+                       finalists=rows, tied=tied, winner=winner, baseline=base, duty=duty)
 
 
 @dataclass(frozen=True)
@@ -131,6 +154,14 @@ class Pick:
     @property
     def chosen_by(self) -> str:
         return "interleaved final" if self.final else "sweep median"
+
+    @property
+    def median_from(self) -> str:
+        """Where ``median_ms`` was measured, as every output that gives it says."""
+        if self.final is None:
+            return "sweep"
+        return (f"interleaved final: {self.final.rounds} rounds x "
+                f"{self.final.samples_per_round} samples")
 
 
 @dataclass

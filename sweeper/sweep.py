@@ -27,7 +27,7 @@ from sweeper.devices import Device
 from sweeper.errors import ContextLost, SweeperError, TrialHung
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
-from sweeper.measure import StopRule, summarize, throughput
+from sweeper.measure import DEFAULT_DUTY, Duty, StopRule, power_bound, summarize, throughput
 from sweeper.samplers import ExhaustiveSampler, make_sampler
 from sweeper.space import Config, Invalid, Problem, Space
 from sweeper.store import BaselineRecord, StudyStore, TrialRecord
@@ -74,6 +74,7 @@ class SweepSummary:
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
     drift: dict[str, Any] | None = None   # one-at-a-time: the baseline measured again
     saved_ms: float = 0.0      # GPU time early abandonment did not spend
+    duty: str = ""             # why and how power-bound problems were measured, if they were
 
 
 class Sweep:
@@ -105,6 +106,9 @@ class Sweep:
             space.sampler.name != "one-at-a-time"
         self.run_drift = not device.replays
         self._buffer_bytes = 0
+        #: what precedes each config's samples: the space's schedule, else none until a
+        #: trial shows the problem power-bound (``measure.duty: auto``; see _power_check)
+        self.duty: Duty | None = self.measure.fixed_duty()
 
     def run(self) -> SweepSummary:
         t0 = time.perf_counter()
@@ -114,6 +118,7 @@ class Sweep:
         self._baselines = {(b.dtype, b.footprint, b.cache): b for b in baselines}
         summary = SweepSummary(resumed=len(trials), trials=list(trials))
         summary.best = _best(trials)
+        self._resume_duty(summary)
         study, dists = self._optuna_study(valid, trials)
         number = max((t.number for t in trials), default=-1) + 1
         if getattr(study.sampler, "records_invalid", False):
@@ -147,7 +152,8 @@ class Sweep:
                     continue
                 repeats = 0
                 with self._watchdog(number, choice):
-                    record = self._measure(number, choice)
+                    record = self._power_check(number, choice, self._measure(number, choice),
+                                               summary)
                 lost = record.status is TrialStatus.CRASHED and not self.device.healthy()
                 if lost:
                     record = dataclasses.replace(record, reason=(
@@ -228,6 +234,37 @@ class Sweep:
                 hung = state.get("hung", False)
         if hung:
             raise TrialHung(number)
+
+    def _resume_duty(self, summary: SweepSummary) -> None:
+        """A study found power-bound before goes on under the schedule it switched to."""
+        found = self.store.raw("duty")
+        if self.duty is None and self.measure.duty == "auto" and found:
+            d = found[-1]["duty"]
+            self.duty = Duty(d["kind"], d["seconds"])
+            summary.duty = found[-1]["note"]
+
+    def _power_check(self, number: int, choice: Choice, record: TrialRecord,
+                     summary: SweepSummary) -> TrialRecord:
+        """Under ``measure.duty: auto``, the first trial whose sampling window shows the
+        power cap (or board power near its limit) makes the study power-bound: from then
+        on every config's samples, the baselines' and the finals' follow
+        ``DEFAULT_DUTY``, and that trial is measured again under it.  Trials measured
+        before showed no cap, so they ran from the cool state the schedule restores."""
+        if self.duty is not None or self.measure.duty != "auto" or not record.clocks:
+            return record
+        why = power_bound(record.clocks.get("reasons", {}), record.clocks.get("power_w_max"),
+                          self.device.power_limit_w())
+        if why is None:
+            return record
+        self.duty = DEFAULT_DUTY
+        summary.duty = (f"power-bound from trial #{number} ({why}); from then on "
+                        f"{DEFAULT_DUTY.describe()}, in the finals too (measure.duty: auto)")
+        self.store.append(_Raw({
+            "kind": "duty", "trial": number, "reason": why, "note": summary.duty,
+            "duty": {"kind": DEFAULT_DUTY.kind, "seconds": DEFAULT_DUTY.seconds},
+            "first_measurement": {"median_ms": (record.stats or {}).get("median"),
+                                  "clocks": record.clocks}}))
+        return self._measure(number, choice)
 
     def _note_best(self, t: TrialRecord) -> None:
         """Remember the fastest (median, CI high) per problem, for early abandonment."""
@@ -376,7 +413,7 @@ class Sweep:
         generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
         return run_trial(self.kernel, sets, config, self.device, self.measure, generator,
                          l2_bytes=self._l2_bytes, best=self._best_by_problem.get(
-                             (config.problem, config.cache)))
+                             (config.problem, config.cache)), duty=self.duty)
 
     def _check_ceiling(self, config: Config, number: int, result: TrialResult) -> TrialResult:
         """A result faster than the calibrated ceiling allows is re-verified and re-timed
@@ -410,7 +447,9 @@ class Sweep:
             if not chosen:
                 continue
             record = remeasure(chosen, self._measure_again, self._bytes_of,
-                               seed=self.space.sampler.seed)
+                               seed=self.space.sampler.seed,
+                               baseline=self._baseline_again(chosen[0]),
+                               duty=self.duty.describe() if self.duty else "")
             self.store.append(record)
             finals.append(record)
         return finals
@@ -441,8 +480,23 @@ class Sweep:
         rotation = itertools.cycle(sets)
         return self.device.measure(lambda: self.kernel.launch(next(rotation), config),
                                    warmup=2, rule=rule, flush=config.cache == "cold",
-                                   batch=self.measure.batch, graph=self.measure.graph
-                                   ).timing.samples
+                                   batch=self.measure.batch, graph=self.measure.graph,
+                                   duty=self.duty).timing.samples
+
+    def _baseline_again(self, t: TrialRecord
+                        ) -> tuple[str, Callable[[StopRule], list[float]]] | None:
+        """The torch baseline of ``t``'s problem as one more entrant of the finals' rounds,
+        so "% of torch" compares two measurements taken under the same conditions."""
+        if self.kernel.baseline_name is None:
+            return None
+        config = self._config_of(t)
+        buffers = self._buffer_sets(config)[0]
+
+        def measure(rule: StopRule) -> list[float]:
+            return self.device.measure(lambda: self.kernel.baseline(buffers), warmup=2,
+                                       rule=rule, flush=config.cache == "cold",
+                                       duty=self.duty).timing.samples
+        return self.kernel.baseline_name, measure
 
     @property
     def _l2_bytes(self) -> int:
@@ -482,7 +536,7 @@ class Sweep:
         self.kernel.randomize(buffers, generator)
         measured = self.device.measure(lambda: self.kernel.baseline(buffers),
                                        warmup=self.measure.warmup, rule=self.measure.rule(),
-                                       flush=cache == "cold")
+                                       flush=cache == "cold", duty=self.duty)
         samples = measured.timing.samples
         stats = summarize(samples)
         gbps = throughput(self.kernel.bytes_moved(problem), stats.median * 1e-3) / 1e9

@@ -19,7 +19,7 @@ import torch
 
 from sweeper.devices import Device
 from sweeper.kernels import Buffers, Kernel
-from sweeper.measure import Stats, median_ci, summarize, throughput
+from sweeper.measure import Duty, Stats, median_ci, summarize, throughput
 from sweeper.space import Config, MeasureSpec
 
 
@@ -56,6 +56,8 @@ class TrialResult:
     graph: bool = False
     flags: list[str] = field(default_factory=list)        # launch-bound, L2-resident ...
     saved_ms: float = 0.0                  # GPU time early abandonment did not spend
+    clocks: dict[str, Any] | None = None   # SM clock, power, throttle reasons while sampling
+    duty: str = ""                         # the power schedule before its samples, if any
 
 
 #: A median within this many launch floors is mostly launch overhead, not the kernel.
@@ -80,7 +82,8 @@ def abandon_rule(best_ms: float, best_ci_hi_ms: float, factor: float
 
 def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Config,
               device: Device, measure: MeasureSpec, generator: torch.Generator,
-              l2_bytes: int = 0, best: tuple[float, float] | None = None) -> TrialResult:
+              l2_bytes: int = 0, best: tuple[float, float] | None = None,
+              duty: Duty | None = None) -> TrialResult:
     """Measure ``config``; every failure becomes a status with its reason.
 
     ``buffers`` may be several sets of the same problem: launches rotate among them
@@ -108,7 +111,7 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
             if measure.abandon and best is not None else None
         measured = device.measure(launch, warmup=measure.warmup, rule=measure.rule(),
                                   flush=config.cache == "cold", batch=measure.batch,
-                                  graph=measure.graph, abandon=abandon)
+                                  graph=measure.graph, abandon=abandon, duty=duty)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
         return TrialResult(status, reason, cold_s=cold_s)
@@ -129,9 +132,15 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
         energy_j=measured.power_w * seconds if measured.power_w is not None else None,
         power_w=measured.power_w, power_readings=measured.power_readings,
         energy_window_s=timing.elapsed_s,
-        batch=measured.batch, graph=measured.graph)
+        batch=measured.batch, graph=measured.graph,
+        clocks=measured.window.to_dict() if measured.window else None,
+        duty=duty.describe() if duty else "")
     result.flags = _flags(kernel, problem, config, device, stats, timing, measure, len(sets),
                           l2_bytes)
+    capped = (result.clocks or {}).get("reasons", {}).get("sw_power_cap")
+    if capped:
+        result.flags.append(f"power-capped: sw_power_cap in {100 * capped:.0f}% of the NVML "
+                            f"polls, SM clock {result.clocks['sm_mhz_mean']:.0f} MHz on average")
     if timing.abandoned:
         expected = measure.repeat if measure.stop == "fixed" else measure.min_samples
         result.saved_ms = max(0, expected - len(timing.samples)) * stats.median * measure.batch

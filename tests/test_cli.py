@@ -33,8 +33,9 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
     assert "study tiny-interpret: studies/tiny-interpret (new)" in out
     assert "note: Triton interpreter on the CPU" in out and "mean nothing for a GPU" in out
     assert "done: 6 measured (0 failed), 2 skipped by constraints" in out
-    assert "best in the sweep: #" in out and "report: studies/tiny-interpret/report.md" in out
-    assert "winner after 5 interleaved rounds over " in out
+    assert "best in the sweep, float32 4KiB cold: #" in out
+    assert "report: studies/tiny-interpret/report.md" in out
+    assert "winner, float32 4KiB cold, after 5 interleaved rounds over " in out
     assert (study / "study.json").exists() and (study / "trials.jsonl").exists()
     pngs = sorted(p.name for p in (study / "heatmaps").glob("*.png"))
     assert pngs == ["float32_4KiB_cold_BLOCK-1024.png", "float32_4KiB_cold_BLOCK-256.png",

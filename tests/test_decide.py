@@ -5,8 +5,8 @@ import pytest
 
 from sweeper.devices._nvml import GpuState, NullReader, throttle_reason
 from sweeper.measure import (
-    MAX_DISCARDS, StopRule, Verdict, compare_samples, median_ci, outlier_mask, sample_until,
-    spearman, summarize, tied_set)
+    MAX_DISCARDS, PRACTICAL, StopRule, Verdict, compare_samples, median_ci, outlier_mask,
+    sample_until, spearman, summarize, tied_set)
 
 RNG = np.random.default_rng(7)
 
@@ -118,6 +118,37 @@ def test_compare_verdicts(b, verdict):
     result = compare_samples(a, b)
     assert result.verdict is verdict
     assert result.lo <= result.ratio <= result.hi
+
+
+def test_a_difference_within_the_practical_threshold_is_the_same():
+    """0.3 % apart with tight intervals: statistically SLOWER, practically SAME; the rule
+    is symmetric, so swapping A and B swaps FASTER and SLOWER but keeps SAME."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    b = [x * 1.003 for x in a]
+    same = compare_samples(a, b)
+    assert same.threshold == PRACTICAL == 0.01
+    assert same.verdict is Verdict.SAME and same.separated and same.practically_same
+    assert same.ratio == pytest.approx(1.003)
+    assert compare_samples(b, a).verdict is Verdict.SAME
+    strict = compare_samples(a, b, threshold=0.0)
+    assert strict.verdict is Verdict.SLOWER and not strict.practically_same
+    assert compare_samples(b, a, threshold=0.0).verdict is Verdict.FASTER
+    slower = compare_samples(a, [x * 1.02 for x in a])          # beyond the threshold
+    assert slower.verdict is Verdict.SLOWER
+    assert compare_samples([x * 1.02 for x in a], a).verdict is Verdict.FASTER
+    overlapping = compare_samples(a, a)                          # the CIs overlap: SAME
+    assert overlapping.verdict is Verdict.SAME and not overlapping.practically_same
+    with pytest.raises(ValueError, match="threshold >= 0 must hold, but got threshold=-0.1"):
+        compare_samples(a, b, threshold=-0.1)
+
+
+def test_a_noisy_pair_within_the_threshold_stays_unclear():
+    """The threshold never hides noise: overlapping intervals too wide to judge stay UNCLEAR
+    even when the medians happen to be close."""
+    a = noisy(1.0, 0.002, 60)
+    b = [1.0, 0.5, 1.5, 1.002, 0.6, 1.4, 1.001, 0.7]
+    result = compare_samples(a, b)
+    assert not result.separated and result.verdict is Verdict.UNCLEAR
 
 
 def test_spearman():

@@ -65,3 +65,33 @@ def test_tuned_says_what_is_missing(tmp_path):
 def test_export_needs_a_successful_trial(tmp_path):
     with pytest.raises(SweeperError, match="no successful trial to export"):
         export_study(study(tmp_path, "empty", 1 << 20, []), tmp_path / "t.json")
+
+
+def test_the_entry_gives_the_median_the_winner_was_chosen_on_and_where_from(tmp_path):
+    from sweeper.finals import FinalRecord
+    from sweeper.measure import summarize
+
+    store = study(tmp_path, "f", 1 << 20, [("sms", 64, 256, 10.0), ("2*sms", 128, 1024, 30.0)])
+    # the interleaved final re-measured both at 0.8 ms and 0.9 ms and chose #0
+    rows = [{"number": n, "samples_ms": [m] * 50, "stats": summarize([m] * 50).to_dict(),
+             "gbps": 0.0} for n, m in ((0, 0.8), (1, 0.9))]
+    store.append(FinalRecord(problem={"dtype": "float32", "footprint": 1 << 20,
+                                      "cache": "cold"}, finalists=rows, tied=[0, 1], winner=0))
+    store.close()
+    path = tmp_path / "tuning.json"
+    _, [entry] = export_study(store, path)
+    assert entry["trial"] == 0 and entry["chosen_by"] == "interleaved final"
+    assert entry["median_ms"] == 0.8
+    assert entry["median_from"] == "interleaved final: 5 rounds x 10 samples"
+    assert entry["gbps"] == pytest.approx(10.0 * 1.0 / 0.8)     # the rate at that median
+    assert (entry["sweep_median_ms"], entry["sweep_gbps"]) == (1.0, 10.0)
+    config = tuned("copy", dtype="float32", footprint=1 << 20, gpu=GPU, path=path)
+    assert config.median_ms == 0.8 and config.gbps == pytest.approx(12.5)
+
+
+def test_without_a_final_the_entry_says_its_median_is_the_sweeps(tmp_path):
+    _, [entry] = export_study(study(tmp_path, "s", 1 << 20, [("sms", 64, 256, 10.0)]),
+                              tmp_path / "tuning.json")
+    assert entry["median_from"] == "sweep" and entry["chosen_by"] == "sweep median"
+    assert entry["median_ms"] == entry["sweep_median_ms"] == 1.0
+    assert entry["gbps"] == entry["sweep_gbps"] == 10.0

@@ -105,3 +105,26 @@ def test_a_kernel_that_never_returns_is_recorded_as_timeout_and_the_run_goes_on(
     hung = [t for t in measured if t.status.value == "timeout"]
     assert len(hung) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in hung)
     assert sum(t.ok for t in measured) == 2
+
+
+def test_a_sustained_matmul_shows_the_power_cap_and_a_cool_down_undoes_it():
+    """bf16 8192³ draws an H200 to its power limit within a second; the clocks window sees
+    it, and after a 1 s cool-down the next samples run at full clock again."""
+    from sweeper.measure import Duty, StopRule, power_bound
+
+    device = open_device("cuda")
+    if not device.reader.available:
+        pytest.skip("NVML is not available")
+    assert device.power_limit_w() > 0
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b, c = torch.randn_like(a), torch.empty_like(a)
+    launch = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+    hot = device.measure(launch, warmup=0, rule=StopRule(kind="fixed", repeat=400),
+                         flush=False, duty=Duty("load", 2.0))
+    assert hot.window is not None and hot.window.polls > 0
+    assert power_bound(hot.window.reasons, hot.window.power_w_max,
+                       device.power_limit_w()) is not None
+    cool = device.measure(launch, warmup=0, rule=StopRule(kind="fixed", repeat=20),
+                          flush=False, duty=Duty("cool", 1.0))
+    assert statistics.median(cool.timing.samples) < 0.95 * statistics.median(
+        hot.timing.samples)

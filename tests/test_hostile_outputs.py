@@ -156,6 +156,9 @@ BAD_ENTRIES = [
     ({"meta": {"BLOCK": "big"}}, "meta.BLOCK is 'big'; it must be an integer"),
     ({"meta": []}, "meta is []; it must be dict"),
     ({"facts": {"sms": 100}}, "'facts.l2_bytes' is missing"),
+    ({"rate": "fast", "headline": "tflops"}, "rate is 'fast'; it must be a finite number"),
+    ({"rate": 1.0, "headline": "furlongs"}, "headline is 'furlongs'; allowed: gbps, tflops"),
+    ({"rate": 1.0}, "headline is None; allowed: gbps, tflops"),
 ]
 
 

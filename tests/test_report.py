@@ -122,15 +122,16 @@ def test_write_report_writes_images_markdown_and_json(tmp_path):
     assert {f["status"] for f in data["failures"]} == {"invalid", "wrong_answer"}
 
 
-def copy_study(tmp_path, finals=()):
+COPY_AXES = {"grid": ["sms", "2*sms"], "block": ["32", "64"], "BLOCK": ["256", "1024"]}
+
+
+def copy_study(tmp_path, finals=(), records=(*TRIALS, *BASE), axes=COPY_AXES):
     store = StudyStore(tmp_path / "st")
     store.create({"study": "st", "kernel": "copy", "command": "sweeper run x.yaml",
-                  "space_path": "x.yaml", "axes": {"grid": ["sms", "2*sms"],
-                                                   "block": ["32", "64"],
-                                                   "BLOCK": ["256", "1024"]},
+                  "space_path": "x.yaml", "axes": axes,
                   "meta_axes": ["BLOCK"], "environment": {"gpu": "Fake GPU", "sms": 132},
                   "fingerprint": {"device": "cuda"}})
-    for r in [*TRIALS, *BASE, *finals]:
+    for r in [*records, *finals]:
         store.append(r)
     store.close()
     return store
@@ -163,7 +164,8 @@ def test_reports_mark_the_interleaved_winner_not_the_sweeps_fastest(tmp_path):
     assert entries[0]["chosen_by"] == picks["chosen_by"][0]
     files = write_report(store, draw=False)
     md = files.markdown.read_text()
-    assert "| float32 1GiB cold | interleaved final | 1 | sms | 132 | 64 | 256 |" in md
+    assert "| float32 1GiB cold | 1 | sms | 132 | 64 | 256 | 0.0049 | interleaved final: 5 " \
+           "rounds x 10 samples | 0.006667 | 408.2 |" in md
     assert "#1 at 408.2 GB/s (1 tied within noise)" in md
     assert json.loads(files.json.read_text())["headline"]["per_problem"][0]["number"] == 1
 
@@ -185,13 +187,19 @@ def test_a_copy_report_leads_with_gb_per_s(tmp_path):
     assert headline["metric"] == "gbps" and headline["unit"] == "GB/s"
 
 
-def test_a_matmul_report_leads_with_tflops_and_the_matmul_ceiling(tmp_path):
-    device = open_device(f"replay:{ROOT / 'tests/data/replay/h200-matmul.csv'}")
-    space = load_space(ROOT / "spaces/matmul.yaml")
+def replayed(table, space, root):
+    """A study of ``space`` replayed from ``table`` (both under the repository) in ``root``."""
+    device = open_device(f"replay:{ROOT / table}")
+    space = load_space(ROOT / space)
     kernel = load_kernel(space.kernel)
-    store = StudyStore(tmp_path / "mm")
+    store = StudyStore(root)
     open_study(store, space, kernel, device, command="test")
     Sweep(space, kernel, device, store).run()
+    return store
+
+
+def test_a_matmul_report_leads_with_tflops_and_the_matmul_ceiling(tmp_path):
+    store = replayed("tests/data/replay/h200-matmul.csv", "spaces/matmul.yaml", tmp_path / "mm")
     ceilings = Ceilings(gpu="NVIDIA H200", uuid="", driver="", matmul={"bfloat16": 800.0},
                         copy={1 << 30: {"cold": 4000.0, "warm": 4000.0}})
     store.update_meta(ceilings=ceilings.to_json())
@@ -209,7 +217,7 @@ def test_a_matmul_report_leads_with_tflops_and_the_matmul_ceiling(tmp_path):
     md = files.markdown.read_text()
     assert "rates: TFLOP/s (FLOPs / median)" in md
     best_header = next(line for line in md.splitlines() if line.startswith("| problem | rank"))
-    assert "| TFLOP/s | % of baseline | % of ceiling |" in best_header   # replays: no torch
+    assert "| TFLOP/s | % of ceiling |" in best_header   # replays: no torch, no % of it
     assert "GB/s" not in best_header
     assert "divides TFLOP/s by the torch.matmul rate" in md
     assert f"at {tflops:.4g} TFLOP/s (no interleaved final)" in md
@@ -255,3 +263,85 @@ def test_the_report_lists_what_varied_and_what_was_held_fixed(tmp_path):
     data = json.loads((store.root / "report.json").read_text())
     assert data["factors"]["fixed"]["cache"] == "cold"
     assert data["abandoned"] == {"trials": 1, "saved_ms": 12.5}
+
+
+def test_tuning_json_report_json_and_report_md_give_the_winner_one_median(tmp_path,
+                                                                          write_space):
+    # a real study on the interpreter, with an interleaved final, at a footprint the
+    # interpreter caps: 1 GiB asked for, 16 KiB run
+    from sweeper.cli import main
+    from sweeper.report import cell_text
+
+    space = write_space("""
+        study: one
+        kernel: copy
+        sampler: exhaustive
+        params:
+          grid: [sms, "cdiv(n, BLOCK)"]
+          block: [32]
+          BLOCK: [256, 1024]
+          footprint: [1GiB]
+        measure: {warmup: 1, repeat: 3}
+    """)
+    assert main(["run", str(space), "--device", "interpret", "--studies-dir",
+                 str(tmp_path), "--quiet"]) == 0
+    store = StudyStore(tmp_path / "one-interpret")
+    assert main(["export", str(store.root), "-o", str(tmp_path / "tuning.json")]) == 0
+    [entry] = json.loads((tmp_path / "tuning.json").read_text())["entries"]
+    report = json.loads((store.root / "report.json").read_text())
+    [headline] = report["headline"]["per_problem"]
+    [final_row] = [r for r in report["winners"][0]["finalists"] if r[""] == "winner"]
+    assert entry["trial"] == headline["number"] == final_row["number"]
+    assert entry["median_ms"] == headline["median_ms"] == final_row["median_ms"]
+    assert entry["median_from"] == headline["median_from"] == \
+        "interleaved final: 5 rounds x 10 samples"
+    assert entry["gbps"] == pytest.approx(headline["gbps"])
+    assert entry["sweep_median_ms"] == headline["sweep_median_ms"] == \
+        final_row["sweep_median_ms"] != entry["median_ms"]
+    md = (store.root / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| float32 16KiB cold | "))
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[cells.index(f"{entry['median_ms']:.4g}") + 1] == entry["median_from"]
+    assert f"#{entry['trial']} at {entry['gbps']:.4g} GB/s" in md           # conclusion
+    # the maps mark that winner with the same rate, under its sweep rate
+    tables = study_tables(store)
+    overview = tables["heatmaps"][-1]
+    assert overview.best_note == "winner of the interleaved final"
+    assert overview.best_final == pytest.approx(entry["gbps"])
+    text = cell_text(overview).loc[overview.best]
+    assert text.splitlines()[-1] == f"final {entry['gbps']:.3g}"
+    assert overview.caption.startswith("cells: sweep medians")
+    assert "red: winner of the interleaved final ('final': its GB/s when the finalists " \
+           "were re-measured together)" in overview.caption
+    # the fixed factors say what the trials ran, not only what the space asked for
+    ran = "16KiB (1GiB requested; capped on the interpreter)"
+    assert f"| fixed | footprint | {ran} |" in md
+    assert report["factors"]["fixed"]["footprint"] == ran
+    assert "| fixed | cache | cold (nothing is flushed on the interpreter) |" in md
+    assert "median of host-clock samples" in report["record"]["statistics"]
+
+
+def test_a_replayed_study_says_it_replayed_and_shows_no_empty_columns(tmp_path):
+    table = ROOT / "tests/data/replay/h200-copy.csv"
+    store = replayed(table, "spaces/copy.yaml", tmp_path / "rp")
+    files = write_report(store, draw=False)
+    md = files.markdown.read_text()
+    intro = md.split("## What varied")[0]
+    assert f"Timings replayed from `{table}` (recorded on NVIDIA H200, " \
+           "2026-11-29T14:57:46+00:00): nothing was launched, timed or verified here" in intro
+    assert "verified on fresh random data" not in md and "timed apart" not in md
+    assert "| fixed | inputs | none: nothing was launched |" in md
+    assert "| fixed | measurement | replayed as recorded (the space asks for 10 warmup + " \
+           "50 timed) |" in md
+    assert f"| statistics | median of the samples recorded in {table};" in md
+    assert f"| hardware | NVIDIA H200 (132 SMs, 60MiB L2), driver 580.159.04, as recorded " \
+           f"in {table};" in md
+    best_header = next(line for line in md.splitlines() if line.startswith("| problem | rank"))
+    for empty in ("first run s", "GB/J", "% of baseline", "% of ceiling"):
+        assert empty not in best_header
+    assert "None |" not in md and "| – |" not in md
+    data = json.loads(files.json.read_text())
+    assert data["environment"]["device"] == "replay" and "replay of NVIDIA H200" in \
+        data["device_note"]
+    assert data["record"]["statistics"].startswith(f"median of the samples recorded in {table}")
+    assert data["reproduce"].endswith(f"--device replay:{table} --study rp")

@@ -79,7 +79,7 @@ class FakeStateDevice(InterpretDevice):
     def mean_power(self, t0, t1):
         return 300.0, 4
 
-    def throttled(self):
+    def throttled(self, duty=None):
         return throttle_reason(self.reader.read(), self.reader.usual_sm_mhz)
 
     def launch_floor_ms(self):
@@ -220,8 +220,9 @@ def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys
     assert main(["compare", "a", "b"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:3] == ["verdict", "B/A", "time"]
-    assert len(out) == 1 + 6 + 1 and out[-1].endswith("of 6 configs (FASTER/SLOWER: B against A)")
-    assert all(line.split()[0] in ("SAME", "FASTER", "SLOWER", "UNCLEAR") for line in out[1:-1])
+    assert len(out) == 1 + 6 + 2 and out[-2].endswith("of 6 configs (FASTER/SLOWER: B against A)")
+    assert out[-1].startswith("practical threshold 1%: ")
+    assert all(line.split()[0] in ("SAME", "FASTER", "SLOWER", "UNCLEAR") for line in out[1:-2])
     assert main(["compare", "a@2", "a@3"]) == 0
     assert "#2 vs #3" in capsys.readouterr().out
     assert main(["compare", "a@x", "b"]) == 2

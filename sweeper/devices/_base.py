@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sweeper.devices._nvml import GpuState
+from sweeper.devices._nvml import GpuState, Window
 from sweeper.errors import SweeperError
-from sweeper.measure import StopRule, Timing, sample_until
+from sweeper.measure import Duty, StopRule, Timing, sample_until
 from sweeper.space import MeasureSpec, Space
 
 Launch = Callable[[], None]
@@ -31,6 +31,7 @@ class Measured:
     graph: bool = False
     power_w: float | None = None      # mean board power over the sampling window
     power_readings: int = 0           # polls inside that window
+    window: Window | None = None      # clocks, power and throttle reasons while sampling
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ class Device(abc.ABC):
     torch_device: ClassVar[str]
     #: True for a device that serves recorded results instead of launching kernels.
     replays: ClassVar[bool] = False
+    #: True for a device whose ``time(..., flush=True)`` empties the L2 before each sample;
+    #: elsewhere a ``cold`` cache names the axis value only, and runs must not claim a flush.
+    flushes_l2: ClassVar[bool] = False
     #: A caveat printed with every run and report (``None`` for real hardware).
     note: str | None = None
 
@@ -66,21 +70,34 @@ class Device(abc.ABC):
 
     def measure(self, launch: Launch, *, warmup: int, rule: StopRule, flush: bool,
                 batch: int = 1, graph: bool = False,
-                abandon: Callable[[list[float]], str | None] | None = None) -> Measured:
+                abandon: Callable[[list[float]], str | None] | None = None,
+                duty: Duty | None = None) -> Measured:
         """Warm up, then sample until ``rule`` stops; each sample is ``batch`` launches
         (replayed from a CUDA graph if ``graph``) and its time is divided by ``batch``.
-        The machine's state is read just before and just after sampling."""
+        With a ``duty`` schedule (a power-bound problem) the GPU is first brought to the
+        schedule's state, and again before a discarded chunk is taken anew.  The
+        machine's state is read just before and just after sampling, and summed up over
+        the sampling window."""
         sample = self.batched(launch, batch, graph)
+        settle = (lambda: duty.settle(launch, self.synchronize)) if duty else None
+        if settle is not None:
+            settle()
         for _ in range(warmup):
             launch()
         self.synchronize()
         start, t0 = self.state(), time.perf_counter()
-        timing = sample_until(
-            lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k, flush=flush)],
-            rule, throttled=self.throttled, abandon=abandon)
-        power, readings = self.mean_power(t0, time.perf_counter())
+        take = lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k,  # noqa: E731
+                                                       flush=flush)]
+        if duty is not None:
+            take = duty.bursts(take, sample, self.synchronize)
+        # a cool-down schedule settles before every burst, a discarded chunk's too
+        recover = settle if duty is not None and duty.kind != "cool" else None
+        timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
+                              abandon=abandon, recover=recover)
+        window = self.window(t0, time.perf_counter())
         return Measured(timing=timing, start=start, end=self.state(), batch=batch, graph=graph,
-                        power_w=power, power_readings=readings)
+                        power_w=window.power_w_mean if window else None,
+                        power_readings=window.polls if window else 0, window=window)
 
     def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
         """One sample's work: ``batch`` launches in a row (graphs: see the CUDA device)."""
@@ -104,8 +121,19 @@ class Device(abc.ABC):
         readings it rests on."""
         return None, 0
 
-    def throttled(self) -> str | None:
-        """Why samples just taken should be thrown away, or ``None``."""
+    def window(self, t0: float, t1: float) -> Window | None:
+        """Clocks, power and throttle reasons between two ``time.perf_counter()``
+        readings; ``None`` where nothing can be read.  This default knows only power."""
+        power, polls = self.mean_power(t0, t1)
+        return None if power is None else Window(polls=polls, power_w_mean=power,
+                                                 power_w_max=power)
+
+    def power_limit_w(self) -> float:
+        """The board power limit in force (0: unknown)."""
+        return 0.0
+
+    def throttled(self, duty: Duty | None = None) -> str | None:
+        """Why samples just taken under ``duty`` should be thrown away, or ``None``."""
         return None
 
     def launch_floor_ms(self) -> float | None:

@@ -6,9 +6,9 @@ import functools
 from typing import Any, ClassVar
 
 from sweeper.devices._base import Device, DeviceFacts, Launch
-from sweeper.devices._nvml import GpuState, StateMonitor, open_reader, throttle_reason
+from sweeper.devices._nvml import GpuState, StateMonitor, Window, open_reader, throttle_reason
 from sweeper.errors import NoDeviceError
-from sweeper.measure import time_cuda
+from sweeper.measure import Duty, time_cuda
 
 
 #: Spin cycles before each unflushed sample: about 50 us at 2 GHz, longer than the ~20 us
@@ -19,6 +19,7 @@ HOLD_CYCLES = 100_000
 class CudaDevice(Device):
     name: ClassVar[str] = "cuda"
     torch_device: ClassVar[str] = "cuda"
+    flushes_l2: ClassVar[bool] = True
 
     def __init__(self) -> None:
         import torch
@@ -75,11 +76,15 @@ class CudaDevice(Device):
     def state(self) -> GpuState | None:
         return self.monitor.latest() if self.monitor else None
 
-    def mean_power(self, t0: float, t1: float) -> tuple[float | None, int]:
-        return self.monitor.mean_power(t0, t1) if self.monitor else (None, 0)
+    def window(self, t0: float, t1: float) -> Window | None:
+        return self.monitor.window(t0, t1) if self.monitor else None
 
-    def throttled(self) -> str | None:
-        return throttle_reason(self.reader.read_clocks(), self.reader.usual_sm_mhz)
+    def power_limit_w(self) -> float:
+        return self.reader.power_limit_w
+
+    def throttled(self, duty: Duty | None = None) -> str | None:
+        return throttle_reason(self.reader.read_clocks(), self.reader.usual_sm_mhz,
+                               discard_power_cap=duty is not None and duty.discards_power_cap())
 
     def launch_floor_ms(self) -> float | None:
         """Median event time around one launch of an empty Triton kernel (measured once)."""

@@ -33,11 +33,45 @@ class GpuState:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Window:
+    """The GPU's state over one sampling window, from the polls inside it: the clocks a
+    trial ran at, its power, and the share of polls that gave each throttle reason."""
+
+    polls: int
+    sm_mhz_mean: float | None = None
+    sm_mhz_min: int | None = None
+    sm_mhz_max: int | None = None
+    power_w_mean: float | None = None
+    power_w_max: float | None = None
+    reasons: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def of(cls, states: list[GpuState]) -> Window:
+        if not states:
+            return cls(polls=0)
+        clocks = [s.sm_mhz for s in states]
+        power = [s.power_w for s in states]
+        reasons: dict[str, float] = {}
+        for s in states:
+            for r in s.throttle:
+                reasons[r] = reasons.get(r, 0.0) + 1 / len(states)
+        return cls(polls=len(states), sm_mhz_mean=sum(clocks) / len(clocks),
+                   sm_mhz_min=min(clocks), sm_mhz_max=max(clocks),
+                   power_w_mean=sum(power) / len(power), power_w_max=max(power),
+                   reasons={k: round(v, 4) for k, v in sorted(reasons.items())})
+
+
 class StateReader(Protocol):
     available: bool
     note: str | None
     #: The SM clock this GPU normally runs at under load, MHz (0: unknown).
     usual_sm_mhz: int
+    #: The board power limit in force, W (0: unknown).
+    power_limit_w: float
 
     def read(self, processes: bool = True) -> GpuState | None: ...
 
@@ -51,6 +85,7 @@ class NullReader:
     note: str | None = "NVML is not available: clocks, throttling and energy are not recorded"
     available: bool = False
     usual_sm_mhz: int = 0
+    power_limit_w: float = 0.0
 
     def read(self, processes: bool = True) -> GpuState | None:
         return None
@@ -65,6 +100,7 @@ class NvmlReader:
     available: bool = True
     note: str | None = None
     usual_sm_mhz: int = 0
+    power_limit_w: float = 0.0
     _handle: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,6 +115,10 @@ class NvmlReader:
         except pynvml.NVMLError:
             self.usual_sm_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self._handle,
                                                                  pynvml.NVML_CLOCK_SM)
+        try:
+            self.power_limit_w = pynvml.nvmlDeviceGetEnforcedPowerLimit(self._handle) / 1000
+        except pynvml.NVMLError:
+            self.power_limit_w = 0.0
 
     def read_clocks(self) -> GpuState | None:
         """Only what the throttle check needs: SM clock and throttle reasons (2 calls)."""
@@ -159,15 +199,21 @@ class StateMonitor:
         with self._lock:
             return self._history[-1][1] if self._history else None
 
+    def window(self, t0: float, t1: float) -> Window:
+        """The state over [t0, t1] from the polls inside it; with none inside (a window
+        shorter than a poll), the latest poll before ``t1`` stands for it, counted as 0."""
+        with self._lock:
+            inside = [s for t, s in self._history if t0 <= t <= t1]
+            before = [s for t, s in self._history if t <= t1]
+        if inside:
+            return Window.of(inside)
+        return dataclasses.replace(Window.of(before[-1:]), polls=0)
+
     def mean_power(self, t0: float, t1: float) -> tuple[float | None, int]:
         """Mean board power (W) of the polls in [t0, t1] and how many there were; with none
         inside, the latest poll before ``t1``."""
-        with self._lock:
-            inside = [s.power_w for t, s in self._history if t0 <= t <= t1]
-            before = [s.power_w for t, s in self._history if t <= t1]
-        if inside:
-            return sum(inside) / len(inside), len(inside)
-        return (before[-1], 0) if before else (None, 0)
+        window = self.window(t0, t1)
+        return window.power_w_mean, window.polls
 
     def close(self) -> None:
         self._stop.set()
@@ -181,14 +227,27 @@ def open_reader(index: int = 0) -> StateReader:
                                "clocks, throttling and energy are not recorded")
 
 
-def throttle_reason(state: GpuState | None, usual_sm_mhz: int) -> str | None:
-    """Why samples taken in ``state`` should not count, or ``None``."""
+#: Reasons that only label samples: the kernel's own power draw, and clocks held in step
+#: with other GPUs.  Every other reason discards (sweeper.measure._duty says why).
+LABEL_ONLY = ("sw_power_cap", "sync_boost")
+
+
+def throttle_reason(state: GpuState | None, usual_sm_mhz: int,
+                    discard_power_cap: bool = False) -> str | None:
+    """Why samples taken in ``state`` should not count, or ``None``.
+
+    A clock pulled down by the power cap is the kernel's own doing and counts, unless
+    ``discard_power_cap`` (a cool-down schedule, whose samples must start cool)."""
     if state is None:
         return None
-    if usual_sm_mhz and state.sm_mhz < CLOCK_FLOOR * usual_sm_mhz:
+    capped = "sw_power_cap" in state.throttle
+    if capped and discard_power_cap:
+        return (f"power cap engaged (SM clock {state.sm_mhz} MHz): taken again after "
+                "the cool-down")
+    if usual_sm_mhz and state.sm_mhz < CLOCK_FLOOR * usual_sm_mhz and not capped:
         return (f"SM clock {state.sm_mhz} MHz < {int(100 * CLOCK_FLOOR)}% of its usual "
                 f"{usual_sm_mhz} MHz")
-    serious = [t for t in state.throttle if t not in ("sw_power_cap", "sync_boost")]
+    serious = [t for t in state.throttle if t not in LABEL_ONLY]
     if serious:
         return f"throttled: {', '.join(serious)}"
     return None

@@ -16,6 +16,12 @@ from sweeper.measure._stats import median_ci, summarize
 
 K = TypeVar("K", bound=Hashable)
 
+#: The smallest difference of medians worth acting on: 1 % of every launch's time.  Two
+#: configs closer than this are the SAME in practice however tight their intervals (a
+#: long run separates any two configs statistically); the finals use it to trade speed
+#: for steadiness, ``compare`` and ``ab`` to call a difference.
+PRACTICAL = 0.01
+
 
 @dataclass(frozen=True)
 class StopRule:
@@ -85,7 +91,12 @@ class Verdict(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Comparison:
-    """B against A in time: ``ratio`` = median B / median A, with a conservative interval."""
+    """B against A in time: ``ratio`` = median B / median A, with a conservative interval.
+
+    ``threshold`` is the practical threshold the verdict was given under, and
+    ``separated`` whether the medians' 95 % CIs are apart: SAME with ``separated`` means
+    a real difference too small to matter.
+    """
 
     verdict: Verdict
     ratio: float
@@ -93,16 +104,31 @@ class Comparison:
     hi: float
     noise_a: float
     noise_b: float
+    threshold: float = PRACTICAL
+    separated: bool = False
+
+    @property
+    def practically_same(self) -> bool:
+        """SAME only because the medians are within the threshold (their CIs are apart)."""
+        return self.verdict is Verdict.SAME and self.separated
 
 
-def compare_samples(a: Sequence[float], b: Sequence[float], max_noise: float = 0.05
-                    ) -> Comparison:
-    """FASTER/SLOWER when the medians' 95 % CIs are apart; SAME when they overlap and both
-    are tighter than ``max_noise``; UNCLEAR when they overlap but one is too noisy to say."""
+def compare_samples(a: Sequence[float], b: Sequence[float], max_noise: float = 0.05,
+                    threshold: float = PRACTICAL) -> Comparison:
+    """B against A.  FASTER/SLOWER when the medians' 95 % CIs are apart and the medians
+    differ by more than ``threshold`` (either way: ``max(r, 1/r) > 1 + threshold`` for the
+    ratio ``r``, so swapping A and B swaps the verdict); SAME when they are apart but
+    within the threshold, or when they overlap and both are tighter than ``max_noise``;
+    UNCLEAR when they overlap but one is too noisy to say."""
+    if threshold < 0:
+        raise ValueError(f"threshold >= 0 must hold, but got {threshold=}")
     sa, sb = summarize(a), summarize(b)
     ratio = sb.median / sa.median
     lo, hi = sb.ci_lo / sa.ci_hi, sb.ci_hi / sa.ci_lo
-    if sb.ci_hi < sa.ci_lo:
+    separated = sb.ci_hi < sa.ci_lo or sb.ci_lo > sa.ci_hi
+    if separated and max(ratio, 1 / ratio) <= 1 + threshold:
+        verdict = Verdict.SAME
+    elif sb.ci_hi < sa.ci_lo:
         verdict = Verdict.FASTER
     elif sb.ci_lo > sa.ci_hi:
         verdict = Verdict.SLOWER
@@ -110,4 +136,4 @@ def compare_samples(a: Sequence[float], b: Sequence[float], max_noise: float = 0
         verdict = Verdict.SAME
     else:
         verdict = Verdict.UNCLEAR
-    return Comparison(verdict, ratio, lo, hi, sa.rel_ci, sb.rel_ci)
+    return Comparison(verdict, ratio, lo, hi, sa.rel_ci, sb.rel_ci, threshold, separated)

@@ -33,12 +33,14 @@ class Timing:
 def sample_until(take: Callable[[int], list[float]], rule: StopRule, *,
                  throttled: Callable[[], str | None] = lambda: None,
                  abandon: Callable[[list[float]], str | None] | None = None,
+                 recover: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> Timing:
     """Call ``take(k)`` for chunks of ``k`` timed samples until ``rule`` says stop.
 
     After each chunk ``throttled()`` reports why the machine was not in its usual state
     (or ``None``); such a chunk is discarded and re-measured, at most ``MAX_DISCARDS``
-    times, after which samples are kept and the reason stays on record.  ``abandon``
+    times, after which samples are kept and the reason stays on record; ``recover`` (if
+    any) runs before a discarded chunk is taken anew.  ``abandon``
     may end sampling early (a config clearly slower than the best so far): its reason
     becomes the stop reason, prefixed ``abandoned:``; a fixed rule then takes a first
     chunk of ``ABANDON_CHUNK`` samples so there is something to judge.
@@ -57,6 +59,8 @@ def sample_until(take: Callable[[int], list[float]], rule: StopRule, *,
             if len(reasons) < MAX_DISCARDS:
                 discarded += len(chunk)
                 reasons.append(why)
+                if recover is not None:
+                    recover()
                 continue
             reasons.append(f"kept while throttled: {why}")
         samples.extend(chunk)

@@ -1,4 +1,5 @@
-"""Draw heatmaps (seaborn); the numbers come from :func:`sweeper.report._tables.heatmaps`."""
+"""Draw heatmaps (seaborn); the numbers, cell text and captions come from
+:func:`sweeper.report._heatmaps.heatmaps`."""
 
 from __future__ import annotations
 
@@ -8,11 +9,22 @@ from typing import Any
 
 import numpy as np
 
-from sweeper.report._tables import LABELS, HeatmapData
+from sweeper.report._heatmaps import HeatmapData, cell_text
+from sweeper.report._tables import LABELS
 
 
 def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
-    """Write ``NAME.png`` and ``NAME.svg`` under ``directory``; return their paths."""
+    """Write ``NAME.png`` and ``NAME.svg`` under ``directory``; return their paths.  A map
+    with no number at all writes nothing (see :mod:`sweeper.report._heatmaps`)."""
+    if not data.measured:
+        return []
+    return _save(heatmap_figure(data), directory, data.name)
+
+
+def heatmap_figure(data: HeatmapData) -> Any:
+    """The map as a matplotlib figure: cells coloured by rate (on ``data.scale`` when the
+    problem's maps share one), ``cell_text`` in them, the marked cell boxed in red, the
+    caption under the title."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -21,34 +33,37 @@ def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
     from matplotlib.patches import Rectangle
 
     values = data.values.astype(float)
-    annot = np.empty(values.shape, dtype=object)
-    for i in range(values.shape[0]):
-        for j in range(values.shape[1]):
-            v = values.iat[i, j]
-            annot[i, j] = _fmt(v) if np.isfinite(v) else data.notes.iat[i, j]
+    text = cell_text(data).to_numpy()
+    lines = max(str(t).count("\n") + 1 for t in text.ravel())
     width = max(6.0, 1.25 * values.shape[1] + 2.5)
-    height = max(3.5, 0.6 * values.shape[0] + 2.0)
+    height = max(3.5, (0.3 + 0.2 * lines) * values.shape[0] + 2.5)
     fig, ax = plt.subplots(figsize=(width, height))
-    sns.heatmap(values, annot=annot, fmt="", cmap="viridis", ax=ax, linewidths=0.5,
-                linecolor="white", cbar_kws={"label": LABELS.get(data.metric, data.metric)},
+    vmin, vmax = data.scale if data.scale else (None, None)
+    sns.heatmap(values, annot=text, fmt="", cmap="viridis", ax=ax, linewidths=0.5,
+                linecolor="white", vmin=vmin, vmax=vmax,
+                annot_kws={"fontsize": 8 if lines <= 2 else 7},
+                cbar_kws={"label": LABELS.get(data.metric, data.metric)},
                 mask=~np.isfinite(values.to_numpy()))
     ax.set_facecolor("#dddddd")
     for i in range(values.shape[0]):            # notes for masked cells
         for j in range(values.shape[1]):
-            if not np.isfinite(values.iat[i, j]) and annot[i, j]:
-                ax.text(j + 0.5, i + 0.5, annot[i, j], ha="center", va="center",
+            if not np.isfinite(values.iat[i, j]) and text[i, j]:
+                ax.text(j + 0.5, i + 0.5, text[i, j], ha="center", va="center",
                         color="#666666", fontsize=8)
     if data.best is not None:
         row = list(values.index).index(data.best[0])
         col = list(values.columns).index(data.best[1])
         ax.add_patch(Rectangle((col, row), 1, 1, fill=False, edgecolor="red", linewidth=3))
-    ax.set_xticklabels(data.column_labels, rotation=0, fontsize=8)
+    turned = data.label_rotation != 0
+    ax.set_xticklabels(data.column_labels, rotation=data.label_rotation, fontsize=8,
+                       ha="right" if turned else "center",
+                       rotation_mode="anchor" if turned else "default")
     ax.set_xlabel("grid (programs)")
     ax.set_ylabel("block (threads = num_warps × 32)")
-    title = textwrap.fill(data.title, width=int(11 * width))      # ~11 characters an inch
-    ax.set_title(title + (f"\n(red: {data.best_note})" if data.best is not None else ""),
-                 fontsize=10)
-    return _save(fig, directory, data.name)
+    chars = int(12 * width)                       # ~12 characters an inch at 9 pt
+    ax.set_title(textwrap.fill(data.title, width=chars) + "\n" +
+                 textwrap.fill(data.caption, width=chars), fontsize=9)
+    return fig
 
 
 def _save(fig: Any, directory: Path, stem: str) -> list[Path]:
@@ -62,10 +77,6 @@ def _save(fig: Any, directory: Path, stem: str) -> list[Path]:
         fig.savefig(path, dpi=110)
     plt.close(fig)
     return paths
-
-
-def _fmt(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def draw_effect(effect: Any, title: str, directory: Path, metric: str = "gbps") -> list[Path]:

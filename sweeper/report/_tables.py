@@ -1,4 +1,7 @@
-"""Compute what reports show (pure pandas): trial table, heatmap grids, best configs."""
+"""Compute what reports show (pure pandas): trial table, best configs, finals, counts.
+
+Every list of problems is in (dtype, footprint, cache) order, the footprint as a number
+(4KiB before 16KiB), the same in every table, map and JSON list."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import pandas as pd
 from sweeper.ceilings import Ceilings
 from sweeper.finals import FinalRecord, Pick
 from sweeper.kernels import Headline
-from sweeper.space import format_size
+from sweeper.space import format_size, parse_size
 from sweeper.store import BaselineRecord, TrialRecord
 
 STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv", "ci_lo", "ci_hi",
@@ -43,6 +46,8 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
             "samples": len(t.samples_ms),
             "stop_reason": t.stop_reason, "discarded": t.discarded, "flags": "; ".join(t.flags),
             "energy_j": t.energy_j if t.energy_j is not None else np.nan,
+            "sm_mhz": (t.clocks or {}).get("sm_mhz_mean") or np.nan,
+            "capped": (t.clocks or {}).get("reasons", {}).get("sw_power_cap", 0.0),
             "gb_per_j": (t.gbps * t.stats["median"] * 1e-3 / t.energy_j
                          if t.energy_j and t.stats else np.nan),
         }
@@ -52,9 +57,34 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
             key = f"{stat}_ms" if stat in ("median", "mean", "min", "max", "p95", "p99", "std",
                                            "ci_lo", "ci_hi") else stat
             row[key] = (t.stats or {}).get(stat, np.nan)
+        row["ci_pct"] = 100.0 * row["rel_ci"]
         row.update(_ceiling_columns(t, ceilings, headline))
         rows.append(row)
-    return pd.DataFrame(rows)
+    return _fill_footprints(pd.DataFrame(rows))
+
+
+def _fill_footprints(df: pd.DataFrame) -> pd.DataFrame:
+    """Trials ruled out before they were resolved get the footprint that trials of the same
+    label ran at (a capped one on the interpreter), else the label's own size, so each
+    belongs to the problem it would have been measured in."""
+    if df.empty:
+        return df
+    ran = df.dropna(subset=["footprint"]).groupby("footprint_label")["footprint"].first()
+    for i in df.index[df["footprint"].isna()]:
+        label = df.at[i, "footprint_label"]
+        df.at[i, "footprint"] = ran.get(label, _size(label))
+    return df
+
+
+def _size(label: Any) -> float:
+    try:
+        return float(parse_size(str(label)))
+    except ValueError:
+        return np.nan
+
+
+#: How problems sort everywhere: dtype, then the footprint as a number, then cache.
+PROBLEM_ORDER = ["dtype", "footprint", "cache"]
 
 
 def _ceiling_columns(t: TrialRecord, ceilings: Ceilings | None, headline: Headline
@@ -78,9 +108,14 @@ def _ceiling_columns(t: TrialRecord, ceilings: Ceilings | None, headline: Headli
 
 
 def rate_column(df: pd.DataFrame, headline: Headline) -> str:
-    """The column reports lead with: the kernel's headline rate, else the score."""
+    """The column reports lead with: the kernel's headline rate, else the score (a kernel
+    that declares neither bytes nor FLOPs).  With no measured trial, the headline: there
+    is nothing to show it cannot."""
     column = headline.value
-    return column if column in df and (df[column] > 0).any() else "score"
+    measured = df[df["status"] == "ok"] if "status" in df else df
+    if measured.empty or (column in df and (measured[column] > 0).any()):
+        return column
+    return "score"
 
 
 def unit(column: str) -> str:
@@ -103,85 +138,14 @@ def problem_key(row: pd.Series) -> str:
     return f"{row['dtype']} {fp_text} {row.get('cache', 'cold')}"
 
 
-class HeatmapData(NamedTuple):
-    """One heatmap: a block x grid table of a rate and what it is of."""
-
-    name: str                      # file stem
-    title: str
-    values: pd.DataFrame           # index: block, columns: grid label; NaN where no result
-    notes: pd.DataFrame            # same shape: "" or why a cell has no number
-    column_labels: list[str]       # tick text for the columns
-    best: tuple[Any, str] | None   # (block, grid label) of the marked cell
-    metric: str
-    best_note: str = "best"        # what the marked cell is
-
-
-def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[str],
-             block_order: Sequence[int], *, kernel: str, gpu: str,
-             headline: Headline = Headline.GBPS, picks: Mapping[int, Pick] | None = None
-             ) -> list[HeatmapData]:
-    """A heatmap per (meta values, dtype, footprint), plus the best over meta values.
-
-    ``picks`` (trial number -> :class:`Pick`) are the configs the study ends with; a map
-    marks its problem's pick where the pick lies in it, else its own best cell."""
-    out: list[HeatmapData] = []
-    resolved = df[df["status"] != "invalid"]
-    metric = rate_column(df, headline)
-    picks = picks or {}
-    for (dtype, fp_label, cache), sub in df.groupby(["dtype", "footprint_label", "cache"],
-                                                    sort=False):
-        fp = resolved.loc[resolved["footprint_label"] == fp_label, "footprint"]
-        fp_text = format_size(int(fp.iloc[0])) if len(fp) else str(fp_label)
-        resident = sub["flags"].str.contains("L2-resident").any()
-        base = f"{kernel} · {dtype} · {fp_text} · {cache}{' (L2-resident)' if resident else ''}"
-        stem = f"{dtype}_{fp_text}_{cache}"
-        groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
-        for key, cell_df in groups:
-            key = key if isinstance(key, tuple) else (key,)
-            meta_text = " ".join(f"{n}={v}" for n, v in zip(meta_names, key))
-            name = f"{stem}_" + "_".join(f"{n}-{v}" for n, v in zip(meta_names, key))
-            out.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
-                             f"{base} · {meta_text} · {gpu} · {unit(metric)}".replace(
-                                 " ·  ·", " ·"), picks, show_values=True))
-        out.append(_grid(sub, grid_order, block_order, metric, f"{stem}_best",
-                         f"{base} · best over {', '.join(meta_names) or 'all'} · {gpu} · "
-                         f"{unit(metric)}", picks, show_values=False))
-    return out
-
-
-def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int],
-          metric: str, name: str, title: str, picks: Mapping[int, Pick], *,
-          show_values: bool) -> HeatmapData:
-    ok = df[df["status"] == "ok"]
-    values = (ok.groupby(["block", "grid_label"])[metric].max().unstack("grid_label")
-              .reindex(index=list(block_order), columns=list(grid_order)))
-    notes = pd.DataFrame("", index=values.index, columns=values.columns)
-    for _, row in df[df["status"] != "ok"].iterrows():
-        b, g = row["block"], row["grid_label"]
-        if b in notes.index and g in notes.columns and pd.isna(values.loc[b, g]):
-            notes.loc[b, g] = "skip" if row["status"] == "invalid" else "fail"
-    labels = []
-    for g in grid_order:
-        grids = df.loc[df["grid_label"] == g, "grid"].dropna().unique()
-        shown = show_values and len(grids) == 1 and str(int(grids[0])) != g
-        labels.append(f"{g}\n={int(grids[0])}" if shown else g)
-    best, note = None, "best"
-    for _, row in ok[ok["number"].isin(list(picks))].iterrows():     # its problem's pick
-        if row["block"] in values.index and row["grid_label"] in values.columns:
-            best = (row["block"], row["grid_label"])
-            note = ("winner of the interleaved final" if picks[row["number"]].final
-                    else "best in the sweep")
-    if best is None and values.notna().any().any():
-        best, note = values.stack().idxmax(), "best of this map" if picks else "best"
-    return HeatmapData(name=name, title=title, values=values, notes=notes,
-                       column_labels=labels, best=best, metric=metric, best_note=note)
-
-
 def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_names: Sequence[str],
-                 top: int = 10, picks: Mapping[int, Pick] | None = None) -> pd.DataFrame:
+                 top: int = 10, picks: Mapping[int, Pick] | None = None,
+                 finals: Sequence[FinalRecord] = ()) -> pd.DataFrame:
     """The ``top`` configs of each problem by score, with % of the torch baseline; the
     ``picks`` (trial number -> :class:`Pick`) are kept whatever their rank and named in
-    ``chosen``: "winner" (of the interleaved final) or "sweep best"."""
+    ``chosen``: "winner" (of the interleaved final) or "sweep best".  Finalists also get
+    ``final_median_ms``, their median when re-measured interleaved (the winner's is the
+    one it was chosen on); NaN for the others."""
     picks = picks or {}
     ok = df[df["status"] == "ok"].copy()
     if ok.empty:
@@ -191,13 +155,17 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
                            zip(ok["dtype"], ok["footprint"], ok["cache"])]
     ok["pct_of_baseline"] = 100.0 * ok["gbps"] / ok["baseline_gbps"]
     ok["problem"] = ok.apply(problem_key, axis=1)
-    ok = ok.sort_values(["problem", "score"], ascending=[True, False])
+    ok = ok.sort_values([*PROBLEM_ORDER, "score"], ascending=[True, True, True, False],
+                        kind="stable")
     ok["rank"] = ok.groupby("problem").cumcount() + 1
     ok["chosen"] = [("winner" if picks[n].final else "sweep best") if n in picks else ""
                     for n in ok["number"]]
+    remeasured = {r["number"]: r["stats"]["median"] for f in finals for r in f.finalists}
+    ok["final_median_ms"] = [remeasured.get(n, np.nan) for n in ok["number"]]
     columns = ["problem", "rank", "chosen", "number", "grid_label", "grid", "block", *meta_names,
-               "median_ms", "rel_ci", "min_ms", "p95_ms", "std_ms", "outliers", "gbps", "tflops",
-               "pct_of_baseline", "pct_ceiling", "gb_per_j", "cold_s", "flags"]
+               "median_ms", "ci_pct", "final_median_ms", "min_ms", "p95_ms", "std_ms",
+               "outliers", "gbps", "tflops", "pct_of_baseline", "pct_ceiling", "gb_per_j",
+               "sm_mhz", "cold_s", "flags"]
     shown = (ok["rank"] <= top) | (ok["chosen"] != "")
     return ok[shown][columns].reset_index(drop=True)
 
@@ -205,24 +173,35 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
 def headline_table(picks: Sequence[Pick], df: pd.DataFrame, meta_names: Sequence[str],
                    metric: str) -> pd.DataFrame:
     """One row per problem: the config the study ends with, its median from the samples it
-    was chosen on (the final's, else the sweep's), and its ``metric`` rate and % of the
-    ceiling at that median."""
+    was chosen on (the final's, else the sweep's) and where that is from, its sweep median,
+    and its ``metric`` rate and % of the ceiling at the chosen median."""
     by_number = df.set_index("number")
     rows = []
     for pick in picks:
         t = by_number.loc[pick.trial.number]
         median = pick.median_ms
         rows.append({
-            "problem": problem_key(t), "chosen_by": pick.chosen_by, "number": pick.trial.number,
+            "problem": problem_key(t), **{k: t[k] for k in PROBLEM_ORDER},
+            "chosen_by": pick.chosen_by, "number": pick.trial.number,
             "grid_label": t["grid_label"], "grid": t["grid"], "block": t["block"],
             **{n: t[n] for n in meta_names},
-            "median_ms": median, metric: at_median(t[metric], t["median_ms"], median),
-            "pct_ceiling": at_median(t["pct_ceiling"], t["median_ms"], median)})
-    return pd.DataFrame(rows).sort_values("problem").reset_index(drop=True) if rows \
-        else pd.DataFrame()
+            "median_ms": median, "median_from": pick.median_from,
+            "sweep_median_ms": t["median_ms"],
+            metric: at_median(t[metric], t["median_ms"], median),
+            "pct_ceiling": at_median(t["pct_ceiling"], t["median_ms"], median),
+            "x_baseline": (pick.final.baseline_ratio() if pick.final else None) or np.nan})
+    if not rows:
+        return pd.DataFrame()
+    return (pd.DataFrame(rows).sort_values(PROBLEM_ORDER, kind="stable")
+            .drop(columns=PROBLEM_ORDER).reset_index(drop=True))
 
 
 _NUMBERS = re.compile(r"\s*\([^)]*\)|\b\d+ of \d+\b|index \d+.*$")
+
+
+def reason_kind(reason: str) -> str:
+    """A failure's reason without its values, so like failures count together."""
+    return _NUMBERS.sub("", reason).strip() or reason
 
 
 def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
@@ -230,9 +209,30 @@ def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
     bad = df[df["status"] != "ok"]
     if bad.empty:
         return pd.DataFrame(columns=["status", "reason", "count"])
-    reasons = bad["reason"].map(lambda r: _NUMBERS.sub("", r).strip() or r)
-    return (bad.assign(reason=reasons).groupby(["status", "reason"]).size()
-            .rename("count").reset_index().sort_values("count", ascending=False))
+    reasons = bad["reason"].map(reason_kind)
+    return (bad.assign(reason=reasons).groupby(["status", "reason"]).size().rename("count")
+            .reset_index().sort_values("count", ascending=False, kind="stable"))
+
+
+def nothing_measured(df: pd.DataFrame) -> str | None:
+    """Why ``df``'s trials (a study's, or one problem's) gave no number, when none did:
+    the counts by status and the commonest reason with one full example; ``None`` when a
+    config was measured."""
+    if df.empty or (df["status"] == "ok").any():
+        return None
+    counts = df["status"].value_counts()
+    ran = counts.drop("invalid", errors="ignore")
+    parts = [f"{n} {status}" for status, n in ran.items()]
+    if "invalid" in counts:
+        parts.append(f"{counts['invalid']} skipped by constraints")
+    reasons = failure_counts(df)
+    failed = reasons[reasons["status"] != "invalid"]
+    top = (failed if len(failed) else reasons).iloc[0]
+    example = df[(df["status"] == top["status"])
+                 & (df["reason"].map(reason_kind) == top["reason"])].iloc[0]
+    return (f"no config was measured: {len(df)} trial(s), {', '.join(parts)}; the "
+            f"commonest reason: {top['status']}, {top['reason']!r} ({top['count']} trial(s); "
+            f"e.g. #{example['number']}: {example['reason']})")
 
 
 def stop_counts(df: pd.DataFrame) -> pd.DataFrame:
@@ -285,13 +285,22 @@ def final_table(final: FinalRecord, df: pd.DataFrame, meta_names: Sequence[str],
                 "tied" if r["number"] in final.tied else ""),
             "number": r["number"], "grid": t["grid_label"], "block": t["block"],
             **{n: t[n] for n in meta_names}, "median_ms": st["median"],
-            "ci_ms": f"[{st['ci_lo']:.4g}, {st['ci_hi']:.4g}]", "cv": st["cv"],
+            "ci_ms": f"[{st['ci_lo']:.4g}, {st['ci_hi']:.4g}]", "cv_pct": 100 * st["cv"],
             metric: at_median(t[metric], t["median_ms"], st["median"]),
             "sweep_median_ms": t["median_ms"]})
+    if final.baseline:                      # the same work, in the same rounds
+        st = final.baseline["stats"]
+        winner = next(r for r in rows if r["number"] == final.winner)
+        rows.append({"": f"baseline: {final.baseline['name']}", "number": "–",
+                     "grid": "–", "block": "–", **{n: "–" for n in meta_names},
+                     "median_ms": st["median"],
+                     "ci_ms": f"[{st['ci_lo']:.4g}, {st['ci_hi']:.4g}]", "cv_pct": 100 * st["cv"],
+                     metric: at_median(winner[metric], winner["median_ms"], st["median"]),
+                     "sweep_median_ms": np.nan})
     out = pd.DataFrame(rows)
     order = {"winner": 0, "tied": 1, "": 2}
-    return out.sort_values(by=["", "median_ms"], key=lambda c: c.map(order) if c.name == ""
-                           else c).reset_index(drop=True)
+    return out.sort_values(by=["", "median_ms"], key=lambda c: c.map(
+        lambda v: order.get(v, 3)) if c.name == "" else c).reset_index(drop=True)
 
 
 class AxisEffect(NamedTuple):

@@ -5,27 +5,46 @@ A meta-parameter that counts elements (``MetaParam.elements``, e.g. copy's ``BLO
 carried over at the same bytes when the dtype differs: fp32 copy's best of 1024 elements
 per step becomes 2048 in fp16, the same 16 bytes per thread.  The untranslated config is
 proposed after it, in case the kernel's optimum is not about bytes.
+
+Priors decide where a search starts, so ``sweeper run`` names the studies they came from
+(:func:`prior_sources`) and ``--no-priors`` turns them off: a study of the same problem
+(another seed's run, say) hands ``auto`` its answer, which a benchmark of the search
+must not count as found.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweeper.space import DTYPES, Space
+from sweeper.space import DTYPES, AxisRole, Space, parse_size
 
 PER_STUDY = 3
 
 
-def priors_from_studies(studies_dir: str | Path, space: Space, gpu: str,
-                        exclude: str | Path | None = None) -> list[dict[str, str]]:
+@dataclass
+class PriorSource:
+    """The configs one earlier study hands ``auto`` (its best, in this space's labels)."""
+
+    study: str
+    configs: list[dict[str, str]] = field(default_factory=list)
+    #: Its best configs were measured on a problem (dtype, footprint, cache) this space
+    #: measures too: they are answers, not hints from a neighbouring problem.
+    same_problem: bool = False
+
+
+def prior_sources(studies_dir: str | Path, space: Space, gpu: str,
+                  exclude: str | Path | None = None) -> list[PriorSource]:
     """Up to ``PER_STUDY`` best configs from every other study of ``space.kernel`` on
-    ``gpu`` whose labels this space also has (axes of one value are filled in)."""
+    ``gpu`` whose labels this space also has (axes of one value are filled in), per
+    study, in study-name order; a config two studies offer is counted for the first."""
     from sweeper.store import StudyStore
 
-    out: list[dict[str, str]] = []
+    out: list[PriorSource] = []
+    seen: list[dict[str, str]] = []
     for meta_path in sorted(Path(studies_dir).glob("*/study.json")):
         root = meta_path.parent
         if exclude is not None and root.resolve() == Path(exclude).resolve():
@@ -37,12 +56,40 @@ def priors_from_studies(studies_dir: str | Path, space: Space, gpu: str,
         if meta.get("kernel") != space.kernel or \
                 meta.get("environment", {}).get("gpu") != gpu:
             continue
+        source = PriorSource(study=str(meta.get("study", root.name)))
         trials = [t for t in StudyStore(root).records()[0] if t.ok and not t.suspicious]
         for t in sorted(trials, key=lambda t: -t.score)[:PER_STUDY]:
             for choice in translate(t.choice, space):
-                if choice not in out:
-                    out.append(choice)
+                if choice not in seen:
+                    seen.append(choice)
+                    source.configs.append(choice)
+                    source.same_problem |= _same_problem(t.choice, space)
+        if source.configs:
+            out.append(source)
     return out
+
+
+def priors_from_studies(studies_dir: str | Path, space: Space, gpu: str,
+                        exclude: str | Path | None = None) -> list[dict[str, str]]:
+    """Every config of :func:`prior_sources`, in order."""
+    return [c for s in prior_sources(studies_dir, space, gpu, exclude) for c in s.configs]
+
+
+def _same_problem(choice: Mapping[str, Any], space: Space) -> bool:
+    """Were ``choice``'s dtype, footprint and cache values among this space's?"""
+    for axis in space.axes:
+        if axis.role is AxisRole.PROBLEM and axis.name in choice and \
+                _size_or_label(choice[axis.name]) not in map(_size_or_label, axis.labels):
+            return False
+    return True
+
+
+def _size_or_label(label: Any) -> Any:
+    """Footprints by their bytes (``1GiB`` is ``1024MiB``), other labels as they are."""
+    try:
+        return parse_size(str(label))
+    except ValueError:
+        return str(label)
 
 
 def translate(choice: Mapping[str, Any], space: Space) -> list[dict[str, str]]:

@@ -38,7 +38,7 @@ from sweeper.space._yaml import load_with_lines
 TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget",
             "extends")
 MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
-                "cache", "batch", "graph", "abandon", "timeout")
+                "cache", "batch", "graph", "abandon", "timeout", "duty")
 STOP_RULES = ("fixed", "ci", "stdrel")
 TEXT_AXES = ("dtype", "cache")         # values are names, not numbers: not in expressions
 BUDGET_KEYS = ("trials", "time", "target", "patience")
@@ -430,12 +430,30 @@ class _Parser:
                 timeout = parse_duration(timeout)
             except ValueError as err:
                 raise self.error("measure.timeout", f"{err}, or off") from None
+        duty, duty_s = self.duty(raw.get("duty", d.duty), d.duty_s)
         spec = MeasureSpec(warmup=warmup, repeat=repeat, stop=stop, target=target,
                            min_samples=min_samples, min_time_s=times["min_time"],
                            max_time_s=times["max_time"], batch=batch, graph=graph,
                            abandon=float(abandon) if abandon is not None else None,
-                           timeout_s=timeout)
+                           timeout_s=timeout, duty=duty, duty_s=duty_s)
         return spec, list(CACHE_MODES) if cache == "both" else [cache]
+
+    def duty(self, raw: Any, default_s: float) -> tuple[str, float]:
+        """``auto``, ``off`` or ``{cool|load: DURATION}`` (sweeper.measure._duty)."""
+        allowed = "auto, off, {cool: 1s} or {load: 500ms}"
+        if raw is False or raw == "off":          # YAML reads a bare off as false
+            return "off", default_s
+        if raw == "auto":
+            return "auto", default_s
+        if not (isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("cool", "load")):
+            raise self.error("measure.duty", f"{raw!r} is not a duty schedule; allowed: "
+                             f"{allowed}")
+        (kind, value), = raw.items()
+        try:
+            seconds = parse_duration(value)
+        except ValueError as err:
+            raise self.error(f"measure.duty.{kind}", f"{err}; allowed: {allowed}") from None
+        return kind, seconds
 
     def whole(self, raw: dict[str, Any], key: str, default: int, least: int) -> int:
         value = raw.get(key, default)

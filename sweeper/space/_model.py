@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from sweeper.errors import ExpressionError
 from sweeper.measure._decide import StopRule
+from sweeper.measure._duty import DEFAULT_DUTY, Duty
 from sweeper.space._expr import Expr, evaluate
 from sweeper.space._units import DTYPES
 
@@ -88,6 +89,15 @@ class MeasureSpec:
     graph: bool = False      # replay the batch from a CUDA graph
     abandon: float | None = None   # stop sampling configs this many times slower than the best
     timeout_s: float | None = 300.0   # a trial with no result by then is hung: recorded, skipped
+    #: auto: a cool-down schedule once a problem shows itself power-bound; off; or cool /
+    #: load for ``duty_s`` before every config's samples (sweeper.measure._duty)
+    duty: str = "auto"
+    duty_s: float = DEFAULT_DUTY.seconds
+
+    def fixed_duty(self) -> Duty | None:
+        """The schedule the space asks for outright; ``None`` for ``off``, and for ``auto``
+        until a problem shows itself power-bound."""
+        return Duty(self.duty, self.duty_s) if self.duty in ("cool", "load") else None
 
     def rule(self) -> StopRule:
         return StopRule(kind=self.stop, repeat=self.repeat, target=self.target,
@@ -101,6 +111,9 @@ class MeasureSpec:
             how = (f"{self.warmup} warmup, then timed until the {self.stop} noise is under "
                    f"{100 * self.target:g}% (at least {self.min_samples} samples, "
                    f"{self.min_time_s:g} s; at most {self.max_time_s:g} s)")
+        fixed = self.fixed_duty()
+        if fixed is not None:
+            how = f"{fixed.describe()}, then {how}"
         if self.abandon:
             how += f", abandoned early when clearly over {self.abandon:g}x the best"
         if self.graph:

@@ -70,6 +70,13 @@ def space_schema() -> dict[str, Any]:
         "graph": {"type": "boolean"}, "abandon": {"type": "number", "exclusiveMinimum": 1},
         "timeout": {"type": ["number", "string", "boolean", "null"],
                     "description": "seconds (or 5m, 30s) before a trial counts as hung; off or false: never"},
+        "duty": {"anyOf": [{"enum": ["auto", "off", False]}, {
+            "type": "object", "additionalProperties": False, "minProperties": 1,
+            "maxProperties": 1, "properties": {"cool": {"type": ["number", "string"]},
+                                               "load": {"type": ["number", "string"]}}}],
+                 "description": "what precedes each config's samples on a power-bound "
+                                "problem: auto (a 1 s cool-down once the power cap shows), "
+                                "off, {cool: 1s} or {load: 500ms}"},
     }
     sampler_names = {"enum": list(SAMPLERS)}
     properties = {

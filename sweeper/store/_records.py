@@ -45,6 +45,8 @@ class TrialRecord:
     graph: bool = False
     flags: list[str] = field(default_factory=list)
     saved_ms: float = 0.0
+    clocks: dict[str, Any] | None = None
+    duty: str = ""
     kind: str = "trial"
 
     @classmethod
@@ -61,7 +63,7 @@ class TrialRecord:
                    power_readings=result.power_readings,
                    energy_window_s=result.energy_window_s,
                    batch=result.batch, graph=result.graph, flags=list(result.flags),
-                   saved_ms=result.saved_ms)
+                   saved_ms=result.saved_ms, clocks=result.clocks, duty=result.duty)
 
     @property
     def suspicious(self) -> bool:

@@ -1,0 +1,58 @@
+"""Do two studies of the same space rank their best configs the same way?
+
+    python benchmarks/rank_stability.py STUDY_A STUDY_B [--top 10]
+
+Over the configs measured in both studies, takes the ``--top`` fastest of study A by
+sweep median and prints the Spearman rank correlation of their medians in A and B, each
+config's two medians, and from each study's interleaved final the winner, its median,
+and its speed against the torch baseline measured in the same rounds.  Used to show
+that a power-bound problem's ranking does not depend on when each config was measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sweeper.finals import Winners  # noqa: E402
+from sweeper.measure import spearman  # noqa: E402
+from sweeper.store import StudyStore  # noqa: E402
+
+
+def medians(store: StudyStore) -> dict[tuple[str, ...], tuple[int, float]]:
+    return {t.key(): (t.number, t.stats["median"]) for t in store.records()[0]
+            if t.ok and t.stats}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("a")
+    parser.add_argument("b")
+    parser.add_argument("--top", type=int, default=10)
+    args = parser.parse_args()
+    stores = [StudyStore(args.a), StudyStore(args.b)]
+    ma, mb = (medians(s) for s in stores)
+    common = sorted((k for k in ma if k in mb), key=lambda k: ma[k][1])[:args.top]
+    rho = spearman([ma[k][1] for k in common], [mb[k][1] for k in common])
+    print(f"{len(ma)} and {len(mb)} configs measured; {len(set(ma) & set(mb))} in both")
+    print("| rank in A | A # | A median ms | B median ms | B/A |")
+    print("|---|---|---|---|---|")
+    for i, k in enumerate(common, 1):
+        print(f"| {i} | {ma[k][0]} | {ma[k][1]:.4f} | {mb[k][1]:.4f} | "
+              f"{mb[k][1] / ma[k][1]:.4f} |")
+    for name, store in zip("AB", stores):
+        for final in Winners.of(store).finals.values():
+            row = next(r for r in final.finalists if r["number"] == final.winner)
+            ratio = final.baseline_ratio()
+            base = (f", {final.baseline['name']} {final.baseline['stats']['median']:.4f} ms in "
+                    f"the same rounds: winner at {ratio:.3f}x" if ratio else "")
+            print(f"{name}: winner #{final.winner} {row['stats']['median']:.4f} ms over "
+                  f"{len(final.finalists)} finalists{base}; {final.duty or 'no duty schedule'}")
+    print(f"Spearman over A's top {len(common)} configs measured in both: {rho:.3f}")
+
+
+if __name__ == "__main__":
+    main()

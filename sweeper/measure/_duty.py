@@ -1,0 +1,127 @@
+"""Equal duty for power-bound kernels: every config measured from the same power state.
+
+A kernel that draws the board to its power limit (an 8192³ bf16 matmul on the H200
+reaches 700 W within 0.2 s of sustained load) runs at full clock in a short burst and
+at a capped clock once the limiter engages: on the H200 1.41 ms a launch after a
+cool GPU and 1.65-1.69 ms under sustained load (SM clock 1980 -> 1380-1485 MHz,
+``sw_power_cap``).  Without a schedule, what a config measures depends on what ran
+before it: in one 40-trial H200 study, trials that followed a compile (GPU idle)
+started sampling at 1980 MHz and trials that followed another config's samples at
+1425-1890 MHz, and the interleaved finals, which run back to back, read every finalist
+9-14 % slower than the sweep had (the sweep's best: 1.53 ms, then 1.74 ms).
+
+A :class:`Duty` is what precedes each config's samples once a problem is power-bound
+(``measure.duty``): a fixed cool-down (``cool``: the GPU idles, so the samples start
+from the same cool state) or a fixed load of the config's own work (``load``: the
+samples start from its own steady, capped state).  Measured on the H200 with
+``benchmarks/power_probe.py``: after 8 s of load against 8 s of idle, the median of 30
+samples differed by 15.8 % with nothing before the samples, 0.9 % after a 1 s
+cool-down, 0.05 % after 3 s, 0.9 % after a 0.5 s load and 2.0 % after a 2 s load
+(docs/benchmarks.md).
+
+The power limiter does not wait for a trial to end: on the H200 it stepped an 8192³
+matmul's clock down after 15-20 ms of samples (1.50 -> 1.62 -> 1.73 ms a launch
+within one trial of 30 samples), so one config's median could land anywhere between
+its fast and capped times, and two runs of a study put configs 3-5 % apart.  Under a
+cool-down schedule samples are therefore taken in bursts of at most ``BURST_S`` of
+work, each after a cool-down and ``BURST_WARMUP`` untimed launches (the clock ramps up
+from idle on the first launch).
+
+Which throttle reasons discard samples (sweeper.devices._nvml.throttle_reason): the
+reasons a GPU gives for slowing down that are not the kernel's own doing (thermal and
+hardware slowdowns, the power brake, a clock under 75 % of its usual) discard a chunk;
+``sw_power_cap`` is the kernel's own power draw, so it only labels the samples, except
+under a cool-down schedule, whose samples are meant to start from a cool state: a
+chunk that hit the cap there is taken again after another cool-down.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: Kinds of schedule a space may ask for (``measure.duty``).
+DUTY_KINDS = ("auto", "off", "cool", "load")
+#: A problem is power-bound once a trial's sampling window shows the power cap, or board
+#: power at this fraction of the enforced limit.
+POWER_BOUND = 0.9
+#: The throttle reason the board's power limiter gives.
+POWER_CAP = "sw_power_cap"
+#: Seconds of samples one burst may take under a cool-down schedule (the limiter's first
+#: step came after 15-20 ms; the flush and hold around each sample add a few %).
+BURST_S = 0.012
+#: Untimed launches after each cool-down before a burst is timed.
+BURST_WARMUP = 2
+
+
+@dataclass(frozen=True)
+class Duty:
+    """What precedes each config's samples: ``cool`` (the GPU idles ``seconds``) or
+    ``load`` (the config's own launches run back to back for ``seconds``)."""
+
+    kind: str
+    seconds: float
+
+    def describe(self) -> str:
+        if self.kind == "cool":
+            return f"a {self.seconds:g} s cool-down before each config's samples"
+        return f"{self.seconds:g} s of the config's own work before its samples"
+
+    def settle(self, launch: Callable[[], None], synchronize: Callable[[], None]) -> None:
+        """Bring the GPU to the schedule's state before ``launch``'s samples."""
+        synchronize()
+        if self.kind == "cool":
+            time.sleep(self.seconds)
+            return
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < self.seconds:
+            launch()
+            synchronize()
+
+    def bursts(self, timed: Callable[[int], list[float]], launch: Callable[[], None],
+               synchronize: Callable[[], None]) -> Callable[[int], list[float]]:
+        """``timed(k)`` (k samples, ms each) taken as bursts of at most ``BURST_S`` of work
+        under a cool-down schedule, each after a cool-down and ``BURST_WARMUP`` launches;
+        under a load schedule, ``timed`` itself.  The first burst follows the settle and
+        warmup before sampling; its length comes from one host-timed launch."""
+        if self.kind != "cool":
+            return timed
+        state = {"size": 0}
+
+        def take(k: int) -> list[float]:
+            out: list[float] = []
+            while len(out) < k:
+                if state["size"]:
+                    self.settle(launch, synchronize)
+                    for _ in range(BURST_WARMUP):
+                        launch()
+                else:
+                    t0 = time.perf_counter()
+                    launch()
+                    synchronize()
+                    state["size"] = max(1, int(BURST_S / max(time.perf_counter() - t0, 1e-9)))
+                out.extend(timed(min(k - len(out), state["size"])))
+            return out
+        return take
+
+    def discards_power_cap(self) -> bool:
+        """Samples that hit the power cap do not belong to this schedule's state."""
+        return self.kind == "cool"
+
+
+#: What ``auto`` switches to once a problem is found power-bound: the 1 s cool-down, the
+#: schedule whose median moved least between a hot and a cool history per second spent.
+DEFAULT_DUTY = Duty("cool", 1.0)
+
+
+def power_bound(reasons: dict[str, float], power_w_max: float | None,
+                limit_w: float) -> str | None:
+    """Why a sampling window shows a power-bound kernel (the cap engaged, or power at
+    ``POWER_BOUND`` of the limit), or ``None``."""
+    if reasons.get(POWER_CAP, 0.0) > 0:
+        return f"{POWER_CAP} in {100 * reasons[POWER_CAP]:.0f}% of the NVML polls while sampling"
+    if power_w_max is not None and limit_w > 0 and power_w_max >= POWER_BOUND * limit_w:
+        return (f"board power reached {power_w_max:.0f} W, {100 * power_w_max / limit_w:.0f}% "
+                f"of its {limit_w:.0f} W limit, while sampling")
+    return None

@@ -1,0 +1,117 @@
+"""What ``sweeper run`` says when a sweep ends: per problem (dtype, footprint, cache) the
+sweep's best and the winner, each line naming its problem; and, when no config produced
+a number at all, why, so that the command can fail instead of drawing empty maps.
+
+Pure functions over the study's records; the CLI prints what they return.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from sweeper.finals import Pick, Winners, problem_of
+from sweeper.kernels import Headline
+from sweeper.space import format_size
+from sweeper.space._model import PROBLEM_AXES
+from sweeper.store import TrialRecord
+from sweeper.trial import TrialStatus
+
+#: A failure's reason is shown up to this many characters (its first line).
+REASON_CHARS = 120
+
+Problem = tuple[str, int, str]
+
+
+def problem_text(problem: Problem) -> str:
+    """``float32 1GiB cold``."""
+    dtype, footprint, cache = problem
+    return f"{dtype} {format_size(footprint)} {cache}"
+
+
+def trial_text(t: TrialRecord, headline: Headline, median: float | None = None) -> str:
+    """Trial ``t``'s config, median (``median``: from other samples, such as the
+    interleaved final's) and the kernel's headline rate at that median."""
+    cfg = t.config or {}
+    meta = "".join(f" {k}={v}" for k, v in cfg.get("meta", {}).items())
+    grid = t.choice["grid"]
+    grid_text = f"{grid} (={cfg['grid']})" if grid != str(cfg["grid"]) else grid
+    rate = t.rate(headline, median)
+    median = t.stats["median"] if median is None and t.stats else median
+    return (f"#{t.number} grid={grid_text} block={cfg['block']}{meta}: median {median:.4g} ms, "
+            f"{rate:.4g} {headline.unit}")
+
+
+def outcome_lines(trials: Sequence[TrialRecord], winners: Winners, headline: Headline
+                  ) -> list[str]:
+    """Per problem, in (dtype, footprint, cache) order: the sweep's best (never a
+    suspicious result), then the winner an interleaved final chose, if one did; a problem
+    whose every launched trial failed gets a line saying how."""
+    best = Winners().picks(trials)               # no finals: the sweep's best per problem
+    chosen = winners.picks(trials)
+    launched: dict[Problem, list[TrialRecord]] = {}
+    for t in trials:
+        if t.config is not None and t.status is not TrialStatus.INVALID:
+            launched.setdefault(problem_of(t), []).append(t)
+    lines = []
+    for problem in sorted(launched.keys() | best.keys()):
+        name = problem_text(problem)
+        if problem not in best:
+            lines.append(f"best in the sweep, {name}: nothing measured: "
+                         f"{failure_counts(launched[problem])}")
+            continue
+        lines.append(f"best in the sweep, {name}: {trial_text(best[problem].trial, headline)}")
+        pick = chosen[problem]
+        if pick.final is not None:
+            lines.append(_winner_line(name, pick, headline))
+    return lines
+
+
+def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
+    final = pick.final
+    assert final is not None
+    ratio = final.baseline_ratio()
+    against = (f"; {ratio:.3f}× {final.baseline['name']} ({final.baseline['stats']['median']:.4g}"
+               " ms in the same rounds)" if final.baseline and ratio is not None else "")
+    return (f"winner, {name}, after {final.rounds} interleaved rounds over "
+            f"{len(final.finalists)} finalists: {trial_text(pick.trial, headline, pick.median_ms)}"
+            f"; {len(final.tied) - 1} other(s) tied within noise{against}")
+
+
+def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | None:
+    """Why no config produced a number, or ``None`` when one did."""
+    if any(t.ok for t in trials):
+        return None
+    failed = [t for t in trials if t.status is not TrialStatus.INVALID]
+    ruled_out = len(trials) - len(failed)
+    why = [failure_counts(failed)] if failed else []
+    if ruled_out:
+        why.append(f"{ruled_out} ruled out by constraints or values")
+    if not why:
+        why.append(f"no trial finished (stopped: {stopped_by})")
+    return "no config was measured: " + "; ".join(why)
+
+
+def failure_counts(trials: Sequence[TrialRecord]) -> str:
+    """``12 wrong_answer (first: #3 grid=sms block=32 BLOCK=256: 3 of 1024 wrong ...),
+    2 crashed (first: ...)``, most common first."""
+    counts = Counter(t.status.value for t in trials)
+    first: dict[str, TrialRecord] = {}
+    for t in sorted(trials, key=lambda t: t.number):
+        first.setdefault(t.status.value, t)
+    return ", ".join(f"{n} {status} (first: {_failure_text(first[status])})"
+                     for status, n in counts.most_common())
+
+
+def _failure_text(t: TrialRecord) -> str:
+    """``#3 grid=sms block=32 BLOCK=256: <the reason's first line>``; the problem is left
+    out (the lines around it name it)."""
+    config = " ".join(f"{k}={v}" for k, v in t.choice.items() if k not in PROBLEM_AXES)
+    reason = (t.reason or "no reason recorded").strip().splitlines()[0]
+    if len(reason) > REASON_CHARS:
+        reason = reason[:REASON_CHARS - 1] + "…"
+    return f"#{t.number} {config}: {reason}"
+
+
+__all__ = ["failure_counts", "nothing_measured", "outcome_lines", "problem_text",
+           "trial_text"]

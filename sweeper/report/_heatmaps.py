@@ -1,0 +1,242 @@
+"""Compute heatmaps (pure pandas): per map, a block × grid table of a rate, the text of
+each cell and what the map's colours and red box mean.  :mod:`._draw` only draws them.
+
+What the maps promise a reader:
+
+- Cells are sweep medians.  A winner of the interleaved final was chosen on the medians
+  the finalists got when re-measured together, under equal conditions, so a neighbour can
+  be brighter in the sweep and still have lost.  The winner's cell therefore shows its
+  final rate under its sweep rate (``final 4277``), and the caption says what the cells
+  are and that the red box is the final's winner.
+- A best-over-meta map names in each cell the meta values that won it (``B=1024``; long
+  names are shortened and the caption gives the legend).  The winner's cell shows the
+  winner itself, even where another meta value was faster there in the sweep, so the
+  red box, the number and the meta values in it are all the winner's.
+- Each map has its own colour range unless ``shared_scale``: then all maps of a problem
+  share one, so colours compare across maps.  The caption says which.
+- Grid labels are wrapped at spaces to the cell width; one with a piece that still does
+  not fit is drawn turned (``label_rotation``), so labels never run into each other.
+- A map with no number at all (every config in it failed or was ruled out) is computed
+  but not drawn (``measured`` is false): an all-"fail" picture with a colour bar over
+  nothing says less than the report's line about why nothing was measured.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from sweeper.finals import Pick
+from sweeper.kernels import Headline
+from sweeper.report._tables import at_median, problem_key, rate_column, unit
+
+#: Characters of a grid label that fit one line of a cell (1.25 in at 8 pt).
+CELL_CHARS = 16
+#: Meta values per line of a cell's text in a best-over-meta map.
+META_PER_LINE = 2
+
+
+class HeatmapData(NamedTuple):
+    """One heatmap: a block × grid table of a rate and what it is of."""
+
+    name: str                      # file stem
+    title: str
+    values: pd.DataFrame           # index: block, columns: grid label; NaN where no result
+    notes: pd.DataFrame            # same shape: "" or why a cell has no number
+    column_labels: list[str]       # tick text for the columns, wrapped to the cell width
+    best: tuple[Any, str] | None   # (block, grid label) of the marked cell
+    metric: str
+    best_note: str = "best"        # what the marked cell is
+    won_by: pd.DataFrame | None = None     # best-over-meta maps: the meta values per cell
+    best_final: float | None = None        # the marked winner's rate in the final
+    scale: tuple[float, float] | None = None   # colour limits shared by the problem's maps
+    caption: str = ""              # what the cells, the colour scale and the red box mean
+    label_rotation: int = 0        # degrees the column labels are turned
+
+    @property
+    def measured(self) -> bool:
+        """Whether any cell holds a number (a map without one is not drawn)."""
+        return bool(self.values.notna().to_numpy().any())
+
+
+def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[str],
+             block_order: Sequence[int], *, kernel: str, gpu: str,
+             headline: Headline = Headline.GBPS, picks: Mapping[int, Pick] | None = None,
+             shared_scale: bool = False) -> list[HeatmapData]:
+    """A heatmap per (meta values, problem), plus the best over meta values, problems in
+    (dtype, footprint, cache) order.
+
+    ``picks`` (trial number -> :class:`Pick`) are the configs the study ends with; a map
+    marks its problem's pick where the pick lies in it, else its own best cell."""
+    out: list[HeatmapData] = []
+    metric = rate_column(df, headline)
+    picks = picks or {}
+    for _, sub in df.groupby(["dtype", "footprint", "cache"], sort=True, dropna=False):
+        text = problem_key(sub.iloc[0])
+        resident = sub["flags"].str.contains("L2-resident").any()
+        base = f"{kernel} · {text.replace(' ', ' · ')}{' (L2-resident)' if resident else ''}"
+        stem = text.replace(" ", "_")
+        ok = sub[sub["status"] == "ok"]
+        varying = [n for n in meta_names if ok[n].nunique() > 1]
+        short = short_names(varying)
+        maps = []
+        groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
+        for key, cell_df in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            meta_text = " ".join(f"{n}={_label(v)}" for n, v in zip(meta_names, key))
+            name = f"{stem}_" + "_".join(f"{n}-{_label(v)}" for n, v in zip(meta_names, key))
+            maps.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
+                              f"{base} · {meta_text} · {gpu} · {unit(metric)}".replace(
+                                  " ·  ·", " ·"), picks, values_in_labels=True))
+        maps.append(_grid(sub, grid_order, block_order, metric, f"{stem}_best",
+                          f"{base} · best over {', '.join(meta_names) or 'all'} · {gpu} · "
+                          f"{unit(metric)}", picks, values_in_labels=False,
+                          won_by=short))
+        out += _captioned(maps, shared_scale, short, unit(metric))
+    return out
+
+
+def short_names(names: Sequence[str]) -> dict[str, str]:
+    """Short names for meta-parameters in cell text: names of up to 3 characters stay,
+    longer ones become their parts' initials (``BLOCK`` -> ``B``, ``BLOCK_M`` -> ``BM``,
+    ``num_stages`` -> ``ns``); where two would clash, the full names are kept."""
+    short = {n: n if len(n) <= 3 else "".join(p[0] for p in re.split(r"_+", n) if p)
+             for n in names}
+    return short if len(set(short.values())) == len(short) else {n: n for n in names}
+
+
+def tick_labels(labels: Sequence[str], width: int = CELL_CHARS) -> tuple[list[str], int]:
+    """``labels`` wrapped at spaces to ``width`` characters a line, and the rotation to
+    draw them at: 0, or 45 degrees when a piece without spaces is still wider."""
+    wrapped = [[line for part in label.split("\n")
+                for line in textwrap.wrap(part, width, break_long_words=False,
+                                          break_on_hyphens=False) or [""]]
+               for label in labels]
+    fits = all(len(line) <= width for lines in wrapped for line in lines)
+    return ["\n".join(lines) for lines in wrapped], 0 if fits else 45
+
+
+def cell_text(data: HeatmapData) -> pd.DataFrame:
+    """What each cell says: its rate, the meta values that won it (best-over-meta maps),
+    the winner's final rate (its cell), or why it has no number."""
+    out = data.notes.copy().astype(object)
+    for block in data.values.index:
+        for grid in data.values.columns:
+            value = data.values.loc[block, grid]
+            if pd.isna(value):
+                continue
+            lines = [fmt_rate(float(value))]
+            if data.won_by is not None and data.won_by.loc[block, grid]:
+                lines.append(data.won_by.loc[block, grid])
+            if data.best_final is not None and data.best == (block, grid):
+                lines.append(f"final {fmt_rate(data.best_final)}")
+            out.loc[block, grid] = "\n".join(lines)
+    return out
+
+
+def fmt_rate(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _label(value: Any) -> str:
+    """A meta value as its label: ``1024``, not ``1024.0`` (pandas widens int columns
+    that hold NaN)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int],
+          metric: str, name: str, title: str, picks: Mapping[int, Pick], *,
+          values_in_labels: bool, won_by: Mapping[str, str] | None = None) -> HeatmapData:
+    cells = ["block", "grid_label"]
+    ok = df[df["status"] == "ok"]
+    shown = ok.sort_values(metric, ascending=False, kind="stable").drop_duplicates(cells)
+    pick = ok[ok["number"].isin(list(picks))]
+    if len(pick):                        # the winner's cell shows the winner (see above)
+        key = tuple(pick.iloc[0][cells])
+        shown = pd.concat([pick.iloc[:1], shown[[tuple(r) != key
+                                                 for r in shown[cells].to_numpy()]]])
+    values = pd.DataFrame(np.nan, index=list(block_order), columns=list(grid_order))
+    winners = pd.DataFrame("", index=values.index, columns=values.columns)
+    for _, row in shown.iterrows():
+        b, g = row["block"], row["grid_label"]
+        if b in values.index and g in values.columns:
+            values.loc[b, g] = float(row[metric])
+            winners.loc[b, g] = _meta_text(row, won_by or {})
+    notes = pd.DataFrame("", index=values.index, columns=values.columns)
+    for _, row in df[df["status"] != "ok"].iterrows():
+        b, g = row["block"], row["grid_label"]
+        if b in notes.index and g in notes.columns and pd.isna(values.loc[b, g]):
+            notes.loc[b, g] = notes.loc[b, g] or ("skip" if row["status"] == "invalid"
+                                                   else "fail")
+    best, note, final = _marked(values, pick, picks, metric)
+    labels, rotation = tick_labels(_column_labels(df, grid_order, values_in_labels))
+    return HeatmapData(name=name, title=title, values=values, notes=notes,
+                       column_labels=labels, best=best, metric=metric, best_note=note,
+                       won_by=winners if won_by is not None else None, best_final=final,
+                       label_rotation=rotation)
+
+
+def _meta_text(row: pd.Series, short: Mapping[str, str]) -> str:
+    parts = [f"{s}={_label(row[n])}" for n, s in short.items()]
+    return "\n".join(" ".join(parts[i:i + META_PER_LINE])
+                     for i in range(0, len(parts), META_PER_LINE))
+
+
+def _column_labels(df: pd.DataFrame, grid_order: Sequence[str], with_values: bool
+                   ) -> list[str]:
+    """Each grid label, with the number of programs when the map has one value for it."""
+    labels = []
+    for g in grid_order:
+        grids = df.loc[df["grid_label"] == g, "grid"].dropna().unique()
+        shown = with_values and len(grids) == 1 and str(int(grids[0])) != g
+        labels.append(f"{g}\n={int(grids[0])}" if shown else g)
+    return labels
+
+
+def _marked(values: pd.DataFrame, pick: pd.DataFrame, picks: Mapping[int, Pick],
+            metric: str) -> tuple[tuple[Any, str] | None, str, float | None]:
+    """The cell the red box marks, what it is, and its final rate (a final's winner)."""
+    if len(pick):
+        row = pick.iloc[0]
+        if row["block"] in values.index and row["grid_label"] in values.columns:
+            chosen = picks[row["number"]]
+            if chosen.final is None:
+                return (row["block"], row["grid_label"]), "best in the sweep", None
+            return ((row["block"], row["grid_label"]), "winner of the interleaved final",
+                    at_median(row[metric], row["median_ms"], chosen.median_ms))
+    grid = values.to_numpy(dtype=float)
+    if not np.isfinite(grid).any():
+        return None, "best", None
+    i, j = np.unravel_index(np.nanargmax(grid), grid.shape)
+    return ((values.index[i], values.columns[j]), "best of this map" if picks else "best",
+            None)
+
+
+def _captioned(maps: list[HeatmapData], shared: bool, short: Mapping[str, str],
+               rate_unit: str) -> list[HeatmapData]:
+    """The problem's maps with their captions, and one colour range if ``shared``."""
+    numbers = np.concatenate([m.values.to_numpy(dtype=float).ravel() for m in maps])
+    numbers = numbers[np.isfinite(numbers)]
+    scale = (float(numbers.min()), float(numbers.max())) if shared and numbers.size else None
+    out = []
+    for m in maps:
+        parts = ["cells: sweep medians"]
+        if m.won_by is not None and short:
+            legend = ", ".join(f"{s} = {n}" for n, s in short.items() if s != n)
+            parts.append("under each, the meta values that won it"
+                         + (f" ({legend})" if legend else ""))
+        if m.best is not None:
+            parts.append(f"red: {m.best_note}" + (
+                f" ('final': its {rate_unit} when the finalists were re-measured together)"
+                if m.best_final is not None else ""))
+        parts.append(f"colour: one scale for this problem's {len(maps)} maps" if scale
+                     else "colour: this map's own range")
+        out.append(m._replace(scale=scale, caption="; ".join(parts)))
+    return out

@@ -1,0 +1,243 @@
+"""``report.md``: the tables :func:`sweeper.report.study_tables` computed, as Markdown.
+
+A table with nothing in it is replaced by a sentence that says what that means, or left
+out where nothing needs saying; a column with no value in any row is left out (a replay
+has no first-run times, a GPU without power readings no GB/J)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sweeper.ceilings import DOT_CEILING, Ceilings
+from sweeper.kernels import Headline
+from sweeper.report._provenance import RunStory
+from sweeper.report._tables import (
+    LABELS,
+    PROBLEM_ORDER,
+    baseline_rates,
+    nothing_measured,
+    problem_key,
+    unit,
+)
+from sweeper.report._power import power_markdown
+from sweeper.space import format_size
+
+#: Column names as report.md shows them.
+SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",
+         "gb_per_j": "GB/J", "cold_s": "first run s", "ci_pct": "±CI %", "number": "#",
+         "chosen_by": "chosen by", "median_ms": "median ms", "median_from": "median from",
+         "sweep_median_ms": "sweep median ms", "final_median_ms": "final median ms",
+         "min_ms": "min ms", "p95_ms": "p95 ms", "std_ms": "std ms", "ci_ms": "95% CI ms",
+         "cv_pct": "CV %", "sm_mhz": "SM MHz", "x_baseline": "× baseline, same rounds"}
+
+
+def markdown(tables: dict[str, Any], images: list[Path]) -> str:
+    """The report; ``images``: the heatmap files drawn (PNG and SVG)."""
+    meta, df, metric = tables["meta"], tables["frame"], tables["metric"]
+    story: RunStory = tables["story"]
+    env = meta.get("environment", {})
+    out = [f"# Study `{meta['study']}`: {meta['kernel']} on {env.get('gpu', '?')}\n"]
+    if meta.get("device_note"):
+        out.append(f"> **Note:** {meta['device_note']}.\n")
+    if tables["unmeasured"]:
+        out.append(f"**{_sentence(tables['unmeasured'])}**\n")
+    counts = df["status"].value_counts().to_dict() if not df.empty else {}
+    out.append(f"{len(df)} trials: {counts.get('ok', 0)} measured, "
+               f"{sum(v for k, v in counts.items() if k not in ('ok', 'invalid'))} failed, "
+               f"{counts.get('invalid', 0)} skipped by constraints. {story.trial}; "
+               f"rates: {LABELS[metric]}.\n")
+    out += _factors(tables["factors"])
+    out += _picks(tables)
+    out += _winners(tables)
+    out += _effects(tables)
+    out += _best(tables)
+    out += _baselines(tables)
+    out += _ceilings(tables["ceilings"], tables["headline"], story)
+    out += power_markdown(tables["power"])
+    out += _stops(tables)
+    out.append("\n## Trials without a number\n")
+    out.append(md_table(tables["failures"], empty="None: every config was measured."))
+    if tables["abandoned"]["trials"]:
+        out.append(f"\nEarly abandonment (`measure.abandon: {meta['measure']['abandon']}`): "
+                   f"{tables['abandoned']['trials']} trial(s) stopped sampling once clearly "
+                   f"slower than the best, saving about "
+                   f"{tables['abandoned']['saved_ms']:.4g} ms of GPU sampling time.\n")
+    out += _heatmaps(tables, images)
+    out.append("\n## Measurement record\n")
+    out.append(md_table(pd.DataFrame(tables["record"], columns=["item", "record"])))
+    out.append("\n## Environment\n")
+    out.append(md_table(pd.DataFrame([{"what": k, "value": v} for k, v in env.items()])))
+    return "\n".join(out)
+
+
+def md_table(df: pd.DataFrame, empty: str | None = None) -> str:
+    """``df`` as a Markdown table without its columns that are blank in every row (the
+    first column stays); ``empty`` (a sentence) where it has no row, else nothing."""
+    if df.empty:
+        return f"{empty}\n" if empty else ""
+    keep = [c for i, c in enumerate(df.columns) if i == 0 or not df[c].map(_blank).all()]
+    df = df[keep]
+    head = "| " + " | ".join(str(c) for c in df.columns) + " |"
+    sep = "|" + "---|" * len(df.columns)
+    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.itertuples(False)]
+    return "\n".join([head, sep, *rows]) + "\n"
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def _factors(found: dict[str, list[tuple[str, str]]]) -> list[str]:
+    out = ["## What varied, and what was held fixed\n"]
+    out.append(md_table(pd.DataFrame(
+        [("varied", k, v) for k, v in found["varied"]] +
+        [("fixed", k, v) for k, v in found["fixed"]], columns=["", "factor", "value"])))
+    return out
+
+
+def _picks(tables: dict[str, Any]) -> list[str]:
+    out = ["## Best config per problem\n",
+           "What `sweeper export` writes: the winner of the interleaved final where there "
+           "is one, else the sweep's best; its median and rate from the samples it was "
+           "chosen on (\"median from\"), its sweep median beside it.\n"]
+    picks = tables["picks"].drop(columns=["chosen_by"], errors="ignore")
+    out.append(md_table(picks.rename(columns={**SHOWN, tables["metric"]:
+                                              unit(tables["metric"])}),
+                        empty="None: no config was measured."))
+    df = tables["frame"]
+    if not tables["unmeasured"] and not df.empty:
+        for _, sub in df.groupby(PROBLEM_ORDER, sort=True, dropna=False):
+            why = nothing_measured(sub)
+            if why:
+                out.append(f"**{problem_key(sub.iloc[0])}**: {why}.\n")
+    return out
+
+
+def _best(tables: dict[str, Any]) -> list[str]:
+    best, metric = tables["best"], tables["metric"]
+    if best.empty:
+        return []
+    base_name = tables["baselines"][0].name if tables["baselines"] else "baseline"
+    other_rates = [c for c in ("gbps", "tflops") if c != metric]
+    shown = best.drop(columns=other_rates).rename(columns={
+        **SHOWN, "pct_of_baseline": f"% of {base_name}", metric: unit(metric)})
+    out = ["## Best configs in the sweep\n",
+           "Medians, their ±CI % (half the 95% interval, in % of the median) and rates are "
+           "the sweep's" + ("; \"final median ms\" is a finalist's median when re-measured "
+                            "interleaved" if best["final_median_ms"].notna().any() else "")
+           + ".\n", md_table(shown)]
+    return out
+
+
+def _baselines(tables: dict[str, Any]) -> list[str]:
+    if not tables["baselines"]:
+        return []
+    metric, df = tables["metric"], tables["frame"]
+    rows = pd.DataFrame([{"name": b.name, "dtype": b.dtype,
+                          "footprint": format_size(b.footprint), "cache": b.cache,
+                          "median ms": b.stats["median"], "min ms": b.stats["min"],
+                          "p95 ms": b.stats["p95"], unit(metric): r}
+                         for b, r in zip(tables["baselines"],
+                                         baseline_rates(tables["baselines"], df, metric))])
+    return ["\n## Baselines (same timer, same runs, same GPU)\n", md_table(rows)]
+
+
+def _stops(tables: dict[str, Any]) -> list[str]:
+    if tables["stops"].empty:            # nothing was measured: the top says why
+        return []
+    return ["\n## How sampling stopped, and flags\n", md_table(tables["stops"]),
+            "\n" + md_table(tables["flags"], empty="No trial was flagged.")]
+
+
+def _heatmaps(tables: dict[str, Any], images: list[Path]) -> list[str]:
+    blank = [m.name for m in tables["heatmaps"] if not m.measured]
+    drawn = [f"![{p.stem}](heatmaps/{p.name})\n" for p in images if p.suffix == ".png"]
+    if not drawn and not blank:
+        return []
+    out = ["\n## Heatmaps\n", *drawn]
+    maps = tables["heatmaps"]
+    if blank and len(blank) == len(maps):
+        out.append("None drawn: no config was measured.\n")
+    elif blank:
+        out.append(f"Not drawn, no config in them was measured: {', '.join(blank)}.\n")
+    return out
+
+
+def _effects(tables: dict[str, Any]) -> list[str]:
+    if not tables["effects"]:
+        return []
+    out = ["## One variable at a time\n",
+           "Every axis swept alone, all others at the baseline "
+           f"({', '.join(f'{e.axis}={e.baseline}' for e in tables['effects'])}).\n"]
+    rows = pd.DataFrame([{"axis": e.axis, "best value": e.best, "baseline": e.baseline,
+                          "best/worst": e.ratio, "effect beyond noise": e.beyond_noise}
+                         for e in tables["effects"]])
+    out.append(md_table(rows))
+    for drift in tables["drift"]:
+        out.append(f"\nThe baseline (#{drift['number']}) measured again at the end: "
+                   f"{drift['stats']['median']:.4g} ms, {drift['drift_pct']:+.2f}% against "
+                   "its first measurement.\n")
+    for e in tables["effects"]:
+        out.append(f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n")
+    return out
+
+
+def _winners(tables: dict[str, Any]) -> list[str]:
+    if not tables["finals"]:
+        return []
+    rules = list(dict.fromkeys(final.rule for final, _ in tables["finals"]))
+    out = ["## Winners, re-measured interleaved\n",
+           "Finalists (the top configs and every config tied with the best) were re-measured "
+           "in round-robin rounds in one process; the winner comes from those samples. "
+           + (f"Rule: {rules[0]}.\n" if len(rules) == 1 else
+              "Rules (each final records the one that chose it): " + " | ".join(rules) + ".\n")]
+    for final, table in tables["finals"]:
+        p = final.problem
+        ratio = final.baseline_ratio()
+        against = (f" In the same rounds {final.baseline['name']} measured "
+                   f"{final.baseline['stats']['median']:.4g} ms: the winner runs at "
+                   f"{ratio:.3f}× its speed." if final.baseline and ratio is not None else "")
+        out.append(f"**{p['dtype']} {format_size(p['footprint'])} {p['cache']}**: winner "
+                   f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
+                   f"{final.rounds} rounds × {final.samples_per_round} samples each"
+                   f"{', after ' + final.duty if final.duty else ''}.{against}\n")
+        out.append(md_table(table.rename(columns={**SHOWN, "grid": "grid",
+                                                  tables["metric"]: unit(tables["metric"])})))
+    return out
+
+
+def _ceilings(ceilings: Ceilings | None, headline: Headline, story: RunStory) -> list[str]:
+    if ceilings is None:
+        return ["\n## Ceilings\n", story.ceilings + "\n"]
+    if headline is Headline.TFLOPS:
+        held = ", ".join(f"{d} against {c}" for d, c in DOT_CEILING.items())
+        pct = ("'% of ceiling' divides TFLOP/s by the torch.matmul rate measured for the "
+               f"trial's dtype ({held}: Triton's tl.dot runs those operands that way by "
+               "default); ")
+    else:
+        pct = ("'% of ceiling' divides by the copy bandwidth measured at the trial's own "
+               "footprint and cache mode; ")
+    return ["\n## Ceilings\n",
+            f"Measured by `sweeper calibrate` on {ceilings.measured}: DRAM copy "
+            f"{ceilings.dram_bandwidth():.0f} GB/s (torch copy_, cold, largest footprint), "
+            "matmul " + ", ".join(f"{k} {v:.0f} TFLOP/s" for k, v in ceilings.matmul.items()) +
+            f", launch floor {ceilings.launch_floor_us:.1f} us. {pct}"
+            "roofline: attainable = min(matmul peak, intensity × DRAM bandwidth).\n"]

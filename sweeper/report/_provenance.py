@@ -1,0 +1,204 @@
+"""What a report says about how its numbers were made: the device's story (a GPU timed
+with CUDA events, the Triton interpreter timed by the host clock, or a table replayed),
+the factors the study varied and held fixed as the trials really ran them, and the
+measurement record a reader needs to trust or redo a number."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from sweeper.space import format_size, parse_size
+
+CI_TEXT = "95% CI of the median from order statistics; outliers outside 1.5×IQR counted, " \
+          "not dropped"
+
+
+class RunStory(NamedTuple):
+    """How the study's numbers were made, in the words each report line needs."""
+
+    kind: str              # cuda, interpret or replay
+    trial: str             # how each measured trial was made
+    timer: str             # what a sample is
+    inputs: str
+    gpu: str
+    hardware: str
+    measurement: str       # the measurement settings really applied
+    capped: str            # why a footprint can be smaller than asked for
+    cache: str             # what a cache mode meant ("" where it is what it says)
+    ceilings: str          # why there are no ceilings, when there are none
+
+
+VERIFIED = ("Each measured trial: first launch timed apart (compile + first run), output "
+            "verified on fresh random data with the output poisoned first, then ")
+INPUTS = ("fresh random data per trial, seeded from the sampler seed and the trial number; "
+          "output poisoned before the verified first launch")
+
+
+def run_story(meta: dict[str, Any]) -> RunStory:
+    """The story of the device the study ran on (``environment.device``; a replay is
+    also known by the table it names); a CUDA GPU's where the device is not known."""
+    env = meta.get("environment", {})
+    kind = "replay" if env.get("replay_table") else env.get("device", "cuda")
+    return _STORIES.get(kind, _cuda_story)(meta, env)
+
+
+def _replay_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
+    rec = env.get("recorded", {})
+    gpu, table, host = rec.get("gpu", "?"), env.get("replay_table", "?"), env.get("host", "?")
+    l2 = int(rec.get("l2_bytes") or 0)
+    when = f", {rec['created']}" if rec.get("created") else ""
+    return RunStory(
+        kind="replay",
+        trial=(f"Timings replayed from `{table}` (recorded on {gpu}{when}): nothing was "
+               "launched, timed or verified here; each config's samples are the table's"),
+        timer=f"median of the samples recorded in {table}; {CI_TEXT}",
+        inputs="none: nothing was launched",
+        gpu=f"{gpu} (as recorded: driver {rec.get('driver') or '–'}); replayed on {host}",
+        hardware=(f"{gpu} ({rec.get('sms', '?')} SMs, {format_size(l2)} L2), driver "
+                  f"{rec.get('driver') or '–'}, as recorded in {table}; replayed on {host}"),
+        measurement=f"replayed as recorded (the space asks for {meta.get('measure_text')})",
+        capped="capped by the device", cache="as recorded",
+        ceilings="None: a replay measures nothing, so there is nothing to hold against a "
+                 "ceiling.")
+
+
+def _interpret_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
+    measure_text = meta.get("measure_text", "?")
+    return RunStory(
+        kind="interpret", trial=VERIFIED + f"{measure_text} by the host clock",
+        timer="median of host-clock samples (the interpreter runs each launch to the end "
+              f"before returning; nothing is flushed); {CI_TEXT}",
+        inputs=INPUTS,
+        gpu=(f"none: {env.get('gpu', 'the Triton interpreter')} on {env.get('host', '?')}; "
+             "CPU timings of an interpreter, which mean nothing for a GPU"),
+        hardware=(f"{env.get('gpu')} on {env.get('host', '?')} ({env.get('sms')} cores, "
+                  f"{format_size(int(env.get('l2_bytes', 0) or 0))} L2)"),
+        measurement=measure_text, capped="capped on the interpreter",
+        cache="nothing is flushed on the interpreter",
+        ceilings="None: ceilings are measured on a CUDA GPU (`sweeper calibrate`).")
+
+
+def _cuda_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
+    measure_text, measure = meta.get("measure_text", "?"), meta.get("measure", {})
+    return RunStory(
+        kind="cuda", trial=VERIFIED + measure_text,
+        timer="median of CUDA-event samples (one event pair per sample, L2 flushed outside "
+              f"it when cold); {CI_TEXT}",
+        inputs=INPUTS,
+        gpu=(f"{env.get('gpu', '?')} UUID {env.get('gpu_uuid', '–')}, driver "
+             f"{env.get('driver', '–')}; clocks, power and modes left as found (SM clock, "
+             "temperature, power and throttle reasons recorded per trial; throttled chunks "
+             "of samples discarded)"),
+        hardware=(f"{env.get('gpu')} ({env.get('sms')} SMs, "
+                  f"{format_size(int(env.get('l2_bytes', 0) or 0))} L2), driver "
+                  f"{env.get('driver', '–')}, UUID {env.get('gpu_uuid', '–')}"),
+        measurement=measure_text + (
+            f"; batch {measure['batch']}" if measure.get("batch", 1) > 1 else "") +
+            ("; CUDA graph" if measure.get("graph") else "") +
+            (f"; abandon at {measure['abandon']}x the best" if measure.get("abandon")
+             else ""),
+        capped="capped by the device", cache="",
+        ceilings="Not measured for this GPU when the study ran (`sweeper calibrate`): no % "
+                 "of ceiling and no roofline place.")
+
+
+#: Each device's story, by the name studies record in ``environment.device``.
+_STORIES = {"replay": _replay_story, "interpret": _interpret_story, "cuda": _cuda_story}
+
+
+def factors(meta: dict[str, Any], df: pd.DataFrame, story: RunStory
+            ) -> dict[str, list[tuple[str, str]]]:
+    """What the study varied, and everything it held fixed (the seeds' single-variable
+    discipline: a result is only about the varied axes if the rest is written down).
+    Values are what the trials ran (their resolved configs), not only what the space
+    asked for: a capped footprint says both."""
+    axes = meta.get("axes", {})
+    fp = meta.get("fingerprint", {})
+    sampler = meta.get("sampler", {})
+    shown = {name: _axis_values(name, labels, df, story) for name, labels in axes.items()}
+    varied = [(name, shown[name]) for name, labels in axes.items() if len(labels) > 1]
+    fixed = [(name, shown[name]) for name, labels in axes.items() if len(labels) == 1]
+    env = meta.get("environment", {})
+    fixed += [
+        ("kernel", f"{meta.get('kernel')} (source {fp.get('kernel_source', '–')})"),
+        ("measurement", story.measurement),
+        ("inputs", story.inputs),
+        ("sampler", f"{sampler.get('name', '?')}, seed {sampler.get('seed', 0)}"),
+        ("GPU", story.gpu),
+        ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch', '–')}, triton "
+                     f"{env.get('triton', '–')}, sweeper {env.get('sweeper', '–')}"),
+        ("environment variables", fp.get("env") or "no TRITON_* or CUDA_VISIBLE_DEVICES set"),
+    ]
+    return {"varied": varied, "fixed": fixed}
+
+
+def _axis_values(name: str, labels: Sequence[Any], df: pd.DataFrame, story: RunStory) -> str:
+    """An axis's values as run: a footprint with the size its trials used where that
+    differs from the label, a single grid with its number of programs, a cache mode with
+    what it meant on the device."""
+    ran = df[df["status"] != "invalid"] if "status" in df else df
+    if name == "footprint" and not ran.empty:
+        return ", ".join(_footprint(str(label), ran, story) for label in labels)
+    if name == "grid" and len(labels) == 1 and not ran.empty:
+        grids = ran["grid"].dropna().unique()
+        if len(grids) == 1 and str(int(grids[0])) != str(labels[0]):
+            return f"{labels[0]} (= {int(grids[0])} programs)"
+    if name == "cache" and story.cache:
+        return f"{', '.join(map(str, labels))} ({story.cache})"
+    return ", ".join(map(str, labels))
+
+
+def _footprint(label: str, ran: pd.DataFrame, story: RunStory) -> str:
+    sizes = sorted({int(s) for s in ran.loc[ran["footprint_label"] == label, "footprint"]
+                    if pd.notna(s)})
+    try:
+        asked = parse_size(label)
+    except ValueError:
+        return label
+    if not sizes or sizes == [asked]:
+        return label
+    return f"{', '.join(map(format_size, sizes))} ({label} requested; {story.capped})"
+
+
+def record_rows(meta: dict[str, Any], df: pd.DataFrame, picks: pd.DataFrame,
+                tied: dict[int, int], metric: str, rate_unit: str, story: RunStory
+                ) -> list[tuple[str, str]]:
+    """The seed's measurement record: what a reader needs to trust or redo the number.
+    ``tied``: per final's winner, how many others were tied with it."""
+    env = meta.get("environment", {})
+    ran = df.dropna(subset=["footprint"]) if "footprint" in df else pd.DataFrame()
+    sizes = sorted({(d, int(f)) for d, f in zip(ran.get("dtype", []),
+                                                ran.get("footprint", []))})
+    conclusion = "; ".join(
+        f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {rate_unit} "
+        + (f"({tied[row['number']]} tied within noise)" if row["number"] in tied
+           else "(no interleaved final)")
+        for _, row in picks.iterrows()) or "no config was measured"
+    return [
+        ("input sizes and dtype", ", ".join(f"{d} {format_size(f)}" for d, f in sizes) or "–"),
+        ("hardware", story.hardware),
+        ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch')}, triton "
+                     f"{env.get('triton')}, sweeper {env.get('sweeper')}, Python "
+                     f"{env.get('python')}"),
+        ("command", f"`{meta.get('command', '?')}` (reproduce: `{reproduce_command(meta)}`)"),
+        ("statistics", story.timer),
+        ("stopping rule", story.measurement),
+        ("raw samples", "`trials.jsonl` in this folder (every sample of every trial)"
+         if story.kind != "replay" else
+         f"`trials.jsonl` in this folder (the samples replayed from "
+         f"{env.get('replay_table', 'the table')})"),
+        ("conclusion", conclusion),
+    ]
+
+
+def reproduce_command(meta: dict[str, Any]) -> str:
+    env = meta.get("environment", {})
+    device = meta.get("fingerprint", {}).get("device", "cuda")
+    if env.get("replay_table"):
+        device = f"replay:{env['replay_table']}"
+    return shlex.join(["sweeper", "run", meta.get("space_path", "SPACE"), "--device", device,
+                       "--study", meta["study"]])

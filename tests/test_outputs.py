@@ -1,0 +1,349 @@
+"""What the commands say: every line true for the device, the kernel and each problem;
+exit statuses that tell a script what happened.  In-process through ``sweeper.cli.main``."""
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from sweeper import __version__
+from sweeper.cli import _cache_text, _parser, main
+from sweeper.devices._cuda import CudaDevice
+from sweeper.devices._interpret import InterpretDevice
+from sweeper.devices._replay import ReplayDevice
+from sweeper.finals import Winners
+from sweeper.kernels import Headline, load_kernel
+from sweeper.outcome import failure_counts, nothing_measured
+from sweeper.samplers._priors import prior_sources
+from sweeper.space import Problem, load_space
+from sweeper.store import StudyStore, TrialRecord
+from sweeper.trial import TrialStatus
+
+ROOT = Path(__file__).resolve().parent.parent
+REPLAY = ROOT / "tests" / "data" / "replay"
+
+
+def run(capsys, *argv):
+    """``sweeper ARGV``; returns (exit status, stdout lines, stderr)."""
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out.splitlines(), err
+
+
+def line(lines, prefix):
+    """The one line starting with ``prefix``."""
+    found = [x for x in lines if x.startswith(prefix)]
+    assert len(found) == 1, (prefix, lines)
+    return found[0]
+
+
+# -- export and tuned lead with the kernel's headline rate ----------------------------------------
+def test_export_and_tuned_print_matmul_in_tflops_as_the_run_did(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = run(capsys, "run", str(ROOT / "spaces/matmul.yaml"), "--device",
+                     f"replay:{REPLAY / 'h200-matmul.csv'}", "--quiet", "--no-report")
+    assert rc == 0
+    best = line(out, "best in the sweep, bfloat16 32MiB cold: #")
+    figures = best.split(": median ")[1]                  # "0.184 ms, 746.8 TFLOP/s"
+    assert figures.endswith(" TFLOP/s") and "GB/s" not in best
+
+    rc, out, _ = run(capsys, "export", "matmul-bf16-replay", "-o", "tuning.json")
+    assert rc == 0 and "GB/s" not in "\n".join(out)
+    exported = line(out, "matmul bfloat16 32MiB on replay: NVIDIA H200: #")
+    assert exported.endswith(f": median {figures} (sweep median)")
+    entry = json.loads(Path("tuning.json").read_text())["entries"][0]
+    assert entry["headline"] == "tflops"
+    assert figures == f"{entry['median_ms']:.4g} ms, {entry['rate']:.4g} TFLOP/s"
+    flops = load_kernel("matmul").flops(Problem("bfloat16", entry["footprint"]))
+    assert entry["rate"] * 1e12 == pytest.approx(flops / (entry["median_ms"] * 1e-3))
+
+    rc, out, _ = run(capsys, "tuned", "matmul", "--dtype", "bfloat16", "--footprint", "32MiB",
+                     "--gpu", "replay: NVIDIA H200", "--tuning", "tuning.json")
+    assert rc == 0
+    assert out[0].endswith(f"tuned at 32MiB: median {figures} (study matmul-bf16-replay)")
+
+
+def test_tuning_entries_written_before_rates_read_as_gbps(tmp_path):
+    from sweeper import tuned
+    from sweeper.export import describe
+
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"version": 1, "entries": [{
+        "kernel": "matmul", "gpu": "G", "dtype": "float16", "footprint": 1 << 20,
+        "grid": 132, "grid_expr": "sms", "block": 256, "meta": {"BLOCK_M": 128},
+        "gbps": 12.5, "median_ms": 0.25, "study": "old", "facts": {"sms": 132,
+                                                                    "l2_bytes": 1 << 20}}]}))
+    cfg = tuned("matmul", dtype="float16", footprint=1 << 20, gpu="G", path=path)
+    assert (cfg.rate, cfg.headline.unit) == (12.5, "GB/s")
+    assert describe(cfg).endswith("tuned at 1MiB: median 0.25 ms, 12.5 GB/s (study old)")
+
+
+# -- the header claims a flush only where the device flushes ---------------------------------------
+def test_only_a_device_that_flushes_claims_the_l2_flush(small_space, tmp_path, capsys,
+                                                       monkeypatch):
+    assert CudaDevice.flushes_l2 and not InterpretDevice.flushes_l2
+    assert not ReplayDevice.flushes_l2
+    assert _cache_text(["cold"], CudaDevice) == "cache cold (L2 flushed before each sample)"
+    assert _cache_text(["cold", "warm"], InterpretDevice) == (
+        "cache cold and warm (no L2 flush on this device: cold is timed as warm)")
+    assert _cache_text(["warm"], CudaDevice) == "cache warm"
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = run(capsys, "run", str(small_space), "--device", "interpret", "--no-report")
+    assert rc == 0
+    space = line(out, "space: 8 configs")
+    assert space.endswith("cache cold (no L2 flush on this device: cold is timed as warm)")
+    assert not any("L2 flushed" in x for x in out)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_header_says_the_l2_is_flushed(small_space, tmp_path, capsys,
+                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)     # other tests ran interpreted
+    rc, out, _ = run(capsys, "run", str(small_space), "--no-report")
+    assert rc == 0
+    assert line(out, "space: 8 configs").endswith("; cache cold (L2 flushed before each sample)")
+    assert line(out, "best in the sweep, float32 4KiB cold: #").endswith(" GB/s")
+    assert line(out, "winner, float32 4KiB cold, after 5 interleaved rounds over ")
+
+
+# -- one best and one winner line per problem, each naming it --------------------------------------
+def test_each_problem_gets_its_best_and_winner_lines(write_space, tmp_path, capsys,
+                                                    monkeypatch):
+    space = write_space("""
+        study: two
+        kernel: copy
+        sampler: exhaustive
+        params:
+          grid: [sms]
+          block: [32, 64]
+          BLOCK: [256]
+          footprint: [16KiB, 4KiB]
+        measure: {warmup: 1, repeat: 3}
+    """)
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
+                     "--no-report")
+    assert rc == 0
+    results = [x for x in out if x.startswith(("best in the sweep", "winner"))]
+    assert [x.split(": #")[0] for x in results] == [          # 4 KiB first: sorted by size
+        "best in the sweep, float32 4KiB cold",
+        "winner, float32 4KiB cold, after 5 interleaved rounds over 2 finalists",
+        "best in the sweep, float32 16KiB cold",
+        "winner, float32 16KiB cold, after 5 interleaved rounds over 2 finalists"]
+    store = StudyStore(tmp_path / "studies" / "two-interpret")
+    trials = store.records()[0]
+    picks = Winners.of(store).picks(trials)
+    assert len(picks) == 2 and all(p.final is not None for p in picks.values())
+    for (_, footprint, _), pick in picks.items():        # the final's median and its rate
+        t = pick.trial
+        base = pick.final.baseline
+        assert line(results, f"winner, float32 {footprint >> 10}KiB cold").endswith(
+            f": #{t.number} grid=sms (=2) block={t.config['block']} BLOCK=256: median "
+            f"{pick.median_ms:.4g} ms, {t.rate(Headline.GBPS, pick.median_ms):.4g} GB/s; "
+            f"{len(pick.final.tied) - 1} other(s) tied within noise; "
+            f"{pick.final.baseline_ratio():.3f}× torch copy_ "
+            f"({base['stats']['median']:.4g} ms in the same rounds)")
+
+    # a resumed run that measures nothing still names each problem's winner
+    rc, again, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
+                       "--no-report")
+    assert rc == 0 and [x for x in again if x.startswith(("best", "winner"))] == results
+
+
+# -- nothing measured: exit 1 and say why ---------------------------------------------------------
+ZEROS = """
+    study: zeros
+    kernel: tests.kernels_for_tests:CopiesZeros
+    sampler: exhaustive
+    params:
+      grid: [sms]
+      block: [32, 64]
+      BLOCK: [256]
+      footprint: [4KiB]
+    measure: {warmup: 1, repeat: 3}
+"""
+
+
+def test_a_sweep_of_wrong_answers_exits_1_and_says_why(write_space, tmp_path, capsys,
+                                                       monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "run", str(write_space(ZEROS)), "--device", "interpret",
+                       "--quiet", "--no-report")
+    assert rc == 1
+    first = min(StudyStore(tmp_path / "studies" / "zeros-interpret").records()[0],
+                key=lambda t: t.number)
+    why = (f"2 wrong_answer (first: #0 grid=sms block={first.choice['block']} BLOCK=256: "
+           "1024 of 1024 elements differ from the input (first at index 0: ")
+    assert err.startswith(f"sweeper: no config was measured: {why}") and err.count("\n") == 1
+    assert line(out, "best in the sweep, float32 4KiB cold: ").startswith(
+        f"best in the sweep, float32 4KiB cold: nothing measured: {why}")
+    assert not any(x.startswith("winner") for x in out)
+
+
+def record(number, status, reason=None, **choice):
+    return TrialRecord(number=number, status=status, reason=reason,
+                       choice={"grid": "sms", "block": "32", "dtype": "float32", **choice})
+
+
+def test_nothing_measured_counts_each_failure_with_its_first_reason():
+    trials = [record(3, TrialStatus.CRASHED, "boom\nTraceback (most recent call last) ..."),
+              record(1, TrialStatus.WRONG_ANSWER, "3 of 8 differ", BLOCK="1"),
+              record(2, TrialStatus.WRONG_ANSWER, "1 of 8 differ", BLOCK="2"),
+              record(4, TrialStatus.INVALID, "constraint 'BLOCK >= block' is false"),
+              record(5, TrialStatus.COMPILE_ERROR, "x" * 300)]
+    assert nothing_measured(trials, "complete") == (
+        "no config was measured: 2 wrong_answer (first: #1 grid=sms block=32 BLOCK=1: 3 of 8 "
+        "differ), 1 crashed (first: #3 grid=sms block=32: boom), 1 compile_error (first: #5 "
+        f"grid=sms block=32: {'x' * 119}…); 1 ruled out by constraints or values")
+    assert nothing_measured([], "stopped: Ctrl-C") == (
+        "no config was measured: no trial finished (stopped: stopped: Ctrl-C)")
+    ok = record(6, TrialStatus.OK)
+    assert nothing_measured([*trials, ok], "complete") is None
+    assert failure_counts([trials[0]]) == "1 crashed (first: #3 grid=sms block=32: boom)"
+
+
+# -- compare and ab: a practical threshold ------------------------------------------------------
+def _study(root, name, samples):
+    store = StudyStore(root / name)
+    store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}})
+    from sweeper.measure import summarize
+
+    store.append(TrialRecord(number=0, status=TrialStatus.OK, choice={"block": "32"},
+                             samples_ms=samples, stats=summarize(samples).to_dict()))
+    store.close()
+
+
+def test_compare_calls_a_difference_within_the_threshold_same(tmp_path, capsys):
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a)
+    _study(tmp_path, "b", [x * 1.003 for x in a])                 # 0.3 % slower, CIs apart
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[1].startswith("SAME ")
+    assert out[-2] == "SAME 1 of 1 configs (FASTER/SLOWER: B against A)"
+    assert out[-1] == ("practical threshold 1%: medians closer than that are SAME even where "
+                       "their 95% CIs are apart (1 such)")
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path),
+                     "--threshold", "0.2%")
+    assert rc == 0 and out[1].startswith("SLOWER ") and out[-1].startswith(
+        "practical threshold 0.2%: ") and out[-1].endswith("(0 such)")
+    rc, _, err = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path),
+                     "--threshold", "lots")
+    assert rc == 2 and err == ("sweeper: --threshold: 'lots' is not a fraction; allowed: 0% "
+                               "to under 100% (e.g. 1% or 0.01)\n")
+
+
+def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",
+                     "interpret", "--threshold", "0.5")
+    assert rc == 0
+    assert line(out, "verdict: B (BLOCK=1024) is ").split("]; ")[1].startswith(
+        "practical threshold 50%")
+    data = json.loads(Path("studies/tiny-ab/BLOCK-256-vs-1024.json").read_text())
+    assert data["threshold"] == 0.5
+    assert main(["ab", str(small_space), "--vary", "BLOCK=256,1024", "--device", "interpret",
+                 "--threshold", "100%"]) == 2
+    assert "--threshold: '100%' is not a fraction" in capsys.readouterr().err
+
+
+# -- calibrate, --version, help ------------------------------------------------------------------
+def test_calibrate_without_a_gpu_says_there_is_nothing_to_calibrate(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    rc, out, err = run(capsys, "calibrate")
+    assert rc == 2 and out == []
+    assert err == ("sweeper: calibrate needs a CUDA GPU and none was found: there is nothing "
+                   "to calibrate on the CPU\n")
+
+
+def test_tuned_without_a_gpu_asks_for_its_name(tmp_path, capsys, monkeypatch):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    rc, _, err = run(capsys, "tuned", "copy", "--footprint", "1MiB")
+    assert rc == 2 and err == ("sweeper: no CUDA device here to look the GPU up; name it with "
+                               "--gpu NAME (as the tuning file records it)\n")
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out == f"sweeper {__version__}\n"
+
+
+def test_every_argument_of_every_command_has_help(capsys):
+    missing = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}")
+            elif not action.help:
+                missing.append(f"{path} {action.dest}")
+
+    walk(_parser(), "sweeper")
+    assert missing == []
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = capsys.readouterr().out
+    assert re.search(r"^ +b +study, or STUDY@TRIAL, judged against A$", text, re.M)
+    assert re.search(r"^ +--threshold THRESHOLD$", text, re.M) and "(default: 1%, as" in text
+
+
+# -- priors: named, and off with --no-priors ------------------------------------------------------
+AUTO = """
+    study: auto
+    kernel: copy
+    sampler: auto
+    params:
+      grid: [sms, "cdiv(n, BLOCK)"]
+      block: [32, 128]
+      BLOCK: [256, 1024]
+      footprint: [4KiB]
+    measure: {warmup: 1, repeat: 3}
+    budget: {trials: 2}
+"""
+
+
+def test_auto_names_the_studies_it_starts_from_and_no_priors_drops_them(
+        write_space, tmp_path, capsys, monkeypatch):
+    space = write_space(AUTO)
+    monkeypatch.chdir(tmp_path)
+    common = ("run", str(space), "--device", "interpret", "--no-report")
+    assert run(capsys, *common, "--study", "first")[0] == 0
+    first = StudyStore(tmp_path / "studies" / "first").records()[0]
+    best = max((t for t in first if t.ok), key=lambda t: t.score)
+
+    rc, out, _ = run(capsys, *common, "--study", "second")
+    assert rc == 0
+    gpu = InterpretDevice().facts().name
+    assert line(out, "auto: ") == (
+        f"auto: starting from 2 configs that won other studies of copy on {gpu} in studies: "
+        "first (2 configs, measured on this same problem); --no-priors to start without them")
+    second = StudyStore(tmp_path / "studies" / "second")
+    assert second.records()[0][0].choice == best.choice       # the earlier winner, first
+    assert list(second.meta()["last_run"]["priors"]) == ["first"]
+
+    rc, out, _ = run(capsys, *common, "--study", "third", "--no-priors")
+    assert rc == 0
+    assert line(out, "auto: ") == (
+        "auto: starting without the winners of other studies (--no-priors)")
+    assert StudyStore(tmp_path / "studies" / "third").meta()["last_run"]["priors"] == {}
+
+
+def test_priors_from_another_problem_are_not_called_the_same_problem(tmp_path, capsys):
+    assert main(["run", str(ROOT / "spaces/copy-256m.yaml"), "--device",
+                 f"replay:{REPLAY / 'h200-copy-256m.csv'}", "--studies-dir", str(tmp_path),
+                 "--quiet", "--no-report"]) == 0
+    sources = prior_sources(tmp_path, load_space(ROOT / "spaces/copy.yaml"),
+                            "replay: NVIDIA H200")
+    assert [(s.study, len(s.configs), s.same_problem) for s in sources] == [
+        ("copy-256m-replay", 3, False)]
+    same = prior_sources(tmp_path, load_space(ROOT / "spaces/copy-256m.yaml"),
+                         "replay: NVIDIA H200")
+    assert [(len(s.configs), s.same_problem) for s in same] == [(3, True)]

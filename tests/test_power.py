@@ -1,0 +1,212 @@
+"""Power-aware measurement without a GPU: the equal-duty schedule, which throttle reasons
+discard samples, the clocks window, power-bound detection in a sweep, and the torch
+baseline measured in the finals' rounds."""
+
+import time
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.devices._interpret import InterpretDevice
+from sweeper.devices._nvml import GpuState, StateMonitor, Window, throttle_reason
+from sweeper.errors import SpaceError
+from sweeper.finals import Winners
+from sweeper.kernels import load_kernel
+from sweeper.measure import DEFAULT_DUTY, Duty, StopRule, power_bound, sample_until
+from sweeper.report import write_report
+from sweeper.space import load_space
+from sweeper.store import StudyStore
+from sweeper.sweep import Sweep, open_study
+from tests.conftest import SMALL_SPACE
+
+
+def test_a_cool_down_idles_and_a_load_runs_the_configs_own_work(monkeypatch):
+    slept, launches, syncs = [], [], []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    Duty("cool", 1.5).settle(lambda: launches.append(1), lambda: syncs.append(1))
+    assert slept == [1.5] and not launches and syncs == [1]
+    Duty("load", 0.05).settle(lambda: launches.append(1), lambda: syncs.append(1))
+    assert len(launches) >= 1 and len(syncs) == 2 + len(launches)
+    assert "1.5 s cool-down" in Duty("cool", 1.5).describe()
+    assert "0.05 s of the config's own work" in Duty("load", 0.05).describe()
+
+
+def test_a_cool_down_schedule_samples_in_short_bursts(monkeypatch):
+    """Bursts of at most BURST_S of work, each after a cool-down and two launches, sized
+    from one host-timed launch; a load schedule samples in one go."""
+    from sweeper.measure import _duty
+
+    slept, launches, asked = [], [], []
+    clock = iter(range(1000))
+    monkeypatch.setattr(time, "sleep", slept.append)
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock) * 0.004)  # a launch: 4 ms
+    timed = lambda k: (asked.append(k), [1.0] * k)[1]  # noqa: E731
+    take = Duty("cool", 1.0).bursts(timed, lambda: launches.append(1), lambda: None)
+    assert take(10) == [1.0] * 10
+    size = int(_duty.BURST_S / 0.004)                                       # 3 samples
+    assert asked == [size, size, size, 10 - 3 * size] and len(slept) == 3
+    assert len(launches) == 1 + 3 * _duty.BURST_WARMUP
+    assert Duty("load", 1.0).bursts(timed, lambda: None, lambda: None) is timed
+
+
+def test_the_power_cap_labels_samples_unless_the_schedule_starts_them_cool():
+    capped = GpuState(sm_mhz=1425, throttle=("sw_power_cap",))
+    # the kernel's own power draw: kept, though the clock is under 75 % of 1980 MHz
+    assert throttle_reason(capped, 1980) is None
+    assert throttle_reason(capped, 1980, discard_power_cap=True).startswith(
+        "power cap engaged (SM clock 1425 MHz)")
+    # a low clock with no cap to explain it, and slowdowns that are not the kernel's doing
+    assert throttle_reason(GpuState(sm_mhz=900), 1980).startswith("SM clock 900 MHz < 75%")
+    assert throttle_reason(GpuState(sm_mhz=1980, throttle=("hw_thermal_slowdown",)),
+                           1980) == "throttled: hw_thermal_slowdown"
+    assert throttle_reason(GpuState(sm_mhz=1980, throttle=("sync_boost",)), 1980) is None
+    assert Duty("cool", 1).discards_power_cap() and not Duty("load", 1).discards_power_cap()
+
+
+def test_a_discarded_chunk_is_taken_again_after_the_schedule_recovers():
+    states = iter(["power cap engaged", None])
+    recovered = []
+    timing = sample_until(lambda k: [1.0] * k, StopRule(kind="fixed", repeat=3),
+                          throttled=lambda: next(states), recover=lambda: recovered.append(1))
+    assert recovered == [1] and timing.discarded == 3 and len(timing.samples) == 3
+
+
+def test_the_window_sums_up_clocks_power_and_reasons_from_the_polls():
+    w = Window.of([GpuState(sm_mhz=1980, power_w=300.0),
+                   GpuState(sm_mhz=1440, power_w=690.0, throttle=("sw_power_cap",)),
+                   GpuState(sm_mhz=1500, power_w=680.0, throttle=("sw_power_cap",)),
+                   GpuState(sm_mhz=1460, power_w=692.0, throttle=("sw_power_cap",))])
+    assert w.polls == 4 and w.sm_mhz_min == 1440 and w.sm_mhz_max == 1980
+    assert w.sm_mhz_mean == pytest.approx(1595.0) and w.power_w_max == 692.0
+    assert w.reasons == {"sw_power_cap": 0.75}
+    assert Window.of([]).polls == 0
+
+
+def test_the_monitor_window_falls_back_to_the_last_poll_for_a_short_window():
+    class Reader:
+        available, note, usual_sm_mhz, power_limit_w = True, None, 1980, 700.0
+
+        def read(self, processes=True):
+            return GpuState(sm_mhz=1980, power_w=150.0)
+
+    monitor = StateMonitor(Reader(), period_s=0.005)
+    time.sleep(0.05)
+    monitor.close()
+    t = time.perf_counter()
+    assert monitor.window(t - 0.04, t).polls >= 3
+    short = monitor.window(t + 5, t + 5.001)
+    assert short.polls == 0 and short.sm_mhz_mean == 1980
+
+
+def test_power_bound_means_the_cap_or_power_near_the_limit():
+    assert power_bound({"sw_power_cap": 0.5}, 400.0, 700.0).startswith(
+        "sw_power_cap in 50% of the NVML polls")
+    assert power_bound({}, 650.0, 700.0).startswith("board power reached 650 W, 93%")
+    assert power_bound({}, 500.0, 700.0) is None
+    assert power_bound({}, 650.0, 0.0) is None            # limit unknown: no guess
+
+
+class PowerCappedDevice(InterpretDevice):
+    """The interpreter, reporting every sampling window as power-capped at 690 of 700 W."""
+
+    def window(self, t0, t1):
+        return Window(polls=3, sm_mhz_mean=1440.0, sm_mhz_min=1425, sm_mhz_max=1470,
+                      power_w_mean=690.0, power_w_max=692.0, reasons={"sw_power_cap": 1.0})
+
+    def power_limit_w(self):
+        return 700.0
+
+
+def _power_sweep(write_space, root, extra=""):
+    path = write_space(SMALL_SPACE.replace("measure: {warmup: 1, repeat: 3}",
+                                           "measure: {warmup: 1, repeat: 3" + extra + "}"))
+    space, device = load_space(path), PowerCappedDevice()
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(root)
+    open_study(store, space, kernel, device, command="test")
+    return Sweep(space, kernel, device, store), store
+
+
+def test_a_power_bound_study_switches_to_equal_duty_and_measures_the_first_trial_again(
+        write_space, tmp_path, monkeypatch):
+    slept = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    sweep, store = _power_sweep(write_space, tmp_path / "s")
+    summary = sweep.run()
+    duty = store.raw("duty")
+    trials = [t for t in store.records()[0] if t.ok]
+    first = min(t.number for t in trials)
+    assert len(duty) == 1 and duty[0]["trial"] == first
+    assert duty[0]["reason"].startswith("sw_power_cap in 100% of the NVML polls")
+    assert duty[0]["first_measurement"]["median_ms"] > 0
+    assert summary.duty.startswith(f"power-bound from trial #{first} (sw_power_cap") and \
+        "; from then on a 1 s cool-down before each config's samples, in the finals" in \
+        summary.duty
+    assert len(trials) == 6 and len({t.number for t in trials}) == 6   # recorded once each
+    assert all(t.duty == DEFAULT_DUTY.describe() for t in trials)
+    assert all(any(f.startswith("power-capped: sw_power_cap in 100%") for f in t.flags)
+               for t in trials)
+    # one cool-down per trial measured under the schedule, per baseline and per entrant of
+    # every final round (5 rounds x (finalists + the baseline))
+    final = summary.finals[0]
+    assert final.duty == DEFAULT_DUTY.describe()
+    assert len(slept) >= 6 + 5 * (len(final.finalists) + 1)
+    assert set(slept) == {1.0}
+
+
+def test_a_resumed_power_bound_study_keeps_its_schedule(write_space, tmp_path, monkeypatch):
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    sweep, store = _power_sweep(write_space, tmp_path / "s")
+    sweep.max_trials = 2
+    sweep.run_finals = False
+    sweep.run()
+    again, _ = _power_sweep(write_space, tmp_path / "s")
+    again.run()
+    assert len(store.raw("duty")) == 1                    # not switched a second time
+    assert all(t.duty for t in store.records()[0] if t.ok)
+
+
+def test_a_fixed_schedule_applies_from_the_first_trial_and_off_never(
+        write_space, tmp_path, monkeypatch):
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    sweep, store = _power_sweep(write_space, tmp_path / "load", ", duty: {load: 1ms}")
+    sweep.run()
+    assert not store.raw("duty")
+    assert all(t.duty == "0.001 s of the config's own work before its samples"
+               for t in store.records()[0] if t.ok)
+    sweep, store = _power_sweep(write_space, tmp_path / "off", ", duty: off")
+    sweep.run()
+    assert not store.raw("duty") and not any(t.duty for t in store.records()[0])
+
+
+@pytest.mark.parametrize("text, error", [
+    ("duty: sometimes", "measure.duty: 'sometimes' is not a duty schedule; allowed: auto, off"),
+    ("duty: {cool: 1s, load: 1s}", "is not a duty schedule"),
+    ("duty: {cool: fast}", "measure.duty.cool: 'fast' is not a duration"),
+])
+def test_bad_duty_schedules_are_refused_at_their_line(write_space, text, error):
+    path = write_space(SMALL_SPACE.replace("measure: {warmup: 1, repeat: 3}",
+                                           f"measure: {{warmup: 1, {text}}}"))
+    with pytest.raises(SpaceError, match=error) as err:
+        load_space(path)
+    assert err.value.line == 11            # the measure line
+
+
+def test_the_baseline_runs_in_the_finals_rounds_and_the_report_compares_them(
+        small_space, tmp_path, capsys):
+    code = main(["run", str(small_space), "--device", "interpret", "--studies-dir",
+                 str(tmp_path), "--quiet"])
+    assert code == 0
+    out = capsys.readouterr().out
+    store = StudyStore(tmp_path / "tiny-interpret")
+    final = next(iter(Winners.of(store).finals.values()))
+    assert final.baseline["name"] == "torch copy_"
+    assert len(final.baseline["samples_ms"]) == 5 * 10
+    ratio = final.baseline_ratio()
+    winner = next(r for r in final.finalists if r["number"] == final.winner)
+    assert ratio == pytest.approx(final.baseline["stats"]["median"] / winner["stats"]["median"])
+    assert f"{ratio:.3f}× torch copy_" in out and "in the same rounds" in out
+    write_report(store, draw=False)
+    md = (store.root / "report.md").read_text()
+    assert "baseline: torch copy_" in md and f"at {ratio:.3f}× its speed" in md
+    assert "× baseline, same rounds" in md

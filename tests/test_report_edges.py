@@ -1,0 +1,109 @@
+"""Report edge cases: problems in numeric order, the CI as a percentage, and studies or
+problems where nothing was measured (said plainly, nothing drawn, no warnings)."""
+
+import json
+import warnings
+
+import pytest
+
+from sweeper.measure import summarize
+from sweeper.report import study_tables, write_report
+from sweeper.space import format_size
+from sweeper.store import BaselineRecord
+from sweeper.trial import TrialStatus
+from tests.test_report import TRIALS, copy_study, record
+
+
+def measured(number, footprint, gbps, rel_ci=0.004, cache="cold"):
+    """A measured copy trial of ``footprint`` bytes, with full statistics."""
+    t = record(number, "sms", 32, 256, gbps)
+    median = t.stats["median"]
+    t.stats = {**summarize([median] * 5).to_dict(), "rel_ci": rel_ci}
+    t.choice = {**t.choice, "footprint": format_size(footprint), "cache": cache}
+    t.config = {**t.config, "footprint": footprint, "cache": cache}
+    return t
+
+
+def small_study(tmp_path, records, baselines=()):
+    return copy_study(tmp_path, records=[*records, *baselines], axes={
+        "grid": ["sms"], "block": ["32"], "BLOCK": ["256", "1024"],
+        "footprint": ["16KiB", "4KiB", "8KiB"]})
+
+
+def test_problems_sort_by_footprint_and_the_ci_is_a_percentage(tmp_path):
+    sizes = [16 << 10, 4 << 10, 8 << 10]              # as text: 16KiB < 4KiB < 8KiB
+    trials = [measured(i, fp, 100.0 + i) for i, fp in enumerate(sizes)]
+    bases = [BaselineRecord("torch copy_", "float32", fp, [0.5], {"median": 0.5, "min": 0.5,
+                                                                   "p95": 0.5}, 400.0)
+             for fp in sizes]
+    store = small_study(tmp_path, trials, bases)
+    files = write_report(store, draw=False)
+    order = ["float32 4KiB cold", "float32 8KiB cold", "float32 16KiB cold"]
+    tables = study_tables(store)
+    assert list(tables["best"]["problem"]) == order
+    assert list(tables["picks"]["problem"]) == order
+    assert [m.name for m in tables["heatmaps"]] == [
+        f"float32_{s}_cold_{m}" for s in ("4KiB", "8KiB", "16KiB")
+        for m in ("BLOCK-256", "best")]
+    data = json.loads(files.json.read_text())
+    assert [r["problem"] for r in data["best"]] == order
+    assert [r["problem"] for r in data["headline"]["per_problem"]] == order
+    assert [b["footprint"] for b in data["baselines"]] == sorted(sizes)
+    assert data["best"][0]["ci_pct"] == pytest.approx(0.4)
+    md = files.markdown.read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| problem | rank"))
+    assert "| median ms | ±CI % |" in header
+    assert "| float32 4KiB cold | 1 | sweep best | 1 | sms | 132 | 32 | 256 | 0.0198 | 0.4 |" \
+        in md
+    assert [line.split(" | ")[0] for line in md.splitlines()
+            if line.startswith("| float32 ") and "| sweep best |" in line] == \
+        [f"| {p}" for p in order]
+    assert "(none)" not in md
+    assert "No trial was flagged." in md
+    assert "## Trials without a number\n\nNone: every config was measured." in md
+
+
+def test_a_study_where_nothing_was_measured_says_why_and_draws_nothing(tmp_path):
+    wrong = [record(i, g, b, 256, 0.0, TrialStatus.WRONG_ANSWER,
+                    f"{i + 1} of 10 elements differ from the input (first at index {i}: "
+                    "nan != 0.5)") for i, (g, b) in enumerate(
+                        [("sms", 32), ("sms", 64), ("2*sms", 32), ("2*sms", 64)])]
+    wrong[3].status, wrong[3].reason = TrialStatus.CRASHED, "RuntimeError: boom"
+    store = copy_study(tmp_path, records=[*wrong, TRIALS[5]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        files = write_report(store)
+    assert files.images == [] and not (store.root / "heatmaps").exists()
+    md = files.markdown.read_text()
+    why = ("no config was measured: 5 trial(s), 3 wrong_answer, 1 crashed, 1 skipped by "
+           "constraints; the commonest reason: wrong_answer, 'elements differ from the "
+           "input' (3 trial(s); e.g. #0: 1 of 10 elements differ from the input (first at "
+           "index 0: nan != 0.5))")
+    assert f"**N{why[1:]}.**" in md
+    assert "rates: effective GB/s" in md
+    assert "## Best config per problem" in md and "None: no config was measured." in md
+    assert "## Best configs in the sweep" not in md and "## How sampling stopped" not in md
+    assert "## Heatmaps\n\nNone drawn: no config was measured." in md
+    assert "(none)" not in md
+    data = json.loads(files.json.read_text())
+    assert data["unmeasured"] == why
+    assert data["heatmaps"] == {"colour_scale": "per map", "drawn": [], "not_drawn": [
+        "float32_1GiB_cold_BLOCK-256", "float32_1GiB_cold_BLOCK-1024",
+        "float32_1GiB_cold_best"]}
+
+
+def test_a_problem_without_a_measured_config_is_named(tmp_path):
+    failed = record(9, "sms", 32, 256, 0.0, TrialStatus.CRASHED, "RuntimeError: boom")
+    failed.choice = {**failed.choice, "footprint": "4KiB"}
+    failed.config = {**failed.config, "footprint": 4 << 10}
+    store = small_study(tmp_path, [measured(0, 8 << 10, 100.0), failed])
+    files = write_report(store)
+    md = files.markdown.read_text()
+    assert "**float32 4KiB cold**: no config was measured: 1 trial(s), 1 crashed; the " \
+           "commonest reason: crashed, 'RuntimeError: boom' (1 trial(s); e.g. #9: " \
+           "RuntimeError: boom).\n" in md
+    assert "Not drawn, no config in them was measured: float32_4KiB_cold_BLOCK-256, " \
+           "float32_4KiB_cold_best." in md
+    assert sorted(p.name for p in files.images if p.suffix == ".png") == [
+        "float32_8KiB_cold_BLOCK-256.png", "float32_8KiB_cold_best.png"]
+
