@@ -22,6 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import ContextLost, StudyError, SweeperError
+from sweeper.options import (
+    ArgumentParser,
+    check_study_name,
+    seconds,
+    study_folder,
+    whole_number,
+)
 
 EXIT_OK = 0
 EXIT_NOTHING_MEASURED = 1
@@ -34,7 +41,11 @@ MAX_RESTARTS = 20
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SweeperError as err:         # a bad option or value: one line, as any bad input
+        print(err, file=sys.stderr)
+        return EXIT_USAGE
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     try:
         return int(args.func(args) or 0)
@@ -55,7 +66,7 @@ def _located(err: SweeperError) -> bool:
 def _parser() -> argparse.ArgumentParser:
     from sweeper import __version__
 
-    parser = argparse.ArgumentParser(prog="sweeper", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="sweeper", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"sweeper {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -64,9 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("space", help="the space file (YAML)")
     _device_option(run)
     _param_option(run)
+    _allow_option(run)
     _study_options(run)
-    run.add_argument("--trials", type=int, help="stop after this many measured trials")
-    run.add_argument("--time", help="stop after this long (e.g. 90s, 10m)")
+    run.add_argument("--trials", type=whole_number,
+                     help="stop after this many measured trials (at least 1)")
+    run.add_argument("--time", type=seconds, help="stop after this long (e.g. 90s, 10m)")
     run.add_argument("--force", action="store_true",
                      help="add to a study measured with other settings")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
@@ -80,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("space", help="the space file (YAML)")
     _device_option(plan)
     _param_option(plan)
+    _allow_option(plan)
     plan.set_defaults(func=cmd_plan)
 
     report = sub.add_parser("report", help="heatmaps and best-config report of a study")
@@ -106,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     _device_option(ab)
     _param_option(ab)
     _threshold_option(ab)
+    _allow_option(ab)
     ab.add_argument("--studies-dir", default="studies",
                     help="the samples go to STUDIES_DIR/<study>-ab/")
     ab.set_defaults(func=cmd_ab)
@@ -152,6 +167,13 @@ def _param_option(p: argparse.ArgumentParser) -> None:
                    "-p 'grid=[sms, \"cdiv(n, BLOCK)\"]' (repeatable)")
 
 
+def _allow_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                   help="a folder besides the space file's own that its extends: may read "
+                   "files from (repeatable; also $SWEEPER_ALLOW_PATH, separated by "
+                   f"{os.pathsep!r})")
+
+
 def _device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cuda",
                    help="cuda (default); interpret: the Triton interpreter on the CPU; "
@@ -167,26 +189,18 @@ def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.device == "interpret":       # before any kernel module is imported or jitted
-        os.environ["TRITON_INTERPRET"] = "1"
-    from sweeper.space import format_size, load_space, parse_duration
+    from sweeper.space import format_size
 
-    space = load_space(args.space, args.param)
-    max_time = None
-    if args.time is not None:
-        try:
-            max_time = parse_duration(args.time)
-        except ValueError as err:
-            raise SweeperError(f"--time: {err}") from None
-    from sweeper.devices import open_device
+    if args.study is not None:
+        check_study_name("--study", args.study)
+    space, device = _space_and_device(args)
     from sweeper.kernels import load_kernel
     from sweeper.store import StudyStore
     from sweeper.sweep import StopFlag, Sweep, open_study
 
-    device = open_device(args.device)
     kernel = load_kernel(space.kernel)
     name = args.study or (space.study if device.name == "cuda" else f"{space.study}-{device.name}")
-    store = StudyStore(Path(args.studies_dir) / name)
+    store = StudyStore(study_folder(args.studies_dir, name))
     command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=args.force)
@@ -216,7 +230,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         sweep = Sweep(space, kernel, device, store,
                       reporter=_reporter(args.quiet, kernel.headline), stop=stop,
-                      max_trials=args.trials, max_time_s=max_time,
+                      max_trials=args.trials, max_time_s=args.time,
                       ceilings=None if isinstance(limits, str) else limits,
                       priors=[c for source in priors for c in source.configs],
                       on_hang=lambda record: _hung(record, args, store))
@@ -291,25 +305,29 @@ def _go_on_fresh(message: str, args: argparse.Namespace) -> int:
     return 1     # not reached
 
 
-def _space_and_device(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The space (with -p overrides) and the device, checked in that order."""
+def _space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[Any, Any]:
+    """The space (with -p overrides) and the device, checked in that order, then the
+    space against the device; ``user_code=False`` imports no user kernel."""
     if args.device == "interpret":       # before any kernel module is imported or jitted
         os.environ["TRITON_INTERPRET"] = "1"
     from sweeper.devices import open_device
     from sweeper.space import load_space
 
-    space = load_space(args.space, args.param)
-    return space, open_device(args.device)
+    space = load_space(args.space, args.param, allow=args.allow_path, user_code=user_code)
+    device = open_device(args.device)
+    device.check_space(space)
+    return space, device
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from sweeper.kernels import load_kernel
+    from sweeper.kernels import BUILTINS, load_kernel
     from sweeper.plan import make_plan
+    from sweeper.space import AxisRole
 
-    space, device = _space_and_device(args)
+    space, device = _space_and_device(args, user_code=False)
     facts = device.facts()
-    plan = make_plan(space, load_kernel(space.kernel), facts, device.name,
-                     device.measure_spec(space.measure))
+    kernel = load_kernel(space.kernel) if space.kernel in BUILTINS else None
+    plan = make_plan(space, kernel, facts, device.name, device.measure_spec(space.measure))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")
     removed = sum(plan.removed.values())
@@ -324,6 +342,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"{a['bandwidth'] / 1e9:g} GB/s)")
     if device.name == "replay":
         print("  (as on the GPU the table was recorded on; the replay itself takes seconds)")
+    if kernel is None:
+        meta = [a.name for a in space.axes if a.role is AxisRole.META]
+        print(f"not checked: kernel {space.kernel} was not imported (plan runs no user "
+              f"code): its meta-parameters ({', '.join(meta) or 'none'}) and their values, "
+              "and its defaults for axes the file leaves out (the base Kernel's were "
+              "used); the estimate counts launches only, not the bytes it moves. "
+              "`sweeper run` checks all of it before measuring")
     if plan.valid == 0:
         raise plan.ruled_out.nothing_left(plan.size)
     return 0
@@ -362,8 +387,10 @@ def cmd_ab(args: argparse.Namespace) -> int:
     space, device = _space_and_device(args)
     if device.replays:
         raise SweeperError("ab measures; it cannot run on a replay device")
-    name = args.vary.replace('=', '-').replace(',', '-vs-').replace(' ', '')
-    out = Path(args.studies_dir) / f"{space.study}-ab" / f"{name}.json"
+    from sweeper.space._names import safe_name
+
+    name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
+    out = study_folder(args.studies_dir, f"{space.study}-ab") / f"{name}.json"
     result = run_ab(space, load_kernel(space.kernel), device, args.vary, out, threshold)
     c = result.comparison
     fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())
@@ -438,7 +465,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     text = json.dumps(space_schema(), indent=2) + "\n"
     if args.output:
-        Path(args.output).write_text(text)
+        from sweeper.fsio import atomic_write
+
+        atomic_write(args.output, text)
         print(f"wrote {args.output}")
     else:
         print(text, end="")
@@ -453,6 +482,9 @@ def cmd_tuned(args: argparse.Namespace) -> int:
         footprint = parse_size(args.footprint)
     except ValueError as err:
         raise SweeperError(f"--footprint: {err}") from None
+    if footprint <= 0:
+        raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: a "
+                           "positive size (e.g. 256MiB)")
     try:
         gpu = args.gpu or current_gpu()
     except SweeperError:

@@ -24,6 +24,16 @@ class SpaceError(SweeperError):
         super().__init__(f"{where}: {path + ': ' if path else ''}{message}")
 
 
+class DataError(SweeperError):
+    """A data file from outside (a replay table) is wrong at a known place:
+    ``file:line: message``; the CLI prints it as it is, like a :class:`SpaceError`."""
+
+    def __init__(self, message: str, *, file: str, line: int | None = None) -> None:
+        self.file, self.line, self.message = file, line, message
+        super().__init__(f"{file}:{line}: {message}" if line is not None else
+                         f"{file}: {message}")
+
+
 class ExpressionError(SweeperError):
     """An expression in a space file cannot be parsed or evaluated."""
 

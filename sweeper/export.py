@@ -19,6 +19,7 @@ from typing import Any
 
 from sweeper.errors import SweeperError
 from sweeper.finals import Pick, Winners
+from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, evaluate, format_size, parse
 from sweeper.store import StudyStore
@@ -73,13 +74,11 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
     entries = [_entry(meta, dtype, footprint, pick)
                for (dtype, footprint), pick in sorted(best.items())]
     target = tuning_path(path)
+    writable_target(target)                  # a device or a folder: refused before work
     data = _read(target) if target.exists() else {"version": FORMAT_VERSION, "entries": []}
     keys = {_entry_key(e) for e in entries}
     data["entries"] = [e for e in data["entries"] if _entry_key(e) not in keys] + entries
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(target.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(target)
+    atomic_write(target, json.dumps(data, indent=2) + "\n")
     return target, entries
 
 
@@ -124,14 +123,81 @@ def _entry_key(entry: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The tuning file at ``path``, every entry checked: a file edited by hand or cut
+    short is refused with one line naming the entry, never a ``KeyError`` at launch."""
+    if path.exists() and not path.is_file():      # /dev/zero would be read without end
+        raise SweeperError(f"{path}: not a regular file; a tuning file is a JSON file")
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise SweeperError(f"{path}: not a readable tuning file: {err}") from None
-    if data.get("version") != FORMAT_VERSION:
-        raise SweeperError(f"{path}: tuning file version {data.get('version')!r}; "
-                           f"this sweeper reads version {FORMAT_VERSION}")
+        data = json.loads(path.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        why = err.strerror if isinstance(err, OSError) else str(err)
+        raise SweeperError(f"{path}: not a readable tuning file: {why}") from None
+    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+        found = data.get("version") if isinstance(data, dict) else None
+        raise SweeperError(f"{path}: tuning file version {found!r}; this sweeper reads "
+                           f"version {FORMAT_VERSION} (an object with version and entries)")
+    if not isinstance(data.get("entries"), list):
+        raise SweeperError(f"{path}: 'entries' must be a list of tuned configs")
+    for i, entry in enumerate(data["entries"]):
+        problem = _entry_problem(entry)
+        if problem:
+            raise SweeperError(f"{path}: entries[{i}]{_entry_name(entry)}: {problem}; "
+                               "`sweeper export STUDY` writes a complete entry")
     return data
+
+
+#: What :func:`tuned` reads from an entry, and the type each must have.
+ENTRY_FIELDS: dict[str, tuple[type, ...]] = {
+    "kernel": (str,), "gpu": (str,), "dtype": (str,), "footprint": (int,),
+    "grid_expr": (str,), "block": (int,), "meta": (dict,), "gbps": (int, float),
+    "median_ms": (int, float), "study": (str,), "facts": (dict,)}
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """What is wrong with one tuning entry, or ``None``."""
+    if not isinstance(entry, dict):
+        return f"an entry must be an object, got {type(entry).__name__}"
+    for key, types in ENTRY_FIELDS.items():
+        if key not in entry:
+            return f"{key!r} is missing"
+        value = entry[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            return f"{key} is {value!r}; it must be {' or '.join(t.__name__ for t in types)}"
+    if entry["dtype"] not in DTYPES:
+        return f"dtype {entry['dtype']!r} is unknown; allowed: {', '.join(DTYPES)}"
+    for key in ("footprint", "block", "median_ms"):
+        if not entry[key] > 0 or not math.isfinite(entry[key]):
+            return f"{key} is {entry[key]!r}; it must be positive"
+    if not math.isfinite(entry["gbps"]) or entry["gbps"] < 0:
+        return f"gbps is {entry['gbps']!r}; it must be a finite number >= 0"
+    if "rate" in entry:                      # the headline rate, since export wrote one
+        rate, headline = entry["rate"], entry.get("headline")
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or \
+                not math.isfinite(rate) or rate < 0:
+            return f"rate is {rate!r}; it must be a finite number >= 0"
+        if headline not in {h.value for h in Headline}:
+            return (f"headline is {headline!r}; allowed: "
+                    f"{', '.join(h.value for h in Headline)}")
+    for key in ("sms", "l2_bytes"):
+        if key not in entry["facts"]:
+            return f"'facts.{key}' is missing"
+    for scope, values in (("meta", entry["meta"]), ("facts", entry["facts"])):
+        for key, value in values.items():
+            if type(value) is not int and not (scope == "facts" and value is None):
+                return f"{scope}.{key} is {value!r}; it must be an integer"
+    return None
+
+
+def _entry_name(entry: Any) -> str:
+    """`` (copy float32 1GiB on H200)`` from whatever the entry holds, for messages."""
+    if not isinstance(entry, dict):
+        return ""
+    parts = [str(entry[k]) for k in ("kernel", "dtype") if isinstance(entry.get(k), str)]
+    if type(entry.get("footprint")) is int and entry["footprint"] > 0:
+        parts.append(format_size(entry["footprint"]))
+    if isinstance(entry.get("gpu"), str):
+        parts.append(f"on {entry['gpu']}")
+    return f" ({' '.join(parts)[:120]})" if parts else ""
 
 
 def current_gpu() -> str:
@@ -150,20 +216,36 @@ def current_gpu() -> str:
 def tuned(kernel: str, *, dtype: str, footprint: int, gpu: str | None = None,
           path: str | Path | None = None) -> TunedConfig:
     """The tuned config for ``kernel`` on ``gpu`` (default: this one) at the nearest footprint."""
+    if isinstance(footprint, bool) or not isinstance(footprint, int) or footprint <= 0:
+        raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
+                           "(e.g. 256MiB)")
+    if dtype not in DTYPES:
+        raise SweeperError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
     target = tuning_path(path)
     if not target.exists():
         raise SweeperError(f"{target}: no tuning file; run `sweeper export STUDY` first")
     gpu = gpu or current_gpu()
-    candidates = [e for e in _read(target)["entries"]
+    entries = _read(target)["entries"]
+    candidates = [i for i, e in enumerate(entries)
                   if e["kernel"] == kernel and e["gpu"] == gpu and e["dtype"] == dtype]
     if not candidates:
         raise SweeperError(f"{target}: no tuned config for {kernel} {dtype} on {gpu!r}")
-    entry = min(candidates, key=lambda e: abs(math.log2(e["footprint"]) - math.log2(footprint)))
-    env = {"sms": entry["facts"]["sms"], "l2_bytes": entry["facts"]["l2_bytes"],
-           "itemsize": DTYPES[dtype], "footprint": footprint, "n": footprint // DTYPES[dtype],
-           "block": entry["block"], **entry["meta"]}
-    grid = int(evaluate(parse(entry["grid_expr"]), env)) if not entry["grid_expr"].isdigit() \
-        else int(entry["grid_expr"])
+    index = min(candidates, key=lambda i: abs(math.log2(entries[i]["footprint"]) -
+                                              math.log2(footprint)))
+    entry = entries[index]
+    facts = {k: v for k, v in entry["facts"].items() if k in ("sms", "l2_bytes") and
+             v is not None}
+    env = {**facts, "itemsize": DTYPES[dtype], "footprint": footprint,
+           "n": footprint // DTYPES[dtype], "block": entry["block"], **entry["meta"]}
+    try:
+        grid = int(evaluate(parse(entry["grid_expr"]), env))
+    except (SweeperError, ValueError, RecursionError) as err:
+        raise SweeperError(f"{target}: entries[{index}]{_entry_name(entry)}: grid_expr: "
+                           f"{err}") from None
+    if grid <= 0:
+        raise SweeperError(f"{target}: entries[{index}]{_entry_name(entry)}: grid_expr "
+                           f"{entry['grid_expr']!r} gives {grid} programs at "
+                           f"{format_size(footprint)}; a launch needs at least one")
     rate, headline = entry_rate(entry)
     return TunedConfig(kernel=kernel, gpu=gpu, dtype=dtype, footprint=entry["footprint"],
                        grid=grid, grid_expr=entry["grid_expr"], block=entry["block"],

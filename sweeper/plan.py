@@ -49,10 +49,12 @@ class Plan:
     ruled_out: RuledOut = field(default_factory=RuledOut)
 
 
-def make_plan(space: Space, kernel: Kernel, facts: DeviceFacts, device: str,
+def make_plan(space: Space, kernel: Kernel | None, facts: DeviceFacts, device: str,
               measure: MeasureSpec) -> Plan:
     """The plan, from one pass over the space that keeps no list of configs: memory stays
-    flat however large the space (up to the parser's limit) is."""
+    flat however large the space (up to the parser's limit) is.  ``kernel``: ``None`` for
+    a user kernel, which plan never imports; launches are then assumed to take the launch
+    floor, as the bytes they move are unknown."""
     ruled_out = RuledOut()
     valid = 0
     budget = space.budget.trials
@@ -72,10 +74,11 @@ def make_plan(space: Space, kernel: Kernel, facts: DeviceFacts, device: str,
                 ruled_out=ruled_out)
 
 
-def _trial_seconds(config: Config, kernel: Kernel, facts: DeviceFacts, device: str,
+def _trial_seconds(config: Config, kernel: Kernel | None, facts: DeviceFacts, device: str,
                    measure: MeasureSpec) -> float:
     assumed = ASSUMED[device]
-    launch = max(kernel.bytes_moved(config.problem) / assumed["bandwidth"], assumed["launch_s"])
+    moved = kernel.bytes_moved(config.problem) if kernel is not None else 0
+    launch = max(moved / assumed["bandwidth"], assumed["launch_s"])
     samples = _expected_samples(measure, launch)
     launches = measure.warmup + 2 + samples * measure.batch
     flushes = device != "interpret" and config.cache == "cold"   # the interpreter never does

@@ -16,7 +16,7 @@ from sweeper.bounds import Bounds
 from sweeper.devices._nvml import GpuState, Window
 from sweeper.errors import SweeperError
 from sweeper.measure import Duty, StopRule, Timing, sample_until
-from sweeper.space import MeasureSpec
+from sweeper.space import MeasureSpec, Space
 
 Launch = Callable[[], None]
 
@@ -185,6 +185,11 @@ class Device(abc.ABC):
         """Can this process still run work on the device?  After a sticky CUDA error
         (an illegal address, a device-side assert) it cannot."""
         return True
+
+    def check_space(self, space: Space) -> None:
+        """Refuse, before anything is written, a space this device cannot serve (a replay
+        table without a column for one of its axes); most devices serve any space."""
+        return None
 
     def measure_spec(self, spec: MeasureSpec) -> MeasureSpec:
         """The measurement this device will really do for ``spec`` (caps, if any)."""

@@ -10,16 +10,27 @@ the whole pipeline can then be tested and compared without a GPU.
 from __future__ import annotations
 
 import csv
+import io
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds
 from sweeper.devices._base import Device, DeviceFacts, Launch
-from sweeper.errors import SweeperError
+from sweeper.errors import DataError, SweeperError
+from sweeper.space import Space
 
 FORMAT = "sweeper replay table v1"
 RESERVED = ("status", "median_ms", "samples_ms")
+#: The shortest time (ms) a table may hold for one launch.  0.1 us is below the CUDA
+#: event timer's resolution (about 0.5 us) and below what any kernel launch takes on a
+#: GPU end to end (microseconds, even replayed from a CUDA graph), so a number under
+#: it is a unit mix-up or corruption, and it would make a config look thousands of
+#: times faster than possible.  Every median in the recorded H200 tables is >= 0.0075 ms.
+MIN_MS = 1e-4
+#: Header facts that must be whole numbers, and the least each may be.
+NUMERIC_FACTS = {"sms": 1, "l2_bytes": 0}
 
 
 class ReplayDevice(Device):
@@ -45,12 +56,30 @@ class ReplayDevice(Device):
         return Bounds.none(self._facts.name, "replayed timings are served as recorded; the "
                            "table does not record the GPU's clocks and bus width")
 
-    def lookup(self, choice: Mapping[str, str]) -> dict[str, Any] | None:
-        """The recorded row for ``choice`` (axes the table lacks are ignored), or None."""
-        missing = [p for p in self.params if p not in choice]
+    def check_space(self, space: Space) -> None:
+        """Refuse a table that does not record every axis of ``space`` (each config would
+        silently get the median of whichever row matched the other axes) or records an
+        axis the space lacks."""
+        self._check_axes([a.name for a in space.axes], space.path)
+
+    def _check_axes(self, axes: Sequence[str], space_path: str) -> None:
+        missing = [a for a in axes if a not in self.params]
         if missing:
-            raise SweeperError(f"{self.path}: the space has no axis {missing[0]!r}, which "
-                               "the table records; replay a table of the same space")
+            raise _bad(self.path, None, f"no column {missing[0]!r} for the axis "
+                       f"{missing[0]} of {space_path}; the table has "
+                       f"{', '.join(self.params) or 'no parameter'} columns; replay a table "
+                       "recorded with the same axes")
+        extra = [p for p in self.params if p not in axes]
+        if extra:
+            raise _bad(self.path, None, f"column {extra[0]!r} is not an axis of {space_path} "
+                       f"(its axes: {', '.join(axes)}); replay a table recorded with the "
+                       "same axes")
+
+    def lookup(self, choice: Mapping[str, str]) -> dict[str, Any] | None:
+        """The recorded row for ``choice``, or None; a choice over other axes than the
+        table's is refused (see :meth:`check_space`)."""
+        if set(choice) != set(self.params):
+            self._check_axes(list(choice), "the space")
         return self._index.get(tuple(str(choice[p]) for p in self.params))
 
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
@@ -67,38 +96,134 @@ class ReplayDevice(Device):
 
 
 def read_table(path: Path) -> tuple[dict[str, str], list[str], list[dict[str, str]]]:
-    """(header facts, column names, rows) of a replay table; errors name the file and line."""
+    """(header facts, column names, rows) of a replay table, every row checked: a table
+    is data from outside, so a value that is not a recorded outcome or a plausible time
+    refuses the whole table with ``table.csv:LINE: what is wrong``."""
+    if path.exists() and not path.is_file():      # /dev/zero would be read without end
+        raise _bad(path, None, "not a regular file; a replay table is a CSV file")
     try:
-        lines = path.read_text().splitlines()
+        raw = path.read_bytes()
     except OSError as err:
-        raise SweeperError(f"{path}: cannot read the replay table: {err.strerror}") from None
+        raise _bad(path, None, f"cannot read the replay table: {err.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise _bad(path, None, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
+                           f"{err.start}); a replay table is what `sweeper export STUDY "
+                           "--format csv` writes") from None
     header: dict[str, str] = {}
-    body = []
-    for line in lines:
+    body: list[tuple[int, str]] = []          # (line number, text)
+    for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("#"):
             key, sep, value = line[1:].partition(":")
             if sep:
-                header[key.strip()] = value.strip()
+                header[key.strip()] = _fact(path, number, key.strip(), value.strip())
         elif line.strip():
-            body.append(line)
-    reader = csv.DictReader(body)
-    columns = list(reader.fieldnames or [])
-    if "median_ms" not in columns:
-        raise SweeperError(f"{path}: a replay table needs a median_ms column; it has "
-                           f"{', '.join(columns) or 'none'}")
-    rows = [dict(r) for r in reader]
+            body.append((number, line))
+    if not body:
+        raise _bad(path, None, "no CSV header line; a replay table needs one")
+    columns, rows = _rows(path, body)
     return header, columns, rows
+
+
+def _fact(path: Path, line: int, key: str, value: str) -> str:
+    if not value.isprintable():
+        raise _bad(path, line, f"{key}: control characters are not allowed")
+    if key in NUMERIC_FACTS and not (value.isascii() and value.isdigit() and
+                                     int(value) >= NUMERIC_FACTS[key]):
+        raise _bad(path, line, f"{key}: {value[:40]!r} is not a whole number "
+                           f">= {NUMERIC_FACTS[key]}")
+    return value
+
+
+def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], list[dict[str, str]]]:
+    """The column names and the checked rows of the CSV part."""
+    reader = csv.reader(text for _, text in body)
+    rows: list[dict[str, str]] = []
+    first: dict[tuple[str, ...], int] = {}
+    columns: list[str] = []
+    try:
+        for fields in reader:
+            line = body[reader.line_num - 1][0]
+            if not columns:
+                columns = _columns(path, line, fields)
+                continue
+            if len(fields) != len(columns):
+                raise _bad(path, line, f"{len(fields)} fields; the header has "
+                                   f"{len(columns)}")
+            row = dict(zip(columns, fields))
+            _check_row(path, line, row)
+            key = tuple(row[c] for c in columns if c not in RESERVED)
+            if key in first:
+                raise _bad(path, line, f"the same config as line {first[key]}; "
+                                   "a table holds each config once")
+            first[key] = line
+            rows.append(row)
+    except csv.Error as err:
+        line = body[min(reader.line_num, len(body)) - 1][0]
+        raise _bad(path, line, f"not CSV: {err}") from None
+    return columns, rows
+
+
+def _columns(path: Path, line: int, fields: list[str]) -> list[str]:
+    for name in fields:
+        if not (name.isascii() and name.isidentifier()):
+            raise _bad(path, line, f"column {name[:40]!r} is not a parameter "
+                               f"name; allowed: axis names, {', '.join(RESERVED)}")
+        if fields.count(name) > 1:
+            raise _bad(path, line, f"column {name!r} appears twice")
+    if "median_ms" not in fields:
+        raise _bad(path, line, f"a replay table needs a median_ms column; it has "
+                           f"{', '.join(fields) or 'none'}")
+    return fields
+
+
+def _check_row(path: Path, line: int, row: Mapping[str, str]) -> None:
+    """A known status; for a successful row a plausible median and samples."""
+    from sweeper.trial import TrialStatus
+
+    outcomes = [s.value for s in TrialStatus if s not in (TrialStatus.INVALID,
+                                                          TrialStatus.MISSING)]
+    status = row.get("status", "ok")
+    if status not in outcomes:
+        raise _bad(path, line, f"status {status[:40]!r} is not a recorded outcome; "
+                           f"allowed: {', '.join(outcomes)}")
+    if status == "ok" or row["median_ms"]:
+        _milliseconds(path, line, "median_ms", row["median_ms"])
+    for sample in row.get("samples_ms", "").split():
+        _milliseconds(path, line, "samples_ms", sample)
+
+
+def _milliseconds(path: Path, line: int, column: str, text: str) -> float:
+    if not text:
+        raise _bad(path, line, f"{column} is empty; a successful row needs its "
+                           "median")
+    try:
+        value = float(text) if text.isascii() else math.nan
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= MIN_MS):
+        raise _bad(path, line, f"{column}: {text[:40]!r} is not a time in ms; "
+                           f"allowed: a finite number >= {MIN_MS:g} ms (one launch)")
+    return value
+
+
+def _bad(path: Path, line: int | None, message: str) -> DataError:
+    return DataError(message, file=str(path), line=line)
 
 
 def write_table(path: Path, header: Mapping[str, Any], params: Sequence[str],
                 rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write a replay table: ``# key: value`` lines, then the CSV."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        f.write(f"# {FORMAT}\n")
-        for key, value in header.items():
-            f.write(f"# {key}: {value}\n")
-        writer = csv.DictWriter(f, fieldnames=[*params, *RESERVED])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(row)
+    """Write a replay table: ``# key: value`` lines, then the CSV; a failure leaves
+    ``path`` as it was (see :func:`sweeper.fsio.atomic_write`)."""
+    from sweeper.fsio import atomic_write
+
+    out = io.StringIO(newline="")
+    out.write(f"# {FORMAT}\n")
+    for key, value in header.items():
+        out.write(f"# {key}: {value}\n")
+    writer = csv.DictWriter(out, fieldnames=[*params, *RESERVED])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    atomic_write(path, out.getvalue())

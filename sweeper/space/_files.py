@@ -1,8 +1,18 @@
 """Space files on disk: ``extends:`` chains and ``-p`` overrides, merged with the file
-and line every value came from, so errors can point at the right place."""
+and line every value came from, so errors can point at the right place.
+
+What a space file can reach: through ``extends:``, regular files under its own folder
+(and below) only, after links are resolved; an absolute path, a ``..`` that leaves the
+folder or a link that points out of it is refused before the file is opened, unless
+the folder it lands in was allowed (``--allow-path DIR`` or ``$SWEEPER_ALLOW_PATH``).
+An extended file that is not a space file is refused without quoting it: errors about
+it give its line and never its text.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,10 +25,25 @@ from sweeper.space._yaml import decode_text, load_with_lines, read_capped
 Where = dict[str, tuple[str, "int | None"]]      # key path -> (file, line)
 MERGED = ("params", "measure", "budget")          # merged key by key under extends
 MAX_EXTENDS = 16                                  # files a space may extend, one after another
+#: Folders, separated by ``os.pathsep``, that every space file may extend files from.
+ALLOW_ENV = "SWEEPER_ALLOW_PATH"
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
-def load_located(path: Path, chain: tuple[Path, ...]) -> tuple[Any, Where, str]:
+def reachable(path: Path, allow: Sequence[str | Path] = ()) -> tuple[Path, ...]:
+    """The folders the space file at ``path`` may extend files from: its own first, then
+    those in ``allow`` and in ``$SWEEPER_ALLOW_PATH``."""
+    extra = [*allow, *(p for p in os.environ.get(ALLOW_ENV, "").split(os.pathsep) if p)]
+    return (path.parent.resolve(), *(Path(p).expanduser().resolve() for p in extra))
+
+
+def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...] = ()
+                 ) -> tuple[Any, Where, str]:
+    """The file's data merged over what it extends, with where each key came from, and
+    the text of every file read; ``roots``: the folders ``extends:`` may reach (default:
+    the file's own, see :func:`reachable`)."""
     file = str(path)
+    roots = roots or reachable(path)
     try:
         raw = read_capped(path)
     except OSError as err:
@@ -26,7 +51,7 @@ def load_located(path: Path, chain: tuple[Path, ...]) -> tuple[Any, Where, str]:
         raise SpaceError(f"cannot read the space file{where}: {err.strerror}", file=file) \
             from None
     text = decode_text(raw, file)
-    data, lines = load_with_lines(text, file)
+    data, lines = load_with_lines(text, file) if not chain else _extended(text, file)
     where: Where = {k: (file, v) for k, v in lines.items()}
     if not isinstance(data, dict) or "extends" not in data:
         return data, where, text
@@ -39,13 +64,11 @@ def load_located(path: Path, chain: tuple[Path, ...]) -> tuple[Any, Where, str]:
                          f"files; a space may extend at most {MAX_EXTENDS} in a row", file=file,
                          line=lines.get("extends"), path="extends")
     parent = (path.parent / parent_ref).resolve()
+    _check_reachable(parent, parent_ref, roots, file, lines.get("extends"))
     if parent in chain or parent == path.resolve():
         raise SpaceError(f"{parent_ref} extends itself through {' -> '.join(map(str, chain))}",
                          file=file, line=lines.get("extends"), path="extends")
-    pdata, pwhere, ptext = load_located(parent, (*chain, path.resolve()))
-    if not isinstance(pdata, dict):
-        raise SpaceError("the extended file must be a mapping of keys", file=str(parent),
-                         line=1)
+    pdata, pwhere, ptext = load_located(parent, (*chain, path.resolve()), roots)
     merged = dict(pdata)
     merged_where = dict(pwhere)
     for key, value in data.items():
@@ -60,31 +83,76 @@ def load_located(path: Path, chain: tuple[Path, ...]) -> tuple[Any, Where, str]:
     return merged, merged_where, f"{text}\n# extends {parent_ref}:\n{ptext}"
 
 
+def _check_reachable(target: Path, ref: str, roots: tuple[Path, ...], file: str,
+                     line: int | None) -> None:
+    """Refuse, before opening it, a file outside the folders a space file may reach."""
+    if not any(target.is_relative_to(root) for root in roots):
+        lands = "" if ref == str(target) else f" (it resolves to {target})"
+        raise SpaceError(f"{ref!r} is outside {roots[0]}, the space file's folder{lands}; "
+                         "extends: reaches files under that folder only; to allow another "
+                         f"folder pass --allow-path DIR or set {ALLOW_ENV}",
+                         file=file, line=line, path="extends")
+    if target.exists() and not target.is_file():
+        raise SpaceError(f"{ref!r} is not a regular file", file=file, line=line,
+                         path="extends")
+
+
+def _extended(text: str, file: str) -> tuple[Any, dict[str, int]]:
+    """An extended file's data and lines, refused without quoting it unless it is a
+    mapping of space keys: a file that is not a space (a password file reached by
+    mistake) must not have its lines printed in an error."""
+    from sweeper.space._load import TOP_KEYS
+
+    try:
+        data, lines = load_with_lines(text, file)
+    except SpaceError as err:
+        raise SpaceError(_QUOTED.sub("'…'", err.message), file=err.file, line=err.line,
+                         path=err.path) from None
+    if not isinstance(data, dict):
+        raise SpaceError("not a space file: an extended file must be a mapping of keys",
+                         file=file, line=1)
+    for key in data:
+        if key not in TOP_KEYS:
+            raise SpaceError("not a space file: the key on this line is none of "
+                             f"{', '.join(TOP_KEYS)}", file=file, line=lines.get(key))
+    return data, lines
+
+
 def _drop(where: Where, path: str) -> None:
     for key in [k for k in where if k == path or k.startswith((path + ".", path + "["))]:
         del where[key]
 
 
 def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Where]:
-    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option."""
+    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option.
+    The values are read as a space file's are (the same YAML loader, then the same
+    checks), and an axis given twice is refused, as a key written twice in a file is."""
     if not overrides:
         return data, where
     data = dict(data) if isinstance(data, dict) else data
+    given: dict[str, str] = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip() or not raw.strip():
             raise SpaceError(f"{item!r} is not KEY=VALUE[,VALUE...]", file="-p")
         key = key.strip()
-        try:
-            loaded = yaml.safe_load(raw) if raw.lstrip().startswith(("[", "{")) else [
-                yaml.safe_load(v) for v in raw.split(",")]
-        except yaml.YAMLError as err:
-            raise SpaceError(f"{item!r}: not YAML: {err}", file="-p") from None
+        if key in given:
+            raise SpaceError(f"{key} is given twice (also -p {given[key]}); give each axis "
+                             "once", file="-p " + item)
+        given[key] = item
+        if raw.lstrip().startswith(("[", "{")):
+            try:
+                loaded, _ = load_with_lines(raw, "-p " + item)
+            except SpaceError as err:          # one line on the command line: no line number
+                raise SpaceError(err.message, file=err.file, path=err.path) from None
+        else:
+            try:
+                loaded = [yaml.safe_load(v) for v in raw.split(",")]
+            except yaml.YAMLError as err:
+                raise SpaceError(f"{item!r}: not YAML: {err}", file="-p") from None
         params = dict(data.get("params") or {}) if isinstance(data, dict) else {}
         params[key] = loaded
         data["params"] = params
         _drop(where, f"params.{key}")
         where[f"params.{key}"] = ("-p " + item, None)
     return data, where
-
-

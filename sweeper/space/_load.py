@@ -30,7 +30,8 @@ from sweeper.space._model import (
     Tie,
     Value,
 )
-from sweeper.space._files import load_located, override
+from sweeper.space._files import load_located, override, reachable
+from sweeper.space._names import safe_name, study_name_problem
 from sweeper.space._settings import (  # noqa: F401 - the schema and the CLI read these here
     BUDGET_KEYS, MEASURE_KEYS, SAMPLER_KEYS, STOP_RULES, Settings, _fraction, shown)
 from sweeper.space._units import DTYPES, parse_size
@@ -44,12 +45,15 @@ MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
 
 
-def load_space(path: str | Path, overrides: Sequence[str] = ()) -> Space:
-    """Read and validate the space file at ``path`` (following ``extends:``), with
-    ``overrides`` such as ``BLOCK=1024,2048`` replacing axes (the CLI's ``-p``)."""
-    data, where, text = load_located(Path(path), ())
+def load_space(path: str | Path, overrides: Sequence[str] = (), *,
+               allow: Sequence[str | Path] = (), user_code: bool = True) -> Space:
+    """Read and validate the space file at ``path`` (following ``extends:`` within its
+    folder and the folders in ``allow``), with ``overrides`` such as ``BLOCK=1024,2048``
+    replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no user kernel: its
+    meta-parameters are taken from the space as written, unchecked."""
+    data, where, text = load_located(Path(path), (), reachable(Path(path), allow))
     data, where = override(data, where, overrides)
-    return _Parser(str(path), where).space(data, text, Path(path).stem)
+    return _Parser(str(path), where, user_code).space(data, text, safe_name(Path(path).stem))
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
@@ -59,9 +63,11 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
 
 
 class _Parser(Settings):
-    def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]]) -> None:
+    def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
+                 user_code: bool = True) -> None:
         self.file = file
         self.where = dict(where)
+        self.user_code = user_code
         self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
         self.ties: list[Tie] = []
 
@@ -104,13 +110,12 @@ class _Parser(Settings):
     def space(self, data: Any, text: str, default_study: str) -> Space:
         data = self.keys(data, "", TOP_KEYS)
         study = data.get("study", default_study)
-        if not isinstance(study, str) or not study or "/" in study or study.startswith("."):
-            raise self.error("study", f"{study!r} is not a study name; allowed: a non-empty "
-                             "name without '/' that does not start with '.'")
+        if study_name_problem(study):
+            raise self.error("study", str(study_name_problem(study)))
         if "kernel" not in data:
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
         kernel_name = data["kernel"]
-        kernel_cls = self.kernel(kernel_name)
+        kernel_cls = self.kernel(kernel_name, data.get("params"))
         if "params" not in data:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
@@ -125,14 +130,16 @@ class _Parser(Settings):
             budget=self.budget(data.get("budget", {})), path=self.file, text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
-    def kernel(self, name: Any) -> type:
-        from sweeper.kernels import kernel_class
+    def kernel(self, name: Any, params: Any) -> type:
+        """The kernel's class; with ``user_code`` off a user kernel is not imported: a
+        stand-in declares the meta-parameters ``params`` names."""
+        from sweeper.kernels import kernel_class, unchecked_kernel
 
         if not isinstance(name, str) or len(name) > 200:
             raise self.error("kernel", f"{shown(name)} is not a kernel name (a built-in name or "
                              "module:attr, at most 200 characters)")
         try:
-            return kernel_class(name)
+            return kernel_class(name) if self.user_code else unchecked_kernel(name, params)
         except SweeperError as err:
             raise self.error("kernel", str(err)) from None
 

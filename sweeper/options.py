@@ -1,0 +1,68 @@
+"""Command-line values checked at the edge, before anything is read or written.
+
+A bad option or value is one line and exit status 2, as a bad space file is: argparse's
+own errors (an unknown option, a missing value) included, without its usage text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import NoReturn
+
+from sweeper.errors import SweeperError
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with a usage error raised as one line instead of printed with the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        raise SweeperError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def whole_number(text: str) -> int:
+    """An option's count: a whole number >= 1."""
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number >= 1")
+    return int(text)
+
+
+def seconds(text: str) -> float:
+    """An option's duration in seconds: finite and positive (``90s``, ``10m``)."""
+    from sweeper.space import parse_duration
+
+    try:
+        value = parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is too long to be a duration")
+    return value
+
+
+def check_study_name(option: str, name: str) -> None:
+    """Refuse a study name given on the command line by the rule the space file's
+    ``study:`` follows (:mod:`sweeper.space._names`)."""
+    from sweeper.space._names import study_name_problem
+
+    problem = study_name_problem(name)
+    if problem:
+        raise SweeperError(f"{option}: {problem}")
+
+
+def study_folder(studies_dir: str, name: str) -> Path:
+    """The folder of study ``name`` under ``studies_dir``, refused unless it lies inside
+    it once links are resolved (a link planted there could point anywhere)."""
+    root = Path(studies_dir)
+    if root.exists() and not root.is_dir():
+        raise SweeperError(f"--studies-dir {studies_dir}: not a folder")
+    folder = root / name
+    inside, lands = root.resolve(), folder.resolve()
+    if lands == inside or not lands.is_relative_to(inside):
+        raise SweeperError(f"{folder}: resolves to {lands}, outside the studies folder "
+                           f"{inside}; a study is written under --studies-dir only")
+    return folder
+
+
+__all__ = ["ArgumentParser", "check_study_name", "seconds", "study_folder", "whole_number"]

@@ -1,0 +1,345 @@
+"""What input can reach: option values, study names, the folders a run writes to, the files
+a space file's ``extends:`` reads, and the user code each command imports."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.space import load_space
+from sweeper.space._names import safe_name, study_name_problem
+from tests.test_hostile_outputs import _one_line
+
+TINY = """
+study: tiny
+kernel: copy
+sampler: exhaustive
+params:
+  grid: [sms]
+  block: [32]
+  BLOCK: [256, 1024]
+  footprint: [4KiB]
+measure: {warmup: 1, repeat: 3}
+"""
+SECRET = "root:$6$SECRETHASH:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    return path
+
+
+def _refused_run(tmp_path: Path, capsys, *args: str) -> str:
+    """``sweeper run`` with ``args`` exits 2 with one line and writes nothing anywhere."""
+    before = _files(tmp_path)
+    rc = main(["run", *args, "--device", "interpret", "--studies-dir",
+               str(tmp_path / "studies"), "--quiet"])
+    line = _one_line(capsys)
+    assert rc == 2 and _files(tmp_path) == before and not (tmp_path / "studies").exists()
+    return line
+
+
+# -- option values ---------------------------------------------------------------------------
+@pytest.mark.parametrize("value", ["-5", "0", "abc", "1.5", "", "١"])
+def test_trials_must_be_a_whole_number_of_at_least_one(tiny, tmp_path, capsys, value):
+    line = _refused_run(tmp_path, capsys, str(tiny), f"--trials={value}")
+    assert line == (f"sweeper run: argument --trials: {value!r} is not a whole number >= 1 "
+                    "(see sweeper run --help)")
+
+
+@pytest.mark.parametrize("value, said", [
+    ("0", "'0' is not a positive duration of at most 1000h"),
+    ("-1s", "'-1s' is not a duration"),
+    ("soon", "'soon' is not a duration"),
+    ("nan", "'nan' is not a duration"),
+    ("inf", "'inf' is not a duration"),
+    ("9" * 400 + "h", f"{'9' * 40!r} is not a positive duration of at most 1000h"),
+])
+def test_time_must_be_finite_and_positive(tiny, tmp_path, capsys, value, said):
+    line = _refused_run(tmp_path, capsys, str(tiny), f"--time={value}")
+    assert line.startswith(f"sweeper run: argument --time: {said}")
+    assert line.endswith("(see sweeper run --help)")
+
+
+def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
+    line = _refused_run(tmp_path, capsys, str(tiny), "--frobnicate")
+    assert line == "sweeper: unrecognized arguments: --frobnicate (see sweeper --help)"
+
+
+@pytest.mark.parametrize("params, said", [
+    (["BLOCK=300"], "-p BLOCK=300: params.BLOCK[0]: 300 is not a power of two"),
+    (["footprint=0B"], "-p footprint=0B: params.footprint[0]: 0B must be positive"),
+    (["block=33"], "-p block=33: params.block[0]: 33 threads per program; allowed: 32, 64"),
+    (["BLOCK=[1024, 1024]"], "-p BLOCK=[1024, 1024]: params.BLOCK: value '1024' appears twice"),
+    (['grid=[sms, "cdiv(n,"]'], '-p grid=[sms, "cdiv(n,"]: params.grid[1]: cannot parse'),
+    (["grid=[sms"], "-p grid=[sms: YAML syntax error: did not find expected ',' or ']'"),
+    (["BLOCK=1024", "BLOCK=2048"], "-p BLOCK=2048: BLOCK is given twice (also -p BLOCK=1024); "
+     "give each axis once"),
+    (["seed=3"], "-p seed=3: params.seed: unknown key 'seed'; known: grid, block"),
+    (["BLOCK="], "-p: 'BLOCK=' is not KEY=VALUE[,VALUE...]"),
+])
+def test_p_values_go_through_the_files_checks(tiny, tmp_path, capsys, params, said):
+    options = [x for p in params for x in ("-p", p)]
+    assert _refused_run(tmp_path, capsys, str(tiny), *options).startswith(said)
+
+
+# -- study names -----------------------------------------------------------------------------
+BAD_NAMES = [
+    ("../../x", "'/' is not allowed"),
+    ("/abs/x", "'/' is not allowed"),
+    ("a\\b", "'\\\\' is not allowed"),
+    ("a\x00b", "'\\x00' is not allowed"),
+    ("a\nb", "'\\n' is not allowed"),
+    ("\u202egnp.exe", "'\\u202e' is not allowed"),
+    ("x" * 300, "longer than 100 characters"),
+    (".hidden", "it starts with '.'"),
+    ("..", "it starts with '.'"),
+    ("", "it is empty"),
+    ("a b", "' ' is not allowed"),
+    ("ü", "'ü' is not allowed"),
+]
+RULE = ("allowed: 1 to 100 of the letters A-Z a-z, digits and . - _ +, not starting with "
+        "'.'")
+
+
+@pytest.mark.parametrize("name, why", BAD_NAMES)
+def test_a_bad_study_option_is_refused_and_nothing_written(tiny, tmp_path, capsys, name, why):
+    line = _refused_run(tmp_path, capsys, str(tiny), "--study", name)
+    shown = repr(name) if len(name) <= 40 else f"{name[:40]!r}... (300 characters)"
+    assert line == f"sweeper: --study: {shown} is not a study name: {why}; {RULE}"
+
+
+@pytest.mark.parametrize("name, why", BAD_NAMES[:8])
+def test_a_bad_study_in_the_space_file_is_refused_with_its_line(tmp_path, capsys, name, why):
+    space = tmp_path / "s.yaml"
+    space.write_text(TINY.replace("study: tiny", f"study: {json.dumps(name)}"))
+    line = _refused_run(tmp_path, capsys, str(space))
+    assert line.startswith(f"{space}:2: study: ") and f"is not a study name: {why}" in line
+
+
+def test_good_study_names_pass_and_a_file_name_is_made_safe(tmp_path):
+    for name in ("copy-fp32", "a.b-c_d+e", "X" * 100, "h200.v2"):
+        assert study_name_problem(name) is None
+    assert safe_name("my space (2)") == "my-space-2"
+    assert safe_name("..\u202e..") == "study" and safe_name("a" * 300) == "a" * 100
+    space = tmp_path / "my space (2).yaml"
+    space.write_text(TINY.replace("study: tiny\n", ""))
+    assert load_space(space).study == "my-space-2"
+
+
+def test_a_study_link_out_of_the_studies_folder_is_refused(tiny, tmp_path, capsys):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    studies = tmp_path / "studies"
+    studies.mkdir()
+    (studies / "evil").symlink_to(outside)
+    rc = main(["run", str(tiny), "--device", "interpret", "--studies-dir", str(studies),
+               "--study", "evil", "--quiet"])
+    assert rc == 2 and _one_line(capsys) == (
+        f"sweeper: {studies / 'evil'}: resolves to {outside}, outside the studies folder "
+        f"{studies}; a study is written under --studies-dir only")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_studies_dir_that_is_a_file_is_refused(tiny, tmp_path, capsys):
+    (tmp_path / "studies").write_text("")
+    rc = main(["run", str(tiny), "--device", "interpret", "--studies-dir",
+               str(tmp_path / "studies"), "--quiet"])
+    assert rc == 2 and _one_line(capsys) == f"sweeper: --studies-dir {tmp_path / 'studies'}: " \
+                                            "not a folder"
+
+
+def test_a_run_writes_under_its_studies_folder_only(tmp_path, capsys):
+    """A whole run (replayed, so it is quick) leaves every file outside --studies-dir as it
+    was, and writes its study in one folder under it."""
+    from tests.test_hostile_replay import COLUMNS, HEADER, ROWS, SPACE
+
+    (tmp_path / "tiny.yaml").write_text(SPACE)
+    (tmp_path / "t.csv").write_text("\n".join([*HEADER, COLUMNS, *ROWS]) + "\n")
+    before = _files(tmp_path)
+    assert main(["run", str(tmp_path / "tiny.yaml"), "--device", f"replay:{tmp_path / 't.csv'}",
+                 "--studies-dir", str(tmp_path / "st"), "--quiet"]) == 0
+    after = _files(tmp_path)
+    assert {k: v for k, v in after.items() if not k.startswith("st/")} == before
+    assert {Path(k).parts[:2] for k in after if k.startswith("st/")} == {("st", "tiny-replay")}
+
+
+# -- what a space file can reach ------------------------------------------------------------
+@pytest.fixture
+def layout(tmp_path):
+    """proj/spaces/ holds the space files; secret/shadow lies outside, like /etc/shadow."""
+    spaces = tmp_path / "proj" / "spaces"
+    (spaces / "base").mkdir(parents=True)
+    (spaces / "base" / "common.yaml").write_text(TINY)
+    (spaces / "sub").mkdir()
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "shadow").write_text(SECRET)
+    return spaces, secret
+
+
+def _plan(space: Path, capsys, *options: str) -> tuple[int, str, str]:
+    rc = main(["plan", str(space), "--device", "interpret", *options])
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def test_extends_reaches_files_under_the_space_files_folder(layout, capsys):
+    spaces, _ = layout
+    (spaces / "a.yaml").write_text("extends: base/common.yaml\nparams: {BLOCK: [256]}\n")
+    (spaces / "b.yaml").write_text("extends: sub/c.yaml\n")
+    (spaces / "sub" / "c.yaml").write_text("extends: ../base/common.yaml\n")
+    rc, out, _ = _plan(spaces / "a.yaml", capsys)
+    assert rc == 0 and "1 configs" in out
+    rc, out, _ = _plan(spaces / "b.yaml", capsys)
+    assert rc == 0 and "2 configs" in out
+    # the folder is the one of the file named on the command line: from sub/, ../base is out
+    rc, _, err = _plan(spaces / "sub" / "c.yaml", capsys)
+    assert rc == 2 and err.startswith(f"{spaces / 'sub' / 'c.yaml'}:1: extends: "
+                                      f"'../base/common.yaml' is outside {spaces / 'sub'}")
+
+
+@pytest.mark.parametrize("ref", ["ABS", "../../secret/shadow", "link.yaml", "/etc/passwd"])
+def test_extends_out_of_the_folder_is_refused_before_reading(layout, capsys, ref):
+    spaces, secret = layout
+    (spaces / "link.yaml").symlink_to(secret / "shadow")
+    ref = str(secret / "shadow") if ref == "ABS" else ref
+    (spaces / "a.yaml").write_text(f"extends: {ref}\n")
+    rc, out, err = _plan(spaces / "a.yaml", capsys)
+    target = Path(spaces / ref).resolve() if not ref.startswith("/") else Path(ref).resolve()
+    lands = "" if ref == str(target) else f" (it resolves to {target})"
+    assert rc == 2 and out == ""
+    assert err == (f"{spaces / 'a.yaml'}:1: extends: {ref!r} is outside {spaces}, the space "
+                   f"file's folder{lands}; extends: reaches files under that folder only; to "
+                   "allow another folder pass --allow-path DIR or set SWEEPER_ALLOW_PATH\n")
+    assert "SECRET" not in err and "root:" not in err
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_an_allowed_file_that_is_no_space_is_refused_without_its_text(layout, capsys,
+                                                                      monkeypatch, how):
+    spaces, secret = layout
+    (spaces / "a.yaml").write_text(f"extends: {secret / 'shadow'}\n")
+    options = ["--allow-path", str(secret)] if how == "option" else []
+    if how == "env":
+        monkeypatch.setenv("SWEEPER_ALLOW_PATH", f"/nonexistent:{secret}")
+    rc, _, err = _plan(spaces / "a.yaml", capsys, *options)
+    assert rc == 2 and err == (f"{secret / 'shadow'}:1: not a space file: the key on this "
+                               "line is none of study, kernel, sampler, seed, params, "
+                               "constraints, measure, budget, extends\n")
+
+
+def test_a_yaml_error_in_an_extended_file_quotes_none_of_it(layout, capsys):
+    spaces, secret = layout
+    (secret / "bad.yaml").write_text("kernel: copy\nparams: *SECRETALIAS\n")
+    (spaces / "a.yaml").write_text(f"extends: {secret / 'bad.yaml'}\n")
+    rc, _, err = _plan(spaces / "a.yaml", capsys, "--allow-path", str(secret))
+    assert rc == 2 and "SECRET" not in err
+    assert err == f"{secret / 'bad.yaml'}:2: YAML syntax error: found undefined alias '…'\n"
+
+
+def test_an_allowed_space_file_outside_is_used(layout, capsys):
+    spaces, secret = layout
+    (secret / "shared.yaml").write_text(TINY)
+    (spaces / "a.yaml").write_text(f"extends: {secret / 'shared.yaml'}\n")
+    rc, out, _ = _plan(spaces / "a.yaml", capsys, "--allow-path", str(secret))
+    assert rc == 0 and "2 configs" in out
+
+
+def test_extends_a_folder_is_refused(layout, capsys):
+    spaces, _ = layout
+    (spaces / "a.yaml").write_text("extends: base\n")
+    rc, _, err = _plan(spaces / "a.yaml", capsys)
+    assert rc == 2 and err == f"{spaces / 'a.yaml'}:1: extends: 'base' is not a regular file\n"
+
+
+# -- the user code each command imports -----------------------------------------------------
+USER_KERNEL = '''
+from pathlib import Path
+
+Path(__file__).with_suffix(".imported").write_text("top-level code ran")
+
+from sweeper.kernels.copy import CopyKernel
+
+
+class Marked(CopyKernel):
+    name = "marked"
+'''
+
+
+@pytest.fixture
+def user_kernel(tmp_path, monkeypatch):
+    """A user kernel module whose top-level code leaves a marker file when imported."""
+    module = f"userkernel_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(USER_KERNEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = tmp_path / "user.yaml"
+    space.write_text(TINY.replace("kernel: copy", f"kernel: {module}:Marked")
+                     .replace("study: tiny", "study: marked"))
+    yield module, space, tmp_path / f"{module}.imported"
+    sys.modules.pop(module, None)
+
+
+def test_plan_report_export_compare_import_no_user_code_and_run_does(user_kernel, tmp_path,
+                                                                     capsys):
+    module, space, marker = user_kernel
+    rc, out, _ = _plan(space, capsys)
+    assert rc == 0 and "2 configs" in out
+    assert (f"not checked: kernel {module}:Marked was not imported (plan runs no user code): "
+            "its meta-parameters (BLOCK) and their values") in out
+    assert not marker.exists() and module not in sys.modules
+
+    studies = str(tmp_path / "studies")
+    assert main(["run", str(space), "--device", "interpret", "--studies-dir", studies,
+                 "--quiet", "--no-report"]) == 0
+    assert marker.exists()                                   # run must run the kernel
+    marker.unlink()
+    del sys.modules[module]
+
+    study = tmp_path / "studies" / "marked-interpret"
+    meta = json.loads((study / "study.json").read_text())
+    del meta["headline"]                     # an older study: report must not ask the kernel
+    (study / "study.json").write_text(json.dumps(meta))
+    for args in (["report", str(study)], ["export", str(study), "-o", str(tmp_path / "t.json")],
+                 ["export", str(study), "--format", "csv", "-o", str(tmp_path / "t.csv")],
+                 ["compare", str(study), str(study)]):
+        assert main(args) == 0, args
+        assert not marker.exists() and module not in sys.modules, args
+    assert "GB/s" in (study / "report.md").read_text()
+
+
+def test_plan_works_for_a_user_kernel_that_cannot_be_imported_here(tmp_path, capsys):
+    space = tmp_path / "s.yaml"
+    space.write_text(TINY.replace("kernel: copy", "kernel: not_installed.anywhere:Kernel")
+                     .replace("BLOCK: [256, 1024]", "TILE: [16, 32, 64]"))
+    rc, out, _ = _plan(space, capsys)
+    assert rc == 0 and "3 configs" in out and "its meta-parameters (TILE)" in out
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir",
+               str(tmp_path / "st")])
+    assert rc == 2 and "cannot load kernel 'not_installed.anywhere:Kernel'" in \
+        capsys.readouterr().err
+
+
+def test_plan_refuses_a_kernel_that_is_no_module_path_without_importing(tmp_path, capsys,
+                                                                          monkeypatch):
+    (tmp_path / "not-a-module.py").write_text(USER_KERNEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = tmp_path / "s.yaml"
+    space.write_text(TINY.replace("kernel: copy", "kernel: not-a-module:Marked"))
+    rc, _, err = _plan(space, capsys)
+    assert rc == 2 and err == (f"{space}:3: kernel: unknown kernel 'not-a-module:Marked'; "
+                               "known: copy, add, matmul, or package.module:attr for your "
+                               "own\n")
+    assert not (tmp_path / "not-a-module.imported").exists()

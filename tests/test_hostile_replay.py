@@ -1,0 +1,183 @@
+"""Replay tables are data from outside: a value that is not a recorded outcome or a
+plausible time, or a table that does not record every axis of the space, refuses the
+table with ``table.csv:LINE: ...`` and exit 2, before anything is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.devices import open_device
+from sweeper.devices._replay import MIN_MS
+from sweeper.store import StudyStore
+from sweeper.trial import TrialStatus
+
+TABLES = Path(__file__).resolve().parent / "data" / "replay"
+SPACE = """
+study: tiny
+kernel: copy
+sampler: exhaustive
+params:
+  grid: [sms, 2*sms]
+  block: [32, 64]
+  BLOCK: [256]
+  footprint: [4KiB]
+"""
+HEADER = ["# sweeper replay table v1", "# gpu: Test GPU", "# sms: 4", "# l2_bytes: 1024"]
+COLUMNS = "BLOCK,block,cache,dtype,footprint,grid,status,median_ms,samples_ms"
+ROWS = ["256,32,cold,float32,4KiB,sms,ok,0.5,0.5 0.5 0.6",
+        "256,64,cold,float32,4KiB,sms,ok,0.25,0.25 0.25 0.26",
+        "256,32,cold,float32,4KiB,2*sms,out_of_resources,,",
+        "256,64,cold,float32,4KiB,2*sms,ok,0.125,"]
+FIRST_ROW = len(HEADER) + 2           # the line number of ROWS[0]
+
+
+@pytest.fixture
+def space(tmp_path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SPACE)
+    return path
+
+
+def _table(tmp_path: Path, rows=ROWS, columns=COLUMNS, header=HEADER) -> Path:
+    path = tmp_path / "table.csv"
+    path.write_text("\n".join([*header, columns, *rows]) + "\n")
+    return path
+
+
+def _refused(space: Path, table: Path, capsys, command: str = "run") -> str:
+    studies = space.parent / "studies"
+    args = [command, str(space), "--device", f"replay:{table}"]
+    rc = main(args + (["--studies-dir", str(studies), "--quiet"] if command == "run" else []))
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert not studies.exists()
+    return err.rstrip("\n")
+
+
+def test_a_sound_table_replays(space, tmp_path, capsys):
+    table = _table(tmp_path)
+    assert main(["run", str(space), "--device", f"replay:{table}", "--studies-dir",
+                 str(tmp_path / "studies"), "--quiet", "--no-report"]) == 0
+    trials = StudyStore(tmp_path / "studies" / "tiny-replay").records()[0]
+    assert sorted(t.status.value for t in trials) == ["ok", "ok", "ok", "out_of_resources"]
+    medians = sorted(t.stats["median"] for t in trials if t.ok)
+    assert medians == [0.125, 0.25, 0.5]
+
+
+def test_every_recorded_table_loads_and_is_above_the_floor():
+    for path in sorted(TABLES.glob("*.csv")):
+        device = open_device(f"replay:{path}")
+        medians = [float(r["median_ms"]) for r in device.rows if r["median_ms"]]
+        assert medians and min(medians) >= MIN_MS, path.name
+
+
+BAD_ROWS = [
+    (0, "256,32,cold,float32,4KiB,sms,ok,nan,", "median_ms: 'nan' is not a time in ms; "
+        f"allowed: a finite number >= {MIN_MS:g} ms (one launch)"),
+    (0, "256,32,cold,float32,4KiB,sms,ok,0,", "median_ms: '0' is not a time in ms"),
+    (0, "256,32,cold,float32,4KiB,sms,ok,-0.5,", "median_ms: '-0.5' is not a time in ms"),
+    (0, "256,32,cold,float32,4KiB,sms,ok,1e-9,", "median_ms: '1e-9' is not a time in ms"),
+    (0, "256,32,cold,float32,4KiB,sms,ok,inf,", "median_ms: 'inf' is not a time in ms"),
+    (0, "256,32,cold,float32,4KiB,sms,ok,fast,", "median_ms: 'fast' is not a time in ms"),
+    (0, "256,32,cold,float32,4KiB,sms,ok,１,", "median_ms: '１' is not a time in ms"),
+    (0, "256,32,cold,float32,4KiB,sms,ok,,", "median_ms is empty; a successful row needs "
+        "its median"),
+    (1, "256,64,cold,float32,4KiB,sms,ok,0.25,0.25 NaN", "samples_ms: 'NaN' is not a time"),
+    (1, "256,64,cold,float32,4KiB,sms,ok,0.25,0.25 -1", "samples_ms: '-1' is not a time"),
+    (1, "256,64,cold,float32,4KiB,sms,great,0.25,", "status 'great' is not a recorded "
+        "outcome; allowed: " + ", ".join(s.value for s in TrialStatus if s.value not in
+                                         ("invalid", "missing"))),
+    (1, "256,64,cold,float32,4KiB,sms,,0.25,", "status '' is not a recorded outcome"),
+    (1, "256,64,cold,float32,4KiB,sms,missing,0.25,", "status 'missing' is not a recorded"),
+    (2, "256,32,cold,float32,4KiB,2*sms,out_of_resources,-3,", "median_ms: '-3' is not a "
+        "time in ms"),
+    (3, "256,64,cold,float32,4KiB,2*sms,ok", "7 fields; the header has 9"),
+    (3, "256,64,cold,float32,4KiB,2*sms,ok,0.1,0.1,0.1", "10 fields; the header has 9"),
+    (3, "256,32,cold,float32,4KiB,sms,ok,0.1,", f"the same config as line {FIRST_ROW}; a "
+        "table holds each config once"),
+    (3, '256,64,cold,float32,4KiB,"2*sms,ok,0.1,', "6 fields; the header has 9"),
+    (3, "256,64,cold,float32,4KiB,2*sms,ok,0.1," + "0.1 " * 40000, "not CSV: field larger "
+        "than field limit"),
+]
+
+
+@pytest.mark.parametrize("index, row, said", BAD_ROWS)
+def test_a_bad_row_refuses_the_table_with_its_line(space, tmp_path, capsys, index, row, said):
+    rows = list(ROWS)
+    rows[index] = row
+    table = _table(tmp_path, rows)
+    assert _refused(space, table, capsys).startswith(f"{table}:{FIRST_ROW + index}: {said}")
+
+
+@pytest.mark.parametrize("header, line, said", [
+    ("# sms: many", 3, "sms: 'many' is not a whole number >= 1"),
+    ("# sms: 0", 3, "sms: '0' is not a whole number >= 1"),
+    ("# sms: -4", 3, "sms: '-4' is not a whole number >= 1"),
+    ("# gpu: H200\u202e", 3, "gpu: control characters are not allowed"),
+])
+def test_bad_facts_in_the_header_refuse_the_table(space, tmp_path, capsys, header, line, said):
+    table = _table(tmp_path, header=[*HEADER[:2], header, HEADER[3]])
+    assert _refused(space, table, capsys) == f"{table}:{line}: {said}"
+
+
+@pytest.mark.parametrize("columns, said", [
+    ("BLOCK,block,cache,dtype,footprint,grid,status,median,samples_ms",
+     "a replay table needs a median_ms column; it has BLOCK, block, cache, dtype, footprint, "
+     "grid, status, median, samples_ms"),
+    ("BLOCK,block,cache,dtype,footprint,grid,grid,median_ms,samples_ms",
+     "column 'grid' appears twice"),
+    ("BLOCK,block,cache,dtype,foot print,grid,status,median_ms,samples_ms",
+     "column 'foot print' is not a parameter name; allowed: axis names, status, median_ms, "
+     "samples_ms"),
+])
+def test_bad_columns_refuse_the_table(space, tmp_path, capsys, columns, said):
+    table = _table(tmp_path, columns=columns)
+    assert _refused(space, table, capsys) == f"{table}:{len(HEADER) + 1}: {said}"
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_table_without_a_column_for_an_axis_is_refused(space, tmp_path, capsys, command):
+    # without the check every grid got the same median: the one row matching the rest
+    rows = ["256,32,cold,float32,4KiB,ok,0.5,", "256,64,cold,float32,4KiB,ok,0.25,"]
+    table = _table(tmp_path, rows, "BLOCK,block,cache,dtype,footprint,status,median_ms,"
+                                   "samples_ms")
+    assert _refused(space, table, capsys, command) == (
+        f"{table}: no column 'grid' for the axis grid of {space}; the table has BLOCK, block, "
+        "cache, dtype, footprint columns; replay a table recorded with the same axes")
+
+
+def test_a_table_with_a_column_the_space_lacks_is_refused(space, tmp_path, capsys):
+    rows = [r + ",3" for r in ROWS]
+    cols = "BLOCK,block,cache,dtype,footprint,grid,status,median_ms,samples_ms,num_stages"
+    table = _table(tmp_path, rows, cols)
+    assert _refused(space, table, capsys) == (
+        f"{table}: column 'num_stages' is not an axis of {space} (its axes: grid, block, "
+        "dtype, footprint, cache, BLOCK); replay a table recorded with the same axes")
+
+
+def test_a_table_that_is_a_device_is_refused_before_reading(space, capsys):
+    assert _refused(space, Path("/dev/zero"), capsys) == ("/dev/zero: not a regular file; a "
+                                                         "replay table is a CSV file")
+
+
+@pytest.mark.parametrize("content, said", [
+    (b"# gpu: x\n\xff\xfeBLOCK,median_ms\n", "not UTF-8 text (byte 0xff at offset 9); a replay "
+     "table is what `sweeper export STUDY --format csv` writes"),
+    (b"# only a header\n", "no CSV header line; a replay table needs one"),
+])
+def test_a_table_that_is_not_text_or_has_no_columns_is_refused(space, tmp_path, capsys,
+                                                              content, said):
+    table = tmp_path / "table.csv"
+    table.write_bytes(content)
+    assert _refused(space, table, capsys) == f"{table}: {said}"
+
+
+def test_a_nul_byte_is_refused_with_its_line(space, tmp_path, capsys):
+    rows = list(ROWS)
+    rows[1] = "256,64,cold,float32,4KiB,sms,ok,0.2\x005,"
+    table = _table(tmp_path, rows)
+    assert _refused(space, table, capsys).startswith(
+        f"{table}:{FIRST_ROW + 1}: median_ms: '0.2\\x005' is not a time in ms")
