@@ -6,8 +6,9 @@ the device have been checked.
 
 Exit status: 0 done; 1 ran, but no config produced a number (every trial failed or was
 ruled out; a line on stderr says why), or ``run`` stopped after ``MAX_RESTARTS`` fresh
-processes; 2 bad input (space file, option, study, device), nothing written; 130
-interrupted (Ctrl-C twice), every finished trial kept.
+processes, or a file could not be written (a :class:`WriteError`: a full disk, the world's
+fault, not the input's; the line says what is left); 2 bad input (space file, option,
+study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished trial kept.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"sweeper: {err}" if not _located(err) else str(err), file=sys.stderr)
-        return EXIT_USAGE
+        return getattr(err, "exit_status", EXIT_USAGE)
     except KeyboardInterrupt:
         print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -433,7 +434,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     text = json.dumps(space_schema(), indent=2) + "\n"
     if args.output:
-        Path(args.output).write_text(text)
+        from sweeper.fsio import atomic_write
+
+        atomic_write(args.output, text)
         print(f"wrote {args.output}")
     else:
         print(text, end="")

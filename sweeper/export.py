@@ -19,6 +19,7 @@ from typing import Any
 
 from sweeper.errors import SweeperError
 from sweeper.finals import Pick, Winners
+from sweeper.fsio import atomic_write
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, evaluate, format_size, parse
 from sweeper.store import StudyStore
@@ -77,9 +78,7 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
     keys = {_entry_key(e) for e in entries}
     data["entries"] = [e for e in data["entries"] if _entry_key(e) not in keys] + entries
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(target.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(target)
+    atomic_write(target, json.dumps(data, indent=2) + "\n")
     return target, entries
 
 

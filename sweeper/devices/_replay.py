@@ -10,12 +10,14 @@ the whole pipeline can then be tested and compared without a GPU.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.errors import SweeperError
+from sweeper.fsio import atomic_write
 
 FORMAT = "sweeper replay table v1"
 RESERVED = ("status", "median_ms", "samples_ms")
@@ -88,12 +90,12 @@ def read_table(path: Path) -> tuple[dict[str, str], list[str], list[dict[str, st
 def write_table(path: Path, header: Mapping[str, Any], params: Sequence[str],
                 rows: Sequence[Mapping[str, Any]]) -> None:
     """Write a replay table: ``# key: value`` lines, then the CSV."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        f.write(f"# {FORMAT}\n")
-        for key, value in header.items():
-            f.write(f"# {key}: {value}\n")
-        writer = csv.DictWriter(f, fieldnames=[*params, *RESERVED])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(row)
+    f = io.StringIO(newline="")
+    f.write(f"# {FORMAT}\n")
+    for key, value in header.items():
+        f.write(f"# {key}: {value}\n")
+    writer = csv.DictWriter(f, fieldnames=[*params, *RESERVED])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    atomic_write(path, f.getvalue())

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sweeper.errors import StudyError
+from sweeper.fsio import atomic_write
 from sweeper.store._records import BaselineRecord, TrialRecord
 
 META = "study.json"
@@ -55,9 +56,7 @@ class StudyStore:
         self._write_meta(meta)
 
     def _write_meta(self, meta: dict[str, Any]) -> None:
-        tmp = self.root / (META + ".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        tmp.replace(self.root / META)
+        atomic_write(self.root / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
     def append(self, record: Any) -> None:
         """Append one record (anything with ``to_json()``) and flush it to the file."""

@@ -1,0 +1,152 @@
+"""Writing files so that a crash or a full disk never leaves one half-written.
+
+Every file sweeper writes whole (study.json, reports, heatmaps, the ceilings cache,
+tuning files, replay tables) goes through :func:`atomic_write`: the bytes go to a
+temporary file of a unique name (``.NAME.XXXXXXXX.tmp``) in the target's folder, which is
+fsynced, renamed over the target (one atomic step on a POSIX file system) and the folder
+fsynced.  A reader, and the next boot, sees the old file or the new one, whole, never a
+mix or an empty file.  A failure removes the temporary file, leaves the target as it was
+and is a :class:`~sweeper.errors.WriteError` that says what went wrong in one line.
+The journal, the one file sweeper appends to, has its own rules
+(:mod:`sweeper.store._journal`) and uses :func:`write_all` and :func:`fsync_dir` from here.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from sweeper.errors import WriteError
+
+TEMP_SUFFIX = ".tmp"
+
+#: How a failed write is named in messages, by errno; anything else is "cannot write".
+_WHAT = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
+         errno.EIO: "I/O error", errno.EROFS: "read-only file system",
+         errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+#: fsync of a folder is not supported everywhere; there the rename is all we can do.
+_NO_DIR_SYNC = (errno.EINVAL, errno.ENOTSUP, errno.EBADF)
+
+
+def atomic_write(path: str | Path, data: str | bytes) -> Path:
+    """Replace ``path`` with ``data`` (``str`` is written as UTF-8), all or nothing.
+
+    A symlink is written through (the link stays, its target is replaced); a target that
+    exists and is not a regular file (a folder, ``/dev/full``) is refused before anything
+    is written.  A new file gets the mode ``open()`` would give it; a replaced one keeps its
+    own.  Returns the path written."""
+    target = _target(Path(path))
+    temp = write_temp(target, data.encode() if isinstance(data, str) else data)
+    replace(temp, target)
+    return Path(path)
+
+
+def write_temp(target: Path, data: bytes) -> Path:
+    """``data`` in a fsynced temporary file next to ``target``; returns its path."""
+    make_dirs(target.parent)
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                    suffix=TEMP_SUFFIX)
+    except OSError as err:
+        raise write_error(err, target) from None
+    try:
+        os.fchmod(fd, _mode(target))
+        write_all(fd, data)
+        os.fsync(fd)
+    except OSError as err:
+        os.close(fd)
+        Path(name).unlink(missing_ok=True)
+        raise write_error(err, target) from None
+    os.close(fd)
+    return Path(name)
+
+
+def replace(temp: Path, target: Path) -> None:
+    """Rename ``temp`` over ``target`` and make the rename durable."""
+    try:
+        os.replace(temp, target)
+    except OSError as err:
+        temp.unlink(missing_ok=True)
+        raise write_error(err, target) from None
+    fsync_dir(target.parent)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``, going on after short writes; a write that makes no
+    progress is a full disk (``ENOSPC``).  An ``OSError`` may leave part of it written."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of folder ``path`` (a new or renamed file in it) durable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as err:
+        raise write_error(err, path) from None
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno not in _NO_DIR_SYNC:
+            raise write_error(err, path) from None
+    finally:
+        os.close(fd)
+
+
+def make_dirs(path: Path) -> None:
+    """``mkdir -p path``, each new folder made durable in its parent."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError as err:
+            raise write_error(err, folder) from None
+        fsync_dir(folder.parent)
+
+
+def write_error(err: OSError, path: Path, outcome: str = "",
+                again: str = "run the same command again") -> WriteError:
+    """One line for a failed write of ``path``: what, where, what is left, what to do."""
+    what = _WHAT.get(err.errno or 0, "cannot write")
+    outcome = outcome or f"{path.name} is as it was"
+    advice = f"; free space and {again}" if err.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+    return WriteError(f"{what} writing {path}: {err.strerror or err}; {outcome}{advice}")
+
+
+def _target(path: Path) -> Path:
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as err:
+        raise write_error(err, path) from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise WriteError(f"cannot write {path}: it is {kind}; give the path of a file")
+    return target
+
+
+def _mode(target: Path) -> int:
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
+@functools.cache
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
