@@ -9,6 +9,7 @@ ruled out; a line on stderr says why), or ``run`` stopped after ``MAX_RESTARTS``
 processes, or a file could not be written (a :class:`WriteError`: a full disk, the world's
 fault, not the input's; the line says what is left); 2 bad input (space file, option,
 study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished trial kept.
+A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import os
 import shlex
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import ContextLost, StudyError, SweeperError
+from sweeper.errors import ContextLost, StudyError, StudyWarning, SweeperError
 
 EXIT_OK = 0
 EXIT_NOTHING_MEASURED = 1
@@ -38,7 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", StudyWarning)
+            warnings.showwarning = _one_line(warnings.showwarning)
+            return int(args.func(args) or 0)
     except SweeperError as err:
         if args.debug:
             raise
@@ -51,6 +56,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _located(err: SweeperError) -> bool:
     return hasattr(err, "line")
+
+
+def _one_line(show: Any) -> Any:
+    """``warnings.showwarning`` that prints a study warning as one line (``sweeper:
+    warning: ...``) and leaves others to ``show``."""
+    def showwarning(message: Warning | str, category: type[Warning], *args: Any,
+                    **kwargs: Any) -> None:
+        if issubclass(category, StudyWarning):
+            print(f"sweeper: warning: {message}", file=sys.stderr, flush=True)
+        else:
+            show(message, category, *args, **kwargs)
+    return showwarning
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -43,6 +43,11 @@ class WriteError(SweeperError):
     exit_status = 1
 
 
+class StudyWarning(UserWarning):
+    """Something in a study on disk was set aside (a bad journal line, an unreadable
+    study); the command goes on without it.  The CLI prints it as one line."""
+
+
 class ContextLost(Exception):
     """A trial left the CUDA context unusable (an illegal address, a device-side assert):
     nothing more can run in this process.  The trial is already recorded as crashed;

@@ -61,7 +61,8 @@ def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[s
 
 def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False) -> None:
-    """Create the study, or check that the one on disk may be resumed by this run."""
+    """Create the study, or check that the one on disk may be resumed by this run (its
+    journal then taken for this process and repaired if it needs it)."""
     environment = device.environment()
     wanted = fingerprint(space, kernel, device, environment)
     if store.exists():
@@ -71,6 +72,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
             raise StudyError(f"{store.root}: cannot resume, it was measured with other "
                              f"settings ({'; '.join(changed)}); use --force to add to it "
                              "anyway, or --study NAME for a new study")
+        store.open_journal()
         store.update_meta(resumed=[*meta.get("resumed", []), now()], last_command=command)
         return
     store.create({
