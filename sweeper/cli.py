@@ -496,9 +496,12 @@ def _open_study(args: argparse.Namespace) -> Any:
     from sweeper.store import StudyStore
 
     path = Path(args.study)
-    if not (path / "study.json").exists():
+    if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(args.studies_dir) / args.study
     store = StudyStore(path)
+    if store.orphaned():
+        raise StudyError(f"{path}: {store.journal_path.name} without study.json: nothing says "
+                         "what it measured; restore study.json or move the folder away")
     if not store.exists():
         raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})")
     return store

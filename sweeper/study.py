@@ -65,6 +65,9 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
     journal then taken for this process and repaired if it needs it)."""
     environment = device.environment()
     wanted = fingerprint(space, kernel, device, environment)
+    if store.orphaned():
+        raise StudyError(f"{store.root}: {store.journal_path.name} without study.json; it "
+                         "cannot be checked against this run; move it away or pass --study NEW")
     if store.exists():
         meta = store.meta()
         changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)

@@ -444,3 +444,46 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_the_study_goes_on(tmp_pat
     trials = StudyStore(study).records()[0]
     space = load_space("spaces/copy.yaml", ["BLOCK=512,1024"])
     assert len(trials) == len({t.key() for t in trials}) == space.size
+
+
+# -- study.json -------------------------------------------------------------------------------
+def test_a_journal_without_study_json_is_refused_not_adopted(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    study = tmp_path / "copy-fp32-replay"
+    store = make_study(study)
+    (study / "study.json").unlink()
+    before = store.journal_path.read_bytes()
+    assert run_replay(tmp_path) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"sweeper: {study}: trials.jsonl without study.json; it cannot be checked against this "
+        "run; move it away or pass --study NEW")
+    assert main(["report", str(study)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"sweeper: {study}: trials.jsonl without study.json: nothing says what it measured; "
+        "restore study.json or move the folder away")
+    assert sorted(p.name for p in study.iterdir()) == [JOURNAL]
+    assert store.journal_path.read_bytes() == before
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[]", "a JSON array, not an object"),
+    ("{}", "no study, kernel; a study.json needs study, kernel"),
+    ('{"study": "s",\n "kernel": }', ":2: not JSON: Expecting value"),
+    ('{"study": "s", "kernel": 3}', "kernel is 3, not str"),
+    ('{"study": "s", "kernel": "copy", "environment": []}', "environment is [], not dict"),
+    ('{"study": "s", "kernel": "copy", "axes": {"grid": 1}}', "axes is {'grid': 1}, not dict"),
+])
+def test_a_study_json_that_is_not_one_is_refused_with_its_file(tmp_path, monkeypatch, capsys,
+                                                               text, problem):
+    monkeypatch.chdir(ROOT)
+    study = tmp_path / "copy-fp32-replay"
+    make_study(study)
+    (study / "study.json").write_text(text)
+    for argv in (["report", str(study)], ["export", str(study), "-o", str(tmp_path / "t")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"sweeper: {study}/study.json") and problem in err, err
+        assert "\n" not in err
+    assert run_replay(tmp_path) == 2
+    assert problem in capsys.readouterr().err
+    assert (study / "study.json").read_text() == text and not (tmp_path / "t").exists()

@@ -1,4 +1,4 @@
-"""What a journal record must hold, checked where it is read.
+"""What a journal record and a ``study.json`` must hold, checked where they are read.
 
 A record type is a dataclass; its field annotations are the schema (a field without a
 default is required), and an optional ``invariants(data)`` static method adds what its
@@ -27,6 +27,16 @@ KINDS = {
     "duty": "sweeper.store._records:DutyRecord",
 }
 
+#: study.json: the keys every reader needs, and the types of those it reads when present.
+META_REQUIRED = ("study", "kernel")
+META_TYPES: dict[str, Any] = {
+    "study": str, "kernel": str, "created": str, "command": str, "space_path": str,
+    "space_text": str, "space_sha256": str, "headline": str, "measure_text": str,
+    "sampler": dict[str, Any], "measure": dict[str, Any], "environment": dict[str, Any],
+    "fingerprint": dict[str, Any], "axes": dict[str, list[Any]], "meta_axes": list[str],
+    "ceilings": dict[str, Any] | None, "resumed": list[str], "last_run": dict[str, Any],
+}
+
 
 def record_problem(data: Any) -> str | None:
     """Why ``data`` (a parsed JSON line) is not a journal record, or ``None`` if it is."""
@@ -41,6 +51,16 @@ def record_problem(data: Any) -> str | None:
     if problem is None and hasattr(cls, "invariants"):
         problem = cls.invariants(data)
     return None if problem is None else f"{kind} record: {problem}"
+
+
+def meta_problem(meta: Any) -> str | None:
+    """Why ``meta`` (a parsed study.json) is not one sweeper can use, or ``None``."""
+    if not isinstance(meta, dict):
+        return f"a JSON {_json_type(meta)}, not an object"
+    missing = [k for k in META_REQUIRED if k not in meta]
+    if missing:
+        return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
+    return values_problem(meta, META_TYPES)
 
 
 @functools.cache

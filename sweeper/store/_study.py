@@ -1,6 +1,8 @@
 """A study on disk: ``study.json`` (what, where, with what) and ``trials.jsonl``.
 
-``study.json`` is replaced whole (:func:`sweeper.fsio.atomic_write`).
+``study.json`` is replaced whole (:func:`sweeper.fsio.atomic_write`) and checked when read
+(a JSON object with at least ``study`` and ``kernel``, the keys readers use of the right
+types); a study that fails is a :class:`StudyError` naming the file and what is wrong.
 The journal is append-only, one record per line, fsynced after every record; how it is
 read, repaired and what it promises are in :mod:`sweeper.store._journal`.  Optuna's own
 storages were measured too slow for this (SQLite 2.5x and JournalStorage 1.4x a bare loop on
@@ -18,6 +20,7 @@ from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, make_dirs
 from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
 from sweeper.store._records import BaselineRecord, TrialRecord
+from sweeper.store._schema import meta_problem
 
 META = "study.json"
 
@@ -40,17 +43,32 @@ class StudyStore:
     def exists(self) -> bool:
         return (self.root / META).is_file()
 
+    def orphaned(self) -> bool:
+        """A journal without ``study.json``: nothing says what it measured, or how."""
+        return not self.exists() and self.journal_path.exists()
+
     def create(self, meta: dict[str, Any]) -> None:
         make_dirs(self.root)
         self._write_meta(meta)
 
     def meta(self) -> dict[str, Any]:
+        path = self.root / META
         try:
-            return json.loads((self.root / META).read_text())
+            text = path.read_bytes()
         except FileNotFoundError:
             raise StudyError(f"{self.root}: no study here (no {META})") from None
+        except OSError as err:
+            raise StudyError(f"{path}: cannot read: {err.strerror or err}") from None
+        try:
+            meta = json.loads(text)
         except json.JSONDecodeError as err:
-            raise StudyError(f"{self.root / META}: unreadable: {err}") from None
+            raise StudyError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
+        except (ValueError, RecursionError) as err:
+            raise StudyError(f"{path}: not JSON sweeper can read ({err})") from None
+        problem = meta_problem(meta)
+        if problem:
+            raise StudyError(f"{path}: {problem}; restore it, or move the study folder away")
+        return meta
 
     def update_meta(self, **changes: Any) -> None:
         meta = self.meta()
