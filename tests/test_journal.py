@@ -27,6 +27,7 @@ from sweeper import ceilings, fsio
 from sweeper.cli import main
 from sweeper.errors import StudyError, StudyWarning, WriteError
 from sweeper.finals import FinalRecord
+from sweeper.samplers._priors import priors_from_studies
 from sweeper.space import load_space
 from sweeper.store import JOURNAL, REJECTED, BaselineRecord, StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
@@ -487,3 +488,26 @@ def test_a_study_json_that_is_not_one_is_refused_with_its_file(tmp_path, monkeyp
     assert run_replay(tmp_path) == 2
     assert problem in capsys.readouterr().err
     assert (study / "study.json").read_text() == text and not (tmp_path / "t").exists()
+
+
+# -- priors from other studies ----------------------------------------------------------------
+def test_priors_skip_an_unreadable_study_and_use_the_good_records_of_a_damaged_one(tmp_path):
+    space = load_space(ROOT / "spaces/copy.yaml")
+    meta = {**META, "environment": {"gpu": "G"}}
+    for name in ("a-broken", "b-damaged", "c-good"):
+        store = StudyStore(tmp_path / name)
+        store.create({**meta, "study": name})
+        store.append(trial(0, block=128 if name == "b-damaged" else 256))
+        store.close()
+    (tmp_path / "a-broken" / "study.json").write_text("[]")
+    with open(tmp_path / "b-damaged" / JOURNAL, "ab") as f:
+        f.write(b"garbage\n{\"kind\": \"wat\"}\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = priors_from_studies(tmp_path, space, "G")
+    assert [c["block"] for c in found] == ["128", "256"]
+    assert [str(w.message) for w in caught] == [
+        f"auto: study {tmp_path}/a-broken skipped for priors: {tmp_path}/a-broken/study.json: "
+        "a JSON array, not an object; restore it, or move the study folder away",
+        f"auto: study {tmp_path}/b-damaged: 2 bad line(s) in its journal set aside (line 2: "
+        "not JSON (Expecting value, column 1)); its other trials are used for priors"]
