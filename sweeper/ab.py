@@ -18,6 +18,7 @@ import torch
 
 from sweeper.devices import Device
 from sweeper.errors import SweeperError
+from sweeper.fsio import atomic_write
 from sweeper.kernels import Kernel
 from sweeper.measure import PRACTICAL, Comparison, StopRule, compare_samples, summarize
 from sweeper.space import Config, Invalid, Space
@@ -101,7 +102,6 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
     result = ABResult(key, a, b, fixed, samples, compare_samples(samples[a], samples[b],
                                                                 threshold=threshold))
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({**result.to_json(), "environment": device.environment()},
-                                  indent=2) + "\n")
+        atomic_write(out, json.dumps({**result.to_json(), "environment": device.environment()},
+                                     indent=2) + "\n")
     return result

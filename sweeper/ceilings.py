@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeper.fsio import atomic_write
+
 COPY_FOOTPRINTS = tuple(1 << k for k in range(20, 31)) + (4 << 30,)   # 1 MiB .. 1 GiB, 4 GiB
 MATMUL_DTYPES = ("float32", "tfloat32", "float16", "bfloat16")
 MATMUL_SIZE = 8192
@@ -102,9 +104,7 @@ def load(gpu: str, uuid: str, driver: str) -> Ceilings | None:
 
 def save(ceilings: Ceilings) -> Path:
     path = cache_path(ceilings.gpu, ceilings.uuid, ceilings.driver)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(ceilings.to_json(), indent=2) + "\n")
-    return path
+    return atomic_write(path, json.dumps(ceilings.to_json(), indent=2) + "\n")
 
 
 def measure(device: Any, *, footprints: tuple[int, ...] = COPY_FOOTPRINTS,

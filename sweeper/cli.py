@@ -6,8 +6,10 @@ the device have been checked.
 
 Exit status: 0 done; 1 ran, but no config produced a number (every trial failed or was
 ruled out; a line on stderr says why), or ``run`` stopped after ``MAX_RESTARTS`` fresh
-processes; 2 bad input (space file, option, study, device), nothing written; 130
-interrupted (Ctrl-C twice), every finished trial kept.
+processes, or a file could not be written (a :class:`WriteError`: a full disk, the world's
+fault, not the input's; the line says what is left); 2 bad input (space file, option,
+study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished trial kept.
+A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import os
 import shlex
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import ContextLost, StudyError, SweeperError
+from sweeper.errors import ContextLost, StudyError, StudyWarning, SweeperError
 from sweeper.options import (
     ArgumentParser,
     check_study_name,
@@ -48,12 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", StudyWarning)
+            warnings.showwarning = _one_line(warnings.showwarning)
+            return int(args.func(args) or 0)
     except SweeperError as err:
         if args.debug:
             raise
         print(f"sweeper: {err}" if not _located(err) else str(err), file=sys.stderr)
-        return EXIT_USAGE
+        return getattr(err, "exit_status", EXIT_USAGE)
     except KeyboardInterrupt:
         print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -61,6 +67,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _located(err: SweeperError) -> bool:
     return hasattr(err, "line")
+
+
+def _one_line(show: Any) -> Any:
+    """``warnings.showwarning`` that prints a study warning as one line (``sweeper:
+    warning: ...``) and leaves others to ``show``."""
+    def showwarning(message: Warning | str, category: type[Warning], *args: Any,
+                    **kwargs: Any) -> None:
+        if issubclass(category, StudyWarning):
+            print(f"sweeper: warning: {message}", file=sys.stderr, flush=True)
+        else:
+            show(message, category, *args, **kwargs)
+    return showwarning
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -513,9 +531,12 @@ def _open_study(args: argparse.Namespace) -> Any:
     from sweeper.store import StudyStore
 
     path = Path(args.study)
-    if not (path / "study.json").exists():
+    if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(args.studies_dir) / args.study
     store = StudyStore(path)
+    if store.orphaned():
+        raise StudyError(f"{path}: {store.journal_path.name} without study.json: nothing says "
+                         "what it measured; restore study.json or move the folder away")
     if not store.exists():
         raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})")
     return store

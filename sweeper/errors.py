@@ -46,6 +46,18 @@ class StudyError(SweeperError):
     """A study on disk is missing, unreadable or does not match the space."""
 
 
+class WriteError(SweeperError):
+    """A file could not be written (disk full, I/O error, read-only place); what was there
+    before is left as it was.  Not the user's input: ``sweeper`` exits with status 1."""
+
+    exit_status = 1
+
+
+class StudyWarning(UserWarning):
+    """Something in a study on disk was set aside (a bad journal line, an unreadable
+    study); the command goes on without it.  The CLI prints it as one line."""
+
+
 class ContextLost(Exception):
     """A trial left the CUDA context unusable (an illegal address, a device-side assert):
     nothing more can run in this process.  The trial is already recorded as crashed;

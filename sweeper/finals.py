@@ -69,6 +69,35 @@ class FinalRecord:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @staticmethod
+    def invariants(data: dict[str, Any]) -> str | None:
+        """What the journal checks beyond the field types (readers index all of it)."""
+        from sweeper.store._schema import conforms, stats_problem, values_problem
+
+        read = ("ci_lo", "ci_hi", "cv")
+        problem = values_problem(data["problem"], {"dtype": str, "footprint": int, "cache": str})
+        if problem or not {"dtype", "footprint"} <= set(data["problem"]):
+            return f"problem: {problem or 'needs dtype and footprint'}"
+        for row in data["finalists"]:
+            if not conforms(row.get("number"), int):
+                return "a finalist without a trial number"
+            problem = stats_problem(row.get("stats"), f"finalist #{row['number']}'s stats", read)
+            if problem:
+                return problem
+        if data["winner"] not in [row["number"] for row in data["finalists"]]:
+            return f"the winner #{data['winner']} is not among its finalists"
+        base = data.get("baseline")
+        if base is not None:
+            if not isinstance(base.get("name"), str):
+                return "its baseline has no name"
+            return stats_problem(base.get("stats"), "its baseline's stats", read)
+        return None
+
+    @staticmethod
+    def trial_refs(data: dict[str, Any]) -> list[int]:
+        """The trials this record refers to: they come before it in the journal."""
+        return [row["number"] for row in data["finalists"]]
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FinalRecord:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})

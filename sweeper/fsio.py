@@ -1,71 +1,142 @@
-"""Writing a file so that a failure leaves the old one as it was.
+"""Writing files so that a crash or a full disk never leaves one half-written.
 
-:func:`atomic_write` writes to a unique temporary file in the target's folder,
-fsyncs it, renames it over the target and fsyncs the folder: a reader sees the
-old file or the new one, never a half-written one, and a disk that fills up, a
-read-only folder or an I/O error costs the new content only.  The new file keeps the
-permissions of the one it replaces (a new one gets the umask's).  A target that is
-not a regular file (``/dev/full``, a directory, a FIFO) is refused before
-anything is written: writing "into" it cannot be made atomic, and ``/dev/full``
-or a pipe would take data without end or never let the rename happen.
+Every file sweeper writes whole (study.json, reports, heatmaps, the ceilings cache,
+tuning files, replay tables) goes through :func:`atomic_write`: the bytes go to a
+temporary file of a unique name (``.NAME.XXXXXXXX.tmp``) in the target's folder, which is
+fsynced, renamed over the target (one atomic step on a POSIX file system) and the folder
+fsynced.  A reader, and the next boot, sees the old file or the new one, whole, never a
+mix or an empty file.  A failure removes the temporary file, leaves the target as it was
+and is a :class:`~sweeper.errors.WriteError` that says what went wrong in one line.
+The journal, the one file sweeper appends to, has its own rules
+(:mod:`sweeper.store._journal`) and uses :func:`write_all` and :func:`fsync_dir` from here.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
-import uuid
+import tempfile
 from pathlib import Path
 
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, WriteError
+
+TEMP_SUFFIX = ".tmp"
+
+#: How a failed write is named in messages, by errno; anything else is "cannot write".
+_WHAT = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
+         errno.EIO: "I/O error", errno.EROFS: "read-only file system",
+         errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+#: fsync of a folder is not supported everywhere; there the rename is all we can do.
+_NO_DIR_SYNC = (errno.EINVAL, errno.ENOTSUP, errno.EBADF)
 
 
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
-    """Replace ``path`` with ``data`` (text is written as UTF-8); return the path written.
+    """Replace ``path`` with ``data`` (``str`` is written as UTF-8), all or nothing.
 
-    A symbolic link is followed, so the file it points to is replaced and the link
-    kept.  Every failure is a :class:`SweeperError` of one line that names the path
-    and says the target was left as it was.
-    """
+    A symlink is written through (the link stays, its target is replaced); a target that
+    exists and is not a regular file (a folder, ``/dev/full``) is refused before anything
+    is written.  A new file gets the mode ``open()`` would give it; a replaced one keeps its
+    own.  Returns the path written."""
     target = writable_target(path)
-    payload = data.encode() if isinstance(data, str) else data
-    tmp: str | None = None
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        name = str(target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # umask applies
-        tmp = name
-        try:
-            if target.exists():             # keep the permissions the file had
-                os.fchmod(fd, stat.S_IMODE(target.stat().st_mode))
-            _write_all(fd, payload)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-        tmp = None
-        _fsync_folder(target.parent)
-    except OSError as err:
-        raise SweeperError(f"cannot write {path}: {_why(err)}; "
-                           f"{'it was left as it was' if target.exists() else 'nothing written'}"
-                           ) from None
-    finally:
-        if tmp is not None:
-            _remove(tmp)
+    temp = write_temp(target, data.encode() if isinstance(data, str) else data)
+    replace(temp, target)
     return Path(path)
 
 
+def write_temp(target: Path, data: bytes) -> Path:
+    """``data`` in a fsynced temporary file next to ``target``; returns its path."""
+    make_dirs(target.parent)
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                    suffix=TEMP_SUFFIX)
+    except OSError as err:
+        raise write_error(err, target) from None
+    try:
+        os.fchmod(fd, _mode(target))
+        write_all(fd, data)
+        os.fsync(fd)
+    except OSError as err:
+        os.close(fd)
+        Path(name).unlink(missing_ok=True)
+        raise write_error(err, target) from None
+    os.close(fd)
+    return Path(name)
+
+
+def replace(temp: Path, target: Path) -> None:
+    """Rename ``temp`` over ``target`` and make the rename durable."""
+    try:
+        os.replace(temp, target)
+    except OSError as err:
+        temp.unlink(missing_ok=True)
+        raise write_error(err, target) from None
+    fsync_dir(target.parent)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``, going on after short writes; a write that makes no
+    progress is a full disk (``ENOSPC``).  An ``OSError`` may leave part of it written."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of folder ``path`` (a new or renamed file in it) durable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as err:
+        raise write_error(err, path) from None
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno not in _NO_DIR_SYNC:
+            raise write_error(err, path) from None
+    finally:
+        os.close(fd)
+
+
+def make_dirs(path: Path) -> None:
+    """``mkdir -p path``, each new folder made durable in its parent."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError as err:
+            raise write_error(err, folder) from None
+        fsync_dir(folder.parent)
+
+
+def write_error(err: OSError, path: Path, outcome: str = "",
+                again: str = "run the same command again") -> WriteError:
+    """One line for a failed write of ``path``: what, where, what is left, what to do."""
+    what = _WHAT.get(err.errno or 0, "cannot write")
+    outcome = outcome or (f"{path.name} is as it was" if path.exists() else "nothing written")
+    advice = f"; free space and {again}" if err.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+    return WriteError(f"{what} writing {path}: {err.strerror or err}; {outcome}{advice}")
+
+
 def writable_target(path: str | Path) -> Path:
-    """The regular file ``path`` names (links followed), or a :class:`SweeperError` if
-    it is something that cannot take a file (a device, a directory, a FIFO, a socket)."""
-    target = Path(os.path.realpath(path))
+    """The regular file ``path`` names (a link followed), or a :class:`SweeperError` (bad
+    input: exit 2) when it is something that cannot take a file (a folder, a device such
+    as ``/dev/full``, a FIFO): writing "into" one cannot be made atomic, and a device or a
+    pipe would take data without end or never let the rename happen."""
+    path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         mode = target.stat().st_mode
     except FileNotFoundError:
         return target
     except OSError as err:
-        raise SweeperError(f"cannot write {path}: {_why(err)}") from None
+        raise write_error(err, path) from None
     if not stat.S_ISREG(mode):
         kind = "a directory" if stat.S_ISDIR(mode) else "a device" if (
             stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) else "a FIFO or socket"
@@ -74,44 +145,19 @@ def writable_target(path: str | Path) -> Path:
     return target
 
 
-def _write_all(fd: int, payload: bytes) -> None:
-    view = memoryview(payload)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:          # a file system that takes nothing would loop forever
-            raise OSError(errno.EIO, "the file system accepted no bytes")
-        view = view[written:]
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename durable, as far as the folder lets us.  Best effort: the new file
-    is already in place, so a folder that cannot be opened or synced (some file systems
-    refuse) must not be reported as a failed write that left the old file."""
+def _mode(target: Path) -> int:
     try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
 
 
-def _why(err: OSError) -> str:
-    """``strerror`` with the plain words for a full disk, as users search for them."""
-    text = err.strerror or str(err)
-    if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"disk full ({text})"
-    return text
+@functools.cache
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
-def _remove(tmp: str) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
-
-
-__all__ = ["atomic_write", "writable_target"]
+__all__ = ["atomic_write", "fsync_dir", "make_dirs", "replace", "writable_target", "write_all",
+           "write_error", "write_temp"]

@@ -121,7 +121,8 @@ def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[s
 
 def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False) -> None:
-    """Create the study, or check that the one on disk may be resumed by this run; a space
+    """Create the study, or check that the one on disk may be resumed by this run (its
+    journal then taken for this process and repaired if it needs it); a space
     none of whose configs can be launched on ``device`` is refused before anything is
     written.  The device's physical bounds are recorded either way: the report names those
     in force."""
@@ -130,6 +131,9 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
     environment = device.environment()
     bounds = device.bounds().to_json()
     wanted = fingerprint(space, kernel, device, environment)
+    if store.orphaned():
+        raise StudyError(f"{store.root}: {store.journal_path.name} without study.json; it "
+                         "cannot be checked against this run; move it away or pass --study NEW")
     if store.exists():
         meta = store.meta()
         changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
@@ -137,6 +141,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
             raise StudyError(f"{store.root}: cannot resume, it was measured with other "
                              f"settings ({'; '.join(changed)}); use --force to add to it "
                              "anyway, or --study NAME for a new study")
+        store.open_journal()
         store.update_meta(resumed=[*meta.get("resumed", []), now()], last_command=command,
                           bounds=bounds)
         return

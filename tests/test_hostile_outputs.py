@@ -62,17 +62,19 @@ def test_export_to_a_folder_is_refused_and_the_folder_untouched(one_study, tmp_p
     assert list(folder.iterdir()) == []
 
 
-FAILURES = [("open", errno.EACCES, "Permission denied"),         # a read-only folder
-            ("write", errno.ENOSPC, "disk full (No space left on device)"),
-            ("fsync", errno.EIO, "Input/output error"),
-            ("replace", errno.EROFS, "Read-only file system")]
+FAILURES = [("open", errno.EACCES, "permission denied", ""),     # a read-only folder
+            ("write", errno.ENOSPC, "disk full",
+             "; free space and run the same command again"),
+            ("fsync", errno.EIO, "I/O error", ""),
+            ("replace", errno.EROFS, "read-only file system", "")]
 
 
 @pytest.mark.parametrize("fmt", ["tuning", "csv"])
-@pytest.mark.parametrize("call, code, said", FAILURES)
+@pytest.mark.parametrize("call, code, said, advice", FAILURES)
 def test_a_failed_write_leaves_the_old_file_and_no_temp_file(one_study, tmp_path, capsys,
                                                              monkeypatch, fmt, call, code,
-                                                             said):
+                                                             said, advice):
+    """A write that fails is exit 1 (the machine, not the input) and one line."""
     out = tmp_path / "out"
     out.mkdir()
     target = out / "t.out"
@@ -83,10 +85,10 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_file(one_study, tmp_path
         raise OSError(code, os.strerror(code))
 
     monkeypatch.setattr(fsio.os, call, fail)
-    assert main(["export", str(one_study.root), "-o", str(target), "--format", fmt]) == 2
+    assert main(["export", str(one_study.root), "-o", str(target), "--format", fmt]) == 1
     monkeypatch.undo()
-    assert _one_line(capsys) == (f"sweeper: cannot write {target}: {said}; it was left as "
-                                 "it was")
+    assert _one_line(capsys) == (f"sweeper: {said} writing {target}: {os.strerror(code)}; "
+                                 f"t.out is as it was{advice}")
     assert target.read_text() == before
     assert [p.name for p in out.iterdir()] == ["t.out"]        # the temp file is gone
 
@@ -96,15 +98,16 @@ def test_a_failed_write_to_a_new_file_writes_nothing(one_study, tmp_path, capsys
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(fsio.os, "write", full)
-    assert main(["export", str(one_study.root), "-o", str(tmp_path / "new.json")]) == 2
-    assert _one_line(capsys).endswith("disk full (No space left on device); nothing written")
+    assert main(["export", str(one_study.root), "-o", str(tmp_path / "new.json")]) == 1
+    assert _one_line(capsys).endswith("No space left on device; nothing written; free space "
+                                      "and run the same command again")
     assert not (tmp_path / "new.json").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".new.json")]
 
 
 def test_a_write_that_takes_no_bytes_ends_instead_of_spinning(tmp_path, monkeypatch):
     monkeypatch.setattr(fsio.os, "write", lambda fd, data: 0)
-    with pytest.raises(SweeperError, match="the file system accepted no bytes; nothing"):
+    with pytest.raises(SweeperError, match="disk full writing .*; nothing written"):
         fsio.atomic_write(tmp_path / "x", "text")
 
 

@@ -4,10 +4,10 @@ import sys
 import pytest
 
 from sweeper.devices import open_device
-from sweeper.errors import ContextLost, StudyError
+from sweeper.errors import ContextLost, StudyError, StudyWarning
 from sweeper.kernels import load_kernel
 from sweeper.space import load_space
-from sweeper.store import JOURNAL, StudyStore
+from sweeper.store import JOURNAL, REJECTED, StudyStore
 from sweeper.sweep import StopFlag, Sweep, enumerate_choices, open_study
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE
@@ -86,13 +86,16 @@ def test_torn_last_line_is_dropped_and_rerun(small_space, tmp_path):
     journal = tmp_path / "s" / JOURNAL
     lines = journal.read_text().splitlines()
     journal.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:25])   # crash mid-write
-    with pytest.warns(UserWarning, match="incomplete last record skipped"):
+    with pytest.warns(StudyWarning, match=r"trials.jsonl:\d+: incomplete last line .*; moved "
+                                          "to trials.rejected.jsonl"):
         sweep, store = start(small_space, tmp_path / "s")
         sweep.run()
     for line in journal.read_text().splitlines():
         json.loads(line)
     trials = store.records()[0]
-    assert len({t.key() for t in trials}) == 8
+    assert len({t.key() for t in trials}) == 8 == len(trials)
+    rejected = json.loads((tmp_path / "s" / REJECTED).read_text())
+    assert rejected["text"] == lines[-1][:25]
 
 
 def test_budget_trials_and_time(small_space, tmp_path):

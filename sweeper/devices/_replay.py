@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from sweeper.bounds import Bounds
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.errors import DataError, SweeperError
+from sweeper.fsio import atomic_write
 from sweeper.space import Space
 
 FORMAT = "sweeper replay table v1"
@@ -216,8 +217,6 @@ def write_table(path: Path, header: Mapping[str, Any], params: Sequence[str],
                 rows: Sequence[Mapping[str, Any]]) -> None:
     """Write a replay table: ``# key: value`` lines, then the CSV; a failure leaves
     ``path`` as it was (see :func:`sweeper.fsio.atomic_write`)."""
-    from sweeper.fsio import atomic_write
-
     out = io.StringIO(newline="")
     out.write(f"# {FORMAT}\n")
     for key, value in header.items():

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sweeper.fsio import atomic_write
 from sweeper.report._heatmaps import HeatmapData, cell_text
 from sweeper.report._tables import LABELS
 
@@ -71,10 +73,11 @@ def _save(fig: Any, directory: Path, stem: str) -> list[Path]:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
     for path in paths:
-        fig.savefig(path, dpi=110)
+        image = io.BytesIO()
+        fig.savefig(image, format=path.suffix[1:], dpi=110)
+        atomic_write(path, image.getvalue())
     plt.close(fig)
     return paths
 

@@ -13,6 +13,7 @@ import pandas as pd
 from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import Winners
+from sweeper.fsio import atomic_write
 from sweeper.kernels import BUILTINS, Headline, kernel_class
 from sweeper.report._draw import draw_effect, draw_heatmap
 from sweeper.report._power import power_summary
@@ -119,8 +120,8 @@ def write_report(store: StudyStore, *, draw: bool = True, shared_scale: bool = F
                                    tables["metric"])
     files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json",
                         images=maps + effects)
-    files.json.write_text(json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
-    files.markdown.write_text(markdown(tables, maps))
+    atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
+    atomic_write(files.markdown, markdown(tables, maps))
     return files
 
 

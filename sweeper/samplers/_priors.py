@@ -14,13 +14,17 @@ must not count as found.
 
 from __future__ import annotations
 
-import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sweeper.errors import StudyWarning, SweeperError
 from sweeper.space import DTYPES, AxisRole, Space, parse_size
+
+if TYPE_CHECKING:
+    from sweeper.store import TrialRecord
 
 PER_STUDY = 3
 
@@ -41,24 +45,17 @@ def prior_sources(studies_dir: str | Path, space: Space, gpu: str,
     """Up to ``PER_STUDY`` best configs from every other study of ``space.kernel`` on
     ``gpu`` whose labels this space also has (axes of one value are filled in), per
     study, in study-name order; a config two studies offer is counted for the first."""
-    from sweeper.store import StudyStore
-
     out: list[PriorSource] = []
     seen: list[dict[str, str]] = []
     for meta_path in sorted(Path(studies_dir).glob("*/study.json")):
         root = meta_path.parent
         if exclude is not None and root.resolve() == Path(exclude).resolve():
             continue
-        try:
-            meta = json.loads(meta_path.read_text())
-        except (OSError, json.JSONDecodeError):
+        found = _best_trials(root, space.kernel, gpu)
+        if found is None:
             continue
-        if meta.get("kernel") != space.kernel or \
-                meta.get("environment", {}).get("gpu") != gpu:
-            continue
-        source = PriorSource(study=str(meta.get("study", root.name)))
-        trials = [t for t in StudyStore(root).records()[0] if t.ok and not t.suspicious]
-        for t in sorted(trials, key=lambda t: -t.score)[:PER_STUDY]:
+        source, trials = found
+        for t in trials:
             for choice in translate(t.choice, space):
                 if choice not in seen:
                     seen.append(choice)
@@ -67,6 +64,33 @@ def prior_sources(studies_dir: str | Path, space: Space, gpu: str,
         if source.configs:
             out.append(source)
     return out
+
+
+def _best_trials(root: Path, kernel: str, gpu: str
+                 ) -> tuple[PriorSource, list[TrialRecord]] | None:
+    """The study at ``root`` (an empty source) and its ``PER_STUDY`` best trials, if it is
+    one of ``kernel`` on ``gpu``.  A study that cannot be read is skipped with one warning
+    line; one with bad journal lines gives its good trials, with one warning line (the
+    lines themselves are listed when that study is run or reported)."""
+    from sweeper.store import StudyStore
+
+    store = StudyStore(root)
+    try:
+        meta = store.meta()
+        if meta["kernel"] != kernel or meta.get("environment", {}).get("gpu") != gpu:
+            return None
+        trials = [t for t in store.records(warn=False)[0] if t.ok and not t.suspicious]
+    except SweeperError as err:
+        warnings.warn(f"auto: study {root} skipped for priors: {err}", StudyWarning,
+                      stacklevel=3)
+        return None
+    bad = store.bad_lines()
+    if bad:
+        warnings.warn(f"auto: study {root}: {len(bad)} bad line(s) in its journal set aside "
+                      f"(line {bad[0].number}: {bad[0].reason}); its other trials are used "
+                      "for priors", StudyWarning, stacklevel=3)
+    best = sorted(trials, key=lambda t: -t.score)[:PER_STUDY]
+    return PriorSource(study=str(meta["study"])), best
 
 
 def priors_from_studies(studies_dir: str | Path, space: Space, gpu: str,

@@ -8,7 +8,16 @@ from typing import Any
 from sweeper.kernels import Headline
 from sweeper.measure import Stats
 from sweeper.space import Config
+from sweeper.store._schema import conforms, stats_problem, values_problem
 from sweeper.trial import TrialResult, TrialStatus
+
+#: A resolved config as a trial record keeps it (see :func:`config_dict`).
+CONFIG_TYPES: dict[str, Any] = {"grid": int, "block": int, "num_warps": int,
+                                "meta": dict[str, Any], "dtype": str, "footprint": int,
+                                "cache": str}
+#: The GPU's clocks and power over a trial's sampling window, as readers use them.
+CLOCK_TYPES: dict[str, Any] = {"sm_mhz_mean": float | None, "power_w_max": float | None,
+                               "reasons": dict[str, float]}
 
 
 def config_dict(config: Config) -> dict[str, Any]:
@@ -98,6 +107,28 @@ class TrialRecord:
         out["status"] = self.status.value
         return out
 
+    @staticmethod
+    def invariants(data: dict[str, Any]) -> str | None:
+        """What readers rely on beyond the field types: a config has every field of
+        :func:`config_dict`, and an ``ok`` trial has a config and a median."""
+        config = data.get("config")
+        if config is not None:
+            missing = [k for k in CONFIG_TYPES if k != "cache" and k not in config]
+            if missing:
+                return f"config has no {', '.join(missing)}"
+            problem = values_problem(config, CONFIG_TYPES)
+            if problem:
+                return f"config: {problem}"
+        if data.get("clocks") is not None:
+            problem = values_problem(data["clocks"], CLOCK_TYPES)
+            if problem:
+                return f"clocks: {problem}"
+        if data["status"] == TrialStatus.OK.value:
+            if config is None:
+                return "an ok trial without a config"
+            return stats_problem(data.get("stats"), "an ok trial's stats")
+        return None
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrialRecord:
         data = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
@@ -129,6 +160,52 @@ class BaselineRecord:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @staticmethod
+    def invariants(data: dict[str, Any]) -> str | None:
+        return stats_problem(data["stats"], "its stats", ("min", "p95"))
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BaselineRecord:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class DriftRecord:
+    """One-at-a-time's baseline measured again at the end of the sweep: its drift.  The
+    journal keeps it as a dict (``StudyStore.raw("drift")``); this is its schema."""
+
+    number: int
+    samples_ms: list[float]
+    stats: dict[str, float]
+    drift_pct: float
+    kind: str = "drift"
+
+    @staticmethod
+    def invariants(data: dict[str, Any]) -> str | None:
+        return stats_problem(data["stats"], "its stats")
+
+    @staticmethod
+    def trial_refs(data: dict[str, Any]) -> list[int]:
+        return [data["number"]]
+
+
+@dataclass
+class DutyRecord:
+    """A study found power-bound: from trial ``trial`` on, every config's samples follow
+    ``duty`` (``kind``, ``seconds``; see :mod:`sweeper.measure._duty`).  The journal keeps it
+    as a dict (``StudyStore.raw("duty")``), written before that trial is measured again;
+    this is its schema."""
+
+    trial: int
+    reason: str
+    note: str
+    duty: dict[str, Any]
+    first_measurement: dict[str, Any] = field(default_factory=dict)
+    kind: str = "duty"
+
+    @staticmethod
+    def invariants(data: dict[str, Any]) -> str | None:
+        duty = data["duty"]
+        if not isinstance(duty.get("kind"), str) or not conforms(duty.get("seconds"), float):
+            return "duty needs a kind and seconds"
+        return None

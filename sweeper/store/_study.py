@@ -1,30 +1,36 @@
 """A study on disk: ``study.json`` (what, where, with what) and ``trials.jsonl``.
 
-The journal is append-only, one complete JSON object per line, flushed after
-every trial: a crash loses at most the trial in flight, and a torn last line is
-skipped on load with a warning.  Optuna's own storages were measured too slow
-for this (SQLite 2.5x and JournalStorage 1.4x a bare loop on the H200); the
-Optuna study is rebuilt in memory from this journal on resume.
+``study.json`` is replaced whole (:func:`sweeper.fsio.atomic_write`) and checked when read
+(a JSON object with at least ``study`` and ``kernel``, the keys readers use of the right
+types); a study that fails is a :class:`StudyError` naming the file and what is wrong.
+The journal is append-only, one record per line, fsynced after every record; how it is
+read, repaired and what it promises are in :mod:`sweeper.store._journal`.  Optuna's own
+storages were measured too slow for this (SQLite 2.5x and JournalStorage 1.4x a bare loop on
+the H200); the Optuna study is rebuilt in memory from this journal on resume.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
+import os
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sweeper.errors import StudyError
+from sweeper.fsio import atomic_write, make_dirs
+from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
 from sweeper.store._records import BaselineRecord, TrialRecord
+from sweeper.store._schema import meta_problem
 
 META = "study.json"
-JOURNAL = "trials.jsonl"
 
 
 class StudyStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self._journal: IO[str] | None = None
+        self._writer = JournalWriter(self.root)
+        self._scan: tuple[Any, Scan] | None = None
+        self._warned: set[tuple[str, int]] = set()
 
     @property
     def name(self) -> str:
@@ -37,17 +43,32 @@ class StudyStore:
     def exists(self) -> bool:
         return (self.root / META).is_file()
 
+    def orphaned(self) -> bool:
+        """A journal without ``study.json``: nothing says what it measured, or how."""
+        return not self.exists() and self.journal_path.exists()
+
     def create(self, meta: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.root)
         self._write_meta(meta)
 
     def meta(self) -> dict[str, Any]:
+        path = self.root / META
         try:
-            return json.loads((self.root / META).read_text())
+            text = path.read_bytes()
         except FileNotFoundError:
             raise StudyError(f"{self.root}: no study here (no {META})") from None
+        except OSError as err:
+            raise StudyError(f"{path}: cannot read: {err.strerror or err}") from None
+        try:
+            meta = json.loads(text)
         except json.JSONDecodeError as err:
-            raise StudyError(f"{self.root / META}: unreadable: {err}") from None
+            raise StudyError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
+        except (ValueError, RecursionError) as err:
+            raise StudyError(f"{path}: not JSON sweeper can read ({err})") from None
+        problem = meta_problem(meta)
+        if problem:
+            raise StudyError(f"{path}: {problem}; restore it, or move the study folder away")
+        return meta
 
     def update_meta(self, **changes: Any) -> None:
         meta = self.meta()
@@ -55,69 +76,59 @@ class StudyStore:
         self._write_meta(meta)
 
     def _write_meta(self, meta: dict[str, Any]) -> None:
-        tmp = self.root / (META + ".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        tmp.replace(self.root / META)
+        atomic_write(self.root / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+    def open_journal(self) -> None:
+        """Take the study for this process and repair its journal if it needs it (a run
+        does this before reading it; the first :meth:`append` does it otherwise)."""
+        self._writer.open()
 
     def append(self, record: Any) -> None:
-        """Append one record (anything with ``to_json()``) and flush it to the file."""
-        if self._journal is None:
-            self._drop_torn_tail()
-            self._journal = open(self.root / JOURNAL, "a")
-        self._journal.write(json.dumps(record.to_json(), separators=(",", ":")) + "\n")
-        self._journal.flush()
-
-    def _drop_torn_tail(self) -> None:
-        """Cut a last line a crash left unfinished, so new records start on a line of their own."""
-        path = self.root / JOURNAL
-        if not path.exists() or path.stat().st_size == 0:
-            return
-        data = path.read_bytes()
-        if not data.endswith(b"\n"):
-            path.write_bytes(data[: data.rfind(b"\n") + 1])
+        """Append one record (anything with ``to_json()``); it is on disk on return."""
+        self._writer.append(record)
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        self._writer.close()
 
-    def records(self) -> tuple[list[TrialRecord], list[BaselineRecord]]:
+    def records(self, *, warn: bool = True) -> tuple[list[TrialRecord], list[BaselineRecord]]:
+        """The journal's trials and baselines; bad lines are set aside (with a warning,
+        once per line and store, unless ``warn`` is false: see :meth:`bad_lines`)."""
         trials: list[TrialRecord] = []
         baselines: list[BaselineRecord] = []
-        path = self.root / JOURNAL
-        if not path.exists():
-            return trials, baselines
-        lines = path.read_text().splitlines()
-        for i, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                if i == len(lines):   # torn by a crash mid-write: that trial is re-run
-                    warnings.warn(f"{path}:{i}: incomplete last record skipped", stacklevel=2)
-                    continue
-                raise StudyError(f"{path}:{i}: not a JSON record") from None
-            if data.get("kind") == "baseline":
-                baselines.append(BaselineRecord.from_json(data))
-            elif data.get("kind", "trial") == "trial":
+        for data in self._read(warn):
+            if data["kind"] == "trial":
                 trials.append(TrialRecord.from_json(data))
+            elif data["kind"] == "baseline":
+                baselines.append(BaselineRecord.from_json(data))
         return trials, baselines
 
     def raw(self, kind: str) -> list[dict[str, Any]]:
-        """The journal's records of another ``kind`` (e.g. ``final``), as dicts."""
-        path = self.root / JOURNAL
-        if not path.exists():
-            return []
-        out = []
-        for line in path.read_text().splitlines():
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue           # a torn last line; records() warns about it
-            if data.get("kind") == kind:
-                out.append(data)
-        return out
+        """The journal's records of another ``kind`` (e.g. ``final``), as checked dicts."""
+        return [data for data in self._read(True) if data["kind"] == kind]
+
+    def bad_lines(self) -> list[BadLine]:
+        """The journal's lines that are not records (what reads set aside)."""
+        return list(self._current().bad)
+
+    def _read(self, warn: bool) -> list[dict[str, Any]]:
+        found = self._current()
+        if warn:
+            new = [b for b in found.bad if (found.sha256, b.number) not in self._warned]
+            self._warned.update((found.sha256, b.number) for b in new)
+            warn_bad(self.journal_path, new, "set aside (the study goes on without it; the "
+                     "next run moves it to trials.rejected.jsonl)")
+        return found.records
+
+    def _current(self) -> Scan:
+        """The journal as last read, read again if it changed since."""
+        try:
+            st = os.stat(self.journal_path)
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None                     # absent, or scan() says why it cannot be read
+        if key is None or self._scan is None or self._scan[0] != key:
+            self._scan = scan(self.journal_path)
+        return self._scan[1]
 
     def __enter__(self) -> StudyStore:
         return self

@@ -1,0 +1,152 @@
+"""What a journal record and a ``study.json`` must hold, checked where they are read.
+
+A record type is a dataclass; its field annotations are the schema (a field without a
+default is required), and an optional ``invariants(data)`` static method adds what its
+readers index without looking (an ``ok`` trial's median, a final's winner among its
+finalists).  A record that passes is safe for every reader: none of them needs a guard.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import importlib
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+#: Every kind of journal record, as ``module:Class`` (loaded when first needed); a new kind
+#: of record is added here, or it is set aside as unknown when read.
+KINDS = {
+    "trial": "sweeper.store._records:TrialRecord",
+    "baseline": "sweeper.store._records:BaselineRecord",
+    "final": "sweeper.finals:FinalRecord",
+    "drift": "sweeper.store._records:DriftRecord",
+    "duty": "sweeper.store._records:DutyRecord",
+}
+
+#: study.json: the keys every reader needs, and the types of those it reads when present.
+META_REQUIRED = ("study", "kernel")
+META_TYPES: dict[str, Any] = {
+    "study": str, "kernel": str, "created": str, "command": str, "space_path": str,
+    "space_text": str, "space_sha256": str, "headline": str, "measure_text": str,
+    "sampler": dict[str, Any], "measure": dict[str, Any], "environment": dict[str, Any],
+    "fingerprint": dict[str, Any], "axes": dict[str, list[Any]], "meta_axes": list[str],
+    "ceilings": dict[str, Any] | None, "resumed": list[str], "last_run": dict[str, Any],
+}
+
+
+def record_problem(data: Any) -> str | None:
+    """Why ``data`` (a parsed JSON line) is not a journal record, or ``None`` if it is."""
+    if not isinstance(data, dict):
+        return f"a JSON {_json_type(data)}, not a record (an object with a kind)"
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind not in KINDS:
+        got = "no kind" if "kind" not in data else f"unknown kind {_show(kind)}"
+        return f"{got}; a record's kind is one of {', '.join(sorted(KINDS))}"
+    cls = record_class(kind)
+    problem = fields_problem(cls, data)
+    if problem is None and hasattr(cls, "invariants"):
+        problem = cls.invariants(data)
+    return None if problem is None else f"{kind} record: {problem}"
+
+
+def meta_problem(meta: Any) -> str | None:
+    """Why ``meta`` (a parsed study.json) is not one sweeper can use, or ``None``."""
+    if not isinstance(meta, dict):
+        return f"a JSON {_json_type(meta)}, not an object"
+    missing = [k for k in META_REQUIRED if k not in meta]
+    if missing:
+        return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
+    return values_problem(meta, META_TYPES)
+
+
+@functools.cache
+def record_class(kind: str) -> Any:
+    module, _, name = KINDS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def fields_problem(cls: Any, data: Mapping[str, Any]) -> str | None:
+    """The first way ``data`` does not fill dataclass ``cls``'s fields, or ``None``."""
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in data and
+               f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        return f"no {', '.join(missing)}"
+    return values_problem(data, _hints(cls))
+
+
+def values_problem(data: Mapping[str, Any], types_: Mapping[str, Any]) -> str | None:
+    """The first value of ``data`` that is not of its type in ``types_`` (others are free)."""
+    for key, hint in types_.items():
+        if key in data and not conforms(data[key], hint):
+            value = data[key]
+            if isinstance(hint, type) and issubclass(hint, enum.Enum):
+                return (f"{key} {_show(value)} is not one of "
+                        f"{', '.join(str(m.value) for m in hint)}")
+            return f"{key} is {_show(value)}, not {type_name(hint)}"
+    return None
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether a JSON value fits a type annotation (``int``, ``list[float]``, ``X | None``,
+    an enum of string values, ``Any``...); JSON integers fit ``float``."""
+    if hint is Any:
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, arm) for arm in args)
+    if origin is list:
+        return isinstance(value, list) and all(conforms(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(conforms(v, args[1]) for v in value.values())
+    if hint is type(None):
+        return value is None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return any(value == m.value for m in hint)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def type_name(hint: Any) -> str:
+    if isinstance(hint, type) and not typing.get_args(hint):
+        return hint.__name__
+    return str(hint).replace("typing.", "").replace("NoneType", "None")
+
+
+def has_positive(data: Any, key: str, owner: str) -> str | None:
+    """``None`` if ``data[key]`` is a number above 0 (a median time), else what is wrong."""
+    value = data.get(key) if isinstance(data, dict) else None
+    if conforms(value, float) and value > 0:
+        return None
+    return f"{owner} has no {key} above 0"
+
+
+def stats_problem(stats: Any, owner: str, keys: tuple[str, ...] = ()) -> str | None:
+    """What is wrong with a statistics dict whose readers index its median and ``keys``."""
+    problem = has_positive(stats, "median", owner)
+    if problem is None:
+        missing = [k for k in keys if not conforms(stats.get(k), float)]
+        if missing:
+            return f"{owner} has no {', '.join(missing)} number"
+    return problem
+
+
+@functools.cache
+def _hints(cls: Any) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _json_type(value: Any) -> str:
+    return {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "null", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
