@@ -392,7 +392,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         rate, headline = entry_rate(e)
         print(f"{e['kernel']} {e['dtype']} {format_size(e['footprint'])} on {e['gpu']}: "
               f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: median "
-              f"{e['median_ms']:.4g} ms, {rate:.4g} {headline.unit} ({e['chosen_by']})")
+              f"{e['median_ms']:.4g} ms, {rate:.4g} {headline.unit} ({e['chosen_by']})"
+              + (f"; {e['note']}" if e.get("note") else ""))
     print(f"wrote {len(entries)} entries to {path}")
     return 0
 

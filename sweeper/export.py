@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import SweeperError
-from sweeper.finals import Pick, Winners
+from sweeper.finals import UNFINISHED, Pick, Winners, finals_apply, problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, evaluate, format_size, parse
@@ -64,14 +64,16 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
     """Merge the study's best config per problem into the tuning file; return the entries."""
     meta = store.meta()
     trials, _ = store.records()
-    picks = Winners.of(store).picks(trials)
+    winners = Winners.of(store)
+    picks = winners.picks(trials)
+    unfinished = set(winners.missing(trials)) if finals_apply(meta) else set()
     best: dict[tuple[str, int], Pick] = {}
     for (dtype, footprint, cache), pick in sorted(picks.items()):   # cold wins over warm
         if cache == "cold" or (dtype, footprint) not in best:
             best[(dtype, footprint)] = pick
     if not best:
         raise SweeperError(f"{store.root}: no successful trial to export")
-    entries = [_entry(meta, dtype, footprint, pick)
+    entries = [_entry(meta, dtype, footprint, pick, problem_of(pick.trial) in unfinished)
                for (dtype, footprint), pick in sorted(best.items())]
     target = tuning_path(path)
     writable_target(target)                  # a device or a folder: refused before work
@@ -82,10 +84,12 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
     return target, entries
 
 
-def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick) -> dict[str, Any]:
+def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick,
+           unfinished: bool = False) -> dict[str, Any]:
     """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
     chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
-    the report does; the sweep's median and rate are kept under their own names."""
+    the report does; the sweep's median and rate are kept under their own names.
+    ``unfinished``: the problem's final has not run yet, and ``note`` says so."""
     t, env = pick.trial, meta.get("environment", {})
     cfg, stats = t.config or {}, t.stats or {}          # a pick always has both
     entry = {
@@ -99,6 +103,8 @@ def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick) -> dict
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if unfinished:
+        entry["note"] = UNFINISHED
     # the headline rate at the median the entry states, so the two always agree
     headline = _headline(meta)
     entry.update(headline=headline.value, rate=t.rate(headline, entry["median_ms"]))

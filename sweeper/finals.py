@@ -56,6 +56,10 @@ class FinalRecord:
     #: the torch baseline measured in the same rounds: name, samples_ms, stats
     baseline: dict[str, Any] | None = None
     duty: str = ""                            # the power schedule before each entrant's samples
+    #: the study's newest trial number when this final was taken: the final stands for its
+    #: problem until a newer measured trial of that problem comes after it (-1: not recorded;
+    #: such a final stands)
+    after_trial: int = -1
     kind: str = "final"
 
     def baseline_ratio(self) -> float | None:
@@ -101,6 +105,18 @@ class FinalRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FinalRecord:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+#: What a problem without a current final says wherever its choice is shown.
+UNFINISHED = ("its interleaved final has not run yet (the run stopped first); the same "
+              "`sweeper run` command runs it")
+
+
+def finals_apply(meta: dict[str, Any]) -> bool:
+    """Whether a study's problems get interleaved finals: not on a replay (nothing can be
+    measured again) nor one at a time (it answers another question)."""
+    return (meta.get("environment", {}).get("device") != "replay"
+            and meta.get("sampler", {}).get("name") != "one-at-a-time")
 
 
 def problem_of(t: TrialRecord) -> tuple[str, int, str]:
@@ -195,7 +211,14 @@ class Pick:
 
 @dataclass
 class Winners:
-    """Latest final record per problem, looked up by trial numbers."""
+    """Latest final record per problem, looked up by trial numbers.
+
+    The finals are a stage of their own, finished problem by problem: a final record is
+    its problem's completion record, current while no measured trial of that problem came
+    after it (:attr:`FinalRecord.after_trial`).  A run that stopped before or during the
+    finals leaves some problems without a current final; :meth:`missing` names them, the
+    next ``sweeper run`` measures just those, and until then they end with the sweep's
+    best, said so wherever the choice is shown."""
 
     finals: dict[tuple[str, int, str], FinalRecord] = field(default_factory=dict)
 
@@ -211,9 +234,29 @@ class Winners:
     def of(cls, store: StudyStore) -> Winners:
         return cls.from_records([FinalRecord.from_json(d) for d in store.raw("final")])
 
+    def current(self, trials: Sequence[TrialRecord]) -> dict[tuple[str, int, str], FinalRecord]:
+        """The finals no later measured trial of their problem has made out of date."""
+        newest: dict[tuple[str, int, str], int] = {}
+        for t in trials:
+            if t.ok:
+                key = problem_of(t)
+                newest[key] = max(newest.get(key, -1), t.number)
+        return {key: f for key, f in self.finals.items()
+                if f.after_trial < 0 or f.after_trial >= newest.get(key, -1)}
+
+    def missing(self, trials: Sequence[TrialRecord]) -> list[tuple[str, int, str]]:
+        """Problems that have finalists but no current final, in (dtype, footprint, cache)
+        order: what the finals stage still has to do."""
+        groups: dict[tuple[str, int, str], list[TrialRecord]] = {}
+        for t in trials:
+            if t.ok:
+                groups.setdefault(problem_of(t), []).append(t)
+        current = self.current(trials)
+        return sorted(k for k, group in groups.items() if k not in current and finalists(group))
+
     def picks(self, trials: Sequence[TrialRecord]) -> dict[tuple[str, int, str], Pick]:
         """Per problem, the one choice that ``sweeper export`` writes and reports mark: the
-        latest final's winner, else the sweep's best score (never a suspicious one)."""
+        current final's winner, else the sweep's best score (never a suspicious one)."""
         out: dict[tuple[str, int, str], Pick] = {}
         for t in trials:
             if t.ok and t.config and t.stats and not t.suspicious:
@@ -221,7 +264,7 @@ class Winners:
                 if key not in out or t.score > out[key].trial.score:
                     out[key] = Pick(t, t.stats["median"])
         by_number = {t.number: t for t in trials}
-        for key, final in self.finals.items():
+        for key, final in self.current(trials).items():
             if final.winner in by_number:
                 row = next(r for r in final.finalists if r["number"] == final.winner)
                 out[key] = Pick(by_number[final.winner], row["stats"]["median"], final)

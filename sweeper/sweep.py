@@ -25,7 +25,7 @@ from optuna.trial import TrialState
 from sweeper.ceilings import SUSPICIOUS, Ceilings
 from sweeper.devices import Device
 from sweeper.errors import ContextLost, SweeperError, TrialHung
-from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
+from sweeper.finals import FinalRecord, Winners, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import DEFAULT_DUTY, Duty, StopRule, power_bound, summarize, throughput
 from sweeper.samplers import ExhaustiveSampler, make_sampler
@@ -183,10 +183,11 @@ class Sweep:
             if self.run_drift and not self.stop.set and summary.measured and \
                     self.space.sampler.name == "one-at-a-time":
                 summary.drift = self._remeasure_baseline(done)
-            if self.run_finals and not self.stop.set and (summary.measured or not self.store.raw(
-                    "final")):
+            todo = Winners.of(self.store).missing(list(done.values())) \
+                if self.run_finals and not self.stop.set else []
+            if todo:                      # each problem without a current final, and no other
                 t_finals = time.perf_counter()
-                summary.finals = self._choose_winners(list(done.values()))
+                summary.finals = self._choose_winners(list(done.values()), todo)
                 summary.finals_s = time.perf_counter() - t_finals
         finally:
             self.reporter.finish()
@@ -454,20 +455,25 @@ class Sweep:
         return (f"{result.gbps:.4g} GB/s is above the calibrated {ceiling:.4g} GB/s ceiling "
                 "at this footprint"), False
 
-    def _choose_winners(self, trials: list[TrialRecord]) -> list[FinalRecord]:
+    def _choose_winners(self, trials: list[TrialRecord], problems: list[tuple[str, int, str]]
+                        ) -> list[FinalRecord]:
+        """The finals of ``problems``, one record each as soon as it is done: a run stopped
+        halfway keeps those finished, and the next one measures the rest."""
         groups: dict[tuple[str, int, str], list[TrialRecord]] = {}
         for t in trials:
-            if t.ok:
+            if t.ok and problem_of(t) in problems:
                 groups.setdefault(problem_of(t), []).append(t)
+        newest = max(t.number for t in trials)
         finals = []
-        for group in groups.values():
-            chosen = finalists(group)
+        for key in problems:
+            chosen = finalists(groups.get(key, []))
             if not chosen:
                 continue
             record = remeasure(chosen, self._measure_again, self._bytes_of,
                                seed=self.space.sampler.seed,
                                baseline=self._baseline_again(chosen[0]),
                                duty=self.duty.describe() if self.duty else "")
+            record.after_trial = newest
             self.store.append(record)
             finals.append(record)
         return finals

@@ -12,8 +12,11 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
+from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
+from sweeper.report._power import power_markdown
 from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
     LABELS,
@@ -23,8 +26,6 @@ from sweeper.report._tables import (
     problem_key,
     unit,
 )
-from sweeper.bounds import L2_SERVES, MARGIN, Bounds
-from sweeper.report._power import power_markdown
 from sweeper.space import format_size
 
 #: Column names as report.md shows them.
@@ -124,6 +125,8 @@ def _picks(tables: dict[str, Any]) -> list[str]:
     out.append(md_table(picks.rename(columns={**SHOWN, tables["metric"]:
                                               unit(tables["metric"])}),
                         empty="None: no config was measured."))
+    for problem in tables["unfinished"]:
+        out.append(f"**{problem}** ends with the sweep's best for now: {UNFINISHED}.\n")
     df = tables["frame"]
     if not tables["unmeasured"] and not df.empty:
         for _, sub in df.groupby(PROBLEM_ORDER, sort=True, dropna=False):

@@ -12,13 +12,13 @@ import pandas as pd
 
 from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
-from sweeper.finals import Winners
+from sweeper.finals import Winners, finals_apply
 from sweeper.fsio import atomic_write
 from sweeper.kernels import BUILTINS, Headline, kernel_class
 from sweeper.report._draw import draw_effect, draw_heatmap
-from sweeper.report._power import power_summary
 from sweeper.report._heatmaps import heatmaps
 from sweeper.report._markdown import markdown
+from sweeper.report._power import power_summary
 from sweeper.report._provenance import factors, record_rows, reproduce_command, run_story
 from sweeper.report._tables import (
     best_configs,
@@ -33,6 +33,7 @@ from sweeper.report._tables import (
     trials_frame,
     unit,
 )
+from sweeper.space import format_size
 from sweeper.store import StudyStore
 
 
@@ -78,6 +79,8 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "stops": pd.DataFrame() if empty else stop_counts(df),
         "flags": pd.DataFrame() if empty else flag_counts(df),
         "unmeasured": None if empty else nothing_measured(df),
+        "unfinished": [" ".join((d, format_size(f), c)) for d, f, c in winners.missing(trials)]
+        if finals_apply(meta) else [],
         "finals": [(f, final_table(f, df, meta_names, metric)) for f in finals],
         "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
                                  headline)
@@ -169,6 +172,7 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "abandoned": tables["abandoned"],
         "power": tables["power"],
         "unmeasured": tables["unmeasured"],
+        "unfinished_finals": tables["unfinished"],
         "heatmaps": {"colour_scale": "shared by each problem's maps" if tables["shared_scale"]
                      else "per map",
                      "drawn": [m.name for m in tables["heatmaps"] if m.measured],

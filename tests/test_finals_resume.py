@@ -1,0 +1,111 @@
+"""The interleaved finals are a stage a resume finishes: a run killed between two problems'
+finals keeps the one finished and the next run measures only the other; a final made out
+of date by later trials stops counting; export and the report say which problems still end
+with the sweep's best."""
+
+import pytest
+
+import sweeper.sweep as sweep_module
+from sweeper.cli import main
+from sweeper.devices import open_device
+from sweeper.export import export_study
+from sweeper.finals import UNFINISHED, Winners
+from sweeper.kernels import load_kernel
+from sweeper.report import write_report
+from sweeper.space import load_space
+from sweeper.store import StudyStore
+from sweeper.sweep import Sweep, open_study
+from tests.conftest import SMALL_SPACE
+
+TWO_PROBLEMS = SMALL_SPACE.replace("footprint: [4KiB]", "footprint: [4KiB, 8KiB]")
+
+
+def _sweep(path, root, **kwargs):
+    device = open_device("interpret")
+    space = load_space(path)
+    kernel = load_kernel(space.kernel)
+    store = StudyStore(root)
+    open_study(store, space, kernel, device, command="test")
+    return Sweep(space, kernel, device, store, **kwargs), store
+
+
+def _killed_at_final(monkeypatch, nth):
+    """``remeasure`` dies (as a killed process would) when the ``nth`` final starts."""
+    real, calls = sweep_module.remeasure, []
+
+    def dying(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == nth:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "remeasure", dying)
+    return calls
+
+
+def test_a_run_killed_between_two_finals_is_finished_by_the_next(write_space, tmp_path,
+                                                                 monkeypatch):
+    path = write_space(TWO_PROBLEMS)
+    sweep, store = _sweep(path, tmp_path / "s")
+    _killed_at_final(monkeypatch, 2)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run()
+    trials = store.records()[0]
+    first = store.raw("final")
+    assert len(first) == 1                                  # the first problem's, whole
+    assert len(Winners.of(store).missing(trials)) == 1
+    monkeypatch.undo()
+
+    again, _ = _sweep(path, tmp_path / "s")
+    summary = again.run()
+    assert summary.measured == 0 and len(summary.finals) == 1
+    finals = store.raw("final")
+    assert finals[0] == first[0] and len(finals) == 2      # the first was not measured again
+    assert {f["problem"]["footprint"] for f in finals} == {4096, 8192}
+    assert Winners.of(store).missing(store.records()[0]) == []
+    assert all(p.final is not None for p in Winners.of(store).picks(trials).values())
+    third, _ = _sweep(path, tmp_path / "s")
+    assert third.run().finals == [] and len(store.raw("final")) == 2   # nothing left to do
+
+
+def test_a_final_that_later_trials_outdate_no_longer_chooses(small_space, tmp_path,
+                                                            monkeypatch, capsys):
+    sweep, store = _sweep(small_space, tmp_path / "s", max_trials=2)
+    sweep.run()
+    (old,) = store.raw("final")
+    assert old["after_trial"] == max(t.number for t in store.records()[0])
+    _killed_at_final(monkeypatch, 1)
+    more, _ = _sweep(small_space, tmp_path / "s", max_trials=4)
+    with pytest.raises(KeyboardInterrupt):
+        more.run()
+    monkeypatch.undo()
+    trials = store.records()[0]
+    picks = Winners.of(store).picks(trials)
+    (pick,) = picks.values()
+    assert pick.final is None and pick.chosen_by == "sweep median"    # the old final is stale
+    _, (entry,) = export_study(store, tmp_path / "tuning.json")
+    assert entry["chosen_by"] == "sweep median" and entry["note"] == UNFINISHED
+    assert main(["export", str(store.root), "-o", str(tmp_path / "t2.json")]) == 0
+    assert f"(sweep median); {UNFINISHED}" in capsys.readouterr().out
+    write_report(store, draw=False)
+    assert (f"**float32 4KiB cold** ends with the sweep's best for now: {UNFINISHED}."
+            in (store.root / "report.md").read_text())
+
+    last, _ = _sweep(small_space, tmp_path / "s", max_trials=4)
+    summary = last.run()
+    assert summary.measured == 0 and len(summary.finals) == 1
+    (pick,) = Winners.of(store).picks(store.records()[0]).values()
+    assert pick.final is not None and pick.final.after_trial == max(t.number for t in trials)
+    _, (entry,) = export_study(store, tmp_path / "tuning.json")
+    assert entry["chosen_by"] == "interleaved final" and "note" not in entry
+
+
+def test_a_final_recorded_without_after_trial_still_stands(small_space, tmp_path):
+    sweep, store = _sweep(small_space, tmp_path / "s")
+    sweep.run()
+    final = store.raw("final")[0]
+    final.pop("after_trial")
+    from sweeper.finals import FinalRecord
+
+    winners = Winners.from_records([FinalRecord.from_json(final)])
+    assert winners.missing(store.records()[0]) == []
