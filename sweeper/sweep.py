@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import os
+import sys
 import threading
 import time
 import warnings
@@ -24,7 +26,7 @@ from optuna.trial import TrialState
 
 from sweeper.ceilings import SUSPICIOUS, Ceilings
 from sweeper.devices import Device
-from sweeper.errors import ContextLost, SweeperError, TrialHung
+from sweeper.errors import ContextLost, SweeperError, TrialHung, WriteError
 from sweeper.finals import FinalRecord, Winners, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import DEFAULT_DUTY, Duty, StopRule, power_bound, summarize, throughput
@@ -222,7 +224,11 @@ class Sweep:
                     config = None
                 record = TrialRecord.from_result(number, choice, config, result, started,
                                                  timeout)
-                self.store.append(record)
+                try:
+                    self.store.append(record)
+                except WriteError as err:      # on this thread no one else can report it
+                    print(f"sweeper: {err}", file=sys.stderr, flush=True)
+                    os._exit(1)                # the main thread is stuck in the kernel
                 self.on_hang(record)           # sweeper run: never returns
 
         timer = threading.Timer(timeout, fire)

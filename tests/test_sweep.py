@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import sys
 
@@ -236,3 +237,36 @@ def test_a_hung_trial_is_recorded_as_timeout_and_the_run_goes_on(write_space, tm
     assert len(hung) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in hung)
     assert all(t.reason.startswith("no result after 1 s (measure.timeout)") for t in hung)
     assert sum(t.ok for t in measured) == 2
+
+
+def test_a_full_disk_when_a_hang_is_recorded_is_one_line_and_exit_1(write_space, tmp_path,
+                                                                    monkeypatch, capsys):
+    """On the watchdog's thread nobody else can report a failed append: it says so in one
+    line and ends the process with status 1 (here ``os._exit`` only records the code)."""
+    import errno
+    import os
+    import time
+
+    from sweeper.errors import WriteError
+    from sweeper.fsio import write_error
+
+    exits = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    sweep, store = start(write_space(SMALL_SPACE), tmp_path / "s", on_hang=lambda r: None)
+    sweep.measure = dataclasses.replace(sweep.measure, timeout_s=0.05)
+    real = store.append
+
+    def append(record):
+        if getattr(record, "status", None) is TrialStatus.TIMEOUT:
+            raise write_error(OSError(errno.ENOSPC, "No space left on device"),
+                              store.journal_path)
+        real(record)
+
+    monkeypatch.setattr(store, "append", append)
+    monkeypatch.setattr(sweep, "_measure", lambda number, choice: time.sleep(0.3))
+    with pytest.raises(Exception) as raised:
+        sweep.run()
+    assert not isinstance(raised.value, WriteError)          # the main thread saw the hang
+    assert exits == [1]
+    err = capsys.readouterr().err
+    assert err.startswith("sweeper: disk full writing ") and err.count("\n") == 1
