@@ -23,7 +23,7 @@ from sweeper.store import StudyStore  # noqa: E402
 
 
 def medians(store: StudyStore) -> dict[tuple[str, ...], tuple[int, float]]:
-    return {t.key(): (t.number, t.stats["median"]) for t in store.records()[0]
+    return {t.key(): (t.number, t.stats.median) for t in store.records()[0]
             if t.ok and t.stats}
 
 

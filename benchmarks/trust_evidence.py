@@ -82,7 +82,7 @@ def stability(device, kernel) -> dict:
         a, best_a = _sweep(device, kernel, space, Path(tmp) / "a")
         b, best_b = _sweep(device, kernel, space, Path(tmp) / "b")
     keys = [k for k in a if k in b]
-    rho = spearman([a[k].stats["median"] for k in keys], [b[k].stats["median"] for k in keys])
+    rho = spearman([a[k].stats.median for k in keys], [b[k].stats.median for k in keys])
     top_a = max(a.values(), key=lambda t: t.gbps).gbps
     top_b = max(b.values(), key=lambda t: t.gbps).gbps
     drift = 100 * abs(best_b - best_a) / best_a

@@ -44,7 +44,7 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     for k in keys:
         x, y = ta[k], tb[k]
         label = " ".join(k) if k != ("trial",) else f"#{x.number} vs #{y.number}"
-        rows.append(Row(label, x.stats["median"], y.stats["median"],
+        rows.append(Row(label, x.stats.median, y.stats.median,
                         compare_samples(x.samples_ms, y.samples_ms, max_noise,
                                         threshold)))
     return rows

@@ -91,13 +91,14 @@ def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick,
     the report does; the sweep's median and rate are kept under their own names.
     ``unfinished``: the problem's final has not run yet, and ``note`` says so."""
     t, env = pick.trial, meta.get("environment", {})
-    cfg, stats = t.config or {}, t.stats or {}          # a pick always has both
+    cfg = t.config or {}
+    assert t.stats is not None                          # a pick always has stats
     entry = {
         "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": dtype,
         "footprint": footprint, "grid": cfg["grid"], "grid_expr": t.choice["grid"],
         "block": cfg["block"], "meta": cfg["meta"],
         "gbps": t.rate(Headline.GBPS, pick.median_ms), "median_ms": pick.median_ms,
-        "median_from": pick.median_from, "sweep_median_ms": stats["median"],
+        "median_from": pick.median_from, "sweep_median_ms": t.stats.median,
         "sweep_gbps": t.gbps, "study": meta["study"], "trial": t.number,
         "chosen_by": pick.chosen_by,
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
@@ -280,7 +281,7 @@ def export_csv(store: StudyStore, path: str | Path) -> tuple[Path, int]:
     params = list(meta.get("axes", {}))
     env = meta.get("environment", {})
     rows = [{**{p: t.choice.get(p, "") for p in params}, "status": t.status.value,
-             "median_ms": t.stats["median"] if t.stats else "",
+             "median_ms": t.stats.median if t.stats else "",
              "samples_ms": " ".join(repr(x) for x in t.samples_ms)}
             for t in trials if t.status.value not in ("invalid", "missing")]
     header = {"gpu": env.get("gpu", "?"), "sms": env.get("sms", ""),

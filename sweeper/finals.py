@@ -133,7 +133,7 @@ def simplicity(t: TrialRecord) -> tuple[int, int, int]:
 def finalists(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
     """The top ``TOP_K`` by median and everything tied with the best, fastest first."""
     ok = sorted((t for t in trials if t.ok and not t.suspicious and t.samples_ms),
-                key=lambda t: t.stats["median"])
+                key=lambda t: t.stats.median if t.stats else math.inf)
     if not ok:
         return []
     _, tied = tied_set({t.number: t.samples_ms for t in ok})
@@ -262,7 +262,7 @@ class Winners:
             if t.ok and t.config and t.stats and not t.suspicious:
                 key = problem_of(t)
                 if key not in out or t.score > out[key].trial.score:
-                    out[key] = Pick(t, t.stats["median"])
+                    out[key] = Pick(t, t.stats.median)
         by_number = {t.number: t for t in trials}
         for key, final in self.current(trials).items():
             if final.winner in by_number:

@@ -37,7 +37,7 @@ def trial_text(t: TrialRecord, headline: Headline, median: float | None = None) 
     grid = t.choice["grid"]
     grid_text = f"{grid} (={cfg['grid']})" if grid != str(cfg["grid"]) else grid
     rate = t.rate(headline, median)
-    median = t.stats["median"] if median is None and t.stats else median
+    median = t.stats.median if median is None and t.stats else median
     return (f"#{t.number} grid={grid_text} block={cfg['block']}{meta}: median {median:.4g} ms, "
             f"{rate:.4g} {headline.unit}")
 

@@ -271,7 +271,7 @@ class Sweep:
         self.store.append(_Raw({
             "kind": "duty", "trial": number, "reason": why, "note": summary.duty,
             "duty": {"kind": DEFAULT_DUTY.kind, "seconds": DEFAULT_DUTY.seconds},
-            "first_measurement": {"median_ms": (record.stats or {}).get("median"),
+            "first_measurement": {"median_ms": record.stats.median if record.stats else None,
                                   "clocks": record.clocks}}))
         return self._measure(number, choice)
 
@@ -282,17 +282,15 @@ class Sweep:
         cfg = t.config
         key = (Problem(cfg["dtype"], cfg["footprint"]), cfg.get("cache", "cold"))
         have = self._best_by_problem.get(key)
-        if have is None or t.stats["median"] < have[0]:
-            self._best_by_problem[key] = (t.stats["median"],
-                                          t.stats.get("ci_hi", t.stats["median"]))
+        if have is None or t.stats.median < have[0]:
+            self._best_by_problem[key] = (t.stats.median, t.stats.bounds()[1])
 
     @staticmethod
     def _beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
         """Is ``new`` faster than ``old`` by more than their medians' CIs allow?"""
         if old is None or not old.stats or not new.stats:
             return True
-        return new.stats.get("ci_hi", new.stats["median"]) < old.stats.get(
-            "ci_lo", old.stats["median"])
+        return new.stats.bounds()[1] < old.stats.bounds()[0]
 
     def _goal_reached(self, best: TrialRecord | None, since_improvement: int) -> str:
         budget = self.space.budget
@@ -494,7 +492,7 @@ class Sweep:
         stats = summarize(samples)
         record = {"kind": "drift", "number": base.number, "samples_ms": samples,
                   "stats": stats.to_dict(),
-                  "drift_pct": 100 * (stats.median - base.stats["median"]) / base.stats["median"]}
+                  "drift_pct": 100 * (stats.median - base.stats.median) / base.stats.median}
         self.store.append(_Raw(record))
         return record
 

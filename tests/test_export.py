@@ -4,6 +4,7 @@ import pytest
 
 from sweeper.errors import SweeperError
 from sweeper.export import export_study, tuned
+from sweeper.measure import summarize
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
 
@@ -20,7 +21,7 @@ def study(tmp_path, name, footprint, rows):
             choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK)},
             config={"grid": 1, "block": block, "num_warps": block // 32, "meta": {"BLOCK": BLOCK},
                     "dtype": "float32", "footprint": footprint},
-            stats={"median": 1.0}, gbps=gbps))
+            stats=summarize([1.0] * 3), gbps=gbps))
     store.close()
     return store
 

@@ -63,7 +63,7 @@ def test_a_sound_table_replays(space, tmp_path, capsys):
                  str(tmp_path / "studies"), "--quiet", "--no-report"]) == 0
     trials = StudyStore(tmp_path / "studies" / "tiny-replay").records()[0]
     assert sorted(t.status.value for t in trials) == ["ok", "ok", "ok", "out_of_resources"]
-    medians = sorted(t.stats["median"] for t in trials if t.ok)
+    medians = sorted(t.stats.median for t in trials if t.ok)
     assert medians == [0.125, 0.25, 0.5]
 
 

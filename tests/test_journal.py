@@ -27,6 +27,7 @@ from sweeper import ceilings, fsio
 from sweeper.cli import main
 from sweeper.errors import StudyError, StudyWarning, SweeperError, WriteError
 from sweeper.finals import FinalRecord
+from sweeper.measure import summarize
 from sweeper.samplers._priors import priors_from_studies
 from sweeper.space import load_space
 from sweeper.store import JOURNAL, REJECTED, BaselineRecord, StudyStore, TrialRecord
@@ -48,7 +49,7 @@ def trial(number: int, block: int = 32, status: TrialStatus = TrialStatus.OK) ->
         config={"grid": 132, "block": block, "num_warps": block // 32, "meta": {"BLOCK": 1024},
                 "dtype": "float32", "footprint": 1 << 20},
         samples_ms=[median] * 3, gbps=2.0 / median,
-        stats={"n": 3, "median": median, "ci_lo": median, "ci_hi": median, "cv": 0.0})
+        stats=summarize([median] * 3))
 
 
 def final() -> FinalRecord:
@@ -71,8 +72,8 @@ def make_study(root: Path, trials: int = 4) -> StudyStore:
     store.create({**META, "study": root.name})
     for n in range(trials):
         store.append(trial(n, block=32 << n % 4))
-    store.append(BaselineRecord("torch copy_", "float32", 1 << 20, [1.0],
-                                {"median": 1.0, "min": 1.0, "p95": 1.0}, 2.0))
+    store.append(BaselineRecord("torch copy_", "float32", 1 << 20, [1.0], summarize([1.0]),
+                                2.0))
     store.append(final())
     store.append(Raw(kind="duty", trial=trials, reason="capped", note="power-bound",
                      duty={"kind": "cool", "seconds": 1.0}))

@@ -215,7 +215,7 @@ def _study(root, name, samples):
     store.append(TrialRecord(number=0, status=TrialStatus.OK, choice={"block": "32"},
                              config={"grid": 1, "block": 32, "num_warps": 1, "meta": {},
                                      "dtype": "float32", "footprint": 1 << 20},
-                             samples_ms=samples, stats=summarize(samples).to_dict()))
+                             samples_ms=samples, stats=summarize(samples)))
     store.close()
 
 

@@ -38,8 +38,7 @@ def record(number, grid, block, BLOCK, gbps, status=TrialStatus.OK, reason=None,
             "grid": grid_value or 132, "block": block, "num_warps": block // 32,
             "meta": {"BLOCK": BLOCK}, "dtype": "float32", "footprint": 1 << 30},
         samples_ms=[median] * 3 if ok else [],
-        stats={"n": 3, "mean": median, "median": median, "min": median, "max": median,
-               "p95": median, "p99": median, "std": 0.0, "cv": 0.0} if ok else None,
+        stats=summarize([median] * 3) if ok else None,
         gbps=gbps if ok else 0.0, cold_s=0.1)
 
 

@@ -1,6 +1,7 @@
 """Report edge cases: problems in numeric order, the CI as a percentage, and studies or
 problems where nothing was measured (said plainly, nothing drawn, no warnings)."""
 
+import dataclasses
 import json
 import warnings
 
@@ -17,8 +18,7 @@ from tests.test_report import TRIALS, copy_study, record
 def measured(number, footprint, gbps, rel_ci=0.004, cache="cold"):
     """A measured copy trial of ``footprint`` bytes, with full statistics."""
     t = record(number, "sms", 32, 256, gbps)
-    median = t.stats["median"]
-    t.stats = {**summarize([median] * 5).to_dict(), "rel_ci": rel_ci}
+    t.stats = dataclasses.replace(summarize([t.stats.median] * 5), rel_ci=rel_ci)
     t.choice = {**t.choice, "footprint": format_size(footprint), "cache": cache}
     t.config = {**t.config, "footprint": footprint, "cache": cache}
     return t

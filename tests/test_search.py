@@ -40,7 +40,7 @@ def test_replaying_a_recorded_h200_table_reproduces_its_numbers(tmp_path):
     trials = {t.key(): t for t in store.records()[0] if t.ok}
     row = min(device.rows, key=lambda r: float(r["median_ms"]))
     best = max(trials.values(), key=lambda t: t.gbps)
-    assert best.stats["median"] == pytest.approx(float(row["median_ms"]))
+    assert best.stats.median == pytest.approx(float(row["median_ms"]))
     assert best.choice["grid"] == row["grid"] and best.choice["BLOCK"] == row["BLOCK"]
     assert best.gbps == pytest.approx(2 * (1 << 30) / (float(row["median_ms"]) * 1e-3) / 1e9)
     assert best.stop_reason == "replayed" and len(best.samples_ms) == 50
@@ -93,9 +93,9 @@ def test_export_csv_round_trips_through_replay(small_space, tmp_path, monkeypatc
     assert "BLOCK,block,cache,dtype,footprint,grid,status,median_ms,samples_ms" in text
     assert main(["run", str(small_space), "--device", "replay:t.csv", "--quiet",
                  "--no-report"]) == 0
-    original = {t.key(): t.stats["median"] for t in
+    original = {t.key(): t.stats.median for t in
                 StudyStore("studies/tiny-interpret").records()[0] if t.ok}
-    replayed = {t.key(): t.stats["median"] for t in
+    replayed = {t.key(): t.stats.median for t in
                 StudyStore("studies/tiny-replay").records()[0] if t.ok}
     assert replayed == pytest.approx(original)
 

@@ -12,7 +12,7 @@ from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._nvml import GpuState, throttle_reason
 from sweeper.finals import PRACTICAL, RULE, finalists, pick_winner
 from sweeper.kernels import load_kernel
-from sweeper.measure import StopRule
+from sweeper.measure import StopRule, summarize
 from sweeper.space import Config, MeasureSpec, Problem, load_space
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import Sweep, fingerprint_diff, open_study
@@ -135,7 +135,7 @@ def record(number, samples, warps=4, block_meta=1024, grid=100):
     return TrialRecord(number=number, choice={"n": str(number)}, status=TrialStatus.OK,
                        config={"num_warps": warps, "meta": {"BLOCK": block_meta}, "grid": grid,
                                "dtype": "float32", "footprint": 1, "cache": "cold"},
-                       samples_ms=samples, stats={"median": sorted(samples)[len(samples) // 2]})
+                       samples_ms=samples, stats=summarize(samples))
 
 
 def test_finalists_are_top_k_plus_the_tied_set_and_skip_suspicious():

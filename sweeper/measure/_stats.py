@@ -44,6 +44,12 @@ class Stats:
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
 
+    def bounds(self) -> tuple[float, float]:
+        """The median's 95 % interval; the median itself for a bound not known (statistics
+        a journal written by hand left out)."""
+        return (self.median if math.isnan(self.ci_lo) else self.ci_lo,
+                self.median if math.isnan(self.ci_hi) else self.ci_hi)
+
 
 def summarize(samples_ms: Sequence[float]) -> Stats:
     """Mean, median, min, max, p95, p99, std, CV, quartiles, the median's CI, outliers."""

@@ -158,8 +158,8 @@ def _baselines(tables: dict[str, Any]) -> list[str]:
     metric, df = tables["metric"], tables["frame"]
     rows = pd.DataFrame([{"name": b.name, "dtype": b.dtype,
                           "footprint": format_size(b.footprint), "cache": b.cache,
-                          "median ms": b.stats["median"], "min ms": b.stats["min"],
-                          "p95 ms": b.stats["p95"], unit(metric): r}
+                          "median ms": b.stats.median, "min ms": b.stats.min,
+                          "p95 ms": b.stats.p95, unit(metric): r}
                          for b, r in zip(tables["baselines"],
                                          baseline_rates(tables["baselines"], df, metric))])
     return ["\n## Baselines (same timer, same runs, same GPU)\n", md_table(rows)]

@@ -48,7 +48,7 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
             "energy_j": t.energy_j if t.energy_j is not None else np.nan,
             "sm_mhz": (t.clocks or {}).get("sm_mhz_mean") or np.nan,
             "capped": (t.clocks or {}).get("reasons", {}).get("sw_power_cap", 0.0),
-            "gb_per_j": (t.gbps * t.stats["median"] * 1e-3 / t.energy_j
+            "gb_per_j": (t.gbps * t.stats.median * 1e-3 / t.energy_j
                          if t.energy_j and t.stats else np.nan),
         }
         for name in meta_names:
@@ -56,7 +56,7 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
         for stat in STAT_COLUMNS:
             key = f"{stat}_ms" if stat in ("median", "mean", "min", "max", "p95", "p99", "std",
                                            "ci_lo", "ci_hi") else stat
-            row[key] = (t.stats or {}).get(stat, np.nan)
+            row[key] = getattr(t.stats, stat) if t.stats else np.nan
         row["ci_pct"] = 100.0 * row["rel_ci"]
         row.update(_ceiling_columns(t, ceilings, headline))
         rows.append(row)
@@ -101,7 +101,7 @@ def _ceiling_columns(t: TrialRecord, ceilings: Ceilings | None, headline: Headli
     if headline is Headline.GBPS:
         ceiling = ceilings.bandwidth(cfg["footprint"], cfg.get("cache", "cold"))
         out["pct_ceiling"] = 100 * t.gbps / ceiling if ceiling else np.nan
-    seconds = t.stats["median"] * 1e-3
+    seconds = t.stats.median * 1e-3
     out["intensity"], _, out["bound"] = ceilings.roofline(
         t.gflops * 1e9 * seconds, t.gbps * 1e9 * seconds, cfg["dtype"])
     return out
@@ -267,7 +267,7 @@ def baseline_rates(baselines: Sequence[BaselineRecord], df: pd.DataFrame, metric
         same = ok[(ok["dtype"] == b.dtype) & (ok["footprint"] == b.footprint)
                   & (ok["cache"] == b.cache)]
         out.append(at_median(same.iloc[0][metric], same.iloc[0]["median_ms"],
-                             b.stats["median"]) if len(same) else np.nan)
+                             b.stats.median) if len(same) else np.nan)
     return out
 
 
@@ -326,14 +326,14 @@ def one_at_a_time(trials: Sequence[TrialRecord], axes: dict[str, list[str]],
         rows = []
         for t in trials:
             if all(t.choice.get(k) == v for k, v in baseline.items() if k != axis):
-                st = t.stats or {}
-                scale = t.rate(headline) * st.get("median", 0) if t.ok else 0.0   # rate x ms
+                st = t.stats if t.ok else None
+                scale = t.rate(headline) * st.median if st else 0.0   # rate x ms
                 rows.append({
                     "label": t.choice[axis], "status": t.status.value,
-                    "median_ms": st.get("median", np.nan),
+                    "median_ms": t.stats.median if t.stats else np.nan,
                     "rate": t.rate(headline) if t.ok else np.nan,
-                    "lo": scale / st["ci_hi"] if t.ok and st.get("ci_hi") else np.nan,
-                    "hi": scale / st["ci_lo"] if t.ok and st.get("ci_lo") else np.nan})
+                    "lo": scale / st.ci_hi if st and st.ci_hi else np.nan,
+                    "hi": scale / st.ci_lo if st and st.ci_lo else np.nan})
         if not rows:
             continue
         points = (pd.DataFrame(rows).drop_duplicates("label")

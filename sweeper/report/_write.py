@@ -161,8 +161,8 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "best": _clean(tables["best"].to_dict("records")),
         "baselines": [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint,
                        "cache": b.cache, "gbps": b.gbps,
-                       **{f"{k}_ms": v for k, v in b.stats.items()
-                          if k in ("median", "min", "p95", "std", "ci_lo", "ci_hi")}}
+                       **{f"{k}_ms": getattr(b.stats, k)
+                          for k in ("median", "min", "p95", "std", "ci_lo", "ci_hi")}}
                       for b in tables["baselines"]],
         "failures": _clean(tables["failures"].to_dict("records")),
         "stopping": _clean(tables["stops"].to_dict("records")),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.kernels import Headline
 from sweeper.measure import Stats
 from sweeper.space import Config
-from sweeper.store._schema import conforms, stats_problem, values_problem
+from sweeper.store._schema import Record, conforms, stats_problem, values_problem
 from sweeper.trial import TrialResult, TrialStatus
 
 #: A resolved config as a trial record keeps it (see :func:`config_dict`).
@@ -27,7 +27,7 @@ def config_dict(config: Config) -> dict[str, Any]:
 
 
 @dataclass
-class TrialRecord:
+class TrialRecord(Record):
     """Everything one trial produced; ``config`` is ``None`` when it could not be resolved."""
 
     number: int
@@ -37,7 +37,7 @@ class TrialRecord:
     config: dict[str, Any] | None = None
     cold_s: float | None = None
     samples_ms: list[float] = field(default_factory=list)
-    stats: dict[str, float] | None = None
+    stats: Stats | None = None
     gbps: float = 0.0
     gflops: float = 0.0
     started: str = ""
@@ -64,7 +64,7 @@ class TrialRecord:
         return cls(number=number, choice=dict(choice), status=result.status,
                    reason=result.reason, config=config_dict(config) if config else None,
                    cold_s=result.cold_s, samples_ms=list(result.samples_ms),
-                   stats=result.stats.to_dict() if result.stats else None, gbps=result.gbps,
+                   stats=result.stats, gbps=result.gbps,
                    gflops=result.gflops, started=started, wall_s=wall_s,
                    stop_reason=result.stop_reason, discarded=result.discarded,
                    discard_reasons=list(result.discard_reasons), state=dict(result.state),
@@ -89,7 +89,7 @@ class TrialRecord:
         values, and within one problem any rate ranks configs as the median does."""
         if not self.ok or not self.stats:
             return 0.0
-        return self.gbps or self.gflops or 1e3 / self.stats["median"]
+        return self.gbps or self.gflops or 1e3 / self.stats.median
 
     def rate(self, headline: Headline, median_ms: float | None = None) -> float:
         """The rate reports lead with: GB/s, or TFLOP/s; at ``median_ms`` when given (the
@@ -97,15 +97,10 @@ class TrialRecord:
         rate = self.gflops / 1e3 if headline is Headline.TFLOPS else self.gbps
         if median_ms is None or not self.stats:
             return rate
-        return rate * self.stats["median"] / median_ms
+        return rate * self.stats.median / median_ms
 
     def key(self) -> tuple[str, ...]:
         return tuple(f"{k}={v}" for k, v in sorted(self.choice.items()))
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["status"] = self.status.value
-        return out
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
@@ -129,22 +124,16 @@ class TrialRecord:
             return stats_problem(data.get("stats"), "an ok trial's stats")
         return None
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TrialRecord:
-        data = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        data["status"] = TrialStatus(data["status"])
-        return cls(**data)
-
 
 @dataclass
-class BaselineRecord:
+class BaselineRecord(Record):
     """The same work done by torch (``torch copy_``), timed the same way, per problem."""
 
     name: str
     dtype: str
     footprint: int
     samples_ms: list[float]
-    stats: dict[str, float]
+    stats: Stats
     gbps: float
     cache: str = "cold"
     stop_reason: str = ""
@@ -155,18 +144,11 @@ class BaselineRecord:
                      stats: Stats, gbps: float, cache: str = "cold",
                      stop_reason: str = "") -> BaselineRecord:
         return cls(name=name, dtype=dtype, footprint=footprint, samples_ms=list(samples),
-                   stats=stats.to_dict(), gbps=gbps, cache=cache, stop_reason=stop_reason)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+                   stats=stats, gbps=gbps, cache=cache, stop_reason=stop_reason)
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
         return stats_problem(data["stats"], "its stats", ("min", "p95"))
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BaselineRecord:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 @dataclass
@@ -176,7 +158,7 @@ class DriftRecord:
 
     number: int
     samples_ms: list[float]
-    stats: dict[str, float]
+    stats: Stats
     drift_pct: float
     kind: str = "drift"
 

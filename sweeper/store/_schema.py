@@ -1,9 +1,16 @@
-"""What a journal record and a ``study.json`` must hold, checked where they are read.
+"""What a journal record and a ``study.json`` must hold, checked where they are read, and
+how a checked record becomes its typed object and is written back.
 
 A record type is a dataclass; its field annotations are the schema (a field without a
 default is required), and an optional ``invariants(data)`` static method adds what its
 readers index without looking (an ``ok`` trial's median, a final's winner among its
 finalists).  A record that passes is safe for every reader: none of them needs a guard.
+
+An annotation also says how the field's JSON becomes a typed value (:func:`load`) and
+back (:func:`dump`): plain JSON types stay as they are, an enum is kept by its value, a
+nested dataclass as an object of its fields (checked the same way), and the value types
+of :data:`sweeper.store._codec.CODECS` (a ``Config``, ``Stats``, flags, stop reasons) in
+the form that codec gives them.  The typed objects are built once, when a record is read.
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ import importlib
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 #: Every kind of journal record, as ``module:Class`` (loaded when first needed); a new kind
 #: of record is added here, or it is set aside as unknown when read.
@@ -44,7 +54,7 @@ def record_problem(data: Any) -> str | None:
         return f"a JSON {_json_type(data)}, not a record (an object with a kind)"
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in KINDS:
-        got = "no kind" if "kind" not in data else f"unknown kind {_show(kind)}"
+        got = "no kind" if "kind" not in data else f"unknown kind {show(kind)}"
         return f"{got}; a record's kind is one of {', '.join(sorted(KINDS))}"
     cls = record_class(kind)
     problem = fields_problem(cls, data)
@@ -81,20 +91,51 @@ def fields_problem(cls: Any, data: Mapping[str, Any]) -> str | None:
 def values_problem(data: Mapping[str, Any], types_: Mapping[str, Any]) -> str | None:
     """The first value of ``data`` that is not of its type in ``types_`` (others are free)."""
     for key, hint in types_.items():
-        if key in data and not conforms(data[key], hint):
-            value = data[key]
-            if isinstance(hint, type) and issubclass(hint, enum.Enum):
-                return (f"{key} {_show(value)} is not one of "
-                        f"{', '.join(str(m.value) for m in hint)}")
-            return f"{key} is {_show(value)}, not {type_name(hint)}"
+        if key in data:
+            problem = value_problem(data[key], hint, key)
+            if problem is not None:
+                return problem
     return None
+
+
+def value_problem(value: Any, hint: Any, key: str) -> str | None:
+    """Why the JSON ``value`` of ``key`` does not fit ``hint``, or ``None``."""
+    codec = codec_for(hint)
+    if codec is not None:
+        return codec.problem(value, key)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        arms = [arm for arm in args if arm is not type(None)]
+        if len(arms) == 1 and _structured(arms[0]):
+            return value_problem(value, arms[0], key)
+    elif _structured(hint):
+        if not isinstance(value, dict):
+            return f"{key} is {show(value)}, not an object"
+        problem = fields_problem(hint, value)
+        return None if problem is None else f"{key}: {problem}"
+    elif origin is list and _structured(args[0]) and isinstance(value, list):
+        for i, item in enumerate(value):
+            problem = value_problem(item, args[0], f"{key}[{i}]")
+            if problem is not None:
+                return problem
+        return None
+    if conforms(value, hint):
+        return None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return f"{key} {show(value)} is not one of {', '.join(str(m.value) for m in hint)}"
+    return f"{key} is {show(value)}, not {type_name(hint)}"
 
 
 def conforms(value: Any, hint: Any) -> bool:
     """Whether a JSON value fits a type annotation (``int``, ``list[float]``, ``X | None``,
-    an enum of string values, ``Any``...); JSON integers fit ``float``."""
+    an enum of string values, a dataclass, a type with a codec, ``Any``...); JSON
+    integers fit ``float``."""
     if hint is Any:
         return True
+    if _structured(hint):
+        return value_problem(value, hint, "") is None
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return any(conforms(value, arm) for arm in args)
@@ -111,6 +152,70 @@ def conforms(value: Any, hint: Any) -> bool:
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, hint)
+
+
+def load(hint: Any, value: Any) -> Any:
+    """The typed value of a checked JSON ``value`` of type ``hint``."""
+    codec = codec_for(hint)
+    if codec is not None:
+        return codec.load(value)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        arm = next((a for a in args if a is not type(None) and conforms(value, a)), Any)
+        return load(arm, value)
+    if origin is list:
+        return [load(args[0], v) for v in value]
+    if origin is dict:
+        return {k: load(args[1], v) for k, v in value.items()}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
+    if dataclasses.is_dataclass(hint):
+        return load_fields(hint, value)
+    return value
+
+
+def load_fields(cls: Any, data: Mapping[str, Any]) -> Any:
+    """Dataclass ``cls`` from a checked JSON object; keys it has no field for are left."""
+    hints = _hints(cls)
+    return cls(**{f.name: load(hints[f.name], data[f.name])
+                  for f in dataclasses.fields(cls) if f.init and f.name in data})
+
+
+def dump(value: Any) -> Any:
+    """The JSON form of a typed value: what :func:`load` reads back as the same value."""
+    codec = codec_for(type(value))
+    if codec is not None:
+        return codec.dump(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: dump(v) for k, v in value.items()}
+    return value
+
+
+def codec_for(hint: Any) -> Any:
+    """The codec of a value type records keep in a form of its own, else ``None``."""
+    return _codecs().get(hint) if isinstance(hint, type) else None
+
+
+@functools.cache
+def _codecs() -> dict[type, Any]:
+    """Imported when first needed: the codecs check their values with this module."""
+    from sweeper.store._codec import CODECS
+
+    return CODECS
+
+
+def _structured(hint: Any) -> bool:
+    """Kept as a JSON object checked field by field, or by a codec."""
+    return codec_for(hint) is not None or (isinstance(hint, type) and
+                                           dataclasses.is_dataclass(hint))
 
 
 def type_name(hint: Any) -> str:
@@ -147,6 +252,20 @@ def _json_type(value: Any) -> str:
             type(None): "null", dict: "object"}.get(type(value), type(value).__name__)
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+class Record:
+    """A journal record: written as the JSON of its fields (:func:`dump`), read back by
+    the same annotations (:func:`load_fields`) once :func:`record_problem` passed it."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = dump(self)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        out: Self = load_fields(cls, data)
+        return out
