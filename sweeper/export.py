@@ -91,14 +91,14 @@ def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick,
     the report does; the sweep's median and rate are kept under their own names.
     ``unfinished``: the problem's final has not run yet, and ``note`` says so."""
     t, env = pick.trial, meta.get("environment", {})
-    cfg = t.config or {}
-    assert t.stats is not None                          # a pick always has stats
+    cfg, stats = t.config, t.stats
+    assert cfg is not None and stats is not None        # a pick always has both
     entry = {
         "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": dtype,
-        "footprint": footprint, "grid": cfg["grid"], "grid_expr": t.choice["grid"],
-        "block": cfg["block"], "meta": cfg["meta"],
+        "footprint": footprint, "grid": cfg.grid, "grid_expr": t.choice["grid"],
+        "block": cfg.block, "meta": dict(cfg.meta),
         "gbps": t.rate(Headline.GBPS, pick.median_ms), "median_ms": pick.median_ms,
-        "median_from": pick.median_from, "sweep_median_ms": t.stats.median,
+        "median_from": pick.median_from, "sweep_median_ms": stats.median,
         "sweep_gbps": t.gbps, "study": meta["study"], "trial": t.number,
         "chosen_by": pick.chosen_by,
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},

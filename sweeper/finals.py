@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sweeper.measure import PRACTICAL, StopRule, summarize, tied_set
-from sweeper.store import StudyStore, TrialRecord
+from sweeper.store import ProblemKey, StudyStore, TrialRecord
 
 TOP_K = 5
 MAX_FINALISTS = 12
@@ -119,15 +119,16 @@ def finals_apply(meta: dict[str, Any]) -> bool:
             and meta.get("sampler", {}).get("name") != "one-at-a-time")
 
 
-def problem_of(t: TrialRecord) -> tuple[str, int, str]:
-    cfg = t.config or {}
-    return cfg.get("dtype", ""), cfg.get("footprint", 0), cfg.get("cache", "cold")
+def problem_of(t: TrialRecord) -> ProblemKey:
+    """``t``'s problem; empty for a trial whose choice never resolved (no reader asks)."""
+    return t.problem or ProblemKey("", 0)
 
 
 def simplicity(t: TrialRecord) -> tuple[int, int, int]:
-    cfg = t.config or {}
-    meta = math.prod(cfg.get("meta", {}).values()) if cfg.get("meta") else 0
-    return cfg.get("num_warps", 0), meta, cfg.get("grid", 0)
+    cfg = t.config
+    if cfg is None:
+        return 0, 0, 0
+    return cfg.num_warps, math.prod(cfg.meta.values()) if cfg.meta else 0, cfg.grid
 
 
 def finalists(trials: Sequence[TrialRecord]) -> list[TrialRecord]:

@@ -32,13 +32,14 @@ def problem_text(problem: Problem) -> str:
 def trial_text(t: TrialRecord, headline: Headline, median: float | None = None) -> str:
     """Trial ``t``'s config, median (``median``: from other samples, such as the
     interleaved final's) and the kernel's headline rate at that median."""
-    cfg = t.config or {}
-    meta = "".join(f" {k}={v}" for k, v in cfg.get("meta", {}).items())
+    cfg = t.config
+    assert cfg is not None                          # a measured trial's config
+    meta = "".join(f" {k}={v}" for k, v in cfg.meta.items())
     grid = t.choice["grid"]
-    grid_text = f"{grid} (={cfg['grid']})" if grid != str(cfg["grid"]) else grid
+    grid_text = f"{grid} (={cfg.grid})" if grid != str(cfg.grid) else grid
     rate = t.rate(headline, median)
     median = t.stats.median if median is None and t.stats else median
-    return (f"#{t.number} grid={grid_text} block={cfg['block']}{meta}: median {median:.4g} ms, "
+    return (f"#{t.number} grid={grid_text} block={cfg.block}{meta}: median {median:.4g} ms, "
             f"{rate:.4g} {headline.unit}")
 
 

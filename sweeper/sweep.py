@@ -279,8 +279,7 @@ class Sweep:
         """Remember the fastest (median, CI high) per problem, for early abandonment."""
         if not t.ok or not t.config or not t.stats:
             return
-        cfg = t.config
-        key = (Problem(cfg["dtype"], cfg["footprint"]), cfg.get("cache", "cold"))
+        key = (t.config.problem, t.config.cache)
         have = self._best_by_problem.get(key)
         if have is None or t.stats.median < have[0]:
             self._best_by_problem[key] = (t.stats.median, t.stats.bounds()[1])
@@ -299,8 +298,7 @@ class Sweep:
                     "trials")
         if budget.target is not None and best is not None and self.ceilings is not None and \
                 self.ceilings.copy and best.config and best.gbps:
-            ceiling = self.ceilings.bandwidth(best.config["footprint"],
-                                              best.config.get("cache", "cold"))
+            ceiling = self.ceilings.bandwidth(best.config.problem.footprint, best.config.cache)
             if best.gbps >= budget.target * ceiling:
                 return (f"budget: target {100 * budget.target:g}% of the ceiling reached "
                         f"({best.gbps:.4g} of {ceiling:.4g} GB/s)")

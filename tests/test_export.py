@@ -5,6 +5,7 @@ import pytest
 from sweeper.errors import SweeperError
 from sweeper.export import export_study, tuned
 from sweeper.measure import summarize
+from sweeper.space import Config, Problem
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
 
@@ -19,8 +20,8 @@ def study(tmp_path, name, footprint, rows):
         store.append(TrialRecord(
             number=i, status=TrialStatus.OK,
             choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK)},
-            config={"grid": 1, "block": block, "num_warps": block // 32, "meta": {"BLOCK": BLOCK},
-                    "dtype": "float32", "footprint": footprint},
+            config=Config(Problem("float32", footprint), grid=1, block=block,
+                          meta={"BLOCK": BLOCK}),
             stats=summarize([1.0] * 3), gbps=gbps))
     store.close()
     return store

@@ -77,7 +77,7 @@ def test_an_illegal_address_is_recorded_and_the_run_goes_on_in_a_fresh_process(
     assert run.stderr.count("going on in a fresh process") == 4
     assert len({t.key() for t in measured}) == len(measured) == 6
     crashed = [t for t in measured if t.status.value == "crashed"]
-    assert len(crashed) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in crashed)
+    assert len(crashed) == 4 and all(t.config.meta["BLOCK"] == 1024 for t in crashed)
     assert all("illegal memory access" in t.reason and "unusable" in t.reason
                for t in crashed)
     assert sum(t.ok for t in measured) == 2
@@ -97,7 +97,7 @@ def test_a_kernel_that_never_returns_is_recorded_as_timeout_and_the_run_goes_on(
     assert run.returncode == 0, run.stderr
     assert len({t.key() for t in measured}) == len(measured) == 6
     hung = [t for t in measured if t.status.value == "timeout"]
-    assert len(hung) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in hung)
+    assert len(hung) == 4 and all(t.config.meta["BLOCK"] == 1024 for t in hung)
     assert sum(t.ok for t in measured) == 2
 
 

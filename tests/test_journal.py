@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -29,7 +30,7 @@ from sweeper.errors import StudyError, StudyWarning, SweeperError, WriteError
 from sweeper.finals import FinalRecord
 from sweeper.measure import summarize
 from sweeper.samplers._priors import priors_from_studies
-from sweeper.space import load_space
+from sweeper.space import Config, Problem, load_space
 from sweeper.store import JOURNAL, REJECTED, BaselineRecord, StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
 
@@ -46,8 +47,7 @@ def trial(number: int, block: int = 32, status: TrialStatus = TrialStatus.OK) ->
     return TrialRecord(
         number=number, status=status,
         choice={"grid": "sms", "block": str(block), "BLOCK": "1024"},
-        config={"grid": 132, "block": block, "num_warps": block // 32, "meta": {"BLOCK": 1024},
-                "dtype": "float32", "footprint": 1 << 20},
+        config=Config(Problem("float32", 1 << 20), grid=132, block=block, meta={"BLOCK": 1024}),
         samples_ms=[median] * 3, gbps=2.0 / median,
         stats=summarize([median] * 3))
 
@@ -344,7 +344,7 @@ def test_append_never_writes_a_line_the_reader_would_set_aside(tmp_path):
     with pytest.raises(StudyError, match=r"cannot record a trial record: trial #1 again"):
         store.append(trial(1))
     bad = trial(9)
-    bad.config["grid"] = 10 ** 5000
+    bad.config = dataclasses.replace(bad.config, grid=10 ** 5000)
     with pytest.raises(StudyError, match=r"cannot record a trial record: not JSON \(Exceeds"):
         store.append(bad)
     store.close()

@@ -18,7 +18,7 @@ from sweeper.finals import Winners
 from sweeper.kernels import Headline, load_kernel
 from sweeper.outcome import failure_counts, nothing_measured
 from sweeper.samplers._priors import prior_sources
-from sweeper.space import Problem, load_space
+from sweeper.space import Config, Problem, load_space
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
 
@@ -142,7 +142,7 @@ def test_each_problem_gets_its_best_and_winner_lines(write_space, tmp_path, caps
         t = pick.trial
         base = pick.final.baseline
         assert line(results, f"winner, float32 {footprint >> 10}KiB cold").endswith(
-            f": #{t.number} grid=sms (=2) block={t.config['block']} BLOCK=256: median "
+            f": #{t.number} grid=sms (=2) block={t.config.block} BLOCK=256: median "
             f"{pick.median_ms:.4g} ms, {t.rate(Headline.GBPS, pick.median_ms):.4g} GB/s; "
             f"{len(pick.final.tied) - 1} other(s) tied within noise; "
             f"{pick.final.baseline_ratio():.3f}× torch copy_ "
@@ -213,8 +213,7 @@ def _study(root, name, samples):
     from sweeper.measure import summarize
 
     store.append(TrialRecord(number=0, status=TrialStatus.OK, choice={"block": "32"},
-                             config={"grid": 1, "block": 32, "num_warps": 1, "meta": {},
-                                     "dtype": "float32", "footprint": 1 << 20},
+                             config=Config(Problem("float32", 1 << 20), grid=1, block=32),
                              samples_ms=samples, stats=summarize(samples)))
     store.close()
 

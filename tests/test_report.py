@@ -19,7 +19,7 @@ from sweeper.report import (
     trials_frame,
     write_report,
 )
-from sweeper.space import load_space
+from sweeper.space import Config, Problem, load_space
 from sweeper.store import BaselineRecord, StudyStore, TrialRecord
 from sweeper.sweep import Sweep, open_study
 from sweeper.trial import TrialStatus
@@ -34,9 +34,9 @@ def record(number, grid, block, BLOCK, gbps, status=TrialStatus.OK, reason=None,
         number=number, status=status, reason=reason,
         choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK), "dtype": "float32",
                 "footprint": "1GiB"},
-        config=None if status is TrialStatus.INVALID else {
-            "grid": grid_value or 132, "block": block, "num_warps": block // 32,
-            "meta": {"BLOCK": BLOCK}, "dtype": "float32", "footprint": 1 << 30},
+        config=None if status is TrialStatus.INVALID else Config(
+            Problem("float32", 1 << 30), grid=grid_value or 132, block=block,
+            meta={"BLOCK": BLOCK}),
         samples_ms=[median] * 3 if ok else [],
         stats=summarize([median] * 3) if ok else None,
         gbps=gbps if ok else 0.0, cold_s=0.1)

@@ -9,7 +9,7 @@ import pytest
 
 from sweeper.measure import summarize
 from sweeper.report import study_tables, write_report
-from sweeper.space import format_size
+from sweeper.space import Problem, format_size
 from sweeper.store import BaselineRecord
 from sweeper.trial import TrialStatus
 from tests.test_report import TRIALS, copy_study, record
@@ -20,7 +20,7 @@ def measured(number, footprint, gbps, rel_ci=0.004, cache="cold"):
     t = record(number, "sms", 32, 256, gbps)
     t.stats = dataclasses.replace(summarize([t.stats.median] * 5), rel_ci=rel_ci)
     t.choice = {**t.choice, "footprint": format_size(footprint), "cache": cache}
-    t.config = {**t.config, "footprint": footprint, "cache": cache}
+    t.config = dataclasses.replace(t.config, problem=Problem("float32", footprint), cache=cache)
     return t
 
 
@@ -95,7 +95,7 @@ def test_a_study_where_nothing_was_measured_says_why_and_draws_nothing(tmp_path)
 def test_a_problem_without_a_measured_config_is_named(tmp_path):
     failed = record(9, "sms", 32, 256, 0.0, TrialStatus.CRASHED, "RuntimeError: boom")
     failed.choice = {**failed.choice, "footprint": "4KiB"}
-    failed.config = {**failed.config, "footprint": 4 << 10}
+    failed.config = dataclasses.replace(failed.config, problem=Problem("float32", 4 << 10))
     store = small_study(tmp_path, [measured(0, 8 << 10, 100.0), failed])
     files = write_report(store)
     md = files.markdown.read_text()

@@ -234,7 +234,7 @@ def test_a_hung_trial_is_recorded_as_timeout_and_the_run_goes_on(write_space, tm
     assert run.stderr.count("going on in a fresh process") == 4
     assert len({t.key() for t in measured}) == len(measured) == 6
     hung = [t for t in measured if t.status is TrialStatus.TIMEOUT]
-    assert len(hung) == 4 and all(t.config["meta"]["BLOCK"] == 1024 for t in hung)
+    assert len(hung) == 4 and all(t.config.meta["BLOCK"] == 1024 for t in hung)
     assert all(t.reason.startswith("no result after 1 s (measure.timeout)") for t in hung)
     assert sum(t.ok for t in measured) == 2
 

@@ -133,8 +133,8 @@ def test_batched_samples_are_divided_by_the_batch():
 
 def record(number, samples, warps=4, block_meta=1024, grid=100):
     return TrialRecord(number=number, choice={"n": str(number)}, status=TrialStatus.OK,
-                       config={"num_warps": warps, "meta": {"BLOCK": block_meta}, "grid": grid,
-                               "dtype": "float32", "footprint": 1, "cache": "cold"},
+                       config=Config(Problem("float32", 4), grid=grid, block=32 * warps,
+                                     meta={"BLOCK": block_meta}),
                        samples_ms=samples, stats=summarize(samples))
 
 

@@ -33,14 +33,14 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
     rate (copy bandwidth, or the dtype's matmul rate) and roofline place."""
     rows = []
     for t in trials:
-        cfg = t.config or {}
+        cfg = t.config
         row: dict[str, Any] = {
             "number": t.number, "status": t.status.value, "reason": t.reason or "",
-            "grid_label": t.choice.get("grid", ""), "grid": cfg.get("grid"),
-            "block": cfg.get("block", _number(t.choice.get("block", ""))),
+            "grid_label": t.choice.get("grid", ""), "grid": cfg.grid if cfg else None,
+            "block": cfg.block if cfg else _number(t.choice.get("block", "")),
             "dtype": t.choice.get("dtype"), "footprint_label": t.choice.get("footprint"),
-            "footprint": cfg.get("footprint"),
-            "cache": cfg.get("cache", t.choice.get("cache", "cold")), "cold_s": t.cold_s,
+            "footprint": cfg.problem.footprint if cfg else None,
+            "cache": cfg.cache if cfg else t.choice.get("cache", "cold"), "cold_s": t.cold_s,
             "gbps": t.gbps, "gflops": t.gflops, "tflops": t.rate(Headline.TFLOPS),
             "score": t.score,
             "samples": len(t.samples_ms),
@@ -52,7 +52,7 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
                          if t.energy_j and t.stats else np.nan),
         }
         for name in meta_names:
-            row[name] = cfg.get("meta", {}).get(name, _number(t.choice.get(name, "")))
+            row[name] = (cfg.meta if cfg else {}).get(name, _number(t.choice.get(name, "")))
         for stat in STAT_COLUMNS:
             key = f"{stat}_ms" if stat in ("median", "mean", "min", "max", "p95", "p99", "std",
                                            "ci_lo", "ci_hi") else stat
@@ -92,18 +92,18 @@ def _ceiling_columns(t: TrialRecord, ceilings: Ceilings | None, headline: Headli
     out: dict[str, Any] = {"pct_ceiling": np.nan, "intensity": np.nan, "bound": ""}
     if ceilings is None or not t.ok or not t.config:
         return out
-    cfg = t.config
+    problem, cache = t.config.problem, t.config.cache
     if headline is Headline.TFLOPS:
-        peak = ceilings.matmul_peak(cfg["dtype"])
+        peak = ceilings.matmul_peak(problem.dtype)
         out["pct_ceiling"] = 100 * t.rate(headline) / peak[1] if peak else np.nan
     if not ceilings.copy:
         return out
     if headline is Headline.GBPS:
-        ceiling = ceilings.bandwidth(cfg["footprint"], cfg.get("cache", "cold"))
+        ceiling = ceilings.bandwidth(problem.footprint, cache)
         out["pct_ceiling"] = 100 * t.gbps / ceiling if ceiling else np.nan
     seconds = t.stats.median * 1e-3
     out["intensity"], _, out["bound"] = ceilings.roofline(
-        t.gflops * 1e9 * seconds, t.gbps * 1e9 * seconds, cfg["dtype"])
+        t.gflops * 1e9 * seconds, t.gbps * 1e9 * seconds, problem.dtype)
     return out
 
 

@@ -1,8 +1,8 @@
 """Store: the study on disk, append-only and resumable."""
 
 from sweeper.store._journal import JOURNAL, REJECTED, BadLine
-from sweeper.store._records import BaselineRecord, TrialRecord, config_dict
+from sweeper.store._records import BaselineRecord, ProblemKey, TrialRecord
 from sweeper.store._study import META, StudyStore
 
-__all__ = ["JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "StudyStore",
-           "TrialRecord", "config_dict"]
+__all__ = ["JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "ProblemKey",
+           "StudyStore", "TrialRecord"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeper.measure import Stats
+from sweeper.space import DTYPES, Config, Problem
 from sweeper.store._schema import show, values_problem
 
 
@@ -44,6 +45,42 @@ def _stats_load(value: dict[str, Any]) -> Stats:
     return Stats(**{**missing, **{k: v for k, v in value.items() if k in STATS_FIELDS}})
 
 
+#: A resolved config as trial records have always kept it: flat, its problem's dtype and
+#: footprint beside the launch values, ``num_warps`` written out (``block`` / 32), ``cache``
+#: ``cold`` where a journal older than the cache axis left it out.
+CONFIG_TYPES: dict[str, Any] = {"grid": int, "block": int, "num_warps": int,
+                                "meta": dict[str, int], "dtype": str, "footprint": int,
+                                "cache": str}
+
+
+def _config_problem(value: Any, key: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{key} is {show(value)}, not an object"
+    missing = [k for k in CONFIG_TYPES if k != "cache" and k not in value]
+    if missing:
+        return f"{key} has no {', '.join(missing)}"
+    problem = values_problem(value, CONFIG_TYPES)
+    if problem is None and value["dtype"] not in DTYPES:
+        problem = f"dtype {show(value['dtype'])} is not one of {', '.join(DTYPES)}"
+    if problem is None and value["num_warps"] != value["block"] // 32:
+        problem = (f"num_warps {value['num_warps']} is not block / 32 "
+                   f"({value['block']} threads)")
+    return None if problem is None else f"{key}: {problem}"
+
+
+def _config_load(value: dict[str, Any]) -> Config:
+    return Config(problem=Problem(value["dtype"], value["footprint"]), grid=value["grid"],
+                  block=value["block"], meta=dict(value["meta"]),
+                  cache=value.get("cache", "cold"))
+
+
+def _config_dump(config: Config) -> dict[str, Any]:
+    return {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
+            "meta": dict(config.meta), "dtype": config.problem.dtype,
+            "footprint": config.problem.footprint, "cache": config.cache}
+
+
 CODECS: dict[type, Codec] = {
     Stats: Codec(_stats_problem, _stats_load, Stats.to_dict),
+    Config: Codec(_config_problem, _config_load, _config_dump),
 }

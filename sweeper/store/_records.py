@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sweeper.kernels import Headline
 from sweeper.measure import Stats
@@ -11,19 +11,22 @@ from sweeper.space import Config
 from sweeper.store._schema import Record, conforms, stats_problem, values_problem
 from sweeper.trial import TrialResult, TrialStatus
 
-#: A resolved config as a trial record keeps it (see :func:`config_dict`).
-CONFIG_TYPES: dict[str, Any] = {"grid": int, "block": int, "num_warps": int,
-                                "meta": dict[str, Any], "dtype": str, "footprint": int,
-                                "cache": str}
 #: The GPU's clocks and power over a trial's sampling window, as readers use them.
 CLOCK_TYPES: dict[str, Any] = {"sm_mhz_mean": float | None, "power_w_max": float | None,
                                "reasons": dict[str, float]}
 
 
-def config_dict(config: Config) -> dict[str, Any]:
-    return {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
-            "meta": dict(config.meta), "dtype": config.problem.dtype,
-            "footprint": config.problem.footprint, "cache": config.cache}
+class ProblemKey(NamedTuple):
+    """What a config is measured on (dtype, footprint in bytes, cache mode): the key of
+    every per-problem table, final and tuning entry, sorted in that order."""
+
+    dtype: str
+    footprint: int
+    cache: str = "cold"
+
+    @classmethod
+    def of(cls, config: Config) -> ProblemKey:
+        return cls(config.problem.dtype, config.problem.footprint, config.cache)
 
 
 @dataclass
@@ -34,7 +37,7 @@ class TrialRecord(Record):
     choice: dict[str, str]
     status: TrialStatus
     reason: str | None = None
-    config: dict[str, Any] | None = None
+    config: Config | None = None
     cold_s: float | None = None
     samples_ms: list[float] = field(default_factory=list)
     stats: Stats | None = None
@@ -62,7 +65,7 @@ class TrialRecord(Record):
     def from_result(cls, number: int, choice: dict[str, str], config: Config | None,
                     result: TrialResult, started: str, wall_s: float) -> TrialRecord:
         return cls(number=number, choice=dict(choice), status=result.status,
-                   reason=result.reason, config=config_dict(config) if config else None,
+                   reason=result.reason, config=config,
                    cold_s=result.cold_s, samples_ms=list(result.samples_ms),
                    stats=result.stats, gbps=result.gbps,
                    gflops=result.gflops, started=started, wall_s=wall_s,
@@ -73,6 +76,11 @@ class TrialRecord(Record):
                    energy_window_s=result.energy_window_s,
                    batch=result.batch, graph=result.graph, flags=list(result.flags),
                    saved_ms=result.saved_ms, clocks=result.clocks, duty=result.duty)
+
+    @property
+    def problem(self) -> ProblemKey | None:
+        """The problem it was measured on; ``None`` for a choice that never resolved."""
+        return ProblemKey.of(self.config) if self.config else None
 
     @property
     def suspicious(self) -> bool:
@@ -104,22 +112,14 @@ class TrialRecord(Record):
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
-        """What readers rely on beyond the field types: a config has every field of
-        :func:`config_dict`, and an ``ok`` trial has a config and a median."""
-        config = data.get("config")
-        if config is not None:
-            missing = [k for k in CONFIG_TYPES if k != "cache" and k not in config]
-            if missing:
-                return f"config has no {', '.join(missing)}"
-            problem = values_problem(config, CONFIG_TYPES)
-            if problem:
-                return f"config: {problem}"
+        """What readers rely on beyond the field types: an ``ok`` trial has a config and
+        a median."""
         if data.get("clocks") is not None:
             problem = values_problem(data["clocks"], CLOCK_TYPES)
             if problem:
                 return f"clocks: {problem}"
         if data["status"] == TrialStatus.OK.value:
-            if config is None:
+            if data.get("config") is None:
                 return "an ok trial without a config"
             return stats_problem(data.get("stats"), "an ok trial's stats")
         return None
