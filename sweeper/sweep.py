@@ -29,7 +29,8 @@ from sweeper.devices import Device
 from sweeper.errors import ContextLost, SweeperError, TrialHung, WriteError
 from sweeper.finals import FinalRecord, Winners, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
-from sweeper.measure import DEFAULT_DUTY, Duty, StopRule, power_bound, summarize, throughput
+from sweeper.measure import (
+    DEFAULT_DUTY, Duty, Flag, StopRule, TrialFlag, power_bound, summarize, throughput)
 from sweeper.samplers import ExhaustiveSampler, make_sampler
 from sweeper.space import Config, Invalid, Problem, Space
 from sweeper.store import BaselineRecord, StudyStore, TrialRecord
@@ -432,12 +433,14 @@ class Sweep:
             return again
         still = self._beyond(config, again)
         if still is None:
-            again.flags.append(f"re-timed: the first run was beyond a limit ({first[0]})")
+            again.flags.append(TrialFlag(
+                Flag.RETIMED, f"re-timed: the first run was beyond a limit ({first[0]})"))
         elif still[1]:
             again.status = TrialStatus.IMPOSSIBLE
             again.reason = f"{still[0]}; still beyond {RECHECKED}"
         else:
-            again.flags.append(f"suspicious: {still[0]}, {RECHECKED}; it cannot win")
+            again.flags.append(TrialFlag(
+                Flag.SUSPICIOUS, f"suspicious: {still[0]}, {RECHECKED}; it cannot win"))
         return again
 
     def _beyond(self, config: Config, result: TrialResult) -> tuple[str, bool] | None:

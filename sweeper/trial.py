@@ -19,7 +19,7 @@ import torch
 
 from sweeper.devices import Device
 from sweeper.kernels import Buffers, Kernel
-from sweeper.measure import Duty, Stats, median_ci, summarize, throughput
+from sweeper.measure import Duty, Flag, Stats, TrialFlag, median_ci, summarize, throughput
 from sweeper.space import Config, MeasureSpec
 
 
@@ -55,7 +55,7 @@ class TrialResult:
     energy_window_s: float = 0.0           # how long sampling lasted
     batch: int = 1
     graph: bool = False
-    flags: list[str] = field(default_factory=list)        # launch-bound, L2-resident ...
+    flags: list[TrialFlag] = field(default_factory=list)  # launch-bound, L2-resident ...
     saved_ms: float = 0.0                  # GPU time early abandonment did not spend
     clocks: dict[str, Any] | None = None   # SM clock, power, throttle reasons while sampling
     duty: str = ""                         # the power schedule before its samples, if any
@@ -139,8 +139,9 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
                           l2_bytes)
     capped = (result.clocks or {}).get("reasons", {}).get("sw_power_cap")
     if capped:
-        result.flags.append(f"power-capped: sw_power_cap in {100 * capped:.0f}% of the NVML "
-                            f"polls, SM clock {result.clocks['sm_mhz_mean']:.0f} MHz on average")
+        result.flags.append(TrialFlag(Flag.POWER_CAPPED, (
+            f"power-capped: sw_power_cap in {100 * capped:.0f}% of the NVML polls, SM clock "
+            f"{result.clocks['sm_mhz_mean']:.0f} MHz on average")))
     if timing.abandoned:
         expected = measure.repeat if measure.stop == "fixed" else measure.min_samples
         result.saved_ms = max(0, expected - len(timing.samples)) * stats.median * measure.batch
@@ -182,20 +183,22 @@ class Rotation:
 
 
 def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: Stats,
-           timing: Any, measure: MeasureSpec, sets: int, l2_bytes: int) -> list[str]:
+           timing: Any, measure: MeasureSpec, sets: int, l2_bytes: int) -> list[TrialFlag]:
     flags = []
     if not timing.converged:
-        flags.append("unconverged")
+        flags.append(TrialFlag(Flag.UNCONVERGED, "unconverged"))
     if l2_bytes and kernel.working_set(problem) <= l2_bytes:
         rotated = f", rotating {sets} buffer sets" if sets > 1 else ""
-        flags.append(f"L2-resident ({config.cache}{rotated})")
+        flags.append(TrialFlag(Flag.L2_RESIDENT, f"L2-resident ({config.cache}{rotated})"))
     floor = device.launch_floor_ms()
     if floor and measure.batch == 1 and stats.median < LAUNCH_BOUND_FACTOR * floor:
-        flags.append(f"launch-bound: median {stats.median * 1e3:.1f} us is within "
-                     f"{LAUNCH_BOUND_FACTOR}x the {floor * 1e3:.1f} us launch floor; "
-                     "try measure.batch or measure.graph")
+        flags.append(TrialFlag(Flag.LAUNCH_BOUND, (
+            f"launch-bound: median {stats.median * 1e3:.1f} us is within "
+            f"{LAUNCH_BOUND_FACTOR}x the {floor * 1e3:.1f} us launch floor; "
+            "try measure.batch or measure.graph")))
     if timing.discarded:
-        flags.append(f"{timing.discarded} samples discarded (throttled)")
+        flags.append(TrialFlag(Flag.DISCARDED,
+                               f"{timing.discarded} samples discarded (throttled)"))
     return flags
 
 

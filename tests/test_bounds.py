@@ -18,7 +18,7 @@ from sweeper.cli import main
 from sweeper.devices import DEVICES
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.kernels import load_kernel
-from sweeper.measure import StopRule
+from sweeper.measure import Flag, StopRule
 from sweeper.report import write_report
 from sweeper.space import Config, MeasureSpec, Problem
 from sweeper.sweep import Sweep
@@ -289,8 +289,9 @@ def test_a_result_beyond_the_bounds_only_once_is_retimed_and_kept(small_space, t
     store = _sweep(small_space, RoomyBounds(), tmp_path, finals=False)
     measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
     assert all(t.ok for t in measured) and len(calls) == 2 * len(measured)
-    assert all(t.flags[-1].startswith("re-timed: the first run was beyond a limit (faster "
-                                      "than physics allows (") for t in measured)
+    assert all(t.flags[-1].kind is Flag.RETIMED and t.flags[-1].text.startswith(
+        "re-timed: the first run was beyond a limit (faster than physics allows (")
+        for t in measured)
 
 
 def test_the_run_header_and_report_name_the_bounds(small_space, tmp_path, capsys,

@@ -12,7 +12,7 @@ from sweeper.devices._nvml import GpuState, StateMonitor, Window, throttle_reaso
 from sweeper.errors import SpaceError
 from sweeper.finals import Winners
 from sweeper.kernels import load_kernel
-from sweeper.measure import DEFAULT_DUTY, Duty, StopRule, power_bound, sample_until
+from sweeper.measure import DEFAULT_DUTY, Duty, Flag, StopRule, power_bound, sample_until
 from sweeper.report import write_report
 from sweeper.space import load_space
 from sweeper.store import StudyStore
@@ -149,8 +149,8 @@ def test_a_power_bound_study_switches_to_equal_duty_and_measures_the_first_trial
         summary.duty
     assert len(trials) == 6 and len({t.number for t in trials}) == 6   # recorded once each
     assert all(t.duty == DEFAULT_DUTY.describe() for t in trials)
-    assert all(any(f.startswith("power-capped: sw_power_cap in 100%") for f in t.flags)
-               for t in trials)
+    assert all(any(f.kind is Flag.POWER_CAPPED and f.text.startswith(
+        "power-capped: sw_power_cap in 100%") for f in t.flags) for t in trials)
     # one cool-down per trial measured under the schedule, per baseline and per entrant of
     # every final round (5 rounds x (finalists + the baseline))
     final = summary.finals[0]

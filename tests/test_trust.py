@@ -12,7 +12,7 @@ from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._nvml import GpuState, throttle_reason
 from sweeper.finals import PRACTICAL, RULE, finalists, pick_winner
 from sweeper.kernels import load_kernel
-from sweeper.measure import StopRule, summarize
+from sweeper.measure import Flag, StopRule, TrialFlag, summarize
 from sweeper.space import Config, MeasureSpec, Problem, load_space
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import Sweep, fingerprint_diff, open_study
@@ -107,14 +107,15 @@ def test_throttled_samples_are_discarded_and_state_and_energy_recorded():
     # energy per launch: mean board power over the sampling window x the median time
     assert result.power_w == 300.0 and result.power_readings == 4
     assert result.energy_j == pytest.approx(300.0 * result.stats.median * 1e-3)
-    assert "3 samples discarded (throttled)" in result.flags
+    assert TrialFlag(Flag.DISCARDED, "3 samples discarded (throttled)") in result.flags
 
 
 def test_flags_for_launch_bound_and_l2_resident_with_rotation():
     result = _trial(FakeStateDevice([], floor_ms=100.0), sets=3, l2_bytes=1 << 20, cache="warm")
-    assert "L2-resident (warm, rotating 3 buffer sets)" in result.flags
-    assert any(f.startswith("launch-bound: median") and "try measure.batch" in f
-               for f in result.flags)
+    assert TrialFlag(Flag.L2_RESIDENT, "L2-resident (warm, rotating 3 buffer sets)") in \
+        result.flags
+    assert any(f.kind is Flag.LAUNCH_BOUND and f.text.startswith("launch-bound: median") and
+               "try measure.batch" in f.text for f in result.flags)
 
 
 def test_adaptive_rule_through_a_device_records_why_it_stopped():
@@ -140,7 +141,8 @@ def record(number, samples, warps=4, block_meta=1024, grid=100):
 
 def test_finalists_are_top_k_plus_the_tied_set_and_skip_suspicious():
     trials = [record(i, [1.0 + 0.01 * i + 0.001 * k for k in range(20)]) for i in range(8)]
-    trials[0].flags = ["suspicious: 9e9 GB/s is above the calibrated ceiling"]
+    trials[0].flags = [TrialFlag(Flag.SUSPICIOUS,
+                                 "suspicious: 9e9 GB/s is above the calibrated ceiling")]
     chosen = finalists(trials)
     assert [t.number for t in chosen] == [1, 2, 3, 4, 5]
 
@@ -187,7 +189,8 @@ def test_a_result_above_the_ceiling_is_retimed_flagged_and_cannot_win(small_spac
     trials = store.records()[0]
     ok = [t for t in trials if t.ok]
     assert ok and all(t.suspicious for t in ok)
-    assert all("after re-verifying and re-timing; it cannot win" in t.flags[-1] for t in ok)
+    assert all(t.flags[-1].kind is Flag.SUSPICIOUS and
+               "after re-verifying and re-timing; it cannot win" in t.flags[-1].text for t in ok)
     assert summary.finals == []
     with pytest.raises(Exception, match="no successful trial to export"):
         main(["--debug", "export", str(tmp_path / "s"), "-o", str(tmp_path / "t.json")])

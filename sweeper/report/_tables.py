@@ -6,6 +6,7 @@ Every list of problems is in (dtype, footprint, cache) order, the footprint as a
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -44,7 +45,8 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
             "gbps": t.gbps, "gflops": t.gflops, "tflops": t.rate(Headline.TFLOPS),
             "score": t.score,
             "samples": len(t.samples_ms),
-            "stop_reason": t.stop_reason, "discarded": t.discarded, "flags": "; ".join(t.flags),
+            "stop_reason": t.stop_reason, "discarded": t.discarded,
+            "flags": "; ".join(f.text for f in t.flags),
             "energy_j": t.energy_j if t.energy_j is not None else np.nan,
             "sm_mhz": (t.clocks or {}).get("sm_mhz_mean") or np.nan,
             "capped": (t.clocks or {}).get("reasons", {}).get("sw_power_cap", 0.0),
@@ -244,14 +246,9 @@ def stop_counts(df: pd.DataFrame) -> pd.DataFrame:
     return rule.value_counts().rename_axis("rule").rename("count").reset_index()
 
 
-def flag_counts(df: pd.DataFrame) -> pd.DataFrame:
+def flag_counts(trials: Sequence[TrialRecord]) -> pd.DataFrame:
     """Trials by flag kind (launch-bound, L2-resident, unconverged, suspicious, ...)."""
-    kinds: dict[str, int] = {}
-    for flags in df["flags"]:
-        for flag in filter(None, flags.split("; ")):
-            kind = re.split(r"[:(]", flag)[0].strip()
-            kind = re.sub(r"^\d+ ", "", kind)
-            kinds[kind] = kinds.get(kind, 0) + 1
+    kinds = Counter(kind.value for t in trials for kind in {f.kind for f in t.flags})
     return pd.DataFrame(sorted(kinds.items()), columns=["flag", "trials"])
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from sweeper.kernels import Headline
-from sweeper.measure import Stats
+from sweeper.measure import Flag, Stats, TrialFlag
 from sweeper.space import Config
 from sweeper.store._schema import Record, conforms, stats_problem, values_problem
 from sweeper.trial import TrialResult, TrialStatus
@@ -55,7 +55,7 @@ class TrialRecord(Record):
     energy_window_s: float = 0.0
     batch: int = 1
     graph: bool = False
-    flags: list[str] = field(default_factory=list)
+    flags: list[TrialFlag] = field(default_factory=list)
     saved_ms: float = 0.0
     clocks: dict[str, Any] | None = None
     duty: str = ""
@@ -84,7 +84,7 @@ class TrialRecord(Record):
 
     @property
     def suspicious(self) -> bool:
-        return any(f.startswith("suspicious") for f in self.flags)
+        return any(f.kind is Flag.SUSPICIOUS for f in self.flags)
 
     @property
     def ok(self) -> bool:
