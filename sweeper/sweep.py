@@ -30,7 +30,8 @@ from sweeper.errors import ContextLost, SweeperError, TrialHung, WriteError
 from sweeper.finals import FinalRecord, Winners, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
-    DEFAULT_DUTY, Duty, Flag, StopRule, TrialFlag, power_bound, summarize, throughput)
+    DEFAULT_DUTY, Duty, Flag, Stop, StopReason, StopRule, TrialFlag, power_bound, summarize,
+    throughput)
 from sweeper.samplers import ExhaustiveSampler, make_sampler
 from sweeper.space import Config, Invalid, Problem, Space
 from sweeper.store import BaselineRecord, StudyStore, TrialRecord
@@ -406,7 +407,8 @@ class Sweep:
         stats = summarize(samples)
         seconds = stats.median * 1e-3
         return TrialResult(
-            TrialStatus.OK, samples_ms=samples, stats=stats, stop_reason="replayed",
+            TrialStatus.OK, samples_ms=samples, stats=stats,
+            stop_reason=StopReason(Stop.REPLAYED, "replayed"),
             gbps=throughput(self.kernel.bytes_moved(config.problem), seconds) / 1e9,
             gflops=throughput(self.kernel.flops(config.problem), seconds) / 1e9)
 

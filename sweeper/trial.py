@@ -19,7 +19,16 @@ import torch
 
 from sweeper.devices import Device
 from sweeper.kernels import Buffers, Kernel
-from sweeper.measure import Duty, Flag, Stats, TrialFlag, median_ci, summarize, throughput
+from sweeper.measure import (
+    Duty,
+    Flag,
+    Stats,
+    StopReason,
+    TrialFlag,
+    median_ci,
+    summarize,
+    throughput,
+)
 from sweeper.space import Config, MeasureSpec
 
 
@@ -45,7 +54,7 @@ class TrialResult:
     stats: Stats | None = None
     gbps: float = 0.0                      # effective GB/s from the median
     gflops: float = 0.0                    # effective GFLOP/s from the median
-    stop_reason: str = ""                  # which rule ended sampling
+    stop_reason: StopReason | None = None  # which rule ended sampling
     discarded: int = 0                     # samples thrown away while throttled
     discard_reasons: list[str] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)   # GPU state at start and end
@@ -121,7 +130,7 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     problem = first.problem
     result = TrialResult(
         TrialStatus.ABANDONED if timing.abandoned else TrialStatus.OK,
-        reason=timing.stop_reason if timing.abandoned else None,
+        reason=timing.stop_reason.text if timing.abandoned else None,
         cold_s=cold_s, samples_ms=timing.samples, stats=stats,
         gbps=throughput(kernel.bytes_moved(problem), seconds) / 1e9,
         gflops=throughput(kernel.flops(problem), seconds) / 1e9,

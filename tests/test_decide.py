@@ -5,8 +5,8 @@ import pytest
 
 from sweeper.devices._nvml import GpuState, NullReader, throttle_reason
 from sweeper.measure import (
-    MAX_DISCARDS, PRACTICAL, StopRule, Verdict, compare_samples, median_ci, outlier_mask,
-    sample_until, spearman, summarize, tied_set)
+    MAX_DISCARDS, PRACTICAL, Stop, StopReason, StopRule, Verdict, compare_samples, median_ci,
+    outlier_mask, sample_until, spearman, summarize, tied_set)
 
 RNG = np.random.default_rng(7)
 
@@ -40,24 +40,26 @@ def test_outliers_are_counted_not_dropped():
 def test_fixed_rule_stops_at_repeat():
     rule = StopRule(kind="fixed", repeat=5)
     assert rule.check([1.0] * 4, 0.0) is None
-    assert rule.check([1.0] * 5, 0.0) == "fixed: 5 samples"
+    assert rule.check([1.0] * 5, 0.0) == StopReason(Stop.FIXED, "fixed: 5 samples")
 
 
 def test_ci_rule_needs_min_samples_then_stops_when_quiet():
     rule = StopRule(kind="ci", target=0.005, min_samples=10, max_time_s=10)
     quiet = noisy(1.0, 0.001, 30)
     assert rule.check(quiet[:5], 0.1) is None
-    assert rule.check(quiet, 0.1).startswith("converged: ci ")
+    assert rule.check(quiet, 0.1).kind is Stop.CONVERGED
+    assert rule.check(quiet, 0.1).text.startswith("converged: ci ")
     loud = noisy(1.0, 0.2, 30)
     assert rule.check(loud, 0.1) is None
-    assert rule.check(loud, 10.0).startswith("unconverged: max_time 10 s")
+    assert rule.check(loud, 10.0).kind is Stop.UNCONVERGED
+    assert rule.check(loud, 10.0).text.startswith("unconverged: max_time 10 s")
 
 
 def test_min_time_counts_gpu_time():
     rule = StopRule(kind="stdrel", target=0.01, min_samples=2, min_time_s=0.5, max_time_s=60)
     samples = [10.0] * 20                       # 0.2 s of GPU time
     assert rule.check(samples, 5.0) is None
-    assert rule.check(samples * 3, 5.0).startswith("converged: stdrel 0.00%")
+    assert rule.check(samples * 3, 5.0).text.startswith("converged: stdrel 0.00%")
 
 
 def test_sampling_loop_discards_throttled_chunks():
@@ -85,7 +87,7 @@ def test_adaptive_loop_takes_chunks_until_converged():
         return noisy(1.0, 0.01, k)
     timing = sample_until(take, rule)
     assert timing.converged and len(timing.samples) == sum(calls) >= 10
-    assert timing.stop_reason.startswith("converged")
+    assert timing.stop_reason.kind is Stop.CONVERGED and timing.converged
 
 
 def test_throttle_reason_from_state():

@@ -229,5 +229,5 @@ def test_a_measurement_under_a_cool_down_takes_one_burst_and_says_so(monkeypatch
                                          rule=StopRule(kind="fixed", repeat=30),
                                          duty=Duty("cool", 1.0))
     assert len(measured.timing.samples) == 5
-    assert measured.timing.stop_reason == ("fixed: 5 samples (one burst of the cool-down "
+    assert measured.timing.stop_reason.text == ("fixed: 5 samples (one burst of the cool-down "
                                            "schedule; 30 asked)")

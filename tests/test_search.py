@@ -12,6 +12,7 @@ from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.errors import SweeperError
 from sweeper.kernels import load_kernel
+from sweeper.measure import Stop, StopReason
 from sweeper.samplers import AutoSampler
 from sweeper.samplers._priors import priors_from_studies
 from sweeper.space import Config, Problem, SamplerSpec, load_space
@@ -43,7 +44,7 @@ def test_replaying_a_recorded_h200_table_reproduces_its_numbers(tmp_path):
     assert best.stats.median == pytest.approx(float(row["median_ms"]))
     assert best.choice["grid"] == row["grid"] and best.choice["BLOCK"] == row["BLOCK"]
     assert best.gbps == pytest.approx(2 * (1 << 30) / (float(row["median_ms"]) * 1e-3) / 1e9)
-    assert best.stop_reason == "replayed" and len(best.samples_ms) == 50
+    assert best.stop_reason == StopReason(Stop.REPLAYED, "replayed") and len(best.samples_ms) == 50
 
 
 def test_configs_missing_from_the_table_are_reported(tmp_path, write_space):
@@ -628,4 +629,4 @@ def test_every_sampler_over_a_replay_table(tmp_path, sampler):
     trials = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
     keys = [t.key() for t in trials]
     assert len(keys) == len(set(keys)) == summary.measured == 12     # never measured twice
-    assert all(t.ok and t.stop_reason == "replayed" for t in trials)
+    assert all(t.ok and t.stop_reason.kind is Stop.REPLAYED for t in trials)

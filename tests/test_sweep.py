@@ -7,6 +7,7 @@ import pytest
 from sweeper.devices import open_device
 from sweeper.errors import ContextLost, StudyError, StudyWarning
 from sweeper.kernels import load_kernel
+from sweeper.measure import Stop, StopReason
 from sweeper.space import load_space
 from sweeper.store import JOURNAL, REJECTED, StudyStore
 from sweeper.sweep import StopFlag, Sweep, enumerate_choices, open_study
@@ -49,7 +50,7 @@ def test_exhaustive_sweep_measures_every_valid_config_once(small_space, tmp_path
     meta = store.meta()
     assert meta["environment"]["device"] == "interpret"
     assert meta["measure"]["stop"] == "fixed" and meta["measure"]["repeat"] == 3
-    assert all(t.stop_reason == "fixed: 3 samples" for t in ok)
+    assert all(t.stop_reason == StopReason(Stop.FIXED, "fixed: 3 samples") for t in ok)
     assert "BLOCK >= 4 * block" in meta["space_text"]
 
 

@@ -12,7 +12,7 @@ from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._nvml import GpuState, throttle_reason
 from sweeper.finals import PRACTICAL, RULE, finalists, pick_winner
 from sweeper.kernels import load_kernel
-from sweeper.measure import Flag, StopRule, TrialFlag, summarize
+from sweeper.measure import Flag, Stop, StopRule, TrialFlag, summarize
 from sweeper.space import Config, MeasureSpec, Problem, load_space
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import Sweep, fingerprint_diff, open_study
@@ -121,7 +121,8 @@ def test_flags_for_launch_bound_and_l2_resident_with_rotation():
 def test_adaptive_rule_through_a_device_records_why_it_stopped():
     measure = MeasureSpec(warmup=0, stop="stdrel", target=0.9, min_samples=4, max_time_s=30)
     result = _trial(FakeStateDevice([]), measure=measure)
-    assert result.stop_reason.startswith("converged: stdrel") and len(result.samples_ms) >= 4
+    assert result.stop_reason.kind is Stop.CONVERGED and \
+        result.stop_reason.text.startswith("converged: stdrel") and len(result.samples_ms) >= 4
 
 
 def test_batched_samples_are_divided_by_the_batch():

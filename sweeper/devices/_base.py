@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import dataclasses
 import os
 import platform
 import socket
@@ -128,7 +129,9 @@ class Device(abc.ABC):
         timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
                               abandon=abandon, recover=recover)
         if rule.repeat < asked.repeat:
-            timing.stop_reason += f" (one burst of the cool-down schedule; {asked.repeat} asked)"
+            timing.stop_reason = dataclasses.replace(timing.stop_reason, text=(
+                f"{timing.stop_reason.text} (one burst of the cool-down schedule; "
+                f"{asked.repeat} asked)"))
         window = self.window(t0, time.perf_counter())
         end = self.state()
         self.synchronize()

@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from sweeper.measure._notes import Stop, StopReason
 from sweeper.measure._stats import median_ci, summarize
 
 K = TypeVar("K", bound=Hashable)
@@ -40,7 +41,7 @@ class StopRule:
     min_time_s: float = 0.0
     max_time_s: float = 1.0
 
-    def check(self, samples: Sequence[float], elapsed_s: float) -> str | None:
+    def check(self, samples: Sequence[float], elapsed_s: float) -> StopReason | None:
         """Why to stop now, or ``None`` to keep sampling.
 
         ``min_time_s`` counts measured (GPU) time, the sum of the samples, as nvbench's
@@ -48,15 +49,17 @@ class StopRule:
         """
         n = len(samples)
         if self.kind == "fixed":
-            return f"fixed: {self.repeat} samples" if n >= self.repeat else None
+            return StopReason(Stop.FIXED, f"fixed: {self.repeat} samples") \
+                if n >= self.repeat else None
         if n >= max(self.min_samples, 2) and sum(samples) / 1e3 >= self.min_time_s:
             noise = self.noise(samples)
             if noise < self.target:
-                return (f"converged: {self.kind} {100 * noise:.2f}% < "
-                        f"{100 * self.target:g}% after {n} samples")
+                return StopReason(Stop.CONVERGED, f"converged: {self.kind} {100 * noise:.2f}% "
+                                  f"< {100 * self.target:g}% after {n} samples")
         if elapsed_s >= self.max_time_s:
-            return (f"unconverged: max_time {self.max_time_s:g} s reached with {self.kind} "
-                    f"{100 * self.noise(samples):.2f}% after {n} samples")
+            return StopReason(Stop.UNCONVERGED, (
+                f"unconverged: max_time {self.max_time_s:g} s reached with {self.kind} "
+                f"{100 * self.noise(samples):.2f}% after {n} samples"))
         return None
 
     def noise(self, samples: Sequence[float]) -> float:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sweeper.measure._decide import StopRule
+from sweeper.measure._notes import Stop, StopReason
 
 MAX_DISCARDS = 3
 ABANDON_CHUNK = 10
@@ -16,18 +17,18 @@ ABANDON_CHUNK = 10
 @dataclass
 class Timing:
     samples: list[float]
-    stop_reason: str
+    stop_reason: StopReason
     discarded: int = 0                     # samples thrown away while throttled
     discard_reasons: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     @property
     def converged(self) -> bool:
-        return not self.stop_reason.startswith(("unconverged", "abandoned"))
+        return self.stop_reason.kind not in (Stop.UNCONVERGED, Stop.ABANDONED)
 
     @property
     def abandoned(self) -> bool:
-        return self.stop_reason.startswith("abandoned")
+        return self.stop_reason.kind is Stop.ABANDONED
 
 
 def sample_until(take: Callable[[int], list[float]], rule: StopRule, *,
@@ -67,6 +68,6 @@ def sample_until(take: Callable[[int], list[float]], rule: StopRule, *,
         stop = rule.check(samples, clock() - t0)
         if stop is None and abandon is not None:
             why = abandon(samples)
-            stop = f"abandoned: {why}" if why is not None else None
+            stop = StopReason(Stop.ABANDONED, f"abandoned: {why}") if why is not None else None
         if stop is not None:
             return Timing(samples, stop, discarded, reasons, clock() - t0)

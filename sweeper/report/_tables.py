@@ -16,6 +16,7 @@ import pandas as pd
 from sweeper.ceilings import Ceilings
 from sweeper.finals import FinalRecord, Pick
 from sweeper.kernels import Headline
+from sweeper.measure import Stop
 from sweeper.space import format_size, parse_size
 from sweeper.store import BaselineRecord, TrialRecord
 
@@ -45,7 +46,9 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
             "gbps": t.gbps, "gflops": t.gflops, "tflops": t.rate(Headline.TFLOPS),
             "score": t.score,
             "samples": len(t.samples_ms),
-            "stop_reason": t.stop_reason, "discarded": t.discarded,
+            "stop": t.stop_reason.kind.value if t.stop_reason else "",
+            "stop_reason": t.stop_reason.text if t.stop_reason else "",
+            "discarded": t.discarded,
             "flags": "; ".join(f.text for f in t.flags),
             "energy_j": t.energy_j if t.energy_j is not None else np.nan,
             "sm_mhz": (t.clocks or {}).get("sm_mhz_mean") or np.nan,
@@ -237,13 +240,17 @@ def nothing_measured(df: pd.DataFrame) -> str | None:
             f"e.g. #{example['number']}: {example['reason']})")
 
 
-def stop_counts(df: pd.DataFrame) -> pd.DataFrame:
-    """How measured trials stopped sampling: fixed, converged, or unconverged (flagged)."""
+def stop_counts(df: pd.DataFrame, rule: str = "") -> pd.DataFrame:
+    """How measured trials stopped sampling: after the fixed rule's samples (``fixed: 50``),
+    converged under the study's adaptive ``rule`` (``converged: ci``), unconverged
+    (flagged), or replayed."""
     ok = df[df["status"] == "ok"]
     if ok.empty:
         return pd.DataFrame(columns=["rule", "count"])
-    rule = ok["stop_reason"].str.extract(r"^(\w+(?:: \w+)?)")[0].fillna("?")
-    return rule.value_counts().rename_axis("rule").rename("count").reset_index()
+    labels = pd.Series([f"fixed: {samples}" if stop == Stop.FIXED.value else
+                        f"converged: {rule}" if stop == Stop.CONVERGED.value and rule else
+                        stop or "?" for stop, samples in zip(ok["stop"], ok["samples"])])
+    return labels.value_counts().rename_axis("rule").rename("count").reset_index()
 
 
 def flag_counts(trials: Sequence[TrialRecord]) -> pd.DataFrame:

@@ -76,7 +76,8 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "best": pd.DataFrame() if empty else best_configs(df, baselines, meta_names,
                                                           picks=picks, finals=finals),
         "failures": pd.DataFrame() if empty else failure_counts(df),
-        "stops": pd.DataFrame() if empty else stop_counts(df),
+        "stops": pd.DataFrame() if empty else stop_counts(
+            df, meta.get("measure", {}).get("stop", "")),
         "flags": pd.DataFrame() if empty else flag_counts(trials),
         "unmeasured": None if empty else nothing_measured(df),
         "unfinished": [" ".join((d, format_size(f), c)) for d, f, c in winners.missing(trials)]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sweeper.measure import Note, Stats, TrialFlag
+from sweeper.measure import Note, Stats, StopReason, TrialFlag
 from sweeper.space import DTYPES, Config, Problem
 from sweeper.store._schema import show, values_problem
 
@@ -80,14 +80,15 @@ def _config_dump(config: Config) -> dict[str, Any]:
             "footprint": config.problem.footprint, "cache": config.cache}
 
 
-def note_codec(cls: type[Note[Any]]) -> Codec:
+def note_codec(cls: type[Note[Any]], *, empty: bool = False) -> Codec:
     """A flag or a stop reason: ``{"kind": ..., "text": ...}``; a journal written before
-    kinds were kept holds the text alone, whose first words name the kind."""
+    kinds were kept holds the text alone, whose first words name the kind; with
+    ``empty``, an empty text (a trial that sampled nothing) reads as ``None``."""
     kinds = ", ".join(str(k.value) for k in cls.KINDS)
 
     def problem(value: Any, key: str) -> str | None:
         if isinstance(value, str):
-            if cls.kind_of(value) is None:
+            if not (empty and value == "") and cls.kind_of(value) is None:
                 return f"{key} {show(value)} does not start with one of {kinds}"
             return None
         if not isinstance(value, dict) or "kind" not in value or "text" not in value:
@@ -95,9 +96,9 @@ def note_codec(cls: type[Note[Any]]) -> Codec:
         found = values_problem(value, {"kind": cls.KINDS, "text": str})
         return None if found is None else f"{key}: {found}"
 
-    def load(value: Any) -> Note[Any]:
+    def load(value: Any) -> Note[Any] | None:
         if isinstance(value, str):
-            return cls.from_text(value)   # type: ignore[return-value]
+            return cls.from_text(value) if value else None
         return cls(cls.KINDS(value["kind"]), value["text"])
 
     return Codec(problem, load, lambda note: {"kind": note.kind.value, "text": note.text})
@@ -107,4 +108,5 @@ CODECS: dict[type, Codec] = {
     Stats: Codec(_stats_problem, _stats_load, Stats.to_dict),
     Config: Codec(_config_problem, _config_load, _config_dump),
     TrialFlag: note_codec(TrialFlag),
+    StopReason: note_codec(StopReason, empty=True),
 }

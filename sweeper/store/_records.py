@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from sweeper.kernels import Headline
-from sweeper.measure import Flag, Stats, TrialFlag
+from sweeper.measure import Flag, Stats, StopReason, TrialFlag
 from sweeper.space import Config
 from sweeper.store._schema import Record, conforms, stats_problem, values_problem
 from sweeper.trial import TrialResult, TrialStatus
@@ -45,7 +45,7 @@ class TrialRecord(Record):
     gflops: float = 0.0
     started: str = ""
     wall_s: float = 0.0
-    stop_reason: str = ""
+    stop_reason: StopReason | None = None
     discarded: int = 0
     discard_reasons: list[str] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
@@ -136,13 +136,13 @@ class BaselineRecord(Record):
     stats: Stats
     gbps: float
     cache: str = "cold"
-    stop_reason: str = ""
+    stop_reason: StopReason | None = None
     kind: str = "baseline"
 
     @classmethod
     def from_samples(cls, name: str, dtype: str, footprint: int, samples: list[float],
                      stats: Stats, gbps: float, cache: str = "cold",
-                     stop_reason: str = "") -> BaselineRecord:
+                     stop_reason: StopReason | None = None) -> BaselineRecord:
         return cls(name=name, dtype=dtype, footprint=footprint, samples_ms=list(samples),
                    stats=stats, gbps=gbps, cache=cache, stop_reason=stop_reason)
 
