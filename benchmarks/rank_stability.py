@@ -45,11 +45,11 @@ def main() -> None:
               f"{mb[k][1] / ma[k][1]:.4f} |")
     for name, store in zip("AB", stores):
         for final in Winners.of(store).finals.values():
-            row = next(r for r in final.finalists if r["number"] == final.winner)
+            row = final.winner_row()
             ratio = final.baseline_ratio()
-            base = (f", {final.baseline['name']} {final.baseline['stats']['median']:.4f} ms in "
+            base = (f", {final.baseline.name} {final.baseline.stats.median:.4f} ms in "
                     f"the same rounds: winner at {ratio:.3f}x" if ratio else "")
-            print(f"{name}: winner #{final.winner} {row['stats']['median']:.4f} ms over "
+            print(f"{name}: winner #{final.winner} {row.stats.median:.4f} ms over "
                   f"{len(final.finalists)} finalists{base}; {final.duty or 'no duty schedule'}")
     print(f"Spearman over A's top {len(common)} configs measured in both: {rho:.3f}")
 

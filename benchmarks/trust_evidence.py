@@ -72,7 +72,7 @@ def _sweep(device, kernel, space, root) -> tuple[dict, float]:
                     ceilings=_ceilings(device)).run()
     trials = {t.key(): t for t in store.records()[0] if t.ok}
     final = summary.finals[0]
-    gbps = next(r["gbps"] for r in final.finalists if r["number"] == final.winner)
+    gbps = final.winner_row().gbps
     return trials, gbps
 
 

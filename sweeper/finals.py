@@ -27,11 +27,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from sweeper.measure import PRACTICAL, StopRule, summarize, tied_set
-from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.measure import PRACTICAL, Stats, StopRule, summarize, tied_set
+from sweeper.store import ProblemKey, Record, StudyStore, TrialRecord
 
 TOP_K = 5
 MAX_FINALISTS = 12
@@ -42,19 +42,38 @@ RULE = ("the fastest median wins, unless others are both tied within noise (95% 
         "then fewest warps, then smallest meta-parameters, then fewest programs")
 
 
+@dataclass(kw_only=True)
+class Finalist:
+    """Trial ``number`` as re-measured in a final: its samples, their statistics, GB/s."""
+
+    number: int
+    samples_ms: list[float] = field(default_factory=list)
+    stats: Stats
+    gbps: float = 0.0
+
+
+@dataclass(kw_only=True)
+class FinalBaseline:
+    """The kernel's torch baseline (``name``) timed in the same rounds as the finalists."""
+
+    name: str
+    samples_ms: list[float] = field(default_factory=list)
+    stats: Stats
+
+
 @dataclass
-class FinalRecord:
+class FinalRecord(Record):
     """The interleaved re-measurement of one problem's finalists and the winner."""
 
-    problem: dict[str, Any]                   # dtype, footprint, cache
-    finalists: list[dict[str, Any]]           # number, samples_ms, stats, gbps
+    problem: ProblemKey
+    finalists: list[Finalist]
     tied: list[int]
     winner: int
     rounds: int = ROUNDS
     samples_per_round: int = SAMPLES_PER_ROUND
     rule: str = RULE
-    #: the torch baseline measured in the same rounds: name, samples_ms, stats
-    baseline: dict[str, Any] | None = None
+    #: the torch baseline measured in the same rounds
+    baseline: FinalBaseline | None = None
     duty: str = ""                            # the power schedule before each entrant's samples
     #: the study's newest trial number when this final was taken: the final stands for its
     #: problem until a newer measured trial of that problem comes after it (-1: not recorded;
@@ -67,44 +86,33 @@ class FinalRecord:
         from these rounds; ``None`` without a baseline."""
         if not self.baseline:
             return None
-        row = next(r for r in self.finalists if r["number"] == self.winner)
-        return self.baseline["stats"]["median"] / row["stats"]["median"]
+        return self.baseline.stats.median / self.winner_row().stats.median
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def winner_row(self) -> Finalist:
+        """The winner as re-measured here (the journal checks it is among the finalists)."""
+        return next(r for r in self.finalists if r.number == self.winner)
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
         """What the journal checks beyond the field types (readers index all of it)."""
-        from sweeper.store._schema import conforms, stats_problem, values_problem
+        from sweeper.store._schema import stats_problem
 
         read = ("ci_lo", "ci_hi", "cv")
-        problem = values_problem(data["problem"], {"dtype": str, "footprint": int, "cache": str})
-        if problem or not {"dtype", "footprint"} <= set(data["problem"]):
-            return f"problem: {problem or 'needs dtype and footprint'}"
         for row in data["finalists"]:
-            if not conforms(row.get("number"), int):
-                return "a finalist without a trial number"
-            problem = stats_problem(row.get("stats"), f"finalist #{row['number']}'s stats", read)
+            problem = stats_problem(row["stats"], f"finalist #{row['number']}'s stats", read)
             if problem:
                 return problem
         if data["winner"] not in [row["number"] for row in data["finalists"]]:
             return f"the winner #{data['winner']} is not among its finalists"
         base = data.get("baseline")
         if base is not None:
-            if not isinstance(base.get("name"), str):
-                return "its baseline has no name"
-            return stats_problem(base.get("stats"), "its baseline's stats", read)
+            return stats_problem(base["stats"], "its baseline's stats", read)
         return None
 
     @staticmethod
     def trial_refs(data: dict[str, Any]) -> list[int]:
         """The trials this record refers to: they come before it in the journal."""
         return [row["number"] for row in data["finalists"]]
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> FinalRecord:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 #: What a problem without a current final says wherever its choice is shown.
@@ -179,14 +187,12 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
     rows = []
     for t in group:
         stats = summarize(samples[t.number])
-        rows.append({"number": t.number, "samples_ms": samples[t.number],
-                     "stats": stats.to_dict(),
-                     "gbps": bytes_moved(t) / (stats.median * 1e-3) / 1e9})
-    dtype, footprint, cache = problem_of(group[0])
-    base = {"name": baseline[0], "samples_ms": base_samples,
-            "stats": summarize(base_samples).to_dict()} if baseline else None
-    return FinalRecord(problem={"dtype": dtype, "footprint": footprint, "cache": cache},
-                       finalists=rows, tied=tied, winner=winner, baseline=base, duty=duty)
+        rows.append(Finalist(number=t.number, samples_ms=samples[t.number], stats=stats,
+                             gbps=bytes_moved(t) / (stats.median * 1e-3) / 1e9))
+    base = FinalBaseline(name=baseline[0], samples_ms=base_samples,
+                         stats=summarize(base_samples)) if baseline else None
+    return FinalRecord(problem=problem_of(group[0]), finalists=rows, tied=tied, winner=winner,
+                       baseline=base, duty=duty)
 
 
 @dataclass(frozen=True)
@@ -221,23 +227,22 @@ class Winners:
     next ``sweeper run`` measures just those, and until then they end with the sweep's
     best, said so wherever the choice is shown."""
 
-    finals: dict[tuple[str, int, str], FinalRecord] = field(default_factory=dict)
+    finals: dict[ProblemKey, FinalRecord] = field(default_factory=dict)
 
     @classmethod
     def from_records(cls, finals: Sequence[FinalRecord]) -> Winners:
         out = cls()
         for f in finals:
-            p = f.problem
-            out.finals[(p["dtype"], p["footprint"], p.get("cache", "cold"))] = f
+            out.finals[f.problem] = f
         return out
 
     @classmethod
     def of(cls, store: StudyStore) -> Winners:
-        return cls.from_records([FinalRecord.from_json(d) for d in store.raw("final")])
+        return cls.from_records(store.read(FinalRecord))
 
-    def current(self, trials: Sequence[TrialRecord]) -> dict[tuple[str, int, str], FinalRecord]:
+    def current(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, FinalRecord]:
         """The finals no later measured trial of their problem has made out of date."""
-        newest: dict[tuple[str, int, str], int] = {}
+        newest: dict[ProblemKey, int] = {}
         for t in trials:
             if t.ok:
                 key = problem_of(t)
@@ -245,20 +250,20 @@ class Winners:
         return {key: f for key, f in self.finals.items()
                 if f.after_trial < 0 or f.after_trial >= newest.get(key, -1)}
 
-    def missing(self, trials: Sequence[TrialRecord]) -> list[tuple[str, int, str]]:
+    def missing(self, trials: Sequence[TrialRecord]) -> list[ProblemKey]:
         """Problems that have finalists but no current final, in (dtype, footprint, cache)
         order: what the finals stage still has to do."""
-        groups: dict[tuple[str, int, str], list[TrialRecord]] = {}
+        groups: dict[ProblemKey, list[TrialRecord]] = {}
         for t in trials:
             if t.ok:
                 groups.setdefault(problem_of(t), []).append(t)
         current = self.current(trials)
         return sorted(k for k, group in groups.items() if k not in current and finalists(group))
 
-    def picks(self, trials: Sequence[TrialRecord]) -> dict[tuple[str, int, str], Pick]:
+    def picks(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, Pick]:
         """Per problem, the one choice that ``sweeper export`` writes and reports mark: the
         current final's winner, else the sweep's best score (never a suspicious one)."""
-        out: dict[tuple[str, int, str], Pick] = {}
+        out: dict[ProblemKey, Pick] = {}
         for t in trials:
             if t.ok and t.config and t.stats and not t.suspicious:
                 key = problem_of(t)
@@ -267,6 +272,5 @@ class Winners:
         by_number = {t.number: t for t in trials}
         for key, final in self.current(trials).items():
             if final.winner in by_number:
-                row = next(r for r in final.finalists if r["number"] == final.winner)
-                out[key] = Pick(by_number[final.winner], row["stats"]["median"], final)
+                out[key] = Pick(by_number[final.winner], final.winner_row().stats.median, final)
         return out

@@ -14,13 +14,13 @@ from sweeper.finals import Pick, Winners, problem_of
 from sweeper.kernels import Headline
 from sweeper.space import format_size
 from sweeper.space._model import PROBLEM_AXES
-from sweeper.store import TrialRecord
+from sweeper.store import ProblemKey, TrialRecord
 from sweeper.trial import TrialStatus
 
 #: A failure's reason is shown up to this many characters (its first line).
 REASON_CHARS = 120
 
-Problem = tuple[str, int, str]
+Problem = ProblemKey
 
 
 def problem_text(problem: Problem) -> str:
@@ -72,7 +72,7 @@ def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
     final = pick.final
     assert final is not None
     ratio = final.baseline_ratio()
-    against = (f"; {ratio:.3f}× {final.baseline['name']} ({final.baseline['stats']['median']:.4g}"
+    against = (f"; {ratio:.3f}× {final.baseline.name} ({final.baseline.stats.median:.4g}"
                " ms in the same rounds)" if final.baseline and ratio is not None else "")
     return (f"winner, {name}, after {final.rounds} interleaved rounds over "
             f"{len(final.finalists)} finalists: {trial_text(pick.trial, headline, pick.median_ms)}"

@@ -34,7 +34,9 @@ from sweeper.measure import (
     throughput)
 from sweeper.samplers import ExhaustiveSampler, make_sampler
 from sweeper.space import Config, Invalid, Problem, Space
-from sweeper.store import BaselineRecord, StudyStore, TrialRecord
+from sweeper.store import (
+    BaselineRecord, DriftRecord, DutyRecord, FirstMeasurement, ProblemKey, StudyStore,
+    TrialRecord)
 from sweeper.study import (  # noqa: F401 - part of this module's interface
     MAX_ENUMERATED, Choice, enumerate_choices, fingerprint, fingerprint_diff, now, open_study)
 from sweeper.trial import TrialResult, TrialStatus, run_trial
@@ -77,7 +79,7 @@ class SweepSummary:
     trials: list[TrialRecord] = field(default_factory=list)
     finals: list[FinalRecord] = field(default_factory=list)
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
-    drift: dict[str, Any] | None = None   # one-at-a-time: the baseline measured again
+    drift: DriftRecord | None = None   # one-at-a-time: the baseline measured again
     saved_ms: float = 0.0      # GPU time early abandonment did not spend
     duty: str = ""             # why and how power-bound problems were measured, if they were
 
@@ -248,11 +250,10 @@ class Sweep:
 
     def _resume_duty(self, summary: SweepSummary) -> None:
         """A study found power-bound before goes on under the schedule it switched to."""
-        found = self.store.raw("duty")
+        found = self.store.read(DutyRecord)
         if self.duty is None and self.measure.duty == "auto" and found:
-            d = found[-1]["duty"]
-            self.duty = Duty(d["kind"], d["seconds"])
-            summary.duty = found[-1]["note"]
+            self.duty = found[-1].duty
+            summary.duty = found[-1].note
 
     def _power_check(self, number: int, choice: Choice, record: TrialRecord,
                      summary: SweepSummary) -> TrialRecord:
@@ -270,11 +271,10 @@ class Sweep:
         self.duty = DEFAULT_DUTY
         summary.duty = (f"power-bound from trial #{number} ({why}); from then on "
                         f"{DEFAULT_DUTY.describe()}, in the finals too (measure.duty: auto)")
-        self.store.append(_Raw({
-            "kind": "duty", "trial": number, "reason": why, "note": summary.duty,
-            "duty": {"kind": DEFAULT_DUTY.kind, "seconds": DEFAULT_DUTY.seconds},
-            "first_measurement": {"median_ms": record.stats.median if record.stats else None,
-                                  "clocks": record.clocks}}))
+        self.store.append(DutyRecord(
+            trial=number, reason=why, note=summary.duty, duty=DEFAULT_DUTY,
+            first_measurement=FirstMeasurement(
+                median_ms=record.stats.median if record.stats else None, clocks=record.clocks)))
         return self._measure(number, choice)
 
     def _note_best(self, t: TrialRecord) -> None:
@@ -462,11 +462,11 @@ class Sweep:
         return (f"{result.gbps:.4g} GB/s is above the calibrated {ceiling:.4g} GB/s ceiling "
                 "at this footprint"), False
 
-    def _choose_winners(self, trials: list[TrialRecord], problems: list[tuple[str, int, str]]
+    def _choose_winners(self, trials: list[TrialRecord], problems: list[ProblemKey]
                         ) -> list[FinalRecord]:
         """The finals of ``problems``, one record each as soon as it is done: a run stopped
         halfway keeps those finished, and the next one measures the rest."""
-        groups: dict[tuple[str, int, str], list[TrialRecord]] = {}
+        groups: dict[ProblemKey, list[TrialRecord]] = {}
         for t in trials:
             if t.ok and problem_of(t) in problems:
                 groups.setdefault(problem_of(t), []).append(t)
@@ -486,17 +486,17 @@ class Sweep:
         return finals
 
     def _remeasure_baseline(self, done: Mapping[tuple[str, ...], TrialRecord]
-                            ) -> dict[str, Any] | None:
+                            ) -> DriftRecord | None:
         """Measure the one-at-a-time baseline again at the end: its drift over the study."""
         base = done.get(_key(dict(self.space.sampler.baseline)))
-        if base is None or not base.ok:
+        if base is None or not base.ok or base.stats is None:
             return None
         samples = self._measure_again(base, self.measure.rule())
         stats = summarize(samples)
-        record = {"kind": "drift", "number": base.number, "samples_ms": samples,
-                  "stats": stats.to_dict(),
-                  "drift_pct": 100 * (stats.median - base.stats.median) / base.stats.median}
-        self.store.append(_Raw(record))
+        record = DriftRecord(
+            number=base.number, samples_ms=samples, stats=stats,
+            drift_pct=100 * (stats.median - base.stats.median) / base.stats.median)
+        self.store.append(record)
         return record
 
     def _config_of(self, t: TrialRecord) -> Config:
@@ -576,16 +576,6 @@ class Sweep:
             cache=cache, stop_reason=measured.timing.stop_reason)
         self.store.append(record)
         self._baselines[key] = record
-
-
-@dataclass
-class _Raw:
-    """A journal record that is already a dict."""
-
-    data: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return self.data
 
 
 def _buffer_budget(device: Device) -> int:

@@ -17,6 +17,7 @@ from sweeper.bounds import (
 from sweeper.cli import main
 from sweeper.devices import DEVICES
 from sweeper.devices._interpret import InterpretDevice
+from sweeper.finals import FinalRecord
 from sweeper.kernels import load_kernel
 from sweeper.measure import Flag, StopRule
 from sweeper.report import write_report
@@ -256,7 +257,7 @@ def test_a_result_beyond_the_bounds_fails_as_impossible_and_never_wins(small_spa
                                  "made up for the test; still beyond after re-verifying and "
                                  "re-timing")
         assert "moving 8KiB, at most 0B of it from the 0B L2, takes at least 8192 ms" in t.reason
-    assert store.raw("final") == []                   # no finalist, no pick
+    assert store.read(FinalRecord) == []                   # no finalist, no pick
     assert main(["export", str(store.root), "-o", str(tmp_path / "t.json")]) == 2
     assert store.meta()["bounds"]["dram"] == {"per_s": 1e3, "how": "made up for the test",
                                               "source": "a test"}

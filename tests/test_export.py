@@ -70,15 +70,15 @@ def test_export_needs_a_successful_trial(tmp_path):
 
 
 def test_the_entry_gives_the_median_the_winner_was_chosen_on_and_where_from(tmp_path):
-    from sweeper.finals import FinalRecord
-    from sweeper.measure import summarize
+    from sweeper.finals import Finalist, FinalRecord
+    from sweeper.store import ProblemKey
 
     store = study(tmp_path, "f", 1 << 20, [("sms", 64, 256, 10.0), ("2*sms", 128, 1024, 30.0)])
     # the interleaved final re-measured both at 0.8 ms and 0.9 ms and chose #0
-    rows = [{"number": n, "samples_ms": [m] * 50, "stats": summarize([m] * 50).to_dict(),
-             "gbps": 0.0} for n, m in ((0, 0.8), (1, 0.9))]
-    store.append(FinalRecord(problem={"dtype": "float32", "footprint": 1 << 20,
-                                      "cache": "cold"}, finalists=rows, tied=[0, 1], winner=0))
+    rows = [Finalist(number=n, samples_ms=[m] * 50, stats=summarize([m] * 50))
+            for n, m in ((0, 0.8), (1, 0.9))]
+    store.append(FinalRecord(problem=ProblemKey("float32", 1 << 20), finalists=rows,
+                             tied=[0, 1], winner=0))
     store.close()
     path = tmp_path / "tuning.json"
     _, [entry] = export_study(store, path)

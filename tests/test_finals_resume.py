@@ -9,7 +9,7 @@ import sweeper.sweep as sweep_module
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.export import export_study
-from sweeper.finals import UNFINISHED, Winners
+from sweeper.finals import UNFINISHED, FinalRecord, Winners
 from sweeper.kernels import load_kernel
 from sweeper.report import write_report
 from sweeper.space import load_space
@@ -51,7 +51,7 @@ def test_a_run_killed_between_two_finals_is_finished_by_the_next(write_space, tm
     with pytest.raises(KeyboardInterrupt):
         sweep.run()
     trials = store.records()[0]
-    first = store.raw("final")
+    first = store.read(FinalRecord)
     assert len(first) == 1                                  # the first problem's, whole
     assert len(Winners.of(store).missing(trials)) == 1
     monkeypatch.undo()
@@ -59,21 +59,21 @@ def test_a_run_killed_between_two_finals_is_finished_by_the_next(write_space, tm
     again, _ = _sweep(path, tmp_path / "s")
     summary = again.run()
     assert summary.measured == 0 and len(summary.finals) == 1
-    finals = store.raw("final")
+    finals = store.read(FinalRecord)
     assert finals[0] == first[0] and len(finals) == 2      # the first was not measured again
-    assert {f["problem"]["footprint"] for f in finals} == {4096, 8192}
+    assert {f.problem.footprint for f in finals} == {4096, 8192}
     assert Winners.of(store).missing(store.records()[0]) == []
     assert all(p.final is not None for p in Winners.of(store).picks(trials).values())
     third, _ = _sweep(path, tmp_path / "s")
-    assert third.run().finals == [] and len(store.raw("final")) == 2   # nothing left to do
+    assert third.run().finals == [] and len(store.read(FinalRecord)) == 2   # nothing left to do
 
 
 def test_a_final_that_later_trials_outdate_no_longer_chooses(small_space, tmp_path,
                                                             monkeypatch, capsys):
     sweep, store = _sweep(small_space, tmp_path / "s", max_trials=2)
     sweep.run()
-    (old,) = store.raw("final")
-    assert old["after_trial"] == max(t.number for t in store.records()[0])
+    (old,) = store.read(FinalRecord)
+    assert old.after_trial == max(t.number for t in store.records()[0])
     _killed_at_final(monkeypatch, 1)
     more, _ = _sweep(small_space, tmp_path / "s", max_trials=4)
     with pytest.raises(KeyboardInterrupt):
@@ -103,9 +103,7 @@ def test_a_final_that_later_trials_outdate_no_longer_chooses(small_space, tmp_pa
 def test_a_final_recorded_without_after_trial_still_stands(small_space, tmp_path):
     sweep, store = _sweep(small_space, tmp_path / "s")
     sweep.run()
-    final = store.raw("final")[0]
+    final = store.read(FinalRecord)[0].to_json()
     final.pop("after_trial")
-    from sweeper.finals import FinalRecord
-
     winners = Winners.from_records([FinalRecord.from_json(final)])
     assert winners.missing(store.records()[0]) == []

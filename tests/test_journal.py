@@ -27,11 +27,19 @@ import pytest
 from sweeper import ceilings, fsio
 from sweeper.cli import main
 from sweeper.errors import StudyError, StudyWarning, SweeperError, WriteError
-from sweeper.finals import FinalRecord
-from sweeper.measure import summarize
+from sweeper.finals import Finalist, FinalRecord
+from sweeper.measure import Duty, summarize
 from sweeper.samplers._priors import priors_from_studies
 from sweeper.space import Config, Problem, load_space
-from sweeper.store import JOURNAL, REJECTED, BaselineRecord, StudyStore, TrialRecord
+from sweeper.store import (
+    JOURNAL,
+    REJECTED,
+    BaselineRecord,
+    DutyRecord,
+    ProblemKey,
+    StudyStore,
+    TrialRecord,
+)
 from sweeper.trial import TrialStatus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,17 +61,9 @@ def trial(number: int, block: int = 32, status: TrialStatus = TrialStatus.OK) ->
 
 
 def final() -> FinalRecord:
-    return FinalRecord(problem={"dtype": "float32", "footprint": 1 << 20, "cache": "cold"},
-                       finalists=[{"number": 0, "stats": {"median": 1.0, "ci_lo": 0.9,
-                                                          "ci_hi": 1.1, "cv": 0.01}}],
+    return FinalRecord(problem=ProblemKey("float32", 1 << 20),
+                       finalists=[Finalist(number=0, stats=summarize([0.9, 1.0, 1.1]))],
                        tied=[0], winner=0)
-
-
-class Raw(dict):
-    """A journal record that is already a dict (as the sweep writes ``duty`` records)."""
-
-    def to_json(self) -> dict:
-        return dict(self)
 
 
 def make_study(root: Path, trials: int = 4) -> StudyStore:
@@ -75,8 +75,8 @@ def make_study(root: Path, trials: int = 4) -> StudyStore:
     store.append(BaselineRecord("torch copy_", "float32", 1 << 20, [1.0], summarize([1.0]),
                                 2.0))
     store.append(final())
-    store.append(Raw(kind="duty", trial=trials, reason="capped", note="power-bound",
-                     duty={"kind": "cool", "seconds": 1.0}))
+    store.append(DutyRecord(trial=trials, reason="capped", note="power-bound",
+                            duty=Duty("cool", 1.0)))
     store.close()
     return store
 
@@ -122,7 +122,7 @@ BAD_LINES = [
      b'"baseline":{"name":"torch","stats":{"median":1}}}',
      r"final record: its baseline's stats has no ci_lo, ci_hi, cv number"),
     (b'{"kind":"duty","trial":3,"reason":"capped","note":"n","duty":{"kind":"cool"}}',
-     r"duty record: duty needs a kind and seconds"),
+     r"duty record: duty: no seconds"),
     (b'{"kind":"trial","number":9,"choice":{},"status":"crashed","clocks":{"reasons":[]}}',
      r"trial record: clocks: reasons is \[\], not dict\[str, float\]"),
     (json.dumps(trial(1).to_json()).encode(),
@@ -141,7 +141,7 @@ def test_a_bad_line_is_set_aside_with_its_line_and_reason(tmp_path, line, reason
     fresh = StudyStore(tmp_path / "s")
     trials, said = read_quietly(fresh)
     assert len(trials) == 4 and len(fresh.records()[1]) == 1
-    assert len(fresh.raw("final")) == 1 and len(fresh.raw("duty")) == 1
+    assert len(fresh.read(FinalRecord)) == 1 and len(fresh.read(DutyRecord)) == 1
     assert len(said) == 1 and re.fullmatch(
         rf"{re.escape(str(fresh.journal_path))}:4: {reason}.*; set aside \(the study goes on "
         r"without it; the next run moves it to trials.rejected.jsonl\)", said[0]), said
@@ -155,7 +155,7 @@ def test_the_same_store_warns_once_per_bad_line_and_reading_changes_nothing(tmp_
     before = store.journal_path.read_bytes()
     fresh = StudyStore(tmp_path / "s")
     assert len(read_quietly(fresh)[1]) == 2
-    assert read_quietly(fresh)[1] == [] and fresh.raw("final")       # already told
+    assert read_quietly(fresh)[1] == [] and fresh.read(FinalRecord)       # already told
     assert len(read_quietly(StudyStore(tmp_path / "s"))[1]) == 2      # a new reader is told
     assert store.journal_path.read_bytes() == before
     assert not (tmp_path / "s" / REJECTED).exists()

@@ -15,7 +15,7 @@ from sweeper.kernels import load_kernel
 from sweeper.measure import DEFAULT_DUTY, Duty, Flag, StopRule, power_bound, sample_until
 from sweeper.report import write_report
 from sweeper.space import load_space
-from sweeper.store import StudyStore
+from sweeper.store import DutyRecord, StudyStore
 from sweeper.sweep import Sweep, open_study
 from tests.conftest import SMALL_SPACE
 
@@ -138,12 +138,12 @@ def test_a_power_bound_study_switches_to_equal_duty_and_measures_the_first_trial
     monkeypatch.setattr(time, "sleep", slept.append)
     sweep, store = _power_sweep(write_space, tmp_path / "s")
     summary = sweep.run()
-    duty = store.raw("duty")
+    duty = store.read(DutyRecord)
     trials = [t for t in store.records()[0] if t.ok]
     first = min(t.number for t in trials)
-    assert len(duty) == 1 and duty[0]["trial"] == first
-    assert duty[0]["reason"].startswith("sw_power_cap in 100% of the NVML polls")
-    assert duty[0]["first_measurement"]["median_ms"] > 0
+    assert len(duty) == 1 and duty[0].trial == first and duty[0].duty == DEFAULT_DUTY
+    assert duty[0].reason.startswith("sw_power_cap in 100% of the NVML polls")
+    assert duty[0].first_measurement.median_ms > 0
     assert summary.duty.startswith(f"power-bound from trial #{first} (sw_power_cap") and \
         "; from then on a 1 s cool-down before each config's samples, in the finals" in \
         summary.duty
@@ -167,7 +167,7 @@ def test_a_resumed_power_bound_study_keeps_its_schedule(write_space, tmp_path, m
     sweep.run()
     again, _ = _power_sweep(write_space, tmp_path / "s")
     again.run()
-    assert len(store.raw("duty")) == 1                    # not switched a second time
+    assert len(store.read(DutyRecord)) == 1                    # not switched a second time
     assert all(t.duty for t in store.records()[0] if t.ok)
 
 
@@ -176,12 +176,12 @@ def test_a_fixed_schedule_applies_from_the_first_trial_and_off_never(
     monkeypatch.setattr(time, "sleep", lambda s: None)
     sweep, store = _power_sweep(write_space, tmp_path / "load", ", duty: {load: 1ms}")
     sweep.run()
-    assert not store.raw("duty")
+    assert not store.read(DutyRecord)
     assert all(t.duty == "0.001 s of the config's own work before its samples"
                for t in store.records()[0] if t.ok)
     sweep, store = _power_sweep(write_space, tmp_path / "off", ", duty: off")
     sweep.run()
-    assert not store.raw("duty") and not any(t.duty for t in store.records()[0])
+    assert not store.read(DutyRecord) and not any(t.duty for t in store.records()[0])
 
 
 @pytest.mark.parametrize("text, error", [
@@ -205,11 +205,10 @@ def test_the_baseline_runs_in_the_finals_rounds_and_the_report_compares_them(
     out = capsys.readouterr().out
     store = StudyStore(tmp_path / "tiny-interpret")
     final = next(iter(Winners.of(store).finals.values()))
-    assert final.baseline["name"] == "torch copy_"
-    assert len(final.baseline["samples_ms"]) == 5 * 10
+    assert final.baseline.name == "torch copy_"
+    assert len(final.baseline.samples_ms) == 5 * 10
     ratio = final.baseline_ratio()
-    winner = next(r for r in final.finalists if r["number"] == final.winner)
-    assert ratio == pytest.approx(final.baseline["stats"]["median"] / winner["stats"]["median"])
+    assert ratio == pytest.approx(final.baseline.stats.median / final.winner_row().stats.median)
     assert f"{ratio:.3f}× torch copy_" in out and "in the same rounds" in out
     write_report(store, draw=False)
     md = (store.root / "report.md").read_text()

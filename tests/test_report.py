@@ -7,7 +7,7 @@ import pytest
 from sweeper.ceilings import Ceilings
 from sweeper.devices import open_device
 from sweeper.export import export_study
-from sweeper.finals import FinalRecord
+from sweeper.finals import Finalist, FinalRecord
 from sweeper.kernels import load_kernel
 from sweeper.measure import summarize
 from sweeper.report import (
@@ -20,7 +20,7 @@ from sweeper.report import (
     write_report,
 )
 from sweeper.space import Config, Problem, load_space
-from sweeper.store import BaselineRecord, StudyStore, TrialRecord
+from sweeper.store import BaselineRecord, ProblemKey, StudyStore, TrialRecord
 from sweeper.sweep import Sweep, open_study
 from sweeper.trial import TrialStatus
 
@@ -137,10 +137,10 @@ def copy_study(tmp_path, finals=(), records=(*TRIALS, *BASE), axes=COPY_AXES):
 
 
 def final(winner, numbers, medians):
-    rows = [{"number": n, "samples_ms": [m] * 50, "stats": summarize([m] * 50).to_dict(),
-             "gbps": 2.0 / m} for n, m in zip(numbers, medians)]
-    return FinalRecord(problem={"dtype": "float32", "footprint": 1 << 30, "cache": "cold"},
-                       finalists=rows, tied=list(numbers), winner=winner)
+    rows = [Finalist(number=n, samples_ms=[m] * 50, stats=summarize([m] * 50), gbps=2.0 / m)
+            for n, m in zip(numbers, medians)]
+    return FinalRecord(problem=ProblemKey("float32", 1 << 30), finalists=rows,
+                       tied=list(numbers), winner=winner)
 
 
 def test_reports_mark_the_interleaved_winner_not_the_sweeps_fastest(tmp_path):

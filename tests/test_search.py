@@ -11,12 +11,13 @@ import torch
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.errors import SweeperError
+from sweeper.finals import FinalRecord
 from sweeper.kernels import load_kernel
 from sweeper.measure import Stop, StopReason
 from sweeper.samplers import AutoSampler
 from sweeper.samplers._priors import priors_from_studies
 from sweeper.space import Config, Problem, SamplerSpec, load_space
-from sweeper.store import StudyStore
+from sweeper.store import DriftRecord, StudyStore
 from sweeper.sweep import Sweep, enumerate_choices, open_study
 from sweeper.trial import TrialStatus
 
@@ -482,9 +483,11 @@ def test_one_at_a_time_varies_each_axis_alone_and_measures_drift(write_space, tm
     for t in trials[1:]:
         differs = [k for k in t.choice if t.choice[k] != trials[0].choice[k]]
         assert len(differs) == 1
-    drift = store.raw("drift")
-    assert len(drift) == 1 and drift[0]["number"] == 0 and len(drift[0]["samples_ms"]) == 3
-    assert store.raw("final") == []
+    drift = store.read(DriftRecord)
+    assert len(drift) == 1 and drift[0].number == 0 and len(drift[0].samples_ms) == 3
+    base = trials[0].stats.median
+    assert drift[0].drift_pct == pytest.approx(100 * (drift[0].stats.median - base) / base)
+    assert store.read(FinalRecord) == []
     md = Path("studies/oat-interpret/report.md").read_text()
     assert "## One variable at a time" in md and "| grid | " in md
     assert "measured again at the end" in md

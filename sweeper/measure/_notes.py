@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -63,7 +63,7 @@ class Note(Generic[K]):
         """The kind a text written before kinds were kept names by its first words."""
         match = _HEAD.match(text)
         head = match.group(1).strip() if match else ""
-        return next((k for k in cls.KINDS if k.value == head), None)  # type: ignore[misc]
+        return cast("K | None", next((k for k in cls.KINDS if k.value == head), None))
 
     @classmethod
     def from_text(cls, text: str) -> Self | None:

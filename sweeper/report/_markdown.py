@@ -197,8 +197,8 @@ def _effects(tables: dict[str, Any]) -> list[str]:
                          for e in tables["effects"]])
     out.append(md_table(rows))
     for drift in tables["drift"]:
-        out.append(f"\nThe baseline (#{drift['number']}) measured again at the end: "
-                   f"{drift['stats']['median']:.4g} ms, {drift['drift_pct']:+.2f}% against "
+        out.append(f"\nThe baseline (#{drift.number}) measured again at the end: "
+                   f"{drift.stats.median:.4g} ms, {drift.drift_pct:+.2f}% against "
                    "its first measurement.\n")
     for e in tables["effects"]:
         out.append(f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n")
@@ -217,10 +217,10 @@ def _winners(tables: dict[str, Any]) -> list[str]:
     for final, table in tables["finals"]:
         p = final.problem
         ratio = final.baseline_ratio()
-        against = (f" In the same rounds {final.baseline['name']} measured "
-                   f"{final.baseline['stats']['median']:.4g} ms: the winner runs at "
+        against = (f" In the same rounds {final.baseline.name} measured "
+                   f"{final.baseline.stats.median:.4g} ms: the winner runs at "
                    f"{ratio:.3f}× its speed." if final.baseline and ratio is not None else "")
-        out.append(f"**{p['dtype']} {format_size(p['footprint'])} {p['cache']}**: winner "
+        out.append(f"**{p.dtype} {format_size(p.footprint)} {p.cache}**: winner "
                    f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
                    f"{final.rounds} rounds × {final.samples_per_round} samples each"
                    f"{', after ' + final.duty if final.duty else ''}.{against}\n")

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from sweeper.finals import FinalRecord
-from sweeper.store import TrialRecord
+from sweeper.store import DutyRecord, TrialRecord
 
 
 def power_summary(trials: Sequence[TrialRecord], meta: dict[str, Any],
-                  duty_records: Sequence[dict[str, Any]], finals: Sequence[FinalRecord]
+                  duty_records: Sequence[DutyRecord], finals: Sequence[FinalRecord]
                   ) -> dict[str, Any]:
     """Per study: the schedule and why, how many trials saw the power cap, the spread of
     the clocks the trials ran at, board power, and the samples discarded by reason."""
@@ -36,7 +36,7 @@ def power_summary(trials: Sequence[TrialRecord], meta: dict[str, Any],
     spec = meta.get("measure", {}).get("duty", "auto")
     return {
         "schedule": spec,
-        "switched": duty_records[-1]["note"] if duty_records else "",
+        "switched": duty_records[-1].note if duty_records else "",
         "finals_duty": sorted({f.duty for f in finals if f.duty}),
         "trials_with_clocks": len(windows),
         "trials_capped": len(capped),

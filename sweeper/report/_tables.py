@@ -165,7 +165,7 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
     ok["rank"] = ok.groupby("problem").cumcount() + 1
     ok["chosen"] = [("winner" if picks[n].final else "sweep best") if n in picks else ""
                     for n in ok["number"]]
-    remeasured = {r["number"]: r["stats"]["median"] for f in finals for r in f.finalists}
+    remeasured = {r.number: r.stats.median for f in finals for r in f.finalists}
     ok["final_median_ms"] = [remeasured.get(n, np.nan) for n in ok["number"]]
     columns = ["problem", "rank", "chosen", "number", "grid_label", "grid", "block", *meta_names,
                "median_ms", "ci_pct", "final_median_ms", "min_ms", "p95_ms", "std_ms",
@@ -282,24 +282,24 @@ def final_table(final: FinalRecord, df: pd.DataFrame, meta_names: Sequence[str],
     by_number = df.set_index("number")
     rows = []
     for r in final.finalists:
-        t = by_number.loc[r["number"]]
-        st = r["stats"]
+        t = by_number.loc[r.number]
+        st = r.stats
         rows.append({
-            "": "winner" if r["number"] == final.winner else (
-                "tied" if r["number"] in final.tied else ""),
-            "number": r["number"], "grid": t["grid_label"], "block": t["block"],
-            **{n: t[n] for n in meta_names}, "median_ms": st["median"],
-            "ci_ms": f"[{st['ci_lo']:.4g}, {st['ci_hi']:.4g}]", "cv_pct": 100 * st["cv"],
-            metric: at_median(t[metric], t["median_ms"], st["median"]),
+            "": "winner" if r.number == final.winner else (
+                "tied" if r.number in final.tied else ""),
+            "number": r.number, "grid": t["grid_label"], "block": t["block"],
+            **{n: t[n] for n in meta_names}, "median_ms": st.median,
+            "ci_ms": f"[{st.ci_lo:.4g}, {st.ci_hi:.4g}]", "cv_pct": 100 * st.cv,
+            metric: at_median(t[metric], t["median_ms"], st.median),
             "sweep_median_ms": t["median_ms"]})
     if final.baseline:                      # the same work, in the same rounds
-        st = final.baseline["stats"]
+        st = final.baseline.stats
         winner = next(r for r in rows if r["number"] == final.winner)
-        rows.append({"": f"baseline: {final.baseline['name']}", "number": "–",
+        rows.append({"": f"baseline: {final.baseline.name}", "number": "–",
                      "grid": "–", "block": "–", **{n: "–" for n in meta_names},
-                     "median_ms": st["median"],
-                     "ci_ms": f"[{st['ci_lo']:.4g}, {st['ci_hi']:.4g}]", "cv_pct": 100 * st["cv"],
-                     metric: at_median(winner[metric], winner["median_ms"], st["median"]),
+                     "median_ms": st.median,
+                     "ci_ms": f"[{st.ci_lo:.4g}, {st.ci_hi:.4g}]", "cv_pct": 100 * st.cv,
+                     metric: at_median(winner[metric], winner["median_ms"], st.median),
                      "sweep_median_ms": np.nan})
     out = pd.DataFrame(rows)
     order = {"winner": 0, "tied": 1, "": 2}

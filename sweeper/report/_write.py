@@ -34,7 +34,7 @@ from sweeper.report._tables import (
     unit,
 )
 from sweeper.space import format_size
-from sweeper.store import StudyStore
+from sweeper.store import DriftRecord, DutyRecord, StudyStore
 
 
 @dataclass
@@ -86,11 +86,11 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
                                  headline)
         if meta.get("sampler", {}).get("name") == "one-at-a-time" else [],
-        "drift": store.raw("drift"),
+        "drift": store.read(DriftRecord),
         "factors": factors(meta, df, story),
         "abandoned": {"trials": sum(t.status.value == "abandoned" for t in trials),
                       "saved_ms": sum(t.saved_ms for t in trials)},
-        "power": power_summary(trials, meta, store.raw("duty"),
+        "power": power_summary(trials, meta, store.read(DutyRecord),
                                list(winners.finals.values())),
     }
     tables["record"] = record_rows(meta, df, tables["picks"],
@@ -152,10 +152,10 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "counts": counts,
         "headline": {"metric": tables["metric"], "unit": unit(tables["metric"]),
                      "per_problem": _clean(tables["picks"].to_dict("records"))},
-        "winners": [{"problem": f.problem, "winner": f.winner, "tied": f.tied,
+        "winners": [{"problem": f.problem._asdict(), "winner": f.winner, "tied": f.tied,
                      "rule": f.rule, "rounds": f.rounds, "duty": f.duty,
-                     "baseline": {"name": f.baseline["name"],
-                                  "median_ms": f.baseline["stats"]["median"],
+                     "baseline": {"name": f.baseline.name,
+                                  "median_ms": f.baseline.stats.median,
                                   "winner_speed_ratio": f.baseline_ratio()}
                      if f.baseline else None,
                      "finalists": _clean(t.to_dict("records"))} for f, t in tables["finals"]],

@@ -16,6 +16,7 @@ from typing import Any
 
 from sweeper.measure import Note, Stats, StopReason, TrialFlag
 from sweeper.space import DTYPES, Config, Problem
+from sweeper.store._records import ProblemKey
 from sweeper.store._schema import show, values_problem
 
 
@@ -104,9 +105,26 @@ def note_codec(cls: type[Note[Any]], *, empty: bool = False) -> Codec:
     return Codec(problem, load, lambda note: {"kind": note.kind.value, "text": note.text})
 
 
+def _problem_problem(value: Any, key: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{key} is {show(value)}, not an object"
+    problem = values_problem(value, {"dtype": str, "footprint": int, "cache": str})
+    if problem is None and not {"dtype", "footprint"} <= set(value):
+        problem = "needs dtype and footprint"
+    return None if problem is None else f"{key}: {problem}"
+
+
+#: A problem as finals keep it: ``{"dtype", "footprint", "cache"}``, ``cache`` ``cold``
+#: where a journal older than the cache axis left it out.
+PROBLEM_CODEC = Codec(
+    _problem_problem,
+    lambda value: ProblemKey(value["dtype"], value["footprint"], value.get("cache", "cold")),
+    lambda key: key._asdict())
+
 CODECS: dict[type, Codec] = {
     Stats: Codec(_stats_problem, _stats_load, Stats.to_dict),
     Config: Codec(_config_problem, _config_load, _config_dump),
     TrialFlag: note_codec(TrialFlag),
     StopReason: note_codec(StopReason, empty=True),
+    ProblemKey: PROBLEM_CODEC,
 }

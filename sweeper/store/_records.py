@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from sweeper.kernels import Headline
-from sweeper.measure import Flag, Stats, StopReason, TrialFlag
+from sweeper.measure import Duty, Flag, Stats, StopReason, TrialFlag
 from sweeper.space import Config
-from sweeper.store._schema import Record, conforms, stats_problem, values_problem
+from sweeper.store._schema import Record, show, stats_problem, values_problem
 from sweeper.trial import TrialResult, TrialStatus
 
 #: The GPU's clocks and power over a trial's sampling window, as readers use them.
@@ -152,9 +152,9 @@ class BaselineRecord(Record):
 
 
 @dataclass
-class DriftRecord:
-    """One-at-a-time's baseline measured again at the end of the sweep: its drift.  The
-    journal keeps it as a dict (``StudyStore.raw("drift")``); this is its schema."""
+class DriftRecord(Record):
+    """One-at-a-time's baseline (trial ``number``) measured again at the end of the sweep,
+    and how far its median moved from the first measurement, in %."""
 
     number: int
     samples_ms: list[float]
@@ -172,22 +172,28 @@ class DriftRecord:
 
 
 @dataclass
-class DutyRecord:
-    """A study found power-bound: from trial ``trial`` on, every config's samples follow
-    ``duty`` (``kind``, ``seconds``; see :mod:`sweeper.measure._duty`).  The journal keeps it
-    as a dict (``StudyStore.raw("duty")``), written before that trial is measured again;
-    this is its schema."""
+class FirstMeasurement:
+    """What the trial that showed a study power-bound measured before the switch."""
+
+    median_ms: float | None = None
+    clocks: dict[str, Any] | None = None
+
+
+@dataclass
+class DutyRecord(Record):
+    """A study found power-bound, and why (``reason``; ``note`` as runs print it): from
+    trial ``trial`` on, every config's samples follow ``duty`` (see
+    :mod:`sweeper.measure._duty`).  Written before that trial is measured again."""
 
     trial: int
     reason: str
     note: str
-    duty: dict[str, Any]
-    first_measurement: dict[str, Any] = field(default_factory=dict)
+    duty: Duty
+    first_measurement: FirstMeasurement = field(default_factory=FirstMeasurement)
     kind: str = "duty"
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
-        duty = data["duty"]
-        if not isinstance(duty.get("kind"), str) or not conforms(duty.get("seconds"), float):
-            return "duty needs a kind and seconds"
+        if data["duty"]["kind"] not in ("cool", "load"):
+            return f"duty: kind {show(data['duty']['kind'])} is not one of cool, load"
         return None

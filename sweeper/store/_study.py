@@ -14,15 +14,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, make_dirs
 from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
 from sweeper.store._records import BaselineRecord, TrialRecord
-from sweeper.store._schema import meta_problem
+from sweeper.store._schema import Record, meta_problem
 
 META = "study.json"
+R = TypeVar("R", bound=Record)
 
 
 class StudyStore:
@@ -102,9 +103,11 @@ class StudyStore:
                 baselines.append(BaselineRecord.from_json(data))
         return trials, baselines
 
-    def raw(self, kind: str) -> list[dict[str, Any]]:
-        """The journal's records of another ``kind`` (e.g. ``final``), as checked dicts."""
-        return [data for data in self._read(True) if data["kind"] == kind]
+    def read(self, cls: type[R]) -> list[R]:
+        """The journal's records of record type ``cls`` (``FinalRecord``, ``DriftRecord``,
+        ``DutyRecord``...), in journal order; bad lines as :meth:`records` sets them aside."""
+        kind = cls.__dataclass_fields__["kind"].default     # type: ignore[attr-defined]
+        return [cls.from_json(data) for data in self._read(True) if data["kind"] == kind]
 
     def bad_lines(self) -> list[BadLine]:
         """The journal's lines that are not records (what reads set aside)."""
