@@ -264,7 +264,7 @@ class Sweep:
         before showed no cap, so they ran from the cool state the schedule restores."""
         if self.duty is not None or self.measure.duty != "auto" or not record.clocks:
             return record
-        why = power_bound(record.clocks.get("reasons", {}), record.clocks.get("power_w_max"),
+        why = power_bound(record.clocks.reasons, record.clocks.power_w_max,
                           self.device.power_limit_w())
         if why is None:
             return record

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from sweeper.devices import Device
+from sweeper.devices._nvml import Window
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
     Duty,
@@ -29,6 +30,7 @@ from sweeper.measure import (
     summarize,
     throughput,
 )
+from sweeper.measure._duty import POWER_CAP
 from sweeper.space import Config, MeasureSpec
 
 
@@ -66,7 +68,7 @@ class TrialResult:
     graph: bool = False
     flags: list[TrialFlag] = field(default_factory=list)  # launch-bound, L2-resident ...
     saved_ms: float = 0.0                  # GPU time early abandonment did not spend
-    clocks: dict[str, Any] | None = None   # SM clock, power, throttle reasons while sampling
+    clocks: Window | None = None           # SM clock, power, throttle reasons while sampling
     duty: str = ""                         # the power schedule before its samples, if any
 
 
@@ -142,15 +144,15 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
         power_w=measured.power_w, power_readings=measured.power_readings,
         energy_window_s=timing.elapsed_s,
         batch=measured.batch, graph=measured.graph,
-        clocks=measured.window.to_dict() if measured.window else None,
+        clocks=measured.window,
         duty=duty.describe() if duty else "")
     result.flags = _flags(kernel, problem, config, device, stats, timing, measure, len(sets),
                           l2_bytes)
-    capped = (result.clocks or {}).get("reasons", {}).get("sw_power_cap")
-    if capped:
+    capped = result.clocks.reasons.get(POWER_CAP) if result.clocks else None
+    if capped and result.clocks:
         result.flags.append(TrialFlag(Flag.POWER_CAPPED, (
             f"power-capped: sw_power_cap in {100 * capped:.0f}% of the NVML polls, SM clock "
-            f"{result.clocks['sm_mhz_mean']:.0f} MHz on average")))
+            f"{result.clocks.sm_mhz_mean:.0f} MHz on average")))
     if timing.abandoned:
         expected = measure.repeat if measure.stop == "fixed" else measure.min_samples
         result.saved_ms = max(0, expected - len(timing.samples)) * stats.median * measure.batch

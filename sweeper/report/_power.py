@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from sweeper.finals import FinalRecord
+from sweeper.measure._duty import POWER_CAP
 from sweeper.store import DutyRecord, TrialRecord
 
 
@@ -24,11 +25,10 @@ def power_summary(trials: Sequence[TrialRecord], meta: dict[str, Any],
                   ) -> dict[str, Any]:
     """Per study: the schedule and why, how many trials saw the power cap, the spread of
     the clocks the trials ran at, board power, and the samples discarded by reason."""
-    windows = [t.clocks for t in trials if t.clocks and t.clocks.get("sm_mhz_mean") is not None]
-    clocks = [w["sm_mhz_mean"] for w in windows]
-    capped = [w["reasons"]["sw_power_cap"] for w in windows
-              if w.get("reasons", {}).get("sw_power_cap")]
-    power = [w["power_w_max"] for w in windows if w.get("power_w_max") is not None]
+    windows = [t.clocks for t in trials if t.clocks and t.clocks.sm_mhz_mean is not None]
+    clocks = [w.sm_mhz_mean for w in windows if w.sm_mhz_mean is not None]
+    capped = [w.reasons[POWER_CAP] for w in windows if w.reasons.get(POWER_CAP)]
+    power = [w.power_w_max for w in windows if w.power_w_max is not None]
     discarded: Counter[str] = Counter()
     for t in trials:
         for reason in t.discard_reasons:

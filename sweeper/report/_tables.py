@@ -17,6 +17,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.finals import FinalRecord, Pick
 from sweeper.kernels import Headline
 from sweeper.measure import Stop
+from sweeper.measure._duty import POWER_CAP
 from sweeper.space import format_size, parse_size
 from sweeper.store import BaselineRecord, TrialRecord
 
@@ -51,8 +52,8 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
             "discarded": t.discarded,
             "flags": "; ".join(f.text for f in t.flags),
             "energy_j": t.energy_j if t.energy_j is not None else np.nan,
-            "sm_mhz": (t.clocks or {}).get("sm_mhz_mean") or np.nan,
-            "capped": (t.clocks or {}).get("reasons", {}).get("sw_power_cap", 0.0),
+            "sm_mhz": (t.clocks.sm_mhz_mean if t.clocks else None) or np.nan,
+            "capped": t.clocks.reasons.get(POWER_CAP, 0.0) if t.clocks else 0.0,
             "gb_per_j": (t.gbps * t.stats.median * 1e-3 / t.energy_j
                          if t.energy_j and t.stats else np.nan),
         }

@@ -5,15 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from sweeper.devices._nvml import Window
 from sweeper.kernels import Headline
 from sweeper.measure import Duty, Flag, Stats, StopReason, TrialFlag
 from sweeper.space import Config
-from sweeper.store._schema import Record, show, stats_problem, values_problem
+from sweeper.store._schema import Record, show, stats_problem
 from sweeper.trial import TrialResult, TrialStatus
-
-#: The GPU's clocks and power over a trial's sampling window, as readers use them.
-CLOCK_TYPES: dict[str, Any] = {"sm_mhz_mean": float | None, "power_w_max": float | None,
-                               "reasons": dict[str, float]}
 
 
 class ProblemKey(NamedTuple):
@@ -57,7 +54,7 @@ class TrialRecord(Record):
     graph: bool = False
     flags: list[TrialFlag] = field(default_factory=list)
     saved_ms: float = 0.0
-    clocks: dict[str, Any] | None = None
+    clocks: Window | None = None
     duty: str = ""
     kind: str = "trial"
 
@@ -114,10 +111,6 @@ class TrialRecord(Record):
     def invariants(data: dict[str, Any]) -> str | None:
         """What readers rely on beyond the field types: an ``ok`` trial has a config and
         a median."""
-        if data.get("clocks") is not None:
-            problem = values_problem(data["clocks"], CLOCK_TYPES)
-            if problem:
-                return f"clocks: {problem}"
         if data["status"] == TrialStatus.OK.value:
             if data.get("config") is None:
                 return "an ok trial without a config"
@@ -176,7 +169,7 @@ class FirstMeasurement:
     """What the trial that showed a study power-bound measured before the switch."""
 
     median_ms: float | None = None
-    clocks: dict[str, Any] | None = None
+    clocks: Window | None = None
 
 
 @dataclass
