@@ -1,0 +1,293 @@
+"""Records typed end to end: every kind of journal record is written and read back as the
+same typed object (a Config, Stats, flags and stop reasons by their kinds, a Window, a
+final's rows), a journal written before records were typed loads into those objects, and
+a record whose kinds or config do not fit is set aside with its reason.
+
+``tests/data/journal-before-kinds.jsonl`` holds its first 8 lines from the H200 study
+``studies/h200-copy-fp32`` (invalid trials, the torch baseline, a measured trial); the
+rest was written by sweeper before records were typed: flags and stop reasons as text
+alone, every flag and stop reason it produced, clocks, a final with its baseline, drift
+and duty records as dicts, and a config older than the cache axis.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+from sweeper.devices._nvml import Window
+from sweeper.errors import StudyWarning
+from sweeper.finals import FinalBaseline, Finalist, FinalRecord
+from sweeper.measure import Duty, Flag, Stats, Stop, StopReason, Timing, TrialFlag, summarize
+from sweeper.report import write_report
+from sweeper.space import Config, Problem
+from sweeper.store import (
+    BaselineRecord,
+    DriftRecord,
+    DutyRecord,
+    FirstMeasurement,
+    ProblemKey,
+    StudyStore,
+    TrialRecord,
+)
+from sweeper.store._schema import KINDS
+from sweeper.trial import TrialStatus
+
+ROOT = Path(__file__).resolve().parent.parent
+OLD = ROOT / "tests" / "data" / "journal-before-kinds.jsonl"
+SAMPLES = [0.5, 0.51, 0.49, 0.5, 0.52]
+WINDOW = Window(polls=2, sm_mhz_mean=1980.0, sm_mhz_min=1980, sm_mhz_max=1980,
+                power_w_mean=300.0, power_w_max=310.0, reasons={"sw_power_cap": 0.5})
+#: What sweeper writes for each flag and stop reason (trial.py, sweep.py, the stop rule).
+FLAG_TEXTS = {
+    Flag.UNCONVERGED: "unconverged",
+    Flag.L2_RESIDENT: "L2-resident (warm, rotating 3 buffer sets)",
+    Flag.LAUNCH_BOUND: "launch-bound: median 4.1 us is within 5x the 3.3 us launch floor; "
+                       "try measure.batch or measure.graph",
+    Flag.DISCARDED: "3 samples discarded (throttled)",
+    Flag.POWER_CAPPED: "power-capped: sw_power_cap in 100% of the NVML polls, SM clock "
+                       "1425 MHz on average",
+    Flag.RETIMED: "re-timed: the first run was beyond a limit (faster than physics allows)",
+    Flag.SUSPICIOUS: "suspicious: 5000 GB/s is above the calibrated 4297 GB/s ceiling",
+}
+STOP_TEXTS = {
+    Stop.FIXED: "fixed: 5 samples (one burst of the cool-down schedule; 50 asked)",
+    Stop.CONVERGED: "converged: ci 0.41% < 0.5% after 23 samples",
+    Stop.UNCONVERGED: "unconverged: max_time 1 s reached with stdrel 0.61% after 5 samples",
+    Stop.ABANDONED: "abandoned: after 10 samples the median's CI starts at 0.9 ms",
+    Stop.REPLAYED: "replayed",
+}
+
+
+def every_kind() -> list:
+    """One record of each kind, every typed field filled."""
+    stats = summarize(SAMPLES)
+    config = Config(Problem("float16", 1 << 20), grid=264, block=128, meta={"BLOCK": 2048},
+                    cache="warm")
+    trial = TrialRecord(
+        number=0, choice={"grid": "2*sms", "block": "128", "BLOCK": "2048"},
+        status=TrialStatus.OK, config=config, cold_s=0.5, samples_ms=SAMPLES, stats=stats,
+        gbps=4.2, started="2026-12-01T10:00:00+00:00", wall_s=0.1,
+        stop_reason=StopReason(Stop.CONVERGED, STOP_TEXTS[Stop.CONVERGED]),
+        discarded=3, discard_reasons=["SM clock 900 MHz < 75% of its usual 1980 MHz"],
+        state={"start": {"sm_mhz": 1980}}, energy_j=0.15, power_w=300.0, power_readings=2,
+        flags=[TrialFlag(kind, text) for kind, text in FLAG_TEXTS.items()], clocks=WINDOW,
+        duty="a 1 s cool-down before each config's samples")
+    failed = TrialRecord(number=1, choice={"grid": "sms", "block": "32", "BLOCK": "2048"},
+                         status=TrialStatus.CRASHED, reason="RuntimeError: boom")
+    baseline = BaselineRecord.from_samples(
+        "torch copy_", "float16", 1 << 20, SAMPLES, stats, 4.0, cache="warm",
+        stop_reason=StopReason(Stop.FIXED, STOP_TEXTS[Stop.FIXED]))
+    final = FinalRecord(
+        problem=ProblemKey("float16", 1 << 20, "warm"),
+        finalists=[Finalist(number=0, samples_ms=SAMPLES, stats=stats, gbps=4.1)],
+        tied=[0], winner=0,
+        baseline=FinalBaseline(name="torch copy_", samples_ms=SAMPLES, stats=stats),
+        duty="a 1 s cool-down before each config's samples", after_trial=1)
+    drift = DriftRecord(number=0, samples_ms=SAMPLES, stats=stats, drift_pct=0.4)
+    duty = DutyRecord(trial=1, reason="sw_power_cap in 50% of the NVML polls while sampling",
+                      note="power-bound from trial #1", duty=Duty("cool", 1.0),
+                      first_measurement=FirstMeasurement(median_ms=0.5, clocks=WINDOW))
+    return [trial, failed, baseline, final, drift, duty]
+
+
+def read_all(store: StudyStore) -> list:
+    trials, baselines = store.records()
+    return [*trials, *baselines, *store.read(FinalRecord), *store.read(DriftRecord),
+            *store.read(DutyRecord)]
+
+
+def test_every_record_kind_round_trips_through_the_journal(tmp_path):
+    written = every_kind()
+    assert {r.kind for r in written} == set(KINDS)            # every kind the journal knows
+    store = StudyStore(tmp_path / "s")
+    for record in written:
+        store.append(record)
+    store.close()
+    fresh = StudyStore(tmp_path / "s")
+    read = read_all(fresh)
+    assert read == written and fresh.bad_lines() == []
+    # what a read record writes back is its line, byte for byte
+    lines = fresh.journal_path.read_bytes().splitlines()
+    assert [json.dumps(r.to_json(), separators=(",", ":")).encode() for r in read] == lines
+    trial = read[0]
+    assert isinstance(trial.config, Config) and isinstance(trial.stats, Stats)
+    assert trial.problem == ProblemKey("float16", 1 << 20, "warm") and trial.suspicious
+    assert [f.kind for f in trial.flags] == list(Flag) and trial.clocks == WINDOW
+    # the journal keeps the config flat and a flag or stop reason as its kind and text
+    data = json.loads(lines[0])
+    assert data["config"] == {"grid": 264, "block": 128, "num_warps": 4, "meta": {"BLOCK": 2048},
+                              "dtype": "float16", "footprint": 1 << 20, "cache": "warm"}
+    assert data["flags"][-1] == {"kind": "suspicious", "text": FLAG_TEXTS[Flag.SUSPICIOUS]}
+    assert data["stop_reason"] == {"kind": "converged", "text": STOP_TEXTS[Stop.CONVERGED]}
+    assert data["stats"] == summarize(SAMPLES).to_dict()
+
+
+def old_study(tmp_path: Path) -> StudyStore:
+    root = tmp_path / "old"
+    root.mkdir()
+    shutil.copy(OLD, root / "trials.jsonl")
+    (root / "study.json").write_text(json.dumps({
+        "study": "old", "kernel": "copy", "environment": {"gpu": "NVIDIA H200"},
+        "axes": {"grid": ["sms", "2*sms", "4*sms", "8*sms"], "block": ["128", "256", "512"],
+                 "BLOCK": ["256", "1024", "8192"]}, "meta_axes": ["BLOCK"],
+        "measure": {"stop": "ci", "abandon": 1.5}}))
+    return StudyStore(root)
+
+
+def test_a_journal_written_before_records_were_typed_loads_into_them(tmp_path):
+    store = old_study(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StudyWarning)          # no line is set aside
+        trials, baselines = store.records()
+    by_number = {t.number: t for t in trials}
+    assert len(trials) == 11 and len(baselines) == 1 and store.bad_lines() == []
+    skipped, measured = by_number[0], by_number[6]
+    assert skipped.status is TrialStatus.INVALID and skipped.config is None
+    assert skipped.stats is None and skipped.stop_reason is None       # "" in the journal
+    assert measured.config == Config(Problem("float32", 1 << 30), grid=1056, block=128,
+                                     meta={"BLOCK": 8192}, cache="cold")
+    assert measured.stats.median == 0.5558560192584991 and measured.stats.n == 50
+    assert measured.stop_reason == StopReason(Stop.FIXED, "fixed: 50 samples")
+    assert baselines[0].stats.median > 0
+    assert baselines[0].stop_reason == StopReason(Stop.FIXED, "fixed: 50 samples")
+    # text-only flags and stop reasons get their kind from their first words, text kept
+    flagged = by_number[7]
+    texts = json.loads(OLD.read_text().splitlines()[8])["flags"]
+    assert [f.kind for f in flagged.flags] == list(Flag)
+    assert [f.text for f in flagged.flags] == texts and flagged.suspicious
+    assert [by_number[n].stop_reason.kind for n in (7, 8, 9, 10)] == [
+        Stop.UNCONVERGED, Stop.ABANDONED, Stop.CONVERGED, Stop.REPLAYED]
+    assert flagged.clocks == Window(polls=3, sm_mhz_mean=1425.0, sm_mhz_min=1395,
+                                    sm_mhz_max=1455, power_w_mean=690.2, power_w_max=701.5,
+                                    reasons={"sw_power_cap": 1.0})
+    assert by_number[10].config.cache == "cold"       # older than the cache axis
+    (final,) = store.read(FinalRecord)
+    assert final.problem == ProblemKey("float32", 1 << 30, "cold")
+    assert final.winner_row().number == 6 and final.baseline.name == "torch copy_"
+    assert final.baseline_ratio() == pytest.approx(0.5051 / 0.5559)
+    (drift,) = store.read(DriftRecord)
+    assert drift.number == 6 and drift.stats.median == 0.557 and drift.drift_pct > 0
+    (duty,) = store.read(DutyRecord)
+    assert duty.duty == Duty("cool", 1.0) and duty.first_measurement.clocks == flagged.clocks
+
+
+def test_an_old_record_writes_back_the_same_but_its_kinds(tmp_path):
+    """Read and written again, an old line keeps every value; flags and stop reasons gain
+    their kind, and fields newer than the line are written with their defaults."""
+    store = old_study(tmp_path)
+    trials, (baseline,) = store.records()
+    by_number = {t.number: t for t in trials}
+    others = {"baseline": baseline, **{r.kind: r for cls in (FinalRecord, DriftRecord,
+                                                              DutyRecord)
+                                       for r in store.read(cls)}}
+    for line in OLD.read_text().splitlines():
+        old = json.loads(line)
+        record = by_number[old["number"]] if old["kind"] == "trial" else others[old["kind"]]
+        new = record.to_json()
+        for key, value in old.items():
+            if key == "flags":
+                assert new[key] == [{"kind": TrialFlag.kind_of(t).value, "text": t}
+                                    for t in value]
+            elif key == "stop_reason":
+                assert new[key] == (None if value == "" else
+                                    {"kind": StopReason.kind_of(value).value, "text": value})
+            elif key == "config" and value is not None:
+                assert new[key] == {"cache": "cold", **value}
+            else:
+                assert new[key] == value, key
+
+
+def test_the_report_reads_an_old_journal_by_kind(tmp_path):
+    store = old_study(tmp_path)
+    md = write_report(store, draw=False).markdown.read_text()
+    counts = dict(re.findall(r"^\| ([^|]+) \| (\d+) \|$", md, re.MULTILINE))
+    assert {k.value: counts[k.value] for k in Flag} == {k.value: "1" for k in Flag}
+    assert counts["fixed: 50"] == "1" and counts["converged: ci"] == "1"
+    assert counts["replayed"] == "1" and counts["unconverged"] == "1"
+    assert "The baseline (#6) measured again at the end" not in md      # not one at a time
+    assert "Equal duty: power-bound from trial #7" in md
+    assert "**float32 1GiB cold**: winner #6" in md
+
+
+@pytest.mark.parametrize("kind, text", FLAG_TEXTS.items())
+def test_a_flag_written_as_text_alone_is_read_by_its_first_words(kind, text):
+    assert TrialFlag.from_text(text) == TrialFlag(kind, text)
+
+
+@pytest.mark.parametrize("kind, text", STOP_TEXTS.items())
+def test_a_stop_reason_written_as_text_alone_is_read_by_its_first_words(kind, text):
+    assert StopReason.from_text(text) == StopReason(kind, text)
+
+
+def test_readers_decide_by_the_kind_never_the_text():
+    trial = every_kind()[0]
+    trial.flags = [TrialFlag(Flag.RETIMED, "suspicious: worded so, but re-timed")]
+    assert not trial.suspicious
+    trial.flags = [TrialFlag(Flag.SUSPICIOUS, "above the ceiling")]
+    assert trial.suspicious
+    fine = Timing([1.0], StopReason(Stop.CONVERGED, "unconverged, as its text says"))
+    assert fine.converged and not fine.abandoned
+    cut = Timing([1.0], StopReason(Stop.ABANDONED, "converged, as its text says"))
+    assert cut.abandoned and not cut.converged
+
+
+GOOD = ('{"kind":"trial","number":9,"choice":{},"status":"ok","samples_ms":[1],'
+        '"stats":{"median":1},"config":{"grid":1,"block":64,"num_warps":2,"meta":{},'
+        '"dtype":"float32","footprint":4}')
+BAD = [
+    (GOOD + ',"flags":["fast"]}',
+     ("trial record: flags[0] 'fast' does not start with one of unconverged, L2-resident, "
+      "launch-bound, samples discarded, power-capped, re-timed, suspicious")),
+    (GOOD + ',"flags":[{"kind":"fast","text":"fast"}]}',
+     "trial record: flags[0]: kind 'fast' is not one of unconverged, L2-resident, "),
+    (GOOD + ',"flags":[{"text":"unconverged"}]}',
+     "trial record: flags[0] is {'text': 'unconverged'}, not an object with a kind and a text"),
+    (GOOD + ',"stop_reason":"enough: 3 samples"}',
+     ("trial record: stop_reason 'enough: 3 samples' does not start with one of fixed, "
+      "converged, unconverged, abandoned, replayed")),
+    (GOOD.replace('"num_warps":2', '"num_warps":4') + "}",
+     "trial record: config: num_warps 4 is not block / 32 (64 threads)"),
+    (GOOD.replace('"float32"', '"float8"') + "}",
+     "trial record: config: dtype 'float8' is not one of float64, float32, "),
+    (GOOD + ',"clocks":{"sm_mhz_mean":1980}}', "trial record: clocks: no polls"),
+    ('{"kind":"duty","trial":9,"reason":"r","note":"n","duty":{"kind":"warm","seconds":1}}',
+     "duty record: duty: kind 'warm' is not one of cool, load"),
+    (('{"kind":"final","problem":{"dtype":"float32","footprint":4},"finalists":[{"stats":'
+      '{"median":1,"ci_lo":1,"ci_hi":1,"cv":0}}],"tied":[],"winner":0}'),
+     "final record: finalists[0]: no number"),
+    ('{"kind":"final","problem":{"footprint":4},"finalists":[],"tied":[],"winner":0}',
+     "final record: problem: needs dtype and footprint"),
+]
+
+
+@pytest.mark.parametrize("line, reason", BAD)
+def test_a_record_whose_kinds_or_config_do_not_fit_is_set_aside(tmp_path, line, reason):
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / "trials.jsonl").write_text(GOOD.replace('"number":9', '"number":1') + "}\n"
+                                       + line + "\n")
+    store = StudyStore(root)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trials, _ = store.records()
+    said = [str(w.message) for w in caught if w.category is StudyWarning]
+    assert [t.number for t in trials] == [1] and len(said) == 1
+    assert f"trials.jsonl:2: {reason}" in said[0], said
+
+
+def test_statistics_a_hand_written_journal_leaves_out_read_as_nan(tmp_path):
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / "trials.jsonl").write_text(
+        '{"kind":"baseline","name":"torch copy_","dtype":"float32","footprint":4,'
+        '"samples_ms":[1.0],"stats":{"median":1.0,"min":1.0,"p95":1.0},"gbps":8.0}\n')
+    (baseline,) = StudyStore(root).records()[1]
+    assert baseline.stats.median == 1.0 and baseline.stats.n == 0
+    assert math.isnan(baseline.stats.mean) and baseline.stats.bounds() == (1.0, 1.0)
