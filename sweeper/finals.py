@@ -62,6 +62,14 @@ class FinalRecord:
     after_trial: int = -1
     kind: str = "final"
 
+    def baseline_ratio_text(self) -> str:
+        """The ratio as outputs print it: three decimals, or two significant digits when it
+        is under 0.01 (an interpreter's kernel against torch), never a bare 0.000."""
+        ratio = self.baseline_ratio()
+        if ratio is None:
+            return ""
+        return f"{ratio:.3f}" if ratio >= 0.01 else f"{ratio:.2g}"
+
     def baseline_ratio(self) -> float | None:
         """The winner's speed over the baseline's (baseline median / winner median), both
         from these rounds; ``None`` without a baseline."""
