@@ -17,8 +17,9 @@ from sweeper.space import Config, Invalid, MeasureSpec, Space
 from sweeper.study import RuledOut, resolved
 
 #: Assumptions per device: compile s per config, launch floor s, bandwidth B/s.
-#: The CUDA figures are the H200 readings in shared/notes/anchors.md (compile median
-#: 0.06 s, ~20 us per launch, ~4 TB/s copy); the interpreter's are rough CPU figures.
+#: The CUDA figures were read on an H200 (a Triton copy config's compile and first launch:
+#: median 0.06 s; ~20 us of host time per launch; ~4 TB/s copy); the interpreter's are
+#: rough CPU figures.
 #: A replay device estimates what the run would take on the GPU its table was recorded on
 #: (the replay itself takes seconds).
 ASSUMED = {
