@@ -121,8 +121,12 @@ UNFINISHED = ("its interleaved final has not run yet (the run stopped first); th
 
 
 def finals_apply(meta: dict[str, Any]) -> bool:
-    """Whether a study's problems get interleaved finals: not on a replay (nothing can be
-    measured again) nor one at a time (it answers another question)."""
+    """Whether a study's problems get interleaved finals, as its study.json records
+    (``sweeper.study.finals_wanted``).  A study.json without that record was written with
+    the built-in plugins only: not on a replay (nothing can be measured again) nor one at
+    a time (it answers another question)."""
+    if "finals" in meta:
+        return bool(meta["finals"])
     return (meta.get("environment", {}).get("device") != "replay"
             and meta.get("sampler", {}).get("name") != "one-at-a-time")
 

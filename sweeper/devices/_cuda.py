@@ -20,6 +20,8 @@ HOLD_CYCLES = 100_000
 class CudaDevice(Device):
     name: ClassVar[str] = "cuda"
     torch_device: ClassVar[str] = "cuda"
+    measures_gpu: ClassVar[bool] = True
+    has_ceilings: ClassVar[bool] = True
     flushes_l2: ClassVar[bool] = True
 
     def __init__(self) -> None:

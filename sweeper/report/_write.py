@@ -84,7 +84,7 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "finals": [(f, final_table(f, df, meta_names, metric)) for f in finals],
         "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
                                  headline)
-        if meta.get("sampler", {}).get("name") == "one-at-a-time" else [],
+        if meta.get("sampler", {}).get("baseline") else [],       # a sampler that takes one
         "drift": store.raw("drift"),
         "factors": factors(meta, df, story),
         "abandoned": {"trials": sum(t.status.value == "abandoned" for t in trials),
