@@ -14,7 +14,8 @@ from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import Winners, finals_apply
 from sweeper.fsio import atomic_write
-from sweeper.kernels import BUILTINS, Headline, kernel_class
+from sweeper.kernels import BUILTINS, Headline
+from sweeper.plugins import kernel_declaration
 from sweeper.report._draw import draw_effect, draw_heatmap
 from sweeper.report._heatmaps import heatmaps
 from sweeper.report._markdown import markdown
@@ -104,7 +105,7 @@ def _headline(meta: dict[str, Any]) -> Headline:
     if meta.get("headline"):
         return Headline(meta["headline"])
     if meta.get("kernel") in BUILTINS:
-        return kernel_class(meta["kernel"]).headline
+        return kernel_declaration(meta["kernel"]).headline     # imports no torch
     return Headline.GBPS
 
 
