@@ -195,7 +195,8 @@ def _allow_option(p: argparse.ArgumentParser) -> None:
 def _device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cuda",
                    help="cuda (default); interpret: the Triton interpreter on the CPU; "
-                   "replay:PATH.csv: timings from a recorded table")
+                   "replay:PATH.csv: timings from a recorded table; or an installed "
+                   "device plugin's name, or module:attr")
 
 
 def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
@@ -217,7 +218,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sweeper.sweep import StopFlag, Sweep, open_study
 
     kernel = load_kernel(space.kernel)
-    name = args.study or (space.study if device.name == "cuda" else f"{space.study}-{device.name}")
+    name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
     store = StudyStore(study_folder(args.studies_dir, name))
     command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"
     resuming = store.exists()
@@ -324,13 +325,14 @@ def _go_on_fresh(message: str, args: argparse.Namespace) -> int:
 
 
 def _space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[Any, Any]:
-    """The space (with -p overrides) and the device, checked in that order, then the
-    space against the device; ``user_code=False`` imports no user kernel."""
-    if args.device == "interpret":       # before any kernel module is imported or jitted
-        os.environ["TRITON_INTERPRET"] = "1"
-    from sweeper.devices import open_device
+    """The device's name, the space (with -p overrides) and the device itself, checked in
+    that order, then the space against the device; ``user_code=False`` imports no user
+    kernel or sampler."""
+    from sweeper.devices import device_class, open_device
     from sweeper.space import load_space
 
+    # the variables a device sets (the interpreter's) before any kernel module is imported
+    os.environ.update(device_class(args.device).sets_env)
     space = load_space(args.space, args.param, allow=args.allow_path, user_code=user_code)
     device = open_device(args.device)
     device.check_space(space)
@@ -345,7 +347,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     space, device = _space_and_device(args, user_code=False)
     facts = device.facts()
     kernel = load_kernel(space.kernel) if space.kernel in BUILTINS else None
-    plan = make_plan(space, kernel, facts, device.name, device.measure_spec(space.measure))
+    plan = make_plan(space, kernel, facts, device.plan_costs, device.measure_spec(space.measure))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")
     removed = sum(plan.removed.values())
@@ -358,7 +360,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"estimated time: {_duration(plan.estimate_s)} (assumes {a['compile_s']:g} s compile "
           f"per config, launches of at least {a['launch_s'] * 1e6:g} us, "
           f"{a['bandwidth'] / 1e9:g} GB/s)")
-    if device.name == "replay":
+    if device.replays:
         print("  (as on the GPU the table was recorded on; the replay itself takes seconds)")
     if kernel is None:
         meta = [a.name for a in space.axes if a.role is AxisRole.META]
@@ -563,12 +565,16 @@ def _cache_text(caches: Sequence[str], device: Any) -> str:
 
 
 def _priors(space: Any, args: argparse.Namespace, gpu: str, root: Path, say: Any) -> list[Any]:
-    """Where ``auto`` starts: the winners of other studies of this kernel on this GPU,
-    each named in the header (``--no-priors``: none)."""
-    if space.sampler.name != "auto":
+    """Where a sampler that declares ``uses_priors`` (``auto``) starts: the winners of
+    other studies of this kernel on this GPU, each named in the header (``--no-priors``:
+    none)."""
+    from sweeper.plugins import sampler_capabilities
+
+    if not sampler_capabilities(space.sampler.name).uses_priors:
         return []
     if args.no_priors:
-        say("auto: starting without the winners of other studies (--no-priors)")
+        say(f"{space.sampler.name}: starting without the winners of other studies "
+            "(--no-priors)")
         return []
     from sweeper.samplers._priors import prior_sources
 
@@ -577,15 +583,15 @@ def _priors(space: Any, args: argparse.Namespace, gpu: str, root: Path, say: Any
         names = ", ".join(f"{p.study} ({len(p.configs)} configs"
                           f"{', measured on this same problem' if p.same_problem else ''})"
                           for p in found)
-        say(f"auto: starting from {sum(len(p.configs) for p in found)} configs that won other "
-            f"studies of {space.kernel} on {gpu} in {args.studies_dir}: {names}; "
-            "--no-priors to start without them")
+        say(f"{space.sampler.name}: starting from {sum(len(p.configs) for p in found)} "
+            f"configs that won other studies of {space.kernel} on {gpu} in "
+            f"{args.studies_dir}: {names}; --no-priors to start without them")
     return found
 
 
 def _ceilings_for(device: Any, store: Any) -> Any:
     """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
-    if device.name != "cuda":
+    if not device.has_ceilings:
         return f"none on the {device.name} device"
     from sweeper import ceilings
 

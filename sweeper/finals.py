@@ -81,6 +81,14 @@ class FinalRecord(Record):
     after_trial: int = -1
     kind: str = "final"
 
+    def baseline_ratio_text(self) -> str:
+        """The ratio as outputs print it: three decimals, or two significant digits when it
+        is under 0.01 (an interpreter's kernel against torch), never a bare 0.000."""
+        ratio = self.baseline_ratio()
+        if ratio is None:
+            return ""
+        return f"{ratio:.3f}" if ratio >= 0.01 else f"{ratio:.2g}"
+
     def baseline_ratio(self) -> float | None:
         """The winner's speed over the baseline's (baseline median / winner median), both
         from these rounds; ``None`` without a baseline."""
@@ -121,8 +129,12 @@ UNFINISHED = ("its interleaved final has not run yet (the run stopped first); th
 
 
 def finals_apply(meta: dict[str, Any]) -> bool:
-    """Whether a study's problems get interleaved finals: not on a replay (nothing can be
-    measured again) nor one at a time (it answers another question)."""
+    """Whether a study's problems get interleaved finals, as its study.json records
+    (``sweeper.study.finals_wanted``).  A study.json without that record was written with
+    the built-in plugins only: not on a replay (nothing can be measured again) nor one at
+    a time (it answers another question)."""
+    if "finals" in meta:
+        return bool(meta["finals"])
     return (meta.get("environment", {}).get("device") != "replay"
             and meta.get("sampler", {}).get("name") != "one-at-a-time")
 

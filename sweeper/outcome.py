@@ -72,7 +72,8 @@ def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
     final = pick.final
     assert final is not None
     ratio = final.baseline_ratio()
-    against = (f"; {ratio:.3f}× {final.baseline.name} ({final.baseline.stats.median:.4g}"
+    against = (f"; {final.baseline_ratio_text()}× {final.baseline.name} "
+               f"({final.baseline.stats.median:.4g}"
                " ms in the same rounds)" if final.baseline and ratio is not None else "")
     return (f"winner, {name}, after {final.rounds} interleaved rounds over "
             f"{len(final.finalists)} finalists: {trial_text(pick.trial, headline, pick.median_ms)}"

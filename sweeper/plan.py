@@ -7,26 +7,15 @@ launch floor, each moving the kernel's bytes at an assumed bandwidth.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sweeper.devices import DeviceFacts
+from sweeper.devices import DeviceFacts, PlanCosts
 from sweeper.kernels import Kernel
 from sweeper.space import Config, Invalid, MeasureSpec, Space
 from sweeper.study import RuledOut, resolved
-
-#: Assumptions per device: compile s per config, launch floor s, bandwidth B/s.
-#: The CUDA figures are the H200 readings in shared/notes/anchors.md (compile median
-#: 0.06 s, ~20 us per launch, ~4 TB/s copy); the interpreter's are rough CPU figures.
-#: A replay device estimates what the run would take on the GPU its table was recorded on
-#: (the replay itself takes seconds).
-ASSUMED = {
-    "cuda": {"compile_s": 0.06, "launch_s": 20e-6, "bandwidth": 4.0e12},
-    "interpret": {"compile_s": 0.0, "launch_s": 5e-3, "bandwidth": 2.0e6},
-}
-ASSUMED["replay"] = ASSUMED["cuda"]
-
 
 def _expected_samples(measure: MeasureSpec, launch_s: float) -> int:
     """Samples a trial will take: ``repeat`` when fixed; for adaptive rules, assume the
@@ -44,21 +33,21 @@ class Plan:
     valid: int
     removed: Counter = field(default_factory=Counter)     # reason -> count
     estimate_s: float = 0.0
-    assumptions: Mapping[str, float] = field(default_factory=dict)
+    assumptions: Mapping[str, float | bool] = field(default_factory=dict)
     trials: int = 0                                       # what the budget lets run
     ruled_out: RuledOut = field(default_factory=RuledOut)
 
 
-def make_plan(space: Space, kernel: Kernel | None, facts: DeviceFacts, device: str,
+def make_plan(space: Space, kernel: Kernel | None, facts: DeviceFacts, costs: PlanCosts,
               measure: MeasureSpec) -> Plan:
     """The plan, from one pass over the space that keeps no list of configs: memory stays
-    flat however large the space (up to the parser's limit) is.  ``kernel``: ``None`` for
-    a user kernel, which plan never imports; launches are then assumed to take the launch
-    floor, as the bytes they move are unknown."""
+    flat however large the space (up to the parser's limit) is.  ``costs``: what the
+    device declares a trial costs (a replay's: the GPU's its table was recorded on).
+    ``kernel``: ``None`` for a user kernel, which plan never imports; launches are then
+    assumed to take the launch floor, as the bytes they move are unknown."""
     ruled_out = RuledOut()
     valid = 0
     budget = space.budget.trials
-    assumed = ASSUMED[device]
     seconds = 0.0
     for _, outcome in resolved(space, facts.env(), facts.max_footprint):
         if isinstance(outcome, Invalid):
@@ -66,21 +55,21 @@ def make_plan(space: Space, kernel: Kernel | None, facts: DeviceFacts, device: s
             continue
         valid += 1
         if budget is None or valid <= budget:
-            seconds += _trial_seconds(outcome, kernel, facts, device, measure)
+            seconds += _trial_seconds(outcome, kernel, facts, costs, measure)
     if space.budget.time_s is not None:
         seconds = min(seconds, space.budget.time_s)
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=seconds,
-                assumptions=assumed, trials=valid if budget is None else min(valid, budget),
+                assumptions=dataclasses.asdict(costs),
+                trials=valid if budget is None else min(valid, budget),
                 ruled_out=ruled_out)
 
 
-def _trial_seconds(config: Config, kernel: Kernel | None, facts: DeviceFacts, device: str,
-                   measure: MeasureSpec) -> float:
-    assumed = ASSUMED[device]
+def _trial_seconds(config: Config, kernel: Kernel | None, facts: DeviceFacts,
+                   costs: PlanCosts, measure: MeasureSpec) -> float:
     moved = kernel.bytes_moved(config.problem) if kernel is not None else 0
-    launch = max(moved / assumed["bandwidth"], assumed["launch_s"])
+    launch = max(moved / costs.bandwidth, costs.launch_s)
     samples = _expected_samples(measure, launch)
     launches = measure.warmup + 2 + samples * measure.batch
-    flushes = device != "interpret" and config.cache == "cold"   # the interpreter never does
-    flush = 2 * facts.l2_bytes / assumed["bandwidth"] if flushes else 0.0
-    return assumed["compile_s"] + launches * launch + samples * flush
+    flushes = costs.flush and config.cache == "cold"
+    flush = 2 * facts.l2_bytes / costs.bandwidth if flushes else 0.0
+    return costs.compile_s + launches * launch + samples * flush

@@ -13,6 +13,7 @@ from typing import Any
 from sweeper.devices import Device
 from sweeper.errors import SpaceError, StudyError
 from sweeper.kernels import Kernel
+from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Config, Invalid, Origin, Space
 from sweeper.space._model import MAX_CONFIGS
 from sweeper.store import StudyStore
@@ -102,6 +103,14 @@ def require_launchable(space: Space, facts: Mapping[str, int],
 FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
 
 
+def finals_wanted(space: Space, device: Device) -> bool:
+    """Whether the study's problems get interleaved finals: not on a device that replays
+    (nothing can be measured again), nor for a sampler that declares it needs none
+    (one at a time answers another question).  Recorded in study.json as ``finals``, so
+    reports and exports of the study need neither plugin."""
+    return not device.replays and sampler_capabilities(space.sampler.name).needs_finals
+
+
 def fingerprint(space: Space, kernel: Kernel, device: Device,
                 environment: Mapping[str, Any] | None = None) -> dict[str, str]:
     """What must match for a study to be resumed: measurements are only comparable then."""
@@ -143,7 +152,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
                              "anyway, or --study NAME for a new study")
         store.open_journal()
         store.update_meta(resumed=[*meta.get("resumed", []), now()], last_command=command,
-                          bounds=bounds)
+                          bounds=bounds, finals=finals_wanted(space, device))
         return
     store.create({
         "study": store.name, "kernel": space.kernel, "created": now(), "command": command,
@@ -155,6 +164,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
         "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
         "environment": environment, "fingerprint": wanted, "bounds": bounds,
         "kernel_source_hash": kernel.source_hash(), "headline": kernel.headline.value,
+        "finals": finals_wanted(space, device),
         "axes": {a.name: list(a.labels) for a in space.axes},
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
     })

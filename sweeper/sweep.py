@@ -32,13 +32,15 @@ from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
     DEFAULT_DUTY, Duty, Flag, Stop, StopReason, StopRule, TrialFlag, power_bound, summarize,
     throughput)
+from sweeper.plugins import sampler_capabilities
 from sweeper.samplers import ExhaustiveSampler, make_sampler
 from sweeper.space import Config, Invalid, Problem, Space
 from sweeper.store import (
     BaselineRecord, DriftRecord, DutyRecord, FirstMeasurement, ProblemKey, StudyStore,
     TrialRecord)
 from sweeper.study import (  # noqa: F401 - part of this module's interface
-    MAX_ENUMERATED, Choice, enumerate_choices, fingerprint, fingerprint_diff, now, open_study)
+    MAX_ENUMERATED, Choice, enumerate_choices, finals_wanted, fingerprint, fingerprint_diff,
+    now, open_study)
 from sweeper.trial import TrialResult, TrialStatus, run_trial
 
 MAX_REPEATED_PROPOSALS = 200
@@ -109,9 +111,9 @@ class Sweep:
         self._best_by_problem: dict[tuple[Problem, str], tuple[float, float]] = {}
         self.ceilings = ceilings
         self.bounds = device.bounds()
-        # a replay has nothing to re-measure; one-at-a-time answers another question
-        self.run_finals = finals and not device.replays and \
-            space.sampler.name != "one-at-a-time"
+        #: what the sampler declares it needs or offers (finals, a baseline, guesses)
+        self.sampler_caps = sampler_capabilities(space.sampler.name)
+        self.run_finals = finals and finals_wanted(space, device)
         self.run_drift = not device.replays
         self._buffer_bytes = 0
         #: what precedes each config's samples: the space's schedule, else none until a
@@ -187,7 +189,7 @@ class Sweep:
                 since_improvement += 1
                 self.reporter.trial(record, summary.best)
             if self.run_drift and not self.stop.set and summary.measured and \
-                    self.space.sampler.name == "one-at-a-time":
+                    self.sampler_caps.takes_baseline:
                 summary.drift = self._remeasure_baseline(done)
             todo = Winners.of(self.store).missing(list(done.values())) \
                 if self.run_finals and not self.stop.set else []
@@ -333,7 +335,7 @@ class Sweep:
         if spec.baseline:
             base = view(dict(spec.baseline))
             if base is None:
-                raise SweeperError("the one-at-a-time baseline matches no row of the zipped "
+                raise SweeperError("the sampler's baseline matches no row of the zipped "
                                    "axes; pick a baseline row")
             spec = dataclasses.replace(spec, baseline=tuple(base.items()))
         shown = [(c, v) for c, v in ((c, view(c)) for c in valid) if v is not None]
@@ -356,8 +358,8 @@ class Sweep:
 
     def _guesses(self, valid: list[Choice]) -> list[float] | None:
         """The kernel model's guess for each valid config (``auto``'s prior mean), or None
-        when the kernel has no model or another sampler runs."""
-        if self.space.sampler.name != "auto" or not valid:
+        when the kernel has no model or the sampler declares no use for it."""
+        if not self.sampler_caps.uses_model or not valid:
             return None
         env = self.facts.env()
         guesses = [self.kernel.model(self.space.resolve(c, env, self.facts.max_footprint),

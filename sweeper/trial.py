@@ -13,9 +13,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from sweeper.devices import Device
 from sweeper.devices._nvml import Window
@@ -32,6 +30,9 @@ from sweeper.measure import (
 )
 from sweeper.measure._duty import POWER_CAP
 from sweeper.space import Config, MeasureSpec
+
+if TYPE_CHECKING:      # a trial's status and records are read without importing torch
+    import torch
 
 
 class TrialStatus(str, enum.Enum):
@@ -219,6 +220,8 @@ _CUDA_ADVICE = re.compile(r"\s+(?:Search for `cudaError|CUDA kernel errors might
 
 def classify(err: BaseException) -> tuple[TrialStatus, str]:
     """Map an exception from compiling or launching to a status and a one-line reason."""
+    import torch
+
     names = {cls.__name__ for cls in type(err).__mro__}
     text = f"{type(err).__name__}: {err}".strip().splitlines()
     reason = " ".join(line.strip() for line in text if line.strip())

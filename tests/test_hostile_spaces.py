@@ -29,6 +29,7 @@ import pytest
 import sweeper.sweep  # noqa: F401 - what `run` imports, loaded before any case is timed
 from sweeper.cli import main
 from sweeper.devices import DeviceFacts
+from sweeper.devices._cuda import CudaDevice
 from sweeper.errors import SpaceError
 from sweeper.kernels import load_kernel
 from sweeper.plan import make_plan
@@ -421,7 +422,7 @@ def test_plan_keeps_no_list_of_configs(tmp_path):
             "footprint: [4KiB]", f"footprint: {{range: [4096, {hi * 4096}, 4096]}}"))
         tracemalloc.start()
         start = time.process_time()
-        plan = make_plan(big, kernel, facts, "cuda", big.measure)
+        plan = make_plan(big, kernel, facts, CudaDevice.plan_costs, big.measure)
         seconds = time.process_time() - start
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()

@@ -145,7 +145,7 @@ def test_each_problem_gets_its_best_and_winner_lines(write_space, tmp_path, caps
             f": #{t.number} grid=sms (=2) block={t.config.block} BLOCK=256: median "
             f"{pick.median_ms:.4g} ms, {t.rate(Headline.GBPS, pick.median_ms):.4g} GB/s; "
             f"{len(pick.final.tied) - 1} other(s) tied within noise; "
-            f"{pick.final.baseline_ratio():.3f}× torch copy_ "
+            f"{pick.final.baseline_ratio_text()}× torch copy_ "
             f"({base.stats.median:.4g} ms in the same rounds)")
 
     # a resumed run that measures nothing still names each problem's winner

@@ -209,10 +209,10 @@ def test_the_baseline_runs_in_the_finals_rounds_and_the_report_compares_them(
     assert len(final.baseline.samples_ms) == 5 * 10
     ratio = final.baseline_ratio()
     assert ratio == pytest.approx(final.baseline.stats.median / final.winner_row().stats.median)
-    assert f"{ratio:.3f}× torch copy_" in out and "in the same rounds" in out
+    assert f"{final.baseline_ratio_text()}× torch copy_" in out and "in the same rounds" in out
     write_report(store, draw=False)
     md = (store.root / "report.md").read_text()
-    assert "baseline: torch copy_" in md and f"at {ratio:.3f}× its speed" in md
+    assert "baseline: torch copy_" in md and f"at {final.baseline_ratio_text()}× its speed" in md
     assert "× baseline, same rounds" in md
 
 
@@ -230,3 +230,20 @@ def test_a_measurement_under_a_cool_down_takes_one_burst_and_says_so(monkeypatch
     assert len(measured.timing.samples) == 5
     assert measured.timing.stop_reason.text == ("fixed: 5 samples (one burst of the cool-down "
                                            "schedule; 30 asked)")
+
+
+def test_a_tiny_ratio_is_printed_with_its_digits_not_as_zero():
+    from sweeper.finals import FinalBaseline, Finalist, FinalRecord
+    from sweeper.measure import summarize
+    from sweeper.store import ProblemKey
+
+    def final(base_ms, winner_ms):
+        return FinalRecord(problem=ProblemKey("float32", 4096),
+                           finalists=[Finalist(number=1, stats=summarize([winner_ms]))],
+                           tied=[1], winner=1,
+                           baseline=FinalBaseline(name="torch", samples_ms=[base_ms],
+                                                  stats=summarize([base_ms])))
+
+    assert final(1.38, 1.486).baseline_ratio_text() == "0.929"
+    assert final(0.0015, 8.0).baseline_ratio_text() == "0.00019"
+    assert final(1.0, 1.0).baseline_ratio_text() == "1.000"

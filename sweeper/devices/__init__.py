@@ -1,30 +1,40 @@
-"""Devices by name: ``cuda`` (CUDA events on a GPU) and ``interpret`` (Triton on the CPU)."""
+"""Devices by name: ``cuda`` (CUDA events on a GPU), ``interpret`` (Triton on the CPU),
+``replay:PATH.csv`` (a recorded table), an installed plugin's entry point name (group
+``sweeper.devices``) or ``module:attr``; :mod:`sweeper.plugins` finds, imports and checks
+each."""
 
 from __future__ import annotations
 
-from sweeper.devices._base import Device, DeviceFacts, OutputCheck
+from sweeper import plugins
+from sweeper.devices._base import Device, DeviceFacts, OutputCheck, PlanCosts
 from sweeper.errors import SweeperError
 
-DEVICES: dict[str, str] = {
-    "cuda": "sweeper.devices._cuda:CudaDevice",
-    "interpret": "sweeper.devices._interpret:InterpretDevice",
-}
+#: The built-in devices (name -> ``module:attr``), loaded only when named.
+DEVICES: dict[str, str] = plugins.DEVICE.builtins
 
 
-def open_device(name: str) -> Device:
-    """Open the device called ``name`` (``replay:PATH.csv`` for a recorded table);
+def device_class(spec: str) -> type[Device]:
+    """The :class:`Device` subclass ``spec`` names, its argument checked against what it
+    declares (``replay`` needs ``:PATH.csv``; most take none); nothing is opened."""
+    name, argument = plugins.split_device(spec)
+    plugin = plugins.load(plugins.DEVICE, name)
+    cls: type[Device] = plugin.obj
+    if cls.argument is not None and not argument:
+        raise SweeperError(f"{plugin} needs an argument: {name}:{cls.argument}")
+    if cls.argument is None and argument is not None:
+        raise SweeperError(f"{plugin} takes no argument; got {spec!r}")
+    return cls
+
+
+def open_device(spec: str) -> Device:
+    """Open the device ``spec`` names (``replay:PATH.csv`` for a recorded table);
     :class:`NoDeviceError` if it is not here."""
-    import importlib
-
-    if name.startswith("replay:"):
-        from sweeper.devices._replay import ReplayDevice
-
-        return ReplayDevice(name.removeprefix("replay:"))
-    if name not in DEVICES:
-        raise SweeperError(f"unknown device {name!r}; known: {', '.join(DEVICES)}, "
-                           "replay:PATH.csv")
-    module, _, attr = DEVICES[name].partition(":")
-    return getattr(importlib.import_module(module), attr)()
+    cls = device_class(spec)
+    argument = plugins.split_device(spec)[1]
+    device = cls(argument) if cls.argument is not None else cls()  # type: ignore[call-arg]
+    device.opened_as = spec
+    return device
 
 
-__all__ = ["DEVICES", "Device", "DeviceFacts", "OutputCheck", "open_device"]
+__all__ = ["DEVICES", "Device", "DeviceFacts", "OutputCheck", "PlanCosts", "device_class",
+           "open_device"]

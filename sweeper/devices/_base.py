@@ -9,7 +9,7 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -52,6 +52,23 @@ class OutputCheck(Protocol):
 
 
 @dataclass(frozen=True)
+class PlanCosts:
+    """What ``sweeper plan`` assumes one trial costs on a device: seconds to compile a
+    config, the shortest launch, the bandwidth a launch moves its bytes at, and whether a
+    cold sample pays an L2 flush of twice the L2 at that bandwidth."""
+
+    compile_s: float
+    launch_s: float
+    bandwidth: float
+    flush: bool
+
+
+#: A GPU's costs, read on an H200: a Triton copy config's compile and first launch (median
+#: 0.06 s), ~20 us of host time per launch, ~4 TB/s copy.
+GPU_COSTS = PlanCosts(compile_s=0.06, launch_s=20e-6, bandwidth=4.0e12, flush=True)
+
+
+@dataclass(frozen=True)
 class DeviceFacts:
     """What expressions may read (``sms``, ``l2_bytes``) and what reports name."""
 
@@ -66,17 +83,41 @@ class DeviceFacts:
 
 
 class Device(abc.ABC):
-    """Where trials run: a CUDA GPU, or the Triton interpreter on the CPU."""
+    """Where trials run: a CUDA GPU, or the Triton interpreter on the CPU.
+
+    A device declares what it can do in the class attributes below; the core asks
+    those, never the device's name, so a device plugin (``sweeper.plugins``) works
+    without editing sweeper."""
 
     name: ClassVar[str]
     torch_device: ClassVar[str]
-    #: True for a device that serves recorded results instead of launching kernels.
+    #: What follows the device's name after a colon (``replay:PATH.csv``), for messages;
+    #: ``None``: the device takes no argument.  The constructor receives it.
+    argument: ClassVar[str | None] = None
+    #: True for a device that serves recorded results instead of launching kernels: it
+    #: answers each config with ``lookup(choice)`` (a row, or ``None`` when its record at
+    #: ``path`` lacks it), as :class:`~sweeper.devices._replay.ReplayDevice` does.
     replays: ClassVar[bool] = False
+    #: True for a device whose timings are the GPU's own: its studies take the space's
+    #: study name.  Elsewhere (an interpreter's CPU timings, a replay) they are named
+    #: ``<study>-<device>``, so they never mix with GPU studies.
+    measures_gpu: ClassVar[bool] = False
+    #: True for a device whose ceilings ``sweeper calibrate`` measures and caches by the
+    #: ``gpu``, ``gpu_uuid`` and ``driver`` of its :meth:`environment`.
+    has_ceilings: ClassVar[bool] = False
     #: True for a device whose ``time(..., flush=True)`` empties the L2 before each sample;
     #: elsewhere a ``cold`` cache names the axis value only, and runs must not claim a flush.
     flushes_l2: ClassVar[bool] = False
+    #: Environment variables set before any kernel module is imported (the interpreter's
+    #: ``TRITON_INTERPRET=1``: ``triton.jit`` reads it when it wraps a kernel).
+    sets_env: ClassVar[Mapping[str, str]] = {}
+    #: What ``sweeper plan`` assumes a trial costs here.
+    plan_costs: ClassVar[PlanCosts] = GPU_COSTS
     #: A caveat printed with every run and report (``None`` for real hardware).
     note: str | None = None
+    #: What ``--device`` named to open it (an entry point's name, ``module:attr``), recorded
+    #: with the study so a report's command reproduces it; set by ``open_device``.
+    opened_as: str = ""
 
     @abc.abstractmethod
     def facts(self) -> DeviceFacts: ...
@@ -207,7 +248,8 @@ class Device(abc.ABC):
 
         facts = self.facts()
         return {
-            "device": self.name, "gpu": facts.name, "sms": facts.sms,
+            "device": self.name, "opened_as": self.opened_as or self.name,
+            "gpu": facts.name, "sms": facts.sms,
             "l2_bytes": facts.l2_bytes, "torch": torch.__version__,
             "triton": triton.__version__, "python": sys.version.split()[0],
             "sweeper": __version__, "host": socket.gethostname(),

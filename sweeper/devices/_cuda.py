@@ -13,13 +13,15 @@ from sweeper.measure import Duty, time_cuda
 
 
 #: Spin cycles before each unflushed sample: about 50 us at 2 GHz, longer than the ~20 us
-#: a Triton launch takes on the host (shared/notes/anchors.md), so it is never timed.
+#: a Triton launch takes on an H200's host, so the launch is never timed.
 HOLD_CYCLES = 100_000
 
 
 class CudaDevice(Device):
     name: ClassVar[str] = "cuda"
     torch_device: ClassVar[str] = "cuda"
+    measures_gpu: ClassVar[bool] = True
+    has_ceilings: ClassVar[bool] = True
     flushes_l2: ClassVar[bool] = True
 
     def __init__(self) -> None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Mapping
 from typing import ClassVar
 
 from sweeper.bounds import Bounds
-from sweeper.devices._base import Device, DeviceFacts, Launch
+from sweeper.devices._base import Device, DeviceFacts, Launch, PlanCosts
 from sweeper.measure import time_host
 from sweeper.space import MeasureSpec
 
@@ -24,14 +25,17 @@ MAX_REPEAT = 5
 class InterpretDevice(Device):
     name: ClassVar[str] = "interpret"
     torch_device: ClassVar[str] = "cpu"
+    sets_env: ClassVar[Mapping[str, str]] = {"TRITON_INTERPRET": "1"}
+    #: rough CPU figures: a launch of the interpreter takes milliseconds
+    plan_costs: ClassVar[PlanCosts] = PlanCosts(compile_s=0.0, launch_s=5e-3, bandwidth=2.0e6,
+                                                flush=False)
     note: str | None = (
         f"Triton interpreter on the CPU: footprints capped at {MAX_FOOTPRINT >> 10} KiB, at most "
         f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs, no L2 flush; these are CPU timings of an "
         "interpreter and mean nothing for a GPU")
 
     def __init__(self) -> None:
-        # triton.jit reads this when it wraps a kernel: set it before any kernel is built.
-        os.environ["TRITON_INTERPRET"] = "1"
+        os.environ.update(self.sets_env)         # set before any kernel is built
         self._facts = DeviceFacts(name="Triton interpreter (CPU)", sms=os.cpu_count() or 1,
                                   l2_bytes=_cpu_l2_bytes(), max_footprint=MAX_FOOTPRINT)
 

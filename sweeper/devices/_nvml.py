@@ -186,7 +186,7 @@ class NvmlReader:
 class StateMonitor:
     """Polls the full state on a background thread, so trials read it at no cost.
 
-    A full NVML read took 3.9 ms on the H200 (docs/benchmarks.md), two per trial a
+    A full NVML read took 4.6 ms on the H200 (benchmarks/sweep_overhead.py), two per trial a
     tenth of a copy sweep's time; NVML is called through ctypes, which releases the
     GIL, so polling beside the timing loop costs it nothing.  The process list is
     read every ``PROCESS_EVERY`` polls.

@@ -37,6 +37,7 @@ NUMERIC_FACTS = {"sms": 1, "l2_bytes": 0}
 class ReplayDevice(Device):
     name: ClassVar[str] = "replay"
     torch_device: ClassVar[str] = "cpu"
+    argument: ClassVar[str | None] = "PATH.csv"
     replays: ClassVar[bool] = True
 
     def __init__(self, path: str | Path) -> None:

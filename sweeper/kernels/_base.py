@@ -14,11 +14,12 @@ import hashlib
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
-
-import torch
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.space import Config, Problem
+
+if TYPE_CHECKING:      # a kernel's declaration is read without importing torch
+    import torch
 
 
 class Headline(str, enum.Enum):

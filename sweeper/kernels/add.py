@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, Kernel, MetaParam, fill_random
+from sweeper.kernels._base import Buffers, fill_random
+from sweeper.kernels._declared import AddDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
@@ -36,14 +36,7 @@ def add_kernel(interpret: bool = False) -> Any:
     return jit(_add_body, interpret=interpret)
 
 
-class AddKernel(Kernel):
-    name: ClassVar[str] = "add"
-    meta_params: ClassVar[Mapping[str, MetaParam]] = {
-        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
-                           doc="elements each program adds per step"),
-    }
-    baseline_name: ClassVar[str] = "torch add"
-
+class AddKernel(AddDeclaration):
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
         a = torch.empty(problem.n, dtype=dtype, device=device)
@@ -89,4 +82,5 @@ class AddKernel(Kernel):
         torch.add(buffers["a"], buffers["b"], out=buffers["c"])
 
     def source(self) -> str:
-        return inspect.getsource(_add_body) + inspect.getsource(type(self))
+        return (inspect.getsource(_add_body) + inspect.getsource(AddDeclaration) +
+                inspect.getsource(type(self)))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, Kernel, MetaParam, fill_random
+from sweeper.kernels._base import Buffers, fill_random
+from sweeper.kernels._declared import CopyDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
@@ -39,14 +39,7 @@ def copy_kernel(interpret: bool = False) -> Any:
     return jit(_copy_body, interpret=interpret)
 
 
-class CopyKernel(Kernel):
-    name: ClassVar[str] = "copy"
-    meta_params: ClassVar[Mapping[str, MetaParam]] = {
-        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
-                           doc="elements each program copies per step"),
-    }
-    baseline_name: ClassVar[str] = "torch copy_"
-
+class CopyKernel(CopyDeclaration):
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
         src = torch.empty(problem.n, dtype=dtype, device=device)
@@ -91,7 +84,8 @@ class CopyKernel(Kernel):
         buffers["dst"].copy_(buffers["src"])
 
     def source(self) -> str:
-        return inspect.getsource(_copy_body) + inspect.getsource(type(self))
+        return (inspect.getsource(_copy_body) + inspect.getsource(CopyDeclaration) +
+                inspect.getsource(type(self)))
 
 
 def copy(src: torch.Tensor, out: torch.Tensor | None = None, *, tuning: str | None = None

@@ -219,7 +219,8 @@ def _winners(tables: dict[str, Any]) -> list[str]:
         ratio = final.baseline_ratio()
         against = (f" In the same rounds {final.baseline.name} measured "
                    f"{final.baseline.stats.median:.4g} ms: the winner runs at "
-                   f"{ratio:.3f}× its speed." if final.baseline and ratio is not None else "")
+                   f"{final.baseline_ratio_text()}× its speed."
+                   if final.baseline and ratio is not None else "")
         out.append(f"**{p.dtype} {format_size(p.footprint)} {p.cache}**: winner "
                    f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
                    f"{final.rounds} rounds × {final.samples_per_round} samples each"

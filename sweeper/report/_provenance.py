@@ -20,7 +20,7 @@ CI_TEXT = "95% CI of the median from order statistics; outliers outside 1.5×IQR
 class RunStory(NamedTuple):
     """How the study's numbers were made, in the words each report line needs."""
 
-    kind: str              # cuda, interpret or replay
+    kind: str              # cuda, interpret, replay, or a device plugin's name
     trial: str             # how each measured trial was made
     timer: str             # what a sample is
     inputs: str
@@ -40,10 +40,26 @@ INPUTS = ("fresh random data per trial, seeded from the sampler seed and the tri
 
 def run_story(meta: dict[str, Any]) -> RunStory:
     """The story of the device the study ran on (``environment.device``; a replay is
-    also known by the table it names); a CUDA GPU's where the device is not known."""
+    also known by the table it names); a CUDA GPU's where the study does not name its
+    device, and a device plugin's own words (its note) for a device sweeper does not ship:
+    a report imports no plugin."""
     env = meta.get("environment", {})
     kind = "replay" if env.get("replay_table") else env.get("device", "cuda")
-    return _STORIES.get(kind, _cuda_story)(meta, env)
+    return _STORIES.get(kind, _plugin_story)(meta, env)
+
+
+def _plugin_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
+    device, note = env.get("device", "?"), meta.get("device_note")
+    measure_text = meta.get("measure_text", "?")
+    hardware = (f"{env.get('gpu', '?')} on {env.get('host', '?')} ({env.get('sms')} SMs, "
+                f"{format_size(int(env.get('l2_bytes', 0) or 0))} L2)")
+    return RunStory(
+        kind=device, trial=VERIFIED + f"{measure_text}, timed by the {device} device",
+        timer=f"median of the {device} device's samples" + (f" ({note})" if note else "") +
+              f"; {CI_TEXT}", inputs=INPUTS, gpu=hardware, hardware=hardware,
+        measurement=measure_text, capped="capped by the device",
+        cache=f"as the {device} device runs it",
+        ceilings=f"None: the {device} device has no ceilings recorded.")
 
 
 def _replay_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
@@ -197,7 +213,7 @@ def record_rows(meta: dict[str, Any], df: pd.DataFrame, picks: pd.DataFrame,
 
 def reproduce_command(meta: dict[str, Any]) -> str:
     env = meta.get("environment", {})
-    device = meta.get("fingerprint", {}).get("device", "cuda")
+    device = env.get("opened_as") or meta.get("fingerprint", {}).get("device", "cuda")
     if env.get("replay_table"):
         device = f"replay:{env['replay_table']}"
     return shlex.join(["sweeper", "run", meta.get("space_path", "SPACE"), "--device", device,

@@ -14,7 +14,8 @@ from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import Winners, finals_apply
 from sweeper.fsio import atomic_write
-from sweeper.kernels import BUILTINS, Headline, kernel_class
+from sweeper.kernels import BUILTINS, Headline
+from sweeper.plugins import kernel_declaration
 from sweeper.report._draw import draw_effect, draw_heatmap
 from sweeper.report._heatmaps import heatmaps
 from sweeper.report._markdown import markdown
@@ -85,7 +86,7 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "finals": [(f, final_table(f, df, meta_names, metric)) for f in finals],
         "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
                                  headline)
-        if meta.get("sampler", {}).get("name") == "one-at-a-time" else [],
+        if meta.get("sampler", {}).get("baseline") else [],       # a sampler that takes one
         "drift": store.read(DriftRecord),
         "factors": factors(meta, df, story),
         "abandoned": {"trials": sum(t.status.value == "abandoned" for t in trials),
@@ -105,7 +106,7 @@ def _headline(meta: dict[str, Any]) -> Headline:
     if meta.get("headline"):
         return Headline(meta["headline"])
     if meta.get("kernel") in BUILTINS:
-        return kernel_class(meta["kernel"]).headline
+        return kernel_declaration(meta["kernel"]).headline     # imports no torch
     return Headline.GBPS
 
 

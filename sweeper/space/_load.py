@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-
+from sweeper import plugins
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.space import _expr
 from sweeper.space._expr import LIMIT, Expr
@@ -49,8 +49,9 @@ def load_space(path: str | Path, overrides: Sequence[str] = (), *,
                allow: Sequence[str | Path] = (), user_code: bool = True) -> Space:
     """Read and validate the space file at ``path`` (following ``extends:`` within its
     folder and the folders in ``allow``), with ``overrides`` such as ``BLOCK=1024,2048``
-    replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no user kernel: its
-    meta-parameters are taken from the space as written, unchecked."""
+    replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no plugin that is not
+    built in: a user kernel's meta-parameters are taken from the space as written, and a
+    user sampler's baseline, unchecked."""
     data, where, text = load_located(Path(path), (), reachable(Path(path), allow))
     data, where = override(data, where, overrides)
     return _Parser(str(path), where, user_code).space(data, text, safe_name(Path(path).stem))
@@ -131,15 +132,14 @@ class _Parser(Settings):
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
     def kernel(self, name: Any, params: Any) -> type:
-        """The kernel's class; with ``user_code`` off a user kernel is not imported: a
-        stand-in declares the meta-parameters ``params`` names."""
-        from sweeper.kernels import kernel_class, unchecked_kernel
-
+        """The class declaring the kernel's meta-parameters and defaults, from the plugin
+        registry; with ``user_code`` off a user kernel is not imported: a stand-in declares
+        the meta-parameters ``params`` names."""
         if not isinstance(name, str) or len(name) > 200:
-            raise self.error("kernel", f"{shown(name)} is not a kernel name (a built-in name or "
-                             "module:attr, at most 200 characters)")
+            raise self.error("kernel", f"{shown(name)} is not a kernel name (a built-in name, "
+                             "an installed plugin's or module:attr, at most 200 characters)")
         try:
-            return kernel_class(name) if self.user_code else unchecked_kernel(name, params)
+            return plugins.kernel_declaration(name, user_code=self.user_code, params=params)
         except SweeperError as err:
             raise self.error("kernel", str(err)) from None
 

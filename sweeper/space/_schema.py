@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sweeper import plugins
 from sweeper.space._load import (
     BLOCKS, BUDGET_KEYS, MEASURE_KEYS, SAMPLER_KEYS, STOP_RULES, TOP_KEYS)
 from sweeper.space._settings import MAX_COUNT, MAX_SEED, MAX_TRIALS
@@ -16,6 +17,9 @@ from sweeper.space._model import CACHE_MODES
 from sweeper.space._units import DTYPES
 
 SCALAR = {"type": ["integer", "string"]}
+#: A plugin that is not built in: an installed entry point's name, or module:attr.
+PLUGIN = {"type": "string", "minLength": 1, "maxLength": 200,
+          "description": "an installed plugin's entry point name, or package.module:attr"}
 SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
 
 
@@ -51,12 +55,9 @@ ZIP = {"type": "object", "additionalProperties": False, "required": ["zip"],
 
 
 def space_schema() -> dict[str, Any]:
-    from sweeper.kernels import BUILTINS, kernel_class
-    from sweeper.samplers import SAMPLERS
-
     meta: dict[str, Any] = {}
-    for name in BUILTINS:
-        for param, spec in kernel_class(name).meta_params.items():
+    for name in plugins.KERNEL.builtins:
+        for param, spec in plugins.kernel_declaration(name).meta_params.items():
             meta[param] = {**_axis(SCALAR), "description": f"{name}: {spec.doc}"}
     params = {
         "grid": {**_axis(SCALAR), "description": "programs launched (an expression may read "
@@ -84,11 +85,10 @@ def space_schema() -> dict[str, Any]:
                                 "problem: auto (a 1 s cool-down once the power cap shows), "
                                 "off, {cool: 1s} or {load: 500ms}"},
     }
-    sampler_names = {"enum": list(SAMPLERS)}
+    sampler_names = {"anyOf": [{"enum": list(plugins.SAMPLER.builtins)}, PLUGIN]}
     properties = {
         "study": {"type": "string"}, "extends": {"type": "string"},
-        "kernel": {"anyOf": [{"enum": list(BUILTINS)},
-                             {"type": "string", "pattern": r"^[\w.]+:\w+$"}]},
+        "kernel": {"anyOf": [{"enum": list(plugins.KERNEL.builtins)}, PLUGIN]},
         "sampler": {"anyOf": [sampler_names, {
             "type": "object", "additionalProperties": False,
             "properties": {"name": sampler_names, "seed": SEED,

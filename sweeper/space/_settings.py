@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sweeper.errors import SpaceError
+from sweeper import plugins
+from sweeper.errors import SpaceError, SweeperError
 from sweeper.space._model import CACHE_MODES, Axis, Budget, MeasureSpec, SamplerSpec
 from sweeper.space._units import parse_duration
 
@@ -27,6 +28,9 @@ MAX_TRIALS = 1_000_000_000
 class Settings:
     """The parser's methods for the settings; the parser supplies ``error`` and ``keys``."""
 
+    #: Off: no plugin that is not built in is imported (``sweeper plan``).
+    user_code: bool = True
+
     def error(self, path: str, message: str) -> SpaceError:
         raise NotImplementedError
 
@@ -34,8 +38,6 @@ class Settings:
         raise NotImplementedError
 
     def sampler(self, value: Any, seed: Any, axes: list[Axis]) -> SamplerSpec:
-        from sweeper.samplers import SAMPLERS
-
         path, baseline, seed_path = "sampler", {}, "seed"
         if isinstance(value, dict):
             value = self.keys(value, path, SAMPLER_KEYS)
@@ -43,14 +45,18 @@ class Settings:
             seed = value.get("seed", seed)
             baseline = value.get("baseline", {})
             path, value = "sampler.name", value.get("name", "auto")
-        if not isinstance(value, str) or value not in SAMPLERS:
-            raise self.error(path, f"unknown sampler {shown(value)}; known: {', '.join(SAMPLERS)}")
+        if not isinstance(value, str) or len(value) > 200:
+            raise self.error(path, f"unknown sampler {shown(value)}; known: "
+                             f"{plugins.known(plugins.SAMPLER)}")
+        takes_baseline = self.takes_baseline(value, path, bool(baseline))
         if type(seed) is not int or not 0 <= seed <= MAX_SEED:
             raise self.error(seed_path, f"seed must be an integer from 0 to {MAX_SEED} "
                 f"(2**32 - 1), got {shown(seed)}")
-        if baseline and value != "one-at-a-time":
-            raise self.error("sampler.baseline", "a baseline belongs to the one-at-a-time "
-                             "sampler")
+        if baseline and not takes_baseline:
+            takers = [n for n in plugins.SAMPLER.builtins
+                      if plugins.sampler_capabilities(n).takes_baseline]
+            raise self.error("sampler.baseline", f"a baseline belongs to the "
+                             f"{', '.join(takers)} sampler; {value} takes none")
         by_name = {a.name: a for a in axes}
         base = self.keys(baseline, "sampler.baseline", tuple(by_name))
         chosen = []
@@ -61,7 +67,19 @@ class Settings:
                                  f"the axis; allowed: {', '.join(a.labels)}")
             chosen.append((a.name, label))
         return SamplerSpec(name=value, seed=seed,
-                           baseline=tuple(chosen) if value == "one-at-a-time" else ())
+                           baseline=tuple(chosen) if takes_baseline else ())
+
+    def takes_baseline(self, name: str, path: str, given: bool) -> bool:
+        """Whether sampler ``name`` declares a baseline; an unknown sampler is an error at
+        ``path``.  With ``user_code`` off, a sampler that is not built in is not imported:
+        it takes a baseline if the file gives one."""
+        try:
+            found = plugins.find(plugins.SAMPLER, name)
+            if not (found.builtin or self.user_code):
+                return given
+            return plugins.sampler_capabilities(name).takes_baseline
+        except SweeperError as err:
+            raise self.error(path, str(err)) from None
 
     def measure(self, raw: Any) -> tuple[MeasureSpec, list[str]]:
         """The measurement settings, and the cache modes the ``cache`` axis defaults to."""

@@ -1,0 +1,49 @@
+"""What each built-in kernel declares, apart from its implementation.
+
+A declaration is the class attributes a space file is checked against (the kernel's
+name, its meta-parameters and defaults) and those reports read (its headline rate and
+baseline).  The implementations (``copy.py``, ``add.py``, ``matmul.py``) import torch and
+triton; these import neither, so parsing a space, ``sweeper plan`` and reports read them
+through :func:`sweeper.plugins.kernel_declaration` at no cost.  Each implementation
+subclasses its declaration, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from sweeper.kernels._base import Headline, Kernel, MetaParam
+
+
+class CopyDeclaration(Kernel):
+    name: ClassVar[str] = "copy"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
+                           doc="elements each program copies per step"),
+    }
+    baseline_name: ClassVar[str] = "torch copy_"
+
+
+class AddDeclaration(Kernel):
+    name: ClassVar[str] = "add"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
+                           doc="elements each program adds per step"),
+    }
+    baseline_name: ClassVar[str] = "torch add"
+
+
+class MatmulDeclaration(Kernel):
+    name: ClassVar[str] = "matmul"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK_M": MetaParam(default=128, pow2=True, doc="rows of C per tile"),
+        "BLOCK_N": MetaParam(default=128, pow2=True, doc="columns of C per tile"),
+        "BLOCK_K": MetaParam(default=64, pow2=True, doc="K step"),
+        "num_stages": MetaParam(default=3, doc="software pipeline depth (launch option)"),
+    }
+    defaults: ClassVar[Mapping[str, Any]] = {
+        "grid": "cdiv(isqrt(n), BLOCK_M) * cdiv(isqrt(n), BLOCK_N)", "block": 256,
+        "dtype": "bfloat16", "footprint": "32MiB"}
+    baseline_name: ClassVar[str] = "torch.matmul"
+    headline: ClassVar[Headline] = Headline.TFLOPS

@@ -1,0 +1,316 @@
+"""One registry for what sweeper runs: kernels, samplers and devices.
+
+A space file (``kernel:``, ``sampler:``) or ``--device`` names a plugin in one of three
+ways, tried in this order:
+
+1. a built-in name: the tables :data:`KERNEL`, :data:`SAMPLER` and :data:`DEVICE` hold;
+2. the name of an entry point that an installed distribution declares in the group
+   ``sweeper.kernels``, ``sweeper.samplers`` or ``sweeper.devices``;
+3. a ``package.module:attr`` path, imported with the current directory first on
+   ``sys.path`` (as ``python -m sweeper`` has it; the console script's ``sys.path`` lacks
+   it), and only while that module is imported: sweeper's own later imports never see a
+   file of the current directory.
+
+Nothing is imported until a plugin is loaded, and then only the module that holds it.
+Each plugin is checked as it is loaded (a kernel is a ``Kernel`` subclass or instance, a
+sampler factory is callable and declares its capabilities as booleans, a device is a
+concrete ``Device`` subclass), and every error names the plugin and where it came from.
+The core then asks a plugin what it can do (a device's ``replays``, a sampler's
+:class:`SamplerCapabilities`), never what it is called.
+
+This module imports no subpackage at its top: the space parser asks it for a kernel's
+declared meta-parameters and for sampler names without importing kernels or samplers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import inspect
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sweeper.errors import SweeperError
+
+if TYPE_CHECKING:
+    from sweeper.kernels import Kernel
+
+#: ``package.module:attr``: what a path must look like before anything is imported.
+PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:"
+                  r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of plugin: its noun in messages, its entry point group, its built-ins
+    (name -> ``module:attr``, in the order messages list them) and its check (why an
+    object is not such a plugin, or ``None``)."""
+
+    noun: str
+    group: str
+    builtins: dict[str, str]
+    check: Callable[[Any], str | None]
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a plugin's name leads, before anything is imported."""
+
+    kind: Kind
+    name: str
+    target: str                                  # module:attr
+    origin: str                                  # built-in, entry point ..., module:attr path
+    entry_point: metadata.EntryPoint | None = None
+
+    @property
+    def builtin(self) -> bool:
+        return self.origin == "built-in"
+
+    def __str__(self) -> str:
+        return f"{self.kind.noun} {self.name!r} ({self.origin})"
+
+
+@dataclass(frozen=True)
+class SamplerCapabilities:
+    """What a sampler factory declares, as attributes of the same names (these defaults
+    where it declares nothing); :func:`declares` sets them."""
+
+    #: The interleaved finals re-measure its best configs to choose each problem's winner.
+    needs_finals: bool = True
+    #: It takes the kernel model's guess of every valid config (``Kernel.model``).
+    uses_model: bool = False
+    #: It starts from the winners of other studies of the kernel on this GPU.
+    uses_priors: bool = False
+    #: The space file's ``sampler.baseline`` is the config it varies around; the sweep
+    #: measures that config again at the end to show the drift over the study.
+    takes_baseline: bool = False
+
+
+CAPABILITIES = tuple(f.name for f in dataclasses.fields(SamplerCapabilities))
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def declares(**capabilities: bool) -> Callable[[F], F]:
+    """Declare what a sampler factory needs or offers::
+
+        @declares(needs_finals=False)
+        def my_sampler(spec, choices, axes, priors, guesses): ...
+    """
+    unknown = sorted(set(capabilities) - set(CAPABILITIES))
+    if unknown:
+        raise TypeError(f"unknown sampler capability {unknown[0]!r}; known: "
+                        f"{', '.join(CAPABILITIES)}")
+
+    def mark(factory: F) -> F:
+        for key, value in capabilities.items():
+            setattr(factory, key, value)
+        return factory
+    return mark
+
+
+def _kernel_problem(obj: Any) -> str | None:
+    from sweeper.kernels._base import Kernel
+
+    cls = obj if isinstance(obj, type) else type(obj)
+    if not issubclass(cls, Kernel):
+        return f"is {_a(obj)}, not a sweeper.kernels.Kernel subclass or instance"
+    if not isinstance(getattr(cls, "name", None), str):
+        return "declares no name (a class attribute: name = 'my-kernel')"
+    return None
+
+
+def _sampler_problem(obj: Any) -> str | None:
+    if not callable(obj):
+        return (f"is {_a(obj)}, not a sampler factory (a callable: (spec, choices, axes, "
+                "priors, guesses) -> optuna.samplers.BaseSampler)")
+    for key in CAPABILITIES:
+        value = getattr(obj, key, False)
+        if not isinstance(value, bool):
+            return f"declares {key} = {value!r}; a capability is True or False"
+    return None
+
+
+def _device_problem(obj: Any) -> str | None:
+    from sweeper.devices._base import Device
+
+    if not (isinstance(obj, type) and issubclass(obj, Device)):
+        return f"is {_a(obj)}, not a sweeper.devices.Device subclass"
+    if inspect.isabstract(obj):
+        missing = ", ".join(sorted(obj.__abstractmethods__))
+        return f"is abstract: it does not implement {missing}"
+    if not isinstance(getattr(obj, "name", None), str):
+        return "declares no name (a class attribute: name = 'my-device')"
+    return None
+
+
+def _a(obj: Any) -> str:
+    return f"the class {obj.__name__}" if isinstance(obj, type) else \
+        f"a {type(obj).__name__}"
+
+
+KERNEL = Kind("kernel", "sweeper.kernels", {
+    "copy": "sweeper.kernels.copy:CopyKernel",
+    "add": "sweeper.kernels.add:AddKernel",
+    "matmul": "sweeper.kernels.matmul:MatmulKernel",
+}, _kernel_problem)
+SAMPLER = Kind("sampler", "sweeper.samplers", {
+    "auto": "sweeper.samplers:auto_sampler",
+    "exhaustive": "sweeper.samplers:exhaustive_sampler",
+    "one-at-a-time": "sweeper.samplers:one_at_a_time_sampler",
+    "tpe": "sweeper.samplers:tpe_sampler",
+    "random": "sweeper.samplers:random_sampler",
+    "gp": "sweeper.samplers:gp_sampler",
+    "qmc": "sweeper.samplers:qmc_sampler",
+    "cmaes": "sweeper.samplers:cmaes_sampler",
+}, _sampler_problem)
+DEVICE = Kind("device", "sweeper.devices", {
+    "cuda": "sweeper.devices._cuda:CudaDevice",
+    "interpret": "sweeper.devices._interpret:InterpretDevice",
+    "replay": "sweeper.devices._replay:ReplayDevice",
+}, _device_problem)
+#: What each built-in kernel declares (name, meta-parameters, defaults, headline), apart
+#: from its implementation: reading it imports neither torch nor triton.
+DECLARED = {
+    "copy": "sweeper.kernels._declared:CopyDeclaration",
+    "add": "sweeper.kernels._declared:AddDeclaration",
+    "matmul": "sweeper.kernels._declared:MatmulDeclaration",
+}
+
+
+def installed(kind: Kind) -> dict[str, list[metadata.EntryPoint]]:
+    """The entry points of ``kind``'s group, by name, read from the installed
+    distributions' metadata (nothing is imported); a name two distributions declare
+    maps to both."""
+    found: dict[str, list[metadata.EntryPoint]] = {}
+    for ep in metadata.entry_points(group=kind.group):
+        found.setdefault(ep.name, []).append(ep)
+    return found
+
+
+def _dist(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"{dist.name} {dist.version}" if dist is not None else "an unnamed distribution"
+
+
+def known(kind: Kind) -> str:
+    """What ``kind``'s names may be, for a message."""
+    names = list(kind.builtins)
+    names += [f"{name} ({', '.join(_dist(ep) for ep in eps)})"
+              for name, eps in installed(kind).items() if name not in kind.builtins]
+    return f"{', '.join(names)}, or package.module:attr for your own"
+
+
+def find(kind: Kind, name: str) -> Found:
+    """Where ``name`` leads (a built-in, an installed entry point, a path), without
+    importing anything; a :class:`SweeperError` if it leads nowhere."""
+    if name in kind.builtins:
+        return Found(kind, name, kind.builtins[name], "built-in")
+    if ":" not in name:
+        eps = installed(kind).get(name, [])
+        if len(eps) > 1:
+            raise SweeperError(f"{kind.noun} {name!r} is declared by {len(eps)} installed "
+                               f"distributions ({', '.join(_dist(ep) for ep in eps)}) in "
+                               f"{kind.group}; uninstall all but one")
+        if eps:
+            ep = eps[0]
+            return Found(kind, name, ep.value, f"entry point {ep.name} = {ep.value} in "
+                         f"{kind.group} of {_dist(ep)}", ep)
+    if PATH.fullmatch(name) is None:
+        raise SweeperError(f"unknown {kind.noun} {name!r}; known: {known(kind)}")
+    return Found(kind, name, name, "module:attr path")
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A loaded, checked plugin and where it came from."""
+
+    obj: Any
+    found: Found
+
+    def __str__(self) -> str:
+        return str(self.found)
+
+
+def load(kind: Kind, name: str) -> Plugin:
+    """Import the plugin ``name`` leads to and check it is a ``kind``; every failure is a
+    :class:`SweeperError` naming the plugin and its entry point or path."""
+    found = find(kind, name)
+    try:
+        obj = found.entry_point.load() if found.entry_point is not None else \
+            _import(found.target, from_cwd=not found.builtin)
+    except (ImportError, AttributeError) as err:
+        raise SweeperError(f"cannot load {found}: {err}") from err
+    except Exception as err:        # the plugin's own module failed while it was imported
+        raise SweeperError(f"cannot load {found}: importing "
+                           f"{found.target.partition(':')[0]} raised {type(err).__name__}: "
+                           f"{err}") from err
+    problem = kind.check(obj)
+    if problem is not None:
+        raise SweeperError(f"cannot load {found}: {found.target} {problem}")
+    return Plugin(obj, found)
+
+
+def _import(target: str, *, from_cwd: bool) -> Any:
+    module_name, _, attr = target.partition(":")
+    with _cwd_first() if from_cwd else contextlib.nullcontext():
+        module = importlib.import_module(module_name)
+    if not hasattr(module, attr):
+        raise AttributeError(f"module {module_name} has no attribute {attr!r}")
+    return getattr(module, attr)
+
+
+@contextlib.contextmanager
+def _cwd_first() -> Iterator[None]:
+    """The current directory first on ``sys.path`` while a path plugin is imported."""
+    cwd = os.getcwd()
+    sys.path.insert(0, cwd)
+    importlib.invalidate_caches()       # a module written since the folder was last read
+    try:
+        yield
+    finally:
+        if sys.path and sys.path[0] == cwd:
+            del sys.path[0]
+        elif cwd in sys.path:
+            sys.path.remove(cwd)
+
+
+def kernel_declaration(name: str, *, user_code: bool = True,
+                       params: Mapping[str, Any] | None = None) -> type[Kernel]:
+    """The class whose attributes declare kernel ``name``: its ``name``, ``meta_params``,
+    ``defaults``, ``headline`` and ``baseline_name``.  A built-in's declaration imports
+    neither torch nor triton; any other kernel's is its own class, its module imported,
+    unless ``user_code`` is off: then a stand-in that imports nothing declares the
+    meta-parameters ``params`` (a space's ``params`` mapping) names, unchecked."""
+    found = find(KERNEL, name)
+    if found.builtin:
+        return _import(DECLARED[name], from_cwd=False)
+    if not user_code:
+        from sweeper.kernels import unchecked_kernel
+
+        return unchecked_kernel(name, params)
+    obj = load(KERNEL, name).obj
+    return obj if isinstance(obj, type) else type(obj)
+
+
+def sampler_capabilities(name: str) -> SamplerCapabilities:
+    """What sampler ``name`` declares (its factory is loaded: a built-in's imports no
+    optuna)."""
+    factory = load(SAMPLER, name).obj
+    return SamplerCapabilities(**{key: getattr(factory, key) for key in CAPABILITIES
+                                  if hasattr(factory, key)})
+
+
+def split_device(spec: str) -> tuple[str, str | None]:
+    """``replay:PATH.csv`` -> (``replay``, ``PATH.csv``): a device name, then an argument
+    after a colon where the name before it is a built-in or installed device; anything
+    else is one name (a ``module:attr`` path takes no argument)."""
+    name, colon, argument = spec.partition(":")
+    if colon and (name in DEVICE.builtins or name in installed(DEVICE)):
+        return name, argument
+    return spec, None

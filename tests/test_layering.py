@@ -1,0 +1,170 @@
+"""The layering rule: what may import what (docs/architecture.md, "Layering").
+
+1. ``import sweeper``, parsing a space file, the errors, the records and the CLI's
+   argument parsing import no torch, triton, optuna or pandas: a command pays for those
+   only when it runs kernels, samplers or reports.
+2. The subpackages ``space``, ``kernels``, ``samplers``, ``devices``, ``measure``,
+   ``store`` and ``report`` import each other without a loop.  Every import counts, the
+   ones inside functions too: an import deferred into a function is still a dependency
+   (the loop between space and kernels was one), it only changes when its cost is paid.
+   The plugin registry, ``sweeper.plugins``, is outside the subpackages on purpose: the
+   space parser asks it for a kernel's declaration and the sampler names, and it imports
+   plugins by their ``module:attr`` name when they are loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("torch", "triton", "optuna", "pandas")
+SUBPACKAGES = ("space", "kernels", "samplers", "devices", "measure", "store", "report")
+
+#: Run in a fresh interpreter from the repository root: each step notes which heavy
+#: modules are imported once it is done.
+LIGHT_STEPS = r'''
+import contextlib, io, json, sys
+
+HEAVY = %r
+steps = {}
+
+
+def note(step):
+    steps[step] = sorted(m for m in HEAVY if m in sys.modules)
+
+
+import sweeper
+assert sweeper.SweeperError and "tuned" in dir(sweeper)
+note("import sweeper")
+from sweeper.space import load_space
+space = load_space("spaces/copy.yaml")
+assert space.kernel == "copy" and space.size == 210 and space.axis("BLOCK").labels
+note("load_space('spaces/copy.yaml')")
+import sweeper.errors
+import sweeper.store._records
+note("sweeper.errors and sweeper.store._records")
+from sweeper.cli import main
+out, err = io.StringIO(), io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main(["--help"])
+    except SystemExit as exit:
+        assert exit.code == 0
+assert out.getvalue().startswith("usage: sweeper"), out.getvalue()
+note("sweeper --help")
+with contextlib.redirect_stderr(err):
+    assert main(["run", "spaces/copy.yaml", "--trials", "0"]) == 2
+assert "--trials: '0' is not a whole number >= 1" in err.getvalue(), err.getvalue()
+note("sweeper run refusing a bad option")
+with open("BAD_SPACE", "w") as f:
+    f.write("kernel: copy\nparams:\n  BLOCK: [300]\n")
+with contextlib.redirect_stderr(err):
+    assert main(["run", "BAD_SPACE"]) == 2
+assert "BAD_SPACE:3: params.BLOCK[0]: 300 is not a power of two" in err.getvalue()
+note("sweeper run refusing a bad space file")
+print(json.dumps(steps))
+'''
+
+
+def test_parsing_and_the_cli_edge_import_no_torch_triton_optuna_or_pandas(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    script = (LIGHT_STEPS % (HEAVY,)).replace("BAD_SPACE", str(bad))
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    steps = json.loads(run.stdout.splitlines()[-1])
+    assert len(steps) == 6
+    assert all(not heavy for heavy in steps.values()), \
+        f"imported after each step: {json.dumps(steps, indent=1)}"
+
+
+def _subpackage(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] == "sweeper" and len(parts) > 1 and parts[1] in SUBPACKAGES:
+        return parts[1]
+    return None
+
+
+def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    """The sweeper modules an import statement names (relative ones resolved)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:
+        base = module.split(".")
+        base = base[:len(base) - node.level + (1 if is_package else 0)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    return [target] + [f"{target}.{alias.name}" for alias in node.names]
+
+
+def import_edges() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) subpackage -> where (``file:line``), from every import in
+    every module of the package, inside functions too."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((ROOT / "sweeper").rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        module = ".".join(rel.with_suffix("").parts).removesuffix(".__init__")
+        source = _subpackage(module)
+        if source is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(rel))):
+            targets = {_subpackage(name)
+                       for name in _imported(node, module, path.name == "__init__.py")}
+            for target in targets - {None, source}:
+                edges.setdefault((source, str(target)), []).append(f"{rel}:{node.lineno}")
+    return edges
+
+
+def find_cycle(edges: dict[tuple[str, str], list[str]]) -> list[str] | None:
+    """One cycle of the graph as a list of nodes (first repeated last), or None."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+    state: dict[str, int] = {}          # 1 on the current path, 2 done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_the_subpackages_import_each_other_without_a_loop():
+    edges = import_edges()
+    # the walk sees what is there: imports at the top, inside functions, relative ones
+    assert ("devices", "measure") in edges and ("report", "store") in edges
+    assert ("devices", "kernels") in edges      # inside a function of devices/_cuda.py
+    cycle = find_cycle(edges)
+    assert cycle is None, "import loop " + " -> ".join(cycle) + ": " + "; ".join(
+        f"{a} -> {b} at {', '.join(edges[a, b])}" for a, b in zip(cycle, cycle[1:]))
+
+
+def test_the_cycle_finder_finds_a_loop_and_where_it_is():
+    edges = {("space", "kernels"): ["sweeper/space/_load.py:1"],
+             ("kernels", "space"): ["sweeper/kernels/_base.py:2"],
+             ("report", "store"): ["x"]}
+    assert find_cycle(edges) == ["kernels", "space", "kernels"]
+    assert find_cycle({("report", "store"): ["x"], ("store", "space"): ["y"]}) is None

@@ -1,0 +1,455 @@
+"""The plugin registry (``sweeper/plugins.py``): a kernel, a sampler or a device comes from
+a built-in name, an installed distribution's entry point or a ``module:attr`` path; each is
+checked when loaded, every error names the plugin and where it came from, and the core
+asks what a plugin declares it can do, never its name."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any, ClassVar
+
+import optuna
+import pytest
+
+from sweeper import plugins
+from sweeper.cli import main
+from sweeper.devices import PlanCosts
+from sweeper.devices._interpret import InterpretDevice
+from sweeper.errors import SweeperError
+from sweeper.kernels import kernel_class
+from sweeper.plugins import declares
+from sweeper.samplers import ExhaustiveSampler
+from sweeper.space import load_space
+from sweeper.store import DriftRecord, StudyStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: A plugin package as a third party writes it: a kernel in plain torch, a sampler that
+#: proposes the valid configs last to first, and a device timed by the host clock.
+PACKAGE = '''
+from __future__ import annotations
+
+import optuna
+import torch
+
+from sweeper.devices import Device, DeviceFacts
+from sweeper.kernels import Buffers, Kernel, MetaParam, fill_random
+from sweeper.measure import time_host
+from sweeper.plugins import declares
+
+
+class Scale(Kernel):
+    """y = 2 x in steps of CHUNK elements, with torch alone."""
+
+    name = "scale"
+    meta_params = {"CHUNK": MetaParam(default=256, pow2=True, doc="elements per step")}
+    defaults = {"grid": 1, "block": 32, "dtype": "float32", "footprint": "4KiB"}
+
+    def allocate(self, problem, device):
+        x = torch.empty(problem.n, dtype=getattr(torch, problem.dtype), device=device)
+        return Buffers(problem, {"x": x, "y": torch.empty_like(x)})
+
+    def randomize(self, buffers, generator):
+        fill_random(buffers["x"], generator)
+
+    def poison(self, buffers):
+        buffers["y"].fill_(float("nan"))
+
+    def launch(self, buffers, config):
+        x, y, step = buffers["x"], buffers["y"], config.meta["CHUNK"]
+        for start in range(0, x.numel(), step):
+            torch.mul(x[start:start + step], 2, out=y[start:start + step])
+
+    def check(self, buffers):
+        return None if torch.equal(buffers["y"], 2 * buffers["x"]) else "y is not 2 x"
+
+    def bytes_moved(self, problem):
+        return 2 * problem.footprint
+
+    def model(self, config, sms):
+        return float(config.meta["CHUNK"])
+
+
+CALLS = []
+
+
+class Backwards(optuna.samplers.BaseSampler):
+    def __init__(self, choices):
+        self.queue = [dict(c) for c in reversed(choices)]
+        self.current = self.queue[0]
+
+    def infer_relative_search_space(self, study, trial):
+        return {}
+
+    def sample_relative(self, study, trial, search_space):
+        return {}
+
+    def before_trial(self, study, trial):
+        if self.queue:
+            self.current = self.queue.pop(0)
+
+    def sample_independent(self, study, trial, name, distribution):
+        return self.current[name]
+
+
+@declares(uses_model=True, needs_finals=False)
+def backwards(spec, choices, axes, priors, guesses):
+    CALLS.append({"seed": spec.seed, "choices": len(choices), "guesses": guesses})
+    return Backwards(choices)
+
+
+class HostDevice(Device):
+    name = "host"
+    torch_device = "cpu"
+    note = "host-timed CPU runs of a plugin device"
+
+    def facts(self):
+        return DeviceFacts(name="host CPU", sms=2, l2_bytes=1 << 20)
+
+    def time(self, launch, *, warmup, repeat, flush):
+        return time_host(launch, warmup=warmup, repeat=repeat)
+
+    def synchronize(self):
+        return None
+'''
+#: What ``pip install`` writes for a pyproject.toml that declares, under
+#: ``[project.entry-points."sweeper.kernels"]`` (and the two other groups), these lines.
+ENTRY_POINTS = """
+[sweeper.kernels]
+scale = sweeper_tinyplug:Scale
+
+[sweeper.samplers]
+backwards = sweeper_tinyplug:backwards
+
+[sweeper.devices]
+host = sweeper_tinyplug:HostDevice
+"""
+SCALE_SPACE = """
+study: scaled
+kernel: scale
+sampler: backwards
+params:
+  CHUNK: [64, 128, 256, 512]
+measure: {warmup: 1, repeat: 3}
+"""
+
+
+def install(site: Path, name: str, version: str, entry_points: str,
+            modules: dict[str, str] | None = None) -> None:
+    """A distribution as an installer leaves it in ``site``: its modules and a dist-info
+    folder with its metadata and entry points."""
+    site.mkdir(exist_ok=True)
+    for module, text in (modules or {}).items():
+        (site / f"{module}.py").write_text(text)
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points).lstrip())
+
+
+@pytest.fixture
+def tinyplug(tmp_path, monkeypatch):
+    """The plugin package installed on a ``sys.path`` entry of its own."""
+    site = tmp_path / "site"
+    install(site, "sweeper-tinyplug", "0.1", ENTRY_POINTS, {"sweeper_tinyplug": PACKAGE})
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(tmp_path)
+    yield site
+    sys.modules.pop("sweeper_tinyplug", None)
+
+
+def test_an_installed_package_adds_a_kernel_a_sampler_and_a_device(tinyplug, tmp_path,
+                                                                     capsys):
+    (tmp_path / "scale.yaml").write_text(SCALE_SPACE)
+    assert main(["run", "scale.yaml", "--device", "host", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "study scaled-host: studies/scaled-host (new)" in out
+    assert "device: host CPU (2 SMs, 1MiB L2)\nnote: host-timed CPU runs of a plugin device" in out
+    assert "sampler backwards (seed 0)" in out and "cache cold (no L2 flush on this device" in out
+    assert "done: 4 measured (0 failed)" in out
+    assert "interleaved" not in out                 # the sampler declares needs_finals=False
+    store = StudyStore(tmp_path / "studies" / "scaled-host")
+    trials = store.records()[0]
+    assert [t.choice["CHUNK"] for t in trials] == ["512", "256", "128", "64"]   # backwards
+    assert all(t.ok and t.samples_ms for t in trials)
+    # uses_model: the sampler got the kernel model's guess of each valid config
+    calls = sys.modules["sweeper_tinyplug"].CALLS
+    assert calls == [{"seed": 0, "choices": 4, "guesses": [64.0, 128.0, 256.0, 512.0]}]
+    meta = store.meta()
+    assert (meta["kernel"], meta["sampler"]["name"], meta["environment"]["device"],
+            meta["finals"]) == ("scale", "backwards", "host", False)
+    # the report imports no plugin: it tells the device's story from what the study recorded
+    assert main(["report", "studies/scaled-host"]) == 0
+    report = (tmp_path / "studies" / "scaled-host" / "report.md").read_text()
+    assert "median of the host device's samples (host-timed CPU runs of a plugin device)" \
+        in report and "CUDA-event" not in report
+
+
+def test_installed_names_are_listed_and_a_bad_one_is_named_with_its_entry_point(
+        tinyplug, tmp_path, capsys, monkeypatch):
+    broken = tmp_path / "broken"
+    install(broken, "sweeper-broken", "0.2", """
+        [sweeper.kernels]
+        nokernel = sweeper_tinyplug:backwards
+        [sweeper.samplers]
+        nofactory = sweeper_tinyplug:CALLS
+        [sweeper.devices]
+        host = sweeper_tinyplug:HostDevice
+        abstract = sweeper.devices:Device
+        """)
+    monkeypatch.syspath_prepend(str(broken))
+    known = plugins.known(plugins.KERNEL)
+    assert known.startswith("copy, add, matmul, ") and \
+        known.endswith(", or package.module:attr for your own")
+    assert "scale (sweeper-tinyplug 0.1)" in known and "nokernel (sweeper-broken 0.2)" in known
+    space = tmp_path / "s.yaml"
+    origin = "in {group} of sweeper-broken 0.2"
+
+    space.write_text(SCALE_SPACE.replace("kernel: scale", "kernel: nokernel"))
+    assert main(["run", str(space), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:3: kernel: cannot load kernel 'nokernel' (entry point nokernel = "
+        f"sweeper_tinyplug:backwards {origin.format(group='sweeper.kernels')}): "
+        "sweeper_tinyplug:backwards is a function, not a sweeper.kernels.Kernel subclass or "
+        "instance\n")
+    space.write_text(SCALE_SPACE.replace("sampler: backwards", "sampler: nofactory"))
+    assert main(["run", str(space), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:4: sampler: cannot load sampler 'nofactory' (entry point nofactory = "
+        f"sweeper_tinyplug:CALLS {origin.format(group='sweeper.samplers')}): "
+        "sweeper_tinyplug:CALLS is a list, not a sampler factory (a callable: (spec, "
+        "choices, axes, priors, guesses) -> optuna.samplers.BaseSampler)\n")
+    space.write_text(SCALE_SPACE)
+    assert main(["run", str(space), "--device", "abstract"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: cannot load device 'abstract' (entry point abstract = sweeper.devices:Device "
+        f"{origin.format(group='sweeper.devices')}): sweeper.devices:Device is abstract: it "
+        "does not implement facts, synchronize, time\n")
+    assert main(["run", str(space), "--device", "host"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sweeper: device 'host' is declared by 2 installed distributions (")
+    assert "sweeper-tinyplug 0.1" in err and err.endswith(
+        ") in sweeper.devices; uninstall all but one\n")
+    assert not (tmp_path / "studies").exists()              # nothing written
+
+
+def test_a_device_name_takes_an_argument_only_where_the_device_declares_one(capsys):
+    assert main(["plan", "spaces/copy-small.yaml", "--device", "replay"]) == 2
+    assert capsys.readouterr().err == ("sweeper: device 'replay' (built-in) needs an argument: "
+                                       "replay:PATH.csv\n")
+    assert main(["plan", "spaces/copy-small.yaml", "--device", "interpret:fast"]) == 2
+    assert capsys.readouterr().err == ("sweeper: device 'interpret' (built-in) takes no "
+                                       "argument; got 'interpret:fast'\n")
+    assert main(["plan", "spaces/copy-small.yaml", "--device", "tpu"]) == 2
+    assert capsys.readouterr().err == ("sweeper: unknown device 'tpu'; known: cuda, interpret, "
+                                       "replay, or package.module:attr for your own\n")
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """Write a module of a unique name into the current directory; returns its name."""
+    monkeypatch.chdir(tmp_path)
+    names: list[str] = []
+
+    def write(text: str) -> str:
+        names.append(f"usermod_{uuid.uuid4().hex[:8]}")
+        (tmp_path / f"{names[-1]}.py").write_text(textwrap.dedent(text))
+        return names[-1]
+
+    yield write
+    for name in names:
+        sys.modules.pop(name, None)
+
+
+def test_a_path_plugin_that_fails_is_named_with_its_path(user_module):
+    raises = user_module("raise RuntimeError('needs a GPU to import')\n")
+    with pytest.raises(SweeperError) as err:
+        plugins.load(plugins.KERNEL, f"{raises}:K")
+    assert str(err.value) == (f"cannot load kernel '{raises}:K' (module:attr path): importing "
+                              f"{raises} raised RuntimeError: needs a GPU to import")
+    empty = user_module("X = 1\n")
+    with pytest.raises(SweeperError, match=rf"^cannot load sampler '{empty}:nope' \(module:attr "
+                                           rf"path\): module {empty} has no attribute 'nope'$"):
+        plugins.load(plugins.SAMPLER, f"{empty}:nope")
+    with pytest.raises(SweeperError, match=rf"^cannot load device '{empty}:X' \(module:attr "
+                                           rf"path\): {empty}:X is a int, not a sweeper"):
+        plugins.load(plugins.DEVICE, f"{empty}:X")
+    with pytest.raises(SweeperError, match=r"declares needs_finals = 'no'; a capability is "
+                                           r"True or False$"):
+        plugins.load(plugins.SAMPLER, "tests.test_plugins:undecided")
+    with pytest.raises(TypeError, match="unknown sampler capability 'fast'; known: "
+                                        "needs_finals, uses_model"):
+        declares(fast=True)
+
+
+def test_finding_a_plugin_imports_nothing_and_plan_reads_a_stand_in(user_module):
+    marked = user_module("import pathlib\npathlib.Path('imported').write_text('yes')\n")
+    found = plugins.find(plugins.KERNEL, f"{marked}:K")
+    assert (found.origin, found.target, found.builtin) == ("module:attr path", f"{marked}:K",
+                                                           False)
+    stand_in = plugins.kernel_declaration(f"{marked}:K", user_code=False,
+                                          params={"TILE": [16, 32], "block": [32]})
+    assert list(stand_in.meta_params) == ["TILE"] and stand_in.name == f"{marked}:K"
+    assert marked not in sys.modules and not Path("imported").exists()
+
+
+def test_a_built_in_kernel_is_its_declaration_implemented():
+    for name in plugins.KERNEL.builtins:
+        declared = plugins.kernel_declaration(name)
+        implementation = kernel_class(name)
+        assert declared.__module__ == "sweeper.kernels._declared"
+        assert issubclass(implementation, declared) and implementation.name == name
+        assert implementation.meta_params is declared.meta_params
+        # the study's kernel version covers what the kernel declares
+        assert f"class {declared.__name__}(Kernel):" in implementation().source()
+
+
+# -- third-party plugins given by module:attr, each declaring one capability ------------------
+def undecided(spec: Any, choices: Any, axes: Any, priors: Any, guesses: Any) -> Any:
+    return optuna.samplers.RandomSampler(seed=spec.seed)
+
+
+undecided.needs_finals = "no"        # type: ignore[attr-defined]
+
+
+@declares(takes_baseline=True, needs_finals=False)
+def around(spec: Any, choices: Any, axes: Any, priors: Any, guesses: Any) -> Any:
+    """The baseline, then the other values of BLOCK: a one-at-a-time of one axis."""
+    base = dict(spec.baseline)
+    plan = [base] + [{**base, "BLOCK": b} for b in axes["BLOCK"] if b != base["BLOCK"]]
+    return ExhaustiveSampler(plan, seed=None)
+
+
+@declares(uses_priors=True)
+def remembers(spec: Any, choices: Any, axes: Any, priors: Any, guesses: Any) -> Any:
+    return ExhaustiveSampler(choices, seed=spec.seed)
+
+
+def gives_no_sampler(spec: Any, choices: Any, axes: Any, priors: Any, guesses: Any) -> Any:
+    return {"not": "a sampler"}
+
+
+class GpuLike(InterpretDevice):
+    """The interpreter, declaring what a GPU device declares."""
+
+    name: ClassVar[str] = "gpu-like"
+    measures_gpu: ClassVar[bool] = True
+    has_ceilings: ClassVar[bool] = True
+    sets_env: ClassVar[dict[str, str]] = {"TRITON_INTERPRET": "1", "SWEEPER_TEST_MARK": "set"}
+
+
+class SlowCompiles(InterpretDevice):
+    name: ClassVar[str] = "slow"
+    plan_costs: ClassVar[PlanCosts] = PlanCosts(compile_s=7.0, launch_s=1e-3, bandwidth=1e9,
+                                                flush=False)
+
+
+SPACE = """study: caps
+kernel: copy
+sampler: {sampler}
+params:
+  grid: [sms]
+  block: [32]
+  BLOCK: [256, 512, 1024]
+  footprint: [4KiB]
+measure: {{warmup: 1, repeat: 3}}
+"""
+
+
+def test_the_core_asks_a_device_what_it_declares(user_module, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SWEEPER_TEST_MARK", "not yet")
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    kernel = user_module("""
+        import os
+        SEEN = os.environ["SWEEPER_TEST_MARK"]      # what the kernel's module saw on import
+        from sweeper.kernels.copy import CopyKernel
+        class K(CopyKernel):
+            name = "k"
+        """)
+    (tmp_path / "s.yaml").write_text(SPACE.format(sampler="exhaustive").replace(
+        "kernel: copy", f"kernel: {kernel}:K"))
+    assert main(["run", "s.yaml", "--device", "tests.test_plugins:GpuLike", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert sys.modules[kernel].SEEN == "set"                              # sets_env
+    assert "study caps: studies/caps (new)" in out                        # measures_gpu
+    assert "ceilings: not measured for this GPU; run `sweeper calibrate`" in out  # has_ceilings
+    assert "winner, float32 4KiB cold, after" in out                      # finals, as declared
+    assert main(["report", "studies/caps"]) == 0                # reproduced as it was opened
+    assert "sweeper run s.yaml --device tests.test_plugins:GpuLike --study caps" in \
+        (tmp_path / "studies" / "caps" / "report.md").read_text()
+    assert main(["plan", "s.yaml", "--device", "tests.test_plugins:SlowCompiles"]) == 0
+    out = capsys.readouterr().out
+    assert "estimated time: 21 s (assumes 7 s compile per config, launches of at least " \
+           "1000 us, 1 GB/s)" in out                                       # plan_costs
+    assert "(as on the GPU the table was recorded on" not in out           # replays: False
+
+
+def test_the_core_asks_a_sampler_what_it_declares(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "s.yaml"
+    space.write_text(SPACE.format(sampler="{name: tests.test_plugins:around, baseline: "
+                                          "{BLOCK: 512}}"))
+    assert load_space(space).sampler.baseline[-1] == ("BLOCK", "512")       # takes_baseline
+    assert main(["run", str(space), "--device", "interpret", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "interleaved" not in out                                       # needs_finals
+    store = StudyStore(tmp_path / "studies" / "caps-interpret")
+    assert [t.choice["BLOCK"] for t in store.records()[0]] == ["512", "256", "1024"]
+    assert [d.number for d in store.read(DriftRecord)] == [0]    # the baseline measured again
+    assert store.meta()["finals"] is False
+
+    space.write_text(SPACE.format(sampler="{name: tests.test_plugins:remembers, baseline: "
+                                          "{BLOCK: 512}}"))
+    assert main(["run", str(space), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.endswith(
+        ":3: sampler.baseline: a baseline belongs to the one-at-a-time sampler; "
+        "tests.test_plugins:remembers takes none\n")
+    space.write_text(SPACE.format(sampler="tests.test_plugins:remembers"))
+    assert main(["run", str(space), "--device", "interpret", "--no-priors", "--study", "r",
+                 "--no-report"]) == 0
+    assert "tests.test_plugins:remembers: starting without the winners of other studies " \
+           "(--no-priors)" in capsys.readouterr().out                      # uses_priors
+    space.write_text(SPACE.format(sampler="tests.test_plugins:gives_no_sampler"))
+    assert main(["run", str(space), "--device", "interpret", "--study", "g"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: sampler 'tests.test_plugins:gives_no_sampler' (module:attr path): its "
+        "factory returned dict, not an optuna.samplers.BaseSampler\n")
+
+
+#: What pip writes as the console script for ``[project.scripts] sweeper =
+#: "sweeper.cli:main"``: its ``sys.path`` starts at the script's folder, not the current one.
+CONSOLE_SCRIPT = """\
+import re
+import sys
+from sweeper.cli import main
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def test_a_kernel_module_in_the_current_directory_loads_from_the_console_script(tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "sweeper").write_text(CONSOLE_SCRIPT)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mykernels.py").write_text("from sweeper.kernels.copy import CopyKernel\n\n\n"
+                                       "class MyKernel(CopyKernel):\n    name = 'mine'\n")
+    (work / "space.yaml").write_text(SPACE.format(sampler="exhaustive").replace(
+        "kernel: copy", "kernel: mykernels:MyKernel").replace("[256, 512, 1024]", "[256]"))
+    # this checkout's sweeper, and no empty entry: Python reads one as the current folder
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in [str(ROOT), *os.environ.get("PYTHONPATH", "").split(os.pathsep)] if p)}
+    run = subprocess.run([sys.executable, str(tmp_path / "bin" / "sweeper"), "run",
+                          "space.yaml", "--device", "interpret", "--quiet", "--no-report"],
+                         cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "done: 1 measured (0 failed)" in run.stdout
+    meta = json.loads((work / "studies" / "caps-interpret" / "study.json").read_text())
+    assert meta["kernel"] == "mykernels:MyKernel"
