@@ -43,6 +43,7 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     rows = []
     for k in keys:
         x, y = ta[k], tb[k]
+        assert x.stats and y.stats                 # ok trials: the journal checks they have
         label = " ".join(k) if k != ("trial",) else f"#{x.number} vs #{y.number}"
         rows.append(Row(label, x.stats.median, y.stats.median,
                         compare_samples(x.samples_ms, y.samples_ms, max_noise,

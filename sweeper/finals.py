@@ -32,6 +32,7 @@ from typing import Any
 
 from sweeper.measure import PRACTICAL, Stats, StopRule, summarize, tied_set
 from sweeper.store import ProblemKey, Record, StudyStore, TrialRecord
+from sweeper.store._schema import stats_problem
 
 TOP_K = 5
 MAX_FINALISTS = 12
@@ -103,8 +104,6 @@ class FinalRecord(Record):
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
         """What the journal checks beyond the field types (readers index all of it)."""
-        from sweeper.store._schema import stats_problem
-
         read = ("ci_lo", "ci_hi", "cv")
         for row in data["finalists"]:
             problem = stats_problem(row["stats"], f"finalist #{row['number']}'s stats", read)

@@ -123,8 +123,8 @@ BAD_LINES = [
      r"final record: its baseline's stats has no ci_lo, ci_hi, cv number"),
     (b'{"kind":"duty","trial":3,"reason":"capped","note":"n","duty":{"kind":"cool"}}',
      r"duty record: duty: no seconds"),
-    (b'{"kind":"trial","number":9,"choice":{},"status":"crashed","clocks":{"polls":1,'
-     b'"reasons":[]}}',
+    ((b'{"kind":"trial","number":9,"choice":{},"status":"crashed","clocks":{"polls":1,'
+      b'"reasons":[]}}'),
      r"trial record: clocks: reasons is \[\], not dict\[str, float\]"),
     (json.dumps(trial(1).to_json()).encode(),
      r"trial #1 again \(first on line 2\); the first is kept"),

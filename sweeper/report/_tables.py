@@ -96,7 +96,7 @@ PROBLEM_ORDER = ["dtype", "footprint", "cache"]
 def _ceiling_columns(t: TrialRecord, ceilings: Ceilings | None, headline: Headline
                      ) -> dict[str, Any]:
     out: dict[str, Any] = {"pct_ceiling": np.nan, "intensity": np.nan, "bound": ""}
-    if ceilings is None or not t.ok or not t.config:
+    if ceilings is None or not t.ok or not t.config or not t.stats:
         return out
     problem, cache = t.config.problem, t.config.cache
     if headline is Headline.TFLOPS:

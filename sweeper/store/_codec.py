@@ -22,6 +22,8 @@ from sweeper.store._schema import show, values_problem
 
 @dataclass(frozen=True)
 class Codec:
+    """How one value type is checked in, read from and written to a journal line."""
+
     problem: Callable[[Any, str], str | None]
     load: Callable[[Any], Any]
     dump: Callable[[Any], Any]
@@ -105,7 +107,7 @@ def note_codec(cls: type[Note[Any]], *, empty: bool = False) -> Codec:
     return Codec(problem, load, lambda note: {"kind": note.kind.value, "text": note.text})
 
 
-def _problem_problem(value: Any, key: str) -> str | None:
+def _problem_key_problem(value: Any, key: str) -> str | None:
     if not isinstance(value, dict):
         return f"{key} is {show(value)}, not an object"
     problem = values_problem(value, {"dtype": str, "footprint": int, "cache": str})
@@ -117,7 +119,7 @@ def _problem_problem(value: Any, key: str) -> str | None:
 #: A problem as finals keep it: ``{"dtype", "footprint", "cache"}``, ``cache`` ``cold``
 #: where a journal older than the cache axis left it out.
 PROBLEM_CODEC = Codec(
-    _problem_problem,
+    _problem_key_problem,
     lambda value: ProblemKey(value["dtype"], value["footprint"], value.get("cache", "cold")),
     lambda key: key._asdict())
 

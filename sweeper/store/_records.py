@@ -1,4 +1,6 @@
-"""What a study keeps: one typed record per trial and per baseline, as JSON lines."""
+"""What a study's journal keeps, one typed record a line: trials, the torch baselines, and
+the drift and duty records (the finals' is :class:`sweeper.finals.FinalRecord`).  How a
+record is checked, read and written back is in :mod:`sweeper.store._schema`."""
 
 from __future__ import annotations
 
@@ -81,6 +83,7 @@ class TrialRecord(Record):
 
     @property
     def suspicious(self) -> bool:
+        """Still beyond the calibrated ceiling once re-timed: it can never win."""
         return any(f.kind is Flag.SUSPICIOUS for f in self.flags)
 
     @property
@@ -146,8 +149,9 @@ class BaselineRecord(Record):
 
 @dataclass
 class DriftRecord(Record):
-    """One-at-a-time's baseline (trial ``number``) measured again at the end of the sweep,
-    and how far its median moved from the first measurement, in %."""
+    """The baseline config of a sampler that varies around one (one-at-a-time; trial
+    ``number``) measured again at the end of the sweep, and how far its median moved from
+    the first measurement, in %."""
 
     number: int
     samples_ms: list[float]

@@ -100,6 +100,8 @@ def values_problem(data: Mapping[str, Any], types_: Mapping[str, Any]) -> str | 
 
 def value_problem(value: Any, hint: Any, key: str) -> str | None:
     """Why the JSON ``value`` of ``key`` does not fit ``hint``, or ``None``."""
+    if hint in (float, int, str) and conforms(value, hint):
+        return None
     codec = codec_for(hint)
     if codec is not None:
         return codec.problem(value, key)
@@ -134,8 +136,12 @@ def conforms(value: Any, hint: Any) -> bool:
     integers fit ``float``."""
     if hint is Any:
         return True
-    if _structured(hint):
-        return value_problem(value, hint, "") is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in _PLAIN:
+        return isinstance(value, hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return any(conforms(value, arm) for arm in args)
@@ -147,15 +153,19 @@ def conforms(value: Any, hint: Any) -> bool:
         return value is None
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return any(value == m.value for m in hint)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+    if _structured(hint):
+        return value_problem(value, hint, "") is None
     return isinstance(value, hint)
+
+
+#: JSON values kept as they are, checked by their Python type alone.
+_PLAIN = (str, bool, dict, list)
 
 
 def load(hint: Any, value: Any) -> Any:
     """The typed value of a checked JSON ``value`` of type ``hint``."""
+    if hint in (float, int, str, bool, Any):
+        return value
     codec = codec_for(hint)
     if codec is not None:
         return codec.load(value)
@@ -166,7 +176,7 @@ def load(hint: Any, value: Any) -> Any:
         arm = next((a for a in args if a is not type(None) and conforms(value, a)), Any)
         return load(arm, value)
     if origin is list:
-        return [load(args[0], v) for v in value]
+        return list(value) if args[0] in (float, int, str) else [load(args[0], v) for v in value]
     if origin is dict:
         return {k: load(args[1], v) for k, v in value.items()}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
@@ -212,6 +222,7 @@ def _codecs() -> dict[type, Any]:
     return CODECS
 
 
+@functools.cache
 def _structured(hint: Any) -> bool:
     """Kept as a JSON object checked field by field, or by a codec."""
     return codec_for(hint) is not None or (isinstance(hint, type) and
