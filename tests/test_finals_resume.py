@@ -5,7 +5,7 @@ with the sweep's best."""
 
 import pytest
 
-import sweeper.sweep as sweep_module
+import sweeper.sweep._loop as sweep_module
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.export import export_study

@@ -1,92 +1,80 @@
-"""The sweep: a sampler proposes, a trial measures, the store keeps, until a budget ends it.
+"""The loop of a sweep: the sampler proposes, a trial measures, the journal keeps, the
+sampler learns, until a budget says stop; then the drift check and the finals.
 
-Optuna drives the search from an in-memory study rebuilt from the journal, so a
-resumed sweep never measures a finished config again and the sampler still sees
-every past result.
+Each of those steps is a module of its own; this one only asks and tells.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
-import os
-import sys
-import threading
 import time
-import warnings
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
 
 import optuna
 import torch
-from optuna.distributions import CategoricalDistribution
-from optuna.trial import TrialState
 
 from sweeper.ceilings import SUSPICIOUS, Ceilings
 from sweeper.devices import Device
-from sweeper.errors import ContextLost, SweeperError, TrialHung, WriteError
+from sweeper.errors import ContextLost
 from sweeper.finals import FinalRecord, Winners, finalists, problem_of, remeasure
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
-    DEFAULT_DUTY, Duty, Flag, Stop, StopReason, StopRule, TrialFlag, power_bound, summarize,
-    throughput)
+    DEFAULT_DUTY,
+    Duty,
+    Flag,
+    Stop,
+    StopReason,
+    StopRule,
+    TrialFlag,
+    power_bound,
+    summarize,
+    throughput,
+)
 from sweeper.plugins import sampler_capabilities
-from sweeper.samplers import ExhaustiveSampler, make_sampler
 from sweeper.space import Config, Invalid, Problem, Space
 from sweeper.store import (
-    BaselineRecord, DriftRecord, DutyRecord, FirstMeasurement, ProblemKey, StudyStore,
-    TrialRecord)
-from sweeper.study import (  # noqa: F401 - part of this module's interface
-    MAX_ENUMERATED, Choice, enumerate_choices, finals_wanted, fingerprint, fingerprint_diff,
-    now, open_study)
+    BaselineRecord,
+    DriftRecord,
+    DutyRecord,
+    FirstMeasurement,
+    ProblemKey,
+    StudyStore,
+    TrialRecord,
+)
+from sweeper.study import Choice, enumerate_choices, finals_wanted, now
+from sweeper.sweep._budget import Budgets, StopFlag, best_of
+from sweeper.sweep._optuna import Distributions, key_of, model_guesses, rebuild_study, tell
+from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
+from sweeper.sweep._watchdog import watchdog
 from sweeper.trial import TrialResult, TrialStatus, run_trial
 
-MAX_REPEATED_PROPOSALS = 200
 MAX_ROTATION = 16
 RECHECKED = "after re-verifying and re-timing"
 
 
-class Reporter(Protocol):
-    """What the sweep tells whoever is watching (the CLI's progress bar, or nobody)."""
-
-    def start(self, total: int, done: int) -> None: ...
-    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
-    def finish(self) -> None: ...
-
-
-class SilentReporter:
-    def start(self, total: int, done: int) -> None: ...
-    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
-    def finish(self) -> None: ...
-
-
-class StopFlag:
-    """Set by the CLI's Ctrl-C handler; the sweep stops after the trial in flight."""
-
-    def __init__(self) -> None:
-        self.set = False
-
-
 @dataclass
-class SweepSummary:
-    measured: int = 0          # trials measured by this invocation
-    skipped: int = 0           # configs ruled out by constraints or values
-    resumed: int = 0           # trials found in the store
-    repeated: int = 0          # proposals answered from the store
-    stopped_by: str = ""
-    wall_s: float = 0.0
-    best: TrialRecord | None = None
-    trials: list[TrialRecord] = field(default_factory=list)
-    finals: list[FinalRecord] = field(default_factory=list)
-    finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
-    drift: DriftRecord | None = None   # one-at-a-time: the baseline measured again
-    saved_ms: float = 0.0      # GPU time early abandonment did not spend
-    duty: str = ""             # why and how power-bound problems were measured, if they were
+class _Run:
+    """One ``Sweep.run`` as it goes: the Optuna study, what the journal holds by key, the
+    budgets and the summary, and the number the next trial gets."""
+
+    study: optuna.Study
+    dists: Distributions
+    done: dict[tuple[str, ...], TrialRecord]
+    budgets: Budgets
+    summary: SweepSummary
+    number: int
 
 
 class Sweep:
+    """A sweep of ``space`` with ``kernel`` on ``device``, kept in ``store``.
+
+    The settings (budgets, whether to run the finals, ...) are attributes that may be
+    changed before :meth:`run`.
+    """
+
     def __init__(self, space: Space, kernel: Kernel, device: Device, store: StudyStore, *,
                  reporter: Reporter | None = None, stop: StopFlag | None = None,
                  max_trials: int | None = None, max_time_s: float | None = None,
@@ -121,134 +109,138 @@ class Sweep:
         self.duty: Duty | None = self.measure.fixed_duty()
 
     def run(self) -> SweepSummary:
+        """Measure what the sampler proposes until a budget stops the sweep, then measure
+        the baseline again (drift) and run the finals of each problem without a winner.
+        Every trial is in the journal as soon as it is measured; a resumed run measures
+        no finished config again."""
         t0 = time.perf_counter()
-        valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
-        trials, baselines = self.store.records()
-        done: dict[tuple[str, ...], TrialRecord] = {t.key(): t for t in trials}
-        self._baselines = {(b.dtype, b.footprint, b.cache): b for b in baselines}
-        summary = SweepSummary(resumed=len(trials), trials=list(trials))
-        summary.best = _best(trials)
-        self._resume_duty(summary)
-        study, dists = self._optuna_study(valid, trials)
-        number = max((t.number for t in trials), default=-1) + 1
-        if getattr(study.sampler, "records_invalid", False):
-            for choice, reason in invalid:    # recorded once, never launched
-                if _key(choice) not in done:
-                    record = self._record_invalid(number, choice, reason)
-                    done[record.key()] = record
-                    summary.trials.append(record)
-                    number += 1
-        measured_before = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
-        planned = len(getattr(study.sampler, "plan", valid))
-        total = planned if self.max_trials is None else min(planned, self.max_trials)
-        self.reporter.start(total=total, done=min(measured_before, total))
-        repeats = since_improvement = 0
-        for t in done.values():
-            self._note_best(t)
+        run = self._start(t0)
         try:
-            while True:
-                measured = measured_before + summary.measured
-                summary.stopped_by = self._should_stop(study, t0, measured, len(valid),
-                                                       repeats) or self._goal_reached(
-                                                           summary.best, since_improvement)
-                if summary.stopped_by:
-                    break
-                trial = study.ask(dists)
-                choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
-                if _key(choice) in done:      # answered from the store, never re-measured
-                    _tell(study, trial, done[_key(choice)])
-                    summary.repeated += 1
-                    repeats += 1
-                    continue
-                repeats = 0
-                with self._watchdog(number, choice):
-                    record = self._power_check(number, choice, self._measure(number, choice),
-                                               summary)
-                lost = record.status is TrialStatus.CRASHED and not self.device.healthy()
-                if lost:
-                    record = dataclasses.replace(record, reason=(
-                        f"{record.reason} (it left the CUDA context unusable; the sweep went "
-                        "on in a fresh process)"))
-                number += 1
-                self.store.append(record)
-                done[record.key()] = record
-                summary.trials.append(record)
-                _tell(study, trial, record)
-                if lost:      # recorded; nothing more can run in this process
-                    self.reporter.trial(record, summary.best)
-                    raise ContextLost(record.number, record.reason or "")
-                if record.status is TrialStatus.INVALID:
-                    continue
-                summary.measured += 1
-                summary.saved_ms += record.saved_ms
-                self._note_best(record)
-                if record.ok and (summary.best is None or record.score > summary.best.score):
-                    if self._beyond_noise(summary.best, record):
-                        since_improvement = 0
-                    summary.best = record
-                since_improvement += 1
-                self.reporter.trial(record, summary.best)
-            if self.run_drift and not self.stop.set and summary.measured and \
-                    self.sampler_caps.takes_baseline:
-                summary.drift = self._remeasure_baseline(done)
-            todo = Winners.of(self.store).missing(list(done.values())) \
-                if self.run_finals and not self.stop.set else []
-            if todo:                      # each problem without a current final, and no other
-                t_finals = time.perf_counter()
-                summary.finals = self._choose_winners(list(done.values()), todo)
-                summary.finals_s = time.perf_counter() - t_finals
+            run.summary.stopped_by = self._loop(run)
+            self._drift_and_finals(run)
         finally:
             self.reporter.finish()
             self.store.close()
+        summary = run.summary
         summary.skipped = sum(1 for t in summary.trials[summary.resumed:]
                               if t.status is TrialStatus.INVALID)
         summary.wall_s = time.perf_counter() - t0
         return summary
 
-    @contextlib.contextmanager
-    def _watchdog(self, number: int, choice: Choice) -> Iterator[None]:
-        """Record the trial as timed out and call ``on_hang`` if it runs past
-        ``measure.timeout``: a hung kernel cannot be interrupted from its own process."""
-        timeout = self.measure.timeout_s
-        if self.on_hang is None or timeout is None or self.device.replays:
-            yield
-            return
-        lock, state, started = threading.Lock(), {"done": False}, now()
+    def _start(self, t0: float) -> _Run:
+        """Read the journal, rebuild the sampler's study from it, record the ruled-out
+        configs (for a sampler that records them) and start the reporter."""
+        valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
+        trials, baselines = self.store.records()
+        self._baselines = {(b.dtype, b.footprint, b.cache): b for b in baselines}
+        summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
+        self._resume_duty(summary)
+        study, dists = rebuild_study(self.space, valid, trials, priors=self.priors,
+                                     guess=self._guesses)
+        done = {t.key(): t for t in trials}
+        number = max((t.number for t in trials), default=-1) + 1
+        if getattr(study.sampler, "records_invalid", False):
+            number = self._record_invalid(invalid, done, summary, number)
+        measured = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
+        budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
+                          max_time_s=self.max_time_s, ceilings=self.ceilings,
+                          valid=len(valid), measured=measured, t0=t0)
+        planned = len(getattr(study.sampler, "plan", valid))
+        total = planned if self.max_trials is None else min(planned, self.max_trials)
+        self.reporter.start(total=total, done=min(measured, total))
+        for t in done.values():
+            self._note_best(t)
+        return _Run(study, dists, done, budgets, summary, number)
 
-        def fire() -> None:
-            with lock:
-                if state["done"]:
-                    return
-                state["hung"] = True
-                result = TrialResult(TrialStatus.TIMEOUT, (
-                    f"no result after {timeout:g} s (measure.timeout): a hung kernel, or a "
-                    "compile longer than that; the sweep went on in a fresh process"))
-                try:
-                    config = self.space.resolve(choice, self.facts.env(),
-                                                self.facts.max_footprint)
-                except Invalid:
-                    config = None
-                record = TrialRecord.from_result(number, choice, config, result, started,
-                                                 timeout)
-                try:
-                    self.store.append(record)
-                except WriteError as err:      # on this thread no one else can report it
-                    print(f"sweeper: {err}", file=sys.stderr, flush=True)
-                    os._exit(1)                # the main thread is stuck in the kernel
-                self.on_hang(record)           # sweeper run: never returns
+    def _record_invalid(self, invalid: list[tuple[Choice, str]],
+                        done: dict[tuple[str, ...], TrialRecord], summary: SweepSummary,
+                        number: int) -> int:
+        """Record each ruled-out config the journal lacks, once; it is never launched.
+        Returns the number the next trial gets."""
+        for choice, reason in invalid:
+            if key_of(choice) not in done:
+                record = TrialRecord(number=number, choice=choice, status=TrialStatus.INVALID,
+                                     reason=reason, started=now())
+                self.store.append(record)
+                done[record.key()] = record
+                summary.trials.append(record)
+                number += 1
+        return number
 
-        timer = threading.Timer(timeout, fire)
-        timer.daemon = True
-        timer.start()
+    def _loop(self, run: _Run) -> str:
+        """Ask, measure, keep, tell, until a budget stops it; returns why it stopped."""
+        summary = run.summary
+        while not (stopped_by := run.budgets.stopped_by(run.study, summary.best)):
+            trial = run.study.ask(run.dists)
+            choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
+            if key_of(choice) in run.done:    # answered from the journal, never re-measured
+                tell(run.study, trial, run.done[key_of(choice)])
+                summary.repeated += 1
+                run.budgets.repeated()
+                continue
+            run.budgets.proposed()
+            record = self._trial(run, choice)
+            tell(run.study, trial, record)
+            if record.status is TrialStatus.INVALID:
+                continue
+            summary.measured += 1
+            summary.saved_ms += record.saved_ms
+            self._note_best(record)
+            summary.best = run.budgets.counted(record, summary.best)
+            self.reporter.trial(record, summary.best)
+        return stopped_by
+
+    def _trial(self, run: _Run, choice: Choice) -> TrialRecord:
+        """Measure ``choice`` as the next trial under the watchdog and keep it.  A crash
+        that left the device unusable is kept, then ends this process (ContextLost)."""
+        number = run.number
+        with watchdog(self.store, number, choice, self.measure.timeout_s,
+                      None if self.device.replays else self.on_hang,
+                      partial(self._resolved, choice)):
+            record = self._power_check(number, choice, self._measure(number, choice),
+                                       run.summary)
+        lost = record.status is TrialStatus.CRASHED and not self.device.healthy()
+        if lost:
+            record = dataclasses.replace(record, reason=(
+                f"{record.reason} (it left the CUDA context unusable; the sweep went "
+                "on in a fresh process)"))
+        run.number += 1
+        self.store.append(record)
+        run.done[record.key()] = record
+        run.summary.trials.append(record)
+        if lost:      # recorded; nothing more can run in this process
+            self.reporter.trial(record, run.summary.best)
+            raise ContextLost(record.number, record.reason or "")
+        return record
+
+    def _drift_and_finals(self, run: _Run) -> None:
+        """Unless interrupted: the one-at-a-time baseline measured again (its drift over
+        the study), then the finals of each problem without a current final, and no
+        other."""
+        summary, trials = run.summary, list(run.done.values())
+        if self.run_drift and not self.stop.set and summary.measured and \
+                self.sampler_caps.takes_baseline:
+            summary.drift = self._remeasure_baseline(run.done)
+        todo = Winners.of(self.store).missing(trials) \
+            if self.run_finals and not self.stop.set else []
+        if todo:
+            t_finals = time.perf_counter()
+            summary.finals = self._choose_winners(trials, todo)
+            summary.finals_s = time.perf_counter() - t_finals
+
+    def _guesses(self, valid: list[Choice]) -> list[float] | None:
+        """The kernel model's guess for each valid config, or None when the kernel has no
+        model or the sampler declares no use for it."""
+        if not self.sampler_caps.uses_model or not valid:
+            return None
+        return model_guesses(self.kernel, self.space, self.facts, valid)
+
+    def _resolved(self, choice: Choice) -> Config | None:
+        """``choice``'s config, or None where a constraint or value rules it out."""
         try:
-            yield
-        finally:
-            timer.cancel()
-            with lock:
-                state["done"] = True
-                hung = state.get("hung", False)
-        if hung:
-            raise TrialHung(number)
+            return self.space.resolve(choice, self.facts.env(), self.facts.max_footprint)
+        except Invalid:
+            return None
 
     def _resume_duty(self, summary: SweepSummary) -> None:
         """A study found power-bound before goes on under the schedule it switched to."""
@@ -287,97 +279,6 @@ class Sweep:
         have = self._best_by_problem.get(key)
         if have is None or t.stats.median < have[0]:
             self._best_by_problem[key] = (t.stats.median, t.stats.bounds()[1])
-
-    @staticmethod
-    def _beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
-        """Is ``new`` faster than ``old`` by more than their medians' CIs allow?"""
-        if old is None or not old.stats or not new.stats:
-            return True
-        return new.stats.bounds()[1] < old.stats.bounds()[0]
-
-    def _goal_reached(self, best: TrialRecord | None, since_improvement: int) -> str:
-        budget = self.space.budget
-        if budget.patience is not None and since_improvement >= budget.patience:
-            return (f"budget: the best did not improve beyond noise for {budget.patience} "
-                    "trials")
-        if budget.target is not None and best is not None and self.ceilings is not None and \
-                self.ceilings.copy and best.config and best.gbps:
-            ceiling = self.ceilings.bandwidth(best.config.problem.footprint, best.config.cache)
-            if best.gbps >= budget.target * ceiling:
-                return (f"budget: target {100 * budget.target:g}% of the ceiling reached "
-                        f"({best.gbps:.4g} of {ceiling:.4g} GB/s)")
-        return ""
-
-    def _should_stop(self, study: optuna.Study, t0: float, measured: int, valid: int,
-                     repeats: int) -> str:
-        if self.stop.set:
-            return "interrupted (Ctrl-C)"
-        if self.max_trials is not None and measured >= self.max_trials:
-            return f"budget: {self.max_trials} trials"
-        if self.max_time_s is not None and time.perf_counter() - t0 >= self.max_time_s:
-            return f"budget: {self.max_time_s:g} s"
-        sampler = study.sampler
-        if isinstance(sampler, ExhaustiveSampler):
-            if sampler.remaining(study) == 0:
-                return "complete: every valid config measured"
-        elif measured >= valid:
-            return "complete: every valid config measured"
-        if repeats >= MAX_REPEATED_PROPOSALS:
-            return f"sampler converged: {repeats} proposals in a row were already measured"
-        return ""
-
-    def _optuna_study(self, valid: list[Choice], trials: list[TrialRecord]
-                      ) -> tuple[optuna.Study, dict[str, CategoricalDistribution]]:
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-        view = self._sampler_view
-        spec = self.space.sampler
-        if spec.baseline:
-            base = view(dict(spec.baseline))
-            if base is None:
-                raise SweeperError("the sampler's baseline matches no row of the zipped "
-                                   "axes; pick a baseline row")
-            spec = dataclasses.replace(spec, baseline=tuple(base.items()))
-        shown = [(c, v) for c, v in ((c, view(c)) for c in valid) if v is not None]
-        sampler = make_sampler(spec, [v for _, v in shown], axes=self.space.choices(),
-                               priors=[c for c in map(view, self.priors) if c is not None],
-                               guesses=self._guesses([c for c, _ in shown]))
-        study = optuna.create_study(direction="maximize", sampler=sampler)
-        dists = {name: CategoricalDistribution(labels)
-                 for name, labels in self.space.choices().items()}
-        for t in trials:
-            params = view(t.choice)
-            if params is None or set(params) != set(dists) or any(
-                    params[k] not in dists[k].choices for k in dists):
-                continue   # a value the space no longer has (resumed with --force)
-            study.add_trial(optuna.trial.create_trial(
-                params=params, distributions=dists,
-                state=TrialState.COMPLETE if t.ok else TrialState.FAIL,
-                value=t.score if t.ok else None))
-        return study, dists
-
-    def _guesses(self, valid: list[Choice]) -> list[float] | None:
-        """The kernel model's guess for each valid config (``auto``'s prior mean), or None
-        when the kernel has no model or the sampler declares no use for it."""
-        if not self.sampler_caps.uses_model or not valid:
-            return None
-        env = self.facts.env()
-        guesses = [self.kernel.model(self.space.resolve(c, env, self.facts.max_footprint),
-                                     self.facts.sms) for c in valid]
-        return None if any(g is None for g in guesses) else [float(g) for g in guesses]
-
-    def _sampler_view(self, choice: Mapping[str, str]) -> dict[str, str] | None:
-        """A stored (per-axis) choice as the sampler sees it: zipped axes as one label."""
-        try:
-            return self.space.contract(self.space._complete(choice))
-        except KeyError:
-            return None
-
-    def _record_invalid(self, number: int, choice: Choice, reason: str) -> TrialRecord:
-        record = TrialRecord(number=number, choice=choice, status=TrialStatus.INVALID,
-                             reason=reason, started=now())
-        self.store.append(record)
-        return record
 
     def _measure(self, number: int, choice: Choice) -> TrialRecord:
         started, t0 = now(), time.perf_counter()
@@ -490,7 +391,7 @@ class Sweep:
     def _remeasure_baseline(self, done: Mapping[tuple[str, ...], TrialRecord]
                             ) -> DriftRecord | None:
         """Measure the one-at-a-time baseline again at the end: its drift over the study."""
-        base = done.get(_key(dict(self.space.sampler.baseline)))
+        base = done.get(key_of(dict(self.space.sampler.baseline)))
         if base is None or not base.ok or base.stats is None:
             return None
         samples = self._measure_again(base, self.measure.rule())
@@ -584,19 +485,3 @@ def _buffer_budget(device: Device) -> int:
     if device.torch_device == "cuda":
         return int(torch.cuda.get_device_properties(0).total_memory * 0.4)
     return 1 << 30
-
-
-def _key(choice: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(f"{k}={v}" for k, v in sorted(choice.items()))
-
-
-def _tell(study: optuna.Study, trial: optuna.Trial, record: TrialRecord) -> None:
-    if record.ok:
-        study.tell(trial, record.score)
-    else:
-        study.tell(trial, state=TrialState.FAIL)
-
-
-def _best(trials: list[TrialRecord]) -> TrialRecord | None:
-    ok = [t for t in trials if t.ok]
-    return max(ok, key=lambda t: t.score) if ok else None
