@@ -11,6 +11,8 @@ asks the budgets whether to stop.  Each step it hands off is a module here:
   ``_baselines`` (torch's, once per problem), ``_replay`` (a recorded result instead),
   ``_limits`` (bounds and ceilings; beyond them, re-verified and re-timed) and
   ``_power`` (the duty schedule of a power-bound study);
+- ``_drift``: a one-at-a-time sweep's baseline measured again at the end;
+- ``_finals``: each problem's finalists measured again, interleaved, to name its winner;
 - ``_summary``: what the sweep tells the outside (progress, the summary).
 """
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -17,15 +17,16 @@ import optuna
 from sweeper.ceilings import Ceilings
 from sweeper.devices import Device
 from sweeper.errors import ContextLost
-from sweeper.finals import FinalRecord, Winners, finalists, problem_of, remeasure
+from sweeper.finals import Winners
 from sweeper.kernels import Kernel
-from sweeper.measure import summarize
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import Config, Invalid, Space
-from sweeper.store import DriftRecord, ProblemKey, StudyStore, TrialRecord
+from sweeper.store import StudyStore, TrialRecord
 from sweeper.study import Choice, enumerate_choices, finals_wanted, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
+from sweeper.sweep._drift import measure_drift
+from sweeper.sweep._finals import run_finals
 from sweeper.sweep._limits import Limits
 from sweeper.sweep._optuna import Distributions, key_of, model_guesses, rebuild_study, tell
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
@@ -195,12 +196,13 @@ class Sweep:
         summary, trials = run.summary, list(run.done.values())
         if self.run_drift and not self.stop.set and summary.measured and \
                 self.sampler_caps.takes_baseline:
-            summary.drift = self._remeasure_baseline(run.done, run.bench)
+            summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
         todo = Winners.of(self.store).missing(trials) \
             if self.run_finals and not self.stop.set else []
         if todo:
             t_finals = time.perf_counter()
-            summary.finals = self._choose_winners(trials, todo, run.bench)
+            summary.finals = run_finals(trials, todo, run.bench, self.store,
+                                        self.space.sampler.seed)
             summary.finals_s = time.perf_counter() - t_finals
 
     def _guesses(self, valid: list[Choice]) -> list[float] | None:
@@ -217,40 +219,3 @@ class Sweep:
         except Invalid:
             return None
 
-    def _choose_winners(self, trials: list[TrialRecord], problems: list[ProblemKey],
-                        bench: Bench) -> list[FinalRecord]:
-        """The finals of ``problems``, one record each as soon as it is done: a run stopped
-        halfway keeps those finished, and the next one measures the rest."""
-        groups: dict[ProblemKey, list[TrialRecord]] = {}
-        for t in trials:
-            if t.ok and problem_of(t) in problems:
-                groups.setdefault(problem_of(t), []).append(t)
-        newest = max(t.number for t in trials)
-        finals = []
-        for key in problems:
-            chosen = finalists(groups.get(key, []))
-            if not chosen:
-                continue
-            duty = bench.power.duty
-            record = remeasure(chosen, bench.again, bench.bytes_of,
-                               seed=self.space.sampler.seed,
-                               baseline=bench.baseline_again(chosen[0]),
-                               duty=duty.describe() if duty else "")
-            record.after_trial = newest
-            self.store.append(record)
-            finals.append(record)
-        return finals
-
-    def _remeasure_baseline(self, done: Mapping[tuple[str, ...], TrialRecord], bench: Bench
-                            ) -> DriftRecord | None:
-        """Measure the one-at-a-time baseline again at the end: its drift over the study."""
-        base = done.get(key_of(dict(self.space.sampler.baseline)))
-        if base is None or not base.ok or base.stats is None:
-            return None
-        samples = bench.again(base, bench.measure.rule())
-        stats = summarize(samples)
-        record = DriftRecord(
-            number=base.number, samples_ms=samples, stats=stats,
-            drift_pct=100 * (stats.median - base.stats.median) / base.stats.median)
-        self.store.append(record)
-        return record
