@@ -32,11 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(sub: argparse._SubParsersAction) -> None:
-    run = sub.add_parser("run", help="sweep a space file and report")
-    run.add_argument("space", help="the space file (YAML)")
-    _device_option(run)
-    _param_option(run)
-    _allow_option(run)
+    run = _of_a_space(sub, "run", "sweep a space file and report")
     _study_options(run)
     run.add_argument("--trials", type=whole_number,
                      help="stop after this many measured trials (at least 1)")
@@ -52,18 +48,12 @@ def _run(sub: argparse._SubParsersAction) -> None:
 
 
 def _plan(sub: argparse._SubParsersAction) -> None:
-    plan = sub.add_parser("plan", help="size, constraints and time estimate; launches nothing")
-    plan.add_argument("space", help="the space file (YAML)")
-    _device_option(plan)
-    _param_option(plan)
-    _allow_option(plan)
+    plan = _of_a_space(sub, "plan", "size, constraints and time estimate; launches nothing")
     plan.set_defaults(func=cmd_plan)
 
 
 def _report(sub: argparse._SubParsersAction) -> None:
-    report = sub.add_parser("report", help="heatmaps and best-config report of a study")
-    report.add_argument("study", help="a study name under --studies-dir, or its folder")
-    _study_options(report, name=False)
+    report = _of_a_study(sub, "report", "heatmaps and best-config report of a study")
     report.add_argument("--shared-scale", action="store_true",
                         help="one colour scale for all heatmaps of a problem, so colours "
                         "compare across maps (default: each map its own range)")
@@ -71,9 +61,7 @@ def _report(sub: argparse._SubParsersAction) -> None:
 
 
 def _export(sub: argparse._SubParsersAction) -> None:
-    export = sub.add_parser("export", help="write the best configs to a tuning file")
-    export.add_argument("study", help="a study name under --studies-dir, or its folder")
-    _study_options(export, name=False)
+    export = _of_a_study(sub, "export", "write the best configs to a tuning file")
     export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
                         "studies/tuning.json); with --format csv, the table's path")
     export.add_argument("--format", choices=("tuning", "csv"), default="tuning",
@@ -132,6 +120,26 @@ def _tuned(sub: argparse._SubParsersAction) -> None:
 #: The commands in the order ``sweeper --help`` lists them.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _run, _plan, _report, _export, _ab, _calibrate, _compare, _schema, _tuned)
+
+
+def _of_a_space(sub: argparse._SubParsersAction, name: str, text: str
+                ) -> argparse.ArgumentParser:
+    """A command that reads a space file, on a device, with ``-p`` and ``--allow-path``."""
+    p = sub.add_parser(name, help=text)
+    p.add_argument("space", help="the space file (YAML)")
+    _device_option(p)
+    _param_option(p)
+    _allow_option(p)
+    return p
+
+
+def _of_a_study(sub: argparse._SubParsersAction, name: str, text: str
+                ) -> argparse.ArgumentParser:
+    """A command that reads one recorded study."""
+    p = sub.add_parser(name, help=text)
+    p.add_argument("study", help="a study name under --studies-dir, or its folder")
+    _study_options(p, name=False)
+    return p
 
 
 def _threshold_option(p: argparse.ArgumentParser) -> None:
