@@ -25,12 +25,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from sweeper.cli._exits import EXIT_INTERRUPTED, EXIT_USAGE
+from sweeper.cli._exits import EXIT_INTERRUPTED, EXIT_NOTHING_MEASURED, EXIT_OK, EXIT_USAGE
 from sweeper.cli._parser import build_parser
 from sweeper.cli._run import MAX_RESTARTS
 from sweeper.errors import StudyWarning, SweeperError
 
-__all__ = ["MAX_RESTARTS", "main"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK", "EXIT_USAGE", "MAX_RESTARTS",
+           "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

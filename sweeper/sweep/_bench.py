@@ -80,9 +80,11 @@ class Bench:
                              (config.problem, config.cache)), duty=self.power.duty)
 
     def config_of(self, t: TrialRecord) -> Config:
+        """Trial ``t``'s config, resolved on this device again."""
         return self.space.resolve(t.choice, self.facts.env(), self.facts.max_footprint)
 
     def bytes_of(self, t: TrialRecord) -> int:
+        """The bytes one launch of trial ``t``'s config moves (for the finals' GB/s)."""
         return self.kernel.bytes_moved(self.config_of(t).problem)
 
     def again(self, t: TrialRecord, rule: StopRule) -> list[float]:
@@ -117,6 +119,7 @@ class Bench:
         return sets
 
     def _record(self, number: int, choice: Choice) -> TrialRecord:
+        """``choice`` resolved, then replayed or run, then checked against the limits."""
         started, t0 = now(), time.perf_counter()
         config: Config | None = None
         try:
