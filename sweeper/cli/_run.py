@@ -25,12 +25,13 @@ MAX_RESTARTS = 20
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """Sweep ``args.space`` into its study, then report; the exit status."""
     if args.study is not None:
         check_study_name("--study", args.study)
     space, device = space_and_device(args)
     from sweeper.kernels import load_kernel
     from sweeper.store import StudyStore
-    from sweeper.sweep import open_study
+    from sweeper.sweep import StopFlag, open_study
 
     kernel = load_kernel(space.kernel)
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
@@ -39,29 +40,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=args.force)
     facts = device.facts()
+    measure = device.measure_spec(space.measure)
     say = _Printer(args.quiet)
     kept = len(store.records()[0]) if resuming else 0
     say(f"study {name}: {store.root} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
-    limits = _header(say, space, device, facts, store)
+    limits = _header(say, space, device, facts, measure, store)
     priors = _priors(space, args, facts.name, store.root, say)
+    stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
+    previous = signal.signal(signal.SIGINT, _stop_handler(stop))
     try:
         summary = _sweep(args, space, kernel, device, store, limits,
-                         [c for source in priors for c in source.configs], say)
+                         [c for source in priors for c in source.configs], stop)
     except ContextLost as lost:
         return _restart(lost, args, store)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
                                 "measured": summary.measured, "command": command,
                                 "priors": {p.study: p.configs for p in priors}})
     return _finish(args, summary, space, kernel, store, limits)
 
 
-def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, store: Any
-            ) -> Any:
+def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, measure: Any,
+            store: Any) -> Any:
     """The lines that say what is about to be measured, how, and against which limits;
     returns this GPU's ceilings, or why there are none."""
     from sweeper.space import format_size
 
-    measure = device.measure_spec(space.measure)
     say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
     if device.note:
         say(f"note: {device.note}")
@@ -81,21 +86,17 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, sto
 
 
 def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store: Any,
-           limits: Any, priors: list[dict[str, str]], say: Callable[[str], None]) -> Any:
-    """The sweep, with Ctrl-C stopping it after the trial in flight (twice: at once)."""
-    from sweeper.sweep import StopFlag, Sweep
+           limits: Any, priors: list[dict[str, str]], stop: Any) -> Any:
+    """The sweep with ``run``'s options, its progress bar, and a hang going on in a fresh
+    process."""
+    from sweeper.sweep import Sweep
 
-    stop = StopFlag()
-    previous = signal.signal(signal.SIGINT, _stop_handler(stop))
-    try:
-        sweep = Sweep(space, kernel, device, store,
-                      reporter=_reporter(args.quiet, kernel.headline), stop=stop,
-                      max_trials=args.trials, max_time_s=args.time,
-                      ceilings=None if isinstance(limits, str) else limits,
-                      priors=priors, on_hang=lambda record: _hung(record, args, store))
-        return sweep.run()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    sweep = Sweep(space, kernel, device, store,
+                  reporter=_reporter(args.quiet, kernel.headline), stop=stop,
+                  max_trials=args.trials, max_time_s=args.time,
+                  ceilings=None if isinstance(limits, str) else limits,
+                  priors=priors, on_hang=lambda record: _hung(record, args, store))
+    return sweep.run()
 
 
 def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, store: Any,
