@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sweeper.devices import Device
+from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
@@ -107,13 +108,7 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     first = sets[0]
     cold_s = None
     try:
-        kernel.randomize(first, generator)
-        kernel.poison(first)
-        device.synchronize()
-        t0 = time.perf_counter()
-        kernel.launch(first, config)       # the first launch: compile + first run, verified
-        device.synchronize()
-        cold_s = time.perf_counter() - t0
+        cold_s = _first_launch(kernel, first, config, device, generator)
         wrong = kernel.check(first)
         if wrong is not None:
             return TrialResult(TrialStatus.WRONG_ANSWER, wrong, cold_s=cold_s)
@@ -127,10 +122,32 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
         return TrialResult(status, reason, cold_s=cold_s)
+    return _result(kernel, sets, config, device, measure, measured, cold_s, l2_bytes, duty)
+
+
+def _first_launch(kernel: Kernel, first: Buffers, config: Config, device: Device,
+                  generator: torch.Generator) -> float:
+    """The first launch on fresh inputs and poisoned outputs: compile + first run, timed
+    on the host clock (seconds), to be verified before anything is sampled."""
+    kernel.randomize(first, generator)
+    kernel.poison(first)
+    device.synchronize()
+    t0 = time.perf_counter()
+    kernel.launch(first, config)
+    device.synchronize()
+    return time.perf_counter() - t0
+
+
+def _result(kernel: Kernel, sets: Sequence[Buffers], config: Config, device: Device,
+            measure: MeasureSpec, measured: Measured, cold_s: float | None, l2_bytes: int,
+            duty: Duty | None) -> TrialResult:
+    """The result of a trial whose samples were taken: statistics over them, rates from
+    the median, the GPU's state and power while sampling, and its flags; ``wrong_answer``
+    if the outputs were wrong after the samples."""
     timing = measured.timing
     stats = summarize(timing.samples)
     seconds = stats.median * 1e-3
-    problem = first.problem
+    problem = sets[0].problem
     result = TrialResult(
         TrialStatus.ABANDONED if timing.abandoned else TrialStatus.OK,
         reason=timing.stop_reason.text if timing.abandoned else None,
@@ -148,12 +165,7 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
         clocks=measured.window,
         duty=duty.describe() if duty else "")
     result.flags = _flags(kernel, problem, config, device, stats, timing, measure, len(sets),
-                          l2_bytes)
-    capped = result.clocks.reasons.get(POWER_CAP) if result.clocks else None
-    if capped and result.clocks:
-        result.flags.append(TrialFlag(Flag.POWER_CAPPED, (
-            f"power-capped: sw_power_cap in {100 * capped:.0f}% of the NVML polls, SM clock "
-            f"{result.clocks.sm_mhz_mean:.0f} MHz on average")))
+                          l2_bytes, measured.window)
     if timing.abandoned:
         expected = measure.repeat if measure.stop == "fixed" else measure.min_samples
         result.saved_ms = max(0, expected - len(timing.samples)) * stats.median * measure.batch
@@ -195,7 +207,8 @@ class Rotation:
 
 
 def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: Stats,
-           timing: Any, measure: MeasureSpec, sets: int, l2_bytes: int) -> list[TrialFlag]:
+           timing: Any, measure: MeasureSpec, sets: int, l2_bytes: int,
+           clocks: Window | None) -> list[TrialFlag]:
     flags = []
     if not timing.converged:
         flags.append(TrialFlag(Flag.UNCONVERGED, "unconverged"))
@@ -211,6 +224,11 @@ def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: 
     if timing.discarded:
         flags.append(TrialFlag(Flag.DISCARDED,
                                f"{timing.discarded} samples discarded (throttled)"))
+    capped = clocks.reasons.get(POWER_CAP) if clocks else None
+    if capped and clocks:
+        flags.append(TrialFlag(Flag.POWER_CAPPED, (
+            f"power-capped: sw_power_cap in {100 * capped:.0f}% of the NVML polls, SM clock "
+            f"{clocks.sm_mhz_mean:.0f} MHz on average")))
     return flags
 
 

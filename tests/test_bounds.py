@@ -23,6 +23,7 @@ from sweeper.measure import Flag, StopRule
 from sweeper.report import write_report
 from sweeper.space import Config, MeasureSpec, Problem
 from sweeper.sweep import Sweep
+from sweeper.sweep._bench import Bench
 from sweeper.trial import TrialStatus, run_trial
 from tests.conftest import sweep_study
 
@@ -272,7 +273,7 @@ def test_a_result_beyond_the_bounds_fails_as_impossible_and_never_wins(small_spa
 def test_a_result_beyond_the_bounds_only_once_is_retimed_and_kept(small_space, tmp_path,
                                                                   monkeypatch):
     calls = []
-    original = Sweep._run
+    original = Bench.run
 
     def first_run_too_fast(self, config, number):
         result = original(self, config, number)
@@ -281,7 +282,7 @@ def test_a_result_beyond_the_bounds_only_once_is_retimed_and_kept(small_space, t
             result.stats = type(result.stats)(**{**result.stats.to_dict(), "median": 1e-9})
         return result
 
-    monkeypatch.setattr(Sweep, "_run", first_run_too_fast)
+    monkeypatch.setattr(Bench, "run", first_run_too_fast)
 
     class RoomyBounds(InterpretDevice):
         def bounds(self):

@@ -10,6 +10,8 @@
    The plugin registry, ``sweeper.plugins``, is outside the subpackages on purpose: the
    space parser asks it for a kernel's declaration and the sampler names, and it imports
    plugins by their ``module:attr`` name when they are loaded.
+3. ``sweeper.sweep`` and ``sweeper.cli``, packages of private modules, keep the names
+   their callers import from them.
 """
 
 from __future__ import annotations
@@ -168,3 +170,33 @@ def test_the_cycle_finder_finds_a_loop_and_where_it_is():
              ("report", "store"): ["x"]}
     assert find_cycle(edges) == ["kernels", "space", "kernels"]
     assert find_cycle({("report", "store"): ["x"], ("store", "space"): ["y"]}) is None
+
+
+def test_the_sweep_and_cli_packages_keep_their_public_names():
+    """``sweeper.sweep`` and ``sweeper.cli`` are packages whose parts are private modules;
+    what callers import from them is re-exported, and ``__all__`` names only what is there."""
+    import sweeper.cli
+    import sweeper.sweep
+    from sweeper.cli import MAX_RESTARTS, main
+    from sweeper.study import enumerate_choices, open_study
+    from sweeper.sweep import (
+        MAX_ENUMERATED,
+        Choice,
+        Reporter,
+        SilentReporter,
+        StopFlag,
+        Sweep,
+        SweepSummary,
+        fingerprint,
+        fingerprint_diff,
+    )
+
+    assert sweeper.sweep.open_study is open_study
+    assert sweeper.sweep.enumerate_choices is enumerate_choices
+    assert Sweep.__module__ == "sweeper.sweep._loop" and StopFlag().set is False
+    assert SweepSummary().stopped_by == "" and SilentReporter().finish() is None
+    assert Reporter.__module__ == "sweeper.sweep._summary"
+    assert MAX_ENUMERATED and Choice == dict[str, str] and fingerprint and fingerprint_diff
+    assert callable(main) and MAX_RESTARTS == 20
+    for package in (sweeper.sweep, sweeper.cli):
+        assert all(hasattr(package, name) for name in package.__all__), package.__name__

@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from sweeper import __version__
-from sweeper.cli import _cache_text, _parser, main
+from sweeper.cli import main
+from sweeper.cli._parser import build_parser
+from sweeper.cli._run import cache_text
 from sweeper.devices._cuda import CudaDevice
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._replay import ReplayDevice
@@ -86,10 +88,10 @@ def test_only_a_device_that_flushes_claims_the_l2_flush(small_space, tmp_path, c
                                                        monkeypatch):
     assert CudaDevice.flushes_l2 and not InterpretDevice.flushes_l2
     assert not ReplayDevice.flushes_l2
-    assert _cache_text(["cold"], CudaDevice) == "cache cold (L2 flushed before each sample)"
-    assert _cache_text(["cold", "warm"], InterpretDevice) == (
+    assert cache_text(["cold"], CudaDevice) == "cache cold (L2 flushed before each sample)"
+    assert cache_text(["cold", "warm"], InterpretDevice) == (
         "cache cold and warm (no L2 flush on this device: cold is timed as warm)")
-    assert _cache_text(["warm"], CudaDevice) == "cache warm"
+    assert cache_text(["warm"], CudaDevice) == "cache warm"
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "run", str(small_space), "--device", "interpret", "--no-report")
     assert rc == 0
@@ -287,7 +289,7 @@ def test_every_argument_of_every_command_has_help(capsys):
             elif not action.help:
                 missing.append(f"{path} {action.dest}")
 
-    walk(_parser(), "sweeper")
+    walk(build_parser(), "sweeper")
     assert missing == []
     with pytest.raises(SystemExit):
         main(["compare", "--help"])

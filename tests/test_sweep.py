@@ -11,6 +11,7 @@ from sweeper.measure import Stop, StopReason
 from sweeper.space import load_space
 from sweeper.store import JOURNAL, REJECTED, StudyStore
 from sweeper.sweep import StopFlag, Sweep, enumerate_choices, open_study
+from sweeper.sweep._bench import Bench
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE
 
@@ -264,7 +265,7 @@ def test_a_full_disk_when_a_hang_is_recorded_is_one_line_and_exit_1(write_space,
         real(record)
 
     monkeypatch.setattr(store, "append", append)
-    monkeypatch.setattr(sweep, "_measure", lambda number, choice: time.sleep(0.3))
+    monkeypatch.setattr(Bench, "trial", lambda self, number, choice: time.sleep(0.3))
     with pytest.raises(Exception) as raised:
         sweep.run()
     assert not isinstance(raised.value, WriteError)          # the main thread saw the hang

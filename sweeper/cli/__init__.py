@@ -1,0 +1,75 @@
+"""The ``sweeper`` command: run, plan, report, export, tuned, ab, compare, calibrate, schema.
+
+A :class:`SweeperError` is printed as one line and exits with status 2
+(``--debug`` shows the traceback); nothing is written before the space file and
+the device have been checked.
+
+Exit status: 0 done; 1 ran, but no config produced a number (every trial failed or was
+ruled out; a line on stderr says why), or ``run`` stopped after ``MAX_RESTARTS`` fresh
+processes, or a file could not be written (a :class:`WriteError`: a full disk, the world's
+fault, not the input's; the line says what is left); 2 bad input (space file, option,
+study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished trial kept.
+A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
+
+The parser is ``_parser``; each command is a function of ``_run`` (``run``, with its
+restarts), ``_plan`` (``plan``, ``schema``), ``_results`` (``report``, ``export``,
+``compare``, ``tuned``) or ``_measure`` (``ab``, ``calibrate``); ``_inputs`` turns
+options into checked objects.  None of them imports torch, triton, optuna or pandas
+before a command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from sweeper.cli._exits import EXIT_INTERRUPTED, EXIT_NOTHING_MEASURED, EXIT_OK, EXIT_USAGE
+from sweeper.cli._parser import build_parser
+from sweeper.cli._run import MAX_RESTARTS
+from sweeper.errors import StudyWarning, SweeperError
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK", "EXIT_USAGE", "MAX_RESTARTS",
+           "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``sweeper`` command with ``argv`` (default: the process's arguments) and
+    return its exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SweeperError as err:         # a bad option or value: one line, as any bad input
+        print(err, file=sys.stderr)
+        return EXIT_USAGE
+    args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", StudyWarning)
+            warnings.showwarning = _one_line(warnings.showwarning)
+            return int(args.func(args) or 0)
+    except SweeperError as err:
+        if args.debug:
+            raise
+        print(f"sweeper: {err}" if not _located(err) else str(err), file=sys.stderr)
+        return getattr(err, "exit_status", EXIT_USAGE)
+    except KeyboardInterrupt:
+        print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _located(err: SweeperError) -> bool:
+    return hasattr(err, "line")
+
+
+def _one_line(show: Any) -> Any:
+    """``warnings.showwarning`` that prints a study warning as one line (``sweeper:
+    warning: ...``) and leaves others to ``show``."""
+    def showwarning(message: Warning | str, category: type[Warning], *args: Any,
+                    **kwargs: Any) -> None:
+        if issubclass(category, StudyWarning):
+            print(f"sweeper: warning: {message}", file=sys.stderr, flush=True)
+        else:
+            show(message, category, *args, **kwargs)
+    return showwarning

@@ -1,0 +1,8 @@
+"""The exit statuses of the ``sweeper`` command (the package's docstring says when)."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_NOTHING_MEASURED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130

@@ -1,0 +1,55 @@
+"""What the commands read from their options, checked once: the space file and the
+device, a study on disk, a fraction.  Each error is one line naming what is wrong."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import StudyError, SweeperError
+
+
+def space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[Any, Any]:
+    """The device's name, the space (with -p overrides) and the device itself, checked in
+    that order, then the space against the device; ``user_code=False`` imports no user
+    kernel or sampler."""
+    from sweeper.devices import device_class, open_device
+    from sweeper.space import load_space
+
+    # the variables a device sets (the interpreter's) before any kernel module is imported
+    os.environ.update(device_class(args.device).sets_env)
+    space = load_space(args.space, args.param, allow=args.allow_path, user_code=user_code)
+    device = open_device(args.device)
+    device.check_space(space)
+    return space, device
+
+
+def open_study(args: argparse.Namespace) -> Any:
+    """The study ``args.study`` names: a folder, else a name under ``--studies-dir``."""
+    from sweeper.store import StudyStore
+
+    path = Path(args.study)
+    if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
+        path = Path(args.studies_dir) / args.study
+    store = StudyStore(path)
+    if store.orphaned():
+        raise StudyError(f"{path}: {store.journal_path.name} without study.json: nothing says "
+                         "what it measured; restore study.json or move the folder away")
+    if not store.exists():
+        raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})")
+    return store
+
+
+def fraction_option(option: str, text: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05, or a one-line error naming the option."""
+    number = text.strip()
+    try:
+        value = float(number[:-1]) / 100 if number.endswith("%") else float(number)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise SweeperError(f"{option}: {text!r} is not a fraction; allowed: 0% to under "
+                           "100% (e.g. 1% or 0.01)")
+    return value

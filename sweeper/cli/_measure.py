@@ -1,0 +1,72 @@
+"""Commands that measure besides a sweep: ``ab`` (two values of one axis, interleaved)
+and ``calibrate`` (this GPU's copy and matmul ceilings)."""
+
+from __future__ import annotations
+
+import argparse
+
+from sweeper.cli._inputs import fraction_option, space_and_device
+from sweeper.errors import SweeperError
+from sweeper.options import study_folder
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    from sweeper.ab import run_ab
+    from sweeper.kernels import load_kernel
+
+    threshold = fraction_option("--threshold", args.threshold)
+    space, device = space_and_device(args)
+    if device.replays:
+        raise SweeperError("ab measures; it cannot run on a replay device")
+    from sweeper.space._names import safe_name
+
+    name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
+    out = study_folder(args.studies_dir, f"{space.study}-ab") / f"{name}.json"
+    result = run_ab(space, load_kernel(space.kernel), device, args.vary, out, threshold)
+    c = result.comparison
+    fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())
+    print(f"A/B on {result.key} with {fixed} fixed; {device.facts().name}")
+    for label in (result.a, result.b):
+        st = result.samples[label]
+        from sweeper.measure import summarize
+
+        s = summarize(st)
+        print(f"  {result.key}={label}: median {s.median:.4g} ms, 95% CI [{s.ci_lo:.4g}, "
+              f"{s.ci_hi:.4g}], {s.n} samples")
+    print(f"verdict: B ({result.key}={result.b}) is {c.verdict.value} than A "
+          f"({result.key}={result.a}): time ratio {c.ratio:.4f} [{c.lo:.4f}, {c.hi:.4f}]"
+          .replace("SAME than", "the SAME as").replace("UNCLEAR than", "UNCLEAR against")
+          + f"; practical threshold {100 * c.threshold:g}%"
+          + (" (the CIs are apart, the medians within it)" if c.practically_same else ""))
+    if device.note:
+        print(f"note: {device.note}")
+    print(f"samples: {out}")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from sweeper import ceilings
+    from sweeper.devices import open_device
+    from sweeper.errors import NoDeviceError
+    from sweeper.space import format_size
+
+    try:
+        device = open_device("cuda")
+    except NoDeviceError:
+        raise NoDeviceError("calibrate needs a CUDA GPU and none was found: there is "
+                            "nothing to calibrate on the CPU") from None
+    env = device.environment()
+    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
+    if found is None or args.force:
+        found = ceilings.measure(device, progress=lambda line: print(line, flush=True))
+        print(f"saved to {ceilings.save(found)}")
+    else:
+        print(f"cached: {ceilings.cache_path(found.gpu, found.uuid, found.driver)} "
+              f"(measured {found.measured}; --force to measure again)")
+    print(f"{found.gpu} (driver {found.driver}): launch floor {found.launch_floor_us:.1f} us")
+    print(f"{'footprint':>10} {'cold GB/s':>10} {'warm GB/s':>10}   (torch copy_, read + write)")
+    for fp, row in sorted(found.copy.items()):
+        print(f"{format_size(fp):>10} {row['cold']:10.0f} {row['warm']:10.0f}")
+    for dtype, tflops in found.matmul.items():
+        print(f"matmul {dtype:9} {tflops:8.1f} TFLOP/s (torch.matmul, 8192³, random data)")
+    return 0

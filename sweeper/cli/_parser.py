@@ -1,0 +1,177 @@
+"""The ``sweeper`` command's options: one small function per command.
+
+Option values are checked here, at the edge (``sweeper.options``): a bad one is one
+line and exit status 2 before anything runs.  Nothing here imports torch, triton,
+optuna or pandas: ``sweeper --help`` and a refused option cost no more than Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+
+from sweeper.cli._measure import cmd_ab, cmd_calibrate
+from sweeper.cli._plan import cmd_plan, cmd_schema
+from sweeper.cli._results import cmd_compare, cmd_export, cmd_report, cmd_tuned
+from sweeper.cli._run import cmd_run
+from sweeper.options import ArgumentParser, seconds, whole_number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``sweeper``; each command sets ``func``, the function that runs it."""
+    from sweeper import __version__, cli
+
+    parser = ArgumentParser(prog="sweeper", description=(cli.__doc__ or "").splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"sweeper {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def _run(sub: argparse._SubParsersAction) -> None:
+    run = _of_a_space(sub, "run", "sweep a space file and report")
+    _study_options(run)
+    run.add_argument("--trials", type=whole_number,
+                     help="stop after this many measured trials (at least 1)")
+    run.add_argument("--time", type=seconds, help="stop after this long (e.g. 90s, 10m)")
+    run.add_argument("--force", action="store_true",
+                     help="add to a study measured with other settings")
+    run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
+    run.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    run.add_argument("--no-priors", action="store_true",
+                     help="auto: do not start from the winners of other studies of this "
+                     "kernel on this GPU in --studies-dir")
+    run.set_defaults(func=cmd_run)
+
+
+def _plan(sub: argparse._SubParsersAction) -> None:
+    plan = _of_a_space(sub, "plan", "size, constraints and time estimate; launches nothing")
+    plan.set_defaults(func=cmd_plan)
+
+
+def _report(sub: argparse._SubParsersAction) -> None:
+    report = _of_a_study(sub, "report", "heatmaps and best-config report of a study")
+    report.add_argument("--shared-scale", action="store_true",
+                        help="one colour scale for all heatmaps of a problem, so colours "
+                        "compare across maps (default: each map its own range)")
+    report.set_defaults(func=cmd_report)
+
+
+def _export(sub: argparse._SubParsersAction) -> None:
+    export = _of_a_study(sub, "export", "write the best configs to a tuning file")
+    export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
+                        "studies/tuning.json); with --format csv, the table's path")
+    export.add_argument("--format", choices=("tuning", "csv"), default="tuning",
+                        help="tuning: best configs for launches; csv: a replay table of "
+                        "every trial (default path: STUDY/replay.csv)")
+    export.set_defaults(func=cmd_export)
+
+
+def _ab(sub: argparse._SubParsersAction) -> None:
+    ab = sub.add_parser("ab", help="A/B on one variable, everything else fixed, interleaved")
+    ab.add_argument("space", help="the space file (YAML)")
+    ab.add_argument("--vary", required=True, metavar="KEY=A,B", help="the axis and its two values")
+    _device_option(ab)
+    _param_option(ab)
+    _threshold_option(ab)
+    _allow_option(ab)
+    ab.add_argument("--studies-dir", default="studies",
+                    help="the samples go to STUDIES_DIR/<study>-ab/")
+    ab.set_defaults(func=cmd_ab)
+
+
+def _calibrate(sub: argparse._SubParsersAction) -> None:
+    calibrate = sub.add_parser("calibrate", help="measure this GPU's copy and matmul ceilings")
+    calibrate.add_argument("--force", action="store_true", help="measure again")
+    calibrate.set_defaults(func=cmd_calibrate)
+
+
+def _compare(sub: argparse._SubParsersAction) -> None:
+    compare = sub.add_parser("compare", help="SAME/FASTER/SLOWER/UNCLEAR per config, B vs A")
+    compare.add_argument("a", help="study, or STUDY@TRIAL for one trial (the reference)")
+    compare.add_argument("b", help="study, or STUDY@TRIAL, judged against A")
+    compare.add_argument("--max-noise", default="5%",
+                         help="relative CI half-width above which SAME becomes UNCLEAR")
+    _threshold_option(compare)
+    _study_options(compare, name=False)
+    compare.set_defaults(func=cmd_compare)
+
+
+def _schema(sub: argparse._SubParsersAction) -> None:
+    schema = sub.add_parser("schema", help="print a JSON Schema for space files")
+    schema.add_argument("-o", "--output", help="write it to this file instead")
+    schema.set_defaults(func=cmd_schema)
+
+
+def _tuned(sub: argparse._SubParsersAction) -> None:
+    tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
+    tuned.add_argument("kernel", help="kernel name as in the space file (copy, add, matmul, "
+                       "or package.module:attr)")
+    tuned.add_argument("--dtype", default="float32", help="element type (default float32)")
+    tuned.add_argument("--footprint", required=True, help="e.g. 256MiB")
+    tuned.add_argument("--gpu", help="GPU name (default: this machine's)")
+    tuned.add_argument("--tuning", help="tuning file")
+    tuned.set_defaults(func=cmd_tuned)
+
+
+#: The commands in the order ``sweeper --help`` lists them.
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+    _run, _plan, _report, _export, _ab, _calibrate, _compare, _schema, _tuned)
+
+
+def _of_a_space(sub: argparse._SubParsersAction, name: str, text: str
+                ) -> argparse.ArgumentParser:
+    """A command that reads a space file, on a device, with ``-p`` and ``--allow-path``."""
+    p = sub.add_parser(name, help=text)
+    p.add_argument("space", help="the space file (YAML)")
+    _device_option(p)
+    _param_option(p)
+    _allow_option(p)
+    return p
+
+
+def _of_a_study(sub: argparse._SubParsersAction, name: str, text: str
+                ) -> argparse.ArgumentParser:
+    """A command that reads one recorded study."""
+    p = sub.add_parser(name, help=text)
+    p.add_argument("study", help="a study name under --studies-dir, or its folder")
+    _study_options(p, name=False)
+    return p
+
+
+def _threshold_option(p: argparse.ArgumentParser) -> None:
+    from sweeper.measure import PRACTICAL
+
+    p.add_argument("--threshold", default=f"{100 * PRACTICAL:g}%",
+                   help="medians closer than this are SAME even where their 95%% CIs are "
+                   "apart (default: %(default)s, as the finals)")
+
+
+def _param_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=V1,V2",
+                   help="replace one axis for this run, e.g. -p BLOCK=1024,2048 or "
+                   "-p 'grid=[sms, \"cdiv(n, BLOCK)\"]' (repeatable)")
+
+
+def _allow_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                   help="a folder besides the space file's own that its extends: may read "
+                   "files from (repeatable; also $SWEEPER_ALLOW_PATH, separated by "
+                   f"{os.pathsep!r})")
+
+
+def _device_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="cuda",
+                   help="cuda (default); interpret: the Triton interpreter on the CPU; "
+                   "replay:PATH.csv: timings from a recorded table; or an installed "
+                   "device plugin's name, or module:attr")
+
+
+def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
+    p.add_argument("--studies-dir", default="studies", help="where studies live")
+    if name:
+        p.add_argument("--study", help="study name (default: the space's, with -interpret "
+                       "appended on the interpreter)")

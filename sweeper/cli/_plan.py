@@ -1,0 +1,65 @@
+"""``sweeper plan`` and ``sweeper schema``: what a space file holds, before anything runs.
+Neither launches a kernel; ``plan`` imports no kernel that is not built in."""
+
+from __future__ import annotations
+
+import argparse
+
+from sweeper.cli._inputs import space_and_device
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from sweeper.kernels import BUILTINS, load_kernel
+    from sweeper.plan import make_plan
+    from sweeper.space import AxisRole
+
+    space, device = space_and_device(args, user_code=False)
+    facts = device.facts()
+    kernel = load_kernel(space.kernel) if space.kernel in BUILTINS else None
+    plan = make_plan(space, kernel, facts, device.plan_costs, device.measure_spec(space.measure))
+    axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
+    print(f"space {space.path}: {plan.size} configs ({axes})")
+    removed = sum(plan.removed.values())
+    print(f"constraints and values remove {removed}; {plan.valid} valid")
+    for reason, count in plan.removed.most_common():
+        print(f"  {count:6d}  {reason}")
+    budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""
+    print(f"would measure {plan.trials}{budget} on {facts.name}")
+    a = plan.assumptions
+    print(f"estimated time: {_duration(plan.estimate_s)} (assumes {a['compile_s']:g} s compile "
+          f"per config, launches of at least {a['launch_s'] * 1e6:g} us, "
+          f"{a['bandwidth'] / 1e9:g} GB/s)")
+    if device.replays:
+        print("  (as on the GPU the table was recorded on; the replay itself takes seconds)")
+    if kernel is None:
+        meta = [a.name for a in space.axes if a.role is AxisRole.META]
+        print(f"not checked: kernel {space.kernel} was not imported (plan runs no user "
+              f"code): its meta-parameters ({', '.join(meta) or 'none'}) and their values, "
+              "and its defaults for axes the file leaves out (the base Kernel's were "
+              "used); the estimate counts launches only, not the bytes it moves. "
+              "`sweeper run` checks all of it before measuring")
+    if plan.valid == 0:
+        raise plan.ruled_out.nothing_left(plan.size)
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from sweeper.space._schema import space_schema
+
+    text = json.dumps(space_schema(), indent=2) + "\n"
+    if args.output:
+        from sweeper.fsio import atomic_write
+
+        atomic_write(args.output, text)
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min"

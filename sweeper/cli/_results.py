@@ -1,0 +1,84 @@
+"""Commands over recorded studies: ``report``, ``export``, ``compare``, and ``tuned``,
+which reads the tuning file ``export`` writes.  None of them measures anything."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sweeper.cli._inputs import fraction_option, open_study
+from sweeper.errors import SweeperError
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    report_study(open_study(args), shared_scale=args.shared_scale)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from sweeper.export import entry_rate, export_csv, export_study
+    from sweeper.space import format_size
+
+    store = open_study(args)
+    if args.format == "csv":
+        path, count = export_csv(store, args.output or store.root / "replay.csv")
+        print(f"wrote {count} trials to {path} (replay it with --device replay:{path})")
+        return 0
+    path, entries = export_study(store, args.output)
+    for e in entries:
+        meta = "".join(f" {k}={v}" for k, v in e["meta"].items())
+        rate, headline = entry_rate(e)
+        print(f"{e['kernel']} {e['dtype']} {format_size(e['footprint'])} on {e['gpu']}: "
+              f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: median "
+              f"{e['median_ms']:.4g} ms, {rate:.4g} {headline.unit} ({e['chosen_by']})"
+              + (f"; {e['note']}" if e.get("note") else ""))
+    print(f"wrote {len(entries)} entries to {path}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from sweeper.compare import compare, format_rows
+
+    max_noise = fraction_option("--max-noise", args.max_noise)
+    threshold = fraction_option("--threshold", args.threshold)
+    stores, numbers = [], []
+    for ref in (args.a, args.b):
+        name, _, number = ref.partition("@")
+        if number and not number.isdigit():
+            raise SweeperError(f"{ref!r}: a trial is written STUDY@NUMBER")
+        stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir)))
+        numbers.append(int(number) if number else None)
+    print(format_rows(compare(stores[0], stores[1], numbers[0], numbers[1], max_noise,
+                              threshold)))
+    return 0
+
+
+def cmd_tuned(args: argparse.Namespace) -> int:
+    from sweeper.export import current_gpu, describe, tuned
+    from sweeper.space import parse_size
+
+    try:
+        footprint = parse_size(args.footprint)
+    except ValueError as err:
+        raise SweeperError(f"--footprint: {err}") from None
+    if footprint <= 0:
+        raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: a "
+                           "positive size (e.g. 256MiB)")
+    try:
+        gpu = args.gpu or current_gpu()
+    except SweeperError:
+        raise SweeperError("no CUDA device here to look the GPU up; name it with --gpu NAME "
+                           "(as the tuning file records it)") from None
+    print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, gpu=gpu,
+                         path=args.tuning)))
+    return 0
+
+
+def report_study(store: Any, *, shared_scale: bool = False) -> None:
+    """Write the report of ``store`` and say where it is."""
+    from sweeper.report import write_report
+
+    files = write_report(store, shared_scale=shared_scale)
+    pngs = [p for p in files.images if p.suffix == ".png"]
+    print(f"report: {files.markdown} and {files.json.name}; {len(pngs)} heatmaps in "
+          f"{store.root / 'heatmaps'} (PNG and SVG)")

@@ -1,0 +1,244 @@
+"""``sweeper run``: the header, the sweep (Ctrl-C stops after the trial in flight), what
+it did, the report; and going on in a fresh process when a trial broke the CUDA context
+or hung, as the journal lets a new process resume where this one stopped."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
+from sweeper.cli._inputs import space_and_device
+from sweeper.cli._results import report_study
+from sweeper.errors import ContextLost
+from sweeper.options import check_study_name, study_folder
+
+#: How many times one `sweeper run` goes on in a fresh process after trials that broke
+#: the CUDA context (each such trial is recorded and never tried again).
+MAX_RESTARTS = 20
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Sweep ``args.space`` into its study, then report; the exit status."""
+    if args.study is not None:
+        check_study_name("--study", args.study)
+    space, device = space_and_device(args)
+    from sweeper.kernels import load_kernel
+    from sweeper.store import StudyStore
+    from sweeper.sweep import StopFlag, open_study
+
+    kernel = load_kernel(space.kernel)
+    name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
+    store = StudyStore(study_folder(args.studies_dir, name))
+    command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"
+    resuming = store.exists()
+    open_study(store, space, kernel, device, command=command, force=args.force)
+    facts = device.facts()
+    measure = device.measure_spec(space.measure)
+    say = _Printer(args.quiet)
+    kept = len(store.records()[0]) if resuming else 0
+    say(f"study {name}: {store.root} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
+    limits = _header(say, space, device, facts, measure, store)
+    priors = _priors(space, args, facts.name, store.root, say)
+    stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
+    previous = signal.signal(signal.SIGINT, _stop_handler(stop))
+    try:
+        summary = _sweep(args, space, kernel, device, store, limits,
+                         [c for source in priors for c in source.configs], stop)
+    except ContextLost as lost:
+        return _restart(lost, args, store)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
+                                "measured": summary.measured, "command": command,
+                                "priors": {p.study: p.configs for p in priors}})
+    return _finish(args, summary, space, kernel, store, limits)
+
+
+def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, measure: Any,
+            store: Any) -> Any:
+    """The lines that say what is about to be measured, how, and against which limits;
+    returns this GPU's ceilings, or why there are none."""
+    from sweeper.space import format_size
+
+    say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
+    if device.note:
+        say(f"note: {device.note}")
+    how = "replayed from the table" if device.replays else (
+        f"first run timed apart, verified, {measure.describe()}; "
+        f"{cache_text(space.axis('cache').labels, device)}")
+    say(f"space: {space.size} configs; sampler {space.sampler.name} (seed {space.sampler.seed}); "
+        f"each trial: {how}")
+    limits = _ceilings_for(device, store)
+    say(f"ceilings: {limits}" if isinstance(limits, str) else
+        f"ceilings: measured {limits.measured} (sweeper calibrate); DRAM copy "
+        f"{limits.dram_bandwidth():.0f} GB/s")
+    bounds = device.bounds()
+    say(f"bounds: {bounds.summary(space.axis('dtype').labels)}" +
+        ("; a result beyond them fails its trial as impossible" if bounds.all() else ""))
+    return limits
+
+
+def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store: Any,
+           limits: Any, priors: list[dict[str, str]], stop: Any) -> Any:
+    """The sweep with ``run``'s options, its progress bar, and a hang going on in a fresh
+    process."""
+    from sweeper.sweep import Sweep
+
+    sweep = Sweep(space, kernel, device, store,
+                  reporter=_reporter(args.quiet, kernel.headline), stop=stop,
+                  max_trials=args.trials, max_time_s=args.time,
+                  ceilings=None if isinstance(limits, str) else limits,
+                  priors=priors, on_hang=lambda record: _hung(record, args, store))
+    return sweep.run()
+
+
+def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, store: Any,
+            limits: Any) -> int:
+    """What this run did, each problem's outcome, the report; the exit status."""
+    failed = sum(1 for t in summary.trials[summary.resumed:]
+                 if t.status.value not in ("ok", "invalid", "abandoned"))
+    print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
+          f"constraints, {summary.repeated} repeated proposals answered from the store, "
+          f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
+    if restarts:
+        print(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) broke "
+              "the CUDA context and the sweep went on in a fresh process; the report counts "
+              "everything)")
+    abandoned = [t for t in summary.trials[summary.resumed:] if t.status.value == "abandoned"]
+    if abandoned:
+        print(f"early abandonment: {len(abandoned)} trials stopped early, saving about "
+              f"{summary.saved_ms:.4g} ms of GPU time")
+    if space.budget.target is not None and isinstance(limits, str):
+        print(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
+    from sweeper.finals import Winners
+    from sweeper.outcome import nothing_measured, outcome_lines
+
+    for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
+        print(line)
+    if summary.duty:
+        print(f"power: {summary.duty}")
+    if not args.no_report:
+        report_study(store)
+    why = nothing_measured(summary.trials, summary.stopped_by)
+    if why is not None:
+        print(f"sweeper: {why}", file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
+    return EXIT_OK
+
+
+def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
+    """Go on in a fresh process after a trial broke the CUDA context: the study resumes
+    from its journal, and the crashed trial is never proposed again."""
+    return _go_on_fresh(f"{lost}; it is recorded as crashed in {store.journal_path}", args)
+
+
+def _hung(record: Any, args: argparse.Namespace, store: Any) -> None:
+    """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
+    kernel cannot be stopped from this process, so go on in a fresh one."""
+    _go_on_fresh(f"trial #{record.number} gave no result after "
+                 f"{record.wall_s:g} s; it is recorded as timeout in {store.journal_path}",
+                 args)
+    os._exit(1)       # too many restarts: the main thread is stuck in the kernel
+
+
+def _go_on_fresh(message: str, args: argparse.Namespace) -> int:
+    restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
+    print(f"sweeper: {message}", file=sys.stderr)
+    if restarts >= MAX_RESTARTS:
+        print(f"sweeper: stopping after {restarts} restarts; run the same command to go on",
+              file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
+    print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
+          f"{MAX_RESTARTS})", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "sweeper", *args.argv],
+              {**os.environ, "SWEEPER_RESTARTS": str(restarts + 1)})
+    return 1     # not reached
+
+
+def cache_text(caches: Sequence[str], device: Any) -> str:
+    """``cache cold (L2 flushed before each sample)``, where the device really flushes."""
+    text = f"cache {' and '.join(caches)}"
+    if "cold" not in caches:
+        return text
+    if device.flushes_l2:
+        return f"{text} (L2 flushed before each sample)"
+    return f"{text} (no L2 flush on this device: cold is timed as warm)"
+
+
+def _priors(space: Any, args: argparse.Namespace, gpu: str, root: Path, say: Any) -> list[Any]:
+    """Where a sampler that declares ``uses_priors`` (``auto``) starts: the winners of
+    other studies of this kernel on this GPU, each named in the header (``--no-priors``:
+    none)."""
+    from sweeper.plugins import sampler_capabilities
+
+    if not sampler_capabilities(space.sampler.name).uses_priors:
+        return []
+    if args.no_priors:
+        say(f"{space.sampler.name}: starting without the winners of other studies "
+            "(--no-priors)")
+        return []
+    from sweeper.samplers._priors import prior_sources
+
+    found = prior_sources(args.studies_dir, space, gpu, exclude=root)
+    if found:
+        names = ", ".join(f"{p.study} ({len(p.configs)} configs"
+                          f"{', measured on this same problem' if p.same_problem else ''})"
+                          for p in found)
+        say(f"{space.sampler.name}: starting from {sum(len(p.configs) for p in found)} "
+            f"configs that won other studies of {space.kernel} on {gpu} in "
+            f"{args.studies_dir}: {names}; --no-priors to start without them")
+    return found
+
+
+def _ceilings_for(device: Any, store: Any) -> Any:
+    """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
+    if not device.has_ceilings:
+        return f"none on the {device.name} device"
+    from sweeper import ceilings
+
+    env = device.environment()
+    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
+    if found is None:
+        return "not measured for this GPU; run `sweeper calibrate` for % of ceiling"
+    store.update_meta(ceilings=found.to_json())
+    return found
+
+
+class _Printer:
+    """Prints the header's lines, unless ``--quiet``."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(text, flush=True)
+
+
+def _stop_handler(stop: Any) -> Any:
+    def handler(signum: int, frame: Any) -> None:
+        if stop.set:
+            raise KeyboardInterrupt
+        stop.set = True
+        print("\nstopping after the current trial (Ctrl-C again to abort it)", file=sys.stderr)
+    return handler
+
+
+def _reporter(quiet: bool, headline: Any) -> Any:
+    from sweeper.sweep import SilentReporter
+
+    if quiet:
+        return SilentReporter()
+    from sweeper.progress import ProgressReporter
+
+    return ProgressReporter(headline=headline)

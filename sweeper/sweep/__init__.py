@@ -1,0 +1,39 @@
+"""The sweep: a sampler proposes, a trial measures, the store keeps, until a budget ends it.
+
+:class:`Sweep` is the loop (``_loop``): it asks the sampler, measures, tells, stores and
+asks the budgets whether to stop.  Each step it hands off is a module here:
+
+- ``_optuna``: the Optuna study rebuilt from the journal at every start, so a resumed
+  sweep never measures a finished config again and the sampler sees every past result;
+- ``_budget``: the stop rules (Ctrl-C, trial and time budgets, patience, target);
+- ``_watchdog``: a trial past ``measure.timeout`` recorded as timed out;
+- ``_bench``: measuring a config, with ``_buffers`` (the inputs, kept per problem),
+  ``_baselines`` (torch's, once per problem), ``_replay`` (a recorded result instead),
+  ``_limits`` (bounds and ceilings; beyond them, re-verified and re-timed) and
+  ``_power`` (the duty schedule of a power-bound study);
+- ``_drift``: a one-at-a-time sweep's baseline measured again at the end;
+- ``_finals``: each problem's finalists measured again, interleaved, to name its winner;
+- ``_summary``: what the sweep tells the outside (progress, the summary).
+"""
+
+from __future__ import annotations
+
+from sweeper.study import (
+    MAX_ENUMERATED,
+    Choice,
+    enumerate_choices,
+    finals_wanted,
+    fingerprint,
+    fingerprint_diff,
+    now,
+    open_study,
+)
+from sweeper.sweep._budget import MAX_REPEATED_PROPOSALS, StopFlag
+from sweeper.sweep._loop import Sweep
+from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
+
+__all__ = [
+    "MAX_ENUMERATED", "MAX_REPEATED_PROPOSALS", "Choice", "Reporter", "SilentReporter",
+    "StopFlag", "Sweep", "SweepSummary", "enumerate_choices", "finals_wanted", "fingerprint",
+    "fingerprint_diff", "now", "open_study",
+]

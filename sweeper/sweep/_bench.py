@@ -1,0 +1,139 @@
+"""Measuring a config on this device, for the loop, the drift check and the finals.
+
+A trial resolves the proposed choice into a :class:`Config`.  A device that replays
+answers it from its table (``_replay``); any other runs :func:`sweeper.trial.run_trial`
+on buffers kept per problem (``_buffers``), after the problem's torch baseline
+(``_baselines``).  A result beyond a limit is re-verified and re-timed (``_limits``);
+a trial that shows the study power-bound is measured again under the duty schedule
+(``_power``).  The fastest result per problem so far is kept: early abandonment cuts
+short a config clearly slower than it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+
+import torch
+
+from sweeper.devices import Device, DeviceFacts
+from sweeper.kernels import Buffers, Kernel
+from sweeper.measure import StopRule
+from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
+from sweeper.store import BaselineRecord, StudyStore, TrialRecord
+from sweeper.study import Choice, now
+from sweeper.sweep._baselines import Baselines
+from sweeper.sweep._buffers import BufferPool
+from sweeper.sweep._limits import Limits
+from sweeper.sweep._power import PowerCheck
+from sweeper.sweep._replay import replayed
+from sweeper.trial import TrialResult, TrialStatus, run_trial
+
+
+class Bench:
+    """What one sweep measures with: ``measure`` is the device's measurement spec,
+    ``baselines`` those the journal holds."""
+
+    def __init__(self, space: Space, kernel: Kernel, device: Device, store: StudyStore, *,
+                 measure: MeasureSpec, facts: DeviceFacts, limits: Limits,
+                 baselines: list[BaselineRecord]) -> None:
+        self.space, self.kernel, self.device, self.measure = space, kernel, device, measure
+        self.facts, self.limits = facts, limits
+        #: the L2 size that decides 'L2-resident' (0 where there is no GPU L2 to speak of)
+        self.l2_bytes = facts.l2_bytes if device.torch_device == "cuda" else 0
+        self.power = PowerCheck(measure, device, store)
+        self.buffers = BufferPool(kernel, device, self.l2_bytes)
+        self.baselines = Baselines(kernel, device, measure, space.sampler.seed, store,
+                                   baselines)
+        self._best: dict[tuple[Problem, str], tuple[float, float]] = {}
+
+    def trial(self, number: int, choice: Choice) -> TrialRecord:
+        """Trial ``number`` of ``choice``: measured (measured again if it showed the
+        study power-bound), or why it could not be; never raises for the config's
+        fault."""
+        record = self._record(number, choice)
+        if self.power.switches(number, record):
+            return self._record(number, choice)
+        return record
+
+    def note_best(self, t: TrialRecord) -> None:
+        """Remember the fastest (median, CI high) per problem, for early abandonment."""
+        if not t.ok or not t.config or not t.stats:
+            return
+        key = (t.config.problem, t.config.cache)
+        have = self._best.get(key)
+        if have is None or t.stats.median < have[0]:
+            self._best[key] = (t.stats.median, t.stats.bounds()[1])
+
+    def run(self, config: Config, number: int) -> TrialResult:
+        """``config`` launched, verified and timed (:func:`run_trial`), inputs seeded by
+        the sampler's seed and the trial's number."""
+        try:
+            sets = self.buffer_sets(config)
+        except torch.cuda.OutOfMemoryError as err:
+            return TrialResult(TrialStatus.OUT_OF_RESOURCES, f"allocating the inputs: {err}")
+        generator = torch.Generator(device=self.device.torch_device)
+        generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
+        return run_trial(self.kernel, sets, config, self.device, self.measure, generator,
+                         l2_bytes=self.l2_bytes, best=self._best.get(
+                             (config.problem, config.cache)), duty=self.power.duty)
+
+    def config_of(self, t: TrialRecord) -> Config:
+        """Trial ``t``'s config, resolved on this device again."""
+        return self.space.resolve(t.choice, self.facts.env(), self.facts.max_footprint)
+
+    def bytes_of(self, t: TrialRecord) -> int:
+        """The bytes one launch of trial ``t``'s config moves (for the finals' GB/s)."""
+        return self.kernel.bytes_moved(self.config_of(t).problem)
+
+    def again(self, t: TrialRecord, rule: StopRule) -> list[float]:
+        """Samples of trial ``t``'s config, taken again under ``rule`` (unverified: it
+        was verified as a trial)."""
+        config = self.config_of(t)
+        rotation = itertools.cycle(self.buffer_sets(config))
+        return self.device.measure(lambda: self.kernel.launch(next(rotation), config),
+                                   warmup=2, rule=rule, flush=config.cache == "cold",
+                                   batch=self.measure.batch, graph=self.measure.graph,
+                                   duty=self.power.duty).timing.samples
+
+    def baseline_again(self, t: TrialRecord
+                       ) -> tuple[str, Callable[[StopRule], list[float]]] | None:
+        """The torch baseline of ``t``'s problem as one more entrant of the finals' rounds,
+        so "% of torch" compares two measurements taken under the same conditions."""
+        if self.kernel.baseline_name is None:
+            return None
+        config = self.config_of(t)
+        buffers = self.buffer_sets(config)[0]
+
+        def measure(rule: StopRule) -> list[float]:
+            return self.device.measure(lambda: self.kernel.baseline(buffers), warmup=2,
+                                       rule=rule, flush=config.cache == "cold",
+                                       duty=self.power.duty).timing.samples
+        return self.kernel.baseline_name, measure
+
+    def buffer_sets(self, config: Config) -> list[Buffers]:
+        """``config``'s buffer sets, its problem's baseline measured first."""
+        sets = self.buffers.sets(config)
+        self.baselines.ensure(sets[0], config.cache, self.power.duty)
+        return sets
+
+    def _record(self, number: int, choice: Choice) -> TrialRecord:
+        """``choice`` resolved, then replayed or run, then checked against the limits."""
+        started, t0 = now(), time.perf_counter()
+        config: Config | None = None
+        try:
+            config = self.space.resolve(choice, self.facts.env(), self.facts.max_footprint)
+        except Invalid as err:
+            result = TrialResult(TrialStatus.INVALID, str(err))
+        else:
+            if self.device.replays:
+                result = replayed(self.device, self.kernel, choice, config)
+            else:
+                result = self.run(config, number)
+            if result.status is TrialStatus.OK:
+                checked = config
+                result = self.limits.check(config, result,
+                                           lambda: self.run(checked, number))
+        return TrialRecord.from_result(number, choice, config, result, started,
+                                       time.perf_counter() - t0)

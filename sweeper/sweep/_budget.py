@@ -1,0 +1,107 @@
+"""When a sweep stops: Ctrl-C, a trial or time budget, every valid config measured, a
+sampler that only proposes what was measured, or the space file's ``budget.patience``
+and ``budget.target`` met.  The loop asks before each proposal; the first rule that
+holds names the reason, which the summary and the study's ``last_run`` keep."""
+
+from __future__ import annotations
+
+import time
+
+import optuna
+
+from sweeper.ceilings import Ceilings
+from sweeper.samplers import ExhaustiveSampler
+from sweeper.space import Budget
+from sweeper.store import TrialRecord
+
+#: Proposals in a row that were all measured before: the sampler has converged.
+MAX_REPEATED_PROPOSALS = 200
+
+
+class StopFlag:
+    """Set by the CLI's Ctrl-C handler; the sweep stops after the trial in flight."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+
+class Budgets:
+    """The stop rules of one run, and the counts they read: trials measured (those found
+    in the journal included), proposals repeated in a row, trials since the best last
+    improved beyond noise."""
+
+    def __init__(self, budget: Budget, stop: StopFlag, *, max_trials: int | None,
+                 max_time_s: float | None, ceilings: Ceilings | None, valid: int,
+                 measured: int, t0: float) -> None:
+        self.budget, self.stop, self.ceilings = budget, stop, ceilings
+        self.max_trials, self.max_time_s = max_trials, max_time_s
+        self.valid, self.measured, self.t0 = valid, measured, t0
+        self.repeats = 0
+        self.since_improvement = 0
+
+    def stopped_by(self, study: optuna.Study, best: TrialRecord | None) -> str:
+        """Why the sweep stops now, or ``""`` to go on."""
+        return self._spent(study) or self._goal_reached(best)
+
+    def repeated(self) -> None:
+        """A proposal was answered from the journal."""
+        self.repeats += 1
+
+    def proposed(self) -> None:
+        """A proposal was new: the run of repeated ones is over."""
+        self.repeats = 0
+
+    def counted(self, record: TrialRecord, best: TrialRecord | None) -> TrialRecord | None:
+        """Count a measured trial and return the best after it.  A faster trial becomes
+        the best; it restarts ``budget.patience`` only if it beats the old best beyond
+        noise."""
+        self.measured += 1
+        if record.ok and (best is None or record.score > best.score):
+            if beyond_noise(best, record):
+                self.since_improvement = 0
+            best = record
+        self.since_improvement += 1
+        return best
+
+    def _spent(self, study: optuna.Study) -> str:
+        if self.stop.set:
+            return "interrupted (Ctrl-C)"
+        if self.max_trials is not None and self.measured >= self.max_trials:
+            return f"budget: {self.max_trials} trials"
+        if self.max_time_s is not None and time.perf_counter() - self.t0 >= self.max_time_s:
+            return f"budget: {self.max_time_s:g} s"
+        sampler = study.sampler
+        if isinstance(sampler, ExhaustiveSampler):
+            if sampler.remaining(study) == 0:
+                return "complete: every valid config measured"
+        elif self.measured >= self.valid:
+            return "complete: every valid config measured"
+        if self.repeats >= MAX_REPEATED_PROPOSALS:
+            return f"sampler converged: {self.repeats} proposals in a row were already measured"
+        return ""
+
+    def _goal_reached(self, best: TrialRecord | None) -> str:
+        budget = self.budget
+        if budget.patience is not None and self.since_improvement >= budget.patience:
+            return (f"budget: the best did not improve beyond noise for {budget.patience} "
+                    "trials")
+        if budget.target is not None and best is not None and self.ceilings is not None and \
+                self.ceilings.copy and best.config and best.gbps:
+            ceiling = self.ceilings.bandwidth(best.config.problem.footprint, best.config.cache)
+            if best.gbps >= budget.target * ceiling:
+                return (f"budget: target {100 * budget.target:g}% of the ceiling reached "
+                        f"({best.gbps:.4g} of {ceiling:.4g} GB/s)")
+        return ""
+
+
+def beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
+    """Is ``new`` faster than ``old`` by more than their medians' CIs allow?"""
+    if old is None or not old.stats or not new.stats:
+        return True
+    return new.stats.bounds()[1] < old.stats.bounds()[0]
+
+
+def best_of(trials: list[TrialRecord]) -> TrialRecord | None:
+    """The fastest ``ok`` trial by score, or None."""
+    ok = [t for t in trials if t.ok]
+    return max(ok, key=lambda t: t.score) if ok else None

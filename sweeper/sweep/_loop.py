@@ -1,0 +1,221 @@
+"""The loop of a sweep: the sampler proposes, a trial measures, the journal keeps, the
+sampler learns, until a budget says stop; then the drift check and the finals.
+
+Each of those steps is a module of its own; this one only asks and tells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import optuna
+
+from sweeper.ceilings import Ceilings
+from sweeper.devices import Device
+from sweeper.errors import ContextLost
+from sweeper.finals import Winners
+from sweeper.kernels import Kernel
+from sweeper.plugins import sampler_capabilities
+from sweeper.space import Config, Invalid, Space
+from sweeper.store import StudyStore, TrialRecord
+from sweeper.study import Choice, enumerate_choices, finals_wanted, now
+from sweeper.sweep._bench import Bench
+from sweeper.sweep._budget import Budgets, StopFlag, best_of
+from sweeper.sweep._drift import measure_drift
+from sweeper.sweep._finals import run_finals
+from sweeper.sweep._limits import Limits
+from sweeper.sweep._optuna import Distributions, key_of, model_guesses, rebuild_study, tell
+from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
+from sweeper.sweep._watchdog import watchdog
+from sweeper.trial import TrialStatus
+
+
+@dataclass
+class _Run:
+    """One ``Sweep.run`` as it goes: the Optuna study, what the journal holds by key, the
+    budgets, the summary, the number the next trial gets and what measures it."""
+
+    study: optuna.Study
+    dists: Distributions
+    done: dict[tuple[str, ...], TrialRecord]
+    budgets: Budgets
+    summary: SweepSummary
+    number: int
+    bench: Bench
+
+
+class Sweep:
+    """A sweep of ``space`` with ``kernel`` on ``device``, kept in ``store``.
+
+    The settings (budgets, whether to run the finals, ...) are attributes that may be
+    changed before :meth:`run`.
+    """
+
+    def __init__(self, space: Space, kernel: Kernel, device: Device, store: StudyStore, *,
+                 reporter: Reporter | None = None, stop: StopFlag | None = None,
+                 max_trials: int | None = None, max_time_s: float | None = None,
+                 ceilings: Ceilings | None = None, finals: bool = True,
+                 priors: list[dict[str, str]] | None = None,
+                 on_hang: Callable[[TrialRecord], None] | None = None) -> None:
+        self.space = space
+        self.kernel = kernel
+        self.device = device
+        self.store = store
+        self.reporter = reporter or SilentReporter()
+        self.stop = stop or StopFlag()
+        self.max_trials = max_trials if max_trials is not None else space.budget.trials
+        self.max_time_s = max_time_s if max_time_s is not None else space.budget.time_s
+        self.facts = device.facts()
+        self.measure = device.measure_spec(space.measure)
+        self.priors = priors or []
+        #: called (on a watchdog thread) after a trial ran past ``measure.timeout`` and was
+        #: recorded as such; ``sweeper run`` re-executes itself there.  None: no watchdog.
+        self.on_hang = on_hang
+        self.ceilings = ceilings
+        self.bounds = device.bounds()
+        #: what the sampler declares it needs or offers (finals, a baseline, guesses)
+        self.sampler_caps = sampler_capabilities(space.sampler.name)
+        self.run_finals = finals and finals_wanted(space, device)
+        self.run_drift = not device.replays
+
+    def run(self) -> SweepSummary:
+        """Measure what the sampler proposes until a budget stops the sweep, then measure
+        the baseline again (drift) and run the finals of each problem without a winner.
+        Every trial is in the journal as soon as it is measured; a resumed run measures
+        no finished config again."""
+        t0 = time.perf_counter()
+        run = self._start(t0)
+        try:
+            run.summary.stopped_by = self._loop(run)
+            self._drift_and_finals(run)
+        finally:
+            self.reporter.finish()
+            self.store.close()
+        summary = run.summary
+        summary.skipped = sum(1 for t in summary.trials[summary.resumed:]
+                              if t.status is TrialStatus.INVALID)
+        summary.wall_s = time.perf_counter() - t0
+        summary.duty = run.bench.power.note
+        return summary
+
+    def _start(self, t0: float) -> _Run:
+        """Read the journal, rebuild the sampler's study from it, record the ruled-out
+        configs (for a sampler that records them) and start the reporter."""
+        valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
+        trials, baselines = self.store.records()
+        summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
+        bench = Bench(self.space, self.kernel, self.device, self.store, measure=self.measure,
+                      facts=self.facts, limits=Limits(self.kernel, self.bounds, self.ceilings),
+                      baselines=baselines)
+        bench.power.resume()
+        study, dists = rebuild_study(self.space, valid, trials, priors=self.priors,
+                                     guess=self._guesses)
+        done = {t.key(): t for t in trials}
+        number = max((t.number for t in trials), default=-1) + 1
+        if getattr(study.sampler, "records_invalid", False):
+            number = self._record_invalid(invalid, done, summary, number)
+        measured = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
+        budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
+                          max_time_s=self.max_time_s, ceilings=self.ceilings,
+                          valid=len(valid), measured=measured, t0=t0)
+        planned = len(getattr(study.sampler, "plan", valid))
+        total = planned if self.max_trials is None else min(planned, self.max_trials)
+        self.reporter.start(total=total, done=min(measured, total))
+        for t in done.values():
+            bench.note_best(t)
+        return _Run(study, dists, done, budgets, summary, number, bench)
+
+    def _record_invalid(self, invalid: list[tuple[Choice, str]],
+                        done: dict[tuple[str, ...], TrialRecord], summary: SweepSummary,
+                        number: int) -> int:
+        """Record each ruled-out config the journal lacks, once; it is never launched.
+        Returns the number the next trial gets."""
+        for choice, reason in invalid:
+            if key_of(choice) not in done:
+                record = TrialRecord(number=number, choice=choice, status=TrialStatus.INVALID,
+                                     reason=reason, started=now())
+                self.store.append(record)
+                done[record.key()] = record
+                summary.trials.append(record)
+                number += 1
+        return number
+
+    def _loop(self, run: _Run) -> str:
+        """Ask, measure, keep, tell, until a budget stops it; returns why it stopped."""
+        summary = run.summary
+        while not (stopped_by := run.budgets.stopped_by(run.study, summary.best)):
+            trial = run.study.ask(run.dists)
+            choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
+            if key_of(choice) in run.done:    # answered from the journal, never re-measured
+                tell(run.study, trial, run.done[key_of(choice)])
+                summary.repeated += 1
+                run.budgets.repeated()
+                continue
+            run.budgets.proposed()
+            record = self._trial(run, choice)
+            tell(run.study, trial, record)
+            if record.status is TrialStatus.INVALID:
+                continue
+            summary.measured += 1
+            summary.saved_ms += record.saved_ms
+            run.bench.note_best(record)
+            summary.best = run.budgets.counted(record, summary.best)
+            self.reporter.trial(record, summary.best)
+        return stopped_by
+
+    def _trial(self, run: _Run, choice: Choice) -> TrialRecord:
+        """Measure ``choice`` as the next trial under the watchdog and keep it.  A crash
+        that left the device unusable is kept, then ends this process (ContextLost)."""
+        number = run.number
+        with watchdog(self.store, number, choice, self.measure.timeout_s,
+                      None if self.device.replays else self.on_hang,
+                      partial(self._resolved, choice)):
+            record = run.bench.trial(number, choice)
+        lost = record.status is TrialStatus.CRASHED and not self.device.healthy()
+        if lost:
+            record = dataclasses.replace(record, reason=(
+                f"{record.reason} (it left the CUDA context unusable; the sweep went "
+                "on in a fresh process)"))
+        run.number += 1
+        self.store.append(record)
+        run.done[record.key()] = record
+        run.summary.trials.append(record)
+        if lost:      # recorded; nothing more can run in this process
+            self.reporter.trial(record, run.summary.best)
+            raise ContextLost(record.number, record.reason or "")
+        return record
+
+    def _drift_and_finals(self, run: _Run) -> None:
+        """Unless interrupted: the one-at-a-time baseline measured again (its drift over
+        the study), then the finals of each problem without a current final, and no
+        other."""
+        summary, trials = run.summary, list(run.done.values())
+        if self.run_drift and not self.stop.set and summary.measured and \
+                self.sampler_caps.takes_baseline:
+            summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
+        todo = Winners.of(self.store).missing(trials) \
+            if self.run_finals and not self.stop.set else []
+        if todo:
+            t_finals = time.perf_counter()
+            summary.finals = run_finals(trials, todo, run.bench, self.store,
+                                        self.space.sampler.seed)
+            summary.finals_s = time.perf_counter() - t_finals
+
+    def _guesses(self, valid: list[Choice]) -> list[float] | None:
+        """The kernel model's guess for each valid config, or None when the kernel has no
+        model or the sampler declares no use for it."""
+        if not self.sampler_caps.uses_model or not valid:
+            return None
+        return model_guesses(self.kernel, self.space, self.facts, valid)
+
+    def _resolved(self, choice: Choice) -> Config | None:
+        """``choice``'s config, or None where a constraint or value rules it out."""
+        try:
+            return self.space.resolve(choice, self.facts.env(), self.facts.max_footprint)
+        except Invalid:
+            return None
+

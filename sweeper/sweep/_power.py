@@ -1,0 +1,54 @@
+"""The power check (``measure.duty: auto``): is this study power-bound?
+
+Until a trial shows it, configs are sampled back to back.  The first trial whose
+sampling window shows the power cap (or board power near its limit) makes the study
+power-bound: from then on every config's samples, the baselines' and the finals' follow
+:data:`DEFAULT_DUTY`, and that trial is measured again under it.  Trials measured
+before showed no cap, so they ran from the cool state the schedule restores.  The
+switch is a :class:`DutyRecord` in the journal, so a resumed study keeps the schedule.
+A space that names a schedule (``cool``, ``load``) or ``off`` is never switched.
+"""
+
+from __future__ import annotations
+
+from sweeper.devices import Device
+from sweeper.measure import DEFAULT_DUTY, Duty, power_bound
+from sweeper.space import MeasureSpec
+from sweeper.store import DutyRecord, FirstMeasurement, StudyStore, TrialRecord
+
+
+class PowerCheck:
+    """The duty schedule a study's samples follow now, and why (``note``)."""
+
+    def __init__(self, measure: MeasureSpec, device: Device, store: StudyStore) -> None:
+        self.auto = measure.duty == "auto"
+        self.device, self.store = device, store
+        #: what precedes each config's samples: the space's schedule, else none until a
+        #: trial shows the study power-bound
+        self.duty: Duty | None = measure.fixed_duty()
+        self.note = ""
+
+    def resume(self) -> None:
+        """A study found power-bound before goes on under the schedule it switched to."""
+        found = self.store.read(DutyRecord)
+        if self.duty is None and self.auto and found:
+            self.duty = found[-1].duty
+            self.note = found[-1].note
+
+    def switches(self, number: int, record: TrialRecord) -> bool:
+        """Does trial ``number`` (``record``) make the study power-bound?  If so, the
+        schedule is switched and recorded, and the trial is to be measured again."""
+        if self.duty is not None or not self.auto or not record.clocks:
+            return False
+        why = power_bound(record.clocks.reasons, record.clocks.power_w_max,
+                          self.device.power_limit_w())
+        if why is None:
+            return False
+        self.duty = DEFAULT_DUTY
+        self.note = (f"power-bound from trial #{number} ({why}); from then on "
+                     f"{DEFAULT_DUTY.describe()}, in the finals too (measure.duty: auto)")
+        self.store.append(DutyRecord(
+            trial=number, reason=why, note=self.note, duty=DEFAULT_DUTY,
+            first_measurement=FirstMeasurement(
+                median_ms=record.stats.median if record.stats else None, clocks=record.clocks)))
+        return True

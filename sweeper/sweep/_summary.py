@@ -1,0 +1,44 @@
+"""What a sweep tells the outside: progress while it runs, a summary when it ends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sweeper.finals import FinalRecord
+from sweeper.store import DriftRecord, TrialRecord
+
+
+class Reporter(Protocol):
+    """What the sweep tells whoever is watching (the CLI's progress bar, or nobody)."""
+
+    def start(self, total: int, done: int) -> None: ...
+    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
+    def finish(self) -> None: ...
+
+
+class SilentReporter:
+    """A reporter that shows nothing (``sweeper run --quiet``, tests, benchmarks)."""
+
+    def start(self, total: int, done: int) -> None: ...
+    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
+    def finish(self) -> None: ...
+
+
+@dataclass
+class SweepSummary:
+    """What one ``Sweep.run`` did; every trial it counts is also in the journal."""
+
+    measured: int = 0          # trials measured by this invocation
+    skipped: int = 0           # configs ruled out by constraints or values
+    resumed: int = 0           # trials found in the store
+    repeated: int = 0          # proposals answered from the store
+    stopped_by: str = ""
+    wall_s: float = 0.0
+    best: TrialRecord | None = None
+    trials: list[TrialRecord] = field(default_factory=list)
+    finals: list[FinalRecord] = field(default_factory=list)
+    finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
+    drift: DriftRecord | None = None   # one-at-a-time: the baseline measured again
+    saved_ms: float = 0.0      # GPU time early abandonment did not spend
+    duty: str = ""             # why and how power-bound problems were measured, if they were

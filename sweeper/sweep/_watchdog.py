@@ -1,0 +1,66 @@
+"""The watchdog: a trial that runs past ``measure.timeout`` is recorded as timed out.
+
+A hung kernel cannot be interrupted from its own process, so the watchdog's thread
+appends the trial's ``timeout`` record to the journal itself and hands over to
+``on_hang`` (``sweeper run`` goes on in a fresh process there, which resumes the study
+and never proposes that config again).  If the trial ends after all, the main thread
+raises :class:`TrialHung` rather than record it twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+
+from sweeper.errors import TrialHung, WriteError
+from sweeper.space import Config
+from sweeper.store import StudyStore, TrialRecord
+from sweeper.study import Choice, now
+from sweeper.trial import TrialResult, TrialStatus
+
+
+@contextlib.contextmanager
+def watchdog(store: StudyStore, number: int, choice: Choice, timeout_s: float | None,
+             on_hang: Callable[[TrialRecord], None] | None,
+             config: Callable[[], Config | None]) -> Iterator[None]:
+    """Guard trial ``number`` (``choice``; ``config`` resolves it, None if it cannot
+    be): after ``timeout_s`` record it as timed out and call ``on_hang``.  No timeout or
+    no ``on_hang``: no watchdog."""
+    if on_hang is None or timeout_s is None:
+        yield
+        return
+    lock, state, started = threading.Lock(), {"done": False}, now()
+    timeout, hang = timeout_s, on_hang
+
+    def fire() -> None:
+        with lock:
+            if state["done"]:
+                return
+            state["hung"] = True
+            result = TrialResult(TrialStatus.TIMEOUT, (
+                f"no result after {timeout:g} s (measure.timeout): a hung kernel, or a "
+                "compile longer than that; the sweep went on in a fresh process"))
+            record = TrialRecord.from_result(number, choice, config(), result, started,
+                                             timeout)
+            try:
+                store.append(record)
+            except WriteError as err:      # on this thread no one else can report it
+                print(f"sweeper: {err}", file=sys.stderr, flush=True)
+                os._exit(1)                # the main thread is stuck in the kernel
+            hang(record)                   # sweeper run: never returns
+
+    timer = threading.Timer(timeout, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            state["done"] = True
+            hung = state.get("hung", False)
+    if hung:
+        raise TrialHung(number)
