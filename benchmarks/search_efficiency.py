@@ -56,25 +56,25 @@ HELD_OUT = {  # recorded after auto was fixed, never used to tune it
     "h200-copy-fp16.csv": "spaces/copy-fp16.yaml",
     "h200-matmul-fp16.csv": "spaces/matmul-fp16.yaml",
 }
-HELD_OUT_2 = {  # recorded in the second session, after auto's model-ranked moves were fixed
+HELD_OUT_2 = {  # recorded after auto's model-ranked moves were fixed
     "h200-copy-8m.csv": "spaces/copy-8m.yaml",
     "h200-copy-4g.csv": "spaces/copy-4g.yaml",
     "h200-add-bf16.csv": "spaces/add-bf16.yaml",
     "h200-matmul-2k.csv": "spaces/matmul-2k.yaml",
 }
-HELD_OUT_3 = {  # recorded in the third session, after auto's kernel models were fixed
+HELD_OUT_3 = {  # recorded after auto's kernel models were fixed
     "h200-copy-bf16-64m.csv": "spaces/copy-bf16-64m.yaml",
     "h200-add-fp16-32m.csv": "spaces/add-fp16-32m.yaml",
     "h200-matmul-1k.csv": "spaces/matmul-1k.yaml",
     "h200-matmul-fp32.csv": "spaces/matmul-fp32.yaml",
 }
-HELD_OUT_4 = {  # recorded after the matmul model's idle-SM fix (third session)
+HELD_OUT_4 = {  # recorded after the matmul model's idle-SM fix
     "h200-copy-fp16-2g.csv": "spaces/copy-fp16-2g.yaml",
     "h200-add-128m.csv": "spaces/add-128m.yaml",
     "h200-matmul-3k.csv": "spaces/matmul-3k.yaml",
     "h200-matmul-fp16-1536.csv": "spaces/matmul-fp16-1536.yaml",
 }
-HELD_OUT_5 = {  # recorded in the fourth session, after the kernel models were refitted and
+HELD_OUT_5 = {  # recorded after the kernel models were refitted and
     # auto took the model as its surrogate's prior mean
     "h200-copy-bf16-512m.csv": "spaces/copy-bf16-512m.yaml",
     "h200-copy-fp16-32m.csv": "spaces/copy-fp16-32m.yaml",
@@ -83,7 +83,7 @@ HELD_OUT_5 = {  # recorded in the fourth session, after the kernel models were r
     "h200-matmul-2560.csv": "spaces/matmul-2560.yaml",
     "h200-matmul-fp16-1280.csv": "spaces/matmul-fp16-1280.yaml",
 }
-HELD_OUT_6 = {  # recorded in the fifth session, after the matmul model became a time model
+HELD_OUT_6 = {  # recorded after the matmul model became a time model
     # fitted on the nine matmul tables above and auto measured its best guess first
     "h200-copy-128m.csv": "spaces/copy-128m.yaml",
     "h200-add-fp16-256m.csv": "spaces/add-fp16-256m.yaml",
@@ -92,7 +92,7 @@ HELD_OUT_6 = {  # recorded in the fifth session, after the matmul model became a
     "h200-matmul-3584.csv": "spaces/matmul-3584.yaml",
     "h200-matmul-fp16-1k.csv": "spaces/matmul-fp16-1k.yaml",
 }
-HELD_OUT_7 = {  # recorded in the fifth session after auto's model turns
+HELD_OUT_7 = {  # recorded after auto's model turns
     "h200-matmul-1152.csv": "spaces/matmul-1152.yaml",
     "h200-matmul-1280.csv": "spaces/matmul-1280.yaml",
     "h200-matmul-fp16-2304.csv": "spaces/matmul-fp16-2304.yaml",
@@ -100,8 +100,8 @@ HELD_OUT_7 = {  # recorded in the fifth session after auto's model turns
     "h200-add-64m.csv": "spaces/add-64m.yaml",
     "h200-copy-bf16-2g.csv": "spaces/copy-bf16-2g.yaml",
 }
-HELD_OUT_8 = {  # recorded in the fifth session after auto's start went from six spread
-    # points to three after the model's best guess, the last change
+HELD_OUT_8 = {  # recorded after auto's start went from six spread
+    # points to three after the model's best guess
     "h200-matmul-1792.csv": "spaces/matmul-1792.yaml",
     "h200-matmul-2304.csv": "spaces/matmul-2304.yaml",
     "h200-matmul-fp16-2560.csv": "spaces/matmul-fp16-2560.yaml",
@@ -109,11 +109,30 @@ HELD_OUT_8 = {  # recorded in the fifth session after auto's start went from six
     "h200-add-bf16-256m.csv": "spaces/add-bf16-256m.yaml",
     "h200-copy-fp16-512m.csv": "spaces/copy-fp16-512m.yaml",
 }
+HELD_OUT_9 = {  # add only, other sizes, dtypes and grids than every add table above; to be
+    # recorded after the add model counted each array's registers apart, into
+    # benchmarks/tables (a table not recorded yet is skipped with a note)
+    "h200-add-fp16-2g-grid3.csv": "benchmarks/spaces/add-fp16-2g-grid3.yaml",
+    "h200-add-bf16-128m-wide.csv": "benchmarks/spaces/add-bf16-128m-wide.yaml",
+    "h200-add-16m-block1024.csv": "benchmarks/spaces/add-16m-block1024.yaml",
+    "h200-add-256m-odd-grids.csv": "benchmarks/spaces/add-256m-odd-grids.yaml",
+    "h200-add-fp64-512m.csv": "benchmarks/spaces/add-fp64-512m.yaml",
+    "h200-add-fp16-1g-block1024.csv": "benchmarks/spaces/add-fp16-1g-block1024.yaml",
+}
+DIAGNOSIS = {  # recorded to diagnose auto on add over a wider grid range (not held out)
+    "h200-add-wide-1g.csv": "benchmarks/spaces/add-wide-1g.yaml",
+}
 SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
         "held-out-3": HELD_OUT_3, "held-out-4": HELD_OUT_4, "held-out-5": HELD_OUT_5,
-        "held-out-6": HELD_OUT_6, "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8}
+        "held-out-6": HELD_OUT_6, "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8,
+        "held-out-9": HELD_OUT_9, "diagnosis": DIAGNOSIS}
 TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2, **HELD_OUT_3, **HELD_OUT_4, **HELD_OUT_5,
-          **HELD_OUT_6, **HELD_OUT_7, **HELD_OUT_8}
+          **HELD_OUT_6, **HELD_OUT_7, **HELD_OUT_8, **HELD_OUT_9, **DIAGNOSIS}
+#: Where recorded tables are looked up, in this order: the tests' tables, then the
+#: benchmarks' own (recorded for a diagnosis or a held-out set, not used by the tests).
+TABLE_DIRS = (ROOT / "tests" / "data" / "replay", ROOT / "benchmarks" / "tables")
+#: ``--tables counterfactual``: tables built from recorded ones (search_robustness.py).
+COUNTERFACTUAL = "counterfactual"
 GOAL = 0.98
 #: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
 #: with its three best configs, translated as `auto` translates earlier studies' winners.
@@ -145,11 +164,16 @@ PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200
               "h200-add-bf16-256m.csv": "h200-add.csv", "h200-copy-fp16-512m.csv": "h200-copy.csv"}
 
 
+def table_path(name: str) -> Path:
+    """Where the recorded table ``name`` is (the last of ``TABLE_DIRS`` if nowhere)."""
+    return next((d / name for d in TABLE_DIRS if (d / name).exists()), TABLE_DIRS[-1] / name)
+
+
 def priors(table: Path, space) -> list[dict[str, str]]:
     other = PRIOR_FROM.get(table.name)
     if other is None:
         return []
-    device = open_device(f"replay:{table.parent / other}")
+    device = open_device(f"replay:{table_path(other)}")
     rows = sorted((r for r in device.rows if r.get("status") == "ok"),
                   key=lambda r: float(r["median_ms"]))[:PER_STUDY]
     out: list[dict[str, str]] = []
@@ -203,14 +227,16 @@ def table_best(device, space, kernel) -> float:
 
 
 def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: Path,
-                   goal: str = "98") -> int | None:
+                   goal: str = "98", limit: int | None = None) -> int | None:
+    """Measured trials until the goal is reached (None: not within the whole space, or
+    within ``limit`` trials)."""
     device = open_device(f"replay:{table}")
     space = load_space(ROOT / space_path)
     seeds = priors(table, space) if sampler == "auto+prior" else []   # [] = the search alone
     store = StudyStore(root / f"{table.stem}-{sampler}-{seed}")
     space = dataclasses.replace(space, sampler=SamplerSpec(name=sampler.removesuffix("+prior"),
                                                            seed=seed),
-                                budget=dataclasses.replace(space.budget, trials=None,
+                                budget=dataclasses.replace(space.budget, trials=limit,
                                                            time_s=None))
     kernel = load_kernel(space.kernel)
     open_study(store, space, kernel, device, command="benchmarks/search_efficiency.py")
@@ -221,31 +247,62 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     return watch.reached
 
 
+def cell(counts: list[int | None]) -> str:
+    """``median / worst`` of trials to the goal over seeds (``never``: a seed missed)."""
+    reached = [c for c in counts if c is not None]
+    if not reached:
+        return "never"
+    worst = "never" if len(reached) < len(counts) else max(reached)
+    return f"{statistics.median(reached):g} / {worst}"
+
+
+def selected(which: str, only: str, folder: Path) -> dict[str, tuple[Path, str]]:
+    """Table name -> (table, space file) for ``--tables which`` and ``--only``;
+    counterfactual tables are built into ``folder``.  Raises KeyError for an unknown
+    ``--only`` name, with the known ones."""
+    if which == COUNTERFACTUAL:
+        from search_robustness import COUNTERFACTUALS, build
+        known = list(COUNTERFACTUALS)
+    else:
+        spaces = TABLES if which == "all" else SETS[which]
+        known = list(spaces)
+    wanted = only.split(",") if only else known
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        raise KeyError(f"no such table: {', '.join(unknown)}; known: {', '.join(known)}")
+    if which == COUNTERFACTUAL:
+        return {name: build(name, folder) for name in wanted}
+    return {name: (table_path(name), spaces[name]) for name in wanted}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--samplers", default="random,tpe,gp,qmc,cmaes,auto,auto+prior")
-    parser.add_argument("--tables", choices=("all", *SETS), default="all")
+    parser.add_argument("--tables", choices=("all", *SETS, COUNTERFACTUAL), default="all")
     parser.add_argument("--goal", choices=("98", "tied"), default="98")
     parser.add_argument("--only", default="", help="comma-separated table names, e.g. "
                         "h200-copy-8m.csv (within --tables)")
     args = parser.parse_args()
     samplers = args.samplers.split(",")
-    data = ROOT / "tests" / "data" / "replay"
     results: dict[tuple[str, str], list[int | None]] = {}
     t0 = time.perf_counter()
-    tables = TABLES if args.tables == "all" else SETS[args.tables]
-    if args.only:
-        wanted = args.only.split(",")
-        unknown = [t for t in wanted if t not in tables]
-        if unknown:
-            parser.error(f"no such table: {', '.join(unknown)}; known: {', '.join(tables)}")
-        tables = {t: tables[t] for t in wanted}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, space_path in tables.items():
+        try:
+            tables = selected(args.tables, args.only, Path(tmp))
+        except KeyError as err:
+            parser.error(err.args[0])
+        for name, (table, _) in list(tables.items()):
+            if not table.exists():
+                print(f"skipped {name}: not recorded yet ({table.relative_to(ROOT)})")
+                del tables[name]
+        if not tables:
+            print("no recorded table to replay")
+            return
+        for name, (table, space_path) in tables.items():
             for sampler in samplers:
                 results[(name, sampler)] = [
-                    trials_to_goal(data / name, space_path, sampler, seed, Path(tmp), args.goal)
+                    trials_to_goal(table, space_path, sampler, seed, Path(tmp), args.goal)
                     for seed in range(args.seeds)]
     target = (f"{100 * GOAL:g}% of the exhaustive best" if args.goal == "98" else
               "a config tied within noise with the exhaustive best")
@@ -254,19 +311,13 @@ def main() -> None:
     print("| table | " + " | ".join(f"{s} median / worst" for s in samplers) + " |")
     print("|---|" + "---|" * len(samplers))
     for name in tables:
-        cells = []
-        for sampler in samplers:
-            counts = results[(name, sampler)]
-            reached = [c for c in counts if c is not None]
-            missed = len(counts) - len(reached)
-            worst = "never" if missed else max(reached)
-            cells.append(f"{statistics.median(reached):g} / {worst}" if reached else "never")
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        print(f"| {name} | " + " | ".join(cell(results[(name, s)]) for s in samplers) + " |")
     for sampler in samplers:
         every = [c for name in tables for c in results[(name, sampler)]]
         reached = [c for c in every if c is not None]
-        print(f"{sampler}: all tables, median {statistics.median(reached):g}, worst "
-              f"{'never' if len(reached) < len(every) else max(reached)}")
+        if reached:
+            print(f"{sampler}: all tables, median {statistics.median(reached):g}, worst "
+                  f"{'never' if len(reached) < len(every) else max(reached)}")
 
 
 if __name__ == "__main__":

@@ -138,6 +138,22 @@ def test_auto_proposes_priors_first_and_only_valid_configs():
     assert len({tuple(sorted(s.items())) for s in seen}) == 5
 
 
+def test_the_surrogate_fits_its_length_scales_with_the_exact_gradient():
+    """The fit hands L-BFGS the marginal likelihood's analytic gradient (one Cholesky per
+    step instead of one per dimension and step); it must be the true one."""
+    from scipy.optimize import approx_fprime
+
+    from sweeper.samplers._surrogate import OrdinalGP
+
+    rng = np.random.default_rng(3)
+    x = rng.random((12, 3))
+    model = OrdinalGP(x, np.sin(4 * x[:, 0]) + x[:, 1] ** 2)
+    for point in (np.array([-1.0, 0.0, 0.5]), np.array([0.3, -0.7, -1.5])):
+        _, grad = model._nll(point)
+        numeric = approx_fprime(point, lambda s: model._nll(s)[0], 1e-6)
+        assert grad == pytest.approx(numeric, rel=1e-3, abs=1e-4)
+
+
 def test_the_surrogate_learns_which_axis_matters_and_which_way():
     import numpy as np
 
@@ -199,7 +215,11 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
     # a 1 KiB tile is too little to hide a program's start; two per program are not
     small = elementwise(copy, fp32.n // 256, 32, 256)
     assert small < 0.8 < elementwise(copy, fp32.n // 512, 32, 256)
-    assert elementwise(add, tiles, 64, 8192) < elementwise(copy, tiles, 64, 8192)  # 2 inputs
+    # registers count per array: add's two inputs at 128 values each per thread do not
+    # spill (measured 0.98-1.00 of the best on every recorded add table); 256 each do
+    assert elementwise(add, tiles, 64, 8192) >= elementwise(copy, tiles, 64, 8192) > 0.9
+    assert elementwise(add, tiles, 32, 8192) == pytest.approx(
+        0.5 * elementwise(add, tiles, 64, 8192), rel=0.1)
     # fp16: a tile of the same elements moves half the bytes
     fp16 = Problem("float16", 1 << 30)
     assert (elementwise(copy, fp16.n // 512, 32, 512, fp16)
@@ -633,3 +653,44 @@ def test_every_sampler_over_a_replay_table(tmp_path, sampler):
     keys = [t.key() for t in trials]
     assert len(keys) == len(set(keys)) == summary.measured == 12     # never measured twice
     assert all(t.ok and t.stop_reason.kind is Stop.REPLAYED for t in trials)
+
+
+def test_auto_finds_a_counterfactual_best_where_the_add_model_now_puts_it(tmp_path):
+    """``benchmarks/search_robustness.py``'s ``add-1g/spill``: the recorded 1 GiB add table
+    with every launch of at most 128 values per thread and array slowed until the others
+    lead by 3 %.  The add model counts each array's registers apart, so its best guess is
+    among the few configs within 2 % of that table's best; the guess is the first
+    proposal, and every proposal is labelled with the step that made it."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from search_robustness import build, describe
+
+    from sweeper.samplers._auto import AutoSampler, Phase
+
+    table, space_file = build("add-1g/spill", tmp_path)
+    _, _, near, rank = describe(table, space_file)
+    assert near <= 5 and rank == 0
+    made: list[AutoSampler] = []
+    init = AutoSampler.__init__
+
+    def keep(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AutoSampler, "__init__", keep)
+        device = open_device(f"replay:{table}")
+        space = load_space(ROOT / space_file)
+        space = dataclasses.replace(space, sampler=SamplerSpec(name="auto", seed=0))
+        kernel = load_kernel(space.kernel)
+        store = StudyStore(tmp_path / "auto")
+        open_study(store, space, kernel, device, command="test")
+        Sweep(space, kernel, device, store, max_trials=3).run()
+    first = next(t for t in store.records()[0] if t.ok)
+    everything = StudyStore(tmp_path / "all")
+    exhaustive = dataclasses.replace(space, sampler=SamplerSpec(name="exhaustive"))
+    open_study(everything, exhaustive, kernel, device, command="test")
+    whole = Sweep(exhaustive, kernel, device, everything).run()
+    assert first.score >= 0.98 * whole.best.score
+    assert made[-1].phases[:3] == [Phase.BEST_GUESS, Phase.SPREAD, Phase.SPREAD]

@@ -6,9 +6,10 @@ seconds), compared only between configs of one study, and is never shown as a
 measurement: ``auto`` uses it as the prior mean of its surrogate, and
 learns from the measurements how far to trust it.  The limits are Hopper's (H100/H200)
 per-SM figures; the constants marked *fitted* were read off the recorded H200 tables in
-``tests/data/replay``: the streaming ones in the fourth session (held-out set 5 was
-recorded after), the matmul ones in the fifth, on all nine matmul tables then recorded
-(held-out set 6 was recorded after).  On another GPU they still rank in the right order.
+``tests/data/replay``: the streaming ones on the copy and add tables of the design and
+held-out sets 1-4, the matmul ones on the nine matmul tables of the design and held-out
+sets 1-5 (``benchmarks/fit_matmul_model.py``); the later sets were recorded after and
+test them.  On another GPU they still rank in the right order.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ THREADS_PER_SM = 2048
 PROGRAMS_PER_SM = 32
 #: Shared memory one program may use.
 SMEM_PER_PROGRAM = 227 * 1024
-#: 32-bit values a thread keeps in registers before the compiler spills to local memory.
+#: 32-bit values of one array a thread keeps in registers before the compiler spills to
+#: local memory.  An elementwise kernel's arrays count apart (the compiler interleaves
+#: each element's loads, arithmetic and store): on the eleven recorded add tables, 128
+#: values of each input per thread measured 0.98-1.00 of the best, where counting both
+#: inputs (256) guessed 0.5 and put them among the last third of the guesses; 256 of each
+#: measured 0.73-0.75 and 512 of each 0.24-0.25 (copy: 0.76-0.88 and 0.14-0.28).
 REGISTERS = 128
 #: *Fitted*: loads in flight per SM that reach half the DRAM ceiling.  Latency grows with
 #: load, so throughput nears its ceiling gradually (copy at one program per SM: 4 KiB in
@@ -40,7 +46,7 @@ TENSOR_FLOPS_PER_SM = 989e12 / 132
 REGISTER_FILE = 65536
 MAX_THREAD_REGISTERS = 255
 #: *Fitted* (the matmul constants below, by least squares on the log of the measured
-#: times of the nine matmul tables recorded before the fifth session, 1266 launches, with
+#: times of those nine matmul tables, 1266 launches, with
 #: ``benchmarks/fit_matmul_model.py``; mean |log error| 0.07-0.14 on the 16-bit tables,
 #: 0.33 on float32): float32 operands multiply at this fraction of the
 #: 16-bit rate (Triton's default for them is TF32, whose peak is half the 16-bit one; the
@@ -66,7 +72,7 @@ def streaming(config: Config, sms: int, block_elems: int, inputs: int) -> float:
     ``block_elems`` elements, one or more tiles per program: the product of four
     losses, each 1.0 when absent.
 
-    - registers: more than ``REGISTERS`` values per thread spill;
+    - registers: more than ``REGISTERS`` values of one array per thread spill;
     - bytes in flight: the resident programs' loads must cover DRAM latency (Little's
       law, with latency rising under load: ``in_flight / (in_flight + HALF_IN_FLIGHT)``);
     - program starts: a program moving fewer than ``PROGRAM_BYTES`` waits on its start;
@@ -74,7 +80,7 @@ def streaming(config: Config, sms: int, block_elems: int, inputs: int) -> float:
     """
     itemsize = config.problem.itemsize
     per_thread = max(block_elems // config.block, 1)
-    values = per_thread * itemsize / 4 * inputs
+    values = per_thread * itemsize / 4
     registers = min(1.0, REGISTERS / values)
     tiles = -(-config.problem.n // block_elems)
     programs = min(config.grid, tiles)

@@ -43,20 +43,29 @@ class OrdinalGP:
         self._chol = cho_factor(k, lower=True)
         self._alpha = cho_solve(self._chol, self.y)
 
-    def _nll(self, log_scales: np.ndarray) -> float:
-        k = _matern52(self.x, self.x, np.exp(log_scales)) + NOISE * np.eye(len(self.x))
+    def _nll(self, log_scales: np.ndarray) -> tuple[float, np.ndarray]:
+        """The negative log marginal likelihood and its gradient in the log scales."""
+        scales = np.exp(log_scales)
+        diff2 = ((self.x[:, None, :] - self.x[None, :, :]) / scales) ** 2   # n × n × d
+        s5 = math.sqrt(5.0) * np.sqrt(diff2.sum(-1))
+        decay = np.exp(-s5)
+        k = (1.0 + s5 + s5 * s5 / 3.0) * decay + NOISE * np.eye(len(self.x))
         try:
             chol = cho_factor(k, lower=True)
         except np.linalg.LinAlgError:
-            return 1e10
+            return 1e10, np.zeros_like(log_scales)
         alpha = cho_solve(chol, self.y)
-        return float(0.5 * self.y @ alpha + np.log(np.diag(chol[0])).sum())
+        nll = float(0.5 * self.y @ alpha + np.log(np.diag(chol[0])).sum())
+        # dk/dlog(scale_d) = 5/3 (1 + sqrt5 r) exp(-sqrt5 r) ((x_d - x'_d) / scale_d)^2
+        inner = cho_solve(chol, np.eye(len(self.x))) - np.outer(alpha, alpha)
+        weight = inner * (5.0 / 3.0) * (1.0 + s5) * decay
+        return nll, 0.5 * np.einsum("ij,ijd->d", weight, diff2)
 
     def _fit(self) -> np.ndarray:
         dims = self.x.shape[1]
         best = None
         for start in (-1.0, 0.0):
-            res = minimize(self._nll, np.full(dims, start), method="L-BFGS-B",
+            res = minimize(self._nll, np.full(dims, start), method="L-BFGS-B", jac=True,
                            bounds=[LOG_SCALE_BOUNDS] * dims)
             if best is None or res.fun < best.fun:
                 best = res
