@@ -72,6 +72,7 @@ class Duty:
     seconds: float
 
     def describe(self) -> str:
+        """The schedule in words, as a run's header and a report say it."""
         if self.kind == "cool":
             return f"a {self.seconds:g} s cool-down before each config's samples"
         return f"{self.seconds:g} s of the config's own work before its samples"
