@@ -76,6 +76,9 @@ TORN = "incomplete last line (no newline at its end): a write cut short by a cra
 
 @dataclass(frozen=True)
 class BadLine:
+    """A line set aside: its number in the journal (from 1), why, and its bytes as they
+    were, so the side file can keep it whole."""
+
     number: int
     reason: str
     text: bytes
@@ -108,6 +111,8 @@ def scan(path: Path) -> tuple[tuple[int, int, int] | None, Scan]:
 
 
 def scan_bytes(data: bytes) -> Scan:
+    """Check a journal's bytes line by line (see the module docstring for what is kept and
+    what is set aside); the journal's hash is recorded with them."""
     out = Scan(sha256=hashlib.sha256(data).hexdigest())
     lines = data.split(b"\n")
     tail = lines.pop()                     # b"" when the journal ends with a newline
@@ -234,6 +239,8 @@ class JournalWriter:
         fault("after-append")
 
     def close(self) -> None:
+        """Close the journal and release the study's lock; every record appended is already
+        on disk. A later :meth:`append` opens them again."""
         _close_all(self._fds)
 
     def _encode(self, data: dict[str, Any]) -> tuple[bytes, dict[int, int]]:
