@@ -14,8 +14,8 @@ The winner is the fastest median, unless another config is both tied within nois
 *and* within ``PRACTICAL`` (1 %) of the fastest median: only among those does the
 rule prefer the lowest variance (CV), then the simplest config (fewest warps, then
 smallest meta-parameters, then fewest programs).  Statistical ties alone are not
-enough: with wide intervals (matmul's, on the H200) a config 10 % slower was "tied"
-and won on its lower CV.  The threshold is relative to the fastest median because
+enough: with wide intervals (matmul's, on the H200) a config 10 % slower can be "tied"
+and would win on its lower CV.  The threshold is relative to the fastest median because
 what a slower pick costs is the fraction of every launch's time it adds: that holds at
 any footprint (an absolute time would not), is about the same fraction of GB/s or
 TFLOP/s, and says how much slowness is worth trading for stability, which the CIs'

@@ -50,7 +50,7 @@ class CudaDevice(Device):
 
     def bounds(self) -> Bounds:
         """From NVML's maximum clocks and bus width, else torch's device properties (kHz
-        clocks; 0 where CUDA no longer reports them), and the SMs, L2 and compute
+        clocks; 0 where the CUDA version does not report them), and the SMs, L2 and compute
         capability torch gives."""
         if self._bounds is None:
             nvml, props = self.reader.limits(), self._props

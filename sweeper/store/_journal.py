@@ -30,9 +30,9 @@ journal's entry in the study folder is fsynced too (``study.json`` and the folde
 made durable when the study is created, see :mod:`sweeper.fsio`).  A trial reported finished
 therefore survives a kill -9, an OS crash or a power cut, and a resumed study never measures
 it again: each trial is in the journal, whole, or it is measured again (exactly once).
-The fsync costs 4.0 ms a record on this project's development machine (a virtual disk;
-median of 200 appends of a 2 KB line, p95 5.5 ms; 1.4 µs without it): small against a GPU
-trial (the README's H200 copy sweep took 79 ms a trial: compile, verification, timed runs).
+The fsync costs about 4 ms a record on a virtual disk (docs/benchmarks.md): small against a
+GPU trial (an H200 copy sweep spends some 58 ms a trial on compile, verification and timed
+runs: 11.8 s over 204 configs, ``python benchmarks/sweep_overhead.py``).
 
 **A failed write** (disk full, quota, I/O error) may leave a torn last line, which the next
 open sets aside as above; this process writes nothing more to the journal, and the

@@ -4,9 +4,9 @@
 (a JSON object with at least ``study`` and ``kernel``, the keys readers use of the right
 types); a study that fails is a :class:`StudyError` naming the file and what is wrong.
 The journal is append-only, one record per line, fsynced after every record; how it is
-read, repaired and what it promises are in :mod:`sweeper.store._journal`.  Optuna's own
-storages were measured too slow for this (SQLite 2.5x and JournalStorage 1.4x a bare loop on
-the H200); the Optuna study is rebuilt in memory from this journal on resume.
+read, repaired and what it promises are in :mod:`sweeper.store._journal`.  No Optuna
+storage is kept beside it: the journal is the study's one record, and on resume the Optuna
+study is rebuilt in memory from it (:mod:`sweeper.sweep._optuna`).
 """
 
 from __future__ import annotations
