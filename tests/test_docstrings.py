@@ -21,8 +21,9 @@ A definition whose contract is written elsewhere needs no docstring of its own:
 - a property's setter or deleter (the getter documents the property), and an
   ``@overload`` stub (the implementation documents the function).
 
-``EXEMPT`` lists the paths left out, each with its reason; a test drops an entry once
-nothing under it is found.  A sample tree checks each rule of the checker itself.
+``EXEMPT`` lists the paths left out, each with its reason; a test fails on an entry under
+which nothing is found any more, so a stale one is dropped.  A sample tree checks each
+rule of the checker itself.
 """
 
 from __future__ import annotations
