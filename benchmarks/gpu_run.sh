@@ -7,7 +7,8 @@
 #   trust     benchmarks/trust_evidence.py (agreement, stability, cold/warm, ceilings)
 #   overhead  benchmarks/sweep_overhead.py
 #   oat       sweeper run spaces/copy-oat.yaml (one variable at a time); study as a tarball
-#   record    benchmarks/record_heldout.sh $RECORD (replay tables of those spaces, into $OUT)
+#   record    benchmarks/record_heldout.sh $RECORD (replay tables of those spaces, into $OUT;
+#             names under benchmarks/spaces/ or paths to space files)
 #   live      benchmarks/search_live.py on copy and matmul (auto on the GPU, abandonment)
 #   ab        sweeper ab: block 128 vs 256 (a near tie) and grid sms vs 16*sms (not one)
 # The install line, for reference:

@@ -46,68 +46,68 @@ from sweeper.store import StudyStore  # noqa: E402
 from sweeper.sweep import StopFlag, Sweep, open_study  # noqa: E402
 
 DESIGN = {   # replay table -> the space it was recorded from; auto was designed on these
-    "h200-copy.csv": "spaces/copy.yaml",
-    "h200-copy-256m.csv": "spaces/copy-256m.yaml",
-    "h200-add.csv": "spaces/add.yaml",
-    "h200-matmul.csv": "spaces/matmul.yaml",
+    "h200-copy.csv": "benchmarks/spaces/copy.yaml",
+    "h200-copy-256m.csv": "benchmarks/spaces/copy-256m.yaml",
+    "h200-add.csv": "benchmarks/spaces/add.yaml",
+    "h200-matmul.csv": "benchmarks/spaces/matmul.yaml",
 }
 HELD_OUT = {  # recorded after auto was fixed, never used to tune it
-    "h200-add-256m.csv": "spaces/add-256m.yaml",
-    "h200-copy-fp16.csv": "spaces/copy-fp16.yaml",
-    "h200-matmul-fp16.csv": "spaces/matmul-fp16.yaml",
+    "h200-add-256m.csv": "benchmarks/spaces/add-256m.yaml",
+    "h200-copy-fp16.csv": "benchmarks/spaces/copy-fp16.yaml",
+    "h200-matmul-fp16.csv": "benchmarks/spaces/matmul-fp16.yaml",
 }
 HELD_OUT_2 = {  # recorded after auto's model-ranked moves were fixed
-    "h200-copy-8m.csv": "spaces/copy-8m.yaml",
-    "h200-copy-4g.csv": "spaces/copy-4g.yaml",
-    "h200-add-bf16.csv": "spaces/add-bf16.yaml",
-    "h200-matmul-2k.csv": "spaces/matmul-2k.yaml",
+    "h200-copy-8m.csv": "benchmarks/spaces/copy-8m.yaml",
+    "h200-copy-4g.csv": "benchmarks/spaces/copy-4g.yaml",
+    "h200-add-bf16.csv": "benchmarks/spaces/add-bf16.yaml",
+    "h200-matmul-2k.csv": "benchmarks/spaces/matmul-2k.yaml",
 }
 HELD_OUT_3 = {  # recorded after auto's kernel models were fixed
-    "h200-copy-bf16-64m.csv": "spaces/copy-bf16-64m.yaml",
-    "h200-add-fp16-32m.csv": "spaces/add-fp16-32m.yaml",
-    "h200-matmul-1k.csv": "spaces/matmul-1k.yaml",
-    "h200-matmul-fp32.csv": "spaces/matmul-fp32.yaml",
+    "h200-copy-bf16-64m.csv": "benchmarks/spaces/copy-bf16-64m.yaml",
+    "h200-add-fp16-32m.csv": "benchmarks/spaces/add-fp16-32m.yaml",
+    "h200-matmul-1k.csv": "benchmarks/spaces/matmul-1k.yaml",
+    "h200-matmul-fp32.csv": "benchmarks/spaces/matmul-fp32.yaml",
 }
 HELD_OUT_4 = {  # recorded after the matmul model's idle-SM fix
-    "h200-copy-fp16-2g.csv": "spaces/copy-fp16-2g.yaml",
-    "h200-add-128m.csv": "spaces/add-128m.yaml",
-    "h200-matmul-3k.csv": "spaces/matmul-3k.yaml",
-    "h200-matmul-fp16-1536.csv": "spaces/matmul-fp16-1536.yaml",
+    "h200-copy-fp16-2g.csv": "benchmarks/spaces/copy-fp16-2g.yaml",
+    "h200-add-128m.csv": "benchmarks/spaces/add-128m.yaml",
+    "h200-matmul-3k.csv": "benchmarks/spaces/matmul-3k.yaml",
+    "h200-matmul-fp16-1536.csv": "benchmarks/spaces/matmul-fp16-1536.yaml",
 }
 HELD_OUT_5 = {  # recorded after the kernel models were refitted and
     # auto took the model as its surrogate's prior mean
-    "h200-copy-bf16-512m.csv": "spaces/copy-bf16-512m.yaml",
-    "h200-copy-fp16-32m.csv": "spaces/copy-fp16-32m.yaml",
-    "h200-add-bf16-16m.csv": "spaces/add-bf16-16m.yaml",
-    "h200-add-512m.csv": "spaces/add-512m.yaml",
-    "h200-matmul-2560.csv": "spaces/matmul-2560.yaml",
-    "h200-matmul-fp16-1280.csv": "spaces/matmul-fp16-1280.yaml",
+    "h200-copy-bf16-512m.csv": "benchmarks/spaces/copy-bf16-512m.yaml",
+    "h200-copy-fp16-32m.csv": "benchmarks/spaces/copy-fp16-32m.yaml",
+    "h200-add-bf16-16m.csv": "benchmarks/spaces/add-bf16-16m.yaml",
+    "h200-add-512m.csv": "benchmarks/spaces/add-512m.yaml",
+    "h200-matmul-2560.csv": "benchmarks/spaces/matmul-2560.yaml",
+    "h200-matmul-fp16-1280.csv": "benchmarks/spaces/matmul-fp16-1280.yaml",
 }
 HELD_OUT_6 = {  # recorded after the matmul model became a time model
     # fitted on the nine matmul tables above and auto measured its best guess first
-    "h200-copy-128m.csv": "spaces/copy-128m.yaml",
-    "h200-add-fp16-256m.csv": "spaces/add-fp16-256m.yaml",
-    "h200-matmul-1536.csv": "spaces/matmul-1536.yaml",
-    "h200-matmul-fp16-1792.csv": "spaces/matmul-fp16-1792.yaml",
-    "h200-matmul-3584.csv": "spaces/matmul-3584.yaml",
-    "h200-matmul-fp16-1k.csv": "spaces/matmul-fp16-1k.yaml",
+    "h200-copy-128m.csv": "benchmarks/spaces/copy-128m.yaml",
+    "h200-add-fp16-256m.csv": "benchmarks/spaces/add-fp16-256m.yaml",
+    "h200-matmul-1536.csv": "benchmarks/spaces/matmul-1536.yaml",
+    "h200-matmul-fp16-1792.csv": "benchmarks/spaces/matmul-fp16-1792.yaml",
+    "h200-matmul-3584.csv": "benchmarks/spaces/matmul-3584.yaml",
+    "h200-matmul-fp16-1k.csv": "benchmarks/spaces/matmul-fp16-1k.yaml",
 }
 HELD_OUT_7 = {  # recorded after auto's model turns
-    "h200-matmul-1152.csv": "spaces/matmul-1152.yaml",
-    "h200-matmul-1280.csv": "spaces/matmul-1280.yaml",
-    "h200-matmul-fp16-2304.csv": "spaces/matmul-fp16-2304.yaml",
-    "h200-matmul-fp16-3k.csv": "spaces/matmul-fp16-3k.yaml",
-    "h200-add-64m.csv": "spaces/add-64m.yaml",
-    "h200-copy-bf16-2g.csv": "spaces/copy-bf16-2g.yaml",
+    "h200-matmul-1152.csv": "benchmarks/spaces/matmul-1152.yaml",
+    "h200-matmul-1280.csv": "benchmarks/spaces/matmul-1280.yaml",
+    "h200-matmul-fp16-2304.csv": "benchmarks/spaces/matmul-fp16-2304.yaml",
+    "h200-matmul-fp16-3k.csv": "benchmarks/spaces/matmul-fp16-3k.yaml",
+    "h200-add-64m.csv": "benchmarks/spaces/add-64m.yaml",
+    "h200-copy-bf16-2g.csv": "benchmarks/spaces/copy-bf16-2g.yaml",
 }
 HELD_OUT_8 = {  # recorded after auto's start went from six spread
     # points to three after the model's best guess
-    "h200-matmul-1792.csv": "spaces/matmul-1792.yaml",
-    "h200-matmul-2304.csv": "spaces/matmul-2304.yaml",
-    "h200-matmul-fp16-2560.csv": "spaces/matmul-fp16-2560.yaml",
-    "h200-matmul-fp16-1152.csv": "spaces/matmul-fp16-1152.yaml",
-    "h200-add-bf16-256m.csv": "spaces/add-bf16-256m.yaml",
-    "h200-copy-fp16-512m.csv": "spaces/copy-fp16-512m.yaml",
+    "h200-matmul-1792.csv": "benchmarks/spaces/matmul-1792.yaml",
+    "h200-matmul-2304.csv": "benchmarks/spaces/matmul-2304.yaml",
+    "h200-matmul-fp16-2560.csv": "benchmarks/spaces/matmul-fp16-2560.yaml",
+    "h200-matmul-fp16-1152.csv": "benchmarks/spaces/matmul-fp16-1152.yaml",
+    "h200-add-bf16-256m.csv": "benchmarks/spaces/add-bf16-256m.yaml",
+    "h200-copy-fp16-512m.csv": "benchmarks/spaces/copy-fp16-512m.yaml",
 }
 HELD_OUT_9 = {  # add only, other sizes, dtypes and grids than every add table above; to be
     # recorded after the add model counted each array's registers apart, into

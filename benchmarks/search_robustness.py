@@ -115,12 +115,12 @@ REGIONS: dict[str, Callable[[list[Point], str, Axes], list[Point]]] = {
     "stride": _stride, "spill": _spill, "box": _box}
 #: The recorded tables the counterfactuals are built from: name -> (table, space file).
 BASES = {
-    "add-1g": ("h200-add.csv", "spaces/add.yaml"),
+    "add-1g": ("h200-add.csv", "benchmarks/spaces/add.yaml"),
     "add-wide-1g": ("h200-add-wide-1g.csv", "benchmarks/spaces/add-wide-1g.yaml"),
-    "add-bf16-1g": ("h200-add-bf16.csv", "spaces/add-bf16.yaml"),
-    "add-fp16-32m": ("h200-add-fp16-32m.csv", "spaces/add-fp16-32m.yaml"),
-    "copy-1g": ("h200-copy.csv", "spaces/copy.yaml"),
-    "copy-fp16-1g": ("h200-copy-fp16.csv", "spaces/copy-fp16.yaml"),
+    "add-bf16-1g": ("h200-add-bf16.csv", "benchmarks/spaces/add-bf16.yaml"),
+    "add-fp16-32m": ("h200-add-fp16-32m.csv", "benchmarks/spaces/add-fp16-32m.yaml"),
+    "copy-1g": ("h200-copy.csv", "benchmarks/spaces/copy.yaml"),
+    "copy-fp16-1g": ("h200-copy-fp16.csv", "benchmarks/spaces/copy-fp16.yaml"),
 }
 #: Counterfactual name -> (base, region); ``add-1g/stride`` and so on.
 COUNTERFACTUALS = {f"{base}/{region}": (base, region) for base in BASES for region in REGIONS}

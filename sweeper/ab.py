@@ -29,6 +29,10 @@ SAMPLES_PER_ROUND = 10
 
 @dataclass
 class ABResult:
+    """The outcome of one A/B run: the axis varied, its two values, the values every other
+    axis was held at, each value's raw samples (ms, kept so the verdict can be re-derived)
+    and B's comparison against A."""
+
     key: str
     a: str
     b: str
@@ -37,6 +41,8 @@ class ABResult:
     comparison: Comparison
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON that ``sweeper ab --out`` writes: the samples, each side's median, the
+        verdict with its interval and threshold, and the rounds it was measured in."""
         c = self.comparison
         return {"vary": self.key, "a": self.a, "b": self.b, "fixed": self.fixed,
                 "samples_ms": self.samples,
@@ -47,6 +53,8 @@ class ABResult:
 
 
 def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
+    """``KEY=A,B`` -> ``(axis, A, B)``, checked against ``space``: a bad key or value
+    raises a SweeperError that lists the axes or the values allowed."""
     key, sep, values = text.partition("=")
     pair = [v.strip() for v in values.split(",")] if sep else []
     if len(pair) != 2 or not all(pair):
@@ -65,6 +73,9 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
 
 def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | None = None,
            threshold: float = PRACTICAL) -> ABResult:
+    """Verify A and B, then time them in ``ROUNDS`` interleaved rounds (A B, B A, ...) with
+    every other axis fixed, so drift in clock or temperature falls on both alike; compare
+    their samples under ``threshold`` and write the result to ``out`` if given."""
     key, a, b = parse_vary(vary, space)
     fixed = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
              if ax.name != key}

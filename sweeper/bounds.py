@@ -108,6 +108,7 @@ class Bound:
     is_flops: bool = False
 
     def rate_text(self) -> str:
+        """The rate for a reader: TFLOP/s for a FLOP bound, GB/s for a byte bound."""
         return f"{_num(self.per_s / 1e12)} TFLOP/s" if self.is_flops else \
             f"{_num(self.per_s / 1e9)} GB/s"
 
@@ -138,6 +139,7 @@ class Bounds:
         return cls(gpu=gpu, absent=(why,))
 
     def all(self) -> list[Bound]:
+        """Every bound the device has, the byte bounds first."""
         return [b for b in (self.dram, self.sm_path) if b] + list(self.flops.values())
 
     def fastest(self, nbytes: int, flops: int, dtype: str) -> Limit | None:
@@ -182,6 +184,8 @@ class Bounds:
         return ", ".join(f"{b.name} {b.rate_text()}" for b in shown) + f" (from {sources})"
 
     def to_json(self) -> dict[str, Any]:
+        """The bounds as a study's journal keeps them, with the margin they were applied
+        with, so a report shows the limits the study was checked against."""
         def one(b: Bound) -> dict[str, Any]:
             return {"per_s": b.per_s, "how": b.how, "source": b.source}
         return {"gpu": self.gpu, "l2_bytes": self.l2_bytes, "margin": MARGIN,
@@ -192,6 +196,7 @@ class Bounds:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Bounds:
+        """The bounds :meth:`to_json` wrote, names and kinds restored from the keys."""
         def one(name: str, d: Mapping[str, Any], is_flops: bool = False) -> Bound:
             return Bound(name, d["per_s"], d["how"], d["source"], is_flops)
         dram, path = data.get("dram"), data.get("sm_path")

@@ -30,6 +30,10 @@ DOT_CEILING = {"float32": "tfloat32"}
 
 @dataclass
 class Ceilings:
+    """What ``sweeper calibrate`` measured on one GPU (name, UUID and driver identify it: a
+    new driver can move a ceiling), and when; reports hold each trial against these rather
+    than against a datasheet."""
+
     gpu: str
     uuid: str
     driver: str
@@ -73,29 +77,37 @@ class Ceilings:
         return ai, min(peak, memory), "memory" if memory < peak else "compute"
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON cached per GPU; footprints become strings, as JSON keys must be."""
         out = asdict(self)
         out["copy"] = {str(k): v for k, v in self.copy.items()}
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Ceilings:
+        """The ceilings :meth:`to_json` wrote, footprints back to integers."""
         data = dict(data)
         data["copy"] = {int(k): v for k, v in data.get("copy", {}).items()}
         return cls(**data)
 
 
 def cache_dir() -> Path:
+    """Where calibrations are cached: ``$SWEEPER_CACHE``, else ``$XDG_CACHE_HOME/sweeper``
+    or ``~/.cache/sweeper``, then ``ceilings/``."""
     base = os.environ.get("SWEEPER_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sweeper")
     return Path(base) / "ceilings"
 
 
 def cache_path(gpu: str, uuid: str, driver: str) -> Path:
+    """The cache file of one GPU and driver, named so that each calibration has its own
+    file."""
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{gpu}-{uuid}-{driver}").strip("-")
     return cache_dir() / f"{slug}.json"
 
 
 def load(gpu: str, uuid: str, driver: str) -> Ceilings | None:
+    """The cached ceilings of this GPU and driver, or ``None`` when it has not been
+    calibrated."""
     path = cache_path(gpu, uuid, driver)
     if not path.exists():
         return None
@@ -103,6 +115,8 @@ def load(gpu: str, uuid: str, driver: str) -> Ceilings | None:
 
 
 def save(ceilings: Ceilings) -> Path:
+    """Write ``ceilings`` to its cache file atomically (a crash leaves the previous file
+    whole) and return the path."""
     path = cache_path(ceilings.gpu, ceilings.uuid, ceilings.driver)
     return atomic_write(path, json.dumps(ceilings.to_json(), indent=2) + "\n")
 

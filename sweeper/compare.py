@@ -17,6 +17,9 @@ from sweeper.store import StudyStore, TrialRecord
 
 @dataclass(frozen=True)
 class Row:
+    """One line of ``sweeper compare``: the config (or the two trial numbers), each side's
+    median in ms, and B's comparison against A."""
+
     config: str
     a_ms: float
     b_ms: float
@@ -36,6 +39,10 @@ def _trials(store: StudyStore, number: int | None) -> dict[tuple[str, ...], Tria
 def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
             b_number: int | None = None, max_noise: float = 0.05,
             threshold: float = PRACTICAL) -> list[Row]:
+    """One row per successful config that both studies measured (or one for the two trials
+    ``a_number`` and ``b_number``): B against A from the raw samples, by
+    :func:`~sweeper.measure.compare_samples` under ``max_noise`` and ``threshold``.  No
+    config in common is a SweeperError, not an empty table."""
     ta, tb = _trials(a, a_number), _trials(b, b_number)
     keys = [k for k in ta if k in tb]
     if not keys:

@@ -49,6 +49,7 @@ class TunedConfig:
 
     @property
     def num_warps(self) -> int:
+        """Warps per program: the tuned block of threads over the 32 of a warp."""
         return self.block // 32
 
     def launch_options(self) -> dict[str, int]:
@@ -57,6 +58,9 @@ class TunedConfig:
 
 
 def tuning_path(path: str | Path | None = None) -> Path:
+    """The tuning file: ``path`` if given, else ``$SWEEPER_TUNING``, else
+    ``DEFAULT_TUNING``, so a caller and ``sweeper export`` agree on one file without
+    passing it around."""
     return Path(path or os.environ.get("SWEEPER_TUNING") or DEFAULT_TUNING)
 
 

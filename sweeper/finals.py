@@ -14,8 +14,8 @@ The winner is the fastest median, unless another config is both tied within nois
 *and* within ``PRACTICAL`` (1 %) of the fastest median: only among those does the
 rule prefer the lowest variance (CV), then the simplest config (fewest warps, then
 smallest meta-parameters, then fewest programs).  Statistical ties alone are not
-enough: with wide intervals (matmul's, on the H200) a config 10 % slower was "tied"
-and won on its lower CV.  The threshold is relative to the fastest median because
+enough: with wide intervals (matmul's, on the H200) a config 10 % slower can be "tied"
+and would win on its lower CV.  The threshold is relative to the fastest median because
 what a slower pick costs is the fraction of every launch's time it adds: that holds at
 any footprint (an absolute time would not), is about the same fraction of GB/s or
 TFLOP/s, and says how much slowness is worth trading for stability, which the CIs'
@@ -144,6 +144,9 @@ def problem_of(t: TrialRecord) -> ProblemKey:
 
 
 def simplicity(t: TrialRecord) -> tuple[int, int, int]:
+    """The last tie-break's key, smaller is simpler: warps, then the product of the
+    meta-parameters, then programs in the grid; a config that never resolved sorts first,
+    though such a trial is never a finalist."""
     cfg = t.config
     if cfg is None:
         return 0, 0, 0
@@ -216,6 +219,8 @@ class Pick:
 
     @property
     def chosen_by(self) -> str:
+        """What chose the config, as exports and reports say: ``interleaved final`` or
+        ``sweep median``."""
         return "interleaved final" if self.final else "sweep median"
 
     @property
@@ -242,6 +247,8 @@ class Winners:
 
     @classmethod
     def from_records(cls, finals: Sequence[FinalRecord]) -> Winners:
+        """The latest of ``finals`` for each problem (later records replace earlier
+        ones)."""
         out = cls()
         for f in finals:
             out.finals[f.problem] = f
@@ -249,6 +256,7 @@ class Winners:
 
     @classmethod
     def of(cls, store: StudyStore) -> Winners:
+        """The latest final of each problem in ``store``'s journal."""
         return cls.from_records(store.read(FinalRecord))
 
     def current(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, FinalRecord]:

@@ -28,7 +28,7 @@ TEMP_SUFFIX = ".tmp"
 _WHAT = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
          errno.EIO: "I/O error", errno.EROFS: "read-only file system",
          errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
-#: fsync of a folder is not supported everywhere; there the rename is all we can do.
+#: fsync of a folder is not supported everywhere; where it is not, the rename alone must do.
 _NO_DIR_SYNC = (errno.EINVAL, errno.ENOTSUP, errno.EBADF)
 
 

@@ -29,6 +29,10 @@ def _expected_samples(measure: MeasureSpec, launch_s: float) -> int:
 
 @dataclass
 class Plan:
+    """What ``sweeper plan`` reports: configs in the space, how many are valid, why the
+    others were removed (reason -> count, and the reasons' examples in ``ruled_out``), how
+    many trials the budget lets run and what they would cost, with the costs assumed."""
+
     size: int
     valid: int
     removed: Counter = field(default_factory=Counter)     # reason -> count

@@ -70,6 +70,7 @@ class Found:
 
     @property
     def builtin(self) -> bool:
+        """Whether the name is one of sweeper's own plugins."""
         return self.origin == "built-in"
 
     def __str__(self) -> str:

@@ -17,6 +17,10 @@ from sweeper.store import TrialRecord
 
 
 class ProgressReporter:
+    """A :class:`~sweeper.sweep.Reporter` that draws a progress bar on stderr (stdout stays
+    the run's text): trials done of total, the best and last rates in the kernel's headline
+    unit, elapsed time and ETA."""
+
     def __init__(self, console: Console | None = None, headline: Headline = Headline.GBPS
                  ) -> None:
         self._headline = headline

@@ -67,11 +67,14 @@ class RuledOut:
         self.example: dict[tuple[Origin, str], str] = {}
 
     def add(self, invalid: Invalid) -> None:
+        """Count ``invalid`` under its place in the file and its reason without values; the
+        first such message is kept as the example."""
         key = (invalid.origin, reason_kind(str(invalid)))
         self.by_place[key] += 1
         self.example.setdefault(key, str(invalid))
 
     def by_reason(self) -> Counter[str]:
+        """Counts by reason alone, whatever place in the file gave it."""
         out: Counter[str] = Counter()
         for (_, reason), count in self.by_place.items():
             out[reason] += count
@@ -171,6 +174,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
 
 
 def now() -> str:
+    """The current UTC time to the second, ISO 8601, as records stamp it."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 

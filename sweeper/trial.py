@@ -37,6 +37,9 @@ if TYPE_CHECKING:      # a trial's status and records are read without importing
 
 
 class TrialStatus(str, enum.Enum):
+    """How a trial ended. Only ``ok`` has a median; every other status is recorded with its
+    reason and the sweep goes on, so a failing config costs one trial, never the study."""
+
     OK = "ok"
     INVALID = "invalid"                    # skipped: a constraint or value ruled it out
     COMPILE_ERROR = "compile_error"
@@ -51,6 +54,11 @@ class TrialStatus(str, enum.Enum):
 
 @dataclass
 class TrialResult:
+    """What measuring one config gave, before it is numbered and kept as a
+    :class:`~sweeper.store.TrialRecord`: its status and reason, the raw samples and their
+    statistics, the rates, how sampling stopped, and the GPU's state, power and clocks
+    while it ran."""
+
     status: TrialStatus
     reason: str | None = None
     cold_s: float | None = None            # compile + first launch, host clock

@@ -15,6 +15,14 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The space files the repository ships: the examples, then the recording and benchmark
+#: spaces that live with the benchmarks.
+SPACE_FOLDERS = (ROOT / "spaces", ROOT / "benchmarks" / "spaces")
+
+
+def shipped_spaces() -> list[Path]:
+    """Every space file in :data:`SPACE_FOLDERS`, sorted within each folder."""
+    return [path for folder in SPACE_FOLDERS for path in sorted(folder.glob("*.yaml"))]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -340,13 +340,13 @@ def test_auto_names_the_studies_it_starts_from_and_no_priors_drops_them(
 
 
 def test_priors_from_another_problem_are_not_called_the_same_problem(tmp_path, capsys):
-    assert main(["run", str(ROOT / "spaces/copy-256m.yaml"), "--device",
+    assert main(["run", str(ROOT / "benchmarks/spaces/copy-256m.yaml"), "--device",
                  f"replay:{REPLAY / 'h200-copy-256m.csv'}", "--studies-dir", str(tmp_path),
                  "--quiet", "--no-report"]) == 0
     sources = prior_sources(tmp_path, load_space(ROOT / "spaces/copy.yaml"),
                             "replay: NVIDIA H200")
     assert [(s.study, len(s.configs), s.same_problem) for s in sources] == [
         ("copy-256m-replay", 3, False)]
-    same = prior_sources(tmp_path, load_space(ROOT / "spaces/copy-256m.yaml"),
+    same = prior_sources(tmp_path, load_space(ROOT / "benchmarks/spaces/copy-256m.yaml"),
                          "replay: NVIDIA H200")
     assert [(len(s.configs), s.same_problem) for s in same] == [(3, True)]

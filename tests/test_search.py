@@ -20,6 +20,7 @@ from sweeper.space import Config, Problem, SamplerSpec, load_space
 from sweeper.store import DriftRecord, StudyStore
 from sweeper.sweep import Sweep, enumerate_choices, open_study
 from sweeper.trial import TrialStatus
+from tests.conftest import shipped_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = ROOT / "tests" / "data" / "replay"
@@ -265,7 +266,7 @@ def test_matmul_model_tracks_the_recorded_h200_times():
     for name, space_file in (("h200-matmul.csv", "matmul.yaml"),
                              ("h200-matmul-1152.csv", "matmul-1152.yaml")):
         device = open_device(f"replay:{TABLES / name}")
-        space, facts = load_space(ROOT / "spaces" / space_file), device.facts()
+        space, facts = load_space(ROOT / "benchmarks" / "spaces" / space_file), device.facts()
         measured, guessed = [], []
         for row in device.rows:
             if row.get("status", "ok") == "ok" and row["median_ms"]:
@@ -422,12 +423,12 @@ def test_priors_from_another_dtype_keep_the_bytes_per_step(tmp_path):
     """fp32 copy's winners, offered to an fp16 space: BLOCK counts elements, so it is
     doubled first (the same bytes per step), then offered as it was; block is not."""
     replay_sweep(tmp_path, "h200-copy.csv", "spaces/copy.yaml")
-    space = load_space(ROOT / "spaces/copy-fp16.yaml")
+    space = load_space(ROOT / "benchmarks/spaces/copy-fp16.yaml")
     found = priors_from_studies(tmp_path, space, "replay: NVIDIA H200")
     steps = [(c["BLOCK"], c["block"]) for c in found]
     assert steps[:2] == [("2048", "256"), ("1024", "256")]       # fp32's best: 1024 / 256
     assert all(c["dtype"] == "float16" and c["grid"] == "cdiv(n, BLOCK)" for c in found)
-    matmul = load_space(ROOT / "spaces/matmul-fp16.yaml")        # tiles are not elements
+    matmul = load_space(ROOT / "benchmarks/spaces/matmul-fp16.yaml")        # tiles are not elements
     from sweeper.samplers._priors import translate
     tile = {"grid": "sms", "block": "256", "BLOCK_M": "128", "BLOCK_N": "256",
             "BLOCK_K": "64", "num_stages": "3", "dtype": "float32", "footprint": "32MiB"}
@@ -435,7 +436,7 @@ def test_priors_from_another_dtype_keep_the_bytes_per_step(tmp_path):
 
 
 def test_priors_come_from_earlier_studies_of_the_same_kernel(tmp_path):
-    replay_sweep(tmp_path, "h200-copy-256m.csv", "spaces/copy-256m.yaml")
+    replay_sweep(tmp_path, "h200-copy-256m.csv", "benchmarks/spaces/copy-256m.yaml")
     space = load_space(ROOT / "spaces/copy.yaml")
     found = priors_from_studies(tmp_path, space, "replay: NVIDIA H200")
     assert len(found) == 3
@@ -468,7 +469,7 @@ def test_add_and_matmul_kernels_verify_and_catch_wrong_answers():
 
 
 def test_every_shipped_space_enumerates_on_the_h200_facts():
-    for path in sorted((ROOT / "spaces").glob("*.yaml")):
+    for path in shipped_spaces():
         space = load_space(path)
         valid, _ = enumerate_choices(space, {"sms": 132, "l2_bytes": 60 << 20})
         assert valid, path

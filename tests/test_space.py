@@ -5,6 +5,7 @@ import pytest
 
 from sweeper.errors import SpaceError
 from sweeper.space import AxisRole, Invalid, load_space, parse_space
+from tests.conftest import SPACE_FOLDERS, shipped_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
 FACTS = {"sms": 132, "l2_bytes": 60 << 20}
@@ -94,8 +95,8 @@ def test_expression_error_at_resolve_is_invalid():
 
 
 def test_every_shipped_space_parses():
-    files = sorted((ROOT / "spaces").glob("*.yaml"))
-    assert files
+    files = shipped_spaces()
+    assert {path.parent for path in files} == set(SPACE_FOLDERS)
     for path in files:
         assert load_space(path).size > 0
 
@@ -231,7 +232,7 @@ def test_schema_validates_every_shipped_space_and_matches_the_committed_copy():
     schema = space_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    for path in sorted((ROOT / "spaces").glob("*.yaml")):
+    for path in shipped_spaces():
         errors = list(validator.iter_errors(yaml.safe_load(path.read_text())))
         assert not errors, (path, errors[0].message)
     bad = {"kernel": "copy", "params": {"block": [48]}, "measure": {"flush": True}}

@@ -11,6 +11,9 @@ from sweeper.options import study_folder
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
+    """``sweeper ab``: time two values of one axis against each other, print both medians
+    and the verdict, and say where the samples are; a replay device is refused, as it has
+    no samples to interleave."""
     from sweeper.ab import run_ab
     from sweeper.kernels import load_kernel
 
@@ -45,6 +48,9 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    """``sweeper calibrate``: measure this GPU's ceilings, or show the cached ones unless
+    ``--force``; without a CUDA GPU it fails with NoDeviceError, as the CPU has no ceilings
+    to calibrate."""
     from sweeper import ceilings
     from sweeper.devices import open_device
     from sweeper.errors import NoDeviceError

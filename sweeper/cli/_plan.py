@@ -9,6 +9,9 @@ from sweeper.cli._inputs import space_and_device
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    """``sweeper plan``: how many configs the space holds, how many constraints remove and
+    why, and what a run would measure and cost, without launching anything; a space with no
+    valid config fails as ``run`` would."""
     from sweeper.kernels import BUILTINS, load_kernel
     from sweeper.plan import make_plan
     from sweeper.space import AxisRole
@@ -44,6 +47,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    """``sweeper schema``: print the space file's JSON Schema, or write it to ``--output``,
+    for an editor's YAML language server to check a space file as it is typed."""
     import json
 
     from sweeper.space._schema import space_schema

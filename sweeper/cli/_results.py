@@ -11,11 +11,14 @@ from sweeper.errors import SweeperError
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """``sweeper report``: write the report of a recorded study."""
     report_study(open_study(args), shared_scale=args.shared_scale)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """``sweeper export``: write the study's winners to the tuning file (one line each
+    printed), or with ``--format csv`` every trial as a table a replay device can serve."""
     from sweeper.export import entry_rate, export_csv, export_study
     from sweeper.space import format_size
 
@@ -37,6 +40,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    """``sweeper compare A B``: compare two studies config by config, or two trials
+    (``STUDY@NUMBER``), and print the verdicts."""
     from sweeper.compare import compare, format_rows
 
     max_noise = fraction_option("--max-noise", args.max_noise)
@@ -54,6 +59,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_tuned(args: argparse.Namespace) -> int:
+    """``sweeper tuned``: the tuning file's entry for a kernel, dtype and footprint on this
+    GPU (or ``--gpu``), as a caller would look it up."""
     from sweeper.export import current_gpu, describe, tuned
     from sweeper.space import parse_size
 

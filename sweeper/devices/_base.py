@@ -79,6 +79,7 @@ class DeviceFacts:
     max_footprint: int | None = None
 
     def env(self) -> dict[str, int]:
+        """The names a space's expressions may read about the device, with their values."""
         return {"sms": self.sms, "l2_bytes": self.l2_bytes}
 
 
@@ -120,7 +121,9 @@ class Device(abc.ABC):
     opened_as: str = ""
 
     @abc.abstractmethod
-    def facts(self) -> DeviceFacts: ...
+    def facts(self) -> DeviceFacts:
+        """The device's name, SMs and L2 size: what a space's expressions read and what
+        reports call the device.  Read when the device opens, so asking costs nothing."""
 
     def bounds(self) -> Bounds:
         """The physical limits no correct launch can beat (:mod:`sweeper.bounds`).  They
@@ -223,7 +226,9 @@ class Device(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def synchronize(self) -> None: ...
+    def synchronize(self) -> None:
+        """Wait until all launched work has finished, so an output can be checked and a
+        failure surfaces in the trial that caused it."""
 
     def healthy(self) -> bool:
         """Can this process still run work on the device?  After a sticky CUDA error

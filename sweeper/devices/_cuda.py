@@ -18,6 +18,11 @@ HOLD_CYCLES = 100_000
 
 
 class CudaDevice(Device):
+    """The first CUDA GPU, timed with CUDA events: the L2 emptied by a memset of twice its
+    size before a cold sample, a spin before each warm one so the host's launch is never
+    timed, and NVML's clocks, power and throttle reasons watched around the samples (where
+    NVML is present)."""
+
     name: ClassVar[str] = "cuda"
     torch_device: ClassVar[str] = "cuda"
     measures_gpu: ClassVar[bool] = True
@@ -45,7 +50,7 @@ class CudaDevice(Device):
 
     def bounds(self) -> Bounds:
         """From NVML's maximum clocks and bus width, else torch's device properties (kHz
-        clocks; 0 where CUDA no longer reports them), and the SMs, L2 and compute
+        clocks; 0 where the CUDA version does not report them), and the SMs, L2 and compute
         capability torch gives."""
         if self._bounds is None:
             nvml, props = self.reader.limits(), self._props

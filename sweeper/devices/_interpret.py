@@ -23,6 +23,11 @@ MAX_REPEAT = 5
 
 
 class InterpretDevice(Device):
+    """The Triton interpreter on the CPU, host-timed: footprints capped at
+    ``MAX_FOOTPRINT``, at most ``MAX_WARMUP`` warmup and ``MAX_REPEAT`` timed runs, no L2
+    flush, so the whole pipeline runs in seconds without a GPU; its timings are an
+    interpreter's, and its note says so."""
+
     name: ClassVar[str] = "interpret"
     torch_device: ClassVar[str] = "cpu"
     sets_env: ClassVar[Mapping[str, str]] = {"TRITON_INTERPRET": "1"}

@@ -21,6 +21,10 @@ CLOCK_FLOOR = 0.75            # nvbench: samples under 75 % of the default clock
 
 @dataclass(frozen=True)
 class GpuState:
+    """One poll of the GPU: clocks (MHz), temperature, board power (W), the energy counter
+    (mJ, ``None`` where unsupported), the throttle reasons in force and how many other
+    processes use the GPU (a second tenant skews every timing)."""
+
     sm_mhz: int = 0
     mem_mhz: int = 0
     temperature_c: int = 0
@@ -30,6 +34,7 @@ class GpuState:
     other_processes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """The state as a trial record stores it."""
         return asdict(self)
 
 
@@ -47,10 +52,13 @@ class Window:
     reasons: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The window as a trial record stores it."""
         return asdict(self)
 
     @classmethod
     def of(cls, states: list[GpuState]) -> Window:
+        """Summarise ``states``: mean, least and most SM clock, mean and peak power, and
+        for each throttle reason the share of polls that gave it (``polls=0`` if none)."""
         if not states:
             return cls(polls=0)
         clocks = [s.sm_mhz for s in states]
@@ -76,6 +84,10 @@ class HardwareLimits:
 
 
 class StateReader(Protocol):
+    """Reads the GPU's state; :class:`NvmlReader` through NVML, :class:`NullReader` where
+    NVML is missing, so callers never test for NVML themselves.  ``available`` says
+    which; ``note``, when set, is printed once with the run."""
+
     available: bool
     note: str | None
     #: The SM clock this GPU normally runs at under load, MHz (0: unknown).
@@ -83,11 +95,17 @@ class StateReader(Protocol):
     #: The board power limit in force, W (0: unknown).
     power_limit_w: float
 
-    def read(self, processes: bool = True) -> GpuState | None: ...
+    def read(self, processes: bool = True) -> GpuState | None:
+        """The full state now (clocks, temperature, power, energy, throttle reasons), and
+        the other processes on the GPU when ``processes`` (a slower call); ``None`` when
+        there is nothing to read."""
 
-    def read_clocks(self) -> GpuState | None: ...
+    def read_clocks(self) -> GpuState | None:
+        """The SM clock and throttle reasons only: cheap enough to ask after every chunk
+        of samples; ``None`` when there is nothing to read."""
 
-    def limits(self) -> HardwareLimits: ...
+    def limits(self) -> HardwareLimits:
+        """The GPU's maximum clocks and bus width, from which its physical bounds follow."""
 
 
 @dataclass
@@ -111,6 +129,10 @@ class NullReader:
 
 @dataclass
 class NvmlReader:
+    """Reads GPU ``index`` through NVML.  ``usual_sm_mhz`` is the default applications
+    clock (else the maximum): the clock a slowdown is measured against.  Construction
+    fails if NVML cannot start; :func:`open_reader` turns that into a :class:`NullReader`."""
+
     index: int = 0
     available: bool = True
     note: str | None = None
@@ -224,6 +246,7 @@ class StateMonitor:
                 self._history.append((time.perf_counter(), state))
 
     def latest(self) -> GpuState | None:
+        """The most recent poll, ``None`` before the first."""
         with self._lock:
             return self._history[-1][1] if self._history else None
 
@@ -244,10 +267,14 @@ class StateMonitor:
         return window.power_w_mean, window.polls
 
     def close(self) -> None:
+        """Stop polling (the thread ends after its current poll); the history stays
+        readable."""
         self._stop.set()
 
 
 def open_reader(index: int = 0) -> StateReader:
+    """An NVML reader for GPU ``index``, or, on any NVML failure, a :class:`NullReader`
+    whose note says why: a missing NVML costs the run its GPU state, never the run."""
     try:
         return NvmlReader(index)
     except Exception as err:  # noqa: BLE001 - any NVML failure: say so once and go on

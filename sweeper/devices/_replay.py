@@ -35,6 +35,11 @@ NUMERIC_FACTS = {"sms": 1, "l2_bytes": 0}
 
 
 class ReplayDevice(Device):
+    """Serves each config the recorded row of a table ``sweeper export --format csv`` wrote
+    (``replay:PATH.csv``), launching nothing, so samplers and the pipeline run on a GPU's
+    real timings without one; its facts are the recorded GPU's, and a table whose columns
+    are not the space's axes is refused before a trial runs."""
+
     name: ClassVar[str] = "replay"
     torch_device: ClassVar[str] = "cpu"
     argument: ClassVar[str | None] = "PATH.csv"

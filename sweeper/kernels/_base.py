@@ -30,6 +30,7 @@ class Headline(str, enum.Enum):
 
     @property
     def unit(self) -> str:
+        """The rate's unit as reports print it: ``GB/s`` or ``TFLOP/s``."""
         return {"gbps": "GB/s", "tflops": "TFLOP/s"}[self.value]
 
 
@@ -130,4 +131,6 @@ class Kernel(abc.ABC):
         return inspect.getsource(type(self))
 
     def source_hash(self) -> str:
+        """A short hash of :meth:`source`: a study records it, so results of an edited
+        kernel are not mixed with those of the version they were measured with."""
         return hashlib.sha256(self.source().encode()).hexdigest()[:16]

@@ -17,6 +17,9 @@ from sweeper.kernels._base import Headline, Kernel, MetaParam
 
 
 class CopyDeclaration(Kernel):
+    """The ``copy`` kernel as spaces and reports see it: one ``BLOCK`` meta-parameter
+    (elements per program step), torch's ``copy_`` as the baseline."""
+
     name: ClassVar[str] = "copy"
     meta_params: ClassVar[Mapping[str, MetaParam]] = {
         "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
@@ -26,6 +29,9 @@ class CopyDeclaration(Kernel):
 
 
 class AddDeclaration(Kernel):
+    """The ``add`` kernel as spaces and reports see it: one ``BLOCK`` meta-parameter
+    (elements per program step), torch's ``add`` as the baseline."""
+
     name: ClassVar[str] = "add"
     meta_params: ClassVar[Mapping[str, MetaParam]] = {
         "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
@@ -35,6 +41,10 @@ class AddDeclaration(Kernel):
 
 
 class MatmulDeclaration(Kernel):
+    """The ``matmul`` kernel as spaces and reports see it: tile sizes and pipeline depth as
+    meta-parameters, a grid that covers C, bfloat16 by default, TFLOP/s as the headline and
+    ``torch.matmul`` as the baseline."""
+
     name: ClassVar[str] = "matmul"
     meta_params: ClassVar[Mapping[str, MetaParam]] = {
         "BLOCK_M": MetaParam(default=128, pow2=True, doc="rows of C per tile"),

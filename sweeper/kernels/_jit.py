@@ -12,6 +12,9 @@ from typing import Any, Callable
 
 
 def jit(fn: Callable[..., Any], *, interpret: bool) -> Any:
+    """``triton.jit(fn)``, interpreted for CPU tensors when ``interpret``, compiled for the
+    GPU otherwise, whatever ``TRITON_INTERPRET`` says; the variable is restored
+    afterwards."""
     import triton
 
     previous = os.environ.get("TRITON_INTERPRET")

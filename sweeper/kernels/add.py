@@ -33,10 +33,16 @@ def _add_body(a, b, c, n, BLOCK: tl.constexpr):  # noqa: N803 (Triton constexpr 
 
 @functools.lru_cache(maxsize=None)
 def add_kernel(interpret: bool = False) -> Any:
+    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
+    interpreter)."""
     return jit(_add_body, interpret=interpret)
 
 
 class AddKernel(AddDeclaration):
+    """``c = a + b`` by a grid-stride Triton kernel over 1-D tensors of the problem's
+    dtype, checked exactly against torch's sum (same dtype, same rounding); offsets are
+    int32, so a problem of 2**31 elements or more fails at launch."""
+
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
         a = torch.empty(problem.n, dtype=dtype, device=device)

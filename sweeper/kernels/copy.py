@@ -40,6 +40,10 @@ def copy_kernel(interpret: bool = False) -> Any:
 
 
 class CopyKernel(CopyDeclaration):
+    """``dst = src`` by a grid-stride Triton kernel over 1-D tensors of the problem's
+    dtype, checked bit for bit (the NaN poison never compares equal); offsets are int32, so
+    a problem of 2**31 elements or more fails at launch."""
+
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
         src = torch.empty(problem.n, dtype=dtype, device=device)

@@ -63,6 +63,9 @@ class StopRule:
         return None
 
     def noise(self, samples: Sequence[float]) -> float:
+        """What the rule holds against ``target``: the median's relative 95 % CI half-width
+        (``ci``) or std / mean (otherwise); infinite with fewer than two samples, so no
+        rule stops on one."""
         if len(samples) < 2:
             return float("inf")
         s = summarize(samples)
@@ -86,6 +89,9 @@ def tied_set(candidates: Mapping[K, Sequence[float]]) -> tuple[K, list[K]]:
 
 
 class Verdict(str, enum.Enum):
+    """B against A: FASTER or SLOWER (apart, by more than the practical threshold), SAME
+    (within it), or UNCLEAR (too noisy to say); see :func:`compare_samples`."""
+
     SAME = "SAME"
     FASTER = "FASTER"
     SLOWER = "SLOWER"

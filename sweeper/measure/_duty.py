@@ -5,10 +5,10 @@ reaches 700 W within 0.2 s of sustained load) runs at full clock in a short burs
 at a capped clock once the limiter engages: on the H200 1.41 ms a launch after a
 cool GPU and 1.65-1.69 ms under sustained load (SM clock 1980 -> 1380-1485 MHz,
 ``sw_power_cap``).  Without a schedule, what a config measures depends on what ran
-before it: in one 40-trial H200 study, trials that followed a compile (GPU idle)
-started sampling at 1980 MHz and trials that followed another config's samples at
-1425-1890 MHz, and the interleaved finals, which run back to back, read every finalist
-9-14 % slower than the sweep had (the sweep's best: 1.53 ms, then 1.74 ms).
+before it: in a 40-trial H200 study (``benchmarks/spaces/matmul-8k.yaml``), a trial
+that follows a compile (GPU idle) starts sampling at 1980 MHz and one that follows
+another config's samples at 1425-1890 MHz, and the interleaved finals, which run back
+to back, read every finalist 9-14 % slower than the sweep does (docs/benchmarks.md).
 
 A :class:`Duty` is what precedes each config's samples once a problem is power-bound
 (``measure.duty``): a fixed cool-down (``cool``: the GPU idles, so the samples start
@@ -19,15 +19,15 @@ samples differed by 15.8 % with nothing before the samples, 0.9 % after a 1 s
 cool-down, 0.05 % after 3 s, 0.9 % after a 0.5 s load and 2.0 % after a 2 s load
 (docs/benchmarks.md).
 
-The power limiter does not wait for a trial to end: on the H200 it stepped an 8192³
+The power limiter does not wait for a trial to end: on the H200 it steps an 8192³
 matmul's clock down after 15-20 ms of samples (1.50 -> 1.62 -> 1.73 ms a launch
-within one trial of 30 samples), so one config's median could land anywhere between
+within one trial of 30 samples), so one config's median can land anywhere between
 its fast and capped times, and two runs of a study put configs 3-5 % apart.  Under a
 cool-down schedule samples are therefore taken in bursts of at most ``BURST_S`` of
 work, each after a cool-down and ``BURST_WARMUP`` untimed launches (the clock ramps up
 from idle on the first launch), and a fixed rule takes one burst per measurement: the
 samples of one burst agree closely, and each further burst would cost a cool-down (a
-40-trial study of 30 samples a trial took 330 s in 12 ms bursts, 95 s in one go).
+40-trial study of 30 samples a trial takes 330 s in 12 ms bursts, 95 s in one go).
 
 Which throttle reasons discard samples (sweeper.devices._nvml.throttle_reason): the
 reasons a GPU gives for slowing down that are not the kernel's own doing (thermal and
@@ -72,6 +72,7 @@ class Duty:
     seconds: float
 
     def describe(self) -> str:
+        """The schedule in words, as a run's header and a report say it."""
         if self.kind == "cool":
             return f"a {self.seconds:g} s cool-down before each config's samples"
         return f"{self.seconds:g} s of the config's own work before its samples"

@@ -16,6 +16,9 @@ ABANDON_CHUNK = 10
 
 @dataclass
 class Timing:
+    """What :func:`sample_until` took: the kept samples (ms), why it stopped, how many
+    samples it threw away while the GPU was throttled and why, and the seconds it spent."""
+
     samples: list[float]
     stop_reason: StopReason
     discarded: int = 0                     # samples thrown away while throttled
@@ -24,10 +27,13 @@ class Timing:
 
     @property
     def converged(self) -> bool:
+        """Whether the rule was met: not given up at its time limit nor abandoned."""
         return self.stop_reason.kind not in (Stop.UNCONVERGED, Stop.ABANDONED)
 
     @property
     def abandoned(self) -> bool:
+        """Whether sampling stopped early because the config could not win (``abandon``
+        said so)."""
         return self.stop_reason.kind is Stop.ABANDONED
 
 

@@ -42,6 +42,7 @@ class Stats:
     outliers: int = 0
 
     def to_dict(self) -> dict[str, float]:
+        """The statistics by name, as a trial record stores them."""
         return asdict(self)
 
     def bounds(self) -> tuple[float, float]:

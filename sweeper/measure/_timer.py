@@ -7,8 +7,8 @@ start event and the launch, so host launch latency is not timed as kernel time);
 one pair of CUDA events brackets each launch; one synchronize at the end.
 
 The hold follows the flush too: on the H200 a 10 µs matmul (1024³ bf16) timed right
-after the flush measured 25–29 µs, with flush and hold 9.8–10.0 µs, as
-``triton.testing.do_bench`` (9.98 µs; ``python benchmarks/short_launch.py``).
+after the flush measures 25–29 µs, with flush and hold 9.8–10.0 µs, as
+``triton.testing.do_bench`` does (9.98 µs; ``python benchmarks/short_launch.py``).
 
 Every sample is returned: statistics are someone else's job
 (:mod:`sweeper.measure._stats`).

@@ -140,6 +140,8 @@ def cell_text(data: HeatmapData) -> pd.DataFrame:
 
 
 def fmt_rate(value: float) -> str:
+    """A rate for a heatmap cell: whole numbers from 100 up, three significant digits
+    below, so every cell stays short and still tells close values apart."""
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 

@@ -212,6 +212,9 @@ def record_rows(meta: dict[str, Any], df: pd.DataFrame, picks: pd.DataFrame,
 
 
 def reproduce_command(meta: dict[str, Any]) -> str:
+    """The ``sweeper run`` command that reproduces a study from its study.json: its space
+    file, the device as it was opened (a replay by its table) and the study's name,
+    shell-quoted."""
     env = meta.get("environment", {})
     device = env.get("opened_as") or meta.get("fingerprint", {}).get("device", "cuda")
     if env.get("replay_table"):

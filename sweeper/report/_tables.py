@@ -125,6 +125,8 @@ def rate_column(df: pd.DataFrame, headline: Headline) -> str:
 
 
 def unit(column: str) -> str:
+    """The unit of a rate column: ``GB/s`` or ``TFLOP/s`` for a headline's column, else the
+    column's own name (``score``)."""
     return Headline(column).unit if column in {h.value for h in Headline} else column
 
 
@@ -139,6 +141,8 @@ def _number(label: str) -> Any:
 
 
 def problem_key(row: pd.Series) -> str:
+    """A row's problem as the report names it: dtype, footprint (its label where it has no
+    size) and cache."""
     fp = row["footprint"]
     fp_text = format_size(int(fp)) if pd.notna(fp) else str(row["footprint_label"])
     return f"{row['dtype']} {fp_text} {row.get('cache', 'cold')}"

@@ -40,6 +40,9 @@ from sweeper.store import DriftRecord, DutyRecord, StudyStore
 
 @dataclass
 class ReportFiles:
+    """What :func:`write_report` wrote: ``report.md``, ``report.json`` (its tables as data,
+    for scripts) and the images drawn (heatmaps and effect plots)."""
+
     markdown: Path
     json: Path
     images: list[Path] = field(default_factory=list)

@@ -1,8 +1,7 @@
 """Read a space file into a :class:`Space`, validating everything before anything runs.
 
 Every error is one :class:`SpaceError` that names the file, the line and the key
-path, shows the bad value and says what is allowed.
-"""
+path, shows the bad value and says what is allowed."""
 
 from __future__ import annotations
 
@@ -58,6 +57,7 @@ def load_space(path: str | Path, overrides: Sequence[str] = (), *,
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
+    """The space in YAML ``text`` (called ``file`` in errors), checked as a file is."""
     data, lines = load_with_lines(text, file)
     return _Parser(file, {k: (file, v) for k, v in lines.items()}).space(data, text,
                                                                          default_study)

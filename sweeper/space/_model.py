@@ -25,6 +25,10 @@ FACT_NAMES = ("sms", "l2_bytes", "n", "itemsize")
 
 
 class AxisRole(enum.Enum):
+    """Which field of a :class:`Config` an axis sets: a launch option, the problem, or a
+    kernel meta-parameter; kept apart so a kernel never mistakes a launch option for its
+    own."""
+
     LAUNCH = "launch"    # grid, block
     PROBLEM = "problem"  # dtype, footprint
     META = "meta"        # kernel constexprs such as BLOCK
@@ -58,6 +62,8 @@ class Value:
 
 @dataclass(frozen=True)
 class Axis:
+    """One swept parameter: its name, its role and its values in the order written."""
+
     name: str
     role: AxisRole
     values: tuple[Value, ...]
@@ -65,6 +71,7 @@ class Axis:
 
     @property
     def labels(self) -> tuple[str, ...]:
+        """The value labels in the order written: what a sampler chooses among."""
         return tuple(v.label for v in self.values)
 
     @cached_property
@@ -72,6 +79,7 @@ class Axis:
         return {v.label: v for v in self.values}
 
     def value(self, label: str) -> Value:
+        """The value labelled ``label``; a KeyError names the axis and the label."""
         try:
             return self._by_label[label]
         except KeyError:
@@ -80,6 +88,10 @@ class Axis:
 
 @dataclass(frozen=True)
 class Constraint:
+    """A boolean expression every config must satisfy (``constraints:`` in the file, or an
+    axis's ``when:``); a config for which it is false is ruled out, never launched, and
+    counted under ``origin``."""
+
     expr: Expr
     origin: Origin = field(default=Origin(), compare=False)
     #: for a conditional axis: the axis and its condition, to word the skip reason
@@ -87,6 +99,7 @@ class Constraint:
 
     @property
     def text(self) -> str:
+        """The expression as the file wrote it, as skip reasons quote it."""
         return self.expr.text
 
 
@@ -117,11 +130,14 @@ class MeasureSpec:
         return Duty(self.duty, self.duty_s) if self.duty in ("cool", "load") else None
 
     def rule(self) -> StopRule:
+        """The stopping rule these settings ask for."""
         return StopRule(kind=self.stop, repeat=self.repeat, target=self.target,
                         min_samples=self.min_samples, min_time_s=self.min_time_s,
                         max_time_s=self.max_time_s)
 
     def describe(self) -> str:
+        """How each trial is measured, in one line: warmup, stopping rule, duty schedule,
+        abandoning and batching, as a run's header and a report say it."""
         if self.stop == "fixed":
             how = f"{self.warmup} warmup + {self.repeat} timed"
         else:
@@ -142,6 +158,10 @@ class MeasureSpec:
 
 @dataclass(frozen=True)
 class Budget:
+    """What ends a search, whichever comes first: ``trials`` measured, ``time_s`` of wall
+    time, a rate of ``target`` times the calibrated ceiling, or ``patience`` trials without
+    an improvement beyond noise; ``None``: no such limit."""
+
     trials: int | None = None
     time_s: float | None = None
     target: float | None = None      # fraction of the calibrated ceiling that ends the search
@@ -150,6 +170,9 @@ class Budget:
 
 @dataclass(frozen=True)
 class SamplerSpec:
+    """The sampler by its registered name, its seed (the same seed proposes the same
+    configs), and for one-at-a-time the config every axis is varied around."""
+
     name: str = "auto"
     seed: int = 0
     #: one-at-a-time: the config every axis is varied around (axis -> label)
@@ -165,10 +188,12 @@ class Problem:
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element of ``dtype``."""
         return DTYPES[self.dtype]
 
     @property
     def n(self) -> int:
+        """Elements in the footprint: what kernels size their buffers and grids by."""
         return self.footprint // self.itemsize
 
 
@@ -185,6 +210,7 @@ class Config:
 
     @property
     def num_warps(self) -> int:
+        """Warps per program: ``block`` threads over the 32 of a warp."""
         return self.block // 32
 
 
@@ -197,10 +223,12 @@ class Tie:
     rows: tuple[tuple[str, ...], ...]
 
     def label(self, row: tuple[str, ...]) -> str:
+        """One row's label: ``member=value`` pairs joined by commas."""
         return ",".join(f"{m}={v}" for m, v in zip(self.members, row))
 
     @property
     def labels(self) -> tuple[str, ...]:
+        """The labels of every row: what a sampler chooses among for the group."""
         return tuple(self.label(r) for r in self.rows)
 
 
@@ -215,6 +243,11 @@ class Invalid(Exception):
 
 @dataclass(frozen=True)
 class Space:
+    """A validated space file: the study's name, the kernel, the sampler, the axes and
+    constraints, how each trial is measured and the budget.  ``text`` is every file read
+    (those it extends too) and ``sha256`` its hash, so a study records exactly what it
+    was run from."""
+
     study: str
     kernel: str
     sampler: SamplerSpec
@@ -229,6 +262,7 @@ class Space:
     ties: tuple[Tie, ...] = ()
 
     def axis(self, name: str) -> Axis:
+        """The axis called ``name``; a KeyError for an unknown one."""
         return self._by_name[name]
 
     @cached_property
@@ -237,6 +271,8 @@ class Space:
 
     @property
     def size(self) -> int:
+        """Configs in the space before constraints: the product of each dimension's
+        labels."""
         total = 1
         for labels in self.choices().values():
             total *= len(labels)

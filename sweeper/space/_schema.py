@@ -55,6 +55,7 @@ ZIP = {"type": "object", "additionalProperties": False, "required": ["zip"],
 
 
 def space_schema() -> dict[str, Any]:
+    """The space file's JSON Schema; a file that extends another may omit kernel and params."""
     meta: dict[str, Any] = {}
     for name in plugins.KERNEL.builtins:
         for param, spec in plugins.kernel_declaration(name).meta_params.items():
@@ -111,6 +112,5 @@ def space_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "sweeper space file", "type": "object", "additionalProperties": False,
         "properties": properties,
-        # a file that extends another may leave kernel and params to it
         "if": {"not": {"required": ["extends"]}}, "then": {"required": ["kernel", "params"]},
     }

@@ -32,12 +32,20 @@ class Settings:
     user_code: bool = True
 
     def error(self, path: str, message: str) -> SpaceError:
+        """A SpaceError located at key ``path`` of the file (its line, through ``extends:``
+        too) with ``message``; the caller raises it."""
         raise NotImplementedError
 
     def keys(self, data: Any, path: str, known: tuple[str, ...]) -> dict[str, Any]:
+        """``data`` as a mapping whose keys are all in ``known``; anything else raises a
+        SpaceError at ``path`` that lists the known keys."""
         raise NotImplementedError
 
     def sampler(self, value: Any, seed: Any, axes: list[Axis]) -> SamplerSpec:
+        """The ``sampler:`` setting (a name, or a mapping with ``name``, ``seed`` and
+        ``baseline``) with the top-level ``seed``, checked: a sampler that is registered, a
+        seed from 0 to ``MAX_SEED``, and a baseline only for a sampler that takes one, each
+        of its values one of the axis's; an unnamed axis's baseline is its middle value."""
         path, baseline, seed_path = "sampler", {}, "seed"
         if isinstance(value, dict):
             value = self.keys(value, path, SAMPLER_KEYS)
@@ -154,6 +162,8 @@ class Settings:
 
     def whole(self, raw: dict[str, Any], key: str, default: int | None, least: int,
               most: int = MAX_COUNT, path: str = "measure") -> int:
+        """``raw[key]`` (else ``default``), which must be a whole number from ``least`` to
+        ``most``; otherwise a SpaceError at ``path.key``."""
         value = raw.get(key, default)
         if type(value) is not int or not least <= value <= most:
             raise self.error(f"{path}.{key}", f"{shown(value)} is not a whole number from "
@@ -161,6 +171,8 @@ class Settings:
         return value
 
     def budget(self, raw: Any) -> Budget:
+        """The ``budget:`` mapping as a :class:`Budget`, each limit checked against what it
+        may be."""
         raw = self.keys(raw, "budget", BUDGET_KEYS)
         trials = self.whole(raw, "trials", None, 1, MAX_TRIALS, "budget") \
             if "trials" in raw else None

@@ -30,9 +30,9 @@ journal's entry in the study folder is fsynced too (``study.json`` and the folde
 made durable when the study is created, see :mod:`sweeper.fsio`).  A trial reported finished
 therefore survives a kill -9, an OS crash or a power cut, and a resumed study never measures
 it again: each trial is in the journal, whole, or it is measured again (exactly once).
-The fsync costs 4.0 ms a record on this project's development machine (a virtual disk;
-median of 200 appends of a 2 KB line, p95 5.5 ms; 1.4 µs without it): small against a GPU
-trial (the README's H200 copy sweep took 79 ms a trial: compile, verification, timed runs).
+The fsync costs about 4 ms a record on a virtual disk (docs/benchmarks.md): small against a
+GPU trial (an H200 copy sweep spends some 58 ms a trial on compile, verification and timed
+runs: 11.8 s over 204 configs, ``python benchmarks/sweep_overhead.py``).
 
 **A failed write** (disk full, quota, I/O error) may leave a torn last line, which the next
 open sets aside as above; this process writes nothing more to the journal, and the
@@ -76,6 +76,9 @@ TORN = "incomplete last line (no newline at its end): a write cut short by a cra
 
 @dataclass(frozen=True)
 class BadLine:
+    """A line set aside: its number in the journal (from 1), why, and its bytes as they
+    were, so the side file can keep it whole."""
+
     number: int
     reason: str
     text: bytes
@@ -108,6 +111,8 @@ def scan(path: Path) -> tuple[tuple[int, int, int] | None, Scan]:
 
 
 def scan_bytes(data: bytes) -> Scan:
+    """Check a journal's bytes line by line (see the module docstring for what is kept and
+    what is set aside); the journal's hash is recorded with them."""
     out = Scan(sha256=hashlib.sha256(data).hexdigest())
     lines = data.split(b"\n")
     tail = lines.pop()                     # b"" when the journal ends with a newline
@@ -234,6 +239,8 @@ class JournalWriter:
         fault("after-append")
 
     def close(self) -> None:
+        """Close the journal and release the study's lock; every record appended is already
+        on disk. A later :meth:`append` opens them again."""
         _close_all(self._fds)
 
     def _encode(self, data: dict[str, Any]) -> tuple[bytes, dict[int, int]]:

@@ -25,6 +25,7 @@ class ProblemKey(NamedTuple):
 
     @classmethod
     def of(cls, config: Config) -> ProblemKey:
+        """The problem ``config`` is measured on."""
         return cls(config.problem.dtype, config.problem.footprint, config.cache)
 
 
@@ -63,6 +64,9 @@ class TrialRecord(Record):
     @classmethod
     def from_result(cls, number: int, choice: dict[str, str], config: Config | None,
                     result: TrialResult, started: str, wall_s: float) -> TrialRecord:
+        """The record of trial ``number``: the sampler's ``choice``, the config it resolved
+        to (``None`` if it did not), what measuring it gave, when it started and how long
+        it took."""
         return cls(number=number, choice=dict(choice), status=result.status,
                    reason=result.reason, config=config,
                    cold_s=result.cold_s, samples_ms=list(result.samples_ms),
@@ -88,6 +92,8 @@ class TrialRecord(Record):
 
     @property
     def ok(self) -> bool:
+        """Whether the trial was measured and verified (status ``ok``): only such trials
+        have a median and can win."""
         return self.status is TrialStatus.OK
 
     @property
@@ -108,6 +114,8 @@ class TrialRecord(Record):
         return rate * self.stats.median / median_ms
 
     def key(self) -> tuple[str, ...]:
+        """The choice as sorted ``axis=label`` pairs: the identity of a config across runs,
+        by which a resumed study knows what it has measured."""
         return tuple(f"{k}={v}" for k, v in sorted(self.choice.items()))
 
     @staticmethod
@@ -139,11 +147,13 @@ class BaselineRecord(Record):
     def from_samples(cls, name: str, dtype: str, footprint: int, samples: list[float],
                      stats: Stats, gbps: float, cache: str = "cold",
                      stop_reason: StopReason | None = None) -> BaselineRecord:
+        """The record of the torch baseline's samples on one problem."""
         return cls(name=name, dtype=dtype, footprint=footprint, samples_ms=list(samples),
                    stats=stats, gbps=gbps, cache=cache, stop_reason=stop_reason)
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
+        """What readers rely on beyond the field types: a median, a min and a p95."""
         return stats_problem(data["stats"], "its stats", ("min", "p95"))
 
 
@@ -161,10 +171,13 @@ class DriftRecord(Record):
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
+        """What readers rely on beyond the field types: a median."""
         return stats_problem(data["stats"], "its stats")
 
     @staticmethod
     def trial_refs(data: dict[str, Any]) -> list[int]:
+        """The trials this record refers to (the baseline trial): it comes before it in the
+        journal."""
         return [data["number"]]
 
 
@@ -191,6 +204,8 @@ class DutyRecord(Record):
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
+        """What readers rely on beyond the field types: a duty that precedes samples
+        (``cool`` or ``load``), never ``auto`` or ``off``."""
         if data["duty"]["kind"] not in ("cool", "load"):
             return f"duty: kind {show(data['duty']['kind'])} is not one of cool, load"
         return None

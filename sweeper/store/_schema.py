@@ -75,6 +75,8 @@ def meta_problem(meta: Any) -> str | None:
 
 @functools.cache
 def record_class(kind: str) -> Any:
+    """The record type of ``kind`` (a key of :data:`KINDS`), imported when first asked for,
+    so reading a journal imports only the record types it holds."""
     module, _, name = KINDS[kind].partition(":")
     return getattr(importlib.import_module(module), name)
 
@@ -230,6 +232,8 @@ def _structured(hint: Any) -> bool:
 
 
 def type_name(hint: Any) -> str:
+    """An annotation as a reader of an error message would write it: ``int``,
+    ``list[float]``, ``str | None``."""
     if isinstance(hint, type) and not typing.get_args(hint):
         return hint.__name__
     return str(hint).replace("typing.", "").replace("NoneType", "None")
@@ -264,6 +268,8 @@ def _json_type(value: Any) -> str:
 
 
 def show(value: Any) -> str:
+    """``value`` as an error message quotes it: its repr, cut to 40 characters so one
+    hostile value cannot flood a warning."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -273,10 +279,12 @@ class Record:
     the same annotations (:func:`load_fields`) once :func:`record_problem` passed it."""
 
     def to_json(self) -> dict[str, Any]:
+        """The record as its journal line's JSON object (:func:`dump` of its fields)."""
         out: dict[str, Any] = dump(self)
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
+        """The typed record from a JSON object that :func:`record_problem` passed."""
         out: Self = load_fields(cls, data)
         return out

@@ -4,9 +4,9 @@
 (a JSON object with at least ``study`` and ``kernel``, the keys readers use of the right
 types); a study that fails is a :class:`StudyError` naming the file and what is wrong.
 The journal is append-only, one record per line, fsynced after every record; how it is
-read, repaired and what it promises are in :mod:`sweeper.store._journal`.  Optuna's own
-storages were measured too slow for this (SQLite 2.5x and JournalStorage 1.4x a bare loop on
-the H200); the Optuna study is rebuilt in memory from this journal on resume.
+read, repaired and what it promises are in :mod:`sweeper.store._journal`.  No Optuna
+storage is kept beside it: the journal is the study's one record, and on resume the Optuna
+study is rebuilt in memory from it (:mod:`sweeper.sweep._optuna`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ R = TypeVar("R", bound=Record)
 
 
 class StudyStore:
+    """One study's folder: ``study.json`` (what was swept, how and where) and the
+    append-only journal of its records. Everything a report, an export or a resumed run
+    knows comes from here, so nothing a run finished depends on the process that ran it."""
+
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self._writer = JournalWriter(self.root)
@@ -35,13 +39,16 @@ class StudyStore:
 
     @property
     def name(self) -> str:
+        """The study's name: its folder's name."""
         return self.root.name
 
     @property
     def journal_path(self) -> Path:
+        """Where the journal (``trials.jsonl``) is, whether or not it exists yet."""
         return self.root / JOURNAL
 
     def exists(self) -> bool:
+        """Whether the folder holds a ``study.json``, i.e. a study was created here."""
         return (self.root / META).is_file()
 
     def orphaned(self) -> bool:
@@ -49,10 +56,13 @@ class StudyStore:
         return not self.exists() and self.journal_path.exists()
 
     def create(self, meta: dict[str, Any]) -> None:
+        """Make the folder and write ``meta`` as its ``study.json``, replaced whole."""
         make_dirs(self.root)
         self._write_meta(meta)
 
     def meta(self) -> dict[str, Any]:
+        """The checked ``study.json``; a missing, unreadable or malformed one is a
+        StudyError that names the file and what is wrong."""
         path = self.root / META
         try:
             text = path.read_bytes()
@@ -72,6 +82,8 @@ class StudyStore:
         return meta
 
     def update_meta(self, **changes: Any) -> None:
+        """Replace keys of ``study.json`` with ``changes``, writing the file whole (a crash
+        leaves the old one or the new)."""
         meta = self.meta()
         meta.update(changes)
         self._write_meta(meta)
@@ -89,6 +101,8 @@ class StudyStore:
         self._writer.append(record)
 
     def close(self) -> None:
+        """Close the journal and release the study for another process; every record
+        appended is already on disk."""
         self._writer.close()
 
     def records(self, *, warn: bool = True) -> tuple[list[TrialRecord], list[BaselineRecord]]:

@@ -12,9 +12,15 @@ from sweeper.store import DriftRecord, TrialRecord
 class Reporter(Protocol):
     """What the sweep tells whoever is watching (the CLI's progress bar, or nobody)."""
 
-    def start(self, total: int, done: int) -> None: ...
-    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
-    def finish(self) -> None: ...
+    def start(self, total: int, done: int) -> None:
+        """The sweep begins: ``total`` trials it may measure, ``done`` of them already in
+        the journal (a resumed study)."""
+
+    def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
+        """A trial was measured and kept; ``best`` is the fastest so far, if any."""
+
+    def finish(self) -> None:
+        """The sweep ended, however it ended: nothing more will be reported."""
 
 
 class SilentReporter:
