@@ -200,7 +200,8 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
     assert nothing_measured(trials, "complete") == (
         "no config was measured: 2 wrong_answer (first: #1 grid=sms block=32 BLOCK=1: 3 of 8 "
         "differ), 1 crashed (first: #3 grid=sms block=32: boom), 1 compile_error (first: #5 "
-        f"grid=sms block=32: {'x' * 119}…); 1 ruled out by constraints or values")
+        f"grid=sms block=32: {'x' * 119}…); 1 ruled out by constraints or values (all: "
+        "constraint 'BLOCK >= block' is false)")
     assert nothing_measured([], "stopped: Ctrl-C") == (
         "no config was measured: no trial finished (stopped: stopped: Ctrl-C)")
     ok = record(6, TrialStatus.OK)
@@ -350,3 +351,34 @@ def test_priors_from_another_problem_are_not_called_the_same_problem(tmp_path, c
     same = prior_sources(tmp_path, load_space(ROOT / "benchmarks/spaces/copy-256m.yaml"),
                          "replay: NVIDIA H200")
     assert [(len(s.configs), s.same_problem) for s in same] == [(3, True)]
+
+
+def test_a_problem_the_kernel_cannot_allocate_is_recorded_and_the_sweep_goes_on(
+        tmp_path, monkeypatch, capsys):
+    """A kernel's ``allocate`` refusing a problem (a matmul footprint that is no square
+    matrix) rules the config out with its reason; any other exception there is recorded
+    as a crash; neither is a traceback, and the command says why nothing was measured."""
+    from sweeper.kernels.copy import CopyKernel
+
+    space = tmp_path / "s.yaml"
+    space.write_text("study: s\nkernel: copy\nsampler: exhaustive\nparams:\n"
+                     "  grid: [sms]\n  block: [32, 64]\n  BLOCK: [256]\n  dtype: [float32]\n"
+                     "  footprint: [4KiB]\nmeasure: {warmup: 1, repeat: 3}\n")
+    for error, status in ((ValueError("no such shape"), "invalid"),
+                          (TypeError("bug in allocate"), "crashed")):
+        def refuse(self, problem, device, error=error):
+            raise error
+        monkeypatch.setattr(CopyKernel, "allocate", refuse)
+        rc = main(["run", str(space), "--device", "interpret", "--studies-dir",
+                   str(tmp_path / status), "--quiet", "--no-report"])
+        err = capsys.readouterr().err
+        assert rc == 1 and "Traceback" not in err
+        trials = StudyStore(tmp_path / status / "s-interpret").records()[0]
+        assert [t.status.value for t in trials] == [status, status]
+        assert all(t.reason.startswith("allocating the inputs: ") for t in trials)
+        if status == "invalid":
+            assert err.endswith("2 ruled out by constraints or values (all: allocating the "
+                                "inputs: no such shape)\n")
+        else:
+            assert "2 crashed (first: #0 grid=sms block=32 BLOCK=256: allocating the inputs: "\
+                   "TypeError: bug in allocate)" in err

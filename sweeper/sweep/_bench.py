@@ -73,6 +73,11 @@ class Bench:
             sets = self.buffer_sets(config)
         except torch.cuda.OutOfMemoryError as err:
             return TrialResult(TrialStatus.OUT_OF_RESOURCES, f"allocating the inputs: {err}")
+        except ValueError as err:      # the kernel refuses this problem (a matmul's non-square)
+            return TrialResult(TrialStatus.INVALID, f"allocating the inputs: {err}")
+        except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
+            return TrialResult(TrialStatus.CRASHED,
+                               f"allocating the inputs: {type(err).__name__}: {err}")
         generator = torch.Generator(device=self.device.torch_device)
         generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
         return run_trial(self.kernel, sets, config, self.device, self.measure, generator,
