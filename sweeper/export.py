@@ -64,7 +64,8 @@ def tuning_path(path: str | Path | None = None) -> Path:
     return Path(path or os.environ.get("SWEEPER_TUNING") or DEFAULT_TUNING)
 
 
-def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Path, list[dict]]:
+def export_study(store: StudyStore, path: str | Path | None = None
+                 ) -> tuple[Path, list[dict[str, Any]]]:
     """Merge the study's best config per problem into the tuning file; return the entries."""
     meta = store.meta()
     trials, _ = store.records()
@@ -81,7 +82,8 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
                for (dtype, footprint), pick in sorted(best.items())]
     target = tuning_path(path)
     writable_target(target)                  # a device or a folder: refused before work
-    data = _read(target) if target.exists() else {"version": FORMAT_VERSION, "entries": []}
+    data: dict[str, Any] = _read(target) if target.exists() else \
+        {"version": FORMAT_VERSION, "entries": []}
     keys = {_entry_key(e) for e in entries}
     data["entries"] = [e for e in data["entries"] if _entry_key(e) not in keys] + entries
     atomic_write(target, json.dumps(data, indent=2) + "\n")

@@ -8,8 +8,8 @@ small space finishes in seconds.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import ClassVar
 
 from sweeper.bounds import Bounds
@@ -36,8 +36,8 @@ class InterpretDevice(Device):
                                                 flush=False)
     note: str | None = (
         f"Triton interpreter on the CPU: footprints capped at {MAX_FOOTPRINT >> 10} KiB, at most "
-        f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs, no L2 flush; these are CPU timings of an "
-        "interpreter and mean nothing for a GPU")
+        f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs, no L2 flush; these are CPU timings "
+        "of an interpreter and mean nothing for a GPU")
 
     def __init__(self) -> None:
         os.environ.update(self.sets_env)         # set before any kernel is built

@@ -134,7 +134,7 @@ def tiled(config: Config, sms: int, side: int, tile_m: int, tile_n: int, tile_k:
     def tile_time(at_once: int) -> float:
         multiply = at_once * 2 * tile_m * tile_n * tile_k / rate
         load = at_once * (tile_m + tile_n) * tile_k * itemsize / OPERAND_BYTES_PER_SM
-        step = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
+        step: float = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
         return -(-side // tile_k) * step
 
     busy = rounds * tile_time(together) + (tile_time(rest) if rest else 0.0)

@@ -28,8 +28,10 @@ from sweeper.space import Config, Problem
 TOLERANCE = {"float32": 2e-3, "float16": 1e-2, "bfloat16": 2e-2}
 
 
-def _matmul_body(a, b, c, M: tl.constexpr, BLOCK_M: tl.constexpr,  # noqa: N803
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):  # noqa: N803
+# Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
+# other arguments stay unannotated, hence the type: ignore.
+def _matmul_body(a, b, c, M: tl.constexpr, BLOCK_M: tl.constexpr,  # type: ignore[no-untyped-def]
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Square M x M matrices, row-major. M is a constexpr: the K loop then has constant
     # bounds (pipelined on the GPU, and runnable by triton 3.6's interpreter).
     tiles_n = (M + BLOCK_N - 1) // BLOCK_N
@@ -51,7 +53,7 @@ def _matmul_body(a, b, c, M: tl.constexpr, BLOCK_M: tl.constexpr,  # noqa: N803
         tile += tl.num_programs(0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def matmul_kernel(interpret: bool = False) -> Any:
     """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
     interpreter)."""

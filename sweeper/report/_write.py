@@ -11,7 +11,6 @@ from typing import Any
 import pandas as pd
 
 from sweeper.ceilings import Ceilings
-from sweeper.errors import SweeperError
 from sweeper.finals import Winners, finals_apply
 from sweeper.fsio import atomic_write
 from sweeper.kernels import BUILTINS, Headline

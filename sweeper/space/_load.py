@@ -15,6 +15,7 @@ from sweeper import plugins
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.space import _expr
 from sweeper.space._expr import LIMIT, Expr
+from sweeper.space._files import load_located, override, reachable
 from sweeper.space._model import (
     CACHE_MODES,
     FACT_NAMES,
@@ -24,15 +25,14 @@ from sweeper.space._model import (
     Axis,
     AxisRole,
     Constraint,
+    KernelDeclaration,
     Origin,
     Space,
     Tie,
     Value,
 )
-from sweeper.space._files import load_located, override, reachable
 from sweeper.space._names import safe_name, study_name_problem
-from sweeper.space._settings import (  # noqa: F401 - the schema and the CLI read these here
-    BUDGET_KEYS, MEASURE_KEYS, SAMPLER_KEYS, STOP_RULES, Settings, _fraction, shown)
+from sweeper.space._settings import Settings, shown
 from sweeper.space._units import DTYPES, parse_size
 from sweeper.space._yaml import load_with_lines
 
@@ -99,7 +99,7 @@ class _Parser(Settings):
 
     def keys(self, data: Any, path: str, known: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(data, dict):
-            what = "the file" if not path else path
+            what = path or "the file"
             raise self.error(path, f"{what} must be a mapping of keys, got {_kind(data)}")
         for key in data:
             if key not in known:
@@ -131,7 +131,7 @@ class _Parser(Settings):
             budget=self.budget(data.get("budget", {})), path=self.file, text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
-    def kernel(self, name: Any, params: Any) -> type:
+    def kernel(self, name: Any, params: Any) -> type[KernelDeclaration]:
         """The class declaring the kernel's meta-parameters and defaults, from the plugin
         registry; with ``user_code`` off a user kernel is not imported: a stand-in declares
         the meta-parameters ``params`` names."""
@@ -144,8 +144,8 @@ class _Parser(Settings):
             raise self.error("kernel", str(err)) from None
 
     # -- axes ----------------------------------------------------------------------------
-    def axes(self, params: Any, kernel_cls: type, cache_modes: list[str]) -> list[Axis]:
-        meta = dict(kernel_cls.meta_params)
+    def axes(self, params: Any, kernel: type[KernelDeclaration], modes: list[str]) -> list[Axis]:
+        meta = dict(kernel.meta_params)
         known = (*LAUNCH_AXES, *PROBLEM_AXES, *meta)
         params = self.zipped(params, known)
         params = self.keys(params, "params", known)
@@ -164,9 +164,9 @@ class _Parser(Settings):
             elif name in params:
                 raw = self.expand(params[name], path)
             elif name == "cache":
-                raw = cache_modes
+                raw = modes
             else:
-                raw = [meta[name].default if name in meta else kernel_cls.defaults[name]]
+                raw = [meta[name].default if name in meta else kernel.defaults[name]]
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
                     AxisRole.PROBLEM if name in PROBLEM_AXES else AxisRole.META)
             values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
@@ -184,7 +184,7 @@ class _Parser(Settings):
                 for i, v in enumerate(values):
                     if isinstance(v.constant, int) and not _is_pow2(v.constant):
                         raise self.error(f"{path}[{i}]", f"{v.constant} is not a power of two; "
-                                         f"{kernel_cls.name}'s {name} must be one")
+                                         f"{kernel.name}'s {name} must be one")
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
 
@@ -235,7 +235,7 @@ class _Parser(Settings):
                                  f"({', '.join(f'{n}: {len(v)}' for n, v in members.items())})")
             rows = list(zip(*(
                 [self.value(name, v, f"{path}.{name}[{i}]").label for i, v in enumerate(vals)]
-                for name, vals in members.items())))
+                for name, vals in members.items()), strict=True))
             if len(set(rows)) != len(rows):
                 raise self.error(path, "a row appears twice")
             for name, vals in members.items():
@@ -256,12 +256,11 @@ class _Parser(Settings):
                 raise self.error(path, f"give exactly one of {', '.join(forms)}")
             (form, args), = raw.items()
             return forms[form](args, f"{path}.{form}")
-        if not isinstance(raw, list):
-            raw = [raw]
-        if not raw:
+        values: list[Any] = raw if isinstance(raw, list) else [raw]
+        if not values:
             raise self.error(path, f"empty axis; allowed: {'; '.join(AXIS_FORMS)}")
-        self.capped(len(raw), path)
-        return raw
+        self.capped(len(values), path)
+        return values
 
     def range_form(self, args: Any, path: str) -> list[int]:
         if not (isinstance(args, list) and len(args) in (2, 3) and all(
@@ -377,7 +376,8 @@ class _Parser(Settings):
                              "(e.g. [\"BLOCK >= block\"])")
         known = sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES))
         first = {a.name: a.values[0].label for a in axes}
-        sources = [(f"constraints[{i}]", text, text, None) for i, text in enumerate(raw)]
+        sources: list[tuple[str, str, str, tuple[str, str] | None]] = [
+            (f"constraints[{i}]", text, text, None) for i, text in enumerate(raw)]
         sources += [(path, when, f"({when}) or {axis} == ({first[axis]})", (axis, when))
                     for axis, when, path in self.conditions]
         out = []

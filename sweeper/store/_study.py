@@ -71,7 +71,7 @@ class StudyStore:
         except OSError as err:
             raise StudyError(f"{path}: cannot read: {err.strerror or err}") from None
         try:
-            meta = json.loads(text)
+            meta: dict[str, Any] = json.loads(text)
         except json.JSONDecodeError as err:
             raise StudyError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
         except (ValueError, RecursionError) as err:
