@@ -63,15 +63,14 @@ class OrdinalGP:
 
     def _fit(self) -> np.ndarray:
         dims = self.x.shape[1]
-        best = None
-        for start in (-1.0, 0.0):
-            res = minimize(self._nll, np.full(dims, start), method="L-BFGS-B", jac=True,
-                           bounds=[LOG_SCALE_BOUNDS] * dims)
-            if best is None or res.fun < best.fun:
-                best = res
+        fits = [minimize(self._nll, np.full(dims, start), method="L-BFGS-B", jac=True,
+                         bounds=[LOG_SCALE_BOUNDS] * dims) for start in (-1.0, 0.0)]
+        best = min(fits, key=lambda res: res.fun)      # the first of equal fits
         return np.exp(best.x)
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The posterior mean and standard deviation at each row of ``x``, in the units
+        of the ``y`` fitted (the noise left out: what the function is, not a sample)."""
         ks = _matern52(np.asarray(x, dtype=float), self.x, self.scales)
         mean = ks @ self._alpha
         v = cho_solve(self._chol, ks.T)
@@ -80,6 +79,9 @@ class OrdinalGP:
 
 
 def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float) -> np.ndarray:
+    """How much each candidate of normal ``mean`` and ``std`` is expected to exceed
+    ``best``: it weighs a likely small gain against an unlikely large one, so a search
+    both exploits and explores."""
     z = (mean - best) / std
     return (mean - best) * norm.cdf(z) + std * norm.pdf(z)
 
