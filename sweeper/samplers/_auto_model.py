@@ -93,10 +93,11 @@ class ModelGuidedSearch:
         self.state = state
         top = max(guesses)
         #: The configs guessed within ``MODEL_POOL`` of the best guess, in key order.
-        self.pool: list[Key] = sorted(key_of(c) for c, g in zip(valid, guesses) if g >= MODEL_POOL * top)
+        self.pool: list[Key] = sorted(key_of(c) for c, g in zip(valid, guesses, strict=True)
+                                      if g >= MODEL_POOL * top)
         #: Each valid config's log guess relative to the best (floored).
         self.prior = {key_of(c): float(np.log(max(g / top, GUESS_FLOOR)))
-                      for c, g in zip(valid, guesses)}
+                      for c, g in zip(valid, guesses, strict=True)}
         self._at = {k: np.array(state.position(dict(k))) for k in state.valid}
         self._every_guess = np.array(list(self.prior.values()))
         self._turns = 0     # proposals made around the model
