@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.plot_examples import COPY, MATMUL, combined_table
 from sweeper import ceilings as ceiling_cache
 from sweeper.bounds import Bound, Bounds
 from sweeper.ceilings import Ceilings
@@ -145,31 +146,8 @@ def test_a_point_is_the_finals_winner_at_the_finals_median_and_ci(tmp_path):
     assert first["median_from"].startswith("interleaved final")
 
 
-def combined_table(tmp_path, names, footprint_list, kernel_space):
-    """One replay table of several recorded H200 tables (one footprint each), and a space
-    of their axes over all their footprints."""
-    lines = []
-    for i, name in enumerate(names):
-        text = (TABLES / name).read_text().splitlines()
-        body = [line for line in text if not line.startswith("#")]
-        if i == 0:
-            lines += [line for line in text if line.startswith("#")] + body[:1]
-        lines += body[1:]
-    table = tmp_path / "table.csv"
-    table.write_text("\n".join(lines) + "\n")
-    space = "\n".join(line for line in (ROOT / kernel_space).read_text().splitlines()
-                      if not line.startswith("budget:"))         # every config, each size
-    space_file = tmp_path / "space.yaml"
-    space_file.write_text(space.replace(space[space.index("  footprint:"):].split("\n")[0],
-                                        f"  footprint: [{', '.join(footprint_list)}]"))
-    return table, space_file
-
-
 def test_a_replayed_h200_copy_over_five_footprints(tmp_path):
-    table, space = combined_table(
-        tmp_path, ["h200-copy-8m.csv", "h200-copy-128m.csv", "h200-copy-256m.csv",
-                   "h200-copy.csv", "h200-copy-4g.csv"],
-        ["8MiB", "128MiB", "256MiB", "1GiB", "4GiB"], "spaces/copy.yaml")
+    table, space = combined_table(tmp_path, *COPY)      # the recorded 8MiB to 4GiB tables
     store = replayed(table, space, tmp_path / "copy")
     tables = study_tables(store)
     (curve,) = tables["footprint"]
@@ -190,9 +168,7 @@ def test_a_replayed_h200_copy_over_five_footprints(tmp_path):
 
 
 def test_a_tflops_curve_is_held_against_the_matmul_ceiling_and_flop_bound(tmp_path):
-    table, space = combined_table(
-        tmp_path, ["h200-matmul-1k.csv", "h200-matmul-2k.csv", "h200-matmul.csv"],
-        ["2MiB", "8MiB", "32MiB"], "spaces/matmul.yaml")
+    table, space = combined_table(tmp_path, *MATMUL)    # 1024³, 2048³ and 4096³ bf16
     store = replayed(table, space, tmp_path / "mm")
     store.update_meta(ceilings=CEILINGS.to_json(), bounds=BOUNDS.to_json())
     tables = study_tables(store)
