@@ -17,6 +17,7 @@ from sweeper.space._model import (
     Tie,
     Value,
 )
+from sweeper.space._problem import Dim, Shape, shape_of, show_dims
 from sweeper.space._units import DTYPES, format_size, parse_duration, parse_size
 
 __all__ = [
@@ -26,12 +27,14 @@ __all__ = [
     "Budget",
     "Config",
     "Constraint",
+    "Dim",
     "Expr",
     "Invalid",
     "MeasureSpec",
     "Origin",
     "Problem",
     "SamplerSpec",
+    "Shape",
     "Space",
     "Tie",
     "Value",
@@ -43,4 +46,6 @@ __all__ = [
     "parse_duration",
     "parse_size",
     "parse_space",
+    "shape_of",
+    "show_dims",
 ]
