@@ -63,12 +63,12 @@ def fit(rows: list[tuple]) -> dict[str, float]:
     measured = np.log([r[2] for r in rows])
 
     def residual(p: np.ndarray) -> np.ndarray:
-        return np.log(modelled(rows, dict(zip(names, np.exp(p))))) - measured
+        return np.log(modelled(rows, dict(zip(names, np.exp(p), strict=True)))) - measured
 
     # from the middle of the bounds, not the shipped values (a table left out must not
     # leak into its own fit through the starting point)
     result = least_squares(residual, (lower + upper) / 2, bounds=(lower, upper))
-    return dict(zip(names, np.exp(result.x)))
+    return dict(zip(names, np.exp(result.x), strict=True))
 
 
 def judge(rows: list[tuple], values: dict[str, float]) -> tuple[float, int]:

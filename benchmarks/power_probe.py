@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import pynvml  # noqa: E402
-import torch  # noqa: E402
+import pynvml
+import torch
 
-from sweeper.devices import open_device  # noqa: E402
+from sweeper.devices import open_device
 
 N = 8192
 
@@ -78,12 +78,12 @@ def state(handle) -> dict:
 def back_to_back(a, b, c, launches: int) -> float:
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(launches)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(launches)]
-    for s, e in zip(starts, ends):
+    for s, e in zip(starts, ends, strict=True):
         s.record()
         torch.matmul(a, b, out=c)
         e.record()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
 
 
 def load_for(a, b, c, seconds: float) -> None:

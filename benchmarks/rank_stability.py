@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sweeper.finals import Winners  # noqa: E402
-from sweeper.measure import spearman  # noqa: E402
-from sweeper.store import StudyStore  # noqa: E402
+from sweeper.finals import Winners
+from sweeper.measure import spearman
+from sweeper.store import StudyStore
 
 
 def medians(store: StudyStore) -> dict[tuple[str, ...], tuple[int, float]]:
@@ -43,7 +43,7 @@ def main() -> None:
     for i, k in enumerate(common, 1):
         print(f"| {i} | {ma[k][0]} | {ma[k][1]:.4f} | {mb[k][1]:.4f} | "
               f"{mb[k][1] / ma[k][1]:.4f} |")
-    for name, store in zip("AB", stores):
+    for name, store in zip("AB", stores, strict=True):
         for final in Winners.of(store).finals.values():
             row = final.winner_row()
             ratio = final.baseline_ratio()

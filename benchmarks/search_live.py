@@ -30,13 +30,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from search_efficiency import StopAtGoal  # noqa: E402  (this folder)
+
 from sweeper.devices import open_device  # noqa: E402
 from sweeper.kernels import load_kernel  # noqa: E402
 from sweeper.space import SamplerSpec, load_space  # noqa: E402
 from sweeper.store import StudyStore  # noqa: E402
 from sweeper.sweep import Sweep, open_study  # noqa: E402
 
-from search_efficiency import StopAtGoal  # noqa: E402  (this folder)
 
 def short(choice, space) -> str:
     """The choice's values on the axes that vary."""

@@ -10,19 +10,20 @@ session), and with ``do_bench``; each 30 samples, medians in µs.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
-import triton  # noqa: E402
+import torch
+import triton
 
-from sweeper.devices import open_device  # noqa: E402
-from sweeper.kernels import load_kernel  # noqa: E402
-from sweeper.measure._timer import time_cuda  # noqa: E402
-from sweeper.space import Config, Problem  # noqa: E402
+from sweeper.devices import open_device
+from sweeper.kernels import load_kernel
+from sweeper.measure._timer import time_cuda
+from sweeper.space import Config, Problem
 
 
 def main() -> None:
@@ -40,10 +41,7 @@ def main() -> None:
         generator.manual_seed(0)
         kernel.randomize(buffers, generator)
         config = Config(problem, grid, block, meta)
-
-        def launch() -> None:
-            kernel.launch(buffers, config)
-
+        launch = functools.partial(kernel.launch, buffers, config)
         launch()
         torch.cuda.synchronize()
         hold = device._hold

@@ -31,8 +31,8 @@ def plain_loop(kernel, buffers, configs, warmup, repeat, flush) -> tuple[float, 
     medians = {}
     t0 = time.perf_counter()
     for key, cfg in configs:
-        samples = time_cuda(lambda cfg=cfg: kernel.launch(buffers, cfg), warmup=warmup, repeat=repeat,
-                            flush=flush)
+        samples = time_cuda(lambda cfg=cfg: kernel.launch(buffers, cfg), warmup=warmup,
+                            repeat=repeat, flush=flush)
         medians[key] = statistics.median(samples)
     return time.perf_counter() - t0, medians
 

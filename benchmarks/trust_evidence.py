@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -29,7 +30,6 @@ from sweeper.measure import StopRule, spearman, summarize
 from sweeper.space import Config, Problem, format_size, load_space
 from sweeper.store import StudyStore
 from sweeper.sweep import Sweep, enumerate_choices, open_study
-
 
 
 def agreement(device, kernel) -> dict:
@@ -55,7 +55,8 @@ def agreement(device, kernel) -> dict:
         if len(rows) == 24:
             break
     within = sum(abs(r["diff_pct"]) <= 1.0 for r in rows)
-    print(f"\n## agreement: sweeper median vs do_bench median, copy 1 GiB fp32, {len(rows)} configs")
+    print(f"\n## agreement: sweeper median vs do_bench median, copy 1 GiB fp32, "
+          f"{len(rows)} configs")
     print("| grid | block | BLOCK | sweeper ms | do_bench ms | diff % |\n|---|---|---|---|---|---|")
     for r in rows:
         c = r["config"]
@@ -112,14 +113,14 @@ def cache(device, kernel) -> dict:
         for mode, flush in (("cold", True), ("warm", False)):
             it = iter(sets * 100000)
             single = sets[0]
-            launch = (lambda: kernel.launch(single, config)) if mode == "cold" else \
-                (lambda: kernel.launch(next(it), config))
+            launch = functools.partial(kernel.launch, single, config) if mode == "cold" else \
+                (lambda it=it, config=config: kernel.launch(next(it), config))
             ms = summarize(device.measure(launch, warmup=10, rule=rule, flush=flush)
                            .timing.samples).median
             row[mode] = kernel.bytes_moved(problem) / (ms * 1e-3) / 1e9
         # warm without rotation: the cache replay the rotation avoids
-        ms = summarize(device.measure(lambda: kernel.launch(sets[0], config), warmup=10,
-                                      rule=rule, flush=False).timing.samples).median
+        ms = summarize(device.measure(functools.partial(kernel.launch, sets[0], config),
+                                      warmup=10, rule=rule, flush=False).timing.samples).median
         row["warm_replay"] = kernel.bytes_moved(problem) / (ms * 1e-3) / 1e9
         rows.append(row)
         del sets
@@ -149,7 +150,7 @@ def ceilings(device) -> dict:
     for fp, row in sorted(found.copy.items()):
         src = torch.rand(fp // 4, device="cuda")
         dst = torch.empty_like(src)
-        ms = do_bench(lambda: dst.copy_(src), return_mode="median")
+        ms = do_bench(functools.partial(dst.copy_, src), return_mode="median")
         print(f"| {format_size(fp)} | {row['cold']:.0f} | {row['warm']:.0f} | "
               f"{2 * fp / (ms * 1e-3) / 1e9:.0f} |")
         del src, dst
@@ -160,7 +161,7 @@ def ceilings(device) -> dict:
         a = torch.randn(n, n, device="cuda", dtype=dtype)
         b = torch.randn(n, n, device="cuda", dtype=dtype)
         torch.backends.cuda.matmul.allow_tf32 = name == "tfloat32"
-        ms = do_bench(lambda: torch.matmul(a, b), return_mode="median")
+        ms = do_bench(functools.partial(torch.matmul, a, b), return_mode="median")
         torch.backends.cuda.matmul.allow_tf32 = False
         print(f"| {name} | {tflops:.1f} | {2 * n ** 3 / (ms * 1e-3) / 1e12:.1f} |")
     print(f"launch floor: {found.launch_floor_us:.1f} us (event-timed empty Triton kernel)")

@@ -9,6 +9,7 @@ B against A with the interval of the time ratio, under the same practical thresh
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +108,7 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
             config = configs[label]
             bufs = buffers[config.problem]
             samples[label] += device.measure(
-                lambda c=config, x=bufs: kernel.launch(x, c), warmup=2, rule=rule,
+                functools.partial(kernel.launch, bufs, config), warmup=2, rule=rule,
                 flush=config.cache == "cold", batch=measure.batch, graph=measure.graph
             ).timing.samples
     result = ABResult(key, a, b, fixed, samples, compare_samples(samples[a], samples[b],

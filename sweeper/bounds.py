@@ -246,7 +246,7 @@ def derive_bounds(hw: HardwareFacts) -> Bounds:
                              f"{per_sm} x {rate} FLOP/clock/SM: {RATE_NAMES[kind]}, dense, "
                              f"{arch.name}, compute capability {cc}", table, is_flops=True)
     missing = [d for d in DTYPE_RATES if d not in flops]
-    absent.append(f"FLOP/s of {', '.join(missing + ['float64', 'integers'])}: no rate in "
+    absent.append(f"FLOP/s of {', '.join([*missing, 'float64', 'integers'])}: no rate in "
                   f"{table}")
     return Bounds(hw.gpu, hw.l2_bytes, dram, path, flops, tuple(absent))
 

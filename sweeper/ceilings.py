@@ -8,6 +8,7 @@ its place on the roofline; a trial faster than the ceiling allows is suspect.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 import os
@@ -19,7 +20,7 @@ from typing import Any
 
 from sweeper.fsio import atomic_write
 
-COPY_FOOTPRINTS = tuple(1 << k for k in range(20, 31)) + (4 << 30,)   # 1 MiB .. 1 GiB, 4 GiB
+COPY_FOOTPRINTS = (*(1 << k for k in range(20, 31)), 4 << 30)       # 1 MiB .. 1 GiB, 4 GiB
 MATMUL_DTYPES = ("float32", "tfloat32", "float16", "bfloat16")
 MATMUL_SIZE = 8192
 SUSPICIOUS = 1.05          # faster than 105 % of the ceiling at that footprint is suspect
@@ -52,7 +53,7 @@ class Ceilings:
         x = math.log2(max(footprint, 1))
         if x <= math.log2(points[0][0]):
             return points[0][1]
-        for (f0, g0), (f1, g1) in zip(points, points[1:]):
+        for (f0, g0), (f1, g1) in itertools.pairwise(points):
             x0, x1 = math.log2(f0), math.log2(f1)
             if x <= x1:
                 return g0 + (g1 - g0) * (x - x0) / (x1 - x0)

@@ -68,7 +68,8 @@ def tuning_path(path: str | Path | None = None) -> Path:
     return Path(path or os.environ.get("SWEEPER_TUNING") or DEFAULT_TUNING)
 
 
-def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Path, list[dict]]:
+def export_study(store: StudyStore, path: str | Path | None = None
+                 ) -> tuple[Path, list[dict[str, Any]]]:
     """Merge the study's best config per problem into the tuning file; return the entries."""
     meta = store.meta()
     trials, _ = store.records()
@@ -86,7 +87,8 @@ def export_study(store: StudyStore, path: str | Path | None = None) -> tuple[Pat
                for key, pick in sorted(best.items())]
     target = tuning_path(path)
     writable_target(target)                  # a device or a folder: refused before work
-    data = _read(target) if target.exists() else {"version": FORMAT_VERSION, "entries": []}
+    data: dict[str, Any] = _read(target) if target.exists() else \
+        {"version": FORMAT_VERSION, "entries": []}
     keys = {_entry_key(e) for e in entries}
     data["entries"] = [e for e in data["entries"] if _entry_key(e) not in keys] + entries
     atomic_write(target, json.dumps(data, indent=2) + "\n")
@@ -104,7 +106,8 @@ def _entry(meta: dict[str, Any], problem: Problem, pick: Pick,
     assert cfg is not None and stats is not None        # a pick always has both
     entry = {
         "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": problem.dtype,
-        "footprint": problem.footprint, "dims": dict(problem.dims), "grid": cfg.grid, "grid_expr": t.choice["grid"],
+        "footprint": problem.footprint, "dims": dict(problem.dims), "grid": cfg.grid,
+        "grid_expr": t.choice["grid"],
         "block": cfg.block, "meta": dict(cfg.meta),
         "gbps": t.rate(Headline.GBPS, pick.median_ms), "median_ms": pick.median_ms,
         "median_from": pick.median_from, "sweep_median_ms": stats.median,
@@ -206,9 +209,10 @@ def _entry_problem(entry: Any) -> str | None:
         return f"dims is {dims!r}; it must be an object of dimension -> integer"
     for scope, values in (("meta", entry["meta"]), ("facts", entry["facts"]), ("dims", dims)):
         for key, value in values.items():
-            if type(value) is not int and not (scope == "facts" and value is None) or (
-                    scope == "dims" and value <= 0):
+            if type(value) is not int and not (scope == "facts" and value is None):
                 return f"{scope}.{key} is {value!r}; it must be an integer"
+            if scope == "dims" and type(value) is int and value <= 0:
+                return f"dims.{key} is {value!r}; it must be positive"
     return None
 
 

@@ -134,8 +134,8 @@ def finals_apply(meta: dict[str, Any]) -> bool:
     a time (it answers another question)."""
     if "finals" in meta:
         return bool(meta["finals"])
-    return (meta.get("environment", {}).get("device") != "replay"
-            and meta.get("sampler", {}).get("name") != "one-at-a-time")
+    return bool(meta.get("environment", {}).get("device") != "replay"
+                and meta.get("sampler", {}).get("name") != "one-at-a-time")
 
 
 def problem_of(t: TrialRecord) -> ProblemKey:

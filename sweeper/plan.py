@@ -17,6 +17,7 @@ from sweeper.kernels import Kernel
 from sweeper.space import Config, Invalid, MeasureSpec, Space
 from sweeper.study import RuledOut, resolved
 
+
 def _expected_samples(measure: MeasureSpec, launch_s: float) -> int:
     """Samples a trial will take: ``repeat`` when fixed; for adaptive rules, assume the
     minimum is enough unless ``min_time`` asks for more."""
@@ -35,7 +36,7 @@ class Plan:
 
     size: int
     valid: int
-    removed: Counter = field(default_factory=Counter)     # reason -> count
+    removed: Counter[str] = field(default_factory=Counter)     # reason -> count
     estimate_s: float = 0.0
     assumptions: Mapping[str, float | bool] = field(default_factory=dict)
     trials: int = 0                                       # what the budget lets run

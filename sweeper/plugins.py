@@ -290,7 +290,8 @@ def kernel_declaration(name: str, *, user_code: bool = True,
     meta-parameters ``params`` (a space's ``params`` mapping) names, unchecked."""
     found = find(KERNEL, name)
     if found.builtin:
-        return _import(DECLARED[name], from_cwd=False)
+        declared: type[Kernel] = _import(DECLARED[name], from_cwd=False)
+        return declared
     if not user_code:
         from sweeper.kernels import unchecked_kernel
 

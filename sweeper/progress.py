@@ -7,6 +7,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -29,7 +30,7 @@ class ProgressReporter:
             TextColumn("best {task.fields[best]}"), TextColumn("last {task.fields[last]}"),
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
             console=console or Console(stderr=True))
-        self._task = None
+        self._task: TaskID | None = None
 
     def start(self, total: int, done: int) -> None:
         self._progress.start()
@@ -37,6 +38,7 @@ class ProgressReporter:
                                              best="–", last="–")
 
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
+        assert self._task is not None, "start() comes before the first trial"
         unit = self._headline.unit
         last = f"{record.rate(self._headline):.4g} {unit}" if record.ok else \
             record.status.value

@@ -32,7 +32,7 @@ def resolved(space: Space, facts: Mapping[str, int], max_footprint: int | None =
                          file=space.path)
     dims = space.choices()                 # zipped axes are one dimension
     for labels in itertools.product(*dims.values()):
-        choice = dict(zip(dims, labels))
+        choice = dict(zip(dims, labels, strict=True))
         if space.ties:
             choice = space.expand(choice)
         try:

@@ -49,7 +49,8 @@ class IllegalAddressOnBigBlock(CopyKernel):
 
     def launch(self, buffers, config: Config) -> None:
         if config.meta["BLOCK"] <= 256:
-            return super().launch(buffers, config)
+            super().launch(buffers, config)
+            return
         from sweeper.kernels.copy import copy_kernel
 
         copy_kernel()[(config.grid,)](buffers["src"], buffers["dst"], 2**30,
@@ -81,7 +82,8 @@ class SpinsOnBigBlock(CopyKernel):
 
     def launch(self, buffers, config: Config) -> None:
         if config.meta["BLOCK"] <= 256:
-            return super().launch(buffers, config)
+            super().launch(buffers, config)
+            return
         import triton
 
         flag = torch.zeros(1, dtype=torch.int32, device=buffers["src"].device)

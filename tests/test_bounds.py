@@ -22,7 +22,6 @@ from sweeper.kernels import load_kernel
 from sweeper.measure import Flag, StopRule
 from sweeper.report import write_report
 from sweeper.space import Config, MeasureSpec, Problem
-from sweeper.sweep import Sweep
 from sweeper.sweep._bench import Bench
 from sweeper.trial import TrialStatus, run_trial
 from tests.conftest import sweep_study

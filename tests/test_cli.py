@@ -90,7 +90,7 @@ def test_bad_space_exits_2_with_one_line_and_writes_nothing(write_space, tmp_pat
 def test_no_gpu_points_to_the_interpreter(small_space, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    rc, out, err = sweeper("run", str(small_space), cwd=tmp_path)
+    rc, _, err = sweeper("run", str(small_space), cwd=tmp_path)
     assert rc == 2
     assert err.count("\n") == 1 and "no CUDA device found" in err and "--device interpret" in err
     assert not (tmp_path / "studies").exists()
@@ -110,7 +110,8 @@ def test_plan_on_a_replay_device_estimates_the_recorded_gpu(capsys):
     table = root / "tests/data/replay/h200-copy.csv"
     assert main(["plan", str(root / "spaces/copy.yaml"), "--device", f"replay:{table}"]) == 0
     out = capsys.readouterr().out
-    assert "204 valid" in out and "would measure 204 (budget: 400 trials) on replay: NVIDIA H200" in out
+    assert "204 valid" in out
+    assert "would measure 204 (budget: 400 trials) on replay: NVIDIA H200" in out
     assert "estimated time:" in out and "as on the GPU the table was recorded on" in out
 
 

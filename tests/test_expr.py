@@ -67,8 +67,8 @@ def test_division_by_zero_names_values():
     ("+".join(["sms"] * 60), "nests more than 50 levels deep"),
     ("1000000000000000000 + sms", "numbers have at most 18 digits"),
     ("1000000TiB", "is too large; at most 18 digits of bytes"),
-    ("１２", "character '１' (U+FF11) is not allowed"),
-    ("ｓｍｓ * 2", "character 'ｓ' (U+FF53) is not allowed"),
+    ("１２", "character '１' (U+FF11) is not allowed"),  # noqa: RUF001 - fullwidth on purpose
+    ("ｓｍｓ * 2", "character 'ｓ' (U+FF53) is not allowed"),  # noqa: RUF001 - as above
     ("sms\x00", "(U+0000) is not allowed"),
     ("sms > 1", "'sms > 1' is a comparison (true or false), not a number"),
     ("not sms", "'sms' in 'not sms' is a number, where true or false is needed"),

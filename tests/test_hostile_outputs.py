@@ -107,7 +107,7 @@ def test_a_failed_write_to_a_new_file_writes_nothing(one_study, tmp_path, capsys
 
 def test_a_write_that_takes_no_bytes_ends_instead_of_spinning(tmp_path, monkeypatch):
     monkeypatch.setattr(fsio.os, "write", lambda fd, data: 0)
-    with pytest.raises(SweeperError, match="disk full writing .*; nothing written"):
+    with pytest.raises(SweeperError, match=r"disk full writing .*; nothing written"):
         fsio.atomic_write(tmp_path / "x", "text")
 
 

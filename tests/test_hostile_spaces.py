@@ -362,7 +362,7 @@ def test_bombs_are_refused_within_a_memory_limit(tmp_path):
         env=env, capture_output=True, text=True, timeout=120)
     results = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(results) == len(bombs), proc.stderr[-2000:]
-    for case, (path, studies), (rc, err) in zip(bombs, runs, results):
+    for case, (path, studies), (rc, err) in zip(bombs, runs, results, strict=True):
         _expect_refusal(rc, err, path, case, studies)
     assert time.monotonic() - start < 60
     assert resource.getrlimit(resource.RLIMIT_AS)[0] != BOMB_ADDRESS_SPACE   # not ours

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import subprocess
 import sys
@@ -137,7 +138,7 @@ def find_cycle(edges: dict[tuple[str, str], list[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return [*path[path.index(nxt):], nxt]
             if nxt not in state:
                 found = visit(nxt)
                 if found:
@@ -161,7 +162,7 @@ def test_the_subpackages_import_each_other_without_a_loop():
     assert ("devices", "kernels") in edges      # inside a function of devices/_cuda.py
     cycle = find_cycle(edges)
     assert cycle is None, "import loop " + " -> ".join(cycle) + ": " + "; ".join(
-        f"{a} -> {b} at {', '.join(edges[a, b])}" for a, b in zip(cycle, cycle[1:]))
+        f"{a} -> {b} at {', '.join(edges[a, b])}" for a, b in itertools.pairwise(cycle))
 
 
 def test_the_cycle_finder_finds_a_loop_and_where_it_is():
@@ -196,7 +197,8 @@ def test_the_sweep_and_cli_packages_keep_their_public_names():
     assert Sweep.__module__ == "sweeper.sweep._loop" and StopFlag().set is False
     assert SweepSummary().stopped_by == "" and SilentReporter().finish() is None
     assert Reporter.__module__ == "sweeper.sweep._summary"
-    assert MAX_ENUMERATED and Choice == dict[str, str] and fingerprint and fingerprint_diff
+    assert MAX_ENUMERATED and Choice == dict[str, str]
+    assert callable(fingerprint) and callable(fingerprint_diff)
     assert callable(main) and MAX_RESTARTS == 20
     for package in (sweeper.sweep, sweeper.cli):
         assert all(hasattr(package, name) for name in package.__all__), package.__name__

@@ -65,7 +65,8 @@ def test_export_and_tuned_print_matmul_in_tflops_as_the_run_did(tmp_path, capsys
     rc, out, _ = run(capsys, "tuned", "matmul", "--dtype", "bfloat16", "--footprint", "32MiB",
                      "--gpu", "replay: NVIDIA H200", "--tuning", "tuning.json")
     assert rc == 0
-    assert out[0].endswith(f"tuned at M=4096 N=4096 K=4096: median {figures} (study matmul-bf16-replay)")
+    assert out[0].endswith(f"tuned at M=4096 N=4096 K=4096: median {figures} "
+                           "(study matmul-bf16-replay)")
 
 
 def test_tuning_entries_written_before_rates_read_as_gbps(tmp_path):

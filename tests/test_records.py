@@ -68,8 +68,8 @@ STOP_TEXTS = {
 def every_kind() -> list:
     """One record of each kind, every typed field filled."""
     stats = summarize(SAMPLES)
-    config = Config(Problem("float16", 1 << 20, (("n", 1 << 19),)), grid=264, block=128, meta={"BLOCK": 2048},
-                    cache="warm")
+    config = Config(Problem("float16", 1 << 20, (("n", 1 << 19),)), grid=264, block=128,
+                    meta={"BLOCK": 2048}, cache="warm")
     trial = TrialRecord(
         number=0, choice={"grid": "2*sms", "block": "128", "BLOCK": "2048"},
         status=TrialStatus.OK, config=config, cold_s=0.5, samples_ms=SAMPLES, stats=stats,

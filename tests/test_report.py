@@ -138,7 +138,7 @@ def copy_study(tmp_path, finals=(), records=(*TRIALS, *BASE), axes=COPY_AXES):
 
 def final(winner, numbers, medians):
     rows = [Finalist(number=n, samples_ms=[m] * 50, stats=summarize([m] * 50), gbps=2.0 / m)
-            for n, m in zip(numbers, medians)]
+            for n, m in zip(numbers, medians, strict=True)]
     return FinalRecord(problem=ProblemKey("float32", 1 << 30), finalists=rows,
                        tied=list(numbers), winner=winner)
 

@@ -33,8 +33,7 @@ def small_study(tmp_path, records, baselines=()):
 def test_problems_sort_by_footprint_and_the_ci_is_a_percentage(tmp_path):
     sizes = [16 << 10, 4 << 10, 8 << 10]              # as text: 16KiB < 4KiB < 8KiB
     trials = [measured(i, fp, 100.0 + i) for i, fp in enumerate(sizes)]
-    bases = [BaselineRecord("torch copy_", "float32", fp, [0.5], {"median": 0.5, "min": 0.5,
-                                                                   "p95": 0.5}, 400.0)
+    bases = [BaselineRecord("torch copy_", "float32", fp, [0.5], summarize([0.5]), 400.0)
              for fp in sizes]
     store = small_study(tmp_path, trials, bases)
     files = write_report(store, draw=False)

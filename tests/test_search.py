@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -110,8 +111,8 @@ def test_export_csv_round_trips_through_replay(small_space, tmp_path, monkeypatc
 ])
 def test_auto_reaches_98_percent_of_the_best_and_never_repeats(tmp_path, table, space_file,
                                                                within):
-    summary, store, _ = replay_sweep(tmp_path, table, space_file, sampler="auto",
-                                     max_trials=within)
+    _, store, _ = replay_sweep(tmp_path, table, space_file, sampler="auto",
+                               max_trials=within)
     trials = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
     keys = [t.key() for t in trials]
     assert len(keys) == len(set(keys)) == within
@@ -286,7 +287,7 @@ def test_auto_starts_among_the_models_best_guesses_and_still_reaches_everything(
     axes = {"a": [str(i) for i in range(6)], "b": [str(i) for i in range(6)]}
     valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
     guesses = [1.0 if int(c["a"]) + int(c["b"]) >= 8 else 0.1 for c in valid]
-    pool = {tuple(sorted(c.items())) for c, g in zip(valid, guesses) if g == 1.0}
+    pool = {tuple(sorted(c.items())) for c, g in zip(valid, guesses, strict=True) if g == 1.0}
     sampler = AutoSampler(axes, valid, seed=3, guesses=guesses)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
@@ -617,7 +618,7 @@ def test_budget_patience_and_target(tmp_path):
         summary = Sweep(sp, kernel, device, store, ceilings=ceilings).run()
         assert summary.stopped_by.startswith(expect), summary.stopped_by
         assert summary.measured < 204
-    with pytest.raises(Exception, match="budget.patience: 0 is not a whole number"):
+    with pytest.raises(Exception, match=re.escape("budget.patience: 0 is not a whole number")):
         from sweeper.space import parse_space
         parse_space("kernel: copy\nparams: {}\nbudget: {patience: 0}\n")
 

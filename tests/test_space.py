@@ -1,3 +1,4 @@
+import re
 import textwrap
 from pathlib import Path
 
@@ -111,7 +112,8 @@ BAD = [
     ("params: {}\n", 1, "missing key 'kernel'"),
     ("kernel: memcpy\nparams: {}\n", 1, "kernel: unknown kernel 'memcpy'; known: copy"),
     ("kernel: copy\nsampler: annealing\nparams: {}\n", 2,
-     "sampler: unknown sampler 'annealing'; known: auto, exhaustive, one-at-a-time, tpe, random, gp"),
+     "sampler: unknown sampler 'annealing'; known: auto, exhaustive, one-at-a-time, tpe, random, "
+     "gp"),
     ("kernel: copy\nparams:\n  grid: []\n", 3, "params.grid: empty axis; allowed:"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
      "params.BLOCK.pow2: 300 is not a power of two"),
@@ -153,7 +155,8 @@ BAD = [
     ("kernel: copy\nparams:\n  BLOCK: [\"grid * 2\"]\n  grid: [\"BLOCK // 2\"]\n", 3,
      "the values depend on each other in a cycle among BLOCK, grid"),
     ("kernel: copy\nparams:\n  block: [32, 32]\n", 3, "params.block: value '32' appears twice"),
-    ("kernel: copy\nseed: one\nparams: {}\n", 2, "seed: seed must be an integer from 0 to 4294967295 (2**32 - 1), got 'one'"),
+    ("kernel: copy\nseed: one\nparams: {}\n", 2,
+     "seed: seed must be an integer from 0 to 4294967295 (2**32 - 1), got 'one'"),
     ("kernel: copy\nparams: {}\nstudy: ../escape\n", 3, "study: '../escape' is not a study name"),
     ("kernel: copy\nparams:\n  grid: [0]\n", 3, "params.grid[0]: 0 must be positive"),
     ("", 1, "the file is empty"),
@@ -172,7 +175,7 @@ def test_bad_input_names_file_line_and_what_is_wrong(text, line, message):
 
 
 def test_missing_file():
-    with pytest.raises(SpaceError, match="nope.yaml: cannot read the space file"):
+    with pytest.raises(SpaceError, match=re.escape("nope.yaml: cannot read the space file")):
         load_space("nope.yaml")
 
 
@@ -198,7 +201,7 @@ def test_extends_merges_params_and_errors_name_the_right_file(tmp_path):
         load_space(loop)
     orphan = tmp_path / "orphan.yaml"
     orphan.write_text("extends: nowhere.yaml\nkernel: copy\nparams: {}\n")
-    with pytest.raises(SpaceError, match="cannot read the space file .extended by"):
+    with pytest.raises(SpaceError, match=re.escape("cannot read the space file (extended by")):
         load_space(orphan)
 
 
@@ -215,7 +218,8 @@ def test_command_line_overrides_replace_one_axis(tmp_path):
         load_space(path, ["BLOCK=300"])
     with pytest.raises(SpaceError, match="'BLOCK' is not KEY=VALUE"):
         load_space(path, ["BLOCK"])
-    with pytest.raises(SpaceError, match="-p WARPS=4: params.WARPS: unknown key 'WARPS'"):
+    unknown = "-p WARPS=4: params.WARPS: unknown key 'WARPS'"
+    with pytest.raises(SpaceError, match=re.escape(unknown)):
         load_space(path, ["WARPS=4"])
 
 

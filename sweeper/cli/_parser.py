@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(sub: argparse._SubParsersAction) -> None:
+def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     run = _of_a_space(sub, "run", "sweep a space file and report")
     _study_options(run)
     run.add_argument("--trials", type=whole_number,
@@ -47,12 +47,12 @@ def _run(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(func=cmd_run)
 
 
-def _plan(sub: argparse._SubParsersAction) -> None:
+def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     plan = _of_a_space(sub, "plan", "size, constraints and time estimate; launches nothing")
     plan.set_defaults(func=cmd_plan)
 
 
-def _report(sub: argparse._SubParsersAction) -> None:
+def _report(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     report = _of_a_study(sub, "report", "heatmaps and best-config report of a study")
     report.add_argument("--shared-scale", action="store_true",
                         help="one colour scale for all heatmaps of a problem, so colours "
@@ -60,7 +60,7 @@ def _report(sub: argparse._SubParsersAction) -> None:
     report.set_defaults(func=cmd_report)
 
 
-def _export(sub: argparse._SubParsersAction) -> None:
+def _export(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     export = _of_a_study(sub, "export", "write the best configs to a tuning file")
     export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
                         "studies/tuning.json); with --format csv, the table's path")
@@ -70,7 +70,7 @@ def _export(sub: argparse._SubParsersAction) -> None:
     export.set_defaults(func=cmd_export)
 
 
-def _ab(sub: argparse._SubParsersAction) -> None:
+def _ab(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     ab = sub.add_parser("ab", help="A/B on one variable, everything else fixed, interleaved")
     ab.add_argument("space", help="the space file (YAML)")
     ab.add_argument("--vary", required=True, metavar="KEY=A,B", help="the axis and its two values")
@@ -83,13 +83,13 @@ def _ab(sub: argparse._SubParsersAction) -> None:
     ab.set_defaults(func=cmd_ab)
 
 
-def _calibrate(sub: argparse._SubParsersAction) -> None:
+def _calibrate(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     calibrate = sub.add_parser("calibrate", help="measure this GPU's copy and matmul ceilings")
     calibrate.add_argument("--force", action="store_true", help="measure again")
     calibrate.set_defaults(func=cmd_calibrate)
 
 
-def _compare(sub: argparse._SubParsersAction) -> None:
+def _compare(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     compare = sub.add_parser("compare", help="SAME/FASTER/SLOWER/UNCLEAR per config, B vs A")
     compare.add_argument("a", help="study, or STUDY@TRIAL for one trial (the reference)")
     compare.add_argument("b", help="study, or STUDY@TRIAL, judged against A")
@@ -100,13 +100,13 @@ def _compare(sub: argparse._SubParsersAction) -> None:
     compare.set_defaults(func=cmd_compare)
 
 
-def _schema(sub: argparse._SubParsersAction) -> None:
+def _schema(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     schema = sub.add_parser("schema", help="print a JSON Schema for space files")
     schema.add_argument("-o", "--output", help="write it to this file instead")
     schema.set_defaults(func=cmd_schema)
 
 
-def _tuned(sub: argparse._SubParsersAction) -> None:
+def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
     tuned.add_argument("kernel", help="kernel name as in the space file (copy, add, matmul, "
                        "or package.module:attr)")
@@ -120,11 +120,11 @@ def _tuned(sub: argparse._SubParsersAction) -> None:
 
 
 #: The commands in the order ``sweeper --help`` lists them.
-COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+COMMANDS: tuple[Callable[[argparse._SubParsersAction[ArgumentParser]], None], ...] = (
     _run, _plan, _report, _export, _ab, _calibrate, _compare, _schema, _tuned)
 
 
-def _of_a_space(sub: argparse._SubParsersAction, name: str, text: str
+def _of_a_space(sub: argparse._SubParsersAction[ArgumentParser], name: str, text: str
                 ) -> argparse.ArgumentParser:
     """A command that reads a space file, on a device, with ``-p`` and ``--allow-path``."""
     p = sub.add_parser(name, help=text)
@@ -135,7 +135,7 @@ def _of_a_space(sub: argparse._SubParsersAction, name: str, text: str
     return p
 
 
-def _of_a_study(sub: argparse._SubParsersAction, name: str, text: str
+def _of_a_study(sub: argparse._SubParsersAction[ArgumentParser], name: str, text: str
                 ) -> argparse.ArgumentParser:
     """A command that reads one recorded study."""
     p = sub.add_parser(name, help=text)

@@ -155,9 +155,10 @@ class Device(abc.ABC):
         for _ in range(warmup):
             launch()
         self.synchronize()
-        bursts = duty is not None and duty.kind == "cool"
-        size = duty.burst_size(self.batched(launch, batch, False), self.synchronize) \
-            if bursts else 0                 # before the poison: every later launch is timed
+        cool = duty if duty is not None and duty.kind == "cool" else None
+        # before the poison: every later launch is timed
+        size = cool.burst_size(self.batched(launch, batch, False), self.synchronize) \
+            if cool is not None else 0
         if verify is not None:
             verify.poison()
         sample = self.batched(launch, batch, graph)
@@ -165,11 +166,11 @@ class Device(abc.ABC):
         take = lambda k: [t / batch for t in self.time(sample, warmup=0, repeat=k,  # noqa: E731
                                                        flush=flush)]
         asked = rule
-        if bursts:
-            rule = duty.capped(rule, size)                             # type: ignore[union-attr]
-            take = duty.bursts(take, sample, self.synchronize, size)   # type: ignore[union-attr]
+        if cool is not None:
+            rule = cool.capped(rule, size)
+            take = cool.bursts(take, sample, self.synchronize, size)
         # a cool-down schedule settles before every burst, a discarded chunk's too
-        recover = settle if duty is not None and not bursts else None
+        recover = settle if duty is not None and cool is None else None
         timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
                               abandon=abandon, recover=recover)
         if rule.repeat < asked.repeat:
@@ -238,7 +239,7 @@ class Device(abc.ABC):
     def check_space(self, space: Space) -> None:
         """Refuse, before anything is written, a space this device cannot serve (a replay
         table without a column for one of its axes); most devices serve any space."""
-        return None
+        return
 
     def measure_spec(self, spec: MeasureSpec) -> MeasureSpec:
         """The measurement this device will really do for ``spec`` (caps, if any)."""

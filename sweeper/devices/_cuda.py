@@ -11,7 +11,6 @@ from sweeper.devices._nvml import GpuState, StateMonitor, Window, open_reader, t
 from sweeper.errors import NoDeviceError
 from sweeper.measure import Duty, time_cuda
 
-
 #: Spin cycles before each unflushed sample: about 50 us at 2 GHz, longer than the ~20 us
 #: a Triton launch takes on an H200's host, so the launch is never timed.
 HOLD_CYCLES = 100_000
@@ -168,5 +167,5 @@ def _driver_version() -> str:
         finally:
             pynvml.nvmlShutdown()
         return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception as err:  # NVML missing or refused: record why, go on
+    except Exception as err:  # noqa: BLE001 - NVML missing or refused: record why, go on
         return f"unknown ({type(err).__name__})"

@@ -8,8 +8,8 @@ small space finishes in seconds.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import ClassVar
 
 from sweeper.bounds import Bounds
@@ -25,8 +25,9 @@ MAX_REPEAT = 5
 class InterpretDevice(Device):
     """The Triton interpreter on the CPU, host-timed: problems capped at
     ``MAX_FOOTPRINT`` bytes (a footprint lowered to it, dimensions shrunk by one factor),
-    at most ``MAX_WARMUP`` warmup and ``MAX_REPEAT`` timed runs, no L2 flush, so the whole pipeline runs in seconds without a GPU; its timings are an
-    interpreter's, and its note says so."""
+    at most ``MAX_WARMUP`` warmup and ``MAX_REPEAT`` timed runs, no L2 flush, so the
+    whole pipeline runs in seconds without a GPU; its timings are an interpreter's, and
+    its note says so."""
 
     name: ClassVar[str] = "interpret"
     torch_device: ClassVar[str] = "cpu"
@@ -37,8 +38,8 @@ class InterpretDevice(Device):
     note: str | None = (
         f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
         "(footprints lowered, dimensions shrunk keeping their ratios), at most "
-        f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs, no L2 flush; these are CPU timings of an "
-        "interpreter and mean nothing for a GPU")
+        f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs, no L2 flush; these are CPU timings "
+        "of an interpreter and mean nothing for a GPU")
 
     def __init__(self) -> None:
         os.environ.update(self.sets_env)         # set before any kernel is built

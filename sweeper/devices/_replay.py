@@ -158,7 +158,7 @@ def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], list[dict
             if len(fields) != len(columns):
                 raise _bad(path, line, f"{len(fields)} fields; the header has "
                                    f"{len(columns)}")
-            row = dict(zip(columns, fields))
+            row = dict(zip(columns, fields, strict=True))
             _check_row(path, line, row)
             key = tuple(row[c] for c in columns if c not in RESERVED)
             if key in first:

@@ -135,7 +135,7 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     def tile_time(at_once: int) -> float:
         multiply = at_once * 2 * tile_m * tile_n * tile_k / rate
         load = at_once * (tile_m + tile_n) * tile_k * itemsize / OPERAND_BYTES_PER_SM
-        step = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
+        step: float = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
         return -(-k // tile_k) * step
 
     busy = rounds * tile_time(together) + (tile_time(rest) if rest else 0.0)

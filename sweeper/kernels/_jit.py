@@ -8,7 +8,8 @@ for the GPU and an interpreted one for CPU tensors side by side (the tests do).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def jit(fn: Callable[..., Any], *, interpret: bool) -> Any:

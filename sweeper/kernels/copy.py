@@ -21,7 +21,9 @@ from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
 
 
-def _copy_body(src, dst, n, BLOCK: tl.constexpr):  # noqa: N803 (Triton constexpr naming)
+# Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
+# other arguments stay unannotated, hence the type: ignore.
+def _copy_body(src, dst, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
     # A while loop, not range(pid, num_blocks, programs): the interpreter of triton 3.6 with
     # NumPy 2 cannot turn a program id into a range bound.  Offsets are int32: n < 2**31.
     lanes = tl.arange(0, BLOCK)
@@ -33,7 +35,7 @@ def _copy_body(src, dst, n, BLOCK: tl.constexpr):  # noqa: N803 (Triton constexp
         start += tl.num_programs(0) * BLOCK
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def copy_kernel(interpret: bool = False) -> Any:
     """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the interpreter)."""
     return jit(_copy_body, interpret=interpret)
@@ -105,5 +107,6 @@ def copy(src: torch.Tensor, out: torch.Tensor | None = None, *, tuning: str | No
     problem = Problem(dtype=str(src.dtype).removeprefix("torch."),
                       footprint=src.numel() * src.element_size())
     cfg = tuned("copy", dtype=problem.dtype, footprint=problem.footprint, path=tuning)
-    copy_kernel(interpret=not src.is_cuda)[(cfg.grid,)](src, out, src.numel(), num_warps=cfg.num_warps, **cfg.meta)
+    copy_kernel(interpret=not src.is_cuda)[(cfg.grid,)](src, out, src.numel(),
+                                                        num_warps=cfg.num_warps, **cfg.meta)
     return out

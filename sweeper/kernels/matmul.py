@@ -30,9 +30,11 @@ from sweeper.space import Config, Problem
 TOLERANCE = {"float32": 2e-3, "float16": 1e-2, "bfloat16": 2e-2}
 
 
-def _matmul_body(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,  # noqa: N803
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # noqa: N803
-                 BLOCK_K: tl.constexpr):  # noqa: N803
+# Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
+# other arguments stay unannotated, hence the type: ignore.
+def _matmul_body(a, b, c, M: tl.constexpr, N: tl.constexpr,  # type: ignore[no-untyped-def]
+                 K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_K: tl.constexpr):
     # Row-major A (M x K), B (K x N), C (M x N). The sizes are constexprs: the K loop then
     # has constant bounds (pipelined on the GPU, and runnable by triton 3.6's interpreter).
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
@@ -54,7 +56,7 @@ def _matmul_body(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,  # 
         tile += tl.num_programs(0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def matmul_kernel(interpret: bool = False) -> Any:
     """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
     interpreter)."""

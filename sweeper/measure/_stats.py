@@ -69,27 +69,28 @@ def summarize(samples_ms: Sequence[float]) -> Stats:
                  outliers=int(outlier_mask(x).sum()))
 
 
-def median_ci(samples: Sequence[float], z: float = Z95) -> tuple[float, float]:
+def median_ci(samples: Sequence[float] | np.ndarray, z: float = Z95) -> tuple[float, float]:
     """Distribution-free confidence interval of the median (normal approximation of
     the binomial ranks); the whole range when there are too few samples."""
     x = np.sort(np.asarray(samples, dtype=np.float64))
     n = x.size
     half = z * math.sqrt(n) / 2
-    lo = int(math.floor(n / 2 - half))          # 1-based rank of the lower bound
-    hi = int(math.ceil(n / 2 + half)) + 1       # 1-based rank of the upper bound
+    lo = math.floor(n / 2 - half)               # 1-based rank of the lower bound
+    hi = math.ceil(n / 2 + half) + 1            # 1-based rank of the upper bound
     if lo < 1 or hi > n:
         return float(x[0]), float(x[-1])
     return float(x[lo - 1]), float(x[hi - 1])
 
 
-def outlier_mask(samples: Sequence[float]) -> np.ndarray:
+def outlier_mask(samples: Sequence[float] | np.ndarray) -> np.ndarray:
     """True for samples outside [Q1 - 1.5 IQR, Q3 + 1.5 IQR] (Tukey's fences)."""
     x = np.asarray(samples, dtype=np.float64)
     if x.size < 4:
         return np.zeros(x.size, dtype=bool)
     q1, q3 = np.percentile(x, [25, 75])
     iqr = q3 - q1
-    return (x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)
+    mask: np.ndarray = (x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)
+    return mask
 
 
 def throughput(amount: float, seconds: float) -> float:

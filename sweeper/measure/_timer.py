@@ -32,7 +32,7 @@ def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None 
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=True):
         if flush is not None:
             flush()              # queued before the start event: not in the sample
         if hold is not None:
@@ -41,7 +41,7 @@ def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None 
         launch()
         end.record()
     torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+    return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
 
 
 def time_host(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None = None

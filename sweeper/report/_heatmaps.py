@@ -88,8 +88,9 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
         groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
         for key, cell_df in groups:
             key = key if isinstance(key, tuple) else (key,)
-            meta_text = " ".join(f"{n}={_label(v)}" for n, v in zip(meta_names, key))
-            name = f"{stem}_" + "_".join(f"{n}-{_label(v)}" for n, v in zip(meta_names, key))
+            pairs = list(zip(meta_names, key, strict=True))
+            meta_text = " ".join(f"{n}={_label(v)}" for n, v in pairs)
+            name = f"{stem}_" + "_".join(f"{n}-{_label(v)}" for n, v in pairs)
             maps.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
                               f"{base} · {meta_text} · {gpu} · {unit(metric)}".replace(
                                   " ·  ·", " ·"), picks, values_in_labels=True))

@@ -16,6 +16,7 @@ from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
 from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
+from sweeper.outcome import problem_text
 from sweeper.report._power import power_markdown
 from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
@@ -26,7 +27,6 @@ from sweeper.report._tables import (
     problem_key,
     unit,
 )
-from sweeper.outcome import problem_text
 from sweeper.space import format_size, show_dims
 
 #: Column names as report.md shows them.
@@ -145,12 +145,11 @@ def _best(tables: dict[str, Any]) -> list[str]:
     other_rates = [c for c in ("gbps", "tflops") if c != metric]
     shown = best.drop(columns=other_rates).rename(columns={
         **SHOWN, "pct_of_baseline": f"% of {base_name}", metric: unit(metric)})
-    out = ["## Best configs in the sweep\n",
-           "Medians, their ±CI % (half the 95% interval, in % of the median) and rates are "
-           "the sweep's" + ("; \"final median ms\" is a finalist's median when re-measured "
-                            "interleaved" if best["final_median_ms"].notna().any() else "")
-           + ".\n", md_table(shown)]
-    return out
+    return ["## Best configs in the sweep\n",
+            "Medians, their ±CI % (half the 95% interval, in % of the median) and rates are "
+            "the sweep's" + ("; \"final median ms\" is a finalist's median when re-measured "
+                             "interleaved" if best["final_median_ms"].notna().any() else "")
+            + ".\n", md_table(shown)]
 
 
 def _baselines(tables: dict[str, Any]) -> list[str]:
@@ -164,7 +163,8 @@ def _baselines(tables: dict[str, Any]) -> list[str]:
                           "median ms": b.stats.median, "min ms": b.stats.min,
                           "p95 ms": b.stats.p95, unit(metric): r}
                          for b, r in zip(tables["baselines"],
-                                         baseline_rates(tables["baselines"], df, metric))])
+                                         baseline_rates(tables["baselines"], df, metric),
+                                         strict=True)])
     return ["\n## Baselines (same timer, same runs, same GPU)\n", md_table(rows)]
 
 
@@ -236,11 +236,11 @@ def _winners(tables: dict[str, Any]) -> list[str]:
 def _bounds(data: dict[str, Any] | None, df: pd.DataFrame) -> list[str]:
     out = ["\n## Physical bounds\n"]
     if data is None:
-        return out + ["Not recorded with this study: its results were not checked against "
+        return [*out, "Not recorded with this study: its results were not checked against "
                       "the device's physical limits.\n"]
     bounds = Bounds.from_json(data)
     if not bounds.all():
-        return out + [f"None on this device ({'; '.join(bounds.absent)}): results were not "
+        return [*out, f"None on this device ({'; '.join(bounds.absent)}): results were not "
                       "checked against physical limits.\n"]
     failed = int((df["status"] == "impossible").sum()) if not df.empty else 0
     margin = data.get("margin", MARGIN)

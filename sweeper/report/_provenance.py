@@ -187,8 +187,9 @@ def record_rows(meta: dict[str, Any], df: pd.DataFrame, picks: pd.DataFrame,
     ``tied``: per final's winner, how many others were tied with it."""
     env = meta.get("environment", {})
     ran = df.dropna(subset=["footprint"]) if "footprint" in df else pd.DataFrame()
+    # not strict: a frame without a dtype column lists no sizes
     sizes = sorted({(d, int(f)) for d, f in zip(ran.get("dtype", []),
-                                                ran.get("footprint", []))})
+                                                ran.get("footprint", []), strict=False)})
     conclusion = "; ".join(
         f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {rate_unit} "
         + (f"({tied[row['number']]} tied within noise)" if row["number"] in tied

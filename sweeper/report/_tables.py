@@ -180,7 +180,8 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
     base = {(b.dtype, b.footprint, _dims_text(b.problem.problem), b.cache): b.gbps
             for b in baselines}
     ok["baseline_gbps"] = [base.get(key, np.nan) for key in
-                           zip(ok["dtype"], ok["footprint"], ok["dims"], ok["cache"])]
+                           zip(ok["dtype"], ok["footprint"], ok["dims"], ok["cache"],
+                               strict=True)]
     ok["pct_of_baseline"] = 100.0 * ok["gbps"] / ok["baseline_gbps"]
     ok["problem"] = ok.apply(problem_key, axis=1)
     ok = ok.sort_values([*PROBLEM_ORDER, "score"], ascending=[True, True, True, True, False],
@@ -272,7 +273,8 @@ def stop_counts(df: pd.DataFrame, rule: str = "") -> pd.DataFrame:
         return pd.DataFrame(columns=["rule", "count"])
     labels = pd.Series([f"fixed: {samples}" if stop == Stop.FIXED.value else
                         f"converged: {rule}" if stop == Stop.CONVERGED.value and rule else
-                        stop or "?" for stop, samples in zip(ok["stop"], ok["samples"])])
+                        stop or "?"
+                        for stop, samples in zip(ok["stop"], ok["samples"], strict=True)])
     return labels.value_counts().rename_axis("rule").rename("count").reset_index()
 
 

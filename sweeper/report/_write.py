@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 
 from sweeper.ceilings import Ceilings
-from sweeper.errors import SweeperError
 from sweeper.finals import Winners, finals_apply
 from sweeper.fsio import atomic_write
 from sweeper.kernels import BUILTINS, Headline
+from sweeper.outcome import problem_text
 from sweeper.plugins import kernel_declaration
 from sweeper.report._draw import draw_effect, draw_heatmap
 from sweeper.report._heatmaps import heatmaps
@@ -34,8 +34,6 @@ from sweeper.report._tables import (
     trials_frame,
     unit,
 )
-from sweeper.outcome import problem_text
-from sweeper.space import format_size
 from sweeper.store import DriftRecord, DutyRecord, StudyStore
 
 

@@ -11,13 +11,12 @@ from sweeper.space._model import (
     Invalid,
     MeasureSpec,
     Origin,
-    Problem,
     SamplerSpec,
     Space,
     Tie,
     Value,
 )
-from sweeper.space._problem import Dim, Shape, shape_of, show_dims
+from sweeper.space._problem import Dim, Problem, Shape, shape_of, show_dims
 from sweeper.space._units import DTYPES, format_size, parse_duration, parse_size
 
 __all__ = [

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Literal, cast
 
 from sweeper.errors import ExpressionError
 
@@ -250,7 +250,7 @@ Run = Callable[[Mapping[str, int]], "int | bool"]
 def _compile(node: ast.AST) -> Run:
     """``node`` as a closure over its children's; :func:`parse` checked every node."""
     if isinstance(node, ast.Constant):
-        value = node.value
+        value = cast("int | bool", node.value)   # parse admits no other constant
         return lambda env: value
     if isinstance(node, ast.Name):
         return operator.itemgetter(node.id)
@@ -285,7 +285,7 @@ def _chain(tests: list[Callable[[int, int], bool]], terms: list[Run],
            env: Mapping[str, int]) -> bool:
     """``a < b <= c``: each test in turn, each term evaluated once, stopping at a false one."""
     left = terms[0](env)
-    for test, term in zip(tests, terms[1:]):
+    for test, term in zip(tests, terms[1:], strict=True):
         right = term(env)
         if not test(left, right):
             return False

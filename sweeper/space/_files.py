@@ -47,8 +47,8 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...] = 
     try:
         raw = read_capped(path)
     except OSError as err:
-        where = f" (extended by {chain[-1]})" if chain else ""
-        raise SpaceError(f"cannot read the space file{where}: {err.strerror}", file=file) \
+        extended_by = f" (extended by {chain[-1]})" if chain else ""
+        raise SpaceError(f"cannot read the space file{extended_by}: {err.strerror}", file=file) \
             from None
     text = decode_text(raw, file)
     data, lines = load_with_lines(text, file) if not chain else _extended(text, file)

@@ -25,6 +25,7 @@ from sweeper.space._model import (
     Axis,
     AxisRole,
     Constraint,
+    KernelDeclaration,
     Origin,
     Space,
     Tie,
@@ -32,8 +33,7 @@ from sweeper.space._model import (
 )
 from sweeper.space._names import safe_name, study_name_problem
 from sweeper.space._problem_axes import TEXT_AXES, ProblemAxes
-from sweeper.space._settings import (  # noqa: F401 - the schema and the CLI read these here
-    BUDGET_KEYS, MEASURE_KEYS, SAMPLER_KEYS, STOP_RULES, Settings, _fraction, shown)
+from sweeper.space._settings import Settings, shown
 from sweeper.space._units import DTYPES, parse_size
 from sweeper.space._yaml import load_with_lines
 
@@ -99,7 +99,7 @@ class _Parser(ProblemAxes, Settings):
 
     def keys(self, data: Any, path: str, known: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(data, dict):
-            what = "the file" if not path else path
+            what = path or "the file"
             raise self.error(path, f"{what} must be a mapping of keys, got {_kind(data)}")
         for key in data:
             if key not in known:
@@ -132,7 +132,7 @@ class _Parser(ProblemAxes, Settings):
             budget=self.budget(data.get("budget", {})), path=self.file, text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
-    def kernel(self, name: Any, params: Any) -> type:
+    def kernel(self, name: Any, params: Any) -> type[KernelDeclaration]:
         """The class declaring the kernel's meta-parameters and defaults, from the plugin
         registry; with ``user_code`` off a user kernel is not imported: a stand-in declares
         the meta-parameters ``params`` names."""
@@ -145,13 +145,13 @@ class _Parser(ProblemAxes, Settings):
             raise self.error("kernel", str(err)) from None
 
     # -- axes ----------------------------------------------------------------------------
-    def axes(self, params: Any, kernel_cls: type, cache_modes: list[str]) -> list[Axis]:
-        meta = dict(kernel_cls.meta_params)
+    def axes(self, params: Any, kernel: type[KernelDeclaration], modes: list[str]) -> list[Axis]:
+        meta = dict(kernel.meta_params)
         dims = self.shape.names
         known = (*LAUNCH_AXES, *PROBLEM_AXES, *dims, *meta)
         params = self.zipped(params, known)
         params = self.keys(params, "params", known)
-        sizes = self.sized_by(params, kernel_cls)
+        sizes = self.sized_by(params, kernel)
         axes = []
         for name in known:
             if name in ("footprint", *dims) and name not in sizes:
@@ -169,11 +169,11 @@ class _Parser(ProblemAxes, Settings):
             elif name in params:
                 raw = self.expand(params[name], path)
             elif name == "cache":
-                raw = cache_modes
+                raw = modes
             elif name in dims:
                 raw = [self.shape.dim(name).default]
             else:
-                raw = [meta[name].default if name in meta else kernel_cls.defaults[name]]
+                raw = [meta[name].default if name in meta else kernel.defaults[name]]
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
                     AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
             values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
@@ -197,7 +197,7 @@ class _Parser(ProblemAxes, Settings):
                 for i, v in enumerate(values):
                     if isinstance(v.constant, int) and not _is_pow2(v.constant):
                         raise self.error(f"{path}[{i}]", f"{v.constant} is not a power of two; "
-                                         f"{kernel_cls.name}'s {name} must be one")
+                                         f"{kernel.name}'s {name} must be one")
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
 
@@ -226,12 +226,11 @@ class _Parser(ProblemAxes, Settings):
                 raise self.error(path, f"give exactly one of {', '.join(forms)}")
             (form, args), = raw.items()
             return forms[form](args, f"{path}.{form}")
-        if not isinstance(raw, list):
-            raw = [raw]
-        if not raw:
+        values: list[Any] = raw if isinstance(raw, list) else [raw]
+        if not values:
             raise self.error(path, f"empty axis; allowed: {'; '.join(AXIS_FORMS)}")
-        self.capped(len(raw), path)
-        return raw
+        self.capped(len(values), path)
+        return values
 
     def range_form(self, args: Any, path: str) -> list[int]:
         if not (isinstance(args, list) and len(args) in (2, 3) and all(
@@ -350,7 +349,8 @@ class _Parser(ProblemAxes, Settings):
                              "(e.g. [\"BLOCK >= block\"])")
         known = self.known_names(axes)
         first = {a.name: a.values[0].label for a in axes}
-        sources = [(f"constraints[{i}]", text, text, None) for i, text in enumerate(raw)]
+        sources: list[tuple[str, str, str, tuple[str, str] | None]] = [
+            (f"constraints[{i}]", text, text, None) for i, text in enumerate(raw)]
         sources += [(path, when, f"({when}) or {axis} == ({first[axis]})", (axis, when))
                     for axis, when, path in self.conditions]
         out = []

@@ -13,6 +13,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, ClassVar, Protocol
 
 from sweeper.errors import ExpressionError
 from sweeper.measure._decide import StopRule
@@ -23,6 +24,18 @@ from sweeper.space._units import DTYPES
 
 #: Names every expression may read besides the axes: device facts and problem facts.
 FACT_NAMES = ("sms", "l2_bytes", "n", "itemsize")
+
+
+class KernelDeclaration(Protocol):
+    """What the parser reads of a kernel's class (``sweeper.kernels.Kernel`` declares it),
+    typed here so that the space imports nothing of the kernels."""
+
+    name: ClassVar[str]
+    meta_params: ClassVar[Mapping[str, Any]]    # name -> MetaParam (.default, .pow2)
+    defaults: ClassVar[Mapping[str, Any]]
+    dims: ClassVar[Mapping[str, Any]]           # name -> Dim (sweeper.space._problem)
+    footprint_bytes: ClassVar[str]
+    dims_from_footprint: ClassVar[Mapping[str, str]]
 
 
 class AxisRole(enum.Enum):
@@ -207,7 +220,7 @@ class Tie:
 
     def label(self, row: tuple[str, ...]) -> str:
         """One row's label: ``member=value`` pairs joined by commas."""
-        return ",".join(f"{m}={v}" for m, v in zip(self.members, row))
+        return ",".join(f"{m}={v}" for m, v in zip(self.members, row, strict=True))
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -282,7 +295,7 @@ class Space:
         for t in self.ties:
             if t.name in choice:
                 row = t.rows[t.labels.index(choice[t.name])]
-                out.update(zip(t.members, row))
+                out.update(zip(t.members, row, strict=True))
         return out
 
     def contract(self, choice: Mapping[str, str]) -> dict[str, str] | None:

@@ -1,5 +1,5 @@
-"""A problem and a kernel's problem shape: the dimensions it declares, the bytes they make, and how a
-``footprint`` alone gives them.
+"""A problem, and a kernel's problem shape: the dimensions it declares, the bytes they
+make, and how a ``footprint`` alone gives them.
 
 A kernel declares its dimensions as data (:class:`Dim`: meaning, default, limits) with
 two kinds of expression in the space's own language (:mod:`sweeper.space._expr`): the

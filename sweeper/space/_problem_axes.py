@@ -103,7 +103,7 @@ class ProblemAxes:
                                  f"({', '.join(f'{n}: {len(v)}' for n, v in members.items())})")
             rows = list(zip(*(
                 [self.value(name, v, f"{path}.{name}[{i}]").label for i, v in enumerate(vals)]
-                for name, vals in members.items())))
+                for name, vals in members.items()), strict=True))
             if len(set(rows)) != len(rows):
                 raise self.error(path, "a row appears twice")
             for name, vals in members.items():

@@ -10,10 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper import plugins
-from sweeper.space._load import (
-    BLOCKS, BUDGET_KEYS, MEASURE_KEYS, SAMPLER_KEYS, STOP_RULES, TOP_KEYS)
-from sweeper.space._settings import MAX_COUNT, MAX_SEED, MAX_TRIALS
+from sweeper.space._load import BLOCKS, TOP_KEYS
 from sweeper.space._model import CACHE_MODES
+from sweeper.space._settings import (
+    BUDGET_KEYS,
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_TRIALS,
+    MEASURE_KEYS,
+    SAMPLER_KEYS,
+    STOP_RULES,
+)
 from sweeper.space._units import DTYPES
 
 SCALAR = {"type": ["integer", "string"]}
@@ -21,6 +28,9 @@ SCALAR = {"type": ["integer", "string"]}
 PLUGIN = {"type": "string", "minLength": 1, "maxLength": 200,
           "description": "an installed plugin's entry point name, or package.module:attr"}
 SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
+_TIMEOUT = {"type": ["number", "string", "boolean", "null"],
+            "description": "seconds (or 5m, 30s) before a trial counts as hung; "
+                           "off or false: never"}
 
 
 def _count(least: int, most: int = MAX_COUNT) -> dict[str, Any]:
@@ -76,8 +86,7 @@ def space_schema() -> dict[str, Any]:
         "min_time": {"type": ["number", "string"]}, "max_time": {"type": ["number", "string"]},
         "cache": {"enum": [*CACHE_MODES, "both"]}, "batch": _count(1),
         "graph": {"type": "boolean"}, "abandon": {"type": "number", "exclusiveMinimum": 1},
-        "timeout": {"type": ["number", "string", "boolean", "null"],
-                    "description": "seconds (or 5m, 30s) before a trial counts as hung; off or false: never"},
+        "timeout": _TIMEOUT,
         "duty": {"anyOf": [{"enum": ["auto", "off", False]}, {
             "type": "object", "additionalProperties": False, "minProperties": 1,
             "maxProperties": 1, "properties": {"cool": {"type": ["number", "string"]},
@@ -87,7 +96,7 @@ def space_schema() -> dict[str, Any]:
                                 "off, {cool: 1s} or {load: 500ms}"},
     }
     sampler_names = {"anyOf": [{"enum": list(plugins.SAMPLER.builtins)}, PLUGIN]}
-    properties = {
+    properties: dict[str, Any] = {
         "study": {"type": "string"}, "extends": {"type": "string"},
         "kernel": {"anyOf": [{"enum": list(plugins.KERNEL.builtins)}, PLUGIN]},
         "sampler": {"anyOf": [sampler_names, {

@@ -23,7 +23,7 @@ MAX_DURATION_S = 1000 * 3600.0
 def parse_size(text: str) -> int:
     """``"64MiB"`` -> 67108864.  Raises ``ValueError`` with what is allowed."""
     match = _SIZE.match(text)
-    if not match or match.group(2) not in UNITS and match.group(2) != "":
+    if not match or (match.group(2) not in UNITS and match.group(2) != ""):
         raise ValueError(f"{text[:40]!r} is not a size; allowed: an integer with a unit of "
                          f"{', '.join(UNITS)} (e.g. 64MiB)")
     if len(match.group(1)) > MAX_DIGITS:

@@ -147,10 +147,10 @@ class _Bounded(yaml.composer.Composer):
 
 # libyaml's parser, where PyYAML has it, is some 20 times faster than the pure-Python one
 # (a 1 MiB file is read in a fraction of a second); either way the composer is _Bounded.
-_Events: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Events: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Bounded, _Events):  # type: ignore[misc, valid-type]
+class _Loader(_Bounded, _Events):
     def __init__(self, text: str, file: str) -> None:
         _Events.__init__(self, text)
         self.bound(file)
@@ -224,7 +224,7 @@ def _merge_sources(value: yaml.Node, file: str) -> list[yaml.MappingNode]:
     value = getattr(value, "target", value)
     items = value.value if isinstance(value, yaml.SequenceNode) else [value]
     sources = [getattr(item, "target", item) for item in items]
-    for item, source in zip(items, sources):
+    for item, source in zip(items, sources, strict=True):
         if not isinstance(source, yaml.MappingNode):
             raise SpaceError("a merge key (<<) takes a mapping or a list of mappings, such as "
                              "<<: *common", file=file, line=item.start_mark.line + 1)

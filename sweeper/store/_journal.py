@@ -63,8 +63,15 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import StudyError, StudyWarning, WriteError
-from sweeper.fsio import TEMP_SUFFIX, fsync_dir, make_dirs, replace, write_all, write_error, \
-    write_temp
+from sweeper.fsio import (
+    TEMP_SUFFIX,
+    fsync_dir,
+    make_dirs,
+    replace,
+    write_all,
+    write_error,
+    write_temp,
+)
 from sweeper.store._schema import record_class, record_problem
 
 JOURNAL = "trials.jsonl"
@@ -135,7 +142,7 @@ def _take(out: Scan, number: int, text: bytes, *, torn: bool) -> bool:
         reason = cross_check(data, out.trials, number) or ""
     elif torn and reason.startswith("not JSON"):
         reason = TORN
-    if reason:
+    if reason or data is None:               # parse_line gives a reason with no record
         out.bad.append(BadLine(number, reason, text))
         return False
     out.records.append(data)

@@ -106,7 +106,8 @@ def value_problem(value: Any, hint: Any, key: str) -> str | None:
         return None
     codec = codec_for(hint)
     if codec is not None:
-        return codec.problem(value, key)
+        problem: str | None = codec.problem(value, key)
+        return problem
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
@@ -242,7 +243,7 @@ def type_name(hint: Any) -> str:
 def has_positive(data: Any, key: str, owner: str) -> str | None:
     """``None`` if ``data[key]`` is a number above 0 (a median time), else what is wrong."""
     value = data.get(key) if isinstance(data, dict) else None
-    if conforms(value, float) and value > 0:
+    if value is not None and conforms(value, float) and value > 0:
         return None
     return f"{owner} has no {key} above 0"
 

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, make_dirs
-from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
 from sweeper.store._dims import complete_dims
+from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
 from sweeper.store._records import BaselineRecord, TrialRecord
 from sweeper.store._schema import Record, meta_problem
 
@@ -72,7 +72,7 @@ class StudyStore:
         except OSError as err:
             raise StudyError(f"{path}: cannot read: {err.strerror or err}") from None
         try:
-            meta = json.loads(text)
+            meta: dict[str, Any] = json.loads(text)
         except json.JSONDecodeError as err:
             raise StudyError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
         except (ValueError, RecursionError) as err:

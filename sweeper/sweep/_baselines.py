@@ -43,6 +43,7 @@ class Baselines:
         stats = summarize(samples)
         gbps = throughput(self.kernel.bytes_moved(problem), stats.median * 1e-3) / 1e9
         record = BaselineRecord.from_samples(
-            self.kernel.baseline_name, problem, samples, stats, gbps, cache=cache, stop_reason=measured.timing.stop_reason)
+            self.kernel.baseline_name, problem, samples, stats, gbps, cache=cache,
+            stop_reason=measured.timing.stop_reason)
         self.store.append(record)
         self.known[key] = record

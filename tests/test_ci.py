@@ -1,0 +1,45 @@
+"""CI runs what the docs say it runs: README's two set-up commands, then ruff and mypy
+from the same install (docs/architecture.md, "Checks")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _commands(text: str) -> list[str]:
+    """A shell text's commands: no comments, no blank lines, no ``set`` options."""
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("set ")]
+
+
+def _bash_block(markdown: str, after: str) -> str:
+    """The first ```bash block after the heading ``after``."""
+    section = markdown[markdown.index(after):]
+    found = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert found, f"no bash block after {after!r}"
+    return found.group(1)
+
+
+def test_ci_runs_the_readme_set_up_then_the_linters():
+    readme = _bash_block((ROOT / "README.md").read_text(encoding="utf-8"), "## Set up")
+    ci = _commands((ROOT / ".ci/run").read_text(encoding="utf-8"))
+    assert ci == [*_commands(readme), "ruff check .", "mypy"]
+    checks = _bash_block((ROOT / "docs/architecture.md").read_text(encoding="utf-8"),
+                         "## Checks")
+    assert _commands(checks) == ci[1:]
+
+
+def test_the_readme_install_brings_the_linters():
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = re.search(r"\.\[(\w+)\]", _bash_block(
+        (ROOT / "README.md").read_text(encoding="utf-8"), "## Set up")).group(1)
+    names = {re.match(r"[A-Za-z0-9_.-]+", req).group(0)
+             for req in project["project"]["optional-dependencies"][extra]}
+    assert {"pytest", "ruff", "mypy"} <= names
+    assert "ruff" in project["tool"] and "mypy" in project["tool"]
