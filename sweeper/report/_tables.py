@@ -74,7 +74,9 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
         row["ci_pct"] = 100.0 * row["rel_ci"]
         row.update(_ceiling_columns(t, ceilings, headline))
         rows.append(row)
-    return _fill_footprints(pd.DataFrame(rows))
+    df = _fill_footprints(pd.DataFrame(rows))
+    df.attrs["dims"] = dim_names
+    return df
 
 
 def _dims_text(problem: Problem) -> str:
@@ -191,7 +193,9 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
                     for n in ok["number"]]
     remeasured = {r.number: r.stats.median for f in finals for r in f.finalists}
     ok["final_median_ms"] = [remeasured.get(n, np.nan) for n in ok["number"]]
-    columns = ["problem", "rank", "chosen", "number", "grid_label", "grid", "block", *meta_names,
+    shaped = [d for d in df.attrs.get("dims", ()) if (ok["dims"] != "").any()]
+    columns = ["problem", *shaped, "rank", "chosen", "number", "grid_label", "grid", "block",
+               *meta_names,
                "median_ms", "ci_pct", "final_median_ms", "min_ms", "p95_ms", "std_ms",
                "outliers", "gbps", "tflops", "pct_of_baseline", "pct_ceiling", "gb_per_j",
                "sm_mhz", "cold_s", "flags"]
