@@ -3,8 +3,8 @@ recorded H200 tables, by least squares on the log of the measured times (no GPU 
 
     python benchmarks/fit_matmul_model.py [--leave-one-out]
 
-The tables are the matmul ones recorded before the fifth session (the design set and
-held-out sets 1-5: the data the shipped constants were fitted on).  Prints the fitted
+The tables are the matmul ones of the design set and held-out sets 1-5 (the data the
+shipped constants were fitted on).  Prints the fitted
 constants beside the shipped ones, and per table the mean |log error| of the modelled
 times and where the first config within 98 % of the best falls in the model's ranking.
 ``--leave-one-out`` fits each table's constants on the other tables only: how the model
@@ -35,7 +35,7 @@ FITTED = {  # name: (lower, upper) bounds of the search
     "OPERAND_BYTES_PER_SM": (20e9, 400e9), "LOAD_LATENCY": (100e-9, 3e-6),
     "REGISTER_OVERHEAD": (16, 128), "OVERLAP": (0.3, 16), "LAUNCH_S": (1e-6, 20e-6),
     "FP32_RATE": (0.05, 0.6)}
-SESSIONS = ("design", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5")
+FITTED_ON = ("design", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5")
 MATMUL = load_kernel("matmul")
 
 
@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--leave-one-out", action="store_true")
     args = parser.parse_args()
-    names = {t: p for s in SESSIONS for t, p in SETS[s].items() if "matmul" in t}
+    names = {t: p for s in FITTED_ON for t, p in SETS[s].items() if "matmul" in t}
     tables = load(names)
     every = [r for rows in tables.values() for r in rows]
     values = fit(every)

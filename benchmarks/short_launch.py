@@ -4,8 +4,8 @@
 
 A 1024³ bf16 matmul (about 10 µs) and an 8 MiB copy (about 8 µs) are timed with
 ``time_cuda`` as ``sweeper run`` does (L2 flushed, then the spin kernel holds the GPU
-while the host queues the launch), with the flush alone (the timer before the third
-session), and with ``do_bench``; each 30 samples, medians in µs.
+while the host queues the launch), with the flush alone (no spin: host launch latency
+lands in the sample), and with ``do_bench``; each 30 samples, medians in µs.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ ways, tried in this order:
 
 Nothing is imported until a plugin is loaded, and then only the module that holds it.
 Each plugin is checked as it is loaded (a kernel is a ``Kernel`` subclass or instance, a
-sampler factory is callable and declares its capabilities as booleans, a device is a
-concrete ``Device`` subclass), and every error names the plugin and where it came from.
+sampler factory is callable with one argument, its context, and declares its capabilities
+as booleans, a device is a concrete ``Device`` subclass), and every error names the
+plugin and where it came from.
 The core then asks a plugin what it can do (a device's ``replays``, a sampler's
 :class:`SamplerCapabilities`), never what it is called.
 
@@ -101,7 +102,7 @@ def declares(**capabilities: bool) -> Callable[[F], F]:
     """Declare what a sampler factory needs or offers::
 
         @declares(needs_finals=False)
-        def my_sampler(spec, choices, axes, priors, guesses): ...
+        def my_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler: ...
     """
     unknown = sorted(set(capabilities) - set(CAPABILITIES))
     if unknown:
@@ -126,15 +127,37 @@ def _kernel_problem(obj: Any) -> str | None:
     return None
 
 
+#: What a sampler factory is, for messages.
+FACTORY = "(context: sweeper.samplers.SamplerContext) -> optuna.samplers.BaseSampler"
+
+
 def _sampler_problem(obj: Any) -> str | None:
     if not callable(obj):
-        return (f"is {_a(obj)}, not a sampler factory (a callable: (spec, choices, axes, "
-                "priors, guesses) -> optuna.samplers.BaseSampler)")
+        return f"is {_a(obj)}, not a sampler factory (a callable: {FACTORY})"
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):      # no signature to read: it is called as it is
+        signature = None
+    if signature is not None and not _binds_one(signature):
+        names = list(signature.parameters)
+        return (f"takes ({', '.join(names)}); a sampler factory takes one argument: "
+                f"{FACTORY}" + (", whose fields spec, choices, axes, priors and guesses "
+                                "replace the five arguments of older factories"
+                                if len(names) == 5 else ""))
     for key in CAPABILITIES:
         value = getattr(obj, key, False)
         if not isinstance(value, bool):
             return f"declares {key} = {value!r}; a capability is True or False"
     return None
+
+
+def _binds_one(signature: inspect.Signature) -> bool:
+    """Whether a callable of ``signature`` can be called with one positional argument."""
+    try:
+        signature.bind(None)
+    except TypeError:
+        return False
+    return True
 
 
 def _device_problem(obj: Any) -> str | None:

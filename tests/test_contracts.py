@@ -3,7 +3,8 @@ store sweeper has, so a new one (built in or a plugin) is held to them by adding
 lists below.
 
 - A sampler proposes only valid configs, never one already measured, and a resumed study
-  goes on where it stopped.
+  goes on where it stopped.  Built by its factory from a ``SamplerContext``, it proposes
+  configs of the context's axes, the same ones for the same seed.
 - A device that measures returns one positive sample per sample asked, poisons and checks
   the outputs around the timed samples, and states its facts, bounds and environment; a
   device that replays answers from its table and refuses to time a launch.
@@ -23,6 +24,7 @@ from sweeper.devices import Device, open_device
 from sweeper.errors import SweeperError
 from sweeper.kernels import load_kernel
 from sweeper.measure import StopRule, summarize
+from sweeper.samplers import SamplerContext, make_sampler
 from sweeper.space import Config, Problem, SamplerSpec, load_space
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import Sweep, enumerate_choices, open_study
@@ -70,6 +72,40 @@ def test_a_sampler_proposes_valid_configs_once_and_resumes(tmp_path, sampler):
     assert len(keys) == len(set(keys)) and len(keys) <= 14
     if plugins.sampler_capabilities(sampler).needs_finals:
         assert len(keys) == min(14, len(valid_keys))          # the budget is used up
+
+
+SMALL_AXES = {"a": ["1", "2", "3", "4"], "b": ["x", "y", "z"]}
+SMALL = [{"a": a, "b": b} for a in SMALL_AXES["a"] for b in SMALL_AXES["b"]
+         if (a, b) != ("4", "z")]
+
+
+def _proposals(sampler: str, seed: int, count: int) -> list[dict[str, str]]:
+    """What ``sampler``, built from a context of ``SMALL`` (with priors, guesses and a
+    baseline), proposes in ``count`` ask-and-tell rounds."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    takes = plugins.sampler_capabilities(sampler).takes_baseline
+    context = SamplerContext(
+        spec=SamplerSpec(sampler, seed=seed, baseline=(("a", "2"), ("b", "y")) if takes
+                         else ()),
+        choices=SMALL, axes=SMALL_AXES, priors=[{"a": "3", "b": "x"}],
+        guesses=[float(int(c["a"]) + (c["b"] == "z")) for c in SMALL])
+    study = optuna.create_study(direction="maximize", sampler=make_sampler(context))
+    dists = {k: CategoricalDistribution(v) for k, v in SMALL_AXES.items()}
+    out = []
+    for _ in range(count):
+        trial = study.ask(dists)
+        out.append(dict(trial.params))
+        study.tell(trial, float(int(trial.params["a"]) * 10 + ord(trial.params["b"])))
+    return out
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_a_sampler_built_from_its_context_is_seeded_and_proposes_its_axes(sampler):
+    first = _proposals(sampler, 7, 6)       # one-at-a-time plans 6
+    assert all(p["a"] in SMALL_AXES["a"] and p["b"] in SMALL_AXES["b"] for p in first)
+    assert _proposals(sampler, 7, 6) == first
 
 
 # -- devices ----------------------------------------------------------------------------------

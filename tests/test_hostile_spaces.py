@@ -461,7 +461,7 @@ def test_the_largest_seed_is_accepted_by_every_sampler():
     import optuna
     from optuna.distributions import CategoricalDistribution
 
-    from sweeper.samplers import SAMPLERS, make_sampler
+    from sweeper.samplers import SAMPLERS, SamplerContext, make_sampler
     from sweeper.space import SamplerSpec
 
     assert parse_space(space(extra="seed: 4294967295\n")).sampler.seed == 2**32 - 1
@@ -470,8 +470,8 @@ def test_the_largest_seed_is_accepted_by_every_sampler():
              "b": CategoricalDistribution(["0", "1"])}
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     for name in SAMPLERS:
-        study = optuna.create_study(sampler=make_sampler(SamplerSpec(name, seed=2**32 - 1),
-                                                         valid))
+        study = optuna.create_study(sampler=make_sampler(SamplerContext(
+            spec=SamplerSpec(name, seed=2**32 - 1), choices=valid)))
         for _ in range(3):
             trial = study.ask(dists)
             study.tell(trial, float(trial.params["a"]))

@@ -7,7 +7,7 @@ import pytest
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import TrialState
 
-from sweeper.samplers import OrdinalSampler, make_sampler
+from sweeper.samplers import OrdinalSampler, SamplerContext, make_sampler
 from sweeper.space import SamplerSpec
 from tests.test_search import TABLES, replay_sweep
 
@@ -121,6 +121,7 @@ def test_the_registry_builds_the_ordinal_samplers_with_their_seed():
     for name, inner in [("qmc", optuna.samplers.QMCSampler),
                         ("cmaes", optuna.samplers.CmaEsSampler),
                         ("gp", optuna.samplers.GPSampler)]:
-        sampler = make_sampler(SamplerSpec(name=name, seed=7), VALID, AXES)
+        sampler = make_sampler(SamplerContext(spec=SamplerSpec(name=name, seed=7),
+                                              choices=VALID, axes=AXES))
         assert isinstance(sampler, OrdinalSampler) and isinstance(sampler._inner, inner)
     assert (TABLES / "h200-copy.csv").exists()

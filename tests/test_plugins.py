@@ -24,7 +24,7 @@ from sweeper.devices._interpret import InterpretDevice
 from sweeper.errors import SweeperError
 from sweeper.kernels import kernel_class
 from sweeper.plugins import declares
-from sweeper.samplers import ExhaustiveSampler
+from sweeper.samplers import ExhaustiveSampler, SamplerContext
 from sweeper.space import load_space
 from sweeper.store import DriftRecord, StudyStore
 
@@ -99,9 +99,15 @@ class Backwards(optuna.samplers.BaseSampler):
 
 
 @declares(uses_model=True, needs_finals=False)
-def backwards(spec, choices, axes, priors, guesses):
-    CALLS.append({"seed": spec.seed, "choices": len(choices), "guesses": guesses})
-    return Backwards(choices)
+def backwards(context):
+    CALLS.append({"seed": context.seed, "choices": len(context.choices),
+                  "guesses": context.guesses})
+    return Backwards(context.choices)
+
+
+def forwards(spec, choices, axes, priors, guesses):
+    """A factory of the five positional arguments that sweeper no longer passes."""
+    return Backwards(list(reversed(choices)))
 
 
 class HostDevice(Device):
@@ -126,6 +132,7 @@ scale = sweeper_tinyplug:Scale
 
 [sweeper.samplers]
 backwards = sweeper_tinyplug:backwards
+forwards = sweeper_tinyplug:forwards
 
 [sweeper.devices]
 host = sweeper_tinyplug:HostDevice
@@ -180,7 +187,7 @@ def test_an_installed_package_adds_a_kernel_a_sampler_and_a_device(tinyplug, tmp
     assert all(t.ok and t.samples_ms for t in trials)
     # uses_model: the sampler got the kernel model's guess of each valid config
     calls = sys.modules["sweeper_tinyplug"].CALLS
-    assert calls == [{"seed": 0, "choices": 4, "guesses": [64.0, 128.0, 256.0, 512.0]}]
+    assert calls == [{"seed": 0, "choices": 4, "guesses": (64.0, 128.0, 256.0, 512.0)}]
     meta = store.meta()
     assert (meta["kernel"], meta["sampler"]["name"], meta["environment"]["device"],
             meta["finals"]) == ("scale", "backwards", "host", False)
@@ -223,8 +230,8 @@ def test_installed_names_are_listed_and_a_bad_one_is_named_with_its_entry_point(
     assert capsys.readouterr().err == (
         f"{space}:4: sampler: cannot load sampler 'nofactory' (entry point nofactory = "
         f"sweeper_tinyplug:CALLS {origin.format(group='sweeper.samplers')}): "
-        "sweeper_tinyplug:CALLS is a list, not a sampler factory (a callable: (spec, "
-        "choices, axes, priors, guesses) -> optuna.samplers.BaseSampler)\n")
+        "sweeper_tinyplug:CALLS is a list, not a sampler factory (a callable: (context: "
+        "sweeper.samplers.SamplerContext) -> optuna.samplers.BaseSampler)\n")
     space.write_text(SCALE_SPACE)
     assert main(["run", str(space), "--device", "abstract"]) == 2
     assert capsys.readouterr().err == (
@@ -237,6 +244,48 @@ def test_installed_names_are_listed_and_a_bad_one_is_named_with_its_entry_point(
     assert "sweeper-tinyplug 0.1" in err and err.endswith(
         ") in sweeper.devices; uninstall all but one\n")
     assert not (tmp_path / "studies").exists()              # nothing written
+
+
+def test_an_installed_five_argument_factory_is_refused_naming_the_context(tinyplug, tmp_path,
+                                                                          capsys):
+    space = tmp_path / "old.yaml"
+    space.write_text(SCALE_SPACE.replace("sampler: backwards", "sampler: forwards"))
+    assert main(["run", str(space), "--device", "host"]) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:4: sampler: cannot load sampler 'forwards' (entry point forwards = "
+        "sweeper_tinyplug:forwards in sweeper.samplers of sweeper-tinyplug 0.1): "
+        "sweeper_tinyplug:forwards takes (spec, choices, axes, priors, guesses); a sampler "
+        "factory takes one argument: (context: sweeper.samplers.SamplerContext) -> "
+        "optuna.samplers.BaseSampler, whose fields spec, choices, axes, priors and guesses "
+        "replace the five arguments of older factories\n")
+    assert not (tmp_path / "studies").exists()              # nothing written
+
+
+def takes_two(context: SamplerContext, extra: Any) -> Any:
+    return optuna.samplers.RandomSampler()
+
+
+def takes_none() -> Any:
+    return optuna.samplers.RandomSampler()
+
+
+def takes_more_later(context: SamplerContext, extra: Any = None) -> Any:
+    return optuna.samplers.RandomSampler(seed=context.seed)
+
+
+def test_a_sampler_factory_is_checked_to_take_one_argument_when_loaded():
+    path = "tests.test_plugins:{}"
+    for name, takes in (("takes_two", "(context, extra)"), ("takes_none", "()")):
+        with pytest.raises(SweeperError) as err:
+            plugins.load(plugins.SAMPLER, path.format(name))
+        assert str(err.value) == (
+            f"cannot load sampler '{path.format(name)}' (module:attr path): "
+            f"{path.format(name)} takes {takes}; a sampler factory takes one argument: "
+            "(context: sweeper.samplers.SamplerContext) -> optuna.samplers.BaseSampler")
+    assert plugins.load(plugins.SAMPLER, path.format("takes_more_later")).obj is \
+        takes_more_later
+    assert all(callable(plugins.load(plugins.SAMPLER, name).obj)
+               for name in plugins.SAMPLER.builtins)         # the built-ins take a context
 
 
 def test_a_device_name_takes_an_argument_only_where_the_device_declares_one(capsys):
@@ -311,27 +360,28 @@ def test_a_built_in_kernel_is_its_declaration_implemented():
 
 
 # -- third-party plugins given by module:attr, each declaring one capability ------------------
-def undecided(spec: Any, choices: Any, axes: Any, priors: Any, guesses: Any) -> Any:
-    return optuna.samplers.RandomSampler(seed=spec.seed)
+def undecided(context: SamplerContext) -> Any:
+    return optuna.samplers.RandomSampler(seed=context.seed)
 
 
 undecided.needs_finals = "no"        # type: ignore[attr-defined]
 
 
 @declares(takes_baseline=True, needs_finals=False)
-def around(spec: Any, choices: Any, axes: Any, priors: Any, guesses: Any) -> Any:
+def around(context: SamplerContext) -> Any:
     """The baseline, then the other values of BLOCK: a one-at-a-time of one axis."""
-    base = dict(spec.baseline)
-    plan = [base] + [{**base, "BLOCK": b} for b in axes["BLOCK"] if b != base["BLOCK"]]
+    base = dict(context.baseline)
+    plan = [base] + [{**base, "BLOCK": b} for b in context.axes["BLOCK"]
+                     if b != base["BLOCK"]]
     return ExhaustiveSampler(plan, seed=None)
 
 
 @declares(uses_priors=True)
-def remembers(spec: Any, choices: Any, axes: Any, priors: Any, guesses: Any) -> Any:
-    return ExhaustiveSampler(choices, seed=spec.seed)
+def remembers(context: SamplerContext) -> Any:
+    return ExhaustiveSampler(context.choices, seed=context.seed)
 
 
-def gives_no_sampler(spec: Any, choices: Any, axes: Any, priors: Any, guesses: Any) -> Any:
+def gives_no_sampler(context: SamplerContext) -> Any:
     return {"not": "a sampler"}
 
 

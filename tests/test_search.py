@@ -184,7 +184,7 @@ def test_auto_ranks_neighbours_by_the_model_once_it_has_data():
     start = [{"a": "3", "b": "3"}, {"a": "1", "b": "5"}, {"a": "5", "b": "1"},
              {"a": "0", "b": "0"}]
     sampler = AutoSampler(axes, valid, seed=0, priors=start, start_points=0)
-    sampler._jumped = True                                 # no marginal-best jump here
+    sampler.strategy.jumped = True                         # no marginal-best jump here
     study = optuna.create_study(direction="maximize", sampler=sampler)
     dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
 
@@ -350,7 +350,7 @@ def test_auto_returns_to_the_models_ranking_after_a_surprise(monkeypatch):
     import optuna
     from optuna.distributions import CategoricalDistribution
 
-    import sweeper.samplers._auto as auto
+    import sweeper.samplers._auto_model as auto
 
     axes = {"a": [str(i) for i in range(8)], "b": [str(i) for i in range(8)],
             "warps": ["4", "8"]}

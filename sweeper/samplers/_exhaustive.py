@@ -33,14 +33,14 @@ class PlannedSampler(BaseSampler):
 
 
 class ExhaustiveSampler(PlannedSampler):
-    #: the sweep records every config of the space the constraints rule out, up front
-    records_invalid = True
-
     """Propose each of ``choices`` once, in an order shuffled by ``seed``.
 
     A shuffled order keeps slow drift (clocks, temperature) from lining up with one
     axis of the heatmap; ``seed=None`` keeps the given order.
     """
+
+    #: the sweep records every config of the space the constraints rule out, up front
+    records_invalid = True
 
     def __init__(self, choices: Sequence[Mapping[str, Any]], seed: int | None = 0) -> None:
         self._choices = [dict(c) for c in choices]
@@ -54,6 +54,8 @@ class ExhaustiveSampler(PlannedSampler):
         return tuple(sorted(params.items()))
 
     def remaining(self, study: optuna.Study) -> int:
+        """How many of the choices ``study`` does not have yet: 0 ends the sweep as
+        complete, whatever its budget."""
         self._sync(study)
         return sum(1 for c in self._choices[self._next:] if self._key(c) not in self._seen)
 
@@ -83,8 +85,8 @@ class ExhaustiveSampler(PlannedSampler):
 def one_at_a_time(baseline: Mapping[str, str], axes: Mapping[str, Sequence[str]]
                   ) -> list[dict[str, str]]:
     """The baseline, then every other value of each axis with the rest at the baseline
-    (the seed's 控制变量法: change one variable at a time).  An axis the baseline leaves out
-    sits at its middle value."""
+    (control of variables: change one variable at a time, so each difference is that
+    axis's effect).  An axis the baseline leaves out sits at its middle value."""
     baseline = {name: str(baseline.get(name, labels[(len(labels) - 1) // 2]))
                 for name, labels in axes.items()}
     out = [dict(baseline)]
@@ -103,4 +105,5 @@ class OneAtATimeSampler(ExhaustiveSampler):
 
     def __init__(self, plan: Sequence[Mapping[str, str]]) -> None:
         super().__init__(plan, seed=None)
+        #: the configs it proposes, in order: how many the sweep's progress counts
         self.plan = [dict(c) for c in plan]

@@ -26,6 +26,8 @@ from sweeper.space import DTYPES, AxisRole, Space, parse_size
 if TYPE_CHECKING:
     from sweeper.store import TrialRecord
 
+#: The best configs each earlier study hands on: enough to cover a near tie, few enough
+#: that priors stay a short start.
 PER_STUDY = 3
 
 

@@ -27,7 +27,8 @@ NOISE = 1e-3
 def _matern52(a: np.ndarray, b: np.ndarray, scales: np.ndarray) -> np.ndarray:
     d = np.sqrt(np.maximum(((a[:, None, :] - b[None, :, :]) / scales) ** 2, 0).sum(-1))
     s5 = math.sqrt(5.0) * d
-    return (1.0 + s5 + s5 * s5 / 3.0) * np.exp(-s5)
+    k: np.ndarray = (1.0 + s5 + s5 * s5 / 3.0) * np.exp(-s5)
+    return k
 
 
 class OrdinalGP:
@@ -63,15 +64,15 @@ class OrdinalGP:
 
     def _fit(self) -> np.ndarray:
         dims = self.x.shape[1]
-        best = None
-        for start in (-1.0, 0.0):
-            res = minimize(self._nll, np.full(dims, start), method="L-BFGS-B", jac=True,
-                           bounds=[LOG_SCALE_BOUNDS] * dims)
-            if best is None or res.fun < best.fun:
-                best = res
-        return np.exp(best.x)
+        fits = [minimize(self._nll, np.full(dims, start), method="L-BFGS-B", jac=True,
+                         bounds=[LOG_SCALE_BOUNDS] * dims) for start in (-1.0, 0.0)]
+        best = min(fits, key=lambda res: res.fun)      # the first of equal fits
+        scales: np.ndarray = np.exp(best.x)
+        return scales
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The posterior mean and standard deviation at each row of ``x``, in the units
+        of the ``y`` fitted (the noise left out: what the function is, not a sample)."""
         ks = _matern52(np.asarray(x, dtype=float), self.x, self.scales)
         mean = ks @ self._alpha
         v = cho_solve(self._chol, ks.T)
@@ -80,8 +81,12 @@ class OrdinalGP:
 
 
 def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float) -> np.ndarray:
+    """How much each candidate of normal ``mean`` and ``std`` is expected to exceed
+    ``best``: it weighs a likely small gain against an unlikely large one, so a search
+    both exploits and explores."""
     z = (mean - best) / std
-    return (mean - best) * norm.cdf(z) + std * norm.pdf(z)
+    gain: np.ndarray = (mean - best) * norm.cdf(z) + std * norm.pdf(z)
+    return gain
 
 
 def model_slope(guess: np.ndarray, y: np.ndarray, every_guess: np.ndarray,

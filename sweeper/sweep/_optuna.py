@@ -21,7 +21,7 @@ from optuna.trial import TrialState
 from sweeper.devices import DeviceFacts
 from sweeper.errors import SweeperError
 from sweeper.kernels import Kernel
-from sweeper.samplers import make_sampler
+from sweeper.samplers import SamplerContext, make_sampler
 from sweeper.space import Space
 from sweeper.store import TrialRecord
 from sweeper.study import Choice
@@ -51,10 +51,10 @@ def rebuild_study(space: Space, valid: list[Choice], trials: list[TrialRecord], 
         spec = dataclasses.replace(spec, baseline=tuple(base.items()))
     axes = space.choices()
     shown = [(c, v) for c, v in ((c, sampler_view(space, c)) for c in valid) if v is not None]
-    sampler = make_sampler(spec, [v for _, v in shown], axes=axes,
-                           priors=[c for c in (sampler_view(space, p) for p in priors)
-                                   if c is not None],
-                           guesses=guess([c for c, _ in shown]))
+    sampler = make_sampler(SamplerContext(
+        spec=spec, choices=[v for _, v in shown], axes=axes,
+        priors=[c for c in (sampler_view(space, p) for p in priors) if c is not None],
+        guesses=guess([c for c, _ in shown])))
     study = optuna.create_study(direction="maximize", sampler=sampler)
     dists: Distributions = {name: CategoricalDistribution(labels)
                             for name, labels in axes.items()}
