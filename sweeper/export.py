@@ -1,10 +1,11 @@
 """Export best configs to a tuning file, and read them back at launch time.
 
-``sweeper export STUDY`` writes, per (kernel, GPU, dtype, footprint), the best
-measured config into a JSON tuning file (merging with what is there).
-:func:`tuned` returns the config for a kernel on the current GPU at the nearest
-tuned footprint, with the grid re-computed for the footprint asked for when it
-was an expression such as ``cdiv(n, BLOCK)``.
+``sweeper export STUDY`` writes, per (kernel, GPU, dtype, problem), the best
+measured config into a JSON tuning file (merging with what is there); an entry names its
+problem by footprint and by the kernel's dimensions (``dims``).  :func:`tuned` returns
+the config for a kernel on the current GPU at the dimensions asked for (else the nearest
+tuned ones) or the nearest tuned footprint, with the grid re-computed for the problem
+asked for when it was an expression such as ``cdiv(n, BLOCK)``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import datetime as dt
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +23,8 @@ from sweeper.errors import SweeperError
 from sweeper.finals import UNFINISHED, Pick, Winners, finals_apply, problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
-from sweeper.space import DTYPES, evaluate, format_size, parse
-from sweeper.store import StudyStore
+from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
+from sweeper.store import ProblemKey, StudyStore
 
 DEFAULT_TUNING = Path("studies") / "tuning.json"
 FORMAT_VERSION = 1
@@ -46,6 +48,8 @@ class TunedConfig:
     #: What the kernel's reports lead with, and its value at ``median_ms`` (GB/s, TFLOP/s).
     headline: Headline = Headline.GBPS
     rate: float = 0.0
+    #: the kernel's dimensions it was tuned at (none in a file older than dimensions)
+    dims: dict[str, int] = field(default_factory=dict)
 
     @property
     def num_warps(self) -> int:
@@ -72,14 +76,15 @@ def export_study(store: StudyStore, path: str | Path | None = None
     winners = Winners.of(store)
     picks = winners.picks(trials)
     unfinished = set(winners.missing(trials)) if finals_apply(meta) else set()
-    best: dict[tuple[str, int], Pick] = {}
-    for (dtype, footprint, cache), pick in sorted(picks.items()):   # cold wins over warm
-        if cache == "cold" or (dtype, footprint) not in best:
-            best[(dtype, footprint)] = pick
+    best: dict[ProblemKey, Pick] = {}
+    for key, pick in sorted(picks.items()):                        # cold wins over warm
+        plain = key._replace(cache="cold")
+        if key.cache == "cold" or plain not in best:
+            best[plain] = pick
     if not best:
         raise SweeperError(f"{store.root}: no successful trial to export")
-    entries = [_entry(meta, dtype, footprint, pick, problem_of(pick.trial) in unfinished)
-               for (dtype, footprint), pick in sorted(best.items())]
+    entries = [_entry(meta, key.problem, pick, problem_of(pick.trial) in unfinished)
+               for key, pick in sorted(best.items())]
     target = tuning_path(path)
     writable_target(target)                  # a device or a folder: refused before work
     data: dict[str, Any] = _read(target) if target.exists() else \
@@ -90,7 +95,7 @@ def export_study(store: StudyStore, path: str | Path | None = None
     return target, entries
 
 
-def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick,
+def _entry(meta: dict[str, Any], problem: Problem, pick: Pick,
            unfinished: bool = False) -> dict[str, Any]:
     """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
     chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
@@ -100,8 +105,9 @@ def _entry(meta: dict[str, Any], dtype: str, footprint: int, pick: Pick,
     cfg, stats = t.config, t.stats
     assert cfg is not None and stats is not None        # a pick always has both
     entry = {
-        "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": dtype,
-        "footprint": footprint, "grid": cfg.grid, "grid_expr": t.choice["grid"],
+        "kernel": meta["kernel"], "gpu": env.get("gpu", "?"), "dtype": problem.dtype,
+        "footprint": problem.footprint, "dims": dict(problem.dims), "grid": cfg.grid,
+        "grid_expr": t.choice["grid"],
         "block": cfg.block, "meta": dict(cfg.meta),
         "gbps": t.rate(Headline.GBPS, pick.median_ms), "median_ms": pick.median_ms,
         "median_from": pick.median_from, "sweep_median_ms": stats.median,
@@ -132,7 +138,11 @@ def entry_rate(entry: dict[str, Any]) -> tuple[float, Headline]:
 
 
 def _entry_key(entry: dict[str, Any]) -> tuple[Any, ...]:
-    return entry["kernel"], entry["gpu"], entry["dtype"], entry["footprint"]
+    """What one entry is for; a problem sized by its footprint alone (a 1-D kernel's ``n``,
+    or an entry older than dimensions) is keyed by the footprint, so the two agree."""
+    problem = Problem(entry["dtype"], entry["footprint"], tuple(entry.get("dims", {}).items()))
+    dims = () if problem.sized_by_footprint else problem.dims
+    return entry["kernel"], entry["gpu"], entry["dtype"], entry["footprint"], dims
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -194,10 +204,15 @@ def _entry_problem(entry: Any) -> str | None:
     for key in ("sms", "l2_bytes"):
         if key not in entry["facts"]:
             return f"'facts.{key}' is missing"
-    for scope, values in (("meta", entry["meta"]), ("facts", entry["facts"])):
+    dims = entry.get("dims", {})
+    if not isinstance(dims, dict):
+        return f"dims is {dims!r}; it must be an object of dimension -> integer"
+    for scope, values in (("meta", entry["meta"]), ("facts", entry["facts"]), ("dims", dims)):
         for key, value in values.items():
             if type(value) is not int and not (scope == "facts" and value is None):
                 return f"{scope}.{key} is {value!r}; it must be an integer"
+            if scope == "dims" and type(value) is int and value <= 0:
+                return f"dims.{key} is {value!r}; it must be positive"
     return None
 
 
@@ -206,7 +221,10 @@ def _entry_name(entry: Any) -> str:
     if not isinstance(entry, dict):
         return ""
     parts = [str(entry[k]) for k in ("kernel", "dtype") if isinstance(entry.get(k), str)]
-    if type(entry.get("footprint")) is int and entry["footprint"] > 0:
+    dims = entry.get("dims")
+    if isinstance(dims, dict) and dims and set(dims) != {"n"}:
+        parts.append(" ".join(f"{k}={v}" for k, v in dims.items()))
+    elif type(entry.get("footprint")) is int and entry["footprint"] > 0:
         parts.append(format_size(entry["footprint"]))
     if isinstance(entry.get("gpu"), str):
         parts.append(f"on {entry['gpu']}")
@@ -226,14 +244,14 @@ def current_gpu() -> str:
     raise SweeperError("no CUDA device and not in the Triton interpreter; pass gpu=...")
 
 
-def tuned(kernel: str, *, dtype: str, footprint: int, gpu: str | None = None,
+def tuned(kernel: str, *, dtype: str, footprint: int | None = None,
+          dims: Mapping[str, int] | None = None, gpu: str | None = None,
           path: str | Path | None = None) -> TunedConfig:
-    """The tuned config for ``kernel`` on ``gpu`` (default: this one) at the nearest footprint."""
-    if isinstance(footprint, bool) or not isinstance(footprint, int) or footprint <= 0:
-        raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
-                           "(e.g. 256MiB)")
-    if dtype not in DTYPES:
-        raise SweeperError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+    """The tuned config for ``kernel`` on ``gpu`` (default: this one) for a problem of
+    ``dims`` (the entry tuned at those dimensions, else the nearest: the least sum of
+    each dimension's log2 distance) or of ``footprint`` bytes (the nearest tuned
+    footprint); the grid is computed for the problem asked for."""
+    _check_problem(dtype, footprint, dims)
     target = tuning_path(path)
     if not target.exists():
         raise SweeperError(f"{target}: no tuning file; run `sweeper export STUDY` first")
@@ -241,15 +259,59 @@ def tuned(kernel: str, *, dtype: str, footprint: int, gpu: str | None = None,
     entries = _read(target)["entries"]
     candidates = [i for i, e in enumerate(entries)
                   if e["kernel"] == kernel and e["gpu"] == gpu and e["dtype"] == dtype]
+    if dims is not None:
+        candidates = [i for i in candidates if set(entries[i].get("dims", {})) == set(dims)]
     if not candidates:
-        raise SweeperError(f"{target}: no tuned config for {kernel} {dtype} on {gpu!r}")
-    index = min(candidates, key=lambda i: abs(math.log2(entries[i]["footprint"]) -
-                                              math.log2(footprint)))
+        shape = f" {show_dims(dims)}" if dims is not None else ""
+        raise SweeperError(f"{target}: no tuned config for {kernel} {dtype}{shape} on {gpu!r}")
+    if dims is not None:
+        index = min(candidates, key=lambda i: sum(
+            abs(math.log2(entries[i]["dims"][d] / v)) for d, v in dims.items()))
+    else:
+        assert footprint is not None
+        index = min(candidates, key=lambda i: abs(math.log2(entries[i]["footprint"]) -
+                                                  math.log2(footprint)))
     entry = entries[index]
+    grid = _grid(target, index, entry, dtype, footprint, dims)
+    rate, headline = entry_rate(entry)
+    return TunedConfig(kernel=kernel, gpu=gpu, dtype=dtype, footprint=entry["footprint"],
+                       grid=grid, grid_expr=entry["grid_expr"], block=entry["block"],
+                       meta=dict(entry["meta"]), gbps=entry["gbps"],
+                       median_ms=entry["median_ms"], study=entry["study"],
+                       headline=headline, rate=rate, dims=dict(entry.get("dims", {})))
+
+
+def _check_problem(dtype: str, footprint: int | None, dims: Mapping[str, int] | None) -> None:
+    """Refuse a problem :func:`tuned` cannot look up, with what it takes."""
+    if (footprint is None) == (dims is None):
+        raise SweeperError("give the problem by footprint=BYTES or by dims={NAME: SIZE}, "
+                           "one of them")
+    if footprint is not None and (isinstance(footprint, bool) or
+                                  not isinstance(footprint, int) or footprint <= 0):
+        raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
+                           "(e.g. 256MiB)")
+    if dims is not None and (not dims or not all(
+            isinstance(k, str) and type(v) is int and v > 0 for k, v in dims.items())):
+        raise SweeperError(f"dims {dict(dims)!r}: give each dimension a positive integer "
+                           "(e.g. {'M': 4096, 'N': 2048, 'K': 8192})")
+    if dtype not in DTYPES:
+        raise SweeperError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+
+
+def _grid(target: Path, index: int, entry: dict[str, Any], dtype: str,
+          footprint: int | None, dims: Mapping[str, int] | None) -> int:
+    """The entry's grid expression evaluated for the problem asked for: its dimensions,
+    footprint and ``n`` (each where known), the device facts, block and meta."""
     facts = {k: v for k, v in entry["facts"].items() if k in ("sms", "l2_bytes") and
              v is not None}
-    env = {**facts, "itemsize": DTYPES[dtype], "footprint": footprint,
-           "n": footprint // DTYPES[dtype], "block": entry["block"], **entry["meta"]}
+    env: dict[str, int] = {**facts, "itemsize": DTYPES[dtype], **(dims or {}),
+                           "block": entry["block"], **entry["meta"]}
+    if footprint is not None:
+        env.update(footprint=footprint, n=footprint // DTYPES[dtype])
+    elif dims is not None and dict(dims) == entry.get("dims"):
+        env.update(footprint=entry["footprint"], n=dims.get("n", entry["footprint"] //
+                                                            DTYPES[dtype]))
+    asked = format_size(footprint) if footprint is not None else show_dims(dims or {})
     try:
         grid = int(evaluate(parse(entry["grid_expr"]), env))
     except (SweeperError, ValueError, RecursionError) as err:
@@ -258,13 +320,8 @@ def tuned(kernel: str, *, dtype: str, footprint: int, gpu: str | None = None,
     if grid <= 0:
         raise SweeperError(f"{target}: entries[{index}]{_entry_name(entry)}: grid_expr "
                            f"{entry['grid_expr']!r} gives {grid} programs at "
-                           f"{format_size(footprint)}; a launch needs at least one")
-    rate, headline = entry_rate(entry)
-    return TunedConfig(kernel=kernel, gpu=gpu, dtype=dtype, footprint=entry["footprint"],
-                       grid=grid, grid_expr=entry["grid_expr"], block=entry["block"],
-                       meta=dict(entry["meta"]), gbps=entry["gbps"],
-                       median_ms=entry["median_ms"], study=entry["study"],
-                       headline=headline, rate=rate)
+                           f"{asked}; a launch needs at least one")
+    return grid
 
 
 def describe(config: TunedConfig) -> str:
@@ -272,10 +329,17 @@ def describe(config: TunedConfig) -> str:
     meta = " ".join(f"{k}={v}" for k, v in config.meta.items())
     return (f"{config.kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
             f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
-            f"tuned at {format_size(config.footprint)}: median {config.median_ms:.4g} ms, "
+            f"tuned at {_tuned_at(config)}: median {config.median_ms:.4g} ms, "
             f"{config.rate:.4g} {config.headline.unit} (study {config.study})")
 
 
+
+
+def _tuned_at(config: TunedConfig) -> str:
+    """The problem a config was tuned at: its dimensions, or its footprint for a 1-D
+    kernel or an entry older than dimensions."""
+    problem = Problem(config.dtype, config.footprint, tuple(config.dims.items()))
+    return problem.describe()
 
 
 def export_csv(store: StudyStore, path: str | Path) -> tuple[Path, int]:

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from sweeper.finals import Pick, Winners, problem_of
 from sweeper.kernels import Headline
-from sweeper.space import format_size
 from sweeper.space._model import PROBLEM_AXES
 from sweeper.store import ProblemKey, TrialRecord
 from sweeper.trial import TrialStatus
@@ -24,9 +23,8 @@ Problem = ProblemKey
 
 
 def problem_text(problem: Problem) -> str:
-    """``float32 1GiB cold``."""
-    dtype, footprint, cache = problem
-    return f"{dtype} {format_size(footprint)} {cache}"
+    """``float32 1GiB cold``, ``bfloat16 M=4096 N=2048 K=8192 cold``."""
+    return f"{problem.dtype} {problem.problem.describe()} {problem.cache}"
 
 
 def trial_text(t: TrialRecord, headline: Headline, median: float | None = None) -> str:

@@ -161,8 +161,8 @@ def _record(number: int) -> TrialRecord:
     median = 1.0 + number
     return TrialRecord(number=number, status=TrialStatus.OK,
                        choice={"grid": "sms", "block": "32", "BLOCK": str(256 << number)},
-                       config=Config(Problem("float32", 1 << 20), grid=132, block=32,
-                                     meta={"BLOCK": 256 << number}),
+                       config=Config(Problem("float32", 1 << 20, (("n", 1 << 18),)), grid=132,
+                                     block=32, meta={"BLOCK": 256 << number}),
                        samples_ms=[median] * 3, stats=summarize([median] * 3), gbps=1.0)
 
 

@@ -48,13 +48,13 @@ def test_export_and_tuned_print_matmul_in_tflops_as_the_run_did(tmp_path, capsys
     rc, out, _ = run(capsys, "run", str(ROOT / "spaces/matmul.yaml"), "--device",
                      f"replay:{REPLAY / 'h200-matmul.csv'}", "--quiet", "--no-report")
     assert rc == 0
-    best = line(out, "best in the sweep, bfloat16 32MiB cold: #")
+    best = line(out, "best in the sweep, bfloat16 M=4096 N=4096 K=4096 cold: #")
     figures = best.split(": median ")[1]                  # "0.184 ms, 746.8 TFLOP/s"
     assert figures.endswith(" TFLOP/s") and "GB/s" not in best
 
     rc, out, _ = run(capsys, "export", "matmul-bf16-replay", "-o", "tuning.json")
     assert rc == 0 and "GB/s" not in "\n".join(out)
-    exported = line(out, "matmul bfloat16 32MiB on replay: NVIDIA H200: #")
+    exported = line(out, "matmul bfloat16 M=4096 N=4096 K=4096 on replay: NVIDIA H200: #")
     assert exported.endswith(f": median {figures} (sweep median)")
     entry = json.loads(Path("tuning.json").read_text())["entries"][0]
     assert entry["headline"] == "tflops"
@@ -65,7 +65,8 @@ def test_export_and_tuned_print_matmul_in_tflops_as_the_run_did(tmp_path, capsys
     rc, out, _ = run(capsys, "tuned", "matmul", "--dtype", "bfloat16", "--footprint", "32MiB",
                      "--gpu", "replay: NVIDIA H200", "--tuning", "tuning.json")
     assert rc == 0
-    assert out[0].endswith(f"tuned at 32MiB: median {figures} (study matmul-bf16-replay)")
+    assert out[0].endswith(f"tuned at M=4096 N=4096 K=4096: median {figures} "
+                           "(study matmul-bf16-replay)")
 
 
 def test_tuning_entries_written_before_rates_read_as_gbps(tmp_path):
@@ -140,7 +141,7 @@ def test_each_problem_gets_its_best_and_winner_lines(write_space, tmp_path, caps
     trials = store.records()[0]
     picks = Winners.of(store).picks(trials)
     assert len(picks) == 2 and all(p.final is not None for p in picks.values())
-    for (_, footprint, _), pick in picks.items():        # the final's median and its rate
+    for (_, footprint, _, _), pick in picks.items():     # the final's median and its rate
         t = pick.trial
         base = pick.final.baseline
         assert line(results, f"winner, float32 {footprint >> 10}KiB cold").endswith(

@@ -184,8 +184,8 @@ def test_a_tflops_curve_is_held_against_the_matmul_ceiling_and_flop_bound(tmp_pa
     assert curve.bound == 1000.0
     # ... and its winners are points on the study's roofline, against the bf16 roofs
     roof = tables["roofline"]
-    assert list(roof.points["problem"]) == ["bfloat16 2MiB cold", "bfloat16 8MiB cold",
-                                            "bfloat16 32MiB cold"]
+    assert list(roof.points["problem"]) == [f"bfloat16 M={n} N={n} K={n} cold"
+                                            for n in (1024, 2048, 4096)]
     big = roof.points.iloc[2]
     assert big["intensity"] == pytest.approx(2 * 4096 ** 3 / (3 * (32 << 20)))
     assert big["pct_roof"] == pytest.approx(100 * big["flop_s"] / 800e12)
@@ -298,7 +298,7 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
                       "(solid: sweeper calibrate, 2026-01-01T00:00:00+00:00, from the ceilings "
                       "cache; dashed: physical bounds): DRAM copy 4200 GB/s; bfloat16 matmul "
                       "800 TFLOP/s")
-    assert out[1].startswith("matmul bfloat16 32MiB cold (#4, matmul): 1365 FLOP/B, "
+    assert out[1].startswith("matmul bfloat16 M=4096 N=4096 K=4096 cold (#4, matmul): 1365 FLOP/B, "
                              "746.8 TFLOP/s, 93.")
     assert out[2].startswith("copy float32 1GiB cold (#") and "0 FLOP, 4256 GB/s, 101.3% of " \
         "the memory roof (DRAM copy 4200 GB/s)" in out[2]

@@ -68,8 +68,8 @@ STOP_TEXTS = {
 def every_kind() -> list:
     """One record of each kind, every typed field filled."""
     stats = summarize(SAMPLES)
-    config = Config(Problem("float16", 1 << 20), grid=264, block=128, meta={"BLOCK": 2048},
-                    cache="warm")
+    config = Config(Problem("float16", 1 << 20, (("n", 1 << 19),)), grid=264, block=128,
+                    meta={"BLOCK": 2048}, cache="warm")
     trial = TrialRecord(
         number=0, choice={"grid": "2*sms", "block": "128", "BLOCK": "2048"},
         status=TrialStatus.OK, config=config, cold_s=0.5, samples_ms=SAMPLES, stats=stats,
@@ -82,10 +82,11 @@ def every_kind() -> list:
     failed = TrialRecord(number=1, choice={"grid": "sms", "block": "32", "BLOCK": "2048"},
                          status=TrialStatus.CRASHED, reason="RuntimeError: boom")
     baseline = BaselineRecord.from_samples(
-        "torch copy_", "float16", 1 << 20, SAMPLES, stats, 4.0, cache="warm",
+        "torch copy_", Problem("float16", 1 << 20, (("n", 1 << 19),)), SAMPLES, stats, 4.0,
+        cache="warm",
         stop_reason=StopReason(Stop.FIXED, STOP_TEXTS[Stop.FIXED]))
     final = FinalRecord(
-        problem=ProblemKey("float16", 1 << 20, "warm"),
+        problem=ProblemKey("float16", 1 << 20, "warm", (("n", 1 << 19),)),
         finalists=[Finalist(number=0, samples_ms=SAMPLES, stats=stats, gbps=4.1)],
         tied=[0], winner=0,
         baseline=FinalBaseline(name="torch copy_", samples_ms=SAMPLES, stats=stats),
@@ -118,12 +119,14 @@ def test_every_record_kind_round_trips_through_the_journal(tmp_path):
     assert [json.dumps(r.to_json(), separators=(",", ":")).encode() for r in read] == lines
     trial = read[0]
     assert isinstance(trial.config, Config) and isinstance(trial.stats, Stats)
-    assert trial.problem == ProblemKey("float16", 1 << 20, "warm") and trial.suspicious
+    assert trial.problem == ProblemKey("float16", 1 << 20, "warm", (("n", 1 << 19),))
+    assert trial.suspicious
     assert [f.kind for f in trial.flags] == list(Flag) and trial.clocks == WINDOW
     # the journal keeps the config flat and a flag or stop reason as its kind and text
     data = json.loads(lines[0])
     assert data["config"] == {"grid": 264, "block": 128, "num_warps": 4, "meta": {"BLOCK": 2048},
-                              "dtype": "float16", "footprint": 1 << 20, "cache": "warm"}
+                              "dtype": "float16", "footprint": 1 << 20, "cache": "warm",
+                              "dims": {"n": 1 << 19}}
     assert data["flags"][-1] == {"kind": "suspicious", "text": FLAG_TEXTS[Flag.SUSPICIOUS]}
     assert data["stop_reason"] == {"kind": "converged", "text": STOP_TEXTS[Stop.CONVERGED]}
     assert data["stats"] == summarize(SAMPLES).to_dict()
@@ -151,8 +154,10 @@ def test_a_journal_written_before_records_were_typed_loads_into_them(tmp_path):
     skipped, measured = by_number[0], by_number[6]
     assert skipped.status is TrialStatus.INVALID and skipped.config is None
     assert skipped.stats is None and skipped.stop_reason is None       # "" in the journal
-    assert measured.config == Config(Problem("float32", 1 << 30), grid=1056, block=128,
-                                     meta={"BLOCK": 8192}, cache="cold")
+    # dimensions are derived from the footprint by the study's kernel (copy: n)
+    assert measured.config == Config(Problem("float32", 1 << 30, (("n", 1 << 28),)),
+                                     grid=1056, block=128, meta={"BLOCK": 8192}, cache="cold")
+    assert baselines[0].dims == {"n": 1 << 28}
     assert measured.stats.median == 0.5558560192584991 and measured.stats.n == 50
     assert measured.stop_reason == StopReason(Stop.FIXED, "fixed: 50 samples")
     assert baselines[0].stats.median > 0
@@ -169,7 +174,8 @@ def test_a_journal_written_before_records_were_typed_loads_into_them(tmp_path):
                                     reasons={"sw_power_cap": 1.0})
     assert by_number[10].config.cache == "cold"       # older than the cache axis
     (final,) = store.read(FinalRecord)
-    assert final.problem == ProblemKey("float32", 1 << 30, "cold")
+    assert final.problem == ProblemKey("float32", 1 << 30, "cold", (("n", 1 << 28),))
+    assert final.problem == measured.problem == baselines[0].problem   # old keys agree
     assert final.winner_row().number == 6 and final.baseline.name == "torch copy_"
     assert final.baseline_ratio() == pytest.approx(0.5051 / 0.5559)
     (drift,) = store.read(DriftRecord)
@@ -180,7 +186,8 @@ def test_a_journal_written_before_records_were_typed_loads_into_them(tmp_path):
 
 def test_an_old_record_writes_back_the_same_but_its_kinds(tmp_path):
     """Read and written again, an old line keeps every value; flags and stop reasons gain
-    their kind, and fields newer than the line are written with their defaults."""
+    their kind, problems the dimensions derived from their footprint, and fields newer
+    than the line are written with their defaults."""
     store = old_study(tmp_path)
     trials, (baseline,) = store.records()
     by_number = {t.number: t for t in trials}
@@ -199,7 +206,10 @@ def test_an_old_record_writes_back_the_same_but_its_kinds(tmp_path):
                 assert new[key] == (None if value == "" else
                                     {"kind": StopReason.kind_of(value).value, "text": value})
             elif key == "config" and value is not None:
-                assert new[key] == {"cache": "cold", **value}
+                n = value["footprint"] // 4
+                assert new[key] == {"cache": "cold", **value, "dims": {"n": n}}
+            elif key == "problem":
+                assert new[key] == {**value, "dims": {"n": value["footprint"] // 4}}
             else:
                 assert new[key] == value, key
 

@@ -215,7 +215,8 @@ def test_a_matmul_report_leads_with_tflops_and_the_matmul_ceiling(tmp_path):
     files = write_report(store, draw=False)
     md = files.markdown.read_text()
     assert "rates: TFLOP/s (FLOPs / median)" in md
-    best_header = next(line for line in md.splitlines() if line.startswith("| problem | rank"))
+    best_header = next(line for line in md.splitlines()
+                       if line.startswith("| problem | M | N | K | rank"))
     assert "| TFLOP/s | % of ceiling |" in best_header   # replays: no torch, no % of it
     assert "GB/s" not in best_header
     assert "divides TFLOP/s by the torch.matmul rate" in md

@@ -134,7 +134,7 @@ BAD = [
     ("kernel: copy\nparams:\n  BLOCK: [1000]\n", 3,
      "params.BLOCK[0]: 1000 is not a power of two; copy's BLOCK must be one"),
     ("kernel: copy\nparams:\n  WARPS: [4]\n", 3,
-     "params.WARPS: unknown key 'WARPS'; known: grid, block, dtype, footprint, cache, BLOCK"),
+     "params.WARPS: unknown key 'WARPS'; known: grid, block, dtype, footprint, cache, n, BLOCK"),
     ("kernel: copy\nparams: {}\nconstraints: [\"BLOCK >= blk\"]\n", 3,
      "constraints[0]: unknown name 'blk'"),
     ("kernel: copy\nparams: {}\nconstraints: BLOCK >= block\n", 3,

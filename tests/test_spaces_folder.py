@@ -73,7 +73,7 @@ def test_the_matmul_example_measures_on_the_interpreter_with_its_header_override
     argv[1] = str(ROOT / argv[1])
     assert main([*argv, "--trials", "2", "--studies-dir", str(tmp_path), "--quiet",
                  "--no-report"]) == 0
-    assert "float32 16KiB" in capsys.readouterr().out
+    assert "float32 M=64 N=64 K=64" in capsys.readouterr().out
     trials = StudyStore(tmp_path / "matmul-bf16-interpret").records()[0]
     assert len(trials) == 2 and all(t.ok for t in trials)
 

@@ -124,7 +124,9 @@ def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     tuned.add_argument("kernel", help="kernel name as in the space file (copy, add, matmul, "
                        "or package.module:attr)")
     tuned.add_argument("--dtype", default="float32", help="element type (default float32)")
-    tuned.add_argument("--footprint", required=True, help="e.g. 256MiB")
+    problem = tuned.add_mutually_exclusive_group(required=True)
+    problem.add_argument("--footprint", help="e.g. 256MiB")
+    problem.add_argument("--dims", help="the kernel's dimensions, e.g. M=4096,N=2048,K=8192")
     tuned.add_argument("--gpu", help="GPU name (default: this machine's)")
     tuned.add_argument("--tuning", help="tuning file")
     tuned.set_defaults(func=cmd_tuned)

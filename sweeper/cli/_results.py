@@ -12,6 +12,7 @@ from typing import Any
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED
 from sweeper.cli._inputs import fraction_option, open_study
 from sweeper.errors import StudyWarning, SweeperError
+from sweeper.space import Problem, parse_size
 
 #: The formats ``sweeper roofline -o`` writes, by suffix.
 PICTURES = (".png", ".svg")
@@ -85,7 +86,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``sweeper export``: write the study's winners to the tuning file (one line each
     printed), or with ``--format csv`` every trial as a table a replay device can serve."""
     from sweeper.export import entry_rate, export_csv, export_study
-    from sweeper.space import format_size
 
     store = open_study(args)
     if args.format == "csv":
@@ -96,7 +96,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     for e in entries:
         meta = "".join(f" {k}={v}" for k, v in e["meta"].items())
         rate, headline = entry_rate(e)
-        print(f"{e['kernel']} {e['dtype']} {format_size(e['footprint'])} on {e['gpu']}: "
+        size = Problem(e["dtype"], e["footprint"], tuple(e["dims"].items())).describe()
+        print(f"{e['kernel']} {e['dtype']} {size} on {e['gpu']}: "
               f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: median "
               f"{e['median_ms']:.4g} ms, {rate:.4g} {headline.unit} ({e['chosen_by']})"
               + (f"; {e['note']}" if e.get("note") else ""))
@@ -124,26 +125,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_tuned(args: argparse.Namespace) -> int:
-    """``sweeper tuned``: the tuning file's entry for a kernel, dtype and footprint on this
-    GPU (or ``--gpu``), as a caller would look it up."""
+    """``sweeper tuned``: the tuning file's entry for a kernel, dtype and footprint (or
+    dimensions) on this GPU (or ``--gpu``), as a caller would look it up."""
     from sweeper.export import current_gpu, describe, tuned
-    from sweeper.space import parse_size
 
-    try:
-        footprint = parse_size(args.footprint)
-    except ValueError as err:
-        raise SweeperError(f"--footprint: {err}") from None
-    if footprint <= 0:
-        raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: a "
-                           "positive size (e.g. 256MiB)")
+    footprint = dims = None
+    if args.dims is not None:
+        dims = _dims_option(args.dims)
+    else:
+        try:
+            footprint = parse_size(args.footprint)
+        except ValueError as err:
+            raise SweeperError(f"--footprint: {err}") from None
+        if footprint <= 0:
+            raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: "
+                               "a positive size (e.g. 256MiB)")
     try:
         gpu = args.gpu or current_gpu()
     except SweeperError:
         raise SweeperError("no CUDA device here to look the GPU up; name it with --gpu NAME "
                            "(as the tuning file records it)") from None
-    print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, gpu=gpu,
-                         path=args.tuning)))
+    print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, dims=dims,
+                         gpu=gpu, path=args.tuning)))
     return 0
+
+
+def _dims_option(text: str) -> dict[str, int]:
+    """``M=4096,N=2048,K=8192`` -> ``{"M": 4096, ...}``; anything else is one line saying
+    the form."""
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        name, eq, value = part.strip().partition("=")
+        if not (eq and name.isidentifier() and value.strip().isdigit() and int(value) > 0):
+            raise SweeperError(f"--dims: {part.strip()[:40]!r} is not NAME=SIZE; allowed: "
+                               "positive integers by name, e.g. M=4096,N=2048,K=8192")
+        out[name] = int(value)
+    return out
 
 
 def report_study(store: Any, *, shared_scale: bool = False) -> None:

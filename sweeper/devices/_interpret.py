@@ -23,10 +23,11 @@ MAX_REPEAT = 5
 
 
 class InterpretDevice(Device):
-    """The Triton interpreter on the CPU, host-timed: footprints capped at
-    ``MAX_FOOTPRINT``, at most ``MAX_WARMUP`` warmup and ``MAX_REPEAT`` timed runs, no L2
-    flush, so the whole pipeline runs in seconds without a GPU; its timings are an
-    interpreter's, and its note says so."""
+    """The Triton interpreter on the CPU, host-timed: problems capped at
+    ``MAX_FOOTPRINT`` bytes (a footprint lowered to it, dimensions shrunk by one factor),
+    at most ``MAX_WARMUP`` warmup and ``MAX_REPEAT`` timed runs, no L2 flush, so the
+    whole pipeline runs in seconds without a GPU; its timings are an interpreter's, and
+    its note says so."""
 
     name: ClassVar[str] = "interpret"
     torch_device: ClassVar[str] = "cpu"
@@ -35,7 +36,8 @@ class InterpretDevice(Device):
     plan_costs: ClassVar[PlanCosts] = PlanCosts(compile_s=0.0, launch_s=5e-3, bandwidth=2.0e6,
                                                 flush=False)
     note: str | None = (
-        f"Triton interpreter on the CPU: footprints capped at {MAX_FOOTPRINT >> 10} KiB, at most "
+        f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
+        "(footprints lowered, dimensions shrunk keeping their ratios), at most "
         f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs, no L2 flush; these are CPU timings "
         "of an interpreter and mean nothing for a GPU")
 

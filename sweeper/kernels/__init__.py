@@ -8,6 +8,7 @@ from typing import Any
 
 from sweeper import plugins
 from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam, fill_random
+from sweeper.space import Dim
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
 BUILTINS: dict[str, str] = plugins.KERNEL.builtins
@@ -34,7 +35,7 @@ def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
         names += list(zipped) if isinstance(zipped, dict) else [key]
     meta = {n: MetaParam(default=0, doc="not checked: the kernel was not imported")
             for n in names if isinstance(n, str) and n.isidentifier() and n.isascii() and
-            n not in (*LAUNCH_AXES, *PROBLEM_AXES)}
+            n not in (*LAUNCH_AXES, *PROBLEM_AXES, "n")}
     return type("UncheckedKernel", (Kernel,), {"name": name, "meta_params": meta})
 
 
@@ -43,5 +44,5 @@ def load_kernel(name: str) -> Kernel:
     return kernel_class(name)()
 
 
-__all__ = ["BUILTINS", "Buffers", "Headline", "Kernel", "MetaParam", "fill_random",
+__all__ = ["BUILTINS", "Buffers", "Dim", "Headline", "Kernel", "MetaParam", "fill_random",
            "kernel_class", "load_kernel", "unchecked_kernel"]

@@ -1,7 +1,8 @@
 """What a kernel must offer to be swept.
 
 Built-ins and user kernels (``package.module:attr``) go through this one
-interface.  A kernel allocates its buffers once per problem (dtype × footprint),
+interface.  A kernel declares its problem dimensions (:class:`Dim`), allocates its
+buffers once per problem (dtype × dimensions),
 launches with a resolved :class:`~sweeper.space.Config`, and checks its own
 output against a reference on fresh random data.
 """
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sweeper.space import Config, Problem
+from sweeper.space import Config, Dim, Problem
 
 if TYPE_CHECKING:      # a kernel's declaration is read without importing torch
     import torch
@@ -71,9 +72,20 @@ class Kernel(abc.ABC):
     name: ClassVar[str]
     #: Constexprs a space may sweep, with defaults for when it does not.
     meta_params: ClassVar[Mapping[str, MetaParam]] = {}
-    #: Values for the launch and problem axes a space leaves out.
+    #: Values for the launch and problem axes a space leaves out (``footprint``: used
+    #: where a space gives neither it nor the dimensions, if dimensions follow from it).
     defaults: ClassVar[Mapping[str, Any]] = {
         "grid": "cdiv(n, BLOCK)", "block": 128, "dtype": "float32", "footprint": "64MiB"}
+    #: The problem's dimensions, in order: what each counts, its default and limits.
+    #: A space sweeps them as axes; expressions and constraints read them by name.
+    dims: ClassVar[Mapping[str, Dim]] = {"n": Dim("elements of each array")}
+    #: The footprint in bytes, an expression over the dimensions and ``itemsize``: what
+    #: reports name a problem by and read the copy ceiling at (each array's bytes for an
+    #: elementwise kernel, the largest array's otherwise).
+    footprint_bytes: ClassVar[str] = "n * itemsize"
+    #: Each dimension from ``footprint`` and ``itemsize``, so that a space may give a
+    #: footprint instead of the dimensions; empty: the dimensions must be given.
+    dims_from_footprint: ClassVar[Mapping[str, str]] = {"n": "footprint // itemsize"}
     #: What a torch baseline of the same work is called in reports ("torch copy_").
     baseline_name: ClassVar[str | None] = None
     #: What reports show first: GB/s, or TFLOP/s for a compute-bound kernel.

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from sweeper.kernels._base import Headline, Kernel, MetaParam
+from sweeper.space import Dim
 
 
 class CopyDeclaration(Kernel):
@@ -53,7 +54,19 @@ class MatmulDeclaration(Kernel):
         "num_stages": MetaParam(default=3, doc="software pipeline depth (launch option)"),
     }
     defaults: ClassVar[Mapping[str, Any]] = {
-        "grid": "cdiv(isqrt(n), BLOCK_M) * cdiv(isqrt(n), BLOCK_N)", "block": 256,
+        "grid": "cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)", "block": 256,
         "dtype": "bfloat16", "footprint": "32MiB"}
+    dims: ClassVar[Mapping[str, Dim]] = {
+        "M": Dim("rows of A and C", default=4096),
+        "N": Dim("columns of B and C", default=4096),
+        "K": Dim("columns of A, rows of B", default=4096),
+    }
+    #: the largest of A (M×K), B (K×N) and C (M×N): a square problem's footprint is the
+    #: bytes of one matrix, as a ``footprint`` axis gives it
+    footprint_bytes: ClassVar[str] = "max(M * K, K * N, M * N) * itemsize"
+    #: a footprint alone sizes square matrices of that many bytes
+    dims_from_footprint: ClassVar[Mapping[str, str]] = {
+        "M": "isqrt(footprint // itemsize)", "N": "isqrt(footprint // itemsize)",
+        "K": "isqrt(footprint // itemsize)"}
     baseline_name: ClassVar[str] = "torch.matmul"
     headline: ClassVar[Headline] = Headline.TFLOPS

@@ -93,9 +93,9 @@ def streaming(config: Config, sms: int, block_elems: int, inputs: int) -> float:
     return registers * latency * starts * split
 
 
-def tiled(config: Config, sms: int, side: int, tile_m: int, tile_n: int, tile_k: int,
-          stages: int) -> float:
-    """A persistent tiled matmul of ``side``-square matrices, ``tile_m × tile_n`` output
+def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile_n: int,
+          tile_k: int, stages: int) -> float:
+    """A persistent tiled matmul of M×K by K×N matrices (``mnk``), ``tile_m × tile_n`` output
     tiles with a K step of ``tile_k``: 1 / the launch's time in seconds, modelled as
     the busiest SM's work.
 
@@ -106,7 +106,7 @@ def tiled(config: Config, sms: int, side: int, tile_m: int, tile_n: int, tile_k:
     - the busiest SM computes ``ceil(programs / SMs)`` programs' share of the tiles,
       as many at once as fit, the last round with the programs left (a tile alone on an
       SM runs faster than beside another);
-    - a tile takes ``ceil(side / tile_k)`` K steps; a step's time combines the tensor
+    - a tile takes ``ceil(K / tile_k)`` K steps; a step's time combines the tensor
       cores' multiply and the operand loads of every program the SM holds at once, and
       the wait for the step's loads (``LOAD_LATENCY / (stages - 1)``);
     - a float32 accumulator of more than ``REGISTERS`` values per thread spills, and
@@ -117,7 +117,8 @@ def tiled(config: Config, sms: int, side: int, tile_m: int, tile_n: int, tile_k:
     smem = (tile_m + tile_n) * tile_k * stages * itemsize
     if smem > SMEM_PER_PROGRAM:
         return 0.0
-    tiles = -(-side // tile_m) * -(-side // tile_n)
+    m, n, k = mnk
+    tiles = -(-m // tile_m) * -(-n // tile_n)
     programs = min(config.grid, tiles)
     accumulators = tile_m * tile_n / config.block
     registers = min(accumulators + REGISTER_OVERHEAD, MAX_THREAD_REGISTERS)
@@ -135,7 +136,7 @@ def tiled(config: Config, sms: int, side: int, tile_m: int, tile_n: int, tile_k:
         multiply = at_once * 2 * tile_m * tile_n * tile_k / rate
         load = at_once * (tile_m + tile_n) * tile_k * itemsize / OPERAND_BYTES_PER_SM
         step: float = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
-        return -(-side // tile_k) * step
+        return -(-k // tile_k) * step
 
     busy = rounds * tile_time(together) + (tile_time(rest) if rest else 0.0)
     spill = 1.0 if accumulators <= REGISTERS else (accumulators / REGISTERS) ** 3

@@ -1,9 +1,11 @@
-"""The built-in ``matmul`` kernel: C = A @ B for square matrices, persistent over tiles.
+"""The built-in ``matmul`` kernel: C (M×N) = A (M×K) @ B (K×N), persistent over tiles.
 
 Program ``i`` computes tiles ``i, i + grid, ...`` of ``BLOCK_M × BLOCK_N``, so the grid
-is a free launch parameter beside ``BLOCK_M/N/K``, ``num_stages`` and num_warps.  The
-footprint is the bytes of A: M = N = K = isqrt(footprint / itemsize).  Bytes moved:
-A and B read once, C written once; FLOPs: 2·M·N·K.
+is a free launch parameter beside ``BLOCK_M/N/K``, ``num_stages`` and num_warps.  M, N
+and K need not be multiples of the tiles: every load and store is masked.  A space gives
+M, N, K, or a footprint (the bytes of one square matrix: M = N = K =
+isqrt(footprint / itemsize)).  Bytes moved: A and B read once, C written once; FLOPs:
+2·M·N·K.
 """
 
 from __future__ import annotations
@@ -30,26 +32,27 @@ TOLERANCE = {"float32": 2e-3, "float16": 1e-2, "bfloat16": 2e-2}
 
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
 # other arguments stay unannotated, hence the type: ignore.
-def _matmul_body(a, b, c, M: tl.constexpr, BLOCK_M: tl.constexpr,  # type: ignore[no-untyped-def]
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # Square M x M matrices, row-major. M is a constexpr: the K loop then has constant
-    # bounds (pipelined on the GPU, and runnable by triton 3.6's interpreter).
-    tiles_n = (M + BLOCK_N - 1) // BLOCK_N
+def _matmul_body(a, b, c, M: tl.constexpr, N: tl.constexpr,  # type: ignore[no-untyped-def]
+                 K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_K: tl.constexpr):
+    # Row-major A (M x K), B (K x N), C (M x N). The sizes are constexprs: the K loop then
+    # has constant bounds (pipelined on the GPU, and runnable by triton 3.6's interpreter).
+    tiles_n = (N + BLOCK_N - 1) // BLOCK_N
     tiles = ((M + BLOCK_M - 1) // BLOCK_M) * tiles_n
     tile = tl.program_id(0)
     while tile < tiles:
         rm = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
         acc = tl.full((BLOCK_M, BLOCK_N), 0.0, dtype=tl.float32)   # tl.zeros is itself jitted
-        for k in range(0, M, BLOCK_K):
+        for k in range(0, K, BLOCK_K):
             rk = k + tl.arange(0, BLOCK_K)
-            x = tl.load(a + rm[:, None] * M + rk[None, :],
-                        mask=(rm[:, None] < M) & (rk[None, :] < M), other=0.0)
-            y = tl.load(b + rk[:, None] * M + rn[None, :],
-                        mask=(rk[:, None] < M) & (rn[None, :] < M), other=0.0)
+            x = tl.load(a + rm[:, None] * K + rk[None, :],
+                        mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+            y = tl.load(b + rk[:, None] * N + rn[None, :],
+                        mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
             acc += tl.dot(x, y)
-        tl.store(c + rm[:, None] * M + rn[None, :], acc.to(c.dtype.element_ty),
-                 mask=(rm[:, None] < M) & (rn[None, :] < M))
+        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(c.dtype.element_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
         tile += tl.num_programs(0)
 
 
@@ -60,25 +63,31 @@ def matmul_kernel(interpret: bool = False) -> Any:
     return jit(_matmul_body, interpret=interpret)
 
 
-def side(problem: Problem) -> int:
-    """The side of the square matrices of ``problem``: M = N = K = isqrt(elements)."""
-    return math.isqrt(problem.n)
+def mnk(problem: Problem) -> tuple[int, int, int]:
+    """M, N and K of ``problem``; a problem without dimensions (a journal older than them)
+    is square: M = N = K = isqrt(elements), and a ``ValueError`` when its footprint is no
+    square matrix."""
+    if problem.dims:
+        return problem.dim("M"), problem.dim("N"), problem.dim("K")
+    m = math.isqrt(problem.n)
+    if m * m != problem.n:
+        raise ValueError(f"matmul: footprint {problem.footprint} bytes of {problem.dtype} "
+                         f"is not a square matrix ({problem.n} elements)")
+    return m, m, m
 
 
 class MatmulKernel(MatmulDeclaration):
-    """C = A @ B for square matrices by a persistent Triton kernel, tile sizes and
+    """C = A @ B for M×K and K×N matrices by a persistent Triton kernel, tile sizes and
     pipeline depth swept.  Checked against a float64 product: an element left unwritten
     (the NaN poison) fails, and so does a relative error above the dtype's ``TOLERANCE``,
     as a right product differs from the exact one only by rounding."""
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
-        m = side(problem)
-        if m * m != problem.n:
-            raise ValueError(f"matmul: footprint {problem.footprint} bytes of {problem.dtype} "
-                             f"is not a square matrix ({problem.n} elements)")
+        m, n, k = mnk(problem)
         dtype = getattr(torch, problem.dtype)
-        a = torch.empty(m, m, dtype=dtype, device=device)
-        return Buffers(problem, {"a": a, "b": torch.empty_like(a), "c": torch.empty_like(a)})
+        return Buffers(problem, {"a": torch.empty(m, k, dtype=dtype, device=device),
+                                 "b": torch.empty(k, n, dtype=dtype, device=device),
+                                 "c": torch.empty(m, n, dtype=dtype, device=device)})
 
     def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
         for name in ("a", "b"):
@@ -88,14 +97,14 @@ class MatmulKernel(MatmulDeclaration):
         buffers["c"].fill_(float("nan"))
 
     def launch(self, buffers: Buffers, config: Config) -> None:
-        a = buffers["a"]
+        a, b = buffers["a"], buffers["b"]
         matmul_kernel(interpret=not a.is_cuda)[(config.grid,)](
-            a, buffers["b"], buffers["c"], M=a.shape[0], num_warps=config.num_warps,
-            **config.meta)
+            a, b, buffers["c"], M=a.shape[0], N=b.shape[1], K=a.shape[1],
+            num_warps=config.num_warps, **config.meta)
 
     def model(self, config: Config, sms: int) -> float | None:
         m = config.meta
-        return tiled(config, sms, side(config.problem), m["BLOCK_M"], m["BLOCK_N"],
+        return tiled(config, sms, mnk(config.problem), m["BLOCK_M"], m["BLOCK_N"],
                      m["BLOCK_K"], m["num_stages"])
 
     def check(self, buffers: Buffers) -> str | None:
@@ -108,10 +117,12 @@ class MatmulKernel(MatmulDeclaration):
         return None if err <= limit else f"relative error {err:.3g} > {limit:g}"
 
     def bytes_moved(self, problem: Problem) -> int:
-        return 3 * problem.footprint
+        m, n, k = mnk(problem)
+        return (m * k + k * n + m * n) * problem.itemsize
 
     def flops(self, problem: Problem) -> int:
-        return 2 * side(problem) ** 3
+        m, n, k = mnk(problem)
+        return 2 * m * n * k
 
     def baseline(self, buffers: Buffers) -> None:
         torch.matmul(buffers["a"], buffers["b"], out=buffers["c"])

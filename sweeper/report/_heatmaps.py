@@ -33,7 +33,7 @@ import pandas as pd
 
 from sweeper.finals import Pick
 from sweeper.kernels import Headline
-from sweeper.report._tables import at_median, problem_key, rate_column, unit
+from sweeper.report._tables import PROBLEM_ORDER, at_median, problem_key, rate_column, unit
 
 #: Characters of a grid label that fit one line of a cell (1.25 in at 8 pt).
 CELL_CHARS = 16
@@ -69,14 +69,14 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
              headline: Headline = Headline.GBPS, picks: Mapping[int, Pick] | None = None,
              shared_scale: bool = False) -> list[HeatmapData]:
     """A heatmap per (meta values, problem), plus the best over meta values, problems in
-    (dtype, footprint, cache) order.
+    (dtype, footprint, dimensions, cache) order.
 
     ``picks`` (trial number -> :class:`Pick`) are the configs the study ends with; a map
     marks its problem's pick where the pick lies in it, else its own best cell."""
     out: list[HeatmapData] = []
     metric = rate_column(df, headline)
     picks = picks or {}
-    for _, sub in df.groupby(["dtype", "footprint", "cache"], sort=True, dropna=False):
+    for _, sub in df.groupby(PROBLEM_ORDER, sort=True, dropna=False):
         text = problem_key(sub.iloc[0])
         resident = sub["flags"].str.contains("L2-resident").any()
         base = f"{kernel} · {text.replace(' ', ' · ')}{' (L2-resident)' if resident else ''}"

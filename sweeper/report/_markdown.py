@@ -16,6 +16,7 @@ from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
 from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
+from sweeper.outcome import problem_text
 from sweeper.report._power import power_markdown
 from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
@@ -26,7 +27,7 @@ from sweeper.report._tables import (
     problem_key,
     unit,
 )
-from sweeper.space import format_size
+from sweeper.space import format_size, show_dims
 
 #: Column names as report.md shows them.
 SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",
@@ -157,8 +158,10 @@ def _baselines(tables: dict[str, Any]) -> list[str]:
     if not tables["baselines"]:
         return []
     metric, df = tables["metric"], tables["frame"]
+    shaped = any(not b.problem.problem.sized_by_footprint for b in tables["baselines"])
     rows = pd.DataFrame([{"name": b.name, "dtype": b.dtype,
-                          "footprint": format_size(b.footprint), "cache": b.cache,
+                          "footprint": format_size(b.footprint),
+                          **({"dims": show_dims(b.dims)} if shaped else {}), "cache": b.cache,
                           "median ms": b.stats.median, "min ms": b.stats.min,
                           "p95 ms": b.stats.p95, unit(metric): r}
                          for b, r in zip(tables["baselines"],
@@ -255,7 +258,7 @@ def _winners(tables: dict[str, Any]) -> list[str]:
                    f"{final.baseline.stats.median:.4g} ms: the winner runs at "
                    f"{final.baseline_ratio_text()}× its speed."
                    if final.baseline and ratio is not None else "")
-        out.append(f"**{p.dtype} {format_size(p.footprint)} {p.cache}**: winner "
+        out.append(f"**{problem_text(p)}**: winner "
                    f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
                    f"{final.rounds} rounds × {final.samples_per_round} samples each"
                    f"{', after ' + final.duty if final.duty else ''}.{against}\n")

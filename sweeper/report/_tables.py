@@ -18,7 +18,7 @@ from sweeper.finals import FinalRecord, Pick
 from sweeper.kernels import Headline
 from sweeper.measure import Stop
 from sweeper.measure._duty import POWER_CAP
-from sweeper.space import format_size, parse_size
+from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, TrialRecord
 
 STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv", "ci_lo", "ci_hi",
@@ -35,6 +35,8 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
     stopping rule, flags, energy and, with ceilings, % of the ceiling of the ``headline``
     rate (copy bandwidth, or the dtype's matmul rate) and roofline place."""
     rows = []
+    dim_names = next((tuple(n for n, _ in t.config.problem.dims) for t in trials
+                      if t.config and t.config.problem.dims), ())
     for t in trials:
         cfg = t.config
         row: dict[str, Any] = {
@@ -43,6 +45,9 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
             "block": cfg.block if cfg else _number(t.choice.get("block", "")),
             "dtype": t.choice.get("dtype"), "footprint_label": t.choice.get("footprint"),
             "footprint": cfg.problem.footprint if cfg else None,
+            "size_label": t.choice.get("footprint") or " ".join(
+                f"{d}={t.choice.get(d, '?')}" for d in dim_names),
+            "dims": _dims_text(cfg.problem) if cfg else None,
             "cache": cfg.cache if cfg else t.choice.get("cache", "cold"), "cold_s": t.cold_s,
             "gbps": t.gbps, "gflops": t.gflops, "tflops": t.rate(Headline.TFLOPS),
             "score": t.score,
@@ -59,6 +64,9 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
         }
         for name in meta_names:
             row[name] = (cfg.meta if cfg else {}).get(name, _number(t.choice.get(name, "")))
+        for name in dim_names:
+            row[name] = (dict(cfg.problem.dims).get(name) if cfg
+                                  else _number(t.choice.get(name, "")))
         for stat in STAT_COLUMNS:
             key = f"{stat}_ms" if stat in ("median", "mean", "min", "max", "p95", "p99", "std",
                                            "ci_lo", "ci_hi") else stat
@@ -66,19 +74,29 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
         row["ci_pct"] = 100.0 * row["rel_ci"]
         row.update(_ceiling_columns(t, ceilings, headline))
         rows.append(row)
-    return _fill_footprints(pd.DataFrame(rows))
+    df = _fill_footprints(pd.DataFrame(rows))
+    df.attrs["dims"] = dim_names
+    return df
+
+
+def _dims_text(problem: Problem) -> str:
+    """The dimensions a problem is named by; empty for one its footprint names."""
+    return "" if problem.sized_by_footprint else show_dims(problem.dims)
 
 
 def _fill_footprints(df: pd.DataFrame) -> pd.DataFrame:
-    """Trials ruled out before they were resolved get the footprint that trials of the same
-    label ran at (a capped one on the interpreter), else the label's own size, so each
-    belongs to the problem it would have been measured in."""
+    """Trials ruled out before they were resolved get the footprint and dimensions that
+    trials of the same size labels ran at (capped ones on the interpreter), else the
+    label's own size, so each belongs to the problem it would have been measured in."""
     if df.empty:
         return df
-    ran = df.dropna(subset=["footprint"]).groupby("footprint_label")["footprint"].first()
+    ran = df.dropna(subset=["footprint"]).groupby("size_label")[["footprint", "dims"]].first()
     for i in df.index[df["footprint"].isna()]:
-        label = df.at[i, "footprint_label"]
-        df.at[i, "footprint"] = ran.get(label, _size(label))
+        label = df.at[i, "size_label"]
+        found = label in ran.index
+        df.at[i, "footprint"] = ran.at[label, "footprint"] if found else _size(label)
+        df.at[i, "dims"] = ran.at[label, "dims"] if found else (
+            "" if df.at[i, "footprint_label"] else label)
     return df
 
 
@@ -89,8 +107,9 @@ def _size(label: Any) -> float:
         return np.nan
 
 
-#: How problems sort everywhere: dtype, then the footprint as a number, then cache.
-PROBLEM_ORDER = ["dtype", "footprint", "cache"]
+#: How problems sort everywhere: dtype, then the footprint as a number, the dimensions
+#: (for problems of one footprint), then cache.
+PROBLEM_ORDER = ["dtype", "footprint", "dims", "cache"]
 
 
 def _ceiling_columns(t: TrialRecord, ceilings: Ceilings | None, headline: Headline
@@ -141,11 +160,11 @@ def _number(label: str) -> Any:
 
 
 def problem_key(row: pd.Series) -> str:
-    """A row's problem as the report names it: dtype, footprint (its label where it has no
-    size) and cache."""
+    """A row's problem as the report names it: dtype, the dimensions or the footprint
+    (its label where it has no size) and cache."""
     fp = row["footprint"]
-    fp_text = format_size(int(fp)) if pd.notna(fp) else str(row["footprint_label"])
-    return f"{row['dtype']} {fp_text} {row.get('cache', 'cold')}"
+    fp_text = format_size(int(fp)) if pd.notna(fp) else str(row["size_label"])
+    return f"{row['dtype']} {row.get('dims') or fp_text} {row.get('cache', 'cold')}"
 
 
 def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_names: Sequence[str],
@@ -160,19 +179,23 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
     ok = df[df["status"] == "ok"].copy()
     if ok.empty:
         return ok
-    base = {(b.dtype, b.footprint, b.cache): b.gbps for b in baselines}
+    base = {(b.dtype, b.footprint, _dims_text(b.problem.problem), b.cache): b.gbps
+            for b in baselines}
     ok["baseline_gbps"] = [base.get(key, np.nan) for key in
-                           zip(ok["dtype"], ok["footprint"], ok["cache"], strict=True)]
+                           zip(ok["dtype"], ok["footprint"], ok["dims"], ok["cache"],
+                               strict=True)]
     ok["pct_of_baseline"] = 100.0 * ok["gbps"] / ok["baseline_gbps"]
     ok["problem"] = ok.apply(problem_key, axis=1)
-    ok = ok.sort_values([*PROBLEM_ORDER, "score"], ascending=[True, True, True, False],
+    ok = ok.sort_values([*PROBLEM_ORDER, "score"], ascending=[True, True, True, True, False],
                         kind="stable")
     ok["rank"] = ok.groupby("problem").cumcount() + 1
     ok["chosen"] = [("winner" if picks[n].final else "sweep best") if n in picks else ""
                     for n in ok["number"]]
     remeasured = {r.number: r.stats.median for f in finals for r in f.finalists}
     ok["final_median_ms"] = [remeasured.get(n, np.nan) for n in ok["number"]]
-    columns = ["problem", "rank", "chosen", "number", "grid_label", "grid", "block", *meta_names,
+    shaped = [d for d in df.attrs.get("dims", ()) if (ok["dims"] != "").any()]
+    columns = ["problem", *shaped, "rank", "chosen", "number", "grid_label", "grid", "block",
+               *meta_names,
                "median_ms", "ci_pct", "final_median_ms", "min_ms", "p95_ms", "std_ms",
                "outliers", "gbps", "tflops", "pct_of_baseline", "pct_ceiling", "gb_per_j",
                "sm_mhz", "cold_s", "flags"]
@@ -275,7 +298,7 @@ def baseline_rates(baselines: Sequence[BaselineRecord], df: pd.DataFrame, metric
     out = []
     for b in baselines:
         same = ok[(ok["dtype"] == b.dtype) & (ok["footprint"] == b.footprint)
-                  & (ok["cache"] == b.cache)]
+                  & (ok["dims"] == _dims_text(b.problem.problem)) & (ok["cache"] == b.cache)]
         out.append(at_median(same.iloc[0][metric], same.iloc[0]["median_ms"],
                              b.stats.median) if len(same) else np.nan)
     return out

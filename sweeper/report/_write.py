@@ -15,6 +15,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.finals import Winners, finals_apply
 from sweeper.fsio import atomic_write
 from sweeper.kernels import BUILTINS, Headline
+from sweeper.outcome import problem_text
 from sweeper.plugins import kernel_declaration
 from sweeper.report._draw import draw_effect, draw_heatmap
 from sweeper.report._draw_charts import draw_footprint, draw_roofline
@@ -37,7 +38,6 @@ from sweeper.report._tables import (
     trials_frame,
     unit,
 )
-from sweeper.space import format_size
 from sweeper.store import DriftRecord, DutyRecord, StudyStore
 
 
@@ -54,7 +54,7 @@ class ReportFiles:
 
 def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, Any]:
     """Everything the report shows, computed from the study on disk; problems in
-    (dtype, footprint, cache) order everywhere.  ``shared_scale``: one colour scale for
+    (dtype, footprint, dimensions, cache) order everywhere.  ``shared_scale``: one colour scale for
     all heatmaps of a problem (default: each map its own)."""
     meta = store.meta()
     trials, baselines = store.records()
@@ -74,7 +74,7 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
     tables = {
         "meta": meta, "frame": df, "ceilings": ceilings, "headline": headline,
         "metric": metric, "story": story, "shared_scale": shared_scale,
-        "baselines": sorted(baselines, key=lambda b: (b.dtype, b.footprint, b.cache)),
+        "baselines": sorted(baselines, key=lambda b: b.problem),
         "picks": pd.DataFrame() if empty else headline_table(list(picks.values()), df,
                                                              meta_names, metric),
         "heatmaps": [] if empty else heatmaps(
@@ -88,7 +88,7 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
             df, meta.get("measure", {}).get("stop", "")),
         "flags": pd.DataFrame() if empty else flag_counts(trials),
         "unmeasured": None if empty else nothing_measured(df),
-        "unfinished": [" ".join((d, format_size(f), c)) for d, f, c in winners.missing(trials)]
+        "unfinished": [problem_text(p) for p in winners.missing(trials)]
         if finals_apply(meta) else [],
         "finals": [(f, final_table(f, df, meta_names, metric)) for f in finals],
         "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
@@ -188,7 +188,8 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "counts": counts,
         "headline": {"metric": tables["metric"], "unit": unit(tables["metric"]),
                      "per_problem": _clean(tables["picks"].to_dict("records"))},
-        "winners": [{"problem": f.problem._asdict(), "winner": f.winner, "tied": f.tied,
+        "winners": [{"problem": {**f.problem._asdict(), "dims": dict(f.problem.dims)},
+                     "winner": f.winner, "tied": f.tied,
                      "rule": f.rule, "rounds": f.rounds, "duty": f.duty,
                      "baseline": {"name": f.baseline.name,
                                   "median_ms": f.baseline.stats.median,
@@ -197,7 +198,7 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
                      "finalists": _clean(t.to_dict("records"))} for f, t in tables["finals"]],
         "best": _clean(tables["best"].to_dict("records")),
         "baselines": [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint,
-                       "cache": b.cache, "gbps": b.gbps,
+                       "dims": dict(b.dims), "cache": b.cache, "gbps": b.gbps,
                        **{f"{k}_ms": getattr(b.stats, k)
                           for k in ("median", "min", "p95", "std", "ci_lo", "ci_hi")}}
                       for b in tables["baselines"]],

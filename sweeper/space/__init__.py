@@ -11,12 +11,12 @@ from sweeper.space._model import (
     Invalid,
     MeasureSpec,
     Origin,
-    Problem,
     SamplerSpec,
     Space,
     Tie,
     Value,
 )
+from sweeper.space._problem import Dim, Problem, Shape, shape_of, show_dims
 from sweeper.space._units import DTYPES, format_size, parse_duration, parse_size
 
 __all__ = [
@@ -26,12 +26,14 @@ __all__ = [
     "Budget",
     "Config",
     "Constraint",
+    "Dim",
     "Expr",
     "Invalid",
     "MeasureSpec",
     "Origin",
     "Problem",
     "SamplerSpec",
+    "Shape",
     "Space",
     "Tie",
     "Value",
@@ -43,4 +45,6 @@ __all__ = [
     "parse_duration",
     "parse_size",
     "parse_space",
+    "shape_of",
+    "show_dims",
 ]

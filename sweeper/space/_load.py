@@ -32,13 +32,13 @@ from sweeper.space._model import (
     Value,
 )
 from sweeper.space._names import safe_name, study_name_problem
+from sweeper.space._problem_axes import TEXT_AXES, ProblemAxes
 from sweeper.space._settings import Settings, shown
 from sweeper.space._units import DTYPES, parse_size
 from sweeper.space._yaml import load_with_lines
 
 TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget",
             "extends")
-TEXT_AXES = ("dtype", "cache")         # values are names, not numbers: not in expressions
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
@@ -63,7 +63,7 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
                                                                          default_study)
 
 
-class _Parser(Settings):
+class _Parser(ProblemAxes, Settings):
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
                  user_code: bool = True) -> None:
         self.file = file
@@ -117,6 +117,7 @@ class _Parser(Settings):
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
         kernel_name = data["kernel"]
         kernel_cls = self.kernel(kernel_name, data.get("params"))
+        self.shape = self.declared_shape(kernel_cls)
         if "params" not in data:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
@@ -127,7 +128,7 @@ class _Parser(Settings):
         sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
         return Space(
             study=study, kernel=kernel_name, sampler=sampler, axes=tuple(axes), order=order,
-            constraints=constraints, measure=measure, ties=tuple(self.ties),
+            constraints=constraints, measure=measure, ties=tuple(self.ties), shape=self.shape,
             budget=self.budget(data.get("budget", {})), path=self.file, text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
@@ -146,11 +147,15 @@ class _Parser(Settings):
     # -- axes ----------------------------------------------------------------------------
     def axes(self, params: Any, kernel: type[KernelDeclaration], modes: list[str]) -> list[Axis]:
         meta = dict(kernel.meta_params)
-        known = (*LAUNCH_AXES, *PROBLEM_AXES, *meta)
+        dims = self.shape.names
+        known = (*LAUNCH_AXES, *PROBLEM_AXES, *dims, *meta)
         params = self.zipped(params, known)
         params = self.keys(params, "params", known)
+        sizes = self.sized_by(params, kernel)
         axes = []
         for name in known:
+            if name in ("footprint", *dims) and name not in sizes:
+                continue
             path = f"params.{name}"
             if name in params and isinstance(params[name], dict) and "when" in params[name]:
                 spec = self.keys(params[name], path, ("values", "when"))
@@ -165,10 +170,12 @@ class _Parser(Settings):
                 raw = self.expand(params[name], path)
             elif name == "cache":
                 raw = modes
+            elif name in dims:
+                raw = [self.shape.dim(name).default]
             else:
                 raw = [meta[name].default if name in meta else kernel.defaults[name]]
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
-                    AxisRole.PROBLEM if name in PROBLEM_AXES else AxisRole.META)
+                    AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
             values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
             labels = [v.label for v in values]
             dup = next((lb for lb in labels if labels.count(lb) > 1), None)
@@ -180,6 +187,12 @@ class _Parser(Settings):
                         raise self.error(f"{path}[{i}]", f"{v.constant} threads per program; "
                                          f"allowed: {', '.join(map(str, BLOCKS))} "
                                          "(num_warps × 32)")
+            if name in dims:
+                for i, v in enumerate(values):
+                    refusal = (self.shape.dim(name).refusal(v.constant)
+                               if isinstance(v.constant, int) else None)
+                    if refusal is not None:
+                        raise self.error(f"{path}[{i}]", f"{name}: {refusal}")
             if name in meta and meta[name].pow2:
                 for i, v in enumerate(values):
                     if isinstance(v.constant, int) and not _is_pow2(v.constant):
@@ -203,49 +216,6 @@ class _Parser(Settings):
             raise self.error(path, f"the space has {total} configs ({shown}); at most "
                              f"{MAX_CONFIGS}: give this axis ({dims[largest]} values) or "
                              "another fewer values")
-
-    def zipped(self, params: Any, known: tuple[str, ...]) -> Any:
-        """Take ``group: {zip: {AXIS: [...], ...}}`` out of ``params``: each member becomes an
-        axis of its distinct values, and the group a :class:`Tie` of the rows."""
-        if not isinstance(params, dict):
-            return params
-        out = {}
-        for group, value in params.items():
-            if group in known or not (isinstance(value, dict) and "zip" in value):
-                out[group] = value
-                continue
-            path = f"params.{group}.zip"
-            members = self.keys(value, f"params.{group}", ("zip",))["zip"]
-            if not isinstance(members, dict) or len(members) < 2:
-                raise self.error(path, "zip needs a mapping of two or more axes to lists of "
-                                 "equal length")
-            lengths = set()
-            for name, values in members.items():
-                if name not in known:
-                    raise self.error(f"{path}.{name}", f"unknown axis {shown(name)}; known: "
-                                     f"{', '.join(known)}")
-                if name in params:
-                    raise self.error(f"{path}.{name}", f"{name} is also given on its own; "
-                                     "an axis is either zipped or free")
-                if not isinstance(values, list) or not values:
-                    raise self.error(f"{path}.{name}", "give a non-empty list")
-                lengths.add(len(values))
-            if len(lengths) != 1:
-                raise self.error(path, f"the zipped lists differ in length "
-                                 f"({', '.join(f'{n}: {len(v)}' for n, v in members.items())})")
-            rows = list(zip(*(
-                [self.value(name, v, f"{path}.{name}[{i}]").label for i, v in enumerate(vals)]
-                for name, vals in members.items()), strict=True))
-            if len(set(rows)) != len(rows):
-                raise self.error(path, "a row appears twice")
-            for name, vals in members.items():
-                out[name] = list(dict.fromkeys(vals))
-                self.where[f"params.{name}"] = self.where.get(f"{path}.{name}", (self.file, None))
-                for i, v in enumerate(out[name]):
-                    self.where[f"params.{name}[{i}]"] = self.where.get(
-                        f"{path}.{name}[{vals.index(v)}]", (self.file, None))
-            self.ties.append(Tie(name=group, members=tuple(members), rows=tuple(rows)))
-        return out
 
     def expand(self, raw: Any, path: str) -> list[Any]:
         if isinstance(raw, dict):
@@ -346,7 +316,9 @@ class _Parser(Settings):
     def order(self, axes: list[Axis]) -> tuple[str, ...]:
         """Axis names in an order where each expression's names come first."""
         axis_names = {a.name for a in axes} - set(TEXT_AXES)
-        known = sorted(axis_names | set(FACT_NAMES))
+        known = self.known_names(axes)
+        sizes = {a.name for a in axes if a.name in ("footprint", *self.shape.names)}
+        derived = set(known) - axis_names - set(FACT_NAMES[:2]) - {"itemsize"}
         deps: dict[str, set[str]] = {name: set() for name in TEXT_AXES}
         for a in axes:
             deps[a.name] = set()
@@ -355,10 +327,11 @@ class _Parser(Settings):
                     continue
                 self.names_known(v.expr, f"params.{a.name}[{i}]", known)
                 reads = set(v.expr.names)
-                if "n" in reads:
-                    reads |= {"footprint", "dtype"}
+                if reads & derived or (a.name not in sizes and reads & sizes):
+                    reads |= sizes | {"dtype"}     # the problem is made from all its sizes
                 deps[a.name] |= reads & axis_names
-        deps["footprint"] |= {"dtype"}
+        for name in sizes:
+            deps[name] |= {"dtype"}
         done: list[str] = []
         while len(done) < len(deps):
             ready = [n for n in deps if n not in done and deps[n] <= set(done)]
@@ -374,7 +347,7 @@ class _Parser(Settings):
         if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
             raise self.error("constraints", f"{shown(raw)} is not a list of expressions "
                              "(e.g. [\"BLOCK >= block\"])")
-        known = sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES))
+        known = self.known_names(axes)
         first = {a.name: a.values[0].label for a in axes}
         sources: list[tuple[str, str, str, tuple[str, str] | None]] = [
             (f"constraints[{i}]", text, text, None) for i, text in enumerate(raw)]

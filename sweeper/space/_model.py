@@ -3,8 +3,8 @@
 A space file is read once, at the edge (:mod:`sweeper.space._load`), into a
 :class:`Space`.  A sampler proposes a *choice* (axis name -> value label); the
 space resolves it, with the device's facts, into a :class:`Config` whose launch
-options (grid, block), problem (dtype, footprint) and kernel meta-parameters
-(``BLOCK`` ...) are separate fields.
+options (grid, block), problem (dtype, footprint and the kernel's dimensions) and kernel
+meta-parameters (``BLOCK`` ...) are separate fields.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from sweeper.errors import ExpressionError
 from sweeper.measure._decide import StopRule
 from sweeper.measure._duty import DEFAULT_DUTY, Duty
 from sweeper.space._expr import Expr, evaluate, quoted
+from sweeper.space._problem import Problem, Shape, SizeError, default_shape
 from sweeper.space._units import DTYPES
 
 #: Names every expression may read besides the axes: device facts and problem facts.
@@ -32,6 +33,9 @@ class KernelDeclaration(Protocol):
     name: ClassVar[str]
     meta_params: ClassVar[Mapping[str, Any]]    # name -> MetaParam (.default, .pow2)
     defaults: ClassVar[Mapping[str, Any]]
+    dims: ClassVar[Mapping[str, Any]]           # name -> Dim (sweeper.space._problem)
+    footprint_bytes: ClassVar[str]
+    dims_from_footprint: ClassVar[Mapping[str, str]]
 
 
 class AxisRole(enum.Enum):
@@ -40,7 +44,7 @@ class AxisRole(enum.Enum):
     own."""
 
     LAUNCH = "launch"    # grid, block
-    PROBLEM = "problem"  # dtype, footprint
+    PROBLEM = "problem"  # dtype, footprint or the kernel's dimensions, cache
     META = "meta"        # kernel constexprs such as BLOCK
 
 
@@ -190,24 +194,6 @@ class SamplerSpec:
 
 
 @dataclass(frozen=True)
-class Problem:
-    """What the kernel works on: element type and working-set bytes."""
-
-    dtype: str
-    footprint: int
-
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element of ``dtype``."""
-        return DTYPES[self.dtype]
-
-    @property
-    def n(self) -> int:
-        """Elements in the footprint: what kernels size their buffers and grids by."""
-        return self.footprint // self.itemsize
-
-
-@dataclass(frozen=True)
 class Config:
     """A resolved point of the space: everything a launch needs, all concrete."""
 
@@ -270,6 +256,13 @@ class Space:
     text: str = ""
     sha256: str = ""
     ties: tuple[Tie, ...] = ()
+    #: the kernel's dimensions and how they and the footprint follow from each other
+    shape: Shape = field(default_factory=default_shape)
+
+    @property
+    def sizes(self) -> tuple[str, ...]:
+        """The axes that size the problem: ``footprint``, or the kernel's dimensions."""
+        return ("footprint",) if "footprint" in self._by_name else self.shape.names
 
     def axis(self, name: str) -> Axis:
         """The axis called ``name``; a KeyError for an unknown one."""
@@ -320,8 +313,9 @@ class Space:
         """Turn a choice of labels into a :class:`Config`, or raise :class:`Invalid`
         carrying the reason and the value or constraint of the file that gave it.
 
-        ``facts`` gives ``sms`` and ``l2_bytes``; ``max_footprint`` caps footprints
-        (the interpreter) before ``n`` and everything that reads it is computed.
+        ``facts`` gives ``sms`` and ``l2_bytes``; ``max_footprint`` caps problems (the
+        interpreter) before ``n``, the dimensions and everything that reads them are
+        computed: a footprint is lowered to it, dimensions shrink by one factor.
         """
         if any(t.name in choice for t in self.ties):
             choice = self.expand(choice)
@@ -330,6 +324,7 @@ class Space:
         dtype = str(self._constant("dtype", choice))
         env["itemsize"] = DTYPES[dtype]
         chosen: dict[str, Value] = {}
+        sizes, problem = self.sizes, None
         for name in self.order:
             if name in ("dtype", "cache"):
                 continue
@@ -341,11 +336,16 @@ class Space:
                     raise Invalid(f"{name}: {err}", value.origin) from None
             else:
                 result = value.constant  # type: ignore[assignment]
-            if name == "footprint" and max_footprint is not None:
-                result = min(int(result), max_footprint)
             env[name] = int(result)
-            if name == "footprint":
-                env["n"] = int(result) // env["itemsize"]
+            if name in sizes and all(s in env for s in sizes):
+                try:
+                    problem = self.shape.problem(dtype, env, max_footprint,
+                                                 by_footprint="footprint" in sizes)
+                except SizeError as err:
+                    raise Invalid(str(err), chosen[err.axis].origin) from None
+                env.update(problem.dims)
+                env.update(footprint=problem.footprint, n=problem.n)
+        assert problem is not None
         for c in self.constraints:
             try:
                 ok = evaluate(c.expr, env)
@@ -358,7 +358,7 @@ class Space:
                     raise Invalid(f"{axis} only varies when {when!r}; otherwise it stays at "
                                   f"its first value ({shown})", c.origin)
                 raise Invalid(f"constraint {quoted(c.text)} is false ({shown})", c.origin)
-        return self._config(dtype, str(self._constant("cache", choice)), env, chosen)
+        return self._config(problem, str(self._constant("cache", choice)), env, chosen)
 
     def _complete(self, choice: Mapping[str, str]) -> Mapping[str, str]:
         """``choice`` with axes of a single value filled in; a missing other axis is a bug."""
@@ -375,9 +375,8 @@ class Space:
     def _constant(self, name: str, choice: Mapping[str, str]) -> int | str | None:
         return self.axis(name).value(choice[name]).constant
 
-    def _config(self, dtype: str, cache: str, values: Mapping[str, int],
+    def _config(self, problem: Problem, cache: str, values: Mapping[str, int],
                 chosen: Mapping[str, Value]) -> Config:
-        problem = Problem(dtype=dtype, footprint=values["footprint"])
         grid, block = values["grid"], values["block"]
         if grid < 1:
             raise Invalid(f"grid: {grid} programs; a launch needs at least 1",
@@ -385,8 +384,5 @@ class Space:
         if block < 32 or block > 1024 or block & (block - 1) or block % 32:
             raise Invalid(f"block: {block} threads; allowed: 32, 64, 128, 256, 512, 1024",
                           chosen["block"].origin)
-        if problem.footprint % problem.itemsize or problem.footprint <= 0:
-            raise Invalid(f"footprint: {problem.footprint} bytes is not a positive multiple of "
-                          f"{dtype}'s {problem.itemsize} bytes", chosen["footprint"].origin)
         meta = {a.name: values[a.name] for a in self.axes if a.role is AxisRole.META}
         return Config(problem=problem, grid=grid, block=block, meta=meta, cache=cache)

@@ -48,18 +48,20 @@ def _stats_load(value: dict[str, Any]) -> Stats:
     return Stats(**{**missing, **{k: v for k, v in value.items() if k in STATS_FIELDS}})
 
 
-#: A resolved config as trial records have always kept it: flat, its problem's dtype and
-#: footprint beside the launch values, ``num_warps`` written out (``block`` / 32), ``cache``
-#: ``cold`` where a journal older than the cache axis left it out.
+#: A resolved config as trial records have always kept it: flat, its problem's dtype,
+#: footprint and dimensions beside the launch values, ``num_warps`` written out (``block``
+#: / 32); ``cache`` ``cold`` and ``dims`` none where a journal older than them left them
+#: out (a study's reader derives the dimensions from the footprint).
 CONFIG_TYPES: dict[str, Any] = {"grid": int, "block": int, "num_warps": int,
                                 "meta": dict[str, int], "dtype": str, "footprint": int,
-                                "cache": str}
+                                "cache": str, "dims": dict[str, int]}
+OPTIONAL = ("cache", "dims")
 
 
 def _config_problem(value: Any, key: str) -> str | None:
     if not isinstance(value, dict):
         return f"{key} is {show(value)}, not an object"
-    missing = [k for k in CONFIG_TYPES if k != "cache" and k not in value]
+    missing = [k for k in CONFIG_TYPES if k not in OPTIONAL and k not in value]
     if missing:
         return f"{key} has no {', '.join(missing)}"
     problem = values_problem(value, CONFIG_TYPES)
@@ -72,15 +74,18 @@ def _config_problem(value: Any, key: str) -> str | None:
 
 
 def _config_load(value: dict[str, Any]) -> Config:
-    return Config(problem=Problem(value["dtype"], value["footprint"]), grid=value["grid"],
-                  block=value["block"], meta=dict(value["meta"]),
-                  cache=value.get("cache", "cold"))
+    problem = Problem(value["dtype"], value["footprint"], tuple(value.get("dims", {}).items()))
+    return Config(problem=problem, grid=value["grid"], block=value["block"],
+                  meta=dict(value["meta"]), cache=value.get("cache", "cold"))
 
 
 def _config_dump(config: Config) -> dict[str, Any]:
-    return {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
-            "meta": dict(config.meta), "dtype": config.problem.dtype,
-            "footprint": config.problem.footprint, "cache": config.cache}
+    out = {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
+           "meta": dict(config.meta), "dtype": config.problem.dtype,
+           "footprint": config.problem.footprint, "cache": config.cache}
+    if config.problem.dims:
+        out["dims"] = dict(config.problem.dims)
+    return out
 
 
 def note_codec(cls: type[Note[Any]], *, empty: bool = False) -> Codec:
@@ -110,18 +115,27 @@ def note_codec(cls: type[Note[Any]], *, empty: bool = False) -> Codec:
 def _problem_key_problem(value: Any, key: str) -> str | None:
     if not isinstance(value, dict):
         return f"{key} is {show(value)}, not an object"
-    problem = values_problem(value, {"dtype": str, "footprint": int, "cache": str})
+    problem = values_problem(value, {"dtype": str, "footprint": int, "cache": str,
+                                     "dims": dict[str, int]})
     if problem is None and not {"dtype", "footprint"} <= set(value):
         problem = "needs dtype and footprint"
     return None if problem is None else f"{key}: {problem}"
 
 
-#: A problem as finals keep it: ``{"dtype", "footprint", "cache"}``, ``cache`` ``cold``
-#: where a journal older than the cache axis left it out.
+def _problem_key_dump(key: ProblemKey) -> dict[str, Any]:
+    out: dict[str, Any] = {"dtype": key.dtype, "footprint": key.footprint, "cache": key.cache}
+    if key.dims:
+        out["dims"] = dict(key.dims)
+    return out
+
+
+#: A problem as finals keep it: ``{"dtype", "footprint", "cache", "dims"}``, ``cache``
+#: ``cold`` and ``dims`` none where a journal older than them left them out.
 PROBLEM_CODEC = Codec(
     _problem_key_problem,
-    lambda value: ProblemKey(value["dtype"], value["footprint"], value.get("cache", "cold")),
-    lambda key: key._asdict())
+    lambda value: ProblemKey(value["dtype"], value["footprint"], value.get("cache", "cold"),
+                             tuple(value.get("dims", {}).items())),
+    _problem_key_dump)
 
 CODECS: dict[type, Codec] = {
     Stats: Codec(_stats_problem, _stats_load, Stats.to_dict),

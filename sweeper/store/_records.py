@@ -10,23 +10,41 @@ from typing import Any, NamedTuple
 from sweeper.devices._nvml import Window
 from sweeper.kernels import Headline
 from sweeper.measure import Duty, Flag, Stats, StopReason, TrialFlag
-from sweeper.space import Config
+from sweeper.space import Config, Problem, Shape
 from sweeper.store._schema import Record, show, stats_problem
 from sweeper.trial import TrialResult, TrialStatus
 
 
 class ProblemKey(NamedTuple):
-    """What a config is measured on (dtype, footprint in bytes, cache mode): the key of
-    every per-problem table, final and tuning entry, sorted in that order."""
+    """What a config is measured on (dtype, footprint in bytes, cache mode, the kernel's
+    dimensions): the key of every per-problem table, final and tuning entry, sorted in
+    that order."""
 
     dtype: str
     footprint: int
     cache: str = "cold"
+    dims: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def of(cls, config: Config) -> ProblemKey:
         """The problem ``config`` is measured on."""
-        return cls(config.problem.dtype, config.problem.footprint, config.cache)
+        p = config.problem
+        return cls(p.dtype, p.footprint, config.cache, p.dims)
+
+    @property
+    def problem(self) -> Problem:
+        """The problem without its cache mode."""
+        return Problem(self.dtype, self.footprint, self.dims)
+
+    def completed(self, shape: Shape) -> ProblemKey:
+        """This key with the dimensions ``shape`` derives from the footprint where none
+        were recorded (a journal older than dimensions); unchanged where that fails."""
+        if self.dims or not self.dtype:
+            return self
+        try:
+            return self._replace(dims=shape.from_size(self.dtype, self.footprint))
+        except (ValueError, KeyError):
+            return self
 
 
 @dataclass
@@ -141,15 +159,23 @@ class BaselineRecord(Record):
     gbps: float
     cache: str = "cold"
     stop_reason: StopReason | None = None
+    #: the problem's dimensions (empty in a journal older than them)
+    dims: dict[str, int] = field(default_factory=dict)
     kind: str = "baseline"
 
     @classmethod
-    def from_samples(cls, name: str, dtype: str, footprint: int, samples: list[float],
+    def from_samples(cls, name: str, problem: Problem, samples: list[float],
                      stats: Stats, gbps: float, cache: str = "cold",
                      stop_reason: StopReason | None = None) -> BaselineRecord:
         """The record of the torch baseline's samples on one problem."""
-        return cls(name=name, dtype=dtype, footprint=footprint, samples_ms=list(samples),
-                   stats=stats, gbps=gbps, cache=cache, stop_reason=stop_reason)
+        return cls(name=name, dtype=problem.dtype, footprint=problem.footprint,
+                   samples_ms=list(samples), stats=stats, gbps=gbps, cache=cache,
+                   stop_reason=stop_reason, dims=dict(problem.dims))
+
+    @property
+    def problem(self) -> ProblemKey:
+        """The problem it was measured on, as trials and finals key theirs."""
+        return ProblemKey(self.dtype, self.footprint, self.cache, tuple(self.dims.items()))
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, make_dirs
+from sweeper.store._dims import complete_dims
 from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
 from sweeper.store._records import BaselineRecord, TrialRecord
 from sweeper.store._schema import Record, meta_problem
@@ -107,7 +108,9 @@ class StudyStore:
 
     def records(self, *, warn: bool = True) -> tuple[list[TrialRecord], list[BaselineRecord]]:
         """The journal's trials and baselines; bad lines are set aside (with a warning,
-        once per line and store, unless ``warn`` is false: see :meth:`bad_lines`)."""
+        once per line and store, unless ``warn`` is false: see :meth:`bad_lines`).  A
+        problem recorded without dimensions (a journal older than them) gets those the
+        study's kernel derives from its footprint, so old and new records key alike."""
         trials: list[TrialRecord] = []
         baselines: list[BaselineRecord] = []
         for data in self._read(warn):
@@ -115,13 +118,16 @@ class StudyStore:
                 trials.append(TrialRecord.from_json(data))
             elif data["kind"] == "baseline":
                 baselines.append(BaselineRecord.from_json(data))
+        complete_dims([*trials, *baselines], self.meta)
         return trials, baselines
 
     def read(self, cls: type[R]) -> list[R]:
         """The journal's records of record type ``cls`` (``FinalRecord``, ``DriftRecord``,
         ``DutyRecord``...), in journal order; bad lines as :meth:`records` sets them aside."""
         kind = cls.__dataclass_fields__["kind"].default     # type: ignore[attr-defined]
-        return [cls.from_json(data) for data in self._read(True) if data["kind"] == kind]
+        out = [cls.from_json(data) for data in self._read(True) if data["kind"] == kind]
+        complete_dims(out, self.meta)
+        return out
 
     def bad_lines(self) -> list[BadLine]:
         """The journal's lines that are not records (what reads set aside)."""

@@ -1,6 +1,6 @@
 """The torch baseline of each problem (``Kernel.baseline``, e.g. ``y.copy_(x)``).
 
-Measured once per (dtype, footprint, cache), on the problem's first buffers before its
+Measured once per problem (dtype, dimensions, cache), on the problem's first buffers before its
 first config, under the same warmup, stopping rule, L2 flush and duty as the trials,
 and kept in the journal: the report's "% of torch" compares like with like, and a
 resumed study does not measure it again.  A kernel without a baseline has none.
@@ -14,7 +14,7 @@ from sweeper.devices import Device
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import Duty, summarize, throughput
 from sweeper.space import MeasureSpec
-from sweeper.store import BaselineRecord, StudyStore
+from sweeper.store import BaselineRecord, ProblemKey, StudyStore
 
 
 class Baselines:
@@ -24,13 +24,13 @@ class Baselines:
                  store: StudyStore, found: list[BaselineRecord]) -> None:
         self.kernel, self.device, self.measure = kernel, device, measure
         self.seed, self.store = seed, store
-        self.known = {(b.dtype, b.footprint, b.cache): b for b in found}
+        self.known = {b.problem: b for b in found}
 
     def ensure(self, buffers: Buffers, cache: str, duty: Duty | None) -> None:
         """Measure and record the baseline of ``buffers``' problem in ``cache`` mode,
         unless the kernel has none or it is known."""
         problem = buffers.problem
-        key = (problem.dtype, problem.footprint, cache)
+        key = ProblemKey(problem.dtype, problem.footprint, cache, problem.dims)
         if self.kernel.baseline_name is None or key in self.known:
             return
         generator = torch.Generator(device=self.device.torch_device)
@@ -43,7 +43,7 @@ class Baselines:
         stats = summarize(samples)
         gbps = throughput(self.kernel.bytes_moved(problem), stats.median * 1e-3) / 1e9
         record = BaselineRecord.from_samples(
-            self.kernel.baseline_name, problem.dtype, problem.footprint, samples, stats, gbps,
-            cache=cache, stop_reason=measured.timing.stop_reason)
+            self.kernel.baseline_name, problem, samples, stats, gbps, cache=cache,
+            stop_reason=measured.timing.stop_reason)
         self.store.append(record)
         self.known[key] = record
