@@ -17,13 +17,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.cli import main
 from sweeper.finals import Finalist, FinalRecord
 from sweeper.measure import summarize
-from sweeper.report import (
-    footprint_figure,
-    roofline,
-    roofline_figure,
-    study_tables,
-    write_report,
-)
+from sweeper.report import footprint_figure, roofline, roofline_figure, study_tables, write_report
 from sweeper.report._roofline import Winner
 from sweeper.space import Config, Problem, format_size, parse_size
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
@@ -92,8 +86,8 @@ def three_footprints(tmp_path, **kw):
 
 
 def test_a_footprint_curve_gives_each_problems_choice_its_ci_and_the_references(tmp_path):
-    tables = study_tables(three_footprints(tmp_path))
-    (curve,) = tables["footprint"]
+    store = three_footprints(tmp_path)
+    (curve,) = study_tables(store)["footprint"]
     assert curve.name == "footprint_float32" and curve.metric == "gbps"
     points = curve.points
     assert list(zip(points["footprint"], points["cache"], strict=True)) == [
@@ -119,7 +113,7 @@ def test_a_footprint_curve_gives_each_problems_choice_its_ci_and_the_references(
     ax = footprint_figure(curve).axes[0]
     assert ax.get_xscale() == "log" and ax.get_ylim()[0] == 0
     assert [t.get_text() for t in ax.get_xticklabels()] == ["4KiB", "16KiB", "64KiB"]
-    files = write_report(three_footprints(tmp_path / "again"))
+    files = write_report(store)
     assert {p.name for p in files.images} >= {"footprint_float32.png", "footprint_float32.svg"}
     md = files.markdown.read_text()
     assert "## Footprint curves" in md
@@ -309,6 +303,14 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
     assert main(["roofline", "matmul", "--studies-dir", str(d), "-o", str(svg)]) == 0
     assert "1 winner(s) of 1 study(ies)" in capsys.readouterr().out
     assert svg.read_text().lstrip().startswith("<?xml")
+    # a folder whose study.json is not one is skipped with a one-line warning
+    (d / "broken").mkdir()
+    (d / "broken" / "study.json").write_text("nope")
+    assert main(["roofline", "--studies-dir", str(d), "-o", str(svg)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (f"sweeper: warning: {d / 'broken'}: skipped: "
+                            f"{d / 'broken' / 'study.json'}:1: not JSON: Expecting value\n")
+    assert "2 winner(s) of 2 study(ies)" in captured.out
 
 
 def test_sweeper_roofline_refuses_with_one_line(replay_studies, tmp_path, capsys):
