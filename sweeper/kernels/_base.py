@@ -90,6 +90,9 @@ class Kernel(abc.ABC):
     baseline_name: ClassVar[str | None] = None
     #: What reports show first: GB/s, or TFLOP/s for a compute-bound kernel.
     headline: ClassVar[Headline] = Headline.GBPS
+    #: One line saying what the kernel computes, for ``sweeper kernels``; empty: the
+    #: first line of the class's docstring stands in.
+    summary: ClassVar[str] = ""
 
     @abc.abstractmethod
     def allocate(self, problem: Problem, device: str) -> Buffers:

@@ -2,7 +2,7 @@
 
 A declaration is the class attributes a space file is checked against (the kernel's
 name, its meta-parameters and defaults) and those reports read (its headline rate and
-baseline).  The implementations (``copy.py``, ``add.py``, ``matmul.py``) import torch and
+baseline).  The implementations (``copy.py``, ``scale.py``, ``matmul.py`` ...) import torch and
 triton; these import neither, so parsing a space, ``sweeper plan`` and reports read them
 through :func:`sweeper.plugins.kernel_declaration` at no cost.  Each implementation
 subclasses its declaration, so the two cannot disagree.
@@ -27,6 +27,7 @@ class CopyDeclaration(Kernel):
                            doc="elements each program copies per step"),
     }
     baseline_name: ClassVar[str] = "torch copy_"
+    summary: ClassVar[str] = "dst = src over 1-D arrays, a grid-stride Triton copy"
 
 
 class AddDeclaration(Kernel):
@@ -39,6 +40,7 @@ class AddDeclaration(Kernel):
                            doc="elements each program adds per step"),
     }
     baseline_name: ClassVar[str] = "torch add"
+    summary: ClassVar[str] = "c = a + b over 1-D arrays, grid-stride like copy"
 
 
 class MatmulDeclaration(Kernel):
@@ -70,3 +72,17 @@ class MatmulDeclaration(Kernel):
         "K": "isqrt(footprint // itemsize)"}
     baseline_name: ClassVar[str] = "torch.matmul"
     headline: ClassVar[Headline] = Headline.TFLOPS
+    summary: ClassVar[str] = "C = A @ B (M×K by K×N), a persistent tiled Triton matmul"
+
+
+class ScaleDeclaration(Kernel):
+    """The ``scale`` kernel as spaces and reports see it: ``x *= a`` in place, one ``BLOCK``
+    meta-parameter (elements per program step), torch's ``mul_`` as the baseline."""
+
+    name: ClassVar[str] = "scale"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
+                           doc="elements each program scales per step"),
+    }
+    baseline_name: ClassVar[str] = "torch mul_"
+    summary: ClassVar[str] = "x *= a in place over a 1-D array, grid-stride like copy"
