@@ -183,6 +183,7 @@ KERNEL = Kind("kernel", "sweeper.kernels", {
     "add": "sweeper.kernels.add:AddKernel",
     "matmul": "sweeper.kernels.matmul:MatmulKernel",
     "scale": "sweeper.kernels.scale:ScaleKernel",
+    "copy-strided": "sweeper.kernels.copy_strided:CopyStridedKernel",
 }, _kernel_problem)
 SAMPLER = Kind("sampler", "sweeper.samplers", {
     "auto": "sweeper.samplers:auto_sampler",
@@ -206,6 +207,7 @@ DECLARED = {
     "add": "sweeper.kernels._declared:AddDeclaration",
     "matmul": "sweeper.kernels._declared:MatmulDeclaration",
     "scale": "sweeper.kernels._declared:ScaleDeclaration",
+    "copy-strided": "sweeper.kernels._declared:CopyStridedDeclaration",
 }
 
 

@@ -133,3 +133,120 @@ def test_scale_rules_out_integer_dtypes_and_states_its_bytes_and_model():
 def test_the_scale_example_runs_on_the_interpreter(tmp_path, capsys):
     trials = run_example("scale.yaml", tmp_path, capsys)
     assert len(trials) == 3 and all(t.ok for t in trials)
+
+
+# -- copy-strided --------------------------------------------------------------------------
+def strided(n: int, stride: int, linecross: int, dtype: str = "float32") -> Problem:
+    itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    return Problem(dtype, n * itemsize, (("n", n), ("stride", stride),
+                                         ("linecross", linecross)))
+
+
+@pytest.mark.parametrize("problem", [
+    strided(4096, 1, 0), strided(4096, 8, 0), strided(4096, 64, 1), strided(3000, 3, 1, "int32"),
+    strided(4095, 64, 0, "float16"),            # no view has this order: index_select
+    strided(1000, 3_000_000, 0),                # i * stride passes 2**31: int64 indices
+], ids=lambda p: " ".join(f"{k}={v}" for k, v in p.dims) + f" {p.dtype}")
+def test_copy_strided_verifies_each_order_and_its_baseline_does_the_same_work(problem):
+    kernel = load_kernel("copy-strided")
+    result, buffers = trial(kernel, problem, {"BLOCK": 256})
+    assert result.status is TrialStatus.OK, result.reason
+    n, stride, linecross = (v for _, v in problem.dims)
+    i = torch.arange(n)
+    rows = n // stride
+    index = (i % rows) * stride + i // rows if linecross else i * stride % n
+    assert torch.equal(buffers["dst"], buffers["src"][index])
+    kernel.poison(buffers)
+    kernel.baseline(buffers)
+    assert kernel.check(buffers) is None
+    assert ("index" in buffers.tensors) == (not linecross and n % stride != 0)
+
+
+def test_copy_strided_catches_a_planted_value_and_a_plain_copy():
+    kernel = load_kernel("copy-strided")
+    result, buffers = trial(kernel, strided(4096, 8, 1), {"BLOCK": 512})
+    assert result.status is TrialStatus.OK
+    buffers["dst"][17] = 5.0
+    # element 17 is row 17 of column 0 of the 512 x 8 matrix: src[17 * 8]
+    assert kernel.check(buffers).startswith("1 of 4096 elements differ from src in this order "
+                                            "(first at index 17, which reads src[136]: 5.0 != ")
+    buffers["dst"].copy_(buffers["src"])                 # the right bytes in the wrong order
+    assert kernel.check(buffers).startswith("4088 of 4096 elements differ")  # 8 fixed points
+
+
+def test_copy_strided_rules_out_a_linecross_matrix_that_n_does_not_fill(write_space, tmp_path,
+                                                                      capsys):
+    kernel = load_kernel("copy-strided")
+    with pytest.raises(ValueError) as refused:
+        kernel.allocate(strided(4096, 3000, 1), "cpu")
+    assert str(refused.value) == ("linecross reads an (n / stride) × stride matrix: n = 4096 "
+                                  "is no multiple of stride = 3000")
+    space = write_space("""
+        kernel: copy-strided
+        sampler: exhaustive
+        params:
+          grid: ["cdiv(n, BLOCK)"]
+          BLOCK: [1024]
+          n: [4096]
+          stride: [64, 3000]
+          linecross: [1]
+        measure: {warmup: 1, repeat: 2}
+    """, "lines.yaml")
+    assert main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
+                 "--quiet", "--no-report"]) == 0
+    trials = StudyStore(tmp_path / "lines-interpret").records()[0]
+    assert [(t.choice["stride"], t.status.value) for t in trials] == [("64", "ok"),
+                                                                      ("3000", "invalid")]
+    assert trials[1].reason == ("allocating the inputs: linecross reads an (n / stride) × "
+                                "stride matrix: n = 4096 is no multiple of stride = 3000")
+    assert "n=4096 stride=64 linecross=1" in capsys.readouterr().out
+
+
+def test_a_dimension_whose_minimum_is_0_takes_0_and_refuses_what_is_out_of_limits(
+        write_space, capsys):
+    text = """
+        kernel: copy-strided
+        params:
+          n: [4096]
+          stride: [8]
+          linecross: [0, VALUE]
+    """
+    assert main(["plan", str(write_space(text.replace("VALUE", "1"))), "--device",
+                 "interpret"]) == 0
+    assert "would measure 2" in capsys.readouterr().out
+    for value, index, line in (("-1", 1, "linecross: -1 is out of its limits; allowed: an "
+                                "integer >= 0 and <= 1"), ("2", 1, "linecross: 2 is out of "
+                                "its limits; allowed: an integer >= 0 and <= 1")):
+        path = write_space(text.replace("VALUE", value))
+        assert main(["plan", str(path), "--device", "interpret"]) == 2
+        assert capsys.readouterr().err == f"{path}:5: params.linecross[{index}]: {line}\n"
+    path = write_space(text.replace("n: [4096]", "n: [0]").replace("VALUE", "1"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == f"{path}:3: params.n[0]: 0 must be positive\n"
+
+
+def test_copy_strided_sizes_from_a_footprint_as_a_plain_copy_and_states_its_bytes(
+        write_space):
+    from sweeper.space import load_space
+    from sweeper.sweep import enumerate_choices
+
+    space = load_space(write_space("""
+        kernel: copy-strided
+        params:
+          footprint: [16KiB]
+    """))
+    (choice,), _ = enumerate_choices(space, {"sms": 132, "l2_bytes": 60 << 20})
+    config = space.resolve(choice, {"sms": 132, "l2_bytes": 60 << 20}, None)
+    assert config.problem.dims == (("n", 4096), ("stride", 1), ("linecross", 0))
+    assert config.grid == 4 and config.meta == {"BLOCK": 1024}
+    kernel = load_kernel("copy-strided")
+    big = strided(1 << 28, 4096, 1)
+    assert kernel.bytes_moved(big) == 2 << 30
+    config = Config(problem=big, grid=1 << 18, block=256, meta={"BLOCK": 1024})
+    assert kernel.model(config, 132) == streaming(config, 132, 1024, inputs=1)
+
+
+def test_the_copy_strided_example_runs_on_the_interpreter(tmp_path, capsys):
+    trials = run_example("copy-strided.yaml", tmp_path, capsys, trials=4)
+    assert len(trials) == 4 and all(t.ok for t in trials)
+    assert all(t.config.problem.dim("n") == 4096 for t in trials)      # 256 MiB shrunk

@@ -86,3 +86,29 @@ class ScaleDeclaration(Kernel):
     }
     baseline_name: ClassVar[str] = "torch mul_"
     summary: ClassVar[str] = "x *= a in place over a 1-D array, grid-stride like copy"
+
+
+class CopyStridedDeclaration(Kernel):
+    """The ``copy-strided`` kernel as spaces and reports see it: ``BLOCK`` as ``copy``'s,
+    the problem ``n`` elements read in a strided or line-crossing order (``stride``,
+    ``linecross``), a view of ``src`` copied by torch as the baseline."""
+
+    name: ClassVar[str] = "copy-strided"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
+                           doc="elements each program copies per step"),
+    }
+    dims: ClassVar[Mapping[str, Dim]] = {
+        "n": Dim("elements of src and dst", default=1 << 24, max=2**31 - 1),
+        "stride": Dim("elements between the sources of consecutive elements "
+                      "(linecross: the matrix's columns)", default=1),
+        "linecross": Dim("0: element i reads src[(i * stride) % n]; 1: read an "
+                         "(n / stride) × stride matrix by columns, write it by rows",
+                         default=0, min=0, max=1),
+    }
+    #: a footprint alone: a plain copy of that many bytes (stride 1)
+    dims_from_footprint: ClassVar[Mapping[str, str]] = {
+        "n": "footprint // itemsize", "stride": "1", "linecross": "0"}
+    baseline_name: ClassVar[str] = "torch strided-view copy_"
+    summary: ClassVar[str] = ("dst[i] = src[(i * stride) % n], or a matrix read by columns "
+                              "(linecross): strided and line-crossing reads")
