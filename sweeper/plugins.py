@@ -184,6 +184,7 @@ KERNEL = Kind("kernel", "sweeper.kernels", {
     "matmul": "sweeper.kernels.matmul:MatmulKernel",
     "scale": "sweeper.kernels.scale:ScaleKernel",
     "copy-strided": "sweeper.kernels.copy_strided:CopyStridedKernel",
+    "softmax": "sweeper.kernels.softmax:SoftmaxKernel",
 }, _kernel_problem)
 SAMPLER = Kind("sampler", "sweeper.samplers", {
     "auto": "sweeper.samplers:auto_sampler",
@@ -208,6 +209,7 @@ DECLARED = {
     "matmul": "sweeper.kernels._declared:MatmulDeclaration",
     "scale": "sweeper.kernels._declared:ScaleDeclaration",
     "copy-strided": "sweeper.kernels._declared:CopyStridedDeclaration",
+    "softmax": "sweeper.kernels._declared:SoftmaxDeclaration",
 }
 
 

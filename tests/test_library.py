@@ -250,3 +250,141 @@ def test_the_copy_strided_example_runs_on_the_interpreter(tmp_path, capsys):
     trials = run_example("copy-strided.yaml", tmp_path, capsys, trials=4)
     assert len(trials) == 4 and all(t.ok for t in trials)
     assert all(t.config.problem.dim("n") == 4096 for t in trials)      # 256 MiB shrunk
+
+
+# -- softmax -------------------------------------------------------------------------------
+def matrix(rows: int, cols: int, dtype: str = "float32") -> Problem:
+    itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    return Problem(dtype, rows * cols * itemsize, (("rows", rows), ("cols", cols)))
+
+
+@pytest.mark.parametrize("problem, block", [
+    (matrix(6, 100), 128),                  # one pass, 28 lanes masked
+    (matrix(6, 100), 32),                   # two passes over 4 tiles, the last one masked
+    (matrix(5, 64), 64),                    # a power of two that fills the tile exactly
+    (matrix(4, 300, "float16"), 512),
+    (matrix(4, 300, "float16"), 128),
+], ids=lambda v: " ".join(f"{k}={n}" for k, n in v.dims) + f" {v.dtype}"
+    if isinstance(v, Problem) else f"BLOCK={v}")
+def test_softmax_verifies_any_cols_in_one_pass_or_two(problem, block):
+    kernel = load_kernel("softmax")
+    result, buffers = trial(kernel, problem, {"BLOCK": block}, grid=2)
+    assert result.status is TrialStatus.OK, result.reason
+    y = buffers["y"].double()
+    assert torch.allclose(y.sum(dim=1), torch.ones(y.shape[0], dtype=torch.float64),
+                          atol=1e-2)
+    kernel.poison(buffers)
+    kernel.baseline(buffers)
+    assert kernel.check(buffers) is None
+
+
+def test_softmax_catches_a_planted_value_an_unwritten_row_and_a_missing_max():
+    kernel = load_kernel("softmax")
+    result, buffers = trial(kernel, matrix(4, 100), {"BLOCK": 128}, grid=2)
+    assert result.status is TrialStatus.OK
+    buffers["y"][2, 37] *= 1.001                          # 1e-3 relative: above 1e-5
+    assert kernel.check(buffers).startswith(
+        "1 of 400 elements are off the float64 softmax by more than 1e-05 relative + 1e-12 "
+        "(worst at row 2, column 37:")
+    buffers["y"][3].fill_(float("nan"))
+    assert kernel.check(buffers) == "100 of 400 elements were never written"
+    x = buffers["x"].double()
+    buffers["y"].copy_(x.exp() / x.exp().sum(dim=1, keepdim=True) * 1.01)   # a 1 % slip
+    assert " of 400 elements are off the float64 softmax" in kernel.check(buffers)
+
+
+def test_softmax_is_sized_by_its_dimensions_and_refuses_a_footprint(write_space, capsys):
+    path = write_space("""
+        kernel: softmax
+        params:
+          footprint: [64KiB]
+    """)
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (f"{path}:3: params.footprint: softmax is sized by its "
+                                       "dimensions, not a footprint; give rows, cols\n")
+    from sweeper.space import load_space
+
+    space = load_space(write_space("kernel: softmax\nparams:\n  cols: [1000]\n"))
+    assert [space.axis(d).labels for d in ("rows", "cols", "BLOCK", "grid")] == [
+        ("4096",), ("1000",), ("4096",), ("rows",)]        # the declared defaults
+    kernel = load_kernel("softmax")
+    with pytest.raises(ValueError, match="softmax needs a floating dtype, not int16"):
+        kernel.allocate(Problem("int16", 200, (("rows", 10), ("cols", 10))), "cpu")
+
+
+def test_softmax_bytes_flops_and_model():
+    kernel = load_kernel("softmax")
+    problem = matrix(4096, 3000)
+    assert kernel.bytes_moved(problem) == 2 * 4096 * 3000 * 4
+    assert kernel.flops(problem) == 5 * 4096 * 3000
+
+    def guess(block: int, BLOCK: int, grid: int = 4096) -> float:
+        config = Config(problem=problem, grid=grid, block=block, meta={"BLOCK": BLOCK})
+        return kernel.model(config, 132)
+
+    # one pass beats two at the same tile width's registers; a row in 4096 lanes of 128
+    # threads (32 values each) does not spill, 16384 lanes would
+    assert guess(256, 4096) > guess(256, 1024) > 0
+    assert guess(256, 1024) == pytest.approx(2 / 3 * guess(256, 4096), rel=0.2)
+    assert guess(32, 16384) < 0.5 * guess(256, 4096)
+    assert guess(256, 4096, grid=132) < guess(256, 4096)          # grid-stride: split up front
+
+
+def test_the_softmax_example_runs_on_the_interpreter(tmp_path, capsys):
+    trials = run_example("softmax.yaml", tmp_path, capsys, trials=2)
+    assert len(trials) == 2 and all(t.ok for t in trials)
+    assert trials[0].config.problem.dims == (("rows", 8), ("cols", 200))
+
+
+# -- on a GPU ------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_scale_on_a_gpu_counts_launches_replayed_from_a_cuda_graph(dtype):
+    """A graph replays launches the host never makes: the counter on the device still
+    counts them, and the replay in torch matches Triton's rounding bit for bit."""
+    from sweeper.measure import StopRule
+    from sweeper.trial import Rotation
+
+    device, kernel = open_device("cuda"), load_kernel("scale")
+    problem = n_problem(dtype, 1 << 22)
+    buffers = kernel.allocate(problem, "cuda")
+    kernel.randomize(buffers, torch.Generator(device="cuda").manual_seed(0))
+    config = Config(problem=problem, grid=(1 << 22) // 1024, block=256, meta={"BLOCK": 1024})
+    rotation = Rotation(kernel, [buffers], config)
+    measured = device.measure(rotation, warmup=3, rule=StopRule(kind="fixed", repeat=20),
+                              flush=False, batch=10, graph=True, verify=rotation)
+    assert measured.graph and measured.wrong_after is None
+    # after the poisoning: one launch warming up outside the capture, then 10 a replay,
+    # where the host called launch 11 times in all (once more to capture the batch)
+    assert int(buffers["launches"].item()) == 1 + 10 * len(measured.timing.samples) == 201
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", [strided(1 << 26, 4096, 1), strided(1 << 26, 4097, 0),
+                                     strided(1 << 26, 1 << 20, 0)],
+                         ids=["linecross", "odd stride", "int64 index"])
+def test_copy_strided_on_a_gpu_verifies_and_its_baseline_matches(problem):
+    kernel = load_kernel("copy-strided")
+    buffers = kernel.allocate(problem, "cuda")
+    kernel.randomize(buffers, torch.Generator(device="cuda").manual_seed(0))
+    kernel.poison(buffers)
+    kernel.launch(buffers, Config(problem=problem, grid=(1 << 26) // 1024, block=256,
+                                  meta={"BLOCK": 1024}))
+    assert kernel.check(buffers) is None
+    kernel.poison(buffers)
+    kernel.baseline(buffers)
+    assert kernel.check(buffers) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("block", [1024, 4096])
+def test_softmax_on_a_gpu_verifies_at_a_width_no_power_of_two(dtype, block):
+    kernel = load_kernel("softmax")
+    problem = matrix(4096, 3000, dtype)
+    buffers = kernel.allocate(problem, "cuda")
+    kernel.randomize(buffers, torch.Generator(device="cuda").manual_seed(0))
+    kernel.poison(buffers)
+    kernel.launch(buffers, Config(problem=problem, grid=132 * 4, block=256,
+                                  meta={"BLOCK": block}))
+    assert kernel.check(buffers) is None

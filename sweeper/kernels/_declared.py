@@ -112,3 +112,25 @@ class CopyStridedDeclaration(Kernel):
     baseline_name: ClassVar[str] = "torch strided-view copy_"
     summary: ClassVar[str] = ("dst[i] = src[(i * stride) % n], or a matrix read by columns "
                               "(linecross): strided and line-crossing reads")
+
+
+class SoftmaxDeclaration(Kernel):
+    """The ``softmax`` kernel as spaces and reports see it: the problem ``rows × cols``
+    (never a footprint alone), ``BLOCK`` the column tile, ``torch.softmax`` as the
+    baseline."""
+
+    name: ClassVar[str] = "softmax"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK": MetaParam(default=4096, pow2=True, elements=True,
+                           doc="columns each program loads per step (>= cols: the row is "
+                               "read once and kept in registers; less: read twice)"),
+    }
+    defaults: ClassVar[Mapping[str, Any]] = {"grid": "rows", "block": 256, "dtype": "float32"}
+    dims: ClassVar[Mapping[str, Dim]] = {
+        "rows": Dim("rows, each normalised on its own", default=4096),
+        "cols": Dim("columns: elements of each row, any number", default=4096),
+    }
+    footprint_bytes: ClassVar[str] = "rows * cols * itemsize"
+    dims_from_footprint: ClassVar[Mapping[str, str]] = {}
+    baseline_name: ClassVar[str] = "torch.softmax"
+    summary: ClassVar[str] = "y = softmax(x) along each row of a rows × cols matrix"
