@@ -84,15 +84,15 @@ def test_scale_catches_a_kernel_that_stops_scaling_and_a_planted_wrong_value():
     assert result.status is TrialStatus.WRONG_ANSWER and len(result.samples_ms) == 3
     assert result.reason.startswith(
         "the first launch was right, but the output after the timed samples (3) was wrong: "
-        "2048 of 2048 elements differ from the start times 1.03125**3 (the launches "
-        "counted; first at index 0:")          # scaled once where three launches ran
+        "2048 of 2048 elements differ from the start times 1.03125**3, the launches "
+        "counted (first at index 0:")          # scaled once where three launches ran
     kernel = load_kernel("scale")
     result, buffers = trial(kernel, n_problem("float32", 2048), {"BLOCK": 512})
     assert result.status is TrialStatus.OK and kernel.check(buffers) is None
     buffers["x"][1000] += 1.0
     assert kernel.check(buffers).startswith(
-        "1 of 2048 elements differ from the start times 1.03125**3 (the launches counted; "
-        "first at index 1000:")
+        "1 of 2048 elements differ from the start times 1.03125**3, the launches counted "
+        "(first at index 1000:")
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered")     # the interpreter's numpy

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from sweeper.kernels._base import Headline, Kernel, MetaParam
+from sweeper.kernels._base import Headline, Kernel, MetaParam, elementwise_block
 from sweeper.space import Dim
 
 
@@ -80,10 +80,7 @@ class ScaleDeclaration(Kernel):
     meta-parameter (elements per program step), torch's ``mul_`` as the baseline."""
 
     name: ClassVar[str] = "scale"
-    meta_params: ClassVar[Mapping[str, MetaParam]] = {
-        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
-                           doc="elements each program scales per step"),
-    }
+    meta_params: ClassVar[Mapping[str, MetaParam]] = elementwise_block("scales")
     baseline_name: ClassVar[str] = "torch mul_"
     summary: ClassVar[str] = "x *= a in place over a 1-D array, grid-stride like copy"
 
@@ -94,10 +91,7 @@ class CopyStridedDeclaration(Kernel):
     ``linecross``), a view of ``src`` copied by torch as the baseline."""
 
     name: ClassVar[str] = "copy-strided"
-    meta_params: ClassVar[Mapping[str, MetaParam]] = {
-        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
-                           doc="elements each program copies per step"),
-    }
+    meta_params: ClassVar[Mapping[str, MetaParam]] = CopyDeclaration.meta_params
     dims: ClassVar[Mapping[str, Dim]] = {
         "n": Dim("elements of src and dst", default=1 << 24, max=2**31 - 1),
         "stride": Dim("elements between the sources of consecutive elements "

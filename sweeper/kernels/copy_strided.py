@@ -27,7 +27,7 @@ from typing import Any
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, fill_random
+from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch
 from sweeper.kernels._declared import CopyStridedDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
@@ -99,8 +99,7 @@ class CopyStridedKernel(CopyStridedDeclaration):
         fill_random(buffers["src"], generator)
 
     def poison(self, buffers: Buffers) -> None:
-        dst = buffers["dst"]
-        dst.fill_(float("nan") if dst.dtype.is_floating_point else -101)
+        fill_poison(buffers["dst"])
 
     def launch(self, buffers: Buffers, config: Config) -> None:
         n, stride, linecross = order(buffers.problem)
@@ -116,16 +115,9 @@ class CopyStridedKernel(CopyStridedDeclaration):
         dst = buffers["dst"]
         index = source_index(buffers.problem, dst.device)
         expected = buffers["src"][index]
-        if torch.equal(dst, expected):     # NaN poison left behind never compares equal
-            return None
-        wrong = dst != expected
-        if dst.dtype.is_floating_point:
-            wrong |= torch.isnan(dst)
-        bad = int(wrong.sum())
-        first = int(wrong.nonzero()[0, 0])
-        return (f"{bad} of {dst.numel()} elements differ from src in this order (first at "
-                f"index {first}, which reads src[{int(index[first])}]: "
-                f"{dst[first].item()!r} != {expected[first].item()!r})")
+        # the NaN poison left behind always differs
+        return mismatch(dst, expected, "src in this order",
+                        lambda first: f", which reads src[{int(index[first])}]")
 
     def bytes_moved(self, problem: Problem) -> int:
         return 2 * problem.dim("n") * problem.itemsize

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, fill_random
+from sweeper.kernels._base import Buffers, fill_random, mismatch
 from sweeper.kernels._declared import ScaleDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
@@ -117,14 +117,7 @@ class ScaleKernel(ScaleDeclaration):
     def check(self, buffers: Buffers) -> str | None:
         x, launches = buffers["x"], int(buffers["launches"].item())
         expected = replayed(buffers["start"], launches)
-        if torch.equal(x, expected):
-            return None
-        wrong = (x != expected) | torch.isnan(x)
-        bad = int(wrong.sum())
-        first = int(wrong.nonzero()[0, 0])
-        return (f"{bad} of {x.numel()} elements differ from the start times {A}**{launches} "
-                f"(the launches counted; first at index {first}: {x[first].item()!r} != "
-                f"{expected[first].item()!r})")
+        return mismatch(x, expected, f"the start times {A}**{launches}, the launches counted")
 
     def bytes_moved(self, problem: Problem) -> int:
         return 2 * problem.n * problem.itemsize
