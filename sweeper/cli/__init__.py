@@ -1,4 +1,5 @@
-"""The ``sweeper`` command: run, plan, report, export, tuned, ab, compare, calibrate, schema.
+"""The ``sweeper`` command: run, plan, report, roofline, export, tuned, ab, compare, calibrate,
+schema.
 
 A :class:`SweeperError` is printed as one line and exits with status 2
 (``--debug`` shows the traceback); nothing is written before the space file and
@@ -12,8 +13,8 @@ study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished 
 A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
 
 The parser is ``_parser``; each command is a function of ``_run`` (``run``, with its
-restarts), ``_plan`` (``plan``, ``schema``), ``_results`` (``report``, ``export``,
-``compare``, ``tuned``) or ``_measure`` (``ab``, ``calibrate``); ``_inputs`` turns
+restarts), ``_plan`` (``plan``, ``schema``), ``_results`` (``report``, ``roofline``,
+``export``, ``compare``, ``tuned``) or ``_measure`` (``ab``, ``calibrate``); ``_inputs`` turns
 options into checked objects.  None of them imports torch, triton, optuna or pandas
 before a command runs.
 """

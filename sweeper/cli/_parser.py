@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from sweeper.cli._measure import cmd_ab, cmd_calibrate
 from sweeper.cli._plan import cmd_kernels, cmd_plan, cmd_schema
-from sweeper.cli._results import cmd_compare, cmd_export, cmd_report, cmd_tuned
+from sweeper.cli._results import cmd_compare, cmd_export, cmd_report, cmd_roofline, cmd_tuned
 from sweeper.cli._run import cmd_run
 from sweeper.options import ArgumentParser, seconds, whole_number
 
@@ -58,6 +58,19 @@ def _report(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                         help="one colour scale for all heatmaps of a problem, so colours "
                         "compare across maps (default: each map its own range)")
     report.set_defaults(func=cmd_report)
+
+
+def _roofline(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    roofline = sub.add_parser("roofline", help="the winners of studies on one GPU against "
+                              "its calibrated ceilings and physical bounds")
+    roofline.add_argument("study", nargs="*", help="studies (names under --studies-dir, or "
+                          "folders); default: every study in --studies-dir")
+    roofline.add_argument("--studies-dir", default="studies", help="where studies live")
+    roofline.add_argument("--gpu", help="only the studies measured on this GPU (as their "
+                          "reports name it)")
+    roofline.add_argument("-o", "--output", help="the picture, .png or .svg (default: "
+                          "STUDIES_DIR/roofline.png and .svg)")
+    roofline.set_defaults(func=cmd_roofline)
 
 
 def _export(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
@@ -132,7 +145,8 @@ def _kernels(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 #: The commands in the order ``sweeper --help`` lists them.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction[ArgumentParser]], None], ...] = (
-    _run, _plan, _report, _export, _ab, _calibrate, _compare, _schema, _tuned, _kernels)
+    _run, _plan, _report, _roofline, _export, _ab, _calibrate, _compare, _schema, _tuned,
+    _kernels)
 
 
 def _of_a_space(sub: argparse._SubParsersAction[ArgumentParser], name: str, text: str

@@ -1,20 +1,85 @@
-"""Commands over recorded studies: ``report``, ``export``, ``compare``, and ``tuned``,
-which reads the tuning file ``export`` writes.  None of them measures anything."""
+"""Commands over recorded studies: ``report``, ``roofline``, ``export``, ``compare``, and
+``tuned``, which reads the tuning file ``export`` writes.  None of them measures anything."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
+from pathlib import Path
 from typing import Any
 
+from sweeper.cli._exits import EXIT_NOTHING_MEASURED
 from sweeper.cli._inputs import fraction_option, open_study
-from sweeper.errors import SweeperError
+from sweeper.errors import StudyWarning, SweeperError
 from sweeper.space import Problem, parse_size
+
+#: The formats ``sweeper roofline -o`` writes, by suffix.
+PICTURES = (".png", ".svg")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``sweeper report``: write the report of a recorded study."""
     report_study(open_study(args), shared_scale=args.shared_scale)
     return 0
+
+
+def cmd_roofline(args: argparse.Namespace) -> int:
+    """``sweeper roofline``: the winners of studies of one GPU against its roofs, drawn and
+    listed; exit status 1 when no study has a winner to place."""
+    from sweeper.report import draw_roofline, studies_roofline
+
+    paths = _picture_paths(args.output, Path(args.studies_dir) / "roofline")
+    stores = [open_study(argparse.Namespace(study=s, studies_dir=args.studies_dir))
+              for s in args.study] or _every_study(Path(args.studies_dir))
+    roof = studies_roofline(stores, gpu=args.gpu)
+    if roof.points.empty and not roof.beside:
+        print(f"sweeper: nothing to place on the roofline of {roof.gpu}: no study of it "
+              "measured a config", file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
+    print(f"roofline of {roof.gpu}: {len(roof.points) + len(roof.beside)} winner(s) of "
+          f"{len(stores)} study(ies); roofs (solid: "
+          f"{roof.ceilings_from or 'no calibrated ceilings'}; dashed: physical bounds): "
+          + "; ".join(f"{r.name}{'' if r.calibrated else ' (physical)'}" for r in roof.roofs))
+    for _, p in roof.points.iterrows():
+        print(f"{p['kernel']} {p['problem']} (#{p['number']}, {p['study']}): "
+              f"{p['intensity']:.4g} FLOP/B, {p['flop_s'] / 1e12:.4g} TFLOP/s, "
+              f"{p['pct_roof']:.1f}% of the roof ({p['roof']})")
+    for line in roof.beside:
+        print(line)
+    for path in draw_roofline(roof, paths):
+        print(f"wrote {path}")
+    return 0
+
+
+def _picture_paths(output: str | None, default: Path) -> list[Path]:
+    """Where ``roofline`` draws: ``-o FILE`` in its suffix's format, else PNG and SVG."""
+    if output is None:
+        return [default.with_suffix(s) for s in PICTURES]
+    path = Path(output)
+    if path.suffix.lower() not in PICTURES:
+        raise SweeperError(f"-o {output}: the suffix {path.suffix or '(none)'!r} names no "
+                           f"picture format; allowed: {', '.join(PICTURES)}")
+    return [path]
+
+
+def _every_study(studies_dir: Path) -> list[Any]:
+    """Every study under ``studies_dir`` (one that cannot be read is skipped, with a
+    warning); refused when there is none."""
+    from sweeper.store import StudyStore
+
+    found = []
+    for meta in sorted(studies_dir.glob("*/study.json")):
+        store = StudyStore(meta.parent)
+        try:
+            store.meta()
+        except SweeperError as err:
+            warnings.warn(f"{meta.parent}: skipped: {err}", StudyWarning, stacklevel=2)
+            continue
+        found.append(store)
+    if not found:
+        raise SweeperError(f"no study in {studies_dir}; name studies, or give --studies-dir")
+    return found
 
 
 def cmd_export(args: argparse.Namespace) -> int:

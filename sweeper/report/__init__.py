@@ -1,11 +1,21 @@
 """Report: compute tables (pandas) in one place, draw them (seaborn) in another."""
 
 from sweeper.report._draw import draw_heatmap, heatmap_figure
+from sweeper.report._draw_charts import (
+    draw_footprint,
+    draw_roofline,
+    footprint_figure,
+    roofline_figure,
+)
+from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import HeatmapData, cell_text, heatmaps, tick_labels
 from sweeper.report._provenance import reproduce_command
+from sweeper.report._roofline import Roof, Roofline, roofline, studies_roofline
 from sweeper.report._tables import best_configs, failure_counts, nothing_measured, trials_frame
 from sweeper.report._write import ReportFiles, study_tables, write_report
 
-__all__ = ["HeatmapData", "ReportFiles", "best_configs", "cell_text", "draw_heatmap",
-           "failure_counts", "heatmap_figure", "heatmaps", "nothing_measured",
-           "reproduce_command", "study_tables", "tick_labels", "trials_frame", "write_report"]
+__all__ = ["FootprintCurve", "HeatmapData", "ReportFiles", "Roof", "Roofline",
+           "best_configs", "cell_text", "draw_footprint", "draw_heatmap", "draw_roofline",
+           "failure_counts", "footprint_curves", "footprint_figure", "heatmap_figure",
+           "heatmaps", "nothing_measured", "reproduce_command", "roofline", "roofline_figure",
+           "studies_roofline", "study_tables", "tick_labels", "trials_frame", "write_report"]

@@ -70,10 +70,15 @@ def heatmap_figure(data: HeatmapData) -> Any:
 
 def _save(fig: Any, directory: Path, stem: str) -> list[Path]:
     """Write ``stem``.png and ``stem``.svg under ``directory`` and close the figure."""
+    return save_figure(fig, [directory / f"{stem}.png", directory / f"{stem}.svg"])
+
+
+def save_figure(fig: Any, paths: list[Path]) -> list[Path]:
+    """Write ``fig`` to each of ``paths`` in the format its suffix names (each file whole
+    or not at all) and close the figure."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
     for path in paths:
         image = io.BytesIO()
         fig.savefig(image, format=path.suffix[1:], dpi=110)

@@ -71,6 +71,8 @@ def markdown(tables: dict[str, Any], images: list[Path]) -> str:
                    f"slower than the best, saving about "
                    f"{tables['abandoned']['saved_ms']:.4g} ms of GPU sampling time.\n")
     out += _heatmaps(tables, images)
+    out += _footprint(tables)
+    out += _roofline(tables)
     out.append("\n## Measurement record\n")
     out.append(md_table(pd.DataFrame(tables["record"], columns=["item", "record"])))
     out.append("\n## Environment\n")
@@ -186,6 +188,38 @@ def _heatmaps(tables: dict[str, Any], images: list[Path]) -> list[str]:
         out.append("None drawn: no config was measured.\n")
     elif blank:
         out.append(f"Not drawn, no config in them was measured: {', '.join(blank)}.\n")
+    return out
+
+
+def _footprint(tables: dict[str, Any]) -> list[str]:
+    if not tables.get("footprint"):
+        return []
+    out = ["\n## Footprint curves\n"]
+    for curve in tables["footprint"]:
+        out.append(f"**{curve.dtype}**: {curve.caption}.\n")
+        out.append(f"![{curve.name}](heatmaps/{curve.name}.png)\n")
+    return out
+
+
+def _roofline(tables: dict[str, Any]) -> list[str]:
+    roof = tables.get("roofline")
+    if roof is None:
+        return []
+    out = ["\n## Roofline\n",
+           "Each problem's chosen config at its arithmetic intensity (FLOPs / bytes the kernel "
+           "declares for one launch) and FLOP/s (at the median it was chosen on), against "
+           "the roofs: " + "; ".join(f"{r.name} ({'calibrated' if r.calibrated else 'physical'})"
+                                     for r in roof.roofs) + ". '% of roof' divides by the "
+           "lower of the compute roof and intensity × the memory roof, each calibrated where "
+           "measured, else the physical bound; '% of physical' by the bounds alone.\n"]
+    if len(roof.points):
+        rows = roof.points.assign(tflops=roof.points["flop_s"] / 1e12)[
+            ["problem", "number", "intensity", "tflops", "roof", "pct_roof", "pct_physical"]]
+        out.append(md_table(rows.rename(columns={
+            "number": "#", "intensity": "FLOP/B", "tflops": "TFLOP/s", "roof": "limited by",
+            "pct_roof": "% of roof", "pct_physical": "% of physical"})))
+    out += [f"- {line}\n" for line in roof.beside]
+    out.append("\n![roofline](heatmaps/roofline.png)\n")
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
 from sweeper.finals import Winners, finals_apply
 from sweeper.fsio import atomic_write
@@ -17,10 +18,13 @@ from sweeper.kernels import BUILTINS, Headline
 from sweeper.outcome import problem_text
 from sweeper.plugins import kernel_declaration
 from sweeper.report._draw import draw_effect, draw_heatmap
+from sweeper.report._draw_charts import draw_footprint, draw_roofline
+from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import heatmaps
 from sweeper.report._markdown import markdown
 from sweeper.report._power import power_summary
 from sweeper.report._provenance import factors, record_rows, reproduce_command, run_story
+from sweeper.report._roofline import Roofline, roofline, winner_work
 from sweeper.report._tables import (
     best_configs,
     failure_counts,
@@ -40,7 +44,8 @@ from sweeper.store import DriftRecord, DutyRecord, StudyStore
 @dataclass
 class ReportFiles:
     """What :func:`write_report` wrote: ``report.md``, ``report.json`` (its tables as data,
-    for scripts) and the images drawn (heatmaps and effect plots)."""
+    for scripts) and the images drawn (heatmaps, effect plots, footprint curves and the
+    roofline)."""
 
     markdown: Path
     json: Path
@@ -96,10 +101,33 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "power": power_summary(trials, meta, store.read(DutyRecord),
                                list(winners.finals.values())),
     }
+    tables.update(_charts(meta, df, list(picks.values()), metric, ceilings))
     tables["record"] = record_rows(meta, df, tables["picks"],
                                    {f.winner: len(f.tied) - 1 for f in finals}, metric,
                                    unit(metric), story)
     return tables
+
+
+def _charts(meta: dict[str, Any], df: pd.DataFrame, picks: list[Any], metric: str,
+            ceilings: Ceilings | None) -> dict[str, Any]:
+    """The footprint curves (dtypes with two footprints or more) and the roofline of the
+    study's winners (when its GPU has ceilings or physical bounds)."""
+    if df.empty:
+        return {"footprint": [], "roofline": None}
+    env = meta.get("environment", {})
+    bounds = Bounds.from_json(meta["bounds"]) if meta.get("bounds") else None
+    names = ["grid_label", "block", *meta.get("meta_axes", [])]
+    curves = footprint_curves(
+        df, picks, metric, kernel=meta["kernel"], gpu=env.get("gpu", "?"), grid_names=names,
+        l2_bytes=int(env.get("l2_bytes") or (bounds.l2_bytes if bounds else 0)),
+        ceilings=ceilings, bounds=bounds)
+    roof = None
+    if ceilings is not None or (bounds is not None and bounds.all()):
+        roof = roofline(env.get("gpu", "?"), winner_work(meta["study"], meta["kernel"], df, picks),
+                        ceilings, bounds,
+                        f"sweeper calibrate, {ceilings.measured}" if ceilings else "")
+        roof = roof if len(roof.points) else None       # nothing on it: % of ceiling says it
+    return {"footprint": curves, "roofline": roof}
 
 
 def _headline(meta: dict[str, Any]) -> Headline:
@@ -125,6 +153,11 @@ def write_report(store: StudyStore, *, draw: bool = True, shared_scale: bool = F
         for effect in tables["effects"]:
             effects += draw_effect(effect, tables["meta"]["kernel"], store.root / "heatmaps",
                                    tables["metric"])
+        for curve in tables["footprint"]:
+            effects += draw_footprint(curve, store.root / "heatmaps")
+        if tables["roofline"] is not None:
+            effects += draw_roofline(tables["roofline"], [store.root / "heatmaps" / f"roofline.{x}"
+                                                          for x in ("png", "svg")])
     files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json",
                         images=maps + effects)
     atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
@@ -183,4 +216,26 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
                      "drawn": [m.name for m in tables["heatmaps"] if m.measured],
                      "not_drawn": [m.name for m in tables["heatmaps"] if not m.measured]},
         "record": dict(tables["record"]),
+        "footprint_curves": [_curve_json(c) for c in tables["footprint"]],
+        "roofline": _roofline_json(tables["roofline"]),
     }
+
+
+def _curve_json(curve: FootprintCurve) -> dict[str, Any]:
+    """The numbers behind a footprint curve, in its unit."""
+    return {"name": curve.name, "metric": curve.metric, "unit": unit(curve.metric),
+            "points": _clean(curve.points.to_dict("records")),
+            "trace": {"label": curve.trace_label,
+                      "points": _clean(curve.trace.to_dict("records"))},
+            "ceiling": {"label": curve.ceiling_label,
+                        "points": _clean(curve.ceiling.to_dict("records"))},
+            "bound": {"label": curve.bound_label, "value": curve.bound},
+            "l2_bytes": curve.l2_bytes, "caption": curve.caption}
+
+
+def _roofline_json(roof: Roofline | None) -> dict[str, Any] | None:
+    """The roofs (bytes/s or FLOP/s) and the winners placed against them."""
+    if roof is None:
+        return None
+    return {"gpu": roof.gpu, "roofs": [r._asdict() for r in roof.roofs],
+            "points": _clean(roof.points.to_dict("records")), "beside": roof.beside}

@@ -1,0 +1,258 @@
+"""Compute a roofline (pure pandas): the winners of one GPU's studies against its roofs.
+:mod:`._draw_charts` only draws it.
+
+What a roofline promises a reader:
+
+- x is a winner's arithmetic intensity, the FLOPs over the bytes its kernel declares for
+  one launch of its problem (``Kernel.flops``, ``Kernel.bytes_moved``, as recorded with
+  each trial); y its FLOP/s at the median the report gives it (the interleaved final's,
+  else the sweep's).  Both axes are logarithmic.
+- Solid roofs are what ``sweeper calibrate`` measured on the GPU: the memory roof is torch
+  ``copy_``'s DRAM bandwidth (cold, largest footprint), a compute roof ``torch.matmul``'s
+  rate on the dtype (float32 held against TF32, as Triton's ``tl.dot`` computes it).
+  Dashed roofs are the physical bounds (:mod:`sweeper.bounds`).  Either may be missing;
+  with neither there is no roofline and the command refuses.
+- A winner's fraction of the roof is its FLOP/s over the lower of the compute roof and
+  intensity × the memory roof, taking the calibrated roof where there is one, else the
+  bound; the fraction of the physical roofline is given beside it.
+- A winner with no FLOPs (copy) has no place on a FLOP/s axis: it is listed beside the
+  plot with its GB/s as a fraction of the memory roof, never drawn at a made-up
+  intensity; so is one that declares FLOPs but no bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from sweeper import ceilings as calibrated
+from sweeper.bounds import Bounds
+from sweeper.ceilings import Ceilings
+from sweeper.errors import SweeperError
+from sweeper.finals import Pick, Winners, problem_of
+from sweeper.report._tables import problem_key, trials_frame
+from sweeper.store import StudyStore
+
+#: Columns of :attr:`Roofline.points`.
+POINT_COLUMNS = ["study", "kernel", "dtype", "problem", "number", "intensity", "flop_s",
+                 "byte_s", "roof_flop_s", "roof", "pct_roof", "pct_physical"]
+#: What the list beside the plot says of kernels without a place on it.
+BESIDE = "winners without FLOPs (copy) are listed beside the plot, as % of the memory roof"
+
+
+class Roof(NamedTuple):
+    """One roof: bytes/s (``memory``) or FLOP/s (``compute``), measured or physical."""
+
+    name: str
+    kind: str                  # "memory" | "compute"
+    per_s: float
+    calibrated: bool           # measured by sweeper calibrate (solid), else a bound (dashed)
+
+
+class Roofline(NamedTuple):
+    """The roofs of one GPU and its studies' winners."""
+
+    gpu: str
+    roofs: list[Roof]
+    points: pd.DataFrame       # POINT_COLUMNS: one row per winner with FLOPs and bytes
+    beside: list[str]          # one line per winner that has no place on the plot
+    ceilings_from: str         # where the calibrated roofs come from ("" when none)
+
+
+class Winner(NamedTuple):
+    """What the roofline needs of one problem's chosen config."""
+
+    study: str
+    kernel: str
+    dtype: str
+    problem: str
+    number: int
+    flops: float               # per launch
+    nbytes: float              # per launch
+    seconds: float             # the median it was chosen on
+
+
+def winner_work(study: str, kernel: str, df: pd.DataFrame, picks: Iterable[Pick]
+            ) -> list[Winner]:
+    """Each chosen config's work per launch and median; ``df`` is the study's
+    :func:`trials_frame`."""
+    by_number = df.set_index("number")
+    out = []
+    for pick in sorted(picks, key=lambda p: problem_of(p.trial)):
+        t = by_number.loc[pick.trial.number]
+        swept = t["median_ms"] * 1e-3
+        out.append(Winner(study, kernel, str(t["dtype"]), problem_key(t), pick.trial.number,
+                          float(t["gflops"]) * 1e9 * swept, float(t["gbps"]) * 1e9 * swept,
+                          pick.median_ms * 1e-3))
+    return out
+
+
+def study_winners(store: StudyStore) -> tuple[dict[str, Any], list[Winner]]:
+    """A recorded study's meta and its winners (reads only study.json and the journal)."""
+    meta = store.meta()
+    trials, _ = store.records()
+    picks = Winners.of(store).picks(trials).values()
+    df = trials_frame(trials, meta.get("meta_axes", []))
+    return meta, ([] if df.empty else winner_work(meta["study"], meta["kernel"], df, picks))
+
+
+def limits(metas: Sequence[dict[str, Any]]) -> tuple[Ceilings | None, Bounds | None, str]:
+    """The newest ceilings of the studies' GPU (their snapshots, and the ceilings cache for
+    that GPU and driver) with where they come from, and the first physical bounds any study
+    recorded."""
+    found: list[tuple[Ceilings, str]] = []
+    for meta in metas:
+        if meta.get("ceilings"):
+            found.append((Ceilings.from_json(meta["ceilings"]), f"study {meta['study']}"))
+        env = meta.get("environment", {})
+        if env.get("gpu_uuid"):
+            cached = calibrated.load(env["gpu"], env["gpu_uuid"], env.get("driver", ""))
+            if cached is not None:
+                found.append((cached, "the ceilings cache"))
+    newest = max(found, key=lambda c: c[0].measured, default=None)
+    bounds = next((Bounds.from_json(m["bounds"]) for m in metas
+                   if m.get("bounds") and Bounds.from_json(m["bounds"]).all()), None)
+    return (newest[0] if newest else None, bounds,
+            f"sweeper calibrate, {newest[0].measured}, from {newest[1]}" if newest else "")
+
+
+def roofline(gpu: str, chosen: Sequence[Winner], ceilings: Ceilings | None,
+             bounds: Bounds | None, ceilings_from: str = "") -> Roofline:
+    """The roofs of ``gpu`` and ``chosen`` placed against them; refused (one line) when
+    there are neither ceilings nor physical bounds to draw."""
+    if ceilings is None and (bounds is None or not bounds.all()):
+        raise SweeperError(
+            f"no roofline for {gpu}: neither ceilings nor physical bounds are known for it "
+            "(run `sweeper calibrate` on it; studies run on a CUDA device record its bounds)")
+    roofs = Roofs(ceilings, bounds)
+    rows, beside = [], []
+    for w in chosen:
+        if w.flops > 0 and w.nbytes > 0:
+            rows.append(roofs.place(w))
+        else:
+            beside.append(roofs.describe(w))
+    points = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    dtypes = list(dict.fromkeys(points["dtype"])) or (list(ceilings.matmul) if ceilings
+                                                      else [])
+    return Roofline(gpu, roofs.drawn(dtypes), points, beside, ceilings_from)
+
+
+class Roofs:
+    """The memory and compute roofs of one GPU, calibrated and physical."""
+
+    def __init__(self, ceilings: Ceilings | None, bounds: Bounds | None) -> None:
+        self.ceilings, self.bounds = ceilings, bounds
+
+    def memory(self, calibrated_roof: bool) -> Roof | None:
+        """The memory roof: the calibrated DRAM copy bandwidth, or the DRAM bound."""
+        if calibrated_roof:
+            if self.ceilings and self.ceilings.copy:
+                gbps = self.ceilings.dram_bandwidth()
+                return Roof(f"DRAM copy {gbps:.0f} GB/s", "memory", gbps * 1e9, True)
+            return None
+        if self.bounds and self.bounds.dram:
+            return Roof(f"DRAM bound {self.bounds.dram.rate_text()}", "memory",
+                        self.bounds.dram.per_s, False)
+        return None
+
+    def compute(self, dtype: str, calibrated_roof: bool) -> Roof | None:
+        """The compute roof of ``dtype``: the calibrated matmul rate, or the FLOP bound."""
+        if calibrated_roof:
+            peak = self.ceilings.matmul_peak(dtype) if self.ceilings else None
+            if peak is None:
+                return None
+            held = f" (as {peak[0]})" if peak[0] != dtype else ""
+            return Roof(f"{dtype} matmul {peak[1]:.4g} TFLOP/s{held}", "compute",
+                        peak[1] * 1e12, True)
+        bound = self.bounds.flops.get(dtype) if self.bounds else None
+        return Roof(f"{dtype} bound {bound.rate_text()}", "compute", bound.per_s,
+                    False) if bound else None
+
+    def attainable(self, intensity: float, dtype: str, calibrated_roof: bool | None
+                   ) -> tuple[float, str]:
+        """(FLOP/s, which roof limits) at ``intensity``: with ``calibrated_roof`` None,
+        each roof calibrated where it was measured, else bound; NaN with no roof."""
+        def pick(get: Callable[[bool], Roof | None]) -> Roof | None:
+            if calibrated_roof is None:
+                return get(True) or get(False)
+            return get(calibrated_roof)
+        memory = pick(self.memory)
+        compute = pick(lambda c: self.compute(dtype, c))
+        by_memory = intensity * memory.per_s if memory else math.inf
+        by_compute = compute.per_s if compute else math.inf
+        if math.isinf(by_memory) and math.isinf(by_compute):
+            return math.nan, ""
+        if by_memory < by_compute:
+            return by_memory, f"memory: {memory.name}" if memory else ""
+        return by_compute, f"compute: {compute.name}" if compute else ""
+
+    def place(self, w: Winner) -> dict[str, Any]:
+        """A winner with FLOPs and bytes as a point of the plot."""
+        intensity = w.flops / w.nbytes
+        flop_s = w.flops / w.seconds
+        roof, which = self.attainable(intensity, w.dtype, None)
+        physical, _ = self.attainable(intensity, w.dtype, False)
+        return {"study": w.study, "kernel": w.kernel, "dtype": w.dtype, "problem": w.problem,
+                "number": w.number, "intensity": intensity, "flop_s": flop_s,
+                "byte_s": w.nbytes / w.seconds, "roof_flop_s": roof, "roof": which,
+                "pct_roof": 100 * flop_s / roof, "pct_physical": 100 * flop_s / physical}
+
+    def describe(self, w: Winner) -> str:
+        """A winner the plot has no place for, as one line of the list beside it."""
+        head = f"{w.kernel} {w.problem} (#{w.number}, {w.study})"
+        if w.nbytes > 0:
+            memory = self.memory(True) or self.memory(False)
+            pct = (f", {100 * w.nbytes / w.seconds / memory.per_s:.1f}% of the memory roof "
+                   f"({memory.name})" if memory else "")
+            return f"{head}: 0 FLOP, {w.nbytes / w.seconds / 1e9:.0f} GB/s{pct}"
+        if w.flops > 0:
+            compute = self.compute(w.dtype, True) or self.compute(w.dtype, False)
+            pct = (f", {100 * w.flops / w.seconds / compute.per_s:.1f}% of the compute roof "
+                   f"({compute.name})" if compute else "")
+            return (f"{head}: {w.flops / w.seconds / 1e12:.4g} TFLOP/s{pct}; it declares no "
+                    "bytes, so it has no intensity")
+        return f"{head}: declares neither bytes nor FLOPs, so it has no place on a roofline"
+
+    def drawn(self, dtypes: Sequence[str]) -> list[Roof]:
+        """The roofs to draw: memory first, then each dtype's compute roofs; dtypes that
+        share a roof share its line (their names joined)."""
+        roofs = [r for r in (self.memory(True), self.memory(False)) if r]
+        compute: dict[tuple[float, bool], list[Roof]] = {}
+        for dtype in dtypes:
+            for c in (True, False):
+                roof = self.compute(dtype, c)
+                if roof:
+                    compute.setdefault((roof.per_s, c), []).append(roof)
+        for (_, _), same in compute.items():
+            names = ", ".join(r.name.split(" ", 1)[0] for r in same)
+            roofs.append(same[0]._replace(name=names + " " + same[0].name.split(" ", 1)[1]))
+        return roofs
+
+
+def studies_roofline(stores: Sequence[StudyStore], gpu: str | None = None) -> Roofline:
+    """The roofline of ``stores``' winners (only those measured on ``gpu`` when given);
+    refused (one line) when the studies span GPUs, none is of ``gpu``, or their GPU has
+    neither ceilings nor physical bounds."""
+    read = [study_winners(store) for store in stores]
+    by_gpu: dict[str, list[tuple[dict[str, Any], list[Winner]]]] = {}
+    for meta, chosen in read:
+        by_gpu.setdefault(meta.get("environment", {}).get("gpu", "?"), []).append(
+            (meta, chosen))
+    if gpu is not None:
+        if gpu not in by_gpu:
+            raise SweeperError(f"--gpu {gpu!r}: no study measured on it; the studies' GPUs: "
+                               f"{', '.join(sorted(by_gpu)) or 'none'}")
+        by_gpu = {gpu: by_gpu[gpu]}
+    if not by_gpu:
+        raise SweeperError("no study to place on a roofline")
+    if len(by_gpu) > 1:
+        named = "; ".join(f"{g}: {', '.join(m['study'] for m, _ in found)}"
+                          for g, found in sorted(by_gpu.items()))
+        raise SweeperError(f"the studies were measured on {len(by_gpu)} GPUs ({named}); a "
+                           "roofline is of one GPU: name its studies, or pick it with --gpu")
+    (name, found), = by_gpu.items()
+    ceilings, bounds, source = limits([meta for meta, _ in found])
+    return roofline(name, [w for _, chosen in found for w in chosen], ceilings, bounds, source)

@@ -1,0 +1,343 @@
+"""Footprint curves and rooflines: the numbers behind each picture (not its pixels), the
+`sweeper roofline` command end to end on replayed H200 studies, and the cases with
+nothing to draw."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.plot_examples import COPY, MATMUL, combined_table
+from sweeper import ceilings as ceiling_cache
+from sweeper.bounds import Bound, Bounds
+from sweeper.ceilings import Ceilings
+from sweeper.cli import main
+from sweeper.finals import Finalist, FinalRecord
+from sweeper.measure import summarize
+from sweeper.report import footprint_figure, roofline, roofline_figure, study_tables, write_report
+from sweeper.report._roofline import Winner
+from sweeper.space import Config, Problem, format_size, parse_size
+from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.trial import TrialStatus
+from tests.test_report import replayed
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLES = ROOT / "tests" / "data" / "replay"
+GPU = "Fake GPU"
+L2 = 8 << 10
+KIB = 1 << 10
+CEILINGS = Ceilings(gpu=GPU, uuid="u", driver="d", measured="2026-01-01T00:00:00+00:00",
+                    copy={4 * KIB: {"cold": 100.0, "warm": 300.0},
+                          16 * KIB: {"cold": 200.0, "warm": 400.0},
+                          64 * KIB: {"cold": 400.0, "warm": 420.0},
+                          1 << 30: {"cold": 4000.0, "warm": 4000.0}},
+                    matmul={"bfloat16": 800.0, "tfloat32": 400.0, "float32": 50.0})
+BOUNDS = Bounds(gpu=GPU, l2_bytes=L2, dram=Bound("DRAM", 5000e9, "test", "test"),
+                flops={"bfloat16": Bound("bfloat16", 1000e12, "test", "test", True),
+                       "float32": Bound("float32", 500e12, "test", "test", True)})
+
+
+def trial(number, footprint, cache, block, gbps, dtype="float32"):
+    """A measured copy trial: ``gbps`` at the median of samples 1 % apart."""
+    median = 2 * footprint / (gbps * 1e9) * 1e3
+    samples = [median * 0.99, median, median * 1.01] * 3
+    stats = summarize(samples)
+    return TrialRecord(
+        number=number, status=TrialStatus.OK,
+        choice={"grid": "sms", "block": str(block), "BLOCK": "1024", "dtype": dtype,
+                "footprint": format_size(footprint), "cache": cache},
+        config=Config(Problem(dtype, footprint), grid=132, block=block,
+                      meta={"BLOCK": 1024}, cache=cache),
+        samples_ms=samples, stats=stats, gbps=2 * footprint / (stats.median * 1e-3) / 1e9)
+
+
+def study(tmp_path, records, limits=True, name="st"):
+    store = StudyStore(tmp_path / name)
+    store.create({"study": name, "kernel": "copy", "command": "sweeper run x.yaml",
+                  "space_path": "x.yaml", "meta_axes": ["BLOCK"], "headline": "gbps",
+                  "axes": {"grid": ["sms"], "block": ["32", "64"], "BLOCK": ["1024"]},
+                  "environment": {"gpu": GPU, "sms": 132, "l2_bytes": L2},
+                  "fingerprint": {"device": "cuda"},
+                  **({"ceilings": CEILINGS.to_json(), "bounds": BOUNDS.to_json()}
+                     if limits else {})})
+    for r in records:
+        store.append(r)
+    store.close()
+    return store
+
+
+#: 3 footprints x cold and warm x 2 configs (block 32 and 64): (footprint, cache) ->
+#: (block 32 GB/s, block 64 GB/s)
+RATES = {(4 * KIB, "cold"): (90.0, 80.0), (4 * KIB, "warm"): (250.0, 280.0),
+         (16 * KIB, "cold"): (180.0, 150.0), (16 * KIB, "warm"): (350.0, 300.0),
+         (64 * KIB, "cold"): (380.0, 300.0), (64 * KIB, "warm"): (390.0, 400.0)}
+
+
+def three_footprints(tmp_path, **kw):
+    records, n = [], 0
+    for (fp, cache), rates in RATES.items():
+        for block, gbps in zip((32, 64), rates, strict=True):
+            records.append(trial(n, fp, cache, block, gbps))
+            n += 1
+    return study(tmp_path, records, **kw)
+
+
+def test_a_footprint_curve_gives_each_problems_choice_its_ci_and_the_references(tmp_path):
+    store = three_footprints(tmp_path)
+    (curve,) = study_tables(store)["footprint"]
+    assert curve.name == "footprint_float32" and curve.metric == "gbps"
+    points = curve.points
+    assert list(zip(points["footprint"], points["cache"], strict=True)) == [
+        (4 * KIB, "cold"), (4 * KIB, "warm"), (16 * KIB, "cold"), (16 * KIB, "warm"),
+        (64 * KIB, "cold"), (64 * KIB, "warm")]
+    assert list(points["rate"]) == pytest.approx([max(RATES[k]) for k in RATES])
+    assert list(points["problem"])[:2] == ["float32 4KiB cold", "float32 4KiB warm"]
+    assert (points["lo"] < points["rate"]).all() and (points["rate"] < points["hi"]).all()
+    assert (points["median_from"] == "sweep").all()
+    # the copy ceiling per cache mode across the curve's footprints, as reports interpolate it
+    cold = curve.ceiling[curve.ceiling["cache"] == "cold"]
+    assert list(cold["footprint"]) == [4 * KIB, 16 * KIB, 64 * KIB]
+    assert list(cold["rate"]) == [100.0, 200.0, 400.0]
+    assert list(curve.ceiling.loc[curve.ceiling["cache"] == "warm", "rate"]) == [300, 400, 420]
+    assert curve.ceiling_label == "torch copy_, calibrated (2026-01-01T00:00:00+00:00)"
+    assert curve.bound == 5000.0 and curve.bound_label == "DRAM bound 5000 GB/s (physical)"
+    assert curve.l2_bytes == L2
+    # one config (the 64KiB cold choice: block 32) at every footprint it was measured at
+    assert list(curve.trace["rate"]) == pytest.approx([90.0, 180.0, 380.0])
+    assert curve.trace_label == ("#8's config (sms block=32 BLOCK=1024), the 64KiB cold "
+                                 "choice, at every footprint")
+    assert "bars: that median's 95% CI" in curve.caption and "the 8KiB L2" in curve.caption
+    ax = footprint_figure(curve).axes[0]
+    assert ax.get_xscale() == "log" and ax.get_ylim()[0] == 0
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4KiB", "16KiB", "64KiB"]
+    files = write_report(store)
+    assert {p.name for p in files.images} >= {"footprint_float32.png", "footprint_float32.svg"}
+    md = files.markdown.read_text()
+    assert "## Footprint curves" in md
+    assert "![footprint_float32](heatmaps/footprint_float32.png)" in md
+    data = json.loads(files.json.read_text())["footprint_curves"][0]
+    assert [p["rate"] for p in data["points"]] == pytest.approx(list(points["rate"]))
+    assert data["bound"]["value"] == 5000.0 and data["l2_bytes"] == L2
+
+
+def test_a_point_is_the_finals_winner_at_the_finals_median_and_ci(tmp_path):
+    records = [trial(0, 4 * KIB, "cold", 32, 90.0), trial(1, 4 * KIB, "cold", 64, 80.0),
+               trial(2, 16 * KIB, "cold", 32, 180.0)]
+    # re-measured together, #1 (the sweep's slower) won at 0.1 ms: 81.92 GB/s
+    samples = [0.099, 0.1, 0.101] * 10
+    final = FinalRecord(problem=ProblemKey("float32", 4 * KIB), tied=[1, 0], winner=1,
+                        finalists=[Finalist(number=n, samples_ms=samples,
+                                            stats=summarize(samples)) for n in (1, 0)])
+    (curve,) = study_tables(study(tmp_path, [*records, final]))["footprint"]
+    first = curve.points.iloc[0]
+    assert first["number"] == 1 and first["median_ms"] == pytest.approx(0.1)
+    assert first["rate"] == pytest.approx(2 * 4 * KIB / 1e-4 / 1e9)
+    stats = summarize(samples)
+    assert first["lo"] == pytest.approx(2 * 4 * KIB / (stats.ci_hi * 1e-3) / 1e9)
+    assert first["median_from"].startswith("interleaved final")
+
+
+def test_a_replayed_h200_copy_over_five_footprints(tmp_path):
+    table, space = combined_table(tmp_path, *COPY)      # the recorded 8MiB to 4GiB tables
+    store = replayed(table, space, tmp_path / "copy")
+    tables = study_tables(store)
+    (curve,) = tables["footprint"]
+    best: dict[int, float] = {}
+    for row in csv.DictReader(line for line in table.read_text().splitlines()
+                              if not line.startswith("#")):
+        if row["status"] == "ok":
+            fp = parse_size(row["footprint"])
+            best[fp] = max(best.get(fp, 0.0), 2 * fp / (float(row["median_ms"]) * 1e-3) / 1e9)
+    assert list(curve.points["footprint"]) == sorted(best)
+    assert list(curve.points["rate"]) == pytest.approx([best[fp] for fp in sorted(best)])
+    assert 1900 < best[8 << 20] < 2000 and best[4 << 30] > 4250       # L2 to DRAM
+    assert curve.l2_bytes == 60 << 20                                 # the recorded GPU's
+    assert len(curve.trace) == 5 and curve.trace_label.endswith("the 4GiB cold choice, at "
+                                                                "every footprint")
+    assert curve.bound is None and curve.ceiling.empty                # a replay has neither
+    assert tables["roofline"] is None
+
+
+def test_a_tflops_curve_is_held_against_the_matmul_ceiling_and_flop_bound(tmp_path):
+    table, space = combined_table(tmp_path, *MATMUL)    # 1024³, 2048³ and 4096³ bf16
+    store = replayed(table, space, tmp_path / "mm")
+    store.update_meta(ceilings=CEILINGS.to_json(), bounds=BOUNDS.to_json())
+    tables = study_tables(store)
+    (curve,) = tables["footprint"]
+    assert curve.metric == "tflops" and list(curve.points["footprint"]) == [2 << 20, 8 << 20,
+                                                                           32 << 20]
+    side = [1024, 2048, 4096]
+    assert list(curve.points["rate"]) == pytest.approx(
+        [2 * s ** 3 / (m * 1e-3) / 1e12 for s, m in zip(side, curve.points["median_ms"],
+                                                          strict=True)])
+    assert set(curve.ceiling["rate"]) == {800.0}
+    assert curve.ceiling_label == "torch.matmul bfloat16 8192³, calibrated"
+    assert curve.bound == 1000.0
+    # ... and its winners are points on the study's roofline, against the bf16 roofs
+    roof = tables["roofline"]
+    assert list(roof.points["problem"]) == [f"bfloat16 M={n} N={n} K={n} cold"
+                                            for n in (1024, 2048, 4096)]
+    big = roof.points.iloc[2]
+    assert big["intensity"] == pytest.approx(2 * 4096 ** 3 / (3 * (32 << 20)))
+    assert big["pct_roof"] == pytest.approx(100 * big["flop_s"] / 800e12)
+    md = write_report(store, draw=False).markdown.read_text()
+    assert "## Roofline" in md and "compute: bfloat16 matmul 800 TFLOP/s" in md
+
+
+def test_nothing_is_drawn_for_one_footprint_or_a_dtype_with_one(tmp_path):
+    one = study(tmp_path, [trial(0, 4 * KIB, "cold", 32, 90.0),
+                           trial(1, 4 * KIB, "warm", 32, 250.0)])
+    tables = study_tables(one)
+    assert tables["footprint"] == []
+    files = write_report(one)
+    assert not [p for p in files.images if p.name.startswith("footprint")]
+    assert "Footprint" not in files.markdown.read_text()
+    assert json.loads(files.json.read_text())["footprint_curves"] == []
+    # two dtypes: float16 has two footprints, float32 one: one curve, float16's
+    mixed = study(tmp_path, [trial(0, 4 * KIB, "cold", 32, 90.0),
+                             trial(1, 4 * KIB, "cold", 32, 95.0, dtype="float16"),
+                             trial(2, 16 * KIB, "cold", 32, 150.0, dtype="float16")],
+                  name="mixed")
+    assert [c.name for c in study_tables(mixed)["footprint"]] == ["footprint_float16"]
+    # a copy study has no FLOPs: no point to place, no roofline section
+    assert study_tables(three_footprints(tmp_path / "copy"))["roofline"] is None
+
+
+def winners():
+    def w(kernel, dtype, problem, flops, nbytes, ms):
+        return Winner("s", kernel, dtype, problem, 0, flops, nbytes, ms * 1e-3)
+    return [w("matmul", "bfloat16", "bfloat16 32MiB cold", 2 * 4096 ** 3, 3 * (32 << 20), 0.2),
+            w("add", "float32", "float32 1GiB cold", 1 << 28, 3 << 30, 1.0),
+            w("matmul", "float32", "float32 16MiB cold", 2 * 2048 ** 3, 3 * (16 << 20), 0.1),
+            w("copy", "float32", "float32 1GiB cold", 0, 2 << 30, 0.6)]
+
+
+def test_roofline_points_and_roofs_from_ceilings_and_bounds():
+    roof = roofline(GPU, winners(), CEILINGS, BOUNDS, "sweeper calibrate, test")
+    assert [(r.name, r.kind, r.per_s, r.calibrated) for r in roof.roofs] == [
+        ("DRAM copy 4000 GB/s", "memory", 4000e9, True),
+        ("DRAM bound 5000 GB/s", "memory", 5000e9, False),
+        ("bfloat16 matmul 800 TFLOP/s", "compute", 800e12, True),
+        ("bfloat16 bound 1000 TFLOP/s", "compute", 1000e12, False),
+        ("float32 matmul 400 TFLOP/s (as tfloat32)", "compute", 400e12, True),
+        ("float32 bound 500 TFLOP/s", "compute", 500e12, False)]
+    mm, add, mm32 = (roof.points.iloc[i] for i in range(3))
+    assert mm["intensity"] == pytest.approx(2 * 4096 ** 3 / (3 * (32 << 20)))
+    assert mm["flop_s"] == pytest.approx(2 * 4096 ** 3 / 0.2e-3)
+    assert mm["roof"] == "compute: bfloat16 matmul 800 TFLOP/s"
+    assert mm["pct_roof"] == pytest.approx(100 * mm["flop_s"] / 800e12)
+    assert mm["pct_physical"] == pytest.approx(100 * mm["flop_s"] / 1000e12)
+    assert add["intensity"] == pytest.approx(1 / 12)               # 1 FLOP per 12 bytes
+    assert add["roof"] == "memory: DRAM copy 4000 GB/s"
+    assert add["pct_roof"] == pytest.approx(100 * (3 << 30) / 1e-3 / 4000e9)
+    assert add["pct_physical"] == pytest.approx(100 * (3 << 30) / 1e-3 / 5000e9)
+    assert mm32["roof"] == "compute: float32 matmul 400 TFLOP/s (as tfloat32)"
+    assert roof.beside == ["copy float32 1GiB cold (#0, s): 0 FLOP, 3579 GB/s, 89.5% of the "
+                           "memory roof (DRAM copy 4000 GB/s)"]
+    fig = roofline_figure(roof)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log" and len(fig.axes) == 2    # + the list
+    labels = ax.get_legend_handles_labels()[1]
+    assert "winners without FLOPs: listed at right" in labels
+    assert "bfloat16 bound 1000 TFLOP/s" in labels
+
+
+def test_roofline_with_bounds_only_and_its_refusal_without_either():
+    roof = roofline(GPU, winners()[:1], None, BOUNDS)
+    assert all(not r.calibrated for r in roof.roofs)
+    point = roof.points.iloc[0]
+    assert point["pct_roof"] == pytest.approx(point["pct_physical"])
+    assert point["roof"] == "compute: bfloat16 bound 1000 TFLOP/s"
+    with pytest.raises(Exception, match=r"^no roofline for Fake GPU: neither ceilings nor "
+                       r"physical bounds are known for it \(run `sweeper calibrate` on it;"):
+        roofline(GPU, winners(), None, Bounds.none(GPU, "replayed"))
+
+
+@pytest.fixture
+def replay_studies(tmp_path):
+    """A copy and a matmul study replayed from the recorded H200 tables."""
+    d = tmp_path / "studies"
+    replayed(TABLES / "h200-copy.csv", ROOT / "spaces/copy.yaml", d / "copy")
+    replayed(TABLES / "h200-matmul.csv", ROOT / "spaces/matmul.yaml", d / "matmul")
+    return d
+
+
+def _one_line(capsys):
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err.strip()
+
+
+def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypatch):
+    d = replay_studies
+    # replayed studies record no bounds; with no ceilings either, there is no roofline
+    assert main(["roofline", "--studies-dir", str(d)]) == 2
+    assert _one_line(capsys).startswith("sweeper: no roofline for replay: NVIDIA H200: "
+                                        "neither ceilings nor physical bounds")
+    assert not (d / "roofline.png").exists()
+    # the ceilings cache for the GPU a study names (its UUID and driver) is read
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    store = StudyStore(d / "matmul")
+    env = store.meta()["environment"]
+    store.update_meta(environment={**env, "gpu_uuid": "u-1", "driver": "580"})
+    ceiling_cache.save(Ceilings(**{**CEILINGS.to_json(), "gpu": env["gpu"], "uuid": "u-1",
+                                   "driver": "580", "copy": {1 << 30: {"cold": 4200.0,
+                                                                      "warm": 4200.0}}}))
+    assert main(["roofline", "--studies-dir", str(d)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("roofline of replay: NVIDIA H200: 2 winner(s) of 2 study(ies); roofs "
+                      "(solid: sweeper calibrate, 2026-01-01T00:00:00+00:00, from the ceilings "
+                      "cache; dashed: physical bounds): DRAM copy 4200 GB/s; bfloat16 matmul "
+                      "800 TFLOP/s")
+    assert out[1].startswith("matmul bfloat16 M=4096 N=4096 K=4096 cold (#4, matmul): 1365 FLOP/B, "
+                             "746.8 TFLOP/s, 93.")
+    assert out[2].startswith("copy float32 1GiB cold (#") and "0 FLOP, 4256 GB/s, 101.3% of " \
+        "the memory roof (DRAM copy 4200 GB/s)" in out[2]
+    assert out[3:] == [f"wrote {d / 'roofline.png'}", f"wrote {d / 'roofline.svg'}"]
+    assert (d / "roofline.png").stat().st_size > 1000
+    # named studies, one file in the format its suffix names
+    svg = tmp_path / "one.svg"
+    assert main(["roofline", "matmul", "--studies-dir", str(d), "-o", str(svg)]) == 0
+    assert "1 winner(s) of 1 study(ies)" in capsys.readouterr().out
+    assert svg.read_text().lstrip().startswith("<?xml")
+    # a folder whose study.json is not one is skipped with a one-line warning
+    (d / "broken").mkdir()
+    (d / "broken" / "study.json").write_text("nope")
+    assert main(["roofline", "--studies-dir", str(d), "-o", str(svg)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (f"sweeper: warning: {d / 'broken'}: skipped: "
+                            f"{d / 'broken' / 'study.json'}:1: not JSON: Expecting value\n")
+    assert "2 winner(s) of 2 study(ies)" in captured.out
+
+
+def test_sweeper_roofline_refuses_with_one_line(replay_studies, tmp_path, capsys):
+    d = replay_studies
+    assert main(["roofline", "--studies-dir", str(d), "-o", str(tmp_path / "r.pdf")]) == 2
+    assert _one_line(capsys) == (f"sweeper: -o {tmp_path / 'r.pdf'}: the suffix '.pdf' names "
+                                 "no picture format; allowed: .png, .svg")
+    assert main(["roofline", "--studies-dir", str(tmp_path / "none")]) == 2
+    assert _one_line(capsys) == (f"sweeper: no study in {tmp_path / 'none'}; name studies, "
+                                 "or give --studies-dir")
+    store = StudyStore(d / "copy")
+    store.update_meta(environment={**store.meta()["environment"], "gpu": "Other GPU"})
+    assert main(["roofline", "--studies-dir", str(d)]) == 2
+    assert _one_line(capsys) == (
+        "sweeper: the studies were measured on 2 GPUs (Other GPU: copy; replay: NVIDIA H200: "
+        "matmul); a roofline is of one GPU: name its studies, or pick it with --gpu")
+    assert main(["roofline", "--studies-dir", str(d), "--gpu", "Third"]) == 2
+    assert _one_line(capsys) == ("sweeper: --gpu 'Third': no study measured on it; the "
+                                 "studies' GPUs: Other GPU, replay: NVIDIA H200")
+    assert not list(d.glob("roofline.*")) and not list(tmp_path.glob("r.*"))
+
+
+def test_sweeper_roofline_with_nothing_measured_exits_1(tmp_path, capsys):
+    failed = trial(0, 4 * KIB, "cold", 32, 90.0)
+    failed.status, failed.reason, failed.stats = TrialStatus.WRONG_ANSWER, "wrong", None
+    study(tmp_path, [failed])
+    assert main(["roofline", "st", "--studies-dir", str(tmp_path)]) == 1
+    assert _one_line(capsys) == ("sweeper: nothing to place on the roofline of Fake GPU: no "
+                                 "study of it measured a config")
+    assert not list(tmp_path.glob("roofline.*"))
