@@ -182,6 +182,9 @@ KERNEL = Kind("kernel", "sweeper.kernels", {
     "copy": "sweeper.kernels.copy:CopyKernel",
     "add": "sweeper.kernels.add:AddKernel",
     "matmul": "sweeper.kernels.matmul:MatmulKernel",
+    "scale": "sweeper.kernels.scale:ScaleKernel",
+    "copy-strided": "sweeper.kernels.copy_strided:CopyStridedKernel",
+    "softmax": "sweeper.kernels.softmax:SoftmaxKernel",
 }, _kernel_problem)
 SAMPLER = Kind("sampler", "sweeper.samplers", {
     "auto": "sweeper.samplers:auto_sampler",
@@ -204,6 +207,9 @@ DECLARED = {
     "copy": "sweeper.kernels._declared:CopyDeclaration",
     "add": "sweeper.kernels._declared:AddDeclaration",
     "matmul": "sweeper.kernels._declared:MatmulDeclaration",
+    "scale": "sweeper.kernels._declared:ScaleDeclaration",
+    "copy-strided": "sweeper.kernels._declared:CopyStridedDeclaration",
+    "softmax": "sweeper.kernels._declared:SoftmaxDeclaration",
 }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sweeper import plugins
 from sweeper.cli import main
 from sweeper.space import load_space
 from sweeper.space._names import safe_name, study_name_problem
@@ -340,6 +341,6 @@ def test_plan_refuses_a_kernel_that_is_no_module_path_without_importing(tmp_path
     space.write_text(TINY.replace("kernel: copy", "kernel: not-a-module:Marked"))
     rc, _, err = _plan(space, capsys)
     assert rc == 2 and err == (f"{space}:3: kernel: unknown kernel 'not-a-module:Marked'; "
-                               "known: copy, add, matmul, or package.module:attr for your "
-                               "own\n")
+                               f"known: {', '.join(plugins.KERNEL.builtins)}, or "
+                               "package.module:attr for your own\n")
     assert not (tmp_path / "not-a-module.imported").exists()

@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from sweeper import plugins
 from sweeper.cli import main
 from sweeper.space import load_space
 from sweeper.store import StudyStore
@@ -43,7 +44,7 @@ def test_every_example_loads_and_is_listed_in_the_readme():
             "matmul.yaml"} <= set(files)
     assert sorted(readme_rows()) == files
     kernels = {load_space(EXAMPLES / name).kernel for name in files}
-    assert kernels == {"copy", "add", "matmul"}            # one example per built-in at least
+    assert kernels == set(plugins.KERNEL.builtins)         # one example per built-in at least
 
 
 def test_every_readme_command_plans_without_a_gpu(capsys):

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 
 from sweeper.cli._measure import cmd_ab, cmd_calibrate
-from sweeper.cli._plan import cmd_plan, cmd_schema
+from sweeper.cli._plan import cmd_kernels, cmd_plan, cmd_schema
 from sweeper.cli._results import cmd_compare, cmd_export, cmd_report, cmd_roofline, cmd_tuned
 from sweeper.cli._run import cmd_run
 from sweeper.options import ArgumentParser, seconds, whole_number
@@ -121,8 +121,8 @@ def _schema(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
-    tuned.add_argument("kernel", help="kernel name as in the space file (copy, add, matmul, "
-                       "or package.module:attr)")
+    tuned.add_argument("kernel", help="kernel name as in the space file (a built-in: sweeper "
+                       "kernels lists them, or package.module:attr)")
     tuned.add_argument("--dtype", default="float32", help="element type (default float32)")
     problem = tuned.add_mutually_exclusive_group(required=True)
     problem.add_argument("--footprint", help="e.g. 256MiB")
@@ -132,9 +132,21 @@ def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     tuned.set_defaults(func=cmd_tuned)
 
 
+def _kernels(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    kernels = sub.add_parser("kernels", help="list the kernels with their meta-parameters, "
+                             "problem dimensions and defaults")
+    kernels.add_argument("names", nargs="*", metavar="KERNEL",
+                         help="only these (a built-in, an installed entry point's name, or "
+                         "package.module:attr, which is imported); default: every built-in "
+                         "and installed kernel")
+    kernels.add_argument("--json", action="store_true", help="print JSON")
+    kernels.set_defaults(func=cmd_kernels)
+
+
 #: The commands in the order ``sweeper --help`` lists them.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction[ArgumentParser]], None], ...] = (
-    _run, _plan, _report, _roofline, _export, _ab, _calibrate, _compare, _schema, _tuned)
+    _run, _plan, _report, _roofline, _export, _ab, _calibrate, _compare, _schema, _tuned,
+    _kernels)
 
 
 def _of_a_space(sub: argparse._SubParsersAction[ArgumentParser], name: str, text: str

@@ -1,5 +1,7 @@
-"""``sweeper plan`` and ``sweeper schema``: what a space file holds, before anything runs.
-Neither launches a kernel; ``plan`` imports no kernel that is not built in."""
+"""``sweeper plan``, ``sweeper schema`` and ``sweeper kernels``: what a space file holds and
+may name, before anything runs.  None launches a kernel; ``plan`` imports no kernel that
+is not built in, ``kernels`` only the installed or named ones (built-ins are read from
+their declarations, without torch)."""
 
 from __future__ import annotations
 
@@ -61,6 +63,21 @@ def cmd_schema(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
     else:
         print(text, end="")
+    return 0
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    """``sweeper kernels``: every kernel the registry knows, or those named, with its
+    meta-parameters, problem dimensions, defaults, headline and baseline."""
+    import json
+
+    from sweeper.kernels._catalog import catalog, render
+
+    entries = catalog(args.names)
+    if args.json:
+        print(json.dumps([e.to_dict() for e in entries], indent=2))
+    else:
+        print("\n\n".join(render(e) for e in entries))
     return 0
 
 

@@ -13,7 +13,7 @@ import abc
 import enum
 import hashlib
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -66,6 +66,36 @@ def fill_random(tensor: torch.Tensor, generator: torch.Generator) -> None:
         tensor.random_(-100, 100, generator=generator)
 
 
+def fill_poison(tensor: torch.Tensor) -> None:
+    """NaN for floats, -101 for integers: what no copy of :func:`fill_random`'s values is."""
+    tensor.fill_(float("nan") if tensor.dtype.is_floating_point else -101)
+
+
+def mismatch(got: torch.Tensor, expected: torch.Tensor, what: str,
+             detail: Callable[[int], str] = lambda first: "") -> str | None:
+    """``None`` when ``got`` equals ``expected``; else how many elements differ from
+    ``what`` (a NaN always differs) and the first of them (flat index, ``detail`` of
+    it, both values)."""
+    import torch
+
+    if torch.equal(got, expected):
+        return None
+    wrong = got != expected
+    if got.dtype.is_floating_point:
+        wrong |= torch.isnan(got)
+    first = int(wrong.flatten().nonzero()[0, 0])
+    return (f"{int(wrong.sum())} of {got.numel()} elements differ from {what} (first at index "
+            f"{first}{detail(first)}: {got.flatten()[first].item()!r} != "
+            f"{expected.flatten()[first].item()!r})")
+
+
+def elementwise_block(verb: str) -> Mapping[str, MetaParam]:
+    """The one meta-parameter of an elementwise grid-stride kernel: ``BLOCK``, the
+    elements each program ``verb`` per step (a power of two, 1024 unless swept)."""
+    return {"BLOCK": MetaParam(default=1024, pow2=True, elements=True,
+                               doc=f"elements each program {verb} per step")}
+
+
 class Kernel(abc.ABC):
     """A sweepable kernel.  Subclasses set the class attributes and five methods."""
 
@@ -90,6 +120,9 @@ class Kernel(abc.ABC):
     baseline_name: ClassVar[str | None] = None
     #: What reports show first: GB/s, or TFLOP/s for a compute-bound kernel.
     headline: ClassVar[Headline] = Headline.GBPS
+    #: One line saying what the kernel computes, for ``sweeper kernels``; empty: the
+    #: first line of the class's docstring stands in.
+    summary: ClassVar[str] = ""
 
     @abc.abstractmethod
     def allocate(self, problem: Problem, device: str) -> Buffers:

@@ -2,7 +2,7 @@
 
 A declaration is the class attributes a space file is checked against (the kernel's
 name, its meta-parameters and defaults) and those reports read (its headline rate and
-baseline).  The implementations (``copy.py``, ``add.py``, ``matmul.py``) import torch and
+baseline).  The implementations (``copy.py``, ``scale.py``, ``matmul.py`` ...) import torch and
 triton; these import neither, so parsing a space, ``sweeper plan`` and reports read them
 through :func:`sweeper.plugins.kernel_declaration` at no cost.  Each implementation
 subclasses its declaration, so the two cannot disagree.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from sweeper.kernels._base import Headline, Kernel, MetaParam
+from sweeper.kernels._base import Headline, Kernel, MetaParam, elementwise_block
 from sweeper.space import Dim
 
 
@@ -27,6 +27,7 @@ class CopyDeclaration(Kernel):
                            doc="elements each program copies per step"),
     }
     baseline_name: ClassVar[str] = "torch copy_"
+    summary: ClassVar[str] = "dst = src over 1-D arrays, a grid-stride Triton copy"
 
 
 class AddDeclaration(Kernel):
@@ -39,6 +40,7 @@ class AddDeclaration(Kernel):
                            doc="elements each program adds per step"),
     }
     baseline_name: ClassVar[str] = "torch add"
+    summary: ClassVar[str] = "c = a + b over 1-D arrays, grid-stride like copy"
 
 
 class MatmulDeclaration(Kernel):
@@ -70,3 +72,59 @@ class MatmulDeclaration(Kernel):
         "K": "isqrt(footprint // itemsize)"}
     baseline_name: ClassVar[str] = "torch.matmul"
     headline: ClassVar[Headline] = Headline.TFLOPS
+    summary: ClassVar[str] = "C = A @ B (M×K by K×N), a persistent tiled Triton matmul"
+
+
+class ScaleDeclaration(Kernel):
+    """The ``scale`` kernel as spaces and reports see it: ``x *= a`` in place, one ``BLOCK``
+    meta-parameter (elements per program step), torch's ``mul_`` as the baseline."""
+
+    name: ClassVar[str] = "scale"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = elementwise_block("scales")
+    baseline_name: ClassVar[str] = "torch mul_"
+    summary: ClassVar[str] = "x *= a in place over a 1-D array, grid-stride like copy"
+
+
+class CopyStridedDeclaration(Kernel):
+    """The ``copy-strided`` kernel as spaces and reports see it: ``BLOCK`` as ``copy``'s,
+    the problem ``n`` elements read in a strided or line-crossing order (``stride``,
+    ``linecross``), a view of ``src`` copied by torch as the baseline."""
+
+    name: ClassVar[str] = "copy-strided"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = CopyDeclaration.meta_params
+    dims: ClassVar[Mapping[str, Dim]] = {
+        "n": Dim("elements of src and dst", default=1 << 24, max=2**31 - 1),
+        "stride": Dim("elements between the sources of consecutive elements "
+                      "(linecross: the matrix's columns)", default=1),
+        "linecross": Dim("0: element i reads src[(i * stride) % n]; 1: read an "
+                         "(n / stride) × stride matrix by columns, write it by rows",
+                         default=0, min=0, max=1),
+    }
+    #: a footprint alone: a plain copy of that many bytes (stride 1)
+    dims_from_footprint: ClassVar[Mapping[str, str]] = {
+        "n": "footprint // itemsize", "stride": "1", "linecross": "0"}
+    baseline_name: ClassVar[str] = "torch strided-view copy_"
+    summary: ClassVar[str] = ("dst[i] = src[(i * stride) % n], or a matrix read by columns "
+                              "(linecross): strided and line-crossing reads")
+
+
+class SoftmaxDeclaration(Kernel):
+    """The ``softmax`` kernel as spaces and reports see it: the problem ``rows × cols``
+    (never a footprint alone), ``BLOCK`` the column tile, ``torch.softmax`` as the
+    baseline."""
+
+    name: ClassVar[str] = "softmax"
+    meta_params: ClassVar[Mapping[str, MetaParam]] = {
+        "BLOCK": MetaParam(default=4096, pow2=True, elements=True,
+                           doc="columns each program loads per step (>= cols: the row is "
+                               "read once and kept in registers; less: read twice)"),
+    }
+    defaults: ClassVar[Mapping[str, Any]] = {"grid": "rows", "block": 256, "dtype": "float32"}
+    dims: ClassVar[Mapping[str, Dim]] = {
+        "rows": Dim("rows, each normalised on its own", default=4096),
+        "cols": Dim("columns: elements of each row, any number", default=4096),
+    }
+    footprint_bytes: ClassVar[str] = "rows * cols * itemsize"
+    dims_from_footprint: ClassVar[Mapping[str, str]] = {}
+    baseline_name: ClassVar[str] = "torch.softmax"
+    summary: ClassVar[str] = "y = softmax(x) along each row of a rows × cols matrix"

@@ -79,15 +79,37 @@ def streaming(config: Config, sms: int, block_elems: int, inputs: int) -> float:
     - static split: a grid-stride loop is ``STATIC_SPLIT`` of one tile per program.
     """
     itemsize = config.problem.itemsize
-    per_thread = max(block_elems // config.block, 1)
-    values = per_thread * itemsize / 4
-    registers = min(1.0, REGISTERS / values)
     tiles = -(-config.problem.n // block_elems)
     programs = min(config.grid, tiles)
-    resident = min(PROGRAMS_PER_SM, THREADS_PER_SM // config.block, programs / sms)
-    in_flight = resident * block_elems * itemsize * inputs
-    latency = in_flight / (in_flight + HALF_IN_FLIGHT)
     moved = -(-tiles // programs) * block_elems * itemsize * (inputs + 1)
+    return _losses(config, sms, block_elems, tiles, block_elems * itemsize * inputs, moved)
+
+
+def rowwise(config: Config, sms: int, rows: int, cols: int, block_elems: int) -> float:
+    """A row-wise kernel (softmax over ``rows × cols``) that takes a row per program step
+    and loads it in tiles of ``block_elems`` columns: :func:`streaming`'s four losses with
+    a row as the tile (lanes past ``cols`` hold registers but move nothing), times the
+    second read of a row that does not fit one tile (two reads and a write where one
+    read and a write would do: 2/3)."""
+    itemsize = config.problem.itemsize
+    programs = min(config.grid, rows)
+    moved = -(-rows // programs) * cols * itemsize * 2
+    loaded = min(block_elems, cols) * itemsize
+    reads = 1 if block_elems >= cols else 2
+    return _losses(config, sms, block_elems, rows, loaded, moved) * 2 / (reads + 1)
+
+
+def _losses(config: Config, sms: int, block_elems: int, tiles: int, loaded: int,
+            moved: int) -> float:
+    """The registers, bytes-in-flight, program-start and static-split losses of a launch
+    of ``config`` over ``tiles`` tiles of ``block_elems`` elements per program step, each
+    step loading ``loaded`` bytes, each program moving ``moved`` bytes in all."""
+    per_thread = max(block_elems // config.block, 1)
+    registers = min(1.0, REGISTERS / (per_thread * config.problem.itemsize / 4))
+    programs = min(config.grid, tiles)
+    resident = min(PROGRAMS_PER_SM, THREADS_PER_SM // config.block, programs / sms)
+    in_flight = resident * loaded
+    latency = in_flight / (in_flight + HALF_IN_FLIGHT)
     starts = min(1.0, moved / PROGRAM_BYTES)
     split = 1.0 if programs >= tiles else STATIC_SPLIT
     return registers * latency * starts * split

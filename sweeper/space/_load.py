@@ -288,27 +288,30 @@ class _Parser(ProblemAxes, Settings):
                 raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(DTYPES)}")
             return Value(label=raw, constant=raw)
         origin = self.origin(path)
+        # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
+        low = self.shape.dim(axis).min if axis in self.shape.names else 1
         if type(raw) is int:
-            return self.positive(Value(label=str(raw), constant=raw, origin=origin), path)
+            return self.positive(Value(label=str(raw), constant=raw, origin=origin), path, low)
         if not isinstance(raw, str):
             raise self.error(path, f"{shown(raw)} is not an integer, a size or an expression")
         try:
             return self.positive(Value(label=raw, constant=parse_size(raw), origin=origin),
-                                 path)
+                                 path, low)
         except ValueError:
             pass
         try:
             expr = _expr.parse(raw)
             if not expr.names:
                 constant = int(_expr.evaluate(expr, {}))
-                return self.positive(Value(label=raw, constant=constant, origin=origin), path)
+                return self.positive(Value(label=raw, constant=constant, origin=origin), path,
+                                     low)
         except ExpressionError as err:
             raise self.error(path, str(err)) from None
         return Value(label=raw, expr=expr, origin=origin)
 
-    def positive(self, value: Value, path: str) -> Value:
+    def positive(self, value: Value, path: str, low: int = 1) -> Value:
         if isinstance(value.constant, int):
-            if value.constant <= 0:
+            if value.constant <= 0 and low >= 1:
                 raise self.error(path, f"{value.label[:40]} must be positive")
             self.bounded(value.constant, path)
         return value

@@ -1,0 +1,107 @@
+"""What ``sweeper kernels`` lists: every kernel the registry knows, as declared.
+
+A built-in is read from its declaration (``sweeper/kernels/_declared.py``), so listing
+them imports no torch or triton; an installed entry point or a ``module:attr`` path is
+its own class, its module imported (as ``run`` would).  One that cannot be loaded is
+listed with the reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sweeper import plugins
+from sweeper.errors import SweeperError
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """One kernel as its declaration states it: what a space may sweep and what reports
+    lead with; ``error`` instead of the rest for a kernel that could not be loaded."""
+
+    name: str
+    origin: str
+    summary: str = ""
+    #: name -> {"default", "pow2", "elements", "doc"}
+    meta_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: name -> {"doc", "default", "min", "max", "multiple_of", "allowed"}
+    dims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    footprint_bytes: str = ""
+    #: dimension -> its expression over ``footprint`` and ``itemsize``; empty: the
+    #: dimensions must be given
+    dims_from_footprint: dict[str, str] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    headline: str = ""
+    baseline: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as JSON-ready data (``sweeper kernels --json``)."""
+        return asdict(self)
+
+
+def describe(name: str) -> KernelEntry:
+    """Kernel ``name``'s entry; a :class:`SweeperError` where the name leads nowhere or
+    its plugin cannot be loaded."""
+    found = plugins.find(plugins.KERNEL, name)
+    cls = plugins.kernel_declaration(name)
+    return KernelEntry(
+        name=cls.name, origin=found.origin, summary=_summary(cls),
+        meta_params={k: {"default": m.default, "pow2": m.pow2, "elements": m.elements,
+                         "doc": m.doc} for k, m in cls.meta_params.items()},
+        dims={k: {"doc": d.doc, "default": d.default, "min": d.min, "max": d.max,
+                  "multiple_of": d.multiple_of, "allowed": d.allowed()}
+              for k, d in cls.dims.items()},
+        footprint_bytes=cls.footprint_bytes,
+        dims_from_footprint=dict(cls.dims_from_footprint or {}),
+        defaults=dict(cls.defaults), headline=cls.headline.unit,
+        baseline=cls.baseline_name)
+
+
+def _summary(cls: type) -> str:
+    """The class's own ``summary``, else the first line of its own docstring (a subclass
+    of a built-in says what it changes), else the ``summary`` it inherits."""
+    own = cls.__dict__.get("summary") or (cls.__dict__.get("__doc__") or "").strip()
+    return own.splitlines()[0] if own else getattr(cls, "summary", "")
+
+
+def catalog(names: Sequence[str] = ()) -> list[KernelEntry]:
+    """``names``' entries; without names, every built-in then every installed entry
+    point (a name two distributions declare, or one that fails to load, is listed with
+    its reason).  A name given that leads nowhere is a :class:`SweeperError`."""
+    if names:
+        return [describe(name) for name in names]
+    listed = [*plugins.KERNEL.builtins,
+              *(n for n in plugins.installed(plugins.KERNEL) if n not in plugins.KERNEL.builtins)]
+    entries = []
+    for name in listed:
+        try:
+            entries.append(describe(name))
+        except SweeperError as err:
+            entries.append(KernelEntry(name=name, origin="entry point", error=str(err)))
+    return entries
+
+
+def render(entry: KernelEntry) -> str:
+    """An entry as ``sweeper kernels`` prints it: a heading line, then its parts indented,
+    one meta-parameter or dimension a line."""
+    head = f"{entry.name} ({entry.origin})"
+    if entry.error is not None:
+        return f"{head}\n  {entry.error}"
+    lines = [f"{head}: {entry.summary}" if entry.summary else head, "  meta-parameters:"]
+    lines += [f"    {k} = {m['default']}" + (", a power of two" if m["pow2"] else "") +
+              (f": {m['doc']}" if m["doc"] else "") for k, m in entry.meta_params.items()]
+    if not entry.meta_params:
+        lines[-1] += " none"
+    lines.append("  dimensions:")
+    lines += [f"    {k} = {'(no default)' if d['default'] is None else d['default']}: "
+              f"{d['doc']}; {d['allowed']}" for k, d in entry.dims.items()]
+    rule = ", ".join(f"{k} = {e}" for k, e in entry.dims_from_footprint.items())
+    lines += [f"  footprint: {entry.footprint_bytes} bytes; " +
+              (f"a footprint alone gives {rule}" if rule else
+               "a footprint alone does not size it: give the dimensions"),
+              "  defaults: " + ", ".join(f"{k} {v}" for k, v in entry.defaults.items()),
+              f"  headline: {entry.headline}; baseline: {entry.baseline or 'none'}"]
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""The built-in ``copy-strided`` kernel: ``dst[i] = src[j(i)]``, grid-stride like ``copy``,
+with the source index ``j`` in one of two orders:
+
+- strided (``linecross: 0``): ``j = (i * stride) % n``.  Consecutive lanes read
+  ``stride`` elements apart; where ``stride`` and ``n`` share a factor ``g``, only
+  ``n / g`` distinct elements are read (each ``g`` times), which the L2 may serve;
+- line-crossing (``linecross: 1``): ``src`` is an ``(n / stride) × stride`` matrix read by
+  columns and ``dst`` written by rows (a transpose), so every element is read once and
+  consecutive lanes read a row apart; ``n`` must be a multiple of ``stride``.
+
+At ``stride`` 1 both are ``copy``.  ``n``, ``stride`` and the order are compile-time
+constants: the index costs a few integer operations by constants (int64 where ``i *
+stride`` may pass 2**31), never a division by a runtime value, so the access order is
+what is measured.  Bytes moved: ``n`` elements read and ``n`` written, as the kernel asks
+for them.  The baseline is torch's ``copy_`` from a view of ``src`` in the same order (a
+transpose, or a strided column broadcast where ``stride`` divides ``n``); where no view
+has the order (strided, ``n`` no multiple of ``stride``) it is ``torch.index_select``
+over an index kept with the buffers, which moves the index too.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+import torch
+import triton.language as tl
+
+from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch
+from sweeper.kernels._declared import CopyStridedDeclaration
+from sweeper.kernels._guess import streaming
+from sweeper.kernels._jit import jit
+from sweeper.space import Config, Problem
+
+
+# Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
+# other arguments stay unannotated, hence the type: ignore.
+def _strided_body(src, dst, N: tl.constexpr,  # type: ignore[no-untyped-def]
+                  STRIDE: tl.constexpr, LINECROSS: tl.constexpr, BLOCK: tl.constexpr):
+    lanes = tl.arange(0, BLOCK)
+    start = tl.program_id(0) * BLOCK
+    while start < N:
+        i = start + lanes
+        mask = i < N
+        if LINECROSS:             # element i = (column c, row r) of the (N / STRIDE) rows
+            source = (i % (N // STRIDE)) * STRIDE + i // (N // STRIDE)
+        elif N * STRIDE < 2**31:
+            source = i * STRIDE % N
+        else:
+            source = i.to(tl.int64) * STRIDE % N
+        tl.store(dst + i, tl.load(src + source, mask=mask), mask=mask)
+        start += tl.num_programs(0) * BLOCK
+
+
+@functools.cache
+def strided_kernel(interpret: bool = False) -> Any:
+    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
+    interpreter)."""
+    return jit(_strided_body, interpret=interpret)
+
+
+def order(problem: Problem) -> tuple[int, int, bool]:
+    """``n``, ``stride`` and whether the order is line-crossing, checked: a
+    ``ValueError`` for a problem the kernel cannot do (the sweep rules it out)."""
+    n, stride, linecross = (problem.dim(d) for d in ("n", "stride", "linecross"))
+    if n >= 2**31:
+        raise ValueError(f"copy-strided uses int32 offsets: n = {n} is >= 2**31")
+    if linecross and n % stride:
+        raise ValueError(f"linecross reads an (n / stride) × stride matrix: n = {n} is no "
+                         f"multiple of stride = {stride}")
+    return n, stride, bool(linecross)
+
+
+def source_index(problem: Problem, device: str | torch.device) -> torch.Tensor:
+    """The element of ``src`` each element of ``dst`` reads (int64), computed by torch."""
+    n, stride, linecross = order(problem)
+    i = torch.arange(n, device=device)
+    if linecross:
+        rows = n // stride
+        return (i % rows) * stride + i // rows
+    return i * stride % n
+
+
+class CopyStridedKernel(CopyStridedDeclaration):
+    """``dst[i] = src[j(i)]`` in the strided or line-crossing order (the module's
+    docstring), checked bit for bit against ``src`` indexed by torch (the NaN poison never
+    compares equal)."""
+
+    def allocate(self, problem: Problem, device: str) -> Buffers:
+        n, stride, linecross = order(problem)
+        src = torch.empty(n, dtype=getattr(torch, problem.dtype), device=device)
+        tensors = {"src": src, "dst": torch.empty_like(src)}
+        if not linecross and n % stride:          # no view has this order: the baseline's
+            tensors["index"] = source_index(problem, device)
+        return Buffers(problem, tensors)
+
+    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
+        fill_random(buffers["src"], generator)
+
+    def poison(self, buffers: Buffers) -> None:
+        fill_poison(buffers["dst"])
+
+    def launch(self, buffers: Buffers, config: Config) -> None:
+        n, stride, linecross = order(buffers.problem)
+        src = buffers["src"]
+        strided_kernel(interpret=not src.is_cuda)[(config.grid,)](
+            src, buffers["dst"], N=n, STRIDE=stride, LINECROSS=int(linecross),
+            num_warps=config.num_warps, **config.meta)
+
+    def model(self, config: Config, sms: int) -> float | None:
+        return streaming(config, sms, config.meta["BLOCK"], inputs=1)
+
+    def check(self, buffers: Buffers) -> str | None:
+        dst = buffers["dst"]
+        index = source_index(buffers.problem, dst.device)
+        expected = buffers["src"][index]
+        # the NaN poison left behind always differs
+        return mismatch(dst, expected, "src in this order",
+                        lambda first: f", which reads src[{int(index[first])}]")
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 2 * problem.dim("n") * problem.itemsize
+
+    def baseline(self, buffers: Buffers) -> None:
+        """``dst.copy_`` from a view of ``src`` in the kernel's order, or
+        ``torch.index_select`` where no view has it (the module's docstring)."""
+        n, stride, linecross = order(buffers.problem)
+        src, dst = buffers["src"], buffers["dst"]
+        rows = n // stride
+        if linecross:                           # dst (stride × rows) = src (rows × stride)ᵀ
+            dst.view(stride, rows).copy_(src.view(rows, stride).t())
+        elif n % stride == 0:                   # dst[a * rows + r] = src[r * stride]
+            dst.view(stride, rows).copy_(src.view(rows, stride)[:, 0].expand(stride, rows))
+        else:
+            torch.index_select(src, 0, buffers["index"], out=dst)
+
+    def source(self) -> str:
+        return (inspect.getsource(_strided_body) + inspect.getsource(CopyStridedDeclaration)
+                + inspect.getsource(type(self)))

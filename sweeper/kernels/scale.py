@@ -1,0 +1,138 @@
+"""The built-in ``scale`` kernel: ``x *= A`` in place, grid-stride like ``copy``.
+
+Bytes moved: the footprint read and written back; one FLOP per element.
+
+An in-place kernel has no output to poison, and every launch multiplies again: the
+timed launches leave ``x`` at ``x0 * A**k``, not at ``x0 * A``.  So the check verifies
+against the value after the known number of launches (inputs are never restored between
+samples, which would add a copy to the timed work):
+
+- ``poison`` (before the first launch and again after warmup) keeps a copy of ``x`` as
+  the start and zeroes a launch counter;
+- the kernel's first program adds one to the counter on the device at every launch, so
+  launches replayed from a CUDA graph or batched count as launches made one by one;
+- ``check`` multiplies the start by ``A`` as many times as the counter says, with
+  torch's ``mul_`` in the same dtype, and compares bit for bit.
+
+``A = 1 + 2**-5`` has six significant bits, so a product with any element is exact in
+float32 before it is rounded once to the dtype: Triton (which multiplies in float32 or
+wider) and torch round alike, and every step changes every nonzero value even in
+bfloat16 (a relative step of 2**-5 is above its half ulp).  The values grow: after
+about 360 launches in float16 (2 900 in float32 and bfloat16) they overflow to ±inf,
+which the replay reproduces and a launch that skipped its work does not; the replay
+stops early once a step changes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+import torch
+import triton.language as tl
+
+from sweeper.kernels._base import Buffers, fill_random, mismatch
+from sweeper.kernels._declared import ScaleDeclaration
+from sweeper.kernels._guess import streaming
+from sweeper.kernels._jit import jit
+from sweeper.space import Config, Problem
+
+#: The factor every launch multiplies by (see the module's docstring for why this one).
+A = 1.03125
+#: Every this many replayed steps, the replay checks whether a step still changes anything.
+SATURATION_CHECK = 64
+
+
+# Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
+# other arguments stay unannotated, hence the type: ignore.
+def _scale_body(x, launches, n, a, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    if tl.program_id(0) == 0:         # one program counts the launch, on the device
+        tl.store(launches, tl.load(launches) + 1)
+    lanes = tl.arange(0, BLOCK)
+    start = tl.program_id(0) * BLOCK
+    while start < n:
+        offsets = start + lanes
+        mask = offsets < n
+        tl.store(x + offsets, tl.load(x + offsets, mask=mask) * a, mask=mask)
+        start += tl.num_programs(0) * BLOCK
+
+
+@functools.cache
+def scale_kernel(interpret: bool = False) -> Any:
+    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
+    interpreter)."""
+    return jit(_scale_body, interpret=interpret)
+
+
+def replayed(start: torch.Tensor, launches: int) -> torch.Tensor:
+    """``start`` multiplied by ``A`` ``launches`` times, one rounding per step as the
+    kernel does; stops early once a step leaves every value as it was (all overflowed)."""
+    out = start.clone()
+    for step in range(launches):
+        if step % SATURATION_CHECK == SATURATION_CHECK - 1:
+            before = out.clone()
+            out.mul_(A)
+            if torch.equal(before, out):
+                break
+        else:
+            out.mul_(A)
+    return out
+
+
+class ScaleKernel(ScaleDeclaration):
+    """``x *= A`` in place by a grid-stride Triton kernel over a 1-D tensor of a floating
+    dtype, verified against the start multiplied as many times as the kernel ran (the
+    module's docstring says how); offsets are int32, so a problem of 2**31 elements or
+    more fails at launch, and an integer dtype is ruled out at allocation."""
+
+    def allocate(self, problem: Problem, device: str) -> Buffers:
+        dtype = getattr(torch, problem.dtype)
+        if not dtype.is_floating_point:
+            raise ValueError(f"scale multiplies by {A}: {problem.dtype} is no floating "
+                             "dtype; allowed: float64, float32, float16, bfloat16")
+        x = torch.empty(problem.n, dtype=dtype, device=device)
+        return Buffers(problem, {"x": x, "start": torch.empty_like(x),
+                                 "launches": torch.zeros(1, dtype=torch.int64, device=device)})
+
+    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
+        fill_random(buffers["x"], generator)
+
+    def poison(self, buffers: Buffers) -> None:
+        """Keep ``x`` as the start the check replays from, and zero the launch counter:
+        ``x`` is both input and output, so nothing can be poisoned."""
+        buffers["start"].copy_(buffers["x"])
+        buffers["launches"].zero_()
+
+    def launch(self, buffers: Buffers, config: Config) -> None:
+        x = buffers["x"]
+        if x.numel() >= 2**31:
+            raise ValueError(f"scale uses int32 offsets: {x.numel()} elements is >= 2**31")
+        scale_kernel(interpret=not x.is_cuda)[(config.grid,)](
+            x, buffers["launches"], x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+    def model(self, config: Config, sms: int) -> float | None:
+        return streaming(config, sms, config.meta["BLOCK"], inputs=1)
+
+    def check(self, buffers: Buffers) -> str | None:
+        x, launches = buffers["x"], int(buffers["launches"].item())
+        expected = replayed(buffers["start"], launches)
+        return mismatch(x, expected, f"the start times {A}**{launches}, the launches counted")
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 2 * problem.n * problem.itemsize
+
+    def working_set(self, problem: Problem) -> int:
+        return problem.n * problem.itemsize
+
+    def flops(self, problem: Problem) -> int:
+        return problem.n
+
+    def baseline(self, buffers: Buffers) -> None:
+        """``x.mul_(A)``: the same work; the launch counter is the kernel's alone (the
+        baseline is timed, never verified)."""
+        buffers["x"].mul_(A)
+
+    def source(self) -> str:
+        return (inspect.getsource(_scale_body) + inspect.getsource(ScaleDeclaration) +
+                inspect.getsource(type(self)))
