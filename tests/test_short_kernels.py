@@ -207,3 +207,25 @@ def test_a_bad_declaration_names_the_kernel_and_the_argument(kwargs, message):
 def test_import_sweeper_offers_kernel_lazily():
     assert "kernel" in dir(sweeper) and "kernel" in sweeper.__all__
     assert sweeper.kernel.__module__ == "sweeper.kernels._short_form"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("argv", [["examples/scale.yaml", "-p", "n=16777216"],
+                                  ["--from-autotune", "tests.short_kernels_for_tests:add",
+                                   "-p", "n_elements=16777216"]])
+def test_short_and_autotuned_kernels_verify_on_the_gpu(argv, tmp_path):
+    """In a fresh process: a plain ``@triton.jit`` binds to the interpreter or the GPU when
+    its module is imported, and the interpreter tests of this session imported these."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-m", "sweeper", "run", *argv, "--device", "cuda",
+                          "--studies-dir", str(tmp_path), "--quiet", "--no-report"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    study, = tmp_path.iterdir()
+    trials, _ = StudyStore(study).records()
+    assert trials and {t.status for t in trials} == {TrialStatus.OK}
+    assert all(t.gbps > 0 for t in trials)
