@@ -153,24 +153,19 @@ def test_an_in_place_kernel_verifies_after_many_launches():
     assert kernel.bytes_moved(problem) == 2 * N * 4          # x read and written
 
 
-def test_a_planted_wrong_launch_is_caught_on_the_first_launch(tmp_path, write_space):
-    rc, store = _sweep(tmp_path, write_space, "tests.short_kernels_for_tests:skips_index_17")
+@pytest.mark.parametrize(("kernel", "reason"), [
+    ("skips_index_17", f"output x: 1 of {N} elements differ from the reference (rtol 1.3e-06, "
+                       "atol 1e-05 for float32); first at index 17: "),
+    ("tires", "the first launch was right, but the output after the timed samples (3) was "
+              f"wrong: output x: {N} of {N} elements differ from the reference"),
+])
+def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, tmp_path,
+                                                                write_space):
+    rc, store = _sweep(tmp_path, write_space, f"tests.short_kernels_for_tests:{kernel}")
     assert rc == 1
     trials, _ = store.records()
-    assert {t.status for t in trials} == {TrialStatus.WRONG_ANSWER}
-    assert trials[0].reason.startswith(
-        f"output x: 1 of {N} elements differ from the reference (rtol 1.3e-06, atol 1e-05 for "
-        "float32); first at index 17: ")
-
-
-def test_a_launch_that_stops_working_is_caught_after_timing(tmp_path, write_space):
-    rc, store = _sweep(tmp_path, write_space, "tests.short_kernels_for_tests:tires")
-    assert rc == 1
-    trials, _ = store.records()
-    assert {t.status for t in trials} == {TrialStatus.WRONG_ANSWER}
-    assert trials[0].reason.startswith(
-        "the first launch was right, but the output after the timed samples (3) was wrong: "
-        f"output x: {N} of {N} elements differ from the reference")
+    assert len(trials) == 2 and {t.status for t in trials} == {TrialStatus.WRONG_ANSWER}
+    assert trials[0].reason.startswith(reason), trials[0].reason
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -229,3 +224,8 @@ def test_short_and_autotuned_kernels_verify_on_the_gpu(argv, tmp_path):
     trials, _ = StudyStore(study).records()
     assert trials and {t.status for t in trials} == {TrialStatus.OK}
     assert all(t.gbps > 0 for t in trials)
+
+
+def test_the_readme_shows_the_scale_example_as_it_is():
+    readme = (ROOT / "README.md").read_text()
+    assert f"```python\n{(ROOT / 'examples' / 'scale.py').read_text()}```" in readme

@@ -15,9 +15,10 @@ application of the reference; instead the check restores the inputs from the cop
 when they were randomized, poisons the other outputs, launches once more with the same
 config and compares that launch with the reference on the restored inputs.  That proves a
 launch made after the timed ones, with whatever state the kernel kept, still does the
-work.  (Applying the reference as many times as the kernel ran would need the count of
-launches, which a CUDA graph's replays hide, and would drift or overflow for most
-operations.)
+work; a kernel that skips inputs it has seen by their version counter is not caught so,
+since the restore writes them.  (Applying the reference as many times as the kernel ran
+would need the count of launches, which a CUDA graph's replays hide, and would drift or
+overflow for most operations.)
 """
 
 from __future__ import annotations
