@@ -238,8 +238,8 @@ def test_an_allowed_file_that_is_no_space_is_refused_without_its_text(layout, ca
         monkeypatch.setenv("SWEEPER_ALLOW_PATH", f"/nonexistent:{secret}")
     rc, _, err = _plan(spaces / "a.yaml", capsys, *options)
     assert rc == 2 and err == (f"{secret / 'shadow'}:1: not a space file: the key on this "
-                               "line is none of study, kernel, sampler, seed, params, "
-                               "constraints, measure, budget, extends\n")
+                               "line is none of study, kernel, from_autotune, sampler, seed, "
+                               "params, constraints, measure, budget, extends\n")
 
 
 def test_a_yaml_error_in_an_extended_file_quotes_none_of_it(layout, capsys):

@@ -107,7 +107,7 @@ BAD = [
     ("kernel: copy\nparams: {grid: [1]\n", 3, "YAML syntax error"),
     ("- just\n- a list\n", 1, "the file must be a mapping of keys, got a list"),
     ("kernel: copy\nparams: {}\nsampl: tpe\n", 3,
-     "sampl: unknown key 'sampl'; known: study, kernel, sampler, seed, params"),
+     "sampl: unknown key 'sampl'; known: study, kernel, from_autotune, sampler, seed, params"),
     ("kernel: copy\n", 1, "missing key 'params'"),
     ("params: {}\n", 1, "missing key 'kernel'"),
     ("kernel: memcpy\nparams: {}\n", 1, "kernel: unknown kernel 'memcpy'; known: copy"),

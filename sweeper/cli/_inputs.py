@@ -16,11 +16,15 @@ def space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[
     that order, then the space against the device; ``user_code=False`` imports no user
     kernel or sampler."""
     from sweeper.devices import device_class, open_device
-    from sweeper.space import load_space
+    from sweeper.space import autotune_space, load_space
 
     # the variables a device sets (the interpreter's) before any kernel module is imported
     os.environ.update(device_class(args.device).sets_env)
-    space = load_space(args.space, args.param, allow=args.allow_path, user_code=user_code)
+    target = getattr(args, "from_autotune", None)
+    if (args.space is None) == (target is None):
+        raise SweeperError("give a space file or --from-autotune module:kernel (one of them)")
+    space = autotune_space(target, args.param) if target is not None else \
+        load_space(args.space, args.param, allow=args.allow_path, user_code=user_code)
     device = open_device(args.device)
     device.check_space(space)
     return space, device

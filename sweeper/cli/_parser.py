@@ -32,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
-    run = _of_a_space(sub, "run", "sweep a space file and report")
+    run = _of_a_space(sub, "run", "sweep a space file and report", optional=True)
+    run.add_argument("--from-autotune", metavar="MODULE:KERNEL",
+                     help="instead of a space file: run every config of the "
+                     "@triton.autotune function that this sweeper.kernel names (autotuned=)")
     _study_options(run)
     run.add_argument("--trials", type=whole_number,
                      help="stop after this many measured trials (at least 1)")
@@ -149,11 +152,12 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction[ArgumentParser]], None], ..
     _kernels)
 
 
-def _of_a_space(sub: argparse._SubParsersAction[ArgumentParser], name: str, text: str
-                ) -> argparse.ArgumentParser:
-    """A command that reads a space file, on a device, with ``-p`` and ``--allow-path``."""
+def _of_a_space(sub: argparse._SubParsersAction[ArgumentParser], name: str, text: str,
+                optional: bool = False) -> argparse.ArgumentParser:
+    """A command that reads a space file (``optional``: where another option can stand
+    for it), on a device, with ``-p`` and ``--allow-path``."""
     p = sub.add_parser(name, help=text)
-    p.add_argument("space", help="the space file (YAML)")
+    p.add_argument("space", help="the space file (YAML)", nargs="?" if optional else None)
     _device_option(p)
     _param_option(p)
     _allow_option(p)

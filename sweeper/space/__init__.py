@@ -1,7 +1,7 @@
 """The search space: parsed once from YAML into frozen dataclasses."""
 
 from sweeper.space._expr import Expr, cdiv, evaluate, parse
-from sweeper.space._load import load_space, parse_space
+from sweeper.space._load import autotune_space, load_space, parse_space
 from sweeper.space._model import (
     Axis,
     AxisRole,
@@ -37,6 +37,7 @@ __all__ = [
     "Space",
     "Tie",
     "Value",
+    "autotune_space",
     "cdiv",
     "evaluate",
     "format_size",

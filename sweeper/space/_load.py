@@ -6,6 +6,7 @@ path, shows the bad value and says what is allowed."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.space import _expr
 from sweeper.space._expr import LIMIT, Expr
 from sweeper.space._files import load_located, override, reachable
+from sweeper.space._from_autotune import FromAutotune
 from sweeper.space._model import (
     CACHE_MODES,
     FACT_NAMES,
@@ -37,8 +39,8 @@ from sweeper.space._settings import Settings, shown
 from sweeper.space._units import DTYPES, parse_size
 from sweeper.space._yaml import load_with_lines
 
-TOP_KEYS = ("study", "kernel", "sampler", "seed", "params", "constraints", "measure", "budget",
-            "extends")
+TOP_KEYS = ("study", "kernel", "from_autotune", "sampler", "seed", "params", "constraints",
+            "measure", "budget", "extends")
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
@@ -56,6 +58,22 @@ def load_space(path: str | Path, overrides: Sequence[str] = (), *,
     return _Parser(str(path), where, user_code).space(data, text, safe_name(Path(path).stem))
 
 
+def autotune_space(target: str, overrides: Sequence[str] = ()) -> Space:
+    """The space ``sweeper run --from-autotune TARGET`` runs: as a file holding
+    ``from_autotune: TARGET`` and ``sampler: exhaustive`` (every listed config, as Triton's
+    autotuner runs them), its study named after the kernel's attribute; ``overrides``
+    are ``-p``'s.  Errors name ``--from-autotune TARGET``."""
+    file = f"--from-autotune {target}"
+    if plugins.PATH.fullmatch(target) is None:
+        raise SpaceError(f"{target!r} is not package.module:attr (the sweeper.kernel that "
+                         "names the autotuned function)", file="--from-autotune")
+    study = target.rpartition(":")[2]
+    text = f"study: {study}\nfrom_autotune: {json.dumps(target)}\nsampler: exhaustive\n"
+    data, lines = load_with_lines(text, file)
+    data, where = override(data, {k: (file, None) for k in lines}, overrides)
+    return _Parser(file, where).space(data, text, study)
+
+
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
     """The space in YAML ``text`` (called ``file`` in errors), checked as a file is."""
     data, lines = load_with_lines(text, file)
@@ -63,7 +81,7 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
                                                                          default_study)
 
 
-class _Parser(ProblemAxes, Settings):
+class _Parser(ProblemAxes, Settings, FromAutotune):
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
                  user_code: bool = True) -> None:
         self.file = file
@@ -113,6 +131,8 @@ class _Parser(ProblemAxes, Settings):
         study = data.get("study", default_study)
         if study_name_problem(study):
             raise self.error("study", str(study_name_problem(study)))
+        if "from_autotune" in data:
+            data = self.from_autotune(data)
         if "kernel" not in data:
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
         kernel_name = data["kernel"]
@@ -132,17 +152,19 @@ class _Parser(ProblemAxes, Settings):
             budget=self.budget(data.get("budget", {})), path=self.file, text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest())
 
-    def kernel(self, name: Any, params: Any) -> type[KernelDeclaration]:
+    def kernel(self, name: Any, params: Any, path: str = "kernel") -> type[KernelDeclaration]:
         """The class declaring the kernel's meta-parameters and defaults, from the plugin
         registry; with ``user_code`` off a user kernel is not imported: a stand-in declares
-        the meta-parameters ``params`` names."""
+        the meta-parameters ``params`` names.  Errors point at ``path``."""
         if not isinstance(name, str) or len(name) > 200:
-            raise self.error("kernel", f"{shown(name)} is not a kernel name (a built-in name, "
+            raise self.error(path, f"{shown(name)} is not a kernel name (a built-in name, "
                              "an installed plugin's or module:attr, at most 200 characters)")
         try:
             return plugins.kernel_declaration(name, user_code=self.user_code, params=params)
         except SweeperError as err:
-            raise self.error("kernel", str(err)) from None
+            hint = "; from_autotune: names the sweeper.kernel(..., autotuned=...) that " \
+                "launches the @triton.autotune function" if path == "from_autotune" else ""
+            raise self.error(path, f"{err}{hint}") from None
 
     # -- axes ----------------------------------------------------------------------------
     def axes(self, params: Any, kernel: type[KernelDeclaration], modes: list[str]) -> list[Axis]:

@@ -27,6 +27,10 @@ SCALAR = {"type": ["integer", "string"]}
 #: A plugin that is not built in: an installed entry point's name, or module:attr.
 PLUGIN = {"type": "string", "minLength": 1, "maxLength": 200,
           "description": "an installed plugin's entry point name, or package.module:attr"}
+FROM_AUTOTUNE = {**PLUGIN, "description": "instead of kernel: a sweeper.kernel naming a "
+                 "@triton.autotune function; its configs become a zipped group of axes"}
+#: What a file that extends none gives: a kernel and its params, or from_autotune alone.
+REQUIRED = {"anyOf": [{"required": ["kernel", "params"]}, {"required": ["from_autotune"]}]}
 SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
 _TIMEOUT = {"type": ["number", "string", "boolean", "null"],
             "description": "seconds (or 5m, 30s) before a trial counts as hung; "
@@ -99,6 +103,7 @@ def space_schema() -> dict[str, Any]:
     properties: dict[str, Any] = {
         "study": {"type": "string"}, "extends": {"type": "string"},
         "kernel": {"anyOf": [{"enum": list(plugins.KERNEL.builtins)}, PLUGIN]},
+        "from_autotune": FROM_AUTOTUNE,
         "sampler": {"anyOf": [sampler_names, {
             "type": "object", "additionalProperties": False,
             "properties": {"name": sampler_names, "seed": SEED,
@@ -121,5 +126,5 @@ def space_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "sweeper space file", "type": "object", "additionalProperties": False,
         "properties": properties,
-        "if": {"not": {"required": ["extends"]}}, "then": {"required": ["kernel", "params"]},
+        "if": {"not": {"required": ["extends"]}}, "then": REQUIRED,
     }

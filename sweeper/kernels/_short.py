@@ -1,0 +1,195 @@
+"""A kernel in a few lines: :func:`kernel` turns a launch function, the tensors and a
+torch reference into a :class:`~sweeper.kernels.Kernel` subclass.
+
+What a subclass writes by hand follows from the declaration: allocation from the tensor
+shapes (or an inputs factory), random inputs from the seeded generator, poisoned outputs
+(NaN, or the most negative integer), the check against the reference at
+``torch.testing.assert_close``'s tolerances per dtype, and bytes moved as the inputs'
+bytes read plus the outputs' bytes written.  The verification is the built-ins': the
+first launch on fresh inputs and poisoned outputs, and the outputs again after the timed
+launches.
+
+An output that is also an input is written in place (``x *= a``).  Each timed launch then
+works on the previous one's result, so the check after them cannot compare with one
+application of the reference; instead the check restores the inputs from the copy taken
+when they were randomized, poisons the other outputs, launches once more with the same
+config and compares that launch with the reference on the restored inputs.  That proves a
+launch made after the timed ones, with whatever state the kernel kept, still does the
+work; a kernel that skips inputs it has seen by their version counter is not caught so,
+since the restore writes them.  (Applying the reference as many times as the kernel ran
+would need the count of launches, which a CUDA graph's replays hide, and would drift or
+overflow for most operations.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sweeper.errors import SweeperError
+from sweeper.kernels._base import Buffers, Kernel, fill_random
+from sweeper.kernels._tensors import (
+    Factory,
+    TensorSpec,
+    difference,
+    made_by,
+    poison_value,
+)
+from sweeper.space import Config, Expr, Problem, evaluate
+
+if TYPE_CHECKING:
+    import torch
+
+#: How a problem's bytes or FLOPs are given: an expression over the dimensions and
+#: ``itemsize``, or a function of the problem.
+Count = str | Callable[[Problem], int]
+
+
+@dataclass
+class ShortBuffers(Buffers):
+    """A short kernel's buffers, with the copies of its in-place inputs taken when they
+    were randomized and the launches made since the outputs were last poisoned."""
+
+    pristine: dict[str, torch.Tensor] = field(default_factory=dict)
+    launches: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a short kernel does with its tensors: ``inputs`` (specs, or a factory) are
+    randomized and passed to the reference; ``outputs`` are poisoned and checked, each
+    made from its spec or, when ``None``, an input written in place."""
+
+    launch: Callable[..., Any]
+    reference: Callable[..., Any]
+    inputs: Mapping[str, TensorSpec] | Factory
+    outputs: Mapping[str, TensorSpec | None]
+    tolerances: Mapping[str, tuple[float, float]]
+    bytes_moved: Expr | Callable[[Problem], int] | None = None
+    flops: Expr | Callable[[Problem], int] | None = None
+    baseline: Callable[..., Any] | None = None
+    source: str = ""
+
+    @property
+    def inplace(self) -> tuple[str, ...]:
+        """The outputs written in place: inputs too."""
+        return tuple(name for name, spec in self.outputs.items() if spec is None)
+
+
+class ShortKernel(Kernel):
+    """The implementation behind every :func:`kernel`: the class attribute ``plan`` says
+    what to launch, with which tensors, against which reference."""
+
+    plan: ClassVar[Plan]
+    #: The ``@triton.autotune`` configs as zipped axes (``sweeper.space``'s
+    #: ``from_autotune``), and the autotuner's ``key``; ``None`` without one.
+    autotune_params: ClassVar[Mapping[str, list[int]] | None] = None
+    autotune_key: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        self.config: Config | None = None          # the last launch's: the re-launch's
+
+    def allocate(self, problem: Problem, device: str) -> Buffers:
+        plan = self.plan
+        tensors = made_by(plan.inputs, problem, device) if callable(plan.inputs) else \
+            {n: spec.make(problem, device) for n, spec in plan.inputs.items()}
+        missing = [n for n in plan.inplace if n not in tensors]
+        if missing:
+            raise SweeperError(f"kernel {self.name}: output {missing[0]!r} is no input "
+                               f"(inputs: {', '.join(tensors)}); give its shape: "
+                               f"outputs={{{missing[0]!r}: 'n'}}")
+        tensors.update({n: spec.make(problem, device) for n, spec in plan.outputs.items()
+                        if spec is not None})
+        return ShortBuffers(problem, tensors)
+
+    def inputs(self, buffers: Buffers) -> list[str]:
+        """The names of the tensors the reference reads."""
+        return [n for n in buffers.tensors
+                if n not in self.plan.outputs or self.plan.outputs[n] is None]
+
+    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
+        for name in self.inputs(buffers):
+            fill_random(buffers[name], generator)
+        if isinstance(buffers, ShortBuffers):
+            buffers.pristine = {n: buffers[n].clone() for n in self.plan.inplace}
+
+    def poison(self, buffers: Buffers) -> None:
+        for name, spec in self.plan.outputs.items():
+            if spec is None and isinstance(buffers, ShortBuffers):
+                buffers[name].copy_(buffers.pristine[name])     # as randomized: not done
+            elif spec is not None:
+                buffers[name].fill_(poison_value(buffers[name].dtype))
+        if isinstance(buffers, ShortBuffers):
+            buffers.launches = 0
+
+    def launch(self, buffers: Buffers, config: Config) -> None:
+        self.config = config
+        if isinstance(buffers, ShortBuffers):
+            buffers.launches += 1
+        self.plan.launch(**buffers.tensors, config=config)
+
+    def check(self, buffers: Buffers) -> str | None:
+        if isinstance(buffers, ShortBuffers) and buffers.launches > 1 and self.plan.inplace \
+                and self.config is not None:
+            self.poison(buffers)                       # restores the in-place inputs
+            self.launch(buffers, self.config)
+        expected = self.expected(buffers)
+        if isinstance(expected, str):
+            return expected
+        for name in self.plan.outputs:
+            wrong = difference(name, buffers[name], expected[name], self.plan.tolerances)
+            if wrong is not None:
+                return wrong
+        return None
+
+    def expected(self, buffers: Buffers) -> dict[str, Any] | str:
+        """The reference's outputs by name, computed on copies of the inputs as they were
+        randomized; a string saying what the reference returned when it is none of a
+        tensor (the one output), a tuple (in order), a dict or ``None`` (in place)."""
+        pristine = buffers.pristine if isinstance(buffers, ShortBuffers) else {}
+        args = {n: pristine.get(n, buffers[n]).clone() for n in self.inputs(buffers)}
+        result = self.plan.reference(**args)
+        names = list(self.plan.outputs)
+        if result is None:
+            missing = [n for n in names if n not in args]
+            if missing:
+                return (f"the reference returned None, so its outputs are its arguments "
+                        f"changed in place, but output {missing[0]!r} is not an argument")
+            return {n: args[n] for n in names}
+        if isinstance(result, Mapping):
+            missing = [n for n in names if n not in result]
+            return {n: result[n] for n in names} if not missing else \
+                f"the reference's dict lacks output {missing[0]!r}"
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(results) != len(names):
+            return (f"the reference returned {len(results)} value(s) for {len(names)} "
+                    f"output(s) ({', '.join(names)})")
+        return dict(zip(names, results, strict=True))
+
+    def bytes_moved(self, problem: Problem) -> int:
+        if self.plan.bytes_moved is not None:
+            return _count(self.plan.bytes_moved, problem)
+        made = self.allocate(problem, "meta").tensors
+        read = sum(made[n].numel() * made[n].element_size()
+                   for n in made if n not in self.plan.outputs or self.plan.outputs[n] is None)
+        written = sum(made[n].numel() * made[n].element_size() for n in self.plan.outputs)
+        return read + written
+
+    def flops(self, problem: Problem) -> int:
+        return 0 if self.plan.flops is None else _count(self.plan.flops, problem)
+
+    def baseline(self, buffers: Buffers) -> None:
+        if self.plan.baseline is None:
+            raise NotImplementedError(f"kernel {self.name} declares no baseline")
+        self.plan.baseline(**buffers.tensors)
+
+    def source(self) -> str:
+        return self.plan.source
+
+
+def _count(count: Expr | Callable[[Problem], int], problem: Problem) -> int:
+    if callable(count):
+        return int(count(problem))
+    return int(evaluate(count, {"n": problem.n, **dict(problem.dims),
+                                "itemsize": problem.itemsize}))

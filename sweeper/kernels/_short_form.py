@@ -1,0 +1,271 @@
+"""``sweeper.kernel``: declare a kernel by its launch, its tensors and a reference.
+
+It reads best as a decorator over the launch function: the launch is the one part that is
+code rather than data, so it stays a plain ``def`` whose name names the kernel, and the
+decorator's arguments read as the declaration above it::
+
+    @sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                    reference=lambda x: x * 2.0)
+    def scale(x, config):
+        scale_kernel[(config.grid,)](x, x.numel(), 2.0, num_warps=config.num_warps,
+                                     **config.meta)
+
+``kernel(launch, ...)`` called with the function does the same.  Either returns a
+:class:`~sweeper.kernels.Kernel` subclass, which a space names as ``module:attr``.
+Every mistake in a declaration is a :class:`SweeperError` naming the kernel and the
+argument, raised when its module is imported (the registry reports it with the path).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import keyword
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sweeper.errors import ExpressionError, SweeperError
+from sweeper.kernels._base import Headline, MetaParam
+from sweeper.kernels._short import Count, Plan, ShortKernel
+from sweeper.kernels._tensors import RESERVED, TOLERANCES, Factory, TensorSpec, tensor_spec
+from sweeper.space import DTYPES, Dim, Expr, parse
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """The arguments of :func:`kernel` but the launch; :meth:`build` makes the class."""
+
+    inputs: Mapping[str, Any] | Factory
+    outputs: Sequence[str] | Mapping[str, Any]
+    reference: Callable[..., Any]
+    name: str | None = None
+    meta: Mapping[str, int | MetaParam] | None = None
+    dims: Mapping[str, int | Dim] | None = None
+    grid: str | int | None = None
+    block: int | None = None
+    dtype: str | None = None
+    footprint_bytes: str | None = None
+    bytes_moved: Count | None = None
+    flops: Count | None = None
+    baseline: Callable[..., Any] | None = None
+    baseline_name: str | None = None
+    tolerance: Mapping[str, tuple[float, float]] | None = None
+    headline: Headline | None = None
+    autotuned: Any = None
+
+    def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
+        """The :class:`ShortKernel` subclass that launches with ``launch``."""
+        if not callable(launch):
+            raise SweeperError(f"sweeper.kernel: launch must be a function (tensors..., "
+                               f"config), got {type(launch).__name__}")
+        name = self.name or launch.__name__
+        if not isinstance(name, str) or not name or name == "<lambda>":
+            raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
+        dims = _dims(name, self.dims)
+        meta = _meta(name, self.meta)
+        attrs: dict[str, Any] = {"name": name, "dims": dims, "meta_params": meta}
+        if self.autotuned is not None:
+            from sweeper.kernels._autotune import autotune_declaration
+
+            attrs.update(autotune_declaration(name, self.autotuned, dims, meta))
+        attrs["defaults"] = self.defaults(name, attrs["dims"], attrs["meta_params"])
+        attrs.update(self.shape(name, dims))
+        attrs["plan"] = self.plan(name, launch, tuple(dims))
+        attrs["baseline_name"] = None if self.baseline is None else \
+            self.baseline_name or "torch"
+        attrs["headline"] = self.headline or Headline.GBPS
+        attrs["__module__"] = getattr(launch, "__module__", __name__)
+        attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
+        return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
+
+    def defaults(self, name: str, dims: Mapping[str, Dim], meta: Mapping[str, MetaParam]
+                 ) -> dict[str, Any]:
+        """The values of the launch and problem axes a space leaves out."""
+        grid = self.grid
+        if grid is None:
+            if "n" not in dims or "BLOCK" not in meta:
+                raise SweeperError(f"kernel {name}: give grid=, an expression such as "
+                                   "\"cdiv(n, BLOCK_SIZE)\"; the default cdiv(n, BLOCK) needs "
+                                   "a dimension n and a meta-parameter BLOCK")
+            grid = "cdiv(n, BLOCK)"
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise SweeperError(f"kernel {name}: dtype={self.dtype!r}; allowed: "
+                               f"{', '.join(DTYPES)}")
+        return {"grid": grid, "block": self.block or 128, "dtype": self.dtype or "float32",
+                "footprint": "64MiB"}
+
+    def shape(self, name: str, dims: Mapping[str, Dim]) -> dict[str, Any]:
+        """The footprint of a problem (``footprint_bytes``) and, for a 1-D kernel, its
+        dimension from a footprint; other kernels' spaces give their dimensions."""
+        if list(dims) == ["n"]:
+            return {"footprint_bytes": self.footprint_bytes or "n * itemsize",
+                    "dims_from_footprint": {"n": "footprint // itemsize"}}
+        if self.footprint_bytes is None:
+            raise SweeperError(f"kernel {name}: give footprint_bytes=, the bytes a problem "
+                               f"is named by, as an expression over {', '.join(dims)} and "
+                               "itemsize (the largest array's, e.g. \"M * K * itemsize\")")
+        return {"footprint_bytes": self.footprint_bytes, "dims_from_footprint": {}}
+
+    def plan(self, name: str, launch: Callable[..., Any], dims: tuple[str, ...]) -> Plan:
+        """What the kernel does with its tensors, each checked."""
+        if callable(self.inputs):
+            inputs: Mapping[str, TensorSpec] | Factory = self.inputs
+            input_names: tuple[str, ...] = ()
+        elif isinstance(self.inputs, Mapping) and self.inputs:
+            inputs = {_tensor_name(name, "inputs", n): tensor_spec(name, f"inputs[{n!r}]", s,
+                                                                   dims)
+                      for n, s in self.inputs.items()}
+            input_names = tuple(inputs)
+        else:
+            raise SweeperError(f"kernel {name}: inputs= is a dict of name -> shape (\"n\", "
+                               "\"M, K\") or a factory problem -> dict of tensors, got "
+                               f"{self.inputs!r}"[:300])
+        outputs = _outputs(name, self.outputs, input_names, dims, callable(self.inputs))
+        if not callable(self.reference):
+            raise SweeperError(f"kernel {name}: reference= must be a function of the inputs "
+                               "returning the outputs")
+        tolerances = {**TOLERANCES, **(self.tolerance or {})}
+        return Plan(launch=launch, reference=self.reference, inputs=inputs, outputs=outputs,
+                    tolerances=tolerances, bytes_moved=_counted(name, "bytes_moved",
+                                                                self.bytes_moved, dims),
+                    flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
+                    source=_source(launch, self))
+
+
+def _tensor_name(kernel: str, where: str, name: Any) -> str:
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or \
+            name in RESERVED:
+        raise SweeperError(f"kernel {kernel}: {where}: {name!r} is not a tensor name; a "
+                           f"Python identifier other than {', '.join(RESERVED)}")
+    return name
+
+
+def _outputs(kernel: str, raw: Any, inputs: tuple[str, ...], dims: tuple[str, ...],
+             factory: bool) -> dict[str, TensorSpec | None]:
+    """Each output's spec; ``None`` for one written in place (named, not shaped)."""
+    if isinstance(raw, str) or not isinstance(raw, (Mapping, Sequence)) or not raw:
+        raise SweeperError(f"kernel {kernel}: outputs= names the inputs written in place "
+                           "([\"x\"]) or maps new outputs to shapes ({\"y\": \"n\"}), got "
+                           f"{raw!r}"[:300])
+    if isinstance(raw, Mapping):
+        out: dict[str, TensorSpec | None] = {}
+        for n, s in raw.items():
+            out[_tensor_name(kernel, "outputs", n)] = tensor_spec(
+                kernel, f"outputs[{n!r}]", s, dims)
+            if n in inputs:
+                raise SweeperError(f"kernel {kernel}: outputs[{n!r}] is an input too; an "
+                                   "output written in place is named, not shaped: "
+                                   f"outputs=[{n!r}]")
+        return out
+    for n in raw:
+        _tensor_name(kernel, "outputs", n)
+        if n not in inputs and not factory:
+            raise SweeperError(f"kernel {kernel}: output {n!r} is no input (inputs: "
+                               f"{', '.join(inputs)}); give its shape: outputs={{{n!r}: "
+                               "\"n\"}")
+    return dict.fromkeys(raw)
+
+
+def _dims(kernel: str, raw: Mapping[str, int | Dim] | None) -> dict[str, Dim]:
+    if raw is None:
+        return {"n": Dim("elements of each array", default=1 << 20)}
+    out = {}
+    for n, d in (raw.items() if isinstance(raw, Mapping) else [(raw, None)]):
+        if not isinstance(n, str) or not n.isidentifier():
+            raise SweeperError(f"kernel {kernel}: dims: {n!r} is not a dimension name")
+        if isinstance(d, Dim):
+            out[n] = d
+        elif type(d) is int and d >= 1:
+            out[n] = Dim(f"dimension {n}", default=d)
+        else:
+            raise SweeperError(f"kernel {kernel}: dims[{n!r}] = {d!r}; give its default "
+                               "size (an integer >= 1) or a sweeper.kernels.Dim")
+    return out
+
+
+def _meta(kernel: str, raw: Mapping[str, int | MetaParam] | None) -> dict[str, MetaParam]:
+    out = {}
+    for n, m in (raw or {}).items():
+        if not isinstance(n, str) or not n.isidentifier():
+            raise SweeperError(f"kernel {kernel}: meta: {n!r} is not a meta-parameter name")
+        if isinstance(m, MetaParam):
+            out[n] = m
+        elif type(m) is int:
+            out[n] = MetaParam(default=m)
+        else:
+            raise SweeperError(f"kernel {kernel}: meta[{n!r}] = {m!r}; give its default (an "
+                               "integer) or a sweeper.kernels.MetaParam")
+    return out
+
+
+def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]
+             ) -> Expr | Callable[[Any], int] | None:
+    if raw is None or callable(raw):
+        return raw
+    try:
+        expr = parse(raw) if isinstance(raw, str) else None
+    except ExpressionError as err:
+        raise SweeperError(f"kernel {kernel}: {what}: {err}") from None
+    if expr is None or expr.names - {*dims, "itemsize"}:
+        raise SweeperError(f"kernel {kernel}: {what}= is an expression over "
+                           f"{', '.join((*dims, 'itemsize'))} or a function of the problem, "
+                           f"got {raw!r}")
+    return expr
+
+
+def _source(launch: Callable[..., Any], declared: Declaration) -> str:
+    """What identifies the kernel's version in a study: the source of the module that
+    declares it (its Triton code too), else the declaration and the launch's code."""
+    module = sys.modules.get(getattr(launch, "__module__", ""))
+    try:
+        return inspect.getsource(module) if module is not None else ""
+    except (OSError, TypeError):
+        code = getattr(launch, "__code__", None)
+        raw = repr(declared).encode() + (code.co_code if code is not None else b"")
+        return hashlib.sha256(raw).hexdigest()
+
+
+def kernel(launch: Callable[..., Any] | None = None, /, *,
+           inputs: Mapping[str, Any] | Factory, outputs: Sequence[str] | Mapping[str, Any],
+           reference: Callable[..., Any], name: str | None = None,
+           meta: Mapping[str, int | MetaParam] | None = None,
+           dims: Mapping[str, int | Dim] | None = None, grid: str | int | None = None,
+           block: int | None = None, dtype: str | None = None,
+           footprint_bytes: str | None = None, bytes_moved: Count | None = None,
+           flops: Count | None = None, baseline: Callable[..., Any] | None = None,
+           baseline_name: str | None = None,
+           tolerance: Mapping[str, tuple[float, float]] | None = None,
+           headline: Headline | None = None, autotuned: Any = None,
+           ) -> Any:
+    """Declare a kernel from ``launch(**tensors, config)``; without ``launch``, a
+    decorator that takes it.  Returns a :class:`~sweeper.kernels.Kernel` subclass.
+
+    - ``inputs``: ``{"x": "n", "idx": ("n", "int32")}``, shapes as expressions over the
+      dimensions (the problem's dtype unless given), or a factory ``problem -> dict`` of
+      tensors (run with the target device as torch's default device);
+    - ``outputs``: inputs written in place by name (``["x"]``), or new outputs by shape
+      (``{"y": "n"}``);
+    - ``reference(**inputs)``: torch code on copies of the inputs, returning the outputs
+      (a tensor, a tuple in ``outputs``' order, a dict), or ``None`` after changing its
+      arguments in place;
+    - ``meta``: meta-parameters and their defaults (``{"BLOCK": 1024}`` or ``MetaParam``);
+      ``dims``: the problem's dimensions and default sizes (default ``{"n": 2**20}``);
+      ``grid``, ``block``, ``dtype``: defaults for the axes a space leaves out;
+    - ``bytes_moved``, ``flops``: an expression over the dimensions and ``itemsize`` or a
+      function of the problem (bytes default to inputs read plus outputs written);
+      ``footprint_bytes``: required when the dimensions are not just ``n``;
+    - ``baseline(**tensors)``: the same work in torch, timed for the "% of torch" column
+      (``baseline_name`` names it); ``tolerance``: ``{dtype: (rtol, atol)}`` over
+      ``torch.testing.assert_close``'s defaults;
+    - ``autotuned``: the ``@triton.autotune`` function this launch calls (through its
+      ``.fn``): its configs become the meta-parameters and the space that
+      ``from_autotune`` builds (see :mod:`sweeper.kernels._autotune`).
+    """
+    declared = Declaration(
+        inputs=inputs, outputs=outputs, reference=reference, name=name, meta=meta, dims=dims,
+        grid=grid, block=block, dtype=dtype, footprint_bytes=footprint_bytes,
+        bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
+        tolerance=tolerance, headline=headline, autotuned=autotuned)
+    return declared.build if launch is None else declared.build(launch)

@@ -1,0 +1,147 @@
+"""The tensors of a short kernel (:func:`sweeper.kernel`): how they are declared, made
+for a problem, and compared with the reference.
+
+A tensor is declared by its shape, expressions over the problem's dimensions in the
+space's own language (``"M, K"``; parsed once, never ``eval``), and optionally a dtype
+other than the problem's; or the kernel's inputs come from a factory ``problem -> dict``
+called with the target device as torch's default.  Outputs are compared with
+``torch.isclose`` at the tolerances of ``torch.testing.assert_close`` for their dtype,
+which a kernel may override.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sweeper.errors import ExpressionError, SweeperError
+from sweeper.space import DTYPES, Expr, Problem, evaluate, parse
+
+if TYPE_CHECKING:
+    import torch
+
+#: (rtol, atol) by dtype: ``torch.testing.assert_close``'s defaults; integers are exact.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7)}
+#: The names a launch, reference or baseline receives besides the tensors.
+RESERVED = ("config",)
+
+Factory = Callable[[Problem], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One declared tensor: its shape as expressions over the problem's dimensions, and
+    its dtype (``None``: the problem's)."""
+
+    shape: tuple[Expr, ...]
+    dtype: str | None = None
+
+    def sizes(self, problem: Problem) -> list[int]:
+        """The shape at ``problem``."""
+        env = {"n": problem.n, **dict(problem.dims), "itemsize": problem.itemsize}
+        return [int(evaluate(e, env)) for e in self.shape]
+
+    def make(self, problem: Problem, device: str) -> torch.Tensor:
+        """An uninitialized tensor of this shape and dtype on ``device``."""
+        import torch
+
+        return torch.empty(self.sizes(problem), device=device,
+                           dtype=getattr(torch, self.dtype or problem.dtype))
+
+
+def tensor_spec(kernel: str, where: str, raw: Any, dims: tuple[str, ...]) -> TensorSpec:
+    """``"M, K"``, ``("n", "int32")`` or ``(("M", "K"), "int32")`` as a :class:`TensorSpec`;
+    a :class:`SweeperError` naming the kernel and the tensor otherwise."""
+    shape, dtype = raw if isinstance(raw, tuple) and len(raw) == 2 and \
+        isinstance(raw[1], str) and raw[1].isidentifier() and \
+        raw[1] not in (*dims, "itemsize") else (raw, None)
+    if dtype is not None and dtype not in DTYPES:
+        raise SweeperError(f"kernel {kernel}: {where}: dtype {dtype!r}; allowed: "
+                           f"{', '.join(DTYPES)}")
+    parts = [p.strip() for p in shape.split(",")] if isinstance(shape, str) else \
+        list(shape) if isinstance(shape, (tuple, list)) else None
+    if not parts or not all(isinstance(p, (str, int)) and str(p).strip() for p in parts):
+        raise SweeperError(f"kernel {kernel}: {where}: {raw!r} is not a shape; give "
+                           "expressions over the dimensions (\"n\" or \"M, K\"), optionally "
+                           f"with a dtype (\"n\", \"int32\"); dtypes: {', '.join(DTYPES)}")
+    exprs = []
+    for part in parts:
+        try:
+            expr = parse(str(part))
+        except ExpressionError as err:
+            raise SweeperError(f"kernel {kernel}: {where}: {err}") from None
+        unknown = sorted(expr.names - {*dims, "itemsize"})
+        if unknown:
+            raise SweeperError(f"kernel {kernel}: {where}: shape {shape!r} reads "
+                               f"{unknown[0]!r}; known: {', '.join((*dims, 'itemsize'))}")
+        exprs.append(expr)
+    return TensorSpec(tuple(exprs), dtype)
+
+
+def made_by(factory: Factory, problem: Problem, device: str) -> dict[str, torch.Tensor]:
+    """What ``factory`` makes for ``problem``, with ``device`` as torch's default device
+    (``meta``: shapes only, no memory); a ``TypeError`` saying what it returned instead
+    of a mapping of names to tensors on that device."""
+    import torch
+
+    with torch.device(device):
+        made = factory(problem)
+    if not isinstance(made, Mapping) or not made:
+        raise TypeError(f"the inputs factory returned {type(made).__name__}; it returns a "
+                        "non-empty dict of name -> tensor")
+    want = torch.device(device).type
+    for name, tensor in made.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"the inputs factory gave {name!r} = {type(tensor).__name__}; "
+                            "each value is a tensor")
+        if tensor.device.type != want:
+            raise TypeError(f"the inputs factory put {name!r} on {tensor.device}, not on "
+                            f"{want}: create tensors without device= (the factory runs "
+                            "with the target device as the default)")
+    return dict(made)
+
+
+def poison_value(dtype: torch.dtype) -> float | int | bool:
+    """What poisons an output: NaN for floats (never equal to anything), the most
+    negative integer for integers (random inputs lie in [-100, 100)), ``True`` for bools."""
+    import torch
+
+    if dtype.is_floating_point or dtype.is_complex:
+        return float("nan")
+    if dtype == torch.bool:
+        return True
+    return int(torch.iinfo(dtype).min)
+
+
+def difference(name: str, actual: torch.Tensor, expected: Any,
+               tolerances: Mapping[str, tuple[float, float]]) -> str | None:
+    """Why output ``name`` differs from the reference's ``expected``: how many elements,
+    at which tolerances, and the first one; ``None`` when they agree."""
+    import torch
+
+    if not isinstance(expected, torch.Tensor):
+        return f"output {name}: the reference returned {type(expected).__name__}, not a tensor"
+    if tuple(expected.shape) != tuple(actual.shape):
+        return (f"output {name}: the reference's shape {tuple(expected.shape)} is not the "
+                f"output's {tuple(actual.shape)}")
+    expected = expected.to(actual.device)
+    dtype = str(actual.dtype).removeprefix("torch.")
+    if actual.dtype.is_floating_point or actual.dtype.is_complex:
+        rtol, atol = tolerances.get(dtype, (1.3e-6, 1e-5))
+        common = torch.promote_types(actual.dtype, expected.dtype)
+        wrong = ~torch.isclose(actual.to(common), expected.to(common), rtol=rtol, atol=atol)
+        within = f" (rtol {rtol:g}, atol {atol:g} for {dtype})"
+    else:
+        wrong = actual != expected.to(actual.dtype)
+        within = f" ({dtype}: exactly)"
+    bad = int(wrong.sum())
+    if bad == 0:
+        return None
+    first = tuple(int(i) for i in wrong.nonzero()[0])
+    index = first[0] if len(first) == 1 else first
+    return (f"output {name}: {bad} of {actual.numel()} elements differ from the reference"
+            f"{within}; first at index {index}: {actual[first].item()!r} != "
+            f"{expected[first].item()!r}")

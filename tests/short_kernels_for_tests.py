@@ -1,0 +1,77 @@
+"""Short kernels (``sweeper.kernel``) for the tests, loaded as user kernels
+(``tests.short_kernels_for_tests:NAME``): a planted wrong one of each kind, one with an
+inputs factory and a new output, and an autotuned one."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+import sweeper
+from examples.scale import A, scale_kernel
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A)
+def skips_index_17(x, config):
+    """Scales all but element 17: wrong on its first launch."""
+    kept = x[17].item()
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+    x[17] = kept
+
+
+SEEN: set[str] = set()
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A)
+def tires(x, config):
+    """Scales on the first launch of each config only, then does nothing: right when
+    verified first, wrong after the timed launches."""
+    if repr(config) not in SEEN:
+        SEEN.add(repr(config))
+        scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps,
+                                     **config.meta)
+
+
+@triton.jit
+def _axpy_body(x, y, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    result = 2 * tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask)
+    tl.store(out + offsets, result, mask=mask)
+
+
+@sweeper.kernel(inputs=lambda p: {"x": torch.empty(p.n, dtype=getattr(torch, p.dtype)),
+                                  "y": torch.empty(p.n, dtype=getattr(torch, p.dtype))},
+                outputs={"out": "n"}, meta={"BLOCK": 256}, flops="2 * n",
+                reference=lambda x, y: 2 * x + y,
+                baseline=lambda x, y, out: torch.add(y, x, alpha=2, out=out),
+                baseline_name="torch add(alpha=2)")
+def axpy(x, y, out, config):
+    """out = 2x + y with inputs from a factory and a new output."""
+    _axpy_body[(config.grid,)](x, y, out, x.numel(), num_warps=config.num_warps,
+                               **config.meta)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 128}, num_warps=1),
+                          triton.Config({"BLOCK_SIZE": 256}, num_warps=2, num_stages=2),
+                          triton.Config({"BLOCK_SIZE": 256}, num_warps=4)],
+                 key=["n_elements"])
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@sweeper.kernel(inputs={"x": "n_elements", "y": "n_elements"}, outputs={"out": "n_elements"},
+                dims={"n_elements": 4096}, grid="cdiv(n_elements, BLOCK_SIZE)",
+                footprint_bytes="n_elements * itemsize", reference=lambda x, y: x + y,
+                autotuned=add_kernel)
+def add(x, y, out, config):
+    """The autotuned add, launched through its plain jitted function."""
+    add_kernel.fn[(config.grid,)](x, y, out, x.numel(), num_warps=config.num_warps,
+                                  **config.meta)

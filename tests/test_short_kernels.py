@@ -1,0 +1,231 @@
+"""Short kernels (``sweeper.kernel``): the scale example end to end on the interpreter,
+the defaults a declaration gets (random inputs, poison, the check and its message, bytes
+moved), in-place verification after many launches, planted wrong launches caught first
+and after timing, and the declaration's errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import sweeper
+from sweeper import plugins
+from sweeper.cli import main
+from sweeper.errors import SweeperError
+from sweeper.kernels import Kernel
+from sweeper.space import Config, Problem
+from sweeper.store import StudyStore
+from sweeper.trial import TrialStatus
+
+ROOT = Path(__file__).resolve().parent.parent
+N = 1024
+TINY = """
+    study: {study}
+    kernel: {kernel}
+    sampler: exhaustive
+    params:
+      BLOCK: [256, 1024]
+      n: [1024]
+    measure: {{warmup: 1, repeat: 3}}
+"""
+
+
+def _problem(n: int = N, dtype: str = "float32") -> Problem:
+    itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    return Problem(dtype, n * itemsize, (("n", n),))
+
+
+def _config(problem: Problem, block: int = 256) -> Config:
+    return Config(problem=problem, grid=-(-problem.n // block), block=32, meta={"BLOCK": block})
+
+
+def _load(name: str) -> Kernel:
+    from sweeper.kernels import load_kernel
+
+    return load_kernel(name)
+
+
+def _sweep(tmp_path, write_space, kernel: str, *extra: str) -> tuple[int, StudyStore]:
+    study = kernel.rpartition(":")[2]
+    space = write_space(TINY.format(study=study, kernel=kernel))
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
+               "--quiet", "--no-report", *extra])
+    return rc, StudyStore(tmp_path / f"{study}-interpret")
+
+
+def test_the_scale_example_takes_at_most_15_lines():
+    lines = [line for line in (ROOT / "examples" / "scale.py").read_text().splitlines()
+             if line.strip()]
+    assert len(lines) <= 15, "\n".join(lines)
+
+
+def test_the_scale_example_runs_verified_reports_and_exports_like_a_subclass(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)                  # examples.scale:scale is found from the root
+    rc = main(["run", "examples/scale.yaml", "--device", "interpret", "--studies-dir",
+               str(tmp_path), "--quiet", "-p", "dtype=float32", "-p", "block=32"])
+    assert rc == 0, capsys.readouterr().err
+    store = StudyStore(tmp_path / "scale-short-interpret")
+    trials, baselines = store.records()
+    # in place: the check after 1 warmup + 5 timed launches restores x and verifies again
+    assert [t.status for t in trials] == [TrialStatus.OK, TrialStatus.OK]
+    assert [b.name for b in baselines] == ["torch"]
+    assert {t.gbps > 0 for t in trials} == {True}
+    report = json.loads((store.root / "report.json").read_text())
+    assert report["kernel"] == "examples.scale:scale" and report["winners"]
+    assert list((store.root / "heatmaps").glob("*.png"))
+    tuning = tmp_path / "tuning.json"
+    assert main(["export", str(store.root), "-o", str(tuning)]) == 0
+    entry, = json.loads(tuning.read_text())["entries"]
+    assert entry["kernel"] == "examples.scale:scale" and entry["dims"] == {"n": 4096}
+    assert entry["meta"]["BLOCK"] in (256, 1024) and entry["grid_expr"] == "cdiv(n, BLOCK)"
+    cfg = sweeper.tuned("examples.scale:scale", dtype="float32", dims={"n": 4096},
+                        gpu="Triton interpreter (CPU)", path=tuning)
+    assert cfg.meta["BLOCK"] == entry["meta"]["BLOCK"] and cfg.num_warps == 1
+
+
+def test_the_short_form_is_a_kernel_the_registry_loads():
+    plugin = plugins.load(plugins.KERNEL, "tests.short_kernels_for_tests:axpy")
+    cls = plugin.obj
+    assert isinstance(cls, type) and issubclass(cls, Kernel) and cls.name == "axpy"
+    assert cls.meta_params["BLOCK"].default == 256 and cls.baseline_name == "torch add(alpha=2)"
+    assert cls.defaults["grid"] == "cdiv(n, BLOCK)" and cls.footprint_bytes == "n * itemsize"
+    assert "def axpy" in cls().source()          # the declaring module identifies a version
+
+
+def test_defaults_randomize_poison_check_bytes_and_flops():
+    kernel = _load("tests.short_kernels_for_tests:axpy")
+    problem = _problem()
+    buffers = kernel.allocate(problem, "cpu")
+    assert sorted(buffers.tensors) == ["out", "x", "y"]
+    generator = torch.Generator().manual_seed(0)
+    kernel.randomize(buffers, generator)
+    assert bool((buffers["x"] != 0).all()) and not torch.equal(buffers["x"], buffers["y"])
+    kernel.poison(buffers)
+    assert bool(buffers["out"].isnan().all())
+    assert kernel.check(buffers).startswith(f"output out: {N} of {N} elements differ")
+    kernel.launch(buffers, _config(problem))
+    assert kernel.check(buffers) is None
+    buffers["out"][17] += 1e-3
+    assert kernel.check(buffers) == (
+        f"output out: 1 of {N} elements differ from the reference (rtol 1.3e-06, atol 1e-05 "
+        f"for float32); first at index 17: {buffers['out'][17].item()!r} != "
+        f"{(2 * buffers['x'][17] + buffers['y'][17]).item()!r}")
+    assert kernel.bytes_moved(problem) == 3 * N * 4       # x, y read; out written
+    assert kernel.flops(problem) == 2 * N
+    kernel.baseline(buffers)
+    assert kernel.check(buffers) is None
+
+
+def test_integer_outputs_are_poisoned_with_a_sentinel_and_compared_exactly():
+    kernel = sweeper.kernel(lambda x, y, config: y.copy_(x), name="int-copy",
+                            inputs={"x": ("n", "int32")}, outputs={"y": ("n", "int32")},
+                            meta={"BLOCK": 128}, reference=lambda x: x)()
+    problem = _problem(64, "float32")
+    buffers = kernel.allocate(problem, "cpu")
+    kernel.randomize(buffers, torch.Generator().manual_seed(1))
+    kernel.poison(buffers)
+    assert int(buffers["y"][0]) == torch.iinfo(torch.int32).min
+    assert kernel.check(buffers).startswith("output y: 64 of 64 elements differ from the "
+                                            "reference (int32: exactly); first at index 0")
+    assert kernel.bytes_moved(problem) == 2 * 64 * 4
+
+
+def test_an_in_place_kernel_verifies_after_many_launches():
+    kernel = _load("examples.scale:scale")
+    problem = _problem()
+    buffers = kernel.allocate(problem, "cpu")
+    kernel.randomize(buffers, torch.Generator().manual_seed(0))
+    original = buffers["x"].clone()
+    kernel.poison(buffers)                        # in place: x as it was randomized
+    assert torch.equal(buffers["x"], original)
+    assert kernel.check(buffers).startswith("output x: ")    # nothing launched: not scaled
+    config = _config(problem)
+    kernel.launch(buffers, config)
+    assert kernel.check(buffers) is None
+    for _ in range(7):                            # x is now x * A**8 ...
+        kernel.launch(buffers, config)
+    assert kernel.check(buffers) is None          # ... and the check still holds
+    assert torch.equal(buffers["x"], original * 0.5)        # by one launch on restored x
+    assert kernel.bytes_moved(problem) == 2 * N * 4          # x read and written
+
+
+@pytest.mark.parametrize(("kernel", "reason"), [
+    ("skips_index_17", f"output x: 1 of {N} elements differ from the reference (rtol 1.3e-06, "
+                       "atol 1e-05 for float32); first at index 17: "),
+    ("tires", "the first launch was right, but the output after the timed samples (3) was "
+              f"wrong: output x: {N} of {N} elements differ from the reference"),
+])
+def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, tmp_path,
+                                                                write_space):
+    rc, store = _sweep(tmp_path, write_space, f"tests.short_kernels_for_tests:{kernel}")
+    assert rc == 1
+    trials, _ = store.records()
+    assert len(trials) == 2 and {t.status for t in trials} == {TrialStatus.WRONG_ANSWER}
+    assert trials[0].reason.startswith(reason), trials[0].reason
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"inputs": {"x": "m"}}, "kernel k: inputs['x']: shape 'm' reads 'm'; known: n, itemsize"),
+    ({"outputs": ["y"]}, "kernel k: output 'y' is no input (inputs: x); give its shape: "
+                         "outputs={'y': \"n\"}"),
+    ({"outputs": {"x": "n"}}, "kernel k: outputs['x'] is an input too; an output written in "
+                              "place is named, not shaped: outputs=['x']"),
+    ({"inputs": {"config": "n"}}, "kernel k: inputs: 'config' is not a tensor name; a Python "
+                                  "identifier other than config"),
+    ({"meta": {"BLOCK_SIZE": 128}}, "kernel k: give grid=, an expression such as "
+     "\"cdiv(n, BLOCK_SIZE)\"; the default cdiv(n, BLOCK) needs a dimension n and a "
+     "meta-parameter BLOCK"),
+    ({"dims": {"M": 64, "N": 32}, "inputs": {"x": "M, N"}, "grid": "M"},
+     "kernel k: give footprint_bytes=, the bytes a problem is named by, as an expression "
+     "over M, N and itemsize (the largest array's, e.g. \"M * K * itemsize\")"),
+    ({"bytes_moved": "3 * m"}, "kernel k: bytes_moved= is an expression over n, itemsize or "
+                               "a function of the problem, got '3 * m'"),
+    ({"dims": {"n": 0}}, "kernel k: dims['n'] = 0; give its default size (an integer >= 1) or "
+                         "a sweeper.kernels.Dim"),
+    ({"inputs": {"x": ("n", "float8")}}, "kernel k: inputs['x']: dtype 'float8'; allowed: "
+                                         "float64, float32"),
+    ({"inputs": {"x": 3}}, "kernel k: inputs['x']: 3 is not a shape; give expressions over "
+                           "the dimensions"),
+])
+def test_a_bad_declaration_names_the_kernel_and_the_argument(kwargs, message):
+    args = {"name": "k", "inputs": {"x": "n"}, "outputs": ["x"], "meta": {"BLOCK": 64},
+            "reference": lambda x: x, **kwargs}
+    with pytest.raises(SweeperError) as err:
+        sweeper.kernel(lambda x, config: None, **args)
+    assert str(err.value).startswith(message)
+
+
+def test_import_sweeper_offers_kernel_lazily():
+    assert "kernel" in dir(sweeper) and "kernel" in sweeper.__all__
+    assert sweeper.kernel.__module__ == "sweeper.kernels._short_form"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("argv", [["examples/scale.yaml", "-p", "n=16777216"],
+                                  ["--from-autotune", "tests.short_kernels_for_tests:add",
+                                   "-p", "n_elements=16777216"]])
+def test_short_and_autotuned_kernels_verify_on_the_gpu(argv, tmp_path):
+    """In a fresh process: a plain ``@triton.jit`` binds to the interpreter or the GPU when
+    its module is imported, and the interpreter tests of this session imported these."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-m", "sweeper", "run", *argv, "--device", "cuda",
+                          "--studies-dir", str(tmp_path), "--quiet", "--no-report"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    study, = tmp_path.iterdir()
+    trials, _ = StudyStore(study).records()
+    assert trials and {t.status for t in trials} == {TrialStatus.OK}
+    assert all(t.gbps > 0 for t in trials)
+
+
+def test_the_readme_shows_the_scale_example_as_it_is():
+    readme = (ROOT / "README.md").read_text()
+    assert f"```python\n{(ROOT / 'examples' / 'scale.py').read_text()}```" in readme
