@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,19 +36,24 @@ GOAL = 0.98
 Launch = tuple[Config, int, float, float]
 
 
-def launches(table: Path, space_path: str) -> tuple[Kernel, list[Launch]]:
-    """The table's kernel, and its measured launches: (config, SMs, seconds, throughput)."""
-    device = open_device(f"replay:{table}")
-    space = load_space(ROOT / space_path)
-    kernel, facts = load_kernel(space.kernel), device.facts()
-    rows = []
+def measured_rows(device: Any, space: Any) -> Iterator[tuple[dict[str, str], Config, float]]:
+    """Each ``ok`` row of a replay device's table: (the row, its config resolved on the
+    table's facts, its median in seconds)."""
+    facts = device.facts()
     for row in device.rows:
         if row.get("status", "ok") == "ok" and row["median_ms"]:
             config = space.resolve({p: row[p] for p in device.params}, facts.env(),
                                    facts.max_footprint)
-            seconds = float(row["median_ms"]) / 1e3
-            rows.append((config, facts.sms, seconds,
-                         kernel.bytes_moved(config.problem) / seconds))
+            yield row, config, float(row["median_ms"]) / 1e3
+
+
+def launches(table: Path, space_path: str) -> tuple[Kernel, list[Launch]]:
+    """The table's kernel, and its measured launches: (config, SMs, seconds, throughput)."""
+    device = open_device(f"replay:{table}")
+    space = load_space(ROOT / space_path)
+    kernel, sms = load_kernel(space.kernel), device.facts().sms
+    rows = [(config, sms, seconds, kernel.bytes_moved(config.problem) / seconds)
+            for _, config, seconds in measured_rows(device, space)]
     return kernel, rows
 
 

@@ -51,8 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from search_efficiency import (  # noqa: E402, I001
-    COUNTERFACTUAL, cell, selected, table_path, trials_to_goal)
+from model_accuracy import measured_rows  # noqa: E402
+from search_efficiency import COUNTERFACTUAL, cell, selected, table_path, trials_to_goal  # noqa: E402
 
 from sweeper.devices import open_device  # noqa: E402
 from sweeper.devices._replay import ReplayDevice, write_table  # noqa: E402
@@ -128,15 +128,10 @@ COUNTERFACTUALS = {f"{base}/{region}": (base, region) for base in BASES for regi
 
 def points(device: ReplayDevice, space: Space) -> list[Point]:
     """Every ``ok`` row of ``device``'s table with its rate and the model's guess."""
-    kernel, facts = load_kernel(space.kernel), device.facts()
-    out = []
-    for row in device.rows:
-        if row.get("status", "ok") == "ok" and row["median_ms"]:
-            config = space.resolve({p: row[p] for p in device.params}, facts.env(),
-                                   facts.max_footprint)
-            rate = kernel.bytes_moved(config.problem) / float(row["median_ms"])
-            out.append(Point(row, config, rate, float(kernel.model(config, facts.sms))))
-    return out
+    kernel, sms = load_kernel(space.kernel), device.facts().sms
+    return [Point(row, config, kernel.bytes_moved(config.problem) / (seconds * 1e3),
+                  float(kernel.model(config, sms)))
+            for row, config, seconds in measured_rows(device, space)]
 
 
 def slowed(row: dict[str, str], factor: float) -> dict[str, str]:
