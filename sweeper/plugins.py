@@ -185,6 +185,7 @@ KERNEL = Kind("kernel", "sweeper.kernels", {
     "scale": "sweeper.kernels.scale:ScaleKernel",
     "copy-strided": "sweeper.kernels.copy_strided:CopyStridedKernel",
     "softmax": "sweeper.kernels.softmax:SoftmaxKernel",
+    "torch-op": "sweeper.kernels.torch_op:TorchOpKernel",
 }, _kernel_problem)
 SAMPLER = Kind("sampler", "sweeper.samplers", {
     "auto": "sweeper.samplers:auto_sampler",
@@ -210,6 +211,7 @@ DECLARED = {
     "scale": "sweeper.kernels._declared:ScaleDeclaration",
     "copy-strided": "sweeper.kernels._declared:CopyStridedDeclaration",
     "softmax": "sweeper.kernels._declared:SoftmaxDeclaration",
+    "torch-op": "sweeper.kernels._declared:TorchOpDeclaration",
 }
 
 

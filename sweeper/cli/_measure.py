@@ -25,7 +25,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
     name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
     out = study_folder(args.studies_dir, f"{space.study}-ab") / f"{name}.json"
-    result = run_ab(space, load_kernel(space.kernel), device, args.vary, out, threshold)
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    result = run_ab(space, kernel, device, args.vary, out, threshold)
     c = result.comparison
     fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())
     print(f"A/B on {result.key} with {fixed} fixed; {device.facts().name}")

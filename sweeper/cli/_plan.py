@@ -20,7 +20,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     space, device = space_and_device(args, user_code=False)
     facts = device.facts()
-    kernel = load_kernel(space.kernel) if space.kernel in BUILTINS else None
+    kernel = load_kernel(space.kernel, space.kernel_options) if space.kernel in BUILTINS else None
     plan = make_plan(space, kernel, facts, device.plan_costs, device.measure_spec(space.measure))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")

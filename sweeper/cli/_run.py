@@ -33,7 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sweeper.store import StudyStore
     from sweeper.sweep import StopFlag, open_study
 
-    kernel = load_kernel(space.kernel)
+    kernel = load_kernel(space.kernel, space.kernel_options)
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
     store = StudyStore(study_folder(args.studies_dir, name))
     command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"

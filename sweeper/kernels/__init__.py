@@ -4,6 +4,7 @@ finds, imports and checks each."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sweeper import plugins
@@ -39,9 +40,10 @@ def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
     return type("UncheckedKernel", (Kernel,), {"name": name, "meta_params": meta})
 
 
-def load_kernel(name: str) -> Kernel:
-    """An instance of the kernel called ``name``."""
-    return kernel_class(name)()
+def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
+    """An instance of the kernel called ``name``, constructed with ``options`` (a space's
+    ``kernel_options``) as keyword arguments."""
+    return kernel_class(name)(**dict(options))
 
 
 __all__ = ["BUILTINS", "Buffers", "Dim", "Headline", "Kernel", "MetaParam", "fill_random",

@@ -123,6 +123,16 @@ class Kernel(abc.ABC):
     #: One line saying what the kernel computes, for ``sweeper kernels``; empty: the
     #: first line of the class's docstring stands in.
     summary: ClassVar[str] = ""
+    #: Options a space gives with the kernel's name (``kernel: {name: ..., op: ...}``),
+    #: option -> what it says; the kernel is constructed with them as keyword arguments.
+    options: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
+        """Why ``value`` is no valid option ``key`` (what is), or ``None``; called as the
+        space is parsed.  Without ``imports`` (``plan``) it must import nothing; with it
+        (``run``) it may import what the option names, to check that it exists."""
+        return None
 
     @abc.abstractmethod
     def allocate(self, problem: Problem, device: str) -> Buffers:

@@ -10,7 +10,9 @@ subclasses its declaration, so the two cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+import re
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from sweeper.kernels._base import Headline, Kernel, MetaParam, elementwise_block
@@ -128,3 +130,62 @@ class SoftmaxDeclaration(Kernel):
     dims_from_footprint: ClassVar[Mapping[str, str]] = {}
     baseline_name: ClassVar[str] = "torch.softmax"
     summary: ClassVar[str] = "y = softmax(x) along each row of a rows × cols matrix"
+
+
+#: What an ``op`` must look like before anything is imported: a dotted path into torch.
+OP_PATH = re.compile(r"torch(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+class TorchOpDeclaration(Kernel):
+    """The ``torch-op`` kernel as spaces and reports see it: the torch callable ``op``
+    (a kernel option) on one ``rows × cols`` input, no meta-parameters, a grid and block
+    that nothing reads, and no baseline (the kernel *is* torch)."""
+
+    name: ClassVar[str] = "torch-op"
+    options: ClassVar[Mapping[str, str]] = {
+        "op": "a torch callable by its dotted path, such as torch.nn.functional.gelu"}
+    #: grid and block are launch axes every kernel has; a torch op ignores them
+    defaults: ClassVar[Mapping[str, Any]] = {"grid": "1", "block": 32, "dtype": "float32",
+                                             "footprint": "64MiB"}
+    dims: ClassVar[Mapping[str, Dim]] = {
+        "rows": Dim("rows of the input (1: a 1-D input of cols elements)", default=1),
+        "cols": Dim("columns of the input: the last dimension, which row-wise ops such as "
+                    "softmax reduce over", default=1 << 24),
+    }
+    footprint_bytes: ClassVar[str] = "rows * cols * itemsize"
+    #: a footprint alone: a 1-D input of that many bytes
+    dims_from_footprint: ClassVar[Mapping[str, str]] = {
+        "rows": "1", "cols": "footprint // itemsize"}
+    summary: ClassVar[str] = ("y = op(x) for a torch callable named in the space "
+                              "(kernel: {name: torch-op, op: ...}), over shapes and dtypes")
+
+    @classmethod
+    def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
+        """``op`` must be a dotted path into torch; with ``imports`` (``run``), it must
+        also lead to a callable, which imports torch."""
+        if OP_PATH.fullmatch(value) is None:
+            return (f"{value!r} is not a torch callable's path; allowed: a dotted path "
+                    "starting with torch., such as torch.nn.functional.gelu")
+        found = resolve_op(value) if imports else None
+        return found if isinstance(found, str) else None
+
+
+def resolve_op(path: str) -> Callable[..., Any] | str:
+    """The callable the dotted ``path`` names (its longest importable module, then
+    attributes), or why there is none."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for depth, attr in enumerate(parts[cut:], start=cut):
+            if not hasattr(obj, attr):
+                return (f"{path!r} names nothing: {'.'.join(parts[:depth])} has no "
+                        f"attribute {attr!r}; allowed: a torch callable's dotted path, such "
+                        "as torch.nn.functional.gelu")
+            obj = getattr(obj, attr)
+        if not callable(obj):
+            return f"{path!r} is {type(obj).__name__}, not callable; allowed: a torch callable"
+        return obj  # type: ignore[no-any-return]
+    return f"{path!r}: no module of it can be imported"

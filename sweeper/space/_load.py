@@ -18,6 +18,7 @@ from sweeper.space import _expr
 from sweeper.space._expr import LIMIT, Expr
 from sweeper.space._files import load_located, override, reachable
 from sweeper.space._from_autotune import FromAutotune
+from sweeper.space._kernel_spec import KernelSpec
 from sweeper.space._model import (
     CACHE_MODES,
     FACT_NAMES,
@@ -81,7 +82,7 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
                                                                          default_study)
 
 
-class _Parser(ProblemAxes, Settings, FromAutotune):
+class _Parser(ProblemAxes, Settings, FromAutotune, KernelSpec):
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
                  user_code: bool = True) -> None:
         self.file = file
@@ -135,8 +136,9 @@ class _Parser(ProblemAxes, Settings, FromAutotune):
             data = self.from_autotune(data)
         if "kernel" not in data:
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
-        kernel_name = data["kernel"]
-        kernel_cls = self.kernel(kernel_name, data.get("params"))
+        kernel_cls = self.kernel(kernel_name := self.kernel_name(data["kernel"]),
+                                 data.get("params"))
+        options = self.kernel_options(data["kernel"], kernel_cls)
         self.shape = self.declared_shape(kernel_cls)
         if "params" not in data:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
@@ -147,10 +149,10 @@ class _Parser(ProblemAxes, Settings, FromAutotune):
         constraints = self.constraints(data.get("constraints", []), axes)
         sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
         return Space(
-            study=study, kernel=kernel_name, sampler=sampler, axes=tuple(axes), order=order,
-            constraints=constraints, measure=measure, ties=tuple(self.ties), shape=self.shape,
-            budget=self.budget(data.get("budget", {})), path=self.file, text=text,
-            sha256=hashlib.sha256(text.encode()).hexdigest())
+            study=study, kernel=kernel_name, kernel_options=options, sampler=sampler,
+            axes=tuple(axes), order=order, constraints=constraints, measure=measure,
+            ties=tuple(self.ties), shape=self.shape, budget=self.budget(data.get("budget", {})),
+            path=self.file, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
     def kernel(self, name: Any, params: Any, path: str = "kernel") -> type[KernelDeclaration]:
         """The class declaring the kernel's meta-parameters and defaults, from the plugin

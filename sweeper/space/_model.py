@@ -36,6 +36,11 @@ class KernelDeclaration(Protocol):
     dims: ClassVar[Mapping[str, Any]]           # name -> Dim (sweeper.space._problem)
     footprint_bytes: ClassVar[str]
     dims_from_footprint: ClassVar[Mapping[str, str]]
+    options: ClassVar[Mapping[str, str]]        # option -> what it says (kernel: {...})
+
+    @classmethod
+    def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
+        """Why ``value`` is no valid option ``key``, or ``None`` (``Kernel``'s)."""
 
 
 class AxisRole(enum.Enum):
@@ -256,6 +261,8 @@ class Space:
     text: str = ""
     sha256: str = ""
     ties: tuple[Tie, ...] = ()
+    #: the options ``kernel:`` gives (``op`` for ``torch-op``), sorted by name
+    kernel_options: tuple[tuple[str, str], ...] = ()
     #: the kernel's dimensions and how they and the footprint follow from each other
     shape: Shape = field(default_factory=default_shape)
 

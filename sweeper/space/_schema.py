@@ -68,6 +68,16 @@ ZIP = {"type": "object", "additionalProperties": False, "required": ["zip"],
                               "additionalProperties": {"type": "array", "minItems": 1}}}}
 
 
+def _kernel() -> dict[str, Any]:
+    """``kernel:``: a name, or a mapping of the name and the options the kernel declares."""
+    names = {"anyOf": [{"enum": list(plugins.KERNEL.builtins)}, PLUGIN]}
+    return {"anyOf": [names, {
+        "type": "object", "required": ["name"], "description": "a kernel and the options "
+        "it declares, such as {name: torch-op, op: torch.nn.functional.gelu}",
+        "properties": {"name": names},
+        "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 200}}]}
+
+
 def space_schema() -> dict[str, Any]:
     """The space file's JSON Schema; a file that extends another may omit kernel and params."""
     meta: dict[str, Any] = {}
@@ -102,7 +112,7 @@ def space_schema() -> dict[str, Any]:
     sampler_names = {"anyOf": [{"enum": list(plugins.SAMPLER.builtins)}, PLUGIN]}
     properties: dict[str, Any] = {
         "study": {"type": "string"}, "extends": {"type": "string"},
-        "kernel": {"anyOf": [{"enum": list(plugins.KERNEL.builtins)}, PLUGIN]},
+        "kernel": _kernel(),
         "from_autotune": FROM_AUTOTUNE,
         "sampler": {"anyOf": [sampler_names, {
             "type": "object", "additionalProperties": False,

@@ -1,0 +1,103 @@
+"""The built-in ``torch-op`` kernel: ``y = op(x)`` for a torch callable the space names
+(``kernel: {name: torch-op, op: torch.nn.functional.gelu}``), a footprint scan of a library
+op timed and verified like any sweep.
+
+The op is imported when the kernel first allocates, never by ``plan`` or reports.  There
+is nothing to tune: no meta-parameters, and the grid and block axes are held at their
+defaults, which nothing reads.  Every launch calls ``op(x)`` and keeps the tensor it
+returns (so the timed work includes the output's allocation, as a torch user pays it).
+
+The check runs the op in float64 on the same input and compares within the dtype's
+tolerances; where the op cannot run in float64 (or the dtype is no floating one, where
+float64 would change what the op computes) a second call must give the same output bit
+for bit.  Bytes moved: the input read and an output of the input's size written (an op
+whose output is smaller or larger is credited with that assumption); FLOPs are not
+counted, so the headline is GB/s.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from sweeper.kernels._base import Buffers, fill_poison, fill_random
+from sweeper.kernels._declared import TorchOpDeclaration, resolve_op
+from sweeper.kernels._tensors import TOLERANCES, difference
+from sweeper.space import Config, Problem
+
+
+class TorchOpKernel(TorchOpDeclaration):
+    """``y = op(x)`` for the torch callable ``op`` on a ``rows × cols`` input (a 1-D one of
+    ``cols`` elements where ``rows`` is 1), checked against the op in float64."""
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+
+    @functools.cached_property
+    def function(self) -> Callable[..., Any]:
+        """The op, imported on first use; a ValueError (the trial's reason) if ``op``
+        leads to no callable."""
+        found = resolve_op(self.op)
+        if isinstance(found, str):
+            raise ValueError(found)
+        return found
+
+    def allocate(self, problem: Problem, device: str) -> Buffers:
+        self.function                        # noqa: B018 -- a bad op fails here, once
+        rows, cols = problem.dim("rows"), problem.dim("cols")
+        shape = (cols,) if rows == 1 else (rows, cols)
+        x = torch.empty(shape, dtype=getattr(torch, problem.dtype), device=device)
+        return Buffers(problem, {"x": x, "y": torch.empty_like(x)})
+
+    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
+        fill_random(buffers["x"], generator)
+
+    def poison(self, buffers: Buffers) -> None:
+        """A fresh NaN (or -101) tensor as ``y``: a launch replaces it with the op's
+        output, so finding this very tensor at the check means no launch ran."""
+        buffers.tensors["y"] = torch.empty_like(buffers["x"])
+        fill_poison(buffers["y"])
+        buffers.tensors["poison"] = buffers["y"]
+
+    def launch(self, buffers: Buffers, config: Config) -> None:
+        buffers.tensors["y"] = self.function(buffers["x"])
+
+    def check(self, buffers: Buffers) -> str | None:
+        x, y = buffers["x"], buffers.tensors["y"]
+        if y is buffers.tensors.get("poison"):
+            return f"{self.op} left no output: the launch did not run"
+        if not isinstance(y, torch.Tensor):
+            return f"{self.op} returned {type(y).__name__}, not a tensor"
+        expected = self._float64(x)
+        if expected is None:
+            again = self.function(x)
+            why = difference("y", y, again, {})
+            return None if why is None else \
+                f"{self.op} is not deterministic (no float64 reference): {why}"
+        why = difference("y", y, expected, TOLERANCES)
+        return None if why is None else f"{self.op} against itself in float64: {why}"
+
+    def _float64(self, x: torch.Tensor) -> Any:
+        """The op on ``x`` in float64, or ``None`` where that cannot be had or would not
+        be the same computation (a dtype that is no floating one)."""
+        if not x.dtype.is_floating_point:
+            return None
+        try:
+            return self.function(x.double())
+        except (RuntimeError, TypeError, NotImplementedError):
+            return None
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 2 * problem.dim("rows") * problem.dim("cols") * problem.itemsize
+
+    def working_set(self, problem: Problem) -> int:
+        return self.bytes_moved(problem)
+
+    def source(self) -> str:
+        """The kernel's code and the op's path: a study of another op is another kernel."""
+        return f"op: {self.op}\n" + inspect.getsource(TorchOpDeclaration) + \
+            inspect.getsource(type(self))
