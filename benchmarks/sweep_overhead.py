@@ -1,12 +1,16 @@
 """Sweep wall time against a plain event-timed loop, and the best config against torch copy_.
 
-Run on a GPU machine:  python benchmarks/sweep_overhead.py [spaces/copy.yaml]
+Run on a GPU machine:  python benchmarks/sweep_overhead.py [spaces/copy.yaml] [--breakdown]
 
 Every config is compiled first (untimed), so both sides measure with warm Triton
 caches; then, in one process: a plain loop (warmup, then `repeat` samples each
 with an L2 flush outside a CUDA event pair, one synchronize), the sweep over the
 same space (verification, statistics, store, Optuna and all), the plain loop again.
 The ratio is the sweep's wall time over the mean of the two plain loops.
+``--breakdown`` also times, during the sweep, each step of a trial (the kernel's
+randomize, poison, check and launches; the device's measure, timing and synchronize; the
+journal's append; the whole trial) and prints where the time beyond the plain loop goes;
+the timers' own cost is a few µs a call.
 """
 
 from __future__ import annotations
@@ -37,8 +41,37 @@ def plain_loop(kernel, buffers, configs, warmup, repeat, flush) -> tuple[float, 
     return time.perf_counter() - t0, medians
 
 
+def instrument(kernel, device) -> dict[str, list[float]]:
+    """Wrap the steps of a trial with wall-clock timers; name -> [seconds, calls]."""
+    import sweeper.sweep._bench as bench
+    from sweeper.store import StudyStore as Store
+
+    spent: dict[str, list[float]] = {}
+
+    def timed(name, fn):
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                entry = spent.setdefault(name, [0.0, 0])
+                entry[0] += time.perf_counter() - t0
+                entry[1] += 1
+        return wrapper
+
+    for name in ("randomize", "poison", "check", "launch"):
+        setattr(kernel, name, timed(f"kernel.{name}", getattr(kernel, name)))
+    for name in ("measure", "time", "synchronize", "throttled", "window"):
+        setattr(device, name, timed(f"device.{name}", getattr(device, name)))
+    Store.append = timed("store.append", Store.append)
+    bench.run_trial = timed("run_trial (whole trial)", bench.run_trial)
+    return spent
+
+
 def main() -> None:
-    space = load_space(sys.argv[1] if len(sys.argv) > 1 else "spaces/copy.yaml")
+    args = [a for a in sys.argv[1:] if a != "--breakdown"]
+    breakdown = "--breakdown" in sys.argv[1:]
+    space = load_space(args[0] if args else "spaces/copy.yaml")
     device = open_device("cuda")
     kernel = load_kernel(space.kernel)
     facts = device.facts()
@@ -59,6 +92,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = StudyStore(Path(tmp) / "bench")
         open_study(store, space, kernel, device, command="benchmarks/sweep_overhead.py")
+        spent = instrument(kernel, device) if breakdown else {}
         summary = Sweep(space, kernel, device, store).run()
         trials, baselines = store.records()
     loop_b, med_b = plain_loop(kernel, buffers, configs, m.warmup, m.repeat, flush)
@@ -94,6 +128,11 @@ def main() -> None:
     print(f"| best config (plain loop medians) | {loop_best:.1f} GB/s |")
     print(f"| torch copy_ same footprint, same timer | {base.gbps:.1f} GB/s |")
     print(f"| best / torch copy_ | {100 * best.gbps / base.gbps:.1f}% (target >= 99%) |")
+    if spent:
+        print(f"\n| step, during the sweep ({summary.wall_s:.2f} s) | seconds | calls | "
+              "ms a call |\n|---|---|---|---|")
+        for name, (seconds, calls) in sorted(spent.items(), key=lambda kv: -kv[1][0]):
+            print(f"| {name} | {seconds:.3f} | {calls} | {1e3 * seconds / calls:.3f} |")
 
 
 if __name__ == "__main__":
