@@ -24,10 +24,7 @@ class CopyDeclaration(Kernel):
     (elements per program step), torch's ``copy_`` as the baseline."""
 
     name: ClassVar[str] = "copy"
-    meta_params: ClassVar[Mapping[str, MetaParam]] = {
-        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
-                           doc="elements each program copies per step"),
-    }
+    meta_params: ClassVar[Mapping[str, MetaParam]] = elementwise_block("copies")
     baseline_name: ClassVar[str] = "torch copy_"
     summary: ClassVar[str] = "dst = src over 1-D arrays, a grid-stride Triton copy"
 
@@ -37,10 +34,7 @@ class AddDeclaration(Kernel):
     (elements per program step), torch's ``add`` as the baseline."""
 
     name: ClassVar[str] = "add"
-    meta_params: ClassVar[Mapping[str, MetaParam]] = {
-        "BLOCK": MetaParam(default=1024, pow2=True, elements=True,
-                           doc="elements each program adds per step"),
-    }
+    meta_params: ClassVar[Mapping[str, MetaParam]] = elementwise_block("adds")
     baseline_name: ClassVar[str] = "torch add"
     summary: ClassVar[str] = "c = a + b over 1-D arrays, grid-stride like copy"
 

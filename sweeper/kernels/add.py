@@ -12,7 +12,7 @@ from typing import Any
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, fill_random
+from sweeper.kernels._base import Buffers, fill_random, mismatch
 from sweeper.kernels._declared import AddDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
@@ -70,15 +70,8 @@ class AddKernel(AddDeclaration):
         return streaming(config, sms, config.meta["BLOCK"], inputs=2)
 
     def check(self, buffers: Buffers) -> str | None:
-        expected = buffers["a"] + buffers["b"]        # same dtype, same rounding: exact
-        c = buffers["c"]
-        if torch.equal(c, expected):
-            return None
-        wrong = c != expected
-        bad = int(wrong.sum())
-        first = int(wrong.nonzero()[0, 0])
-        return (f"{bad} of {c.numel()} elements differ from a + b "
-                f"(first at index {first}: {c[first].item()!r} != {expected[first].item()!r})")
+        # same dtype, same rounding: exact
+        return mismatch(buffers["c"], buffers["a"] + buffers["b"], "a + b")
 
     def bytes_moved(self, problem: Problem) -> int:
         return 3 * problem.n * problem.itemsize
