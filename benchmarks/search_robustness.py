@@ -38,11 +38,12 @@ was reached.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,9 +172,10 @@ def describe(table: Path, space_path: str) -> tuple[str, int, int, int]:
     return device.header.get("slowdown", "?"), len(every), near, rank
 
 
-def run_auto(table: Path, space_path: str, seed: int, folder: Path,
-             limit: int) -> tuple[int | None, list[Phase]]:
-    """``trials_to_goal`` for ``auto``, and the phase of each proposal up to the goal."""
+@contextlib.contextmanager
+def auto_samplers() -> Iterator[list[AutoSampler]]:
+    """Within the block, every ``AutoSampler`` made is appended to the list yielded (to
+    read its ``phases`` after a sweep that built it)."""
     made: list[AutoSampler] = []
     init = AutoSampler.__init__
 
@@ -183,9 +185,16 @@ def run_auto(table: Path, space_path: str, seed: int, folder: Path,
 
     AutoSampler.__init__ = keep  # type: ignore[method-assign]
     try:
-        count = trials_to_goal(table, space_path, "auto", seed, folder, limit=limit)
+        yield made
     finally:
         AutoSampler.__init__ = init  # type: ignore[method-assign]
+
+
+def run_auto(table: Path, space_path: str, seed: int, folder: Path,
+             limit: int) -> tuple[int | None, list[Phase]]:
+    """``trials_to_goal`` for ``auto``, and the phase of each proposal up to the goal."""
+    with auto_samplers() as made:
+        count = trials_to_goal(table, space_path, "auto", seed, folder, limit=limit)
     return count, made[-1].phases[:count or limit]
 
 

@@ -666,22 +666,14 @@ def test_auto_finds_a_counterfactual_best_where_the_add_model_now_puts_it(tmp_pa
     import sys
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from search_robustness import build, describe
+    from search_robustness import auto_samplers, build, describe
 
-    from sweeper.samplers._auto import AutoSampler, Phase
+    from sweeper.samplers._auto import Phase
 
     table, space_file = build("add-1g/spill", tmp_path)
     _, _, near, rank = describe(table, space_file)
     assert near <= 5 and rank == 0
-    made: list[AutoSampler] = []
-    init = AutoSampler.__init__
-
-    def keep(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        made.append(self)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(AutoSampler, "__init__", keep)
+    with auto_samplers() as made:
         device = open_device(f"replay:{table}")
         space = load_space(ROOT / space_file)
         space = dataclasses.replace(space, sampler=SamplerSpec(name="auto", seed=0))
