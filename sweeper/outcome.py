@@ -86,7 +86,7 @@ def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | No
     ruled_out = len(trials) - len(failed)
     why = [failure_counts(failed)] if failed else []
     if ruled_out:
-        reasons = Counter((t.reason or "").splitlines()[0] if t.reason else "no reason given"
+        reasons = Counter(t.reason.splitlines()[0] if t.reason else "no reason given"
                           for t in trials if t.status is TrialStatus.INVALID)
         reason, n = reasons.most_common(1)[0]
         often = "all" if n == ruled_out else f"{n} of them"

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers, fill_random, mismatch
+from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch
 from sweeper.kernels._declared import CopyDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
@@ -55,8 +55,7 @@ class CopyKernel(CopyDeclaration):
         fill_random(buffers["src"], generator)
 
     def poison(self, buffers: Buffers) -> None:
-        dst = buffers["dst"]
-        dst.fill_(float("nan") if dst.dtype.is_floating_point else -101)
+        fill_poison(buffers["dst"])
 
     def launch(self, buffers: Buffers, config: Config) -> None:
         src = buffers["src"]
