@@ -100,3 +100,16 @@ def sweep_study(space_path: Path, device, root: Path, **kwargs):
     store = StudyStore(root)
     open_study(store, space, kernel, device, command="test")
     return store, Sweep(space, kernel, device, store, **kwargs).run()
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL server for the whole session (started on first use; skipped only
+    where the server tools are not installed)."""
+    from tests import pgserver
+
+    why = pgserver.missing()
+    if why:
+        pytest.skip(why)
+    with pgserver.server() as url:
+        yield url
