@@ -11,7 +11,6 @@ import signal
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -50,7 +49,7 @@ def make(backend, meta=None) -> Storage:
 def test_a_study_is_created_and_its_metadata_read_and_updated(backend):
     store = fresh(backend)
     assert not store.exists()
-    with pytest.raises(StudyError, match="no study here|no such study"):
+    with pytest.raises(StudyError, match=r"no study here|no such study"):
         store.meta()
     store.create({**META, "study": store.name})
     assert store.exists() and fresh(backend).exists()

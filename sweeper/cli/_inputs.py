@@ -31,9 +31,18 @@ def space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[
 
 
 def open_study(args: argparse.Namespace) -> Any:
-    """The study ``args.study`` names: a folder, else a name under ``--studies-dir``."""
+    """The study ``args.study`` names: in ``--storage``'s database, else a folder, else a
+    name under ``--studies-dir``."""
     from sweeper.store import StudyStore
 
+    if getattr(args, "storage", None) is not None:
+        from sweeper.options import study_folder
+        from sweeper.store._open import open_storage
+
+        found = open_storage(args.storage, study_folder(args.studies_dir, args.study))
+        if not found.exists():
+            raise StudyError(f"no study {args.study!r} in {found.location}")
+        return found
     path = Path(args.study)
     if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(args.studies_dir) / args.study

@@ -117,7 +117,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         name, _, number = ref.partition("@")
         if number and not number.isdigit():
             raise SweeperError(f"{ref!r}: a trial is written STUDY@NUMBER")
-        stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir)))
+        stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir,
+                                                    storage=args.storage)))
         numbers.append(int(number) if number else None)
     print(format_rows(compare(stores[0], stores[1], numbers[0], numbers[1], max_noise,
                               threshold)))

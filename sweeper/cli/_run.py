@@ -30,12 +30,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_study_name("--study", args.study)
     space, device = space_and_device(args)
     from sweeper.kernels import load_kernel
-    from sweeper.store import StudyStore
+    from sweeper.store._open import open_storage
     from sweeper.sweep import StopFlag, open_study
 
     kernel = load_kernel(space.kernel, space.kernel_options)
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
-    store = StudyStore(study_folder(args.studies_dir, name))
+    store: Any = open_storage(args.storage, study_folder(args.studies_dir, name))
     command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=args.force)
@@ -43,7 +43,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     measure = device.measure_spec(space.measure)
     say = _Printer(args.quiet)
     kept = len(store.records()[0]) if resuming else 0
-    say(f"study {name}: {store.root} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
+    where = store.location if args.storage else store.root
+    say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
     priors = _priors(space, args, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
@@ -137,14 +138,14 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
 def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
     """Go on in a fresh process after a trial broke the CUDA context: the study resumes
     from its journal, and the crashed trial is never proposed again."""
-    return _go_on_fresh(f"{lost}; it is recorded as crashed in {store.journal_path}", args)
+    return _go_on_fresh(f"{lost}; it is recorded as crashed in {store.location}", args)
 
 
 def _hung(record: Any, args: argparse.Namespace, store: Any) -> None:
     """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
     kernel cannot be stopped from this process, so go on in a fresh one."""
     _go_on_fresh(f"trial #{record.number} gave no result after "
-                 f"{record.wall_s:g} s; it is recorded as timeout in {store.journal_path}",
+                 f"{record.wall_s:g} s; it is recorded as timeout in {store.location}",
                  args)
     os._exit(1)       # too many restarts: the main thread is stuck in the kernel
 

@@ -111,7 +111,7 @@ class ClaimsFile:
     @staticmethod
     def _holds(claims: dict[str, Any], key: str, worker_id: str) -> bool:
         held = claims.get(key)
-        return bool(held) and held["worker"] == worker_id and not held["done"]
+        return held is not None and held["worker"] == worker_id and not held["done"]
 
     def _load(self) -> dict[str, Any]:
         try:

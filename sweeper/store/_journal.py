@@ -266,8 +266,7 @@ class JournalWriter:
         with self._shared.held():
             _, found = scan(self.path)
             self._trials, self._lines = found.trials, found.line_count
-            if found.needs_newline or (found.bad and found.bad[-1].number == found.line_count
-                                       and found.bad[-1].reason == TORN):
+            if found.needs_newline or (found.bad and found.bad[-1].reason == TORN):
                 self._write(b"\n")
             yield
 

@@ -147,8 +147,8 @@ class StudyStore(Storage):
     def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
         """See :meth:`Storage.claim`; the claims are ``claims.json`` in the folder."""
         with self._lock.held():
-            recorded = {record_key(d) for d in scan(self.journal_path)[1].records}
-            return self._claims.claim(key, worker_id, lease_s, recorded - {None})
+            keys = (record_key(d) for d in scan(self.journal_path)[1].records)
+            return self._claims.claim(key, worker_id, lease_s, {k for k in keys if k})
 
     def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
         """See :meth:`Storage.heartbeat`."""

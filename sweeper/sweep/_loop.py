@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import optuna
+from optuna.trial import TrialState
 
 from sweeper.ceilings import Ceilings
 from sweeper.devices import Device
@@ -25,6 +26,7 @@ from sweeper.store import StudyStore, TrialRecord
 from sweeper.study import Choice, enumerate_choices, finals_wanted, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
+from sweeper.sweep._claims import Claims
 from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals
 from sweeper.sweep._limits import Limits
@@ -60,7 +62,8 @@ class Sweep:
                  max_trials: int | None = None, max_time_s: float | None = None,
                  ceilings: Ceilings | None = None, finals: bool = True,
                  priors: list[dict[str, str]] | None = None,
-                 on_hang: Callable[[TrialRecord], None] | None = None) -> None:
+                 on_hang: Callable[[TrialRecord], None] | None = None,
+                 claims: Claims | None = None) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -81,6 +84,9 @@ class Sweep:
         self.sampler_caps = sampler_capabilities(space.sampler.name)
         self.run_finals = finals and finals_wanted(space, device)
         self.run_drift = not device.replays
+        #: shared with other workers: each config is claimed before it is measured and
+        #: kept through its claim (:mod:`sweeper.sweep._claims`).  None: this run alone.
+        self.claims = claims
 
     def run(self) -> SweepSummary:
         """Measure what the sampler proposes until a budget stops the sweep, then measure
@@ -136,9 +142,11 @@ class Sweep:
         Returns the number the next trial gets."""
         for choice, reason in invalid:
             if key_of(choice) not in done:
-                record = TrialRecord(number=number, choice=choice, status=TrialStatus.INVALID,
-                                     reason=reason, started=now())
-                self.store.append(record)
+                kept = self._keep(TrialRecord(number=number, choice=choice, reason=reason,
+                                              status=TrialStatus.INVALID, started=now()))
+                if kept is None:
+                    continue
+                record = kept
                 done[record.key()] = record
                 summary.trials.append(record)
                 number += 1
@@ -156,6 +164,10 @@ class Sweep:
                 run.budgets.repeated()
                 continue
             run.budgets.proposed()
+            if self.claims is not None and not self.claims.take(key_of(choice)):
+                run.study.tell(trial, state=TrialState.FAIL)   # another worker's config
+                run.budgets.measured += 1
+                continue
             record = self._trial(run, choice)
             tell(run.study, trial, record)
             if record.status is TrialStatus.INVALID:
@@ -181,13 +193,23 @@ class Sweep:
                 f"{record.reason} (it left the CUDA context unusable; the sweep went "
                 "on in a fresh process)"))
         run.number += 1
-        self.store.append(record)
+        record = self._keep(record) or record
         run.done[record.key()] = record
         run.summary.trials.append(record)
         if lost:      # recorded; nothing more can run in this process
             self.reporter.trial(record, run.summary.best)
             raise ContextLost(record.number, record.reason or "")
         return record
+
+    def _keep(self, record: TrialRecord) -> TrialRecord | None:
+        """Append ``record``, or with claims record it through its claim (under the number
+        the store gives it; None when the claim was lost or never taken)."""
+        if self.claims is None:
+            self.store.append(record)
+            return record
+        if record.status is TrialStatus.INVALID and not self.claims.take(record.key()):
+            return None
+        return self.claims.keep(record.key(), record)
 
     def _drift_and_finals(self, run: _Run) -> None:
         """Unless interrupted: the one-at-a-time baseline measured again (its drift over
