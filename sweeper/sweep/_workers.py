@@ -35,7 +35,7 @@ from sweeper.store import GpuSlot, StudyStore, TrialRecord
 from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._watchdog import watchdog
-from sweeper.trial import TrialStatus
+from sweeper.trial import TrialResult, TrialStatus
 
 #: The fastest (median, CI high) per (problem, cache) so far, as the coordinator knows it.
 Best = dict[tuple[Problem, str], tuple[float, float]]
@@ -67,8 +67,6 @@ def failed(job: Job, status: TrialStatus, reason: str, started: str, wall_s: flo
            resolve: Callable[[Choice], Config | None]) -> Outcome:
     """The outcome of a job whose worker gave no record (it died or hung): the trial
     recorded with ``status`` and ``reason``; the worker is lost."""
-    from sweeper.trial import TrialResult
-
     record = TrialRecord.from_result(job.number, job.choice, resolve(job.choice),
                                      TrialResult(status, reason), started, wall_s)
     return Outcome(record, lost=True)
