@@ -16,7 +16,7 @@ from sweeper.cli._plan import cmd_kernels, cmd_plan, cmd_schema
 from sweeper.cli._results import cmd_compare, cmd_export, cmd_report, cmd_roofline, cmd_tuned
 from sweeper.cli._run import cmd_run
 from sweeper.cli._worker import cmd_copy_study, cmd_worker
-from sweeper.options import ArgumentParser, seconds, whole_number
+from sweeper.options import ArgumentParser, gpu_list, seconds, whole_number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +43,13 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     run.add_argument("--time", type=seconds, help="stop after this long (e.g. 90s, 10m)")
     run.add_argument("--force", action="store_true",
                      help="add to a study measured with other settings")
+    run.add_argument("--gpus", type=gpu_list, default=[], metavar="0,1|all",
+                     help="one worker per GPU, each config measured once by whichever is "
+                     "free (default: the one GPU the device opens)")
+    run.add_argument("--workers", choices=("process", "inline"),
+                     help="process: each worker a process of its own, so a crash or hang "
+                     "ends that worker, not the sweep (the default on a GPU); inline: "
+                     "measure in this process (the default elsewhere)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
     run.add_argument("--no-priors", action="store_true",

@@ -16,7 +16,7 @@ from typing import Any
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
 from sweeper.cli._inputs import space_and_device
 from sweeper.cli._results import report_study
-from sweeper.errors import ContextLost
+from sweeper.errors import ContextLost, SweeperError
 from sweeper.options import check_study_name, study_folder
 
 #: How many times one `sweeper run` goes on in a fresh process after trials that broke
@@ -29,6 +29,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.study is not None:
         check_study_name("--study", args.study)
     space, device = space_and_device(args)
+    gpus = _gpus(args.gpus, device)
     from sweeper.kernels import load_kernel
     from sweeper.store._open import open_storage
     from sweeper.sweep import StopFlag, open_study
@@ -51,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, _stop_handler(stop))
     try:
         summary = _sweep(args, space, kernel, device, store, limits,
-                         [c for source in priors for c in source.configs], stop)
+                         [c for source in priors for c in source.configs], stop, gpus)
     except ContextLost as lost:
         return _restart(lost, args, store)
     finally:
@@ -87,17 +88,41 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
 
 
 def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store: Any,
-           limits: Any, priors: list[dict[str, str]], stop: Any) -> Any:
-    """The sweep with ``run``'s options, its progress bar, and a hang going on in a fresh
-    process."""
+           limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None
+           ) -> Any:
+    """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
+    ``gpus``), and, measuring in this process, a hang going on in a fresh process."""
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store,
                   reporter=_reporter(args.quiet, kernel.headline), stop=stop,
                   max_trials=args.trials, max_time_s=args.time,
                   ceilings=None if isinstance(limits, str) else limits,
-                  priors=priors, on_hang=lambda record: _hung(record, args, store))
+                  priors=priors, on_hang=lambda record: _hung(record, args, store),
+                  gpus=gpus,
+                  processes=args.workers == "process" if args.workers else device.measures_gpu)
     return sweep.run()
+
+
+def _gpus(asked: list[int] | None, device: Any) -> list[int] | None:
+    """The GPU indices ``--gpus`` names (``all``: every visible one), checked before
+    anything is written; None where it was not given: the one GPU the device opened.  On
+    a device without GPUs the indices only name the workers."""
+    if asked is not None and not device.measures_gpu:
+        return asked or None
+    if not device.measures_gpu:
+        raise SweeperError(f"--gpus all: the {device.name} device has no GPUs to count; "
+                           "name the workers by index (--gpus 0,1)")
+    import torch
+
+    count = torch.cuda.device_count()
+    if asked is None:
+        return list(range(count))
+    beyond = [i for i in asked if i >= count]
+    if beyond:
+        raise SweeperError(f"--gpus {','.join(map(str, asked))}: no GPU {beyond[0]}; this "
+                           f"machine shows {count} (0 to {count - 1})")
+    return asked or None
 
 
 def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, store: Any,

@@ -20,11 +20,11 @@ LEASE_S = 60.0
 
 class Claims:
     """``worker_id``'s claims on ``store``, each renewed every third of ``lease_s`` while
-    its trial runs."""
+    its trial runs (several at once when the sweep has a worker per GPU)."""
 
     def __init__(self, store: Storage, worker_id: str, lease_s: float = LEASE_S) -> None:
         self.store, self.worker_id, self.lease_s = store, worker_id, lease_s
-        self._beat: tuple[threading.Event, threading.Thread] | None = None
+        self._beats: dict[str, tuple[threading.Event, threading.Thread]] = {}
 
     def take(self, key: tuple[str, ...]) -> bool:
         """Claim ``key`` and keep it alive until :meth:`keep`; false: another worker holds
@@ -36,23 +36,24 @@ class Claims:
         thread = threading.Thread(target=self._heartbeat, args=(text, stop), daemon=True,
                                   name=f"sweeper-heartbeat-{self.worker_id}")
         thread.start()
-        self._beat = (stop, thread)
+        self._beats[text] = (stop, thread)
         return True
 
     def keep(self, key: tuple[str, ...], record: TrialRecord) -> TrialRecord | None:
         """Record ``record`` through the claim (numbered by the store); None where the claim
         was lost (this worker stalled past its lease and another took the config)."""
-        self._stop()
-        return self.store.record_claimed(claim_key(key), self.worker_id, record)
+        text = claim_key(key)
+        self._stop(text)
+        return self.store.record_claimed(text, self.worker_id, record)
 
     def _heartbeat(self, key: str, stop: threading.Event) -> None:
         while not stop.wait(self.lease_s / 3):
             if not self.store.heartbeat(key, self.worker_id, self.lease_s):
                 return
 
-    def _stop(self) -> None:
-        if self._beat is not None:
-            stop, thread = self._beat
+    def _stop(self, key: str) -> None:
+        beat = self._beats.pop(key, None)
+        if beat is not None:
+            stop, thread = beat
             stop.set()
             thread.join()
-            self._beat = None
