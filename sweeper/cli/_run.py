@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
-from sweeper.cli._inputs import space_and_device
+from sweeper.cli._inputs import kernel_for, space_and_device
 from sweeper.cli._results import report_study
 from sweeper.errors import ContextLost, SweeperError
 from sweeper.options import check_study_name, study_folder
@@ -30,11 +30,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_study_name("--study", args.study)
     space, device = space_and_device(args)
     gpus = _gpus(args.gpus, device)
-    from sweeper.kernels import load_kernel
+    kernel = kernel_for(space, device)
     from sweeper.store._open import open_storage
     from sweeper.sweep import StopFlag, open_study
 
-    kernel = load_kernel(space.kernel, space.kernel_options)
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
     store: Any = open_storage(args.storage, study_folder(args.studies_dir, name))
     command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"

@@ -28,11 +28,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     # the sweep's modules are annotated with the journal's store; either backend serves
     store: Any = open_storage(args.storage, study_folder(args.studies_dir, args.study))
     space, device = _space_of(args, store)
-    from sweeper.kernels import load_kernel
+    from sweeper.cli._inputs import kernel_for
     from sweeper.sweep import Sweep, open_study
     from sweeper.sweep._claims import Claims
 
-    kernel = load_kernel(space.kernel, space.kernel_options)
+    kernel = kernel_for(space, device)
     worker_id = args.worker_id or f"{socket.gethostname()}:{os.getpid()}"
     if store.exists():        # shared before open_study takes it: other workers hold it
         store.share()
