@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,7 @@ from sweeper.fsio import atomic_write
 from sweeper.kernels import BUILTINS, Headline
 from sweeper.outcome import problem_text
 from sweeper.plugins import kernel_declaration
-from sweeper.report._draw import draw_effect, draw_heatmap
-from sweeper.report._draw_charts import draw_footprint, draw_roofline
+from sweeper.report._figures import render, report_figures
 from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import heatmaps
 from sweeper.report._markdown import markdown
@@ -44,12 +44,13 @@ from sweeper.store import DriftRecord, DutyRecord, StudyStore
 @dataclass
 class ReportFiles:
     """What :func:`write_report` wrote: ``report.md``, ``report.json`` (its tables as data,
-    for scripts) and the images drawn (heatmaps, effect plots, footprint curves and the
-    roofline)."""
+    for scripts), the images it shows (heatmaps, effect plots, footprint curves and the
+    roofline) and which of them were drawn this time (the others were current)."""
 
     markdown: Path
     json: Path
     images: list[Path] = field(default_factory=list)
+    drawn: list[Path] = field(default_factory=list)     # of ``images``, drawn this time
 
 
 def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, Any]:
@@ -140,28 +141,21 @@ def _headline(meta: dict[str, Any]) -> Headline:
     return Headline.GBPS
 
 
-def write_report(store: StudyStore, *, draw: bool = True, shared_scale: bool = False
-                 ) -> ReportFiles:
-    """Draw the heatmaps that hold a number (``shared_scale``: one colour scale per
-    problem) and write ``report.md`` and ``report.json``."""
+def write_report(store: StudyStore, *, draw: bool = True, shared_scale: bool = False,
+                 formats: Sequence[str] = ("png",), redraw: bool = False,
+                 workers: int | None = None) -> ReportFiles:
+    """Draw the pictures whose input changed since they were last drawn (all with
+    ``redraw``) in each of ``formats`` (``shared_scale``: one colour scale per problem;
+    ``workers``: see :func:`render`) and write ``report.md`` and ``report.json``."""
     tables = study_tables(store, shared_scale=shared_scale)
-    maps: list[Path] = []
-    effects: list[Path] = []
+    files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json")
     if draw:
-        for data in tables["heatmaps"]:
-            maps += draw_heatmap(data, store.root / "heatmaps")
-        for effect in tables["effects"]:
-            effects += draw_effect(effect, tables["meta"]["kernel"], store.root / "heatmaps",
-                                   tables["metric"])
-        for curve in tables["footprint"]:
-            effects += draw_footprint(curve, store.root / "heatmaps")
-        if tables["roofline"] is not None:
-            effects += draw_roofline(tables["roofline"], [store.root / "heatmaps" / f"roofline.{x}"
-                                                          for x in ("png", "svg")])
-    files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json",
-                        images=maps + effects)
+        shown = render(report_figures(tables), store.root / "heatmaps", formats,
+                       redraw=redraw, workers=workers)
+        files.images, files.drawn = shown.images, shown.drawn
+    maps = {m.name for m in tables["heatmaps"]}
     atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
-    atomic_write(files.markdown, markdown(tables, maps))
+    atomic_write(files.markdown, markdown(tables, [p for p in files.images if p.stem in maps]))
     return files
 
 
