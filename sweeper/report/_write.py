@@ -34,6 +34,7 @@ from sweeper.report._tables import (
     nothing_measured,
     one_at_a_time,
     rate_column,
+    single_valued,
     stop_counts,
     trials_frame,
     unit,
@@ -68,6 +69,9 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
     metric = headline.value if df.empty else rate_column(df, headline)
     axes = meta.get("axes", {})
     blocks = sorted(int(b) for b in axes.get("block", []) if str(b).isdigit())
+    fixed = single_valued(df, meta_names)
+    shown_meta = [n for n in meta_names if n not in fixed]
+    varying = len({"grid_label", "block", *meta_names} - set(fixed))
     env = meta.get("environment", {})
     empty = df.empty
     finals = [winners.finals[k] for k in sorted(winners.finals)]
@@ -76,14 +80,14 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "meta": meta, "frame": df, "ceilings": ceilings, "headline": headline,
         "metric": metric, "story": story, "shared_scale": shared_scale,
         "baselines": sorted(baselines, key=lambda b: b.problem),
-        "picks": pd.DataFrame() if empty else headline_table(list(picks.values()), df,
-                                                             meta_names, metric),
-        "heatmaps": [] if empty else heatmaps(
+        "picks": pd.DataFrame() if empty else _without(headline_table(
+            list(picks.values()), df, shown_meta, metric), fixed),
+        "heatmaps": [] if empty or varying < 2 else heatmaps(
             df, meta_names, axes.get("grid", []), blocks, kernel=meta["kernel"],
             gpu=env.get("gpu", "?"), headline=headline, picks=picks,
             shared_scale=shared_scale),
-        "best": pd.DataFrame() if empty else best_configs(df, baselines, meta_names,
-                                                          picks=picks, finals=finals),
+        "best": pd.DataFrame() if empty else _without(best_configs(
+            df, baselines, shown_meta, picks=picks, finals=finals), fixed),
         "failures": pd.DataFrame() if empty else failure_counts(df),
         "stops": pd.DataFrame() if empty else stop_counts(
             df, meta.get("measure", {}).get("stop", "")),
@@ -91,7 +95,8 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "unmeasured": None if empty else nothing_measured(df),
         "unfinished": [problem_text(p) for p in winners.missing(trials)]
         if finals_apply(meta) else [],
-        "finals": [(f, final_table(f, df, meta_names, metric)) for f in finals],
+        "finals": [(f, _without(final_table(f, df, shown_meta, metric), fixed, final=True))
+                   for f in finals],
         "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
                                  headline)
         if meta.get("sampler", {}).get("baseline") else [],       # a sampler that takes one
@@ -107,6 +112,15 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
                                    {f.winner: len(f.tied) - 1 for f in finals}, metric,
                                    unit(metric), story)
     return tables
+
+
+def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
+             ) -> pd.DataFrame:
+    """``table`` without the config columns held at one value (a final's table names the
+    grid label ``grid``)."""
+    names = {"grid_label": "grid", "grid": ""} if final else {}
+    drop = [names.get(c, c) for c in fixed]
+    return table.drop(columns=[c for c in drop if c and c in table])
 
 
 def _charts(meta: dict[str, Any], df: pd.DataFrame, picks: list[Any], metric: str,
