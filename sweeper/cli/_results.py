@@ -174,6 +174,6 @@ def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
     files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
-    print(f"report: {files.markdown} and {files.json.name}; {pictures} pictures in "
+    print(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
           f"{store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
           f"{drawn} drawn, {pictures - drawn} unchanged)")
