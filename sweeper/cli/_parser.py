@@ -52,6 +52,7 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      "measure in this process (the default elsewhere)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    run.add_argument("--svg", action="store_true", help="the report's pictures as SVG too")
     run.add_argument("--no-priors", action="store_true",
                      help="auto: do not start from the winners of other studies of this "
                      "kernel on this GPU in --studies-dir")
@@ -96,6 +97,9 @@ def _report(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     report.add_argument("--shared-scale", action="store_true",
                         help="one colour scale for all heatmaps of a problem, so colours "
                         "compare across maps (default: each map its own range)")
+    report.add_argument("--svg", action="store_true", help="pictures as SVG too (default: PNG)")
+    report.add_argument("--redraw", action="store_true", help="draw every picture again "
+                        "(default: only those whose numbers or drawing code changed)")
     report.set_defaults(func=cmd_report)
 
 

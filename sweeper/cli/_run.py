@@ -151,7 +151,7 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
     if summary.duty:
         print(f"power: {summary.duty}")
     if not args.no_report:
-        report_study(store)
+        report_study(store, svg=args.svg)
     why = nothing_measured(summary.trials, summary.stopped_by)
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
