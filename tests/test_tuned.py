@@ -32,7 +32,8 @@ def study(tmp_path, name, problems, *, gpu="NVIDIA H200", kernel="copy", kernel_
         footprint = 4 * problem["M"] * problem["K"] if dims else problem
         store.append(TrialRecord(
             number=i, status=TrialStatus.OK,
-            choice={"grid": "cdiv(M, BLOCK)" if dims else "cdiv(n, BLOCK)", "block": "128", "BLOCK": str(256 << i)},
+            choice={"grid": "cdiv(M, BLOCK)" if dims else "cdiv(n, BLOCK)", "block": "128",
+                    "BLOCK": str(256 << i)},
             config=Config(Problem("float32", footprint, dims), grid=1, block=128,
                           meta={"BLOCK": 256 << i}),
             stats=summarize([1.0] * 3), gbps=10.0))
