@@ -3,6 +3,7 @@
 
 import importlib.util
 import time
+import warnings
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ import triton
 import triton.language as tl
 
 from sweeper.cli import main
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, TuningWarning
 from sweeper.export_triton import export_triton, grid_source
 from sweeper.finals import Finalist, FinalRecord
 from sweeper.kernels._jit import jit
@@ -147,3 +148,36 @@ def test_grid_expressions_become_python_over_the_problem():
     assert grid_source("cdiv(n, BLOCK)") == "_cdiv(e['n'], e['BLOCK'])"
     assert grid_source("min(4*sms, isqrt(n) // 2)") == \
         "_min(4 * e['sms'], _isqrt(e['n']) // 2)"
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_module_feeds_autotune_and_tuned_kernel_dispatches(tmp_path):
+    """The same flow compiled for the GPU: autotune times the exported configs with its own
+    do_bench, and the decorator launches with the tuned config of each shape."""
+    import sweeper
+
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "copy-fp32"), out)
+    mod = load(out)
+    body = jit(_copy_body, interpret=False)
+    kernel = triton.autotune(configs=mod.configs(k=3), key=mod.key)(body)
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    kernel[lambda meta: mod.grid(meta)](x, y, x.numel())
+    torch.cuda.synchronize()
+    assert torch.equal(x, y)
+    tuning = tmp_path / "tuning.json"
+    from sweeper.export import export_study
+
+    export_study(study(tmp_path / "copy2"), tuning)
+    gpu = torch.cuda.get_device_name(0)
+    launcher = sweeper.tuned_kernel(tuning, key=["n"], name="copy", gpu="NVIDIA H200")(body)
+    for n in (1 << 18, 1 << 20, 1 << 26):
+        a = torch.randn(n, device="cuda")
+        b = torch.full_like(a, float("nan"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TuningWarning)      # each within 4x of a tuned n
+            launcher(a, b, n)
+        torch.cuda.synchronize()
+        assert torch.equal(a, b), (gpu, n)
+    assert launcher.lookups == 3
