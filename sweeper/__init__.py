@@ -4,10 +4,10 @@ The pipeline, one module or subpackage per role:
 space (parse) -> samplers (propose) -> trial (verify, time) -> measure (timer, stats)
 -> store (journal) -> report (tables, heatmaps) -> export (tuning file, :func:`tuned`).
 
-Importing sweeper costs nothing: :func:`tuned`, :class:`TunedConfig` and :func:`kernel`
-(a kernel in a few lines) are imported
-when first used (PEP 562), and no torch, triton, optuna or pandas is imported until a
-command needs them (``tests/test_layering.py`` keeps it so).
+Importing sweeper costs nothing: :func:`tuned`, :class:`TunedConfig`, :func:`tuned_kernel`
+(a ``@triton.jit`` function dispatched by shape) and :func:`kernel` (a kernel in a few
+lines) are imported when first used (PEP 562), and no torch, triton, optuna or pandas is
+imported until a command needs them (``tests/test_layering.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -18,13 +18,16 @@ from sweeper.errors import SpaceError, SweeperError
 
 if TYPE_CHECKING:
     from sweeper.export import TunedConfig, tuned
+    from sweeper.kernels._cuda_form import cuda
     from sweeper.kernels._short_form import kernel
+    from sweeper.launcher import tuned_kernel
 
 __version__ = "0.1.0"
 
 #: Public names imported on first use, and the module each lives in.
 _LAZY = {"TunedConfig": "sweeper.export", "tuned": "sweeper.export",
-         "kernel": "sweeper.kernels._short_form", "cuda": "sweeper.kernels._cuda_form"}
+         "kernel": "sweeper.kernels._short_form", "cuda": "sweeper.kernels._cuda_form",
+         "tuned_kernel": "sweeper.launcher"}
 
 
 def __getattr__(name: str) -> Any:
@@ -42,4 +45,4 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["SpaceError", "SweeperError", "TunedConfig", "__version__", "cuda", "kernel",
-           "tuned"]
+           "tuned", "tuned_kernel"]

@@ -58,6 +58,11 @@ class StudyWarning(UserWarning):
     study); the command goes on without it.  The CLI prints it as one line."""
 
 
+class TuningWarning(UserWarning):
+    """A tuned config was found, but not for this exact case: tuned on another GPU of the
+    same architecture, or at a problem far from the one asked for."""
+
+
 class ContextLost(Exception):
     """A trial left the CUDA context unusable (an illegal address, a device-side assert):
     nothing more can run in this process.  The trial is already recorded as crashed;

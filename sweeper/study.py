@@ -158,7 +158,8 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
                           bounds=bounds, finals=finals_wanted(space, device))
         return
     store.create({
-        "study": store.name, "kernel": space.kernel, "created": now(), "command": command,
+        "study": store.name, "kernel": space.kernel, "kernel_name": kernel.name,
+        "created": now(), "command": command,
         "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
         "sampler": {"name": space.sampler.name, "seed": space.sampler.seed,
                     "baseline": [list(p) for p in space.sampler.baseline]},

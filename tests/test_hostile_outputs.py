@@ -44,14 +44,14 @@ def _one_line(capsys) -> str:
     return captured.err.rstrip("\n")
 
 
-@pytest.mark.parametrize("fmt", ["tuning", "csv"])
+@pytest.mark.parametrize("fmt", ["tuning", "csv", "triton"])
 def test_export_to_dev_full_is_refused_before_writing(one_study, capsys, fmt):
     assert main(["export", str(one_study.root), "-o", "/dev/full", "--format", fmt]) == 2
     assert _one_line(capsys) == ("sweeper: cannot write /dev/full: it is a device, not a "
                                  "regular file; give a file path")
 
 
-@pytest.mark.parametrize("fmt", ["tuning", "csv"])
+@pytest.mark.parametrize("fmt", ["tuning", "csv", "triton"])
 def test_export_to_a_folder_is_refused_and_the_folder_untouched(one_study, tmp_path, capsys,
                                                                fmt):
     folder = tmp_path / "out"

@@ -65,7 +65,7 @@ def test_export_and_tuned_print_matmul_in_tflops_as_the_run_did(tmp_path, capsys
     rc, out, _ = run(capsys, "tuned", "matmul", "--dtype", "bfloat16", "--footprint", "32MiB",
                      "--gpu", "replay: NVIDIA H200", "--tuning", "tuning.json")
     assert rc == 0
-    assert out[0].endswith(f"tuned at M=4096 N=4096 K=4096: median {figures} "
+    assert out[0].endswith(f"tuned at M=4096 N=4096 K=4096 (exact): median {figures} "
                            "(study matmul-bf16-replay)")
 
 
@@ -81,7 +81,7 @@ def test_tuning_entries_written_before_rates_read_as_gbps(tmp_path):
                                                                     "l2_bytes": 1 << 20}}]}))
     cfg = tuned("matmul", dtype="float16", footprint=1 << 20, gpu="G", path=path)
     assert (cfg.rate, cfg.headline.unit) == (12.5, "GB/s")
-    assert describe(cfg).endswith("tuned at 1MiB: median 0.25 ms, 12.5 GB/s (study old)")
+    assert describe(cfg).endswith("tuned at 1MiB (exact): median 0.25 ms, 12.5 GB/s (study old)")
 
 
 # -- the header claims a flush only where the device flushes ---------------------------------------

@@ -80,9 +80,10 @@ def test_the_scale_example_runs_verified_reports_and_exports_like_a_subclass(
     tuning = tmp_path / "tuning.json"
     assert main(["export", str(store.root), "-o", str(tuning)]) == 0
     entry, = json.loads(tuning.read_text())["entries"]
-    assert entry["kernel"] == "examples.scale:scale" and entry["dims"] == {"n": 4096}
+    assert (entry["kernel"], entry["kernel_path"]) == ("scale", "examples.scale:scale")
+    assert entry["dims"] == {"n": 4096}
     assert entry["meta"]["BLOCK"] in (256, 1024) and entry["grid_expr"] == "cdiv(n, BLOCK)"
-    cfg = sweeper.tuned("examples.scale:scale", dtype="float32", dims={"n": 4096},
+    cfg = sweeper.tuned("scale", dtype="float32", dims={"n": 4096},
                         gpu="Triton interpreter (CPU)", path=tuning)
     assert cfg.meta["BLOCK"] == entry["meta"]["BLOCK"] and cfg.num_warps == 1
 

@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 from sweeper.cli._measure import cmd_ab, cmd_calibrate
 from sweeper.cli._plan import cmd_kernels, cmd_plan, cmd_schema
-from sweeper.cli._results import cmd_compare, cmd_export, cmd_report, cmd_roofline, cmd_tuned
+from sweeper.cli._results import (
+    EXPORT_FORMATS,
+    cmd_compare,
+    cmd_export,
+    cmd_report,
+    cmd_roofline,
+    cmd_tuned,
+)
 from sweeper.cli._run import cmd_run
 from sweeper.cli._worker import cmd_copy_study, cmd_worker
 from sweeper.options import ArgumentParser, gpu_list, seconds, whole_number
@@ -117,12 +124,13 @@ def _roofline(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 
 def _export(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
-    export = _of_a_study(sub, "export", "write the best configs to a tuning file")
-    export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
-                        "studies/tuning.json); with --format csv, the table's path")
-    export.add_argument("--format", choices=("tuning", "csv"), default="tuning",
-                        help="tuning: best configs for launches; csv: a replay table of "
-                        "every trial (default path: STUDY/replay.csv)")
+    export = _of_a_study(sub, "export", "write the best configs to a tuning file, a replay "
+                         "table or a Triton module")
+    export.add_argument("-o", "--output", help="the file to write (each format's default "
+                        "below)")
+    export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="tuning",
+                        help="; ".join(f"{name}: {f.help}" for name, f in
+                                       EXPORT_FORMATS.items()))
     export.set_defaults(func=cmd_export)
 
 

@@ -1,0 +1,265 @@
+"""``sweeper export STUDY --format triton``: the winners as an importable Python module.
+
+The module imports ``triton`` (and the standard library) only, so it ships beside the
+kernel it tunes and runs where sweeper is not installed; its data is one JSON literal
+read back with ``ast.literal_eval`` when another GPU's study is exported into the same
+file (one module per kernel, one section per GPU).  It gives, per GPU:
+
+- ``WINNERS[gpu]``: each problem's winner (the interleaved finals' where they ran, with
+  the median the report shows) as a ``triton.Config``, with its dims and grid;
+- ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``:
+  each problem's winner first, then by geometric mean slowdown against each problem's
+  best over the problems they were measured on (more problems first);
+- ``key``: the kernel's problem dimensions, for ``@triton.autotune(key=...)``;
+- ``grid(meta, gpu=None, **dims)``: the launch grid of the config ``meta`` names,
+  computed from the swept grid expression (``cdiv(n, BLOCK)``, ``4*sms``) as Python code
+  generated from the parsed expression, never ``eval``.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import SweeperError
+from sweeper.export import StudyWinners, study_winners
+from sweeper.finals import problem_of
+from sweeper.fsio import atomic_write, writable_target
+from sweeper.space import DTYPES, parse
+from sweeper.store import ProblemKey, StudyStore, TrialRecord
+
+#: The first line of every module this writes: what marks a file it may merge into.
+MARKER = "# sweeper triton export v1"
+#: Meta-parameters that are launch options of a ``triton.Config``, not kernel kwargs.
+LAUNCH_META = ("num_stages", "num_ctas", "maxnreg")
+DATA_PREFIX = "_DATA = json.loads("
+
+
+def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """Write (or merge into) the module at ``path`` the study's winners for its GPU;
+    return the path and the GPU's section."""
+    target = Path(path)
+    writable_target(target)
+    won = study_winners(store)
+    data = _existing(target)
+    kernel = won.meta.get("kernel_name", won.meta["kernel"])
+    if data and data["kernel"] != kernel:
+        raise SweeperError(f"{target}: holds kernel {data['kernel']!r}, not {kernel!r}; one "
+                           "module per kernel: give another -o")
+    section = gpu_section(won)
+    gpu = won.meta.get("environment", {}).get("gpu", "?")
+    data = data or {"kernel": kernel, "key": _key(won), "gpus": {}}
+    data["gpus"][gpu] = section
+    atomic_write(target, render(data))
+    return target, section
+
+
+def _existing(target: Path) -> dict[str, Any] | None:
+    """The data of the module at ``target`` if this function wrote it, ``None`` when there
+    is no file; any other file is refused rather than overwritten."""
+    if not target.exists():
+        return None
+    text = target.read_text(errors="replace")
+    line = next((x for x in text.splitlines() if x.startswith(DATA_PREFIX)), None)
+    if not text.startswith(MARKER) or line is None:
+        raise SweeperError(f"{target}: not a module `sweeper export --format triton` wrote "
+                           f"(its first line would be {MARKER!r}); give another -o")
+    try:
+        data: dict[str, Any] = json.loads(ast.literal_eval(line[len(DATA_PREFIX):-1]))
+    except (ValueError, SyntaxError) as err:
+        raise SweeperError(f"{target}: its _DATA line cannot be read ({err}); "
+                           "delete the file and export again") from None
+    return data
+
+
+def _key(won: StudyWinners) -> list[str]:
+    """The kernel's problem dimensions: ``n`` for a kernel sized by its footprint."""
+    dims = next(iter(won.picks)).dims
+    return [d for d, _ in dims] or ["n"]
+
+
+def _dims(key: ProblemKey) -> dict[str, int]:
+    """A problem's dimensions, ``n`` (elements) for a 1-D one."""
+    return dict(key.dims) or {"n": key.footprint // DTYPES[key.dtype]}
+
+
+def _config(t: TrialRecord) -> dict[str, Any]:
+    """A trial's config as the module stores it: kwargs, num_warps, launch options, grid."""
+    assert t.config is not None
+    meta = dict(t.config.meta)
+    return {"kwargs": {k: v for k, v in meta.items() if k not in LAUNCH_META},
+            "num_warps": t.config.num_warps,
+            **{k: meta[k] for k in LAUNCH_META if k in meta},
+            "grid": parse(str(t.choice["grid"])).text}
+
+
+def _identity(config: dict[str, Any]) -> str:
+    """What makes two configs the same ``triton.Config`` (the grid is no part of one)."""
+    return json.dumps({k: v for k, v in config.items() if k != "grid"}, sort_keys=True)
+
+
+def gpu_section(won: StudyWinners) -> dict[str, Any]:
+    """One GPU's part of the module: facts, winners per problem, ranked distinct configs."""
+    env = won.meta.get("environment", {})
+    winners = [{"dtype": key.dtype, "footprint": key.footprint, "dims": _dims(key),
+                **_config(pick.trial), "median_ms": pick.median_ms,
+                "chosen_by": pick.chosen_by, "trial": pick.trial.number}
+               for key, pick in won.picks.items()]
+    return {"facts": {k: env[k] for k in ("sms", "l2_bytes") if env.get(k) is not None},
+            "study": won.meta["study"],
+            "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "winners": winners, "ranked": ranked(won, winners)}
+
+
+def ranked(won: StudyWinners, winners: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Distinct configs, best first: each problem's winner, then the others by
+    (problems measured on, more first; geometric mean of median / the problem's best)."""
+    by_problem: dict[ProblemKey, dict[str, tuple[float, dict[str, Any]]]] = {}
+    for t in won.trials:
+        key = problem_of(t)._replace(cache="cold")
+        if t.ok and t.config and t.stats and not t.suspicious and key in won.picks:
+            config = _config(t)
+            mine = by_problem.setdefault(key, {})
+            ident = _identity(config)
+            if ident not in mine or t.stats.median < mine[ident][0]:
+                mine[ident] = (t.stats.median, config)
+    logs: dict[str, list[float]] = {}
+    first: dict[str, dict[str, Any]] = {}
+    for mine in by_problem.values():
+        best = min(m for m, _ in mine.values())
+        for ident, (median, config) in sorted(mine.items(), key=lambda x: x[1][0]):
+            logs.setdefault(ident, []).append(math.log(median / best))
+            first.setdefault(ident, config)
+    order = sorted(logs, key=lambda i: (-len(logs[i]), sum(logs[i]) / len(logs[i])))
+    lead = list(dict.fromkeys(_identity(_config_of(w)) for w in winners))
+    out = []
+    for ident in lead + [i for i in order if i not in lead]:
+        config = first.get(ident) or next(_config_of(w) for w in winners
+                                          if _identity(_config_of(w)) == ident)
+        slowdown = math.exp(sum(logs[ident]) / len(logs[ident])) if ident in logs else 1.0
+        out.append({**config, "slowdown": round(slowdown, 6),
+                    "problems": len(logs.get(ident, ()))})
+    return out
+
+
+def _config_of(winner: dict[str, Any]) -> dict[str, Any]:
+    """The config fields of a winner row."""
+    return {k: winner[k] for k in ("kwargs", "num_warps", *LAUNCH_META, "grid")
+            if k in winner}
+
+
+class _ToEnv(ast.NodeTransformer):
+    """``cdiv(n, BLOCK)`` -> ``_cdiv(e['n'], e['BLOCK'])``: an expression sweeper's parser
+    accepted, as Python over the dict ``e``."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        assert isinstance(node.func, ast.Name)
+        node.args = [self.visit(a) for a in node.args]
+        node.func = ast.Name(id=f"_{node.func.id}", ctx=ast.Load())
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Subscript(value=ast.Name(id="e", ctx=ast.Load()),
+                             slice=ast.Constant(node.id), ctx=ast.Load())
+
+
+def grid_source(text: str) -> str:
+    """Python source evaluating the grid expression ``text`` over a dict ``e``."""
+    tree = parse(text).tree
+    return ast.unparse(ast.fix_missing_locations(_ToEnv().visit(tree)))
+
+
+def render(data: dict[str, Any]) -> str:
+    """The module's text for ``data``."""
+    grids = sorted({c["grid"] for g in data["gpus"].values()
+                    for c in [*g["winners"], *g["ranked"]]})
+    functions = "\n".join(f"    {text!r}: lambda e: {grid_source(text)},"
+                          for text in grids)
+    gpus = ", ".join(data["gpus"])
+    head = (f'{MARKER}\n"""Tuned configs of the kernel {data["kernel"]!r} on {gpus}, '
+            "written by `sweeper export STUDY --format triton`.\n\n" + USAGE + '"""\n')
+    return (head + RUNTIME + f"{DATA_PREFIX}{json.dumps(json.dumps(data, sort_keys=True))})\n"
+            + f"_GRIDS = {{\n{functions}\n}}\n" + BUILD)
+
+
+USAGE = '''    import tuned_mod
+    @triton.autotune(configs=tuned_mod.configs(k=4), key=tuned_mod.key)
+    @triton.jit
+    def kernel(..., BLOCK: tl.constexpr): ...
+    kernel[lambda meta: tuned_mod.grid(meta)](x, y, n)   # dims read from meta by name
+
+Only triton is imported: the module runs without sweeper.  Re-export the study rather than
+editing this file; exporting another GPU's study into it adds that GPU.
+'''
+
+RUNTIME = '''
+from __future__ import annotations
+
+import json
+import math
+
+import triton
+
+_cdiv, _isqrt, _min, _max = triton.cdiv, math.isqrt, min, max
+__all__ = ["GPUS", "KERNEL", "WINNERS", "configs", "grid", "key"]
+'''
+
+BUILD = '''
+
+def _config(c):
+    extra = {k: c[k] for k in ("num_stages", "num_ctas", "maxnreg") if k in c}
+    return triton.Config(dict(c["kwargs"]), num_warps=c["num_warps"], **extra)
+
+
+KERNEL = _DATA["kernel"]
+#: the kernel's problem dimensions: the autotune key
+key = list(_DATA["key"])
+#: each GPU's facts (sms, l2_bytes), as the study recorded them
+GPUS = {g: dict(s["facts"]) for g, s in _DATA["gpus"].items()}
+#: per GPU, each problem's winner: dtype, dims, "config" (a triton.Config), grid, median_ms
+WINNERS = {g: [{**w, "config": _config(w)} for w in s["winners"]]
+           for g, s in _DATA["gpus"].items()}
+
+
+def _gpu(gpu):
+    if gpu is None and len(GPUS) == 1:
+        return next(iter(GPUS))
+    if gpu is None:
+        import torch
+
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "?"
+    for name in GPUS:
+        if name.removeprefix("replay: ") == gpu.removeprefix("replay: "):
+            return name
+    raise KeyError(f"no configs for GPU {gpu!r}; this module has {', '.join(GPUS)}")
+
+
+def configs(k=4, gpu=None):
+    """The top k distinct triton.Configs for GPU gpu (default: the only one, else this
+    process's GPU): each tuned problem's winner first, then by geometric mean slowdown."""
+    return [_config(c) for c in _DATA["gpus"][_gpu(gpu)]["ranked"][:k]]
+
+
+def grid(meta, gpu=None, **dims):
+    """The launch grid (a 1-tuple) of the config meta names, from the grid expression it
+    was tuned with; dimensions are read from meta (the kernel's arguments) or dims."""
+    gpu = _gpu(gpu)
+    ranked = _DATA["gpus"][gpu]["ranked"]
+    chosen = next((c for c in ranked if all(meta.get(k) == v for k, v in c["kwargs"].items())
+                   and meta.get("num_warps", c["num_warps"]) == c["num_warps"]), ranked[0])
+    env = {**GPUS[gpu], **chosen["kwargs"], "block": 32 * chosen["num_warps"]}
+    env.update({k: v for k, v in meta.items() if type(v) is int})
+    env.update(dims)
+    try:
+        return (_GRIDS[chosen["grid"]](env),)
+    except KeyError as err:
+        raise TypeError(f"grid {chosen['grid']!r} needs {err.args[0]!r}: pass it as a kernel "
+                        f"argument or grid(meta, {err.args[0]}=...)") from None
+'''
+
+__all__ = ["export_triton", "gpu_section", "grid_source", "ranked", "render"]

@@ -1,0 +1,247 @@
+"""Read a tuned config back at launch time: :func:`tuned` and the :class:`Tuning` table.
+
+A launch asks by kernel name, dtype (any spelling, a torch dtype too), GPU (this one by
+default) and problem (its dimensions, or its footprint); the entry is found by the rules
+of :mod:`sweeper.matching` (GPU by name then by architecture, nearest tuned shape in log
+space) and its grid re-computed for the problem asked for when it was an expression such
+as ``cdiv(n, BLOCK)``.  The medians returned are those the report shows: the interleaved
+finals' where they chose the winner.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import SweeperError, TuningWarning
+from sweeper.kernels import Headline
+from sweeper.matching import FAR_RATIO, Nearness, dtype_name, kernel_matches, match_gpu, nearest
+from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
+from sweeper.tuning import entry_name, entry_rate, read_tuning, tuning_path
+
+
+@dataclass(frozen=True)
+class TunedConfig:
+    """A launch config read from a tuning file; ``grid`` is for the problem asked for."""
+
+    kernel: str
+    gpu: str                     # the GPU it was tuned on, as the study recorded it
+    dtype: str
+    footprint: int               # the footprint it was tuned at
+    grid: int
+    grid_expr: str
+    block: int
+    meta: dict[str, int] = field(default_factory=dict)
+    gbps: float = 0.0
+    median_ms: float = 0.0
+    study: str = ""
+    #: What the kernel's reports lead with, and its value at ``median_ms`` (GB/s, TFLOP/s).
+    headline: Headline = Headline.GBPS
+    rate: float = 0.0
+    #: the kernel's dimensions it was tuned at (none in a file older than dimensions)
+    dims: dict[str, int] = field(default_factory=dict)
+    #: sum over dimensions of |log2(tuned / asked)|: 0 when tuned at the asked problem
+    distance: float = 0.0
+    #: some dimension differs by more than ``FAR_RATIO`` times (a warning was given)
+    far: bool = False
+    #: True when no entry of the asked GPU existed and one of its architecture was taken
+    by_architecture: bool = False
+
+    @property
+    def num_warps(self) -> int:
+        """Warps per program: the tuned block of threads over the 32 of a warp."""
+        return self.block // 32
+
+    def launch_options(self) -> dict[str, int]:
+        """Keyword arguments for a Triton launch: ``num_warps`` and the constexprs."""
+        return {"num_warps": self.num_warps, **self.meta}
+
+
+def current_gpu() -> str:
+    """The name studies record for the device this process would run on."""
+    import os
+
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        from sweeper.devices import open_device
+
+        return open_device("interpret").facts().name
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    raise SweeperError("no CUDA device and not in the Triton interpreter; pass gpu=...")
+
+
+def _current_capability() -> tuple[int, int] | None:
+    """This process's GPU's compute capability, ``None`` without one."""
+    import torch
+
+    return tuple(torch.cuda.get_device_capability(0)) if torch.cuda.is_available() \
+        else None  # type: ignore[return-value]
+
+
+class Tuning:
+    """A tuning file read once, answering lookups; what :func:`tuned` and
+    :func:`sweeper.tuned_kernel` ask."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = tuning_path(path)
+        if not self.path.exists():
+            raise SweeperError(f"{self.path}: no tuning file; run `sweeper export STUDY` "
+                               "first")
+        self.entries: list[dict[str, Any]] = read_tuning(self.path)["entries"]
+
+    def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
+               dims: Mapping[str, int] | None = None, gpu: str | None = None,
+               warn: bool = True) -> TunedConfig:
+        """The config for ``kernel`` (see :func:`tuned`); ``warn=False``: leave the far
+        and architecture warnings to the caller, which reads ``far``/``by_architecture``."""
+        dtype = dtype_name(dtype)
+        _check_problem(footprint, dims)
+        capability = None if gpu else _current_capability()
+        gpu = gpu or current_gpu()
+        index, near, matched = self._find(kernel, dtype, footprint, dims, gpu, capability)
+        config = self._config(index, dtype, footprint, dims, near, matched)
+        if warn:
+            warn_for(config, gpu, dims if dims is not None else {"footprint": footprint})
+        return config
+
+    def _find(self, kernel: str, dtype: str, footprint: int | None,
+              dims: Mapping[str, int] | None, gpu: str,
+              capability: tuple[int, int] | None) -> tuple[int, Nearness, bool]:
+        """The entry's index, how near its problem is, and whether it was matched by
+        architecture rather than by GPU name."""
+        entries = self.entries
+        ours = [i for i, e in enumerate(entries)
+                if kernel_matches(e, kernel) and e["dtype"] == dtype]
+        if dims is not None:
+            ours = [i for i in ours if set(entries[i].get("dims", {})) == set(dims)]
+        matched = match_gpu(entries, ours, gpu, capability)
+        if matched is None:
+            shape = f" {show_dims(dims)}" if dims is not None else ""
+            raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
+                               f"on {gpu!r}")
+        asked: Mapping[str, int] = dims if dims is not None else {"footprint": footprint or 1}
+        problems = [entries[i]["dims"] if dims is not None else
+                    {"footprint": entries[i]["footprint"]} for i in matched.indices]
+        at, near = nearest(problems, asked)
+        return matched.indices[at], near, matched.by_architecture
+
+    def _config(self, index: int, dtype: str, footprint: int | None,
+                dims: Mapping[str, int] | None, near: Nearness,
+                by_architecture: bool) -> TunedConfig:
+        entry = self.entries[index]
+        rate, headline = entry_rate(entry)
+        return TunedConfig(
+            kernel=entry["kernel"], gpu=entry["gpu"], dtype=dtype,
+            footprint=entry["footprint"],
+            grid=_grid(self.path, index, entry, dtype, footprint, dims),
+            grid_expr=entry["grid_expr"], block=entry["block"], meta=dict(entry["meta"]),
+            gbps=entry["gbps"], median_ms=entry["median_ms"], study=entry["study"],
+            headline=headline, rate=rate, dims=dict(entry.get("dims", {})),
+            distance=near.distance, far=near.far, by_architecture=by_architecture)
+
+
+def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None]) -> None:
+    """Warn (:class:`TuningWarning`) when ``config`` was tuned on another GPU of the same
+    architecture, or at a problem far from ``asked``."""
+    if config.by_architecture:
+        warnings.warn(f"{config.kernel} {config.dtype}: nothing tuned on {gpu!r}; using the "
+                      f"config tuned on {config.gpu!r}, the same architecture (compute "
+                      "capability major version); tune on this GPU for its own",
+                      TuningWarning, stacklevel=3)
+    if config.far:
+        warnings.warn(f"{config.kernel} {config.dtype}: {far_text(config, asked)}",
+                      TuningWarning, stacklevel=3)
+
+
+def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
+    """``the nearest tuned problem, 1GiB, is 65536x the asked 16KiB ...``: what a far
+    match warns."""
+    if "footprint" in asked:
+        want, have = format_size(asked["footprint"] or 1), format_size(config.footprint)
+    else:
+        want = show_dims({k: v or 1 for k, v in asked.items()})
+        have = show_dims(config.dims)
+    return (f"the nearest tuned problem, {have}, is far from the asked {want} (more than "
+            f"{FAR_RATIO:g}x in a dimension); its config may be far from this problem's "
+            "best: tune this size")
+
+
+def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
+          dims: Mapping[str, int] | None = None, gpu: str | None = None,
+          path: str | Path | None = None) -> TunedConfig:
+    """The tuned config for ``kernel`` (its name; a ``module:attr`` path also matches)
+    in ``dtype`` (``float32``, ``fp32`` or ``torch.float32``) on ``gpu`` (default: this
+    one; a replay of it matches, else another GPU of its architecture with a warning),
+    for a problem of ``dims`` or of ``footprint`` bytes: the entry tuned there, else the
+    nearest (:mod:`sweeper.matching`; a warning when far).  The grid is computed for the
+    problem asked for; ``median_ms`` is the one the report shows."""
+    return Tuning(path).config(kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu)
+
+
+def _check_problem(footprint: int | None, dims: Mapping[str, int] | None) -> None:
+    """Refuse a problem :func:`tuned` cannot look up, with what it takes."""
+    if (footprint is None) == (dims is None):
+        raise SweeperError("give the problem by footprint=BYTES or by dims={NAME: SIZE}, "
+                           "one of them")
+    if footprint is not None and (isinstance(footprint, bool) or
+                                  not isinstance(footprint, int) or footprint <= 0):
+        raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
+                           "(e.g. 256MiB)")
+    if dims is not None and (not dims or not all(
+            isinstance(k, str) and type(v) is int and v > 0 for k, v in dims.items())):
+        raise SweeperError(f"dims {dict(dims)!r}: give each dimension a positive integer "
+                           "(e.g. {'M': 4096, 'N': 2048, 'K': 8192})")
+
+
+def _grid(target: Path, index: int, entry: dict[str, Any], dtype: str,
+          footprint: int | None, dims: Mapping[str, int] | None) -> int:
+    """The entry's grid expression evaluated for the problem asked for: its dimensions,
+    footprint and ``n`` (each where known), the device facts, block and meta."""
+    facts = {k: v for k, v in entry["facts"].items() if k in ("sms", "l2_bytes") and
+             v is not None}
+    env: dict[str, int] = {**facts, "itemsize": DTYPES[dtype], **(dims or {}),
+                           "block": entry["block"], **entry["meta"]}
+    if footprint is not None:
+        env.update(footprint=footprint, n=footprint // DTYPES[dtype])
+    elif dims is not None and dict(dims) == entry.get("dims"):
+        env.update(footprint=entry["footprint"], n=dims.get("n", entry["footprint"] //
+                                                            DTYPES[dtype]))
+    asked = format_size(footprint) if footprint is not None else show_dims(dims or {})
+    try:
+        grid = int(evaluate(parse(entry["grid_expr"]), env))
+    except (SweeperError, ValueError, RecursionError) as err:
+        raise SweeperError(f"{target}: entries[{index}]{entry_name(entry)}: grid_expr: "
+                           f"{err}") from None
+    if grid <= 0:
+        raise SweeperError(f"{target}: entries[{index}]{entry_name(entry)}: grid_expr "
+                           f"{entry['grid_expr']!r} gives {grid} programs at "
+                           f"{asked}; a launch needs at least one")
+    return grid
+
+
+def describe(config: TunedConfig) -> str:
+    """One line: the launch config, the kernel's headline rate where it was tuned, and how
+    far that is from the problem asked for."""
+    meta = " ".join(f"{k}={v}" for k, v in config.meta.items())
+    near = "exact" if config.distance == 0 else \
+        f"nearest, log2 distance {config.distance:.3g}{'; far' if config.far else ''}"
+    return (f"{config.kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
+            f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
+            f"tuned at {_tuned_at(config)} ({near}): median {config.median_ms:.4g} ms, "
+            f"{config.rate:.4g} {config.headline.unit} (study {config.study})")
+
+
+def _tuned_at(config: TunedConfig) -> str:
+    """The problem a config was tuned at: its dimensions, or its footprint for a 1-D
+    kernel or an entry older than dimensions."""
+    problem = Problem(config.dtype, config.footprint, tuple(config.dims.items()))
+    return problem.describe()
+
+
+__all__ = ["TunedConfig", "Tuning", "current_gpu", "describe", "far_text", "tuned",
+           "warn_for"]

@@ -1,0 +1,78 @@
+"""The dispatch benchmarks run here: ``dispatch_regret.py`` from the recorded H200 tables
+and on tables with several problems each, ``launcher_overhead.py`` on the interpreter."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweeper.cli import main as sweeper_main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def script(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_regret_of_the_recorded_h200_matmuls(capsys):
+    assert script("dispatch_regret").main([]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| held-out problem | dispatched from | config | regret |"
+    rows = [line for line in out if line.startswith("| dtype=bfloat16")]
+    assert len(rows) == 6
+    # 1152^3 (2592 KiB) takes 1024^3's (2 MiB) winner, the nearest in log space
+    assert rows[0].startswith("| dtype=bfloat16 footprint=2592KiB | dtype=bfloat16 "
+                              "footprint=2MiB | ")
+    assert out[-1].startswith("6 of 6 held-out problems: geomean regret ")
+    assert "(goal <= 2 %: " in out[-1] and "(goal <= 5 %: " in out[-1]
+
+
+def test_regret_by_dimensions_from_tables_of_many_problems(tmp_path, capsys):
+    """Tables with M, N, K columns, as the GPU spaces record: the exact arithmetic."""
+    regret = script("dispatch_regret")
+    head = ("# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 0\n"
+            "# kernel: matmul\nM,N,K,dtype,grid,BLOCK_M,status,median_ms,samples_ms\n")
+    tuned = tmp_path / "tuned.csv"
+    tuned.write_text(head + "1024,1024,1024,bfloat16,sms,64,ok,1.0,1.0\n"
+                            "1024,1024,1024,bfloat16,sms,128,ok,2.0,2.0\n"
+                            "4096,4096,4096,bfloat16,sms,64,ok,3.0,3.0\n"
+                            "4096,4096,4096,bfloat16,sms,128,ok,2.0,2.0\n")
+    held = tmp_path / "held.csv"
+    held.write_text(head + "3000,3000,4096,bfloat16,sms,64,ok,1.0,1.0\n"
+                           "3000,3000,4096,bfloat16,sms,128,ok,1.01,1.01\n"
+                           "1500,1000,1000,bfloat16,sms,64,ok,1.04,1.04\n"
+                           "1500,1000,1000,bfloat16,sms,128,ok,1.0,1.0\n"
+                           "2000,2000,2000,bfloat16,sms,128,crashed,,\n")
+    assert regret.main(["--tuned", str(tuned), "--held-out", str(held)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == ("| M=3000 N=3000 K=4096 dtype=bfloat16 | M=4096 N=4096 K=4096 "
+                      "dtype=bfloat16 | grid=sms BLOCK_M=128 | 1.00 % |")
+    assert out[3] == ("| M=1500 N=1000 K=1000 dtype=bfloat16 | M=1024 N=1024 K=1024 "
+                      "dtype=bfloat16 | grid=sms BLOCK_M=64 | 4.00 % |")
+    assert out[-1] == ("2 of 2 held-out problems: geomean regret 2.49 % (goal <= 2 %: "
+                       "missed), worst 4.00 % (goal <= 5 %: met)")
+
+
+@pytest.mark.parametrize("name", ["dispatch-tuned.yaml", "dispatch-heldout.yaml"])
+def test_the_gpu_spaces_plan_small_enough(name, capsys):
+    assert sweeper_main(["plan", str(ROOT / "benchmarks" / "spaces" / name), "--device",
+                         "interpret"]) == 0
+    out = capsys.readouterr().out
+    shapes = {"dispatch-tuned.yaml": "M 3 × N 3 × K 1", "dispatch-heldout.yaml": "shape 5"}
+    assert "grid 2 × block 2" in out and shapes[name] in out
+    assert f"would measure {32 * (9 if 'tuned' in name else 5)} " in out
+
+
+def test_launcher_overhead_runs_on_the_interpreter(capsys):
+    assert script("launcher_overhead").main(["--interpret", "--launches", "3",
+                                             "--repeats", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| launch (Triton interpreter (CPU), 3 launches, best of 1) | per launch |"
+    assert out[2].startswith("| tuned_kernel / plain | ") and out[2].endswith(
+        "x (interpreter: ratio only) |")

@@ -1,0 +1,183 @@
+"""``sweeper export STUDY --format triton``: an importable module whose configs feed a real
+``@triton.autotune`` kernel (run here through the Triton interpreter)."""
+
+import importlib.util
+import time
+import warnings
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from sweeper.cli import main
+from sweeper.errors import SweeperError, TuningWarning
+from sweeper.export_triton import export_triton, grid_source
+from sweeper.finals import Finalist, FinalRecord
+from sweeper.kernels._jit import jit
+from sweeper.measure import summarize
+from sweeper.space import Config, Problem
+from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.trial import TrialStatus
+
+#: (footprint, grid, block, BLOCK, num_stages, median ms) per trial
+ROWS = [(1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.0),
+        (1 << 20, "4*sms", 64, 256, 2, 1.1),
+        (1 << 20, "sms", 128, 1024, 3, 1.5),        # same triton.Config as #0, other grid
+        (1 << 20, "cdiv(n, BLOCK)", 256, 4096, 3, 1.2),
+        (1 << 30, "4*sms", 64, 256, 2, 2.0),
+        (1 << 30, "cdiv(n, BLOCK)", 128, 1024, 3, 2.2),
+        (1 << 30, "cdiv(n, BLOCK)", 256, 4096, 3, 3.0)]
+
+
+def study(root, gpu="NVIDIA H200", kernel="copy", final=True):
+    store = StudyStore(root)
+    store.create({"study": root.name, "kernel": kernel,
+                  "environment": {"gpu": gpu, "sms": 132, "l2_bytes": 1 << 20}})
+    for i, (fp, grid, block, BLOCK, stages, ms) in enumerate(ROWS):
+        store.append(TrialRecord(
+            number=i, status=TrialStatus.OK,
+            choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK)},
+            config=Config(Problem("float32", fp), grid=1, block=block,
+                          meta={"BLOCK": BLOCK, "num_stages": stages}),
+            stats=summarize([ms] * 3), gbps=fp / ms / 1e6))
+    if final:        # the interleaved final of 1 GiB chose #5 over #4, at 2.1 ms
+        rows = [Finalist(number=n, samples_ms=[m] * 50, stats=summarize([m] * 50))
+                for n, m in ((5, 2.1), (4, 2.15))]
+        store.append(FinalRecord(problem=ProblemKey("float32", 1 << 30), finalists=rows,
+                                 tied=[5], winner=5))
+    store.close()
+    return store
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location(f"tuned_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_module_holds_the_finals_winners_ranked_configs_key_and_grid(tmp_path, capsys):
+    store = study(tmp_path / "copy-fp32")
+    out = tmp_path / "tuned_copy.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert capsys.readouterr().out == (f"wrote 2 winner(s) and 3 distinct config(s) to {out} "
+                                       "(import it; configs(k=4) feeds @triton.autotune)\n")
+    assert "import sweeper" not in out.read_text() and "eval(" not in out.read_text()
+    mod = load(out)
+    assert mod.KERNEL == "copy" and mod.key == ["n"]
+    assert mod.GPUS == {"NVIDIA H200": {"sms": 132, "l2_bytes": 1 << 20}}
+    small, big = mod.WINNERS["NVIDIA H200"]
+    assert (small["trial"], small["median_ms"], small["chosen_by"]) == (0, 1.0, "sweep median")
+    assert (big["trial"], big["median_ms"], big["chosen_by"]) == (5, 2.1, "interleaved final")
+    assert big["dims"] == {"n": (1 << 30) // 4}
+    cfg = big["config"]
+    assert (cfg.kwargs, cfg.num_warps, cfg.num_stages) == ({"BLOCK": 1024}, 4, 3)
+    # each problem's winner first (#0 and #5 are one config), then by geomean slowdown
+    ranked = [(c.kwargs["BLOCK"], c.num_warps, c.num_stages) for c in mod.configs(k=10)]
+    assert ranked == [(1024, 4, 3), (256, 2, 2), (4096, 8, 3)]
+    assert len(mod.configs()) == 3 and len(mod.configs(k=2)) == 2
+    # the grid each config was tuned with, at the problem asked for
+    assert mod.grid({"BLOCK": 1024, "num_warps": 4}, n=10_000) == (10,)
+    assert mod.grid({"BLOCK": 256, "num_warps": 2}, n=10_000) == (4 * 132,)
+    assert mod.configs(gpu="replay: NVIDIA H200")[0].kwargs == {"BLOCK": 1024}
+    with pytest.raises(TypeError, match=r"grid 'cdiv\(n, BLOCK\)' needs 'n': pass it as a "
+                                        r"kernel argument or grid\(meta, n=...\)"):
+        mod.grid({"BLOCK": 1024})
+    with pytest.raises(KeyError, match="no configs for GPU 'NVIDIA A100'; this module has "
+                                       "NVIDIA H200"):
+        mod.configs(gpu="NVIDIA A100")
+
+
+def _copy_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + offsets, tl.load(x + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def cpu_bench(fn, quantiles=None):
+    """Autotune's timer on the CPU: the interpreter has no CUDA events."""
+    start = time.perf_counter()
+    fn()
+    ms = (time.perf_counter() - start) * 1e3
+    return [ms, ms, ms]
+
+
+def test_its_configs_and_grid_feed_a_real_autotuned_kernel(tmp_path):
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "copy-fp32"), out)
+    mod = load(out)
+    kernel = triton.autotune(configs=mod.configs(k=3), key=mod.key,
+                             do_bench=cpu_bench)(jit(_copy_body, interpret=True))
+    grids = []
+
+    def grid(meta):
+        grids.append(mod.grid(meta, n=x.numel()))   # the interpreter wraps n in meta
+        return grids[-1]
+
+    x = torch.randn(3000)
+    y = torch.full_like(x, float("nan"))
+    kernel[grid](x, y, x.numel())
+    assert torch.equal(x, y)
+    best = kernel.best_config
+    assert (best.kwargs["BLOCK"], best.num_warps) in {(1024, 4), (256, 2), (4096, 8)}
+    expected = {1024: (3,), 256: (4 * 132,), 4096: (1,)}[best.kwargs["BLOCK"]]
+    assert grids[-1] == expected
+
+
+def test_another_gpu_merges_and_foreign_files_are_refused(tmp_path):
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "a"), out)
+    export_triton(study(tmp_path / "b", gpu="NVIDIA B200", final=False), out)
+    mod = load(out)
+    assert sorted(mod.GPUS) == ["NVIDIA B200", "NVIDIA H200"]
+    assert mod.WINNERS["NVIDIA B200"][1]["trial"] == 4          # no final: the sweep's best
+    with pytest.raises(KeyError, match="no configs for GPU"):
+        mod.configs(gpu="NVIDIA A100")
+    with pytest.raises(SweeperError, match=r"holds kernel 'copy', not 'add'; one module per "
+                                           r"kernel: give another -o"):
+        export_triton(study(tmp_path / "c", kernel="add"), out)
+    mine = tmp_path / "mine.py"
+    mine.write_text("x = 1\n")
+    with pytest.raises(SweeperError, match=r"mine.py: not a module `sweeper export --format "
+                                           r"triton` wrote"):
+        export_triton(study(tmp_path / "d"), mine)
+    assert mine.read_text() == "x = 1\n"
+
+
+def test_grid_expressions_become_python_over_the_problem():
+    assert grid_source("cdiv(n, BLOCK)") == "_cdiv(e['n'], e['BLOCK'])"
+    assert grid_source("min(4*sms, isqrt(n) // 2)") == \
+        "_min(4 * e['sms'], _isqrt(e['n']) // 2)"
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_module_feeds_autotune_and_tuned_kernel_dispatches(tmp_path):
+    """The same flow compiled for the GPU: autotune times the exported configs with its own
+    do_bench, and the decorator launches with the tuned config of each shape."""
+    import sweeper
+
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "copy-fp32"), out)
+    mod = load(out)
+    body = jit(_copy_body, interpret=False)
+    kernel = triton.autotune(configs=mod.configs(k=3), key=mod.key)(body)
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    kernel[lambda meta: mod.grid(meta)](x, y, x.numel())
+    torch.cuda.synchronize()
+    assert torch.equal(x, y)
+    tuning = tmp_path / "tuning.json"
+    from sweeper.export import export_study
+
+    export_study(study(tmp_path / "copy2"), tuning)
+    gpu = torch.cuda.get_device_name(0)
+    launcher = sweeper.tuned_kernel(tuning, key=["n"], name="copy", gpu="NVIDIA H200")(body)
+    for n in (1 << 18, 1 << 20, 1 << 26):
+        a = torch.randn(n, device="cuda")
+        b = torch.full_like(a, float("nan"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TuningWarning)      # each within 4x of a tuned n
+            launcher(a, b, n)
+        torch.cuda.synchronize()
+        assert torch.equal(a, b), (gpu, n)
+    assert launcher.lookups == 3

@@ -1,0 +1,129 @@
+"""``sweeper.tuned`` as a launch asks: dtype spellings, a replayed or sibling GPU, a user
+kernel by its name, and how far the tuned problem is from the asked one."""
+
+import json
+import warnings
+
+import pytest
+import torch
+
+from sweeper.errors import SweeperError, TuningWarning
+from sweeper.export import export_study
+from sweeper.lookup import describe, tuned
+from sweeper.measure import summarize
+from sweeper.space import Config, Problem
+from sweeper.store import StudyStore, TrialRecord
+from sweeper.trial import TrialStatus
+
+
+def study(tmp_path, name, problems, *, gpu="NVIDIA H200", kernel="copy", kernel_name=None,
+          capability=None):
+    """A study of one trial per problem (footprint or dims) on ``gpu``."""
+    store = StudyStore(tmp_path / name)
+    env = {"gpu": gpu, "sms": 132, "l2_bytes": 1 << 20}
+    if capability:
+        env["capability"] = capability
+    meta = {"study": name, "kernel": kernel, "environment": env}
+    if kernel_name:
+        meta["kernel_name"] = kernel_name
+    store.create(meta)
+    for i, problem in enumerate(problems):
+        dims = tuple(problem.items()) if isinstance(problem, dict) else ()
+        footprint = 4 * problem["M"] * problem["K"] if dims else problem
+        store.append(TrialRecord(
+            number=i, status=TrialStatus.OK,
+            choice={"grid": "cdiv(M, BLOCK)" if dims else "cdiv(n, BLOCK)", "block": "128",
+                    "BLOCK": str(256 << i)},
+            config=Config(Problem("float32", footprint, dims), grid=1, block=128,
+                          meta={"BLOCK": 256 << i}),
+            stats=summarize([1.0] * 3), gbps=10.0))
+    store.close()
+    return store
+
+
+@pytest.fixture
+def path(tmp_path):
+    return tmp_path / "tuning.json"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "fp32", "FP32", "f32", torch.float32,
+                                   "torch.float32"])
+def test_dtype_by_any_usual_spelling(tmp_path, path, dtype):
+    export_study(study(tmp_path, "a", [1 << 20]), path)
+    cfg = tuned("copy", dtype=dtype, footprint=1 << 20, gpu="NVIDIA H200", path=path)
+    assert cfg.dtype == "float32" and cfg.meta == {"BLOCK": 256}
+
+
+def test_an_unknown_dtype_lists_what_is_allowed(tmp_path, path):
+    export_study(study(tmp_path, "a", [1 << 20]), path)
+    with pytest.raises(SweeperError, match=r"unknown dtype 'fp33'; allowed: float64, "
+                                           r"float32, .* the aliases fp64, .*or a torch dtype"):
+        tuned("copy", dtype="fp33", footprint=1 << 20, gpu="NVIDIA H200", path=path)
+
+
+def test_a_replayed_study_is_found_by_the_gpu_it_replays(tmp_path, path):
+    export_study(study(tmp_path, "a", [1 << 20], gpu="replay: NVIDIA H200"), path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # an exact match: no warning
+        cfg = tuned("copy", dtype="float32", footprint=1 << 20, gpu="NVIDIA H200", path=path)
+    assert cfg.gpu == "replay: NVIDIA H200" and not cfg.by_architecture
+
+
+def test_another_gpu_of_the_architecture_with_a_warning(tmp_path, path):
+    export_study(study(tmp_path, "a", [1 << 20], capability="9.0"), path)
+    with pytest.warns(TuningWarning, match=r"copy float32: nothing tuned on 'NVIDIA H100'; "
+                                           r"using the config tuned on 'NVIDIA H200', the "
+                                           r"same architecture"):
+        cfg = tuned("copy", dtype="float32", footprint=1 << 20, gpu="NVIDIA H100", path=path)
+    assert cfg.by_architecture and cfg.meta == {"BLOCK": 256}
+    with pytest.raises(SweeperError, match="no tuned config for copy float32 on 'NVIDIA A100'"):
+        tuned("copy", dtype="float32", footprint=1 << 20, gpu="NVIDIA A100", path=path)
+
+
+def test_a_user_kernel_by_its_name_or_its_path(tmp_path, path):
+    _, [entry] = export_study(study(tmp_path, "a", [1 << 20], kernel="examples.scale:scale",
+                                    kernel_name="scale"), path)
+    assert (entry["kernel"], entry["kernel_path"]) == ("scale", "examples.scale:scale")
+    for name in ("scale", "examples.scale:scale"):
+        assert tuned(name, dtype="float32", footprint=1 << 20, gpu="NVIDIA H200",
+                     path=path).kernel == "scale"
+
+
+def test_an_older_file_keyed_by_the_path_is_read_and_replaced(tmp_path, path):
+    export_study(study(tmp_path, "old", [1 << 20], kernel="mymod:scale"), path)
+    assert json.loads(path.read_text())["entries"][0]["kernel"] == "mymod:scale"
+    assert tuned("scale", dtype="float32", footprint=1 << 20, gpu="NVIDIA H200",
+                 path=path).study == "old"
+    export_study(study(tmp_path, "new", [1 << 20], kernel="mymod:scale",
+                       kernel_name="scale"), path)
+    entries = json.loads(path.read_text())["entries"]
+    assert [(e["kernel"], e["study"]) for e in entries] == [("scale", "new")]
+
+
+def test_a_far_problem_is_said_and_warned(tmp_path, path):
+    export_study(study(tmp_path, "a", [1 << 30]), path)
+    with pytest.warns(TuningWarning, match=r"copy float32: the nearest tuned problem, 1GiB, "
+                                           r"is far from the asked 16KiB \(more than 4x in a "
+                                           r"dimension\)"):
+        cfg = tuned("copy", dtype="float32", footprint=16 << 10, gpu="NVIDIA H200", path=path)
+    assert cfg.far and cfg.distance == 16 and cfg.grid == (16 << 10) // 4 // 256
+    assert "(nearest, log2 distance 16; far)" in describe(cfg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # 4x is near enough: no warning
+        near = tuned("copy", dtype="float32", footprint=256 << 20, gpu="NVIDIA H200",
+                     path=path)
+    assert not near.far and near.distance == 2
+    exact = tuned("copy", dtype="float32", footprint=1 << 30, gpu="NVIDIA H200", path=path)
+    assert exact.distance == 0 and "(exact)" in describe(exact)
+
+
+def test_nearest_shape_sums_log_distances_and_warns_per_dimension(tmp_path, path):
+    shapes = [{"M": 1024, "N": 1024, "K": 1024}, {"M": 4096, "N": 4096, "K": 4096}]
+    export_study(study(tmp_path, "a", shapes), path)
+    cfg = tuned("copy", dtype="float32", dims={"M": 3000, "N": 3000, "K": 2048},
+                gpu="NVIDIA H200", path=path)
+    assert cfg.dims == shapes[1] and not cfg.far
+    with pytest.warns(TuningWarning, match=r"M=4096 N=4096 K=4096, is far from the asked "
+                                           r"M=4096 N=4096 K=128"):
+        tuned("copy", dtype="float32", dims={"M": 4096, "N": 4096, "K": 128},
+              gpu="NVIDIA H200", path=path)
