@@ -126,6 +126,8 @@ class Kernel(abc.ABC):
     #: Options a space gives with the kernel's name (``kernel: {name: ..., op: ...}``),
     #: option -> what it says; the kernel is constructed with them as keyword arguments.
     options: ClassVar[Mapping[str, str]] = {}
+    #: Values for options a space may leave out; an option without one is required.
+    option_defaults: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
