@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from sweeper.devices import DeviceFacts, PlanCosts
-from sweeper.kernels import Kernel
-from sweeper.space import Config, Invalid, MeasureSpec, Space
+from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.study import RuledOut, resolved
 
 
@@ -43,13 +42,12 @@ class Plan:
     ruled_out: RuledOut = field(default_factory=RuledOut)
 
 
-def make_plan(space: Space, kernel: Kernel | None, facts: DeviceFacts, costs: PlanCosts,
-              measure: MeasureSpec) -> Plan:
+def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: DeviceFacts,
+              costs: PlanCosts, measure: MeasureSpec) -> Plan:
     """The plan, from one pass over the space that keeps no list of configs: memory stays
     flat however large the space (up to the parser's limit) is.  ``costs``: what the
     device declares a trial costs (a replay's: the GPU's its table was recorded on).
-    ``kernel``: ``None`` for a user kernel, which plan never imports; launches are then
-    assumed to take the launch floor, as the bytes they move are unknown."""
+    ``bytes_moved``: the kernel's, per problem (a built-in's from its declaration)."""
     ruled_out = RuledOut()
     valid = 0
     budget = space.budget.trials
@@ -60,7 +58,7 @@ def make_plan(space: Space, kernel: Kernel | None, facts: DeviceFacts, costs: Pl
             continue
         valid += 1
         if budget is None or valid <= budget:
-            seconds += _trial_seconds(outcome, kernel, facts, costs, measure)
+            seconds += _trial_seconds(outcome, bytes_moved, facts, costs, measure)
     if space.budget.time_s is not None:
         seconds = min(seconds, space.budget.time_s)
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=seconds,
@@ -69,10 +67,9 @@ def make_plan(space: Space, kernel: Kernel | None, facts: DeviceFacts, costs: Pl
                 ruled_out=ruled_out)
 
 
-def _trial_seconds(config: Config, kernel: Kernel | None, facts: DeviceFacts,
+def _trial_seconds(config: Config, bytes_moved: Callable[[Problem], int], facts: DeviceFacts,
                    costs: PlanCosts, measure: MeasureSpec) -> float:
-    moved = kernel.bytes_moved(config.problem) if kernel is not None else 0
-    launch = max(moved / costs.bandwidth, costs.launch_s)
+    launch = max(bytes_moved(config.problem) / costs.bandwidth, costs.launch_s)
     samples = _expected_samples(measure, launch)
     launches = measure.warmup + 2 + samples * measure.batch
     flushes = costs.flush and config.cache == "cold"

@@ -69,6 +69,15 @@ with contextlib.redirect_stderr(err):
     assert main(["run", "BAD_SPACE"]) == 2
 assert "BAD_SPACE:3: params.BLOCK[0]: 300 is not a power of two" in err.getvalue()
 note("sweeper run refusing a bad space file")
+import glob
+with contextlib.redirect_stdout(out):
+    for path in sorted(glob.glob("spaces/*.yaml")):
+        assert main(["plan", path]) == 0, path
+note("sweeper plan on every shipped space file (the CUDA device's stand-in)")
+with contextlib.redirect_stdout(out):
+    assert main(["schema"]) == 0 and main(["kernels"]) == 0
+    assert main(["kernels", "--json"]) == 0
+note("sweeper schema, kernels and kernels --json")
 print(json.dumps(steps))
 '''
 
@@ -80,7 +89,7 @@ def test_parsing_and_the_cli_edge_import_no_torch_triton_optuna_or_pandas(tmp_pa
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     steps = json.loads(run.stdout.splitlines()[-1])
-    assert len(steps) == 6
+    assert len(steps) == 8
     assert all(not heavy for heavy in steps.values()), \
         f"imported after each step: {json.dumps(steps, indent=1)}"
 

@@ -11,10 +11,10 @@ from typing import Any
 from sweeper.errors import StudyError, SweeperError
 
 
-def space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[Any, Any]:
+def space_and_device(args: argparse.Namespace, for_plan: bool = False) -> tuple[Any, Any]:
     """The device's name, the space (with -p overrides) and the device itself, checked in
-    that order, then the space against the device; ``user_code=False`` imports no user
-    kernel or sampler."""
+    that order, then the space against the device; ``for_plan``: kernel options checked
+    by form only, and the device's plan stand-in (``open_device``): no torch imported."""
     from sweeper.devices import device_class, open_device
     from sweeper.space import autotune_space, load_space
 
@@ -24,8 +24,8 @@ def space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[
     if (args.space is None) == (target is None):
         raise SweeperError("give a space file or --from-autotune module:kernel (one of them)")
     space = autotune_space(target, args.param) if target is not None else \
-        load_space(args.space, args.param, allow=args.allow_path, user_code=user_code)
-    device = open_device(args.device)
+        load_space(args.space, args.param, allow=args.allow_path, user_code=not for_plan)
+    device = open_device(args.device, for_plan=for_plan)
     device.check_space(space)
     return space, device
 

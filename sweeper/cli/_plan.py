@@ -1,11 +1,12 @@
 """``sweeper plan``, ``sweeper schema`` and ``sweeper kernels``: what a space file holds and
-may name, before anything runs.  None launches a kernel; ``plan`` imports no kernel that
-is not built in, ``kernels`` only the installed or named ones (built-ins are read from
-their declarations, without torch)."""
+may name, before anything runs.  None launches a kernel or imports torch: built-ins are
+read from their declarations, the CUDA device's facts from its driver; ``plan`` imports
+no user kernel, ``kernels`` only the installed or named ones."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from sweeper.cli._inputs import space_and_device
 
@@ -14,29 +15,37 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """``sweeper plan``: how many configs the space holds, how many constraints remove and
     why, and what a run would measure and cost, without launching anything; a space with no
     valid config fails as ``run`` would."""
-    from sweeper.kernels import BUILTINS, load_kernel
+    from sweeper.kernels import BUILTINS, bytes_moved_of
     from sweeper.plan import make_plan
     from sweeper.space import AxisRole
 
-    space, device = space_and_device(args, user_code=False)
+    space, device = space_and_device(args, for_plan=True)
     facts = device.facts()
-    kernel = load_kernel(space.kernel, space.kernel_options) if space.kernel in BUILTINS else None
-    plan = make_plan(space, kernel, facts, device.plan_costs, device.measure_spec(space.measure))
+    counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
+    builtin = counted is not None
+    plan = make_plan(space, counted or (lambda _: 0), facts,
+                     device.plan_costs, device.measure_spec(space.measure))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")
+    print(f"  {_roles(space)}")
     removed = sum(plan.removed.values())
     print(f"constraints and values remove {removed}; {plan.valid} valid")
     for reason, count in plan.removed.most_common():
         print(f"  {count:6d}  {reason}")
     budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""
     print(f"would measure {plan.trials}{budget} on {facts.name}")
+    if device.assumed:
+        print(f"  ({device.assumed})")
     a = plan.assumptions
     print(f"estimated time: {_duration(plan.estimate_s)} (assumes {a['compile_s']:g} s compile "
           f"per config, launches of at least {a['launch_s'] * 1e6:g} us, "
           f"{a['bandwidth'] / 1e9:g} GB/s)")
     if device.replays:
         print("  (as on the GPU the table was recorded on; the replay itself takes seconds)")
-    if kernel is None:
+    if space.kernel in BUILTINS and not builtin:
+        print(f"not checked: the bytes kernel {space.kernel} moves (its tensors are built "
+              "when it runs); the estimate counts launches only")
+    elif not builtin:
         meta = [a.name for a in space.axes if a.role is AxisRole.META]
         print(f"not checked: kernel {space.kernel} was not imported (plan runs no user "
               f"code): its meta-parameters ({', '.join(meta) or 'none'}) and their values, "
@@ -79,6 +88,19 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(render(e) for e in entries))
     return 0
+
+
+def _roles(space: Any) -> str:
+    """``launch: grid, block; problem: dtype, M, N; meta-parameters: BLOCK``: the axes by
+    the role each plays, so a kernel's dimensions read as its problem, never as
+    meta-parameters."""
+    from sweeper.space import AxisRole
+
+    groups: dict[str, list[str]] = {}
+    for axis in space.axes:
+        role = "meta-parameters" if axis.role is AxisRole.META else axis.role.value
+        groups.setdefault(role, []).append(axis.name)
+    return "; ".join(f"{role}: {', '.join(names)}" for role, names in groups.items())
 
 
 def _duration(seconds: float) -> str:

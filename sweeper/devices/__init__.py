@@ -26,12 +26,15 @@ def device_class(spec: str) -> type[Device]:
     return cls
 
 
-def open_device(spec: str) -> Device:
+def open_device(spec: str, *, for_plan: bool = False) -> Device:
     """Open the device ``spec`` names (``replay:PATH.csv`` for a recorded table);
-    :class:`NoDeviceError` if it is not here."""
+    :class:`NoDeviceError` if it is not here.  ``for_plan``: its plan stand-in where it
+    has one (:meth:`Device.plan_stand_in`: the CUDA device's imports no torch)."""
     cls = device_class(spec)
     argument = plugins.split_device(spec)[1]
-    device = cls(argument) if cls.argument is not None else cls()  # type: ignore[call-arg]
+    device = cls.plan_stand_in() if for_plan else None
+    if device is None:
+        device = cls(argument) if cls.argument is not None else cls()  # type: ignore[call-arg]
     device.opened_as = spec
     return device
 

@@ -120,6 +120,17 @@ class Device(abc.ABC):
     #: with the study so a report's command reproduces it; set by ``open_device``.
     opened_as: str = ""
 
+    #: What ``sweeper plan`` assumed because it could not read it from the device
+    #: (``None``: nothing); printed with the plan.
+    assumed: str | None = None
+
+    @classmethod
+    def plan_stand_in(cls) -> Device | None:
+        """What ``sweeper plan`` reads instead of the device (facts, costs,
+        ``check_space``; nothing launched), for a device whose opening costs seconds;
+        ``None``: the device itself is opened."""
+        return None
+
     @abc.abstractmethod
     def facts(self) -> DeviceFacts:
         """The device's name, SMs and L2 size: what a space's expressions read and what

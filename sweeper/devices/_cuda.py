@@ -44,6 +44,13 @@ class CudaDevice(Device):
         self._floor: float | None = None
         self._bounds: Bounds | None = None
 
+    @classmethod
+    def plan_stand_in(cls) -> Device | None:
+        """The GPU's facts from the CUDA driver, without torch (``_gpu_query``)."""
+        from sweeper.devices._gpu_query import PlannedGpu
+
+        return PlannedGpu()
+
     def facts(self) -> DeviceFacts:
         return self._facts
 

@@ -4,12 +4,12 @@ finds, imports and checks each."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 from sweeper import plugins
 from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam, fill_random
-from sweeper.space import Dim
+from sweeper.space import Dim, Problem
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
 BUILTINS: dict[str, str] = plugins.KERNEL.builtins
@@ -46,5 +46,27 @@ def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
     return kernel_class(name)(**dict(options))
 
 
-__all__ = ["BUILTINS", "Buffers", "Dim", "Headline", "Kernel", "MetaParam", "fill_random",
-           "kernel_class", "load_kernel", "unchecked_kernel"]
+
+def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
+    """Built-in kernel ``name``'s bytes moved per problem, for ``plan``: from its
+    declaration, where it is a class method, so no torch is imported; None where only an
+    instance can count them (``cuda``: its tensors are declared by the space)."""
+    counted = plugins.kernel_declaration(name).bytes_moved
+    if getattr(counted, "__self__", None) is None:
+        return None
+    return cast("Callable[[Problem], int]", counted)
+
+
+__all__ = [
+    "BUILTINS",
+    "Buffers",
+    "Dim",
+    "Headline",
+    "Kernel",
+    "MetaParam",
+    "bytes_moved_of",
+    "fill_random",
+    "kernel_class",
+    "load_kernel",
+    "unchecked_kernel",
+]

@@ -136,7 +136,9 @@ class Kernel(abc.ABC):
     #: Options a space gives with the kernel's name (``kernel: {name: ..., op: ...}``),
     #: option -> what it says; the kernel is constructed with them as keyword arguments.
     options: ClassVar[Mapping[str, str]] = {}
-    #: The options a space may leave out; every other one must be given.
+    #: Values for options a space may leave out; an option without one is required.
+    option_defaults: ClassVar[Mapping[str, str]] = {}
+    #: Options a space may leave out with no value standing in (the kernel does without).
     optional_options: ClassVar[frozenset[str]] = frozenset()
     #: The kernel runs on a CUDA GPU only (compiled CUDA C): a device that runs kernels
     #: elsewhere (the interpreter) refuses it before the first trial.

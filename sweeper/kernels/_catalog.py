@@ -26,6 +26,9 @@ class KernelEntry:
     summary: str = ""
     #: name -> {"default", "pow2", "elements", "doc"}
     meta_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: option -> {"doc", "required", "default"}: what ``kernel: {name: ..., OPTION: ...}``
+    #: gives it; an option without a default must be given
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: name -> {"doc", "default", "min", "max", "multiple_of", "allowed"}
     dims: dict[str, dict[str, Any]] = field(default_factory=dict)
     footprint_bytes: str = ""
@@ -51,6 +54,9 @@ def describe(name: str) -> KernelEntry:
         name=cls.name, origin=found.origin, summary=_summary(cls),
         meta_params={k: {"default": m.default, "pow2": m.pow2, "elements": m.elements,
                          "doc": m.doc} for k, m in cls.meta_params.items()},
+        options={k: {"doc": doc, "required": k not in cls.option_defaults
+                      and k not in cls.optional_options,
+                      "default": cls.option_defaults.get(k)} for k, doc in cls.options.items()},
         dims={k: {"doc": d.doc, "default": d.default, "min": d.min, "max": d.max,
                   "multiple_of": d.multiple_of, "allowed": d.allowed()}
               for k, d in cls.dims.items()},
@@ -95,6 +101,11 @@ def render(entry: KernelEntry) -> str:
               (f": {m['doc']}" if m["doc"] else "") for k, m in entry.meta_params.items()]
     if not entry.meta_params:
         lines[-1] += " none"
+    if entry.options:
+        lines.append(f"  options (kernel: {{name: {entry.name}, OPTION: ...}}):")
+        lines += [f"    {k} " + ("(required)" if o["required"] else "(optional)"
+                                  if o["default"] is None else f"= {o['default']}") +
+                  f": {o['doc']}" for k, o in entry.options.items()]
     lines.append("  dimensions:")
     lines += [f"    {k} = {'(no default)' if d['default'] is None else d['default']}: "
               f"{d['doc']}; {d['allowed']}" for k, d in entry.dims.items()]

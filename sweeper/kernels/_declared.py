@@ -5,18 +5,21 @@ name, its meta-parameters and defaults) and those reports read (its headline rat
 baseline).  The implementations (``copy.py``, ``scale.py``, ``matmul.py`` ...) import torch and
 triton; these import neither, so parsing a space, ``sweeper plan`` and reports read them
 through :func:`sweeper.plugins.kernel_declaration` at no cost.  Each implementation
-subclasses its declaration, so the two cannot disagree.
+subclasses its declaration, so the two cannot disagree.  Bytes moved and FLOPs are
+declared here too, as class methods, so that ``plan`` estimates a built-in's launches
+without loading it.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from sweeper.kernels._base import Headline, Kernel, MetaParam, elementwise_block
-from sweeper.space import Dim
+from sweeper.space import Dim, Problem
 
 
 class CopyDeclaration(Kernel):
@@ -28,6 +31,11 @@ class CopyDeclaration(Kernel):
     baseline_name: ClassVar[str] = "torch copy_"
     summary: ClassVar[str] = "dst = src over 1-D arrays, a grid-stride Triton copy"
 
+    @classmethod
+    def bytes_moved(cls, problem: Problem) -> int:
+        """src read, dst written."""
+        return 2 * problem.n * problem.itemsize
+
 
 class AddDeclaration(Kernel):
     """The ``add`` kernel as spaces and reports see it: one ``BLOCK`` meta-parameter
@@ -37,6 +45,16 @@ class AddDeclaration(Kernel):
     meta_params: ClassVar[Mapping[str, MetaParam]] = elementwise_block("adds")
     baseline_name: ClassVar[str] = "torch add"
     summary: ClassVar[str] = "c = a + b over 1-D arrays, grid-stride like copy"
+
+    @classmethod
+    def bytes_moved(cls, problem: Problem) -> int:
+        """a and b read, c written."""
+        return 3 * problem.n * problem.itemsize
+
+    @classmethod
+    def flops(cls, problem: Problem) -> int:
+        """One addition per element."""
+        return problem.n
 
 
 class MatmulDeclaration(Kernel):
@@ -70,6 +88,31 @@ class MatmulDeclaration(Kernel):
     headline: ClassVar[Headline] = Headline.TFLOPS
     summary: ClassVar[str] = "C = A @ B (M×K by K×N), a persistent tiled Triton matmul"
 
+    @classmethod
+    def bytes_moved(cls, problem: Problem) -> int:
+        """A and B read once, C written once."""
+        m, n, k = mnk(problem)
+        return (m * k + k * n + m * n) * problem.itemsize
+
+    @classmethod
+    def flops(cls, problem: Problem) -> int:
+        """A multiply and an add per (row, column, k)."""
+        m, n, k = mnk(problem)
+        return 2 * m * n * k
+
+
+def mnk(problem: Problem) -> tuple[int, int, int]:
+    """M, N and K of ``problem``; a problem without dimensions (a journal older than them)
+    is square: M = N = K = isqrt(elements), and a ``ValueError`` when its footprint is no
+    square matrix."""
+    if problem.dims:
+        return problem.dim("M"), problem.dim("N"), problem.dim("K")
+    m = math.isqrt(problem.n)
+    if m * m != problem.n:
+        raise ValueError(f"matmul: footprint {problem.footprint} bytes of {problem.dtype} "
+                         f"is not a square matrix ({problem.n} elements)")
+    return m, m, m
+
 
 class ScaleDeclaration(Kernel):
     """The ``scale`` kernel as spaces and reports see it: ``x *= a`` in place, one ``BLOCK``
@@ -79,6 +122,21 @@ class ScaleDeclaration(Kernel):
     meta_params: ClassVar[Mapping[str, MetaParam]] = elementwise_block("scales")
     baseline_name: ClassVar[str] = "torch mul_"
     summary: ClassVar[str] = "x *= a in place over a 1-D array, grid-stride like copy"
+
+    @classmethod
+    def bytes_moved(cls, problem: Problem) -> int:
+        """x read and written."""
+        return 2 * problem.n * problem.itemsize
+
+    @classmethod
+    def working_set(cls, problem: Problem) -> int:
+        """One array: x, in place."""
+        return problem.n * problem.itemsize
+
+    @classmethod
+    def flops(cls, problem: Problem) -> int:
+        """One multiplication per element."""
+        return problem.n
 
 
 class CopyStridedDeclaration(Kernel):
@@ -103,6 +161,11 @@ class CopyStridedDeclaration(Kernel):
     summary: ClassVar[str] = ("dst[i] = src[(i * stride) % n], or a matrix read by columns "
                               "(linecross): strided and line-crossing reads")
 
+    @classmethod
+    def bytes_moved(cls, problem: Problem) -> int:
+        """src read, dst written, whatever the order."""
+        return 2 * problem.dim("n") * problem.itemsize
+
 
 class SoftmaxDeclaration(Kernel):
     """The ``softmax`` kernel as spaces and reports see it: the problem ``rows × cols``
@@ -124,6 +187,16 @@ class SoftmaxDeclaration(Kernel):
     dims_from_footprint: ClassVar[Mapping[str, str]] = {}
     baseline_name: ClassVar[str] = "torch.softmax"
     summary: ClassVar[str] = "y = softmax(x) along each row of a rows × cols matrix"
+
+    @classmethod
+    def bytes_moved(cls, problem: Problem) -> int:
+        """x read once, y written: the fewest a row kept in registers moves."""
+        return 2 * problem.dim("rows") * problem.dim("cols") * problem.itemsize
+
+    @classmethod
+    def flops(cls, problem: Problem) -> int:
+        """Per element: max, subtract, exp, sum and divide."""
+        return 5 * problem.dim("rows") * problem.dim("cols")
 
 
 #: What an ``op`` must look like before anything is imported: a dotted path into torch.
@@ -152,6 +225,11 @@ class TorchOpDeclaration(Kernel):
         "rows": "1", "cols": "footprint // itemsize"}
     summary: ClassVar[str] = ("y = op(x) for a torch callable named in the space "
                               "(kernel: {name: torch-op, op: ...}), over shapes and dtypes")
+
+    @classmethod
+    def bytes_moved(cls, problem: Problem) -> int:
+        """The input read and an output of its size written."""
+        return 2 * problem.dim("rows") * problem.dim("cols") * problem.itemsize
 
     @classmethod
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:

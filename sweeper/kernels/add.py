@@ -73,12 +73,6 @@ class AddKernel(AddDeclaration):
         # same dtype, same rounding: exact
         return mismatch(buffers["c"], buffers["a"] + buffers["b"], "a + b")
 
-    def bytes_moved(self, problem: Problem) -> int:
-        return 3 * problem.n * problem.itemsize
-
-    def flops(self, problem: Problem) -> int:
-        return problem.n
-
     def baseline(self, buffers: Buffers) -> None:
         torch.add(buffers["a"], buffers["b"], out=buffers["c"])
 

@@ -71,9 +71,6 @@ class CopyKernel(CopyDeclaration):
     def check(self, buffers: Buffers) -> str | None:
         return mismatch(buffers["dst"], buffers["src"], "the input")
 
-    def bytes_moved(self, problem: Problem) -> int:
-        return 2 * problem.n * problem.itemsize
-
     def baseline(self, buffers: Buffers) -> None:
         buffers["dst"].copy_(buffers["src"])
 

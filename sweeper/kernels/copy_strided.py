@@ -119,9 +119,6 @@ class CopyStridedKernel(CopyStridedDeclaration):
         return mismatch(dst, expected, "src in this order",
                         lambda first: f", which reads src[{int(index[first])}]")
 
-    def bytes_moved(self, problem: Problem) -> int:
-        return 2 * problem.dim("n") * problem.itemsize
-
     def baseline(self, buffers: Buffers) -> None:
         """``dst.copy_`` from a view of ``src`` in the kernel's order, or
         ``torch.index_select`` where no view has it (the module's docstring)."""

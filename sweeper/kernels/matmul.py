@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 from typing import Any
 
 import torch
 import triton.language as tl
 
 from sweeper.kernels._base import Buffers
-from sweeper.kernels._declared import MatmulDeclaration
+from sweeper.kernels._declared import MatmulDeclaration, mnk
 from sweeper.kernels._guess import tiled
 from sweeper.kernels._jit import jit
 from sweeper.space import Config, Problem
@@ -63,19 +62,6 @@ def matmul_kernel(interpret: bool = False) -> Any:
     return jit(_matmul_body, interpret=interpret)
 
 
-def mnk(problem: Problem) -> tuple[int, int, int]:
-    """M, N and K of ``problem``; a problem without dimensions (a journal older than them)
-    is square: M = N = K = isqrt(elements), and a ``ValueError`` when its footprint is no
-    square matrix."""
-    if problem.dims:
-        return problem.dim("M"), problem.dim("N"), problem.dim("K")
-    m = math.isqrt(problem.n)
-    if m * m != problem.n:
-        raise ValueError(f"matmul: footprint {problem.footprint} bytes of {problem.dtype} "
-                         f"is not a square matrix ({problem.n} elements)")
-    return m, m, m
-
-
 class MatmulKernel(MatmulDeclaration):
     """C = A @ B for M×K and K×N matrices by a persistent Triton kernel, tile sizes and
     pipeline depth swept.  Checked against a float64 product: an element left unwritten
@@ -115,14 +101,6 @@ class MatmulKernel(MatmulDeclaration):
         err = float((c.double() - ref).norm() / ref.norm())
         limit = TOLERANCE.get(str(a.dtype).removeprefix("torch."), 1e-2)
         return None if err <= limit else f"relative error {err:.3g} > {limit:g}"
-
-    def bytes_moved(self, problem: Problem) -> int:
-        m, n, k = mnk(problem)
-        return (m * k + k * n + m * n) * problem.itemsize
-
-    def flops(self, problem: Problem) -> int:
-        m, n, k = mnk(problem)
-        return 2 * m * n * k
 
     def baseline(self, buffers: Buffers) -> None:
         torch.matmul(buffers["a"], buffers["b"], out=buffers["c"])

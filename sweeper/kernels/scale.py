@@ -119,15 +119,6 @@ class ScaleKernel(ScaleDeclaration):
         expected = replayed(buffers["start"], launches)
         return mismatch(x, expected, f"the start times {A}**{launches}, the launches counted")
 
-    def bytes_moved(self, problem: Problem) -> int:
-        return 2 * problem.n * problem.itemsize
-
-    def working_set(self, problem: Problem) -> int:
-        return problem.n * problem.itemsize
-
-    def flops(self, problem: Problem) -> int:
-        return problem.n
-
     def baseline(self, buffers: Buffers) -> None:
         """``x.mul_(A)``: the same work; the launch counter is the kernel's alone (the
         baseline is timed, never verified)."""

@@ -123,12 +123,6 @@ class SoftmaxKernel(SoftmaxDeclaration):
                 f"{rtol:g} relative + {atol:g} (worst at row {row}, column {col}: "
                 f"{y[row, col].item()!r} != {ref[row, col].item()!r})")
 
-    def bytes_moved(self, problem: Problem) -> int:
-        return 2 * problem.dim("rows") * problem.dim("cols") * problem.itemsize
-
-    def flops(self, problem: Problem) -> int:
-        return 5 * problem.dim("rows") * problem.dim("cols")
-
     def baseline(self, buffers: Buffers) -> None:
         torch.softmax(buffers["x"], dim=-1, out=buffers["y"])
 

@@ -91,12 +91,6 @@ class TorchOpKernel(TorchOpDeclaration):
         except (RuntimeError, TypeError, NotImplementedError):
             return None
 
-    def bytes_moved(self, problem: Problem) -> int:
-        return 2 * problem.dim("rows") * problem.dim("cols") * problem.itemsize
-
-    def working_set(self, problem: Problem) -> int:
-        return self.bytes_moved(problem)
-
     def source(self) -> str:
         """The kernel's code and the op's path: a study of another op is another kernel."""
         return f"op: {self.op}\n" + inspect.getsource(TorchOpDeclaration) + \

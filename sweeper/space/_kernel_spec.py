@@ -48,8 +48,8 @@ class KernelSpec:
                        ) -> tuple[tuple[str, str], ...]:
         """The options ``kernel:`` gives ``kernel`` (``()`` for a plain name), each a
         string the kernel declares and accepts (with ``user_code``, checked by importing
-        what it names); a kernel that declares options must be
-        given all of them."""
+        what it names); every declared option must be given unless the kernel
+        declares a default for it (``option_defaults``), which then stands in."""
         given = {k: v for k, v in value.items() if k != "name"} \
             if isinstance(value, dict) else {}
         declared = dict(getattr(kernel, "options", {}))
@@ -71,13 +71,15 @@ class KernelSpec:
             if problem is not None:
                 raise self.error(path, problem)
             given[key] = option
-        missing = [k for k in declared if k not in given and k not in
-                   getattr(kernel, "optional_options", ())]
+        defaults = dict(getattr(kernel, "option_defaults", {}))
+        missing = [k for k in declared if k not in given and k not in defaults
+                   and k not in getattr(kernel, "optional_options", ())]
         if missing:
             raise self.error("kernel", f"kernel {kernel.name} needs option {missing[0]!r} "
                              f"({declared[missing[0]]}): kernel: {{name: {kernel.name}, "
                              f"{missing[0]}: ...}}")
-        return tuple(sorted(given.items()))
+        return tuple(sorted({**{k: v for k, v in defaults.items() if k in declared},
+                             **given}.items()))
 
     def declared_kernel(self, value: Any, kernel: type[KernelDeclaration], params: Any
                         ) -> tuple[tuple[tuple[str, str], ...], type[KernelDeclaration]]:

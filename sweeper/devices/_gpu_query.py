@@ -1,0 +1,67 @@
+"""A GPU's facts for ``sweeper plan``, read from the CUDA driver without importing torch.
+
+Opening the CUDA device imports torch (1.6 s on a 2-core machine, and more on a busy
+one) only to read three facts a plan needs: the GPU's name, SMs and L2 size.  The
+driver API (``libcuda``, the library every CUDA program loads) gives the same three
+through ``ctypes`` in milliseconds, for the same GPU torch would open (GPU 0 of
+``CUDA_VISIBLE_DEVICES``).  No NVML or ``nvidia-smi`` is needed: neither reports the
+SM count or the L2 size.  Where there is no driver or no GPU, a plan is made for an
+assumed GPU and says so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from sweeper.devices._base import DeviceFacts
+from sweeper.devices._cuda import CudaDevice
+
+#: ``CUdevice_attribute`` values (cuda.h): SMs, and the L2 cache's bytes.
+MULTIPROCESSOR_COUNT = 16
+L2_CACHE_SIZE = 38
+#: The GPU a plan assumes where none can be read: the one whose costs it assumes
+#: (``GPU_COSTS``, read on an H200).
+ASSUMED_GPU = DeviceFacts(name="NVIDIA H200", sms=132, l2_bytes=60 << 20)
+
+
+def _driver() -> Any:
+    """The CUDA driver library; an ``OSError`` where it is not installed."""
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def query_gpu(index: int = 0) -> DeviceFacts | str:
+    """GPU ``index``'s name, SMs and L2 size, as ``torch.cuda.get_device_properties``
+    gives them, from the driver API; else why they cannot be read."""
+    try:
+        lib = _driver()
+    except OSError:
+        return "no CUDA driver found (libcuda.so.1)"
+    count, device, sms, l2 = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    name = ctypes.create_string_buffer(256)
+    if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0 \
+            or count.value <= index:
+        return "no CUDA device found"
+    if (lib.cuDeviceGet(ctypes.byref(device), index)
+            or lib.cuDeviceGetName(name, len(name), device)
+            or lib.cuDeviceGetAttribute(ctypes.byref(sms), MULTIPROCESSOR_COUNT, device)
+            or lib.cuDeviceGetAttribute(ctypes.byref(l2), L2_CACHE_SIZE, device)):
+        return f"the CUDA driver did not describe GPU {index}"
+    return DeviceFacts(name=name.value.decode(errors="replace"), sms=sms.value,
+                       l2_bytes=l2.value)
+
+
+class PlannedGpu(CudaDevice):
+    """The CUDA device as ``sweeper plan`` reads it: the facts from the driver (or the
+    assumed GPU's, with ``assumed`` saying why), the GPU's costs; nothing is opened, so
+    nothing of it may be launched or timed."""
+
+    def __init__(self) -> None:     # no CudaDevice.__init__: it imports torch and NVML
+        found = query_gpu()
+        if isinstance(found, DeviceFacts):
+            self._facts = found
+            return
+        self._facts = ASSUMED_GPU
+        self.assumed = (f"{found}: planned for an assumed {ASSUMED_GPU.name} "
+                        f"({ASSUMED_GPU.sms} SMs, {ASSUMED_GPU.l2_bytes >> 20} MiB L2); "
+                        "expressions over sms and l2_bytes may count differently on yours")

@@ -1,0 +1,118 @@
+"""``sweeper plan`` and ``sweeper kernels`` from declarations: a kernel's options listed
+(required, or their default), the CUDA device's facts read from its driver without
+torch (or assumed, and said so)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, ClassVar
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.devices import _gpu_query
+from sweeper.devices._gpu_query import ASSUMED_GPU, query_gpu
+from tests.test_shapes import StridedDeclaration
+
+
+class WithMode(StridedDeclaration):
+    """The strided declaration with a required option and one that has a default."""
+
+    name: ClassVar[str] = "with-mode"
+    options: ClassVar[dict[str, str]] = {"mode": "fast or exact", "tag": "a label"}
+    option_defaults: ClassVar[dict[str, str]] = {"tag": "none"}
+
+    def __init__(self, mode: str, tag: str) -> None:
+        self.mode, self.tag = mode, tag
+
+    @classmethod
+    def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
+        return None if key != "mode" or value in ("fast", "exact") else \
+            f"{value!r} is no mode; allowed: fast, exact"
+
+
+def test_the_kernels_listing_gives_each_option_required_or_its_default(capsys):
+    assert main(["kernels", "tests.test_plan:WithMode", "torch-op"]) == 0
+    out = capsys.readouterr().out
+    assert ("  options (kernel: {name: with-mode, OPTION: ...}):\n"
+            "    mode (required): fast or exact\n    tag = none: a label\n") in out
+    assert "    op (required): a torch callable by its dotted path" in out
+    assert main(["kernels", "--json", "tests.test_plan:WithMode", "copy"]) == 0
+    import json
+
+    with_mode, copy = json.loads(capsys.readouterr().out)
+    assert with_mode["options"] == {
+        "mode": {"doc": "fast or exact", "required": True, "default": None},
+        "tag": {"doc": "a label", "required": False, "default": "none"}}
+    assert copy["options"] == {}
+
+
+def test_a_kernel_options_default_stands_in_where_the_space_leaves_it_out(write_space):
+    from sweeper.space import load_space
+
+    path = write_space("kernel: {name: tests.test_plan:WithMode, mode: exact}\n"
+                       "params:\n  n: [4096]\n  stride: [1]\n")
+    assert load_space(path).kernel_options == (("mode", "exact"), ("tag", "none"))
+
+
+class FakeDriver:
+    """libcuda's five calls, answering for one GPU."""
+
+    def __init__(self, count: int = 1) -> None:
+        self.count = count
+
+    def cuInit(self, flags: int) -> int:
+        return 0
+
+    def cuDeviceGetCount(self, out: Any) -> int:
+        out._obj.value = self.count
+        return 0
+
+    def cuDeviceGet(self, out: Any, index: int) -> int:
+        out._obj.value = index
+        return 0
+
+    def cuDeviceGetName(self, buf: Any, size: int, device: Any) -> int:
+        ctypes.memmove(buf, b"NVIDIA A100-SXM4-80GB\0", 22)
+        return 0
+
+    def cuDeviceGetAttribute(self, out: Any, attr: int, device: Any) -> int:
+        out._obj.value = {16: 108, 38: 40 << 20}[attr]
+        return 0
+
+
+def test_the_cuda_plan_reads_the_gpu_from_its_driver(monkeypatch, write_space, capsys):
+    monkeypatch.setattr(_gpu_query, "_driver", FakeDriver)
+    facts = query_gpu()
+    assert (facts.name, facts.sms, facts.l2_bytes) == ("NVIDIA A100-SXM4-80GB", 108, 40 << 20)
+    path = write_space("kernel: copy\nparams:\n  grid: [sms, 2*sms]\n  footprint: [1MiB]\n")
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "would measure 2 on NVIDIA A100-SXM4-80GB\n" in out and "assumed" not in out
+    monkeypatch.setattr(_gpu_query, "_driver", lambda: FakeDriver(count=0))
+    assert query_gpu() == "no CUDA device found"
+
+
+def test_without_a_driver_the_cuda_plan_assumes_a_gpu_and_says_so(monkeypatch, capsys):
+    def missing() -> Any:
+        raise OSError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(_gpu_query, "_driver", missing)
+    assert main(["plan", "spaces/copy-small.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert f"would measure 12 on {ASSUMED_GPU.name}\n" in out
+    assert ("  (no CUDA driver found (libcuda.so.1): planned for an assumed NVIDIA H200 "
+            "(132 SMs, 60 MiB L2); expressions over sms and l2_bytes may count differently "
+            "on yours)\n") in out
+    assert "no CUDA device found; run on the CPU" not in out
+
+
+@pytest.mark.gpu
+def test_the_driver_gives_the_facts_torch_gives():
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    facts = query_gpu()
+    assert not isinstance(facts, str), facts
+    assert (facts.name, facts.sms, facts.l2_bytes) == \
+        (props.name, props.multi_processor_count, props.L2_cache_size)
