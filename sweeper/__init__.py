@@ -4,10 +4,10 @@ The pipeline, one module or subpackage per role:
 space (parse) -> samplers (propose) -> trial (verify, time) -> measure (timer, stats)
 -> store (journal) -> report (tables, heatmaps) -> export (tuning file, :func:`tuned`).
 
-Importing sweeper costs nothing: :func:`tuned`, :class:`TunedConfig` and :func:`kernel`
-(a kernel in a few lines) are imported
-when first used (PEP 562), and no torch, triton, optuna or pandas is imported until a
-command needs them (``tests/test_layering.py`` keeps it so).
+Importing sweeper costs nothing: :func:`tuned`, :class:`TunedConfig`, :func:`kernel`
+(a kernel in a few lines), and the Python API (:func:`run`, :func:`load_study`,
+:class:`Study`) are imported when first used (PEP 562), and no torch, triton, optuna or
+pandas is imported until a command needs them (``tests/test_layering.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ __version__ = "0.1.0"
 
 #: Public names imported on first use, and the module each lives in.
 _LAZY = {"TunedConfig": "sweeper.export", "tuned": "sweeper.export",
-         "kernel": "sweeper.kernels._short_form"}
+         "kernel": "sweeper.kernels._short_form", "run": "sweeper.api",
+         "load_study": "sweeper.api", "Study": "sweeper.api"}
 
 
 def __getattr__(name: str) -> Any:
@@ -41,4 +42,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["SpaceError", "SweeperError", "TunedConfig", "__version__", "kernel", "tuned"]
+__all__ = ["SpaceError", "Study", "SweeperError", "TunedConfig", "__version__", "kernel",
+           "load_study", "run", "tuned"]

@@ -77,12 +77,20 @@ def _roofline(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 
 def _export(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
-    export = _of_a_study(sub, "export", "write the best configs to a tuning file")
+    from sweeper.interop import FORMATS
+
+    export = _of_a_study(sub, "export", "write the best configs to a tuning file, or the "
+                         "study in another tool's format")
     export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
-                        "studies/tuning.json); with --format csv, the table's path")
-    export.add_argument("--format", choices=("tuning", "csv"), default="tuning",
-                        help="tuning: best configs for launches; csv: a replay table of "
-                        "every trial (default path: STUDY/replay.csv)")
+                        "studies/tuning.json); with another --format, the file's path")
+    export.add_argument("--format", choices=("tuning", *FORMATS), default="tuning",
+                        help="tuning: best configs for launches; " + "; ".join(
+                            f"{name}: {f.help}" for name, f in FORMATS.items()))
+    export.add_argument("--storage", metavar="URL", help="--format optuna: where the Optuna "
+                        "study goes (sqlite:///FILE.db, or a journal file path)")
+    export.add_argument("--replace", action="store_true", help="--format optuna: delete "
+                        "the Optuna study of this name in --storage and write it again "
+                        "(without it, one already there is refused)")
     export.set_defaults(func=cmd_export)
 
 

@@ -84,14 +84,16 @@ def _every_study(studies_dir: Path) -> list[Any]:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``sweeper export``: write the study's winners to the tuning file (one line each
-    printed), or with ``--format csv`` every trial as a table a replay device can serve."""
-    from sweeper.export import entry_rate, export_csv, export_study
+    printed), or the study in another format (:data:`sweeper.interop.FORMATS`)."""
+    from sweeper.export import entry_rate, export_study
+    from sweeper.interop import FORMATS, export
 
     store = open_study(args)
-    if args.format == "csv":
-        path, count = export_csv(store, args.output or store.root / "replay.csv")
-        print(f"wrote {count} trials to {path} (replay it with --device replay:{path})")
+    if args.format in FORMATS:
+        print(export(store, args.format, _export_target(args, FORMATS[args.format].storage),
+                     replace=args.replace).line)
         return 0
+    _export_target(args, storage=False)
     path, entries = export_study(store, args.output)
     for e in entries:
         meta = "".join(f" {k}={v}" for k, v in e["meta"].items())
@@ -103,6 +105,20 @@ def cmd_export(args: argparse.Namespace) -> int:
               + (f"; {e['note']}" if e.get("note") else ""))
     print(f"wrote {len(entries)} entries to {path}")
     return 0
+
+
+def _export_target(args: argparse.Namespace, storage: bool) -> str | None:
+    """Where ``export`` writes: ``--storage`` for a format kept in a storage, else
+    ``-o``; the option the format does not take is refused, never ignored."""
+    wrong, given = ("-o", args.output) if storage else ("--storage", args.storage)
+    if given is not None:
+        takes = "--storage URL" if storage else "-o FILE"
+        raise SweeperError(f"{wrong}: --format {args.format} takes {takes}, not {wrong}")
+    if args.replace and not storage:
+        raise SweeperError(f"--replace: only for --format optuna; --format {args.format} "
+                           "replaces its file whole")
+    value = args.storage if storage else args.output
+    return None if value is None else str(value)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
