@@ -5,9 +5,11 @@ space (parse) -> samplers (propose) -> trial (verify, time) -> measure (timer, s
 -> store (journal) -> report (tables, heatmaps) -> export (tuning file, :func:`tuned`).
 
 Importing sweeper costs nothing: :func:`tuned`, :class:`TunedConfig`, :func:`tuned_kernel`
-(a ``@triton.jit`` function dispatched by shape) and :func:`kernel` (a kernel in a few
-lines) are imported when first used (PEP 562), and no torch, triton, optuna or pandas is
-imported until a command needs them (``tests/test_layering.py`` keeps it so).
+(a ``@triton.jit`` function dispatched by shape), :func:`kernel` (a kernel in a few
+lines), :func:`cuda` (a CUDA C kernel) and the Python API (:func:`run`,
+:func:`load_study`, :class:`Study`) are imported when first used (PEP 562), and no torch,
+triton, optuna or pandas is imported until a command needs them
+(``tests/test_layering.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ __version__ = "0.1.0"
 #: Public names imported on first use, and the module each lives in.
 _LAZY = {"TunedConfig": "sweeper.export", "tuned": "sweeper.export",
          "kernel": "sweeper.kernels._short_form", "cuda": "sweeper.kernels._cuda_form",
-         "tuned_kernel": "sweeper.launcher"}
+         "tuned_kernel": "sweeper.launcher", "run": "sweeper.api",
+         "load_study": "sweeper.api", "Study": "sweeper.api"}
 
 
 def __getattr__(name: str) -> Any:
@@ -44,5 +47,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["SpaceError", "SweeperError", "TunedConfig", "__version__", "cuda", "kernel",
-           "tuned", "tuned_kernel"]
+__all__ = ["SpaceError", "Study", "SweeperError", "TunedConfig", "__version__", "cuda",
+           "kernel", "load_study", "run", "tuned", "tuned_kernel"]

@@ -23,8 +23,10 @@ def space_and_device(args: argparse.Namespace, for_plan: bool = False) -> tuple[
     target = getattr(args, "from_autotune", None)
     if (args.space is None) == (target is None):
         raise SweeperError("give a space file or --from-autotune module:kernel (one of them)")
+    # the Python API gives a space as text (``space_text``) under a pseudo file name
     space = autotune_space(target, args.param) if target is not None else \
-        load_space(args.space, args.param, allow=args.allow_path, user_code=not for_plan)
+        load_space(args.space, args.param, allow=args.allow_path, user_code=not for_plan,
+                   text=getattr(args, "space_text", None))
     device = open_device(args.device, for_plan=for_plan)
     device.check_space(space)
     return space, device
@@ -60,13 +62,11 @@ def open_study(args: argparse.Namespace) -> Any:
     path = Path(args.study)
     if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(args.studies_dir) / args.study
-    store = StudyStore(path)
-    if store.orphaned():
-        raise StudyError(f"{path}: {store.journal_path.name} without study.json: nothing says "
-                         "what it measured; restore study.json or move the folder away")
-    if not store.exists():
+    if not StudyStore(path).orphaned() and not StudyStore(path).exists():
         raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})")
-    return store
+    from sweeper.api._study import load_study
+
+    return load_study(path)
 
 
 def fraction_option(option: str, text: str) -> float:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from sweeper.cli._measure import cmd_ab, cmd_calibrate
 from sweeper.cli._plan import cmd_kernels, cmd_plan, cmd_schema
 from sweeper.cli._results import (
-    EXPORT_FORMATS,
     cmd_compare,
     cmd_export,
     cmd_report,
@@ -124,13 +123,21 @@ def _roofline(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 
 def _export(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
-    export = _of_a_study(sub, "export", "write the best configs to a tuning file, a replay "
-                         "table or a Triton module")
-    export.add_argument("-o", "--output", help="the file to write (each format's default "
-                        "below)")
-    export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="tuning",
-                        help="; ".join(f"{name}: {f.help}" for name, f in
-                                       EXPORT_FORMATS.items()))
+    from sweeper.interop import FORMATS
+
+    export = _of_a_study(sub, "export", "write the best configs to a tuning file, a Triton "
+                         "module, or the study in another tool's format")
+    export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
+                        "studies/tuning.json); with another --format, the file's path")
+    export.add_argument("--format", choices=("tuning", *FORMATS), default="tuning",
+                        help="tuning: best configs for launches; " + "; ".join(
+                            f"{name}: {f.help}" for name, f in FORMATS.items()))
+    export.add_argument("--to", metavar="URL", help="--format optuna: where the Optuna "
+                        "study goes (sqlite:///FILE.db, or a journal file path); --storage "
+                        "names where this study is read from")
+    export.add_argument("--replace", action="store_true", help="--format optuna: delete "
+                        "the Optuna study of this name in --storage and write it again "
+                        "(without it, one already there is refused)")
     export.set_defaults(func=cmd_export)
 
 

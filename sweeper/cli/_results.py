@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED
 from sweeper.cli._inputs import fraction_option, open_study
@@ -85,17 +84,18 @@ def _every_study(studies_dir: Path) -> list[Any]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``sweeper export``: write the study's winners in ``--format`` (a writer of
-    :data:`EXPORT_FORMATS`)."""
-    store = open_study(args)
-    return EXPORT_FORMATS[args.format].write(store, args.output)
-
-
-def _export_tuning(store: Any, output: str | None) -> int:
-    """The winners into the tuning file, one line each printed."""
+    """``sweeper export``: write the study's winners to the tuning file (one line each
+    printed), or the study in another format (:data:`sweeper.interop.FORMATS`)."""
     from sweeper.export import entry_rate, export_study
+    from sweeper.interop import FORMATS, export
 
-    path, entries = export_study(store, output)
+    store = open_study(args)
+    if args.format in FORMATS:
+        print(export(store, args.format, _export_target(args, FORMATS[args.format].storage),
+                     replace=args.replace).line)
+        return 0
+    _export_target(args, storage=False)
+    path, entries = export_study(store, args.output)
     for e in entries:
         meta = "".join(f" {k}={v}" for k, v in e["meta"].items())
         rate, headline = entry_rate(e)
@@ -108,42 +108,18 @@ def _export_tuning(store: Any, output: str | None) -> int:
     return 0
 
 
-def _export_csv(store: Any, output: str | None) -> int:
-    """Every trial as a table a replay device can serve."""
-    from sweeper.export import export_csv
-
-    path, count = export_csv(store, output or store.root / "replay.csv")
-    print(f"wrote {count} trials to {path} (replay it with --device replay:{path})")
-    return 0
-
-
-def _export_triton(store: Any, output: str | None) -> int:
-    """The winners as an importable module of ``triton.Config`` objects."""
-    from sweeper.export_triton import export_triton
-
-    path, section = export_triton(store, output or store.root / "tuned_configs.py")
-    print(f"wrote {len(section['winners'])} winner(s) and {len(section['ranked'])} distinct "
-          f"config(s) to {path} (import it; configs(k=4) feeds @triton.autotune)")
-    return 0
-
-
-class ExportFormat(NamedTuple):
-    """One ``sweeper export --format``: what it writes (for --help) and its writer,
-    ``(store, -o value or None) -> exit status``."""
-
-    help: str
-    write: Callable[[Any, str | None], int]
-
-
-#: ``sweeper export --format NAME``: a format registers here, and nowhere else.
-EXPORT_FORMATS: dict[str, ExportFormat] = {
-    "tuning": ExportFormat("best configs for launches, merged into the tuning file "
-                           "(default: $SWEEPER_TUNING or studies/tuning.json)", _export_tuning),
-    "csv": ExportFormat("a replay table of every trial (default: STUDY/replay.csv)",
-                        _export_csv),
-    "triton": ExportFormat("a Python module of triton.Configs, key and grid, per GPU "
-                           "(default: STUDY/tuned_configs.py)", _export_triton),
-}
+def _export_target(args: argparse.Namespace, storage: bool) -> str | None:
+    """Where ``export`` writes: ``--to`` for a format kept in a storage, else ``-o``; the
+    option the format does not take is refused, never ignored."""
+    wrong, given = ("-o", args.output) if storage else ("--to", args.to)
+    if given is not None:
+        takes = "--to URL" if storage else "-o FILE"
+        raise SweeperError(f"{wrong}: --format {args.format} takes {takes}, not {wrong}")
+    if args.replace and not storage:
+        raise SweeperError(f"--replace: only for --format optuna; --format {args.format} "
+                           "replaces its file whole")
+    value = args.to if storage else args.output
+    return None if value is None else str(value)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,14 @@ MAX_RESTARTS = 20
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Sweep ``args.space`` into its study, then report; the exit status."""
+    return run_study(args)[0]
+
+
+def run_study(args: argparse.Namespace) -> tuple[int, Path]:
+    """``sweeper run`` with ``args``: the exit status and the study's folder.  With
+    ``args.in_process`` (the Python API, :func:`sweeper.run`) it never replaces or ends
+    the process: a trial that broke the CUDA context is an error to the caller, a hung
+    one a message, and ``args.command`` is what the study records as its command."""
     if args.study is not None:
         check_study_name("--study", args.study)
     space, device = space_and_device(args)
@@ -36,7 +45,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
     store: Any = open_storage(args.storage, study_folder(args.studies_dir, name))
-    command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"
+    command = getattr(args, "command", None) or (
+        shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run")
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=args.force)
     facts = device.facts()
@@ -48,18 +58,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     limits = _header(say, space, device, facts, measure, store)
     priors = _priors(space, args, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
-    previous = signal.signal(signal.SIGINT, _stop_handler(stop))
+    # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
+    # interrupts as Python does, every finished trial kept
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _stop_handler(stop)) if main_thread else None
     try:
         summary = _sweep(args, space, kernel, device, store, limits,
                          [c for source in priors for c in source.configs], stop, gpus)
     except ContextLost as lost:
-        return _restart(lost, args, store)
+        return _restart(lost, args, store), store.root
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
     store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
                                 "measured": summary.measured, "command": command,
                                 "priors": {p.study: p.configs for p in priors}})
-    return _finish(args, summary, space, kernel, store, limits)
+    return _finish(args, summary, space, kernel, store, limits), store.root
 
 
 def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, measure: Any,
@@ -161,16 +175,27 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
 
 def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
     """Go on in a fresh process after a trial broke the CUDA context: the study resumes
-    from its journal, and the crashed trial is never proposed again."""
-    return _go_on_fresh(f"{lost}; it is recorded as crashed in {store.location}", args)
+    from its journal, and the crashed trial is never proposed again.  In process (the
+    API) the caller's process is not replaced: the error says how to go on."""
+    message = f"{lost}; it is recorded as crashed in {store.location}"
+    if getattr(args, "in_process", False):
+        raise SweeperError(f"{message}; no kernel can run in this process any more: call "
+                           "sweeper.run again in a fresh one (a restarted notebook kernel) "
+                           "to go on with the study")
+    return _go_on_fresh(message, args)
 
 
 def _hung(record: Any, args: argparse.Namespace, store: Any) -> None:
     """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
-    kernel cannot be stopped from this process, so go on in a fresh one."""
-    _go_on_fresh(f"trial #{record.number} gave no result after "
-                 f"{record.wall_s:g} s; it is recorded as timeout in {store.location}",
-                 args)
+    kernel cannot be stopped from this process, so go on in a fresh one.  In process (the
+    API) the caller's process is neither replaced nor ended: the message says what to do."""
+    message = (f"trial #{record.number} gave no result after {record.wall_s:g} s; it is "
+               f"recorded as timeout in {store.location}")
+    if getattr(args, "in_process", False):
+        print(f"sweeper: {message}; the kernel cannot be stopped from this process: restart "
+              "it (the notebook kernel) and call sweeper.run again to go on", file=sys.stderr)
+        return
+    _go_on_fresh(message, args)
     os._exit(1)       # too many restarts: the main thread is stuck in the kernel
 
 

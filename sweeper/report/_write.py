@@ -64,7 +64,7 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
     ceilings = Ceilings.from_json(meta["ceilings"]) if meta.get("ceilings") else None
     meta_names = meta.get("meta_axes", [])
-    headline = _headline(meta)
+    headline = study_headline(meta)
     df = trials_frame(trials, meta_names, ceilings, headline)
     metric = headline.value if df.empty else rate_column(df, headline)
     axes = meta.get("axes", {})
@@ -145,7 +145,7 @@ def _charts(meta: dict[str, Any], df: pd.DataFrame, picks: list[Any], metric: st
     return {"footprint": curves, "roofline": roof}
 
 
-def _headline(meta: dict[str, Any]) -> Headline:
+def study_headline(meta: dict[str, Any]) -> Headline:
     """The kernel's headline rate, as the study recorded it; for studies older than that
     record, a built-in kernel's, else GB/s: a report imports no user code."""
     if meta.get("headline"):

@@ -37,20 +37,22 @@ def reachable(path: Path, allow: Sequence[str | Path] = ()) -> tuple[Path, ...]:
     return (path.parent.resolve(), *(Path(p).expanduser().resolve() for p in extra))
 
 
-def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...] = ()
-                 ) -> tuple[Any, Where, str]:
+def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...] = (),
+                 text: str | None = None) -> tuple[Any, Where, str]:
     """The file's data merged over what it extends, with where each key came from, and
     the text of every file read; ``roots``: the folders ``extends:`` may reach (default:
-    the file's own, see :func:`reachable`)."""
+    the file's own, see :func:`reachable`).  ``text``: the space itself, given rather
+    than read (``path`` then only names it, and its folder is where ``extends:`` looks)."""
     file = str(path)
     roots = roots or reachable(path)
-    try:
-        raw = read_capped(path)
-    except OSError as err:
-        extended_by = f" (extended by {chain[-1]})" if chain else ""
-        raise SpaceError(f"cannot read the space file{extended_by}: {err.strerror}", file=file) \
-            from None
-    text = decode_text(raw, file)
+    if text is None:
+        try:
+            raw = read_capped(path)
+        except OSError as err:
+            extended_by = f" (extended by {chain[-1]})" if chain else ""
+            raise SpaceError(f"cannot read the space file{extended_by}: {err.strerror}",
+                             file=file) from None
+        text = decode_text(raw, file)
     data, lines = load_with_lines(text, file) if not chain else _extended(text, file)
     where: Where = {k: (file, v) for k, v in lines.items()}
     if not isinstance(data, dict) or "extends" not in data:

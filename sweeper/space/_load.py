@@ -47,14 +47,14 @@ MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
 
 
-def load_space(path: str | Path, overrides: Sequence[str] = (), *,
-               allow: Sequence[str | Path] = (), user_code: bool = True) -> Space:
+def load_space(path: str | Path, overrides: Sequence[str] = (), *, allow: Sequence[str | Path]
+               = (), user_code: bool = True, text: str | None = None) -> Space:
     """Read and validate the space file at ``path`` (following ``extends:`` within its
     folder and the folders in ``allow``), with ``overrides`` such as ``BLOCK=1024,2048``
     replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no plugin that is not
     built in: a user kernel's meta-parameters are taken from the space as written, and a
-    user sampler's baseline, unchecked."""
-    data, where, text = load_located(Path(path), (), reachable(Path(path), allow))
+    user sampler's baseline, unchecked.  ``text``: the YAML itself, ``path`` its name."""
+    data, where, text = load_located(Path(path), (), reachable(Path(path), allow), text)
     data, where = override(data, where, overrides)
     return _Parser(str(path), where, user_code).space(data, text, safe_name(Path(path).stem))
 

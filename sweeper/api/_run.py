@@ -1,0 +1,134 @@
+"""``sweeper.run``: ``sweeper run`` called from Python, returning the :class:`Study`.
+
+It builds the options ``sweeper run`` would parse and runs the command's own function
+(:func:`sweeper.cli._run.run_study`), so a sweep from a notebook and one from a shell
+check, measure, record and report alike.  A bad input raises the
+:class:`~sweeper.errors.SpaceError` or :class:`~sweeper.errors.SweeperError` whose one
+line the command prints (``<string>:3: params.BLOCK[0]: 300 is not a power of two``),
+never ``SystemExit``, and nothing is written."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sweeper.api._study import Study, load_study
+from sweeper.errors import SpaceError, SweeperError
+from sweeper.options import gpu_list
+
+#: The pseudo file names a space given as text is called in errors.
+STRING, DICT = "<string>", "<dict>"
+
+
+def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
+        studies_dir: str | Path = "studies", study: str | None = None,
+        trials: int | None = None, time: float | str | None = None,
+        params: Mapping[str, Any] | Sequence[str] = (), force: bool = False,
+        quiet: bool = False, report: bool = True, priors: bool = True,
+        allow_path: Sequence[str | Path] = (), gpus: str | None = None,
+        storage: str | None = None) -> Study:
+    """Sweep ``space`` as ``sweeper run`` does and return its :class:`Study`.
+
+    ``space``: a space file's path; YAML text (a string holding a newline or starting with
+    ``{``), named ``<string>`` in errors; or a dict, named ``<dict>`` (its errors give the
+    key path, as it has no lines).  ``extends:`` in text or a dict reads from the current
+    folder.  The options are ``run``'s: ``device`` (``cuda``, ``interpret``,
+    ``replay:TABLE.csv``), ``studies_dir``, ``study`` (``--study``), ``trials``, ``time``
+    (seconds, or ``"90s"``), ``params`` (``-p``: ``{"BLOCK": [1024, 2048]}`` or
+    ``["BLOCK=1024,2048"]``), ``force``, ``quiet`` (no progress bar or header),
+    ``report=False`` (``--no-report``), ``priors=False`` (``--no-priors``), ``gpus``
+    (``--gpus``: ``"0,1"`` or ``"all"``), ``storage`` (``--storage URL``) and
+    ``allow_path``.  A run whose trials all failed still returns its study (what failed
+    is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's interrupt) stops after
+    the trial in flight and returns the study as it stands."""
+    from sweeper.cli._parser import build_parser
+    from sweeper.cli._run import run_study
+
+    # every option ``run`` has, at the command's default, then those given here
+    args = build_parser().parse_args(["run", "-"])
+    vars(args).update(
+        from_autotune=None, device=device, param=_params(params),
+        allow_path=[str(p) for p in allow_path], study=study, studies_dir=str(studies_dir),
+        trials=_trials(trials), time=_seconds(time), force=force, quiet=quiet,
+        no_report=not report, no_priors=not priors, in_process=True,
+        argv=[], command=f"sweeper.run({_shown(space)}, device={device!r})",
+        gpus=[] if gpus is None else gpu_list(gpus), storage=storage, **_source(space))
+    try:
+        _, root = run_study(args)
+    except SpaceError as err:
+        if err.file != DICT:
+            raise
+        # a dict has no lines: the line of the YAML it was dumped to would mislead
+        raise SpaceError(err.message, file=DICT, path=err.path) from None
+    return load_study(root)
+
+
+def _source(space: Any) -> dict[str, Any]:
+    """The options naming the space: a path, or text under a pseudo file name."""
+    if isinstance(space, Path):
+        return {"space": str(space)}
+    if isinstance(space, str):
+        if "\n" in space or space.lstrip().startswith("{"):
+            return {"space": STRING, "space_text": space}
+        return {"space": space}
+    if isinstance(space, Mapping):
+        return {"space": DICT, "space_text": _yaml(space)}
+    raise SweeperError(f"space: {type(space).__name__} is not a space; allowed: a path, "
+                       "YAML text or a dict")
+
+
+def _yaml(space: Mapping[str, Any]) -> str:
+    """A dict as the YAML text the study records (and parses, as a file's)."""
+    import yaml
+
+    try:
+        return str(yaml.safe_dump(dict(space), sort_keys=False))
+    except yaml.YAMLError as err:
+        raise SpaceError(f"not YAML data ({str(err).splitlines()[0]}); allowed: dicts, "
+                         "lists, strings, numbers and booleans", file=DICT) from None
+
+
+def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str]:
+    """``-p`` options: ``{"BLOCK": [1024, 2048]}`` -> ``["BLOCK=[1024, 2048]"]``."""
+    if isinstance(params, str):
+        return [params]
+    if isinstance(params, Mapping):
+        return [f"{k}={json.dumps(list(v) if isinstance(v, (list, tuple)) else [v])}"
+                for k, v in params.items()]
+    return [str(p) for p in params]
+
+
+def _trials(trials: int | None) -> int | None:
+    if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int)
+                               or trials < 1):
+        raise SweeperError(f"trials: {trials!r} is not a whole number >= 1")
+    return trials
+
+
+def _seconds(time: float | str | None) -> float | None:
+    """``time`` in seconds: a number, or a duration such as ``"90s"`` or ``"10m"``."""
+    if time is None:
+        return None
+    if isinstance(time, str):
+        from sweeper.options import seconds
+
+        try:
+            return seconds(time)
+        except argparse.ArgumentTypeError as err:
+            raise SweeperError(f"time: {err}") from None
+    if isinstance(time, bool) or not isinstance(time, (int, float)) or not (
+            math.isfinite(time) and time > 0):
+        raise SweeperError(f"time: {time!r} is not a duration; allowed: seconds > 0, or "
+                           "text such as '90s' or '10m'")
+    return float(time)
+
+
+def _shown(space: Any) -> str:
+    """How the study's recorded command names the space."""
+    return repr(str(space)) if isinstance(space, (str, Path)) and "\n" not in str(space) \
+        and not str(space).lstrip().startswith("{") else (DICT if isinstance(
+            space, Mapping) else STRING)

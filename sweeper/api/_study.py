@@ -1,0 +1,113 @@
+"""A recorded study, opened from Python: what was swept and where, every trial as a
+typed pandas table, the config each problem ends with, the torch baselines, the report
+and the exports.
+
+:class:`Study` is the study on disk (:class:`~sweeper.store.StudyStore`) with the
+questions a notebook asks of it; each answer is read from ``study.json`` and the journal
+when asked, so a study that another process is still running is seen as it stands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sweeper.errors import StudyError
+from sweeper.store import StudyStore
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class Study(StudyStore):
+    """One study: ``name``, ``path``, the ``space`` it was run from, the ``device`` and
+    ``gpu`` it was measured on, :meth:`trials_dataframe`, :attr:`winners`,
+    :attr:`baselines`, :meth:`report` and :meth:`export`."""
+
+    @property
+    def path(self) -> Path:
+        """The study's folder (``study.json``, ``trials.jsonl``, the report)."""
+        return self.root
+
+    @property
+    def kernel(self) -> str:
+        """The kernel swept, as the space file names it."""
+        return str(self.meta()["kernel"])
+
+    @property
+    def space(self) -> str:
+        """The space file's text the study was created from (a dict given to
+        :func:`sweeper.run` as the YAML it was read as; files it extends follow it)."""
+        return str(self.meta().get("space_text", ""))
+
+    @property
+    def device(self) -> str:
+        """The device that measured it: ``cuda``, ``interpret``, ``replay``..."""
+        return str(self.meta().get("fingerprint", {}).get("device", "?"))
+
+    @property
+    def gpu(self) -> str:
+        """The GPU it was measured on, as reports name it (``replay: NVIDIA H200`` for a
+        replayed table)."""
+        return str(self.meta().get("environment", {}).get("gpu", "?"))
+
+    def trials_dataframe(self, *, samples: bool = False) -> pd.DataFrame:
+        """One row per trial, typed: parameters as integers where they are numbers
+        (``<NA>`` where a trial never resolved), dimensions by name, status (a categorical),
+        reason, median and its 95 % CI (``ci_lo_ms``, ``ci_hi_ms``), GB/s and TFLOP/s,
+        flags; ``samples``: each trial's raw samples as a list column ``samples_ms``.
+        The columns and dtypes are :func:`sweeper.interop.trials_table`'s."""
+        from sweeper.interop import trials_table
+
+        return trials_table(self, samples=samples)
+
+    @property
+    def winners(self) -> pd.DataFrame:
+        """Per problem, the config it ends with, as report.md and ``sweeper export`` give
+        it: the interleaved final's winner with that final's median, else the sweep's best
+        (``chosen_by`` says which); one row per problem in (dtype, footprint, dims,
+        cache) order."""
+        from sweeper.api._tables import winners_table
+
+        return winners_table(self)
+
+    @property
+    def baselines(self) -> pd.DataFrame:
+        """The torch baselines (the same work done by torch, timed the same way), one
+        row per problem."""
+        from sweeper.api._tables import baselines_table
+
+        return baselines_table(self)
+
+    def report(self, *, shared_scale: bool = False) -> Path:
+        """Write report.md, report.json and the heatmaps (what ``sweeper report`` does);
+        returns report.md's path."""
+        from sweeper.report import write_report
+
+        return write_report(self, shared_scale=shared_scale).markdown
+
+    def export(self, target: str | Path | None = None, *, format: str = "tuning",
+               replace: bool = False) -> str:
+        """Export the study as ``sweeper export`` does, and return where it went.
+        ``tuning`` (default): merge the winners into the tuning file ``target`` (default
+        ``$SWEEPER_TUNING`` or studies/tuning.json); ``csv``: a replay table; ``parquet``:
+        every trial with its raw samples; ``optuna``: an Optuna study in the storage
+        ``target`` names (``sqlite:///FILE.db`` or a journal file), refused when it holds
+        one of this name already unless ``replace``."""
+        from sweeper.interop import export
+
+        return export(self, format, None if target is None else str(target),
+                      replace=replace).target
+
+    def __repr__(self) -> str:
+        return f"Study({str(self.root)!r})"
+
+
+def load_study(path: str | Path) -> Study:
+    """The study in the folder ``path`` (the one ``sweeper run`` printed); a folder that
+    holds none is a :class:`~sweeper.errors.StudyError` naming it."""
+    study = Study(path)
+    if study.orphaned():
+        raise StudyError(f"{path}: {study.journal_path.name} without study.json: nothing says "
+                         "what it measured; restore study.json or move the folder away")
+    study.meta()                               # missing or malformed: one line saying so
+    return study

@@ -1,0 +1,61 @@
+"""The per-problem tables a :class:`~sweeper.api.Study` gives: the winners as report.md
+shows them, and the torch baselines.  Computed by the report's own functions, so a
+notebook and the report never disagree."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from sweeper.ceilings import Ceilings
+from sweeper.finals import Winners
+from sweeper.interop import trials_table
+from sweeper.report._tables import headline_table, rate_column, trials_frame
+from sweeper.report._write import study_headline
+from sweeper.store import StudyStore
+
+#: The problem's columns each per-problem table starts with (the dimensions follow).
+PROBLEM = ("dtype", "footprint", "cache")
+
+
+def winners_table(store: StudyStore) -> pd.DataFrame:
+    """One row per problem, in (dtype, footprint, dims, cache) order: the config it ends
+    with (``number``, the parameters), ``chosen_by`` (``interleaved final`` or ``sweep
+    median``), ``median_ms`` from the samples it was chosen on and ``median_from`` saying
+    which, the sweep's median, the headline rate (``gbps`` or ``tflops``) at
+    ``median_ms``, % of the ceiling and × the torch baseline where known."""
+    meta = store.meta()
+    trials, _ = store.records()
+    meta_names = list(meta.get("meta_axes", []))
+    ceilings = Ceilings.from_json(meta["ceilings"]) if meta.get("ceilings") else None
+    frame = trials_frame(trials, meta_names, ceilings, study_headline(meta))
+    picks = list(Winners.of(store).picks(trials).values())
+    shown = headline_table(picks, frame, meta_names, rate_column(frame, study_headline(meta))) \
+        if picks else pd.DataFrame(columns=["problem", "number", "median_ms"])
+    typed = trials_table(store)
+    problem = typed[["number", *PROBLEM, *typed.attrs["dims"]]]
+    params = [c for c in ("grid_label", "grid", "block", *meta_names) if c in shown]
+    out = problem.merge(shown.drop(columns=params), on="number").merge(
+        typed[["number", *params]], on="number")
+    first = ["problem", *PROBLEM, *typed.attrs["dims"], "number", "chosen_by", *params]
+    out = out[first + [c for c in out if c not in first]]
+    return out.astype({"problem": "string", "chosen_by": "string",
+                       "median_from": "string"}, errors="ignore").reset_index(drop=True)
+
+
+def baselines_table(store: StudyStore) -> pd.DataFrame:
+    """One row per torch baseline (``name``, the problem), with its median, the median's
+    95 % CI, GB/s and how many samples it took, in (dtype, footprint, dims, cache)
+    order."""
+    _, baselines = store.records()
+    rows = [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint, "cache": b.cache,
+             **b.dims, "median_ms": b.stats.median, "ci_lo_ms": b.stats.bounds()[0],
+             "ci_hi_ms": b.stats.bounds()[1], "gbps": b.gbps, "samples": len(b.samples_ms)}
+            for b in sorted(baselines, key=lambda b: b.problem)]
+    columns = ["name", *PROBLEM, "median_ms", "ci_lo_ms", "ci_hi_ms", "gbps", "samples"]
+    out = pd.DataFrame(rows, columns=list(dict.fromkeys(
+        [*columns[:4], *(k for r in rows for k in r), *columns])))
+    return out.astype({"name": "string", "dtype": "string", "cache": "string",
+                       "footprint": "int64", "samples": "int64"})
+
+
+__all__ = ["baselines_table", "winners_table"]

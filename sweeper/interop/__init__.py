@@ -1,0 +1,83 @@
+"""A study in other tools' formats: pandas tables, a replay CSV, Parquet, an Optuna study.
+
+:data:`FORMATS` is the table ``sweeper export --format`` and :meth:`Study.export
+<sweeper.api.Study.export>` dispatch through: a format's name, the function that writes
+it (``module:function``, imported only when that format is asked for, so the CLI's
+parser pulls in no pandas or Optuna), what its target is, and its help line.  Each
+writer takes the study, the target (``None``: the format's default) and ``replace``, and
+returns a :class:`Written`."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sweeper.errors import SweeperError
+
+if TYPE_CHECKING:
+    from sweeper.interop._table import trials_table
+    from sweeper.store import StudyStore
+
+
+@dataclass(frozen=True)
+class Written:
+    """What an export wrote: where (a path or a storage URL) and the line saying so."""
+
+    target: str
+    line: str
+
+
+@dataclass(frozen=True)
+class Format:
+    """One export format: its writer (``module:function``), whether its target is a
+    storage URL (``--to``) rather than a file (``-o``), and its help text."""
+
+    writer: str
+    help: str
+    storage: bool = False
+
+
+FORMATS: dict[str, Format] = {
+    "csv": Format("sweeper.interop._csv:write_csv",
+                  "a replay table of every trial that ran (default path: STUDY/replay.csv)"),
+    "parquet": Format("sweeper.interop._parquet:write_parquet",
+                      "every trial, typed, with its raw samples (default path: "
+                      "STUDY/trials.parquet; needs pyarrow)"),
+    "triton": Format("sweeper.interop._triton:write_triton",
+                     "a Python module of triton.Configs, key and grid, per GPU (default "
+                     "path: STUDY/tuned_configs.py)"),
+    "optuna": Format("sweeper.interop._optuna:write_optuna",
+                     "an Optuna study in --to (sqlite:///FILE.db, or a journal file "
+                     "path), for optuna.load_study and optuna-dashboard", storage=True),
+}
+
+
+def export(store: StudyStore, format: str, target: str | None, *, replace: bool = False
+           ) -> Written:
+    """Write ``store`` in ``format`` to ``target``; an unknown format is refused with the
+    known ones."""
+    if format == "tuning":
+        from sweeper.export import export_study
+
+        path, entries = export_study(store, target)
+        return Written(str(path), f"wrote {len(entries)} entries to {path}")
+    found = FORMATS.get(format)
+    if found is None:
+        raise SweeperError(f"format {format!r} is unknown; allowed: tuning, "
+                           f"{', '.join(FORMATS)}")
+    module, _, function = found.writer.partition(":")
+    writer = getattr(importlib.import_module(module), function)
+    written: Written = writer(store, target, replace=replace)
+    return written
+
+
+def __getattr__(name: str) -> Any:
+    if name == "trials_table":                # pandas only when a table is asked for
+        from sweeper.interop._table import trials_table
+
+        return trials_table
+    raise AttributeError(f"module 'sweeper.interop' has no attribute {name!r}")
+
+
+__all__ = ["FORMATS", "Format", "Written", "export", "trials_table"]

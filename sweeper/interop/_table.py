@@ -1,0 +1,116 @@
+"""A study as typed pandas tables: every trial one row, and its raw samples.
+
+The rows are the report's (:func:`sweeper.report.trials_frame`, so a notebook and
+``report.md`` agree on every number), with each column given the dtype its values have:
+parameters and dimensions as nullable integers where every label is a whole number (a
+trial ruled out before it resolved has none: ``<NA>``, never ``nan`` or ``0``), the
+status as a categorical of every :class:`~sweeper.trial.TrialStatus`, times and rates
+as ``float64`` (rates ``nan`` for a trial without a median, not 0), text as ``string``,
+the start time as UTC timestamps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from sweeper.ceilings import Ceilings
+from sweeper.report._tables import trials_frame
+from sweeper.report._write import study_headline
+from sweeper.store import StudyStore
+from sweeper.trial import TrialStatus
+
+#: The first columns, in this order; the axes and dimensions follow, then the rest.
+LEAD = ("number", "status", "reason", "dtype", "footprint", "cache", "grid", "block")
+#: Columns of the report's frame that repeat another one as text or are for drawing.
+DROPPED = ("size_label", "footprint_label", "score")
+TEXT = ("reason", "dtype", "cache", "grid_label", "dims", "stop", "stop_reason", "flags",
+        "bound")
+STATUS = pd.CategoricalDtype([s.value for s in TrialStatus])
+
+
+def trials_table(store: StudyStore, *, samples: bool = False) -> pd.DataFrame:
+    """One row per trial of ``store`` in journal order, typed (see the module's text);
+    ``samples``: with ``samples_ms``, each trial's raw samples as a list (empty for a trial
+    that produced none; ``df.explode("samples_ms")`` gives one row per sample).
+    ``df.attrs`` holds the study, kernel, GPU, headline unit, parameter and dimension
+    names, so a table written to a file says what it is."""
+    meta = store.meta()
+    trials, _ = store.records()
+    headline = study_headline(meta)
+    ceilings = Ceilings.from_json(meta["ceilings"]) if meta.get("ceilings") else None
+    meta_names = list(meta.get("meta_axes", []))
+    df = trials_frame(trials, meta_names, ceilings, headline)
+    dims = list(df.attrs.get("dims", ()))
+    if df.empty:
+        df = pd.DataFrame(columns=[*LEAD, "median_ms"])
+    df = df.drop(columns=[c for c in DROPPED if c in df])
+    axes = [a for a in meta.get("axes", {}) if a not in (*LEAD, *meta_names, *dims)]
+    df = _typed(df, [*meta_names, *dims, *axes])
+    for rate in ("gbps", "gflops", "tflops"):     # a trial without a median has no rate
+        if rate in df:
+            df[rate] = df[rate].where(df["status"] == "ok")
+    df["started"] = pd.to_datetime([t.started or None for t in trials], utc=True,
+                                   format="ISO8601") if trials else pd.Series(
+        dtype="datetime64[ns, UTC]")
+    df["wall_s"] = pd.Series([t.wall_s for t in trials], dtype="float64", index=df.index)
+    if samples:
+        df["samples_ms"] = pd.Series([list(t.samples_ms) for t in trials], dtype=object,
+                                     index=df.index)
+    order = [c for c in (*LEAD, *meta_names, *dims, *axes) if c in df]
+    df = df[order + [c for c in df if c not in order]]
+    env = meta.get("environment", {})
+    df.attrs = {"study": meta["study"], "kernel": meta["kernel"], "gpu": env.get("gpu", "?"),
+                "headline": headline.unit, "params": list(meta.get("axes", {})),
+                "dims": dims}
+    return df
+
+
+def _typed(df: pd.DataFrame, numeric: list[str]) -> pd.DataFrame:
+    """``df`` with each column's dtype set: ``numeric`` names (and grid, block, footprint,
+    counts) as nullable integers where every value is one, else as text."""
+    out = df.copy()
+    out["number"] = out["number"].astype("int64")
+    out["status"] = out["status"].astype(STATUS)
+    for name in ("grid", "block", "footprint", "samples", "discarded", "outliers", *numeric):
+        if name in out:
+            out[name] = _integers_or_text(out[name])
+    for name in TEXT:
+        if name in out:
+            out[name] = out[name].fillna("").astype("string")
+    for name in out.columns:
+        if out[name].dtype == object and name not in numeric:
+            out[name] = pd.to_numeric(out[name], errors="coerce").astype("float64") \
+                if _all_numbers(out[name]) else out[name].astype("string")
+    return out
+
+
+def _integers_or_text(column: pd.Series) -> pd.Series:
+    """Nullable integers where every present value is a whole number, else the labels as
+    text (an axis of expressions such as ``grid: [sms, "cdiv(n, BLOCK)"]`` stays text)."""
+    present = [v for v in column if not _missing(v)]
+    if all(_whole(v) for v in present):
+        return column.map(lambda v: None if _missing(v) else int(v)).astype("Int64")
+    return column.map(lambda v: None if _missing(v) else str(v)).astype("string")
+
+
+def _whole(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, str) and value.isascii() and value.isdigit()
+
+
+def _missing(value: Any) -> bool:
+    """No value: none, NaN, or the empty label a trial that never resolved has for a
+    dimension its footprint would have given."""
+    return value is None or value is pd.NA or value == "" or (
+        isinstance(value, float) and value != value)
+
+
+def _all_numbers(column: pd.Series) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool)
+               for v in column.dropna())

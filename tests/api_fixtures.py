@@ -1,0 +1,52 @@
+"""A small replayed study with every kind of trial (ok, failed, ruled out, missing from
+the table), shared by the API and export-format tests."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+
+#: 2 grids × 2 blocks × 2 BLOCKs = 8 configs: block=128 with BLOCK=512 is ruled out (2),
+#: one config is not in the table (missing), one failed when it was recorded.
+SPACE = """\
+study: mixed
+kernel: copy
+sampler: exhaustive
+params:
+  grid: [sms, 2*sms]
+  block: [64, 128]
+  BLOCK: [512, 1024]
+  dtype: [float32]
+  footprint: [1GiB]
+constraints: ["BLOCK >= 8*block"]
+"""
+FAILED = {"grid": "sms", "block": "64", "BLOCK": "1024"}
+MISSING = {"grid": "2*sms", "block": "64", "BLOCK": "512"}
+
+
+def mixed_table(folder: Path) -> Path:
+    """A replay table of :data:`SPACE`'s configs from the H200 copy table, one of them
+    recorded as a wrong answer and one left out."""
+    lines = TABLE.read_text().splitlines()
+    header = [line for line in lines if line.startswith("#")]
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    kept = []
+    for row in rows:
+        if row["grid"] not in ("sms", "2*sms") or row["block"] not in ("64", "128") or \
+                row["BLOCK"] not in ("512", "1024"):
+            continue
+        if all(row[k] == v for k, v in MISSING.items()):
+            continue
+        if all(row[k] == v for k, v in FAILED.items()):
+            row.update(status="wrong_answer", median_ms="", samples_ms="")
+        kept.append(row)
+    path = folder / "mixed.csv"
+    with path.open("w", newline="") as f:
+        f.write("\n".join(header) + "\n")
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(kept)
+    return path

@@ -1,0 +1,202 @@
+"""The Python API: ``sweeper.run`` goes through ``sweeper run``'s own code and returns a
+``Study``; bad input raises the command's one-line error; the Study's tables are typed
+and agree with the report; the progress bar draws no control codes where it cannot be
+live."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+
+import sweeper
+from sweeper.errors import SpaceError, StudyError, SweeperError
+from sweeper.finals import Winners
+from sweeper.progress import ProgressReporter
+from sweeper.store import StudyStore
+from tests.api_fixtures import FAILED, MISSING, ROOT, SPACE, TABLE, mixed_table
+
+TINY = {"study": "tiny", "kernel": "copy", "sampler": "exhaustive",
+        "params": {"grid": ["sms"], "block": [32, 64], "BLOCK": [256], "footprint": ["4KiB"]},
+        "measure": {"warmup": 1, "repeat": 3}}
+
+
+def test_run_takes_a_path_yaml_text_or_a_dict_and_returns_the_study(tmp_path, capsys):
+    table = mixed_table(tmp_path)
+    space = tmp_path / "mixed.yaml"
+    space.write_text(SPACE)
+    import yaml
+
+    studies = {}
+    for kind, given in (("path", space), ("text", SPACE), ("dict", yaml.safe_load(SPACE))):
+        study = sweeper.run(given, device=f"replay:{table}", studies_dir=tmp_path / kind,
+                            quiet=True, report=False)
+        assert isinstance(study, sweeper.Study)
+        assert (study.name, study.path) == ("mixed-replay", tmp_path / kind / "mixed-replay")
+        assert (study.device, study.gpu, study.kernel) == ("replay", "replay: NVIDIA H200",
+                                                          "copy")
+        studies[kind] = study
+    assert studies["text"].space == SPACE
+    assert yaml.safe_load(studies["dict"].space) == yaml.safe_load(SPACE)
+    command = json.loads((studies["dict"].path / "study.json").read_text())["command"]
+    assert command == f"sweeper.run(<dict>, device='replay:{table}')"
+    frames = [s.trials_dataframe().drop(columns=["started", "wall_s"]) for s in
+              studies.values()]
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+    pd.testing.assert_frame_equal(frames[0], frames[2])
+    out = capsys.readouterr().out             # the command's own summary, as `sweeper run`
+    assert out.count("done: 6 measured (2 failed), 2 skipped by constraints") == 3
+    assert "study mixed-replay" not in out     # quiet: no header
+
+
+def test_run_options_are_the_commands(tmp_path):
+    study = sweeper.run(ROOT / "spaces/copy.yaml", device=f"replay:{TABLE}",
+                        studies_dir=tmp_path, study="two", trials=2, time="10m",
+                        params={"BLOCK": [512, 1024], "block": 128}, quiet=True, report=False)
+    trials = study.trials_dataframe()
+    assert study.name == "two" and len(trials) == 2
+    assert set(trials["BLOCK"]) <= {512, 1024} and set(trials["block"]) == {128}
+    assert not (study.path / "report.md").exists()             # report=False
+    assert study.report() == study.path / "report.md"
+    assert study.report().is_file()
+
+
+@pytest.mark.parametrize(("space", "message"), [
+    ("kernel: copy\nparams:\n  BLOCK: [300]\n",
+     "<string>:3: params.BLOCK[0]: 300 is not a power of two"),
+    ({"kernel": "copy", "params": {"BLOCK": [300]}},
+     "<dict>: params.BLOCK[0]: 300 is not a power of two"),
+    ({"kernel": "copy", "params": {"BLOCK": [object()]}}, "<dict>: not YAML data"),
+    ("{kernel: copy, params: {BLOK: [256]}}", "<string>:1: params.BLOK: unknown"),
+])
+def test_a_bad_space_raises_the_commands_one_line_error_and_writes_nothing(
+        tmp_path, space, message):
+    with pytest.raises(SpaceError) as err:
+        sweeper.run(space, device="interpret", studies_dir=tmp_path / "st")
+    assert str(err.value).startswith(message), str(err.value)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "st").exists()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"trials": 0}, "trials: 0 is not a whole number >= 1"),
+    ({"time": "soon"}, "time: "),
+    ({"time": -1}, "time: -1 is not a duration"),
+    ({"study": "../up"}, "--study: "),
+    ({"device": "tpu"}, "unknown device 'tpu'; known: cuda, interpret, replay"),
+])
+def test_bad_options_raise_sweeper_errors_not_system_exit(tmp_path, options, message):
+    with pytest.raises(SweeperError, match="^" + message.replace("(", r"\(")):
+        sweeper.run(ROOT / "spaces/copy-small.yaml", studies_dir=tmp_path / "st",
+                    **{"device": "interpret", **options})
+    assert not (tmp_path / "st").exists()
+
+
+def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                        studies_dir=tmp_path, quiet=True, report=False)
+    df = study.trials_dataframe()
+    assert len(df) == 8 and list(df["number"]) == list(range(8))
+    dtypes = df.dtypes.astype(str).to_dict()
+    assert {k: dtypes[k] for k in ("number", "status", "reason", "dtype", "footprint",
+                                   "grid", "grid_label", "block", "BLOCK", "n",
+                                   "median_ms", "ci_lo_ms", "ci_hi_ms", "gbps", "flags")} == {
+        "number": "int64", "status": "category", "reason": "string", "dtype": "string",
+        "footprint": "Int64", "grid": "Int64", "grid_label": "string", "block": "Int64",
+        "BLOCK": "Int64", "n": "Int64", "median_ms": "float64", "ci_lo_ms": "float64",
+        "ci_hi_ms": "float64", "gbps": "float64", "flags": "string"}
+    assert str(dtypes["started"]).startswith("datetime64") and "UTC" in dtypes["started"]
+    assert list(df.columns[:8]) == ["number", "status", "reason", "dtype", "footprint",
+                                    "cache", "grid", "block"]
+    by_status = df.groupby("status", observed=True).size().to_dict()
+    assert by_status == {"ok": 4, "invalid": 2, "wrong_answer": 1, "missing": 1}
+    failed = df[(df["grid_label"] == FAILED["grid"]) & (df["block"] == 64)
+                & (df["BLOCK"] == 1024)].iloc[0]
+    assert failed["status"] == "wrong_answer" and failed["reason"] == "recorded as failed"
+    assert pd.isna(failed["median_ms"]) and pd.isna(failed["gbps"])       # never 0 or inf
+    ruled_out = df[df["status"] == "invalid"]
+    assert ruled_out["grid"].isna().all() and set(ruled_out["BLOCK"]) == {512}
+    assert ruled_out["reason"].str.startswith("constraint 'BLOCK >= 8*block' is false").all()
+    missing = df[df["status"] == "missing"].iloc[0]
+    assert (missing["grid_label"], missing["block"]) == (MISSING["grid"], 64)
+    ok = df[df["status"] == "ok"]
+    assert (ok["ci_lo_ms"] <= ok["median_ms"]).all() and (ok["median_ms"] <= ok["ci_hi_ms"]).all()
+    assert (ok["gbps"] > 1000).all() and (ok["samples"] == 50).all()
+    samples = study.trials_dataframe(samples=True)["samples_ms"]
+    assert [len(s) for s in samples] == [0, 0, 50, 50, 0, 50, 50, 0]
+    assert df.attrs["gpu"] == "replay: NVIDIA H200" and df.attrs["headline"] == "GB/s"
+
+
+def test_winners_are_the_reports_and_the_baselines_torchs(tmp_path):
+    study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    winners = study.winners
+    store = StudyStore(study.path)
+    picks = Winners.of(store).picks(store.records()[0])
+    assert len(winners) == len(picks) == 1
+    row, pick = winners.iloc[0], next(iter(picks.values()))
+    assert row["chosen_by"] == "interleaved final" and row["number"] == pick.trial.number
+    assert row["median_ms"] == pick.median_ms            # the final's median, as report.md
+    assert row["median_from"].startswith("interleaved final: 5 rounds")
+    assert (row["dtype"], row["footprint"], row["cache"]) == ("float32", 4096, "cold")
+    assert row["block"] in (32, 64) and row["BLOCK"] == 256
+    assert str(winners.dtypes["block"]) == "Int64"
+    baselines = study.baselines
+    assert list(baselines["name"]) == ["torch copy_"]
+    assert baselines.loc[0, "median_ms"] > 0 and baselines.loc[0, "samples"] >= 1
+    assert study.export(tmp_path / "tuning.json") == str(tmp_path / "tuning.json")
+    entry = json.loads((tmp_path / "tuning.json").read_text())["entries"][0]
+    assert entry["median_ms"] == row["median_ms"] and entry["trial"] == row["number"]
+
+
+def test_load_study_opens_a_study_and_refuses_a_folder_without_one(tmp_path):
+    sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir=tmp_path,
+                quiet=True, report=False)
+    study = sweeper.load_study(tmp_path / "mixed-replay")
+    assert len(study.trials_dataframe()) == 8 and study.winners["number"].tolist() == [6]
+    assert study.baselines.empty                  # a replayed study times no torch
+    with pytest.raises(StudyError, match=r"no study here \(no study.json\)"):
+        sweeper.load_study(tmp_path / "nothing")
+
+
+def _replayed_trials(tmp_path):
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                        studies_dir=tmp_path, quiet=True, report=False)
+    return StudyStore(study.path).records()[0]
+
+
+def test_the_progress_bar_written_to_a_pipe_has_no_control_codes(tmp_path):
+    from rich.console import Console
+
+    out = io.StringIO()
+    reporter = ProgressReporter(console=Console(file=out))
+    trials = _replayed_trials(tmp_path)
+    reporter.start(len(trials), 0)
+    for t in trials:
+        reporter.trial(t, trials[6])
+    reporter.finish()
+    text = out.getvalue()
+    assert "\x1b" not in text and "\r" not in text
+    assert text.splitlines() == [text.strip()]             # drawn once, at the end
+    assert "8/8" in text and "best 2840 GB/s last missing" in text
+
+
+def test_in_a_notebook_without_ipywidgets_the_progress_is_plain_lines(tmp_path, monkeypatch):
+    import rich.jupyter
+    from rich.console import Console
+
+    shown: list[str] = []
+    monkeypatch.setattr(rich.jupyter, "display", lambda segments, text: shown.append(text))
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)  # no ipywidgets
+    reporter = ProgressReporter(console=Console(force_jupyter=True, file=io.StringIO()))
+    trials = _replayed_trials(tmp_path)
+    reporter.start(len(trials), 0)
+    for t in trials:
+        reporter.trial(t, trials[6] if t.number >= 6 else None)
+    reporter.finish()
+    lines = [s.strip() for s in shown]
+    assert lines[0] == "trials 1/8 best – last invalid"
+    assert lines[-1] == "trials 8/8 best 2840 GB/s last missing"
+    assert len(shown) == 8 and all("\x1b" not in s for s in shown)

@@ -1,0 +1,125 @@
+"""Export formats beyond the tuning file: Optuna (read back with Optuna's own loader),
+Parquet (read back with pandas), csv (every trial that ran), and how ``sweeper export``
+takes their targets."""
+
+from __future__ import annotations
+
+import csv
+
+import optuna
+import pandas as pd
+import pytest
+
+import sweeper
+from sweeper.cli import main
+from tests.api_fixtures import SPACE, mixed_table
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """The replayed study with ok, failed, ruled-out and missing trials."""
+    return sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                       studies_dir=tmp_path / "st", quiet=True, report=False)
+
+
+def test_optuna_reads_the_export_with_its_own_loader(mixed, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    assert main(["export", str(mixed.path), "--format", "optuna", "--to", url]) == 0
+    assert capsys.readouterr().out.startswith(
+        f"wrote 8 trials to the Optuna study 'mixed-replay' in {url}")
+    study = optuna.load_study(study_name="mixed-replay", storage=url)
+    assert study.direction == optuna.study.StudyDirection.MINIMIZE
+    df = study.trials_dataframe()
+    ours = mixed.trials_dataframe()
+    assert len(df) == 8 and list(df["number"]) == list(ours["number"])
+    assert df["state"].tolist() == ["FAIL", "FAIL", "COMPLETE", "COMPLETE", "FAIL",
+                                    "COMPLETE", "COMPLETE", "FAIL"]
+    assert df["user_attrs_status"].tolist() == ours["status"].astype(str).tolist()
+    done = df["state"] == "COMPLETE"
+    assert df.loc[done, "value"].tolist() == ours.loc[done, "median_ms"].tolist()
+    assert df.loc[done, "user_attrs_gbps"].tolist() == ours.loc[done, "gbps"].tolist()
+    assert (df.loc[done, "user_attrs_ci_lo_ms"] <= df.loc[done, "value"]).all()
+    assert df["params_BLOCK"].dtype == "int64" and df["params_grid"].iloc[0] == "sms"
+    failed = study.trials[4]
+    assert failed.user_attrs["reason"] == "recorded as failed"
+    assert failed.system_attrs["fail_reason"] == "wrong_answer: recorded as failed"
+    assert study.best_trial.user_attrs["number"] == 6 == mixed.winners["number"].iloc[0]
+    assert isinstance(study.trials[0].distributions["BLOCK"],
+                      optuna.distributions.CategoricalDistribution)
+    assert study.trials[0].distributions["BLOCK"].choices == (512, 1024)
+
+
+def test_a_second_export_to_the_same_storage_is_refused_unless_replace(mixed, tmp_path,
+                                                                        capsys):
+    journal = tmp_path / "optuna.log"                  # Optuna's JournalStorage file
+    args = ["export", str(mixed.path), "--format", "optuna", "--to", str(journal)]
+    assert main(args) == 0
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"sweeper: --to {journal}: it already holds an Optuna study 'mixed-replay'; "
+        "pass --replace to delete it and write it again")
+    assert main([*args, "--replace"]) == 0
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    storage = JournalStorage(JournalFileBackend(str(journal)))
+    assert [s.n_trials for s in optuna.get_all_study_summaries(storage)] == [8]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ([], "sweeper: --format optuna needs --to URL: sqlite:///FILE.db, or a journal "
+         "file path"),
+    (["--to", "x.db", "-o", "y"], "sweeper: -o: --format optuna takes --to URL, "
+                                       "not -o"),
+])
+def test_optuna_takes_its_storage_and_nothing_else(mixed, capsys, extra, message):
+    assert main(["export", str(mixed.path), "--format", "optuna", *extra]) == 2
+    assert capsys.readouterr().err.strip() == message
+
+
+def test_other_formats_refuse_storage_and_replace(mixed, capsys):
+    assert main(["export", str(mixed.path), "--format", "parquet", "--to", "x"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "sweeper: --to: --format parquet takes -o FILE, not --to")
+    assert main(["export", str(mixed.path), "--replace"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "sweeper: --replace: only for --format optuna; --format tuning replaces its file whole")
+
+
+def test_parquet_holds_every_trial_typed_with_its_raw_samples(mixed, capsys):
+    assert main(["export", str(mixed.path), "--format", "parquet"]) == 0
+    path = mixed.path / "trials.parquet"
+    assert capsys.readouterr().out.strip() == (
+        f"wrote 8 trials with their raw samples to {path}")
+    back = pd.read_parquet(path)
+    ours = mixed.trials_dataframe(samples=True)
+    pd.testing.assert_frame_equal(back.drop(columns="samples_ms"),
+                                  ours.drop(columns="samples_ms"), check_dtype=True)
+    assert [list(s) for s in back["samples_ms"]] == [list(s) for s in ours["samples_ms"]]
+    records = {t.number: t.samples_ms for t in mixed.records()[0]}
+    assert [list(s) for s in back["samples_ms"]] == [records[n] for n in back["number"]]
+    assert back.attrs["study"] == "mixed-replay" and back.attrs["headline"] == "GB/s"
+    long = back.explode("samples_ms")
+    assert long["samples_ms"].notna().sum() == 4 * 50
+
+
+def test_csv_holds_every_trial_that_ran(mixed, tmp_path):
+    target = tmp_path / "t.csv"
+    assert mixed.export(target, format="csv") == str(target)
+    rows = list(csv.DictReader(line for line in target.read_text().splitlines()
+                               if not line.startswith("#")))
+    trials = mixed.trials_dataframe()
+    ran = trials[~trials["status"].isin(["invalid", "missing"])]
+    assert len(rows) == len(ran) == 5
+    assert sorted(r["status"] for r in rows) == sorted(ran["status"].astype(str))
+    assert sorted(float(r["median_ms"]) for r in rows if r["status"] == "ok") == sorted(
+        ran.loc[ran["status"] == "ok", "median_ms"])
+
+
+def test_study_export_writes_each_format_and_refuses_an_unknown_one(mixed, tmp_path):
+    assert mixed.export(tmp_path / "a.parquet", format="parquet") == str(tmp_path / "a.parquet")
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    assert mixed.export(url, format="optuna") == url
+    assert mixed.export(url, format="optuna", replace=True) == url
+    with pytest.raises(sweeper.SweeperError) as err:
+        mixed.export(tmp_path / "x", format="xlsx")
+    assert str(err.value) == "format 'xlsx' is unknown; allowed: tuning, csv, parquet, triton, optuna"
