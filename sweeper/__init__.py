@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 
 #: Public names imported on first use, and the module each lives in.
 _LAZY = {"TunedConfig": "sweeper.export", "tuned": "sweeper.export",
-         "kernel": "sweeper.kernels._short_form"}
+         "kernel": "sweeper.kernels._short_form", "cuda": "sweeper.kernels._cuda_form"}
 
 
 def __getattr__(name: str) -> Any:
@@ -41,4 +41,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["SpaceError", "SweeperError", "TunedConfig", "__version__", "kernel", "tuned"]
+__all__ = ["SpaceError", "SweeperError", "TunedConfig", "__version__", "cuda", "kernel",
+           "tuned"]

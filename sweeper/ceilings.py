@@ -91,12 +91,16 @@ class Ceilings:
         return cls(**data)
 
 
+def cache_root() -> Path:
+    """Sweeper's cache folder: ``$SWEEPER_CACHE``, else ``$XDG_CACHE_HOME/sweeper`` or
+    ``~/.cache/sweeper``."""
+    return Path(os.environ.get("SWEEPER_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sweeper"))
+
+
 def cache_dir() -> Path:
-    """Where calibrations are cached: ``$SWEEPER_CACHE``, else ``$XDG_CACHE_HOME/sweeper``
-    or ``~/.cache/sweeper``, then ``ceilings/``."""
-    base = os.environ.get("SWEEPER_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sweeper")
-    return Path(base) / "ceilings"
+    """Where calibrations are cached: ``ceilings/`` in :func:`cache_root`."""
+    return cache_root() / "ceilings"
 
 
 def cache_path(gpu: str, uuid: str, driver: str) -> Path:

@@ -28,6 +28,18 @@ def whole_number(text: str) -> int:
     return int(text)
 
 
+def gpu_list(text: str) -> list[int] | None:
+    """``--gpus``: GPU indices, comma-separated and each once (``0,1``), or ``all`` (None:
+    every visible GPU, counted when the device is open)."""
+    if text == "all":
+        return None
+    parts = text.split(",")
+    if not all(p.isascii() and p.isdigit() for p in parts) or len(set(parts)) < len(parts):
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r}: give GPU indices, comma-separated and each once (0,1), or all")
+    return [int(p) for p in parts]
+
+
 def seconds(text: str) -> float:
     """An option's duration in seconds: finite and positive (``90s``, ``10m``)."""
     from sweeper.space import parse_duration
@@ -65,4 +77,5 @@ def study_folder(studies_dir: str, name: str) -> Path:
     return folder
 
 
-__all__ = ["ArgumentParser", "check_study_name", "seconds", "study_folder", "whole_number"]
+__all__ = ["ArgumentParser", "check_study_name", "gpu_list", "seconds", "study_folder",
+           "whole_number"]

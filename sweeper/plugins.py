@@ -186,6 +186,7 @@ KERNEL = Kind("kernel", "sweeper.kernels", {
     "copy-strided": "sweeper.kernels.copy_strided:CopyStridedKernel",
     "softmax": "sweeper.kernels.softmax:SoftmaxKernel",
     "torch-op": "sweeper.kernels.torch_op:TorchOpKernel",
+    "cuda": "sweeper.kernels.cuda:CudaKernel",
 }, _kernel_problem)
 SAMPLER = Kind("sampler", "sweeper.samplers", {
     "auto": "sweeper.samplers:auto_sampler",
@@ -212,6 +213,7 @@ DECLARED = {
     "copy-strided": "sweeper.kernels._declared:CopyStridedDeclaration",
     "softmax": "sweeper.kernels._declared:SoftmaxDeclaration",
     "torch-op": "sweeper.kernels._declared:TorchOpDeclaration",
+    "cuda": "sweeper.kernels._cuda_form:CudaDeclaration",
 }
 
 
@@ -295,6 +297,12 @@ def _import(target: str, *, from_cwd: bool) -> Any:
     if not hasattr(module, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr!r}")
     return getattr(module, attr)
+
+
+def import_path(target: str) -> Any:
+    """The attribute ``package.module:attr`` names, its module imported with the current
+    directory first on ``sys.path`` (as a plugin's path is)."""
+    return _import(target, from_cwd=True)
 
 
 @contextlib.contextmanager

@@ -67,7 +67,7 @@ def small_space(write_space) -> Path:
 
 
 def run_sweeper_process(space: Path, device: str, studies_dir: Path, study: str,
-                        timeout: float = 600):
+                        timeout: float = 600, extra: tuple[str, ...] = ()):
     """``sweeper run`` as a real process (it may re-execute itself); returns the finished
     process and the study's trials that were launched (not ruled out)."""
     import os
@@ -81,7 +81,8 @@ def run_sweeper_process(space: Path, device: str, studies_dir: Path, study: str,
         [str(root), os.environ.get("PYTHONPATH", "")])}
     env.pop("SWEEPER_RESTARTS", None)
     run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(space), "--device",
-                          device, "--studies-dir", str(studies_dir), "--quiet", "--no-report"],
+                          device, "--studies-dir", str(studies_dir), "--quiet", "--no-report",
+                          *extra],
                          cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
     trials = StudyStore(studies_dir / study).records()[0] if run.returncode == 0 else []
     return run, [t for t in trials if t.status.value != "invalid"]
@@ -100,3 +101,16 @@ def sweep_study(space_path: Path, device, root: Path, **kwargs):
     store = StudyStore(root)
     open_study(store, space, kernel, device, command="test")
     return store, Sweep(space, kernel, device, store, **kwargs).run()
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL server for the whole session (started on first use; skipped only
+    where the server tools are not installed)."""
+    from tests import pgserver
+
+    why = pgserver.missing()
+    if why:
+        pytest.skip(why)
+    with pgserver.server() as url:
+        yield url

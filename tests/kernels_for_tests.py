@@ -118,3 +118,23 @@ class ClaimsTooMuch(CopyKernel):
 
     def working_set(self, problem) -> int:
         return super().bytes_moved(problem)
+
+
+class DiesOrHangsOnBigBlock(CopyKernel):
+    """For BLOCK 1024 on more than one program: with 1 warp the process dies at once
+    (``os._exit(3)``, a crash no Python code survives), with more it sleeps past any
+    timeout (a hang).  Every other config copies."""
+
+    name = "dies-or-hangs"
+
+    def launch(self, buffers, config: Config) -> None:
+        if config.meta["BLOCK"] == 1024 and config.grid > 1:
+            import os
+            import sys
+            import time
+
+            if config.num_warps == 1:
+                print("dies-or-hangs: exiting on purpose", file=sys.stderr, flush=True)
+                os._exit(3)
+            time.sleep(600)
+        super().launch(buffers, config)

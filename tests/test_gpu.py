@@ -63,18 +63,21 @@ def test_nvml_state_graph_batches_and_launch_floor():
     assert torch.equal(buffers["dst"], buffers["src"])
 
 
-def test_an_illegal_address_is_recorded_and_the_run_goes_on_in_a_fresh_process(
-        write_space, tmp_path):
+@pytest.mark.parametrize("workers, restarts", [("inline", 4), ("process", 0)])
+def test_an_illegal_address_is_recorded_and_the_run_goes_on(write_space, tmp_path, workers,
+                                                            restarts):
     """A real fault: the configs with BLOCK 1024 read past their buffer.  Each is recorded
-    as crashed with CUDA's message, `sweeper run` restarts itself after each, and every
-    other config is measured."""
+    as crashed with CUDA's message; measuring in the command's process, `sweeper run`
+    restarts itself after each; with a worker process (the default on a GPU), a fresh
+    worker takes over in the same command.  Every other config is measured."""
     from tests.conftest import SMALL_SPACE, run_sweeper_process
 
     path = write_space(SMALL_SPACE.replace(
         "kernel: copy", "kernel: tests.kernels_for_tests:IllegalAddressOnBigBlock"))
-    run, measured = run_sweeper_process(path, "cuda", tmp_path, "tiny")
+    run, measured = run_sweeper_process(path, "cuda", tmp_path, "tiny",
+                                        extra=("--workers", workers))
     assert run.returncode == 0, run.stderr
-    assert run.stderr.count("going on in a fresh process") == 4
+    assert run.stderr.count("going on in a fresh process") == restarts
     assert len({t.key() for t in measured}) == len(measured) == 6
     crashed = [t for t in measured if t.status.value == "crashed"]
     assert len(crashed) == 4 and all(t.config.meta["BLOCK"] == 1024 for t in crashed)
@@ -83,17 +86,20 @@ def test_an_illegal_address_is_recorded_and_the_run_goes_on_in_a_fresh_process(
     assert sum(t.ok for t in measured) == 2
 
 
+@pytest.mark.parametrize("workers", ["inline", "process"])
 def test_a_kernel_that_never_returns_is_recorded_as_timeout_and_the_run_goes_on(
-        write_space, tmp_path):
+        write_space, tmp_path, workers):
     """A real hang: for BLOCK 1024 a kernel spins on a flag nothing sets.  After
-    measure.timeout each is recorded as timeout, `sweeper run` re-executes itself, and the
-    other configs are measured."""
+    measure.timeout each is recorded as timeout, `sweeper run` re-executes itself (inline)
+    or stops the worker and starts a fresh one (process), and the other configs are
+    measured."""
     from tests.conftest import SMALL_SPACE, run_sweeper_process
 
     text = SMALL_SPACE.replace("kernel: copy", "kernel: tests.kernels_for_tests:SpinsOnBigBlock")
     path = write_space(text.replace("measure: {warmup: 1, repeat: 3}",
                                     "measure: {warmup: 1, repeat: 3, timeout: 20s}"))
-    run, measured = run_sweeper_process(path, "cuda", tmp_path, "tiny", timeout=500)
+    run, measured = run_sweeper_process(path, "cuda", tmp_path, "tiny", timeout=500,
+                                        extra=("--workers", workers))
     assert run.returncode == 0, run.stderr
     assert len({t.key() for t in measured}) == len(measured) == 6
     hung = [t for t in measured if t.status.value == "timeout"]
@@ -229,3 +235,17 @@ def test_a_non_square_bf16_matmul_verifies_and_matches_torch_matmul_on_the_gpu()
     ours = buffers["c"].float()
     theirs = torch.matmul(buffers["a"], buffers["b"]).float()
     assert float((ours - theirs).norm() / theirs.norm()) < 1e-2
+
+
+def test_two_gpus_each_measure_their_share_once(small_space, tmp_path):
+    """One worker process per GPU: every config measured once, the records name both
+    GPUs by index and name, and the winner is chosen as on one GPU."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    store, summary = sweep_study(small_space, open_device("cuda"), tmp_path / "two",
+                                 gpus=[0, 1], processes=True)
+    measured = [t for t in store.records()[0] if t.status.value != "invalid"]
+    assert len(measured) == len({t.key() for t in measured}) == 6
+    assert all(t.ok for t in measured) and summary.stopped_by.startswith("complete")
+    assert {t.gpu.index for t in measured} == {0, 1}
+    assert {t.gpu.name for t in measured} == {torch.cuda.get_device_name(i) for i in (0, 1)}

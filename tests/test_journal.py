@@ -332,7 +332,9 @@ def test_a_second_process_cannot_append_to_a_study_being_run(tmp_path):
     first.open_journal()
     other = StudyStore(tmp_path / "s")
     with pytest.raises(StudyError, match=r"/s: another sweeper process is running this study; "
-                                         r"wait for it to finish, or pass --study NEW"):
+                                         r"wait for it to finish, or pass --study NEW "
+                                         r"\(processes share a study as `sweeper worker "
+                                         r"--study NAME`\)"):
         other.append(trial(9))
     first.close()
     other.append(trial(9))

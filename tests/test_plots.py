@@ -113,7 +113,7 @@ def test_a_footprint_curve_gives_each_problems_choice_its_ci_and_the_references(
     ax = footprint_figure(curve).axes[0]
     assert ax.get_xscale() == "log" and ax.get_ylim()[0] == 0
     assert [t.get_text() for t in ax.get_xticklabels()] == ["4KiB", "16KiB", "64KiB"]
-    files = write_report(store)
+    files = write_report(store, formats=("png", "svg"))
     assert {p.name for p in files.images} >= {"footprint_float32.png", "footprint_float32.svg"}
     md = files.markdown.read_text()
     assert "## Footprint curves" in md

@@ -186,8 +186,8 @@ def test_a_shaped_study_reports_exports_and_replays_by_dimension(tmp_path, capsy
     assert "**float16 M=64 N=32 K=128 cold**" in report
     best = json.loads((store.root / "report.json").read_text())["best"]
     assert {(b["M"], b["N"], b["K"]) for b in best} == {(48, 80, 40), (64, 32, 128)}
-    assert any(p.name.startswith("float16_M=64_N=32_K=128_cold")
-               for p in (store.root / "heatmaps").iterdir())
+    assert not any(p.name.startswith("float16_M=64_N=32_K=128_cold")    # only BLOCK_N
+                   for p in (store.root / "heatmaps").glob("*"))         # varies: no map
 
     assert main(["export", "shapes-interpret", "--output", "tuning.json"]) == 0
     entries = json.loads((tmp_path / "tuning.json").read_text())["entries"]

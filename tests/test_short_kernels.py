@@ -76,7 +76,7 @@ def test_the_scale_example_runs_verified_reports_and_exports_like_a_subclass(
     assert {t.gbps > 0 for t in trials} == {True}
     report = json.loads((store.root / "report.json").read_text())
     assert report["kernel"] == "examples.scale:scale" and report["winners"]
-    assert list((store.root / "heatmaps").glob("*.png"))
+    assert not (store.root / "heatmaps").exists()     # only BLOCK varies: no map
     tuning = tmp_path / "tuning.json"
     assert main(["export", str(store.root), "-o", str(tuning)]) == 0
     entry, = json.loads(tuning.read_text())["entries"]

@@ -13,6 +13,7 @@ import pytest
 
 from sweeper import plugins
 from sweeper.cli import main
+from sweeper.kernels import load_kernel
 from sweeper.space import load_space
 from sweeper.store import StudyStore
 from sweeper.sweep import enumerate_choices
@@ -54,7 +55,10 @@ def test_every_readme_command_plans_without_a_gpu(capsys):
     assert replay in (EXAMPLES / "README.md").read_text().replace("\n", " ")
     for command in commands:
         argv = shlex.split(command)
-        assert argv[:2] == ["sweeper", "run"] and "--device" in argv, command
+        assert argv[:2] in (["sweeper", "run"], ["sweeper", "plan"]) and "--device" in argv
+        if argv[1] == "plan":                # a GPU-only kernel: planned, refused on the CPU
+            space = load_space(ROOT / argv[2])
+            assert load_kernel(space.kernel, space.kernel_options).needs_gpu, command
         device = argv[argv.index("--device") + 1]
         assert device == "interpret" or device.startswith("replay:"), command
         space = ROOT / argv[2]

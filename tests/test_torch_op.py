@@ -52,8 +52,9 @@ def test_the_op_is_a_kernel_option_with_footprint_or_shape_axes_and_nothing_to_t
     ("{name: torch-op, op: torch.float32}",
      "kernel.op: 'torch.float32' is dtype, not callable; allowed: a torch callable"),
     ("{name: torch-op, op: 3}",
-     "kernel.op: 3 is not a valid op; allowed: a string of 1 to 200 characters (a torch "
-     "callable by its dotted path, such as torch.nn.functional.gelu)"),
+     "kernel.op: 3 is not a valid op; allowed: a string of 1 to 200 characters, or a "
+     "mapping or list of up to 2000 (a torch callable by its dotted path, such as "
+     "torch.nn.functional.gelu)"),
     ("{name: torch-op, fn: torch.tanh}",
      "kernel.fn: kernel torch-op takes no option 'fn'; its options: op"),
     ("torch-op",

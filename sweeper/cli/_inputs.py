@@ -30,10 +30,33 @@ def space_and_device(args: argparse.Namespace, user_code: bool = True) -> tuple[
     return space, device
 
 
+def kernel_for(space: Any, device: Any) -> Any:
+    """The space's kernel, constructed with its options; refused in one line where it
+    runs on a CUDA GPU only and ``device`` launches elsewhere (a replay launches nothing)."""
+    from sweeper.kernels import load_kernel
+
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    if kernel.needs_gpu and not device.replays and device.torch_device != "cuda":
+        raise SweeperError(f"kernel {kernel.name} runs on a CUDA GPU only (compiled CUDA "
+                           f"C); device {device.name} cannot run it: run on a GPU (leave "
+                           "out --device) or replay a recorded table (--device "
+                           "replay:TABLE.csv)")
+    return kernel
+
+
 def open_study(args: argparse.Namespace) -> Any:
-    """The study ``args.study`` names: a folder, else a name under ``--studies-dir``."""
+    """The study ``args.study`` names: in ``--storage``'s database, else a folder, else a
+    name under ``--studies-dir``."""
     from sweeper.store import StudyStore
 
+    if getattr(args, "storage", None) is not None:
+        from sweeper.options import study_folder
+        from sweeper.store._open import open_storage
+
+        found = open_storage(args.storage, study_folder(args.studies_dir, args.study))
+        if not found.exists():
+            raise StudyError(f"no study {args.study!r} in {found.location}")
+        return found
     path = Path(args.study)
     if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(args.studies_dir) / args.study

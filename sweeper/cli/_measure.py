@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from sweeper.cli._inputs import fraction_option, space_and_device
+from sweeper.cli._inputs import fraction_option, kernel_for, space_and_device
 from sweeper.errors import SweeperError
 from sweeper.options import study_folder
 
@@ -15,7 +15,6 @@ def cmd_ab(args: argparse.Namespace) -> int:
     and the verdict, and say where the samples are; a replay device is refused, as it has
     no samples to interleave."""
     from sweeper.ab import run_ab
-    from sweeper.kernels import load_kernel
 
     threshold = fraction_option("--threshold", args.threshold)
     space, device = space_and_device(args)
@@ -25,7 +24,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
     name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
     out = study_folder(args.studies_dir, f"{space.study}-ab") / f"{name}.json"
-    kernel = load_kernel(space.kernel, space.kernel_options)
+    kernel = kernel_for(space, device)
     result = run_ab(space, kernel, device, args.vary, out, threshold)
     c = result.comparison
     fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())

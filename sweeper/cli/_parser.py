@@ -15,7 +15,8 @@ from sweeper.cli._measure import cmd_ab, cmd_calibrate
 from sweeper.cli._plan import cmd_kernels, cmd_plan, cmd_schema
 from sweeper.cli._results import cmd_compare, cmd_export, cmd_report, cmd_roofline, cmd_tuned
 from sweeper.cli._run import cmd_run
-from sweeper.options import ArgumentParser, seconds, whole_number
+from sweeper.cli._worker import cmd_copy_study, cmd_worker
+from sweeper.options import ArgumentParser, gpu_list, seconds, whole_number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,12 +43,48 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     run.add_argument("--time", type=seconds, help="stop after this long (e.g. 90s, 10m)")
     run.add_argument("--force", action="store_true",
                      help="add to a study measured with other settings")
+    run.add_argument("--gpus", type=gpu_list, default=[], metavar="0,1|all",
+                     help="one worker per GPU, each config measured once by whichever is "
+                     "free (default: the one GPU the device opens)")
+    run.add_argument("--workers", choices=("process", "inline"),
+                     help="process: each worker a process of its own, so a crash or hang "
+                     "ends that worker, not the sweep (the default on a GPU); inline: "
+                     "measure in this process (the default elsewhere)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    run.add_argument("--svg", action="store_true", help="the report's pictures as SVG too")
     run.add_argument("--no-priors", action="store_true",
                      help="auto: do not start from the winners of other studies of this "
                      "kernel on this GPU in --studies-dir")
     run.set_defaults(func=cmd_run)
+
+
+def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    worker = _of_a_space(sub, "worker", "sweep one study together with other workers, on "
+                         "any hosts: each config measured once", optional=True)
+    worker.add_argument("--study", required=True, help="the study to share (made from "
+                        "SPACE if it does not exist yet)")
+    _study_options(worker, name=False)
+    worker.add_argument("--worker-id", help="this worker's name in claims "
+                        "(default: HOST:PID)")
+    worker.add_argument("--lease", type=seconds, default=60.0,
+                        help="how long a claim outlives its last heartbeat before another "
+                        "worker may take the config (default 60s)")
+    worker.add_argument("--trials", type=whole_number, help="stop after this many trials")
+    worker.add_argument("--time", type=seconds, help="stop after this long (e.g. 10m)")
+    worker.add_argument("--force", action="store_true",
+                        help="add to a study measured with other settings")
+    worker.set_defaults(func=cmd_worker)
+
+
+def _copy_study(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
+    copy = sub.add_parser("copy-study", help="copy a study between the journal and a "
+                          "database, verified equal")
+    copy.add_argument("study", help="the study's name")
+    copy.add_argument("--to", required=True, help="a postgresql:// URL, or a studies folder "
+                      "for its journal")
+    _study_options(copy, name=False)
+    copy.set_defaults(func=cmd_copy_study)
 
 
 def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
@@ -60,6 +97,9 @@ def _report(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     report.add_argument("--shared-scale", action="store_true",
                         help="one colour scale for all heatmaps of a problem, so colours "
                         "compare across maps (default: each map its own range)")
+    report.add_argument("--svg", action="store_true", help="pictures as SVG too (default: PNG)")
+    report.add_argument("--redraw", action="store_true", help="draw every picture again "
+                        "(default: only those whose numbers or drawing code changed)")
     report.set_defaults(func=cmd_report)
 
 
@@ -148,8 +188,8 @@ def _kernels(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 #: The commands in the order ``sweeper --help`` lists them.
 COMMANDS: tuple[Callable[[argparse._SubParsersAction[ArgumentParser]], None], ...] = (
-    _run, _plan, _report, _roofline, _export, _ab, _calibrate, _compare, _schema, _tuned,
-    _kernels)
+    _run, _worker, _plan, _report, _roofline, _export, _ab, _calibrate, _compare,
+    _copy_study, _schema, _tuned, _kernels)
 
 
 def _of_a_space(sub: argparse._SubParsersAction[ArgumentParser], name: str, text: str,
@@ -202,7 +242,10 @@ def _device_option(p: argparse.ArgumentParser) -> None:
 
 
 def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
-    p.add_argument("--studies-dir", default="studies", help="where studies live")
+    p.add_argument("--studies-dir", default="studies", help="where studies live (with "
+                   "--storage: where their reports and exports go)")
+    p.add_argument("--storage", metavar="URL", help="a postgresql://USER@HOST/DB database "
+                   "holding the studies (default: the journal in each study's folder)")
     if name:
         p.add_argument("--study", help="study name (default: the space's, with -interpret "
                        "appended on the interpreter)")

@@ -20,7 +20,8 @@ PICTURES = (".png", ".svg")
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``sweeper report``: write the report of a recorded study."""
-    report_study(open_study(args), shared_scale=args.shared_scale)
+    report_study(open_study(args), shared_scale=args.shared_scale, svg=args.svg,
+                 redraw=args.redraw)
     return 0
 
 
@@ -117,7 +118,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         name, _, number = ref.partition("@")
         if number and not number.isdigit():
             raise SweeperError(f"{ref!r}: a trial is written STUDY@NUMBER")
-        stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir)))
+        stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir,
+                                                    storage=args.storage)))
         numbers.append(int(number) if number else None)
     print(format_rows(compare(stores[0], stores[1], numbers[0], numbers[1], max_noise,
                               threshold)))
@@ -163,11 +165,16 @@ def _dims_option(text: str) -> dict[str, int]:
     return out
 
 
-def report_study(store: Any, *, shared_scale: bool = False) -> None:
-    """Write the report of ``store`` and say where it is."""
+def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
+                 redraw: bool = False) -> None:
+    """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
+    whose numbers changed unless ``redraw``) and say where it is and what was drawn."""
     from sweeper.report import write_report
 
-    files = write_report(store, shared_scale=shared_scale)
-    pngs = [p for p in files.images if p.suffix == ".png"]
-    print(f"report: {files.markdown} and {files.json.name}; {len(pngs)} heatmaps in "
-          f"{store.root / 'heatmaps'} (PNG and SVG)")
+    formats = ("png", "svg") if svg else ("png",)
+    files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw)
+    pictures = len(files.images) // len(formats)
+    drawn = len({p.stem for p in files.drawn})
+    print(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
+          f"{store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
+          f"{drawn} drawn, {pictures - drawn} unchanged)")

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
-from sweeper.cli._inputs import space_and_device
+from sweeper.cli._inputs import kernel_for, space_and_device
 from sweeper.cli._results import report_study
-from sweeper.errors import ContextLost
+from sweeper.errors import ContextLost, SweeperError
 from sweeper.options import check_study_name, study_folder
 
 #: How many times one `sweeper run` goes on in a fresh process after trials that broke
@@ -29,13 +29,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.study is not None:
         check_study_name("--study", args.study)
     space, device = space_and_device(args)
-    from sweeper.kernels import load_kernel
-    from sweeper.store import StudyStore
+    gpus = _gpus(args.gpus, device)
+    kernel = kernel_for(space, device)
+    from sweeper.store._open import open_storage
     from sweeper.sweep import StopFlag, open_study
 
-    kernel = load_kernel(space.kernel, space.kernel_options)
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
-    store = StudyStore(study_folder(args.studies_dir, name))
+    store: Any = open_storage(args.storage, study_folder(args.studies_dir, name))
     command = shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run"
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=args.force)
@@ -43,14 +43,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     measure = device.measure_spec(space.measure)
     say = _Printer(args.quiet)
     kept = len(store.records()[0]) if resuming else 0
-    say(f"study {name}: {store.root} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
+    where = store.location if args.storage else store.root
+    say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
     priors = _priors(space, args, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
     previous = signal.signal(signal.SIGINT, _stop_handler(stop))
     try:
         summary = _sweep(args, space, kernel, device, store, limits,
-                         [c for source in priors for c in source.configs], stop)
+                         [c for source in priors for c in source.configs], stop, gpus)
     except ContextLost as lost:
         return _restart(lost, args, store)
     finally:
@@ -86,17 +87,41 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
 
 
 def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store: Any,
-           limits: Any, priors: list[dict[str, str]], stop: Any) -> Any:
-    """The sweep with ``run``'s options, its progress bar, and a hang going on in a fresh
-    process."""
+           limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None
+           ) -> Any:
+    """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
+    ``gpus``), and, measuring in this process, a hang going on in a fresh process."""
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store,
                   reporter=_reporter(args.quiet, kernel.headline), stop=stop,
                   max_trials=args.trials, max_time_s=args.time,
                   ceilings=None if isinstance(limits, str) else limits,
-                  priors=priors, on_hang=lambda record: _hung(record, args, store))
+                  priors=priors, on_hang=lambda record: _hung(record, args, store),
+                  gpus=gpus,
+                  processes=args.workers == "process" if args.workers else device.measures_gpu)
     return sweep.run()
+
+
+def _gpus(asked: list[int] | None, device: Any) -> list[int] | None:
+    """The GPU indices ``--gpus`` names (``all``: every visible one), checked before
+    anything is written; None where it was not given: the one GPU the device opened.  On
+    a device without GPUs the indices only name the workers."""
+    if asked is not None and not device.measures_gpu:
+        return asked or None
+    if not device.measures_gpu:
+        raise SweeperError(f"--gpus all: the {device.name} device has no GPUs to count; "
+                           "name the workers by index (--gpus 0,1)")
+    import torch
+
+    count = torch.cuda.device_count()
+    if asked is None:
+        return list(range(count))
+    beyond = [i for i in asked if i >= count]
+    if beyond:
+        raise SweeperError(f"--gpus {','.join(map(str, asked))}: no GPU {beyond[0]}; this "
+                           f"machine shows {count} (0 to {count - 1})")
+    return asked or None
 
 
 def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, store: Any,
@@ -126,7 +151,7 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
     if summary.duty:
         print(f"power: {summary.duty}")
     if not args.no_report:
-        report_study(store)
+        report_study(store, svg=args.svg)
     why = nothing_measured(summary.trials, summary.stopped_by)
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
@@ -137,14 +162,14 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
 def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
     """Go on in a fresh process after a trial broke the CUDA context: the study resumes
     from its journal, and the crashed trial is never proposed again."""
-    return _go_on_fresh(f"{lost}; it is recorded as crashed in {store.journal_path}", args)
+    return _go_on_fresh(f"{lost}; it is recorded as crashed in {store.location}", args)
 
 
 def _hung(record: Any, args: argparse.Namespace, store: Any) -> None:
     """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
     kernel cannot be stopped from this process, so go on in a fresh one."""
     _go_on_fresh(f"trial #{record.number} gave no result after "
-                 f"{record.wall_s:g} s; it is recorded as timeout in {store.journal_path}",
+                 f"{record.wall_s:g} s; it is recorded as timeout in {store.location}",
                  args)
     os._exit(1)       # too many restarts: the main thread is stuck in the kernel
 

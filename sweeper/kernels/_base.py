@@ -15,8 +15,10 @@ import hashlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sweeper.errors import SweeperError
 from sweeper.space import DECLARED_ONLY, DTYPES, Config, Dim, Problem
 
 if TYPE_CHECKING:      # a kernel's declaration is read without importing torch
@@ -98,6 +100,14 @@ def elementwise_block(verb: str) -> Mapping[str, MetaParam]:
                                doc=f"elements each program {verb} per step")}
 
 
+class OptionError(SweeperError):
+    """Options of ``kernel:`` that do not fit together: ``key`` names the one at fault."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 class Kernel(abc.ABC):
     """A sweepable kernel.  Subclasses set the class attributes and five methods."""
 
@@ -131,6 +141,25 @@ class Kernel(abc.ABC):
     #: The dtypes a space may give it: all but the 8-bit floats, which need scaled inputs
     #: and an output of another dtype; a kernel that handles them lists them here.
     dtypes: ClassVar[tuple[str, ...]] = tuple(d for d in DTYPES if d not in DECLARED_ONLY)
+    #: The options a space may leave out; every other one must be given.
+    optional_options: ClassVar[frozenset[str]] = frozenset()
+    #: The kernel runs on a CUDA GPU only (compiled CUDA C): a device that runs kernels
+    #: elsewhere (the interpreter) refuses it before the first trial.
+    needs_gpu: ClassVar[bool] = False
+
+    @classmethod
+    def resolve_option(cls, key: str, value: str, folder: Path) -> str:
+        """Option ``key`` as the kernel keeps it, given where the space that wrote it lies
+        (``folder``): a kernel whose options name files makes them absolute here."""
+        return value
+
+    @classmethod
+    def specialize(cls, options: Mapping[str, str], params: Any) -> type[Kernel]:
+        """The declaration for these ``options`` and the space's ``params`` mapping: the
+        class itself, or for a kernel that declares its meta-parameters and tensors in
+        the space (``cuda``) a subclass declaring them; an :class:`OptionError` naming
+        the option at fault where they do not fit together."""
+        return cls
 
     @classmethod
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:

@@ -76,6 +76,7 @@ class Declaration:
         attrs["baseline_name"] = None if self.baseline is None else \
             self.baseline_name or "torch"
         attrs["headline"] = self.headline or Headline.GBPS
+        attrs["needs_gpu"] = bool(getattr(launch, "needs_gpu", False))
         attrs["__module__"] = getattr(launch, "__module__", __name__)
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
@@ -219,8 +220,10 @@ def _source(launch: Callable[..., Any], declared: Declaration) -> str:
     """What identifies the kernel's version in a study: the source of the module that
     declares it (its Triton code too), else the declaration and the launch's code."""
     module = sys.modules.get(getattr(launch, "__module__", ""))
+    own = getattr(launch, "kernel_source", None)          # a compiled launch's own code
     try:
-        return inspect.getsource(module) if module is not None else ""
+        return (inspect.getsource(module) if module is not None else "") + \
+            (own() if callable(own) else "")
     except (OSError, TypeError):
         code = getattr(launch, "__code__", None)
         raw = repr(declared).encode() + (code.co_code if code is not None else b"")

@@ -1,4 +1,4 @@
-"""Report: compute tables (pandas) in one place, draw them (seaborn) in another."""
+"""Report: compute tables (pandas) in one place, draw them (matplotlib) in another."""
 
 from sweeper.report._draw import draw_heatmap, heatmap_figure
 from sweeper.report._draw_charts import (

@@ -1,10 +1,11 @@
-"""Draw heatmaps (seaborn); the numbers, cell text and captions come from
+"""Draw heatmaps (matplotlib); the numbers, cell text and captions come from
 :func:`sweeper.report._heatmaps.heatmaps`."""
 
 from __future__ import annotations
 
 import io
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,42 +15,50 @@ from sweeper.fsio import atomic_write
 from sweeper.report._heatmaps import HeatmapData, cell_text
 from sweeper.report._tables import LABELS
 
+#: Resolution of PNGs: cell text at 7-8 pt stays sharp.
+DPI = 110
 
-def draw_heatmap(data: HeatmapData, directory: Path) -> list[Path]:
-    """Write ``NAME.png`` and ``NAME.svg`` under ``directory``; return their paths.  A map
-    with no number at all writes nothing (see :mod:`sweeper.report._heatmaps`)."""
+
+def draw_heatmap(data: HeatmapData, directory: Path, formats: Sequence[str] = ("png",)
+                 ) -> list[Path]:
+    """Write ``NAME.png`` (and each other of ``formats``) under ``directory``; return their
+    paths.  A map with no number at all writes nothing (see :mod:`sweeper.report._heatmaps`)."""
     if not data.measured:
         return []
-    return _save(heatmap_figure(data), directory, data.name)
+    return save_figure(heatmap_figure(data), [directory / f"{data.name}.{f}" for f in formats])
 
 
 def heatmap_figure(data: HeatmapData) -> Any:
     """The map as a matplotlib figure: cells coloured by rate (on ``data.scale`` when the
-    problem's maps share one), ``cell_text`` in them, the marked cell boxed in red, the
-    caption under the title."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+    problem's maps share one), ``cell_text`` in them (dark on light cells, white on dark
+    ones), the marked cell boxed in red, the caption under the title.  Drawn with
+    matplotlib alone: seaborn's heatmap costs an import of scipy and a full extra draw."""
+    plt = pyplot()
     from matplotlib.patches import Rectangle
 
     values = data.values.astype(float)
+    grid = values.to_numpy()
     text = cell_text(data).to_numpy()
     lines = max(str(t).count("\n") + 1 for t in text.ravel())
     width = max(6.0, 1.25 * values.shape[1] + 2.5)
     height = max(3.5, (0.3 + 0.2 * lines) * values.shape[0] + 2.5)
     fig, ax = plt.subplots(figsize=(width, height))
     vmin, vmax = data.scale if data.scale else (None, None)
-    sns.heatmap(values, annot=text, fmt="", cmap="viridis", ax=ax, linewidths=0.5,
-                linecolor="white", vmin=vmin, vmax=vmax,
-                annot_kws={"fontsize": 8 if lines <= 2 else 7},
-                cbar_kws={"label": LABELS.get(data.metric, data.metric)},
-                mask=~np.isfinite(values.to_numpy()))
-    ax.set_facecolor("#dddddd")
-    for i in range(values.shape[0]):            # notes for masked cells
-        for j in range(values.shape[1]):
-            if not np.isfinite(values.iat[i, j]) and text[i, j]:
+    mesh = ax.pcolormesh(np.ma.masked_invalid(grid), cmap="viridis", vmin=vmin, vmax=vmax,
+                         edgecolors="white", linewidth=0.5)
+    bar = fig.colorbar(mesh, ax=ax, label=LABELS.get(data.metric, data.metric))
+    bar.outline.set_linewidth(0)
+    ax.set(xlim=(0, grid.shape[1]), ylim=(grid.shape[0], 0), facecolor="#dddddd")
+    for side in ax.spines.values():
+        side.set_visible(False)
+    size = 8 if lines <= 2 else 7
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            if np.isfinite(grid[i, j]):
+                colour = ".15" if _luminance(mesh.to_rgba(grid[i, j])) > .408 else "w"
+                ax.text(j + 0.5, i + 0.5, text[i, j], ha="center", va="center",
+                        color=colour, fontsize=size)
+            elif text[i, j]:                        # why a cell has no number
                 ax.text(j + 0.5, i + 0.5, text[i, j], ha="center", va="center",
                         color="#666666", fontsize=8)
     if data.best is not None:
@@ -57,9 +66,12 @@ def heatmap_figure(data: HeatmapData) -> Any:
         col = list(values.columns).index(data.best[1])
         ax.add_patch(Rectangle((col, row), 1, 1, fill=False, edgecolor="red", linewidth=3))
     turned = data.label_rotation != 0
+    ax.set_xticks(np.arange(grid.shape[1]) + 0.5)
     ax.set_xticklabels(data.column_labels, rotation=data.label_rotation, fontsize=8,
                        ha="right" if turned else "center",
                        rotation_mode="anchor" if turned else "default")
+    ax.set_yticks(np.arange(grid.shape[0]) + 0.5, [str(b) for b in values.index],
+                  va="center")
     ax.set_xlabel("grid (programs)")
     ax.set_ylabel("block (threads = num_warps × 32)")
     chars = int(12 * width)                       # ~12 characters an inch at 9 pt
@@ -68,32 +80,40 @@ def heatmap_figure(data: HeatmapData) -> Any:
     return fig
 
 
-def _save(fig: Any, directory: Path, stem: str) -> list[Path]:
-    """Write ``stem``.png and ``stem``.svg under ``directory`` and close the figure."""
-    return save_figure(fig, [directory / f"{stem}.png", directory / f"{stem}.svg"])
+def _luminance(rgba: tuple[float, float, float, float]) -> float:
+    """Relative luminance (WCAG) of a colour: above ~0.41 dark text reads better."""
+    rgb = np.asarray(rgba[:3])
+    linear = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
 
 
-def save_figure(fig: Any, paths: list[Path]) -> list[Path]:
-    """Write ``fig`` to each of ``paths`` in the format its suffix names (each file whole
-    or not at all) and close the figure."""
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display; set once)."""
+    import matplotlib
+
+    if matplotlib.get_backend().lower() != "agg":
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_figure(fig: Any, paths: Sequence[Path]) -> list[Path]:
+    """Write ``fig`` to each of ``paths`` in the format its suffix names (each file whole
+    or not at all) and close the figure.  PNGs at :data:`DPI`."""
+    plt = pyplot()
     fig.tight_layout()
     for path in paths:
         image = io.BytesIO()
-        fig.savefig(image, format=path.suffix[1:], dpi=110)
+        fig.savefig(image, format=path.suffix[1:], dpi=DPI)
         atomic_write(path, image.getvalue())
     plt.close(fig)
-    return paths
+    return list(paths)
 
 
-def draw_effect(effect: Any, title: str, directory: Path, metric: str = "gbps") -> list[Path]:
+def effect_figure(effect: Any, title: str, metric: str = "gbps") -> Any:
     """A rate against one axis's values, the median's 95 % CI as a band, baseline marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     points = effect.points
     x = np.arange(len(points))
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(points) + 2), 3.6))
@@ -109,4 +129,4 @@ def draw_effect(effect: Any, title: str, directory: Path, metric: str = "gbps") 
                  f"{', beyond noise' if effect.beyond_noise else ', within noise'})",
                  fontsize=9)
     ax.legend(fontsize=7)
-    return _save(fig, directory, f"oat_{effect.axis}")
+    return fig

@@ -4,12 +4,13 @@ come from :mod:`._footprint` and :mod:`._roofline`."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sweeper.report._draw import save_figure
+from sweeper.report._draw import pyplot, save_figure
 from sweeper.report._footprint import FootprintCurve
 from sweeper.report._roofline import BESIDE, Roof, Roofline
 from sweeper.report._tables import LABELS
@@ -19,15 +20,16 @@ from sweeper.space import format_size
 CACHE_COLOURS = {"cold": "tab:blue", "warm": "tab:orange"}
 
 
-def draw_footprint(curve: FootprintCurve, directory: Path) -> list[Path]:
-    """Write ``NAME.png`` and ``NAME.svg`` of the curve under ``directory``."""
+def draw_footprint(curve: FootprintCurve, directory: Path,
+                   formats: Sequence[str] = ("png",)) -> list[Path]:
+    """Write ``NAME.png`` (and each other of ``formats``) of the curve under ``directory``."""
     return save_figure(footprint_figure(curve),
-                       [directory / f"{curve.name}.png", directory / f"{curve.name}.svg"])
+                       [directory / f"{curve.name}.{f}" for f in formats])
 
 
 def footprint_figure(curve: FootprintCurve) -> Any:
     """The curve as a matplotlib figure: footprint on a log2 axis, the rate from zero."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for cache, sub in curve.points.groupby("cache", sort=True):
         colour = CACHE_COLOURS.get(str(cache))
@@ -65,7 +67,7 @@ def roofline_figure(roof: Roofline) -> Any:
     """The roofline as a matplotlib figure: log-log, calibrated roofs solid, physical
     bounds dashed, each placed winner labelled with its % of the roof; winners without
     a place listed in a panel beside it."""
-    plt = _pyplot()
+    plt = pyplot()
     if roof.beside:
         fig, (ax, side) = plt.subplots(1, 2, figsize=(11.5, 5.5),
                                        gridspec_kw={"width_ratios": [3, 1.4]})
@@ -132,12 +134,3 @@ def _titled(ax: Any, title: str, caption: str, width_in: float) -> None:
     chars = int(12 * width_in)
     ax.set_title(textwrap.fill(title, chars) + "\n" + textwrap.fill(caption, chars),
                  fontsize=8)
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt

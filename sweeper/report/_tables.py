@@ -380,3 +380,11 @@ def one_at_a_time(trials: Sequence[TrialRecord], axes: dict[str, list[str]],
                               beyond_noise=bool(best["lo"] > worst["hi"]),
                               baseline=baseline[axis]))
     return out
+
+
+def single_valued(df: pd.DataFrame, meta_names: Sequence[str]) -> list[str]:
+    """The config columns (``grid_label``, ``grid``, ``block`` and the meta-parameters)
+    that hold one value in every trial of the study: reports state them once, under what
+    was held fixed, instead of repeating them in every row and drawing maps of one cell."""
+    columns = ["grid_label", "grid", "block", *meta_names]
+    return [c for c in columns if c in df and df[c].dropna().astype(str).nunique() <= 1]

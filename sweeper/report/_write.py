@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,7 @@ from sweeper.fsio import atomic_write
 from sweeper.kernels import BUILTINS, Headline
 from sweeper.outcome import problem_text
 from sweeper.plugins import kernel_declaration
-from sweeper.report._draw import draw_effect, draw_heatmap
-from sweeper.report._draw_charts import draw_footprint, draw_roofline
+from sweeper.report._figures import render, report_figures
 from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import heatmaps
 from sweeper.report._markdown import markdown
@@ -34,6 +34,7 @@ from sweeper.report._tables import (
     nothing_measured,
     one_at_a_time,
     rate_column,
+    single_valued,
     stop_counts,
     trials_frame,
     unit,
@@ -44,12 +45,13 @@ from sweeper.store import DriftRecord, DutyRecord, StudyStore
 @dataclass
 class ReportFiles:
     """What :func:`write_report` wrote: ``report.md``, ``report.json`` (its tables as data,
-    for scripts) and the images drawn (heatmaps, effect plots, footprint curves and the
-    roofline)."""
+    for scripts), the images it shows (heatmaps, effect plots, footprint curves and the
+    roofline) and which of them were drawn this time (the others were current)."""
 
     markdown: Path
     json: Path
     images: list[Path] = field(default_factory=list)
+    drawn: list[Path] = field(default_factory=list)     # of ``images``, drawn this time
 
 
 def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, Any]:
@@ -67,6 +69,9 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
     metric = headline.value if df.empty else rate_column(df, headline)
     axes = meta.get("axes", {})
     blocks = sorted(int(b) for b in axes.get("block", []) if str(b).isdigit())
+    fixed = single_valued(df, meta_names)
+    shown_meta = [n for n in meta_names if n not in fixed]
+    varying = len({"grid_label", "block", *meta_names} - set(fixed))
     env = meta.get("environment", {})
     empty = df.empty
     finals = [winners.finals[k] for k in sorted(winners.finals)]
@@ -75,14 +80,14 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "meta": meta, "frame": df, "ceilings": ceilings, "headline": headline,
         "metric": metric, "story": story, "shared_scale": shared_scale,
         "baselines": sorted(baselines, key=lambda b: b.problem),
-        "picks": pd.DataFrame() if empty else headline_table(list(picks.values()), df,
-                                                             meta_names, metric),
-        "heatmaps": [] if empty else heatmaps(
+        "picks": pd.DataFrame() if empty else _without(headline_table(
+            list(picks.values()), df, shown_meta, metric), fixed),
+        "heatmaps": [] if empty or varying < 2 else heatmaps(
             df, meta_names, axes.get("grid", []), blocks, kernel=meta["kernel"],
             gpu=env.get("gpu", "?"), headline=headline, picks=picks,
             shared_scale=shared_scale),
-        "best": pd.DataFrame() if empty else best_configs(df, baselines, meta_names,
-                                                          picks=picks, finals=finals),
+        "best": pd.DataFrame() if empty else _without(best_configs(
+            df, baselines, shown_meta, picks=picks, finals=finals), fixed),
         "failures": pd.DataFrame() if empty else failure_counts(df),
         "stops": pd.DataFrame() if empty else stop_counts(
             df, meta.get("measure", {}).get("stop", "")),
@@ -90,7 +95,8 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
         "unmeasured": None if empty else nothing_measured(df),
         "unfinished": [problem_text(p) for p in winners.missing(trials)]
         if finals_apply(meta) else [],
-        "finals": [(f, final_table(f, df, meta_names, metric)) for f in finals],
+        "finals": [(f, _without(final_table(f, df, shown_meta, metric), fixed, final=True))
+                   for f in finals],
         "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
                                  headline)
         if meta.get("sampler", {}).get("baseline") else [],       # a sampler that takes one
@@ -106,6 +112,15 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
                                    {f.winner: len(f.tied) - 1 for f in finals}, metric,
                                    unit(metric), story)
     return tables
+
+
+def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
+             ) -> pd.DataFrame:
+    """``table`` without the config columns held at one value (a final's table names the
+    grid label ``grid``)."""
+    names = {"grid_label": "grid", "grid": ""} if final else {}
+    drop = [names.get(c, c) for c in fixed]
+    return table.drop(columns=[c for c in drop if c and c in table])
 
 
 def _charts(meta: dict[str, Any], df: pd.DataFrame, picks: list[Any], metric: str,
@@ -140,28 +155,21 @@ def _headline(meta: dict[str, Any]) -> Headline:
     return Headline.GBPS
 
 
-def write_report(store: StudyStore, *, draw: bool = True, shared_scale: bool = False
-                 ) -> ReportFiles:
-    """Draw the heatmaps that hold a number (``shared_scale``: one colour scale per
-    problem) and write ``report.md`` and ``report.json``."""
+def write_report(store: StudyStore, *, draw: bool = True, shared_scale: bool = False,
+                 formats: Sequence[str] = ("png",), redraw: bool = False,
+                 workers: int | None = None) -> ReportFiles:
+    """Draw the pictures whose input changed since they were last drawn (all with
+    ``redraw``) in each of ``formats`` (``shared_scale``: one colour scale per problem;
+    ``workers``: see :func:`render`) and write ``report.md`` and ``report.json``."""
     tables = study_tables(store, shared_scale=shared_scale)
-    maps: list[Path] = []
-    effects: list[Path] = []
+    files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json")
     if draw:
-        for data in tables["heatmaps"]:
-            maps += draw_heatmap(data, store.root / "heatmaps")
-        for effect in tables["effects"]:
-            effects += draw_effect(effect, tables["meta"]["kernel"], store.root / "heatmaps",
-                                   tables["metric"])
-        for curve in tables["footprint"]:
-            effects += draw_footprint(curve, store.root / "heatmaps")
-        if tables["roofline"] is not None:
-            effects += draw_roofline(tables["roofline"], [store.root / "heatmaps" / f"roofline.{x}"
-                                                          for x in ("png", "svg")])
-    files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json",
-                        images=maps + effects)
+        shown = render(report_figures(tables), store.root / "heatmaps", formats,
+                       redraw=redraw, workers=workers)
+        files.images, files.drawn = shown.images, shown.drawn
+    maps = {m.name for m in tables["heatmaps"]}
     atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
-    atomic_write(files.markdown, markdown(tables, maps))
+    atomic_write(files.markdown, markdown(tables, [p for p in files.images if p.stem in maps]))
     return files
 
 

@@ -70,6 +70,8 @@ class ExhaustiveSampler(PlannedSampler):
         while self._next < len(self._choices) and \
                 self._key(self._choices[self._next]) in self._seen:
             self._next += 1
+        if self._next < len(self._choices):   # proposed: never again, even while pending
+            self._seen.add(self._key(self._choices[self._next]))
 
     def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:

@@ -90,6 +90,11 @@ class Expr:
     def __str__(self) -> str:
         return self.text
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without its compiled closures (:attr:`run`), which a worker process
+        compiles again when first used."""
+        return {k: v for k, v in self.__dict__.items() if k != "run"}
+
     @cached_property
     def run(self) -> Callable[[Mapping[str, int]], int | bool]:
         """The tree as nested closures: a space's expressions are evaluated once per config,

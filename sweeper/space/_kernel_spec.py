@@ -7,14 +7,18 @@ nothing to the other kernels)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from sweeper.errors import SpaceError
-from sweeper.space._model import KernelDeclaration
+from sweeper.errors import SpaceError, SweeperError
+from sweeper.space._model import KernelDeclaration, Origin
 from sweeper.space._settings import shown
 
 #: A kernel option's value: a short string, checked by the kernel's declaration.
 MAX_OPTION = 200
+#: A mapping or list as an option's value (``inputs: {src: n}``), kept as its JSON text.
+MAX_STRUCTURED = 2000
 
 
 class KernelSpec:
@@ -25,6 +29,10 @@ class KernelSpec:
 
     def error(self, path: str, message: str) -> SpaceError:
         """The parser's located error (``_Parser.error``)."""
+        raise NotImplementedError
+
+    def origin(self, path: str) -> Origin:
+        """Where ``path`` was written (``_Parser.origin``)."""
         raise NotImplementedError
 
     def kernel_name(self, value: Any) -> Any:
@@ -45,21 +53,43 @@ class KernelSpec:
         given = {k: v for k, v in value.items() if k != "name"} \
             if isinstance(value, dict) else {}
         declared = dict(getattr(kernel, "options", {}))
-        for key, option in given.items():
+        for key, raw in given.items():
             path = f"kernel.{key}"
             if key not in declared:
                 known = ", ".join(declared) if declared else "none (give just its name)"
                 raise self.error(path, f"kernel {kernel.name} takes no option {shown(key)}; "
                                  f"its options: {known}")
-            if not isinstance(option, str) or not 0 < len(option) <= MAX_OPTION:
-                raise self.error(path, f"{shown(option)} is not a valid {key}; allowed: "
-                                 f"a string of 1 to {MAX_OPTION} characters ({declared[key]})")
+            option = json.dumps(raw) if isinstance(raw, (dict, list)) else raw
+            limit = MAX_STRUCTURED if isinstance(raw, (dict, list)) else MAX_OPTION
+            if not isinstance(option, str) or not 0 < len(option) <= limit:
+                raise self.error(path, f"{shown(raw)} is not a valid {key}; allowed: a "
+                                 f"string of 1 to {MAX_OPTION} characters, or a mapping or "
+                                 f"list of up to {MAX_STRUCTURED} ({declared[key]})")
+            resolve = getattr(kernel, "resolve_option", lambda key, value, folder: value)
+            option = resolve(key, option, Path(self.origin(path).file).parent)
             problem = kernel.option_problem(key, option, imports=self.user_code)
             if problem is not None:
                 raise self.error(path, problem)
-        missing = [k for k in declared if k not in given]
+            given[key] = option
+        missing = [k for k in declared if k not in given and k not in
+                   getattr(kernel, "optional_options", ())]
         if missing:
             raise self.error("kernel", f"kernel {kernel.name} needs option {missing[0]!r} "
                              f"({declared[missing[0]]}): kernel: {{name: {kernel.name}, "
                              f"{missing[0]}: ...}}")
         return tuple(sorted(given.items()))
+
+    def declared_kernel(self, value: Any, kernel: type[KernelDeclaration], params: Any
+                        ) -> tuple[tuple[tuple[str, str], ...], type[KernelDeclaration]]:
+        """The options ``kernel:`` gives (:meth:`kernel_options`) and the declaration the
+        kernel makes of them and the space's ``params`` (``Kernel.specialize``), its error
+        located at the option it names."""
+        options = self.kernel_options(value, kernel)
+        specialize = getattr(kernel, "specialize", None)
+        if specialize is None:
+            return options, kernel
+        try:
+            return options, specialize(dict(options), params)
+        except SweeperError as err:
+            key = getattr(err, "key", None)
+            raise self.error(f"kernel.{key}" if key else "kernel", str(err)) from None

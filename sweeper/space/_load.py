@@ -138,7 +138,7 @@ class _Parser(ProblemAxes, Settings, FromAutotune, KernelSpec):
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
         kernel_cls = self.kernel(kernel_name := self.kernel_name(data["kernel"]),
                                  data.get("params"))
-        options = self.kernel_options(data["kernel"], kernel_cls)
+        options, kernel_cls = self.declared_kernel(data["kernel"], kernel_cls, data.get("params"))
         self.shape = self.declared_shape(kernel_cls)
         if "params" not in data:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")

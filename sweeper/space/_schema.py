@@ -75,7 +75,9 @@ def _kernel() -> dict[str, Any]:
         "type": "object", "required": ["name"], "description": "a kernel and the options "
         "it declares, such as {name: torch-op, op: torch.nn.functional.gelu}",
         "properties": {"name": names},
-        "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 200}}]}
+        "additionalProperties": {"anyOf": [
+            {"type": "string", "minLength": 1, "maxLength": 200},
+            {"type": "object"}, {"type": "array"}]}}]}
 
 
 def space_schema() -> dict[str, Any]:

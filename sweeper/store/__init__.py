@@ -6,6 +6,7 @@ from sweeper.store._records import (
     DriftRecord,
     DutyRecord,
     FirstMeasurement,
+    GpuSlot,
     ProblemKey,
     TrialRecord,
 )
@@ -13,5 +14,5 @@ from sweeper.store._schema import Record
 from sweeper.store._study import META, StudyStore
 
 __all__ = ["JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "DriftRecord",
-           "DutyRecord", "FirstMeasurement", "ProblemKey", "Record", "StudyStore",
+           "DutyRecord", "FirstMeasurement", "GpuSlot", "ProblemKey", "Record", "StudyStore",
            "TrialRecord"]

@@ -36,9 +36,11 @@ runs: 11.8 s over 204 configs, ``python benchmarks/sweep_overhead.py``).
 
 **A failed write** (disk full, quota, I/O error) may leave a torn last line, which the next
 open sets aside as above; this process writes nothing more to the journal, and the
-:class:`~sweeper.errors.WriteError` says up to which trial the study is consistent.  Only one
-process appends to a study at a time: a run locks the study folder (``flock``) while it has
-the journal open, and a second run of the same study is refused.
+:class:`~sweeper.errors.WriteError` says up to which trial the study is consistent.  A run
+locks the study folder (``flock``) while it has the journal open, and a second run of the
+same study is refused; workers (``sweeper worker``) share the folder lock and append one at a
+time under the study lock of :mod:`sweeper.store._claims_file`, each ending a line a killed
+worker left torn before its own.
 
 **Fault injection.**  ``SWEEPER_FAULT=POINT[:N]`` in the environment kills the process
 (SIGKILL) the Nth time (default: the first) it reaches ``POINT``: ``after-reject`` (side file
@@ -49,6 +51,7 @@ step loses nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import hashlib
@@ -58,6 +61,7 @@ import signal
 import threading
 import warnings
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +76,7 @@ from sweeper.fsio import (
     write_error,
     write_temp,
 )
+from sweeper.store._claims_file import StudyLock
 from sweeper.store._schema import record_class, record_problem
 
 JOURNAL = "trials.jsonl"
@@ -207,16 +212,20 @@ class JournalWriter:
         self._failed: WriteError | None = None
         self._trials: dict[int, int] = {}
         self._lines = 0
+        self._shared: StudyLock | None = None
 
-    def open(self) -> None:
-        """Lock the study, repair the journal if it needs it, open it to append."""
+    def open(self, shared: StudyLock | None = None) -> None:
+        """Lock the study, repair the journal if it needs it, open it to append.  With
+        ``shared`` (workers): the folder lock is shared with other workers, the journal is
+        not repaired (others append to it), and each append takes ``shared``."""
         if self._fds:
             return
         make_dirs(self.root)
-        self._lock()
+        self._lock(shared=shared is not None)
+        self._shared = shared
         try:
             _, found = scan(self.path)
-            if found.bad:
+            if found.bad and shared is None:
                 repair(self.path, found)
                 _, found = scan(self.path)
             created = not self.path.exists()
@@ -224,7 +233,7 @@ class JournalWriter:
             if created:
                 fsync_dir(self.root)
             self._trials, self._lines = found.trials, found.line_count
-            if found.needs_newline:
+            if found.needs_newline and shared is None:
                 self._write(b"\n")
             for stale in [*self.root.glob(f".{JOURNAL}.*{TEMP_SUFFIX}"),
                           *self.root.glob(f".study.json.*{TEMP_SUFFIX}")]:
@@ -240,32 +249,31 @@ class JournalWriter:
             if self._failed is not None:
                 raise self._failed
             self.open()
-            line, trials = self._encode(record.to_json())
-            self._write(line)
-            self._trials, self._lines = trials, self._lines + 1
+            with self._shared_turn():
+                line, trials = encode_record(record.to_json(), self._trials,
+                                             self._lines + 1, self.path)
+                self._write(line)
+                self._trials, self._lines = trials, self._lines + 1
         fault("after-append")
+
+    @contextlib.contextmanager
+    def _shared_turn(self) -> Iterator[None]:
+        """Shared: this process's turn under the study lock, the journal read again (other
+        workers appended) and a line torn by a killed worker ended first."""
+        if self._shared is None:
+            yield
+            return
+        with self._shared.held():
+            _, found = scan(self.path)
+            self._trials, self._lines = found.trials, found.line_count
+            if found.needs_newline or (found.bad and found.bad[-1].reason == TORN):
+                self._write(b"\n")
+            yield
 
     def close(self) -> None:
         """Close the journal and release the study's lock; every record appended is already
         on disk. A later :meth:`append` opens them again."""
         _close_all(self._fds)
-
-    def _encode(self, data: dict[str, Any]) -> tuple[bytes, dict[int, int]]:
-        """The record's line, checked as the reader will check it (what is written can
-        always be read back), and the trials recorded once it is written."""
-        try:
-            line = json.dumps(data, separators=(",", ":")).encode()
-        except (TypeError, ValueError, RecursionError) as err:
-            raise StudyError(f"{self.path}: cannot record a {data.get('kind')} record: "
-                             f"not JSON ({err})") from None
-        parsed, reason = parse_line(line)
-        trials = dict(self._trials)
-        if parsed is not None:
-            reason = cross_check(parsed, trials, self._lines + 1) or ""
-        if reason:
-            raise StudyError(f"{self.path}: cannot record a {data.get('kind')} record: "
-                             f"{reason}")
-        return line + b"\n", trials
 
     def _write(self, data: bytes) -> None:
         try:
@@ -279,19 +287,42 @@ class JournalWriter:
                 again="run the same command to go on")
             raise self._failed from None
 
-    def _lock(self) -> None:
+    def _lock(self, shared: bool) -> None:
         try:
             fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError as err:
             raise StudyError(f"{self.root}: cannot open the study: {err.strerror or err}") \
                 from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise StudyError(f"{self.root}: another sweeper process is running this study; "
-                             "wait for it to finish, or pass --study NEW") from None
+            raise StudyError(
+                f"{self.root}: " + ("a `sweeper run` holds this study; let it finish, then "
+                                    "start the workers" if shared else
+                                    "another sweeper process is running this study; wait "
+                                    "for it to finish, or pass --study NEW (processes share "
+                                    "a study as `sweeper worker --study NAME`)")) from None
         self._fds.append(fd)
+
+
+def encode_record(data: dict[str, Any], trials: dict[int, int], line: int, where: Any
+                  ) -> tuple[bytes, dict[int, int]]:
+    """A record's line, checked as the reader will check it (what is written can always be
+    read back) against the ``trials`` recorded before it (trial number -> line), and those
+    trials once it is written; a record that is not one is a StudyError naming ``where``."""
+    try:
+        text = json.dumps(data, separators=(",", ":")).encode()
+    except (TypeError, ValueError, RecursionError) as err:
+        raise StudyError(f"{where}: cannot record a {data.get('kind')} record: "
+                         f"not JSON ({err})") from None
+    parsed, reason = parse_line(text)
+    trials = dict(trials)
+    if parsed is not None:
+        reason = cross_check(parsed, trials, line) or ""
+    if reason:
+        raise StudyError(f"{where}: cannot record a {data.get('kind')} record: {reason}")
+    return text + b"\n", trials
 
 
 def repair(path: Path, found: Scan) -> None:

@@ -47,6 +47,18 @@ class ProblemKey(NamedTuple):
             return self
 
 
+@dataclass(frozen=True)
+class GpuSlot:
+    """The GPU that measured a trial: its index among the visible GPUs (``--gpus``) and
+    its name.  Records written before sweeps ran on several GPUs have none."""
+
+    index: int
+    name: str
+
+    def __str__(self) -> str:
+        return f"GPU {self.index} ({self.name})"
+
+
 @dataclass
 class TrialRecord(Record):
     """Everything one trial produced; ``config`` is ``None`` when it could not be resolved."""
@@ -77,6 +89,7 @@ class TrialRecord(Record):
     saved_ms: float = 0.0
     clocks: Window | None = None
     duty: str = ""
+    gpu: GpuSlot | None = None
     kind: str = "trial"
 
     @classmethod

@@ -11,23 +11,24 @@ study is rebuilt in memory from it (:mod:`sweeper.sweep._optuna`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, make_dirs
-from sweeper.store._dims import complete_dims
+from sweeper.store._base import Storage, record_key
+from sweeper.store._claims_file import ClaimsFile, StudyLock
 from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
-from sweeper.store._records import BaselineRecord, TrialRecord
-from sweeper.store._schema import Record, meta_problem
+from sweeper.store._records import TrialRecord
+from sweeper.store._schema import meta_problem
 
 META = "study.json"
-R = TypeVar("R", bound=Record)
 
 
-class StudyStore:
+class StudyStore(Storage):
     """One study's folder: ``study.json`` (what was swept, how and where) and the
     append-only journal of its records. Everything a report, an export or a resumed run
     knows comes from here, so nothing a run finished depends on the process that ran it."""
@@ -37,11 +38,18 @@ class StudyStore:
         self._writer = JournalWriter(self.root)
         self._scan: tuple[Any, Scan] | None = None
         self._warned: set[tuple[str, int]] = set()
+        self._lock = StudyLock(self.root)
+        self._claims = ClaimsFile(self.root, self._lock)
 
     @property
     def name(self) -> str:
         """The study's name: its folder's name."""
         return self.root.name
+
+    @property
+    def location(self) -> str:
+        """The journal's path."""
+        return str(self.journal_path)
 
     @property
     def journal_path(self) -> Path:
@@ -106,34 +114,13 @@ class StudyStore:
         appended is already on disk."""
         self._writer.close()
 
-    def records(self, *, warn: bool = True) -> tuple[list[TrialRecord], list[BaselineRecord]]:
-        """The journal's trials and baselines; bad lines are set aside (with a warning,
-        once per line and store, unless ``warn`` is false: see :meth:`bad_lines`).  A
-        problem recorded without dimensions (a journal older than them) gets those the
-        study's kernel derives from its footprint, so old and new records key alike."""
-        trials: list[TrialRecord] = []
-        baselines: list[BaselineRecord] = []
-        for data in self._read(warn):
-            if data["kind"] == "trial":
-                trials.append(TrialRecord.from_json(data))
-            elif data["kind"] == "baseline":
-                baselines.append(BaselineRecord.from_json(data))
-        complete_dims([*trials, *baselines], self.meta)
-        return trials, baselines
-
-    def read(self, cls: type[R]) -> list[R]:
-        """The journal's records of record type ``cls`` (``FinalRecord``, ``DriftRecord``,
-        ``DutyRecord``...), in journal order; bad lines as :meth:`records` sets them aside."""
-        kind = cls.__dataclass_fields__["kind"].default     # type: ignore[attr-defined]
-        out = [cls.from_json(data) for data in self._read(True) if data["kind"] == kind]
-        complete_dims(out, self.meta)
-        return out
-
     def bad_lines(self) -> list[BadLine]:
         """The journal's lines that are not records (what reads set aside)."""
         return list(self._current().bad)
 
-    def _read(self, warn: bool) -> list[dict[str, Any]]:
+    def raw_records(self, warn: bool = True) -> list[dict[str, Any]]:
+        """The journal's good records; bad lines are set aside (with a warning, once per
+        line and store, unless ``warn`` is false: see :meth:`bad_lines`)."""
         found = self._current()
         if warn:
             new = [b for b in found.bad if (found.sha256, b.number) not in self._warned]
@@ -153,8 +140,32 @@ class StudyStore:
             self._scan = scan(self.journal_path)
         return self._scan[1]
 
-    def __enter__(self) -> StudyStore:
-        return self
+    def share(self) -> None:
+        """Open the journal alongside other workers (see :mod:`sweeper.store._journal`)."""
+        self._writer.open(shared=self._lock)
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
+        """See :meth:`Storage.claim`; the claims are ``claims.json`` in the folder."""
+        with self._lock.held():
+            keys = (record_key(d) for d in scan(self.journal_path)[1].records)
+            return self._claims.claim(key, worker_id, lease_s, {k for k in keys if k})
+
+    def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
+        """See :meth:`Storage.heartbeat`."""
+        return self._claims.heartbeat(key, worker_id, lease_s)
+
+    def record_claimed(self, key: str, worker_id: str, record: TrialRecord
+                       ) -> TrialRecord | None:
+        """See :meth:`Storage.record_claimed`: under the study lock, the claim is checked
+        and marked done, then the trial appended under the next free number."""
+        with self._lock.held():
+            if not self._claims.finish(key, worker_id):
+                return None
+            trials = scan(self.journal_path)[1].trials
+            kept = dataclasses.replace(record, number=max(trials, default=-1) + 1)
+            self.append(kept)
+            return kept
+
+    def release(self, key: str, worker_id: str) -> None:
+        """See :meth:`Storage.release`."""
+        self._claims.release(key, worker_id)

@@ -1,12 +1,17 @@
 """The sweep: a sampler proposes, a trial measures, the store keeps, until a budget ends it.
 
-:class:`Sweep` is the loop (``_loop``): it asks the sampler, measures, tells, stores and
-asks the budgets whether to stop.  Each step it hands off is a module here:
+:class:`Sweep` is the coordinator (``_loop``): it asks the sampler for a config per free
+worker, hands it over, stores and tells each outcome, and asks the budgets whether to
+stop.  Each step it hands off is a module here:
 
 - ``_optuna``: the Optuna study rebuilt from the journal at every start, so a resumed
   sweep never measures a finished config again and the sampler sees every past result;
 - ``_budget``: the stop rules (Ctrl-C, trial and time budgets, patience, target);
-- ``_watchdog``: a trial past ``measure.timeout`` recorded as timed out;
+- ``_workers``: what measures a trial, one worker per GPU: in this process, or
+  (``_process``, ``_worker_main``) a persistent process whose crash or hang costs only
+  its trial; a worker process hands its records back through a ``_relay``, so only the
+  coordinator writes the journal;
+- ``_watchdog``: in this process, a trial past ``measure.timeout`` recorded as timed out;
 - ``_bench``: measuring a config, with ``_buffers`` (the inputs, kept per problem),
   ``_baselines`` (torch's, once per problem), ``_replay`` (a recorded result instead),
   ``_limits`` (bounds and ceilings; beyond them, re-verified and re-timed) and

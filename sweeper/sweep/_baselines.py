@@ -14,14 +14,15 @@ from sweeper.devices import Device
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import Duty, summarize, throughput
 from sweeper.space import MeasureSpec
-from sweeper.store import BaselineRecord, ProblemKey, StudyStore
+from sweeper.store import BaselineRecord, ProblemKey
+from sweeper.sweep._relay import Journal
 
 
 class Baselines:
     """The baselines of one study: those found in the journal, and those measured since."""
 
     def __init__(self, kernel: Kernel, device: Device, measure: MeasureSpec, seed: int,
-                 store: StudyStore, found: list[BaselineRecord]) -> None:
+                 store: Journal, found: list[BaselineRecord]) -> None:
         self.kernel, self.device, self.measure = kernel, device, measure
         self.seed, self.store = seed, store
         self.known = {b.problem: b for b in found}

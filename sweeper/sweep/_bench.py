@@ -21,12 +21,13 @@ from sweeper.devices import Device, DeviceFacts
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import StopRule
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
-from sweeper.store import BaselineRecord, StudyStore, TrialRecord
+from sweeper.store import BaselineRecord, TrialRecord
 from sweeper.study import Choice, now
 from sweeper.sweep._baselines import Baselines
 from sweeper.sweep._buffers import BufferPool
 from sweeper.sweep._limits import Limits
 from sweeper.sweep._power import PowerCheck
+from sweeper.sweep._relay import Journal
 from sweeper.sweep._replay import replayed
 from sweeper.trial import TrialResult, TrialStatus, run_trial
 
@@ -35,7 +36,7 @@ class Bench:
     """What one sweep measures with: ``measure`` is the device's measurement spec,
     ``baselines`` those the journal holds."""
 
-    def __init__(self, space: Space, kernel: Kernel, device: Device, store: StudyStore, *,
+    def __init__(self, space: Space, kernel: Kernel, device: Device, store: Journal, *,
                  measure: MeasureSpec, facts: DeviceFacts, limits: Limits,
                  baselines: list[BaselineRecord]) -> None:
         self.space, self.kernel, self.device, self.measure = space, kernel, device, measure
@@ -46,7 +47,9 @@ class Bench:
         self.buffers = BufferPool(kernel, device, self.l2_bytes)
         self.baselines = Baselines(kernel, device, measure, space.sampler.seed, store,
                                    baselines)
-        self._best: dict[tuple[Problem, str], tuple[float, float]] = {}
+        #: the fastest (median, CI high) per (problem, cache) so far: early abandonment cuts
+        #: short a config clearly slower (a worker is handed the coordinator's with each job)
+        self.best: dict[tuple[Problem, str], tuple[float, float]] = {}
 
     def trial(self, number: int, choice: Choice) -> TrialRecord:
         """Trial ``number`` of ``choice``: measured (measured again if it showed the
@@ -62,9 +65,9 @@ class Bench:
         if not t.ok or not t.config or not t.stats:
             return
         key = (t.config.problem, t.config.cache)
-        have = self._best.get(key)
+        have = self.best.get(key)
         if have is None or t.stats.median < have[0]:
-            self._best[key] = (t.stats.median, t.stats.bounds()[1])
+            self.best[key] = (t.stats.median, t.stats.bounds()[1])
 
     def run(self, config: Config, number: int) -> TrialResult:
         """``config`` launched, verified and timed (:func:`run_trial`), inputs seeded by
@@ -85,7 +88,7 @@ class Bench:
         generator = torch.Generator(device=self.device.torch_device)
         generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
         return run_trial(self.kernel, sets, config, self.device, self.measure, generator,
-                         l2_bytes=self.l2_bytes, best=self._best.get(
+                         l2_bytes=self.l2_bytes, best=self.best.get(
                              (config.problem, config.cache)), duty=self.power.duty)
 
     def config_of(self, t: TrialRecord) -> Config:

@@ -38,6 +38,9 @@ class Budgets:
         self.valid, self.measured, self.t0 = valid, measured, t0
         self.repeats = 0
         self.since_improvement = 0
+        #: trials handed to workers and not yet counted: they count against the budgets
+        #: already, so two workers never measure past ``max_trials`` or the space
+        self.in_flight = 0
 
     def stopped_by(self, study: optuna.Study, best: TrialRecord | None) -> str:
         """Why the sweep stops now, or ``""`` to go on."""
@@ -66,7 +69,8 @@ class Budgets:
     def _spent(self, study: optuna.Study) -> str:
         if self.stop.set:
             return "interrupted (Ctrl-C)"
-        if self.max_trials is not None and self.measured >= self.max_trials:
+        taken = self.measured + self.in_flight
+        if self.max_trials is not None and taken >= self.max_trials:
             return f"budget: {self.max_trials} trials"
         if self.max_time_s is not None and time.perf_counter() - self.t0 >= self.max_time_s:
             return f"budget: {self.max_time_s:g} s"
@@ -74,7 +78,7 @@ class Budgets:
         if isinstance(sampler, ExhaustiveSampler):
             if sampler.remaining(study) == 0:
                 return "complete: every valid config measured"
-        elif self.measured >= self.valid:
+        elif taken >= self.valid:
             return "complete: every valid config measured"
         if self.repeats >= MAX_REPEATED_PROPOSALS:
             return f"sampler converged: {self.repeats} proposals in a row were already measured"

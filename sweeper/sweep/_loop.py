@@ -6,31 +6,31 @@ Each of those steps is a module of its own; this one only asks and tells.
 
 from __future__ import annotations
 
-import dataclasses
+import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import optuna
+from optuna.trial import TrialState
 
 from sweeper.ceilings import Ceilings
 from sweeper.devices import Device
-from sweeper.errors import ContextLost
 from sweeper.finals import Winners
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import Config, Invalid, Space
-from sweeper.store import StudyStore, TrialRecord
+from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, StudyStore, TrialRecord
 from sweeper.study import Choice, enumerate_choices, finals_wanted, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
+from sweeper.sweep._claims import Claims
 from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals
 from sweeper.sweep._limits import Limits
 from sweeper.sweep._optuna import Distributions, key_of, model_guesses, rebuild_study, tell
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
-from sweeper.sweep._watchdog import watchdog
+from sweeper.sweep._workers import InlineWorker, Job, Outcome, Worker, Workers
 from sweeper.trial import TrialStatus
 
 
@@ -46,6 +46,10 @@ class _Run:
     summary: SweepSummary
     number: int
     bench: Bench
+    workers: Workers
+    #: the sampler's trials waiting on each config in flight (its first proposal and any
+    #: repeat made before its outcome came), told its record when it comes
+    waiting: dict[tuple[str, ...], list[optuna.trial.Trial]] = field(default_factory=dict)
 
 
 class Sweep:
@@ -60,7 +64,9 @@ class Sweep:
                  max_trials: int | None = None, max_time_s: float | None = None,
                  ceilings: Ceilings | None = None, finals: bool = True,
                  priors: list[dict[str, str]] | None = None,
-                 on_hang: Callable[[TrialRecord], None] | None = None) -> None:
+                 on_hang: Callable[[TrialRecord], None] | None = None,
+                 gpus: Sequence[int] | None = None, processes: bool = False,
+                 claims: Claims | None = None) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -75,6 +81,14 @@ class Sweep:
         #: called (on a watchdog thread) after a trial ran past ``measure.timeout`` and was
         #: recorded as such; ``sweeper run`` re-executes itself there.  None: no watchdog.
         self.on_hang = on_hang
+        #: one worker per GPU index (``--gpus``); None: one worker on the device as opened
+        self.gpus = list(gpus) if gpus is not None else None
+        #: each worker a process of its own (a crash or hang ends that worker, not the
+        #: sweep), else measuring in this process
+        self.processes = processes
+        #: shared with other workers: each config is claimed before it is measured and
+        #: kept through its claim (:mod:`sweeper.sweep._claims`).  None: this run alone.
+        self.claims = claims
         self.ceilings = ceilings
         self.bounds = device.bounds()
         #: what the sampler declares it needs or offers (finals, a baseline, guesses)
@@ -90,7 +104,10 @@ class Sweep:
         t0 = time.perf_counter()
         run = self._start(t0)
         try:
-            run.summary.stopped_by = self._loop(run)
+            try:
+                run.summary.stopped_by = self._loop(run)
+            finally:
+                run.workers.close()
             self._drift_and_finals(run)
         finally:
             self.reporter.finish()
@@ -127,7 +144,36 @@ class Sweep:
         self.reporter.start(total=total, done=min(measured, total))
         for t in done.values():
             bench.note_best(t)
-        return _Run(study, dists, done, budgets, summary, number, bench)
+        return _Run(study, dists, done, budgets, summary, number, bench,
+                    self._workers(bench, baselines))
+
+    def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
+        """One worker per GPU: in this process (sharing ``bench``), or each a process of
+        its own, started side by side."""
+        indices = self.gpus if self.gpus is not None else [0]
+        if not self.processes:
+            return Workers([InlineWorker(
+                bench, self.store, self.measure.timeout_s, self.on_hang, self._resolved,
+                None if self.gpus is None else GpuSlot(i, self.facts.name))
+                for i in indices])
+        from sweeper.sweep._process import ProcessWorker, Setup
+
+        setup = Setup(self.space, self.device.opened_as or self.device.name, self.measure,
+                      self.ceilings, [*baselines, *self.store.read(DutyRecord)],
+                      list(sys.path))
+        workers = [ProcessWorker(setup, i, gpu_env=self.device.measures_gpu,
+                                 env=dict(self.device.sets_env), resolve=self._resolved)
+                   for i in indices]
+        try:
+            for worker in workers:
+                worker.launch()
+            for worker in workers:
+                worker.wait_ready()
+        except BaseException:
+            for worker in workers:
+                worker.close()
+            raise
+        return Workers(workers)
 
     def _record_invalid(self, invalid: list[tuple[Choice, str]],
                         done: dict[tuple[str, ...], TrialRecord], summary: SweepSummary,
@@ -136,58 +182,103 @@ class Sweep:
         Returns the number the next trial gets."""
         for choice, reason in invalid:
             if key_of(choice) not in done:
-                record = TrialRecord(number=number, choice=choice, status=TrialStatus.INVALID,
-                                     reason=reason, started=now())
-                self.store.append(record)
+                record = self._record(TrialRecord(number=number, choice=choice, reason=reason,
+                                                  status=TrialStatus.INVALID, started=now()))
+                if record is None:      # another worker recorded it
+                    continue
                 done[record.key()] = record
                 summary.trials.append(record)
                 number += 1
         return number
 
     def _loop(self, run: _Run) -> str:
-        """Ask, measure, keep, tell, until a budget stops it; returns why it stopped."""
-        summary = run.summary
-        while not (stopped_by := run.budgets.stopped_by(run.study, summary.best)):
-            trial = run.study.ask(run.dists)
-            choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
-            if key_of(choice) in run.done:    # answered from the journal, never re-measured
-                tell(run.study, trial, run.done[key_of(choice)])
-                summary.repeated += 1
+        """Give each free worker a config, keep each outcome as it comes, until a budget
+        stops the sweep and the trials in flight are kept; returns why it stopped."""
+        stopped_by = ""
+        while True:
+            if not stopped_by:
+                stopped_by = self._dispatch(run)
+            if not run.workers.busy():
+                return stopped_by
+            worker, job, outcome = run.workers.next_outcome()
+            self._keep(run, worker, job, outcome)
+
+    def _dispatch(self, run: _Run) -> str:
+        """Ask the sampler for one new config per free worker and hand it over.  A config
+        the journal has is answered from it; one in flight is told its outcome when it
+        comes, and until then no more is asked (the sampler needs news), so no config is
+        measured twice.  Returns why the sweep stops, or ``""``."""
+        for worker in run.workers.free():
+            while True:
+                run.budgets.in_flight = len(run.workers.busy())
+                stopped_by = run.budgets.stopped_by(run.study, run.summary.best)
+                if stopped_by:
+                    return stopped_by
+                trial = run.study.ask(run.dists)
+                choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
+                key = key_of(choice)
+                if key not in run.done and key not in run.waiting:
+                    run.budgets.proposed()
+                    if self.claims is None or self.claims.take(key):
+                        break
+                    run.study.tell(trial, state=TrialState.FAIL)   # another worker's config
+                    run.budgets.measured += 1
+                    continue
+                run.summary.repeated += 1
                 run.budgets.repeated()
-                continue
-            run.budgets.proposed()
-            record = self._trial(run, choice)
+                if key in run.done:     # answered from the journal, never re-measured
+                    tell(run.study, trial, run.done[key])
+                else:                   # in flight: the sampler needs its outcome first
+                    run.waiting[key].append(trial)
+                    return ""
+            run.waiting[key] = [trial]
+            worker.submit(Job(run.number, choice, dict(run.bench.best), run.bench.power.duty))
+            run.number += 1
+        return ""
+
+    def _keep(self, run: _Run, worker: Worker, job: Job, outcome: Outcome) -> None:
+        """Keep ``job``'s outcome: the records measuring added, then the trial's; tell the
+        sampler; count it.  A worker the trial lost is replaced (in this process: the
+        trial is kept, then ContextLost ends it)."""
+        record, summary = outcome.record, run.summary
+        self._keep_extras(run, outcome.extras)
+        record = self._record(record) or record     # None: the claim was lost to another
+        run.done[record.key()] = record
+        summary.trials.append(record)
+        for trial in run.waiting.pop(key_of(job.choice), []):
             tell(run.study, trial, record)
-            if record.status is TrialStatus.INVALID:
-                continue
+        if record.status is not TrialStatus.INVALID:
             summary.measured += 1
             summary.saved_ms += record.saved_ms
             run.bench.note_best(record)
             summary.best = run.budgets.counted(record, summary.best)
             self.reporter.trial(record, summary.best)
-        return stopped_by
+        if outcome.lost:
+            worker.restart(record)
 
-    def _trial(self, run: _Run, choice: Choice) -> TrialRecord:
-        """Measure ``choice`` as the next trial under the watchdog and keep it.  A crash
-        that left the device unusable is kept, then ends this process (ContextLost)."""
-        number = run.number
-        with watchdog(self.store, number, choice, self.measure.timeout_s,
-                      None if self.device.replays else self.on_hang,
-                      partial(self._resolved, choice)):
-            record = run.bench.trial(number, choice)
-        lost = record.status is TrialStatus.CRASHED and not self.device.healthy()
-        if lost:
-            record = dataclasses.replace(record, reason=(
-                f"{record.reason} (it left the CUDA context unusable; the sweep went "
-                "on in a fresh process)"))
-        run.number += 1
-        self.store.append(record)
-        run.done[record.key()] = record
-        run.summary.trials.append(record)
-        if lost:      # recorded; nothing more can run in this process
-            self.reporter.trial(record, run.summary.best)
-            raise ContextLost(record.number, record.reason or "")
-        return record
+    def _keep_extras(self, run: _Run, extras: list[object]) -> None:
+        """A worker process's baselines and duty switch, each kept once: two workers may
+        both measure a problem's baseline, or both see the power cap."""
+        for extra in extras:
+            if isinstance(extra, BaselineRecord):
+                if extra.problem in run.bench.baselines.known:
+                    continue
+                run.bench.baselines.known[extra.problem] = extra
+            elif isinstance(extra, DutyRecord):
+                if run.bench.power.duty is not None:
+                    continue
+                run.bench.power.duty, run.bench.power.note = extra.duty, extra.note
+            self.store.append(extra)
+
+    def _record(self, record: TrialRecord) -> TrialRecord | None:
+        """Append ``record``, or with claims record it through its claim (under the number
+        the store gives it; None when the claim was lost or never taken)."""
+        if self.claims is None:
+            self.store.append(record)
+            return record
+        if record.status is TrialStatus.INVALID and not self.claims.take(record.key()):
+            return None
+        return self.claims.keep(record.key(), record)
 
     def _drift_and_finals(self, run: _Run) -> None:
         """Unless interrupted: the one-at-a-time baseline measured again (its drift over
@@ -218,4 +309,3 @@ class Sweep:
             return self.space.resolve(choice, self.facts.env(), self.facts.max_footprint)
         except Invalid:
             return None
-

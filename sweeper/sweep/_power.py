@@ -14,13 +14,14 @@ from __future__ import annotations
 from sweeper.devices import Device
 from sweeper.measure import DEFAULT_DUTY, Duty, power_bound
 from sweeper.space import MeasureSpec
-from sweeper.store import DutyRecord, FirstMeasurement, StudyStore, TrialRecord
+from sweeper.store import DutyRecord, FirstMeasurement, TrialRecord
+from sweeper.sweep._relay import Journal
 
 
 class PowerCheck:
     """The duty schedule a study's samples follow now, and why (``note``)."""
 
-    def __init__(self, measure: MeasureSpec, device: Device, store: StudyStore) -> None:
+    def __init__(self, measure: MeasureSpec, device: Device, store: Journal) -> None:
         self.auto = measure.duty == "auto"
         self.device, self.store = device, store
         #: what precedes each config's samples: the space's schedule, else none until a

@@ -1,0 +1,78 @@
+"""An exhaustive sweep on one GPU against the same sweep on two, one worker process each.
+
+Run on a machine with two GPUs:  python benchmarks/multi_gpu.py [spaces/copy.yaml]
+
+A first sweep on both GPUs compiles every config (the Triton cache is then warm for
+both sides, and discarded); then the space is swept with ``--gpus 0`` and with
+``--gpus 0,1``, each into a fresh study.  Printed: each sweep's wall time without its
+finals (the finals run on one GPU either way), the ratio (goal <= 0.55), how the trials
+split between the GPUs, and whether both studies end with the same winner per problem
+(or, where not, how far apart the two winners' medians are: within noise, the finals may
+name either).
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import tempfile
+from pathlib import Path
+
+from sweeper.devices import open_device
+from sweeper.finals import Winners
+from sweeper.kernels import load_kernel
+from sweeper.space import load_space
+from sweeper.store import StudyStore
+from sweeper.sweep import Sweep, open_study
+
+
+def sweep(space_path: str, root: Path, gpus: list[int]) -> tuple[float, StudyStore]:
+    """Sweep ``space_path`` into a study at ``root`` with one worker process per GPU of
+    ``gpus``; the sweep's wall time without the finals, and the store."""
+    space = load_space(space_path)
+    device = open_device("cuda")
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    store = StudyStore(root)
+    open_study(store, space, kernel, device, command=f"multi_gpu.py --gpus {gpus}")
+    summary = Sweep(space, kernel, device, store, gpus=gpus, processes=True).run()
+    return summary.wall_s - summary.finals_s, StudyStore(root)
+
+
+def winners(store: StudyStore) -> dict[object, tuple[str, float]]:
+    """Each problem's winner: its config's key and median (ms)."""
+    trials = {t.number: t for t in store.records()[0]}
+    out = {}
+    for problem, final in Winners.of(store).current(list(trials.values())).items():
+        t = trials[final.winner]
+        out[problem] = (" ".join(t.key()), t.stats.median if t.stats else float("nan"))
+    return out
+
+
+def main() -> int:
+    space_path = sys.argv[1] if len(sys.argv) > 1 else "spaces/copy.yaml"
+    with tempfile.TemporaryDirectory() as tmp:
+        sweep(space_path, Path(tmp) / "warm", [0, 1])
+        one_s, one = sweep(space_path, Path(tmp) / "one", [0])
+        two_s, two = sweep(space_path, Path(tmp) / "two", [0, 1])
+        split = collections.Counter(t.gpu.index for t in two.records()[0] if t.gpu)
+        print(f"{space_path}: --gpus 0: {one_s:.1f} s; --gpus 0,1: {two_s:.1f} s "
+              f"(trials per GPU: {dict(sorted(split.items()))}); ratio {two_s / one_s:.3f} "
+              f"(goal <= 0.55)")
+        a, b = winners(one), winners(two)
+        agree = True
+        for problem in sorted(set(a) | set(b), key=str):
+            if problem not in a or problem not in b:
+                agree = False
+                print(f"{problem}: a winner on {'one' if problem in a else 'two'} GPU(s) only")
+                continue
+            (ka, ma), (kb, mb) = a[problem], b[problem]
+            if ka != kb:
+                agree = False
+                print(f"{problem}: winners differ: {ka} ({ma:.4g} ms) on one GPU, {kb} "
+                      f"({mb:.4g} ms) on two: {100 * abs(ma - mb) / ma:.2f} % apart")
+        print("winners agree" if agree else "winners differ (see above)")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Time a full report of a recorded study: cold (no picture drawn yet), warm (nothing
+changed: nothing drawn), and drawing in this process against a pool of processes.
+
+    python benchmarks/report_speed.py [--table tests/data/replay/h200-copy.csv]
+                                      [--space spaces/copy.yaml] [--repeat 3]
+
+The study is replayed from the table into a temporary folder (no GPU needed); each row is
+the median of ``--repeat`` runs.  ``sweeper report`` rows are whole processes (imports
+included), as a user waits for them; ``write_report`` rows are in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(step: Callable[[], object], before: Callable[[], object], repeat: int) -> float:
+    """Median wall seconds of ``step``, ``before`` run (untimed) ahead of each."""
+    times = []
+    for _ in range(repeat):
+        before()
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--table", default=str(ROOT / "tests/data/replay/h200-copy.csv"))
+    parser.add_argument("--space", default=str(ROOT / "spaces/copy.yaml"))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    from sweeper.cli import main as sweeper
+    from sweeper.report import write_report
+    from sweeper.store import StudyStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        assert sweeper(["run", args.space, "--device", f"replay:{args.table}", "--quiet",
+                        "--no-report", "--studies-dir", tmp, "--study", "bench"]) == 0
+        root = Path(tmp) / "bench"
+        store = StudyStore(root)
+
+        def clear() -> None:
+            shutil.rmtree(root / "heatmaps", ignore_errors=True)
+
+        def command(*extra: str) -> Callable[[], object]:
+            return lambda: subprocess.run(
+                [sys.executable, "-m", "sweeper", "report", str(root), *extra],
+                check=True, capture_output=True, cwd=ROOT)
+
+        def nothing() -> None:
+            return None
+
+        pictures = len(write_report(store, workers=1).images)
+        rows = [
+            ("sweeper report, cold (PNG)", timed(command(), clear, args.repeat)),
+            ("sweeper report, cold (PNG and SVG)", timed(command("--svg"), clear, args.repeat)),
+            ("sweeper report, warm (nothing changed)", timed(command(), nothing, args.repeat)),
+            ("write_report, cold, drawn in this process",
+             timed(lambda: write_report(store, workers=1), clear, args.repeat)),
+            ("write_report, cold, drawn in a process pool",
+             timed(lambda: write_report(store, workers=os.cpu_count()), clear, args.repeat)),
+            ("write_report, warm", timed(lambda: write_report(store), nothing, args.repeat)),
+        ]
+    print(f"report of {Path(args.table).name} ({pictures} pictures), median of "
+          f"{args.repeat}:")
+    width = max(len(name) for name, _ in rows)
+    for name, seconds in rows:
+        print(f"  {name:<{width}}  {seconds:6.2f} s")
+
+
+if __name__ == "__main__":
+    main()

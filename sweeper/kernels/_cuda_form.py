@@ -1,0 +1,289 @@
+"""The ``cuda`` kernel as a space and a Python file declare it, importing neither torch
+nor CuPy: a short kernel (:mod:`sweeper.kernels._short`) whose launch is a CUDA C/C++
+function compiled through NVRTC (:class:`CudaLaunch`).
+
+In a space file every part is an option of ``kernel:``, paths relative to the space
+file::
+
+    kernel: {name: cuda, source: ../examples/copy.cu, entry: copy,
+             inputs: {src: n}, outputs: {dst: n}, args: [dst, src, n],
+             reference: "torch:clone"}
+
+In Python, :func:`cuda` makes the launch that :func:`sweeper.kernel` takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sweeper import plugins
+from sweeper.errors import SweeperError
+from sweeper.kernels._base import Kernel, MetaParam, OptionError
+from sweeper.kernels._cuda_spec import (
+    IDENTIFIER,
+    Arg,
+    parse_args,
+    sources,
+    template_names,
+)
+from sweeper.kernels._short_form import Declaration
+
+#: The options that hold a mapping or list (kept as JSON text), and what each must be.
+STRUCTURED: dict[str, type | tuple[type, ...]] = {
+    "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
+
+
+class CudaLaunch:
+    """Launch ``entry`` (or the ``template`` instantiation) of the CUDA file ``source``
+    with the tensors and scalars ``args`` names, ``grid`` blocks of ``block`` threads, on
+    torch's current stream; compiled per config's defines on first use (cached on disk,
+    :mod:`sweeper.kernels._cuda_build`) and kept loaded for the process."""
+
+    needs_gpu = True
+
+    def __init__(self, source: Path, entry: str, args: Sequence[str],
+                 template: str | None = None, module: str = __name__) -> None:
+        self.source, self.entry, self.template = source, entry, template
+        self.raw_args = tuple(args)
+        self.__name__ = entry
+        self.__module__ = module
+        #: the compiler (``None``: NVRTC, made on first use) and the loaded functions
+        self.compiler: Any = None
+        self.loaded: dict[tuple[str, ...], Any] = {}
+
+    def args(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
+             ) -> tuple[Arg, ...]:
+        """The parsed arguments; a ``ValueError`` naming one that is unknown."""
+        parsed = parse_args(self.raw_args, tensors, (*dims, *meta))
+        if isinstance(parsed, str):
+            raise ValueError(parsed)
+        return parsed
+
+    def kernel_source(self) -> str:
+        """The source and every file it includes, what a study's source hash covers."""
+        return "".join(f"// {p.name}\n{data.decode(errors='replace')}\n"
+                       for p, data in sources(self.source).items()) + \
+            f"// entry {self.template or self.entry}, args {list(self.raw_args)}\n"
+
+    def __call__(self, config: Any, **tensors: Any) -> None:
+        from sweeper.kernels.cuda import launch
+
+        launch(self, tensors, config)
+
+
+def cuda(source: str | Path, entry: str, args: Sequence[str], *,
+         template: str | None = None) -> CudaLaunch:
+    """The launch of a CUDA C/C++ kernel, for :func:`sweeper.kernel`: ``source`` (relative
+    to the calling module's file), ``entry`` the ``__global__`` function, ``args`` its
+    arguments in order (tensors by name, dimensions and meta-parameters by name, numbers;
+    a scalar typed as ``n:int64``, default int32 or float32), ``template`` an
+    instantiation such as ``"copy<{VEC}>"``.  Meta-parameters become ``-DNAME=value``,
+    the block ``-Dblock_size_x``, the dtype ``-DDTYPE``."""
+    caller = sys._getframe(1).f_globals
+    folder = Path(caller.get("__file__") or ".").resolve().parent
+    path = (folder / source).resolve()
+    problem = _source_problem(str(path)) or _entry_problem(entry) or (
+        _template_problem(template) if template else None)
+    if problem is None and isinstance(args, str):
+        problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
+    if problem is not None:
+        raise SweeperError(f"sweeper.cuda: {problem}")
+    return CudaLaunch(path, entry, args, template, caller.get("__name__", __name__))
+
+
+class CudaDeclaration(Kernel):
+    """The ``cuda`` kernel as spaces see it: a ``.cu`` file's entry, the tensors by shape,
+    the arguments in order and a reference; the space's own axes are its meta-parameters
+    (compiled as ``-D`` defines or template arguments)."""
+
+    name: ClassVar[str] = "cuda"
+    options: ClassVar[Mapping[str, str]] = {
+        "source": "the .cu file, relative to the space file",
+        "entry": "the __global__ function to launch",
+        "inputs": "the tensors read, by shape: {src: n} or {a: \"M, K\"}",
+        "outputs": "new tensors by shape ({dst: n}), or inputs written in place ([x])",
+        "args": "the entry's arguments in order: tensors, dimensions, numbers ([dst, src, n])",
+        "reference": "module:function or file.py:function, called with the inputs",
+        "template": "a template instantiation such as copy<{VEC}, {UNROLL}>",
+        "dims": "the problem's dimensions and default sizes ({n: 1048576})",
+        "grid": "the default grid expression (cdiv(n, block))",
+        "footprint_bytes": "the bytes a problem is named by, over the dimensions",
+        "bytes_moved": "bytes one launch moves, over the dimensions and itemsize",
+        "flops": "FLOPs one launch does, over the dimensions",
+    }
+    optional_options: ClassVar[frozenset[str]] = frozenset(
+        {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops"})
+    needs_gpu: ClassVar[bool] = True
+    defaults: ClassVar[Mapping[str, Any]] = {"grid": "cdiv(n, block)", "block": 256,
+                                             "dtype": "float32", "footprint": "64MiB"}
+    summary: ClassVar[str] = ("a CUDA C/C++ kernel from a .cu file, compiled through NVRTC "
+                              "with the swept axes as -D defines (needs a GPU and cupy)")
+
+    @classmethod
+    def resolve_option(cls, key: str, value: str, folder: Path) -> str:
+        """``source`` and a ``file.py:function`` reference, relative to ``folder``."""
+        if key == "source":
+            return str((folder / value).resolve())
+        path, colon, attr = value.rpartition(":")
+        if key == "reference" and colon and path.endswith(".py"):
+            return f"{(folder / path).resolve()}:{attr}"
+        return value
+
+    @classmethod
+    def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
+        if key in STRUCTURED:
+            return _structured_problem(key, value)
+        checks: dict[str, Callable[[str], str | None]] = {
+            "source": _source_problem, "entry": _entry_problem,
+            "template": _template_problem}
+        if key == "reference":
+            return _reference_problem(value, imports)
+        return checks[key](value) if key in checks else None
+
+    @classmethod
+    def specialize(cls, options: Mapping[str, str], params: Any) -> type[Kernel]:
+        """The short kernel these options declare, its meta-parameters the axes ``params``
+        names (``None``, as a run constructs it: none declared)."""
+        meta = _meta_names(options, params)
+        launch = CudaLaunch(Path(options["source"]), options["entry"],
+                            json.loads(options["args"]), options.get("template"))
+        inputs = json.loads(options["inputs"])
+        outputs = json.loads(options["outputs"])
+        try:
+            declared = Declaration(
+                inputs={k: _spec(v) for k, v in inputs.items()},
+                outputs={k: _spec(v) for k, v in outputs.items()}
+                if isinstance(outputs, dict) else outputs,
+                reference=Reference(options["reference"], tuple(inputs)), name="cuda",
+                meta={m: MetaParam(default=0, doc="a -D define") for m in meta},
+                dims=json.loads(options["dims"]) if "dims" in options else None,
+                grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
+                footprint_bytes=options.get("footprint_bytes"),
+                bytes_moved=options.get("bytes_moved"), flops=options.get("flops"))
+            built = declared.build(launch)
+        except SweeperError as err:
+            raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
+        tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
+        _check_args(launch, tensors, tuple(built.dims), meta)
+        source = f"{launch.kernel_source()}// reference {options['reference']}\n"
+        attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
+        return type("CudaShort", (built, cls), attrs)
+
+
+def _spec(raw: Any) -> Any:
+    """A JSON shape as :func:`~sweeper.kernels._tensors.tensor_spec` takes it: a
+    ``[shape, dtype]`` pair as a tuple."""
+    return tuple(raw) if isinstance(raw, list) and len(raw) == 2 else raw
+
+
+def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:
+    """The meta-parameters: ``params``' axes but the launch and problem ones and the
+    dimensions; an :class:`OptionError` where the template reads another."""
+    from sweeper.kernels import unchecked_kernel
+
+    dims = json.loads(options["dims"]) if "dims" in options else {"n": 0}
+    meta = [n for n in unchecked_kernel("cuda", params).meta_params if n not in dims]
+    template = options.get("template")
+    if template and params is not None:
+        missing = [n for n in template_names(template) if n not in meta]
+        if missing:
+            raise OptionError("template", f"{template!r} reads {{{missing[0]}}}, which is no "
+                              f"meta-parameter axis of params; known: {', '.join(meta) or 'none'}")
+    return meta
+
+
+def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
+                meta: Sequence[str]) -> None:
+    try:
+        parsed = launch.args(tensors, dims, meta)
+    except ValueError as err:
+        raise OptionError("args", str(err)) from None
+    unpassed = [t for t in tensors if t not in {a.name for a in parsed}]
+    if unpassed:
+        raise OptionError("args", f"tensor {unpassed[0]!r} is not passed to the entry; "
+                          f"args: {', '.join(launch.raw_args)}")
+
+
+def _source_problem(value: str) -> str | None:
+    path = Path(value)
+    if not path.is_file():
+        return f"no file {value}; allowed: a CUDA source file, relative to the space file"
+    try:
+        sources(path)
+    except (OSError, UnicodeDecodeError) as err:
+        return f"{value} cannot be read: {err}"
+    return None
+
+
+def _entry_problem(value: str) -> str | None:
+    return None if IDENTIFIER.fullmatch(value) else \
+        f"{value!r} is not a function name; allowed: a C identifier such as copy"
+
+
+def _template_problem(value: str) -> str | None:
+    names = template_names(value)
+    return names if isinstance(names, str) else None
+
+
+def _structured_problem(key: str, value: str) -> str | None:
+    try:
+        data = json.loads(value)
+    except ValueError:
+        data = value
+    kind = STRUCTURED[key]
+    if not isinstance(data, kind) or not data:
+        return f"{value!r} is not a valid {key}: {CudaDeclaration.options[key]}"
+    return None
+
+
+def _reference_problem(value: str, imports: bool) -> str | None:
+    path, colon, attr = value.rpartition(":")
+    if not colon or not IDENTIFIER.fullmatch(attr) or (
+            not path.endswith(".py") and plugins.PATH.fullmatch(value) is None):
+        return (f"{value!r} is not a reference; allowed: module:function (torch:clone) or "
+                "file.py:function, relative to the space file")
+    if path.endswith(".py") and not Path(path).is_file():
+        return f"no file {path} for the reference"
+    if imports:
+        try:
+            _ = Reference(value, ()).function
+        except Exception as err:  # noqa: BLE001 -- any import failure is the user's to see
+            return f"{value}: {type(err).__name__}: {err}"
+    return None
+
+
+class Reference:
+    """The reference a space names, imported on its first call and called with the
+    inputs in their declared order (so ``torch:clone`` serves a copy)."""
+
+    def __init__(self, target: str, inputs: tuple[str, ...]) -> None:
+        self.target, self.inputs = target, inputs
+        self._function: Callable[..., Any] | None = None
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The function, imported once; an error where it is none."""
+        if self._function is None:
+            path, _, attr = self.target.rpartition(":")
+            if path.endswith(".py"):
+                spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+                if spec is None or spec.loader is None:
+                    raise ImportError(f"cannot load {path}")
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                found = getattr(module, attr)
+            else:
+                found = plugins.import_path(self.target)
+            if not callable(found):
+                raise TypeError(f"{self.target} is {type(found).__name__}, not callable")
+            self._function = found
+        return self._function
+
+    def __call__(self, **inputs: Any) -> Any:
+        return self.function(*(inputs[n] for n in self.inputs))

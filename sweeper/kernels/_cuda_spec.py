@@ -1,0 +1,144 @@
+"""A CUDA C/C++ kernel as sweeper sees it before anything is compiled: its source file
+and what that file includes, the entry it launches, the arguments in order, and the
+NVRTC options a config compiles to.  Nothing here imports torch or CuPy, so a space
+naming a ``.cu`` file is checked, planned and listed at no cost.
+
+A config compiles to these defines (``-DNAME=value``), so one source serves every point
+of the space and Kernel Tuner kernels compile unchanged:
+
+- each meta-parameter (every swept axis but grid, block, dtype and the dimensions), unless
+  the ``template`` names it (a macro of a template parameter's name would break the
+  template);
+- ``block_size_x``: the block, ``blockDim.x`` of the launch (Kernel Tuner's name);
+- ``DTYPE``: the C type of the problem's dtype (``float``, ``__half``, ``__nv_bfloat16``
+  ...), so a kernel written over ``DTYPE`` runs at every dtype the space sweeps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The C type each dtype compiles to as ``-DDTYPE=...``.
+C_TYPES = {"float64": "double", "float32": "float", "float16": "__half",
+           "bfloat16": "__nv_bfloat16", "int64": "long long", "int32": "int",
+           "int16": "short", "int8": "signed char", "uint8": "unsigned char"}
+#: The define that carries the problem's C type.
+DTYPE_DEFINE = "DTYPE"
+#: The define that carries the block (Kernel Tuner's name for ``blockDim.x``).
+BLOCK_DEFINE = "block_size_x"
+#: How a scalar argument may be typed (``n:int64``, ``0.5:float32``, ``0.5:DTYPE``).
+SCALAR_TYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64", DTYPE_DEFINE)
+#: ``#include "file"`` (quoted: a file of the kernel's own, resolved beside the includer).
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+#: A C identifier: what an entry and a name in a template may be.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?)")
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of the entry, in order: a tensor (its pointer), a dimension or a
+    literal number, each scalar passed as ``type`` (``None``: int32 for a dimension or an
+    integer literal, float32 for a real one)."""
+
+    name: str
+    type: str | None = None
+
+    def scalar_type(self, dtype: str) -> str:
+        """The type the scalar is passed as, at the problem's ``dtype``."""
+        chosen = self.type or ("float32" if NUMBER.fullmatch(self.name) and
+                               not self.name.lstrip("+-").isdigit() else "int32")
+        return dtype if chosen == DTYPE_DEFINE else chosen
+
+
+def parse_args(raw: Sequence[str], tensors: Sequence[str], dims: Sequence[str]
+               ) -> tuple[Arg, ...] | str:
+    """The entry's arguments from ``["dst", "src", "n", "0.5:float32"]``, or why not."""
+    if isinstance(raw, str) or not raw:
+        return "args lists the entry's arguments in order: [TENSOR, DIM, 0.5:float32, ...]"
+    args = []
+    for item in raw:
+        name, colon, kind = str(item).partition(":")
+        name = name.strip()
+        if colon and kind.strip() not in SCALAR_TYPES:
+            return (f"argument {item!r}: type {kind.strip()!r}; allowed: "
+                    f"{', '.join(SCALAR_TYPES)}")
+        if name in tensors and colon:
+            return f"argument {item!r}: a tensor is passed as its pointer and takes no type"
+        if name not in tensors and name not in dims and NUMBER.fullmatch(name) is None:
+            return (f"argument {name!r} is no tensor, dimension or number; known: "
+                    f"{', '.join((*tensors, *dims))}")
+        args.append(Arg(name, kind.strip() if colon else None))
+    return tuple(args)
+
+
+def template_names(template: str) -> list[str] | str:
+    """The meta-parameters ``copy<{VEC}, {UNROLL}>`` fills in, or why it is no template."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as err:
+        return f"{template!r} is not a template: {err}"
+    head = template.split("<", 1)[0].strip()
+    if "<" not in template or not template.rstrip().endswith(">") or \
+            IDENTIFIER.fullmatch(head.split("::")[-1]) is None:
+        return (f"{template!r} is not a template instantiation; allowed: "
+                "entry<{META}, ...> such as copy<{VEC}, {UNROLL}>")
+    bad = [f for f in fields if IDENTIFIER.fullmatch(f) is None]
+    if bad or not fields:
+        return (f"{template!r}: {{{bad[0]}}} is not a meta-parameter name" if bad else
+                f"{template!r} names no meta-parameter; write them as {{NAME}}")
+    return fields
+
+
+def instantiation(template: str, meta: Mapping[str, int]) -> str:
+    """The template filled in with ``meta``'s values (``copy<4, 2>``)."""
+    return template.format(**meta)
+
+
+def nvrtc_options(meta: Mapping[str, int], block: int, dtype: str,
+                  template: str | None = None) -> tuple[str, ...]:
+    """The defines a config compiles with, sorted (the module's docstring lists them)."""
+    in_template = set(template_names(template)) if template else set()
+    defines = {n: str(v) for n, v in meta.items() if n not in in_template}
+    defines[BLOCK_DEFINE] = str(block)
+    defines[DTYPE_DEFINE] = C_TYPES[dtype]
+    return tuple(f"-D{n}={v}" for n, v in sorted(defines.items()))
+
+
+def sources(path: Path, seen: tuple[Path, ...] = ()) -> dict[Path, bytes]:
+    """``path``'s bytes and those of every file it includes with quotes, each resolved
+    beside its includer as NVRTC does with ``-I`` of that folder (a file not found there
+    is a system header and stays out); an ``OSError`` where ``path`` cannot be read."""
+    path = path.resolve()
+    found = {path: path.read_bytes()}
+    for name in INCLUDE.findall(found[path].decode(errors="replace")):
+        included = (path.parent / name).resolve()
+        if included.is_file() and included not in (*seen, *found):
+            found.update(sources(included, (*seen, path)))
+    return found
+
+
+def cache_key(files: Mapping[Path, bytes], entry: str, options: Sequence[str], arch: str,
+              nvrtc: str) -> str:
+    """What identifies one compiled kernel: the source and its includes (their contents
+    and their names relative to the source), the entry, the options, the GPU arch and
+    NVRTC's version, as a sha256."""
+    digest = hashlib.sha256()
+    root = next(iter(files)).parent
+    for path, data in files.items():
+        digest.update(f"{_relative(path, root)}\0{len(data)}\0".encode() + data)
+    for part in (entry, *options, arch, nvrtc):
+        digest.update(f"\1{part}".encode())
+    return digest.hexdigest()
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)

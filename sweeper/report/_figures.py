@@ -1,0 +1,178 @@
+"""Which pictures a report shows, and drawing only those whose input changed.
+
+Each picture is a :class:`Figure`: a file stem, a module-level function that builds a
+matplotlib figure and its arguments (the computed tables).  Its *key* hashes those
+arguments, the drawing code (the bytes of the modules that draw), matplotlib's version
+and the PNG resolution; ``heatmaps/manifest.json`` records the key each file was drawn
+from.  A file whose key and file are unchanged is kept; a picture whose input changed is
+drawn again, and its files in formats not asked for this time are removed (they would show
+old numbers); files the manifest lists that the report no longer shows are removed too.
+A file sweeper did not draw (not in the manifest) is never touched.
+
+Drawing runs in this process, or in a pool of forked processes (matplotlib is not
+thread-safe; a forked worker starts in milliseconds without importing anything again) when
+there are at least :data:`POOL_MIN` pictures to draw and :data:`POOL_CPUS` CPUs.  On two
+shared CPUs the pool was no faster than drawing in this process
+(``benchmarks/report_speed.py``), so it is left to machines with more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from sweeper.fsio import atomic_write
+from sweeper.report import _draw, _draw_charts
+from sweeper.report._draw import effect_figure, heatmap_figure, save_figure
+from sweeper.report._draw_charts import footprint_figure, roofline_figure
+
+#: The manifest's name in the pictures' folder.
+MANIFEST = "manifest.json"
+#: Fewest pictures to draw, and fewest CPUs, for which a pool of processes is used.
+POOL_MIN = 4
+POOL_CPUS = 4
+
+
+class Figure(NamedTuple):
+    """One picture of a report: ``build(*args)`` returns the matplotlib figure."""
+
+    stem: str
+    build: Callable[..., Any]
+    args: tuple[Any, ...]
+
+
+class Rendered(NamedTuple):
+    """The pictures' files: every one the report shows, and those drawn this time."""
+
+    images: list[Path]
+    drawn: list[Path]
+
+
+def report_figures(tables: dict[str, Any]) -> list[Figure]:
+    """The pictures of a report, in the order it shows them: heatmaps that hold a number,
+    one-at-a-time effects, footprint curves, the roofline."""
+    kernel, metric = tables["meta"]["kernel"], tables["metric"]
+    out = [Figure(m.name, heatmap_figure, (m,)) for m in tables["heatmaps"] if m.measured]
+    out += [Figure(f"oat_{e.axis}", effect_figure, (e, kernel, metric))
+            for e in tables["effects"]]
+    out += [Figure(c.name, footprint_figure, (c,)) for c in tables["footprint"]]
+    if tables["roofline"] is not None:
+        out.append(Figure("roofline", roofline_figure, (tables["roofline"],)))
+    return out
+
+
+def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = ("png",),
+           *, redraw: bool = False, workers: int | None = None) -> Rendered:
+    """Write each figure in each of ``formats`` under ``directory``, drawing only those
+    whose key or file changed (all with ``redraw``); ``workers``: processes to draw in
+    (default: one per CPU where a pool pays, see above; else this process alone)."""
+    old = _manifest(directory)
+    code = _code_key()
+    keys = {f.stem: figure_key(f, code) for f in figures}
+    todo: list[tuple[Figure, list[Path]]] = []
+    images: list[Path] = []
+    for f in figures:
+        paths = [directory / f"{f.stem}.{x}" for x in formats]
+        images += paths
+        stale = [p for p in paths
+                 if redraw or old.get(p.name) != keys[f.stem] or not p.is_file()]
+        if stale:
+            todo.append((f, stale))
+    record = {p.name: keys[p.stem] for p in images}
+    for name, key in old.items():     # files not asked for: kept while they are current
+        if name not in record:
+            if keys.get(Path(name).stem) == key:
+                record[name] = key
+            else:
+                (directory / name).unlink(missing_ok=True)
+    if todo:
+        directory.mkdir(parents=True, exist_ok=True)
+    drawn = _draw_all(todo, workers)
+    if record or old:
+        atomic_write(directory / MANIFEST, json.dumps(
+            {"version": 1, "files": dict(sorted(record.items()))}, indent=1) + "\n")
+    return Rendered(images, drawn)
+
+
+def figure_key(figure: Figure, code: str | None = None) -> str:
+    """What a picture is drawn from, hashed: its stem, builder and arguments, the drawing
+    code, matplotlib's version and the resolution."""
+    h = hashlib.sha256((code or _code_key()).encode())
+    h.update(f"{figure.stem}\0{figure.build.__qualname__}\0".encode())
+    _feed(h, figure.args)
+    return h.hexdigest()[:32]
+
+
+def _code_key() -> str:
+    import matplotlib
+
+    h = hashlib.sha256(f"{matplotlib.__version__}\0{_draw.DPI}\0".encode())
+    for module in (_draw, _draw_charts):
+        h.update(Path(module.__file__ or "").read_bytes())
+    return h.hexdigest()
+
+
+def _feed(h: Any, value: Any) -> None:
+    """Feed ``value`` to the hash ``h`` in a form that depends only on its content."""
+    if isinstance(value, pd.DataFrame | pd.Series):
+        h.update(f"{type(value).__name__}{list(value.index)!r}".encode())
+        frame = value.to_frame() if isinstance(value, pd.Series) else value
+        h.update(frame.to_json(orient="split", double_precision=15,
+                               default_handler=str).encode())
+        h.update(repr([str(t) for t in frame.dtypes]).encode())
+    elif isinstance(value, np.ndarray):
+        h.update(f"{value.dtype}{value.shape}".encode() + np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, tuple | list):
+        h.update(f"{type(value).__name__}[{len(value)}".encode())
+        for item in value:
+            _feed(h, item)
+    elif isinstance(value, dict):
+        h.update(f"dict[{len(value)}".encode())
+        for k in sorted(value, key=repr):
+            _feed(h, k)
+            _feed(h, value[k])
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        _feed(h, (type(value).__name__, dataclasses.asdict(value)))
+    elif isinstance(value, enum.Enum):
+        h.update(f"{type(value).__name__}.{value.name}".encode())
+    else:
+        h.update(f"{type(value).__name__}:{value!r};".encode())
+
+
+def _manifest(directory: Path) -> dict[str, str]:
+    """The key of each file drawn before; nothing (all drawn again) when the manifest is
+    missing or not one sweeper wrote."""
+    try:
+        files = json.loads((directory / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    ok = isinstance(files, dict) and all(isinstance(v, str) for v in files.values())
+    return {str(k): v for k, v in files.items()} if ok else {}
+
+
+def _draw_all(todo: Sequence[tuple[Figure, list[Path]]], workers: int | None) -> list[Path]:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if workers is None:
+        workers = (cpus or 1) if len(todo) >= POOL_MIN and (cpus or 1) >= POOL_CPUS else 1
+    count = min(workers, len(todo))
+    if count < 2:
+        return [p for job in todo for p in _draw_one(job)]
+    import multiprocessing
+
+    with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
+        return [p for paths in pool.map(_draw_one, todo) for p in paths]
+
+
+def _draw_one(job: tuple[Figure, list[Path]]) -> list[Path]:
+    figure, paths = job
+    return save_figure(figure.build(*figure.args), paths)

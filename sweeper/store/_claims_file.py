@@ -1,0 +1,130 @@
+"""The journal's claims: which worker measures which config, kept beside the journal.
+
+Several local processes (``sweeper worker``) share one study folder.  Every step that must
+see the study whole (take a claim, renew it, record a claimed trial, append any record)
+holds :class:`StudyLock`, an exclusive ``flock`` on ``.claims.lock`` in the study folder,
+so those steps happen one at a time across processes.  The claims themselves are
+``claims.json``, one object by config key (``worker``, ``expires`` as Unix time, ``done``),
+replaced whole (:func:`sweeper.fsio.atomic_write`) under the lock: a kill leaves the old
+file or the new one.  The processes share one clock, so a lease is plain wall time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import StudyError
+from sweeper.fsio import atomic_write
+
+CLAIMS = "claims.json"
+LOCK = ".claims.lock"
+
+
+class StudyLock:
+    """An exclusive ``flock`` on the study folder's lock file, re-entrant in a process (a
+    claimed trial is appended while the claim is checked, under the same lock)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._mutex = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the lock (waiting for another process that holds it)."""
+        with self._mutex:
+            if self._depth == 0:
+                try:
+                    self._fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+                except OSError as err:
+                    raise StudyError(f"{self.root}: cannot lock the study: "
+                                     f"{err.strerror or err}") from None
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0 and self._fd is not None:
+                    os.close(self._fd)       # closing releases the flock
+                    self._fd = None
+
+
+class ClaimsFile:
+    """``claims.json`` of one study folder, read and replaced under its :class:`StudyLock`."""
+
+    def __init__(self, root: Path, lock: StudyLock) -> None:
+        self.path = root / CLAIMS
+        self.lock = lock
+
+    def claim(self, key: str, worker_id: str, lease_s: float, recorded: set[str]) -> bool:
+        """Take ``key`` for ``worker_id`` unless recorded, done, or alive in another's hands."""
+        with self.lock.held():
+            claims = self._load()
+            held = claims.get(key)
+            if key in recorded or (held and held["done"]):
+                return False
+            if held and held["worker"] != worker_id and held["expires"] > time.time():
+                return False
+            claims[key] = {"worker": worker_id, "expires": time.time() + lease_s,
+                           "done": False}
+            self._save(claims)
+            return True
+
+    def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
+        """Extend the claim if ``worker_id`` still holds it."""
+        with self.lock.held():
+            claims = self._load()
+            if not self._holds(claims, key, worker_id):
+                return False
+            claims[key]["expires"] = time.time() + lease_s
+            self._save(claims)
+            return True
+
+    def finish(self, key: str, worker_id: str) -> bool:
+        """Mark ``key`` done if ``worker_id`` holds it (call under the lock, before the
+        trial is appended); whether it did."""
+        claims = self._load()
+        if not self._holds(claims, key, worker_id):
+            return False
+        claims[key]["done"] = True
+        self._save(claims)
+        return True
+
+    def release(self, key: str, worker_id: str) -> None:
+        """Drop ``worker_id``'s live claim of ``key``."""
+        with self.lock.held():
+            claims = self._load()
+            if self._holds(claims, key, worker_id):
+                del claims[key]
+                self._save(claims)
+
+    @staticmethod
+    def _holds(claims: dict[str, Any], key: str, worker_id: str) -> bool:
+        held = claims.get(key)
+        return held is not None and held["worker"] == worker_id and not held["done"]
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as err:
+            raise StudyError(f"{self.path}: cannot read the claims ({err}); stop every "
+                             "worker of this study and remove the file") from None
+        if not isinstance(data, dict):
+            raise StudyError(f"{self.path}: not a JSON object of claims; stop every worker "
+                             "of this study and remove the file")
+        return data
+
+    def _save(self, claims: dict[str, Any]) -> None:
+        atomic_write(self.path, json.dumps(claims, sort_keys=True) + "\n")

@@ -1,0 +1,65 @@
+"""Which store a command's ``--storage`` names, and a study copied between two stores.
+
+No option: the journal in the study's folder under ``--studies-dir``.  A
+``postgresql://`` URL: the database, whose driver (SQLAlchemy, psycopg) is imported only
+then, so commands on journals never pay for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweeper.errors import StudyError, SweeperError
+from sweeper.store._base import RawRecord, Storage
+
+#: The URL schemes ``--storage`` takes besides a folder of journals.
+SCHEMES = ("postgresql://", "postgresql+psycopg://", "postgres://")
+
+
+def is_database(spec: str | None) -> bool:
+    """Whether ``spec`` names a database rather than a folder of journals."""
+    return spec is not None and spec.startswith(SCHEMES)
+
+
+def open_storage(spec: str | None, folder: Path) -> Storage:
+    """The store of the study whose local folder is ``folder``: its journal there, or
+    (``spec`` a database URL) the study of that folder's name in the database, whose
+    report and exports go to ``folder``."""
+    from sweeper.store._study import StudyStore
+
+    if spec is None:
+        return StudyStore(folder)
+    if not is_database(spec):
+        raise SweeperError(f"--storage: {spec[:60]!r} is not a storage; allowed: a "
+                           "postgresql://USER@HOST/DB URL (leave it out for the journal "
+                           "under --studies-dir)")
+    try:
+        from sweeper.store._postgres import PostgresStore
+    except ImportError as err:
+        raise SweeperError(f"--storage {spec.split('://')[0]}://: needs the postgres extra "
+                           f"(pip install 'sweeper[postgres]'): {err}") from None
+    url = "postgresql://" + spec.split("://", 1)[1]
+    return PostgresStore(url, folder.name, folder)
+
+
+def copy_study(source: Storage, target: Storage) -> int:
+    """Copy ``source``'s metadata and records, in order, into ``target`` (which must hold
+    no study of that name), then read both back and compare; returns the records copied.
+    A source journal's bad lines are not records and are not copied (a warning names
+    them)."""
+    if not source.exists():
+        raise StudyError(f"{source.location}: no study to copy")
+    if target.exists():
+        raise StudyError(f"{target.location}: a study {target.name!r} is there already; "
+                         "copy into a new name or store")
+    meta, records = source.meta(), source.raw_records()
+    target.create(meta)
+    try:
+        for data in records:
+            target.append(RawRecord(data))
+    finally:
+        target.close()
+    if target.meta() != meta or target.raw_records() != records:
+        raise StudyError(f"{target.location}: the copy does not read back as "
+                         f"{source.location} does; do not use it")
+    return len(records)

@@ -1,0 +1,245 @@
+"""A study in PostgreSQL, shared by workers on any number of hosts (``--storage
+postgresql://USER@HOST/DB``).
+
+Three tables, made on first use (SQLAlchemy Core, psycopg 3): ``sweeper_studies`` (a study's
+name and its metadata), ``sweeper_records`` (one row a record, in the order appended: the
+study, ``kind``, a trial's ``number`` and config ``key``, and the record's journal line) and
+``sweeper_claims`` (which worker measures which config, until when).  The record is kept as
+the journal's text, not JSONB: a record may hold NaN (a statistic a hand-written journal left
+out), which PostgreSQL's JSON types refuse, and the same bytes as the journal's line make a
+copied study comparable byte for byte.  Every record is checked as the journal checks it
+(:func:`sweeper.store._journal.encode_record`) and a unique index on (study, trial number)
+backs that check across hosts.
+
+Claims: a claim is a row inserted with ``ON CONFLICT DO NOTHING``, so two workers cannot
+both insert it; taking over a claim whose lease ran out, renewing and finishing one lock its
+row (``SELECT ... FOR UPDATE``), and a finished claim stays, marked done, so the key is never
+claimed again.  Lease times are the server's clock (``now()``), one clock for every host.
+
+Why not Optuna's RDB storage: it stores Optuna trials (parameters and one value each), not
+sweeper's records (raw samples, statistics, flags, baselines, finals), has no claims, and
+would be a second record of the study beside the journal format every reader knows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from sweeper.errors import StudyError
+from sweeper.store._base import Storage, record_key
+from sweeper.store._journal import encode_record
+from sweeper.store._records import TrialRecord
+from sweeper.store._schema import meta_problem
+
+SCHEMA = sa.MetaData()
+STUDIES = sa.Table("sweeper_studies", SCHEMA,
+                   sa.Column("name", sa.Text, primary_key=True),
+                   sa.Column("meta", sa.Text, nullable=False))
+RECORDS = sa.Table("sweeper_records", SCHEMA,
+                   sa.Column("seq", sa.BigInteger, sa.Identity(), primary_key=True),
+                   sa.Column("study", sa.Text, sa.ForeignKey("sweeper_studies.name"),
+                             nullable=False),
+                   sa.Column("kind", sa.Text, nullable=False),
+                   sa.Column("number", sa.Integer),
+                   sa.Column("key", sa.Text),
+                   sa.Column("line", sa.Text, nullable=False))
+sa.Index("sweeper_records_trial_number", RECORDS.c.study, RECORDS.c.number, unique=True,
+         postgresql_where=RECORDS.c.kind == "trial")
+sa.Index("sweeper_records_key", RECORDS.c.study, RECORDS.c.key)
+CLAIMS = sa.Table("sweeper_claims", SCHEMA,
+                  sa.Column("study", sa.Text, primary_key=True),
+                  sa.Column("key", sa.Text, primary_key=True),
+                  sa.Column("worker", sa.Text, nullable=False),
+                  sa.Column("expires", sa.DateTime(timezone=True), nullable=False),
+                  sa.Column("done", sa.Boolean, nullable=False, default=False))
+
+#: The advisory lock taken while the tables are made, so workers starting together agree.
+_DDL_LOCK = 0x5EE9E7
+_engines: dict[str, sa.Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def engine_for(url: str) -> sa.Engine:
+    """One engine (a connection pool) per URL in this process, its tables made; psycopg 3
+    is the driver whatever the URL names."""
+    with _engines_lock:
+        if url not in _engines:
+            real = sa.engine.make_url(url).set(drivername="postgresql+psycopg")
+            engine = sa.create_engine(real, pool_pre_ping=True)
+            try:
+                with engine.begin() as c:
+                    c.execute(sa.select(sa.func.pg_advisory_xact_lock(_DDL_LOCK)))
+                    SCHEMA.create_all(c)
+            except sa.exc.OperationalError as err:
+                raise StudyError(f"{hide_password(url)}: cannot reach the database: "
+                                 f"{str(err.orig).strip().splitlines()[0]}") from None
+            _engines[url] = engine
+        return _engines[url]
+
+
+def hide_password(url: str) -> str:
+    """``url`` as messages show it: without its password."""
+    return sa.engine.make_url(url).render_as_string(hide_password=True)
+
+
+def _lease(lease_s: float) -> Any:
+    return sa.func.now() + sa.literal(dt.timedelta(seconds=lease_s), sa.Interval())
+
+
+class PostgresStore(Storage):
+    """Study ``name`` in the database at ``url``; reports and exports go to ``root``."""
+
+    def __init__(self, url: str, name: str, root: str | Path) -> None:
+        self.url, self._name, self.root = url, name, Path(root)
+        self.engine = engine_for(url)
+        self._mutex = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The study's name."""
+        return self._name
+
+    @property
+    def location(self) -> str:
+        """The database (without its password) and the study."""
+        return f"{hide_password(self.url)} (study {self._name})"
+
+    def exists(self) -> bool:
+        """Whether the database has this study."""
+        with self.engine.connect() as c:
+            return c.execute(sa.select(STUDIES.c.name).where(
+                STUDIES.c.name == self._name)).first() is not None
+
+    def create(self, meta: dict[str, Any]) -> None:
+        """Add the study with ``meta`` (or replace the metadata of the one there)."""
+        text = json.dumps(meta, sort_keys=True)
+        with self.engine.begin() as c:
+            c.execute(pg_insert(STUDIES).values(name=self._name, meta=text)
+                      .on_conflict_do_update(index_elements=[STUDIES.c.name],
+                                             set_={"meta": text}))
+
+    def meta(self) -> dict[str, Any]:
+        """The checked metadata; none, or a malformed one, is a StudyError."""
+        with self.engine.connect() as c:
+            return self._meta(c, lock=False)
+
+    def _meta(self, c: sa.Connection, *, lock: bool) -> dict[str, Any]:
+        query = sa.select(STUDIES.c.meta).where(STUDIES.c.name == self._name)
+        row = c.execute(query.with_for_update() if lock else query).first()
+        if row is None:
+            raise StudyError(f"{self.location}: no such study")
+        meta: dict[str, Any] = json.loads(row.meta)
+        problem = meta_problem(meta)
+        if problem:
+            raise StudyError(f"{self.location}: {problem}")
+        return meta
+
+    def update_meta(self, **changes: Any) -> None:
+        """Replace keys of the metadata, in one transaction holding the study's row."""
+        with self.engine.begin() as c:
+            meta = self._meta(c, lock=True)
+            meta.update(changes)
+            c.execute(sa.update(STUDIES).where(STUDIES.c.name == self._name)
+                      .values(meta=json.dumps(meta, sort_keys=True)))
+
+    def open_journal(self) -> None:
+        """Nothing to take: the database orders concurrent writers itself."""
+
+    def share(self) -> None:
+        """Nothing to open: every append is its own transaction."""
+
+    def close(self) -> None:
+        """Nothing to release: every record is committed when appended."""
+
+    def append(self, record: Any) -> None:
+        """Check ``record`` as the journal does and insert it, holding the study's row so
+        that appends are checked against every record before them."""
+        with self.engine.begin() as c:
+            self._insert(c, record.to_json())
+
+    def _insert(self, c: sa.Connection, data: dict[str, Any]) -> None:
+        self._meta(c, lock=True)
+        rows = c.execute(sa.select(RECORDS.c.kind, RECORDS.c.number).where(
+            RECORDS.c.study == self._name).order_by(RECORDS.c.seq)).all()
+        trials = {row.number: at for at, row in enumerate(rows, 1) if row.kind == "trial"}
+        line, _ = encode_record(data, trials, len(rows) + 1, self.location)
+        c.execute(sa.insert(RECORDS).values(
+            study=self._name, kind=data["kind"], key=record_key(data),
+            number=data["number"] if data["kind"] == "trial" else None,
+            line=line.decode().rstrip("\n")))
+
+    def raw_records(self, warn: bool = True) -> list[dict[str, Any]]:
+        """Every record's JSON, in the order appended (each was checked when inserted)."""
+        with self.engine.connect() as c:
+            lines = c.execute(sa.select(RECORDS.c.line).where(RECORDS.c.study == self._name)
+                              .order_by(RECORDS.c.seq)).scalars().all()
+        return [json.loads(line) for line in lines]
+
+    def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
+        """See :meth:`Storage.claim`: insert the claim, or take over one whose lease ran
+        out, its row locked."""
+        with self.engine.begin() as c:
+            if c.execute(sa.select(RECORDS.c.seq).where(
+                    RECORDS.c.study == self._name, RECORDS.c.key == key).limit(1)).first():
+                return False
+            inserted = c.execute(pg_insert(CLAIMS).values(
+                study=self._name, key=key, worker=worker_id, expires=_lease(lease_s),
+                done=False).on_conflict_do_nothing())
+            if inserted.rowcount == 1:
+                return True
+            held = self._held(c, key)
+            if held is None or held.done or (held.worker != worker_id and not held.expired):
+                return False
+            self._set(c, key, worker=worker_id, expires=_lease(lease_s))
+            return True
+
+    def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
+        """See :meth:`Storage.heartbeat`."""
+        with self.engine.begin() as c:
+            held = self._held(c, key)
+            if held is None or held.done or held.worker != worker_id:
+                return False
+            self._set(c, key, expires=_lease(lease_s))
+            return True
+
+    def record_claimed(self, key: str, worker_id: str, record: TrialRecord
+                       ) -> TrialRecord | None:
+        """See :meth:`Storage.record_claimed`: one transaction checks the claim (its row
+        locked), marks it done and inserts the trial under the next free number."""
+        with self.engine.begin() as c:
+            held = self._held(c, key)
+            if held is None or held.done or held.worker != worker_id:
+                return None
+            self._set(c, key, done=True)
+            self._meta(c, lock=True)
+            last = c.execute(sa.select(sa.func.max(RECORDS.c.number)).where(
+                RECORDS.c.study == self._name, RECORDS.c.kind == "trial")).scalar()
+            kept = dataclasses.replace(record, number=0 if last is None else last + 1)
+            self._insert(c, kept.to_json())
+            return kept
+
+    def release(self, key: str, worker_id: str) -> None:
+        """See :meth:`Storage.release`."""
+        with self.engine.begin() as c:
+            c.execute(sa.delete(CLAIMS).where(
+                CLAIMS.c.study == self._name, CLAIMS.c.key == key,
+                CLAIMS.c.worker == worker_id, CLAIMS.c.done.is_(False)))
+
+    def _held(self, c: sa.Connection, key: str) -> Any:
+        """The claim's row, locked, with ``expired`` by the server's clock; None if none."""
+        return c.execute(sa.select(CLAIMS.c.worker, CLAIMS.c.done,
+                                   (CLAIMS.c.expires < sa.func.now()).label("expired"))
+                         .where(CLAIMS.c.study == self._name, CLAIMS.c.key == key)
+                         .with_for_update()).first()
+
+    def _set(self, c: sa.Connection, key: str, **values: Any) -> None:
+        c.execute(sa.update(CLAIMS).where(CLAIMS.c.study == self._name, CLAIMS.c.key == key)
+                  .values(**values))

@@ -1,0 +1,52 @@
+"""The worker process's side (:mod:`sweeper.sweep._process`): build the bench once from
+the :class:`~sweeper.sweep._process.Setup`, say ready, then measure each job it is sent
+until it is sent ``None`` or the coordinator goes away.  It never writes the journal:
+the records measuring adds come back with the trial (a :class:`Relay`)."""
+
+from __future__ import annotations
+
+import sys
+from multiprocessing.connection import Connection
+
+from sweeper.store import BaselineRecord
+from sweeper.sweep._process import Ready, Setup
+from sweeper.sweep._relay import Relay
+from sweeper.sweep._workers import Job, Outcome
+from sweeper.trial import TrialStatus
+
+
+def main() -> None:
+    """Serve jobs over the socket whose descriptor is the first argument."""
+    conn = Connection(int(sys.argv[1]))
+    setup: Setup = conn.recv()
+    sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
+    from sweeper.devices import open_device
+    from sweeper.kernels import load_kernel
+    from sweeper.sweep._bench import Bench
+    from sweeper.sweep._limits import Limits
+
+    device = open_device(setup.device)
+    kernel = load_kernel(setup.space.kernel, setup.space.kernel_options)
+    relay = Relay(setup.known)
+    bench = Bench(setup.space, kernel, device, relay, measure=setup.measure,
+                  facts=device.facts(),
+                  limits=Limits(kernel, device.bounds(), setup.ceilings),
+                  baselines=relay.read(BaselineRecord))
+    bench.power.resume()
+    conn.send(Ready(device.facts().name))
+    while True:
+        try:
+            job: Job | None = conn.recv()
+        except EOFError:           # the coordinator is gone
+            return
+        if job is None:
+            return
+        bench.best.update(job.best)
+        if job.duty is not None:
+            bench.power.duty = job.duty
+        record = bench.trial(job.number, job.choice)
+        lost = record.status is TrialStatus.CRASHED and not device.healthy()
+        conn.send(Outcome(record, relay.drain(), lost))
+        if lost:                   # nothing more can run in this process
+            return
+

@@ -1,0 +1,199 @@
+"""Workers: what measures a trial for the sweep's coordinator.
+
+The coordinator (``_loop``) chooses a config, hands it to a free worker as a :class:`Job`
+and records the :class:`Outcome` it gets back; only the coordinator writes the journal.
+A worker owns what measuring needs: the device, the kernel, the buffers, the baselines
+and the limits (a :class:`~sweeper.sweep._bench.Bench`).  Two kinds stand behind one
+interface:
+
+- :class:`InlineWorker` measures in the coordinator's own process (the interpreter and
+  replay devices, the library's default).  A hang is recorded by the watchdog, which
+  hands over to ``on_hang``; a trial that broke the CUDA context ends the process
+  (:class:`~sweeper.errors.ContextLost`): ``sweeper run`` goes on in a fresh one.
+- :class:`~sweeper.sweep._process.ProcessWorker` is a persistent process per GPU: a
+  crash or a hang ends that worker only, and the coordinator starts a fresh one.
+
+:class:`Workers` dispatches jobs to whichever worker is free and returns outcomes as they
+come, a hung worker's included once its trial's ``measure.timeout`` has passed.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from sweeper.errors import ContextLost
+from sweeper.measure import Duty
+from sweeper.space import Config, Problem
+from sweeper.store import GpuSlot, StudyStore, TrialRecord
+from sweeper.study import Choice
+from sweeper.sweep._bench import Bench
+from sweeper.sweep._watchdog import watchdog
+from sweeper.trial import TrialResult, TrialStatus
+
+#: The fastest (median, CI high) per (problem, cache) so far, as the coordinator knows it.
+Best = dict[tuple[Problem, str], tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One trial to measure: its number and config, what early abandonment compares
+    against, and the duty schedule the study follows now (``None``: none)."""
+
+    number: int
+    choice: Choice
+    best: Best = field(default_factory=dict)
+    duty: Duty | None = None
+
+
+@dataclass
+class Outcome:
+    """What a worker gives back for a job: the trial's record, the records measuring it
+    added (a baseline, a duty switch; the coordinator keeps them first), and whether
+    the worker can measure nothing more (a sticky CUDA error, a crash, a hang)."""
+
+    record: TrialRecord
+    extras: list[Any] = field(default_factory=list)
+    lost: bool = False
+
+
+def failed(job: Job, status: TrialStatus, reason: str, started: str, wall_s: float,
+           resolve: Callable[[Choice], Config | None]) -> Outcome:
+    """The outcome of a job whose worker gave no record (it died or hung): the trial
+    recorded with ``status`` and ``reason``; the worker is lost."""
+    record = TrialRecord.from_result(job.number, job.choice, resolve(job.choice),
+                                     TrialResult(status, reason), started, wall_s)
+    return Outcome(record, lost=True)
+
+
+class Worker(abc.ABC):
+    """Measures one job at a time.  ``slot`` is the GPU it measures on, written into each
+    record (``None``: the device as opened, not named)."""
+
+    slot: GpuSlot | None = None
+    #: the job in flight, if any
+    job: Job | None = None
+
+    @abc.abstractmethod
+    def submit(self, job: Job) -> None:
+        """Start measuring ``job``."""
+
+    @abc.abstractmethod
+    def done(self) -> bool:
+        """Whether the job in flight has its outcome."""
+
+    @abc.abstractmethod
+    def result(self) -> Outcome:
+        """The outcome of the job in flight, once :meth:`done`; the worker is free."""
+
+    def connection(self) -> Connection | None:
+        """What becomes readable when the outcome arrives (``None``: it never waits)."""
+        return None
+
+    def deadline(self) -> float | None:
+        """The ``time.monotonic()`` by which the job in flight must be done."""
+        return None
+
+    def expire(self) -> Outcome:
+        """The job in flight ran past its deadline: stop it, and its outcome."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def restart(self, record: TrialRecord) -> None:
+        """After ``record``'s outcome lost the worker (recorded before this is called): a
+        fresh worker in this one's place."""
+
+    def close(self) -> None:  # noqa: B027 - a worker in this process has nothing to end
+        """Let go of the device (and the process, if any)."""
+
+
+class InlineWorker(Worker):
+    """Measures in this process with ``bench`` (today's behaviour), under the watchdog."""
+
+    def __init__(self, bench: Bench, store: StudyStore, timeout_s: float | None,
+                 on_hang: Callable[[TrialRecord], None] | None,
+                 resolve: Callable[[Choice], Config | None],
+                 slot: GpuSlot | None = None) -> None:
+        self.bench, self.store, self.timeout_s = bench, store, timeout_s
+        self.on_hang, self.resolve, self.slot = on_hang, resolve, slot
+        self._outcome: Outcome | None = None
+
+    def submit(self, job: Job) -> None:
+        self.job = job
+        self.bench.best.update(job.best)
+        with watchdog(self.store, job.number, job.choice, self.timeout_s,
+                      None if self.bench.device.replays else self.on_hang,
+                      partial(self.resolve, job.choice)):
+            record = self.bench.trial(job.number, job.choice)
+        lost = record.status is TrialStatus.CRASHED and not self.bench.device.healthy()
+        if lost:
+            record = dataclasses.replace(record, reason=(
+                f"{record.reason} (it left the CUDA context unusable; the sweep went "
+                "on in a fresh process)"))
+        self._outcome = Outcome(record, lost=lost)
+
+    def done(self) -> bool:
+        return self._outcome is not None
+
+    def result(self) -> Outcome:
+        assert self._outcome is not None, "result() before done()"
+        outcome, self._outcome, self.job = self._outcome, None, None
+        return outcome
+
+    def restart(self, record: TrialRecord) -> None:
+        """Nothing more can run in this process: ``sweeper run`` goes on in a fresh one."""
+        raise ContextLost(record.number, record.reason or "")
+
+
+class Workers:
+    """The sweep's workers: jobs go to a free one, outcomes come back as they arrive."""
+
+    def __init__(self, workers: Sequence[Worker]) -> None:
+        self.all = list(workers)
+
+    def free(self) -> list[Worker]:
+        """The workers with no job in flight."""
+        return [w for w in self.all if w.job is None]
+
+    def busy(self) -> list[Worker]:
+        """The workers with a job in flight."""
+        return [w for w in self.all if w.job is not None]
+
+    def next_outcome(self) -> tuple[Worker, Job, Outcome]:
+        """Wait for the first job in flight to end, or to pass its deadline (then its
+        worker is stopped and the trial's outcome says so); needs a busy worker."""
+        while True:
+            busy = self.busy()
+            assert busy, "next_outcome() with no job in flight"
+            for worker in busy:
+                if worker.done():
+                    return self._take(worker, worker.result)
+            now = time.monotonic()
+            for worker in busy:
+                limit = worker.deadline()
+                if limit is not None and now >= limit:
+                    return self._take(worker, worker.expire)
+            limits = [d for w in busy if (d := w.deadline()) is not None]
+            conns = [c for w in busy if (c := w.connection()) is not None]
+            wait(conns, timeout=max(0.0, min(limits) - now) if limits else None)
+
+    @staticmethod
+    def _take(worker: Worker, get: Callable[[], Outcome]) -> tuple[Worker, Job, Outcome]:
+        job = worker.job
+        assert job is not None
+        outcome = get()
+        worker.job = None
+        if worker.slot is not None:
+            outcome.record = dataclasses.replace(outcome.record, gpu=worker.slot)
+        return worker, job, outcome
+
+    def close(self) -> None:
+        """Let go of every worker."""
+        for worker in self.all:
+            worker.close()

@@ -1,0 +1,68 @@
+"""Worker processes for the claim tests: they drive a store's claim API with a fake
+measurement (no torch, no kernel), as ``sweeper worker`` on many hosts would."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+from sweeper.measure import summarize
+from sweeper.space import Config, Problem
+from sweeper.store._open import open_storage
+from sweeper.store._records import TrialRecord
+from sweeper.trial import TrialStatus
+
+
+def fake_trial(key: str, worker_id: str) -> TrialRecord:
+    """The trial a worker "measured" for ``key`` (its choice), naming the worker."""
+    choice = dict(pair.split("=", 1) for pair in json.loads(key))
+    median = 1.0 + int(choice["block"]) / 1000
+    config = Config(Problem("float32", 1 << 20), grid=132, block=32 * (1 + int(choice["block"])),
+                    meta={"BLOCK": 1024})
+    return TrialRecord(number=0, choice=choice, status=TrialStatus.OK, config=config,
+                       samples_ms=[median] * 3,
+                       stats=summarize([median] * 3), gbps=1.0, reason=worker_id)
+
+
+def keys(count: int) -> list[str]:
+    """``count`` config keys."""
+    return [json.dumps(["BLOCK=1024", f"block={b}", "grid=sms"]) for b in range(count)]
+
+
+def drain(spec: str | None, root: str, worker_id: str, todo: list[str], lease_s: float,
+          deadline_s: float = 60.0) -> None:
+    """Claim, "measure" and record keys until every key of ``todo`` is recorded by
+    someone; a key another worker holds is tried again later (its holder may die)."""
+    store = open_storage(spec, Path(root))
+    store.share()
+    rng = random.Random(worker_id)
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        recorded = {tuple(sorted(t.choice.items())) for t in store.records(warn=False)[0]}
+        left = [k for k in todo if tuple(sorted(fake_trial(k, "").choice.items()))
+                not in recorded]
+        if not left:
+            return
+        rng.shuffle(left)
+        for key in left:
+            if store.claim(key, worker_id, lease_s):
+                time.sleep(rng.uniform(0, 0.01))
+                assert store.heartbeat(key, worker_id, lease_s)
+                store.record_claimed(key, worker_id, fake_trial(key, worker_id))
+        time.sleep(0.05)
+    raise TimeoutError(f"{worker_id}: keys still unrecorded after {deadline_s} s")
+
+
+def hold(spec: str | None, root: str, worker_id: str, key: str, lease_s: float,
+         ready: str) -> None:
+    """Claim ``key``, say so by creating the file ``ready``, and never finish (the test
+    SIGKILLs this process mid-trial)."""
+    store = open_storage(spec, Path(root))
+    store.share()
+    assert store.claim(key, worker_id, lease_s)
+    assert store.heartbeat(key, worker_id, lease_s)
+    Path(ready).write_text(str(os.getpid()))
+    time.sleep(600)

@@ -1,0 +1,292 @@
+"""The ``cuda`` kernel without a GPU: options and defines, the cache key and the disk
+cache (with a fake compiler), a compile error as a recorded trial, the space file's
+errors, the listing, and the refusal on the interpreter.  The GPU half is at the end,
+marked ``gpu``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+import sweeper
+from sweeper.cli import main
+from sweeper.kernels import load_kernel
+from sweeper.kernels._cuda_build import CompilationError, compiled, log_reason
+from sweeper.kernels._cuda_spec import cache_key, instantiation, nvrtc_options, sources
+from sweeper.space import Config, MeasureSpec, Problem, load_space
+from tests.conftest import ROOT
+
+COPY_CU = ROOT / "examples" / "copy.cu"
+KERNEL = """\
+kernel:
+  name: cuda
+  source: {source}
+  entry: {entry}
+  inputs: {{src: n}}
+  outputs: {{dst: n}}
+  args: {args}
+  reference: "torch:clone"{extra}
+params:
+  block: [128]
+  VEC: [1, 4]
+  footprint: [4KiB]
+"""
+
+
+def space_text(source: str = "copy.cu", entry: str = "copy", args: str = "[dst, src, n]",
+               extra: str = "") -> str:
+    return KERNEL.format(source=source, entry=entry, args=args, extra=extra)
+
+
+@pytest.fixture
+def cu_space(tmp_path):
+    """A space beside a copy of examples/copy.cu; call with the space's text."""
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+
+    def write(text: str) -> Path:
+        (tmp_path / "space.yaml").write_text(text)
+        return tmp_path / "space.yaml"
+    return write
+
+
+class FakeCompiler:
+    """Counts compilations; fails with ``log`` when given one."""
+
+    def __init__(self, arch: str = "sm_90", log: str | None = None) -> None:
+        self.arch, self.version, self.log, self.calls = arch, "12.4", log, []
+
+    def compile(self, source, name, options, entry):
+        self.calls.append((name, tuple(options), entry))
+        if self.log is not None:
+            raise CompilationError(log_reason(self.log))
+        return b"CUBIN" + entry.encode(), f"_Z{entry}"
+
+
+def test_meta_parameters_block_and_dtype_become_defines():
+    assert nvrtc_options({"VEC": 4, "UNROLL": 2}, 256, "float32") == (
+        "-DDTYPE=float", "-DUNROLL=2", "-DVEC=4", "-Dblock_size_x=256")
+    assert "-DDTYPE=__nv_bfloat16" in nvrtc_options({}, 64, "bfloat16")
+    assert "-DDTYPE=__half" in nvrtc_options({}, 64, "float16")
+    # a meta-parameter the template takes is a template argument, not a macro
+    template = "copy<{VEC}, {UNROLL}>"
+    assert nvrtc_options({"VEC": 4, "UNROLL": 2, "PAD": 1}, 128, "float32", template) == (
+        "-DDTYPE=float", "-DPAD=1", "-Dblock_size_x=128")
+    assert instantiation(template, {"VEC": 4, "UNROLL": 2, "PAD": 1}) == "copy<4, 2>"
+
+
+def test_the_cache_key_follows_source_includes_options_arch_and_nvrtc_only(tmp_path):
+    (tmp_path / "k.cu").write_text('#include "common.h"\n#include <cuda_fp16.h>\nK\n')
+    (tmp_path / "common.h").write_text("A\n")
+    files = sources(tmp_path / "k.cu")
+    assert [p.name for p in files] == ["k.cu", "common.h"]       # the system header stays out
+    base = cache_key(files, "copy", ["-DVEC=4"], "sm_90", "12.4")
+    assert cache_key(files, "copy", ["-DVEC=4"], "sm_90", "12.4") == base
+    assert cache_key(files, "copy", ["-DVEC=2"], "sm_90", "12.4") != base
+    assert cache_key(files, "copy", ["-DVEC=4"], "sm_80", "12.4") != base
+    assert cache_key(files, "copy", ["-DVEC=4"], "sm_90", "12.6") != base
+    assert cache_key(files, "copy2", ["-DVEC=4"], "sm_90", "12.4") != base
+    (tmp_path / "common.h").write_text("B\n")                   # an include edited
+    assert cache_key(sources(tmp_path / "k.cu"), "copy", ["-DVEC=4"], "sm_90", "12.4") != base
+    (tmp_path / "common.h").write_text("A\n")
+    moved = tmp_path / "elsewhere"                              # the folder is irrelevant
+    moved.mkdir()
+    for name in ("k.cu", "common.h"):
+        shutil.copy(tmp_path / name, moved / name)
+    assert cache_key(sources(moved / "k.cu"), "copy", ["-DVEC=4"], "sm_90", "12.4") == base
+
+
+def test_a_compiled_kernel_is_kept_on_disk_and_found_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    compiler = FakeCompiler()
+    first = compiled(COPY_CU, "copy", ("-DVEC=4",), compiler)
+    assert first.path.parent == tmp_path / "cache" / "cuda" and first.lowered == "_Zcopy"
+    assert first.path.read_bytes() == b"CUBINcopy"
+    assert compiler.calls[0][1][-3:] == (f"-I{COPY_CU.parent}", "-arch=sm_90", "-std=c++17")
+    assert compiled(COPY_CU, "copy", ("-DVEC=4",), compiler) == first      # a hit
+    assert len(compiler.calls) == 1
+    compiled(COPY_CU, "copy", ("-DVEC=2",), compiler)                      # other options
+    compiled(COPY_CU, "copy", ("-DVEC=4",), FakeCompiler(arch="sm_80"))    # another GPU
+    assert len(compiler.calls) == 2
+    first.path.with_suffix(".json").write_text("{")                        # damaged: rebuilt
+    assert compiled(COPY_CU, "copy", ("-DVEC=4",), compiler) == first
+    assert len(compiler.calls) == 3
+
+
+def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path,
+                                                              monkeypatch):
+    from sweeper.devices import open_device
+    from sweeper.trial import TrialStatus, run_trial
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space = load_space(cu_space(space_text()))
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    kernel.plan.launch.compiler = FakeCompiler(log=(
+        "copy.cu(20): warning: unused\ncopy.cu(31): error: identifier \"V\" is undefined\n"
+        "1 error detected in the compilation of \"copy.cu\"."))
+    problem = Problem("float32", 4096)
+    config = Config(problem=problem, grid=4, block=128, meta={"VEC": 3})
+    result = run_trial(kernel, kernel.allocate(problem, "cpu"), config,
+                       open_device("interpret"), MeasureSpec(warmup=1, repeat=2),
+                       torch.Generator().manual_seed(0))
+    assert result.status is TrialStatus.COMPILE_ERROR
+    assert result.reason == ('CompilationError: copy.cu(31): error: identifier "V" is '
+                             'undefined | 1 error detected in the compilation of "copy.cu". '
+                             '| copy.cu(20): warning: unused')
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (space_text(source="missing.cu"), ":3: kernel.source: no file {folder}/missing.cu; "
+     "allowed: a CUDA source file, relative to the space file"),
+    (space_text(entry="'2copy'"), ":4: kernel.entry: '2copy' is not a function name; "
+     "allowed: a C identifier such as copy"),
+    (space_text(args="[dst, src, m]"), ":7: kernel.args: argument 'm' is no tensor, "
+     "dimension or number; known: src, dst, n, VEC"),
+    (space_text(args="[dst, n]"), ":7: kernel.args: tensor 'src' is not passed to the "
+     "entry; args: dst, n"),
+    (space_text(args="[dst, src, 'n:int128']"), ":7: kernel.args: argument 'n:int128': "
+     "type 'int128'; allowed: int32, int64, uint32, uint64, float32, float64, DTYPE"),
+    (space_text(extra="\n  template: 'copy<{VEC}, {UNROLL}>'"), ":9: kernel.template: "
+     "'copy<{VEC}, {UNROLL}>' reads {UNROLL}, which is no meta-parameter axis of params; "
+     "known: VEC"),
+    (space_text(extra="\n  template: copy"), ":9: kernel.template: 'copy' is not a "
+     "template instantiation; allowed: entry<{META}, ...> such as copy<{VEC}, {UNROLL}>"),
+    (space_text().replace('"torch:clone"', "ref.py:clone"), ":8: kernel.reference: no "
+     "file {folder}/ref.py for the reference"),
+    (space_text().replace("  inputs: {src: n}\n", ""), ":1: kernel: kernel cuda needs "
+     "option 'inputs'"),
+])
+def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, message):
+    path = cu_space(text)
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"{path}{message.replace('{folder}', str(path.parent))}"), err
+    assert "\n" not in err
+
+
+def test_a_reference_file_is_read_beside_the_space_and_called_with_the_inputs(cu_space):
+    folder = cu_space(space_text()).parent
+    (folder / "ref.py").write_text("def copied(src):\n    return src + 0\n")
+    space = load_space(cu_space(space_text().replace('"torch:clone"', "ref.py:copied")))
+    assert dict(space.kernel_options)["reference"] == f"{folder / 'ref.py'}:copied"
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    buffers = kernel.allocate(Problem("float32", 64), "cpu")
+    kernel.randomize(buffers, torch.Generator().manual_seed(0))
+    assert torch.equal(kernel.expected(buffers)["dst"], buffers["src"])
+    assert kernel.needs_gpu and "extern \"C\" __global__ void copy" in kernel.source()
+
+
+def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path, capsys):
+    space = ROOT / "spaces" / "cuda-copy.yaml"
+    assert main(["plan", str(space), "--device", "interpret"]) == 0
+    assert "225 configs" in capsys.readouterr().out
+    assert main(["run", str(space), "--device", "interpret", "--studies-dir",
+                 str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: kernel cuda runs on a CUDA GPU only (compiled CUDA C); device interpret "
+        "cannot run it: run on a GPU (leave out --device) or replay a recorded table "
+        "(--device replay:TABLE.csv)\n")
+    assert list(tmp_path.iterdir()) == []                       # nothing written
+
+
+def test_sweeper_kernels_lists_cuda(capsys):
+    assert main(["kernels"]) == 0
+    assert "cuda (built-in): a CUDA C/C++ kernel from a .cu file, compiled through NVRTC " \
+        "with the swept axes as -D defines (needs a GPU and cupy)" in capsys.readouterr().out
+
+
+def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():
+    launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n:int64"])
+    assert launch.source == COPY_CU and launch.__module__ == __name__
+    declared = sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"},
+                              meta={"VEC": 4}, grid="cdiv(n, block * VEC)",
+                              reference=lambda src: src.clone())
+    assert declared.name == "copy" and declared.needs_gpu
+    assert "__global__ void copy" in declared().source()
+    with pytest.raises(sweeper.SweeperError, match=r"sweeper\.cuda: no file .*nothing\.cu"):
+        sweeper.cuda("nothing.cu", "copy", ["dst"])
+
+
+# -- on a GPU ------------------------------------------------------------------------------
+
+def _gpu_kernel(tmp_path: Path, source: Path = COPY_CU):
+    shutil.copy(source, tmp_path / "copy.cu")
+    (tmp_path / "space.yaml").write_text(space_text(args="[dst, src, 'n:int64']"))
+    space = load_space(tmp_path / "space.yaml")
+    return load_kernel(space.kernel, space.kernel_options)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("footprint", [4096 + 12, 1 << 30])
+@pytest.mark.parametrize("graph", [False, True])
+def test_the_example_copy_compiles_runs_and_verifies_on_the_gpu(tmp_path, monkeypatch,
+                                                                footprint, graph):
+    from sweeper.devices import open_device
+    from sweeper.trial import TrialStatus, run_trial
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    kernel = _gpu_kernel(tmp_path)
+    problem = Problem("float32", footprint)
+    for vec in (1, 2, 4):
+        config = Config(problem=problem, grid=264, block=256, meta={"VEC": vec, "UNROLL": 2})
+        result = run_trial(kernel, kernel.allocate(problem, "cuda"), config,
+                           open_device("cuda"),
+                           MeasureSpec(warmup=2, repeat=5, stop="fixed", batch=5 if graph
+                                       else 1, graph=graph),
+                           torch.Generator(device="cuda").manual_seed(0))
+        assert result.status is TrialStatus.OK, result.reason
+
+
+@pytest.mark.gpu
+def test_a_planted_wrong_cuda_kernel_is_caught_on_the_gpu(tmp_path, monkeypatch):
+    from sweeper.devices import open_device
+    from sweeper.trial import TrialStatus, run_trial
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    wrong = tmp_path / "wrong.cu"
+    wrong.write_text(COPY_CU.read_text().replace("dst[i] = src[i];", "dst[i] = 2 * src[i];"))
+    kernel = _gpu_kernel(tmp_path, wrong)
+    problem = Problem("float32", 4096 + 12)                     # the tail is wrong
+    config = Config(problem=problem, grid=8, block=128, meta={"VEC": 4, "UNROLL": 1})
+    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, open_device("cuda"),
+                       MeasureSpec(warmup=1, repeat=3, stop="fixed"),
+                       torch.Generator(device="cuda").manual_seed(0))
+    assert result.status is TrialStatus.WRONG_ANSWER
+    assert result.reason.startswith("output dst: 3 of 1027 elements differ")
+
+
+@pytest.mark.gpu
+def test_the_second_compile_is_a_disk_cache_hit_without_nvrtc(tmp_path, monkeypatch):
+    from sweeper.kernels._cuda_build import NvrtcCompiler
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    compiler = NvrtcCompiler()
+    options = nvrtc_options({"VEC": 4, "UNROLL": 1}, 256, "float32")
+    first = compiled(COPY_CU, "copy", options, compiler)
+    meta = json.loads(first.path.with_suffix(".json").read_text())
+    assert meta["lowered"] == "copy" and first.path.stat().st_size > 0
+    monkeypatch.setattr(compiler, "compile", lambda *a: pytest.fail("NVRTC ran again"))
+    assert compiled(COPY_CU, "copy", options, compiler) == first
+
+
+@pytest.mark.gpu
+def test_a_compile_error_is_recorded_and_the_gpu_sweep_goes_on(tmp_path, monkeypatch,
+                                                               capsys):
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    (tmp_path / "copy.cu").write_text("#if VEC == 2\n#error VEC 2 is refused here\n#endif\n" +
+                                      COPY_CU.read_text())
+    (tmp_path / "space.yaml").write_text(space_text(args="[dst, src, 'n:int64']").replace(
+        "VEC: [1, 4]", "VEC: [1, 2, 4]") + "sampler: exhaustive\n")
+    assert main(["run", str(tmp_path / "space.yaml"), "--studies-dir", str(tmp_path / "s"),
+                 "--quiet", "--no-report"]) == 0
+    rows = [json.loads(line) for line in
+            (tmp_path / "s" / "space" / "trials.jsonl").read_text().splitlines()]
+    trials = [r for r in rows if r.get("kind") == "trial"]
+    statuses = {r["config"]["meta"]["VEC"]: r["status"] for r in trials}
+    assert statuses == {1: "ok", 2: "compile_error", 4: "ok"}, statuses
+    reason = next(r["reason"] for r in trials if r["status"] == "compile_error")
+    assert "VEC 2 is refused here" in reason

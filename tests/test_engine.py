@@ -1,0 +1,122 @@
+"""The coordinator and its workers: one worker per GPU, each config measured once and
+named by the GPU that measured it; a worker process that dies or hangs costs its trial
+only, never the command."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from sweeper.devices import open_device
+from sweeper.samplers import ExhaustiveSampler
+from sweeper.store import GpuSlot, StudyStore, TrialRecord
+from sweeper.trial import TrialStatus
+from tests.conftest import SMALL_SPACE, sweep_study
+
+
+def _measured(store: StudyStore) -> list[TrialRecord]:
+    return [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+
+
+@pytest.mark.parametrize("sampler", ["exhaustive", "auto", "random"])
+def test_two_workers_measure_every_config_once_and_records_name_their_gpu(
+        write_space, tmp_path, sampler):
+    """Two "GPUs" (workers 0 and 1 on the interpreter): the sampler has two trials
+    outstanding at once, yet every config is measured exactly once, and the records name
+    both GPUs."""
+    text = SMALL_SPACE.replace("sampler: exhaustive", f"sampler: {sampler}")
+    store, summary = sweep_study(write_space(text), open_device("interpret"),
+                                 tmp_path / "s", gpus=[0, 1])
+    measured = _measured(store)
+    assert len(measured) == len({t.key() for t in measured}) == 6
+    assert summary.measured == 6 and summary.stopped_by.startswith("complete")
+    name = open_device("interpret").facts().name
+    assert {t.gpu for t in measured} == {GpuSlot(0, name), GpuSlot(1, name)}
+    assert all(t.ok for t in measured)
+    numbers = sorted(t.number for t in store.records()[0])
+    assert numbers == list(range(len(numbers)))          # each number given once
+
+
+def test_a_trial_budget_holds_with_trials_in_flight(write_space, tmp_path):
+    store, summary = sweep_study(write_space(SMALL_SPACE), open_device("interpret"),
+                                 tmp_path / "s", gpus=[0, 1], max_trials=3)
+    assert summary.measured == 3 and len(_measured(store)) == 3
+    assert summary.stopped_by == "budget: 3 trials"
+
+
+def test_exhaustive_never_proposes_a_pending_config_again():
+    choices = [{"a": str(i)} for i in range(3)]
+    study = optuna.create_study(sampler=ExhaustiveSampler(choices, seed=None),
+                                direction="maximize")
+    dist = {"a": optuna.distributions.CategoricalDistribution(["0", "1", "2"])}
+    first, second = study.ask(dist), study.ask(dist)      # both pending
+    assert first.params != second.params
+    assert study.sampler.remaining(study) == 1
+
+
+def test_records_without_a_gpu_still_load_and_a_gpu_round_trips():
+    record = TrialRecord(number=0, choice={"BLOCK": "256"}, status=TrialStatus.INVALID,
+                         reason="ruled out", gpu=GpuSlot(1, "NVIDIA H200"))
+    data = json.loads(json.dumps(record.to_json()))
+    assert data["gpu"] == {"index": 1, "name": "NVIDIA H200"}
+    assert TrialRecord.from_json(data).gpu == GpuSlot(1, "NVIDIA H200")
+    del data["gpu"]                                    # a journal older than workers
+    assert TrialRecord.from_json(data).gpu is None
+
+
+@pytest.mark.parametrize("gpus, message", [
+    ("0,0", "sweeper run: argument --gpus: '0,0': give GPU indices, comma-separated and "
+            "each once (0,1), or all (see sweeper run --help)"),
+    ("x", "sweeper run: argument --gpus: 'x': give GPU indices, comma-separated and each "
+          "once (0,1), or all (see sweeper run --help)"),
+    ("all", "sweeper: --gpus all: the interpret device has no GPUs to count; name the "
+            "workers by index (--gpus 0,1)"),
+])
+def test_a_bad_gpus_option_is_one_line_and_nothing_written(write_space, tmp_path, capsys,
+                                                           gpus, message):
+    from sweeper.cli import main
+
+    status = main(["run", str(write_space(SMALL_SPACE)), "--device", "interpret",
+                   "--studies-dir", str(tmp_path / "studies"), "--gpus", gpus])
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    assert err == message
+    assert not (tmp_path / "studies").exists()
+
+
+def test_worker_processes_survive_a_crash_and_a_hang_in_one_command(write_space, tmp_path,
+                                                                    capsys):
+    """Slow (~40 s: each worker process imports torch).  Two worker processes on the
+    interpreter; one config ends its worker with os._exit(3), another sleeps past
+    measure.timeout.  The command goes on with fresh workers (no re-execution): the
+    crash is recorded with its exit status and last output, the hang as timeout, every
+    other config measured once, by both workers."""
+    from sweeper.cli import main
+
+    text = SMALL_SPACE.replace("kernel: copy",
+                               "kernel: tests.kernels_for_tests:DiesOrHangsOnBigBlock")
+    path = write_space(text.replace("measure: {warmup: 1, repeat: 3}",
+                                    "measure: {warmup: 1, repeat: 3, timeout: 8s}"))
+    status = main(["run", str(path), "--device", "interpret", "--gpus", "0,1",
+                   "--workers", "process", "--studies-dir", str(tmp_path), "--quiet",
+                   "--no-report"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "fresh process" not in err and "done: 6 measured (2 failed)" in out
+    measured = _measured(StudyStore(tmp_path / "tiny-interpret"))
+    assert len(measured) == len({t.key() for t in measured}) == 6
+    by_status = {t.status: t for t in measured if not t.ok}
+    crashed, hung = by_status[TrialStatus.CRASHED], by_status[TrialStatus.TIMEOUT]
+    assert crashed.config.num_warps == 1 and crashed.config.meta["BLOCK"] == 1024
+    assert crashed.reason == (
+        "the worker process died during this trial (exit status 3; its last output: "
+        "dies-or-hangs: exiting on purpose); the sweep went on with a fresh worker")
+    assert hung.config.num_warps == 4 and hung.config.meta["BLOCK"] == 1024
+    assert hung.reason.startswith("no result after 8 s (measure.timeout)")
+    assert "the worker was stopped and the sweep went on with a fresh one" in hung.reason
+    assert 8 <= hung.wall_s < 30
+    assert sum(t.ok for t in measured) == 4
+    assert {t.gpu.index for t in measured} == {0, 1}
+    assert all(t.gpu.name == "Triton interpreter (CPU)" for t in measured)

@@ -1,0 +1,210 @@
+"""One contract, two stores: the journal in a study folder and a study in PostgreSQL (a
+real server the session starts, see tests/pgserver.py) keep the same promises, and the
+claims give each config to one worker, also when workers run at once or die mid-trial."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import signal
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from sweeper.errors import StudyError, SweeperError
+from sweeper.finals import FinalRecord
+from sweeper.store import DriftRecord, DutyRecord, StudyStore
+from sweeper.store._base import Storage
+from sweeper.store._open import copy_study, open_storage
+from tests import store_workers
+from tests.test_journal import META, trial
+from tests.test_records import every_kind
+
+BACKENDS = ["journal", "postgresql"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, tmp_path):
+    """(spec, root) of a fresh study in each store: ``spec`` is what --storage would say."""
+    if request.param == "journal":
+        return None, tmp_path / "s"
+    url = request.getfixturevalue("postgres_url")
+    return url, tmp_path / f"s{uuid.uuid4().hex[:12]}"
+
+
+def fresh(backend) -> Storage:
+    spec, root = backend
+    return open_storage(spec, root)
+
+
+def make(backend, meta=None) -> Storage:
+    store = fresh(backend)
+    store.create(meta or {**META, "study": store.name})
+    return store
+
+
+def test_a_study_is_created_and_its_metadata_read_and_updated(backend):
+    store = fresh(backend)
+    assert not store.exists()
+    with pytest.raises(StudyError, match=r"no study here|no such study"):
+        store.meta()
+    store.create({**META, "study": store.name})
+    assert store.exists() and fresh(backend).exists()
+    store.update_meta(resumed=["2026-12-01T10:00:00+00:00"], last_run={"measured": 3})
+    assert fresh(backend).meta() == {**META, "study": store.name,
+                                     "resumed": ["2026-12-01T10:00:00+00:00"],
+                                     "last_run": {"measured": 3}}
+
+
+def test_every_record_kind_reads_back_equal_in_order(backend):
+    store = make(backend)
+    records = every_kind()
+    for record in records:
+        store.append(record)
+    store.close()
+    again = fresh(backend)
+    trials, baselines = again.records()
+    assert trials == [r for r in records if r.kind == "trial"]
+    assert baselines == [r for r in records if r.kind == "baseline"]
+    assert again.read(FinalRecord) == [records[3]]
+    assert again.read(DriftRecord) == [records[4]]
+    assert again.read(DutyRecord) == [records[5]]
+    assert [d["kind"] for d in again.raw_records()] == [r.kind for r in records]
+
+
+def test_a_resumed_study_appends_after_what_it_holds(backend):
+    store = make(backend)
+    store.open_journal()
+    store.append(trial(0))
+    store.close()
+    again = fresh(backend)
+    again.open_journal()
+    again.append(trial(1, block=64))
+    again.close()
+    assert [t.number for t in fresh(backend).records()[0]] == [0, 1]
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (trial(0), r"cannot record a trial record: trial #0 again \(first on line 1\)"),
+    (dataclasses.replace(trial(1), samples_ms="fast"), r"cannot record a trial record: .*"
+                                                        r"samples_ms"),
+    (dataclasses.replace(every_kind()[3], winner=7),
+     r"cannot record a final record: .*7"),
+])
+def test_a_bad_record_is_refused_and_nothing_is_kept(backend, bad, reason):
+    store = make(backend)
+    store.append(trial(0))
+    with pytest.raises(StudyError, match=reason):
+        store.append(bad)
+    store.close()
+    assert fresh(backend).raw_records() == [trial(0).to_json()]
+
+
+def test_a_key_is_claimed_once_renewed_by_its_holder_and_never_again_once_recorded(backend):
+    store = make(backend)
+    store.share()
+    key = store_workers.keys(1)[0]
+    assert store.claim(key, "a", 30)
+    assert not store.claim(key, "b", 30)
+    assert store.claim(key, "a", 30)                   # its holder: renewed
+    assert store.heartbeat(key, "a", 30) and not store.heartbeat(key, "b", 30)
+    assert store.record_claimed(key, "b", store_workers.fake_trial(key, "b")) is None
+    kept = store.record_claimed(key, "a", store_workers.fake_trial(key, "a"))
+    assert kept is not None and kept.number == 0 and kept.reason == "a"
+    assert not store.claim(key, "b", 30) and not store.claim(key, "a", 30)
+    assert not store.heartbeat(key, "a", 30)
+    assert [t.reason for t in fresh(backend).records()[0]] == ["a"]
+
+
+def test_a_claim_not_renewed_for_its_lease_goes_to_another_worker(backend):
+    store = make(backend)
+    store.share()
+    first, second = store_workers.keys(2)
+    assert store.claim(first, "a", 0.2) and store.claim(second, "a", 30)
+    time.sleep(0.4)
+    assert store.claim(first, "b", 30) and not store.claim(second, "b", 30)
+    assert store.record_claimed(first, "a", store_workers.fake_trial(first, "a")) is None
+    assert store.record_claimed(first, "b", store_workers.fake_trial(first, "b")).number == 0
+    store.release(second, "a")
+    assert store.claim(second, "b", 30)
+
+
+def test_a_key_recorded_without_a_claim_is_never_claimed(backend):
+    store = make(backend)
+    key = store_workers.keys(1)[0]
+    store.append(dataclasses.replace(store_workers.fake_trial(key, "run"), number=5))
+    store.close()
+    assert not fresh(backend).claim(key, "a", 30)
+
+
+def _spawn() -> multiprocessing.context.SpawnContext:
+    return multiprocessing.get_context("spawn")     # a fresh interpreter: no inherited pool
+
+
+def test_four_concurrent_workers_record_every_key_exactly_once(backend):
+    spec, root = backend
+    make(backend).close()
+    todo = store_workers.keys(24)
+    ctx = _spawn()
+    workers = [ctx.Process(target=store_workers.drain, args=(spec, str(root), f"w{i}", todo, 30))
+               for i in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0] * 4
+    trials = fresh(backend).records()[0]
+    assert sorted(Counter(t.key() for t in trials).values()) == [1] * 24
+    assert sorted(t.number for t in trials) == list(range(24))
+    assert len({t.reason for t in trials}) > 1           # the work was shared
+
+
+def test_a_worker_killed_mid_trial_loses_its_key_to_another_after_the_lease(backend, tmp_path):
+    spec, root = backend
+    make(backend).close()
+    todo = store_workers.keys(6)
+    ready = tmp_path / "ready"
+    ctx = _spawn()
+    holder = ctx.Process(target=store_workers.hold,
+                         args=(spec, str(root), "doomed", todo[0], 1.5, str(ready)))
+    holder.start()
+    end = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert ready.exists(), "the holder never claimed its key"
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join()
+    assert holder.exitcode == -signal.SIGKILL
+    assert not fresh(backend).claim(todo[0], "early", 30)   # its lease still runs
+    store_workers.drain(spec, str(root), "heir", todo, 30)
+    trials = fresh(backend).records()[0]
+    assert Counter(t.key() for t in trials) == Counter(
+        store_workers.fake_trial(k, "").key() for k in todo)
+    assert {t.reason for t in trials} == {"heir"}
+
+
+def test_a_study_copied_between_the_stores_reads_back_equal(postgres_url, tmp_path):
+    journal = StudyStore(tmp_path / "j" / "copied")
+    journal.create({**META, "study": "copied"})
+    for record in every_kind():
+        journal.append(record)
+    journal.close()
+    name = f"copied{uuid.uuid4().hex[:8]}"
+    base = open_storage(postgres_url, tmp_path / "db" / name)
+    source = StudyStore(tmp_path / "j" / "copied")
+    assert copy_study(source, base) == 6
+    assert base.raw_records() == source.raw_records() and base.meta() == source.meta()
+    back = StudyStore(tmp_path / "back" / name)
+    assert copy_study(base, back) == 6
+    assert back.journal_path.read_bytes() == source.journal_path.read_bytes()
+    with pytest.raises(StudyError, match=rf"a study '{name}' is there already"):
+        copy_study(source, base)
+
+
+def test_a_storage_that_is_not_a_database_url_is_refused(tmp_path):
+    with pytest.raises(SweeperError, match=r"^--storage: 'mysql://x' is not a storage; "
+                                           r"allowed: a postgresql://USER@HOST/DB URL"):
+        open_storage("mysql://x", tmp_path / "s")

@@ -1,0 +1,120 @@
+"""``sweeper worker``: workers share one study's sweep through claims (each config kept
+once), in PostgreSQL or the journal; ``--storage`` for run, report, export and compare; a
+study copied between the stores; a second ``sweeper run`` of a busy journal study told how
+to share it."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.space import load_space
+from sweeper.store import StudyStore
+from sweeper.store._open import open_storage
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+SPACE = ["spaces/copy.yaml", "-p", "BLOCK=512,1024", "--device", f"replay:{TABLE}"]
+
+
+@pytest.fixture(params=["journal", "postgresql"])
+def storage(request) -> list[str]:
+    """The --storage options of each store (none: the journal)."""
+    if request.param == "journal":
+        return []
+    return ["--storage", request.getfixturevalue("postgres_url")]
+
+
+def test_two_workers_share_a_sweep_and_each_config_is_kept_once(storage, tmp_path,
+                                                                monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    name = f"shared{uuid.uuid4().hex[:8]}"
+    common = [*storage, "--study", name, "--studies-dir", str(tmp_path)]
+    assert main(["worker", *SPACE, *common, "--worker-id", "a", "--trials", "5"]) == 0
+    assert main(["worker", *SPACE, *common, "--worker-id", "b", "--lease", "5s"]) == 0
+    out = capsys.readouterr().out
+    size = load_space("spaces/copy.yaml", ["BLOCK=512,1024"]).size
+    assert "worker a: 5 configs measured and kept" in out
+    assert f"worker b: {size - 5} configs measured and kept" in out
+    assert "stopped: complete: every valid config measured" in out
+    store = open_storage(storage[1] if storage else None, tmp_path / name)
+    trials = store.records()[0]
+    assert sorted(Counter(t.key() for t in trials).values()) == [1] * size
+    assert sorted(t.number for t in trials) == list(range(size))
+    # the finals and the report: `sweeper run` of the same study, which measures nothing new
+    assert main(["run", *SPACE, *common, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "done: 0 measured" in out and (tmp_path / name / "report.md").is_file()
+    assert main(["export", name, *storage, "--studies-dir", str(tmp_path),
+                 "-o", str(tmp_path / "tuning.json")]) == 0
+    assert main(["compare", name, name, *storage, "--studies-dir", str(tmp_path)]) == 0
+    assert "SAME" in capsys.readouterr().out
+
+
+def test_a_worker_without_a_space_takes_the_studys_and_needs_the_study(postgres_url, tmp_path,
+                                                                      monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    name = f"bare{uuid.uuid4().hex[:8]}"
+    common = ["--storage", postgres_url, "--study", name, "--studies-dir", str(tmp_path),
+              "--device", f"replay:{TABLE}"]
+    assert main(["worker", *common]) == 2
+    assert f"(study {name}): no study {name!r} yet; give its space file to create it" \
+        in capsys.readouterr().err
+    assert main(["worker", "spaces/copy.yaml", *common, "--trials", "3"]) == 0
+    assert main(["worker", *common]) == 0
+    assert "stopped: complete: every valid config measured" in capsys.readouterr().out
+    trials = open_storage(postgres_url, tmp_path / name).records()[0]
+    assert len(trials) == len({t.key() for t in trials}) == load_space(
+        "spaces/copy.yaml").size
+
+
+def test_copy_study_moves_a_study_to_the_database_and_back(postgres_url, tmp_path,
+                                                          monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "4"]) == 0
+    name = "copy-fp32-replay"
+    assert main(["copy-study", name, "--studies-dir", str(tmp_path / "a"),
+                 "--to", postgres_url]) == 0
+    assert f"copied study {name}: " in capsys.readouterr().out
+    assert main(["copy-study", name, "--storage", postgres_url, "--to",
+                 str(tmp_path / "b")]) == 0
+    assert "read back equal" in capsys.readouterr().out
+    same = [StudyStore(tmp_path / d / name).journal_path.read_bytes() for d in ("a", "b")]
+    assert same[0] == same[1]
+    assert main(["copy-study", name, "--studies-dir", str(tmp_path / "a"),
+                 "--to", postgres_url]) == 2
+    assert f"a study '{name}' is there already" in capsys.readouterr().err
+
+
+def test_a_busy_journal_study_names_sweeper_worker_as_the_way_to_share(tmp_path, monkeypatch,
+                                                                       capsys):
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path), "--quiet", "--no-report",
+                 "--trials", "1"]) == 0
+    holder = StudyStore(tmp_path / "copy-fp32-replay")
+    holder.open_journal()
+    try:
+        assert main(["run", *SPACE, "--studies-dir", str(tmp_path), "--quiet"]) == 2
+        assert main(["worker", *SPACE, "--studies-dir", str(tmp_path), "--study",
+                     "copy-fp32-replay"]) == 2
+    finally:
+        holder.close()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("copy-fp32-replay: another sweeper process is running this "
+                           "study; wait for it to finish, or pass --study NEW (processes "
+                           "share a study as `sweeper worker --study NAME`)")
+    assert err[1].endswith("copy-fp32-replay: a `sweeper run` holds this study; let it "
+                           "finish, then start the workers")
+
+
+def test_a_storage_option_that_is_no_database_is_one_line(tmp_path, capsys):
+    assert main(["report", "s", "--storage", "sqlite:///x.db",
+                 "--studies-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == ("sweeper: --storage: 'sqlite:///x.db' is not a "
+                                       "storage; allowed: a postgresql://USER@HOST/DB URL "
+                                       "(leave it out for the journal under --studies-dir)\n")
