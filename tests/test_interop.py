@@ -122,4 +122,5 @@ def test_study_export_writes_each_format_and_refuses_an_unknown_one(mixed, tmp_p
     assert mixed.export(url, format="optuna", replace=True) == url
     with pytest.raises(sweeper.SweeperError) as err:
         mixed.export(tmp_path / "x", format="xlsx")
-    assert str(err.value) == "format 'xlsx' is unknown; allowed: tuning, csv, parquet, triton, optuna"
+    assert str(err.value) == ("format 'xlsx' is unknown; allowed: tuning, csv, parquet, "
+                              "triton, optuna")

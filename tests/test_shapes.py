@@ -100,8 +100,8 @@ def test_a_footprint_still_sizes_square_matmuls_and_one_d_kernels():
      "params.s.zip.Z: unknown axis 'Z'; known: grid, block, dtype, footprint, cache, M, N, K"),
     ("kernel: matmul\nparams:\n  M: [64]\n  N: [0]\n", 4, "params.N[0]: 0 must be positive"),
     ("kernel: matmul\nparams:\n  M: [64]\n  grid: [\"cdiv(M, X)\"]\n", 4,
-     "unknown name 'X' in 'cdiv(M, X)'; known: BLOCK_K, BLOCK_M, BLOCK_N, K, M, N, block, "
-     "footprint"),
+     "unknown name 'X' in 'cdiv(M, X)'; known: BLOCK_K, BLOCK_M, BLOCK_N, EPILOGUE_SUBTILE, "
+     "FLATTEN, GROUP_M, K, M, N, SPLIT_K, TMA, block, footprint"),
     (STRIDED + "  n: [300]\n  stride: [4]\n", 3,
      "params.n[0]: n: 300 is out of its limits; allowed: an integer >= 256, a multiple of 256"),
     (STRIDED + "  stride: [65]\n", 3,

@@ -66,8 +66,14 @@ class ReplayDevice(Device):
     def check_space(self, space: Space) -> None:
         """Refuse a table that does not record every axis of ``space`` (each config would
         silently get the median of whichever row matched the other axes) or records an
-        axis the space lacks."""
-        self._check_axes([a.name for a in space.axes], space.path)
+        axis the space lacks.  A meta-parameter without a column is accepted where the
+        space holds it at the kernel's default alone: the table was recorded before the
+        kernel declared it, when every launch ran at that default."""
+        from sweeper.plugins import kernel_declaration
+
+        implied = implied_axes(kernel_declaration(space.kernel).meta_params, self.params)
+        self._check_axes([a.name for a in space.axes
+                          if implied.get(a.name, (None,)) != a.labels[:2]], space.path)
 
     def _check_axes(self, axes: Sequence[str], space_path: str) -> None:
         missing = [a for a in axes if a not in self.params]
@@ -82,9 +88,16 @@ class ReplayDevice(Device):
                        f"(its axes: {', '.join(axes)}); replay a table recorded with the "
                        "same axes")
 
-    def lookup(self, choice: Mapping[str, str]) -> dict[str, Any] | None:
+    def lookup(self, choice: Mapping[str, str],
+               meta_params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         """The recorded row for ``choice``, or None; a choice over other axes than the
-        table's is refused (see :meth:`check_space`)."""
+        table's is refused (see :meth:`check_space`), but for the kernel's
+        ``meta_params`` (name -> MetaParam) the table lacks, which the choice must hold
+        at their defaults."""
+        implied = implied_axes(meta_params or {}, self.params)
+        if any(str(choice[k]) != v for k, (v,) in implied.items() if k in choice):
+            return None
+        choice = {k: v for k, v in choice.items() if k not in implied}
         if set(choice) != set(self.params):
             self._check_axes(list(choice), "the space")
         return self._index.get(tuple(str(choice[p]) for p in self.params))
@@ -100,6 +113,14 @@ class ReplayDevice(Device):
         env.update(gpu=self._facts.name, replay_table=str(self.path),
                    recorded=dict(self.header))
         return env
+
+
+def implied_axes(meta_params: Mapping[str, Any], columns: Sequence[str]
+                 ) -> dict[str, tuple[str]]:
+    """The meta-parameters a table has no column for, each with its default's label: a
+    table recorded before the kernel declared them, when every launch ran at that
+    default, answers for configs that hold them there."""
+    return {name: (str(p.default),) for name, p in meta_params.items() if name not in columns}
 
 
 def read_table(path: Path) -> tuple[dict[str, str], list[str], list[dict[str, str]]]:

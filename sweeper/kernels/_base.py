@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.errors import SweeperError
-from sweeper.space import Config, Dim, Problem
+from sweeper.space import DECLARED_ONLY, DTYPES, Config, Dim, Problem
 
 if TYPE_CHECKING:      # a kernel's declaration is read without importing torch
     import torch
@@ -47,6 +47,8 @@ class MetaParam:
     #: The value counts elements of the problem's dtype (not tiles or stages): a winner
     #: found at another dtype is carried over at the same bytes (``auto``'s priors).
     elements: bool = False
+    #: The only values allowed (a switch: ``(0, 1)``); empty: any positive integer.
+    choices: tuple[int, ...] = ()
 
 
 @dataclass
@@ -138,6 +140,9 @@ class Kernel(abc.ABC):
     options: ClassVar[Mapping[str, str]] = {}
     #: Values for options a space may leave out; an option without one is required.
     option_defaults: ClassVar[Mapping[str, str]] = {}
+    #: The dtypes a space may give it: all but the 8-bit floats, which need scaled inputs
+    #: and an output of another dtype; a kernel that handles them lists them here.
+    dtypes: ClassVar[tuple[str, ...]] = tuple(d for d in DTYPES if d not in DECLARED_ONLY)
     #: Options a space may leave out with no value standing in (the kernel does without).
     optional_options: ClassVar[frozenset[str]] = frozenset()
     #: The kernel runs on a CUDA GPU only (compiled CUDA C): a device that runs kernels
@@ -184,6 +189,13 @@ class Kernel(abc.ABC):
     @abc.abstractmethod
     def check(self, buffers: Buffers) -> str | None:
         """Compare the outputs with the reference: ``None`` when right, else the reason."""
+
+    def refusal(self, config: Config, device: str) -> str | None:
+        """Why ``config`` cannot run on ``device`` ("cuda" or "cpu"), what can, or ``None``;
+        asked before its buffers are allocated, a refusal is recorded as an invalid trial
+        with this line (a GPU without the instructions a variant needs, a shape a variant
+        cannot address)."""
+        return None
 
     def bytes_moved(self, problem: Problem) -> int:
         """Fewest bytes one launch must move through device memory."""

@@ -58,9 +58,10 @@ class AddDeclaration(Kernel):
 
 
 class MatmulDeclaration(Kernel):
-    """The ``matmul`` kernel as spaces and reports see it: tile sizes and pipeline depth as
-    meta-parameters, a grid that covers C, bfloat16 by default, TFLOP/s as the headline and
-    ``torch.matmul`` as the baseline."""
+    """The ``matmul`` kernel as spaces and reports see it: tile sizes, pipeline depth, tile
+    order, split-K and the TMA variant as meta-parameters, a grid that covers C, bfloat16
+    by default (float8_e4m3fn too), TFLOP/s as the headline and ``torch.matmul`` as the
+    baseline (``torch._scaled_mm`` for float8_e4m3fn, which torch.matmul does not take)."""
 
     name: ClassVar[str] = "matmul"
     meta_params: ClassVar[Mapping[str, MetaParam]] = {
@@ -68,6 +69,17 @@ class MatmulDeclaration(Kernel):
         "BLOCK_N": MetaParam(default=128, pow2=True, doc="columns of C per tile"),
         "BLOCK_K": MetaParam(default=64, pow2=True, doc="K step"),
         "num_stages": MetaParam(default=3, doc="software pipeline depth (launch option)"),
+        "GROUP_M": MetaParam(default=1, doc="tile rows per group in the L2-friendly tile "
+                                            "order (1: row-major)"),
+        "SPLIT_K": MetaParam(default=1, doc="slices of K computed by separate programs, "
+                                            "their float32 sums then added (1: none)"),
+        "TMA": MetaParam(default=0, choices=(0, 1),
+                         doc="1: operands and C moved by the tensor memory accelerator "
+                             "(compute capability 9.0 or later)"),
+        "EPILOGUE_SUBTILE": MetaParam(default=0, choices=(0, 1),
+                                      doc="1: C stored in two half-width boxes (TMA=1 only)"),
+        "FLATTEN": MetaParam(default=0, choices=(0, 1),
+                             doc="1: the tile and K loops pipelined as one"),
     }
     defaults: ClassVar[Mapping[str, Any]] = {
         "grid": "cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)", "block": 256,
@@ -84,15 +96,19 @@ class MatmulDeclaration(Kernel):
     dims_from_footprint: ClassVar[Mapping[str, str]] = {
         "M": "isqrt(footprint // itemsize)", "N": "isqrt(footprint // itemsize)",
         "K": "isqrt(footprint // itemsize)"}
+    #: float8_e4m3fn: scaled inputs, a bfloat16 C, torch._scaled_mm as the baseline
+    dtypes: ClassVar[tuple[str, ...]] = ("float64", "float32", "float16", "bfloat16",
+                                         "float8_e4m3fn")
     baseline_name: ClassVar[str] = "torch.matmul"
     headline: ClassVar[Headline] = Headline.TFLOPS
     summary: ClassVar[str] = "C = A @ B (M×K by K×N), a persistent tiled Triton matmul"
 
     @classmethod
     def bytes_moved(cls, problem: Problem) -> int:
-        """A and B read once, C written once."""
+        """A and B read once, C written once (bfloat16 for float8_e4m3fn inputs)."""
         m, n, k = mnk(problem)
-        return (m * k + k * n + m * n) * problem.itemsize
+        out = 2 if problem.dtype == "float8_e4m3fn" else problem.itemsize
+        return (m * k + k * n) * problem.itemsize + m * n * out
 
     @classmethod
     def flops(cls, problem: Problem) -> int:

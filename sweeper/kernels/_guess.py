@@ -116,7 +116,7 @@ def _losses(config: Config, sms: int, block_elems: int, tiles: int, loaded: int,
 
 
 def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile_n: int,
-          tile_k: int, stages: int) -> float:
+          tile_k: int, stages: int, split_k: int = 1) -> float:
     """A persistent tiled matmul of M×K by K×N matrices (``mnk``), ``tile_m × tile_n`` output
     tiles with a K step of ``tile_k``: 1 / the launch's time in seconds, modelled as
     the busiest SM's work.
@@ -133,6 +133,10 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
       the wait for the step's loads (``LOAD_LATENCY / (stages - 1)``);
     - a float32 accumulator of more than ``REGISTERS`` values per thread spills, and
       spilling costs far more than its share (cubed);
+    - ``split_k`` slices of K make as many work units of each tile, each ``split_k``
+      times shorter, plus a second launch that reads the float32 partial sums back
+      (``split_k × M × N × 4`` bytes written and read at ``OPERAND_BYTES_PER_SM`` per SM);
+    - 8-bit operands multiply at twice the 16-bit rate (Hopper's fp8 tensor cores);
     - plus the launch itself (``LAUNCH_S``).
     """
     itemsize = config.problem.itemsize
@@ -140,7 +144,7 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     if smem > SMEM_PER_PROGRAM:
         return 0.0
     m, n, k = mnk
-    tiles = -(-m // tile_m) * -(-n // tile_n)
+    tiles = -(-m // tile_m) * -(-n // tile_n) * split_k
     programs = min(config.grid, tiles)
     accumulators = tile_m * tile_n / config.block
     registers = min(accumulators + REGISTER_OVERHEAD, MAX_THREAD_REGISTERS)
@@ -151,15 +155,17 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     together = min(fits, per_sm)
     work = -(-per_sm * tiles // programs)       # tiles the busiest SM computes
     rounds, rest = divmod(work, together)
-    rate = TENSOR_FLOPS_PER_SM * (FP32_RATE if itemsize == 4 else 1.0)
+    rate = TENSOR_FLOPS_PER_SM * {4: FP32_RATE, 1: 2.0}.get(itemsize, 1.0)
     wait = LOAD_LATENCY / max(stages - 1, 1)
 
     def tile_time(at_once: int) -> float:
         multiply = at_once * 2 * tile_m * tile_n * tile_k / rate
         load = at_once * (tile_m + tile_n) * tile_k * itemsize / OPERAND_BYTES_PER_SM
         step: float = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
-        return -(-k // tile_k) * step
+        return -(-k // (tile_k * split_k)) * step
 
     busy = rounds * tile_time(together) + (tile_time(rest) if rest else 0.0)
     spill = 1.0 if accumulators <= REGISTERS else (accumulators / REGISTERS) ** 3
-    return 1.0 / (busy * spill + LAUNCH_S)
+    reduce = 0.0 if split_k == 1 else \
+        2 * split_k * m * n * 4 / (OPERAND_BYTES_PER_SM * sms) + LAUNCH_S
+    return 1.0 / (busy * spill + LAUNCH_S + reduce)

@@ -1,11 +1,21 @@
 """The built-in ``matmul`` kernel: C (M×N) = A (M×K) @ B (K×N), persistent over tiles.
 
-Program ``i`` computes tiles ``i, i + grid, ...`` of ``BLOCK_M × BLOCK_N``, so the grid
-is a free launch parameter beside ``BLOCK_M/N/K``, ``num_stages`` and num_warps.  M, N
-and K need not be multiples of the tiles: every load and store is masked.  A space gives
-M, N, K, or a footprint (the bytes of one square matrix: M = N = K =
+Program ``i`` computes work units ``i, i + grid, ...`` (a ``BLOCK_M × BLOCK_N`` tile of C,
+or one of its ``SPLIT_K`` slices of K), so the grid is a free launch parameter beside
+the tile shape, ``num_stages``, num_warps, the tile order (``GROUP_M``) and the TMA
+variant; ``_matmul_triton.py`` has the bodies.  M, N and K need not be multiples of the
+tiles: every load and store is masked (or, with TMA, bounded by its descriptor).  A space
+gives M, N, K, or a footprint (the bytes of one square matrix: M = N = K =
 isqrt(footprint / itemsize)).  Bytes moved: A and B read once, C written once; FLOPs:
 2·M·N·K.
+
+float8_e4m3fn: A and B are drawn in float32 and scaled so that each one's largest
+magnitude is 448 (fp8's largest value) before the cast; the kernel multiplies by the
+product of the two scales before writing C in bfloat16: the output fp8 training and
+inference use, wide enough that C adds no error beyond its rounding (an fp8 C would need
+its own scale), half the bytes of float32.  B is stored N × K and read transposed,
+because Hopper's fp8 tensor cores and ``torch._scaled_mm`` (the baseline) take B with K
+contiguous.
 """
 
 from __future__ import annotations
@@ -15,96 +25,177 @@ import inspect
 from typing import Any
 
 import torch
-import triton.language as tl
 
 from sweeper.kernels._base import Buffers
 from sweeper.kernels._declared import MatmulDeclaration, mnk
 from sweeper.kernels._guess import tiled
 from sweeper.kernels._jit import jit
+from sweeper.kernels._matmul_triton import REDUCE_BLOCK, _matmul_body, _reduce_body, descriptor
 from sweeper.space import Config, Problem
 
 #: ‖C − ref‖ / ‖ref‖ allowed, by dtype: a right product's relative error is far under 1e-3
 #: in fp32, about 3e-4 through TF32 (Triton's default for fp32 operands) and between 1e-3
-#: and 1e-2 with 16-bit operands; a wrong one is off by order 1.
-TOLERANCE = {"float32": 2e-3, "float16": 1e-2, "bfloat16": 2e-2}
-
-
-# Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
-# other arguments stay unannotated, hence the type: ignore.
-def _matmul_body(a, b, c, M: tl.constexpr, N: tl.constexpr,  # type: ignore[no-untyped-def]
-                 K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 BLOCK_K: tl.constexpr):
-    # Row-major A (M x K), B (K x N), C (M x N). The sizes are constexprs: the K loop then
-    # has constant bounds (pipelined on the GPU, and runnable by triton 3.6's interpreter).
-    tiles_n = (N + BLOCK_N - 1) // BLOCK_N
-    tiles = ((M + BLOCK_M - 1) // BLOCK_M) * tiles_n
-    tile = tl.program_id(0)
-    while tile < tiles:
-        rm = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
-        rn = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
-        acc = tl.full((BLOCK_M, BLOCK_N), 0.0, dtype=tl.float32)   # tl.zeros is itself jitted
-        for k in range(0, K, BLOCK_K):
-            rk = k + tl.arange(0, BLOCK_K)
-            x = tl.load(a + rm[:, None] * K + rk[None, :],
-                        mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
-            y = tl.load(b + rk[:, None] * N + rn[None, :],
-                        mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
-            acc += tl.dot(x, y)
-        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(c.dtype.element_ty),
-                 mask=(rm[:, None] < M) & (rn[None, :] < N))
-        tile += tl.num_programs(0)
+#: and 1e-2 with 16-bit operands; a wrong one is off by order 1.  float8_e4m3fn: the
+#: reference multiplies the same fp8 values, dequantised, so what remains is C's rounding
+#: to bfloat16 (2**-9 of each element, about 1e-3 in norm) and Hopper's fp8 accumulation,
+#: which keeps about 14 bits of mantissa between promotions (Triton's sm_90 default,
+#: max_num_imprecise_acc = 2**30, never promotes): up to about 2 % of an element at
+#: K = 4096 by DeepSeek-V3's measurement, far less in norm.
+TOLERANCE = {"float32": 2e-3, "float16": 1e-2, "bfloat16": 2e-2, "float8_e4m3fn": 3e-2}
+FP8 = "float8_e4m3fn"
+#: The largest float8_e4m3fn value: each input is scaled so that its largest magnitude is it.
+FP8_MAX = 448.0
 
 
 @functools.cache
 def matmul_kernel(interpret: bool = False) -> Any:
-    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
+    """The jitted persistent body (``interpret=True``: for CPU tensors, via the
     interpreter)."""
     return jit(_matmul_body, interpret=interpret)
 
 
+@functools.cache
+def reduce_kernel(interpret: bool = False) -> Any:
+    """The jitted split-K reduction."""
+    return jit(_reduce_body, interpret=interpret)
+
+
+def meta_of(config: Config) -> dict[str, int]:
+    """``config``'s meta-parameters, the declared defaults filling those it lacks (a
+    config recorded before the kernel declared them)."""
+    declared = MatmulDeclaration.meta_params
+    return {**{name: p.default for name, p in declared.items()}, **config.meta}
+
+
+def refusal(config: Config, capability: tuple[int, int] | None) -> str | None:
+    """Why ``config`` cannot run on a GPU of compute ``capability`` (``None``: the
+    interpreter, which runs every variant), or ``None``."""
+    meta, problem = meta_of(config), config.problem
+    m, n, k = mnk(problem)
+    steps = -(-k // meta["BLOCK_K"])
+    if meta["SPLIT_K"] > steps:
+        return (f"SPLIT_K={meta['SPLIT_K']} leaves slices of K with nothing to add: K={k} "
+                f"is {steps} step(s) of BLOCK_K={meta['BLOCK_K']}; allowed: SPLIT_K <= {steps}")
+    if meta["EPILOGUE_SUBTILE"] and not (meta["TMA"] and meta["SPLIT_K"] == 1):
+        return "EPILOGUE_SUBTILE=1 splits the TMA store of C; allowed with TMA=1, SPLIT_K=1"
+    if problem.dtype == FP8 and capability is not None and capability < (8, 9):
+        return (f"{FP8} needs fp8 tensor cores: compute capability 8.9 or later; this GPU "
+                f"has {capability[0]}.{capability[1]}")
+    if meta["TMA"]:
+        if capability is not None and capability < (9, 0):
+            return (f"TMA=1 needs the tensor memory accelerator: compute capability 9.0 or "
+                    f"later; this GPU has {capability[0]}.{capability[1]}; allowed: TMA=0")
+        rows = {"A": k * problem.itemsize, "B": (k if problem.dtype == FP8 else n) *
+                problem.itemsize, "C": n * (2 if problem.dtype == FP8 else problem.itemsize)}
+        odd = [f"{name} ({size} bytes)" for name, size in rows.items() if size % 16]
+        if odd:
+            return (f"TMA=1 addresses rows in multiples of 16 bytes; the rows of "
+                    f"{', '.join(odd)} are not; allowed: TMA=0 for M={m} N={n} K={k}")
+    return None
+
+
+def workspace(buffers: Buffers, split: int) -> torch.Tensor:
+    """The float32 ``split × M × N`` partial sums of ``split`` slices of K, allocated on
+    the first launch and kept with the buffers, so the timed launches reuse it (every
+    slice is written whole by each launch: nothing needs zeroing); C itself, unread,
+    when K is not split."""
+    c = buffers["c"]
+    if split == 1:
+        return c
+    name = f"partials{split}"
+    if name not in buffers.tensors:
+        buffers.tensors[name] = torch.empty(split, *c.shape, dtype=torch.float32,
+                                            device=c.device)
+    return buffers[name]
+
+
 class MatmulKernel(MatmulDeclaration):
-    """C = A @ B for M×K and K×N matrices by a persistent Triton kernel, tile sizes and
-    pipeline depth swept.  Checked against a float64 product: an element left unwritten
+    """C = A @ B for M×K and K×N matrices by a persistent Triton kernel, tile sizes, tile
+    order, split-K, pipeline depth and the TMA variant swept.  Checked against a float64
+    product of the same inputs (dequantised for float8_e4m3fn): an element left unwritten
     (the NaN poison) fails, and so does a relative error above the dtype's ``TOLERANCE``,
     as a right product differs from the exact one only by rounding."""
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         m, n, k = mnk(problem)
         dtype = getattr(torch, problem.dtype)
+        if problem.dtype != FP8:
+            return Buffers(problem, {"a": torch.empty(m, k, dtype=dtype, device=device),
+                                     "b": torch.empty(k, n, dtype=dtype, device=device),
+                                     "c": torch.empty(m, n, dtype=dtype, device=device)})
+        scales = torch.ones(3, dtype=torch.float32, device=device)   # A's, B's, their product
         return Buffers(problem, {"a": torch.empty(m, k, dtype=dtype, device=device),
-                                 "b": torch.empty(k, n, dtype=dtype, device=device),
-                                 "c": torch.empty(m, n, dtype=dtype, device=device)})
+                                 "b": torch.empty(n, k, dtype=dtype, device=device).t(),
+                                 "c": torch.empty(m, n, dtype=torch.bfloat16, device=device),
+                                 "scales": scales})
 
     def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
-        for name in ("a", "b"):
-            buffers[name].normal_(generator=generator)
+        if buffers.problem.dtype != FP8:
+            for name in ("a", "b"):
+                buffers[name].normal_(generator=generator)
+            return
+        scales = buffers["scales"]
+        for i, name in enumerate(("a", "b")):
+            drawn = torch.empty(buffers[name].shape, device=scales.device).normal_(
+                generator=generator)
+            scales[i] = drawn.abs().max() / FP8_MAX
+            buffers[name].copy_(drawn / scales[i])
+        scales[2] = scales[0] * scales[1]
 
     def poison(self, buffers: Buffers) -> None:
         buffers["c"].fill_(float("nan"))
 
+    def refusal(self, config: Config, device: str) -> str | None:
+        return refusal(config, torch.cuda.get_device_capability() if device == "cuda" else None)
+
     def launch(self, buffers: Buffers, config: Config) -> None:
-        a, b = buffers["a"], buffers["b"]
-        matmul_kernel(interpret=not a.is_cuda)[(config.grid,)](
-            a, b, buffers["c"], M=a.shape[0], N=b.shape[1], K=a.shape[1],
-            num_warps=config.num_warps, **config.meta)
+        a, b, c = buffers["a"], buffers["b"], buffers["c"]
+        meta = meta_of(config)
+        m, k, n, split = a.shape[0], a.shape[1], b.shape[1], meta.pop("SPLIT_K")
+        scaled = "scales" in buffers.tensors
+        scale = buffers["scales"][2:] if scaled else c       # unread when not scaled
+        partials = workspace(buffers, split)
+        b_t = b.stride(0) == 1 and b.stride(1) != 1             # stored N x K
+        operands: tuple[Any, Any, Any] = (a, b, c)
+        if meta["TMA"]:
+            bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
+            operands = (descriptor(a, [bm, bk]),
+                        descriptor(b.t(), [bn, bk]) if b_t else descriptor(b, [bk, bn]),
+                        descriptor(c, [bm, bn // 2 if meta["EPILOGUE_SUBTILE"] else bn]))
+        interpret = not a.is_cuda
+        matmul_kernel(interpret)[(config.grid,)](
+            *operands, partials, scale, M=m, N=n, K=k, SBK=b.stride(0), SBN=b.stride(1),
+            SPLIT_K=split, B_T=b_t, SCALED=scaled, num_warps=config.num_warps, **meta)
+        if split > 1:
+            reduce_kernel(interpret)[(-(-m * n // REDUCE_BLOCK),)](
+                partials, c, scale, MN=m * n, SPLIT_K=split, BLOCK=REDUCE_BLOCK,
+                SCALED=scaled, num_warps=4)
 
     def model(self, config: Config, sms: int) -> float | None:
-        m = config.meta
+        m = meta_of(config)
         return tiled(config, sms, mnk(config.problem), m["BLOCK_M"], m["BLOCK_N"],
-                     m["BLOCK_K"], m["num_stages"])
+                     m["BLOCK_K"], m["num_stages"], split_k=m["SPLIT_K"])
 
     def check(self, buffers: Buffers) -> str | None:
-        a, b, c = buffers["a"], buffers["b"], buffers["c"]
+        a, b, c = buffers["a"].double(), buffers["b"].double(), buffers["c"]
         if torch.isnan(c).any():
             return f"{int(torch.isnan(c).sum())} of {c.numel()} elements were never written"
-        ref = a.double() @ b.double()
+        if "scales" in buffers.tensors:
+            a, b = a * buffers["scales"][0].double(), b * buffers["scales"][1].double()
+        ref = a @ b
         err = float((c.double() - ref).norm() / ref.norm())
-        limit = TOLERANCE.get(str(a.dtype).removeprefix("torch."), 1e-2)
+        limit = TOLERANCE.get(buffers.problem.dtype, 1e-2)
         return None if err <= limit else f"relative error {err:.3g} > {limit:g}"
 
     def baseline(self, buffers: Buffers) -> None:
-        torch.matmul(buffers["a"], buffers["b"], out=buffers["c"])
+        if "scales" not in buffers.tensors:
+            torch.matmul(buffers["a"], buffers["b"], out=buffers["c"])
+            return
+        # fast accumulation: the same imprecise fp8 accumulation as Triton's on sm_90
+        scales = buffers["scales"]
+        torch._scaled_mm(buffers["a"], buffers["b"], scale_a=scales[0], scale_b=scales[1],
+                         out_dtype=torch.bfloat16, use_fast_accum=True, out=buffers["c"])
 
     def source(self) -> str:
-        return (inspect.getsource(_matmul_body) + inspect.getsource(MatmulDeclaration) +
-                inspect.getsource(type(self)))
+        return (inspect.getsource(_matmul_body) + inspect.getsource(_reduce_body) +
+                inspect.getsource(MatmulDeclaration) + inspect.getsource(type(self)))

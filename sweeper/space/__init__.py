@@ -17,9 +17,10 @@ from sweeper.space._model import (
     Value,
 )
 from sweeper.space._problem import Dim, Problem, Shape, shape_of, show_dims
-from sweeper.space._units import DTYPES, format_size, parse_duration, parse_size
+from sweeper.space._units import DECLARED_ONLY, DTYPES, format_size, parse_duration, parse_size
 
 __all__ = [
+    "DECLARED_ONLY",
     "DTYPES",
     "Axis",
     "AxisRole",

@@ -37,7 +37,7 @@ from sweeper.space._model import (
 from sweeper.space._names import safe_name, study_name_problem
 from sweeper.space._problem_axes import TEXT_AXES, ProblemAxes
 from sweeper.space._settings import Settings, shown
-from sweeper.space._units import DTYPES, parse_size
+from sweeper.space._units import parse_size
 from sweeper.space._yaml import load_with_lines
 
 TOP_KEYS = ("study", "kernel", "from_autotune", "sampler", "seed", "params", "constraints",
@@ -217,11 +217,9 @@ class _Parser(ProblemAxes, Settings, FromAutotune, KernelSpec):
                                if isinstance(v.constant, int) else None)
                     if refusal is not None:
                         raise self.error(f"{path}[{i}]", f"{name}: {refusal}")
-            if name in meta and meta[name].pow2:
-                for i, v in enumerate(values):
-                    if isinstance(v.constant, int) and not _is_pow2(v.constant):
-                        raise self.error(f"{path}[{i}]", f"{v.constant} is not a power of two; "
-                                         f"{kernel.name}'s {name} must be one")
+            for i, v in enumerate(values):
+                if name in meta and isinstance(v.constant, int):
+                    self.check_meta(kernel.name, name, meta[name], v.constant, f"{path}[{i}]")
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
 
@@ -308,12 +306,10 @@ class _Parser(ProblemAxes, Settings, FromAutotune, KernelSpec):
                                  f"{', '.join(CACHE_MODES)}")
             return Value(label=raw, constant=raw)
         if axis == "dtype":
-            if not isinstance(raw, str) or raw not in DTYPES:
-                raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(DTYPES)}")
-            return Value(label=raw, constant=raw)
+            return Value(label=self.dtype_name(raw, path), constant=raw)
         origin = self.origin(path)
         # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
-        low = self.shape.dim(axis).min if axis in self.shape.names else 1
+        low = self.lowest(axis)
         if type(raw) is int:
             return self.positive(Value(label=str(raw), constant=raw, origin=origin), path, low)
         if not isinstance(raw, str):

@@ -37,6 +37,7 @@ class KernelDeclaration(Protocol):
     footprint_bytes: ClassVar[str]
     dims_from_footprint: ClassVar[Mapping[str, str]]
     options: ClassVar[Mapping[str, str]]        # option -> what it says (kernel: {...})
+    dtypes: ClassVar[tuple[str, ...]]           # the dtypes it takes, in DTYPES' order
 
     @classmethod
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:

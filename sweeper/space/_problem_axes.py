@@ -10,6 +10,7 @@ from sweeper.errors import SpaceError, SweeperError
 from sweeper.space._model import FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES, Axis, Tie
 from sweeper.space._problem import Shape, shape_of
 from sweeper.space._settings import shown
+from sweeper.space._units import DTYPES
 
 #: Axes whose values are names, not numbers: expressions cannot read them.
 TEXT_AXES = ("dtype", "cache")
@@ -20,6 +21,8 @@ class ProblemAxes:
     ``where`` and ``file``; sets ``shape`` and collects ``ties``."""
 
     shape: Shape
+    #: the kernel's declaration, once the file names it (:meth:`declared_shape`)
+    kernel_cls: Any = None
     ties: list[Tie]
     where: dict[str, tuple[str, int | None]]
     file: str
@@ -39,6 +42,7 @@ class ProblemAxes:
     def declared_shape(self, kernel_cls: Any) -> Shape:
         """The kernel's problem dimensions; a declaration that is wrong, or a dimension
         named like an axis, is an error at the ``kernel`` line."""
+        self.kernel_cls = kernel_cls
         try:
             shape = shape_of(kernel_cls)
         except SweeperError as err:
@@ -49,6 +53,35 @@ class ProblemAxes:
             raise self.error("kernel", f"kernel {kernel_cls.name}: dimension {clash[0]!r} "
                              "has the name of an axis or a device fact; rename it")
         return shape
+
+    def dtype_name(self, raw: Any, path: str) -> str:
+        """``raw`` if it names a dtype the kernel takes (``Kernel.dtypes``: 8-bit floats
+        only where a kernel declares them), else the error listing those it takes."""
+        allowed = getattr(self.kernel_cls, "dtypes", tuple(DTYPES))
+        if isinstance(raw, str) and raw in allowed:
+            return raw
+        if isinstance(raw, str) and raw in DTYPES:
+            raise self.error(path, f"{self.kernel_cls.name} takes no {raw}; allowed: "
+                             f"{', '.join(allowed)}")
+        raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(allowed)}")
+
+    def lowest(self, axis: str) -> int:
+        """The least value ``axis`` may take before its own checks: a dimension's declared
+        minimum, a switch's 0 (a meta-parameter with ``choices``), else 1."""
+        if axis in self.shape.names:
+            return int(self.shape.dim(axis).min)
+        declared = getattr(self.kernel_cls, "meta_params", {}).get(axis)
+        return min(declared.choices) if declared is not None and declared.choices else 1
+
+    def check_meta(self, kernel: str, name: str, declared: Any, value: int, path: str) -> None:
+        """Refuse a ``value`` of meta-parameter ``name`` that its declaration rules out: not
+        a power of two where it must be one, or not among its ``choices``."""
+        if declared.pow2 and (value < 1 or value & (value - 1)):
+            raise self.error(path, f"{value} is not a power of two; {kernel}'s {name} must "
+                             "be one")
+        if declared.choices and value not in declared.choices:
+            raise self.error(path, f"{value} is not a value of {kernel}'s {name}; allowed: "
+                             f"{', '.join(map(str, declared.choices))}")
 
     def sized_by(self, params: dict[str, Any], kernel_cls: Any) -> tuple[str, ...]:
         """The axes that size the problem: ``footprint`` or the kernel's dimensions, never

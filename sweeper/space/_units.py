@@ -11,7 +11,11 @@ from sweeper.space._expr import MAX_DIGITS, UNITS
 DTYPES: dict[str, int] = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
     "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1,
+    "float8_e4m3fn": 1,
 }
+#: dtypes only a kernel that declares them may take (``Kernel.dtypes``): 8-bit floats
+#: need scaled inputs and an output of another dtype, which a generic kernel has not.
+DECLARED_ONLY = ("float8_e4m3fn",)
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.ASCII)

@@ -71,7 +71,11 @@ class Bench:
 
     def run(self, config: Config, number: int) -> TrialResult:
         """``config`` launched, verified and timed (:func:`run_trial`), inputs seeded by
-        the sampler's seed and the trial's number."""
+        the sampler's seed and the trial's number; a config the kernel refuses on this
+        device is invalid, with its reason."""
+        refusal = self.kernel.refusal(config, self.device.torch_device)
+        if refusal is not None:
+            return TrialResult(TrialStatus.INVALID, refusal)
         try:
             sets = self.buffer_sets(config)
         except torch.cuda.OutOfMemoryError as err:

@@ -16,7 +16,7 @@ from sweeper.trial import TrialResult, TrialStatus
 
 def replayed(device: Device, kernel: Kernel, choice: Choice, config: Config) -> TrialResult:
     """``choice``'s recorded result on ``device`` (which ``replays``)."""
-    row = device.lookup(choice)  # type: ignore[attr-defined]
+    row = device.lookup(choice, kernel.meta_params)  # type: ignore[attr-defined]
     if row is None:
         return TrialResult(TrialStatus.MISSING,
                            f"not in the replay table {device.path}")  # type: ignore
