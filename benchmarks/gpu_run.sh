@@ -11,6 +11,13 @@
 #             names under benchmarks/spaces/ or paths to space files)
 #   live      benchmarks/search_live.py on copy and matmul (auto on the GPU, abandonment)
 #   ab        sweeper ab: block 128 vs 256 (a near tie) and grid sms vs 16*sms (not one)
+#   gputests  python3 -m pytest -m gpu tests (the GPU-marked tests only)
+#   cudacopy  the CUDA C copy (spaces/cuda-copy.yaml) and the Triton copy at 1 GiB fp32
+#   matmul    spaces/matmul-8k.yaml (8192^3 bf16), matmul-shapes.yaml, and fp8 at 8192^3
+#   dispatch  the dispatch-by-shape spaces, exported as replay tables, and the regret
+#   launcher  benchmarks/launcher_overhead.py (tuned_kernel against a plain launch)
+#   multigpu  benchmarks/multi_gpu.py spaces/copy.yaml (needs two GPUs)
+#   reportspeed benchmarks/report_speed.py
 # The install line, for reference:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
@@ -49,6 +56,33 @@ for stage in $STAGES; do
       } 2>&1 | tee "$OUT/ab.log" ;;
     trust) python3 benchmarks/trust_evidence.py 2>&1 | tee "$OUT/trust.log" | grep -v '^copy \|^matmul ' ;;
     overhead) python3 benchmarks/sweep_overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
+    gputests) python3 -m pytest -q -p no:cacheprovider -m gpu tests -rA 2>&1 \
+        | tee "$OUT/pytest-gpu.log" | grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" ;;
+    cudacopy)
+      for space in spaces/cuda-copy.yaml "spaces/copy.yaml -p footprint=1GiB -p dtype=float32 --study copy-1g"; do
+        ( time sweeper run $space --studies-dir /tmp/st --no-priors ) 2>&1 \
+          | tee -a "$OUT/cudacopy.log" | grep -E "^(best|winner|final|real|sweeper:)|torch" | tail -8
+      done
+      cp /tmp/st/cuda-copy*/report.md "$OUT/cuda-copy-report.md" 2>/dev/null
+      cp /tmp/st/copy-1g/report.md "$OUT/copy-1g-report.md" 2>/dev/null ;;
+    matmul)
+      for space in spaces/matmul-8k.yaml spaces/matmul-shapes.yaml \
+          "spaces/matmul-8k.yaml -p dtype=float8_e4m3fn -p BLOCK_K=128 --study matmul-8k-fp8"; do
+        ( time sweeper run $space --studies-dir /tmp/st --no-priors ) 2>&1 \
+          | tee -a "$OUT/matmul.log" | grep -E "^(best|winner|final|real|sweeper:)|torch" | tail -10
+      done
+      for s in /tmp/st/matmul*; do cp "$s/report.md" "$OUT/$(basename "$s")-report.md"; done ;;
+    dispatch)
+      for s in tuned heldout; do
+        sweeper run benchmarks/spaces/dispatch-$s.yaml --quiet --studies-dir /tmp/d --no-priors \
+          2>&1 | tail -3
+        sweeper export dispatch-$s --studies-dir /tmp/d --format csv -o "$OUT/dispatch-$s.csv"
+      done 2>&1 | tee "$OUT/dispatch.log"
+      python3 benchmarks/dispatch_regret.py --tuned "$OUT/dispatch-tuned.csv" \
+        --held-out "$OUT/dispatch-heldout.csv" 2>&1 | tee -a "$OUT/dispatch.log" ;;
+    launcher) python3 benchmarks/launcher_overhead.py 2>&1 | tee "$OUT/launcher.log" ;;
+    multigpu) python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 | tee "$OUT/multigpu.log" ;;
+    reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
   esac
 done
 echo "=== done $(date -u +%T)"
