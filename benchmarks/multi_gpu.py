@@ -5,10 +5,10 @@ Run on a machine with two GPUs:  python benchmarks/multi_gpu.py [spaces/copy.yam
 A first sweep on both GPUs compiles every config (the Triton cache is then warm for
 both sides, and discarded); then the space is swept with ``--gpus 0`` and with
 ``--gpus 0,1``, each into a fresh study.  Printed: each sweep's wall time without its
-finals (the finals run on one GPU either way), the ratio (goal <= 0.55), how the trials
-split between the GPUs, and whether both studies end with the same winner per problem
+finals (on two GPUs the finals run on both), the ratio (goal <= 0.55), how the trials
+split between the GPUs, whether both studies end with the same winner per problem
 (or, where not, how far apart the two winners' medians are: within noise, the finals may
-name either).
+name either), and per problem whether one config serves both GPUs (sweeper.consensus).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from sweeper.devices import open_device
 from sweeper.finals import Winners
 from sweeper.kernels import load_kernel
+from sweeper.outcome import problem_text
 from sweeper.space import load_space
 from sweeper.store import StudyStore
 from sweeper.sweep import Sweep, open_study
@@ -71,6 +72,9 @@ def main() -> int:
                 print(f"{problem}: winners differ: {ka} ({ma:.4g} ms) on one GPU, {kb} "
                       f"({mb:.4g} ms) on two: {100 * abs(ma - mb) / ma:.2f} % apart")
         print("winners agree" if agree else "winners differ (see above)")
+        trials = two.records()[0]
+        for problem, agreed in sorted(Winners.of(two).agreements(trials).items()):
+            print(f"{problem_text(problem)}, across GPUs: {agreed.headline()}")
         return 0
 
 

@@ -60,9 +60,12 @@ def export_study(store: StudyStore, path: str | Path | None = None
     """Merge the study's best config per problem into the tuning file; return the entries.
     An entry replaces one for the same problem, including one an older sweeper keyed by
     the kernel's ``module:attr`` path."""
+    from sweeper.consensus import export_fields
+
     won = study_winners(store)
-    entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished)
-               for key, pick in won.picks.items()]
+    by_number = {t.number: t for t in won.trials}
+    entries = [{**_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished),
+                **export_fields(pick.agreement, by_number)} for key, pick in won.picks.items()]
     target = tuning_path(path)
     writable_target(target)                  # a device or a folder: refused before work
     data: dict[str, Any] = read_tuning(target) if target.exists() else \

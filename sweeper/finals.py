@@ -28,11 +28,14 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.measure import PRACTICAL, Stats, StopRule, summarize, tied_set
-from sweeper.store import ProblemKey, Record, StudyStore, TrialRecord
+from sweeper.store import GpuSlot, ProblemKey, Record, StudyStore, TrialRecord
 from sweeper.store._schema import stats_problem
+
+if TYPE_CHECKING:
+    from sweeper.consensus import Agreement
 
 TOP_K = 5
 MAX_FINALISTS = 12
@@ -80,6 +83,9 @@ class FinalRecord(Record):
     #: problem until a newer measured trial of that problem comes after it (-1: not recorded;
     #: such a final stands)
     after_trial: int = -1
+    #: the GPU these rounds ran on, where the finals ran on each of several GPUs
+    #: (:mod:`sweeper.consensus`); ``None``: the one device the sweep opened
+    gpu: GpuSlot | None = None
     kind: str = "final"
 
     def baseline_ratio_text(self) -> str:
@@ -216,11 +222,19 @@ class Pick:
     trial: TrialRecord
     median_ms: float                          # from the samples it was chosen on
     final: FinalRecord | None = None          # the final that chose it, if one did
+    #: with finals on several GPUs: how they agree (``final`` is then the first GPU's and
+    #: ``median_ms`` the config's median there)
+    agreement: Agreement | None = None
 
     @property
     def chosen_by(self) -> str:
-        """What chose the config, as exports and reports say: ``interleaved final`` or
-        ``sweep median``."""
+        """What chose the config, as exports and reports say: ``interleaved final``,
+        ``sweep median``, or with finals on several GPUs ``agreement of N GPUs`` or ``best
+        common config of N GPUs``."""
+        if self.agreement is not None:
+            n = len(self.agreement.gpus)
+            return (f"agreement of {n} GPUs" if self.agreement.agreed
+                    else f"best common config of {n} GPUs")
         return "interleaved final" if self.final else "sweep median"
 
     @property
@@ -228,8 +242,11 @@ class Pick:
         """Where ``median_ms`` was measured, as every output that gives it says."""
         if self.final is None:
             return "sweep"
-        return (f"interleaved final: {self.final.rounds} rounds x "
-                f"{self.final.samples_per_round} samples")
+        rounds = f"{self.final.rounds} rounds x {self.final.samples_per_round} samples"
+        if self.agreement is not None and self.final.gpu is not None:
+            return (f"interleaved finals on {len(self.agreement.gpus)} GPUs: {rounds} each; "
+                    f"this median on {self.final.gpu}")
+        return f"interleaved final: {rounds}"
 
 
 @dataclass
@@ -244,14 +261,24 @@ class Winners:
     best, said so wherever the choice is shown."""
 
     finals: dict[ProblemKey, FinalRecord] = field(default_factory=dict)
+    #: per problem, the latest final's set: one record, or one per GPU where the finals
+    #: ran on each of several (``finals`` then holds the first GPU's)
+    per_gpu: dict[ProblemKey, list[FinalRecord]] = field(default_factory=dict)
 
     @classmethod
     def from_records(cls, finals: Sequence[FinalRecord]) -> Winners:
         """The latest of ``finals`` for each problem (later records replace earlier
-        ones)."""
+        ones).  Consecutive records of one problem taken on different GPUs after the same
+        trial are one set: a multi-GPU final."""
         out = cls()
         for f in finals:
-            out.finals[f.problem] = f
+            group = out.per_gpu.get(f.problem, [])
+            joins = f.gpu is not None and bool(group) and all(
+                g.gpu is not None and g.gpu.index != f.gpu.index and
+                g.after_trial == f.after_trial for g in group)
+            group = [*group, f] if joins else [f]
+            out.per_gpu[f.problem] = group
+            out.finals[f.problem] = min(group, key=lambda g: g.gpu.index if g.gpu else -1)
         return out
 
     @classmethod
@@ -289,7 +316,19 @@ class Winners:
                 if key not in out or t.score > out[key].trial.score:
                     out[key] = Pick(t, t.stats.median)
         by_number = {t.number: t for t in trials}
+        agreements = self.agreements(trials)
         for key, final in self.current(trials).items():
-            if final.winner in by_number:
-                out[key] = Pick(by_number[final.winner], final.winner_row().stats.median, final)
+            agree = agreements.get(key)
+            number = final.winner if agree is None else agree.chosen
+            if number in by_number:
+                row = next(r for r in final.finalists if r.number == number)
+                out[key] = Pick(by_number[number], row.stats.median, final, agree)
         return out
+
+    def agreements(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, Agreement]:
+        """For each problem whose current final ran on several GPUs, how they agree
+        (:mod:`sweeper.consensus`)."""
+        from sweeper.consensus import agreement
+
+        return {key: agreement(self.per_gpu[key]) for key in self.current(trials)
+                if len(self.per_gpu.get(key, [])) > 1}

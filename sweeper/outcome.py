@@ -69,6 +69,12 @@ def outcome_lines(trials: Sequence[TrialRecord], winners: Winners, headline: Hea
 def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
     final = pick.final
     assert final is not None
+    agree = pick.agreement
+    if agree is not None:
+        return (f"winner, {name}, after {final.rounds} interleaved rounds over "
+                f"{len(final.finalists)} finalists on each of {len(agree.gpus)} GPUs: "
+                f"{trial_text(pick.trial, headline, pick.median_ms)} on GPU "
+                f"{agree.gpus[0].index}; {agree.headline()}")
     ratio = final.baseline_ratio()
     against = (f"; {final.baseline_ratio_text()}× {final.baseline.name} "
                f"({final.baseline.stats.median:.4g}"

@@ -249,3 +249,24 @@ def test_two_gpus_each_measure_their_share_once(small_space, tmp_path):
     assert all(t.ok for t in measured) and summary.stopped_by.startswith("complete")
     assert {t.gpu.index for t in measured} == {0, 1}
     assert {t.gpu.name for t in measured} == {torch.cuda.get_device_name(i) for i in (0, 1)}
+
+
+def test_two_gpus_each_measure_the_finals_and_say_whether_they_agree(small_space, tmp_path):
+    """The finals on both GPUs at once, one record per GPU naming it, over the same
+    finalists; the pick is the agreed (or best common) config of both."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    from sweeper.finals import FinalRecord, Winners
+
+    store, summary = sweep_study(small_space, open_device("cuda"), tmp_path / "finals",
+                                 gpus=[0, 1], processes=True)
+    finals = store.read(FinalRecord)
+    assert not summary.finals_lost
+    assert [f.gpu.index for f in finals] == [0, 1]
+    assert [f.gpu.name for f in finals] == [torch.cuda.get_device_name(i) for i in (0, 1)]
+    assert len({tuple(sorted(r.number for r in f.finalists)) for f in finals}) == 1
+    trials = store.records()[0]
+    pick = next(iter(Winners.of(store).picks(trials).values()))
+    assert pick.agreement is not None and pick.trial.number == pick.agreement.chosen
+    assert pick.agreement.headline().startswith(
+        "one config for every GPU: " if pick.agreement.agreed else "the GPUs disagree")

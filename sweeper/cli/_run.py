@@ -162,6 +162,8 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
 
     for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
         print(line)
+    for lost in summary.finals_lost:
+        print(f"finals without {lost}")
     if summary.duty:
         print(f"power: {summary.duty}")
     if not args.no_report:

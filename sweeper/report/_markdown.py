@@ -17,6 +17,7 @@ from sweeper.ceilings import DOT_CEILING, Ceilings
 from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
+from sweeper.report._agreement import agreement_markdown
 from sweeper.report._power import power_markdown
 from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
@@ -258,12 +259,16 @@ def _winners(tables: dict[str, Any]) -> list[str]:
                    f"{final.baseline.stats.median:.4g} ms: the winner runs at "
                    f"{final.baseline_ratio_text()}× its speed."
                    if final.baseline and ratio is not None else "")
-        out.append(f"**{problem_text(p)}**: winner "
+        on = f" on {final.gpu}" if final.gpu is not None else ""
+        out.append(f"**{problem_text(p)}**: winner{on} "
                    f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
                    f"{final.rounds} rounds × {final.samples_per_round} samples each"
                    f"{', after ' + final.duty if final.duty else ''}.{against}\n")
         out.append(md_table(table.rename(columns={**SHOWN, "grid": "grid",
                                                   tables["metric"]: unit(tables["metric"])})))
+        if p in tables["agreements"]:
+            line, frame = agreement_markdown(tables["agreements"][p])
+            out += [f"\n{line}", md_table(frame)]
     return out
 
 

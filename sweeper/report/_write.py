@@ -18,6 +18,7 @@ from sweeper.fsio import atomic_write
 from sweeper.kernels import BUILTINS, Headline
 from sweeper.outcome import problem_text
 from sweeper.plugins import kernel_declaration
+from sweeper.report._agreement import agreement_json
 from sweeper.report._figures import render, report_figures
 from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import heatmaps
@@ -93,6 +94,7 @@ def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, 
             df, meta.get("measure", {}).get("stop", "")),
         "flags": pd.DataFrame() if empty else flag_counts(trials),
         "unmeasured": None if empty else nothing_measured(df),
+        "agreements": winners.agreements(trials),
         "unfinished": [problem_text(p) for p in winners.missing(trials)]
         if finals_apply(meta) else [],
         "finals": [(f, _without(final_table(f, df, shown_meta, metric), fixed, final=True))
@@ -204,6 +206,7 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
                                   "winner_speed_ratio": f.baseline_ratio()}
                      if f.baseline else None,
                      "finalists": _clean(t.to_dict("records"))} for f, t in tables["finals"]],
+        "agreements": agreement_json(tables["agreements"]),
         "best": _clean(tables["best"].to_dict("records")),
         "baselines": [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint,
                        "dims": dict(b.dims), "cache": b.cache, "gbps": b.gbps,

@@ -2,37 +2,111 @@
 interleaved rounds, the torch baseline among them, to choose its winner
 (:mod:`sweeper.finals` says how).
 
-Only problems without a current final take part, and each final is appended to the
-journal as soon as it is done: a run stopped halfway keeps those finished, and the next
-one measures the rest.
+On one GPU the coordinator measures them itself (:func:`run_finals`).  With several, each
+worker measures the same finalists on its own GPU, all at once (a :class:`FinalsJob`),
+and each GPU's final is recorded with its GPU (:func:`run_finals_everywhere`); how they
+agree is read from those records (:mod:`sweeper.consensus`).
+
+Only problems without a current final take part, and each problem's finals are appended
+to the journal as soon as they are done: a run stopped halfway keeps those finished, and
+the next one measures the rest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
+from sweeper.measure import Duty
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
 from sweeper.sweep._bench import Bench
+
+if TYPE_CHECKING:
+    from sweeper.sweep._workers import Workers
+
+
+@dataclass(frozen=True)
+class FinalsJob:
+    """The second kind of work a worker does: measure one problem's ``finalists`` (and
+    the problem's torch baseline) again in interleaved rounds shuffled by ``seed``, under
+    the study's duty schedule (``None``: none), and give back the samples as a final."""
+
+    finalists: list[TrialRecord]
+    seed: int
+    duty: Duty | None = None
+
+
+@dataclass
+class FinalsOutcome:
+    """What a worker gives back for a :class:`FinalsJob`: the final (``None`` when the
+    worker died or hung first, ``error`` says how) and the records measuring added (a
+    baseline the worker had not measured)."""
+
+    record: FinalRecord | None
+    extras: list[Any] = field(default_factory=list)
+    error: str = ""
+
+
+def final_of(bench: Bench, job: FinalsJob) -> FinalRecord:
+    """``job``'s finalists and baseline measured on ``bench``, interleaved."""
+    if job.duty is not None:
+        bench.power.duty = job.duty
+    duty = bench.power.duty
+    return remeasure(job.finalists, bench.again, bench.bytes_of, seed=job.seed,
+                     baseline=bench.baseline_again(job.finalists[0]),
+                     duty=duty.describe() if duty else "")
 
 
 def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Bench,
                store: StudyStore, seed: int) -> list[FinalRecord]:
     """The finals of ``problems`` among ``trials``, measured on ``bench`` with the
     sampler's ``seed`` (which shuffles the rounds), one record each."""
-    groups: dict[ProblemKey, list[TrialRecord]] = {}
-    for t in trials:
-        if t.ok and problem_of(t) in problems:
-            groups.setdefault(problem_of(t), []).append(t)
     newest = max(t.number for t in trials)
     finals = []
-    for problem in problems:
-        chosen = finalists(groups.get(problem, []))
-        if not chosen:
-            continue
-        duty = bench.power.duty
-        record = remeasure(chosen, bench.again, bench.bytes_of, seed=seed,
-                           baseline=bench.baseline_again(chosen[0]),
-                           duty=duty.describe() if duty else "")
+    for chosen in _finalists_of(trials, problems):
+        record = final_of(bench, FinalsJob(chosen, seed))
         record.after_trial = newest
         store.append(record)
         finals.append(record)
     return finals
+
+
+def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
+                          workers: Workers, store: StudyStore, seed: int, duty: Duty | None,
+                          keep_extras: Callable[[list[Any]], None]
+                          ) -> tuple[list[FinalRecord], list[str]]:
+    """The finals of ``problems`` measured on every worker's GPU at once, one record per
+    GPU (naming it), appended problem by problem; ``keep_extras`` keeps the records the
+    workers' measuring added.  Returns the finals and, for a GPU whose worker died or hung
+    during a final, what happened (its other GPUs' finals are kept)."""
+    newest = max(t.number for t in trials)
+    finals: list[FinalRecord] = []
+    lost: list[str] = []
+    for chosen in _finalists_of(trials, problems):
+        job = FinalsJob(chosen, seed, duty)
+        for worker in workers.all:
+            worker.submit_finals(job)
+        for worker in workers.all:
+            outcome = worker.finals_result()
+            keep_extras(outcome.extras)
+            if outcome.record is None:
+                lost.append(f"{worker.slot or 'a worker'}, {problem_of(chosen[0])}: "
+                            f"{outcome.error}")
+                continue
+            outcome.record.gpu, outcome.record.after_trial = worker.slot, newest
+            store.append(outcome.record)
+            finals.append(outcome.record)
+    return finals, lost
+
+
+def _finalists_of(trials: Sequence[TrialRecord], problems: list[ProblemKey]
+                  ) -> list[list[TrialRecord]]:
+    """The finalists of each of ``problems`` that has any, in ``problems``' order."""
+    groups: dict[ProblemKey, list[TrialRecord]] = {}
+    for t in trials:
+        if t.ok and problem_of(t) in problems:
+            groups.setdefault(problem_of(t), []).append(t)
+    chosen = [finalists(groups.get(problem, [])) for problem in problems]
+    return [c for c in chosen if c]

@@ -26,7 +26,7 @@ from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims
 from sweeper.sweep._drift import measure_drift
-from sweeper.sweep._finals import run_finals
+from sweeper.sweep._finals import run_finals, run_finals_everywhere
 from sweeper.sweep._limits import Limits
 from sweeper.sweep._optuna import Distributions, key_of, model_guesses, rebuild_study, tell
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
@@ -98,7 +98,8 @@ class Sweep:
 
     def run(self) -> SweepSummary:
         """Measure what the sampler proposes until a budget stops the sweep, then measure
-        the baseline again (drift) and run the finals of each problem without a winner.
+        the baseline again (drift) and run the finals of each problem without a winner
+        (with several GPUs: on every GPU at once, before the workers close).
         Every trial is in the journal as soon as it is measured; a resumed run measures
         no finished config again."""
         t0 = time.perf_counter()
@@ -106,6 +107,8 @@ class Sweep:
         try:
             try:
                 run.summary.stopped_by = self._loop(run)
+                if len(run.workers.all) > 1:
+                    self._finals_everywhere(run)
             finally:
                 run.workers.close()
             self._drift_and_finals(run)
@@ -282,18 +285,32 @@ class Sweep:
 
     def _drift_and_finals(self, run: _Run) -> None:
         """Unless interrupted: the one-at-a-time baseline measured again (its drift over
-        the study), then the finals of each problem without a current final, and no
-        other."""
+        the study), then on one GPU the finals of each problem without a current final,
+        and no other."""
         summary, trials = run.summary, list(run.done.values())
         if self.run_drift and not self.stop.set and summary.measured and \
                 self.sampler_caps.takes_baseline:
             summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
         todo = Winners.of(self.store).missing(trials) \
-            if self.run_finals and not self.stop.set else []
+            if self.run_finals and not self.stop.set and len(run.workers.all) == 1 else []
         if todo:
             t_finals = time.perf_counter()
             summary.finals = run_finals(trials, todo, run.bench, self.store,
                                         self.space.sampler.seed)
+            summary.finals_s = time.perf_counter() - t_finals
+
+    def _finals_everywhere(self, run: _Run) -> None:
+        """With several GPUs, unless interrupted: the finals of each problem without a
+        current final, measured on every GPU at once, before the workers close."""
+        trials = list(run.done.values())
+        todo = Winners.of(self.store).missing(trials) \
+            if self.run_finals and not self.stop.set else []
+        if todo:
+            t_finals = time.perf_counter()
+            summary = run.summary
+            summary.finals, summary.finals_lost = run_finals_everywhere(
+                trials, todo, run.workers, self.store, self.space.sampler.seed,
+                run.bench.power.duty, lambda extras: self._keep_extras(run, extras))
             summary.finals_s = time.perf_counter() - t_finals
 
     def _guesses(self, valid: list[Choice]) -> list[float] | None:

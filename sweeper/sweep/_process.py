@@ -32,9 +32,11 @@ from typing import Any
 
 from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
+from sweeper.finals import ROUNDS
 from sweeper.space import Config, MeasureSpec, Space
 from sweeper.store import GpuSlot
 from sweeper.study import Choice, now
+from sweeper.sweep._finals import FinalsJob, FinalsOutcome
 from sweeper.sweep._workers import Job, Outcome, Worker, failed
 from sweeper.trial import TrialStatus
 
@@ -82,6 +84,7 @@ class ProcessWorker(Worker):
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
         self._started = ("", 0.0)
+        self._finals_job: FinalsJob | None = None
 
     def launch(self) -> None:
         """Start the process (:meth:`wait_ready` waits until it can measure), so that
@@ -136,6 +139,39 @@ class ProcessWorker(Worker):
         return self._failed(TrialStatus.CRASHED, (
             f"the worker process died during this trial ({self._death()}); the sweep "
             "went on with a fresh worker"))
+
+    def submit_finals(self, job: FinalsJob) -> None:
+        self._finals_job = job
+        if self._conn is not None:
+            with contextlib.suppress(OSError):   # it died: finals_result() says so
+                self._conn.send(job)
+
+    def finals_result(self) -> FinalsOutcome:
+        """The worker's final, or why there is none: it died, or ran past
+        ``measure.timeout`` per entrant and round (then it is stopped).  Either way a fresh
+        worker takes its place for the next problem's finals."""
+        job, self._finals_job = self._finals_job, None
+        assert job is not None, "finals_result() before submit_finals()"
+        if self._conn is None:
+            return FinalsOutcome(None, error="its worker could not be restarted")
+        limit = None if self.timeout_s is None else \
+            self.timeout_s * ROUNDS * (len(job.finalists) + 1)
+        got = self._receive() if self._conn.poll(limit) else False
+        if isinstance(got, FinalsOutcome):
+            return got
+        if got is False:
+            self._stop()
+            error = (f"no final after {limit:g} s (measure.timeout for each entrant of each "
+                     "round); the worker was stopped")
+        else:
+            self._stop()
+            error = f"the worker process died during the finals ({self._death()})"
+        try:
+            self.restart(None)
+        except SweeperError as err:
+            self._stop()
+            error += f"; no fresh worker: {err}"
+        return FinalsOutcome(None, error=error)
 
     def connection(self) -> Connection | None:
         return self._conn

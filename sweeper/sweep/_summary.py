@@ -45,6 +45,8 @@ class SweepSummary:
     trials: list[TrialRecord] = field(default_factory=list)
     finals: list[FinalRecord] = field(default_factory=list)
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
+    #: with several GPUs: each GPU whose worker died or hung during a final, and how
+    finals_lost: list[str] = field(default_factory=list)
     drift: DriftRecord | None = None   # one-at-a-time: the baseline measured again
     saved_ms: float = 0.0      # GPU time early abandonment did not spend
     duty: str = ""             # why and how power-bound problems were measured, if they were

@@ -1,7 +1,8 @@
 """The worker process's side (:mod:`sweeper.sweep._process`): build the bench once from
 the :class:`~sweeper.sweep._process.Setup`, say ready, then measure each job it is sent
-until it is sent ``None`` or the coordinator goes away.  It never writes the journal:
-the records measuring adds come back with the trial (a :class:`Relay`)."""
+(a trial, or a problem's finals) until it is sent ``None`` or the coordinator goes away.
+It never writes the journal: the records measuring adds come back with the trial or the
+final (a :class:`Relay`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from multiprocessing.connection import Connection
 
 from sweeper.store import BaselineRecord
+from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
 from sweeper.sweep._process import Ready, Setup
 from sweeper.sweep._relay import Relay
 from sweeper.sweep._workers import Job, Outcome
@@ -36,11 +38,15 @@ def main() -> None:
     conn.send(Ready(device.facts().name))
     while True:
         try:
-            job: Job | None = conn.recv()
+            job: Job | FinalsJob | None = conn.recv()
         except EOFError:           # the coordinator is gone
             return
         if job is None:
             return
+        if isinstance(job, FinalsJob):
+            final = final_of(bench, job)
+            conn.send(FinalsOutcome(final, relay.drain()))
+            continue
         bench.best.update(job.best)
         if job.duty is not None:
             bench.power.duty = job.duty

@@ -34,6 +34,7 @@ from sweeper.space import Config, Problem
 from sweeper.store import GpuSlot, StudyStore, TrialRecord
 from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
+from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
 from sweeper.sweep._watchdog import watchdog
 from sweeper.trial import TrialResult, TrialStatus
 
@@ -105,6 +106,15 @@ class Worker(abc.ABC):
         raise NotImplementedError
 
     @abc.abstractmethod
+    def submit_finals(self, job: FinalsJob) -> None:
+        """Start measuring a problem's finals on this worker's GPU (never while a trial
+        is in flight: the finals come after the sweep)."""
+
+    @abc.abstractmethod
+    def finals_result(self) -> FinalsOutcome:
+        """Wait for the finals :meth:`submit_finals` started and give them back."""
+
+    @abc.abstractmethod
     def restart(self, record: TrialRecord) -> None:
         """After ``record``'s outcome lost the worker (recorded before this is called): a
         fresh worker in this one's place."""
@@ -123,6 +133,7 @@ class InlineWorker(Worker):
         self.bench, self.store, self.timeout_s = bench, store, timeout_s
         self.on_hang, self.resolve, self.slot = on_hang, resolve, slot
         self._outcome: Outcome | None = None
+        self._finals: FinalsOutcome | None = None
 
     def submit(self, job: Job) -> None:
         self.job = job
@@ -144,6 +155,14 @@ class InlineWorker(Worker):
     def result(self) -> Outcome:
         assert self._outcome is not None, "result() before done()"
         outcome, self._outcome, self.job = self._outcome, None, None
+        return outcome
+
+    def submit_finals(self, job: FinalsJob) -> None:
+        self._finals = FinalsOutcome(final_of(self.bench, job))
+
+    def finals_result(self) -> FinalsOutcome:
+        outcome, self._finals = self._finals, None
+        assert outcome is not None, "finals_result() before submit_finals()"
         return outcome
 
     def restart(self, record: TrialRecord) -> None:
