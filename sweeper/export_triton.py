@@ -250,7 +250,8 @@ def configs(k=None, gpu=None, dtype=None, **dims):
         return [_config(c) for c in _DATA["gpus"][_gpu(gpu)]["ranked"][:k or 4]]
     out, seen = [], set()
     for c in _candidates(gpu, dtype, dims):
-        ident = json.dumps({n: v for n, v in c.items() if n != "grid"}, sort_keys=True)
+        ident = json.dumps({n: v for n, v in c.items() if n not in ("grid", "slowdown")},
+                           sort_keys=True)
         if ident not in seen:
             seen.add(ident)
             out.append(_config(c))

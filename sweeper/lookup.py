@@ -167,15 +167,15 @@ class Tuning:
 
     def _top(self, index: int) -> list[tuple[str, float]]:
         """An entry's top configs as (identity, slowdown); its winner alone for an entry
-        written without them (a warning, once per file, says dispatch to untuned shapes
-        then falls back to the nearest winner)."""
+        written without them (a warning, once per file read, says so)."""
         entry = self.entries[index]
         if "top" not in entry:
             if not self._warned_no_top:
                 self._warned_no_top = True
                 warnings.warn(f"{self.path}: written without top configs per problem; "
-                              "shapes that were not tuned get the nearest tuned winner "
-                              "only: export the study again for dispatch candidates",
+                              "a shape that was not tuned gets the neighbouring tuned "
+                              "winners only (the nearest first): export the study again "
+                              "for dispatch candidates",
                               TuningWarning, stacklevel=4)
             return [(_ident(entry), 1.0)]
         return [(_ident(t), float(t["slowdown"])) for t in entry["top"]]

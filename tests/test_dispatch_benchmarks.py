@@ -76,6 +76,16 @@ def test_regret_by_dimensions_from_tables_of_many_problems(tmp_path, capsys):
     assert "give both --tuned and --held-out" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["dispatch-tuned.yaml", "dispatch-heldout.yaml"])
+def test_the_gpu_spaces_plan_small_enough(name, capsys):
+    assert sweeper_main(["plan", str(ROOT / "benchmarks" / "spaces" / name), "--device",
+                         "interpret"]) == 0
+    out = capsys.readouterr().out
+    shapes = {"dispatch-tuned.yaml": "M 3 × N 3 × K 1", "dispatch-heldout.yaml": "shape 5"}
+    assert "grid 2 × block 2" in out and shapes[name] in out
+    assert f"would measure {32 * (9 if 'tuned' in name else 5)} " in out
+
+
 def test_launcher_overhead_runs_on_the_interpreter(capsys):
     assert script("launcher_overhead").main(["--interpret", "--launches", "3",
                                              "--repeats", "1"]) == 0
