@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from sweeper.dispatch import TOP_K
 from sweeper.errors import SweeperError
 from sweeper.finals import UNFINISHED, Pick, Winners, finals_apply, problem_of
 from sweeper.fsio import atomic_write, writable_target
@@ -55,6 +57,44 @@ def study_winners(store: StudyStore) -> StudyWinners:
     return StudyWinners(meta, list(trials), dict(sorted(best.items())), unfinished)
 
 
+def problem_tops(won: StudyWinners, k: int | None = TOP_K
+                 ) -> dict[ProblemKey, list[tuple[TrialRecord, float]]]:
+    """Per problem, its winner then the next fastest distinct configs (grid, block and
+    meta-parameters; a config measured twice counts by its faster median), ``k`` in all
+    (``None``: every one),
+    each with its sweep median over the problem's fastest: what dispatch to an untuned
+    shape interpolates (:mod:`sweeper.dispatch`)."""
+    fastest: dict[ProblemKey, dict[str, TrialRecord]] = {}
+    for t in won.trials:
+        key = problem_of(t)._replace(cache="cold")
+        if t.ok and t.config and t.stats and not t.suspicious and key in won.picks:
+            mine = fastest.setdefault(key, {})
+            ident = config_identity(t)
+            if ident not in mine or t.stats.median < _median(mine[ident]):
+                mine[ident] = t
+    out = {}
+    for key, pick in won.picks.items():
+        mine = fastest.get(key, {})
+        best = min(_median(t) for t in [*mine.values(), pick.trial])
+        others = sorted((t for i, t in mine.items() if i != config_identity(pick.trial)),
+                        key=_median)
+        ranked = [pick.trial, *others]
+        out[key] = [(t, round(_median(t) / best, 6)) for t in ranked[:k]]
+    return out
+
+
+def _median(t: TrialRecord) -> float:
+    """A trial's sweep median; every trial asked about here has statistics."""
+    return t.stats.median if t.stats else math.inf
+
+
+def config_identity(t: TrialRecord) -> str:
+    """What makes two trials of one problem the same config: grid, block, meta."""
+    assert t.config is not None
+    return json.dumps([str(t.choice["grid"]), t.config.block, dict(t.config.meta)],
+                      sort_keys=True)
+
+
 def export_study(store: StudyStore, path: str | Path | None = None
                  ) -> tuple[Path, list[dict[str, Any]]]:
     """Merge the study's best config per problem into the tuning file; return the entries.
@@ -64,8 +104,11 @@ def export_study(store: StudyStore, path: str | Path | None = None
 
     won = study_winners(store)
     by_number = {t.number: t for t in won.trials}
+    tops = problem_tops(won)
     entries = [{**_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished),
-                **export_fields(pick.agreement, by_number)} for key, pick in won.picks.items()]
+                **export_fields(pick.agreement, by_number),
+                "top": [_top(t, slowdown) for t, slowdown in tops[key]]}
+               for key, pick in won.picks.items()]
     target = tuning_path(path)
     writable_target(target)                  # a device or a folder: refused before work
     data: dict[str, Any] = read_tuning(target) if target.exists() else \
@@ -111,6 +154,13 @@ def _entry(meta: dict[str, Any], problem: Problem, pick: Pick,
     return entry
 
 
+def _top(t: TrialRecord, slowdown: float) -> dict[str, Any]:
+    """One of a problem's top configs as a tuning entry lists it."""
+    assert t.config is not None
+    return {"grid_expr": str(t.choice["grid"]), "block": t.config.block,
+            "meta": dict(t.config.meta), "slowdown": slowdown}
+
+
 def _headline(meta: dict[str, Any]) -> Headline:
     """The study's headline rate; studies recorded before kernels declared one: GB/s."""
     return Headline(meta.get("headline", Headline.GBPS.value))
@@ -137,5 +187,17 @@ def export_csv(store: StudyStore, path: str | Path) -> tuple[Path, int]:
     return target, len(rows)
 
 
-__all__ = ["StudyWinners", "TunedConfig", "current_gpu", "describe", "entry_rate",
-           "export_csv", "export_study", "study_winners", "tuned", "tuning_path"]
+__all__ = [
+    "StudyWinners",
+    "TunedConfig",
+    "config_identity",
+    "current_gpu",
+    "describe",
+    "entry_rate",
+    "export_csv",
+    "export_study",
+    "problem_tops",
+    "study_winners",
+    "tuned",
+    "tuning_path",
+]

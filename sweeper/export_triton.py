@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import inspect
 import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeper import dispatch
 from sweeper.errors import SweeperError
-from sweeper.export import StudyWinners, study_winners
-from sweeper.finals import problem_of
+from sweeper.export import StudyWinners, problem_tops, study_winners
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.space import DTYPES, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
@@ -106,9 +107,11 @@ def _identity(config: dict[str, Any]) -> str:
 def gpu_section(won: StudyWinners) -> dict[str, Any]:
     """One GPU's part of the module: facts, winners per problem, ranked distinct configs."""
     env = won.meta.get("environment", {})
+    tops = problem_tops(won)
     winners = [{"dtype": key.dtype, "footprint": key.footprint, "dims": _dims(key),
                 **_config(pick.trial), "median_ms": pick.median_ms,
-                "chosen_by": pick.chosen_by, "trial": pick.trial.number}
+                "chosen_by": pick.chosen_by, "trial": pick.trial.number,
+                "top": [{**_config(t), "slowdown": slowdown} for t, slowdown in tops[key]]}
                for key, pick in won.picks.items()]
     return {"facts": {k: env[k] for k in ("sms", "l2_bytes") if env.get(k) is not None},
             "study": won.meta["study"],
@@ -119,22 +122,17 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
 def ranked(won: StudyWinners, winners: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Distinct configs, best first: each problem's winner, then the others by
     (problems measured on, more first; geometric mean of median / the problem's best)."""
-    by_problem: dict[ProblemKey, dict[str, tuple[float, dict[str, Any]]]] = {}
-    for t in won.trials:
-        key = problem_of(t)._replace(cache="cold")
-        if t.ok and t.config and t.stats and not t.suspicious and key in won.picks:
-            config = _config(t)
-            mine = by_problem.setdefault(key, {})
-            ident = _identity(config)
-            if ident not in mine or t.stats.median < mine[ident][0]:
-                mine[ident] = (t.stats.median, config)
     logs: dict[str, list[float]] = {}
     first: dict[str, dict[str, Any]] = {}
-    for mine in by_problem.values():
-        best = min(m for m, _ in mine.values())
-        for ident, (median, config) in sorted(mine.items(), key=lambda x: x[1][0]):
-            logs.setdefault(ident, []).append(math.log(median / best))
-            first.setdefault(ident, config)
+    for top in problem_tops(won, k=None).values():
+        seen: set[str] = set()
+        for t, slowdown in sorted(top, key=lambda x: x[1]):
+            config = _config(t)
+            ident = _identity(config)
+            if ident not in seen:                # the fastest grid of a triton.Config
+                seen.add(ident)
+                logs.setdefault(ident, []).append(math.log(slowdown))
+                first.setdefault(ident, config)
     order = sorted(logs, key=lambda i: (-len(logs[i]), sum(logs[i]) / len(logs[i])))
     lead = list(dict.fromkeys(_identity(_config_of(w)) for w in winners))
     out = []
@@ -183,7 +181,8 @@ def render(data: dict[str, Any]) -> str:
     gpus = ", ".join(data["gpus"])
     head = (f'{MARKER}\n"""Tuned configs of the kernel {data["kernel"]!r} on {gpus}, '
             "written by `sweeper export STUDY --format triton`.\n\n" + USAGE + '"""\n')
-    return (head + RUNTIME + f"{DATA_PREFIX}{json.dumps(json.dumps(data, sort_keys=True))})\n"
+    literal = json.dumps(json.dumps(data, sort_keys=True))
+    return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n" + BUILD)
 
 
@@ -202,11 +201,12 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import triton
 
 _cdiv, _isqrt, _min, _max = triton.cdiv, math.isqrt, min, max
-__all__ = ["GPUS", "KERNEL", "WINNERS", "configs", "grid", "key"]
+__all__ = ["GPUS", "KERNEL", "WINNERS", "configs", "grid", "key", "pick"]
 '''
 
 BUILD = '''
@@ -239,10 +239,59 @@ def _gpu(gpu):
     raise KeyError(f"no configs for GPU {gpu!r}; this module has {', '.join(GPUS)}")
 
 
-def configs(k=4, gpu=None):
-    """The top k distinct triton.Configs for GPU gpu (default: the only one, else this
-    process's GPU): each tuned problem's winner first, then by geometric mean slowdown."""
-    return [_config(c) for c in _DATA["gpus"][_gpu(gpu)]["ranked"][:k]]
+def configs(k=None, gpu=None, dtype=None, **dims):
+    """Distinct triton.Configs for GPU gpu (default: the only one, else this process's
+    GPU).  Without dims: the top k (default 4), each tuned problem's winner first, then
+    by geometric mean slowdown.  With the problem's dims (every name of key): the
+    candidates for that shape (sweeper's dispatch rule: the nearest tuned winner first,
+    then the bracketing tuned shapes' top configs), at most k; dtype: only problems
+    tuned in it."""
+    if not dims:
+        return [_config(c) for c in _DATA["gpus"][_gpu(gpu)]["ranked"][:k or 4]]
+    out, seen = [], set()
+    for c in _candidates(gpu, dtype, dims):
+        ident = json.dumps({n: v for n, v in c.items() if n not in ("grid", "slowdown")},
+                           sort_keys=True)
+        if ident not in seen:
+            seen.add(ident)
+            out.append(_config(c))
+    return out[:k] if k else out
+
+
+def pick(gpu=None, dtype=None, **dims):
+    """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
+    tuned there, else the nearest tuned shape's winner (log space)."""
+    return _config(_candidates(gpu, dtype, dims)[0])
+
+
+def _candidates(gpu, dtype, dims):
+    if set(dims) != set(key):
+        raise TypeError(f"give the problem's dims {key}, got {sorted(dims)}")
+    tuned = [w for w in _DATA["gpus"][_gpu(gpu)]["winners"]
+             if dtype is None or w["dtype"] == str(dtype).removeprefix("torch.")]
+    if not tuned:
+        raise KeyError(f"no problem tuned in dtype {dtype!r}")
+    tops = [[(_ident(c), c["slowdown"]) for c in _top(w)] for w in tuned]
+    by_ident = {_ident(c): c for w in tuned for c in _top(w)}
+    return [by_ident[i] for i in candidates([w["dims"] for w in tuned], tops, dims)]
+
+
+def _top(winner):
+    if "top" in winner:
+        return winner["top"]
+    if not _WARNED:
+        _WARNED.append(True)
+        warnings.warn(f"{__name__}: exported without top configs per problem; untuned "
+                      "shapes get the nearest tuned winner only: export the study again")
+    return [{**{k: winner[k] for k in _FIELDS if k in winner}, "slowdown": 1.0}]
+
+
+_WARNED = []
+_FIELDS = ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg", "grid")
+
+
+def _ident(c):
+    return json.dumps({n: v for n, v in c.items() if n != "slowdown"}, sort_keys=True)
 
 
 def grid(meta, gpu=None, **dims):
@@ -261,5 +310,10 @@ def grid(meta, gpu=None, **dims):
         raise TypeError(f"grid {chosen['grid']!r} needs {err.args[0]!r}: pass it as a kernel "
                         f"argument or grid(meta, {err.args[0]}=...)") from None
 '''
+
+#: The dispatch rule, carried as source so the module needs no sweeper (one implementation).
+DISPATCH = "\n\n" + "\n\n".join(
+    inspect.getsource(f) for f in (dispatch.log_distance, dispatch.nearest_index,
+                                   dispatch.bracketing, dispatch.candidates)) + "\n\n"
 
 __all__ = ["export_triton", "gpu_section", "grid_source", "ranked", "render"]

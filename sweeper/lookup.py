@@ -10,17 +10,38 @@ finals' where they chose the winner.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningWarning
 from sweeper.kernels import Headline
 from sweeper.matching import FAR_RATIO, Nearness, dtype_name, kernel_matches, match_gpu, nearest
 from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
 from sweeper.tuning import entry_name, entry_rate, read_tuning, tuning_path
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A config to try for the asked problem; ``grid`` is computed for it."""
+
+    grid: int
+    grid_expr: str
+    block: int
+    meta: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def num_warps(self) -> int:
+        """Warps per program."""
+        return self.block // 32
+
+    def launch_options(self) -> dict[str, int]:
+        """Keyword arguments for a Triton launch: ``num_warps`` and the constexprs."""
+        return {"num_warps": self.num_warps, **self.meta}
 
 
 @dataclass(frozen=True)
@@ -49,6 +70,10 @@ class TunedConfig:
     far: bool = False
     #: True when no entry of the asked GPU existed and one of its architecture was taken
     by_architecture: bool = False
+    #: the configs worth measuring for this problem, this one first (:mod:`sweeper.dispatch`:
+    #: the tuned problem's top configs, or the bracketing tuned problems' for a shape that
+    #: was not tuned); just this one from a file written without top configs
+    candidates: tuple[Candidate, ...] = ()
 
     @property
     def num_warps(self) -> int:
@@ -93,6 +118,7 @@ class Tuning:
             raise SweeperError(f"{self.path}: no tuning file; run `sweeper export STUDY` "
                                "first")
         self.entries: list[dict[str, Any]] = read_tuning(self.path)["entries"]
+        self._warned_no_top = False
 
     def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
                dims: Mapping[str, int] | None = None, gpu: str | None = None,
@@ -103,17 +129,21 @@ class Tuning:
         _check_problem(footprint, dims)
         capability = None if gpu else _current_capability()
         gpu = gpu or current_gpu()
-        index, near, matched = self._find(kernel, dtype, footprint, dims, gpu, capability)
+        index, near, matched, around = self._find(kernel, dtype, footprint, dims, gpu,
+                                                  capability)
         config = self._config(index, dtype, footprint, dims, near, matched)
+        config = replace(config, candidates=self._candidates(around, dtype, footprint, dims))
         if warn:
             warn_for(config, gpu, dims if dims is not None else {"footprint": footprint})
         return config
 
     def _find(self, kernel: str, dtype: str, footprint: int | None,
               dims: Mapping[str, int] | None, gpu: str,
-              capability: tuple[int, int] | None) -> tuple[int, Nearness, bool]:
-        """The entry's index, how near its problem is, and whether it was matched by
-        architecture rather than by GPU name."""
+              capability: tuple[int, int] | None
+              ) -> tuple[int, Nearness, bool, list[tuple[Candidate, int]]]:
+        """The entry's index, how near its problem is, whether it was matched by
+        architecture rather than by GPU name, and the candidates' configs with the index
+        of an entry that lists each."""
         entries = self.entries
         ours = [i for i, e in enumerate(entries)
                 if kernel_matches(e, kernel) and e["dtype"] == dtype]
@@ -128,7 +158,35 @@ class Tuning:
         problems = [entries[i]["dims"] if dims is not None else
                     {"footprint": entries[i]["footprint"]} for i in matched.indices]
         at, near = nearest(problems, asked)
-        return matched.indices[at], near, matched.by_architecture
+        tops = [self._top(i) for i in matched.indices]
+        where = {ident: i for i, top in zip(matched.indices, tops, strict=True)
+                 for ident, _ in top}
+        chosen = candidates(problems, [[(c, s) for c, s in top] for top in tops], asked)
+        return matched.indices[at], near, matched.by_architecture, \
+            [(_from_ident(str(c)), where[str(c)]) for c in chosen]
+
+    def _top(self, index: int) -> list[tuple[str, float]]:
+        """An entry's top configs as (identity, slowdown); its winner alone for an entry
+        written without them (a warning, once per file read, says so)."""
+        entry = self.entries[index]
+        if "top" not in entry:
+            if not self._warned_no_top:
+                self._warned_no_top = True
+                warnings.warn(f"{self.path}: written without top configs per problem; "
+                              "a shape that was not tuned gets the neighbouring tuned "
+                              "winners only (the nearest first): export the study again "
+                              "for dispatch candidates",
+                              TuningWarning, stacklevel=4)
+            return [(_ident(entry), 1.0)]
+        return [(_ident(t), float(t["slowdown"])) for t in entry["top"]]
+
+    def _candidates(self, around: list[tuple[Candidate, int]], dtype: str,
+                    footprint: int | None, dims: Mapping[str, int] | None
+                    ) -> tuple[Candidate, ...]:
+        """The candidates with their grids computed for the asked problem."""
+        return tuple(replace(c, grid=_grid(self.path, i, {
+            **self.entries[i], "grid_expr": c.grid_expr, "block": c.block, "meta": c.meta},
+            dtype, footprint, dims)) for c, i in around)
 
     def _config(self, index: int, dtype: str, footprint: int | None,
                 dims: Mapping[str, int] | None, near: Nearness,
@@ -143,6 +201,17 @@ class Tuning:
             gbps=entry["gbps"], median_ms=entry["median_ms"], study=entry["study"],
             headline=headline, rate=rate, dims=dict(entry.get("dims", {})),
             distance=near.distance, far=near.far, by_architecture=by_architecture)
+
+
+def _ident(config: Mapping[str, Any]) -> str:
+    """What makes two configs of a tuning file the same: grid expression, block, meta."""
+    return json.dumps([config["grid_expr"], config["block"], config["meta"]], sort_keys=True)
+
+
+def _from_ident(ident: str) -> Candidate:
+    """The candidate an identity names, its grid not yet computed."""
+    grid_expr, block, meta = json.loads(ident)
+    return Candidate(0, grid_expr, block, meta)
 
 
 def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None]) -> None:
@@ -243,5 +312,5 @@ def _tuned_at(config: TunedConfig) -> str:
     return problem.describe()
 
 
-__all__ = ["TunedConfig", "Tuning", "current_gpu", "describe", "far_text", "tuned",
+__all__ = ["Candidate", "TunedConfig", "Tuning", "current_gpu", "describe", "far_text", "tuned",
            "warn_for"]

@@ -2,7 +2,8 @@
 usual spelling, GPUs by name then by architecture, kernels by name, problems by the
 nearest tuned shape.
 
-The nearest-shape rule, used by :func:`sweeper.tuned`, :func:`sweeper.tuned_kernel` and
+The nearest-shape rule (:mod:`sweeper.dispatch`, which also gives an untuned shape its
+candidates), used by :func:`sweeper.tuned`, :func:`sweeper.tuned_kernel` and
 ``benchmarks/dispatch_regret.py`` alike: among the entries tuned over the same dimension
 names, the one with the least sum over dimensions of ``|log2(tuned / asked)|`` (a 1-D
 problem: of its footprint); ties go to the entry listed first.  Distances are in log
@@ -19,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sweeper.dispatch import log_distance, nearest_index
 from sweeper.errors import SweeperError
 from sweeper.space import DTYPES
 
@@ -141,16 +143,15 @@ def nearness(tuned: Mapping[str, int], asked: Mapping[str, int]) -> Nearness:
     ``{"footprint": bytes}``)."""
     logs = {d: math.log2(tuned[d] / v) for d, v in asked.items()}
     worst = max(logs, key=lambda d: abs(logs[d]))
-    return Nearness(sum(abs(x) for x in logs.values()), worst, 2.0 ** logs[worst])
+    return Nearness(log_distance(tuned, asked), worst, 2.0 ** logs[worst])
 
 
 def nearest(problems: Sequence[Mapping[str, int]], asked: Mapping[str, int]
             ) -> tuple[int, Nearness]:
     """The position in ``problems`` of the one nearest to ``asked`` by the rule above, and
     how near; ``problems`` must not be empty and each must have ``asked``'s names."""
-    scored = [(nearness(p, asked), i) for i, p in enumerate(problems)]
-    best = min(scored, key=lambda s: (s[0].distance, s[1]))
-    return best[1], best[0]
+    at = nearest_index(problems, asked)
+    return at, nearness(problems[at], asked)
 
 
 __all__ = [

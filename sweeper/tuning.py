@@ -1,7 +1,9 @@
 """The tuning file ``sweeper export`` writes: where it is, and reading it back checked.
 
 One JSON object ``{"version": 1, "entries": [...]}``; each entry is the config one problem
-(kernel, GPU, dtype, footprint or dimensions) ends with.  Every entry is checked when the
+(kernel, GPU, dtype, footprint or dimensions) ends with, and (``top``, optional: files
+written before it lack it) its best configs with their slowdowns, for dispatch to shapes
+that were not tuned (:mod:`sweeper.dispatch`).  Every entry is checked when the
 file is read, so a file edited by hand or cut short is refused with one line naming the
 entry, never a ``KeyError`` at launch time.
 """
@@ -107,6 +109,9 @@ def entry_problem(entry: Any) -> str | None:
     for key in ("sms", "l2_bytes"):
         if key not in entry["facts"]:
             return f"'facts.{key}' is missing"
+    top = _top_problem(entry.get("top", []))
+    if top:
+        return top
     dims = entry.get("dims", {})
     if not isinstance(dims, dict):
         return f"dims is {dims!r}; it must be an object of dimension -> integer"
@@ -116,6 +121,27 @@ def entry_problem(entry: Any) -> str | None:
                 return f"{scope}.{key} is {value!r}; it must be an integer"
             if scope == "dims" and type(value) is int and value <= 0:
                 return f"dims.{key} is {value!r}; it must be positive"
+    return None
+
+
+def _top_problem(top: Any) -> str | None:
+    """What is wrong with an entry's optional ``top`` (its problem's best configs with
+    their slowdowns, for dispatch to untuned shapes), or ``None``."""
+    if not isinstance(top, list):
+        return f"top is {top!r}; it must be a list of configs with their slowdowns"
+    for i, item in enumerate(top):
+        if not isinstance(item, dict):
+            return f"top[{i}] is {item!r}; it must be an object"
+        slowdown, block = item.get("slowdown"), item.get("block")
+        if not isinstance(item.get("grid_expr"), str) or not isinstance(item.get("meta"), dict):
+            return f"top[{i}]: 'grid_expr' (a string) and 'meta' (an object) are required"
+        if type(block) is not int or block <= 0:
+            return f"top[{i}].block is {block!r}; it must be a positive integer"
+        if any(type(v) is not int for v in item["meta"].values()):
+            return f"top[{i}].meta is {item['meta']!r}; its values must be integers"
+        if isinstance(slowdown, bool) or not isinstance(slowdown, (int, float)) or \
+                not math.isfinite(slowdown) or slowdown <= 0:
+            return f"top[{i}].slowdown is {slowdown!r}; it must be a positive number"
     return None
 
 

@@ -181,3 +181,22 @@ def test_on_a_gpu_the_module_feeds_autotune_and_tuned_kernel_dispatches(tmp_path
         torch.cuda.synchronize()
         assert torch.equal(a, b), (gpu, n)
     assert launcher.lookups == 3
+
+
+def test_the_module_dispatches_a_shape_by_sweepers_rule(tmp_path):
+    """configs(**dims) gives the candidates of sweeper.dispatch, pick(**dims) the first:
+    n = 2**23 lies half way (log space) between the tuned 2**18 and 2**28 elements."""
+    store = study(tmp_path / "s")
+    path, _ = export_triton(store, tmp_path / "tuned_copy.py")
+    mod = load(path)
+    asked = mod.configs(n=1 << 23)
+    assert [(c.kwargs["BLOCK"], c.num_warps, c.num_stages) for c in asked] == [
+        (1024, 4, 3), (256, 2, 2), (4096, 8, 3)]          # grids of one Config merged
+    assert len(mod.configs(k=2, n=1 << 23)) == 2
+    assert mod.pick(n=5).kwargs == {"BLOCK": 1024} and mod.pick(n=1 << 30).num_warps == 4
+    assert mod.pick(n=1 << 18, dtype="torch.float32").kwargs == {"BLOCK": 1024}
+    assert len(mod.configs()) == 3                        # without dims: the ranked top
+    with pytest.raises(TypeError, match=r"give the problem's dims \['n'\], got \['M'\]"):
+        mod.pick(M=4)
+    with pytest.raises(KeyError, match="no problem tuned in dtype 'float16'"):
+        mod.configs(n=4, dtype="float16")
