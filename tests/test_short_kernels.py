@@ -130,8 +130,9 @@ def test_integer_outputs_are_poisoned_with_a_sentinel_and_compared_exactly():
     kernel.randomize(buffers, torch.Generator().manual_seed(1))
     kernel.poison(buffers)
     assert int(buffers["y"][0]) == torch.iinfo(torch.int32).min
-    assert kernel.check(buffers).startswith("output y: 64 of 64 elements differ from the "
-                                            "reference, compared exactly in int32 (first at index 0: -2147483648 != ")
+    assert kernel.check(buffers).startswith(
+        "output y: 64 of 64 elements differ from the reference, compared exactly in int32 "
+        "(first at index 0: -2147483648 != ")
     assert kernel.bytes_moved(problem) == 2 * 64 * 4
 
 
