@@ -16,7 +16,7 @@ from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Config, Invalid, Origin, Space
 from sweeper.space._model import MAX_CONFIGS
-from sweeper.store import StudyStore
+from sweeper.store import JOURNAL, Storage
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
 
@@ -142,7 +142,7 @@ def resume_refused(root: Any, changed: list[str]) -> str:
             "study")
 
 
-def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
+def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False) -> None:
     """Create the study, or check that the one on disk may be resumed by this run (its
     journal then taken for this process and repaired if it needs it); a space
@@ -155,7 +155,7 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
     bounds = device.bounds().to_json()
     wanted = fingerprint(space, kernel, device, environment)
     if store.orphaned():
-        raise StudyError(f"{store.root}: {store.journal_path.name} without study.json; it "
+        raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass --study NEW")
     if store.exists():
         meta = store.meta()

@@ -10,12 +10,12 @@ one measures the rest.
 from __future__ import annotations
 
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
-from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.store import ProblemKey, Storage, TrialRecord
 from sweeper.sweep._bench import Bench
 
 
 def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Bench,
-               store: StudyStore, seed: int) -> list[FinalRecord]:
+               store: Storage, seed: int) -> list[FinalRecord]:
     """The finals of ``problems`` among ``trials``, measured on ``bench`` with the
     sampler's ``seed`` (which shuffles the rounds), one record each."""
     groups: dict[ProblemKey, list[TrialRecord]] = {}
