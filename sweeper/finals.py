@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sweeper.measure import PRACTICAL, Stats, StopRule, summarize, tied_set
-from sweeper.store import GpuSlot, ProblemKey, Record, StudyStore, TrialRecord
+from sweeper.store import GpuSlot, ProblemKey, Record, Storage, TrialRecord
 from sweeper.store._schema import stats_problem
 
 if TYPE_CHECKING:
@@ -282,7 +282,7 @@ class Winners:
         return out
 
     @classmethod
-    def of(cls, store: StudyStore) -> Winners:
+    def of(cls, store: Storage) -> Winners:
         """The latest final of each problem in ``store``'s journal."""
         return cls.from_records(store.read(FinalRecord))
 

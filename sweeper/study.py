@@ -16,7 +16,7 @@ from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Config, Invalid, Origin, Space
 from sweeper.space._model import MAX_CONFIGS
-from sweeper.store import StudyStore
+from sweeper.store import JOURNAL, Storage
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
 
@@ -131,7 +131,18 @@ def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[s
             if have.get(k) != want.get(k)]
 
 
-def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, *,
+def resume_refused(root: Any, changed: list[str]) -> str:
+    """Why a study whose fingerprint changed is not resumed, and the two ways on: its old
+    trials are not comparable with new ones, so mixing them must be asked for."""
+    source = [c for c in changed if c.startswith("kernel_source:")]
+    why = "its kernel's source changed since it was measured" if source else \
+        "it was measured with other settings"
+    return (f"{root}: cannot resume, {why} ({'; '.join(changed)}); rerun with --force to "
+            "keep its trials and add new ones to them, or with --study NEW to start a new "
+            "study")
+
+
+def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False) -> None:
     """Create the study, or check that the one on disk may be resumed by this run (its
     journal then taken for this process and repaired if it needs it); a space
@@ -144,15 +155,13 @@ def open_study(store: StudyStore, space: Space, kernel: Kernel, device: Device, 
     bounds = device.bounds().to_json()
     wanted = fingerprint(space, kernel, device, environment)
     if store.orphaned():
-        raise StudyError(f"{store.root}: {store.journal_path.name} without study.json; it "
+        raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass --study NEW")
     if store.exists():
         meta = store.meta()
         changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
         if changed and not force:
-            raise StudyError(f"{store.root}: cannot resume, it was measured with other "
-                             f"settings ({'; '.join(changed)}); use --force to add to it "
-                             "anyway, or --study NAME for a new study")
+            raise StudyError(resume_refused(store.root, changed))
         store.open_journal()
         store.update_meta(resumed=[*meta.get("resumed", []), now()], last_command=command,
                           bounds=bounds, finals=finals_wanted(space, device))

@@ -112,9 +112,9 @@ def test_defaults_randomize_poison_check_bytes_and_flops():
     assert kernel.check(buffers) is None
     buffers["out"][17] += 1e-3
     assert kernel.check(buffers) == (
-        f"output out: 1 of {N} elements differ from the reference (rtol 1.3e-06, atol 1e-05 "
-        f"for float32); first at index 17: {buffers['out'][17].item()!r} != "
-        f"{(2 * buffers['x'][17] + buffers['y'][17]).item()!r}")
+        f"output out: 1 of {N} elements differ from the reference at rtol 1.3e-06, atol 1e-05 "
+        f"for float32 (first at index 17: {buffers['out'][17].item()!r} != "
+        f"{(2 * buffers['x'][17] + buffers['y'][17]).item()!r})")
     assert kernel.bytes_moved(problem) == 3 * N * 4       # x, y read; out written
     assert kernel.flops(problem) == 2 * N
     kernel.baseline(buffers)
@@ -130,8 +130,9 @@ def test_integer_outputs_are_poisoned_with_a_sentinel_and_compared_exactly():
     kernel.randomize(buffers, torch.Generator().manual_seed(1))
     kernel.poison(buffers)
     assert int(buffers["y"][0]) == torch.iinfo(torch.int32).min
-    assert kernel.check(buffers).startswith("output y: 64 of 64 elements differ from the "
-                                            "reference (int32: exactly); first at index 0")
+    assert kernel.check(buffers).startswith(
+        "output y: 64 of 64 elements differ from the reference, compared exactly in int32 "
+        "(first at index 0: -2147483648 != ")
     assert kernel.bytes_moved(problem) == 2 * 64 * 4
 
 
@@ -155,8 +156,8 @@ def test_an_in_place_kernel_verifies_after_many_launches():
 
 
 @pytest.mark.parametrize(("kernel", "reason"), [
-    ("skips_index_17", f"output x: 1 of {N} elements differ from the reference (rtol 1.3e-06, "
-                       "atol 1e-05 for float32); first at index 17: "),
+    ("skips_index_17", f"output x: 1 of {N} elements differ from the reference at rtol 1.3e-06, "
+                       "atol 1e-05 for float32 (first at index 17: "),
     ("tires", "the first launch was right, but the output after the timed samples (3) was "
               f"wrong: output x: {N} of {N} elements differ from the reference"),
 ])

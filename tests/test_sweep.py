@@ -13,7 +13,7 @@ from sweeper.store import JOURNAL, REJECTED, StudyStore
 from sweeper.sweep import StopFlag, Sweep, enumerate_choices, open_study
 from sweeper.sweep._bench import Bench
 from sweeper.trial import TrialStatus
-from tests.conftest import SMALL_SPACE
+from tests.conftest import ROOT, SMALL_SPACE
 
 
 def start(space_path, root, **kwargs):
@@ -118,6 +118,38 @@ def test_resume_with_other_settings_is_refused(small_space, tmp_path):
         start(small_space, tmp_path / "s")
     sweep, _ = start(small_space, tmp_path / "s", force=True)
     assert sweep.run().resumed >= 1
+
+
+def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
+        tmp_path, monkeypatch, capsys):
+    from sweeper.cli import main
+
+    source = (ROOT / "examples" / "scale.py").read_text()
+    (tmp_path / "edited_scale.py").write_text(source)
+    (tmp_path / "s.yaml").write_text("kernel: edited_scale:scale\nsampler: exhaustive\n"
+                                     "params: {grid: [\"cdiv(n, BLOCK)\"], block: [32], "
+                                     "BLOCK: [256], footprint: [4KiB]}\n"
+                                     "measure: {warmup: 1, repeat: 2}\n")
+    monkeypatch.chdir(tmp_path)
+    run = ["run", "s.yaml", "--device", "interpret", "--studies-dir", "studies", "--quiet",
+           "--no-report"]
+    assert main(run) == 0
+    study = tmp_path / "studies" / "s-interpret"
+    before = {p: p.read_bytes() for p in study.rglob("*") if p.is_file()}
+    (tmp_path / "edited_scale.py").write_text(source.replace("A = 0.5", "A = 0.25"))
+    monkeypatch.delitem(sys.modules, "edited_scale")
+    capsys.readouterr()
+    assert main(run) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("sweeper: ")
+    assert err.startswith("sweeper: studies/s-interpret: cannot resume, its kernel's source "
+                          "changed since it was measured (kernel_source: '")
+    assert err.endswith("'); rerun with --force to keep its trials and add new ones to "
+                        "them, or with --study NEW to start a new study\n")
+    assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
+    assert main([*run, "--study", "s-new"]) == 0 and (tmp_path / "studies" / "s-new").is_dir()
+    assert main([*run, "--force"]) == 0
+    assert len(json.loads((study / "study.json").read_text())["resumed"]) == 1
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "random"])

@@ -99,9 +99,9 @@ def test_a_planted_value_and_a_launch_that_did_not_run_are_caught():
     buffers["y"][37] *= 1.001
     assert kernel.check(buffers) == (
         f"{GELU} against itself in float64: output y: 1 of 1000 elements differ from the "
-        f"reference (rtol 1.3e-06, atol 1e-05 for float32); first at index 37: "
+        f"reference at rtol 1.3e-06, atol 1e-05 for float32 (first at index 37: "
         f"{buffers['y'][37].item()!r} != "
-        f"{torch.nn.functional.gelu(buffers['x'][37:38].double()).item()!r}")
+        f"{torch.nn.functional.gelu(buffers['x'][37:38].double()).item()!r})")
     kernel.poison(buffers)
     assert kernel.check(buffers) == f"{GELU} left no output: the launch did not run"
 

@@ -17,7 +17,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     valid config fails as ``run`` would."""
     from sweeper.kernels import BUILTINS, bytes_moved_of
     from sweeper.plan import make_plan
-    from sweeper.space import AxisRole
 
     space, device = space_and_device(args, for_plan=True)
     facts = device.facts()
@@ -46,12 +45,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"not checked: the bytes kernel {space.kernel} moves (its tensors are built "
               "when it runs); the estimate counts launches only")
     elif not builtin:
-        meta = [a.name for a in space.axes if a.role is AxisRole.META]
-        print(f"not checked: kernel {space.kernel} was not imported (plan runs no user "
-              f"code): its meta-parameters ({', '.join(meta) or 'none'}) and their values, "
-              "and its defaults for axes the file leaves out (the base Kernel's were "
-              "used); the estimate counts launches only, not the bytes it moves. "
-              "`sweeper run` checks all of it before measuring")
+        print(_unimported_note(space))
     if plan.valid == 0:
         raise plan.ruled_out.nothing_left(plan.size)
     return 0
@@ -88,6 +82,28 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(render(e) for e in entries))
     return 0
+
+
+def _unimported_note(space: Any) -> str:
+    """What ``plan`` could not check of a user kernel it did not import: with everything
+    its source declares read, only the values' checks and the bytes it moves; else also
+    what could not be read, so the meta-parameters and defaults it stood in for."""
+    from sweeper import plugins
+    from sweeper.space import AxisRole
+
+    read = plugins.kernel_declaration(space.kernel, user_code=False)
+    meta = ", ".join(a.name for a in space.axes if a.role is AxisRole.META) or "none"
+    head = f"not checked: kernel {space.kernel} was not imported (plan runs no user code)"
+    tail = ("the estimate counts launches only, not the bytes it moves. `sweeper run` "
+            "checks all of it before measuring")
+    unread = getattr(read, "unread", ())
+    if not unread:
+        return (f"{head}; its declaration was read from its source (dimensions "
+                f"{', '.join(space.shape.names)}; meta-parameters {meta}; options "
+                f"{', '.join(read.options) or 'none'}), but not its checks of values: {tail}")
+    return (f"{head}: its meta-parameters ({meta}) and their values, and its defaults for "
+            f"axes the file leaves out (the base Kernel's were used where its source "
+            f"could not be read: {'; '.join(unread)}); {tail}")
 
 
 def _roles(space: Any) -> str:

@@ -12,13 +12,16 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
 from sweeper.cli._inputs import kernel_for, space_and_device
 from sweeper.cli._results import report_study
 from sweeper.errors import ContextLost, SweeperError
 from sweeper.options import check_study_name, study_folder
+
+if TYPE_CHECKING:          # the store is imported where a command opens it
+    from sweeper.store import Storage
 
 #: How many times one `sweeper run` goes on in a fresh process after trials that broke
 #: the CUDA context (each such trial is recorded and never tried again).
@@ -44,7 +47,7 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
     from sweeper.sweep import StopFlag, open_study
 
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
-    store: Any = open_storage(args.storage, study_folder(args.studies_dir, name))
+    store = open_storage(args.storage, study_folder(args.studies_dir, name))
     command = getattr(args, "command", None) or (
         shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run")
     resuming = store.exists()
@@ -77,7 +80,7 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
 
 
 def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, measure: Any,
-            store: Any) -> Any:
+            store: Storage) -> Any:
     """The lines that say what is about to be measured, how, and against which limits;
     returns this GPU's ceilings, or why there are none."""
     from sweeper.space import format_size
@@ -100,7 +103,7 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     return limits
 
 
-def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store: Any,
+def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None
            ) -> Any:
     """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
@@ -138,7 +141,7 @@ def _gpus(asked: list[int] | None, device: Any) -> list[int] | None:
     return asked or None
 
 
-def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, store: Any,
+def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, store: Storage,
             limits: Any) -> int:
     """What this run did, each problem's outcome, the report; the exit status."""
     failed = sum(1 for t in summary.trials[summary.resumed:]
@@ -175,7 +178,7 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
     return EXIT_OK
 
 
-def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
+def _restart(lost: ContextLost, args: argparse.Namespace, store: Storage) -> int:
     """Go on in a fresh process after a trial broke the CUDA context: the study resumes
     from its journal, and the crashed trial is never proposed again.  In process (the
     API) the caller's process is not replaced: the error says how to go on."""
@@ -187,7 +190,7 @@ def _restart(lost: ContextLost, args: argparse.Namespace, store: Any) -> int:
     return _go_on_fresh(message, args)
 
 
-def _hung(record: Any, args: argparse.Namespace, store: Any) -> None:
+def _hung(record: Any, args: argparse.Namespace, store: Storage) -> None:
     """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
     kernel cannot be stopped from this process, so go on in a fresh one.  In process (the
     API) the caller's process is neither replaced nor ended: the message says what to do."""
@@ -252,7 +255,7 @@ def _priors(space: Any, args: argparse.Namespace, gpu: str, root: Path, say: Any
     return found
 
 
-def _ceilings_for(device: Any, store: Any) -> Any:
+def _ceilings_for(device: Any, store: Storage) -> Any:
     """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
     if not device.has_ceilings:
         return f"none on the {device.name} device"

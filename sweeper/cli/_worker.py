@@ -13,11 +13,14 @@ import os
 import shlex
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.cli._exits import EXIT_OK
 from sweeper.errors import StudyError
 from sweeper.options import check_study_name, study_folder
+
+if TYPE_CHECKING:          # the store is imported where a command opens it
+    from sweeper.store import Storage
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -25,8 +28,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     check_study_name("--study", args.study)
     from sweeper.store._open import open_storage
 
-    # the sweep's modules are annotated with the journal's store; either backend serves
-    store: Any = open_storage(args.storage, study_folder(args.studies_dir, args.study))
+    store = open_storage(args.storage, study_folder(args.studies_dir, args.study))
     space, device = _space_of(args, store)
     from sweeper.cli._inputs import kernel_for
     from sweeper.sweep import Sweep, open_study
@@ -53,7 +55,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _space_of(args: argparse.Namespace, store: Any) -> tuple[Any, Any]:
+def _space_of(args: argparse.Namespace, store: Storage) -> tuple[Any, Any]:
     """The space (``args.space``, else the one the study recorded) and the device, both
     checked."""
     if args.space is not None:

@@ -25,19 +25,30 @@ def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
     """A stand-in for the user kernel ``name`` that imports nothing.
 
     Importing a user kernel runs its module's top-level code, which only ``run`` (and
-    ``ab``) must do.  The stand-in declares as meta-parameters the names ``params`` (a
-    space's ``params`` mapping) gives besides the launch and problem axes, without
-    defaults or checks; the rest is the base :class:`Kernel`'s (its axis defaults, GB/s)."""
+    ``ab``) must do.  The stand-in declares what the kernel's source declares in literals
+    (:mod:`sweeper.kernels._unimported`: dimensions, meta-parameters, options, defaults,
+    autotune configs); where the source says no meta-parameters it could read, the names
+    ``params`` (a space's ``params`` mapping) gives besides the launch and problem axes
+    and the dimensions, without defaults or checks; the rest is the base
+    :class:`Kernel`'s.  Its ``unread`` names what could not be read."""
+    from sweeper.kernels._unimported import read_declaration
     from sweeper.space._model import LAUNCH_AXES, PROBLEM_AXES
 
+    found = plugins.find(plugins.KERNEL, name)
+    read = read_declaration(found.target, name) if not found.builtin else None
+    attrs: dict[str, Any] = dict(read.attrs) if read is not None else {}
+    dims = attrs.get("dims", Kernel.dims)
     names: list[str] = []
     for key, value in (params.items() if isinstance(params, dict) else ()):
         zipped = value.get("zip") if isinstance(value, dict) else None
         names += list(zipped) if isinstance(zipped, dict) else [key]
-    meta = {n: MetaParam(default=0, doc="not checked: the kernel was not imported")
-            for n in names if isinstance(n, str) and n.isidentifier() and n.isascii() and
-            n not in (*LAUNCH_AXES, *PROBLEM_AXES, "n")}
-    return type("UncheckedKernel", (Kernel,), {"name": name, "meta_params": meta})
+    attrs.setdefault("meta_params", {
+        n: MetaParam(default=0, doc="not checked: the kernel was not imported")
+        for n in names if isinstance(n, str) and n.isidentifier() and n.isascii() and
+        n not in (*LAUNCH_AXES, *PROBLEM_AXES, *dims)})
+    attrs["defaults"] = {**Kernel.defaults, **attrs.get("defaults", {})}
+    attrs["unread"] = read.unread if read is not None else ()
+    return type("UncheckedKernel", (Kernel,), {**attrs, "name": name})
 
 
 def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:

@@ -63,33 +63,73 @@ class Buffers:
 
 
 def fill_random(tensor: torch.Tensor, generator: torch.Generator) -> None:
-    """Uniform in [-1, 1) for floats, in [-100, 100) for integers: never zeros."""
-    if tensor.dtype.is_floating_point:
+    """Uniform in [-1, 1) for floats, in [-100, 100) for signed integers, [0, 100) for
+    unsigned ones, both values for bools: small values, so that no copy, sum or product
+    of a few of them reaches :func:`poison_value`."""
+    if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
         tensor.uniform_(-1.0, 1.0, generator=generator)
+    elif str(tensor.dtype) == "torch.bool":
+        tensor.random_(0, 2, generator=generator)
     else:
-        tensor.random_(-100, 100, generator=generator)
+        low = 0 if str(tensor.dtype).startswith("torch.uint") else -100
+        tensor.random_(low, 100, generator=generator)
+
+
+def poison_value(dtype: torch.dtype) -> float | int | bool:
+    """The value every output is filled with before a launch, so that an element the
+    kernel never wrote fails its check.  It must be one a wrong kernel cannot produce by
+    chance: NaN for floats (it compares equal to nothing, not even itself, so no reference
+    can match it); for integers the end of the range farthest from :func:`fill_random`'s
+    values (the most negative, the largest unsigned): no copy, sum or product of a few of
+    those reaches it, and unlike 0 or -1 it is no value that uninitialised memory or an
+    off-by-one tends to hold.  (In int8 a wrapped sum can reach -128 by chance; one such
+    element in a block the kernel skipped still leaves the others wrong.)  True for
+    bools, the only option left: a kernel that writes nothing is caught where the
+    reference is False."""
+    import torch
+
+    if dtype.is_floating_point or dtype.is_complex:
+        return float("nan")
+    if dtype == torch.bool:
+        return True
+    info = torch.iinfo(dtype)
+    return int(info.max if info.min == 0 else info.min)
 
 
 def fill_poison(tensor: torch.Tensor) -> None:
-    """NaN for floats, -101 for integers: what no copy of :func:`fill_random`'s values is."""
-    tensor.fill_(float("nan") if tensor.dtype.is_floating_point else -101)
+    """Fill ``tensor`` with :func:`poison_value`: what every kernel does to its outputs."""
+    tensor.fill_(poison_value(tensor.dtype))
 
 
 def mismatch(got: torch.Tensor, expected: torch.Tensor, what: str,
-             detail: Callable[[int], str] = lambda first: "") -> str | None:
-    """``None`` when ``got`` equals ``expected``; else how many elements differ from
-    ``what`` (a NaN always differs) and the first of them (flat index, ``detail`` of
-    it, both values)."""
+             detail: Callable[[int], str] = lambda first: "", *,
+             tolerance: tuple[float, float] | None = None) -> str | None:
+    """``None`` when ``got`` equals ``expected`` (bit for bit, or within ``tolerance``'s
+    (rtol, atol) for a floating ``got``); else how many elements differ from ``what``
+    (a NaN always differs, so the poison does) and the first of them: its index (a tuple
+    for a tensor of several dimensions), ``detail`` of its flat index, both values.
+    Every built-in and short kernel's check says a wrong answer through this."""
     import torch
 
-    if torch.equal(got, expected):
+    floating = got.dtype.is_floating_point or got.dtype.is_complex
+    if tolerance is not None and floating:
+        rtol, atol = tolerance
+        common = torch.promote_types(got.dtype, expected.dtype)
+        wrong = ~torch.isclose(got.to(common), expected.to(common), rtol=rtol, atol=atol)
+        within = f" at rtol {rtol:g}, atol {atol:g} for {str(got.dtype)[6:]}"
+    else:
+        wrong = got != expected.to(got.dtype)
+        if floating:
+            wrong |= torch.isnan(got)
+        within = "" if tolerance is None else f", compared exactly in {str(got.dtype)[6:]}"
+    bad = int(wrong.sum())
+    if bad == 0:
         return None
-    wrong = got != expected
-    if got.dtype.is_floating_point:
-        wrong |= torch.isnan(got)
     first = int(wrong.flatten().nonzero()[0, 0])
-    return (f"{int(wrong.sum())} of {got.numel()} elements differ from {what} (first at index "
-            f"{first}{detail(first)}: {got.flatten()[first].item()!r} != "
+    index: Any = first if got.dim() <= 1 else \
+        tuple(int(i) for i in torch.unravel_index(torch.tensor(first), got.shape))
+    return (f"{bad} of {got.numel()} elements differ from {what}{within} (first at index "
+            f"{index}{detail(first)}: {got.flatten()[first].item()!r} != "
             f"{expected.flatten()[first].item()!r})")
 
 

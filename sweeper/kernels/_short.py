@@ -28,14 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.errors import SweeperError
-from sweeper.kernels._base import Buffers, Kernel, fill_random
-from sweeper.kernels._tensors import (
-    Factory,
-    TensorSpec,
-    difference,
-    made_by,
-    poison_value,
-)
+from sweeper.kernels._base import Buffers, Kernel, fill_poison, fill_random
+from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 from sweeper.space import Config, Expr, Problem, evaluate
 
 if TYPE_CHECKING:
@@ -119,7 +113,7 @@ class ShortKernel(Kernel):
             if spec is None and isinstance(buffers, ShortBuffers):
                 buffers[name].copy_(buffers.pristine[name])     # as randomized: not done
             elif spec is not None:
-                buffers[name].fill_(poison_value(buffers[name].dtype))
+                fill_poison(buffers[name])
         if isinstance(buffers, ShortBuffers):
             buffers.launches = 0
 

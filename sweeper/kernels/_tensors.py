@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sweeper.errors import ExpressionError, SweeperError
+from sweeper.kernels._base import mismatch
 from sweeper.space import DTYPES, Expr, Problem, evaluate, parse
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
     "float64": (1e-7, 1e-7)}
+#: (rtol, atol) for a floating dtype TOLERANCES does not list: float32's.
+DEFAULT_TOLERANCE = TOLERANCES["float32"]
 #: The names a launch, reference or baseline receives besides the tensors.
 RESERVED = ("config",)
 
@@ -104,22 +107,10 @@ def made_by(factory: Factory, problem: Problem, device: str) -> dict[str, torch.
     return dict(made)
 
 
-def poison_value(dtype: torch.dtype) -> float | int | bool:
-    """What poisons an output: NaN for floats (never equal to anything), the most
-    negative integer for integers (random inputs lie in [-100, 100)), ``True`` for bools."""
-    import torch
-
-    if dtype.is_floating_point or dtype.is_complex:
-        return float("nan")
-    if dtype == torch.bool:
-        return True
-    return int(torch.iinfo(dtype).min)
-
-
 def difference(name: str, actual: torch.Tensor, expected: Any,
                tolerances: Mapping[str, tuple[float, float]]) -> str | None:
-    """Why output ``name`` differs from the reference's ``expected``: how many elements,
-    at which tolerances, and the first one; ``None`` when they agree."""
+    """Why output ``name`` differs from the reference's ``expected`` (:func:`mismatch`,
+    floats within the dtype's tolerances, integers exactly); ``None`` when they agree."""
     import torch
 
     if not isinstance(expected, torch.Tensor):
@@ -127,21 +118,7 @@ def difference(name: str, actual: torch.Tensor, expected: Any,
     if tuple(expected.shape) != tuple(actual.shape):
         return (f"output {name}: the reference's shape {tuple(expected.shape)} is not the "
                 f"output's {tuple(actual.shape)}")
-    expected = expected.to(actual.device)
     dtype = str(actual.dtype).removeprefix("torch.")
-    if actual.dtype.is_floating_point or actual.dtype.is_complex:
-        rtol, atol = tolerances.get(dtype, (1.3e-6, 1e-5))
-        common = torch.promote_types(actual.dtype, expected.dtype)
-        wrong = ~torch.isclose(actual.to(common), expected.to(common), rtol=rtol, atol=atol)
-        within = f" (rtol {rtol:g}, atol {atol:g} for {dtype})"
-    else:
-        wrong = actual != expected.to(actual.dtype)
-        within = f" ({dtype}: exactly)"
-    bad = int(wrong.sum())
-    if bad == 0:
-        return None
-    first = tuple(int(i) for i in wrong.nonzero()[0])
-    index = first[0] if len(first) == 1 else first
-    return (f"output {name}: {bad} of {actual.numel()} elements differ from the reference"
-            f"{within}; first at index {index}: {actual[first].item()!r} != "
-            f"{expected[first].item()!r}")
+    why = mismatch(actual, expected.to(actual.device), "the reference",
+                   tolerance=tolerances.get(dtype, DEFAULT_TOLERANCE))
+    return None if why is None else f"output {name}: {why}"

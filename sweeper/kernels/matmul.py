@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from sweeper.kernels._base import Buffers
+from sweeper.kernels._base import Buffers, fill_poison
 from sweeper.kernels._declared import MatmulDeclaration, mnk
 from sweeper.kernels._guess import tiled
 from sweeper.kernels._jit import jit
@@ -143,7 +143,7 @@ class MatmulKernel(MatmulDeclaration):
         scales[2] = scales[0] * scales[1]
 
     def poison(self, buffers: Buffers) -> None:
-        buffers["c"].fill_(float("nan"))
+        fill_poison(buffers["c"])
 
     def refusal(self, config: Config, device: str) -> str | None:
         return refusal(config, torch.cuda.get_device_capability() if device == "cuda" else None)

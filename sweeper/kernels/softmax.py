@@ -20,7 +20,7 @@ from typing import Any
 import torch
 import triton.language as tl
 
-from sweeper.kernels._base import Buffers
+from sweeper.kernels._base import Buffers, fill_poison
 from sweeper.kernels._declared import SoftmaxDeclaration
 from sweeper.kernels._guess import rowwise
 from sweeper.kernels._jit import jit
@@ -94,7 +94,7 @@ class SoftmaxKernel(SoftmaxDeclaration):
         buffers["x"].normal_(0.0, SPREAD, generator=generator)
 
     def poison(self, buffers: Buffers) -> None:
-        buffers["y"].fill_(float("nan"))
+        fill_poison(buffers["y"])
 
     def launch(self, buffers: Buffers, config: Config) -> None:
         x = buffers["x"]

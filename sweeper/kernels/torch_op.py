@@ -57,7 +57,7 @@ class TorchOpKernel(TorchOpDeclaration):
         fill_random(buffers["x"], generator)
 
     def poison(self, buffers: Buffers) -> None:
-        """A fresh NaN (or -101) tensor as ``y``: a launch replaces it with the op's
+        """A fresh poisoned tensor (``fill_poison``) as ``y``: a launch replaces it with the op's
         output, so finding this very tensor at the check means no launch ran."""
         buffers.tensors["y"] = torch.empty_like(buffers["x"])
         fill_poison(buffers["y"])

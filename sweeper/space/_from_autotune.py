@@ -38,11 +38,14 @@ class FromAutotune:
             raise self.error("from_autotune", "give kernel: or from_autotune:, not both "
                              "(from_autotune: names the kernel and sweeps its configs)")
         name = data["from_autotune"]
-        if not self.user_code:
-            raise self.error("from_autotune", f"the configs are read by importing "
-                             f"{name!r}, which `sweeper plan` never does; `sweeper run` "
-                             "and `sweeper ab` read them")
-        columns = getattr(self.kernel(name, None, "from_autotune"), "autotune_params", None)
+        declared = self.kernel(name, None, "from_autotune")
+        columns = getattr(declared, "autotune_params", None)
+        if not isinstance(columns, Mapping) and not self.user_code:
+            unread = "; ".join(getattr(declared, "unread", ())) or "no @triton.autotune " \
+                "function it names"
+            raise self.error("from_autotune", f"the configs of {name!r} are not literals "
+                             f"its source shows ({unread}), and `sweeper plan` imports no "
+                             "user code; `sweeper run` and `sweeper ab` read them")
         if not isinstance(columns, Mapping):
             raise self.error("from_autotune", f"{name} names no @triton.autotune function; "
                              "declare it with sweeper.kernel(..., autotuned=the_function)")

@@ -10,13 +10,13 @@ from collections.abc import Mapping
 
 from sweeper.measure import summarize
 from sweeper.space import Space
-from sweeper.store import DriftRecord, StudyStore, TrialRecord
+from sweeper.store import DriftRecord, Storage, TrialRecord
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._optuna import key_of
 
 
 def measure_drift(space: Space, done: Mapping[tuple[str, ...], TrialRecord], bench: Bench,
-                  store: StudyStore) -> DriftRecord | None:
+                  store: Storage) -> DriftRecord | None:
     """The baseline trial measured again and recorded, or None if it has no result."""
     base = done.get(key_of(dict(space.sampler.baseline)))
     if base is None or not base.ok or base.stats is None:

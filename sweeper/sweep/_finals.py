@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
 from sweeper.measure import Duty
-from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.store import ProblemKey, Storage, TrialRecord
 from sweeper.sweep._bench import Bench
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def final_of(bench: Bench, job: FinalsJob) -> FinalRecord:
 
 
 def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Bench,
-               store: StudyStore, seed: int) -> list[FinalRecord]:
+               store: Storage, seed: int) -> list[FinalRecord]:
     """The finals of ``problems`` among ``trials``, measured on ``bench`` with the
     sampler's ``seed`` (which shuffles the rounds), one record each."""
     newest = max(t.number for t in trials)
@@ -74,7 +74,7 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Ben
 
 
 def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
-                          workers: Workers, store: StudyStore, seed: int, duty: Duty | None,
+                          workers: Workers, store: Storage, seed: int, duty: Duty | None,
                           keep_extras: Callable[[list[Any]], None]
                           ) -> tuple[list[FinalRecord], list[str]]:
     """The finals of ``problems`` measured on every worker's GPU at once, one record per

@@ -20,7 +20,7 @@ from sweeper.finals import Winners
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import Config, Invalid, Space
-from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, StudyStore, TrialRecord
+from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, Storage, TrialRecord
 from sweeper.study import Choice, enumerate_choices, finals_wanted, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
@@ -59,7 +59,7 @@ class Sweep:
     changed before :meth:`run`.
     """
 
-    def __init__(self, space: Space, kernel: Kernel, device: Device, store: StudyStore, *,
+    def __init__(self, space: Space, kernel: Kernel, device: Device, store: Storage, *,
                  reporter: Reporter | None = None, stop: StopFlag | None = None,
                  max_trials: int | None = None, max_time_s: float | None = None,
                  ceilings: Ceilings | None = None, finals: bool = True,

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 
 from sweeper.errors import TrialHung, WriteError
 from sweeper.space import Config
-from sweeper.store import StudyStore, TrialRecord
+from sweeper.store import Storage, TrialRecord
 from sweeper.study import Choice, now
 from sweeper.trial import TrialResult, TrialStatus
 
 
 @contextlib.contextmanager
-def watchdog(store: StudyStore, number: int, choice: Choice, timeout_s: float | None,
+def watchdog(store: Storage, number: int, choice: Choice, timeout_s: float | None,
              on_hang: Callable[[TrialRecord], None] | None,
              config: Callable[[], Config | None]) -> Iterator[None]:
     """Guard trial ``number`` (``choice``; ``config`` resolves it, None if it cannot

@@ -31,7 +31,7 @@ from typing import Any
 from sweeper.errors import ContextLost
 from sweeper.measure import Duty
 from sweeper.space import Config, Problem
-from sweeper.store import GpuSlot, StudyStore, TrialRecord
+from sweeper.store import GpuSlot, Storage, TrialRecord
 from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
@@ -126,7 +126,7 @@ class Worker(abc.ABC):
 class InlineWorker(Worker):
     """Measures in this process with ``bench`` (today's behaviour), under the watchdog."""
 
-    def __init__(self, bench: Bench, store: StudyStore, timeout_s: float | None,
+    def __init__(self, bench: Bench, store: Storage, timeout_s: float | None,
                  on_hang: Callable[[TrialRecord], None] | None,
                  resolve: Callable[[Choice], Config | None],
                  slot: GpuSlot | None = None) -> None:

@@ -1,0 +1,246 @@
+"""A user kernel's declaration read from its module's source, never imported.
+
+``sweeper plan`` runs no user code (importing a module runs its top level), yet a plan
+that counts a kernel's dimensions as meta-parameters is wrong.  The declaration is data
+written as code: ``@sweeper.kernel(dims=..., meta=...)``, a :class:`Kernel` subclass's
+``dims = {...}``, an ``@triton.autotune(configs=[...], key=[...])``.  This reads those
+with :mod:`ast`, takes only literal values (``ast.literal_eval``, plus ``Dim(...)``,
+``MetaParam(...)`` and ``triton.Config(...)`` calls whose arguments are literals, built
+here, and module-level names bound to such values), and says what it could not read.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from sweeper.kernels._base import MetaParam
+from sweeper.space import Dim
+
+#: The class attributes a Kernel subclass's declaration is read from.
+CLASS_ATTRS = ("dims", "meta_params", "options", "option_defaults", "optional_options",
+               "defaults", "footprint_bytes", "dims_from_footprint")
+#: ``sweeper.kernel``'s keywords that declare something a space is checked against.
+SHORT_KEYWORDS = ("dims", "meta", "grid", "block", "dtype", "footprint_bytes", "autotuned")
+#: Calls built from literal arguments: the declaration's value types, nothing else.
+CALLS: dict[str, Callable[..., Any]] = {
+    "Dim": Dim, "MetaParam": MetaParam,
+    "Config": lambda kwargs, **options: SimpleNamespace(kwargs=kwargs, **options)}
+
+
+class NotLiteral(Exception):
+    """A value that only running the module would give."""
+
+
+@dataclass(frozen=True)
+class SourceDeclaration:
+    """What the source of kernel ``target`` declares: class attributes as a Kernel
+    subclass has them (``attrs``), and each part that could not be read (``unread``, a
+    phrase naming it and where)."""
+
+    target: str
+    attrs: dict[str, Any]
+    unread: tuple[str, ...]
+
+
+def read_declaration(target: str, name: str) -> SourceDeclaration:
+    """The declaration of ``module:attr`` ``target`` (the kernel a space calls ``name``),
+    read from the module's file on ``sys.path`` (the current directory first, as a path
+    plugin is imported); a declaration that is wrong raises the :class:`SweeperError`
+    importing it would."""
+    module, _, attr = target.partition(":")
+    file = _module_file(module)
+    if file is None:
+        return SourceDeclaration(target, {}, (f"its module {module} (not found on the path)",))
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as err:
+        return SourceDeclaration(target, {}, (f"{file.name} ({type(err).__name__})",))
+    reader = _Reader(file, tree)
+    node = reader.bound.get(attr)
+    if isinstance(node, ast.ClassDef):
+        return reader.kernel_class(target, node)
+    call = reader.short_call(node)
+    if call is None:
+        return SourceDeclaration(target, {}, (f"{attr} in {file.name} (neither a Kernel "
+                                              "subclass nor a sweeper.kernel declaration)",))
+    return reader.short_kernel(target, name, call)
+
+
+def _module_file(module: str) -> Path | None:
+    """The file ``import module`` would run, found without importing its packages."""
+    parts = module.split(".")
+    for entry in ("", *sys.path):
+        base = Path(entry or ".").joinpath(*parts)
+        for file in (base.with_suffix(".py"), base / "__init__.py"):
+            if file.is_file():
+                return file
+    return None
+
+
+class _Reader:
+    """One module's top level: what each name is bound to, last binding first."""
+
+    def __init__(self, file: Path, tree: ast.Module) -> None:
+        self.file = file
+        self.bound: dict[str, ast.AST] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)):
+                self.bound[stmt.name] = stmt
+            elif isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    if isinstance(t, ast.Name):
+                        self.bound[t.id] = stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                    and stmt.value is not None:
+                self.bound[stmt.target.id] = stmt.value
+
+    def where(self, node: ast.AST) -> str:
+        return f"{self.file.name}:{getattr(node, 'lineno', '?')}"
+
+    def value(self, node: ast.AST, seen: frozenset[str] = frozenset()) -> Any:
+        """``node``'s value where it is a literal, or a call in :data:`CALLS` of literals,
+        or a module-level name bound to one; else :class:`NotLiteral`."""
+        if isinstance(node, ast.Name) and node.id in self.bound and node.id not in seen:
+            return self.value(self.bound[node.id], seen | {node.id})
+        if isinstance(node, ast.Call):
+            build = CALLS.get(_last_name(node.func) or "")
+            if build is None or any(isinstance(a, ast.Starred) for a in node.args) or \
+                    any(k.arg is None for k in node.keywords):
+                raise NotLiteral
+            try:
+                return build(*[self.value(a, seen) for a in node.args],
+                             **{k.arg: self.value(k.value, seen) for k in node.keywords
+                                if k.arg is not None})
+            except TypeError as err:
+                raise NotLiteral from err
+        if isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+            items = [self.value(n, seen) for n in _children(node)]
+            try:
+                if isinstance(node, ast.Dict):
+                    return dict(zip(items[::2], items[1::2], strict=True))
+                return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+            except TypeError as err:                       # an unhashable key
+                raise NotLiteral from err
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+            raise NotLiteral from err
+
+    def kernel_class(self, target: str, node: ast.ClassDef) -> SourceDeclaration:
+        """A Kernel subclass's class attributes of :data:`CLASS_ATTRS` (its bases are not
+        read: a declaration inherited from another class is one this cannot see)."""
+        attrs: dict[str, Any] = {}
+        unread: list[str] = []
+        for stmt in node.body:
+            name, value = _assigned(stmt)
+            if name in CLASS_ATTRS and value is not None:
+                try:
+                    attrs[name] = self.value(value)
+                except NotLiteral:
+                    unread.append(f"{name} at {self.where(stmt)} (not a literal)")
+        inherits = [_last_name(b) for b in node.bases] != ["Kernel"]
+        for key in ("dims", "meta_params"):
+            if key not in attrs and inherits and not any(u.startswith(key) for u in unread):
+                unread.append(f"{key} (class {node.name} at {self.where(node)} does not set "
+                              "it; what it inherits is not read)")
+            if key in attrs and not _all_of(attrs[key], Dim if key == "dims" else MetaParam):
+                unread.append(f"{key} at {self.where(node)} (not a mapping of names to "
+                              f"{'Dim' if key == 'dims' else 'MetaParam'})")
+                del attrs[key]
+        return SourceDeclaration(target, attrs, tuple(unread))
+
+    def short_call(self, node: ast.AST | None) -> ast.Call | None:
+        """The ``sweeper.kernel(...)`` call that declares ``node``: its decorator, or the
+        call it is bound to (``kernel(launch, ...)`` or ``kernel(...)(launch)``)."""
+        calls = node.decorator_list if isinstance(node, ast.FunctionDef) else [node]
+        for call in calls:
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Call):
+                call = call.func
+            if isinstance(call, ast.Call) and _last_name(call.func) == "kernel":
+                return call
+        return None
+
+    def short_kernel(self, target: str, name: str, call: ast.Call) -> SourceDeclaration:
+        """The attributes ``sweeper.kernel``'s keywords declare, built as it builds them."""
+        from sweeper.kernels._short_form import Declaration, _dims, _meta
+
+        given: dict[str, Any] = {}
+        unread: list[str] = []
+        for keyword in call.keywords:
+            if keyword.arg == "name" or keyword.arg in SHORT_KEYWORDS:
+                try:
+                    given[keyword.arg] = self.autotuner(keyword.value) \
+                        if keyword.arg == "autotuned" else self.value(keyword.value)
+                except NotLiteral:
+                    unread.append(f"{keyword.arg}= at {self.where(keyword.value)} "
+                                  "(not a literal)")
+        name = given.pop("name", None) if isinstance(given.get("name"), str) else name
+        declared = Declaration(inputs={}, outputs=(), reference=print, **{
+            k: v for k, v in given.items() if k not in ("dims", "meta", "autotuned")})
+        dims = _dims(name, given.get("dims"))
+        attrs: dict[str, Any] = {"dims": dims, "meta_params": _meta(name, given.get("meta"))}
+        if "autotuned" in given:
+            from sweeper.kernels._autotune import autotune_declaration
+
+            attrs.update(autotune_declaration(name, given["autotuned"], dims,
+                                              attrs["meta_params"]))
+        if any(u.startswith(("meta=", "autotuned=")) for u in unread):
+            del attrs["meta_params"]
+        else:
+            attrs["defaults"] = declared.defaults(name, dims, attrs["meta_params"])
+        if any(u.startswith("dims=") for u in unread):
+            del attrs["dims"]
+        else:
+            attrs.update(declared.shape(name, dims))
+        return SourceDeclaration(target, attrs, tuple(unread))
+
+    def autotuner(self, node: ast.AST) -> Any:
+        """What ``autotuned=`` names, as :func:`autotune_declaration` reads it: the
+        ``configs`` and ``key`` of the ``@triton.autotune`` decorating that function (or
+        the ``triton.autotune(...)(fn)`` call it is)."""
+        if isinstance(node, ast.Name) and node.id in self.bound:
+            node = self.bound[node.id]
+        calls = node.decorator_list if isinstance(node, ast.FunctionDef) else \
+            [node.func] if isinstance(node, ast.Call) else []
+        for call in calls:
+            if isinstance(call, ast.Call) and _last_name(call.func) == "autotune":
+                options = {k.arg: self.value(k.value) for k in call.keywords
+                           if k.arg in ("configs", "key")}
+                return SimpleNamespace(configs=list(options.get("configs", ())),
+                                       keys=list(options.get("key", ())), fn=print)
+        raise NotLiteral
+
+
+def _assigned(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+            isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id, stmt.value
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return stmt.target.id, stmt.value
+    return None, None
+
+
+def _children(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise NotLiteral                                   # {**other}
+        return [x for key, value in zip(node.keys, node.values, strict=True)
+                if key is not None for x in (key, value)]
+    return list(getattr(node, "elts", []))
+
+
+def _last_name(node: ast.AST) -> str | None:
+    """``Dim`` for ``Dim``, ``sweeper.kernels.Dim`` and the like."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _all_of(value: Any, kind: type) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(v, kind) for v in value.values())

@@ -1,0 +1,173 @@
+"""``sweeper plan`` on a user kernel reads its declaration from the module's source,
+never importing it: dimensions as the problem, options known, autotune configs listed,
+and a declaration that is not literal named as what was not read."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from sweeper.cli import main
+
+#: Top-level code every module below runs when imported: a marker file plan must not leave.
+MARK = 'from pathlib import Path\nPath(__file__).with_suffix(".imported").write_text("ran")\n'
+
+SHORT = MARK + '''
+import sweeper
+
+@sweeper.kernel(inputs={"x": ("rows", "cols")}, outputs=["x"], reference=lambda x: x,
+                dims={"rows": 64, "cols": 128}, meta={"BLOCK": 32}, grid="rows",
+                footprint_bytes="rows * cols * itemsize")
+def rowwise(x, config):
+    pass
+'''
+
+SUBCLASS = MARK + '''
+from typing import ClassVar
+from sweeper.kernels import Dim, Kernel, MetaParam
+
+SIZES = {"rows": Dim("rows of x", default=64), "cols": Dim("columns of x", default=128)}
+
+class Rowwise(Kernel):
+    name = "rowwise"
+    dims: ClassVar = SIZES
+    meta_params: ClassVar = {"BLOCK": MetaParam(default=32, pow2=True)}
+    options = {"mode": "fast or exact"}
+    footprint_bytes = "rows * cols * itemsize"
+    dims_from_footprint = {}
+    defaults = {"grid": "rows", "block": 64, "dtype": "float32"}
+'''
+
+NOT_LITERAL = MARK + '''
+import sweeper
+
+def sizes():
+    return {"rows": 64, "cols": 128}
+
+@sweeper.kernel(inputs={"x": ("rows", "cols")}, outputs=["x"], reference=lambda x: x,
+                dims=sizes(), meta={"BLOCK": 32}, grid="rows",
+                footprint_bytes="rows * cols * itemsize")
+def rowwise(x, config):
+    pass
+'''
+
+AUTOTUNE_COMPUTED = MARK + '''
+import sweeper, triton
+
+def configs():
+    return [triton.Config({"BLOCK": b}) for b in (64, 128)]
+
+@triton.autotune(configs=configs(), key=["n"])
+@triton.jit
+def body(x, n, BLOCK):
+    pass
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], reference=lambda x: x, autotuned=body)
+def tuned(x, config):
+    pass
+'''
+
+SPACE = """
+kernel: {kernel}
+sampler: exhaustive
+params:
+  grid: [rows]
+  block: [32]
+  BLOCK: [32, 64]
+  rows: [64, 256]
+  cols: [100]
+"""
+
+
+@pytest.fixture
+def module(tmp_path: Path, monkeypatch) -> Iterator[Callable[[str], tuple[str, Path]]]:
+    """Write a kernel module on the path: its name and the marker its import leaves."""
+    names: list[str] = []
+    monkeypatch.chdir(tmp_path)
+
+    def write(source: str) -> tuple[str, Path]:
+        name = f"userkernel_{uuid.uuid4().hex[:8]}"
+        (tmp_path / f"{name}.py").write_text(source)
+        names.append(name)
+        return name, tmp_path / f"{name}.imported"
+
+    yield write
+    for name in names:
+        assert name not in sys.modules
+
+
+def _plan(tmp_path: Path, capsys, text: str) -> tuple[int, str, str]:
+    (tmp_path / "s.yaml").write_text(text)
+    rc = main(["plan", str(tmp_path / "s.yaml"), "--device", "interpret"])
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+@pytest.mark.parametrize("source, attr", [(SHORT, "rowwise"), (SUBCLASS, "Rowwise")],
+                         ids=["decorator", "subclass"])
+def test_plan_shows_declared_dims_as_the_problem(module, tmp_path, capsys, source, attr):
+    name, marker = module(source)
+    kernel = f"{name}:{attr}" if attr == "rowwise" else \
+        f"{{name: {name}:{attr}, mode: fast}}"
+    rc, out, _ = _plan(tmp_path, capsys, SPACE.format(kernel=kernel))
+    assert rc == 0 and not marker.exists()
+    assert "4 configs (grid 1 × block 1 × dtype 1 × cache 1 × rows 2 × cols 1 × BLOCK 2)" in out
+    assert "  launch: grid, block; problem: dtype, cache, rows, cols; meta-parameters: " \
+        "BLOCK\n" in out
+    options = "mode" if attr == "Rowwise" else "none"
+    assert (f"not checked: kernel {name}:{attr} was not imported (plan runs no user code); "
+            "its declaration was read from its source (dimensions rows, cols; "
+            f"meta-parameters BLOCK; options {options}), but not its checks of values: "
+            "the estimate counts launches only") in out
+
+
+def test_plan_knows_a_subclass_options_and_its_meta_parameters(module, tmp_path, capsys):
+    name, marker = module(SUBCLASS)
+    rc, _, err = _plan(tmp_path, capsys, SPACE.format(kernel=f"{{name: {name}:Rowwise, "
+                                                      "speed: high}"))
+    assert rc == 2 and err.endswith(f"s.yaml:2: kernel.speed: kernel {name}:Rowwise takes no "
+                                    "option 'speed'; its options: mode\n")
+    rc, _, err = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:Rowwise"))
+    assert rc == 2 and err.endswith(f"s.yaml:2: kernel: kernel {name}:Rowwise needs option "
+                                    f"'mode' (fast or exact): kernel: {{name: {name}:Rowwise, "
+                                    "mode: ...}\n")
+    rc, _, err = _plan(tmp_path, capsys, SPACE.format(kernel=f"{{name: {name}:Rowwise, "
+                                                      "mode: fast}").replace("32, 64]",
+                                                                             "32, 48]"))
+    assert rc == 2 and "params.BLOCK[1]: 48 is not a power of two" in err
+    assert not marker.exists()
+
+
+def test_a_non_literal_declaration_is_named_and_stood_in_for(module, tmp_path, capsys):
+    name, marker = module(NOT_LITERAL)
+    rc, out, _ = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowwise")
+                       .replace("  rows: [64, 256]\n  cols: [100]\n", "")
+                       .replace("[rows]", "[4]"))
+    assert rc == 0 and not marker.exists()
+    assert "meta-parameters: BLOCK\n" in out
+    assert (f"not checked: kernel {name}:rowwise was not imported (plan runs no user code): "
+            "its meta-parameters (BLOCK) and their values, and its defaults for axes the file "
+            "leaves out (the base Kernel's were used where its source could not be read: "
+            f"dims= at {name}.py:10 (not a literal)); the estimate counts launches only") in out
+
+
+def test_plan_lists_the_configs_of_a_literal_autotune(tmp_path, capsys):
+    rc, out, _ = _plan(tmp_path, capsys,
+                       "from_autotune: tests.short_kernels_for_tests:add\n")
+    assert rc == 0 and "3 configs (grid 1 × dtype 1 × cache 1 × n_elements 1 × autotune 3)" \
+        in out
+    assert "problem: dtype, cache, n_elements; meta-parameters: num_stages, BLOCK_SIZE" in out
+
+
+def test_plan_refuses_computed_autotune_configs_naming_them(module, tmp_path, capsys):
+    name, marker = module(AUTOTUNE_COMPUTED)
+    rc, _, err = _plan(tmp_path, capsys, f"from_autotune: {name}:tuned\n")
+    assert rc == 2 and not marker.exists()
+    assert err == (f"{tmp_path / 's.yaml'}:1: from_autotune: the configs of '{name}:tuned' are "
+                   f"not literals its source shows (autotuned= at {name}.py:14 (not a "
+                   "literal)), and `sweeper plan` imports no user code; `sweeper run` and "
+                   "`sweeper ab` read them\n")
