@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import ClassVar
 
 import pytest
 import torch
@@ -95,7 +96,7 @@ def test_the_pool_compiles_for_sm90_into_the_cache_key_a_launch_looks_up(
 def test_a_refused_config_is_the_compile_error_serial_compiling_gives(cache_dir):
     kernel = load_kernel("tests.kernels_for_tests:RefusedOnBigBlock")
     device = open_device("interpret")
-    space, configs = _configs(_space_of("tests.kernels_for_tests:RefusedOnBigBlock"), device)
+    _, configs = _configs(_space_of("tests.kernels_for_tests:RefusedOnBigBlock"), device)
     big = next(c for _, c in configs if c.meta["BLOCK"] > 256)
     result = Precompiler(kernel, SM90).compile(big)
     assert result.status is Compile.FAILED
@@ -124,7 +125,7 @@ class _Recorded(CompilePool):
     processes are waited for, as a sweep on a GPU waits for its worker's start-up (the
     interpreter's trials here end before the processes are ready)."""
 
-    made: list[_Recorded] = []
+    made: ClassVar[list[_Recorded]] = []
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -140,8 +141,8 @@ def test_a_sweep_compiles_ahead_in_measuring_order_reusing_its_processes(
     monkeypatch.setattr(_compile_ahead, "CompilePool", _Recorded)
     _Recorded.made.clear()
     path = _space_of("tests.kernels_for_tests:RefusedOnBigBlock")
-    store, summary = sweep_study(path, open_device("interpret"), tmp_path / "s",
-                                 compile_workers=2, compile_target=SM90, finals=False)
+    store, _ = sweep_study(path, open_device("interpret"), tmp_path / "s",
+                           compile_workers=2, compile_target=SM90, finals=False)
     (pool,) = _Recorded.made
     trials = sorted((t for t in store.records()[0] if t.status is not TrialStatus.INVALID),
                     key=lambda t: t.number)
@@ -182,3 +183,51 @@ def test_compile_workers_on_a_device_that_compiles_nothing_is_refused(
         "sweeper: --compile-workers 2: the interpret device compiles nothing for a GPU; "
         "leave the option out")
     assert not (tmp_path / "studies").exists()
+
+
+
+def test_the_benchmark_compiles_serially_and_by_the_pool_without_a_gpu(capsys, cache_dir):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "compile_pool.py"
+    spec = importlib.util.spec_from_file_location("compile_pool_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--dry", "--limit", "2", "--workers", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| 2 configs of matmul-compile64.yaml, sm_90 | seconds |"
+    assert out[2].startswith("| serial, one process | ")
+    assert out[3].startswith("| pool of 1 (start-up included) | ")
+    assert out[4].startswith("| pool / serial | ") and "x (goal <= 0.2x: " in out[4]
+    assert out[5] == "A/B: needs a GPU (skipped)"
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_worker_loads_what_the_pool_compiled(write_space, cache_dir, tmp_path,
+                                                          monkeypatch):
+    """Every config compiled by the pool for this GPU's target; then a sweep measuring in
+    this process compiles nothing (the compiler's first step fails the test if called)
+    and every trial is right."""
+    device = open_device("cuda")
+    space, configs = _configs(write_space(SMALL_SPACE), device)
+    pool = CompilePool(PoolSetup(space, Target.parse(device.compile_target()),
+                                 list(sys.path)), 2)
+    try:
+        pool.ahead(configs)
+        pool.drain()
+        results = [pool.take(key) for key, _ in configs]
+    finally:
+        pool.close()
+    assert all(r is not None and r.status is Compile.COMPILED for r in results), results
+
+    from triton.compiler.compiler import ASTSource
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("the worker compiled a config the pool had compiled")
+
+    device.launch_floor_ms()        # its own empty kernel compiled first
+    monkeypatch.setattr(ASTSource, "make_ir", no_compile)
+    store, _ = sweep_study(write_space(SMALL_SPACE), device, tmp_path / "s", finals=False)
+    measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    assert measured and all(t.ok for t in measured), [t.reason for t in measured]
