@@ -28,6 +28,19 @@ def whole_number(text: str) -> int:
     return int(text)
 
 
+def count(text: str) -> int:
+    """An option's count that may be 0 (off): a whole number >= 0."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number >= 0")
+    return int(text)
+
+
+def compile_workers(text: str) -> int:
+    """``--compile-workers``: a count >= 0, or ``auto`` (-1: as many as the cores the
+    workers leave, counted when the sweep starts)."""
+    return -1 if text == "auto" else count(text)
+
+
 def gpu_list(text: str) -> list[int] | None:
     """``--gpus``: GPU indices, comma-separated and each once (``0,1``), or ``all`` (None:
     every visible GPU, counted when the device is open)."""

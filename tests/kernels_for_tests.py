@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import triton
 import triton.language as tl
 
 from sweeper.kernels.copy import CopyKernel
@@ -138,3 +139,24 @@ class DiesOrHangsOnBigBlock(CopyKernel):
                 os._exit(3)
             time.sleep(600)
         super().launch(buffers, config)
+
+
+def _asserting_copy_body(src, dst, n, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK <= 256, "BLOCK must be at most 256")
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offsets, tl.load(src + offsets, mask=offsets < n), mask=offsets < n)
+
+
+class RefusedOnBigBlock(CopyKernel):
+    """A copy whose kernel does not compile for BLOCK > 256 (a static assertion): the
+    compiler's refusal, a ``compile_error``."""
+
+    name = "refused"
+
+    def launch(self, buffers, config: Config) -> None:
+        from sweeper.kernels._jit import jit
+
+        kernel = jit(_asserting_copy_body, interpret=not buffers["src"].is_cuda)
+        kernel[(triton.cdiv(buffers.problem.n, config.meta["BLOCK"]),)](
+            buffers["src"], buffers["dst"], buffers.problem.n,
+            num_warps=config.num_warps, **config.meta)

@@ -22,7 +22,7 @@ from sweeper.cli._results import (
 )
 from sweeper.cli._run import cmd_run
 from sweeper.cli._worker import cmd_copy_study, cmd_worker
-from sweeper.options import ArgumentParser, gpu_list, seconds, whole_number
+from sweeper.options import ArgumentParser, compile_workers, gpu_list, seconds, whole_number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +56,10 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      help="process: each worker a process of its own, so a crash or hang "
                      "ends that worker, not the sweep (the default on a GPU); inline: "
                      "measure in this process (the default elsewhere)")
+    run.add_argument("--compile-workers", type=compile_workers, metavar="N|auto",
+                     help="processes compiling the configs the sampler proposes next while "
+                     "the GPU measures (default 0: off; auto: the cores the workers leave, "
+                     "at most 8)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
     run.add_argument("--svg", action="store_true", help="the report's pictures as SVG too")

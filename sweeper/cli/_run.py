@@ -42,6 +42,8 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
         check_study_name("--study", args.study)
     space, device = space_and_device(args)
     gpus = _gpus(args.gpus, device)
+    ahead = _compile_ahead(getattr(args, "compile_workers", None), device,
+                           len(gpus) if gpus else 1)
     kernel = kernel_for(space, device)
     from sweeper.store._open import open_storage
     from sweeper.sweep import StopFlag, open_study
@@ -67,7 +69,7 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
     previous = signal.signal(signal.SIGINT, _stop_handler(stop)) if main_thread else None
     try:
         summary = _sweep(args, space, kernel, device, store, limits,
-                         [c for source in priors for c in source.configs], stop, gpus)
+                         [c for source in priors for c in source.configs], stop, gpus, ahead)
     except ContextLost as lost:
         return _restart(lost, args, store), store.root
     finally:
@@ -104,10 +106,11 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
 
 
 def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store: Storage,
-           limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None
-           ) -> Any:
+           limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
+           ahead: dict[str, Any]) -> Any:
     """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
-    ``gpus``), and, measuring in this process, a hang going on in a fresh process."""
+    ``gpus``), its compile processes (``ahead``), and, measuring in this process, a hang
+    going on in a fresh process."""
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store,
@@ -116,8 +119,28 @@ def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store
                   ceilings=None if isinstance(limits, str) else limits,
                   priors=priors, on_hang=lambda record: _hung(record, args, store),
                   gpus=gpus,
-                  processes=args.workers == "process" if args.workers else device.measures_gpu)
+                  processes=args.workers == "process" if args.workers else device.measures_gpu,
+                  **ahead)
     return sweep.run()
+
+
+def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, Any]:
+    """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
+    the processes asked for (``--compile-workers auto``: the cores the workers leave, at
+    most 8; default none, until the pool is shown on a GPU not to move the medians);
+    elsewhere none, and asking for some is refused."""
+    from sweeper.kernels._precompile import Target
+    from sweeper.sweep._compile_pool import default_size
+
+    target = device.compile_target()
+    if target is None:
+        if asked:
+            raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
+                               "compiles nothing for a GPU; leave the option out")
+        return {}
+    return {"compile_target": Target.parse(target),
+            "compile_workers": 0 if asked is None else default_size(workers) if asked < 0
+            else asked}
 
 
 def _gpus(asked: list[int] | None, device: Any) -> list[int] | None:

@@ -124,6 +124,12 @@ class Device(abc.ABC):
     #: (``None``: nothing); printed with the plan.
     assumed: str | None = None
 
+    def compile_target(self) -> str | None:
+        """The architecture its kernels compile for (``sm_90``), so that processes with no
+        device of their own compile configs ahead; ``None``: nothing is compiled for a
+        GPU here (the interpreter, a replay)."""
+        return None
+
     @classmethod
     def plan_stand_in(cls) -> Device | None:
         """What ``sweeper plan`` reads instead of the device (facts, costs,

@@ -54,6 +54,9 @@ class CudaDevice(Device):
     def facts(self) -> DeviceFacts:
         return self._facts
 
+    def compile_target(self) -> str | None:
+        return f"sm_{self._props.major}{self._props.minor}"
+
     def bounds(self) -> Bounds:
         """From NVML's maximum clocks and bus width, else torch's device properties (kHz
         clocks; 0 where the CUDA version does not report them), and the SMs, L2 and compute

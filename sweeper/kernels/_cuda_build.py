@@ -98,13 +98,14 @@ def log_reason(log: str) -> str:
 
 
 class NvrtcCompiler:
-    """NVRTC through CuPy's binding, for the current CUDA device (CuPy imported here)."""
+    """NVRTC through CuPy's binding, for ``arch`` (``sm_90``), else the current CUDA
+    device's (CuPy imported here)."""
 
-    def __init__(self) -> None:
+    def __init__(self, arch: str | None = None) -> None:
         import cupy
         from cupy.cuda import nvrtc
 
-        self.arch = f"sm_{cupy.cuda.Device().compute_capability}"
+        self.arch = arch or f"sm_{cupy.cuda.Device().compute_capability}"
         self.version = ".".join(map(str, nvrtc.getVersion()))
         self.include = _cuda_include()
 

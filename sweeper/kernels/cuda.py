@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sweeper.kernels._cuda_build import compiled
+from sweeper.kernels._cuda_build import Compiled, compiled
 from sweeper.kernels._cuda_form import CudaDeclaration, CudaLaunch
 from sweeper.kernels._cuda_spec import instantiation, nvrtc_options
 from sweeper.space import Config
@@ -38,16 +38,11 @@ def launch(cuda: CudaLaunch, tensors: Mapping[str, Any], config: Config) -> None
     """Compile (or find) the function for ``config``'s defines and launch it with
     ``config.grid`` blocks of ``config.block`` threads on torch's current stream."""
     meta = dict(config.meta)
-    options = nvrtc_options(meta, config.block, config.problem.dtype, cuda.template)
-    entry = instantiation(cuda.template, meta) if cuda.template else cuda.entry
+    entry, options = _defines(cuda, config)
     key = (entry, *options)
     function = cuda.loaded.get(key)
     if function is None:
-        if cuda.compiler is None:
-            from sweeper.kernels._cuda_build import NvrtcCompiler
-
-            cuda.compiler = NvrtcCompiler()
-        built = compiled(cuda.source, entry, options, cuda.compiler)
+        built = precompile(cuda, config)
         function = _load(built.path, built.lowered, tensors)
         cuda.loaded[key] = function
     dims = {"n": config.problem.n, **dict(config.problem.dims)}
@@ -61,6 +56,25 @@ def launch(cuda: CudaLaunch, tensors: Mapping[str, Any], config: Config) -> None
     with cupy.cuda.Device(device.index or 0), \
             cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
         function((config.grid,), (config.block,), tuple(values))
+
+
+def precompile(cuda: CudaLaunch, config: Config) -> Compiled:
+    """``config``'s function compiled (or found) in the disk cache, loaded nowhere: what a
+    launch does first, and all a compile worker does (its compiler set for a named
+    architecture; NVRTC for the current device where none is set)."""
+    if cuda.compiler is None:
+        from sweeper.kernels._cuda_build import NvrtcCompiler
+
+        cuda.compiler = NvrtcCompiler()
+    entry, options = _defines(cuda, config)
+    return compiled(cuda.source, entry, options, cuda.compiler)
+
+
+def _defines(cuda: CudaLaunch, config: Config) -> tuple[str, tuple[str, ...]]:
+    """The entry to look up (a template's instantiation) and NVRTC's ``-D`` options."""
+    meta = dict(config.meta)
+    options = nvrtc_options(meta, config.block, config.problem.dtype, cuda.template)
+    return (instantiation(cuda.template, meta) if cuda.template else cuda.entry), options
 
 
 def _load(path: Any, lowered: str, tensors: Mapping[str, Any]) -> Any:

@@ -59,6 +59,17 @@ class ExhaustiveSampler(PlannedSampler):
         self._sync(study)
         return sum(1 for c in self._choices[self._next:] if self._key(c) not in self._seen)
 
+    def upcoming(self, count: int) -> list[dict[str, Any]]:
+        """The next ``count`` configs it will propose, in order (the one proposed last
+        not among them): what a sweep compiles ahead."""
+        out: list[dict[str, Any]] = []
+        for choice in self._choices[self._next:]:
+            if len(out) >= count:
+                break
+            if self._key(choice) not in self._seen:
+                out.append(dict(choice))
+        return out
+
     def _sync(self, study: optuna.Study) -> None:
         for t in study.get_trials(deepcopy=False):
             if t.state.is_finished():

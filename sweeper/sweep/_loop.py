@@ -18,6 +18,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.devices import Device
 from sweeper.finals import Winners
 from sweeper.kernels import Kernel
+from sweeper.kernels._precompile import Target
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import Config, Invalid, Space
 from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, Storage, TrialRecord
@@ -25,6 +26,7 @@ from sweeper.study import Choice, enumerate_choices, finals_wanted, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims
+from sweeper.sweep._compile_ahead import CompileAhead
 from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals, run_finals_everywhere
 from sweeper.sweep._limits import Limits
@@ -47,6 +49,8 @@ class _Run:
     number: int
     bench: Bench
     workers: Workers
+    #: compiles the configs the sampler will propose next (``None``: the worker compiles)
+    ahead: CompileAhead | None = None
     #: the sampler's trials waiting on each config in flight (its first proposal and any
     #: repeat made before its outcome came), told its record when it comes
     waiting: dict[tuple[str, ...], list[optuna.trial.Trial]] = field(default_factory=dict)
@@ -66,7 +70,8 @@ class Sweep:
                  priors: list[dict[str, str]] | None = None,
                  on_hang: Callable[[TrialRecord], None] | None = None,
                  gpus: Sequence[int] | None = None, processes: bool = False,
-                 claims: Claims | None = None) -> None:
+                 claims: Claims | None = None, compile_workers: int = 0,
+                 compile_target: Target | None = None) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -89,6 +94,8 @@ class Sweep:
         #: shared with other workers: each config is claimed before it is measured and
         #: kept through its claim (:mod:`sweeper.sweep._claims`).  None: this run alone.
         self.claims = claims
+        #: processes compiling ahead for ``compile_target`` (0 or no target: none)
+        self.compile_workers, self.compile_target = compile_workers, compile_target
         self.ceilings = ceilings
         self.bounds = device.bounds()
         #: what the sampler declares it needs or offers (finals, a baseline, guesses)
@@ -111,6 +118,8 @@ class Sweep:
                     self._finals_everywhere(run)
             finally:
                 run.workers.close()
+                if run.ahead is not None:
+                    run.ahead.close()
             self._drift_and_finals(run)
         finally:
             self.reporter.finish()
@@ -147,8 +156,16 @@ class Sweep:
         self.reporter.start(total=total, done=min(measured, total))
         for t in done.values():
             bench.note_best(t)
-        return _Run(study, dists, done, budgets, summary, number, bench,
-                    self._workers(bench, baselines))
+        ahead = CompileAhead.start(self.space, study, self.compile_target,
+                                   self.compile_workers, len(self.gpus or [0]),
+                                   self._resolved)     # starting beside the workers
+        try:
+            workers = self._workers(bench, baselines)
+        except BaseException:
+            if ahead is not None:
+                ahead.close()
+            raise
+        return _Run(study, dists, done, budgets, summary, number, bench, workers, ahead)
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
         """One worker per GPU: in this process (sharing ``bench``), or each a process of
@@ -222,8 +239,11 @@ class Sweep:
                 key = key_of(choice)
                 if key not in run.done and key not in run.waiting:
                     run.budgets.proposed()
-                    if self.claims is None or self.claims.take(key):
+                    if (self.claims is None or self.claims.take(key)) and \
+                            not self._refused_ahead(run, trial, choice):
                         break
+                    if key in run.done:     # refused by the compiler, kept as such
+                        continue
                     run.study.tell(trial, state=TrialState.FAIL)   # another worker's config
                     run.budgets.measured += 1
                     continue
@@ -237,9 +257,23 @@ class Sweep:
             run.waiting[key] = [trial]
             worker.submit(Job(run.number, choice, dict(run.bench.best), run.bench.power.duty))
             run.number += 1
+        if run.ahead is not None:
+            run.ahead.look_ahead(run.done, run.waiting)
         return ""
 
-    def _keep(self, run: _Run, worker: Worker, job: Job, outcome: Outcome) -> None:
+    def _refused_ahead(self, run: _Run, trial: optuna.trial.Trial, choice: Choice) -> bool:
+        """Whether the compile pool found ``choice`` refused by the compiler: then its
+        trial is kept as that ``compile_error`` (as the worker would have recorded it)
+        and no worker launches it."""
+        record = run.ahead.refused(run.number, choice) if run.ahead is not None else None
+        if record is None:
+            return False
+        run.waiting[key_of(choice)] = [trial]
+        self._keep(run, None, Job(run.number, choice), Outcome(record))
+        run.number += 1
+        return True
+
+    def _keep(self, run: _Run, worker: Worker | None, job: Job, outcome: Outcome) -> None:
         """Keep ``job``'s outcome: the records measuring added, then the trial's; tell the
         sampler; count it.  A worker the trial lost is replaced (in this process: the
         trial is kept, then ContextLost ends it)."""
@@ -256,7 +290,7 @@ class Sweep:
             run.bench.note_best(record)
             summary.best = run.budgets.counted(record, summary.best)
             self.reporter.trial(record, summary.best)
-        if outcome.lost:
+        if outcome.lost and worker is not None:
             worker.restart(record)
 
     def _keep_extras(self, run: _Run, extras: list[object]) -> None:

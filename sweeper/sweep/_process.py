@@ -70,6 +70,45 @@ class Ready:
     name: str
 
 
+def spawn(module: str, setup: object, sys_path: list[str], env: dict[str, str]
+          ) -> tuple[subprocess.Popen[bytes], Connection, Any]:
+    """Start ``python -c 'from MODULE import main; main()'`` in a session of its own with
+    one end of a socket pair, ``env`` over this process's environment and ``sys_path`` as
+    its import path, and send it ``setup``: the process, our end, and the file its
+    output goes to (read when it dies)."""
+    mine, theirs = Pipe(duplex=True)
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - read when it dies
+    env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(p for p in sys_path if p)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"from {module} import main; main()", str(theirs.fileno())],
+        pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log,
+        stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    theirs.close()
+    mine.send(setup)
+    return proc, mine, log
+
+
+def death(proc: subprocess.Popen[bytes], log: Any) -> str:
+    """How ``proc`` ended and its last lines of output (in ``log``)."""
+    code = proc.wait()
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    log.seek(0)
+    lines = log.read().decode(errors="replace").strip().splitlines()
+    tail = " | ".join(line.strip() for line in lines[-TAIL_LINES:] if line.strip())
+    return f"{how}; its last output: {tail}" if tail else f"{how}; no output"
+
+
+def stop(proc: subprocess.Popen[bytes] | None) -> None:
+    """End ``proc`` if it runs: SIGTERM, SIGKILL after ``GRACE_S``."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class ProcessWorker(Worker):
     """A persistent worker process measuring on GPU ``index`` (``gpu_env``: set
     ``CUDA_VISIBLE_DEVICES`` so the worker sees that GPU alone; off for a device with no
@@ -89,22 +128,14 @@ class ProcessWorker(Worker):
     def launch(self) -> None:
         """Start the process (:meth:`wait_ready` waits until it can measure), so that
         several workers import torch side by side."""
-        mine, theirs = Pipe(duplex=True)
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - read when it dies
-        env = {**os.environ, **self.env,
-               "PYTHONPATH": os.pathsep.join(p for p in self.setup.sys_path if p)}
+        env = dict(self.env)
         if self.gpu_env:
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             listed = visible.split(",") if visible else None
             env["CUDA_VISIBLE_DEVICES"] = listed[self.index] if listed and \
                 self.index < len(listed) else str(self.index)
-        self._proc = subprocess.Popen(
-            [sys.executable, "-c", "from sweeper.sweep._worker_main import main; main()",
-             str(theirs.fileno())], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-            stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        theirs.close()
-        self._conn = mine
-        mine.send(self.setup)
+        self._proc, self._conn, self._log = spawn("sweeper.sweep._worker_main", self.setup,
+                                                  self.setup.sys_path, env)
 
     def wait_ready(self) -> None:
         """Wait until the process has built its bench; :class:`SweeperError` with its
@@ -217,14 +248,7 @@ class ProcessWorker(Worker):
 
     def _stop(self) -> None:
         """End the process: SIGTERM, SIGKILL after a grace; close the pipe."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(GRACE_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(self._proc)
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -232,10 +256,4 @@ class ProcessWorker(Worker):
     def _death(self) -> str:
         """How the process ended and its last lines of output."""
         assert self._proc is not None
-        code = self._proc.wait()
-        how = (f"killed by {signal.Signals(-code).name}" if code < 0 else
-               f"exit status {code}")
-        self._log.seek(0)
-        lines = self._log.read().decode(errors="replace").strip().splitlines()
-        tail = " | ".join(line.strip() for line in lines[-TAIL_LINES:] if line.strip())
-        return f"{how}; its last output: {tail}" if tail else f"{how}; no output"
+        return death(self._proc, self._log)

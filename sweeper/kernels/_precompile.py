@@ -1,0 +1,192 @@
+"""Compiling a config ahead of its launch, for a named GPU target, without a GPU.
+
+A compile worker (:mod:`sweeper.sweep._compile_pool`) holds no CUDA context: Triton is
+told the target (``GPUTarget("cuda", 90, 32)`` for an H100/H200) in place of asking
+the driver, and the kernel's own :meth:`~sweeper.kernels.Kernel.launch` runs on
+``meta`` tensors (shapes and dtypes, no memory) with every Triton launch turned into
+Triton's warm-up, which compiles into the on-disk cache and launches nothing.  Going
+through the launch itself, not a second description of it, is what makes the
+signature, the constexprs and the specialization (pointers aligned to 16 bytes, as
+fresh allocations are) those of the measuring worker's launch, so its cache key is
+the same and the worker loads the binary instead of compiling it.
+
+A CUDA C kernel (``cuda``) compiles through NVRTC into its own disk cache the same way,
+for the target's architecture; it needs CuPy, and without it the worker compiles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sweeper.errors import SweeperError
+from sweeper.kernels._base import Buffers, Kernel
+from sweeper.kernels._cuda_form import CudaLaunch
+from sweeper.space import Config, Problem
+
+_ARCH = re.compile(r"sm_?(\d+)a?")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a compile is for: Triton's ``GPUTarget(backend, arch, warp_size)``."""
+
+    backend: str = "cuda"
+    arch: int = 90
+    warp_size: int = 32
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        """``sm_90`` (or ``90``) as a CUDA target; a :class:`SweeperError` otherwise."""
+        m = _ARCH.fullmatch(text.strip()) or re.fullmatch(r"(\d+)", text.strip())
+        if not m:
+            raise SweeperError(f"compile target {text!r}: expected a CUDA architecture "
+                               "such as sm_90")
+        return cls("cuda", int(m.group(1)))
+
+    def gpu_target(self) -> Any:
+        """Triton's ``GPUTarget`` for it."""
+        from triton.backends.compiler import GPUTarget
+
+        return GPUTarget(self.backend, self.arch, self.warp_size)
+
+    def __str__(self) -> str:
+        return f"sm_{self.arch}" if self.backend == "cuda" else f"{self.backend}:{self.arch}"
+
+
+class Compile(str, enum.Enum):
+    """What compiling a config ahead came to."""
+
+    COMPILED = "compiled"      # in the disk cache: the worker's launch loads it
+    FAILED = "failed"          # the compiler refused it: the trial is a compile_error
+    LEFT = "left"              # not compiled here (see the reason): the worker compiles
+
+
+@dataclass(frozen=True)
+class Precompiled:
+    """A config compiled ahead: how it went, why (for ``FAILED`` the reason the trial
+    records, as :func:`sweeper.trial.classify` words it), the compile's seconds and how
+    many Triton kernels the launch compiled."""
+
+    status: Compile
+    reason: str = ""
+    seconds: float = 0.0
+    kernels: int = 0
+
+
+class _NamedTarget:
+    """Stands in for Triton's active driver: the target it was told, device 0, no
+    stream; nothing touches CUDA."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def get_current_target(self) -> Any:
+        return self.target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+
+class _Counter:
+    """How many Triton launches turned into compiles."""
+
+    kernels = 0
+
+
+@contextlib.contextmanager
+def compiling_for(target: Target) -> Iterator[_Counter]:
+    """Within it, a Triton launch (``kernel[grid](...)``) compiles for ``target`` into
+    the disk cache and launches nothing, an interpreted kernel included (its compiled
+    twin is compiled); everything is put back afterwards."""
+    from triton.runtime import driver
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    counter = _Counter()
+    twins: dict[int, Any] = {}
+
+    def warm(fn: Any, grid: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            counter.kernels += 1
+            return fn.run(*args, grid=grid, warmup=True, **kwargs)
+        return run
+
+    def twin(fn: Any, grid: Any) -> Any:
+        if id(fn) not in twins:
+            twins[id(fn)] = JITFunction(fn.fn, **fn.kwargs)
+        return warm(twins[id(fn)], grid)
+
+    saved = (driver._active, JITFunction.__getitem__, InterpretedFunction.__getitem__)
+    driver.set_active(_NamedTarget(target.gpu_target()))
+    JITFunction.__getitem__ = warm
+    InterpretedFunction.__getitem__ = twin
+    try:
+        yield counter
+    finally:
+        driver._active = saved[0]
+        JITFunction.__getitem__ = saved[1]
+        InterpretedFunction.__getitem__ = saved[2]
+
+
+class Precompiler:
+    """Compiles ``kernel``'s configs for ``target`` through the kernel's launch on
+    ``meta`` tensors (allocated once per problem; they take no memory)."""
+
+    def __init__(self, kernel: Kernel, target: Target) -> None:
+        self.kernel, self.target = kernel, target
+        self._buffers: dict[Problem, Buffers] = {}
+        launch = getattr(getattr(kernel, "plan", None), "launch", None)
+        #: a CUDA C kernel's launch, compiled by NVRTC for the target (no compiler: no CuPy)
+        self.cuda = launch if isinstance(launch, CudaLaunch) else None
+        if self.cuda is not None and self.cuda.compiler is None:
+            self.cuda.compiler = _nvrtc_for(target)
+
+    def compile(self, config: Config) -> Precompiled:
+        """``config`` compiled ahead; never raises for the config's fault."""
+        from sweeper.trial import TrialStatus, classify
+
+        t0 = time.perf_counter()
+        if self.cuda is not None and self.cuda.compiler is None:
+            return Precompiled(Compile.LEFT, "CuPy is not installed: NVRTC compiles in the "
+                               "worker")
+        try:
+            if self.cuda is not None:
+                from sweeper.kernels.cuda import precompile
+
+                precompile(self.cuda, config)
+                return Precompiled(Compile.COMPILED, "", time.perf_counter() - t0, 1)
+            buffers = self._buffers.get(config.problem)
+            if buffers is None:
+                buffers = self._buffers[config.problem] = \
+                    self.kernel.allocate(config.problem, "meta")
+            with compiling_for(self.target) as counter:
+                self.kernel.launch(buffers, config)
+        except Exception as err:  # noqa: BLE001 - a failure is the trial's, or the worker's
+            status, reason = classify(err)
+            failed = status is TrialStatus.COMPILE_ERROR
+            return Precompiled(Compile.FAILED if failed else Compile.LEFT,
+                               reason, time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        if not counter.kernels:
+            return Precompiled(Compile.LEFT, "the launch compiled no Triton kernel", seconds)
+        return Precompiled(Compile.COMPILED, "", seconds, counter.kernels)
+
+
+def _nvrtc_for(target: Target) -> Any:
+    """NVRTC for ``target``'s architecture, or ``None`` (the worker compiles) where CuPy
+    is missing."""
+    try:
+        from sweeper.kernels._cuda_build import NvrtcCompiler
+
+        return NvrtcCompiler(arch=str(target))
+    except ImportError:
+        return None

@@ -1,0 +1,94 @@
+"""The coordinator's side of compiling ahead: which configs go to the compile pool, and
+what a config the pool found refused becomes.
+
+A sampler that knows its next proposals (a plan walked in order: ``exhaustive``,
+``one-at-a-time``; its ``upcoming(count)``) has them compiled ahead, a window of
+``AHEAD_PER_PROCESS`` per compile process beyond those measured now.  An adaptive sampler
+decides each config from the outcomes before it, so nothing can be compiled ahead
+without asking it early (which would change what it proposes): there the pool is not
+started.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Container
+from typing import Any
+
+from sweeper.kernels._precompile import Compile, Target
+from sweeper.space import Config, Space
+from sweeper.store import TrialRecord
+from sweeper.study import Choice, now
+from sweeper.sweep._compile_pool import CompilePool, PoolSetup
+from sweeper.sweep._optuna import key_of
+from sweeper.trial import TrialResult, TrialStatus
+
+#: Configs waiting or compiling per compile process, beyond those being measured.
+AHEAD_PER_PROCESS = 4
+
+
+class CompileAhead:
+    """Feeds ``pool`` the configs ``sampler`` will propose next and turns what it
+    found into records; ``resolve`` gives a choice's config (``None``: ruled out)."""
+
+    def __init__(self, space: Space, sampler: Any, pool: CompilePool,
+                 resolve: Callable[[Choice], Config | None], window: int) -> None:
+        self.space, self.sampler, self.pool, self.resolve = space, sampler, pool, resolve
+        #: how many configs the pool may hold, waiting or compiling
+        self.window = window
+        #: how each config measured so far was compiled: ``compiled``/``failed``/``left``
+        #: by the pool, or ``worker`` (the pool had not reached it)
+        self.counts: dict[str, int] = {}
+
+    @classmethod
+    def start(cls, space: Space, study: Any, target: Target | None, size: int,
+              workers: int, resolve: Callable[[Choice], Config | None]
+              ) -> CompileAhead | None:
+        """A pool of ``size`` processes compiling for ``target``, fed with the sampler's
+        next proposals; ``None`` where there is no target or size, or the sampler cannot
+        say what it proposes next."""
+        if target is None or size <= 0 or not hasattr(study.sampler, "upcoming"):
+            return None
+        import sys
+
+        pool = CompilePool(PoolSetup(space, target, list(sys.path)), size)
+        ahead = cls(space, study.sampler, pool, resolve, size * AHEAD_PER_PROCESS + workers)
+        ahead.look_ahead((), ())
+        return ahead
+
+    def look_ahead(self, done: Container[tuple[str, ...]],
+                   in_flight: Container[tuple[str, ...]]) -> None:
+        """Hand the pool the sampler's next proposals it lacks, in order, up to the
+        window (neither measured, nor measuring, nor ruled out)."""
+        room = self.window - self.pool.pending()
+        if room <= 0:
+            return
+        configs = []
+        for params in self.sampler.upcoming(self.window):
+            choice = self.space.expand({k: str(v) for k, v in params.items()})
+            key = key_of(choice)
+            if key in done or key in in_flight or self.pool.known(key):
+                continue
+            config = self.resolve(choice)
+            if config is not None:
+                configs.append((key, config))
+        self.pool.ahead(configs[:room])
+
+    def refused(self, number: int, choice: Choice) -> TrialRecord | None:
+        """Trial ``number`` of ``choice`` as a ``compile_error``, if the pool found the
+        compiler refusing it (the reason as the worker would record it); else ``None``:
+        the worker measures it (loading what the pool compiled, or compiling it)."""
+        started, t0 = now(), time.perf_counter()
+        result = self.pool.take(key_of(choice))
+        how = result.status.value if result is not None else "worker"
+        self.counts[how] = self.counts.get(how, 0) + 1
+        if result is None or result.status is not Compile.FAILED:
+            return None
+        return TrialRecord.from_result(
+            number, choice, self.resolve(choice),
+            TrialResult(TrialStatus.COMPILE_ERROR, result.reason), started,
+            result.seconds + time.perf_counter() - t0)
+
+    def close(self) -> None:
+        """End the pool's processes."""
+        self.pool.close()

@@ -1,0 +1,40 @@
+"""A compile process's side (:mod:`sweeper.sweep._compile_pool`): load the kernel once
+from the :class:`~sweeper.sweep._compile_pool.PoolSetup`, say ready, then compile each
+config it is sent for the named target until it is sent ``None`` or the coordinator
+goes away.  It runs at a lower priority than the measuring worker."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from multiprocessing.connection import Connection
+
+from sweeper.sweep._compile_pool import Done, PoolSetup, Started
+
+#: How much lower than the coordinator and the workers a compile process runs.
+NICENESS = 10
+
+
+def main() -> None:
+    """Serve configs over the socket whose descriptor is the first argument."""
+    conn = Connection(int(sys.argv[1]))
+    setup: PoolSetup = conn.recv()
+    sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._precompile import Precompiler
+
+    compiler = Precompiler(load_kernel(setup.space.kernel, setup.space.kernel_options),
+                           setup.target)
+    conn.send(Started(os.getpid()))
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:           # the coordinator is gone
+            return
+        if job is None:
+            return
+        key, config = job
+        conn.send(Done(key, compiler.compile(config), os.getpid()))

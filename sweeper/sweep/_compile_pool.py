@@ -1,0 +1,248 @@
+"""A pool of compile processes that compile configs ahead of the worker measuring them.
+
+Triton's compile is CPU-bound and its disk cache is shared between processes, so while a
+worker measures one config the pool compiles the next ones the sampler will propose; the
+worker's launch then loads the binary from the cache.  Each process starts once per
+sweep and stays warm: it imports triton and the kernel, holds no CUDA context (it
+compiles for a named target, :mod:`sweeper.kernels._precompile`) and runs at a lower
+priority than the measuring worker, so compiling does not move its timings.
+
+The coordinator hands configs over with :meth:`CompilePool.ahead`, in the order the
+sweep will measure them; each free process takes the first one waiting.  Before a
+config is measured, :meth:`CompilePool.take` says what became of it: compiled (the
+worker loads it), refused by the compiler (the trial is a ``compile_error``, as it would
+have been in the worker), or not reached (the worker compiles it, as without a pool; a
+compile in progress is waited for).  A process that dies leaves its config to the
+worker and is started again, up to ``RESTARTS`` times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+from sweeper.kernels._precompile import Compile, Precompiled, Target
+from sweeper.space import Config, Space
+from sweeper.sweep._process import STARTUP_S, death, spawn, stop
+
+#: Most compile processes a pool starts by default (Triton's compile scales to about
+#: this many before the processes' start-up outweighs what they save).
+MAX_DEFAULT = 8
+#: Times a pool starts a process again after one died, before it gives up.
+RESTARTS = 3
+#: Seconds the coordinator waits for a compile in progress before the worker compiles.
+WAIT_S = 120.0
+
+Key = tuple[str, ...]
+
+
+def default_size(workers: int = 1, cores: int | None = None) -> int:
+    """The compile processes a sweep with ``workers`` measuring processes starts: the
+    cores left over by the workers and the coordinator, at most ``MAX_DEFAULT``."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return max(0, min(cores - workers - 1, MAX_DEFAULT))
+
+
+@dataclass(frozen=True)
+class PoolSetup:
+    """What a compile process needs: the space (it loads the kernel from it), the
+    target, and the coordinator's import path."""
+
+    space: Space
+    target: Target
+    sys_path: list[str]
+
+
+@dataclass(frozen=True)
+class Started:
+    """A compile process's first message: it is ready, with this pid."""
+
+    pid: int
+
+
+@dataclass(frozen=True)
+class Done:
+    """A compile process's answer for one config."""
+
+    key: Key
+    result: Precompiled
+    pid: int
+
+
+class _Process:
+    """One compile process and the config it compiles, if any."""
+
+    def __init__(self, setup: PoolSetup, env: dict[str, str]) -> None:
+        self.proc, self.conn, self.log = spawn("sweeper.sweep._compile_main", setup,
+                                               setup.sys_path, env)
+        self.pid: int | None = None       # set once it said it is ready
+        self.key: Key | None = None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(1.0)
+        stop(self.proc)
+        self.conn.close()
+
+
+class CompilePool:
+    """``size`` compile processes for ``setup``'s kernel and target (``env`` added to
+    their environment).  Configs are compiled in the order :meth:`ahead` was given them;
+    :meth:`take` says what became of one.  With ``feed`` a thread hands configs to the
+    processes as they free up, while the coordinator waits on its workers."""
+
+    def __init__(self, setup: PoolSetup, size: int, env: dict[str, str] | None = None,
+                 *, feed: bool = True) -> None:
+        self.setup, self.size = setup, size
+        #: no CUDA device: a compile process never opens a context
+        self.env = {**(env or {}), "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "0"}
+        self.procs = [_Process(setup, self.env) for _ in range(size)]
+        self.waiting: deque[tuple[Key, Config]] = deque()
+        self.done: dict[Key, Done] = {}
+        #: every key handed to a process, in order (what the tests check)
+        self.handed: list[Key] = []
+        #: the pid of the process that compiled each config
+        self.compiled_by: dict[Key, int] = {}
+        #: every pid that compiled or started, and why a process died
+        self.pids: set[int] = set()
+        self.deaths: list[str] = []
+        self._lock = threading.RLock()
+        self._closing = threading.Event()
+        self._feeder: threading.Thread | None = None
+        if feed:
+            self._feeder = threading.Thread(target=self._feed, name="compile-pool",
+                                            daemon=True)
+            self._feeder.start()
+
+    def known(self, key: Key) -> bool:
+        """Whether ``key`` is waiting, compiling or compiled."""
+        with self._lock:
+            return key in self.done or self._compiling(key) or \
+                any(k == key for k, _ in self.waiting)
+
+    def ahead(self, configs: Iterable[tuple[Key, Config]]) -> None:
+        """Compile these configs next, in this order, after those already waiting."""
+        with self._lock:
+            for key, config in configs:
+                if not self.known(key):
+                    self.waiting.append((key, config))
+            self._hand_out()
+
+    def pending(self) -> int:
+        """How many configs are waiting or compiling."""
+        with self._lock:
+            return len(self.waiting) + sum(1 for p in self.procs if p.key is not None)
+
+    def pump(self, timeout: float = 0.0) -> None:
+        """Take the answers that came (waiting up to ``timeout`` for one) and hand
+        waiting configs to free processes."""
+        with self._lock:
+            conns = [p.conn for p in self.procs]
+        if conns and timeout > 0:
+            with contextlib.suppress(OSError, ValueError):   # one closed meanwhile
+                wait(conns, timeout)
+        with self._lock:
+            for proc in list(self.procs):
+                try:
+                    answered = proc.conn.poll(0)
+                except (OSError, ValueError):
+                    continue
+                if answered:
+                    self._receive(proc)
+            self._hand_out()
+
+    def take(self, key: Key, wait_s: float = WAIT_S) -> Precompiled | None:
+        """What became of ``key``: its compile's result (``None``: the pool never
+        compiled it, so the worker does).  A config still waiting is withdrawn; one
+        compiling is waited for, up to ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        self.pump()
+        while True:
+            with self._lock:
+                self.waiting = deque((k, c) for k, c in self.waiting if k != key)
+                if key in self.done or not self._compiling(key) or \
+                        time.monotonic() >= deadline:
+                    done = self.done.pop(key, None)
+                    return done.result if done else None
+            self.pump(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def drain(self, timeout: float = 600.0) -> None:
+        """Wait until every config handed over is compiled (the benchmark's serial
+        against pool comparison)."""
+        deadline = time.monotonic() + timeout
+        while self.pending() and self.procs and time.monotonic() < deadline:
+            self.pump(0.1)
+
+    def wait_started(self, timeout: float = STARTUP_S) -> None:
+        """Wait until every process has said it is ready (or died)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if all(p.pid is not None for p in self.procs):
+                    return
+            self.pump(0.1)
+
+    def close(self) -> None:
+        """Stop feeding and end every process."""
+        self._closing.set()
+        if self._feeder is not None:
+            self._feeder.join()
+        with self._lock:
+            for proc in self.procs:
+                proc.close()
+            self.procs = []
+
+    def _feed(self) -> None:
+        """The feeder thread: answers taken and configs handed out as processes free
+        up, while the coordinator waits on its workers."""
+        while not self._closing.is_set():
+            self.pump(0.05)
+
+    def _compiling(self, key: Key) -> bool:
+        return any(p.key == key for p in self.procs)
+
+    def _hand_out(self) -> None:
+        for proc in list(self.procs):
+            if proc.pid is not None and proc.key is None and self.waiting:
+                proc.key, config = self.waiting.popleft()
+                self.handed.append(proc.key)
+                try:
+                    proc.conn.send((proc.key, config))
+                except OSError:                  # it died: its answer is its death
+                    self._receive(proc)
+
+    def _receive(self, proc: _Process) -> None:
+        try:
+            got: Any = proc.conn.recv()
+        except (EOFError, OSError):
+            self._died(proc)
+            return
+        if isinstance(got, Started):
+            proc.pid = got.pid
+            self.pids.add(got.pid)
+        elif isinstance(got, Done):
+            self.done[got.key] = got
+            self.compiled_by[got.key] = got.pid
+            proc.key = None
+
+    def _died(self, proc: _Process) -> None:
+        """A process died: its config is the worker's; start another in its place
+        unless too many have died."""
+        self.deaths.append(death(proc.proc, proc.log))
+        if proc.key is not None:
+            self.done[proc.key] = Done(proc.key, Precompiled(
+                Compile.LEFT, f"the compile process died ({self.deaths[-1]})"), proc.pid or 0)
+        proc.conn.close()
+        self.procs.remove(proc)
+        if len(self.deaths) <= RESTARTS:
+            self.procs.append(_Process(self.setup, self.env))

@@ -1,0 +1,233 @@
+"""Compiling ahead: compile processes that hold no GPU compile for a named target
+(sm_90 here, without a GPU) into Triton's disk cache, under the key a launch looks up;
+configs reach them in the order the sweep measures them; a compiler's refusal is the
+trial's compile_error; the processes are started once and reused."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import ClassVar
+
+import pytest
+import torch
+
+from sweeper.devices import open_device
+from sweeper.kernels import load_kernel
+from sweeper.kernels._jit import jit
+from sweeper.kernels._precompile import Compile, Precompiler, Target, compiling_for
+from sweeper.kernels.copy import _copy_body
+from sweeper.space import load_space
+from sweeper.sweep import _compile_ahead
+from sweeper.sweep._compile_pool import CompilePool, PoolSetup, default_size
+from sweeper.sweep._optuna import key_of
+from sweeper.trial import TrialStatus
+from tests.conftest import SMALL_SPACE, sweep_study
+
+SM90 = Target("cuda", 90, 32)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty Triton cache, shared with the compile processes through the environment."""
+    folder = tmp_path / "triton-cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(folder))
+    return folder
+
+
+def _configs(path, device):
+    from sweeper.study import enumerate_choices
+
+    space = load_space(path)
+    facts = device.facts()
+    valid, _ = enumerate_choices(space, facts.env(), facts.max_footprint)
+    return space, [(key_of(c), space.resolve(c, facts.env(), facts.max_footprint))
+                   for c in valid]
+
+
+def test_targets_parse_and_refuse_with_one_line():
+    assert Target.parse("sm_90") == Target.parse("90") == SM90
+    assert str(Target.parse("sm_100a")) == "sm_100"
+    with pytest.raises(Exception, match="compile target 'h200': expected a CUDA "
+                       "architecture such as sm_90"):
+        Target.parse("h200")
+
+
+def test_default_size_leaves_a_core_per_worker_and_the_coordinator():
+    assert default_size(1, cores=16) == 8
+    assert default_size(2, cores=8) == 5
+    assert default_size(1, cores=2) == 0
+
+
+def test_the_pool_compiles_for_sm90_into_the_cache_key_a_launch_looks_up(
+        write_space, cache_dir, monkeypatch):
+    """The pool compiles copy for sm_90 without a GPU; then Triton's own warm-up of the
+    same arguments (what a launch computes) finds it in the cache: same key, no compile."""
+    device = open_device("interpret")
+    space, configs = _configs(write_space(SMALL_SPACE), device)
+    key, config = configs[0]
+    pool = CompilePool(PoolSetup(space, SM90, list(sys.path)), 1)
+    try:
+        pool.wait_started()
+        pool.ahead([(key, config)])       # handed over at once: take() waits for it
+        result = pool.take(key)
+    finally:
+        pool.close()
+    assert result is not None and result.status is Compile.COMPILED and result.kernels == 1
+    written = sorted(os.listdir(cache_dir))
+    assert written
+
+    from triton.compiler.compiler import ASTSource
+    from triton.runtime.cache import get_cache_manager
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled again: the pool's artifacts were not found")
+
+    monkeypatch.setattr(ASTSource, "make_ir", no_compile)
+    fresh = jit(_copy_body, interpret=False)       # its own in-memory cache: empty
+    with compiling_for(SM90):
+        compiled = fresh.warmup(torch.float32, torch.float32, config.problem.n,
+                                grid=(config.grid,), num_warps=config.num_warps,
+                                **config.meta)
+    assert os.path.basename(get_cache_manager(compiled.hash).cache_dir) in written
+    assert sorted(os.listdir(cache_dir)) == written         # nothing new was written
+
+
+def test_a_refused_config_is_the_compile_error_serial_compiling_gives(cache_dir):
+    kernel = load_kernel("tests.kernels_for_tests:RefusedOnBigBlock")
+    device = open_device("interpret")
+    _, configs = _configs(_space_of("tests.kernels_for_tests:RefusedOnBigBlock"), device)
+    big = next(c for _, c in configs if c.meta["BLOCK"] > 256)
+    result = Precompiler(kernel, SM90).compile(big)
+    assert result.status is Compile.FAILED
+    assert result.reason == (
+        'CompileTimeAssertionFailure: at 2:4: def _asserting_copy_body(src, dst, n, BLOCK: '
+        'tl.constexpr): tl.static_assert(BLOCK <= 256, "BLOCK must be at most 256") ^ '
+        'BLOCK must be at most 256')
+
+
+_written: dict[str, str] = {}
+
+
+def _space_of(kernel: str) -> str:
+    return _written[kernel]
+
+
+@pytest.fixture(autouse=True)
+def _spaces(write_space):
+    _written["tests.kernels_for_tests:RefusedOnBigBlock"] = str(write_space(
+        SMALL_SPACE.replace("kernel: copy", "kernel: tests.kernels_for_tests:RefusedOnBigBlock")
+        .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512, 1024]")))
+
+
+class _Recorded(CompilePool):
+    """The pool a sweep starts, kept for the test to read once the sweep closed it; its
+    processes are waited for, as a sweep on a GPU waits for its worker's start-up (the
+    interpreter's trials here end before the processes are ready)."""
+
+    made: ClassVar[list[_Recorded]] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _Recorded.made.append(self)
+        self.wait_started()
+
+
+def test_a_sweep_compiles_ahead_in_measuring_order_reusing_its_processes(
+        cache_dir, tmp_path, monkeypatch):
+    """Through a whole sweep: configs reach the pool in the order they are measured, two
+    processes compile all of them, a refused config is recorded as the compile_error
+    that compiling it serially gives, and every other config is measured as usual."""
+    monkeypatch.setattr(_compile_ahead, "CompilePool", _Recorded)
+    _Recorded.made.clear()
+    path = _space_of("tests.kernels_for_tests:RefusedOnBigBlock")
+    store, _ = sweep_study(path, open_device("interpret"), tmp_path / "s",
+                           compile_workers=2, compile_target=SM90, finals=False)
+    (pool,) = _Recorded.made
+    trials = sorted((t for t in store.records()[0] if t.status is not TrialStatus.INVALID),
+                    key=lambda t: t.number)
+    order = [t.key() for t in trials]
+    assert pool.handed == [k for k in order if k in set(pool.handed)]
+    assert len(pool.handed) >= 2
+    assert len(pool.pids) == 2 and not pool.deaths
+    assert len(pool.compiled_by) > len(set(pool.compiled_by.values()))   # reused
+    assert set(pool.compiled_by.values()) <= pool.pids
+    kernel = load_kernel("tests.kernels_for_tests:RefusedOnBigBlock")
+    serial = Precompiler(kernel, SM90)
+    for t in trials:
+        if t.config.meta["BLOCK"] > 256 and t.key() in pool.compiled_by:
+            assert t.status is TrialStatus.COMPILE_ERROR
+            assert t.reason == serial.compile(t.config).reason
+        elif t.config.meta["BLOCK"] <= 256:
+            assert t.ok, t.reason
+    assert any(t.status is TrialStatus.COMPILE_ERROR for t in trials)
+
+
+def test_an_adaptive_sampler_starts_no_pool(write_space, cache_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(_compile_ahead, "CompilePool", _Recorded)
+    _Recorded.made.clear()
+    path = write_space(SMALL_SPACE.replace("sampler: exhaustive", "sampler: random"))
+    _, summary = sweep_study(path, open_device("interpret"), tmp_path / "s",
+                             compile_workers=2, compile_target=SM90, finals=False)
+    assert summary.measured == 6 and not _Recorded.made
+
+
+def test_compile_workers_on_a_device_that_compiles_nothing_is_refused(
+        write_space, tmp_path, capsys):
+    from sweeper.cli import main
+
+    path = write_space(SMALL_SPACE)
+    assert main(["run", str(path), "--device", "interpret", "--compile-workers", "2",
+                 "--studies-dir", str(tmp_path / "studies")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "sweeper: --compile-workers 2: the interpret device compiles nothing for a GPU; "
+        "leave the option out")
+    assert not (tmp_path / "studies").exists()
+
+
+
+def test_the_benchmark_compiles_serially_and_by_the_pool_without_a_gpu(capsys, cache_dir):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "compile_pool.py"
+    spec = importlib.util.spec_from_file_location("compile_pool_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--dry", "--limit", "2", "--workers", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| 2 configs of matmul-compile64.yaml, sm_90 | seconds |"
+    assert out[2].startswith("| serial, one process | ")
+    assert out[3].startswith("| pool of 1 (start-up included) | ")
+    assert out[4].startswith("| pool / serial | ") and "x (goal <= 0.2x: " in out[4]
+    assert out[5] == "A/B: needs a GPU (skipped)"
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_worker_loads_what_the_pool_compiled(write_space, cache_dir, tmp_path,
+                                                          monkeypatch):
+    """Every config compiled by the pool for this GPU's target; then a sweep measuring in
+    this process compiles nothing (the compiler's first step fails the test if called)
+    and every trial is right."""
+    device = open_device("cuda")
+    space, configs = _configs(write_space(SMALL_SPACE), device)
+    pool = CompilePool(PoolSetup(space, Target.parse(device.compile_target()),
+                                 list(sys.path)), 2)
+    try:
+        pool.ahead(configs)
+        pool.drain()
+        results = [pool.take(key) for key, _ in configs]
+    finally:
+        pool.close()
+    assert all(r is not None and r.status is Compile.COMPILED for r in results), results
+
+    from triton.compiler.compiler import ASTSource
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("the worker compiled a config the pool had compiled")
+
+    device.launch_floor_ms()        # its own empty kernel compiled first
+    monkeypatch.setattr(ASTSource, "make_ir", no_compile)
+    store, _ = sweep_study(write_space(SMALL_SPACE), device, tmp_path / "s", finals=False)
+    measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    assert measured and all(t.ok for t in measured), [t.reason for t in measured]
