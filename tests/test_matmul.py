@@ -84,7 +84,8 @@ def test_fp8_scales_its_inputs_writes_bf16_and_matches_scaled_mm():
     assert a.dtype == b.dtype == torch.float8_e4m3fn and c.dtype == torch.bfloat16
     assert b.shape == (200, 40) and b.stride() == (1, 200)        # K contiguous
     assert float(a.float().abs().max()) == float(b.float().abs().max()) == 448.0
-    assert float(scales[2]) == pytest.approx(float(scales[0] * scales[1]))
+    assert float(scales[2, 0]) == pytest.approx(float(scales[0, 0] * scales[1, 0]))
+    assert all(scales[i, 0].data_ptr() % 16 == 0 for i in range(3))  # as cuBLASLt needs
     assert kernel.check(buffers) is None
     ours = c.clone().float()
     kernel.baseline(buffers)                                      # torch._scaled_mm

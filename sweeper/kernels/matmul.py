@@ -123,7 +123,9 @@ class MatmulKernel(MatmulDeclaration):
             return Buffers(problem, {"a": torch.empty(m, k, dtype=dtype, device=device),
                                      "b": torch.empty(k, n, dtype=dtype, device=device),
                                      "c": torch.empty(m, n, dtype=dtype, device=device)})
-        scales = torch.ones(3, dtype=torch.float32, device=device)   # A's, B's, their product
+        # A's, B's and their product, a row of 16 bytes each: cuBLASLt (the _scaled_mm
+        # baseline) refuses a scale whose address is not 16-byte aligned
+        scales = torch.ones(3, 4, dtype=torch.float32, device=device)
         return Buffers(problem, {"a": torch.empty(m, k, dtype=dtype, device=device),
                                  "b": torch.empty(n, k, dtype=dtype, device=device).t(),
                                  "c": torch.empty(m, n, dtype=torch.bfloat16, device=device),
@@ -138,9 +140,9 @@ class MatmulKernel(MatmulDeclaration):
         for i, name in enumerate(("a", "b")):
             drawn = torch.empty(buffers[name].shape, device=scales.device).normal_(
                 generator=generator)
-            scales[i] = drawn.abs().max() / FP8_MAX
-            buffers[name].copy_(drawn / scales[i])
-        scales[2] = scales[0] * scales[1]
+            scales[i, 0] = drawn.abs().max() / FP8_MAX
+            buffers[name].copy_(drawn / scales[i, 0])
+        scales[2, 0] = scales[0, 0] * scales[1, 0]
 
     def poison(self, buffers: Buffers) -> None:
         fill_poison(buffers["c"])
@@ -153,7 +155,7 @@ class MatmulKernel(MatmulDeclaration):
         meta = meta_of(config)
         m, k, n, split = a.shape[0], a.shape[1], b.shape[1], meta.pop("SPLIT_K")
         scaled = "scales" in buffers.tensors
-        scale = buffers["scales"][2:] if scaled else c       # unread when not scaled
+        scale = buffers["scales"][2] if scaled else c        # unread when not scaled
         partials = workspace(buffers, split)
         b_t = b.stride(0) == 1 and b.stride(1) != 1             # stored N x K
         operands: tuple[Any, Any, Any] = (a, b, c)
@@ -181,7 +183,7 @@ class MatmulKernel(MatmulDeclaration):
         if torch.isnan(c).any():
             return f"{int(torch.isnan(c).sum())} of {c.numel()} elements were never written"
         if "scales" in buffers.tensors:
-            a, b = a * buffers["scales"][0].double(), b * buffers["scales"][1].double()
+            a, b = a * buffers["scales"][0, 0].double(), b * buffers["scales"][1, 0].double()
         ref = a @ b
         err = float((c.double() - ref).norm() / ref.norm())
         limit = TOLERANCE.get(buffers.problem.dtype, 1e-2)
@@ -193,7 +195,7 @@ class MatmulKernel(MatmulDeclaration):
             return
         # fast accumulation: the same imprecise fp8 accumulation as Triton's on sm_90
         scales = buffers["scales"]
-        torch._scaled_mm(buffers["a"], buffers["b"], scale_a=scales[0], scale_b=scales[1],
+        torch._scaled_mm(buffers["a"], buffers["b"], scale_a=scales[0, 0], scale_b=scales[1, 0],
                          out_dtype=torch.bfloat16, use_fast_accum=True, out=buffers["c"])
 
     def source(self) -> str:
