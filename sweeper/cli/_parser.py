@@ -58,8 +58,8 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      "measure in this process (the default elsewhere)")
     run.add_argument("--compile-workers", type=compile_workers, metavar="N|auto",
                      help="processes compiling the configs the sampler proposes next while "
-                     "the GPU measures (default 0: off; auto: the cores the workers leave, "
-                     "at most 8)")
+                     "the GPU measures (0: off; default auto: the cores the workers "
+                     "leave, at most 8)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
     run.add_argument("--svg", action="store_true", help="the report's pictures as SVG too")

@@ -126,9 +126,10 @@ def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store
 
 def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, Any]:
     """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
-    the processes asked for (``--compile-workers auto``: the cores the workers leave, at
-    most 8; default none, until the pool is shown on a GPU not to move the medians);
-    elsewhere none, and asking for some is refused."""
+    the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
+    the H200 the pool compiled 64 matmul configs in 0.34x the serial time and moved no
+    median by more than 0.07 %, docs/benchmarks.md); elsewhere none, and asking for
+    some is refused."""
     from sweeper.kernels._precompile import Target
     from sweeper.sweep._compile_pool import default_size
 
@@ -139,7 +140,7 @@ def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, An
                                "compiles nothing for a GPU; leave the option out")
         return {}
     return {"compile_target": Target.parse(target),
-            "compile_workers": 0 if asked is None else default_size(workers) if asked < 0
+            "compile_workers": default_size(workers) if asked is None or asked < 0
             else asked}
 
 
