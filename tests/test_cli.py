@@ -129,3 +129,17 @@ def test_bad_option_values(small_space, tmp_path, capsys, monkeypatch):
     assert "--time: 'soon' is not a duration" in capsys.readouterr().err
     assert main(["tuned", "copy", "--footprint", "lots"]) == 2
     assert "--footprint: 'lots' is not a size" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, capsys):
+    """``sweeper kernels | head``: the closed pipe is exit 141, no traceback."""
+    class ClosedPipe:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["kernels"]) == 141
+    assert capsys.readouterr().err == ""

@@ -9,7 +9,9 @@ Exit status: 0 done; 1 ran, but no config produced a number (every trial failed 
 ruled out; a line on stderr says why), or ``run`` stopped after ``MAX_RESTARTS`` fresh
 processes, or a file could not be written (a :class:`WriteError`: a full disk, the world's
 fault, not the input's; the line says what is left); 2 bad input (space file, option,
-study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished trial kept.
+study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished trial kept;
+141 the reader of its output went away (``sweeper plan ... | head``), quietly, as a shell
+pipeline expects, every finished trial kept.
 A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
 
 The parser is ``_parser``; each command is a function of ``_run`` (``run``, with its
@@ -21,12 +23,19 @@ before a command runs.
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from sweeper.cli._exits import EXIT_INTERRUPTED, EXIT_NOTHING_MEASURED, EXIT_OK, EXIT_USAGE
+from sweeper.cli._exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_MEASURED,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 from sweeper.cli._parser import build_parser
 from sweeper.cli._run import MAX_RESTARTS
 from sweeper.errors import StudyWarning, SweeperError
@@ -58,6 +67,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's final flush of what
+    the closed pipe did not take raises no second BrokenPipeError at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):     # not a real file (a test's capture)
+        pass
 
 
 def _located(err: SweeperError) -> bool:

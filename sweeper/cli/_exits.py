@@ -6,3 +6,4 @@ EXIT_OK = 0
 EXIT_NOTHING_MEASURED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141        # 128 + SIGPIPE, what a shell reports for a closed pipe
