@@ -308,3 +308,19 @@ def test_restore_misuse_is_one_line(tops):
                                            "tensor"):
         k(x, 3000)
     assert torch.equal(x, torch.ones(3000))                 # refused before any launch
+
+
+@pytest.mark.gpu
+def test_measuring_on_the_gpu_times_with_cuda_events_and_restores(tops, caplog):
+    scale = sweeper.tuned_kernel(tops, key=["n"], name="copy1d", gpu=GPU,
+                                 measure_untuned=True, restore=["x"])(
+        jit(_scale_body, interpret=False))
+    x = torch.randn(3000, device="cuda")
+    scaled = x.clone()
+    with caplog.at_level("INFO", logger="sweeper.launcher"):
+        scale(scaled, 3000)
+    torch.cuda.synchronize()
+    assert torch.equal(scaled, x * 0.5)
+    found = scale.measured[(3000, torch.float32)]
+    assert found.ran == 6 and all(0 < s < 0.1 for s in found.seconds)
+    assert "timed 6 of 6 candidates, chose grid=" in caplog.messages[-1]
