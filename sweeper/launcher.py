@@ -3,81 +3,125 @@ tuned config, dispatched by the problem's shape.
 
 On each call the values of the ``key`` arguments (the kernel's dimensions, as the study
 named them) and the dtype of the first tensor argument pick the tuning entry: tuned at
-exactly that shape, else the nearest tuned shape by the rule of :mod:`sweeper.matching`
+exactly that shape, else the nearest tuned shape by the rule of :mod:`sweeper.dispatch`
 (a :class:`~sweeper.errors.TuningWarning`, once per kernel, when it is far).  The grid is
 computed for the call's shape and the launch gets ``num_warps`` and the meta-parameters.
-Each (shape, dtype) is looked up once: later calls cost one dict lookup
-(``benchmarks/launcher_overhead.py`` measures it against a plain launch).
+With ``measure_untuned=True`` the first call at a shape that was not tuned times the
+shape's dispatch candidates instead (:mod:`sweeper.launch_timing`) and keeps the fastest.
+
+Each (shape, dtype) is looked up once, into a launcher bound to its grid and options; a
+later call with the key and the tensors passed positionally costs one tuple, one dtype
+read and one dict hit before the launch (``benchmarks/launcher_overhead.py --stub``
+measures it).  The hot path reads the dtype where the first call found the first tensor;
+a call with keywords, or without a tensor there, takes the full path, which finds the
+same cached launcher.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from sweeper.errors import SweeperError
-from sweeper.lookup import TunedConfig, Tuning, current_gpu, warn_for
+from sweeper.launch_timing import Measured, Timer, measure, resetter, timer_for
+from sweeper.lookup import Candidate, TunedConfig, Tuning, current_gpu, warn_for
+from sweeper.space import show_dims
 
-#: (key values, dtype) -> (grid, launch keyword arguments)
-Launch = tuple[tuple[int], dict[str, int]]
+log = logging.getLogger(__name__)
+
+#: (the key's values: the value for a one-name key, else their tuple; dtype)
+ShapeKey = tuple[Any, Any]
 
 
 class TunedKernel:
     """A ``@triton.jit`` function launched with the tuned config of each call's shape;
-    ``config(*args)`` says which config a call would use."""
+    ``config(*args)`` says which config the tuning file gives a call, ``measured`` what
+    timing the candidates found per (shape, dtype)."""
 
     def __init__(self, fn: Any, tuning: Tuning, key: Sequence[str], name: str,
-                 gpu: str | None) -> None:
+                 gpu: str | None, *, measure_untuned: bool = False,
+                 restore: Sequence[str] = (), reset_to_zero: Sequence[str] = (),
+                 timer: Timer | None = None) -> None:
         names = list(getattr(fn, "arg_names", ()))
-        missing = [k for k in key if k not in names]
-        if not names or missing:
-            raise SweeperError(f"tuned_kernel {name}: key {missing or list(key)} must name "
-                               f"arguments of a @triton.jit function (it has "
-                               f"{', '.join(names) or 'none'})")
+        for what, asked in (("key", key), ("restore", restore),
+                            ("reset_to_zero", reset_to_zero)):
+            missing = [k for k in asked if k not in names]
+            if not names or missing:
+                raise SweeperError(f"tuned_kernel {name}: {what} {missing or list(asked)} "
+                                   f"must name arguments of a @triton.jit function (it "
+                                   f"has {', '.join(names) or 'none'})")
         self.fn, self.tuning, self.name, self.gpu = fn, tuning, name, gpu
         self.key = tuple(key)
-        self._positions = tuple(names.index(k) for k in key)
+        self.measure_untuned, self.timer = measure_untuned, timer
+        self.restore, self.reset_to_zero = tuple(restore), tuple(reset_to_zero)
         self._names = names
-        self._cache: dict[tuple[Any, ...], Launch] = {}
+        positions = [names.index(k) for k in key]
+        self._values = itemgetter(*positions)
+        self._needed = max(positions) + 1
+        self._dtype_at = 0
+        self._cache: dict[ShapeKey, Callable[..., Any]] = {}
         self._warned: set[str] = set()
         #: how many calls looked the tuning file up (the others hit the per-shape cache)
         self.lookups = 0
+        #: per (shape, dtype) whose candidates were timed: what the timing found
+        self.measured: dict[ShapeKey, Measured] = {}
         by_dims = any(set(e.get("dims", {})) == set(key) for e in tuning.entries)
         #: a 1-D kernel tuned by footprint is looked up by key value x itemsize
         self._by_footprint = not by_dims and len(key) == 1
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or len(args) <= max(self._positions):
-            shape = self._bound(args, kwargs)
-        else:
-            shape = tuple(args[i] for i in self._positions)
-        dtype = next((a.dtype for a in args if hasattr(a, "dtype")), None)
-        try:
-            grid, options = self._cache[(shape, dtype)]
-        except KeyError:
-            grid, options = self._launch(shape, dtype)
-        return self.fn[grid](*args, **kwargs, **options)
+        if not kwargs and len(args) >= self._needed:
+            try:
+                launch = self._cache[(self._values(args), args[self._dtype_at].dtype)]
+            except (KeyError, AttributeError, IndexError, TypeError):
+                return self._call(args, kwargs)
+            return launch(*args)
+        return self._call(args, kwargs)
 
-    def _bound(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        """The key's values from positional and keyword arguments."""
-        values = dict(zip(self._names, args, strict=False)) | kwargs
-        try:
-            return tuple(values[k] for k in self.key)
-        except KeyError as err:
-            raise SweeperError(f"tuned_kernel {self.name}: the call gives no {err.args[0]!r} "
-                               f"(key {list(self.key)})") from None
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The full path: bind the arguments by name, find or prepare the launcher."""
+        bound = self._bind(args, kwargs)
+        shape = tuple(bound[k] for k in self.key)
+        dtype = self._dtype(args, bound)
+        cache_key = (shape[0] if len(shape) == 1 else shape, dtype)
+        launch = self._cache.get(cache_key) if _hashable(cache_key) else None
+        if launch is None:
+            launch = self._prepare(cache_key, shape, dtype, bound, args, kwargs)
+        return launch(*args, **kwargs)
+
+    def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's arguments by name; every key argument must be there."""
+        bound = dict(zip(self._names, args, strict=False)) | kwargs
+        for k in self.key:
+            if k not in bound:
+                raise SweeperError(f"tuned_kernel {self.name}: the call gives no {k!r} "
+                                   f"(key {list(self.key)})")
+        return bound
+
+    def _dtype(self, args: Sequence[Any], bound: Mapping[str, Any]) -> Any:
+        """The dtype of the first tensor argument, in the kernel's order; its position,
+        when passed positionally, is where the hot path reads it from then on."""
+        for i, name in enumerate(self._names):
+            dtype = getattr(bound.get(name), "dtype", None)
+            if dtype is not None:
+                if i < len(args):
+                    self._dtype_at = i
+                return dtype
+        raise SweeperError(f"tuned_kernel {self.name}: no tensor argument to read the "
+                           "dtype from")
 
     def config(self, *args: Any, **kwargs: Any) -> TunedConfig:
-        """The tuned config a call with these arguments uses (looked up afresh)."""
-        shape = self._bound(args, kwargs)
-        dtype = next((a.dtype for a in args if hasattr(a, "dtype")), None)
-        return self._lookup(shape, dtype)
+        """The tuned config the tuning file gives a call with these arguments (looked up
+        afresh; with ``measure_untuned`` a shape that was not tuned may launch another of
+        its candidates: ``measured``)."""
+        bound = self._bind(args, kwargs)
+        return self._lookup(tuple(bound[k] for k in self.key), self._dtype(args, bound))
 
     def _lookup(self, shape: tuple[Any, ...], dtype: Any) -> TunedConfig:
-        if dtype is None:
-            raise SweeperError(f"tuned_kernel {self.name}: no tensor argument to read the "
-                               "dtype from")
         if not all(type(v) is int and v > 0 for v in shape):
             raise SweeperError(f"tuned_kernel {self.name}: key {list(self.key)} must be "
                                f"positive integers, got {list(shape)}")
@@ -87,36 +131,111 @@ class TunedKernel:
         dims = dict(zip(self.key, shape, strict=True))
         return self.tuning.config(self.name, dtype=dtype, dims=dims, gpu=self.gpu, warn=False)
 
-    def _launch(self, shape: tuple[Any, ...], dtype: Any) -> Launch:
-        """Look a new (shape, dtype) up, warn once per kind of doubt, and cache it."""
+    def _prepare(self, cache_key: ShapeKey, shape: tuple[Any, ...], dtype: Any,
+                 bound: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> Callable[..., Any]:
+        """Look a new (shape, dtype) up, warn once per kind of doubt, time the candidates
+        of a shape that was not tuned when asked to, and cache the launcher."""
         config = self._lookup(shape, dtype)
         self.lookups += 1
         doubts = {"far"} if config.far else set()
         doubts |= {"architecture"} if config.by_architecture else set()
         if doubts - self._warned:
-            asked = {"footprint": shape[0] * dtype.itemsize} if self._by_footprint else \
-                dict(zip(self.key, shape, strict=True))
-            warn_for(config, self.gpu or current_gpu(), asked)
+            warn_for(config, self.gpu or current_gpu(), self._asked(shape, dtype))
             self._warned |= doubts
-        launch: Launch = ((config.grid,), config.launch_options())
-        self._cache[(shape, dtype)] = launch
+        launch = self._bound_launch(config.grid, config.launch_options())
+        if self.measure_untuned and config.distance > 0 and len(config.candidates) > 1:
+            launch = self._measure(cache_key, config, shape, bound, args, kwargs)
+        self._cache[cache_key] = launch
         return launch
+
+    def _bound_launch(self, grid: int, options: dict[str, int]) -> Callable[..., Any]:
+        """``fn[(grid,)]`` with the launch options bound: what a cached call runs."""
+        return partial(self.fn[(grid,)], **options)
+
+    def _measure(self, cache_key: ShapeKey, config: TunedConfig, shape: tuple[Any, ...],
+                 bound: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> Callable[..., Any]:
+        """Time the shape's candidates (the pick first) on the call's own arguments and
+        return the fastest's launcher; logs one line saying what was chosen."""
+        candidates: Sequence[Candidate] = config.candidates
+        launchers = [self._bound_launch(c.grid, c.launch_options()) for c in candidates]
+        tensors = [v for v in bound.values() if hasattr(v, "dtype")]
+        reset = resetter([self._tensor(bound, n) for n in self.restore],
+                         [self._tensor(bound, n) for n in self.reset_to_zero])
+        names = [_describe(c) for c in candidates]
+        found = measure([partial(launch, *args, **kwargs) for launch in launchers], reset,
+                        self.timer or timer_for(tensors), names=names)
+        self.measured[cache_key] = found
+        pick, best = found.seconds[0], found.seconds[found.chosen] or 0.0
+        than_pick = " (the pick)" if found.chosen == 0 else \
+            f", the pick {pick * 1e3:.4g} ms" if pick else ", the pick failed"
+        failed = "" if not found.failures else \
+            f"; {len(found.failures)} failed ({names[found.failures[0][0]]}: " \
+            f"{found.failures[0][1]})"
+        log.info("tuned_kernel %s %s %s: timed %d of %d candidates, chose %s: %.4g ms%s%s",
+                 self.name, config.dtype, show_dims(self._asked(shape, None)), found.ran,
+                 len(candidates), names[found.chosen], best * 1e3, than_pick, failed)
+        return launchers[found.chosen]
+
+    def _tensor(self, bound: Mapping[str, Any], name: str) -> Any:
+        """The tensor argument ``name`` of a call, to restore around timed launches."""
+        value = bound.get(name)
+        if not hasattr(value, "clone"):
+            raise SweeperError(f"tuned_kernel {self.name}: {name!r} is to be restored "
+                               f"around timed launches but the call gives "
+                               f"{type(value).__name__}, not a tensor")
+        return value
+
+    def _asked(self, shape: tuple[Any, ...], dtype: Any) -> dict[str, int]:
+        """The asked problem as the tuning file keys it: footprint, else dimensions."""
+        if self._by_footprint and dtype is not None:
+            return {"footprint": shape[0] * dtype.itemsize}
+        return dict(zip(self.key, shape, strict=True))
+
+
+def _describe(candidate: Candidate) -> str:
+    """``grid=6 block=64 BLOCK=512``: a candidate as the log line names it."""
+    meta = "".join(f" {k}={v}" for k, v in candidate.meta.items())
+    return f"grid={candidate.grid} block={candidate.block}{meta}"
+
+
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
-                 name: str | None = None, gpu: str | None = None
+                 name: str | None = None, gpu: str | None = None,
+                 measure_untuned: bool = False, restore: Sequence[str] = (),
+                 reset_to_zero: Sequence[str] = (), timer: Timer | None = None
                  ) -> Callable[[Any], TunedKernel]:
     """Decorate a ``@triton.jit`` function so that calling it launches with its tuned
     config: ``tuning`` is the tuning file (default: ``$SWEEPER_TUNING`` or
     ``studies/tuning.json``), ``key`` the arguments that are the problem's dimensions
     (as the study named them), ``name`` the kernel's name in the tuning file (default:
-    the function's), ``gpu`` the GPU to look up (default: this one)."""
+    the function's), ``gpu`` the GPU to look up (default: this one).
+
+    ``measure_untuned=True``: the first call at a shape that was not tuned times the
+    shape's dispatch candidates on its own arguments and launches the fastest from then
+    on (one ``INFO`` line on the ``sweeper.launcher`` logger says which); off by default,
+    because those launches write the call's outputs many times: name in ``restore`` the
+    arguments the kernel reads and writes and in ``reset_to_zero`` those it accumulates
+    into.  ``timer``: how a candidate is timed (default: CUDA events on a GPU,
+    ``perf_counter`` on the CPU; :mod:`sweeper.launch_timing`)."""
     table = Tuning(tuning)
-    if isinstance(key, str) or not key:
-        raise SweeperError(f"tuned_kernel: key must be a list of argument names, got {key!r}")
+    for what, names in (("key", key), ("restore", restore), ("reset_to_zero", reset_to_zero)):
+        if isinstance(names, str) or (what == "key" and not names):
+            raise SweeperError(f"tuned_kernel: {what} must be a list of argument names, "
+                               f"got {names!r}")
 
     def wrap(fn: Any) -> TunedKernel:
-        return TunedKernel(fn, table, key, name or fn.__name__, gpu)
+        return TunedKernel(fn, table, key, name or fn.__name__, gpu,
+                           measure_untuned=measure_untuned, restore=restore,
+                           reset_to_zero=reset_to_zero, timer=timer)
 
     return wrap
 

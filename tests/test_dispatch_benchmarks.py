@@ -93,3 +93,12 @@ def test_launcher_overhead_runs_on_the_interpreter(capsys):
     assert out[0] == "| launch (Triton interpreter (CPU), 3 launches, best of 1) | per launch |"
     assert out[2].startswith("| tuned_kernel / plain | ") and out[2].endswith(
         "x (interpreter: ratio only) |")
+
+
+def test_launcher_overhead_stub_prints_the_python_cost(capsys):
+    assert script("launcher_overhead").main(["--stub", "--launches", "200",
+                                             "--repeats", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| launch (no-op stub, 200 launches, best of 1) | per launch |"
+    assert out[2].startswith("| plain stub call | ") and out[2].endswith(" µs |")
+    assert out[4].startswith("| Python overhead | ") and out[4].endswith(" µs per call |")

@@ -148,3 +148,179 @@ def test_entries_without_dims_are_looked_up_by_n_times_itemsize(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # 1 MiB of float32 is n = 262144
         assert run(k, 200_000) == ((196,), {"num_warps": 4, "BLOCK": 1024})
+
+
+def test_the_hot_path_looks_nothing_up_after_the_first_call(kernel, monkeypatch):
+    asked = []
+    real = kernel.tuning.config
+    monkeypatch.setattr(kernel.tuning, "config", lambda *a, **k: asked.append(k) or real(*a, **k))
+    x = torch.randn(3000)
+    for call in (lambda y: kernel(x, y, 3000), lambda y: kernel(x, y, n=3000),
+                 lambda y: kernel(x=x, y=y, n=3000), lambda y: kernel(x, y, 3000)):
+        y = torch.zeros_like(x)
+        call(y)
+        assert torch.equal(x, y)
+    assert len(asked) == 1 and kernel.lookups == 1         # positional, keyword: one entry
+    assert [(grid, o["num_warps"], o["BLOCK"], sorted(o)) for grid, o in kernel.fn.launches] \
+        == [((24,), 2, 128, ["BLOCK", "num_warps"]), ((24,), 2, 128, ["BLOCK", "n", "num_warps"]),
+            ((24,), 2, 128, ["BLOCK", "n", "num_warps", "x", "y"]),
+            ((24,), 2, 128, ["BLOCK", "num_warps"])]
+    with pytest.raises(SweeperError, match=r"tuned_kernel copy1d: the call gives no 'n' "
+                                           r"\(key \['n'\]\)"):
+        kernel(x, x)
+
+
+def test_the_dtype_comes_from_the_first_tensor_wherever_it_is(tuning):
+    x = torch.randn(1024)
+    n_first = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(
+        type("Stub", (), {"arg_names": ["n", "x", "y", "BLOCK"], "__name__": "copy1d",
+                          "__getitem__": lambda self, grid: lambda *a, **o: None})())
+    for _ in range(3):
+        n_first(1024, x, x)
+    assert n_first.lookups == 1                              # the hot path reads x's dtype
+    with pytest.raises(SweeperError, match="no tuned config for copy1d float64 n=1024"):
+        n_first(1024, x.double(), x.double())
+    with pytest.raises(SweeperError, match="no tensor argument to read the dtype from"):
+        n_first(1024, None, None)
+
+
+#: n -> (block, BLOCK, median ms) of each config measured there: three per tuned shape
+MEASURED = {1024: [(64, 128, 1.0), (128, 256, 1.2), (32, 64, 1.5)],
+            65536: [(128, 1024, 1.0), (256, 2048, 1.1), (64, 512, 1.3)]}
+
+
+@pytest.fixture
+def tops(tmp_path):
+    """A tuning file of ``copy1d`` whose tuned shapes keep three top configs each."""
+    store = StudyStore(tmp_path / "tops")
+    store.create({"study": "tops", "kernel": "tests:copy1d", "kernel_name": "copy1d",
+                  "environment": {"gpu": GPU, "sms": 4, "l2_bytes": 0}})
+    trials = [(n, *c) for n, configs in MEASURED.items() for c in configs]
+    for i, (n, block, BLOCK, ms) in enumerate(trials):
+        store.append(TrialRecord(
+            number=i, status=TrialStatus.OK,
+            choice={"grid": "cdiv(n, BLOCK)", "block": str(block), "BLOCK": str(BLOCK)},
+            config=Config(Problem("float32", 4 * n, (("n", n),)), grid=1, block=block,
+                          meta={"BLOCK": BLOCK}),
+            stats=summarize([ms] * 3), gbps=1.0 / ms))
+    store.close()
+    path = tmp_path / "tuning.json"
+    export_study(store, path)
+    return path
+
+
+def fake_timer(spy, seconds_by_block, fails=()):
+    """Times each launch by its ``BLOCK`` from ``seconds_by_block``: the fake GPU."""
+    def timer(launch, reset, runs):
+        out = []
+        for _ in range(runs):
+            reset()
+            launch()
+            block = spy.launches[-1][1]["BLOCK"]
+            if block in fails:
+                raise RuntimeError(f"out of resources: BLOCK={block}\nmore")
+            out.append(seconds_by_block[block])
+        return out
+    return timer
+
+
+#: the pick at n = 3000 (1024's winner, BLOCK 128) slower than BLOCK 512, a neighbour's
+FAKE = {128: 4e-3, 256: 3e-3, 64: 5e-3, 1024: 2e-3, 2048: 2.5e-3, 512: 1e-3}
+
+
+def test_an_untuned_shape_launches_its_measured_fastest_candidate(tops, caplog):
+    spy = Spy(jit(_copy_body, interpret=True))
+    k = sweeper.tuned_kernel(tops, key=["n"], gpu=GPU, measure_untuned=True,
+                             timer=fake_timer(spy, FAKE))(spy)
+    with caplog.at_level("INFO", logger="sweeper.launcher"):
+        assert run(k, 3000) == ((6,), {"num_warps": 2, "BLOCK": 512})
+    assert caplog.messages == ["tuned_kernel copy1d float32 n=3000: timed 6 of 6 candidates, "
+                               "chose grid=6 block=64 BLOCK=512: 1 ms, the pick 4 ms"]
+    assert k.config(torch.zeros(1), None, 3000).meta == {"BLOCK": 128}     # the file's pick
+    found = k.measured[(3000, torch.float32)]
+    assert found.seconds[0] == 4e-3 and found.seconds[found.chosen] == 1e-3
+    assert len(spy.launches) == 6 * (1 + 3) + 1               # warmup + 3 timed each, the call
+    run(k, 3000)
+    run(k, 1024)                                              # tuned: its winner, not timed
+    assert spy.launches[-2:] == [((6,), {"num_warps": 2, "BLOCK": 512}),
+                                 ((8,), {"num_warps": 2, "BLOCK": 128})]
+    assert len(spy.launches) == 6 * 4 + 3 and list(k.measured) == [(3000, torch.float32)]
+
+
+def test_measuring_off_by_default_and_failing_candidates_are_skipped(tops, caplog):
+    spy = Spy(jit(_copy_body, interpret=True))
+    plain = sweeper.tuned_kernel(tops, key=["n"], gpu=GPU, timer=fake_timer(spy, FAKE))(spy)
+    assert run(plain, 3000) == ((24,), {"num_warps": 2, "BLOCK": 128}) and not plain.measured
+    spy = Spy(jit(_copy_body, interpret=True))
+    k = sweeper.tuned_kernel(tops, key=["n"], gpu=GPU, measure_untuned=True,
+                             timer=fake_timer(spy, FAKE, fails=(512,)))(spy)
+    with caplog.at_level("INFO", logger="sweeper.launcher"):
+        assert run(k, 3000) == ((3,), {"num_warps": 4, "BLOCK": 1024})
+    assert caplog.messages[-1].endswith(
+        "timed 5 of 6 candidates, chose grid=3 block=128 BLOCK=1024: 2 ms, the pick 4 ms; "
+        "1 failed (grid=6 block=64 BLOCK=512: RuntimeError: out of resources: BLOCK=512)")
+
+
+def _scale_body(x, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 0.5, mask=offsets < n)
+
+
+def _accumulate_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    total = tl.load(y + offsets, mask=offsets < n) + tl.load(x + offsets, mask=offsets < n)
+    tl.store(y + offsets, total, mask=offsets < n)
+
+
+def test_timed_launches_restore_what_the_kernel_writes(tops):
+    x = torch.randn(3000)
+    scale = sweeper.tuned_kernel(tops, key=["n"], name="copy1d", gpu=GPU,
+                                 measure_untuned=True, restore=["x"])(
+        jit(_scale_body, interpret=True))
+    scaled = x.clone()
+    scale(scaled, 3000)                       # 6 candidates x 4 launches, then the call's
+    assert torch.equal(scaled, x * 0.5) and scale.measured
+    unguarded = sweeper.tuned_kernel(tops, key=["n"], name="copy1d", gpu=GPU,
+                                     measure_untuned=True)(jit(_scale_body, interpret=True))
+    scaled = x.clone()
+    unguarded(scaled, 3000)                   # why measuring is off by default
+    assert not torch.equal(scaled, x * 0.5)
+    add = sweeper.tuned_kernel(tops, key=["n"], name="copy1d", gpu=GPU, measure_untuned=True,
+                               reset_to_zero=["y"])(jit(_accumulate_body, interpret=True))
+    y = torch.zeros(3000)
+    add(x, y, 3000)
+    assert torch.equal(y, x) and add.measured
+
+
+def test_restore_misuse_is_one_line(tops):
+    body = jit(_scale_body, interpret=True)
+    with pytest.raises(SweeperError, match=r"tuned_kernel _scale_body: restore \['z'\] must "
+                                           r"name arguments of a @triton.jit function"):
+        sweeper.tuned_kernel(tops, key=["n"], restore=["z"], gpu=GPU)(body)
+    with pytest.raises(SweeperError, match="reset_to_zero must be a list of argument names, "
+                                           "got 'x'"):
+        sweeper.tuned_kernel(tops, key=["n"], reset_to_zero="x")
+    k = sweeper.tuned_kernel(tops, key=["n"], name="copy1d", gpu=GPU, measure_untuned=True,
+                             restore=["n"])(body)
+    x = torch.ones(3000)
+    with pytest.raises(SweeperError, match="tuned_kernel copy1d: 'n' is to be restored around "
+                                           "timed launches but the call gives int, not a "
+                                           "tensor"):
+        k(x, 3000)
+    assert torch.equal(x, torch.ones(3000))                 # refused before any launch
+
+
+@pytest.mark.gpu
+def test_measuring_on_the_gpu_times_with_cuda_events_and_restores(tops, caplog):
+    scale = sweeper.tuned_kernel(tops, key=["n"], name="copy1d", gpu=GPU,
+                                 measure_untuned=True, restore=["x"])(
+        jit(_scale_body, interpret=False))
+    x = torch.randn(3000, device="cuda")
+    scaled = x.clone()
+    with caplog.at_level("INFO", logger="sweeper.launcher"):
+        scale(scaled, 3000)
+    torch.cuda.synchronize()
+    assert torch.equal(scaled, x * 0.5)
+    found = scale.measured[(3000, torch.float32)]
+    assert found.ran == 6 and all(0 < s < 0.1 for s in found.seconds)
+    assert "timed 6 of 6 candidates, chose grid=" in caplog.messages[-1]
