@@ -25,18 +25,15 @@ from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_di
 from sweeper.tuning import entry_name, entry_rate, read_tuning, tuning_path
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A config to try for the asked problem; ``grid`` is computed for it."""
+class _Launchable:
+    """What a Triton launch needs of a config that has a ``block`` and ``meta``."""
 
-    grid: int
-    grid_expr: str
     block: int
-    meta: dict[str, int] = field(default_factory=dict)
+    meta: dict[str, int]
 
     @property
     def num_warps(self) -> int:
-        """Warps per program."""
+        """Warps per program: the tuned block of threads over the 32 of a warp."""
         return self.block // 32
 
     def launch_options(self) -> dict[str, int]:
@@ -45,7 +42,17 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class TunedConfig:
+class Candidate(_Launchable):
+    """A config to try for the asked problem; ``grid`` is computed for it."""
+
+    grid: int
+    grid_expr: str
+    block: int
+    meta: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TunedConfig(_Launchable):
     """A launch config read from a tuning file; ``grid`` is for the problem asked for."""
 
     kernel: str
@@ -74,15 +81,6 @@ class TunedConfig:
     #: the tuned problem's top configs, or the bracketing tuned problems' for a shape that
     #: was not tuned); just this one from a file written without top configs
     candidates: tuple[Candidate, ...] = ()
-
-    @property
-    def num_warps(self) -> int:
-        """Warps per program: the tuned block of threads over the 32 of a warp."""
-        return self.block // 32
-
-    def launch_options(self) -> dict[str, int]:
-        """Keyword arguments for a Triton launch: ``num_warps`` and the constexprs."""
-        return {"num_warps": self.num_warps, **self.meta}
 
 
 def current_gpu() -> str:
