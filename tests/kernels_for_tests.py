@@ -141,6 +141,49 @@ class DiesOrHangsOnBigBlock(CopyKernel):
         super().launch(buffers, config)
 
 
+class StuckInC(CopyKernel):
+    """Like a worker blocked in a synchronize on a kernel that never returns, where no
+    signal handler runs: for BLOCK 1024 on more than one program with 4 warps the process
+    ignores SIGTERM, starts a child (``sleep``, in its process group) and blocks in C
+    (libc ``pause``).  With ``$SWEEPER_TEST_STUCK_START`` set, it also creates that file,
+    and a worker that finds it blocks so while it loads the kernel: a fresh worker that
+    never says it is ready.  Every pid it leaves behind is appended to the file
+    ``$SWEEPER_TEST_PIDS`` names."""
+
+    name = "stuck-in-c"
+
+    def __init__(self) -> None:
+        import os
+
+        marker = os.environ.get("SWEEPER_TEST_STUCK_START")
+        if marker and os.path.exists(marker):
+            _block_in_c()
+
+    def launch(self, buffers, config: Config) -> None:
+        if config.meta["BLOCK"] == 1024 and config.grid > 1 and config.num_warps == 4:
+            import os
+            import subprocess
+
+            marker = os.environ.get("SWEEPER_TEST_STUCK_START")
+            if marker:
+                open(marker, "w").close()
+            child = subprocess.Popen(["sleep", "600"])
+            _block_in_c(child.pid)
+        super().launch(buffers, config)
+
+
+def _block_in_c(*children: int) -> None:
+    """Ignore SIGTERM, note this process's pid and ``children``, block in libc."""
+    import ctypes
+    import os
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with open(os.environ["SWEEPER_TEST_PIDS"], "a") as pids:
+        pids.write(" ".join(str(pid) for pid in (os.getpid(), *children)) + "\n")
+    ctypes.CDLL(None).pause()
+
+
 def _asserting_copy_body(src, dst, n, BLOCK: tl.constexpr):
     tl.static_assert(BLOCK <= 256, "BLOCK must be at most 256")
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

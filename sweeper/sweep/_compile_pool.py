@@ -31,7 +31,7 @@ from typing import Any
 
 from sweeper.kernels._precompile import Compile, Precompiled, Target
 from sweeper.space import Config, Space
-from sweeper.sweep._process import STARTUP_S, death, spawn, stop
+from sweeper.sweep._process import GRACE_S, STARTUP_S, death, send_within, spawn, stop
 
 #: Most compile processes a pool starts by default (Triton's compile scales to about
 #: this many before the processes' start-up outweighs what they save).
@@ -87,10 +87,9 @@ class _Process:
         self.key: Key | None = None
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.conn.send(None)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(1.0)
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            if send_within(self.conn, None, GRACE_S):
+                self.proc.wait(1.0)
         stop(self.proc)
         self.conn.close()
 
@@ -195,8 +194,8 @@ class CompilePool:
     def close(self) -> None:
         """Stop feeding and end every process."""
         self._closing.set()
-        if self._feeder is not None:
-            self._feeder.join()
+        if self._feeder is not None:      # it waits 0.05 s at a time, and sends bounded
+            self._feeder.join(GRACE_S + 1.0)
         with self._lock:
             for proc in self.procs:
                 proc.close()
@@ -217,9 +216,12 @@ class CompilePool:
                 proc.key, config = self.waiting.popleft()
                 self.handed.append(proc.key)
                 try:
-                    proc.conn.send((proc.key, config))
+                    sent = send_within(proc.conn, (proc.key, config), GRACE_S)
                 except OSError:                  # it died: its answer is its death
                     self._receive(proc)
+                    continue
+                if not sent:                     # it stopped reading: it is ended
+                    self._died(proc)
 
     def _receive(self, proc: _Process) -> None:
         try:
@@ -238,6 +240,7 @@ class CompilePool:
     def _died(self, proc: _Process) -> None:
         """A process died: its config is the worker's; start another in its place
         unless too many have died."""
+        stop(proc.proc)                   # its socket closed, or it stopped reading
         self.deaths.append(death(proc.proc, proc.log))
         if proc.key is not None:
             self.done[proc.key] = Done(proc.key, Precompiled(

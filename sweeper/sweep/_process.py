@@ -12,6 +12,13 @@ A worker that dies mid-trial (a segfault, ``os._exit``, a sticky CUDA error) has
 trial recorded as ``crashed`` with its exit status and last output; one that runs past
 ``measure.timeout`` is stopped (SIGTERM, then SIGKILL after a grace) and the trial
 recorded as ``timeout``.  Either way a fresh worker takes its place.
+
+The coordinator never waits on a worker without bound: a worker may be stuck in C (a
+synchronize on a kernel that never returns runs no signal handler), may stop reading its
+socket, or may not be reapable while the GPU driver tears its context down.  Every send
+has a deadline (:func:`send_within`), stopping signals the worker's whole process group
+(its children, a compiler say, go too) and gives up reaping after ``KILL_S``, and a fresh
+worker has ``RESTART_S`` to say it is ready.
 """
 
 from __future__ import annotations
@@ -19,15 +26,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import select
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from sweeper.ceilings import Ceilings
@@ -42,8 +54,16 @@ from sweeper.trial import TrialStatus
 
 #: Seconds a new worker may take to import torch, open its device and say it is ready.
 STARTUP_S = 300.0
+#: Seconds a fresh worker, started in place of one that died or hung, may take to say it
+#: is ready (its imports are warm; a GPU whose last context is still being torn down may
+#: not open before then, and the sweep must not wait on it for ever).
+RESTART_S = 120.0
 #: Seconds between SIGTERM and SIGKILL for a worker being stopped.
 GRACE_S = 2.0
+#: Seconds to wait for a killed process to be reaped before going on without it (a
+#: process whose exit waits in the GPU driver, tearing down a context whose kernel never
+#: returned, cannot be reaped until the driver lets it go).
+KILL_S = 10.0
 #: Lines of a dead worker's output quoted in its trial's reason.
 TAIL_LINES = 5
 
@@ -84,29 +104,88 @@ def spawn(module: str, setup: object, sys_path: list[str], env: dict[str, str]
         pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log,
         stderr=subprocess.STDOUT, env=env, start_new_session=True)
     theirs.close()
-    mine.send(setup)
+    # it reads the setup once its imports are done; a setup bigger than the socket's
+    # buffer waits for that (bounded), and a worker that never reads is stopped by
+    # wait_ready, which ends this send too
+    threading.Thread(target=_send_quietly, args=(mine, setup, STARTUP_S), daemon=True,
+                     name="sweeper-setup").start()
     return proc, mine, log
 
 
+def _send_quietly(conn: Connection, obj: object, timeout: float) -> None:
+    """:func:`send_within`, for a thread: a worker that died or never read is told by
+    what waits for its answer."""
+    with contextlib.suppress(OSError, ValueError):
+        send_within(conn, obj, timeout)
+
+
+def send_within(conn: Connection, obj: object, timeout: float) -> bool:
+    """Send ``obj`` over ``conn`` as :meth:`Connection.send` does, giving up after
+    ``timeout`` seconds if the other end stops reading (a blocking send would wait for
+    ever once the socket's buffer is full).  False: not all of it went, and the stream is
+    broken (stop the other end); :class:`OSError` if the other end is gone."""
+    payload = ForkingPickler.dumps(obj)
+    size = len(payload)
+    header = struct.pack("!i", size) if size <= 0x7FFFFFFF else \
+        struct.pack("!i", -1) + struct.pack("!Q", size)
+    left = memoryview(header + payload)
+    deadline = time.monotonic() + timeout
+    with socket.socket(fileno=os.dup(conn.fileno())) as sock:
+        while left:
+            wait_s = deadline - time.monotonic()
+            if wait_s <= 0 or not select.select([], [sock], [], wait_s)[1]:
+                return False
+            with contextlib.suppress(BlockingIOError):
+                left = left[sock.send(left, socket.MSG_DONTWAIT):]
+    return True
+
+
 def death(proc: subprocess.Popen[bytes], log: Any) -> str:
-    """How ``proc`` ended and its last lines of output (in ``log``)."""
-    code = proc.wait()
-    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    """How ``proc`` ended (waiting ``KILL_S`` at most) and its last lines of output (in
+    ``log``)."""
+    try:
+        code: int | None = proc.wait(KILL_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    how = (f"it had not ended {KILL_S:g} s after SIGKILL" if code is None else
+           f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}")
     log.seek(0)
     lines = log.read().decode(errors="replace").strip().splitlines()
     tail = " | ".join(line.strip() for line in lines[-TAIL_LINES:] if line.strip())
     return f"{how}; its last output: {tail}" if tail else f"{how}; no output"
 
 
-def stop(proc: subprocess.Popen[bytes] | None) -> None:
-    """End ``proc`` if it runs: SIGTERM, SIGKILL after ``GRACE_S``."""
-    if proc is not None and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def stop(proc: subprocess.Popen[bytes] | None) -> bool:
+    """End ``proc`` (started in a session of its own) and every process of its group:
+    SIGTERM, SIGKILL after ``GRACE_S`` to whatever of the group is left, then reap it
+    within ``KILL_S``.  False: it could not be reaped in time (it is left to the
+    system; the caller goes on without it)."""
+    if proc is None or proc.returncode is not None:
+        return True
+    _signal_group(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_S
+    while not _exited(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    # the leader is not reaped yet, so its group id still names this group alone
+    _signal_group(proc.pid, signal.SIGKILL)
+    try:
+        proc.wait(KILL_S)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _exited(pid: int) -> bool:
+    """Whether child ``pid`` has exited, without reaping it."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
 
 
 class ProcessWorker(Worker):
@@ -137,22 +216,27 @@ class ProcessWorker(Worker):
         self._proc, self._conn, self._log = spawn("sweeper.sweep._worker_main", self.setup,
                                                   self.setup.sys_path, env)
 
-    def wait_ready(self) -> None:
-        """Wait until the process has built its bench; :class:`SweeperError` with its
-        last output if it could not."""
+    def wait_ready(self, within: float | None = None) -> None:
+        """Wait until the process has built its bench, ``within`` seconds at most
+        (``STARTUP_S`` by default); :class:`SweeperError` with its last output if it
+        could not, and then it is stopped."""
         assert self._conn is not None
-        ready = self._conn.poll(STARTUP_S) and self._receive()
+        within = STARTUP_S if within is None else within
+        ready = self._conn.poll(within) and self._receive()
         if not isinstance(ready, Ready):
+            silent = ready is False
             self._stop()
-            raise SweeperError(f"the worker for GPU {self.index} did not start: "
-                               f"{self._death()}")
+            why = f"no answer within {within:g} s, then stopped" if silent else "it died"
+            raise SweeperError(f"the worker for GPU {self.index} did not start ({why}: "
+                               f"{self._death()})")
         self.slot = GpuSlot(self.index, ready.name)
 
     def submit(self, job: Job) -> None:
         assert self._conn is not None
         self.job, self._started = job, (now(), time.monotonic())
         with contextlib.suppress(OSError):   # it died between jobs: result() says so
-            self._conn.send(job)
+            # a worker that stopped reading is stopped at the job's deadline
+            send_within(self._conn, job, self.timeout_s or STARTUP_S)
 
     def done(self) -> bool:
         assert self._conn is not None
@@ -175,7 +259,7 @@ class ProcessWorker(Worker):
         self._finals_job = job
         if self._conn is not None:
             with contextlib.suppress(OSError):   # it died: finals_result() says so
-                self._conn.send(job)
+                send_within(self._conn, job, self.timeout_s or STARTUP_S)
 
     def finals_result(self) -> FinalsOutcome:
         """The worker's final, or why there is none: it died, or ran past
@@ -213,22 +297,33 @@ class ProcessWorker(Worker):
         return self._started[1] + self.timeout_s
 
     def expire(self) -> Outcome:
-        self._stop()
+        ended = self._stop()
+        unreaped = "" if ended else (
+            f" (it had not ended {KILL_S:g} s after SIGKILL: its GPU context may still be "
+            "being torn down)")
         return self._failed(TrialStatus.TIMEOUT, (
             f"no result after {self.timeout_s:g} s (measure.timeout): a hung kernel, or a "
-            "compile longer than that; the worker was stopped and the sweep went on with a "
-            "fresh one"))
+            f"compile longer than that; the worker was stopped{unreaped} and the sweep "
+            "went on with a fresh one"))
 
     def restart(self, record: Any) -> None:
+        """A fresh worker, given ``RESTART_S`` to start; :class:`SweeperError` (one line)
+        if it does not, naming the trial that lost the last one."""
         self._stop()
         self.launch()
-        self.wait_ready()
+        try:
+            self.wait_ready(RESTART_S)
+        except SweeperError as err:
+            lost = "" if record is None else \
+                f" in place of the one trial {record.number} ({record.status.value}) ended"
+            raise SweeperError(f"{err}{lost}; every trial measured so far is kept in "
+                               "the study") from err
 
     def close(self) -> None:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:
             try:
-                self._conn.send(None)            # done: the worker exits on its own
-                self._proc.wait(GRACE_S)
+                if send_within(self._conn, None, GRACE_S):   # done: it exits on its own
+                    self._proc.wait(GRACE_S)
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._stop()
@@ -246,12 +341,14 @@ class ProcessWorker(Worker):
         return failed(self.job, status, reason, started, time.monotonic() - t0,
                       self.resolve)
 
-    def _stop(self) -> None:
-        """End the process: SIGTERM, SIGKILL after a grace; close the pipe."""
-        stop(self._proc)
+    def _stop(self) -> bool:
+        """End the process and its group (:func:`stop`); close the pipe.  False: it
+        could not be reaped in time."""
+        ended = stop(self._proc)
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        return ended
 
     def _death(self) -> str:
         """How the process ended and its last lines of output."""
