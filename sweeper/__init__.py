@@ -1,8 +1,12 @@
 """sweeper: autotuning parameter sweeps for GPU kernels, with measurements you can trust.
 
 The pipeline, one module or subpackage per role:
-space (parse) -> samplers (propose) -> trial (verify, time) -> measure (timer, stats)
--> store (journal) -> report (tables, heatmaps) -> export (tuning file, :func:`tuned`).
+space (parse) -> samplers (propose) -> sweep (the loop; a worker per GPU) -> trial
+(verify, time) -> devices and measure (timer, stats) -> finals (the winner; consensus
+across GPUs) -> store (journal or PostgreSQL) -> report (tables, pictures), interop (other
+formats), export (tuning file) -> :func:`tuned` and :func:`tuned_kernel` at launch time.
+Kernels, samplers and devices plug in by name (:mod:`sweeper.plugins`);
+``docs/architecture.md`` maps the modules.
 
 Importing sweeper costs nothing: :func:`tuned`, :class:`TunedConfig`, :func:`tuned_kernel`
 (a ``@triton.jit`` function dispatched by shape), :func:`kernel` (a kernel in a few

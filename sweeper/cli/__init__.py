@@ -1,5 +1,5 @@
-"""The ``sweeper`` command: run, plan, report, roofline, export, tuned, ab, compare, calibrate,
-schema.
+"""The ``sweeper`` command: run, worker, plan, report, roofline, export, ab, calibrate,
+compare, copy-study, schema, tuned, kernels.
 
 A :class:`SweeperError` is printed as one line and exits with status 2
 (``--debug`` shows the traceback); nothing is written before the space file and
@@ -15,9 +15,10 @@ pipeline expects, every finished trial kept.
 A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
 
 The parser is ``_parser``; each command is a function of ``_run`` (``run``, with its
-restarts), ``_plan`` (``plan``, ``schema``), ``_results`` (``report``, ``roofline``,
-``export``, ``compare``, ``tuned``) or ``_measure`` (``ab``, ``calibrate``); ``_inputs`` turns
-options into checked objects.  None of them imports torch, triton, optuna or pandas
+restarts), ``_worker`` (``worker``, ``copy-study``), ``_plan`` (``plan``, ``schema``,
+``kernels``), ``_results`` (``report``, ``roofline``, ``export``, ``compare``, ``tuned``) or
+``_measure`` (``ab``, ``calibrate``); ``_inputs`` turns options into checked objects and
+``_exits`` holds the exit statuses.  None of them imports torch, triton, optuna or pandas
 before a command runs.
 """
 

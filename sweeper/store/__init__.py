@@ -1,4 +1,15 @@
-"""Store: the study on disk, append-only and resumable."""
+"""Store: a study kept append-only and resumable, whatever holds it.
+
+:class:`Storage` (``_base``) is what every command asks of a study: its metadata, its
+records in the order appended, and the claims workers take on configs.  Two backends
+implement it: :class:`StudyStore` (``_study``), ``study.json`` and the fsynced journal
+``trials.jsonl`` in the study's folder (``_journal`` reads and repairs it; ``_claims_file``
+keeps claims beside it), and ``PostgresStore`` (``_postgres``), a database shared by
+workers on many hosts.  ``_open`` picks one from ``--storage`` and copies a study between
+them.  What a record holds is ``_records``; how it is checked, read and written back is
+``_schema`` and ``_codec``; ``_dims`` gives problems recorded by footprint alone their
+dimensions.
+"""
 
 from sweeper.store._base import Storage
 from sweeper.store._journal import JOURNAL, REJECTED, BadLine

@@ -11,6 +11,10 @@ stop.  Each step it hands off is a module here:
   (``_process``, ``_worker_main``) a persistent process whose crash or hang costs only
   its trial; a worker process hands its records back through a ``_relay``, so only the
   coordinator writes the journal;
+- ``_claims``: for ``sweeper worker``, each config claimed from the store before it is
+  measured and recorded through the claim, so workers on any hosts keep it once;
+- ``_compile_ahead``, ``_compile_pool``, ``_compile_main``: processes that compile the
+  configs a sampler will propose next (its ``upcoming``) while the GPU measures;
 - ``_watchdog``: in this process, a trial past ``measure.timeout`` recorded as timed out;
 - ``_bench``: measuring a config, with ``_buffers`` (the inputs, kept per problem),
   ``_baselines`` (torch's, once per problem), ``_replay`` (a recorded result instead),
@@ -18,6 +22,7 @@ stop.  Each step it hands off is a module here:
   ``_power`` (the duty schedule of a power-bound study);
 - ``_drift``: a one-at-a-time sweep's baseline measured again at the end;
 - ``_finals``: each problem's finalists measured again, interleaved, to name its winner;
+  with several GPUs on each of them, read together by :mod:`sweeper.consensus`;
 - ``_summary``: what the sweep tells the outside (progress, the summary).
 """
 
