@@ -65,9 +65,11 @@ class Setup:
 
 @dataclass(frozen=True)
 class Ready:
-    """A worker's first message: the name of the device it opened."""
+    """A worker's first message: the name of the device it opened, and the
+    ``perf_counter`` at which each of its start-up steps ended, in order."""
 
     name: str
+    steps: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def spawn(module: str, setup: object, sys_path: list[str], env: dict[str, str]
@@ -124,6 +126,8 @@ class ProcessWorker(Worker):
         self._log: Any = None
         self._started = ("", 0.0)
         self._finals_job: FinalsJob | None = None
+        #: when the process was last launched (``perf_counter``), and its ready message
+        self.launched, self.ready = 0.0, Ready("")
 
     def launch(self) -> None:
         """Start the process (:meth:`wait_ready` waits until it can measure), so that
@@ -134,6 +138,7 @@ class ProcessWorker(Worker):
             listed = visible.split(",") if visible else None
             env["CUDA_VISIBLE_DEVICES"] = listed[self.index] if listed and \
                 self.index < len(listed) else str(self.index)
+        self.launched = time.perf_counter()
         self._proc, self._conn, self._log = spawn("sweeper.sweep._worker_main", self.setup,
                                                   self.setup.sys_path, env)
 
@@ -146,7 +151,10 @@ class ProcessWorker(Worker):
             self._stop()
             raise SweeperError(f"the worker for GPU {self.index} did not start: "
                                f"{self._death()}")
-        self.slot = GpuSlot(self.index, ready.name)
+        self.slot, self.ready = GpuSlot(self.index, ready.name), ready
+
+    def started(self) -> dict[str, float]:
+        return self.ready.steps
 
     def submit(self, job: Job) -> None:
         assert self._conn is not None
