@@ -128,8 +128,29 @@ def test_worker_processes_start_while_the_coordinator_sets_up(write_space, tmp_p
     assert len({t.key() for t in store.records()[0] if t.gpu}) == 6
     for w in b.workers:
         assert w.launched_s < b.setup_s and w.launched_s < 1.0
-        assert list(w.steps) == ["python", "imports", "device", "kernel", "bounds", "bench"]
+        assert list(w.steps) == ["imports", "setup", "device", "kernel", "bounds", "bench"]
         assert w.start_s == pytest.approx(sum(w.steps.values()))
         assert w.launched_s + w.start_s + w.busy_s + w.idle_s + w.tail_s == \
             pytest.approx(b.span_s, abs=1e-6)
     assert sum(w.jobs for w in b.workers) == 6
+
+
+def test_workers_are_all_asked_to_end_before_any_is_waited_for():
+    """Closing the workers after the loop: each exits side by side, not one after the
+    other (a worker process takes a while to let go of its GPU)."""
+    from sweeper.sweep._workers import InlineWorker, Workers
+
+    log: list[str] = []
+
+    class _Ending(InlineWorker):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def finish(self) -> None:
+            log.append(f"finish {self.name}")
+
+        def close(self) -> None:
+            log.append(f"close {self.name}")
+
+    Workers([_Ending("0"), _Ending("1")]).close()
+    assert log == ["finish 0", "finish 1", "close 0", "close 1"]

@@ -232,13 +232,16 @@ class ProcessWorker(Worker):
         self.launch()
         self.wait_ready()
 
-    def close(self) -> None:
+    def finish(self) -> None:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:
-            try:
+            with contextlib.suppress(OSError):
                 self._conn.send(None)            # done: the worker exits on its own
+
+    def close(self) -> None:
+        self.finish()
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(GRACE_S)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self._stop()
 
     def _receive(self) -> Any:

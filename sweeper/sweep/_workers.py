@@ -132,6 +132,9 @@ class Worker(abc.ABC):
         """After ``record``'s outcome lost the worker (recorded before this is called): a
         fresh worker in this one's place."""
 
+    def finish(self) -> None:  # noqa: B027 - a worker in this process has nothing to end
+        """Ask the worker to end on its own; :meth:`close` then waits for it."""
+
     def close(self) -> None:  # noqa: B027 - a worker in this process has nothing to end
         """Let go of the device (and the process, if any)."""
 
@@ -227,6 +230,8 @@ class Workers:
         return worker, job, outcome
 
     def close(self) -> None:
-        """Let go of every worker."""
+        """Let go of every worker: all are asked to end first, so they exit side by side."""
+        for worker in self.all:
+            worker.finish()
         for worker in self.all:
             worker.close()
