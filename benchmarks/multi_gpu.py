@@ -9,6 +9,9 @@ finals (on two GPUs the finals run on both), the ratio (goal <= 0.55), how the t
 split between the GPUs, whether both studies end with the same winner per problem
 (or, where not, how far apart the two winners' medians are: within noise, the finals may
 name either), and per problem whether one config serves both GPUs (sweeper.consensus).
+For each timed sweep, where its time went (sweeper.sweep._timing): each worker's launch,
+start-up steps, busy, idle and tail time, the coordinator's milliseconds per trial, and
+what came after the loop (closing the workers, the drift check).
 """
 
 from __future__ import annotations
@@ -24,25 +27,38 @@ from sweeper.kernels import load_kernel
 from sweeper.outcome import problem_text
 from sweeper.space import load_space
 from sweeper.store import StudyStore
-from sweeper.sweep import Sweep, open_study
+from sweeper.sweep import Sweep, SweepSummary, open_study
 
 
 def sweep(space_path: str, root: Path, gpus: list[int]) -> tuple[float, StudyStore]:
     """Sweep ``space_path`` into a study at ``root`` with one worker process per GPU of
-    ``gpus``; the sweep's wall time without the finals, and the store."""
+    ``gpus``, and print where its time went; the sweep's wall time without the finals,
+    and the store."""
     space = load_space(space_path)
     device = open_device("cuda")
     kernel = load_kernel(space.kernel, space.kernel_options)
     store = StudyStore(root)
     open_study(store, space, kernel, device, command=f"multi_gpu.py --gpus {gpus}")
     summary = Sweep(space, kernel, device, store, gpus=gpus, processes=True).run()
+    show_timing(f"--gpus {','.join(map(str, gpus))}", summary)
     return summary.wall_s - summary.finals_s, StudyStore(root)
+
+
+def show_timing(label: str, summary: SweepSummary) -> None:
+    """Print the sweep's breakdown, and its time outside the loop and the finals."""
+    if summary.timing is None:
+        return
+    after = summary.wall_s - summary.finals_s - summary.timing.span_s
+    print(f"{label}: {summary.wall_s:.2f} s, finals {summary.finals_s:.2f} s, after the "
+          f"loop {after:.2f} s")
+    for line in summary.timing.lines():
+        print(f"  {line}")
 
 
 def winners(store: StudyStore) -> dict[object, tuple[str, float]]:
     """Each problem's winner: its config's key and median (ms)."""
     trials = {t.number: t for t in store.records()[0]}
-    out = {}
+    out: dict[object, tuple[str, float]] = {}
     for problem, final in Winners.of(store).current(list(trials.values())).items():
         t = trials[final.winner]
         out[problem] = (" ".join(t.key()), t.stats.median if t.stats else float("nan"))

@@ -29,6 +29,7 @@ from sweeper.sweep._limits import Limits
 from sweeper.sweep._power import PowerCheck
 from sweeper.sweep._relay import Journal
 from sweeper.sweep._replay import replayed
+from sweeper.sweep._timing import Stamps
 from sweeper.trial import TrialResult, TrialStatus, run_trial
 
 
@@ -50,6 +51,9 @@ class Bench:
         #: the fastest (median, CI high) per (problem, cache) so far: early abandonment cuts
         #: short a config clearly slower (a worker is handed the coordinator's with each job)
         self.best: dict[tuple[Problem, str], tuple[float, float]] = {}
+        #: seconds spent on per-problem work every worker repeats (allocating buffers,
+        #: measuring the torch baseline) since the last :meth:`stamps`
+        self.repeated: dict[str, float] = {}
 
     def trial(self, number: int, choice: Choice) -> TrialRecord:
         """Trial ``number`` of ``choice``: measured (measured again if it showed the
@@ -126,9 +130,19 @@ class Bench:
 
     def buffer_sets(self, config: Config) -> list[Buffers]:
         """``config``'s buffer sets, its problem's baseline measured first."""
+        t0 = time.perf_counter()
         sets = self.buffers.sets(config)
+        t1 = time.perf_counter()
         self.baselines.ensure(sets[0], config.cache, self.power.duty)
+        t2 = time.perf_counter()
+        for name, s in (("buffers", t1 - t0), ("baseline", t2 - t1)):
+            self.repeated[name] = self.repeated.get(name, 0.0) + s
         return sets
+
+    def stamps(self, got: float) -> Stamps:
+        """A job got at ``got`` ends now: its stamps, with the per-problem work it did."""
+        repeated, self.repeated = self.repeated, {}
+        return Stamps(got, time.perf_counter(), repeated)
 
     def _record(self, number: int, choice: Choice) -> TrialRecord:
         """``choice`` resolved, then replayed or run, then checked against the limits."""

@@ -31,7 +31,9 @@ from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals, run_finals_everywhere
 from sweeper.sweep._limits import Limits
 from sweeper.sweep._optuna import Distributions, key_of, model_guesses, rebuild_study, tell
+from sweeper.sweep._outbox import Outbox
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
+from sweeper.sweep._timing import Timeline
 from sweeper.sweep._workers import InlineWorker, Job, Outcome, Worker, Workers
 from sweeper.trial import TrialStatus
 
@@ -39,7 +41,8 @@ from sweeper.trial import TrialStatus
 @dataclass
 class _Run:
     """One ``Sweep.run`` as it goes: the Optuna study, what the journal holds by key, the
-    budgets, the summary, the number the next trial gets and what measures it."""
+    budgets, the summary, the number the next trial gets, what measures it, where the
+    time goes, and what was kept but is not yet journaled or reported."""
 
     study: optuna.Study
     dists: Distributions
@@ -49,6 +52,8 @@ class _Run:
     number: int
     bench: Bench
     workers: Workers
+    timeline: Timeline
+    outbox: Outbox
     #: compiles the configs the sampler will propose next (``None``: the worker compiles)
     ahead: CompileAhead | None = None
     #: the sampler's trials waiting on each config in flight (its first proposal and any
@@ -114,6 +119,7 @@ class Sweep:
         try:
             try:
                 run.summary.stopped_by = self._loop(run)
+                run.summary.timing = run.timeline.breakdown(time.perf_counter())
                 if len(run.workers.all) > 1:
                     self._finals_everywhere(run)
             finally:
@@ -132,15 +138,32 @@ class Sweep:
         return summary
 
     def _start(self, t0: float) -> _Run:
-        """Read the journal, rebuild the sampler's study from it, record the ruled-out
-        configs (for a sampler that records them) and start the reporter."""
-        valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
+        """Read the journal and start the workers; while their processes import and open
+        their GPUs, set up the rest (:meth:`_set_up`); then wait until they are ready."""
         trials, baselines = self.store.records()
-        summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
         bench = Bench(self.space, self.kernel, self.device, self.store, measure=self.measure,
                       facts=self.facts, limits=Limits(self.kernel, self.bounds, self.ceilings),
                       baselines=baselines)
         bench.power.resume()
+        workers, run = self._workers(bench, baselines), None
+        try:
+            run = self._set_up(t0, trials, bench, workers)
+            for index, worker in enumerate(workers.all):
+                worker.wait_ready()
+                run.timeline.ready(index, worker.launched, worker.started())
+        except BaseException:
+            workers.close()
+            if run is not None and run.ahead is not None:
+                run.ahead.close()
+            raise
+        return run
+
+    def _set_up(self, t0: float, trials: list[TrialRecord], bench: Bench,
+                workers: Workers) -> _Run:
+        """Rebuild the sampler's study from the journal, record the ruled-out configs (for
+        a sampler that records them), start the reporter and the compile pool."""
+        valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
+        summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
         study, dists = rebuild_study(self.space, valid, trials, priors=self.priors,
                                      guess=self._guesses)
         done = {t.key(): t for t in trials}
@@ -159,17 +182,15 @@ class Sweep:
         ahead = CompileAhead.start(self.space, study, self.compile_target,
                                    self.compile_workers, len(self.gpus or [0]),
                                    self._resolved)     # starting beside the workers
-        try:
-            workers = self._workers(bench, baselines)
-        except BaseException:
-            if ahead is not None:
-                ahead.close()
-            raise
-        return _Run(study, dists, done, budgets, summary, number, bench, workers, ahead)
+        timeline = Timeline(t0)
+        outbox = Outbox(self.store, self.reporter, timeline,
+                        defer=self.processes and self.claims is None)
+        return _Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
+                    outbox, ahead)
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
         """One worker per GPU: in this process (sharing ``bench``), or each a process of
-        its own, started side by side."""
+        its own, launched side by side (not waited for)."""
         indices = self.gpus if self.gpus is not None else [0]
         if not self.processes:
             return Workers([InlineWorker(
@@ -187,8 +208,6 @@ class Sweep:
         try:
             for worker in workers:
                 worker.launch()
-            for worker in workers:
-                worker.wait_ready()
         except BaseException:
             for worker in workers:
                 worker.close()
@@ -216,11 +235,17 @@ class Sweep:
         stops the sweep and the trials in flight are kept; returns why it stopped."""
         stopped_by = ""
         while True:
-            if not stopped_by:
-                stopped_by = self._dispatch(run)
+            try:
+                if not stopped_by:
+                    stopped_by = self._dispatch(run)
+            finally:
+                run.outbox.flush()
             if not run.workers.busy():
+                run.outbox.defer = False        # the finals' records are journaled at once
                 return stopped_by
-            worker, job, outcome = run.workers.next_outcome()
+            with run.timeline.phase("wait"):
+                worker, job, outcome = run.workers.next_outcome()
+            run.timeline.job(run.workers.all.index(worker), outcome.stamps)
             self._keep(run, worker, job, outcome)
 
     def _dispatch(self, run: _Run) -> str:
@@ -234,8 +259,10 @@ class Sweep:
                 stopped_by = run.budgets.stopped_by(run.study, run.summary.best)
                 if stopped_by:
                     return stopped_by
-                trial = run.study.ask(run.dists)
-                choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
+                with run.timeline.phase("ask"):
+                    trial = run.study.ask(run.dists)
+                with run.timeline.phase("expand"):
+                    choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
                 key = key_of(choice)
                 if key not in run.done and key not in run.waiting:
                     run.budgets.proposed()
@@ -244,13 +271,15 @@ class Sweep:
                         break
                     if key in run.done:     # refused by the compiler, kept as such
                         continue
-                    run.study.tell(trial, state=TrialState.FAIL)   # another worker's config
+                    with run.timeline.phase("tell"):   # another worker's config
+                        run.study.tell(trial, state=TrialState.FAIL)
                     run.budgets.measured += 1
                     continue
                 run.summary.repeated += 1
                 run.budgets.repeated()
                 if key in run.done:     # answered from the journal, never re-measured
-                    tell(run.study, trial, run.done[key])
+                    with run.timeline.phase("tell"):
+                        tell(run.study, trial, run.done[key])
                 else:                   # in flight: the sampler needs its outcome first
                     run.waiting[key].append(trial)
                     return ""
@@ -275,27 +304,35 @@ class Sweep:
 
     def _keep(self, run: _Run, worker: Worker | None, job: Job, outcome: Outcome) -> None:
         """Keep ``job``'s outcome: the records measuring added, then the trial's; tell the
-        sampler; count it.  A worker the trial lost is replaced (in this process: the
-        trial is kept, then ContextLost ends it)."""
+        sampler; count it; journal and report it (deferred: see :mod:`._outbox`).  A
+        worker the trial lost is replaced (in this process: the trial is kept, then
+        ContextLost ends it)."""
         record, summary = outcome.record, run.summary
         self._keep_extras(run, outcome.extras)
-        record = self._record(record) or record     # None: the claim was lost to another
+        if self.claims is not None:     # the record keeps the number its claim gives it
+            with run.timeline.phase("journal"):
+                record = self._record(record) or record    # None: the claim was lost
+        else:
+            run.outbox.journal(record)
         run.done[record.key()] = record
         summary.trials.append(record)
-        for trial in run.waiting.pop(key_of(job.choice), []):
-            tell(run.study, trial, record)
+        with run.timeline.phase("tell"):
+            for trial in run.waiting.pop(key_of(job.choice), []):
+                tell(run.study, trial, record)
         if record.status is not TrialStatus.INVALID:
             summary.measured += 1
             summary.saved_ms += record.saved_ms
             run.bench.note_best(record)
             summary.best = run.budgets.counted(record, summary.best)
-            self.reporter.trial(record, summary.best)
+            run.outbox.report(record, summary.best)
+        run.outbox.kept(at_once=outcome.lost)     # before a fresh worker starts
         if outcome.lost and worker is not None:
-            worker.restart(record)
+            with run.timeline.phase("restart"):
+                worker.restart(record)
 
     def _keep_extras(self, run: _Run, extras: list[object]) -> None:
-        """A worker process's baselines and duty switch, each kept once: two workers may
-        both measure a problem's baseline, or both see the power cap."""
+        """A worker process's baselines and duty switch, each kept once (two workers may
+        both measure a baseline, or both see the power cap), ahead of the trial's record."""
         for extra in extras:
             if isinstance(extra, BaselineRecord):
                 if extra.problem in run.bench.baselines.known:
@@ -305,7 +342,8 @@ class Sweep:
                 if run.bench.power.duty is not None:
                     continue
                 run.bench.power.duty, run.bench.power.note = extra.duty, extra.note
-            self.store.append(extra)
+            run.outbox.journal(extra)
+        run.outbox.kept()
 
     def _record(self, record: TrialRecord) -> TrialRecord | None:
         """Append ``record``, or with claims record it through its claim (under the number

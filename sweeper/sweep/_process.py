@@ -85,9 +85,11 @@ class Setup:
 
 @dataclass(frozen=True)
 class Ready:
-    """A worker's first message: the name of the device it opened."""
+    """A worker's first message: the name of the device it opened, and the
+    ``perf_counter`` at which each of its start-up steps ended, in order."""
 
     name: str
+    steps: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def spawn(module: str, setup: object, sys_path: list[str], env: dict[str, str]
@@ -203,6 +205,8 @@ class ProcessWorker(Worker):
         self._log: Any = None
         self._started = ("", 0.0)
         self._finals_job: FinalsJob | None = None
+        #: when the process was last launched (``perf_counter``), and its ready message
+        self.launched, self.ready = 0.0, Ready("")
 
     def launch(self) -> None:
         """Start the process (:meth:`wait_ready` waits until it can measure), so that
@@ -213,6 +217,7 @@ class ProcessWorker(Worker):
             listed = visible.split(",") if visible else None
             env["CUDA_VISIBLE_DEVICES"] = listed[self.index] if listed and \
                 self.index < len(listed) else str(self.index)
+        self.launched = time.perf_counter()
         self._proc, self._conn, self._log = spawn("sweeper.sweep._worker_main", self.setup,
                                                   self.setup.sys_path, env)
 
@@ -229,7 +234,10 @@ class ProcessWorker(Worker):
             why = f"no answer within {within:g} s, then stopped" if silent else "it died"
             raise SweeperError(f"the worker for GPU {self.index} did not start ({why}: "
                                f"{self._death()})")
-        self.slot = GpuSlot(self.index, ready.name)
+        self.slot, self.ready = GpuSlot(self.index, ready.name), ready
+
+    def started(self) -> dict[str, float]:
+        return self.ready.steps
 
     def submit(self, job: Job) -> None:
         assert self._conn is not None
@@ -319,13 +327,16 @@ class ProcessWorker(Worker):
             raise SweeperError(f"{err}{lost}; every trial measured so far is kept in "
                                "the study") from err
 
-    def close(self) -> None:
+    def finish(self) -> None:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:
-            try:
-                if send_within(self._conn, None, GRACE_S):   # done: it exits on its own
-                    self._proc.wait(GRACE_S)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+            with contextlib.suppress(OSError):
+                send_within(self._conn, None, GRACE_S)   # done: it exits on its own
+
+    def close(self) -> None:
+        self.finish()
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(GRACE_S)
         self._stop()
 
     def _receive(self) -> Any:

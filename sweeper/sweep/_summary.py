@@ -7,6 +7,7 @@ from typing import Protocol
 
 from sweeper.finals import FinalRecord
 from sweeper.store import DriftRecord, TrialRecord
+from sweeper.sweep._timing import Breakdown
 
 
 class Reporter(Protocol):
@@ -50,3 +51,6 @@ class SweepSummary:
     drift: DriftRecord | None = None   # one-at-a-time: the baseline measured again
     saved_ms: float = 0.0      # GPU time early abandonment did not spend
     duty: str = ""             # why and how power-bound problems were measured, if they were
+    #: where the loop's time went (each worker's start, busy and idle time, the
+    #: coordinator's per trial, the tail); ``None`` for a sweep that did not loop
+    timing: Breakdown | None = None

@@ -7,6 +7,7 @@ final (a :class:`Relay`)."""
 from __future__ import annotations
 
 import sys
+import time
 from multiprocessing.connection import Connection
 
 from sweeper.store import BaselineRecord
@@ -20,6 +21,7 @@ from sweeper.trial import TrialStatus
 def main() -> None:
     """Serve jobs over the socket whose descriptor is the first argument."""
     conn = Connection(int(sys.argv[1]))
+    steps = {"imports": time.perf_counter()}   # the interpreter and torch
     setup: Setup = conn.recv()
     sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
     from sweeper.devices import open_device
@@ -27,15 +29,20 @@ def main() -> None:
     from sweeper.sweep._bench import Bench
     from sweeper.sweep._limits import Limits
 
+    steps["setup"] = time.perf_counter()
     device = open_device(setup.device)
+    steps["device"] = time.perf_counter()
     kernel = load_kernel(setup.space.kernel, setup.space.kernel_options)
+    steps["kernel"] = time.perf_counter()
+    bounds = device.bounds()
+    steps["bounds"] = time.perf_counter()
     relay = Relay(setup.known)
     bench = Bench(setup.space, kernel, device, relay, measure=setup.measure,
-                  facts=device.facts(),
-                  limits=Limits(kernel, device.bounds(), setup.ceilings),
+                  facts=device.facts(), limits=Limits(kernel, bounds, setup.ceilings),
                   baselines=relay.read(BaselineRecord))
     bench.power.resume()
-    conn.send(Ready(device.facts().name))
+    steps["bench"] = time.perf_counter()
+    conn.send(Ready(device.facts().name, steps))
     while True:
         try:
             job: Job | FinalsJob | None = conn.recv()
@@ -47,12 +54,13 @@ def main() -> None:
             final = final_of(bench, job)
             conn.send(FinalsOutcome(final, relay.drain()))
             continue
+        got = time.perf_counter()
         bench.best.update(job.best)
         if job.duty is not None:
             bench.power.duty = job.duty
         record = bench.trial(job.number, job.choice)
         lost = record.status is TrialStatus.CRASHED and not device.healthy()
-        conn.send(Outcome(record, relay.drain(), lost))
+        conn.send(Outcome(record, relay.drain(), lost, bench.stamps(got)))
         if lost:                   # nothing more can run in this process
             return
 

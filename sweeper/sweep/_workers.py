@@ -35,6 +35,7 @@ from sweeper.store import GpuSlot, Storage, TrialRecord
 from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
+from sweeper.sweep._timing import Stamps
 from sweeper.sweep._watchdog import watchdog
 from sweeper.trial import TrialResult, TrialStatus
 
@@ -56,12 +57,14 @@ class Job:
 @dataclass
 class Outcome:
     """What a worker gives back for a job: the trial's record, the records measuring it
-    added (a baseline, a duty switch; the coordinator keeps them first), and whether
-    the worker can measure nothing more (a sticky CUDA error, a crash, a hang)."""
+    added (a baseline, a duty switch; the coordinator keeps them first), whether the
+    worker can measure nothing more (a sticky CUDA error, a crash, a hang), and when it
+    got the job and finished it (``None``: it gave no outcome itself)."""
 
     record: TrialRecord
     extras: list[Any] = field(default_factory=list)
     lost: bool = False
+    stamps: Stamps | None = None
 
 
 def failed(job: Job, status: TrialStatus, reason: str, started: str, wall_s: float,
@@ -80,6 +83,16 @@ class Worker(abc.ABC):
     slot: GpuSlot | None = None
     #: the job in flight, if any
     job: Job | None = None
+    #: when the worker was started (``perf_counter``)
+    launched: float = 0.0
+
+    def wait_ready(self) -> None:  # noqa: B027 - a worker in this process is ready at once
+        """Wait until the worker can measure."""
+
+    def started(self) -> dict[str, float]:
+        """When each of its start-up steps ended (``perf_counter``), in order; the last
+        is when it was ready.  Empty: ready when launched."""
+        return {}
 
     @abc.abstractmethod
     def submit(self, job: Job) -> None:
@@ -119,6 +132,9 @@ class Worker(abc.ABC):
         """After ``record``'s outcome lost the worker (recorded before this is called): a
         fresh worker in this one's place."""
 
+    def finish(self) -> None:  # noqa: B027 - a worker in this process has nothing to end
+        """Ask the worker to end on its own; :meth:`close` then waits for it."""
+
     def close(self) -> None:  # noqa: B027 - a worker in this process has nothing to end
         """Let go of the device (and the process, if any)."""
 
@@ -132,11 +148,12 @@ class InlineWorker(Worker):
                  slot: GpuSlot | None = None) -> None:
         self.bench, self.store, self.timeout_s = bench, store, timeout_s
         self.on_hang, self.resolve, self.slot = on_hang, resolve, slot
+        self.launched = time.perf_counter()
         self._outcome: Outcome | None = None
         self._finals: FinalsOutcome | None = None
 
     def submit(self, job: Job) -> None:
-        self.job = job
+        self.job, got = job, time.perf_counter()
         self.bench.best.update(job.best)
         with watchdog(self.store, job.number, job.choice, self.timeout_s,
                       None if self.bench.device.replays else self.on_hang,
@@ -147,7 +164,7 @@ class InlineWorker(Worker):
             record = dataclasses.replace(record, reason=(
                 f"{record.reason} (it left the CUDA context unusable; the sweep went "
                 "on in a fresh process)"))
-        self._outcome = Outcome(record, lost=lost)
+        self._outcome = Outcome(record, lost=lost, stamps=self.bench.stamps(got))
 
     def done(self) -> bool:
         return self._outcome is not None
@@ -213,6 +230,8 @@ class Workers:
         return worker, job, outcome
 
     def close(self) -> None:
-        """Let go of every worker."""
+        """Let go of every worker: all are asked to end first, so they exit side by side."""
+        for worker in self.all:
+            worker.finish()
         for worker in self.all:
             worker.close()
