@@ -1,7 +1,9 @@
 """The dispatch benchmarks run here: ``dispatch_regret.py`` from the recorded H200 tables
 and on tables with several problems each, ``launcher_overhead.py`` on the interpreter."""
 
+import ast
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -102,3 +104,69 @@ def test_launcher_overhead_stub_prints_the_python_cost(capsys):
     assert out[0] == "| launch (no-op stub, 200 launches, best of 1) | per launch |"
     assert out[2].startswith("| plain stub call | ") and out[2].endswith(" µs |")
     assert out[4].startswith("| Python overhead | ") and out[4].endswith(" µs per call |")
+
+
+TINY_COPY = """\
+study: tiny
+kernel: copy
+sampler: exhaustive
+params: {grid: [2], block: [32], BLOCK: [256, 512], dtype: [float32], footprint: [4KiB]}
+measure: {warmup: 1, repeat: 2, cache: cold}
+"""
+
+
+def test_command_overhead_times_both_processes_on_the_interpreter(tmp_path, capsys):
+    """Two processes (the bare loop, ``sweeper run``) from a cold cache: both rows, the
+    ratio of the run over the bare loop, the goals not measured, the raw outputs kept."""
+    space = tmp_path / "tiny.yaml"
+    space.write_text(TINY_COPY)
+    out = tmp_path / "out"
+    assert script("command_overhead").main([str(space), "--device", "interpret", "--out",
+                                            str(out), "--cache", "cold", "--runs",
+                                            "bare,run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "Kernel Tuner not timed: it needs a CUDA GPU"
+    assert lines[1:3] == ["| run | Triton cache | wall s | over the bare loop |",
+                          "|---|---|---|---|"]
+    assert lines[3].startswith("| bare | cold | ") and lines[3].endswith(" | 1.000x |")
+    assert lines[4].startswith("| run | cold | ") and lines[4].endswith("x |")
+    assert lines[5:] == ["sweeper run / bare loop, warm cache: not measured",
+                         "sweeper run / Kernel Tuner, cold caches: not measured"]
+    bare = (out / "bare-cold.stdout").read_text()
+    assert bare.startswith("bare loop: 2 configs, best median ")
+    assert "done: 2 measured (0 failed)" in (out / "run-cold.stdout").read_text()
+    assert "report: " in (out / "run-cold.stdout").read_text()
+    results = json.loads((out / "results.json").read_text())
+    assert [(r["name"], r["cache"], r["rc"]) for r in results["runs"]] == [
+        ("bare", "cold", 0), ("run", "cold", 0)]
+
+
+def test_command_overhead_ratios_against_the_goals():
+    bench = script("command_overhead")
+    rows = [bench.Timed("bare", "warm", 10.0, 0), bench.Timed("run", "warm", 11.0, 0),
+            bench.Timed("run-no-report", "warm", 10.5, 0), bench.Timed("run", "cold", 30.0, 0),
+            bench.Timed("kernel-tuner", "cold", 40.0, 0)]
+    lines = bench.table(rows)
+    assert lines[2:5] == ["| bare | warm | 10.00 | 1.000x |", "| run | warm | 11.00 | 1.100x |",
+                          "| run-no-report | warm | 10.50 | 1.050x |"]
+    assert lines[5:7] == ["| run | cold | 30.00 |  |", "| kernel-tuner | cold | 40.00 |  |"]
+    assert lines[7:] == ["sweeper run / bare loop, warm cache: 1.100x (goal <= 1.15x: met)",
+                         "sweeper run / Kernel Tuner, cold caches: 0.750x (goal <= 0.5x: "
+                         "not met)"]
+    failed = bench.table([bench.Timed("bare", "warm", 10.0, 0),
+                          bench.Timed("run", "warm", 3.0, 2)])
+    assert failed[3] == "| run | warm | 3.00 (exit 2) |  |"
+    assert failed[4] == "sweeper run / bare loop, warm cache: a run failed (see its .stderr)"
+
+
+def test_command_overhead_kernel_tuner_script_covers_the_cuda_space(tmp_path):
+    """Every config of spaces/cuda-copy.yaml is one entry of the script's grid table, keyed
+    by VEC, UNROLL, block and the grid label's index (here with the interpreter's facts)."""
+    path, count = script("command_overhead").write_kernel_tuner(
+        tmp_path, str(ROOT / "spaces" / "cuda-copy.yaml"), "interpret")
+    assert count == 225
+    text = path.read_text()
+    compile(text, str(path), "exec")
+    grids = ast.literal_eval(text.split("grids = ", 1)[1].split("  #", 1)[0])
+    assert len(grids) == 225 and "1,4,1024,4" in grids
+    assert "params[\"GRID_I\"] = list(range(5))" in text and "iterations=5" in text

@@ -1,0 +1,277 @@
+"""The whole ``sweeper run`` command against a bare-loop script, both timed from the shell.
+
+Run on a GPU machine:  python benchmarks/command_overhead.py [spaces/copy.yaml] --out DIR
+Here, on the CPU:      python benchmarks/command_overhead.py SPACE --device interpret --out DIR
+
+Each run is a fresh ``python`` process timed by the wall clock around it, imports and
+all: a bare-loop script (written to DIR: for each config of the space, compile, warm up,
+then time ``repeat`` samples with :func:`sweeper.measure.time_cuda`, the L2 flushed and the
+GPU held before each as the sweep's CUDA device does, and print the best), ``python -m
+sweeper run SPACE`` (report included) and the same with ``--no-report``, each in an empty
+studies folder.  ``warm``: the Triton cache is a dedicated folder that one untimed
+``sweeper run`` filled first; ``cold``: a fresh empty cache folder for every run.  Where
+``kernel_tuner`` imports, Kernel Tuner tunes the CUDA C copy of ``--cuda-space`` over the
+same values from a cold cache.  The table gives every run's wall seconds and the ratios
+against the goals of issue 13; DIR keeps the scripts, each run's stdout and stderr, and
+``results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sweeper.devices import open_device
+from sweeper.space import Config, MeasureSpec, Space, load_space
+from sweeper.study import resolved
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ("bare", "run", "run-no-report")
+WARM_GOAL = 1.15            # sweeper run / bare loop, warm Triton cache
+KERNEL_TUNER_GOAL = 0.5     # sweeper run / Kernel Tuner, cold caches
+KERNEL_TUNER_WHEEL = ("kernel_tuner is not installed: Kernel Tuner not timed. To carry it "
+                      "to a machine without an index: `pip wheel kernel_tuner -w wheels/` "
+                      "where pip can reach one, copy wheels/ over, then `pip install "
+                      "--no-index --find-links wheels/ kernel_tuner`")
+
+BARE_LOOP = '''\
+"""A bare loop over {count} configs: compile, warm up, time; no store, no checks."""
+import os, pickle, statistics, sys
+if {interpret!r}:
+    os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from sweeper.kernels import load_kernel
+from sweeper.measure import time_cuda, time_host
+
+configs = pickle.loads({blob!r})
+kernel = load_kernel({kernel!r}, {options!r})
+device = "cpu" if {interpret!r} else "cuda"
+buffers = {{}}
+flush_buffer = None if {interpret!r} else torch.empty({flush_bytes}, dtype=torch.uint8,
+                                                      device="cuda")
+best = None
+for cfg in configs:
+    if cfg.problem not in buffers:
+        buffers[cfg.problem] = kernel.allocate(cfg.problem, device)
+        kernel.randomize(buffers[cfg.problem], torch.Generator(device=device).manual_seed(0))
+    b = buffers[cfg.problem]
+    kernel.launch(b, cfg)                       # compile (or load from the cache)
+    if {interpret!r}:
+        samples = time_host(lambda: kernel.launch(b, cfg), warmup={warmup}, repeat={repeat})
+    else:
+        samples = time_cuda(lambda: kernel.launch(b, cfg), warmup={warmup}, repeat={repeat},
+                            flush=flush_buffer.zero_ if cfg.cache == "cold" else None,
+                            hold=lambda: torch.cuda._sleep({hold}))
+    median = statistics.median(samples)
+    if best is None or median < best[0]:
+        best = (median, cfg)
+print(f"bare loop: {{len(configs)}} configs, best median {{best[0]:.4f}} ms: {{best[1]}}")
+'''
+
+KERNEL_TUNER = '''\
+"""Kernel Tuner tunes the CUDA C copy over {count} configs of the sweeper space."""
+import importlib.util
+import numpy as np
+from kernel_tuner import tune_kernel
+
+grids = {grids!r}           # "block,VEC,UNROLL,grid index" -> blocks launched
+n = {n}
+src = np.random.default_rng(0).random(n, dtype=np.float32)
+params = {params!r}
+params["GRID_I"] = list(range({grid_count}))
+
+def key(p):
+    return ",".join(str(p[k]) for k in (*{meta!r}, "block_size_x", "GRID_I"))
+
+results, env = tune_kernel(
+    {entry!r}, {source!r}, lambda p: grids[key(p)], [np.zeros_like(src), src, np.int64(n)],
+    params, grid_div_x=[], restrictions=lambda p: key(p) in grids,
+    compiler_options=["-DDTYPE=float"], iterations={repeat},
+    lang="cupy" if importlib.util.find_spec("cupy") else None, quiet=True)
+best = min(results, key=lambda r: r["time"])
+print(f"kernel tuner: {{len(results)}} configs, best {{best['time']:.4f}} ms: {{best}}")
+'''
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One timed process: its name, Triton cache, wall seconds and exit status."""
+
+    name: str
+    cache: str
+    wall_s: float
+    rc: int
+
+
+def space_configs(space_path: str, device_spec: str
+                  ) -> tuple[Space, MeasureSpec, int, list[tuple[dict[str, str], Config]]]:
+    """The space, its measurement as the device caps it, the L2 bytes to flush, and
+    every valid (choice, config) on the device."""
+    space = load_space(space_path)
+    device = open_device(device_spec, for_plan=device_spec == "cuda")
+    facts = device.facts()
+    pairs = [(dict(choice), cfg) for choice, cfg in resolved(space, facts.env(),
+                                                             facts.max_footprint)
+             if isinstance(cfg, Config)]
+    return space, device.measure_spec(space.measure), facts.l2_bytes, pairs
+
+
+def write_bare_loop(out: Path, space_path: str, device_spec: str) -> Path:
+    """The bare-loop script for the space, written to ``out``."""
+    from sweeper.devices._cuda import HOLD_CYCLES
+
+    space, measure, l2_bytes, pairs = space_configs(space_path, device_spec)
+    configs = [cfg for _, cfg in pairs]
+    script = out / "bare_loop.py"
+    script.write_text(BARE_LOOP.format(
+        count=len(configs), interpret=device_spec == "interpret", blob=pickle.dumps(configs),
+        kernel=space.kernel, options=space.kernel_options, flush_bytes=2 * l2_bytes,
+        warmup=measure.warmup, repeat=measure.repeat, hold=HOLD_CYCLES))
+    return script
+
+
+def write_kernel_tuner(out: Path, space_path: str, device_spec: str = "cuda"
+                       ) -> tuple[Path, int]:
+    """Kernel Tuner's script over the CUDA space's values (its grid labels by index, each
+    config's blocks looked up), and how many configs it tunes."""
+    space, measure, _, pairs = space_configs(space_path, device_spec)
+    options = dict(space.kernel_options)
+    grid_labels = list(space.choices()["grid"])
+    meta = tuple(sorted(pairs[0][1].meta))
+    grids = {",".join(str(v) for v in (*(cfg.meta[m] for m in meta), cfg.block,
+                                       grid_labels.index(choice["grid"]))): cfg.grid
+             for choice, cfg in pairs}
+    params: dict[str, list[int]] = {m: sorted({c.meta[m] for _, c in pairs}) for m in meta}
+    params["block_size_x"] = sorted({c.block for _, c in pairs})
+    script = out / "kernel_tuner_copy.py"
+    script.write_text(KERNEL_TUNER.format(
+        count=len(pairs), grids=grids, n=pairs[0][1].problem.n, params=params,
+        grid_count=len(grid_labels), meta=meta, entry=options.get("entry", "copy"),
+        source=options["source"], repeat=measure.repeat))
+    return script, len(pairs)
+
+
+def timed(name: str, cache: str, command: list[str], out: Path, triton_cache: Path) -> Timed:
+    """Run ``command`` from the repository root with ``triton_cache`` as Triton's (and
+    CuPy's) cache, its wall seconds by the clock around the process; stdout and stderr
+    kept in ``out`` as NAME-CACHE.stdout / .stderr."""
+    env = {**os.environ, "TRITON_CACHE_DIR": str(triton_cache),
+           "CUPY_CACHE_DIR": str(triton_cache / "cupy")}
+    t0 = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                          check=False)
+    wall = time.perf_counter() - t0
+    (out / f"{name}-{cache}.stdout").write_text(done.stdout)
+    (out / f"{name}-{cache}.stderr").write_text(done.stderr)
+    if done.returncode:
+        tail = done.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
+        print(f"{name} ({cache} cache) failed with exit status {done.returncode}: {tail[0]}",
+              file=sys.stderr)
+    return Timed(name, cache, wall, done.returncode)
+
+
+def sweeper_command(space: str, device: str, studies: Path, report: bool) -> list[str]:
+    """``python -m sweeper run SPACE`` in an empty studies folder."""
+    return [sys.executable, "-m", "sweeper", "run", space, "--studies-dir", str(studies),
+            "--device", device, *([] if report else ["--no-report"])]
+
+
+def ratio_line(what: str, top: Timed | None, bottom: Timed | None, goal: float) -> str:
+    """``what: 1.100x (goal <= 1.15x: met)``, or why there is no ratio."""
+    if top is None or bottom is None:
+        return f"{what}: not measured"
+    if top.rc or bottom.rc:
+        return f"{what}: a run failed (see its .stderr)"
+    ratio = top.wall_s / bottom.wall_s
+    return (f"{what}: {ratio:.3f}x (goal <= {goal}x: "
+            f"{'met' if ratio <= goal else 'not met'})")
+
+
+def table(rows: list[Timed]) -> list[str]:
+    """The runs' wall seconds, each over the bare loop with the same cache, and the goals."""
+    by = {(r.name, r.cache): r for r in rows}
+    lines = ["| run | Triton cache | wall s | over the bare loop |", "|---|---|---|---|"]
+    for r in rows:
+        bare = by.get(("bare", r.cache))
+        over = (f"{r.wall_s / bare.wall_s:.3f}x" if bare and not (bare.rc or r.rc)
+                and r.name != "kernel-tuner" else "")
+        wall = f"{r.wall_s:.2f}" if not r.rc else f"{r.wall_s:.2f} (exit {r.rc})"
+        lines.append(f"| {r.name} | {r.cache} | {wall} | {over} |")
+    lines.append(ratio_line("sweeper run / bare loop, warm cache", by.get(("run", "warm")),
+                            by.get(("bare", "warm")), WARM_GOAL))
+    lines.append(ratio_line("sweeper run / Kernel Tuner, cold caches", by.get(("run", "cold")),
+                            by.get(("kernel-tuner", "cold")), KERNEL_TUNER_GOAL))
+    return lines
+
+
+def run_all(args: argparse.Namespace, out: Path, tmp: Path) -> list[Timed]:
+    """Every requested run, warm cache first; the warm cache filled by one untimed run."""
+    bare = write_bare_loop(out, args.space, args.device)
+    commands = {"bare": [sys.executable, str(bare)]}
+    rows: list[Timed] = []
+    for cache in (c for c in ("warm", "cold") if args.cache in (c, "both")):
+        warm_dir = tmp / "triton-warm"
+        if cache == "warm":
+            subprocess.run(sweeper_command(args.space, args.device, tmp / "studies-warm-up",
+                                           True), cwd=ROOT, check=False, capture_output=True,
+                           env={**os.environ, "TRITON_CACHE_DIR": str(warm_dir)})
+        for name in args.runs:
+            studies = tmp / f"studies-{name}-{cache}"
+            command = commands.get(name) or sweeper_command(args.space, args.device, studies,
+                                                            name == "run")
+            triton = warm_dir if cache == "warm" else tmp / f"triton-{name}-{cache}"
+            rows.append(timed(name, cache, command, out, triton))
+    if args.cache == "warm":
+        return rows
+    if args.device != "cuda":
+        print("Kernel Tuner not timed: it needs a CUDA GPU")
+        return rows
+    try:
+        import kernel_tuner  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        print(KERNEL_TUNER_WHEEL)
+        return rows
+    script, count = write_kernel_tuner(out, args.cuda_space)
+    print(f"Kernel Tuner: {count} configs of {args.cuda_space}")
+    rows.append(timed("kernel-tuner", "cold", [sys.executable, str(script)], out,
+                      tmp / "triton-kernel-tuner"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Time the runs, print the table, keep the raw outputs; 1 if a run failed."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("space", nargs="?", default="spaces/copy.yaml")
+    p.add_argument("--device", default="cuda", choices=("cuda", "interpret"))
+    p.add_argument("--out", required=True, type=Path, help="where raw outputs go")
+    p.add_argument("--cache", default="both", choices=("warm", "cold", "both"))
+    p.add_argument("--runs", default=",".join(RUNS), type=lambda s: s.split(","),
+                   help=f"which of {', '.join(RUNS)} (comma-separated; default all)")
+    p.add_argument("--cuda-space", default="spaces/cuda-copy.yaml",
+                   help="the CUDA C space Kernel Tuner tunes")
+    args = p.parse_args(argv)
+    if unknown := [r for r in args.runs if r not in RUNS]:
+        p.error(f"--runs: {', '.join(unknown)} unknown; known: {', '.join(RUNS)}")
+    args.space = str(Path(args.space).resolve())
+    args.cuda_space = str(Path(args.cuda_space).resolve())
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = run_all(args, args.out, Path(tmp))
+    lines = table(rows)
+    print("\n".join(lines))
+    (args.out / "results.json").write_text(json.dumps(
+        {"space": args.space, "device": args.device, "runs": [asdict(r) for r in rows],
+         "table": lines}, indent=1))
+    return 1 if any(r.rc for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
