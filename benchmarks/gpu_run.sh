@@ -18,6 +18,9 @@
 #   launcher  benchmarks/launcher_overhead.py (tuned_kernel against a plain launch)
 #   multigpu  benchmarks/multi_gpu.py spaces/copy.yaml (needs two GPUs)
 #   reportspeed benchmarks/report_speed.py
+#   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
+#             script and Kernel Tuner, from the shell, warm and cold caches)
+#   compilepool benchmarks/compile_pool.py
 # The install line, for reference:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
@@ -83,6 +86,9 @@ for stage in $STAGES; do
     launcher) python3 benchmarks/launcher_overhead.py 2>&1 | tee "$OUT/launcher.log" ;;
     multigpu) python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 | tee "$OUT/multigpu.log" ;;
     reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
+    command) python3 benchmarks/command_overhead.py spaces/copy.yaml --out "$OUT/command" \
+        2>&1 | tee "$OUT/command.log" ;;
+    compilepool) python3 benchmarks/compile_pool.py 2>&1 | tee "$OUT/compile_pool.log" ;;
   esac
 done
 echo "=== done $(date -u +%T)"
