@@ -163,8 +163,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         if changed and not force:
             raise StudyError(resume_refused(store.root, changed))
         store.open_journal()
-        store.update_meta(resumed=[*meta.get("resumed", []), now()], last_command=command,
-                          bounds=bounds, finals=finals_wanted(space, device))
+        store.note_resumed(now(), last_command=command, bounds=bounds,
+                           finals=finals_wanted(space, device))
         return
     store.create({
         "study": store.name, "kernel": space.kernel, "kernel_name": kernel.name,

@@ -8,6 +8,7 @@ import os
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 from sweeper.measure import summarize
 from sweeper.space import Config, Problem
@@ -64,5 +65,25 @@ def hold(spec: str | None, root: str, worker_id: str, key: str, lease_s: float,
     store.share()
     assert store.claim(key, worker_id, lease_s)
     assert store.heartbeat(key, worker_id, lease_s)
+    Path(ready).write_text(str(os.getpid()))
+    time.sleep(600)
+
+
+def resume(spec: str | None, root: str, worker_id: str, times: int, start: Any) -> None:
+    """Note ``times`` resumptions of the study, each named ``worker_id:i``, as as many
+    processes resuming it one after another would; ``start`` (a barrier) lines up the
+    processes the test runs at once."""
+    store = open_storage(spec, Path(root))
+    store.meta()                                   # connected and warm before the start
+    start.wait()
+    for i in range(times):
+        store.note_resumed(f"{worker_id}:{i}", last_command=f"{worker_id} {i}")
+
+
+def take(spec: str | None, root: str, ready: str) -> None:
+    """Take the study as ``sweeper run`` does, say so by creating the file ``ready``, and
+    hold it (the test SIGKILLs this process)."""
+    store = open_storage(spec, Path(root))
+    store.open_journal()
     Path(ready).write_text(str(os.getpid()))
     time.sleep(600)

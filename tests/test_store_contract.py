@@ -5,6 +5,7 @@ claims give each config to one worker, also when workers run at once or die mid-
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing
 import os
 import signal
@@ -16,8 +17,11 @@ import pytest
 
 from sweeper.errors import StudyError, SweeperError
 from sweeper.finals import FinalRecord
-from sweeper.store import DriftRecord, DutyRecord, StudyStore
+from sweeper.measure import summarize
+from sweeper.space import Problem
+from sweeper.store import BaselineRecord, DriftRecord, DutyRecord, StudyStore
 from sweeper.store._base import Storage
+from sweeper.store._claims_file import BUSY, BUSY_RUN
 from sweeper.store._open import copy_study, open_storage
 from tests import store_workers
 from tests.test_journal import META, trial
@@ -208,3 +212,119 @@ def test_a_storage_that_is_not_a_database_url_is_refused(tmp_path):
     with pytest.raises(SweeperError, match=r"^--storage: 'mysql://x' is not a storage; "
                                            r"allowed: a postgresql://USER@HOST/DB URL"):
         open_storage("mysql://x", tmp_path / "s")
+
+
+def baseline(median: float, footprint: int = 1 << 20) -> BaselineRecord:
+    """The torch baseline of a float16 problem with median ``median``."""
+    samples = [median] * 3
+    return BaselineRecord.from_samples("torch copy_", Problem("float16", footprint), samples,
+                                       summarize(samples), 1.0)
+
+
+def test_a_problems_baseline_is_kept_once_whichever_worker_measured_it(backend):
+    make(backend).close()
+    first, second = fresh(backend), fresh(backend)
+    first.share()
+    second.share()
+    first.append(baseline(1.0))
+    second.append(baseline(2.0))                       # the same problem: nothing kept
+    second.append(baseline(3.0, footprint=1 << 21))    # another problem: kept
+    first.append(baseline(4.0, footprint=1 << 21))
+    first.close()
+    second.close()
+    again = fresh(backend)
+    assert [b.stats.median for b in again.records()[1]] == [1.0, 3.0]
+    assert [d["stats"]["median"] for d in again.raw_records()] == [1.0, 3.0]
+    again.open_journal()                               # a run's append: checked the same way
+    again.append(baseline(5.0))
+    again.close()
+    assert len(fresh(backend).raw_records()) == 2
+
+
+def test_readers_of_a_study_holding_a_baseline_twice_take_the_first(backend, tmp_path):
+    older = StudyStore(tmp_path / "older" / "s")
+    older.create({**META, "study": "s"})
+    older.journal_path.write_text("".join(
+        json.dumps(b.to_json()) + "\n" for b in (baseline(1.0), baseline(2.0),
+                                                 baseline(3.0, footprint=1 << 21))))
+    target = fresh(backend)
+    assert copy_study(older, target) == 3               # a copy keeps the study as it is
+    for store in (older, fresh(backend)):
+        assert [b.stats.median for b in store.records()[1]] == [1.0, 3.0]
+        assert [b.stats.median for b in store.read(BaselineRecord)] == [1.0, 3.0]
+        assert len(store.raw_records()) == 3
+
+
+def test_two_processes_resuming_at_once_each_keep_every_entry(backend):
+    spec, root = backend
+    make(backend).close()
+    ctx = _spawn()
+    start = ctx.Barrier(2)
+    procs = [ctx.Process(target=store_workers.resume, args=(spec, str(root), w, 60, start))
+             for w in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    meta = fresh(backend).meta()
+    assert sorted(meta["resumed"]) == sorted(f"{w}:{i}" for w in "ab" for i in range(60))
+    for w in "ab":                                      # each one's own entries in order
+        assert [r for r in meta["resumed"] if r[0] == w] == [f"{w}:{i}" for i in range(60)]
+    assert meta["last_command"] in ("a 59", "b 59") and meta["study"] == fresh(backend).name
+
+
+def where(store: Storage) -> str:
+    """How a refusal names the study: its folder, or its database and name."""
+    return str(store.root) if isinstance(store, StudyStore) else store.location
+
+
+def test_a_run_holds_its_study_alone_and_workers_share_theirs(backend):
+    make(backend).close()
+    run = fresh(backend)
+    run.open_journal()
+    other = fresh(backend)
+    with pytest.raises(StudyError) as err:
+        other.open_journal()
+    assert str(err.value) == f"{where(other)}: {BUSY}"
+    with pytest.raises(StudyError) as err:
+        other.share()
+    assert str(err.value) == f"{where(other)}: {BUSY_RUN}"
+    run.close()
+    workers = [fresh(backend), fresh(backend)]
+    for w in workers:
+        w.share()
+    with pytest.raises(StudyError, match="another sweeper process is running this study"):
+        fresh(backend).open_journal()
+    for w in workers:
+        w.close()
+    last = fresh(backend)
+    last.open_journal()
+    last.close()
+
+
+def test_a_killed_runs_hold_on_its_study_dies_with_it(backend, tmp_path):
+    spec, root = backend
+    make(backend).close()
+    ready = tmp_path / "ready"
+    holder = _spawn().Process(target=store_workers.take, args=(spec, str(root), str(ready)))
+    holder.start()
+    end = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert ready.exists(), "the holder never took the study"
+    with pytest.raises(StudyError, match="another sweeper process is running this study"):
+        fresh(backend).open_journal()
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join()
+    end = time.monotonic() + 10       # the server ends the session once it sees the socket shut
+    while True:
+        store = fresh(backend)
+        try:
+            store.open_journal()
+            break
+        except StudyError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.05)
+    store.close()

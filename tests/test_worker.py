@@ -1,7 +1,7 @@
 """``sweeper worker``: workers share one study's sweep through claims (each config kept
 once), in PostgreSQL or the journal; ``--storage`` for run, report, export and compare; a
-study copied between the stores; a second ``sweeper run`` of a busy journal study told how
-to share it."""
+study copied between the stores; a second ``sweeper run`` of a busy study, in either store,
+told how to share it."""
 
 from __future__ import annotations
 
@@ -91,25 +91,27 @@ def test_copy_study_moves_a_study_to_the_database_and_back(postgres_url, tmp_pat
     assert f"a study '{name}' is there already" in capsys.readouterr().err
 
 
-def test_a_busy_journal_study_names_sweeper_worker_as_the_way_to_share(tmp_path, monkeypatch,
-                                                                       capsys):
+def test_a_busy_study_names_sweeper_worker_as_the_way_to_share(storage, tmp_path,
+                                                              monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    assert main(["run", *SPACE, "--studies-dir", str(tmp_path), "--quiet", "--no-report",
-                 "--trials", "1"]) == 0
-    holder = StudyStore(tmp_path / "copy-fp32-replay")
+    name = f"busy{uuid.uuid4().hex[:8]}"
+    common = [*SPACE, *storage, "--studies-dir", str(tmp_path), "--study", name]
+    assert main(["run", *common, "--quiet", "--no-report", "--trials", "1"]) == 0
+    holder = open_storage(storage[1] if storage else None, tmp_path / name)
     holder.open_journal()
     try:
-        assert main(["run", *SPACE, "--studies-dir", str(tmp_path), "--quiet"]) == 2
-        assert main(["worker", *SPACE, "--studies-dir", str(tmp_path), "--study",
-                     "copy-fp32-replay"]) == 2
+        assert main(["run", *common, "--quiet"]) == 2
+        assert main(["worker", *common]) == 2
     finally:
         holder.close()
     err = capsys.readouterr().err.splitlines()
-    assert err[0].endswith("copy-fp32-replay: another sweeper process is running this "
-                           "study; wait for it to finish, or pass --study NEW (processes "
-                           "share a study as `sweeper worker --study NAME`)")
-    assert err[1].endswith("copy-fp32-replay: a `sweeper run` holds this study; let it "
-                           "finish, then start the workers")
+    where = holder.location if storage else str(holder.root)
+    assert err == [f"sweeper: {where}: another sweeper process is running this study; wait "
+                   "for it to finish, or pass --study NEW (processes share a study as "
+                   "`sweeper worker --study NAME`)",
+                   f"sweeper: {where}: a `sweeper run` holds this study; let it finish, "
+                   "then start the workers"]
+    assert main(["worker", *common, "--trials", "1"]) == 0   # released: workers go on
 
 
 def test_a_storage_option_that_is_no_database_is_one_line(tmp_path, capsys):

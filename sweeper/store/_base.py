@@ -13,14 +13,24 @@ runs against both, so they keep the same promises:
 - a config is measured once however many workers share the study: a worker *claims* its
   key first (:meth:`Storage.claim`), keeps the claim alive (:meth:`Storage.heartbeat`) and
   records the trial through it (:meth:`Storage.record_claimed`); a claim not renewed for
-  its lease may be taken by another worker, and a recorded key is never claimed again.
+  its lease may be taken by another worker, and a recorded key is never claimed again;
+- a problem's torch baseline is kept once per study: every worker measures it before its
+  first config of the problem (none waits on another's), and an append of a baseline the
+  study holds already keeps nothing, checked under the store's lock or transaction.  A
+  claim for it was the other way; it would leave the problem without one when its holder
+  dies, for a measurement as long as one trial.  Readers that find several (a study
+  written before this rule) take the first;
+- the metadata is changed by an atomic read-modify-write (:meth:`Storage.edit_meta`): two
+  processes resuming the study at once both leave their ``resumed`` entry;
+- one ``sweeper run`` holds a study at a time (:meth:`Storage.open_journal`), and never
+  alongside ``sweeper worker``s (:meth:`Storage.share`); the lock goes with its process.
 """
 
 from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,10 +48,39 @@ def claim_key(key: Sequence[str]) -> str:
 
 
 def record_key(data: dict[str, Any]) -> str | None:
-    """The claim key of a trial record's JSON; None for other kinds."""
+    """The key a record's JSON is kept once under: a trial's claim key, or
+    ``baseline:<problem>`` for a baseline; None for other kinds."""
+    if data.get("kind") == "baseline":
+        dims = sorted(data.get("dims", {}).items())
+        return "baseline:" + json.dumps([data["dtype"], data["footprint"],
+                                         data.get("cache", "cold"), dims])
     if data.get("kind") != "trial":
         return None
     return claim_key([f"{k}={v}" for k, v in sorted(data["choice"].items())])
+
+
+def kept_once(record: Any) -> str | None:
+    """The baseline key of ``record`` when an append keeps it only if the study has none
+    yet; None for every other record, and for a copied one (a copy carries a study as it
+    is, duplicates of an older study included)."""
+    if isinstance(record, RawRecord):
+        return None
+    key = record_key(record.to_json())
+    return key if key is not None and key.startswith("baseline:") else None
+
+
+def first_baselines(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` without a baseline of a problem that has one before it."""
+    seen: set[str] = set()
+    out = []
+    for data in records:
+        key = record_key(data) if data.get("kind") == "baseline" else None
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(data)
+    return out
 
 
 class Storage(ABC):
@@ -77,20 +116,34 @@ class Storage(ABC):
         """The checked metadata; a missing or malformed one is a StudyError."""
 
     @abstractmethod
+    def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
+        """Change the metadata by ``edit`` (called on it, changing it in place) in one
+        atomic read-modify-write: no other process changes it in between."""
+
     def update_meta(self, **changes: Any) -> None:
         """Replace keys of the metadata with ``changes``, all or nothing."""
+        self.edit_meta(lambda meta: meta.update(changes))
+
+    def note_resumed(self, when: str, **changes: Any) -> None:
+        """Add ``when`` to the metadata's ``resumed`` list and replace keys with
+        ``changes``, in one edit: processes resuming the study at once each keep theirs."""
+        self.edit_meta(lambda meta: meta.update(
+            changes, resumed=[*meta.get("resumed", []), when]))
 
     @abstractmethod
     def open_journal(self) -> None:
-        """Take the study for this process (a run does this before reading it)."""
+        """Take the study for this process (a run does this before reading it); a
+        StudyError (``_claims_file.BUSY``) while another process holds it."""
 
     @abstractmethod
     def share(self) -> None:
-        """Open the study for appending alongside other workers (``sweeper worker``)."""
+        """Open the study for appending alongside other workers (``sweeper worker``); a
+        StudyError (``_claims_file.BUSY_RUN``) while a run holds it."""
 
     @abstractmethod
     def append(self, record: Any) -> None:
-        """Append one record (anything with ``to_json()``), checked; kept on return."""
+        """Append one record (anything with ``to_json()``), checked; kept on return.  A
+        baseline of a problem the study holds one of keeps nothing (:func:`kept_once`)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -128,7 +181,7 @@ class Storage(ABC):
         than them) gets those the study's kernel derives from its footprint."""
         trials: list[TrialRecord] = []
         baselines: list[BaselineRecord] = []
-        for data in self.raw_records(warn):
+        for data in first_baselines(self.raw_records(warn)):
             if data["kind"] == "trial":
                 trials.append(TrialRecord.from_json(data))
             elif data["kind"] == "baseline":
@@ -140,7 +193,8 @@ class Storage(ABC):
         """The records of record type ``cls`` (``FinalRecord``, ``DriftRecord``...), in the
         order appended."""
         kind = cls.__dataclass_fields__["kind"].default     # type: ignore[attr-defined]
-        out = [cls.from_json(data) for data in self.raw_records(True) if data["kind"] == kind]
+        out = [cls.from_json(data) for data in first_baselines(self.raw_records(True))
+               if data["kind"] == kind]
         complete_dims(out, self.meta)
         return out
 

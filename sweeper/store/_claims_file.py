@@ -1,7 +1,8 @@
 """The journal's claims: which worker measures which config, kept beside the journal.
 
 Several local processes (``sweeper worker``) share one study folder.  Every step that must
-see the study whole (take a claim, renew it, record a claimed trial, append any record)
+see the study whole (take a claim, renew it, record a claimed trial, append any record,
+change ``study.json``)
 holds :class:`StudyLock`, an exclusive ``flock`` on ``.claims.lock`` in the study folder,
 so those steps happen one at a time across processes.  The claims themselves are
 ``claims.json``, one object by config key (``worker``, ``expires`` as Unix time, ``done``),
@@ -26,6 +27,11 @@ from sweeper.fsio import atomic_write
 
 CLAIMS = "claims.json"
 LOCK = ".claims.lock"
+#: Why a run (another process holds the study) and a worker (a run holds it) are refused,
+#: whichever store holds the study.
+BUSY = ("another sweeper process is running this study; wait for it to finish, or pass "
+        "--study NEW (processes share a study as `sweeper worker --study NAME`)")
+BUSY_RUN = "a `sweeper run` holds this study; let it finish, then start the workers"
 
 
 class StudyLock:

@@ -76,7 +76,7 @@ from sweeper.fsio import (
     write_error,
     write_temp,
 )
-from sweeper.store._claims_file import StudyLock
+from sweeper.store._claims_file import BUSY, BUSY_RUN, StudyLock
 from sweeper.store._schema import record_class, record_problem
 
 JOURNAL = "trials.jsonl"
@@ -297,12 +297,7 @@ class JournalWriter:
             fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise StudyError(
-                f"{self.root}: " + ("a `sweeper run` holds this study; let it finish, then "
-                                    "start the workers" if shared else
-                                    "another sweeper process is running this study; wait "
-                                    "for it to finish, or pass --study NEW (processes share "
-                                    "a study as `sweeper worker --study NAME`)")) from None
+            raise StudyError(f"{self.root}: {BUSY_RUN if shared else BUSY}") from None
         self._fds.append(fd)
 
 

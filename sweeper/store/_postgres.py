@@ -16,6 +16,12 @@ both insert it; taking over a claim whose lease ran out, renewing and finishing 
 row (``SELECT ... FOR UPDATE``), and a finished claim stays, marked done, so the key is never
 claimed again.  Lease times are the server's clock (``now()``), one clock for every host.
 
+Who may write: ``sweeper run`` holds a session advisory lock on a key derived from the study's
+name (``pg_try_advisory_lock``), workers hold it shared (``pg_try_advisory_lock_shared``),
+each on a connection of its own kept for as long as the store is open; a session lock ends
+with its session, so a killed process leaves none behind.  Appends and metadata edits
+hold the study's row (``SELECT ... FOR UPDATE``), so each sees every one before it.
+
 Why not Optuna's RDB storage: it stores Optuna trials (parameters and one value each), not
 sweeper's records (raw samples, statistics, flags, baselines, finals), has no claims, and
 would be a second record of the study beside the journal format every reader knows.
@@ -25,8 +31,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import threading
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +43,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StudyError
-from sweeper.store._base import Storage, record_key
+from sweeper.store._base import Storage, kept_once, record_key
+from sweeper.store._claims_file import BUSY, BUSY_RUN
 from sweeper.store._journal import encode_record
 from sweeper.store._records import TrialRecord
 from sweeper.store._schema import meta_problem
@@ -90,6 +100,13 @@ def hide_password(url: str) -> str:
     return sa.engine.make_url(url).render_as_string(hide_password=True)
 
 
+def study_lock_key(name: str) -> int:
+    """The advisory lock key of study ``name``: 64 bits of its SHA-256, apart from the
+    key :data:`_DDL_LOCK` by the prefix hashed with it."""
+    digest = hashlib.sha256(b"sweeper-study\0" + name.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
 def _lease(lease_s: float) -> Any:
     return sa.func.now() + sa.literal(dt.timedelta(seconds=lease_s), sa.Interval())
 
@@ -101,6 +118,7 @@ class PostgresStore(Storage):
         self.url, self._name, self.root = url, name, Path(root)
         self.engine = engine_for(url)
         self._mutex = threading.Lock()
+        self._lock_conn: sa.Connection | None = None   # holds the study's advisory lock
 
     @property
     def name(self) -> str:
@@ -142,31 +160,62 @@ class PostgresStore(Storage):
             raise StudyError(f"{self.location}: {problem}")
         return meta
 
-    def update_meta(self, **changes: Any) -> None:
-        """Replace keys of the metadata, in one transaction holding the study's row."""
+    def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
+        """Read, ``edit`` and write the metadata in one transaction holding the study's
+        row (``SELECT ... FOR UPDATE``): another process's edit waits for it."""
         with self.engine.begin() as c:
             meta = self._meta(c, lock=True)
-            meta.update(changes)
+            edit(meta)
             c.execute(sa.update(STUDIES).where(STUDIES.c.name == self._name)
                       .values(meta=json.dumps(meta, sort_keys=True)))
 
     def open_journal(self) -> None:
-        """Nothing to take: the database orders concurrent writers itself."""
+        """Take the study's advisory lock for this process alone (``sweeper run``)."""
+        self._take(shared=False)
 
     def share(self) -> None:
-        """Nothing to open: every append is its own transaction."""
+        """Take the study's advisory lock shared with other workers."""
+        self._take(shared=True)
+
+    def _take(self, *, shared: bool) -> None:
+        """Hold the study's session advisory lock on a connection of its own (detached
+        from the pool: closing it ends the session, and with it the lock); a lock this
+        store holds already, either way, is kept as it is."""
+        with self._mutex:
+            if self._lock_conn is not None:
+                return
+            conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            conn.detach()
+            take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
+            if not conn.execute(sa.select(take(study_lock_key(self._name)))).scalar():
+                conn.close()
+                raise StudyError(f"{self.location}: {BUSY_RUN if shared else BUSY}")
+            self._lock_conn = conn
+            weakref.finalize(self, conn.close)
 
     def close(self) -> None:
-        """Nothing to release: every record is committed when appended."""
+        """Release the study's advisory lock; every record is committed when appended."""
+        with self._mutex:
+            if self._lock_conn is not None:
+                self._lock_conn.close()
+                self._lock_conn = None
 
     def append(self, record: Any) -> None:
         """Check ``record`` as the journal does and insert it, holding the study's row so
-        that appends are checked against every record before them."""
+        that appends are checked against every record before them; the study is taken for
+        this process first unless it is already (as a journal's first append does)."""
+        self._take(shared=False)
         with self.engine.begin() as c:
-            self._insert(c, record.to_json())
+            self._insert(c, record.to_json(), once=kept_once(record))
 
-    def _insert(self, c: sa.Connection, data: dict[str, Any]) -> None:
+    def _insert(self, c: sa.Connection, data: dict[str, Any], once: str | None = None
+                ) -> None:
+        """Insert ``data`` checked, the study's row held; with ``once`` (a baseline's key),
+        only if no record of that key is there."""
         self._meta(c, lock=True)
+        if once is not None and c.execute(sa.select(RECORDS.c.seq).where(
+                RECORDS.c.study == self._name, RECORDS.c.key == once).limit(1)).first():
+            return
         rows = c.execute(sa.select(RECORDS.c.kind, RECORDS.c.number).where(
             RECORDS.c.study == self._name).order_by(RECORDS.c.seq)).all()
         trials = {row.number: at for at, row in enumerate(rows, 1) if row.kind == "trial"}

@@ -11,15 +11,17 @@ study is rebuilt in memory from it (:mod:`sweeper.sweep._optuna`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, make_dirs
-from sweeper.store._base import Storage, record_key
+from sweeper.store._base import Storage, kept_once, record_key
 from sweeper.store._claims_file import ClaimsFile, StudyLock
 from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
 from sweeper.store._records import TrialRecord
@@ -40,6 +42,7 @@ class StudyStore(Storage):
         self._warned: set[tuple[str, int]] = set()
         self._lock = StudyLock(self.root)
         self._claims = ClaimsFile(self.root, self._lock)
+        self._shared = False
 
     @property
     def name(self) -> str:
@@ -90,12 +93,13 @@ class StudyStore(Storage):
             raise StudyError(f"{path}: {problem}; restore it, or move the study folder away")
         return meta
 
-    def update_meta(self, **changes: Any) -> None:
-        """Replace keys of ``study.json`` with ``changes``, writing the file whole (a crash
-        leaves the old one or the new)."""
-        meta = self.meta()
-        meta.update(changes)
-        self._write_meta(meta)
+    def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
+        """Read, ``edit`` and write ``study.json`` whole under the study lock (another
+        process's edit waits for it; a crash leaves the old file or the new)."""
+        with self._lock.held():
+            meta = self.meta()
+            edit(meta)
+            self._write_meta(meta)
 
     def _write_meta(self, meta: dict[str, Any]) -> None:
         atomic_write(self.root / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
@@ -106,8 +110,16 @@ class StudyStore(Storage):
         self._writer.open()
 
     def append(self, record: Any) -> None:
-        """Append one record (anything with ``to_json()``); it is on disk on return."""
-        self._writer.append(record)
+        """Append one record (anything with ``to_json()``); it is on disk on return.  A
+        baseline the journal holds already is not appended: shared, that is checked under
+        the study lock, where other workers append theirs."""
+        once = kept_once(record)
+        if once is None:
+            self._writer.append(record)
+            return
+        with self._lock.held() if self._shared else contextlib.nullcontext():
+            if once not in {record_key(d) for d in self._current().records}:
+                self._writer.append(record)
 
     def close(self) -> None:
         """Close the journal and release the study for another process; every record
@@ -143,6 +155,7 @@ class StudyStore(Storage):
     def share(self) -> None:
         """Open the journal alongside other workers (see :mod:`sweeper.store._journal`)."""
         self._writer.open(shared=self._lock)
+        self._shared = True
 
     def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
         """See :meth:`Storage.claim`; the claims are ``claims.json`` in the folder."""
