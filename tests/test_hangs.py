@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.store import StudyStore
+from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import _process
 from sweeper.sweep._process import GRACE_S, send_within
 from sweeper.trial import TrialStatus
@@ -48,6 +48,21 @@ def _run(path: Path, studies: Path, *more: str) -> int:
                  "--studies-dir", str(studies), "--quiet", "--no-report", *more])
 
 
+def _one_hung_among_six(status: int, studies: Path, capsys
+                        ) -> tuple[str, list[TrialRecord], TrialRecord]:
+    """Checks a run that ended normally with every config measured exactly once and one
+    of them timed out; returns its output, the measured trials and the hung one."""
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "done: 6 measured (1 failed)" in out
+    measured = [t for t in StudyStore(studies / "tiny-interpret").records()[0]
+                if t.status is not TrialStatus.INVALID]
+    assert len(measured) == len({t.key() for t in measured}) == 6
+    hung = [t for t in measured if not t.ok]
+    assert [t.status for t in hung] == [TrialStatus.TIMEOUT]
+    return out, measured, hung[0]
+
+
 def test_a_worker_stuck_in_c_ignoring_sigterm_is_killed_with_its_children(
         write_space, tmp_path, monkeypatch, capsys):
     """Slow (~20 s: two worker processes import torch).  The hung trial is recorded as
@@ -55,19 +70,11 @@ def test_a_worker_stuck_in_c_ignoring_sigterm_is_killed_with_its_children(
     started are gone, and a fresh worker measures the rest."""
     pids = tmp_path / "pids"
     monkeypatch.setenv("SWEEPER_TEST_PIDS", str(pids))
-    status = _run(write_space(STUCK), tmp_path)
-    out, err = capsys.readouterr()
-    assert status == 0, err
-    assert "done: 6 measured (1 failed)" in out
-    measured = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
-                if t.status is not TrialStatus.INVALID]
-    assert len(measured) == len({t.key() for t in measured}) == 6
-    hung = [t for t in measured if not t.ok]
-    assert [t.status for t in hung] == [TrialStatus.TIMEOUT]
-    assert hung[0].reason == (
+    _, _, hung = _one_hung_among_six(_run(write_space(STUCK), tmp_path), tmp_path, capsys)
+    assert hung.reason == (
         "no result after 3 s (measure.timeout): a hung kernel, or a compile longer than "
         "that; the worker was stopped and the sweep went on with a fresh one")
-    assert 3 <= hung[0].wall_s < 3 + GRACE_S + 3
+    assert 3 <= hung.wall_s < 3 + GRACE_S + 3
     assert _left_behind(pids) == []
 
 
@@ -129,15 +136,8 @@ def test_with_two_gpus_the_one_without_a_fresh_worker_is_dropped(
     monkeypatch.setenv("SWEEPER_TEST_PIDS", str(pids))
     monkeypatch.setenv("SWEEPER_TEST_STUCK_START", str(marker))
     monkeypatch.setattr(_process, "RESTART_S", 2.0)
-    status = _run(write_space(STUCK), tmp_path, "--gpus", "0,1")
-    out, err = capsys.readouterr()
-    assert status == 0, err
-    assert "done: 6 measured (1 failed)" in out
-    measured = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
-                if t.status is not TrialStatus.INVALID]
-    assert len(measured) == len({t.key() for t in measured}) == 6
-    [hung] = [t for t in measured if not t.ok]
-    assert hung.status is TrialStatus.TIMEOUT
+    out, measured, hung = _one_hung_among_six(
+        _run(write_space(STUCK), tmp_path, "--gpus", "0,1"), tmp_path, capsys)
     gone, left = hung.gpu.index, 1 - hung.gpu.index
     assert {t.gpu.index for t in measured if t.ok} == {left}
     lines = [line for line in out.splitlines() if "dropped" in line]
