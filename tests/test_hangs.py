@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.store import StudyStore
+from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import _process
 from sweeper.sweep._process import GRACE_S, send_within
 from sweeper.trial import TrialStatus
@@ -41,11 +41,26 @@ def _left_behind(pids_file: Path) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
-def _run(path: Path, studies: Path) -> int:
+def _run(path: Path, studies: Path, *more: str) -> int:
     from sweeper.cli import main
 
     return main(["run", str(path), "--device", "interpret", "--workers", "process",
-                 "--studies-dir", str(studies), "--quiet", "--no-report"])
+                 "--studies-dir", str(studies), "--quiet", "--no-report", *more])
+
+
+def _one_hung_among_six(status: int, studies: Path, capsys
+                        ) -> tuple[str, list[TrialRecord], TrialRecord]:
+    """Checks a run that ended normally with every config measured exactly once and one
+    of them timed out; returns its output, the measured trials and the hung one."""
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "done: 6 measured (1 failed)" in out
+    measured = [t for t in StudyStore(studies / "tiny-interpret").records()[0]
+                if t.status is not TrialStatus.INVALID]
+    assert len(measured) == len({t.key() for t in measured}) == 6
+    hung = [t for t in measured if not t.ok]
+    assert [t.status for t in hung] == [TrialStatus.TIMEOUT]
+    return out, measured, hung[0]
 
 
 def test_a_worker_stuck_in_c_ignoring_sigterm_is_killed_with_its_children(
@@ -55,19 +70,11 @@ def test_a_worker_stuck_in_c_ignoring_sigterm_is_killed_with_its_children(
     started are gone, and a fresh worker measures the rest."""
     pids = tmp_path / "pids"
     monkeypatch.setenv("SWEEPER_TEST_PIDS", str(pids))
-    status = _run(write_space(STUCK), tmp_path)
-    out, err = capsys.readouterr()
-    assert status == 0, err
-    assert "done: 6 measured (1 failed)" in out
-    measured = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
-                if t.status is not TrialStatus.INVALID]
-    assert len(measured) == len({t.key() for t in measured}) == 6
-    hung = [t for t in measured if not t.ok]
-    assert [t.status for t in hung] == [TrialStatus.TIMEOUT]
-    assert hung[0].reason == (
+    _, _, hung = _one_hung_among_six(_run(write_space(STUCK), tmp_path), tmp_path, capsys)
+    assert hung.reason == (
         "no result after 3 s (measure.timeout): a hung kernel, or a compile longer than "
         "that; the worker was stopped and the sweep went on with a fresh one")
-    assert 3 <= hung[0].wall_s < 3 + GRACE_S + 3
+    assert 3 <= hung.wall_s < 3 + GRACE_S + 3
     assert _left_behind(pids) == []
 
 
@@ -115,3 +122,31 @@ def test_a_send_to_a_peer_that_stopped_reading_gives_up_at_its_deadline():
     with pytest.raises(OSError):
         send_within(sender, b"z" * (8 << 20), 1.0)
     sender.close()
+
+
+def test_with_two_gpus_the_one_without_a_fresh_worker_is_dropped(
+        write_space, tmp_path, monkeypatch, capsys):
+    """Slow (~15 s).  Two worker processes ("GPUs" 0 and 1); the hang ends one, and the
+    fresh worker in its place never says it is ready: its GPU is dropped with one line,
+    the other measures every other config exactly once, the command ends normally, and no
+    process is left running."""
+    import re
+
+    pids, marker = tmp_path / "pids", tmp_path / "stuck-start"
+    monkeypatch.setenv("SWEEPER_TEST_PIDS", str(pids))
+    monkeypatch.setenv("SWEEPER_TEST_STUCK_START", str(marker))
+    monkeypatch.setattr(_process, "RESTART_S", 2.0)
+    out, measured, hung = _one_hung_among_six(
+        _run(write_space(STUCK), tmp_path, "--gpus", "0,1"), tmp_path, capsys)
+    gone, left = hung.gpu.index, 1 - hung.gpu.index
+    assert {t.gpu.index for t in measured if t.ok} == {left}
+    lines = [line for line in out.splitlines() if "dropped" in line]
+    assert len(lines) == 1
+    assert re.fullmatch(
+        rf"GPU {gone} dropped after trial {hung.number} \(timeout\): a fresh worker did "
+        r"not start \(no answer within 2 s, then stopped: killed by SIG(TERM|KILL); "
+        rf"(no output|its last output: .*)\); the sweep went on with GPU {left}; "
+        rf"GPU {gone} is not retried in this run", lines[0]), lines[0]
+    meta = StudyStore(tmp_path / "tiny-interpret").meta()["last_run"]
+    assert [d["gpu"] for d in meta["dropped"]] == [gone]
+    assert _left_behind(pids) == []

@@ -77,7 +77,8 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
             signal.signal(signal.SIGINT, previous)
     store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
                                 "measured": summary.measured, "command": command,
-                                "priors": {p.study: p.configs for p in priors}})
+                                "priors": {p.study: p.configs for p in priors},
+                                "dropped": [d.to_json() for d in summary.dropped]})
     return _finish(args, summary, space, kernel, store, limits), store.root
 
 
@@ -173,6 +174,8 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
     print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    for dropped in summary.dropped:
+        print(dropped.line())
     restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
     if restarts:
         print(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) broke "

@@ -47,6 +47,8 @@ def markdown(tables: dict[str, Any], images: list[Path]) -> str:
     out = [f"# Study `{meta['study']}`: {meta['kernel']} on {env.get('gpu', '?')}\n"]
     if meta.get("device_note"):
         out.append(f"> **Note:** {meta['device_note']}.\n")
+    for dropped in meta.get("last_run", {}).get("dropped", []):
+        out.append(f"> **Last run:** {dropped['line']}.\n")
     if tables["unmeasured"]:
         out.append(f"**{_sentence(tables['unmeasured'])}**\n")
     counts = df["status"].value_counts().to_dict() if not df.empty else {}

@@ -111,16 +111,16 @@ class Sweep:
     def run(self) -> SweepSummary:
         """Measure what the sampler proposes until a budget stops the sweep, then measure
         the baseline again (drift) and run the finals of each problem without a winner
-        (with several GPUs: on every GPU at once, before the workers close).
-        Every trial is in the journal as soon as it is measured; a resumed run measures
-        no finished config again."""
+        (with several GPUs: on every GPU left, at once, before the workers close).  Every
+        trial is journaled as soon as it is measured; a resume measures none again."""
         t0 = time.perf_counter()
         run = self._start(t0)
         try:
             try:
                 run.summary.stopped_by = self._loop(run)
                 run.summary.timing = run.timeline.breakdown(time.perf_counter())
-                if len(run.workers.all) > 1:
+                run.summary.dropped = run.workers.dropped
+                if run.workers.several:
                     self._finals_everywhere(run)
             finally:
                 run.workers.close()
@@ -245,7 +245,7 @@ class Sweep:
                 return stopped_by
             with run.timeline.phase("wait"):
                 worker, job, outcome = run.workers.next_outcome()
-            run.timeline.job(run.workers.all.index(worker), outcome.stamps)
+            run.timeline.job(run.workers.lane(worker), outcome.stamps)
             self._keep(run, worker, job, outcome)
 
     def _dispatch(self, run: _Run) -> str:
@@ -305,8 +305,8 @@ class Sweep:
     def _keep(self, run: _Run, worker: Worker | None, job: Job, outcome: Outcome) -> None:
         """Keep ``job``'s outcome: the records measuring added, then the trial's; tell the
         sampler; count it; journal and report it (deferred: see :mod:`._outbox`).  A
-        worker the trial lost is replaced (in this process: the trial is kept, then
-        ContextLost ends it)."""
+        worker the trial lost is replaced, or its GPU dropped (:mod:`._drop`); in this
+        process the trial is kept, then ContextLost ends it."""
         record, summary = outcome.record, run.summary
         self._keep_extras(run, outcome.extras)
         if self.claims is not None:     # the record keeps the number its claim gives it
@@ -328,7 +328,7 @@ class Sweep:
         run.outbox.kept(at_once=outcome.lost)     # before a fresh worker starts
         if outcome.lost and worker is not None:
             with run.timeline.phase("restart"):
-                worker.restart(record)
+                run.workers.replace(worker, record)
 
     def _keep_extras(self, run: _Run, extras: list[object]) -> None:
         """A worker process's baselines and duty switch, each kept once (two workers may
@@ -364,7 +364,7 @@ class Sweep:
                 self.sampler_caps.takes_baseline:
             summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
         todo = Winners.of(self.store).missing(trials) \
-            if self.run_finals and not self.stop.set and len(run.workers.all) == 1 else []
+            if self.run_finals and not self.stop.set and not run.workers.several else []
         if todo:
             t_finals = time.perf_counter()
             summary.finals = run_finals(trials, todo, run.bench, self.store,

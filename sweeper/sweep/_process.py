@@ -48,6 +48,7 @@ from sweeper.finals import ROUNDS
 from sweeper.space import Config, MeasureSpec, Space
 from sweeper.store import GpuSlot
 from sweeper.study import Choice, now
+from sweeper.sweep._drop import NotStarted
 from sweeper.sweep._finals import FinalsJob, FinalsOutcome
 from sweeper.sweep._workers import Job, Outcome, Worker, failed
 from sweeper.trial import TrialStatus
@@ -223,7 +224,7 @@ class ProcessWorker(Worker):
 
     def wait_ready(self, within: float | None = None) -> None:
         """Wait until the process has built its bench, ``within`` seconds at most
-        (``STARTUP_S`` by default); :class:`SweeperError` with its last output if it
+        (``STARTUP_S`` by default); :class:`NotStarted` with its last output if it
         could not, and then it is stopped."""
         assert self._conn is not None
         within = STARTUP_S if within is None else within
@@ -231,9 +232,10 @@ class ProcessWorker(Worker):
         if not isinstance(ready, Ready):
             silent = ready is False
             self._stop()
-            why = f"no answer within {within:g} s, then stopped" if silent else "it died"
-            raise SweeperError(f"the worker for GPU {self.index} did not start ({why}: "
-                               f"{self._death()})")
+            how = f"no answer within {within:g} s, then stopped" if silent else "it died"
+            why = f"{how}: {self._death()}"
+            raise NotStarted(f"the worker for GPU {self.index} did not start ({why})",
+                             self.index, why)
         self.slot, self.ready = GpuSlot(self.index, ready.name), ready
 
     def started(self) -> dict[str, float]:
@@ -315,17 +317,17 @@ class ProcessWorker(Worker):
             "went on with a fresh one"))
 
     def restart(self, record: Any) -> None:
-        """A fresh worker, given ``RESTART_S`` to start; :class:`SweeperError` (one line)
+        """A fresh worker, given ``RESTART_S`` to start; :class:`NotStarted` (one line)
         if it does not, naming the trial that lost the last one."""
         self._stop()
         self.launch()
         try:
             self.wait_ready(RESTART_S)
-        except SweeperError as err:
+        except NotStarted as err:
             lost = "" if record is None else \
                 f" in place of the one trial {record.number} ({record.status.value}) ended"
-            raise SweeperError(f"{err}{lost}; every trial measured so far is kept in "
-                               "the study") from err
+            raise NotStarted(f"{err}{lost}; every trial measured so far is kept in the "
+                             "study", err.index, err.why) from err
 
     def finish(self) -> None:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from sweeper.finals import FinalRecord
 from sweeper.store import DriftRecord, TrialRecord
+from sweeper.sweep._drop import Dropped
 from sweeper.sweep._timing import Breakdown
 
 
@@ -48,6 +49,8 @@ class SweepSummary:
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
     #: with several GPUs: each GPU whose worker died or hung during a final, and how
     finals_lost: list[str] = field(default_factory=list)
+    #: with several GPUs: each GPU dropped because no fresh worker started on it
+    dropped: list[Dropped] = field(default_factory=list)
     drift: DriftRecord | None = None   # one-at-a-time: the baseline measured again
     saved_ms: float = 0.0      # GPU time early abandonment did not spend
     duty: str = ""             # why and how power-bound problems were measured, if they were

@@ -34,6 +34,7 @@ from sweeper.space import Config, Problem
 from sweeper.store import GpuSlot, Storage, TrialRecord
 from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
+from sweeper.sweep._drop import Dropped, NotStarted
 from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
 from sweeper.sweep._timing import Stamps
 from sweeper.sweep._watchdog import watchdog
@@ -188,10 +189,42 @@ class InlineWorker(Worker):
 
 
 class Workers:
-    """The sweep's workers: jobs go to a free one, outcomes come back as they arrive."""
+    """The sweep's workers: jobs go to a free one, outcomes come back as they arrive.
+    ``all`` are those still measuring; a GPU whose worker could not be replaced is
+    dropped from it (:mod:`._drop`) while others are left."""
 
     def __init__(self, workers: Sequence[Worker]) -> None:
+        self.started = list(workers)
         self.all = list(workers)
+        #: the GPUs dropped in this run, in order
+        self.dropped: list[Dropped] = []
+
+    @property
+    def several(self) -> bool:
+        """Whether the sweep started with more than one worker (one per GPU): then the
+        finals run on every GPU left, and records name their GPU."""
+        return len(self.started) > 1
+
+    def lane(self, worker: Worker) -> int:
+        """``worker``'s place among those the sweep started with (dropped or not)."""
+        return self.started.index(worker)
+
+    def replace(self, worker: Worker, record: TrialRecord) -> None:
+        """A fresh worker in the place of the one ``record``'s trial lost.  If it does
+        not start and other workers are left, its GPU is dropped (not retried in this
+        run) and the sweep goes on with them; if none is left, :class:`NotStarted` says
+        so, naming the GPUs dropped before."""
+        try:
+            worker.restart(record)
+        except NotStarted as err:
+            worker.close()
+            self.all.remove(worker)
+            if not self.all:
+                before = "".join(f"; GPU {d.index} was dropped after trial {d.after}"
+                                 for d in self.dropped)
+                raise NotStarted(f"{err}{before}", err.index, err.why) from err
+            left = [w.slot.index if w.slot else self.lane(w) for w in self.all]
+            self.dropped.append(Dropped.of(err, record, left))
 
     def free(self) -> list[Worker]:
         """The workers with no job in flight."""
