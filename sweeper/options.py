@@ -35,10 +35,10 @@ def count(text: str) -> int:
     return int(text)
 
 
-def compile_workers(text: str) -> int:
-    """``--compile-workers``: a count >= 0, or ``auto`` (-1: as many as the cores the
-    workers leave, counted when the sweep starts)."""
-    return -1 if text == "auto" else count(text)
+def compile_workers(text: str) -> int | None:
+    """``--compile-workers``: a count >= 0, or ``auto`` (None, as when the option is left
+    out: as many as the cores the workers leave, counted when the sweep starts)."""
+    return None if text == "auto" else count(text)
 
 
 def gpu_list(text: str) -> list[int] | None:

@@ -185,6 +185,16 @@ def test_compile_workers_on_a_device_that_compiles_nothing_is_refused(
     assert not (tmp_path / "studies").exists()
 
 
+def test_compile_workers_takes_a_count_or_auto():
+    import argparse
+
+    from sweeper.options import compile_workers
+
+    assert compile_workers("auto") is None          # as when left out: the cores left over
+    assert compile_workers("0") == 0 and compile_workers("3") == 3
+    with pytest.raises(argparse.ArgumentTypeError, match="is not a whole number >= 0"):
+        compile_workers("-1")
+
 
 def test_the_benchmark_compiles_serially_and_by_the_pool_without_a_gpu(capsys, cache_dir):
     import importlib.util

@@ -141,8 +141,7 @@ def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, An
                                "compiles nothing for a GPU; leave the option out")
         return {}
     return {"compile_target": Target.parse(target),
-            "compile_workers": default_size(workers) if asked is None or asked < 0
-            else asked}
+            "compile_workers": default_size(workers) if asked is None else asked}
 
 
 def _gpus(asked: list[int] | None, device: Any) -> list[int] | None:
