@@ -16,12 +16,12 @@ call's own launch afterwards sees its inputs as given.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sweeper.errors import SweeperError
+from sweeper.measure._timer import time_cuda, time_host
 
 #: Timed launches per candidate, after one untimed launch: enough to skip a stray slow
 #: one (the median of 3), few enough that ~14 candidates cost ~60 launches once per shape.
@@ -34,33 +34,16 @@ Timer = Callable[[Callable[[], object], Callable[[], None], int], list[float]]
 
 def perf_counter_timer(launch: Callable[[], object], reset: Callable[[], None],
                        runs: int) -> list[float]:
-    """Wall-clock seconds of each launch: right where a launch returns when done (the
-    Triton interpreter, a CPU)."""
-    seconds = []
-    for _ in range(runs):
-        reset()
-        start = time.perf_counter()
-        launch()
-        seconds.append(time.perf_counter() - start)
-    return seconds
+    """Wall-clock seconds of each launch (:func:`~sweeper.measure.time_host`): right where
+    a launch returns when done (the Triton interpreter, a CPU)."""
+    return [ms / 1e3 for ms in time_host(launch, warmup=0, repeat=runs, flush=reset)]
 
 
 def cuda_event_timer(launch: Callable[[], object], reset: Callable[[], None],
                      runs: int) -> list[float]:
-    """GPU seconds of each launch between a pair of CUDA events; one synchronize at the
-    end."""
-    import torch
-
-    pairs = []
-    for _ in range(runs):
-        reset()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        launch()
-        end.record()
-        pairs.append((start, end))
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) / 1e3 for start, end in pairs]
+    """GPU seconds of each launch between a pair of CUDA events, ``reset`` queued before
+    each start event (:func:`~sweeper.measure.time_cuda`)."""
+    return [ms / 1e3 for ms in time_cuda(launch, warmup=0, repeat=runs, flush=reset)]
 
 
 def timer_for(tensors: Sequence[Any]) -> Timer:

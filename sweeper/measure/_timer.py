@@ -19,7 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-Launch = Callable[[], None]
+#: A launch or a step around it; what it returns is not used.
+Launch = Callable[[], object]
 
 
 def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None = None,
