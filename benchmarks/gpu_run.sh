@@ -20,24 +20,38 @@
 #   reportspeed benchmarks/report_speed.py
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
-#   compilepool benchmarks/compile_pool.py
+#   compilepool benchmarks/compile_pool.py, then with a process per core (no A/B)
+#   hangs     the GPU tests of a hang and an illegal address (under their own timeout)
 # The install line, for reference:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
+# Each stage runs under `timeout` (STAGE_TIMEOUT seconds, default 540): a stage that hangs
+# is killed with its children, said in the log, and the next stage runs.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-STAGES=${STAGES:-tests calibrate example trust overhead}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
-    || echo "(console script not installed; using python3 -m sweeper)"
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; export OUT
 sweeper() { if command -v sweeper >/dev/null; then command sweeper "$@"; else python3 -m sweeper "$@"; fi; }
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv;
-  python3 -c "import torch, triton, optuna; print('torch', torch.__version__, 'triton', triton.__version__, 'optuna', optuna.__version__)"; } 2>&1 | tee "$OUT/env.txt"
-for stage in $STAGES; do
-  echo "=== $stage $(date -u +%T)"
+if [ "${1:-}" != "--stage" ]; then
+  STAGES=${STAGES:-tests calibrate example trust overhead}
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+  python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
+      || echo "(console script not installed; using python3 -m sweeper)"
+  { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv;
+    python3 -c "import torch, triton, optuna; print('torch', torch.__version__, 'triton', triton.__version__, 'optuna', optuna.__version__)"; } 2>&1 | tee "$OUT/env.txt"
+  for stage in $STAGES; do
+    echo "=== $stage $(date -u +%T)"
+    timeout -k 10 "${STAGE_TIMEOUT:-540}" bash "$0" --stage "$stage"
+    rc=$?; [ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "=== $stage: killed after ${STAGE_TIMEOUT:-540} s"
+  done
+  echo "=== done $(date -u +%T)"
+  exit 0
+fi
+stage=$2
   case $stage in
+    hangs) timeout -k 10 300 python3 -m pytest -q -p no:cacheprovider -m gpu -rA \
+        tests/test_hangs.py "tests/test_gpu.py" -k "illegal or never_returns" \
+        2>&1 | tee "$OUT/pytest-hangs.log" | grep -E "^(PASSED|FAILED|ERROR)|passed|failed" ;;
     tests) python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest.log" | tail -4 ;;
     calibrate) sweeper calibrate --force 2>&1 | tee "$OUT/calibrate.log" ;;
     example)
@@ -88,7 +102,6 @@ for stage in $STAGES; do
     reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
     command) python3 benchmarks/command_overhead.py spaces/copy.yaml --out "$OUT/command" \
         2>&1 | tee "$OUT/command.log" ;;
-    compilepool) python3 benchmarks/compile_pool.py 2>&1 | tee "$OUT/compile_pool.log" ;;
+    compilepool) python3 benchmarks/compile_pool.py 2>&1 | tee "$OUT/compile_pool.log"
+      python3 benchmarks/compile_pool.py --workers "$(nproc)" --ab 0 2>&1 | tee -a "$OUT/compile_pool.log" ;;
   esac
-done
-echo "=== done $(date -u +%T)"
