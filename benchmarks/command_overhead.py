@@ -88,12 +88,20 @@ src = np.random.default_rng(0).random(n, dtype=np.float32)
 params = {params!r}
 params["GRID_I"] = list(range({grid_count}))
 
-def key(p):
-    return ",".join(str(p[k]) for k in (*{meta!r}, "block_size_x", "GRID_I"))
+names = [*{meta!r}, "block_size_x", "GRID_I"]
 
+def key(p):
+    return ",".join(str(p[k]) for k in names)
+
+# only configs the space has (Kernel Tuner 1.5 passes a restriction's values positionally)
+total = 1
+for values in params.values():
+    total *= len(values)
+restrictions = None if total == len(grids) else [
+    (lambda *v: key(dict(zip(names, v))) in grids, names)]
 results, env = tune_kernel(
     {entry!r}, {source!r}, lambda p: grids[key(p)], [np.zeros_like(src), src, np.int64(n)],
-    params, grid_div_x=[], restrictions=lambda p: key(p) in grids,
+    params, grid_div_x=[], restrictions=restrictions,
     compiler_options=["-DDTYPE=float"], iterations={repeat},
     lang="cupy" if importlib.util.find_spec("cupy") else None, quiet=True)
 best = min(results, key=lambda r: r["time"])

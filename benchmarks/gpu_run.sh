@@ -21,6 +21,9 @@
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
 #   compilepool benchmarks/compile_pool.py, then with a process per core (no A/B)
+#   runtiming sweeper run spaces/copy.yaml --timing, warm cache, with and without worker
+#             processes, the compile pool and the report ($GPUS: e.g. --gpus 0)
+#   twogpus   the GPU tests that need two GPUs
 #   hangs     the GPU tests of a hang and an illegal address (under their own timeout)
 # The install line, for reference:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -73,6 +76,8 @@ stage=$2
       } 2>&1 | tee "$OUT/ab.log" ;;
     trust) python3 benchmarks/trust_evidence.py 2>&1 | tee "$OUT/trust.log" | grep -v '^copy \|^matmul ' ;;
     overhead) python3 benchmarks/sweep_overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
+    twogpus) python3 -m pytest -q -p no:cacheprovider -m gpu tests -rA -k "two_gpus or several_gpus or with_two_gpus" 2>&1 \
+        | tee "$OUT/pytest-twogpus.log" | grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" ;;
     gputests) python3 -m pytest -q -p no:cacheprovider -m gpu tests -rA 2>&1 \
         | tee "$OUT/pytest-gpu.log" | grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" ;;
     cudacopy)
@@ -101,7 +106,17 @@ stage=$2
     multigpu) python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 | tee "$OUT/multigpu.log" ;;
     reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
     command) python3 benchmarks/command_overhead.py spaces/copy.yaml --out "$OUT/command" \
-        2>&1 | tee "$OUT/command.log" ;;
-    compilepool) python3 benchmarks/compile_pool.py 2>&1 | tee "$OUT/compile_pool.log"
+        2>&1 | tee "$OUT/command.log"
+      grep -h "^time: " "$OUT"/command/*.stdout | tee -a "$OUT/command.log"
+      tar czf "$OUT/command.tgz" -C "$OUT" command && rm -rf "$OUT/command" ;;
+    runtiming)
+      export TRITON_CACHE_DIR=/tmp/tc-runtiming
+      sweeper run spaces/copy.yaml --studies-dir /tmp/rt-warm-up --quiet --no-report ${GPUS:-} >/dev/null 2>&1
+      for v in "" "--workers inline" "--compile-workers 0" "--no-report"; do
+        echo "--- sweeper run spaces/copy.yaml ${GPUS:-} $v (warm Triton cache)"
+        rm -rf /tmp/rt; ( time sweeper run spaces/copy.yaml --studies-dir /tmp/rt --timing --quiet ${GPUS:-} $v ) 2>&1 \
+          | grep -E "^(time|  |real|done|sweeper:)"
+      done 2>&1 | tee "$OUT/runtiming.log" ;;
+    compilepool) python3 benchmarks/compile_pool.py ${COMPILE_POOL_ARGS:-} 2>&1 | tee "$OUT/compile_pool.log"
       python3 benchmarks/compile_pool.py --workers "$(nproc)" --ab 0 2>&1 | tee -a "$OUT/compile_pool.log" ;;
   esac

@@ -11,7 +11,9 @@ split between the GPUs, whether both studies end with the same winner per proble
 name either), and per problem whether one config serves both GPUs (sweeper.consensus).
 For each timed sweep, where its time went (sweeper.sweep._timing): each worker's launch,
 start-up steps, busy, idle and tail time, the coordinator's milliseconds per trial, and
-what came after the loop (closing the workers, the drift check).
+what came after the loop (closing the workers, the drift check).  Last, the whole
+``sweeper run --no-report`` command with ``--gpus 0`` and ``--gpus 0,1``, timed from the
+shell (imports, worker start-up and finals included), with its own time line.
 """
 
 from __future__ import annotations
@@ -91,7 +93,29 @@ def main() -> int:
         trials = two.records()[0]
         for problem, agreed in sorted(Winners.of(two).agreements(trials).items()):
             print(f"{problem_text(problem)}, across GPUs: {agreed.headline()}")
+        walls = {gpus: command(space_path, gpus, Path(tmp) / f"cmd-{gpus}")
+                 for gpus in ("0", "0,1")}
+        print(f"{space_path}: the whole command (finals included, no report): --gpus 0: "
+              f"{walls['0']:.1f} s; --gpus 0,1: {walls['0,1']:.1f} s; ratio "
+              f"{walls['0,1'] / walls['0']:.3f}")
         return 0
+
+
+def command(space_path: str, gpus: str, studies: Path) -> float:
+    """``sweeper run SPACE --gpus GPUS --no-report`` timed from the shell (its imports,
+    workers and finals included); prints its time line and returns its wall seconds."""
+    import subprocess
+    import time
+
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "sweeper", "run", space_path, "--gpus", gpus,
+                           "--no-report", "--quiet", "--studies-dir", str(studies)],
+                          capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t0
+    for line in done.stdout.splitlines():
+        if line.startswith("time: "):
+            print(f"sweeper run --gpus {gpus}: {wall:.2f} s from the shell; {line}")
+    return wall
 
 
 if __name__ == "__main__":

@@ -270,3 +270,21 @@ def test_two_gpus_each_measure_the_finals_and_say_whether_they_agree(small_space
     assert pick.agreement is not None and pick.trial.number == pick.agreement.chosen
     assert pick.agreement.headline().startswith(
         "one config for every GPU: " if pick.agreement.agreed else "the GPUs disagree")
+
+
+def test_with_two_gpus_a_worker_watches_its_own_gpu_through_nvml():
+    """A worker for GPU 1 sees it as CUDA device 0 (CUDA_VISIBLE_DEVICES=1); its NVML
+    reader must read GPU 1, which NVML numbers 1 whatever that variable says."""
+    import os
+    import subprocess
+    import sys
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    probe = ("import pynvml; from sweeper.devices import open_device; d = open_device('cuda'); "
+             "print(pynvml.nvmlDeviceGetIndex(d.reader._handle))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": "1"}, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "1"

@@ -55,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(err, file=sys.stderr)
         return EXIT_USAGE
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
+    args.from_shell = argv is None     # the command itself, not a call from Python
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", StudyWarning)

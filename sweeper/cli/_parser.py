@@ -63,6 +63,9 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
     run.add_argument("--svg", action="store_true", help="the report's pictures as SVG too")
+    run.add_argument("--timing", action="store_true",
+                     help="after the time line, where the sweep's time went: the coordinator's "
+                          "milliseconds per trial, each worker's start, busy and idle seconds")
     run.add_argument("--no-priors", action="store_true",
                      help="auto: do not start from the winners of other studies of this "
                      "kernel on this GPU in --studies-dir")

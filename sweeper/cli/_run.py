@@ -5,6 +5,7 @@ or hung, as the journal lets a new process resume where this one stopped."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
@@ -38,9 +39,25 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
     ``args.in_process`` (the Python API, :func:`sweeper.run`) it never replaces or ends
     the process: a trial that broke the CUDA context is an error to the caller, a hung
     one a message, and ``args.command`` is what the study records as its command."""
+    from sweeper._nursery import release
+
+    try:
+        return _run_study(args)
+    finally:
+        release()           # the processes started ahead that no worker or pool adopted
+
+
+def _run_study(args: argparse.Namespace) -> tuple[int, Path]:
+    from sweeper.cli._clock import RunClock, process_age
+    from sweeper.cli._prespawn import prespawn_workers
+
+    # from the process's start where this is the command itself, not a call from Python
+    clock = RunClock(before_s=process_age() if getattr(args, "from_shell", False) else None)
     if args.study is not None:
         check_study_name("--study", args.study)
+    prespawn_workers(args)      # they import torch while this process does the same
     space, device = space_and_device(args)
+    clock.mark("space and device")
     gpus = _gpus(args.gpus, device)
     ahead = _compile_ahead(getattr(args, "compile_workers", None), device,
                            len(gpus) if gpus else 1)
@@ -67,6 +84,8 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
     # interrupts as Python does, every finished trial kept
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _stop_handler(stop)) if main_thread else None
+    clock.mark("set-up")
+    warm = _import_report_aside(args, device)
     try:
         summary = _sweep(args, space, kernel, device, store, limits,
                          [c for source in priors for c in source.configs], stop, gpus, ahead)
@@ -75,11 +94,29 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous)
+    clock.mark("sweep")
+    timing = summary.timing.lines() if summary.timing is not None else []
     store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
                                 "measured": summary.measured, "command": command,
                                 "priors": {p.study: p.configs for p in priors},
-                                "dropped": [d.to_json() for d in summary.dropped]})
-    return _finish(args, summary, space, kernel, store, limits), store.root
+                                "dropped": [d.to_json() for d in summary.dropped],
+                                "timing": timing})
+    if warm is not None:
+        warm.join()        # before the report forks its drawing processes
+    status = _finish(args, summary, space, kernel, store, limits)
+    clock.mark("report" if not args.no_report else "summary")
+    _say_time(args, clock, summary, timing)
+    return status, store.root
+
+
+def _say_time(args: argparse.Namespace, clock: Any, summary: Any, timing: list[str]) -> None:
+    """The ``time:`` line (a command run from the shell, or ``--timing``) and, with
+    ``--timing``, the sweep's breakdown."""
+    asked = getattr(args, "timing", False)
+    if asked or getattr(args, "from_shell", False):
+        print(clock.line(summary))
+    for line in timing if asked else ():
+        print(f"  {line}")
 
 
 def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, measure: Any,
@@ -123,6 +160,27 @@ def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store
                   processes=args.workers == "process" if args.workers else device.measures_gpu,
                   **ahead)
     return sweep.run()
+
+
+def _import_report_aside(args: argparse.Namespace, device: Any) -> threading.Thread | None:
+    """Import what the report draws with (pandas, matplotlib) on a thread while the
+    sweep runs, where its workers measure in processes of their own (this process mostly
+    waits on them, so the imports take nothing from a measurement); the thread, or None
+    where there is no report or this process measures."""
+    inline = args.workers == "inline" or (args.workers is None and not device.measures_gpu)
+    if args.no_report or inline:
+        return None
+
+    def imports() -> None:
+        with contextlib.suppress(Exception):   # the report says what is missing, itself
+            from sweeper.report import write_report  # noqa: F401
+            from sweeper.report._draw import pyplot
+
+            pyplot()
+
+    thread = threading.Thread(target=imports, name="sweeper-report-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, Any]:

@@ -38,7 +38,7 @@ class CudaDevice(Device):
         self._facts = DeviceFacts(name=self._props.name, sms=self._props.multi_processor_count,
                                   l2_bytes=self._props.L2_cache_size)
         self._flush_buffer: Any = None
-        self.reader = open_reader(0)
+        self.reader = open_reader(0, uuid=nvml_uuid(self._props))
         self.monitor = StateMonitor(self.reader) if self.reader.available else None
         self.note = self.reader.note
         self._floor: float | None = None
@@ -179,3 +179,13 @@ def _driver_version() -> str:
         return version.decode() if isinstance(version, bytes) else str(version)
     except Exception as err:  # noqa: BLE001 - NVML missing or refused: record why, go on
         return f"unknown ({type(err).__name__})"
+
+
+def nvml_uuid(props: Any) -> str | None:
+    """The UUID by which NVML names the GPU of CUDA device properties ``props``
+    (``GPU-...``), or None where torch does not give one."""
+    uuid = getattr(props, "uuid", None)
+    if uuid is None:
+        return None
+    text = str(uuid)
+    return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"

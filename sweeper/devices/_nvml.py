@@ -129,11 +129,16 @@ class NullReader:
 
 @dataclass
 class NvmlReader:
-    """Reads GPU ``index`` through NVML.  ``usual_sm_mhz`` is the default applications
-    clock (else the maximum): the clock a slowdown is measured against.  Construction
-    fails if NVML cannot start; :func:`open_reader` turns that into a :class:`NullReader`."""
+    """Reads, through NVML, the GPU whose UUID is ``uuid`` (``GPU-...``), else NVML's GPU
+    ``index``.  NVML numbers every GPU of the machine and ignores
+    ``CUDA_VISIBLE_DEVICES``, so the GPU a process's CUDA device 0 is (a worker's, with
+    one GPU visible) is found by its UUID.  ``usual_sm_mhz`` is the default
+    applications clock (else the maximum): the clock a slowdown is measured against.
+    Construction fails if NVML cannot start; :func:`open_reader` turns that into a
+    :class:`NullReader`."""
 
     index: int = 0
+    uuid: str | None = None
     available: bool = True
     note: str | None = None
     usual_sm_mhz: int = 0
@@ -145,7 +150,8 @@ class NvmlReader:
 
         self._nvml = pynvml
         pynvml.nvmlInit()
-        self._handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
+        self._handle = pynvml.nvmlDeviceGetHandleByUUID(self.uuid) if self.uuid else \
+            pynvml.nvmlDeviceGetHandleByIndex(self.index)
         try:
             self.usual_sm_mhz = pynvml.nvmlDeviceGetDefaultApplicationsClock(
                 self._handle, pynvml.NVML_CLOCK_SM)
@@ -272,11 +278,12 @@ class StateMonitor:
         self._stop.set()
 
 
-def open_reader(index: int = 0) -> StateReader:
-    """An NVML reader for GPU ``index``, or, on any NVML failure, a :class:`NullReader`
-    whose note says why: a missing NVML costs the run its GPU state, never the run."""
+def open_reader(index: int = 0, uuid: str | None = None) -> StateReader:
+    """An NVML reader for the GPU whose UUID is ``uuid``, else NVML's GPU ``index``, or, on
+    any NVML failure, a :class:`NullReader` whose note says why: a missing NVML costs the
+    run its GPU state, never the run."""
     try:
-        return NvmlReader(index)
+        return NvmlReader(index, uuid)
     except Exception as err:  # noqa: BLE001 - any NVML failure: say so once and go on
         return NullReader(note=f"NVML is not available ({type(err).__name__}: {err}); "
                                "clocks, throttling and energy are not recorded")

@@ -150,6 +150,20 @@ class Precompiler:
         if self.cuda is not None and self.cuda.compiler is None:
             self.cuda.compiler = _nvrtc_for(target)
 
+    def warm_up(self) -> None:
+        """Compile a one-line Triton kernel for the target (``_touch``): the compiler's
+        own start is paid here, not by the first config, which a worker that caught up
+        with the pool may be waiting on.  Nothing for a CUDA C kernel; never raises."""
+        if self.cuda is not None:
+            return
+        with contextlib.suppress(Exception):
+            import torch
+
+            from sweeper.kernels._touch import touch
+
+            with compiling_for(self.target):
+                touch[(1,)](torch.empty(1, device="meta"))
+
     def compile(self, config: Config) -> Precompiled:
         """``config`` compiled ahead; never raises for the config's fault."""
         from sweeper.trial import TrialStatus, classify

@@ -10,6 +10,7 @@ import os
 import sys
 from multiprocessing.connection import Connection
 
+from sweeper._nursery import warm_imports
 from sweeper.sweep._compile_pool import Done, PoolSetup, Started
 
 #: How much lower than the coordinator and the workers a compile process runs.
@@ -19,15 +20,19 @@ NICENESS = 10
 def main() -> None:
     """Serve configs over the socket whose descriptor is the first argument."""
     conn = Connection(int(sys.argv[1]))
-    setup: PoolSetup = conn.recv()
-    sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
+    # triton before the setup: a process started ahead of its sweep
+    # (sweeper._nursery) imports it while the coordinator imports its own
+    warm_imports()
     from sweeper.kernels import load_kernel
     from sweeper.kernels._precompile import Precompiler
 
+    setup: PoolSetup = conn.recv()
+    sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
     compiler = Precompiler(load_kernel(setup.space.kernel, setup.space.kernel_options),
                            setup.target)
+    compiler.warm_up()
     conn.send(Started(os.getpid()))
     while True:
         try:

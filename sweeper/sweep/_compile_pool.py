@@ -19,8 +19,6 @@ worker and is started again, up to ``RESTARTS`` times.
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
 import threading
 import time
 from collections import deque
@@ -29,26 +27,18 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
+from sweeper._nursery import COMPILE_ENV, COMPILER, default_size, kill_now
 from sweeper.kernels._precompile import Compile, Precompiled, Target
 from sweeper.space import Config, Space
 from sweeper.sweep._process import GRACE_S, STARTUP_S, death, send_within, spawn, stop
 
-#: Most compile processes a pool starts by default (Triton's compile scales to about
-#: this many before the processes' start-up outweighs what they save).
-MAX_DEFAULT = 8
 #: Times a pool starts a process again after one died, before it gives up.
 RESTARTS = 3
 #: Seconds the coordinator waits for a compile in progress before the worker compiles.
 WAIT_S = 120.0
 
 Key = tuple[str, ...]
-
-
-def default_size(workers: int = 1, cores: int | None = None) -> int:
-    """The compile processes a sweep with ``workers`` measuring processes starts: the
-    cores left over by the workers and the coordinator, at most ``MAX_DEFAULT``."""
-    cores = cores if cores is not None else (os.cpu_count() or 1)
-    return max(0, min(cores - workers - 1, MAX_DEFAULT))
+__all__ = ["CompilePool", "PoolSetup", "default_size"]
 
 
 @dataclass(frozen=True)
@@ -81,17 +71,17 @@ class _Process:
     """One compile process and the config it compiles, if any."""
 
     def __init__(self, setup: PoolSetup, env: dict[str, str]) -> None:
-        self.proc, self.conn, self.log = spawn("sweeper.sweep._compile_main", setup,
-                                               setup.sys_path, env)
+        spawned = spawn(COMPILER, setup, setup.sys_path, env)
+        self.proc, self.conn, self.log = spawned.proc, spawned.conn, spawned.log
         self.pid: int | None = None       # set once it said it is ready
         self.key: Key | None = None
 
     def close(self) -> None:
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            if send_within(self.conn, None, GRACE_S):
-                self.proc.wait(1.0)
-        stop(self.proc)
-        self.conn.close()
+        """End it at once: it holds nothing to keep (Triton writes a cache entry whole,
+        under a temporary name, so a compile cut short leaves no broken entry)."""
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        kill_now(self.proc)
 
 
 class CompilePool:
@@ -104,7 +94,7 @@ class CompilePool:
                  *, feed: bool = True) -> None:
         self.setup, self.size = setup, size
         #: no CUDA device: a compile process never opens a context
-        self.env = {**(env or {}), "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "0"}
+        self.env = {**(env or {}), **COMPILE_ENV}
         self.procs = [_Process(setup, self.env) for _ in range(size)]
         self.waiting: deque[tuple[Key, Config]] = deque()
         self.done: dict[Key, Done] = {}

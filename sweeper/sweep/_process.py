@@ -31,17 +31,15 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from sweeper._nursery import WORKER, Spawned, adopt, start, worker_env
 from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import ROUNDS
@@ -93,26 +91,18 @@ class Ready:
     steps: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
-def spawn(module: str, setup: object, sys_path: list[str], env: dict[str, str]
-          ) -> tuple[subprocess.Popen[bytes], Connection, Any]:
-    """Start ``python -c 'from MODULE import main; main()'`` in a session of its own with
-    one end of a socket pair, ``env`` over this process's environment and ``sys_path`` as
-    its import path, and send it ``setup``: the process, our end, and the file its
-    output goes to (read when it dies)."""
-    mine, theirs = Pipe(duplex=True)
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - read when it dies
-    env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(p for p in sys_path if p)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", f"from {module} import main; main()", str(theirs.fileno())],
-        pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log,
-        stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    theirs.close()
+def spawn(module: str, setup: object, sys_path: list[str], env: dict[str, str]) -> Spawned:
+    """A process serving ``module`` (:func:`sweeper._nursery.start`: a session of
+    its own, ``env`` over this process's environment, ``sys_path`` as its import path),
+    sent ``setup``: one :func:`~sweeper._nursery.prespawn` started earlier with the
+    same module and ``env`` where there is one, else a new one."""
+    spawned = adopt(module, env) or start(module, sys_path, env)
     # it reads the setup once its imports are done; a setup bigger than the socket's
     # buffer waits for that (bounded), and a worker that never reads is stopped by
     # wait_ready, which ends this send too
-    threading.Thread(target=_send_quietly, args=(mine, setup, STARTUP_S), daemon=True,
-                     name="sweeper-setup").start()
-    return proc, mine, log
+    threading.Thread(target=_send_quietly, args=(spawned.conn, setup, STARTUP_S),
+                     daemon=True, name="sweeper-setup").start()
+    return spawned
 
 
 def _send_quietly(conn: Connection, obj: object, timeout: float) -> None:
@@ -212,15 +202,10 @@ class ProcessWorker(Worker):
     def launch(self) -> None:
         """Start the process (:meth:`wait_ready` waits until it can measure), so that
         several workers import torch side by side."""
-        env = dict(self.env)
-        if self.gpu_env:
-            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-            listed = visible.split(",") if visible else None
-            env["CUDA_VISIBLE_DEVICES"] = listed[self.index] if listed and \
-                self.index < len(listed) else str(self.index)
-        self.launched = time.perf_counter()
-        self._proc, self._conn, self._log = spawn("sweeper.sweep._worker_main", self.setup,
-                                                  self.setup.sys_path, env)
+        spawned = spawn(WORKER, self.setup, self.setup.sys_path,
+                        worker_env(self.index, self.gpu_env, self.env))
+        self.launched, self._proc, self._conn, self._log = \
+            spawned.launched, spawned.proc, spawned.conn, spawned.log
 
     def wait_ready(self, within: float | None = None) -> None:
         """Wait until the process has built its bench, ``within`` seconds at most

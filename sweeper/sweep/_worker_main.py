@@ -10,6 +10,7 @@ import sys
 import time
 from multiprocessing.connection import Connection
 
+from sweeper._nursery import warm_imports
 from sweeper.store import BaselineRecord
 from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
 from sweeper.sweep._process import Ready, Setup
@@ -21,14 +22,17 @@ from sweeper.trial import TrialStatus
 def main() -> None:
     """Serve jobs over the socket whose descriptor is the first argument."""
     conn = Connection(int(sys.argv[1]))
-    steps = {"imports": time.perf_counter()}   # the interpreter and torch
-    setup: Setup = conn.recv()
-    sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
+    # torch and triton before the setup: a process started ahead of its sweep
+    # (sweeper._nursery) imports them while the coordinator does the same
+    warm_imports()
     from sweeper.devices import open_device
     from sweeper.kernels import load_kernel
     from sweeper.sweep._bench import Bench
     from sweeper.sweep._limits import Limits
 
+    steps = {"imports": time.perf_counter()}   # the interpreter, torch and triton
+    setup: Setup = conn.recv()
+    sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
     steps["setup"] = time.perf_counter()
     device = open_device(setup.device)
     steps["device"] = time.perf_counter()

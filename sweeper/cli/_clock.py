@@ -1,0 +1,80 @@
+"""Where a ``sweeper run`` spent its wall time, from the process's start to its last line.
+
+The command is judged against a bare script doing the same measurements (issue: a CLI
+within 1.15x of a bare loop), so it says what it costs on top: the interpreter and the
+imports before ``main`` ran, opening the device and the study, the sweep (its start-up,
+the trials, the finals, what follows the loop), and the report.  :func:`process_age`
+reads the process's start from ``/proc`` where there is one (Linux); elsewhere, and for
+a call from Python, the count starts when the command does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def process_age() -> float | None:
+    """Seconds since this process started, from ``/proc`` (None where it cannot be read:
+    not Linux, or ``/proc`` not mounted)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            stat = f.read()
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        # the command name (field 2) may hold spaces and parentheses: count after the last ')'
+        started_ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        return max(0.0, uptime - started_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass
+class RunClock:
+    """Marks taken as a ``sweeper run`` goes (``perf_counter``), and the line saying
+    where its time went."""
+
+    #: seconds from the process's start to this clock's creation (None: unknown)
+    before_s: float | None = None
+    start: float = field(default_factory=time.perf_counter)
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, name: str) -> None:
+        """The step ``name`` ended now."""
+        self.marks[name] = time.perf_counter()
+
+    def steps(self) -> dict[str, float]:
+        """Each marked step's seconds, in order."""
+        out, before = {}, self.start
+        for name, at in self.marks.items():
+            out[name], before = at - before, at
+        return out
+
+    def line(self, summary: Any) -> str:
+        """``time: 36.9 s in all: ...``: the process before ``main`` (where
+        ``before_s`` is known: a command, not a call from Python), each step, and the
+        sweep's own parts from ``summary`` (a :class:`~sweeper.sweep.SweepSummary`)."""
+        end = max(self.marks.values(), default=self.start)
+        before = self.before_s or 0.0
+        parts = [f"python start {before:.1f} s"] if self.before_s is not None else []
+        for name, seconds in self.steps().items():
+            if name == "sweep" and summary is not None:
+                parts.append(f"sweep {seconds:.1f} s ({sweep_parts(summary)})")
+            else:
+                parts.append(f"{name} {seconds:.1f} s")
+        return f"time: {before + end - self.start:.1f} s in all: {', '.join(parts)}"
+
+
+def sweep_parts(summary: Any) -> str:
+    """The sweep's wall time split: its start (the journal read, the workers started, the
+    baselines), the trials, the finals, and what came after (the workers closed, the
+    drift check)."""
+    timing = summary.timing
+    if timing is None:
+        return f"finals {summary.finals_s:.1f} s"
+    trials = timing.span_s - timing.setup_s
+    after = summary.wall_s - timing.span_s - summary.finals_s
+    return (f"start {timing.setup_s:.1f}, trials {trials:.1f}, finals {summary.finals_s:.1f}, "
+            f"after {after:.1f}")

@@ -1,0 +1,132 @@
+"""Processes started ahead (sweeper._nursery): ``sweeper run`` starts its workers (and,
+on a GPU, its compile processes) before it imports torch itself; a worker or pool adopts
+the one started with its module and environment; whatever nobody adopts is ended.  The
+run's last line says where its time went, and NVML watches the GPU a worker measures."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import types
+
+import pytest
+
+from sweeper import _nursery
+from sweeper._nursery import COMPILER, WORKER, adopt, prespawn, release, worker_env
+from sweeper.cli import main
+from sweeper.cli._clock import RunClock, process_age
+from sweeper.cli._prespawn import prespawn_workers
+from sweeper.devices._cuda import nvml_uuid
+from tests.conftest import SMALL_SPACE
+
+
+@pytest.fixture(autouse=True)
+def _empty_nursery():
+    release()
+    yield
+    release()
+
+
+def test_a_process_is_adopted_only_with_its_module_and_environment_and_the_rest_ended():
+    prespawn(WORKER, {"X_SWEEPER_TEST": "1"}, list(sys.path), count=2)
+    assert _nursery.waiting() == 2
+    assert adopt(WORKER, {"X_SWEEPER_TEST": "2"}) is None
+    assert adopt(COMPILER, {"X_SWEEPER_TEST": "1"}) is None
+    got = adopt(WORKER, {"X_SWEEPER_TEST": "1"})
+    assert got is not None and got.proc.poll() is None and _nursery.waiting() == 1
+    left = next(iter(_nursery._waiting.values()))[0]
+    release()
+    assert _nursery.waiting() == 0
+    assert left.proc.wait(5) is not None           # ended, not left behind
+    _nursery.kill_now(got.proc)
+
+
+def test_a_process_that_died_while_waiting_is_not_adopted():
+    prespawn(WORKER, {"X_SWEEPER_TEST": "3"}, list(sys.path))
+    (spawned,) = next(iter(_nursery._waiting.values()))
+    _nursery.kill_now(spawned.proc)
+    assert adopt(WORKER, {"X_SWEEPER_TEST": "3"}) is None and _nursery.waiting() == 0
+
+
+def test_worker_env_names_the_gpu_among_those_visible(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert worker_env(1, True, {"A": "b"}) == {"A": "b", "CUDA_VISIBLE_DEVICES": "1"}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    assert worker_env(1, True, {})["CUDA_VISIBLE_DEVICES"] == "6"
+    assert worker_env(1, False, {"A": "b"}) == {"A": "b"}
+
+
+def _args(**kw):
+    base = dict(device="cuda", workers=None, gpus=[], compile_workers=None)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inline(
+        monkeypatch):
+    started = []
+    monkeypatch.setattr(_nursery, "prespawn", lambda module, env, path, count=1:
+                        started.append((module, env, count)))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert prespawn_workers(_args()) == 1
+    assert started == [(WORKER, {"CUDA_VISIBLE_DEVICES": "0"}, 1)]
+    started.clear()
+    assert prespawn_workers(_args(gpus=[0, 1])) == 2 and len(started) == 2
+    assert prespawn_workers(_args(workers="inline")) == 0
+    assert prespawn_workers(_args(device="interpret")) == 0
+    assert prespawn_workers(_args(device="no-such-device")) == 0   # refused later, in order
+    started.clear()
+    assert prespawn_workers(_args(device="interpret", workers="process")) == 1
+    assert started == [(WORKER, {"TRITON_INTERPRET": "1"}, 1)]
+
+
+def test_a_run_with_worker_processes_starts_them_first_and_says_where_its_time_went(
+        write_space, tmp_path, capsys):
+    """The worker was launched before the sweep began (its imports beside this
+    process's); the time line adds up the steps; nothing is left waiting."""
+    path = write_space(SMALL_SPACE)
+    assert main(["run", str(path), "--device", "interpret", "--workers", "process",
+                 "--studies-dir", str(tmp_path), "--quiet", "--no-report", "--timing"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("time: "))
+    total = float(re.match(r"time: ([\d.]+) s in all", line).group(1))
+    parts = [float(v) for v in re.findall(r"(?:^|, )[a-z -]+ ([\d.]+) s", line.split(": ", 2)[2])]
+    assert "sweep" in line and "(start " in line
+    assert sum(parts) == pytest.approx(total, abs=0.1 * len(parts))
+    launched = float(re.search(r"worker 0: launched at (-?[\d.]+) s", out).group(1))
+    assert launched < 0, out             # before the sweep's clock started
+    assert _nursery.waiting() == 0
+
+
+def test_the_clock_counts_from_the_process_start_where_proc_tells_it():
+    age = process_age()
+    if sys.platform.startswith("linux"):
+        assert age is not None and 0 <= age < 24 * 3600
+    clock = RunClock(before_s=None)            # a call from Python: from the call on
+    clock.mark("a")
+    assert clock.line(None).startswith("time: ") and "python start" not in clock.line(None)
+    assert "python start 2.0 s" in RunClock(before_s=2.0).line(None)
+
+
+def test_nvml_reads_the_gpu_of_the_workers_cuda_device_by_its_uuid(monkeypatch):
+    """With CUDA_VISIBLE_DEVICES=1 a worker's CUDA device 0 is the machine's GPU 1;
+    NVML numbers GPUs ignoring that variable, so the reader finds it by UUID."""
+    from sweeper.devices import _nvml
+
+    asked = []
+    fake = types.SimpleNamespace(
+        NVMLError=Exception, NVML_CLOCK_SM=0, nvmlInit=lambda: None,
+        nvmlDeviceGetHandleByUUID=lambda u: asked.append(("uuid", u)) or "h",
+        nvmlDeviceGetHandleByIndex=lambda i: asked.append(("index", i)) or "h",
+        nvmlDeviceGetDefaultApplicationsClock=lambda h, c: 1980,
+        nvmlDeviceGetEnforcedPowerLimit=lambda h: 700_000)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    props = types.SimpleNamespace(uuid="6f1f2a8e-0000-1111-2222-333344445555")
+    reader = _nvml.open_reader(0, uuid=nvml_uuid(props))
+    assert asked == [("uuid", "GPU-6f1f2a8e-0000-1111-2222-333344445555")]
+    assert reader.available and reader.power_limit_w == 700
+    assert nvml_uuid(types.SimpleNamespace()) is None
+    assert nvml_uuid(types.SimpleNamespace(uuid="GPU-abc")) == "GPU-abc"
+    asked.clear()
+    _nvml.open_reader(2)
+    assert asked == [("index", 2)]
