@@ -245,3 +245,42 @@ def test_on_a_gpu_the_worker_loads_what_the_pool_compiled(write_space, cache_dir
     store, _ = sweep_study(write_space(SMALL_SPACE), device, tmp_path / "s", finals=False)
     measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
     assert measured and all(t.ok for t in measured), [t.reason for t in measured]
+
+
+def test_a_lazy_pool_starts_only_once_a_trial_compiled():
+    """On a warm cache nothing compiles, and no pool is started beside the worker; the
+    first trial that took COMPILED_S or more to launch (the run's first aside: it pays
+    the worker's own first launch) starts it, and it is fed from then on."""
+    from types import SimpleNamespace
+
+    started = []
+
+    class FakePool:
+        def __init__(self):
+            self.handed = []
+            started.append(self)
+
+        def pending(self):
+            return 0
+
+        def known(self, key):
+            return False
+
+        def ahead(self, configs):
+            self.handed.extend(configs)
+
+    sampler = SimpleNamespace(upcoming=lambda n: [{"BLOCK": 1}, {"BLOCK": 2}])
+    space = SimpleNamespace(expand=lambda params: params)
+    ahead = _compile_ahead.CompileAhead(space, sampler, None, lambda c: c, 9,
+                                        start_pool=FakePool)
+    slow, quick = _compile_ahead.COMPILED_S * 5, _compile_ahead.COMPILED_S / 10
+    done = {("first",): SimpleNamespace(cold_s=slow)}      # the run's first: its own start
+    ahead.look_ahead(done, ())
+    done[("warm",)] = SimpleNamespace(cold_s=quick)
+    ahead.look_ahead(done, ())
+    assert not started and ahead.refused(0, {"BLOCK": 1}) is None   # the worker compiles
+    done[("cold",)] = SimpleNamespace(cold_s=slow)
+    ahead.look_ahead(done, ())
+    assert len(started) == 1 and len(started[0].handed) == 2
+    ahead.look_ahead(done, ())
+    assert len(started) == 1

@@ -198,7 +198,7 @@ def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, An
             raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
                                "compiles nothing for a GPU; leave the option out")
         return {}
-    return {"compile_target": Target.parse(target),
+    return {"compile_target": Target.parse(target), "compile_lazy": True,
             "compile_workers": default_size(workers) if asked is None else asked}
 
 

@@ -25,41 +25,77 @@ from sweeper.trial import TrialResult, TrialStatus
 
 #: Configs waiting or compiling per compile process, beyond those being measured.
 AHEAD_PER_PROCESS = 4
+#: Seconds of a trial's first launch (compile + first run) past which it compiled: a
+#: launch loaded from a warm cache took under 0.1 s on the H200; compiling copy takes more.
+COMPILED_S = 0.2
 
 
 class CompileAhead:
     """Feeds ``pool`` the configs ``sampler`` will propose next and turns what it
-    found into records; ``resolve`` gives a choice's config (``None``: ruled out)."""
+    found into records; ``resolve`` gives a choice's config (``None``: ruled out).
 
-    def __init__(self, space: Space, sampler: Any, pool: CompilePool,
-                 resolve: Callable[[Choice], Config | None], window: int) -> None:
+    With ``start_pool`` the pool is started only once a trial of this run compiled
+    (its first launch took ``COMPILED_S`` or more, the run's first trial aside: it
+    also pays the worker's own first launch): on a warm cache there is nothing to
+    compile, and eight processes importing torch beside the worker slowed its trials
+    by a fifth on the H200 machine."""
+
+    def __init__(self, space: Space, sampler: Any, pool: CompilePool | None,
+                 resolve: Callable[[Choice], Config | None], window: int,
+                 start_pool: Callable[[], CompilePool] | None = None) -> None:
         self.space, self.sampler, self.pool, self.resolve = space, sampler, pool, resolve
+        self.start_pool = start_pool
         #: how many configs the pool may hold, waiting or compiling
         self.window = window
         #: how each config measured so far was compiled: ``compiled``/``failed``/``left``
         #: by the pool, or ``worker`` (the pool had not reached it)
         self.counts: dict[str, int] = {}
+        self._seen: set[tuple[str, ...]] = set()
+        self._first_skipped = False
 
     @classmethod
     def start(cls, space: Space, study: Any, target: Target | None, size: int,
-              workers: int, resolve: Callable[[Choice], Config | None]
-              ) -> CompileAhead | None:
+              workers: int, resolve: Callable[[Choice], Config | None], *,
+              lazy: bool = False) -> CompileAhead | None:
         """A pool of ``size`` processes compiling for ``target``, fed with the sampler's
-        next proposals; ``None`` where there is no target or size, or the sampler cannot
-        say what it proposes next."""
+        next proposals (``lazy``: started once a trial compiled); ``None`` where there is
+        no target or size, or the sampler cannot say what it proposes next."""
         if target is None or size <= 0 or not hasattr(study.sampler, "upcoming"):
             return None
         import sys
 
-        pool = CompilePool(PoolSetup(space, target, list(sys.path)), size)
-        ahead = cls(space, study.sampler, pool, resolve, size * AHEAD_PER_PROCESS + workers)
+        def start_pool() -> CompilePool:
+            return CompilePool(PoolSetup(space, target, list(sys.path)), size)
+
+        window = size * AHEAD_PER_PROCESS + workers
+        if lazy:
+            return cls(space, study.sampler, None, resolve, window, start_pool)
+        ahead = cls(space, study.sampler, start_pool(), resolve, window)
         ahead.look_ahead((), ())
         return ahead
+
+    def _compiled(self, done: Any) -> bool:
+        """Whether a trial kept since the last look (the first aside) compiled."""
+        for key, record in getattr(done, "items", dict)():
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            if not self._first_skipped:
+                self._first_skipped = True
+                continue
+            if (getattr(record, "cold_s", None) or 0.0) >= COMPILED_S:
+                return True
+        return False
 
     def look_ahead(self, done: Container[tuple[str, ...]],
                    in_flight: Container[tuple[str, ...]]) -> None:
         """Hand the pool the sampler's next proposals it lacks, in order, up to the
-        window (neither measured, nor measuring, nor ruled out)."""
+        window (neither measured, nor measuring, nor ruled out); a lazy pool is started
+        first once a trial compiled."""
+        if self.pool is None:
+            if self.start_pool is None or not self._compiled(done):
+                return
+            self.pool, self.start_pool = self.start_pool(), None
         room = self.window - self.pool.pending()
         if room <= 0:
             return
@@ -79,7 +115,7 @@ class CompileAhead:
         compiler refusing it (the reason as the worker would record it); else ``None``:
         the worker measures it (loading what the pool compiled, or compiling it)."""
         started, t0 = now(), time.perf_counter()
-        result = self.pool.take(key_of(choice))
+        result = self.pool.take(key_of(choice)) if self.pool is not None else None
         how = result.status.value if result is not None else "worker"
         self.counts[how] = self.counts.get(how, 0) + 1
         if result is None or result.status is not Compile.FAILED:
@@ -91,4 +127,5 @@ class CompileAhead:
 
     def close(self) -> None:
         """End the pool's processes."""
-        self.pool.close()
+        if self.pool is not None:
+            self.pool.close()

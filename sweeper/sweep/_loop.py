@@ -76,7 +76,7 @@ class Sweep:
                  on_hang: Callable[[TrialRecord], None] | None = None,
                  gpus: Sequence[int] | None = None, processes: bool = False,
                  claims: Claims | None = None, compile_workers: int = 0,
-                 compile_target: Target | None = None) -> None:
+                 compile_target: Target | None = None, compile_lazy: bool = False) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -99,8 +99,9 @@ class Sweep:
         #: shared with other workers: each config is claimed before it is measured and
         #: kept through its claim (:mod:`sweeper.sweep._claims`).  None: this run alone.
         self.claims = claims
-        #: processes compiling ahead for ``compile_target`` (0 or no target: none)
+        #: processes compiling ahead for ``compile_target`` (0 or no target: none), lazily
         self.compile_workers, self.compile_target = compile_workers, compile_target
+        self.compile_lazy = compile_lazy    # started once a trial compiled (CompileAhead)
         self.ceilings = ceilings
         self.bounds = device.bounds()
         #: what the sampler declares it needs or offers (finals, a baseline, guesses)
@@ -181,7 +182,7 @@ class Sweep:
             bench.note_best(t)
         ahead = CompileAhead.start(self.space, study, self.compile_target,
                                    self.compile_workers, len(self.gpus or [0]),
-                                   self._resolved)     # starting beside the workers
+                                   self._resolved, lazy=self.compile_lazy)
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
@@ -198,7 +199,6 @@ class Sweep:
                 None if self.gpus is None else GpuSlot(i, self.facts.name))
                 for i in indices])
         from sweeper.sweep._process import ProcessWorker, Setup
-
         setup = Setup(self.space, self.device.opened_as or self.device.name, self.measure,
                       self.ceilings, [*baselines, *self.store.read(DutyRecord)],
                       list(sys.path))
