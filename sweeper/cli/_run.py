@@ -186,9 +186,9 @@ def _import_report_aside(args: argparse.Namespace, device: Any) -> threading.Thr
 def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, Any]:
     """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
     the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
-    the H200 the pool compiled 64 matmul configs in 0.34x the serial time and moved no
-    median by more than 0.07 %, docs/benchmarks.md); elsewhere none, and asking for
-    some is refused."""
+    the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
+    moved no median by more than 0.07 %, docs/benchmarks.md), started once a trial
+    compiled; elsewhere none, and asking for some is refused."""
     from sweeper.kernels._precompile import Target
     from sweeper.sweep._compile_pool import default_size
 
