@@ -50,3 +50,14 @@ def mixed_table(folder: Path) -> Path:
         writer.writeheader()
         writer.writerows(kept)
     return path
+
+
+def replayed_trials(folder: Path) -> list:
+    """The trials of :data:`SPACE` swept in ``folder`` on :func:`mixed_table`, in order:
+    two ruled out, a wrong answer, a missing config and four measured."""
+    import sweeper
+    from sweeper.store import StudyStore
+
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(folder)}", studies_dir=folder,
+                        quiet=True, report=False)
+    return StudyStore(study.path).records()[0]

@@ -16,7 +16,7 @@ from sweeper.errors import SpaceError, StudyError, SweeperError
 from sweeper.finals import Winners
 from sweeper.progress import ProgressReporter
 from sweeper.store import StudyStore
-from tests.api_fixtures import FAILED, MISSING, ROOT, SPACE, TABLE, mixed_table
+from tests.api_fixtures import FAILED, MISSING, ROOT, SPACE, TABLE, mixed_table, replayed_trials
 
 TINY = {"study": "tiny", "kernel": "copy", "sampler": "exhaustive",
         "params": {"grid": ["sms"], "block": [32, 64], "BLOCK": [256], "footprint": ["4KiB"]},
@@ -161,18 +161,12 @@ def test_load_study_opens_a_study_and_refuses_a_folder_without_one(tmp_path):
         sweeper.load_study(tmp_path / "nothing")
 
 
-def _replayed_trials(tmp_path):
-    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
-                        studies_dir=tmp_path, quiet=True, report=False)
-    return StudyStore(study.path).records()[0]
-
-
 def test_the_progress_bar_written_to_a_pipe_has_no_control_codes(tmp_path):
     from rich.console import Console
 
     out = io.StringIO()
     reporter = ProgressReporter(console=Console(file=out))
-    trials = _replayed_trials(tmp_path)
+    trials = replayed_trials(tmp_path)
     reporter.start(len(trials), 0)
     for t in trials:
         reporter.trial(t, trials[6])
@@ -181,22 +175,3 @@ def test_the_progress_bar_written_to_a_pipe_has_no_control_codes(tmp_path):
     assert "\x1b" not in text and "\r" not in text
     assert text.splitlines() == [text.strip()]             # drawn once, at the end
     assert "8/8" in text and "best 2840 GB/s last missing" in text
-
-
-def test_in_a_notebook_without_ipywidgets_the_progress_is_plain_lines(tmp_path, monkeypatch):
-    import rich.jupyter
-    from rich.console import Console
-
-    shown: list[str] = []
-    monkeypatch.setattr(rich.jupyter, "display", lambda segments, text: shown.append(text))
-    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)  # no ipywidgets
-    reporter = ProgressReporter(console=Console(force_jupyter=True, file=io.StringIO()))
-    trials = _replayed_trials(tmp_path)
-    reporter.start(len(trials), 0)
-    for t in trials:
-        reporter.trial(t, trials[6] if t.number >= 6 else None)
-    reporter.finish()
-    lines = [s.strip() for s in shown]
-    assert lines[0] == "trials 1/8 best – last invalid"
-    assert lines[-1] == "trials 8/8 best 2840 GB/s last missing"
-    assert len(shown) == 8 and all("\x1b" not in s for s in shown)

@@ -1,0 +1,106 @@
+"""The progress bar in a notebook: one output redrawn in place (through IPython's display
+updates, here a stand-in that records them), ending where the sweep ended."""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from sweeper import progress
+from sweeper.progress import ProgressReporter
+from tests.api_fixtures import replayed_trials
+
+
+def _bar_text(done: int, best: str, last: str) -> str:
+    """The bar's text after ``done`` of the mixed study's 8 trials, as a pattern (the bar
+    and the times vary)."""
+    return rf"trials [━╸╺ ]+ {done}/8 best {best} last {last} \d:\d\d:\d\d ETA [-:\d]+\n"
+
+
+class _Display:
+    """IPython's ``display`` as a notebook would see it: each output shown with its display
+    id, and the updates made to it through the handle."""
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[Any, Any]] = []
+        self.updates: list[Any] = []
+
+    def __call__(self, obj: Any, display_id: Any = None) -> Any:
+        self.shown.append((obj, display_id))
+        display = self
+
+        class Handle:
+            def update(self, obj: Any) -> None:
+                display.updates.append(obj)
+
+        return Handle()
+
+    def texts(self) -> list[str]:
+        return [obj._repr_mimebundle_([], [])["text/plain"]
+                for obj in [self.shown[0][0], *self.updates]]
+
+
+@pytest.fixture
+def notebook(monkeypatch) -> _Display:
+    import IPython.display
+
+    display = _Display()
+    monkeypatch.setattr(IPython.display, "display", display)
+    return display
+
+
+def _bar(trials: list, stop_after: int | None = None) -> None:
+    """Report ``trials`` to a bar in a notebook, the best being #6 once it is measured;
+    ``stop_after``: finish after that many, as an interrupted sweep does."""
+    reporter = ProgressReporter(console=Console(force_jupyter=True, file=io.StringIO()))
+    reporter.start(len(trials), 0)
+    for t in trials[:stop_after]:
+        reporter.trial(t, trials[6] if t.number >= 6 else None)
+    reporter.finish()
+
+
+def test_in_a_notebook_the_bar_is_one_output_redrawn_in_place(tmp_path, notebook, monkeypatch):
+    monkeypatch.setattr(progress, "REDRAW_S", 0.0)           # every trial redraws
+    _bar(replayed_trials(tmp_path))
+    assert len(notebook.shown) == 1 and notebook.shown[0][1] is True   # one output, by id
+    texts = notebook.texts()
+    assert len(texts) == 1 + 8 + 1                         # start, each trial, the end
+    assert re.fullmatch(_bar_text(0, "–", "–"), texts[0])
+    assert re.fullmatch(_bar_text(1, "–", "invalid"), texts[1])
+    assert re.fullmatch(_bar_text(8, "2840 GB/s", "missing"), texts[-1])
+    assert texts[-1] == texts[-2]                          # the end draws the last state
+    html = notebook.shown[0][0]._repr_mimebundle_([], [])["text/html"]
+    assert html.startswith("<pre style=") and "0/8" in html
+    assert not any("\x1b" in t or "\r" in t for t in texts)   # no control codes
+
+
+def test_a_fast_sweep_redraws_the_notebook_bar_seldom_but_ends_on_its_last_trial(
+        tmp_path, notebook, monkeypatch):
+    monkeypatch.setattr(progress, "REDRAW_S", 3600.0)
+    _bar(replayed_trials(tmp_path))
+    texts = notebook.texts()
+    assert len(texts) == 3                                 # start, the last trial, the end
+    assert re.fullmatch(_bar_text(8, "2840 GB/s", "missing"), texts[1])
+
+
+def test_an_interrupted_sweep_leaves_the_notebook_bar_where_it_stopped(
+        tmp_path, notebook, monkeypatch):
+    monkeypatch.setattr(progress, "REDRAW_S", 3600.0)
+    _bar(replayed_trials(tmp_path), stop_after=3)
+    texts = notebook.texts()
+    assert len(texts) == 2
+    assert re.fullmatch(_bar_text(3, "–", "2650 GB/s"), texts[-1])
+
+
+def test_a_bar_that_never_started_draws_nothing_when_finished(notebook):
+    """As when the sweep's set-up failed: its one-line error is all the user sees."""
+    files = [io.StringIO() for _ in range(3)]
+    for console in (Console(force_jupyter=True, file=files[0]), Console(file=files[1]),
+                    Console(file=files[2], force_terminal=True)):
+        ProgressReporter(console=console).finish()
+    assert notebook.shown == [] and [f.getvalue() for f in files] == ["", "", ""]
+
