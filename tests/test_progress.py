@@ -1,10 +1,14 @@
-"""The progress bar in a notebook: one output redrawn in place (through IPython's display
-updates, here a stand-in that records them), ending where the sweep ended."""
+"""The progress bar: in a notebook one output redrawn in place (through IPython's display
+updates, here a stand-in that records them), ending where the sweep ended; in a terminal a
+live bar whose thread ends also when the sweep's workers never start.  The bar in a real
+Jupyter kernel is in ``test_jupyter.py``."""
 
 from __future__ import annotations
 
 import io
 import re
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -13,6 +17,7 @@ from rich.console import Console
 from sweeper import progress
 from sweeper.progress import ProgressReporter
 from tests.api_fixtures import replayed_trials
+from tests.conftest import SMALL_SPACE, sweep_study
 
 
 def _bar_text(done: int, best: str, last: str) -> str:
@@ -104,3 +109,27 @@ def test_a_bar_that_never_started_draws_nothing_when_finished(notebook):
         ProgressReporter(console=console).finish()
     assert notebook.shown == [] and [f.getvalue() for f in files] == ["", "", ""]
 
+
+def test_a_sweep_whose_workers_do_not_start_ends_its_live_bar(write_space, tmp_path,
+                                                              monkeypatch):
+    """The bar starts before the workers are waited for; when one does not start, the
+    error reaches the caller with the bar stopped: no refresh thread, stdout restored."""
+    from sweeper.devices import open_device
+    from sweeper.sweep import _loop
+    from sweeper.sweep._drop import NotStarted
+
+    class NotStarting(_loop.InlineWorker):
+        def wait_ready(self) -> None:
+            raise NotStarted("the worker for GPU 0 did not start (on purpose)", 0, "on purpose")
+
+    space, device = write_space(SMALL_SPACE), open_device("interpret")
+    monkeypatch.setattr(_loop, "InlineWorker", NotStarting)
+    stdout, threads = sys.stdout, set(threading.enumerate())
+    reporter = ProgressReporter(console=Console(file=io.StringIO(), force_terminal=True))
+    with pytest.raises(NotStarted, match="did not start"):
+        sweep_study(space, device, tmp_path / "st", reporter=reporter)
+    assert sys.stdout is stdout
+    left = set(threading.enumerate()) - threads
+    for thread in left:         # a stopped bar's refresh thread ends a moment later
+        thread.join(timeout=5)
+    assert [t.name for t in left if t.is_alive()] == []

@@ -115,8 +115,8 @@ class Sweep:
         (with several GPUs: on every GPU left, at once, before the workers close).  Every
         trial is journaled as soon as it is measured; a resume measures none again."""
         t0 = time.perf_counter()
-        run = self._start(t0)
         try:
+            run = self._start(t0)       # failing, it too ends the bar, closes the store
             try:
                 run.summary.stopped_by = self._loop(run)
                 run.summary.timing = run.timeline.breakdown(time.perf_counter())

@@ -22,7 +22,8 @@ class Reporter(Protocol):
         """A trial was measured and kept; ``best`` is the fastest so far, if any."""
 
     def finish(self) -> None:
-        """The sweep ended, however it ended: nothing more will be reported."""
+        """The sweep ended, however it ended (also when its workers did not start,
+        perhaps before :meth:`start`): nothing more will be reported."""
 
 
 class SilentReporter:
