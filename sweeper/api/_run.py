@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from sweeper.options import gpu_list
 
 #: The pseudo file names a space given as text is called in errors.
 STRING, DICT = "<string>", "<dict>"
+#: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
+TQDM_NOTICE = "IProgress not found"
 
 
 def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
@@ -58,7 +61,12 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         argv=[], command=f"sweeper.run({_shown(space)}, device={device!r})",
         gpus=[] if gpus is None else gpu_list(gpus), storage=storage, **_source(space))
     try:
-        _, root = run_study(args)
+        with warnings.catch_warnings():
+            # Optuna imports tqdm.auto, which in a notebook without ipywidgets tells the
+            # user to install them for tqdm's bars; sweeper draws none (its own bar needs
+            # no ipywidgets), so that red notice would only mislead
+            warnings.filterwarnings("ignore", message=TQDM_NOTICE)
+            _, root = run_study(args)
     except SpaceError as err:
         if err.file != DICT:
             raise

@@ -369,7 +369,8 @@ def _stop_handler(stop: Any) -> Any:
         if stop.set:
             raise KeyboardInterrupt
         stop.set = True
-        print("\nstopping after the current trial (Ctrl-C again to abort it)", file=sys.stderr)
+        print("\nstopping after the current trial (Ctrl-C again to abort it)", file=sys.stderr,
+              flush=True)     # before the summary on stdout, where stderr is buffered too
     return handler
 
 
