@@ -144,6 +144,8 @@ def warm_imports() -> None:
 def kill_now(proc: Any, reap_s: float = 1.0) -> None:
     """SIGKILL ``proc``'s process group (a process started by :func:`start`, holding
     nothing that must be kept) and reap it within ``reap_s`` (else the system does)."""
+    if proc.poll() is not None:        # reaped: its pid may name another process now
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):

@@ -120,3 +120,26 @@ def test_worker_processes_survive_a_crash_and_a_hang_in_one_command(write_space,
     assert sum(t.ok for t in measured) == 4
     assert {t.gpu.index for t in measured} == {0, 1}
     assert all(t.gpu.name == "Triton interpreter (CPU)" for t in measured)
+
+
+def test_one_worker_process_measures_the_finals_and_is_not_waited_for(
+        write_space, tmp_path, monkeypatch):
+    """Slow (~8 s: the worker process imports torch).  With one worker process the finals
+    run in it (it holds the kernels compiled and the buffers), recorded as one GPU's
+    finals are (no GPU named); the coordinator measures nothing itself, and closing does
+    not wait for the process to exit: it ends on its own."""
+    from sweeper.sweep import _finals, _loop, _process
+
+    def coordinator_finals(*args, **kwargs):
+        raise AssertionError("the coordinator measured the finals itself")
+
+    monkeypatch.setattr(_loop, "run_finals", coordinator_finals)
+    lingering = []
+    monkeypatch.setattr(_process, "linger", lambda proc: lingering.append(proc))
+    store, summary = sweep_study(write_space(SMALL_SPACE), open_device("interpret"),
+                                 tmp_path / "s", processes=True)
+    assert summary.finals and all(f.gpu is None for f in summary.finals)
+    assert [f.problem for f in store.read(_finals.FinalRecord)] == \
+        [f.problem for f in summary.finals]
+    (proc,) = lingering
+    assert proc.wait(30) == 0          # asked to end, it ended on its own

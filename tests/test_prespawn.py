@@ -130,3 +130,19 @@ def test_nvml_reads_the_gpu_of_the_workers_cuda_device_by_its_uuid(monkeypatch):
     asked.clear()
     _nvml.open_reader(2)
     assert asked == [("index", 2)]
+
+
+def test_a_lingering_worker_that_does_not_end_is_stopped_after_the_grace():
+    """A worker asked to end is not waited for; one that does not end on its own within
+    GRACE_S is stopped by the reaper."""
+    import subprocess
+    import time
+
+    from sweeper.sweep._process import GRACE_S, linger
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                            start_new_session=True)
+    t0 = time.monotonic()
+    linger(proc)
+    assert proc.poll() is None                       # not waited for
+    assert proc.wait(GRACE_S + 15) is not None and time.monotonic() - t0 >= GRACE_S

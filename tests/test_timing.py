@@ -149,8 +149,11 @@ def test_workers_are_all_asked_to_end_before_any_is_waited_for():
         def finish(self) -> None:
             log.append(f"finish {self.name}")
 
-        def close(self) -> None:
-            log.append(f"close {self.name}")
+        def close(self, wait: bool = True) -> None:
+            log.append(f"close {self.name}{'' if wait else ' (not waited for)'}")
 
     Workers([_Ending("0"), _Ending("1")]).close()
     assert log == ["finish 0", "finish 1", "close 0", "close 1"]
+    log.clear()
+    Workers([_Ending("0")], wait_on_close=False).close()
+    assert log == ["finish 0", "close 0 (not waited for)"]

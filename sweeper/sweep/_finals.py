@@ -2,10 +2,11 @@
 interleaved rounds, the torch baseline among them, to choose its winner
 (:mod:`sweeper.finals` says how).
 
-On one GPU the coordinator measures them itself (:func:`run_finals`).  With several, each
-worker measures the same finalists on its own GPU, all at once (a :class:`FinalsJob`),
-and each GPU's final is recorded with its GPU (:func:`run_finals_everywhere`); how they
-agree is read from those records (:mod:`sweeper.consensus`).
+Measuring in its own process, the coordinator measures them itself (:func:`run_finals`).
+With worker processes, each worker measures the same finalists on its own GPU, all at once
+(a :class:`FinalsJob`), and with several GPUs each final is recorded with its GPU
+(:func:`run_finals_everywhere`); how they agree is read from those records
+(:mod:`sweeper.consensus`).
 
 Only problems without a current final take part, and each problem's finals are appended
 to the journal as soon as they are done: a run stopped halfway keeps those finished, and
@@ -95,7 +96,9 @@ def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
                 lost.append(f"{worker.slot or 'a worker'}, {problem_of(chosen[0])}: "
                             f"{outcome.error}")
                 continue
-            outcome.record.gpu, outcome.record.after_trial = worker.slot, newest
+            # one GPU's final names none, as the coordinator's own would
+            outcome.record.gpu = worker.slot if workers.several else None
+            outcome.record.after_trial = newest
             store.append(outcome.record)
             finals.append(outcome.record)
     return finals, lost

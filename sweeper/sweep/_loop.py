@@ -112,7 +112,7 @@ class Sweep:
     def run(self) -> SweepSummary:
         """Measure what the sampler proposes until a budget stops the sweep, then measure
         the baseline again (drift) and run the finals of each problem without a winner
-        (with several GPUs: on every GPU left, at once, before the workers close).  Every
+        (with worker processes: in them, on every GPU left at once, before they close).  Every
         trial is journaled as soon as it is measured; a resume measures none again."""
         t0 = time.perf_counter()
         try:
@@ -121,7 +121,7 @@ class Sweep:
                 run.summary.stopped_by = self._loop(run)
                 run.summary.timing = run.timeline.breakdown(time.perf_counter())
                 run.summary.dropped = run.workers.dropped
-                if run.workers.several:
+                if run.workers.finals_in_workers:
                     self._finals_everywhere(run)
             finally:
                 run.workers.close()
@@ -212,7 +212,7 @@ class Sweep:
             for worker in workers:
                 worker.close()
             raise
-        return Workers(workers)
+        return Workers(workers, wait_on_close=self.sampler_caps.takes_baseline)
 
     def _record_invalid(self, invalid: list[tuple[Choice, str]],
                         done: dict[tuple[str, ...], TrialRecord], summary: SweepSummary,
@@ -364,7 +364,7 @@ class Sweep:
                 self.sampler_caps.takes_baseline:
             summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
         todo = Winners.of(self.store).missing(trials) \
-            if self.run_finals and not self.stop.set and not run.workers.several else []
+            if self.run_finals and not self.stop.set and not run.workers.finals_in_workers else []
         if todo:
             t_finals = time.perf_counter()
             summary.finals = run_finals(trials, todo, run.bench, self.store,

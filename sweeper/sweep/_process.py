@@ -23,6 +23,7 @@ worker has ``RESTART_S`` to say it is ready.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import os
@@ -39,7 +40,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from sweeper._nursery import WORKER, Spawned, adopt, start, worker_env
+from sweeper._nursery import WORKER, Spawned, adopt, kill_now, start, worker_env
 from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import ROUNDS
@@ -166,6 +167,21 @@ def stop(proc: subprocess.Popen[bytes] | None) -> bool:
     except subprocess.TimeoutExpired:
         return False
     return True
+
+
+def linger(proc: subprocess.Popen[bytes]) -> None:
+    """Let ``proc``, asked to end, exit on its own while this process goes on: a daemon
+    thread reaps it, and stops it (:func:`stop`) if it has not ended within ``GRACE_S``
+    (a worker tearing its CUDA context down takes tenths of a second); one still there
+    when this process exits is killed with its group then."""
+    def reap() -> None:
+        try:
+            proc.wait(GRACE_S)
+        except subprocess.TimeoutExpired:
+            stop(proc)
+
+    threading.Thread(target=reap, name="sweeper-reap", daemon=True).start()
+    atexit.register(kill_now, proc, 0.0)
 
 
 def _exited(pid: int) -> bool:
@@ -319,8 +335,13 @@ class ProcessWorker(Worker):
             with contextlib.suppress(OSError):
                 send_within(self._conn, None, GRACE_S)   # done: it exits on its own
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         self.finish()
+        if not wait and self._proc is not None and self._conn is not None:
+            linger(self._proc)         # it ends on its own; nothing of it is waited for
+            self._conn.close()
+            self._conn = None
+            return
         if self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(GRACE_S)

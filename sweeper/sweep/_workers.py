@@ -136,8 +136,8 @@ class Worker(abc.ABC):
     def finish(self) -> None:  # noqa: B027 - a worker in this process has nothing to end
         """Ask the worker to end on its own; :meth:`close` then waits for it."""
 
-    def close(self) -> None:  # noqa: B027 - a worker in this process has nothing to end
-        """Let go of the device (and the process, if any)."""
+    def close(self, wait: bool = True) -> None:  # noqa: B027 - nothing to end in this process
+        """Let go of the device (and the process, if any: ``wait``, until it has exited)."""
 
 
 class InlineWorker(Worker):
@@ -193,11 +193,21 @@ class Workers:
     ``all`` are those still measuring; a GPU whose worker could not be replaced is
     dropped from it (:mod:`._drop`) while others are left."""
 
-    def __init__(self, workers: Sequence[Worker]) -> None:
+    def __init__(self, workers: Sequence[Worker], *, wait_on_close: bool = True) -> None:
         self.started = list(workers)
         self.all = list(workers)
         #: the GPUs dropped in this run, in order
         self.dropped: list[Dropped] = []
+        #: whether :meth:`close` waits for worker processes to exit (it must where the
+        #: coordinator measures afterwards: a context torn down beside a measurement)
+        self.wait_on_close = wait_on_close
+
+    @property
+    def finals_in_workers(self) -> bool:
+        """Whether the finals run in the workers: with several GPUs on each of them; with
+        one worker process in it, which holds the kernels compiled and the buffers, so the
+        coordinator measures nothing of its own."""
+        return self.several or not any(isinstance(w, InlineWorker) for w in self.started)
 
     @property
     def several(self) -> bool:
@@ -263,8 +273,10 @@ class Workers:
         return worker, job, outcome
 
     def close(self) -> None:
-        """Let go of every worker: all are asked to end first, so they exit side by side."""
+        """Let go of every worker: all are asked to end first, so they exit side by side;
+        without ``wait_on_close`` their processes end on their own while the command goes
+        on (reaped in the background, ended at exit at the latest)."""
         for worker in self.all:
             worker.finish()
         for worker in self.all:
-            worker.close()
+            worker.close(wait=self.wait_on_close)
