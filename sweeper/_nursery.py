@@ -104,11 +104,12 @@ def waiting() -> int:
     return sum(len(v) for v in _waiting.values())
 
 
-def release() -> None:
-    """End every process never adopted (they only imported; their group is killed)."""
-    for spawned in [s for v in _waiting.values() for s in v]:
-        _end(spawned)
-    _waiting.clear()
+def release(module: str | None = None) -> None:
+    """End every process never adopted (they only imported; their group is killed), or
+    only those serving ``module``."""
+    for key in [k for k in _waiting if module is None or k[0] == module]:
+        for spawned in _waiting.pop(key):
+            _end(spawned)
 
 
 def _end(spawned: Spawned) -> None:

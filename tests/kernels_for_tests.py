@@ -141,6 +141,20 @@ class DiesOrHangsOnBigBlock(CopyKernel):
         super().launch(buffers, config)
 
 
+class DiesOnBigBlock(CopyKernel):
+    """For BLOCK 1024 on more than one program the process dies at once (``os._exit(3)``),
+    whatever the warps: two crashes in the small test space.  Every other config copies."""
+
+    name = "dies"
+
+    def launch(self, buffers, config: Config) -> None:
+        if config.meta["BLOCK"] == 1024 and config.grid > 1:
+            import os
+
+            os._exit(3)
+        super().launch(buffers, config)
+
+
 class StuckInC(CopyKernel):
     """Like a worker blocked in a synchronize on a kernel that never returns, where no
     signal handler runs: for BLOCK 1024 on more than one program with 4 warps the process

@@ -143,3 +143,26 @@ def test_one_worker_process_measures_the_finals_and_is_not_waited_for(
         [f.problem for f in summary.finals]
     (proc,) = lingering
     assert proc.wait(30) == 0          # asked to end, it ended on its own
+
+
+def test_after_a_lost_worker_a_spare_waits_so_the_next_fresh_one_has_its_imports_done(
+        write_space, tmp_path, monkeypatch):
+    """Slow (~15 s).  One worker process loses two trials to crashes: the first fresh
+    worker is started then (and imports), and a spare is started beside it; the second
+    fresh worker is that spare, already imported; the sweep ends none left waiting."""
+    from sweeper import _nursery
+    from sweeper.sweep import _process
+
+    adopted = []
+    real_adopt = _process.adopt
+    monkeypatch.setattr(_process, "adopt", lambda module, env: adopted.append(
+        real_adopt(module, env)) or adopted[-1])
+    text = SMALL_SPACE.replace("kernel: copy", "kernel: tests.kernels_for_tests:DiesOnBigBlock")
+    store, summary = sweep_study(write_space(text), open_device("interpret"), tmp_path / "s",
+                                 processes=True)
+    measured = _measured(store)
+    assert [t.status for t in measured].count(TrialStatus.CRASHED) == 2
+    assert sum(t.ok for t in measured) == 4 and summary.measured == 6
+    # the first worker, then the first fresh one, started anew; the second one adopted
+    assert [a is not None for a in adopted] == [False, False, True]
+    assert _nursery.waiting() == 0          # the spare after the last loss was ended

@@ -40,7 +40,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from sweeper._nursery import WORKER, Spawned, adopt, kill_now, start, worker_env
+from sweeper._nursery import WORKER, Spawned, adopt, kill_now, prespawn, start, worker_env
 from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import ROUNDS
@@ -319,9 +319,14 @@ class ProcessWorker(Worker):
 
     def restart(self, record: Any) -> None:
         """A fresh worker, given ``RESTART_S`` to start; :class:`NotStarted` (one line)
-        if it does not, naming the trial that lost the last one."""
+        if it does not, naming the trial that lost the last one.  After a first loss a
+        spare process is started (:mod:`sweeper._nursery`), so the next fresh worker has
+        its imports done: a sweep that loses workers often (a hang in every tile size
+        that is too big) waits on none of them, and neither do the other GPUs."""
         self._stop()
-        self.launch()
+        self.launch()                  # the spare started after a last loss, if any
+        # the next loss's spare: importing now, while this one starts and measures
+        prespawn(WORKER, worker_env(self.index, self.gpu_env, self.env), self.setup.sys_path)
         try:
             self.wait_ready(RESTART_S)
         except NotStarted as err:

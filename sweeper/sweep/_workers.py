@@ -280,3 +280,7 @@ class Workers:
             worker.finish()
         for worker in self.all:
             worker.close(wait=self.wait_on_close)
+        if any(not isinstance(w, InlineWorker) for w in self.started):
+            from sweeper._nursery import WORKER, release
+
+            release(WORKER)     # spares started after a lost worker, no longer needed
