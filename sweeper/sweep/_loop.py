@@ -122,12 +122,14 @@ class Sweep:
                 run.summary.timing = run.timeline.breakdown(time.perf_counter())
                 run.summary.dropped = run.workers.dropped
                 if run.workers.finals_in_workers:
-                    self._finals_everywhere(run)
+                    self._finals(run, in_workers=True)
             finally:
                 run.workers.close()
                 if run.ahead is not None:
                     run.ahead.close()
-            self._drift_and_finals(run)
+            self._drift(run)
+            if not run.workers.finals_in_workers:
+                self._finals(run, in_workers=False)
         finally:
             self.reporter.finish()
             self.store.close()
@@ -355,35 +357,29 @@ class Sweep:
             return None
         return self.claims.keep(record.key(), record)
 
-    def _drift_and_finals(self, run: _Run) -> None:
+    def _drift(self, run: _Run) -> None:
         """Unless interrupted: the one-at-a-time baseline measured again (its drift over
-        the study), then on one GPU the finals of each problem without a current final,
-        and no other."""
-        summary, trials = run.summary, list(run.done.values())
-        if self.run_drift and not self.stop.set and summary.measured and \
+        the study), by this process."""
+        if self.run_drift and not self.stop.set and run.summary.measured and \
                 self.sampler_caps.takes_baseline:
-            summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
-        todo = Winners.of(self.store).missing(trials) \
-            if self.run_finals and not self.stop.set and not run.workers.finals_in_workers else []
-        if todo:
-            t_finals = time.perf_counter()
-            summary.finals = run_finals(trials, todo, run.bench, self.store,
-                                        self.space.sampler.seed)
-            summary.finals_s = time.perf_counter() - t_finals
+            run.summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
 
-    def _finals_everywhere(self, run: _Run) -> None:
-        """With several GPUs, unless interrupted: the finals of each problem without a
-        current final, measured on every GPU at once, before the workers close."""
+    def _finals(self, run: _Run, in_workers: bool) -> None:
+        """Unless interrupted: the finals of each problem without a current final, in the
+        workers (on every GPU left, at once, before they close) or in this process."""
         trials = list(run.done.values())
         todo = Winners.of(self.store).missing(trials) \
             if self.run_finals and not self.stop.set else []
-        if todo:
-            t_finals = time.perf_counter()
-            summary = run.summary
+        if not todo:
+            return
+        t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed
+        if in_workers:
             summary.finals, summary.finals_lost = run_finals_everywhere(
-                trials, todo, run.workers, self.store, self.space.sampler.seed,
-                run.bench.power.duty, lambda extras: self._keep_extras(run, extras))
-            summary.finals_s = time.perf_counter() - t_finals
+                trials, todo, run.workers, self.store, seed, run.bench.power.duty,
+                lambda extras: self._keep_extras(run, extras))
+        else:
+            summary.finals = run_finals(trials, todo, run.bench, self.store, seed)
+        summary.finals_s = time.perf_counter() - t_finals
 
     def _guesses(self, valid: list[Choice]) -> list[float] | None:
         """The kernel model's guess for each valid config, or None when the kernel has no
