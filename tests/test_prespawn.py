@@ -64,10 +64,15 @@ def _args(**kw):
 
 def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inline(
         monkeypatch):
+    from sweeper.cli import _prespawn
+
     started = []
     monkeypatch.setattr(_nursery, "prespawn", lambda module, env, path, count=1:
                         started.append((module, env, count)))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(_prespawn, "_has_driver", lambda: False)
+    assert prespawn_workers(_args()) == 0 and not started     # no driver: refused anyway
+    monkeypatch.setattr(_prespawn, "_has_driver", lambda: True)
     assert prespawn_workers(_args()) == 1
     assert started == [(WORKER, {"CUDA_VISIBLE_DEVICES": "0"}, 1)]
     started.clear()
@@ -146,3 +151,17 @@ def test_a_lingering_worker_that_does_not_end_is_stopped_after_the_grace():
     linger(proc)
     assert proc.poll() is None                       # not waited for
     assert proc.wait(GRACE_S + 15) is not None and time.monotonic() - t0 >= GRACE_S
+
+
+def test_a_bad_space_file_starts_no_process(write_space, tmp_path, monkeypatch, capsys):
+    from sweeper.cli import _prespawn
+
+    started = []
+    monkeypatch.setattr(_prespawn, "_has_driver", lambda: True)
+    monkeypatch.setattr(_nursery, "prespawn", lambda *a, **k: started.append(a))
+    bad = write_space(SMALL_SPACE.replace("sampler: exhaustive", "sampler: nonsense"))
+    assert main(["run", str(bad), "--studies-dir", str(tmp_path)]) == 2
+    assert "nonsense" in capsys.readouterr().err and not started
+    good = write_space(SMALL_SPACE)
+    main(["run", str(good), "--studies-dir", str(tmp_path / "g"), "--quiet"])  # no GPU here
+    assert len(started) == 1

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sweeper.errors import StudyError, SweeperError
 
 
-def space_and_device(args: argparse.Namespace, for_plan: bool = False) -> tuple[Any, Any]:
+def space_and_device(args: argparse.Namespace, for_plan: bool = False,
+                     on_space: Callable[[Any], object] | None = None) -> tuple[Any, Any]:
     """The device's name, the space (with -p overrides) and the device itself, checked in
     that order, then the space against the device; ``for_plan``: kernel options checked
-    by form only, and the device's plan stand-in (``open_device``): no torch imported."""
+    by form only, and the device's plan stand-in (``open_device``): no torch imported.
+    ``on_space`` is called with the space once it is read, before the device opens."""
     from sweeper.devices import device_class, open_device
     from sweeper.space import autotune_space, load_space
 
@@ -27,6 +30,8 @@ def space_and_device(args: argparse.Namespace, for_plan: bool = False) -> tuple[
     space = autotune_space(target, args.param) if target is not None else \
         load_space(args.space, args.param, allow=args.allow_path, user_code=not for_plan,
                    text=getattr(args, "space_text", None))
+    if on_space is not None:
+        on_space(space)
     device = open_device(args.device, for_plan=for_plan)
     device.check_space(space)
     return space, device

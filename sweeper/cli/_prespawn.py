@@ -40,10 +40,24 @@ def prespawn_workers(args: argparse.Namespace) -> int:
 
 def _indices(asked: list[int] | None, gpu: bool) -> list[int]:
     """The GPU indices ``--gpus`` names: none given, the first; ``all``, every one the
-    driver counts (none where it cannot)."""
+    driver counts.  None on a GPU device where there is no CUDA driver at all (the device
+    is refused in one line when it opens; no process need import torch for that)."""
+    if gpu and not _has_driver():
+        return []
     if asked is None:
         return list(range(_gpu_count())) if gpu else []
     return asked or [0]
+
+
+def _has_driver() -> bool:
+    """Whether the CUDA driver library loads (it initializes nothing)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
 
 
 def _gpu_count() -> int:
