@@ -165,3 +165,13 @@ def test_a_bad_space_file_starts_no_process(write_space, tmp_path, monkeypatch, 
     good = write_space(SMALL_SPACE)
     main(["run", str(good), "--studies-dir", str(tmp_path / "g"), "--quiet"])  # no GPU here
     assert len(started) == 1
+
+
+def test_the_nvml_poll_period_is_20_ms_unless_the_environment_says(monkeypatch):
+    from sweeper.devices._nvml import POLL_PERIOD_S, poll_period_s
+
+    monkeypatch.delenv("SWEEPER_NVML_PERIOD_MS", raising=False)
+    assert poll_period_s() == POLL_PERIOD_S == 0.02
+    for text, want in [("100", 0.1), ("0.2", 0.001), ("nan", 0.02), ("x", 0.02), ("", 0.02)]:
+        monkeypatch.setenv("SWEEPER_NVML_PERIOD_MS", text)
+        assert poll_period_s() == pytest.approx(want), text

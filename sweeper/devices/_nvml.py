@@ -222,9 +222,9 @@ class StateMonitor:
 
     PROCESS_EVERY = 20
 
-    def __init__(self, reader: StateReader, period_s: float = 0.02) -> None:
+    def __init__(self, reader: StateReader, period_s: float | None = None) -> None:
         self.reader = reader
-        self.period_s = period_s
+        self.period_s = period_s if period_s is not None else poll_period_s()
         self._history: collections.deque[tuple[float, GpuState]] = collections.deque(
             maxlen=4096)
         self._lock = threading.Lock()
@@ -276,6 +276,25 @@ class StateMonitor:
         """Stop polling (the thread ends after its current poll); the history stays
         readable."""
         self._stop.set()
+
+
+#: Seconds between two polls of the GPU's state, unless ``SWEEPER_NVML_PERIOD_MS`` says.
+POLL_PERIOD_S = 0.02
+
+
+def poll_period_s() -> float:
+    """The poll period: ``SWEEPER_NVML_PERIOD_MS`` (milliseconds, at least 1) where it is
+    set to a number, else ``POLL_PERIOD_S``.  A diagnostic knob: NVML's calls may wait on
+    the driver's locks with other processes' (a worker per GPU), so what polling costs a
+    trial can be measured by polling less."""
+    import math
+
+    text = os.environ.get("SWEEPER_NVML_PERIOD_MS", "")
+    try:
+        ms = float(text)
+    except ValueError:
+        return POLL_PERIOD_S
+    return max(ms, 1.0) / 1e3 if math.isfinite(ms) else POLL_PERIOD_S
 
 
 def open_reader(index: int = 0, uuid: str | None = None) -> StateReader:
