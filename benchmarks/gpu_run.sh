@@ -17,6 +17,7 @@
 #   dispatch  the dispatch-by-shape spaces, exported as replay tables, and the regret
 #   launcher  benchmarks/launcher_overhead.py (tuned_kernel against a plain launch)
 #   multigpu  benchmarks/multi_gpu.py spaces/copy.yaml (needs two GPUs)
+#   multigpunvml the same, NVML polled every 200 ms (SWEEPER_NVML_PERIOD_MS)
 #   reportspeed benchmarks/report_speed.py
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
@@ -104,6 +105,8 @@ stage=$2
         --held-out "$OUT/dispatch-heldout.csv" 2>&1 | tee -a "$OUT/dispatch.log" ;;
     launcher) python3 benchmarks/launcher_overhead.py 2>&1 | tee "$OUT/launcher.log" ;;
     multigpu) python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 | tee "$OUT/multigpu.log" ;;
+    multigpunvml) SWEEPER_NVML_PERIOD_MS=200 python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 \
+        | tee "$OUT/multigpu-nvml200.log" ;;
     reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
     command) python3 benchmarks/command_overhead.py spaces/copy.yaml --out "$OUT/command" \
         2>&1 | tee "$OUT/command.log"
