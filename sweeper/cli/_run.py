@@ -55,8 +55,7 @@ def _run_study(args: argparse.Namespace) -> tuple[int, Path]:
     clock = RunClock(before_s=process_age() if getattr(args, "from_shell", False) else None)
     if args.study is not None:
         check_study_name("--study", args.study)
-    # once the space file is read (a bad one spawns nothing), the workers import torch
-    # while this process does the same
+    # workers import torch beside this process once the space is read (a bad one: none)
     space, device = space_and_device(args, on_space=lambda _: prespawn_workers(args))
     clock.mark("space and device")
     gpus = _gpus(args.gpus, device)
