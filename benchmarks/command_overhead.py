@@ -187,9 +187,10 @@ def timed(name: str, cache: str, command: list[str], out: Path, triton_cache: Pa
 
 
 def sweeper_command(space: str, device: str, studies: Path, report: bool) -> list[str]:
-    """``python -m sweeper run SPACE`` in an empty studies folder."""
+    """``python -m sweeper run SPACE --timing`` in an empty studies folder (its stdout
+    keeps where the time went: the ``time:`` line and the sweep's breakdown)."""
     return [sys.executable, "-m", "sweeper", "run", space, "--studies-dir", str(studies),
-            "--device", device, *([] if report else ["--no-report"])]
+            "--device", device, "--timing", *([] if report else ["--no-report"])]
 
 
 def ratio_line(what: str, top: Timed | None, bottom: Timed | None, goal: float) -> str:

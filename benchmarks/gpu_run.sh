@@ -110,7 +110,8 @@ stage=$2
     reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
     command) python3 benchmarks/command_overhead.py spaces/copy.yaml --out "$OUT/command" \
         2>&1 | tee "$OUT/command.log"
-      grep -h "^time: " "$OUT"/command/*.stdout | tee -a "$OUT/command.log"
+      for f in "$OUT"/command/run*.stdout; do echo "$(basename "$f"):"; grep -A8 "^time: " "$f"; done \
+        | tee -a "$OUT/command.log"
       tar czf "$OUT/command.tgz" -C "$OUT" command && rm -rf "$OUT/command" ;;
     runtiming)
       export TRITON_CACHE_DIR=/tmp/tc-runtiming
