@@ -19,6 +19,12 @@ import sys
 from sweeper.errors import SweeperError
 
 
+def worker_processes(workers: str | None, measures_gpu: bool) -> bool:
+    """Whether ``run``'s workers are processes of their own: ``--workers process``, or
+    by default on a device that measures a GPU (``inline`` measures in this process)."""
+    return workers == "process" if workers else measures_gpu
+
+
 def prespawn_workers(args: argparse.Namespace) -> int:
     """Start the worker processes ``run`` with ``args`` will use (none where it measures
     in this process, or the device cannot be told from its name); how many."""
@@ -29,7 +35,7 @@ def prespawn_workers(args: argparse.Namespace) -> int:
         cls = device_class(args.device)
     except SweeperError:            # said in its place, when the device is opened
         return 0
-    if args.workers == "inline" or (args.workers is None and not cls.measures_gpu):
+    if not worker_processes(args.workers, cls.measures_gpu):
         return 0
     indices = _indices(args.gpus, cls.measures_gpu)
     for index in indices:

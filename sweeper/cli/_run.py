@@ -149,6 +149,7 @@ def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store
     """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
     ``gpus``), its compile processes (``ahead``), and, measuring in this process, a hang
     going on in a fresh process."""
+    from sweeper.cli._prespawn import worker_processes
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store,
@@ -157,7 +158,7 @@ def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store
                   ceilings=None if isinstance(limits, str) else limits,
                   priors=priors, on_hang=lambda record: _hung(record, args, store),
                   gpus=gpus,
-                  processes=args.workers == "process" if args.workers else device.measures_gpu,
+                  processes=worker_processes(args.workers, device.measures_gpu),
                   **ahead)
     return sweep.run()
 
@@ -167,8 +168,9 @@ def _import_report_aside(args: argparse.Namespace, device: Any) -> threading.Thr
     sweep runs, where its workers measure in processes of their own (this process mostly
     waits on them, so the imports take nothing from a measurement); the thread, or None
     where there is no report or this process measures."""
-    inline = args.workers == "inline" or (args.workers is None and not device.measures_gpu)
-    if args.no_report or inline:
+    from sweeper.cli._prespawn import worker_processes
+
+    if args.no_report or not worker_processes(args.workers, device.measures_gpu):
         return None
 
     def imports() -> None:
