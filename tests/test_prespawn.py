@@ -64,15 +64,15 @@ def _args(**kw):
 
 def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inline(
         monkeypatch):
-    from sweeper.cli import _prespawn
+    from sweeper.devices import _gpu_query
 
     started = []
     monkeypatch.setattr(_nursery, "prespawn", lambda module, env, path, count=1:
                         started.append((module, env, count)))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(_prespawn, "_has_driver", lambda: False)
+    monkeypatch.setattr(_gpu_query, "has_driver", lambda: False)
     assert prespawn_workers(_args()) == 0 and not started     # no driver: refused anyway
-    monkeypatch.setattr(_prespawn, "_has_driver", lambda: True)
+    monkeypatch.setattr(_gpu_query, "has_driver", lambda: True)
     assert prespawn_workers(_args()) == 1
     assert started == [(WORKER, {"CUDA_VISIBLE_DEVICES": "0"}, 1)]
     started.clear()
@@ -154,10 +154,10 @@ def test_a_lingering_worker_that_does_not_end_is_stopped_after_the_grace():
 
 
 def test_a_bad_space_file_starts_no_process(write_space, tmp_path, monkeypatch, capsys):
-    from sweeper.cli import _prespawn
+    from sweeper.devices import _gpu_query
 
     started = []
-    monkeypatch.setattr(_prespawn, "_has_driver", lambda: True)
+    monkeypatch.setattr(_gpu_query, "has_driver", lambda: True)
     monkeypatch.setattr(_nursery, "prespawn", lambda *a, **k: started.append(a))
     bad = write_space(SMALL_SPACE.replace("sampler: exhaustive", "sampler: nonsense"))
     assert main(["run", str(bad), "--studies-dir", str(tmp_path)]) == 2

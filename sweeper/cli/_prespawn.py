@@ -13,7 +13,6 @@ priority, and compile a one-line kernel before their first config
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 
 from sweeper.errors import SweeperError
@@ -48,31 +47,10 @@ def _indices(asked: list[int] | None, gpu: bool) -> list[int]:
     """The GPU indices ``--gpus`` names: none given, the first; ``all``, every one the
     driver counts.  None on a GPU device where there is no CUDA driver at all (the device
     is refused in one line when it opens; no process need import torch for that)."""
-    if gpu and not _has_driver():
+    from sweeper.devices._gpu_query import gpu_count, has_driver
+
+    if gpu and not has_driver():
         return []
     if asked is None:
-        return list(range(_gpu_count())) if gpu else []
+        return list(range(gpu_count())) if gpu else []
     return asked or [0]
-
-
-def _has_driver() -> bool:
-    """Whether the CUDA driver library loads (it initializes nothing)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    return True
-
-
-def _gpu_count() -> int:
-    """GPUs the CUDA driver counts (0 where there is no driver)."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        lib = ctypes.CDLL("libcuda.so.1")
-        count = ctypes.c_int()
-        if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0:
-            return count.value
-    return 0

@@ -30,6 +30,31 @@ def _driver() -> Any:
     return ctypes.CDLL("libcuda.so.1")
 
 
+def has_driver() -> bool:
+    """Whether the CUDA driver library loads (nothing is initialized)."""
+    try:
+        _driver()
+    except OSError:
+        return False
+    return True
+
+
+def _count(lib: Any) -> int:
+    """GPUs ``lib`` (the driver) counts, initialized; 0 where it fails to."""
+    count = ctypes.c_int()
+    if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+def gpu_count() -> int:
+    """GPUs the CUDA driver counts (0 where there is no driver)."""
+    try:
+        return _count(_driver())
+    except OSError:
+        return 0
+
+
 def query_gpu(index: int = 0) -> DeviceFacts | str:
     """GPU ``index``'s name, SMs and L2 size, as ``torch.cuda.get_device_properties``
     gives them, from the driver API; else why they cannot be read."""
@@ -37,10 +62,9 @@ def query_gpu(index: int = 0) -> DeviceFacts | str:
         lib = _driver()
     except OSError:
         return "no CUDA driver found (libcuda.so.1)"
-    count, device, sms, l2 = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    device, sms, l2 = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
     name = ctypes.create_string_buffer(256)
-    if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0 \
-            or count.value <= index:
+    if _count(lib) <= index:
         return "no CUDA device found"
     if (lib.cuDeviceGet(ctypes.byref(device), index)
             or lib.cuDeviceGetName(name, len(name), device)
