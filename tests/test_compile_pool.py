@@ -274,13 +274,14 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
     ahead = _compile_ahead.CompileAhead(space, sampler, None, lambda c: c, 9,
                                         start_pool=FakePool)
     slow, quick = _compile_ahead.COMPILED_S * 5, _compile_ahead.COMPILED_S / 10
-    done = {("first",): SimpleNamespace(cold_s=slow)}      # the run's first: its own start
-    ahead.look_ahead(done, ())
-    done[("warm",)] = SimpleNamespace(cold_s=quick)
-    ahead.look_ahead(done, ())
+    ahead.kept(SimpleNamespace(cold_s=slow))        # the run's first: its own start
+    ahead.look_ahead({}, ())
+    ahead.kept(SimpleNamespace(cold_s=quick))
+    ahead.look_ahead({}, ())
     assert not started and ahead.refused(0, {"BLOCK": 1}) is None   # the worker compiles
-    done[("cold",)] = SimpleNamespace(cold_s=slow)
-    ahead.look_ahead(done, ())
+    ahead.kept(SimpleNamespace(cold_s=slow))
+    ahead.look_ahead({}, ())
     assert len(started) == 1 and len(started[0].handed) == 2
-    ahead.look_ahead(done, ())
+    ahead.kept(SimpleNamespace(cold_s=slow))
+    ahead.look_ahead({}, ())
     assert len(started) == 1

@@ -51,8 +51,7 @@ class CompileAhead:
         #: how each config measured so far was compiled: ``compiled``/``failed``/``left``
         #: by the pool, or ``worker`` (the pool had not reached it)
         self.counts: dict[str, int] = {}
-        self._seen: set[tuple[str, ...]] = set()
-        self._first_skipped = False
+        self._kept = 0
 
     @classmethod
     def start(cls, space: Space, study: Any, target: Target | None, size: int,
@@ -75,28 +74,21 @@ class CompileAhead:
         ahead.look_ahead((), ())
         return ahead
 
-    def _compiled(self, done: Any) -> bool:
-        """Whether a trial kept since the last look (the first aside) compiled."""
-        for key, record in getattr(done, "items", dict)():
-            if key in self._seen:
-                continue
-            self._seen.add(key)
-            if not self._first_skipped:
-                self._first_skipped = True
-                continue
-            if (getattr(record, "cold_s", None) or 0.0) >= COMPILED_S:
-                return True
-        return False
+    def kept(self, record: TrialRecord) -> None:
+        """A trial of this run was kept: a lazy pool starts if it compiled (its first
+        launch took ``COMPILED_S`` or more), the run's first trial aside."""
+        self._kept += 1
+        if self.pool is None and self.start_pool is not None and self._kept > 1 and \
+                (record.cold_s or 0.0) >= COMPILED_S:
+            self.pool, self.start_pool = self.start_pool(), None
 
     def look_ahead(self, done: Container[tuple[str, ...]],
                    in_flight: Container[tuple[str, ...]]) -> None:
         """Hand the pool the sampler's next proposals it lacks, in order, up to the
-        window (neither measured, nor measuring, nor ruled out); a lazy pool is started
-        first once a trial compiled."""
+        window (neither measured, nor measuring, nor ruled out); nothing while a lazy
+        pool has not started."""
         if self.pool is None:
-            if self.start_pool is None or not self._compiled(done):
-                return
-            self.pool, self.start_pool = self.start_pool(), None
+            return
         room = self.window - self.pool.pending()
         if room <= 0:
             return

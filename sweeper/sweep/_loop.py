@@ -318,6 +318,8 @@ class Sweep:
             run.outbox.journal(record)
         run.done[record.key()] = record
         summary.trials.append(record)
+        if run.ahead is not None:
+            run.ahead.kept(record)
         with run.timeline.phase("tell"):
             for trial in run.waiting.pop(key_of(job.choice), []):
                 tell(run.study, trial, record)
