@@ -203,11 +203,16 @@ class Workers:
         self.wait_on_close = wait_on_close
 
     @property
+    def processes(self) -> bool:
+        """Whether the workers are processes of their own (none measures in this one)."""
+        return not any(isinstance(w, InlineWorker) for w in self.started)
+
+    @property
     def finals_in_workers(self) -> bool:
         """Whether the finals run in the workers: with several GPUs on each of them; with
         one worker process in it, which holds the kernels compiled and the buffers, so the
         coordinator measures nothing of its own."""
-        return self.several or not any(isinstance(w, InlineWorker) for w in self.started)
+        return self.several or self.processes
 
     @property
     def several(self) -> bool:
@@ -280,7 +285,7 @@ class Workers:
             worker.finish()
         for worker in self.all:
             worker.close(wait=self.wait_on_close)
-        if any(not isinstance(w, InlineWorker) for w in self.started):
+        if self.processes:
             from sweeper._nursery import WORKER, release
 
             release(WORKER)     # spares started after a lost worker, no longer needed
