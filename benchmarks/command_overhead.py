@@ -29,12 +29,14 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import yaml
+
 from sweeper.devices import open_device
 from sweeper.space import Config, MeasureSpec, Space, load_space
 from sweeper.study import resolved
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = ("bare", "run", "run-no-report")
+RUNS = ("bare", "run", "run-no-report", "kernel-tuner")
 WARM_GOAL = 1.15            # sweeper run / bare loop, warm Triton cache
 KERNEL_TUNER_GOAL = 0.5     # sweeper run / Kernel Tuner, cold caches
 KERNEL_TUNER_WHEEL = ("kernel_tuner is not installed: Kernel Tuner not timed. To carry it "
@@ -49,7 +51,9 @@ if {interpret!r}:
     os.environ["TRITON_INTERPRET"] = "1"
 import torch
 from sweeper.kernels import load_kernel
-from sweeper.measure import time_cuda, time_host
+from sweeper.measure import median_ci, time_cuda, time_host
+from sweeper.measure._sampling import ABANDON_CHUNK
+from sweeper.trial import abandon_rule
 
 configs = pickle.loads({blob!r})
 kernel = load_kernel({kernel!r}, {options!r})
@@ -58,22 +62,34 @@ buffers = {{}}
 flush_buffer = None if {interpret!r} else torch.empty({flush_bytes}, dtype=torch.uint8,
                                                       device="cuda")
 best = None
+abandon, abandoned = {abandon!r}, 0
 for cfg in configs:
     if cfg.problem not in buffers:
         buffers[cfg.problem] = kernel.allocate(cfg.problem, device)
         kernel.randomize(buffers[cfg.problem], torch.Generator(device=device).manual_seed(0))
     b = buffers[cfg.problem]
     kernel.launch(b, cfg)                       # compile (or load from the cache)
-    if {interpret!r}:
-        samples = time_host(lambda: kernel.launch(b, cfg), warmup={warmup}, repeat={repeat})
+
+    def take(warmup, repeat):
+        if {interpret!r}:
+            return time_host(lambda: kernel.launch(b, cfg), warmup=warmup, repeat=repeat)
+        return time_cuda(lambda: kernel.launch(b, cfg), warmup=warmup, repeat=repeat,
+                         flush=flush_buffer.zero_ if cfg.cache == "cold" else None,
+                         hold=lambda: torch.cuda._sleep({hold}))
+    if abandon and best is not None:            # the sweep's early abandonment, same rule
+        samples = take({warmup}, min({repeat}, ABANDON_CHUNK))
+        if abandon_rule(best[0], best[1], abandon)(samples) is None and {repeat} > len(samples):
+            samples += take(0, {repeat} - len(samples))
+        else:
+            abandoned += 1
+            continue
     else:
-        samples = time_cuda(lambda: kernel.launch(b, cfg), warmup={warmup}, repeat={repeat},
-                            flush=flush_buffer.zero_ if cfg.cache == "cold" else None,
-                            hold=lambda: torch.cuda._sleep({hold}))
+        samples = take({warmup}, {repeat})
     median = statistics.median(samples)
     if best is None or median < best[0]:
-        best = (median, cfg)
-print(f"bare loop: {{len(configs)}} configs, best median {{best[0]:.4f}} ms: {{best[1]}}")
+        best = (median, median_ci(samples)[1], cfg)
+print(f"bare loop: {{len(configs)}} configs ({{abandoned}} abandoned), best median "
+      f"{{best[0]:.4f}} ms: {{best[2]}}")
 '''
 
 KERNEL_TUNER = '''\
@@ -142,7 +158,8 @@ def write_bare_loop(out: Path, space_path: str, device_spec: str) -> Path:
     script.write_text(BARE_LOOP.format(
         count=len(configs), interpret=device_spec == "interpret", blob=pickle.dumps(configs),
         kernel=space.kernel, options=space.kernel_options, flush_bytes=2 * l2_bytes,
-        warmup=measure.warmup, repeat=measure.repeat, hold=HOLD_CYCLES))
+        warmup=measure.warmup, repeat=measure.repeat, hold=HOLD_CYCLES,
+        abandon=measure.abandon))
     return script
 
 
@@ -221,6 +238,19 @@ def table(rows: list[Timed]) -> list[str]:
     return lines
 
 
+def changed_space(space: Path, changes: list[str], out: Path) -> Path:
+    """``space`` with its ``measure:`` settings changed (``KEY=VALUE``, VALUE as YAML),
+    written to ``out`` under the same name."""
+    data = yaml.safe_load(space.read_text())
+    for change in changes:
+        key, _, value = change.partition("=")
+        data.setdefault("measure", {})[key] = yaml.safe_load(value)
+    path = out / space.name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    print(f"{space.name} with measure: {data['measure']}")
+    return path
+
+
 def run_all(args: argparse.Namespace, out: Path, tmp: Path) -> list[Timed]:
     """Every requested run, warm cache first; the warm cache filled by one untimed run."""
     bare = write_bare_loop(out, args.space, args.device)
@@ -232,13 +262,13 @@ def run_all(args: argparse.Namespace, out: Path, tmp: Path) -> list[Timed]:
             subprocess.run(sweeper_command(args.space, args.device, tmp / "studies-warm-up",
                                            True), cwd=ROOT, check=False, capture_output=True,
                            env={**os.environ, "TRITON_CACHE_DIR": str(warm_dir)})
-        for name in args.runs:
+        for name in (r for r in args.runs if r != "kernel-tuner"):
             studies = tmp / f"studies-{name}-{cache}"
             command = commands.get(name) or sweeper_command(args.space, args.device, studies,
                                                             name == "run")
             triton = warm_dir if cache == "warm" else tmp / f"triton-{name}-{cache}"
             rows.append(timed(name, cache, command, out, triton))
-    if args.cache == "warm":
+    if args.cache == "warm" or "kernel-tuner" not in args.runs:
         return rows
     if args.device != "cuda":
         print("Kernel Tuner not timed: it needs a CUDA GPU")
@@ -266,12 +296,18 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"which of {', '.join(RUNS)} (comma-separated; default all)")
     p.add_argument("--cuda-space", default="spaces/cuda-copy.yaml",
                    help="the CUDA C space Kernel Tuner tunes")
+    p.add_argument("--measure", action="append", default=[], metavar="KEY=VALUE",
+                   help="change one of the space's measure settings for every run, e.g. "
+                        "--measure abandon=1.5 (the bare loop abandons by the same rule); "
+                        "the changed space is written to --out")
     args = p.parse_args(argv)
     if unknown := [r for r in args.runs if r not in RUNS]:
         p.error(f"--runs: {', '.join(unknown)} unknown; known: {', '.join(RUNS)}")
     args.space = str(Path(args.space).resolve())
     args.cuda_space = str(Path(args.cuda_space).resolve())
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.measure:
+        args.space = str(changed_space(Path(args.space), args.measure, args.out))
     with tempfile.TemporaryDirectory() as tmp:
         rows = run_all(args, args.out, Path(tmp))
     lines = table(rows)

@@ -21,6 +21,7 @@
 #   reportspeed benchmarks/report_speed.py
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
+#   commandabandon the same with measure.abandon 1.5 (bare loop and sweeper run; no Kernel Tuner)
 #   compilepool benchmarks/compile_pool.py, then with a process per core (no A/B)
 #   runtiming sweeper run spaces/copy.yaml --timing, warm cache, with and without worker
 #             processes, the compile pool and the report ($GPUS: e.g. --gpus 0)
@@ -113,6 +114,11 @@ stage=$2
       for f in "$OUT"/command/run*.stdout; do echo "$(basename "$f"):"; grep -A8 "^time: " "$f"; done \
         | tee -a "$OUT/command.log"
       tar czf "$OUT/command.tgz" -C "$OUT" command && rm -rf "$OUT/command" ;;
+    commandabandon) python3 benchmarks/command_overhead.py spaces/copy.yaml --runs bare,run \
+        --measure abandon=1.5 --out "$OUT/command-abandon" 2>&1 | tee "$OUT/command-abandon.log"
+      for f in "$OUT"/command-abandon/*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \
+        | tee -a "$OUT/command-abandon.log"
+      tar czf "$OUT/command-abandon.tgz" -C "$OUT" command-abandon && rm -rf "$OUT/command-abandon" ;;
     runtiming)
       export TRITON_CACHE_DIR=/tmp/tc-runtiming
       sweeper run spaces/copy.yaml --studies-dir /tmp/rt-warm-up --quiet --no-report ${GPUS:-} >/dev/null 2>&1

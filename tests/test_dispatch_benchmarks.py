@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sweeper.cli import main as sweeper_main
 
@@ -123,7 +124,7 @@ def test_command_overhead_times_both_processes_on_the_interpreter(tmp_path, caps
     out = tmp_path / "out"
     assert script("command_overhead").main([str(space), "--device", "interpret", "--out",
                                             str(out), "--cache", "cold", "--runs",
-                                            "bare,run"]) == 0
+                                            "bare,run,kernel-tuner"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "Kernel Tuner not timed: it needs a CUDA GPU"
     assert lines[1:3] == ["| run | Triton cache | wall s | over the bare loop |",
@@ -133,12 +134,30 @@ def test_command_overhead_times_both_processes_on_the_interpreter(tmp_path, caps
     assert lines[5:] == ["sweeper run / bare loop, warm cache: not measured",
                          "sweeper run / Kernel Tuner, cold caches: not measured"]
     bare = (out / "bare-cold.stdout").read_text()
-    assert bare.startswith("bare loop: 2 configs, best median ")
+    assert bare.startswith("bare loop: 2 configs (0 abandoned), best median ")
     assert "done: 2 measured (0 failed)" in (out / "run-cold.stdout").read_text()
     assert "report: " in (out / "run-cold.stdout").read_text()
     results = json.loads((out / "results.json").read_text())
     assert [(r["name"], r["cache"], r["rc"]) for r in results["runs"]] == [
         ("bare", "cold", 0), ("run", "cold", 0)]
+
+
+def test_command_overhead_changes_the_measure_settings_for_every_run(tmp_path, capsys):
+    """``--measure abandon=1.5``: the changed space is written next to the outputs and both
+    the bare loop and ``sweeper run`` measure by it (here, 12 samples: the bare loop takes a
+    first chunk of 10, judges it by the sweep's rule, then the rest)."""
+    space = tmp_path / "tiny.yaml"
+    space.write_text(TINY_COPY.replace("repeat: 2", "repeat: 12"))
+    out = tmp_path / "out"
+    assert script("command_overhead").main([str(space), "--device", "interpret", "--out",
+                                            str(out), "--cache", "cold", "--runs", "bare,run",
+                                            "--measure", "abandon=1.5"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "tiny.yaml with measure: {'warmup': 1, 'repeat': 12, 'cache': 'cold', 'abandon': 1.5}")
+    assert yaml.safe_load((out / "tiny.yaml").read_text())["measure"]["abandon"] == 1.5
+    assert (out / "bare-cold.stdout").read_text().startswith("bare loop: 2 configs (")
+    assert "done: 2 measured (0 failed)" in (out / "run-cold.stdout").read_text()
+    assert json.loads((out / "results.json").read_text())["space"] == str(out / "tiny.yaml")
 
 
 def test_command_overhead_ratios_against_the_goals():

@@ -103,6 +103,29 @@ def test_the_monitor_window_falls_back_to_the_last_poll_for_a_short_window():
     assert short.polls == 0 and short.sm_mhz_mean == 1980
 
 
+def test_the_cuda_device_polls_nvml_only_once_something_measures():
+    """A process that only coordinates (worker processes measure) opens the CUDA device
+    for its facts: NVML is read there never, not every 20 ms beside the workers' timing."""
+    from sweeper.devices._cuda import CudaDevice
+
+    reads = []
+
+    class Reader:
+        available, note, usual_sm_mhz, power_limit_w = True, None, 1980, 700.0
+
+        def read(self, processes=True):
+            reads.append(processes)
+            return GpuState(sm_mhz=1980, power_w=150.0)
+
+    device = object.__new__(CudaDevice)     # the GPU's facts are not needed here
+    device.reader, device._monitor = Reader(), None
+    time.sleep(0.03)
+    assert reads == [] and device._monitor is None
+    assert device.state() == GpuState(sm_mhz=1980, power_w=150.0)
+    assert device.monitor is device.monitor and reads[0] is True
+    device.monitor.close()
+
+
 def test_power_bound_means_the_cap_or_power_near_the_limit():
     assert power_bound({"sw_power_cap": 0.5}, 400.0, 700.0).startswith(
         "sw_power_cap in 50% of the NVML polls")
