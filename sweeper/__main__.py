@@ -1,5 +1,3 @@
-import sys
+from sweeper.cli import console
 
-from sweeper.cli import main
-
-sys.exit(main())
+console()

@@ -143,3 +143,17 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     assert main(["kernels"]) == 141
     assert capsys.readouterr().err == ""
+
+
+def test_the_executable_leaves_as_python_would_less_the_teardown():
+    """``leave``: non-daemon threads joined, atexit handlers run, buffered output flushed,
+    the status kept; only the freeing of the heap is skipped."""
+    code = ("import atexit, sys, threading, time\n"
+            "from sweeper.cli import leave\n"
+            "atexit.register(lambda: print('atexit'))\n"
+            "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n"
+            "print('out'); sys.stderr.write('err')\n"
+            "leave(3)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=ROOT)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\nthread\natexit\n", "err")

@@ -42,7 +42,36 @@ from sweeper.cli._run import MAX_RESTARTS
 from sweeper.errors import StudyWarning, SweeperError
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK", "EXIT_USAGE", "MAX_RESTARTS",
-           "main"]
+           "console", "main"]
+
+
+def console() -> None:
+    """The ``sweeper`` executable: :func:`main` on the process's arguments, then exit
+    without the interpreter's teardown (:func:`leave`)."""
+    leave(main())
+
+
+def leave(status: int) -> None:
+    """End the process with ``status`` as Python would, less the teardown of its heap.
+
+    Threads are joined and ``atexit`` handlers run (multiprocessing reaps its children
+    there), output is flushed; what is skipped is freeing every module and object one by
+    one: with torch, pandas and matplotlib loaded that took 0.65 s on the H200 machine
+    after a `sweeper run` had written everything.  Nothing of the study is left in
+    memory by then: the journal is written and synced as each trial ends."""
+    import atexit
+    import threading
+
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):     # a closed pipe or stream: nothing more to say
+            pass
+    os._exit(status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
