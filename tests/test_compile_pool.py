@@ -19,7 +19,7 @@ from sweeper.kernels._precompile import Compile, Precompiler, Target, compiling_
 from sweeper.kernels.copy import _copy_body
 from sweeper.space import load_space
 from sweeper.sweep import _compile_ahead
-from sweeper.sweep._compile_pool import CompilePool, PoolSetup, default_size
+from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of, default_size
 from sweeper.sweep._optuna import key_of
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE, sweep_study
@@ -91,6 +91,36 @@ def test_the_pool_compiles_for_sm90_into_the_cache_key_a_launch_looks_up(
                                 **config.meta)
     assert os.path.basename(get_cache_manager(compiled.hash).cache_dir) in written
     assert sorted(os.listdir(cache_dir)) == written         # nothing new was written
+
+
+def test_configs_sharing_a_binary_are_compiled_once(write_space, cache_dir):
+    """Configs that differ only in their grid share a binary: the first is compiled, the
+    others are not queued, and taking one waits for that compile, then leaves the launch
+    to the worker (which loads the binary); ``limit`` counts compiles, not configs."""
+    device = open_device("interpret")
+    space, configs = _configs(write_space(SMALL_SPACE), device)
+    by_binary: dict = {}
+    for key, config in configs:
+        by_binary.setdefault(binary_of(config), []).append(key)
+    shared = next(keys for keys in by_binary.values() if len(keys) > 1)
+    assert len(by_binary) < len(configs)
+    configs.sort(key=lambda kc: kc[0] not in shared)     # the shared binary's first
+    first, members = shared[0], shared[1:]
+    pool = CompilePool(PoolSetup(space, SM90, list(sys.path)), 1)
+    try:
+        assert pool.ahead(iter(configs), limit=1) == 1          # one compile queued
+        assert all(pool.known(k) for k in shared) and pool.pending() == 1
+        assert not any(pool.known(k) for k, _ in configs if k not in shared)
+        pool.wait_started()
+        assert pool.take(members[0]) is None          # waited for the compile, then left
+        assert first in pool.done and pool.compiled_by[first] in pool.pids
+        assert not pool.known(members[0])
+        assert pool.take(first).status is Compile.COMPILED
+        assert pool.ahead(iter(configs)) == len(by_binary) - 1  # the others, once each
+        assert pool.leader[shared[-1]] == shared[0]
+    finally:
+        pool.close()
+    assert pool.handed[0] == first
 
 
 def test_a_refused_config_is_the_compile_error_serial_compiling_gives(cache_dir):
@@ -256,6 +286,8 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
     started = []
 
     class FakePool:
+        size = 3
+
         def __init__(self):
             self.handed = []
             started.append(self)
@@ -266,7 +298,7 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
         def known(self, key):
             return False
 
-        def ahead(self, configs):
+        def ahead(self, configs, limit=None):
             self.handed.extend(configs)
 
     sampler = SimpleNamespace(upcoming=lambda n: [{"BLOCK": 1}, {"BLOCK": 2}])
@@ -279,9 +311,51 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
     ahead.kept(SimpleNamespace(cold_s=quick))
     ahead.look_ahead({}, ())
     assert not started and ahead.refused(0, {"BLOCK": 1}) is None   # the worker compiles
+    assert ahead.lines(0.0) == ["compile pool: not started (no trial compiled)"]
     ahead.kept(SimpleNamespace(cold_s=slow))
     ahead.look_ahead({}, ())
     assert len(started) == 1 and len(started[0].handed) == 2
+    (line,) = ahead.lines(ahead.started_at - 1.5)
+    assert line.startswith("compile pool: 3 processes, started at 1.50 s; configs by how "
+                           "their compile went: worker 1 (worker: the worker compiled or "
+                           "loaded it); waited 0.00 s")
     ahead.kept(SimpleNamespace(cold_s=slow))
     ahead.look_ahead({}, ())
     assert len(started) == 1
+
+
+def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
+        cache_dir, monkeypatch):
+    """Triton names a cache entry's files after the jitted function: where no entry is
+    named after a function the kernel's module defines or imports, every config will
+    compile and the pool starts with the sweep; where one is, or nothing can be told,
+    it waits for a trial that compiled."""
+    from types import SimpleNamespace
+
+    copy, matmul = load_kernel("copy"), load_kernel("matmul")
+    assert _compile_ahead.nothing_cached(copy)            # the cache folder is not there
+    cache_dir.mkdir()
+    (cache_dir / "ABC").mkdir()
+    (cache_dir / "ABC" / "_matmul_body.json").write_text("{}")
+    assert _compile_ahead.nothing_cached(copy)
+    assert not _compile_ahead.nothing_cached(matmul)      # imported from _matmul_triton
+    assert not _compile_ahead.nothing_cached(None)
+    started = []
+
+    class FakePool:
+        def __init__(self, *args):
+            started.append(self)
+
+        def pending(self):
+            return 0
+
+        def ahead(self, configs, limit=None):
+            return 0
+
+    monkeypatch.setattr(_compile_ahead, "CompilePool", FakePool)
+    study = SimpleNamespace(sampler=SimpleNamespace(upcoming=lambda n: []))
+    for kernel, at_once in ((copy, True), (matmul, False)):
+        started.clear()
+        ahead = _compile_ahead.CompileAhead.start(
+            SimpleNamespace(), study, SM90, 2, 1, lambda c: c, lazy=True, kernel=kernel)
+        assert (ahead.pool is not None, len(started)) == (at_once, int(at_once))

@@ -24,6 +24,7 @@ before a command runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -67,10 +68,8 @@ def leave(status: int) -> None:
             thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):   # a closed pipe: nothing to say
             stream.flush()
-        except (OSError, ValueError):     # a closed pipe or stream: nothing more to say
-            pass
     os._exit(status)
 
 

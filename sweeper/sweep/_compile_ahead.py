@@ -12,7 +12,7 @@ started.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
 from typing import Any
 
 from sweeper.kernels._precompile import Compile, Target
@@ -25,6 +25,9 @@ from sweeper.trial import TrialResult, TrialStatus
 
 #: Configs waiting or compiling per compile process, beyond those being measured.
 AHEAD_PER_PROCESS = 4
+#: How many windows of upcoming configs are looked through for compiles to queue: most
+#: configs of a launch-grid sweep share a binary already handed over.
+LOOK_AHEAD = 4
 #: Seconds of a trial's first launch (compile + first run) past which it compiled: on the
 #: H200 a launch loaded from a warm cache took 1 ms (median of the 204 trials of
 #: studies/h200-copy-fp32); a compile takes tenths of a second.
@@ -52,16 +55,23 @@ class CompileAhead:
         #: by the pool, or ``worker`` (the pool had not reached it)
         self.counts: dict[str, int] = {}
         self._kept = 0
+        #: when the pool started (``perf_counter``), and the seconds the coordinator
+        #: waited for compiles in progress before handing configs to workers
+        self.started_at = time.perf_counter() if pool is not None else None
+        self.waited_s = 0.0
 
     @classmethod
     def start(cls, space: Space, study: Any, target: Target | None, size: int,
               workers: int, resolve: Callable[[Choice], Config | None], *,
-              lazy: bool = False) -> CompileAhead | None:
+              lazy: bool = False, kernel: Any = None) -> CompileAhead | None:
         """A pool of ``size`` processes compiling for ``target``, fed with the sampler's
-        next proposals (``lazy``: started once a trial compiled); ``None`` where there is
-        no target or size, or the sampler cannot say what it proposes next."""
+        next proposals (``lazy``: started once a trial compiled, or at once where
+        Triton's cache holds no binary of ``kernel``, :func:`nothing_cached`); ``None``
+        where there is no target or size, or the sampler cannot say what it proposes
+        next."""
         if target is None or size <= 0 or not hasattr(study.sampler, "upcoming"):
             return None
+        lazy = lazy and not nothing_cached(kernel)
         import sys
 
         def start_pool() -> CompilePool:
@@ -81,27 +91,31 @@ class CompileAhead:
         if self.pool is None and self.start_pool is not None and self._kept > 1 and \
                 (record.cold_s or 0.0) >= COMPILED_S:
             self.pool, self.start_pool = self.start_pool(), None
+            self.started_at = time.perf_counter()
 
     def look_ahead(self, done: Container[tuple[str, ...]],
                    in_flight: Container[tuple[str, ...]]) -> None:
-        """Hand the pool the sampler's next proposals it lacks, in order, up to the
-        window (neither measured, nor measuring, nor ruled out); nothing while a lazy
-        pool has not started."""
-        if self.pool is None:
+        """Hand the pool the sampler's next proposals it lacks, in order, until the
+        window holds as many compiles (neither measured, nor measuring, nor ruled out;
+        those sharing a binary handed over count once), looking at most
+        ``LOOK_AHEAD`` windows ahead; nothing while a lazy pool has not started."""
+        pool = self.pool
+        if pool is None:
             return
-        room = self.window - self.pool.pending()
+        room = self.window - pool.pending()
         if room <= 0:
             return
-        configs = []
-        for params in self.sampler.upcoming(self.window):
-            choice = self.space.expand({k: str(v) for k, v in params.items()})
-            key = key_of(choice)
-            if key in done or key in in_flight or self.pool.known(key):
-                continue
-            config = self.resolve(choice)
-            if config is not None:
-                configs.append((key, config))
-        self.pool.ahead(configs[:room])
+
+        def upcoming() -> Iterator[tuple[tuple[str, ...], Config]]:
+            for params in self.sampler.upcoming(LOOK_AHEAD * self.window):
+                choice = self.space.expand({k: str(v) for k, v in params.items()})
+                key = key_of(choice)
+                if key in done or key in in_flight or pool.known(key):
+                    continue
+                config = self.resolve(choice)
+                if config is not None:
+                    yield key, config
+        pool.ahead(upcoming(), limit=room)
 
     def refused(self, number: int, choice: Choice) -> TrialRecord | None:
         """Trial ``number`` of ``choice`` as a ``compile_error``, if the pool found the
@@ -111,6 +125,7 @@ class CompileAhead:
         result = self.pool.take(key_of(choice)) if self.pool is not None else None
         how = result.status.value if result is not None else "worker"
         self.counts[how] = self.counts.get(how, 0) + 1
+        self.waited_s += time.perf_counter() - t0
         if result is None or result.status is not Compile.FAILED:
             return None
         return TrialRecord.from_result(
@@ -118,7 +133,60 @@ class CompileAhead:
             TrialResult(TrialStatus.COMPILE_ERROR, result.reason), started,
             result.seconds + time.perf_counter() - t0)
 
+    def lines(self, t0: float) -> list[str]:
+        """What the pool did, for the sweep's timing breakdown (``t0``: its start)."""
+        if self.pool is None or self.started_at is None:
+            return ["compile pool: not started (no trial compiled)"]
+        done = ", ".join(f"{how} {n}" for how, n in sorted(self.counts.items()))
+        return [f"compile pool: {self.pool.size} processes, started at "
+                f"{self.started_at - t0:.2f} s; configs by how their compile went: "
+                f"{done or 'none yet'} (worker: the worker compiled or loaded it); waited "
+                f"{self.waited_s:.2f} s for compiles in progress"]
+
     def close(self) -> None:
         """End the pool's processes."""
         if self.pool is not None:
             self.pool.close()
+
+
+#: Cache entries :func:`nothing_cached` looks through before it gives up (and says no).
+CACHE_SCAN = 5_000
+
+
+def nothing_cached(kernel: Any) -> bool:
+    """Whether Triton's disk cache surely holds no binary of ``kernel``: no entry is
+    named after a function its module defines or imports (Triton names an entry's files
+    after the jitted function).  Then every config will compile, and the pool starts with the
+    sweep rather than after its first compiled trial.  ``False`` where it cannot tell:
+    no kernel, a module without a source file, a cache too big to look through."""
+    import inspect
+    import os
+    import re
+    import sys
+
+    module = sys.modules.get(type(kernel).__module__) if kernel is not None else None
+    source = getattr(module, "__file__", None)
+    if not source:
+        return False
+    try:
+        from triton import knobs
+
+        with open(source, encoding="utf-8") as text:
+            names = set(re.findall(r"^\s*def (\w+)\(", text.read(), re.MULTILINE))
+        for value in vars(module).values():
+            fn = getattr(value, "fn", value)         # a JITFunction's own function
+            if inspect.isfunction(fn):
+                names.add(fn.__name__)
+        cache = knobs.cache.dir
+        if not os.path.isdir(cache):
+            return True
+        wanted = {f"{name}.json" for name in names}
+        with os.scandir(cache) as entries:
+            for count, entry in enumerate(entries):
+                if count >= CACHE_SCAN:
+                    return False
+                if entry.is_dir() and not wanted.isdisjoint(os.listdir(entry.path)):
+                    return False
+    except (OSError, ImportError, AttributeError):
+        return False
+    return True

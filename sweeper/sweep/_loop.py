@@ -119,7 +119,8 @@ class Sweep:
             run = self._start(t0)       # failing, it too ends the bar, closes the store
             try:
                 run.summary.stopped_by = self._loop(run)
-                run.summary.timing = run.timeline.breakdown(time.perf_counter())
+                run.summary.timing = run.timeline.breakdown(
+                    time.perf_counter(), run.ahead.lines(t0) if run.ahead else [])
                 run.summary.dropped = run.workers.dropped
                 if run.workers.finals_in_workers:
                     self._finals(run, in_workers=True)
@@ -184,7 +185,7 @@ class Sweep:
             bench.note_best(t)
         ahead = CompileAhead.start(self.space, study, self.compile_target,
                                    self.compile_workers, len(self.gpus or [0]),
-                                   self._resolved, lazy=self.compile_lazy)
+                                   self._resolved, lazy=self.compile_lazy, kernel=self.kernel)
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)

@@ -77,6 +77,8 @@ class Breakdown:
     phases: dict[str, float]
     workers: list[WorkerTimes]
     tail_s: float
+    #: more lines from the sweep's parts (what the compile pool did)
+    notes: list[str] = field(default_factory=list)
 
     def per_trial_ms(self, phase: str) -> float:
         """Milliseconds of ``phase`` per trial kept."""
@@ -97,7 +99,7 @@ class Breakdown:
                 f"{w.start_s:.2f} s{f' ({steps})' if steps else ''}; {w.jobs} jobs, busy "
                 f"{w.busy_s:.2f} s, idle {w.idle_s:.2f} s, tail {w.tail_s:.2f} s"
                 f"{f'; repeated per problem: {repeated}' if repeated else ''}")
-        return out
+        return out + self.notes
 
 
 class Timeline:
@@ -146,8 +148,8 @@ class Timeline:
             lane.repeated[name] = lane.repeated.get(name, 0.0) + s
         self.trials += 1
 
-    def breakdown(self, end: float) -> Breakdown:
-        """The figures, for a loop that ended at ``end``."""
+    def breakdown(self, end: float, notes: list[str] | None = None) -> Breakdown:
+        """The figures, for a loop that ended at ``end`` (``notes``: lines to add)."""
         lanes = sorted(self._lanes.items())
         workers = [WorkerTimes(
             index=i, launched_s=lane.launched - self.t0, start_s=lane.ready - lane.launched,
@@ -158,4 +160,4 @@ class Timeline:
         first = self.first_job if self.first_job is not None else end
         return Breakdown(setup_s=first - self.t0, span_s=end - self.t0, trials=self.trials,
                          phases=dict(self.phases), workers=workers,
-                         tail_s=end - min(free) if free else 0.0)
+                         tail_s=end - min(free) if free else 0.0, notes=list(notes or []))
