@@ -46,7 +46,9 @@ KERNEL_TUNER_WHEEL = ("kernel_tuner is not installed: Kernel Tuner not timed. To
 
 BARE_LOOP = '''\
 """A bare loop over {count} configs: compile, warm up, time; no store, no checks."""
-import os, pickle, statistics, sys
+import os, pickle, statistics, sys, time
+from sweeper.cli._clock import process_age
+BORN = time.perf_counter() - (process_age() or 0.0)
 if {interpret!r}:
     os.environ["TRITON_INTERPRET"] = "1"
 import torch
@@ -63,6 +65,7 @@ flush_buffer = None if {interpret!r} else torch.empty({flush_bytes}, dtype=torch
                                                       device="cuda")
 best = None
 abandon, abandoned = {abandon!r}, 0
+started = time.perf_counter()
 for cfg in configs:
     if cfg.problem not in buffers:
         buffers[cfg.problem] = kernel.allocate(cfg.problem, device)
@@ -90,6 +93,8 @@ for cfg in configs:
         best = (median, median_ci(samples)[1], cfg)
 print(f"bare loop: {{len(configs)}} configs ({{abandoned}} abandoned), best median "
       f"{{best[0]:.4f}} ms: {{best[2]}}")
+print(f"time: before the loop {{started - BORN:.2f}} s (python start, imports, set-up), "
+      f"loop {{time.perf_counter() - started:.2f}} s")
 '''
 
 KERNEL_TUNER = '''\

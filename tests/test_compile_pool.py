@@ -306,20 +306,23 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
     ahead = _compile_ahead.CompileAhead(space, sampler, None, lambda c: c, 9,
                                         start_pool=FakePool)
     slow, quick = _compile_ahead.COMPILED_S * 5, _compile_ahead.COMPILED_S / 10
-    ahead.kept(SimpleNamespace(cold_s=slow))        # the run's first: its own start
+
+    def record(cold_s):
+        return SimpleNamespace(cold_s=cold_s, ok=False, config=None)
+    ahead.kept(record(slow))        # the run's first: its own start
     ahead.look_ahead({}, ())
-    ahead.kept(SimpleNamespace(cold_s=quick))
+    ahead.kept(record(quick))
     ahead.look_ahead({}, ())
     assert not started and ahead.refused(0, {"BLOCK": 1}) is None   # the worker compiles
     assert ahead.lines(0.0) == ["compile pool: not started (no trial compiled)"]
-    ahead.kept(SimpleNamespace(cold_s=slow))
+    ahead.kept(record(slow))
     ahead.look_ahead({}, ())
     assert len(started) == 1 and len(started[0].handed) == 2
     (line,) = ahead.lines(ahead.started_at - 1.5)
     assert line.startswith("compile pool: 3 processes, started at 1.50 s; configs by how "
                            "their compile went: worker 1 (worker: the worker compiled or "
                            "loaded it); waited 0.00 s")
-    ahead.kept(SimpleNamespace(cold_s=slow))
+    ahead.kept(record(slow))
     ahead.look_ahead({}, ())
     assert len(started) == 1
 
@@ -359,3 +362,39 @@ def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
         ahead = _compile_ahead.CompileAhead.start(
             SimpleNamespace(), study, SM90, 2, 1, lambda c: c, lazy=True, kernel=kernel)
         assert (ahead.pool is not None, len(started)) == (at_once, int(at_once))
+
+
+def test_configs_whose_binary_is_built_are_measured_first(write_space):
+    """While the pool compiles, the exhaustive sampler is told which configs can go
+    without waiting: those of a binary the pool built or a kept trial loaded; with
+    nothing compiling, every config can."""
+    from types import SimpleNamespace
+
+    from sweeper.samplers import ExhaustiveSampler
+
+    device = open_device("interpret")
+    _, configs = _configs(write_space(SMALL_SPACE), device)
+    first, last = configs[0][1], configs[-1][1]
+    assert binary_of(first) != binary_of(last)
+
+    class FakePool:
+        compiling = 1
+
+        def __init__(self):
+            self.built = set()
+
+        def pending(self):
+            return self.compiling
+
+    pool = FakePool()
+    sampler = ExhaustiveSampler([{"x": "1"}], seed=None)
+    resolve = {"a": first, "b": last}
+    ahead = _compile_ahead.CompileAhead(
+        SimpleNamespace(expand=lambda params: params), sampler, pool,
+        lambda choice: resolve[choice["name"]], 9)
+    assert sampler.prefer == ahead.ready
+    assert not ahead.ready({"name": "a"}) and not ahead.ready({"name": "b"})
+    ahead.kept(SimpleNamespace(ok=True, config=resolve["a"], cold_s=0.0))
+    assert ahead.ready({"name": "a"}) and not ahead.ready({"name": "b"})
+    pool.compiling = 0
+    assert ahead.ready({"name": "b"})

@@ -40,6 +40,32 @@ def test_exhaustive_skips_what_the_study_already_has():
     assert propose_all(sampler, study) == CHOICES[4:]
 
 
+def test_exhaustive_proposes_first_what_it_is_told_can_go_without_waiting():
+    """``prefer`` (a sweep compiling ahead: is this config's binary built?): the first
+    config it accepts among the next ``PREFER_WINDOW`` goes first; none accepted, the
+    order is kept; every config is still proposed once."""
+    built = {"2"}
+    sampler = ExhaustiveSampler(CHOICES, seed=None)
+    sampler.prefer = lambda c: c["a"] in built
+    seen = propose_all(sampler)
+    assert seen[:2] == [{"a": "2", "b": "x"}, {"a": "2", "b": "y"}]
+    assert sorted(map(str, seen)) == sorted(map(str, CHOICES))
+    kept = ExhaustiveSampler(CHOICES, seed=None)
+    kept.prefer = lambda c: False
+    assert propose_all(kept) == CHOICES
+    narrow = ExhaustiveSampler(CHOICES, seed=None)
+    narrow.PREFER_WINDOW, narrow.prefer = 2, (lambda c: c["a"] == "3")
+    assert propose_all(narrow)[0] == CHOICES[0]          # "3" lies beyond the window
+
+
+def test_one_at_a_time_keeps_its_plan_order_whatever_it_is_told():
+    from sweeper.samplers._exhaustive import OneAtATimeSampler
+
+    sampler = OneAtATimeSampler(CHOICES)
+    sampler.prefer = lambda c: c["a"] == "3"
+    assert propose_all(sampler) == CHOICES
+
+
 def test_registry_makes_seeded_optuna_samplers():
     for name in ("exhaustive", "tpe", "random"):
         sampler = make_sampler(SamplerContext(spec=SamplerSpec(name=name, seed=5),

@@ -48,8 +48,20 @@ __all__ = ["EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK", "EXIT_USAGE",
 
 def console() -> None:
     """The ``sweeper`` executable: :func:`main` on the process's arguments, then exit
-    without the interpreter's teardown (:func:`leave`)."""
-    leave(main())
+    without the interpreter's teardown (:func:`leave`), unless a profiler, debugger or
+    coverage tool is watching (it writes its results after the program returns)."""
+    status = main()
+    if not _watched():
+        leave(status)
+    sys.exit(status)
+
+
+def _watched() -> bool:
+    """Whether a profiler, debugger or coverage tool is attached: through the trace or
+    profile hooks, or (Python 3.12 on, cProfile's way) ``sys.monitoring``."""
+    monitoring = getattr(sys, "monitoring", None)
+    return sys.getprofile() is not None or sys.gettrace() is not None or (
+        monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6)))
 
 
 def leave(status: int) -> None:

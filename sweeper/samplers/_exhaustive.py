@@ -10,7 +10,7 @@ in constant time per proposal.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import optuna
@@ -41,6 +41,8 @@ class ExhaustiveSampler(PlannedSampler):
 
     #: the sweep records every config of the space the constraints rule out, up front
     records_invalid = True
+    #: how many upcoming configs :attr:`prefer` may choose among (0: the order is kept)
+    PREFER_WINDOW = 32
 
     def __init__(self, choices: Sequence[Mapping[str, Any]], seed: int | None = 0) -> None:
         self._choices = [dict(c) for c in choices]
@@ -48,6 +50,10 @@ class ExhaustiveSampler(PlannedSampler):
             random.Random(seed).shuffle(self._choices)
         self._next = 0
         self._seen: set[tuple[tuple[str, Any], ...]] = set()
+        #: set by a sweep that compiles ahead: whether a config can be measured without
+        #: waiting for its compile; the first such config among the next
+        #: ``PREFER_WINDOW`` is proposed first (the order is otherwise arbitrary)
+        self.prefer: Callable[[dict[str, Any]], bool] | None = None
 
     @staticmethod
     def _key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -82,7 +88,20 @@ class ExhaustiveSampler(PlannedSampler):
                 self._key(self._choices[self._next]) in self._seen:
             self._next += 1
         if self._next < len(self._choices):   # proposed: never again, even while pending
+            self._bring_forward()
             self._seen.add(self._key(self._choices[self._next]))
+
+    def _bring_forward(self) -> None:
+        """Swap the first upcoming config :attr:`prefer` accepts into the next place."""
+        if self.prefer is None or self.PREFER_WINDOW < 2 or \
+                self.prefer(self._choices[self._next]):
+            return
+        end = min(len(self._choices), self._next + self.PREFER_WINDOW)
+        for j in range(self._next + 1, end):
+            choice = self._choices[j]
+            if self._key(choice) not in self._seen and self.prefer(choice):
+                self._choices[self._next], self._choices[j] = choice, self._choices[self._next]
+                return
 
     def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
@@ -115,6 +134,7 @@ class OneAtATimeSampler(ExhaustiveSampler):
     constraints rule out are proposed too, so the sweep records them as skipped."""
 
     records_invalid = False      # only this plan's configs, not the whole space's
+    PREFER_WINDOW = 0            # its order is the plan's: baseline, then axis by axis
 
     def __init__(self, plan: Sequence[Mapping[str, str]]) -> None:
         super().__init__(plan, seed=None)

@@ -19,7 +19,7 @@ from sweeper.kernels._precompile import Compile, Target
 from sweeper.space import Config, Space
 from sweeper.store import TrialRecord
 from sweeper.study import Choice, now
-from sweeper.sweep._compile_pool import CompilePool, PoolSetup
+from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of
 from sweeper.sweep._optuna import key_of
 from sweeper.trial import TrialResult, TrialStatus
 
@@ -59,6 +59,8 @@ class CompileAhead:
         #: waited for compiles in progress before handing configs to workers
         self.started_at = time.perf_counter() if pool is not None else None
         self.waited_s = 0.0
+        if hasattr(sampler, "prefer"):      # configs whose binary is built go first
+            sampler.prefer = self.ready
 
     @classmethod
     def start(cls, space: Space, study: Any, target: Target | None, size: int,
@@ -84,9 +86,21 @@ class CompileAhead:
         ahead.look_ahead((), ())
         return ahead
 
+    def ready(self, params: dict[str, Any]) -> bool:
+        """Whether the config ``params`` name can be measured without waiting for a
+        compile: no pool is compiling (none started), or its binary is built."""
+        pool = self.pool
+        if pool is None or not pool.pending():
+            return True
+        config = self.resolve(self.space.expand({k: str(v) for k, v in params.items()}))
+        return config is None or binary_of(config) in pool.built
+
     def kept(self, record: TrialRecord) -> None:
-        """A trial of this run was kept: a lazy pool starts if it compiled (its first
-        launch took ``COMPILED_S`` or more), the run's first trial aside."""
+        """A trial of this run was kept: its binary is built (where it ran); a lazy pool
+        starts if it compiled (its first launch took ``COMPILED_S`` or more), the run's
+        first trial aside."""
+        if self.pool is not None and record.ok and record.config is not None:
+            self.pool.built.add(binary_of(record.config))
         self._kept += 1
         if self.pool is None and self.start_pool is not None and self._kept > 1 and \
                 (record.cold_s or 0.0) >= COMPILED_S:

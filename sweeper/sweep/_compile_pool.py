@@ -86,6 +86,7 @@ class _Process:
         self.proc, self.conn, self.log = spawned.proc, spawned.conn, spawned.log
         self.pid: int | None = None       # set once it said it is ready
         self.key: Key | None = None
+        self.config: Config | None = None
 
     def close(self) -> None:
         """End it at once: it holds nothing to keep (Triton writes a cache entry whole,
@@ -113,6 +114,9 @@ class CompilePool:
         #: binary (itself, or the first handed over with the same :func:`binary_of`)
         self.leader: dict[Key, Key] = {}
         self._binaries: dict[Hashable, Key] = {}
+        #: the binaries known to be in the cache (the pool compiled them, or a config
+        #: sharing them was measured): a config of one is measured without waiting
+        self.built: set[Hashable] = set()
         #: every key handed to a process, in order (what the tests check)
         self.handed: list[Key] = []
         #: the pid of the process that compiled each config
@@ -234,6 +238,7 @@ class CompilePool:
         for proc in list(self.procs):
             if proc.pid is not None and proc.key is None and self.waiting:
                 proc.key, config = self.waiting.popleft()
+                proc.config = config
                 self.handed.append(proc.key)
                 try:
                     sent = send_within(proc.conn, (proc.key, config), GRACE_S)
@@ -254,6 +259,8 @@ class CompilePool:
             self.pids.add(got.pid)
         elif isinstance(got, Done):
             self.done[got.key] = got
+            if got.result.status is Compile.COMPILED and proc.config is not None:
+                self.built.add(binary_of(proc.config))
             self.compiled_by[got.key] = got.pid
             proc.key = None
 
