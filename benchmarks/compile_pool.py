@@ -115,8 +115,10 @@ def pooled(space: Any, items: list[tuple[Any, Any]], device: Any, target: Target
         pool.ahead(items)
         pool.drain()
         took = time.perf_counter() - t0
-        results = [pool.take(key) for key, _ in items]
-        assert all(r is not None and r.status is Compile.COMPILED for r in results), results
+        compiled = set(pool.handed)      # one config per binary; the others share it
+        results = {key: pool.take(key) for key, _ in items}
+        assert all(r is not None and r.status is Compile.COMPILED if key in compiled
+                   else r is None for key, r in results.items()), results
     finally:
         pool.close()
     if dry:

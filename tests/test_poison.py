@@ -89,7 +89,12 @@ def test_one_comparison_says_exact_and_tolerant_differences_alike():
     assert mismatch(near * 2, want, "the reference", tolerance=(1.3e-6, 1e-5)) == (
         "4 of 4 elements differ from the reference at rtol 1.3e-06, atol 1e-05 for float32 "
         f"(first at index (0, 0): {(near * 2)[0, 0].item()!r} != 1.0)")
+    assert mismatch(want.clone(), want, "the input") is None
+    assert mismatch(torch.tensor([-0.0, 1.0]), torch.tensor([0.0, 1.0]), "the input") is None
+    assert mismatch(got, got.clone(), "the input") == (      # NaN is never right, even
+        "1 of 4 elements differ from the input (first at index (1, 1): nan != nan)")  # where expected
     ints = torch.tensor([1, 2, 3], dtype=torch.int32)
+    assert mismatch(ints.clone(), ints, "the reference", tolerance=(0.0, 0.0)) is None
     assert mismatch(ints + 1, ints, "the reference", lambda i: f", row {i}",
                     tolerance=(0.0, 0.0)) == ("3 of 3 elements differ from the reference, "
                                               "compared exactly in int32 (first at index 0, "
