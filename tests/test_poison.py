@@ -91,8 +91,9 @@ def test_one_comparison_says_exact_and_tolerant_differences_alike():
         f"(first at index (0, 0): {(near * 2)[0, 0].item()!r} != 1.0)")
     assert mismatch(want.clone(), want, "the input") is None
     assert mismatch(torch.tensor([-0.0, 1.0]), torch.tensor([0.0, 1.0]), "the input") is None
-    assert mismatch(got, got.clone(), "the input") == (      # NaN is never right, even
-        "1 of 4 elements differ from the input (first at index (1, 1): nan != nan)")  # where expected
+    # a NaN is never right, even where the expected value is one
+    assert mismatch(got, got.clone(), "the input") == (
+        "1 of 4 elements differ from the input (first at index (1, 1): nan != nan)")
     ints = torch.tensor([1, 2, 3], dtype=torch.int32)
     assert mismatch(ints.clone(), ints, "the reference", tolerance=(0.0, 0.0)) is None
     assert mismatch(ints + 1, ints, "the reference", lambda i: f", row {i}",
