@@ -335,18 +335,27 @@ def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
         cache_dir, monkeypatch):
     """Triton names a cache entry's files after the jitted function: where no entry is
     named after a function the kernel's module defines or imports, every config will
-    compile and the pool starts with the sweep; where one is, or nothing can be told,
-    it waits for a trial that compiled."""
+    compile and the pool starts with the sweep (the same is told from the space's
+    ``kernel:`` before anything is imported); where one is, or the kernel is not
+    Triton's, or nothing can be told, it waits for a trial that compiled."""
     from types import SimpleNamespace
 
+    from sweeper.kernels import _cache_probe as probe
+
     copy, matmul = load_kernel("copy"), load_kernel("matmul")
-    assert _compile_ahead.nothing_cached(copy)            # the cache folder is not there
+    assert probe.triton_cache_dir() == str(cache_dir)
+    assert probe.kernel_cold(copy) and probe.space_cold("copy")     # no cache folder yet
     cache_dir.mkdir()
     (cache_dir / "ABC").mkdir()
     (cache_dir / "ABC" / "_matmul_body.json").write_text("{}")
-    assert _compile_ahead.nothing_cached(copy)
-    assert not _compile_ahead.nothing_cached(matmul)      # imported from _matmul_triton
-    assert not _compile_ahead.nothing_cached(None)
+    assert probe.kernel_cold(copy) and probe.space_cold("copy")
+    assert not probe.kernel_cold(matmul)        # imported from _matmul_triton
+    assert not probe.space_cold("matmul")
+    assert not probe.space_cold("cuda") and not probe.space_cold("torch-op")   # no Triton
+    assert not probe.kernel_cold(None) and not probe.space_cold("no_such_module:K")
+    monkeypatch.setattr(probe, "CACHE_SCAN", 0)          # too big to look through
+    assert not probe.space_cold("copy")
+    monkeypatch.setattr(probe, "CACHE_SCAN", 5_000)
     started = []
 
     class FakePool:

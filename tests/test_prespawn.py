@@ -85,6 +85,46 @@ def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inli
     assert started == [(WORKER, {"TRITON_INTERPRET": "1"}, 1)]
 
 
+def test_compile_processes_start_ahead_only_where_every_config_will_compile(monkeypatch):
+    """With the space read: a sampler walking a plan and nothing of the kernel in
+    Triton's cache start the compile processes beside the workers, as many as the run's
+    pool will ask for; anything else starts none."""
+    from types import SimpleNamespace
+
+    from sweeper.devices import _gpu_query
+    from sweeper.kernels import _cache_probe
+
+    started = []
+    monkeypatch.setattr(_nursery, "prespawn", lambda module, env, path, count=1:
+                        started.append((module, env, count)))
+    monkeypatch.setattr(_gpu_query, "has_driver", lambda: True)
+    cold = {"copy": True, "matmul": False}
+    monkeypatch.setattr(_cache_probe, "space_cold", lambda kernel: cold[kernel])
+    monkeypatch.setattr(_nursery.os, "cpu_count", lambda: 16)      # the GPU machine's
+
+    def space(kernel="copy", sampler="exhaustive"):
+        return SimpleNamespace(kernel=kernel, sampler=SimpleNamespace(name=sampler))
+
+    def compilers(args, sp):
+        started.clear()
+        prespawn_workers(args, sp)
+        return [count for module, env, count in started if module == COMPILER]
+
+    assert compilers(_args(), space()) == [8]
+    assert started[-1][1] == _nursery.COMPILE_ENV
+    assert compilers(_args(gpus=[0, 1]), space("copy", "one-at-a-time")) == [8]
+    monkeypatch.setattr(_nursery.os, "cpu_count", lambda: 6)
+    assert compilers(_args(gpus=[0, 1]), space()) == [3]     # a core per worker, and one
+    assert compilers(_args(compile_workers=3), space()) == [3]
+    assert compilers(_args(compile_workers=0), space()) == []
+    assert compilers(_args(), space(sampler="tpe")) == []
+    assert compilers(_args(), space("matmul")) == []
+    assert compilers(_args(workers="inline"), space()) == []
+    assert compilers(_args(device="interpret", workers="process"), space()) == []
+    monkeypatch.setattr(_gpu_query, "has_driver", lambda: False)
+    assert compilers(_args(), space()) == []
+
+
 def test_a_run_with_worker_processes_starts_them_first_and_says_where_its_time_went(
         write_space, tmp_path, capsys):
     """The worker was launched before the sweep began (its imports beside this

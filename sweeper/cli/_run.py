@@ -56,7 +56,7 @@ def _run_study(args: argparse.Namespace) -> tuple[int, Path]:
     if args.study is not None:
         check_study_name("--study", args.study)
     # workers import torch beside this process once the space is read (a bad one: none)
-    space, device = space_and_device(args, on_space=lambda _: prespawn_workers(args))
+    space, device = space_and_device(args, on_space=lambda space: prespawn_workers(args, space))
     clock.mark("space and device")
     gpus = _gpus(args.gpus, device)
     ahead = _compile_ahead(getattr(args, "compile_workers", None), device,

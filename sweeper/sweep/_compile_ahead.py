@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Container, Iterator
 from typing import Any
 
+from sweeper.kernels._cache_probe import kernel_cold
 from sweeper.kernels._precompile import Compile, Target
 from sweeper.space import Config, Space
 from sweeper.store import TrialRecord
@@ -68,12 +69,13 @@ class CompileAhead:
               lazy: bool = False, kernel: Any = None) -> CompileAhead | None:
         """A pool of ``size`` processes compiling for ``target``, fed with the sampler's
         next proposals (``lazy``: started once a trial compiled, or at once where
-        Triton's cache holds no binary of ``kernel``, :func:`nothing_cached`); ``None``
+        Triton's cache holds nothing of ``kernel``, :mod:`sweeper.kernels._cache_probe`);
+        ``None``
         where there is no target or size, or the sampler cannot say what it proposes
         next."""
         if target is None or size <= 0 or not hasattr(study.sampler, "upcoming"):
             return None
-        lazy = lazy and not nothing_cached(kernel)
+        lazy = lazy and not kernel_cold(kernel)
         import sys
 
         def start_pool() -> CompilePool:
@@ -162,45 +164,3 @@ class CompileAhead:
         if self.pool is not None:
             self.pool.close()
 
-
-#: Cache entries :func:`nothing_cached` looks through before it gives up (and says no).
-CACHE_SCAN = 5_000
-
-
-def nothing_cached(kernel: Any) -> bool:
-    """Whether Triton's disk cache surely holds no binary of ``kernel``: no entry is
-    named after a function its module defines or imports (Triton names an entry's files
-    after the jitted function).  Then every config will compile, and the pool starts with the
-    sweep rather than after its first compiled trial.  ``False`` where it cannot tell:
-    no kernel, a module without a source file, a cache too big to look through."""
-    import inspect
-    import os
-    import re
-    import sys
-
-    module = sys.modules.get(type(kernel).__module__) if kernel is not None else None
-    source = getattr(module, "__file__", None)
-    if not source:
-        return False
-    try:
-        from triton import knobs
-
-        with open(source, encoding="utf-8") as text:
-            names = set(re.findall(r"^\s*def (\w+)\(", text.read(), re.MULTILINE))
-        for value in vars(module).values():
-            fn = getattr(value, "fn", value)         # a JITFunction's own function
-            if inspect.isfunction(fn):
-                names.add(fn.__name__)
-        cache = knobs.cache.dir
-        if not os.path.isdir(cache):
-            return True
-        wanted = {f"{name}.json" for name in names}
-        with os.scandir(cache) as entries:
-            for count, entry in enumerate(entries):
-                if count >= CACHE_SCAN:
-                    return False
-                if entry.is_dir() and not wanted.isdisjoint(os.listdir(entry.path)):
-                    return False
-    except (OSError, ImportError, AttributeError):
-        return False
-    return True

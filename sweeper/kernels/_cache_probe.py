@@ -1,0 +1,121 @@
+"""Whether Triton's disk cache holds anything of a kernel, told from files alone.
+
+Triton names the files of a cache entry after the jitted function
+(``<cache>/<hash>/<function>.json``).  Where no entry is named after a function that the
+kernel's module defines or imports, every config of a sweep will compile: ``sweeper
+run`` then starts its compile processes with its workers, before it has imported torch
+(:mod:`sweeper.cli._prespawn`), and its pool compiles from the sweep's start
+(:mod:`sweeper.sweep._compile_ahead`).  Anything else (an entry of the kernel, a module
+that is not Triton's, a file that cannot be read or parsed, a cache too big to look
+through) says "cached": the pool then waits for a trial that compiled.  A wrong "nothing
+cached" costs a warm run the compile processes' start-up, never a result.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+#: Cache entries looked through before giving up (and saying "cached").
+CACHE_SCAN = 5_000
+
+
+def triton_cache_dir() -> str:
+    """Triton's cache folder as ``triton.knobs.cache.dir`` gives it, without importing
+    triton: ``$TRITON_CACHE_DIR``, else ``$TRITON_HOME/.triton/cache`` (home: ``~``)."""
+    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
+    return os.environ.get("TRITON_CACHE_DIR") or os.path.join(home, ".triton", "cache")
+
+
+def function_names(source: str) -> set[str] | None:
+    """The functions ``source`` defines or imports by name, at any depth (None where it
+    is not Python, or names no Triton)."""
+    if "triton" not in source:
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def nothing_cached(names: Iterable[str], cache: str | None = None) -> bool:
+    """Whether no entry of Triton's cache (``cache``, default :func:`triton_cache_dir`)
+    is named after one of ``names``."""
+    wanted = {f"{name}.json" for name in names}
+    folder = cache if cache is not None else triton_cache_dir()
+    if not os.path.isdir(folder):
+        return True
+    try:
+        with os.scandir(folder) as entries:
+            for count, entry in enumerate(entries):
+                if count >= CACHE_SCAN:
+                    return False
+                if entry.is_dir() and not wanted.isdisjoint(os.listdir(entry.path)):
+                    return False
+    except OSError:
+        return False
+    return True
+
+
+def source_names(path: str | None, extra: Iterable[str] = ()) -> set[str] | None:
+    """:func:`function_names` of the file at ``path``, with ``extra``; None where there
+    is no such Triton module."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            names = function_names(f.read())
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None if names is None else names | set(extra)
+
+
+def kernel_cold(kernel: Any) -> bool:
+    """For a loaded kernel: nothing in Triton's cache is named after a function of its
+    module's source or one its module holds (a function, or a ``JITFunction``'s own)."""
+    import inspect
+
+    module = sys.modules.get(type(kernel).__module__) if kernel is not None else None
+    held = []
+    for value in vars(module).values() if module is not None else ():
+        fn = getattr(value, "fn", value)
+        if inspect.isfunction(fn):
+            held.append(fn.__name__)
+    names = source_names(getattr(module, "__file__", None), held)
+    return names is not None and nothing_cached(names)
+
+
+def space_cold(kernel: str) -> bool:
+    """For a space's ``kernel:`` (a built-in name, an installed entry point or a
+    ``module:attr`` path), before anything is imported: its module's file is found on
+    the import path (the working folder first), read and parsed, not run."""
+    from sweeper import plugins
+
+    try:
+        module = plugins.find(plugins.KERNEL, kernel).target.partition(":")[0]
+    except Exception:  # noqa: BLE001 - any failure says "cached"; loading it says why
+        return False
+    names = source_names(module_file(module))
+    return names is not None and nothing_cached(names)
+
+
+def module_file(module: str) -> str | None:
+    """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) on the
+    import path, the working folder first, found without importing ``a``."""
+    parts = module.split(".")
+    for base in [os.getcwd(), *sys.path]:
+        stem = os.path.join(base or os.curdir, *parts)
+        for path in (f"{stem}.py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(path):
+                return path
+    return None
