@@ -29,6 +29,7 @@ would be a second record of the study beside the journal format every reader kno
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -194,9 +195,14 @@ class PostgresStore(Storage):
             weakref.finalize(self, conn.close)
 
     def close(self) -> None:
-        """Release the study's advisory lock; every record is committed when appended."""
+        """Release the study's advisory lock; every record is committed when appended.
+        The lock is released by a statement before the connection closes: a closed
+        connection's session ends on the server a moment later, and a process opening the
+        study right after (a resume) could find it still held."""
         with self._mutex:
             if self._lock_conn is not None:
+                with contextlib.suppress(sa.exc.SQLAlchemyError):
+                    self._lock_conn.execute(sa.select(sa.func.pg_advisory_unlock_all()))
                 self._lock_conn.close()
                 self._lock_conn = None
 
