@@ -3,8 +3,9 @@
 Run on a machine with two GPUs:  python benchmarks/multi_gpu.py [spaces/copy.yaml]
 
 A first sweep on both GPUs compiles every config (the Triton cache is then warm for
-both sides, and discarded); then the space is swept with ``--gpus 0`` and with
-``--gpus 0,1``, each into a fresh study.  Printed: each sweep's wall time without its
+both sides, and discarded); then the space is swept with ``--gpus 0``, with ``--gpus 1``
+(each GPU's own pace: a trial slower on two GPUs than on one may be the second GPU's) and
+with ``--gpus 0,1``, each into a fresh study.  Printed: each sweep's wall time without its
 finals (on two GPUs the finals run on both), the ratio (goal <= 0.55), how the trials
 split between the GPUs, whether both studies end with the same winner per problem
 (or, where not, how far apart the two winners' medians are: within noise, the finals may
@@ -17,7 +18,8 @@ shell (imports, worker start-up and finals included), with its own time line.
 
 ``SWEEPER_NVML_PERIOD_MS=200 python benchmarks/multi_gpu.py`` polls each GPU's state ten
 times less often (the workers inherit it): on two GPUs a trial took 75.3 ms against 66.7
-ms on one, and NVML's calls may wait on the driver's locks with the other worker's.
+ms on one, and NVML's calls may wait on the driver's locks with the other worker's (on
+one GPU the poll period moved no trial: 20, 200 and 1000 ms alike).
 """
 
 from __future__ import annotations
@@ -79,9 +81,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         sweep(space_path, Path(tmp) / "warm", [0, 1])
         one_s, one = sweep(space_path, Path(tmp) / "one", [0])
+        other_s, _ = sweep(space_path, Path(tmp) / "other", [1])   # is GPU 1 alone slower?
         two_s, two = sweep(space_path, Path(tmp) / "two", [0, 1])
         split = collections.Counter(t.gpu.index for t in two.records()[0] if t.gpu)
-        print(f"{space_path}: --gpus 0: {one_s:.1f} s; --gpus 0,1: {two_s:.1f} s "
+        print(f"{space_path}: --gpus 0: {one_s:.1f} s; --gpus 1: {other_s:.1f} s; "
+              f"--gpus 0,1: {two_s:.1f} s "
               f"(trials per GPU: {dict(sorted(split.items()))}); ratio {two_s / one_s:.3f} "
               f"(goal <= 0.55)")
         a, b = winners(one), winners(two)
