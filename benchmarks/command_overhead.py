@@ -19,6 +19,7 @@ against the goals of issue 13; DIR keeps the scripts, each run's stdout and stde
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pickle
@@ -53,8 +54,7 @@ if {interpret!r}:
     os.environ["TRITON_INTERPRET"] = "1"
 import torch
 from sweeper.kernels import load_kernel
-from sweeper.measure import median_ci, time_cuda, time_host
-from sweeper.measure._sampling import ABANDON_CHUNK
+from sweeper.measure import StopRule, median_ci, sample_until, time_cuda, time_host
 from sweeper.trial import abandon_rule
 
 configs = pickle.loads({blob!r})
@@ -63,8 +63,9 @@ device = "cpu" if {interpret!r} else "cuda"
 buffers = {{}}
 flush_buffer = None if {interpret!r} else torch.empty({flush_bytes}, dtype=torch.uint8,
                                                       device="cuda")
+rule = StopRule(**{rule!r})           # the space's stopping rule, as the sweep applies it
 best = None
-abandon, abandoned = {abandon!r}, 0
+abandon, abandoned, taken = {abandon!r}, 0, 0
 started = time.perf_counter()
 for cfg in configs:
     if cfg.problem not in buffers:
@@ -73,26 +74,26 @@ for cfg in configs:
     b = buffers[cfg.problem]
     kernel.launch(b, cfg)                       # compile (or load from the cache)
 
-    def take(warmup, repeat):
+    def take(repeat, warmup=0):
         if {interpret!r}:
             return time_host(lambda: kernel.launch(b, cfg), warmup=warmup, repeat=repeat)
         return time_cuda(lambda: kernel.launch(b, cfg), warmup=warmup, repeat=repeat,
                          flush=flush_buffer.zero_ if cfg.cache == "cold" else None,
                          hold=lambda: torch.cuda._sleep({hold}))
-    if abandon and best is not None:            # the sweep's early abandonment, same rule
-        samples = take({warmup}, min({repeat}, ABANDON_CHUNK))
-        if abandon_rule(best[0], best[1], abandon)(samples) is None and {repeat} > len(samples):
-            samples += take(0, {repeat} - len(samples))
-        else:
-            abandoned += 1
-            continue
-    else:
-        samples = take({warmup}, {repeat})
-    median = statistics.median(samples)
+    for _ in range({warmup}):
+        kernel.launch(b, cfg)
+    # the sweep's sampling: the stopping rule, and early abandonment by the same rule
+    timing = sample_until(take, rule, abandon=abandon_rule(best[0], best[1], abandon)
+                          if abandon and best is not None else None)
+    taken += len(timing.samples)
+    if timing.abandoned:
+        abandoned += 1
+        continue
+    median = statistics.median(timing.samples)
     if best is None or median < best[0]:
-        best = (median, median_ci(samples)[1], cfg)
-print(f"bare loop: {{len(configs)}} configs ({{abandoned}} abandoned), best median "
-      f"{{best[0]:.4f}} ms: {{best[2]}}")
+        best = (median, median_ci(timing.samples)[1], cfg)
+print(f"bare loop: {{len(configs)}} configs ({{abandoned}} abandoned, {{taken}} samples), "
+      f"best median {{best[0]:.4f}} ms: {{best[2]}}")
 print(f"time: before the loop {{started - BORN:.2f}} s (python start, imports, set-up), "
       f"loop {{time.perf_counter() - started:.2f}} s")
 '''
@@ -163,8 +164,8 @@ def write_bare_loop(out: Path, space_path: str, device_spec: str) -> Path:
     script.write_text(BARE_LOOP.format(
         count=len(configs), interpret=device_spec == "interpret", blob=pickle.dumps(configs),
         kernel=space.kernel, options=space.kernel_options, flush_bytes=2 * l2_bytes,
-        warmup=measure.warmup, repeat=measure.repeat, hold=HOLD_CYCLES,
-        abandon=measure.abandon))
+        warmup=measure.warmup, hold=HOLD_CYCLES, abandon=measure.abandon,
+        rule=dataclasses.asdict(measure.rule())))
     return script
 
 

@@ -22,6 +22,7 @@
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
 #   commandabandon the same with measure.abandon 1.5 (bare loop and sweeper run; no Kernel Tuner)
+#   commandci the same with sweeper's default stopping rule (stop: ci, 0.5 %) in place of 50
 #   compilepool benchmarks/compile_pool.py, then with a process per core (no A/B)
 #   runtiming sweeper run spaces/copy.yaml --timing, warm cache, with and without worker
 #             processes, the compile pool and the report ($GPUS: e.g. --gpus 0)
@@ -123,6 +124,11 @@ stage=$2
       for f in "$OUT"/command-abandon/*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \
         | tee -a "$OUT/command-abandon.log"
       tar czf "$OUT/command-abandon.tgz" -C "$OUT" command-abandon && rm -rf "$OUT/command-abandon" ;;
+    commandci) python3 benchmarks/command_overhead.py spaces/copy.yaml --runs bare,run \
+        --measure stop=ci --out "$OUT/command-ci" 2>&1 | tee "$OUT/command-ci.log"
+      for f in "$OUT"/command-ci/*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \
+        | tee -a "$OUT/command-ci.log"
+      tar czf "$OUT/command-ci.tgz" -C "$OUT" command-ci && rm -rf "$OUT/command-ci" ;;
     runtiming)
       export TRITON_CACHE_DIR=/tmp/tc-runtiming
       sweeper run spaces/copy.yaml --studies-dir /tmp/rt-warm-up --quiet --no-report ${GPUS:-} >/dev/null 2>&1

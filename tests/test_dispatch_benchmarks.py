@@ -134,7 +134,7 @@ def test_command_overhead_times_both_processes_on_the_interpreter(tmp_path, caps
     assert lines[5:] == ["sweeper run / bare loop, warm cache: not measured",
                          "sweeper run / Kernel Tuner, cold caches: not measured"]
     bare = (out / "bare-cold.stdout").read_text()
-    assert bare.startswith("bare loop: 2 configs (0 abandoned), best median ")
+    assert bare.startswith("bare loop: 2 configs (0 abandoned, 4 samples), best median ")
     assert "done: 2 measured (0 failed)" in (out / "run-cold.stdout").read_text()
     assert "report: " in (out / "run-cold.stdout").read_text()
     results = json.loads((out / "results.json").read_text())
