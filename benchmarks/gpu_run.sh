@@ -26,6 +26,8 @@
 #   compilepool benchmarks/compile_pool.py, then with a process per core (no A/B)
 #   runtiming sweeper run spaces/copy.yaml --timing, warm cache, with and without worker
 #             processes, the compile pool and the report ($GPUS: e.g. --gpus 0)
+#   coldpool  sweeper run spaces/copy.yaml --timing from an empty Triton cache: the default
+#             compile pool against --compile-workers 0 (each run its own empty cache)
 #   twogpus   the GPU tests that need two GPUs
 #   hangs     the GPU tests of a hang and an illegal address (under their own timeout)
 # The install line, for reference:
@@ -137,6 +139,13 @@ stage=$2
         rm -rf /tmp/rt; ( time sweeper run spaces/copy.yaml --studies-dir /tmp/rt --timing --quiet ${GPUS:-} $v ) 2>&1 \
           | grep -E "^(time|  |real|done|sweeper:)"
       done 2>&1 | tee "$OUT/runtiming.log" ;;
+    coldpool)
+      for v in "" "--compile-workers 0" "" "--compile-workers 0"; do
+        echo "--- sweeper run spaces/copy.yaml $v (empty Triton cache)"
+        rm -rf /tmp/cp /tmp/tc-cold; export TRITON_CACHE_DIR=/tmp/tc-cold
+        ( time sweeper run spaces/copy.yaml --studies-dir /tmp/cp --timing --quiet $v ) 2>&1 \
+          | grep -E "^(time|  |real|done|sweeper:)"
+      done 2>&1 | tee "$OUT/coldpool.log" ;;
     compilepool) python3 benchmarks/compile_pool.py ${COMPILE_POOL_ARGS:-} 2>&1 | tee "$OUT/compile_pool.log"
       python3 benchmarks/compile_pool.py --workers "$(nproc)" --ab 0 2>&1 | tee -a "$OUT/compile_pool.log" ;;
   esac
