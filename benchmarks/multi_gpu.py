@@ -2,6 +2,12 @@
 
 Run on a machine with two GPUs:  python benchmarks/multi_gpu.py [spaces/copy.yaml]
 
+The workers' start-up (3.4-3.7 s of imports on the H200 machine) is a fixed cost of each
+sweep: on copy's 14 s of trials it alone keeps two GPUs at 0.6x of one or more, however
+well the trials split; a space of long trials (``python benchmarks/multi_gpu.py
+spaces/matmul-8k.yaml --brief``: 108 configs, 3 minutes on one H200) shows the scaling of
+a sweep, and the measuring time alone is printed too.
+
 A first sweep on both GPUs compiles every config (the Triton cache is then warm for
 both sides, and discarded); then the space is swept with ``--gpus 0``, with ``--gpus 1``
 (each GPU's own pace: a trial slower on two GPUs than on one may be the second GPU's) and
@@ -24,6 +30,7 @@ one GPU the poll period moved no trial: 20, 200 and 1000 ms alike).
 
 from __future__ import annotations
 
+import argparse
 import collections
 import sys
 import tempfile
@@ -41,7 +48,8 @@ from sweeper.sweep import Sweep, SweepSummary, open_study
 def sweep(space_path: str, root: Path, gpus: list[int]) -> tuple[float, StudyStore]:
     """Sweep ``space_path`` into a study at ``root`` with one worker process per GPU of
     ``gpus``, and print where its time went; the sweep's wall time without the finals,
-    and the store."""
+    and the store (its measuring time, from the first job to the last outcome, is
+    ``measuring[gpus]``)."""
     space = load_space(space_path)
     device = open_device("cuda")
     kernel = load_kernel(space.kernel, space.kernel_options)
@@ -49,7 +57,14 @@ def sweep(space_path: str, root: Path, gpus: list[int]) -> tuple[float, StudySto
     open_study(store, space, kernel, device, command=f"multi_gpu.py --gpus {gpus}")
     summary = Sweep(space, kernel, device, store, gpus=gpus, processes=True).run()
     show_timing(f"--gpus {','.join(map(str, gpus))}", summary)
+    if summary.timing is not None:
+        measuring[tuple(gpus)] = summary.timing.span_s - summary.timing.setup_s
     return summary.wall_s - summary.finals_s, StudyStore(root)
+
+
+#: Each timed sweep's measuring seconds: its loop less the workers' start-up (their
+#: imports: a fixed cost, which ``sweeper run`` spends beside its own imports).
+measuring: dict[tuple[int, ...], float] = {}
 
 
 def show_timing(label: str, summary: SweepSummary) -> None:
@@ -73,21 +88,32 @@ def winners(store: StudyStore) -> dict[object, tuple[str, float]]:
     return out
 
 
-def main() -> int:
-    space_path = sys.argv[1] if len(sys.argv) > 1 else "spaces/copy.yaml"
+def main(argv: list[str] | None = None) -> int:
+    """Time the sweeps (and the commands), print what they show; 0."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("space", nargs="?", default="spaces/copy.yaml")
+    p.add_argument("--brief", action="store_true",
+                   help="only the sweeps on GPU 0 and on both (a space of long trials)")
+    args = p.parse_args(argv)
+    space_path = args.space
     from sweeper.devices._nvml import poll_period_s
 
     print(f"NVML polled every {1e3 * poll_period_s():g} ms")
     with tempfile.TemporaryDirectory() as tmp:
         sweep(space_path, Path(tmp) / "warm", [0, 1])
         one_s, one = sweep(space_path, Path(tmp) / "one", [0])
-        other_s, _ = sweep(space_path, Path(tmp) / "other", [1])   # is GPU 1 alone slower?
+        other_s = float("nan") if args.brief else \
+            sweep(space_path, Path(tmp) / "other", [1])[0]         # is GPU 1 alone slower?
         two_s, two = sweep(space_path, Path(tmp) / "two", [0, 1])
         split = collections.Counter(t.gpu.index for t in two.records()[0] if t.gpu)
         print(f"{space_path}: --gpus 0: {one_s:.1f} s; --gpus 1: {other_s:.1f} s; "
               f"--gpus 0,1: {two_s:.1f} s "
               f"(trials per GPU: {dict(sorted(split.items()))}); ratio {two_s / one_s:.3f} "
               f"(goal <= 0.55)")
+        m1, m2 = measuring.get((0,)), measuring.get((0, 1))
+        if m1 and m2:
+            print(f"{space_path}: measuring alone (first job to last outcome): --gpus 0: "
+                  f"{m1:.1f} s; --gpus 0,1: {m2:.1f} s; ratio {m2 / m1:.3f}")
         a, b = winners(one), winners(two)
         agree = True
         for problem in sorted(set(a) | set(b), key=str):
@@ -104,6 +130,8 @@ def main() -> int:
         trials = two.records()[0]
         for problem, agreed in sorted(Winners.of(two).agreements(trials).items()):
             print(f"{problem_text(problem)}, across GPUs: {agreed.headline()}")
+        if args.brief:
+            return 0
         walls = {gpus: command(space_path, gpus, Path(tmp) / f"cmd-{gpus}")
                  for gpus in ("0", "0,1")}
         print(f"{space_path}: the whole command (finals included, no report): --gpus 0: "
