@@ -107,9 +107,12 @@ def waiting() -> int:
 def release(module: str | None = None) -> None:
     """End every process never adopted (they only imported; their group is killed), or
     only those serving ``module``."""
-    for key in [k for k in _waiting if module is None or k[0] == module]:
-        for spawned in _waiting.pop(key):
-            _end(spawned)
+    ended = [spawned for key in [k for k in _waiting if module is None or k[0] == module]
+             for spawned in _waiting.pop(key)]
+    for spawned in ended:
+        with contextlib.suppress(OSError):
+            spawned.conn.close()
+    kill_now(*(spawned.proc for spawned in ended))
 
 
 def _end(spawned: Spawned) -> None:
@@ -142,15 +145,17 @@ def warm_imports() -> None:
             importlib.import_module(name)
 
 
-def kill_now(proc: Any, reap_s: float = 1.0) -> None:
-    """SIGKILL ``proc``'s process group (a process started by :func:`start`, holding
-    nothing that must be kept) and reap it within ``reap_s`` (else the system does)."""
-    if proc.poll() is not None:        # reaped: its pid may name another process now
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(reap_s)
+def kill_now(*procs: Any, reap_s: float = 1.0) -> None:
+    """SIGKILL the process group of each of ``procs`` (processes started by :func:`start`,
+    holding nothing that must be kept), all first, then reap each within ``reap_s`` (else
+    the system does): they die side by side, not one after another."""
+    alive = [proc for proc in procs if proc.poll() is None]   # reaped: its pid may be reused
+    for proc in alive:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    for proc in alive:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(reap_s)
 
 
 atexit.register(release)

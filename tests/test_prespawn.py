@@ -6,8 +6,10 @@ run's last line says where its time went, and NVML watches the GPU a worker meas
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import time
 import types
 
 import pytest
@@ -40,6 +42,31 @@ def test_a_process_is_adopted_only_with_its_module_and_environment_and_the_rest_
     assert _nursery.waiting() == 0
     assert left.proc.wait(5) is not None           # ended, not left behind
     _nursery.kill_now(got.proc)
+
+
+def test_processes_are_killed_side_by_side_with_their_children():
+    """``kill_now`` signals every group first, then reaps: each process and its child
+    end, and one already reaped is left alone."""
+    import subprocess
+
+    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', " \
+           "'import time; time.sleep(60)']); time.sleep(60)"
+    procs = [subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+             for _ in range(3)]
+    procs[0].kill()
+    procs[0].wait(5)
+    _nursery.kill_now(*procs, reap_s=5.0)
+    assert all(p.returncode is not None for p in procs)
+    for p in procs[1:]:                    # no process of its group is left (its child,
+        deadline = time.monotonic() + 5    # reparented, is reaped by the system)
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(p.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"process group {p.pid} outlived kill_now")
 
 
 def test_a_process_that_died_while_waiting_is_not_adopted():

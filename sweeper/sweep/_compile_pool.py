@@ -95,6 +95,14 @@ class _Process:
             self.conn.close()
         kill_now(self.proc)
 
+    @staticmethod
+    def close_all(procs: list[_Process]) -> None:
+        """:meth:`close` for every one of ``procs``, killed side by side."""
+        for proc in procs:
+            with contextlib.suppress(OSError):
+                proc.conn.close()
+        kill_now(*(proc.proc for proc in procs))
+
 
 class CompilePool:
     """``size`` compile processes for ``setup``'s kernel and target (``env`` added to
@@ -221,8 +229,7 @@ class CompilePool:
         if self._feeder is not None:      # it waits 0.05 s at a time, and sends bounded
             self._feeder.join(GRACE_S + 1.0)
         with self._lock:
-            for proc in self.procs:
-                proc.close()
+            _Process.close_all(self.procs)
             self.procs = []
 
     def _feed(self) -> None:

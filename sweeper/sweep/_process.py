@@ -181,7 +181,7 @@ def linger(proc: subprocess.Popen[bytes]) -> None:
             stop(proc)
 
     threading.Thread(target=reap, name="sweeper-reap", daemon=True).start()
-    atexit.register(kill_now, proc, 0.0)
+    atexit.register(kill_now, proc, reap_s=0.0)
 
 
 def _exited(pid: int) -> bool:
