@@ -3,10 +3,12 @@ what a config the pool found refused becomes.
 
 A sampler that knows its next proposals (a plan walked in order: ``exhaustive``,
 ``one-at-a-time``; its ``upcoming(count)``) has them compiled ahead, a window of
-``AHEAD_PER_PROCESS`` per compile process beyond those measured now.  An adaptive sampler
-decides each config from the outcomes before it, so nothing can be compiled ahead
-without asking it early (which would change what it proposes): there the pool is not
-started.
+``AHEAD_PER_PROCESS`` per compile process beyond those measured now, configs sharing a
+binary counted once.  A sampler that can take its configs in another order (``exhaustive``,
+its ``prefer``) is told which can be measured without waiting for a compile.  An adaptive
+sampler decides each config from the outcomes before it, so nothing can be compiled
+ahead without asking it early (which would change what it proposes): there the pool is
+not started.
 """
 
 from __future__ import annotations
@@ -70,9 +72,8 @@ class CompileAhead:
         """A pool of ``size`` processes compiling for ``target``, fed with the sampler's
         next proposals (``lazy``: started once a trial compiled, or at once where
         Triton's cache holds nothing of ``kernel``, :mod:`sweeper.kernels._cache_probe`);
-        ``None``
-        where there is no target or size, or the sampler cannot say what it proposes
-        next."""
+        ``None`` where there is no target or size, or the sampler cannot say what it
+        proposes next."""
         if target is None or size <= 0 or not hasattr(study.sampler, "upcoming"):
             return None
         lazy = lazy and not kernel_cold(kernel)
