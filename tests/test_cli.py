@@ -146,14 +146,19 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, capsys):
 
 
 def test_the_executable_leaves_as_python_would_less_the_teardown():
-    """``leave``: non-daemon threads joined, atexit handlers run, buffered output flushed,
-    the status kept; only the freeing of the heap is skipped."""
-    code = ("import atexit, sys, threading, time\n"
+    """``leave``: threads ended as the interpreter ends them (an idle thread pool's
+    workers told to stop, non-daemon threads joined), atexit handlers run, buffered
+    output flushed, the status kept; only the freeing of the heap is skipped."""
+    code = ("import atexit, concurrent.futures, sys, threading, time\n"
             "from sweeper.cli import leave\n"
             "atexit.register(lambda: print('atexit'))\n"
             "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n"
+            "idle = concurrent.futures.ThreadPoolExecutor(2)\n"   # never shut down
+            "idle.submit(print, 'pool')\n"
+            "time.sleep(0.05)\n"
             "print('out'); sys.stderr.write('err')\n"
             "leave(3)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False, cwd=ROOT)
-    assert (done.returncode, done.stdout, done.stderr) == (3, "out\nthread\natexit\n", "err")
+                          check=False, cwd=ROOT, timeout=60)   # an idle pool would hang
+    assert (done.returncode, done.stdout, done.stderr) == (3, "pool\nout\nthread\natexit\n",
+                                                           "err")

@@ -67,17 +67,23 @@ def _watched() -> bool:
 def leave(status: int) -> None:
     """End the process with ``status`` as Python would, less the teardown of its heap.
 
-    Threads are joined and ``atexit`` handlers run (multiprocessing reaps its children
-    there), output is flushed; what is skipped is freeing every module and object one by
-    one: with torch, pandas and matplotlib loaded that took 0.65 s on the H200 machine
-    after a `sweeper run` had written everything.  Nothing of the study is left in
-    memory by then: the journal is written and synced as each trial ends."""
+    Threads are ended as the interpreter ends them (``threading._shutdown``: the exit
+    hooks of thread pools, then every non-daemon thread joined), ``atexit`` handlers run
+    (multiprocessing reaps its children there) and output is flushed; what is skipped is
+    freeing every module and object one by one: with torch, pandas and matplotlib loaded
+    that took 0.65 s on the H200 machine after a `sweeper run` had written everything.
+    Nothing of the study is left in memory by then: the journal is written and synced as
+    each trial ends."""
     import atexit
     import threading
 
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None and threading.current_thread() is threading.main_thread():
+        shutdown()
+    else:                               # not the interpreter's main thread: join by hand
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):   # a closed pipe: nothing to say
