@@ -18,6 +18,7 @@ from sweeper.kernels._jit import jit
 from sweeper.kernels._precompile import Compile, Precompiler, Target, compiling_for
 from sweeper.kernels.copy import _copy_body
 from sweeper.space import load_space
+from sweeper.store import StudyStore
 from sweeper.sweep import _compile_ahead
 from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of, default_size
 from sweeper.sweep._optuna import key_of
@@ -411,3 +412,24 @@ def test_configs_whose_binary_is_built_are_measured_first(write_space):
     assert ahead.ready({"name": "a"}) and not ahead.ready({"name": "b"})
     pool.compiling = 0
     assert ahead.ready({"name": "b"})
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_cold_run_starts_its_compile_processes_with_its_workers(
+        write_space, cache_dir, tmp_path, capsys):
+    """From an empty Triton cache, ``sweeper run`` starts the compile processes with its
+    worker (nothing of the kernel cached), the pool adopts them and compiles from the
+    sweep's start, every trial is right, and no process is left waiting."""
+    from sweeper import _nursery
+    from sweeper.cli import main
+
+    path = write_space(SMALL_SPACE)
+    assert main(["run", str(path), "--studies-dir", str(tmp_path), "--quiet", "--timing",
+                 "--no-report", "--compile-workers", "2"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "compile pool:" in x)
+    assert "compile pool: 2 processes, started at " in line and "compiled " in line, line
+    assert float(line.split("started at ")[1].split(" s;")[0]) < 1.0, line
+    assert _nursery.waiting() == 0
+    trials = StudyStore(tmp_path / "tiny").records()[0]
+    assert trials and all(t.ok for t in trials if t.status is not TrialStatus.INVALID)
