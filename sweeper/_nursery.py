@@ -95,7 +95,7 @@ def adopt(module: str, env: dict[str, str]) -> Spawned | None:
         spawned = waiting.pop(0)
         if spawned.proc.poll() is None:
             return spawned
-        _end(spawned)
+        end(spawned)
     return None
 
 
@@ -107,18 +107,17 @@ def waiting() -> int:
 def release(module: str | None = None) -> None:
     """End every process never adopted (they only imported; their group is killed), or
     only those serving ``module``."""
-    ended = [spawned for key in [k for k in _waiting if module is None or k[0] == module]
-             for spawned in _waiting.pop(key)]
+    end(*(spawned for key in [k for k in _waiting if module is None or k[0] == module]
+          for spawned in _waiting.pop(key)))
+
+
+def end(*ended: Spawned) -> None:
+    """End processes started by :func:`start` at once: our end of each socket closed, the
+    processes killed side by side (:func:`kill_now`)."""
     for spawned in ended:
         with contextlib.suppress(OSError):
             spawned.conn.close()
     kill_now(*(spawned.proc for spawned in ended))
-
-
-def _end(spawned: Spawned) -> None:
-    with contextlib.suppress(OSError):
-        spawned.conn.close()
-    kill_now(spawned.proc)
 
 
 def worker_env(index: int, gpu_env: bool, env: dict[str, str]) -> dict[str, str]:

@@ -335,25 +335,24 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
 def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
         cache_dir, monkeypatch):
     """Triton names a cache entry's files after the jitted function: where no entry is
-    named after a function the kernel's module defines or imports, every config will
-    compile and the pool starts with the sweep (the same is told from the space's
-    ``kernel:`` before anything is imported); where one is, or the kernel is not
-    Triton's, or nothing can be told, it waits for a trial that compiled."""
+    named after a function the kernel's module defines or imports (told from the
+    space's ``kernel:`` before anything is imported), every config will compile and the
+    pool starts with the sweep; where one is, or the kernel is not Triton's, or nothing
+    can be told, it waits for a trial that compiled."""
     from types import SimpleNamespace
 
+    from sweeper.cli._prespawn import StartAhead
     from sweeper.kernels import _cache_probe as probe
 
-    copy, matmul = load_kernel("copy"), load_kernel("matmul")
     assert probe.triton_cache_dir() == str(cache_dir)
-    assert probe.kernel_cold(copy) and probe.space_cold("copy")     # no cache folder yet
+    assert probe.space_cold("copy")                       # no cache folder yet
     cache_dir.mkdir()
     (cache_dir / "ABC").mkdir()
     (cache_dir / "ABC" / "_matmul_body.json").write_text("{}")
-    assert probe.kernel_cold(copy) and probe.space_cold("copy")
-    assert not probe.kernel_cold(matmul)        # imported from _matmul_triton
-    assert not probe.space_cold("matmul")
+    assert probe.space_cold("copy")
+    assert not probe.space_cold("matmul")                 # imported from _matmul_triton
     assert not probe.space_cold("cuda") and not probe.space_cold("torch-op")   # no Triton
-    assert not probe.kernel_cold(None) and not probe.space_cold("no_such_module:K")
+    assert not probe.space_cold("no_such_module:K")
     monkeypatch.setattr(probe, "CACHE_SCAN", 0)          # too big to look through
     assert not probe.space_cold("copy")
     monkeypatch.setattr(probe, "CACHE_SCAN", 5_000)
@@ -370,11 +369,15 @@ def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
             return 0
 
     monkeypatch.setattr(_compile_ahead, "CompilePool", FakePool)
+    monkeypatch.setattr("sweeper.cli._prespawn.prespawn_workers", lambda args: 0)
     study = SimpleNamespace(sampler=SimpleNamespace(upcoming=lambda n: []))
-    for kernel, at_once in ((copy, True), (matmul, False)):
+    args = SimpleNamespace(device="cuda", compile_workers=None)
+    for kernel, at_once in (("copy", True), ("matmul", False)):
+        ahead_of = StartAhead(args)
+        ahead_of(SimpleNamespace(kernel=kernel, sampler=SimpleNamespace(name="exhaustive")))
         started.clear()
         ahead = _compile_ahead.CompileAhead.start(
-            SimpleNamespace(), study, SM90, 2, 1, lambda c: c, lazy=True, kernel=kernel)
+            SimpleNamespace(), study, SM90, 2, 1, lambda c: c, lazy=not ahead_of.compiles_all)
         assert (ahead.pool is not None, len(started)) == (at_once, int(at_once))
 
 

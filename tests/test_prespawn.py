@@ -18,7 +18,7 @@ from sweeper import _nursery
 from sweeper._nursery import COMPILER, WORKER, adopt, prespawn, release, worker_env
 from sweeper.cli import main
 from sweeper.cli._clock import RunClock, process_age
-from sweeper.cli._prespawn import prespawn_workers
+from sweeper.cli._prespawn import StartAhead, prespawn_workers
 from sweeper.devices._cuda import nvml_uuid
 from tests.conftest import SMALL_SPACE
 
@@ -134,7 +134,7 @@ def test_compile_processes_start_ahead_only_where_every_config_will_compile(monk
 
     def compilers(args, sp):
         started.clear()
-        prespawn_workers(args, sp)
+        StartAhead(args)(sp)
         return [count for module, env, count in started if module == COMPILER]
 
     assert compilers(_args(), space()) == [8]

@@ -32,11 +32,43 @@ def worker_processes(workers: str | None, measures_gpu: bool) -> bool:
 PLANNED = ("exhaustive", "one-at-a-time")
 
 
-def prespawn_workers(args: argparse.Namespace, space: Any = None) -> int:
+class StartAhead:
+    """What ``run`` with ``args`` starts once its space is read (``on_space``), before its
+    own imports: its worker processes, and, where it will compile every config
+    (:func:`every_config_compiles`), its compile processes.  ``compiles_all`` keeps that
+    decision for the sweep's compile pool, which then starts with the sweep and adopts
+    them, instead of waiting for a trial that compiled."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.compiles_all = False
+
+    def __call__(self, space: Any) -> None:
+        self.compiles_all = every_config_compiles(self.args, space)
+        workers = prespawn_workers(self.args)
+        if self.compiles_all and workers:
+            prespawn_compilers(self.args, workers)
+
+
+def every_config_compiles(args: argparse.Namespace, space: Any) -> bool:
+    """Whether ``run`` with ``args`` will compile every config of ``space``: on a device
+    that measures a GPU, ``--compile-workers`` not 0, a sampler that walks a plan, and
+    nothing of the kernel in Triton's cache
+    (:func:`~sweeper.kernels._cache_probe.space_cold`)."""
+    from sweeper.devices import device_class
+    from sweeper.kernels._cache_probe import space_cold
+
+    try:
+        gpu = device_class(args.device).measures_gpu
+    except SweeperError:            # said in its place, when the device is opened
+        return False
+    return gpu and getattr(args, "compile_workers", None) != 0 and \
+        space.sampler.name in PLANNED and space_cold(space.kernel)
+
+
+def prespawn_workers(args: argparse.Namespace) -> int:
     """Start the worker processes ``run`` with ``args`` will use (none where it measures
-    in this process, or the device cannot be told from its name), and with ``space`` the
-    compile processes where it will compile every config (:func:`prespawn_compilers`);
-    how many workers."""
+    in this process, or the device cannot be told from its name); how many."""
     from sweeper._nursery import WORKER, prespawn, worker_env
     from sweeper.devices import device_class
 
@@ -50,25 +82,19 @@ def prespawn_workers(args: argparse.Namespace, space: Any = None) -> int:
     for index in indices:
         prespawn(WORKER, worker_env(index, cls.measures_gpu, dict(cls.sets_env)),
                  list(sys.path))
-    if space is not None and indices and cls.measures_gpu:
-        prespawn_compilers(args, space, len(indices))
     return len(indices)
 
 
-def prespawn_compilers(args: argparse.Namespace, space: Any, workers: int) -> int:
-    """Start the compile processes a sweep of ``space`` on a GPU will ask for, where it
-    will compile every config: ``--compile-workers`` not 0, a sampler that walks a plan,
-    nothing of the kernel in Triton's cache; how many (as many as ``run`` asks for:
-    ``--compile-workers``, else the default for ``workers`` measuring processes)."""
+def prespawn_compilers(args: argparse.Namespace, workers: int) -> int:
+    """Start the compile processes ``run`` will ask for: ``--compile-workers``, else the
+    default for ``workers`` measuring processes; how many."""
     from sweeper._nursery import COMPILE_ENV, COMPILER, default_size, prespawn
-    from sweeper.kernels._cache_probe import space_cold
 
     asked = getattr(args, "compile_workers", None)
     size = default_size(workers) if asked is None else asked
-    if size <= 0 or space.sampler.name not in PLANNED or not space_cold(space.kernel):
-        return 0
-    prespawn(COMPILER, dict(COMPILE_ENV), list(sys.path), count=size)
-    return size
+    if size > 0:
+        prespawn(COMPILER, dict(COMPILE_ENV), list(sys.path), count=size)
+    return max(size, 0)
 
 
 def _indices(asked: list[int] | None, gpu: bool) -> list[int]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
 from sweeper.cli._inputs import kernel_for, space_and_device
+from sweeper.cli._prespawn import StartAhead, worker_processes
 from sweeper.cli._results import report_study
 from sweeper.errors import ContextLost, SweeperError
 from sweeper.options import check_study_name, study_folder
@@ -49,18 +50,18 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
 
 def _run_study(args: argparse.Namespace) -> tuple[int, Path]:
     from sweeper.cli._clock import RunClock, process_age
-    from sweeper.cli._prespawn import prespawn_workers
 
     # from the process's start where this is the command itself, not a call from Python
     clock = RunClock(before_s=process_age() if getattr(args, "from_shell", False) else None)
     if args.study is not None:
         check_study_name("--study", args.study)
     # workers import torch beside this process once the space is read (a bad one: none)
-    space, device = space_and_device(args, on_space=lambda space: prespawn_workers(args, space))
+    started = StartAhead(args)
+    space, device = space_and_device(args, on_space=started)
     clock.mark("space and device")
     gpus = _gpus(args.gpus, device)
     ahead = _compile_ahead(getattr(args, "compile_workers", None), device,
-                           len(gpus) if gpus else 1)
+                           len(gpus) if gpus else 1, lazy=not started.compiles_all)
     kernel = kernel_for(space, device)
     from sweeper.store._open import open_storage
     from sweeper.sweep import StopFlag, open_study
@@ -149,7 +150,6 @@ def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store
     """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
     ``gpus``), its compile processes (``ahead``), and, measuring in this process, a hang
     going on in a fresh process."""
-    from sweeper.cli._prespawn import worker_processes
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store,
@@ -168,8 +168,6 @@ def _import_report_aside(args: argparse.Namespace, device: Any) -> threading.Thr
     sweep runs, where its workers measure in processes of their own (this process mostly
     waits on them, so the imports take nothing from a measurement); the thread, or None
     where there is no report or this process measures."""
-    from sweeper.cli._prespawn import worker_processes
-
     if args.no_report or not worker_processes(args.workers, device.measures_gpu):
         return None
 
@@ -185,12 +183,14 @@ def _import_report_aside(args: argparse.Namespace, device: Any) -> threading.Thr
     return thread
 
 
-def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, Any]:
+def _compile_ahead(asked: int | None, device: Any, workers: int, lazy: bool = True
+                   ) -> dict[str, Any]:
     """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
     the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
     the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
-    moved no median by more than 0.07 %, docs/benchmarks.md), started once a trial
-    compiled; elsewhere none, and asking for some is refused."""
+    moved no median by more than 0.07 %, docs/benchmarks.md), with ``lazy`` started once
+    a trial compiled, else with the sweep; elsewhere none, and asking for some is
+    refused."""
     from sweeper.kernels._precompile import Target
     from sweeper.sweep._compile_pool import default_size
 
@@ -200,7 +200,7 @@ def _compile_ahead(asked: int | None, device: Any, workers: int) -> dict[str, An
             raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
                                "compiles nothing for a GPU; leave the option out")
         return {}
-    return {"compile_target": Target.parse(target), "compile_lazy": True,
+    return {"compile_target": Target.parse(target), "compile_lazy": lazy,
             "compile_workers": default_size(workers) if asked is None else asked}
 
 

@@ -3,12 +3,12 @@
 Triton names the files of a cache entry after the jitted function
 (``<cache>/<hash>/<function>.json``).  Where no entry is named after a function that the
 kernel's module defines or imports, every config of a sweep will compile: ``sweeper
-run`` then starts its compile processes with its workers, before it has imported torch
-(:mod:`sweeper.cli._prespawn`), and its pool compiles from the sweep's start
-(:mod:`sweeper.sweep._compile_ahead`).  Anything else (an entry of the kernel, a module
-that is not Triton's, a file that cannot be read or parsed, a cache too big to look
-through) says "cached": the pool then waits for a trial that compiled.  A wrong "nothing
-cached" costs a warm run the compile processes' start-up, never a result.
+run`` then starts its compile processes with its workers, before it has imported torch,
+and its pool compiles from the sweep's start (:mod:`sweeper.cli._prespawn`).  Anything
+else (an entry of the kernel, a module that is not Triton's, a file that cannot be read
+or parsed, a cache too big to look through) says "cached": the pool then waits for a
+trial that compiled.  A wrong "nothing cached" costs a warm run the compile processes'
+start-up, never a result.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import ast
 import os
 import sys
 from collections.abc import Iterable
-from typing import Any
 
 #: Cache entries looked through before giving up (and saying "cached").
 CACHE_SCAN = 5_000
@@ -67,9 +66,9 @@ def nothing_cached(names: Iterable[str], cache: str | None = None) -> bool:
     return True
 
 
-def source_names(path: str | None, extra: Iterable[str] = ()) -> set[str] | None:
-    """:func:`function_names` of the file at ``path``, with ``extra``; None where there
-    is no such Triton module."""
+def source_names(path: str | None) -> set[str] | None:
+    """:func:`function_names` of the file at ``path``; None where there is no such Triton
+    module."""
     if not path:
         return None
     try:
@@ -77,22 +76,7 @@ def source_names(path: str | None, extra: Iterable[str] = ()) -> set[str] | None
             names = function_names(f.read())
     except (OSError, UnicodeDecodeError):
         return None
-    return None if names is None else names | set(extra)
-
-
-def kernel_cold(kernel: Any) -> bool:
-    """For a loaded kernel: nothing in Triton's cache is named after a function of its
-    module's source or one its module holds (a function, or a ``JITFunction``'s own)."""
-    import inspect
-
-    module = sys.modules.get(type(kernel).__module__) if kernel is not None else None
-    held = []
-    for value in vars(module).values() if module is not None else ():
-        fn = getattr(value, "fn", value)
-        if inspect.isfunction(fn):
-            held.append(fn.__name__)
-    names = source_names(getattr(module, "__file__", None), held)
-    return names is not None and nothing_cached(names)
+    return names
 
 
 def space_cold(kernel: str) -> bool:

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Container, Iterator
 from typing import Any
 
-from sweeper.kernels._cache_probe import kernel_cold
 from sweeper.kernels._precompile import Compile, Target
 from sweeper.space import Config, Space
 from sweeper.store import TrialRecord
@@ -68,15 +67,12 @@ class CompileAhead:
     @classmethod
     def start(cls, space: Space, study: Any, target: Target | None, size: int,
               workers: int, resolve: Callable[[Choice], Config | None], *,
-              lazy: bool = False, kernel: Any = None) -> CompileAhead | None:
+              lazy: bool = False) -> CompileAhead | None:
         """A pool of ``size`` processes compiling for ``target``, fed with the sampler's
-        next proposals (``lazy``: started once a trial compiled, or at once where
-        Triton's cache holds nothing of ``kernel``, :mod:`sweeper.kernels._cache_probe`);
-        ``None`` where there is no target or size, or the sampler cannot say what it
-        proposes next."""
+        next proposals (``lazy``: started once a trial compiled); ``None`` where there
+        is no target or size, or the sampler cannot say what it proposes next."""
         if target is None or size <= 0 or not hasattr(study.sampler, "upcoming"):
             return None
-        lazy = lazy and not kernel_cold(kernel)
         import sys
 
         def start_pool() -> CompilePool:

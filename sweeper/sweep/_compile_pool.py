@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
-from sweeper._nursery import COMPILE_ENV, COMPILER, default_size, kill_now
+from sweeper._nursery import COMPILE_ENV, COMPILER, default_size, end
 from sweeper.kernels._precompile import Compile, Precompiled, Target
 from sweeper.space import Config, Space
 from sweeper.sweep._process import GRACE_S, STARTUP_S, death, send_within, spawn, stop
@@ -82,26 +82,12 @@ class _Process:
     """One compile process and the config it compiles, if any."""
 
     def __init__(self, setup: PoolSetup, env: dict[str, str]) -> None:
-        spawned = spawn(COMPILER, setup, setup.sys_path, env)
-        self.proc, self.conn, self.log = spawned.proc, spawned.conn, spawned.log
+        self.spawned = spawn(COMPILER, setup, setup.sys_path, env)
+        self.proc, self.conn, self.log = \
+            self.spawned.proc, self.spawned.conn, self.spawned.log
         self.pid: int | None = None       # set once it said it is ready
         self.key: Key | None = None
         self.config: Config | None = None
-
-    def close(self) -> None:
-        """End it at once: it holds nothing to keep (Triton writes a cache entry whole,
-        under a temporary name, so a compile cut short leaves no broken entry)."""
-        with contextlib.suppress(OSError):
-            self.conn.close()
-        kill_now(self.proc)
-
-    @staticmethod
-    def close_all(procs: list[_Process]) -> None:
-        """:meth:`close` for every one of ``procs``, killed side by side."""
-        for proc in procs:
-            with contextlib.suppress(OSError):
-                proc.conn.close()
-        kill_now(*(proc.proc for proc in procs))
 
 
 class CompilePool:
@@ -229,7 +215,9 @@ class CompilePool:
         if self._feeder is not None:      # it waits 0.05 s at a time, and sends bounded
             self._feeder.join(GRACE_S + 1.0)
         with self._lock:
-            _Process.close_all(self.procs)
+            # at once: a compile process holds nothing to keep (Triton writes a cache
+            # entry whole, under a temporary name: one cut short leaves no broken entry)
+            end(*(proc.spawned for proc in self.procs))
             self.procs = []
 
     def _feed(self) -> None:

@@ -185,7 +185,7 @@ class Sweep:
             bench.note_best(t)
         ahead = CompileAhead.start(self.space, study, self.compile_target,
                                    self.compile_workers, len(self.gpus or [0]),
-                                   self._resolved, lazy=self.compile_lazy, kernel=self.kernel)
+                                   self._resolved, lazy=self.compile_lazy)
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
