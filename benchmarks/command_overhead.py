@@ -307,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
                         "--measure abandon=1.5 (the bare loop abandons by the same rule); "
                         "the changed space is written to --out")
     args = p.parse_args(argv)
+    if bad := [m for m in args.measure if not m.partition("=")[0] or "=" not in m]:
+        p.error(f"--measure {bad[0]!r}: expected KEY=VALUE, e.g. abandon=1.5")
     if unknown := [r for r in args.runs if r not in RUNS]:
         p.error(f"--runs: {', '.join(unknown)} unknown; known: {', '.join(RUNS)}")
     args.space = str(Path(args.space).resolve())

@@ -160,6 +160,15 @@ def test_command_overhead_changes_the_measure_settings_for_every_run(tmp_path, c
     assert json.loads((out / "results.json").read_text())["space"] == str(out / "tiny.yaml")
 
 
+def test_command_overhead_refuses_a_measure_change_without_a_value(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        script("command_overhead").main(["spaces/copy.yaml", "--out", str(tmp_path),
+                                         "--measure", "abandon"])
+    assert exit_info.value.code == 2
+    assert "--measure 'abandon': expected KEY=VALUE, e.g. abandon=1.5" in \
+        capsys.readouterr().err
+
+
 def test_command_overhead_ratios_against_the_goals():
     bench = script("command_overhead")
     rows = [bench.Timed("bare", "warm", 10.0, 0), bench.Timed("run", "warm", 11.0, 0),
