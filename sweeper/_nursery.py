@@ -7,7 +7,7 @@ therefore starts its processes first (:func:`prespawn`), with what it can tell f
 options alone (the device's environment, the GPU indices); they import side by side
 with the coordinator and then wait for their setup.  :func:`adopt` hands a waiting
 process to the worker or compile pool that asks for the same module and environment
-(:func:`sweeper.sweep._process.spawn` asks first); one never adopted is ended by
+(:func:`sweeper.sweep._spawn.spawn` asks first); one never adopted is ended by
 :func:`release` (at exit at the latest): it has done nothing but import.
 """
 

@@ -151,11 +151,11 @@ def test_after_a_lost_worker_a_spare_waits_so_the_next_fresh_one_has_its_imports
     worker is started then (and imports), and a spare is started beside it; the second
     fresh worker is that spare, already imported; the sweep ends none left waiting."""
     from sweeper import _nursery
-    from sweeper.sweep import _process
+    from sweeper.sweep import _spawn
 
     adopted = []
-    real_adopt = _process.adopt
-    monkeypatch.setattr(_process, "adopt", lambda module, env: adopted.append(
+    real_adopt = _spawn.adopt
+    monkeypatch.setattr(_spawn, "adopt", lambda module, env: adopted.append(
         real_adopt(module, env)) or adopted[-1])
     text = SMALL_SPACE.replace("kernel: copy", "kernel: tests.kernels_for_tests:DiesOnBigBlock")
     store, summary = sweep_study(write_space(text), open_device("interpret"), tmp_path / "s",

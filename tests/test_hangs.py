@@ -14,7 +14,7 @@ import pytest
 
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import _process
-from sweeper.sweep._process import GRACE_S, send_within
+from sweeper.sweep._spawn import GRACE_S, send_within
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE
 

@@ -210,7 +210,7 @@ def test_a_lingering_worker_that_does_not_end_is_stopped_after_the_grace():
     import subprocess
     import time
 
-    from sweeper.sweep._process import GRACE_S, linger
+    from sweeper.sweep._spawn import GRACE_S, linger
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                             start_new_session=True)

@@ -28,6 +28,8 @@ stop.  Each step it hands off is a module here:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sweeper.study import (
     MAX_ENUMERATED,
     Choice,
@@ -38,9 +40,28 @@ from sweeper.study import (
     now,
     open_study,
 )
-from sweeper.sweep._budget import MAX_REPEATED_PROPOSALS, StopFlag
-from sweeper.sweep._loop import Sweep
-from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
+
+if TYPE_CHECKING:
+    from sweeper.sweep._budget import MAX_REPEATED_PROPOSALS, StopFlag
+    from sweeper.sweep._loop import Sweep
+    from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
+
+#: Names imported on first use: the loop imports torch and optuna, which a compile
+#: process (``_compile_main``) and a run starting its compile pool early never need.
+_LAZY = {"MAX_REPEATED_PROPOSALS": "_budget", "StopFlag": "_budget", "Sweep": "_loop",
+         "Reporter": "_summary", "SilentReporter": "_summary", "SweepSummary": "_summary"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "MAX_ENUMERATED", "MAX_REPEATED_PROPOSALS", "Choice", "Reporter", "SilentReporter",

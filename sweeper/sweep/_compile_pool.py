@@ -33,7 +33,7 @@ from typing import Any
 from sweeper._nursery import COMPILE_ENV, COMPILER, default_size, end
 from sweeper.kernels._precompile import Compile, Precompiled, Target
 from sweeper.space import Config, Space
-from sweeper.sweep._process import GRACE_S, STARTUP_S, death, send_within, spawn, stop
+from sweeper.sweep._spawn import GRACE_S, STARTUP_S, death, send_within, spawn, stop
 
 #: Times a pool starts a process again after one died, before it gives up.
 RESTARTS = 3
