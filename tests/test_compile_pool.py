@@ -19,9 +19,10 @@ from sweeper.kernels._precompile import Compile, Precompiler, Target, compiling_
 from sweeper.kernels.copy import _copy_body
 from sweeper.space import load_space
 from sweeper.store import StudyStore
+from sweeper.study import key_of
 from sweeper.sweep import _compile_ahead
+from sweeper.sweep._compile_ahead import CompileOptions
 from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of, default_size
-from sweeper.sweep._optuna import key_of
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE, sweep_study
 
@@ -173,7 +174,7 @@ def test_a_sweep_compiles_ahead_in_measuring_order_reusing_its_processes(
     _Recorded.made.clear()
     path = _space_of("tests.kernels_for_tests:RefusedOnBigBlock")
     store, _ = sweep_study(path, open_device("interpret"), tmp_path / "s",
-                           compile_workers=2, compile_target=SM90, finals=False)
+                           compile=CompileOptions(2, SM90), finals=False)
     (pool,) = _Recorded.made
     trials = sorted((t for t in store.records()[0] if t.status is not TrialStatus.INVALID),
                     key=lambda t: t.number)
@@ -199,7 +200,7 @@ def test_an_adaptive_sampler_starts_no_pool(write_space, cache_dir, tmp_path, mo
     _Recorded.made.clear()
     path = write_space(SMALL_SPACE.replace("sampler: exhaustive", "sampler: random"))
     _, summary = sweep_study(path, open_device("interpret"), tmp_path / "s",
-                             compile_workers=2, compile_target=SM90, finals=False)
+                             compile=CompileOptions(2, SM90), finals=False)
     assert summary.measured == 6 and not _Recorded.made
 
 
@@ -377,7 +378,8 @@ def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
         ahead_of(SimpleNamespace(kernel=kernel, sampler=SimpleNamespace(name="exhaustive")))
         started.clear()
         ahead = _compile_ahead.CompileAhead.start(
-            SimpleNamespace(), study, SM90, 2, 1, lambda c: c, lazy=not ahead_of.compiles_all)
+            SimpleNamespace(), study,
+            CompileOptions(2, SM90, lazy=not ahead_of.compiles_all), 1, lambda c: c)
         assert (ahead.pool is not None, len(started)) == (at_once, int(at_once))
 
 
@@ -420,9 +422,9 @@ def test_configs_whose_binary_is_built_are_measured_first(write_space):
 @pytest.mark.gpu
 def test_on_a_gpu_a_cold_run_starts_its_compile_processes_with_its_workers(
         write_space, cache_dir, tmp_path, capsys):
-    """From an empty Triton cache, ``sweeper run`` starts the compile processes with its
-    worker (nothing of the kernel cached), the pool adopts them and compiles from the
-    sweep's start, every trial is right, and no process is left waiting."""
+    """From an empty Triton cache, ``sweeper run`` starts its compile pool with its
+    worker (nothing of the kernel cached), before the sweep; the sweep adopts it, every
+    trial is right, and no process is left waiting."""
     from sweeper import _nursery
     from sweeper.cli import main
 
@@ -432,7 +434,36 @@ def test_on_a_gpu_a_cold_run_starts_its_compile_processes_with_its_workers(
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "compile pool:" in x)
     assert "compile pool: 2 processes, started at " in line and "compiled " in line, line
-    assert float(line.split("started at ")[1].split(" s;")[0]) < 1.0, line
+    assert float(line.split("started at ")[1].split(" s;")[0]) < 0.0, line
     assert _nursery.waiting() == 0
     trials = StudyStore(tmp_path / "tiny").records()[0]
     assert trials and all(t.ok for t in trials if t.status is not TrialStatus.INVALID)
+
+
+def test_a_pool_started_with_the_workers_is_adopted_and_compiles_each_binary_once(
+        write_space, cache_dir, tmp_path, monkeypatch):
+    """``sweeper run`` on a cold cache starts its pool before its own imports
+    (:func:`~sweeper.cli._prespawn.start_pool`, the GPU read from the driver) and hands
+    it every valid config, keyed as the sweep keys them: the sweep adopts it (its time
+    line says it started before the sweep), asks for nothing twice, each binary is
+    compiled once, and the pool is ended with the sweep."""
+    from types import SimpleNamespace
+
+    from sweeper.cli._prespawn import start_pool
+    from sweeper.devices import DeviceFacts, _gpu_query
+
+    monkeypatch.setattr(_gpu_query, "query_gpu", lambda index=0: DeviceFacts(
+        name="NVIDIA H200", sms=132, l2_bytes=60 << 20))
+    monkeypatch.setattr(_gpu_query, "gpu_arch", lambda index=0: "sm_90")
+    path = write_space(SMALL_SPACE)
+    pool = start_pool(SimpleNamespace(compile_workers=2, gpus=[]), load_space(path), 1)
+    assert pool is not None and pool.size == 2 and len(pool.leader) == 6
+    pool.drain()        # what the head start the workers' imports give does on a GPU
+    store, summary = sweep_study(path, open_device("interpret"), tmp_path / "s",
+                                 compile=CompileOptions(pool=pool), finals=False)
+    assert len(pool.handed) == len(set(pool.handed)) == 3          # one per binary
+    assert len(pool.compiled_by) == 3 and not pool.deaths and not pool.procs   # ended
+    measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    assert len(measured) == 6 and all(t.ok for t in measured)
+    (line,) = [x for x in summary.timing.lines() if x.startswith("compile pool:")]
+    assert line.startswith("compile pool: 2 processes, started at -"), line

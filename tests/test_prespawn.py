@@ -112,44 +112,74 @@ def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inli
     assert started == [(WORKER, {"TRITON_INTERPRET": "1"}, 1)]
 
 
-def test_compile_processes_start_ahead_only_where_every_config_will_compile(monkeypatch):
+def test_the_compile_pool_starts_with_the_workers_only_where_every_config_will_compile(
+        monkeypatch, write_space):
     """With the space read: a sampler walking a plan and nothing of the kernel in
-    Triton's cache start the compile processes beside the workers, as many as the run's
-    pool will ask for; anything else starts none."""
+    Triton's cache start the compile pool beside the workers, as many processes as the
+    run asks for, compiling for the GPU's architecture, handed every valid config of the
+    space keyed as the sweep keys them; anything else starts none."""
     from types import SimpleNamespace
 
-    from sweeper.devices import _gpu_query
+    from sweeper.devices import DeviceFacts, _gpu_query
     from sweeper.kernels import _cache_probe
+    from sweeper.space import load_space
+    from sweeper.study import enumerate_choices, key_of
+    from sweeper.sweep import _compile_pool
 
-    started = []
-    monkeypatch.setattr(_nursery, "prespawn", lambda module, env, path, count=1:
-                        started.append((module, env, count)))
+    made = []
+
+    class FakePool:
+        def __init__(self, setup, size):
+            self.setup, self.size, self.handed, self.closed = setup, size, [], False
+            made.append(self)
+
+        def ahead(self, configs, limit=None):
+            self.handed.extend(configs)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(_compile_pool, "CompilePool", FakePool)
+    monkeypatch.setattr(_nursery, "prespawn", lambda *args, **kw: None)
     monkeypatch.setattr(_gpu_query, "has_driver", lambda: True)
+    h200 = DeviceFacts(name="NVIDIA H200", sms=132, l2_bytes=60 << 20)
+    monkeypatch.setattr(_gpu_query, "query_gpu", lambda index=0: h200)
+    monkeypatch.setattr(_gpu_query, "gpu_arch", lambda index=0: "sm_90")
     cold = {"copy": True, "matmul": False}
     monkeypatch.setattr(_cache_probe, "space_cold", lambda kernel: cold[kernel])
     monkeypatch.setattr(_nursery.os, "cpu_count", lambda: 16)      # the GPU machine's
+    real = load_space(write_space(SMALL_SPACE))
 
     def space(kernel="copy", sampler="exhaustive"):
+        if (kernel, sampler) == ("copy", "exhaustive"):
+            return real
         return SimpleNamespace(kernel=kernel, sampler=SimpleNamespace(name=sampler))
 
-    def compilers(args, sp):
-        started.clear()
-        StartAhead(args)(sp)
-        return [count for module, env, count in started if module == COMPILER]
+    def sizes(args, sp):
+        made.clear()
+        started = StartAhead(args)
+        started(sp)
+        assert (started.pool is not None) == bool(made)
+        return [pool.size for pool in made]
 
-    assert compilers(_args(), space()) == [8]
-    assert started[-1][1] == _nursery.COMPILE_ENV
-    assert compilers(_args(gpus=[0, 1]), space("copy", "one-at-a-time")) == [8]
+    assert sizes(_args(), space()) == [8]
+    (pool,) = made
+    assert str(pool.setup.target) == "sm_90" and pool.setup.space is real
+    valid, _ = enumerate_choices(real, h200.env())
+    assert [key for key, _ in pool.handed] == [key_of(c) for c in valid] and len(valid) == 6
+    assert sizes(_args(gpus=[0, 1]), space()) == [8]
     monkeypatch.setattr(_nursery.os, "cpu_count", lambda: 6)
-    assert compilers(_args(gpus=[0, 1]), space()) == [3]     # a core per worker, and one
-    assert compilers(_args(compile_workers=3), space()) == [3]
-    assert compilers(_args(compile_workers=0), space()) == []
-    assert compilers(_args(), space(sampler="tpe")) == []
-    assert compilers(_args(), space("matmul")) == []
-    assert compilers(_args(workers="inline"), space()) == []
-    assert compilers(_args(device="interpret", workers="process"), space()) == []
+    assert sizes(_args(gpus=[0, 1]), space()) == [3]     # a core per worker, and one
+    assert sizes(_args(compile_workers=3), space()) == [3]
+    assert sizes(_args(compile_workers=0), space()) == []
+    assert sizes(_args(), space(sampler="tpe")) == []
+    assert sizes(_args(), space("matmul")) == []
+    assert sizes(_args(workers="inline"), space()) == []
+    assert sizes(_args(device="interpret", workers="process"), space()) == []
+    monkeypatch.setattr(_gpu_query, "gpu_arch", lambda index=0: None)
+    assert sizes(_args(), space()) == []            # the sweep starts its own then
     monkeypatch.setattr(_gpu_query, "has_driver", lambda: False)
-    assert compilers(_args(), space()) == []
+    assert sizes(_args(), space()) == []
 
 
 def test_a_run_with_worker_processes_starts_them_first_and_says_where_its_time_went(

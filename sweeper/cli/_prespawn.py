@@ -4,22 +4,28 @@ torch and triton while this process imports its own and opens the study.  A gues
 turns out wrong costs nothing but those imports: a process nobody adopts is ended when
 the run ends, and one that is missing is started when it is needed.
 
-The compile processes start ahead only where every config will compile: the sampler
-walks a plan (it can say what comes next) and Triton's cache holds nothing of the kernel
-(:mod:`sweeper.kernels._cache_probe`, from the kernel module's file, unimported).
-Otherwise they wait for a trial that compiled: eight more processes importing beside
-the coordinator and the worker slowed their imports by about a second on the H200
-machine (16 cores), which a warm cache never wins back.  They run at a lower priority
-and compile a one-line kernel before their first config
+The compile pool starts ahead only where every config will compile: the sampler walks a
+plan and Triton's cache holds nothing of the kernel (:mod:`sweeper.kernels._cache_probe`,
+from the kernel module's file, unimported).  It is then started here, with the workers,
+and handed every valid config of the space at once (the GPU's facts and architecture
+read from the driver, :mod:`sweeper.devices._gpu_query`): its processes compile while
+this process and the workers import, and the sweep adopts it.  Otherwise it waits for a
+trial that compiled: eight more processes importing beside the coordinator and the
+worker slowed their imports by about a second on the H200 machine (16 cores), which a
+warm cache never wins back.  Compile processes run at a lower priority and compile a
+one-line kernel before their first config
 (:meth:`~sweeper.kernels._precompile.Precompiler.warm_up`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.errors import SweeperError
+
+if TYPE_CHECKING:
+    from sweeper.sweep._compile_pool import CompilePool
 
 
 def worker_processes(workers: str | None, measures_gpu: bool) -> bool:
@@ -35,19 +41,26 @@ PLANNED = ("exhaustive", "one-at-a-time")
 class StartAhead:
     """What ``run`` with ``args`` starts once its space is read (``on_space``), before its
     own imports: its worker processes, and, where it will compile every config
-    (:func:`every_config_compiles`), its compile processes.  ``compiles_all`` keeps that
-    decision for the sweep's compile pool, which then starts with the sweep and adopts
-    them, instead of waiting for a trial that compiled."""
+    (:func:`every_config_compiles`), its compile pool (:func:`start_pool`).
+    ``compiles_all`` keeps that decision for the sweep, which adopts ``pool`` (or, where
+    none could be started here, starts its own with the sweep) instead of waiting for a
+    trial that compiled; :meth:`close` ends a pool no sweep adopted."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.compiles_all = False
+        self.pool: CompilePool | None = None
 
     def __call__(self, space: Any) -> None:
         self.compiles_all = every_config_compiles(self.args, space)
         workers = prespawn_workers(self.args)
         if self.compiles_all and workers:
-            prespawn_compilers(self.args, workers)
+            self.pool = start_pool(self.args, space, workers)
+
+    def close(self) -> None:
+        """End the pool (a sweep that adopted it ended it already: nothing happens)."""
+        if self.pool is not None:
+            self.pool.close()
 
 
 def every_config_compiles(args: argparse.Namespace, space: Any) -> bool:
@@ -85,16 +98,32 @@ def prespawn_workers(args: argparse.Namespace) -> int:
     return len(indices)
 
 
-def prespawn_compilers(args: argparse.Namespace, workers: int) -> int:
-    """Start the compile processes ``run`` will ask for: ``--compile-workers``, else the
-    default for ``workers`` measuring processes; how many."""
-    from sweeper._nursery import COMPILE_ENV, COMPILER, default_size, prespawn
+def start_pool(args: argparse.Namespace, space: Any, workers: int) -> CompilePool | None:
+    """The compile pool ``run`` with ``args`` will ask for (``--compile-workers``, else the
+    default for ``workers`` measuring processes), started now and handed every valid
+    config of ``space`` in the space's order (a binary compiled once; the sweep measures
+    first the configs whose binary is built).  None where it asks for no process, or the
+    first GPU's facts cannot be read from the driver: the sweep then starts its own."""
+    from sweeper.devices._gpu_query import gpu_arch, query_gpu
+    from sweeper.kernels._precompile import Target
+    from sweeper.space import Invalid
+    from sweeper.study import key_of, resolved
+    from sweeper.sweep._compile_pool import CompilePool, PoolSetup, default_size
 
     asked = getattr(args, "compile_workers", None)
     size = default_size(workers) if asked is None else asked
-    if size > 0:
-        prespawn(COMPILER, dict(COMPILE_ENV), list(sys.path), count=size)
-    return max(size, 0)
+    index = (args.gpus or [0])[0]
+    facts, arch = query_gpu(index), gpu_arch(index)
+    if size <= 0 or isinstance(facts, str) or arch is None:
+        return None
+    pool = CompilePool(PoolSetup(space, Target.parse(arch), list(sys.path)), size)
+    try:
+        pool.ahead((key_of(choice), config) for choice, config in resolved(space, facts.env())
+                   if not isinstance(config, Invalid))
+    except SweeperError:          # said in its place, when the sweep enumerates the space
+        pool.close()
+        return None
+    return pool
 
 
 def _indices(asked: list[int] | None, gpu: bool) -> list[int]:

@@ -24,6 +24,7 @@ from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a command opens it
     from sweeper.store import Storage
+    from sweeper.sweep._compile_ahead import CompileOptions
 
 #: How many times one `sweeper run` goes on in a fresh process after trials that broke
 #: the CUDA context (each such trial is recorded and never tried again).
@@ -42,13 +43,15 @@ def run_study(args: argparse.Namespace) -> tuple[int, Path]:
     one a message, and ``args.command`` is what the study records as its command."""
     from sweeper._nursery import release
 
+    started = StartAhead(args)     # what starts once the space is read
     try:
-        return _run_study(args)
+        return _run_study(args, started)
     finally:
+        started.close()     # a compile pool no sweep adopted
         release()           # the processes started ahead that no worker or pool adopted
 
 
-def _run_study(args: argparse.Namespace) -> tuple[int, Path]:
+def _run_study(args: argparse.Namespace, started: StartAhead) -> tuple[int, Path]:
     from sweeper.cli._clock import RunClock, process_age
 
     # from the process's start where this is the command itself, not a call from Python
@@ -56,12 +59,11 @@ def _run_study(args: argparse.Namespace) -> tuple[int, Path]:
     if args.study is not None:
         check_study_name("--study", args.study)
     # workers import torch beside this process once the space is read (a bad one: none)
-    started = StartAhead(args)
     space, device = space_and_device(args, on_space=started)
     clock.mark("space and device")
     gpus = _gpus(args.gpus, device)
     ahead = _compile_ahead(getattr(args, "compile_workers", None), device,
-                           len(gpus) if gpus else 1, lazy=not started.compiles_all)
+                           len(gpus) if gpus else 1, started)
     kernel = kernel_for(space, device)
     from sweeper.store._open import open_storage
     from sweeper.sweep import StopFlag, open_study
@@ -146,7 +148,7 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
 
 def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
-           ahead: dict[str, Any]) -> Any:
+           ahead: CompileOptions) -> Any:
     """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
     ``gpus``), its compile processes (``ahead``), and, measuring in this process, a hang
     going on in a fresh process."""
@@ -159,7 +161,7 @@ def _sweep(args: argparse.Namespace, space: Any, kernel: Any, device: Any, store
                   priors=priors, on_hang=lambda record: _hung(record, args, store),
                   gpus=gpus,
                   processes=worker_processes(args.workers, device.measures_gpu),
-                  **ahead)
+                  compile=ahead)
     return sweep.run()
 
 
@@ -183,15 +185,16 @@ def _import_report_aside(args: argparse.Namespace, device: Any) -> threading.Thr
     return thread
 
 
-def _compile_ahead(asked: int | None, device: Any, workers: int, lazy: bool = True
-                   ) -> dict[str, Any]:
+def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead
+                   ) -> CompileOptions:
     """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
     the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
     the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
-    moved no median by more than 0.07 %, docs/benchmarks.md), with ``lazy`` started once
-    a trial compiled, else with the sweep; elsewhere none, and asking for some is
-    refused."""
+    moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
+    the workers, else one started with the sweep where every config compiles, else once a
+    trial compiled; elsewhere none, and asking for some is refused."""
     from sweeper.kernels._precompile import Target
+    from sweeper.sweep._compile_ahead import CompileOptions
     from sweeper.sweep._compile_pool import default_size
 
     target = device.compile_target()
@@ -199,9 +202,9 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, lazy: bool = Tr
         if asked:
             raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
                                "compiles nothing for a GPU; leave the option out")
-        return {}
-    return {"compile_target": Target.parse(target), "compile_lazy": lazy,
-            "compile_workers": default_size(workers) if asked is None else asked}
+        return CompileOptions()
+    return CompileOptions(default_size(workers) if asked is None else asked,
+                          Target.parse(target), not started.compiles_all, started.pool)
 
 
 def _gpus(asked: list[int] | None, device: Any) -> list[int] | None:

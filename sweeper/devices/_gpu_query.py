@@ -17,9 +17,11 @@ from typing import Any
 from sweeper.devices._base import DeviceFacts
 from sweeper.devices._cuda import CudaDevice
 
-#: ``CUdevice_attribute`` values (cuda.h): SMs, and the L2 cache's bytes.
+#: ``CUdevice_attribute`` values (cuda.h): SMs, the L2 cache's bytes, and the compute
+#: capability.
 MULTIPROCESSOR_COUNT = 16
 L2_CACHE_SIZE = 38
+CAPABILITY_MAJOR, CAPABILITY_MINOR = 75, 76
 #: The GPU a plan assumes where none can be read: the one whose costs it assumes
 #: (``GPU_COSTS``, read on an H200).
 ASSUMED_GPU = DeviceFacts(name="NVIDIA H200", sms=132, l2_bytes=60 << 20)
@@ -73,6 +75,21 @@ def query_gpu(index: int = 0) -> DeviceFacts | str:
         return f"the CUDA driver did not describe GPU {index}"
     return DeviceFacts(name=name.value.decode(errors="replace"), sms=sms.value,
                        l2_bytes=l2.value)
+
+
+def gpu_arch(index: int = 0) -> str | None:
+    """GPU ``index``'s architecture as the CUDA device's ``compile_target`` names it
+    (``sm_90``), from the driver API; None where it cannot be read."""
+    try:
+        lib = _driver()
+    except OSError:
+        return None
+    device, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    if _count(lib) <= index or lib.cuDeviceGet(ctypes.byref(device), index) or \
+            lib.cuDeviceGetAttribute(ctypes.byref(major), CAPABILITY_MAJOR, device) or \
+            lib.cuDeviceGetAttribute(ctypes.byref(minor), CAPABILITY_MINOR, device):
+        return None
+    return f"sm_{major.value}{minor.value}"
 
 
 class PlannedGpu(CudaDevice):

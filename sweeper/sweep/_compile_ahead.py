@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from sweeper.kernels._precompile import Compile, Target
 from sweeper.space import Config, Space
 from sweeper.store import TrialRecord
-from sweeper.study import Choice, now
+from sweeper.study import Choice, key_of, now
 from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of
-from sweeper.sweep._optuna import key_of
 from sweeper.trial import TrialResult, TrialStatus
 
 #: Configs waiting or compiling per compile process, beyond those being measured.
@@ -34,6 +34,19 @@ LOOK_AHEAD = 4
 #: H200 a launch loaded from a warm cache took 1 ms (median of the 204 trials of
 #: studies/h200-copy-fp32); a compile takes tenths of a second.
 COMPILED_S = 0.05
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How a sweep compiles ahead: ``workers`` processes compiling for ``target`` (0 or
+    no target: none), with ``lazy`` started once a trial compiled, else with the sweep;
+    ``pool``: one already started and fed (``sweeper run`` starts it with its workers
+    where every config will compile), adopted in place of starting one."""
+
+    workers: int = 0
+    target: Target | None = None
+    lazy: bool = False
+    pool: CompilePool | None = None
 
 
 class CompileAhead:
@@ -65,23 +78,34 @@ class CompileAhead:
             sampler.prefer = self.ready
 
     @classmethod
-    def start(cls, space: Space, study: Any, target: Target | None, size: int,
-              workers: int, resolve: Callable[[Choice], Config | None], *,
-              lazy: bool = False) -> CompileAhead | None:
-        """A pool of ``size`` processes compiling for ``target``, fed with the sampler's
-        next proposals (``lazy``: started once a trial compiled); ``None`` where there
-        is no target or size, or the sampler cannot say what it proposes next."""
-        if target is None or size <= 0 or not hasattr(study.sampler, "upcoming"):
+    def start(cls, space: Space, study: Any, options: CompileOptions, workers: int,
+              resolve: Callable[[Choice], Config | None]) -> CompileAhead | None:
+        """The pool ``options`` give (adopted, or ``options.workers`` processes compiling
+        for ``options.target``, lazily or now), fed with the sampler's next proposals;
+        ``None`` where there is no pool, target or size, or the sampler cannot say what
+        it proposes next (a pool started already is then ended)."""
+        if not hasattr(study.sampler, "upcoming"):
+            if options.pool is not None:
+                options.pool.close()
             return None
-        import sys
-
-        def start_pool() -> CompilePool:
-            return CompilePool(PoolSetup(space, target, list(sys.path)), size)
-
+        size = options.pool.size if options.pool is not None else options.workers
         window = size * AHEAD_PER_PROCESS + workers
-        if lazy:
-            return cls(space, study.sampler, None, resolve, window, start_pool)
-        ahead = cls(space, study.sampler, start_pool(), resolve, window)
+        if options.pool is not None:
+            ahead = cls(space, study.sampler, options.pool, resolve, window)
+            ahead.started_at = options.pool.created_at
+        elif options.target is None or size <= 0:
+            return None
+        else:
+            import sys
+
+            target = options.target
+
+            def start_pool() -> CompilePool:
+                return CompilePool(PoolSetup(space, target, list(sys.path)), size)
+
+            if options.lazy:
+                return cls(space, study.sampler, None, resolve, window, start_pool)
+            ahead = cls(space, study.sampler, start_pool(), resolve, window)
         ahead.look_ahead((), ())
         return ahead
 

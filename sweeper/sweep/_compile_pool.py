@@ -99,6 +99,8 @@ class CompilePool:
     def __init__(self, setup: PoolSetup, size: int, env: dict[str, str] | None = None,
                  *, feed: bool = True) -> None:
         self.setup, self.size = setup, size
+        #: when it was started (``perf_counter``)
+        self.created_at = time.perf_counter()
         #: no CUDA device: a compile process never opens a context
         self.env = {**(env or {}), **COMPILE_ENV}
         self.procs = [_Process(setup, self.env) for _ in range(size)]

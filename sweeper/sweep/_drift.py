@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from sweeper.measure import summarize
 from sweeper.space import Space
 from sweeper.store import DriftRecord, Storage, TrialRecord
+from sweeper.study import key_of
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._optuna import key_of
 
 
 def measure_drift(space: Space, done: Mapping[tuple[str, ...], TrialRecord], bench: Bench,

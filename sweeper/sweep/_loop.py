@@ -18,19 +18,18 @@ from sweeper.ceilings import Ceilings
 from sweeper.devices import Device
 from sweeper.finals import Winners
 from sweeper.kernels import Kernel
-from sweeper.kernels._precompile import Target
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import Config, Invalid, Space
 from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, Storage, TrialRecord
-from sweeper.study import Choice, enumerate_choices, finals_wanted, now
+from sweeper.study import Choice, enumerate_choices, finals_wanted, key_of, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims
-from sweeper.sweep._compile_ahead import CompileAhead
+from sweeper.sweep._compile_ahead import CompileAhead, CompileOptions
 from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals, run_finals_everywhere
 from sweeper.sweep._limits import Limits
-from sweeper.sweep._optuna import Distributions, key_of, model_guesses, rebuild_study, tell
+from sweeper.sweep._optuna import Distributions, model_guesses, rebuild_study, tell
 from sweeper.sweep._outbox import Outbox
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 from sweeper.sweep._timing import Timeline
@@ -75,8 +74,8 @@ class Sweep:
                  priors: list[dict[str, str]] | None = None,
                  on_hang: Callable[[TrialRecord], None] | None = None,
                  gpus: Sequence[int] | None = None, processes: bool = False,
-                 claims: Claims | None = None, compile_workers: int = 0,
-                 compile_target: Target | None = None, compile_lazy: bool = False) -> None:
+                 claims: Claims | None = None, compile: CompileOptions | None = None
+                 ) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -99,9 +98,8 @@ class Sweep:
         #: shared with other workers: each config is claimed before it is measured and
         #: kept through its claim (:mod:`sweeper.sweep._claims`).  None: this run alone.
         self.claims = claims
-        #: processes compiling ahead for ``compile_target`` (0 or no target: none), lazily
-        self.compile_workers, self.compile_target = compile_workers, compile_target
-        self.compile_lazy = compile_lazy    # started once a trial compiled (CompileAhead)
+        #: how configs are compiled ahead (None: they are not)
+        self.compile = compile or CompileOptions()
         self.ceilings = ceilings
         self.bounds = device.bounds()
         #: what the sampler declares it needs or offers (finals, a baseline, guesses)
@@ -183,9 +181,8 @@ class Sweep:
         self.reporter.start(total=total, done=min(measured, total))
         for t in done.values():
             bench.note_best(t)
-        ahead = CompileAhead.start(self.space, study, self.compile_target,
-                                   self.compile_workers, len(self.gpus or [0]),
-                                   self._resolved, lazy=self.compile_lazy)
+        ahead = CompileAhead.start(self.space, study, self.compile, len(self.gpus or [0]),
+                                   self._resolved)
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)

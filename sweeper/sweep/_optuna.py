@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
@@ -88,11 +87,6 @@ def sampler_view(space: Space, choice: Mapping[str, str]) -> dict[str, str] | No
         return space.contract(space._complete(choice))
     except KeyError:
         return None
-
-
-def key_of(choice: Mapping[str, Any]) -> tuple[str, ...]:
-    """A choice's key in the journal (as :meth:`TrialRecord.key`)."""
-    return tuple(f"{k}={v}" for k, v in sorted(choice.items()))
 
 
 def tell(study: optuna.Study, trial: optuna.Trial, record: TrialRecord) -> None:
