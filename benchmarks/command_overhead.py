@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import tempfile
@@ -133,12 +134,15 @@ print(f"kernel tuner: {{len(results)}} configs, best {{best['time']:.4f}} ms: {{
 
 @dataclass(frozen=True)
 class Timed:
-    """One timed process: its name, Triton cache, wall seconds and exit status."""
+    """One timed process: its name, Triton cache, wall seconds and exit status, and the
+    samples it took (a sweeper run's from its study, the bare loop's from its output;
+    None: not told)."""
 
     name: str
     cache: str
     wall_s: float
     rc: int
+    samples: int | None = None
 
 
 def space_configs(space_path: str, device_spec: str
@@ -216,6 +220,23 @@ def sweeper_command(space: str, device: str, studies: Path, report: bool) -> lis
             "--device", device, "--timing", *([] if report else ["--no-report"])]
 
 
+def samples_taken(studies: Path, stdout: Path) -> int | None:
+    """The samples a run took: the bare loop's from its output (``stdout``), a sweeper
+    run's from its study under ``studies`` (its trials'), so runs under an adaptive
+    stopping rule are compared with what each measured; None where neither tells."""
+    said = re.search(r"^bare loop: \d+ configs \(\d+ abandoned, (\d+) samples\)",
+                     stdout.read_text() if stdout.exists() else "", re.MULTILINE)
+    if said:
+        return int(said.group(1))
+    from sweeper.store import StudyStore
+
+    folders = [p for p in studies.iterdir() if p.is_dir()] if studies.is_dir() else []
+    if len(folders) != 1:
+        return None
+    return sum(t.stats.n for t in StudyStore(folders[0]).records()[0]
+               if t.ok and t.stats is not None)
+
+
 def ratio_line(what: str, top: Timed | None, bottom: Timed | None, goal: float) -> str:
     """``what: 1.100x (goal <= 1.15x: met)``, or why there is no ratio."""
     if top is None or bottom is None:
@@ -230,13 +251,15 @@ def ratio_line(what: str, top: Timed | None, bottom: Timed | None, goal: float) 
 def table(rows: list[Timed]) -> list[str]:
     """The runs' wall seconds, each over the bare loop with the same cache, and the goals."""
     by = {(r.name, r.cache): r for r in rows}
-    lines = ["| run | Triton cache | wall s | over the bare loop |", "|---|---|---|---|"]
+    lines = ["| run | Triton cache | wall s | over the bare loop | samples |",
+             "|---|---|---|---|---|"]
     for r in rows:
         bare = by.get(("bare", r.cache))
         over = (f"{r.wall_s / bare.wall_s:.3f}x" if bare and not (bare.rc or r.rc)
                 and r.name != "kernel-tuner" else "")
         wall = f"{r.wall_s:.2f}" if not r.rc else f"{r.wall_s:.2f} (exit {r.rc})"
-        lines.append(f"| {r.name} | {r.cache} | {wall} | {over} |")
+        samples = "" if r.samples is None else str(r.samples)
+        lines.append(f"| {r.name} | {r.cache} | {wall} | {over} | {samples} |")
     lines.append(ratio_line("sweeper run / bare loop, warm cache", by.get(("run", "warm")),
                             by.get(("bare", "warm")), WARM_GOAL))
     lines.append(ratio_line("sweeper run / Kernel Tuner, cold caches", by.get(("run", "cold")),
@@ -273,7 +296,9 @@ def run_all(args: argparse.Namespace, out: Path, tmp: Path) -> list[Timed]:
             command = commands.get(name) or sweeper_command(args.space, args.device, studies,
                                                             name == "run")
             triton = warm_dir if cache == "warm" else tmp / f"triton-{name}-{cache}"
-            rows.append(timed(name, cache, command, out, triton))
+            row = timed(name, cache, command, out, triton)
+            rows.append(dataclasses.replace(row, samples=samples_taken(
+                studies, out / f"{name}-{cache}.stdout")))
     if args.cache == "warm" or "kernel-tuner" not in args.runs:
         return rows
     if args.device != "cuda":

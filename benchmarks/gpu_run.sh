@@ -24,6 +24,9 @@
 #             script and Kernel Tuner, from the shell, warm and cold caches)
 #   commandabandon the same with measure.abandon 1.5 (bare loop and sweeper run; no Kernel Tuner)
 #   commandci the same with sweeper's default stopping rule (stop: ci, 0.5 %) in place of 50
+#             (bare loop, sweeper run and Kernel Tuner)
+#   profile   sweeper run spaces/copy.yaml --workers inline under cProfile, warm cache: where
+#             a trial's time goes beyond the kernel's (pstats by own and cumulative time)
 #   compilepool benchmarks/compile_pool.py, then with a process per core (no A/B)
 #   runtiming sweeper run spaces/copy.yaml --timing, warm cache, with and without worker
 #             processes, the compile pool and the report ($GPUS: e.g. --gpus 0)
@@ -129,7 +132,7 @@ stage=$2
       for f in "$OUT"/command-abandon/*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \
         | tee -a "$OUT/command-abandon.log"
       tar czf "$OUT/command-abandon.tgz" -C "$OUT" command-abandon && rm -rf "$OUT/command-abandon" ;;
-    commandci) python3 benchmarks/command_overhead.py spaces/copy.yaml --runs bare,run \
+    commandci) python3 benchmarks/command_overhead.py spaces/copy.yaml --runs bare,run,kernel-tuner \
         --measure stop=ci --out "$OUT/command-ci" 2>&1 | tee "$OUT/command-ci.log"
       for f in "$OUT"/command-ci/*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \
         | tee -a "$OUT/command-ci.log"
@@ -142,6 +145,14 @@ stage=$2
         rm -rf /tmp/rt; ( time sweeper run spaces/copy.yaml --studies-dir /tmp/rt --timing --quiet ${GPUS:-} $v ) 2>&1 \
           | grep -E "^(time|  |real|done|sweeper:)"
       done 2>&1 | tee "$OUT/runtiming.log" ;;
+    profile)
+      export TRITON_CACHE_DIR=/tmp/tc-profile
+      sweeper run spaces/copy.yaml --studies-dir /tmp/pf-warm-up --quiet --no-report >/dev/null 2>&1
+      rm -rf /tmp/pf
+      python3 -m cProfile -o "$OUT/profile.pstats" -m sweeper run spaces/copy.yaml --studies-dir /tmp/pf \
+          --quiet --no-report --workers inline --timing 2>&1 | tee "$OUT/profile.log"
+      python3 -c "import pstats, sys; p = pstats.Stats(sys.argv[1]); p.sort_stats('tottime').print_stats(35); p.sort_stats('cumulative').print_stats(60)" \
+          "$OUT/profile.pstats" 2>&1 | sed "s#$PWD/##; s#/tmp/site/##" >> "$OUT/profile.log" ;;
     coldpool)
       for v in "" "--compile-workers 0" "" "--compile-workers 0"; do
         echo "--- sweeper run spaces/copy.yaml $v (empty Triton cache)"

@@ -127,10 +127,10 @@ def test_command_overhead_times_both_processes_on_the_interpreter(tmp_path, caps
                                             "bare,run,kernel-tuner"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "Kernel Tuner not timed: it needs a CUDA GPU"
-    assert lines[1:3] == ["| run | Triton cache | wall s | over the bare loop |",
-                          "|---|---|---|---|"]
-    assert lines[3].startswith("| bare | cold | ") and lines[3].endswith(" | 1.000x |")
-    assert lines[4].startswith("| run | cold | ") and lines[4].endswith("x |")
+    assert lines[1:3] == ["| run | Triton cache | wall s | over the bare loop | samples |",
+                          "|---|---|---|---|---|"]
+    assert lines[3].startswith("| bare | cold | ") and lines[3].endswith(" | 1.000x | 4 |")
+    assert lines[4].startswith("| run | cold | ") and lines[4].endswith("x | 4 |")
     assert lines[5:] == ["sweeper run / bare loop, warm cache: not measured",
                          "sweeper run / Kernel Tuner, cold caches: not measured"]
     bare = (out / "bare-cold.stdout").read_text()
@@ -171,19 +171,20 @@ def test_command_overhead_refuses_a_measure_change_without_a_value(tmp_path, cap
 
 def test_command_overhead_ratios_against_the_goals():
     bench = script("command_overhead")
-    rows = [bench.Timed("bare", "warm", 10.0, 0), bench.Timed("run", "warm", 11.0, 0),
+    rows = [bench.Timed("bare", "warm", 10.0, 0, 500), bench.Timed("run", "warm", 11.0, 0, 480),
             bench.Timed("run-no-report", "warm", 10.5, 0), bench.Timed("run", "cold", 30.0, 0),
             bench.Timed("kernel-tuner", "cold", 40.0, 0)]
     lines = bench.table(rows)
-    assert lines[2:5] == ["| bare | warm | 10.00 | 1.000x |", "| run | warm | 11.00 | 1.100x |",
-                          "| run-no-report | warm | 10.50 | 1.050x |"]
-    assert lines[5:7] == ["| run | cold | 30.00 |  |", "| kernel-tuner | cold | 40.00 |  |"]
+    assert lines[2:5] == ["| bare | warm | 10.00 | 1.000x | 500 |",
+                          "| run | warm | 11.00 | 1.100x | 480 |",
+                          "| run-no-report | warm | 10.50 | 1.050x |  |"]
+    assert lines[5:7] == ["| run | cold | 30.00 |  |  |", "| kernel-tuner | cold | 40.00 |  |  |"]
     assert lines[7:] == ["sweeper run / bare loop, warm cache: 1.100x (goal <= 1.15x: met)",
                          "sweeper run / Kernel Tuner, cold caches: 0.750x (goal <= 0.5x: "
                          "not met)"]
     failed = bench.table([bench.Timed("bare", "warm", 10.0, 0),
                           bench.Timed("run", "warm", 3.0, 2)])
-    assert failed[3] == "| run | warm | 3.00 (exit 2) |  |"
+    assert failed[3] == "| run | warm | 3.00 (exit 2) |  |  |"
     assert failed[4] == "sweeper run / bare loop, warm cache: a run failed (see its .stderr)"
 
 
