@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import os
 import pickle
@@ -143,6 +144,7 @@ class Timed:
     wall_s: float
     rc: int
     samples: int | None = None
+    round: int = 1
 
 
 def space_configs(space_path: str, device_spec: str
@@ -194,23 +196,25 @@ def write_kernel_tuner(out: Path, space_path: str, device_spec: str = "cuda"
     return script, len(pairs)
 
 
-def timed(name: str, cache: str, command: list[str], out: Path, triton_cache: Path) -> Timed:
+def timed(name: str, cache: str, command: list[str], out: Path, triton_cache: Path,
+          round_: int = 1) -> Timed:
     """Run ``command`` from the repository root with ``triton_cache`` as Triton's (and
     CuPy's) cache, its wall seconds by the clock around the process; stdout and stderr
-    kept in ``out`` as NAME-CACHE.stdout / .stderr."""
+    kept in ``out`` as NAME-CACHE.stdout / .stderr (NAME-CACHE-ROUND past the first)."""
+    tag = f"{name}-{cache}" if round_ == 1 else f"{name}-{cache}-{round_}"
     env = {**os.environ, "TRITON_CACHE_DIR": str(triton_cache),
            "CUPY_CACHE_DIR": str(triton_cache / "cupy")}
     t0 = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                           check=False)
     wall = time.perf_counter() - t0
-    (out / f"{name}-{cache}.stdout").write_text(done.stdout)
-    (out / f"{name}-{cache}.stderr").write_text(done.stderr)
+    (out / f"{tag}.stdout").write_text(done.stdout)
+    (out / f"{tag}.stderr").write_text(done.stderr)
     if done.returncode:
         tail = done.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
         print(f"{name} ({cache} cache) failed with exit status {done.returncode}: {tail[0]}",
               file=sys.stderr)
-    return Timed(name, cache, wall, done.returncode)
+    return Timed(name, cache, wall, done.returncode, round=round_)
 
 
 def sweeper_command(space: str, device: str, studies: Path, report: bool) -> list[str]:
@@ -249,22 +253,40 @@ def ratio_line(what: str, top: Timed | None, bottom: Timed | None, goal: float) 
 
 
 def table(rows: list[Timed]) -> list[str]:
-    """The runs' wall seconds, each over the bare loop with the same cache, and the goals."""
-    by = {(r.name, r.cache): r for r in rows}
+    """The runs' wall seconds, each over the bare loop with the same cache and round, and
+    the goals: the median wall of each run over its rounds against the bare loop's."""
+    by = {(r.name, r.cache, r.round): r for r in rows}
+    rounds = max((r.round for r in rows), default=1)
     lines = ["| run | Triton cache | wall s | over the bare loop | samples |",
              "|---|---|---|---|---|"]
     for r in rows:
-        bare = by.get(("bare", r.cache))
+        bare = by.get(("bare", r.cache, r.round))
         over = (f"{r.wall_s / bare.wall_s:.3f}x" if bare and not (bare.rc or r.rc)
                 and r.name != "kernel-tuner" else "")
         wall = f"{r.wall_s:.2f}" if not r.rc else f"{r.wall_s:.2f} (exit {r.rc})"
         samples = "" if r.samples is None else str(r.samples)
-        lines.append(f"| {r.name} | {r.cache} | {wall} | {over} | {samples} |")
-    lines.append(ratio_line("sweeper run / bare loop, warm cache", by.get(("run", "warm")),
-                            by.get(("bare", "warm")), WARM_GOAL))
-    lines.append(ratio_line("sweeper run / Kernel Tuner, cold caches", by.get(("run", "cold")),
-                            by.get(("kernel-tuner", "cold")), KERNEL_TUNER_GOAL))
+        name = r.name if rounds == 1 else f"{r.name} ({r.round})"
+        lines.append(f"| {name} | {r.cache} | {wall} | {over} | {samples} |")
+    lines.append(ratio_line("sweeper run / bare loop, warm cache", median_of(rows, "run", "warm"),
+                            median_of(rows, "bare", "warm"), WARM_GOAL))
+    lines.append(ratio_line("sweeper run / Kernel Tuner, cold caches",
+                            median_of(rows, "run", "cold"),
+                            median_of(rows, "kernel-tuner", "cold"), KERNEL_TUNER_GOAL))
+    if rounds > 1:
+        lines.append(f"(ratios of the median wall over {rounds} rounds)")
     return lines
+
+
+def median_of(rows: list[Timed], name: str, cache: str) -> Timed | None:
+    """The run ``name`` with ``cache`` as one row: its median wall over its rounds (a failed
+    round fails it); None where it did not run."""
+    import statistics
+
+    mine = [r for r in rows if (r.name, r.cache) == (name, cache)]
+    if not mine:
+        return None
+    return Timed(name, cache, statistics.median(r.wall_s for r in mine),
+                 max(r.rc for r in mine))
 
 
 def changed_space(space: Path, changes: list[str], out: Path) -> Path:
@@ -291,14 +313,16 @@ def run_all(args: argparse.Namespace, out: Path, tmp: Path) -> list[Timed]:
             subprocess.run(sweeper_command(args.space, args.device, tmp / "studies-warm-up",
                                            True), cwd=ROOT, check=False, capture_output=True,
                            env={**os.environ, "TRITON_CACHE_DIR": str(warm_dir)})
-        for name in (r for r in args.runs if r != "kernel-tuner"):
-            studies = tmp / f"studies-{name}-{cache}"
+        for round_, name in itertools.product(range(1, args.rounds + 1),
+                                              [r for r in args.runs if r != "kernel-tuner"]):
+            studies = tmp / f"studies-{name}-{cache}-{round_}"
             command = commands.get(name) or sweeper_command(args.space, args.device, studies,
                                                             name == "run")
-            triton = warm_dir if cache == "warm" else tmp / f"triton-{name}-{cache}"
-            row = timed(name, cache, command, out, triton)
+            triton = warm_dir if cache == "warm" else tmp / f"triton-{name}-{cache}-{round_}"
+            row = timed(name, cache, command, out, triton, round_)
+            tag = f"{name}-{cache}" if round_ == 1 else f"{name}-{cache}-{round_}"
             rows.append(dataclasses.replace(row, samples=samples_taken(
-                studies, out / f"{name}-{cache}.stdout")))
+                studies, out / f"{tag}.stdout")))
     if args.cache == "warm" or "kernel-tuner" not in args.runs:
         return rows
     if args.device != "cuda":
@@ -325,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", default="both", choices=("warm", "cold", "both"))
     p.add_argument("--runs", default=",".join(RUNS), type=lambda s: s.split(","),
                    help=f"which of {', '.join(RUNS)} (comma-separated; default all)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time each run this many times, interleaved (bare, run, ..., bare, "
+                        "run, ...); the ratios are of the medians (Kernel Tuner: once)")
     p.add_argument("--cuda-space", default="spaces/cuda-copy.yaml",
                    help="the CUDA C space Kernel Tuner tunes")
     p.add_argument("--measure", action="append", default=[], metavar="KEY=VALUE",
@@ -334,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if bad := [m for m in args.measure if not m.partition("=")[0] or "=" not in m]:
         p.error(f"--measure {bad[0]!r}: expected KEY=VALUE, e.g. abandon=1.5")
+    if args.rounds < 1:
+        p.error(f"--rounds {args.rounds}: at least 1")
     if unknown := [r for r in args.runs if r not in RUNS]:
         p.error(f"--runs: {', '.join(unknown)} unknown; known: {', '.join(RUNS)}")
     args.space = str(Path(args.space).resolve())

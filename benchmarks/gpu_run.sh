@@ -22,6 +22,8 @@
 #   reportspeed benchmarks/report_speed.py
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
+#   commandrounds the same, each run three times interleaved, judged by the medians (bare
+#             loop, sweeper run and Kernel Tuner; about 5 minutes)
 #   commandabandon the same with measure.abandon 1.5 (bare loop and sweeper run; no Kernel Tuner)
 #   commandci the same with sweeper's default stopping rule (stop: ci, 0.5 %) in place of 50
 #             (bare loop, sweeper run and Kernel Tuner)
@@ -127,6 +129,11 @@ stage=$2
       for f in "$OUT"/command/{bare,run}*.stdout; do echo "$(basename "$f"):"; grep -A8 "^time: " "$f"; done \
         | tee -a "$OUT/command.log"
       tar czf "$OUT/command.tgz" -C "$OUT" command && rm -rf "$OUT/command" ;;
+    commandrounds) python3 benchmarks/command_overhead.py spaces/copy.yaml --rounds 3 \
+        --runs bare,run,kernel-tuner --out "$OUT/command-rounds" 2>&1 | tee "$OUT/command-rounds.log"
+      for f in "$OUT"/command-rounds/run*.stdout; do echo "$(basename "$f"):"; grep -A8 "^time: " "$f"; done \
+        | tee -a "$OUT/command-rounds.log"
+      tar czf "$OUT/command-rounds.tgz" -C "$OUT" command-rounds && rm -rf "$OUT/command-rounds" ;;
     commandabandon) python3 benchmarks/command_overhead.py spaces/copy.yaml --runs bare,run \
         --measure abandon=1.5 --out "$OUT/command-abandon" 2>&1 | tee "$OUT/command-abandon.log"
       for f in "$OUT"/command-abandon/*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \

@@ -188,6 +188,36 @@ def test_command_overhead_ratios_against_the_goals():
     assert failed[4] == "sweeper run / bare loop, warm cache: a run failed (see its .stderr)"
 
 
+def test_command_overhead_rounds_are_interleaved_and_judged_by_their_medians(tmp_path, capsys):
+    """``--rounds 2``: each run twice, in turn (bare, run, bare, run), each row over the
+    bare loop of its round, the goal from the median walls; a round's outputs kept apart."""
+    bench = script("command_overhead")
+    walls = [(10.0, 12.0), (12.0, 12.6), (11.0, 12.1)]      # (bare, run) of each round
+    rows = [bench.Timed(name, "warm", wall, 0, round=i)
+            for i, pair in enumerate(walls, 1)
+            for name, wall in zip(("bare", "run"), pair, strict=True)]
+    lines = bench.table(rows)
+    assert lines[2:4] == ["| bare (1) | warm | 10.00 | 1.000x |  |",
+                          "| run (1) | warm | 12.00 | 1.200x |  |"]
+    assert lines[-3:] == ["sweeper run / bare loop, warm cache: 1.100x (goal <= 1.15x: met)",
+                          "sweeper run / Kernel Tuner, cold caches: not measured",
+                          "(ratios of the median wall over 3 rounds)"]
+    space = tmp_path / "tiny.yaml"
+    space.write_text(TINY_COPY)
+    out = tmp_path / "out"
+    assert bench.main([str(space), "--device", "interpret", "--out", str(out), "--cache",
+                       "cold", "--runs", "bare,run", "--rounds", "2"]) == 0
+    names = sorted(p.name for p in out.glob("*.stdout"))
+    assert names == ["bare-cold-2.stdout", "bare-cold.stdout", "run-cold-2.stdout",
+                     "run-cold.stdout"]
+    printed = capsys.readouterr().out
+    assert "| run (2) | cold | " in printed
+    assert "(ratios of the median wall over 2 rounds)" in printed
+    with pytest.raises(SystemExit):
+        bench.main([str(space), "--out", str(out), "--rounds", "0"])
+    assert "--rounds 0: at least 1" in capsys.readouterr().err
+
+
 def test_command_overhead_kernel_tuner_script_covers_the_cuda_space(tmp_path):
     """Every config of spaces/cuda-copy.yaml is one entry of the script's grid table, keyed
     by VEC, UNROLL, block and the grid label's index (here with the interpreter's facts)."""
