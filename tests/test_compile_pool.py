@@ -444,9 +444,9 @@ def test_a_pool_started_with_the_workers_is_adopted_and_compiles_each_binary_onc
         write_space, cache_dir, tmp_path, monkeypatch):
     """``sweeper run`` on a cold cache starts its pool before its own imports
     (:func:`~sweeper.cli._prespawn.start_pool`, the GPU read from the driver) and hands
-    it every valid config, keyed as the sweep keys them: the sweep adopts it (its time
-    line says it started before the sweep), asks for nothing twice, each binary is
-    compiled once, and the pool is ended with the sweep."""
+    it every valid config, keyed as the sweep keys them and in the order it measures
+    them: the sweep adopts it (its time line says it started before the sweep), asks for
+    nothing twice, each binary is compiled once, and the pool is ended with the sweep."""
     from types import SimpleNamespace
 
     from sweeper.cli._prespawn import start_pool
@@ -462,6 +462,8 @@ def test_a_pool_started_with_the_workers_is_adopted_and_compiles_each_binary_onc
     store, summary = sweep_study(path, open_device("interpret"), tmp_path / "s",
                                  compile=CompileOptions(pool=pool), finals=False)
     assert len(pool.handed) == len(set(pool.handed)) == 3          # one per binary
+    order = [t.key() for t in sorted(store.records()[0], key=lambda t: t.number)]
+    assert pool.handed == [k for k in order if k in pool.handed]   # as the sweep measured
     assert len(pool.compiled_by) == 3 and not pool.deaths and not pool.procs   # ended
     measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
     assert len(measured) == 6 and all(t.ok for t in measured)

@@ -122,6 +122,7 @@ def test_the_compile_pool_starts_with_the_workers_only_where_every_config_will_c
 
     from sweeper.devices import DeviceFacts, _gpu_query
     from sweeper.kernels import _cache_probe
+    from sweeper.samplers._order import plan_order
     from sweeper.space import load_space
     from sweeper.study import enumerate_choices, key_of
     from sweeper.sweep import _compile_pool
@@ -166,7 +167,8 @@ def test_the_compile_pool_starts_with_the_workers_only_where_every_config_will_c
     (pool,) = made
     assert str(pool.setup.target) == "sm_90" and pool.setup.space is real
     valid, _ = enumerate_choices(real, h200.env())
-    assert [key for key, _ in pool.handed] == [key_of(c) for c in valid] and len(valid) == 6
+    assert len(valid) == 6 and [key for key, _ in pool.handed] == \
+        plan_order([key_of(c) for c in valid], real.sampler.seed)     # the sampler's order
     assert sizes(_args(gpus=[0, 1]), space()) == [8]
     monkeypatch.setattr(_nursery.os, "cpu_count", lambda: 6)
     assert sizes(_args(gpus=[0, 1]), space()) == [3]     # a core per worker, and one

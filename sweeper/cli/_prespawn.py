@@ -101,11 +101,13 @@ def prespawn_workers(args: argparse.Namespace) -> int:
 def start_pool(args: argparse.Namespace, space: Any, workers: int) -> CompilePool | None:
     """The compile pool ``run`` with ``args`` will ask for (``--compile-workers``, else the
     default for ``workers`` measuring processes), started now and handed every valid
-    config of ``space`` in the space's order (a binary compiled once; the sweep measures
-    first the configs whose binary is built).  None where it asks for no process, or the
-    first GPU's facts cannot be read from the driver: the sweep then starts its own."""
+    config of ``space`` (a binary compiled once; the sweep measures first the configs
+    whose binary is built).  None where it asks for no process, or the
+    first GPU's facts cannot be read from the driver: the sweep then starts its own.  An
+    exhaustive sweep's configs go in the order its sampler will propose them."""
     from sweeper.devices._gpu_query import gpu_arch, query_gpu
     from sweeper.kernels._precompile import Target
+    from sweeper.samplers._order import plan_order
     from sweeper.space import Invalid
     from sweeper.study import key_of, resolved
     from sweeper.sweep._compile_pool import CompilePool, PoolSetup, default_size
@@ -118,11 +120,14 @@ def start_pool(args: argparse.Namespace, space: Any, workers: int) -> CompilePoo
         return None
     pool = CompilePool(PoolSetup(space, Target.parse(arch), list(sys.path)), size)
     try:
-        pool.ahead((key_of(choice), config) for choice, config in resolved(space, facts.env())
-                   if not isinstance(config, Invalid))
+        valid = [(key_of(choice), config) for choice, config in resolved(space, facts.env())
+                 if not isinstance(config, Invalid)]
     except SweeperError:          # said in its place, when the sweep enumerates the space
         pool.close()
         return None
+    # the exhaustive sampler's order (one-at-a-time's plan is made from its baseline)
+    pool.ahead(plan_order(valid, space.sampler.seed)
+               if space.sampler.name == "exhaustive" else valid)
     return pool
 
 

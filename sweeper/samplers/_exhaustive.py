@@ -9,7 +9,6 @@ in constant time per proposal.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +16,8 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
+
+from sweeper.samplers._order import plan_order
 
 
 class PlannedSampler(BaseSampler):
@@ -45,9 +46,7 @@ class ExhaustiveSampler(PlannedSampler):
     PREFER_WINDOW = 32
 
     def __init__(self, choices: Sequence[Mapping[str, Any]], seed: int | None = 0) -> None:
-        self._choices = [dict(c) for c in choices]
-        if seed is not None:
-            random.Random(seed).shuffle(self._choices)
+        self._choices = plan_order([dict(c) for c in choices], seed)
         self._next = 0
         self._seen: set[tuple[tuple[str, Any], ...]] = set()
         #: set by a sweep that compiles ahead: whether a config can be measured without
