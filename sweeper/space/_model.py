@@ -297,12 +297,13 @@ class Space:
         out.update({t.name: t.labels for t in self.ties})
         return out
 
-    def expand(self, choice: Mapping[str, str]) -> dict[str, str]:
-        """A sampler's choice with each zipped group replaced by its members' labels."""
-        out = {k: v for k, v in choice.items() if k not in {t.name for t in self.ties}}
+    def expand(self, choice: Mapping[str, Any]) -> dict[str, str]:
+        """A sampler's choice (its params, labels or values Optuna gave back) as labels,
+        each zipped group replaced by its members' labels."""
+        out = {k: str(v) for k, v in choice.items() if k not in {t.name for t in self.ties}}
         for t in self.ties:
             if t.name in choice:
-                row = t.rows[t.labels.index(choice[t.name])]
+                row = t.rows[t.labels.index(str(choice[t.name]))]
                 out.update(zip(t.members, row, strict=True))
         return out
 

@@ -115,7 +115,7 @@ class CompileAhead:
         pool = self.pool
         if pool is None or not pool.pending():
             return True
-        config = self.resolve(self.space.expand({k: str(v) for k, v in params.items()}))
+        config = self.resolve(self.space.expand(params))
         return config is None or binary_of(config) in pool.built
 
     def kept(self, record: TrialRecord) -> None:
@@ -145,7 +145,7 @@ class CompileAhead:
 
         def upcoming() -> Iterator[tuple[tuple[str, ...], Config]]:
             for params in self.sampler.upcoming(LOOK_AHEAD * self.window):
-                choice = self.space.expand({k: str(v) for k, v in params.items()})
+                choice = self.space.expand(params)
                 key = key_of(choice)
                 if key in done or key in in_flight or pool.known(key):
                     continue

@@ -262,7 +262,7 @@ class Sweep:
                 with run.timeline.phase("ask"):
                     trial = run.study.ask(run.dists)
                 with run.timeline.phase("expand"):
-                    choice = self.space.expand({k: str(v) for k, v in trial.params.items()})
+                    choice = self.space.expand(trial.params)
                 key = key_of(choice)
                 if key not in run.done and key not in run.waiting:
                     run.budgets.proposed()
