@@ -56,7 +56,7 @@ def test_a_kernel_options_default_stands_in_where_the_space_leaves_it_out(write_
 
 
 class FakeDriver:
-    """libcuda's five calls, answering for one GPU."""
+    """libcuda's five calls, answering for one GPU (an A100: compute capability 8.0)."""
 
     def __init__(self, count: int = 1) -> None:
         self.count = count
@@ -77,7 +77,7 @@ class FakeDriver:
         return 0
 
     def cuDeviceGetAttribute(self, out: Any, attr: int, device: Any) -> int:
-        out._obj.value = {16: 108, 38: 40 << 20}[attr]
+        out._obj.value = {16: 108, 38: 40 << 20, 75: 8, 76: 0}[attr]
         return 0
 
 
@@ -89,8 +89,9 @@ def test_the_cuda_plan_reads_the_gpu_from_its_driver(monkeypatch, write_space, c
     assert main(["plan", str(path)]) == 0
     out = capsys.readouterr().out
     assert "would measure 2 on NVIDIA A100-SXM4-80GB\n" in out and "assumed" not in out
+    assert _gpu_query.gpu_arch() == "sm_80"        # the compile pool's target
     monkeypatch.setattr(_gpu_query, "_driver", lambda: FakeDriver(count=0))
-    assert query_gpu() == "no CUDA device found"
+    assert query_gpu() == "no CUDA device found" and _gpu_query.gpu_arch() is None
 
 
 def test_without_a_driver_the_cuda_plan_assumes_a_gpu_and_says_so(monkeypatch, capsys):

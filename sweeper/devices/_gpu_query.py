@@ -60,36 +60,52 @@ def gpu_count() -> int:
 def query_gpu(index: int = 0) -> DeviceFacts | str:
     """GPU ``index``'s name, SMs and L2 size, as ``torch.cuda.get_device_properties``
     gives them, from the driver API; else why they cannot be read."""
-    try:
-        lib = _driver()
-    except OSError:
-        return "no CUDA driver found (libcuda.so.1)"
-    device, sms, l2 = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    opened = _open(index)
+    if isinstance(opened, str):
+        return opened
+    lib, device = opened
     name = ctypes.create_string_buffer(256)
-    if _count(lib) <= index:
-        return "no CUDA device found"
-    if (lib.cuDeviceGet(ctypes.byref(device), index)
-            or lib.cuDeviceGetName(name, len(name), device)
-            or lib.cuDeviceGetAttribute(ctypes.byref(sms), MULTIPROCESSOR_COUNT, device)
-            or lib.cuDeviceGetAttribute(ctypes.byref(l2), L2_CACHE_SIZE, device)):
+    values = None if lib.cuDeviceGetName(name, len(name), device) else \
+        _attributes(lib, device, MULTIPROCESSOR_COUNT, L2_CACHE_SIZE)
+    if values is None:
         return f"the CUDA driver did not describe GPU {index}"
-    return DeviceFacts(name=name.value.decode(errors="replace"), sms=sms.value,
-                       l2_bytes=l2.value)
+    sms, l2 = values
+    return DeviceFacts(name=name.value.decode(errors="replace"), sms=sms, l2_bytes=l2)
 
 
 def gpu_arch(index: int = 0) -> str | None:
     """GPU ``index``'s architecture as the CUDA device's ``compile_target`` names it
     (``sm_90``), from the driver API; None where it cannot be read."""
+    opened = _open(index)
+    if isinstance(opened, str):
+        return None
+    values = _attributes(*opened, CAPABILITY_MAJOR, CAPABILITY_MINOR)
+    return None if values is None else f"sm_{values[0]}{values[1]}"
+
+
+def _open(index: int) -> tuple[Any, ctypes.c_int] | str:
+    """The driver, initialized, and GPU ``index``'s handle; else why not."""
     try:
         lib = _driver()
     except OSError:
-        return None
-    device, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-    if _count(lib) <= index or lib.cuDeviceGet(ctypes.byref(device), index) or \
-            lib.cuDeviceGetAttribute(ctypes.byref(major), CAPABILITY_MAJOR, device) or \
-            lib.cuDeviceGetAttribute(ctypes.byref(minor), CAPABILITY_MINOR, device):
-        return None
-    return f"sm_{major.value}{minor.value}"
+        return "no CUDA driver found (libcuda.so.1)"
+    if _count(lib) <= index:
+        return "no CUDA device found"
+    device = ctypes.c_int()
+    if lib.cuDeviceGet(ctypes.byref(device), index):
+        return f"the CUDA driver did not describe GPU {index}"
+    return lib, device
+
+
+def _attributes(lib: Any, device: ctypes.c_int, *attributes: int) -> list[int] | None:
+    """The ``CUdevice_attribute`` values of ``device``, in order; None if one fails."""
+    values = []
+    for attribute in attributes:
+        value = ctypes.c_int()
+        if lib.cuDeviceGetAttribute(ctypes.byref(value), attribute, device):
+            return None
+        values.append(value.value)
+    return values
 
 
 class PlannedGpu(CudaDevice):
