@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import ClassVar
 
 import pytest
@@ -295,7 +296,7 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
         size = 3
 
         def __init__(self):
-            self.handed = []
+            self.handed, self.created_at = [], time.perf_counter()
             started.append(self)
 
         def pending(self):
@@ -324,7 +325,7 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
     ahead.kept(record(slow))
     ahead.look_ahead({}, ())
     assert len(started) == 1 and len(started[0].handed) == 2
-    (line,) = ahead.lines(ahead.started_at - 1.5)
+    (line,) = ahead.lines(ahead.pool.created_at - 1.5)
     assert line.startswith("compile pool: 3 processes, started at 1.50 s; configs by how "
                            "their compile went: worker 1 (worker: the worker compiled or "
                            "loaded it); waited 0.00 s")

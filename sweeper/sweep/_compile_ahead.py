@@ -70,9 +70,8 @@ class CompileAhead:
         #: by the pool, or ``worker`` (the pool had not reached it)
         self.counts: dict[str, int] = {}
         self._kept = 0
-        #: when the pool started (``perf_counter``), and the seconds the coordinator
-        #: waited for compiles in progress before handing configs to workers
-        self.started_at = time.perf_counter() if pool is not None else None
+        #: the seconds the coordinator waited for compiles in progress before handing
+        #: configs to workers
         self.waited_s = 0.0
         if hasattr(sampler, "prefer"):      # configs whose binary is built go first
             sampler.prefer = self.ready
@@ -92,7 +91,6 @@ class CompileAhead:
         window = size * AHEAD_PER_PROCESS + workers
         if options.pool is not None:
             ahead = cls(space, study.sampler, options.pool, resolve, window)
-            ahead.started_at = options.pool.created_at
         elif options.target is None or size <= 0:
             return None
         else:
@@ -128,7 +126,6 @@ class CompileAhead:
         if self.pool is None and self.start_pool is not None and self._kept > 1 and \
                 (record.cold_s or 0.0) >= COMPILED_S:
             self.pool, self.start_pool = self.start_pool(), None
-            self.started_at = time.perf_counter()
 
     def look_ahead(self, done: Container[tuple[str, ...]],
                    in_flight: Container[tuple[str, ...]]) -> None:
@@ -172,11 +169,11 @@ class CompileAhead:
 
     def lines(self, t0: float) -> list[str]:
         """What the pool did, for the sweep's timing breakdown (``t0``: its start)."""
-        if self.pool is None or self.started_at is None:
+        if self.pool is None:
             return ["compile pool: not started (no trial compiled)"]
         done = ", ".join(f"{how} {n}" for how, n in sorted(self.counts.items()))
         return [f"compile pool: {self.pool.size} processes, started at "
-                f"{self.started_at - t0:.2f} s; configs by how their compile went: "
+                f"{self.pool.created_at - t0:.2f} s; configs by how their compile went: "
                 f"{done or 'none yet'} (worker: the worker compiled or loaded it); waited "
                 f"{self.waited_s:.2f} s for compiles in progress"]
 
