@@ -146,6 +146,16 @@ class Timed:
     samples: int | None = None
     round: int = 1
 
+    @property
+    def tag(self) -> str:
+        """Its outputs' name in DIR (:func:`tag_of`)."""
+        return tag_of(self.name, self.cache, self.round)
+
+
+def tag_of(name: str, cache: str, round_: int) -> str:
+    """A run's outputs' name in DIR: NAME-CACHE, NAME-CACHE-ROUND past the first round."""
+    return f"{name}-{cache}" + (f"-{round_}" if round_ > 1 else "")
+
 
 def space_configs(space_path: str, device_spec: str
                   ) -> tuple[Space, MeasureSpec, int, list[tuple[dict[str, str], Config]]]:
@@ -200,8 +210,8 @@ def timed(name: str, cache: str, command: list[str], out: Path, triton_cache: Pa
           round_: int = 1) -> Timed:
     """Run ``command`` from the repository root with ``triton_cache`` as Triton's (and
     CuPy's) cache, its wall seconds by the clock around the process; stdout and stderr
-    kept in ``out`` as NAME-CACHE.stdout / .stderr (NAME-CACHE-ROUND past the first)."""
-    tag = f"{name}-{cache}" if round_ == 1 else f"{name}-{cache}-{round_}"
+    kept in ``out`` under its :func:`tag_of` (.stdout / .stderr)."""
+    tag = tag_of(name, cache, round_)
     env = {**os.environ, "TRITON_CACHE_DIR": str(triton_cache),
            "CUPY_CACHE_DIR": str(triton_cache / "cupy")}
     t0 = time.perf_counter()
@@ -320,9 +330,8 @@ def run_all(args: argparse.Namespace, out: Path, tmp: Path) -> list[Timed]:
                                                             name == "run")
             triton = warm_dir if cache == "warm" else tmp / f"triton-{name}-{cache}-{round_}"
             row = timed(name, cache, command, out, triton, round_)
-            tag = f"{name}-{cache}" if round_ == 1 else f"{name}-{cache}-{round_}"
             rows.append(dataclasses.replace(row, samples=samples_taken(
-                studies, out / f"{tag}.stdout")))
+                studies, out / f"{row.tag}.stdout")))
     if args.cache == "warm" or "kernel-tuner" not in args.runs:
         return rows
     if args.device != "cuda":
