@@ -114,9 +114,11 @@ def start_pool(args: argparse.Namespace, space: Any, workers: int) -> CompilePoo
 
     asked = getattr(args, "compile_workers", None)
     size = default_size(workers) if asked is None else asked
+    if size <= 0:
+        return None
     index = (args.gpus or [0])[0]
     facts, arch = query_gpu(index), gpu_arch(index)
-    if size <= 0 or isinstance(facts, str) or arch is None:
+    if isinstance(facts, str) or arch is None:
         return None
     pool = CompilePool(PoolSetup(space, Target.parse(arch), list(sys.path)), size)
     try:
