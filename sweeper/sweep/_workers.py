@@ -141,7 +141,7 @@ class Worker(abc.ABC):
 
 
 class InlineWorker(Worker):
-    """Measures in this process with ``bench`` (today's behaviour), under the watchdog."""
+    """Measures in this process with ``bench`` (``--workers inline``), under the watchdog."""
 
     def __init__(self, bench: Bench, store: Storage, timeout_s: float | None,
                  on_hang: Callable[[TrialRecord], None] | None,
