@@ -42,6 +42,9 @@ class ExhaustiveSampler(PlannedSampler):
 
     #: the sweep records every config of the space the constraints rule out, up front
     records_invalid = True
+    #: its proposals never depend on outcomes: a sweep with worker processes may ask for
+    #: a worker's next config while its trial runs and hand it over the moment it ends
+    asks_ahead = True
     #: how many upcoming configs :attr:`prefer` may choose among (0: the order is kept)
     PREFER_WINDOW = 32
 

@@ -73,6 +73,15 @@ class Bench:
         if have is None or t.stats.median < have[0]:
             self.best[key] = (t.stats.median, t.stats.bounds()[1])
 
+    def merge_best(self, best: dict[tuple[Problem, str], tuple[float, float]]) -> None:
+        """Take the coordinator's fastest per problem where it beats this bench's own (a
+        worker process notes its own trials too: a job asked for ahead carries the best
+        as it was before the worker's last outcome was kept)."""
+        for key, value in best.items():
+            have = self.best.get(key)
+            if have is None or value[0] < have[0]:
+                self.best[key] = value
+
     def run(self, config: Config, number: int) -> TrialResult:
         """``config`` launched, verified and timed (:func:`run_trial`), inputs seeded by
         the sampler's seed and the trial's number; a config the kernel refuses on this

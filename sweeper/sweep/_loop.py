@@ -9,10 +9,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-
-import optuna
-from optuna.trial import TrialState
 
 from sweeper.ceilings import Ceilings
 from sweeper.devices import Device
@@ -22,6 +18,7 @@ from sweeper.plugins import sampler_capabilities
 from sweeper.space import Config, Invalid, Space
 from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, Storage, TrialRecord
 from sweeper.study import Choice, enumerate_choices, finals_wanted, key_of, now
+from sweeper.sweep._asking import Asking, Run
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims
@@ -29,38 +26,15 @@ from sweeper.sweep._compile_ahead import CompileAhead, CompileOptions
 from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals, run_finals_everywhere
 from sweeper.sweep._limits import Limits
-from sweeper.sweep._optuna import Distributions, model_guesses, rebuild_study, tell
+from sweeper.sweep._optuna import model_guesses, rebuild_study, tell
 from sweeper.sweep._outbox import Outbox
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 from sweeper.sweep._timing import Timeline
-from sweeper.sweep._workers import InlineWorker, Job, Outcome, Worker, Workers
+from sweeper.sweep._workers import AskedAhead, InlineWorker, Job, Outcome, Worker, Workers
 from sweeper.trial import TrialStatus
 
 
-@dataclass
-class _Run:
-    """One ``Sweep.run`` as it goes: the Optuna study, what the journal holds by key, the
-    budgets, the summary, the number the next trial gets, what measures it, where the
-    time goes, and what was kept but is not yet journaled or reported."""
-
-    study: optuna.Study
-    dists: Distributions
-    done: dict[tuple[str, ...], TrialRecord]
-    budgets: Budgets
-    summary: SweepSummary
-    number: int
-    bench: Bench
-    workers: Workers
-    timeline: Timeline
-    outbox: Outbox
-    #: compiles the configs the sampler will propose next (``None``: the worker compiles)
-    ahead: CompileAhead | None = None
-    #: the sampler's trials waiting on each config in flight (its first proposal and any
-    #: repeat made before its outcome came), told its record when it comes
-    waiting: dict[tuple[str, ...], list[optuna.trial.Trial]] = field(default_factory=dict)
-
-
-class Sweep:
+class Sweep(Asking):
     """A sweep of ``space`` with ``kernel`` on ``device``, kept in ``store``.
 
     The settings (budgets, whether to run the finals, ...) are attributes that may be
@@ -139,7 +113,7 @@ class Sweep:
         summary.duty = run.bench.power.note
         return summary
 
-    def _start(self, t0: float) -> _Run:
+    def _start(self, t0: float) -> Run:
         """Read the journal and start the workers; while their processes import and open
         their GPUs, set up the rest (:meth:`_set_up`); then wait until they are ready."""
         trials, baselines = self.store.records()
@@ -161,7 +135,7 @@ class Sweep:
         return run
 
     def _set_up(self, t0: float, trials: list[TrialRecord], bench: Bench,
-                workers: Workers) -> _Run:
+                workers: Workers) -> Run:
         """Rebuild the sampler's study from the journal, record the ruled-out configs (for
         a sampler that records them), start the reporter and the compile pool."""
         valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
@@ -186,8 +160,10 @@ class Sweep:
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
-        return _Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
-                    outbox, ahead)
+        asked = AskedAhead(self.processes and self.claims is None and
+                           getattr(study.sampler, "asks_ahead", False))
+        return Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
+                    outbox, ahead, asked=asked)
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
         """One worker per GPU: in this process (sharing ``bench``), or each a process of
@@ -230,79 +206,29 @@ class Sweep:
                 number += 1
         return number
 
-    def _loop(self, run: _Run) -> str:
+    def _loop(self, run: Run) -> str:
         """Give each free worker a config, keep each outcome as it comes, until a budget
         stops the sweep and the trials in flight are kept; returns why it stopped."""
         stopped_by = ""
         while True:
             try:
+                self._hand_asked(run, run.workers.free())
                 if not stopped_by:
                     stopped_by = self._dispatch(run)
             finally:
                 run.outbox.flush()
             if not run.workers.busy():
+                self._drop_asked(run)
                 run.outbox.defer = False        # the finals' records are journaled at once
                 return stopped_by
             with run.timeline.phase("wait"):
                 worker, job, outcome = run.workers.next_outcome()
+            if not outcome.lost:                # it measures on while this one is kept
+                self._hand_asked(run, [worker])
             run.timeline.job(run.workers.lane(worker), outcome.stamps)
             self._keep(run, worker, job, outcome)
 
-    def _dispatch(self, run: _Run) -> str:
-        """Ask the sampler for one new config per free worker and hand it over.  A config
-        the journal has is answered from it; one in flight is told its outcome when it
-        comes, and until then no more is asked (the sampler needs news), so no config is
-        measured twice.  Returns why the sweep stops, or ``""``."""
-        for worker in run.workers.free():
-            while True:
-                run.budgets.in_flight = len(run.workers.busy())
-                stopped_by = run.budgets.stopped_by(run.study, run.summary.best)
-                if stopped_by:
-                    return stopped_by
-                with run.timeline.phase("ask"):
-                    trial = run.study.ask(run.dists)
-                with run.timeline.phase("expand"):
-                    choice = self.space.expand(trial.params)
-                key = key_of(choice)
-                if key not in run.done and key not in run.waiting:
-                    run.budgets.proposed()
-                    if (self.claims is None or self.claims.take(key)) and \
-                            not self._refused_ahead(run, trial, choice):
-                        break
-                    if key in run.done:     # refused by the compiler, kept as such
-                        continue
-                    with run.timeline.phase("tell"):   # another worker's config
-                        run.study.tell(trial, state=TrialState.FAIL)
-                    run.budgets.measured += 1
-                    continue
-                run.summary.repeated += 1
-                run.budgets.repeated()
-                if key in run.done:     # answered from the journal, never re-measured
-                    with run.timeline.phase("tell"):
-                        tell(run.study, trial, run.done[key])
-                else:                   # in flight: the sampler needs its outcome first
-                    run.waiting[key].append(trial)
-                    return ""
-            run.waiting[key] = [trial]
-            worker.submit(Job(run.number, choice, dict(run.bench.best), run.bench.power.duty))
-            run.number += 1
-        if run.ahead is not None:
-            run.ahead.look_ahead(run.done, run.waiting)
-        return ""
-
-    def _refused_ahead(self, run: _Run, trial: optuna.trial.Trial, choice: Choice) -> bool:
-        """Whether the compile pool found ``choice`` refused by the compiler: then its
-        trial is kept as that ``compile_error`` (as the worker would have recorded it)
-        and no worker launches it."""
-        record = run.ahead.refused(run.number, choice) if run.ahead is not None else None
-        if record is None:
-            return False
-        run.waiting[key_of(choice)] = [trial]
-        self._keep(run, None, Job(run.number, choice), Outcome(record))
-        run.number += 1
-        return True
-
-    def _keep(self, run: _Run, worker: Worker | None, job: Job, outcome: Outcome) -> None:
+    def _keep(self, run: Run, worker: Worker | None, job: Job, outcome: Outcome) -> None:
         """Keep ``job``'s outcome: the records measuring added, then the trial's; tell the
         sampler; count it; journal and report it (deferred: see :mod:`._outbox`).  A
         worker the trial lost is replaced, or its GPU dropped (:mod:`._drop`); in this
@@ -332,7 +258,7 @@ class Sweep:
             with run.timeline.phase("restart"):
                 run.workers.replace(worker, record)
 
-    def _keep_extras(self, run: _Run, extras: list[object]) -> None:
+    def _keep_extras(self, run: Run, extras: list[object]) -> None:
         """A worker process's baselines and duty switch, each kept once (two workers may
         both measure a baseline, or both see the power cap), ahead of the trial's record."""
         for extra in extras:
@@ -357,14 +283,14 @@ class Sweep:
             return None
         return self.claims.keep(record.key(), record)
 
-    def _drift(self, run: _Run) -> None:
+    def _drift(self, run: Run) -> None:
         """Unless interrupted: the one-at-a-time baseline measured again (its drift over
         the study), by this process."""
         if self.run_drift and not self.stop.set and run.summary.measured and \
                 self.sampler_caps.takes_baseline:
             run.summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
 
-    def _finals(self, run: _Run, in_workers: bool) -> None:
+    def _finals(self, run: Run, in_workers: bool) -> None:
         """Unless interrupted: the finals of each problem without a current final, in the
         workers (on every GPU left, at once, before they close) or in this process."""
         trials = list(run.done.values())

@@ -59,10 +59,11 @@ def main() -> None:
             conn.send(FinalsOutcome(final, relay.drain()))
             continue
         got = time.perf_counter()
-        bench.best.update(job.best)
+        bench.merge_best(job.best)
         if job.duty is not None:
             bench.power.duty = job.duty
         record = bench.trial(job.number, job.choice)
+        bench.note_best(record)
         lost = record.status is TrialStatus.CRASHED and not device.healthy()
         conn.send(Outcome(record, relay.drain(), lost, bench.stamps(got)))
         if lost:                   # nothing more can run in this process

@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -155,7 +156,7 @@ class InlineWorker(Worker):
 
     def submit(self, job: Job) -> None:
         self.job, got = job, time.perf_counter()
-        self.bench.best.update(job.best)
+        self.bench.merge_best(job.best)
         with watchdog(self.store, job.number, job.choice, self.timeout_s,
                       None if self.bench.device.replays else self.on_hang,
                       partial(self.resolve, job.choice)):
@@ -186,6 +187,45 @@ class InlineWorker(Worker):
     def restart(self, record: TrialRecord) -> None:
         """Nothing more can run in this process: ``sweeper run`` goes on in a fresh one."""
         raise ContextLost(record.number, record.reason or "")
+
+
+class AskedAhead:
+    """Configs asked for before a worker is free to take them, for a sampler whose
+    proposals never depend on outcomes (``asks_ahead``) and worker processes: one per
+    busy worker, handed to the first that ends its trial the moment its outcome arrives,
+    so it measures on while the coordinator keeps that outcome, tells the sampler and
+    journals (2 ms a trial on the H200, a worker waiting all the while).  The configs stay
+    with the coordinator until handed over: Ctrl-C drops them unmeasured, and one whose
+    worker died goes to the fresh worker or another."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.jobs: deque[Job] = deque()
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def wanted(self, busy: int) -> bool:
+        """Whether to ask for one more, with ``busy`` workers measuring."""
+        return self.enabled and len(self.jobs) < busy
+
+    def add(self, job: Job) -> None:
+        """Keep ``job`` until a worker is free."""
+        self.jobs.append(job)
+
+    def hand(self, workers: Sequence[Worker], refresh: Callable[[Job], Job]) -> None:
+        """Hand the oldest configs to ``workers`` (free ones), each job ``refresh``-ed
+        (what early abandonment compares against, the duty schedule: as they are now)."""
+        for worker in workers:
+            if not self.jobs:
+                return
+            worker.submit(refresh(self.jobs.popleft()))
+
+    def drop(self) -> list[Job]:
+        """The configs no worker took, forgotten."""
+        jobs = list(self.jobs)
+        self.jobs.clear()
+        return jobs
 
 
 class Workers:

@@ -1,0 +1,146 @@
+"""Configs asked for ahead: with worker processes and a sampler whose proposals never
+depend on outcomes, each worker's next config is handed over the moment its outcome
+arrives, before the coordinator keeps that outcome; Ctrl-C drops what no worker took,
+and every config is still measured exactly once."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeper.devices import open_device
+from sweeper.samplers import ExhaustiveSampler, OneAtATimeSampler
+from sweeper.store import StudyStore
+from sweeper.sweep import StopFlag, _loop, _workers
+from sweeper.sweep._workers import AskedAhead, Job
+from sweeper.trial import TrialStatus
+from tests.conftest import SMALL_SPACE, sweep_study
+
+
+def _events(monkeypatch) -> list[tuple[str, int]]:
+    """("submit", n) when job n goes to a worker, ("keep", n) when its outcome is kept."""
+    from sweeper.sweep import _process
+
+    events: list[tuple[str, int]] = []
+    real_submit, real_keep = _process.ProcessWorker.submit, _loop.Sweep._keep
+
+    def submit(self, job):
+        events.append(("submit", job.number))
+        return real_submit(self, job)
+
+    def keep(self, run, worker, job, outcome):
+        events.append(("keep", job.number))
+        return real_keep(self, run, worker, job, outcome)
+
+    monkeypatch.setattr(_process.ProcessWorker, "submit", submit)
+    monkeypatch.setattr(_loop.Sweep, "_keep", keep)
+    return events
+
+
+def _measured(store: StudyStore):
+    return [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+
+
+def test_a_worker_gets_its_next_config_before_its_last_outcome_is_kept(
+        write_space, tmp_path, monkeypatch):
+    """Slow (~8 s: the worker process imports torch).  One worker process, exhaustive:
+    job n+1 goes to the worker before job n's outcome is kept, for every n; each config
+    is measured once and the trials are numbered without a gap."""
+    events = _events(monkeypatch)
+    store, summary = sweep_study(write_space(SMALL_SPACE), open_device("interpret"),
+                                 tmp_path / "s", processes=True, finals=False)
+    measured = _measured(store)
+    assert summary.measured == len(measured) == len({t.key() for t in measured}) == 6
+    numbers = sorted(t.number for t in measured)
+    assert numbers == list(range(numbers[0], numbers[0] + 6))
+    for n in numbers[1:]:
+        assert events.index(("submit", n)) < events.index(("keep", n - 1)), events
+
+
+def test_ctrl_c_drops_the_config_asked_ahead_and_a_resume_measures_it_once(
+        write_space, tmp_path, monkeypatch):
+    """Slow (~16 s: two sweeps, each a worker process).  Ctrl-C while the first trial
+    runs: that trial is kept, the config asked for behind it goes to no worker and is not
+    journaled; resuming measures every other config exactly once, under a trial budget
+    that counts the configs asked ahead."""
+    stop = StopFlag()
+    real_next = _workers.Workers.next_outcome
+
+    def next_outcome(self):
+        stop.set = True                          # pressed while the first trial runs
+        return real_next(self)
+
+    monkeypatch.setattr(_workers.Workers, "next_outcome", next_outcome)
+    path = write_space(SMALL_SPACE)
+    store, summary = sweep_study(path, open_device("interpret"), tmp_path / "s",
+                                 processes=True, stop=stop)
+    assert summary.stopped_by == "interrupted (Ctrl-C)"
+    assert summary.measured == len(_measured(store)) == 1
+    monkeypatch.setattr(_workers.Workers, "next_outcome", real_next)
+    events = _events(monkeypatch)
+    from sweeper.kernels import load_kernel
+    from sweeper.space import load_space
+    from sweeper.sweep import Sweep
+
+    space = load_space(path)
+    again = Sweep(space, load_kernel(space.kernel), open_device("interpret"), store,
+                  processes=True, max_trials=4, finals=False).run()
+    measured = _measured(store)
+    assert again.stopped_by == "budget: 4 trials"
+    assert len(measured) == len({t.key() for t in measured}) == 4
+    assert sorted(n for kind, n in events if kind == "submit") == \
+        sorted(t.number for t in measured[1:])   # nothing asked ahead was left unmeasured
+    last = Sweep(space, load_kernel(space.kernel), open_device("interpret"), store,
+                 finals=False).run()
+    assert last.stopped_by.startswith("complete")
+    measured = _measured(store)
+    assert len(measured) == len({t.key() for t in measured}) == 6
+
+
+def test_only_samplers_blind_to_outcomes_are_asked_ahead():
+    import optuna
+
+    from sweeper.samplers._auto import AutoSampler
+    from sweeper.samplers._ordinal import OrdinalSampler
+
+    assert ExhaustiveSampler([{"a": "1"}]).asks_ahead
+    assert OneAtATimeSampler([{"a": "1"}]).asks_ahead
+    for learns in (AutoSampler, OrdinalSampler, optuna.samplers.TPESampler):
+        assert not getattr(learns, "asks_ahead", False), learns
+
+
+class _Fake:
+    def __init__(self) -> None:
+        self.got: list[Job] = []
+
+    def submit(self, job: Job) -> None:
+        self.got.append(job)
+
+
+def test_configs_asked_ahead_go_oldest_first_one_per_free_worker_and_refreshed():
+    asked = AskedAhead(True)
+    assert asked.wanted(busy=1) and not AskedAhead(False).wanted(busy=1)
+    asked.add(Job(1, {"a": "1"}))
+    assert not asked.wanted(busy=1) and asked.wanted(busy=2)
+    asked.add(Job(2, {"a": "2"}))
+    a, b, c = _Fake(), _Fake(), _Fake()
+    best = {("p", "cold"): (1.0, 1.1)}
+    asked.hand([a], lambda job: Job(job.number, job.choice, best))
+    assert [j.number for j in a.got] == [1] and a.got[0].best == best and len(asked) == 1
+    asked.hand([b, c], lambda job: job)
+    assert [j.number for j in b.got] == [2] and c.got == [] and len(asked) == 0
+    asked.add(Job(3, {"a": "3"}))
+    assert [j.number for j in asked.drop()] == [3] and len(asked) == 0
+
+
+@pytest.mark.parametrize("sampler", ["random"])
+def test_a_sampler_that_learns_is_never_asked_ahead(write_space, tmp_path, monkeypatch,
+                                                    sampler):
+    """Slow (~8 s).  A sampler that learns from outcomes is told each one before it is
+    asked again: job n+1 goes out only after job n's outcome was kept."""
+    events = _events(monkeypatch)
+    text = SMALL_SPACE.replace("sampler: exhaustive", f"sampler: {sampler}")
+    store, _ = sweep_study(write_space(text), open_device("interpret"), tmp_path / "s",
+                           processes=True, finals=False)
+    numbers = sorted(t.number for t in _measured(store))
+    for n in numbers[1:]:
+        assert events.index(("submit", n)) > events.index(("keep", n - 1)), events
