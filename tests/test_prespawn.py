@@ -210,6 +210,9 @@ def test_the_clock_counts_from_the_process_start_where_proc_tells_it():
     clock.mark("a")
     assert clock.line(None).startswith("time: ") and "python start" not in clock.line(None)
     assert "python start 2.0 s" in RunClock(before_s=2.0).line(None)
+    clock.mark("report")
+    clock.parts["report"] = "tables 0.2, pictures 0.5, files 0.0"
+    assert "report 0.0 s (tables 0.2, pictures 0.5, files 0.0)" in clock.line(None)
 
 
 def test_nvml_reads_the_gpu_of_the_workers_cuda_device_by_its_uuid(monkeypatch):

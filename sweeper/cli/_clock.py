@@ -40,6 +40,8 @@ class RunClock:
     before_s: float | None = None
     start: float = field(default_factory=time.perf_counter)
     marks: dict[str, float] = field(default_factory=dict)
+    #: what a step was made of, shown in parentheses after it
+    parts: dict[str, str] = field(default_factory=dict)
 
     def mark(self, name: str) -> None:
         """The step ``name`` ended now."""
@@ -62,6 +64,8 @@ class RunClock:
         for name, seconds in self.steps().items():
             if name == "sweep" and summary is not None:
                 parts.append(f"sweep {seconds:.1f} s ({sweep_parts(summary)})")
+            elif name in self.parts:
+                parts.append(f"{name} {seconds:.1f} s ({self.parts[name]})")
             else:
                 parts.append(f"{name} {seconds:.1f} s")
         return f"time: {before + end - self.start:.1f} s in all: {', '.join(parts)}"

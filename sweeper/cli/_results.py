@@ -182,9 +182,10 @@ def _dims_option(text: str) -> dict[str, int]:
 
 
 def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
-                 redraw: bool = False) -> None:
+                 redraw: bool = False) -> Any:
     """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
-    whose numbers changed unless ``redraw``) and say where it is and what was drawn."""
+    whose numbers changed unless ``redraw``) and say where it is and what was drawn;
+    returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
     from sweeper.report import write_report
 
     formats = ("png", "svg") if svg else ("png",)
@@ -194,3 +195,4 @@ def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
     print(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
           f"{store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
           f"{drawn} drawn, {pictures - drawn} unchanged)")
+    return files

@@ -106,8 +106,7 @@ def _run_study(args: argparse.Namespace, started: StartAhead) -> tuple[int, Path
                                 "timing": timing})
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
-    status = _finish(args, summary, space, kernel, store, limits)
-    clock.mark("report" if not args.no_report else "summary")
+    status = _finish(args, summary, space, kernel, store, limits, clock)
     _say_time(args, clock, summary, timing)
     return status, store.root
 
@@ -229,8 +228,9 @@ def _gpus(asked: list[int] | None, device: Any) -> list[int] | None:
 
 
 def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, store: Storage,
-            limits: Any) -> int:
-    """What this run did, each problem's outcome, the report; the exit status."""
+            limits: Any, clock: Any) -> int:
+    """What this run did, each problem's outcome, the report (each timed on ``clock``);
+    the exit status."""
     failed = sum(1 for t in summary.trials[summary.resumed:]
                  if t.status.value not in ("ok", "invalid", "abandoned"))
     print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
@@ -258,8 +258,11 @@ def _finish(args: argparse.Namespace, summary: Any, space: Any, kernel: Any, sto
         print(f"finals without {lost}")
     if summary.duty:
         print(f"power: {summary.duty}")
+    clock.mark("summary")
     if not args.no_report:
-        report_study(store, svg=args.svg)
+        files = report_study(store, svg=args.svg)
+        clock.mark("report")
+        clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
     why = nothing_measured(summary.trials, summary.stopped_by)
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)

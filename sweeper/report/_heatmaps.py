@@ -165,19 +165,25 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
         key = tuple(pick.iloc[0][cells])
         shown = pd.concat([pick.iloc[:1], shown[[tuple(r) != key
                                                  for r in shown[cells].to_numpy()]]])
-    values = pd.DataFrame(np.nan, index=list(block_order), columns=list(grid_order))
-    winners = pd.DataFrame("", index=values.index, columns=values.columns)
-    for _, row in shown.iterrows():
-        b, g = row["block"], row["grid_label"]
-        if b in values.index and g in values.columns:
-            values.loc[b, g] = float(row[metric])
-            winners.loc[b, g] = _meta_text(row, won_by or {})
-    notes = pd.DataFrame("", index=values.index, columns=values.columns)
-    for _, row in df[df["status"] != "ok"].iterrows():
-        b, g = row["block"], row["grid_label"]
-        if b in notes.index and g in notes.columns and pd.isna(values.loc[b, g]):
-            notes.loc[b, g] = notes.loc[b, g] or ("skip" if row["status"] == "invalid"
-                                                   else "fail")
+    rows, cols = list(block_order), list(grid_order)
+    inside = {(b, g) for b in rows for g in cols}
+    rates: dict[tuple[Any, Any], float] = {}
+    won: dict[tuple[Any, Any], str] = {}
+    wanted = list(dict.fromkeys(["block", "grid_label", metric, *(won_by or {})]))
+    for row in shown[wanted].to_dict("records"):   # cell by cell through pandas: 10x slower
+        cell = (row["block"], row["grid_label"])
+        if cell in inside:
+            rates[cell] = float(row[metric])
+            won[cell] = _meta_text(row, won_by or {})
+    marks: dict[tuple[Any, Any], str] = {}
+    for row in df.loc[df["status"] != "ok", ["block", "grid_label", "status"]].to_dict(
+            "records"):
+        cell = (row["block"], row["grid_label"])
+        if cell in inside and cell not in marks and pd.isna(rates.get(cell, np.nan)):
+            marks[cell] = "skip" if row["status"] == "invalid" else "fail"
+    values = _frame(rates, rows, cols, np.nan)
+    winners = _frame(won, rows, cols, "")
+    notes = _frame(marks, rows, cols, "")
     best, note, final = _marked(values, pick, picks, metric)
     labels, rotation = tick_labels(_column_labels(df, grid_order, values_in_labels))
     return HeatmapData(name=name, title=title, values=values, notes=notes,
@@ -186,7 +192,14 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
                        label_rotation=rotation)
 
 
-def _meta_text(row: pd.Series, short: Mapping[str, str]) -> str:
+def _frame(cells: Mapping[tuple[Any, Any], Any], rows: list[Any], cols: list[Any],
+           empty: Any) -> pd.DataFrame:
+    """A block x grid table of ``cells``, ``empty`` where a cell has nothing."""
+    return pd.DataFrame([[cells.get((b, g), empty) for g in cols] for b in rows],
+                        index=rows, columns=cols)
+
+
+def _meta_text(row: Mapping[str, Any], short: Mapping[str, str]) -> str:
     parts = [f"{s}={_label(row[n])}" for n, s in short.items()]
     return "\n".join(" ".join(parts[i:i + META_PER_LINE])
                      for i in range(0, len(parts), META_PER_LINE))
@@ -195,9 +208,13 @@ def _meta_text(row: pd.Series, short: Mapping[str, str]) -> str:
 def _column_labels(df: pd.DataFrame, grid_order: Sequence[str], with_values: bool
                    ) -> list[str]:
     """Each grid label, with the number of programs when the map has one value for it."""
+    programs: dict[Any, set[Any]] = {}
+    for label, grid in zip(df["grid_label"], df["grid"], strict=True):
+        if not pd.isna(grid):
+            programs.setdefault(label, set()).add(grid)
     labels = []
     for g in grid_order:
-        grids = df.loc[df["grid_label"] == g, "grid"].dropna().unique()
+        grids = list(programs.get(g, ()))
         shown = with_values and len(grids) == 1 and str(int(grids[0])) != g
         labels.append(f"{g}\n={int(grids[0])}" if shown else g)
     return labels

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,8 @@ class ReportFiles:
     json: Path
     images: list[Path] = field(default_factory=list)
     drawn: list[Path] = field(default_factory=list)     # of ``images``, drawn this time
+    #: seconds spent computing the tables, drawing the pictures, writing the two files
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, Any]:
@@ -163,15 +166,19 @@ def write_report(store: StudyStore, *, draw: bool = True, shared_scale: bool = F
     """Draw the pictures whose input changed since they were last drawn (all with
     ``redraw``) in each of ``formats`` (``shared_scale``: one colour scale per problem;
     ``workers``: see :func:`render`) and write ``report.md`` and ``report.json``."""
+    t0 = time.perf_counter()
     tables = study_tables(store, shared_scale=shared_scale)
     files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json")
+    t1 = time.perf_counter()
     if draw:
         shown = render(report_figures(tables), store.root / "heatmaps", formats,
                        redraw=redraw, workers=workers)
         files.images, files.drawn = shown.images, shown.drawn
+    t2 = time.perf_counter()
     maps = {m.name for m in tables["heatmaps"]}
     atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
     atomic_write(files.markdown, markdown(tables, [p for p in files.images if p.stem in maps]))
+    files.seconds = {"tables": t1 - t0, "pictures": t2 - t1, "files": time.perf_counter() - t2}
     return files
 
 
