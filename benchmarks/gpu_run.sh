@@ -22,7 +22,7 @@
 #   reportspeed benchmarks/report_speed.py
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
-#   commandrounds the same, each run three times interleaved, judged by the medians (bare
+#   commandrounds the same, each run $ROUNDS (3) times interleaved, judged by the medians (bare
 #             loop, sweeper run and Kernel Tuner; about 5 minutes)
 #   commandabandon the same with measure.abandon 1.5 (bare loop and sweeper run; no Kernel Tuner)
 #   commandci the same with sweeper's default stopping rule (stop: ci, 0.5 %) in place of 50
@@ -129,7 +129,7 @@ stage=$2
       for f in "$OUT"/command/{bare,run}*.stdout; do echo "$(basename "$f"):"; grep -A8 "^time: " "$f"; done \
         | tee -a "$OUT/command.log"
       tar czf "$OUT/command.tgz" -C "$OUT" command && rm -rf "$OUT/command" ;;
-    commandrounds) python3 benchmarks/command_overhead.py spaces/copy.yaml --rounds 3 \
+    commandrounds) python3 benchmarks/command_overhead.py spaces/copy.yaml --rounds "${ROUNDS:-3}" \
         --runs bare,run,kernel-tuner --out "$OUT/command-rounds" 2>&1 | tee "$OUT/command-rounds.log"
       for f in "$OUT"/command-rounds/run*.stdout; do echo "$(basename "$f"):"; grep -A8 "^time: " "$f"; done \
         | tee -a "$OUT/command-rounds.log"

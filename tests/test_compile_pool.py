@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import ClassVar
 
@@ -23,7 +24,13 @@ from sweeper.store import StudyStore
 from sweeper.study import key_of
 from sweeper.sweep import _compile_ahead
 from sweeper.sweep._compile_ahead import CompileOptions
-from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of, default_size
+from sweeper.sweep._compile_pool import (
+    WAIT_S,
+    CompilePool,
+    PoolSetup,
+    binary_of,
+    default_size,
+)
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE, sweep_study
 
@@ -155,8 +162,9 @@ def _spaces(write_space):
 
 class _Recorded(CompilePool):
     """The pool a sweep starts, kept for the test to read once the sweep closed it; its
-    processes are waited for, as a sweep on a GPU waits for its worker's start-up (the
-    interpreter's trials here end before the processes are ready)."""
+    processes are waited for, as a sweep on a GPU waits for its worker's start-up, and so
+    is each compile in progress, as where compiling takes the worker as long (the
+    interpreter's trials here end before the processes are ready, and compile nothing)."""
 
     made: ClassVar[list[_Recorded]] = []
 
@@ -164,6 +172,9 @@ class _Recorded(CompilePool):
         super().__init__(*args, **kwargs)
         _Recorded.made.append(self)
         self.wait_started()
+
+    def worth_waiting_s(self) -> float:
+        return WAIT_S
 
 
 def test_a_sweep_compiles_ahead_in_measuring_order_reusing_its_processes(
@@ -282,6 +293,25 @@ def test_on_a_gpu_the_worker_loads_what_the_pool_compiled(write_space, cache_dir
     store, _ = sweep_study(write_space(SMALL_SPACE), device, tmp_path / "s", finals=False)
     measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
     assert measured and all(t.ok for t in measured), [t.reason for t in measured]
+
+
+def test_a_compile_in_progress_is_waited_for_as_long_as_compiling_it_would_take():
+    """Waiting for the pool pays only while it is shorter than the worker compiling the
+    config itself: the median compile so far; before any compile finished (the pool's
+    processes still warming up), not at all.  The sweep's take passes that bound."""
+    from types import SimpleNamespace
+
+    pool = CompilePool.__new__(CompilePool)
+    pool._lock, pool.walls = threading.RLock(), []
+    assert pool.worth_waiting_s() == 0.0
+    pool.walls = [0.9, 0.2, 0.4]
+    assert pool.worth_waiting_s() == 0.4
+    asked = []
+    fake = SimpleNamespace(take=lambda key, wait_s: asked.append(wait_s),
+                           worth_waiting_s=lambda: 0.4)
+    ahead = _compile_ahead.CompileAhead(SimpleNamespace(), SimpleNamespace(), fake,
+                                        lambda c: c, 9)
+    assert ahead.refused(0, {"BLOCK": "1"}) is None and asked == [0.4]
 
 
 def test_a_lazy_pool_starts_only_once_a_trial_compiled():

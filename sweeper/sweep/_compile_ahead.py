@@ -154,9 +154,13 @@ class CompileAhead:
     def refused(self, number: int, choice: Choice) -> TrialRecord | None:
         """Trial ``number`` of ``choice`` as a ``compile_error``, if the pool found the
         compiler refusing it (the reason as the worker would record it); else ``None``:
-        the worker measures it (loading what the pool compiled, or compiling it)."""
+        the worker measures it (loading what the pool compiled, or compiling it).  A
+        compile in progress is waited for only as long as the worker would take to
+        compile it itself (:meth:`CompilePool.worth_waiting_s`)."""
         started, t0 = now(), time.perf_counter()
-        result = self.pool.take(key_of(choice)) if self.pool is not None else None
+        pool = self.pool
+        result = pool.take(key_of(choice), pool.worth_waiting_s()) if pool is not None \
+            else None
         how = result.status.value if result is not None else "worker"
         self.counts[how] = self.counts.get(how, 0) + 1
         self.waited_s += time.perf_counter() - t0

@@ -15,7 +15,7 @@ twice at once (a copy space of 204 configs has 35 binaries).  Before a
 config is measured, :meth:`CompilePool.take` says what became of it: compiled (the
 worker loads it), refused by the compiler (the trial is a ``compile_error``, as it would
 have been in the worker), or not reached (the worker compiles it, as without a pool; a
-compile in progress is waited for).  A process that dies leaves its config to the
+compile in progress is waited for as long as it pays).  A process that dies leaves its config to the
 worker and is started again, up to ``RESTARTS`` times.
 """
 
@@ -37,7 +37,7 @@ from sweeper.sweep._spawn import GRACE_S, STARTUP_S, death, send_within, spawn, 
 
 #: Times a pool starts a process again after one died, before it gives up.
 RESTARTS = 3
-#: Seconds the coordinator waits for a compile in progress before the worker compiles.
+#: Seconds :meth:`CompilePool.take` waits for a compile in progress unless told.
 WAIT_S = 120.0
 
 Key = tuple[str, ...]
@@ -88,6 +88,7 @@ class _Process:
         self.pid: int | None = None       # set once it said it is ready
         self.key: Key | None = None
         self.config: Config | None = None
+        self.since = 0.0                  # when it was handed its config (monotonic)
 
 
 class CompilePool:
@@ -119,6 +120,8 @@ class CompilePool:
         self.compiled_by: dict[Key, int] = {}
         #: every pid that compiled or started, and why a process died
         self.pids: set[int] = set()
+        #: seconds from handing a config over to its answer, each compile so far
+        self.walls: list[float] = []
         self.deaths: list[str] = []
         self._lock = threading.RLock()
         self._closing = threading.Event()
@@ -182,8 +185,8 @@ class CompilePool:
         compile it itself, so the worker launches it: loading the binary a config
         sharing it compiled, else compiling).  A config still waiting is withdrawn; a
         compile in progress of it or of its binary is waited for, up to ``wait_s``."""
-        deadline = time.monotonic() + wait_s
         self.pump()
+        deadline = time.monotonic() + wait_s
         while True:
             with self._lock:
                 leader = self.leader.get(key, key)
@@ -194,6 +197,17 @@ class CompilePool:
                     done = self.done.pop(key, None) if leader == key else None
                     return done.result if done else None
             self.pump(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def worth_waiting_s(self) -> float:
+        """How long waiting for a compile in progress can pay: the median of the pool's
+        compiles so far, about what the worker would take to compile it itself (waiting
+        that long, then compiling, costs at most twice the best choice).  None finished
+        yet (the pool's processes still starting and warming up): 0, the worker
+        compiles its first configs itself; on the H200 waiting for the pool's first
+        compile cost a cold copy sweep about 1 s."""
+        with self._lock:
+            walls = sorted(self.walls)
+        return walls[len(walls) // 2] if walls else 0.0
 
     def drain(self, timeout: float = 600.0) -> None:
         """Wait until every config handed over is compiled (the benchmark's serial
@@ -235,7 +249,7 @@ class CompilePool:
         for proc in list(self.procs):
             if proc.pid is not None and proc.key is None and self.waiting:
                 proc.key, config = self.waiting.popleft()
-                proc.config = config
+                proc.config, proc.since = config, time.monotonic()
                 self.handed.append(proc.key)
                 try:
                     sent = send_within(proc.conn, (proc.key, config), GRACE_S)
@@ -256,6 +270,7 @@ class CompilePool:
             self.pids.add(got.pid)
         elif isinstance(got, Done):
             self.done[got.key] = got
+            self.walls.append(time.monotonic() - proc.since)
             if got.result.status is Compile.COMPILED and proc.config is not None:
                 self.built.add(binary_of(proc.config))
             self.compiled_by[got.key] = got.pid
