@@ -229,3 +229,19 @@ def test_command_overhead_kernel_tuner_script_covers_the_cuda_space(tmp_path):
     grids = ast.literal_eval(text.split("grids = ", 1)[1].split("  #", 1)[0])
     assert len(grids) == 225 and "1,4,1024,4" in grids
     assert "params[\"GRID_I\"] = list(range(5))" in text and "iterations=5" in text
+
+
+def test_cli_latency_times_the_commands_that_answer_at_once(capsys):
+    """Each command as a fresh process (about 3 s here): every one answers within the
+    goal's order of magnitude and imports none of the heavy libraries."""
+    bench = script("cli_latency")
+    status = bench.main(["--repeat", "1", "--goal", "5"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert out.count("| none |") == 6 and "| sweeper run (a bad space file) |" in out
+    assert out.rstrip().endswith(": met")
+    report = ("import time: self [us] | cumulative | imported package\n"
+              "import time:       120 |        120 |   _io\n"
+              "import time:      2000 |      90000 | torch\n"
+              "import time:        50 |         50 |     torch._C\n")
+    assert bench.imported(report) == {"imported package", "_io", "torch", "torch._C"}
