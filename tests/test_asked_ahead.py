@@ -144,3 +144,34 @@ def test_a_sampler_that_learns_is_never_asked_ahead(write_space, tmp_path, monke
     numbers = sorted(t.number for t in _measured(store))
     for n in numbers[1:]:
         assert events.index(("submit", n)) > events.index(("keep", n - 1)), events
+
+
+def test_configs_asked_ahead_are_not_handed_over_after_ctrl_c_or_the_time_budget():
+    """Ctrl-C and a spent time budget halt even what was asked already; the trial budget
+    and the space's end only stop the asking (an asked config counts, and may be the
+    last the space holds)."""
+    import time
+    from types import SimpleNamespace
+
+    from sweeper.space import Budget
+    from sweeper.sweep._asking import Asking
+    from sweeper.sweep._budget import Budgets
+
+    def budgets(stop=None, time_s=None, started=0.0):
+        return Budgets(Budget(), stop or StopFlag(), max_trials=1, max_time_s=time_s,
+                       ceilings=None, valid=1, measured=1, t0=time.perf_counter() - started)
+
+    assert not budgets().halted()                        # out of trials: asking stops only
+    assert not budgets(time_s=60, started=1).halted()
+    assert budgets(time_s=60, started=61).halted()
+    flag = StopFlag()
+    flag.set = True
+    assert budgets(stop=flag).halted()
+    for spent, handed in ((budgets(), 1), (budgets(time_s=1, started=2), 0)):
+        asked = AskedAhead(True)
+        asked.add(Job(7, {"a": "1"}))
+        worker = _Fake()
+        run = SimpleNamespace(asked=asked, budgets=spent,
+                              bench=SimpleNamespace(best={}, power=SimpleNamespace(duty=None)))
+        Asking._hand_asked(Asking(), run, [worker])
+        assert len(worker.got) == handed and len(asked) == 1 - handed

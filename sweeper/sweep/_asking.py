@@ -20,7 +20,7 @@ from sweeper.space import Space
 from sweeper.store import TrialRecord
 from sweeper.study import Choice, key_of
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._budget import Budgets, StopFlag
+from sweeper.sweep._budget import Budgets
 from sweeper.sweep._claims import Claims
 from sweeper.sweep._compile_ahead import CompileAhead
 from sweeper.sweep._optuna import Distributions, tell
@@ -57,26 +57,26 @@ class Run:
 
 class Asking:
     """The asking half of :class:`~sweeper.sweep.Sweep`'s loop (a mixin: it reads the
-    sweep's space, claims and stop flag, and keeps a config the compiler refused through
-    the sweep's ``_keep``)."""
+    sweep's space and claims, and keeps a config the compiler refused through the
+    sweep's ``_keep``)."""
 
     space: Space
     claims: Claims | None
-    stop: StopFlag
 
     def _keep(self, run: Run, worker: Worker | None, job: Job, outcome: Outcome) -> None:
         raise NotImplementedError
 
     def _hand_asked(self, run: Run, workers: Sequence[Worker]) -> None:
-        """Unless Ctrl-C was pressed, hand the configs asked for ahead to ``workers``, with
-        the best so far and the duty schedule as they are now."""
-        if not self.stop.set:
+        """Unless Ctrl-C was pressed or the time budget is spent, hand the configs asked
+        for ahead to ``workers``, with the best so far and the duty schedule as they are
+        now."""
+        if not run.budgets.halted():
             run.asked.hand(workers, lambda job: dataclasses.replace(
                 job, best=dict(run.bench.best), duty=run.bench.power.duty))
 
     def _drop_asked(self, run: Run) -> None:
-        """The configs asked for ahead that no worker took (Ctrl-C) are told failed to
-        the sampler and never journaled: a resume proposes them again."""
+        """The configs asked for ahead that no worker took (Ctrl-C, the time budget) are
+        told failed to the sampler and never journaled: a resume proposes them again."""
         for job in run.asked.drop():
             for trial in run.waiting.pop(key_of(job.choice), []):
                 run.study.tell(trial, state=TrialState.FAIL)

@@ -46,6 +46,14 @@ class Budgets:
         """Why the sweep stops now, or ``""`` to go on."""
         return self._spent(study) or self._goal_reached(best)
 
+    def halted(self) -> bool:
+        """Whether no trial may start now, not even one asked for already: Ctrl-C, or the
+        time budget spent.  (The other budgets only stop the asking: a config asked
+        ahead counts against the trial budget already, and may be what completes the
+        space.)"""
+        return self.stop.set or (self.max_time_s is not None and
+                                 time.perf_counter() - self.t0 >= self.max_time_s)
+
     def repeated(self) -> None:
         """A proposal was answered from the journal."""
         self.repeats += 1

@@ -195,8 +195,8 @@ class AskedAhead:
     busy worker, handed to the first that ends its trial the moment its outcome arrives,
     so it measures on while the coordinator keeps that outcome, tells the sampler and
     journals (2 ms a trial on the H200, a worker waiting all the while).  The configs stay
-    with the coordinator until handed over: Ctrl-C drops them unmeasured, and one whose
-    worker died goes to the fresh worker or another."""
+    with the coordinator until handed over: Ctrl-C or the time budget drops them
+    unmeasured, and one whose worker died goes to the fresh worker or another."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
