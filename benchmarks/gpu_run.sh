@@ -19,6 +19,8 @@
 #   multigpu  benchmarks/multi_gpu.py spaces/copy.yaml (needs two GPUs)
 #   multigpunvml the same, NVML polled every 200 ms (SWEEPER_NVML_PERIOD_MS)
 #   multigpulong the sweeps alone on spaces/matmul-8k.yaml (long trials; about 7 minutes)
+#   nvmlcontention benchmarks/nvml_contention.py: a worker's trials alone and beside other
+#             processes polling the same GPU's NVML state (one GPU; about 90 s)
 #   reportspeed benchmarks/report_speed.py
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
@@ -123,6 +125,8 @@ stage=$2
         | tee "$OUT/multigpu-nvml200.log" ;;
     multigpulong) python3 benchmarks/multi_gpu.py spaces/matmul-8k.yaml --brief 2>&1 \
         | tee "$OUT/multigpu-long.log" ;;
+    nvmlcontention) python3 benchmarks/nvml_contention.py spaces/copy.yaml 2>&1 \
+        | tee "$OUT/nvml-contention.log" ;;
     reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
     command) python3 benchmarks/command_overhead.py spaces/copy.yaml --out "$OUT/command" \
         2>&1 | tee "$OUT/command.log"

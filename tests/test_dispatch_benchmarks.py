@@ -5,6 +5,7 @@ import ast
 import importlib.util
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,39 @@ def test_cli_latency_times_the_commands_that_answer_at_once(capsys):
               "import time:      2000 |      90000 | torch\n"
               "import time:        50 |         50 |     torch._C\n")
     assert bench.imported(report) == {"imported package", "_io", "torch", "torch._C"}
+
+
+def test_nvml_contention_pollers_read_the_state_with_and_without_the_energy_counter(
+        monkeypatch):
+    """The pollers beside the worker read what a worker's NVML poller reads, the energy
+    counter only where asked, until stopped; they report their reads and time."""
+    import queue
+    import threading
+    import types
+
+    calls = []
+
+    def call(name):
+        return lambda *args: calls.append(name) or 1
+
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None, nvmlDeviceGetHandleByIndex=lambda i: "h",
+        NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1, NVML_TEMPERATURE_GPU=0,
+        **{n: call(n) for n in ("nvmlDeviceGetTotalEnergyConsumption",
+                                "nvmlDeviceGetClockInfo", "nvmlDeviceGetTemperature",
+                                "nvmlDeviceGetPowerUsage",
+                                "nvmlDeviceGetCurrentClocksEventReasons")})
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    bench = script("nvml_contention")
+    for energy in (True, False):
+        calls.clear()
+        stop, out = threading.Event(), queue.Queue()
+        poller = threading.Thread(target=bench.poll, args=(stop, energy, out))
+        poller.start()
+        time.sleep(5 * bench.PERIOD_S)
+        stop.set()
+        poller.join(5)
+        reads, spent = out.get(timeout=5)
+        assert reads >= 1 and spent >= 0
+        assert calls.count("nvmlDeviceGetClockInfo") == 2 * reads
+        assert calls.count("nvmlDeviceGetTotalEnergyConsumption") == (reads if energy else 0)
