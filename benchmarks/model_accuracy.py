@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from scipy.stats import spearmanr  # noqa: E402
-from search_efficiency import SETS, TABLES  # noqa: E402
+from search_efficiency import SETS, TABLES, table_path  # noqa: E402
 
 from sweeper.devices import open_device  # noqa: E402
 from sweeper.kernels import Kernel, load_kernel  # noqa: E402
@@ -82,8 +82,7 @@ def main() -> None:
           "| mean abs log error, relative | mean abs log error, time |")
     print("|---|---|---|---|---|")
     for name, space_path in tables.items():
-        rho, rank, relative, timed = accuracy(ROOT / "tests" / "data" / "replay" / name,
-                                              space_path)
+        rho, rank, relative, timed = accuracy(table_path(name), space_path)
         print(f"| {name} | {rho:.2f} | {rank} | {relative:.2f} | "
               f"{'–' if timed is None else f'{timed:.2f}'} |")
 
