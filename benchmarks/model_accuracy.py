@@ -73,10 +73,10 @@ def accuracy(table: Path, space_path: str) -> tuple[float, int, float, float | N
     return rho, rank, relative, timed
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tables", choices=("all", *SETS), default="all")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     tables = TABLES if args.tables == "all" else SETS[args.tables]
     print("| table | rank correlation | model's rank of the first within 98 % "
           "| mean abs log error, relative | mean abs log error, time |")

@@ -282,3 +282,15 @@ def test_nvml_contention_pollers_read_the_state_with_and_without_the_energy_coun
         assert reads >= 1 and spent >= 0
         assert calls.count("nvmlDeviceGetClockInfo") == 2 * reads
         assert calls.count("nvmlDeviceGetTotalEnergyConsumption") == (reads if energy else 0)
+
+
+def test_model_accuracy_reads_tables_kept_under_benchmarks_too(capsys):
+    """Held-out set 9's tables live in benchmarks/tables, not tests/data/replay: each is
+    found and scored (rank correlation, the rank of the first config within 98 %)."""
+    script("model_accuracy").main(["--tables", "held-out-9"])
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| h200-")]
+    assert len(rows) == 6
+    for row in rows:
+        rho, rank = row.split("|")[2:4]
+        assert -1 <= float(rho) <= 1 and int(rank) >= 1
