@@ -294,3 +294,11 @@ def test_model_accuracy_reads_tables_kept_under_benchmarks_too(capsys):
     for row in rows:
         rho, rank = row.split("|")[2:4]
         assert -1 <= float(rho) <= 1 and int(rank) >= 1
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py")))
+def test_every_benchmark_script_imports(name):
+    """A script run only on the GPU machine, or rarely, still imports against the current
+    package (a renamed function breaks it here, not in a lent GPU's minutes)."""
+    module = script(name)
+    assert callable(getattr(module, "main", None)), f"{name}.py has no main()"
