@@ -38,7 +38,8 @@ from sweeper.devices._gpu_query import PlannedGpu  # noqa: E402
 from sweeper.kernels import load_kernel  # noqa: E402
 from sweeper.kernels._precompile import Compile, Precompiler, Target  # noqa: E402
 from sweeper.space import load_space  # noqa: E402
-from sweeper.study import enumerate_choices, key_of  # noqa: E402
+from sweeper.store import key_of  # noqa: E402
+from sweeper.study import enumerate_choices  # noqa: E402
 from sweeper.sweep._compile_pool import CompilePool, PoolSetup, default_size  # noqa: E402
 
 SPACE = ROOT / "benchmarks" / "spaces" / "matmul-compile64.yaml"

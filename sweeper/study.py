@@ -183,11 +183,6 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     })
 
 
-def key_of(choice: Mapping[str, Any]) -> tuple[str, ...]:
-    """A choice's key in the journal (as :meth:`TrialRecord.key`)."""
-    return tuple(f"{k}={v}" for k, v in sorted(choice.items()))
-
-
 def now() -> str:
     """The current UTC time to the second, ISO 8601, as records stamp it."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -20,8 +20,7 @@ from sweeper.kernels._jit import jit
 from sweeper.kernels._precompile import Compile, Precompiler, Target, compiling_for
 from sweeper.kernels.copy import _copy_body
 from sweeper.space import load_space
-from sweeper.store import StudyStore
-from sweeper.study import key_of
+from sweeper.store import StudyStore, key_of
 from sweeper.sweep import _compile_ahead
 from sweeper.sweep._compile_ahead import CompileOptions
 from sweeper.sweep._compile_pool import (

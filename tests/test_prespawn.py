@@ -124,7 +124,8 @@ def test_the_compile_pool_starts_with_the_workers_only_where_every_config_will_c
     from sweeper.kernels import _cache_probe
     from sweeper.samplers._order import plan_order
     from sweeper.space import load_space
-    from sweeper.study import enumerate_choices, key_of
+    from sweeper.store import key_of
+    from sweeper.study import enumerate_choices
     from sweeper.sweep import _compile_pool
 
     made = []

@@ -109,7 +109,8 @@ def start_pool(args: argparse.Namespace, space: Any, workers: int) -> CompilePoo
     from sweeper.kernels._precompile import Target
     from sweeper.samplers._order import plan_order
     from sweeper.space import Invalid
-    from sweeper.study import key_of, resolved
+    from sweeper.store import key_of
+    from sweeper.study import resolved
     from sweeper.sweep._compile_pool import CompilePool, PoolSetup, default_size
 
     asked = getattr(args, "compile_workers", None)

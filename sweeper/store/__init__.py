@@ -21,10 +21,11 @@ from sweeper.store._records import (
     GpuSlot,
     ProblemKey,
     TrialRecord,
+    key_of,
 )
 from sweeper.store._schema import Record
 from sweeper.store._study import META, StudyStore
 
 __all__ = ["JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "DriftRecord",
            "DutyRecord", "FirstMeasurement", "GpuSlot", "ProblemKey", "Record", "Storage",
-           "StudyStore", "TrialRecord"]
+           "StudyStore", "TrialRecord", "key_of"]

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from sweeper.store._dims import complete_dims
 from sweeper.store._journal import BadLine
-from sweeper.store._records import BaselineRecord, TrialRecord
+from sweeper.store._records import BaselineRecord, TrialRecord, key_of
 from sweeper.store._schema import Record
 
 R = TypeVar("R", bound=Record)
@@ -56,7 +56,7 @@ def record_key(data: dict[str, Any]) -> str | None:
                                          data.get("cache", "cold"), dims])
     if data.get("kind") != "trial":
         return None
-    return claim_key([f"{k}={v}" for k, v in sorted(data["choice"].items())])
+    return claim_key(key_of(data["choice"]))
 
 
 def kept_once(record: Any) -> str | None:

@@ -4,6 +4,7 @@ record is checked, read and written back is in :mod:`sweeper.store._schema`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -14,6 +15,11 @@ from sweeper.space import Config, Problem, Shape
 from sweeper.store._schema import Record, show, stats_problem
 from sweeper.trial import TrialResult, TrialStatus
 
+
+def key_of(choice: Mapping[str, Any]) -> tuple[str, ...]:
+    """A choice's identity across runs, as the journal, the claims and the sweep key it:
+    its sorted ``axis=label`` pairs."""
+    return tuple(f"{k}={v}" for k, v in sorted(choice.items()))
 
 class ProblemKey(NamedTuple):
     """What a config is measured on (dtype, footprint in bytes, cache mode, the kernel's
@@ -146,8 +152,8 @@ class TrialRecord(Record):
 
     def key(self) -> tuple[str, ...]:
         """The choice as sorted ``axis=label`` pairs: the identity of a config across runs,
-        by which a resumed study knows what it has measured."""
-        return tuple(f"{k}={v}" for k, v in sorted(self.choice.items()))
+        by which a resumed study knows what it has measured (:func:`key_of`)."""
+        return key_of(self.choice)
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:

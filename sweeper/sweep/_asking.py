@@ -17,8 +17,8 @@ import optuna
 from optuna.trial import TrialState
 
 from sweeper.space import Space
-from sweeper.store import TrialRecord
-from sweeper.study import Choice, key_of
+from sweeper.store import TrialRecord, key_of
+from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets
 from sweeper.sweep._claims import Claims

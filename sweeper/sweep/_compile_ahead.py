@@ -20,8 +20,8 @@ from typing import Any
 
 from sweeper.kernels._precompile import Compile, Target
 from sweeper.space import Config, Space
-from sweeper.store import TrialRecord
-from sweeper.study import Choice, key_of, now
+from sweeper.store import TrialRecord, key_of
+from sweeper.study import Choice, now
 from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of
 from sweeper.trial import TrialResult, TrialStatus
 

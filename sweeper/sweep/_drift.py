@@ -10,8 +10,7 @@ from collections.abc import Mapping
 
 from sweeper.measure import summarize
 from sweeper.space import Space
-from sweeper.store import DriftRecord, Storage, TrialRecord
-from sweeper.study import key_of
+from sweeper.store import DriftRecord, Storage, TrialRecord, key_of
 from sweeper.sweep._bench import Bench
 
 

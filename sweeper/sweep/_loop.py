@@ -16,8 +16,8 @@ from sweeper.finals import Winners
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import Config, Invalid, Space
-from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, Storage, TrialRecord
-from sweeper.study import Choice, enumerate_choices, finals_wanted, key_of, now
+from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, Storage, TrialRecord, key_of
+from sweeper.study import Choice, enumerate_choices, finals_wanted, now
 from sweeper.sweep._asking import Asking, Run
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
