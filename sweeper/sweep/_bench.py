@@ -66,21 +66,22 @@ class Bench:
 
     def note_best(self, t: TrialRecord) -> None:
         """Remember the fastest (median, CI high) per problem, for early abandonment."""
-        if not t.ok or not t.config or not t.stats:
-            return
-        key = (t.config.problem, t.config.cache)
-        have = self.best.get(key)
-        if have is None or t.stats.median < have[0]:
-            self.best[key] = (t.stats.median, t.stats.bounds()[1])
+        if t.ok and t.config and t.stats:
+            self._faster((t.config.problem, t.config.cache),
+                         (t.stats.median, t.stats.bounds()[1]))
 
     def merge_best(self, best: dict[tuple[Problem, str], tuple[float, float]]) -> None:
         """Take the coordinator's fastest per problem where it beats this bench's own (a
         worker process notes its own trials too: a job asked for ahead carries the best
         as it was before the worker's last outcome was kept)."""
         for key, value in best.items():
-            have = self.best.get(key)
-            if have is None or value[0] < have[0]:
-                self.best[key] = value
+            self._faster(key, value)
+
+    def _faster(self, key: tuple[Problem, str], value: tuple[float, float]) -> None:
+        """Keep ``value`` as ``key``'s best where its median is lower than the one kept."""
+        have = self.best.get(key)
+        if have is None or value[0] < have[0]:
+            self.best[key] = value
 
     def run(self, config: Config, number: int) -> TrialResult:
         """``config`` launched, verified and timed (:func:`run_trial`), inputs seeded by
