@@ -15,8 +15,9 @@ twice at once (a copy space of 204 configs has 35 binaries).  Before a
 config is measured, :meth:`CompilePool.take` says what became of it: compiled (the
 worker loads it), refused by the compiler (the trial is a ``compile_error``, as it would
 have been in the worker), or not reached (the worker compiles it, as without a pool; a
-compile in progress is waited for as long as it pays).  A process that dies leaves its config to the
-worker and is started again, up to ``RESTARTS`` times.
+compile in progress is waited for as long as the caller says, the sweep about as long as
+compiling it would take, :meth:`CompilePool.worth_waiting_s`).  A process that dies
+leaves its config to the worker and is started again, up to ``RESTARTS`` times.
 """
 
 from __future__ import annotations
