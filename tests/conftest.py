@@ -106,11 +106,14 @@ def sweep_study(space_path: Path, device, root: Path, **kwargs):
 @pytest.fixture(scope="session")
 def postgres_url():
     """A PostgreSQL server for the whole session (started on first use; skipped only
-    where the server tools are not installed)."""
+    where the server tools are not installed, and failed there instead where
+    ``SWEEPER_TEST_POSTGRES=required``, as CI sets)."""
     from tests import pgserver
 
     why = pgserver.missing()
     if why:
+        if os.environ.get("SWEEPER_TEST_POSTGRES") == "required":
+            pytest.fail(f"SWEEPER_TEST_POSTGRES=required, but {why}")
         pytest.skip(why)
     with pgserver.server() as url:
         yield url

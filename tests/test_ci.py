@@ -27,11 +27,29 @@ def _bash_block(markdown: str, after: str) -> str:
 
 def test_ci_runs_the_readme_set_up_then_the_linters():
     readme = _bash_block((ROOT / "README.md").read_text(encoding="utf-8"), "## Set up")
-    ci = _commands((ROOT / ".ci/run").read_text(encoding="utf-8"))
+    ci_text = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    marker = '# README.md "Set up", word for word:'
+    assert marker in ci_text
+    ci = _commands(ci_text.split(marker, 1)[1])
     assert ci == [*_commands(readme), "ruff check .", "mypy"]
     checks = _bash_block((ROOT / "docs/architecture.md").read_text(encoding="utf-8"),
                          "## Checks")
-    assert _commands(checks) == ci[1:]
+    assert _commands(checks) == ci[-3:]
+
+
+def test_ci_starts_in_a_fresh_virtual_environment():
+    """A new user's environment, not the machine's: the README's first command makes a
+    fresh venv (``--clear``) and enters it, so nothing installed by hand can hide a
+    missing dependency of the ``test`` extra."""
+    first = _commands(_bash_block((ROOT / "README.md").read_text(encoding="utf-8"),
+                                  "## Set up"))[0]
+    assert first.startswith("python3 -m venv --clear .venv") and ". .venv/bin/activate" in first
+
+
+def test_ci_makes_the_postgresql_tests_required():
+    ci_text = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    assert "apt-get install -y -qq postgresql" in ci_text
+    assert "export SWEEPER_TEST_POSTGRES=required" in ci_text
 
 
 def test_the_readme_install_brings_the_linters():

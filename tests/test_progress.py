@@ -51,10 +51,11 @@ class _Display:
 
 @pytest.fixture
 def notebook(monkeypatch) -> _Display:
-    import IPython.display
+    ipython_display = pytest.importorskip(
+        "IPython.display", reason="IPython is not installed (the `test` extra brings it)")
 
     display = _Display()
-    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(ipython_display, "display", display)
     return display
 
 

@@ -145,26 +145,47 @@ class _Bounded(yaml.composer.Composer):
                               "may hold at most that many", mark)
 
 
+class _Loader(_Bounded, yaml.SafeLoader):
+    """PyYAML's pure-Python parser under the bounded composer: the reference reading, whose
+    refusals are sweeper's own whatever libyaml version is installed."""
+
+    def __init__(self, text: str, file: str) -> None:
+        yaml.SafeLoader.__init__(self, text)
+        self.bound(file)
+
+
 # libyaml's parser, where PyYAML has it, is some 20 times faster than the pure-Python one
-# (a 1 MiB file is read in a fraction of a second); either way the composer is _Bounded.
-_Events: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# (a 1 MiB file is read in a fraction of a second), but it refuses some documents with
+# messages of its own that change between versions (libyaml's nesting limit, say).  A
+# document it refuses is read again by the pure-Python parser, which gives the refusal.
+_FastEvents: Any = getattr(yaml, "CSafeLoader", None)
+_Events: Any = _FastEvents or yaml.SafeLoader
 
 
-class _Loader(_Bounded, _Events):
+class _FastLoader(_Bounded, _Events):
     def __init__(self, text: str, file: str) -> None:
         _Events.__init__(self, text)
         self.bound(file)
+
+
+def _compose(text: str, file: str, kind: type[_Bounded]) -> tuple[Any, _Bounded]:
+    loader: Any = kind(text, file)
+    try:
+        return loader.get_single_node(), loader
+    finally:
+        loader.dispose()
 
 
 def load_with_lines(text: str, file: str) -> tuple[Any, dict[str, int]]:
     """Parse ``text``; return ``(data, lines)`` where ``lines[path]`` is 1-based."""
     _printable(text, file)
     try:
-        loader = _Loader(text, file)
         try:
-            node = loader.get_single_node()
-        finally:
-            loader.dispose()
+            node, loader = _compose(text, file, _FastLoader)
+        except yaml.YAMLError:
+            if _FastEvents is None:
+                raise
+            node, loader = _compose(text, file, _Loader)
         if node is None:
             raise SpaceError("the file is empty; a space needs at least 'kernel' and 'params'",
                              file=file, line=1)
