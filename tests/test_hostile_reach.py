@@ -85,7 +85,8 @@ def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
     (["block=33"], "-p block=33: params.block[0]: 33 threads per program; allowed: 32, 64"),
     (["BLOCK=[1024, 1024]"], "-p BLOCK=[1024, 1024]: params.BLOCK: value '1024' appears twice"),
     (['grid=[sms, "cdiv(n,"]'], '-p grid=[sms, "cdiv(n,"]: params.grid[1]: cannot parse'),
-    (["grid=[sms"], "-p grid=[sms: YAML syntax error: did not find expected ',' or ']'"),
+    # what follows "YAML syntax error: " is PyYAML's own wording, not ours to pin
+    (["grid=[sms"], "-p grid=[sms: YAML syntax error: "),
     (["BLOCK=1024", "BLOCK=2048"], "-p BLOCK=2048: BLOCK is given twice (also -p BLOCK=1024); "
      "give each axis once"),
     (["seed=3"], "-p seed=3: params.seed: unknown key 'seed'; known: grid, block"),
@@ -248,7 +249,9 @@ def test_a_yaml_error_in_an_extended_file_quotes_none_of_it(layout, capsys):
     (spaces / "a.yaml").write_text(f"extends: {secret / 'bad.yaml'}\n")
     rc, _, err = _plan(spaces / "a.yaml", capsys, "--allow-path", str(secret))
     assert rc == 2 and "SECRET" not in err
-    assert err == f"{secret / 'bad.yaml'}:2: YAML syntax error: found undefined alias '…'\n"
+    # the middle is PyYAML's wording; the alias's name is ours to hide
+    assert err.startswith(f"{secret / 'bad.yaml'}:2: YAML syntax error: ")
+    assert err.endswith(" '…'\n") and err.count("\n") == 1
 
 
 def test_an_allowed_space_file_outside_is_used(layout, capsys):
