@@ -50,7 +50,7 @@ KERNEL_TUNER_WHEEL = ("kernel_tuner is not installed: Kernel Tuner not timed. To
 BARE_LOOP = '''\
 """A bare loop over {count} configs: compile, warm up, time; no store, no checks."""
 import os, pickle, statistics, sys, time
-from sweeper.cli._clock import process_age
+from sweeper.engine._clock import process_age
 BORN = time.perf_counter() - (process_age() or 0.0)
 if {interpret!r}:
     os.environ["TRITON_INTERPRET"] = "1"

@@ -24,7 +24,7 @@ from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
 from sweeper.space import Problem
-from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.store import ProblemKey, Storage, TrialRecord
 from sweeper.tuning import FORMAT_VERSION, entry_key, entry_rate, read_tuning, tuning_path
 
 
@@ -39,7 +39,7 @@ class StudyWinners(NamedTuple):
     unfinished: set[ProblemKey]
 
 
-def study_winners(store: StudyStore) -> StudyWinners:
+def study_winners(store: Storage) -> StudyWinners:
     """The winners of ``store`` as every export writes them; a study with no successful
     trial is refused."""
     meta = store.meta()
@@ -95,7 +95,7 @@ def config_identity(t: TrialRecord) -> str:
                       sort_keys=True)
 
 
-def export_study(store: StudyStore, path: str | Path | None = None
+def export_study(store: Storage, path: str | Path | None = None
                  ) -> tuple[Path, list[dict[str, Any]]]:
     """Merge the study's best config per problem into the tuning file; return the entries.
     An entry replaces one for the same problem, including one an older sweeper keyed by
@@ -166,7 +166,7 @@ def _headline(meta: dict[str, Any]) -> Headline:
     return Headline(meta.get("headline", Headline.GBPS.value))
 
 
-def export_csv(store: StudyStore, path: str | Path) -> tuple[Path, int]:
+def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
     """Write the study as a replay table (see :mod:`sweeper.devices._replay`)."""
     from sweeper.devices._replay import write_table
 

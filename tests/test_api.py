@@ -1,5 +1,5 @@
-"""The Python API: ``sweeper.run`` goes through ``sweeper run``'s own code and returns a
-``Study``; bad input raises the command's one-line error; the Study's tables are typed
+"""The Python API: ``sweeper.run`` goes through the engine ``sweeper run`` calls and
+returns a ``Study`` of any store; bad input raises the command's one-line error; the Study's tables are typed
 and agree with the report; the progress bar draws no control codes where it cannot be
 live."""
 
@@ -159,6 +159,41 @@ def test_load_study_opens_a_study_and_refuses_a_folder_without_one(tmp_path):
     assert study.baselines.empty                  # a replayed study times no torch
     with pytest.raises(StudyError, match=r"no study here \(no study.json\)"):
         sweeper.load_study(tmp_path / "nothing")
+
+
+def test_a_study_run_into_postgresql_is_returned_and_loaded_from_there(postgres_url,
+                                                                      tmp_path):
+    """``storage=URL``: every trial goes to the database, the Study returned reads it from
+    there, and ``load_study(name, storage=URL)`` opens it again; the local folder holds
+    only the report."""
+    url = postgres_url
+    studies = tmp_path / "local"
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir=studies,
+                        study="api-pg", storage=url, quiet=True)
+    assert study.name == "api-pg" and study.location.startswith("postgresql://")
+    assert len(study.trials_dataframe()) == 8 and study.winners["number"].tolist() == [6]
+    assert not (studies / "api-pg" / "trials.jsonl").exists()
+    assert (studies / "api-pg" / "report.md").exists()
+    again = sweeper.load_study("api-pg", storage=url, studies_dir=studies)
+    assert again.trials_dataframe()["number"].tolist() == \
+        study.trials_dataframe()["number"].tolist()
+    assert repr(again).startswith("Study('postgresql://")
+    with pytest.raises(StudyError, match="no study 'nothing-here'"):
+        sweeper.load_study("nothing-here", storage=url, studies_dir=studies)
+
+
+def test_the_api_builds_the_engines_options_and_never_the_command_line():
+    """The API's one way in is the engine: no argparse, nothing of ``sweeper.cli``."""
+    import ast
+
+    for path in (ROOT / "sweeper" / "api").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for alias in node.names]
+        names += [node.module or "" for node in ast.walk(tree)
+                  if isinstance(node, ast.ImportFrom)]
+        assert not [n for n in names if n.startswith("sweeper.cli")], path
+        assert "_parser" not in path.read_text(encoding="utf-8"), path
 
 
 def test_the_progress_bar_written_to_a_pipe_has_no_control_codes(tmp_path):

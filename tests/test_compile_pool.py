@@ -372,7 +372,7 @@ def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
     can be told, it waits for a trial that compiled."""
     from types import SimpleNamespace
 
-    from sweeper.cli._prespawn import StartAhead
+    from sweeper.engine._prespawn import StartAhead
     from sweeper.kernels import _cache_probe as probe
 
     assert probe.triton_cache_dir() == str(cache_dir)
@@ -400,7 +400,7 @@ def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
             return 0
 
     monkeypatch.setattr(_compile_ahead, "CompilePool", FakePool)
-    monkeypatch.setattr("sweeper.cli._prespawn.prespawn_workers", lambda args: 0)
+    monkeypatch.setattr("sweeper.engine._prespawn.prespawn_workers", lambda args: 0)
     study = SimpleNamespace(sampler=SimpleNamespace(upcoming=lambda n: []))
     args = SimpleNamespace(device="cuda", compile_workers=None)
     for kernel, at_once in (("copy", True), ("matmul", False)):
@@ -473,14 +473,14 @@ def test_on_a_gpu_a_cold_run_starts_its_compile_processes_with_its_workers(
 def test_a_pool_started_with_the_workers_is_adopted_and_compiles_each_binary_once(
         write_space, cache_dir, tmp_path, monkeypatch):
     """``sweeper run`` on a cold cache starts its pool before its own imports
-    (:func:`~sweeper.cli._prespawn.start_pool`, the GPU read from the driver) and hands
+    (:func:`~sweeper.engine._prespawn.start_pool`, the GPU read from the driver) and hands
     it every valid config, keyed as the sweep keys them and in the order it measures
     them: the sweep adopts it (its time line says it started before the sweep), asks for
     nothing twice, each binary is compiled once, and the pool is ended with the sweep."""
     from types import SimpleNamespace
 
-    from sweeper.cli._prespawn import start_pool
     from sweeper.devices import DeviceFacts, _gpu_query
+    from sweeper.engine._prespawn import start_pool
 
     monkeypatch.setattr(_gpu_query, "query_gpu", lambda index=0: DeviceFacts(
         name="NVIDIA H200", sms=132, l2_bytes=60 << 20))

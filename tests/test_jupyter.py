@@ -142,17 +142,17 @@ def test_a_sweep_in_a_jupyter_kernel(kernel, tmp_path):
 def test_the_api_hides_only_tqdms_ipywidgets_notice(tmp_path, monkeypatch):
     """Optuna imports tqdm.auto, whose notice in a notebook without ipywidgets would
     tell a sweeper user to install them; any other warning still shows."""
-    from sweeper.cli import _run as command  # sweeper.run imports it when called
+    from sweeper.api import _run as api_run
 
-    real = command.run_study
+    real = api_run.run_sweep
 
-    def warning_run_study(args: Any) -> Any:
+    def warning_run_sweep(options: Any) -> Any:
         warnings.warn("IProgress not found. Please update jupyter and ipywidgets.",
                       stacklevel=1)
         warnings.warn("another warning", stacklevel=1)
-        return real(args)
+        return real(options)
 
-    monkeypatch.setattr(command, "run_study", warning_run_study)
+    monkeypatch.setattr(api_run, "run_sweep", warning_run_sweep)
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("always")
         sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir=tmp_path,

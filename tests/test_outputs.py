@@ -12,10 +12,10 @@ import torch
 from sweeper import __version__
 from sweeper.cli import main
 from sweeper.cli._parser import build_parser
-from sweeper.cli._run import cache_text
 from sweeper.devices._cuda import CudaDevice
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._replay import ReplayDevice
+from sweeper.engine._run import cache_text
 from sweeper.finals import Winners
 from sweeper.kernels import Headline, load_kernel
 from sweeper.outcome import failure_counts, nothing_measured

@@ -5,7 +5,6 @@ run's last line says where its time went, and NVML watches the GPU a worker meas
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -17,9 +16,9 @@ import pytest
 from sweeper import _nursery
 from sweeper._nursery import COMPILER, WORKER, adopt, prespawn, release, worker_env
 from sweeper.cli import main
-from sweeper.cli._clock import RunClock, process_age
-from sweeper.cli._prespawn import StartAhead, prespawn_workers
 from sweeper.devices._cuda import nvml_uuid
+from sweeper.engine._clock import RunClock, process_age
+from sweeper.engine._prespawn import StartAhead, prespawn_workers
 from tests.conftest import SMALL_SPACE
 
 
@@ -85,8 +84,11 @@ def test_worker_env_names_the_gpu_among_those_visible(monkeypatch):
 
 
 def _args(**kw):
-    base = dict(device="cuda", workers=None, gpus=[], compile_workers=None)
-    return argparse.Namespace(**{**base, **kw})
+    from sweeper.engine import RunOptions, SpaceSource
+
+    gpus = kw.pop("gpus", ())
+    return RunOptions(SpaceSource(path="space.yaml"), gpus=None if gpus is None else tuple(gpus),
+                      **kw)
 
 
 def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inline(

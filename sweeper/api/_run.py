@@ -1,8 +1,8 @@
-"""``sweeper.run``: ``sweeper run`` called from Python, returning the :class:`Study`.
+"""``sweeper.run``: a sweep from Python, returning the :class:`Study`.
 
-It builds the options ``sweeper run`` would parse and runs the command's own function
-(:func:`sweeper.cli._run.run_study`), so a sweep from a notebook and one from a shell
-check, measure, record and report alike.  A bad input raises the
+It builds the engine's :class:`~sweeper.engine.RunOptions` from its arguments and calls
+:func:`~sweeper.engine.run_sweep`, as ``sweeper run`` does, so a sweep from a notebook
+and one from a shell check, measure, record and report alike.  A bad input raises the
 :class:`~sweeper.errors.SpaceError` or :class:`~sweeper.errors.SweeperError` whose one
 line the command prints (``<string>:3: params.BLOCK[0]: 300 is not a power of two``),
 never ``SystemExit``, and nothing is written."""
@@ -17,12 +17,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper.api._study import Study, load_study
+from sweeper.api._study import Study
+from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
 from sweeper.options import gpu_list
 
-#: The pseudo file names a space given as text is called in errors.
-STRING, DICT = "<string>", "<dict>"
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
 TQDM_NOTICE = "IProgress not found"
 
@@ -44,47 +43,54 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     (seconds, or ``"90s"``), ``params`` (``-p``: ``{"BLOCK": [1024, 2048]}`` or
     ``["BLOCK=1024,2048"]``), ``force``, ``quiet`` (no progress bar or header),
     ``report=False`` (``--no-report``), ``priors=False`` (``--no-priors``), ``gpus``
-    (``--gpus``: ``"0,1"`` or ``"all"``), ``storage`` (``--storage URL``) and
+    (``--gpus``: ``"0,1"`` or ``"all"``), ``storage`` (``--storage URL``: the study is
+    kept in that database, and the returned :class:`Study` reads it from there) and
     ``allow_path``.  A run whose trials all failed still returns its study (what failed
     is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's interrupt) stops after
     the trial in flight and returns the study as it stands."""
-    from sweeper.cli._parser import build_parser
-    from sweeper.cli._run import run_study
-
-    # every option ``run`` has, at the command's default, then those given here
-    args = build_parser().parse_args(["run", "-"])
-    vars(args).update(
-        from_autotune=None, device=device, param=_params(params),
-        allow_path=[str(p) for p in allow_path], study=study, studies_dir=str(studies_dir),
-        trials=_trials(trials), time=_seconds(time), force=force, quiet=quiet,
-        no_report=not report, no_priors=not priors, in_process=True,
-        argv=[], command=f"sweeper.run({_shown(space)}, device={device!r})",
-        gpus=[] if gpus is None else gpu_list(gpus), storage=storage, **_source(space))
+    options = RunOptions(
+        space=_source(space, params, allow_path), device=device, study=study,
+        studies_dir=str(studies_dir), storage=storage, trials=_trials(trials),
+        time_s=_seconds(time), force=force, gpus=_gpus(gpus), quiet=quiet, report=report,
+        priors=priors, command=f"sweeper.run({_shown(space)}, device={device!r})")
     try:
         with warnings.catch_warnings():
             # Optuna imports tqdm.auto, which in a notebook without ipywidgets tells the
             # user to install them for tqdm's bars; sweeper draws none (its own bar needs
             # no ipywidgets), so that red notice would only mislead
             warnings.filterwarnings("ignore", message=TQDM_NOTICE)
-            _, root = run_study(args)
+            result = run_sweep(options)
     except SpaceError as err:
         if err.file != DICT:
             raise
         # a dict has no lines: the line of the YAML it was dumped to would mislead
         raise SpaceError(err.message, file=DICT, path=err.path) from None
-    return load_study(root)
+    return Study(result.store)
 
 
-def _source(space: Any) -> dict[str, Any]:
-    """The options naming the space: a path, or text under a pseudo file name."""
+def _gpus(gpus: str | None) -> tuple[int, ...] | None:
+    """``gpus`` as the engine takes it: ``()`` (not given) the one GPU the device opens."""
+    if gpus is None:
+        return ()
+    try:
+        listed = gpu_list(gpus)
+    except argparse.ArgumentTypeError as err:
+        raise SweeperError(f"gpus: {err}") from None
+    return None if listed is None else tuple(listed)
+
+
+def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
+            allow_path: Sequence[str | Path]) -> SpaceSource:
+    """The space as the engine reads it: a path, or text under a pseudo file name."""
+    given = tuple(_params(params)), tuple(str(p) for p in allow_path)
     if isinstance(space, Path):
-        return {"space": str(space)}
+        return SpaceSource(str(space), None, None, *given)
     if isinstance(space, str):
         if "\n" in space or space.lstrip().startswith("{"):
-            return {"space": STRING, "space_text": space}
-        return {"space": space}
+            return SpaceSource(STRING, space, None, *given)
+        return SpaceSource(space, None, None, *given)
     if isinstance(space, Mapping):
-        return {"space": DICT, "space_text": _yaml(space)}
+        return SpaceSource(DICT, _yaml(space), None, *given)
     raise SweeperError(f"space: {type(space).__name__} is not a space; allowed: a path, "
                        "YAML text or a dict")
 

@@ -9,24 +9,43 @@ when asked, so a study that another process is still running is seen as it stand
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sweeper.errors import StudyError
-from sweeper.store import StudyStore
+from sweeper.store import Storage, StudyStore
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-class Study(StudyStore):
+class Study:
     """One study: ``name``, ``path``, the ``space`` it was run from, the ``device`` and
     ``gpu`` it was measured on, :meth:`trials_dataframe`, :attr:`winners`,
-    :attr:`baselines`, :meth:`report` and :meth:`export`."""
+    :attr:`baselines`, :meth:`report` and :meth:`export`; ``storage`` is the store it is
+    read from (a folder's journal, or a database)."""
+
+    def __init__(self, storage: Storage | str | Path) -> None:
+        self.storage = storage if isinstance(storage, Storage) else StudyStore(Path(storage))
+
+    @property
+    def name(self) -> str:
+        """The study's name."""
+        return self.storage.name
 
     @property
     def path(self) -> Path:
-        """The study's folder (``study.json``, ``trials.jsonl``, the report)."""
-        return self.root
+        """The study's local folder: the journal's (``study.json``, ``trials.jsonl``), and
+        where the report and exports are written whatever the store."""
+        return self.storage.root
+
+    @property
+    def location(self) -> str:
+        """Where its records are, as messages name it (a file, or a URL and the study)."""
+        return self.storage.location
+
+    def meta(self) -> dict[str, Any]:
+        """``study.json``'s content (the space, sampler, measurement, environment...)."""
+        return self.storage.meta()
 
     @property
     def kernel(self) -> str:
@@ -58,7 +77,7 @@ class Study(StudyStore):
         The columns and dtypes are :func:`sweeper.interop.trials_table`'s."""
         from sweeper.interop import trials_table
 
-        return trials_table(self, samples=samples)
+        return trials_table(self.storage, samples=samples)
 
     @property
     def winners(self) -> pd.DataFrame:
@@ -68,7 +87,7 @@ class Study(StudyStore):
         cache) order."""
         from sweeper.api._tables import winners_table
 
-        return winners_table(self)
+        return winners_table(self.storage)
 
     @property
     def baselines(self) -> pd.DataFrame:
@@ -76,14 +95,14 @@ class Study(StudyStore):
         row per problem."""
         from sweeper.api._tables import baselines_table
 
-        return baselines_table(self)
+        return baselines_table(self.storage)
 
     def report(self, *, shared_scale: bool = False) -> Path:
         """Write report.md, report.json and the heatmaps (what ``sweeper report`` does);
         returns report.md's path."""
         from sweeper.report import write_report
 
-        return write_report(self, shared_scale=shared_scale).markdown
+        return write_report(self.storage, shared_scale=shared_scale).markdown
 
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
                replace: bool = False) -> str:
@@ -95,19 +114,34 @@ class Study(StudyStore):
         one of this name already unless ``replace``."""
         from sweeper.interop import export
 
-        return export(self, format, None if target is None else str(target),
+        return export(self.storage, format, None if target is None else str(target),
                       replace=replace).target
 
     def __repr__(self) -> str:
-        return f"Study({str(self.root)!r})"
+        if isinstance(self.storage, StudyStore):
+            return f"Study({str(self.storage.root)!r})"
+        return f"Study({self.storage.location!r})"
 
 
-def load_study(path: str | Path) -> Study:
-    """The study in the folder ``path`` (the one ``sweeper run`` printed); a folder that
-    holds none is a :class:`~sweeper.errors.StudyError` naming it."""
-    study = Study(path)
-    if study.orphaned():
-        raise StudyError(f"{path}: {study.journal_path.name} without study.json: nothing says "
+def load_study(study: str | Path, *, storage: str | None = None,
+               studies_dir: str | Path = "studies") -> Study:
+    """The study in the folder ``study`` (the one ``sweeper run`` printed); with
+    ``storage`` (a ``postgresql://`` URL, as ``sweeper.run(..., storage=URL)`` took) the
+    study of that name in the database, its report and exports written under
+    ``studies_dir``.  A folder or database that holds none is a
+    :class:`~sweeper.errors.StudyError` naming it."""
+    if storage is not None:
+        from sweeper.options import check_study_name, study_folder
+        from sweeper.store._open import open_storage
+
+        check_study_name("study", str(study))
+        found = open_storage(storage, study_folder(str(studies_dir), str(study)))
+        if not found.exists():
+            raise StudyError(f"no study {str(study)!r} in {found.location}")
+        return Study(found)
+    store = StudyStore(Path(study))
+    if store.orphaned():
+        raise StudyError(f"{study}: {store.journal_path.name} without study.json: nothing says "
                          "what it measured; restore study.json or move the folder away")
-    study.meta()                               # missing or malformed: one line saying so
-    return study
+    store.meta()                               # missing or malformed: one line saying so
+    return Study(store)

@@ -11,13 +11,13 @@ from sweeper.finals import Winners
 from sweeper.interop import trials_table
 from sweeper.report._tables import headline_table, rate_column, trials_frame
 from sweeper.report._write import study_headline
-from sweeper.store import StudyStore
+from sweeper.store import Storage
 
 #: The problem's columns each per-problem table starts with (the dimensions follow).
 PROBLEM = ("dtype", "footprint", "cache")
 
 
-def winners_table(store: StudyStore) -> pd.DataFrame:
+def winners_table(store: Storage) -> pd.DataFrame:
     """One row per problem, in (dtype, footprint, dims, cache) order: the config it ends
     with (``number``, the parameters), ``chosen_by`` (``interleaved final`` or ``sweep
     median``), ``median_ms`` from the samples it was chosen on and ``median_from`` saying
@@ -42,7 +42,7 @@ def winners_table(store: StudyStore) -> pd.DataFrame:
                        "median_from": "string"}, errors="ignore").reset_index(drop=True)
 
 
-def baselines_table(store: StudyStore) -> pd.DataFrame:
+def baselines_table(store: Storage) -> pd.DataFrame:
     """One row per torch baseline (``name``, the problem), with its median, the median's
     95 % CI, GB/s and how many samples it took, in (dtype, footprint, dims, cache)
     order."""

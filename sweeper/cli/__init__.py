@@ -14,9 +14,10 @@ study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished 
 pipeline expects, every finished trial kept.
 A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
 
-The parser is ``_parser``; each command is a function of ``_run`` (``run``, with its
-restarts), ``_worker`` (``worker``, ``copy-study``), ``_plan`` (``plan``, ``schema``,
-``kernels``), ``_results`` (``report``, ``roofline``, ``export``, ``compare``, ``tuned``) or
+The parser is ``_parser``; each command is a function of ``_run`` (``run``: its options
+handed to the engine, :mod:`sweeper.engine`), ``_worker`` (``worker``, ``copy-study``),
+``_plan`` (``plan``, ``schema``, ``kernels``), ``_results`` (``report``, ``roofline``,
+``export``, ``compare``, ``tuned``) or
 ``_measure`` (``ab``, ``calibrate``); ``_inputs`` turns options into checked objects and
 ``_exits`` holds the exit statuses.  None of them imports torch, triton, optuna or pandas
 before a command runs.
@@ -39,7 +40,7 @@ from sweeper.cli._exits import (
     EXIT_USAGE,
 )
 from sweeper.cli._parser import build_parser
-from sweeper.cli._run import MAX_RESTARTS
+from sweeper.engine import MAX_RESTARTS
 from sweeper.errors import StudyWarning, SweeperError
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK", "EXIT_USAGE", "MAX_RESTARTS",

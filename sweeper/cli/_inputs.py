@@ -1,54 +1,22 @@
-"""What the commands read from their options, checked once: the space file and the
-device, a study on disk, a fraction.  Each error is one line naming what is wrong."""
+"""What the commands read from their options, checked once: the space they name, a
+study on disk, a fraction.  Each error is one line naming what is wrong."""
 
 from __future__ import annotations
 
 import argparse
-import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sweeper.engine._options import SpaceSource
 from sweeper.errors import StudyError, SweeperError
 
 
-def space_and_device(args: argparse.Namespace, for_plan: bool = False,
-                     on_space: Callable[[Any], object] | None = None) -> tuple[Any, Any]:
-    """The device's name, the space (with -p overrides) and the device itself, checked in
-    that order, then the space against the device; ``for_plan``: kernel options checked
-    by form only, and the device's plan stand-in (``open_device``): no torch imported.
-    ``on_space`` is called with the space once it is read, before the device opens."""
-    from sweeper.devices import device_class, open_device
-    from sweeper.space import autotune_space, load_space
-
-    # the variables a device sets (the interpreter's) before any kernel module is imported
-    os.environ.update(device_class(args.device).sets_env)
-    target = getattr(args, "from_autotune", None)
-    if (args.space is None) == (target is None):
-        raise SweeperError("give a space file or --from-autotune module:kernel (one of them)")
-    # the Python API gives a space as text (``space_text``) under a pseudo file name
-    space = autotune_space(target, args.param) if target is not None else \
-        load_space(args.space, args.param, allow=args.allow_path, user_code=not for_plan,
-                   text=getattr(args, "space_text", None))
-    if on_space is not None:
-        on_space(space)
-    device = open_device(args.device, for_plan=for_plan)
-    device.check_space(space)
-    return space, device
-
-
-def kernel_for(space: Any, device: Any) -> Any:
-    """The space's kernel, constructed with its options; refused in one line where it
-    runs on a CUDA GPU only and ``device`` launches elsewhere (a replay launches nothing)."""
-    from sweeper.kernels import load_kernel
-
-    kernel = load_kernel(space.kernel, space.kernel_options)
-    if kernel.needs_gpu and not device.replays and device.torch_device != "cuda":
-        raise SweeperError(f"kernel {kernel.name} runs on a CUDA GPU only (compiled CUDA "
-                           f"C); device {device.name} cannot run it: run on a GPU (leave "
-                           "out --device) or replay a recorded table (--device "
-                           "replay:TABLE.csv)")
-    return kernel
+def space_source(args: argparse.Namespace) -> SpaceSource:
+    """The space a command's options name: ``SPACE`` or ``--from-autotune``, ``-p`` and
+    ``--allow-path``."""
+    return SpaceSource(path=args.space, from_autotune=getattr(args, "from_autotune", None),
+                       params=tuple(args.param or ()),
+                       allow_path=tuple(str(p) for p in args.allow_path or ()))
 
 
 def open_study(args: argparse.Namespace) -> Any:
@@ -71,7 +39,7 @@ def open_study(args: argparse.Namespace) -> Any:
         raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})")
     from sweeper.api._study import load_study
 
-    return load_study(path)
+    return load_study(path).storage
 
 
 def fraction_option(option: str, text: str) -> float:

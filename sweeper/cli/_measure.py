@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from sweeper.cli._inputs import fraction_option, kernel_for, space_and_device
+from sweeper.cli._inputs import fraction_option, space_source
+from sweeper.engine import kernel_for, space_and_device
 from sweeper.errors import SweeperError
 from sweeper.options import study_folder
 
@@ -17,7 +18,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     from sweeper.ab import run_ab
 
     threshold = fraction_option("--threshold", args.threshold)
-    space, device = space_and_device(args)
+    space, device = space_and_device(space_source(args), args.device)
     if device.replays:
         raise SweeperError("ab measures; it cannot run on a replay device")
     from sweeper.space._names import safe_name

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sweeper.cli._inputs import space_and_device
+from sweeper.cli._inputs import space_source
+from sweeper.engine import space_and_device
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -18,7 +19,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from sweeper.kernels import BUILTINS, bytes_moved_of
     from sweeper.plan import make_plan
 
-    space, device = space_and_device(args, for_plan=True)
+    space, device = space_and_device(space_source(args), args.device, for_plan=True)
     facts = device.facts()
     counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
     builtin = counted is not None

@@ -20,6 +20,8 @@ PICTURES = (".png", ".svg")
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``sweeper report``: write the report of a recorded study."""
+    from sweeper.engine import report_study
+
     report_study(open_study(args), shared_scale=args.shared_scale, svg=args.svg,
                  redraw=args.redraw)
     return 0
@@ -179,20 +181,3 @@ def _dims_option(text: str) -> dict[str, int]:
                                "positive integers by name, e.g. M=4096,N=2048,K=8192")
         out[name] = int(value)
     return out
-
-
-def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
-                 redraw: bool = False) -> Any:
-    """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
-    whose numbers changed unless ``redraw``) and say where it is and what was drawn;
-    returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
-    from sweeper.report import write_report
-
-    formats = ("png", "svg") if svg else ("png",)
-    files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw)
-    pictures = len(files.images) // len(formats)
-    drawn = len({p.stem for p in files.drawn})
-    print(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
-          f"{store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
-          f"{drawn} drawn, {pictures - drawn} unchanged)")
-    return files

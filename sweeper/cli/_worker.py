@@ -30,7 +30,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     store = open_storage(args.storage, study_folder(args.studies_dir, args.study))
     space, device = _space_of(args, store)
-    from sweeper.cli._inputs import kernel_for
+    from sweeper.engine import kernel_for
     from sweeper.sweep import Sweep, open_study
     from sweeper.sweep._claims import Claims
 
@@ -59,9 +59,10 @@ def _space_of(args: argparse.Namespace, store: Storage) -> tuple[Any, Any]:
     """The space (``args.space``, else the one the study recorded) and the device, both
     checked."""
     if args.space is not None:
-        from sweeper.cli._inputs import space_and_device
+        from sweeper.cli._inputs import space_source
+        from sweeper.engine import space_and_device
 
-        return space_and_device(args)
+        return space_and_device(space_source(args), args.device)
     if not store.exists():
         raise StudyError(f"{store.location}: no study {args.study!r} yet; give its space "
                          "file to create it (sweeper worker SPACE --study NAME ...)")

@@ -17,7 +17,7 @@ from sweeper.errors import SweeperError
 
 if TYPE_CHECKING:
     from sweeper.interop._table import trials_table
-    from sweeper.store import StudyStore
+    from sweeper.store import Storage
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ FORMATS: dict[str, Format] = {
 }
 
 
-def export(store: StudyStore, format: str, target: str | None, *, replace: bool = False
+def export(store: Storage, format: str, target: str | None, *, replace: bool = False
            ) -> Written:
     """Write ``store`` in ``format`` to ``target``; an unknown format is refused with the
     known ones."""

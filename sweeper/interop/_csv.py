@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sweeper.export import export_csv
 from sweeper.interop import Written
-from sweeper.store import StudyStore
+from sweeper.store import Storage
 
 
-def write_csv(store: StudyStore, target: str | None, *, replace: bool = False) -> Written:
+def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> Written:
     """Every trial that ran, as a table ``--device replay:`` serves (default path:
     STUDY/replay.csv).  Trials ruled out by constraints (``invalid``) and configs a
     replayed table lacked (``missing``) measured nothing, and a replay table cannot hold

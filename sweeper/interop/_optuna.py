@@ -27,14 +27,14 @@ from optuna.trial import FrozenTrial, TrialState
 from sweeper.errors import SweeperError
 from sweeper.interop import Written
 from sweeper.report._write import study_headline
-from sweeper.store import StudyStore, TrialRecord
+from sweeper.store import Storage, TrialRecord
 from sweeper.trial import TrialStatus
 
 #: Statistics kept as user attributes, by their name in :class:`~sweeper.measure.Stats`.
 STATS = ("median", "ci_lo", "ci_hi", "mean", "min", "max", "p95", "std", "cv", "rel_ci")
 
 
-def write_optuna(store: StudyStore, target: str | None, *, replace: bool = False
+def write_optuna(store: Storage, target: str | None, *, replace: bool = False
                  ) -> Written:
     """Write ``store`` into the Optuna storage ``target`` (see the module's text)."""
     if not target:

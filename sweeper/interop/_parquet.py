@@ -16,10 +16,10 @@ from sweeper.errors import SweeperError
 from sweeper.fsio import atomic_write
 from sweeper.interop import Written
 from sweeper.interop._table import trials_table
-from sweeper.store import StudyStore
+from sweeper.store import Storage
 
 
-def write_parquet(store: StudyStore, target: str | None, *, replace: bool = False
+def write_parquet(store: Storage, target: str | None, *, replace: bool = False
                   ) -> Written:
     """Write the study's trials to ``target`` (default STUDY/trials.parquet), whole or not
     at all; an existing file is replaced (``replace`` changes nothing)."""

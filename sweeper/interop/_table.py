@@ -17,7 +17,7 @@ import pandas as pd
 from sweeper.ceilings import Ceilings
 from sweeper.report._tables import trials_frame
 from sweeper.report._write import study_headline
-from sweeper.store import StudyStore
+from sweeper.store import Storage
 from sweeper.trial import TrialStatus
 
 #: The first columns, in this order; the axes and dimensions follow, then the rest.
@@ -29,7 +29,7 @@ TEXT = ("reason", "dtype", "cache", "grid_label", "dims", "stop", "stop_reason",
 STATUS = pd.CategoricalDtype([s.value for s in TrialStatus])
 
 
-def trials_table(store: StudyStore, *, samples: bool = False) -> pd.DataFrame:
+def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     """One row per trial of ``store`` in journal order, typed (see the module's text);
     ``samples``: with ``samples_ms``, each trial's raw samples as a list (empty for a trial
     that produced none; ``df.explode("samples_ms")`` gives one row per sample).

@@ -4,7 +4,7 @@ Triton names the files of a cache entry after the jitted function
 (``<cache>/<hash>/<function>.json``).  Where no entry is named after a function that the
 kernel's module defines or imports, every config of a sweep will compile: ``sweeper
 run`` then starts its compile processes with its workers, before it has imported torch,
-and its pool compiles from the sweep's start (:mod:`sweeper.cli._prespawn`).  Anything
+and its pool compiles from the sweep's start (:mod:`sweeper.engine._prespawn`).  Anything
 else (an entry of the kernel, a module that is not Triton's, a file that cannot be read
 or parsed, a cache too big to look through) says "cached": the pool then waits for a
 trial that compiled.  A wrong "nothing cached" costs a warm run the compile processes'

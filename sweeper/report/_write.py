@@ -41,7 +41,7 @@ from sweeper.report._tables import (
     trials_frame,
     unit,
 )
-from sweeper.store import DriftRecord, DutyRecord, StudyStore
+from sweeper.store import DriftRecord, DutyRecord, Storage
 
 
 @dataclass
@@ -58,7 +58,7 @@ class ReportFiles:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def study_tables(store: StudyStore, *, shared_scale: bool = False) -> dict[str, Any]:
+def study_tables(store: Storage, *, shared_scale: bool = False) -> dict[str, Any]:
     """Everything the report shows, computed from the study on disk; problems in
     (dtype, footprint, dimensions, cache) order everywhere.  ``shared_scale``: one colour scale for
     all heatmaps of a problem (default: each map its own)."""
@@ -160,7 +160,7 @@ def study_headline(meta: dict[str, Any]) -> Headline:
     return Headline.GBPS
 
 
-def write_report(store: StudyStore, *, draw: bool = True, shared_scale: bool = False,
+def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = False,
                  formats: Sequence[str] = ("png",), redraw: bool = False,
                  workers: int | None = None) -> ReportFiles:
     """Draw the pictures whose input changed since they were last drawn (all with

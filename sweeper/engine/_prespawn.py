@@ -1,4 +1,4 @@
-"""``sweeper run`` starts its worker processes before it does anything else
+"""A run starts its worker processes before it does anything else
 (:mod:`sweeper._nursery`), from its options alone: one per GPU it will use.  They import
 torch and triton while this process imports its own and opens the study.  A guess that
 turns out wrong costs nothing but those imports: a process nobody adopts is ended when
@@ -18,10 +18,11 @@ one-line kernel before their first config
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from sweeper.engine._options import RunOptions
 from sweeper.errors import SweeperError
 
 if TYPE_CHECKING:
@@ -39,23 +40,23 @@ PLANNED = ("exhaustive", "one-at-a-time")
 
 
 class StartAhead:
-    """What ``run`` with ``args`` starts once its space is read (``on_space``), before its
+    """What a run with ``options`` starts once its space is read (``on_space``), before its
     own imports: its worker processes, and, where it will compile every config
     (:func:`every_config_compiles`), its compile pool (:func:`start_pool`).
     ``compiles_all`` keeps that decision for the sweep, which adopts ``pool`` (or, where
     none could be started here, starts its own with the sweep) instead of waiting for a
     trial that compiled; :meth:`close` ends a pool no sweep adopted."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
+    def __init__(self, options: RunOptions) -> None:
+        self.options = options
         self.compiles_all = False
         self.pool: CompilePool | None = None
 
     def __call__(self, space: Any) -> None:
-        self.compiles_all = every_config_compiles(self.args, space)
-        workers = prespawn_workers(self.args)
+        self.compiles_all = every_config_compiles(self.options, space)
+        workers = prespawn_workers(self.options)
         if self.compiles_all and workers:
-            self.pool = start_pool(self.args, space, workers)
+            self.pool = start_pool(self.options, space, workers)
 
     def close(self) -> None:
         """End the pool (a sweep that adopted it ended it already: nothing happens)."""
@@ -63,8 +64,8 @@ class StartAhead:
             self.pool.close()
 
 
-def every_config_compiles(args: argparse.Namespace, space: Any) -> bool:
-    """Whether ``run`` with ``args`` will compile every config of ``space``: on a device
+def every_config_compiles(options: RunOptions, space: Any) -> bool:
+    """Whether a run with ``options`` will compile every config of ``space``: on a device
     that measures a GPU, ``--compile-workers`` not 0, a sampler that walks a plan, and
     nothing of the kernel in Triton's cache
     (:func:`~sweeper.kernels._cache_probe.space_cold`)."""
@@ -72,34 +73,34 @@ def every_config_compiles(args: argparse.Namespace, space: Any) -> bool:
     from sweeper.kernels._cache_probe import space_cold
 
     try:
-        gpu = device_class(args.device).measures_gpu
+        gpu = device_class(options.device).measures_gpu
     except SweeperError:            # said in its place, when the device is opened
         return False
-    return gpu and getattr(args, "compile_workers", None) != 0 and \
+    return gpu and options.compile_workers != 0 and \
         space.sampler.name in PLANNED and space_cold(space.kernel)
 
 
-def prespawn_workers(args: argparse.Namespace) -> int:
-    """Start the worker processes ``run`` with ``args`` will use (none where it measures
+def prespawn_workers(options: RunOptions) -> int:
+    """Start the worker processes a run with ``options`` will use (none where it measures
     in this process, or the device cannot be told from its name); how many."""
     from sweeper._nursery import WORKER, prespawn, worker_env
     from sweeper.devices import device_class
 
     try:
-        cls = device_class(args.device)
+        cls = device_class(options.device)
     except SweeperError:            # said in its place, when the device is opened
         return 0
-    if not worker_processes(args.workers, cls.measures_gpu):
+    if not worker_processes(options.workers, cls.measures_gpu):
         return 0
-    indices = _indices(args.gpus, cls.measures_gpu)
+    indices = _indices(options.gpus, cls.measures_gpu)
     for index in indices:
         prespawn(WORKER, worker_env(index, cls.measures_gpu, dict(cls.sets_env)),
                  list(sys.path))
     return len(indices)
 
 
-def start_pool(args: argparse.Namespace, space: Any, workers: int) -> CompilePool | None:
-    """The compile pool ``run`` with ``args`` will ask for (``--compile-workers``, else the
+def start_pool(options: RunOptions, space: Any, workers: int) -> CompilePool | None:
+    """The compile pool a run with ``options`` will ask for (``--compile-workers``, else the
     default for ``workers`` measuring processes), started now and handed every valid
     config of ``space`` (a binary compiled once; the sweep measures first the configs
     whose binary is built).  None where it asks for no process, or the
@@ -113,11 +114,11 @@ def start_pool(args: argparse.Namespace, space: Any, workers: int) -> CompilePoo
     from sweeper.study import resolved
     from sweeper.sweep._compile_pool import CompilePool, PoolSetup, default_size
 
-    asked = getattr(args, "compile_workers", None)
+    asked = options.compile_workers
     size = default_size(workers) if asked is None else asked
     if size <= 0:
         return None
-    index = (args.gpus or [0])[0]
+    index = (options.gpus or [0])[0]
     facts, arch = query_gpu(index), gpu_arch(index)
     if isinstance(facts, str) or arch is None:
         return None
@@ -134,7 +135,7 @@ def start_pool(args: argparse.Namespace, space: Any, workers: int) -> CompilePoo
     return pool
 
 
-def _indices(asked: list[int] | None, gpu: bool) -> list[int]:
+def _indices(asked: Sequence[int] | None, gpu: bool) -> list[int]:
     """The GPU indices ``--gpus`` names: none given, the first; ``all``, every one the
     driver counts.  None on a GPU device where there is no CUDA driver at all (the device
     is refused in one line when it opens; no process need import torch for that)."""
@@ -144,4 +145,4 @@ def _indices(asked: list[int] | None, gpu: bool) -> list[int]:
         return []
     if asked is None:
         return list(range(gpu_count())) if gpu else []
-    return asked or [0]
+    return list(asked) or [0]

@@ -1,0 +1,53 @@
+"""The space and the device a run reads, checked once and in order; the kernel they
+ask for.  Each error is one line naming what is wrong."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from sweeper.engine._options import SpaceSource
+from sweeper.errors import SweeperError
+
+
+def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = False,
+                     on_space: Callable[[Any], object] | None = None) -> tuple[Any, Any]:
+    """The device's name, the space (with ``-p`` overrides) and the device itself, checked
+    in that order, then the space against the device; ``for_plan``: kernel options
+    checked by form only, and the device's plan stand-in (``open_device``): no torch
+    imported.  ``on_space`` is called with the space once it is read, before the device
+    opens."""
+    from sweeper.devices import device_class, open_device
+    from sweeper.space import autotune_space, load_space
+
+    # the variables a device sets (the interpreter's) before any kernel module is imported
+    os.environ.update(device_class(device_name).sets_env)
+    if (source.path is None) == (source.from_autotune is None):
+        raise SweeperError("give a space file or --from-autotune module:kernel (one of them)")
+    params = list(source.params)
+    if source.from_autotune is not None:
+        space = autotune_space(source.from_autotune, params)
+    else:
+        assert source.path is not None        # one of the two, checked above
+        space = load_space(source.path, params, allow=list(source.allow_path),
+                           user_code=not for_plan, text=source.text)
+    if on_space is not None:
+        on_space(space)
+    device = open_device(device_name, for_plan=for_plan)
+    device.check_space(space)
+    return space, device
+
+
+def kernel_for(space: Any, device: Any) -> Any:
+    """The space's kernel, constructed with its options; refused in one line where it
+    runs on a CUDA GPU only and ``device`` launches elsewhere (a replay launches nothing)."""
+    from sweeper.kernels import load_kernel
+
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    if kernel.needs_gpu and not device.replays and device.torch_device != "cuda":
+        raise SweeperError(f"kernel {kernel.name} runs on a CUDA GPU only (compiled CUDA "
+                           f"C); device {device.name} cannot run it: run on a GPU (leave "
+                           "out --device) or replay a recorded table (--device "
+                           "replay:TABLE.csv)")
+    return kernel

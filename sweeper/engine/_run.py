@@ -1,0 +1,420 @@
+"""A run, as the engine does it for every front door (``sweeper run``, :func:`sweeper.run`,
+the benchmarks): the header, the sweep (Ctrl-C stops after the trial in flight), what it
+did, the report; and going on in a fresh process when a trial broke the CUDA context or
+hung, as the journal lets a new process resume where this one stopped.
+
+It takes a :class:`~sweeper.engine.RunOptions` and returns a :class:`RunResult`; exit
+statuses are the command's business, not the engine's."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeper.engine._inputs import kernel_for, space_and_device
+from sweeper.engine._options import RunOptions
+from sweeper.engine._prespawn import StartAhead, worker_processes
+from sweeper.errors import ContextLost, SweeperError
+from sweeper.options import check_study_name, study_folder
+
+if TYPE_CHECKING:          # the store is imported where a run opens it
+    from sweeper.store import Storage
+    from sweeper.sweep._compile_ahead import CompileOptions
+
+#: How many times one `sweeper run` goes on in a fresh process after trials that broke
+#: the CUDA context (each such trial is recorded and never tried again).
+MAX_RESTARTS = 20
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run left: its ``store`` (the study, kept whatever happened), the sweep's
+    ``summary`` (None where the run went on in a fresh process, or gave up restarting),
+    and ``failure``: why nothing came of it, already said on stderr (every trial failed or
+    was ruled out, or too many restarts), None where it measured."""
+
+    store: Storage
+    summary: Any = None
+    failure: str | None = None
+
+
+def run_sweep(options: RunOptions) -> RunResult:
+    """Sweep ``options.space`` into its study, then report.  With ``options.in_process``
+    (the Python API) it never replaces or ends the process: a trial that broke the CUDA
+    context is an error to the caller, a hung one a message."""
+    from sweeper._nursery import release
+
+    started = StartAhead(options)     # what starts once the space is read
+    try:
+        return _run(options, started)
+    finally:
+        started.close()     # a compile pool no sweep adopted
+        release()           # the processes started ahead that no worker or pool adopted
+
+
+def _run(options: RunOptions, started: StartAhead) -> RunResult:
+    from sweeper.engine._clock import RunClock, process_age
+
+    # from the process's start where this is the command itself, not a call from Python
+    clock = RunClock(before_s=process_age() if options.clock_from_start else None)
+    if options.study is not None:
+        check_study_name("--study", options.study)
+    # workers import torch beside this process once the space is read (a bad one: none)
+    space, device = space_and_device(options.space, options.device, on_space=started)
+    clock.mark("space and device")
+    gpus = _gpus(options.gpus, device)
+    ahead = _compile_ahead(options.compile_workers, device, len(gpus) if gpus else 1, started)
+    kernel = kernel_for(space, device)
+    from sweeper.store._open import open_storage
+    from sweeper.sweep import StopFlag, open_study
+
+    name = options.study or (
+        space.study if device.measures_gpu else f"{space.study}-{device.name}")
+    store = open_storage(options.storage, study_folder(options.studies_dir, name))
+    command = options.command or (
+        shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run")
+    resuming = store.exists()
+    open_study(store, space, kernel, device, command=command, force=options.force)
+    facts = device.facts()
+    measure = device.measure_spec(space.measure)
+    say = _Printer(options.quiet)
+    kept = len(store.records()[0]) if resuming else 0
+    where = store.location if options.storage else store.root
+    say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
+    limits = _header(say, space, device, facts, measure, store)
+    priors = _priors(space, options, facts.name, store.root, say)
+    stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
+    # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
+    # interrupts as Python does, every finished trial kept
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _stop_handler(stop)) if main_thread else None
+    clock.mark("set-up")
+    warm = _import_report_aside(options, device)
+    try:
+        summary = _sweep(options, space, kernel, device, store, limits,
+                         [c for source in priors for c in source.configs], stop, gpus, ahead)
+    except ContextLost as lost:
+        return RunResult(store, failure=_restart(lost, options, store))
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    clock.mark("sweep")
+    timing = summary.timing.lines() if summary.timing is not None else []
+    store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
+                                "measured": summary.measured, "command": command,
+                                "priors": {p.study: p.configs for p in priors},
+                                "dropped": [d.to_json() for d in summary.dropped],
+                                "timing": timing})
+    if warm is not None:
+        warm.join()        # before the report forks its drawing processes
+    failure = _finish(options, summary, space, kernel, store, limits, clock)
+    _say_time(options, clock, summary, timing)
+    return RunResult(store, summary, failure)
+
+
+def _say_time(options: RunOptions, clock: Any, summary: Any, timing: list[str]) -> None:
+    """The ``time:`` line (a command run from the shell, or ``--timing``) and, with
+    ``--timing``, the sweep's breakdown."""
+    asked = options.timing
+    if asked or options.clock_from_start:
+        print(clock.line(summary))
+    for line in timing if asked else ():
+        print(f"  {line}")
+
+
+def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, measure: Any,
+            store: Storage) -> Any:
+    """The lines that say what is about to be measured, how, and against which limits;
+    returns this GPU's ceilings, or why there are none."""
+    from sweeper.space import format_size
+
+    say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
+    if device.note:
+        say(f"note: {device.note}")
+    how = "replayed from the table" if device.replays else (
+        f"first run timed apart, verified, {measure.describe()}; "
+        f"{cache_text(space.axis('cache').labels, device)}")
+    say(f"space: {space.size} configs; sampler {space.sampler.name} (seed {space.sampler.seed}); "
+        f"each trial: {how}")
+    limits = _ceilings_for(device, store)
+    say(f"ceilings: {limits}" if isinstance(limits, str) else
+        f"ceilings: measured {limits.measured} (sweeper calibrate); DRAM copy "
+        f"{limits.dram_bandwidth():.0f} GB/s")
+    bounds = device.bounds()
+    say(f"bounds: {bounds.summary(space.axis('dtype').labels)}" +
+        ("; a result beyond them fails its trial as impossible" if bounds.all() else ""))
+    return limits
+
+
+def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
+           limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
+           ahead: CompileOptions) -> Any:
+    """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
+    ``gpus``), its compile processes (``ahead``), and, measuring in this process, a hang
+    going on in a fresh process."""
+    from sweeper.sweep import Sweep
+
+    sweep = Sweep(space, kernel, device, store,
+                  reporter=_reporter(options.quiet, kernel.headline), stop=stop,
+                  max_trials=options.trials, max_time_s=options.time_s,
+                  ceilings=None if isinstance(limits, str) else limits,
+                  priors=priors, on_hang=lambda record: _hung(record, options, store),
+                  gpus=gpus,
+                  processes=worker_processes(options.workers, device.measures_gpu),
+                  compile=ahead)
+    return sweep.run()
+
+
+def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread | None:
+    """Import what the report draws with (pandas, matplotlib) on a thread while the
+    sweep runs, where its workers measure in processes of their own (this process mostly
+    waits on them, so the imports take nothing from a measurement); the thread, or None
+    where there is no report or this process measures."""
+    if not options.report or not worker_processes(options.workers, device.measures_gpu):
+        return None
+
+    def imports() -> None:
+        with contextlib.suppress(Exception):   # the report says what is missing, itself
+            from sweeper.report import write_report  # noqa: F401
+            from sweeper.report._draw import pyplot
+
+            pyplot()
+
+    thread = threading.Thread(target=imports, name="sweeper-report-imports", daemon=True)
+    thread.start()
+    return thread
+
+
+def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead
+                   ) -> CompileOptions:
+    """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
+    the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
+    the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
+    moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
+    the workers, else one started with the sweep where every config compiles, else once a
+    trial compiled; elsewhere none, and asking for some is refused."""
+    from sweeper.kernels._precompile import Target
+    from sweeper.sweep._compile_ahead import CompileOptions
+    from sweeper.sweep._compile_pool import default_size
+
+    target = device.compile_target()
+    if target is None:
+        if asked:
+            raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
+                               "compiles nothing for a GPU; leave the option out")
+        return CompileOptions()
+    return CompileOptions(default_size(workers) if asked is None else asked,
+                          Target.parse(target), not started.compiles_all, started.pool)
+
+
+def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
+    """The GPU indices ``--gpus`` names (``all``: every visible one), checked before
+    anything is written; None where it was not given: the one GPU the device opened.  On
+    a device without GPUs the indices only name the workers."""
+    if asked is not None and not device.measures_gpu:
+        return list(asked) or None
+    if not device.measures_gpu:
+        raise SweeperError(f"--gpus all: the {device.name} device has no GPUs to count; "
+                           "name the workers by index (--gpus 0,1)")
+    import torch
+
+    count = torch.cuda.device_count()
+    if asked is None:
+        return list(range(count))
+    beyond = [i for i in asked if i >= count]
+    if beyond:
+        raise SweeperError(f"--gpus {','.join(map(str, asked))}: no GPU {beyond[0]}; this "
+                           f"machine shows {count} (0 to {count - 1})")
+    return list(asked) or None
+
+
+def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: Storage,
+            limits: Any, clock: Any) -> str | None:
+    """What this run did, each problem's outcome, the report (each timed on ``clock``);
+    why nothing came of it (said on stderr), or None."""
+    failed = sum(1 for t in summary.trials[summary.resumed:]
+                 if t.status.value not in ("ok", "invalid", "abandoned"))
+    print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
+          f"constraints, {summary.repeated} repeated proposals answered from the store, "
+          f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    for dropped in summary.dropped:
+        print(dropped.line())
+    restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
+    if restarts:
+        print(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) broke "
+              "the CUDA context and the sweep went on in a fresh process; the report counts "
+              "everything)")
+    abandoned = [t for t in summary.trials[summary.resumed:] if t.status.value == "abandoned"]
+    if abandoned:
+        print(f"early abandonment: {len(abandoned)} trials stopped early, saving about "
+              f"{summary.saved_ms:.4g} ms of GPU time")
+    if space.budget.target is not None and isinstance(limits, str):
+        print(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
+    from sweeper.finals import Winners
+    from sweeper.outcome import nothing_measured, outcome_lines
+
+    for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
+        print(line)
+    for lost in summary.finals_lost:
+        print(f"finals without {lost}")
+    if summary.duty:
+        print(f"power: {summary.duty}")
+    clock.mark("summary")
+    if options.report:
+        files = report_study(store, svg=options.svg)
+        clock.mark("report")
+        clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
+    why = nothing_measured(summary.trials, summary.stopped_by)
+    if why is not None:
+        print(f"sweeper: {why}", file=sys.stderr)
+    return why
+
+
+def _restart(lost: ContextLost, options: RunOptions, store: Storage) -> str:
+    """Go on in a fresh process after a trial broke the CUDA context: the study resumes
+    from its journal, and the crashed trial is never proposed again.  In process (the
+    API) the caller's process is not replaced: the error says how to go on.  Returns
+    why it did not go on (too many restarts)."""
+    message = f"{lost}; it is recorded as crashed in {store.location}"
+    if options.restart_argv is None:
+        raise SweeperError(f"{message}; no kernel can run in this process any more: call "
+                           "sweeper.run again in a fresh one (a restarted notebook kernel) "
+                           "to go on with the study")
+    return _go_on_fresh(message, options.restart_argv)
+
+
+def _hung(record: Any, options: RunOptions, store: Storage) -> None:
+    """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
+    kernel cannot be stopped from this process, so go on in a fresh one.  In process (the
+    API) the caller's process is neither replaced nor ended: the message says what to do."""
+    message = (f"trial #{record.number} gave no result after {record.wall_s:g} s; it is "
+               f"recorded as timeout in {store.location}")
+    if options.restart_argv is None:
+        print(f"sweeper: {message}; the kernel cannot be stopped from this process: restart "
+              "it (the notebook kernel) and call sweeper.run again to go on", file=sys.stderr)
+        return
+    _go_on_fresh(message, options.restart_argv)
+    os._exit(1)       # too many restarts: the main thread is stuck in the kernel
+
+
+def _go_on_fresh(message: str, argv: Sequence[str]) -> str:
+    """Replace this process by ``python -m sweeper ARGV``, counting restarts; returns why
+    not, where there were too many."""
+    restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
+    print(f"sweeper: {message}", file=sys.stderr)
+    if restarts >= MAX_RESTARTS:
+        why = f"stopping after {restarts} restarts; run the same command to go on"
+        print(f"sweeper: {why}", file=sys.stderr)
+        return why
+    print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
+          f"{MAX_RESTARTS})", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "sweeper", *argv],
+              {**os.environ, "SWEEPER_RESTARTS": str(restarts + 1)})
+    return ""    # not reached: the process was replaced
+
+
+def cache_text(caches: Sequence[str], device: Any) -> str:
+    """``cache cold (L2 flushed before each sample)``, where the device really flushes."""
+    text = f"cache {' and '.join(caches)}"
+    if "cold" not in caches:
+        return text
+    if device.flushes_l2:
+        return f"{text} (L2 flushed before each sample)"
+    return f"{text} (no L2 flush on this device: cold is timed as warm)"
+
+
+def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> list[Any]:
+    """Where a sampler that declares ``uses_priors`` (``auto``) starts: the winners of
+    other studies of this kernel on this GPU, each named in the header (``--no-priors``:
+    none)."""
+    from sweeper.plugins import sampler_capabilities
+
+    if not sampler_capabilities(space.sampler.name).uses_priors:
+        return []
+    if not options.priors:
+        say(f"{space.sampler.name}: starting without the winners of other studies "
+            "(--no-priors)")
+        return []
+    from sweeper.samplers._priors import prior_sources
+
+    found = prior_sources(options.studies_dir, space, gpu, exclude=root)
+    if found:
+        names = ", ".join(f"{p.study} ({len(p.configs)} configs"
+                          f"{', measured on this same problem' if p.same_problem else ''})"
+                          for p in found)
+        say(f"{space.sampler.name}: starting from {sum(len(p.configs) for p in found)} "
+            f"configs that won other studies of {space.kernel} on {gpu} in "
+            f"{options.studies_dir}: {names}; --no-priors to start without them")
+    return found
+
+
+def _ceilings_for(device: Any, store: Storage) -> Any:
+    """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
+    if not device.has_ceilings:
+        return f"none on the {device.name} device"
+    from sweeper import ceilings
+
+    env = device.environment()
+    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
+    if found is None:
+        return "not measured for this GPU; run `sweeper calibrate` for % of ceiling"
+    store.update_meta(ceilings=found.to_json())
+    return found
+
+
+class _Printer:
+    """Prints the header's lines, unless ``--quiet``."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(text, flush=True)
+
+
+def _stop_handler(stop: Any) -> Any:
+    def handler(signum: int, frame: Any) -> None:
+        if stop.set:
+            raise KeyboardInterrupt
+        stop.set = True
+        print("\nstopping after the current trial (Ctrl-C again to abort it)", file=sys.stderr,
+              flush=True)     # before the summary on stdout, where stderr is buffered too
+    return handler
+
+
+def _reporter(quiet: bool, headline: Any) -> Any:
+    from sweeper.sweep import SilentReporter
+
+    if quiet:
+        return SilentReporter()
+    from sweeper.progress import ProgressReporter
+
+    return ProgressReporter(headline=headline)
+
+
+def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
+                 redraw: bool = False) -> Any:
+    """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
+    whose numbers changed unless ``redraw``) and say where it is and what was drawn;
+    returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
+    from sweeper.report import write_report
+
+    formats = ("png", "svg") if svg else ("png",)
+    files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw)
+    pictures = len(files.images) // len(formats)
+    drawn = len({p.stem for p in files.drawn})
+    print(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
+          f"{store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
+          f"{drawn} drawn, {pictures - drawn} unchanged)")
+    return files
