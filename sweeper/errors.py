@@ -34,6 +34,19 @@ class DataError(SweeperError):
                          f"{file}: {message}")
 
 
+class TuningFileError(SweeperError):
+    """A tuning file (what ``sweeper export`` writes) holds something no launch may take:
+    ``file: entries[N] (what it is for): key is VALUE; what is allowed``, or ``file: ...``
+    where the file as a whole is wrong (``entry`` is then ``None``).  The whole file is
+    refused, never the good entries served and the bad ones skipped."""
+
+    def __init__(self, message: str, *, file: str, entry: int | None = None,
+                 name: str = "") -> None:
+        self.file, self.entry, self.message = file, entry, message
+        where = file if entry is None else f"{file}: entries[{entry}]{name}"
+        super().__init__(f"{where}: {message}")
+
+
 class ExpressionError(SweeperError):
     """An expression in a space file cannot be parsed or evaluated."""
 
