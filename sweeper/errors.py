@@ -71,6 +71,11 @@ class StudyWarning(UserWarning):
     study); the command goes on without it.  The CLI prints it as one line."""
 
 
+class CacheWarning(StudyWarning):
+    """A cache folder could not be used (not this user's alone, read-only, not a folder):
+    the work goes on without caching.  The CLI prints it as one line."""
+
+
 class TuningWarning(UserWarning):
     """A tuned config was found, but not for this exact case: tuned on another GPU of the
     same architecture, or at a problem far from the one asked for."""
