@@ -99,10 +99,15 @@ def test_a_link_is_never_read_nor_written_through(cache, tmp_path):
     built = compiled(COPY_CU, "copy", OPTIONS, compiler)
     assert len(compiler.calls) == 2 and built.cubin == REAL
     assert not cubin.is_symlink() and system.read_bytes() == REAL     # the link replaced
-    (cache / "cuda" / f"{key()}.json").unlink()
-    (cache / "cuda" / f"{key()}.json").symlink_to("/etc/passwd")
+    meta = cache / "cuda" / f"{key()}.json"
+    config = tmp_path / "system.json"                  # the right entry, behind a link
+    config.write_bytes(meta.read_bytes())
+    config.chmod(0o600)
+    meta.unlink()
+    meta.symlink_to(config)
     compiled(COPY_CU, "copy", OPTIONS, compiler)
-    assert len(compiler.calls) == 3
+    assert len(compiler.calls) == 3 and not meta.is_symlink()
+    assert json.loads(config.read_text())["lowered"] == "_Zcopy"
 
 
 def test_a_fifo_in_place_of_an_entry_does_not_block(cache):

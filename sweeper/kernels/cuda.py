@@ -85,9 +85,9 @@ def _load(cubin: bytes, lowered: str, tensors: Mapping[str, Any]) -> Any:
     if off:
         raise ValueError(f"the cuda kernel runs on a CUDA GPU; tensor {off[0]!r} is on "
                          f"{tensors[off[0]].device}")
-    import cupy
+    from cupy.cuda import function
 
-    module = cupy.cuda.function.Module()
+    module = function.Module()          # what cupy.RawModule(path=...) loads a file into
     module.load(cubin)
     return module.get_function(lowered)
 
