@@ -34,6 +34,19 @@ class DataError(SweeperError):
                          f"{file}: {message}")
 
 
+class TuningFileError(SweeperError):
+    """A tuning file (what ``sweeper export`` writes) holds something no launch may take:
+    ``file: entries[N] (what it is for): key is VALUE; what is allowed``, or ``file: ...``
+    where the file as a whole is wrong (``entry`` is then ``None``).  The whole file is
+    refused, never the good entries served and the bad ones skipped."""
+
+    def __init__(self, message: str, *, file: str, entry: int | None = None,
+                 name: str = "") -> None:
+        self.file, self.entry, self.message = file, entry, message
+        where = file if entry is None else f"{file}: entries[{entry}]{name}"
+        super().__init__(f"{where}: {message}")
+
+
 class ExpressionError(SweeperError):
     """An expression in a space file cannot be parsed or evaluated."""
 
@@ -56,6 +69,11 @@ class WriteError(SweeperError):
 class StudyWarning(UserWarning):
     """Something in a study on disk was set aside (a bad journal line, an unreadable
     study); the command goes on without it.  The CLI prints it as one line."""
+
+
+class CacheWarning(StudyWarning):
+    """A cache folder could not be used (not this user's alone, read-only, not a folder):
+    the work goes on without caching.  The CLI prints it as one line."""
 
 
 class TuningWarning(UserWarning):

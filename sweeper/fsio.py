@@ -45,8 +45,9 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     return Path(path)
 
 
-def write_temp(target: Path, data: bytes) -> Path:
-    """``data`` in a fsynced temporary file next to ``target``; returns its path."""
+def write_temp(target: Path, data: bytes, mode: int | None = None) -> Path:
+    """``data`` in a fsynced temporary file next to ``target``, of ``mode`` (default: the
+    target's, or what ``open()`` would give a new file); returns its path."""
     make_dirs(target.parent)
     try:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
@@ -54,7 +55,7 @@ def write_temp(target: Path, data: bytes) -> Path:
     except OSError as err:
         raise write_error(err, target) from None
     try:
-        os.fchmod(fd, _mode(target))
+        os.fchmod(fd, _mode(target) if mode is None else mode)
         write_all(fd, data)
         os.fsync(fd)
     except OSError as err:

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.dispatch import candidates
-from sweeper.errors import SweeperError, TuningWarning
+from sweeper.errors import SweeperError, TuningFileError, TuningWarning
 from sweeper.kernels import Headline
 from sweeper.matching import FAR_RATIO, Nearness, dtype_name, kernel_matches, match_gpu, nearest
 from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
-from sweeper.tuning import entry_name, entry_rate, read_tuning, tuning_path
+from sweeper.tuning import MAX_GRID, entry_name, entry_rate, read_tuning, tuning_path
 
 
 class _Launchable:
@@ -279,15 +279,19 @@ def _grid(target: Path, index: int, entry: dict[str, Any], dtype: str,
         env.update(footprint=entry["footprint"], n=dims.get("n", entry["footprint"] //
                                                             DTYPES[dtype]))
     asked = format_size(footprint) if footprint is not None else show_dims(dims or {})
+
+    def refused(message: str) -> TuningFileError:
+        return TuningFileError(message, file=str(target), entry=index, name=entry_name(entry))
+
     try:
         grid = int(evaluate(parse(entry["grid_expr"]), env))
-    except (SweeperError, ValueError, RecursionError) as err:
-        raise SweeperError(f"{target}: entries[{index}]{entry_name(entry)}: grid_expr: "
-                           f"{err}") from None
-    if grid <= 0:
-        raise SweeperError(f"{target}: entries[{index}]{entry_name(entry)}: grid_expr "
-                           f"{entry['grid_expr']!r} gives {grid} programs at "
-                           f"{asked}; a launch needs at least one")
+    except (SweeperError, ValueError, OverflowError, RecursionError) as err:
+        raise refused(f"grid_expr: {err}") from None
+    if not 1 <= grid <= MAX_GRID:
+        allowed = "a launch needs at least one" if grid <= 0 else \
+            f"a launch takes at most {MAX_GRID} (CUDA's grid limit)"
+        raise refused(f"grid_expr {entry['grid_expr']!r} gives {grid} programs at {asked}; "
+                      f"{allowed}")
     return grid
 
 

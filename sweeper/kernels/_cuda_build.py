@@ -2,10 +2,11 @@
 
 A compiled kernel is keyed by :func:`~sweeper.kernels._cuda_spec.cache_key` (source and
 includes, entry, options, arch, NVRTC version) and kept as ``KEY.cubin`` with ``KEY.json``
-(the entry's lowered name: a template instantiation's mangled one) under
-``<sweeper cache>/cuda``: a second sweep of the same configs, or a resumed one, compiles
-nothing.  Files are written to a temporary name and renamed, so a sweep killed while
-writing leaves no half file behind.
+(the entry's lowered name: a template instantiation's mangled one, and the entry's tag)
+under ``<sweeper cache>/cuda``: a second sweep of the same configs, or a resumed one,
+compiles nothing.  The cache is this user's alone and each entry is verified before it is
+used (:mod:`sweeper.kernels._cuda_cache`); one that cannot be written costs the caching,
+never the compile.
 
 The compiler is a small interface so the cache is tested without a GPU; the real one
 (:class:`NvrtcCompiler`) imports CuPy when it first compiles, never before.
@@ -13,15 +14,14 @@ The compiler is a small interface so the cache is tested without a GPU; the real
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from sweeper.ceilings import cache_root
-from sweeper.fsio import atomic_write
+from sweeper.kernels._cuda_cache import CompileCache
 from sweeper.kernels._cuda_spec import cache_key, sources
 
 #: How many of NVRTC's log lines a failed trial's reason keeps (errors first).
@@ -35,10 +35,13 @@ class CompilationError(Exception):
 
 @dataclass(frozen=True)
 class Compiled:
-    """A compiled kernel on disk: its cubin and the name to look the entry up by."""
+    """A compiled kernel: where its cubin is cached (``None``: it could not be), the name
+    to look the entry up by, and the cubin itself, what is loaded (never the file again,
+    which could have been replaced since it was checked)."""
 
-    path: Path
+    path: Path | None
     lowered: str
+    cubin: bytes = field(repr=False)
 
 
 class Compiler(Protocol):
@@ -63,29 +66,21 @@ def cuda_cache_dir() -> Path:
 def compiled(source: Path, entry: str, options: Sequence[str], compiler: Compiler,
              folder: Path | None = None) -> Compiled:
     """The kernel ``entry`` of ``source`` compiled with ``options``: from the cache when it
-    holds it, else compiled (``-I`` the source's folder, ``-arch`` the compiler's) and
-    stored."""
+    holds it with a tag that checks, else compiled (``-I`` the source's folder, ``-arch``
+    the compiler's) and stored where the cache can take it."""
     files = sources(source)
     key = cache_key(files, entry, options, compiler.arch, compiler.version)
-    folder = folder or cuda_cache_dir()
-    cubin, meta = folder / f"{key}.cubin", folder / f"{key}.json"
-    try:
-        return Compiled(cubin, json.loads(meta.read_text())["lowered"]) if cubin.is_file() \
-            else _build(files, source, entry, options, compiler, cubin, meta)
-    except (OSError, ValueError, KeyError, TypeError):      # a damaged entry: build again
-        return _build(files, source, entry, options, compiler, cubin, meta)
-
-
-def _build(files: dict[Path, bytes], source: Path, entry: str, options: Sequence[str],
-           compiler: Compiler, cubin: Path, meta: Path) -> Compiled:
+    cache = CompileCache(folder or cuda_cache_dir())
+    hit = cache.get(key)
+    if hit is not None:
+        return Compiled(cache.folder / f"{key}.cubin", hit[1], hit[0])
     text = files[source.resolve()].decode()
     flags = (*options, f"-I{source.resolve().parent}", f"-arch={compiler.arch}",
              "-std=c++17")
     binary, lowered = compiler.compile(text, source.name, flags, entry)
-    atomic_write(cubin, binary)
-    atomic_write(meta, json.dumps({"lowered": lowered, "entry": entry, "options": list(flags),
-                             "source": str(source)}).encode())
-    return Compiled(cubin, lowered)
+    path = cache.put(key, binary, lowered, {"entry": entry, "options": list(flags),
+                                            "source": str(source)})
+    return Compiled(path, lowered, binary)
 
 
 def log_reason(log: str) -> str:

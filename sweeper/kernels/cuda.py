@@ -43,7 +43,7 @@ def launch(cuda: CudaLaunch, tensors: Mapping[str, Any], config: Config) -> None
     function = cuda.loaded.get(key)
     if function is None:
         built = precompile(cuda, config)
-        function = _load(built.path, built.lowered, tensors)
+        function = _load(built.cubin, built.lowered, tensors)
         cuda.loaded[key] = function
     dims = {"n": config.problem.n, **dict(config.problem.dims)}
     args = cuda.args(list(tensors), list(dims), list(meta))
@@ -77,16 +77,19 @@ def _defines(cuda: CudaLaunch, config: Config) -> tuple[str, tuple[str, ...]]:
     return (instantiation(cuda.template, meta) if cuda.template else cuda.entry), options
 
 
-def _load(path: Any, lowered: str, tensors: Mapping[str, Any]) -> Any:
-    """The compiled function, loaded by CuPy; a ``ValueError`` where a tensor is not on a
-    CUDA device (the kernel cannot run elsewhere)."""
+def _load(cubin: bytes, lowered: str, tensors: Mapping[str, Any]) -> Any:
+    """The compiled function, loaded by CuPy from the checked cubin's bytes; a
+    ``ValueError`` where a tensor is not on a CUDA device (the kernel cannot run
+    elsewhere)."""
     off = [n for n, t in tensors.items() if not t.is_cuda]
     if off:
         raise ValueError(f"the cuda kernel runs on a CUDA GPU; tensor {off[0]!r} is on "
                          f"{tensors[off[0]].device}")
-    import cupy
+    from cupy.cuda import function
 
-    return cupy.RawModule(path=str(path)).get_function(lowered)
+    module = function.Module()          # what cupy.RawModule(path=...) loads a file into
+    module.load(cubin)
+    return module.get_function(lowered)
 
 
 def _value(name: str, kind: str, tensors: Mapping[str, Any], scalars: Mapping[str, int]
