@@ -1,7 +1,7 @@
 """The Python API: ``sweeper.run`` goes through the engine ``sweeper run`` calls and
-returns a ``Study`` of any store; bad input raises the command's one-line error; the Study's tables are typed
-and agree with the report; the progress bar draws no control codes where it cannot be
-live."""
+returns a ``Study`` of any store; bad input raises the command's one-line error; the
+Study's tables are typed and agree with the report; the progress bar draws no control
+codes where it cannot be live."""
 
 from __future__ import annotations
 

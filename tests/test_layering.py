@@ -199,10 +199,6 @@ KNOWN_CIRCLES: list[list[str]] = [
      "sweeper.space", "sweeper.space._files", "sweeper.space._kernel_spec",
      "sweeper.space._load", "sweeper.space._problem_axes", "sweeper.space._settings"],
     ["sweeper.store._codec", "sweeper.store._records", "sweeper.store._schema"],
-    ["sweeper.consensus", "sweeper.finals"],
-    ["sweeper.kernels._cuda_form", "sweeper.kernels.cuda"],
-    ["sweeper.devices._cuda", "sweeper.devices._gpu_query"],
-    ["sweeper.cli", "sweeper.cli._parser"],
 ]
 
 

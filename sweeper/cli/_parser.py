@@ -24,12 +24,17 @@ from sweeper.cli._run import cmd_run
 from sweeper.cli._worker import cmd_copy_study, cmd_worker
 from sweeper.options import ArgumentParser, compile_workers, gpu_list, seconds, whole_number
 
+#: What ``sweeper --help`` says the command is, above its commands.
+DESCRIPTION = ("Autotuning parameter sweeps for GPU kernels, with measurements you can "
+               "trust: describe a search space in YAML, sweep it, report and export the "
+               "winners.")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``sweeper``; each command sets ``func``, the function that runs it."""
-    from sweeper import __version__, cli
+    from sweeper import __version__
 
-    parser = ArgumentParser(prog="sweeper", description=(cli.__doc__ or "").splitlines()[0])
+    parser = ArgumentParser(prog="sweeper", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"sweeper {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -47,8 +47,6 @@ class CudaDevice(Device):
     @classmethod
     def plan_stand_in(cls) -> Device | None:
         """The GPU's facts from the CUDA driver, without torch (``_gpu_query``)."""
-        from sweeper.devices._gpu_query import PlannedGpu
-
         return PlannedGpu()
 
     def facts(self) -> DeviceFacts:
@@ -201,3 +199,21 @@ def nvml_uuid(props: Any) -> str | None:
         return None
     text = str(uuid)
     return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+
+
+class PlannedGpu(CudaDevice):
+    """The CUDA device as ``sweeper plan`` reads it: the facts from the driver (or the
+    assumed GPU's, with ``assumed`` saying why), the GPU's costs; nothing is opened, so
+    nothing of it may be launched or timed."""
+
+    def __init__(self) -> None:     # no CudaDevice.__init__: it imports torch and NVML
+        from sweeper.devices._gpu_query import ASSUMED_GPU, query_gpu
+
+        found = query_gpu()
+        if isinstance(found, DeviceFacts):
+            self._facts = found
+            return
+        self._facts = ASSUMED_GPU
+        self.assumed = (f"{found}: planned for an assumed {ASSUMED_GPU.name} "
+                        f"({ASSUMED_GPU.sms} SMs, {ASSUMED_GPU.l2_bytes >> 20} MiB L2); "
+                        "expressions over sms and l2_bytes may count differently on yours")

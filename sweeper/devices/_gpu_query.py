@@ -15,7 +15,6 @@ import ctypes
 from typing import Any
 
 from sweeper.devices._base import DeviceFacts
-from sweeper.devices._cuda import CudaDevice
 
 #: ``CUdevice_attribute`` values (cuda.h): SMs, the L2 cache's bytes, and the compute
 #: capability.
@@ -106,19 +105,3 @@ def _attributes(lib: Any, device: ctypes.c_int, *attributes: int) -> list[int] |
             return None
         values.append(value.value)
     return values
-
-
-class PlannedGpu(CudaDevice):
-    """The CUDA device as ``sweeper plan`` reads it: the facts from the driver (or the
-    assumed GPU's, with ``assumed`` saying why), the GPU's costs; nothing is opened, so
-    nothing of it may be launched or timed."""
-
-    def __init__(self) -> None:     # no CudaDevice.__init__: it imports torch and NVML
-        found = query_gpu()
-        if isinstance(found, DeviceFacts):
-            self._facts = found
-            return
-        self._facts = ASSUMED_GPU
-        self.assumed = (f"{found}: planned for an assumed {ASSUMED_GPU.name} "
-                        f"({ASSUMED_GPU.sms} SMs, {ASSUMED_GPU.l2_bytes >> 20} MiB L2); "
-                        "expressions over sms and l2_bytes may count differently on yours")
