@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweeper.space import format_size
+from sweeper.core import format_size
 
 #: Event-timer resolution and clock jitter: a median may undercut a bound by this much.
 MARGIN = 0.05

@@ -68,8 +68,8 @@ def seconds(text: str) -> float:
 
 def check_study_name(option: str, name: str) -> None:
     """Refuse a study name given on the command line by the rule the space file's
-    ``study:`` follows (:mod:`sweeper.space._names`)."""
-    from sweeper.space._names import study_name_problem
+    ``study:`` follows (:mod:`sweeper.core._names`)."""
+    from sweeper.core._names import study_name_problem
 
     problem = study_name_problem(name)
     if problem:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from sweeper.core._model import PROBLEM_AXES
 from sweeper.finals import Pick, Winners, problem_of
 from sweeper.kernels import Headline
-from sweeper.space._model import PROBLEM_AXES
 from sweeper.store import ProblemKey, TrialRecord
 from sweeper.trial import TrialStatus
 

@@ -332,11 +332,40 @@ def kernel_declaration(name: str, *, user_code: bool = True,
         declared: type[Kernel] = _import(DECLARED[name], from_cwd=False)
         return declared
     if not user_code:
-        from sweeper.kernels import unchecked_kernel
-
         return unchecked_kernel(name, params)
     obj = load(KERNEL, name).obj
     return obj if isinstance(obj, type) else type(obj)
+
+
+def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
+    """A stand-in for the user kernel ``name`` that imports nothing.
+
+    Importing a user kernel runs its module's top-level code, which only ``run`` (and
+    ``ab``) must do.  The stand-in declares what the kernel's source declares in literals
+    (:mod:`sweeper.kernels._unimported`: dimensions, meta-parameters, options, defaults,
+    autotune configs); where the source says no meta-parameters it could read, the names
+    ``params`` (a space's ``params`` mapping) gives besides the launch and problem axes
+    and the dimensions, without defaults or checks; the rest is the base
+    :class:`Kernel`'s.  Its ``unread`` names what could not be read."""
+    from sweeper.core._model import LAUNCH_AXES, PROBLEM_AXES
+    from sweeper.kernels._base import Kernel, MetaParam
+    from sweeper.kernels._unimported import read_declaration
+
+    found = find(KERNEL, name)
+    read = read_declaration(found.target, name) if not found.builtin else None
+    attrs: dict[str, Any] = dict(read.attrs) if read is not None else {}
+    dims = attrs.get("dims", Kernel.dims)
+    names: list[str] = []
+    for key, value in (params.items() if isinstance(params, dict) else ()):
+        zipped = value.get("zip") if isinstance(value, dict) else None
+        names += list(zipped) if isinstance(zipped, dict) else [key]
+    attrs.setdefault("meta_params", {
+        n: MetaParam(default=0, doc="not checked: the kernel was not imported")
+        for n in names if isinstance(n, str) and n.isidentifier() and n.isascii() and
+        n not in (*LAUNCH_AXES, *PROBLEM_AXES, *dims)})
+    attrs["defaults"] = {**Kernel.defaults, **attrs.get("defaults", {})}
+    attrs["unread"] = read.unread if read is not None else ()
+    return type("UncheckedKernel", (Kernel,), {**attrs, "name": name})
 
 
 def sampler_capabilities(name: str) -> SamplerCapabilities:

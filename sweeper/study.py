@@ -10,12 +10,12 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from sweeper.core._model import MAX_CONFIGS
 from sweeper.devices import Device
 from sweeper.errors import SpaceError, StudyError
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Config, Invalid, Origin, Space
-from sweeper.space._model import MAX_CONFIGS
 from sweeper.store import JOURNAL, Storage
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis

@@ -17,11 +17,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sweeper.core._model import FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import SweeperError, TuningFileError
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._load import BLOCKS
-from sweeper.space._model import FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.space._settings import shown
 
 DEFAULT_TUNING = Path("studies") / "tuning.json"

@@ -12,8 +12,8 @@ import pytest
 
 from sweeper import plugins
 from sweeper.cli import main
+from sweeper.core._names import safe_name, study_name_problem
 from sweeper.space import load_space
-from sweeper.space._names import safe_name, study_name_problem
 from tests.test_hostile_outputs import _one_line
 
 TINY = """

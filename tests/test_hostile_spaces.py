@@ -28,13 +28,13 @@ import pytest
 
 import sweeper.sweep  # noqa: F401 - what `run` imports, loaded before any case is timed
 from sweeper.cli import main
+from sweeper.core._model import MAX_CONFIGS
 from sweeper.devices import DeviceFacts
 from sweeper.devices._cuda import CudaDevice
 from sweeper.errors import SpaceError
 from sweeper.kernels import load_kernel
 from sweeper.plan import make_plan
 from sweeper.space import load_space, parse_space
-from sweeper.space._model import MAX_CONFIGS
 from sweeper.study import require_launchable
 
 ROOT = Path(__file__).resolve().parent.parent

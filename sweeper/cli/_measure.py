@@ -21,7 +21,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     space, device = space_and_device(space_source(args), args.device)
     if device.replays:
         raise SweeperError("ab measures; it cannot run on a replay device")
-    from sweeper.space._names import safe_name
+    from sweeper.core._names import safe_name
 
     name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
     out = study_folder(args.studies_dir, f"{space.study}-ab") / f"{name}.json"

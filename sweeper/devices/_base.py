@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from sweeper.bounds import Bounds
+from sweeper.core import MeasureSpec, Space
 from sweeper.devices._nvml import GpuState, Window
 from sweeper.errors import SweeperError
 from sweeper.measure import Duty, StopRule, Timing, sample_until
-from sweeper.space import MeasureSpec, Space
 
 Launch = Callable[[], None]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from sweeper.bounds import Bounds
+from sweeper.core import MeasureSpec
 from sweeper.devices._base import Device, DeviceFacts, Launch, PlanCosts
 from sweeper.measure import time_host
-from sweeper.space import MeasureSpec
 
 MAX_FOOTPRINT = 16 << 10
 MAX_WARMUP = 1

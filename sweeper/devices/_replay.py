@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds
+from sweeper.core import Space
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.errors import DataError, SweeperError
 from sweeper.fsio import atomic_write
-from sweeper.space import Space
 
 FORMAT = "sweeper replay table v1"
 RESERVED = ("status", "median_ms", "samples_ms")

@@ -5,11 +5,11 @@ finds, imports and checks each."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import cast
 
 from sweeper import plugins
+from sweeper.core import Dim, Problem
 from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam, fill_random
-from sweeper.space import Dim, Problem
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
 BUILTINS: dict[str, str] = plugins.KERNEL.builtins
@@ -19,36 +19,6 @@ def kernel_class(name: str) -> type[Kernel]:
     """The :class:`Kernel` subclass ``name`` leads to (its module imported)."""
     obj = plugins.load(plugins.KERNEL, name).obj
     return obj if isinstance(obj, type) else type(obj)
-
-
-def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
-    """A stand-in for the user kernel ``name`` that imports nothing.
-
-    Importing a user kernel runs its module's top-level code, which only ``run`` (and
-    ``ab``) must do.  The stand-in declares what the kernel's source declares in literals
-    (:mod:`sweeper.kernels._unimported`: dimensions, meta-parameters, options, defaults,
-    autotune configs); where the source says no meta-parameters it could read, the names
-    ``params`` (a space's ``params`` mapping) gives besides the launch and problem axes
-    and the dimensions, without defaults or checks; the rest is the base
-    :class:`Kernel`'s.  Its ``unread`` names what could not be read."""
-    from sweeper.kernels._unimported import read_declaration
-    from sweeper.space._model import LAUNCH_AXES, PROBLEM_AXES
-
-    found = plugins.find(plugins.KERNEL, name)
-    read = read_declaration(found.target, name) if not found.builtin else None
-    attrs: dict[str, Any] = dict(read.attrs) if read is not None else {}
-    dims = attrs.get("dims", Kernel.dims)
-    names: list[str] = []
-    for key, value in (params.items() if isinstance(params, dict) else ()):
-        zipped = value.get("zip") if isinstance(value, dict) else None
-        names += list(zipped) if isinstance(zipped, dict) else [key]
-    attrs.setdefault("meta_params", {
-        n: MetaParam(default=0, doc="not checked: the kernel was not imported")
-        for n in names if isinstance(n, str) and n.isidentifier() and n.isascii() and
-        n not in (*LAUNCH_AXES, *PROBLEM_AXES, *dims)})
-    attrs["defaults"] = {**Kernel.defaults, **attrs.get("defaults", {})}
-    attrs["unread"] = read.unread if read is not None else ()
-    return type("UncheckedKernel", (Kernel,), {**attrs, "name": name})
 
 
 def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
@@ -79,5 +49,4 @@ __all__ = [
     "fill_random",
     "kernel_class",
     "load_kernel",
-    "unchecked_kernel",
 ]

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sweeper.core import Dim
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import MetaParam
-from sweeper.space import Dim
 
 #: ``triton.Config`` fields sweeper cannot sweep, with the value that means "unused".
 UNSUPPORTED = {"num_ctas": 1, "maxnreg": None, "pre_hook": None, "ir_override": None}

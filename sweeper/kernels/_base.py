@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sweeper.core import DECLARED_ONLY, DTYPES, Config, Dim, Problem
 from sweeper.errors import SweeperError
-from sweeper.space import DECLARED_ONLY, DTYPES, Config, Dim, Problem
 
 if TYPE_CHECKING:      # a kernel's declaration is read without importing torch
     import torch

@@ -185,10 +185,9 @@ def _spec(raw: Any) -> Any:
 def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:
     """The meta-parameters: ``params``' axes but the launch and problem ones and the
     dimensions; an :class:`OptionError` where the template reads another."""
-    from sweeper.kernels import unchecked_kernel
 
     dims = json.loads(options["dims"]) if "dims" in options else {"n": 0}
-    meta = [n for n in unchecked_kernel("cuda", params).meta_params if n not in dims]
+    meta = [n for n in plugins.unchecked_kernel("cuda", params).meta_params if n not in dims]
     template = options.get("template")
     if template and params is not None:
         missing = [n for n in template_names(template) if n not in meta]

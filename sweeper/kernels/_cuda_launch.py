@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core import Config
 from sweeper.kernels._cuda_build import Compiled, compiled
 from sweeper.kernels._cuda_spec import instantiation, nvrtc_options
-from sweeper.space import Config
 
 if TYPE_CHECKING:         # the launch is handed its declaration; it never makes one
     from sweeper.kernels._cuda_form import CudaLaunch

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from sweeper.core import Dim, Problem
 from sweeper.kernels._base import Headline, Kernel, MetaParam, elementwise_block
-from sweeper.space import Dim, Problem
 
 
 class CopyDeclaration(Kernel):

@@ -14,7 +14,7 @@ test them.  On another GPU they still rank in the right order.
 
 from __future__ import annotations
 
-from sweeper.space import Config
+from sweeper.core import Config
 
 #: Threads and programs (thread blocks) one SM holds at once.
 THREADS_PER_SM = 2048

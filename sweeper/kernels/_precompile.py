@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sweeper.core import Config, Problem
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Buffers, Kernel
 from sweeper.kernels._cuda_form import CudaLaunch
-from sweeper.space import Config, Problem
 
 _ARCH = re.compile(r"sm_?(\d+)a?")
 

@@ -27,10 +27,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sweeper.core import Config, Expr, Problem, evaluate
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Buffers, Kernel, fill_poison, fill_random
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
-from sweeper.space import Config, Expr, Problem, evaluate
 
 if TYPE_CHECKING:
     import torch

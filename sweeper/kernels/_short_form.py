@@ -26,11 +26,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sweeper.core import DTYPES, Dim, Expr, parse
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Headline, MetaParam
 from sweeper.kernels._short import Count, Plan, ShortKernel
 from sweeper.kernels._tensors import RESERVED, TOLERANCES, Factory, TensorSpec, tensor_spec
-from sweeper.space import DTYPES, Dim, Expr, parse
 
 
 @dataclass(frozen=True)

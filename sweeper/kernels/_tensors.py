@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core import DTYPES, Expr, Problem, evaluate, parse
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import mismatch
-from sweeper.space import DTYPES, Expr, Problem, evaluate, parse
 
 if TYPE_CHECKING:
     import torch

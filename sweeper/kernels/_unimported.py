@@ -19,8 +19,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from sweeper.core import Dim
 from sweeper.kernels._base import MetaParam
-from sweeper.space import Dim
 
 #: The class attributes a Kernel subclass's declaration is read from.
 CLASS_ATTRS = ("dims", "meta_params", "options", "option_defaults", "optional_options",

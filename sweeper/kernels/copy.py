@@ -14,11 +14,11 @@ from typing import Any
 import torch
 import triton.language as tl
 
+from sweeper.core import Config, Problem
 from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch
 from sweeper.kernels._declared import CopyDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
-from sweeper.space import Config, Problem
 
 
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its

@@ -26,12 +26,12 @@ from typing import Any
 
 import torch
 
+from sweeper.core import Config, Problem
 from sweeper.kernels._base import Buffers, fill_poison
 from sweeper.kernels._declared import MatmulDeclaration, mnk
 from sweeper.kernels._guess import tiled
 from sweeper.kernels._jit import jit
 from sweeper.kernels._matmul_triton import REDUCE_BLOCK, _matmul_body, _reduce_body, descriptor
-from sweeper.space import Config, Problem
 
 #: ‖C − ref‖ / ‖ref‖ allowed, by dtype: a right product's relative error is far under 1e-3
 #: in fp32, about 3e-4 through TF32 (Triton's default for fp32 operands) and between 1e-3

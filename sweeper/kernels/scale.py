@@ -32,11 +32,11 @@ from typing import Any
 import torch
 import triton.language as tl
 
+from sweeper.core import Config, Problem
 from sweeper.kernels._base import Buffers, fill_random, mismatch
 from sweeper.kernels._declared import ScaleDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
-from sweeper.space import Config, Problem
 
 #: The factor every launch multiplies by (see the module's docstring for why this one).
 A = 1.03125

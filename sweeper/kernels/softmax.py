@@ -20,11 +20,11 @@ from typing import Any
 import torch
 import triton.language as tl
 
+from sweeper.core import Config, Problem
 from sweeper.kernels._base import Buffers, fill_poison
 from sweeper.kernels._declared import SoftmaxDeclaration
 from sweeper.kernels._guess import rowwise
 from sweeper.kernels._jit import jit
-from sweeper.space import Config, Problem
 
 #: (rtol, atol) against a float64 softmax of the same input, by dtype: float32 arithmetic
 #: is within a few ulps of float32 (float64 gets no better, as it computes in float32);

@@ -24,10 +24,10 @@ from typing import Any
 
 import torch
 
+from sweeper.core import Config, Problem
 from sweeper.kernels._base import Buffers, fill_poison, fill_random
 from sweeper.kernels._declared import TorchOpDeclaration, resolve_op
 from sweeper.kernels._tensors import TOLERANCES, difference
-from sweeper.space import Config, Problem
 
 
 class TorchOpKernel(TorchOpDeclaration):

@@ -1,23 +1,36 @@
-"""The search space: parsed once from YAML into frozen dataclasses."""
+"""The search space: parsed once from YAML into the core's frozen dataclasses
+(:mod:`sweeper.core`, re-exported here), checked against the kernel the registry
+finds."""
 
-from sweeper.space._expr import Expr, cdiv, evaluate, parse
-from sweeper.space._load import autotune_space, load_space, parse_space
-from sweeper.space._model import (
+from sweeper.core import (
+    DECLARED_ONLY,
+    DTYPES,
     Axis,
     AxisRole,
     Budget,
     Config,
     Constraint,
+    Dim,
+    Expr,
     Invalid,
     MeasureSpec,
     Origin,
+    Problem,
     SamplerSpec,
+    Shape,
     Space,
     Tie,
     Value,
+    cdiv,
+    evaluate,
+    format_size,
+    parse,
+    parse_duration,
+    parse_size,
+    shape_of,
+    show_dims,
 )
-from sweeper.space._problem import Dim, Problem, Shape, shape_of, show_dims
-from sweeper.space._units import DECLARED_ONLY, DTYPES, format_size, parse_duration, parse_size
+from sweeper.space._load import autotune_space, load_space, parse_space
 
 __all__ = [
     "DECLARED_ONLY",

@@ -29,6 +29,10 @@ MAX_EXTENDS = 16                                  # files a space may extend, on
 ALLOW_ENV = "SWEEPER_ALLOW_PATH"
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
+#: The keys a space file may have at its top level.
+TOP_KEYS = ("study", "kernel", "from_autotune", "sampler", "seed", "params", "constraints",
+            "measure", "budget", "extends")
+
 
 def reachable(path: Path, allow: Sequence[str | Path] = ()) -> tuple[Path, ...]:
     """The folders the space file at ``path`` may extend files from: its own first, then
@@ -103,8 +107,6 @@ def _extended(text: str, file: str) -> tuple[Any, dict[str, int]]:
     """An extended file's data and lines, refused without quoting it unless it is a
     mapping of space keys: a file that is not a space (a password file reached by
     mistake) must not have its lines printed in an error."""
-    from sweeper.space._load import TOP_KEYS
-
     try:
         data, lines = load_with_lines(text, file)
     except SpaceError as err:

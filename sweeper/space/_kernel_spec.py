@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sweeper.core._model import KernelDeclaration, Origin
 from sweeper.errors import SpaceError, SweeperError
-from sweeper.space._model import KernelDeclaration, Origin
 from sweeper.space._settings import shown
 
 #: A kernel option's value: a short string, checked by the kernel's declaration.

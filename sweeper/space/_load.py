@@ -13,13 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from sweeper import plugins
-from sweeper.errors import ExpressionError, SpaceError, SweeperError
-from sweeper.space import _expr
-from sweeper.space._expr import LIMIT, Expr
-from sweeper.space._files import load_located, override, reachable
-from sweeper.space._from_autotune import FromAutotune
-from sweeper.space._kernel_spec import KernelSpec
-from sweeper.space._model import (
+from sweeper.core import _expr
+from sweeper.core._expr import LIMIT, Expr
+from sweeper.core._model import (
     CACHE_MODES,
     FACT_NAMES,
     LAUNCH_AXES,
@@ -34,14 +30,16 @@ from sweeper.space._model import (
     Tie,
     Value,
 )
-from sweeper.space._names import safe_name, study_name_problem
+from sweeper.core._names import safe_name, study_name_problem
+from sweeper.core._units import parse_size
+from sweeper.errors import ExpressionError, SpaceError, SweeperError
+from sweeper.space._files import TOP_KEYS, load_located, override, reachable
+from sweeper.space._from_autotune import FromAutotune
+from sweeper.space._kernel_spec import KernelSpec
 from sweeper.space._problem_axes import TEXT_AXES, ProblemAxes
 from sweeper.space._settings import Settings, shown
-from sweeper.space._units import parse_size
 from sweeper.space._yaml import load_with_lines
 
-TOP_KEYS = ("study", "kernel", "from_autotune", "sampler", "seed", "params", "constraints",
-            "measure", "budget", "extends")
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sweeper.core._model import FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES, Axis, Tie
+from sweeper.core._problem import Shape, shape_of
+from sweeper.core._units import DTYPES
 from sweeper.errors import SpaceError, SweeperError
-from sweeper.space._model import FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES, Axis, Tie
-from sweeper.space._problem import Shape, shape_of
 from sweeper.space._settings import shown
-from sweeper.space._units import DTYPES
 
 #: Axes whose values are names, not numbers: expressions cannot read them.
 TEXT_AXES = ("dtype", "cache")

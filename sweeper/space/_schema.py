@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper import plugins
-from sweeper.space._load import BLOCKS, TOP_KEYS
-from sweeper.space._model import CACHE_MODES
+from sweeper.core._model import CACHE_MODES
+from sweeper.core._units import DTYPES
+from sweeper.space._files import TOP_KEYS
+from sweeper.space._load import BLOCKS
 from sweeper.space._settings import (
     BUDGET_KEYS,
     MAX_COUNT,
@@ -21,7 +23,6 @@ from sweeper.space._settings import (
     SAMPLER_KEYS,
     STOP_RULES,
 )
-from sweeper.space._units import DTYPES
 
 SCALAR = {"type": ["integer", "string"]}
 #: A plugin that is not built in: an installed entry point's name, or module:attr.

@@ -11,9 +11,9 @@ import math
 from typing import Any
 
 from sweeper import plugins
+from sweeper.core._model import CACHE_MODES, Axis, Budget, MeasureSpec, SamplerSpec
+from sweeper.core._units import parse_duration
 from sweeper.errors import SpaceError, SweeperError
-from sweeper.space._model import CACHE_MODES, Axis, Budget, MeasureSpec, SamplerSpec
-from sweeper.space._units import parse_duration
 
 MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
                 "cache", "batch", "graph", "abandon", "timeout", "duty")

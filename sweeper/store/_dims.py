@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sweeper import plugins
+from sweeper.core._problem import default_shape
 from sweeper.errors import SweeperError
 from sweeper.space import Config, Shape, shape_of
-from sweeper.space._problem import default_shape
 from sweeper.store._records import BaselineRecord, ProblemKey
 
 

@@ -2,7 +2,7 @@
 make, and how a ``footprint`` alone gives them.
 
 A kernel declares its dimensions as data (:class:`Dim`: meaning, default, limits) with
-two kinds of expression in the space's own language (:mod:`sweeper.space._expr`): the
+two kinds of expression in the space's own language (:mod:`sweeper.core._expr`): the
 footprint in bytes from the dimensions and ``itemsize``, and, for kernels a single size
 describes, each dimension from ``footprint`` and ``itemsize``.  :class:`Shape` holds
 them parsed, so a space sweeps dimensions, a footprint, or both derived from each other,
@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sweeper.core._expr import Expr, evaluate, parse
+from sweeper.core._units import DTYPES, format_size
 from sweeper.errors import ExpressionError, SweeperError
-from sweeper.space._expr import Expr, evaluate, parse
-from sweeper.space._units import DTYPES, format_size
 
 #: Names a footprint expression may read besides the dimensions, and a dimension's
 #: expression from a footprint.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from sweeper.space._expr import MAX_DIGITS, UNITS
+from sweeper.core._expr import MAX_DIGITS, UNITS
 
 #: dtype name -> bytes per element.  The names are torch's.
 DTYPES: dict[str, int] = {

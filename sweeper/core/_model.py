@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
+from sweeper.core._expr import Expr, evaluate, quoted
+from sweeper.core._problem import Problem, Shape, SizeError, default_shape
+from sweeper.core._units import DTYPES
 from sweeper.errors import ExpressionError
 from sweeper.measure._decide import StopRule
 from sweeper.measure._duty import DEFAULT_DUTY, Duty
-from sweeper.space._expr import Expr, evaluate, quoted
-from sweeper.space._problem import Problem, Shape, SizeError, default_shape
-from sweeper.space._units import DTYPES
 
 #: Names every expression may read besides the axes: device facts and problem facts.
 FACT_NAMES = ("sms", "l2_bytes", "n", "itemsize")
@@ -33,7 +33,7 @@ class KernelDeclaration(Protocol):
     name: ClassVar[str]
     meta_params: ClassVar[Mapping[str, Any]]    # name -> MetaParam (.default, .pow2)
     defaults: ClassVar[Mapping[str, Any]]
-    dims: ClassVar[Mapping[str, Any]]           # name -> Dim (sweeper.space._problem)
+    dims: ClassVar[Mapping[str, Any]]           # name -> Dim (sweeper.core._problem)
     footprint_bytes: ClassVar[str]
     dims_from_footprint: ClassVar[Mapping[str, str]]
     options: ClassVar[Mapping[str, str]]        # option -> what it says (kernel: {...})

@@ -1,0 +1,55 @@
+"""The core: the values everything else is made of, importing nothing of sweeper's above it.
+
+A space's model once parsed (:class:`Space`, its :class:`Axis` values, a resolved
+:class:`Config`, :class:`MeasureSpec`), a problem and its dimensions (:class:`Problem`,
+:class:`Dim`), the safe expressions grids and constraints are written in
+(:class:`Expr`), sizes, durations and dtypes (``_units``) and study names (``_names``).
+Kernels, devices, bounds and the plugin registry are built on this; the space parser
+(:mod:`sweeper.space`) sits above them, as it asks the registry for kernels."""
+
+from sweeper.core._expr import Expr, cdiv, evaluate, parse
+from sweeper.core._model import (
+    Axis,
+    AxisRole,
+    Budget,
+    Config,
+    Constraint,
+    Invalid,
+    MeasureSpec,
+    Origin,
+    SamplerSpec,
+    Space,
+    Tie,
+    Value,
+)
+from sweeper.core._problem import Dim, Problem, Shape, shape_of, show_dims
+from sweeper.core._units import DECLARED_ONLY, DTYPES, format_size, parse_duration, parse_size
+
+__all__ = [
+    "DECLARED_ONLY",
+    "DTYPES",
+    "Axis",
+    "AxisRole",
+    "Budget",
+    "Config",
+    "Constraint",
+    "Dim",
+    "Expr",
+    "Invalid",
+    "MeasureSpec",
+    "Origin",
+    "Problem",
+    "SamplerSpec",
+    "Shape",
+    "Space",
+    "Tie",
+    "Value",
+    "cdiv",
+    "evaluate",
+    "format_size",
+    "parse",
+    "parse_duration",
+    "parse_size",
+    "shape_of",
+    "show_dims",
+]
