@@ -185,7 +185,10 @@ def test_no_password_is_printed_or_recorded(postgres_url, tmp_path, monkeypatch,
     out, err = capsys.readouterr()
     assert SECRET not in out + err and "sweeper:***@" in out + err
     store = open_storage(url, tmp_path / name)
-    assert SECRET not in repr(store.meta()) and SECRET not in store.location
+    meta = store.meta()
+    assert SECRET not in repr(meta) and SECRET not in store.location
+    assert meta["command"].startswith("sweeper worker ") and "sweeper:***@" in meta["command"]
+    assert meta["last_run"]["command"].startswith("sweeper run ")
     for path in tmp_path.rglob("*"):
         assert not path.is_file() or SECRET.encode() not in path.read_bytes(), path
 

@@ -69,8 +69,10 @@ def _run_study(args: argparse.Namespace, started: StartAhead) -> tuple[int, Path
 
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
     store = open_storage(args.storage, study_folder(args.studies_dir, name))
-    command = getattr(args, "command", None) or (
-        recorded_command(sys.argv[1:]) if sys.argv[0] else "sweeper run")
+    # the API names its call in ``args.command``; from the command line, ``args.command``
+    # is the subcommand's name, and the study records the whole line
+    command = args.command if getattr(args, "in_process", False) else \
+        recorded_command(args.argv)
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=args.force)
     facts = device.facts()
