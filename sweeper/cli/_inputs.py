@@ -1,11 +1,13 @@
 """What the commands read from their options, checked once: the space file and the
-device, a study on disk, a fraction.  Each error is one line naming what is wrong."""
+device, a study on disk, a fraction; and the command line as a study records it.  Each
+error is one line naming what is wrong."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,17 @@ def open_study(args: argparse.Namespace) -> Any:
     from sweeper.api._study import load_study
 
     return load_study(path)
+
+
+def recorded_command(argv: Sequence[str]) -> str:
+    """``sweeper ARGV`` shell-quoted, as a study records the command that ran it, with
+    every URL in it masked (:func:`sweeper.store._url.mask_url`): no password reaches
+    the study's metadata or its report."""
+    if any("://" in arg for arg in argv):
+        from sweeper.store._url import mask_url
+
+        argv = [mask_url(arg) if "://" in arg else arg for arg in argv]
+    return shlex.join(["sweeper", *argv])
 
 
 def fraction_option(option: str, text: str) -> float:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shlex
 import signal
 import sys
 import threading
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
-from sweeper.cli._inputs import kernel_for, space_and_device
+from sweeper.cli._inputs import kernel_for, recorded_command, space_and_device
 from sweeper.cli._prespawn import StartAhead, worker_processes
 from sweeper.cli._results import report_study
 from sweeper.errors import ContextLost, SweeperError
@@ -70,8 +69,10 @@ def _run_study(args: argparse.Namespace, started: StartAhead) -> tuple[int, Path
 
     name = args.study or (space.study if device.measures_gpu else f"{space.study}-{device.name}")
     store = open_storage(args.storage, study_folder(args.studies_dir, name))
-    command = getattr(args, "command", None) or (
-        shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run")
+    # the API names its call in ``args.command``; from the command line, ``args.command``
+    # is the subcommand's name, and the study records the whole line
+    command = args.command if getattr(args, "in_process", False) else \
+        recorded_command(args.argv)
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=args.force)
     facts = device.facts()
