@@ -1,7 +1,8 @@
 """One error root for everything sweeper raises on purpose.
 
-The CLI prints a ``SweeperError`` as one line and exits with status 2; anything
-else is a bug and keeps its traceback.
+The CLI prints a ``SweeperError`` as one line and exits with status 2, or with its
+``exit_status`` where the world failed rather than the input (:class:`WriteError`,
+:class:`StorageError`: 1); anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ class StudyError(SweeperError):
 class WriteError(SweeperError):
     """A file could not be written (disk full, I/O error, read-only place); what was there
     before is left as it was.  Not the user's input: ``sweeper`` exits with status 1."""
+
+    exit_status = 1
+
+
+class StorageError(SweeperError):
+    """The study's database failed: it cannot be reached, stopped answering, or a statement
+    ran past its time limit.  Not the user's input: ``sweeper`` exits with status 1; every
+    record appended before is kept there, and the same command resumes once it is back."""
 
     exit_status = 1
 

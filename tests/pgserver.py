@@ -1,7 +1,8 @@
 """A throwaway PostgreSQL server for the tests: ``initdb`` into a temporary folder, started
 with ``pg_ctl`` on a Unix socket in that folder (no TCP port), stopped and removed at the
 end.  As root (CI containers), the server runs as the ``postgres`` user (or ``nobody``):
-PostgreSQL refuses to run as root."""
+PostgreSQL refuses to run as root.  A test may stop and start it again (the database
+going away in the middle of a run, then coming back)."""
 
 from __future__ import annotations
 
@@ -36,26 +37,56 @@ def _owner() -> tuple[int, int] | None:
     raise RuntimeError("running as root, and no postgres or nobody user to run PostgreSQL as")
 
 
+class Server:
+    """A server's data in ``folder``, made by ``initdb``; :meth:`start` and :meth:`stop`
+    it any number of times, its data kept between."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        owner = _owner()
+        self._as = {} if owner is None else {"user": owner[0], "group": owner[1]}
+        if owner is not None:
+            os.chown(folder, *owner)
+        self._run("initdb", "-D", str(folder / "data"), "-A", "trust", "-U", "sweeper",
+                  "--no-sync")
+
+    @property
+    def url(self) -> str:
+        """Its SQLAlchemy URL (user ``sweeper``, database postgres)."""
+        return f"postgresql://sweeper@/postgres?host={self.folder}&port={PORT}"
+
+    def start(self) -> None:
+        """Start it and wait until it takes connections."""
+        self._run("pg_ctl", "-D", str(self.folder / "data"), "-l", str(self.folder / "log"),
+                  "-w", "-o", f"-c listen_addresses='' -k {self.folder} -p {PORT} "
+                  "-c fsync=off", "start")
+
+    def stop(self) -> None:
+        """Stop it at once, as a crash or a pulled cable would (``-m immediate``)."""
+        self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop")
+
+    def _run(self, *cmd: str) -> None:
+        subprocess.run(cmd, check=True, capture_output=True, cwd=self.folder, **self._as)
+
+
+@contextlib.contextmanager
+def running() -> Iterator[Server]:
+    """A started server, stopped (where it runs) and removed at the end."""
+    folder = Path(tempfile.mkdtemp(prefix="sweeper-pg-"))
+    try:
+        server = Server(folder)
+        server.start()
+        try:
+            yield server
+        finally:
+            with contextlib.suppress(subprocess.CalledProcessError):   # stopped already
+                server.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def server() -> Iterator[str]:
     """Start a server; yields its SQLAlchemy URL (user ``sweeper``, database postgres)."""
-    folder = Path(tempfile.mkdtemp(prefix="sweeper-pg-"))
-    owner = _owner()
-    run_as = {} if owner is None else {"user": owner[0], "group": owner[1]}
-    if owner is not None:
-        os.chown(folder, *owner)
-    data, log = folder / "data", folder / "log"
-
-    def run(*cmd: str) -> None:
-        subprocess.run(cmd, check=True, capture_output=True, cwd=folder, **run_as)
-
-    try:
-        run("initdb", "-D", str(data), "-A", "trust", "-U", "sweeper", "--no-sync")
-        run("pg_ctl", "-D", str(data), "-l", str(log), "-w", "-o",
-            f"-c listen_addresses='' -k {folder} -p {PORT} -c fsync=off", "start")
-        try:
-            yield f"postgresql://sweeper@/postgres?host={folder}&port={PORT}"
-        finally:
-            run("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with running() as started:
+        yield started.url

@@ -8,7 +8,9 @@ the device have been checked.
 Exit status: 0 done; 1 ran, but no config produced a number (every trial failed or was
 ruled out; a line on stderr says why), or ``run`` stopped after ``MAX_RESTARTS`` fresh
 processes, or a file could not be written (a :class:`WriteError`: a full disk, the world's
-fault, not the input's; the line says what is left); 2 bad input (space file, option,
+fault, not the input's; the line says what is left), or the study's database failed (a
+:class:`StorageError`: unreachable, gone mid-run, past a time limit; every record appended
+before is kept there); 2 bad input (space file, option,
 study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished trial kept;
 141 the reader of its output went away (``sweeper plan ... | head``), quietly, as a shell
 pipeline expects, every finished trial kept.

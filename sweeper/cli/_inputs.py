@@ -4,6 +4,8 @@ study on disk, a fraction.  Each error is one line naming what is wrong."""
 from __future__ import annotations
 
 import argparse
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,17 @@ def open_study(args: argparse.Namespace) -> Any:
     from sweeper.api._study import load_study
 
     return load_study(path).storage
+
+
+def recorded_command(argv: Sequence[str]) -> str:
+    """``sweeper ARGV`` shell-quoted, as a study records the command that ran it, with
+    every URL in it masked (:func:`sweeper.store._url.mask_url`): no password reaches
+    the study's metadata or its report."""
+    if any("://" in arg for arg in argv):
+        from sweeper.store._url import mask_url
+
+        argv = [mask_url(arg) if "://" in arg else arg for arg in argv]
+    return shlex.join(["sweeper", *argv])
 
 
 def fraction_option(option: str, text: str) -> float:

@@ -272,7 +272,8 @@ def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
     p.add_argument("--studies-dir", default="studies", help="where studies live (with "
                    "--storage: where their reports and exports go)")
     p.add_argument("--storage", metavar="URL", help="a postgresql://USER@HOST/DB database "
-                   "holding the studies (default: the journal in each study's folder)")
+                   "holding the studies (default: the journal in each study's folder); a "
+                   "connection gives up after 10 s unless the URL says ?connect_timeout=N")
     if name:
         p.add_argument("--study", help="study name (default: the space's, with -interpret "
                        "appended on the interpreter)")

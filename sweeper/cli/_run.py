@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
-from sweeper.cli._inputs import space_source
+from sweeper.cli._inputs import recorded_command, space_source
 from sweeper.engine import RunOptions, run_sweep
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
-    """``run``'s parsed options as the engine takes them; the command line is what a
-    fresh process goes on with after a trial broke the CUDA context."""
+    """``run``'s parsed options as the engine takes them: the study records the command
+    line (URLs masked), and a fresh process goes on with it after a trial broke the CUDA
+    context."""
     return RunOptions(
         space=space_source(args), device=args.device, study=args.study,
         studies_dir=args.studies_dir, storage=args.storage, trials=args.trials,
@@ -20,7 +21,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         gpus=None if args.gpus is None else tuple(args.gpus), workers=args.workers,
         compile_workers=args.compile_workers, quiet=args.quiet, report=not args.no_report,
         svg=args.svg, timing=args.timing, priors=not args.no_priors,
-        restart_argv=tuple(args.argv), clock_from_start=args.from_shell)
+        command=recorded_command(args.argv), restart_argv=tuple(args.argv),
+        clock_from_start=args.from_shell)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import socket
 import sys
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     store = open_storage(args.storage, study_folder(args.studies_dir, args.study))
     space, device = _space_of(args, store)
+    from sweeper.cli._inputs import recorded_command
     from sweeper.engine import kernel_for
     from sweeper.sweep import Sweep, open_study
     from sweeper.sweep._claims import Claims
@@ -39,7 +39,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if store.exists():        # shared before open_study takes it: other workers hold it
         store.share()
     open_study(store, space, kernel, device, force=args.force,
-               command=shlex.join(["sweeper", *args.argv]))
+               command=recorded_command(args.argv))
     store.share()
     print(f"worker {worker_id}: study {args.study} in {store.location}; "
           f"{space.size} configs, claims held for {args.lease:g} s between heartbeats",

@@ -37,8 +37,9 @@ class RunOptions:
     says and writes (``quiet``, ``report``, ``svg``, ``timing``; ``priors``: ``auto``
     starts from other studies' winners).
 
-    ``command`` is what the study records as the command that made it (None: the
-    process's own command line).  ``restart_argv``: where a trial broke the CUDA context
+    ``command`` is what the study records as the command that made it (the front door
+    names itself: ``sweeper run ...`` with URLs masked, ``sweeper.run(...)``; None:
+    ``sweeper run``).  ``restart_argv``: where a trial broke the CUDA context
     or hung, the run goes on in a fresh ``python -m sweeper`` process with these
     arguments; None (a call from Python) makes that an error to the caller instead, the
     caller's process never replaced.  ``clock_from_start``: the time line counts from the

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import signal
 import sys
 import threading
@@ -79,8 +78,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     name = options.study or (
         space.study if device.measures_gpu else f"{space.study}-{device.name}")
     store = open_storage(options.storage, study_folder(options.studies_dir, name))
-    command = options.command or (
-        shlex.join(["sweeper", *sys.argv[1:]]) if sys.argv[0] else "sweeper run")
+    command = options.command or "sweeper run"
     resuming = store.exists()
     open_study(store, space, kernel, device, command=command, force=options.force)
     facts = device.facts()

@@ -28,6 +28,7 @@ from sweeper.errors import SweeperError
 from sweeper.interop import Written
 from sweeper.report._write import study_headline
 from sweeper.store import Storage, TrialRecord
+from sweeper.store._url import mask_url
 from sweeper.trial import TrialStatus
 
 #: Statistics kept as user attributes, by their name in :class:`~sweeper.measure.Stats`.
@@ -47,7 +48,7 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if name in optuna.get_all_study_names(storage):
         if not replace:
-            raise SweeperError(f"--to {target}: it already holds an Optuna study "
+            raise SweeperError(f"--to {mask_url(target)}: it already holds an Optuna study "
                                f"{name!r}; pass --replace to delete it and write it again")
         optuna.delete_study(study_name=name, storage=storage)
     study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
@@ -59,7 +60,7 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
     rate = study_headline(meta).value
     study.add_trials([frozen(t, dists, rate) for t in trials])
     return Written(target, f"wrote {len(trials)} trials to the Optuna study {name!r} in "
-                   f"{target} (optuna.load_study(study_name={name!r}, storage=...))")
+                   f"{mask_url(target)} (optuna.load_study(study_name={name!r}, storage=...))")
 
 
 def open_storage(target: str) -> Any:
@@ -68,7 +69,7 @@ def open_storage(target: str) -> Any:
         try:
             return optuna.storages.RDBStorage(target)
         except Exception as err:  # noqa: BLE001  (SQLAlchemy's errors are many; one line)
-            raise SweeperError(f"--to {target}: cannot open it as a database: "
+            raise SweeperError(f"--to {mask_url(target)}: cannot open it as a database: "
                                f"{str(err).splitlines()[0]}") from None
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 

@@ -30,7 +30,9 @@ def open_storage(spec: str | None, folder: Path) -> Storage:
     if spec is None:
         return StudyStore(folder)
     if not is_database(spec):
-        raise SweeperError(f"--storage: {spec[:60]!r} is not a storage; allowed: a "
+        from sweeper.store._url import mask_url
+
+        raise SweeperError(f"--storage: {mask_url(spec)[:60]!r} is not a storage; allowed: a "
                            "postgresql://USER@HOST/DB URL (leave it out for the journal "
                            "under --studies-dir)")
     try:

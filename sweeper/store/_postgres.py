@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import json
 import threading
@@ -40,15 +41,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from sweeper.errors import StudyError
+from sweeper.errors import StorageError, StudyError, SweeperError
 from sweeper.store._base import Storage, kept_once, record_key
 from sweeper.store._claims_file import BUSY, BUSY_RUN
 from sweeper.store._journal import encode_record
 from sweeper.store._records import TrialRecord
 from sweeper.store._schema import meta_problem
+from sweeper.store._url import SHAPE, database_url, mask_url, with_timeouts
 
 SCHEMA = sa.MetaData()
 STUDIES = sa.Table("sweeper_studies", SCHEMA,
@@ -80,25 +83,52 @@ _engines_lock = threading.Lock()
 
 def engine_for(url: str) -> sa.Engine:
     """One engine (a connection pool) per URL in this process, its tables made; psycopg 3
-    is the driver whatever the URL names."""
+    is the driver whatever the URL names.  The URL is checked first (a malformed one is
+    refused before any connection is tried) and given sweeper's time limits where it sets
+    none (:func:`sweeper.store._url.with_timeouts`); a failure of the database is one line
+    (:func:`_on_error`)."""
     with _engines_lock:
         if url not in _engines:
-            real = sa.engine.make_url(url).set(drivername="postgresql+psycopg")
+            real = with_timeouts(database_url(url)).set(drivername="postgresql+psycopg")
             engine = sa.create_engine(real, pool_pre_ping=True)
+            sa.event.listen(engine, "handle_error", functools.partial(_on_error, url))
             try:
                 with engine.begin() as c:
                     c.execute(sa.select(sa.func.pg_advisory_xact_lock(_DDL_LOCK)))
                     SCHEMA.create_all(c)
-            except sa.exc.OperationalError as err:
-                raise StudyError(f"{hide_password(url)}: cannot reach the database: "
-                                 f"{str(err.orig).strip().splitlines()[0]}") from None
+            except BaseException:
+                engine.dispose()
+                raise
             _engines[url] = engine
         return _engines[url]
 
 
-def hide_password(url: str) -> str:
-    """``url`` as messages show it: without its password."""
-    return sa.engine.make_url(url).render_as_string(hide_password=True)
+def _on_error(url: str, context: sa.engine.ExceptionContext) -> None:
+    """Raise a failure of the database at ``url`` as one line naming it (masked): one
+    that cannot be reached, went away, or ran past a time limit is a :class:`StorageError`
+    (exit status 1), a parameter the driver refuses when connecting is bad input.  Every
+    other error (a constraint, a conflict between transactions that the code retries) is
+    left as SQLAlchemy raises it, as is the pool's own check of a connection (it opens a
+    fresh one when that fails)."""
+    error = context.original_exception
+    if context.is_pre_ping or isinstance(error, psycopg.errors.TransactionRollback):
+        return
+    reason = _reason(error, url)
+    if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
+        what = "cannot reach the database" if context.connection is None else \
+            "the database failed"
+        raise StorageError(f"{mask_url(url)}: {what}: {reason}; every record appended "
+                           "before is kept there (run the same command again to go on)")
+    if isinstance(error, psycopg.ProgrammingError) and context.connection is None:
+        raise SweeperError(f"{mask_url(url)}: the database driver refuses it: {reason}; "
+                           f"allowed: {SHAPE}")
+
+
+def _reason(error: BaseException, url: str) -> str:
+    """The first line of the driver's message, without the URL's password in it."""
+    reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    password = sa.engine.make_url(url).password
+    return reason.replace(str(password), "***") if password else reason
 
 
 def study_lock_key(name: str) -> int:
@@ -129,7 +159,7 @@ class PostgresStore(Storage):
     @property
     def location(self) -> str:
         """The database (without its password) and the study."""
-        return f"{hide_password(self.url)} (study {self._name})"
+        return f"{mask_url(self.url)} (study {self._name})"
 
     def exists(self) -> bool:
         """Whether the database has this study."""
@@ -201,7 +231,7 @@ class PostgresStore(Storage):
         study right after (a resume) could find it still held."""
         with self._mutex:
             if self._lock_conn is not None:
-                with contextlib.suppress(sa.exc.SQLAlchemyError):
+                with contextlib.suppress(sa.exc.SQLAlchemyError, StorageError):
                     self._lock_conn.execute(sa.select(sa.func.pg_advisory_unlock_all()))
                 self._lock_conn.close()
                 self._lock_conn = None
