@@ -182,12 +182,21 @@ def render(data: dict[str, Any]) -> str:
                     for c in [*g["winners"], *g["ranked"]]})
     functions = "\n".join(f"    {text!r}: lambda e: {grid_source(text)},"
                           for text in grids)
-    gpus = ", ".join(data["gpus"])
-    head = (f'{MARKER}\n"""Tuned configs of the kernel {data["kernel"]!r} on {gpus}, '
+    gpus = ", ".join(_quoted(g) for g in data["gpus"])
+    head = (f'{MARKER}\n"""Tuned configs of the kernel {_quoted(data["kernel"])} on {gpus}, '
             "written by `sweeper export STUDY --format triton`.\n\n" + USAGE + '"""\n')
     literal = json.dumps(json.dumps(data, sort_keys=True))
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n" + BUILD)
+
+
+def _quoted(name: str) -> str:
+    """A name from the study (a GPU's, a kernel's) as the module's docstring quotes it:
+    its ``ascii()`` (one line of printable ASCII), each backslash and double quote escaped
+    again, so that no name can end the docstring and put text into the module's code.
+    Every other string from the study reaches the module as JSON (``_DATA``) or through
+    ``repr`` (the grid expressions)."""
+    return ascii(name).replace("\\", "\\\\").replace('"', '\\"')
 
 
 USAGE = '''    import tuned_mod
