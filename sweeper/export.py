@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -24,8 +25,32 @@ from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
 from sweeper.space import Problem
-from sweeper.store import ProblemKey, Storage, TrialRecord
+from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, TrialRecord
+from sweeper.store._claims_file import CLAIMS, LOCK
 from sweeper.tuning import FORMAT_VERSION, entry_key, entry_rate, read_tuning, tuning_path
+
+#: The files that are a study's record (and its lock), which no export may write over.
+RECORD_FILES = (META, JOURNAL, REJECTED, CLAIMS, LOCK)
+
+
+def output_file(store: Storage, path: str | Path) -> Path:
+    """The regular file an export of ``store`` may write at ``path`` (a link followed), or
+    a :class:`SweeperError` (exit 2) before any work: what cannot take a file (a folder, a
+    device, a FIFO: :func:`sweeper.fsio.writable_target`), and the study's own record
+    (``study.json``, its journal, claims and lock, by name or by being that file), whose
+    loss would lose what the study measured.  Every export format checks its target
+    here."""
+    target = writable_target(path)
+    root = getattr(store, "root", None)          # a PostgreSQL study keeps no files
+    if root is None:
+        return target
+    own = [root / name for name in RECORD_FILES]
+    folder = Path(os.path.realpath(target.parent))
+    if any((folder == Path(os.path.realpath(f.parent)) and target.name == f.name) or
+           (target.exists() and f.exists() and os.path.samefile(target, f)) for f in own):
+        raise SweeperError(f"cannot write {path}: it is the study's own {target.name}, "
+                           "which holds what it measured; give another path")
+    return target
 
 
 class StudyWinners(NamedTuple):
@@ -110,7 +135,7 @@ def export_study(store: Storage, path: str | Path | None = None
                 "top": [_top(t, slowdown) for t, slowdown in tops[key]]}
                for key, pick in won.picks.items()]
     target = tuning_path(path)
-    writable_target(target)                  # a device or a folder: refused before work
+    output_file(store, target)               # a device or a folder: refused before work
     data: dict[str, Any] = read_tuning(target) if target.exists() else \
         {"version": FORMAT_VERSION, "entries": []}
     keys = {entry_key(e) for e in entries} | \
@@ -170,6 +195,7 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
     """Write the study as a replay table (see :mod:`sweeper.devices._replay`)."""
     from sweeper.devices._replay import write_table
 
+    output_file(store, path)
     meta = store.meta()
     trials, _ = store.records()
     params = list(meta.get("axes", {}))
@@ -196,6 +222,7 @@ __all__ = [
     "entry_rate",
     "export_csv",
     "export_study",
+    "output_file",
     "problem_tops",
     "study_winners",
     "tuned",

@@ -29,8 +29,8 @@ from typing import Any
 
 from sweeper import dispatch
 from sweeper.errors import SweeperError
-from sweeper.export import StudyWinners, problem_tops, study_winners
-from sweeper.fsio import atomic_write, writable_target
+from sweeper.export import StudyWinners, output_file, problem_tops, study_winners
+from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
 
@@ -45,7 +45,7 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     """Write (or merge into) the module at ``path`` the study's winners for its GPU;
     return the path and the GPU's section."""
     target = Path(path)
-    writable_target(target)
+    output_file(store, target)
     won = study_winners(store)
     data = _existing(target)
     kernel = won.meta.get("kernel_name", won.meta["kernel"])
@@ -65,7 +65,11 @@ def _existing(target: Path) -> dict[str, Any] | None:
     is no file; any other file is refused rather than overwritten."""
     if not target.exists():
         return None
-    text = target.read_text(errors="replace")
+    try:
+        text = target.read_bytes().decode(errors="replace")
+    except OSError as err:
+        raise SweeperError(f"{target}: cannot read it to add this study to it: "
+                           f"{err.strerror or err}; give another -o") from None
     line = next((x for x in text.splitlines() if x.startswith(DATA_PREFIX)), None)
     if not text.startswith(MARKER) or line is None:
         raise SweeperError(f"{target}: not a module `sweeper export --format triton` wrote "
@@ -178,12 +182,21 @@ def render(data: dict[str, Any]) -> str:
                     for c in [*g["winners"], *g["ranked"]]})
     functions = "\n".join(f"    {text!r}: lambda e: {grid_source(text)},"
                           for text in grids)
-    gpus = ", ".join(data["gpus"])
-    head = (f'{MARKER}\n"""Tuned configs of the kernel {data["kernel"]!r} on {gpus}, '
+    gpus = ", ".join(_quoted(g) for g in data["gpus"])
+    head = (f'{MARKER}\n"""Tuned configs of the kernel {_quoted(data["kernel"])} on {gpus}, '
             "written by `sweeper export STUDY --format triton`.\n\n" + USAGE + '"""\n')
     literal = json.dumps(json.dumps(data, sort_keys=True))
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n" + BUILD)
+
+
+def _quoted(name: str) -> str:
+    """A name from the study (a GPU's, a kernel's) as the module's docstring quotes it:
+    its ``ascii()`` (one line of printable ASCII), each backslash and double quote escaped
+    again, so that no name can end the docstring and put text into the module's code.
+    Every other string from the study reaches the module as JSON (``_DATA``) or through
+    ``repr`` (the grid expressions)."""
+    return ascii(name).replace("\\", "\\\\").replace('"', '\\"')
 
 
 USAGE = '''    import tuned_mod

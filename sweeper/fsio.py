@@ -103,11 +103,15 @@ def fsync_dir(path: Path) -> None:
 
 
 def make_dirs(path: Path) -> None:
-    """``mkdir -p path``, each new folder made durable in its parent."""
+    """``mkdir -p path``, each new folder made durable in its parent; where ``path`` or a
+    folder above it is a file, a :class:`SweeperError` (bad input: exit 2) that says so."""
     missing = []
     while not path.exists() and path != path.parent:
         missing.append(path)
         path = path.parent
+    if not path.is_dir():
+        raise SweeperError(f"cannot make the folder {(missing or [path])[0]}: {path} is a "
+                           "file, not a folder; move it away or give another path")
     for folder in reversed(missing):
         try:
             folder.mkdir(exist_ok=True)
@@ -119,10 +123,11 @@ def make_dirs(path: Path) -> None:
 def write_error(err: OSError, path: Path, outcome: str = "",
                 again: str = "run the same command again") -> WriteError:
     """One line for a failed write of ``path``: what, where, what is left, what to do."""
-    what = _WHAT.get(err.errno or 0, "cannot write")
+    what = _WHAT.get(err.errno or 0)
+    where = f"{what} writing {path}" if what else f"cannot write {path}"
     outcome = outcome or (f"{path.name} is as it was" if path.exists() else "nothing written")
     advice = f"; free space and {again}" if err.errno in (errno.ENOSPC, errno.EDQUOT) else ""
-    return WriteError(f"{what} writing {path}: {err.strerror or err}; {outcome}{advice}")
+    return WriteError(f"{where}: {err.strerror or err}; {outcome}{advice}")
 
 
 def writable_target(path: str | Path) -> Path:

@@ -44,6 +44,7 @@ from sweeper.cli._exits import (
 from sweeper.cli._parser import build_parser
 from sweeper.engine import MAX_RESTARTS
 from sweeper.errors import StudyWarning, SweeperError
+from sweeper.escape import printable
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK", "EXIT_USAGE", "MAX_RESTARTS",
            "console", "main"]
@@ -113,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SweeperError as err:
         if args.debug:
             raise
-        print(f"sweeper: {err}" if not _located(err) else str(err), file=sys.stderr)
+        # one line, whatever text from a file the message quotes (sweeper.escape)
+        print(printable(f"sweeper: {err}" if not _located(err) else str(err)),
+              file=sys.stderr)
         return getattr(err, "exit_status", EXIT_USAGE)
     except KeyboardInterrupt:
         print("sweeper: aborted; every finished trial is kept", file=sys.stderr)

@@ -12,6 +12,7 @@ from typing import Any
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED
 from sweeper.cli._inputs import fraction_option, open_study
 from sweeper.errors import StudyWarning, SweeperError
+from sweeper.escape import printable
 from sweeper.space import Problem, parse_size
 
 #: The formats ``sweeper roofline -o`` writes, by suffix.
@@ -93,8 +94,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     store = open_study(args)
     if args.format in FORMATS:
-        print(export(store, args.format, _export_target(args, FORMATS[args.format].storage),
-                     replace=args.replace).line)
+        print(printable(export(store, args.format,
+                               _export_target(args, FORMATS[args.format].storage),
+                               replace=args.replace).line))
         return 0
     _export_target(args, storage=False)
     path, entries = export_study(store, args.output)
@@ -102,10 +104,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         meta = "".join(f" {k}={v}" for k, v in e["meta"].items())
         rate, headline = entry_rate(e)
         size = Problem(e["dtype"], e["footprint"], tuple(e["dims"].items())).describe()
-        print(f"{e['kernel']} {e['dtype']} {size} on {e['gpu']}: "
-              f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: median "
-              f"{e['median_ms']:.4g} ms, {rate:.4g} {headline.unit} ({e['chosen_by']})"
-              + (f"; {e['note']}" if e.get("note") else ""))
+        print(printable(f"{e['kernel']} {e['dtype']} {size} on {e['gpu']}: "
+                        f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: "
+                        f"median {e['median_ms']:.4g} ms, {rate:.4g} {headline.unit} "
+                        f"({e['chosen_by']})" + (f"; {e['note']}" if e.get("note") else "")))
     print(f"wrote {len(entries)} entries to {path}")
     return 0
 

@@ -5,6 +5,10 @@ STUDY --format csv`` wrote: one column per parameter, named and labelled as in t
 space file, then ``status``, ``median_ms`` and ``samples_ms`` (space-separated raw
 samples).  Lines starting with ``#`` carry the recorded GPU's facts.  Samplers and
 the whole pipeline can then be tested and compared without a GPU.
+
+The table is also a spreadsheet's: a cell that would start a formula (a label
+``=HYPERLINK(...)``) is written with ``'`` in front and read back without it
+(:func:`sweeper.escape.csv_cell`), so a label replays as the label it was.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,6 +24,7 @@ from sweeper.bounds import Bounds
 from sweeper.core import Space
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.errors import DataError, SweeperError
+from sweeper.escape import FORMULA_START, csv_cell, csv_uncell, printable
 from sweeper.fsio import atomic_write
 
 FORMAT = "sweeper replay table v1"
@@ -140,14 +145,17 @@ def read_table(path: Path) -> tuple[dict[str, str], list[str], list[dict[str, st
                            f"{err.start}); a replay table is what `sweeper export STUDY "
                            "--format csv` writes") from None
     header: dict[str, str] = {}
-    body: list[tuple[int, str]] = []          # (line number, text)
-    for number, line in enumerate(text.splitlines(), 1):
+    body: list[tuple[int, str]] = []          # (line number, text with its "\n")
+    # lines end at "\n" alone: a quoted cell may hold a CR or another line break, which
+    # the CSV reader joins back into the label it was written from
+    for number, line in enumerate(text.split("\n"), 1):
         if line.startswith("#"):
             key, sep, value = line[1:].partition(":")
             if sep:
-                header[key.strip()] = _fact(path, number, key.strip(), value.strip())
+                header[key.strip()] = _fact(path, number, key.strip(),
+                                            _header_value(value.strip(), csv_uncell))
         elif line.strip():
-            body.append((number, line))
+            body.append((number, line + "\n"))
     if not body:
         raise _bad(path, None, "no CSV header line; a replay table needs one")
     columns, rows = _rows(path, body)
@@ -179,7 +187,7 @@ def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], list[dict
             if len(fields) != len(columns):
                 raise _bad(path, line, f"{len(fields)} fields; the header has "
                                    f"{len(columns)}")
-            row = dict(zip(columns, fields, strict=True))
+            row = dict(zip(columns, map(csv_uncell, fields), strict=True))
             _check_row(path, line, row)
             key = tuple(row[c] for c in columns if c not in RESERVED)
             if key in first:
@@ -242,14 +250,29 @@ def _bad(path: Path, line: int | None, message: str) -> DataError:
 
 def write_table(path: Path, header: Mapping[str, Any], params: Sequence[str],
                 rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write a replay table: ``# key: value`` lines, then the CSV; a failure leaves
-    ``path`` as it was (see :func:`sweeper.fsio.atomic_write`)."""
+    """Write a replay table: ``# key: value`` lines (each value on its line: a control
+    character escaped), then the CSV, each cell one a spreadsheet shows as text; a failure
+    leaves ``path`` as it was (see :func:`sweeper.fsio.atomic_write`)."""
     out = io.StringIO(newline="")
     out.write(f"# {FORMAT}\n")
     for key, value in header.items():
-        out.write(f"# {key}: {value}\n")
+        out.write(f"# {key}: {_header_value(printable(str(value)), _header_cell)}\n")
     writer = csv.DictWriter(out, fieldnames=[*params, *RESERVED])
     writer.writeheader()
     for row in rows:
-        writer.writerow(row)
+        writer.writerow({k: csv_cell(str(v)) for k, v in row.items()})
     atomic_write(path, out.getvalue())
+
+
+def _header_value(value: str, escape: Callable[[str], str]) -> str:
+    """A header value with ``escape`` applied to each piece after a comma: a spreadsheet
+    splits a ``# gpu: ...`` line into cells there (the first starts with ``#``, never a
+    formula), and takes spaces and quotes in front of a cell off before a formula."""
+    first, *rest = value.split(",")
+    return ",".join([first, *map(escape, rest)])
+
+
+def _header_cell(piece: str) -> str:
+    """:func:`csv_cell` for a piece of a header line: ``'`` in front of one that starts a
+    formula after its spaces and quotes, or starts with ``'``."""
+    return "'" + piece if piece.lstrip(' "').startswith(FORMULA_START) else piece

@@ -11,20 +11,35 @@ carry the sweeper trial number, the headline rate (``gbps`` or ``tflops``), the 
 95 % CI and the other statistics, the resolved grid, the number of samples, the
 stopping rule and the flags.  A storage that already holds a study of that name is
 refused, unless ``replace``: then that study is deleted and written again from the
-journal, which stays the study's one record."""
+journal, which stays the study's one record.
+
+``--to`` is a database URL or a journal file path; a journal file is checked as every
+export's file is (no device, FIFO, folder or the study's own record), must be new or an
+Optuna journal already, and is replaced whole once the export is written (never left
+half-written: :func:`into_journal`)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import math
+import os
 import warnings
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy.exc import SQLAlchemyError
 
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, WriteError
+from sweeper.escape import printable
+from sweeper.export import output_file
+from sweeper.fsio import replace as rename_over
+from sweeper.fsio import write_error, write_temp
 from sweeper.interop import Written
 from sweeper.report._write import study_headline
 from sweeper.store import Storage, TrialRecord
@@ -33,53 +48,173 @@ from sweeper.trial import TrialStatus
 
 #: Statistics kept as user attributes, by their name in :class:`~sweeper.measure.Stats`.
 STATS = ("median", "ci_lo", "ci_hi", "mean", "min", "max", "p95", "std", "cv", "rel_ci")
+#: What every SQLite database file starts with.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The start Optuna is given for a trial of a study that records no time at all.
+UNKNOWN_START = dt.datetime.fromtimestamp(0, dt.timezone.utc)
+TARGETS = "a new file, an Optuna journal file or a database URL (sqlite:///FILE.db)"
 
 
 def write_optuna(store: Storage, target: str | None, *, replace: bool = False
                  ) -> Written:
-    """Write ``store`` into the Optuna storage ``target`` (see the module's text)."""
+    """Write ``store`` into the Optuna storage ``target`` (see the module's text): a
+    journal file whole or not at all (:func:`into_journal`), a database in its
+    transactions (:func:`into_database`).  The Optuna study's name is the sweeper
+    study's, each character that is not printable escaped
+    (:func:`sweeper.escape.printable`): ``study.json`` is a file anyone can edit, and a
+    name must never carry an ESC or a newline into a terminal or a dashboard."""
     if not target:
         raise SweeperError("--format optuna needs --to URL: sqlite:///FILE.db, or a "
                            "journal file path")
     meta = store.meta()
     trials, _ = store.records()
-    storage = open_storage(target)
-    name = str(meta["study"])
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if name in optuna.get_all_study_names(storage):
-        if not replace:
-            raise SweeperError(f"--to {mask_url(target)}: it already holds an Optuna study "
-                               f"{name!r}; pass --replace to delete it and write it again")
-        optuna.delete_study(study_name=name, storage=storage)
-    study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
-    study.set_user_attr("sweeper_study", str(store.root))
-    study.set_user_attr("kernel", meta["kernel"])
-    study.set_user_attr("gpu", meta.get("environment", {}).get("gpu", "?"))
-    study.set_user_attr("objective", "median ms (minimize)")
-    dists = distributions(meta.get("axes", {}), trials)
-    rate = study_headline(meta).value
-    study.add_trials([frozen(t, dists, rate) for t in trials])
+    name = printable(str(meta["study"]))
+
+    def write(storage: Any) -> None:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        if name in optuna.get_all_study_names(storage):
+            if not replace:
+                raise SweeperError(f"--to {mask_url(target)}: it already holds an Optuna study "
+                                   f"{name!r}; pass --replace to delete it and write it "
+                                   "again")
+            optuna.delete_study(study_name=name, storage=storage)
+        study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+        study.set_user_attr("sweeper_study", printable(str(store.root)))
+        study.set_user_attr("kernel", printable(str(meta["kernel"])))
+        study.set_user_attr("gpu", printable(str(meta.get("environment", {})
+                                                 .get("gpu", "?"))))
+        study.set_user_attr("objective", "median ms (minimize)")
+        dists = distributions(meta.get("axes", {}), trials)
+        rate = study_headline(meta).value
+        since = _time(str(meta.get("created", ""))) or UNKNOWN_START
+        study.add_trials([frozen(t, dists, rate, since) for t in trials])
+
+    if "://" in target:
+        into_database(store, target, name, write)
+    else:
+        into_journal(store, target, write)
     return Written(target, f"wrote {len(trials)} trials to the Optuna study {name!r} in "
                    f"{mask_url(target)} (optuna.load_study(study_name={name!r}, storage=...))")
 
 
-def open_storage(target: str) -> Any:
-    """An Optuna storage: a database URL (``sqlite:///x.db``), else a journal file."""
-    if "://" in target:
+def into_journal(store: Storage, target: str, write: Callable[[Any], None]) -> None:
+    """Run ``write`` on an Optuna journal at ``target``, all or nothing: the checks every
+    export's file gets (:func:`sweeper.export.output_file`: no device, FIFO, folder or
+    the study's own record), then an existing file must be an Optuna journal
+    (:func:`journal_bytes`); its lines are copied to a temporary file beside it, the
+    export appended there, and the file renamed over ``target`` once it is whole.  A
+    failure (a full disk: exit 1) leaves ``target`` as it was.  The export is one
+    command's: a process appending to the same journal meanwhile would lose its lines."""
+    path = output_file(store, target)
+    temp = write_temp(path, journal_bytes(path, target))
+    try:
+        write(journal_storage(str(temp)))
+        fd = os.open(temp, os.O_RDONLY)
         try:
-            return optuna.storages.RDBStorage(target)
-        except Exception as err:  # noqa: BLE001  (SQLAlchemy's errors are many; one line)
-            raise SweeperError(f"--to {mask_url(target)}: cannot open it as a database: "
-                               f"{str(err).splitlines()[0]}") from None
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        _remove(temp)
+        raise write_error(err, path) from None
+    except BaseException:
+        _remove(temp)
+        raise
+    rename_over(temp, path)
+
+
+def journal_bytes(path: Path, target: str) -> bytes:
+    """What the journal file at ``path`` holds: nothing for a new (or empty) file, else
+    every line of it, each checked to be an Optuna journal operation (a JSON object with
+    an ``op_code``); any other file is refused, ``FILE:LINE`` and why, and left alone."""
+    if not path.exists():
+        return b""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise SweeperError(f"--to {target}: cannot read it: {err.strerror or err}; "
+                           f"--to takes {TARGETS}") from None
+    lines = data.splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            op = json.loads(line)
+        except (ValueError, RecursionError):
+            op = None
+        if not (isinstance(op, dict) and isinstance(op.get("op_code"), int)):
+            raise SweeperError(f"{target}:{number}: not an Optuna journal line (a JSON object "
+                               f"with an op_code), so not a file to add a study to; --to "
+                               f"takes {TARGETS}")
+    if data and not data.endswith(b"\n"):
+        raise SweeperError(f"{target}:{len(lines)}: an incomplete last line (no newline at "
+                           "its end); Optuna's journal lines end with one")
+    return data
+
+
+def journal_storage(path: str) -> Any:
+    """Optuna's journal storage over the file ``path``."""
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        try:
-            return JournalStorage(JournalFileBackend(target))
-        except OSError as err:
-            raise SweeperError(f"--to {target}: cannot open it as a journal file: "
-                               f"{err.strerror or err}") from None
+        return JournalStorage(JournalFileBackend(path))
+
+
+def _remove(temp: Path) -> None:
+    """The temporary journal and the lock file Optuna keeps beside it, gone."""
+    for path in (temp, Path(f"{temp}.lock")):
+        path.unlink(missing_ok=True)
+
+
+def into_database(store: Storage, target: str, name: str,
+                  write: Callable[[Any], None]) -> None:
+    """Run ``write`` on the database ``target`` (a URL).  A SQLite file gets the checks
+    of every export's file (:func:`sweeper.export.output_file`) and must be a SQLite
+    database if it exists.  A failure part way (a full disk) is one line, exit 1, and the
+    study written so far is deleted again where the database still lets it be."""
+    path = sqlite_path(target)
+    if path is not None:
+        output_file(store, path)
+        if path.is_file() and path.stat().st_size and not _starts_sqlite(path):
+            raise SweeperError(f"--to {target}: {path} is not a SQLite database; --to takes "
+                               f"{TARGETS}")
+    try:
+        storage = optuna.storages.RDBStorage(target)
+    except Exception as err:  # noqa: BLE001  (SQLAlchemy's errors are many; one line)
+        raise SweeperError(f"--to {mask_url(target)}: cannot open it as a database: "
+                           f"{_first_line(err)}") from None
+    before = set(optuna.get_all_study_names(storage))
+    try:
+        write(storage)
+    except (SQLAlchemyError, OSError) as err:
+        if name not in before:
+            with contextlib.suppress(SQLAlchemyError, KeyError):
+                optuna.delete_study(study_name=name, storage=storage)
+        raise WriteError(f"cannot write the Optuna study {name!r} into {mask_url(target)}: "
+                         f"{_first_line(err)}") from None
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file a ``sqlite:///FILE`` URL names; ``None`` for another database or an
+    in-memory one."""
+    scheme, _, rest = url.partition("://")
+    if scheme.split("+")[0] != "sqlite" or not rest.startswith("/"):
+        return None
+    file = rest[1:].partition("?")[0]
+    return Path(file) if file and file != ":memory:" else None
+
+
+def _starts_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).splitlines() or [type(err).__name__])[0]
 
 
 def value(label: str) -> str | int:
@@ -100,9 +235,11 @@ def distributions(axes: dict[str, list[str]], trials: list[TrialRecord]
     return {a: CategoricalDistribution(c) for a, c in choices.items() if c}
 
 
-def frozen(t: TrialRecord, dists: dict[str, CategoricalDistribution], rate: str
-           ) -> FrozenTrial:
-    """The Optuna trial for ``t`` (see the module's text)."""
+def frozen(t: TrialRecord, dists: dict[str, CategoricalDistribution], rate: str,
+           since: dt.datetime | None = None) -> FrozenTrial:
+    """The Optuna trial for ``t`` (see the module's text).  Optuna needs a start time for
+    every finished trial; one the journal does not record (a record written by hand or by
+    an older sweeper) starts at ``since``, the study's creation."""
     state = {TrialStatus.OK: TrialState.COMPLETE,
              TrialStatus.ABANDONED: TrialState.PRUNED}.get(t.status, TrialState.FAIL)
     params = {a: value(label) for a, label in t.choice.items() if a in dists}
@@ -117,7 +254,7 @@ def frozen(t: TrialRecord, dists: dict[str, CategoricalDistribution], rate: str
         attrs[rate] = t.gbps if rate == "gbps" else t.gflops / 1e3
     if t.stop_reason is not None:
         attrs["stop"] = t.stop_reason.text
-    start = _time(t.started)
+    start = _time(t.started) or since
     system = {"fail_reason": f"{t.status.value}: {t.reason}"} \
         if state is TrialState.FAIL else {}
     return FrozenTrial(

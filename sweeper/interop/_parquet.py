@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 
 from sweeper.errors import SweeperError
+from sweeper.export import output_file
 from sweeper.fsio import atomic_write
 from sweeper.interop import Written
 from sweeper.interop._table import trials_table
@@ -29,6 +30,7 @@ def write_parquet(store: Storage, target: str | None, *, replace: bool = False
         raise SweeperError("--format parquet needs pyarrow: pip install 'sweeper[parquet]' "
                            "(or pyarrow)") from None
     path = target or str(store.root / "trials.parquet")
+    output_file(store, path)
     df = trials_table(store, samples=True)
     buffer = io.BytesIO()
     df.to_parquet(buffer, engine="pyarrow", index=False)

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from sweeper.fsio import atomic_write
+from sweeper.fsio import atomic_write, make_dirs
 from sweeper.report import _draw, _draw_charts
 from sweeper.report._draw import effect_figure, heatmap_figure, save_figure
 from sweeper.report._draw_charts import footprint_figure, roofline_figure
@@ -96,7 +96,7 @@ def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = 
             else:
                 (directory / name).unlink(missing_ok=True)
     if todo:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(directory)
     drawn = _draw_all(todo, workers)
     if record or old:
         atomic_write(directory / MANIFEST, json.dumps(

@@ -2,7 +2,12 @@
 
 A table with nothing in it is replaced by a sentence that says what that means, or left
 out where nothing needs saying; a column with no value in any row is left out (a replay
-has no first-run times, a GPU without power readings no GB/J)."""
+has no first-run times, a GPU without power readings no GB/J).
+
+Text from the study (labels, names, reasons, the environment) is shown as text and nothing
+else: every table cell and every name goes through :func:`sweeper.escape.md_text` (one
+line, no control character, ``| [ ] <`` escaped), so a label cannot break a table, link
+somewhere or carry HTML."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import pandas as pd
 
 from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
+from sweeper.escape import md_text
 from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
@@ -44,17 +50,18 @@ def markdown(tables: dict[str, Any], images: list[Path]) -> str:
     meta, df, metric = tables["meta"], tables["frame"], tables["metric"]
     story: RunStory = tables["story"]
     env = meta.get("environment", {})
-    out = [f"# Study `{meta['study']}`: {meta['kernel']} on {env.get('gpu', '?')}\n"]
+    out = [f"# Study `{_text(meta['study'])}`: {_text(meta['kernel'])} on "
+           f"{_text(env.get('gpu', '?'))}\n"]
     if meta.get("device_note"):
-        out.append(f"> **Note:** {meta['device_note']}.\n")
+        out.append(f"> **Note:** {_text(meta['device_note'])}.\n")
     for dropped in meta.get("last_run", {}).get("dropped", []):
-        out.append(f"> **Last run:** {dropped['line']}.\n")
+        out.append(f"> **Last run:** {_text(dropped['line'])}.\n")
     if tables["unmeasured"]:
-        out.append(f"**{_sentence(tables['unmeasured'])}**\n")
+        out.append(f"**{_text(_sentence(tables['unmeasured']))}**\n")
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
     out.append(f"{len(df)} trials: {counts.get('ok', 0)} measured, "
                f"{sum(v for k, v in counts.items() if k not in ('ok', 'invalid'))} failed, "
-               f"{counts.get('invalid', 0)} skipped by constraints. {story.trial}; "
+               f"{counts.get('invalid', 0)} skipped by constraints. {_text(story.trial)}; "
                f"rates: {LABELS[metric]}.\n")
     out += _factors(tables["factors"])
     out += _picks(tables)
@@ -90,7 +97,7 @@ def md_table(df: pd.DataFrame, empty: str | None = None) -> str:
         return f"{empty}\n" if empty else ""
     keep = [c for i, c in enumerate(df.columns) if i == 0 or not df[c].map(_blank).all()]
     df = df[keep]
-    head = "| " + " | ".join(str(c) for c in df.columns) + " |"
+    head = "| " + " | ".join(_cell(c) for c in df.columns) + " |"
     sep = "|" + "---|" * len(df.columns)
     rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.itertuples(False)]
     return "\n".join([head, sep, *rows]) + "\n"
@@ -107,7 +114,12 @@ def _cell(value: Any) -> str:
         if math.isnan(value):
             return "–"
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return md_text(str(value))
+
+
+def _text(value: Any) -> str:
+    """A value from the study in a sentence of the report: as :func:`md_text` shows it."""
+    return md_text(str(value))
 
 
 def _sentence(text: str) -> str:
@@ -132,13 +144,13 @@ def _picks(tables: dict[str, Any]) -> list[str]:
                                               unit(tables["metric"])}),
                         empty="None: no config was measured."))
     for problem in tables["unfinished"]:
-        out.append(f"**{problem}** ends with the sweep's best for now: {UNFINISHED}.\n")
+        out.append(f"**{_text(problem)}** ends with the sweep's best for now: {UNFINISHED}.\n")
     df = tables["frame"]
     if not tables["unmeasured"] and not df.empty:
         for _, sub in df.groupby(PROBLEM_ORDER, sort=True, dropna=False):
             why = nothing_measured(sub)
             if why:
-                out.append(f"**{problem_key(sub.iloc[0])}**: {why}.\n")
+                out.append(f"**{_text(problem_key(sub.iloc[0]))}**: {_text(why)}.\n")
     return out
 
 
@@ -190,7 +202,7 @@ def _heatmaps(tables: dict[str, Any], images: list[Path]) -> list[str]:
     if blank and len(blank) == len(maps):
         out.append("None drawn: no config was measured.\n")
     elif blank:
-        out.append(f"Not drawn, no config in them was measured: {', '.join(blank)}.\n")
+        out.append(f"Not drawn, no config in them was measured: {_text(', '.join(blank))}.\n")
     return out
 
 
@@ -221,7 +233,7 @@ def _roofline(tables: dict[str, Any]) -> list[str]:
         out.append(md_table(rows.rename(columns={
             "number": "#", "intensity": "FLOP/B", "tflops": "TFLOP/s", "roof": "limited by",
             "pct_roof": "% of roof", "pct_physical": "% of physical"})))
-    out += [f"- {line}\n" for line in roof.beside]
+    out += [f"- {_text(line)}\n" for line in roof.beside]
     out.append("\n![roofline](heatmaps/roofline.png)\n")
     return out
 
@@ -231,7 +243,7 @@ def _effects(tables: dict[str, Any]) -> list[str]:
         return []
     out = ["## One variable at a time\n",
            "Every axis swept alone, all others at the baseline "
-           f"({', '.join(f'{e.axis}={e.baseline}' for e in tables['effects'])}).\n"]
+           f"({_text(', '.join(f'{e.axis}={e.baseline}' for e in tables['effects']))}).\n"]
     rows = pd.DataFrame([{"axis": e.axis, "best value": e.best, "baseline": e.baseline,
                           "best/worst": e.ratio, "effect beyond noise": e.beyond_noise}
                          for e in tables["effects"]])
@@ -252,25 +264,26 @@ def _winners(tables: dict[str, Any]) -> list[str]:
     out = ["## Winners, re-measured interleaved\n",
            "Finalists (the top configs and every config tied with the best) were re-measured "
            "in round-robin rounds in one process; the winner comes from those samples. "
-           + (f"Rule: {rules[0]}.\n" if len(rules) == 1 else
-              "Rules (each final records the one that chose it): " + " | ".join(rules) + ".\n")]
+           + (f"Rule: {_text(rules[0])}.\n" if len(rules) == 1 else
+              "Rules (each final records the one that chose it): "
+              + " \\| ".join(map(_text, rules)) + ".\n")]
     for final, table in tables["finals"]:
         p = final.problem
         ratio = final.baseline_ratio()
-        against = (f" In the same rounds {final.baseline.name} measured "
+        against = (f" In the same rounds {_text(final.baseline.name)} measured "
                    f"{final.baseline.stats.median:.4g} ms: the winner runs at "
                    f"{final.baseline_ratio_text()}× its speed."
                    if final.baseline and ratio is not None else "")
-        on = f" on {final.gpu}" if final.gpu is not None else ""
+        on = f" on {_text(final.gpu)}" if final.gpu is not None else ""
         out.append(f"**{problem_text(p)}**: winner{on} "
                    f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
                    f"{final.rounds} rounds × {final.samples_per_round} samples each"
-                   f"{', after ' + final.duty if final.duty else ''}.{against}\n")
+                   f"{', after ' + _text(final.duty) if final.duty else ''}.{against}\n")
         out.append(md_table(table.rename(columns={**SHOWN, "grid": "grid",
                                                   tables["metric"]: unit(tables["metric"])})))
         if p in tables["agreements"]:
             line, frame = agreement_markdown(tables["agreements"][p])
-            out += [f"\n{line}", md_table(frame)]
+            out += [f"\n{_text(line.rstrip())}\n", md_table(frame)]
     return out
 
 
@@ -281,7 +294,7 @@ def _bounds(data: dict[str, Any] | None, df: pd.DataFrame) -> list[str]:
                       "the device's physical limits.\n"]
     bounds = Bounds.from_json(data)
     if not bounds.all():
-        return [*out, f"None on this device ({'; '.join(bounds.absent)}): results were not "
+        return [*out, f"None on this device ({_text('; '.join(bounds.absent))}): results were not "
                       "checked against physical limits.\n"]
     failed = int((df["status"] == "impossible").sum()) if not df.empty else 0
     margin = data.get("margin", MARGIN)
@@ -292,10 +305,10 @@ def _bounds(data: dict[str, Any] | None, df: pd.DataFrame) -> list[str]:
                f"(bytes moved − what the L2 can serve, at most {L2_SERVES}× its size) / DRAM, "
                f"bytes moved / SM load/store, and FLOPs / the dtype's rate. {failed} trial(s) "
                "failed so.\n")
-    out.append("".join(f"- **{b.name}**: {b.rate_text()}, from {b.how}\n"
+    out.append("".join(f"- **{_text(b.name)}**: {_text(b.rate_text())}, from {_text(b.how)}\n"
                        for b in bounds.all()))
     if bounds.absent:
-        out.append("Not available: " + "; ".join(bounds.absent) + ".\n")
+        out.append("Not available: " + _text("; ".join(bounds.absent)) + ".\n")
     return out
 
 
@@ -311,7 +324,7 @@ def _ceilings(ceilings: Ceilings | None, headline: Headline, story: RunStory) ->
         pct = ("'% of ceiling' divides by the copy bandwidth measured at the trial's own "
                "footprint and cache mode; ")
     return ["\n## Ceilings\n",
-            f"Measured by `sweeper calibrate` on {ceilings.measured}: DRAM copy "
+            f"Measured by `sweeper calibrate` on {_text(ceilings.measured)}: DRAM copy "
             f"{ceilings.dram_bandwidth():.0f} GB/s (torch copy_, cold, largest footprint), "
             "matmul " + ", ".join(f"{k} {v:.0f} TFLOP/s" for k, v in ceilings.matmul.items()) +
             f", launch floor {ceilings.launch_floor_us:.1f} us. {pct}"

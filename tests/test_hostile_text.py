@@ -1,0 +1,115 @@
+"""Names, labels and reasons from a study, however hostile, reach an export or a report as
+the text they are: never code in a generated module, a formula in a spreadsheet, Markdown
+or HTML in report.md, or a control character anywhere; and a replay table reads back the
+labels it was written with."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import dataclasses
+import json
+import re
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.devices._replay import ReplayDevice, read_table
+from sweeper.escape import csv_cell, csv_uncell
+from sweeper.export import export_csv
+from sweeper.measure import summarize
+from sweeper.report import write_report
+from sweeper.space import Config, Problem
+from sweeper.store import StudyStore, TrialRecord
+from sweeper.trial import TrialStatus
+from tests.test_export_triton import load
+from tests.test_export_triton import study as triton_study
+from tests.test_report import TRIALS, copy_study
+
+HOSTILE_NAMES = ['x"""\nimport os; os.system("echo pwned")\n"""', "x'''\n'''", "tail\\",
+                 "esc\x1b[2J\rnew\nline", "\u202eevil", 'q"', "{brace}"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_the_triton_module_compiles_whatever_the_names(tmp_path, name):
+    store = triton_study(tmp_path / "st", gpu=name, kernel=name)
+    meta = json.loads((store.root / "study.json").read_text())
+    meta["study"] = name
+    (store.root / "study.json").write_text(json.dumps(meta))
+    out = tmp_path / "tuned.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    tree = ast.parse(out.read_text())           # compiles, and holds nothing but our code
+    assert [type(n).__name__ for n in tree.body[:3]] == ["Expr", "ImportFrom", "Import"]
+    doc = ast.get_docstring(tree)
+    assert doc.startswith(f"Tuned configs of the kernel {name!a} on {name!a},")
+    assert [n for n in tree.body if isinstance(n, ast.Expr)] == tree.body[:1]
+    assert not [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)
+                and {a.name for a in n.names} - {"annotations", "json", "math", "warnings",
+                                                 "triton"}]
+    mod = load(out)
+    assert name == mod.KERNEL and list(mod.GPUS) == [name]
+    assert mod.WINNERS[name][0]["config"].kwargs == {"BLOCK": 1024}
+    other = triton_study(tmp_path / "st2", gpu="other " + name, kernel=name)
+    assert main(["export", str(other.root), "--format", "triton", "-o", str(out)]) == 0
+    assert sorted(load(out).GPUS) == sorted([name, "other " + name])    # read back, merged
+
+
+LABELS = ['=HYPERLINK("http://x","y")', "@SUM(1+1)", "+1+1", "-2+3", "'quoted", "\tx",
+          "\rx", "-1", "1e-3", "plain", "a,=b", '"=c"']
+
+
+def _labelled_study(tmp_path, gpu="G"):
+    store = StudyStore(tmp_path / "lab")
+    store.create({"study": "lab", "kernel": "copy", "axes": {"mode": LABELS},
+                  "environment": {"gpu": gpu, "sms": 4, "l2_bytes": 1024}})
+    for i, label in enumerate(LABELS):
+        store.append(TrialRecord(
+            number=i, status=TrialStatus.OK, choice={"mode": label},
+            config=Config(Problem("float32", 1 << 20), grid=1, block=128, meta={}),
+            samples_ms=[1.0 + i] * 3, stats=summarize([1.0 + i] * 3), gbps=1.0))
+    store.close()
+    return store
+
+
+def test_csv_cells_start_no_formula_and_read_back_as_the_labels(tmp_path):
+    store = _labelled_study(tmp_path, gpu="GPU, =cmd|' /C calc'!A0")
+    path, count = export_csv(store, tmp_path / "replay.csv")
+    assert count == len(LABELS)
+    text = path.read_text()
+    for line in text.splitlines():          # each cell as a spreadsheet reads it
+        cells = next(csv.reader([line]))
+        for cell in cells[1:] if line.startswith("#") else cells:
+            formula = cell.lstrip(" ").startswith(("=", "+", "-", "@", "\t", "\r"))
+            assert not formula or cell == "-1", (line, cell)
+    header, _, rows = read_table(path)
+    assert header["gpu"] == "GPU, =cmd|' /C calc'!A0"
+    assert [r["mode"] for r in rows] == LABELS
+    device = ReplayDevice(path)
+    assert [device.lookup({"mode": label})["median_ms"] for label in LABELS] == \
+        [str(1.0 + i) for i in range(len(LABELS))]
+
+
+@pytest.mark.parametrize("text", [*LABELS, "", "'", "''x", "-", "--1", "+", "1.5"])
+def test_the_csv_escape_round_trips(text):
+    assert csv_uncell(csv_cell(text)) == text
+
+
+def test_report_md_shows_hostile_text_as_text(tmp_path):
+    hostile = "a|b\nc\x1b[31m <script>x</script> [click](http://evil) ![i](http://t)"
+    trials = [dataclasses.replace(t, reason=hostile) if t.reason else t for t in TRIALS]
+    store = copy_study(tmp_path, records=trials)
+    meta = json.loads((store.root / "study.json").read_text())
+    meta.update(study="st\x1b]0;title\x07\nnew line", kernel="copy|x")
+    meta["environment"]["gpu"] = "GPU <img src=x> | [a](b)"
+    (store.root / "study.json").write_text(json.dumps(meta))
+    md = write_report(store, draw=False).markdown.read_text()
+    assert all(c.isprintable() or c == "\n" for c in md)
+    ours = re.sub(r"!\[\w+\]\(heatmaps/\w+\.png\)", "", md)      # our own images
+    assert not re.search(r"(?<!\\)[<\[]", ours.replace("\\\\", "")), md   # no link, no HTML
+    assert md.splitlines()[0] == (r"# Study `st\\x1b\]0;title\\x07 new line`: copy\|x on "
+                                  r"GPU \<img src=x> \| \[a\](b)")
+    for table in md.split("\n\n"):
+        lines = [x for x in table.splitlines() if x.startswith("|")]
+        cells = {len(x.replace("\\|", "").split("|")) for x in lines}
+        assert len(cells) <= 1, table
+    assert r"a\|b c\\x1b\[31m \<script>x\</script> \[click\]" in md     # the reason, as text
