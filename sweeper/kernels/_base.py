@@ -143,6 +143,22 @@ def elementwise_block(verb: str) -> Mapping[str, MetaParam]:
                                doc=f"elements each program {verb} per step")}
 
 
+#: The largest int32: Triton computes program ids, and offsets built from them, in int32
+#: unless a kernel widens them, and CUDA takes no larger grid.  An offset past it wraps
+#: negative, its mask still lets it through, and the load or store lands outside its buffer.
+INT32_MAX = 2**31 - 1
+
+
+def wide_offsets(n: int, grid: int, block: int) -> bool:
+    """Whether a grid-stride loop over ``n`` items (elements; a persistent kernel's rows)
+    by ``grid`` programs of ``block`` items must count in int64: its counter reaches
+    ``n - 1 + grid * block`` (the last start below ``n`` plus one stride), past
+    :data:`INT32_MAX` here.  The built-ins take this as their ``WIDE`` constexpr, so a
+    launch that fits int32 compiles to the very code it always did (the same PTX, read on
+    an H200) and only one that does not pays for int64 counters and offsets."""
+    return n - 1 + grid * block > INT32_MAX
+
+
 class OptionError(SweeperError):
     """Options of ``kernel:`` that do not fit together: ``key`` names the one at fault."""
 
