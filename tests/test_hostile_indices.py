@@ -118,6 +118,9 @@ def run_case(case: str) -> dict[str, Any]:
         footprint *= size if size > 1 else 1
     problem = Problem(dtype, footprint, tuple(dims.items()))
     config = Config(problem=problem, grid=HUGE, block=128, meta=meta, cache="warm")
+    refused = kernel.cannot_launch(config, "cpu")
+    if refused is not None:
+        return {"case": case, "refused": refused}
     buffers, outer = guarded(kernel.allocate(problem, "cpu"))
     kernel.randomize(buffers, torch.Generator().manual_seed(0))
     kernel.poison(buffers)
@@ -156,6 +159,7 @@ def test_the_largest_grid_writes_nothing_outside_the_buffers() -> None:
     assert rc == 0, f"the child ended with {rc} after {len(results)} case(s): {err}"
     assert [r["case"] for r in results] == list(CASES)
     for r in results:
+        assert r.get("refused") is None, r
         assert r["grids"] == [HUGE], r
         assert r["check"] is None, r
         assert r["guards_hit"] == [], r
@@ -188,3 +192,64 @@ def test_a_launch_that_fits_int32_compiles_the_int32_code(monkeypatch, grid, wid
         kernel.launch(kernel.allocate(problem, "cpu"),
                       Config(problem=problem, grid=grid, block=128, meta={"BLOCK": 1024}))
     assert seen == [wide] * 5
+
+
+def matmul_config(grid: int, m: int = 64, n: int = 64, k: int = 64, **meta: int) -> Any:
+    from sweeper.space import Config, Problem
+
+    problem = Problem("bfloat16", max(m * k, k * n, m * n) * 2, (("M", m), ("N", n), ("K", k)))
+    return Config(problem=problem, grid=grid, block=128,
+                  meta={"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, **meta})
+
+
+def test_matmul_refuses_what_its_int32_indices_cannot_reach() -> None:
+    """matmul keeps its per-element offsets in int32 (widening them costs every tile), so
+    it declares what they reach and the launch is refused where that passes int32."""
+    from sweeper.kernels import load_kernel
+
+    kernel = load_kernel("matmul")
+    assert kernel.cannot_launch(matmul_config(4), "cpu") is None
+    assert kernel.cannot_launch(matmul_config(HUGE - 4), "cpu") is None   # 4 units: fits
+    refused = kernel.cannot_launch(matmul_config(HUGE), "cpu")
+    assert refused is not None and "unit + grid" in refused and "2147483650" in refused
+    big = dict(m=65536, n=64, k=65536)                         # A: 2**32 elements
+    refused = kernel.cannot_launch(matmul_config(4, **big), "cpu")
+    assert refused is not None and "A's offsets" in refused and "4294967295" in refused
+    assert kernel.cannot_launch(matmul_config(4, **big, TMA=1), "cpu") is None
+    square = dict(m=32768, n=32768, k=128, TMA=1)              # C: 2**30 elements
+    assert kernel.cannot_launch(matmul_config(4, **square, SPLIT_K=2), "cpu") is None
+    refused = kernel.cannot_launch(matmul_config(4, **square, SPLIT_K=4), "cpu")
+    assert refused is not None and "partial sums" in refused
+
+
+def test_a_grid_past_int32_is_an_invalid_trial_and_the_sweep_goes_on(write_space,
+                                                                      tmp_path) -> None:
+    """Through ``sweeper run`` on the interpreter: a grid past what CUDA takes is ruled out
+    as the space is resolved, one whose indices would wrap is refused before anything is
+    allocated; each is an invalid trial with its reason, never a crash."""
+    from sweeper.store import StudyStore
+    from tests.conftest import run_sweeper_process
+
+    space = write_space("""
+        study: huge-grid
+        kernel: matmul
+        sampler: exhaustive
+        params:
+          grid: [2147483647, 2147483648, 4]
+          BLOCK_M: [32]
+          BLOCK_N: [32]
+          BLOCK_K: [32]
+          M: [64]
+          N: [64]
+          K: [64]
+          dtype: [float32]
+        measure: {warmup: 1, repeat: 1}
+    """)
+    proc, launched = run_sweeper_process(space, "interpret", tmp_path / "studies",
+                                         "huge-grid-interpret", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert [t.choice["grid"] for t in launched] == ["4"] and launched[0].ok
+    reasons = {t.choice["grid"]: t.reason
+               for t in StudyStore(tmp_path / "studies" / "huge-grid-interpret").records()[0]}
+    assert "unit + grid" in reasons["2147483647"] and "int32" in reasons["2147483647"]
+    assert "allowed: 1 to 2147483647" in reasons["2147483648"]

@@ -256,6 +256,27 @@ class Kernel(abc.ABC):
         cannot address)."""
         return None
 
+    def int32_reach(self, config: Config) -> Mapping[str, int]:
+        """The largest value each index expression a launch of ``config`` computes in int32
+        reaches, keyed by the expression as the kernel's code writes it (``"rm * K + rk"``).
+        :meth:`cannot_launch` refuses a launch where one passes :data:`INT32_MAX`, as its
+        offsets would wrap and its masked loads and stores reach outside the buffers.
+        Empty (the default): nothing a launch computes in int32 can pass it, as in a kernel
+        that widens such offsets to int64 (:func:`wide_offsets`)."""
+        return {}
+
+    def cannot_launch(self, config: Config, device: str) -> str | None:
+        """Why ``config`` cannot be launched on ``device``, or ``None``: an int32 index
+        past :data:`INT32_MAX` (:meth:`int32_reach`), else the kernel's own
+        :meth:`refusal`.  What everything about to launch a config asks first."""
+        for expression, reach in self.int32_reach(config).items():
+            if reach > INT32_MAX:
+                return (f"{self.name} computes {expression} in int32 and here it reaches "
+                        f"{reach}, past {INT32_MAX}: its offsets would wrap and reach "
+                        f"outside the buffers; allowed: a grid and problem that keep it <= "
+                        f"{INT32_MAX}")
+        return self.refusal(config, device)
+
     def bytes_moved(self, problem: Problem) -> int:
         """Fewest bytes one launch must move through device memory."""
         return 0
