@@ -88,6 +88,9 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
                                            facts.max_footprint)
         except Invalid as err:
             raise SweeperError(f"{key}={label} with {fixed}: {err}") from None
+        refused = kernel.cannot_launch(configs[label], device.torch_device)
+        if refused is not None:
+            raise SweeperError(f"{key}={label} with {fixed}: {refused}")
     problems = {c.problem for c in configs.values()}
     buffers = {p: kernel.allocate(p, device.torch_device) for p in problems}
     generator = torch.Generator(device=device.torch_device).manual_seed(space.sampler.seed)

@@ -54,7 +54,7 @@ class IllegalAddressOnBigBlock(CopyKernel):
             return
         from sweeper.kernels.copy import copy_kernel
 
-        copy_kernel()[(config.grid,)](buffers["src"], buffers["dst"], 2**30,
+        copy_kernel()[(config.grid,)](buffers["src"], buffers["dst"], 2**30, WIDE=False,
                                       num_warps=config.num_warps, **config.meta)
 
 

@@ -97,7 +97,7 @@ def test_the_pool_compiles_for_sm90_into_the_cache_key_a_launch_looks_up(
     with compiling_for(SM90):
         compiled = fresh.warmup(torch.float32, torch.float32, config.problem.n,
                                 grid=(config.grid,), num_warps=config.num_warps,
-                                **config.meta)
+                                WIDE=False, **config.meta)
     assert os.path.basename(get_cache_manager(compiled.hash).cache_dir) in written
     assert sorted(os.listdir(cache_dir)) == written         # nothing new was written
 

@@ -55,6 +55,9 @@ class AxisRole(enum.Enum):
 
 
 LAUNCH_AXES = ("grid", "block")
+#: The most programs a launch takes: CUDA's limit on a grid's x dimension, the largest
+#: program count Triton's int32 ``num_programs`` holds.
+MAX_GRID = 2**31 - 1
 PROBLEM_AXES = ("dtype", "footprint", "cache")
 CACHE_MODES = ("cold", "warm")
 #: The most configs a space may have: every one of them is enumerated before a sweep.
@@ -387,9 +390,9 @@ class Space:
     def _config(self, problem: Problem, cache: str, values: Mapping[str, int],
                 chosen: Mapping[str, Value]) -> Config:
         grid, block = values["grid"], values["block"]
-        if grid < 1:
-            raise Invalid(f"grid: {grid} programs; a launch needs at least 1",
-                          chosen["grid"].origin)
+        if grid < 1 or grid > MAX_GRID:
+            raise Invalid(f"grid: {grid} programs; allowed: 1 to {MAX_GRID} (a launch needs "
+                          "at least 1, and CUDA takes no more)", chosen["grid"].origin)
         if block < 32 or block > 1024 or block & (block - 1) or block % 32:
             raise Invalid(f"block: {block} threads; allowed: 32, 64, 128, 256, 512, 1024",
                           chosen["block"].origin)

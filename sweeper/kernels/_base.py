@@ -143,6 +143,22 @@ def elementwise_block(verb: str) -> Mapping[str, MetaParam]:
                                doc=f"elements each program {verb} per step")}
 
 
+#: The largest int32: Triton computes program ids, and offsets built from them, in int32
+#: unless a kernel widens them, and CUDA takes no larger grid.  An offset past it wraps
+#: negative, its mask still lets it through, and the load or store lands outside its buffer.
+INT32_MAX = 2**31 - 1
+
+
+def wide_offsets(n: int, grid: int, block: int) -> bool:
+    """Whether a grid-stride loop over ``n`` items (elements; a persistent kernel's rows)
+    by ``grid`` programs of ``block`` items must count in int64: its counter reaches
+    ``n - 1 + grid * block`` (the last start below ``n`` plus one stride), past
+    :data:`INT32_MAX` here.  The built-ins take this as their ``WIDE`` constexpr, so a
+    launch that fits int32 compiles to the very code it always did (the same PTX, read on
+    an H200) and only one that does not pays for int64 counters and offsets."""
+    return n - 1 + grid * block > INT32_MAX
+
+
 class OptionError(SweeperError):
     """Options of ``kernel:`` that do not fit together: ``key`` names the one at fault."""
 
@@ -239,6 +255,27 @@ class Kernel(abc.ABC):
         with this line (a GPU without the instructions a variant needs, a shape a variant
         cannot address)."""
         return None
+
+    def int32_reach(self, config: Config) -> Mapping[str, int]:
+        """The largest value each index expression a launch of ``config`` computes in int32
+        reaches, keyed by the expression as the kernel's code writes it (``"rm * K + rk"``).
+        :meth:`cannot_launch` refuses a launch where one passes :data:`INT32_MAX`, as its
+        offsets would wrap and its masked loads and stores reach outside the buffers.
+        Empty (the default): nothing a launch computes in int32 can pass it, as in a kernel
+        that widens such offsets to int64 (:func:`wide_offsets`)."""
+        return {}
+
+    def cannot_launch(self, config: Config, device: str) -> str | None:
+        """Why ``config`` cannot be launched on ``device``, or ``None``: an int32 index
+        past :data:`INT32_MAX` (:meth:`int32_reach`), else the kernel's own
+        :meth:`refusal`.  What everything about to launch a config asks first."""
+        for expression, reach in self.int32_reach(config).items():
+            if reach > INT32_MAX:
+                return (f"{self.name} computes {expression} in int32 and here it reaches "
+                        f"{reach}, past {INT32_MAX}: its offsets would wrap and reach "
+                        f"outside the buffers; allowed: a grid and problem that keep it <= "
+                        f"{INT32_MAX}")
+        return self.refusal(config, device)
 
     def bytes_moved(self, problem: Problem) -> int:
         """Fewest bytes one launch must move through device memory."""

@@ -13,7 +13,7 @@ import torch
 import triton.language as tl
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch
+from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch, wide_offsets
 from sweeper.kernels._declared import AddDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
@@ -21,16 +21,21 @@ from sweeper.kernels._jit import jit
 
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
 # other arguments stay unannotated, hence the type: ignore.
-def _add_body(a, b, c, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+def _add_body(a, b, c, n, BLOCK: tl.constexpr,  # type: ignore[no-untyped-def]
+              WIDE: tl.constexpr):
+    # offsets int32 unless WIDE (wide_offsets), as copy's
     lanes = tl.arange(0, BLOCK)
-    start = tl.program_id(0) * BLOCK
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    if WIDE:
+        pid, programs = pid.to(tl.int64), programs.to(tl.int64)
+    start = pid * BLOCK
     while start < n:
         offsets = start + lanes
         mask = offsets < n
         x = tl.load(a + offsets, mask=mask)
         y = tl.load(b + offsets, mask=mask)
         tl.store(c + offsets, x + y, mask=mask)
-        start += tl.num_programs(0) * BLOCK
+        start += programs * BLOCK
 
 
 @functools.cache
@@ -43,7 +48,7 @@ def add_kernel(interpret: bool = False) -> Any:
 class AddKernel(AddDeclaration):
     """``c = a + b`` by a grid-stride Triton kernel over 1-D tensors of the problem's
     dtype, checked exactly against torch's sum (same dtype, same rounding); offsets are
-    int32, so a problem of 2**31 elements or more fails at launch."""
+    int64 where the grid and problem take them past int32 (:func:`wide_offsets`)."""
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
@@ -58,12 +63,10 @@ class AddKernel(AddDeclaration):
         fill_poison(buffers["c"])
 
     def launch(self, buffers: Buffers, config: Config) -> None:
-        a = buffers["a"]
-        if a.numel() >= 2**31:
-            raise ValueError(f"add uses int32 offsets: {a.numel()} elements is >= 2**31")
+        a, n = buffers["a"], buffers.problem.n
         add_kernel(interpret=not a.is_cuda)[(config.grid,)](
-            a, buffers["b"], buffers["c"], a.numel(), num_warps=config.num_warps,
-            **config.meta)
+            a, buffers["b"], buffers["c"], n, num_warps=config.num_warps,
+            WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]), **config.meta)
 
     def model(self, config: Config, sms: int) -> float | None:
         return streaming(config, sms, config.meta["BLOCK"], inputs=2)

@@ -15,7 +15,7 @@ import torch
 import triton.language as tl
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch
+from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch, wide_offsets
 from sweeper.kernels._declared import CopyDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
@@ -23,16 +23,21 @@ from sweeper.kernels._jit import jit
 
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
 # other arguments stay unannotated, hence the type: ignore.
-def _copy_body(src, dst, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+def _copy_body(src, dst, n, BLOCK: tl.constexpr,  # type: ignore[no-untyped-def]
+               WIDE: tl.constexpr):
     # A while loop, not range(pid, num_blocks, programs): the interpreter of triton 3.6 with
-    # NumPy 2 cannot turn a program id into a range bound.  Offsets are int32: n < 2**31.
+    # NumPy 2 cannot turn a program id into a range bound.  Offsets are int32 unless WIDE
+    # (wide_offsets: n - 1 + grid * BLOCK passes int32), then int64.
     lanes = tl.arange(0, BLOCK)
-    start = tl.program_id(0) * BLOCK
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    if WIDE:
+        pid, programs = pid.to(tl.int64), programs.to(tl.int64)
+    start = pid * BLOCK
     while start < n:
         offsets = start + lanes
         mask = offsets < n
         tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
-        start += tl.num_programs(0) * BLOCK
+        start += programs * BLOCK
 
 
 @functools.cache
@@ -43,8 +48,8 @@ def copy_kernel(interpret: bool = False) -> Any:
 
 class CopyKernel(CopyDeclaration):
     """``dst = src`` by a grid-stride Triton kernel over 1-D tensors of the problem's
-    dtype, checked bit for bit (the NaN poison never compares equal); offsets are int32, so
-    a problem of 2**31 elements or more fails at launch."""
+    dtype, checked bit for bit (the NaN poison never compares equal); offsets are int64
+    where the grid and problem take them past int32 (:func:`wide_offsets`)."""
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
@@ -58,12 +63,10 @@ class CopyKernel(CopyDeclaration):
         fill_poison(buffers["dst"])
 
     def launch(self, buffers: Buffers, config: Config) -> None:
-        src = buffers["src"]
-        if src.numel() >= 2**31:
-            raise ValueError(f"copy uses int32 offsets: {src.numel()} elements is >= 2**31")
+        src, n = buffers["src"], buffers.problem.n
         copy_kernel(interpret=not src.is_cuda)[(config.grid,)](
-            src, buffers["dst"], buffers.problem.n,
-            num_warps=config.num_warps, **config.meta)
+            src, buffers["dst"], n, num_warps=config.num_warps,
+            WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]), **config.meta)
 
     def model(self, config: Config, sms: int) -> float | None:
         return streaming(config, sms, config.meta["BLOCK"], inputs=1)
@@ -92,6 +95,7 @@ def copy(src: torch.Tensor, out: torch.Tensor | None = None, *, tuning: str | No
     problem = Problem(dtype=str(src.dtype).removeprefix("torch."),
                       footprint=src.numel() * src.element_size())
     cfg = tuned("copy", dtype=problem.dtype, footprint=problem.footprint, path=tuning)
-    copy_kernel(interpret=not src.is_cuda)[(cfg.grid,)](src, out, src.numel(),
-                                                        num_warps=cfg.num_warps, **cfg.meta)
+    copy_kernel(interpret=not src.is_cuda)[(cfg.grid,)](
+        src, out, src.numel(), num_warps=cfg.num_warps,
+        WIDE=wide_offsets(src.numel(), cfg.grid, cfg.meta["BLOCK"]), **cfg.meta)
     return out

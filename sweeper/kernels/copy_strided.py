@@ -10,12 +10,13 @@ with the source index ``j`` in one of two orders:
 
 At ``stride`` 1 both are ``copy``.  ``n``, ``stride`` and the order are compile-time
 constants: the index costs a few integer operations by constants (int64 where ``i *
-stride`` may pass 2**31), never a division by a runtime value, so the access order is
-what is measured.  Bytes moved: ``n`` elements read and ``n`` written, as the kernel asks
-for them.  The baseline is torch's ``copy_`` from a view of ``src`` in the same order (a
-transpose, or a strided column broadcast where ``stride`` divides ``n``); where no view
-has the order (strided, ``n`` no multiple of ``stride``) it is ``torch.index_select``
-over an index kept with the buffers, which moves the index too.
+stride``, or ``i`` itself for a grid whose programs reach past 2**31, may pass int32),
+never a division by a runtime value, so the access order is what is measured.  Bytes
+moved: ``n`` elements read and ``n`` written, as the kernel asks for them.  The baseline
+is torch's ``copy_`` from a view of ``src`` in the same order (a transpose, or a strided
+column broadcast where ``stride`` divides ``n``); where no view has the order (strided,
+``n`` no multiple of ``stride``) it is ``torch.index_select`` over an index kept with the
+buffers, which moves the index too.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import torch
 import triton.language as tl
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch
+from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch, wide_offsets
 from sweeper.kernels._declared import CopyStridedDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
@@ -37,9 +38,14 @@ from sweeper.kernels._jit import jit
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
 # other arguments stay unannotated, hence the type: ignore.
 def _strided_body(src, dst, N: tl.constexpr,  # type: ignore[no-untyped-def]
-                  STRIDE: tl.constexpr, LINECROSS: tl.constexpr, BLOCK: tl.constexpr):
+                  STRIDE: tl.constexpr, LINECROSS: tl.constexpr, BLOCK: tl.constexpr,
+                  WIDE: tl.constexpr):
+    # offsets int32 unless WIDE (wide_offsets: N - 1 + grid * BLOCK passes int32)
     lanes = tl.arange(0, BLOCK)
-    start = tl.program_id(0) * BLOCK
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    if WIDE:
+        pid, programs = pid.to(tl.int64), programs.to(tl.int64)
+    start = pid * BLOCK
     while start < N:
         i = start + lanes
         mask = i < N
@@ -50,7 +56,7 @@ def _strided_body(src, dst, N: tl.constexpr,  # type: ignore[no-untyped-def]
         else:
             source = i.to(tl.int64) * STRIDE % N
         tl.store(dst + i, tl.load(src + source, mask=mask), mask=mask)
-        start += tl.num_programs(0) * BLOCK
+        start += programs * BLOCK
 
 
 @functools.cache
@@ -106,6 +112,7 @@ class CopyStridedKernel(CopyStridedDeclaration):
         src = buffers["src"]
         strided_kernel(interpret=not src.is_cuda)[(config.grid,)](
             src, buffers["dst"], N=n, STRIDE=stride, LINECROSS=int(linecross),
+            WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]),
             num_warps=config.num_warps, **config.meta)
 
     def model(self, config: Config, sms: int) -> float | None:

@@ -94,6 +94,27 @@ def refusal(config: Config, capability: tuple[int, int] | None) -> str | None:
     return None
 
 
+def int32_reach(config: Config) -> dict[str, int]:
+    """The index expressions of ``_matmul_body`` and ``_reduce_body`` computed in int32
+    that can pass 2**31, with the largest value each reaches at ``config``: the work-unit
+    loop's counter always, the pointer offsets of A, B and C without TMA (a descriptor
+    addresses in 64 bits), the partial sums' with split-K.  Lanes past M, N or K are
+    masked, so only offsets of elements inside the matrices count."""
+    meta, (m, n, k) = meta_of(config), mnk(config.problem)
+    split = meta["SPLIT_K"]
+    units = -(-m // meta["BLOCK_M"]) * -(-n // meta["BLOCK_N"]) * split
+    counter = f"unit + grid (the work-unit loop's counter; grid <= {2**31 - units} keeps it)"
+    reach = {counter: units - 1 + config.grid}
+    if not meta["TMA"]:
+        reach.update({"rm * K + rk (A's offsets; TMA=1 has none)": m * k - 1,
+                      "rk * SBK + rn * SBN (B's offsets; TMA=1 has none)": k * n - 1,
+                      "rm * N + rn (C's offsets; TMA=1 has none)": m * n - 1})
+    if split > 1:
+        reach["(unit // tiles) * M * N + rm * N + rn (the partial sums' offsets)"] = \
+            split * m * n - 1
+    return reach
+
+
 def workspace(buffers: Buffers, split: int) -> torch.Tensor:
     """The float32 ``split × M × N`` partial sums of ``split`` slices of K, allocated on
     the first launch and kept with the buffers, so the timed launches reuse it (every
@@ -149,6 +170,9 @@ class MatmulKernel(MatmulDeclaration):
 
     def refusal(self, config: Config, device: str) -> str | None:
         return refusal(config, torch.cuda.get_device_capability() if device == "cuda" else None)
+
+    def int32_reach(self, config: Config) -> dict[str, int]:
+        return int32_reach(config)
 
     def launch(self, buffers: Buffers, config: Config) -> None:
         a, b, c = buffers["a"], buffers["b"], buffers["c"]

@@ -33,7 +33,7 @@ import torch
 import triton.language as tl
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_random, mismatch
+from sweeper.kernels._base import Buffers, fill_random, mismatch, wide_offsets
 from sweeper.kernels._declared import ScaleDeclaration
 from sweeper.kernels._guess import streaming
 from sweeper.kernels._jit import jit
@@ -46,16 +46,21 @@ SATURATION_CHECK = 64
 
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
 # other arguments stay unannotated, hence the type: ignore.
-def _scale_body(x, launches, n, a, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+def _scale_body(x, launches, n, a, BLOCK: tl.constexpr,  # type: ignore[no-untyped-def]
+                WIDE: tl.constexpr):
     if tl.program_id(0) == 0:         # one program counts the launch, on the device
         tl.store(launches, tl.load(launches) + 1)
+    # offsets int32 unless WIDE (wide_offsets), as copy's
     lanes = tl.arange(0, BLOCK)
-    start = tl.program_id(0) * BLOCK
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    if WIDE:
+        pid, programs = pid.to(tl.int64), programs.to(tl.int64)
+    start = pid * BLOCK
     while start < n:
         offsets = start + lanes
         mask = offsets < n
         tl.store(x + offsets, tl.load(x + offsets, mask=mask) * a, mask=mask)
-        start += tl.num_programs(0) * BLOCK
+        start += programs * BLOCK
 
 
 @functools.cache
@@ -83,8 +88,8 @@ def replayed(start: torch.Tensor, launches: int) -> torch.Tensor:
 class ScaleKernel(ScaleDeclaration):
     """``x *= A`` in place by a grid-stride Triton kernel over a 1-D tensor of a floating
     dtype, verified against the start multiplied as many times as the kernel ran (the
-    module's docstring says how); offsets are int32, so a problem of 2**31 elements or
-    more fails at launch, and an integer dtype is ruled out at allocation."""
+    module's docstring says how); offsets are int64 where the grid and problem take them
+    past int32 (:func:`wide_offsets`); an integer dtype is ruled out at allocation."""
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
@@ -105,11 +110,10 @@ class ScaleKernel(ScaleDeclaration):
         buffers["launches"].zero_()
 
     def launch(self, buffers: Buffers, config: Config) -> None:
-        x = buffers["x"]
-        if x.numel() >= 2**31:
-            raise ValueError(f"scale uses int32 offsets: {x.numel()} elements is >= 2**31")
+        x, n = buffers["x"], buffers.problem.n
         scale_kernel(interpret=not x.is_cuda)[(config.grid,)](
-            x, buffers["launches"], x.numel(), A, num_warps=config.num_warps, **config.meta)
+            x, buffers["launches"], n, A, num_warps=config.num_warps,
+            WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]), **config.meta)
 
     def model(self, config: Config, sms: int) -> float | None:
         return streaming(config, sms, config.meta["BLOCK"], inputs=1)

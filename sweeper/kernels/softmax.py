@@ -21,7 +21,7 @@ import torch
 import triton.language as tl
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison
+from sweeper.kernels._base import Buffers, fill_poison, wide_offsets
 from sweeper.kernels._declared import SoftmaxDeclaration
 from sweeper.kernels._guess import rowwise
 from sweeper.kernels._jit import jit
@@ -40,9 +40,13 @@ SPREAD = 4.0
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
 # other arguments stay unannotated, hence the type: ignore.
 def _softmax_body(x, y, rows, COLS: tl.constexpr,  # type: ignore[no-untyped-def]
-                  BLOCK: tl.constexpr):
+                  BLOCK: tl.constexpr, WIDE: tl.constexpr):
+    # A row's offset is int64 (rows * COLS may pass int32); the row counter is int32
+    # unless WIDE (wide_offsets: rows - 1 + grid passes int32), then int64.
     lanes = tl.arange(0, BLOCK)
-    row = tl.program_id(0)
+    row, programs = tl.program_id(0), tl.num_programs(0)
+    if WIDE:
+        row, programs = row.to(tl.int64), programs.to(tl.int64)
     while row < rows:
         src = x + row.to(tl.int64) * COLS
         dst = y + row.to(tl.int64) * COLS
@@ -65,7 +69,7 @@ def _softmax_body(x, y, rows, COLS: tl.constexpr,  # type: ignore[no-untyped-def
                 mask = c + lanes < COLS
                 v = tl.load(src + c + lanes, mask=mask, other=-float("inf")).to(tl.float32)
                 tl.store(dst + c + lanes, tl.exp(v - m) / s, mask=mask)
-        row += tl.num_programs(0)
+        row += programs
 
 
 @functools.cache
@@ -100,7 +104,7 @@ class SoftmaxKernel(SoftmaxDeclaration):
         x = buffers["x"]
         softmax_kernel(interpret=not x.is_cuda)[(config.grid,)](
             x, buffers["y"], x.shape[0], COLS=x.shape[1], num_warps=config.num_warps,
-            **config.meta)
+            WIDE=wide_offsets(x.shape[0], config.grid, 1), **config.meta)
 
     def model(self, config: Config, sms: int) -> float | None:
         problem = config.problem

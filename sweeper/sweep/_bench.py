@@ -85,9 +85,10 @@ class Bench:
 
     def run(self, config: Config, number: int) -> TrialResult:
         """``config`` launched, verified and timed (:func:`run_trial`), inputs seeded by
-        the sampler's seed and the trial's number; a config the kernel refuses on this
-        device is invalid, with its reason."""
-        refusal = self.kernel.refusal(config, self.device.torch_device)
+        the sampler's seed and the trial's number; a config the kernel cannot launch on
+        this device (:meth:`~sweeper.kernels.Kernel.cannot_launch`: an int32 index that
+        would wrap, a variant the GPU lacks) is invalid, with its reason."""
+        refusal = self.kernel.cannot_launch(config, self.device.torch_device)
         if refusal is not None:
             return TrialResult(TrialStatus.INVALID, refusal)
         try:
