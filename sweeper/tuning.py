@@ -21,8 +21,7 @@ from sweeper.core._model import FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import SweeperError, TuningFileError
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, Problem, format_size, parse
-from sweeper.space._load import BLOCKS
-from sweeper.space._settings import shown
+from sweeper.space._parser import BLOCKS, shown
 
 DEFAULT_TUNING = Path("studies") / "tuning.json"
 FORMAT_VERSION = 1

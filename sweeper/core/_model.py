@@ -1,6 +1,6 @@
 """The parsed space: frozen dataclasses the rest of sweeper works with.
 
-A space file is read once, at the edge (:mod:`sweeper.space._load`), into a
+A space file is read once, at the edge (:mod:`sweeper.space._parser`), into a
 :class:`Space`.  A sampler proposes a *choice* (axis name -> value label); the
 space resolves it, with the device's facts, into a :class:`Config` whose launch
 options (grid, block), problem (dtype, footprint and the kernel's dimensions) and kernel

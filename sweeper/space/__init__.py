@@ -30,7 +30,7 @@ from sweeper.core import (
     shape_of,
     show_dims,
 )
-from sweeper.space._load import autotune_space, load_space, parse_space
+from sweeper.space._parser import autotune_space, load_space, parse_space
 
 __all__ = [
     "DECLARED_ONLY",

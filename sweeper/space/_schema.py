@@ -13,8 +13,8 @@ from sweeper import plugins
 from sweeper.core._model import CACHE_MODES
 from sweeper.core._units import DTYPES
 from sweeper.space._files import TOP_KEYS
-from sweeper.space._load import BLOCKS
-from sweeper.space._settings import (
+from sweeper.space._parser import (
+    BLOCKS,
     BUDGET_KEYS,
     MAX_COUNT,
     MAX_SEED,

@@ -1,0 +1,830 @@
+"""Read a space file into a :class:`Space`, validating everything before anything runs.
+
+Every error is one :class:`SpaceError` that names the file, the line and the key path,
+shows the bad value and says what is allowed.  One parser reads the whole file, in the
+order a space is made:
+
+- ``kernel:``: a kernel's name, or a mapping of its name and the options it declares
+  (``kernel: {name: torch-op, op: torch.nn.functional.gelu}``).  An option says *which*
+  computation a kernel runs, so it belongs with the kernel's name, not among the axes
+  (it is never swept) nor at the top of the file (where it would mean nothing to the
+  other kernels).  ``from_autotune: module:kernel`` names a kernel together with the
+  configs of its ``@triton.autotune`` function, as one group of zipped axes
+  (``sweeper.kernel``'s ``autotuned=`` reads them into ``autotune_params``; this reads
+  that attribute only, so the space layer knows nothing of Triton).
+- What sizes the problem: the kernel's declared dimensions, whether a footprint or the
+  dimensions are swept, zipped axes (dimensions that move together), and the names
+  expressions may read.
+- The axes' values and forms (lists, ``range``, ``pow2``), their order, the constraints.
+- The settings around the axes: sampler and seed, measurement, budget.  Each value is
+  checked against what the code that uses it can take: a seed numpy's generators
+  accept, finite positive durations a timer can be armed with, counts that fit in
+  memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sweeper import plugins
+from sweeper.core import _expr
+from sweeper.core._expr import LIMIT, Expr
+from sweeper.core._model import (
+    CACHE_MODES,
+    FACT_NAMES,
+    LAUNCH_AXES,
+    MAX_CONFIGS,
+    PROBLEM_AXES,
+    Axis,
+    AxisRole,
+    Budget,
+    Constraint,
+    KernelDeclaration,
+    MeasureSpec,
+    Origin,
+    SamplerSpec,
+    Space,
+    Tie,
+    Value,
+)
+from sweeper.core._names import safe_name, study_name_problem
+from sweeper.core._problem import Shape, shape_of
+from sweeper.core._units import DTYPES, parse_duration, parse_size
+from sweeper.errors import ExpressionError, SpaceError, SweeperError
+from sweeper.space._files import TOP_KEYS, load_located, override, reachable
+from sweeper.space._yaml import load_with_lines
+
+AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
+MAX_AXIS_VALUES = 4096
+BLOCKS = (32, 64, 128, 256, 512, 1024)
+MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
+                "cache", "batch", "graph", "abandon", "timeout", "duty")
+STOP_RULES = ("fixed", "ci", "stdrel")
+BUDGET_KEYS = ("trials", "time", "target", "patience")
+SAMPLER_KEYS = ("name", "seed", "baseline")
+MAX_SEED = 2**32 - 1               # numpy's generators, under every Optuna sampler, take no more
+MAX_COUNT = 1_000_000              # warmup runs, samples, launches per sample
+MAX_TRIALS = 1_000_000_000
+
+#: Axes whose values are names, not numbers: expressions cannot read them.
+TEXT_AXES = ("dtype", "cache")
+
+#: A kernel option's value: a short string, checked by the kernel's declaration.
+MAX_OPTION = 200
+
+#: A mapping or list as an option's value (``inputs: {src: n}``), kept as its JSON text.
+MAX_STRUCTURED = 2000
+
+#: The group of zipped axes ``from_autotune:`` adds to ``params``: one row per config.
+AUTOTUNE_GROUP = "autotune"
+
+
+def load_space(path: str | Path, overrides: Sequence[str] = (), *, allow: Sequence[str | Path]
+               = (), user_code: bool = True, text: str | None = None) -> Space:
+    """Read and validate the space file at ``path`` (following ``extends:`` within its
+    folder and the folders in ``allow``), with ``overrides`` such as ``BLOCK=1024,2048``
+    replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no plugin that is not
+    built in: a user kernel's meta-parameters are taken from the space as written, and a
+    user sampler's baseline, unchecked.  ``text``: the YAML itself, ``path`` its name."""
+    data, where, text = load_located(Path(path), (), reachable(Path(path), allow), text)
+    data, where = override(data, where, overrides)
+    return _Parser(str(path), where, user_code).space(data, text, safe_name(Path(path).stem))
+
+
+def autotune_space(target: str, overrides: Sequence[str] = ()) -> Space:
+    """The space ``sweeper run --from-autotune TARGET`` runs: as a file holding
+    ``from_autotune: TARGET`` and ``sampler: exhaustive`` (every listed config, as Triton's
+    autotuner runs them), its study named after the kernel's attribute; ``overrides``
+    are ``-p``'s.  Errors name ``--from-autotune TARGET``."""
+    file = f"--from-autotune {target}"
+    if plugins.PATH.fullmatch(target) is None:
+        raise SpaceError(f"{target!r} is not package.module:attr (the sweeper.kernel that "
+                         "names the autotuned function)", file="--from-autotune")
+    study = target.rpartition(":")[2]
+    text = f"study: {study}\nfrom_autotune: {json.dumps(target)}\nsampler: exhaustive\n"
+    data, lines = load_with_lines(text, file)
+    data, where = override(data, {k: (file, None) for k in lines}, overrides)
+    return _Parser(file, where).space(data, text, study)
+
+
+def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
+    """The space in YAML ``text`` (called ``file`` in errors), checked as a file is."""
+    data, lines = load_with_lines(text, file)
+    return _Parser(file, {k: (file, v) for k, v in lines.items()}).space(data, text,
+                                                                         default_study)
+
+
+class _Parser:
+    """One space file's reading: its file name, where each key path was written
+    (``where``), and what the reading has learnt so far (the kernel's declaration and
+    problem shape, zipped axes)."""
+
+    #: Off: no plugin that is not built in is imported (``sweeper plan``).
+    user_code: bool = True
+    shape: Shape
+    #: the kernel's declaration, once the file names it (:meth:`declared_shape`)
+    kernel_cls: Any = None
+    ties: list[Tie]
+    where: dict[str, tuple[str, int | None]]
+    file: str
+
+    def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
+                 user_code: bool = True) -> None:
+        self.file = file
+        self.where = dict(where)
+        self.user_code = user_code
+        self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
+        self.ties: list[Tie] = []
+
+    def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> Expr:
+        """``expr`` if every name it reads is in ``known``, else the error for the first."""
+        unknown = sorted(expr.names - set(known))
+        if unknown:
+            raise self.error(path, f"unknown name {shown(unknown[0])} in "
+                             f"{_expr.quoted(expr.text)}; known: {', '.join(known)}")
+        return expr
+
+    def origin(self, path: str) -> Origin:
+        """Where ``path`` was written: its own line, else its nearest parent's."""
+        found = self.where.get(path)
+        parent = path
+        while found is None and parent:
+            if parent.endswith("]"):
+                parent = parent[:parent.rindex("[")]
+            else:
+                parent = parent.rpartition(".")[0]
+            found = self.where.get(parent)
+        file, line = found if found is not None else (self.file, None)
+        return Origin(file=file, line=line, path=path if len(path) <= 80 else path[:77] + "...")
+
+    def error(self, path: str, message: str) -> SpaceError:
+        o = self.origin(path)
+        return SpaceError(message, file=o.file, line=o.line, path=o.path)
+
+    def keys(self, data: Any, path: str, known: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            what = path or "the file"
+            raise self.error(path, f"{what} must be a mapping of keys, got {_kind(data)}")
+        for key in data:
+            if key not in known:
+                raise self.error(f"{path}.{key}" if path else key,
+                                 f"unknown key {shown(key)}; known: {', '.join(known)}")
+        return data
+
+    # -- the whole file ---------------------------------------------------------------
+    def space(self, data: Any, text: str, default_study: str) -> Space:
+        data = self.keys(data, "", TOP_KEYS)
+        study = data.get("study", default_study)
+        if study_name_problem(study):
+            raise self.error("study", str(study_name_problem(study)))
+        if "from_autotune" in data:
+            data = self.from_autotune(data)
+        if "kernel" not in data:
+            raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
+        kernel_cls = self.kernel(kernel_name := self.kernel_name(data["kernel"]),
+                                 data.get("params"))
+        options, kernel_cls = self.declared_kernel(data["kernel"], kernel_cls, data.get("params"))
+        self.shape = self.declared_shape(kernel_cls)
+        if "params" not in data:
+            raise self.error("", "missing key 'params'; it lists the axes to sweep")
+        measure, cache_modes = self.measure(data.get("measure", {}))
+        axes = self.axes(data["params"], kernel_cls, cache_modes)
+        self.size(axes)
+        order = self.order(axes)
+        constraints = self.constraints(data.get("constraints", []), axes)
+        sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
+        return Space(
+            study=study, kernel=kernel_name, kernel_options=options, sampler=sampler,
+            axes=tuple(axes), order=order, constraints=constraints, measure=measure,
+            ties=tuple(self.ties), shape=self.shape, budget=self.budget(data.get("budget", {})),
+            path=self.file, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
+
+    def kernel(self, name: Any, params: Any, path: str = "kernel") -> type[KernelDeclaration]:
+        """The class declaring the kernel's meta-parameters and defaults, from the plugin
+        registry; with ``user_code`` off a user kernel is not imported: a stand-in declares
+        the meta-parameters ``params`` names.  Errors point at ``path``."""
+        if not isinstance(name, str) or len(name) > 200:
+            raise self.error(path, f"{shown(name)} is not a kernel name (a built-in name, "
+                             "an installed plugin's or module:attr, at most 200 characters)")
+        try:
+            return plugins.kernel_declaration(name, user_code=self.user_code, params=params)
+        except SweeperError as err:
+            hint = "; from_autotune: names the sweeper.kernel(..., autotuned=...) that " \
+                "launches the @triton.autotune function" if path == "from_autotune" else ""
+            raise self.error(path, f"{err}{hint}") from None
+
+    # -- axes ----------------------------------------------------------------------------
+    def axes(self, params: Any, kernel: type[KernelDeclaration], modes: list[str]) -> list[Axis]:
+        meta = dict(kernel.meta_params)
+        dims = self.shape.names
+        known = (*LAUNCH_AXES, *PROBLEM_AXES, *dims, *meta)
+        params = self.zipped(params, known)
+        params = self.keys(params, "params", known)
+        sizes = self.sized_by(params, kernel)
+        axes = []
+        for name in known:
+            if name in ("footprint", *dims) and name not in sizes:
+                continue
+            path = f"params.{name}"
+            if name in params and isinstance(params[name], dict) and "when" in params[name]:
+                spec = self.keys(params[name], path, ("values", "when"))
+                if "values" not in spec or not isinstance(spec["when"], str):
+                    raise self.error(path, "a conditional axis is {values: [...], when: "
+                                     "\"expression\"}")
+                if name in TEXT_AXES:
+                    raise self.error(path, f"{name} cannot be conditional; only numeric axes")
+                self.conditions.append((name, spec["when"], f"{path}.when"))
+                raw = self.expand(spec["values"], f"{path}.values")
+            elif name in params:
+                raw = self.expand(params[name], path)
+            elif name == "cache":
+                raw = modes
+            elif name in dims:
+                raw = [self.shape.dim(name).default]
+            else:
+                raw = [meta[name].default if name in meta else kernel.defaults[name]]
+            role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
+                    AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
+            values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
+            labels = [v.label for v in values]
+            dup = next((lb for lb in labels if labels.count(lb) > 1), None)
+            if dup is not None:
+                raise self.error(path, f"value {shown(dup)} appears twice")
+            if name == "block":
+                for i, v in enumerate(values):
+                    if isinstance(v.constant, int) and v.constant not in BLOCKS:
+                        raise self.error(f"{path}[{i}]", f"{v.constant} threads per program; "
+                                         f"allowed: {', '.join(map(str, BLOCKS))} "
+                                         "(num_warps × 32)")
+            if name in dims:
+                for i, v in enumerate(values):
+                    refusal = (self.shape.dim(name).refusal(v.constant)
+                               if isinstance(v.constant, int) else None)
+                    if refusal is not None:
+                        raise self.error(f"{path}[{i}]", f"{name}: {refusal}")
+            for i, v in enumerate(values):
+                if name in meta and isinstance(v.constant, int):
+                    self.check_meta(kernel.name, name, meta[name], v.constant, f"{path}[{i}]")
+            axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
+        return axes
+
+    def size(self, axes: list[Axis]) -> None:
+        """Refuse a space of more than :data:`MAX_CONFIGS` configs, counted before any is
+        built, at the line of its largest dimension (zipped axes are one)."""
+        tied = {m: t for t in self.ties for m in t.members}
+        dims = {a.name: len(a.values) for a in axes if a.name not in tied}
+        dims.update({t.name: len(t.rows) for t in self.ties})
+        total = math.prod(dims.values())
+        if total > MAX_CONFIGS:
+            largest = max(dims, key=dims.__getitem__)
+            path = f"params.{largest}" + (".zip" if largest not in {a.name for a in axes}
+                                          else "")
+            shown = " × ".join(f"{n} {k}" for k, n in dims.items() if n > 1)
+            raise self.error(path, f"the space has {total} configs ({shown}); at most "
+                             f"{MAX_CONFIGS}: give this axis ({dims[largest]} values) or "
+                             "another fewer values")
+
+    def expand(self, raw: Any, path: str) -> list[Any]:
+        if isinstance(raw, dict):
+            forms: dict[str, Callable[[Any, str], list[int]]] = {
+                "range": self.range_form, "pow2": self.pow2_form}
+            raw = self.keys(raw, path, tuple(forms))
+            if len(raw) != 1:
+                raise self.error(path, f"give exactly one of {', '.join(forms)}")
+            (form, args), = raw.items()
+            return forms[form](args, f"{path}.{form}")
+        values: list[Any] = raw if isinstance(raw, list) else [raw]
+        if not values:
+            raise self.error(path, f"empty axis; allowed: {'; '.join(AXIS_FORMS)}")
+        self.capped(len(values), path)
+        return values
+
+    def range_form(self, args: Any, path: str) -> list[int]:
+        if not (isinstance(args, list) and len(args) in (2, 3) and all(
+                type(a) is int for a in args)):
+            raise self.error(path, f"{shown(args)} is not [lo, hi] or [lo, hi, step] of "
+                             "integers")
+        lo, hi, step = (*args, 1) if len(args) == 2 else args
+        if step <= 0 or lo > hi:
+            raise self.error(path, f"range needs lo <= hi and step > 0, got lo={shown(lo)}, "
+                             f"hi={shown(hi)}, step={shown(step)}")
+        self.capped((hi - lo) // step + 1, path)       # counted before any value is built
+        self.bounded(hi, path)
+        return list(range(lo, hi + 1, step))
+
+    def pow2_form(self, args: Any, path: str) -> list[int]:
+        if not (isinstance(args, list) and len(args) == 2):
+            raise self.error(path, f"{shown(args)} is not [lo, hi]")
+        lo, hi = (self.integer(a, path) for a in args)
+        for bound in (lo, hi):
+            if not _is_pow2(bound):
+                raise self.error(path, f"{shown(bound)} is not a power of two")
+        if lo > hi:
+            raise self.error(path, f"pow2 needs lo <= hi, got lo={shown(lo)}, hi={shown(hi)}")
+        self.capped(hi.bit_length() - lo.bit_length() + 1, path)
+        self.bounded(hi, path)
+        return [1 << k for k in range(lo.bit_length() - 1, hi.bit_length())]
+
+    def capped(self, count: int, path: str) -> None:
+        if count > MAX_AXIS_VALUES:
+            raise self.error(path, f"{count} values; at most {MAX_AXIS_VALUES} per axis")
+
+    def bounded(self, value: int, path: str) -> None:
+        if not -LIMIT <= value <= LIMIT:
+            raise self.error(path, f"{shown(value)} is too large; values are at most 2**62 "
+                             f"({LIMIT})")
+
+    def integer(self, raw: Any, path: str) -> int:
+        if type(raw) is int:
+            return raw
+        if isinstance(raw, str):
+            try:
+                return parse_size(raw)
+            except ValueError as err:
+                raise self.error(path, str(err)) from None
+        raise self.error(path, f"{shown(raw)} is not an integer or a size")
+
+    def value(self, axis: str, raw: Any, path: str) -> Value:
+        if axis == "cache":
+            if raw not in CACHE_MODES:
+                raise self.error(path, f"{shown(raw)} is not a cache mode; allowed: "
+                                 f"{', '.join(CACHE_MODES)}")
+            return Value(label=raw, constant=raw)
+        if axis == "dtype":
+            return Value(label=self.dtype_name(raw, path), constant=raw)
+        origin = self.origin(path)
+        # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
+        low = self.lowest(axis)
+        if type(raw) is int:
+            return self.positive(Value(label=str(raw), constant=raw, origin=origin), path, low)
+        if not isinstance(raw, str):
+            raise self.error(path, f"{shown(raw)} is not an integer, a size or an expression")
+        try:
+            return self.positive(Value(label=raw, constant=parse_size(raw), origin=origin),
+                                 path, low)
+        except ValueError:
+            pass
+        try:
+            expr = _expr.parse(raw)
+            if not expr.names:
+                constant = int(_expr.evaluate(expr, {}))
+                return self.positive(Value(label=raw, constant=constant, origin=origin), path,
+                                     low)
+        except ExpressionError as err:
+            raise self.error(path, str(err)) from None
+        return Value(label=raw, expr=expr, origin=origin)
+
+    def positive(self, value: Value, path: str, low: int = 1) -> Value:
+        if isinstance(value.constant, int):
+            if value.constant <= 0 and low >= 1:
+                raise self.error(path, f"{value.label[:40]} must be positive")
+            self.bounded(value.constant, path)
+        return value
+
+    def order(self, axes: list[Axis]) -> tuple[str, ...]:
+        """Axis names in an order where each expression's names come first."""
+        axis_names = {a.name for a in axes} - set(TEXT_AXES)
+        known = self.known_names(axes)
+        sizes = {a.name for a in axes if a.name in ("footprint", *self.shape.names)}
+        derived = set(known) - axis_names - set(FACT_NAMES[:2]) - {"itemsize"}
+        deps: dict[str, set[str]] = {name: set() for name in TEXT_AXES}
+        for a in axes:
+            deps[a.name] = set()
+            for i, v in enumerate(a.values):
+                if v.expr is None:
+                    continue
+                self.names_known(v.expr, f"params.{a.name}[{i}]", known)
+                reads = set(v.expr.names)
+                if reads & derived or (a.name not in sizes and reads & sizes):
+                    reads |= sizes | {"dtype"}     # the problem is made from all its sizes
+                deps[a.name] |= reads & axis_names
+        for name in sizes:
+            deps[name] |= {"dtype"}
+        done: list[str] = []
+        while len(done) < len(deps):
+            ready = [n for n in deps if n not in done and deps[n] <= set(done)]
+            if not ready:
+                stuck = sorted(n for n in deps if n not in done)
+                raise self.error(f"params.{stuck[0]}", "the values depend on each other in a "
+                                 f"cycle among {', '.join(stuck)}; break it")
+            done.extend(sorted(ready, key=[a.name for a in axes].index))
+        return tuple(done)
+
+    # -- the rest -------------------------------------------------------------------------
+    def constraints(self, raw: Any, axes: list[Axis]) -> tuple[Constraint, ...]:
+        if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
+            raise self.error("constraints", f"{shown(raw)} is not a list of expressions "
+                             "(e.g. [\"BLOCK >= block\"])")
+        known = self.known_names(axes)
+        first = {a.name: a.values[0].label for a in axes}
+        sources: list[tuple[str, str, str, tuple[str, str] | None]] = [
+            (f"constraints[{i}]", text, text, None) for i, text in enumerate(raw)]
+        sources += [(path, when, f"({when}) or {axis} == ({first[axis]})", (axis, when))
+                    for axis, when, path in self.conditions]
+        out = []
+        for path, text, full, condition_of in sources:
+            try:
+                self.names_known(_expr.parse(text, "truth"), path, known)
+                expr = _expr.parse(full, "truth")
+            except ExpressionError as err:
+                raise self.error(path, str(err)) from None
+            out.append(Constraint(expr=expr, origin=self.origin(path),
+                                  condition_of=condition_of))
+        return tuple(out)
+
+    def sampler(self, value: Any, seed: Any, axes: list[Axis]) -> SamplerSpec:
+        """The ``sampler:`` setting (a name, or a mapping with ``name``, ``seed`` and
+        ``baseline``) with the top-level ``seed``, checked: a sampler that is registered, a
+        seed from 0 to ``MAX_SEED``, and a baseline only for a sampler that takes one, each
+        of its values one of the axis's; an unnamed axis's baseline is its middle value."""
+        path, baseline, seed_path = "sampler", {}, "seed"
+        if isinstance(value, dict):
+            value = self.keys(value, path, SAMPLER_KEYS)
+            seed_path = "sampler.seed" if "seed" in value else seed_path
+            seed = value.get("seed", seed)
+            baseline = value.get("baseline", {})
+            path, value = "sampler.name", value.get("name", "auto")
+        if not isinstance(value, str) or len(value) > 200:
+            raise self.error(path, f"unknown sampler {shown(value)}; known: "
+                             f"{plugins.known(plugins.SAMPLER)}")
+        takes_baseline = self.takes_baseline(value, path, bool(baseline))
+        if type(seed) is not int or not 0 <= seed <= MAX_SEED:
+            raise self.error(seed_path, f"seed must be an integer from 0 to {MAX_SEED} "
+                f"(2**32 - 1), got {shown(seed)}")
+        if baseline and not takes_baseline:
+            takers = [n for n in plugins.SAMPLER.builtins
+                      if plugins.sampler_capabilities(n).takes_baseline]
+            raise self.error("sampler.baseline", f"a baseline belongs to the "
+                             f"{', '.join(takers)} sampler; {value} takes none")
+        by_name = {a.name: a for a in axes}
+        base = self.keys(baseline, "sampler.baseline", tuple(by_name))
+        chosen = []
+        for a in axes:
+            label = str(base.get(a.name, a.labels[(len(a.labels) - 1) // 2]))
+            if label not in a.labels:
+                raise self.error(f"sampler.baseline.{a.name}", f"{shown(label)} is not a value of "
+                                 f"the axis; allowed: {', '.join(a.labels)}")
+            chosen.append((a.name, label))
+        return SamplerSpec(name=value, seed=seed,
+                           baseline=tuple(chosen) if takes_baseline else ())
+
+    def takes_baseline(self, name: str, path: str, given: bool) -> bool:
+        """Whether sampler ``name`` declares a baseline; an unknown sampler is an error at
+        ``path``.  With ``user_code`` off, a sampler that is not built in is not imported:
+        it takes a baseline if the file gives one."""
+        try:
+            found = plugins.find(plugins.SAMPLER, name)
+            if not (found.builtin or self.user_code):
+                return given
+            return plugins.sampler_capabilities(name).takes_baseline
+        except SweeperError as err:
+            raise self.error(path, str(err)) from None
+
+    def measure(self, raw: Any) -> tuple[MeasureSpec, list[str]]:
+        """The measurement settings, and the cache modes the ``cache`` axis defaults to."""
+        raw = self.keys(raw, "measure", MEASURE_KEYS)
+        d = MeasureSpec()
+        warmup = self.whole(raw, "warmup", d.warmup, 0)
+        repeat = self.whole(raw, "repeat", d.repeat, 1)
+        min_samples = self.whole(raw, "min_samples", d.min_samples, 2)
+        batch = self.whole(raw, "batch", d.batch, 1)
+        stop = raw.get("stop", "fixed" if "repeat" in raw else d.stop)
+        if stop not in STOP_RULES:
+            raise self.error("measure.stop", f"unknown stopping rule {shown(stop)}; allowed: "
+                             f"{', '.join(STOP_RULES)}")
+        target = raw.get("target", d.target)
+        try:
+            target = _fraction(target)
+        except ValueError:
+            raise self.error("measure.target", f"{shown(target)} is not a fraction between 0 and 1 "
+                             "(e.g. 0.5% or 0.005)") from None
+        times = {}
+        for key, default in (("min_time", d.min_time_s), ("max_time", d.max_time_s)):
+            value = raw.get(key, default)
+            try:
+                times[key] = 0.0 if key == "min_time" and value in (0, "0", "0s") else \
+                    parse_duration(value)
+            except ValueError as err:
+                raise self.error(f"measure.{key}", str(err)) from None
+        graph = raw.get("graph", d.graph)
+        if not isinstance(graph, bool):
+            raise self.error("measure.graph", f"{shown(graph)} is not true or false")
+        cache = raw.get("cache", "cold")
+        if cache not in (*CACHE_MODES, "both"):
+            raise self.error("measure.cache", f"{shown(cache)} is not a cache mode; allowed: cold, "
+                             "warm, both")
+        abandon = raw.get("abandon")
+        if abandon is not None and (isinstance(abandon, bool) or not isinstance(
+                abandon, (int, float)) or not 1 < abandon < math.inf):
+            raise self.error("measure.abandon", f"{shown(abandon)} is not a factor above 1 "
+                             "(e.g. 1.5: abandon configs 1.5x slower than the best)")
+        timeout = raw.get("timeout", d.timeout_s)
+        if timeout in (None, False, "off"):         # YAML reads a bare off as false
+            timeout = None
+        else:
+            try:
+                timeout = parse_duration(timeout)
+            except ValueError as err:
+                raise self.error("measure.timeout", f"{err}, or off") from None
+        duty, duty_s = self.duty(raw.get("duty", d.duty), d.duty_s)
+        spec = MeasureSpec(warmup=warmup, repeat=repeat, stop=stop, target=target,
+                           min_samples=min_samples, min_time_s=times["min_time"],
+                           max_time_s=times["max_time"], batch=batch, graph=graph,
+                           abandon=float(abandon) if abandon is not None else None,
+                           timeout_s=timeout, duty=duty, duty_s=duty_s)
+        return spec, list(CACHE_MODES) if cache == "both" else [cache]
+
+    def duty(self, raw: Any, default_s: float) -> tuple[str, float]:
+        """``auto``, ``off`` or ``{cool|load: DURATION}`` (sweeper.measure._duty)."""
+        allowed = "auto, off, {cool: 1s} or {load: 500ms}"
+        if raw is False or raw == "off":          # YAML reads a bare off as false
+            return "off", default_s
+        if raw == "auto":
+            return "auto", default_s
+        if not (isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("cool", "load")):
+            raise self.error("measure.duty", f"{shown(raw)} is not a duty schedule; allowed: "
+                             f"{allowed}")
+        (kind, value), = raw.items()
+        try:
+            seconds = parse_duration(value)
+        except ValueError as err:
+            raise self.error(f"measure.duty.{kind}", f"{err}; allowed: {allowed}") from None
+        return kind, seconds
+
+    def whole(self, raw: dict[str, Any], key: str, default: int | None, least: int,
+              most: int = MAX_COUNT, path: str = "measure") -> int:
+        """``raw[key]`` (else ``default``), which must be a whole number from ``least`` to
+        ``most``; otherwise a SpaceError at ``path.key``."""
+        value = raw.get(key, default)
+        if type(value) is not int or not least <= value <= most:
+            raise self.error(f"{path}.{key}", f"{shown(value)} is not a whole number from "
+                             f"{least} to {most}")
+        return value
+
+    def budget(self, raw: Any) -> Budget:
+        """The ``budget:`` mapping as a :class:`Budget`, each limit checked against what it
+        may be."""
+        raw = self.keys(raw, "budget", BUDGET_KEYS)
+        trials = self.whole(raw, "trials", None, 1, MAX_TRIALS, "budget") \
+            if "trials" in raw else None
+        time_s = None
+        if "time" in raw:
+            try:
+                time_s = parse_duration(raw["time"])
+            except ValueError as err:
+                raise self.error("budget.time", str(err)) from None
+        target = raw.get("target")
+        if target is not None:
+            try:
+                target = _fraction(target) if not (isinstance(target, (int, float)) and
+                                                   target == 1) else 1.0
+            except ValueError:
+                raise self.error("budget.target", f"{shown(target)} is not a fraction of the "
+                                 "ceiling (e.g. 95%)") from None
+        patience = self.whole(raw, "patience", None, 1, MAX_TRIALS, "budget") \
+            if "patience" in raw else None
+        return Budget(trials=trials, time_s=time_s, target=target, patience=patience)
+
+    def declared_shape(self, kernel_cls: Any) -> Shape:
+        """The kernel's problem dimensions; a declaration that is wrong, or a dimension
+        named like an axis, is an error at the ``kernel`` line."""
+        self.kernel_cls = kernel_cls
+        try:
+            shape = shape_of(kernel_cls)
+        except SweeperError as err:
+            raise self.error("kernel", str(err)) from None
+        clash = [d for d in shape.names if d in (*LAUNCH_AXES, *PROBLEM_AXES,
+                                                  *kernel_cls.meta_params, *FACT_NAMES[:2])]
+        if clash:
+            raise self.error("kernel", f"kernel {kernel_cls.name}: dimension {clash[0]!r} "
+                             "has the name of an axis or a device fact; rename it")
+        return shape
+
+    def dtype_name(self, raw: Any, path: str) -> str:
+        """``raw`` if it names a dtype the kernel takes (``Kernel.dtypes``: 8-bit floats
+        only where a kernel declares them), else the error listing those it takes."""
+        allowed = getattr(self.kernel_cls, "dtypes", tuple(DTYPES))
+        if isinstance(raw, str) and raw in allowed:
+            return raw
+        if isinstance(raw, str) and raw in DTYPES:
+            raise self.error(path, f"{self.kernel_cls.name} takes no {raw}; allowed: "
+                             f"{', '.join(allowed)}")
+        raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(allowed)}")
+
+    def lowest(self, axis: str) -> int:
+        """The least value ``axis`` may take before its own checks: a dimension's declared
+        minimum, a switch's 0 (a meta-parameter with ``choices``), else 1."""
+        if axis in self.shape.names:
+            return int(self.shape.dim(axis).min)
+        declared = getattr(self.kernel_cls, "meta_params", {}).get(axis)
+        return min(declared.choices) if declared is not None and declared.choices else 1
+
+    def check_meta(self, kernel: str, name: str, declared: Any, value: int, path: str) -> None:
+        """Refuse a ``value`` of meta-parameter ``name`` that its declaration rules out: not
+        a power of two where it must be one, or not among its ``choices``."""
+        if declared.pow2 and (value < 1 or value & (value - 1)):
+            raise self.error(path, f"{value} is not a power of two; {kernel}'s {name} must "
+                             "be one")
+        if declared.choices and value not in declared.choices:
+            raise self.error(path, f"{value} is not a value of {kernel}'s {name}; allowed: "
+                             f"{', '.join(map(str, declared.choices))}")
+
+    def sized_by(self, params: dict[str, Any], kernel_cls: Any) -> tuple[str, ...]:
+        """The axes that size the problem: ``footprint`` or the kernel's dimensions, never
+        both; neither given: the kernel's default footprint where its dimensions follow
+        from one, else its dimensions at their defaults."""
+        dims, rules = self.shape.names, self.shape.from_footprint
+        given = [d for d in dims if d in params]
+        if "footprint" in params and given:
+            raise self.error(f"params.{given[0]}", f"both footprint and {', '.join(given)} "
+                             f"size the problem; give the footprint or the dimensions "
+                             f"({', '.join(dims)}), not both")
+        if "footprint" in params and not rules:
+            raise self.error("params.footprint", f"{kernel_cls.name} is sized by its "
+                             f"dimensions, not a footprint; give {', '.join(dims)}")
+        if "footprint" in params or (not given and rules and "footprint" in
+                                     kernel_cls.defaults):
+            return ("footprint",)
+        for d in dims:
+            if d not in params and self.shape.dim(d).default is None:
+                raise self.error("params", f"missing dimension {d} ({self.shape.dim(d).doc}); "
+                                 f"{kernel_cls.name} has no default for it: give params.{d}")
+        return dims
+
+    def zipped(self, params: Any, known: tuple[str, ...]) -> Any:
+        """Take ``group: {zip: {AXIS: [...], ...}}`` out of ``params``: each member becomes an
+        axis of its distinct values, and the group a :class:`Tie` of the rows."""
+        if not isinstance(params, dict):
+            return params
+        out = {}
+        for group, value in params.items():
+            if group in known or not (isinstance(value, dict) and "zip" in value):
+                out[group] = value
+                continue
+            path = f"params.{group}.zip"
+            members = self.keys(value, f"params.{group}", ("zip",))["zip"]
+            if not isinstance(members, dict) or len(members) < 2:
+                raise self.error(path, "zip needs a mapping of two or more axes to lists of "
+                                 "equal length")
+            lengths = set()
+            for name, values in members.items():
+                if name not in known:
+                    raise self.error(f"{path}.{name}", f"unknown axis {shown(name)}; known: "
+                                     f"{', '.join(known)}")
+                if name in params:
+                    raise self.error(f"{path}.{name}", f"{name} is also given on its own; "
+                                     "an axis is either zipped or free")
+                if not isinstance(values, list) or not values:
+                    raise self.error(f"{path}.{name}", "give a non-empty list")
+                lengths.add(len(values))
+            if len(lengths) != 1:
+                raise self.error(path, f"the zipped lists differ in length "
+                                 f"({', '.join(f'{n}: {len(v)}' for n, v in members.items())})")
+            rows = list(zip(*(
+                [self.value(name, v, f"{path}.{name}[{i}]").label for i, v in enumerate(vals)]
+                for name, vals in members.items()), strict=True))
+            if len(set(rows)) != len(rows):
+                raise self.error(path, "a row appears twice")
+            for name, vals in members.items():
+                out[name] = list(dict.fromkeys(vals))
+                self.where[f"params.{name}"] = self.where.get(f"{path}.{name}", (self.file, None))
+                for i, v in enumerate(out[name]):
+                    self.where[f"params.{name}[{i}]"] = self.where.get(
+                        f"{path}.{name}[{vals.index(v)}]", (self.file, None))
+            self.ties.append(Tie(name=group, members=tuple(members), rows=tuple(rows)))
+        return out
+
+    def known_names(self, axes: list[Axis]) -> list[str]:
+        """Names an expression may read: the numeric axes, the device and problem facts,
+        the footprint and the kernel's dimensions (derived from each other)."""
+        return sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES) |
+                      {"footprint", *self.shape.names})
+
+    def kernel_name(self, value: Any) -> Any:
+        """The name ``kernel:`` gives, whether plain or in a mapping."""
+        if isinstance(value, dict):
+            if "name" not in value:
+                raise self.error("kernel", "a kernel mapping needs a name: "
+                                 "{name: KERNEL, OPTION: value, ...}")
+            return value["name"]
+        return value
+
+    def kernel_options(self, value: Any, kernel: type[KernelDeclaration]
+                       ) -> tuple[tuple[str, str], ...]:
+        """The options ``kernel:`` gives ``kernel`` (``()`` for a plain name), each a
+        string the kernel declares and accepts (with ``user_code``, checked by importing
+        what it names); every declared option must be given unless the kernel
+        declares a default for it (``option_defaults``), which then stands in."""
+        given = {k: v for k, v in value.items() if k != "name"} \
+            if isinstance(value, dict) else {}
+        declared = dict(getattr(kernel, "options", {}))
+        for key, raw in given.items():
+            path = f"kernel.{key}"
+            if key not in declared:
+                known = ", ".join(declared) if declared else "none (give just its name)"
+                raise self.error(path, f"kernel {kernel.name} takes no option {shown(key)}; "
+                                 f"its options: {known}")
+            option = json.dumps(raw) if isinstance(raw, (dict, list)) else raw
+            limit = MAX_STRUCTURED if isinstance(raw, (dict, list)) else MAX_OPTION
+            if not isinstance(option, str) or not 0 < len(option) <= limit:
+                raise self.error(path, f"{shown(raw)} is not a valid {key}; allowed: a "
+                                 f"string of 1 to {MAX_OPTION} characters, or a mapping or "
+                                 f"list of up to {MAX_STRUCTURED} ({declared[key]})")
+            resolve = getattr(kernel, "resolve_option", lambda key, value, folder: value)
+            option = resolve(key, option, Path(self.origin(path).file).parent)
+            problem = kernel.option_problem(key, option, imports=self.user_code)
+            if problem is not None:
+                raise self.error(path, problem)
+            given[key] = option
+        defaults = dict(getattr(kernel, "option_defaults", {}))
+        missing = [k for k in declared if k not in given and k not in defaults
+                   and k not in getattr(kernel, "optional_options", ())]
+        if missing:
+            raise self.error("kernel", f"kernel {kernel.name} needs option {missing[0]!r} "
+                             f"({declared[missing[0]]}): kernel: {{name: {kernel.name}, "
+                             f"{missing[0]}: ...}}")
+        return tuple(sorted({**{k: v for k, v in defaults.items() if k in declared},
+                             **given}.items()))
+
+    def declared_kernel(self, value: Any, kernel: type[KernelDeclaration], params: Any
+                        ) -> tuple[tuple[tuple[str, str], ...], type[KernelDeclaration]]:
+        """The options ``kernel:`` gives (:meth:`kernel_options`) and the declaration the
+        kernel makes of them and the space's ``params`` (``Kernel.specialize``), its error
+        located at the option it names."""
+        options = self.kernel_options(value, kernel)
+        specialize = getattr(kernel, "specialize", None)
+        if specialize is None:
+            return options, kernel
+        try:
+            return options, specialize(dict(options), params)
+        except SweeperError as err:
+            key = getattr(err, "key", None)
+            raise self.error(f"kernel.{key}" if key else "kernel", str(err)) from None
+
+    def from_autotune(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` with ``from_autotune: module:kernel`` read: the kernel it names, and its
+        ``@triton.autotune`` configs as one group of zipped axes under ``params``, placed
+        at the ``from_autotune:`` line."""
+        if "kernel" in data:
+            raise self.error("from_autotune", "give kernel: or from_autotune:, not both "
+                             "(from_autotune: names the kernel and sweeps its configs)")
+        name = data["from_autotune"]
+        declared = self.kernel(name, None, "from_autotune")
+        columns = getattr(declared, "autotune_params", None)
+        if not isinstance(columns, Mapping) and not self.user_code:
+            unread = "; ".join(getattr(declared, "unread", ())) or "no @triton.autotune " \
+                "function it names"
+            raise self.error("from_autotune", f"the configs of {name!r} are not literals "
+                             f"its source shows ({unread}), and `sweeper plan` imports no "
+                             "user code; `sweeper run` and `sweeper ab` read them")
+        if not isinstance(columns, Mapping):
+            raise self.error("from_autotune", f"{name} names no @triton.autotune function; "
+                             "declare it with sweeper.kernel(..., autotuned=the_function)")
+        params = data.get("params", {})
+        if not isinstance(params, dict):
+            raise self.error("params", "params must be a mapping of keys, got "
+                             f"{type(params).__name__}")
+        for key in (AUTOTUNE_GROUP, *columns):
+            if key in params:
+                raise self.error(f"params.{key}", f"{key} is set by from_autotune's configs "
+                                 f"({', '.join(columns)} zipped as {AUTOTUNE_GROUP}); drop it "
+                                 "here, or name the kernel with kernel: and list the values")
+        line = self.where.get("from_autotune", (self.file, None))
+        for key, values in columns.items():
+            path = f"params.{AUTOTUNE_GROUP}.zip.{key}"
+            self.where.update({path: line, **{f"{path}[{i}]": line for i in range(len(values))}})
+        self.where[f"params.{AUTOTUNE_GROUP}"] = line
+        zipped = {AUTOTUNE_GROUP: {"zip": {k: list(v) for k, v in columns.items()}}}
+        return {**data, "kernel": name, "params": {**params, **zipped}}
+
+
+def _is_pow2(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def _kind(data: Any) -> str:
+    return {list: "a list", str: "a string", int: "an integer", type(None): "nothing"}.get(
+        type(data), type(data).__name__)
+
+
+def _fraction(value: Any) -> float:
+    """``"0.5%"`` or ``0.005`` -> 0.005; raises ``ValueError`` outside (0, 1)."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        if not value.isascii():                 # float() reads full-width digits
+            raise ValueError(value)
+        value = float(value.strip()[:-1]) / 100
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(value)
+    return float(value)
+
+
+def shown(value: Any) -> str:
+    """``repr(value)``, cut short: a hostile file's values can be thousands of digits."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 40 else \
+        f"a number of some {int(value.bit_length() * math.log10(2))} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
