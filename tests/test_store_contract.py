@@ -44,9 +44,14 @@ def fresh(backend) -> Storage:
     return open_storage(spec, root)
 
 
+#: META, its axes holding the labels of the workers' keys too (store_workers.keys).
+WORKED = {**META, "axes": {**META["axes"], "block": [*META["axes"]["block"],
+                                                     *map(str, range(24))]}}
+
+
 def make(backend, meta=None) -> Storage:
     store = fresh(backend)
-    store.create(meta or {**META, "study": store.name})
+    store.create(meta or {**WORKED, "study": store.name})
     return store
 
 
