@@ -188,3 +188,16 @@ def test_a_config_recorded_twice_keeps_the_first(measured, tmp_path, capsys):
     first = next(i for i, d in enumerate(_records(study), 1) if d.get("number") == 1)
     _checked(study, space, line, rf"trial #7 measures the config of trial #1 "
                                  rf"\(line {first}\) again; the first is kept", capsys)
+
+
+def test_a_resume_with_more_labels_widens_the_study_and_keeps_every_trial(measured, tmp_path,
+                                                                           capsys):
+    study, space = _copy(measured, tmp_path)
+    capsys.readouterr()
+    assert main(["run", str(space), "--device", "interpret", "--studies-dir", str(study.parent),
+                 "--quiet", "--no-report", "-p", "BLOCK=256,512,1024"]) == 0
+    assert capsys.readouterr().err == ""
+    assert json.loads((study / "study.json").read_text())["axes"]["BLOCK"] == [
+        "256", "1024", "512"]
+    assert sorted(t.choice["BLOCK"] for t in StudyStore(study).records()[0]) == [
+        "1024", "256", "512"]
