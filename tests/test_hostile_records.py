@@ -25,18 +25,8 @@ from sweeper.api import load_study
 from sweeper.cli import main
 from sweeper.errors import StudyWarning
 from sweeper.store import JOURNAL, REJECTED, StudyStore
+from tests.test_hostile_reach import TINY
 
-TINY = """
-study: tiny
-kernel: copy
-sampler: exhaustive
-params:
-  grid: [sms]
-  block: [32]
-  BLOCK: [256, 1024]
-  footprint: [4KiB]
-measure: {warmup: 1, repeat: 3}
-"""
 SET_ASIDE = ("set aside (the study goes on without it; the next run moves it to "
              "trials.rejected.jsonl)")
 Edit = Callable[[dict[str, Any]], None]
@@ -162,9 +152,8 @@ def _checked(study: Path, space: Path, line: int, reason: str, capsys,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trials = load_study(study).trials_dataframe()
-    assert len(trials) == 2 and [str(w.message) for w in caught
-                                 if w.category is StudyWarning][0].startswith(
-        f"{study / JOURNAL}:{line}: ")
+    said_by_api = [str(w.message) for w in caught if w.category is StudyWarning]
+    assert len(trials) == 2 and said_by_api[0].startswith(f"{study / JOURNAL}:{line}: ")
     assert _run(space, study.parent) == 0
     err = capsys.readouterr().err
     assert re.fullmatch(said + "moved to trials.rejected.jsonl\n", err), err

@@ -9,6 +9,7 @@ field), builds the typed value from a checked one (``load``) and writes it back
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ def _stats_disagree(value: dict[str, Any]) -> str | None:
         if v < 0:
             return f"{name} {show(v)} is negative"
     order = [(name, known[name]) for name in STATS_ORDER if name in known]
-    for (low, a), (high, b) in zip(order, order[1:], strict=False):
+    for (low, a), (high, b) in itertools.pairwise(order):
         if a > b:
             return (f"{low} {show(a)} is above {high} {show(b)}; statistics keep "
                     f"{' <= '.join(STATS_ORDER)}")
