@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.measure import PRACTICAL, Stats, StopRule, summarize, tied_set
 from sweeper.store import GpuSlot, ProblemKey, Record, Storage, TrialRecord
-from sweeper.store._schema import stats_problem
+from sweeper.store._schema import samples_problem, stats_problem
 
 if TYPE_CHECKING:
     from sweeper.consensus import Agreement
@@ -112,14 +112,17 @@ class FinalRecord(Record):
         """What the journal checks beyond the field types (readers index all of it)."""
         read = ("ci_lo", "ci_hi", "cv")
         for row in data["finalists"]:
-            problem = stats_problem(row["stats"], f"finalist #{row['number']}'s stats", read)
+            owner = f"finalist #{row['number']}'s "
+            problem = stats_problem(row["stats"], owner + "stats", read) or \
+                samples_problem(row, owner)
             if problem:
                 return problem
         if data["winner"] not in [row["number"] for row in data["finalists"]]:
             return f"the winner #{data['winner']} is not among its finalists"
         base = data.get("baseline")
         if base is not None:
-            return stats_problem(base["stats"], "its baseline's stats", read)
+            return stats_problem(base["stats"], "its baseline's stats", read) or \
+                samples_problem(base, "its baseline's ")
         return None
 
     @staticmethod

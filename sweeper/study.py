@@ -163,7 +163,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         if changed and not force:
             raise StudyError(resume_refused(store.root, changed))
         store.open_journal()
-        store.note_resumed(now(), last_command=command, bounds=bounds,
+        store.note_resumed(now(), axes_of(space), last_command=command, bounds=bounds,
                            finals=finals_wanted(space, device))
         return
     store.create({
@@ -178,9 +178,14 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "environment": environment, "fingerprint": wanted, "bounds": bounds,
         "kernel_source_hash": kernel.source_hash(), "headline": kernel.headline.value,
         "finals": finals_wanted(space, device),
-        "axes": {a.name: list(a.labels) for a in space.axes},
+        "axes": axes_of(space),
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
     })
+
+
+def axes_of(space: Space) -> dict[str, list[str]]:
+    """Each axis of ``space`` and its labels, as ``study.json`` keeps them."""
+    return {a.name: list(a.labels) for a in space.axes}
 
 
 def now() -> str:

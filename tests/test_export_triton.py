@@ -37,7 +37,8 @@ def study(root, gpu="NVIDIA H200", kernel="copy", final=True):
     for i, (fp, grid, block, BLOCK, stages, ms) in enumerate(ROWS):
         store.append(TrialRecord(
             number=i, status=TrialStatus.OK,
-            choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK)},
+            choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK),
+                    "footprint": str(fp)},
             config=Config(Problem("float32", fp), grid=1, block=block,
                           meta={"BLOCK": BLOCK, "num_stages": stages}),
             stats=summarize([ms] * 3), gbps=fp / ms / 1e6))

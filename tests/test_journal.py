@@ -44,17 +44,22 @@ from sweeper.trial import TrialStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+GRIDS = ["sms", "2*sms", "4*sms", "8*sms"]
 META = {"study": "s", "kernel": "copy", "command": "sweeper run x.yaml",
-        "axes": {"grid": ["sms"], "block": ["32", "64", "128", "256"], "BLOCK": ["1024"]},
+        "axes": {"grid": GRIDS, "block": ["32", "64", "128", "256"], "BLOCK": ["1024", "2048"]},
         "meta_axes": ["BLOCK"], "environment": {"gpu": "Fake GPU", "sms": 132},
         "fingerprint": {"device": "cuda"}}
 
 
-def trial(number: int, block: int = 32, status: TrialStatus = TrialStatus.OK) -> TrialRecord:
+def trial(number: int, block: int | None = None, status: TrialStatus = TrialStatus.OK
+          ) -> TrialRecord:
+    """Trial ``number``, ok; by default a config of its own among 16 (a study records each
+    once)."""
     median = 1.0 + number / 10
+    block = 32 << number % 4 if block is None else block
     return TrialRecord(
         number=number, status=status,
-        choice={"grid": "sms", "block": str(block), "BLOCK": "1024"},
+        choice={"grid": GRIDS[number // 4 % 4], "block": str(block), "BLOCK": "1024"},
         config=Config(Problem("float32", 1 << 20), grid=132, block=block, meta={"BLOCK": 1024}),
         samples_ms=[median] * 3, gbps=2.0 / median,
         stats=summarize([median] * 3))

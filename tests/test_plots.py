@@ -54,11 +54,19 @@ def trial(number, footprint, cache, block, gbps, dtype="float32"):
         samples_ms=samples, stats=stats, gbps=2 * footprint / (stats.median * 1e-3) / 1e9)
 
 
+def _labels(records, axis: str) -> list[str]:
+    """The labels of ``axis`` the trials among ``records`` chose, in order."""
+    return list(dict.fromkeys(r.choice[axis] for r in records if hasattr(r, "choice")))
+
+
 def study(tmp_path, records, limits=True, name="st"):
     store = StudyStore(tmp_path / name)
     store.create({"study": name, "kernel": "copy", "command": "sweeper run x.yaml",
                   "space_path": "x.yaml", "meta_axes": ["BLOCK"], "headline": "gbps",
-                  "axes": {"grid": ["sms"], "block": ["32", "64"], "BLOCK": ["1024"]},
+                  "axes": {"grid": ["sms"], "block": ["32", "64"], "BLOCK": ["1024"],
+                           "dtype": _labels(records, "dtype"),
+                           "footprint": _labels(records, "footprint"),
+                           "cache": _labels(records, "cache")},
                   "environment": {"gpu": GPU, "sms": 132, "l2_bytes": L2},
                   "fingerprint": {"device": "cuda"},
                   **({"ceilings": CEILINGS.to_json(), "bounds": BOUNDS.to_json()}

@@ -138,8 +138,10 @@ def old_study(tmp_path: Path) -> StudyStore:
     shutil.copy(OLD, root / "trials.jsonl")
     (root / "study.json").write_text(json.dumps({
         "study": "old", "kernel": "copy", "environment": {"gpu": "NVIDIA H200"},
-        "axes": {"grid": ["sms", "2*sms", "4*sms", "8*sms"], "block": ["128", "256", "512"],
-                 "BLOCK": ["256", "1024", "8192"]}, "meta_axes": ["BLOCK"],
+        "axes": {"grid": ["sms", "2*sms", "4*sms", "8*sms", "16*sms", "cdiv(n, BLOCK)"],
+                 "block": ["128", "256", "512"], "BLOCK": ["256", "1024", "8192"],
+                 "dtype": ["float32"], "footprint": ["1GiB"], "cache": ["cold"]},
+        "meta_axes": ["BLOCK"],
         "measure": {"stop": "ci", "abandon": 1.5}}))
     return StudyStore(root)
 

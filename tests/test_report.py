@@ -55,6 +55,9 @@ TRIALS = [
     record(7, "2*sms", 64, 1024, 0.0, TrialStatus.INVALID,
            "constraint 'BLOCK >= 32*block' is false (BLOCK=1024, block=64)"),
 ]
+#: The axes of the study TRIALS come from, as study.json records them.
+COPY_AXES = {"grid": ["sms", "2*sms"], "block": ["32", "64"], "BLOCK": ["256", "1024"],
+             "dtype": ["float32"], "footprint": ["1GiB"]}
 BASE = [BaselineRecord("torch copy_", "float32", 1 << 30, [0.5], {"median": 0.5, "min": 0.5,
                                                                   "p95": 0.5}, 400.0)]
 
@@ -95,8 +98,7 @@ def test_write_report_writes_images_markdown_and_json(tmp_path):
     store = StudyStore(tmp_path / "st")
     store.create({"study": "st", "kernel": "copy", "command": "sweeper run x.yaml",
                   "space_path": "x.yaml", "space_sha256": "ab" * 32,
-                  "axes": {"grid": ["sms", "2*sms"], "block": ["32", "64"],
-                           "BLOCK": ["256", "1024"]},
+                  "axes": COPY_AXES,
                   "meta_axes": ["BLOCK"], "measure": {"warmup": 1, "repeat": 3},
                   "environment": {"gpu": "Fake GPU", "sms": 132},
                   "fingerprint": {"device": "cuda"}})
@@ -123,7 +125,6 @@ def test_write_report_writes_images_markdown_and_json(tmp_path):
     assert {f["status"] for f in data["failures"]} == {"invalid", "wrong_answer"}
 
 
-COPY_AXES = {"grid": ["sms", "2*sms"], "block": ["32", "64"], "BLOCK": ["256", "1024"]}
 
 
 def copy_study(tmp_path, finals=(), records=(*TRIALS, *BASE), axes=COPY_AXES):
@@ -248,9 +249,9 @@ def test_the_report_lists_what_varied_and_what_was_held_fixed(tmp_path):
                   "environment": {"gpu": "Fake GPU", "sms": 132, "driver": "1.2"},
                   "fingerprint": {"device": "cuda", "kernel_source": "abc123",
                                   "env": "TRITON_CACHE_DIR=/x"}})
-    slow = record(8, "2*sms", 64, 256, 20.0)
+    slow = record(3, "2*sms", 64, 256, 20.0)          # trial #3's config, abandoned instead
     slow.status, slow.reason, slow.saved_ms = TrialStatus.ABANDONED, "abandoned: slow", 12.5
-    for t in [*TRIALS, slow]:
+    for t in [*TRIALS[:3], slow, *TRIALS[4:]]:
         store.append(t)
     store.close()
     md = write_report(store, draw=False).markdown.read_text()

@@ -18,7 +18,8 @@ from tests.test_report import TRIALS, copy_study, record
 def measured(number, footprint, gbps, rel_ci=0.004, cache="cold"):
     """A measured copy trial of ``footprint`` bytes, with full statistics."""
     t = record(number, "sms", 32, 256, gbps)
-    t.stats = dataclasses.replace(summarize([t.stats.median] * 5), rel_ci=rel_ci)
+    t.samples_ms = [t.stats.median] * 5
+    t.stats = dataclasses.replace(summarize(t.samples_ms), rel_ci=rel_ci)
     t.choice = {**t.choice, "footprint": format_size(footprint), "cache": cache}
     t.config = dataclasses.replace(t.config, problem=Problem("float32", footprint), cache=cache)
     return t
@@ -26,8 +27,8 @@ def measured(number, footprint, gbps, rel_ci=0.004, cache="cold"):
 
 def small_study(tmp_path, records, baselines=()):
     return copy_study(tmp_path, records=[*records, *baselines], axes={
-        "grid": ["sms"], "block": ["32"], "BLOCK": ["256", "1024"],
-        "footprint": ["16KiB", "4KiB", "8KiB"]})
+        "grid": ["sms"], "block": ["32"], "BLOCK": ["256", "1024"], "dtype": ["float32"],
+        "footprint": ["16KiB", "4KiB", "8KiB"], "cache": ["cold", "warm"]})
 
 
 def test_problems_sort_by_footprint_and_the_ci_is_a_percentage(tmp_path):
@@ -91,7 +92,7 @@ def test_a_study_where_nothing_was_measured_says_why_and_draws_nothing(tmp_path)
 
 def test_a_problem_without_a_measured_config_is_named(tmp_path):
     failed = record(9, "sms", 32, 256, 0.0, TrialStatus.CRASHED, "RuntimeError: boom")
-    failed.choice = {**failed.choice, "footprint": "4KiB"}
+    failed.choice = {**failed.choice, "footprint": "4KiB", "cache": "cold"}
     failed.config = dataclasses.replace(failed.config, problem=Problem("float32", 4 << 10))
     store = small_study(tmp_path, [measured(0, 8 << 10, 100.0), failed])
     files = write_report(store)

@@ -11,16 +11,17 @@ import os
 import signal
 import time
 import uuid
+import warnings
 from collections import Counter
 
 import pytest
 
-from sweeper.errors import StudyError, SweeperError
+from sweeper.errors import StudyError, StudyWarning, SweeperError
 from sweeper.finals import FinalRecord
 from sweeper.measure import summarize
 from sweeper.space import Problem
 from sweeper.store import BaselineRecord, DriftRecord, DutyRecord, StudyStore
-from sweeper.store._base import Storage
+from sweeper.store._base import Storage, record_key
 from sweeper.store._claims_file import BUSY, BUSY_RUN
 from sweeper.store._open import copy_study, open_storage
 from tests import store_workers
@@ -44,9 +45,14 @@ def fresh(backend) -> Storage:
     return open_storage(spec, root)
 
 
+#: META, its axes holding the labels of the workers' keys too (store_workers.keys).
+WORKED = {**META, "axes": {**META["axes"], "block": [*META["axes"]["block"],
+                                                     *map(str, range(24))]}}
+
+
 def make(backend, meta=None) -> Storage:
     store = fresh(backend)
-    store.create(meta or {**META, "study": store.name})
+    store.create(meta or {**WORKED, "study": store.name})
     return store
 
 
@@ -328,3 +334,62 @@ def test_a_killed_runs_hold_on_its_study_dies_with_it(backend, tmp_path):
                 raise
             time.sleep(0.05)
     store.close()
+
+
+def _unchecked(store: Storage, data: dict) -> None:
+    """Add ``data`` to the study's records as it is, unchecked (a hand edit, another tool,
+    a study written before the check)."""
+    line = json.dumps(data)
+    if isinstance(store, StudyStore):
+        with open(store.journal_path, "a") as f:
+            f.write(line + "\n")
+        return
+    import sqlalchemy as sa
+
+    from sweeper.store._postgres import RECORDS
+
+    with store.engine.begin() as c:
+        c.execute(sa.insert(RECORDS).values(study=store.name, kind=data["kind"],
+                                            number=data.get("number"), line=line,
+                                            key=record_key(data)))
+
+
+def test_a_record_outside_the_study_is_set_aside_by_every_reader(backend):
+    store = make(backend)
+    store.append(trial(0))
+    store.append(trial(1))
+    store.close()
+    alien = {**trial(7).to_json(), "choice": {"grid": "3*sms", "block": "32", "BLOCK": "4096"}}
+    _unchecked(store, alien)
+    _unchecked(store, {**trial(0).to_json(), "number": 8})         # trial #0's config again
+    reader = fresh(backend)
+    with pytest.warns(StudyWarning) as caught:
+        trials, _ = reader.records()
+    assert [t.number for t in trials] == [0, 1]
+    assert [(b.number, b.reason) for b in reader.bad_lines()] == [
+        (3, "trial #7: grid '3*sms' is not one of the study's labels (sms, 2*sms, 4*sms, "
+            "8*sms)"),
+        (4, "trial #8 measures the config of trial #0 (line 1) again; the first is kept")]
+    assert [str(w.message).split(": ")[0] for w in caught] == [
+        f"{reader.location}:3", f"{reader.location}:4"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # a journal moves them aside, as said
+        reader.open_journal()
+    with pytest.raises(StudyError, match=r"trial #9 measures the config of trial #1 \(line 2\)"):
+        reader.append(dataclasses.replace(trial(1), number=9))
+    reader.append(trial(2))                         # a run goes on after them
+    reader.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert [t.number for t in fresh(backend).records()[0]] == [0, 1, 2]
+
+
+def test_a_resumed_study_widens_its_axes_to_the_space_it_runs(backend):
+    store = make(backend)
+    store.note_resumed("2026-12-01T10:00:00+00:00", {"grid": ["sms", "16*sms"], "WARPS": ["4"]})
+    axes = fresh(backend).meta()["axes"]
+    assert axes["grid"] == [*META["axes"]["grid"], "16*sms"] and axes["WARPS"] == ["4"]
+    store.append(dataclasses.replace(trial(0), choice={**trial(0).choice, "grid": "16*sms",
+                                                       "WARPS": "4"}))
+    store.close()
+    assert fresh(backend).records()[0][0].choice["grid"] == "16*sms"

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sweeper.store._dims import complete_dims
 from sweeper.store._journal import BadLine
+from sweeper.store._ledger import study_axes, widened
 from sweeper.store._records import BaselineRecord, TrialRecord, key_of
 from sweeper.store._schema import Record
 
@@ -124,11 +125,18 @@ class Storage(ABC):
         """Replace keys of the metadata with ``changes``, all or nothing."""
         self.edit_meta(lambda meta: meta.update(changes))
 
-    def note_resumed(self, when: str, **changes: Any) -> None:
-        """Add ``when`` to the metadata's ``resumed`` list and replace keys with
-        ``changes``, in one edit: processes resuming the study at once each keep theirs."""
-        self.edit_meta(lambda meta: meta.update(
-            changes, resumed=[*meta.get("resumed", []), when]))
+    def note_resumed(self, when: str, axes: Mapping[str, Sequence[str]] | None = None,
+                     **changes: Any) -> None:
+        """Add ``when`` to the metadata's ``resumed`` list, the labels of ``axes`` (the
+        space this process sweeps) to the study's axes (:func:`~sweeper.store._ledger.widened`:
+        its trials are checked against them) and replace keys with ``changes``, in one
+        edit: processes resuming the study at once each keep theirs."""
+        def edit(meta: dict[str, Any]) -> None:
+            meta.update(changes, resumed=[*meta.get("resumed", []), when])
+            if axes is not None:
+                meta["axes"] = widened(study_axes(meta), axes)
+
+        self.edit_meta(edit)
 
     @abstractmethod
     def open_journal(self) -> None:

@@ -9,6 +9,7 @@ field), builds the typed value from a checked one (``load``) and writes it back
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,16 +31,41 @@ class Codec:
 
 
 #: Statistics as a trial has always kept them: every field a number; a field a journal
-#: written by hand leaves out reads as NaN (0 for counts); readers that need the median
-#: or a bound say so in their record's invariants.
+#: written by hand leaves out reads as NaN (0 for counts), and one kept as NaN is not known
+#: either; readers that need the median or a bound say so in their record's invariants.
 STATS_FIELDS = {f.name: f for f in dataclasses.fields(Stats)}
+#: What is known of statistics must agree with itself: the times (and the spread) are
+#: finite and not negative, the counts and the relative spreads not negative, and the
+#: median lies within its interval, which lies within the samples' range.  Reports draw
+#: ``median - ci_lo`` as an error bar: that must not be negative.
+STATS_TIMES = ("mean", "median", "min", "max", "p95", "p99", "q1", "q3", "ci_lo", "ci_hi",
+               "std")
+STATS_ORDER = ("min", "ci_lo", "median", "ci_hi", "max")
 
 
 def _stats_problem(value: Any, key: str) -> str | None:
     if not isinstance(value, dict):
         return f"{key} is {show(value)}, not an object of statistics"
-    problem = values_problem(value, {name: float for name in STATS_FIELDS})
+    problem = values_problem(value, {name: float for name in STATS_FIELDS}) or \
+        _stats_disagree(value)
     return None if problem is None else f"{key}: {problem}"
+
+
+def _stats_disagree(value: dict[str, Any]) -> str | None:
+    """How statistics whose fields are numbers contradict :data:`STATS_ORDER` and their
+    ranges, or ``None``; fields left out or NaN are not known, and agree."""
+    known = {k: v for k, v in value.items() if k in STATS_FIELDS and not math.isnan(v)}
+    for name, v in known.items():
+        if name in STATS_TIMES and not (math.isfinite(v) and v >= 0):
+            return f"{name} {show(v)} is not a time (a finite number >= 0 ms)"
+        if v < 0:
+            return f"{name} {show(v)} is negative"
+    order = [(name, known[name]) for name in STATS_ORDER if name in known]
+    for (low, a), (high, b) in itertools.pairwise(order):
+        if a > b:
+            return (f"{low} {show(a)} is above {high} {show(b)}; statistics keep "
+                    f"{' <= '.join(STATS_ORDER)}")
+    return None
 
 
 def _stats_load(value: dict[str, Any]) -> Stats:

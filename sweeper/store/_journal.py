@@ -7,8 +7,11 @@ line is *set aside*: never a traceback, never silent, never the end of the study
 - A last line without its newline is a write cut short (a crash, a full disk) and is set
   aside, unless it is a whole record that lacks only the newline: that one is kept.
 - Any other line that is not a record (not UTF-8, not JSON, JSON but not an object, an
-  unknown kind, missing or mistyped fields, a trial number already recorded, a final or
-  drift record naming a trial no line before it records) is set aside too.
+  unknown kind, missing or mistyped fields, a text holding a lone surrogate, statistics
+  that contradict themselves or their samples) is set aside too, and so is a record that
+  does not fit those before it or the study (:mod:`sweeper.store._ledger`: a trial number
+  or a config already recorded, a choice outside the study's space, a final or drift
+  record naming a trial no line before it records).
 
 Each set-aside line is a warning ``STUDY/trials.jsonl:LINE: reason``; every command goes on
 with the good records.  Reading never changes the file, so read-only commands (report,
@@ -61,7 +64,7 @@ import signal
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,7 +80,8 @@ from sweeper.fsio import (
     write_temp,
 )
 from sweeper.store._claims_file import BUSY, BUSY_RUN, StudyLock
-from sweeper.store._schema import record_class, record_problem
+from sweeper.store._ledger import Axes, Ledger
+from sweeper.store._schema import SURROGATE_ESCAPE, record_problem, surrogate_problem
 
 JOURNAL = "trials.jsonl"
 REJECTED = "trials.rejected.jsonl"
@@ -98,34 +102,42 @@ class BadLine:
 
 @dataclass
 class Scan:
-    """A journal as read: its good records (with their lines' bytes) and its bad lines."""
+    """A journal as read: its good records (with their lines' bytes), its bad lines, and
+    the ledger that checked the records against each other and the study's axes."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
     lines: list[bytes] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
-    trials: dict[int, int] = field(default_factory=dict)    # trial number -> line
+    ledger: Ledger = field(default_factory=Ledger)
     sha256: str = ""
     line_count: int = 0
     needs_newline: bool = False    # the last line is kept but lacks its newline
 
+    @property
+    def trials(self) -> dict[int, int]:
+        """The good trials' numbers and their lines."""
+        return self.ledger.trials
 
-def scan(path: Path) -> tuple[tuple[int, int, int] | None, Scan]:
-    """Read and check ``path``; returns its (inode, size, mtime) and what it holds."""
+
+def scan(path: Path, axes: Axes | None = None
+         ) -> tuple[tuple[int, int, int] | None, Scan]:
+    """Read and check ``path`` (trials against the study's ``axes`` when given); returns
+    its (inode, size, mtime) and what it holds."""
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
             data = f.read()
     except FileNotFoundError:
-        return None, Scan()
+        return None, Scan(ledger=Ledger(axes))
     except OSError as err:
         raise StudyError(f"{path}: cannot read the journal: {err.strerror or err}") from None
-    return (st.st_ino, st.st_size, st.st_mtime_ns), scan_bytes(data)
+    return (st.st_ino, st.st_size, st.st_mtime_ns), scan_bytes(data, axes)
 
 
-def scan_bytes(data: bytes) -> Scan:
+def scan_bytes(data: bytes, axes: Axes | None = None) -> Scan:
     """Check a journal's bytes line by line (see the module docstring for what is kept and
     what is set aside); the journal's hash is recorded with them."""
-    out = Scan(sha256=hashlib.sha256(data).hexdigest())
+    out = Scan(sha256=hashlib.sha256(data).hexdigest(), ledger=Ledger(axes))
     lines = data.split(b"\n")
     tail = lines.pop()                     # b"" when the journal ends with a newline
     out.line_count = len(lines) + (1 if tail else 0)
@@ -144,12 +156,13 @@ def _take(out: Scan, number: int, text: bytes, *, torn: bool) -> bool:
         return False
     data, reason = parse_line(text)
     if data is not None:
-        reason = cross_check(data, out.trials, number) or ""
+        reason = out.ledger.problem(data) or ""
     elif torn and reason.startswith("not JSON"):
         reason = TORN
     if reason or data is None:               # parse_line gives a reason with no record
         out.bad.append(BadLine(number, reason, text))
         return False
+    out.ledger.add(data, number)
     out.records.append(data)
     out.lines.append(text)
     return True
@@ -170,23 +183,19 @@ def parse_line(text: bytes) -> tuple[dict[str, Any] | None, str]:
     except ValueError as err:             # an integer of more than 4300 digits
         return None, f"not JSON sweeper can read ({str(err).split(':')[0]})"
     problem = record_problem(data)
+    if problem is None and SURROGATE_ESCAPE.search(decoded):
+        problem = surrogate_problem(data)
+        if problem is not None:
+            problem = f"{data['kind']} record: {problem}"
     return (data, "") if problem is None else (None, problem)
 
 
-def cross_check(data: dict[str, Any], trials: dict[int, int], number: int) -> str | None:
-    """What is wrong with a record given the trials before it (then it counts as one)."""
-    kind = data["kind"]
-    if kind == "trial":
-        first = trials.get(data["number"])
-        if first is not None:
-            return f"trial #{data['number']} again (first on line {first}); the first is kept"
-        trials[data["number"]] = number
-        return None
-    refs = getattr(record_class(kind), "trial_refs", None)
-    unknown = [n for n in refs(data) if n not in trials] if refs else []
-    if unknown:
-        return f"{kind} record: trial #{unknown[0]} is not recorded before it"
-    return None
+def warn_new(where: Any, found: Scan, warned: set[tuple[str, int]], outcome: str) -> None:
+    """Warn of the bad lines of ``found`` not in ``warned`` (a reader's (hash, line) pairs
+    already told), and add them there: a reader says each once, a new reader again."""
+    new = [b for b in found.bad if (found.sha256, b.number) not in warned]
+    warned.update((found.sha256, b.number) for b in new)
+    warn_bad(where, new, outcome)
 
 
 def warn_bad(path: Path, bad: list[BadLine], outcome: str) -> None:
@@ -203,14 +212,15 @@ def warn_bad(path: Path, bad: list[BadLine], outcome: str) -> None:
 class JournalWriter:
     """Appends records to one study's journal: opened (locked, repaired) by a run."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, axes: Callable[[], Axes | None] = lambda: None) -> None:
         self.root = root
         self.path = root / JOURNAL
+        self._axes = axes                  # the study's, read again at each open and append
         self._fds: list[int] = []          # the folder lock, then the journal
         self._finalizer = weakref.finalize(self, _close_all, self._fds)
         self._mutex = threading.Lock()     # a watchdog thread may append too
         self._failed: WriteError | None = None
-        self._trials: dict[int, int] = {}
+        self._ledger = Ledger()
         self._lines = 0
         self._shared: StudyLock | None = None
 
@@ -224,15 +234,15 @@ class JournalWriter:
         self._lock(shared=shared is not None)
         self._shared = shared
         try:
-            _, found = scan(self.path)
+            _, found = scan(self.path, self._axes())
             if found.bad and shared is None:
                 repair(self.path, found)
-                _, found = scan(self.path)
+                _, found = scan(self.path, self._axes())
             created = not self.path.exists()
             self._fds.append(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
             if created:
                 fsync_dir(self.root)
-            self._trials, self._lines = found.trials, found.line_count
+            self._ledger, self._lines = found.ledger, found.line_count
             if found.needs_newline and shared is None:
                 self._write(b"\n")
             for stale in [*self.root.glob(f".{JOURNAL}.*{TEMP_SUFFIX}"),
@@ -250,10 +260,12 @@ class JournalWriter:
                 raise self._failed
             self.open()
             with self._shared_turn():
-                line, trials = encode_record(record.to_json(), self._trials,
-                                             self._lines + 1, self.path)
+                data = record.to_json()
+                self._ledger.axes = self._axes()   # a resume may have widened them
+                line = encode_record(data, self._ledger, self.path)
                 self._write(line)
-                self._trials, self._lines = trials, self._lines + 1
+                self._ledger.add(data, self._lines + 1)
+                self._lines += 1
         fault("after-append")
 
     @contextlib.contextmanager
@@ -264,8 +276,8 @@ class JournalWriter:
             yield
             return
         with self._shared.held():
-            _, found = scan(self.path)
-            self._trials, self._lines = found.trials, found.line_count
+            _, found = scan(self.path, self._axes())
+            self._ledger, self._lines = found.ledger, found.line_count
             if found.needs_newline or (found.bad and found.bad[-1].reason == TORN):
                 self._write(b"\n")
             yield
@@ -280,7 +292,7 @@ class JournalWriter:
             write_all(self._fds[-1], data)
             os.fsync(self._fds[-1])
         except OSError as err:
-            last = max(self._trials, default=None)
+            last = max(self._ledger.trials, default=None)
             self._failed = write_error(err, self.path, (
                 f"the study is consistent up to trial #{last}" if last is not None else
                 "the study is consistent (no trial recorded yet)"),
@@ -301,23 +313,21 @@ class JournalWriter:
         self._fds.append(fd)
 
 
-def encode_record(data: dict[str, Any], trials: dict[int, int], line: int, where: Any
-                  ) -> tuple[bytes, dict[int, int]]:
+def encode_record(data: dict[str, Any], ledger: Ledger, where: Any) -> bytes:
     """A record's line, checked as the reader will check it (what is written can always be
-    read back) against the ``trials`` recorded before it (trial number -> line), and those
-    trials once it is written; a record that is not one is a StudyError naming ``where``."""
+    read back) against the ``ledger`` of the records before it; a record that is not one
+    is a StudyError naming ``where``.  The caller counts it in the ledger once written."""
     try:
         text = json.dumps(data, separators=(",", ":")).encode()
     except (TypeError, ValueError, RecursionError) as err:
         raise StudyError(f"{where}: cannot record a {data.get('kind')} record: "
                          f"not JSON ({err})") from None
     parsed, reason = parse_line(text)
-    trials = dict(trials)
     if parsed is not None:
-        reason = cross_check(parsed, trials, line) or ""
+        reason = ledger.problem(parsed) or ""
     if reason:
         raise StudyError(f"{where}: cannot record a {data.get('kind')} record: {reason}")
-    return text + b"\n", trials
+    return text + b"\n"
 
 
 def repair(path: Path, found: Scan) -> None:

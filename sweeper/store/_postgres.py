@@ -9,7 +9,8 @@ the journal's text, not JSONB: a record may hold NaN (a statistic a hand-written
 out), which PostgreSQL's JSON types refuse, and the same bytes as the journal's line make a
 copied study comparable byte for byte.  Every record is checked as the journal checks it
 (:func:`sweeper.store._journal.encode_record`) and a unique index on (study, trial number)
-backs that check across hosts.
+backs that check across hosts; reads check the rows again as the journal's lines, so a row
+written by other means is set aside, with a warning, as a journal's bad line is.
 
 Claims: a claim is a row inserted with ``ON CONFLICT DO NOTHING``, so two workers cannot
 both insert it; taking over a claim whose lease ran out, renewing and finishing one lock its
@@ -48,7 +49,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sweeper.errors import StorageError, StudyError, SweeperError
 from sweeper.store._base import Storage, kept_once, record_key
 from sweeper.store._claims_file import BUSY, BUSY_RUN
-from sweeper.store._journal import encode_record
+from sweeper.store._journal import BadLine, Scan, encode_record, scan_bytes, warn_new
+from sweeper.store._ledger import Ledger, study_axes
 from sweeper.store._records import TrialRecord
 from sweeper.store._schema import meta_problem
 from sweeper.store._url import SHAPE, database_url, mask_url, with_timeouts
@@ -150,6 +152,7 @@ class PostgresStore(Storage):
         self.engine = engine_for(url)
         self._mutex = threading.Lock()
         self._lock_conn: sa.Connection | None = None   # holds the study's advisory lock
+        self._warned: set[tuple[str, int]] = set()
 
     @property
     def name(self) -> str:
@@ -248,25 +251,47 @@ class PostgresStore(Storage):
                 ) -> None:
         """Insert ``data`` checked, the study's row held; with ``once`` (a baseline's key),
         only if no record of that key is there."""
-        self._meta(c, lock=True)
+        meta = self._meta(c, lock=True)
         if once is not None and c.execute(sa.select(RECORDS.c.seq).where(
                 RECORDS.c.study == self._name, RECORDS.c.key == once).limit(1)).first():
             return
-        rows = c.execute(sa.select(RECORDS.c.kind, RECORDS.c.number).where(
+        rows = c.execute(sa.select(RECORDS.c.kind, RECORDS.c.number, RECORDS.c.key).where(
             RECORDS.c.study == self._name).order_by(RECORDS.c.seq)).all()
-        trials = {row.number: at for at, row in enumerate(rows, 1) if row.kind == "trial"}
-        line, _ = encode_record(data, trials, len(rows) + 1, self.location)
+        ledger = Ledger(study_axes(meta))
+        for at, row in enumerate(rows, 1):
+            if row.kind == "trial":
+                ledger.add_trial(row.number, tuple(json.loads(row.key)), at)
+        line = encode_record(data, ledger, self.location)
         c.execute(sa.insert(RECORDS).values(
             study=self._name, kind=data["kind"], key=record_key(data),
             number=data["number"] if data["kind"] == "trial" else None,
             line=line.decode().rstrip("\n")))
 
     def raw_records(self, warn: bool = True) -> list[dict[str, Any]]:
-        """Every record's JSON, in the order appended (each was checked when inserted)."""
+        """Every good record's JSON, in the order appended.  Each was checked when it was
+        inserted, and is checked again as the journal's lines are (a row written by other
+        means, or before a check existed): a bad one is set aside with a warning naming
+        its place among the study's records, once per store, unless ``warn`` is false."""
+        found = self._scan()
+        if warn:
+            warn_new(self.location, found, self._warned,
+                     "set aside (the study goes on without it)")
+        return found.records
+
+    def bad_lines(self) -> list[BadLine]:
+        """The records that reads set aside, numbered by their place in the study."""
+        return list(self._scan().bad)
+
+    def _scan(self) -> Scan:
+        """The study's records checked as a journal holding their lines would be."""
         with self.engine.connect() as c:
+            try:
+                axes = study_axes(self._meta(c, lock=False))
+            except StudyError:
+                axes = None                 # no study (no records) or its metadata says why
             lines = c.execute(sa.select(RECORDS.c.line).where(RECORDS.c.study == self._name)
                               .order_by(RECORDS.c.seq)).scalars().all()
-        return [json.loads(line) for line in lines]
+        return scan_bytes(b"".join(line.encode() + b"\n" for line in lines), axes)
 
     def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
         """See :meth:`Storage.claim`: insert the claim, or take over one whose lease ran

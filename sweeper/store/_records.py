@@ -12,7 +12,7 @@ from sweeper.devices._nvml import Window
 from sweeper.kernels import Headline
 from sweeper.measure import Duty, Flag, Stats, StopReason, TrialFlag
 from sweeper.space import Config, Problem, Shape
-from sweeper.store._schema import Record, show, stats_problem
+from sweeper.store._schema import CONTROL, Record, samples_problem, show, stats_problem
 from sweeper.trial import TrialResult, TrialStatus
 
 
@@ -157,13 +157,21 @@ class TrialRecord(Record):
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
-        """What readers rely on beyond the field types: an ``ok`` trial has a config and
+        """What readers rely on beyond the field types: labels a space could have given
+        (no control character: every table, file and terminal shows them as they are),
+        samples as many as their statistics count, and an ``ok`` trial has a config and
         a median."""
-        if data["status"] == TrialStatus.OK.value:
+        for axis, label in data["choice"].items():
+            if CONTROL.search(axis):
+                return f"choice: axis {show(axis)} holds a control character"
+            if CONTROL.search(label):
+                return f"choice: {axis} {show(label)} holds a control character"
+        problem = samples_problem(data)
+        if problem is None and data["status"] == TrialStatus.OK.value:
             if data.get("config") is None:
                 return "an ok trial without a config"
             return stats_problem(data.get("stats"), "an ok trial's stats")
-        return None
+        return problem
 
 
 @dataclass
@@ -198,8 +206,10 @@ class BaselineRecord(Record):
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
-        """What readers rely on beyond the field types: a median, a min and a p95."""
-        return stats_problem(data["stats"], "its stats", ("min", "p95"))
+        """What readers rely on beyond the field types: a median, a min and a p95, and
+        samples as many as their statistics count."""
+        return stats_problem(data["stats"], "its stats", ("min", "p95")) or \
+            samples_problem(data)
 
 
 @dataclass
@@ -216,8 +226,9 @@ class DriftRecord(Record):
 
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
-        """What readers rely on beyond the field types: a median."""
-        return stats_problem(data["stats"], "its stats")
+        """What readers rely on beyond the field types: a median, and samples as many as
+        their statistics count."""
+        return stats_problem(data["stats"], "its stats") or samples_problem(data)
 
     @staticmethod
     def trial_refs(data: dict[str, Any]) -> list[int]:

@@ -19,6 +19,8 @@ import dataclasses
 import enum
 import functools
 import importlib
+import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -256,6 +258,48 @@ def stats_problem(stats: Any, owner: str, keys: tuple[str, ...] = ()) -> str | N
         if missing:
             return f"{owner} has no {', '.join(missing)} number"
     return problem
+
+
+#: A JSON escape of a UTF-16 surrogate: where a text may hold a lone one.
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: The control characters (C0, DEL, C1): no label of a space holds one.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def surrogate_problem(value: Any, where: str = "") -> str | None:
+    """Where a text in ``value`` (a parsed JSON value; keys too) holds a lone surrogate,
+    which no file, table or terminal can write: ``None`` if none does."""
+    texts: list[tuple[str, Any]] = [(where, value)]
+    while texts:
+        at, item = texts.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return f"{at} {show(item)} holds a lone surrogate, not a character".lstrip()
+        elif isinstance(item, dict):
+            for key, v in item.items():
+                inner = f"{at}: {key}" if at else str(key)
+                if _SURROGATE.search(key):
+                    return f"{at or 'a key'} {show(key)} holds a lone surrogate, not a character"
+                texts.append((inner, v))
+        elif isinstance(item, list):
+            texts.extend((f"{at}[{i}]", v) for i, v in enumerate(item))
+    return None
+
+
+def samples_problem(data: Mapping[str, Any], owner: str = "") -> str | None:
+    """What is wrong with the samples a record keeps beside their statistics: each a
+    time (a finite number >= 0 ms), and as many as the statistics count when both are
+    kept (a journal written by hand may leave either out)."""
+    samples = data.get("samples_ms") or []
+    for i, x in enumerate(samples):
+        if not math.isfinite(x) or x < 0:
+            return f"{owner}samples_ms[{i}] {show(x)} is not a time (a finite number >= 0 ms)"
+    stats = data.get("stats")
+    count = stats.get("n") if isinstance(stats, dict) else None
+    if samples and count is not None and count == count and count != len(samples):
+        return f"{owner}stats: n is {show(count)}, but samples_ms holds {len(samples)} samples"
+    return None
 
 
 @functools.cache

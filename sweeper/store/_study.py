@@ -23,7 +23,8 @@ from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, make_dirs
 from sweeper.store._base import Storage, kept_once, record_key
 from sweeper.store._claims_file import ClaimsFile, StudyLock
-from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_bad
+from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_new
+from sweeper.store._ledger import Axes, study_axes
 from sweeper.store._records import TrialRecord
 from sweeper.store._schema import meta_problem
 
@@ -37,8 +38,9 @@ class StudyStore(Storage):
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self._writer = JournalWriter(self.root)
+        self._writer = JournalWriter(self.root, self._axes)
         self._scan: tuple[Any, Scan] | None = None
+        self._axes_read: tuple[Any, Axes | None] | None = None
         self._warned: set[tuple[str, int]] = set()
         self._lock = StudyLock(self.root)
         self._claims = ClaimsFile(self.root, self._lock)
@@ -135,22 +137,29 @@ class StudyStore(Storage):
         line and store, unless ``warn`` is false: see :meth:`bad_lines`)."""
         found = self._current()
         if warn:
-            new = [b for b in found.bad if (found.sha256, b.number) not in self._warned]
-            self._warned.update((found.sha256, b.number) for b in new)
-            warn_bad(self.journal_path, new, "set aside (the study goes on without it; the "
-                     "next run moves it to trials.rejected.jsonl)")
+            warn_new(self.journal_path, found, self._warned, "set aside (the study goes on "
+                     "without it; the next run moves it to trials.rejected.jsonl)")
         return found.records
 
     def _current(self) -> Scan:
-        """The journal as last read, read again if it changed since."""
-        try:
-            st = os.stat(self.journal_path)
-            key = (st.st_ino, st.st_size, st.st_mtime_ns)
-        except OSError:
-            key = None                     # absent, or scan() says why it cannot be read
-        if key is None or self._scan is None or self._scan[0] != key:
-            self._scan = scan(self.journal_path)
+        """The journal as last read, read again if it or ``study.json`` changed since."""
+        key = (_stat(self.journal_path), _stat(self.root / META))
+        if key[0] is None or self._scan is None or self._scan[0] != key:
+            self._scan = (key, scan(self.journal_path, self._axes())[1])
         return self._scan[1]
+
+    def _axes(self) -> Axes | None:
+        """The study's axes and labels (:func:`study_axes`), read again when ``study.json``
+        changed; ``None`` where it is missing or cannot be read (then whatever reads the
+        study says why)."""
+        key = _stat(self.root / META)
+        if key is None or self._axes_read is None or self._axes_read[0] != key:
+            try:
+                axes = study_axes(self.meta())
+            except StudyError:
+                axes = None
+            self._axes_read = (key, axes)
+        return self._axes_read[1]
 
     def share(self) -> None:
         """Open the journal alongside other workers (see :mod:`sweeper.store._journal`)."""
@@ -160,7 +169,7 @@ class StudyStore(Storage):
     def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
         """See :meth:`Storage.claim`; the claims are ``claims.json`` in the folder."""
         with self._lock.held():
-            keys = (record_key(d) for d in scan(self.journal_path)[1].records)
+            keys = (record_key(d) for d in scan(self.journal_path, self._axes())[1].records)
             return self._claims.claim(key, worker_id, lease_s, {k for k in keys if k})
 
     def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
@@ -174,7 +183,7 @@ class StudyStore(Storage):
         with self._lock.held():
             if not self._claims.finish(key, worker_id):
                 return None
-            trials = scan(self.journal_path)[1].trials
+            trials = scan(self.journal_path, self._axes())[1].trials
             kept = dataclasses.replace(record, number=max(trials, default=-1) + 1)
             self.append(kept)
             return kept
@@ -182,3 +191,13 @@ class StudyStore(Storage):
     def release(self, key: str, worker_id: str) -> None:
         """See :meth:`Storage.release`."""
         self._claims.release(key, worker_id)
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    """What tells a file's versions apart (inode, size, mtime), or ``None`` if it cannot be
+    read (absent, or the reader says why)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
