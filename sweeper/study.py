@@ -197,16 +197,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     if store.orphaned():
         raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass --study NEW")
-    if store.exists():
-        meta = store.meta()
-        changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
-        if changed and not force:
-            raise StudyError(resume_refused(store.root, changed, meta))
-        store.open_journal()
-        store.note_resumed(now(), last_command=command, bounds=bounds,
-                           finals=finals_wanted(space, device))
-        return
-    store.create({
+    if not store.exists() and store.create({
         "study": store.name, "kernel": space.kernel, "kernel_name": kernel.name,
         "created": now(), "command": command,
         "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
@@ -220,7 +211,22 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "finals": finals_wanted(space, device),
         "axes": {a.name: list(a.labels) for a in space.axes},
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
-    })
+    }):
+        if worker is not None:
+            store.share()
+            store.enlist(worker)
+        return
+    meta = store.meta()
+    changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
+    if changed and not force:
+        raise StudyError(resume_refused(store.root, changed, meta))
+    if worker is not None:
+        store.share()
+        store.enlist(worker)
+    else:
+        store.open_journal()
+    store.note_resumed(now(), last_command=command, bounds=bounds,
+                       finals=finals_wanted(space, device))
 
 
 def now() -> str:
