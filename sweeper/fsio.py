@@ -45,6 +45,26 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     return Path(path)
 
 
+def create_new(path: str | Path, data: str | bytes) -> bool:
+    """Write ``path`` with ``data``, whole, unless it exists; whether this call wrote it.
+
+    The temporary file is hard-linked to ``path`` (a link fails where a name exists, in
+    one atomic step), so of processes creating ``path`` at once exactly one does, and no
+    reader ever sees it half-written."""
+    target = Path(path)
+    temp = write_temp(target, data.encode() if isinstance(data, str) else data)
+    try:
+        os.link(temp, target)
+    except FileExistsError:
+        return False
+    except OSError as err:
+        raise write_error(err, target) from None
+    finally:
+        temp.unlink(missing_ok=True)
+    fsync_dir(target.parent)
+    return True
+
+
 def write_temp(target: Path, data: bytes, mode: int | None = None) -> Path:
     """``data`` in a fsynced temporary file next to ``target``, of ``mode`` (default: the
     target's, or what ``open()`` would give a new file); returns its path."""

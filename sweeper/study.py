@@ -131,24 +131,64 @@ def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[s
             if have.get(k) != want.get(k)]
 
 
-def resume_refused(root: Any, changed: list[str]) -> str:
-    """Why a study whose fingerprint changed is not resumed, and the two ways on: its old
-    trials are not comparable with new ones, so mixing them must be asked for."""
+#: Fingerprint entries that are hashes (by their length in hex digits), each recorded
+#: a second time at the top of study.json (under the name given) when the study is created.
+_HASHES = {"kernel_source": (16, "kernel_source_hash"), "space_sha256": (64, "space_sha256")}
+
+
+def fingerprint_damage(meta: Mapping[str, Any]) -> dict[str, str]:
+    """How the fingerprint recorded in ``meta`` (a study.json) is damaged, by entry (``""``:
+    the whole of it): absent, an entry that is not text, a hash of another form, or a
+    hash that differs from its copy beside it.  Empty when it reads as sweeper wrote it:
+    then a difference from this run's fingerprint is a change, not damage."""
+    have = meta.get("fingerprint")
+    if not have:
+        return {"": "study.json records no fingerprint"}
+    out: dict[str, str] = {}
+    for key, value in sorted(have.items()):
+        if not isinstance(value, str):
+            out[key] = f"{key}: {value!r} is not text"
+        elif key in _HASHES:
+            digits, copy = _HASHES[key]
+            beside = meta.get(copy)
+            if not re.fullmatch(f"[0-9a-f]{{{digits}}}", value):
+                out[key] = f"{key}: {value!r} is not a hash of {digits} hex digits"
+            elif isinstance(beside, str) and beside != value:
+                out[key] = (f"{key}: {value!r} differs from the {copy} {beside!r} recorded "
+                            "beside it")
+    return out
+
+
+def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any]) -> str:
+    """Why a study whose fingerprint differs from this run's is not resumed, and the ways
+    on: its old trials are not comparable with new ones, so mixing them must be asked for.
+    What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
+    :func:`fingerprint_damage`), the kernel's source changed, or other settings."""
+    ways = ("rerun with --force to keep its trials and add new ones to them, or with "
+            "--study NEW to start a new study")
+    damage = fingerprint_damage(meta)
+    if damage:
+        rest = [c for c in changed if "" not in damage and c.split(":")[0] not in damage]
+        more = f"; besides, other settings differ ({'; '.join(rest)})" if rest else ""
+        return (f"{root}: cannot resume, the fingerprint in its study.json is damaged "
+                f"({'; '.join(damage.values())}){more}; restore study.json from a copy, or "
+                f"{ways}")
     source = [c for c in changed if c.startswith("kernel_source:")]
     why = "its kernel's source changed since it was measured" if source else \
         "it was measured with other settings"
-    return (f"{root}: cannot resume, {why} ({'; '.join(changed)}); rerun with --force to "
-            "keep its trials and add new ones to them, or with --study NEW to start a new "
-            "study")
+    return f"{root}: cannot resume, {why} ({'; '.join(changed)}); {ways}"
 
 
 def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
-               command: str, force: bool = False) -> None:
-    """Create the study, or check that the one on disk may be resumed by this run (its
+               command: str, force: bool = False, worker: str | None = None) -> None:
+    """Create the study, or check that the one there may be resumed by this run (its
     journal then taken for this process and repaired if it needs it); a space
     none of whose configs can be launched on ``device`` is refused before anything is
     written.  The device's physical bounds are recorded either way: the report names those
-    in force."""
+    in force.  With ``worker`` (``sweeper worker``'s id) the study is opened alongside
+    other workers and the id held for this process (a StudyError, nothing written, where
+    another live process holds it); of workers starting a new study together one creates
+    it and the others join it (:meth:`Storage.create` is atomic)."""
     facts = device.facts()
     require_launchable(space, facts.env(), facts.max_footprint)
     environment = device.environment()
@@ -157,16 +197,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     if store.orphaned():
         raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass --study NEW")
-    if store.exists():
-        meta = store.meta()
-        changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
-        if changed and not force:
-            raise StudyError(resume_refused(store.root, changed))
-        store.open_journal()
-        store.note_resumed(now(), axes_of(space), last_command=command, bounds=bounds,
-                           finals=finals_wanted(space, device))
-        return
-    store.create({
+    if not store.exists() and store.create({
         "study": store.name, "kernel": space.kernel, "kernel_name": kernel.name,
         "created": now(), "command": command,
         "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
@@ -180,7 +211,22 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "finals": finals_wanted(space, device),
         "axes": axes_of(space),
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
-    })
+    }):
+        if worker is not None:
+            store.share()
+            store.enlist(worker)
+        return
+    meta = store.meta()
+    changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
+    if changed and not force:
+        raise StudyError(resume_refused(store.root, changed, meta))
+    if worker is not None:
+        store.share()
+        store.enlist(worker)
+    else:
+        store.open_journal()
+    store.note_resumed(now(), axes_of(space), last_command=command, bounds=bounds,
+                       finals=finals_wanted(space, device))
 
 
 def axes_of(space: Space) -> dict[str, list[str]]:

@@ -22,7 +22,7 @@ from sweeper.measure import summarize
 from sweeper.space import Problem
 from sweeper.store import BaselineRecord, DriftRecord, DutyRecord, StudyStore
 from sweeper.store._base import Storage, record_key
-from sweeper.store._claims_file import BUSY, BUSY_RUN
+from sweeper.store._claims_file import BUSY, BUSY_RUN, Claim, worker_taken
 from sweeper.store._open import copy_study, open_storage
 from tests import store_workers
 from tests.test_journal import META, trial
@@ -117,14 +117,14 @@ def test_a_key_is_claimed_once_renewed_by_its_holder_and_never_again_once_record
     store = make(backend)
     store.share()
     key = store_workers.keys(1)[0]
-    assert store.claim(key, "a", 30)
-    assert not store.claim(key, "b", 30)
-    assert store.claim(key, "a", 30)                   # its holder: renewed
+    assert store.claim(key, "a", 30) is Claim.TAKEN
+    assert store.claim(key, "b", 30) is Claim.HELD
+    assert store.claim(key, "a", 30) is Claim.TAKEN    # its holder: renewed
     assert store.heartbeat(key, "a", 30) and not store.heartbeat(key, "b", 30)
     assert store.record_claimed(key, "b", store_workers.fake_trial(key, "b")) is None
     kept = store.record_claimed(key, "a", store_workers.fake_trial(key, "a"))
     assert kept is not None and kept.number == 0 and kept.reason == "a"
-    assert not store.claim(key, "b", 30) and not store.claim(key, "a", 30)
+    assert store.claim(key, "b", 30) is store.claim(key, "a", 30) is Claim.DONE
     assert not store.heartbeat(key, "a", 30)
     assert [t.reason for t in fresh(backend).records()[0]] == ["a"]
 
@@ -172,28 +172,53 @@ def test_four_concurrent_workers_record_every_key_exactly_once(backend):
     assert len({t.reason for t in trials}) > 1           # the work was shared
 
 
-def test_a_worker_killed_mid_trial_loses_its_key_to_another_after_the_lease(backend, tmp_path):
+def test_a_worker_killed_mid_trial_loses_its_key_to_another_at_once(backend, tmp_path):
     spec, root = backend
     make(backend).close()
     todo = store_workers.keys(6)
     ready = tmp_path / "ready"
     ctx = _spawn()
     holder = ctx.Process(target=store_workers.hold,
-                         args=(spec, str(root), "doomed", todo[0], 1.5, str(ready)))
+                         args=(spec, str(root), "doomed", todo[0], 600, str(ready)))
     holder.start()
     end = time.monotonic() + 60
     while not ready.exists() and time.monotonic() < end:
         time.sleep(0.05)
     assert ready.exists(), "the holder never claimed its key"
+    heir = fresh(backend)
+    assert heir.claim(todo[0], "heir", 30) is Claim.HELD       # its holder lives
     os.kill(holder.pid, signal.SIGKILL)
     holder.join()
     assert holder.exitcode == -signal.SIGKILL
-    assert not fresh(backend).claim(todo[0], "early", 30)   # its lease still runs
+    # its lease runs ten minutes more, but its process is gone: the key is free at once
+    # (a database ends a killed client's session a moment after its socket closes)
+    end = time.monotonic() + 10
+    while (got := heir.claim(todo[0], "heir", 30)) is Claim.HELD and time.monotonic() < end:
+        time.sleep(0.05)
+    assert got is Claim.TAKEN
+    heir.close()
     store_workers.drain(spec, str(root), "heir", todo, 30)
     trials = fresh(backend).records()[0]
     assert Counter(t.key() for t in trials) == Counter(
         store_workers.fake_trial(k, "").key() for k in todo)
     assert {t.reason for t in trials} == {"heir"}
+
+
+def test_a_worker_id_is_held_by_one_live_process_at_a_time(backend):
+    make(backend).close()
+    first = fresh(backend)
+    first.enlist("w")
+    first.enlist("w")                                   # its own: kept
+    other = fresh(backend)
+    with pytest.raises(StudyError) as err:
+        other.enlist("w")
+    assert str(err.value) == f"{where(other)}: {worker_taken('w')}"
+    with pytest.raises(StudyError):
+        other.claim(store_workers.keys(1)[0], "w", 30)  # a claim enlists its worker
+    other.enlist("v")
+    first.close()
+    other.enlist("w")
+    other.close()
 
 
 def test_a_study_copied_between_the_stores_reads_back_equal(postgres_url, tmp_path):

@@ -152,6 +152,41 @@ def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothi
     assert len(json.loads((study / "study.json").read_text())["resumed"]) == 1
 
 
+@pytest.mark.parametrize("damage, says", [
+    ({"kernel_source": "0123456789abcdef"},
+     "kernel_source: '0123456789abcdef' differs from the kernel_source_hash '"),
+    ({"kernel_source": "not a hash"}, "kernel_source: 'not a hash' is not a hash of 16 hex "
+                                      "digits"),
+    ({"kernel_source": 7}, "kernel_source: 7 is not text"),
+    (None, "study.json records no fingerprint"),
+])
+def test_a_damaged_fingerprint_is_named_as_damage_not_as_a_changed_kernel(
+        tmp_path, monkeypatch, capsys, damage, says):
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    run = ["run", "spaces/copy.yaml", "-p", "BLOCK=512,1024", "--device",
+           f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}", "--studies-dir",
+           str(tmp_path), "--quiet", "--no-report", "--trials", "2"]
+    assert main(run) == 0
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    meta = json.loads(path.read_text())
+    if damage is None:
+        del meta["fingerprint"]
+    else:
+        meta["fingerprint"].update(damage)
+    path.write_text(json.dumps(meta))
+    capsys.readouterr()
+    assert main(run) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "source changed" not in err
+    assert err.startswith(f"sweeper: {path.parent}: cannot resume, the fingerprint in its "
+                          f"study.json is damaged ({says}")
+    assert err.endswith("; restore study.json from a copy, or rerun with --force to keep its "
+                        "trials and add new ones to them, or with --study NEW to start a new "
+                        "study\n")
+
+
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_model_samplers_never_measure_a_config_twice(write_space, tmp_path, sampler):
     path = write_space(f"""

@@ -5,6 +5,12 @@ told how to share it."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -120,3 +126,98 @@ def test_a_storage_option_that_is_no_database_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == ("sweeper: --storage: 'sqlite:///x.db' is not a "
                                        "storage; allowed: a postgresql://USER@HOST/DB URL "
                                        "(leave it out for the journal under --studies-dir)\n")
+
+
+def start_workers(count: int, storage: list[str], name: str, studies: Path,
+                  env: dict[int, dict[str, str]] | None = None,
+                  extra: tuple[str, ...] = ()) -> list[subprocess.Popen[str]]:
+    """``count`` ``sweeper worker`` processes of study ``name``, started at once, worker
+    ``i`` named ``w<i>`` with ``env[i]`` added to its environment."""
+    base = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"}
+    return [subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "worker", *SPACE, *storage, "--study", name,
+         "--studies-dir", str(studies), "--worker-id", f"w{i}", *extra],
+        cwd=ROOT, env={**base, **(env or {}).get(i, {})}, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(count)]
+
+
+def finish(workers: list[subprocess.Popen[str]], timeout: float = 120
+           ) -> list[tuple[int, str, str]]:
+    """Each worker's exit status, output and errors, once all have ended; a worker still
+    running after ``timeout`` seconds is aborted (its threads' stacks in its errors, from
+    ``PYTHONFAULTHANDLER``) and fails the test."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and any(w.poll() is None for w in workers):
+        time.sleep(0.1)
+    hung = [i for i, w in enumerate(workers) if w.poll() is None]
+    for i in hung:
+        workers[i].send_signal(signal.SIGABRT)
+    outputs = [w.communicate() for w in workers]
+    assert not hung, [outputs[i][1][-4000:] for i in hung]
+    return [(w.returncode, out, err) for w, (out, err) in zip(workers, outputs, strict=True)]
+
+
+def kept_once(storage: list[str], root: Path) -> Counter[tuple[str, ...]]:
+    """How often each config is kept in the study at ``root``; every config of the space
+    is there exactly once (asserted)."""
+    trials = open_storage(storage[1] if storage else None, root).records()[0]
+    counts = Counter(t.key() for t in trials)
+    assert sorted(counts.values()) == [1] * load_space(
+        "spaces/copy.yaml", ["BLOCK=512,1024"]).size
+    assert sorted(t.number for t in trials) == list(range(len(trials)))
+    return counts
+
+
+def test_workers_started_together_on_a_new_study_all_join_it(storage, tmp_path,
+                                                              monkeypatch):
+    monkeypatch.chdir(ROOT)
+    name = f"crowd{uuid.uuid4().hex[:8]}"
+    ended = finish(start_workers(8, storage, name, tmp_path))
+    assert [rc for rc, _, _ in ended] == [0] * 8, [err for _, _, err in ended]
+    assert all("stopped: complete: every valid config measured" in out
+               for _, out, _ in ended)
+    kept_once(storage, tmp_path / name)
+    meta = open_storage(storage[1] if storage else None, tmp_path / name).meta()
+    assert len(meta["resumed"]) == 7                     # one created it, seven joined
+
+
+def test_a_worker_killed_mid_trial_leaves_its_config_to_the_others(storage, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.chdir(ROOT)
+    name = f"killed{uuid.uuid4().hex[:8]}"
+    t0 = time.monotonic()
+    # w0 SIGKILLs itself holding its third claim, its trial not measured; the lease is
+    # long, so the others finish in time only by seeing that its holder is gone
+    ended = finish(start_workers(4, storage, name, tmp_path, extra=("--lease", "10m"),
+                                 env={0: {"SWEEPER_FAULT": "after-claim:3"}}))
+    assert time.monotonic() - t0 < 300
+    assert ended[0][0] == -signal.SIGKILL
+    assert [rc for rc, _, _ in ended[1:]] == [0] * 3, [err for _, _, err in ended]
+    assert all("stopped: complete: every valid config measured" in out
+               for _, out, _ in ended[1:])
+    kept_once(storage, tmp_path / name)
+    if not storage:
+        claims = json.loads((tmp_path / name / "claims.json").read_text())
+        assert all(c["done"] for c in claims.values())
+
+
+def test_a_second_live_worker_under_one_worker_id_is_refused(storage, tmp_path, monkeypatch,
+                                                             capsys):
+    monkeypatch.chdir(ROOT)
+    name = f"twin{uuid.uuid4().hex[:8]}"
+    common = [*SPACE, *storage, "--study", name, "--studies-dir", str(tmp_path)]
+    assert main(["worker", *common, "--worker-id", "a", "--trials", "1"]) == 0
+    holder = open_storage(storage[1] if storage else None, tmp_path / name)
+    holder.enlist("a")                          # a live worker "a", in the middle of its sweep
+    capsys.readouterr()
+    before = holder.meta()
+    try:
+        assert main(["worker", *common, "--worker-id", "a"]) == 2
+    finally:
+        holder.close()
+    assert holder.meta() == before                  # nothing written
+    where = holder.location if storage else str(holder.root)
+    assert capsys.readouterr().err == (
+        f"sweeper: {where}: worker id 'a' is held by another live worker of this study; "
+        "give each worker its own --worker-id, or leave it out (default: HOST:PID)\n")
+    assert main(["worker", *common, "--worker-id", "a", "--trials", "1"]) == 0   # let go

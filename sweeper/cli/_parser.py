@@ -83,11 +83,12 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     worker.add_argument("--study", required=True, help="the study to share (made from "
                         "SPACE if it does not exist yet)")
     _study_options(worker, name=False)
-    worker.add_argument("--worker-id", help="this worker's name in claims "
-                        "(default: HOST:PID)")
+    worker.add_argument("--worker-id", help="this worker's name in claims, held by one "
+                        "live process at a time (default: HOST:PID)")
     worker.add_argument("--lease", type=seconds, default=60.0,
                         help="how long a claim outlives its last heartbeat before another "
-                        "worker may take the config (default 60s)")
+                        "worker may take the config (default 60s); a killed worker's "
+                        "claims go at once")
     worker.add_argument("--trials", type=whole_number, help="stop after this many trials")
     worker.add_argument("--time", type=seconds, help="stop after this long (e.g. 10m)")
     worker.add_argument("--force", action="store_true",

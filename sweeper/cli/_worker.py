@@ -36,11 +36,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     kernel = kernel_for(space, device)
     worker_id = args.worker_id or f"{socket.gethostname()}:{os.getpid()}"
-    if store.exists():        # shared before open_study takes it: other workers hold it
-        store.share()
-    open_study(store, space, kernel, device, force=args.force,
+    open_study(store, space, kernel, device, force=args.force, worker=worker_id,
                command=recorded_command(args.argv))
-    store.share()
     print(f"worker {worker_id}: study {args.study} in {store.location}; "
           f"{space.size} configs, claims held for {args.lease:g} s between heartbeats",
           flush=True)

@@ -13,6 +13,7 @@ footprint alone their dimensions.
 """
 
 from sweeper.store._base import Storage
+from sweeper.store._claims_file import Claim
 from sweeper.store._journal import JOURNAL, REJECTED, BadLine
 from sweeper.store._records import (
     BaselineRecord,
@@ -27,6 +28,6 @@ from sweeper.store._records import (
 from sweeper.store._schema import Record
 from sweeper.store._study import META, StudyStore
 
-__all__ = ["JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "DriftRecord",
+__all__ = ["JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "Claim", "DriftRecord",
            "DutyRecord", "FirstMeasurement", "GpuSlot", "ProblemKey", "Record", "Storage",
            "StudyStore", "TrialRecord", "key_of"]

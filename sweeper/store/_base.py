@@ -10,10 +10,15 @@ runs against both, so they keep the same promises:
   appended; a record on return from :meth:`Storage.append` survives a crash;
 - a record that is not one (a wrong field, a trial number already recorded, a final naming
   a trial not recorded) is refused with a :class:`~sweeper.errors.StudyError`, nothing kept;
+- a study is created once: of processes creating it at once, one does and the others
+  find it there (:meth:`Storage.create`), so workers started together all join it;
 - a config is measured once however many workers share the study: a worker *claims* its
   key first (:meth:`Storage.claim`), keeps the claim alive (:meth:`Storage.heartbeat`) and
-  records the trial through it (:meth:`Storage.record_claimed`); a claim not renewed for
-  its lease may be taken by another worker, and a recorded key is never claimed again;
+  records the trial through it (:meth:`Storage.record_claimed`); a recorded key is never
+  claimed again.  A claim's holder is a worker id that one live process holds
+  (:meth:`Storage.enlist`): a claim whose holder's process is gone is taken by another
+  worker at once, and one not renewed for its lease (a holder hung, or on a host that
+  is gone) after that lease;
 - a problem's torch baseline is kept once per study: every worker measures it before its
   first config of the problem (none waits on another's), and an append of a baseline the
   study holds already keeps nothing, checked under the store's lock or transaction.  A
@@ -34,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sweeper.store._claims_file import Claim
 from sweeper.store._dims import complete_dims
 from sweeper.store._journal import BadLine
 from sweeper.store._ledger import study_axes, widened
@@ -109,8 +115,10 @@ class Storage(ABC):
         return False
 
     @abstractmethod
-    def create(self, meta: dict[str, Any]) -> None:
-        """Create the study with ``meta``, replacing the metadata of one already there."""
+    def create(self, meta: dict[str, Any]) -> bool:
+        """Create the study with ``meta`` unless one is there already; whether this call
+        created it.  Atomic: of processes creating the study at once, exactly one does and
+        the others find it there (``meta`` of theirs is not written)."""
 
     @abstractmethod
     def meta(self) -> dict[str, Any]:
@@ -166,9 +174,18 @@ class Storage(ABC):
         return []
 
     @abstractmethod
-    def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
-        """Whether ``worker_id`` now holds ``key`` (a :func:`claim_key`) for ``lease_s``:
-        false when a trial of it is recorded, or another worker's claim is still alive."""
+    def enlist(self, worker_id: str) -> None:
+        """Hold ``worker_id`` for this process while the store is open (:meth:`close` lets
+        it go, and so does the process's death): its claims are alive while it is held.  A
+        StudyError when another live process holds it: two processes under one id would
+        each take the other's claims as their own and measure every config twice."""
+
+    @abstractmethod
+    def claim(self, key: str, worker_id: str, lease_s: float) -> Claim:
+        """Take ``key`` (a :func:`claim_key`) for ``worker_id`` for ``lease_s``, enlisting
+        it first (:meth:`enlist`): TAKEN, unless a trial of it is recorded (DONE) or
+        another worker's claim is alive (HELD): its lease runs and its holder's process is
+        not known to be gone."""
 
     @abstractmethod
     def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:

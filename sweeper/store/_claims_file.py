@@ -8,12 +8,21 @@ so those steps happen one at a time across processes.  The claims themselves are
 ``claims.json``, one object by config key (``worker``, ``expires`` as Unix time, ``done``),
 replaced whole (:func:`sweeper.fsio.atomic_write`) under the lock: a kill leaves the old
 file or the new one.  The processes share one clock, so a lease is plain wall time.
+
+Who is alive: a process holds each worker id it claims under (:class:`WorkerLocks`) by an
+exclusive ``flock`` on ``.worker-<hash of the id>.lock`` in the study folder, which ends
+with the process however it ends.  A claim whose holder's lock can be taken is a dead
+worker's, and the next worker to ask takes it at once, without waiting for its lease; a
+second process asking for a held id is refused.  Taking, testing and dropping those locks
+happen under :class:`StudyLock`, so a test never races a worker enlisting.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import fcntl
+import hashlib
 import json
 import os
 import threading
@@ -32,6 +41,26 @@ LOCK = ".claims.lock"
 BUSY = ("another sweeper process is running this study; wait for it to finish, or pass "
         "--study NEW (processes share a study as `sweeper worker --study NAME`)")
 BUSY_RUN = "a `sweeper run` holds this study; let it finish, then start the workers"
+
+
+class Claim(enum.Enum):
+    """What a claim found (:meth:`sweeper.store.Storage.claim`): the key is now this
+    worker's, another live worker holds it (it may yet die: ask again later), or a trial
+    of it is recorded."""
+
+    TAKEN = "taken"
+    HELD = "held"
+    DONE = "done"
+
+    def __bool__(self) -> bool:
+        """Whether the worker that asked holds the key now."""
+        return self is Claim.TAKEN
+
+
+def worker_taken(worker_id: str) -> str:
+    """Why a worker is refused the id ``worker_id``, whichever store holds the study."""
+    return (f"worker id {worker_id!r} is held by another live worker of this study; give "
+            "each worker its own --worker-id, or leave it out (default: HOST:PID)")
 
 
 class StudyLock:
@@ -65,26 +94,91 @@ class StudyLock:
                     self._fd = None
 
 
+class WorkerLocks:
+    """The worker ids this process holds in one study folder (an ``flock`` each), and
+    whether another process holds an id; every step under the folder's :class:`StudyLock`."""
+
+    def __init__(self, root: Path, lock: StudyLock) -> None:
+        self.root, self.lock = root, lock
+        self._fds: dict[str, int] = {}
+
+    def path(self, worker_id: str) -> Path:
+        """The lock file of ``worker_id`` (hashed: an id may hold any character)."""
+        digest = hashlib.sha256(worker_id.encode()).hexdigest()[:16]
+        return self.root / f".worker-{digest}.lock"
+
+    def enlist(self, worker_id: str) -> None:
+        """Hold ``worker_id`` for this process; a StudyError if another process holds it."""
+        with self.lock.held():
+            if worker_id in self._fds:
+                return
+            try:
+                fd = os.open(self.path(worker_id), os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as err:
+                raise StudyError(f"{self.root}: cannot lock worker id {worker_id!r}: "
+                                 f"{err.strerror or err}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise StudyError(f"{self.root}: {worker_taken(worker_id)}") from None
+            self._fds[worker_id] = fd
+
+    def alive(self, worker_id: str) -> bool:
+        """Whether a live process holds ``worker_id`` (call under the study lock); a dead
+        holder's lock file is removed."""
+        if worker_id in self._fds:
+            return True
+        try:
+            fd = os.open(self.path(worker_id), os.O_RDWR)
+        except FileNotFoundError:
+            return False                     # let go, or found dead before
+        except OSError:
+            return True                      # cannot tell: the lease decides
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)                     # closing drops a lock just taken
+        self.path(worker_id).unlink(missing_ok=True)
+        return False
+
+    def close(self) -> None:
+        """Let every id go (each lock file removed, then its lock dropped)."""
+        if not self._fds:
+            return
+        with self.lock.held():
+            for worker_id, fd in self._fds.items():
+                self.path(worker_id).unlink(missing_ok=True)
+                os.close(fd)
+            self._fds.clear()
+
+
 class ClaimsFile:
     """``claims.json`` of one study folder, read and replaced under its :class:`StudyLock`."""
 
-    def __init__(self, root: Path, lock: StudyLock) -> None:
+    def __init__(self, root: Path, lock: StudyLock, workers: WorkerLocks) -> None:
         self.path = root / CLAIMS
         self.lock = lock
+        self.workers = workers
 
-    def claim(self, key: str, worker_id: str, lease_s: float, recorded: set[str]) -> bool:
-        """Take ``key`` for ``worker_id`` unless recorded, done, or alive in another's hands."""
+    def claim(self, key: str, worker_id: str, lease_s: float, recorded: set[str]) -> Claim:
+        """Take ``key`` for ``worker_id`` (enlisted) unless recorded or done (DONE), or held
+        by another worker whose lease runs and whose process lives (HELD)."""
         with self.lock.held():
+            self.workers.enlist(worker_id)
             claims = self._load()
             held = claims.get(key)
             if key in recorded or (held and held["done"]):
-                return False
-            if held and held["worker"] != worker_id and held["expires"] > time.time():
-                return False
+                return Claim.DONE
+            if held and held["worker"] != worker_id and held["expires"] > time.time() \
+                    and self.workers.alive(held["worker"]):
+                return Claim.HELD
             claims[key] = {"worker": worker_id, "expires": time.time() + lease_s,
                            "done": False}
             self._save(claims)
-            return True
+            return Claim.TAKEN
 
     def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
         """Extend the claim if ``worker_id`` still holds it."""

@@ -48,8 +48,9 @@ worker left torn before its own.
 **Fault injection.**  ``SWEEPER_FAULT=POINT[:N]`` in the environment kills the process
 (SIGKILL) the Nth time (default: the first) it reaches ``POINT``: ``after-reject`` (side file
 written), ``after-repair-write`` (repaired copy written, not renamed), ``after-repair-rename``
-or ``after-append`` (a record fsynced).  The journal tests use it to show that a kill at each
-step loses nothing.
+or ``after-append`` (a record fsynced); ``after-claim`` (a worker's claim taken, its trial not
+yet measured: :mod:`sweeper.sweep._claims`).  The journal tests use it to show that a kill at
+each step loses nothing, the worker tests that a killed worker's config is measured by another.
 """
 
 from __future__ import annotations
@@ -227,7 +228,8 @@ class JournalWriter:
     def open(self, shared: StudyLock | None = None) -> None:
         """Lock the study, repair the journal if it needs it, open it to append.  With
         ``shared`` (workers): the folder lock is shared with other workers, the journal is
-        not repaired (others append to it), and each append takes ``shared``."""
+        not repaired (others append to it) nor temporary files removed (another worker's
+        may be about to be renamed), and each append takes ``shared``."""
         if self._fds:
             return
         make_dirs(self.root)
@@ -243,11 +245,12 @@ class JournalWriter:
             if created:
                 fsync_dir(self.root)
             self._ledger, self._lines = found.ledger, found.line_count
-            if found.needs_newline and shared is None:
-                self._write(b"\n")
-            for stale in [*self.root.glob(f".{JOURNAL}.*{TEMP_SUFFIX}"),
-                          *self.root.glob(f".study.json.*{TEMP_SUFFIX}")]:
-                stale.unlink(missing_ok=True)      # a kill's leftovers, copies of nothing new
+            if shared is None:
+                if found.needs_newline:
+                    self._write(b"\n")
+                for stale in [*self.root.glob(f".{JOURNAL}.*{TEMP_SUFFIX}"),
+                              *self.root.glob(f".study.json.*{TEMP_SUFFIX}")]:
+                    stale.unlink(missing_ok=True)  # a kill's leftovers, copies of nothing new
         except BaseException:
             self.close()
             raise

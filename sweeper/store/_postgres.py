@@ -16,6 +16,10 @@ Claims: a claim is a row inserted with ``ON CONFLICT DO NOTHING``, so two worker
 both insert it; taking over a claim whose lease ran out, renewing and finishing one lock its
 row (``SELECT ... FOR UPDATE``), and a finished claim stays, marked done, so the key is never
 claimed again.  Lease times are the server's clock (``now()``), one clock for every host.
+A worker id is held by the session advisory lock of :func:`worker_lock_key` on the
+process's own connection (:meth:`PostgresStore.enlist`): a killed process's connection
+closes and its session ends, so a claim whose holder holds no such lock (``pg_locks``) is
+taken at once; one whose holder's session lives on (a host cut off) waits for its lease.
 
 Who may write: ``sweeper run`` holds a session advisory lock on a key derived from the study's
 name (``pg_try_advisory_lock``), workers hold it shared (``pg_try_advisory_lock_shared``),
@@ -48,7 +52,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StorageError, StudyError, SweeperError
 from sweeper.store._base import Storage, kept_once, record_key
-from sweeper.store._claims_file import BUSY, BUSY_RUN
+from sweeper.store._claims_file import BUSY, BUSY_RUN, Claim, worker_taken
 from sweeper.store._journal import BadLine, Scan, encode_record, scan_bytes, warn_new
 from sweeper.store._ledger import Ledger, study_axes
 from sweeper.store._records import TrialRecord
@@ -140,6 +144,22 @@ def study_lock_key(name: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def worker_lock_key(study: str, worker_id: str) -> int:
+    """The advisory lock key of ``worker_id`` in study ``study`` (64 bits of a SHA-256,
+    apart from the study keys by the prefix hashed with it)."""
+    digest = hashlib.sha256(b"sweeper-worker\0" + study.encode() + b"\0" +
+                            worker_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+#: Whether some session holds the advisory lock of a 64-bit key: PostgreSQL shows its
+#: high half as ``classid``, its low half as ``objid``, with ``objsubid`` 1.
+_LOCK_HELD = sa.text(
+    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND classid = CAST(:high AS oid) AND objid = CAST(:low AS oid) AND objsubid = 1)")
+
+
 def _lease(lease_s: float) -> Any:
     return sa.func.now() + sa.literal(dt.timedelta(seconds=lease_s), sa.Interval())
 
@@ -151,7 +171,11 @@ class PostgresStore(Storage):
         self.url, self._name, self.root = url, name, Path(root)
         self.engine = engine_for(url)
         self._mutex = threading.Lock()
-        self._lock_conn: sa.Connection | None = None   # holds the study's advisory lock
+        #: this process's own session: it holds the study's advisory lock and the worker
+        #: ids enlisted
+        self._lock_conn: sa.Connection | None = None
+        self._study_held = False
+        self._enlisted: set[str] = set()
         self._warned: set[tuple[str, int]] = set()
 
     @property
@@ -170,13 +194,14 @@ class PostgresStore(Storage):
             return c.execute(sa.select(STUDIES.c.name).where(
                 STUDIES.c.name == self._name)).first() is not None
 
-    def create(self, meta: dict[str, Any]) -> None:
-        """Add the study with ``meta`` (or replace the metadata of the one there)."""
+    def create(self, meta: dict[str, Any]) -> bool:
+        """Add the study with ``meta`` unless the database has it (``ON CONFLICT DO
+        NOTHING``: of processes adding it at once, one does)."""
         text = json.dumps(meta, sort_keys=True)
         with self.engine.begin() as c:
-            c.execute(pg_insert(STUDIES).values(name=self._name, meta=text)
-                      .on_conflict_do_update(index_elements=[STUDIES.c.name],
-                                             set_={"meta": text}))
+            return c.execute(pg_insert(STUDIES).values(name=self._name, meta=text)
+                             .on_conflict_do_nothing(index_elements=[STUDIES.c.name])
+                             .returning(STUDIES.c.name)).first() is not None
 
     def meta(self) -> dict[str, Any]:
         """The checked metadata; none, or a malformed one, is a StudyError."""
@@ -216,16 +241,23 @@ class PostgresStore(Storage):
         from the pool: closing it ends the session, and with it the lock); a lock this
         store holds already, either way, is kept as it is."""
         with self._mutex:
-            if self._lock_conn is not None:
+            if self._study_held:
                 return
+            take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
+            if not self._session().execute(sa.select(take(study_lock_key(self._name)))
+                                           ).scalar():
+                raise StudyError(f"{self.location}: {BUSY_RUN if shared else BUSY}")
+            self._study_held = True
+
+    def _session(self) -> sa.Connection:
+        """This process's own session (``_mutex`` held): a connection detached from the
+        pool, so that closing it ends the session and the locks it holds."""
+        if self._lock_conn is None:
             conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             conn.detach()
-            take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
-            if not conn.execute(sa.select(take(study_lock_key(self._name)))).scalar():
-                conn.close()
-                raise StudyError(f"{self.location}: {BUSY_RUN if shared else BUSY}")
             self._lock_conn = conn
             weakref.finalize(self, conn.close)
+        return self._lock_conn
 
     def close(self) -> None:
         """Release the study's advisory lock; every record is committed when appended.
@@ -238,6 +270,8 @@ class PostgresStore(Storage):
                     self._lock_conn.execute(sa.select(sa.func.pg_advisory_unlock_all()))
                 self._lock_conn.close()
                 self._lock_conn = None
+            self._study_held = False
+            self._enlisted.clear()
 
     def append(self, record: Any) -> None:
         """Check ``record`` as the journal does and insert it, holding the study's row so
@@ -293,23 +327,46 @@ class PostgresStore(Storage):
                               .order_by(RECORDS.c.seq)).scalars().all()
         return scan_bytes(b"".join(line.encode() + b"\n" for line in lines), axes)
 
-    def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
+    def enlist(self, worker_id: str) -> None:
+        """See :meth:`Storage.enlist`: the session advisory lock of :func:`worker_lock_key`
+        on this process's own connection."""
+        with self._mutex:
+            if worker_id in self._enlisted:
+                return
+            lock = sa.func.pg_try_advisory_lock(worker_lock_key(self._name, worker_id))
+            if not self._session().execute(sa.select(lock)).scalar():
+                raise StudyError(f"{self.location}: {worker_taken(worker_id)}")
+            self._enlisted.add(worker_id)
+
+    def claim(self, key: str, worker_id: str, lease_s: float) -> Claim:
         """See :meth:`Storage.claim`: insert the claim, or take over one whose lease ran
-        out, its row locked."""
+        out or whose holder's session is gone, its row locked."""
+        self.enlist(worker_id)
         with self.engine.begin() as c:
             if c.execute(sa.select(RECORDS.c.seq).where(
                     RECORDS.c.study == self._name, RECORDS.c.key == key).limit(1)).first():
-                return False
+                return Claim.DONE
             inserted = c.execute(pg_insert(CLAIMS).values(
                 study=self._name, key=key, worker=worker_id, expires=_lease(lease_s),
                 done=False).on_conflict_do_nothing())
             if inserted.rowcount == 1:
-                return True
+                return Claim.TAKEN
             held = self._held(c, key)
-            if held is None or held.done or (held.worker != worker_id and not held.expired):
-                return False
+            if held is None:                 # released since: ask again
+                return Claim.HELD
+            if held.done:
+                return Claim.DONE
+            if held.worker != worker_id and not held.expired and \
+                    self._alive(c, held.worker):
+                return Claim.HELD
             self._set(c, key, worker=worker_id, expires=_lease(lease_s))
-            return True
+            return Claim.TAKEN
+
+    def _alive(self, c: sa.Connection, worker_id: str) -> bool:
+        """Whether some session holds ``worker_id`` (:meth:`enlist`)."""
+        key = worker_lock_key(self._name, worker_id) & 0xFFFFFFFFFFFFFFFF
+        return bool(c.execute(_LOCK_HELD, {"high": key >> 32,
+                                           "low": key & 0xFFFFFFFF}).scalar())
 
     def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
         """See :meth:`Storage.heartbeat`."""

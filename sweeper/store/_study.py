@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import StudyError
-from sweeper.fsio import atomic_write, make_dirs
+from sweeper.fsio import atomic_write, create_new
 from sweeper.store._base import Storage, kept_once, record_key
-from sweeper.store._claims_file import ClaimsFile, StudyLock
+from sweeper.store._claims_file import Claim, ClaimsFile, StudyLock, WorkerLocks
 from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_new
 from sweeper.store._ledger import Axes, study_axes
 from sweeper.store._records import TrialRecord
@@ -43,7 +43,8 @@ class StudyStore(Storage):
         self._axes_read: tuple[Any, Axes | None] | None = None
         self._warned: set[tuple[str, int]] = set()
         self._lock = StudyLock(self.root)
-        self._claims = ClaimsFile(self.root, self._lock)
+        self._workers = WorkerLocks(self.root, self._lock)
+        self._claims = ClaimsFile(self.root, self._lock, self._workers)
         self._shared = False
 
     @property
@@ -69,10 +70,11 @@ class StudyStore(Storage):
         """A journal without ``study.json``: nothing says what it measured, or how."""
         return not self.exists() and self.journal_path.exists()
 
-    def create(self, meta: dict[str, Any]) -> None:
-        """Make the folder and write ``meta`` as its ``study.json``, replaced whole."""
-        make_dirs(self.root)
-        self._write_meta(meta)
+    def create(self, meta: dict[str, Any]) -> bool:
+        """Make the folder and write ``meta`` as its ``study.json`` (whole), unless one is
+        there: of processes creating the study at once exactly one writes it
+        (:func:`sweeper.fsio.create_new`)."""
+        return create_new(self.root / META, _meta_text(meta))
 
     def meta(self) -> dict[str, Any]:
         """The checked ``study.json``; a missing, unreadable or malformed one is a
@@ -104,7 +106,7 @@ class StudyStore(Storage):
             self._write_meta(meta)
 
     def _write_meta(self, meta: dict[str, Any]) -> None:
-        atomic_write(self.root / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        atomic_write(self.root / META, _meta_text(meta))
 
     def open_journal(self) -> None:
         """Take the study for this process and repair its journal if it needs it (a run
@@ -124,9 +126,10 @@ class StudyStore(Storage):
                 self._writer.append(record)
 
     def close(self) -> None:
-        """Close the journal and release the study for another process; every record
-        appended is already on disk."""
+        """Close the journal and release the study and the worker ids held for another
+        process; every record appended is already on disk."""
         self._writer.close()
+        self._workers.close()
 
     def bad_lines(self) -> list[BadLine]:
         """The journal's lines that are not records (what reads set aside)."""
@@ -166,7 +169,12 @@ class StudyStore(Storage):
         self._writer.open(shared=self._lock)
         self._shared = True
 
-    def claim(self, key: str, worker_id: str, lease_s: float) -> bool:
+    def enlist(self, worker_id: str) -> None:
+        """See :meth:`Storage.enlist`: an ``flock`` in the study folder
+        (:class:`~sweeper.store._claims_file.WorkerLocks`)."""
+        self._workers.enlist(worker_id)
+
+    def claim(self, key: str, worker_id: str, lease_s: float) -> Claim:
         """See :meth:`Storage.claim`; the claims are ``claims.json`` in the folder."""
         with self._lock.held():
             keys = (record_key(d) for d in scan(self.journal_path, self._axes())[1].records)
@@ -201,3 +209,8 @@ def _stat(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _meta_text(meta: dict[str, Any]) -> str:
+    """``study.json``'s text for ``meta``."""
+    return json.dumps(meta, indent=2, sort_keys=True) + "\n"

@@ -17,11 +17,11 @@ import optuna
 from optuna.trial import TrialState
 
 from sweeper.space import Space
-from sweeper.store import TrialRecord, key_of
+from sweeper.store import Claim, TrialRecord, key_of
 from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._budget import Budgets
-from sweeper.sweep._claims import Claims
+from sweeper.sweep._budget import COMPLETE, Budgets
+from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import CompileAhead
 from sweeper.sweep._optuna import Distributions, tell
 from sweeper.sweep._outbox import Outbox
@@ -53,6 +53,9 @@ class Run:
     waiting: dict[tuple[str, ...], list[optuna.trial.Trial]] = field(default_factory=dict)
     #: configs asked for before a worker is free (none unless the sampler asks ahead)
     asked: AskedAhead = field(default_factory=lambda: AskedAhead(False))
+    #: configs another live worker holds (shared sweeps only), by key: measured by this
+    #: one if their holder lets them go unrecorded (:meth:`Asking._take_over`)
+    held: dict[tuple[str, ...], Held] = field(default_factory=dict)
 
 
 class Asking:
@@ -103,10 +106,16 @@ class Asking:
         """The sampler's next new config as a job, or why none is asked now (why the sweep
         stops, or ``""``).  A config the journal has is answered from it; one in flight is
         told its outcome when it comes, and until then no more is asked (the sampler needs
-        news), so no config is measured twice."""
+        news), so no config is measured twice.  Shared with other workers: a config another
+        worker recorded is told failed here (it is not this worker's to learn from); one
+        another live worker holds is kept (:attr:`Run.held`) for :meth:`_take_over` once
+        the sampler has nothing new, so the sweep is not complete while it is only held."""
         while True:
             run.budgets.in_flight = len(run.workers.busy()) + len(run.asked)
+            run.budgets.held = len(run.held)
             stopped_by = run.budgets.stopped_by(run.study, run.summary.best)
+            if stopped_by == COMPLETE and run.held:
+                return self._take_over(run)
             if stopped_by:
                 return stopped_by
             with run.timeline.phase("ask"):
@@ -114,14 +123,21 @@ class Asking:
             with run.timeline.phase("expand"):
                 choice = self.space.expand(trial.params)
             key = key_of(choice)
+            if key in run.held:         # proposed again while another worker holds it
+                run.held[key].trials.append(trial)
+                run.budgets.repeated()
+                continue
             if key not in run.done and key not in run.waiting:
                 run.budgets.proposed()
-                if (self.claims is None or self.claims.take(key)) and \
-                        not self._refused_ahead(run, trial, choice):
+                claim = Claim.TAKEN if self.claims is None else self.claims.take(key)
+                if claim is Claim.TAKEN and not self._refused_ahead(run, trial, choice):
                     break
                 if key in run.done:     # refused by the compiler, kept as such
                     continue
-                with run.timeline.phase("tell"):   # another worker's config
+                if claim is Claim.HELD:     # another live worker measures it
+                    run.held[key] = Held(choice, [trial])
+                    continue
+                with run.timeline.phase("tell"):   # another worker recorded it
                     run.study.tell(trial, state=TrialState.FAIL)
                 run.budgets.measured += 1
                 continue
@@ -133,7 +149,30 @@ class Asking:
             else:                   # in flight: the sampler needs its outcome first
                 run.waiting[key].append(trial)
                 return ""
-        run.waiting[key] = [trial]
+        return self._job(run, choice, [trial])
+
+    def _take_over(self, run: Run) -> Job | str:
+        """Ask again for the configs other workers hold: the first one free now (its holder
+        died, or hung past its lease) becomes this worker's job; those recorded meanwhile
+        are told failed here and counted.  ``""`` while some are held still (the loop asks
+        again after :attr:`Claims.poll_s`), :data:`COMPLETE` once none is left."""
+        assert self.claims is not None
+        for key, held in list(run.held.items()):
+            claim = self.claims.take(key)
+            if claim is Claim.HELD:
+                continue
+            del run.held[key]
+            if claim is Claim.TAKEN:
+                return self._job(run, held.choice, held.trials)
+            with run.timeline.phase("tell"):
+                for trial in held.trials:
+                    run.study.tell(trial, state=TrialState.FAIL)
+            run.budgets.measured += 1
+        return "" if run.held else COMPLETE
+
+    def _job(self, run: Run, choice: Choice, trials: list[optuna.trial.Trial]) -> Job:
+        """The job measuring ``choice``, its ``trials`` told its outcome when it comes."""
+        run.waiting[key_of(choice)] = trials
         run.number += 1
         return Job(run.number - 1, choice, dict(run.bench.best), run.bench.power.duty)
 

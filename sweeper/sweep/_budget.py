@@ -16,6 +16,8 @@ from sweeper.store import TrialRecord
 
 #: Proposals in a row that were all measured before: the sampler has converged.
 MAX_REPEATED_PROPOSALS = 200
+#: Why a sweep stops when the sampler has nothing new left to propose.
+COMPLETE = "complete: every valid config measured"
 
 
 class StopFlag:
@@ -41,6 +43,9 @@ class Budgets:
         #: trials handed to workers and not yet counted: they count against the budgets
         #: already, so two workers never measure past ``max_trials`` or the space
         self.in_flight = 0
+        #: configs other workers hold, not yet recorded: they leave nothing new to ask
+        #: (the space is complete once they are measured) but cost this worker no trial
+        self.held = 0
 
     def stopped_by(self, study: optuna.Study, best: TrialRecord | None) -> str:
         """Why the sweep stops now, or ``""`` to go on."""
@@ -85,9 +90,9 @@ class Budgets:
         sampler = study.sampler
         if isinstance(sampler, ExhaustiveSampler):
             if sampler.remaining(study) == 0:
-                return "complete: every valid config measured"
-        elif taken >= self.valid:
-            return "complete: every valid config measured"
+                return COMPLETE
+        elif taken + self.held >= self.valid:
+            return COMPLETE
         if self.repeats >= MAX_REPEATED_PROPOSALS:
             return f"sampler converged: {self.repeats} proposals in a row were already measured"
         return ""

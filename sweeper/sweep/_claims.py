@@ -1,21 +1,45 @@
 """The claim step of a sweep shared by workers: between "config chosen" and "measured".
 
-A worker (``sweeper worker``) asks the store for the config's claim before measuring it
-(another worker holding it, or having recorded it, means: skip it), keeps the claim alive
-from a heartbeat thread while it measures, and records the trial through the claim, so a
-config is kept once however many workers share the study (see :mod:`sweeper.store._base`).
+A worker (``sweeper worker``) asks the store for the config's claim before measuring it,
+keeps the claim alive from a heartbeat thread while it measures, and records the trial
+through the claim, so a config is kept once however many workers share the study (see
+:mod:`sweeper.store._base`).  A config another worker has recorded is skipped; one another
+live worker holds is not measured yet: the sweep keeps it (:class:`Held`) and, once its
+sampler has nothing new, asks for it again every :attr:`Claims.poll_s` until its holder
+records it or the claim is free (the holder died: at once; hung or cut off: after its
+lease), and then measures it itself.  So no worker stops as complete while a config is
+only claimed.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sweeper.store import TrialRecord
+from sweeper.store import Claim, TrialRecord
 from sweeper.store._base import Storage, claim_key
+from sweeper.store._journal import fault
+from sweeper.study import Choice
+
+if TYPE_CHECKING:
+    import optuna
 
 #: The lease a worker's claims get unless told otherwise: long against one trial, short
-#: against a dead worker's config waiting for another.
+#: against a config whose holder is hung or on a host that is gone (a holder whose process
+#: is gone loses its claims at once).
 LEASE_S = 60.0
+#: The longest wait between two asks for the configs other workers hold.
+POLL_S = 0.5
+
+
+@dataclass
+class Held:
+    """A config another live worker holds: its choice and the sampler's trials waiting on
+    its outcome (the first proposal and any repeat)."""
+
+    choice: Choice
+    trials: list[optuna.trial.Trial] = field(default_factory=list)
 
 
 class Claims:
@@ -24,20 +48,24 @@ class Claims:
 
     def __init__(self, store: Storage, worker_id: str, lease_s: float = LEASE_S) -> None:
         self.store, self.worker_id, self.lease_s = store, worker_id, lease_s
+        #: how long to wait between two asks for the configs other workers hold
+        self.poll_s = min(POLL_S, lease_s / 3)
         self._beats: dict[str, tuple[threading.Event, threading.Thread]] = {}
 
-    def take(self, key: tuple[str, ...]) -> bool:
-        """Claim ``key`` and keep it alive until :meth:`keep`; false: another worker holds
-        it or recorded it, and this one skips it."""
+    def take(self, key: tuple[str, ...]) -> Claim:
+        """Claim ``key`` and keep it alive until :meth:`keep` (TAKEN); or why not: another
+        worker recorded it (DONE) or holds it alive (HELD)."""
         text = claim_key(key)
-        if not self.store.claim(text, self.worker_id, self.lease_s):
-            return False
+        got = self.store.claim(text, self.worker_id, self.lease_s)
+        if got is not Claim.TAKEN:
+            return got
         stop = threading.Event()
         thread = threading.Thread(target=self._heartbeat, args=(text, stop), daemon=True,
                                   name=f"sweeper-heartbeat-{self.worker_id}")
         thread.start()
         self._beats[text] = (stop, thread)
-        return True
+        fault("after-claim")
+        return got
 
     def keep(self, key: tuple[str, ...], record: TrialRecord) -> TrialRecord | None:
         """Record ``record`` through the claim (numbered by the store); None where the claim

@@ -16,7 +16,15 @@ from sweeper.finals import Winners
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import Config, Invalid, Space
-from sweeper.store import BaselineRecord, DutyRecord, GpuSlot, Storage, TrialRecord, key_of
+from sweeper.store import (
+    BaselineRecord,
+    Claim,
+    DutyRecord,
+    GpuSlot,
+    Storage,
+    TrialRecord,
+    key_of,
+)
 from sweeper.study import Choice, enumerate_choices, finals_wanted, now
 from sweeper.sweep._asking import Asking, Run
 from sweeper.sweep._bench import Bench
@@ -218,6 +226,10 @@ class Sweep(Asking):
             finally:
                 run.outbox.flush()
             if not run.workers.busy():
+                if not stopped_by and run.held and self.claims is not None:
+                    with run.timeline.phase("wait"):    # others' claims outstanding
+                        time.sleep(self.claims.poll_s)
+                    continue
                 self._drop_asked(run)
                 run.outbox.defer = False        # the finals' records are journaled at once
                 return stopped_by
@@ -279,7 +291,8 @@ class Sweep(Asking):
         if self.claims is None:
             self.store.append(record)
             return record
-        if record.status is TrialStatus.INVALID and not self.claims.take(record.key()):
+        if record.status is TrialStatus.INVALID and \
+                self.claims.take(record.key()) is not Claim.TAKEN:
             return None
         return self.claims.keep(record.key(), record)
 
