@@ -61,7 +61,8 @@ import signal
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections import ChainMap
+from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,7 @@ def parse_line(text: bytes) -> tuple[dict[str, Any] | None, str]:
     return (data, "") if problem is None else (None, problem)
 
 
-def cross_check(data: dict[str, Any], trials: dict[int, int], number: int) -> str | None:
+def cross_check(data: dict[str, Any], trials: MutableMapping[int, int], number: int) -> str | None:
     """What is wrong with a record given the trials before it (then it counts as one)."""
     kind = data["kind"]
     if kind == "trial":
@@ -243,17 +244,22 @@ class JournalWriter:
             raise
 
     def append(self, record: Any) -> None:
-        """Write one record (anything with ``to_json()``) and fsync it; see the module's
-        docstring for what that promises and for what a failed write leaves."""
+        """Write one record (anything with ``to_json()``) and fsync it (module docstring)."""
+        self.append_all([record])
+
+    def append_all(self, records: Sequence[Any]) -> None:
+        """Write ``records`` (checked in turn) in one write and one fsync; a kill before leaves
+        whole lines and perhaps a torn one, set aside at the next open as for one record."""
         with self._mutex:
             if self._failed is not None:
                 raise self._failed
             self.open()
             with self._shared_turn():
-                line, trials = encode_record(record.to_json(), self._trials,
-                                             self._lines + 1, self.path)
-                self._write(line)
-                self._trials, self._lines = trials, self._lines + 1
+                added: ChainMap[int, int] = ChainMap({}, self._trials)
+                self._write(b"".join(encode_record(r.to_json(), added, self._lines + i,
+                                                   self.path)[0] for i, r in enumerate(records, 1)))
+                self._trials.update(added.maps[0])
+                self._lines += len(records)
         fault("after-append")
 
     @contextlib.contextmanager
@@ -301,18 +307,16 @@ class JournalWriter:
         self._fds.append(fd)
 
 
-def encode_record(data: dict[str, Any], trials: dict[int, int], line: int, where: Any
-                  ) -> tuple[bytes, dict[int, int]]:
-    """A record's line, checked as the reader will check it (what is written can always be
-    read back) against the ``trials`` recorded before it (trial number -> line), and those
-    trials once it is written; a record that is not one is a StudyError naming ``where``."""
+def encode_record(data: dict[str, Any], trials: MutableMapping[int, int], line: int,
+                  where: Any) -> tuple[bytes, MutableMapping[int, int]]:
+    """A record's line, checked as the reader will check it against the ``trials`` before it
+    (number -> line; a trial is added, to no copy); else a StudyError naming ``where``."""
     try:
         text = json.dumps(data, separators=(",", ":")).encode()
     except (TypeError, ValueError, RecursionError) as err:
         raise StudyError(f"{where}: cannot record a {data.get('kind')} record: "
                          f"not JSON ({err})") from None
     parsed, reason = parse_line(text)
-    trials = dict(trials)
     if parsed is not None:
         reason = cross_check(parsed, trials, line) or ""
     if reason:
