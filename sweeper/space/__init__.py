@@ -1,5 +1,6 @@
 """The search space: parsed once from YAML into frozen dataclasses."""
 
+from sweeper.space._configs import Configs
 from sweeper.space._expr import Expr, cdiv, evaluate, parse
 from sweeper.space._load import autotune_space, load_space, parse_space
 from sweeper.space._model import (
@@ -26,6 +27,7 @@ __all__ = [
     "AxisRole",
     "Budget",
     "Config",
+    "Configs",
     "Constraint",
     "Dim",
     "Expr",
