@@ -16,13 +16,14 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.errors import DataError, SweeperError
 from sweeper.fsio import atomic_write
 from sweeper.space import Space
+from sweeper.space._configs import Lazy
 
 FORMAT = "sweeper replay table v1"
 RESERVED = ("status", "median_ms", "samples_ms")
@@ -166,7 +167,7 @@ def _fact(path: Path, line: int, key: str, value: str) -> str:
     return value
 
 
-class Rows(Sequence[dict[str, str]]):
+class Rows(Lazy[dict[str, str]]):
     """A table's rows as read, each made a dict (column -> text) when first asked for
     (the same dict every time after), and where each config is (its parameters' labels
     in column order -> row): a sweep of a table of 10⁶ rows makes dicts only of the rows
@@ -180,14 +181,7 @@ class Rows(Sequence[dict[str, str]]):
     def __len__(self) -> int:
         return len(self._fields)
 
-    @overload
-    def __getitem__(self, index: int) -> dict[str, str]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, str]]: ...
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _item(self, index: int) -> dict[str, str]:
         made = self._made[index]
         if made is None:
             made = self._made[index] = dict(zip(self.columns, self._fields[index],

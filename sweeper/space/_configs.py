@@ -14,11 +14,12 @@ every config (a constraint over every axis), every config is resolved, as before
 
 from __future__ import annotations
 
+import abc
 import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from sweeper.errors import SpaceError
 from sweeper.space._model import MAX_CONFIGS, Invalid, Resolving, Space, Step
@@ -26,11 +27,30 @@ from sweeper.space._model import MAX_CONFIGS, Invalid, Resolving, Space, Step
 if TYPE_CHECKING:
     import numpy as np
 
+T = TypeVar("T")
 #: Names a step may read that no step sets: the device's facts.
 FACTS = frozenset({"sms", "l2_bytes"})
 
 
-class Configs(Sequence[Mapping[str, str]]):
+class Lazy(Sequence[T]):
+    """A sequence whose items are made when asked for, by :meth:`_item`."""
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(len(self)))]
+        return self._item(index)
+
+    @abc.abstractmethod
+    def _item(self, index: int) -> T:
+        """Item ``index``, made now."""
+
+
+class Configs(Lazy[Mapping[str, str]]):
     """The configs of ``space`` that can be launched on a device with ``facts`` (problems
     capped at ``max_footprint``), in the order of the product of its dimensions
     (:meth:`Space.choices`), each a read-only choice as a sampler sees it (zipped axes
@@ -69,14 +89,7 @@ class Configs(Sequence[Mapping[str, str]]):
     def __len__(self) -> int:
         return len(self._valid)
 
-    @overload
-    def __getitem__(self, index: int) -> Mapping[str, str]: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Mapping[str, str]]: ...
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _item(self, index: int) -> Mapping[str, str]:
         return MappingProxyType(self._choice(int(self._valid[index])))
 
     def index_of(self, choice: Mapping[str, Any]) -> int | None:
@@ -199,7 +212,7 @@ def _plans(steps: Sequence[Step]) -> list[frozenset[str]] | None:
     return plans
 
 
-class _Expanded(Sequence[dict[str, str]]):
+class _Expanded(Lazy[dict[str, str]]):
     """The configs of a :class:`Configs`, every axis named, made one at a time."""
 
     def __init__(self, configs: Configs) -> None:
@@ -208,12 +221,5 @@ class _Expanded(Sequence[dict[str, str]]):
     def __len__(self) -> int:
         return len(self._configs)
 
-    @overload
-    def __getitem__(self, index: int) -> dict[str, str]: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[dict[str, str]]: ...
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _item(self, index: int) -> dict[str, str]:
         return self._configs.expanded(index)
