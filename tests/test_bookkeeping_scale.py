@@ -173,3 +173,24 @@ def test_ruled_out_configs_are_journaled_with_one_fsync(tmp_path, monkeypatch):
     with pytest.raises(Exception, match="trial #3 again"):
         store.append_all([records[3]])
     assert len(store.records()[0]) == 500
+
+
+def test_a_map_of_thousands_of_columns_is_drawn_within_the_widest_size_without_cell_text():
+    import numpy as np
+    import pandas as pd
+
+    from sweeper.report._draw import MAX_TICKS, MAX_WIDTH, heatmap_figure, pyplot
+    from sweeper.report._heatmaps import HeatmapData
+
+    grids = [str(g) for g in range(1, 2001)]
+    values = pd.DataFrame(np.arange(6 * 2000, dtype=float).reshape(6, 2000),
+                          index=[32, 64, 128, 256, 512, 1024], columns=grids)
+    data = HeatmapData(name="wide", title="wide", values=values,
+                       notes=pd.DataFrame("", index=values.index, columns=grids),
+                       column_labels=grids, best=(64, "7"), metric="gbps")
+    fig = heatmap_figure(data)
+    ax = fig.axes[0]
+    assert fig.get_size_inches()[0] <= MAX_WIDTH
+    assert not ax.texts                          # no text in 12,000 cells
+    assert len(ax.get_xticks()) <= MAX_TICKS
+    pyplot().close(fig)
