@@ -95,22 +95,38 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_s() -> float:
+    """This process's CPU seconds so far: steadier than wall time on a shared machine."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def measure_run(space: Path, table: Path, studies: Path, trials: int) -> dict[str, float]:
     """In this process: ``sweeper run`` of ``trials`` trials, each kept trial timed."""
     from sweeper.cli import main as sweeper
+    from sweeper.devices._replay import ReplayDevice
     from sweeper.sweep._loop import Sweep
 
     kept: list[float] = []
     rss: list[float] = []
-    keep = Sweep._keep
+    table_s: list[float] = []
+    keep, open_table = Sweep._keep, ReplayDevice.__init__
 
     def timed_keep(self, run, worker, job, outcome):    # type: ignore[no-untyped-def]
         keep(self, run, worker, job, outcome)
         kept.append(time.perf_counter())
         if len(kept) == 1:
             rss.append(peak_rss_mb())
+            rss.append(cpu_s() - cpu0)
+
+    def timed_open(self, path):                         # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        open_table(self, path)
+        table_s.append(time.perf_counter() - t0)
 
     Sweep._keep = timed_keep          # type: ignore[method-assign]
+    ReplayDevice.__init__ = timed_open                  # type: ignore[method-assign]
+    cpu0 = cpu_s()
     start = time.perf_counter()
     code = sweeper(["run", str(space), "--device", f"replay:{table}", "--quiet",
                     "--no-report", "--studies-dir", str(studies), "--study", "bench",
@@ -119,7 +135,8 @@ def measure_run(space: Path, table: Path, studies: Path, trials: int) -> dict[st
     assert code == 0, f"sweeper run exited {code}"
     rate = (len(kept) - 1) / (kept[-1] - kept[0]) if len(kept) > 1 else 0.0
     return {"trials": len(kept), "trials_per_s": rate, "first_trial_s": kept[0] - start,
-            "rss_at_first_mb": rss[0], "run_s": end - start, "peak_rss_mb": peak_rss_mb()}
+            "rss_at_first_mb": rss[0], "cpu_at_first_s": rss[1], "table_s": sum(table_s),
+            "run_s": end - start, "peak_rss_mb": peak_rss_mb()}
 
 
 def fill_journal(studies: Path, space: Path, table: Path, count: int) -> None:
@@ -163,10 +180,11 @@ def measure_report(studies: Path) -> dict[str, float]:
     """In this process: ``sweeper report`` of the study ``bench``."""
     from sweeper.cli import main as sweeper
 
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), cpu_s()
     code = sweeper(["report", "bench", "--studies-dir", str(studies)])
     assert code == 0, f"sweeper report exited {code}"
-    return {"report_s": time.perf_counter() - start, "peak_rss_mb": peak_rss_mb()}
+    return {"report_s": time.perf_counter() - start, "cpu_s": cpu_s() - cpu0,
+            "peak_rss_mb": peak_rss_mb()}
 
 
 def child(args: list[str]) -> None:
@@ -237,15 +255,17 @@ def main(argv: list[str] | None = None) -> None:
             space, table, studies = case(args.first)
             got = in_child("run", space, table, studies, 1)
             print(f"first trial at {args.first} configs: {got['first_trial_s']:.2f} s after "
-                  f"the command's start, peak RSS then {got['rss_at_first_mb']:.0f} MB",
-                  flush=True)
+                  f"the command's start ({got['cpu_at_first_s']:.1f} CPU s; reading the "
+                  f"replay table, which a GPU run has not: {got['table_s']:.2f} s), peak "
+                  f"RSS then {got['rss_at_first_mb']:.0f} MB", flush=True)
         if args.only in (None, "report"):
             space, table, studies = case(args.report)
             in_child("run", space, table, studies, 1)
             in_child("fill", space, table, studies, args.report)
             got = in_child("report", space, table, studies, 0)
-            print(f"report of {args.report} trials: {got['report_s']:.1f} s, peak RSS "
-                  f"{got['peak_rss_mb']:.0f} MB", flush=True)
+            print(f"report of {args.report} trials: {got['report_s']:.1f} s "
+                  f"({got['cpu_s']:.1f} CPU s), peak RSS {got['peak_rss_mb']:.0f} MB",
+                  flush=True)
 
 
 if __name__ == "__main__":
