@@ -15,7 +15,7 @@ from sweeper.devices import Device
 from sweeper.errors import SpaceError, StudyError
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
-from sweeper.space import AxisRole, Config, Invalid, Origin, Space
+from sweeper.space import AxisRole, Config, Configs, Invalid, Origin, Space
 from sweeper.store import JOURNAL, Storage
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
@@ -43,15 +43,11 @@ def resolved(space: Space, facts: Mapping[str, int], max_footprint: int | None =
 
 def enumerate_choices(space: Space, facts: Mapping[str, int], max_footprint: int | None = None
                       ) -> tuple[list[Choice], list[tuple[Choice, str]]]:
-    """Every choice of the space, split into valid ones and ruled-out ones with the reason."""
-    valid: list[Choice] = []
-    invalid: list[tuple[Choice, str]] = []
-    for choice, outcome in resolved(space, facts, max_footprint):
-        if isinstance(outcome, Invalid):
-            invalid.append((choice, str(outcome)))
-        else:
-            valid.append(choice)
-    return valid, invalid
+    """Every choice of the space, split into valid ones and ruled-out ones with the reason
+    (as lists; :class:`~sweeper.space.Configs` keeps them lazily)."""
+    configs = Configs(space, facts, max_footprint)
+    return (list(configs.expanded_all),
+            [(choice, str(why)) for choice, why in configs.ruled_out()])
 
 
 def reason_kind(reason: str) -> str:

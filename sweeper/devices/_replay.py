@@ -13,7 +13,9 @@ The table is also a spreadsheet's: a cell that would start a formula (a label
 
 from __future__ import annotations
 
+import array
 import csv
+import functools
 import io
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +24,7 @@ from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds
 from sweeper.core import Space
+from sweeper.core._configs import Lazy
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.errors import DataError, SweeperError
 from sweeper.escape import FORMULA_START, csv_cell, csv_uncell, printable
@@ -59,7 +62,6 @@ class ReplayDevice(Device):
                                   sms=int(self.header.get("sms", 1)),
                                   l2_bytes=int(self.header.get("l2_bytes", 0)))
         self.params = [c for c in self.columns if c not in RESERVED]
-        self._index = {tuple(row[p] for p in self.params): row for row in self.rows}
 
     def facts(self) -> DeviceFacts:
         return self._facts
@@ -105,7 +107,8 @@ class ReplayDevice(Device):
         choice = {k: v for k, v in choice.items() if k not in implied}
         if set(choice) != set(self.params):
             self._check_axes(list(choice), "the space")
-        return self._index.get(tuple(str(choice[p]) for p in self.params))
+        place = self.rows.places.get(tuple(str(choice[p]) for p in self.params))
+        return None if place is None else self.rows[place]
 
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         raise SweeperError("the replay device serves recorded timings; it cannot time a launch")
@@ -128,7 +131,7 @@ def implied_axes(meta_params: Mapping[str, Any], columns: Sequence[str]
     return {name: (str(p.default),) for name, p in meta_params.items() if name not in columns}
 
 
-def read_table(path: Path) -> tuple[dict[str, str], list[str], list[dict[str, str]]]:
+def read_table(path: Path) -> tuple[dict[str, str], list[str], Rows]:
     """(header facts, column names, rows) of a replay table, every row checked: a table
     is data from outside, so a value that is not a recorded outcome or a plausible time
     refuses the whole table with ``table.csv:LINE: what is wrong``."""
@@ -172,33 +175,61 @@ def _fact(path: Path, line: int, key: str, value: str) -> str:
     return value
 
 
-def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], list[dict[str, str]]]:
+class Rows(Lazy[dict[str, str]]):
+    """A table's rows as read, each made a dict (column -> text) when first asked for
+    (the same dict every time after), and where each config is (its parameters' labels
+    in column order -> row): a sweep of a table of 10⁶ rows makes dicts only of the rows
+    it replays."""
+
+    def __init__(self, columns: Sequence[str], fields: list[list[str]],
+                 places: dict[tuple[str, ...], int]) -> None:
+        self.columns, self._fields, self.places = tuple(columns), fields, places
+        self._made: list[dict[str, str] | None] = [None] * len(fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def _item(self, index: int) -> dict[str, str]:
+        made = self._made[index]
+        if made is None:
+            made = self._made[index] = dict(zip(self.columns, self._fields[index],
+                                                strict=True))
+        return made
+
+
+def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], Rows]:
     """The column names and the checked rows of the CSV part."""
     reader = csv.reader(text for _, text in body)
-    rows: list[dict[str, str]] = []
-    first: dict[tuple[str, ...], int] = {}
+    fields_of: list[list[str]] = []
+    places: dict[tuple[str, ...], int] = {}
+    lines = array.array("q")                # each row's line in the file
     columns: list[str] = []
+    params: list[int] = []
+    at: dict[str, int] = {}
     try:
         for fields in reader:
             line = body[reader.line_num - 1][0]
             if not columns:
                 columns = _columns(path, line, fields)
+                params = [i for i, c in enumerate(columns) if c not in RESERVED]
+                at = {c: columns.index(c) for c in RESERVED if c in columns}
                 continue
             if len(fields) != len(columns):
                 raise _bad(path, line, f"{len(fields)} fields; the header has "
                                    f"{len(columns)}")
-            row = dict(zip(columns, map(csv_uncell, fields), strict=True))
-            _check_row(path, line, row)
-            key = tuple(row[c] for c in columns if c not in RESERVED)
-            if key in first:
-                raise _bad(path, line, f"the same config as line {first[key]}; "
+            fields = [csv_uncell(f) for f in fields]
+            _check_row(path, line, fields, at)
+            key = tuple(fields[i] for i in params)
+            if key in places:
+                raise _bad(path, line, f"the same config as line {lines[places[key]]}; "
                                    "a table holds each config once")
-            first[key] = line
-            rows.append(row)
+            places[key] = len(fields_of)
+            fields_of.append(fields)
+            lines.append(line)
     except csv.Error as err:
         line = body[min(reader.line_num, len(body)) - 1][0]
         raise _bad(path, line, f"not CSV: {err}") from None
-    return columns, rows
+    return columns, Rows(columns, fields_of, places)
 
 
 def _columns(path: Path, line: int, fields: list[str]) -> list[str]:
@@ -214,19 +245,27 @@ def _columns(path: Path, line: int, fields: list[str]) -> list[str]:
     return fields
 
 
-def _check_row(path: Path, line: int, row: Mapping[str, str]) -> None:
-    """A known status; for a successful row a plausible median and samples."""
+@functools.cache
+def _outcomes() -> tuple[str, ...]:
+    """The statuses a table may record: every trial status but ``invalid`` and
+    ``missing`` (no trial of those ran)."""
     from sweeper.trial import TrialStatus
 
-    outcomes = [s.value for s in TrialStatus if s not in (TrialStatus.INVALID,
-                                                          TrialStatus.MISSING)]
-    status = row.get("status", "ok")
-    if status not in outcomes:
+    return tuple(s.value for s in TrialStatus if s not in (TrialStatus.INVALID,
+                                                           TrialStatus.MISSING))
+
+
+def _check_row(path: Path, line: int, fields: Sequence[str], at: Mapping[str, int]) -> None:
+    """A known status; for a successful row a plausible median and samples (``at``: the
+    place of each reserved column the table has)."""
+    status = fields[at["status"]] if "status" in at else "ok"
+    if status not in _outcomes():
         raise _bad(path, line, f"status {status[:40]!r} is not a recorded outcome; "
-                           f"allowed: {', '.join(outcomes)}")
-    if status == "ok" or row["median_ms"]:
-        _milliseconds(path, line, "median_ms", row["median_ms"])
-    for sample in row.get("samples_ms", "").split():
+                           f"allowed: {', '.join(_outcomes())}")
+    median = fields[at["median_ms"]]
+    if status == "ok" or median:
+        _milliseconds(path, line, "median_ms", median)
+    for sample in (fields[at["samples_ms"]] if "samples_ms" in at else "").split():
         _milliseconds(path, line, "samples_ms", sample)
 
 

@@ -17,6 +17,13 @@ from sweeper.report._tables import LABELS
 
 #: Resolution of PNGs: cell text at 7-8 pt stays sharp.
 DPI = 110
+#: The widest a heatmap is drawn (inches).  A map with more grid labels than fit at
+#: 1.25 in a column (a grid of 2,000 values) is drawn this wide, its cells without
+#: text and a tick on every few columns: cell by cell it took minutes and a 10 MB PNG
+#: no one could read.  The best configs stay in the report's tables.
+MAX_WIDTH = 40.0
+#: Column ticks of a map drawn at :data:`MAX_WIDTH`, at most.
+MAX_TICKS = 60
 
 
 def draw_heatmap(data: HeatmapData, directory: Path, formats: Sequence[str] = ("png",)
@@ -38,21 +45,23 @@ def heatmap_figure(data: HeatmapData) -> Any:
 
     values = data.values.astype(float)
     grid = values.to_numpy()
-    text = cell_text(data).to_numpy()
-    lines = max(str(t).count("\n") + 1 for t in text.ravel())
     width = max(6.0, 1.25 * values.shape[1] + 2.5)
+    compact = width > MAX_WIDTH                 # no cell text, fewer ticks (see MAX_WIDTH)
+    width = min(width, MAX_WIDTH)
+    text = np.full(grid.shape, "", dtype=object) if compact else cell_text(data).to_numpy()
+    lines = max(str(t).count("\n") + 1 for t in text.ravel())
     height = max(3.5, (0.3 + 0.2 * lines) * values.shape[0] + 2.5)
     fig, ax = plt.subplots(figsize=(width, height))
     vmin, vmax = data.scale if data.scale else (None, None)
     mesh = ax.pcolormesh(np.ma.masked_invalid(grid), cmap="viridis", vmin=vmin, vmax=vmax,
-                         edgecolors="white", linewidth=0.5)
+                         edgecolors="white", linewidth=0 if compact else 0.5)
     bar = fig.colorbar(mesh, ax=ax, label=LABELS.get(data.metric, data.metric))
     bar.outline.set_linewidth(0)
     ax.set(xlim=(0, grid.shape[1]), ylim=(grid.shape[0], 0), facecolor="#dddddd")
     for side in ax.spines.values():
         side.set_visible(False)
     size = 8 if lines <= 2 else 7
-    for i in range(grid.shape[0]):
+    for i in range(0 if compact else grid.shape[0]):
         for j in range(grid.shape[1]):
             if np.isfinite(grid[i, j]):
                 colour = ".15" if _luminance(mesh.to_rgba(grid[i, j])) > .408 else "w"
@@ -65,9 +74,11 @@ def heatmap_figure(data: HeatmapData) -> Any:
         row = list(values.index).index(data.best[0])
         col = list(values.columns).index(data.best[1])
         ax.add_patch(Rectangle((col, row), 1, 1, fill=False, edgecolor="red", linewidth=3))
-    turned = data.label_rotation != 0
-    ax.set_xticks(np.arange(grid.shape[1]) + 0.5)
-    ax.set_xticklabels(data.column_labels, rotation=data.label_rotation, fontsize=8,
+    every = -(-grid.shape[1] // MAX_TICKS) if compact else 1
+    rotation = 90 if compact else data.label_rotation
+    turned = rotation != 0
+    ax.set_xticks(np.arange(0, grid.shape[1], every) + 0.5)
+    ax.set_xticklabels(data.column_labels[::every], rotation=rotation, fontsize=8,
                        ha="right" if turned else "center",
                        rotation_mode="anchor" if turned else "default")
     ax.set_yticks(np.arange(grid.shape[0]) + 0.5, [str(b) for b in values.index],
@@ -75,8 +86,10 @@ def heatmap_figure(data: HeatmapData) -> Any:
     ax.set_xlabel("grid (programs)")
     ax.set_ylabel("block (threads = num_warps × 32)")
     chars = int(12 * width)                       # ~12 characters an inch at 9 pt
+    caption = data.caption + ("; too many columns to print each cell's number (`sweeper "
+                              "export STUDY --format csv` lists them)" if compact else "")
     ax.set_title(textwrap.fill(data.title, width=chars) + "\n" +
-                 textwrap.fill(data.caption, width=chars), fontsize=9)
+                 textwrap.fill(caption, width=chars), fontsize=9)
     return fig
 
 

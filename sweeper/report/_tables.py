@@ -167,6 +167,14 @@ def problem_key(row: pd.Series) -> str:
     return f"{row['dtype']} {row.get('dims') or fp_text} {row.get('cache', 'cold')}"
 
 
+def problem_keys(df: pd.DataFrame) -> list[str]:
+    """:func:`problem_key` of each row, worked out once per problem, not once a row."""
+    columns = [c for c in ("dtype", "footprint", "size_label", "dims", "cache") if c in df]
+    keys: dict[tuple[Any, ...], str] = {}
+    return [keys.get(row) or keys.setdefault(row, problem_key(pd.Series(dict(zip(
+        columns, row, strict=True))))) for row in zip(*(df[c] for c in columns), strict=True)]
+
+
 def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_names: Sequence[str],
                  top: int = 10, picks: Mapping[int, Pick] | None = None,
                  finals: Sequence[FinalRecord] = ()) -> pd.DataFrame:
@@ -185,7 +193,7 @@ def best_configs(df: pd.DataFrame, baselines: Sequence[BaselineRecord], meta_nam
                            zip(ok["dtype"], ok["footprint"], ok["dims"], ok["cache"],
                                strict=True)]
     ok["pct_of_baseline"] = 100.0 * ok["gbps"] / ok["baseline_gbps"]
-    ok["problem"] = ok.apply(problem_key, axis=1)
+    ok["problem"] = problem_keys(ok)
     ok = ok.sort_values([*PROBLEM_ORDER, "score"], ascending=[True, True, True, True, False],
                         kind="stable")
     ok["rank"] = ok.groupby("problem").cumcount() + 1

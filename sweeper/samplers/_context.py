@@ -29,10 +29,13 @@ class SamplerContext:
     """Everything a sampler may use to propose configs, as the sweep knows it at the start.
 
     Built by keyword; the collections are copied into read-only ones (tuples, mapping
-    proxies), whatever was passed in.  ``axes`` left empty is derived from ``choices`` in
-    the order they show each label.  ``guesses``, when given, holds one value per choice:
-    a sweep passes them only to a factory that declares ``uses_model``, and ``priors``
-    only to one that declares ``uses_priors`` (:func:`sweeper.plugins.declares`).
+    proxies), whatever was passed in, but for a lazy sequence of choices (one with an
+    ``index_of`` method, as a space's :class:`~sweeper.space.Configs`: read-only, its
+    choices made when asked for, so 10⁶ of them cost nothing up front).  ``axes`` left
+    empty is derived from ``choices`` in the order they show each label.  ``guesses``,
+    when given, holds one value per choice: a sweep passes them only to a factory that
+    declares ``uses_model``, and ``priors`` only to one that declares ``uses_priors``
+    (:func:`sweeper.plugins.declares`).
     """
 
     #: The space file's ``sampler:`` setting: its name, seed and baseline.
@@ -48,7 +51,8 @@ class SamplerContext:
     guesses: Sequence[float] | None = None
 
     def __post_init__(self) -> None:
-        choices = tuple(_frozen(c) for c in self.choices)
+        choices = self.choices if hasattr(self.choices, "index_of") else \
+            tuple(_frozen(c) for c in self.choices)
         axes = self.axes or _axes_of(choices)
         guesses = None if self.guesses is None else tuple(float(g) for g in self.guesses)
         if guesses is not None and len(guesses) != len(choices):

@@ -30,6 +30,7 @@ from sweeper.core import (
     shape_of,
     show_dims,
 )
+from sweeper.core._configs import Configs
 from sweeper.space._parser import autotune_space, load_space, parse_space
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "AxisRole",
     "Budget",
     "Config",
+    "Configs",
     "Constraint",
     "Dim",
     "Expr",

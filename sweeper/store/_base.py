@@ -161,6 +161,13 @@ class Storage(ABC):
         """Append one record (anything with ``to_json()``), checked; kept on return.  A
         baseline of a problem the study holds one of keeps nothing (:func:`kept_once`)."""
 
+    def append_all(self, records: Sequence[Any]) -> None:
+        """Append ``records`` in order, as :meth:`append` would one by one; a backend may
+        keep them at one go (the journal: one fsync for all of them).  What a sweep
+        records up front, every config the constraints rule out, may be 10⁵ records."""
+        for record in records:
+            self.append(record)
+
     @abstractmethod
     def close(self) -> None:
         """Release the study; every record appended is already kept."""

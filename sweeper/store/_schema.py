@@ -110,7 +110,7 @@ def value_problem(value: Any, hint: Any, key: str) -> str | None:
     if codec is not None:
         problem: str | None = codec.problem(value, key)
         return problem
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _form(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
@@ -147,7 +147,7 @@ def conforms(value: Any, hint: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if hint in _PLAIN:
         return isinstance(value, hint)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _form(hint)
     if origin in (typing.Union, types.UnionType):
         return any(conforms(value, arm) for arm in args)
     if origin is list:
@@ -157,7 +157,7 @@ def conforms(value: Any, hint: Any) -> bool:
     if hint is type(None):
         return value is None
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return any(value == m.value for m in hint)
+        return value in _values(hint)
     if _structured(hint):
         return value_problem(value, hint, "") is None
     return isinstance(value, hint)
@@ -174,7 +174,7 @@ def load(hint: Any, value: Any) -> Any:
     codec = codec_for(hint)
     if codec is not None:
         return codec.load(value)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _form(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None:
             return None
@@ -300,6 +300,19 @@ def samples_problem(data: Mapping[str, Any], owner: str = "") -> str | None:
     if samples and count is not None and count == count and count != len(samples):
         return f"{owner}stats: n is {show(count)}, but samples_ms holds {len(samples)} samples"
     return None
+
+
+@functools.cache
+def _form(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``hint``'s origin and arguments, worked out once: a journal of 10⁵ records asks
+    for them millions of times."""
+    return typing.get_origin(hint), typing.get_args(hint)
+
+
+@functools.cache
+def _values(hint: type[enum.Enum]) -> tuple[Any, ...]:
+    """The values of enum ``hint``'s members, listed once."""
+    return tuple(m.value for m in hint)
 
 
 @functools.cache

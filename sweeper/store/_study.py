@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +124,14 @@ class StudyStore(Storage):
         with self._lock.held() if self._shared else contextlib.nullcontext():
             if once not in {record_key(d) for d in self._current().records}:
                 self._writer.append(record)
+
+    def append_all(self, records: Sequence[Any]) -> None:
+        """Append ``records`` in order, on disk on return, with one write and one fsync
+        (a baseline among them is appended as :meth:`append` does it)."""
+        if any(not isinstance(r, TrialRecord) and kept_once(r) is not None for r in records):
+            super().append_all(records)
+        elif records:
+            self._writer.append_all(records)
 
     def close(self) -> None:
         """Close the journal and release the study and the worker ids held for another

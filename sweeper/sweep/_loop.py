@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from sweeper.ceilings import Ceilings
 from sweeper.devices import Device
 from sweeper.finals import Winners
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
-from sweeper.space import Config, Invalid, Space
+from sweeper.space import Config, Configs, Invalid, Space
 from sweeper.store import (
     BaselineRecord,
     Claim,
@@ -25,7 +25,7 @@ from sweeper.store import (
     TrialRecord,
     key_of,
 )
-from sweeper.study import Choice, enumerate_choices, finals_wanted, now
+from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._asking import Asking, Run
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
@@ -146,14 +146,15 @@ class Sweep(Asking):
                 workers: Workers) -> Run:
         """Rebuild the sampler's study from the journal, record the ruled-out configs (for
         a sampler that records them), start the reporter and the compile pool."""
-        valid, invalid = enumerate_choices(self.space, self.facts.env(), self.facts.max_footprint)
+        valid = Configs(self.space, self.facts.env(), self.facts.max_footprint)
         summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
         study, dists = rebuild_study(self.space, valid, trials, priors=self.priors,
-                                     guess=self._guesses)
+                                     guess=lambda configs: self._guesses(configs.expanded_all))
         done = {t.key(): t for t in trials}
         number = max((t.number for t in trials), default=-1) + 1
         if getattr(study.sampler, "records_invalid", False):
-            number = self._record_invalid(invalid, done, summary, number)
+            number = self._record_invalid(((c, str(why)) for c, why in valid.ruled_out()),
+                                          done, summary, number)
         measured = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
         budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
@@ -198,20 +199,29 @@ class Sweep(Asking):
             raise
         return Workers(workers, wait_on_close=self.sampler_caps.takes_baseline)
 
-    def _record_invalid(self, invalid: list[tuple[Choice, str]],
+    def _record_invalid(self, invalid: Iterable[tuple[Choice, str]],
                         done: dict[tuple[str, ...], TrialRecord], summary: SweepSummary,
                         number: int) -> int:
         """Record each ruled-out config the journal lacks, once; it is never launched.
-        Returns the number the next trial gets."""
+        Alone, they are journaled at one go (one fsync, not one per config); shared,
+        each through its claim.  Returns the number the next trial gets."""
+        fresh: list[TrialRecord] = []
         for choice, reason in invalid:
-            if key_of(choice) not in done:
-                record = self._record(TrialRecord(number=number, choice=choice, reason=reason,
-                                                  status=TrialStatus.INVALID, started=now()))
-                if record is None:      # another worker recorded it
+            if key_of(choice) in done:
+                continue
+            record = TrialRecord(number=number, choice=choice, reason=reason,
+                                 status=TrialStatus.INVALID, started=now())
+            if self.claims is not None:
+                kept = self._record(record)
+                if kept is None:        # another worker recorded it
                     continue
-                done[record.key()] = record
-                summary.trials.append(record)
-                number += 1
+                record = kept
+            fresh.append(record)
+            done[record.key()] = record
+            number += 1
+        if self.claims is None:
+            self.store.append_all(fresh)
+        summary.trials.extend(fresh)
         return number
 
     def _loop(self, run: Run) -> str:
@@ -320,7 +330,7 @@ class Sweep(Asking):
             summary.finals = run_finals(trials, todo, run.bench, self.store, seed)
         summary.finals_s = time.perf_counter() - t_finals
 
-    def _guesses(self, valid: list[Choice]) -> list[float] | None:
+    def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:
         """The kernel model's guess for each valid config, or None when the kernel has no
         model or the sampler declares no use for it."""
         if not self.sampler_caps.uses_model or not valid:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
@@ -21,7 +22,7 @@ from sweeper.devices import DeviceFacts
 from sweeper.errors import SweeperError
 from sweeper.kernels import Kernel
 from sweeper.samplers import SamplerContext, make_sampler
-from sweeper.space import Space
+from sweeper.space import Configs, Space
 from sweeper.store import TrialRecord
 from sweeper.study import Choice
 
@@ -29,15 +30,51 @@ from sweeper.study import Choice
 Distributions = dict[str, BaseDistribution]
 
 
-def rebuild_study(space: Space, valid: list[Choice], trials: list[TrialRecord], *,
+class Labels(CategoricalDistribution):
+    """An axis's labels as the sweep asks Optuna for them, at a cost per trial that does
+    not grow with their number.
+
+    On every ask Optuna compares each param's distribution with the one the study holds
+    (label by label) and looks the value up among the labels; on every tell and every
+    trial added it deep-copies the trial's distributions.  An axis of 4,000 labels made
+    each of those 4,000 steps.  The labels never change, so this distribution is equal
+    to itself at once, is copied by reference, and finds a label by hash; it is equal
+    to no plain ``CategoricalDistribution``, whatever its labels.
+    """
+
+    __slots__ = ("_places",)
+
+    def __init__(self, choices: Sequence[str]) -> None:
+        super().__init__(choices)
+        self._places = {c: i for i, c in reversed(list(enumerate(self.choices)))}
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or super().__eq__(other)
+
+    __hash__ = CategoricalDistribution.__hash__
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Labels:
+        return self
+
+    def to_internal_repr(self, param_value_in_external_repr: Any) -> float:
+        """A label's place, found by hash (Optuna's own finds it by a scan)."""
+        place = self._places.get(param_value_in_external_repr) \
+            if isinstance(param_value_in_external_repr, str) else None
+        if place is not None:
+            return place
+        return super().to_internal_repr(param_value_in_external_repr)
+
+
+def rebuild_study(space: Space, valid: Configs, trials: list[TrialRecord], *,
                   priors: list[dict[str, str]],
-                  guess: Callable[[list[Choice]], list[float] | None]
+                  guess: Callable[[Configs], list[float] | None]
                   ) -> tuple[optuna.Study, Distributions]:
     """A new Optuna study with the space file's sampler, told every trial of the journal.
 
-    ``priors`` are the configs the sampler tries first; ``guess`` gives the kernel
-    model's value of each valid config, or None (no model, or a sampler without use
-    for it).
+    The sampler gets ``valid`` as it is (lazy: a sampler that walks it costs nothing per
+    config it has not reached); ``priors`` are the configs it tries first; ``guess``
+    gives the kernel model's value of each valid config, or None (no model, or a
+    sampler without use for it).
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -49,14 +86,12 @@ def rebuild_study(space: Space, valid: list[Choice], trials: list[TrialRecord], 
                                "axes; pick a baseline row")
         spec = dataclasses.replace(spec, baseline=tuple(base.items()))
     axes = space.choices()
-    shown = [(c, v) for c, v in ((c, sampler_view(space, c)) for c in valid) if v is not None]
     sampler = make_sampler(SamplerContext(
-        spec=spec, choices=[v for _, v in shown], axes=axes,
+        spec=spec, choices=valid, axes=axes,
         priors=[c for c in (sampler_view(space, p) for p in priors) if c is not None],
-        guesses=guess([c for c, _ in shown])))
+        guesses=guess(valid)))
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    dists: Distributions = {name: CategoricalDistribution(labels)
-                            for name, labels in axes.items()}
+    dists: Distributions = {name: Labels(labels) for name, labels in axes.items()}
     for t in trials:
         params = sampler_view(space, t.choice)
         if params is None or set(params) != set(axes) or any(
@@ -69,7 +104,7 @@ def rebuild_study(space: Space, valid: list[Choice], trials: list[TrialRecord], 
     return study, dists
 
 
-def model_guesses(kernel: Kernel, space: Space, facts: DeviceFacts, valid: list[Choice]
+def model_guesses(kernel: Kernel, space: Space, facts: DeviceFacts, valid: Sequence[Choice]
                   ) -> list[float] | None:
     """The kernel model's guess for each valid config (``auto``'s prior mean), or None
     when the model has no guess for some config."""
