@@ -134,7 +134,7 @@ def test_a_space_is_sorted_out_as_resolving_each_config_does(name, max_footprint
 
 def test_each_step_runs_over_the_labels_it_reads_not_over_every_config(write_space,
                                                                         monkeypatch):
-    from sweeper.space import _configs
+    from sweeper.core import _configs
 
     path = write_space("""
         kernel: copy

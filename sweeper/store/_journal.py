@@ -270,16 +270,17 @@ class JournalWriter:
                 self._ledger.axes = self._axes()   # a resume may have widened them
                 lines: list[bytes] = []
                 counted: list[dict[str, Any]] = []
-                try:
+                try:      # each checked after those before it in the batch
                     for i, record in enumerate(records, 1):
                         data = record.to_json()
                         lines.append(encode_record(data, self._ledger, self.path))
                         self._ledger.add(data, self._lines + i)
                         counted.append(data)
-                except BaseException:
-                    self._ledger.forget(counted)     # none of them was written
-                    raise
+                finally:  # the ledger counts what the journal holds, nothing more
+                    self._ledger.forget(counted)
                 self._write(b"".join(lines))
+                for i, data in enumerate(counted, 1):
+                    self._ledger.add(data, self._lines + i)
                 self._lines += len(records)
         fault("after-append")
 
