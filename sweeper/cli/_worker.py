@@ -1,6 +1,7 @@
 """``sweeper worker``: one of any number of processes, on any hosts, sharing one study's
-sweep (each config claimed, measured and kept once); and ``sweeper copy-study``, which
-moves a study between the journal and a database.
+sweep (each config claimed, measured and kept once: the engine's
+:func:`~sweeper.engine.run_worker`, given the command's options); and ``sweeper
+copy-study``, which moves a study between the journal and a database.
 
 ``copy-study`` is a command of its own rather than ``export --to``: ``export`` writes the
 winners for launches (a tuning file, a replay table), while a copy carries the whole study,
@@ -9,70 +10,24 @@ every record and its metadata, and is read back and compared before it is report
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import sys
-from typing import TYPE_CHECKING, Any
 
 from sweeper.cli._exits import EXIT_OK
-from sweeper.errors import StudyError
 from sweeper.options import check_study_name, study_folder
-
-if TYPE_CHECKING:          # the store is imported where a command opens it
-    from sweeper.store import Storage
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Sweep the study ``args.study`` alongside other workers; the exit status."""
-    check_study_name("--study", args.study)
-    from sweeper.store._open import open_storage
+    """Sweep the study ``args.study`` alongside other workers (the engine's
+    :func:`~sweeper.engine.run_worker`); the exit status."""
+    from sweeper.cli._inputs import recorded_command, space_source
+    from sweeper.engine import WorkerOptions, run_worker
 
-    store = open_storage(args.storage, study_folder(args.studies_dir, args.study))
-    space, device = _space_of(args, store)
-    from sweeper.cli._inputs import recorded_command
-    from sweeper.engine import kernel_for
-    from sweeper.sweep import Sweep, open_study
-    from sweeper.sweep._claims import Claims
-
-    kernel = kernel_for(space, device)
-    worker_id = args.worker_id or f"{socket.gethostname()}:{os.getpid()}"
-    open_study(store, space, kernel, device, force=args.force, worker=worker_id,
-               command=recorded_command(args.argv))
-    print(f"worker {worker_id}: study {args.study} in {store.location}; "
-          f"{space.size} configs, claims held for {args.lease:g} s between heartbeats",
-          flush=True)
-    sweep = Sweep(space, kernel, device, store, max_trials=args.trials, max_time_s=args.time,
-                  finals=False, claims=Claims(store, worker_id, args.lease))
-    sweep.run_drift = False
-    summary = sweep.run()
-    print(f"worker {worker_id}: {summary.measured} configs measured and kept in "
-          f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
-    print("finals and the report: once every worker is done, `sweeper run` of the same "
-          "space and study (with the same --storage) runs them")
+    run_worker(WorkerOptions(
+        study=args.study, space=None if args.space is None else space_source(args),
+        device=args.device, studies_dir=args.studies_dir, storage=args.storage,
+        worker_id=args.worker_id, lease_s=args.lease, trials=args.trials, time_s=args.time,
+        force=args.force, command=recorded_command(args.argv)))
     return EXIT_OK
-
-
-def _space_of(args: argparse.Namespace, store: Storage) -> tuple[Any, Any]:
-    """The space (``args.space``, else the one the study recorded) and the device, both
-    checked."""
-    if args.space is not None:
-        from sweeper.cli._inputs import space_source
-        from sweeper.engine import space_and_device
-
-        return space_and_device(space_source(args), args.device)
-    if not store.exists():
-        raise StudyError(f"{store.location}: no study {args.study!r} yet; give its space "
-                         "file to create it (sweeper worker SPACE --study NAME ...)")
-    from sweeper.devices import device_class, open_device
-    from sweeper.space import parse_space
-
-    meta = store.meta()
-    os.environ.update(device_class(args.device).sets_env)
-    space = parse_space(str(meta.get("space_text", "")), file=str(meta.get("space_path")),
-                        default_study=args.study)
-    device = open_device(args.device)
-    device.check_space(space)
-    return space, device
 
 
 def cmd_copy_study(args: argparse.Namespace) -> int:

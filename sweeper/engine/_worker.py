@@ -1,0 +1,89 @@
+"""A worker, as the engine runs it for ``sweeper worker``: one of any number of processes,
+on any hosts, sharing one study's sweep (each config claimed, measured and kept once).
+Workers run no finals; a run of the same space and study afterwards runs them and the
+report."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sweeper.engine._inputs import kernel_for, space_and_device
+from sweeper.engine._options import SpaceSource
+from sweeper.errors import StudyError
+from sweeper.options import check_study_name, study_folder
+
+if TYPE_CHECKING:          # the store is imported where a worker opens it
+    from sweeper.store import Storage
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """A worker of study ``study`` (under ``studies_dir``, or in ``storage``, a database
+    URL): its space (None: the one the study recorded, which must exist), ``device``,
+    ``worker_id`` (None: ``HOST:PID``), how long a claim outlives its last heartbeat
+    (``lease_s``), its budgets (``trials``, ``time_s``), ``force`` (join a study measured
+    with other settings) and the ``command`` the study records."""
+
+    study: str
+    space: SpaceSource | None = None
+    device: str = "cuda"
+    studies_dir: str = "studies"
+    storage: str | None = None
+    worker_id: str | None = None
+    lease_s: float = 60.0
+    trials: int | None = None
+    time_s: float | None = None
+    force: bool = False
+    command: str = "sweeper worker"
+
+
+def run_worker(options: WorkerOptions) -> Any:
+    """Sweep the study alongside other workers; returns the sweep's summary."""
+    check_study_name("--study", options.study)
+    from sweeper.store._open import open_storage
+
+    store = open_storage(options.storage, study_folder(options.studies_dir, options.study))
+    space, device = _space_of(options, store)
+    from sweeper.sweep import Sweep, open_study
+    from sweeper.sweep._claims import Claims
+
+    kernel = kernel_for(space, device)
+    worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
+    open_study(store, space, kernel, device, force=options.force, worker=worker_id,
+               command=options.command)
+    print(f"worker {worker_id}: study {options.study} in {store.location}; "
+          f"{space.size} configs, claims held for {options.lease_s:g} s between heartbeats",
+          flush=True)
+    sweep = Sweep(space, kernel, device, store, max_trials=options.trials,
+                  max_time_s=options.time_s, finals=False,
+                  claims=Claims(store, worker_id, options.lease_s))
+    sweep.run_drift = False
+    summary = sweep.run()
+    print(f"worker {worker_id}: {summary.measured} configs measured and kept in "
+          f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    print("finals and the report: once every worker is done, `sweeper run` of the same "
+          "space and study (with the same --storage) runs them")
+    return summary
+
+
+def _space_of(options: WorkerOptions, store: Storage) -> tuple[Any, Any]:
+    """The space (``options.space``, else the one the study recorded) and the device, both
+    checked."""
+    if options.space is not None:
+        return space_and_device(options.space, options.device)
+    if not store.exists():
+        raise StudyError(f"{store.location}: no study {options.study!r} yet; give its space "
+                         "file to create it (sweeper worker SPACE --study NAME ...)")
+    from sweeper.devices import device_class, open_device
+    from sweeper.space import parse_space
+
+    meta = store.meta()
+    os.environ.update(device_class(options.device).sets_env)
+    space = parse_space(str(meta.get("space_text", "")), file=str(meta.get("space_path")),
+                        default_study=options.study)
+    device = open_device(options.device)
+    device.check_space(space)
+    return space, device
