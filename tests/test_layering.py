@@ -13,9 +13,7 @@
    plugins by their ``module:attr`` name when they are loaded.
 3. No module of ``sweeper/`` is part of an import circle, top-level modules and package
    ``__init__`` files included (every import counts, inside functions too; only imports
-   for the type checker, under ``if TYPE_CHECKING:``, do not).  The circles still to be
-   opened are listed in :data:`KNOWN_CIRCLES`; a new one fails, and so does one listed
-   that is gone.
+   for the type checker, under ``if TYPE_CHECKING:``, do not).
 4. ``sweeper.sweep`` and ``sweeper.cli``, packages of private modules, keep the names
    their callers import from them.
 """
@@ -190,13 +188,6 @@ def test_the_cycle_finder_finds_a_loop_and_where_it_is():
     assert find_cycle({("report", "store"): ["x"], ("store", "space"): ["y"]}) is None
 
 
-#: Import circles between modules that are still to be opened, each as the sorted names of
-#: its modules.  Empty is the goal; a circle that is gone must leave this list.
-KNOWN_CIRCLES: list[list[str]] = [
-    ["sweeper.store._codec", "sweeper.store._records", "sweeper.store._schema"],
-]
-
-
 def module_edges(root: Path = ROOT) -> dict[str, dict[str, int]]:
     """Each module of ``root/sweeper`` -> the sweeper modules it imports, with the line of
     the first such import: ``from P import N`` is an import of ``P.N`` where that is a
@@ -260,18 +251,15 @@ def circles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
     return sorted(found)
 
 
-def test_no_module_is_part_of_a_new_import_circle():
+def test_no_module_is_part_of_an_import_circle():
     edges = module_edges()
     # the walk sees imports inside functions and resolves names to modules
     assert "sweeper.store._open" in edges["sweeper.engine._run"]
     assert "sweeper.space._yaml" in edges["sweeper.space._parser"]
-    now = circles(edges)
-    new = [c for c in now if c not in KNOWN_CIRCLES]
-    assert not new, "new import circle(s): " + "; ".join(
+    found = circles(edges)
+    assert not found, "import circle(s): " + "; ".join(
         ", ".join(f"{a} -> {b} (line {edges[a][b]})" for a in c for b in edges[a] if b in c)
-        for c in new)
-    gone = [c for c in KNOWN_CIRCLES if c not in now]
-    assert not gone, f"opened, so leave KNOWN_CIRCLES: {gone}"
+        for c in found)
 
 
 def test_the_circle_finder_finds_every_circle_and_only_those():

@@ -14,6 +14,7 @@ footprint alone their dimensions.
 
 from sweeper.store._base import Storage
 from sweeper.store._claims_file import Claim
+from sweeper.store._codec import ProblemKey
 from sweeper.store._journal import JOURNAL, REJECTED, BadLine
 from sweeper.store._records import (
     BaselineRecord,
@@ -21,7 +22,6 @@ from sweeper.store._records import (
     DutyRecord,
     FirstMeasurement,
     GpuSlot,
-    ProblemKey,
     TrialRecord,
     key_of,
 )

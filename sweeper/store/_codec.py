@@ -13,12 +13,44 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+from sweeper.core import DTYPES, Config, Problem, Shape
 from sweeper.measure import Note, Stats, StopReason, TrialFlag
-from sweeper.space import DTYPES, Config, Problem
-from sweeper.store._records import ProblemKey
-from sweeper.store._schema import show, values_problem
+from sweeper.store._schema import register_codecs, show, values_problem
+
+
+class ProblemKey(NamedTuple):
+    """What a config is measured on (dtype, footprint in bytes, cache mode, the kernel's
+    dimensions): the key of every per-problem table, final and tuning entry, sorted in
+    that order."""
+
+    dtype: str
+    footprint: int
+    cache: str = "cold"
+    dims: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, config: Config) -> ProblemKey:
+        """The problem ``config`` is measured on."""
+        p = config.problem
+        return cls(p.dtype, p.footprint, config.cache, p.dims)
+
+    @property
+    def problem(self) -> Problem:
+        """The problem without its cache mode."""
+        return Problem(self.dtype, self.footprint, self.dims)
+
+    def completed(self, shape: Shape) -> ProblemKey:
+        """This key with the dimensions ``shape`` derives from the footprint where none
+        were recorded (a journal older than dimensions); unchanged where that fails."""
+        if self.dims or not self.dtype:
+            return self
+        try:
+            return self._replace(dims=shape.from_size(self.dtype, self.footprint))
+        except (ValueError, KeyError):
+            return self
+
 
 
 @dataclass(frozen=True)
@@ -170,3 +202,4 @@ CODECS: dict[type, Codec] = {
     StopReason: note_codec(StopReason, empty=True),
     ProblemKey: PROBLEM_CODEC,
 }
+register_codecs(CODECS)

@@ -16,7 +16,8 @@ from sweeper import plugins
 from sweeper.core._problem import default_shape
 from sweeper.errors import SweeperError
 from sweeper.space import Config, Shape, shape_of
-from sweeper.store._records import BaselineRecord, ProblemKey
+from sweeper.store._codec import ProblemKey
+from sweeper.store._records import BaselineRecord
 
 
 def study_shape(meta: dict[str, Any]) -> Shape:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from sweeper.devices._nvml import Window
 from sweeper.kernels import Headline
 from sweeper.measure import Duty, Flag, Stats, StopReason, TrialFlag
-from sweeper.space import Config, Problem, Shape
+from sweeper.space import Config, Problem
+from sweeper.store._codec import ProblemKey
 from sweeper.store._schema import CONTROL, Record, samples_problem, show, stats_problem
 from sweeper.trial import TrialResult, TrialStatus
 
@@ -20,37 +21,6 @@ def key_of(choice: Mapping[str, Any]) -> tuple[str, ...]:
     """A choice's identity across runs, as the journal, the claims and the sweep key it:
     its sorted ``axis=label`` pairs."""
     return tuple(f"{k}={v}" for k, v in sorted(choice.items()))
-
-class ProblemKey(NamedTuple):
-    """What a config is measured on (dtype, footprint in bytes, cache mode, the kernel's
-    dimensions): the key of every per-problem table, final and tuning entry, sorted in
-    that order."""
-
-    dtype: str
-    footprint: int
-    cache: str = "cold"
-    dims: tuple[tuple[str, int], ...] = ()
-
-    @classmethod
-    def of(cls, config: Config) -> ProblemKey:
-        """The problem ``config`` is measured on."""
-        p = config.problem
-        return cls(p.dtype, p.footprint, config.cache, p.dims)
-
-    @property
-    def problem(self) -> Problem:
-        """The problem without its cache mode."""
-        return Problem(self.dtype, self.footprint, self.dims)
-
-    def completed(self, shape: Shape) -> ProblemKey:
-        """This key with the dimensions ``shape`` derives from the footprint where none
-        were recorded (a journal older than dimensions); unchanged where that fails."""
-        if self.dims or not self.dtype:
-            return self
-        try:
-            return self._replace(dims=shape.from_size(self.dtype, self.footprint))
-        except (ValueError, KeyError):
-            return self
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ finalists).  A record that passes is safe for every reader: none of them needs a
 An annotation also says how the field's JSON becomes a typed value (:func:`load`) and
 back (:func:`dump`): plain JSON types stay as they are, an enum is kept by its value, a
 nested dataclass as an object of its fields (checked the same way), and the value types
-of :data:`sweeper.store._codec.CODECS` (a ``Config``, ``Stats``, flags, stop reasons) in
+of :data:`CODECS` (a ``Config``, ``Stats``, flags, stop reasons, registered by ``_codec``) in
 the form that codec gives them.  The typed objects are built once, when a record is read.
 """
 
@@ -214,17 +214,22 @@ def dump(value: Any) -> Any:
     return value
 
 
+#: The codec of each value type records keep in a form of its own (a ``Config``,
+#: ``Stats``, flags, stop reasons, a problem's key), by type: registered by
+#: :mod:`sweeper.store._codec`, which the record types import for the values they hold
+#: (the codecs check their values with this module, so this one cannot import them).
+CODECS: dict[type, Any] = {}
+
+
+def register_codecs(codecs: Mapping[type, Any]) -> None:
+    """Add ``codecs`` to :data:`CODECS`; what was worked out without them is forgotten."""
+    CODECS.update(codecs)
+    _structured.cache_clear()
+
+
 def codec_for(hint: Any) -> Any:
     """The codec of a value type records keep in a form of its own, else ``None``."""
-    return _codecs().get(hint) if isinstance(hint, type) else None
-
-
-@functools.cache
-def _codecs() -> dict[type, Any]:
-    """Imported when first needed: the codecs check their values with this module."""
-    from sweeper.store._codec import CODECS
-
-    return CODECS
+    return CODECS.get(hint) if isinstance(hint, type) else None
 
 
 @functools.cache
