@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sweeper.devices import open_device  # noqa: E402
-from sweeper.devices._gpu_query import PlannedGpu  # noqa: E402
+from sweeper.devices._cuda import PlannedGpu  # noqa: E402
 from sweeper.kernels import load_kernel  # noqa: E402
 from sweeper.kernels._precompile import Compile, Precompiler, Target  # noqa: E402
 from sweeper.space import load_space  # noqa: E402

@@ -92,6 +92,16 @@ class SamplerCapabilities:
     #: The space file's ``sampler.baseline`` is the config it varies around; the sweep
     #: measures that config again at the end to show the drift over the study.
     takes_baseline: bool = False
+    #: It walks a plan it can tell ahead (a :class:`~sweeper.samplers._exhaustive.
+    #: PlannedSampler`: ``size``, ``upcoming(count)``, ``prefer``): the sweep's progress
+    #: counts its plan and a pool compiles its next configs while the GPU measures.
+    plans: bool = False
+    #: Its proposals never depend on outcomes: a sweep with worker processes may ask for
+    #: a worker's next config while its trial runs and hand it over the moment it ends.
+    asks_ahead: bool = False
+    #: The sweep records every config of the space the constraints rule out, up front
+    #: (as skipped trials), since it would propose each of them.
+    records_invalid: bool = False
 
 
 CAPABILITIES = tuple(f.name for f in dataclasses.fields(SamplerCapabilities))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from sweeper.devices import open_device
-from sweeper.samplers import ExhaustiveSampler, OneAtATimeSampler
 from sweeper.store import StudyStore
 from sweeper.sweep import StopFlag, _loop, _workers
 from sweeper.sweep._workers import AskedAhead, Job
@@ -97,15 +96,13 @@ def test_ctrl_c_drops_the_config_asked_ahead_and_a_resume_measures_it_once(
 
 
 def test_only_samplers_blind_to_outcomes_are_asked_ahead():
-    import optuna
+    """Declared where the sampler is registered (its factory), read from there alone."""
+    from sweeper.plugins import sampler_capabilities
 
-    from sweeper.samplers._auto import AutoSampler
-    from sweeper.samplers._ordinal import OrdinalSampler
-
-    assert ExhaustiveSampler([{"a": "1"}]).asks_ahead
-    assert OneAtATimeSampler([{"a": "1"}]).asks_ahead
-    for learns in (AutoSampler, OrdinalSampler, optuna.samplers.TPESampler):
-        assert not getattr(learns, "asks_ahead", False), learns
+    assert sampler_capabilities("exhaustive").asks_ahead
+    assert sampler_capabilities("one-at-a-time").asks_ahead
+    for learns in ("auto", "tpe", "random", "gp", "qmc", "cmaes"):
+        assert not sampler_capabilities(learns).asks_ahead, learns
 
 
 class _Fake:

@@ -408,7 +408,7 @@ def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
         ahead_of(SimpleNamespace(kernel=kernel, sampler=SimpleNamespace(name="exhaustive")))
         started.clear()
         ahead = _compile_ahead.CompileAhead.start(
-            SimpleNamespace(), study,
+            SimpleNamespace(), study.sampler,
             CompileOptions(2, SM90, lazy=not ahead_of.compiles_all), 1, lambda c: c)
         assert (ahead.pool is not None, len(started)) == (at_once, int(at_once))
 

@@ -42,6 +42,7 @@ def auto_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
                        priors=context.priors, guesses=context.guesses)
 
 
+@declares(plans=True, asks_ahead=True, records_invalid=True)
 def exhaustive_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """Every valid config once, in an order shuffled by the seed."""
     from sweeper.samplers._exhaustive import ExhaustiveSampler
@@ -49,7 +50,8 @@ def exhaustive_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     return ExhaustiveSampler(context.choices, seed=context.seed)
 
 
-@declares(needs_finals=False, takes_baseline=True)   # it answers another question
+# it answers another question than which config wins; its plan is only these configs
+@declares(needs_finals=False, takes_baseline=True, plans=True, asks_ahead=True)
 def one_at_a_time_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """The baseline, then each axis varied alone around it: how much each axis matters,
     not which config wins, so no finals."""

@@ -22,7 +22,23 @@ from sweeper.samplers._order import plan_order
 
 class PlannedSampler(BaseSampler):
     """A sampler that decides a whole config in ``before_trial`` and hands it out param by
-    param from ``sample_independent``; Optuna's relative-sampling hooks stay unused."""
+    param from ``sample_independent``; Optuna's relative-sampling hooks stay unused.  Its
+    factory declares ``plans`` (:class:`sweeper.plugins.SamplerCapabilities`): it says
+    how many configs it will propose (``size``), which come next (``upcoming``), and
+    takes a ``prefer`` hook from a sweep that compiles ahead."""
+
+    #: set by a sweep that compiles ahead: whether a config can be measured without
+    #: waiting for its compile (None: no preference)
+    prefer: Callable[[dict[str, Any]], bool] | None = None
+
+    @property
+    def size(self) -> int:
+        """How many configs it proposes in all."""
+        raise NotImplementedError
+
+    def upcoming(self, count: int) -> list[dict[str, Any]]:
+        """The next ``count`` configs it will propose, in order."""
+        raise NotImplementedError
 
     def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial
                                     ) -> dict[str, BaseDistribution]:
@@ -48,11 +64,6 @@ class ExhaustiveSampler(PlannedSampler):
     position of a choice, ``None`` for one it lacks) is never walked whole.
     """
 
-    #: the sweep records every config of the space the constraints rule out, up front
-    records_invalid = True
-    #: its proposals never depend on outcomes: a sweep with worker processes may ask for
-    #: a worker's next config while its trial runs and hand it over the moment it ends
-    asks_ahead = True
     #: how many upcoming configs :attr:`prefer` may choose among (0: the order is kept)
     PREFER_WINDOW = 32
 
@@ -65,10 +76,9 @@ class ExhaustiveSampler(PlannedSampler):
         self._left = len(self._choices)     # choices neither proposed nor in the study
         self._synced = False
         self._positions: dict[tuple[tuple[str, Any], ...], int] | None = None
-        #: set by a sweep that compiles ahead: whether a config can be measured without
-        #: waiting for its compile; the first such config among the next
-        #: ``PREFER_WINDOW`` is proposed first (the order is otherwise arbitrary)
-        self.prefer: Callable[[dict[str, Any]], bool] | None = None
+        #: the first config ``prefer`` accepts among the next ``PREFER_WINDOW`` is
+        #: proposed first (the order is otherwise arbitrary)
+        self.prefer = None
 
     @staticmethod
     def _key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -103,6 +113,10 @@ class ExhaustiveSampler(PlannedSampler):
         complete, whatever its budget."""
         self._sync(study)
         return self._left
+
+    @property
+    def size(self) -> int:
+        return len(self._choices)
 
     def upcoming(self, count: int) -> list[dict[str, Any]]:
         """The next ``count`` configs it will propose, in order (the one proposed last
@@ -178,7 +192,6 @@ class OneAtATimeSampler(ExhaustiveSampler):
     """Proposes :func:`one_at_a_time`'s configs in order, each once.  Configs the
     constraints rule out are proposed too, so the sweep records them as skipped."""
 
-    records_invalid = False      # only this plan's configs, not the whole space's
     PREFER_WINDOW = 0            # its order is the plan's: baseline, then axis by axis
 
     def __init__(self, plan: Sequence[Mapping[str, str]]) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.kernels._precompile import Compile, Target
 from sweeper.space import Config, Space
@@ -24,6 +24,9 @@ from sweeper.store import TrialRecord, key_of
 from sweeper.study import Choice, now
 from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of
 from sweeper.trial import TrialResult, TrialStatus
+
+if TYPE_CHECKING:      # samplers import optuna; the compile pool's modules do not
+    from sweeper.samplers._exhaustive import PlannedSampler
 
 #: Configs waiting or compiling per compile process, beyond those being measured.
 AHEAD_PER_PROCESS = 4
@@ -59,7 +62,7 @@ class CompileAhead:
     compile, and eight processes importing torch beside the worker slowed its trials
     by a fifth on the H200 machine."""
 
-    def __init__(self, space: Space, sampler: Any, pool: CompilePool | None,
+    def __init__(self, space: Space, sampler: PlannedSampler, pool: CompilePool | None,
                  resolve: Callable[[Choice], Config | None], window: int,
                  start_pool: Callable[[], CompilePool] | None = None) -> None:
         self.space, self.sampler, self.pool, self.resolve = space, sampler, pool, resolve
@@ -73,24 +76,24 @@ class CompileAhead:
         #: the seconds the coordinator waited for compiles in progress before handing
         #: configs to workers
         self.waited_s = 0.0
-        if hasattr(sampler, "prefer"):      # configs whose binary is built go first
-            sampler.prefer = self.ready
+        sampler.prefer = self.ready       # configs whose binary is built go first
 
     @classmethod
-    def start(cls, space: Space, study: Any, options: CompileOptions, workers: int,
-              resolve: Callable[[Choice], Config | None]) -> CompileAhead | None:
+    def start(cls, space: Space, sampler: PlannedSampler | None, options: CompileOptions,
+              workers: int, resolve: Callable[[Choice], Config | None]
+              ) -> CompileAhead | None:
         """The pool ``options`` give (adopted, or ``options.workers`` processes compiling
         for ``options.target``, lazily or now), fed with the sampler's next proposals;
         ``None`` where there is no pool, target or size, or the sampler cannot say what
         it proposes next (a pool started already is then ended)."""
-        if not hasattr(study.sampler, "upcoming"):
+        if sampler is None:
             if options.pool is not None:
                 options.pool.close()
             return None
         size = options.pool.size if options.pool is not None else options.workers
         window = size * AHEAD_PER_PROCESS + workers
         if options.pool is not None:
-            ahead = cls(space, study.sampler, options.pool, resolve, window)
+            ahead = cls(space, sampler, options.pool, resolve, window)
         elif options.target is None or size <= 0:
             return None
         else:
@@ -102,8 +105,8 @@ class CompileAhead:
                 return CompilePool(PoolSetup(space, target, list(sys.path)), size)
 
             if options.lazy:
-                return cls(space, study.sampler, None, resolve, window, start_pool)
-            ahead = cls(space, study.sampler, start_pool(), resolve, window)
+                return cls(space, sampler, None, resolve, window, start_pool)
+            ahead = cls(space, sampler, start_pool(), resolve, window)
         ahead.look_ahead((), ())
         return ahead
 

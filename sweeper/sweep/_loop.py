@@ -15,6 +15,7 @@ from sweeper.devices import Device
 from sweeper.finals import Winners
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
+from sweeper.samplers._exhaustive import PlannedSampler
 from sweeper.space import Config, Configs, Invalid, Space
 from sweeper.store import (
     BaselineRecord,
@@ -152,27 +153,37 @@ class Sweep(Asking):
                                      guess=lambda configs: self._guesses(configs.expanded_all))
         done = {t.key(): t for t in trials}
         number = max((t.number for t in trials), default=-1) + 1
-        if getattr(study.sampler, "records_invalid", False):
+        if self.sampler_caps.records_invalid:
             number = self._record_invalid(((c, str(why)) for c, why in valid.ruled_out()),
                                           done, summary, number)
         measured = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
         budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0)
-        planned = len(getattr(study.sampler, "plan", valid))
+        plan = self._plan(study.sampler)
+        planned = plan.size if plan is not None else len(valid)
         total = planned if self.max_trials is None else min(planned, self.max_trials)
         self.reporter.start(total=total, done=min(measured, total))
         for t in done.values():
             bench.note_best(t)
-        ahead = CompileAhead.start(self.space, study, self.compile, len(self.gpus or [0]),
+        ahead = CompileAhead.start(self.space, plan, self.compile, len(self.gpus or [0]),
                                    self._resolved)
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
         asked = AskedAhead(self.processes and self.claims is None and
-                           getattr(study.sampler, "asks_ahead", False))
+                           self.sampler_caps.asks_ahead)
         return Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
                     outbox, ahead, asked=asked)
+
+    def _plan(self, sampler: object) -> PlannedSampler | None:
+        """The sampler, where its factory declares a plan (``plans``); else None."""
+        if not self.sampler_caps.plans:
+            return None
+        if not isinstance(sampler, PlannedSampler):
+            raise TypeError(f"sampler {self.space.sampler.name!r} declares plans=True but "
+                            f"is {type(sampler).__name__}, not a PlannedSampler")
+        return sampler
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
         """One worker per GPU: in this process (sharing ``bench``), or each a process of
