@@ -151,8 +151,8 @@ def test_configs_asked_ahead_are_not_handed_over_after_ctrl_c_or_the_time_budget
     from types import SimpleNamespace
 
     from sweeper.space import Budget
-    from sweeper.sweep._asking import Asking
     from sweeper.sweep._budget import Budgets
+    from sweeper.sweep._loop import Sweep
 
     def budgets(stop=None, time_s=None, started=0.0):
         return Budgets(Budget(), stop or StopFlag(), max_trials=1, max_time_s=time_s,
@@ -170,5 +170,5 @@ def test_configs_asked_ahead_are_not_handed_over_after_ctrl_c_or_the_time_budget
         worker = _Fake()
         run = SimpleNamespace(asked=asked, budgets=spent,
                               bench=SimpleNamespace(best={}, power=SimpleNamespace(duty=None)))
-        Asking._hand_asked(Asking(), run, [worker])
+        Sweep._hand_asked(object.__new__(Sweep), run, [worker])
         assert len(worker.got) == handed and len(asked) == 1 - handed
