@@ -95,7 +95,7 @@ def test_parquet_holds_every_trial_typed_with_its_raw_samples(mixed, capsys):
     pd.testing.assert_frame_equal(back.drop(columns="samples_ms"),
                                   ours.drop(columns="samples_ms"), check_dtype=True)
     assert [list(s) for s in back["samples_ms"]] == [list(s) for s in ours["samples_ms"]]
-    records = {t.number: t.samples_ms for t in mixed.records()[0]}
+    records = {t.number: t.samples_ms for t in mixed.storage.records()[0]}
     assert [list(s) for s in back["samples_ms"]] == [records[n] for n in back["number"]]
     assert back.attrs["study"] == "mixed-replay" and back.attrs["headline"] == "GB/s"
     long = back.explode("samples_ms")
