@@ -206,14 +206,18 @@ def _shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(object_pairs_hook=_shared)
 
 
-def parse_line(text: bytes) -> tuple[dict[str, Any] | None, str]:
-    """The record on one line, or ``None`` and why it is not one."""
+def parse_line(text: bytes, kept: bool = True) -> tuple[dict[str, Any] | None, str]:
+    """The record on one line, or ``None`` and why it is not one; a record ``kept`` shares
+    its keys and labels with the records read before it (:func:`_shared`)."""
     try:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError as err:
         return None, f"not UTF-8 text (byte {err.start + 1})"
     try:
-        data = _DECODER.decode(decoded)
+        if kept and not decoded.startswith("\ufeff"):     # json.loads refuses a BOM
+            data = _DECODER.decode(decoded)
+        else:
+            data = json.loads(decoded)
     except json.JSONDecodeError as err:
         return None, f"not JSON ({err.msg}, column {err.colno})"
     except RecursionError:
@@ -375,7 +379,7 @@ def encode_record(data: dict[str, Any], ledger: Ledger, where: Any) -> bytes:
     except (TypeError, ValueError, RecursionError) as err:
         raise StudyError(f"{where}: cannot record a {data.get('kind')} record: "
                          f"not JSON ({err})") from None
-    parsed, reason = parse_line(text)
+    parsed, reason = parse_line(text, kept=False)      # only checked, then dropped
     if parsed is not None:
         reason = ledger.problem(parsed) or ""
     if reason:
