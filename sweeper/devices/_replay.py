@@ -18,7 +18,8 @@ import csv
 import functools
 import io
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -147,22 +148,43 @@ def read_table(path: Path) -> tuple[dict[str, str], list[str], Rows]:
         raise _bad(path, None, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
                            f"{err.start}); a replay table is what `sweeper export STUDY "
                            "--format csv` writes") from None
-    header: dict[str, str] = {}
-    body: list[tuple[int, str]] = []          # (line number, text with its "\n")
+    facts = 0                               # where the lines of facts at the top end
+    while text.startswith("#", facts):
+        facts = text.find("\n", facts) + 1 or len(text)
+    rest = text[facts:].removesuffix("\n")
+    if rest and "\n#" not in rest:
+        # the common shape: the facts, then the CSV, read whole
+        header = _facts(path, enumerate(text[:facts].split("\n"), 1))
+        read = _rows_at_once(path, text.count("\n", 0, facts) + 1, rest)
+        if read is not None:
+            return header, *read
+    lines = text.split("\n")
+    header = _facts(path, enumerate(lines, 1))
+    body = [(number, line + "\n") for number, line in enumerate(lines, 1)
+            if not line.startswith("#") and line.strip()]   # (line number, its text)
     # lines end at "\n" alone: a quoted cell may hold a CR or another line break, which
     # the CSV reader joins back into the label it was written from
-    for number, line in enumerate(text.split("\n"), 1):
+    if not body:
+        raise _bad(path, None, "no CSV header line; a replay table needs one")
+    columns, rows = _rows(path, body)
+    return header, columns, rows
+
+
+#: Characters that make a CSV line other than its fields split at commas: a quote, a
+#: line break the CSV reader sees (CR), a NUL.
+_NOT_PLAIN = ('"', "\r", "\0")
+
+
+def _facts(path: Path, lines: Iterable[tuple[int, str]]) -> dict[str, str]:
+    """The ``# key: value`` facts among ``lines`` (line number, text), each checked."""
+    header: dict[str, str] = {}
+    for number, line in lines:
         if line.startswith("#"):
             key, sep, value = line[1:].partition(":")
             if sep:
                 header[key.strip()] = _fact(path, number, key.strip(),
                                             _header_value(value.strip(), csv_uncell))
-        elif line.strip():
-            body.append((number, line + "\n"))
-    if not body:
-        raise _bad(path, None, "no CSV header line; a replay table needs one")
-    columns, rows = _rows(path, body)
-    return header, columns, rows
+    return header
 
 
 def _fact(path: Path, line: int, key: str, value: str) -> str:
@@ -179,26 +201,78 @@ class Rows(Lazy[dict[str, str]]):
     """A table's rows as read, each made a dict (column -> text) when first asked for
     (the same dict every time after), and where each config is (its parameters' labels
     in column order -> row): a sweep of a table of 10⁶ rows makes dicts only of the rows
-    it replays."""
+    it replays.  The cells are kept a list per column (``cells``), as they are checked."""
 
-    def __init__(self, columns: Sequence[str], fields: list[list[str]],
+    def __init__(self, columns: Sequence[str], cells: Sequence[Sequence[str]],
                  places: dict[tuple[str, ...], int]) -> None:
-        self.columns, self._fields, self.places = tuple(columns), fields, places
-        self._made: list[dict[str, str] | None] = [None] * len(fields)
+        self.columns, self._cells, self.places = tuple(columns), tuple(cells), places
+        self._made: list[dict[str, str] | None] = [None] * len(places)
 
     def __len__(self) -> int:
-        return len(self._fields)
+        return len(self._made)
 
     def _item(self, index: int) -> dict[str, str]:
         made = self._made[index]
         if made is None:
-            made = self._made[index] = dict(zip(self.columns, self._fields[index],
-                                                strict=True))
+            made = self._made[index] = {c: cells[index]
+                                        for c, cells in zip(self.columns, self._cells,
+                                                            strict=True)}
         return made
 
 
+def _rows_at_once(path: Path, first: int, text: str) -> tuple[list[str], Rows] | None:
+    """The column names and the checked rows of the CSV part ``text`` (its header on line
+    ``first``, no ``#`` line in it), each check made over a whole column at once; None
+    where a cell is quoted, a line is blank or a check fails, for :func:`_rows` to read
+    the table row by row and name the first line that is wrong."""
+    if any(c in text for c in _NOT_PLAIN):
+        return None
+    head, _, text = text.partition("\n")
+    lines = text.split("\n") if text else []
+    if not head.strip() or max(len(head), *map(len, lines)) > csv.field_size_limit():
+        return None                     # a blank line, or one over the CSV reader's cap
+    columns = _columns(path, first, head.split(","))
+    # a blank line has no comma: with two columns or more, it fails the count
+    if len(columns) < 2 or set(map(str.count, lines, repeat(","))) - {len(columns) - 1}:
+        return None
+    flat = ",".join(lines).split(",") if lines else []
+    cells = [flat[i::len(columns)] for i in range(len(columns))]
+    if "'" in text:
+        cells = [[csv_uncell(c) for c in column] if "'" in "".join(column) else column
+                 for column in cells]
+    at = {c: cells[columns.index(c)] for c in RESERVED if c in columns}
+    statuses = at.get("status", ["ok"] * len(lines))
+    if not set(statuses) <= set(_outcomes()):
+        return None
+    medians = at["median_ms"]
+    if set(statuses) != {"ok"}:
+        medians = [m for s, m in zip(statuses, medians, strict=True) if s == "ok" or m]
+    if not (_all_milliseconds(medians) and
+            _all_milliseconds(" ".join(at.get("samples_ms", ())).split())):
+        return None
+    keys = list(zip(*(cells[i] for i, c in enumerate(columns) if c not in RESERVED),
+                    strict=True))
+    places = dict(zip(keys, range(len(lines)), strict=True))
+    if len(places) != len(lines):
+        return None
+    return columns, Rows(columns, cells, places)
+
+
+def _all_milliseconds(texts: Sequence[str]) -> bool:
+    """Whether every one of ``texts`` passes :func:`_milliseconds`."""
+    import numpy as np
+
+    if not "".join(texts).isascii():
+        return False
+    try:
+        values = np.fromiter(map(float, texts), dtype=float, count=len(texts))
+    except ValueError:
+        return False
+    return bool(np.all(np.isfinite(values) & (values >= MIN_MS)))
+
+
 def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], Rows]:
-    """The column names and the checked rows of the CSV part."""
+    """The column names and the checked rows of the CSV part, row by row."""
     reader = csv.reader(text for _, text in body)
     fields_of: list[list[str]] = []
     places: dict[tuple[str, ...], int] = {}
@@ -229,7 +303,8 @@ def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], Rows]:
     except csv.Error as err:
         line = body[min(reader.line_num, len(body)) - 1][0]
         raise _bad(path, line, f"not CSV: {err}") from None
-    return columns, Rows(columns, fields_of, places)
+    cells = [list(column) for column in zip(*fields_of, strict=True)] or [[] for _ in columns]
+    return columns, Rows(columns, cells, places)
 
 
 def _columns(path: Path, line: int, fields: list[str]) -> list[str]:
