@@ -158,14 +158,17 @@ class _Loader(_Bounded, yaml.SafeLoader):
 # (a 1 MiB file is read in a fraction of a second), but it refuses some documents with
 # messages of its own that change between versions (libyaml's nesting limit, say).  A
 # document it refuses is read again by the pure-Python parser, which gives the refusal.
-_FastEvents: Any = getattr(yaml, "CSafeLoader", None)
-_Events: Any = _FastEvents or yaml.SafeLoader
+_CEvents: Any = getattr(yaml, "CSafeLoader", None)
+#: The loader tried first: libyaml's events under the bounded composer where PyYAML has
+#: them, else the reference one.
+_FastLoader: type[_Bounded] = _Loader
+if _CEvents is not None:
+    class _CLoader(_Bounded, _CEvents):
+        def __init__(self, text: str, file: str) -> None:
+            _CEvents.__init__(self, text)
+            self.bound(file)
 
-
-class _FastLoader(_Bounded, _Events):
-    def __init__(self, text: str, file: str) -> None:
-        _Events.__init__(self, text)
-        self.bound(file)
+    _FastLoader = _CLoader
 
 
 def _compose(text: str, file: str, kind: type[_Bounded]) -> tuple[Any, _Bounded]:
@@ -183,7 +186,7 @@ def load_with_lines(text: str, file: str) -> tuple[Any, dict[str, int]]:
         try:
             node, loader = _compose(text, file, _FastLoader)
         except yaml.YAMLError:
-            if _FastEvents is None:
+            if _FastLoader is _Loader:
                 raise
             node, loader = _compose(text, file, _Loader)
         if node is None:
