@@ -82,15 +82,16 @@ def _gpus(gpus: str | None) -> tuple[int, ...] | None:
 def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
             allow_path: Sequence[str | Path]) -> SpaceSource:
     """The space as the engine reads it: a path, or text under a pseudo file name."""
-    given = tuple(_params(params)), tuple(str(p) for p in allow_path)
+    overrides = tuple(_params(params))
+    allowed = tuple(str(p) for p in allow_path)
     if isinstance(space, Path):
-        return SpaceSource(str(space), None, None, *given)
+        return SpaceSource(path=str(space), params=overrides, allow_path=allowed)
     if isinstance(space, str):
         if "\n" in space or space.lstrip().startswith("{"):
-            return SpaceSource(STRING, space, None, *given)
-        return SpaceSource(space, None, None, *given)
+            return SpaceSource(path=STRING, text=space, params=overrides, allow_path=allowed)
+        return SpaceSource(path=space, params=overrides, allow_path=allowed)
     if isinstance(space, Mapping):
-        return SpaceSource(DICT, _yaml(space), None, *given)
+        return SpaceSource(path=DICT, text=_yaml(space), params=overrides, allow_path=allowed)
     raise SweeperError(f"space: {type(space).__name__} is not a space; allowed: a path, "
                        "YAML text or a dict")
 

@@ -64,8 +64,3 @@ class RunOptions:
     command: str | None = None
     restart_argv: tuple[str, ...] | None = None
     clock_from_start: bool = False
-
-    @property
-    def in_process(self) -> bool:
-        """Whether the caller's process must be kept: no restart in a fresh one."""
-        return self.restart_argv is None

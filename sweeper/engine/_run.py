@@ -46,7 +46,7 @@ class RunResult:
 
 
 def run_sweep(options: RunOptions) -> RunResult:
-    """Sweep ``options.space`` into its study, then report.  With ``options.in_process``
+    """Sweep ``options.space`` into its study, then report.  With no ``options.restart_argv``
     (the Python API) it never replaces or ends the process: a trial that broke the CUDA
     context is an error to the caller, a hung one a message."""
     from sweeper._nursery import release
