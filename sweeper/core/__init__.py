@@ -7,6 +7,7 @@ A space's model once parsed (:class:`Space`, its :class:`Axis` values, a resolve
 Kernels, devices, bounds and the plugin registry are built on this; the space parser
 (:mod:`sweeper.space`) sits above them, as it asks the registry for kernels."""
 
+from sweeper.core._bulk import bulk
 from sweeper.core._expr import Expr, cdiv, evaluate, parse
 from sweeper.core._model import (
     Axis,
@@ -44,6 +45,7 @@ __all__ = [
     "Space",
     "Tie",
     "Value",
+    "bulk",
     "cdiv",
     "evaluate",
     "format_size",

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds
-from sweeper.core import Space
+from sweeper.core import Space, bulk
 from sweeper.core._configs import Lazy
 from sweeper.devices._base import Device, DeviceFacts, Launch
 from sweeper.errors import DataError, SweeperError
@@ -136,6 +136,11 @@ def read_table(path: Path) -> tuple[dict[str, str], list[str], Rows]:
     """(header facts, column names, rows) of a replay table, every row checked: a table
     is data from outside, so a value that is not a recorded outcome or a plausible time
     refuses the whole table with ``table.csv:LINE: what is wrong``."""
+    with bulk():                            # 10⁶ rows are millions of strings and tuples
+        return _read_table(path)
+
+
+def _read_table(path: Path) -> tuple[dict[str, str], list[str], Rows]:
     if path.exists() and not path.is_file():      # /dev/zero would be read without end
         raise _bad(path, None, "not a regular file; a replay table is a CSV file")
     try:

@@ -317,11 +317,10 @@ class JournalWriter:
                         lines.append(encode_record(data, self._ledger, self.path))
                         self._ledger.add(data, self._lines + i)
                         counted.append(data)
-                finally:  # the ledger counts what the journal holds, nothing more
+                    self._write(b"".join(lines))
+                except BaseException:  # the ledger counts what the journal holds, no more
                     self._ledger.forget(counted)
-                self._write(b"".join(lines))
-                for i, data in enumerate(counted, 1):
-                    self._ledger.add(data, self._lines + i)
+                    raise
                 self._lines += len(records)
         fault("after-append")
 
@@ -349,7 +348,8 @@ class JournalWriter:
             write_all(self._fds[-1], data)
             os.fsync(self._fds[-1])
         except OSError as err:
-            last = max(self._ledger.trials, default=None)
+            last = max((number for number, line in self._ledger.trials.items()
+                        if line <= self._lines), default=None)  # not the batch unwritten
             self._failed = write_error(err, self.path, (
                 f"the study is consistent up to trial #{last}" if last is not None else
                 "the study is consistent (no trial recorded yet)"),

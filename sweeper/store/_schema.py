@@ -23,7 +23,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -85,8 +85,7 @@ def record_class(kind: str) -> Any:
 
 def fields_problem(cls: Any, data: Mapping[str, Any]) -> str | None:
     """The first way ``data`` does not fill dataclass ``cls``'s fields, or ``None``."""
-    missing = [f.name for f in dataclasses.fields(cls) if f.name not in data and
-               f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [name for name in _required(cls) if name not in data]
     if missing:
         return f"no {', '.join(missing)}"
     return values_problem(data, _hints(cls))
@@ -96,10 +95,59 @@ def values_problem(data: Mapping[str, Any], types_: Mapping[str, Any]) -> str | 
     """The first value of ``data`` that is not of its type in ``types_`` (others are free)."""
     for key, hint in types_.items():
         if key in data:
-            problem = value_problem(data[key], hint, key)
+            value = data[key]
+            if _surely_fits(hint)(value):
+                continue
+            problem = value_problem(value, hint, key)
             if problem is not None:
                 return problem
     return None
+
+
+@functools.cache
+def _required(cls: Any) -> tuple[str, ...]:
+    """The fields of dataclass ``cls`` without a default, which a record must hold."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+                 and f.default_factory is dataclasses.MISSING)
+
+
+@functools.cache
+def _always_fit(hint: Any) -> frozenset[type]:
+    """The JSON types whose every value fits ``hint`` (``int`` and ``float`` for ``float``,
+    ``NoneType`` for ``X | None``...): most fields of most records are checked by their
+    type alone, without :func:`value_problem`'s walk."""
+    if hint is Any:
+        return frozenset({str, int, float, bool, type(None), list, dict})
+    if hint is float:
+        return frozenset({int, float})
+    if hint in (int, str, bool) and codec_for(hint) is None:
+        return frozenset({hint})
+    origin, args = _form(hint)
+    if origin in (typing.Union, types.UnionType):
+        return frozenset().union(*map(_always_fit, args))
+    if origin is dict and args[1] is Any:
+        return frozenset({dict})
+    if hint is type(None):
+        return frozenset({type(None)})
+    return frozenset()
+
+
+@functools.cache
+def _surely_fits(hint: Any) -> Callable[[Any], bool]:
+    """A quick test that a JSON value fits ``hint``, by the types of it and its items
+    alone; where it says no, :func:`value_problem` walks the value and says why."""
+    plain = _always_fit(hint)
+    origin, args = _form(hint)
+    if origin is list:
+        inner = _always_fit(args[0])
+        return lambda v: type(v) is list and all(type(x) in inner for x in v)
+    if origin is dict:
+        inner = _always_fit(args[1])
+        return lambda v: type(v) is dict and all(type(x) in inner for x in v.values())
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        values = frozenset(_values(hint))
+        return lambda v: type(v) is str and v in values
+    return lambda v: type(v) in plain
 
 
 def value_problem(value: Any, hint: Any, key: str) -> str | None:
@@ -200,18 +248,35 @@ def load_fields(cls: Any, data: Mapping[str, Any]) -> Any:
 
 def dump(value: Any) -> Any:
     """The JSON form of a typed value: what :func:`load` reads back as the same value."""
-    codec = codec_for(type(value))
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    codec = CODECS.get(kind)
     if codec is not None:
         return codec.dump(value)
     if isinstance(value, enum.Enum):
         return value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    names = _field_names(kind)
+    if names is not None:
+        return {name: dump(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [dump(v) for v in value]
     if isinstance(value, dict):
         return {k: dump(v) for k, v in value.items()}
     return value
+
+
+#: JSON values written as they are.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _field_names(kind: Any) -> tuple[str, ...] | None:
+    """The field names of dataclass ``kind``, else ``None``: a journal of 10⁵ records
+    asks for them for every record and every nested value."""
+    if not dataclasses.is_dataclass(kind):
+        return None
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 #: The codec of each value type records keep in a form of its own (a ``Config``,
@@ -225,6 +290,8 @@ def register_codecs(codecs: Mapping[type, Any]) -> None:
     """Add ``codecs`` to :data:`CODECS`; what was worked out without them is forgotten."""
     CODECS.update(codecs)
     _structured.cache_clear()
+    _always_fit.cache_clear()
+    _surely_fits.cache_clear()
 
 
 def codec_for(hint: Any) -> Any:

@@ -23,6 +23,7 @@ import optuna
 from optuna.trial import TrialState
 
 from sweeper.ceilings import Ceilings
+from sweeper.core import bulk
 from sweeper.devices import Device
 from sweeper.finals import Winners
 from sweeper.kernels import Kernel
@@ -193,8 +194,9 @@ class Sweep:
         done = {t.key(): t for t in trials}
         number = max((t.number for t in trials), default=-1) + 1
         if self.sampler_caps.records_invalid:
-            number = self._record_invalid(((c, str(why)) for c, why in valid.ruled_out()),
-                                          done, summary, number)
+            with bulk():                    # a space of 10⁶ configs may rule out 10⁵
+                number = self._record_invalid(((c, str(why)) for c, why in
+                                               valid.ruled_out()), done, summary, number)
         measured = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
         budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
