@@ -16,7 +16,7 @@ from sweeper.errors import SpaceError, StudyError
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Config, Configs, Invalid, Origin, Space
-from sweeper.store import JOURNAL, Storage
+from sweeper.store import FORMAT, JOURNAL, Storage
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
 
@@ -194,7 +194,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass --study NEW")
     if not store.exists() and store.create({
-        "study": store.name, "kernel": space.kernel, "kernel_name": kernel.name,
+        "format": FORMAT, "study": store.name, "kernel": space.kernel,
+        "kernel_name": kernel.name,
         "created": now(), "command": command,
         "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
         "sampler": {"name": space.sampler.name, "seed": space.sampler.seed,

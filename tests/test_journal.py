@@ -32,6 +32,7 @@ from sweeper.measure import Duty, summarize
 from sweeper.samplers._priors import priors_from_studies
 from sweeper.space import Config, Problem, load_space
 from sweeper.store import (
+    FORMAT,
     JOURNAL,
     REJECTED,
     BaselineRecord,
@@ -45,7 +46,8 @@ from sweeper.trial import TrialStatus
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
 GRIDS = ["sms", "2*sms", "4*sms", "8*sms"]
-META = {"study": "s", "kernel": "copy", "command": "sweeper run x.yaml",
+META = {"format": FORMAT, "study": "s", "kernel": "copy", "headline": "gbps",
+        "command": "sweeper run x.yaml",
         "axes": {"grid": GRIDS, "block": ["32", "64", "128", "256"], "BLOCK": ["1024", "2048"]},
         "meta_axes": ["BLOCK"], "environment": {"gpu": "Fake GPU", "sms": 132},
         "fingerprint": {"device": "cuda"}}
@@ -483,6 +485,11 @@ def test_a_journal_without_study_json_is_refused_not_adopted(tmp_path, monkeypat
     ('{"study": "s", "kernel": 3}', "kernel is 3, not str"),
     ('{"study": "s", "kernel": "copy", "environment": []}', "environment is [], not dict"),
     ('{"study": "s", "kernel": "copy", "axes": {"grid": 1}}', "axes is {'grid': 1}, not dict"),
+    ('{"study": "s", "kernel": "copy", "format": 3}',
+     "written in format 3 by a newer sweeper; this one reads study files of formats 1 to 2: "
+     "upgrade sweeper"),
+    ('{"study": "s", "kernel": "copy", "format": "2"}',
+     "format '2' is not a format number (a whole number >= 1)"),
 ])
 def test_a_study_json_that_is_not_one_is_refused_with_its_file(tmp_path, monkeypatch, capsys,
                                                                text, problem):

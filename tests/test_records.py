@@ -28,6 +28,7 @@ from sweeper.measure import Duty, Flag, Stats, Stop, StopReason, Timing, TrialFl
 from sweeper.report import write_report
 from sweeper.space import Config, Problem
 from sweeper.store import (
+    FORMAT,
     BaselineRecord,
     DriftRecord,
     DutyRecord,
@@ -36,6 +37,7 @@ from sweeper.store import (
     StudyStore,
     TrialRecord,
 )
+from sweeper.store._base import RawRecord
 from sweeper.store._schema import KINDS
 from sweeper.trial import TrialStatus
 
@@ -275,7 +277,7 @@ BAD = [
       '{"median":1,"ci_lo":1,"ci_hi":1,"cv":0}}],"tied":[],"winner":0}'),
      "final record: finalists[0]: no number"),
     ('{"kind":"final","problem":{"footprint":4},"finalists":[],"tied":[],"winner":0}',
-     "final record: problem: needs dtype and footprint"),
+     "final record: problem: no dtype"),
 ]
 
 
@@ -303,3 +305,74 @@ def test_statistics_a_hand_written_journal_leaves_out_read_as_nan(tmp_path):
     (baseline,) = StudyStore(root).records()[1]
     assert baseline.stats.median == 1.0 and baseline.stats.n == 0
     assert math.isnan(baseline.stats.mean) and baseline.stats.bounds() == (1.0, 1.0)
+
+
+# -- formats ----------------------------------------------------------------------------------
+def test_every_record_and_a_new_study_file_carry_the_format_they_are_written_in(tmp_path):
+    assert FORMAT == 2
+    for record in every_kind():
+        assert record.to_json()["format"] == FORMAT
+    store = StudyStore(tmp_path / "s")
+    store.append_all(every_kind())
+    lines = [json.loads(line) for line in store.journal_path.read_text().splitlines()]
+    assert [line["format"] for line in lines] == [FORMAT] * len(every_kind())
+
+
+def test_an_older_record_is_upgraded_where_it_is_read_and_written_back_as_the_current(tmp_path):
+    store = old_study(tmp_path)
+    assert store.meta()["format"] == FORMAT and store.meta()["headline"] == "gbps"
+    copy = StudyStore(tmp_path / "copy")
+    copy.append_all([RawRecord(d) for d in store.raw_records()])
+    written = [json.loads(line) for line in copy.journal_path.read_text().splitlines()]
+    assert {line["format"] for line in written} == {FORMAT}
+    flagged = next(line for line in written if line.get("number") == 7)
+    assert {f["kind"] for f in flagged["flags"]} == {f.value for f in Flag}
+    assert next(line for line in written if line.get("number") == 0)["stop_reason"] is None
+    assert all(line["config"]["cache"] == "cold" for line in written if line.get("config"))
+    assert copy.records()[0] == store.records()[0]
+
+
+@pytest.mark.parametrize("kernel, headline", [("copy", "gbps"), ("matmul", "tflops"),
+                                              ("my_kernels.py:fused", "gbps")])
+def test_an_older_study_file_leads_with_its_kernels_rate(tmp_path, kernel, headline):
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / "study.json").write_text(json.dumps({"study": "s", "kernel": kernel}))
+    assert StudyStore(root).meta() == {"study": "s", "kernel": kernel, "headline": headline,
+                                       "format": FORMAT}
+
+
+CURRENT = GOOD.replace('"footprint":4}', '"footprint":4,"cache":"cold"}') + ',"format":2'
+LATER = [
+    (GOOD + ',"format":3}',
+     "written in format 3 by a newer sweeper; this one reads records of formats 1 to 2: "
+     "upgrade sweeper"),
+    (GOOD + ',"format":0}', "format 0 is not a format number (a whole number >= 1)"),
+    (GOOD + ',"format":true}', "format True is not a format number (a whole number >= 1)"),
+    # the current format keeps flags and stop reasons as objects only, a config's cache too
+    (CURRENT + ',"flags":["unconverged"]}',
+     "trial record: flags[0] is 'unconverged', not an object with a kind and a text"),
+    (CURRENT + ',"stop_reason":"fixed: 5 samples"}',
+     "trial record: stop_reason is 'fixed: 5 samples', not an object with a kind and a text"),
+    (CURRENT.replace('"choice":{}', '"choice":{"block":"64"}') + "}", None),
+    (GOOD + ',"format":2}', "trial record: config has no cache"),
+]
+
+
+@pytest.mark.parametrize("line, reason", LATER)
+def test_a_record_of_a_later_or_no_format_is_set_aside_and_the_current_is_strict(
+        tmp_path, line, reason):
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / "trials.jsonl").write_text(GOOD.replace('"number":9', '"number":1') + "}\n"
+                                       + line + "\n")
+    store = StudyStore(root)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trials, _ = store.records()
+    said = [str(w.message) for w in caught if w.category is StudyWarning]
+    if reason is None:
+        assert [t.number for t in trials] == [1, 9] and said == []
+        return
+    assert [t.number for t in trials] == [1] and len(said) == 1
+    assert f"trials.jsonl:2: {reason}" in said[0], said

@@ -16,9 +16,8 @@ from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
 from sweeper.finals import Winners, finals_apply
 from sweeper.fsio import atomic_write
-from sweeper.kernels import BUILTINS, Headline
+from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
-from sweeper.plugins import kernel_declaration
 from sweeper.report._agreement import agreement_json
 from sweeper.report._figures import render, report_figures
 from sweeper.report._footprint import FootprintCurve, footprint_curves
@@ -151,13 +150,9 @@ def _charts(meta: dict[str, Any], df: pd.DataFrame, picks: list[Any], metric: st
 
 
 def study_headline(meta: dict[str, Any]) -> Headline:
-    """The kernel's headline rate, as the study recorded it; for studies older than that
-    record, a built-in kernel's, else GB/s: a report imports no user code."""
-    if meta.get("headline"):
-        return Headline(meta["headline"])
-    if meta.get("kernel") in BUILTINS:
-        return kernel_declaration(meta["kernel"]).headline     # imports no torch
-    return Headline.GBPS
+    """The kernel's headline rate, as the study recorded it (a study file read by a store
+    has one: :func:`sweeper.store._upgrade.upgraded_meta`)."""
+    return Headline(meta.get("headline") or Headline.GBPS.value)
 
 
 def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = False,

@@ -8,8 +8,8 @@ keeps claims beside it), and ``PostgresStore`` (``_postgres``), a database share
 workers on many hosts.  ``_open`` picks one from ``--storage`` and copies a study between
 them.  What a record holds is ``_records``; how it is checked, read and written back is
 ``_schema`` and ``_codec``; what the records must be together (one trial a number and a
-config, each within the study's axes) is ``_ledger``; ``_dims`` gives problems recorded by
-footprint alone their dimensions.
+config, each within the study's axes) is ``_ledger``; ``_upgrade`` reads what older
+sweepers wrote as the current format, the one place that knows them.
 """
 
 from sweeper.store._base import Storage
@@ -25,9 +25,9 @@ from sweeper.store._records import (
     TrialRecord,
     key_of,
 )
-from sweeper.store._schema import Record
+from sweeper.store._schema import FORMAT, Record
 from sweeper.store._study import META, StudyStore
 
-__all__ = ["JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "Claim", "DriftRecord",
-           "DutyRecord", "FirstMeasurement", "GpuSlot", "ProblemKey", "Record", "Storage",
-           "StudyStore", "TrialRecord", "key_of"]
+__all__ = ["FORMAT", "JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "Claim",
+           "DriftRecord", "DutyRecord", "FirstMeasurement", "GpuSlot", "ProblemKey", "Record",
+           "Storage", "StudyStore", "TrialRecord", "key_of"]

@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sweeper.store._claims_file import Claim
-from sweeper.store._dims import complete_dims
 from sweeper.store._journal import BadLine
 from sweeper.store._ledger import study_axes, widened
 from sweeper.store._records import BaselineRecord, TrialRecord, key_of
 from sweeper.store._schema import Record
+from sweeper.store._upgrade import complete_dims
 
 R = TypeVar("R", bound=Record)
 

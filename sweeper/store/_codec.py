@@ -106,14 +106,13 @@ def _stats_load(value: dict[str, Any]) -> Stats:
     return Stats(**{**missing, **{k: v for k, v in value.items() if k in STATS_FIELDS}})
 
 
-#: A resolved config as trial records have always kept it: flat, its problem's dtype,
-#: footprint and dimensions beside the launch values, ``num_warps`` written out (``block``
-#: / 32); ``cache`` ``cold`` and ``dims`` none where a journal older than them left them
-#: out (a study's reader derives the dimensions from the footprint).
+#: A resolved config as trial records keep it: flat, its problem's dtype, footprint and
+#: dimensions beside the launch values, ``num_warps`` written out (``block`` / 32); no
+#: ``dims`` for a problem without dimensions (:mod:`sweeper.store._upgrade` gives them).
 CONFIG_TYPES: dict[str, Any] = {"grid": int, "block": int, "num_warps": int,
                                 "meta": dict[str, int], "dtype": str, "footprint": int,
                                 "cache": str, "dims": dict[str, int]}
-OPTIONAL = ("cache", "dims")
+OPTIONAL = ("dims",)
 
 
 def _config_problem(value: Any, key: str) -> str | None:
@@ -134,7 +133,7 @@ def _config_problem(value: Any, key: str) -> str | None:
 def _config_load(value: dict[str, Any]) -> Config:
     problem = Problem(value["dtype"], value["footprint"], tuple(value.get("dims", {}).items()))
     return Config(problem=problem, grid=value["grid"], block=value["block"],
-                  meta=dict(value["meta"]), cache=value.get("cache", "cold"))
+                  meta=dict(value["meta"]), cache=value["cache"])
 
 
 def _config_dump(config: Config) -> dict[str, Any]:
@@ -146,28 +145,17 @@ def _config_dump(config: Config) -> dict[str, Any]:
     return out
 
 
-def note_codec(cls: type[Note[Any]], *, empty: bool = False) -> Codec:
-    """A flag or a stop reason: ``{"kind": ..., "text": ...}``; a journal written before
-    kinds were kept holds the text alone, whose first words name the kind; with
-    ``empty``, an empty text (a trial that sampled nothing) reads as ``None``."""
-    kinds = ", ".join(str(k.value) for k in cls.KINDS)
+def note_codec(cls: type[Note[Any]]) -> Codec:
+    """A flag or a stop reason: ``{"kind": ..., "text": ...}``."""
 
     def problem(value: Any, key: str) -> str | None:
-        if isinstance(value, str):
-            if not (empty and value == "") and cls.kind_of(value) is None:
-                return f"{key} {show(value)} does not start with one of {kinds}"
-            return None
         if not isinstance(value, dict) or "kind" not in value or "text" not in value:
             return f"{key} is {show(value)}, not an object with a kind and a text"
         found = values_problem(value, {"kind": cls.KINDS, "text": str})
         return None if found is None else f"{key}: {found}"
 
-    def load(value: Any) -> Note[Any] | None:
-        if isinstance(value, str):
-            return cls.from_text(value) if value else None
-        return cls(cls.KINDS(value["kind"]), value["text"])
-
-    return Codec(problem, load, lambda note: {"kind": note.kind.value, "text": note.text})
+    return Codec(problem, lambda value: cls(cls.KINDS(value["kind"]), value["text"]),
+                 lambda note: {"kind": note.kind.value, "text": note.text})
 
 
 def _problem_key_problem(value: Any, key: str) -> str | None:
@@ -175,8 +163,9 @@ def _problem_key_problem(value: Any, key: str) -> str | None:
         return f"{key} is {show(value)}, not an object"
     problem = values_problem(value, {"dtype": str, "footprint": int, "cache": str,
                                      "dims": dict[str, int]})
-    if problem is None and not {"dtype", "footprint"} <= set(value):
-        problem = "needs dtype and footprint"
+    missing = [k for k in ("dtype", "footprint", "cache") if k not in value]
+    if problem is None and missing:
+        problem = f"no {', '.join(missing)}"
     return None if problem is None else f"{key}: {problem}"
 
 
@@ -187,11 +176,11 @@ def _problem_key_dump(key: ProblemKey) -> dict[str, Any]:
     return out
 
 
-#: A problem as finals keep it: ``{"dtype", "footprint", "cache", "dims"}``, ``cache``
-#: ``cold`` and ``dims`` none where a journal older than them left them out.
+#: A problem as finals keep it: ``{"dtype", "footprint", "cache", "dims"}``, no ``dims``
+#: for a problem without dimensions.
 PROBLEM_CODEC = Codec(
     _problem_key_problem,
-    lambda value: ProblemKey(value["dtype"], value["footprint"], value.get("cache", "cold"),
+    lambda value: ProblemKey(value["dtype"], value["footprint"], value["cache"],
                              tuple(value.get("dims", {}).items())),
     _problem_key_dump)
 
@@ -199,7 +188,7 @@ CODECS: dict[type, Codec] = {
     Stats: Codec(_stats_problem, _stats_load, Stats.to_dict),
     Config: Codec(_config_problem, _config_load, _config_dump),
     TrialFlag: note_codec(TrialFlag),
-    StopReason: note_codec(StopReason, empty=True),
+    StopReason: note_codec(StopReason),
     ProblemKey: PROBLEM_CODEC,
 }
 register_codecs(CODECS)

@@ -84,6 +84,7 @@ from sweeper.fsio import (
 from sweeper.store._claims_file import BUSY, BUSY_RUN, StudyLock
 from sweeper.store._ledger import Axes, Ledger
 from sweeper.store._schema import SURROGATE_ESCAPE, record_problem, surrogate_problem
+from sweeper.store._upgrade import upgraded
 
 JOURNAL = "trials.jsonl"
 REJECTED = "trials.rejected.jsonl"
@@ -224,7 +225,9 @@ def parse_line(text: bytes, kept: bool = True) -> tuple[dict[str, Any] | None, s
         return None, "not JSON sweeper can read (nested too deeply)"
     except ValueError as err:             # an integer of more than 4300 digits
         return None, f"not JSON sweeper can read ({str(err).split(':')[0]})"
-    problem = record_problem(data)
+    data, problem = upgraded(data)
+    if problem is None:
+        problem = record_problem(data)
     if problem is None and SURROGATE_ESCAPE.search(decoded):
         problem = surrogate_problem(data)
         if problem is not None:

@@ -57,6 +57,7 @@ from sweeper.store._journal import BadLine, Scan, encode_record, scan_bytes, war
 from sweeper.store._ledger import Ledger, study_axes
 from sweeper.store._records import TrialRecord
 from sweeper.store._schema import meta_problem
+from sweeper.store._upgrade import upgraded_meta
 from sweeper.store._url import SHAPE, database_url, mask_url, with_timeouts
 
 SCHEMA = sa.MetaData()
@@ -217,7 +218,7 @@ class PostgresStore(Storage):
         problem = meta_problem(meta)
         if problem:
             raise StudyError(f"{self.location}: {problem}")
-        return meta
+        return upgraded_meta(meta)
 
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
         """Read, ``edit`` and write the metadata in one transaction holding the study's

@@ -29,6 +29,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+#: The format records and study files are written in, each as its ``format`` field; how
+#: older ones are read is :mod:`sweeper.store._upgrade`, the one place that knows them.
+FORMAT = 2
+
 #: Every kind of journal record, as ``module:Class`` (loaded when first needed); a new kind
 #: of record is added here, or it is set aside as unknown when read.
 KINDS = {
@@ -69,10 +73,25 @@ def meta_problem(meta: Any) -> str | None:
     """Why ``meta`` (a parsed study.json) is not one sweeper can use, or ``None``."""
     if not isinstance(meta, dict):
         return f"a JSON {_json_type(meta)}, not an object"
+    problem = format_problem(meta, "study files")
+    if problem is not None:
+        return problem
     missing = [k for k in META_REQUIRED if k not in meta]
     if missing:
         return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
     return values_problem(meta, META_TYPES)
+
+
+def format_problem(data: Mapping[str, Any], what: str) -> str | None:
+    """Why ``data``'s ``format`` (1 where it has none) is not one this sweeper reads
+    (``what``: records, study files), or ``None``."""
+    version = data.get("format", 1)
+    if type(version) is not int or version < 1:
+        return f"format {show(version)} is not a format number (a whole number >= 1)"
+    if version > FORMAT:
+        return (f"written in format {version} by a newer sweeper; this one reads {what} "
+                f"of formats 1 to {FORMAT}: upgrade sweeper")
+    return None
 
 
 @functools.cache
@@ -248,7 +267,7 @@ def load_fields(cls: Any, data: Mapping[str, Any]) -> Any:
 
 def dump(value: Any) -> Any:
     """The JSON form of a typed value: what :func:`load` reads back as the same value."""
-    kind = type(value)
+    kind: Any = type(value)
     if kind in _SCALARS:
         return value
     codec = CODECS.get(kind)
@@ -411,6 +430,7 @@ class Record:
     def to_json(self) -> dict[str, Any]:
         """The record as its journal line's JSON object (:func:`dump` of its fields)."""
         out: dict[str, Any] = dump(self)
+        out["format"] = FORMAT
         return out
 
     @classmethod

@@ -27,6 +27,7 @@ from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, 
 from sweeper.store._ledger import Axes, study_axes
 from sweeper.store._records import TrialRecord
 from sweeper.store._schema import meta_problem
+from sweeper.store._upgrade import upgraded_meta
 
 META = "study.json"
 
@@ -95,7 +96,7 @@ class StudyStore(Storage):
         problem = meta_problem(meta)
         if problem:
             raise StudyError(f"{path}: {problem}; restore it, or move the study folder away")
-        return meta
+        return upgraded_meta(meta)
 
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
         """Read, ``edit`` and write ``study.json`` whole under the study lock (another

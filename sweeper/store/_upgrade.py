@@ -1,0 +1,143 @@
+"""Older journals and study files read as the current format: the one place that knows
+what earlier sweepers wrote, so no other reader has a branch for it.
+
+Records and ``study.json`` are written in format :data:`FORMAT`, which each carries as its
+``format`` field.  A record or study file without one is format 1 (sweeper 0.1), read as
+format 2 by :func:`upgraded` and :func:`upgraded_meta`:
+
+- a flag or a stop reason kept as its text alone names its kind by its first words
+  (``unconverged: ci 2.1% > 0.5%``), now ``{"kind", "text"}``; an empty stop reason is none;
+- a config, or a final's problem, without a ``cache`` was measured ``cold``;
+- a study file without a ``headline`` led with its built-in kernel's rate, else GB/s;
+- a problem without dimensions keeps a dtype and a footprint alone: it gets the dimensions
+  the study's kernel derives from its footprint (:func:`complete_dims`, once the records
+  are typed, as that needs the kernel).
+
+A record or study file of a later format than this sweeper's is not guessed at: the
+record is set aside (``file:LINE: reason``), the study file refused, each saying so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sweeper import plugins
+from sweeper.core._problem import default_shape
+from sweeper.errors import SweeperError
+from sweeper.kernels import BUILTINS, Headline
+from sweeper.measure import StopReason, TrialFlag
+from sweeper.space import Config, Shape, shape_of
+from sweeper.store._codec import ProblemKey
+from sweeper.store._records import BaselineRecord
+from sweeper.store._schema import FORMAT, format_problem, show
+
+#: The fields of each kind of record that hold a flag or stop reason (``[]``: a list).
+_NOTES = {"trial": (("stop_reason", StopReason), ("flags[]", TrialFlag)),
+          "baseline": (("stop_reason", StopReason),)}
+
+
+def upgraded(data: Any) -> tuple[Any, str | None]:
+    """A parsed journal line as the current format, and why it cannot be one (``None``:
+    it can).  Anything that is not an older record passes as it is, for
+    :func:`~sweeper.store._schema.record_problem` to check; the fields changed are
+    changed in ``data`` itself."""
+    if not isinstance(data, dict) or data.get("format") == FORMAT:
+        return data, None
+    problem = format_problem(data, "records")
+    if problem is not None or "format" in data:
+        return data, problem
+    kind = data.get("kind")
+    for name, note in _NOTES.get(kind, ()) if isinstance(kind, str) else ():
+        problem = _notes_upgraded(data, name, note)
+        if problem is not None:
+            return data, f"{kind} record: {problem}"
+    for name in ("config", "problem"):
+        value = data.get(name)
+        if isinstance(value, dict):
+            value.setdefault("cache", "cold")
+    data["format"] = FORMAT
+    return data, None
+
+
+def _notes_upgraded(data: dict[str, Any], name: str, note: Any) -> str | None:
+    """Make the text-alone notes of field ``name`` (``x[]``: each item of list ``x``)
+    objects of their kind; what is wrong with one that names none."""
+    field = name.removesuffix("[]")
+    value = data.get(field)
+    if name.endswith("[]"):
+        if not isinstance(value, list):
+            return None
+        items = [(f"{field}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        items = [(field, value)]
+    kinds = ", ".join(str(k.value) for k in note.KINDS)
+    made = []
+    for where, text in items:
+        if not isinstance(text, str):
+            made.append(text)
+        elif text == "" and not name.endswith("[]"):
+            made.append(None)                   # a trial that sampled nothing
+        else:
+            kind = note.kind_of(text)
+            if kind is None:
+                return f"{where} {show(text)} does not start with one of {kinds}"
+            made.append({"kind": kind.value, "text": text})
+    data[field] = made if name.endswith("[]") else made[0]
+    return None
+
+
+def upgraded_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """A checked study file (see :func:`format_problem`) as the current format."""
+    if meta.get("format") == FORMAT:
+        return meta
+    if not meta.get("headline"):
+        kernel = meta.get("kernel")
+        meta["headline"] = (plugins.kernel_declaration(kernel).headline.value
+                            if kernel in BUILTINS else Headline.GBPS.value)
+    meta["format"] = FORMAT
+    return meta
+
+
+def study_shape(meta: dict[str, Any]) -> Shape:
+    """The shape the study's kernel declares, read without importing a user kernel (whose
+    stand-in, like any kernel that declares none, has the 1-D shape)."""
+    try:
+        return shape_of(plugins.kernel_declaration(str(meta.get("kernel")), user_code=False))
+    except SweeperError:
+        return default_shape()
+
+
+def complete_dims(records: Sequence[Any], meta: Callable[[], dict[str, Any]]) -> None:
+    """Give every problem in ``records`` that has no dimensions those the study's kernel
+    (read from ``meta()`` only if one is missing) derives from its footprint; a footprint
+    that gives none stays as it is."""
+    shape: Shape | None = None
+    for record in records:
+        for f in dataclasses.fields(record):
+            value = getattr(record, f.name)
+            missing = (isinstance(value, Config) and not value.problem.dims) or (
+                isinstance(value, ProblemKey) and not value.dims and value.dtype) or (
+                isinstance(record, BaselineRecord) and f.name == "dims" and not value)
+            if not missing:
+                continue
+            shape = shape or _shape(meta)
+            setattr(record, f.name, _completed(record, value, shape))
+
+
+def _shape(meta: Callable[[], dict[str, Any]]) -> Shape:
+    try:
+        return study_shape(meta())
+    except SweeperError:            # a journal read without its study.json (tests, repair)
+        return default_shape()
+
+
+def _completed(record: Any, value: Any, shape: Shape) -> Any:
+    if isinstance(value, ProblemKey):
+        return value.completed(shape)
+    if isinstance(value, Config):
+        key = ProblemKey.of(value).completed(shape)
+        return dataclasses.replace(value, problem=key.problem)
+    key = ProblemKey(record.dtype, record.footprint, record.cache).completed(shape)
+    return dict(key.dims)
