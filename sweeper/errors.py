@@ -93,7 +93,7 @@ class TuningWarning(UserWarning):
 class ContextLost(Exception):
     """A trial left the CUDA context unusable (an illegal address, a device-side assert):
     nothing more can run in this process.  The trial is already recorded as crashed;
-    ``sweeper run`` goes on in a fresh process, resuming the study."""
+    the engine goes on with worker processes, resuming the study."""
 
     def __init__(self, number: int, reason: str) -> None:
         self.number, self.reason = number, reason

@@ -244,48 +244,29 @@ def test_a_trial_that_breaks_the_cuda_context_is_recorded_and_the_sweep_goes_on(
     assert summary.best is not None and summary.best.ok
 
 
-def test_run_goes_on_in_a_fresh_process_after_a_broken_context(write_space, tmp_path,
-                                                               monkeypatch, capsys):
-    from sweeper.cli import MAX_RESTARTS, main
+def test_run_goes_on_in_worker_processes_after_a_broken_context(write_space, tmp_path,
+                                                                 monkeypatch, capsys):
+    """Measuring inline, the first trial that breaks the context hands the rest of the
+    sweep to worker processes in the same command: no re-execution, each config once."""
+    from sweeper.cli import main
     from sweeper.devices._interpret import InterpretDevice
 
     path = write_space(SMALL_SPACE.replace("kernel: copy", f"kernel: {BREAKS}"))
     monkeypatch.setattr(InterpretDevice, "healthy", lambda self: False)
-    calls = []
-
-    class Exec(Exception):
-        pass
-
-    def fake_execve(exe, argv, env):
-        calls.append((argv, env["SWEEPER_RESTARTS"]))
-        raise Exec
-
-    monkeypatch.setattr("os.execve", fake_execve)
-    monkeypatch.delenv("SWEEPER_RESTARTS", raising=False)
+    monkeypatch.setattr("os.execve", lambda *a: pytest.fail("re-executed"))
     args = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
-            "--quiet", "--no-report"]
-    with pytest.raises(Exec):
-        main(args)
-    assert calls == [([sys.executable, "-m", "sweeper", *args], "1")]
-    err = capsys.readouterr().err
-    assert "left the CUDA context unusable" in err and "restart 1 of at most" in err
-    crashed = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
-               if t.status is TrialStatus.CRASHED]
-    assert len(crashed) == 1
-    monkeypatch.setattr(InterpretDevice, "healthy", lambda self: True)   # the fresh process
-    monkeypatch.setenv("SWEEPER_RESTARTS", "1")
+            "--quiet", "--no-report", "--workers", "inline"]
     assert main(args) == 0
-    out = capsys.readouterr().out
-    assert "the last of 2: 1 trial(s) broke the CUDA context" in out
-    crashed = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
-               if t.status is TrialStatus.CRASHED]
-    assert len(crashed) == 4                  # the rest raise too, but leave CUDA usable
-    monkeypatch.setattr(InterpretDevice, "healthy", lambda self: False)
-    (tmp_path / "tiny-interpret").rename(tmp_path / "first")
-    monkeypatch.setenv("SWEEPER_RESTARTS", str(MAX_RESTARTS))
-    assert main(args) == 1                                  # gives up, says how to go on
-    assert "run the same command to go on" in capsys.readouterr().err
-    assert len(calls) == 1
+    out, err = capsys.readouterr()
+    assert err.count("left the CUDA context unusable") == 1, err
+    assert "the sweep went on in worker processes" in err and "fresh process" not in err
+    assert "done: 5 measured (3 failed)" in out        # in the worker processes
+    measured = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0]
+                if t.status is not TrialStatus.INVALID]
+    assert len({t.key() for t in measured}) == len(measured) == 6
+    crashed = [t for t in measured if t.status is TrialStatus.CRASHED]
+    assert len(crashed) == 4 and sum(t.ok for t in measured) == 2
+    assert sum("went on in worker processes" in t.reason for t in crashed) == 1
 
 
 def test_a_hung_trial_is_recorded_as_timeout_and_the_run_goes_on(write_space, tmp_path):

@@ -1,7 +1,9 @@
 """A run, as the engine does it for every front door (``sweeper run``, :func:`sweeper.run`,
 the benchmarks): the header, the sweep (Ctrl-C stops after the trial in flight), what it
-did, the report; and going on in a fresh process when a trial broke the CUDA context or
-hung, as the journal lets a new process resume where this one stopped.
+did, the report.  A trial that broke the CUDA context of this process (measuring inline)
+hands the rest of the sweep to worker processes, each with a context of its own; one that
+hung it (a kernel that never returns) makes the command go on in a fresh process, as the
+journal lets a new process resume where this one stopped.
 
 It takes a :class:`~sweeper.engine.RunOptions` and returns a :class:`RunResult`; exit
 statuses are the command's business, not the engine's."""
@@ -9,6 +11,7 @@ statuses are the command's business, not the engine's."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -28,8 +31,8 @@ if TYPE_CHECKING:          # the store is imported where a run opens it
     from sweeper.store import Storage
     from sweeper.sweep._compile_ahead import CompileOptions
 
-#: How many times one `sweeper run` goes on in a fresh process after trials that broke
-#: the CUDA context (each such trial is recorded and never tried again).
+#: How many times one `sweeper run` goes on in a fresh process after trials that hung
+#: (each such trial is recorded and never tried again).
 MAX_RESTARTS = 20
 
 
@@ -96,11 +99,15 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     previous = signal.signal(signal.SIGINT, _stop_handler(stop)) if main_thread else None
     clock.mark("set-up")
     warm = _import_report_aside(options, device)
+    configs = [c for source in priors for c in source.configs]
     try:
-        summary = _sweep(options, space, kernel, device, store, limits,
-                         [c for source in priors for c in source.configs], stop, gpus, ahead)
-    except ContextLost as lost:
-        return RunResult(store, failure=_restart(lost, options, store))
+        try:
+            summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
+                             gpus, ahead)
+        except ContextLost as lost:
+            options = _in_workers(lost, options, store)
+            summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
+                             gpus, dataclasses.replace(ahead, pool=None), lost=lost)
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous)
@@ -154,10 +161,11 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
 
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
-           ahead: CompileOptions) -> Any:
+           ahead: CompileOptions, lost: ContextLost | None = None) -> Any:
     """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
     ``gpus``), its compile processes (``ahead``), and, measuring in this process, a hang
-    going on in a fresh process."""
+    going on in a fresh process.  After ``lost`` (this process's CUDA context broken)
+    nothing is measured here: the one-at-a-time baseline is not measured again."""
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store,
@@ -168,6 +176,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   gpus=gpus,
                   processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead)
+    sweep.run_drift = sweep.run_drift and lost is None
     return sweep.run()
 
 
@@ -247,9 +256,8 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         print(dropped.line())
     restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
     if restarts:
-        print(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) broke "
-              "the CUDA context and the sweep went on in a fresh process; the report counts "
-              "everything)")
+        print(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) hung "
+              "and the sweep went on in a fresh process; the report counts everything)")
     abandoned = [t for t in summary.trials[summary.resumed:] if t.status.value == "abandoned"]
     if abandoned:
         print(f"early abandonment: {len(abandoned)} trials stopped early, saving about "
@@ -276,17 +284,14 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     return why
 
 
-def _restart(lost: ContextLost, options: RunOptions, store: Storage) -> str:
-    """Go on in a fresh process after a trial broke the CUDA context: the study resumes
-    from its journal, and the crashed trial is never proposed again.  In process (the
-    API) the caller's process is not replaced: the error says how to go on.  Returns
-    why it did not go on (too many restarts)."""
-    message = f"{lost}; it is recorded as crashed in {store.location}"
-    if options.restart_argv is None:
-        raise SweeperError(f"{message}; no kernel can run in this process any more: call "
-                           "sweeper.run again in a fresh one (a restarted notebook kernel) "
-                           "to go on with the study")
-    return _go_on_fresh(message, options.restart_argv)
+def _in_workers(lost: ContextLost, options: RunOptions, store: Storage) -> RunOptions:
+    """``options`` for the rest of a sweep whose trial broke this process's CUDA context
+    (measuring inline): worker processes, each with a context of its own, in this same
+    command or API call; the study resumes from its journal, and the crashed trial is
+    never proposed again."""
+    print(f"sweeper: trial #{lost.number}: {lost.reason}; recorded as crashed in "
+          f"{store.location}", file=sys.stderr)
+    return dataclasses.replace(options, workers="process")
 
 
 def _hung(record: Any, options: RunOptions, store: Storage) -> None:

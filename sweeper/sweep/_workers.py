@@ -8,8 +8,8 @@ interface:
 
 - :class:`InlineWorker` measures in the coordinator's own process (the interpreter and
   replay devices, the library's default).  A hang is recorded by the watchdog, which
-  hands over to ``on_hang``; a trial that broke the CUDA context ends the process
-  (:class:`~sweeper.errors.ContextLost`): ``sweeper run`` goes on in a fresh one.
+  hands over to ``on_hang``; a trial that broke the CUDA context ends the sweep
+  (:class:`~sweeper.errors.ContextLost`): the engine goes on with worker processes.
 - :class:`~sweeper.sweep._process.ProcessWorker` is a persistent process per GPU: a
   crash or a hang ends that worker only, and the coordinator starts a fresh one.
 
@@ -165,7 +165,7 @@ class InlineWorker(Worker):
         if lost:
             record = dataclasses.replace(record, reason=(
                 f"{record.reason} (it left the CUDA context unusable; the sweep went "
-                "on in a fresh process)"))
+                "on in worker processes)"))
         self._outcome = Outcome(record, lost=lost, stamps=self.bench.stamps(got))
 
     def done(self) -> bool:
@@ -185,7 +185,7 @@ class InlineWorker(Worker):
         return outcome
 
     def restart(self, record: TrialRecord) -> None:
-        """Nothing more can run in this process: ``sweeper run`` goes on in a fresh one."""
+        """Nothing more can run in this process: the engine goes on with worker processes."""
         raise ContextLost(record.number, record.reason or "")
 
 
