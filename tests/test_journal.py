@@ -108,7 +108,7 @@ BAD_LINES = [
     (b'{"kind":"wat"}', r"unknown kind 'wat'; a record's kind is one of baseline, drift"),
     (b'{"kind":"trial","number":9,"choice":{},"status":"weird"}',
      r"trial record: status 'weird' is not one of ok, invalid, compile_error, "),
-    (b'{"kind":"trial","number":9}', r"trial record: no choice, status"),
+    (b'{"kind":"trial","number":9}', r"trial record: no status, choice"),
     (b'{"kind":"trial","number":"9","choice":{},"status":"ok"}',
      r"trial record: number is '9', not int"),
     (b'{"kind":"trial","number":9,"choice":{},"status":"crashed","samples_ms":"abc"}',

@@ -5,12 +5,12 @@ record is checked, read and written back is in :mod:`sweeper.store._schema`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sweeper.devices._nvml import Window
 from sweeper.kernels import Headline
-from sweeper.measure import Duty, Flag, Stats, StopReason, TrialFlag
+from sweeper.measure import Duty, Flag, Stats, StopReason
 from sweeper.space import Config, Problem
 from sweeper.store._codec import ProblemKey
 from sweeper.store._schema import CONTROL, Record, samples_problem, show, stats_problem
@@ -21,6 +21,11 @@ def key_of(choice: Mapping[str, Any]) -> tuple[str, ...]:
     """A choice's identity across runs, as the journal, the claims and the sweep key it:
     its sorted ``axis=label`` pairs."""
     return tuple(f"{k}={v}" for k, v in sorted(choice.items()))
+
+
+def _copied(value: Any) -> Any:
+    """A list or dict copied (a record owns its own), anything else as it is."""
+    return value.copy() if isinstance(value, (list, dict)) else value
 
 
 @dataclass(frozen=True)
@@ -35,36 +40,17 @@ class GpuSlot:
         return f"GPU {self.index} ({self.name})"
 
 
-@dataclass
-class TrialRecord(Record):
-    """Everything one trial produced; ``config`` is ``None`` when it could not be resolved."""
+@dataclass(kw_only=True)
+class TrialRecord(TrialResult, Record):
+    """Everything one trial produced: what measuring gave (the :class:`TrialResult`'s
+    fields), its number, the sampler's choice, the config it resolved to (``None`` when it
+    could not be resolved), when it started, how long it took, and the GPU that measured it."""
 
     number: int
     choice: dict[str, str]
-    status: TrialStatus
-    reason: str | None = None
     config: Config | None = None
-    cold_s: float | None = None
-    samples_ms: list[float] = field(default_factory=list)
-    stats: Stats | None = None
-    gbps: float = 0.0
-    gflops: float = 0.0
     started: str = ""
     wall_s: float = 0.0
-    stop_reason: StopReason | None = None
-    discarded: int = 0
-    discard_reasons: list[str] = field(default_factory=list)
-    state: dict[str, Any] = field(default_factory=dict)
-    energy_j: float | None = None
-    power_w: float | None = None
-    power_readings: int = 0
-    energy_window_s: float = 0.0
-    batch: int = 1
-    graph: bool = False
-    flags: list[TrialFlag] = field(default_factory=list)
-    saved_ms: float = 0.0
-    clocks: Window | None = None
-    duty: str = ""
     gpu: GpuSlot | None = None
     kind: str = "trial"
 
@@ -74,18 +60,9 @@ class TrialRecord(Record):
         """The record of trial ``number``: the sampler's ``choice``, the config it resolved
         to (``None`` if it did not), what measuring it gave, when it started and how long
         it took."""
-        return cls(number=number, choice=dict(choice), status=result.status,
-                   reason=result.reason, config=config,
-                   cold_s=result.cold_s, samples_ms=list(result.samples_ms),
-                   stats=result.stats, gbps=result.gbps,
-                   gflops=result.gflops, started=started, wall_s=wall_s,
-                   stop_reason=result.stop_reason, discarded=result.discarded,
-                   discard_reasons=list(result.discard_reasons), state=dict(result.state),
-                   energy_j=result.energy_j, power_w=result.power_w,
-                   power_readings=result.power_readings,
-                   energy_window_s=result.energy_window_s,
-                   batch=result.batch, graph=result.graph, flags=list(result.flags),
-                   saved_ms=result.saved_ms, clocks=result.clocks, duty=result.duty)
+        measured = {f.name: _copied(getattr(result, f.name)) for f in fields(TrialResult)}
+        return cls(**measured, number=number, choice=dict(choice), config=config,
+                   started=started, wall_s=wall_s)
 
     @property
     def problem(self) -> ProblemKey | None:
