@@ -455,7 +455,7 @@ def test_on_a_gpu_a_cold_run_starts_its_compile_processes_with_its_workers(
     """From an empty Triton cache, ``sweeper run`` starts its compile pool with its
     worker (nothing of the kernel cached), before the sweep; the sweep adopts it, every
     trial is right, and no process is left waiting."""
-    from sweeper import _nursery
+    from sweeper import _processes
     from sweeper.cli import main
 
     path = write_space(SMALL_SPACE)
@@ -465,7 +465,7 @@ def test_on_a_gpu_a_cold_run_starts_its_compile_processes_with_its_workers(
     line = next(x for x in out.splitlines() if "compile pool:" in x)
     assert "compile pool: 2 processes, started at " in line and "compiled " in line, line
     assert float(line.split("started at ")[1].split(" s;")[0]) < 0.0, line
-    assert _nursery.waiting() == 0
+    assert _processes.waiting() == 0
     trials = StudyStore(tmp_path / "tiny").records()[0]
     assert trials and all(t.ok for t in trials if t.status is not TrialStatus.INVALID)
 

@@ -150,12 +150,11 @@ def test_after_a_lost_worker_a_spare_waits_so_the_next_fresh_one_has_its_imports
     """Slow (~15 s).  One worker process loses two trials to crashes: the first fresh
     worker is started then (and imports), and a spare is started beside it; the second
     fresh worker is that spare, already imported; the sweep ends none left waiting."""
-    from sweeper import _nursery
-    from sweeper.sweep import _spawn
+    from sweeper import _processes
 
     adopted = []
-    real_adopt = _spawn.adopt
-    monkeypatch.setattr(_spawn, "adopt", lambda module, env: adopted.append(
+    real_adopt = _processes.adopt
+    monkeypatch.setattr(_processes, "adopt", lambda module, env: adopted.append(
         real_adopt(module, env)) or adopted[-1])
     text = SMALL_SPACE.replace("kernel: copy", "kernel: tests.kernels_for_tests:DiesOnBigBlock")
     store, summary = sweep_study(write_space(text), open_device("interpret"), tmp_path / "s",
@@ -165,4 +164,4 @@ def test_after_a_lost_worker_a_spare_waits_so_the_next_fresh_one_has_its_imports
     assert sum(t.ok for t in measured) == 4 and summary.measured == 6
     # the first worker, then the first fresh one, started anew; the second one adopted
     assert [a is not None for a in adopted] == [False, False, True]
-    assert _nursery.waiting() == 0          # the spare after the last loss was ended
+    assert _processes.waiting() == 0          # the spare after the last loss was ended

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from sweeper._processes import GRACE_S, send_within
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import _process
-from sweeper.sweep._spawn import GRACE_S, send_within
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE
 

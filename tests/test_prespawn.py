@@ -1,4 +1,4 @@
-"""Processes started ahead (sweeper._nursery): ``sweeper run`` starts its workers (and,
+"""Processes started ahead (sweeper._processes): ``sweeper run`` starts its workers (and,
 on a GPU, its compile processes) before it imports torch itself; a worker or pool adopts
 the one started with its module and environment; whatever nobody adopts is ended.  The
 run's last line says where its time went, and NVML watches the GPU a worker measures."""
@@ -13,8 +13,8 @@ import types
 
 import pytest
 
-from sweeper import _nursery
-from sweeper._nursery import COMPILER, WORKER, adopt, prespawn, release, worker_env
+from sweeper import _processes
+from sweeper._processes import COMPILER, WORKER, adopt, prespawn, release, worker_env
 from sweeper.cli import main
 from sweeper.devices._cuda import nvml_uuid
 from sweeper.engine._clock import RunClock, process_age
@@ -31,16 +31,16 @@ def _empty_nursery():
 
 def test_a_process_is_adopted_only_with_its_module_and_environment_and_the_rest_ended():
     prespawn(WORKER, {"X_SWEEPER_TEST": "1"}, list(sys.path), count=2)
-    assert _nursery.waiting() == 2
+    assert _processes.waiting() == 2
     assert adopt(WORKER, {"X_SWEEPER_TEST": "2"}) is None
     assert adopt(COMPILER, {"X_SWEEPER_TEST": "1"}) is None
     got = adopt(WORKER, {"X_SWEEPER_TEST": "1"})
-    assert got is not None and got.proc.poll() is None and _nursery.waiting() == 1
-    left = next(iter(_nursery._waiting.values()))[0]
+    assert got is not None and got.proc.poll() is None and _processes.waiting() == 1
+    left = next(iter(_processes._waiting.values()))[0]
     release()
-    assert _nursery.waiting() == 0
+    assert _processes.waiting() == 0
     assert left.proc.wait(5) is not None           # ended, not left behind
-    _nursery.kill_now(got.proc)
+    _processes.kill_now(got.proc)
 
 
 def test_processes_are_killed_side_by_side_with_their_children():
@@ -54,7 +54,7 @@ def test_processes_are_killed_side_by_side_with_their_children():
              for _ in range(3)]
     procs[0].kill()
     procs[0].wait(5)
-    _nursery.kill_now(*procs, reap_s=5.0)
+    _processes.kill_now(*procs, reap_s=5.0)
     assert all(p.returncode is not None for p in procs)
     for p in procs[1:]:                    # no process of its group is left (its child,
         deadline = time.monotonic() + 5    # reparented, is reaped by the system)
@@ -70,9 +70,9 @@ def test_processes_are_killed_side_by_side_with_their_children():
 
 def test_a_process_that_died_while_waiting_is_not_adopted():
     prespawn(WORKER, {"X_SWEEPER_TEST": "3"}, list(sys.path))
-    (spawned,) = next(iter(_nursery._waiting.values()))
-    _nursery.kill_now(spawned.proc)
-    assert adopt(WORKER, {"X_SWEEPER_TEST": "3"}) is None and _nursery.waiting() == 0
+    (spawned,) = next(iter(_processes._waiting.values()))
+    _processes.kill_now(spawned.proc)
+    assert adopt(WORKER, {"X_SWEEPER_TEST": "3"}) is None and _processes.waiting() == 0
 
 
 def test_worker_env_names_the_gpu_among_those_visible(monkeypatch):
@@ -96,7 +96,7 @@ def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inli
     from sweeper.devices import _gpu_query
 
     started = []
-    monkeypatch.setattr(_nursery, "prespawn", lambda module, env, path, count=1:
+    monkeypatch.setattr(_processes, "prespawn", lambda module, env, path, count=1:
                         started.append((module, env, count)))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(_gpu_query, "has_driver", lambda: False)
@@ -144,14 +144,14 @@ def test_the_compile_pool_starts_with_the_workers_only_where_every_config_will_c
             self.closed = True
 
     monkeypatch.setattr(_compile_pool, "CompilePool", FakePool)
-    monkeypatch.setattr(_nursery, "prespawn", lambda *args, **kw: None)
+    monkeypatch.setattr(_processes, "prespawn", lambda *args, **kw: None)
     monkeypatch.setattr(_gpu_query, "has_driver", lambda: True)
     h200 = DeviceFacts(name="NVIDIA H200", sms=132, l2_bytes=60 << 20)
     monkeypatch.setattr(_gpu_query, "query_gpu", lambda index=0: h200)
     monkeypatch.setattr(_gpu_query, "gpu_arch", lambda index=0: "sm_90")
     cold = {"copy": True, "matmul": False}
     monkeypatch.setattr(_cache_probe, "space_cold", lambda kernel: cold[kernel])
-    monkeypatch.setattr(_nursery.os, "cpu_count", lambda: 16)      # the GPU machine's
+    monkeypatch.setattr(_processes.os, "cpu_count", lambda: 16)      # the GPU machine's
     real = load_space(write_space(SMALL_SPACE))
 
     def space(kernel="copy", sampler="exhaustive"):
@@ -173,7 +173,7 @@ def test_the_compile_pool_starts_with_the_workers_only_where_every_config_will_c
     assert len(valid) == 6 and [key for key, _ in pool.handed] == \
         plan_order([key_of(c) for c in valid], real.sampler.seed)     # the sampler's order
     assert sizes(_args(gpus=[0, 1]), space()) == [8]
-    monkeypatch.setattr(_nursery.os, "cpu_count", lambda: 6)
+    monkeypatch.setattr(_processes.os, "cpu_count", lambda: 6)
     assert sizes(_args(gpus=[0, 1]), space()) == [3]     # a core per worker, and one
     assert sizes(_args(compile_workers=3), space()) == [3]
     assert sizes(_args(compile_workers=0), space()) == []
@@ -202,7 +202,7 @@ def test_a_run_with_worker_processes_starts_them_first_and_says_where_its_time_w
     assert sum(parts) == pytest.approx(total, abs=0.1 * len(parts))
     launched = float(re.search(r"worker 0: launched at (-?[\d.]+) s", out).group(1))
     assert launched < 0, out             # before the sweep's clock started
-    assert _nursery.waiting() == 0
+    assert _processes.waiting() == 0
 
 
 def test_the_clock_counts_from_the_process_start_where_proc_tells_it():
@@ -248,7 +248,7 @@ def test_a_lingering_worker_that_does_not_end_is_stopped_after_the_grace():
     import subprocess
     import time
 
-    from sweeper.sweep._spawn import GRACE_S, linger
+    from sweeper._processes import GRACE_S, linger
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                             start_new_session=True)
@@ -263,7 +263,7 @@ def test_a_bad_space_file_starts_no_process(write_space, tmp_path, monkeypatch, 
 
     started = []
     monkeypatch.setattr(_gpu_query, "has_driver", lambda: True)
-    monkeypatch.setattr(_nursery, "prespawn", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(_processes, "prespawn", lambda *a, **k: started.append(a))
     bad = write_space(SMALL_SPACE.replace("sampler: exhaustive", "sampler: nonsense"))
     assert main(["run", str(bad), "--studies-dir", str(tmp_path)]) == 2
     assert "nonsense" in capsys.readouterr().err and not started

@@ -1,5 +1,5 @@
 """A run starts its worker processes before it does anything else
-(:mod:`sweeper._nursery`), from its options alone: one per GPU it will use.  They import
+(:mod:`sweeper._processes`), from its options alone: one per GPU it will use.  They import
 torch and triton while this process imports its own and opens the study.  A guess that
 turns out wrong costs nothing but those imports: a process nobody adopts is ended when
 the run ends, and one that is missing is started when it is needed.
@@ -83,7 +83,7 @@ def every_config_compiles(options: RunOptions, space: Any) -> bool:
 def prespawn_workers(options: RunOptions) -> int:
     """Start the worker processes a run with ``options`` will use (none where it measures
     in this process, or the device cannot be told from its name); how many."""
-    from sweeper._nursery import WORKER, prespawn, worker_env
+    from sweeper._processes import WORKER, prespawn, worker_env
     from sweeper.devices import device_class
 
     try:

@@ -52,7 +52,7 @@ def run_sweep(options: RunOptions) -> RunResult:
     """Sweep ``options.space`` into its study, then report.  With no ``options.restart_argv``
     (the Python API) it never replaces or ends the process: a trial that broke the CUDA
     context is an error to the caller, a hung one a message."""
-    from sweeper._nursery import release
+    from sweeper._processes import release
 
     started = StartAhead(options)     # what starts once the space is read
     try:

@@ -10,7 +10,7 @@ import os
 import sys
 from multiprocessing.connection import Connection
 
-from sweeper._nursery import warm_imports
+from sweeper._processes import warm_imports
 from sweeper.sweep._compile_pool import Done, PoolSetup, Started
 
 #: How much lower than the coordinator and the workers a compile process runs.
@@ -23,7 +23,7 @@ def main() -> None:
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
     # triton before the setup: a process started ahead of its sweep
-    # (sweeper._nursery) imports it while the coordinator imports its own
+    # (sweeper._processes) imports it while the coordinator imports its own
     warm_imports()
     from sweeper.kernels import load_kernel
     from sweeper.kernels._precompile import Precompiler

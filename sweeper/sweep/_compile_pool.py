@@ -31,10 +31,20 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
-from sweeper._nursery import COMPILE_ENV, COMPILER, default_size, end
+from sweeper._processes import (
+    COMPILE_ENV,
+    COMPILER,
+    GRACE_S,
+    STARTUP_S,
+    death,
+    default_size,
+    end,
+    send_within,
+    spawn,
+    stop,
+)
 from sweeper.kernels._precompile import Compile, Precompiled, Target
 from sweeper.space import Config, Space
-from sweeper.sweep._spawn import GRACE_S, STARTUP_S, death, send_within, spawn, stop
 
 #: Times a pool starts a process again after one died, before it gives up.
 RESTARTS = 3

@@ -13,7 +13,7 @@ trial recorded as ``crashed`` with its exit status and last output; one that run
 ``measure.timeout`` is stopped (SIGTERM, then SIGKILL after a grace) and the trial
 recorded as ``timeout``.  Either way a fresh worker takes its place.
 
-The coordinator never waits on a worker without bound (:mod:`sweeper.sweep._spawn`: every
+The coordinator never waits on a worker without bound (:mod:`sweeper._processes`: every
 send has a deadline, stopping ends the whole process group and gives up reaping after
 ``KILL_S``), and a fresh worker has ``RESTART_S`` to say it is ready.
 """
@@ -29,7 +29,20 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from sweeper._nursery import WORKER, prespawn, worker_env
+from sweeper._processes import (
+    GRACE_S,
+    KILL_S,
+    RESTART_S,
+    STARTUP_S,
+    WORKER,
+    death,
+    linger,
+    prespawn,
+    send_within,
+    spawn,
+    stop,
+    worker_env,
+)
 from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import ROUNDS
@@ -38,17 +51,6 @@ from sweeper.store import GpuSlot
 from sweeper.study import Choice, now
 from sweeper.sweep._drop import NotStarted
 from sweeper.sweep._finals import FinalsJob, FinalsOutcome
-from sweeper.sweep._spawn import (
-    GRACE_S,
-    KILL_S,
-    RESTART_S,
-    STARTUP_S,
-    death,
-    linger,
-    send_within,
-    spawn,
-    stop,
-)
 from sweeper.sweep._workers import Job, Outcome, Worker, failed
 from sweeper.trial import TrialStatus
 
@@ -200,7 +202,7 @@ class ProcessWorker(Worker):
     def restart(self, record: Any) -> None:
         """A fresh worker, given ``RESTART_S`` to start; :class:`NotStarted` (one line)
         if it does not, naming the trial that lost the last one.  After a first loss a
-        spare process is started (:mod:`sweeper._nursery`), so the next fresh worker has
+        spare process is started (:mod:`sweeper._processes`), so the next fresh worker has
         its imports done: a sweep that loses workers often (a hang in every tile size
         that is too big) waits on none of them, and neither do the other GPUs."""
         self._stop()

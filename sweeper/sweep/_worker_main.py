@@ -10,7 +10,7 @@ import sys
 import time
 from multiprocessing.connection import Connection
 
-from sweeper._nursery import warm_imports
+from sweeper._processes import warm_imports
 from sweeper.store import BaselineRecord
 from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
 from sweeper.sweep._process import Ready, Setup
@@ -23,7 +23,7 @@ def main() -> None:
     """Serve jobs over the socket whose descriptor is the first argument."""
     conn = Connection(int(sys.argv[1]))
     # torch and triton before the setup: a process started ahead of its sweep
-    # (sweeper._nursery) imports them while the coordinator does the same
+    # (sweeper._processes) imports them while the coordinator does the same
     warm_imports()
     from sweeper.devices import open_device
     from sweeper.kernels import load_kernel

@@ -326,6 +326,6 @@ class Workers:
         for worker in self.all:
             worker.close(wait=self.wait_on_close)
         if self.processes:
-            from sweeper._nursery import WORKER, release
+            from sweeper._processes import WORKER, release
 
             release(WORKER)     # spares started after a lost worker, no longer needed
