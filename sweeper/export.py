@@ -20,12 +20,12 @@ from typing import Any, NamedTuple
 
 from sweeper.dispatch import TOP_K
 from sweeper.errors import SweeperError
-from sweeper.finals import UNFINISHED, Pick, Winners, finals_apply, problem_of
+from sweeper.finals import UNFINISHED, Pick, Winners, problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
 from sweeper.space import Problem
-from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, TrialRecord
+from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
 from sweeper.tuning import FORMAT_VERSION, entry_key, entry_rate, read_tuning, tuning_path
 
@@ -58,7 +58,7 @@ class StudyWinners(NamedTuple):
     problem measured cold and warm: the cold one's) and the problems whose finals have
     not run yet."""
 
-    meta: dict[str, Any]
+    meta: StudyMeta
     trials: list[TrialRecord]
     picks: dict[ProblemKey, Pick]
     unfinished: set[ProblemKey]
@@ -67,11 +67,11 @@ class StudyWinners(NamedTuple):
 def study_winners(store: Storage) -> StudyWinners:
     """The winners of ``store`` as every export writes them; a study with no successful
     trial is refused."""
-    meta = store.meta()
+    meta = store.study_meta()
     trials, _ = store.records()
     winners = Winners.of(store)
     picks = winners.picks(trials)
-    unfinished = set(winners.missing(trials)) if finals_apply(meta) else set()
+    unfinished = set(winners.missing(trials)) if meta.finals else set()
     best: dict[ProblemKey, Pick] = {}
     for key, pick in sorted(picks.items()):                        # cold wins over warm
         plain = key._replace(cache="cold")
@@ -145,30 +145,30 @@ def export_study(store: Storage, path: str | Path | None = None
     return target, entries
 
 
-def _entry(meta: dict[str, Any], problem: Problem, pick: Pick,
+def _entry(meta: StudyMeta, problem: Problem, pick: Pick,
            unfinished: bool = False) -> dict[str, Any]:
     """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
     chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
     the report does; the sweep's median and rate are kept under their own names.
     ``unfinished``: the problem's final has not run yet, and ``note`` says so."""
-    t, env = pick.trial, meta.get("environment", {})
+    t, env = pick.trial, meta.environment
     cfg, stats = t.config, t.stats
     assert cfg is not None and stats is not None        # a pick always has both
     entry = {
-        "kernel": meta.get("kernel_name", meta["kernel"]), "gpu": env.get("gpu", "?"),
+        "kernel": meta.tuned_name, "gpu": env.get("gpu", "?"),
         "dtype": problem.dtype,
         "footprint": problem.footprint, "dims": dict(problem.dims), "grid": cfg.grid,
         "grid_expr": t.choice["grid"],
         "block": cfg.block, "meta": dict(cfg.meta),
         "gbps": t.rate(Headline.GBPS, pick.median_ms), "median_ms": pick.median_ms,
         "median_from": pick.median_from, "sweep_median_ms": stats.median,
-        "sweep_gbps": t.gbps, "study": meta["study"], "trial": t.number,
+        "sweep_gbps": t.gbps, "study": meta.study, "trial": t.number,
         "chosen_by": pick.chosen_by,
         "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    if meta.get("kernel_name", meta["kernel"]) != meta["kernel"]:
-        entry["kernel_path"] = meta["kernel"]
+    if meta.tuned_name != meta.kernel:
+        entry["kernel_path"] = meta.kernel
     if env.get("capability"):
         entry["capability"] = str(env["capability"])
     if unfinished:
@@ -186,9 +186,9 @@ def _top(t: TrialRecord, slowdown: float) -> dict[str, Any]:
             "meta": dict(t.config.meta), "slowdown": slowdown}
 
 
-def _headline(meta: dict[str, Any]) -> Headline:
-    """The study's headline rate; studies recorded before kernels declared one: GB/s."""
-    return Headline(meta.get("headline", Headline.GBPS.value))
+def _headline(meta: StudyMeta) -> Headline:
+    """The study's headline rate."""
+    return Headline(meta.headline)
 
 
 def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
@@ -196,18 +196,18 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
     from sweeper.devices._replay import write_table
 
     output_file(store, path)
-    meta = store.meta()
+    meta = store.study_meta()
     trials, _ = store.records()
-    params = list(meta.get("axes", {}))
-    env = meta.get("environment", {})
+    params = list(meta.axes)
+    env = meta.environment
     rows = [{**{p: t.choice.get(p, "") for p in params}, "status": t.status.value,
              "median_ms": t.stats.median if t.stats else "",
              "samples_ms": " ".join(repr(x) for x in t.samples_ms)}
             for t in trials if t.status.value not in ("invalid", "missing")]
     header = {"gpu": env.get("gpu", "?"), "sms": env.get("sms", ""),
-              "l2_bytes": env.get("l2_bytes", ""), "kernel": meta["kernel"],
-              "study": meta["study"], "driver": env.get("driver", ""),
-              "created": meta.get("created", ""), "space_sha256": meta.get("space_sha256", "")}
+              "l2_bytes": env.get("l2_bytes", ""), "kernel": meta.kernel,
+              "study": meta.study, "driver": env.get("driver", ""),
+              "created": meta.created, "space_sha256": meta.space_sha256}
     target = Path(path)
     write_table(target, header, params, rows)
     return target, len(rows)

@@ -48,12 +48,12 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     output_file(store, target)
     won = study_winners(store)
     data = _existing(target)
-    kernel = won.meta.get("kernel_name", won.meta["kernel"])
+    kernel = won.meta.tuned_name
     if data and data["kernel"] != kernel:
         raise SweeperError(f"{target}: holds kernel {data['kernel']!r}, not {kernel!r}; one "
                            "module per kernel: give another -o")
     section = gpu_section(won)
-    gpu = won.meta.get("environment", {}).get("gpu", "?")
+    gpu = won.meta.gpu
     data = data or {"kernel": kernel, "key": _key(won), "gpus": {}}
     data["gpus"][gpu] = section
     atomic_write(target, render(data))
@@ -110,7 +110,7 @@ def _identity(config: dict[str, Any]) -> str:
 
 def gpu_section(won: StudyWinners) -> dict[str, Any]:
     """One GPU's part of the module: facts, winners per problem, ranked distinct configs."""
-    env = won.meta.get("environment", {})
+    env = won.meta.environment
     tops = problem_tops(won)
     winners = [{"dtype": key.dtype, "footprint": key.footprint, "dims": _dims(key),
                 **_config(pick.trial), "median_ms": pick.median_ms,
@@ -118,7 +118,7 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
                 "top": [{**_config(t), "slowdown": slowdown} for t, slowdown in tops[key]]}
                for key, pick in won.picks.items()]
     return {"facts": {k: env[k] for k in ("sms", "l2_bytes") if env.get(k) is not None},
-            "study": won.meta["study"],
+            "study": won.meta.study,
             "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "winners": winners, "ranked": ranked(won, winners)}
 

@@ -136,17 +136,6 @@ UNFINISHED = ("its interleaved final has not run yet (the run stopped first); th
               "`sweeper run` command runs it")
 
 
-def finals_apply(meta: dict[str, Any]) -> bool:
-    """Whether a study's problems get interleaved finals, as its study.json records
-    (``sweeper.study.finals_wanted``).  A study.json without that record was written with
-    the built-in plugins only: not on a replay (nothing can be measured again) nor one at
-    a time (it answers another question)."""
-    if "finals" in meta:
-        return bool(meta["finals"])
-    return bool(meta.get("environment", {}).get("device") != "replay"
-                and meta.get("sampler", {}).get("name") != "one-at-a-time")
-
-
 def problem_of(t: TrialRecord) -> ProblemKey:
     """``t``'s problem; empty for a trial whose choice never resolved (no reader asks)."""
     return t.problem or ProblemKey("", 0)

@@ -352,7 +352,23 @@ def test_an_older_study_file_leads_with_its_kernels_rate(tmp_path, kernel, headl
     root.mkdir()
     (root / "study.json").write_text(json.dumps({"study": "s", "kernel": kernel}))
     assert StudyStore(root).meta() == {"study": "s", "kernel": kernel, "headline": headline,
-                                       "format": FORMAT}
+                                       "finals": True, "format": FORMAT}
+    meta = StudyStore(root).study_meta()
+    assert (meta.headline, meta.finals, meta.gpu, meta.axes) == (headline, True, "?", {})
+
+
+@pytest.mark.parametrize("extra, finals", [
+    ({"environment": {"device": "replay"}}, False),
+    ({"sampler": {"name": "one-at-a-time"}}, False),
+    ({"sampler": {"name": "tpe"}, "environment": {"device": "cuda"}}, True),
+    ({"sampler": {"name": "one-at-a-time"}, "finals": True}, True),   # recorded: as it says
+])
+def test_an_older_study_file_runs_finals_but_on_a_replay_or_one_at_a_time(tmp_path, extra,
+                                                                          finals):
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / "study.json").write_text(json.dumps({"study": "s", "kernel": "copy", **extra}))
+    assert StudyStore(root).study_meta().finals is finals
 
 
 

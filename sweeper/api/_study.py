@@ -50,24 +50,24 @@ class Study:
     @property
     def kernel(self) -> str:
         """The kernel swept, as the space file names it."""
-        return str(self.meta()["kernel"])
+        return self.storage.study_meta().kernel
 
     @property
     def space(self) -> str:
         """The space file's text the study was created from (a dict given to
         :func:`sweeper.run` as the YAML it was read as; files it extends follow it)."""
-        return str(self.meta().get("space_text", ""))
+        return self.storage.study_meta().space_text
 
     @property
     def device(self) -> str:
         """The device that measured it: ``cuda``, ``interpret``, ``replay``..."""
-        return str(self.meta().get("fingerprint", {}).get("device", "?"))
+        return str(self.storage.study_meta().fingerprint.get("device", "?"))
 
     @property
     def gpu(self) -> str:
         """The GPU it was measured on, as reports name it (``replay: NVIDIA H200`` for a
         replayed table)."""
-        return str(self.meta().get("environment", {}).get("gpu", "?"))
+        return self.storage.study_meta().gpu
 
     def trials_dataframe(self, *, samples: bool = False) -> pd.DataFrame:
         """One row per trial, typed: parameters as integers where they are numbers

@@ -23,10 +23,10 @@ def winners_table(store: Storage) -> pd.DataFrame:
     median``), ``median_ms`` from the samples it was chosen on and ``median_from`` saying
     which, the sweep's median, the headline rate (``gbps`` or ``tflops``) at
     ``median_ms``, % of the ceiling and × the torch baseline where known."""
-    meta = store.meta()
+    meta = store.study_meta()
     trials, _ = store.records()
-    meta_names = list(meta.get("meta_axes", []))
-    ceilings = Ceilings.from_json(meta["ceilings"]) if meta.get("ceilings") else None
+    meta_names = list(meta.meta_axes)
+    ceilings = Ceilings.from_json(meta.ceilings) if meta.ceilings else None
     frame = trials_frame(trials, meta_names, ceilings, study_headline(meta))
     picks = list(Winners.of(store).picks(trials).values())
     shown = headline_table(picks, frame, meta_names, rate_column(frame, study_headline(meta))) \

@@ -80,9 +80,9 @@ def _space_of(options: WorkerOptions, store: Storage) -> tuple[Any, Any]:
     from sweeper.devices import device_class, open_device
     from sweeper.space import parse_space
 
-    meta = store.meta()
+    meta = store.study_meta()
     os.environ.update(device_class(options.device).sets_env)
-    space = parse_space(str(meta.get("space_text", "")), file=str(meta.get("space_path")),
+    space = parse_space(str(meta.space_text), file=str(meta.space_path),
                         default_study=options.study)
     device = open_device(options.device)
     device.check_space(space)

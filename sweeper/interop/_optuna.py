@@ -66,9 +66,9 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
     if not target:
         raise SweeperError("--format optuna needs --to URL: sqlite:///FILE.db, or a "
                            "journal file path")
-    meta = store.meta()
+    meta = store.study_meta()
     trials, _ = store.records()
-    name = printable(str(meta["study"]))
+    name = printable(meta.study)
 
     def write(storage: Any) -> None:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -80,13 +80,13 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
             optuna.delete_study(study_name=name, storage=storage)
         study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
         study.set_user_attr("sweeper_study", printable(str(store.root)))
-        study.set_user_attr("kernel", printable(str(meta["kernel"])))
-        study.set_user_attr("gpu", printable(str(meta.get("environment", {})
+        study.set_user_attr("kernel", printable(meta.kernel))
+        study.set_user_attr("gpu", printable(str(meta.environment
                                                  .get("gpu", "?"))))
         study.set_user_attr("objective", "median ms (minimize)")
-        dists = distributions(meta.get("axes", {}), trials)
+        dists = distributions(meta.axes, trials)
         rate = study_headline(meta).value
-        since = _time(str(meta.get("created", ""))) or UNKNOWN_START
+        since = _time(str(meta.created)) or UNKNOWN_START
         study.add_trials([frozen(t, dists, rate, since) for t in trials])
 
     if "://" in target:

@@ -35,17 +35,17 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     that produced none; ``df.explode("samples_ms")`` gives one row per sample).
     ``df.attrs`` holds the study, kernel, GPU, headline unit, parameter and dimension
     names, so a table written to a file says what it is."""
-    meta = store.meta()
+    meta = store.study_meta()
     trials, _ = store.records()
     headline = study_headline(meta)
-    ceilings = Ceilings.from_json(meta["ceilings"]) if meta.get("ceilings") else None
-    meta_names = list(meta.get("meta_axes", []))
+    ceilings = Ceilings.from_json(meta.ceilings) if meta.ceilings else None
+    meta_names = list(meta.meta_axes)
     df = trials_frame(trials, meta_names, ceilings, headline)
     dims = list(df.attrs.get("dims", ()))
     if df.empty:
         df = pd.DataFrame(columns=[*LEAD, "median_ms"])
     df = df.drop(columns=[c for c in DROPPED if c in df])
-    axes = [a for a in meta.get("axes", {}) if a not in (*LEAD, *meta_names, *dims)]
+    axes = [a for a in meta.axes if a not in (*LEAD, *meta_names, *dims)]
     df = _typed(df, [*meta_names, *dims, *axes])
     for rate in ("gbps", "gflops", "tflops"):     # a trial without a median has no rate
         if rate in df:
@@ -59,9 +59,9 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
                                      index=df.index)
     order = [c for c in (*LEAD, *meta_names, *dims, *axes) if c in df]
     df = df[order + [c for c in df if c not in order]]
-    env = meta.get("environment", {})
-    df.attrs = {"study": meta["study"], "kernel": meta["kernel"], "gpu": env.get("gpu", "?"),
-                "headline": headline.unit, "params": list(meta.get("axes", {})),
+    env = meta.environment
+    df.attrs = {"study": meta.study, "kernel": meta.kernel, "gpu": env.get("gpu", "?"),
+                "headline": headline.unit, "params": list(meta.axes),
                 "dims": dims}
     return df
 

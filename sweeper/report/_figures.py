@@ -61,7 +61,7 @@ class Rendered(NamedTuple):
 def report_figures(tables: dict[str, Any]) -> list[Figure]:
     """The pictures of a report, in the order it shows them: heatmaps that hold a number,
     one-at-a-time effects, footprint curves, the roofline."""
-    kernel, metric = tables["meta"]["kernel"], tables["metric"]
+    kernel, metric = tables["meta"].kernel, tables["metric"]
     out = [Figure(m.name, heatmap_figure, (m,)) for m in tables["heatmaps"] if m.measured]
     out += [Figure(f"oat_{e.axis}", effect_figure, (e, kernel, metric))
             for e in tables["effects"]]

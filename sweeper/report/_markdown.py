@@ -49,12 +49,12 @@ def markdown(tables: dict[str, Any], images: list[Path]) -> str:
     """The report; ``images``: the heatmap files drawn (PNG and SVG)."""
     meta, df, metric = tables["meta"], tables["frame"], tables["metric"]
     story: RunStory = tables["story"]
-    env = meta.get("environment", {})
-    out = [f"# Study `{_text(meta['study'])}`: {_text(meta['kernel'])} on "
+    env = meta.environment
+    out = [f"# Study `{_text(meta.study)}`: {_text(meta.kernel)} on "
            f"{_text(env.get('gpu', '?'))}\n"]
-    if meta.get("device_note"):
-        out.append(f"> **Note:** {_text(meta['device_note'])}.\n")
-    for dropped in meta.get("last_run", {}).get("dropped", []):
+    if meta.device_note:
+        out.append(f"> **Note:** {_text(meta.device_note)}.\n")
+    for dropped in meta.last_run.get("dropped", []):
         out.append(f"> **Last run:** {_text(dropped['line'])}.\n")
     if tables["unmeasured"]:
         out.append(f"**{_text(_sentence(tables['unmeasured']))}**\n")
@@ -70,13 +70,13 @@ def markdown(tables: dict[str, Any], images: list[Path]) -> str:
     out += _best(tables)
     out += _baselines(tables)
     out += _ceilings(tables["ceilings"], tables["headline"], story)
-    out += _bounds(meta.get("bounds"), df)
+    out += _bounds(meta.bounds, df)
     out += power_markdown(tables["power"])
     out += _stops(tables)
     out.append("\n## Trials without a number\n")
     out.append(md_table(tables["failures"], empty="None: every config was measured."))
     if tables["abandoned"]["trials"]:
-        out.append(f"\nEarly abandonment (`measure.abandon: {meta['measure']['abandon']}`): "
+        out.append(f"\nEarly abandonment (`measure.abandon: {meta.measure['abandon']}`): "
                    f"{tables['abandoned']['trials']} trial(s) stopped sampling once clearly "
                    f"slower than the best, saving about "
                    f"{tables['abandoned']['saved_ms']:.4g} ms of GPU sampling time.\n")

@@ -17,10 +17,10 @@ import numpy as np
 
 from sweeper.finals import FinalRecord
 from sweeper.measure._duty import POWER_CAP
-from sweeper.store import DutyRecord, TrialRecord
+from sweeper.store import DutyRecord, StudyMeta, TrialRecord
 
 
-def power_summary(trials: Sequence[TrialRecord], meta: dict[str, Any],
+def power_summary(trials: Sequence[TrialRecord], meta: StudyMeta,
                   duty_records: Sequence[DutyRecord], finals: Sequence[FinalRecord]
                   ) -> dict[str, Any]:
     """Per study: the schedule and why, how many trials saw the power cap, the spread of
@@ -33,7 +33,7 @@ def power_summary(trials: Sequence[TrialRecord], meta: dict[str, Any],
     for t in trials:
         for reason in t.discard_reasons:
             discarded[reason.split(" (")[0].split(":")[0]] += 1
-    spec = meta.get("measure", {}).get("duty", "auto")
+    spec = meta.measure.get("duty", "auto")
     return {
         "schedule": spec,
         "switched": duty_records[-1].note if duty_records else "",

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from sweeper.space import format_size, parse_size
+from sweeper.store import StudyMeta
 
 CI_TEXT = "95% CI of the median from order statistics; outliers outside 1.5×IQR counted, " \
           "not dropped"
@@ -38,19 +39,19 @@ INPUTS = ("fresh random data per trial, seeded from the sampler seed and the tri
           "output poisoned before the verified first launch")
 
 
-def run_story(meta: dict[str, Any]) -> RunStory:
+def run_story(meta: StudyMeta) -> RunStory:
     """The story of the device the study ran on (``environment.device``; a replay is
     also known by the table it names); a CUDA GPU's where the study does not name its
     device, and a device plugin's own words (its note) for a device sweeper does not ship:
     a report imports no plugin."""
-    env = meta.get("environment", {})
+    env = meta.environment
     kind = "replay" if env.get("replay_table") else env.get("device", "cuda")
     return _STORIES.get(kind, _plugin_story)(meta, env)
 
 
-def _plugin_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
-    device, note = env.get("device", "?"), meta.get("device_note")
-    measure_text = meta.get("measure_text", "?")
+def _plugin_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
+    device, note = env.get("device", "?"), meta.device_note
+    measure_text = (meta.measure_text or "?")
     hardware = (f"{env.get('gpu', '?')} on {env.get('host', '?')} ({env.get('sms')} SMs, "
                 f"{format_size(int(env.get('l2_bytes', 0) or 0))} L2)")
     return RunStory(
@@ -62,7 +63,7 @@ def _plugin_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
         ceilings=f"None: the {device} device has no ceilings recorded.")
 
 
-def _replay_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
+def _replay_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
     rec = env.get("recorded", {})
     gpu, table, host = rec.get("gpu", "?"), env.get("replay_table", "?"), env.get("host", "?")
     l2 = int(rec.get("l2_bytes") or 0)
@@ -76,14 +77,14 @@ def _replay_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
         gpu=f"{gpu} (as recorded: driver {rec.get('driver') or '–'}); replayed on {host}",
         hardware=(f"{gpu} ({rec.get('sms', '?')} SMs, {format_size(l2)} L2), driver "
                   f"{rec.get('driver') or '–'}, as recorded in {table}; replayed on {host}"),
-        measurement=f"replayed as recorded (the space asks for {meta.get('measure_text')})",
+        measurement=f"replayed as recorded (the space asks for {meta.measure_text})",
         capped="capped by the device", cache="as recorded",
         ceilings="None: a replay measures nothing, so there is nothing to hold against a "
                  "ceiling.")
 
 
-def _interpret_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
-    measure_text = meta.get("measure_text", "?")
+def _interpret_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
+    measure_text = (meta.measure_text or "?")
     return RunStory(
         kind="interpret", trial=VERIFIED + f"{measure_text} by the host clock",
         timer="median of host-clock samples (the interpreter runs each launch to the end "
@@ -98,8 +99,8 @@ def _interpret_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
         ceilings="None: ceilings are measured on a CUDA GPU (`sweeper calibrate`).")
 
 
-def _cuda_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
-    measure_text, measure = meta.get("measure_text", "?"), meta.get("measure", {})
+def _cuda_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
+    measure_text, measure = (meta.measure_text or "?"), meta.measure
     return RunStory(
         kind="cuda", trial=VERIFIED + measure_text,
         timer="median of CUDA-event samples (one event pair per sample, L2 flushed outside "
@@ -126,21 +127,21 @@ def _cuda_story(meta: dict[str, Any], env: dict[str, Any]) -> RunStory:
 _STORIES = {"replay": _replay_story, "interpret": _interpret_story, "cuda": _cuda_story}
 
 
-def factors(meta: dict[str, Any], df: pd.DataFrame, story: RunStory
+def factors(meta: StudyMeta, df: pd.DataFrame, story: RunStory
             ) -> dict[str, list[tuple[str, str]]]:
     """What the study varied, and everything it held fixed (the seeds' single-variable
     discipline: a result is only about the varied axes if the rest is written down).
     Values are what the trials ran (their resolved configs), not only what the space
     asked for: a capped footprint says both."""
-    axes = meta.get("axes", {})
-    fp = meta.get("fingerprint", {})
-    sampler = meta.get("sampler", {})
+    axes = meta.axes
+    fp = meta.fingerprint
+    sampler = meta.sampler
     shown = {name: _axis_values(name, labels, df, story) for name, labels in axes.items()}
     varied = [(name, shown[name]) for name, labels in axes.items() if len(labels) > 1]
     fixed = [(name, shown[name]) for name, labels in axes.items() if len(labels) == 1]
-    env = meta.get("environment", {})
+    env = meta.environment
     fixed += [
-        ("kernel", f"{meta.get('kernel')} (source {fp.get('kernel_source', '–')})"),
+        ("kernel", f"{meta.kernel} (source {fp.get('kernel_source', '–')})"),
         ("measurement", story.measurement),
         ("inputs", story.inputs),
         ("sampler", f"{sampler.get('name', '?')}, seed {sampler.get('seed', 0)}"),
@@ -180,12 +181,12 @@ def _footprint(label: str, ran: pd.DataFrame, story: RunStory) -> str:
     return f"{', '.join(map(format_size, sizes))} ({label} requested; {story.capped})"
 
 
-def record_rows(meta: dict[str, Any], df: pd.DataFrame, picks: pd.DataFrame,
+def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
                 tied: dict[int, int], metric: str, rate_unit: str, story: RunStory
                 ) -> list[tuple[str, str]]:
     """The seed's measurement record: what a reader needs to trust or redo the number.
     ``tied``: per final's winner, how many others were tied with it."""
-    env = meta.get("environment", {})
+    env = meta.environment
     ran = df.dropna(subset=["footprint"]) if "footprint" in df else pd.DataFrame()
     # not strict: a frame without a dtype column lists no sizes
     sizes = sorted({(d, int(f)) for d, f in zip(ran.get("dtype", []),
@@ -201,7 +202,7 @@ def record_rows(meta: dict[str, Any], df: pd.DataFrame, picks: pd.DataFrame,
         ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch')}, triton "
                      f"{env.get('triton')}, sweeper {env.get('sweeper')}, Python "
                      f"{env.get('python')}"),
-        ("command", f"`{meta.get('command', '?')}` (reproduce: `{reproduce_command(meta)}`)"),
+        ("command", f"`{meta.command or '?'}` (reproduce: `{reproduce_command(meta)}`)"),
         ("statistics", story.timer),
         ("stopping rule", story.measurement),
         ("raw samples", "`trials.jsonl` in this folder (every sample of every trial)"
@@ -212,13 +213,13 @@ def record_rows(meta: dict[str, Any], df: pd.DataFrame, picks: pd.DataFrame,
     ]
 
 
-def reproduce_command(meta: dict[str, Any]) -> str:
+def reproduce_command(meta: StudyMeta) -> str:
     """The ``sweeper run`` command that reproduces a study from its study.json: its space
     file, the device as it was opened (a replay by its table) and the study's name,
     shell-quoted."""
-    env = meta.get("environment", {})
-    device = env.get("opened_as") or meta.get("fingerprint", {}).get("device", "cuda")
+    env = meta.environment
+    device = env.get("opened_as") or meta.fingerprint.get("device", "cuda")
     if env.get("replay_table"):
         device = f"replay:{env['replay_table']}"
-    return shlex.join(["sweeper", "run", meta.get("space_path", "SPACE"), "--device", device,
-                       "--study", meta["study"]])
+    return shlex.join(["sweeper", "run", (meta.space_path or "SPACE"), "--device", device,
+                       "--study", meta.study])

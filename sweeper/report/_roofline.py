@@ -34,7 +34,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
 from sweeper.finals import Pick, Winners, problem_of
 from sweeper.report._tables import problem_key, trials_frame
-from sweeper.store import StudyStore
+from sweeper.store import StudyMeta, StudyStore
 
 #: Columns of :attr:`Roofline.points`.
 POINT_COLUMNS = ["study", "kernel", "dtype", "problem", "number", "intensity", "flop_s",
@@ -90,31 +90,31 @@ def winner_work(study: str, kernel: str, df: pd.DataFrame, picks: Iterable[Pick]
     return out
 
 
-def study_winners(store: StudyStore) -> tuple[dict[str, Any], list[Winner]]:
+def study_winners(store: StudyStore) -> tuple[StudyMeta, list[Winner]]:
     """A recorded study's meta and its winners (reads only study.json and the journal)."""
-    meta = store.meta()
+    meta = store.study_meta()
     trials, _ = store.records()
     picks = Winners.of(store).picks(trials).values()
-    df = trials_frame(trials, meta.get("meta_axes", []))
-    return meta, ([] if df.empty else winner_work(meta["study"], meta["kernel"], df, picks))
+    df = trials_frame(trials, meta.meta_axes)
+    return meta, ([] if df.empty else winner_work(meta.study, meta.kernel, df, picks))
 
 
-def limits(metas: Sequence[dict[str, Any]]) -> tuple[Ceilings | None, Bounds | None, str]:
+def limits(metas: Sequence[StudyMeta]) -> tuple[Ceilings | None, Bounds | None, str]:
     """The newest ceilings of the studies' GPU (their snapshots, and the ceilings cache for
     that GPU and driver) with where they come from, and the first physical bounds any study
     recorded."""
     found: list[tuple[Ceilings, str]] = []
     for meta in metas:
-        if meta.get("ceilings"):
-            found.append((Ceilings.from_json(meta["ceilings"]), f"study {meta['study']}"))
-        env = meta.get("environment", {})
+        if meta.ceilings:
+            found.append((Ceilings.from_json(meta.ceilings), f"study {meta.study}"))
+        env = meta.environment
         if env.get("gpu_uuid"):
             cached = calibrated.load(env["gpu"], env["gpu_uuid"], env.get("driver", ""))
             if cached is not None:
                 found.append((cached, "the ceilings cache"))
     newest = max(found, key=lambda c: c[0].measured, default=None)
-    bounds = next((Bounds.from_json(m["bounds"]) for m in metas
-                   if m.get("bounds") and Bounds.from_json(m["bounds"]).all()), None)
+    bounds = next((Bounds.from_json(m.bounds) for m in metas
+                   if m.bounds and Bounds.from_json(m.bounds).all()), None)
     return (newest[0] if newest else None, bounds,
             f"sweeper calibrate, {newest[0].measured}, from {newest[1]}" if newest else "")
 
@@ -237,10 +237,9 @@ def studies_roofline(stores: Sequence[StudyStore], gpu: str | None = None) -> Ro
     refused (one line) when the studies span GPUs, none is of ``gpu``, or their GPU has
     neither ceilings nor physical bounds."""
     read = [study_winners(store) for store in stores]
-    by_gpu: dict[str, list[tuple[dict[str, Any], list[Winner]]]] = {}
+    by_gpu: dict[str, list[tuple[StudyMeta, list[Winner]]]] = {}
     for meta, chosen in read:
-        by_gpu.setdefault(meta.get("environment", {}).get("gpu", "?"), []).append(
-            (meta, chosen))
+        by_gpu.setdefault(meta.gpu, []).append((meta, chosen))
     if gpu is not None:
         if gpu not in by_gpu:
             raise SweeperError(f"--gpu {gpu!r}: no study measured on it; the studies' GPUs: "
@@ -249,7 +248,7 @@ def studies_roofline(stores: Sequence[StudyStore], gpu: str | None = None) -> Ro
     if not by_gpu:
         raise SweeperError("no study to place on a roofline")
     if len(by_gpu) > 1:
-        named = "; ".join(f"{g}: {', '.join(m['study'] for m, _ in found)}"
+        named = "; ".join(f"{g}: {', '.join(m.study for m, _ in found)}"
                           for g, found in sorted(by_gpu.items()))
         raise SweeperError(f"the studies were measured on {len(by_gpu)} GPUs ({named}); a "
                            "roofline is of one GPU: name its studies, or pick it with --gpu")

@@ -14,7 +14,7 @@ import pandas as pd
 
 from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
-from sweeper.finals import Winners, finals_apply
+from sweeper.finals import Winners
 from sweeper.fsio import atomic_write
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
@@ -40,7 +40,7 @@ from sweeper.report._tables import (
     trials_frame,
     unit,
 )
-from sweeper.store import DriftRecord, DutyRecord, Storage
+from sweeper.store import DriftRecord, DutyRecord, Storage, StudyMeta
 
 
 @dataclass
@@ -61,21 +61,21 @@ def study_tables(store: Storage, *, shared_scale: bool = False) -> dict[str, Any
     """Everything the report shows, computed from the study on disk; problems in
     (dtype, footprint, dimensions, cache) order everywhere.  ``shared_scale``: one colour scale for
     all heatmaps of a problem (default: each map its own)."""
-    meta = store.meta()
+    meta = store.study_meta()
     trials, baselines = store.records()
     winners = Winners.of(store)            # the newest final of each problem counts
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
-    ceilings = Ceilings.from_json(meta["ceilings"]) if meta.get("ceilings") else None
-    meta_names = meta.get("meta_axes", [])
+    ceilings = Ceilings.from_json(meta.ceilings) if meta.ceilings else None
+    meta_names = meta.meta_axes
     headline = study_headline(meta)
     df = trials_frame(trials, meta_names, ceilings, headline)
     metric = headline.value if df.empty else rate_column(df, headline)
-    axes = meta.get("axes", {})
+    axes = meta.axes
     blocks = sorted(int(b) for b in axes.get("block", []) if str(b).isdigit())
     fixed = single_valued(df, meta_names)
     shown_meta = [n for n in meta_names if n not in fixed]
     varying = len({"grid_label", "block", *meta_names} - set(fixed))
-    env = meta.get("environment", {})
+    env = meta.environment
     empty = df.empty
     finals = [winners.finals[k] for k in sorted(winners.finals)]
     story = run_story(meta)
@@ -86,24 +86,24 @@ def study_tables(store: Storage, *, shared_scale: bool = False) -> dict[str, Any
         "picks": pd.DataFrame() if empty else _without(headline_table(
             list(picks.values()), df, shown_meta, metric), fixed),
         "heatmaps": [] if empty or varying < 2 else heatmaps(
-            df, meta_names, axes.get("grid", []), blocks, kernel=meta["kernel"],
+            df, meta_names, axes.get("grid", []), blocks, kernel=meta.kernel,
             gpu=env.get("gpu", "?"), headline=headline, picks=picks,
             shared_scale=shared_scale),
         "best": pd.DataFrame() if empty else _without(best_configs(
             df, baselines, shown_meta, picks=picks, finals=finals), fixed),
         "failures": pd.DataFrame() if empty else failure_counts(df),
         "stops": pd.DataFrame() if empty else stop_counts(
-            df, meta.get("measure", {}).get("stop", "")),
+            df, meta.measure.get("stop", "")),
         "flags": pd.DataFrame() if empty else flag_counts(trials),
         "unmeasured": None if empty else nothing_measured(df),
         "agreements": winners.agreements(trials),
         "unfinished": [problem_text(p) for p in winners.missing(trials)]
-        if finals_apply(meta) else [],
+        if meta.finals else [],
         "finals": [(f, _without(final_table(f, df, shown_meta, metric), fixed, final=True))
                    for f in finals],
-        "effects": one_at_a_time(trials, axes, dict(meta["sampler"].get("baseline", [])),
+        "effects": one_at_a_time(trials, axes, dict(meta.sampler.get("baseline", [])),
                                  headline)
-        if meta.get("sampler", {}).get("baseline") else [],       # a sampler that takes one
+        if meta.sampler.get("baseline") else [],       # a sampler that takes one
         "drift": store.read(DriftRecord),
         "factors": factors(meta, df, story),
         "abandoned": {"trials": sum(t.status.value == "abandoned" for t in trials),
@@ -127,32 +127,31 @@ def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
     return table.drop(columns=[c for c in drop if c and c in table])
 
 
-def _charts(meta: dict[str, Any], df: pd.DataFrame, picks: list[Any], metric: str,
+def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
             ceilings: Ceilings | None) -> dict[str, Any]:
     """The footprint curves (dtypes with two footprints or more) and the roofline of the
     study's winners (when its GPU has ceilings or physical bounds)."""
     if df.empty:
         return {"footprint": [], "roofline": None}
-    env = meta.get("environment", {})
-    bounds = Bounds.from_json(meta["bounds"]) if meta.get("bounds") else None
-    names = ["grid_label", "block", *meta.get("meta_axes", [])]
+    env = meta.environment
+    bounds = Bounds.from_json(meta.bounds) if meta.bounds else None
+    names = ["grid_label", "block", *meta.meta_axes]
     curves = footprint_curves(
-        df, picks, metric, kernel=meta["kernel"], gpu=env.get("gpu", "?"), grid_names=names,
+        df, picks, metric, kernel=meta.kernel, gpu=env.get("gpu", "?"), grid_names=names,
         l2_bytes=int(env.get("l2_bytes") or (bounds.l2_bytes if bounds else 0)),
         ceilings=ceilings, bounds=bounds)
     roof = None
     if ceilings is not None or (bounds is not None and bounds.all()):
-        roof = roofline(env.get("gpu", "?"), winner_work(meta["study"], meta["kernel"], df, picks),
+        roof = roofline(env.get("gpu", "?"), winner_work(meta.study, meta.kernel, df, picks),
                         ceilings, bounds,
                         f"sweeper calibrate, {ceilings.measured}" if ceilings else "")
         roof = roof if len(roof.points) else None       # nothing on it: % of ceiling says it
     return {"footprint": curves, "roofline": roof}
 
 
-def study_headline(meta: dict[str, Any]) -> Headline:
-    """The kernel's headline rate, as the study recorded it (a study file read by a store
-    has one: :func:`sweeper.store._upgrade.upgraded_meta`)."""
-    return Headline(meta.get("headline") or Headline.GBPS.value)
+def study_headline(meta: StudyMeta) -> Headline:
+    """The kernel's headline rate, as the study recorded it."""
+    return Headline(meta.headline)
 
 
 def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = False,
@@ -192,11 +191,11 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
     meta, df = tables["meta"], tables["frame"]
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
     return {
-        "study": meta["study"], "kernel": meta["kernel"], "device_note": meta.get("device_note"),
-        "environment": meta.get("environment", {}), "measure": meta.get("measure", {}),
-        "measure_text": meta.get("measure_text"), "sampler": meta.get("sampler"),
-        "reproduce": reproduce_command(meta), "command": meta.get("command"),
-        "space_sha256": meta.get("space_sha256"), "fingerprint": meta.get("fingerprint"),
+        "study": meta.study, "kernel": meta.kernel, "device_note": meta.device_note,
+        "environment": meta.environment, "measure": meta.measure,
+        "measure_text": meta.measure_text, "sampler": meta.sampler,
+        "reproduce": reproduce_command(meta), "command": meta.command,
+        "space_sha256": meta.space_sha256, "fingerprint": meta.fingerprint,
         "counts": counts,
         "headline": {"metric": tables["metric"], "unit": unit(tables["metric"]),
                      "per_problem": _clean(tables["picks"].to_dict("records"))},
@@ -218,7 +217,7 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "failures": _clean(tables["failures"].to_dict("records")),
         "stopping": _clean(tables["stops"].to_dict("records")),
         "flags": _clean(tables["flags"].to_dict("records")),
-        "ceilings": meta.get("ceilings"), "bounds": meta.get("bounds"),
+        "ceilings": meta.ceilings, "bounds": meta.bounds,
         "factors": {k: dict(v) for k, v in tables["factors"].items()},
         "abandoned": tables["abandoned"],
         "power": tables["power"],

@@ -78,8 +78,8 @@ def _best_trials(root: Path, kernel: str, gpu: str
 
     store = StudyStore(root)
     try:
-        meta = store.meta()
-        if meta["kernel"] != kernel or meta.get("environment", {}).get("gpu") != gpu:
+        meta = store.study_meta()
+        if meta.kernel != kernel or meta.environment.get("gpu") != gpu:
             return None
         trials = [t for t in store.records(warn=False)[0] if t.ok and not t.suspicious]
     except SweeperError as err:
@@ -92,7 +92,7 @@ def _best_trials(root: Path, kernel: str, gpu: str
                       f"(line {bad[0].number}: {bad[0].reason}); its other trials are used "
                       "for priors", StudyWarning, stacklevel=3)
     best = sorted(trials, key=lambda t: -t.score)[:PER_STUDY]
-    return PriorSource(study=str(meta["study"])), best
+    return PriorSource(study=meta.study), best
 
 
 def priors_from_studies(studies_dir: str | Path, space: Space, gpu: str,

@@ -16,6 +16,7 @@ from sweeper.store._base import Storage
 from sweeper.store._claims_file import Claim
 from sweeper.store._codec import ProblemKey
 from sweeper.store._journal import JOURNAL, REJECTED, BadLine
+from sweeper.store._meta import StudyMeta
 from sweeper.store._records import (
     BaselineRecord,
     DriftRecord,
@@ -30,4 +31,4 @@ from sweeper.store._study import META, StudyStore
 
 __all__ = ["FORMAT", "JOURNAL", "META", "REJECTED", "BadLine", "BaselineRecord", "Claim",
            "DriftRecord", "DutyRecord", "FirstMeasurement", "GpuSlot", "ProblemKey", "Record",
-           "Storage", "StudyStore", "TrialRecord", "key_of"]
+           "Storage", "StudyMeta", "StudyStore", "TrialRecord", "key_of"]

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from sweeper.store._claims_file import Claim
 from sweeper.store._journal import BadLine
 from sweeper.store._ledger import study_axes, widened
+from sweeper.store._meta import StudyMeta
 from sweeper.store._records import BaselineRecord, TrialRecord, key_of
 from sweeper.store._schema import Record
 from sweeper.store._upgrade import complete_dims
@@ -122,7 +123,12 @@ class Storage(ABC):
 
     @abstractmethod
     def meta(self) -> dict[str, Any]:
-        """The checked metadata; a missing or malformed one is a StudyError."""
+        """The checked metadata as its JSON object (what a copy or an edit works on); a
+        missing or malformed one is a StudyError."""
+
+    def study_meta(self) -> StudyMeta:
+        """The checked metadata, typed: what readers ask of it."""
+        return StudyMeta.from_json(self.meta())
 
     @abstractmethod
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:

@@ -55,8 +55,8 @@ from sweeper.store._base import Storage, kept_once, record_key
 from sweeper.store._claims_file import BUSY, BUSY_RUN, Claim, worker_taken
 from sweeper.store._journal import BadLine, Scan, encode_record, scan_bytes, warn_new
 from sweeper.store._ledger import Ledger, study_axes
+from sweeper.store._meta import meta_problem
 from sweeper.store._records import TrialRecord
-from sweeper.store._schema import meta_problem
 from sweeper.store._upgrade import upgraded_meta
 from sweeper.store._url import SHAPE, database_url, mask_url, with_timeouts
 

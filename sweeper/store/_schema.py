@@ -43,21 +43,10 @@ KINDS = {
     "duty": "sweeper.store._records:DutyRecord",
 }
 
-#: study.json: the keys every reader needs, and the types of those it reads when present.
-META_REQUIRED = ("study", "kernel")
-META_TYPES: dict[str, Any] = {
-    "study": str, "kernel": str, "created": str, "command": str, "space_path": str,
-    "space_text": str, "space_sha256": str, "headline": str, "measure_text": str,
-    "sampler": dict[str, Any], "measure": dict[str, Any], "environment": dict[str, Any],
-    "fingerprint": dict[str, Any], "axes": dict[str, list[Any]], "meta_axes": list[str],
-    "ceilings": dict[str, Any] | None, "resumed": list[str], "last_run": dict[str, Any],
-}
-
-
 def record_problem(data: Any) -> str | None:
     """Why ``data`` (a parsed JSON line) is not a journal record, or ``None`` if it is."""
     if not isinstance(data, dict):
-        return f"a JSON {_json_type(data)}, not a record (an object with a kind)"
+        return f"a JSON {json_type(data)}, not a record (an object with a kind)"
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in KINDS:
         got = "no kind" if "kind" not in data else f"unknown kind {show(kind)}"
@@ -67,19 +56,6 @@ def record_problem(data: Any) -> str | None:
     if problem is None and hasattr(cls, "invariants"):
         problem = cls.invariants(data)
     return None if problem is None else f"{kind} record: {problem}"
-
-
-def meta_problem(meta: Any) -> str | None:
-    """Why ``meta`` (a parsed study.json) is not one sweeper can use, or ``None``."""
-    if not isinstance(meta, dict):
-        return f"a JSON {_json_type(meta)}, not an object"
-    problem = format_problem(meta, "study files")
-    if problem is not None:
-        return problem
-    missing = [k for k in META_REQUIRED if k not in meta]
-    if missing:
-        return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
-    return values_problem(meta, META_TYPES)
 
 
 def format_problem(data: Mapping[str, Any], what: str) -> str | None:
@@ -411,7 +387,8 @@ def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """A JSON value's type as JSON names it: object, array, string, number..."""
     return {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
             type(None): "null", dict: "object"}.get(type(value), type(value).__name__)
 

@@ -25,8 +25,8 @@ from sweeper.store._base import Storage, kept_once, record_key
 from sweeper.store._claims_file import Claim, ClaimsFile, StudyLock, WorkerLocks
 from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_new
 from sweeper.store._ledger import Axes, study_axes
+from sweeper.store._meta import meta_problem
 from sweeper.store._records import TrialRecord
-from sweeper.store._schema import meta_problem
 from sweeper.store._upgrade import upgraded_meta
 
 META = "study.json"

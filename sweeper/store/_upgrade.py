@@ -8,7 +8,9 @@ format 2 by :func:`upgraded` and :func:`upgraded_meta`:
 - a flag or a stop reason kept as its text alone names its kind by its first words
   (``unconverged: ci 2.1% > 0.5%``), now ``{"kind", "text"}``; an empty stop reason is none;
 - a config, or a final's problem, without a ``cache`` was measured ``cold``;
-- a study file without a ``headline`` led with its built-in kernel's rate, else GB/s;
+- a study file without a ``headline`` led with its built-in kernel's rate, else GB/s, and
+  one without ``finals`` (written with the built-in plugins only) ran them but on a replay
+  (nothing can be measured again) or one at a time (it answers another question);
 - a problem without dimensions keeps a dtype and a footprint alone: it gets the dimensions
   the study's kernel derives from its footprint (:func:`complete_dims`, once the records
   are typed, as that needs the kernel).
@@ -89,13 +91,17 @@ def _notes_upgraded(data: dict[str, Any], name: str, note: Any) -> str | None:
 
 
 def upgraded_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """A checked study file (see :func:`format_problem`) as the current format."""
+    """A checked study file (:func:`~sweeper.store._meta.meta_problem`) as the current
+    format, changed in place."""
     if meta.get("format") == FORMAT:
         return meta
     if not meta.get("headline"):
         kernel = meta.get("kernel")
         meta["headline"] = (plugins.kernel_declaration(kernel).headline.value
                             if kernel in BUILTINS else Headline.GBPS.value)
+    if "finals" not in meta:          # checked: environment and sampler are objects
+        meta["finals"] = (meta.get("environment", {}).get("device") != "replay" and
+                          meta.get("sampler", {}).get("name") != "one-at-a-time")
     meta["format"] = FORMAT
     return meta
 

@@ -1,0 +1,98 @@
+"""A study's metadata (``study.json``, or the PostgreSQL study row) as one typed record.
+
+:class:`StudyMeta`'s field annotations are the schema a study file is checked against
+when it is read (:func:`meta_problem`), as a journal record's are; readers get the typed
+object (:meth:`~sweeper.store.Storage.study_meta`) and never guess at a missing key: a
+field a study file leaves out reads as its default, and what older sweepers wrote is read
+as the current format first (:func:`~sweeper.store._upgrade.upgraded_meta`).  Writers
+(creating a study, a resume's edit, a copy) keep working on the JSON object, so keys this
+sweeper does not know are kept as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweeper.store._schema import FORMAT, fields_problem, format_problem, json_type, load_fields
+
+
+@dataclass(frozen=True)
+class StudyMeta:
+    """What a study recorded about itself: its name and kernel, the command and space
+    file it was created with, how it measured (``measure``, as the device resolved it, and
+    ``measure_text``), the sampler, the device's environment and the run's fingerprint,
+    the GPU's bounds and ceilings, the space's axes (widened by each resume) and which of
+    them are meta-parameters, when it was resumed and how its last run went."""
+
+    study: str
+    kernel: str
+    format: int = FORMAT
+    #: the kernel's name as its tuning entries key it (``kernel`` may be a file path)
+    kernel_name: str = ""
+    created: str = ""
+    command: str = ""
+    space_path: str = ""
+    space_text: str = ""
+    space_sha256: str = ""
+    headline: str = "gbps"
+    measure_text: str = ""
+    device_note: str | None = None
+    sampler: dict[str, Any] = field(default_factory=dict)
+    measure: dict[str, Any] = field(default_factory=dict)
+    measure_requested: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    #: checked against the fingerprint's own copy (:func:`sweeper.study.fingerprint_damage`)
+    kernel_source_hash: Any = None
+    bounds: dict[str, Any] | None = None
+    ceilings: dict[str, Any] | None = None
+    #: whether its problems get interleaved finals (:func:`sweeper.study.finals_wanted`)
+    finals: bool = True
+    axes: dict[str, list[Any]] = field(default_factory=dict)
+    meta_axes: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+    last_run: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, meta: Mapping[str, Any]) -> StudyMeta:
+        """The typed metadata of a checked study file (:func:`meta_problem` passed it);
+        keys it has no field for are left."""
+        out: StudyMeta = load_fields(cls, meta)
+        return out
+
+    @property
+    def gpu(self) -> str:
+        """The GPU it measured, as its environment names it (``?`` where it names none)."""
+        return str(self.environment.get("gpu", "?"))
+
+    @property
+    def tuned_name(self) -> str:
+        """The kernel as tuning files and exported modules name it."""
+        return self.kernel_name or self.kernel
+
+    @property
+    def sampler_name(self) -> str:
+        """The sampler that chose its configs."""
+        return str(self.sampler.get("name", ""))
+
+
+#: The fields a study file must hold (those of :class:`StudyMeta` without a default).
+META_REQUIRED = tuple(f.name for f in dataclasses.fields(StudyMeta)
+                      if f.default is dataclasses.MISSING
+                      and f.default_factory is dataclasses.MISSING)
+
+
+def meta_problem(meta: Any) -> str | None:
+    """Why ``meta`` (a parsed study.json) is not one sweeper can use, or ``None``."""
+    if not isinstance(meta, dict):
+        return f"a JSON {json_type(meta)}, not an object"
+    problem = format_problem(meta, "study files")
+    if problem is not None:
+        return problem
+    missing = [k for k in META_REQUIRED if k not in meta]
+    if missing:
+        return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
+    return fields_problem(StudyMeta, meta)
