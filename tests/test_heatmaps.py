@@ -40,7 +40,7 @@ def test_the_winners_cell_shows_the_winner_and_its_final_rate(tmp_path):
     # the sweep's fastest in cell (32, sms) is #4 (BLOCK=1024, 400 GB/s), but the final
     # re-measured #4 and #0 (BLOCK=256, 100 GB/s in the sweep) together and chose #0
     store = copy_study(tmp_path, [final(0, [4, 0], [0.0050, 0.0049])])
-    best = study_tables(store)["heatmaps"][-1]
+    best = study_tables(store).heatmaps[-1]
     assert best.best == (32, "sms") and best.best_note == "winner of the interleaved final"
     assert best.values.loc[32, "sms"] == 100.0 and best.won_by.loc[32, "sms"] == "B=256"
     assert best.best_final == pytest.approx(2.0 / 0.0049)

@@ -95,7 +95,7 @@ def three_footprints(tmp_path, **kw):
 
 def test_a_footprint_curve_gives_each_problems_choice_its_ci_and_the_references(tmp_path):
     store = three_footprints(tmp_path)
-    (curve,) = study_tables(store)["footprint"]
+    (curve,) = study_tables(store).footprint
     assert curve.name == "footprint_float32" and curve.metric == "gbps"
     points = curve.points
     assert list(zip(points["footprint"], points["cache"], strict=True)) == [
@@ -139,7 +139,7 @@ def test_a_point_is_the_finals_winner_at_the_finals_median_and_ci(tmp_path):
     final = FinalRecord(problem=ProblemKey("float32", 4 * KIB), tied=[1, 0], winner=1,
                         finalists=[Finalist(number=n, samples_ms=samples,
                                             stats=summarize(samples)) for n in (1, 0)])
-    (curve,) = study_tables(study(tmp_path, [*records, final]))["footprint"]
+    (curve,) = study_tables(study(tmp_path, [*records, final])).footprint
     first = curve.points.iloc[0]
     assert first["number"] == 1 and first["median_ms"] == pytest.approx(0.1)
     assert first["rate"] == pytest.approx(2 * 4 * KIB / 1e-4 / 1e9)
@@ -152,7 +152,7 @@ def test_a_replayed_h200_copy_over_five_footprints(tmp_path):
     table, space = combined_table(tmp_path, *COPY)      # the recorded 8MiB to 4GiB tables
     store = replayed(table, space, tmp_path / "copy")
     tables = study_tables(store)
-    (curve,) = tables["footprint"]
+    (curve,) = tables.footprint
     best: dict[int, float] = {}
     for row in csv.DictReader(line for line in table.read_text().splitlines()
                               if not line.startswith("#")):
@@ -166,7 +166,7 @@ def test_a_replayed_h200_copy_over_five_footprints(tmp_path):
     assert len(curve.trace) == 5 and curve.trace_label.endswith("the 4GiB cold choice, at "
                                                                 "every footprint")
     assert curve.bound is None and curve.ceiling.empty                # a replay has neither
-    assert tables["roofline"] is None
+    assert tables.roofline is None
 
 
 def test_a_tflops_curve_is_held_against_the_matmul_ceiling_and_flop_bound(tmp_path):
@@ -174,7 +174,7 @@ def test_a_tflops_curve_is_held_against_the_matmul_ceiling_and_flop_bound(tmp_pa
     store = replayed(table, space, tmp_path / "mm")
     store.update_meta(ceilings=CEILINGS.to_json(), bounds=BOUNDS.to_json())
     tables = study_tables(store)
-    (curve,) = tables["footprint"]
+    (curve,) = tables.footprint
     assert curve.metric == "tflops" and list(curve.points["footprint"]) == [2 << 20, 8 << 20,
                                                                            32 << 20]
     side = [1024, 2048, 4096]
@@ -185,7 +185,7 @@ def test_a_tflops_curve_is_held_against_the_matmul_ceiling_and_flop_bound(tmp_pa
     assert curve.ceiling_label == "torch.matmul bfloat16 8192³, calibrated"
     assert curve.bound == 1000.0
     # ... and its winners are points on the study's roofline, against the bf16 roofs
-    roof = tables["roofline"]
+    roof = tables.roofline
     assert list(roof.points["problem"]) == [f"bfloat16 M={n} N={n} K={n} cold"
                                             for n in (1024, 2048, 4096)]
     big = roof.points.iloc[2]
@@ -199,7 +199,7 @@ def test_nothing_is_drawn_for_one_footprint_or_a_dtype_with_one(tmp_path):
     one = study(tmp_path, [trial(0, 4 * KIB, "cold", 32, 90.0),
                            trial(1, 4 * KIB, "warm", 32, 250.0)])
     tables = study_tables(one)
-    assert tables["footprint"] == []
+    assert tables.footprint == []
     files = write_report(one)
     assert not [p for p in files.images if p.name.startswith("footprint")]
     assert "Footprint" not in files.markdown.read_text()
@@ -209,9 +209,9 @@ def test_nothing_is_drawn_for_one_footprint_or_a_dtype_with_one(tmp_path):
                              trial(1, 4 * KIB, "cold", 32, 95.0, dtype="float16"),
                              trial(2, 16 * KIB, "cold", 32, 150.0, dtype="float16")],
                   name="mixed")
-    assert [c.name for c in study_tables(mixed)["footprint"]] == ["footprint_float16"]
+    assert [c.name for c in study_tables(mixed).footprint] == ["footprint_float16"]
     # a copy study has no FLOPs: no point to place, no roofline section
-    assert study_tables(three_footprints(tmp_path / "copy"))["roofline"] is None
+    assert study_tables(three_footprints(tmp_path / "copy")).roofline is None
 
 
 def winners():

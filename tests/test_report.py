@@ -151,14 +151,14 @@ def test_reports_mark_the_interleaved_winner_not_the_sweeps_fastest(tmp_path):
     # and named #1: every "best" the report shows is #1, as `sweeper export` writes it
     store = copy_study(tmp_path, [final(1, [4, 1], [0.0050, 0.0049])])
     tables = study_tables(store)
-    m256, m1024, overview = tables["heatmaps"]
+    m256, m1024, overview = tables.heatmaps
     assert overview.best == (64, "sms") and m256.best == (64, "sms")     # #1's cell
     assert overview.best_note == m256.best_note == "winner of the interleaved final"
     assert m1024.best == (32, "sms") and m1024.best_note == "best of this map"
-    best = tables["best"]
+    best = tables.best
     assert list(best.loc[best["chosen"] != "", "number"]) == [1]
     assert best.loc[best["number"] == 1, "chosen"].item() == "winner"
-    picks = tables["picks"]
+    picks = tables.picks
     assert list(picks["number"]) == [1] and picks["chosen_by"][0] == "interleaved final"
     assert picks["gbps"][0] == pytest.approx(2.0 / 0.0049)       # at the final's median
     _, entries = export_study(store, tmp_path / "tuning.json")
@@ -174,10 +174,10 @@ def test_reports_mark_the_interleaved_winner_not_the_sweeps_fastest(tmp_path):
 
 def test_without_finals_reports_mark_the_sweeps_best(tmp_path):
     tables = study_tables(copy_study(tmp_path))
-    assert tables["heatmaps"][-1].best == (32, "sms")                     # #4's cell
-    assert tables["heatmaps"][-1].best_note == "best in the sweep"
-    assert list(tables["picks"]["number"]) == [4]
-    assert tables["picks"]["chosen_by"][0] == "sweep median"
+    assert tables.heatmaps[-1].best == (32, "sms")                     # #4's cell
+    assert tables.heatmaps[-1].best_note == "best in the sweep"
+    assert list(tables.picks["number"]) == [4]
+    assert tables.picks["chosen_by"][0] == "sweep median"
 
 
 def test_a_copy_report_leads_with_gb_per_s(tmp_path):
@@ -206,15 +206,15 @@ def test_a_matmul_report_leads_with_tflops_and_the_matmul_ceiling(tmp_path):
                         copy={1 << 30: {"cold": 4000.0, "warm": 4000.0}})
     store.update_meta(ceilings=ceilings.to_json())
     tables = study_tables(store)
-    assert tables["metric"] == "tflops"
-    pick = tables["picks"].iloc[0]
+    assert tables.metric == "tflops"
+    pick = tables.picks.iloc[0]
     tflops = 2 * 4096 ** 3 / (pick["median_ms"] * 1e-3) / 1e12
     assert pick["tflops"] == pytest.approx(tflops) and 700 < tflops < 800
     assert pick["pct_ceiling"] == pytest.approx(100 * tflops / 800.0)
-    overview = tables["heatmaps"][-1]
+    overview = tables.heatmaps[-1]
     assert overview.metric == "tflops" and overview.title.endswith("· TFLOP/s")
     assert overview.values.max().max() == pytest.approx(tflops)
-    assert tables["best"]["tflops"].iloc[0] == pytest.approx(tflops)
+    assert tables.best["tflops"].iloc[0] == pytest.approx(tflops)
     files = write_report(store, draw=False)
     md = files.markdown.read_text()
     assert "rates: TFLOP/s (FLOPs / median)" in md
@@ -308,7 +308,7 @@ def test_tuning_json_report_json_and_report_md_give_the_winner_one_median(tmp_pa
     assert f"#{entry['trial']} at {entry['gbps']:.4g} GB/s" in md           # conclusion
     # the maps mark that winner with the same rate, under its sweep rate
     tables = study_tables(store)
-    overview = tables["heatmaps"][-1]
+    overview = tables.heatmaps[-1]
     assert overview.best_note == "winner of the interleaved final"
     assert overview.best_final == pytest.approx(entry["gbps"])
     text = cell_text(overview).loc[overview.best]

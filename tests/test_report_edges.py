@@ -40,9 +40,9 @@ def test_problems_sort_by_footprint_and_the_ci_is_a_percentage(tmp_path):
     files = write_report(store, draw=False)
     order = ["float32 4KiB cold", "float32 8KiB cold", "float32 16KiB cold"]
     tables = study_tables(store)
-    assert list(tables["best"]["problem"]) == order
-    assert list(tables["picks"]["problem"]) == order
-    assert tables["heatmaps"] == []          # grid, block and BLOCK each hold one value
+    assert list(tables.best["problem"]) == order
+    assert list(tables.picks["problem"]) == order
+    assert tables.heatmaps == []          # grid, block and BLOCK each hold one value
     data = json.loads(files.json.read_text())
     assert [r["problem"] for r in data["best"]] == order
     assert [r["problem"] for r in data["headline"]["per_problem"]] == order

@@ -1,5 +1,6 @@
 """Report: compute tables (pandas) in one place, draw them (matplotlib) in another."""
 
+from sweeper.report._contents import ReportTables
 from sweeper.report._draw import draw_heatmap, heatmap_figure
 from sweeper.report._draw_charts import (
     draw_footprint,
@@ -14,7 +15,7 @@ from sweeper.report._roofline import Roof, Roofline, roofline, studies_roofline
 from sweeper.report._tables import best_configs, failure_counts, nothing_measured, trials_frame
 from sweeper.report._write import ReportFiles, study_tables, write_report
 
-__all__ = ["FootprintCurve", "HeatmapData", "ReportFiles", "Roof", "Roofline",
+__all__ = ["FootprintCurve", "HeatmapData", "ReportFiles", "ReportTables", "Roof", "Roofline",
            "best_configs", "cell_text", "draw_footprint", "draw_heatmap", "draw_roofline",
            "failure_counts", "footprint_curves", "footprint_figure", "heatmap_figure",
            "heatmaps", "nothing_measured", "reproduce_command", "roofline", "roofline_figure",

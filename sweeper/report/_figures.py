@@ -33,6 +33,7 @@ import pandas as pd
 
 from sweeper.fsio import atomic_write, make_dirs
 from sweeper.report import _draw, _draw_charts
+from sweeper.report._contents import ReportTables
 from sweeper.report._draw import effect_figure, heatmap_figure, save_figure
 from sweeper.report._draw_charts import footprint_figure, roofline_figure
 
@@ -58,16 +59,16 @@ class Rendered(NamedTuple):
     drawn: list[Path]
 
 
-def report_figures(tables: dict[str, Any]) -> list[Figure]:
+def report_figures(tables: ReportTables) -> list[Figure]:
     """The pictures of a report, in the order it shows them: heatmaps that hold a number,
     one-at-a-time effects, footprint curves, the roofline."""
-    kernel, metric = tables["meta"].kernel, tables["metric"]
-    out = [Figure(m.name, heatmap_figure, (m,)) for m in tables["heatmaps"] if m.measured]
+    kernel, metric = tables.meta.kernel, tables.metric
+    out = [Figure(m.name, heatmap_figure, (m,)) for m in tables.heatmaps if m.measured]
     out += [Figure(f"oat_{e.axis}", effect_figure, (e, kernel, metric))
-            for e in tables["effects"]]
-    out += [Figure(c.name, footprint_figure, (c,)) for c in tables["footprint"]]
-    if tables["roofline"] is not None:
-        out.append(Figure("roofline", roofline_figure, (tables["roofline"],)))
+            for e in tables.effects]
+    out += [Figure(c.name, footprint_figure, (c,)) for c in tables.footprint]
+    if tables.roofline is not None:
+        out.append(Figure("roofline", roofline_figure, (tables.roofline,)))
     return out
 
 

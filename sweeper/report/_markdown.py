@@ -24,6 +24,7 @@ from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
 from sweeper.report._agreement import agreement_markdown
+from sweeper.report._contents import ReportTables
 from sweeper.report._power import power_markdown
 from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
@@ -45,10 +46,10 @@ SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling"
          "cv_pct": "CV %", "sm_mhz": "SM MHz", "x_baseline": "× baseline, same rounds"}
 
 
-def markdown(tables: dict[str, Any], images: list[Path]) -> str:
+def markdown(tables: ReportTables, images: list[Path]) -> str:
     """The report; ``images``: the heatmap files drawn (PNG and SVG)."""
-    meta, df, metric = tables["meta"], tables["frame"], tables["metric"]
-    story: RunStory = tables["story"]
+    meta, df, metric = tables.meta, tables.frame, tables.metric
+    story: RunStory = tables.story
     env = meta.environment
     out = [f"# Study `{_text(meta.study)}`: {_text(meta.kernel)} on "
            f"{_text(env.get('gpu', '?'))}\n"]
@@ -56,35 +57,35 @@ def markdown(tables: dict[str, Any], images: list[Path]) -> str:
         out.append(f"> **Note:** {_text(meta.device_note)}.\n")
     for dropped in meta.last_run.get("dropped", []):
         out.append(f"> **Last run:** {_text(dropped['line'])}.\n")
-    if tables["unmeasured"]:
-        out.append(f"**{_text(_sentence(tables['unmeasured']))}**\n")
+    if tables.unmeasured:
+        out.append(f"**{_text(_sentence(tables.unmeasured))}**\n")
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
     out.append(f"{len(df)} trials: {counts.get('ok', 0)} measured, "
                f"{sum(v for k, v in counts.items() if k not in ('ok', 'invalid'))} failed, "
                f"{counts.get('invalid', 0)} skipped by constraints. {_text(story.trial)}; "
                f"rates: {LABELS[metric]}.\n")
-    out += _factors(tables["factors"])
+    out += _factors(tables.factors)
     out += _picks(tables)
     out += _winners(tables)
     out += _effects(tables)
     out += _best(tables)
     out += _baselines(tables)
-    out += _ceilings(tables["ceilings"], tables["headline"], story)
+    out += _ceilings(tables.ceilings, tables.headline, story)
     out += _bounds(meta.bounds, df)
-    out += power_markdown(tables["power"])
+    out += power_markdown(tables.power)
     out += _stops(tables)
     out.append("\n## Trials without a number\n")
-    out.append(md_table(tables["failures"], empty="None: every config was measured."))
-    if tables["abandoned"]["trials"]:
+    out.append(md_table(tables.failures, empty="None: every config was measured."))
+    if tables.abandoned_trials:
         out.append(f"\nEarly abandonment (`measure.abandon: {meta.measure['abandon']}`): "
-                   f"{tables['abandoned']['trials']} trial(s) stopped sampling once clearly "
+                   f"{tables.abandoned_trials} trial(s) stopped sampling once clearly "
                    f"slower than the best, saving about "
-                   f"{tables['abandoned']['saved_ms']:.4g} ms of GPU sampling time.\n")
+                   f"{tables.abandoned_saved_ms:.4g} ms of GPU sampling time.\n")
     out += _heatmaps(tables, images)
     out += _footprint(tables)
     out += _roofline(tables)
     out.append("\n## Measurement record\n")
-    out.append(md_table(pd.DataFrame(tables["record"], columns=["item", "record"])))
+    out.append(md_table(pd.DataFrame(tables.record, columns=["item", "record"])))
     out.append("\n## Environment\n")
     out.append(md_table(pd.DataFrame([{"what": k, "value": v} for k, v in env.items()])))
     return "\n".join(out)
@@ -134,19 +135,19 @@ def _factors(found: dict[str, list[tuple[str, str]]]) -> list[str]:
     return out
 
 
-def _picks(tables: dict[str, Any]) -> list[str]:
+def _picks(tables: ReportTables) -> list[str]:
     out = ["## Best config per problem\n",
            "What `sweeper export` writes: the winner of the interleaved final where there "
            "is one, else the sweep's best; its median and rate from the samples it was "
            "chosen on (\"median from\"), its sweep median beside it.\n"]
-    picks = tables["picks"].drop(columns=["chosen_by"], errors="ignore")
-    out.append(md_table(picks.rename(columns={**SHOWN, tables["metric"]:
-                                              unit(tables["metric"])}),
+    picks = tables.picks.drop(columns=["chosen_by"], errors="ignore")
+    out.append(md_table(picks.rename(columns={**SHOWN, tables.metric:
+                                              unit(tables.metric)}),
                         empty="None: no config was measured."))
-    for problem in tables["unfinished"]:
+    for problem in tables.unfinished:
         out.append(f"**{_text(problem)}** ends with the sweep's best for now: {UNFINISHED}.\n")
-    df = tables["frame"]
-    if not tables["unmeasured"] and not df.empty:
+    df = tables.frame
+    if not tables.unmeasured and not df.empty:
         for _, sub in df.groupby(PROBLEM_ORDER, sort=True, dropna=False):
             why = nothing_measured(sub)
             if why:
@@ -154,11 +155,11 @@ def _picks(tables: dict[str, Any]) -> list[str]:
     return out
 
 
-def _best(tables: dict[str, Any]) -> list[str]:
-    best, metric = tables["best"], tables["metric"]
+def _best(tables: ReportTables) -> list[str]:
+    best, metric = tables.best, tables.metric
     if best.empty:
         return []
-    base_name = tables["baselines"][0].name if tables["baselines"] else "baseline"
+    base_name = tables.baselines[0].name if tables.baselines else "baseline"
     other_rates = [c for c in ("gbps", "tflops") if c != metric]
     shown = best.drop(columns=other_rates).rename(columns={
         **SHOWN, "pct_of_baseline": f"% of {base_name}", metric: unit(metric)})
@@ -169,36 +170,36 @@ def _best(tables: dict[str, Any]) -> list[str]:
             + ".\n", md_table(shown)]
 
 
-def _baselines(tables: dict[str, Any]) -> list[str]:
-    if not tables["baselines"]:
+def _baselines(tables: ReportTables) -> list[str]:
+    if not tables.baselines:
         return []
-    metric, df = tables["metric"], tables["frame"]
-    shaped = any(not b.problem.problem.sized_by_footprint for b in tables["baselines"])
+    metric, df = tables.metric, tables.frame
+    shaped = any(not b.problem.problem.sized_by_footprint for b in tables.baselines)
     rows = pd.DataFrame([{"name": b.name, "dtype": b.dtype,
                           "footprint": format_size(b.footprint),
                           **({"dims": show_dims(b.dims)} if shaped else {}), "cache": b.cache,
                           "median ms": b.stats.median, "min ms": b.stats.min,
                           "p95 ms": b.stats.p95, unit(metric): r}
-                         for b, r in zip(tables["baselines"],
-                                         baseline_rates(tables["baselines"], df, metric),
+                         for b, r in zip(tables.baselines,
+                                         baseline_rates(tables.baselines, df, metric),
                                          strict=True)])
     return ["\n## Baselines (same timer, same runs, same GPU)\n", md_table(rows)]
 
 
-def _stops(tables: dict[str, Any]) -> list[str]:
-    if tables["stops"].empty:            # nothing was measured: the top says why
+def _stops(tables: ReportTables) -> list[str]:
+    if tables.stops.empty:            # nothing was measured: the top says why
         return []
-    return ["\n## How sampling stopped, and flags\n", md_table(tables["stops"]),
-            "\n" + md_table(tables["flags"], empty="No trial was flagged.")]
+    return ["\n## How sampling stopped, and flags\n", md_table(tables.stops),
+            "\n" + md_table(tables.flags, empty="No trial was flagged.")]
 
 
-def _heatmaps(tables: dict[str, Any], images: list[Path]) -> list[str]:
-    blank = [m.name for m in tables["heatmaps"] if not m.measured]
+def _heatmaps(tables: ReportTables, images: list[Path]) -> list[str]:
+    blank = [m.name for m in tables.heatmaps if not m.measured]
     drawn = [f"![{p.stem}](heatmaps/{p.name})\n" for p in images if p.suffix == ".png"]
     if not drawn and not blank:
         return []
     out = ["\n## Heatmaps\n", *drawn]
-    maps = tables["heatmaps"]
+    maps = tables.heatmaps
     if blank and len(blank) == len(maps):
         out.append("None drawn: no config was measured.\n")
     elif blank:
@@ -206,18 +207,18 @@ def _heatmaps(tables: dict[str, Any], images: list[Path]) -> list[str]:
     return out
 
 
-def _footprint(tables: dict[str, Any]) -> list[str]:
-    if not tables.get("footprint"):
+def _footprint(tables: ReportTables) -> list[str]:
+    if not tables.footprint:
         return []
     out = ["\n## Footprint curves\n"]
-    for curve in tables["footprint"]:
+    for curve in tables.footprint:
         out.append(f"**{curve.dtype}**: {curve.caption}.\n")
         out.append(f"![{curve.name}](heatmaps/{curve.name}.png)\n")
     return out
 
 
-def _roofline(tables: dict[str, Any]) -> list[str]:
-    roof = tables.get("roofline")
+def _roofline(tables: ReportTables) -> list[str]:
+    roof = tables.roofline
     if roof is None:
         return []
     out = ["\n## Roofline\n",
@@ -238,36 +239,36 @@ def _roofline(tables: dict[str, Any]) -> list[str]:
     return out
 
 
-def _effects(tables: dict[str, Any]) -> list[str]:
-    if not tables["effects"]:
+def _effects(tables: ReportTables) -> list[str]:
+    if not tables.effects:
         return []
     out = ["## One variable at a time\n",
            "Every axis swept alone, all others at the baseline "
-           f"({_text(', '.join(f'{e.axis}={e.baseline}' for e in tables['effects']))}).\n"]
+           f"({_text(', '.join(f'{e.axis}={e.baseline}' for e in tables.effects))}).\n"]
     rows = pd.DataFrame([{"axis": e.axis, "best value": e.best, "baseline": e.baseline,
                           "best/worst": e.ratio, "effect beyond noise": e.beyond_noise}
-                         for e in tables["effects"]])
+                         for e in tables.effects])
     out.append(md_table(rows))
-    for drift in tables["drift"]:
+    for drift in tables.drift:
         out.append(f"\nThe baseline (#{drift.number}) measured again at the end: "
                    f"{drift.stats.median:.4g} ms, {drift.drift_pct:+.2f}% against "
                    "its first measurement.\n")
-    for e in tables["effects"]:
+    for e in tables.effects:
         out.append(f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n")
     return out
 
 
-def _winners(tables: dict[str, Any]) -> list[str]:
-    if not tables["finals"]:
+def _winners(tables: ReportTables) -> list[str]:
+    if not tables.finals:
         return []
-    rules = list(dict.fromkeys(final.rule for final, _ in tables["finals"]))
+    rules = list(dict.fromkeys(final.rule for final, _ in tables.finals))
     out = ["## Winners, re-measured interleaved\n",
            "Finalists (the top configs and every config tied with the best) were re-measured "
            "in round-robin rounds in one process; the winner comes from those samples. "
            + (f"Rule: {_text(rules[0])}.\n" if len(rules) == 1 else
               "Rules (each final records the one that chose it): "
               + " \\| ".join(map(_text, rules)) + ".\n")]
-    for final, table in tables["finals"]:
+    for final, table in tables.finals:
         p = final.problem
         ratio = final.baseline_ratio()
         against = (f" In the same rounds {_text(final.baseline.name)} measured "
@@ -280,9 +281,9 @@ def _winners(tables: dict[str, Any]) -> list[str]:
                    f"{final.rounds} rounds × {final.samples_per_round} samples each"
                    f"{', after ' + _text(final.duty) if final.duty else ''}.{against}\n")
         out.append(md_table(table.rename(columns={**SHOWN, "grid": "grid",
-                                                  tables["metric"]: unit(tables["metric"])})))
-        if p in tables["agreements"]:
-            line, frame = agreement_markdown(tables["agreements"][p])
+                                                  tables.metric: unit(tables.metric)})))
+        if p in tables.agreements:
+            line, frame = agreement_markdown(tables.agreements[p])
             out += [f"\n{_text(line.rstrip())}\n", md_table(frame)]
     return out
 

@@ -19,6 +19,7 @@ from sweeper.fsio import atomic_write
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
 from sweeper.report._agreement import agreement_json
+from sweeper.report._contents import ReportTables
 from sweeper.report._figures import render, report_figures
 from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import heatmaps
@@ -57,7 +58,7 @@ class ReportFiles:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def study_tables(store: Storage, *, shared_scale: bool = False) -> dict[str, Any]:
+def study_tables(store: Storage, *, shared_scale: bool = False) -> ReportTables:
     """Everything the report shows, computed from the study on disk; problems in
     (dtype, footprint, dimensions, cache) order everywhere.  ``shared_scale``: one colour scale for
     all heatmaps of a problem (default: each map its own)."""
@@ -75,47 +76,44 @@ def study_tables(store: Storage, *, shared_scale: bool = False) -> dict[str, Any
     fixed = single_valued(df, meta_names)
     shown_meta = [n for n in meta_names if n not in fixed]
     varying = len({"grid_label", "block", *meta_names} - set(fixed))
-    env = meta.environment
     empty = df.empty
     finals = [winners.finals[k] for k in sorted(winners.finals)]
     story = run_story(meta)
-    tables = {
-        "meta": meta, "frame": df, "ceilings": ceilings, "headline": headline,
-        "metric": metric, "story": story, "shared_scale": shared_scale,
-        "baselines": sorted(baselines, key=lambda b: b.problem),
-        "picks": pd.DataFrame() if empty else _without(headline_table(
-            list(picks.values()), df, shown_meta, metric), fixed),
-        "heatmaps": [] if empty or varying < 2 else heatmaps(
+    shown_picks = pd.DataFrame() if empty else _without(headline_table(
+        list(picks.values()), df, shown_meta, metric), fixed)
+    curves, roof = _charts(meta, df, list(picks.values()), metric, ceilings)
+    return ReportTables(
+        meta=meta, frame=df, ceilings=ceilings, headline=headline,
+        metric=metric, story=story, shared_scale=shared_scale,
+        baselines=sorted(baselines, key=lambda b: b.problem),
+        picks=shown_picks,
+        heatmaps=[] if empty or varying < 2 else heatmaps(
             df, meta_names, axes.get("grid", []), blocks, kernel=meta.kernel,
-            gpu=env.get("gpu", "?"), headline=headline, picks=picks,
+            gpu=meta.gpu, headline=headline, picks=picks,
             shared_scale=shared_scale),
-        "best": pd.DataFrame() if empty else _without(best_configs(
+        best=pd.DataFrame() if empty else _without(best_configs(
             df, baselines, shown_meta, picks=picks, finals=finals), fixed),
-        "failures": pd.DataFrame() if empty else failure_counts(df),
-        "stops": pd.DataFrame() if empty else stop_counts(
-            df, meta.measure.get("stop", "")),
-        "flags": pd.DataFrame() if empty else flag_counts(trials),
-        "unmeasured": None if empty else nothing_measured(df),
-        "agreements": winners.agreements(trials),
-        "unfinished": [problem_text(p) for p in winners.missing(trials)]
+        failures=pd.DataFrame() if empty else failure_counts(df),
+        stops=pd.DataFrame() if empty else stop_counts(df, meta.measure.get("stop", "")),
+        flags=pd.DataFrame() if empty else flag_counts(trials),
+        unmeasured=None if empty else nothing_measured(df),
+        agreements=winners.agreements(trials),
+        unfinished=[problem_text(p) for p in winners.missing(trials)]
         if meta.finals else [],
-        "finals": [(f, _without(final_table(f, df, shown_meta, metric), fixed, final=True))
-                   for f in finals],
-        "effects": one_at_a_time(trials, axes, dict(meta.sampler.get("baseline", [])),
-                                 headline)
+        finals=[(f, _without(final_table(f, df, shown_meta, metric), fixed, final=True))
+                for f in finals],
+        effects=one_at_a_time(trials, axes, dict(meta.sampler.get("baseline", [])),
+                              headline)
         if meta.sampler.get("baseline") else [],       # a sampler that takes one
-        "drift": store.read(DriftRecord),
-        "factors": factors(meta, df, story),
-        "abandoned": {"trials": sum(t.status.value == "abandoned" for t in trials),
-                      "saved_ms": sum(t.saved_ms for t in trials)},
-        "power": power_summary(trials, meta, store.read(DutyRecord),
-                               list(winners.finals.values())),
-    }
-    tables.update(_charts(meta, df, list(picks.values()), metric, ceilings))
-    tables["record"] = record_rows(meta, df, tables["picks"],
-                                   {f.winner: len(f.tied) - 1 for f in finals}, metric,
-                                   unit(metric), story)
-    return tables
+        drift=store.read(DriftRecord),
+        factors=factors(meta, df, story),
+        abandoned_trials=sum(t.status.value == "abandoned" for t in trials),
+        abandoned_saved_ms=sum(t.saved_ms for t in trials),
+        power=power_summary(trials, meta, store.read(DutyRecord),
+                            list(winners.finals.values())),
+        footprint=curves, roofline=roof,
+        record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
+                           metric, unit(metric), story))
 
 
 def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
@@ -128,11 +126,11 @@ def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
 
 
 def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
-            ceilings: Ceilings | None) -> dict[str, Any]:
+            ceilings: Ceilings | None) -> tuple[list[FootprintCurve], Roofline | None]:
     """The footprint curves (dtypes with two footprints or more) and the roofline of the
     study's winners (when its GPU has ceilings or physical bounds)."""
     if df.empty:
-        return {"footprint": [], "roofline": None}
+        return [], None
     env = meta.environment
     bounds = Bounds.from_json(meta.bounds) if meta.bounds else None
     names = ["grid_label", "block", *meta.meta_axes]
@@ -146,7 +144,7 @@ def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
                         ceilings, bounds,
                         f"sweeper calibrate, {ceilings.measured}" if ceilings else "")
         roof = roof if len(roof.points) else None       # nothing on it: % of ceiling says it
-    return {"footprint": curves, "roofline": roof}
+    return curves, roof
 
 
 def study_headline(meta: StudyMeta) -> Headline:
@@ -169,7 +167,7 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
                        redraw=redraw, workers=workers)
         files.images, files.drawn = shown.images, shown.drawn
     t2 = time.perf_counter()
-    maps = {m.name for m in tables["heatmaps"]}
+    maps = {m.name for m in tables.heatmaps}
     atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
     atomic_write(files.markdown, markdown(tables, [p for p in files.images if p.stem in maps]))
     files.seconds = {"tables": t1 - t0, "pictures": t2 - t1, "files": time.perf_counter() - t2}
@@ -187,8 +185,8 @@ def _clean(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for r in records]
 
 
-def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
-    meta, df = tables["meta"], tables["frame"]
+def _report_json(tables: ReportTables) -> dict[str, Any]:
+    meta, df = tables.meta, tables.frame
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
     return {
         "study": meta.study, "kernel": meta.kernel, "device_note": meta.device_note,
@@ -197,8 +195,8 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
         "reproduce": reproduce_command(meta), "command": meta.command,
         "space_sha256": meta.space_sha256, "fingerprint": meta.fingerprint,
         "counts": counts,
-        "headline": {"metric": tables["metric"], "unit": unit(tables["metric"]),
-                     "per_problem": _clean(tables["picks"].to_dict("records"))},
+        "headline": {"metric": tables.metric, "unit": unit(tables.metric),
+                     "per_problem": _clean(tables.picks.to_dict("records"))},
         "winners": [{"problem": {**f.problem._asdict(), "dims": dict(f.problem.dims)},
                      "winner": f.winner, "tied": f.tied,
                      "rule": f.rule, "rounds": f.rounds, "duty": f.duty,
@@ -206,30 +204,31 @@ def _report_json(tables: dict[str, Any]) -> dict[str, Any]:
                                   "median_ms": f.baseline.stats.median,
                                   "winner_speed_ratio": f.baseline_ratio()}
                      if f.baseline else None,
-                     "finalists": _clean(t.to_dict("records"))} for f, t in tables["finals"]],
-        "agreements": agreement_json(tables["agreements"]),
-        "best": _clean(tables["best"].to_dict("records")),
+                     "finalists": _clean(t.to_dict("records"))} for f, t in tables.finals],
+        "agreements": agreement_json(tables.agreements),
+        "best": _clean(tables.best.to_dict("records")),
         "baselines": [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint,
                        "dims": dict(b.dims), "cache": b.cache, "gbps": b.gbps,
                        **{f"{k}_ms": getattr(b.stats, k)
                           for k in ("median", "min", "p95", "std", "ci_lo", "ci_hi")}}
-                      for b in tables["baselines"]],
-        "failures": _clean(tables["failures"].to_dict("records")),
-        "stopping": _clean(tables["stops"].to_dict("records")),
-        "flags": _clean(tables["flags"].to_dict("records")),
+                      for b in tables.baselines],
+        "failures": _clean(tables.failures.to_dict("records")),
+        "stopping": _clean(tables.stops.to_dict("records")),
+        "flags": _clean(tables.flags.to_dict("records")),
         "ceilings": meta.ceilings, "bounds": meta.bounds,
-        "factors": {k: dict(v) for k, v in tables["factors"].items()},
-        "abandoned": tables["abandoned"],
-        "power": tables["power"],
-        "unmeasured": tables["unmeasured"],
-        "unfinished_finals": tables["unfinished"],
-        "heatmaps": {"colour_scale": "shared by each problem's maps" if tables["shared_scale"]
+        "factors": {k: dict(v) for k, v in tables.factors.items()},
+        "abandoned": {"trials": tables.abandoned_trials,
+                      "saved_ms": tables.abandoned_saved_ms},
+        "power": tables.power,
+        "unmeasured": tables.unmeasured,
+        "unfinished_finals": tables.unfinished,
+        "heatmaps": {"colour_scale": "shared by each problem's maps" if tables.shared_scale
                      else "per map",
-                     "drawn": [m.name for m in tables["heatmaps"] if m.measured],
-                     "not_drawn": [m.name for m in tables["heatmaps"] if not m.measured]},
-        "record": dict(tables["record"]),
-        "footprint_curves": [_curve_json(c) for c in tables["footprint"]],
-        "roofline": _roofline_json(tables["roofline"]),
+                     "drawn": [m.name for m in tables.heatmaps if m.measured],
+                     "not_drawn": [m.name for m in tables.heatmaps if not m.measured]},
+        "record": dict(tables.record),
+        "footprint_curves": [_curve_json(c) for c in tables.footprint],
+        "roofline": _roofline_json(tables.roofline),
     }
 
 

@@ -1,0 +1,63 @@
+"""What a report shows, computed once from a study (:func:`sweeper.report.study_tables`)
+and read by each of its outputs: ``report.md``, ``report.json`` and the pictures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sweeper.ceilings import Ceilings
+    from sweeper.consensus import Agreement
+    from sweeper.finals import FinalRecord
+    from sweeper.kernels import Headline
+    from sweeper.report._footprint import FootprintCurve
+    from sweeper.report._heatmaps import HeatmapData
+    from sweeper.report._provenance import RunStory
+    from sweeper.report._roofline import Roofline
+    from sweeper.report._tables import AxisEffect
+    from sweeper.store import BaselineRecord, DriftRecord, ProblemKey, StudyMeta
+
+
+@dataclass(frozen=True)
+class ReportTables:
+    """Everything the report shows; problems in (dtype, footprint, dimensions, cache)
+    order everywhere.  The tables are pandas frames of the trials (``frame``: one row a
+    trial) and of what is drawn from them."""
+
+    meta: StudyMeta
+    frame: pd.DataFrame
+    ceilings: Ceilings | None
+    headline: Headline
+    #: the rate column the report ranks and shows (``gbps``, ``tflops``...)
+    metric: str
+    story: RunStory
+    #: one colour scale for all heatmaps of a problem (else each map its own)
+    shared_scale: bool
+    baselines: list[BaselineRecord]
+    #: each problem's pick: its final's winner, else the sweep's best
+    picks: pd.DataFrame
+    heatmaps: list[HeatmapData]
+    best: pd.DataFrame
+    failures: pd.DataFrame
+    stops: pd.DataFrame
+    flags: pd.DataFrame
+    #: why nothing was measured, when nothing was
+    unmeasured: str | None
+    agreements: dict[ProblemKey, Agreement]
+    #: problems whose finals are still to run
+    unfinished: list[str]
+    finals: list[tuple[FinalRecord, pd.DataFrame]]
+    effects: list[AxisEffect]
+    drift: list[DriftRecord]
+    factors: dict[str, list[tuple[str, str]]]
+    #: trials whose sampling was cut short, and the GPU time that saved (ms)
+    abandoned_trials: int
+    abandoned_saved_ms: float
+    power: dict[str, Any]
+    footprint: list[FootprintCurve]
+    roofline: Roofline | None
+    #: the measurement record: (item, what was recorded)
+    record: list[tuple[str, str]]
