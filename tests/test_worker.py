@@ -130,15 +130,15 @@ def test_a_storage_option_that_is_no_database_is_one_line(tmp_path, capsys):
 
 def start_workers(count: int, storage: list[str], name: str, studies: Path,
                   env: dict[int, dict[str, str]] | None = None,
-                  extra: tuple[str, ...] = ()) -> list[subprocess.Popen[str]]:
+                  extra: tuple[str, ...] = (), first: int = 0) -> list[subprocess.Popen[str]]:
     """``count`` ``sweeper worker`` processes of study ``name``, started at once, worker
-    ``i`` named ``w<i>`` with ``env[i]`` added to its environment."""
+    ``i`` (from ``first``) named ``w<i>`` with ``env[i]`` added to its environment."""
     base = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"}
     return [subprocess.Popen(
         [sys.executable, "-m", "sweeper", "worker", *SPACE, *storage, "--study", name,
          "--studies-dir", str(studies), "--worker-id", f"w{i}", *extra],
         cwd=ROOT, env={**base, **(env or {}).get(i, {})}, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(count)]
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(first, first + count)]
 
 
 def finish(workers: list[subprocess.Popen[str]], timeout: float = 120
@@ -187,9 +187,13 @@ def test_a_worker_killed_mid_trial_leaves_its_config_to_the_others(storage, tmp_
     name = f"killed{uuid.uuid4().hex[:8]}"
     t0 = time.monotonic()
     # w0 SIGKILLs itself holding its third claim, its trial not measured; the lease is
-    # long, so the others finish in time only by seeing that its holder is gone
-    ended = finish(start_workers(4, storage, name, tmp_path, extra=("--lease", "10m"),
+    # long, so the others finish in time only by seeing that its holder is gone.  They
+    # start once it is dead: started together on replayed trials (milliseconds each), a
+    # w0 slow to import on a loaded machine could find every config taken already
+    ended = finish(start_workers(1, storage, name, tmp_path, extra=("--lease", "10m"),
                                  env={0: {"SWEEPER_FAULT": "after-claim:3"}}))
+    ended += finish(start_workers(3, storage, name, tmp_path, extra=("--lease", "10m"),
+                                  first=1))
     assert time.monotonic() - t0 < 300
     assert ended[0][0] == -signal.SIGKILL
     assert [rc for rc, _, _ in ended[1:]] == [0] * 3, [err for _, _, err in ended]
