@@ -22,6 +22,7 @@ from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
     Duty,
     Flag,
+    Spent,
     Stats,
     StopReason,
     TrialFlag,
@@ -80,6 +81,11 @@ class TrialResult:
     saved_ms: float = 0.0                  # GPU time early abandonment did not spend
     clocks: Window | None = None           # SM clock, power, throttle reasons while sampling
     duty: str = ""                         # the power schedule before its samples, if any
+    #: host seconds by what they were spent on: ``randomize`` (inputs and poison),
+    #: ``compile`` (the first launch, compile included), ``verify``, ``cool-down`` or
+    #: ``load`` (the power schedule), ``warmup``, ``sample`` (timed launches and what
+    #: comes with them: flushes, synchronizing, NVML reads)
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 #: A median within this many launch floors is mostly launch overhead, not the kernel.
@@ -115,11 +121,19 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     sets = [buffers] if isinstance(buffers, Buffers) else list(buffers)
     first = sets[0]
     cold_s = None
+    spent = Spent()
     try:
-        cold_s = _first_launch(kernel, first, config, device, generator)
-        wrong = kernel.check(first)
+        with spent.on("randomize"):
+            kernel.randomize(first, generator)
+            kernel.poison(first)
+            device.synchronize()
+        with spent.on("compile"):
+            cold_s = _first_launch(kernel, first, config, device)
+        with spent.on("verify"):
+            wrong = kernel.check(first)
         if wrong is not None:
-            return TrialResult(TrialStatus.WRONG_ANSWER, wrong, cold_s=cold_s)
+            return TrialResult(TrialStatus.WRONG_ANSWER, wrong, cold_s=cold_s,
+                               seconds=dict(spent))
         rotation = Rotation(kernel, sets, config)
         abandon = abandon_rule(best[0], best[1], measure.abandon) \
             if measure.abandon and best is not None else None
@@ -129,17 +143,17 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
                                   verify=rotation)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
-        return TrialResult(status, reason, cold_s=cold_s)
-    return _result(kernel, sets, config, device, measure, measured, cold_s, l2_bytes, duty)
+        return TrialResult(status, reason, cold_s=cold_s, seconds=dict(spent))
+    for what, seconds in measured.seconds.items():
+        spent[what] = spent.get(what, 0.0) + seconds
+    result = _result(kernel, sets, config, device, measure, measured, cold_s, l2_bytes, duty)
+    result.seconds = dict(spent)
+    return result
 
 
-def _first_launch(kernel: Kernel, first: Buffers, config: Config, device: Device,
-                  generator: torch.Generator) -> float:
+def _first_launch(kernel: Kernel, first: Buffers, config: Config, device: Device) -> float:
     """The first launch on fresh inputs and poisoned outputs: compile + first run, timed
     on the host clock (seconds), to be verified before anything is sampled."""
-    kernel.randomize(first, generator)
-    kernel.poison(first)
-    device.synchronize()
     t0 = time.perf_counter()
     kernel.launch(first, config)
     device.synchronize()

@@ -44,7 +44,8 @@ def test_a_cool_down_schedule_samples_in_short_bursts(monkeypatch):
     size = cool.burst_size(lambda: launches.append(1), lambda: None)
     assert size == int(_duty.BURST_S / 0.004) == 3 and launches == [1]
     timed = lambda k: (asked.append(k), [1.0] * k)[1]  # noqa: E731
-    take = cool.bursts(timed, lambda: launches.append(1), lambda: None, size)
+    take = cool.bursts(timed, lambda: launches.append(1),
+                       lambda: cool.settle(lambda: None, lambda: None), size)
     assert take(10) == [1.0] * 10
     assert asked == [3, 3, 3, 1] and len(slept) == 3
     assert len(launches) == 1 + 3 * _duty.BURST_WARMUP

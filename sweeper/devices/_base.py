@@ -10,14 +10,14 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from sweeper.bounds import Bounds
 from sweeper.core import MeasureSpec, Space
 from sweeper.devices._nvml import GpuState, Window
 from sweeper.errors import SweeperError
-from sweeper.measure import Duty, StopRule, Timing, sample_until
+from sweeper.measure import Duty, Spent, StopRule, Timing, sample_until
 
 Launch = Callable[[], None]
 
@@ -36,6 +36,8 @@ class Measured:
     window: Window | None = None      # clocks, power and throttle reasons while sampling
     #: Why the outputs were wrong after the timed samples (see :class:`OutputCheck`).
     wrong_after: str | None = None
+    #: host seconds by what they were spent on (:meth:`Device.measure`)
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 class OutputCheck(Protocol):
@@ -165,13 +167,21 @@ class Device(abc.ABC):
         poisons the outputs after warmup and checks them after sampling; the graph is
         captured after the poisoning, so it replays only launches made after it.  The
         machine's state is read just before and just after sampling, and summed up over
-        the sampling window."""
-        settle = (lambda: duty.settle(launch, self.synchronize)) if duty else None
-        if settle is not None:
+        the sampling window.  ``Measured.seconds`` says where the host's time went: the
+        schedule's cool-downs or loads, the warmup, the sampling (less those), the check."""
+        spent = Spent()
+
+        def settle() -> None:
+            assert duty is not None
+            with spent.on("cool-down" if duty.kind == "cool" else "load"):
+                duty.settle(launch, self.synchronize)
+
+        if duty is not None:
             settle()
-        for _ in range(warmup):
-            launch()
-        self.synchronize()
+        with spent.on("warmup"):
+            for _ in range(warmup):
+                launch()
+            self.synchronize()
         cool = duty if duty is not None and duty.kind == "cool" else None
         # before the poison: every later launch is timed
         size = cool.burst_size(self.batched(launch, batch, False), self.synchronize) \
@@ -185,11 +195,14 @@ class Device(abc.ABC):
         asked = rule
         if cool is not None:
             rule = cool.capped(rule, size)
-            take = cool.bursts(take, sample, self.synchronize, size)
+            take = cool.bursts(take, sample, settle, size)
         # a cool-down schedule settles before every burst, a discarded chunk's too
         recover = settle if duty is not None and cool is None else None
+        settled, t_sample = sum(spent.values()), time.perf_counter()
         timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
                               abandon=abandon, recover=recover)
+        # the cool-downs or loads between bursts and before retaken chunks are their own
+        spent["sample"] = time.perf_counter() - t_sample - (sum(spent.values()) - settled)
         if rule.repeat < asked.repeat:
             timing.stop_reason = dataclasses.replace(timing.stop_reason, text=(
                 f"{timing.stop_reason.text} (one burst of the cool-down schedule; "
@@ -197,10 +210,12 @@ class Device(abc.ABC):
         window = self.window(t0, time.perf_counter())
         end = self.state()
         self.synchronize()
+        with spent.on("verify"):
+            wrong = verify.check() if verify is not None else None
         return Measured(timing=timing, start=start, end=end, batch=batch, graph=graph,
                         power_w=window.power_w_mean if window else None,
                         power_readings=window.polls if window else 0, window=window,
-                        wrong_after=verify.check() if verify is not None else None)
+                        wrong_after=wrong, seconds=dict(spent))
 
     def batched(self, launch: Launch, batch: int, graph: bool) -> Launch:
         """One sample's work: ``batch`` launches in a row (graphs: see the CUDA device)."""

@@ -74,11 +74,12 @@ class RunClock:
 def sweep_parts(summary: Any) -> str:
     """The sweep's wall time split: its start (the journal read, the workers started, the
     baselines), the trials, the finals, and what came after (the workers closed, the
-    drift check)."""
-    timing = summary.timing
+    drift check), and how busy it kept its GPUs."""
+    timing, busy = summary.timing, summary.busy
+    shown = f"; {busy.label} busy {100 * busy.share:.1f}%" if busy is not None else ""
     if timing is None:
-        return f"finals {summary.finals_s:.1f} s"
+        return f"finals {summary.finals_s:.1f} s{shown}"
     trials = timing.span_s - timing.setup_s
     after = summary.wall_s - timing.span_s - summary.finals_s
     return (f"start {timing.setup_s:.1f}, trials {trials:.1f}, finals {summary.finals_s:.1f}, "
-            f"after {after:.1f}")
+            f"after {after:.1f}{shown}")

@@ -117,7 +117,8 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
                                 "measured": summary.measured, "command": command,
                                 "priors": {p.study: p.configs for p in priors},
                                 "dropped": [d.to_json() for d in summary.dropped],
-                                "timing": timing})
+                                "timing": timing,
+                                "gpu_busy": summary.busy.to_json() if summary.busy else None})
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
     failure = _finish(options, summary, space, kernel, store, limits, clock)
@@ -252,6 +253,8 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    if summary.busy is not None and summary.measured:
+        print(summary.busy.line())
     for dropped in summary.dropped:
         print(dropped.line())
     restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))

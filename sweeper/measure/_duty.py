@@ -97,17 +97,17 @@ class Duty:
         return max(1, int(BURST_S / max(time.perf_counter() - t0, 1e-9)))
 
     def bursts(self, timed: Callable[[int], list[float]], launch: Callable[[], None],
-               synchronize: Callable[[], None], size: int) -> Callable[[int], list[float]]:
+               settle: Callable[[], None], size: int) -> Callable[[int], list[float]]:
         """``timed(k)`` (k samples, ms each) taken as bursts of at most ``size`` samples,
-        each after a cool-down and ``BURST_WARMUP`` launches; the first burst follows
-        the settle and warmup before sampling."""
+        each after a cool-down (``settle``) and ``BURST_WARMUP`` launches; the first burst
+        follows the settle and warmup before sampling."""
         started = [False]
 
         def take(k: int) -> list[float]:
             out: list[float] = []
             while len(out) < k:
                 if started[0]:
-                    self.settle(launch, synchronize)
+                    settle()
                     for _ in range(BURST_WARMUP):
                         launch()
                 started[0] = True

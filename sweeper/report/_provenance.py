@@ -210,7 +210,18 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
          f"`trials.jsonl` in this folder (the samples replayed from "
          f"{env.get('replay_table', 'the table')})"),
         ("conclusion", conclusion),
+        *([("busy in the last run", busy_text(meta.last_run["gpu_busy"]))]
+          if meta.last_run.get("gpu_busy") else []),
     ]
+
+
+def busy_text(busy: dict[str, Any]) -> str:
+    """How busy the last run kept its GPUs (``Busy.to_json``), in words."""
+    rest = ", ".join(f"{k} {v:.1f} s" for k, v in busy.get("parts", {}).items() if v >= 0.05)
+    gpus, label = busy.get("gpus", 1), busy.get("label", "gpu")
+    return (f"{label} busy {100 * busy.get('share', 0):.1f}% of {busy.get('wall_s', 0):.1f} s"
+            f"{f' x {gpus} GPUs' if gpus > 1 else ''} with the kernel's timed and warm-up "
+            f"launches{f'; the rest: {rest}' if rest else ''}")
 
 
 def reproduce_command(meta: StudyMeta) -> str:

@@ -216,6 +216,7 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "stopping": _clean(tables.stops.to_dict("records")),
         "flags": _clean(tables.flags.to_dict("records")),
         "ceilings": meta.ceilings, "bounds": meta.bounds,
+        "gpu_busy": meta.last_run.get("gpu_busy"),
         "factors": {k: dict(v) for k, v in tables.factors.items()},
         "abandoned": {"trials": tables.abandoned_trials,
                       "saved_ms": tables.abandoned_saved_ms},

@@ -42,6 +42,7 @@ from sweeper.store import (
 from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of
+from sweeper.sweep._busy import busy
 from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import CompileAhead, CompileOptions
 from sweeper.sweep._drift import measure_drift
@@ -160,6 +161,14 @@ class Sweep:
                               if t.status is TrialStatus.INVALID)
         summary.wall_s = time.perf_counter() - t0
         summary.duty = run.bench.power.note
+        if not self.device.replays:
+            summary.busy = busy(
+                summary.trials[summary.resumed:], summary.finals, wall_s=summary.wall_s,
+                finals_wall_s=summary.finals_s, gpus=len(run.workers.all),
+                warmup=self.measure.warmup,
+                repeated_s=sum(sum(w.repeated.values()) for w in
+                               (summary.timing.workers if summary.timing else [])),
+                label="gpu" if self.device.measures_gpu else self.device.name)
         return summary
 
     def _start(self, t0: float) -> Run:

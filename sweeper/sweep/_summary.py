@@ -7,6 +7,7 @@ from typing import Protocol
 
 from sweeper.finals import FinalRecord
 from sweeper.store import DriftRecord, TrialRecord
+from sweeper.sweep._busy import Busy
 from sweeper.sweep._drop import Dropped
 from sweeper.sweep._timing import Breakdown
 
@@ -58,3 +59,6 @@ class SweepSummary:
     #: where the loop's time went (each worker's start, busy and idle time, the
     #: coordinator's per trial, the tail); ``None`` for a sweep that did not loop
     timing: Breakdown | None = None
+    #: how busy it kept its GPUs, and where the rest of its time went; ``None`` for a
+    #: replay, which launches nothing
+    busy: Busy | None = None

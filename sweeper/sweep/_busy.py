@@ -1,0 +1,90 @@
+"""How busy a sweep kept its GPUs: the share of its wall time during which they ran the
+kernel's timed and warm-up launches, and where the rest went.
+
+Each trial records its host seconds by what they were spent on (``TrialRecord.seconds``:
+randomizing the inputs, the first launch with its compile, verifying, the power
+schedule's cool-downs or loads, warming up, sampling); the kernel's own GPU time is read
+from what it measured (each timed sample's per-launch time times the launches in it, and
+each warm-up launch at the median).  What the workers' trials do not account for (the
+coordinator asking and journaling, workers starting or waiting, the finals' own
+cool-downs, allocating buffers and timing the torch baseline) is the remainder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: What the rest of the time went to, in the order shown.
+PARTS = ("compile", "verify", "randomize", "cool-down", "load", "sampling overhead",
+         "finals overhead", "allocate and baseline", "coordinator and idle")
+
+
+@dataclass(frozen=True)
+class Busy:
+    """A sweep's GPU time: ``kernel_s`` of its launches (``timed_s`` sampled, ``warmup_s``
+    warming up, ``finals_s`` re-measured in the finals) against ``wall_s`` of wall time on
+    each of ``gpus`` GPUs, and the seconds of the rest by what they went to (``parts``,
+    keys of :data:`PARTS`)."""
+
+    wall_s: float
+    gpus: int
+    timed_s: float
+    warmup_s: float
+    finals_s: float
+    parts: dict[str, float] = field(default_factory=dict)
+    #: what ran the launches: ``gpu``, or a device without one (``interpret``)
+    label: str = "gpu"
+
+    @property
+    def kernel_s(self) -> float:
+        """Seconds the GPUs ran the kernel's timed and warm-up launches."""
+        return self.timed_s + self.warmup_s + self.finals_s
+
+    @property
+    def share(self) -> float:
+        """The share of the sweep's GPU time (wall x GPUs) spent on those launches."""
+        return self.kernel_s / (self.wall_s * self.gpus) if self.wall_s > 0 else 0.0
+
+    def line(self) -> str:
+        """``gpu busy 23.4% of 10.2 s (...); the rest: compile 3.1 s, ...``."""
+        on = f" x {self.gpus} GPUs" if self.gpus > 1 else ""
+        rest = ", ".join(f"{k} {v:.1f} s" for k, v in self.parts.items() if v >= 0.05)
+        finals = f", finals {self.finals_s:.2f} s" if self.finals_s else ""
+        return (f"{self.label} busy {100 * self.share:.1f}% of {self.wall_s:.1f} s{on} (timed "
+                f"launches {self.timed_s:.2f} s, warm-up {self.warmup_s:.2f} s{finals})"
+                f"{f'; the rest: {rest}' if rest else ''}")
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``study.json``'s last run and ``report.json`` keep it."""
+        return {"label": self.label, "share": round(self.share, 4), "wall_s": round(self.wall_s, 3),
+                "gpus": self.gpus, "timed_s": round(self.timed_s, 3),
+                "warmup_s": round(self.warmup_s, 3), "finals_s": round(self.finals_s, 3),
+                "parts": {k: round(v, 3) for k, v in self.parts.items()}}
+
+
+def busy(trials: Sequence[Any], finals: Sequence[Any], *, wall_s: float, finals_wall_s: float,
+         gpus: int, warmup: int, repeated_s: float = 0.0, label: str = "gpu") -> Busy:
+    """The :class:`Busy` of a sweep that measured ``trials`` (its own, not those resumed)
+    and ran ``finals`` (``FinalRecord``s, ``finals_wall_s`` of its wall) in ``wall_s`` on
+    ``gpus`` GPUs, each trial warmed up with ``warmup`` launches; ``repeated_s``: the
+    seconds its workers spent per problem on buffers and baselines."""
+    timed = warm = 0.0
+    parts = dict.fromkeys(PARTS, 0.0)
+    for t in trials:
+        seconds = getattr(t, "seconds", None) or {}
+        trial_timed = sum(t.samples_ms) * t.batch / 1e3
+        trial_warm = warmup * t.stats.median / 1e3 if t.stats and seconds.get("warmup") else 0.0
+        timed, warm = timed + trial_timed, warm + trial_warm
+        for what in ("compile", "verify", "randomize", "cool-down", "load"):
+            parts[what] += seconds.get(what, 0.0)
+        parts["sampling overhead"] += max(0.0, seconds.get("sample", 0.0) +
+                                          seconds.get("warmup", 0.0) - trial_timed - trial_warm)
+    in_finals = sum(sum(f.samples_ms) for final in finals for f in final.finalists) / 1e3
+    parts["finals overhead"] = max(0.0, finals_wall_s * gpus - in_finals)
+    parts["allocate and baseline"] = repeated_s
+    accounted = timed + warm + in_finals + sum(parts.values())
+    parts["coordinator and idle"] = max(0.0, wall_s * gpus - accounted)
+    return Busy(wall_s=wall_s, gpus=gpus, timed_s=timed, warmup_s=warm, finals_s=in_finals,
+                parts={k: v for k, v in parts.items() if v > 0}, label=label)
