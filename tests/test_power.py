@@ -169,7 +169,7 @@ def test_a_power_bound_study_switches_to_equal_duty_and_measures_the_first_trial
     assert duty[0].reason.startswith("sw_power_cap in 100% of the NVML polls")
     assert duty[0].first_measurement.median_ms > 0
     assert summary.duty.startswith(f"power-bound from trial #{first} (sw_power_cap") and \
-        "; from then on a 1 s cool-down before each config's samples, in the finals" in \
+        "; from then on a 0.1 s cool-down before each config's samples, in the finals" in \
         summary.duty
     assert len(trials) == 6 and len({t.number for t in trials}) == 6   # recorded once each
     assert all(t.duty == DEFAULT_DUTY.describe() for t in trials)
@@ -180,7 +180,7 @@ def test_a_power_bound_study_switches_to_equal_duty_and_measures_the_first_trial
     final = summary.finals[0]
     assert final.duty == DEFAULT_DUTY.describe()
     assert len(slept) >= 6 + 5 * (len(final.finalists) + 1)
-    assert set(slept) == {1.0}
+    assert set(slept) == {0.1}
 
 
 def test_a_resumed_power_bound_study_keeps_its_schedule(write_space, tmp_path, monkeypatch):

@@ -109,7 +109,7 @@ def space_schema() -> dict[str, Any]:
             "maxProperties": 1, "properties": {"cool": {"type": ["number", "string"]},
                                                "load": {"type": ["number", "string"]}}}],
                  "description": "what precedes each config's samples on a power-bound "
-                                "problem: auto (a 1 s cool-down once the power cap shows), "
+                                "problem: auto (a 100 ms cool-down once the power cap shows), "
                                 "off, {cool: 1s} or {load: 500ms}"},
     }
     sampler_names = {"anyOf": [{"enum": list(plugins.SAMPLER.builtins)}, PLUGIN]}
