@@ -274,6 +274,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         print(line)
     for lost in summary.finals_lost:
         print(f"finals without {lost}")
+    if summary.finals_deferred:
+        print(f"finals of {len(summary.finals_deferred)} problem(s) left for the next run: "
+              "the time budget did not cover them (run the same command to measure them)")
     if summary.duty:
         print(f"power: {summary.duty}")
     clock.mark("summary")

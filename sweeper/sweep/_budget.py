@@ -1,18 +1,28 @@
 """When a sweep stops: Ctrl-C, a trial or time budget, every valid config measured, a
 sampler that only proposes what was measured, or the space file's ``budget.patience``
 and ``budget.target`` met.  The loop asks before each proposal; the first rule that
-holds names the reason, which the summary and the study's ``last_run`` keep."""
+holds names the reason, which the summary and the study's ``last_run`` keep.
+
+A time budget covers the finals too: the loop stops early enough to leave them the time
+they will take (:func:`finals_estimate_s`, from the problems measured so far), and a
+problem's final starts only if the time left covers it (the next run measures the
+rest)."""
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 
 import optuna
 
 from sweeper.ceilings import Ceilings
+from sweeper.finals import MAX_FINALISTS, ROUNDS, SAMPLES_PER_ROUND, problem_of
+from sweeper.measure import Duty
+from sweeper.measure._duty import BURST_S
 from sweeper.samplers import ExhaustiveSampler
 from sweeper.space import Budget
-from sweeper.store import TrialRecord
+from sweeper.store import ProblemKey, TrialRecord
 
 #: Proposals in a row that were all measured before: the sampler has converged.
 MAX_REPEATED_PROPOSALS = 200
@@ -46,6 +56,38 @@ class Budgets:
         #: configs other workers hold, not yet recorded: they leave nothing new to ask
         #: (the space is complete once they are measured) but cost this worker no trial
         self.held = 0
+        #: per problem measured: its ``ok`` trials and their fastest median (ms), whose
+        #: finals the time budget keeps time for (:meth:`keep_for_finals`)
+        self.problems: dict[ProblemKey, tuple[int, float]] = {}
+        #: the duty schedule the finals will follow (it may switch during the sweep);
+        #: ``None`` where the sweep runs no finals
+        self.finals_duty: Callable[[], Duty | None] | None = None
+
+    def keep_for_finals(self) -> float:
+        """Seconds the time budget keeps for the finals of the problems measured so far."""
+        if self.finals_duty is None:
+            return 0.0
+        duty = self.finals_duty()
+        return sum(finals_estimate_s(count, median_ms, duty)
+                   for count, median_ms in self.problems.values())
+
+    def note(self, record: TrialRecord) -> None:
+        """Count ``record`` (measured now, or found in the journal) towards its problem's
+        finals."""
+        if record.ok and record.stats:
+            count, fastest = self.problems.get(problem_of(record), (0, math.inf))
+            self.problems[problem_of(record)] = (count + 1, min(fastest, record.stats.median))
+
+    def covers(self, entrants: list[TrialRecord], duty: Duty | None) -> bool:
+        """Whether the time left covers the final of ``entrants`` (one problem's)."""
+        fastest = min(t.stats.median for t in entrants if t.stats)
+        return self.time_left() >= finals_estimate_s(len(entrants), fastest, duty)
+
+    def time_left(self) -> float:
+        """Seconds of the time budget left (``inf`` without one)."""
+        if self.max_time_s is None:
+            return math.inf
+        return self.max_time_s - (time.perf_counter() - self.t0)
 
     def stopped_by(self, study: optuna.Study, best: TrialRecord | None) -> str:
         """Why the sweep stops now, or ``""`` to go on."""
@@ -56,8 +98,7 @@ class Budgets:
         time budget spent.  (The other budgets only stop the asking: a config asked
         ahead counts against the trial budget already, and may be what completes the
         space.)"""
-        return self.stop.set or (self.max_time_s is not None and
-                                 time.perf_counter() - self.t0 >= self.max_time_s)
+        return self.stop.set or self.time_left() <= self.keep_for_finals()
 
     def repeated(self) -> None:
         """A proposal was answered from the journal."""
@@ -72,6 +113,7 @@ class Budgets:
         the best; it restarts ``budget.patience`` only if it beats the old best beyond
         noise."""
         self.measured += 1
+        self.note(record)
         if record.ok and (best is None or record.score > best.score):
             if beyond_noise(best, record):
                 self.since_improvement = 0
@@ -85,8 +127,10 @@ class Budgets:
         taken = self.measured + self.in_flight
         if self.max_trials is not None and taken >= self.max_trials:
             return f"budget: {self.max_trials} trials"
-        if self.max_time_s is not None and time.perf_counter() - self.t0 >= self.max_time_s:
-            return f"budget: {self.max_time_s:g} s"
+        kept = self.keep_for_finals()
+        if self.time_left() <= kept:
+            return f"budget: {self.max_time_s:g} s" + (
+                f" ({kept:.1f} s of it kept for the finals)" if kept else "")
         sampler = study.sampler
         if isinstance(sampler, ExhaustiveSampler):
             if sampler.remaining(study) == 0:
@@ -109,6 +153,27 @@ class Budgets:
                 return (f"budget: target {100 * budget.target:g}% of the ceiling reached "
                         f"({best.gbps:.4g} of {ceiling:.4g} GB/s)")
         return ""
+
+
+#: Seconds of host work per entrant and round of a final beyond its launches (its
+#: measurement set up, synchronized, its NVML reads): 20 ms on the H200.
+FINALS_OVERHEAD_S = 0.02
+
+
+def finals_estimate_s(count: int, median_ms: float, duty: Duty | None) -> float:
+    """Seconds the final of a problem with ``count`` measured configs, the fastest at
+    ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
+    torch baseline, ``ROUNDS`` rounds of ``SAMPLES_PER_ROUND`` samples and two warm-up
+    launches each, at twice the fastest median (the finalists are slower, and the L2 is
+    flushed before each sample), each preceded by the duty's cool-down or load (a
+    cool-down before each burst of its samples)."""
+    entrants = min(count, MAX_FINALISTS) + 1
+    launches_s = 2 * (SAMPLES_PER_ROUND + 2) * median_ms / 1e3
+    settles = 0 if duty is None else (
+        max(1, math.ceil(SAMPLES_PER_ROUND * median_ms / 1e3 / BURST_S))
+        if duty.kind == "cool" else 1)
+    per_entrant = launches_s + settles * (duty.seconds if duty else 0) + FINALS_OVERHEAD_S
+    return entrants * ROUNDS * per_entrant
 
 
 def beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:

@@ -60,13 +60,21 @@ def final_of(bench: Bench, job: FinalsJob) -> FinalRecord:
                      duty=duty.describe() if duty else "")
 
 
+#: Whether a problem's final (its entrants) may start now; by default, every one may.
+Covered = Callable[[list[TrialRecord]], bool]
+
+
 def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Bench,
-               store: Storage, seed: int) -> list[FinalRecord]:
+               store: Storage, seed: int, covered: Covered = lambda entrants: True
+               ) -> list[FinalRecord]:
     """The finals of ``problems`` among ``trials``, measured on ``bench`` with the
-    sampler's ``seed`` (which shuffles the rounds), one record each."""
+    sampler's ``seed`` (which shuffles the rounds), one record each; a problem whose
+    final is not ``covered`` (by the time budget) is left for the next run."""
     newest = max(t.number for t in trials)
     finals = []
     for chosen in _finalists_of(trials, problems):
+        if not covered(chosen):
+            continue
         record = final_of(bench, FinalsJob(chosen, seed))
         record.after_trial = newest
         store.append(record)
@@ -76,16 +84,20 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Ben
 
 def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
                           workers: Workers, store: Storage, seed: int, duty: Duty | None,
-                          keep_extras: Callable[[list[Any]], None]
+                          keep_extras: Callable[[list[Any]], None],
+                          covered: Covered = lambda entrants: True
                           ) -> tuple[list[FinalRecord], list[str]]:
     """The finals of ``problems`` measured on every worker's GPU at once, one record per
     GPU (naming it), appended problem by problem; ``keep_extras`` keeps the records the
     workers' measuring added.  Returns the finals and, for a GPU whose worker died or hung
-    during a final, what happened (its other GPUs' finals are kept)."""
+    during a final, what happened (its other GPUs' finals are kept).  A problem whose
+    final is not ``covered`` (by the time budget) is left for the next run."""
     newest = max(t.number for t in trials)
     finals: list[FinalRecord] = []
     lost: list[str] = []
     for chosen in _finalists_of(trials, problems):
+        if not covered(chosen):
+            continue
         job = FinalsJob(chosen, seed, duty)
         for worker in workers.all:
             worker.submit_finals(job)

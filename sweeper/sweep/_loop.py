@@ -25,7 +25,7 @@ from optuna.trial import TrialState
 from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.devices import Device
-from sweeper.finals import Winners
+from sweeper.finals import Winners, problem_of
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.samplers._exhaustive import PlannedSampler
@@ -210,6 +210,12 @@ class Sweep:
         budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0)
+        if self.run_finals:           # the time budget keeps time for the finals to come
+            budgets.finals_duty = lambda: bench.power.duty
+            missing = set(Winners.of(self.store).missing(trials)) if trials else set()
+            for t in trials:
+                if problem_of(t) in missing:
+                    budgets.note(t)
         plan = self._plan(study.sampler)
         planned = plan.size if plan is not None else len(valid)
         total = planned if self.max_trials is None else min(planned, self.max_trials)
@@ -502,12 +508,22 @@ class Sweep:
         if not todo:
             return
         t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed
+        duty = run.bench.power.duty
+
+        def covered(entrants: list[TrialRecord]) -> bool:
+            """Whether the time budget covers this problem's final; else it waits for
+            the next run."""
+            if run.budgets.covers(entrants, duty):
+                return True
+            summary.finals_deferred.append(problem_of(entrants[0]))
+            return False
+
         if in_workers:
             summary.finals, summary.finals_lost = run_finals_everywhere(
-                trials, todo, run.workers, self.store, seed, run.bench.power.duty,
-                lambda extras: self._keep_extras(run, extras))
+                trials, todo, run.workers, self.store, seed, duty,
+                lambda extras: self._keep_extras(run, extras), covered)
         else:
-            summary.finals = run_finals(trials, todo, run.bench, self.store, seed)
+            summary.finals = run_finals(trials, todo, run.bench, self.store, seed, covered)
         summary.finals_s = time.perf_counter() - t_finals
 
     def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from sweeper.finals import FinalRecord
-from sweeper.store import DriftRecord, TrialRecord
+from sweeper.store import DriftRecord, ProblemKey, TrialRecord
 from sweeper.sweep._busy import Busy
 from sweeper.sweep._drop import Dropped
 from sweeper.sweep._timing import Breakdown
@@ -51,6 +51,8 @@ class SweepSummary:
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
     #: with several GPUs: each GPU whose worker died or hung during a final, and how
     finals_lost: list[str] = field(default_factory=list)
+    #: problems whose finals the time budget did not cover: the next run measures them
+    finals_deferred: list[ProblemKey] = field(default_factory=list)
     #: with several GPUs: each GPU dropped because no fresh worker started on it
     dropped: list[Dropped] = field(default_factory=list)
     drift: DriftRecord | None = None   # one-at-a-time: the baseline measured again

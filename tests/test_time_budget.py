@@ -1,0 +1,83 @@
+"""A time budget covers the finals: the loop keeps the time they will take, and a
+problem's final starts only if the time left covers it (the next run measures the rest)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.finals import MAX_FINALISTS, ROUNDS
+from sweeper.measure import Duty, summarize
+from sweeper.space import Budget, Config, Problem
+from sweeper.store import StudyStore, TrialRecord
+from sweeper.sweep import _budget
+from sweeper.sweep._budget import Budgets, StopFlag, finals_estimate_s
+from sweeper.trial import TrialStatus
+from tests.conftest import SMALL_SPACE
+
+
+def test_a_final_is_estimated_from_its_entrants_median_and_duty():
+    # 12 finalists and the baseline, 5 rounds of 10 samples and 2 warm-up launches at
+    # twice 1.4 ms, two bursts of 12 ms each after a 0.1 s cool-down, 20 ms of overhead
+    per_entrant = 2 * 12 * 1.4e-3 + 2 * 0.1 + 0.02
+    assert finals_estimate_s(40, 1.4, Duty("cool", 0.1)) == pytest.approx(
+        (MAX_FINALISTS + 1) * ROUNDS * per_entrant)
+    assert finals_estimate_s(3, 1.4, None) == pytest.approx(4 * ROUNDS * (0.0336 + 0.02))
+    assert finals_estimate_s(3, 1.4, Duty("load", 0.5)) == pytest.approx(
+        4 * ROUNDS * (0.0336 + 0.5 + 0.02))
+
+
+def trial(number: int, median_ms: float) -> TrialRecord:
+    problem = Problem("float32", 4096, (("n", 1024),))
+    samples = [median_ms] * 5
+    return TrialRecord(number=number, choice={"block": str(number)}, status=TrialStatus.OK,
+                       config=Config(problem=problem, grid=1, block=32, meta={}),
+                       samples_ms=samples, stats=summarize(samples))
+
+
+def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=100, measured=0, t0=100.0)
+    budgets.finals_duty = lambda: Duty("cool", 0.1)
+    assert budgets.keep_for_finals() == 0 and not budgets.halted()
+    for i in range(3):
+        budgets.counted(trial(i, 2.0 - i / 10), None)
+    kept = finals_estimate_s(3, 1.8, Duty("cool", 0.1))
+    assert budgets.keep_for_finals() == pytest.approx(kept)
+    now[0] = 110.0 - kept - 0.01
+    assert not budgets.halted() and budgets._spent(_study()) == ""
+    now[0] = 110.0 - kept + 0.01
+    assert budgets.halted()
+    assert budgets._spent(_study()) == f"budget: 10 s ({kept:.1f} s of it kept for the finals)"
+    entrants = [trial(i, 2.0 - i / 10) for i in range(3)]
+    assert not budgets.covers(entrants, Duty("cool", 0.1))
+    assert budgets.covers(entrants[:1], Duty("cool", 0.1))     # one entrant takes less
+    budgets.finals_duty = None                  # a sweep without finals keeps nothing
+    assert budgets.keep_for_finals() == 0 and not budgets.halted()
+
+
+def _study():
+    import optuna
+
+    return optuna.create_study()
+
+
+def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp_path,
+                                                                monkeypatch, capsys):
+    monkeypatch.setattr(_budget, "FINALS_OVERHEAD_S", 1e4)     # no final fits in 60 s
+    path = write_space(SMALL_SPACE)
+    args = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
+            "--quiet", "--no-report"]
+    assert main([*args, "--time", "60s"]) == 0
+    out = capsys.readouterr().out
+    assert "s of it kept for the finals)" in out
+    assert "finals of 1 problem(s) left for the next run: the time budget did not cover" in out
+    assert "winner," not in out
+    store = StudyStore(tmp_path / "tiny-interpret")
+    assert len([t for t in store.records()[0] if t.ok]) == 1   # kept the rest for finals
+    monkeypatch.setattr(_budget, "FINALS_OVERHEAD_S", 0.02)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "left for the next run" not in out and "winner," in out
