@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sweeper.measure import PRACTICAL, Stats, StopRule, summarize, tied_set
+from sweeper.measure import PRACTICAL, Duty, Stats, StopRule, summarize, tied_set
+from sweeper.measure._duty import BURST_S
 from sweeper.store import GpuSlot, ProblemKey, Record, Storage, TrialRecord
 from sweeper.store._schema import samples_problem, stats_problem
 
@@ -134,6 +135,27 @@ class FinalRecord(Record):
 #: What a problem without a current final says wherever its choice is shown.
 UNFINISHED = ("its interleaved final has not run yet (the run stopped first); the same "
               "`sweeper run` command runs it")
+
+
+#: Seconds of host work per entrant and round of a final beyond its launches (its
+#: measurement set up, synchronized, its NVML reads): 20 ms on the H200.
+FINALS_OVERHEAD_S = 0.02
+
+
+def finals_estimate_s(count: int, median_ms: float, duty: Duty | None) -> float:
+    """Seconds the final of a problem with ``count`` measured configs, the fastest at
+    ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
+    torch baseline, ``ROUNDS`` rounds of ``SAMPLES_PER_ROUND`` samples and two warm-up
+    launches each, at twice the fastest median (the finalists are slower, and the L2 is
+    flushed before each sample), each preceded by the duty's cool-down or load (a
+    cool-down before each burst of its samples)."""
+    entrants = min(count, MAX_FINALISTS) + 1
+    launches_s = 2 * (SAMPLES_PER_ROUND + 2) * median_ms / 1e3
+    settles = 0 if duty is None else (
+        max(1, math.ceil(SAMPLES_PER_ROUND * median_ms / 1e3 / BURST_S))
+        if duty.kind == "cool" else 1)
+    per_entrant = launches_s + settles * (duty.seconds if duty else 0) + FINALS_OVERHEAD_S
+    return entrants * ROUNDS * per_entrant
 
 
 def problem_of(t: TrialRecord) -> ProblemKey:

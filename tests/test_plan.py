@@ -5,6 +5,7 @@ torch (or assumed, and said so)."""
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -13,6 +14,8 @@ from sweeper.cli import main
 from sweeper.devices import _gpu_query
 from sweeper.devices._gpu_query import ASSUMED_GPU, query_gpu
 from tests.test_shapes import StridedDeclaration
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class WithMode(StridedDeclaration):
@@ -117,3 +120,58 @@ def test_the_driver_gives_the_facts_torch_gives():
     assert not isinstance(facts, str), facts
     assert (facts.name, facts.sms, facts.l2_bytes) == \
         (props.name, props.multi_processor_count, props.L2_cache_size)
+
+
+# -- the time estimate --------------------------------------------------------------------
+def _estimate(path: str, *extra: str, capsys: Any) -> str:
+    assert main(["plan", path, *extra]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines()
+               if x.startswith("estimated time: ")]
+    return line
+
+
+def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys):
+    from sweeper.devices import DeviceFacts, PlanCosts
+    from sweeper.devices._base import GPU_COSTS
+    from sweeper.kernels import bytes_moved_of
+    from sweeper.plan import make_plan
+    from sweeper.space import load_space
+
+    monkeypatch.setattr(_gpu_query, "has_driver", lambda: False)
+    space = load_space(ROOT / "spaces" / "matmul-8k.yaml")
+    facts, measure = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20), space.measure
+    moved = bytes_moved_of("matmul")
+    assert moved is not None
+    by_bytes = make_plan(space, moved, facts, GPU_COSTS, measure)
+    computed = make_plan(space, moved, facts, GPU_COSTS, measure,
+                         flops=bytes_moved_of("matmul", "flops"), finals=True)
+    assert by_bytes.finals_s == 0 and computed.finals_s > 0
+    # 2 x 8192³ FLOP at 795 TFLOP/s: 1.38 ms a launch, as the H200 measured, against
+    # 0.1 ms for its bytes at 4 TB/s
+    launches = (measure.warmup + 2 + measure.repeat) * computed.trials
+    assert computed.estimate_s - computed.finals_s == pytest.approx(
+        by_bytes.estimate_s + launches * (2 * 8192**3 / 795e12 - 3 * 8192**2 * 2 / 4e12),
+        rel=0.05)
+    no_flops = PlanCosts(**{**vars(GPU_COSTS), "flops": {}})
+    assert make_plan(space, moved, facts, no_flops, measure,
+                     flops=bytes_moved_of("matmul", "flops")).estimate_s == \
+        pytest.approx(by_bytes.estimate_s)
+    line = _estimate(str(ROOT / "spaces" / "matmul-8k.yaml"), capsys=capsys)
+    assert "finals " in line and "TFLOP/s bfloat16 795" in line
+
+
+def test_a_study_run_before_gives_its_seconds_a_trial(write_space, tmp_path, capsys):
+    from tests.conftest import SMALL_SPACE
+
+    path = str(write_space(SMALL_SPACE))
+    plan = ["plan", path, "--device", "interpret", "--studies-dir", str(tmp_path)]
+    assert main(plan) == 0
+    assert "last run" not in capsys.readouterr().out
+    assert main(["run", path, "--device", "interpret", "--studies-dir", str(tmp_path),
+                 "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(plan) == 0
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if x.startswith("the study's last run ")]
+    assert "6 trials in " in line and " s a trial with its finals: 6 trials at that rate" in line
+    assert "power-bound" not in out                 # the interpreter has no power cap

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from sweeper import finals as finals_module
 from sweeper.cli import main
-from sweeper.finals import MAX_FINALISTS, ROUNDS
+from sweeper.finals import MAX_FINALISTS, ROUNDS, finals_estimate_s
 from sweeper.measure import Duty, summarize
 from sweeper.space import Budget, Config, Problem
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import _budget
-from sweeper.sweep._budget import Budgets, StopFlag, finals_estimate_s
+from sweeper.sweep._budget import Budgets, StopFlag
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE
 
@@ -66,7 +67,7 @@ def _study():
 
 def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp_path,
                                                                 monkeypatch, capsys):
-    monkeypatch.setattr(_budget, "FINALS_OVERHEAD_S", 1e4)     # no final fits in 60 s
+    monkeypatch.setattr(finals_module, "FINALS_OVERHEAD_S", 1e4)   # no final fits in 60 s
     path = write_space(SMALL_SPACE)
     args = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
             "--quiet", "--no-report"]
@@ -77,7 +78,7 @@ def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp
     assert "winner," not in out
     store = StudyStore(tmp_path / "tiny-interpret")
     assert len([t for t in store.records()[0] if t.ok]) == 1   # kept the rest for finals
-    monkeypatch.setattr(_budget, "FINALS_OVERHEAD_S", 0.02)
+    monkeypatch.setattr(finals_module, "FINALS_OVERHEAD_S", 0.02)
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "left for the next run" not in out and "winner," in out

@@ -109,6 +109,9 @@ def _copy_study(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     plan = _of_a_space(sub, "plan", "size, constraints and time estimate; launches nothing")
+    plan.add_argument("--studies-dir", default="studies",
+                      help="where the study this space runs into was run before, if it was "
+                      "(its last run's time per trial is printed beside the estimate)")
     plan.set_defaults(func=cmd_plan)
 
 

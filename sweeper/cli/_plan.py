@@ -17,14 +17,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     why, and what a run would measure and cost, without launching anything; a space with no
     valid config fails as ``run`` would."""
     from sweeper.kernels import BUILTINS, bytes_moved_of
+    from sweeper.measure import DEFAULT_DUTY
     from sweeper.plan import make_plan
+    from sweeper.study import finals_wanted
 
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
     facts = device.facts()
     counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
     builtin = counted is not None
     plan = make_plan(space, counted or (lambda _: 0), facts,
-                     device.plan_costs, device.measure_spec(space.measure))
+                     device.plan_costs, device.measure_spec(space.measure),
+                     flops=bytes_moved_of(space.kernel, "flops") if builtin else None,
+                     finals=finals_wanted(space, device))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")
     print(f"  {_roles(space)}")
@@ -37,9 +41,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if device.assumed:
         print(f"  ({device.assumed})")
     a = plan.assumptions
-    print(f"estimated time: {_duration(plan.estimate_s)} (assumes {a['compile_s']:g} s compile "
-          f"per config, launches of at least {a['launch_s'] * 1e6:g} us, "
-          f"{a['bandwidth'] / 1e9:g} GB/s)")
+    peaks = ", ".join(f"{d} {v / 1e12:g}" for d, v in device.plan_costs.flops.items())
+    finals = f", finals {_duration(plan.finals_s)}" if plan.finals_s else ""
+    print(f"estimated time: {_duration(plan.estimate_s)} (trials "
+          f"{_duration(plan.estimate_s - plan.finals_s)}{finals}; assumes "
+          f"{a['compile_s']:g} s compile per config, launches of at least "
+          f"{a['launch_s'] * 1e6:g} us, {a['bandwidth'] / 1e9:g} GB/s"
+          f"{f', TFLOP/s {peaks}' if peaks else ''})")
+    if device.measures_gpu or device.replays:
+        print(f"  a power-bound kernel adds a {DEFAULT_DUTY.seconds:g} s cool-down per config "
+              "and per finalist and round (measure.duty: auto)")
+    last = _last_run(space, device, args)
+    if last is not None:
+        print(last(plan.trials))
     if device.replays:
         print("  (as on the GPU the table was recorded on; the replay itself takes seconds)")
     if space.kernel in BUILTINS and not builtin:
@@ -50,6 +64,29 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if plan.valid == 0:
         raise plan.ruled_out.nothing_left(plan.size)
     return 0
+
+
+def _last_run(space: Any, device: Any, args: argparse.Namespace) -> Any:
+    """Where the study this space runs into was run before: a line saying its last run's
+    seconds per trial and what the plan's trials take at that rate (a callable of the
+    trials); ``None`` where it was not run, or kept no such figure."""
+    from sweeper.errors import SweeperError
+    from sweeper.options import study_folder
+    from sweeper.store import StudyStore
+
+    name = space.study if device.measures_gpu else f"{space.study}-{device.name}"
+    store = StudyStore(study_folder(args.studies_dir, name))
+    try:
+        last = store.study_meta().last_run if store.exists() else {}
+    except SweeperError:
+        return None
+    wall, measured = last.get("wall_s"), last.get("measured")
+    if not isinstance(wall, (int, float)) or not isinstance(measured, int) or measured <= 0:
+        return None
+    rate = wall / measured
+    return lambda trials: (f"the study's last run ({store.root}): {measured} trials in "
+                           f"{_duration(wall)}, {rate:.2f} s a trial with its finals: "
+                           f"{trials} trials at that rate take {_duration(rate * trials)}")
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -56,18 +56,22 @@ class OutputCheck(Protocol):
 @dataclass(frozen=True)
 class PlanCosts:
     """What ``sweeper plan`` assumes one trial costs on a device: seconds to compile a
-    config, the shortest launch, the bandwidth a launch moves its bytes at, and whether a
-    cold sample pays an L2 flush of twice the L2 at that bandwidth."""
+    config, the shortest launch, the bandwidth a launch moves its bytes at, whether a
+    cold sample pays an L2 flush of twice the L2 at that bandwidth, and the FLOP/s a
+    launch computes at, by dtype (none: a launch is timed by its bytes alone)."""
 
     compile_s: float
     launch_s: float
     bandwidth: float
     flush: bool
+    flops: Mapping[str, float] = field(default_factory=dict)
 
 
 #: A GPU's costs, read on an H200: a Triton copy config's compile and first launch (median
-#: 0.06 s), ~20 us of host time per launch, ~4 TB/s copy.
-GPU_COSTS = PlanCosts(compile_s=0.06, launch_s=20e-6, bandwidth=4.0e12, flush=True)
+#: 0.06 s), ~20 us of host time per launch, ~4 TB/s copy, and a tuned matmul's FLOP/s
+#: (bf16 8192³: 795 TFLOP/s, docs/benchmarks.md; fp16 alike; tf32 for float32 half that).
+GPU_COSTS = PlanCosts(compile_s=0.06, launch_s=20e-6, bandwidth=4.0e12, flush=True,
+                      flops={"bfloat16": 795e12, "float16": 795e12, "float32": 400e12})
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,12 @@ def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
 
 
 
-def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
-    """Built-in kernel ``name``'s bytes moved per problem, for ``plan``: from its
-    declaration, where it is a class method, so no torch is imported; None where only an
-    instance can count them (``cuda``: its tensors are declared by the space)."""
-    counted = plugins.kernel_declaration(name).bytes_moved
+def bytes_moved_of(name: str, what: str = "bytes_moved") -> Callable[[Problem], int] | None:
+    """Built-in kernel ``name``'s bytes moved per problem (``what="flops"``: its FLOPs),
+    for ``plan``: from its declaration, where it is a class method, so no torch is
+    imported; None where only an instance can count them (``cuda``: its tensors are
+    declared by the space)."""
+    counted = getattr(plugins.kernel_declaration(name), what)
     if getattr(counted, "__self__", None) is None:
         return None
     return cast("Callable[[Problem], int]", counted)

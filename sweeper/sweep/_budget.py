@@ -17,9 +17,8 @@ from collections.abc import Callable
 import optuna
 
 from sweeper.ceilings import Ceilings
-from sweeper.finals import MAX_FINALISTS, ROUNDS, SAMPLES_PER_ROUND, problem_of
+from sweeper.finals import finals_estimate_s, problem_of
 from sweeper.measure import Duty
-from sweeper.measure._duty import BURST_S
 from sweeper.samplers import ExhaustiveSampler
 from sweeper.space import Budget
 from sweeper.store import ProblemKey, TrialRecord
@@ -153,27 +152,6 @@ class Budgets:
                 return (f"budget: target {100 * budget.target:g}% of the ceiling reached "
                         f"({best.gbps:.4g} of {ceiling:.4g} GB/s)")
         return ""
-
-
-#: Seconds of host work per entrant and round of a final beyond its launches (its
-#: measurement set up, synchronized, its NVML reads): 20 ms on the H200.
-FINALS_OVERHEAD_S = 0.02
-
-
-def finals_estimate_s(count: int, median_ms: float, duty: Duty | None) -> float:
-    """Seconds the final of a problem with ``count`` measured configs, the fastest at
-    ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
-    torch baseline, ``ROUNDS`` rounds of ``SAMPLES_PER_ROUND`` samples and two warm-up
-    launches each, at twice the fastest median (the finalists are slower, and the L2 is
-    flushed before each sample), each preceded by the duty's cool-down or load (a
-    cool-down before each burst of its samples)."""
-    entrants = min(count, MAX_FINALISTS) + 1
-    launches_s = 2 * (SAMPLES_PER_ROUND + 2) * median_ms / 1e3
-    settles = 0 if duty is None else (
-        max(1, math.ceil(SAMPLES_PER_ROUND * median_ms / 1e3 / BURST_S))
-        if duty.kind == "cool" else 1)
-    per_entrant = launches_s + settles * (duty.seconds if duty else 0) + FINALS_OVERHEAD_S
-    return entrants * ROUNDS * per_entrant
 
 
 def beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
