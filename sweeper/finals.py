@@ -3,7 +3,8 @@
 The best config of a problem is a *set*: every config whose median's confidence
 interval overlaps the fastest one's is tied within noise.  Before a winner is
 named, the finalists (the top ``TOP_K`` and that tied set) are re-measured in
-``ROUNDS`` round-robin rounds, in a shuffled order each round, in the same
+round-robin rounds (``MIN_ROUNDS`` to ``ROUNDS``: they stop once the outcome is settled,
+and a finalist out of contention leaves), in a shuffled order each round, in the same
 process, as Helion does; the winner is chosen from those samples alone.  The
 kernel's torch baseline runs in the same rounds as one more entrant (it cannot
 win), so "% of torch" compares two measurements taken under the same conditions,
@@ -42,6 +43,14 @@ TOP_K = 5
 MAX_FINALISTS = 12
 ROUNDS = 5
 SAMPLES_PER_ROUND = 10
+#: Rounds every final runs before it may stop: from then on it stops once the winner and
+#: the set tied with the fastest are the same two rounds in a row (:func:`remeasure`).
+MIN_ROUNDS = 3
+#: A finalist slower than the fastest's median by more than this, and not tied with it,
+#: leaves the rounds.  Replayed on six recorded H200 finals
+#: (``benchmarks/finals_savings.py``), 2 % with ``MIN_ROUNDS`` 3 kept every winner and
+#: all but one borderline tie in 77 % of the entrant-rounds; 1 % lost a tie (63 %).
+LEAVES_BEYOND = 2 * PRACTICAL
 RULE = ("the fastest median wins, unless others are both tied within noise (95% CIs of the "
         f"medians overlap) and within {PRACTICAL:.0%} of its median; among those: lowest CV, "
         "then fewest warps, then smallest meta-parameters, then fewest programs")
@@ -199,25 +208,49 @@ def pick_winner(samples: dict[int, list[float]], trials: dict[int, TrialRecord]
 Baseline = tuple[str, Callable[[StopRule], list[float]]]
 
 
+def still_in(samples: dict[int, list[float]], trials: dict[int, TrialRecord]) -> set[int]:
+    """The finalists that can still win or tie, from their samples so far: those tied with
+    the fastest (their medians' CIs overlap) and those within ``LEAVES_BEYOND`` of its
+    median; the others are slower beyond noise and beyond what matters, and leave."""
+    fastest, tied = tied_set(samples)
+    limit = summarize(samples[fastest]).median * (1 + LEAVES_BEYOND)
+    return set(tied) | {n for n, s in samples.items() if summarize(s).median <= limit}
+
+
+def settled(history: Sequence[tuple[int, list[int]]]) -> bool:
+    """Whether a final whose rounds gave ``history`` (after each round: the winner and the
+    set tied with the fastest) may stop: ``MIN_ROUNDS`` run, and the last two the same."""
+    return len(history) >= MIN_ROUNDS and history[-1] == history[-2]
+
+
 def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, StopRule],
               list[float]], bytes_moved: Callable[[TrialRecord], int], seed: int = 0,
               baseline: Baseline | None = None, duty: str = "") -> FinalRecord:
-    """Interleave ``ROUNDS`` rounds over ``group`` (and ``baseline``: its name and how to
-    time it); ``measure_one`` times one config."""
+    """Interleave up to ``ROUNDS`` rounds over ``group`` (and ``baseline``: its name and
+    how to time it, in every round); ``measure_one`` times one config.  After each round a
+    finalist no longer in contention (:func:`still_in`) leaves, and the rounds stop once
+    the outcome is :func:`settled`: a final costs what its field needs, not a fixed
+    ``ROUNDS`` x finalists."""
     rng = random.Random(seed)
     rule = StopRule(kind="fixed", repeat=SAMPLES_PER_ROUND)
     samples: dict[int, list[float]] = {t.number: [] for t in group}
+    by_number = {t.number: t for t in group}
     entrants: list[TrialRecord | None] = [*group, *([None] if baseline else [])]
     base_samples: list[float] = []
-    for _ in range(ROUNDS):
+    history: list[tuple[int, list[int]]] = []
+    rounds = 0
+    while rounds < ROUNDS and not settled(history):
         rng.shuffle(entrants)
         for t in entrants:
             if t is None:
                 base_samples.extend(baseline[1](rule))       # type: ignore[index]
             else:
                 samples[t.number].extend(measure_one(t, rule))
-    by_number = {t.number: t for t in group}
-    winner, tied = pick_winner(samples, by_number)
+        rounds += 1
+        history.append(pick_winner(samples, by_number))
+        racing = still_in(samples, by_number)
+        entrants = [t for t in entrants if t is None or t.number in racing]
+    winner, tied = history[-1]
     rows = []
     for t in group:
         stats = summarize(samples[t.number])
@@ -226,7 +259,7 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
     base = FinalBaseline(name=baseline[0], samples_ms=base_samples,
                          stats=summarize(base_samples)) if baseline else None
     return FinalRecord(problem=problem_of(group[0]), finalists=rows, tied=tied, winner=winner,
-                       baseline=base, duty=duty)
+                       rounds=rounds, baseline=base, duty=duty)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -139,7 +140,7 @@ def test_winners_are_the_reports_and_the_baselines_torchs(tmp_path):
     row, pick = winners.iloc[0], next(iter(picks.values()))
     assert row["chosen_by"] == "interleaved final" and row["number"] == pick.trial.number
     assert row["median_ms"] == pick.median_ms            # the final's median, as report.md
-    assert row["median_from"].startswith("interleaved final: 5 rounds")
+    assert re.match("interleaved final: [345] rounds", row["median_from"])
     assert (row["dtype"], row["footprint"], row["cache"]) == ("float32", 4096, "cold")
     assert row["block"] in (32, 64) and row["BLOCK"] == 256
     assert str(winners.dtypes["block"]) == "Int64"

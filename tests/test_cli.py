@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,7 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
     assert "done: 6 measured (0 failed), 2 skipped by constraints" in out
     assert "best in the sweep, float32 4KiB cold: #" in out
     assert "report: studies/tiny-interpret/report.md" in out
-    assert "winner, float32 4KiB cold, after 5 interleaved rounds over " in out
+    assert re.search("winner, float32 4KiB cold, after [345] interleaved rounds over ", out)
     assert (study / "study.json").exists() and (study / "trials.jsonl").exists()
     pngs = sorted(p.name for p in (study / "heatmaps").glob("*.png"))
     assert pngs == ["float32_4KiB_cold_BLOCK-1024.png", "float32_4KiB_cold_BLOCK-256.png",

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from sweeper.consensus import AGREE, agreement, export_fields
-from sweeper.finals import Finalist, FinalRecord, Winners
+from sweeper.finals import MIN_ROUNDS, ROUNDS, Finalist, FinalRecord, Winners
 from sweeper.measure import PRACTICAL, summarize
 from sweeper.space import Config, Problem
 from sweeper.store import GpuSlot, ProblemKey, TrialRecord
@@ -165,14 +165,15 @@ def test_two_fake_gpus_measure_the_finals_on_both_and_every_output_says_so(
     assert [f.gpu.index for f in finals] == [0, 1]
     assert {f.gpu.name for f in finals} == {"Triton interpreter (CPU)"}
     assert len({tuple(sorted(r.number for r in f.finalists)) for f in finals}) == 1
-    assert all(f.baseline is not None and len(f.baseline.samples_ms) == 50 for f in finals)
+    assert all(f.baseline is not None and MIN_ROUNDS <= f.rounds <= ROUNDS and
+               len(f.baseline.samples_ms) == 10 * f.rounds for f in finals)
     assert len({f.after_trial for f in finals}) == 1
     trials = store.records()[0]
     a = Winners.of(store).agreements(trials)[finals[0].problem]
     line = next(x for x in out.splitlines() if x.startswith("winner, "))
-    assert line.startswith("winner, float32 4KiB cold, after 5 interleaved rounds over "
-                           f"{len(finals[0].finalists)} finalists on each of 2 GPUs: "
-                           f"#{a.chosen} grid=")
+    assert line.startswith(f"winner, float32 4KiB cold, after {finals[0].rounds} interleaved "
+                           f"rounds over {len(finals[0].finalists)} finalists on each of 2 "
+                           f"GPUs: #{a.chosen} grid=")
     assert line.endswith(f" on GPU 0; {a.headline()}")
     report = (tmp_path / "tiny-interpret" / "report.md").read_text()
     assert ("Across GPUs (GPU 0 (Triton interpreter (CPU)), GPU 1 (Triton interpreter "

@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -296,8 +297,8 @@ def test_tuning_json_report_json_and_report_md_give_the_winner_one_median(tmp_pa
     [final_row] = [r for r in report["winners"][0]["finalists"] if r[""] == "winner"]
     assert entry["trial"] == headline["number"] == final_row["number"]
     assert entry["median_ms"] == headline["median_ms"] == final_row["median_ms"]
-    assert entry["median_from"] == headline["median_from"] == \
-        "interleaved final: 5 rounds x 10 samples"
+    assert entry["median_from"] == headline["median_from"]
+    assert re.fullmatch("interleaved final: [345] rounds x 10 samples", entry["median_from"])
     assert entry["gbps"] == pytest.approx(headline["gbps"])
     assert entry["sweep_median_ms"] == headline["sweep_median_ms"] == \
         final_row["sweep_median_ms"] != entry["median_ms"]
