@@ -248,3 +248,38 @@ def _wait_for_trials(url: str, count: int, run: subprocess.Popen[str]) -> None:
         assert run.poll() is None, run.communicate()
         assert time.monotonic() < deadline, "the run recorded no trials in 120 s"
         time.sleep(0.2)
+
+
+def test_a_heartbeat_the_database_fails_is_tried_again_not_a_thread_traceback(monkeypatch):
+    """The claim's heartbeat runs on a thread, where a StorageError would print a
+    traceback and end the renewals: it is tried again at the next beat instead."""
+    import threading
+
+    from sweeper.errors import StorageError
+    from sweeper.store import Claim
+    from sweeper.sweep._claims import Claims
+
+    beats, crashed = [], []
+    monkeypatch.setattr(threading, "excepthook", crashed.append)
+
+    class Flaky:
+        def claim(self, key, worker_id, lease_s):
+            return Claim.TAKEN
+
+        def heartbeat(self, key, worker_id, lease_s):
+            beats.append(key)
+            if len(beats) <= 2:
+                raise StorageError("postgresql://…: the server stopped answering")
+            return True
+
+        def record_claimed(self, key, worker_id, record):
+            return record
+
+    claims = Claims(Flaky(), "w0", lease_s=0.03)             # a beat every 10 ms
+    assert claims.take(("block=32",)) is Claim.TAKEN
+    for _ in range(300):                                    # 3 s at most
+        if len(beats) >= 4:
+            break
+        threading.Event().wait(0.01)
+    assert claims.keep(("block=32",), "the record") == "the record"
+    assert len(beats) >= 4 and crashed == []                  # went on after two failures

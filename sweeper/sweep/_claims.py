@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sweeper.errors import StorageError
 from sweeper.store import Claim, TrialRecord
 from sweeper.store._base import Storage, claim_key
 from sweeper.store._journal import fault
@@ -75,9 +76,16 @@ class Claims:
         return self.store.record_claimed(text, self.worker_id, record)
 
     def _heartbeat(self, key: str, stop: threading.Event) -> None:
+        """Renew the claim of ``key`` until ``stop``, or until it is lost.  A database that
+        fails a renewal (down, or past a time limit) is tried again at the next beat: a
+        thread has no one to tell, and the worker's next write says it in one line (the
+        claim, if it lapses meanwhile, is another worker's to take)."""
         while not stop.wait(self.lease_s / 3):
-            if not self.store.heartbeat(key, self.worker_id, self.lease_s):
-                return
+            try:
+                if not self.store.heartbeat(key, self.worker_id, self.lease_s):
+                    return
+            except StorageError:
+                continue
 
     def _stop(self, key: str) -> None:
         beat = self._beats.pop(key, None)
