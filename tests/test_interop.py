@@ -49,6 +49,17 @@ def test_optuna_reads_the_export_with_its_own_loader(mixed, tmp_path, capsys):
     assert study.trials[0].distributions["BLOCK"].choices == (512, 1024)
 
 
+def test_optuna_reads_an_export_into_postgresql(mixed, postgres_url, capsys):
+    """A ``postgresql://`` URL is opened as sweeper's own store opens one (psycopg 3, its
+    time limits); Optuna reads the study back from the same database."""
+    assert main(["export", str(mixed.path), "--format", "optuna", "--to", postgres_url]) == 0
+    assert "wrote 8 trials to the Optuna study 'mixed-replay'" in capsys.readouterr().out
+    storage = optuna.storages.RDBStorage(
+        postgres_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    study = optuna.load_study(study_name="mixed-replay", storage=storage)
+    assert len(study.trials) == 8
+
+
 def test_a_second_export_to_the_same_storage_is_refused_unless_replace(mixed, tmp_path,
                                                                         capsys):
     journal = tmp_path / "optuna.log"                  # Optuna's JournalStorage file

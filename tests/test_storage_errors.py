@@ -283,3 +283,24 @@ def test_a_heartbeat_the_database_fails_is_tried_again_not_a_thread_traceback(mo
         threading.Event().wait(0.01)
     assert claims.keep(("block=32",), "the record") == "the record"
     assert len(beats) >= 4 and crashed == []                  # went on after two failures
+
+
+def test_an_optuna_export_to_a_host_that_never_answers_gives_up_in_one_line(
+        silent_host, tmp_path, monkeypatch, capsys):
+    """The Optuna export opens its database with the store's limits: the connect timeout
+    where the URL sets none (here 2 s), not libpq's wait without end."""
+    from sweeper.store import _url
+
+    monkeypatch.chdir(ROOT)
+    studies = tmp_path / "studies"
+    assert main(["run", *SPACE, "--studies-dir", str(studies), "--quiet", "--no-report"]) == 0
+    (study,) = studies.iterdir()
+    capsys.readouterr()
+    monkeypatch.setattr(_url, "CONNECT_TIMEOUT_S", 2)
+    url = f"postgresql://u:{SECRET}@127.0.0.1:{silent_host}/db"
+    start = time.monotonic()
+    assert main(["export", str(study), "--format", "optuna", "--to", url]) != 0
+    assert time.monotonic() - start < 2 + 8
+    out, err = capsys.readouterr()
+    assert SECRET not in out
+    assert one_line(err).startswith(f"sweeper: --to postgresql://u:***@127.0.0.1:{silent_host}")

@@ -180,7 +180,7 @@ def into_database(store: Storage, target: str, name: str,
             raise SweeperError(f"--to {target}: {path} is not a SQLite database; --to takes "
                                f"{TARGETS}")
     try:
-        storage = optuna.storages.RDBStorage(target)
+        storage = optuna.storages.RDBStorage(_with_limits(target))
     except Exception as err:  # noqa: BLE001  (SQLAlchemy's errors are many; one line)
         raise SweeperError(f"--to {mask_url(target)}: cannot open it as a database: "
                            f"{_first_line(err)}") from None
@@ -193,6 +193,26 @@ def into_database(store: Storage, target: str, name: str,
                 optuna.delete_study(study_name=name, storage=storage)
         raise WriteError(f"cannot write the Optuna study {name!r} into {mask_url(target)}: "
                          f"{_first_line(err)}") from None
+
+
+def _with_limits(target: str) -> str:
+    """A PostgreSQL ``target`` with the time limits and the driver sweeper's own store
+    gives it (:func:`sweeper.store._url.with_timeouts`, psycopg 3): a host that never
+    answers is given up on after the connect timeout, not waited for without end.  Any
+    other database's URL as it is."""
+    if target.partition("://")[0].split("+")[0] != "postgresql":
+        return target
+    from sqlalchemy import make_url
+
+    from sweeper.store._url import with_timeouts
+
+    try:
+        url = make_url(target)
+    except Exception:  # noqa: BLE001  (RDBStorage says what is wrong with it, in one line)
+        return target
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    return with_timeouts(url).render_as_string(hide_password=False)
 
 
 def sqlite_path(url: str) -> Path | None:
