@@ -182,6 +182,9 @@ def test_a_sweep_compiles_ahead_in_measuring_order_reusing_its_processes(
     processes compile all of them, a refused config is recorded as the compile_error
     that compiling it serially gives, and every other config is measured as usual."""
     monkeypatch.setattr(_compile_ahead, "CompilePool", _Recorded)
+    # every config counts as ready: the sampler then measures in its plan's order, which
+    # a config built early would otherwise jump (a race on a loaded machine)
+    monkeypatch.setattr(_compile_ahead.CompileAhead, "ready", lambda self, params: True)
     _Recorded.made.clear()
     path = _space_of("tests.kernels_for_tests:RefusedOnBigBlock")
     store, _ = sweep_study(path, open_device("interpret"), tmp_path / "s",
