@@ -39,6 +39,26 @@ def launched(dtype: str, shape: tuple[int, int, int], grid: int = 5, **meta: int
     return kernel, buffers, config
 
 
+def test_a_trials_two_checks_share_one_float64_product_while_its_inputs_stand():
+    """The check after the samples reuses the product the first check made; new values in
+    an input (in place), or other tensors, make a new one; a wrong output fails either way."""
+    kernel, buffers, config = launched("float32", (48, 40, 64))
+    assert kernel.check(buffers) is None
+    product = kernel._product[2]
+    assert kernel.check(buffers) is None and kernel._product[2] is product
+    buffers["c"].add_(1.0)                                   # the output alone changed
+    assert kernel.check(buffers).startswith("relative error") and kernel._product[2] is product
+    kernel.randomize(buffers, torch.Generator().manual_seed(1))     # new inputs, in place
+    kernel.launch(buffers, config)
+    assert kernel.check(buffers) is None and kernel._product[2] is not product
+    again = kernel.allocate(config.problem, "cpu")           # other tensors, equal shapes
+    kernel.randomize(again, torch.Generator().manual_seed(1))
+    kernel.poison(again)
+    kernel.launch(again, config)
+    kept = kernel._product[2]
+    assert kernel.check(again) is None and kernel._product[2] is not kept
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("split", [2, 3, 5])
 def test_split_k_verifies_at_non_square_shapes_with_k_no_multiple_of_its_slices(dtype, split):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from typing import Any
 
 import torch
@@ -202,16 +203,38 @@ class MatmulKernel(MatmulDeclaration):
         return tiled(config, sms, mnk(config.problem), m["BLOCK_M"], m["BLOCK_N"],
                      m["BLOCK_K"], m["num_stages"], split_k=m["SPLIT_K"])
 
+    #: the last float64 product: the input tensors it was made of (weakly), their
+    #: versions then, and the product (see :meth:`_reference`)
+    _product: tuple[list[Any], list[int], torch.Tensor] | None = None
+
     def check(self, buffers: Buffers) -> str | None:
-        a, b, c = buffers["a"].double(), buffers["b"].double(), buffers["c"]
+        c = buffers["c"]
         if torch.isnan(c).any():
             return f"{int(torch.isnan(c).sum())} of {c.numel()} elements were never written"
-        if "scales" in buffers.tensors:
-            a, b = a * buffers["scales"][0, 0].double(), b * buffers["scales"][1, 0].double()
-        ref = a @ b
+        ref = self._reference(buffers)
         err = float((c.double() - ref).norm() / ref.norm())
         limit = TOLERANCE.get(buffers.problem.dtype, 1e-2)
         return None if err <= limit else f"relative error {err:.3g} > {limit:g}"
+
+    def _reference(self, buffers: Buffers) -> torch.Tensor:
+        """The float64 product of the inputs as they are now.  A trial checks its output
+        twice on the same inputs (after its first launch, after its samples), and the
+        product is most of a check's cost (an 8192³ product in float64), so the last one
+        is kept while its very tensors hold unchanged values: each is the same object
+        (a weak reference) at the same version (torch counts every in-place write)."""
+        inputs = [buffers[name] for name in ("a", "b", "scales") if name in buffers.tensors]
+        kept = self._product
+        if kept is not None and len(kept[0]) == len(inputs) and all(
+                ref() is t for ref, t in zip(kept[0], inputs, strict=True)) and \
+                kept[1] == [t._version for t in inputs]:
+            return kept[2]
+        a, b = buffers["a"].double(), buffers["b"].double()
+        if "scales" in buffers.tensors:
+            a, b = a * buffers["scales"][0, 0].double(), b * buffers["scales"][1, 0].double()
+        product = a @ b
+        self._product = ([weakref.ref(t) for t in inputs], [t._version for t in inputs],
+                         product)
+        return product
 
     def baseline(self, buffers: Buffers) -> None:
         if "scales" not in buffers.tensors:
