@@ -113,6 +113,23 @@ def failure_counts(trials: Sequence[TrialRecord]) -> str:
                      for status, n in counts.most_common())
 
 
+def failed_line(trials: Sequence[TrialRecord]) -> str | None:
+    """``failed: 6 wrong_answer (first: #3 ...); every one with BLOCK=512``: a run's failed
+    trials (``trials``: its own, measured or failed) by status, each with its first config
+    and reason, and the labels every failed config shares while the configs that did not
+    fail do not (what the failures have in common); ``None`` when none failed."""
+    failed = [t for t in trials if t.status.value not in ("ok", "invalid", "abandoned")]
+    if not failed:
+        return None
+    fine = [t for t in trials if t.status.value in ("ok", "abandoned")]
+    shared = set.intersection(*(set(t.choice.items()) for t in failed))
+    telling = sorted((axis, label) for axis, label in shared
+                     if axis not in PROBLEM_AXES and fine and
+                     not all(t.choice.get(axis) == label for t in fine))
+    common = f"; every one with {' '.join(f'{a}={v}' for a, v in telling)}" if telling else ""
+    return f"failed: {failure_counts(failed)}{common}"
+
+
 def _failure_text(t: TrialRecord) -> str:
     """``#3 grid=sms block=32 BLOCK=256: <the reason's first line>``; the problem is left
     out (the lines around it name it)."""
@@ -123,5 +140,5 @@ def _failure_text(t: TrialRecord) -> str:
     return f"#{t.number} {config}: {reason}"
 
 
-__all__ = ["failure_counts", "nothing_measured", "outcome_lines", "problem_text",
-           "trial_text"]
+__all__ = ["failed_line", "failure_counts", "nothing_measured", "outcome_lines",
+           "problem_text", "trial_text"]

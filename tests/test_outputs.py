@@ -385,3 +385,23 @@ def test_a_problem_the_kernel_cannot_allocate_is_recorded_and_the_sweep_goes_on(
         else:
             assert "2 crashed (first: #0 grid=sms block=32 BLOCK=256: allocating the inputs: "\
                    "TypeError: bug in allocate)" in err
+
+
+def test_a_run_names_its_failed_configs_and_what_they_share(write_space, tmp_path, capsys,
+                                                            monkeypatch):
+    """The terminal names the failures, not only their count: by status, the first config
+    and its reason, and the labels every failed config has and the others lack."""
+    from tests.conftest import SMALL_SPACE
+
+    space = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:RaisesOnBigBlock"))
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
+                     "--no-report")
+    assert rc == 0
+    assert line(out, "failed: ") == (
+        "failed: 4 crashed (first: #2 grid=cdiv(n, BLOCK) block=32 BLOCK=1024: RuntimeError: "
+        "BLOCK=1024 is too big for this test); every one with BLOCK=1024")
+    rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
+                     "--no-report")                    # resumed: nothing failed this run
+    assert not [x for x in out if x.startswith("failed: ")]

@@ -248,11 +248,16 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
             limits: Any, clock: Any) -> str | None:
     """What this run did, each problem's outcome, the report (each timed on ``clock``);
     why nothing came of it (said on stderr), or None."""
+    from sweeper.outcome import failed_line, nothing_measured, outcome_lines
+
     failed = sum(1 for t in summary.trials[summary.resumed:]
                  if t.status.value not in ("ok", "invalid", "abandoned"))
     print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    failures = failed_line(summary.trials[summary.resumed:])
+    if failures is not None:
+        print(failures)
     if summary.busy is not None and summary.measured:
         print(summary.busy.line())
     for dropped in summary.dropped:
@@ -268,7 +273,6 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     if space.budget.target is not None and isinstance(limits, str):
         print(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
     from sweeper.finals import Winners
-    from sweeper.outcome import nothing_measured, outcome_lines
 
     for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
         print(line)
