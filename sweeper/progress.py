@@ -18,11 +18,13 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from sweeper.kernels._base import Headline
 from sweeper.store import TrialRecord
@@ -44,8 +46,7 @@ class ProgressReporter:
         self._progress = Progress(
             TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
             TextColumn("best {task.fields[best]}"), TextColumn("last {task.fields[last]}"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            console=self._console)
+            TimeElapsedColumn(), _RemainingOrPhase(), console=self._console)
         self._notebook = NotebookBar(self._progress, self._console.width) \
             if self._console.is_jupyter else None
         self._task: TaskID | None = None
@@ -56,7 +57,7 @@ class ProgressReporter:
         if self._notebook is None:
             self._progress.start()
         self._task = self._progress.add_task("sweep", total=total, completed=done,
-                                             best="–", last="–")
+                                             best="–", last="–", phase="")
         if self._notebook is not None:
             self._notebook.draw(force=True)
 
@@ -71,6 +72,15 @@ class ProgressReporter:
         if self._notebook is not None:
             self._notebook.draw(force=self._done >= self._total)
 
+    def phase(self, text: str) -> None:
+        """Say what runs after the trials (the finals) at the end of the bar, in place of
+        an ETA that no longer applies, and redraw it."""
+        if self._task is None:
+            return
+        self._progress.update(self._task, phase=text)
+        if self._notebook is not None:
+            self._notebook.draw(force=True)
+
     def finish(self) -> None:
         """Stop the bar where the sweep ended; nothing where :meth:`start` never ran."""
         if self._task is None:
@@ -79,6 +89,15 @@ class ProgressReporter:
             self._progress.stop()
         else:
             self._notebook.draw(force=True)
+
+
+class _RemainingOrPhase(TimeRemainingColumn):
+    """``ETA 0:01:02`` while trials run; once the sweep says what runs after them
+    (:meth:`ProgressReporter.phase`), that instead."""
+
+    def render(self, task: Task) -> Text:
+        phase = task.fields.get("phase")
+        return Text(phase) if phase else Text("ETA ") + super().render(task)
 
 
 class NotebookBar:

@@ -134,3 +134,30 @@ def test_a_sweep_whose_workers_do_not_start_ends_its_live_bar(write_space, tmp_p
     for thread in left:         # a stopped bar's refresh thread ends a moment later
         thread.join(timeout=5)
     assert [t.name for t in left if t.is_alive()] == []
+
+
+def test_the_bar_says_which_final_runs_once_the_trials_are_done(write_space, tmp_path):
+    """The finals come after the last trial: the bar says which one runs in place of an
+    ETA of 0:00:00 that no longer applies, so it does not look frozen."""
+    from sweeper.devices import open_device
+    from sweeper.sweep import SilentReporter
+
+    class Phases(SilentReporter):
+        def __init__(self) -> None:
+            self.said: list[str] = []
+
+        def phase(self, text: str) -> None:
+            self.said.append(text)
+
+    reporter = Phases()
+    sweep_study(write_space(SMALL_SPACE), open_device("interpret"), tmp_path / "s",
+                reporter=reporter)
+    (said,) = reporter.said
+    assert re.fullmatch(r"finals: 1 of 1 problems, float32 4KiB cold, \d+ finalists", said)
+    out = io.StringIO()
+    bar = ProgressReporter(console=Console(file=out, width=200))
+    bar.start(2, 0)
+    bar.trial(replayed_trials(tmp_path)[6], None)
+    bar.phase(said)
+    bar.finish()
+    assert out.getvalue().rstrip().endswith(said) and "ETA" not in out.getvalue()

@@ -509,14 +509,20 @@ class Sweep:
             return
         t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed
         duty = run.bench.power.duty
+        started = [0]
 
         def covered(entrants: list[TrialRecord]) -> bool:
-            """Whether the time budget covers this problem's final; else it waits for
-            the next run."""
-            if run.budgets.covers(entrants, duty):
-                return True
-            summary.finals_deferred.append(problem_of(entrants[0]))
-            return False
+            """Whether the time budget covers this problem's final (else it waits for the
+            next run); the bar says which final runs."""
+            if not run.budgets.covers(entrants, duty):
+                summary.finals_deferred.append(problem_of(entrants[0]))
+                return False
+            started[0] += 1
+            problem = problem_of(entrants[0])
+            self.reporter.phase(f"finals: {started[0]} of {len(todo)} problems, "
+                                f"{problem.dtype} {problem.problem.describe()} "
+                                f"{problem.cache}, {len(entrants)} finalists")
+            return True
 
         if in_workers:
             summary.finals, summary.finals_lost = run_finals_everywhere(

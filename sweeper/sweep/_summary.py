@@ -22,6 +22,10 @@ class Reporter(Protocol):
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
         """A trial was measured and kept; ``best`` is the fastest so far, if any."""
 
+    def phase(self, text: str) -> None:
+        """What the sweep does after its trials, as it starts it (``finals: 1 of 2
+        problems, float32 1GiB cold, 5 finalists``): a bar stays live while it runs."""
+
     def finish(self) -> None:
         """The sweep ended, however it ended (also when its workers did not start,
         perhaps before :meth:`start`): nothing more will be reported."""
@@ -32,6 +36,7 @@ class SilentReporter:
 
     def start(self, total: int, done: int) -> None: ...
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
+    def phase(self, text: str) -> None: ...
     def finish(self) -> None: ...
 
 
