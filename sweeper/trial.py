@@ -258,6 +258,26 @@ def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: 
 _CUDA_ADVICE = re.compile(r"\s+(?:Search for `cudaError|CUDA kernel errors might be)")
 
 
+def kernel_line(err: BaseException) -> str | None:
+    """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: the innermost line of ``err``'s
+    traceback in the user's own code (not Python's, an installed package's or sweeper's),
+    where the interpreter ran the kernel's body; ``None`` where there is none."""
+    import os
+    import sysconfig
+
+    import sweeper
+
+    theirs = tuple(os.path.realpath(p) + os.sep for p in (
+        sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"], os.path.dirname(sweeper.__file__)))
+    for frame in reversed(traceback.extract_tb(err.__traceback__)):
+        path = os.path.realpath(frame.filename)
+        if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:
+            continue
+        return f"{os.path.basename(frame.filename)}:{frame.lineno}: {frame.line.strip()}"
+    return None
+
+
 def classify(err: BaseException) -> tuple[TrialStatus, str]:
     """Map an exception from compiling or launching to a status and a one-line reason."""
     import torch
@@ -271,5 +291,6 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     if names & {"CompilationError", "CompileTimeAssertionFailure", "PTXASError"}:
         return TrialStatus.COMPILE_ERROR, reason
     if "InterpreterError" in names and err.__cause__ is not None:
-        return classify(err.__cause__)[0], reason
+        line = kernel_line(err.__cause__)
+        return classify(err.__cause__)[0], f"{reason} (at {line})" if line else reason
     return TrialStatus.CRASHED, reason or "".join(traceback.format_exception_only(err)).strip()

@@ -72,3 +72,26 @@ def test_a_cuda_error_keeps_what_happened_and_drops_the_generic_advice():
         "call.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1")
     assert classify(err) == (TrialStatus.CRASHED, "AcceleratorError: CUDA error: an illegal "
                                                   "memory access was encountered")
+
+
+def _typo_body(x, y, n):  # type: ignore[no-untyped-def]
+    import triton.language as tl
+
+    offsets = tl.arange(0, 64)
+    tl.store(y + offsets, tl.lod(x + offsets), mask=offsets < n)   # tl.lod: a typo
+
+
+def test_an_error_in_an_interpreted_kernel_names_the_kernels_line():
+    """The interpreter runs the kernel's body as Python: the reason keeps Triton's message
+    and adds the line of the user's kernel where it failed."""
+    from sweeper.kernels._jit import jit
+
+    kernel = jit(_typo_body, interpret=True)
+    with pytest.raises(Exception) as caught:
+        kernel[(1,)](torch.zeros(64), torch.zeros(64), 64)
+    status, reason = classify(caught.value)
+    assert status is TrialStatus.CRASHED
+    assert "has no attribute 'lod'" in reason
+    assert reason.endswith("(at test_trial.py:"
+                           f"{_typo_body.__code__.co_firstlineno + 4}: tl.store(y + offsets, "
+                           "tl.lod(x + offsets), mask=offsets < n)   # tl.lod: a typo)")
