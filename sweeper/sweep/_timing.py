@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from sweeper.measure import Spent
 
 #: The coordinator's phases per trial, in the order shown.
 PHASES = ("ask", "expand", "journal", "tell", "reporter", "restart", "wait")
@@ -107,19 +108,14 @@ class Timeline:
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
-        self.phases: dict[str, float] = {}
+        self.phases = Spent()
         self.first_job: float | None = None
         self.trials = 0
         self._lanes: dict[int, _Lane] = {}
 
-    @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
+    def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
         """Count the block's time towards the coordinator's ``name``."""
-        t = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t
+        return self.phases.on(name)
 
     def ready(self, index: int, launched: float, steps: dict[str, float]) -> None:
         """Worker ``index`` was launched then; ``steps``: the ``perf_counter`` at which
