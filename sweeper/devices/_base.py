@@ -174,10 +174,11 @@ class Device(abc.ABC):
         the sampling window.  ``Measured.seconds`` says where the host's time went: the
         schedule's cool-downs or loads, the warmup, the sampling (less those), the check."""
         spent = Spent()
+        settling = "cool-down" if duty is not None and duty.kind == "cool" else "load"
 
         def settle() -> None:
             assert duty is not None
-            with spent.on("cool-down" if duty.kind == "cool" else "load"):
+            with spent.on(settling):
                 duty.settle(launch, self.synchronize)
 
         if duty is not None:
@@ -202,11 +203,12 @@ class Device(abc.ABC):
             take = cool.bursts(take, sample, settle, size)
         # a cool-down schedule settles before every burst, a discarded chunk's too
         recover = settle if duty is not None and cool is None else None
-        settled, t_sample = sum(spent.values()), time.perf_counter()
-        timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
-                              abandon=abandon, recover=recover)
+        settled = spent.get(settling, 0.0)
+        with spent.on("sample"):
+            timing = sample_until(take, rule, throttled=lambda: self.throttled(duty),
+                                  abandon=abandon, recover=recover)
         # the cool-downs or loads between bursts and before retaken chunks are their own
-        spent["sample"] = time.perf_counter() - t_sample - (sum(spent.values()) - settled)
+        spent["sample"] -= spent.get(settling, 0.0) - settled
         if rule.repeat < asked.repeat:
             timing.stop_reason = dataclasses.replace(timing.stop_reason, text=(
                 f"{timing.stop_reason.text} (one burst of the cool-down schedule; "
