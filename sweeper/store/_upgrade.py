@@ -35,9 +35,10 @@ from sweeper.store._codec import ProblemKey
 from sweeper.store._records import BaselineRecord
 from sweeper.store._schema import FORMAT, format_problem, show
 
-#: The fields of each kind of record that hold a flag or stop reason (``[]``: a list).
-_NOTES = {"trial": (("stop_reason", StopReason), ("flags[]", TrialFlag)),
-          "baseline": (("stop_reason", StopReason),)}
+#: The fields of each kind of record that hold a flag or a stop reason, and whether the
+#: field is a list of them.
+_NOTES = {"trial": (("stop_reason", StopReason, False), ("flags", TrialFlag, True)),
+          "baseline": (("stop_reason", StopReason, False),)}
 
 
 def upgraded(data: Any) -> tuple[Any, str | None]:
@@ -51,8 +52,8 @@ def upgraded(data: Any) -> tuple[Any, str | None]:
     if problem is not None or "format" in data:
         return data, problem
     kind = data.get("kind")
-    for name, note in _NOTES.get(kind, ()) if isinstance(kind, str) else ():
-        problem = _notes_upgraded(data, name, note)
+    for field, note, many in _NOTES.get(kind, ()) if isinstance(kind, str) else ():
+        problem = _notes_upgraded(data, field, note, many)
         if problem is not None:
             return data, f"{kind} record: {problem}"
     for name in ("config", "problem"):
@@ -63,30 +64,28 @@ def upgraded(data: Any) -> tuple[Any, str | None]:
     return data, None
 
 
-def _notes_upgraded(data: dict[str, Any], name: str, note: Any) -> str | None:
-    """Make the text-alone notes of field ``name`` (``x[]``: each item of list ``x``)
-    objects of their kind; what is wrong with one that names none."""
-    field = name.removesuffix("[]")
+def _notes_upgraded(data: dict[str, Any], field: str, note: Any, many: bool) -> str | None:
+    """Make the text-alone notes of ``field`` (``many``: each item of that list) objects
+    of their kind; what is wrong with one that names none."""
     value = data.get(field)
-    if name.endswith("[]"):
-        if not isinstance(value, list):
-            return None
+    if not many:
+        items = [(field, value)]
+    elif isinstance(value, list):
         items = [(f"{field}[{i}]", v) for i, v in enumerate(value)]
     else:
-        items = [(field, value)]
-    kinds = ", ".join(str(k.value) for k in note.KINDS)
+        return None
     made = []
     for where, text in items:
-        if not isinstance(text, str):
-            made.append(text)
-        elif text == "" and not name.endswith("[]"):
-            made.append(None)                   # a trial that sampled nothing
-        else:
+        if text == "" and not many:
+            text = None                         # a trial that sampled nothing
+        elif isinstance(text, str):
             kind = note.kind_of(text)
             if kind is None:
+                kinds = ", ".join(str(k.value) for k in note.KINDS)
                 return f"{where} {show(text)} does not start with one of {kinds}"
-            made.append({"kind": kind.value, "text": text})
-    data[field] = made if name.endswith("[]") else made[0]
+            text = {"kind": kind.value, "text": text}
+        made.append(text)
+    data[field] = made if many else made[0]
     return None
 
 
