@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sweeper.finals import FinalRecord
+    from sweeper.store import TrialRecord
 
 #: What the rest of the time went to, in the order shown.
 PARTS = ("compile", "verify", "randomize", "cool-down", "load", "sampling overhead",
@@ -44,8 +48,9 @@ class Busy:
 
     @property
     def share(self) -> float:
-        """The share of the sweep's GPU time (wall x GPUs) spent on those launches."""
-        return self.kernel_s / (self.wall_s * self.gpus) if self.wall_s > 0 else 0.0
+        """The share of the sweep's GPU time (wall x GPUs) spent on those launches, to four
+        digits: the line printed and the figure kept are the same number."""
+        return round(self.kernel_s / (self.wall_s * self.gpus), 4) if self.wall_s > 0 else 0.0
 
     def line(self) -> str:
         """``gpu busy 23.4% of 10.2 s (...); the rest: compile 3.1 s, ...``."""
@@ -58,14 +63,15 @@ class Busy:
 
     def to_json(self) -> dict[str, Any]:
         """As ``study.json``'s last run and ``report.json`` keep it."""
-        return {"label": self.label, "share": round(self.share, 4), "wall_s": round(self.wall_s, 3),
+        return {"label": self.label, "share": self.share, "wall_s": round(self.wall_s, 3),
                 "gpus": self.gpus, "timed_s": round(self.timed_s, 3),
                 "warmup_s": round(self.warmup_s, 3), "finals_s": round(self.finals_s, 3),
                 "parts": {k: round(v, 3) for k, v in self.parts.items()}}
 
 
-def busy(trials: Sequence[Any], finals: Sequence[Any], *, wall_s: float, finals_wall_s: float,
-         gpus: int, warmup: int, repeated_s: float = 0.0, label: str = "gpu") -> Busy:
+def busy(trials: Sequence[TrialRecord], finals: Sequence[FinalRecord], *, wall_s: float,
+         finals_wall_s: float, gpus: int, warmup: int, repeated_s: float = 0.0,
+         label: str = "gpu") -> Busy:
     """The :class:`Busy` of a sweep that measured ``trials`` (its own, not those resumed)
     and ran ``finals`` (``FinalRecord``s, ``finals_wall_s`` of its wall) in ``wall_s`` on
     ``gpus`` GPUs, each trial warmed up with ``warmup`` launches; ``repeated_s``: the
@@ -73,7 +79,7 @@ def busy(trials: Sequence[Any], finals: Sequence[Any], *, wall_s: float, finals_
     timed = warm = 0.0
     parts = dict.fromkeys(PARTS, 0.0)
     for t in trials:
-        seconds = getattr(t, "seconds", None) or {}
+        seconds = t.seconds
         trial_timed = sum(t.samples_ms) * t.batch / 1e3
         trial_warm = warmup * t.stats.median / 1e3 if t.stats and seconds.get("warmup") else 0.0
         timed, warm = timed + trial_timed, warm + trial_warm
