@@ -154,8 +154,8 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick,
     t, env = pick.trial, meta.environment
     cfg, stats = t.config, t.stats
     assert cfg is not None and stats is not None        # a pick always has both
-    entry = {
-        "kernel": meta.tuned_name, "gpu": env.get("gpu", "?"),
+    entry: dict[str, Any] = {
+        "kernel": meta.tuned_name, "gpu": meta.gpu,
         "dtype": problem.dtype,
         "footprint": problem.footprint, "dims": dict(problem.dims), "grid": cfg.grid,
         "grid_expr": t.choice["grid"],
@@ -204,7 +204,7 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
              "median_ms": t.stats.median if t.stats else "",
              "samples_ms": " ".join(repr(x) for x in t.samples_ms)}
             for t in trials if t.status.value not in ("invalid", "missing")]
-    header = {"gpu": env.get("gpu", "?"), "sms": env.get("sms", ""),
+    header = {"gpu": meta.gpu, "sms": env.get("sms", ""),
               "l2_bytes": env.get("l2_bytes", ""), "kernel": meta.kernel,
               "study": meta.study, "driver": env.get("driver", ""),
               "created": meta.created, "space_sha256": meta.space_sha256}

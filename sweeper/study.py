@@ -102,6 +102,13 @@ def require_launchable(space: Space, facts: Mapping[str, int],
 FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
 
 
+def study_name(space: Space, device: Device) -> str:
+    """The study a space runs into on ``device`` (unless ``--study`` names another): the
+    space's own name where the device measures a GPU, else with the device's name after
+    it, so an interpreter's or a replay's numbers never join a GPU's study."""
+    return space.study if device.measures_gpu else f"{space.study}-{device.name}"
+
+
 def finals_wanted(space: Space, device: Device) -> bool:
     """Whether the study's problems get interleaved finals: not on a device that replays
     (nothing can be measured again), nor for a sampler that declares it needs none

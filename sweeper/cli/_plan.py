@@ -73,9 +73,9 @@ def _last_run(space: Any, device: Any, args: argparse.Namespace) -> Any:
     from sweeper.errors import SweeperError
     from sweeper.options import study_folder
     from sweeper.store import StudyStore
+    from sweeper.study import study_name
 
-    name = space.study if device.measures_gpu else f"{space.study}-{device.name}"
-    store = StudyStore(study_folder(args.studies_dir, name))
+    store = StudyStore(study_folder(args.studies_dir, study_name(space, device)))
     try:
         last = store.study_meta().last_run if store.exists() else {}
     except SweeperError:

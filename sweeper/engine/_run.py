@@ -76,10 +76,10 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     ahead = _compile_ahead(options.compile_workers, device, len(gpus) if gpus else 1, started)
     kernel = kernel_for(space, device)
     from sweeper.store._open import open_storage
+    from sweeper.study import study_name
     from sweeper.sweep import StopFlag, open_study
 
-    name = options.study or (
-        space.study if device.measures_gpu else f"{space.study}-{device.name}")
+    name = options.study or study_name(space, device)
     store = open_storage(options.storage, study_folder(options.studies_dir, name))
     command = options.command or "sweeper run"
     resuming = store.exists()

@@ -59,8 +59,7 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
                                      index=df.index)
     order = [c for c in (*LEAD, *meta_names, *dims, *axes) if c in df]
     df = df[order + [c for c in df if c not in order]]
-    env = meta.environment
-    df.attrs = {"study": meta.study, "kernel": meta.kernel, "gpu": env.get("gpu", "?"),
+    df.attrs = {"study": meta.study, "kernel": meta.kernel, "gpu": meta.gpu,
                 "headline": headline.unit, "params": list(meta.axes),
                 "dims": dims}
     return df

@@ -135,12 +135,12 @@ def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
     bounds = Bounds.from_json(meta.bounds) if meta.bounds else None
     names = ["grid_label", "block", *meta.meta_axes]
     curves = footprint_curves(
-        df, picks, metric, kernel=meta.kernel, gpu=env.get("gpu", "?"), grid_names=names,
+        df, picks, metric, kernel=meta.kernel, gpu=meta.gpu, grid_names=names,
         l2_bytes=int(env.get("l2_bytes") or (bounds.l2_bytes if bounds else 0)),
         ceilings=ceilings, bounds=bounds)
     roof = None
     if ceilings is not None or (bounds is not None and bounds.all()):
-        roof = roofline(env.get("gpu", "?"), winner_work(meta.study, meta.kernel, df, picks),
+        roof = roofline(meta.gpu, winner_work(meta.study, meta.kernel, df, picks),
                         ceilings, bounds,
                         f"sweeper calibrate, {ceilings.measured}" if ceilings else "")
         roof = roof if len(roof.points) else None       # nothing on it: % of ceiling says it
