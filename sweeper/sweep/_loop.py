@@ -27,6 +27,7 @@ from sweeper.core import bulk
 from sweeper.devices import Device
 from sweeper.finals import Winners, problem_of
 from sweeper.kernels import Kernel
+from sweeper.outcome import problem_text
 from sweeper.plugins import sampler_capabilities
 from sweeper.samplers._exhaustive import PlannedSampler
 from sweeper.space import Config, Configs, Invalid, Space
@@ -509,19 +510,19 @@ class Sweep:
             return
         t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed
         duty = run.bench.power.duty
-        started = [0]
+        started = 0
 
         def covered(entrants: list[TrialRecord]) -> bool:
             """Whether the time budget covers this problem's final (else it waits for the
             next run); the bar says which final runs."""
+            nonlocal started
             if not run.budgets.covers(entrants, duty):
                 summary.finals_deferred.append(problem_of(entrants[0]))
                 return False
-            started[0] += 1
-            problem = problem_of(entrants[0])
-            self.reporter.phase(f"finals: {started[0]} of {len(todo)} problems, "
-                                f"{problem.dtype} {problem.problem.describe()} "
-                                f"{problem.cache}, {len(entrants)} finalists")
+            started += 1
+            self.reporter.phase(f"finals: {started} of {len(todo)} problems, "
+                                f"{problem_text(problem_of(entrants[0]))}, "
+                                f"{len(entrants)} finalists")
             return True
 
         if in_workers:
