@@ -133,7 +133,7 @@ def _estimate(path: str, *extra: str, capsys: Any) -> str:
 def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys):
     from sweeper.devices import DeviceFacts, PlanCosts
     from sweeper.devices._base import GPU_COSTS
-    from sweeper.kernels import bytes_moved_of
+    from sweeper.kernels import bytes_moved_of, flops_of
     from sweeper.plan import make_plan
     from sweeper.space import load_space
 
@@ -144,7 +144,7 @@ def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys)
     assert moved is not None
     by_bytes = make_plan(space, moved, facts, GPU_COSTS, measure)
     computed = make_plan(space, moved, facts, GPU_COSTS, measure,
-                         flops=bytes_moved_of("matmul", "flops"), finals=True)
+                         flops=flops_of("matmul"), finals=True)
     assert by_bytes.finals_s == 0 and computed.finals_s > 0
     # 2 x 8192³ FLOP at 795 TFLOP/s: 1.38 ms a launch, as the H200 measured, against
     # 0.1 ms for its bytes at 4 TB/s
@@ -154,7 +154,7 @@ def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys)
         rel=0.05)
     no_flops = PlanCosts(**{**vars(GPU_COSTS), "flops": {}})
     assert make_plan(space, moved, facts, no_flops, measure,
-                     flops=bytes_moved_of("matmul", "flops")).estimate_s == \
+                     flops=flops_of("matmul")).estimate_s == \
         pytest.approx(by_bytes.estimate_s)
     line = _estimate(str(ROOT / "spaces" / "matmul-8k.yaml"), capsys=capsys)
     assert "finals " in line and "TFLOP/s bfloat16 795" in line

@@ -16,7 +16,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """``sweeper plan``: how many configs the space holds, how many constraints remove and
     why, and what a run would measure and cost, without launching anything; a space with no
     valid config fails as ``run`` would."""
-    from sweeper.kernels import BUILTINS, bytes_moved_of
+    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of
     from sweeper.measure import DEFAULT_DUTY
     from sweeper.plan import make_plan
     from sweeper.study import finals_wanted
@@ -27,7 +27,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     builtin = counted is not None
     plan = make_plan(space, counted or (lambda _: 0), facts,
                      device.plan_costs, device.measure_spec(space.measure),
-                     flops=bytes_moved_of(space.kernel, "flops") if builtin else None,
+                     flops=flops_of(space.kernel) if builtin else None,
                      finals=finals_wanted(space, device))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")

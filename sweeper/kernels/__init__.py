@@ -28,11 +28,22 @@ def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
 
 
 
-def bytes_moved_of(name: str, what: str = "bytes_moved") -> Callable[[Problem], int] | None:
-    """Built-in kernel ``name``'s bytes moved per problem (``what="flops"``: its FLOPs),
-    for ``plan``: from its declaration, where it is a class method, so no torch is
-    imported; None where only an instance can count them (``cuda``: its tensors are
-    declared by the space)."""
+def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
+    """Built-in kernel ``name``'s bytes moved per problem, for ``plan``: from its
+    declaration, where it is a class method, so no torch is imported; None where only an
+    instance can count them (``cuda``: its tensors are declared by the space)."""
+    return _declared_count(name, "bytes_moved")
+
+
+def flops_of(name: str) -> Callable[[Problem], int] | None:
+    """Built-in kernel ``name``'s FLOPs per problem, for ``plan``, as :func:`bytes_moved_of`
+    gives its bytes."""
+    return _declared_count(name, "flops")
+
+
+def _declared_count(name: str, what: str) -> Callable[[Problem], int] | None:
+    """Kernel ``name``'s declared class method ``what`` (a count per problem), or None
+    where only an instance can count."""
     counted = getattr(plugins.kernel_declaration(name), what)
     if getattr(counted, "__self__", None) is None:
         return None
@@ -48,6 +59,7 @@ __all__ = [
     "MetaParam",
     "bytes_moved_of",
     "fill_random",
+    "flops_of",
     "kernel_class",
     "load_kernel",
 ]
