@@ -218,6 +218,29 @@ def test_an_adaptive_sampler_starts_no_pool(write_space, cache_dir, tmp_path, mo
     assert summary.measured == 6 and not _Recorded.made
 
 
+def test_auto_has_the_configs_its_kernel_model_rates_fastest_compiled_ahead(
+        write_space, cache_dir, tmp_path, monkeypatch):
+    """``auto`` asks nothing early: the pool is fed the configs in the order of the
+    kernel model's guesses, fastest first, which proposals do not depend on."""
+    from sweeper.space import Configs
+    from sweeper.sweep._optuna import model_guesses
+
+    monkeypatch.setattr(_compile_ahead, "CompilePool", _Recorded)
+    _Recorded.made.clear()
+    path = write_space(SMALL_SPACE.replace("sampler: exhaustive", "sampler: auto"))
+    device = open_device("interpret")
+    _, summary = sweep_study(path, device, tmp_path / "s",
+                             compile=CompileOptions(2, SM90), finals=False)
+    (pool,) = _Recorded.made
+    assert summary.measured == 6 and pool.handed
+    space, facts = load_space(path), device.facts()
+    valid = Configs(space, facts.env(), facts.max_footprint)
+    guesses = model_guesses(load_kernel("copy"), space, facts, valid.expanded_all)
+    guess_of = {key_of(c): g for c, g in zip(valid.expanded_all, guesses, strict=True)}
+    handed = [guess_of[k] for k in pool.handed]
+    assert handed == sorted(handed)
+
+
 def test_compile_workers_on_a_device_that_compiles_nothing_is_refused(
         write_space, tmp_path, capsys):
     from sweeper.cli import main

@@ -12,7 +12,15 @@ from sweeper.devices._nvml import GpuState, StateMonitor, Window, throttle_reaso
 from sweeper.errors import SpaceError
 from sweeper.finals import Winners
 from sweeper.kernels import load_kernel
-from sweeper.measure import DEFAULT_DUTY, Duty, Flag, StopRule, power_bound, sample_until
+from sweeper.measure import (
+    DEFAULT_DUTY,
+    SUSTAINED,
+    Duty,
+    Flag,
+    StopRule,
+    power_bound,
+    sample_until,
+)
 from sweeper.report import write_report
 from sweeper.space import load_space
 from sweeper.store import DutyRecord, StudyStore
@@ -156,7 +164,7 @@ def _power_sweep(write_space, root, extra=""):
     return Sweep(space, kernel, device, store), store
 
 
-def test_a_power_bound_study_switches_to_equal_duty_and_measures_the_first_trial_again(
+def test_a_power_bound_study_sweeps_under_sustained_load_and_decides_after_cool_downs(
         write_space, tmp_path, monkeypatch):
     slept = []
     monkeypatch.setattr(time, "sleep", slept.append)
@@ -165,22 +173,49 @@ def test_a_power_bound_study_switches_to_equal_duty_and_measures_the_first_trial
     duty = store.read(DutyRecord)
     trials = [t for t in store.records()[0] if t.ok]
     first = min(t.number for t in trials)
-    assert len(duty) == 1 and duty[0].trial == first and duty[0].duty == DEFAULT_DUTY
+    assert len(duty) == 1 and duty[0].trial == first and duty[0].duty == SUSTAINED
     assert duty[0].reason.startswith("sw_power_cap in 100% of the NVML polls")
     assert duty[0].first_measurement.median_ms > 0
     assert summary.duty.startswith(f"power-bound from trial #{first} (sw_power_cap") and \
-        "; from then on a 0.1 s cool-down before each config's samples, in the finals" in \
+        "; from then on configs sampled back to back under sustained load" in summary.duty \
+        and "and the finals with a 0.1 s cool-down before each config's samples" in \
         summary.duty
     assert len(trials) == 6 and len({t.number for t in trials}) == 6   # recorded once each
-    assert all(t.duty == DEFAULT_DUTY.describe() for t in trials)
+    assert all(t.duty == SUSTAINED.describe() for t in trials)
     assert all(any(f.kind is Flag.POWER_CAPPED and f.text.startswith(
         "power-capped: sw_power_cap in 100%") for f in t.flags) for t in trials)
-    # one cool-down per trial measured under the schedule, per baseline and per entrant of
-    # every final round (its rounds x (finalists + the baseline), finalists that left aside)
+    # the sweep never idles the GPU on purpose; the finals cool down before each entrant
+    # of every round (its rounds x (finalists + the baseline), finalists that left aside)
     final = summary.finals[0]
     assert final.duty == DEFAULT_DUTY.describe()
-    assert len(slept) >= 6 + final.rounds * 2
+    assert len(slept) >= final.rounds * 2
     assert set(slept) == {0.1}
+    sweep_seconds = [t.seconds for t in trials]
+    assert not any("cool-down" in s for s in sweep_seconds)
+
+
+def test_sustained_load_loads_an_idle_gpu_only(monkeypatch):
+    from sweeper.measure import _duty
+    clock = [100.0]
+    monkeypatch.setattr(_duty, "_LOAD", _duty._Load())
+    monkeypatch.setattr(_duty.time, "perf_counter", lambda: clock[0])
+    launches = []
+
+    def launch():
+        launches.append(clock[0])
+        clock[0] += 0.01
+    SUSTAINED.settle(launch, lambda: None)          # idle since ever: loaded for 0.2 s
+    assert len(launches) == 20
+    SUSTAINED.sampled()
+    clock[0] += 0.02                                 # a short gap: still under load
+    launches.clear()
+    SUSTAINED.settle(launch, lambda: None)
+    assert launches == []
+    SUSTAINED.sampled()
+    clock[0] += 0.5                                  # a compile's pause: loaded again
+    SUSTAINED.settle(launch, lambda: None)
+    assert len(launches) == 20
+    assert SUSTAINED.for_finals() == DEFAULT_DUTY and DEFAULT_DUTY.for_finals() == DEFAULT_DUTY
 
 
 def test_a_resumed_power_bound_study_keeps_its_schedule(write_space, tmp_path, monkeypatch):

@@ -49,8 +49,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"{a['launch_s'] * 1e6:g} us, {a['bandwidth'] / 1e9:g} GB/s"
           f"{f', TFLOP/s {peaks}' if peaks else ''})")
     if device.measures_gpu or device.replays:
-        print(f"  a power-bound kernel adds a {DEFAULT_DUTY.seconds:g} s cool-down per config "
-              "and per finalist and round (measure.duty: auto)")
+        print(f"  a power-bound kernel adds a {DEFAULT_DUTY.seconds:g} s cool-down per finalist "
+              "and round (measure.duty: auto)")
     last = _last_run(space, device, args)
     if last is not None:
         print(last(plan.trials))

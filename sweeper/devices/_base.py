@@ -213,6 +213,8 @@ class Device(abc.ABC):
             timing.stop_reason = dataclasses.replace(timing.stop_reason, text=(
                 f"{timing.stop_reason.text} (one burst of the cool-down schedule; "
                 f"{asked.repeat} asked)"))
+        if duty is not None:
+            duty.sampled()
         window = self.window(t0, time.perf_counter())
         end = self.state()
         self.synchronize()

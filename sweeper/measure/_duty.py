@@ -12,8 +12,14 @@ to back, read every finalist 9-14 % slower than the sweep does (docs/benchmarks.
 
 A :class:`Duty` is what precedes each config's samples once a problem is power-bound
 (``measure.duty``): a fixed cool-down (``cool``: the GPU idles, so the samples start
-from the same cool state) or a fixed load of the config's own work (``load``: the
-samples start from its own steady, capped state).  Measured on the H200 with
+from the same cool state), a fixed load of the config's own work (``load``: the
+samples start from its own steady, capped state), or sustained load (``sustained``,
+what ``auto`` sweeps under): configs are sampled back to back, as the kernel runs in
+production, and only a GPU that has idled (a compile, a pause) is first loaded with the
+config's own work until it has been busy for ``seconds``; the finals then re-measure
+the best configs under :data:`DEFAULT_DUTY`'s cool-downs (:meth:`Duty.for_finals`).
+
+Measured on the H200 with
 ``benchmarks/power_probe.py``: after 8 s of load against 8 s of idle, the median of 30
 samples differed by 15.8 % with nothing before the samples, 0.9 % after a 1 s
 cool-down, 0.05 % after 3 s, 0.9 % after a 0.5 s load and 2.0 % after a 2 s load
@@ -75,7 +81,16 @@ class Duty:
         """The schedule in words, as a run's header and a report say it."""
         if self.kind == "cool":
             return f"a {self.seconds:g} s cool-down before each config's samples"
+        if self.kind == "sustained":
+            return (f"configs sampled back to back under sustained load (after an idle "
+                    f"GPU, {self.seconds:g} s of the config's own work first)")
         return f"{self.seconds:g} s of the config's own work before its samples"
+
+    def for_finals(self) -> Duty:
+        """The schedule the finals' entrants follow: a sweep under sustained load is
+        decided after :data:`DEFAULT_DUTY`'s cool-downs, where configs 1 % apart rank
+        reliably; any other schedule is kept."""
+        return DEFAULT_DUTY if self.kind == "sustained" else self
 
     def settle(self, launch: Callable[[], None], synchronize: Callable[[], None]) -> None:
         """Bring the GPU to the schedule's state before ``launch``'s samples."""
@@ -84,9 +99,14 @@ class Duty:
             time.sleep(self.seconds)
             return
         t0 = time.perf_counter()
-        while time.perf_counter() - t0 < self.seconds:
+        needed = self.seconds if self.kind == "load" else _LOAD.needed(t0, self.seconds)
+        while time.perf_counter() - t0 < needed:
             launch()
             synchronize()
+
+    def sampled(self) -> None:
+        """The samples that followed :meth:`settle` have ended (the GPU was busy)."""
+        _LOAD.ended(time.perf_counter())
 
     def burst_size(self, launch: Callable[[], None], synchronize: Callable[[], None]) -> int:
         """Samples that fit in ``BURST_S``, from one host-timed launch (host time
@@ -138,6 +158,36 @@ class Duty:
 #: ``benchmarks/power_probe.py`` restore a GPU after seconds of sustained load; between a
 #: sweep's configs the load is a burst of milliseconds.
 DEFAULT_DUTY = Duty("cool", 0.1)
+
+
+#: What ``auto`` sweeps under once a problem is found power-bound: sustained load, the GPU
+#: first loaded for 0.2 s (an 8192³ bf16 matmul reaches the H200's 700 W limit within 0.2 s)
+#: where it idled longer than ``IDLE_S`` since the last samples.
+SUSTAINED = Duty("sustained", 0.2)
+#: Seconds without samples after which the GPU counts as idle: the power limiter steps
+#: the clock within 15-20 ms of load, so a pause of this length lets it rise again.
+IDLE_S = 0.05
+
+
+class _Load:
+    """How long this process has kept its GPU under load: since ``since``, the samples
+    having ended last at ``last`` (seconds of ``time.perf_counter()``)."""
+
+    def __init__(self) -> None:
+        self.since = self.last = -1e9
+
+    def needed(self, now: float, seconds: float) -> float:
+        """Seconds of load still needed for ``seconds`` of sustained load at ``now``."""
+        if now - self.last > IDLE_S:
+            self.since = now
+        return max(0.0, seconds - (now - self.since))
+
+    def ended(self, now: float) -> None:
+        self.last = now
+
+
+#: This process's GPU load (one worker process measures on one GPU).
+_LOAD = _Load()
 
 
 def power_bound(reasons: dict[str, float], power_w_max: float | None,

@@ -208,7 +208,8 @@ class DutyRecord(Record):
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
         """What readers rely on beyond the field types: a duty that precedes samples
-        (``cool`` or ``load``), never ``auto`` or ``off``."""
-        if data["duty"]["kind"] not in ("cool", "load"):
-            return f"duty: kind {show(data['duty']['kind'])} is not one of cool, load"
+        (``cool``, ``load`` or ``sustained``), never ``auto`` or ``off``."""
+        if data["duty"]["kind"] not in ("cool", "load", "sustained"):
+            return (f"duty: kind {show(data['duty']['kind'])} is not one of cool, load, "
+                    "sustained")
         return None

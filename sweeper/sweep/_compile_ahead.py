@@ -7,16 +7,19 @@ A sampler that knows its next proposals (a plan walked in order: ``exhaustive``,
 binary counted once.  A sampler that can take its configs in another order (``exhaustive``,
 its ``prefer``) is told which can be measured without waiting for a compile.  An adaptive
 sampler decides each config from the outcomes before it, so nothing can be compiled
-ahead without asking it early (which would change what it proposes): there the pool is
-not started.
+ahead without asking it early, which would change what it proposes.  One that follows the
+kernel model (``uses_model``: ``auto``) has the configs the model rates fastest compiled
+ahead instead (:class:`ModelHints`): a guess that misses costs a compile process's time,
+never a proposal, so the search's trials-to-best are untouched.  Any other adaptive sampler
+compiles in its worker.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sweeper.kernels._precompile import Compile, Target
 from sweeper.space import Config, Space
@@ -25,8 +28,32 @@ from sweeper.study import Choice, now
 from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of
 from sweeper.trial import TrialResult, TrialStatus
 
-if TYPE_CHECKING:      # samplers import optuna; the compile pool's modules do not
-    from sweeper.samplers._exhaustive import PlannedSampler
+
+class Upcoming(Protocol):
+    """What the pool is fed from: the configs (sampler params) proposed next, in order,
+    and a ``prefer`` hook the sweep sets (a planned sampler swaps a config whose binary
+    is built to the front; others ignore it)."""
+
+    prefer: Callable[[dict[str, Any]], bool] | None
+
+    def upcoming(self, count: int) -> Sequence[dict[str, Any]]: ...
+
+
+class ModelHints:
+    """The configs a sampler that follows the kernel model is likely to propose next: all
+    valid ones (``params``, as the sampler names them), the model's fastest ``guesses``
+    first.  The pool skips those measured, measuring or handed over already."""
+
+    prefer: Callable[[dict[str, Any]], bool] | None = None
+
+    def __init__(self, params: Sequence[dict[str, Any]], guesses: Sequence[float]) -> None:
+        order = sorted(range(len(params)), key=guesses.__getitem__)
+        self.order = [params[i] for i in order]
+
+    def upcoming(self, count: int) -> Sequence[dict[str, Any]]:
+        """Every valid config, fastest guess first (``count``: what a plan would give;
+        here the pool's filter needs the ones beyond those it knows)."""
+        return self.order
 
 #: Configs waiting or compiling per compile process, beyond those being measured.
 AHEAD_PER_PROCESS = 4
@@ -62,7 +89,7 @@ class CompileAhead:
     compile, and eight processes importing torch beside the worker slowed its trials
     by a fifth on the H200 machine."""
 
-    def __init__(self, space: Space, sampler: PlannedSampler, pool: CompilePool | None,
+    def __init__(self, space: Space, sampler: Upcoming, pool: CompilePool | None,
                  resolve: Callable[[Choice], Config | None], window: int,
                  start_pool: Callable[[], CompilePool] | None = None) -> None:
         self.space, self.sampler, self.pool, self.resolve = space, sampler, pool, resolve
@@ -79,7 +106,7 @@ class CompileAhead:
         sampler.prefer = self.ready       # configs whose binary is built go first
 
     @classmethod
-    def start(cls, space: Space, sampler: PlannedSampler | None, options: CompileOptions,
+    def start(cls, space: Space, sampler: Upcoming | None, options: CompileOptions,
               workers: int, resolve: Callable[[Choice], Config | None]
               ) -> CompileAhead | None:
         """The pool ``options`` give (adopted, or ``options.workers`` processes compiling

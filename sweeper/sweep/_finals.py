@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 class FinalsJob:
     """The second kind of work a worker does: measure one problem's ``finalists`` (and
     the problem's torch baseline) again in interleaved rounds shuffled by ``seed``, under
-    the study's duty schedule (``None``: none), and give back the samples as a final."""
+    the schedule of the study's duty for the finals (``None``: the worker's own), and give
+    back the samples as a final."""
 
     finalists: list[TrialRecord]
     seed: int
@@ -54,7 +55,7 @@ def final_of(bench: Bench, job: FinalsJob) -> FinalRecord:
     """``job``'s finalists and baseline measured on ``bench``, interleaved."""
     if job.duty is not None:
         bench.power.duty = job.duty
-    duty = bench.power.duty
+    duty = bench.power.duty = bench.power.finals_duty()
     return remeasure(job.finalists, bench.again, bench.bytes_of, seed=job.seed,
                      baseline=bench.baseline_again(job.finalists[0]),
                      duty=duty.describe() if duty else "")

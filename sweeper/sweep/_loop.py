@@ -45,7 +45,7 @@ from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of
 from sweeper.sweep._busy import busy
 from sweeper.sweep._claims import Claims, Held
-from sweeper.sweep._compile_ahead import CompileAhead, CompileOptions
+from sweeper.sweep._compile_ahead import CompileAhead, CompileOptions, ModelHints
 from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals, run_finals_everywhere
 from sweeper.sweep._limits import Limits
@@ -199,8 +199,15 @@ class Sweep:
         a sampler that records them), start the reporter and the compile pool."""
         valid = Configs(self.space, self.facts.env(), self.facts.max_footprint)
         summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
+        guessed: list[float] | None = None
+
+        def guess(configs: Configs) -> list[float] | None:
+            nonlocal guessed
+            guessed = self._guesses(configs.expanded_all)
+            return guessed
+
         study, dists = rebuild_study(self.space, valid, trials, priors=self.priors,
-                                     guess=lambda configs: self._guesses(configs.expanded_all))
+                                     guess=guess)
         done = {t.key(): t for t in trials}
         number = max((t.number for t in trials), default=-1) + 1
         if self.sampler_caps.records_invalid:
@@ -212,7 +219,7 @@ class Sweep:
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0)
         if self.run_finals:           # the time budget keeps time for the finals to come
-            budgets.finals_duty = lambda: bench.power.duty
+            budgets.finals_duty = bench.power.finals_duty
             missing = set(Winners.of(self.store).missing(trials)) if trials else set()
             for t in trials:
                 if problem_of(t) in missing:
@@ -223,8 +230,10 @@ class Sweep:
         self.reporter.start(total=total, done=min(measured, total))
         for t in done.values():
             bench.note_best(t)
-        ahead = CompileAhead.start(self.space, plan, self.compile, len(self.gpus or [0]),
-                                   self._resolved)
+        hints = None if plan is not None or guessed is None else ModelHints(
+            [self.space.contract(c) or c for c in valid.expanded_all], guessed)
+        ahead = CompileAhead.start(self.space, plan or hints, self.compile,
+                                   len(self.gpus or [0]), self._resolved)
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
@@ -509,7 +518,7 @@ class Sweep:
         if not todo:
             return
         t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed
-        duty = run.bench.power.duty
+        duty = run.bench.power.finals_duty()
         started = 0
 
         def covered(entrants: list[TrialRecord]) -> bool:

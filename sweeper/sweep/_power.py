@@ -2,17 +2,19 @@
 
 Until a trial shows it, configs are sampled back to back.  The first trial whose
 sampling window shows the power cap (or board power near its limit) makes the study
-power-bound: from then on every config's samples, the baselines' and the finals' follow
-:data:`DEFAULT_DUTY`, and that trial is measured again under it.  Trials measured
-before showed no cap, so they ran from the cool state the schedule restores.  The
-switch is a :class:`DutyRecord` in the journal, so a resumed study keeps the schedule.
-A space that names a schedule (``cool``, ``load``) or ``off`` is never switched.
+power-bound: from then on the sweep measures under :data:`SUSTAINED` load (configs back
+to back, as the kernel runs in production; a GPU that idled is loaded first), that trial
+is measured again under it, and the finals decide each problem's winner after
+:data:`DEFAULT_DUTY`'s cool-downs (:meth:`Duty.for_finals`).  The switch is a
+:class:`DutyRecord` in the journal, so a resumed study keeps the schedule (a study that
+switched to ``DEFAULT_DUTY`` itself keeps that).  A space that names a schedule
+(``cool``, ``load``) or ``off`` is never switched.
 """
 
 from __future__ import annotations
 
 from sweeper.devices import Device
-from sweeper.measure import DEFAULT_DUTY, Duty, power_bound
+from sweeper.measure import SUSTAINED, Duty, power_bound
 from sweeper.space import MeasureSpec
 from sweeper.store import DutyRecord, FirstMeasurement, TrialRecord
 from sweeper.sweep._relay import Journal
@@ -45,11 +47,16 @@ class PowerCheck:
                           self.device.power_limit_w())
         if why is None:
             return False
-        self.duty = DEFAULT_DUTY
+        self.duty = SUSTAINED
         self.note = (f"power-bound from trial #{number} ({why}); from then on "
-                     f"{DEFAULT_DUTY.describe()}, in the finals too (measure.duty: auto)")
+                     f"{SUSTAINED.describe()}, and the finals with "
+                     f"{SUSTAINED.for_finals().describe()} (measure.duty: auto)")
         self.store.append(DutyRecord(
-            trial=number, reason=why, note=self.note, duty=DEFAULT_DUTY,
+            trial=number, reason=why, note=self.note, duty=SUSTAINED,
             first_measurement=FirstMeasurement(
                 median_ms=record.stats.median if record.stats else None, clocks=record.clocks)))
         return True
+
+    def finals_duty(self) -> Duty | None:
+        """The schedule the finals' entrants follow (:meth:`Duty.for_finals`)."""
+        return self.duty.for_finals() if self.duty is not None else None
