@@ -151,13 +151,19 @@ UNFINISHED = ("its interleaved final has not run yet (the run stopped first); th
 FINALS_OVERHEAD_S = 0.02
 
 
-def finals_estimate_s(count: int, median_ms: float, duty: Duty | None) -> float:
+def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
+                      typical: bool = False) -> float:
     """Seconds the final of a problem with ``count`` measured configs, the fastest at
     ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
     torch baseline, ``ROUNDS`` rounds of ``SAMPLES_PER_ROUND`` samples and two warm-up
     launches each, at twice the fastest median (the finalists are slower, and the L2 is
     flushed before each sample), each preceded by the duty's cool-down or load (a
-    cool-down before each burst of its samples)."""
+    cool-down before each burst of its samples).  ``typical``: what a final usually takes
+    instead (what a time estimate wants, not a budget): ``TOP_K`` finalists, the rounds
+    halfway between ``MIN_ROUNDS`` and ``ROUNDS``."""
+    if typical:
+        rounds = (MIN_ROUNDS + ROUNDS) / 2
+        return rounds / ROUNDS * finals_estimate_s(min(count, TOP_K), median_ms, duty)
     entrants = min(count, MAX_FINALISTS) + 1
     launches_s = 2 * (SAMPLES_PER_ROUND + 2) * median_ms / 1e3
     settles = 0 if duty is None else (

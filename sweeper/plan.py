@@ -1,24 +1,107 @@
 """``sweeper plan``: the size of a space, what its constraints remove, and a time estimate.
 
 Nothing is launched.  The estimate is a model with its assumptions printed next
-to it: a compile per config, then (warmup + repeat + 2) launches of at least the
-launch floor, each moving the kernel's bytes at an assumed bandwidth and doing its
-FLOPs at an assumed peak per dtype; then each problem's finals
-(:func:`sweeper.finals.finals_estimate_s`).  A study already run gives a better one:
-its last run's seconds per trial (``sweeper plan`` prints both).
+to it: the command's start-up; per config a load of its binary, then (warmup + repeat +
+2) launches of at least the launch floor, each moving the kernel's bytes at an assumed
+bandwidth and doing its FLOPs at an assumed peak per dtype; from a cold Triton cache a
+compile per distinct binary (spread over the compile processes where the sampler walks a
+plan); the sampler's proposals; each problem's finals
+(:func:`sweeper.finals.finals_estimate_s`, after cool-downs where the kernel computes at
+its peak: a power-bound GPU); the report.  What a start-up, a compile, a proposal and a
+report cost is what the last runs on this machine measured (:class:`RunCosts`, kept per
+device), else an H200's figures.  A study already run gives a second estimate: its last
+run's seconds per trial (``sweeper plan`` prints both), and ``sweeper run`` prints the
+estimate at its start and the wall against it at its end.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from sweeper.ceilings import cache_root
 from sweeper.devices import DeviceFacts, PlanCosts
 from sweeper.finals import finals_estimate_s
+from sweeper.fsio import atomic_write
+from sweeper.measure import DEFAULT_DUTY, SUSTAINED
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.study import RuledOut, resolved
+
+#: Samplers that walk a plan: a sweep compiles their next configs in its compile processes.
+PLANNED = ("exhaustive", "one-at-a-time")
+
+
+@dataclass
+class RunCosts:
+    """What a run costs on one device beyond its trials' launches, as the last runs on
+    this machine measured it (:func:`note_run`), else as on the H200: the command's
+    start-up (interpreter, imports, space, device, study: 3.4-5.2 s there), the report
+    (0.6 s for spaces/copy.yaml; 2 s assumed, as a first report imports matplotlib), a
+    compile per distinct binary from a cold cache, by kernel, and a proposal, by sampler
+    (``auto`` fits its surrogate: 34 ms a trial for the 108 configs of
+    spaces/matmul-8k.yaml)."""
+
+    startup_s: float = 4.0
+    report_s: float = 2.0
+    compile_s: dict[str, float] = field(default_factory=dict)
+    ask_s: dict[str, float] = field(default_factory=lambda: {"auto": 0.034})
+
+    #: a compile from a cold cache where none was measured for the kernel
+    COMPILE_S = 1.0
+
+    def compile_of(self, kernel: str) -> float:
+        """Seconds a binary of ``kernel`` takes to compile (as measured, else assumed)."""
+        return self.compile_s.get(kernel, self.COMPILE_S)
+
+
+def _costs_path() -> Path:
+    return cache_root() / "run-costs.json"
+
+
+def run_costs(device: str) -> RunCosts:
+    """What runs on ``device`` (its name, as the facts give it) cost on this machine; the
+    H200's figures where none ran, or the cache cannot be read."""
+    try:
+        data = json.loads(_costs_path().read_text()).get(device)
+        return RunCosts(**data) if isinstance(data, dict) else RunCosts()
+    except (OSError, ValueError, TypeError):
+        return RunCosts()
+
+
+def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
+             report_s: float | None, compiles_s: list[float], ask_s: float | None) -> None:
+    """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
+    not measured, e.g. a call from Python or ``--no-report``), the first launches that
+    compiled (their median is the kernel's compile), a proposal's seconds.  Never fails
+    the run: a cache that cannot be written is left as it is."""
+    costs = run_costs(device)
+    if startup_s is not None:
+        costs.startup_s = round(startup_s, 3)
+    if report_s is not None:
+        costs.report_s = round(report_s, 3)
+    if compiles_s:
+        costs.compile_s[kernel] = round(statistics.median(compiles_s), 3)
+    if ask_s is not None:
+        costs.ask_s[sampler] = round(ask_s, 4)
+    path = _costs_path()
+    try:
+        kept = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError):
+        kept = {}                                 # damaged: written anew
+    kept = kept if isinstance(kept, dict) else {}
+    kept[device] = dataclasses.asdict(costs)
+    try:
+        os.makedirs(path.parent, exist_ok=True)
+        atomic_write(path, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    except (OSError, ValueError):
+        pass
 
 
 def _expected_samples(measure: MeasureSpec, launch_s: float) -> int:
@@ -46,51 +129,143 @@ class Plan:
     assumptions: Mapping[str, float | bool] = field(default_factory=dict)
     trials: int = 0                                       # what the budget lets run
     ruled_out: RuledOut = field(default_factory=RuledOut)
+    #: ``estimate_s`` by what it goes to (start-up, trials, compile, proposals, finals,
+    #: report), in that order
+    parts: dict[str, float] = field(default_factory=dict)
+
+    def parts_text(self) -> str:
+        """``start-up 4 s, trials 9 s, ...``: the estimate's parts of a second or more."""
+        return ", ".join(f"{k} {_seconds(v)}" for k, v in self.parts.items() if v >= 0.5)
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What a run adds around its trials, for the estimate: the sampler's name, whether
+    the kernel's binaries are compiled first (a cold Triton cache) and by how many compile
+    processes, whether a report and the command's start-up are counted, and their costs."""
+
+    sampler: str = "exhaustive"
+    kernel: str = ""
+    cold: bool = False
+    compile_workers: int = 0
+    report: bool = False
+    startup: bool = False
+    costs: RunCosts = field(default_factory=RunCosts)
+
+
+def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[Plan, bool]:
+    """``space``'s plan on ``device`` (see :func:`make_plan`), and whether the kernel's
+    bytes and FLOPs were counted (a built-in's declaration; else launches only)."""
+    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of
+    from sweeper.study import finals_wanted
+
+    counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
+    plan = make_plan(space, counted or (lambda _: 0), device.facts(), device.plan_costs,
+                     device.measure_spec(space.measure),
+                     flops=flops_of(space.kernel) if counted is not None else None,
+                     finals=finals_wanted(space, device), shape=shape)
+    return plan, counted is not None
+
+
+def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
+              compile_workers: int | None = None) -> RunShape:
+    """What a run of ``space`` on ``device`` adds around its trials: on a device that
+    compiles for a GPU, a cold Triton cache (nothing of the kernel in it) compiles each
+    binary, in ``compile_workers`` processes (default: as ``--compile-workers auto``);
+    the costs are those measured on this machine for the device."""
+    from sweeper.kernels._cache_probe import space_cold
+    from sweeper.sweep._compile_pool import default_size
+
+    compiles = bool(device.measures_gpu)
+    workers = default_size(1) if compile_workers is None else compile_workers
+    return RunShape(sampler=space.sampler.name, kernel=space.kernel,
+                    cold=compiles and space_cold(space.kernel),
+                    compile_workers=workers if compiles else 0, report=report,
+                    startup=startup, costs=run_costs(device.facts().name))
 
 
 def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: DeviceFacts,
               costs: PlanCosts, measure: MeasureSpec, *,
-              flops: Callable[[Problem], int] | None = None, finals: bool = False) -> Plan:
+              flops: Callable[[Problem], int] | None = None, finals: bool = False,
+              shape: RunShape | None = None) -> Plan:
     """The plan, from one pass over the space that keeps no list of configs: memory stays
     flat however large the space (up to the parser's limit) is.  ``costs``: what the
     device declares a trial costs (a replay's: the GPU's its table was recorded on).
     ``bytes_moved`` and ``flops``: the kernel's, per problem (a built-in's from its
-    declaration); ``finals``: whether the run takes each problem's finals."""
+    declaration); ``finals``: whether the run takes each problem's finals; ``shape``:
+    what the run adds around its trials (none: the trials and finals alone)."""
+    from sweeper.sweep._compile_pool import binary_of
+
+    shape = shape or RunShape()
     ruled_out = RuledOut()
     valid = 0
     budget = space.budget.trials
     seconds = 0.0
     problems: dict[tuple[Problem, str], tuple[int, float]] = {}   # configs, fastest launch
+    binaries: set[Any] = set()
+    computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
+    fixed = measure.fixed_duty()
     for _, outcome in resolved(space, facts.env(), facts.max_footprint):
         if isinstance(outcome, Invalid):
             ruled_out.add(outcome)
             continue
         valid += 1
         if budget is None or valid <= budget:
-            launch = _launch_seconds(outcome, bytes_moved, flops, costs)
+            launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs)
+            computing = computing or by_flops
             seconds += _trial_seconds(outcome, launch, facts, costs, measure)
+            seconds += fixed.seconds if fixed is not None else 0.0
             key = (outcome.problem, outcome.cache)
             count, fastest = problems.get(key, (0, launch))
             problems[key] = (count + 1, min(fastest, launch))
-    finals_s = sum(finals_estimate_s(count, 1e3 * launch, None)
+            if shape.cold:
+                binaries.add(binary_of(outcome))
+    power = computing and measure.duty == "auto"
+    finals_duty = fixed.for_finals() if fixed is not None else DEFAULT_DUTY if power else None
+    finals_s = sum(finals_estimate_s(count, 1e3 * launch, finals_duty, typical=True)
                    for count, launch in problems.values()) if finals else 0.0
-    seconds += finals_s
-    if space.budget.time_s is not None:
-        seconds = min(seconds, space.budget.time_s)
-    return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=seconds,
-                finals_s=finals_s, assumptions=dataclasses.asdict(costs),
-                trials=valid if budget is None else min(valid, budget),
-                ruled_out=ruled_out)
+    trials = valid if budget is None else min(valid, budget)
+    parts = {"start-up": shape.costs.startup_s if shape.startup else 0.0, "trials": seconds,
+             "compile": _compile_seconds(len(binaries), seconds, shape, power),
+             "proposals": trials * shape.costs.ask_s.get(shape.sampler, 0.0),
+             "finals": finals_s, "report": shape.costs.report_s if shape.report else 0.0}
+    total = sum(parts.values())
+    if space.budget.time_s is not None and total > space.budget.time_s:
+        parts = {k: v * space.budget.time_s / total for k, v in parts.items()}
+        total = space.budget.time_s
+    return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
+                finals_s=parts["finals"], assumptions=dataclasses.asdict(costs),
+                trials=trials, ruled_out=ruled_out, parts=parts)
+
+
+def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: bool) -> float:
+    """The wall a cold cache adds: each distinct binary compiled once, by the compile
+    processes while the GPU measures where the sampler walks a plan (the first compile
+    waited for, the rest hidden behind the trials as far as they last), else in the worker
+    before its trial (which a power-bound sweep follows with its sustained load)."""
+    if not binaries:
+        return 0.0
+    each = shape.costs.compile_of(shape.kernel)
+    if shape.sampler in PLANNED and shape.compile_workers > 0:
+        return each + max(0.0, binaries * each / shape.compile_workers - trials_s)
+    return binaries * (each + (SUSTAINED.seconds if power else 0.0))
 
 
 def _launch_seconds(config: Config, bytes_moved: Callable[[Problem], int],
-                    flops: Callable[[Problem], int] | None, costs: PlanCosts) -> float:
+                    flops: Callable[[Problem], int] | None, costs: PlanCosts
+                    ) -> tuple[float, bool]:
     """One launch: its bytes at the assumed bandwidth, its FLOPs at the assumed peak of
-    its dtype (where one is assumed), at least the launch floor."""
+    its dtype (where one is assumed), at least the launch floor; and whether its FLOPs
+    bound it."""
     problem = config.problem
     peak = costs.flops.get(problem.dtype)
     computing = flops(problem) / peak if flops is not None and peak else 0.0
-    return max(bytes_moved(problem) / costs.bandwidth, computing, costs.launch_s)
+    moving = bytes_moved(problem) / costs.bandwidth
+    return max(moving, computing, costs.launch_s), computing > max(moving, costs.launch_s)
 
 
 def _trial_seconds(config: Config, launch: float, facts: DeviceFacts, costs: PlanCosts,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,10 @@ import torch
 if not torch.cuda.is_available():
     # before triton is imported: its own jitted helpers (tl.cdiv ...) are built at import
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# what runs cache (ceilings, CUDA builds, the costs an estimate assumes) goes to a folder of
+# the test session's own, never the user's; a test that needs its own sets it again
+os.environ.setdefault("SWEEPER_CACHE", tempfile.mkdtemp(prefix="sweeper-test-cache-"))
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The space files the repository ships: the examples, then the recording and benchmark

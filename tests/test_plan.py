@@ -175,3 +175,84 @@ def test_a_study_run_before_gives_its_seconds_a_trial(write_space, tmp_path, cap
     (line,) = [x for x in out.splitlines() if x.startswith("the study's last run ")]
     assert "6 trials in " in line and " s a trial with its finals: 6 trials at that rate" in line
     assert "power-bound" not in out                 # the interpreter has no power cap
+
+
+# -- what a run costs beyond its trials, measured and kept per device ----------------------
+def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
+    from sweeper.plan import RunCosts, note_run, run_costs
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    assert run_costs("GPU X") == RunCosts()                       # nothing run: the H200's
+    note_run("GPU X", kernel="matmul", sampler="auto", startup_s=3.21, report_s=None,
+             compiles_s=[0.9, 1.5, 1.1], ask_s=0.05)
+    note_run("GPU Y", kernel="copy", sampler="exhaustive", startup_s=None, report_s=0.7,
+             compiles_s=[], ask_s=None)
+    x, y = run_costs("GPU X"), run_costs("GPU Y")
+    assert (x.startup_s, x.report_s, x.compile_of("matmul"), x.ask_s["auto"]) == \
+        (3.21, RunCosts.report_s, 1.1, 0.05)
+    assert (y.report_s, y.compile_of("copy")) == (0.7, RunCosts.COMPILE_S)
+    (tmp_path / "cache" / "run-costs.json").write_text("{not json")
+    assert run_costs("GPU X") == RunCosts()                       # damaged: assumed again
+    note_run("GPU X", kernel="copy", sampler="exhaustive", startup_s=1.0, report_s=None,
+             compiles_s=[], ask_s=None)                           # and written anew
+    assert run_costs("GPU X").startup_s == 1.0
+
+
+def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_report(
+        monkeypatch):
+    from sweeper.devices import DeviceFacts
+    from sweeper.devices._base import GPU_COSTS
+    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.measure import DEFAULT_DUTY
+    from sweeper.plan import RunCosts, RunShape, make_plan
+    from sweeper.space import load_space
+
+    space = load_space(ROOT / "spaces" / "matmul-8k.yaml")
+    facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
+    moved, flops = bytes_moved_of("matmul"), flops_of("matmul")
+    assert moved is not None
+
+    def plan(shape=None, measure=space.measure):
+        return make_plan(space, moved, facts, GPU_COSTS, measure, flops=flops, finals=True,
+                         shape=shape)
+    bare = plan()
+    assert set(bare.parts) == {"start-up", "trials", "compile", "proposals", "finals",
+                               "report"}
+    assert bare.parts["start-up"] == bare.parts["compile"] == bare.parts["report"] == 0
+    costs = RunCosts(startup_s=3.0, report_s=0.5, compile_s={"matmul": 2.0},
+                     ask_s={"auto": 0.03})
+    warm = plan(RunShape(sampler="auto", kernel="matmul", costs=costs, report=True,
+                         startup=True))
+    assert warm.estimate_s == pytest.approx(bare.estimate_s + 3.0 + 0.5 + 0.03 * bare.trials)
+    # cold: 2 s a binary, in 8 processes while the GPU measures (a plan), else each in the
+    # worker, followed by the sustained load of a power-bound sweep
+    pooled = plan(RunShape(kernel="matmul", cold=True, compile_workers=8, costs=costs))
+    from sweeper.study import resolved
+    from sweeper.sweep._compile_pool import binary_of
+
+    binaries = len({binary_of(c) for _, c in resolved(space, facts.env(), None)
+                    if not isinstance(c, Exception)})      # configs differing by grid share
+    assert 0 < binaries < pooled.valid
+    assert pooled.parts["compile"] == pytest.approx(
+        2.0 + max(0.0, binaries * 2.0 / 8 - bare.parts["trials"]))
+    serial = plan(RunShape(sampler="auto", kernel="matmul", cold=True, costs=costs))
+    assert serial.parts["compile"] == pytest.approx(binaries * (2.0 + 0.2))
+    # a power-bound kernel's finals follow cool-downs; a space's own cool-down precedes
+    # every config's samples too
+    import dataclasses
+    assert bare.parts["finals"] > plan(measure=dataclasses.replace(
+        space.measure, duty="off")).parts["finals"]
+    cool = plan(measure=dataclasses.replace(space.measure, duty="cool", duty_s=0.5))
+    assert cool.parts["trials"] == pytest.approx(bare.parts["trials"] + 0.5 * bare.trials)
+    assert DEFAULT_DUTY.kind == "cool"
+
+
+def test_run_prints_its_estimate_and_the_wall_against_it(write_space, tmp_path, capsys):
+    from tests.conftest import SMALL_SPACE
+
+    path = write_space(SMALL_SPACE)
+    assert main(["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
+                 "--no-report", "--timing"]) == 0
+    out = capsys.readouterr().out
+    assert "estimated time: " in out and " for 6 trials (" in out
+    assert "s in all (estimated " in out

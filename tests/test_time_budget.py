@@ -3,6 +3,8 @@ problem's final starts only if the time left covers it (the next run measures th
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from sweeper import finals as finals_module
@@ -82,3 +84,19 @@ def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "left for the next run" not in out and "winner," in out
+
+
+def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys):
+    """``--time`` counts from the command's start and keeps time for the finals and the
+    report: a space that would take longer ends within the budget plus 5 %."""
+    path = write_space(SMALL_SPACE.replace("block: [32, 128]", "block: [32, 64, 128]")
+                       .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512, 1024]")
+                       .replace("footprint: [4KiB]", "footprint: [1KiB]")
+                       .replace('grid: [sms, "cdiv(n, BLOCK)"]', f"grid: {list(range(1, 17))}"))
+    t0 = time.perf_counter()
+    assert main(["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
+                 "--quiet", "--no-report", "--time", "10s"]) == 0
+    wall = time.perf_counter() - t0
+    out = capsys.readouterr().out
+    assert "stopped: budget: 10 s" in out and "winner," in out
+    assert wall <= 10 * 1.05, wall

@@ -51,8 +51,8 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     _study_options(run)
     run.add_argument("--trials", type=whole_number,
                      help="stop after this many measured trials (at least 1)")
-    run.add_argument("--time", type=seconds, help="stop after this long, the finals included "
-                     "(e.g. 90s, 10m)")
+    run.add_argument("--time", type=seconds, help="end the whole command within this long, "
+                     "start-up, finals and report included (e.g. 90s, 10m)")
     run.add_argument("--force", action="store_true",
                      help="add to a study measured with other settings")
     run.add_argument("--gpus", type=gpu_list, default=[], metavar="0,1|all",

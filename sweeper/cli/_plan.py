@@ -16,19 +16,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """``sweeper plan``: how many configs the space holds, how many constraints remove and
     why, and what a run would measure and cost, without launching anything; a space with no
     valid config fails as ``run`` would."""
-    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of
+    from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
-    from sweeper.plan import make_plan
-    from sweeper.study import finals_wanted
+    from sweeper.plan import plan_of, run_shape
 
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
     facts = device.facts()
-    counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
-    builtin = counted is not None
-    plan = make_plan(space, counted or (lambda _: 0), facts,
-                     device.plan_costs, device.measure_spec(space.measure),
-                     flops=flops_of(space.kernel) if builtin else None,
-                     finals=finals_wanted(space, device))
+    plan, builtin = plan_of(space, device, run_shape(space, device, report=True, startup=True))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {plan.size} configs ({axes})")
     print(f"  {_roles(space)}")
@@ -42,9 +36,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"  ({device.assumed})")
     a = plan.assumptions
     peaks = ", ".join(f"{d} {v / 1e12:g}" for d, v in device.plan_costs.flops.items())
-    finals = f", finals {_duration(plan.finals_s)}" if plan.finals_s else ""
-    print(f"estimated time: {_duration(plan.estimate_s)} (trials "
-          f"{_duration(plan.estimate_s - plan.finals_s)}{finals}; assumes "
+    print(f"estimated time: {_duration(plan.estimate_s)} ({plan.parts_text()}; assumes "
           f"{a['compile_s']:g} s compile per config, launches of at least "
           f"{a['launch_s'] * 1e6:g} us, {a['bandwidth'] / 1e9:g} GB/s"
           f"{f', TFLOP/s {peaks}' if peaks else ''})")

@@ -42,6 +42,8 @@ class RunClock:
     marks: dict[str, float] = field(default_factory=dict)
     #: what a step was made of, shown in parentheses after it
     parts: dict[str, str] = field(default_factory=dict)
+    #: what ``sweeper plan`` estimated the run takes (None: no estimate)
+    estimate_s: float | None = None
 
     def mark(self, name: str) -> None:
         """The step ``name`` ended now."""
@@ -68,7 +70,21 @@ class RunClock:
                 parts.append(f"{name} {seconds:.1f} s ({self.parts[name]})")
             else:
                 parts.append(f"{name} {seconds:.1f} s")
-        return f"time: {before + end - self.start:.1f} s in all: {', '.join(parts)}"
+        estimated = f" (estimated {self.estimate_s:.0f} s)" if self.estimate_s is not None else ""
+        return (f"time: {before + end - self.start:.1f} s in all{estimated}: "
+                f"{', '.join(parts)}")
+
+    def elapsed_s(self) -> float:
+        """Seconds since the process started (a command) or the clock did (a call)."""
+        return (self.before_s or 0.0) + time.perf_counter() - self.start
+
+    def startup_s(self) -> float | None:
+        """Seconds from the process's start to the sweep (None: not known, a call from
+        Python)."""
+        if self.before_s is None:
+            return None
+        steps = self.steps()
+        return self.before_s + steps.get("space and device", 0.0) + steps.get("set-up", 0.0)
 
 
 def sweep_parts(summary: Any) -> str:

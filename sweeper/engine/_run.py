@@ -91,6 +91,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
+    clock.estimate_s = _estimate(say, options, space, device)
     priors = _priors(space, options, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
     # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
@@ -103,11 +104,12 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     try:
         try:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
-                             gpus, ahead)
+                             gpus, ahead, clock=clock)
         except ContextLost as lost:
             options = _in_workers(lost, options, store)
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
-                             gpus, dataclasses.replace(ahead, pool=None), lost=lost)
+                             gpus, dataclasses.replace(ahead, pool=None), lost=lost,
+                             clock=clock)
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous)
@@ -123,7 +125,50 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
         warm.join()        # before the report forks its drawing processes
     failure = _finish(options, summary, space, kernel, store, limits, clock)
     _say_time(options, clock, summary, timing)
+    _note_costs(space, device, clock, summary)
     return RunResult(store, summary, failure)
+
+
+#: Spaces larger than this get no estimate at the start of a run: the plan resolves every
+#: config, which would hold back the first trial (10⁶ configs: seconds).
+ESTIMATE_UP_TO = 50_000
+
+
+def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any
+              ) -> float | None:
+    """Print what ``sweeper plan`` estimates this run takes, and return it; nothing for a
+    replay (the estimate is the recorded GPU's) or a space too large to plan quickly."""
+    if device.replays or space.size > ESTIMATE_UP_TO:
+        return None
+    from sweeper.plan import plan_of, run_shape
+
+    shape = run_shape(space, device, report=options.report,
+                      startup=options.clock_from_start,
+                      compile_workers=options.compile_workers)
+    plan, _ = plan_of(space, device, shape)
+    trials = plan.trials if options.trials is None else min(plan.trials, options.trials)
+    seconds = plan.estimate_s
+    if options.time_s is not None:
+        seconds = min(seconds, options.time_s)
+    say(f"estimated time: {seconds:.0f} s for {trials} trials ({plan.parts_text()}; "
+        "sweeper plan says how)")
+    return seconds
+
+
+def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
+    """Keep what this run measured of the costs an estimate assumes (start-up, report,
+    compiles, proposals) for the next estimate on this machine."""
+    if device.replays:
+        return
+    from sweeper.plan import note_run
+    from sweeper.sweep._compile_ahead import COMPILED_S
+
+    own = summary.trials[summary.resumed:]
+    timing = summary.timing
+    note_run(device.facts().name, kernel=space.kernel, sampler=space.sampler.name,
+             startup_s=clock.startup_s(), report_s=clock.steps().get("report"),
+             compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
+             ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None)
 
 
 def _say_time(options: RunOptions, clock: Any, summary: Any, timing: list[str]) -> None:
@@ -162,7 +207,8 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
 
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
-           ahead: CompileOptions, lost: ContextLost | None = None) -> Any:
+           ahead: CompileOptions, lost: ContextLost | None = None,
+           clock: Any = None) -> Any:
     """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
     ``gpus``), its compile processes (``ahead``), and, measuring in this process, a hang
     going on in a fresh process.  After ``lost`` (this process's CUDA context broken)
@@ -178,7 +224,16 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead)
     sweep.run_drift = sweep.run_drift and lost is None
+    if sweep.max_time_s is not None and clock is not None:
+        sweep.outside_s = clock.elapsed_s() + (_report_s(device) if options.report else 0.0)
     return sweep.run()
+
+
+def _report_s(device: Any) -> float:
+    """What the report is expected to take (measured by the last run on this machine)."""
+    from sweeper.plan import run_costs
+
+    return run_costs(device.facts().name).report_s
 
 
 def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread | None:

@@ -43,9 +43,14 @@ class Budgets:
 
     def __init__(self, budget: Budget, stop: StopFlag, *, max_trials: int | None,
                  max_time_s: float | None, ceilings: Ceilings | None, valid: int,
-                 measured: int, t0: float) -> None:
+                 measured: int, t0: float, outside_s: float = 0.0) -> None:
         self.budget, self.stop, self.ceilings = budget, stop, ceilings
         self.max_trials, self.max_time_s = max_trials, max_time_s
+        #: seconds of the time budget spent before the sweep's ``t0`` or kept for what
+        #: follows it (a command's start-up and report)
+        self.outside_s = outside_s
+        #: the longest trial of this run so far (seconds)
+        self.trial_s = 0.0
         self.valid, self.measured, self.t0 = valid, measured, t0
         self.repeats = 0
         self.since_improvement = 0
@@ -63,30 +68,36 @@ class Budgets:
         self.finals_duty: Callable[[], Duty | None] | None = None
 
     def keep_for_finals(self) -> float:
-        """Seconds the time budget keeps for the finals of the problems measured so far."""
+        """Seconds the time budget keeps for the finals of the problems measured so far,
+        and for the trial in flight when the sweep stops (it ends after the stop: as long
+        as the longest of this run's trials so far)."""
         if self.finals_duty is None:
-            return 0.0
+            return self.trial_s
         duty = self.finals_duty()
-        return sum(finals_estimate_s(count, median_ms, duty)
-                   for count, median_ms in self.problems.values())
+        return self.trial_s + sum(finals_estimate_s(count, median_ms, duty)
+                                  for count, median_ms in self.problems.values())
 
-    def note(self, record: TrialRecord) -> None:
-        """Count ``record`` (measured now, or found in the journal) towards its problem's
-        finals."""
+    def note(self, record: TrialRecord, measured_now: bool = False) -> None:
+        """Count ``record`` (``measured_now``, or found in the journal) towards its
+        problem's finals."""
+        if measured_now:
+            self.trial_s = max(self.trial_s, record.wall_s)
         if record.ok and record.stats:
             count, fastest = self.problems.get(problem_of(record), (0, math.inf))
             self.problems[problem_of(record)] = (count + 1, min(fastest, record.stats.median))
 
     def covers(self, entrants: list[TrialRecord], duty: Duty | None) -> bool:
-        """Whether the time left covers the final of ``entrants`` (one problem's)."""
+        """Whether the time left covers the final of ``entrants`` (one problem's), the
+        allowance for a trial in flight included (the sweep stopped with it kept)."""
         fastest = min(t.stats.median for t in entrants if t.stats)
-        return self.time_left() >= finals_estimate_s(len(entrants), fastest, duty)
+        return self.time_left() + self.trial_s >= finals_estimate_s(len(entrants), fastest,
+                                                                    duty)
 
     def time_left(self) -> float:
         """Seconds of the time budget left (``inf`` without one)."""
         if self.max_time_s is None:
             return math.inf
-        return self.max_time_s - (time.perf_counter() - self.t0)
+        return self.max_time_s - self.outside_s - (time.perf_counter() - self.t0)
 
     def stopped_by(self, study: optuna.Study, best: TrialRecord | None) -> str:
         """Why the sweep stops now, or ``""`` to go on."""
@@ -112,7 +123,7 @@ class Budgets:
         the best; it restarts ``budget.patience`` only if it beats the old best beyond
         noise."""
         self.measured += 1
-        self.note(record)
+        self.note(record, measured_now=True)
         if record.ok and (best is None or record.score > best.score):
             if beyond_noise(best, record):
                 self.since_improvement = 0

@@ -36,7 +36,8 @@ class Upcoming(Protocol):
 
     prefer: Callable[[dict[str, Any]], bool] | None
 
-    def upcoming(self, count: int) -> Sequence[dict[str, Any]]: ...
+    def upcoming(self, count: int) -> Sequence[dict[str, Any]]:
+        """At least the next ``count`` configs, in the order they will be proposed."""
 
 
 class ModelHints:

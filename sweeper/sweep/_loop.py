@@ -109,6 +109,9 @@ class Sweep:
         self.stop = stop or StopFlag()
         self.max_trials = max_trials if max_trials is not None else space.budget.trials
         self.max_time_s = max_time_s if max_time_s is not None else space.budget.time_s
+        #: seconds of the time budget spent before :meth:`run` or kept for what follows it
+        #: (a command's start-up and its report): the budget bounds the whole command
+        self.outside_s = 0.0
         self.facts = device.facts()
         self.measure = device.measure_spec(space.measure)
         self.priors = priors or []
@@ -217,7 +220,8 @@ class Sweep:
         measured = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
         budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
-                          valid=len(valid), measured=measured, t0=t0)
+                          valid=len(valid), measured=measured, t0=t0,
+                          outside_s=self.outside_s)
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty = bench.power.finals_duty
             missing = set(Winners.of(self.store).missing(trials)) if trials else set()

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Issue #27 on the GPU machine: how busy sweeps keep the GPU under measure.duty auto
+# (sustained load, cool-down finals), whether that ranks power-bound configs as the cool
+# measurement does, time to a tuned 8192³ matmul from a cold Triton cache, --time, and
+# `sweeper plan`'s estimate against each run's wall.  Each stage named in $STAGES runs:
+#   coldauto  spaces/matmul-8k.yaml with sampler auto and --time 60s, empty Triton cache
+#   ffn       benchmarks/spaces/matmul-ffn.yaml (4096 x 14336 x 4096 bf16, 108 configs):
+#             cold cache, then warm under auto twice and under {cool: 100ms}
+#   8k        spaces/matmul-8k.yaml exhaustive under auto (warm), ranked against the two
+#             {cool: 1s} studies of docs/raw/2026-12-02-s14/duty-studies.tgz
+#   copy      spaces/copy.yaml twice (cold, then warm cache)
+#   softmax   spaces/softmax.yaml, cold cache
+#   shapes    spaces/matmul-shapes.yaml, cold cache, then warm with --time 30s
+# Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
+# shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
+# $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
+# Run after the install line of benchmarks/gpu_run.sh (optuna from .whl).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/studies"
+studies=$(mktemp -d)
+caches=$(mktemp -d)
+TIMEFORMAT="wall %R s"
+table="$OUT/table.txt"; : > "$table"
+
+run() {   # NAME CACHE SPACE [run options...]
+  local name=$1 cache=$2 space=$3; shift 3
+  local log="$OUT/$name.log"
+  mkdir -p "$caches/$cache"
+  {
+    echo "+ sweeper plan $space"
+    TRITON_CACHE_DIR="$caches/$cache" python3 -m sweeper plan "$space" \
+        --studies-dir "$studies" 2>&1 | grep -E "estimated|last run|would measure"
+    echo "+ sweeper run $space $*"
+    time TRITON_CACHE_DIR="$caches/$cache" timeout 280 python3 -m sweeper run "$space" \
+        --studies-dir "$studies" --study "$name" --no-priors --timing "$@" 2>&1
+  } > "$log" 2>&1
+  mkdir -p "$OUT/studies/$name"
+  cp "$studies/$name/study.json" "$studies/$name/trials.jsonl" "$OUT/studies/$name/" 2>/dev/null
+  echo "== $name"
+  grep -E "^(done|gpu busy|power|winner|wall|estimated|  the study's last)" "$log" | cut -c1-330
+  printf '%-16s %-28s %-10s %-8s %s\n' "$name" \
+      "$(grep -m1 -oE '^estimated time: [^ ]+' "$log" | cut -d' ' -f3)" \
+      "$(grep -m1 -oE '^wall [0-9.]+' "$log" | cut -d' ' -f2)" \
+      "$(grep -m1 -oE '^gpu busy [0-9.]+%' "$log" | cut -d' ' -f3)" \
+      "$(grep -m1 -E '^winner' "$log" | grep -oE '[0-9.]+× torch[.a-z_]*' | head -1)" >> "$table"
+}
+
+rank() {  # A B [--top N]
+  echo "# rank_stability $*" | tee -a "$OUT/ranks.log"
+  python3 benchmarks/rank_stability.py "$@" 2>&1 | tee -a "$OUT/ranks.log" | tail -4
+}
+
+for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
+  case $stage in
+  coldauto)
+    sed 's/^sampler: exhaustive/sampler: auto/' spaces/matmul-8k.yaml > "$studies/matmul-8k-auto.yaml"
+    run coldauto cold-8k "$studies/matmul-8k-auto.yaml" --time 60s --no-report ;;
+  ffn)
+    run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+    run ffn-auto-a ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+    run ffn-auto-b ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+    sed 's/cache: cold}/cache: cold, duty: {cool: 100ms}}/' benchmarks/spaces/matmul-ffn.yaml \
+        > "$studies/matmul-ffn-cool.yaml"
+    run ffn-cool ffn "$studies/matmul-ffn-cool.yaml" --no-report
+    rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-a"
+    rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-b"
+    rank "$OUT/studies/ffn-auto-a" "$OUT/studies/ffn-auto-b"
+    rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-a" --top 200 ;;
+  8k)
+    run 8k-auto cold-8k spaces/matmul-8k.yaml --no-report
+    ref=$(mktemp -d); tar xzf docs/raw/2026-12-02-s14/duty-studies.tgz -C "$ref"
+    rank "$ref/cool-1s-a" "$OUT/studies/8k-auto"
+    rank "$ref/cool-1s-b" "$OUT/studies/8k-auto"
+    rank "$ref/cool-1s-a" "$ref/cool-1s-b" ;;
+  copy)
+    run copy-cold copy spaces/copy.yaml
+    run copy-warm copy spaces/copy.yaml ;;
+  softmax)
+    run softmax-cold softmax spaces/softmax.yaml ;;
+  shapes)
+    run shapes-cold shapes spaces/matmul-shapes.yaml
+    run shapes-time30 shapes spaces/matmul-shapes.yaml --time 30s ;;
+  esac
+done
+echo
+echo "run              plan estimate                wall (s)   busy     winner"
+cat "$table"
