@@ -11,6 +11,15 @@
 #   copy      spaces/copy.yaml twice (cold, then warm cache)
 #   softmax   spaces/softmax.yaml, cold cache
 #   shapes    spaces/matmul-shapes.yaml, cold cache, then warm with --time 30s
+#   cool      spaces/matmul-8k.yaml under {cool: 50ms} and {cool: 25ms}, ranked against the
+#             two {cool: 1s} studies of docs/raw/2026-12-02-s14/duty-studies.tgz
+#   plans     the four shipped spaces of issue #27 (copy, softmax, matmul-8k, matmul-shapes)
+#             as a new user runs them: cold Triton cache, report on, each `sweeper plan`
+#             first; run in a fresh sweeper cache (no costs measured yet), then again in the
+#             cache those runs left (fresh Triton caches again)
+#   command   benchmarks/command_overhead.py spaces/copy.yaml, warm cache: sweeper run
+#             against the bare-loop script
+#   budget    spaces/matmul-shapes.yaml with --time 12s (it needs more), warm cache
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -34,8 +43,8 @@ run() {   # NAME CACHE SPACE [run options...]
     time TRITON_CACHE_DIR="$caches/$cache" timeout 280 python3 -m sweeper run "$space" \
         --studies-dir "$studies" --study "$name" --no-priors --timing "$@" 2>&1
   } > "$log" 2>&1
-  mkdir -p "$OUT/studies/$name"
-  cp "$studies/$name/study.json" "$studies/$name/trials.jsonl" "$OUT/studies/$name/" 2>/dev/null
+  mkdir -p "$OUT/studies"
+  cp -r "$studies/$name" "$OUT/studies/" 2>/dev/null
   echo "== $name"
   grep -E "^(done|gpu busy|power|winner|wall|estimated|  the study's last)" "$log" | cut -c1-330
   printf '%-16s %-28s %-10s %-8s %s\n' "$name" \
@@ -80,8 +89,36 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
   shapes)
     run shapes-cold shapes spaces/matmul-shapes.yaml
     run shapes-time30 shapes spaces/matmul-shapes.yaml --time 30s ;;
+  cool)
+    ref=$(mktemp -d); tar xzf docs/raw/2026-12-02-s14/duty-studies.tgz -C "$ref"
+    for c in 50ms 25ms; do
+      sed "s/cache: cold}/cache: cold, duty: {cool: $c}}/" spaces/matmul-8k.yaml \
+          > "$studies/matmul-8k-cool-$c.yaml"
+      run "8k-cool-$c" cold-8k "$studies/matmul-8k-cool-$c.yaml" --no-report
+      rank "$ref/cool-1s-a" "$OUT/studies/8k-cool-$c"
+      rank "$ref/cool-1s-b" "$OUT/studies/8k-cool-$c"
+      rank "$ref/cool-1s-a" "$OUT/studies/8k-cool-$c" --top 200
+    done ;;
+  plans)
+    for round in first again; do
+      [ "$round" = first ] && export SWEEPER_CACHE=$(mktemp -d)
+      for sp in copy softmax matmul-8k matmul-shapes; do
+        run "plan-$round-$sp" "plan-$round-$sp" "spaces/$sp.yaml"
+      done
+    done
+    unset SWEEPER_CACHE ;;
+  command)
+    python3 benchmarks/command_overhead.py spaces/copy.yaml --cache warm \
+        --runs bare,run,run-no-report --out "$OUT/command" > "$OUT/command.log" 2>&1
+    tail -15 "$OUT/command.log" ;;
+  budget)
+    run budget-12s shapes spaces/matmul-shapes.yaml --time 12s ;;
   esac
 done
 echo
 echo "run              plan estimate                wall (s)   busy     winner"
 cat "$table"
+# the logs and studies in one file (what comes back from the GPU machine is counted)
+tgz=$(mktemp --suffix .tgz)
+tar czf "$tgz" -C "$OUT" . && find "$OUT" -mindepth 1 ! -name table.txt -delete && \
+    mv "$tgz" "$OUT/busy-budget.tgz"

@@ -36,20 +36,26 @@ from sweeper.study import RuledOut, resolved
 
 #: Samplers that walk a plan: a sweep compiles their next configs in its compile processes.
 PLANNED = ("exhaustive", "one-at-a-time")
+#: Seconds of a trial's samples after which a FLOP-bound kernel meets the power limiter.
+POWER_AFTER_S = 0.015
 
 
 @dataclass
 class RunCosts:
     """What a run costs on one device beyond its trials' launches, as the last runs on
     this machine measured it (:func:`note_run`), else as on the H200: the command's
-    start-up (interpreter, imports, space, device, study: 3.4-5.2 s there), the report
+    start-up (interpreter, imports, space, device, study: 4.2-6.0 s there), the report
     (0.6 s for spaces/copy.yaml; 2 s assumed, as a first report imports matplotlib), a
     compile per distinct binary from a cold cache, by kernel, and a proposal, by sampler
     (``auto`` fits its surrogate: 34 ms a trial for the 108 configs of
     spaces/matmul-8k.yaml)."""
 
-    startup_s: float = 4.0
+    startup_s: float = 5.5
     report_s: float = 2.0
+    #: a trial's own seconds beyond its launches (loading its binary, verifying, the
+    #: host's side of sampling), the median over a run's trials; ``None``: the device's
+    #: :class:`PlanCosts` ``compile_s``
+    trial_s: float | None = None
     compile_s: dict[str, float] = field(default_factory=dict)
     ask_s: dict[str, float] = field(default_factory=lambda: {"auto": 0.034})
 
@@ -65,9 +71,15 @@ def _costs_path() -> Path:
     return cache_root() / "run-costs.json"
 
 
+def costs_key(device: Any) -> str:
+    """The name runs on ``device`` keep their costs under: the device's kind and the GPU
+    it measures (a plugin device on the same GPU as ``cuda`` costs what it costs)."""
+    return f"{device.name}: {device.facts().name}"
+
+
 def run_costs(device: str) -> RunCosts:
-    """What runs on ``device`` (its name, as the facts give it) cost on this machine; the
-    H200's figures where none ran, or the cache cannot be read."""
+    """What runs on ``device`` (:func:`costs_key`) cost on this machine; the H200's
+    figures where none ran, or the cache cannot be read."""
     try:
         data = json.loads(_costs_path().read_text()).get(device)
         return RunCosts(**data) if isinstance(data, dict) else RunCosts()
@@ -76,12 +88,16 @@ def run_costs(device: str) -> RunCosts:
 
 
 def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
-             report_s: float | None, compiles_s: list[float], ask_s: float | None) -> None:
+             report_s: float | None, compiles_s: list[float], ask_s: float | None,
+             trials_s: list[float] | None = None) -> None:
     """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
     not measured, e.g. a call from Python or ``--no-report``), the first launches that
-    compiled (their median is the kernel's compile), a proposal's seconds.  Never fails
-    the run: a cache that cannot be written is left as it is."""
+    compiled (their median is the kernel's compile), a proposal's seconds, each trial's
+    seconds beyond its launches (their median is a trial's overhead).  Never fails the
+    run: a cache that cannot be written is left as it is."""
     costs = run_costs(device)
+    if trials_s:
+        costs.trial_s = round(statistics.median(trials_s), 4)
     if startup_s is not None:
         costs.startup_s = round(startup_s, 3)
     if report_s is not None:
@@ -185,7 +201,7 @@ def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
     return RunShape(sampler=space.sampler.name, kernel=space.kernel,
                     cold=compiles and space_cold(space.kernel),
                     compile_workers=workers if compiles else 0, report=report,
-                    startup=startup, costs=run_costs(device.facts().name))
+                    startup=startup, costs=run_costs(costs_key(device)))
 
 
 def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: DeviceFacts,
@@ -209,6 +225,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     binaries: set[Any] = set()
     computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
     fixed = measure.fixed_duty()
+    own = shape.costs.trial_s if shape.costs.trial_s is not None else costs.compile_s
     for _, outcome in resolved(space, facts.env(), facts.max_footprint):
         if isinstance(outcome, Invalid):
             ruled_out.add(outcome)
@@ -216,8 +233,11 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         valid += 1
         if budget is None or valid <= budget:
             launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs)
-            computing = computing or by_flops
-            seconds += _trial_seconds(outcome, launch, facts, costs, measure)
+            # the power limiter steps in after 15-20 ms of load (the H200): a FLOP-bound
+            # kernel whose samples last that long is power-bound
+            computing = computing or (by_flops and _expected_samples(measure, launch) *
+                                      measure.batch * launch >= POWER_AFTER_S)
+            seconds += own + _trial_seconds(outcome, launch, facts, costs, measure)
             seconds += fixed.seconds if fixed is not None else 0.0
             key = (outcome.problem, outcome.cache)
             count, fastest = problems.get(key, (0, launch))
@@ -238,7 +258,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         parts = {k: v * space.budget.time_s / total for k, v in parts.items()}
         total = space.budget.time_s
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
-                finals_s=parts["finals"], assumptions=dataclasses.asdict(costs),
+                finals_s=parts["finals"],
+                assumptions={**dataclasses.asdict(costs), "compile_s": own},
                 trials=trials, ruled_out=ruled_out, parts=parts)
 
 
@@ -274,4 +295,4 @@ def _trial_seconds(config: Config, launch: float, facts: DeviceFacts, costs: Pla
     launches = measure.warmup + 2 + samples * measure.batch
     flushes = costs.flush and config.cache == "cold"
     flush = 2 * facts.l2_bytes / costs.bandwidth if flushes else 0.0
-    return costs.compile_s + launches * launch + samples * flush
+    return launches * launch + samples * flush

@@ -439,7 +439,7 @@ def test_the_core_asks_a_device_what_it_declares(user_module, tmp_path, capsys, 
         (tmp_path / "studies" / "caps" / "report.md").read_text()
     assert main(["plan", "s.yaml", "--device", "tests.test_plugins:SlowCompiles"]) == 0
     out = capsys.readouterr().out
-    assert "s; assumes 7 s compile per config, launches of at least 1000 us, 1 GB/s)" \
+    assert "; assumes 7 s a trial beyond its launches, launches of at least 1000 us, 1 GB/s)" \
         in out                                                            # plan_costs
     assert "(as on the GPU the table was recorded on" not in out           # replays: False
 

@@ -37,7 +37,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     a = plan.assumptions
     peaks = ", ".join(f"{d} {v / 1e12:g}" for d, v in device.plan_costs.flops.items())
     print(f"estimated time: {_duration(plan.estimate_s)} ({plan.parts_text()}; assumes "
-          f"{a['compile_s']:g} s compile per config, launches of at least "
+          f"{a['compile_s']:.3g} s a trial beyond its launches, launches of at least "
           f"{a['launch_s'] * 1e6:g} us, {a['bandwidth'] / 1e9:g} GB/s"
           f"{f', TFLOP/s {peaks}' if peaks else ''})")
     if device.measures_gpu or device.replays:

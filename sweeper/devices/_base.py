@@ -67,10 +67,12 @@ class PlanCosts:
     flops: Mapping[str, float] = field(default_factory=dict)
 
 
-#: A GPU's costs, read on an H200: a Triton copy config's compile and first launch (median
-#: 0.06 s), ~20 us of host time per launch, ~4 TB/s copy, and a tuned matmul's FLOP/s
-#: (bf16 8192³: 795 TFLOP/s, docs/benchmarks.md; fp16 alike; tf32 for float32 half that).
-GPU_COSTS = PlanCosts(compile_s=0.06, launch_s=20e-6, bandwidth=4.0e12, flush=True,
+#: A GPU's costs, read on an H200: a trial's own seconds beyond its launches from a warm
+#: cache (loading its binary, verifying, the host's side of sampling: 23-26 ms for the
+#: configs of spaces/copy.yaml and matmul-shapes.yaml), ~20 us of host time per launch,
+#: ~4 TB/s copy, and a tuned matmul's FLOP/s (bf16 8192³: 795 TFLOP/s, docs/benchmarks.md;
+#: fp16 alike; tf32 for float32 half that).
+GPU_COSTS = PlanCosts(compile_s=0.025, launch_s=20e-6, bandwidth=4.0e12, flush=True,
                       flops={"bfloat16": 795e12, "float16": 795e12, "float32": 400e12})
 
 

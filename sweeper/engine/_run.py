@@ -160,15 +160,18 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
     compiles, proposals) for the next estimate on this machine."""
     if device.replays:
         return
-    from sweeper.plan import note_run
+    from sweeper.plan import costs_key, note_run
     from sweeper.sweep._compile_ahead import COMPILED_S
 
     own = summary.trials[summary.resumed:]
     timing = summary.timing
-    note_run(device.facts().name, kernel=space.kernel, sampler=space.sampler.name,
+    warmup = device.measure_spec(space.measure).warmup
+    note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
              startup_s=clock.startup_s(), report_s=clock.steps().get("report"),
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
-             ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None)
+             ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
+             trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch + warmup * t.stats.median) / 1e3
+                       for t in own if t.ok and t.stats])
 
 
 def _say_time(options: RunOptions, clock: Any, summary: Any, timing: list[str]) -> None:
@@ -231,9 +234,9 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
 
 def _report_s(device: Any) -> float:
     """What the report is expected to take (measured by the last run on this machine)."""
-    from sweeper.plan import run_costs
+    from sweeper.plan import costs_key, run_costs
 
-    return run_costs(device.facts().name).report_s
+    return run_costs(costs_key(device)).report_s
 
 
 def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread | None:
