@@ -53,6 +53,14 @@ class TrialStatus(str, enum.Enum):
     IMPOSSIBLE = "impossible"              # faster than the device's physical bounds allow
 
 
+#: The statuses that are the kernel's fault, not the space's (a constraint, a config too
+#: big for the GPU, a replay table's gap) nor the search's (abandoned): a run with any
+#: ends ``sweeper run`` with its own exit status, and the same one on every early trial
+#: stops the run.
+KERNEL_FAULTS = frozenset({TrialStatus.COMPILE_ERROR, TrialStatus.WRONG_ANSWER,
+                           TrialStatus.CRASHED, TrialStatus.TIMEOUT, TrialStatus.IMPOSSIBLE})
+
+
 @dataclass
 class TrialResult:
     """What measuring one config gave, before it is numbered and kept as a

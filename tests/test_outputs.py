@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from sweeper import __version__
-from sweeper.cli import main
+from sweeper.cli import EXIT_CONFIGS_FAILED, main
 from sweeper.cli._parser import build_parser
 from sweeper.devices._cuda import CudaDevice
 from sweeper.devices._interpret import InterpretDevice
@@ -398,10 +398,33 @@ def test_a_run_names_its_failed_configs_and_what_they_share(write_space, tmp_pat
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
                      "--no-report")
-    assert rc == 0
+    assert rc == EXIT_CONFIGS_FAILED == 3         # measured, but the kernel failed somewhere
     assert line(out, "failed: ") == (
         "failed: 4 crashed (first: #2 grid=cdiv(n, BLOCK) block=32 BLOCK=1024: RuntimeError: "
         "BLOCK=1024 is too big for this test); every one with BLOCK=1024")
     rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
                      "--no-report")                    # resumed: nothing failed this run
+    assert rc == 0
     assert not [x for x in out if x.startswith("failed: ")]
+
+
+def test_a_run_whose_first_configs_all_fail_alike_stops_and_says_why(write_space, tmp_path,
+                                                                    capsys, monkeypatch):
+    """A kernel wrong everywhere (or with a typo) fails every config the same way: the run
+    stops after the first five instead of failing the whole space, says so, and exits 1
+    (nothing measured)."""
+    from tests.conftest import SMALL_SPACE
+
+    space = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:CopiesZeros").replace(
+        "BLOCK: [256, 1024]", "BLOCK: [256, 512, 1024, 2048]"))
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
+                       "--no-report")
+    assert rc == 1
+    assert line(out, "done: ").startswith("done: 5 measured (5 failed)")
+    assert "; stopped: the first 5 configs all failed alike (wrong_answer: " in \
+        line(out, "done: ")
+    assert "the kernel, not a config, is at fault; fix it and run again" in line(out, "done: ")
+    assert line(out, "failed: ").startswith("failed: 5 wrong_answer (first: #")
+    assert "no config produced a number" in err or "no config was measured" in err

@@ -11,7 +11,9 @@ processes, or a file could not be written (a :class:`WriteError`: a full disk, t
 fault, not the input's; the line says what is left), or the study's database failed (a
 :class:`StorageError`: unreachable, gone mid-run, past a time limit; every record appended
 before is kept there); 2 bad input (space file, option,
-study, device), nothing written; 130 interrupted (Ctrl-C twice), every finished trial kept;
+study, device), nothing written; 3 ``run`` measured, but some configs failed by the
+kernel's fault (a wrong answer, a crash, a compile error, a timeout, an impossible time:
+the ``failed:`` line names them); 130 interrupted (Ctrl-C twice), every finished trial kept;
 141 the reader of its output went away (``sweeper plan ... | head``), quietly, as a shell
 pipeline expects, every finished trial kept.
 A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
@@ -36,6 +38,7 @@ from typing import Any
 
 from sweeper.cli._exits import (
     EXIT_BROKEN_PIPE,
+    EXIT_CONFIGS_FAILED,
     EXIT_INTERRUPTED,
     EXIT_NOTHING_MEASURED,
     EXIT_OK,
@@ -46,8 +49,8 @@ from sweeper.engine import MAX_RESTARTS
 from sweeper.errors import StudyWarning, SweeperError
 from sweeper.escape import printable
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK", "EXIT_USAGE", "MAX_RESTARTS",
-           "console", "main"]
+__all__ = ["EXIT_CONFIGS_FAILED", "EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK",
+           "EXIT_USAGE", "MAX_RESTARTS", "console", "main"]
 
 
 def console() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from sweeper.cli._exits import EXIT_NOTHING_MEASURED, EXIT_OK
+from sweeper.cli._exits import EXIT_CONFIGS_FAILED, EXIT_NOTHING_MEASURED, EXIT_OK
 from sweeper.cli._inputs import recorded_command, space_source
 from sweeper.engine import RunOptions, run_sweep
 
@@ -26,6 +26,10 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Sweep the space into its study, then report; the exit status."""
+    """Sweep the space into its study, then report; the exit status: nothing measured,
+    else some config failed by the kernel's fault (the ``failed:`` line names them), else
+    done."""
     result = run_sweep(run_options(args))
-    return EXIT_NOTHING_MEASURED if result.failure is not None else EXIT_OK
+    if result.failure is not None:
+        return EXIT_NOTHING_MEASURED
+    return EXIT_CONFIGS_FAILED if result.kernel_faults else EXIT_OK

@@ -47,6 +47,17 @@ class RunResult:
     summary: Any = None
     failure: str | None = None
 
+    @property
+    def kernel_faults(self) -> int:
+        """This run's trials that failed by the kernel's fault
+        (:data:`~sweeper.trial.KERNEL_FAULTS`: a wrong answer, a crash, a compile error)."""
+        from sweeper.trial import KERNEL_FAULTS
+
+        if self.summary is None:
+            return 0
+        return sum(1 for t in self.summary.trials[self.summary.resumed:]
+                   if t.status in KERNEL_FAULTS)
+
 
 def run_sweep(options: RunOptions) -> RunResult:
     """Sweep ``options.space`` into its study, then report.  With no ``options.restart_argv``

@@ -11,6 +11,7 @@ rest)."""
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable
 
@@ -19,9 +20,11 @@ import optuna
 from sweeper.ceilings import Ceilings
 from sweeper.finals import finals_estimate_s, problem_of
 from sweeper.measure import Duty
+from sweeper.outcome import REASON_CHARS
 from sweeper.samplers import ExhaustiveSampler
 from sweeper.space import Budget
 from sweeper.store import ProblemKey, TrialRecord
+from sweeper.trial import KERNEL_FAULTS
 
 #: Proposals in a row that were all measured before: the sampler has converged.
 MAX_REPEATED_PROPOSALS = 200
@@ -51,6 +54,10 @@ class Budgets:
         self.outside_s = outside_s
         #: the longest trial of this run so far (seconds)
         self.trial_s = 0.0
+        #: this run's trials so far while each failed as the first did, the kernel's
+        #: fault (:data:`~sweeper.trial.KERNEL_FAULTS`; status and reason, numbers aside);
+        #: ``None`` once one did not
+        self.alike: list[tuple[str, str, str]] | None = []
         self.valid, self.measured, self.t0 = valid, measured, t0
         self.repeats = 0
         self.since_improvement = 0
@@ -124,6 +131,8 @@ class Budgets:
         noise."""
         self.measured += 1
         self.note(record, measured_now=True)
+        if self.alike is not None:
+            self.alike = _alike(self.alike, record)
         if record.ok and (best is None or record.score > best.score):
             if beyond_noise(best, record):
                 self.since_improvement = 0
@@ -149,6 +158,10 @@ class Budgets:
             return COMPLETE
         if self.repeats >= MAX_REPEATED_PROPOSALS:
             return f"sampler converged: {self.repeats} proposals in a row were already measured"
+        if self.alike is not None and len(self.alike) >= ALIKE_FAILURES:
+            status, _, reason = self.alike[0]
+            return (f"the first {len(self.alike)} configs all failed alike ({status}: "
+                    f"{reason}): the kernel, not a config, is at fault; fix it and run again")
         return ""
 
     def _goal_reached(self, best: TrialRecord | None) -> str:
@@ -163,6 +176,22 @@ class Budgets:
                 return (f"budget: target {100 * budget.target:g}% of the ceiling reached "
                         f"({best.gbps:.4g} of {ceiling:.4g} GB/s)")
         return ""
+
+
+#: A run whose first trials all fail alike stops after this many: the kernel is broken
+#: (a typo, a wrong answer everywhere), and the rest of the space would fail the same way.
+ALIKE_FAILURES = 5
+
+
+def _alike(seen: list[tuple[str, str, str]], record: TrialRecord
+           ) -> list[tuple[str, str, str]] | None:
+    """``seen`` (status, reason with its numbers masked, reason) with ``record`` added while
+    it failed as they did, the kernel's fault; ``None`` from the first that did not."""
+    if record.status not in KERNEL_FAULTS:
+        return None
+    reason = (record.reason or "no reason recorded").strip().splitlines()[0][:REASON_CHARS]
+    key = (record.status.value, re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", reason), reason)
+    return [*seen, key] if not seen or seen[0][:2] == key[:2] else None
 
 
 def beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
