@@ -41,7 +41,8 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     folder.  The options are ``run``'s: ``device`` (``cuda``, ``interpret``,
     ``replay:TABLE.csv``), ``studies_dir``, ``study`` (``--study``), ``trials``, ``time``
     (seconds, or ``"90s"``), ``params`` (``-p``: ``{"BLOCK": [1024, 2048]}`` or
-    ``["BLOCK=1024,2048"]``), ``force``, ``quiet`` (no progress bar or header),
+    ``["BLOCK=1024,2048"]``), ``force``, ``quiet`` (nothing printed but errors: no
+    header, progress bar, summary or report line),
     ``report=False`` (``--no-report``), ``priors=False`` (``--no-priors``), ``gpus``
     (``--gpus``: ``"0,1"`` or ``"all"``), ``storage`` (``--storage URL``: the study is
     kept in that database, and the returned :class:`Study` reads it from there) and
@@ -51,7 +52,8 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     options = RunOptions(
         space=_source(space, params, allow_path), device=device, study=study,
         studies_dir=str(studies_dir), storage=storage, trials=_trials(trials),
-        time_s=_seconds(time), force=force, gpus=_gpus(gpus), quiet=quiet, report=report,
+        time_s=_seconds(time), force=force, gpus=_gpus(gpus), quiet=quiet, silent=quiet,
+        report=report,
         priors=priors, command=f"sweeper.run({_shown(space)}, device={device!r})")
     try:
         with warnings.catch_warnings():

@@ -57,6 +57,9 @@ class RunOptions:
     workers: str | None = None
     compile_workers: int | None = None
     quiet: bool = False
+    #: nothing on standard output, the summary and the report's line included (the
+    #: API's ``quiet=True``; errors still go to standard error)
+    silent: bool = False
     report: bool = True
     svg: bool = False
     timing: bool = False

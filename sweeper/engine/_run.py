@@ -319,42 +319,44 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     why nothing came of it (said on stderr), or None."""
     from sweeper.outcome import failed_line, nothing_measured, outcome_lines
 
+    say = _Printer(options.silent)          # the summary, unless silent
+
     failed = sum(1 for t in summary.trials[summary.resumed:]
                  if t.status.value not in ("ok", "invalid", "abandoned"))
-    print(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
+    say(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     failures = failed_line(summary.trials[summary.resumed:])
     if failures is not None:
-        print(failures)
+        say(failures)
     if summary.busy is not None and summary.measured:
-        print(summary.busy.line())
+        say(summary.busy.line())
     for dropped in summary.dropped:
-        print(dropped.line())
+        say(dropped.line())
     restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
     if restarts:
-        print(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) hung "
+        say(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) hung "
               "and the sweep went on in a fresh process; the report counts everything)")
     abandoned = [t for t in summary.trials[summary.resumed:] if t.status.value == "abandoned"]
     if abandoned:
-        print(f"early abandonment: {len(abandoned)} trials stopped early, saving about "
+        say(f"early abandonment: {len(abandoned)} trials stopped early, saving about "
               f"{summary.saved_ms:.4g} ms of GPU time")
     if space.budget.target is not None and isinstance(limits, str):
-        print(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
+        say(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
     from sweeper.finals import Winners
 
     for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
-        print(line)
+        say(line)
     for lost in summary.finals_lost:
-        print(f"finals without {lost}")
+        say(f"finals without {lost}")
     if summary.finals_deferred:
-        print(f"finals of {len(summary.finals_deferred)} problem(s) left for the next run: "
+        say(f"finals of {len(summary.finals_deferred)} problem(s) left for the next run: "
               "the time budget did not cover them (run the same command to measure them)")
     if summary.duty:
-        print(f"power: {summary.duty}")
+        say(f"power: {summary.duty}")
     clock.mark("summary")
     if options.report:
-        files = report_study(store, svg=options.svg)
+        files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
     why = nothing_measured(summary.trials, summary.stopped_by)
@@ -455,7 +457,8 @@ def _ceilings_for(device: Any, store: Storage) -> Any:
 
 
 class _Printer:
-    """Prints the header's lines, unless ``--quiet``."""
+    """Prints a run's lines, unless told to be quiet (the header and bar: ``--quiet``;
+    the summary too: the API's ``quiet=True``)."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
@@ -486,7 +489,7 @@ def _reporter(quiet: bool, headline: Any) -> Any:
 
 
 def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
-                 redraw: bool = False) -> Any:
+                 redraw: bool = False, say: Callable[[str], None] = print) -> Any:
     """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
     whose numbers changed unless ``redraw``) and say where it is and what was drawn;
     returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
@@ -496,7 +499,7 @@ def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
     files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
-    print(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
+    say(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
           f"{store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
           f"{drawn} drawn, {pictures - drawn} unchanged)")
     return files
