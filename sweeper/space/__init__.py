@@ -1,67 +1,10 @@
 """The search space: parsed once from YAML into the core's frozen dataclasses
-(:mod:`sweeper.core`, re-exported here), checked against the kernel the registry
-finds."""
+(:mod:`sweeper.core`, whose names are all re-exported here), checked against the kernel
+the registry finds."""
 
-from sweeper.core import (
-    DECLARED_ONLY,
-    DTYPES,
-    Axis,
-    AxisRole,
-    Budget,
-    Config,
-    Constraint,
-    Dim,
-    Expr,
-    Invalid,
-    MeasureSpec,
-    Origin,
-    Problem,
-    SamplerSpec,
-    Shape,
-    Space,
-    Tie,
-    Value,
-    cdiv,
-    evaluate,
-    format_size,
-    parse,
-    parse_duration,
-    parse_size,
-    shape_of,
-    show_dims,
-)
+from sweeper.core import *  # noqa: F403  (the core's public names, listed in its __all__)
+from sweeper.core import __all__ as _core_names
 from sweeper.core._configs import Configs
 from sweeper.space._parser import autotune_space, load_space, parse_space
 
-__all__ = [
-    "DECLARED_ONLY",
-    "DTYPES",
-    "Axis",
-    "AxisRole",
-    "Budget",
-    "Config",
-    "Configs",
-    "Constraint",
-    "Dim",
-    "Expr",
-    "Invalid",
-    "MeasureSpec",
-    "Origin",
-    "Problem",
-    "SamplerSpec",
-    "Shape",
-    "Space",
-    "Tie",
-    "Value",
-    "autotune_space",
-    "cdiv",
-    "evaluate",
-    "format_size",
-    "load_space",
-    "parse",
-    "parse_duration",
-    "parse_size",
-    "parse_space",
-    "shape_of",
-    "show_dims",
-]
+__all__ = [*_core_names, "Configs", "autotune_space", "load_space", "parse_space"]
