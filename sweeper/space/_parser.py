@@ -24,10 +24,12 @@ order a space is made:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +64,6 @@ from sweeper.space._yaml import load_with_lines
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
 BLOCKS = (32, 64, 128, 256, 512, 1024)
-MEASURE_KEYS = ("warmup", "repeat", "stop", "target", "min_samples", "min_time", "max_time",
-                "cache", "batch", "graph", "abandon", "timeout", "duty")
-STOP_RULES = ("fixed", "ci", "stdrel")
-BUDGET_KEYS = ("trials", "time", "target", "patience")
 SAMPLER_KEYS = ("name", "seed", "baseline")
 MAX_SEED = 2**32 - 1               # numpy's generators, under every Optuna sampler, take no more
 MAX_COUNT = 1_000_000              # warmup runs, samples, launches per sample
@@ -198,10 +196,11 @@ class _Parser:
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), axes)
         sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
+        budget = Budget(**self.settings(data.get("budget", {}), "budget", BUDGET))
         return Space(
             study=study, kernel=kernel_name, kernel_options=options, sampler=sampler,
             axes=tuple(axes), order=order, constraints=constraints, measure=measure,
-            ties=tuple(self.ties), shape=self.shape, budget=self.budget(data.get("budget", {})),
+            ties=tuple(self.ties), shape=self.shape, budget=budget,
             path=self.file, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
     def kernel(self, name: Any, params: Any, path: str = "kernel") -> type[KernelDeclaration]:
@@ -485,110 +484,27 @@ class _Parser:
         except SweeperError as err:
             raise self.error(path, str(err)) from None
 
+    def settings(self, raw: Any, path: str, table: Mapping[str, Setting]) -> dict[str, Any]:
+        """The ``path:`` mapping's keys read by their :class:`Setting` in ``table``, by the
+        field each sets; the first value in the file that is wrong is the error."""
+        read = {}
+        for key, value in self.keys(raw, path, tuple(table)).items():
+            setting = table[key]
+            try:
+                read[setting.field or key] = setting.read(value)
+            except ValueError as err:
+                message, *inside = err.args
+                raise self.error(".".join((path, key, *inside)), message) from None
+        return read
+
     def measure(self, raw: Any) -> tuple[MeasureSpec, list[str]]:
         """The measurement settings, and the cache modes the ``cache`` axis defaults to."""
-        raw = self.keys(raw, "measure", MEASURE_KEYS)
-        d = MeasureSpec()
-        warmup = self.whole(raw, "warmup", d.warmup, 0)
-        repeat = self.whole(raw, "repeat", d.repeat, 1)
-        min_samples = self.whole(raw, "min_samples", d.min_samples, 2)
-        batch = self.whole(raw, "batch", d.batch, 1)
-        stop = raw.get("stop", "fixed" if "repeat" in raw else d.stop)
-        if stop not in STOP_RULES:
-            raise self.error("measure.stop", f"unknown stopping rule {shown(stop)}; allowed: "
-                             f"{', '.join(STOP_RULES)}")
-        target = raw.get("target", d.target)
-        try:
-            target = _fraction(target)
-        except ValueError:
-            raise self.error("measure.target", f"{shown(target)} is not a fraction between 0 and 1 "
-                             "(e.g. 0.5% or 0.005)") from None
-        times = {}
-        for key, default in (("min_time", d.min_time_s), ("max_time", d.max_time_s)):
-            value = raw.get(key, default)
-            try:
-                times[key] = 0.0 if key == "min_time" and value in (0, "0", "0s") else \
-                    parse_duration(value)
-            except ValueError as err:
-                raise self.error(f"measure.{key}", str(err)) from None
-        graph = raw.get("graph", d.graph)
-        if not isinstance(graph, bool):
-            raise self.error("measure.graph", f"{shown(graph)} is not true or false")
-        cache = raw.get("cache", "cold")
-        if cache not in (*CACHE_MODES, "both"):
-            raise self.error("measure.cache", f"{shown(cache)} is not a cache mode; allowed: cold, "
-                             "warm, both")
-        abandon = raw.get("abandon")
-        if abandon is not None and (isinstance(abandon, bool) or not isinstance(
-                abandon, (int, float)) or not 1 < abandon < math.inf):
-            raise self.error("measure.abandon", f"{shown(abandon)} is not a factor above 1 "
-                             "(e.g. 1.5: abandon configs 1.5x slower than the best)")
-        timeout = raw.get("timeout", d.timeout_s)
-        if timeout in (None, False, "off"):         # YAML reads a bare off as false
-            timeout = None
-        else:
-            try:
-                timeout = parse_duration(timeout)
-            except ValueError as err:
-                raise self.error("measure.timeout", f"{err}, or off") from None
-        duty, duty_s = self.duty(raw.get("duty", d.duty), d.duty_s)
-        spec = MeasureSpec(warmup=warmup, repeat=repeat, stop=stop, target=target,
-                           min_samples=min_samples, min_time_s=times["min_time"],
-                           max_time_s=times["max_time"], batch=batch, graph=graph,
-                           abandon=float(abandon) if abandon is not None else None,
-                           timeout_s=timeout, duty=duty, duty_s=duty_s)
-        return spec, list(CACHE_MODES) if cache == "both" else [cache]
-
-    def duty(self, raw: Any, default_s: float) -> tuple[str, float]:
-        """``auto``, ``off`` or ``{cool|load: DURATION}`` (sweeper.measure._duty)."""
-        allowed = "auto, off, {cool: 1s} or {load: 500ms}"
-        if raw is False or raw == "off":          # YAML reads a bare off as false
-            return "off", default_s
-        if raw == "auto":
-            return "auto", default_s
-        if not (isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("cool", "load")):
-            raise self.error("measure.duty", f"{shown(raw)} is not a duty schedule; allowed: "
-                             f"{allowed}")
-        (kind, value), = raw.items()
-        try:
-            seconds = parse_duration(value)
-        except ValueError as err:
-            raise self.error(f"measure.duty.{kind}", f"{err}; allowed: {allowed}") from None
-        return kind, seconds
-
-    def whole(self, raw: dict[str, Any], key: str, default: int | None, least: int,
-              most: int = MAX_COUNT, path: str = "measure") -> int:
-        """``raw[key]`` (else ``default``), which must be a whole number from ``least`` to
-        ``most``; otherwise a SpaceError at ``path.key``."""
-        value = raw.get(key, default)
-        if type(value) is not int or not least <= value <= most:
-            raise self.error(f"{path}.{key}", f"{shown(value)} is not a whole number from "
-                             f"{least} to {most}")
-        return value
-
-    def budget(self, raw: Any) -> Budget:
-        """The ``budget:`` mapping as a :class:`Budget`, each limit checked against what it
-        may be."""
-        raw = self.keys(raw, "budget", BUDGET_KEYS)
-        trials = self.whole(raw, "trials", None, 1, MAX_TRIALS, "budget") \
-            if "trials" in raw else None
-        time_s = None
-        if "time" in raw:
-            try:
-                time_s = parse_duration(raw["time"])
-            except ValueError as err:
-                raise self.error("budget.time", str(err)) from None
-        target = raw.get("target")
-        if target is not None:
-            try:
-                target = _fraction(target) if not (isinstance(target, (int, float)) and
-                                                   target == 1) else 1.0
-            except ValueError:
-                raise self.error("budget.target", f"{shown(target)} is not a fraction of the "
-                                 "ceiling (e.g. 95%)") from None
-        patience = self.whole(raw, "patience", None, 1, MAX_TRIALS, "budget") \
-            if "patience" in raw else None
-        return Budget(trials=trials, time_s=time_s, target=target, patience=patience)
+        fields = self.settings(raw, "measure", MEASURE)
+        cache = fields.pop("cache", "cold")
+        fields.setdefault("stop", "fixed" if "repeat" in fields else MeasureSpec.stop)
+        if "duty" in fields:
+            fields["duty"], fields["duty_s"] = fields["duty"]
+        return MeasureSpec(**fields), list(CACHE_MODES) if cache == "both" else [cache]
 
     def declared_shape(self, kernel_cls: Any) -> Shape:
         """The kernel's problem dimensions; a declaration that is wrong, or a dimension
@@ -803,6 +719,137 @@ class _Parser:
         return {**data, "kernel": name, "params": {**params, **zipped}}
 
 
+# -- the settings: measure: and budget: ---------------------------------------------------
+@dataclass(frozen=True)
+class Setting:
+    """One key of ``measure:`` or ``budget:``, described once for the parser and the JSON
+    Schema (:mod:`sweeper.space._schema`): what the schema says of it, how the parser reads
+    its value (a ``ValueError`` says what is allowed, and names the key inside the value
+    at fault, if any, as its second argument), and the field of :class:`MeasureSpec` or
+    :class:`Budget` the value sets (default: the key's name)."""
+
+    schema: dict[str, Any]
+    read: Callable[[Any], Any]
+    field: str = ""
+
+
+def _whole(least: int, most: int = MAX_COUNT) -> Setting:
+    def read(value: Any) -> int:
+        if type(value) is not int or not least <= value <= most:
+            raise ValueError(f"{shown(value)} is not a whole number from {least} to {most}")
+        return value
+    return Setting({"type": "integer", "minimum": least, "maximum": most}, read)
+
+
+def _one_of(allowed: tuple[str, ...], wrong: str) -> Setting:
+    """One of ``allowed``; ``wrong`` words a value that is not, ``{}`` standing for it."""
+    def read(value: Any) -> str:
+        if value not in allowed:
+            raise ValueError(f"{wrong.format(shown(value))}; allowed: {', '.join(allowed)}")
+        return str(value)
+    return Setting({"enum": list(allowed)}, read)
+
+
+def _fraction(wrong: str, *, ceiling: bool = False) -> Callable[[Any], float | None]:
+    """A reader of a fraction strictly between 0 and 1, ``"0.5%"`` or ``0.005``; with
+    ``ceiling`` also 1 (the whole ceiling) and nothing (no target).  ``wrong`` follows a
+    value that is none of these."""
+    def read(value: Any) -> float | None:
+        if ceiling and (value is None or (isinstance(value, (int, float)) and value == 1)):
+            return None if value is None else 1.0
+        number = value
+        if isinstance(value, str) and value.strip().endswith("%") and value.isascii():
+            with contextlib.suppress(ValueError):     # (float() reads full-width digits)
+                number = float(value.strip()[:-1]) / 100
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or \
+                not 0 < number < 1:
+            raise ValueError(f"{shown(value)} {wrong}")
+        return float(number)
+    return read
+
+
+def _min_time(value: Any) -> float:
+    return 0.0 if value in (0, "0", "0s") else parse_duration(value)
+
+
+def _timeout(value: Any) -> float | None:
+    if value in (None, False, "off"):         # YAML reads a bare off as false
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as err:
+        raise ValueError(f"{err}, or off") from None
+
+
+def _graph(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{shown(value)} is not true or false")
+    return value
+
+
+def _abandon(value: Any) -> float | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(
+            value, (int, float)) or not 1 < value < math.inf):
+        raise ValueError(f"{shown(value)} is not a factor above 1 (e.g. 1.5: abandon "
+                         "configs 1.5x slower than the best)")
+    return None if value is None else float(value)
+
+
+_DUTIES = "auto, off, {cool: 1s} or {load: 500ms}"
+
+
+def _duty(value: Any) -> tuple[str, float]:
+    """``auto``, ``off`` or ``{cool|load: DURATION}`` (sweeper.measure._duty): the
+    schedule and its seconds."""
+    if value is False or value == "off":      # YAML reads a bare off as false
+        return "off", MeasureSpec.duty_s
+    if value == "auto":
+        return "auto", MeasureSpec.duty_s
+    if not (isinstance(value, dict) and len(value) == 1 and next(iter(value)) in
+            ("cool", "load")):
+        raise ValueError(f"{shown(value)} is not a duty schedule; allowed: {_DUTIES}")
+    (kind, duration), = value.items()
+    try:
+        return kind, parse_duration(duration)
+    except ValueError as err:
+        raise ValueError(f"{err}; allowed: {_DUTIES}", kind) from None
+
+
+_NUMBER_OR_TEXT = {"type": ["number", "string"]}
+_DURATION = Setting(_NUMBER_OR_TEXT, parse_duration)
+#: ``measure:``, its keys in the order messages list them.
+MEASURE = {
+    "warmup": _whole(0), "repeat": _whole(1),
+    "stop": _one_of(("fixed", "ci", "stdrel"), "unknown stopping rule {}"),
+    "target": Setting(_NUMBER_OR_TEXT, _fraction("is not a fraction between 0 and 1 "
+                                                 "(e.g. 0.5% or 0.005)")),
+    "min_samples": _whole(2),
+    "min_time": Setting(_NUMBER_OR_TEXT, _min_time, "min_time_s"),
+    "max_time": replace(_DURATION, field="max_time_s"),
+    "cache": _one_of((*CACHE_MODES, "both"), "{} is not a cache mode"),
+    "batch": _whole(1),
+    "graph": Setting({"type": "boolean"}, _graph),
+    "abandon": Setting({"type": "number", "exclusiveMinimum": 1}, _abandon),
+    "timeout": Setting({"type": ["number", "string", "boolean", "null"], "description":
+                        "seconds (or 5m, 30s) before a trial counts as hung; off or false: "
+                        "never"}, _timeout, "timeout_s"),
+    "duty": Setting({"anyOf": [{"enum": ["auto", "off", False]}, {
+        "type": "object", "additionalProperties": False, "minProperties": 1,
+        "maxProperties": 1, "properties": {"cool": _NUMBER_OR_TEXT, "load": _NUMBER_OR_TEXT}}],
+        "description": "what precedes each config's samples on a power-bound problem: auto "
+                       "(a 100 ms cool-down once the power cap shows), off, {cool: 1s} or "
+                       "{load: 500ms}"}, _duty),
+}
+#: ``budget:``: what ends a search.
+BUDGET = {
+    "trials": _whole(1, MAX_TRIALS),
+    "time": replace(_DURATION, field="time_s"),
+    "target": Setting(_NUMBER_OR_TEXT, _fraction("is not a fraction of the ceiling (e.g. 95%)",
+                                                 ceiling=True)),
+    "patience": _whole(1, MAX_TRIALS),
+}
+
+
 def _is_pow2(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 
@@ -810,17 +857,6 @@ def _is_pow2(value: int) -> bool:
 def _kind(data: Any) -> str:
     return {list: "a list", str: "a string", int: "an integer", type(None): "nothing"}.get(
         type(data), type(data).__name__)
-
-
-def _fraction(value: Any) -> float:
-    """``"0.5%"`` or ``0.005`` -> 0.005; raises ``ValueError`` outside (0, 1)."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        if not value.isascii():                 # float() reads full-width digits
-            raise ValueError(value)
-        value = float(value.strip()[:-1]) / 100
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(value)
-    return float(value)
 
 
 def shown(value: Any) -> str:

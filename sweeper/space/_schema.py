@@ -13,16 +13,7 @@ from sweeper import plugins
 from sweeper.core._model import CACHE_MODES
 from sweeper.core._units import DTYPES
 from sweeper.space._files import TOP_KEYS
-from sweeper.space._parser import (
-    BLOCKS,
-    BUDGET_KEYS,
-    MAX_COUNT,
-    MAX_SEED,
-    MAX_TRIALS,
-    MEASURE_KEYS,
-    SAMPLER_KEYS,
-    STOP_RULES,
-)
+from sweeper.space._parser import BLOCKS, BUDGET, MAX_SEED, MEASURE, SAMPLER_KEYS, Setting
 
 SCALAR = {"type": ["integer", "string"]}
 #: A plugin that is not built in: an installed entry point's name, or module:attr.
@@ -33,13 +24,11 @@ FROM_AUTOTUNE = {**PLUGIN, "description": "instead of kernel: a sweeper.kernel n
 #: What a file that extends none gives: a kernel and its params, or from_autotune alone.
 REQUIRED = {"anyOf": [{"required": ["kernel", "params"]}, {"required": ["from_autotune"]}]}
 SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
-_TIMEOUT = {"type": ["number", "string", "boolean", "null"],
-            "description": "seconds (or 5m, 30s) before a trial counts as hung; "
-                           "off or false: never"}
 
 
-def _count(least: int, most: int = MAX_COUNT) -> dict[str, Any]:
-    return {"type": "integer", "minimum": least, "maximum": most}
+def _settings(table: dict[str, Setting]) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False,
+            "properties": {key: setting.schema for key, setting in table.items()}}
 
 
 def _values(value: dict[str, Any]) -> list[dict[str, Any]]:
@@ -96,22 +85,6 @@ def space_schema() -> dict[str, Any]:
         "cache": _axis({"enum": list(CACHE_MODES)}, conditional=False),
         **meta,
     }
-    measure = {
-        "warmup": _count(0), "repeat": _count(1),
-        "stop": {"enum": list(STOP_RULES)}, "target": {"type": ["number", "string"]},
-        "min_samples": _count(2),
-        "min_time": {"type": ["number", "string"]}, "max_time": {"type": ["number", "string"]},
-        "cache": {"enum": [*CACHE_MODES, "both"]}, "batch": _count(1),
-        "graph": {"type": "boolean"}, "abandon": {"type": "number", "exclusiveMinimum": 1},
-        "timeout": _TIMEOUT,
-        "duty": {"anyOf": [{"enum": ["auto", "off", False]}, {
-            "type": "object", "additionalProperties": False, "minProperties": 1,
-            "maxProperties": 1, "properties": {"cool": {"type": ["number", "string"]},
-                                               "load": {"type": ["number", "string"]}}}],
-                 "description": "what precedes each config's samples on a power-bound "
-                                "problem: auto (a 100 ms cool-down once the power cap shows), "
-                                "off, {cool: 1s} or {load: 500ms}"},
-    }
     sampler_names = {"anyOf": [{"enum": list(plugins.SAMPLER.builtins)}, PLUGIN]}
     properties: dict[str, Any] = {
         "study": {"type": "string"}, "extends": {"type": "string"},
@@ -126,14 +99,9 @@ def space_schema() -> dict[str, Any]:
         "params": {"type": "object", "properties": params,
                    "additionalProperties": {"anyOf": [ZIP, _axis(SCALAR)]}},
         "constraints": {"type": "array", "items": {"type": "string"}},
-        "measure": {"type": "object", "additionalProperties": False, "properties": measure},
-        "budget": {"type": "object", "additionalProperties": False, "properties": {
-            "trials": _count(1, MAX_TRIALS),
-            "time": {"type": ["number", "string"]}, "target": {"type": ["number", "string"]},
-            "patience": _count(1, MAX_TRIALS)}},
+        "measure": _settings(MEASURE), "budget": _settings(BUDGET),
     }
-    assert set(properties) == set(TOP_KEYS) and set(measure) == set(MEASURE_KEYS)
-    assert set(properties["budget"]["properties"]) == set(BUDGET_KEYS)
+    assert set(properties) == set(TOP_KEYS)
     assert set(properties["sampler"]["anyOf"][1]["properties"]) == set(SAMPLER_KEYS)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
