@@ -10,6 +10,7 @@ meta-parameters (``BLOCK`` ...) are separate fields.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -318,10 +319,7 @@ class Space:
     def size(self) -> int:
         """Configs in the space before constraints: the product of each dimension's
         labels."""
-        total = 1
-        for labels in self.choices().values():
-            total *= len(labels)
-        return total
+        return math.prod(len(labels) for labels in self.choices().values())
 
     def choices(self) -> Mapping[str, tuple[str, ...]]:
         """Dimension -> labels: the categorical search space a sampler sees.  Zipped axes

@@ -122,19 +122,15 @@ class _Parser:
     (``where``), and what the reading has learnt so far (the kernel's declaration and
     problem shape, zipped axes)."""
 
-    #: Off: no plugin that is not built in is imported (``sweeper plan``).
-    user_code: bool = True
     shape: Shape
     #: the kernel's declaration, once the file names it (:meth:`declared_shape`)
     kernel_cls: Any = None
-    ties: list[Tie]
-    where: dict[str, tuple[str, int | None]]
-    file: str
 
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
                  user_code: bool = True) -> None:
         self.file = file
         self.where = dict(where)
+        #: Off: no plugin that is not built in is imported (``sweeper plan``).
         self.user_code = user_code
         self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
         self.ties: list[Tie] = []
@@ -254,21 +250,10 @@ class _Parser:
             dup = next((lb for lb in labels if labels.count(lb) > 1), None)
             if dup is not None:
                 raise self.error(path, f"value {shown(dup)} appears twice")
-            if name == "block":
-                for i, v in enumerate(values):
-                    if isinstance(v.constant, int) and v.constant not in BLOCKS:
-                        raise self.error(f"{path}[{i}]", f"{v.constant} threads per program; "
-                                         f"allowed: {', '.join(map(str, BLOCKS))} "
-                                         "(num_warps × 32)")
-            if name in dims:
-                for i, v in enumerate(values):
-                    refusal = (self.shape.dim(name).refusal(v.constant)
-                               if isinstance(v.constant, int) else None)
-                    if refusal is not None:
-                        raise self.error(f"{path}[{i}]", f"{name}: {refusal}")
             for i, v in enumerate(values):
-                if name in meta and isinstance(v.constant, int):
-                    self.check_meta(kernel.name, name, meta[name], v.constant, f"{path}[{i}]")
+                refusal = self.refusal(name, v.constant) if isinstance(v.constant, int) else None
+                if refusal is not None:
+                    raise self.error(f"{path}[{i}]", refusal)
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
 
@@ -349,6 +334,9 @@ class _Parser:
         raise self.error(path, f"{shown(raw)} is not an integer or a size")
 
     def value(self, axis: str, raw: Any, path: str) -> Value:
+        """The value ``raw`` of ``axis``, written at ``path``: a cache mode, a dtype, or an
+        integer, a size or an expression; one that reads no name is a constant, positive
+        (unless the axis's least value is below 1) and within 2**62."""
         if axis == "cache":
             if raw not in CACHE_MODES:
                 raise self.error(path, f"{shown(raw)} is not a cache mode; allowed: "
@@ -356,34 +344,24 @@ class _Parser:
             return Value(label=raw, constant=raw)
         if axis == "dtype":
             return Value(label=self.dtype_name(raw, path), constant=raw)
-        origin = self.origin(path)
-        # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
-        low = self.lowest(axis)
-        if type(raw) is int:
-            return self.positive(Value(label=str(raw), constant=raw, origin=origin), path, low)
-        if not isinstance(raw, str):
+        if type(raw) is not int and not isinstance(raw, str):
             raise self.error(path, f"{shown(raw)} is not an integer, a size or an expression")
+        origin, label = self.origin(path), str(raw)
         try:
-            return self.positive(Value(label=raw, constant=parse_size(raw), origin=origin),
-                                 path, low)
+            constant = raw if type(raw) is int else parse_size(label)
         except ValueError:
-            pass
-        try:
-            expr = _expr.parse(raw)
-            if not expr.names:
+            try:
+                expr = _expr.parse(label)
+                if expr.names:
+                    return Value(label=label, expr=expr, origin=origin)
                 constant = int(_expr.evaluate(expr, {}))
-                return self.positive(Value(label=raw, constant=constant, origin=origin), path,
-                                     low)
-        except ExpressionError as err:
-            raise self.error(path, str(err)) from None
-        return Value(label=raw, expr=expr, origin=origin)
-
-    def positive(self, value: Value, path: str, low: int = 1) -> Value:
-        if isinstance(value.constant, int):
-            if value.constant <= 0 and low >= 1:
-                raise self.error(path, f"{value.label[:40]} must be positive")
-            self.bounded(value.constant, path)
-        return value
+            except ExpressionError as err:
+                raise self.error(path, str(err)) from None
+        # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
+        if constant <= 0 and self.lowest(axis) >= 1:
+            raise self.error(path, f"{label[:40]} must be positive")
+        self.bounded(constant, path)
+        return Value(label=label, constant=constant, origin=origin)
 
     def order(self, axes: list[Axis]) -> tuple[str, ...]:
         """Axis names in an order where each expression's names come first."""
@@ -540,15 +518,25 @@ class _Parser:
         declared = getattr(self.kernel_cls, "meta_params", {}).get(axis)
         return min(declared.choices) if declared is not None and declared.choices else 1
 
-    def check_meta(self, kernel: str, name: str, declared: Any, value: int, path: str) -> None:
-        """Refuse a ``value`` of meta-parameter ``name`` that its declaration rules out: not
-        a power of two where it must be one, or not among its ``choices``."""
-        if declared.pow2 and (value < 1 or value & (value - 1)):
-            raise self.error(path, f"{value} is not a power of two; {kernel}'s {name} must "
-                             "be one")
-        if declared.choices and value not in declared.choices:
-            raise self.error(path, f"{value} is not a value of {kernel}'s {name}; allowed: "
-                             f"{', '.join(map(str, declared.choices))}")
+    def refusal(self, axis: str, value: int) -> str | None:
+        """Why ``value`` cannot be one of ``axis``'s (``None`` if it can): threads per
+        program a launch cannot have, a dimension out of its declared limits, or a
+        meta-parameter that is not a power of two where it must be one or not among its
+        ``choices``."""
+        kernel = self.kernel_cls
+        declared = kernel.meta_params.get(axis)
+        if axis == "block" and value not in BLOCKS:
+            return (f"{value} threads per program; allowed: {', '.join(map(str, BLOCKS))} "
+                    "(num_warps × 32)")
+        if axis in self.shape.names:
+            refusal = self.shape.dim(axis).refusal(value)
+            return None if refusal is None else f"{axis}: {refusal}"
+        if declared is not None and declared.pow2 and not _is_pow2(value):
+            return f"{value} is not a power of two; {kernel.name}'s {axis} must be one"
+        if declared is not None and declared.choices and value not in declared.choices:
+            return (f"{value} is not a value of {kernel.name}'s {axis}; allowed: "
+                    f"{', '.join(map(str, declared.choices))}")
+        return None
 
     def sized_by(self, params: dict[str, Any], kernel_cls: Any) -> tuple[str, ...]:
         """The axes that size the problem: ``footprint`` or the kernel's dimensions, never
