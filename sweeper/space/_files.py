@@ -62,18 +62,12 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...] = 
     if not isinstance(data, dict) or "extends" not in data:
         return data, where, text
     parent_ref = data.pop("extends")
-    if not isinstance(parent_ref, str):
-        raise SpaceError(f"{parent_ref!r} is not a file name", file=file,
-                         line=lines.get("extends"), path="extends")
-    if len(chain) >= MAX_EXTENDS:
-        raise SpaceError(f"the extends: chain from {chain[0]} is longer than {MAX_EXTENDS} "
-                         f"files; a space may extend at most {MAX_EXTENDS} in a row", file=file,
-                         line=lines.get("extends"), path="extends")
-    parent = (path.parent / parent_ref).resolve()
-    _check_reachable(parent, parent_ref, roots, file, lines.get("extends"))
-    if parent in chain or parent == path.resolve():
-        raise SpaceError(f"{parent_ref} extends itself through {' -> '.join(map(str, chain))}",
-                         file=file, line=lines.get("extends"), path="extends")
+    parent = (path.parent / parent_ref).resolve() if isinstance(parent_ref, str) else path
+    problem = _extends_problem(parent_ref, parent, chain, roots) or (
+        f"{parent_ref} extends itself through {' -> '.join(map(str, chain))}"
+        if parent in chain or parent == path.resolve() else None)
+    if problem is not None:
+        raise SpaceError(problem, file=file, line=lines.get("extends"), path="extends")
     pdata, pwhere, ptext = load_located(parent, (*chain, path.resolve()), roots)
     merged = dict(pdata)
     merged_where = dict(pwhere)
@@ -89,18 +83,24 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...] = 
     return merged, merged_where, f"{text}\n# extends {parent_ref}:\n{ptext}"
 
 
-def _check_reachable(target: Path, ref: str, roots: tuple[Path, ...], file: str,
-                     line: int | None) -> None:
-    """Refuse, before opening it, a file outside the folders a space file may reach."""
+def _extends_problem(ref: object, target: Path, chain: tuple[Path, ...],
+                     roots: tuple[Path, ...]) -> str | None:
+    """Why ``extends: ref`` (``target``, resolved) cannot be followed, checked before the
+    file is opened: not a file name, a chain too long, a file outside the folders a
+    space file may reach, or one that is not a regular file; ``None`` if it can."""
+    if not isinstance(ref, str):
+        return f"{ref!r} is not a file name"
+    if len(chain) >= MAX_EXTENDS:
+        return (f"the extends: chain from {chain[0]} is longer than {MAX_EXTENDS} files; a "
+                f"space may extend at most {MAX_EXTENDS} in a row")
     if not any(target.is_relative_to(root) for root in roots):
         lands = "" if ref == str(target) else f" (it resolves to {target})"
-        raise SpaceError(f"{ref!r} is outside {roots[0]}, the space file's folder{lands}; "
-                         "extends: reaches files under that folder only; to allow another "
-                         f"folder pass --allow-path DIR or set {ALLOW_ENV}",
-                         file=file, line=line, path="extends")
+        return (f"{ref!r} is outside {roots[0]}, the space file's folder{lands}; extends: "
+                "reaches files under that folder only; to allow another folder pass "
+                f"--allow-path DIR or set {ALLOW_ENV}")
     if target.exists() and not target.is_file():
-        raise SpaceError(f"{ref!r} is not a regular file", file=file, line=line,
-                         path="extends")
+        return f"{ref!r} is not a regular file"
+    return None
 
 
 def _extended(text: str, file: str) -> tuple[Any, dict[str, int]]:

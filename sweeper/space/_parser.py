@@ -438,8 +438,7 @@ class _Parser:
                       if plugins.sampler_capabilities(n).takes_baseline]
             raise self.error("sampler.baseline", f"a baseline belongs to the "
                              f"{', '.join(takers)} sampler; {value} takes none")
-        by_name = {a.name: a for a in axes}
-        base = self.keys(baseline, "sampler.baseline", tuple(by_name))
+        base = self.keys(baseline, "sampler.baseline", tuple(a.name for a in axes))
         chosen = []
         for a in axes:
             label = str(base.get(a.name, a.labels[(len(a.labels) - 1) // 2]))
