@@ -44,6 +44,10 @@ class KernelDeclaration(Protocol):
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
         """Why ``value`` is no valid option ``key``, or ``None`` (``Kernel``'s)."""
 
+    @classmethod
+    def specialize(cls, options: Mapping[str, str], params: Any) -> type[KernelDeclaration]:
+        """The declaration for these options and the space's ``params`` (``Kernel``'s)."""
+
 
 class AxisRole(enum.Enum):
     """Which field of a :class:`Config` an axis sets: a launch option, the problem, or a

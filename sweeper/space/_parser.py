@@ -123,8 +123,8 @@ class _Parser:
     problem shape, zipped axes)."""
 
     shape: Shape
-    #: the kernel's declaration, once the file names it (:meth:`declared_shape`)
-    kernel_cls: Any = None
+    #: the kernel's declaration, once the file names it (:meth:`declared`)
+    kernel_cls: type[KernelDeclaration]
 
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
                  user_code: bool = True) -> None:
@@ -180,14 +180,11 @@ class _Parser:
             data = self.from_autotune(data)
         if "kernel" not in data:
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
-        kernel_cls = self.kernel(kernel_name := self.kernel_name(data["kernel"]),
-                                 data.get("params"))
-        options, kernel_cls = self.declared_kernel(data["kernel"], kernel_cls, data.get("params"))
-        self.shape = self.declared_shape(kernel_cls)
+        kernel_name, options = self.declared(data["kernel"], data.get("params"))
         if "params" not in data:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
-        axes = self.axes(data["params"], kernel_cls, cache_modes)
+        axes = self.axes(data["params"], cache_modes)
         self.size(axes)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), axes)
@@ -214,13 +211,14 @@ class _Parser:
             raise self.error(path, f"{err}{hint}") from None
 
     # -- axes ----------------------------------------------------------------------------
-    def axes(self, params: Any, kernel: type[KernelDeclaration], modes: list[str]) -> list[Axis]:
+    def axes(self, params: Any, modes: list[str]) -> list[Axis]:
+        kernel = self.kernel_cls
         meta = dict(kernel.meta_params)
         dims = self.shape.names
         known = (*LAUNCH_AXES, *PROBLEM_AXES, *dims, *meta)
         params = self.zipped(params, known)
         params = self.keys(params, "params", known)
-        sizes = self.sized_by(params, kernel)
+        sizes = self.sized_by(params)
         axes = []
         for name in known:
             if name in ("footprint", *dims) and name not in sizes:
@@ -483,25 +481,36 @@ class _Parser:
             fields["duty"], fields["duty_s"] = fields["duty"]
         return MeasureSpec(**fields), list(CACHE_MODES) if cache == "both" else [cache]
 
-    def declared_shape(self, kernel_cls: Any) -> Shape:
-        """The kernel's problem dimensions; a declaration that is wrong, or a dimension
-        named like an axis, is an error at the ``kernel`` line."""
-        self.kernel_cls = kernel_cls
+    def declared(self, value: Any, params: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """The kernel ``kernel:`` names (a name, or a mapping of its name and options) and
+        its options (:meth:`kernel_options`); the declaration the kernel makes of them and
+        the space's ``params`` (``Kernel.specialize``, its error located at the option it
+        names) becomes ``kernel_cls``, its problem dimensions ``shape``: a declaration that
+        is wrong, or a dimension named like an axis, is an error at the ``kernel`` line."""
+        if isinstance(value, dict) and "name" not in value:
+            raise self.error("kernel", "a kernel mapping needs a name: "
+                             "{name: KERNEL, OPTION: value, ...}")
+        name = value["name"] if isinstance(value, dict) else value
+        kernel = self.kernel(name, params)
+        options = self.kernel_options(value, kernel)
         try:
-            shape = shape_of(kernel_cls)
+            kernel = kernel.specialize(dict(options), params)
+            self.shape = shape_of(kernel)
         except SweeperError as err:
-            raise self.error("kernel", str(err)) from None
-        clash = [d for d in shape.names if d in (*LAUNCH_AXES, *PROBLEM_AXES,
-                                                  *kernel_cls.meta_params, *FACT_NAMES[:2])]
+            key = getattr(err, "key", None)
+            raise self.error(f"kernel.{key}" if key else "kernel", str(err)) from None
+        clash = [d for d in self.shape.names if d in (*LAUNCH_AXES, *PROBLEM_AXES,
+                                                       *kernel.meta_params, *FACT_NAMES[:2])]
         if clash:
-            raise self.error("kernel", f"kernel {kernel_cls.name}: dimension {clash[0]!r} "
+            raise self.error("kernel", f"kernel {kernel.name}: dimension {clash[0]!r} "
                              "has the name of an axis or a device fact; rename it")
-        return shape
+        self.kernel_cls = kernel
+        return name, options
 
     def dtype_name(self, raw: Any, path: str) -> str:
         """``raw`` if it names a dtype the kernel takes (``Kernel.dtypes``: 8-bit floats
         only where a kernel declares them), else the error listing those it takes."""
-        allowed = getattr(self.kernel_cls, "dtypes", tuple(DTYPES))
+        allowed = self.kernel_cls.dtypes
         if isinstance(raw, str) and raw in allowed:
             return raw
         if isinstance(raw, str) and raw in DTYPES:
@@ -514,7 +523,7 @@ class _Parser:
         minimum, a switch's 0 (a meta-parameter with ``choices``), else 1."""
         if axis in self.shape.names:
             return int(self.shape.dim(axis).min)
-        declared = getattr(self.kernel_cls, "meta_params", {}).get(axis)
+        declared = self.kernel_cls.meta_params.get(axis)
         return min(declared.choices) if declared is not None and declared.choices else 1
 
     def refusal(self, axis: str, value: int) -> str | None:
@@ -537,7 +546,7 @@ class _Parser:
                     f"{', '.join(map(str, declared.choices))}")
         return None
 
-    def sized_by(self, params: dict[str, Any], kernel_cls: Any) -> tuple[str, ...]:
+    def sized_by(self, params: dict[str, Any]) -> tuple[str, ...]:
         """The axes that size the problem: ``footprint`` or the kernel's dimensions, never
         both; neither given: the kernel's default footprint where its dimensions follow
         from one, else its dimensions at their defaults."""
@@ -548,15 +557,15 @@ class _Parser:
                              f"size the problem; give the footprint or the dimensions "
                              f"({', '.join(dims)}), not both")
         if "footprint" in params and not rules:
-            raise self.error("params.footprint", f"{kernel_cls.name} is sized by its "
+            raise self.error("params.footprint", f"{self.kernel_cls.name} is sized by its "
                              f"dimensions, not a footprint; give {', '.join(dims)}")
         if "footprint" in params or (not given and rules and "footprint" in
-                                     kernel_cls.defaults):
+                                     self.kernel_cls.defaults):
             return ("footprint",)
         for d in dims:
             if d not in params and self.shape.dim(d).default is None:
                 raise self.error("params", f"missing dimension {d} ({self.shape.dim(d).doc}); "
-                                 f"{kernel_cls.name} has no default for it: give params.{d}")
+                                 f"{self.kernel_cls.name} has no default for it: give params.{d}")
         return dims
 
     def zipped(self, params: Any, known: tuple[str, ...]) -> Any:
@@ -608,15 +617,6 @@ class _Parser:
         return sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES) |
                       {"footprint", *self.shape.names})
 
-    def kernel_name(self, value: Any) -> Any:
-        """The name ``kernel:`` gives, whether plain or in a mapping."""
-        if isinstance(value, dict):
-            if "name" not in value:
-                raise self.error("kernel", "a kernel mapping needs a name: "
-                                 "{name: KERNEL, OPTION: value, ...}")
-            return value["name"]
-        return value
-
     def kernel_options(self, value: Any, kernel: type[KernelDeclaration]
                        ) -> tuple[tuple[str, str], ...]:
         """The options ``kernel:`` gives ``kernel`` (``()`` for a plain name), each a
@@ -653,21 +653,6 @@ class _Parser:
                              f"{missing[0]}: ...}}")
         return tuple(sorted({**{k: v for k, v in defaults.items() if k in declared},
                              **given}.items()))
-
-    def declared_kernel(self, value: Any, kernel: type[KernelDeclaration], params: Any
-                        ) -> tuple[tuple[tuple[str, str], ...], type[KernelDeclaration]]:
-        """The options ``kernel:`` gives (:meth:`kernel_options`) and the declaration the
-        kernel makes of them and the space's ``params`` (``Kernel.specialize``), its error
-        located at the option it names."""
-        options = self.kernel_options(value, kernel)
-        specialize = getattr(kernel, "specialize", None)
-        if specialize is None:
-            return options, kernel
-        try:
-            return options, specialize(dict(options), params)
-        except SweeperError as err:
-            key = getattr(err, "key", None)
-            raise self.error(f"kernel.{key}" if key else "kernel", str(err)) from None
 
     def from_autotune(self, data: dict[str, Any]) -> dict[str, Any]:
         """``data`` with ``from_autotune: module:kernel`` read: the kernel it names, and its
