@@ -97,9 +97,11 @@ class _Alias(yaml.Node):
 class _Bounded(yaml.composer.Composer):
     """PyYAML's composer, counting every node the document stands for as it goes."""
 
-    file: str
+    #: the parser whose events it composes (PyYAML's pure-Python one, or libyaml's)
+    events: Any
 
-    def bound(self, file: str) -> None:
+    def __init__(self, text: str, file: str) -> None:
+        self.events.__init__(self, text)
         self.file = file
         self.anchors: dict[str, yaml.Node] = {}
         self.depth = 0
@@ -149,9 +151,7 @@ class _Loader(_Bounded, yaml.SafeLoader):
     """PyYAML's pure-Python parser under the bounded composer: the reference reading, whose
     refusals are sweeper's own whatever libyaml version is installed."""
 
-    def __init__(self, text: str, file: str) -> None:
-        yaml.SafeLoader.__init__(self, text)
-        self.bound(file)
+    events = yaml.SafeLoader
 
 
 # libyaml's parser, where PyYAML has it, is some 20 times faster than the pure-Python one
@@ -164,9 +164,7 @@ _CEvents: Any = getattr(yaml, "CSafeLoader", None)
 _FastLoader: type[_Bounded] = _Loader
 if _CEvents is not None:
     class _CLoader(_Bounded, _CEvents):
-        def __init__(self, text: str, file: str) -> None:
-            _CEvents.__init__(self, text)
-            self.bound(file)
+        events = _CEvents
 
     _FastLoader = _CLoader
 
