@@ -17,7 +17,7 @@ A fact the device cannot give leaves its bound out, and the bound's absence is s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,8 +225,9 @@ def derive_bounds(hw: HardwareFacts) -> Bounds:
     arch = ARCHITECTURES.get(hw.capability) if hw.capability else None
     cc = ".".join(map(str, hw.capability)) if hw.capability else "unknown"
     if arch is None:
+        listed = ", ".join(f"{a.name} {'.'.join(map(str, c))}" for c, a in ARCHITECTURES.items())
         absent.append(f"SM load/store and FLOP/s: compute capability {cc} is not in the "
-                      f"architecture table (known: {', '.join(_known())})")
+                      f"architecture table (known: {listed})")
     elif not hw.sm_mhz:
         absent.append("SM load/store and FLOP/s: the maximum SM clock cannot be read")
     if arch is None or not hw.sm_mhz:
@@ -253,7 +254,3 @@ def derive_bounds(hw: HardwareFacts) -> Bounds:
 
 def _num(value: float) -> str:
     return f"{value:.0f}" if value >= 1000 else f"{value:.4g}"
-
-
-def _known() -> Iterable[str]:
-    return (f"{a.name} {'.'.join(map(str, cc))}" for cc, a in ARCHITECTURES.items())
