@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -788,7 +788,6 @@ def _duty(value: Any) -> tuple[str, float]:
 
 
 _NUMBER_OR_TEXT = {"type": ["number", "string"]}
-_DURATION = Setting(_NUMBER_OR_TEXT, parse_duration)
 #: ``measure:``, its keys in the order messages list them.
 MEASURE = {
     "warmup": _whole(0), "repeat": _whole(1),
@@ -797,7 +796,7 @@ MEASURE = {
                                                  "(e.g. 0.5% or 0.005)")),
     "min_samples": _whole(2),
     "min_time": Setting(_NUMBER_OR_TEXT, _min_time, "min_time_s"),
-    "max_time": replace(_DURATION, field="max_time_s"),
+    "max_time": Setting(_NUMBER_OR_TEXT, parse_duration, "max_time_s"),
     "cache": _one_of((*CACHE_MODES, "both"), "{} is not a cache mode"),
     "batch": _whole(1),
     "graph": Setting({"type": "boolean"}, _graph),
@@ -815,7 +814,7 @@ MEASURE = {
 #: ``budget:``: what ends a search.
 BUDGET = {
     "trials": _whole(1, MAX_TRIALS),
-    "time": replace(_DURATION, field="time_s"),
+    "time": Setting(_NUMBER_OR_TEXT, parse_duration, "time_s"),
     "target": Setting(_NUMBER_OR_TEXT, _fraction("is not a fraction of the ceiling (e.g. 95%)",
                                                  ceiling=True)),
     "patience": _whole(1, MAX_TRIALS),
