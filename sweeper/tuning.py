@@ -17,11 +17,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sweeper.core._model import FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
+from sweeper.core._model import BLOCKS, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import SweeperError, TuningFileError
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, Problem, format_size, parse
-from sweeper.space._parser import BLOCKS, shown
+from sweeper.space._parser import shown
 
 DEFAULT_TUNING = Path("studies") / "tuning.json"
 FORMAT_VERSION = 1

@@ -60,6 +60,8 @@ class AxisRole(enum.Enum):
 
 
 LAUNCH_AXES = ("grid", "block")
+#: The threads a program may have: num_warps × 32, 1 to 32 warps.
+BLOCKS = (32, 64, 128, 256, 512, 1024)
 #: The most programs a launch takes: CUDA's limit on a grid's x dimension, the largest
 #: program count Triton's int32 ``num_programs`` holds.
 MAX_GRID = 2**31 - 1
@@ -416,10 +418,6 @@ class Space:
 # out in a fraction of a second where resolving each took minutes.
 
 
-#: What a launch may have: threads per program.
-BLOCK_TEXT = "32, 64, 128, 256, 512, 1024"
-
-
 def make_steps(space: Space, max_footprint: int | None) -> list[Step]:
     """The steps of ``space.resolve`` with problems capped at ``max_footprint``: the
     dtype's item size; each axis's value in dependency order, the problem once its size
@@ -508,6 +506,6 @@ def _grid_step(choice: Mapping[str, str], state: Resolving) -> None:
 
 def _block_step(choice: Mapping[str, str], state: Resolving) -> None:
     block = state.env["block"]
-    if block < 32 or block > 1024 or block & (block - 1) or block % 32:
-        raise Invalid(f"block: {block} threads; allowed: {BLOCK_TEXT}",
+    if block not in BLOCKS:
+        raise Invalid(f"block: {block} threads; allowed: {', '.join(map(str, BLOCKS))}",
                       state.chosen["block"].origin)

@@ -37,6 +37,7 @@ from sweeper import plugins
 from sweeper.core import _expr
 from sweeper.core._expr import LIMIT, Expr
 from sweeper.core._model import (
+    BLOCKS,
     CACHE_MODES,
     FACT_NAMES,
     LAUNCH_AXES,
@@ -63,7 +64,6 @@ from sweeper.space._yaml import load_with_lines
 
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
-BLOCKS = (32, 64, 128, 256, 512, 1024)
 SAMPLER_KEYS = ("name", "seed", "baseline")
 MAX_SEED = 2**32 - 1               # numpy's generators, under every Optuna sampler, take no more
 MAX_COUNT = 1_000_000              # warmup runs, samples, launches per sample

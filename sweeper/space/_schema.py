@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper import plugins
-from sweeper.core._model import CACHE_MODES
+from sweeper.core._model import BLOCKS, CACHE_MODES
 from sweeper.core._units import DTYPES
 from sweeper.space._files import TOP_KEYS
-from sweeper.space._parser import BLOCKS, BUDGET, MAX_SEED, MEASURE, SAMPLER_KEYS, Setting
+from sweeper.space._parser import BUDGET, MAX_SEED, MEASURE, SAMPLER_KEYS, Setting
 
 SCALAR = {"type": ["integer", "string"]}
 #: A plugin that is not built in: an installed entry point's name, or module:attr.
