@@ -15,7 +15,6 @@ import re
 MAX_STUDY_NAME = 100
 STUDY_NAME_RULE = (f"allowed: 1 to {MAX_STUDY_NAME} of the letters A-Z a-z, digits and "
                    ". - _ +, not starting with '.'")
-_ALLOWED = re.compile(r"[A-Za-z0-9._+-]+")
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
@@ -28,9 +27,7 @@ def study_name_problem(name: object) -> str | None:
         why = "it is empty"
     elif len(name) > MAX_STUDY_NAME:
         why = f"longer than {MAX_STUDY_NAME} characters"
-    elif _ALLOWED.fullmatch(name) is None:
-        bad = _NOT_ALLOWED.search(name)
-        assert bad is not None
+    elif (bad := _NOT_ALLOWED.search(name)) is not None:
         why = f"{bad.group()[0]!r} is not allowed"
     elif name.startswith("."):
         why = "it starts with '.'"
