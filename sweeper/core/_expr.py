@@ -53,11 +53,10 @@ def _isqrt(a: int) -> int:
     return math.isqrt(a)
 
 
-FUNCTIONS: Mapping[str, Callable[..., int]] = {"cdiv": cdiv, "min": min, "max": max,
-                                               "isqrt": _isqrt}
-#: Arguments each function takes: (least, most); ``None``: no most.
-ARITY: Mapping[str, tuple[int, int | None]] = {"cdiv": (2, 2), "min": (2, None),
-                                               "max": (2, None), "isqrt": (1, 1)}
+#: The functions an expression may call, each with the arguments it takes: (function,
+#: least, most); ``None``: no most.
+FUNCTIONS: Mapping[str, tuple[Callable[..., int], int, int | None]] = {
+    "cdiv": (cdiv, 2, 2), "min": (min, 2, None), "max": (max, 2, None), "isqrt": (_isqrt, 1, 1)}
 
 _BINOPS: Mapping[type, Callable[[int, int], int]] = {
     ast.Add: operator.add,
@@ -172,7 +171,7 @@ def _check_node(node: ast.AST, text: str, names: set[str]) -> None:
             raise ExpressionError(f"keyword arguments are not allowed in {quoted(text)}")
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise ExpressionError(f"* arguments are not allowed in {quoted(text)}")
-        least, most = ARITY[node.func.id]
+        _, least, most = FUNCTIONS[node.func.id]
         if not least <= len(node.args) <= (most or len(node.args)):
             takes = f"{least}" if least == most else f"{least} or more"
             raise ExpressionError(f"{node.func.id}() takes {takes} argument"
@@ -281,7 +280,7 @@ def _compile(node: ast.AST) -> Run:
         return lambda env: any(v(env) for v in values)
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)
-        function, args = FUNCTIONS[node.func.id], [_compile(a) for a in node.args]
+        function, args = FUNCTIONS[node.func.id][0], [_compile(a) for a in node.args]
         return lambda env: function(*[a(env) for a in args])
     raise AssertionError(f"unchecked node {ast.dump(node)}")  # parse() rejects these
 
