@@ -221,6 +221,12 @@ def test_command_line_overrides_replace_one_axis(tmp_path):
     unknown = "-p WARPS=4: params.WARPS: unknown key 'WARPS'"
     with pytest.raises(SpaceError, match=re.escape(unknown)):
         load_space(path, ["WARPS=4"])
+    for text, wrong in (("- a\n- b\n", "the file must be a mapping of keys, got a list"),
+                        ("kernel: copy\nparams: [ab, cd]\n",
+                         "params must be a mapping of keys, got a list")):
+        path.write_text(text)                   # refused as written, -p or not
+        with pytest.raises(SpaceError, match=re.escape(wrong)):
+            load_space(path, ["BLOCK=1024"])
 
 
 def test_schema_validates_every_shipped_space_and_matches_the_committed_copy():

@@ -131,9 +131,9 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
     """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option.
     The values are read as a space file's are (the same YAML loader, then the same
     checks), and an axis given twice is refused, as a key written twice in a file is."""
-    if not overrides:
+    if not overrides or not isinstance(data, dict):    # a file no mapping: the parser says so
         return data, where
-    data = dict(data) if isinstance(data, dict) else data
+    data = dict(data)
     given: dict[str, str] = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
@@ -154,9 +154,10 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
                 loaded = [yaml.safe_load(v) for v in raw.split(",")]
             except yaml.YAMLError as err:
                 raise SpaceError(f"{item!r}: not YAML: {err}", file="-p") from None
-        params = dict(data.get("params") or {}) if isinstance(data, dict) else {}
-        params[key] = loaded
-        data["params"] = params
+        params = data.get("params") or {}
+        if not isinstance(params, dict):        # refused by the parser, as the file wrote it
+            continue
+        data["params"] = {**params, key: loaded}
         _drop(where, f"params.{key}")
         where[f"params.{key}"] = ("-p " + item, None)
     return data, where
