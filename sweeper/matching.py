@@ -20,20 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sweeper.core._units import DTYPE_ALIASES, DTYPES, canonical_dtype, did_you_mean
 from sweeper.dispatch import log_distance, nearest_index
 from sweeper.errors import SweeperError
-from sweeper.space import DTYPES
 
-#: Shorter or other names for the dtypes (keys lower case); a torch dtype is matched by
-#: its name too (``torch.float32`` -> ``float32``), with no torch import.
-DTYPE_ALIASES: dict[str, str] = {
-    "fp64": "float64", "f64": "float64", "double": "float64",
-    "fp32": "float32", "f32": "float32", "float": "float32",
-    "fp16": "float16", "f16": "float16", "half": "float16",
-    "bf16": "bfloat16",
-    "i64": "int64", "long": "int64", "i32": "int32", "int": "int32",
-    "i16": "int16", "short": "int16", "i8": "int8", "u8": "uint8",
-}
 #: A tuned problem this many times larger or smaller than the asked one in any dimension
 #: (or footprint) is a far match: the caller is warned.
 FAR_RATIO = 4.0
@@ -53,12 +43,11 @@ KNOWN_GPUS: dict[str, tuple[int, int]] = {
 def dtype_name(dtype: object) -> str:
     """The torch name of ``dtype``: a name (``float32``), an alias (``fp32``), a torch
     dtype (``torch.float32``) or its text; anything else is refused listing the forms."""
-    text = str(dtype).strip()
-    text = text[len("torch."):] if text.startswith("torch.") else text
-    name = DTYPE_ALIASES.get(text.lower(), text.lower())
-    if name not in DTYPES:
+    name = canonical_dtype(str(dtype))
+    if name is None:
         raise SweeperError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}, the "
-                           f"aliases {', '.join(DTYPE_ALIASES)}, or a torch dtype")
+                           f"aliases {', '.join(DTYPE_ALIASES)}, or a torch dtype"
+                           f"{did_you_mean(str(dtype), [*DTYPES, *DTYPE_ALIASES])}")
     return name
 
 

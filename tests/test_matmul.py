@@ -167,9 +167,9 @@ def test_a_refused_config_is_an_invalid_trial_and_the_sweep_goes_on(tmp_path, mo
     ("kernel: matmul\nparams:\n  dtype: [int8]\n",
      "s.yaml:3: params.dtype[0]: matmul takes no int8; allowed: float64, float32, float16, "
      "bfloat16, float8_e4m3fn"),
-    ("kernel: matmul\nparams:\n  dtype: [fp8]\n",
-     "s.yaml:3: params.dtype[0]: unknown dtype 'fp8'; allowed: float64, float32, float16, "
-     "bfloat16, float8_e4m3fn"),
+    ("kernel: matmul\nparams:\n  dtype: [fp9]\n",
+     "s.yaml:3: params.dtype[0]: unknown dtype 'fp9'; allowed: float64, float32, float16, "
+     "bfloat16, float8_e4m3fn (or an alias: fp32, bf16, ...); did you mean 'fp8'?"),
     ("kernel: matmul\nparams:\n  TMA: [0, 2]\n",
      "s.yaml:3: params.TMA[1]: 2 is not a value of matmul's TMA; allowed: 0, 1"),
     ("kernel: matmul\nparams:\n  SPLIT_K: [0]\n", "s.yaml:3: params.SPLIT_K[0]: 0 must be "
@@ -215,3 +215,11 @@ def test_a_table_recorded_before_the_new_meta_parameters_replays_at_their_defaul
     (tmp_path / "new.yaml").write_text("study: new\n" + base + "  SPLIT_K: [1, 2]\n")
     assert main(["run", "new.yaml", "--device", table, "--quiet"]) == 2
     assert "no column 'SPLIT_K' for the axis SPLIT_K of new.yaml" in capsys.readouterr().err
+
+
+def test_a_space_file_names_dtypes_as_sweeper_tuned_does():
+    """The aliases ``tuned`` takes (``fp8``, ``bf16``, ``torch.float16``) name the same
+    dtypes in a space file; labels and studies keep torch's names."""
+    space = parse_space("kernel: matmul\nparams:\n  dtype: [fp8, bf16, torch.float16]\n",
+                        file="s.yaml")
+    assert list(space.choices()["dtype"]) == ["float8_e4m3fn", "bfloat16", "float16"]

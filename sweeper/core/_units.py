@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+from collections.abc import Iterable
 
 from sweeper.core._expr import MAX_DIGITS, UNITS
 
@@ -16,6 +18,33 @@ DTYPES: dict[str, int] = {
 #: dtypes only a kernel that declares them may take (``Kernel.dtypes``): 8-bit floats
 #: need scaled inputs and an output of another dtype, which a generic kernel has not.
 DECLARED_ONLY = ("float8_e4m3fn",)
+#: Shorter or other names for the dtypes (keys lower case), taken wherever a dtype is
+#: named (a space file, ``sweeper tuned``, :func:`sweeper.tuned`); a torch dtype is
+#: matched by its name too (``torch.float32`` -> ``float32``).
+DTYPE_ALIASES: dict[str, str] = {
+    "fp64": "float64", "f64": "float64", "double": "float64",
+    "fp32": "float32", "f32": "float32", "float": "float32",
+    "fp16": "float16", "f16": "float16", "half": "float16",
+    "bf16": "bfloat16", "fp8": "float8_e4m3fn",
+    "i64": "int64", "long": "int64", "i32": "int32", "int": "int32",
+    "i16": "int16", "short": "int16", "i8": "int8", "u8": "uint8",
+}
+
+
+def canonical_dtype(text: str) -> str | None:
+    """The torch name of a dtype named ``text`` (a name, an alias, ``torch.NAME``, any
+    case); ``None`` for no dtype."""
+    text = text.strip()
+    text = text[len("torch."):] if text.startswith("torch.") else text
+    name = DTYPE_ALIASES.get(text.lower(), text.lower())
+    return name if name in DTYPES else None
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'float32'?"`` where ``word`` is close to one of ``known`` (the
+    closest), else ``""``: a hint to append to an error that lists what is allowed."""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.ASCII)

@@ -57,7 +57,13 @@ from sweeper.core._model import (
 )
 from sweeper.core._names import safe_name, study_name_problem
 from sweeper.core._problem import Shape, shape_of
-from sweeper.core._units import DTYPES, parse_duration, parse_size
+from sweeper.core._units import (
+    DTYPE_ALIASES,
+    canonical_dtype,
+    did_you_mean,
+    parse_duration,
+    parse_size,
+)
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.space._files import TOP_KEYS, load_located, override, reachable
 from sweeper.space._yaml import load_with_lines
@@ -341,7 +347,8 @@ class _Parser:
                                  f"{', '.join(CACHE_MODES)}")
             return Value(label=raw, constant=raw)
         if axis == "dtype":
-            return Value(label=self.dtype_name(raw, path), constant=raw)
+            name = self.dtype_name(raw, path)
+            return Value(label=name, constant=name)
         if type(raw) is not int and not isinstance(raw, str):
             raise self.error(path, f"{shown(raw)} is not an integer, a size or an expression")
         origin, label = self.origin(path), str(raw)
@@ -508,15 +515,20 @@ class _Parser:
         return name, options
 
     def dtype_name(self, raw: Any, path: str) -> str:
-        """``raw`` if it names a dtype the kernel takes (``Kernel.dtypes``: 8-bit floats
-        only where a kernel declares them), else the error listing those it takes."""
+        """The torch name of the dtype ``raw`` names (a name or an alias: ``fp32``,
+        ``bf16``, ``torch.float16``) if the kernel takes it (``Kernel.dtypes``: 8-bit
+        floats only where a kernel declares them), else the error listing those it takes
+        (and the nearest, for a misspelling)."""
         allowed = self.kernel_cls.dtypes
-        if isinstance(raw, str) and raw in allowed:
-            return raw
-        if isinstance(raw, str) and raw in DTYPES:
-            raise self.error(path, f"{self.kernel_cls.name} takes no {raw}; allowed: "
+        name = canonical_dtype(raw) if isinstance(raw, str) else None
+        if name is not None and name in allowed:
+            return name
+        if name is not None:
+            raise self.error(path, f"{self.kernel_cls.name} takes no {name}; allowed: "
                              f"{', '.join(allowed)}")
-        raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(allowed)}")
+        hint = did_you_mean(raw, [*allowed, *DTYPE_ALIASES]) if isinstance(raw, str) else ""
+        raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(allowed)} "
+                         f"(or an alias: fp32, bf16, ...){hint}")
 
     def lowest(self, axis: str) -> int:
         """The least value ``axis`` may take before its own checks: a dimension's declared

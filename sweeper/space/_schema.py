@@ -11,7 +11,7 @@ from typing import Any
 
 from sweeper import plugins
 from sweeper.core._model import BLOCKS, CACHE_MODES
-from sweeper.core._units import DTYPES
+from sweeper.core._units import DTYPE_ALIASES, DTYPES
 from sweeper.space._files import TOP_KEYS
 from sweeper.space._parser import BUDGET, MAX_SEED, MEASURE, SAMPLER_KEYS, Setting
 
@@ -80,7 +80,7 @@ def space_schema() -> dict[str, Any]:
         "grid": {**_axis(SCALAR), "description": "programs launched (an expression may read "
                  "sms, l2_bytes, n, itemsize and other axes)"},
         "block": {**_axis({"enum": list(BLOCKS)}), "description": "threads per program"},
-        "dtype": _axis({"enum": list(DTYPES)}, conditional=False),
+        "dtype": _axis({"enum": [*DTYPES, *DTYPE_ALIASES]}, conditional=False),
         "footprint": {**_axis(SCALAR), "description": "bytes, e.g. 64MiB"},
         "cache": _axis({"enum": list(CACHE_MODES)}, conditional=False),
         **meta,
