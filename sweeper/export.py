@@ -27,7 +27,7 @@ from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
 from sweeper.space import Problem
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
-from sweeper.tuning import FORMAT_VERSION, entry_key, entry_rate, read_tuning, tuning_path
+from sweeper.tuning import EMPTY, TopConfig, TuningEntry, merged, read_tuning, tuning_path
 
 #: The files that are a study's record (and its lock), which no export may write over.
 RECORD_FILES = (META, JOURNAL, REJECTED, CLAIMS, LOCK)
@@ -122,73 +122,50 @@ def config_identity(t: TrialRecord) -> str:
 
 def export_study(store: Storage, path: str | Path | None = None
                  ) -> tuple[Path, list[dict[str, Any]]]:
-    """Merge the study's best config per problem into the tuning file; return the entries.
-    An entry replaces one for the same problem, including one an older sweeper keyed by
-    the kernel's ``module:attr`` path."""
+    """Merge the study's best config per problem into the tuning file (:func:`merged`);
+    return the file and the entries as written."""
     from sweeper.consensus import export_fields
 
     won = study_winners(store)
     by_number = {t.number: t for t in won.trials}
     tops = problem_tops(won)
-    entries = [{**_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished),
-                **export_fields(pick.agreement, by_number),
-                "top": [_top(t, slowdown) for t, slowdown in tops[key]]}
+    entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
+                      [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
+                                 slowdown) for t, slowdown in tops[key] if t.config],
+                      export_fields(pick.agreement, by_number))
                for key, pick in won.picks.items()]
     target = tuning_path(path)
     output_file(store, target)               # a device or a folder: refused before work
-    data: dict[str, Any] = read_tuning(target) if target.exists() else \
-        {"version": FORMAT_VERSION, "entries": []}
-    keys = {entry_key(e) for e in entries} | \
-        {entry_key({**e, "kernel": e["kernel_path"]}) for e in entries if "kernel_path" in e}
-    data["entries"] = [e for e in data["entries"] if entry_key(e) not in keys] + entries
+    data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
-    return target, entries
+    return target, data["entries"][-len(entries):]
 
 
-def _entry(meta: StudyMeta, problem: Problem, pick: Pick,
-           unfinished: bool = False) -> dict[str, Any]:
+def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
+           top: list[TopConfig], agreement: dict[str, Any]) -> TuningEntry:
     """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
     chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
-    the report does; the sweep's median and rate are kept under their own names.
-    ``unfinished``: the problem's final has not run yet, and ``note`` says so."""
+    the report does; the sweep's median and rate are kept under their own names, and the
+    headline rate is at the median the entry states, so the two always agree.
+    ``unfinished``: the problem's final has not run yet, and ``note`` says so;
+    ``agreement``: the fields of :func:`sweeper.consensus.export_fields`."""
     t, env = pick.trial, meta.environment
     cfg, stats = t.config, t.stats
     assert cfg is not None and stats is not None        # a pick always has both
-    entry: dict[str, Any] = {
-        "kernel": meta.tuned_name, "gpu": meta.gpu,
-        "dtype": problem.dtype,
-        "footprint": problem.footprint, "dims": dict(problem.dims), "grid": cfg.grid,
-        "grid_expr": t.choice["grid"],
-        "block": cfg.block, "meta": dict(cfg.meta),
-        "gbps": t.rate(Headline.GBPS, pick.median_ms), "median_ms": pick.median_ms,
-        "median_from": pick.median_from, "sweep_median_ms": stats.median,
-        "sweep_gbps": t.gbps, "study": meta.study, "trial": t.number,
-        "chosen_by": pick.chosen_by,
-        "facts": {"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
-        "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    if meta.tuned_name != meta.kernel:
-        entry["kernel_path"] = meta.kernel
-    if env.get("capability"):
-        entry["capability"] = str(env["capability"])
-    if unfinished:
-        entry["note"] = UNFINISHED
-    # the headline rate at the median the entry states, so the two always agree
-    headline = _headline(meta)
-    entry.update(headline=headline.value, rate=t.rate(headline, entry["median_ms"]))
-    return entry
-
-
-def _top(t: TrialRecord, slowdown: float) -> dict[str, Any]:
-    """One of a problem's top configs as a tuning entry lists it."""
-    assert t.config is not None
-    return {"grid_expr": str(t.choice["grid"]), "block": t.config.block,
-            "meta": dict(t.config.meta), "slowdown": slowdown}
-
-
-def _headline(meta: StudyMeta) -> Headline:
-    """The study's headline rate."""
-    return Headline(meta.headline)
+    headline = Headline(meta.headline)
+    return TuningEntry(
+        kernel=meta.tuned_name, gpu=meta.gpu, dtype=problem.dtype,
+        footprint=problem.footprint, dims=dict(problem.dims), grid=cfg.grid,
+        grid_expr=str(t.choice["grid"]), block=cfg.block, meta=dict(cfg.meta),
+        gbps=t.rate(Headline.GBPS, pick.median_ms), median_ms=pick.median_ms,
+        median_from=pick.median_from, sweep_median_ms=stats.median, sweep_gbps=t.gbps,
+        study=meta.study, trial=t.number, chosen_by=pick.chosen_by,
+        facts={"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
+        exported=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
+        capability=str(env["capability"]) if env.get("capability") else None,
+        note=UNFINISHED if unfinished else None, headline=headline,
+        rate=t.rate(headline, pick.median_ms), top=top, **agreement)
 
 
 def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
@@ -219,7 +196,6 @@ __all__ = [
     "config_identity",
     "current_gpu",
     "describe",
-    "entry_rate",
     "export_csv",
     "export_study",
     "output_file",

@@ -69,7 +69,7 @@ class TunedKernel:
         self.lookups = 0
         #: per (shape, dtype) whose candidates were timed: what the timing found
         self.measured: dict[ShapeKey, Measured] = {}
-        by_dims = any(set(e.get("dims", {})) == set(key) for e in tuning.entries)
+        by_dims = any(set(e.dims) == set(key) for e in tuning.entries)
         #: a 1-D kernel tuned by footprint is looked up by key value x itemsize
         self._by_footprint = not by_dims and len(key) == 1
 

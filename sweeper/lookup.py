@@ -15,14 +15,13 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningFileError, TuningWarning
 from sweeper.kernels import Headline
-from sweeper.matching import FAR_RATIO, Nearness, dtype_name, kernel_matches, match_gpu, nearest
+from sweeper.matching import FAR_RATIO, Nearness, dtype_name, match_gpu, nearest
 from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
-from sweeper.tuning import MAX_GRID, entry_name, entry_rate, read_tuning, tuning_path
+from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
 
 
 class _Launchable:
@@ -115,7 +114,7 @@ class Tuning:
         if not self.path.exists():
             raise SweeperError(f"{self.path}: no tuning file; run `sweeper export STUDY` "
                                "first")
-        self.entries: list[dict[str, Any]] = read_tuning(self.path)["entries"]
+        self.entries = read_tuning(self.path).entries
         self._warned_no_top = False
 
     def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
@@ -143,18 +142,17 @@ class Tuning:
         architecture rather than by GPU name, and the candidates' configs with the index
         of an entry that lists each."""
         entries = self.entries
-        ours = [i for i, e in enumerate(entries)
-                if kernel_matches(e, kernel) and e["dtype"] == dtype]
+        ours = [i for i, e in enumerate(entries) if e.is_for(kernel) and e.dtype == dtype]
         if dims is not None:
-            ours = [i for i in ours if set(entries[i].get("dims", {})) == set(dims)]
+            ours = [i for i in ours if set(entries[i].dims) == set(dims)]
         matched = match_gpu(entries, ours, gpu, capability)
         if matched is None:
             shape = f" {show_dims(dims)}" if dims is not None else ""
             raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
                                f"on {gpu!r}")
         asked: Mapping[str, int] = dims if dims is not None else {"footprint": footprint or 1}
-        problems = [entries[i]["dims"] if dims is not None else
-                    {"footprint": entries[i]["footprint"]} for i in matched.indices]
+        problems = [entries[i].dims if dims is not None else
+                    {"footprint": entries[i].footprint} for i in matched.indices]
         at, near = nearest(problems, asked)
         tops = [self._top(i) for i in matched.indices]
         where = {ident: i for i, top in zip(matched.indices, tops, strict=True)
@@ -167,7 +165,7 @@ class Tuning:
         """An entry's top configs as (identity, slowdown); its winner alone for an entry
         written without them (a warning, once per file read, says so)."""
         entry = self.entries[index]
-        if "top" not in entry:
+        if not entry.top:
             if not self._warned_no_top:
                 self._warned_no_top = True
                 warnings.warn(f"{self.path}: written without top configs per problem; "
@@ -176,34 +174,32 @@ class Tuning:
                               "for dispatch candidates",
                               TuningWarning, stacklevel=4)
             return [(_ident(entry), 1.0)]
-        return [(_ident(t), float(t["slowdown"])) for t in entry["top"]]
+        return [(_ident(t), float(t.slowdown)) for t in entry.top]
 
     def _candidates(self, around: list[tuple[Candidate, int]], dtype: str,
                     footprint: int | None, dims: Mapping[str, int] | None
                     ) -> tuple[Candidate, ...]:
         """The candidates with their grids computed for the asked problem."""
-        return tuple(replace(c, grid=_grid(self.path, i, {
-            **self.entries[i], "grid_expr": c.grid_expr, "block": c.block, "meta": c.meta},
+        return tuple(replace(c, grid=_grid(self.path, i, replace(
+            self.entries[i], grid_expr=c.grid_expr, block=c.block, meta=c.meta),
             dtype, footprint, dims)) for c, i in around)
 
     def _config(self, index: int, dtype: str, footprint: int | None,
                 dims: Mapping[str, int] | None, near: Nearness,
                 by_architecture: bool) -> TunedConfig:
         entry = self.entries[index]
-        rate, headline = entry_rate(entry)
         return TunedConfig(
-            kernel=entry["kernel"], gpu=entry["gpu"], dtype=dtype,
-            footprint=entry["footprint"],
+            kernel=entry.kernel, gpu=entry.gpu, dtype=dtype, footprint=entry.footprint,
             grid=_grid(self.path, index, entry, dtype, footprint, dims),
-            grid_expr=entry["grid_expr"], block=entry["block"], meta=dict(entry["meta"]),
-            gbps=entry["gbps"], median_ms=entry["median_ms"], study=entry["study"],
-            headline=headline, rate=rate, dims=dict(entry.get("dims", {})),
+            grid_expr=entry.grid_expr, block=entry.block, meta=dict(entry.meta),
+            gbps=entry.gbps, median_ms=entry.median_ms, study=entry.study,
+            headline=entry.headline, rate=entry.rate, dims=dict(entry.dims),
             distance=near.distance, far=near.far, by_architecture=by_architecture)
 
 
-def _ident(config: Mapping[str, Any]) -> str:
+def _ident(config: TuningEntry | TopConfig) -> str:
     """What makes two configs of a tuning file the same: grid expression, block, meta."""
-    return json.dumps([config["grid_expr"], config["block"], config["meta"]], sort_keys=True)
+    return json.dumps([config.grid_expr, config.block, config.meta], sort_keys=True)
 
 
 def _from_ident(ident: str) -> Candidate:
@@ -265,32 +261,33 @@ def _check_problem(footprint: int | None, dims: Mapping[str, int] | None) -> Non
                            "(e.g. {'M': 4096, 'N': 2048, 'K': 8192})")
 
 
-def _grid(target: Path, index: int, entry: dict[str, Any], dtype: str,
+def _grid(target: Path, index: int, entry: TuningEntry, dtype: str,
           footprint: int | None, dims: Mapping[str, int] | None) -> int:
     """The entry's grid expression evaluated for the problem asked for: its dimensions,
     footprint and ``n`` (each where known), the device facts, block and meta."""
-    facts = {k: v for k, v in entry["facts"].items() if k in ("sms", "l2_bytes") and
+    facts = {k: v for k, v in entry.facts.items() if k in ("sms", "l2_bytes") and
              v is not None}
     env: dict[str, int] = {**facts, "itemsize": DTYPES[dtype], **(dims or {}),
-                           "block": entry["block"], **entry["meta"]}
+                           "block": entry.block, **entry.meta}
     if footprint is not None:
         env.update(footprint=footprint, n=footprint // DTYPES[dtype])
-    elif dims is not None and dict(dims) == entry.get("dims"):
-        env.update(footprint=entry["footprint"], n=dims.get("n", entry["footprint"] //
-                                                            DTYPES[dtype]))
+    elif dims is not None and dict(dims) == entry.dims:
+        env.update(footprint=entry.footprint, n=dims.get("n", entry.footprint //
+                                                          DTYPES[dtype]))
     asked = format_size(footprint) if footprint is not None else show_dims(dims or {})
 
     def refused(message: str) -> TuningFileError:
-        return TuningFileError(message, file=str(target), entry=index, name=entry_name(entry))
+        return TuningFileError(message, file=str(target), entry=index,
+                               name=entry_name(vars(entry)))
 
     try:
-        grid = int(evaluate(parse(entry["grid_expr"]), env))
+        grid = int(evaluate(parse(entry.grid_expr), env))
     except (SweeperError, ValueError, OverflowError, RecursionError) as err:
         raise refused(f"grid_expr: {err}") from None
     if not 1 <= grid <= MAX_GRID:
         allowed = "a launch needs at least one" if grid <= 0 else \
             f"a launch takes at most {MAX_GRID} (CUDA's grid limit)"
-        raise refused(f"grid_expr {entry['grid_expr']!r} gives {grid} programs at {asked}; "
+        raise refused(f"grid_expr {entry.grid_expr!r} gives {grid} programs at {asked}; "
                       f"{allowed}")
     return grid
 

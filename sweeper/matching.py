@@ -18,11 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sweeper.core._units import DTYPE_ALIASES, DTYPES, canonical_dtype, did_you_mean
 from sweeper.dispatch import log_distance, nearest_index
 from sweeper.errors import SweeperError
+
+if TYPE_CHECKING:
+    from sweeper.tuning import TuningEntry
 
 #: A tuned problem this many times larger or smaller than the asked one in any dimension
 #: (or footprint) is a far match: the caller is warned.
@@ -68,18 +71,6 @@ def capability_of(name: str, recorded: str | None = None) -> tuple[int, int] | N
     return next((cc for model, cc in KNOWN_GPUS.items() if model in upper), None)
 
 
-def kernel_matches(entry: Mapping[str, Any], kernel: str) -> bool:
-    """Whether ``entry`` is for ``kernel``: by its name, or by the ``module:attr`` path a
-    space named it by (older files keyed user kernels by that path only; the attribute
-    is then taken for the name)."""
-    for key in ("kernel", "kernel_path"):
-        value = entry.get(key)
-        if isinstance(value, str) and (value == kernel or (
-                ":" in value and ":" not in kernel and value.rpartition(":")[2] == kernel)):
-            return True
-    return False
-
-
 @dataclass(frozen=True)
 class GpuMatch:
     """The entries of the GPU chosen for a launch, and how it was chosen."""
@@ -89,26 +80,25 @@ class GpuMatch:
     by_architecture: bool        # False: by name
 
 
-def match_gpu(entries: Sequence[Mapping[str, Any]], indices: Sequence[int], gpu: str,
+def match_gpu(entries: Sequence[TuningEntry], indices: Sequence[int], gpu: str,
               capability: tuple[int, int] | None) -> GpuMatch | None:
     """Of ``indices``, the entries tuned on ``gpu`` (by name, a replay of it included),
     else those of one GPU of the same architecture (compute capability major version,
     the newest-numbered first), else ``None``."""
     model = gpu_model(gpu)
-    same = [i for i in indices if gpu_model(entries[i]["gpu"]) == model]
+    same = [i for i in indices if gpu_model(entries[i].gpu) == model]
     if same:
-        return GpuMatch(same, entries[same[0]]["gpu"], False)
+        return GpuMatch(same, entries[same[0]].gpu, False)
     capability = capability or capability_of(gpu)
     if capability is None:
         return None
-    family = [i for i in indices if (capability_of(entries[i]["gpu"],
-                                                   entries[i].get("capability")) or
-                                     (-1, -1))[0] == capability[0]]
+    family = [i for i in indices if (capability_of(entries[i].gpu, entries[i].capability)
+                                     or (-1, -1))[0] == capability[0]]
     if not family:
         return None
-    chosen = max(gpu_model(entries[i]["gpu"]) for i in family)
-    picked = [i for i in family if gpu_model(entries[i]["gpu"]) == chosen]
-    return GpuMatch(picked, entries[picked[0]]["gpu"], True)
+    chosen = max(gpu_model(entries[i].gpu) for i in family)
+    picked = [i for i in family if gpu_model(entries[i].gpu) == chosen]
+    return GpuMatch(picked, entries[picked[0]].gpu, True)
 
 
 @dataclass(frozen=True)
@@ -152,7 +142,6 @@ __all__ = [
     "capability_of",
     "dtype_name",
     "gpu_model",
-    "kernel_matches",
     "match_gpu",
     "nearest",
     "nearness",

@@ -1,11 +1,14 @@
-"""The tuning file ``sweeper export`` writes: where it is, and reading it back checked.
+"""The tuning file ``sweeper export`` writes: where it is, and its entries read back
+checked and typed.
 
-One JSON object ``{"version": 1, "entries": [...]}``; each entry is the config one problem
-(kernel, GPU, dtype, footprint or dimensions) ends with, and (``top``, optional: files
-written before it lack it) its best configs with their slowdowns, for dispatch to shapes
-that were not tuned (:mod:`sweeper.dispatch`).  Every entry is checked when the
-file is read, so a file edited by hand or cut short is refused with one line naming the
-entry, never a ``KeyError`` at launch time.
+One JSON object ``{"version": 1, "entries": [...]}``; each entry (a :class:`TuningEntry`)
+is the config one problem (kernel, GPU, dtype, footprint or dimensions) ends with, and
+(``top``: files of older sweepers lack it) its best configs with their slowdowns, for
+dispatch to shapes that were not tuned (:mod:`sweeper.dispatch`).  Every entry is
+checked when the file is read, against :class:`TuningEntry`'s annotations and
+invariants, once an entry of an older format is read as the current one
+(:func:`sweeper.store._upgrade.upgraded_entry`): a file edited by hand or cut short is
+refused with one line naming the entry, never a ``KeyError`` at launch time.
 """
 
 from __future__ import annotations
@@ -14,77 +17,23 @@ import json
 import keyword
 import math
 import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sweeper.core._model import BLOCKS, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import SweeperError, TuningFileError
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._parser import shown
+from sweeper.store._schema import FORMAT, Record, fields_problem
+from sweeper.store._upgrade import upgraded_entry
 
 DEFAULT_TUNING = Path("studies") / "tuning.json"
+#: The version of the file as a whole (its entries carry their own ``format``).
 FORMAT_VERSION = 1
 #: The versions of the file this sweeper reads.
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)
-
-
-def tuning_path(path: str | Path | None = None) -> Path:
-    """The tuning file: ``path`` if given, else ``$SWEEPER_TUNING``, else
-    ``DEFAULT_TUNING``, so a caller and ``sweeper export`` agree on one file without
-    passing it around."""
-    return Path(path or os.environ.get("SWEEPER_TUNING") or DEFAULT_TUNING)
-
-
-def entry_rate(entry: dict[str, Any]) -> tuple[float, Headline]:
-    """A tuning entry's headline rate and its kind; entries written before ``rate``
-    existed carry GB/s only."""
-    if "rate" in entry:
-        return entry["rate"], Headline(entry["headline"])
-    return entry["gbps"], Headline.GBPS
-
-
-def entry_key(entry: dict[str, Any]) -> tuple[Any, ...]:
-    """What one entry is for; a problem sized by its footprint alone (a 1-D kernel's ``n``,
-    or an entry older than dimensions) is keyed by the footprint, so the two agree."""
-    problem = Problem(entry["dtype"], entry["footprint"], tuple(entry.get("dims", {}).items()))
-    dims = () if problem.sized_by_footprint else problem.dims
-    return entry["kernel"], entry["gpu"], entry["dtype"], entry["footprint"], dims
-
-
-def read_tuning(path: Path) -> dict[str, Any]:
-    """The tuning file at ``path``, every entry checked: a file edited by hand, tampered
-    with or cut short is refused whole with one line naming the entry and the key (a
-    :class:`TuningFileError`), never a ``KeyError`` or a wrong launch later."""
-    where = str(path)
-    if path.exists() and not path.is_file():      # /dev/zero would be read without end
-        raise TuningFileError("not a regular file; a tuning file is a JSON file", file=where)
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        why = err.strerror if isinstance(err, OSError) else str(err)
-        raise TuningFileError(f"not a readable tuning file: {why}", file=where) from None
-    version = data.get("version") if isinstance(data, dict) else None
-    if not isinstance(data, dict) or type(version) is not int or \
-            version not in SUPPORTED_VERSIONS:
-        raise TuningFileError(f"tuning file version {shown(version)}; this sweeper reads "
-                              f"version {' or '.join(map(str, SUPPORTED_VERSIONS))} (an "
-                              "object with version and entries)", file=where)
-    if not isinstance(data.get("entries"), list):
-        raise TuningFileError("'entries' must be a list of tuned configs", file=where)
-    for i, entry in enumerate(data["entries"]):
-        problem = entry_problem(entry)
-        if problem:
-            raise TuningFileError(f"{problem}; `sweeper export STUDY` writes a complete "
-                                  "entry", file=where, entry=i, name=entry_name(entry))
-    return data
-
-
-#: What :func:`tuned` reads from an entry, and the type each must have.
-ENTRY_FIELDS: dict[str, tuple[type, ...]] = {
-    "kernel": (str,), "gpu": (str,), "dtype": (str,), "footprint": (int,),
-    "grid_expr": (str,), "block": (int,), "meta": (dict,), "gbps": (int, float),
-    "median_ms": (int, float), "study": (str,), "facts": (dict,)}
 #: The largest count an entry may hold (a footprint, a dimension, a device fact): what
 #: a launch passes as a 64-bit integer.
 INT64_MAX = 2**63 - 1
@@ -110,64 +59,128 @@ LAUNCH_OPTIONS = frozenset({
 GRID_NAMES = frozenset({*LAUNCH_AXES, *PROBLEM_AXES, *FACT_NAMES})
 
 
-def entry_problem(entry: Any) -> str | None:
-    """What is wrong with one tuning entry, or ``None``."""
-    if not isinstance(entry, dict):
-        return f"an entry must be an object, got {type(entry).__name__}"
-    for key, types in ENTRY_FIELDS.items():
-        if key not in entry:
-            return f"{key!r} is missing"
-        value = entry[key]
-        if isinstance(value, bool) or not isinstance(value, types):
-            return f"{key} is {shown(value)}; it must be " \
-                f"{' or '.join(t.__name__ for t in types)}"
-    if entry["dtype"] not in DTYPES:
-        return f"dtype {shown(entry['dtype'])} is unknown; allowed: {', '.join(DTYPES)}"
-    if not entry["median_ms"] > 0 or not math.isfinite(entry["median_ms"]):
-        return f"median_ms is {entry['median_ms']!r}; it must be positive"
-    if not math.isfinite(entry["gbps"]) or entry["gbps"] < 0:
-        return f"gbps is {entry['gbps']!r}; it must be a finite number >= 0"
-    if "rate" in entry:                      # the headline rate, since export wrote one
-        rate, headline = entry["rate"], entry.get("headline")
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or \
-                not math.isfinite(rate) or rate < 0:
-            return f"rate is {shown(rate)}; it must be a finite number >= 0"
-        if headline not in {h.value for h in Headline}:
-            return (f"headline is {shown(headline)}; allowed: "
-                    f"{', '.join(h.value for h in Headline)}")
-    for key in ("kernel_path", "capability"):       # optional, since export writes them
-        if key in entry and not isinstance(entry[key], str):
-            return f"{key} is {shown(entry[key])}; it must be a string"
-    for key in ("sms", "l2_bytes"):
-        if key not in entry["facts"]:
-            return f"'facts.{key}' is missing"
-    dims = entry.get("dims", {})
-    if not isinstance(dims, dict):
-        return f"dims is {shown(dims)}; it must be an object of dimension -> integer"
-    return (_count_problem("footprint", entry["footprint"]) or
-            _grid_problem("grid", entry.get("grid", 1)) or
-            _names_problem("dims", dims, "a dimension's") or
-            next((p for k, v in dims.items() if (p := _count_problem(f"dims.{k}", v))), None)
-            or next((p for k, v in entry["facts"].items()
-                     if v is not None and (p := _count_problem(f"facts.{k}", v, 0))), None)
-            or _config_problem("", entry, dims) or _top_problem(entry.get("top", []), dims))
+def tuning_path(path: str | Path | None = None) -> Path:
+    """The tuning file: ``path`` if given, else ``$SWEEPER_TUNING``, else
+    ``DEFAULT_TUNING``, so a caller and ``sweeper export`` agree on one file without
+    passing it around."""
+    return Path(path or os.environ.get("SWEEPER_TUNING") or DEFAULT_TUNING)
 
 
-def _count_problem(key: str, value: Any, least: int = 1) -> str | None:
+@dataclass(frozen=True)
+class TopConfig:
+    """One of a problem's best configs, with its sweep median over the problem's fastest
+    (``slowdown``: 1 for the fastest)."""
+
+    grid_expr: str
+    block: int
+    #: constexpr name -> integer (checked by :meth:`TuningEntry.invariants`)
+    meta: dict[str, Any]
+    slowdown: float
+
+
+@dataclass(frozen=True)
+class TuningEntry(Record):
+    """The config one problem ends with, as a launch reads it back: the grid expression,
+    block and meta-parameters, its median and headline rate (the interleaved final's
+    where one chose it, as the report shows), where it was tuned (GPU, device facts,
+    dimensions) and its problem's ``top`` configs; the fields after ``top`` say where it
+    came from and are written by ``sweeper export`` for people, not read at launch."""
+
+    kernel: str
+    gpu: str
+    dtype: str
+    footprint: int
+    grid_expr: str
+    block: int
+    #: constexpr name -> integer
+    meta: dict[str, Any]
+    gbps: float
+    median_ms: float
+    #: the kernel's headline rate at ``median_ms`` (GB/s or TFLOP/s)
+    rate: float
+    headline: Headline
+    study: str
+    #: the device's ``sms`` and ``l2_bytes`` (each an integer, or ``None`` where unknown)
+    facts: dict[str, Any]
+    format: int = FORMAT
+    grid: int = 1
+    #: dimension name -> size; none in an entry written before dimensions
+    dims: dict[str, Any] = field(default_factory=dict)
+    #: the problem's best configs, this one first; none in a file of an older sweeper
+    top: list[TopConfig] = field(default_factory=list)
+    #: the ``module:attr`` a space named the kernel by, where ``kernel`` is its name
+    kernel_path: str | None = None
+    capability: str | None = None
+    trial: int | None = None
+    chosen_by: str | None = None
+    median_from: str | None = None
+    sweep_median_ms: float | None = None
+    sweep_gbps: float | None = None
+    exported: str | None = None
+    note: str | None = None
+    agreement: dict[str, Any] | None = None
+    gpu_winners: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as the tuning file holds it: a field left unset (``None``) is left out."""
+        return {k: v for k, v in super().to_json().items() if v is not None}
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What the entry is for; a problem sized by its footprint alone (a 1-D kernel's
+        ``n``, or an entry older than dimensions) is keyed by the footprint, so the two
+        agree."""
+        problem = Problem(self.dtype, self.footprint, tuple(self.dims.items()))
+        dims = () if problem.sized_by_footprint else problem.dims
+        return self.kernel, self.gpu, self.dtype, self.footprint, dims
+
+    def is_for(self, kernel: str) -> bool:
+        """Whether the entry is for ``kernel``: by its name, or by the ``module:attr`` path
+        a space named it by (older files keyed user kernels by that path only; the
+        attribute is then taken for the name)."""
+        return any(name is not None and (name == kernel or (
+            ":" in name and ":" not in kernel and name.rpartition(":")[2] == kernel))
+            for name in (self.kernel, self.kernel_path))
+
+    @staticmethod
+    def invariants(data: dict[str, Any]) -> str | None:
+        """What the annotations cannot say of an entry: a known dtype, a positive median,
+        finite rates, the device facts a grid reads, counts a 64-bit launch takes, and
+        launches (its own and its top configs') that the CUDA launch and a Triton kernel
+        take."""
+        if data["dtype"] not in DTYPES:
+            return f"dtype {shown(data['dtype'])} is unknown; allowed: {', '.join(DTYPES)}"
+        if not data["median_ms"] > 0 or not math.isfinite(data["median_ms"]):
+            return f"median_ms is {shown(data['median_ms'])}; it must be positive"
+        for key in ("gbps", "rate"):
+            if not math.isfinite(data[key]) or data[key] < 0:
+                return f"{key} is {shown(data[key])}; it must be a finite number >= 0"
+        facts, dims = data["facts"], data.get("dims", {})
+        missing = [key for key in ("sms", "l2_bytes") if key not in facts]
+        if missing:
+            return f"'facts.{missing[0]}' is missing"
+        grid = data.get("grid", 1)
+        if not 1 <= grid <= MAX_GRID:
+            return f"grid is {shown(grid)}; it must be an integer from 1 to {MAX_GRID} " \
+                "(the most programs a CUDA launch takes)"
+        counts = [("footprint", data["footprint"], 1),
+                  *((f"dims.{k}", v, 1) for k, v in dims.items()),
+                  *((f"facts.{k}", v, 0) for k, v in facts.items() if v is not None)]
+        return (_names_problem("dims", dims, "a dimension's") or
+                next((p for key, value, least in counts
+                      if (p := _count_problem(key, value, least))), None) or
+                _config_problem("", data, dims) or
+                next((p for i, top in enumerate(data.get("top", []))
+                      if (p := _top_problem(f"top[{i}].", top, dims))), None))
+
+
+def _count_problem(key: str, value: Any, least: int) -> str | None:
     """What is wrong with a count (a footprint, a dimension, a device fact), or ``None``."""
     if type(value) is not int:
         return f"{key} is {shown(value)}; it must be an integer"
     if not least <= value <= INT64_MAX:
         what = "positive" if least == 1 else f"at least {least}"
         return f"{key} is {shown(value)}; it must be {what} and at most {INT64_MAX} (int64)"
-    return None
-
-
-def _grid_problem(key: str, value: Any) -> str | None:
-    """What is wrong with a number of programs to launch, or ``None``."""
-    if type(value) is not int or not 1 <= value <= MAX_GRID:
-        return f"{key} is {shown(value)}; it must be an integer from 1 to {MAX_GRID} " \
-            "(the most programs a CUDA launch takes)"
     return None
 
 
@@ -188,7 +201,7 @@ def _config_problem(at: str, config: dict[str, Any], dims: dict[str, Any]) -> st
     (as a space allows it), meta keys that are a kernel's constexprs and nothing the launch
     or the grid expression would read otherwise, values a Triton constexpr integer takes."""
     block, meta = config["block"], config["meta"]
-    if type(block) is not int or block not in BLOCKS:
+    if block not in BLOCKS:
         return f"{at}block is {shown(block)}; allowed: {', '.join(map(str, BLOCKS))} " \
             "(threads a program: num_warps x 32)"
     problem = _names_problem(f"{at}meta", meta, "a meta-parameter's")
@@ -212,28 +225,25 @@ def _config_problem(at: str, config: dict[str, Any], dims: dict[str, Any]) -> st
     return None
 
 
-def _top_problem(top: Any, dims: dict[str, Any]) -> str | None:
-    """What is wrong with an entry's optional ``top`` (its problem's best configs with
-    their slowdowns, for dispatch to untuned shapes), or ``None``."""
-    if not isinstance(top, list):
-        return f"top is {shown(top)}; it must be a list of configs with their slowdowns"
-    for i, item in enumerate(top):
-        if not isinstance(item, dict):
-            return f"top[{i}] is {shown(item)}; it must be an object"
-        slowdown = item.get("slowdown")
-        if not isinstance(item.get("grid_expr"), str) or not isinstance(item.get("meta"), dict):
-            return f"top[{i}]: 'grid_expr' (a string) and 'meta' (an object) are required"
-        problem = _config_problem(f"top[{i}].", {"block": item.get("block"), **item}, dims)
-        if problem:
-            return problem
-        if isinstance(slowdown, bool) or not isinstance(slowdown, (int, float)) or \
-                not math.isfinite(slowdown) or slowdown <= 0:
-            return f"top[{i}].slowdown is {shown(slowdown)}; it must be a positive number"
-    return None
+def _top_problem(at: str, top: dict[str, Any], dims: dict[str, Any]) -> str | None:
+    """What is wrong with one of an entry's top configs (``at``: ``top[i].``), or
+    ``None``."""
+    slowdown = top["slowdown"]
+    if not math.isfinite(slowdown) or slowdown <= 0:
+        return f"{at}slowdown is {shown(slowdown)}; it must be a positive number"
+    return _config_problem(at, top, dims)
+
+
+def entry_problem(entry: Any) -> str | None:
+    """What is wrong with one tuning entry of the current format, or ``None``."""
+    if not isinstance(entry, dict):
+        return f"an entry must be an object, got {type(entry).__name__}"
+    return fields_problem(TuningEntry, entry) or TuningEntry.invariants(entry)
 
 
 def entry_name(entry: Any) -> str:
-    """`` (copy float32 1GiB on H200)`` from whatever the entry holds, for messages."""
+    """`` (copy float32 1GiB on H200)`` from whatever the entry holds (its JSON, or the
+    ``vars`` of a :class:`TuningEntry`), for messages."""
     if not isinstance(entry, dict):
         return ""
     parts = [str(entry[k]) for k in ("kernel", "dtype") if isinstance(entry.get(k), str)]
@@ -247,7 +257,58 @@ def entry_name(entry: Any) -> str:
     return f" ({' '.join(parts)[:120]})" if parts else ""
 
 
+class TuningFile(NamedTuple):
+    """A tuning file read: its entries typed, and its JSON (the entries as the current
+    format), which a merge writes back with the keys this sweeper does not know."""
 
-__all__ = ["DEFAULT_TUNING", "ENTRY_FIELDS", "FORMAT_VERSION", "LAUNCH_OPTIONS", "MAX_GRID",
-           "SUPPORTED_VERSIONS", "entry_key", "entry_name", "entry_problem", "entry_rate",
-           "read_tuning", "tuning_path"]
+    entries: list[TuningEntry]
+    data: dict[str, Any]
+
+
+def read_tuning(path: Path) -> TuningFile:
+    """The tuning file at ``path``, every entry checked: a file edited by hand, tampered
+    with or cut short is refused whole with one line naming the entry and the key (a
+    :class:`TuningFileError`), never a ``KeyError`` or a wrong launch later."""
+    where = str(path)
+    if path.exists() and not path.is_file():      # /dev/zero would be read without end
+        raise TuningFileError("not a regular file; a tuning file is a JSON file", file=where)
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        why = err.strerror if isinstance(err, OSError) else str(err)
+        raise TuningFileError(f"not a readable tuning file: {why}", file=where) from None
+    version = data.get("version") if isinstance(data, dict) else None
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:
+        raise TuningFileError(f"tuning file version {shown(version)}; this sweeper reads "
+                              f"version {' or '.join(map(str, SUPPORTED_VERSIONS))} (an "
+                              "object with version and entries)", file=where)
+    if not isinstance(data.get("entries"), list):
+        raise TuningFileError("'entries' must be a list of tuned configs", file=where)
+    entries = []
+    for i, entry in enumerate(data["entries"]):
+        entry, problem = upgraded_entry(entry)
+        problem = problem or entry_problem(entry)
+        if problem:
+            raise TuningFileError(f"{problem}; `sweeper export STUDY` writes a complete "
+                                  "entry", file=where, entry=i, name=entry_name(entry))
+        entries.append(TuningEntry.from_json(entry))
+    return TuningFile(entries, data)
+
+
+def merged(old: TuningFile, new: list[TuningEntry]) -> dict[str, Any]:
+    """The JSON of ``old`` with ``new`` added, each replacing an entry for the same
+    problem, including one an older sweeper keyed by the kernel's ``module:attr`` path."""
+    keys = {e.key for e in new} | {replace(e, kernel=e.kernel_path).key
+                                   for e in new if e.kernel_path}
+    kept = [raw for entry, raw in zip(old.entries, old.data["entries"], strict=True)
+            if entry.key not in keys]
+    return {**old.data, "entries": kept + [e.to_json() for e in new]}
+
+
+#: The tuning file there is before the first export.
+EMPTY = TuningFile([], {"version": FORMAT_VERSION, "entries": []})
+
+
+__all__ = ["DEFAULT_TUNING", "EMPTY", "FORMAT_VERSION", "LAUNCH_OPTIONS", "MAX_GRID",
+           "SUPPORTED_VERSIONS", "TopConfig", "TuningEntry", "TuningFile", "entry_name",
+           "entry_problem", "merged", "read_tuning", "tuning_path"]

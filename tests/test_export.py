@@ -6,7 +6,7 @@ from sweeper.errors import SweeperError
 from sweeper.export import export_study, tuned
 from sweeper.measure import summarize
 from sweeper.space import Config, Problem
-from sweeper.store import StudyStore, TrialRecord
+from sweeper.store import FORMAT, StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
 
 GPU = "Fake GPU"
@@ -97,3 +97,20 @@ def test_without_a_final_the_entry_says_its_median_is_the_sweeps(tmp_path):
     assert entry["median_from"] == "sweep" and entry["chosen_by"] == "sweep median"
     assert entry["median_ms"] == entry["sweep_median_ms"] == 1.0
     assert entry["gbps"] == entry["sweep_gbps"] == 10.0
+
+
+def test_entries_carry_their_format_and_an_older_one_is_upgraded_on_merge(tmp_path):
+    """An entry without a format (an older sweeper's, GB/s alone) is read as the current
+    format, and a merge writes it back so, keeping keys this sweeper does not know."""
+    path = tmp_path / "tuning.json"
+    export_study(study(tmp_path, "a", 1 << 30, [("sms", 64, 256, 10.0)]), path)
+    data = json.loads(path.read_text())
+    old = {k: v for k, v in data["entries"][0].items()
+           if k not in ("format", "rate", "headline")}
+    path.write_text(json.dumps({"version": 1, "entries": [{**old, "mine": "kept"}]}))
+    assert tuned("copy", dtype="float32", footprint=1 << 30, gpu=GPU, path=path).rate == 10.0
+    export_study(study(tmp_path, "b", 1 << 20, [("sms", 64, 256, 20.0)]), path)
+    first, second = json.loads(path.read_text())["entries"]
+    assert (first["format"], first["rate"], first["headline"], first["mine"]) == \
+        (FORMAT, 10.0, "gbps", "kept")
+    assert second["format"] == FORMAT and second["rate"] == 20.0

@@ -59,7 +59,7 @@ TAMPERED = [
     pytest.param({"block": 1}, None, f"block is 1; {BLOCKS}", id="block-1"),
     pytest.param({"block": 96}, None, f"block is 96; {BLOCKS}", id="block-96"),
     pytest.param({"block": 2048}, None, f"block is 2048; {BLOCKS}", id="block-2048"),
-    pytest.param({"block": 0}, '"block": 1e30', "block is 1e+30; it must be int",
+    pytest.param({"block": 0}, '"block": 1e30', "block is 1e+30, not int",
                  id="block-1e30"),
     pytest.param({"block": 0}, '"block": 1000000000000000000000000000000',
                  f"block is 1000000000000000000000000000000; {BLOCKS}", id="block-10**30"),
@@ -102,7 +102,7 @@ TAMPERED = [
                  "(the most programs a CUDA launch takes)", id="grid-0"),
     pytest.param({"grid": 1 << 31}, None, "grid is 2147483648; it must be an integer from 1 "
                  "to 2147483647", id="grid-2**31"),
-    pytest.param({"grid": "many"}, None, "grid is 'many'; it must be an integer",
+    pytest.param({"grid": "many"}, None, "grid is 'many', not int",
                  id="grid-text"),
     pytest.param({"facts__sms": 1 << 64}, None, f"facts.sms is {1 << 64}; it must be "
                  f"at least 0 and at most {INT64} (int64)", id="facts-huge"),
@@ -166,6 +166,25 @@ def test_a_version_that_is_not_a_supported_integer_is_refused(tmp_path, capsys, 
     with pytest.raises(TuningFileError) as err:
         tuned("copy", dtype="float32", footprint=1 << 20, gpu=GPU, path=path)
     assert err.value.entry is None
+
+
+def test_an_entry_of_a_newer_format_is_refused(tmp_path):
+    path = _file(tmp_path, _entry(format=99))
+    with pytest.raises(TuningFileError, match=r"entries\[0\] \(copy float32 1MiB on Fake "
+                                              r"GPU\): written in format 99 by a newer "
+                                              r"sweeper; this one reads tuning entries of "
+                                              r"formats 1 to \d+: upgrade sweeper"):
+        tuned("copy", dtype="float32", footprint=1 << 20, gpu=GPU, path=path)
+
+
+@pytest.mark.parametrize("top, said", [
+    (5, "top is 5, not list[TopConfig]"), ([5], "top[0] is 5, not an object"),
+    ([{"grid_expr": "n"}], "top[0]: no block, meta, slowdown")])
+def test_a_top_that_is_not_a_list_of_configs_is_refused(tmp_path, top, said):
+    path = _file(tmp_path, _entry(top=top))
+    with pytest.raises(TuningFileError) as err:
+        tuned("copy", dtype="float32", footprint=1 << 20, gpu=GPU, path=path)
+    assert f"entries[0] (copy float32 1MiB on Fake GPU): {said}; " in str(err.value)
 
 
 def test_a_grid_computed_past_cuda_s_limit_is_refused_at_lookup(tmp_path):

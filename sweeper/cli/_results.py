@@ -89,8 +89,9 @@ def _every_study(studies_dir: Path) -> list[Any]:
 def cmd_export(args: argparse.Namespace) -> int:
     """``sweeper export``: write the study's winners to the tuning file (one line each
     printed), or the study in another format (:data:`sweeper.interop.FORMATS`)."""
-    from sweeper.export import entry_rate, export_study
+    from sweeper.export import export_study
     from sweeper.interop import FORMATS, export
+    from sweeper.kernels import Headline
 
     store = open_study(args)
     if args.format in FORMATS:
@@ -102,11 +103,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     path, entries = export_study(store, args.output)
     for e in entries:
         meta = "".join(f" {k}={v}" for k, v in e["meta"].items())
-        rate, headline = entry_rate(e)
+        unit = Headline(e["headline"]).unit
         size = Problem(e["dtype"], e["footprint"], tuple(e["dims"].items())).describe()
         print(printable(f"{e['kernel']} {e['dtype']} {size} on {e['gpu']}: "
                         f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: "
-                        f"median {e['median_ms']:.4g} ms, {rate:.4g} {headline.unit} "
+                        f"median {e['median_ms']:.4g} ms, {e['rate']:.4g} {unit} "
                         f"({e['chosen_by']})" + (f"; {e['note']}" if e.get("note") else "")))
     print(f"wrote {len(entries)} entries to {path}")
     return 0

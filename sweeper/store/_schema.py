@@ -306,6 +306,9 @@ def type_name(hint: Any) -> str:
     ``list[float]``, ``str | None``."""
     if isinstance(hint, type) and not typing.get_args(hint):
         return hint.__name__
+    origin, args = _form(hint)
+    if origin in (list, dict):
+        return f"{origin.__name__}[{', '.join(map(type_name, args))}]"
     return str(hint).replace("typing.", "").replace("NoneType", "None")
 
 

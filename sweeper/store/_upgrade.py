@@ -13,7 +13,9 @@ format 2 by :func:`upgraded` and :func:`upgraded_meta`:
   (nothing can be measured again) or one at a time (it answers another question);
 - a problem without dimensions keeps a dtype and a footprint alone: it gets the dimensions
   the study's kernel derives from its footprint (:func:`complete_dims`, once the records
-  are typed, as that needs the kernel).
+  are typed, as that needs the kernel);
+- a tuning entry without a ``rate`` carried GB/s alone: its headline rate is its ``gbps``
+  (:func:`upgraded_entry`).
 
 A record or study file of a later format than this sweeper's is not guessed at: the
 record is set aside (``file:LINE: reason``), the study file refused, each saying so.
@@ -87,6 +89,21 @@ def _notes_upgraded(data: dict[str, Any], field: str, note: Any, many: bool) -> 
         made.append(text)
     data[field] = made if many else made[0]
     return None
+
+
+def upgraded_entry(data: Any) -> tuple[Any, str | None]:
+    """A tuning file's entry as the current format, and why it cannot be one (``None``:
+    it can), as :func:`upgraded` reads a journal line; the entry is changed in place, so
+    an export merging into the file writes it back in the current format."""
+    if not isinstance(data, dict) or data.get("format") == FORMAT:
+        return data, None
+    problem = format_problem(data, "tuning entries")
+    if problem is not None:
+        return data, problem
+    if "rate" not in data and "gbps" in data:
+        data.update(rate=data["gbps"], headline=Headline.GBPS.value)
+    data["format"] = FORMAT
+    return data, None
 
 
 def upgraded_meta(meta: dict[str, Any]) -> dict[str, Any]:
