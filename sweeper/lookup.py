@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningFileError, TuningWarning
 from sweeper.kernels import Headline
-from sweeper.matching import FAR_RATIO, Nearness, dtype_name, match_gpu, nearest
+from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
 from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
 from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
 
@@ -126,86 +126,92 @@ class Tuning:
         _check_problem(footprint, dims)
         capability = None if gpu else _current_capability()
         gpu = gpu or current_gpu()
-        index, near, matched, around = self._find(kernel, dtype, footprint, dims, gpu,
-                                                  capability)
-        config = self._config(index, dtype, footprint, dims, near, matched)
-        config = replace(config, candidates=self._candidates(around, dtype, footprint, dims))
+        matched = self._matched(kernel, dtype, dims, gpu, capability)
+        asked: Mapping[str, int] = dims if dims is not None else {"footprint": footprint or 1}
+        problems = [self.entries[i].dims if dims is not None else
+                    {"footprint": self.entries[i].footprint} for i in matched.indices]
+        at, near = nearest(problems, asked)
+        index = matched.indices[at]
+        entry = self.entries[index]
+        tops = [self._top(i) for i in matched.indices]
+        where = {_ident(t): (i, t) for i, top in zip(matched.indices, tops, strict=True)
+                 for t in top}
+        chosen = [where[str(c)] for c in candidates(
+            problems, [[(_ident(t), t.slowdown) for t in top] for top in tops], asked)]
+        config = TunedConfig(
+            kernel=entry.kernel, gpu=entry.gpu, dtype=dtype, footprint=entry.footprint,
+            grid=self._grid(index, entry, dtype, footprint, dims),
+            grid_expr=entry.grid_expr, block=entry.block, meta=dict(entry.meta),
+            gbps=entry.gbps, median_ms=entry.median_ms, study=entry.study,
+            headline=entry.headline, rate=entry.rate, dims=dict(entry.dims),
+            distance=near.distance, far=near.far, by_architecture=matched.by_architecture,
+            candidates=tuple(Candidate(self._grid(i, t, dtype, footprint, dims), t.grid_expr,
+                                       t.block, dict(t.meta)) for i, t in chosen))
         if warn:
-            warn_for(config, gpu, dims if dims is not None else {"footprint": footprint})
+            warn_for(config, gpu, asked)
         return config
 
-    def _find(self, kernel: str, dtype: str, footprint: int | None,
-              dims: Mapping[str, int] | None, gpu: str,
-              capability: tuple[int, int] | None
-              ) -> tuple[int, Nearness, bool, list[tuple[Candidate, int]]]:
-        """The entry's index, how near its problem is, whether it was matched by
-        architecture rather than by GPU name, and the candidates' configs with the index
-        of an entry that lists each."""
-        entries = self.entries
-        ours = [i for i, e in enumerate(entries) if e.is_for(kernel) and e.dtype == dtype]
-        if dims is not None:
-            ours = [i for i in ours if set(entries[i].dims) == set(dims)]
-        matched = match_gpu(entries, ours, gpu, capability)
+    def _matched(self, kernel: str, dtype: str, dims: Mapping[str, int] | None, gpu: str,
+                 capability: tuple[int, int] | None) -> GpuMatch:
+        """The entries for ``kernel`` in ``dtype`` (over ``dims``' names) of the GPU
+        :func:`~sweeper.matching.match_gpu` chooses; none is refused."""
+        ours = [i for i, e in enumerate(self.entries) if e.is_for(kernel) and
+                e.dtype == dtype and (dims is None or set(e.dims) == set(dims))]
+        matched = match_gpu(self.entries, ours, gpu, capability)
         if matched is None:
             shape = f" {show_dims(dims)}" if dims is not None else ""
             raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
                                f"on {gpu!r}")
-        asked: Mapping[str, int] = dims if dims is not None else {"footprint": footprint or 1}
-        problems = [entries[i].dims if dims is not None else
-                    {"footprint": entries[i].footprint} for i in matched.indices]
-        at, near = nearest(problems, asked)
-        tops = [self._top(i) for i in matched.indices]
-        where = {ident: i for i, top in zip(matched.indices, tops, strict=True)
-                 for ident, _ in top}
-        chosen = candidates(problems, [[(c, s) for c, s in top] for top in tops], asked)
-        return matched.indices[at], near, matched.by_architecture, \
-            [(_from_ident(str(c)), where[str(c)]) for c in chosen]
+        return matched
 
-    def _top(self, index: int) -> list[tuple[str, float]]:
-        """An entry's top configs as (identity, slowdown); its winner alone for an entry
-        written without them (a warning, once per file read, says so)."""
+    def _top(self, index: int) -> list[TopConfig]:
+        """An entry's top configs; its winner alone for an entry written without them (a
+        warning, once per file read, says so)."""
         entry = self.entries[index]
-        if not entry.top:
-            if not self._warned_no_top:
-                self._warned_no_top = True
-                warnings.warn(f"{self.path}: written without top configs per problem; "
-                              "a shape that was not tuned gets the neighbouring tuned "
-                              "winners only (the nearest first): export the study again "
-                              "for dispatch candidates",
-                              TuningWarning, stacklevel=4)
-            return [(_ident(entry), 1.0)]
-        return [(_ident(t), float(t.slowdown)) for t in entry.top]
+        if not entry.top and not self._warned_no_top:
+            self._warned_no_top = True
+            warnings.warn(f"{self.path}: written without top configs per problem; a shape "
+                          "that was not tuned gets the neighbouring tuned winners only (the "
+                          "nearest first): export the study again for dispatch candidates",
+                          TuningWarning, stacklevel=4)
+        return entry.top or [TopConfig(entry.grid_expr, entry.block, entry.meta, 1.0)]
 
-    def _candidates(self, around: list[tuple[Candidate, int]], dtype: str,
-                    footprint: int | None, dims: Mapping[str, int] | None
-                    ) -> tuple[Candidate, ...]:
-        """The candidates with their grids computed for the asked problem."""
-        return tuple(replace(c, grid=_grid(self.path, i, replace(
-            self.entries[i], grid_expr=c.grid_expr, block=c.block, meta=c.meta),
-            dtype, footprint, dims)) for c, i in around)
-
-    def _config(self, index: int, dtype: str, footprint: int | None,
-                dims: Mapping[str, int] | None, near: Nearness,
-                by_architecture: bool) -> TunedConfig:
+    def _grid(self, index: int, config: TuningEntry | TopConfig, dtype: str,
+              footprint: int | None, dims: Mapping[str, int] | None) -> int:
+        """The grid expression of ``config`` (entry ``index`` or one of its top configs)
+        evaluated for the problem asked for: its dimensions, footprint and ``n`` (each
+        where known), the entry's device facts, block and meta."""
         entry = self.entries[index]
-        return TunedConfig(
-            kernel=entry.kernel, gpu=entry.gpu, dtype=dtype, footprint=entry.footprint,
-            grid=_grid(self.path, index, entry, dtype, footprint, dims),
-            grid_expr=entry.grid_expr, block=entry.block, meta=dict(entry.meta),
-            gbps=entry.gbps, median_ms=entry.median_ms, study=entry.study,
-            headline=entry.headline, rate=entry.rate, dims=dict(entry.dims),
-            distance=near.distance, far=near.far, by_architecture=by_architecture)
+        facts = {k: v for k, v in entry.facts.items() if k in ("sms", "l2_bytes") and
+                 v is not None}
+        env: dict[str, int] = {**facts, "itemsize": DTYPES[dtype], **(dims or {}),
+                               "block": config.block, **config.meta}
+        if footprint is not None:
+            env.update(footprint=footprint, n=footprint // DTYPES[dtype])
+        elif dims is not None and dict(dims) == entry.dims:
+            env.update(footprint=entry.footprint,
+                       n=dims.get("n", entry.footprint // DTYPES[dtype]))
+        asked = format_size(footprint) if footprint is not None else show_dims(dims or {})
+
+        def refused(message: str) -> TuningFileError:
+            return TuningFileError(message, file=str(self.path), entry=index,
+                                   name=entry_name(vars(entry)))
+
+        try:
+            grid = int(evaluate(parse(config.grid_expr), env))
+        except (SweeperError, ValueError, OverflowError, RecursionError) as err:
+            raise refused(f"grid_expr: {err}") from None
+        if not 1 <= grid <= MAX_GRID:
+            allowed = "a launch needs at least one" if grid <= 0 else \
+                f"a launch takes at most {MAX_GRID} (CUDA's grid limit)"
+            raise refused(f"grid_expr {config.grid_expr!r} gives {grid} programs at "
+                          f"{asked}; {allowed}")
+        return grid
 
 
-def _ident(config: TuningEntry | TopConfig) -> str:
+def _ident(config: TopConfig) -> str:
     """What makes two configs of a tuning file the same: grid expression, block, meta."""
     return json.dumps([config.grid_expr, config.block, config.meta], sort_keys=True)
-
-
-def _from_ident(ident: str) -> Candidate:
-    """The candidate an identity names, its grid not yet computed."""
-    grid_expr, block, meta = json.loads(ident)
-    return Candidate(0, grid_expr, block, meta)
 
 
 def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None]) -> None:
@@ -261,54 +267,17 @@ def _check_problem(footprint: int | None, dims: Mapping[str, int] | None) -> Non
                            "(e.g. {'M': 4096, 'N': 2048, 'K': 8192})")
 
 
-def _grid(target: Path, index: int, entry: TuningEntry, dtype: str,
-          footprint: int | None, dims: Mapping[str, int] | None) -> int:
-    """The entry's grid expression evaluated for the problem asked for: its dimensions,
-    footprint and ``n`` (each where known), the device facts, block and meta."""
-    facts = {k: v for k, v in entry.facts.items() if k in ("sms", "l2_bytes") and
-             v is not None}
-    env: dict[str, int] = {**facts, "itemsize": DTYPES[dtype], **(dims or {}),
-                           "block": entry.block, **entry.meta}
-    if footprint is not None:
-        env.update(footprint=footprint, n=footprint // DTYPES[dtype])
-    elif dims is not None and dict(dims) == entry.dims:
-        env.update(footprint=entry.footprint, n=dims.get("n", entry.footprint //
-                                                          DTYPES[dtype]))
-    asked = format_size(footprint) if footprint is not None else show_dims(dims or {})
-
-    def refused(message: str) -> TuningFileError:
-        return TuningFileError(message, file=str(target), entry=index,
-                               name=entry_name(vars(entry)))
-
-    try:
-        grid = int(evaluate(parse(entry.grid_expr), env))
-    except (SweeperError, ValueError, OverflowError, RecursionError) as err:
-        raise refused(f"grid_expr: {err}") from None
-    if not 1 <= grid <= MAX_GRID:
-        allowed = "a launch needs at least one" if grid <= 0 else \
-            f"a launch takes at most {MAX_GRID} (CUDA's grid limit)"
-        raise refused(f"grid_expr {entry.grid_expr!r} gives {grid} programs at {asked}; "
-                      f"{allowed}")
-    return grid
-
-
 def describe(config: TunedConfig) -> str:
     """One line: the launch config, the kernel's headline rate where it was tuned, and how
     far that is from the problem asked for."""
     meta = " ".join(f"{k}={v}" for k, v in config.meta.items())
+    tuned_at = Problem(config.dtype, config.footprint, tuple(config.dims.items())).describe()
     near = "exact" if config.distance == 0 else \
         f"nearest, log2 distance {config.distance:.3g}{'; far' if config.far else ''}"
     return (f"{config.kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
             f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
-            f"tuned at {_tuned_at(config)} ({near}): median {config.median_ms:.4g} ms, "
+            f"tuned at {tuned_at} ({near}): median {config.median_ms:.4g} ms, "
             f"{config.rate:.4g} {config.headline.unit} (study {config.study})")
-
-
-def _tuned_at(config: TunedConfig) -> str:
-    """The problem a config was tuned at: its dimensions, or its footprint for a 1-D
-    kernel or an entry older than dimensions."""
-    problem = Problem(config.dtype, config.footprint, tuple(config.dims.items()))
-    return problem.describe()
 
 
 __all__ = ["Candidate", "TunedConfig", "Tuning", "current_gpu", "describe", "far_text", "tuned",
