@@ -23,7 +23,6 @@ import datetime as dt
 import inspect
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,39 +119,30 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
     return {"facts": {k: env[k] for k in ("sms", "l2_bytes") if env.get(k) is not None},
             "study": won.meta.study,
             "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "winners": winners, "ranked": ranked(won, winners)}
+            "winners": winners, "ranked": ranked(won)}
 
 
-def ranked(won: StudyWinners, winners: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def ranked(won: StudyWinners) -> list[dict[str, Any]]:
     """Distinct configs, best first: each problem's winner, then the others by
-    (problems measured on, more first; geometric mean of median / the problem's best)."""
+    (problems measured on, more first; geometric mean of median / the problem's best).
+    Each is given with the fastest grid it was measured with (the grid is no part of a
+    ``triton.Config``)."""
     logs: dict[str, list[float]] = {}
     first: dict[str, dict[str, Any]] = {}
-    for top in problem_tops(won, k=None).values():
+    for top in problem_tops(won, k=None).values():        # each winner is in its top
         seen: set[str] = set()
         for t, slowdown in sorted(top, key=lambda x: x[1]):
             config = _config(t)
             ident = _identity(config)
-            if ident not in seen:                # the fastest grid of a triton.Config
+            if ident not in seen:
                 seen.add(ident)
                 logs.setdefault(ident, []).append(math.log(slowdown))
                 first.setdefault(ident, config)
-    order = sorted(logs, key=lambda i: (-len(logs[i]), sum(logs[i]) / len(logs[i])))
-    lead = list(dict.fromkeys(_identity(_config_of(w)) for w in winners))
-    out = []
-    for ident in lead + [i for i in order if i not in lead]:
-        config = first.get(ident) or next(_config_of(w) for w in winners
-                                          if _identity(_config_of(w)) == ident)
-        slowdown = math.exp(sum(logs[ident]) / len(logs[ident])) if ident in logs else 1.0
-        out.append({**config, "slowdown": round(slowdown, 6),
-                    "problems": len(logs.get(ident, ()))})
-    return out
-
-
-def _config_of(winner: dict[str, Any]) -> dict[str, Any]:
-    """The config fields of a winner row."""
-    return {k: winner[k] for k in ("kwargs", "num_warps", *LAUNCH_META, "grid")
-            if k in winner}
+    mean = {ident: sum(x) / len(x) for ident, x in logs.items()}
+    order = sorted(logs, key=lambda i: (-len(logs[i]), mean[i]))
+    lead = list(dict.fromkeys(_identity(_config(p.trial)) for p in won.picks.values()))
+    return [{**first[i], "slowdown": round(math.exp(mean[i]), 6), "problems": len(logs[i])}
+            for i in lead + [i for i in order if i not in lead]]
 
 
 class _ToEnv(ast.NodeTransformer):
