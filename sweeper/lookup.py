@@ -18,7 +18,6 @@ from pathlib import Path
 
 from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningFileError, TuningWarning
-from sweeper.kernels import Headline
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
 from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
 from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
@@ -51,25 +50,10 @@ class Candidate(_Launchable):
 
 
 @dataclass(frozen=True)
-class TunedConfig(_Launchable):
-    """A launch config read from a tuning file; ``grid`` is for the problem asked for."""
+class TunedConfig(_Launchable, TuningEntry):
+    """A tuning file's entry as a launch asked for it: its ``grid`` is computed for the
+    problem asked for (the entry's own was for the problem it was tuned at)."""
 
-    kernel: str
-    gpu: str                     # the GPU it was tuned on, as the study recorded it
-    dtype: str
-    footprint: int               # the footprint it was tuned at
-    grid: int
-    grid_expr: str
-    block: int
-    meta: dict[str, int] = field(default_factory=dict)
-    gbps: float = 0.0
-    median_ms: float = 0.0
-    study: str = ""
-    #: What the kernel's reports lead with, and its value at ``median_ms`` (GB/s, TFLOP/s).
-    headline: Headline = Headline.GBPS
-    rate: float = 0.0
-    #: the kernel's dimensions it was tuned at (none in a file older than dimensions)
-    dims: dict[str, int] = field(default_factory=dict)
     #: sum over dimensions of |log2(tuned / asked)|: 0 when tuned at the asked problem
     distance: float = 0.0
     #: some dimension differs by more than ``FAR_RATIO`` times (a warning was given)
@@ -139,11 +123,8 @@ class Tuning:
         chosen = [where[str(c)] for c in candidates(
             problems, [[(_ident(t), t.slowdown) for t in top] for top in tops], asked)]
         config = TunedConfig(
-            kernel=entry.kernel, gpu=entry.gpu, dtype=dtype, footprint=entry.footprint,
-            grid=self._grid(index, entry, dtype, footprint, dims),
-            grid_expr=entry.grid_expr, block=entry.block, meta=dict(entry.meta),
-            gbps=entry.gbps, median_ms=entry.median_ms, study=entry.study,
-            headline=entry.headline, rate=entry.rate, dims=dict(entry.dims),
+            **{**vars(entry), "meta": dict(entry.meta), "dims": dict(entry.dims),
+               "grid": self._grid(index, entry, dtype, footprint, dims)},
             distance=near.distance, far=near.far, by_architecture=matched.by_architecture,
             candidates=tuple(Candidate(self._grid(i, t, dtype, footprint, dims), t.grid_expr,
                                        t.block, dict(t.meta)) for i, t in chosen))
