@@ -124,9 +124,9 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
 
 def ranked(won: StudyWinners) -> list[dict[str, Any]]:
     """Distinct configs, best first: each problem's winner, then the others by
-    (problems measured on, more first; geometric mean of median / the problem's best).
-    Each is given with the fastest grid it was measured with (the grid is no part of a
-    ``triton.Config``)."""
+    (problems measured on, more first; geometric mean of median / the problem's best),
+    each with the grid of its fastest measurement in the first problem that has it (the
+    grid is no part of a ``triton.Config``)."""
     logs: dict[str, list[float]] = {}
     first: dict[str, dict[str, Any]] = {}
     for top in problem_tops(won, k=None).values():        # each winner is in its top

@@ -88,7 +88,10 @@ class TunedKernel:
         shape = tuple(bound[k] for k in self.key)
         dtype = self._dtype(args, bound)
         cache_key = (shape[0] if len(shape) == 1 else shape, dtype)
-        launch = self._cache.get(cache_key) if _hashable(cache_key) else None
+        try:
+            launch = self._cache.get(cache_key)
+        except TypeError:               # a key value that is no size: _lookup says so
+            launch = None
         if launch is None:
             launch = self._prepare(cache_key, shape, dtype, bound, args, kwargs)
         return launch(*args, **kwargs)
@@ -198,14 +201,6 @@ def _describe(candidate: Candidate) -> str:
     """``grid=6 block=64 BLOCK=512``: a candidate as the log line names it."""
     meta = "".join(f" {k}={v}" for k, v in candidate.meta.items())
     return f"grid={candidate.grid} block={candidate.block}{meta}"
-
-
-def _hashable(value: object) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
