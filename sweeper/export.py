@@ -86,24 +86,21 @@ def problem_tops(won: StudyWinners, k: int | None = TOP_K
                  ) -> dict[ProblemKey, list[tuple[TrialRecord, float]]]:
     """Per problem, its winner then the next fastest distinct configs (grid, block and
     meta-parameters; a config measured twice counts by its faster median), ``k`` in all
-    (``None``: every one),
-    each with its sweep median over the problem's fastest: what dispatch to an untuned
-    shape interpolates (:mod:`sweeper.dispatch`)."""
-    fastest: dict[ProblemKey, dict[str, TrialRecord]] = {}
+    (``None``: every one), each with its sweep median over the problem's fastest: what
+    dispatch to an untuned shape interpolates (:mod:`sweeper.dispatch`)."""
+    fastest: dict[ProblemKey, dict[str, TrialRecord]] = {key: {} for key in won.picks}
     for t in won.trials:
-        key = problem_of(t)._replace(cache="cold")
-        if t.ok and t.config and t.stats and not t.suspicious and key in won.picks:
-            mine = fastest.setdefault(key, {})
+        mine = fastest.get(problem_of(t)._replace(cache="cold"))
+        if mine is not None and t.ok and t.config and t.stats and not t.suspicious:
             ident = config_identity(t)
             if ident not in mine or t.stats.median < _median(mine[ident]):
                 mine[ident] = t
     out = {}
     for key, pick in won.picks.items():
-        mine = fastest.get(key, {})
-        best = min(_median(t) for t in [*mine.values(), pick.trial])
-        others = sorted((t for i, t in mine.items() if i != config_identity(pick.trial)),
-                        key=_median)
-        ranked = [pick.trial, *others]
+        mine = fastest[key]
+        best = min(map(_median, [*mine.values(), pick.trial]))
+        mine.pop(config_identity(pick.trial), None)
+        ranked = [pick.trial, *sorted(mine.values(), key=_median)]
         out[key] = [(t, round(_median(t) / best, 6)) for t in ranked[:k]]
     return out
 
@@ -138,7 +135,7 @@ def export_study(store: Storage, path: str | Path | None = None
     output_file(store, target)               # a device or a folder: refused before work
     data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
-    return target, data["entries"][-len(entries):]
+    return target, [e.to_json() for e in entries]
 
 
 def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,

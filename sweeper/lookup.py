@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.dispatch import candidates
@@ -23,34 +23,16 @@ from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_di
 from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
 
 
-class _Launchable:
-    """What a Triton launch needs of a config that has a ``block`` and ``meta``."""
+@dataclass(frozen=True)
+class Candidate(TopConfig):
+    """A config to try for the asked problem: one of a tuned problem's top configs, its
+    ``grid`` computed for the asked problem."""
 
-    block: int
-    meta: dict[str, int]
-
-    @property
-    def num_warps(self) -> int:
-        """Warps per program: the tuned block of threads over the 32 of a warp."""
-        return self.block // 32
-
-    def launch_options(self) -> dict[str, int]:
-        """Keyword arguments for a Triton launch: ``num_warps`` and the constexprs."""
-        return {"num_warps": self.num_warps, **self.meta}
+    grid: int = 0
 
 
 @dataclass(frozen=True)
-class Candidate(_Launchable):
-    """A config to try for the asked problem; ``grid`` is computed for it."""
-
-    grid: int
-    grid_expr: str
-    block: int
-    meta: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TunedConfig(_Launchable, TuningEntry):
+class TunedConfig(TuningEntry):
     """A tuning file's entry as a launch asked for it: its ``grid`` is computed for the
     problem asked for (the entry's own was for the problem it was tuned at)."""
 
@@ -126,8 +108,9 @@ class Tuning:
             **{**vars(entry), "meta": dict(entry.meta), "dims": dict(entry.dims),
                "grid": self._grid(index, entry, dtype, footprint, dims)},
             distance=near.distance, far=near.far, by_architecture=matched.by_architecture,
-            candidates=tuple(Candidate(self._grid(i, t, dtype, footprint, dims), t.grid_expr,
-                                       t.block, dict(t.meta)) for i, t in chosen))
+            candidates=tuple(Candidate(t.grid_expr, t.block, dict(t.meta), t.slowdown,
+                                       self._grid(i, t, dtype, footprint, dims))
+                             for i, t in chosen))
         if warn:
             warn_for(config, gpu, asked)
         return config

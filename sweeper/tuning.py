@@ -66,8 +66,24 @@ def tuning_path(path: str | Path | None = None) -> Path:
     return Path(path or os.environ.get("SWEEPER_TUNING") or DEFAULT_TUNING)
 
 
+class Launchable:
+    """What a Triton launch needs of a config that has a ``block`` and ``meta``."""
+
+    block: int
+    meta: dict[str, Any]
+
+    @property
+    def num_warps(self) -> int:
+        """Warps per program: the tuned block of threads over the 32 of a warp."""
+        return self.block // 32
+
+    def launch_options(self) -> dict[str, int]:
+        """Keyword arguments for a Triton launch: ``num_warps`` and the constexprs."""
+        return {"num_warps": self.num_warps, **self.meta}
+
+
 @dataclass(frozen=True)
-class TopConfig:
+class TopConfig(Launchable):
     """One of a problem's best configs, with its sweep median over the problem's fastest
     (``slowdown``: 1 for the fastest)."""
 
@@ -79,7 +95,7 @@ class TopConfig:
 
 
 @dataclass(frozen=True)
-class TuningEntry(Record):
+class TuningEntry(Launchable, Record):
     """The config one problem ends with, as a launch reads it back: the grid expression,
     block and meta-parameters, its median and headline rate (the interleaved final's
     where one chose it, as the report shows), where it was tuned (GPU, device facts,
@@ -310,5 +326,5 @@ EMPTY = TuningFile([], {"version": FORMAT_VERSION, "entries": []})
 
 
 __all__ = ["DEFAULT_TUNING", "EMPTY", "FORMAT_VERSION", "LAUNCH_OPTIONS", "MAX_GRID",
-           "SUPPORTED_VERSIONS", "TopConfig", "TuningEntry", "TuningFile", "entry_name",
-           "entry_problem", "merged", "read_tuning", "tuning_path"]
+           "SUPPORTED_VERSIONS", "Launchable", "TopConfig", "TuningEntry", "TuningFile",
+           "entry_name", "entry_problem", "merged", "read_tuning", "tuning_path"]
