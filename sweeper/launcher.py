@@ -146,15 +146,16 @@ class TunedKernel:
         if doubts - self._warned:
             warn_for(config, self.gpu or current_gpu(), self._asked(shape, dtype))
             self._warned |= doubts
-        launch = self._bound_launch(config.grid, config.launch_options())
+        launch = self._bound_launch(config)
         if self.measure_untuned and config.distance > 0 and len(config.candidates) > 1:
             launch = self._measure(cache_key, config, shape, bound, args, kwargs)
         self._cache[cache_key] = launch
         return launch
 
-    def _bound_launch(self, grid: int, options: dict[str, int]) -> Callable[..., Any]:
-        """``fn[(grid,)]`` with the launch options bound: what a cached call runs."""
-        return partial(self.fn[(grid,)], **options)
+    def _bound_launch(self, config: TunedConfig | Candidate) -> Callable[..., Any]:
+        """``fn[(grid,)]`` with the config's launch options bound: what a cached call
+        runs."""
+        return partial(self.fn[(config.grid,)], **config.launch_options())
 
     def _measure(self, cache_key: ShapeKey, config: TunedConfig, shape: tuple[Any, ...],
                  bound: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -162,7 +163,7 @@ class TunedKernel:
         """Time the shape's candidates (the pick first) on the call's own arguments and
         return the fastest's launcher; logs one line saying what was chosen."""
         candidates: Sequence[Candidate] = config.candidates
-        launchers = [self._bound_launch(c.grid, c.launch_options()) for c in candidates]
+        launchers = [self._bound_launch(c) for c in candidates]
         tensors = [v for v in bound.values() if hasattr(v, "dtype")]
         reset = resetter([self._tensor(bound, n) for n in self.restore],
                          [self._tensor(bound, n) for n in self.reset_to_zero])
