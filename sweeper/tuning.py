@@ -66,9 +66,13 @@ def tuning_path(path: str | Path | None = None) -> Path:
     return Path(path or os.environ.get("SWEEPER_TUNING") or DEFAULT_TUNING)
 
 
-class Launchable:
-    """What a Triton launch needs of a config that has a ``block`` and ``meta``."""
+@dataclass(frozen=True)
+class LaunchConfig:
+    """A config as a tuning file keeps it, and what a Triton launch needs of it: the grid
+    expression, the block of threads and the meta-parameters (constexpr name -> integer,
+    checked by :meth:`TuningEntry.invariants`)."""
 
+    grid_expr: str
     block: int
     meta: dict[str, Any]
 
@@ -83,33 +87,25 @@ class Launchable:
 
 
 @dataclass(frozen=True)
-class TopConfig(Launchable):
+class TopConfig(LaunchConfig):
     """One of a problem's best configs, with its sweep median over the problem's fastest
     (``slowdown``: 1 for the fastest)."""
 
-    grid_expr: str
-    block: int
-    #: constexpr name -> integer (checked by :meth:`TuningEntry.invariants`)
-    meta: dict[str, Any]
     slowdown: float
 
 
 @dataclass(frozen=True)
-class TuningEntry(Launchable, Record):
-    """The config one problem ends with, as a launch reads it back: the grid expression,
-    block and meta-parameters, its median and headline rate (the interleaved final's
-    where one chose it, as the report shows), where it was tuned (GPU, device facts,
-    dimensions) and its problem's ``top`` configs; the fields after ``top`` say where it
-    came from and are written by ``sweeper export`` for people, not read at launch."""
+class TuningEntry(LaunchConfig, Record):
+    """The config one problem ends with, as a launch reads it back: its launch, its median
+    and headline rate (the interleaved final's where one chose it, as the report shows),
+    where it was tuned (GPU, device facts, dimensions) and its problem's ``top`` configs;
+    the fields after ``top`` say where it came from, written by ``sweeper export`` for
+    people, not read at launch."""
 
     kernel: str
     gpu: str
     dtype: str
     footprint: int
-    grid_expr: str
-    block: int
-    #: constexpr name -> integer
-    meta: dict[str, Any]
     gbps: float
     median_ms: float
     #: the kernel's headline rate at ``median_ms`` (GB/s or TFLOP/s)
@@ -122,11 +118,11 @@ class TuningEntry(Launchable, Record):
     grid: int = 1
     #: dimension name -> size; none in an entry written before dimensions
     dims: dict[str, Any] = field(default_factory=dict)
-    #: the problem's best configs, this one first; none in a file of an older sweeper
-    top: list[TopConfig] = field(default_factory=list)
     #: the ``module:attr`` a space named the kernel by, where ``kernel`` is its name
     kernel_path: str | None = None
     capability: str | None = None
+    #: the problem's best configs, this one first; none in a file of an older sweeper
+    top: list[TopConfig] = field(default_factory=list)
     trial: int | None = None
     chosen_by: str | None = None
     median_from: str | None = None
@@ -326,5 +322,5 @@ EMPTY = TuningFile([], {"version": FORMAT_VERSION, "entries": []})
 
 
 __all__ = ["DEFAULT_TUNING", "EMPTY", "FORMAT_VERSION", "LAUNCH_OPTIONS", "MAX_GRID",
-           "SUPPORTED_VERSIONS", "Launchable", "TopConfig", "TuningEntry", "TuningFile",
+           "SUPPORTED_VERSIONS", "LaunchConfig", "TopConfig", "TuningEntry", "TuningFile",
            "entry_name", "entry_problem", "merged", "read_tuning", "tuning_path"]
