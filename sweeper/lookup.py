@@ -221,8 +221,7 @@ def _check_problem(footprint: int | None, dims: Mapping[str, int] | None) -> Non
     if (footprint is None) == (dims is None):
         raise SweeperError("give the problem by footprint=BYTES or by dims={NAME: SIZE}, "
                            "one of them")
-    if footprint is not None and (isinstance(footprint, bool) or
-                                  not isinstance(footprint, int) or footprint <= 0):
+    if footprint is not None and (type(footprint) is not int or footprint <= 0):
         raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
                            "(e.g. 256MiB)")
     if dims is not None and (not dims or not all(
