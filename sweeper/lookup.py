@@ -49,18 +49,20 @@ class TunedConfig(TuningEntry):
 
 
 def current_gpu() -> str:
-    """The name studies record for the device this process would run on."""
+    """The name studies record for the device this process would run on: the Triton
+    interpreter where it is on (``TRITON_INTERPRET=1``) or where there is no CUDA device
+    (there a Triton kernel runs on nothing else), else the first CUDA device."""
     import os
 
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        from sweeper.devices import open_device
+    interpreted = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    if not interpreted:
+        import torch
 
-        return open_device("interpret").facts().name
-    import torch
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    from sweeper.devices import open_device
 
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    raise SweeperError("no CUDA device and not in the Triton interpreter; pass gpu=...")
+    return open_device("interpret").facts().name
 
 
 def _current_capability() -> tuple[int, int] | None:

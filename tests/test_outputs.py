@@ -267,13 +267,23 @@ def test_calibrate_without_a_gpu_says_there_is_nothing_to_calibrate(capsys):
                    "to calibrate on the CPU\n")
 
 
-def test_tuned_without_a_gpu_asks_for_its_name(tmp_path, capsys, monkeypatch):
+def test_tuned_without_a_gpu_finds_the_interpreters_entries(write_space, tmp_path, capsys,
+                                                             monkeypatch):
+    """Without a GPU a Triton kernel runs on the interpreter only: ``sweeper tuned`` looks
+    its entries up there, as :func:`sweeper.tuned` does, with no ``--gpu``."""
+    from tests.conftest import SMALL_SPACE
+
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
+    monkeypatch.chdir(tmp_path)
+    space = write_space(SMALL_SPACE)
+    assert run(capsys, "run", str(space), "--device", "interpret", "--quiet",
+               "--no-report")[0] == 0
+    assert run(capsys, "export", "studies/tiny-interpret")[0] == 0
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    rc, _, err = run(capsys, "tuned", "copy", "--footprint", "1MiB")
-    assert rc == 2 and err == ("sweeper: no CUDA device here to look the GPU up; name it with "
-                               "--gpu NAME (as the tuning file records it)\n")
+    rc, out, err = run(capsys, "tuned", "copy", "--dtype", "fp32", "--footprint", "4KiB")
+    assert rc == 0, err
+    assert any("Triton interpreter (CPU)" in line for line in out), out
 
 
 def test_version(capsys):

@@ -163,11 +163,7 @@ def cmd_tuned(args: argparse.Namespace) -> int:
         if footprint <= 0:
             raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: "
                                "a positive size (e.g. 256MiB)")
-    try:
-        gpu = args.gpu or current_gpu()
-    except SweeperError:
-        raise SweeperError("no CUDA device here to look the GPU up; name it with --gpu NAME "
-                           "(as the tuning file records it)") from None
+    gpu = args.gpu or current_gpu()
     print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, dims=dims,
                          gpu=gpu, path=args.tuning)))
     return 0
