@@ -92,3 +92,15 @@ def study_folder(studies_dir: str, name: str) -> Path:
 
 __all__ = ["ArgumentParser", "check_study_name", "gpu_list", "seconds", "study_folder",
            "whole_number"]
+
+
+
+def near_study(path: Path, *others: Path) -> str:
+    """``"; did you mean studies/copy-fp32-interpret?"`` where a study folder beside
+    ``path`` (or in ``others``) has a name close to its own, else ``""``."""
+    from sweeper.core._units import closest
+
+    found = {p.name: p for folder in (path.parent, *others) if folder.is_dir()
+             for p in sorted(folder.iterdir()) if (p / "study.json").is_file()}
+    name = closest(path.name, found)
+    return f"; did you mean {found[name]}?" if name is not None else ""

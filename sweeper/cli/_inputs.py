@@ -38,7 +38,10 @@ def open_study(args: argparse.Namespace) -> Any:
     if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(args.studies_dir) / args.study
     if not StudyStore(path).orphaned() and not StudyStore(path).exists():
-        raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})")
+        from sweeper.options import near_study
+
+        raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})"
+                         f"{near_study(Path(args.study), Path(args.studies_dir))}")
     from sweeper.api._study import load_study
 
     return load_study(path).storage

@@ -40,11 +40,19 @@ def canonical_dtype(text: str) -> str | None:
     return name if name in DTYPES else None
 
 
-def did_you_mean(word: str, known: Iterable[str]) -> str:
-    """``"; did you mean 'float32'?"`` where ``word`` is close to one of ``known`` (the
-    closest), else ``""``: a hint to append to an error that lists what is allowed."""
+def closest(word: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` closest to ``word`` where one is close (a misspelling, a
+    suffix left out), else ``None``."""
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'float32'?"`` where ``word`` is close to one of ``known``
+    (:func:`closest`), else ``""``: a hint to append to an error that lists what is
+    allowed."""
+    name = closest(word, known)
+    return f"; did you mean {name!r}?" if name is not None else ""
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.ASCII)
