@@ -52,10 +52,12 @@ class IllegalAddressOnBigBlock(CopyKernel):
         if config.meta["BLOCK"] <= 256:
             super().launch(buffers, config)
             return
-        from sweeper.kernels.copy import copy_kernel
+        from sweeper.kernels._jit import jitted
+        from sweeper.kernels.copy import _copy_body
 
-        copy_kernel()[(config.grid,)](buffers["src"], buffers["dst"], 2**30, WIDE=False,
-                                      num_warps=config.num_warps, **config.meta)
+        jitted(_copy_body, False)[(config.grid,)](buffers["src"], buffers["dst"], 2**30,
+                                                  WIDE=False, num_warps=config.num_warps,
+                                                  **config.meta)
 
 
 class HangsOnBigBlock(CopyKernel):

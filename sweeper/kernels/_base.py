@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import DECLARED_ONLY, DTYPES, Config, Dim, Problem
 from sweeper.errors import SweeperError
+from sweeper.kernels._guess import streaming
 
 if TYPE_CHECKING:      # a kernel's declaration is read without importing torch
     import torch
@@ -312,3 +313,60 @@ class Kernel(abc.ABC):
         """A short hash of :meth:`source`: a study records it, so results of an edited
         kernel are not mixed with those of the version they were measured with."""
         return hashlib.sha256(self.source().encode()).hexdigest()[:16]
+
+
+class Builtin(Kernel):
+    """What the built-in Triton kernels share: ``bodies``, the Triton functions they
+    launch (part of :meth:`source`), ``inputs`` that :meth:`randomize` fills with random
+    values and ``outputs`` that :meth:`poison` fills with the poison."""
+
+    bodies: ClassVar[tuple[Callable[..., Any], ...]] = ()
+    inputs: ClassVar[tuple[str, ...]] = ()
+    outputs: ClassVar[tuple[str, ...]] = ()
+
+    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
+        for name in self.inputs:
+            fill_random(buffers[name], generator)
+
+    def poison(self, buffers: Buffers) -> None:
+        for name in self.outputs:
+            fill_poison(buffers[name])
+
+    @staticmethod
+    def run(body: Callable[..., Any], config: Config, *args: Any, **constexprs: Any) -> None:
+        """Launch ``body`` with ``args``, ``constexprs`` and ``config.meta`` on
+        ``config.grid`` programs of ``config.num_warps`` warps, jitted for the device of
+        its first argument (interpreted for CPU tensors)."""
+        from sweeper.kernels._jit import jitted
+
+        jitted(body, not args[0].is_cuda)[(config.grid,)](
+            *args, num_warps=config.num_warps, **constexprs, **config.meta)
+
+    def source(self) -> str:
+        """The Triton bodies, the declaration (the base class ``_declared`` defines) and
+        the class itself."""
+        declared = [c for c in type(self).__mro__ if c.__module__.endswith("._declared")]
+        parts: tuple[Callable[..., Any], ...] = (*self.bodies, *declared[:1], type(self))
+        return "".join(map(inspect.getsource, parts))
+
+
+class Elementwise(Builtin):
+    """A built-in grid-stride kernel over 1-D tensors of ``n`` elements: ``inputs`` and
+    ``outputs`` of the problem's dtype, launched with them in that order, ``n`` and
+    ``WIDE`` (:func:`wide_offsets`), guessed as :func:`~sweeper.kernels._guess.streaming`
+    of its inputs."""
+
+    def allocate(self, problem: Problem, device: str) -> Buffers:
+        import torch
+
+        dtype = getattr(torch, problem.dtype)
+        return Buffers(problem, {name: torch.empty(problem.n, dtype=dtype, device=device)
+                                 for name in (*self.inputs, *self.outputs)})
+
+    def launch(self, buffers: Buffers, config: Config) -> None:
+        n = buffers.problem.n
+        self.run(self.bodies[0], config, *(buffers[t] for t in (*self.inputs, *self.outputs)),
+                 n, WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]))
+
+    def model(self, config: Config, sms: int) -> float | None:
+        return streaming(config, sms, config.meta["BLOCK"], inputs=len(self.inputs))

@@ -7,6 +7,7 @@ for the GPU and an interpreted one for CPU tensors side by side (the tests do).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -27,3 +28,10 @@ def jit(fn: Callable[..., Any], *, interpret: bool) -> Any:
             del os.environ["TRITON_INTERPRET"]
         else:
             os.environ["TRITON_INTERPRET"] = previous
+
+
+@functools.cache
+def jitted(fn: Callable[..., Any], interpret: bool) -> Any:
+    """:func:`jit` of ``fn`` once per process for each mode: the kernels the built-ins
+    launch."""
+    return jit(fn, interpret=interpret)

@@ -7,18 +7,13 @@ are independent axes.  Bytes moved: the footprint read plus the footprint writte
 
 from __future__ import annotations
 
-import functools
-import inspect
-from typing import Any
-
 import torch
 import triton.language as tl
 
-from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch, wide_offsets
+from sweeper.core import Problem
+from sweeper.kernels._base import Buffers, Elementwise, mismatch, wide_offsets
 from sweeper.kernels._declared import CopyDeclaration
-from sweeper.kernels._guess import streaming
-from sweeper.kernels._jit import jit
+from sweeper.kernels._jit import jitted
 
 
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
@@ -40,46 +35,19 @@ def _copy_body(src, dst, n, BLOCK: tl.constexpr,  # type: ignore[no-untyped-def]
         start += programs * BLOCK
 
 
-@functools.cache
-def copy_kernel(interpret: bool = False) -> Any:
-    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the interpreter)."""
-    return jit(_copy_body, interpret=interpret)
-
-
-class CopyKernel(CopyDeclaration):
+class CopyKernel(Elementwise, CopyDeclaration):
     """``dst = src`` by a grid-stride Triton kernel over 1-D tensors of the problem's
     dtype, checked bit for bit (the NaN poison never compares equal); offsets are int64
     where the grid and problem take them past int32 (:func:`wide_offsets`)."""
 
-    def allocate(self, problem: Problem, device: str) -> Buffers:
-        dtype = getattr(torch, problem.dtype)
-        src = torch.empty(problem.n, dtype=dtype, device=device)
-        return Buffers(problem, {"src": src, "dst": torch.empty_like(src)})
-
-    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
-        fill_random(buffers["src"], generator)
-
-    def poison(self, buffers: Buffers) -> None:
-        fill_poison(buffers["dst"])
-
-    def launch(self, buffers: Buffers, config: Config) -> None:
-        src, n = buffers["src"], buffers.problem.n
-        copy_kernel(interpret=not src.is_cuda)[(config.grid,)](
-            src, buffers["dst"], n, num_warps=config.num_warps,
-            WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]), **config.meta)
-
-    def model(self, config: Config, sms: int) -> float | None:
-        return streaming(config, sms, config.meta["BLOCK"], inputs=1)
+    bodies = (_copy_body,)
+    inputs, outputs = ("src",), ("dst",)
 
     def check(self, buffers: Buffers) -> str | None:
         return mismatch(buffers["dst"], buffers["src"], "the input")
 
     def baseline(self, buffers: Buffers) -> None:
         buffers["dst"].copy_(buffers["src"])
-
-    def source(self) -> str:
-        return (inspect.getsource(_copy_body) + inspect.getsource(CopyDeclaration) +
-                inspect.getsource(type(self)))
 
 
 def copy(src: torch.Tensor, out: torch.Tensor | None = None, *, tuning: str | None = None
@@ -95,7 +63,7 @@ def copy(src: torch.Tensor, out: torch.Tensor | None = None, *, tuning: str | No
     problem = Problem(dtype=str(src.dtype).removeprefix("torch."),
                       footprint=src.numel() * src.element_size())
     cfg = tuned("copy", dtype=problem.dtype, footprint=problem.footprint, path=tuning)
-    copy_kernel(interpret=not src.is_cuda)[(cfg.grid,)](
+    jitted(_copy_body, not src.is_cuda)[(cfg.grid,)](
         src, out, src.numel(), num_warps=cfg.num_warps,
         WIDE=wide_offsets(src.numel(), cfg.grid, cfg.meta["BLOCK"]), **cfg.meta)
     return out

@@ -21,18 +21,12 @@ buffers, which moves the index too.
 
 from __future__ import annotations
 
-import functools
-import inspect
-from typing import Any
-
 import torch
 import triton.language as tl
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison, fill_random, mismatch, wide_offsets
+from sweeper.kernels._base import Buffers, Elementwise, mismatch, wide_offsets
 from sweeper.kernels._declared import CopyStridedDeclaration
-from sweeper.kernels._guess import streaming
-from sweeper.kernels._jit import jit
 
 
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
@@ -59,13 +53,6 @@ def _strided_body(src, dst, N: tl.constexpr,  # type: ignore[no-untyped-def]
         start += programs * BLOCK
 
 
-@functools.cache
-def strided_kernel(interpret: bool = False) -> Any:
-    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
-    interpreter)."""
-    return jit(_strided_body, interpret=interpret)
-
-
 def order(problem: Problem) -> tuple[int, int, bool]:
     """``n``, ``stride`` and whether the order is line-crossing, checked: a
     ``ValueError`` for a problem the kernel cannot do (the sweep rules it out)."""
@@ -88,35 +75,26 @@ def source_index(problem: Problem, device: str | torch.device) -> torch.Tensor:
     return i * stride % n
 
 
-class CopyStridedKernel(CopyStridedDeclaration):
+class CopyStridedKernel(Elementwise, CopyStridedDeclaration):
     """``dst[i] = src[j(i)]`` in the strided or line-crossing order (the module's
     docstring), checked bit for bit against ``src`` indexed by torch (the NaN poison never
     compares equal)."""
 
+    bodies = (_strided_body,)
+    inputs, outputs = ("src",), ("dst",)
+
     def allocate(self, problem: Problem, device: str) -> Buffers:
         n, stride, linecross = order(problem)
-        src = torch.empty(n, dtype=getattr(torch, problem.dtype), device=device)
-        tensors = {"src": src, "dst": torch.empty_like(src)}
+        buffers = super().allocate(problem, device)
         if not linecross and n % stride:          # no view has this order: the baseline's
-            tensors["index"] = source_index(problem, device)
-        return Buffers(problem, tensors)
-
-    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
-        fill_random(buffers["src"], generator)
-
-    def poison(self, buffers: Buffers) -> None:
-        fill_poison(buffers["dst"])
+            buffers.tensors["index"] = source_index(problem, device)
+        return buffers
 
     def launch(self, buffers: Buffers, config: Config) -> None:
         n, stride, linecross = order(buffers.problem)
-        src = buffers["src"]
-        strided_kernel(interpret=not src.is_cuda)[(config.grid,)](
-            src, buffers["dst"], N=n, STRIDE=stride, LINECROSS=int(linecross),
-            WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]),
-            num_warps=config.num_warps, **config.meta)
-
-    def model(self, config: Config, sms: int) -> float | None:
-        return streaming(config, sms, config.meta["BLOCK"], inputs=1)
+        self.run(_strided_body, config, buffers["src"], buffers["dst"], N=n, STRIDE=stride,
+                 LINECROSS=int(linecross),
+                 WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]))
 
     def check(self, buffers: Buffers) -> str | None:
         dst = buffers["dst"]
@@ -138,7 +116,3 @@ class CopyStridedKernel(CopyStridedDeclaration):
             dst.view(stride, rows).copy_(src.view(rows, stride)[:, 0].expand(stride, rows))
         else:
             torch.index_select(src, 0, buffers["index"], out=dst)
-
-    def source(self) -> str:
-        return (inspect.getsource(_strided_body) + inspect.getsource(CopyStridedDeclaration)
-                + inspect.getsource(type(self)))

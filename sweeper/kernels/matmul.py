@@ -20,17 +20,15 @@ contiguous.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Any
 
 import torch
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison
+from sweeper.kernels._base import Buffers, Builtin
 from sweeper.kernels._declared import MatmulDeclaration, mnk
 from sweeper.kernels._guess import tiled
-from sweeper.kernels._jit import jit
+from sweeper.kernels._jit import jitted
 from sweeper.kernels._matmul_triton import REDUCE_BLOCK, _matmul_body, _reduce_body, descriptor
 
 #: ‖C − ref‖ / ‖ref‖ allowed, by dtype: a right product's relative error is far under 1e-3
@@ -47,19 +45,6 @@ PROJECTIONS = 4
 FP8 = "float8_e4m3fn"
 #: The largest float8_e4m3fn value: each input is scaled so that its largest magnitude is it.
 FP8_MAX = 448.0
-
-
-@functools.cache
-def matmul_kernel(interpret: bool = False) -> Any:
-    """The jitted persistent body (``interpret=True``: for CPU tensors, via the
-    interpreter)."""
-    return jit(_matmul_body, interpret=interpret)
-
-
-@functools.cache
-def reduce_kernel(interpret: bool = False) -> Any:
-    """The jitted split-K reduction."""
-    return jit(_reduce_body, interpret=interpret)
 
 
 def meta_of(config: Config) -> dict[str, int]:
@@ -132,13 +117,16 @@ def workspace(buffers: Buffers, split: int) -> torch.Tensor:
     return buffers[name]
 
 
-class MatmulKernel(MatmulDeclaration):
+class MatmulKernel(Builtin, MatmulDeclaration):
     """C = A @ B for M×K and K×N matrices by a persistent Triton kernel, tile sizes, tile
     order, split-K, pipeline depth and the TMA variant swept.  Checked against the float64
     product of the same inputs (dequantised for float8_e4m3fn), projected on random
     columns (:meth:`check`): an element left unwritten
     (the NaN poison) fails, and so does a relative error above the dtype's ``TOLERANCE``,
     as a right product differs from the exact one only by rounding."""
+
+    bodies = (_matmul_body, _reduce_body)
+    outputs = ("c",)
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         m, n, k = mnk(problem)
@@ -168,9 +156,6 @@ class MatmulKernel(MatmulDeclaration):
             buffers[name].copy_(drawn / scales[i, 0])
         scales[2, 0] = scales[0, 0] * scales[1, 0]
 
-    def poison(self, buffers: Buffers) -> None:
-        fill_poison(buffers["c"])
-
     def refusal(self, config: Config, device: str) -> str | None:
         return refusal(config, torch.cuda.get_device_capability() if device == "cuda" else None)
 
@@ -192,11 +177,11 @@ class MatmulKernel(MatmulDeclaration):
                         descriptor(b.t(), [bn, bk]) if b_t else descriptor(b, [bk, bn]),
                         descriptor(c, [bm, bn // 2 if meta["EPILOGUE_SUBTILE"] else bn]))
         interpret = not a.is_cuda
-        matmul_kernel(interpret)[(config.grid,)](
+        jitted(_matmul_body, interpret)[(config.grid,)](
             *operands, partials, scale, M=m, N=n, K=k, SBK=b.stride(0), SBN=b.stride(1),
             SPLIT_K=split, B_T=b_t, SCALED=scaled, num_warps=config.num_warps, **meta)
         if split > 1:
-            reduce_kernel(interpret)[(-(-m * n // REDUCE_BLOCK),)](
+            jitted(_reduce_body, interpret)[(-(-m * n // REDUCE_BLOCK),)](
                 partials, c, scale, MN=m * n, SPLIT_K=split, BLOCK=REDUCE_BLOCK,
                 SCALED=scaled, num_warps=4)
 
@@ -230,7 +215,3 @@ class MatmulKernel(MatmulDeclaration):
         scales = buffers["scales"]
         torch._scaled_mm(buffers["a"], buffers["b"], scale_a=scales[0, 0], scale_b=scales[1, 0],
                          out_dtype=torch.bfloat16, use_fast_accum=True, out=buffers["c"])
-
-    def source(self) -> str:
-        return (inspect.getsource(_matmul_body) + inspect.getsource(_reduce_body) +
-                inspect.getsource(MatmulDeclaration) + inspect.getsource(type(self)))

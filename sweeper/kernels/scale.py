@@ -25,18 +25,12 @@ stops early once a step changes nothing.
 
 from __future__ import annotations
 
-import functools
-import inspect
-from typing import Any
-
 import torch
 import triton.language as tl
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_random, mismatch, wide_offsets
+from sweeper.kernels._base import Buffers, Elementwise, mismatch, wide_offsets
 from sweeper.kernels._declared import ScaleDeclaration
-from sweeper.kernels._guess import streaming
-from sweeper.kernels._jit import jit
 
 #: The factor every launch multiplies by (see the module's docstring for why this one).
 A = 1.03125
@@ -63,13 +57,6 @@ def _scale_body(x, launches, n, a, BLOCK: tl.constexpr,  # type: ignore[no-untyp
         start += programs * BLOCK
 
 
-@functools.cache
-def scale_kernel(interpret: bool = False) -> Any:
-    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
-    interpreter)."""
-    return jit(_scale_body, interpret=interpret)
-
-
 def replayed(start: torch.Tensor, launches: int) -> torch.Tensor:
     """``start`` multiplied by ``A`` ``launches`` times, one rounding per step as the
     kernel does; stops early once a step leaves every value as it was (all overflowed)."""
@@ -85,11 +72,14 @@ def replayed(start: torch.Tensor, launches: int) -> torch.Tensor:
     return out
 
 
-class ScaleKernel(ScaleDeclaration):
+class ScaleKernel(Elementwise, ScaleDeclaration):
     """``x *= A`` in place by a grid-stride Triton kernel over a 1-D tensor of a floating
     dtype, verified against the start multiplied as many times as the kernel ran (the
     module's docstring says how); offsets are int64 where the grid and problem take them
     past int32 (:func:`wide_offsets`); an integer dtype is ruled out at allocation."""
+
+    bodies = (_scale_body,)
+    inputs = ("x",)
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
@@ -100,9 +90,6 @@ class ScaleKernel(ScaleDeclaration):
         return Buffers(problem, {"x": x, "start": torch.empty_like(x),
                                  "launches": torch.zeros(1, dtype=torch.int64, device=device)})
 
-    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
-        fill_random(buffers["x"], generator)
-
     def poison(self, buffers: Buffers) -> None:
         """Keep ``x`` as the start the check replays from, and zero the launch counter:
         ``x`` is both input and output, so nothing can be poisoned."""
@@ -110,13 +97,9 @@ class ScaleKernel(ScaleDeclaration):
         buffers["launches"].zero_()
 
     def launch(self, buffers: Buffers, config: Config) -> None:
-        x, n = buffers["x"], buffers.problem.n
-        scale_kernel(interpret=not x.is_cuda)[(config.grid,)](
-            x, buffers["launches"], n, A, num_warps=config.num_warps,
-            WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]), **config.meta)
-
-    def model(self, config: Config, sms: int) -> float | None:
-        return streaming(config, sms, config.meta["BLOCK"], inputs=1)
+        n = buffers.problem.n
+        self.run(_scale_body, config, buffers["x"], buffers["launches"], n, A,
+                 WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]))
 
     def check(self, buffers: Buffers) -> str | None:
         x, launches = buffers["x"], int(buffers["launches"].item())
@@ -127,7 +110,3 @@ class ScaleKernel(ScaleDeclaration):
         """``x.mul_(A)``: the same work; the launch counter is the kernel's alone (the
         baseline is timed, never verified)."""
         buffers["x"].mul_(A)
-
-    def source(self) -> str:
-        return (inspect.getsource(_scale_body) + inspect.getsource(ScaleDeclaration) +
-                inspect.getsource(type(self)))

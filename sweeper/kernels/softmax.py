@@ -13,18 +13,13 @@ the rate does not credit); FLOPs: five an element (max, subtract, exp, add, divi
 
 from __future__ import annotations
 
-import functools
-import inspect
-from typing import Any
-
 import torch
 import triton.language as tl
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison, wide_offsets
+from sweeper.kernels._base import Buffers, Builtin, wide_offsets
 from sweeper.kernels._declared import SoftmaxDeclaration
 from sweeper.kernels._guess import rowwise
-from sweeper.kernels._jit import jit
 
 #: (rtol, atol) against a float64 softmax of the same input, by dtype: float32 arithmetic
 #: is within a few ulps of float32 (float64 gets no better, as it computes in float32);
@@ -72,18 +67,14 @@ def _softmax_body(x, y, rows, COLS: tl.constexpr,  # type: ignore[no-untyped-def
         row += programs
 
 
-@functools.cache
-def softmax_kernel(interpret: bool = False) -> Any:
-    """The jitted Triton kernel (``interpret=True``: for CPU tensors, via the
-    interpreter)."""
-    return jit(_softmax_body, interpret=interpret)
-
-
-class SoftmaxKernel(SoftmaxDeclaration):
+class SoftmaxKernel(Builtin, SoftmaxDeclaration):
     """Row-wise softmax by a persistent Triton kernel, one pass or two by ``BLOCK`` (the
     module's docstring).  Checked against a float64 softmax of the same input: an element
     left unwritten (the NaN poison) fails, and so does one off by more than its dtype's
     ``TOLERANCE``; an integer dtype is ruled out at allocation."""
+
+    bodies = (_softmax_body,)
+    outputs = ("y",)
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         dtype = getattr(torch, problem.dtype)
@@ -97,14 +88,10 @@ class SoftmaxKernel(SoftmaxDeclaration):
     def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
         buffers["x"].normal_(0.0, SPREAD, generator=generator)
 
-    def poison(self, buffers: Buffers) -> None:
-        fill_poison(buffers["y"])
-
     def launch(self, buffers: Buffers, config: Config) -> None:
         x = buffers["x"]
-        softmax_kernel(interpret=not x.is_cuda)[(config.grid,)](
-            x, buffers["y"], x.shape[0], COLS=x.shape[1], num_warps=config.num_warps,
-            WIDE=wide_offsets(x.shape[0], config.grid, 1), **config.meta)
+        self.run(_softmax_body, config, x, buffers["y"], x.shape[0], COLS=x.shape[1],
+                 WIDE=wide_offsets(x.shape[0], config.grid, 1))
 
     def model(self, config: Config, sms: int) -> float | None:
         problem = config.problem
@@ -129,7 +116,3 @@ class SoftmaxKernel(SoftmaxDeclaration):
 
     def baseline(self, buffers: Buffers) -> None:
         torch.softmax(buffers["x"], dim=-1, out=buffers["y"])
-
-    def source(self) -> str:
-        return (inspect.getsource(_softmax_body) + inspect.getsource(SoftmaxDeclaration) +
-                inspect.getsource(type(self)))
