@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import ast
 import os
-import sys
 from collections.abc import Iterable
+
+from sweeper.kernels._unimported import module_file
 
 #: Cache entries looked through before giving up (and saying "cached").
 CACHE_SCAN = 5_000
@@ -91,15 +92,3 @@ def space_cold(kernel: str) -> bool:
         return False
     names = source_names(module_file(module))
     return names is not None and nothing_cached(names)
-
-
-def module_file(module: str) -> str | None:
-    """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) on the
-    import path, the working folder first, found without importing ``a``."""
-    parts = module.split(".")
-    for base in [os.getcwd(), *sys.path]:
-        stem = os.path.join(base or os.curdir, *parts)
-        for path in (f"{stem}.py", os.path.join(stem, "__init__.py")):
-            if os.path.isfile(path):
-                return path
-    return None

@@ -98,9 +98,7 @@ class CompileCache:
         if self._key is None:
             try:
                 self._key = _open_secret(self.folder)
-            except Untrusted as err:
-                self._warn(str(err))
-            except SweeperError as err:
+            except (Untrusted, SweeperError) as err:
                 self._warn(str(err))
         return self._key
 
@@ -125,29 +123,20 @@ def _open_secret(folder: Path) -> bytes:
     :class:`SweeperError` where either cannot be made."""
     private_folder(folder)
     path = folder / KEY_FILE
+    if not os.path.lexists(path):
+        temp = write_temp(path, secrets.token_bytes(KEY_BYTES), mode=0o600)
+        try:
+            os.link(temp, path)          # never over one another process made meanwhile
+        except FileExistsError:
+            pass
+        except OSError as err:
+            raise SweeperError(f"cannot make {path}: {err.strerror or err}") from None
+        finally:
+            temp.unlink(missing_ok=True)
     try:
-        return _read_secret(path)
-    except FileNotFoundError:
-        pass
+        secret = read_private(path)
     except OSError as err:
         raise Untrusted(f"cannot read {KEY_FILE}: {err.strerror or err}") from None
-    temp = write_temp(path, secrets.token_bytes(KEY_BYTES), mode=0o600)
-    try:
-        os.link(temp, path)          # never over one another process made meanwhile
-    except FileExistsError:
-        pass
-    except OSError as err:
-        raise SweeperError(f"cannot make {path}: {err.strerror or err}") from None
-    finally:
-        temp.unlink(missing_ok=True)
-    try:
-        return _read_secret(path)
-    except OSError as err:
-        raise Untrusted(f"cannot read {KEY_FILE}: {err.strerror or err}") from None
-
-
-def _read_secret(path: Path) -> bytes:
-    secret = read_private(path)
     if len(secret) != KEY_BYTES:
         raise Untrusted(f"{KEY_FILE} holds {len(secret)} bytes, not {KEY_BYTES}; remove it")
     return secret

@@ -15,6 +15,7 @@ In Python, :func:`cuda` makes the launch that :func:`sweeper.kernel` takes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import json
 import sys
@@ -139,11 +140,10 @@ class CudaDeclaration(Kernel):
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
         if key in STRUCTURED:
             return _structured_problem(key, value)
-        checks: dict[str, Callable[[str], str | None]] = {
-            "source": _source_problem, "entry": _entry_problem,
-            "template": _template_problem}
         if key == "reference":
             return _reference_problem(value, imports)
+        checks: dict[str, Callable[[str], str | None]] = {
+            "source": _source_problem, "entry": _entry_problem, "template": _template_problem}
         return checks[key](value) if key in checks else None
 
     @classmethod
@@ -263,26 +263,23 @@ class Reference:
 
     def __init__(self, target: str, inputs: tuple[str, ...]) -> None:
         self.target, self.inputs = target, inputs
-        self._function: Callable[..., Any] | None = None
 
-    @property
+    @functools.cached_property
     def function(self) -> Callable[..., Any]:
         """The function, imported once; an error where it is none."""
-        if self._function is None:
-            path, _, attr = self.target.rpartition(":")
-            if path.endswith(".py"):
-                spec = importlib.util.spec_from_file_location(Path(path).stem, path)
-                if spec is None or spec.loader is None:
-                    raise ImportError(f"cannot load {path}")
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-                found = getattr(module, attr)
-            else:
-                found = plugins.import_path(self.target)
-            if not callable(found):
-                raise TypeError(f"{self.target} is {type(found).__name__}, not callable")
-            self._function = found
-        return self._function
+        path, _, attr = self.target.rpartition(":")
+        if path.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            found = getattr(module, attr)
+        else:
+            found = plugins.import_path(self.target)
+        if not callable(found):
+            raise TypeError(f"{self.target} is {type(found).__name__}, not callable")
+        return found  # type: ignore[no-any-return]
 
     def __call__(self, **inputs: Any) -> Any:
         return self.function(*(inputs[n] for n in self.inputs))

@@ -20,12 +20,6 @@ from sweeper.kernels._cuda_spec import instantiation, nvrtc_options
 if TYPE_CHECKING:         # the launch is handed its declaration; it never makes one
     from sweeper.kernels._cuda_form import CudaLaunch
 
-#: numpy's name of each scalar type an argument may be passed as.
-NUMPY_TYPES = {"int32": "int32", "int64": "int64", "uint32": "uint32", "uint64": "uint64",
-               "float32": "float32", "float64": "float64", "float16": "float16",
-               "int16": "int16", "int8": "int8", "uint8": "uint8"}
-
-
 def launch(cuda: CudaLaunch, tensors: Mapping[str, Any], config: Config) -> None:
     """Compile (or find) the function for ``config``'s defines and launch it with
     ``config.grid`` blocks of ``config.block`` threads on torch's current stream."""
@@ -98,5 +92,5 @@ def _value(name: str, kind: str, tensors: Mapping[str, Any], scalars: Mapping[st
 
         bits = torch.tensor(float(value), dtype=torch.bfloat16).view(torch.int16).item()
         return numpy.int16(bits)
-    numpy_type = getattr(numpy, NUMPY_TYPES[kind])
+    numpy_type = getattr(numpy, kind)        # every scalar type but bfloat16 has numpy's name
     return numpy_type(value if "float" in kind else int(value))

@@ -131,14 +131,8 @@ def cache_key(files: Mapping[Path, bytes], entry: str, options: Sequence[str], a
     digest = hashlib.sha256()
     root = next(iter(files)).parent
     for path, data in files.items():
-        digest.update(f"{_relative(path, root)}\0{len(data)}\0".encode() + data)
+        name = path.relative_to(root) if path.is_relative_to(root) else path
+        digest.update(f"{name}\0{len(data)}\0".encode() + data)
     for part in (entry, *options, arch, nvrtc):
         digest.update(f"\1{part}".encode())
     return digest.hexdigest()
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)

@@ -12,6 +12,7 @@ here, and module-level names bound to such values), and says what it could not r
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -54,9 +55,10 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     plugin is imported); a declaration that is wrong raises the :class:`SweeperError`
     importing it would."""
     module, _, attr = target.partition(":")
-    file = _module_file(module)
-    if file is None:
+    found = module_file(module)
+    if found is None:
         return SourceDeclaration(target, {}, (f"its module {module} (not found on the path)",))
+    file = Path(found)
     try:
         tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as err:
@@ -72,14 +74,15 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     return reader.short_kernel(target, name, call)
 
 
-def _module_file(module: str) -> Path | None:
-    """The file ``import module`` would run, found without importing its packages."""
+def module_file(module: str) -> str | None:
+    """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) on the
+    import path, the working folder first, found without importing ``a``."""
     parts = module.split(".")
-    for entry in ("", *sys.path):
-        base = Path(entry or ".").joinpath(*parts)
-        for file in (base.with_suffix(".py"), base / "__init__.py"):
-            if file.is_file():
-                return file
+    for base in [os.getcwd(), *sys.path]:
+        stem = os.path.join(base or os.curdir, *parts)
+        for path in (f"{stem}.py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(path):
+                return path
     return None
 
 
