@@ -48,14 +48,12 @@ def autotune_declaration(kernel: str, autotuner: Any, dims: Mapping[str, Dim],
                            f"dimension of the kernel (dims: {', '.join(dims)}); declare "
                            f"it: dims={{{unknown[0]!r}: 1 << 20}}")
     rows = _rows(kernel, configs)
-    names = list(rows[0])
+    columns = {name: [row[name] for row in rows] for name in rows[0]}
     declared = dict(meta)
-    for name in names:
+    for name, values in columns.items():
         if name != "block" and name not in declared:
-            values = [row[name] for row in rows]
             declared[name] = MetaParam(default=values[0], doc=f"{name} of the "
                                        "@triton.autotune configs")
-    columns = {name: [row[name] for row in rows] for name in names}
     return {"meta_params": declared, "autotune_params": columns, "autotune_key": tuple(keys)}
 
 

@@ -67,19 +67,6 @@ def nothing_cached(names: Iterable[str], cache: str | None = None) -> bool:
     return True
 
 
-def source_names(path: str | None) -> set[str] | None:
-    """:func:`function_names` of the file at ``path``; None where there is no such Triton
-    module."""
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            names = function_names(f.read())
-    except (OSError, UnicodeDecodeError):
-        return None
-    return names
-
-
 def space_cold(kernel: str) -> bool:
     """For a space's ``kernel:`` (a built-in name, an installed entry point or a
     ``module:attr`` path), before anything is imported: its module's file is found on
@@ -90,5 +77,12 @@ def space_cold(kernel: str) -> bool:
         module = plugins.find(plugins.KERNEL, kernel).target.partition(":")[0]
     except Exception:  # noqa: BLE001 - any failure says "cached"; loading it says why
         return False
-    names = source_names(module_file(module))
+    path = module_file(module)
+    if path is None:
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            names = function_names(f.read())
+    except (OSError, UnicodeDecodeError):
+        return False
     return names is not None and nothing_cached(names)

@@ -81,27 +81,6 @@ def refusal(config: Config, capability: tuple[int, int] | None) -> str | None:
     return None
 
 
-def int32_reach(config: Config) -> dict[str, int]:
-    """The index expressions of ``_matmul_body`` and ``_reduce_body`` computed in int32
-    that can pass 2**31, with the largest value each reaches at ``config``: the work-unit
-    loop's counter always, the pointer offsets of A, B and C without TMA (a descriptor
-    addresses in 64 bits), the partial sums' with split-K.  Lanes past M, N or K are
-    masked, so only offsets of elements inside the matrices count."""
-    meta, (m, n, k) = meta_of(config), mnk(config.problem)
-    split = meta["SPLIT_K"]
-    units = -(-m // meta["BLOCK_M"]) * -(-n // meta["BLOCK_N"]) * split
-    counter = f"unit + grid (the work-unit loop's counter; grid <= {2**31 - units} keeps it)"
-    reach = {counter: units - 1 + config.grid}
-    if not meta["TMA"]:
-        reach.update({"rm * K + rk (A's offsets; TMA=1 has none)": m * k - 1,
-                      "rk * SBK + rn * SBN (B's offsets; TMA=1 has none)": k * n - 1,
-                      "rm * N + rn (C's offsets; TMA=1 has none)": m * n - 1})
-    if split > 1:
-        reach["(unit // tiles) * M * N + rm * N + rn (the partial sums' offsets)"] = \
-            split * m * n - 1
-    return reach
-
-
 def workspace(buffers: Buffers, split: int) -> torch.Tensor:
     """The float32 ``split × M × N`` partial sums of ``split`` slices of K, allocated on
     the first launch and kept with the buffers, so the timed launches reuse it (every
@@ -130,18 +109,16 @@ class MatmulKernel(Builtin, MatmulDeclaration):
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         m, n, k = mnk(problem)
-        dtype = getattr(torch, problem.dtype)
-        if problem.dtype != FP8:
-            return Buffers(problem, {"a": torch.empty(m, k, dtype=dtype, device=device),
-                                     "b": torch.empty(k, n, dtype=dtype, device=device),
-                                     "c": torch.empty(m, n, dtype=dtype, device=device)})
-        # A's, B's and their product, a row of 16 bytes each: cuBLASLt (the _scaled_mm
-        # baseline) refuses a scale whose address is not 16-byte aligned
-        scales = torch.ones(3, 4, dtype=torch.float32, device=device)
-        return Buffers(problem, {"a": torch.empty(m, k, dtype=dtype, device=device),
-                                 "b": torch.empty(n, k, dtype=dtype, device=device).t(),
-                                 "c": torch.empty(m, n, dtype=torch.bfloat16, device=device),
-                                 "scales": scales})
+        dtype, fp8 = getattr(torch, problem.dtype), problem.dtype == FP8
+        tensors = {"a": torch.empty(m, k, dtype=dtype, device=device),
+                   "b": torch.empty(n, k, dtype=dtype, device=device).t() if fp8 else
+                   torch.empty(k, n, dtype=dtype, device=device),
+                   "c": torch.empty(m, n, dtype=torch.bfloat16 if fp8 else dtype, device=device)}
+        if fp8:
+            # A's, B's and their product, a row of 16 bytes each: cuBLASLt (the _scaled_mm
+            # baseline) refuses a scale whose address is not 16-byte aligned
+            tensors["scales"] = torch.ones(3, 4, dtype=torch.float32, device=device)
+        return Buffers(problem, tensors)
 
     def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
         if buffers.problem.dtype != FP8:
@@ -160,7 +137,24 @@ class MatmulKernel(Builtin, MatmulDeclaration):
         return refusal(config, torch.cuda.get_device_capability() if device == "cuda" else None)
 
     def int32_reach(self, config: Config) -> dict[str, int]:
-        return int32_reach(config)
+        """The index expressions of ``_matmul_body`` and ``_reduce_body`` computed in int32
+        that can pass 2**31, with the largest value each reaches at ``config``: the work-unit
+        loop's counter always, the pointer offsets of A, B and C without TMA (a descriptor
+        addresses in 64 bits), the partial sums' with split-K.  Lanes past M, N or K are
+        masked, so only offsets of elements inside the matrices count."""
+        meta, (m, n, k) = meta_of(config), mnk(config.problem)
+        split = meta["SPLIT_K"]
+        units = -(-m // meta["BLOCK_M"]) * -(-n // meta["BLOCK_N"]) * split
+        counter = f"unit + grid (the work-unit loop's counter; grid <= {2**31 - units} keeps it)"
+        reach = {counter: units - 1 + config.grid}
+        if not meta["TMA"]:
+            reach.update({"rm * K + rk (A's offsets; TMA=1 has none)": m * k - 1,
+                          "rk * SBK + rn * SBN (B's offsets; TMA=1 has none)": k * n - 1,
+                          "rm * N + rn (C's offsets; TMA=1 has none)": m * n - 1})
+        if split > 1:
+            reach["(unit // tiles) * M * N + rm * N + rn (the partial sums' offsets)"] = \
+                split * m * n - 1
+        return reach
 
     def launch(self, buffers: Buffers, config: Config) -> None:
         a, b, c = buffers["a"], buffers["b"], buffers["c"]
