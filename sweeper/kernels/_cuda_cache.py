@@ -185,7 +185,7 @@ def read_private(path: Path) -> bytes:
     :class:`Untrusted` for any other file, an ``OSError`` where there is none."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK |
                  getattr(os, "O_CLOEXEC", 0))
-    try:
+    with open(fd, "rb") as file:                   # closes fd, whatever happens
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Untrusted(f"{path.name} is not a regular file")
@@ -195,12 +195,7 @@ def read_private(path: Path) -> bytes:
                             f"{stat.S_IMODE(info.st_mode):04o}, not 0600)")
         if info.st_size > MAX_FILE:
             raise Untrusted(f"{path.name} is {info.st_size} bytes")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return file.read()
 
 
 def write_private(path: Path, data: bytes) -> None:

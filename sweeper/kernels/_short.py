@@ -164,11 +164,9 @@ class ShortKernel(Kernel):
     def bytes_moved(self, problem: Problem) -> int:
         if self.plan.bytes_moved is not None:
             return _count(self.plan.bytes_moved, problem)
-        made = self.allocate(problem, "meta").tensors
-        read = sum(made[n].numel() * made[n].element_size()
-                   for n in made if n not in self.plan.outputs or self.plan.outputs[n] is None)
-        written = sum(made[n].numel() * made[n].element_size() for n in self.plan.outputs)
-        return read + written
+        buffers = self.allocate(problem, "meta")
+        return sum(buffers[n].numel() * buffers[n].element_size()
+                   for n in (*self.inputs(buffers), *self.plan.outputs))
 
     def flops(self, problem: Problem) -> int:
         return 0 if self.plan.flops is None else _count(self.plan.flops, problem)

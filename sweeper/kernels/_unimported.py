@@ -95,13 +95,7 @@ class _Reader:
         for stmt in tree.body:
             if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)):
                 self.bound[stmt.name] = stmt
-            elif isinstance(stmt, ast.Assign):
-                for t in stmt.targets:
-                    if isinstance(t, ast.Name):
-                        self.bound[t.id] = stmt.value
-            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
-                    and stmt.value is not None:
-                self.bound[stmt.target.id] = stmt.value
+            self.bound.update(_assigned(stmt))
 
     def where(self, node: ast.AST) -> str:
         return f"{self.file.name}:{getattr(node, 'lineno', '?')}"
@@ -141,8 +135,9 @@ class _Reader:
         attrs: dict[str, Any] = {}
         unread: list[str] = []
         for stmt in node.body:
-            name, value = _assigned(stmt)
-            if name in CLASS_ATTRS and value is not None:
+            for name, value in _assigned(stmt).items():
+                if name not in CLASS_ATTRS:
+                    continue
                 try:
                     attrs[name] = self.value(value)
                 except NotLiteral:
@@ -220,13 +215,14 @@ class _Reader:
         raise NotLiteral
 
 
-def _assigned(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
-            isinstance(stmt.targets[0], ast.Name):
-        return stmt.targets[0].id, stmt.value
-    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-        return stmt.target.id, stmt.value
-    return None, None
+def _assigned(stmt: ast.stmt) -> dict[str, ast.expr]:
+    """Each name an assignment binds (``a = b = ...``, ``a: T = ...``) to its value."""
+    if isinstance(stmt, ast.Assign):
+        return {t.id: stmt.value for t in stmt.targets if isinstance(t, ast.Name)}
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and \
+            stmt.value is not None:
+        return {stmt.target.id: stmt.value}
+    return {}
 
 
 def _children(node: ast.AST) -> list[ast.expr]:

@@ -62,13 +62,10 @@ def replayed(start: torch.Tensor, launches: int) -> torch.Tensor:
     kernel does; stops early once a step leaves every value as it was (all overflowed)."""
     out = start.clone()
     for step in range(launches):
-        if step % SATURATION_CHECK == SATURATION_CHECK - 1:
-            before = out.clone()
-            out.mul_(A)
-            if torch.equal(before, out):
-                break
-        else:
-            out.mul_(A)
+        before = out.clone() if step % SATURATION_CHECK == SATURATION_CHECK - 1 else None
+        out.mul_(A)
+        if before is not None and torch.equal(before, out):
+            break
     return out
 
 
