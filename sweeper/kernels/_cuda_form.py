@@ -73,7 +73,7 @@ class CudaLaunch:
             f"// entry {self.template or self.entry}, args {list(self.raw_args)}\n"
 
     def __call__(self, config: Any, **tensors: Any) -> None:
-        from sweeper.kernels._cuda_launch import launch
+        from sweeper.kernels._cuda_build import launch
 
         launch(self, tensors, config)
 

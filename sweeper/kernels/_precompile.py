@@ -174,7 +174,7 @@ class Precompiler:
                                "worker")
         try:
             if self.cuda is not None:
-                from sweeper.kernels._cuda_launch import precompile
+                from sweeper.kernels._cuda_build import precompile
 
                 precompile(self.cuda, config)
                 return Precompiled(Compile.COMPILED, "", time.perf_counter() - t0, 1)

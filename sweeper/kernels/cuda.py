@@ -1,6 +1,6 @@
 """The built-in ``cuda`` kernel: a CUDA C/C++ function from a ``.cu`` file, compiled
 through NVRTC (CuPy) per config and launched on torch's current stream
-(:mod:`sweeper.kernels._cuda_launch`); its declaration and checks are
+(:mod:`sweeper.kernels._cuda_build`); its declaration and checks are
 :mod:`sweeper.kernels._cuda_form`'s.
 """
 
