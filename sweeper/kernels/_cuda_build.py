@@ -146,15 +146,11 @@ def _cuda_include() -> str | None:
 def launch(cuda: CudaLaunch, tensors: Mapping[str, Any], config: Config) -> None:
     """Compile (or find) the function for ``config``'s defines and launch it with
     ``config.grid`` blocks of ``config.block`` threads on torch's current stream."""
-    meta = dict(config.meta)
-    entry, options = _defines(cuda, config)
-    key = (entry, *options)
-    function = cuda.loaded.get(key)
-    if function is None:
+    key = _defines(cuda, config)
+    if key not in cuda.loaded:
         built = precompile(cuda, config)
-        function = _load(built.cubin, built.lowered, tensors)
-        cuda.loaded[key] = function
-    dims = {"n": config.problem.n, **dict(config.problem.dims)}
+        cuda.loaded[key] = _load(built.cubin, built.lowered, tensors)
+    meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
     args = cuda.args(list(tensors), list(dims), list(meta))
     values = [_value(a.name, a.scalar_type(config.problem.dtype), tensors, {**dims, **meta})
               for a in args]
@@ -164,7 +160,7 @@ def launch(cuda: CudaLaunch, tensors: Mapping[str, Any], config: Config) -> None
     device = next(iter(tensors.values())).device
     with cupy.cuda.Device(device.index or 0), \
             cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
-        function((config.grid,), (config.block,), tuple(values))
+        cuda.loaded[key]((config.grid,), (config.block,), tuple(values))
 
 
 def precompile(cuda: CudaLaunch, config: Config) -> Compiled:

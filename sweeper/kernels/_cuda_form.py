@@ -56,7 +56,7 @@ class CudaLaunch:
         self.__module__ = module
         #: the compiler (``None``: NVRTC, made on first use) and the loaded functions
         self.compiler: Any = None
-        self.loaded: dict[tuple[str, ...], Any] = {}
+        self.loaded: dict[tuple[str, tuple[str, ...]], Any] = {}
 
     def args(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
              ) -> tuple[Arg, ...]:
