@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from sweeper.core import Problem
 from sweeper.kernels._base import Buffers, Elementwise, mismatch, wide_offsets
 from sweeper.kernels._declared import CopyDeclaration
 from sweeper.kernels._jit import jitted
@@ -60,9 +59,8 @@ def copy(src: torch.Tensor, out: torch.Tensor | None = None, *, tuning: str | No
     from sweeper.export import tuned
 
     out = torch.empty_like(src) if out is None else out
-    problem = Problem(dtype=str(src.dtype).removeprefix("torch."),
-                      footprint=src.numel() * src.element_size())
-    cfg = tuned("copy", dtype=problem.dtype, footprint=problem.footprint, path=tuning)
+    cfg = tuned("copy", dtype=src.dtype, footprint=src.numel() * src.element_size(),
+                path=tuning)
     jitted(_copy_body, not src.is_cuda)[(cfg.grid,)](
         src, out, src.numel(), num_warps=cfg.num_warps,
         WIDE=wide_offsets(src.numel(), cfg.grid, cfg.meta["BLOCK"]), **cfg.meta)
