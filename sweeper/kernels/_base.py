@@ -316,9 +316,9 @@ class Kernel(abc.ABC):
 
 
 class Builtin(Kernel):
-    """What the built-in Triton kernels share: ``bodies``, the Triton functions they
-    launch (part of :meth:`source`), ``inputs`` that :meth:`randomize` fills with random
-    values and ``outputs`` that :meth:`poison` fills with the poison."""
+    """What the built-in kernels share: ``bodies``, the Triton functions they launch
+    (part of :meth:`source`), ``inputs`` that :meth:`randomize` fills with random values
+    and ``outputs`` that :meth:`poison` fills with the poison."""
 
     bodies: ClassVar[tuple[Callable[..., Any], ...]] = ()
     inputs: ClassVar[tuple[str, ...]] = ()

@@ -18,21 +18,22 @@ counted, so the headline is GB/s.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from sweeper.core import Config, Problem
-from sweeper.kernels._base import Buffers, fill_poison, fill_random
+from sweeper.kernels._base import Buffers, Builtin, fill_poison
 from sweeper.kernels._declared import TorchOpDeclaration, resolve_op
 from sweeper.kernels._tensors import TOLERANCES, difference
 
 
-class TorchOpKernel(TorchOpDeclaration):
+class TorchOpKernel(Builtin, TorchOpDeclaration):
     """``y = op(x)`` for the torch callable ``op`` on a ``rows × cols`` input (a 1-D one of
     ``cols`` elements where ``rows`` is 1), checked against the op in float64."""
+
+    inputs = ("x",)
 
     def __init__(self, op: str) -> None:
         self.op = op
@@ -52,9 +53,6 @@ class TorchOpKernel(TorchOpDeclaration):
         shape = (cols,) if rows == 1 else (rows, cols)
         x = torch.empty(shape, dtype=getattr(torch, problem.dtype), device=device)
         return Buffers(problem, {"x": x, "y": torch.empty_like(x)})
-
-    def randomize(self, buffers: Buffers, generator: torch.Generator) -> None:
-        fill_random(buffers["x"], generator)
 
     def poison(self, buffers: Buffers) -> None:
         """A fresh poisoned tensor (``fill_poison``) as ``y``: a launch replaces it with the op's
@@ -93,5 +91,4 @@ class TorchOpKernel(TorchOpDeclaration):
 
     def source(self) -> str:
         """The kernel's code and the op's path: a study of another op is another kernel."""
-        return f"op: {self.op}\n" + inspect.getsource(TorchOpDeclaration) + \
-            inspect.getsource(type(self))
+        return f"op: {self.op}\n" + super().source()
