@@ -190,7 +190,8 @@ def _quoted(name: str) -> str:
 
 
 USAGE = '''    import tuned_mod
-    @triton.autotune(configs=tuned_mod.configs(k=4), key=tuned_mod.key)
+    @triton.autotune(configs=tuned_mod.configs(k=4), key=tuned_mod.key,
+                     do_bench=tuned_mod.do_bench)   # Triton's; the host clock on its interpreter
     @triton.jit
     def kernel(..., BLOCK: tl.constexpr): ...
     kernel[lambda meta: tuned_mod.grid(meta)](x, y, n)   # dims read from meta by name
@@ -204,12 +205,42 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import time
 import warnings
 
 import triton
 
 _cdiv, _isqrt, _min, _max = triton.cdiv, math.isqrt, min, max
-__all__ = ["GPUS", "KERNEL", "WINNERS", "configs", "grid", "key", "pick"]
+__all__ = ["GPUS", "KERNEL", "WINNERS", "configs", "do_bench", "grid", "key", "pick"]
+
+
+def do_bench(fn, quantiles=None, **options):
+    """triton.autotune's timer: Triton's do_bench on a GPU; under the Triton interpreter
+    (no CUDA events) the host clock, three runs."""
+    if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        import triton.testing
+
+        return triton.testing.do_bench(fn, quantiles=quantiles, **options)
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    times.sort()
+    return [times[1]] * len(quantiles) if quantiles else times[1]
+
+
+def _whole(value):
+    """A kernel argument as a whole number: an int, or the integer scalar the Triton
+    interpreter passes an int as (a tensor of one element); None for anything else."""
+    if type(value) is int:
+        return value
+    dtype = getattr(value, "dtype", None)
+    data = getattr(getattr(value, "handle", None), "data", None)
+    if getattr(dtype, "is_int", lambda: False)() and getattr(data, "size", 0) == 1:
+        return int(data.item())
+    return None
 '''
 
 BUILD = '''
@@ -305,7 +336,7 @@ def grid(meta, gpu=None, **dims):
     chosen = next((c for c in ranked if all(meta.get(k) == v for k, v in c["kwargs"].items())
                    and meta.get("num_warps", c["num_warps"]) == c["num_warps"]), ranked[0])
     env = {**GPUS[gpu], **chosen["kwargs"], "block": 32 * chosen["num_warps"]}
-    env.update({k: v for k, v in meta.items() if type(v) is int})
+    env.update({k: w for k, w in ((k, _whole(v)) for k, v in meta.items()) if w is not None})
     env.update(dims)
     try:
         return (_GRIDS[chosen["grid"]](env),)
