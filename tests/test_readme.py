@@ -16,7 +16,6 @@ import re
 import shlex
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -78,7 +77,7 @@ def test_every_readme_snippet_runs(tmp_path, monkeypatch, capsys):
                 continue
             if not torch.cuda.is_available():
                 text = text.replace('device="cuda"', 'device="cpu"')
-            exec(compile(text, where, "exec"), namespace)         # noqa: S102
+            exec(compile(text, where, "exec"), namespace)
             ran += 1
             continue
         for line in text.splitlines():
