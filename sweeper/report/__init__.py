@@ -1,11 +1,12 @@
 """Report: compute tables (pandas) in one place, draw them (matplotlib) in another."""
 
 from sweeper.report._contents import ReportTables
-from sweeper.report._draw import draw_heatmap, heatmap_figure
-from sweeper.report._draw_charts import (
+from sweeper.report._draw import (
     draw_footprint,
+    draw_heatmap,
     draw_roofline,
     footprint_figure,
+    heatmap_figure,
     roofline_figure,
 )
 from sweeper.report._footprint import FootprintCurve, footprint_curves

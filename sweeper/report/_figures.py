@@ -2,7 +2,7 @@
 
 Each picture is a :class:`Figure`: a file stem, a module-level function that builds a
 matplotlib figure and its arguments (the computed tables).  Its *key* hashes those
-arguments, the drawing code (the bytes of the modules that draw), matplotlib's version
+arguments, the drawing code (the bytes of the module that draws), matplotlib's version
 and the PNG resolution; ``heatmaps/manifest.json`` records the key each file was drawn
 from.  A file whose key and file are unchanged is kept; a picture whose input changed is
 drawn again, and its files in formats not asked for this time are removed (they would show
@@ -32,10 +32,8 @@ import numpy as np
 import pandas as pd
 
 from sweeper.fsio import atomic_write, make_dirs
-from sweeper.report import _draw, _draw_charts
+from sweeper.report import _draw
 from sweeper.report._contents import ReportTables
-from sweeper.report._draw import effect_figure, heatmap_figure, save_figure
-from sweeper.report._draw_charts import footprint_figure, roofline_figure
 
 #: The manifest's name in the pictures' folder.
 MANIFEST = "manifest.json"
@@ -63,12 +61,12 @@ def report_figures(tables: ReportTables) -> list[Figure]:
     """The pictures of a report, in the order it shows them: heatmaps that hold a number,
     one-at-a-time effects, footprint curves, the roofline."""
     kernel, metric = tables.meta.kernel, tables.metric
-    out = [Figure(m.name, heatmap_figure, (m,)) for m in tables.heatmaps if m.measured]
-    out += [Figure(f"oat_{e.axis}", effect_figure, (e, kernel, metric))
+    out = [Figure(m.name, _draw.heatmap_figure, (m,)) for m in tables.heatmaps if m.measured]
+    out += [Figure(f"oat_{e.axis}", _draw.effect_figure, (e, kernel, metric))
             for e in tables.effects]
-    out += [Figure(c.name, footprint_figure, (c,)) for c in tables.footprint]
+    out += [Figure(c.name, _draw.footprint_figure, (c,)) for c in tables.footprint]
     if tables.roofline is not None:
-        out.append(Figure("roofline", roofline_figure, (tables.roofline,)))
+        out.append(Figure("roofline", _draw.roofline_figure, (tables.roofline,)))
     return out
 
 
@@ -118,8 +116,7 @@ def _code_key() -> str:
     import matplotlib
 
     h = hashlib.sha256(f"{matplotlib.__version__}\0{_draw.DPI}\0".encode())
-    for module in (_draw, _draw_charts):
-        h.update(Path(module.__file__ or "").read_bytes())
+    h.update(Path(_draw.__file__ or "").read_bytes())
     return h.hexdigest()
 
 
@@ -176,4 +173,4 @@ def _draw_all(todo: Sequence[tuple[Figure, list[Path]]], workers: int | None) ->
 
 def _draw_one(job: tuple[Figure, list[Path]]) -> list[Path]:
     figure, paths = job
-    return save_figure(figure.build(*figure.args), paths)
+    return _draw.save_figure(figure.build(*figure.args), paths)

@@ -1,5 +1,5 @@
 """Compute footprint curves (pure pandas): a study's rate against the bytes of its
-problems, one curve per dtype.  :mod:`._draw_charts` only draws them.
+problems, one curve per dtype.  :mod:`._draw` only draws them.
 
 What a curve promises a reader:
 

@@ -1,5 +1,5 @@
 """Compute a roofline (pure pandas): the winners of one GPU's studies against its roofs.
-:mod:`._draw_charts` only draws it.
+:mod:`._draw` only draws it.
 
 What a roofline promises a reader:
 
