@@ -23,7 +23,7 @@ What a roofline promises a reader:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import pandas as pd
@@ -141,60 +141,35 @@ def roofline(gpu: str, chosen: Sequence[Winner], ceilings: Ceilings | None,
 
 
 class Roofs:
-    """The memory and compute roofs of one GPU, calibrated and physical."""
+    """The memory and compute roofs of one GPU: each as a pair (calibrated, physical
+    bound), either ``None`` where it is not known."""
 
     def __init__(self, ceilings: Ceilings | None, bounds: Bounds | None) -> None:
         self.ceilings, self.bounds = ceilings, bounds
+        gbps = ceilings.dram_bandwidth() if ceilings and ceilings.copy else None
+        dram = bounds.dram if bounds else None
+        self.memory = (Roof(f"DRAM copy {gbps:.0f} GB/s", "memory", gbps * 1e9, True)
+                       if gbps is not None else None,
+                       Roof(f"DRAM bound {dram.rate_text()}", "memory", dram.per_s, False)
+                       if dram else None)
 
-    def memory(self, calibrated_roof: bool) -> Roof | None:
-        """The memory roof: the calibrated DRAM copy bandwidth, or the DRAM bound."""
-        if calibrated_roof:
-            if self.ceilings and self.ceilings.copy:
-                gbps = self.ceilings.dram_bandwidth()
-                return Roof(f"DRAM copy {gbps:.0f} GB/s", "memory", gbps * 1e9, True)
-            return None
-        if self.bounds and self.bounds.dram:
-            return Roof(f"DRAM bound {self.bounds.dram.rate_text()}", "memory",
-                        self.bounds.dram.per_s, False)
-        return None
-
-    def compute(self, dtype: str, calibrated_roof: bool) -> Roof | None:
-        """The compute roof of ``dtype``: the calibrated matmul rate, or the FLOP bound."""
-        if calibrated_roof:
-            peak = self.ceilings.matmul_peak(dtype) if self.ceilings else None
-            if peak is None:
-                return None
-            held = f" (as {peak[0]})" if peak[0] != dtype else ""
-            return Roof(f"{dtype} matmul {peak[1]:.4g} TFLOP/s{held}", "compute",
-                        peak[1] * 1e12, True)
+    def compute(self, dtype: str) -> tuple[Roof | None, Roof | None]:
+        """The compute roofs of ``dtype``: the calibrated matmul rate, and the FLOP bound."""
+        peak = self.ceilings.matmul_peak(dtype) if self.ceilings else None
         bound = self.bounds.flops.get(dtype) if self.bounds else None
-        return Roof(f"{dtype} bound {bound.rate_text()}", "compute", bound.per_s,
-                    False) if bound else None
-
-    def attainable(self, intensity: float, dtype: str, calibrated_roof: bool | None
-                   ) -> tuple[float, str]:
-        """(FLOP/s, which roof limits) at ``intensity``: with ``calibrated_roof`` None,
-        each roof calibrated where it was measured, else bound; NaN with no roof."""
-        def pick(get: Callable[[bool], Roof | None]) -> Roof | None:
-            if calibrated_roof is None:
-                return get(True) or get(False)
-            return get(calibrated_roof)
-        memory = pick(self.memory)
-        compute = pick(lambda c: self.compute(dtype, c))
-        by_memory = intensity * memory.per_s if memory else math.inf
-        by_compute = compute.per_s if compute else math.inf
-        if math.isinf(by_memory) and math.isinf(by_compute):
-            return math.nan, ""
-        if by_memory < by_compute:
-            return by_memory, f"memory: {memory.name}" if memory else ""
-        return by_compute, f"compute: {compute.name}" if compute else ""
+        held = f" (as {peak[0]})" if peak and peak[0] != dtype else ""
+        return (Roof(f"{dtype} matmul {peak[1]:.4g} TFLOP/s{held}", "compute", peak[1] * 1e12,
+                     True) if peak else None,
+                Roof(f"{dtype} bound {bound.rate_text()}", "compute", bound.per_s, False)
+                if bound else None)
 
     def place(self, w: Winner) -> dict[str, Any]:
         """A winner with FLOPs and bytes as a point of the plot."""
         intensity = w.flops / w.nbytes
         flop_s = w.flops / w.seconds
-        roof, which = self.attainable(intensity, w.dtype, None)
-        physical, _ = self.attainable(intensity, w.dtype, False)
+        compute = self.compute(w.dtype)
+        roof, which = attainable(intensity, _first(self.memory), _first(compute))
+        physical, _ = attainable(intensity, self.memory[1], compute[1])
         return {"study": w.study, "kernel": w.kernel, "dtype": w.dtype, "problem": w.problem,
                 "number": w.number, "intensity": intensity, "flop_s": flop_s,
                 "byte_s": w.nbytes / w.seconds, "roof_flop_s": roof, "roof": which,
@@ -204,12 +179,12 @@ class Roofs:
         """A winner the plot has no place for, as one line of the list beside it."""
         head = f"{w.kernel} {w.problem} (#{w.number}, {w.study})"
         if w.nbytes > 0:
-            memory = self.memory(True) or self.memory(False)
+            memory = _first(self.memory)
             pct = (f", {100 * w.nbytes / w.seconds / memory.per_s:.1f}% of the memory roof "
                    f"({memory.name})" if memory else "")
             return f"{head}: 0 FLOP, {w.nbytes / w.seconds / 1e9:.0f} GB/s{pct}"
         if w.flops > 0:
-            compute = self.compute(w.dtype, True) or self.compute(w.dtype, False)
+            compute = _first(self.compute(w.dtype))
             pct = (f", {100 * w.flops / w.seconds / compute.per_s:.1f}% of the compute roof "
                    f"({compute.name})" if compute else "")
             return (f"{head}: {w.flops / w.seconds / 1e12:.4g} TFLOP/s{pct}; it declares no "
@@ -219,17 +194,30 @@ class Roofs:
     def drawn(self, dtypes: Sequence[str]) -> list[Roof]:
         """The roofs to draw: memory first, then each dtype's compute roofs; dtypes that
         share a roof share its line (their names joined)."""
-        roofs = [r for r in (self.memory(True), self.memory(False)) if r]
+        roofs = [r for r in self.memory if r]
         compute: dict[tuple[float, bool], list[Roof]] = {}
-        for dtype in dtypes:
-            for c in (True, False):
-                roof = self.compute(dtype, c)
-                if roof:
-                    compute.setdefault((roof.per_s, c), []).append(roof)
-        for (_, _), same in compute.items():
+        for roof in (r for dtype in dtypes for r in self.compute(dtype) if r):
+            compute.setdefault((roof.per_s, roof.calibrated), []).append(roof)
+        for same in compute.values():
             names = ", ".join(r.name.split(" ", 1)[0] for r in same)
             roofs.append(same[0]._replace(name=names + " " + same[0].name.split(" ", 1)[1]))
         return roofs
+
+
+def _first(roofs: tuple[Roof | None, Roof | None]) -> Roof | None:
+    """The calibrated roof where it was measured, else the physical bound."""
+    return roofs[0] or roofs[1]
+
+
+def attainable(intensity: float, memory: Roof | None, compute: Roof | None
+               ) -> tuple[float, str]:
+    """(FLOP/s, which roof limits) at ``intensity`` under these roofs; NaN with neither."""
+    by_memory = intensity * memory.per_s if memory else math.inf
+    if memory and (compute is None or by_memory < compute.per_s):
+        return by_memory, f"memory: {memory.name}"
+    if compute:
+        return compute.per_s, f"compute: {compute.name}"
+    return math.nan, ""
 
 
 def studies_roofline(stores: Sequence[StudyStore], gpu: str | None = None) -> Roofline:
