@@ -25,7 +25,6 @@ from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
 from sweeper.report._agreement import agreement_markdown
 from sweeper.report._contents import ReportTables
-from sweeper.report._power import power_markdown
 from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
     LABELS,
@@ -72,7 +71,7 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
     out += _baselines(tables)
     out += _ceilings(tables.ceilings, tables.headline, story)
     out += _bounds(meta.bounds, df)
-    out += power_markdown(tables.power)
+    out += _power(tables.power)
     out += _stops(tables)
     out.append("\n## Trials without a number\n")
     out.append(md_table(tables.failures, empty="None: every config was measured."))
@@ -184,6 +183,35 @@ def _baselines(tables: ReportTables) -> list[str]:
                                          baseline_rates(tables.baselines, df, metric),
                                          strict=True)])
     return ["\n## Baselines (same timer, same runs, same GPU)\n", md_table(rows)]
+
+
+def _power(summary: dict[str, Any]) -> list[str]:
+    """Power, clocks and throttling (:func:`._tables.power_summary`); nothing where no trial
+    had clocks to read (the interpreter, a replay)."""
+    if not summary["trials_with_clocks"]:
+        return []
+    mhz, capped, schedule = summary["sm_mhz"], summary["trials_capped"], summary["schedule"]
+    out = ["\n## Power, clocks and throttling\n",
+           f"SM clock while sampling (mean per trial, over {summary['trials_with_clocks']} "
+           f"trials): {mhz['min']:.0f}-{mhz['max']:.0f} MHz, median {mhz['median']:.0f}"
+           + (f"; highest board power {summary['power_w_max']:.0f} W"
+              if summary["power_w_max"] is not None else "") + ".\n",
+           f"The power cap (`sw_power_cap`) showed in {capped} trial(s), in "
+           f"{100 * summary['capped_share']:.0f}% of their NVML polls on average; it labels "
+           "samples and does not discard them, except under a cool-down schedule.\n" if capped
+           else "The power cap (`sw_power_cap`) never showed while sampling.\n"]
+    if summary["switched"]:
+        out.append(f"Equal duty: {_text(summary['switched'])}.\n")
+    elif schedule not in ("auto", "off"):
+        out.append(f"Equal duty: measure.duty {_text(schedule)} for every config.\n")
+    if summary["finals_duty"]:
+        out.append("The finals ran under the same schedule "
+                   f"({_text('; '.join(summary['finals_duty']))}).\n")
+    if summary["samples_discarded"]:
+        reasons = ", ".join(f"{k} ({v} chunk(s))" for k, v in summary["discard_reasons"].items())
+        out.append(f"Samples discarded while throttled: {summary['samples_discarded']} "
+                   f"({_text(reasons)}).\n")
+    return out
 
 
 def _stops(tables: ReportTables) -> list[str]:

@@ -19,7 +19,7 @@ from sweeper.kernels import Headline
 from sweeper.measure import Stop
 from sweeper.measure._duty import POWER_CAP
 from sweeper.space import Problem, format_size, parse_size, show_dims
-from sweeper.store import BaselineRecord, TrialRecord
+from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
 
 STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv", "ci_lo", "ci_hi",
                 "rel_ci", "outliers")
@@ -298,6 +298,38 @@ def flag_counts(trials: Sequence[TrialRecord]) -> pd.DataFrame:
     """Trials by flag kind (launch-bound, L2-resident, unconverged, suspicious, ...)."""
     kinds = Counter(kind.value for t in trials for kind in {f.kind for f in t.flags})
     return pd.DataFrame(sorted(kinds.items()), columns=["flag", "trials"])
+
+
+def power_summary(trials: Sequence[TrialRecord], meta: StudyMeta,
+                  duty_records: Sequence[DutyRecord], finals: Sequence[FinalRecord]
+                  ) -> dict[str, Any]:
+    """What the GPU was doing while the study was measured: the schedule and why (a
+    power-bound study records when and why it switched to an equal-duty schedule, a
+    ``duty`` record), how many trials saw the power cap, the spread of the clocks the
+    trials ran at (``TrialRecord.clocks``), board power, and the samples discarded by
+    reason; so a reader can tell a kernel that ran at full clock from one that ran capped."""
+    windows = [t.clocks for t in trials if t.clocks and t.clocks.sm_mhz_mean is not None]
+    clocks = [w.sm_mhz_mean for w in windows if w.sm_mhz_mean is not None]
+    capped = [w.reasons[POWER_CAP] for w in windows if w.reasons.get(POWER_CAP)]
+    power = [w.power_w_max for w in windows if w.power_w_max is not None]
+    discarded: Counter[str] = Counter()
+    for t in trials:
+        for reason in t.discard_reasons:
+            discarded[reason.split(" (")[0].split(":")[0]] += 1
+    spec = meta.measure.get("duty", "auto")
+    return {
+        "schedule": spec,
+        "switched": duty_records[-1].note if duty_records else "",
+        "finals_duty": sorted({f.duty for f in finals if f.duty}),
+        "trials_with_clocks": len(windows),
+        "trials_capped": len(capped),
+        "capped_share": float(np.mean(capped)) if capped else 0.0,
+        "sm_mhz": {"min": min(clocks), "median": float(np.median(clocks)),
+                   "max": max(clocks)} if clocks else None,
+        "power_w_max": max(power) if power else None,
+        "samples_discarded": sum(t.discarded for t in trials),
+        "discard_reasons": dict(discarded.most_common()),
+    }
 
 
 def baseline_rates(baselines: Sequence[BaselineRecord], df: pd.DataFrame, metric: str

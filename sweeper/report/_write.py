@@ -24,7 +24,6 @@ from sweeper.report._figures import render, report_figures
 from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import heatmaps
 from sweeper.report._markdown import markdown
-from sweeper.report._power import power_summary
 from sweeper.report._provenance import factors, record_rows, reproduce_command, run_story
 from sweeper.report._roofline import Roofline, roofline, winner_work
 from sweeper.report._tables import (
@@ -35,6 +34,7 @@ from sweeper.report._tables import (
     headline_table,
     nothing_measured,
     one_at_a_time,
+    power_summary,
     rate_column,
     single_valued,
     stop_counts,
