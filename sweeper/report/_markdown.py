@@ -19,16 +19,17 @@ import pandas as pd
 
 from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
+from sweeper.consensus import AGREE
 from sweeper.escape import md_text
 from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
-from sweeper.report._agreement import agreement_markdown
 from sweeper.report._contents import ReportTables
 from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
     LABELS,
     PROBLEM_ORDER,
+    agreement_frame,
     baseline_rates,
     nothing_measured,
     problem_key,
@@ -310,9 +311,13 @@ def _winners(tables: ReportTables) -> list[str]:
                    f"{', after ' + _text(final.duty) if final.duty else ''}.{against}\n")
         out.append(md_table(table.rename(columns={**SHOWN, "grid": "grid",
                                                   tables.metric: unit(tables.metric)})))
-        if p in tables.agreements:
-            line, frame = agreement_markdown(tables.agreements[p])
-            out += [f"\n{_text(line.rstrip())}\n", md_table(frame)]
+        if p in tables.agreements:            # the same finalists on several GPUs
+            agree = tables.agreements[p]
+            gpus = ", ".join(str(g) for g in agree.gpus)
+            out += ["\n" + _text(f"Across GPUs ({gpus}; the same finalists in the same rounds "
+                                 f"on each): {agree.headline()}. A config within {AGREE:.0%} "
+                                 "of a GPU's fastest median counts as its best.") + "\n",
+                    md_table(agreement_frame(agree))]
     return out
 
 

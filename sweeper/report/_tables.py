@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.ceilings import Ceilings
+from sweeper.consensus import Agreement
 from sweeper.finals import FinalRecord, Pick
 from sweeper.kernels import Headline
 from sweeper.measure import Stop
@@ -378,6 +379,20 @@ def final_table(final: FinalRecord, df: pd.DataFrame, meta_names: Sequence[str],
     order = {"winner": 0, "tied": 1, "": 2}
     return out.sort_values(by=["", "median_ms"], key=lambda c: c.map(
         lambda v: order.get(v, 3)) if c.name == "" else c).reset_index(drop=True)
+
+
+def agreement_frame(agree: Agreement) -> pd.DataFrame:
+    """One row per finalist measured on every GPU, fastest worst case first: its % from
+    each GPU's best median, its worst, and what it is (a GPU's winner, exported)."""
+    rows = []
+    for number, by_gpu in agree.slowdown.items():
+        won = [f"GPU {g}" for g, w in agree.winners.items() if w == number]
+        what = (["exported"] if number == agree.chosen else []) + \
+            ([f"winner on {', '.join(won)}"] if won else [])
+        rows.append({"#": number, **{f"GPU {g.index} % from best":
+                                     round(100 * by_gpu[g.index], 2) for g in agree.gpus},
+                     "worst %": round(100 * max(by_gpu.values()), 2), "": "; ".join(what)})
+    return pd.DataFrame(rows).sort_values(["worst %", "#"], kind="stable")
 
 
 class AxisEffect(NamedTuple):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,11 +14,11 @@ import pandas as pd
 
 from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
+from sweeper.consensus import AGREE, Agreement
 from sweeper.finals import Winners
 from sweeper.fsio import atomic_write
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
-from sweeper.report._agreement import agreement_json
 from sweeper.report._contents import ReportTables
 from sweeper.report._figures import render, report_figures
 from sweeper.report._footprint import FootprintCurve, footprint_curves
@@ -41,7 +41,7 @@ from sweeper.report._tables import (
     trials_frame,
     unit,
 )
-from sweeper.store import DriftRecord, DutyRecord, Storage, StudyMeta
+from sweeper.store import DriftRecord, DutyRecord, ProblemKey, Storage, StudyMeta
 
 
 @dataclass
@@ -231,6 +231,17 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "footprint_curves": [_curve_json(c) for c in tables.footprint],
         "roofline": _roofline_json(tables.roofline),
     }
+
+
+def agreement_json(agreements: Mapping[ProblemKey, Agreement]) -> list[dict[str, Any]]:
+    """The agreements as report.json gives them, in problem order."""
+    return [{"problem": {**key._asdict(), "dims": dict(key.dims)}, "agreed": a.agreed,
+             "threshold_pct": 100 * AGREE, "gpus": [str(g) for g in a.gpus],
+             "exported": a.chosen, "worst_pct": 100 * a.worst, "summary": a.headline(),
+             "gpu_winners": {str(g): n for g, n in a.winners.items()},
+             "slowdown_pct": {str(n): {str(g): 100 * v for g, v in row.items()}
+                              for n, row in a.slowdown.items()}}
+            for key, a in sorted(agreements.items())]
 
 
 def _curve_json(curve: FootprintCurve) -> dict[str, Any]:
