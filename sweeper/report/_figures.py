@@ -108,7 +108,7 @@ def figure_key(figure: Figure, code: str | None = None) -> str:
     code, matplotlib's version and the resolution."""
     h = hashlib.sha256((code or _code_key()).encode())
     h.update(f"{figure.stem}\0{figure.build.__qualname__}\0".encode())
-    _feed(h, figure.args)
+    h.update(json.dumps(figure.args, default=_content).encode())
     return h.hexdigest()[:32]
 
 
@@ -120,31 +120,23 @@ def _code_key() -> str:
     return h.hexdigest()
 
 
-def _feed(h: Any, value: Any) -> None:
-    """Feed ``value`` to the hash ``h`` in a form that depends only on its content."""
+def _content(value: Any) -> Any:
+    """What JSON does not write itself (frames, arrays, numpy scalars, dataclasses, enums),
+    in a form that depends only on its content: a frame as its values, index, columns and
+    dtypes."""
     if isinstance(value, pd.DataFrame | pd.Series):
-        h.update(f"{type(value).__name__}{list(value.index)!r}".encode())
         frame = value.to_frame() if isinstance(value, pd.Series) else value
-        h.update(frame.to_json(orient="split", double_precision=15,
-                               default_handler=str).encode())
-        h.update(repr([str(t) for t in frame.dtypes]).encode())
-    elif isinstance(value, np.ndarray):
-        h.update(f"{value.dtype}{value.shape}".encode() + np.ascontiguousarray(value).tobytes())
-    elif isinstance(value, tuple | list):
-        h.update(f"{type(value).__name__}[{len(value)}".encode())
-        for item in value:
-            _feed(h, item)
-    elif isinstance(value, dict):
-        h.update(f"dict[{len(value)}".encode())
-        for k in sorted(value, key=repr):
-            _feed(h, k)
-            _feed(h, value[k])
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        _feed(h, (type(value).__name__, dataclasses.asdict(value)))
-    elif isinstance(value, enum.Enum):
-        h.update(f"{type(value).__name__}.{value.name}".encode())
-    else:
-        h.update(f"{type(value).__name__}:{value!r};".encode())
+        return [type(value).__name__, [str(t) for t in frame.dtypes], frame.to_json(
+            orient="split", double_precision=15, default_handler=str)]
+    if isinstance(value, np.ndarray):
+        return [str(value.dtype), value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__, dataclasses.asdict(value)]
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return f"{type(value).__name__}:{value!r}"
 
 
 def _manifest(directory: Path) -> dict[str, str]:
