@@ -17,7 +17,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.consensus import Agreement
 from sweeper.finals import FinalRecord, Pick
 from sweeper.kernels import Headline
-from sweeper.measure import Stop
+from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
@@ -353,28 +353,27 @@ def final_table(final: FinalRecord, df: pd.DataFrame, meta_names: Sequence[str],
                 metric: str = "gbps") -> pd.DataFrame:
     """The finalists of one problem as re-measured interleaved, winner first, with their
     ``metric`` rate at the re-measured median."""
+    def row(what: str, config: dict[str, Any], st: Stats, rate: float, sweep_ms: float
+            ) -> dict[str, Any]:
+        return {"": what, **config, "median_ms": st.median,
+                "ci_ms": f"[{st.ci_lo:.4g}, {st.ci_hi:.4g}]", "cv_pct": 100 * st.cv,
+                metric: rate, "sweep_median_ms": sweep_ms}
+
     by_number = df.set_index("number")
     rows = []
     for r in final.finalists:
         t = by_number.loc[r.number]
-        st = r.stats
-        rows.append({
-            "": "winner" if r.number == final.winner else (
-                "tied" if r.number in final.tied else ""),
-            "number": r.number, "grid": t["grid_label"], "block": t["block"],
-            **{n: t[n] for n in meta_names}, "median_ms": st.median,
-            "ci_ms": f"[{st.ci_lo:.4g}, {st.ci_hi:.4g}]", "cv_pct": 100 * st.cv,
-            metric: at_median(t[metric], t["median_ms"], st.median),
-            "sweep_median_ms": t["median_ms"]})
+        rows.append(row("winner" if r.number == final.winner else (
+            "tied" if r.number in final.tied else ""),
+            {"number": r.number, "grid": t["grid_label"], "block": t["block"],
+             **{n: t[n] for n in meta_names}},
+            r.stats, at_median(t[metric], t["median_ms"], r.stats.median), t["median_ms"]))
     if final.baseline:                      # the same work, in the same rounds
         st = final.baseline.stats
         winner = next(r for r in rows if r["number"] == final.winner)
-        rows.append({"": f"baseline: {final.baseline.name}", "number": "–",
-                     "grid": "–", "block": "–", **{n: "–" for n in meta_names},
-                     "median_ms": st.median,
-                     "ci_ms": f"[{st.ci_lo:.4g}, {st.ci_hi:.4g}]", "cv_pct": 100 * st.cv,
-                     metric: at_median(winner[metric], winner["median_ms"], st.median),
-                     "sweep_median_ms": np.nan})
+        rows.append(row(f"baseline: {final.baseline.name}",
+                        dict.fromkeys(["number", "grid", "block", *meta_names], "–"), st,
+                        at_median(winner[metric], winner["median_ms"], st.median), np.nan))
     out = pd.DataFrame(rows)
     order = {"winner": 0, "tied": 1, "": 2}
     return out.sort_values(by=["", "median_ms"], key=lambda c: c.map(
