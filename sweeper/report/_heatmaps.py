@@ -87,7 +87,6 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
         maps = []
         groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
         for key, cell_df in groups:
-            key = key if isinstance(key, tuple) else (key,)
             pairs = list(zip(meta_names, key, strict=True))
             meta_text = " ".join(f"{n}={_label(v)}" for n, v in pairs)
             name = f"{stem}_" + "_".join(f"{n}-{_label(v)}" for n, v in pairs)
@@ -126,17 +125,13 @@ def cell_text(data: HeatmapData) -> pd.DataFrame:
     """What each cell says: its rate, the meta values that won it (best-over-meta maps),
     the winner's final rate (its cell), or why it has no number."""
     out = data.notes.copy().astype(object)
-    for block in data.values.index:
-        for grid in data.values.columns:
-            value = data.values.loc[block, grid]
-            if pd.isna(value):
-                continue
-            lines = [fmt_rate(float(value))]
-            if data.won_by is not None and data.won_by.loc[block, grid]:
-                lines.append(data.won_by.loc[block, grid])
-            if data.best_final is not None and data.best == (block, grid):
-                lines.append(f"final {fmt_rate(data.best_final)}")
-            out.loc[block, grid] = "\n".join(lines)
+    for (block, grid), value in data.values.stack().dropna().items():
+        lines = [fmt_rate(float(value))]
+        if data.won_by is not None and data.won_by.loc[block, grid]:
+            lines.append(data.won_by.loc[block, grid])
+        if data.best_final is not None and data.best == (block, grid):
+            lines.append(f"final {fmt_rate(data.best_final)}")
+        out.loc[block, grid] = "\n".join(lines)
     return out
 
 
