@@ -212,12 +212,10 @@ def _marked(values: pd.DataFrame, pick: pd.DataFrame, picks: Mapping[int, Pick],
                 return (row["block"], row["grid_label"]), "best in the sweep", None
             return ((row["block"], row["grid_label"]), "winner of the interleaved final",
                     at_median(row[metric], row["median_ms"], chosen.median_ms))
-    grid = values.to_numpy(dtype=float)
-    if not np.isfinite(grid).any():
+    numbers = values.stack().dropna()
+    if numbers.empty:
         return None, "best", None
-    i, j = np.unravel_index(np.nanargmax(grid), grid.shape)
-    return ((values.index[i], values.columns[j]), "best of this map" if picks else "best",
-            None)
+    return numbers.idxmax(), "best of this map" if picks else "best", None
 
 
 def _captioned(maps: list[HeatmapData], shared: bool, short: Mapping[str, str],

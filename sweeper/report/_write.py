@@ -175,9 +175,7 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
 
 
 def _jsonable(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
+    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _clean(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
