@@ -68,13 +68,12 @@ def heatmap_figure(data: HeatmapData) -> Any:
     size = 8 if lines <= 2 else 7
     for i in range(0 if compact else grid.shape[0]):
         for j in range(grid.shape[1]):
-            if np.isfinite(grid[i, j]):
-                colour = ".15" if _luminance(mesh.to_rgba(grid[i, j])) > .408 else "w"
+            number = np.isfinite(grid[i, j])        # else the text says why there is none
+            if number or text[i, j]:
+                colour = (".15" if _luminance(mesh.to_rgba(grid[i, j])) > .408 else "w"
+                          ) if number else "#666666"
                 ax.text(j + 0.5, i + 0.5, text[i, j], ha="center", va="center",
-                        color=colour, fontsize=size)
-            elif text[i, j]:                        # why a cell has no number
-                ax.text(j + 0.5, i + 0.5, text[i, j], ha="center", va="center",
-                        color="#666666", fontsize=8)
+                        color=colour, fontsize=size if number else 8)
     if data.best is not None:
         row = list(values.index).index(data.best[0])
         col = list(values.columns).index(data.best[1])
