@@ -69,11 +69,9 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
         for name in meta_names:
             row[name] = (cfg.meta if cfg else {}).get(name, _number(t.choice.get(name, "")))
         for name in dim_names:
-            row[name] = (dict(cfg.problem.dims).get(name) if cfg
-                                  else _number(t.choice.get(name, "")))
+            row[name] = dict(cfg.problem.dims).get(name) if cfg else _number(t.choice.get(name, ""))
         for stat in STAT_COLUMNS:
-            key = f"{stat}_ms" if stat in ("median", "mean", "min", "max", "p95", "p99", "std",
-                                           "ci_lo", "ci_hi") else stat
+            key = stat if stat in ("cv", "rel_ci", "outliers") else f"{stat}_ms"   # unitless
             row[key] = getattr(t.stats, stat) if t.stats else np.nan
         row["ci_pct"] = 100.0 * row["rel_ci"]
         row.update(_ceiling_columns(t, ceilings, headline))
