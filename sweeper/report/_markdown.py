@@ -228,8 +228,7 @@ def _heatmaps(tables: ReportTables, images: list[Path]) -> list[str]:
     if not drawn and not blank:
         return []
     out = ["\n## Heatmaps\n", *drawn]
-    maps = tables.heatmaps
-    if blank and len(blank) == len(maps):
+    if blank and len(blank) == len(tables.heatmaps):
         out.append("None drawn: no config was measured.\n")
     elif blank:
         out.append(f"Not drawn, no config in them was measured: {_text(', '.join(blank))}.\n")

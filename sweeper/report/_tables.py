@@ -311,10 +311,8 @@ def power_summary(trials: Sequence[TrialRecord], meta: StudyMeta,
     clocks = [w.sm_mhz_mean for w in windows if w.sm_mhz_mean is not None]
     capped = [w.reasons[POWER_CAP] for w in windows if w.reasons.get(POWER_CAP)]
     power = [w.power_w_max for w in windows if w.power_w_max is not None]
-    discarded: Counter[str] = Counter()
-    for t in trials:
-        for reason in t.discard_reasons:
-            discarded[reason.split(" (")[0].split(":")[0]] += 1
+    discarded = Counter(reason.split(" (")[0].split(":")[0]      # the reason without values
+                        for t in trials for reason in t.discard_reasons)
     spec = meta.measure.get("duty", "auto")
     return {
         "schedule": spec,
