@@ -221,8 +221,10 @@ def load(hint: Any, value: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None:
             return None
-        arm = next((a for a in args if a is not type(None) and conforms(value, a)), Any)
-        return load(arm, value)
+        arms = [a for a in args if a is not type(None)]
+        if len(arms) > 1:               # the arm the value fits; ``X | None`` has one
+            arms = [next((a for a in arms if conforms(value, a)), Any)]
+        return load(arms[0], value)
     if origin is list:
         return list(value) if args[0] in (float, int, str) else [load(args[0], v) for v in value]
     if origin is dict:
