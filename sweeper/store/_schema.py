@@ -90,10 +90,7 @@ def values_problem(data: Mapping[str, Any], types_: Mapping[str, Any]) -> str | 
     """The first value of ``data`` that is not of its type in ``types_`` (others are free)."""
     for key, hint in types_.items():
         if key in data:
-            value = data[key]
-            if _surely_fits(hint)(value):
-                continue
-            problem = value_problem(value, hint, key)
+            problem = _checker(hint)(data[key], key)
             if problem is not None:
                 return problem
     return None
@@ -107,107 +104,82 @@ def _required(cls: Any) -> tuple[str, ...]:
 
 
 @functools.cache
-def _always_fit(hint: Any) -> frozenset[type]:
-    """The JSON types whose every value fits ``hint`` (``int`` and ``float`` for ``float``,
-    ``NoneType`` for ``X | None``...): most fields of most records are checked by their
-    type alone, without :func:`value_problem`'s walk."""
-    if hint is Any:
-        return frozenset({str, int, float, bool, type(None), list, dict})
-    if hint is float:
-        return frozenset({int, float})
-    if hint in (int, str, bool) and codec_for(hint) is None:
-        return frozenset({hint})
+def _checker(hint: Any) -> Callable[[Any, str], str | None]:
+    """Why a JSON value does not fit ``hint``, naming it as the key given, or ``None``.
+    A value kept in a form of its own (a codec's, a nested dataclass's, an item of a list
+    or an ``X | None`` of them) is told about by that form; any other by its whole value
+    and the type wanted.  Worked out once per type: a journal of 10⁵ records checks the
+    same few dozen types millions of times."""
+    codec = codec_for(hint)
+    if codec is not None:
+        problem: Callable[[Any, str], str | None] = codec.problem
+        return problem
+    if _structured(hint):
+        return functools.partial(_object_problem, hint)
     origin, args = _form(hint)
-    if origin in (typing.Union, types.UnionType):
-        return frozenset().union(*map(_always_fit, args))
-    if origin is dict and args[1] is Any:
-        return frozenset({dict})
-    if hint is type(None):
-        return frozenset({type(None)})
-    return frozenset()
+    arms = [arm for arm in args if arm is not type(None)]
+    if origin in (typing.Union, types.UnionType) and len(arms) == 1 and _structured(arms[0]):
+        arm = _checker(arms[0])
+        return lambda value, key: None if value is None else arm(value, key)
+    if origin is list and _structured(args[0]):
+        return functools.partial(_items_problem, _checker(args[0]), type_name(hint))
+    fits = _fits(hint)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        allowed = ", ".join(str(m.value) for m in hint)
+        return lambda value, key: None if fits(value) else \
+            f"{key} {show(value)} is not one of {allowed}"
+    wanted = type_name(hint)
+    return lambda value, key: None if fits(value) else f"{key} is {show(value)}, not {wanted}"
+
+
+def _object_problem(cls: Any, value: Any, key: str) -> str | None:
+    """Why ``value`` (the JSON of ``key``) is not an object that fills dataclass ``cls``."""
+    if not isinstance(value, dict):
+        return f"{key} is {show(value)}, not an object"
+    problem = fields_problem(cls, value)
+    return None if problem is None else f"{key}: {problem}"
+
+
+def _items_problem(item: Callable[[Any, str], str | None], wanted: str, value: Any,
+                   key: str) -> str | None:
+    """Why ``value`` (the JSON of ``key``) is not a list whose every item passes ``item``."""
+    if not isinstance(value, list):
+        return f"{key} is {show(value)}, not {wanted}"
+    for i, v in enumerate(value):
+        problem = item(v, f"{key}[{i}]")
+        if problem is not None:
+            return problem
+    return None
 
 
 @functools.cache
-def _surely_fits(hint: Any) -> Callable[[Any], bool]:
-    """A quick test that a JSON value fits ``hint``, by the types of it and its items
-    alone; where it says no, :func:`value_problem` walks the value and says why."""
-    plain = _always_fit(hint)
+def _fits(hint: Any) -> Callable[[Any], bool]:
+    """A test that a JSON value fits a type annotation (``int``, ``list[float]``, ``X |
+    None``, an enum of string values, a dataclass, a type with a codec, ``Any``...);
+    JSON integers fit ``float``."""
     origin, args = _form(hint)
-    if origin is list:
-        inner = _always_fit(args[0])
-        return lambda v: type(v) is list and all(type(x) in inner for x in v)
-    if origin is dict:
-        inner = _always_fit(args[1])
-        return lambda v: type(v) is dict and all(type(x) in inner for x in v.values())
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        values = frozenset(_values(hint))
-        return lambda v: type(v) is str and v in values
-    return lambda v: type(v) in plain
-
-
-def value_problem(value: Any, hint: Any, key: str) -> str | None:
-    """Why the JSON ``value`` of ``key`` does not fit ``hint``, or ``None``."""
-    if hint in (float, int, str) and conforms(value, hint):
-        return None
-    codec = codec_for(hint)
-    if codec is not None:
-        problem: str | None = codec.problem(value, key)
-        return problem
-    origin, args = _form(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        arms = [arm for arm in args if arm is not type(None)]
-        if len(arms) == 1 and _structured(arms[0]):
-            return value_problem(value, arms[0], key)
-    elif _structured(hint):
-        if not isinstance(value, dict):
-            return f"{key} is {show(value)}, not an object"
-        problem = fields_problem(hint, value)
-        return None if problem is None else f"{key}: {problem}"
-    elif origin is list and _structured(args[0]) and isinstance(value, list):
-        for i, item in enumerate(value):
-            problem = value_problem(item, args[0], f"{key}[{i}]")
-            if problem is not None:
-                return problem
-        return None
-    if conforms(value, hint):
-        return None
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return f"{key} {show(value)} is not one of {', '.join(str(m.value) for m in hint)}"
-    return f"{key} is {show(value)}, not {type_name(hint)}"
-
-
-def conforms(value: Any, hint: Any) -> bool:
-    """Whether a JSON value fits a type annotation (``int``, ``list[float]``, ``X | None``,
-    an enum of string values, a dataclass, a type with a codec, ``Any``...); JSON
-    integers fit ``float``."""
+    tests = [_fits(arg) for arg in args]
     if hint is Any:
-        return True
+        return lambda value: True
     if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint in _PLAIN:
-        return isinstance(value, hint)
-    origin, args = _form(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(conforms(value, arm) for arm in args)
-    if origin is list:
-        return isinstance(value, list) and all(conforms(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(conforms(v, args[1]) for v in value.values())
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
     if hint is type(None):
-        return value is None
+        return lambda value: value is None
+    if origin in (typing.Union, types.UnionType):
+        return lambda value: any(test(value) for test in tests)
+    if origin is list:
+        return lambda value: isinstance(value, list) and all(map(tests[0], value))
+    if origin is dict:
+        return lambda value: isinstance(value, dict) and all(map(tests[1], value.values()))
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return value in _values(hint)
+        values = _values(hint)
+        return lambda value: value in values
     if _structured(hint):
-        return value_problem(value, hint, "") is None
-    return isinstance(value, hint)
-
-
-#: JSON values kept as they are, checked by their Python type alone.
-_PLAIN = (str, bool, dict, list)
+        check = _checker(hint)
+        return lambda value: check(value, "") is None
+    return lambda value: isinstance(value, hint)
 
 
 def load(hint: Any, value: Any) -> Any:
@@ -223,7 +195,7 @@ def load(hint: Any, value: Any) -> Any:
             return None
         arms = [a for a in args if a is not type(None)]
         if len(arms) > 1:               # the arm the value fits; ``X | None`` has one
-            arms = [next((a for a in arms if conforms(value, a)), Any)]
+            arms = [next((a for a in arms if _fits(a)(value)), Any)]
         return load(arms[0], value)
     if origin is list:
         return list(value) if args[0] in (float, int, str) else [load(args[0], v) for v in value]
@@ -286,9 +258,8 @@ CODECS: dict[type, Any] = {}
 def register_codecs(codecs: Mapping[type, Any]) -> None:
     """Add ``codecs`` to :data:`CODECS`; what was worked out without them is forgotten."""
     CODECS.update(codecs)
-    _structured.cache_clear()
-    _always_fit.cache_clear()
-    _surely_fits.cache_clear()
+    for cached in (_structured, _checker, _fits):
+        cached.cache_clear()
 
 
 def codec_for(hint: Any) -> Any:
@@ -317,7 +288,7 @@ def type_name(hint: Any) -> str:
 def has_positive(data: Any, key: str, owner: str) -> str | None:
     """``None`` if ``data[key]`` is a number above 0 (a median time), else what is wrong."""
     value = data.get(key) if isinstance(data, dict) else None
-    if value is not None and conforms(value, float) and value > 0:
+    if value is not None and _fits(float)(value) and value > 0:
         return None
     return f"{owner} has no {key} above 0"
 
@@ -326,7 +297,7 @@ def stats_problem(stats: Any, owner: str, keys: tuple[str, ...] = ()) -> str | N
     """What is wrong with a statistics dict whose readers index its median and ``keys``."""
     problem = has_positive(stats, "median", owner)
     if problem is None:
-        missing = [k for k in keys if not conforms(stats.get(k), float)]
+        missing = [k for k in keys if not _fits(float)(stats.get(k))]
         if missing:
             return f"{owner} has no {', '.join(missing)} number"
     return problem
