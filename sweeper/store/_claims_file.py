@@ -63,6 +63,22 @@ def worker_taken(worker_id: str) -> str:
             "each worker its own --worker-id, or leave it out (default: HOST:PID)")
 
 
+def locked(path: Path, flags: int, lock: int, cannot: str) -> int | None:
+    """``path`` opened with ``flags`` and ``flock``ed with ``lock``: its descriptor (closing
+    it drops the lock), or ``None`` where another process holds the lock (``LOCK_NB``); a
+    StudyError, ``cannot`` and why, where it cannot be opened."""
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:
+        raise StudyError(f"{cannot}: {err.strerror or err}") from None
+    try:
+        fcntl.flock(fd, lock)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
 class StudyLock:
     """An exclusive ``flock`` on the study folder's lock file, re-entrant in a process (a
     claimed trial is appended while the claim is checked, under the same lock)."""
@@ -78,12 +94,8 @@ class StudyLock:
         """Hold the lock (waiting for another process that holds it)."""
         with self._mutex:
             if self._depth == 0:
-                try:
-                    self._fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
-                except OSError as err:
-                    raise StudyError(f"{self.root}: cannot lock the study: "
-                                     f"{err.strerror or err}") from None
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
+                self._fd = locked(self.root / LOCK, os.O_RDWR | os.O_CREAT, fcntl.LOCK_EX,
+                                  f"{self.root}: cannot lock the study")
             self._depth += 1
             try:
                 yield
@@ -112,16 +124,11 @@ class WorkerLocks:
         with self.lock.held():
             if worker_id in self._fds:
                 return
-            try:
-                fd = os.open(self.path(worker_id), os.O_RDWR | os.O_CREAT, 0o666)
-            except OSError as err:
-                raise StudyError(f"{self.root}: cannot lock worker id {worker_id!r}: "
-                                 f"{err.strerror or err}") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise StudyError(f"{self.root}: {worker_taken(worker_id)}") from None
+            fd = locked(self.path(worker_id), os.O_RDWR | os.O_CREAT,
+                        fcntl.LOCK_EX | fcntl.LOCK_NB,
+                        f"{self.root}: cannot lock worker id {worker_id!r}")
+            if fd is None:
+                raise StudyError(f"{self.root}: {worker_taken(worker_id)}")
             self._fds[worker_id] = fd
 
     def alive(self, worker_id: str) -> bool:

@@ -122,15 +122,6 @@ def upgraded_meta(meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def study_shape(meta: dict[str, Any]) -> Shape:
-    """The shape the study's kernel declares, read without importing a user kernel (whose
-    stand-in, like any kernel that declares none, has the 1-D shape)."""
-    try:
-        return shape_of(plugins.kernel_declaration(str(meta.get("kernel")), user_code=False))
-    except SweeperError:
-        return default_shape()
-
-
 def complete_dims(records: Sequence[Any], meta: Callable[[], dict[str, Any]]) -> None:
     """Give every problem in ``records`` that has no dimensions those the study's kernel
     (read from ``meta()`` only if one is missing) derives from its footprint; a footprint
@@ -149,9 +140,12 @@ def complete_dims(records: Sequence[Any], meta: Callable[[], dict[str, Any]]) ->
 
 
 def _shape(meta: Callable[[], dict[str, Any]]) -> Shape:
+    """The shape the study's kernel declares, read without importing a user kernel (whose
+    stand-in, like any kernel that declares none, has the 1-D shape, as has a journal
+    read without its study.json)."""
     try:
-        return study_shape(meta())
-    except SweeperError:            # a journal read without its study.json (tests, repair)
+        return shape_of(plugins.kernel_declaration(str(meta().get("kernel")), user_code=False))
+    except SweeperError:
         return default_shape()
 
 
