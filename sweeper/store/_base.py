@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sweeper.store._claims_file import Claim
-from sweeper.store._journal import BadLine
+from sweeper.store._journal import BadLine, Scan, warn_new
 from sweeper.store._ledger import study_axes, widened
 from sweeper.store._meta import StudyMeta
 from sweeper.store._records import BaselineRecord, TrialRecord, key_of
@@ -96,6 +96,9 @@ class Storage(ABC):
     and exports are written (the study folder itself for the journal)."""
 
     root: Path
+    #: what a warning says becomes of a record that reads set aside
+    SET_ASIDE = "set aside (the study goes on without it)"
+    _warned: set[tuple[str, int]]      # the set-aside lines warned of: each once a store
 
     @property
     @abstractmethod
@@ -179,12 +182,21 @@ class Storage(ABC):
         """Release the study; every record appended is already kept."""
 
     @abstractmethod
+    def _scan(self) -> Scan:
+        """The study's records checked as a journal holding their lines is."""
+
     def raw_records(self, warn: bool = True) -> list[dict[str, Any]]:
-        """Every good record's JSON, in the order appended."""
+        """Every good record's JSON, in the order appended; a line that is not a record
+        is set aside, with a warning naming its place (once per line and store) unless
+        ``warn`` is false."""
+        found = self._scan()
+        if warn:
+            warn_new(self.location, found, self._warned, self.SET_ASIDE)
+        return found.records
 
     def bad_lines(self) -> list[BadLine]:
-        """What reads set aside as not records (only a journal can hold such lines)."""
-        return []
+        """What reads set aside as not records, numbered by their place in the study."""
+        return list(self._scan().bad)
 
     @abstractmethod
     def enlist(self, worker_id: str) -> None:

@@ -81,7 +81,7 @@ from sweeper.fsio import (
     write_error,
     write_temp,
 )
-from sweeper.store._claims_file import BUSY, BUSY_RUN, StudyLock
+from sweeper.store._claims_file import BUSY, BUSY_RUN, StudyLock, locked
 from sweeper.store._ledger import Axes, Ledger
 from sweeper.store._schema import SURROGATE_ESCAPE, record_problem, surrogate_problem
 from sweeper.store._upgrade import upgraded
@@ -126,25 +126,16 @@ class Scan:
         split = self.data.split(b"\n")
         return [split[number - 1] for number in self.numbers]
 
-    @property
-    def trials(self) -> dict[int, int]:
-        """The good trials' numbers and their lines."""
-        return self.ledger.trials
 
-
-def scan(path: Path, axes: Axes | None = None
-         ) -> tuple[tuple[int, int, int] | None, Scan]:
-    """Read and check ``path`` (trials against the study's ``axes`` when given); returns
-    its (inode, size, mtime) and what it holds."""
+def scan(path: Path, axes: Axes | None = None) -> Scan:
+    """Read and check ``path`` (trials against the study's ``axes`` when given)."""
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            data = f.read()
+        data = path.read_bytes()
     except FileNotFoundError:
-        return None, Scan(ledger=Ledger(axes))
+        return Scan(ledger=Ledger(axes))
     except OSError as err:
         raise StudyError(f"{path}: cannot read the journal: {err.strerror or err}") from None
-    return (st.st_ino, st.st_size, st.st_mtime_ns), scan_bytes(data, axes)
+    return scan_bytes(data, axes)
 
 
 def scan_bytes(data: bytes, axes: Axes | None = None) -> Scan:
@@ -280,10 +271,10 @@ class JournalWriter:
         self._lock(shared=shared is not None)
         self._shared = shared
         try:
-            _, found = scan(self.path, self._axes())
+            found = scan(self.path, self._axes())
             if found.bad and shared is None:
                 repair(self.path, found)
-                _, found = scan(self.path, self._axes())
+                found = scan(self.path, self._axes())
             created = not self.path.exists()
             self._fds.append(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
             if created:
@@ -335,7 +326,7 @@ class JournalWriter:
             yield
             return
         with self._shared.held():
-            _, found = scan(self.path, self._axes())
+            found = scan(self.path, self._axes())
             self._ledger, self._lines = found.ledger, found.line_count
             if found.needs_newline or (found.bad and found.bad[-1].reason == TORN):
                 self._write(b"\n")
@@ -360,16 +351,11 @@ class JournalWriter:
             raise self._failed from None
 
     def _lock(self, shared: bool) -> None:
-        try:
-            fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except OSError as err:
-            raise StudyError(f"{self.root}: cannot open the study: {err.strerror or err}") \
-                from None
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise StudyError(f"{self.root}: {BUSY_RUN if shared else BUSY}") from None
+        fd = locked(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0),
+                    (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB,
+                    f"{self.root}: cannot open the study")
+        if fd is None:
+            raise StudyError(f"{self.root}: {BUSY_RUN if shared else BUSY}")
         self._fds.append(fd)
 
 

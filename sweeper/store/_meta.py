@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweeper.errors import StudyError
 from sweeper.store._schema import FORMAT, fields_problem, format_problem, json_type, load_fields
+from sweeper.store._upgrade import upgraded_meta
 
 
 @dataclass(frozen=True)
@@ -96,3 +98,13 @@ def meta_problem(meta: Any) -> str | None:
     if missing:
         return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
     return fields_problem(StudyMeta, meta)
+
+
+def checked_meta(meta: Any, where: Any, advice: str = "") -> dict[str, Any]:
+    """``meta`` (a parsed study file) as the current format (:func:`upgraded_meta`); one
+    that is not one sweeper can use (:func:`meta_problem`) is a StudyError naming
+    ``where``, with ``advice`` after the reason."""
+    problem = meta_problem(meta)
+    if problem:
+        raise StudyError(f"{where}: {problem}{advice}")
+    return upgraded_meta(meta)

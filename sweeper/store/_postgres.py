@@ -16,7 +16,7 @@ Claims: a claim is a row inserted with ``ON CONFLICT DO NOTHING``, so two worker
 both insert it; taking over a claim whose lease ran out, renewing and finishing one lock its
 row (``SELECT ... FOR UPDATE``), and a finished claim stays, marked done, so the key is never
 claimed again.  Lease times are the server's clock (``now()``), one clock for every host.
-A worker id is held by the session advisory lock of :func:`worker_lock_key` on the
+A worker id is held by the session advisory lock of :func:`lock_key` on the
 process's own connection (:meth:`PostgresStore.enlist`): a killed process's connection
 closes and its session ends, so a claim whose holder holds no such lock (``pg_locks``) is
 taken at once; one whose holder's session lives on (a host cut off) waits for its lease.
@@ -53,11 +53,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sweeper.errors import StorageError, StudyError, SweeperError
 from sweeper.store._base import Storage, kept_once, record_key
 from sweeper.store._claims_file import BUSY, BUSY_RUN, Claim, worker_taken
-from sweeper.store._journal import BadLine, Scan, encode_record, scan_bytes, warn_new
+from sweeper.store._journal import Scan, encode_record, scan_bytes
 from sweeper.store._ledger import Ledger, study_axes
-from sweeper.store._meta import meta_problem
+from sweeper.store._meta import checked_meta
 from sweeper.store._records import TrialRecord
-from sweeper.store._upgrade import upgraded_meta
 from sweeper.store._url import SHAPE, database_url, mask_url, with_timeouts
 
 SCHEMA = sa.MetaData()
@@ -138,18 +137,11 @@ def _reason(error: BaseException, url: str) -> str:
     return reason.replace(str(password), "***") if password else reason
 
 
-def study_lock_key(name: str) -> int:
-    """The advisory lock key of study ``name``: 64 bits of its SHA-256, apart from the
-    key :data:`_DDL_LOCK` by the prefix hashed with it."""
-    digest = hashlib.sha256(b"sweeper-study\0" + name.encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
-def worker_lock_key(study: str, worker_id: str) -> int:
-    """The advisory lock key of ``worker_id`` in study ``study`` (64 bits of a SHA-256,
-    apart from the study keys by the prefix hashed with it)."""
-    digest = hashlib.sha256(b"sweeper-worker\0" + study.encode() + b"\0" +
-                            worker_id.encode()).digest()
+def lock_key(*parts: str) -> int:
+    """The advisory lock key of a study (``"sweeper-study", NAME``) or of a worker id in
+    one (``"sweeper-worker", STUDY, ID``): 64 bits of the SHA-256 of the parts joined by
+    NULs; the first part keeps the two kinds, and :data:`_DDL_LOCK`, apart."""
+    digest = hashlib.sha256("\0".join(parts).encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
@@ -214,11 +206,7 @@ class PostgresStore(Storage):
         row = c.execute(query.with_for_update() if lock else query).first()
         if row is None:
             raise StudyError(f"{self.location}: no such study")
-        meta: dict[str, Any] = json.loads(row.meta)
-        problem = meta_problem(meta)
-        if problem:
-            raise StudyError(f"{self.location}: {problem}")
-        return upgraded_meta(meta)
+        return checked_meta(json.loads(row.meta), self.location)
 
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
         """Read, ``edit`` and write the metadata in one transaction holding the study's
@@ -245,7 +233,7 @@ class PostgresStore(Storage):
             if self._study_held:
                 return
             take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
-            if not self._session().execute(sa.select(take(study_lock_key(self._name)))
+            if not self._session().execute(sa.select(take(lock_key("sweeper-study", self._name)))
                                            ).scalar():
                 raise StudyError(f"{self.location}: {BUSY_RUN if shared else BUSY}")
             self._study_held = True
@@ -302,23 +290,10 @@ class PostgresStore(Storage):
             number=data["number"] if data["kind"] == "trial" else None,
             line=line.decode().rstrip("\n")))
 
-    def raw_records(self, warn: bool = True) -> list[dict[str, Any]]:
-        """Every good record's JSON, in the order appended.  Each was checked when it was
-        inserted, and is checked again as the journal's lines are (a row written by other
-        means, or before a check existed): a bad one is set aside with a warning naming
-        its place among the study's records, once per store, unless ``warn`` is false."""
-        found = self._scan()
-        if warn:
-            warn_new(self.location, found, self._warned,
-                     "set aside (the study goes on without it)")
-        return found.records
-
-    def bad_lines(self) -> list[BadLine]:
-        """The records that reads set aside, numbered by their place in the study."""
-        return list(self._scan().bad)
-
     def _scan(self) -> Scan:
-        """The study's records checked as a journal holding their lines would be."""
+        """The study's records checked as a journal holding their lines would be.  Each
+        was checked when it was inserted; a row written by other means, or before a check
+        existed, is set aside as a journal's bad line is, numbered by its place."""
         with self.engine.connect() as c:
             try:
                 axes = study_axes(self._meta(c, lock=False))
@@ -329,12 +304,12 @@ class PostgresStore(Storage):
         return scan_bytes(b"".join(line.encode() + b"\n" for line in lines), axes)
 
     def enlist(self, worker_id: str) -> None:
-        """See :meth:`Storage.enlist`: the session advisory lock of :func:`worker_lock_key`
+        """See :meth:`Storage.enlist`: the session advisory lock of :func:`lock_key`
         on this process's own connection."""
         with self._mutex:
             if worker_id in self._enlisted:
                 return
-            lock = sa.func.pg_try_advisory_lock(worker_lock_key(self._name, worker_id))
+            lock = sa.func.pg_try_advisory_lock(lock_key("sweeper-worker", self._name, worker_id))
             if not self._session().execute(sa.select(lock)).scalar():
                 raise StudyError(f"{self.location}: {worker_taken(worker_id)}")
             self._enlisted.add(worker_id)
@@ -365,7 +340,7 @@ class PostgresStore(Storage):
 
     def _alive(self, c: sa.Connection, worker_id: str) -> bool:
         """Whether some session holds ``worker_id`` (:meth:`enlist`)."""
-        key = worker_lock_key(self._name, worker_id) & 0xFFFFFFFFFFFFFFFF
+        key = lock_key("sweeper-worker", self._name, worker_id) & 0xFFFFFFFFFFFFFFFF
         return bool(c.execute(_LOCK_HELD, {"high": key >> 32,
                                            "low": key & 0xFFFFFFFF}).scalar())
 

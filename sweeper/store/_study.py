@@ -23,11 +23,10 @@ from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, create_new
 from sweeper.store._base import Storage, kept_once, record_key
 from sweeper.store._claims_file import Claim, ClaimsFile, StudyLock, WorkerLocks
-from sweeper.store._journal import JOURNAL, BadLine, JournalWriter, Scan, scan, warn_new
+from sweeper.store._journal import JOURNAL, JournalWriter, Scan, scan
 from sweeper.store._ledger import Axes, study_axes
-from sweeper.store._meta import meta_problem
+from sweeper.store._meta import checked_meta
 from sweeper.store._records import TrialRecord
-from sweeper.store._upgrade import upgraded_meta
 
 META = "study.json"
 
@@ -37,10 +36,13 @@ class StudyStore(Storage):
     append-only journal of its records. Everything a report, an export or a resumed run
     knows comes from here, so nothing a run finished depends on the process that ran it."""
 
+    SET_ASIDE = ("set aside (the study goes on without it; the next run moves it to "
+                 "trials.rejected.jsonl)")
+
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self._writer = JournalWriter(self.root, self._axes)
-        self._scan: tuple[Any, Scan] | None = None
+        self._read: tuple[Any, Scan] | None = None
         self._axes_read: tuple[Any, Axes | None] | None = None
         self._warned: set[tuple[str, int]] = set()
         self._lock = StudyLock(self.root)
@@ -88,15 +90,12 @@ class StudyStore(Storage):
         except OSError as err:
             raise StudyError(f"{path}: cannot read: {err.strerror or err}") from None
         try:
-            meta: dict[str, Any] = json.loads(text)
+            meta = json.loads(text)
         except json.JSONDecodeError as err:
             raise StudyError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
         except (ValueError, RecursionError) as err:
             raise StudyError(f"{path}: not JSON sweeper can read ({err})") from None
-        problem = meta_problem(meta)
-        if problem:
-            raise StudyError(f"{path}: {problem}; restore it, or move the study folder away")
-        return upgraded_meta(meta)
+        return checked_meta(meta, path, "; restore it, or move the study folder away")
 
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
         """Read, ``edit`` and write ``study.json`` whole under the study lock (another
@@ -123,7 +122,7 @@ class StudyStore(Storage):
             self._writer.append(record)
             return
         with self._lock.held() if self._shared else contextlib.nullcontext():
-            if once not in {record_key(d) for d in self._current().records}:
+            if once not in {record_key(d) for d in self._scan().records}:
                 self._writer.append(record)
 
     def append_all(self, records: Sequence[Any]) -> None:
@@ -140,25 +139,12 @@ class StudyStore(Storage):
         self._writer.close()
         self._workers.close()
 
-    def bad_lines(self) -> list[BadLine]:
-        """The journal's lines that are not records (what reads set aside)."""
-        return list(self._current().bad)
-
-    def raw_records(self, warn: bool = True) -> list[dict[str, Any]]:
-        """The journal's good records; bad lines are set aside (with a warning, once per
-        line and store, unless ``warn`` is false: see :meth:`bad_lines`)."""
-        found = self._current()
-        if warn:
-            warn_new(self.journal_path, found, self._warned, "set aside (the study goes on "
-                     "without it; the next run moves it to trials.rejected.jsonl)")
-        return found.records
-
-    def _current(self) -> Scan:
+    def _scan(self) -> Scan:
         """The journal as last read, read again if it or ``study.json`` changed since."""
         key = (_stat(self.journal_path), _stat(self.root / META))
-        if key[0] is None or self._scan is None or self._scan[0] != key:
-            self._scan = (key, scan(self.journal_path, self._axes())[1])
-        return self._scan[1]
+        if key[0] is None or self._read is None or self._read[0] != key:
+            self._read = (key, scan(self.journal_path, self._axes()))
+        return self._read[1]
 
     def _axes(self) -> Axes | None:
         """The study's axes and labels (:func:`study_axes`), read again when ``study.json``
@@ -186,7 +172,7 @@ class StudyStore(Storage):
     def claim(self, key: str, worker_id: str, lease_s: float) -> Claim:
         """See :meth:`Storage.claim`; the claims are ``claims.json`` in the folder."""
         with self._lock.held():
-            keys = (record_key(d) for d in scan(self.journal_path, self._axes())[1].records)
+            keys = (record_key(d) for d in scan(self.journal_path, self._axes()).records)
             return self._claims.claim(key, worker_id, lease_s, {k for k in keys if k})
 
     def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
@@ -200,7 +186,7 @@ class StudyStore(Storage):
         with self._lock.held():
             if not self._claims.finish(key, worker_id):
                 return None
-            trials = scan(self.journal_path, self._axes())[1].trials
+            trials = scan(self.journal_path, self._axes()).ledger.trials
             kept = dataclasses.replace(record, number=max(trials, default=-1) + 1)
             self.append(kept)
             return kept
