@@ -79,11 +79,10 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
                                    "again")
             optuna.delete_study(study_name=name, storage=storage)
         study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
-        study.set_user_attr("sweeper_study", printable(str(store.root)))
-        study.set_user_attr("kernel", printable(meta.kernel))
-        study.set_user_attr("gpu", printable(str(meta.environment
-                                                 .get("gpu", "?"))))
-        study.set_user_attr("objective", "median ms (minimize)")
+        for key, text in {"sweeper_study": printable(str(store.root)),
+                          "kernel": printable(meta.kernel), "gpu": printable(meta.gpu),
+                          "objective": "median ms (minimize)"}.items():
+            study.set_user_attr(key, text)
         dists = distributions(meta.axes, trials)
         rate = study_headline(meta).value
         since = _time(str(meta.created)) or UNKNOWN_START

@@ -79,15 +79,13 @@ def kept_once(record: Any) -> str | None:
 
 def first_baselines(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``records`` without a baseline of a problem that has one before it."""
-    seen: set[str] = set()
+    seen: set[str | None] = set()
     out = []
     for data in records:
-        key = record_key(data) if data.get("kind") == "baseline" else None
-        if key is not None:
-            if key in seen:
-                continue
+        key = record_key(data) if data["kind"] == "baseline" else None
+        if key is None or key not in seen:
             seen.add(key)
-        out.append(data)
+            out.append(data)
     return out
 
 
@@ -227,26 +225,29 @@ class Storage(ABC):
         """Give up ``worker_id``'s claim of ``key`` unmeasured (another may take it now)."""
 
     def records(self, *, warn: bool = True) -> tuple[list[TrialRecord], list[BaselineRecord]]:
-        """The trials and baselines; a problem recorded without dimensions (a journal older
-        than them) gets those the study's kernel derives from its footprint."""
-        trials: list[TrialRecord] = []
-        baselines: list[BaselineRecord] = []
-        for data in first_baselines(self.raw_records(warn)):
-            if data["kind"] == "trial":
-                trials.append(TrialRecord.from_json(data))
-            elif data["kind"] == "baseline":
-                baselines.append(BaselineRecord.from_json(data))
-        complete_dims([*trials, *baselines], self.meta)
+        """The trials and baselines (:meth:`read`, read once)."""
+        trials, baselines = self._typed((TrialRecord, BaselineRecord), warn)
         return trials, baselines
 
     def read(self, cls: type[R]) -> list[R]:
         """The records of record type ``cls`` (``FinalRecord``, ``DriftRecord``...), in the
-        order appended."""
-        kind = cls.__dataclass_fields__["kind"].default     # type: ignore[attr-defined]
-        out = [cls.from_json(data) for data in first_baselines(self.raw_records(True))
-               if data["kind"] == kind]
-        complete_dims(out, self.meta)
+        order appended; a problem recorded without dimensions (a journal older than them)
+        gets those the study's kernel derives from its footprint."""
+        out: list[R] = self._typed((cls,), True)[0]
         return out
+
+    def _typed(self, classes: Sequence[type[Record]], warn: bool) -> list[list[Any]]:
+        """The records of each type of ``classes`` (see :meth:`read`)."""
+        kinds: dict[str, tuple[type[Record], list[Any]]] = {
+            cls.__dataclass_fields__["kind"].default: (cls, [])   # type: ignore[attr-defined]
+            for cls in classes}
+        for data in first_baselines(self.raw_records(warn)):
+            if data["kind"] in kinds:
+                cls, out = kinds[data["kind"]]
+                out.append(cls.from_json(data))
+        found = [out for _, out in kinds.values()]
+        complete_dims([record for out in found for record in out], self.meta)
+        return found
 
     def __enter__(self) -> Storage:
         return self

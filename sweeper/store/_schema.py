@@ -285,22 +285,15 @@ def type_name(hint: Any) -> str:
     return str(hint).replace("typing.", "").replace("NoneType", "None")
 
 
-def has_positive(data: Any, key: str, owner: str) -> str | None:
-    """``None`` if ``data[key]`` is a number above 0 (a median time), else what is wrong."""
-    value = data.get(key) if isinstance(data, dict) else None
-    if value is not None and _fits(float)(value) and value > 0:
-        return None
-    return f"{owner} has no {key} above 0"
-
-
 def stats_problem(stats: Any, owner: str, keys: tuple[str, ...] = ()) -> str | None:
-    """What is wrong with a statistics dict whose readers index its median and ``keys``."""
-    problem = has_positive(stats, "median", owner)
-    if problem is None:
-        missing = [k for k in keys if not _fits(float)(stats.get(k))]
-        if missing:
-            return f"{owner} has no {', '.join(missing)} number"
-    return problem
+    """What is wrong with a statistics dict whose readers index its median (a number
+    above 0) and ``keys`` (numbers)."""
+    number = _fits(float)
+    median: Any = stats.get("median") if isinstance(stats, dict) else None
+    if not (number(median) and median > 0):
+        return f"{owner} has no median above 0"
+    missing = [k for k in keys if not number(stats.get(k))]
+    return f"{owner} has no {', '.join(missing)} number" if missing else None
 
 
 #: A JSON escape of a UTF-16 surrogate: where a text may hold a lone one.
