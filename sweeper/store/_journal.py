@@ -304,16 +304,15 @@ class JournalWriter:
             with self._shared_turn():
                 self._ledger.axes = self._axes()   # a resume may have widened them
                 lines: list[bytes] = []
-                counted: list[dict[str, Any]] = []
                 try:      # each checked after those before it in the batch
                     for i, record in enumerate(records, 1):
                         data = record.to_json()
                         lines.append(encode_record(data, self._ledger, self.path))
                         self._ledger.add(data, self._lines + i)
-                        counted.append(data)
                     self._write(b"".join(lines))
-                except BaseException:  # the ledger counts what the journal holds, no more
-                    self._ledger.forget(counted)
+                except BaseException:
+                    if self._failed is None:   # the ledger counts what the journal holds
+                        self._ledger = scan(self.path, self._axes()).ledger
                     raise
                 self._lines += len(records)
         fault("after-append")

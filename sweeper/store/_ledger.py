@@ -128,14 +128,3 @@ class Ledger:
         """Count trial ``number`` of the config ``key`` (:func:`key_of`) as line ``line``."""
         self.trials[number] = line
         self.configs.setdefault(key, (number, line))
-
-    def forget(self, records: Sequence[dict[str, Any]]) -> None:
-        """Uncount ``records``, counted by :meth:`add` but never written (a batch that one
-        of its records failed)."""
-        for data in records:
-            if data["kind"] == "trial":
-                number = data["number"]
-                self.trials.pop(number, None)
-                key = key_of(data["choice"])
-                if self.configs.get(key, (None, 0))[0] == number:
-                    del self.configs[key]
