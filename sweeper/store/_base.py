@@ -36,10 +36,11 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sweeper.store._claims_file import Claim
+from sweeper.store._claims_file import Claim, holds
 from sweeper.store._journal import BadLine, Scan, warn_new
 from sweeper.store._ledger import study_axes, widened
 from sweeper.store._meta import StudyMeta
@@ -204,25 +205,62 @@ class Storage(ABC):
         each take the other's claims as their own and measure every config twice."""
 
     @abstractmethod
+    def _claims(self) -> AbstractContextManager[Any]:
+        """The study's claims for one step that sees the study whole (the journal's study
+        lock, a PostgreSQL transaction): ``get`` a key's :class:`Held`, ``put`` a key to a
+        worker, ``finish`` it, ``delete`` it, and whether a worker is ``alive``."""
+
+    @abstractmethod
+    def _recorded(self, claims: Any, key: str) -> bool:
+        """Whether a record of ``key`` is kept (within the step ``claims``)."""
+
+    @abstractmethod
+    def _append_next(self, claims: Any, record: TrialRecord) -> TrialRecord:
+        """Append ``record`` under the next free trial number (within the step
+        ``claims``); the record as kept."""
+
     def claim(self, key: str, worker_id: str, lease_s: float) -> Claim:
         """Take ``key`` (a :func:`claim_key`) for ``worker_id`` for ``lease_s``, enlisting
         it first (:meth:`enlist`): TAKEN, unless a trial of it is recorded (DONE) or
         another worker's claim is alive (HELD): its lease runs and its holder's process is
         not known to be gone."""
+        self.enlist(worker_id)
+        with self._claims() as claims:
+            if self._recorded(claims, key):
+                return Claim.DONE
+            held = claims.get(key)
+            if held is not None and held.done:
+                return Claim.DONE
+            if held is not None and held.worker != worker_id and not held.expired and \
+                    claims.alive(held.worker):
+                return Claim.HELD
+            # a new claim loses to one another worker made meanwhile (its own step)
+            taken = claims.put(key, worker_id, lease_s, new=held is None)
+            return Claim.TAKEN if taken else Claim.HELD
 
-    @abstractmethod
     def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
         """Extend ``worker_id``'s claim of ``key`` by ``lease_s``; false if it lost it."""
+        with self._claims() as claims:
+            if not holds(claims.get(key), worker_id):
+                return False
+            return bool(claims.put(key, worker_id, lease_s, new=False))
 
-    @abstractmethod
     def record_claimed(self, key: str, worker_id: str, record: TrialRecord
                        ) -> TrialRecord | None:
         """Append ``record`` (the trial of ``key``) under the next free trial number, if
-        ``worker_id`` still holds ``key``; the record as kept, or None (claim lost)."""
+        ``worker_id`` still holds ``key``; the record as kept, or None (claim lost).  One
+        step checks the claim, marks it done and appends the trial."""
+        with self._claims() as claims:
+            if not holds(claims.get(key), worker_id):
+                return None
+            claims.finish(key)
+            return self._append_next(claims, record)
 
-    @abstractmethod
     def release(self, key: str, worker_id: str) -> None:
         """Give up ``worker_id``'s claim of ``key`` unmeasured (another may take it now)."""
+        with self._claims() as claims:
+            if holds(claims.get(key), worker_id):
+                claims.delete(key)
 
     def records(self, *, warn: bool = True) -> tuple[list[TrialRecord], list[BaselineRecord]]:
         """The trials and baselines (:meth:`read`, read once)."""

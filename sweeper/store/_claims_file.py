@@ -28,6 +28,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -162,63 +163,58 @@ class WorkerLocks:
             self._fds.clear()
 
 
+@dataclass(frozen=True)
+class Held:
+    """A claim as a store keeps it: the worker holding it, whether its lease ran out (by
+    the store's clock) and whether its trial is recorded (``done``: never claimed again)."""
+
+    worker: str
+    expired: bool
+    done: bool
+
+
+def holds(held: Held | None, worker_id: str) -> bool:
+    """Whether ``held`` is ``worker_id``'s claim, its trial not yet recorded."""
+    return held is not None and held.worker == worker_id and not held.done
+
+
 class ClaimsFile:
-    """``claims.json`` of one study folder, read and replaced under its :class:`StudyLock`."""
+    """``claims.json`` of one study folder as one step under its :class:`StudyLock` sees
+    it (:meth:`sweeper.store.Storage.claim`): read when the step begins, replaced whole at
+    each change."""
 
-    def __init__(self, root: Path, lock: StudyLock, workers: WorkerLocks) -> None:
+    def __init__(self, root: Path, workers: WorkerLocks) -> None:
         self.path = root / CLAIMS
-        self.lock = lock
         self.workers = workers
+        self._claims = self._load()
 
-    def claim(self, key: str, worker_id: str, lease_s: float, recorded: set[str]) -> Claim:
-        """Take ``key`` for ``worker_id`` (enlisted) unless recorded or done (DONE), or held
-        by another worker whose lease runs and whose process lives (HELD)."""
-        with self.lock.held():
-            self.workers.enlist(worker_id)
-            claims = self._load()
-            held = claims.get(key)
-            if key in recorded or (held and held["done"]):
-                return Claim.DONE
-            if held and held["worker"] != worker_id and held["expires"] > time.time() \
-                    and self.workers.alive(held["worker"]):
-                return Claim.HELD
-            claims[key] = {"worker": worker_id, "expires": time.time() + lease_s,
-                           "done": False}
-            self._save(claims)
-            return Claim.TAKEN
+    def get(self, key: str) -> Held | None:
+        """``key``'s claim, or ``None``."""
+        held = self._claims.get(key)
+        return None if held is None else Held(held["worker"], held["expires"] <= time.time(),
+                                              held["done"])
 
-    def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
-        """Extend the claim if ``worker_id`` still holds it."""
-        with self.lock.held():
-            claims = self._load()
-            if not self._holds(claims, key, worker_id):
-                return False
-            claims[key]["expires"] = time.time() + lease_s
-            self._save(claims)
-            return True
-
-    def finish(self, key: str, worker_id: str) -> bool:
-        """Mark ``key`` done if ``worker_id`` holds it (call under the lock, before the
-        trial is appended); whether it did."""
-        claims = self._load()
-        if not self._holds(claims, key, worker_id):
-            return False
-        claims[key]["done"] = True
-        self._save(claims)
+    def put(self, key: str, worker_id: str, lease_s: float, *, new: bool) -> bool:
+        """Give ``key`` to ``worker_id`` for ``lease_s`` (under the lock, no other worker
+        claimed it meanwhile, ``new`` or not)."""
+        self._claims[key] = {"worker": worker_id, "expires": time.time() + lease_s,
+                             "done": False}
+        self._save()
         return True
 
-    def release(self, key: str, worker_id: str) -> None:
-        """Drop ``worker_id``'s live claim of ``key``."""
-        with self.lock.held():
-            claims = self._load()
-            if self._holds(claims, key, worker_id):
-                del claims[key]
-                self._save(claims)
+    def finish(self, key: str) -> None:
+        """Mark ``key``'s claim done, before its trial is appended."""
+        self._claims[key]["done"] = True
+        self._save()
 
-    @staticmethod
-    def _holds(claims: dict[str, Any], key: str, worker_id: str) -> bool:
-        held = claims.get(key)
-        return held is not None and held["worker"] == worker_id and not held["done"]
+    def delete(self, key: str) -> None:
+        """Drop ``key``'s claim."""
+        del self._claims[key]
+        self._save()
+
+    def alive(self, worker_id: str) -> bool:
+        """Whether a live process holds ``worker_id`` (:meth:`WorkerLocks.alive`)."""
+        return self.workers.alive(worker_id)
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -233,5 +229,5 @@ class ClaimsFile:
                              "of this study and remove the file")
         return data
 
-    def _save(self, claims: dict[str, Any]) -> None:
-        atomic_write(self.path, json.dumps(claims, sort_keys=True) + "\n")
+    def _save(self) -> None:
+        atomic_write(self.path, json.dumps(self._claims, sort_keys=True) + "\n")

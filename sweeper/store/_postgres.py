@@ -42,7 +42,7 @@ import hashlib
 import json
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StorageError, StudyError, SweeperError
 from sweeper.store._base import Storage, kept_once, record_key
-from sweeper.store._claims_file import BUSY, BUSY_RUN, Claim, worker_taken
+from sweeper.store._claims_file import BUSY, BUSY_RUN, Held, worker_taken
 from sweeper.store._journal import Scan, encode_record, scan_bytes
 from sweeper.store._ledger import Ledger, study_axes
 from sweeper.store._meta import checked_meta
@@ -314,75 +314,69 @@ class PostgresStore(Storage):
                 raise StudyError(f"{self.location}: {worker_taken(worker_id)}")
             self._enlisted.add(worker_id)
 
-    def claim(self, key: str, worker_id: str, lease_s: float) -> Claim:
-        """See :meth:`Storage.claim`: insert the claim, or take over one whose lease ran
-        out or whose holder's session is gone, its row locked."""
-        self.enlist(worker_id)
+    @contextlib.contextmanager
+    def _claims(self) -> Iterator[_Claims]:
+        """The study's claims in one transaction."""
         with self.engine.begin() as c:
-            if c.execute(sa.select(RECORDS.c.seq).where(
-                    RECORDS.c.study == self._name, RECORDS.c.key == key).limit(1)).first():
-                return Claim.DONE
-            inserted = c.execute(pg_insert(CLAIMS).values(
-                study=self._name, key=key, worker=worker_id, expires=_lease(lease_s),
-                done=False).on_conflict_do_nothing())
-            if inserted.rowcount == 1:
-                return Claim.TAKEN
-            held = self._held(c, key)
-            if held is None:                 # released since: ask again
-                return Claim.HELD
-            if held.done:
-                return Claim.DONE
-            if held.worker != worker_id and not held.expired and \
-                    self._alive(c, held.worker):
-                return Claim.HELD
-            self._set(c, key, worker=worker_id, expires=_lease(lease_s))
-            return Claim.TAKEN
+            yield _Claims(self._name, c)
 
-    def _alive(self, c: sa.Connection, worker_id: str) -> bool:
-        """Whether some session holds ``worker_id`` (:meth:`enlist`)."""
-        key = lock_key("sweeper-worker", self._name, worker_id) & 0xFFFFFFFFFFFFFFFF
-        return bool(c.execute(_LOCK_HELD, {"high": key >> 32,
-                                           "low": key & 0xFFFFFFFF}).scalar())
+    def _recorded(self, claims: _Claims, key: str) -> bool:
+        """Whether a record of ``key`` is kept."""
+        return claims.c.execute(sa.select(RECORDS.c.seq).where(
+            RECORDS.c.study == self._name, RECORDS.c.key == key).limit(1)).first() is not None
 
-    def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
-        """See :meth:`Storage.heartbeat`."""
-        with self.engine.begin() as c:
-            held = self._held(c, key)
-            if held is None or held.done or held.worker != worker_id:
-                return False
-            self._set(c, key, expires=_lease(lease_s))
-            return True
+    def _append_next(self, claims: _Claims, record: TrialRecord) -> TrialRecord:
+        """Insert ``record`` under the next free trial number, the study's row held."""
+        self._meta(claims.c, lock=True)
+        last = claims.c.execute(sa.select(sa.func.max(RECORDS.c.number)).where(
+            RECORDS.c.study == self._name, RECORDS.c.kind == "trial")).scalar()
+        kept = dataclasses.replace(record, number=0 if last is None else last + 1)
+        self._insert(claims.c, kept.to_json())
+        return kept
 
-    def record_claimed(self, key: str, worker_id: str, record: TrialRecord
-                       ) -> TrialRecord | None:
-        """See :meth:`Storage.record_claimed`: one transaction checks the claim (its row
-        locked), marks it done and inserts the trial under the next free number."""
-        with self.engine.begin() as c:
-            held = self._held(c, key)
-            if held is None or held.done or held.worker != worker_id:
-                return None
-            self._set(c, key, done=True)
-            self._meta(c, lock=True)
-            last = c.execute(sa.select(sa.func.max(RECORDS.c.number)).where(
-                RECORDS.c.study == self._name, RECORDS.c.kind == "trial")).scalar()
-            kept = dataclasses.replace(record, number=0 if last is None else last + 1)
-            self._insert(c, kept.to_json())
-            return kept
 
-    def release(self, key: str, worker_id: str) -> None:
-        """See :meth:`Storage.release`."""
-        with self.engine.begin() as c:
-            c.execute(sa.delete(CLAIMS).where(
-                CLAIMS.c.study == self._name, CLAIMS.c.key == key,
-                CLAIMS.c.worker == worker_id, CLAIMS.c.done.is_(False)))
+class _Claims:
+    """Study ``study``'s claims in one transaction on ``c``, each row locked as it is read
+    (``SELECT ... FOR UPDATE``); a new claim is a row inserted ``ON CONFLICT DO NOTHING``,
+    so two workers cannot both insert it."""
 
-    def _held(self, c: sa.Connection, key: str) -> Any:
+    def __init__(self, study: str, c: sa.Connection) -> None:
+        self.study, self.c = study, c
+
+    def get(self, key: str) -> Held | None:
         """The claim's row, locked, with ``expired`` by the server's clock; None if none."""
-        return c.execute(sa.select(CLAIMS.c.worker, CLAIMS.c.done,
-                                   (CLAIMS.c.expires < sa.func.now()).label("expired"))
-                         .where(CLAIMS.c.study == self._name, CLAIMS.c.key == key)
-                         .with_for_update()).first()
+        row = self.c.execute(sa.select(CLAIMS.c.worker, CLAIMS.c.done,
+                                       (CLAIMS.c.expires < sa.func.now()).label("expired"))
+                             .where(self._row(key)).with_for_update()).first()
+        return None if row is None else Held(row.worker, row.expired, row.done)
 
-    def _set(self, c: sa.Connection, key: str, **values: Any) -> None:
-        c.execute(sa.update(CLAIMS).where(CLAIMS.c.study == self._name, CLAIMS.c.key == key)
-                  .values(**values))
+    def put(self, key: str, worker_id: str, lease_s: float, *, new: bool) -> bool:
+        """Give ``key`` to ``worker_id`` for ``lease_s``; a ``new`` claim only if no other
+        worker inserted one meanwhile (whether it did)."""
+        if new:
+            return self.c.execute(pg_insert(CLAIMS).values(
+                study=self.study, key=key, worker=worker_id, expires=_lease(lease_s),
+                done=False).on_conflict_do_nothing().returning(CLAIMS.c.key)
+            ).first() is not None
+        self._set(key, worker=worker_id, expires=_lease(lease_s))
+        return True
+
+    def finish(self, key: str) -> None:
+        """Mark the claim done: its key is never claimed again."""
+        self._set(key, done=True)
+
+    def delete(self, key: str) -> None:
+        """Drop the claim."""
+        self.c.execute(sa.delete(CLAIMS).where(self._row(key)))
+
+    def alive(self, worker_id: str) -> bool:
+        """Whether some session holds ``worker_id`` (:meth:`PostgresStore.enlist`)."""
+        key = lock_key("sweeper-worker", self.study, worker_id) & 0xFFFFFFFFFFFFFFFF
+        return bool(self.c.execute(_LOCK_HELD, {"high": key >> 32,
+                                                "low": key & 0xFFFFFFFF}).scalar())
+
+    def _row(self, key: str) -> Any:
+        return sa.and_(CLAIMS.c.study == self.study, CLAIMS.c.key == key)
+
+    def _set(self, key: str, **values: Any) -> None:
+        self.c.execute(sa.update(CLAIMS).where(self._row(key)).values(**values))

@@ -15,14 +15,14 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write, create_new
 from sweeper.store._base import Storage, kept_once, record_key
-from sweeper.store._claims_file import Claim, ClaimsFile, StudyLock, WorkerLocks
+from sweeper.store._claims_file import ClaimsFile, StudyLock, WorkerLocks
 from sweeper.store._journal import JOURNAL, JournalWriter, Scan, scan
 from sweeper.store._ledger import Axes, study_axes
 from sweeper.store._meta import checked_meta
@@ -47,7 +47,6 @@ class StudyStore(Storage):
         self._warned: set[tuple[str, int]] = set()
         self._lock = StudyLock(self.root)
         self._workers = WorkerLocks(self.root, self._lock)
-        self._claims = ClaimsFile(self.root, self._lock, self._workers)
         self._shared = False
 
     @property
@@ -169,31 +168,22 @@ class StudyStore(Storage):
         (:class:`~sweeper.store._claims_file.WorkerLocks`)."""
         self._workers.enlist(worker_id)
 
-    def claim(self, key: str, worker_id: str, lease_s: float) -> Claim:
-        """See :meth:`Storage.claim`; the claims are ``claims.json`` in the folder."""
+    @contextlib.contextmanager
+    def _claims(self) -> Iterator[ClaimsFile]:
+        """``claims.json`` in the folder, for one step under the study lock."""
         with self._lock.held():
-            keys = (record_key(d) for d in scan(self.journal_path, self._axes()).records)
-            return self._claims.claim(key, worker_id, lease_s, {k for k in keys if k})
+            yield ClaimsFile(self.root, self._workers)
 
-    def heartbeat(self, key: str, worker_id: str, lease_s: float) -> bool:
-        """See :meth:`Storage.heartbeat`."""
-        return self._claims.heartbeat(key, worker_id, lease_s)
+    def _recorded(self, claims: ClaimsFile, key: str) -> bool:
+        """Whether the journal keeps a record of ``key``."""
+        return any(record_key(d) == key for d in scan(self.journal_path, self._axes()).records)
 
-    def record_claimed(self, key: str, worker_id: str, record: TrialRecord
-                       ) -> TrialRecord | None:
-        """See :meth:`Storage.record_claimed`: under the study lock, the claim is checked
-        and marked done, then the trial appended under the next free number."""
-        with self._lock.held():
-            if not self._claims.finish(key, worker_id):
-                return None
-            trials = scan(self.journal_path, self._axes()).ledger.trials
-            kept = dataclasses.replace(record, number=max(trials, default=-1) + 1)
-            self.append(kept)
-            return kept
-
-    def release(self, key: str, worker_id: str) -> None:
-        """See :meth:`Storage.release`."""
-        self._claims.release(key, worker_id)
+    def _append_next(self, claims: ClaimsFile, record: TrialRecord) -> TrialRecord:
+        """Append ``record`` under the next trial number the journal has not recorded."""
+        trials = scan(self.journal_path, self._axes()).ledger.trials
+        kept = dataclasses.replace(record, number=max(trials, default=-1) + 1)
+        self.append(kept)
+        return kept
 
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
