@@ -4,6 +4,7 @@ record is checked, read and written back is in :mod:`sweeper.store._schema`."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -21,11 +22,6 @@ def key_of(choice: Mapping[str, Any]) -> tuple[str, ...]:
     """A choice's identity across runs, as the journal, the claims and the sweep key it:
     its sorted ``axis=label`` pairs."""
     return tuple(f"{k}={v}" for k, v in sorted(choice.items()))
-
-
-def _copied(value: Any) -> Any:
-    """A list or dict copied (a record owns its own), anything else as it is."""
-    return value.copy() if isinstance(value, (list, dict)) else value
 
 
 @dataclass(frozen=True)
@@ -60,7 +56,7 @@ class TrialRecord(TrialResult, Record):
         """The record of trial ``number``: the sampler's ``choice``, the config it resolved
         to (``None`` if it did not), what measuring it gave, when it started and how long
         it took."""
-        measured = {f.name: _copied(getattr(result, f.name)) for f in fields(TrialResult)}
+        measured = {f.name: copy.copy(getattr(result, f.name)) for f in fields(TrialResult)}
         return cls(**measured, number=number, choice=dict(choice), config=config,
                    started=started, wall_s=wall_s)
 
