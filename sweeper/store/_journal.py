@@ -358,10 +358,12 @@ class JournalWriter:
         self._fds.append(fd)
 
 
-def encode_record(data: dict[str, Any], ledger: Ledger, where: Any) -> bytes:
+def encode_record(data: dict[str, Any], ledger: Ledger | Callable[[dict[str, Any]], Ledger],
+                  where: Any) -> bytes:
     """A record's line, checked as the reader will check it (what is written can always be
-    read back) against the ``ledger`` of the records before it; a record that is not one
-    is a StudyError naming ``where``.  The caller counts it in the ledger once written."""
+    read back) against the ``ledger`` of the records before it (or the one ``ledger``
+    gives for the record, its fields checked); a record that is not one is a StudyError
+    naming ``where``.  The caller counts it in the ledger once written."""
     try:
         text = json.dumps(data, separators=(",", ":")).encode()
     except (TypeError, ValueError, RecursionError) as err:
@@ -369,7 +371,7 @@ def encode_record(data: dict[str, Any], ledger: Ledger, where: Any) -> bytes:
                          f"not JSON ({err})") from None
     parsed, reason = parse_line(text, kept=False)      # only checked, then dropped
     if parsed is not None:
-        reason = ledger.problem(parsed) or ""
+        reason = (ledger if isinstance(ledger, Ledger) else ledger(parsed)).problem(parsed) or ""
     if reason:
         raise StudyError(f"{where}: cannot record a {data.get('kind')} record: {reason}")
     return text + b"\n"

@@ -57,6 +57,7 @@ from sweeper.store._journal import Scan, encode_record, scan_bytes
 from sweeper.store._ledger import Ledger, study_axes
 from sweeper.store._meta import checked_meta
 from sweeper.store._records import TrialRecord
+from sweeper.store._schema import record_class
 from sweeper.store._url import SHAPE, database_url, mask_url, with_timeouts
 
 SCHEMA = sa.MetaData()
@@ -278,17 +279,29 @@ class PostgresStore(Storage):
         if once is not None and c.execute(sa.select(RECORDS.c.seq).where(
                 RECORDS.c.study == self._name, RECORDS.c.key == once).limit(1)).first():
             return
-        rows = c.execute(sa.select(RECORDS.c.kind, RECORDS.c.number, RECORDS.c.key).where(
-            RECORDS.c.study == self._name).order_by(RECORDS.c.seq)).all()
-        ledger = Ledger(study_axes(meta))
-        for at, row in enumerate(rows, 1):
-            if row.kind == "trial":
-                ledger.add_trial(row.number, tuple(json.loads(row.key)), at)
-        line = encode_record(data, ledger, self.location)
+        line = encode_record(data, lambda record: self._ledger(c, meta, record), self.location)
         c.execute(sa.insert(RECORDS).values(
             study=self._name, kind=data["kind"], key=record_key(data),
             number=data["number"] if data["kind"] == "trial" else None,
             line=line.decode().rstrip("\n")))
+
+    def _ledger(self, c: sa.Connection, meta: dict[str, Any], data: dict[str, Any]) -> Ledger:
+        """The ledger a record ``data`` (its fields checked) is checked against: the
+        study's axes, and of its trials those the check reads (of the record's number or
+        config, or those it names), each at its place among the study's records: a few
+        rows, not every row at every insert."""
+        ledger = Ledger(study_axes(meta))
+        refs = getattr(record_class(data["kind"]), "trial_refs", None)
+        numbers = [data["number"]] if data["kind"] == "trial" else refs(data) if refs else []
+        if numbers:
+            at = sa.func.row_number().over(order_by=RECORDS.c.seq).label("at")
+            rows = sa.select(RECORDS.c.kind, RECORDS.c.number, RECORDS.c.key, at).where(
+                RECORDS.c.study == self._name).subquery()
+            wanted = rows.c.number.in_(numbers) | (rows.c.key == (record_key(data) or ""))
+            for row in c.execute(sa.select(rows).where(rows.c.kind == "trial", wanted)
+                                 .order_by(rows.c.at)):
+                ledger.add_trial(row.number, tuple(json.loads(row.key)), row.at)
+        return ledger
 
     def _scan(self) -> Scan:
         """The study's records checked as a journal holding their lines would be.  Each
