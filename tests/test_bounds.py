@@ -227,7 +227,8 @@ def test_a_memoising_kernel_never_wins_a_sweep(write_space, tmp_path, capsys):
                                            "kernel: tests.kernels_for_tests:Memoises"))
     store = _sweep(path, InterpretDevice(), tmp_path)
     measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
-    assert len(measured) == 6
+    # caught at every config, the same way: the sweep stops after the first five alike
+    assert len(measured) == 5
     assert all(t.status is TrialStatus.WRONG_ANSWER and "stopped doing the work" in t.reason
                for t in measured)
     assert main(["export", str(store.root), "-o", str(tmp_path / "t.json")]) == 2

@@ -103,7 +103,7 @@ def test_worker_processes_survive_a_crash_and_a_hang_in_one_command(write_space,
                    "--workers", "process", "--studies-dir", str(tmp_path), "--quiet",
                    "--no-report"])
     out, err = capsys.readouterr()
-    assert status == 0, err
+    assert status == 3, err             # measured, two configs failing by the kernel's fault
     assert "fresh process" not in err and "done: 6 measured (2 failed)" in out
     measured = _measured(StudyStore(tmp_path / "tiny-interpret"))
     assert len(measured) == len({t.key() for t in measured}) == 6

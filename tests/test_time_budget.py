@@ -93,7 +93,7 @@ def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys)
     path = write_space(SMALL_SPACE.replace("block: [32, 128]", "block: [32, 64, 128]")
                        .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512, 1024]")
                        .replace("footprint: [4KiB]", "footprint: [1KiB]")
-                       .replace('grid: [sms, "cdiv(n, BLOCK)"]', f"grid: {list(range(1, 17))}"))
+                       .replace('grid: [sms, "cdiv(n, BLOCK)"]', f"grid: {list(range(1, 65))}"))
     t0 = time.perf_counter()
     assert main(["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
                  "--quiet", "--no-report", "--time", "10s"]) == 0
