@@ -186,7 +186,8 @@ def test_a_memoising_kernel_never_wins_a_gpu_sweep(write_space, tmp_path):
                                            "kernel: tests.kernels_for_tests:Memoises"))
     store, summary = sweep_study(path, open_device("cuda"), tmp_path / "memo")
     measured = [t for t in store.records()[0] if t.status.value != "invalid"]
-    assert len(measured) == 6 and summary.best is None and summary.finals == []
+    # caught at every config alike: the sweep stops after the first five
+    assert len(measured) == 5 and summary.best is None and summary.finals == []
     assert all(t.status.value == "wrong_answer" and "stopped doing the work" in t.reason
                for t in measured)
 
