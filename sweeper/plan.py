@@ -34,8 +34,9 @@ from sweeper.measure import DEFAULT_DUTY, SUSTAINED
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.study import RuledOut, resolved
 
-#: Samplers that walk a plan: a sweep compiles their next configs in its compile processes.
-PLANNED = ("exhaustive", "one-at-a-time")
+#: Samplers whose next configs a sweep compiles in its compile processes: those that walk
+#: a plan, and ``auto``, whose kernel model's favourites are compiled ahead.
+PLANNED = ("exhaustive", "one-at-a-time", "auto")
 #: Seconds of a trial's samples after which a FLOP-bound kernel meets the power limiter.
 POWER_AFTER_S = 0.015
 
@@ -59,8 +60,10 @@ class RunCosts:
     compile_s: dict[str, float] = field(default_factory=dict)
     ask_s: dict[str, float] = field(default_factory=lambda: {"auto": 0.034})
 
-    #: a compile from a cold cache where none was measured for the kernel
-    COMPILE_S = 1.0
+    #: a compile from a cold cache where none was measured for the kernel (on the H200
+    #: the pool's eight processes compiled the 102 binaries of spaces/matmul-shapes.yaml
+    #: and the 72 of matmul-8k.yaml behind 6-8 s of trials)
+    COMPILE_S = 0.5
 
     def compile_of(self, kernel: str) -> float:
         """Seconds a binary of ``kernel`` takes to compile (as measured, else assumed)."""

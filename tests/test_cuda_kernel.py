@@ -282,7 +282,7 @@ def test_a_compile_error_is_recorded_and_the_gpu_sweep_goes_on(tmp_path, monkeyp
     (tmp_path / "space.yaml").write_text(space_text(args="[dst, src, 'n:int64']").replace(
         "VEC: [1, 4]", "VEC: [1, 2, 4]") + "sampler: exhaustive\n")
     assert main(["run", str(tmp_path / "space.yaml"), "--studies-dir", str(tmp_path / "s"),
-                 "--quiet", "--no-report"]) == 0
+                 "--quiet", "--no-report"]) == 3       # measured; some configs did not compile
     rows = [json.loads(line) for line in
             (tmp_path / "s" / "space" / "trials.jsonl").read_text().splitlines()]
     trials = [r for r in rows if r.get("kind") == "trial"]

@@ -224,8 +224,9 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     warm = plan(RunShape(sampler="auto", kernel="matmul", costs=costs, report=True,
                          startup=True))
     assert warm.estimate_s == pytest.approx(bare.estimate_s + 3.0 + 0.5 + 0.03 * bare.trials)
-    # cold: 2 s a binary, in 8 processes while the GPU measures (a plan), else each in the
-    # worker, followed by the sustained load of a power-bound sweep
+    # cold: 2 s a binary, in 8 processes while the GPU measures (a plan, or auto's model's
+    # favourites), else each in the worker, followed by the sustained load of a
+    # power-bound sweep
     pooled = plan(RunShape(kernel="matmul", cold=True, compile_workers=8, costs=costs))
     from sweeper.study import resolved
     from sweeper.sweep._compile_pool import binary_of
@@ -235,7 +236,7 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     assert 0 < binaries < pooled.valid
     assert pooled.parts["compile"] == pytest.approx(
         2.0 + max(0.0, binaries * 2.0 / 8 - bare.parts["trials"]))
-    serial = plan(RunShape(sampler="auto", kernel="matmul", cold=True, costs=costs))
+    serial = plan(RunShape(sampler="tpe", kernel="matmul", cold=True, costs=costs))
     assert serial.parts["compile"] == pytest.approx(binaries * (2.0 + 0.2))
     # a power-bound kernel's finals follow cool-downs; a space's own cool-down precedes
     # every config's samples too

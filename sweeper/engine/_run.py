@@ -179,7 +179,8 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
     warmup = device.measure_spec(space.measure).warmup
     note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
              startup_s=clock.startup_s(), report_s=clock.steps().get("report"),
-             compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
+             compiles_s=summary.compiles_s or
+             [t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
              ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
              trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch + warmup * t.stats.median) / 1e3
                        for t in own if t.ok and t.stats])

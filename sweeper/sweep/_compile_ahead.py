@@ -104,6 +104,8 @@ class CompileAhead:
         #: the seconds the coordinator waited for compiles in progress before handing
         #: configs to workers
         self.waited_s = 0.0
+        #: the seconds each compile the pool finished took
+        self.compiled_s: list[float] = []
         sampler.prefer = self.ready       # configs whose binary is built go first
 
     @classmethod
@@ -194,6 +196,8 @@ class CompileAhead:
             else None
         how = result.status.value if result is not None else "worker"
         self.counts[how] = self.counts.get(how, 0) + 1
+        if result is not None and result.status is Compile.COMPILED:
+            self.compiled_s.append(result.seconds)
         self.waited_s += time.perf_counter() - t0
         if result is None or result.status is not Compile.FAILED:
             return None

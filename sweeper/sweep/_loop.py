@@ -147,6 +147,7 @@ class Sweep:
                 run.summary.stopped_by = self._loop(run)
                 run.summary.timing = run.timeline.breakdown(
                     time.perf_counter(), run.ahead.lines(t0) if run.ahead else [])
+                run.summary.compiles_s = run.ahead.compiled_s if run.ahead else []
                 run.summary.dropped = run.workers.dropped
                 if run.workers.finals_in_workers:
                     self._finals(run, in_workers=True)

@@ -66,6 +66,8 @@ class SweepSummary:
     #: where the loop's time went (each worker's start, busy and idle time, the
     #: coordinator's per trial, the tail); ``None`` for a sweep that did not loop
     timing: Breakdown | None = None
+    #: seconds each compile of the compile processes took (what a binary costs here)
+    compiles_s: list[float] = field(default_factory=list)
     #: how busy it kept its GPUs, and where the rest of its time went; ``None`` for a
     #: replay, which launches nothing
     busy: Busy | None = None
