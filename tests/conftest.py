@@ -85,11 +85,12 @@ def run_sweeper_process(space: Path, device: str, studies_dir: Path, study: str,
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(root), os.environ.get("PYTHONPATH", "")])}
     env.pop("SWEEPER_RESTARTS", None)
+    env.pop("SWEEPER_SINCE", None)
     run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(space), "--device",
                           device, "--studies-dir", str(studies_dir), "--quiet", "--no-report",
                           *extra],
                          cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
-    trials = StudyStore(studies_dir / study).records()[0] if run.returncode == 0 else []
+    trials = StudyStore(studies_dir / study).records()[0] if run.returncode in (0, 3) else []
     return run, [t for t in trials if t.status.value != "invalid"]
 
 

@@ -4,6 +4,7 @@ only, never the command."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import optuna
@@ -165,3 +166,25 @@ def test_after_a_lost_worker_a_spare_waits_so_the_next_fresh_one_has_its_imports
     # the first worker, then the first fresh one, started anew; the second one adopted
     assert [a is not None for a in adopted] == [False, False, True]
     assert _processes.waiting() == 0          # the spare after the last loss was ended
+
+
+def test_a_command_replaced_after_a_hang_counts_the_failures_of_its_earlier_processes(
+        write_space, tmp_path, monkeypatch):
+    """The last process of a command that a hang re-executed exits 3 for a failure an
+    earlier one recorded: it counts the study's kernel faults since the command started
+    ($SWEEPER_SINCE), not its own alone, and not those of earlier commands."""
+    from sweeper.engine._run import SINCE, RunResult
+    from sweeper.study import now
+
+    store, summary = sweep_study(write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:RaisesOnBigBlock")),
+        open_device("interpret"), tmp_path / "s")
+    failed = [t for t in store.records()[0] if t.status is TrialStatus.CRASHED]
+    assert failed
+    resumed = dataclasses.replace(summary, resumed=len(summary.trials))   # none of its own
+    monkeypatch.delenv(SINCE, raising=False)
+    assert RunResult(store, resumed).kernel_faults == 0
+    monkeypatch.setenv(SINCE, min(t.started for t in failed))
+    assert RunResult(store, resumed).kernel_faults == len(failed)
+    monkeypatch.setenv(SINCE, "9" + now())                        # after them all
+    assert RunResult(store, resumed).kernel_faults == 0

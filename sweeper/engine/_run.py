@@ -50,13 +50,26 @@ class RunResult:
     @property
     def kernel_faults(self) -> int:
         """This run's trials that failed by the kernel's fault
-        (:data:`~sweeper.trial.KERNEL_FAULTS`: a wrong answer, a crash, a compile error)."""
+        (:data:`~sweeper.trial.KERNEL_FAULTS`: a wrong answer, a crash, a compile error),
+        those of the processes a hang replaced before this one included (the trials the
+        study recorded since the command started, ``$SWEEPER_SINCE``)."""
         from sweeper.trial import KERNEL_FAULTS
 
+        since = os.environ.get(SINCE)
+        if since is not None:
+            return sum(1 for t in self.store.records()[0]
+                       if t.status in KERNEL_FAULTS and t.started >= since)
         if self.summary is None:
             return 0
         return sum(1 for t in self.summary.trials[self.summary.resumed:]
                    if t.status in KERNEL_FAULTS)
+
+
+#: The environment variable a command re-executed after a hang carries its start in (UTC,
+#: as records stamp it), so the last process counts the whole command's failures.
+SINCE = "SWEEPER_SINCE"
+#: When this process's first ``run_sweep`` started (what :data:`SINCE` passes on).
+_STARTED: list[str] = []
 
 
 def run_sweep(options: RunOptions) -> RunResult:
@@ -64,7 +77,9 @@ def run_sweep(options: RunOptions) -> RunResult:
     (the Python API) it never replaces or ends the process: a trial that broke the CUDA
     context is an error to the caller, a hung one a message."""
     from sweeper._processes import release
+    from sweeper.study import now
 
+    _STARTED[:] = [now()]
     started = StartAhead(options)     # what starts once the space is read
     try:
         return _run(options, started)
@@ -404,7 +419,8 @@ def _go_on_fresh(message: str, argv: Sequence[str]) -> str:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, "-m", "sweeper", *argv],
-              {**os.environ, "SWEEPER_RESTARTS": str(restarts + 1)})
+              {**os.environ, "SWEEPER_RESTARTS": str(restarts + 1),
+               SINCE: os.environ.get(SINCE) or _STARTED[-1]})
     return ""    # not reached: the process was replaced
 
 
