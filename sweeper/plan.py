@@ -53,10 +53,14 @@ class RunCosts:
 
     startup_s: float = 5.5
     report_s: float = 2.0
-    #: a trial's own seconds beyond its launches (loading its binary, verifying, the
-    #: host's side of sampling), the median over a run's trials; ``None``: the device's
-    #: :class:`PlanCosts` ``compile_s``
-    trial_s: float | None = None
+    #: by kernel, a trial's own seconds beyond its timed launches (loading its binary, its
+    #: first launch, verifying, the host's side of sampling), the median over a run's
+    #: trials; where none: the device's :class:`PlanCosts` ``compile_s``
+    trial_s: dict[str, float] = field(default_factory=dict)
+    #: by kernel, a launch's measured median over the model's launch time (its bytes and
+    #: FLOPs at the assumed bandwidth and peak), the median over a run's trials: the
+    #: interpreter's launch costs what its programs' steps cost, not its bytes
+    launch_scale: dict[str, float] = field(default_factory=dict)
     compile_s: dict[str, float] = field(default_factory=dict)
     ask_s: dict[str, float] = field(default_factory=lambda: {"auto": 0.034})
 
@@ -85,22 +89,30 @@ def run_costs(device: str) -> RunCosts:
     figures where none ran, or the cache cannot be read."""
     try:
         data = json.loads(_costs_path().read_text()).get(device)
-        return RunCosts(**data) if isinstance(data, dict) else RunCosts()
-    except (OSError, ValueError, TypeError):
+        costs = RunCosts(**data) if isinstance(data, dict) else RunCosts()
+    except (OSError, ValueError, TypeError, AttributeError):
         return RunCosts()
+    tables = (costs.trial_s, costs.launch_scale, costs.compile_s, costs.ask_s)
+    if not all(isinstance(t, dict) for t in tables):
+        return RunCosts()                     # written by an older sweeper, or damaged
+    return costs
 
 
 def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_s: float | None, compiles_s: list[float], ask_s: float | None,
-             trials_s: list[float] | None = None) -> None:
+             trials_s: list[float] | None = None,
+             launch_scales: list[float] | None = None) -> None:
     """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
     not measured, e.g. a call from Python or ``--no-report``), the first launches that
-    compiled (their median is the kernel's compile), a proposal's seconds, each trial's
-    seconds beyond its launches (their median is a trial's overhead).  Never fails the
-    run: a cache that cannot be written is left as it is."""
+    compiled (their median is the kernel's compile), a proposal's seconds, and for its
+    kernel each trial's seconds beyond its timed launches and each launch's measured
+    median over the model's (the medians of both).  Never fails the run: a cache that
+    cannot be written is left as it is."""
     costs = run_costs(device)
     if trials_s:
-        costs.trial_s = round(statistics.median(trials_s), 4)
+        costs.trial_s[kernel] = round(statistics.median(trials_s), 4)
+    if launch_scales:
+        costs.launch_scale[kernel] = round(statistics.median(launch_scales), 4)
     if startup_s is not None:
         costs.startup_s = round(startup_s, 3)
     if report_s is not None:
@@ -228,7 +240,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     binaries: set[Any] = set()
     computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
     fixed = measure.fixed_duty()
-    own = shape.costs.trial_s if shape.costs.trial_s is not None else costs.compile_s
+    own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
+    scale = shape.costs.launch_scale.get(shape.kernel, 1.0)
     for _, outcome in resolved(space, facts.env(), facts.max_footprint):
         if isinstance(outcome, Invalid):
             ruled_out.add(outcome)
@@ -236,6 +249,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         valid += 1
         if budget is None or valid <= budget:
             launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs)
+            launch *= scale
             # the power limiter steps in after 15-20 ms of load (the H200): a FLOP-bound
             # kernel whose samples last that long is power-bound
             computing = computing or (by_flops and _expected_samples(measure, launch) *
@@ -277,6 +291,12 @@ def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: boo
     if shape.sampler in PLANNED and shape.compile_workers > 0:
         return each + max(0.0, binaries * each / shape.compile_workers - trials_s)
     return binaries * (each + (SUSTAINED.seconds if power else 0.0))
+
+
+def model_launch_s(config: Config, bytes_moved: Callable[[Problem], int],
+                   flops: Callable[[Problem], int] | None, costs: PlanCosts) -> float:
+    """What the plan's model says one launch of ``config`` takes (seconds)."""
+    return _launch_seconds(config, bytes_moved, flops, costs)[0]
 
 
 def _launch_seconds(config: Config, bytes_moved: Callable[[Problem], int],

@@ -184,12 +184,14 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
     assert run_costs("GPU X") == RunCosts()                       # nothing run: the H200's
     note_run("GPU X", kernel="matmul", sampler="auto", startup_s=3.21, report_s=None,
-             compiles_s=[0.9, 1.5, 1.1], ask_s=0.05)
+             compiles_s=[0.9, 1.5, 1.1], ask_s=0.05, trials_s=[0.02, 0.03, 0.5],
+             launch_scales=[1.2, 1.1, 9.0])
     note_run("GPU Y", kernel="copy", sampler="exhaustive", startup_s=None, report_s=0.7,
              compiles_s=[], ask_s=None)
     x, y = run_costs("GPU X"), run_costs("GPU Y")
     assert (x.startup_s, x.report_s, x.compile_of("matmul"), x.ask_s["auto"]) == \
         (3.21, RunCosts.report_s, 1.1, 0.05)
+    assert (x.trial_s, x.launch_scale) == ({"matmul": 0.03}, {"matmul": 1.2})   # medians
     assert (y.report_s, y.compile_of("copy")) == (0.7, RunCosts.COMPILE_S)
     (tmp_path / "cache" / "run-costs.json").write_text("{not json")
     assert run_costs("GPU X") == RunCosts()                       # damaged: assumed again
@@ -224,6 +226,11 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     warm = plan(RunShape(sampler="auto", kernel="matmul", costs=costs, report=True,
                          startup=True))
     assert warm.estimate_s == pytest.approx(bare.estimate_s + 3.0 + 0.5 + 0.03 * bare.trials)
+    # what this machine measured of the kernel: a trial's own seconds, its launches' scale
+    learned = plan(RunShape(kernel="matmul", costs=RunCosts(
+        trial_s={"matmul": 0.1}, launch_scale={"matmul": 2.0})))
+    launches = bare.parts["trials"] - bare.trials * GPU_COSTS.compile_s
+    assert learned.parts["trials"] == pytest.approx(bare.trials * 0.1 + 2 * launches, rel=0.02)
     # cold: 2 s a binary, in 8 processes while the GPU measures (a plan, or auto's model's
     # favourites), else each in the worker, followed by the sustained load of a
     # power-bound sweep
