@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sweeper.core._units import counted
 from sweeper.errors import SweeperError
 from sweeper.measure import PRACTICAL, Comparison, compare_samples
 from sweeper.store import StudyStore, TrialRecord
@@ -69,7 +70,7 @@ def format_rows(rows: list[Row]) -> str:
     for r in rows:
         counts[r.comparison.verdict.value] = counts.get(r.comparison.verdict.value, 0) + 1
     lines.append(", ".join(f"{v} {n}" for v, n in sorted(counts.items())) +
-                 f" of {len(rows)} configs (FASTER/SLOWER: B against A)")
+                 f" of {counted(len(rows), 'config')} (FASTER/SLOWER: B against A)")
     threshold = rows[0].comparison.threshold if rows else PRACTICAL
     practical = sum(r.comparison.practically_same for r in rows)
     lines.append(f"practical threshold {100 * threshold:g}%: medians closer than that are SAME "

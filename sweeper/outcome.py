@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from sweeper.core._model import PROBLEM_AXES
+from sweeper.core._units import counted
 from sweeper.finals import Pick, Winners, problem_of
 from sweeper.kernels import Headline
 from sweeper.store import ProblemKey, TrialRecord
@@ -81,7 +82,7 @@ def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
                " ms in the same rounds)" if final.baseline and ratio is not None else "")
     return (f"winner, {name}, after {final.rounds} interleaved rounds over "
             f"{len(final.finalists)} finalists: {trial_text(pick.trial, headline, pick.median_ms)}"
-            f"; {len(final.tied) - 1} other(s) tied within noise{against}")
+            f"; {counted(len(final.tied) - 1, 'other')} tied within noise{against}")
 
 
 def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | None:

@@ -56,7 +56,7 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
 
     rc, out, err = sweeper("export", "tiny-interpret", cwd=tmp_path)
     assert rc == 0, err
-    assert "wrote 1 entries to studies/tuning.json" in out
+    assert "wrote 1 entry to studies/tuning.json" in out
     tuning = tmp_path / "studies" / "tuning.json"
     entry = json.loads(tuning.read_text())["entries"][0]
     winner = report["winners"][0]

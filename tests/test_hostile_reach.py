@@ -204,7 +204,7 @@ def test_extends_reaches_files_under_the_space_files_folder(layout, capsys):
     (spaces / "b.yaml").write_text("extends: sub/c.yaml\n")
     (spaces / "sub" / "c.yaml").write_text("extends: ../base/common.yaml\n")
     rc, out, _ = _plan(spaces / "a.yaml", capsys)
-    assert rc == 0 and "1 configs" in out
+    assert rc == 0 and ": 1 config (" in out
     rc, out, _ = _plan(spaces / "b.yaml", capsys)
     assert rc == 0 and "2 configs" in out
     # the folder is the one of the file named on the command line: from sub/, ../base is out

@@ -12,6 +12,7 @@ import torch
 from sweeper import __version__
 from sweeper.cli import EXIT_CONFIGS_FAILED, main
 from sweeper.cli._parser import build_parser
+from sweeper.core._units import counted
 from sweeper.devices._cuda import CudaDevice
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._replay import ReplayDevice
@@ -149,7 +150,7 @@ def test_each_problem_gets_its_best_and_winner_lines(write_space, tmp_path, caps
         assert line(results, f"winner, float32 {footprint >> 10}KiB cold").endswith(
             f": #{t.number} grid=sms (=2) block={t.config.block} BLOCK=256: median "
             f"{pick.median_ms:.4g} ms, {t.rate(Headline.GBPS, pick.median_ms):.4g} GB/s; "
-            f"{len(pick.final.tied) - 1} other(s) tied within noise; "
+            f"{counted(len(pick.final.tied) - 1, 'other')} tied within noise; "
             f"{pick.final.baseline_ratio_text()}× torch copy_ "
             f"({base.stats.median:.4g} ms in the same rounds)")
 
@@ -230,7 +231,7 @@ def test_compare_calls_a_difference_within_the_threshold_same(tmp_path, capsys):
     _study(tmp_path, "b", [x * 1.003 for x in a])                 # 0.3 % slower, CIs apart
     rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
     assert rc == 0 and out[1].startswith("SAME ")
-    assert out[-2] == "SAME 1 of 1 configs (FASTER/SLOWER: B against A)"
+    assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
     assert out[-1] == ("practical threshold 1%: medians closer than that are SAME even where "
                        "their 95% CIs are apart (1 such)")
     rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path),

@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from sweeper.cli._inputs import space_source
+from sweeper.core._units import counted
 from sweeper.engine import space_and_device
 
 
@@ -24,7 +25,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     facts = device.facts()
     plan, builtin = plan_of(space, device, run_shape(space, device, report=True, startup=True))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
-    print(f"space {space.path}: {plan.size} configs ({axes})")
+    print(f"space {space.path}: {counted(plan.size, 'config')} ({axes})")
     print(f"  {_roles(space)}")
     removed = sum(plan.removed.values())
     print(f"constraints and values remove {removed}; {plan.valid} valid")

@@ -11,6 +11,7 @@ from typing import Any
 
 from sweeper.cli._exits import EXIT_NOTHING_MEASURED
 from sweeper.cli._inputs import fraction_option, open_study
+from sweeper.core._units import counted
 from sweeper.errors import StudyWarning, SweeperError
 from sweeper.escape import printable
 from sweeper.space import Problem, parse_size
@@ -109,7 +110,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                         f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: "
                         f"median {e['median_ms']:.4g} ms, {e['rate']:.4g} {unit} "
                         f"({e['chosen_by']})" + (f"; {e['note']}" if e.get("note") else "")))
-    print(f"wrote {len(entries)} entries to {path}")
+    print(f"wrote {counted(len(entries), 'entry', 'entries')} to {path}")
     return 0
 
 

@@ -95,3 +95,10 @@ def parse_duration(text: str | float) -> float:
         raise ValueError(f"{str(text)[:40]!r} is not a positive duration of at most "
                          f"{MAX_DURATION_S / 3600:.0f}h")
     return seconds
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``"1 config"``, ``"2 configs"``: ``n`` and the noun in its number (``plural``
+    where adding an ``s`` does not make it)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core._units import counted
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
@@ -237,8 +238,8 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     how = "replayed from the table" if device.replays else (
         f"first run timed apart, verified, {measure.describe()}; "
         f"{cache_text(space.axis('cache').labels, device)}")
-    say(f"space: {space.size} configs; sampler {space.sampler.name} (seed {space.sampler.seed}); "
-        f"each trial: {how}")
+    say(f"space: {counted(space.size, 'config')}; sampler {space.sampler.name} "
+        f"(seed {space.sampler.seed}); each trial: {how}")
     limits = _ceilings_for(device, store)
     say(f"ceilings: {limits}" if isinstance(limits, str) else
         f"ceilings: measured {limits.measured} (sweeper calibrate); DRAM copy "
@@ -365,8 +366,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(dropped.line())
     restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
     if restarts:
-        say(f"(counts of this process, the last of {restarts + 1}: {restarts} trial(s) hung "
-              "and the sweep went on in a fresh process; the report counts everything)")
+        say(f"(counts of this process, the last of {restarts + 1}: "
+            f"{counted(restarts, 'trial')} hung and the sweep went on in a fresh process; the "
+            "report counts everything)")
     abandoned = [t for t in summary.trials[summary.resumed:] if t.status.value == "abandoned"]
     if abandoned:
         say(f"early abandonment: {len(abandoned)} trials stopped early, saving about "
@@ -380,7 +382,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     for lost in summary.finals_lost:
         say(f"finals without {lost}")
     if summary.finals_deferred:
-        say(f"finals of {len(summary.finals_deferred)} problem(s) left for the next run: "
+        say(f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next run: "
               "the time budget did not cover them (run the same command to measure them)")
     if summary.duty:
         say(f"power: {summary.duty}")
@@ -464,7 +466,7 @@ def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> 
 
     found = prior_sources(options.studies_dir, space, gpu, exclude=root)
     if found:
-        names = ", ".join(f"{p.study} ({len(p.configs)} configs"
+        names = ", ".join(f"{p.study} ({counted(len(p.configs), 'config')}"
                           f"{', measured on this same problem' if p.same_problem else ''})"
                           for p in found)
         say(f"{space.sampler.name}: starting from {sum(len(p.configs) for p in found)} "

@@ -10,6 +10,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core._units import counted
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import SpaceSource
 from sweeper.errors import StudyError
@@ -55,14 +56,15 @@ def run_worker(options: WorkerOptions) -> Any:
     open_study(store, space, kernel, device, force=options.force, worker=worker_id,
                command=options.command)
     print(f"worker {worker_id}: study {options.study} in {store.location}; "
-          f"{space.size} configs, claims held for {options.lease_s:g} s between heartbeats",
+          f"{counted(space.size, 'config')}, claims held for {options.lease_s:g} s between "
+          "heartbeats",
           flush=True)
     sweep = Sweep(space, kernel, device, store, max_trials=options.trials,
                   max_time_s=options.time_s, finals=False,
                   claims=Claims(store, worker_id, options.lease_s))
     sweep.run_drift = False
     summary = sweep.run()
-    print(f"worker {worker_id}: {summary.measured} configs measured and kept in "
+    print(f"worker {worker_id}: {counted(summary.measured, 'config')} measured and kept in "
           f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     print("finals and the report: once every worker is done, `sweeper run` of the same "
           "space and study (with the same --storage) runs them")

@@ -13,6 +13,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core._units import counted
 from sweeper.errors import SweeperError
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def export(store: Storage, format: str, target: str | None, *, replace: bool = F
         from sweeper.export import export_study
 
         path, entries = export_study(store, target)
-        return Written(str(path), f"wrote {len(entries)} entries to {path}")
+        return Written(str(path), f"wrote {counted(len(entries), 'entry', 'entries')} to {path}")
     found = FORMATS.get(format)
     if found is None:
         raise SweeperError(f"format {format!r} is unknown; allowed: tuning, "
