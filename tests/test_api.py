@@ -118,6 +118,8 @@ def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):
                 & (df["BLOCK"] == 1024)].iloc[0]
     assert failed["status"] == "wrong_answer" and failed["reason"] == "recorded as failed"
     assert pd.isna(failed["median_ms"]) and pd.isna(failed["gbps"])       # never 0 or inf
+    ok = df[df["status"] == "ok"]           # a copy does no FLOPs: its FLOP/s are missing
+    assert (ok["gbps"] > 0).all() and ok["gflops"].isna().all() and ok["tflops"].isna().all()
     ruled_out = df[df["status"] == "invalid"]
     assert ruled_out["grid"].isna().all() and set(ruled_out["BLOCK"]) == {512}
     assert ruled_out["reason"].str.startswith("constraint 'BLOCK >= 8*block' is false").all()

@@ -47,9 +47,9 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     df = df.drop(columns=[c for c in DROPPED if c in df])
     axes = [a for a in meta.axes if a not in (*LEAD, *meta_names, *dims)]
     df = _typed(df, [*meta_names, *dims, *axes])
-    for rate in ("gbps", "gflops", "tflops"):     # a trial without a median has no rate
-        if rate in df:
-            df[rate] = df[rate].where(df["status"] == "ok")
+    for rate in ("gbps", "gflops", "tflops"):     # a trial without a median has no rate,
+        if rate in df:                            # nor one of a kernel that declares none
+            df[rate] = df[rate].where((df["status"] == "ok") & (df[rate] > 0))
     df["started"] = pd.to_datetime([t.started or None for t in trials], utc=True,
                                    format="ISO8601") if trials else pd.Series(
         dtype="datetime64[ns, UTC]")
