@@ -132,7 +132,8 @@ CASES = [
     Case("two-documents", space() + "---\nkernel: add\n", 9, "YAML syntax error"),
     Case("duplicate-key", space(extra="sampler: tpe\n"), 8,
          "sampler: duplicate key 'sampler' (first on line 2)"),
-    Case("tab-indentation", "kernel: copy\nparams:\n\tgrid: [sms]\n", 3, "YAML syntax error"),
+    Case("tab-indentation", "kernel: copy\nparams:\n\tgrid: [sms]\n", 3,
+         "YAML indents with spaces, not tabs"),
     # -- bytes and encodings -------------------------------------------------------------------
     Case("binary", bytes(range(256)) * 4, 1, "not text (a NUL byte at offset 0)"),
     Case("binary-no-nul", b"\x89PNG\r\n\x1a\n" + bytes(range(1, 256)) * 8, 1,

@@ -196,7 +196,10 @@ def load_with_lines(text: str, file: str) -> tuple[Any, dict[str, int]]:
         mark = err.problem_mark or err.context_mark
         what = "YAML" if isinstance(err, yaml.constructor.ConstructorError) else \
             "YAML syntax error"
-        raise SpaceError(f"{what}: {err.problem or err.context or err}", file=file,
+        problem = str(err.problem or err.context or err)
+        if "'\\t'" in problem:
+            problem += "; YAML indents with spaces, not tabs"
+        raise SpaceError(f"{what}: {problem}", file=file,
                          line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as err:
         raise SpaceError(f"YAML error: {err}", file=file, line=1) from None
