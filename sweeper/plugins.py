@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sweeper.core._units import did_you_mean
 from sweeper.errors import SweeperError
 
 if TYPE_CHECKING:
@@ -266,7 +267,8 @@ def find(kind: Kind, name: str) -> Found:
             return Found(kind, name, ep.value, f"entry point {ep.name} = {ep.value} in "
                          f"{kind.group} of {_dist(ep)}", ep)
     if PATH.fullmatch(name) is None:
-        raise SweeperError(f"unknown {kind.noun} {name!r}; known: {known(kind)}")
+        raise SweeperError(f"unknown {kind.noun} {name!r}; known: {known(kind)}"
+                           f"{did_you_mean(name, [*kind.builtins, *installed(kind)])}")
     return Found(kind, name, name, "module:attr path")
 
 

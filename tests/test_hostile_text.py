@@ -44,8 +44,8 @@ def test_the_triton_module_compiles_whatever_the_names(tmp_path, name):
     assert doc.startswith(f"Tuned configs of the kernel {name!a} on {name!a},")
     assert [n for n in tree.body if isinstance(n, ast.Expr)] == tree.body[:1]
     assert not [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)
-                and {a.name for a in n.names} - {"annotations", "json", "math", "warnings",
-                                                 "triton"}]
+                and {a.name for a in n.names} - {"annotations", "json", "math", "os", "time",
+                                                 "warnings", "triton"}]
     mod = load(out)
     assert name == mod.KERNEL and list(mod.GPUS) == [name]
     assert mod.WINNERS[name][0]["config"].kwargs == {"BLOCK": 1024}

@@ -146,7 +146,8 @@ class _Parser:
         unknown = sorted(expr.names - set(known))
         if unknown:
             raise self.error(path, f"unknown name {shown(unknown[0])} in "
-                             f"{_expr.quoted(expr.text)}; known: {', '.join(known)}")
+                             f"{_expr.quoted(expr.text)}; known: {', '.join(known)}"
+                             f"{did_you_mean(unknown[0], known)}")
         return expr
 
     def origin(self, path: str) -> Origin:
@@ -173,7 +174,8 @@ class _Parser:
         for key in data:
             if key not in known:
                 raise self.error(f"{path}.{key}" if path else key,
-                                 f"unknown key {shown(key)}; known: {', '.join(known)}")
+                                 f"unknown key {shown(key)}; known: {', '.join(known)}"
+                                 f"{did_you_mean(str(key), known)}")
         return data
 
     # -- the whole file ---------------------------------------------------------------
@@ -599,7 +601,7 @@ class _Parser:
             for name, values in members.items():
                 if name not in known:
                     raise self.error(f"{path}.{name}", f"unknown axis {shown(name)}; known: "
-                                     f"{', '.join(known)}")
+                                     f"{', '.join(known)}{did_you_mean(str(name), known)}")
                 if name in params:
                     raise self.error(f"{path}.{name}", f"{name} is also given on its own; "
                                      "an axis is either zipped or free")
