@@ -164,6 +164,17 @@ PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200
               "h200-add-bf16-256m.csv": "h200-add.csv", "h200-copy-fp16-512m.csv": "h200-copy.csv"}
 
 
+def override(settings: str) -> None:
+    """Set ``auto``'s constants from ``NAME=VALUE,...`` (``--set``): a variant of its
+    search measured without editing it.  A name ``_auto_model.py`` lacks is an error."""
+    from sweeper.samplers import _auto_model
+
+    for setting in filter(None, settings.split(",")):
+        name, _, value = setting.partition("=")
+        old = getattr(_auto_model, name)      # AttributeError: no such constant
+        setattr(_auto_model, name, value == "1" if isinstance(old, bool) else type(old)(value))
+
+
 def table_path(name: str) -> Path:
     """Where the recorded table ``name`` is (the last of ``TABLE_DIRS`` if nowhere)."""
     return next((d / name for d in TABLE_DIRS if (d / name).exists()), TABLE_DIRS[-1] / name)
@@ -283,7 +294,10 @@ def main() -> None:
     parser.add_argument("--goal", choices=("98", "tied"), default="98")
     parser.add_argument("--only", default="", help="comma-separated table names, e.g. "
                         "h200-copy-8m.csv (within --tables)")
+    parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
+                        "PATIENCE=6 (sweeper/samplers/_auto_model.py)")
     args = parser.parse_args()
+    override(args.set)
     samplers = args.samplers.split(",")
     results: dict[tuple[str, str], list[int | None]] = {}
     t0 = time.perf_counter()

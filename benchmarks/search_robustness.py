@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from model_accuracy import measured_rows  # noqa: E402
-from search_efficiency import COUNTERFACTUAL, cell, selected, table_path, trials_to_goal  # noqa: E402
+from search_efficiency import COUNTERFACTUAL, cell, override, selected, table_path, trials_to_goal  # noqa: E402
 
 from sweeper.devices import open_device  # noqa: E402
 from sweeper.devices._replay import ReplayDevice, write_table  # noqa: E402
@@ -198,6 +198,44 @@ def run_auto(table: Path, space_path: str, seed: int, folder: Path,
     return count, made[-1].phases[:count or limit]
 
 
+def proposal_cost(measured: int, proposals: int = 6, seed: int = 0) -> tuple[float, float]:
+    """Mean and worst CPU seconds of ``auto``'s next ``proposals`` proposals once
+    ``measured`` configs are measured, on a synthetic space of 8 × 8 × 8 × 4 configs with
+    a kernel model (a smooth guess) that the measurements half contradict.  CPU time of
+    this process, not wall time: the figure stays put on a shared machine."""
+    import math
+    import random
+
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    axes = {"a": [str(i) for i in range(8)], "b": [str(i) for i in range(8)],
+            "c": [str(i) for i in range(8)], "d": [str(i) for i in range(4)]}
+    valid = [{"a": a, "b": b, "c": c, "d": d} for a in axes["a"] for b in axes["b"]
+             for c in axes["c"] for d in axes["d"]]
+
+    def bump(cfg: Mapping[str, str], at: Sequence[int]) -> float:
+        return math.exp(-sum((int(cfg[k]) - x) ** 2 for k, x in zip("abcd", at, strict=True))
+                        / 12)
+
+    guesses = [bump(c, (6, 1, 4, 2)) for c in valid]
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sampler = AutoSampler(axes, valid, seed=seed, guesses=guesses)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+    for cfg in random.Random(seed).sample(valid, measured):
+        study.add_trial(optuna.trial.create_trial(
+            params=cfg, distributions=dists,
+            value=0.5 * bump(cfg, (6, 1, 4, 2)) + bump(cfg, (1, 6, 2, 1))))
+    spent = []
+    for _ in range(proposals):
+        t0 = time.process_time()
+        trial = study.ask(dists)
+        spent.append(time.process_time() - t0)
+        study.tell(trial, 0.5)
+    return sum(spent) / len(spent), max(spent)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
@@ -208,7 +246,19 @@ def main() -> None:
                         "add-1g/stride")
     parser.add_argument("--phases", action="store_true",
                         help="also print, for auto, the mean trials per phase of its search")
+    parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
+                        "PATIENCE=6 (sweeper/samplers/_auto_model.py)")
+    parser.add_argument("--cost", action="store_true",
+                        help="only print auto's CPU time per proposal at 100-400 configs "
+                             "measured")
     args = parser.parse_args()
+    override(args.set)
+    if args.cost:
+        print("auto: CPU seconds per proposal (mean / worst of 6) after n configs measured")
+        for n in (50, 100, 200, 400):
+            mean, worst = proposal_cost(n)
+            print(f"n = {n}: {mean:.3f} / {worst:.3f}", flush=True)
+        return
     samplers = args.samplers.split(",")
     t0 = time.perf_counter()
     lines, pooled = [], {s: [] for s in samplers}

@@ -156,6 +156,37 @@ def test_the_surrogate_fits_its_length_scales_with_the_exact_gradient():
         assert grad == pytest.approx(numeric, rel=1e-3, abs=1e-4)
 
 
+def test_the_surrogate_kernel_is_the_matern_of_the_scaled_distance():
+    """The kernel between two sets of points is computed from |a|² + |b|² - 2 a·b (an
+    m × n product, cheap at thousands of candidates); it must equal the direct formula."""
+    from sweeper.samplers._surrogate import _matern52
+
+    rng = np.random.default_rng(1)
+    a, b, scales = rng.random((7, 3)), rng.random((5, 3)), np.array([0.3, 1.0, 2.0])
+    r = np.sqrt((((a[:, None, :] - b[None, :, :]) / scales) ** 2).sum(-1)) * np.sqrt(5.0)
+    assert _matern52(a, b, scales) == pytest.approx((1 + r + r * r / 3) * np.exp(-r))
+    assert np.diag(_matern52(a, a, scales)) == pytest.approx(1.0)
+
+
+def test_the_surrogate_fits_its_scales_on_a_capped_subset_and_predicts_from_all(monkeypatch):
+    """Past ``FIT_POINTS`` points the length scales are fitted on the best half of that
+    many and an even spread of the rest (the fit costs the cube of its points); the
+    posterior still interpolates every point."""
+    import sweeper.samplers._surrogate as surrogate
+
+    monkeypatch.setattr(surrogate, "FIT_POINTS", 20)
+    rng = np.random.default_rng(2)
+    x = rng.random((60, 2))
+    y = np.sin(3 * x[:, 0]) + 0.1 * x[:, 1]
+    model = surrogate.OrdinalGP(x, y)
+    rows = model._fitted_rows()
+    assert len(rows) == 20 == len(set(rows.tolist()))
+    assert set(np.argsort(-y)[:10].tolist()) <= set(rows.tolist())     # the best half
+    assert model.scales[1] > model.scales[0]             # still learns what matters
+    mean, _ = model.predict(x)
+    assert np.abs(mean - y).max() < 0.05
+
+
 def test_the_surrogate_learns_which_axis_matters_and_which_way():
     import numpy as np
 

@@ -63,7 +63,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sweeper.samplers._auto_state import MODEL_AFTER, Key, Phase, Proposal, SearchState, key_of
+from sweeper.samplers._auto_state import (
+    MIN_GAIN,
+    MODEL_AFTER,
+    Key,
+    Phase,
+    Proposal,
+    SearchState,
+    key_of,
+)
 from sweeper.samplers._surrogate import OrdinalGP, expected_improvement, model_slope
 
 #: Spread points after the model's best guess (the model already says where to look; the
@@ -82,6 +90,19 @@ TURN_SLOPE = 0.5
 #: Guesses below this fraction of the best count as this fraction (a guess of 0, a launch
 #: the model says cannot run, still gets a finite prior and is still proposed in turn).
 GUESS_FLOOR = 0.01
+#: After this many measured configs in a row without a gain above ``MIN_GAIN`` ...
+#: (variants under measurement: off by default)
+PATIENCE = 10 ** 9
+#: ... every ``EXPLORE_EVERY``-th proposal is the unmeasured config farthest from every
+#: measured one.
+EXPLORE_EVERY = 2
+#: Spread start points are moved into the model's pool.
+SNAP = True
+#: Where an exploring proposal comes from: 0 the farthest config from every measured one,
+#: 1 a random unmeasured config, 2 expected improvement under a model-free process.
+SOURCE = 2
+#: Whether exploring proposals take the model turns' slots (else every EXPLORE_EVERY-th).
+TURN_EXPLORE = False
 
 
 class ModelGuidedSearch:
@@ -118,8 +139,9 @@ class ModelGuidedSearch:
         top: Key = max(self.pool, key=self._guess)
         best = dict(top)
         count = MODEL_START_POINTS if points is None else points
+        spread = self.state.spread(count)
         return [(best, Phase.BEST_GUESS)] + [
-            (s, Phase.SPREAD) for s in self._snap(self.state.spread(count), [best])]
+            (s, Phase.SPREAD) for s in (self._snap(spread, [best]) if SNAP else spread)]
 
     def _snap(self, points: list[dict[str, str]], taken: list[dict[str, str]]
               ) -> list[dict[str, str]]:
@@ -151,6 +173,21 @@ class ModelGuidedSearch:
                   if v > 0 and k in self.prior]
         if len(scored) < MODEL_AFTER:
             return best_guess, Phase.TURN
+        stale = stale_for([v for _, v in state.scores])
+        explore = (stale >= PATIENCE and (stale - PATIENCE) % EXPLORE_EVERY == 0
+                   if not TURN_EXPLORE else
+                   stale >= PATIENCE and (self._turns + 1) % MODEL_TURN == 0)
+        if explore:
+            self._turns += TURN_EXPLORE
+            if SOURCE == 0:
+                return self._farthest(unseen), Phase.EXPLORE
+            if SOURCE == 1:
+                return dict(state.rng.choice(unseen)), Phase.EXPLORE
+            y = np.log([v for _, v in scored])
+            free = OrdinalGP(np.array([self._at[k] for k, _ in scored]), y)
+            mean, std = free.predict(np.array([self._at[k] for k in unseen]))
+            gain = expected_improvement(mean, std, float(y.max()))
+            return dict(unseen[int(np.argmax(gain))]), Phase.EXPLORE
         y = np.log([v for _, v in scored])
         guess = np.array([self.prior[k] for k, _ in scored])
         slope = model_slope(guess, y, self._every_guess, MODEL_WEIGHT)
@@ -162,3 +199,22 @@ class ModelGuidedSearch:
         mean = mean + slope * np.array([self.prior[k] for k in unseen])
         gain = expected_improvement(mean, std, float(y.max()))
         return dict(unseen[int(np.argmax(gain))]), Phase.MODEL_EI
+
+    def _farthest(self, unseen: list[Key]) -> dict[str, str]:
+        """The config of ``unseen`` farthest (Euclidean, in axis positions) from every
+        config the study has; ties seeded."""
+        seen = np.array([self._at[k] for k in self.state.seen if k in self._at])
+        here = np.array([self._at[k] for k in unseen])
+        gap = np.sqrt(((here[:, None, :] - seen[None, :, :]) ** 2).sum(-1)).min(1)
+        far = [k for k, g in zip(unseen, gap, strict=True) if g >= gap.max() - 1e-9]
+        return dict(self.state.rng.choice(far))
+
+
+def stale_for(values: list[float]) -> int:
+    """How many of ``values`` (in order) came since the last one above the best before it
+    by more than ``MIN_GAIN``."""
+    best, since = -np.inf, 0
+    for v in values:
+        since = 0 if v > best * (1 + MIN_GAIN) else since + 1
+        best = max(best, v)
+    return since
