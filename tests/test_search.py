@@ -419,6 +419,35 @@ def test_auto_returns_to_the_models_ranking_after_a_surprise(monkeypatch):
     assert max(trials_to_peak(seed) for seed in range(8)) > 20
 
 
+def test_auto_explores_without_the_model_once_its_promised_gains_stop_coming():
+    """After ``PATIENCE`` measured configs in a row with no gain above 1 %, every
+    ``EXPLORE_EVERY``-th proposal comes from a process of the measurements alone (a
+    region the model rates middling is never reached through the model); a gain puts the
+    model back in charge."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    import sweeper.samplers._auto_model as auto
+    from sweeper.samplers._auto import Phase
+
+    assert auto.stale_for([1.0, 1.005, 0.9, 1.02, 1.0]) == 1     # 1.02: a gain above 1 %
+    assert auto.stale_for([1.0, 1.0, 1.0]) == 2
+    axes = {"a": [str(i) for i in range(8)], "b": [str(i) for i in range(8)]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
+    guesses = [1.0 / (1 + int(c["a"]) + int(c["b"])) for c in valid]
+    sampler = AutoSampler(axes, valid, seed=0, guesses=guesses)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+    for _ in range(auto.PATIENCE + 4):
+        trial = study.ask(dists)
+        study.tell(trial, 1.0)                   # a flat table: no gain ever comes
+    phases = sampler.phases
+    first = auto.PATIENCE + 1                    # the first value, then PATIENCE without gain
+    assert Phase.EXPLORE not in phases[:first]
+    assert phases[first] is phases[first + auto.EXPLORE_EVERY] is Phase.EXPLORE
+    assert phases[first + 1] is not Phase.EXPLORE
+
+
 def test_the_model_slope_follows_the_measurements_and_leans_on_the_model_when_few():
     import numpy as np
 

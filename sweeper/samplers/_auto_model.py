@@ -22,6 +22,14 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    the model nor 64 × 128 tiles say so) can make the residual process write off its
    neighbours for dozens of trials; the model's own ranking is still walked at a third
    of the pace.
+4. **Exploring without the model**: once ``PATIENCE`` measured configs in a row brought
+   no gain above ``MIN_GAIN`` (the gains the model and its residual process promised
+   did not come), every ``EXPLORE_EVERY``-th proposal is the config with the highest
+   expected improvement under a Gaussian process of the measured log throughput alone.
+   A region the model rates middling is never reached through the model: its prior
+   keeps expected improvement near the model's favourites, and the residual process
+   sees nothing wrong until a config there is measured.  The first gain above
+   ``MIN_GAIN`` gives the model back every proposal.
 
 What was tried and measured worse on the recorded tables (30 seeds each,
 ``benchmarks/search_efficiency.py``), by design:
@@ -54,7 +62,17 @@ What was tried and measured worse on the recorded tables (30 seeds each,
   expected-improvement proposal in the turn slot after six trials without a gain:
   worse (medians 25-44, copy ``spill`` 91 / never).  On these tables auto spends a third
   of its trials on model turns and most of the rest on expected improvement that the
-  prior keeps near the model's favourites; the counterfactuals stay a known weakness.
+  prior keeps near the model's favourites.
+- Exploring (step 4) sooner or otherwise (5 seeds, the recorded tables where auto needs
+  more than one trial and the hardest counterfactuals; docs/search.md has the figures):
+  after 4 trials without a gain, every other proposal the farthest config from every
+  measured one, or a random one, or model-free expected improvement; after 6, every
+  third; after 2 or 4, the model turn's slot; the spread points left where the spread
+  put them.  Each cost matmul 1024³ (one config within 98 %, found by the model after
+  14-22 trials) 4-14 trials at the median, and none reached a counterfactual region
+  faster than model-free expected improvement after 12 (the spread of the residuals
+  cannot tell a counterfactual from a recorded table before its region is measured:
+  0.02-0.14 on both).
 """
 
 from __future__ import annotations
@@ -90,19 +108,12 @@ TURN_SLOPE = 0.5
 #: Guesses below this fraction of the best count as this fraction (a guess of 0, a launch
 #: the model says cannot run, still gets a finite prior and is still proposed in turn).
 GUESS_FLOOR = 0.01
-#: After this many measured configs in a row without a gain above ``MIN_GAIN`` ...
-#: (variants under measurement: off by default)
-PATIENCE = 10 ** 9
-#: ... every ``EXPLORE_EVERY``-th proposal is the unmeasured config farthest from every
-#: measured one.
+#: After this many measured configs in a row without a gain above ``MIN_GAIN`` (the gains
+#: the model and its residual process promised did not come) ...
+PATIENCE = 12
+#: ... every ``EXPLORE_EVERY``-th proposal is chosen without the model: by expected
+#: improvement under a Gaussian process of the measured log throughput alone.
 EXPLORE_EVERY = 2
-#: Spread start points are moved into the model's pool.
-SNAP = True
-#: Where an exploring proposal comes from: 0 the farthest config from every measured one,
-#: 1 a random unmeasured config, 2 expected improvement under a model-free process.
-SOURCE = 2
-#: Whether exploring proposals take the model turns' slots (else every EXPLORE_EVERY-th).
-TURN_EXPLORE = False
 
 
 class ModelGuidedSearch:
@@ -139,9 +150,8 @@ class ModelGuidedSearch:
         top: Key = max(self.pool, key=self._guess)
         best = dict(top)
         count = MODEL_START_POINTS if points is None else points
-        spread = self.state.spread(count)
         return [(best, Phase.BEST_GUESS)] + [
-            (s, Phase.SPREAD) for s in (self._snap(spread, [best]) if SNAP else spread)]
+            (s, Phase.SPREAD) for s in self._snap(self.state.spread(count), [best])]
 
     def _snap(self, points: list[dict[str, str]], taken: list[dict[str, str]]
               ) -> list[dict[str, str]]:
@@ -160,8 +170,9 @@ class ModelGuidedSearch:
     def propose(self) -> Proposal | None:
         """The unmeasured config with the highest expected improvement of log throughput
         under the model's guess plus a Gaussian process fitted to what the guess got
-        wrong, or in turn the best unmeasured guess.  Before there are ``MODEL_AFTER``
-        measurements: the best guess."""
+        wrong, or in turn the best unmeasured guess, or once the search is stale
+        (``PATIENCE``) in turn the best by expected improvement without the model.
+        Before there are ``MODEL_AFTER`` measurements: the best guess."""
         state = self.state
         unseen = sorted(state.valid - state.seen)
         if not unseen:
@@ -173,41 +184,23 @@ class ModelGuidedSearch:
                   if v > 0 and k in self.prior]
         if len(scored) < MODEL_AFTER:
             return best_guess, Phase.TURN
+        y = np.log([v for _, v in scored])
+        at = np.array([self._at[k] for k, _ in scored])
+        candidates = np.array([self._at[k] for k in unseen])
         stale = stale_for([v for _, v in state.scores])
-        explore = (stale >= PATIENCE and (stale - PATIENCE) % EXPLORE_EVERY == 0
-                   if not TURN_EXPLORE else
-                   stale >= PATIENCE and (self._turns + 1) % MODEL_TURN == 0)
-        if explore:
-            self._turns += TURN_EXPLORE
-            if SOURCE == 0:
-                return self._farthest(unseen), Phase.EXPLORE
-            if SOURCE == 1:
-                return dict(state.rng.choice(unseen)), Phase.EXPLORE
-            y = np.log([v for _, v in scored])
-            free = OrdinalGP(np.array([self._at[k] for k, _ in scored]), y)
-            mean, std = free.predict(np.array([self._at[k] for k in unseen]))
+        if stale >= PATIENCE and (stale - PATIENCE) % EXPLORE_EVERY == 0:
+            mean, std = OrdinalGP(at, y).predict(candidates)
             gain = expected_improvement(mean, std, float(y.max()))
             return dict(unseen[int(np.argmax(gain))]), Phase.EXPLORE
-        y = np.log([v for _, v in scored])
         guess = np.array([self.prior[k] for k, _ in scored])
         slope = model_slope(guess, y, self._every_guess, MODEL_WEIGHT)
         self._turns += 1
         if self._turns % MODEL_TURN == 0 and slope >= TURN_SLOPE:
             return best_guess, Phase.TURN
-        residual = OrdinalGP(np.array([self._at[k] for k, _ in scored]), y - slope * guess)
-        mean, std = residual.predict(np.array([self._at[k] for k in unseen]))
+        mean, std = OrdinalGP(at, y - slope * guess).predict(candidates)
         mean = mean + slope * np.array([self.prior[k] for k in unseen])
         gain = expected_improvement(mean, std, float(y.max()))
         return dict(unseen[int(np.argmax(gain))]), Phase.MODEL_EI
-
-    def _farthest(self, unseen: list[Key]) -> dict[str, str]:
-        """The config of ``unseen`` farthest (Euclidean, in axis positions) from every
-        config the study has; ties seeded."""
-        seen = np.array([self._at[k] for k in self.state.seen if k in self._at])
-        here = np.array([self._at[k] for k in unseen])
-        gap = np.sqrt(((here[:, None, :] - seen[None, :, :]) ** 2).sum(-1)).min(1)
-        far = [k for k, g in zip(unseen, gap, strict=True) if g >= gap.max() - 1e-9]
-        return dict(self.state.rng.choice(far))
 
 
 def stale_for(values: list[float]) -> int:
