@@ -36,7 +36,7 @@ class Phase(enum.Enum):
     SPREAD = "spread"                  # a spread start point
     TURN = "model turn"                # the best unmeasured guess, every MODEL_TURN-th
     MODEL_EI = "expected improvement"  # over the whole space, around the model
-    EXPLORE = "space-filling"          # the farthest config from every measured one
+    EXPLORE = "without the model"      # expected improvement of the measurements alone
     MOVE = "move"                      # without a model: the pattern search
     TPE = "tpe"                        # without a model, the neighbourhoods used up
     RANDOM = "random"                  # TPE only repeats itself
