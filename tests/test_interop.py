@@ -135,3 +135,28 @@ def test_study_export_writes_each_format_and_refuses_an_unknown_one(mixed, tmp_p
         mixed.export(tmp_path / "x", format="xlsx")
     assert str(err.value) == ("format 'xlsx' is unknown; allowed: tuning, csv, parquet, "
                               "triton, optuna")
+
+
+def test_each_problem_is_an_optuna_study_of_its_own(tmp_path, capsys):
+    """Two footprints, two Optuna studies named after them: best_trial and importances
+    compare configs of one problem, and the footprint is no parameter."""
+    from tests.conftest import SMALL_SPACE
+
+    study = sweeper.run(SMALL_SPACE.replace("footprint: [4KiB]", "footprint: [4KiB, 8KiB]"),
+                        device="interpret", studies_dir=tmp_path, quiet=True, report=False)
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    assert main(["export", str(study.path), "--format", "optuna", "--to", url]) == 0
+    assert "to the Optuna studies 'tiny-interpret footprint=4KiB', " \
+           "'tiny-interpret footprint=8KiB' in" in capsys.readouterr().out
+    names = sorted(optuna.get_all_study_names(url))
+    assert names == ["tiny-interpret footprint=4KiB", "tiny-interpret footprint=8KiB"]
+    for name in names:
+        loaded = optuna.load_study(study_name=name, storage=url)
+        assert loaded.user_attrs["problem"] == name.split(" ", 1)[1]
+        assert len(loaded.trials) == 8 and "footprint" not in loaded.best_trial.params
+    assert main(["export", str(study.path), "--format", "optuna", "--to", url]) == 2
+    assert "already holds an Optuna study 'tiny-interpret footprint=4KiB'" in \
+        capsys.readouterr().err
+    assert main(["export", str(study.path), "--format", "optuna", "--to", url,
+                 "--replace"]) == 0
+    assert sorted(optuna.get_all_study_names(url)) == names

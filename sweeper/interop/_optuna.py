@@ -1,16 +1,20 @@
 """``--format optuna``: a study written as an Optuna study, for ``optuna.load_study``,
 its ``trials_dataframe()`` and optuna-dashboard.
 
-The Optuna study is named after the sweeper study and minimizes the median in ms (its
-one objective).  Each axis is a parameter with a categorical distribution of the axis's
-values (numbers as numbers), which is what a sweep chooses among.  Every trial is added:
+Each problem of the sweeper study (its dtype, footprint, cache and dimensions: what a
+config is measured on, not chosen) is an Optuna study of its own, so that Optuna's own
+tools (best trial, parameter importances, the dashboard) compare configs of one problem:
+named after the sweeper study, and where it has several problems, after each problem too
+(``copy-fp32 footprint=256MiB``).  Each minimizes the median in ms (its one objective).
+Each other axis is a parameter with a categorical distribution of the axis's values
+(numbers as numbers), which is what a sweep chooses among.  Every trial is added:
 ``ok`` as COMPLETE with its median; ``abandoned`` (sampling cut short, clearly slower than
 the best) as PRUNED; every other status as FAIL, with ``status`` and ``reason`` as user
 attributes (Optuna's own ``fail_reason`` system attribute too).  User attributes also
 carry the sweeper trial number, the headline rate (``gbps`` or ``tflops``), the median's
 95 % CI and the other statistics, the resolved grid, the number of samples, the
 stopping rule and the flags.  A storage that already holds a study of that name is
-refused, unless ``replace``: then that study is deleted and written again from the
+refused, unless ``replace``: then those studies are deleted and written again from the
 journal, which stays the study's one record.
 
 ``--to`` is a database URL or a journal file path; a journal file is checked as every
@@ -35,6 +39,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
+from sweeper.core._model import LAUNCH_AXES
 from sweeper.errors import SweeperError, WriteError
 from sweeper.escape import printable
 from sweeper.export import output_file
@@ -68,32 +73,59 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
                            "journal file path")
     meta = store.study_meta()
     trials, _ = store.records()
-    name = printable(meta.study)
+    problem_axes = [a for a in meta.axes if a not in LAUNCH_AXES and a not in meta.meta_axes]
+    groups = by_problem(trials, problem_axes)
+    names = {label: printable(f"{meta.study} {label}" if len(groups) > 1 else meta.study)
+             for label in groups}
 
     def write(storage: Any) -> None:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        if name in optuna.get_all_study_names(storage):
-            if not replace:
-                raise SweeperError(f"--to {mask_url(target)}: it already holds an Optuna study "
-                                   f"{name!r}; pass --replace to delete it and write it "
-                                   "again")
+        held = [n for n in names.values() if n in optuna.get_all_study_names(storage)]
+        if held and not replace:
+            raise SweeperError(f"--to {mask_url(target)}: it already holds an Optuna study "
+                               f"{held[0]!r}; pass --replace to delete it and write it again")
+        for name in held:
             optuna.delete_study(study_name=name, storage=storage)
-        study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
-        for key, text in {"sweeper_study": printable(str(store.root)),
-                          "kernel": printable(meta.kernel), "gpu": printable(meta.gpu),
-                          "objective": "median ms (minimize)"}.items():
-            study.set_user_attr(key, text)
-        dists = distributions(meta.axes, trials)
+        axes = {a: v for a, v in meta.axes.items() if a not in problem_axes}
         rate = study_headline(meta).value
         since = _time(str(meta.created)) or UNKNOWN_START
-        study.add_trials([frozen(t, dists, rate, since) for t in trials])
+        for label, group in groups.items():
+            study = optuna.create_study(study_name=names[label], storage=storage,
+                                        direction="minimize")
+            for key, text in {"sweeper_study": printable(str(store.root)),
+                              "kernel": printable(meta.kernel), "gpu": printable(meta.gpu),
+                              "problem": printable(label),
+                              "objective": "median ms (minimize)"}.items():
+                study.set_user_attr(key, text)
+            dists = distributions(axes, group, skip=problem_axes)
+            study.add_trials([frozen(t, dists, rate, since) for t in group])
 
     if "://" in target:
-        into_database(store, target, name, write)
+        into_database(store, target, list(names.values()), write)
     else:
         into_journal(store, target, write)
-    return Written(target, f"wrote {len(trials)} trials to the Optuna study {name!r} in "
-                   f"{mask_url(target)} (optuna.load_study(study_name={name!r}, storage=...))")
+    shown = ", ".join(repr(n) for n in names.values())
+    first = next(iter(names.values()))
+    return Written(target, f"wrote {len(trials)} trials to the Optuna "
+                   f"{'study' if len(names) == 1 else 'studies'} {shown} in "
+                   f"{mask_url(target)} (optuna.load_study(study_name={first!r}, "
+                   "storage=...))")
+
+
+def by_problem(trials: list[TrialRecord], problem_axes: list[str]
+               ) -> dict[str, list[TrialRecord]]:
+    """``trials`` by their problem, in the order met: each labelled by the values of the
+    problem axes that differ between problems (``footprint=256MiB dtype=float16``; ``""``
+    for a study of one problem).  A trial ruled out before it resolved goes with the
+    problem its labels name."""
+    keys = {t.number: tuple(t.choice.get(a, "") for a in problem_axes) for t in trials}
+    varying = [i for i, _ in enumerate(problem_axes)
+               if len({k[i] for k in keys.values()}) > 1]
+    groups: dict[str, list[TrialRecord]] = {}
+    for t in trials:
+        label = " ".join(f"{problem_axes[i]}={keys[t.number][i]}" for i in varying)
+        groups.setdefault(label, []).append(t)
+    return groups or {"": []}
 
 
 def into_journal(store: Storage, target: str, write: Callable[[Any], None]) -> None:
@@ -166,7 +198,7 @@ def _remove(temp: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def into_database(store: Storage, target: str, name: str,
+def into_database(store: Storage, target: str, names: list[str],
                   write: Callable[[Any], None]) -> None:
     """Run ``write`` on the database ``target`` (a URL).  A SQLite file gets the checks
     of every export's file (:func:`sweeper.export.output_file`) and must be a SQLite
@@ -187,11 +219,12 @@ def into_database(store: Storage, target: str, name: str,
     try:
         write(storage)
     except (SQLAlchemyError, OSError) as err:
-        if name not in before:
-            with contextlib.suppress(SQLAlchemyError, KeyError):
-                optuna.delete_study(study_name=name, storage=storage)
-        raise WriteError(f"cannot write the Optuna study {name!r} into {mask_url(target)}: "
-                         f"{_first_line(err)}") from None
+        for name in names:
+            if name not in before:
+                with contextlib.suppress(SQLAlchemyError, KeyError):
+                    optuna.delete_study(study_name=name, storage=storage)
+        raise WriteError(f"cannot write the Optuna study {names[0]!r} into "
+                         f"{mask_url(target)}: {_first_line(err)}") from None
 
 
 def _with_limits(target: str) -> str:
@@ -241,15 +274,16 @@ def value(label: str) -> str | int:
     return int(label) if label.isascii() and label.isdigit() else label
 
 
-def distributions(axes: dict[str, list[str]], trials: list[TrialRecord]
-                  ) -> dict[str, CategoricalDistribution]:
-    """One categorical distribution per axis: the space's values, then any value a trial
-    has that the space no longer lists (a study resumed with ``--force``)."""
+def distributions(axes: dict[str, list[str]], trials: list[TrialRecord],
+                  skip: list[str] | tuple[str, ...] = ()) -> dict[str, CategoricalDistribution]:
+    """One categorical distribution per axis but those in ``skip``: the space's values,
+    then any value a trial has that the space no longer lists (a study resumed with
+    ``--force``)."""
     choices: dict[str, list[str | int]] = {a: [value(v) for v in labels]
-                                           for a, labels in axes.items()}
+                                           for a, labels in axes.items() if a not in skip}
     for t in trials:
         for axis, label in t.choice.items():
-            if value(label) not in choices.setdefault(axis, []):
+            if axis not in skip and value(label) not in choices.setdefault(axis, []):
                 choices[axis].append(value(label))
     return {a: CategoricalDistribution(c) for a, c in choices.items() if c}
 
