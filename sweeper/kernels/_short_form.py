@@ -245,8 +245,9 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
     """Declare a kernel from ``launch(**tensors, config)``; without ``launch``, a
     decorator that takes it.  Returns a :class:`~sweeper.kernels.Kernel` subclass.
 
-    - ``inputs``: ``{"x": "n", "idx": ("n", "int32")}``, shapes as expressions over the
-      dimensions (the problem's dtype unless given), or a factory ``problem -> dict`` of
+    - ``inputs``: ``{"x": "n", "a": "rows, cols", "idx": ("n", "int32")}``, shapes as
+      expressions over the dimensions, one per axis (``"rows, cols"``: a 2-D tensor), in
+      the problem's dtype unless given, or a factory ``problem -> dict`` of
       tensors (run with the target device as torch's default device);
     - ``outputs``: inputs written in place by name (``["x"]``), or new outputs by shape
       (``{"y": "n"}``);
