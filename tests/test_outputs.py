@@ -439,3 +439,22 @@ def test_a_run_whose_first_configs_all_fail_alike_stops_and_says_why(write_space
     assert "the kernel, not a config, is at fault; fix it and run again" in line(out, "done: ")
     assert line(out, "failed: ").startswith("failed: 5 wrong_answer (first: #")
     assert "no config produced a number" in err or "no config was measured" in err
+
+
+def test_failures_that_share_a_value_do_not_stop_the_run(write_space, tmp_path, capsys,
+                                                         monkeypatch):
+    """Five failures alike that all have BLOCK=1024 may be that value's fault, not the
+    kernel's: the run goes on and measures the other configs."""
+    from tests.conftest import SMALL_SPACE
+
+    space = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:RaisesOnBigBlock").replace(
+        "block: [32, 128]", "block: [32, 64, 128]").replace(
+        "grid: [sms, \"cdiv(n, BLOCK)\"]", "grid: [sms, 2, 3, \"cdiv(n, BLOCK)\"]"))
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
+                     "--no-report")
+    assert rc == EXIT_CONFIGS_FAILED
+    done = line(out, "done: ")
+    assert "stopped: complete" in done and "(12 failed)" in done, done
+    assert line(out, "failed: ").endswith("every one with BLOCK=1024")

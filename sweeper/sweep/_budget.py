@@ -57,7 +57,11 @@ class Budgets:
         #: this run's trials so far while each failed as the first did, the kernel's
         #: fault (:data:`~sweeper.trial.KERNEL_FAULTS`; status and reason, numbers aside);
         #: ``None`` once one did not
-        self.alike: list[tuple[str, str, str]] | None = []
+        self.alike: list[TrialRecord] | None = []
+        #: the axes whose labels a config chooses among (launch and meta-parameters with
+        #: more than one value): failures that all share a label on one of them may be
+        #: that value's fault, not the kernel's
+        self.chosen_axes: frozenset[str] = frozenset()
         self.valid, self.measured, self.t0 = valid, measured, t0
         self.repeats = 0
         self.since_improvement = 0
@@ -158,11 +162,20 @@ class Budgets:
             return COMPLETE
         if self.repeats >= MAX_REPEATED_PROPOSALS:
             return f"sampler converged: {self.repeats} proposals in a row were already measured"
-        if self.alike is not None and len(self.alike) >= ALIKE_FAILURES:
-            status, _, reason = self.alike[0]
-            return (f"the first {len(self.alike)} configs all failed alike ({status}: "
-                    f"{reason}): the kernel, not a config, is at fault; fix it and run again")
+        if self.alike is not None and len(self.alike) >= ALIKE_FAILURES and (
+                len(self.alike) >= SHARED_FAILURES or not self._shared()):
+            first = self.alike[0]
+            return (f"the first {len(self.alike)} configs all failed alike "
+                    f"({first.status.value}: {_first_line(first)}): the kernel, not a config, "
+                    "is at fault; fix it and run again")
         return ""
+
+    def _shared(self) -> bool:
+        """Whether the failures alike all have one label of a chosen axis."""
+        assert self.alike
+        shared = set.intersection(*({(a, v) for a, v in t.choice.items()
+                                     if a in self.chosen_axes} for t in self.alike))
+        return bool(shared)
 
     def _goal_reached(self, best: TrialRecord | None) -> str:
         budget = self.budget
@@ -183,15 +196,27 @@ class Budgets:
 ALIKE_FAILURES = 5
 
 
-def _alike(seen: list[tuple[str, str, str]], record: TrialRecord
-           ) -> list[tuple[str, str, str]] | None:
-    """``seen`` (status, reason with its numbers masked, reason) with ``record`` added while
-    it failed as they did, the kernel's fault; ``None`` from the first that did not."""
+#: ... or after this many where they all share a label of a chosen axis (a value the
+#: failures may owe to, not the kernel: the sampler's next configs will tell).
+SHARED_FAILURES = 4 * ALIKE_FAILURES
+
+
+def _first_line(record: TrialRecord) -> str:
+    return (record.reason or "no reason recorded").strip().splitlines()[0][:REASON_CHARS]
+
+
+def _masked(record: TrialRecord) -> tuple[str, str]:
+    """A failure's status and first line with its numbers masked: what failures alike
+    share whatever config they ran."""
+    return record.status.value, re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", _first_line(record))
+
+
+def _alike(seen: list[TrialRecord], record: TrialRecord) -> list[TrialRecord] | None:
+    """``seen`` with ``record`` added while it failed as they did, the kernel's fault;
+    ``None`` from the first that did not."""
     if record.status not in KERNEL_FAULTS:
         return None
-    reason = (record.reason or "no reason recorded").strip().splitlines()[0][:REASON_CHARS]
-    key = (record.status.value, re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", reason), reason)
-    return [*seen, key] if not seen or seen[0][:2] == key[:2] else None
+    return [*seen, record] if not seen or _masked(seen[0]) == _masked(record) else None
 
 
 def beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:

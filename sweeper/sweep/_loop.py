@@ -24,6 +24,7 @@ from optuna.trial import TrialState
 
 from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
+from sweeper.core._model import PROBLEM_AXES
 from sweeper.devices import Device
 from sweeper.finals import Winners, problem_of
 from sweeper.kernels import Kernel
@@ -223,6 +224,8 @@ class Sweep:
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0,
                           outside_s=self.outside_s)
+        budgets.chosen_axes = frozenset(a for a, labels in self.space.choices().items()
+                                        if len(labels) > 1 and a not in PROBLEM_AXES)
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty = bench.power.finals_duty
             missing = set(Winners.of(self.store).missing(trials)) if trials else set()
