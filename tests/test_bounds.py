@@ -251,7 +251,9 @@ class TinyBoundsDevice(InterpretDevice):
 def test_a_result_beyond_the_bounds_fails_as_impossible_and_never_wins(small_space, tmp_path):
     store = _sweep(small_space, TinyBoundsDevice(), tmp_path)
     measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
-    assert len(measured) == 6 and all(t.status is TrialStatus.IMPOSSIBLE for t in measured)
+    # impossible at every config alike: the sweep may stop after its first five (the
+    # kernel, or its declared traffic, is at fault), unless they share a label
+    assert len(measured) >= 5 and all(t.status is TrialStatus.IMPOSSIBLE for t in measured)
     for t in measured:
         assert t.reason.startswith("faster than physics allows (") and t.samples_ms
         assert t.reason.endswith("): beyond the tiny GPU's DRAM bound of 1e-06 GB/s, from "
@@ -264,7 +266,7 @@ def test_a_result_beyond_the_bounds_fails_as_impossible_and_never_wins(small_spa
                                               "source": "a test"}
     text = write_report(store, draw=False).markdown.read_text()
     section = text.split("## Physical bounds\n")[1].split("\n## ")[0]
-    assert "6 trial(s) failed so." in section
+    assert f"{len(measured)} trial(s) failed so." in section
     assert "- **DRAM**: 1e-06 GB/s, from made up for the test" in section
     assert "Not available: FLOP/s: not for this test." in section
     assert "| impossible | faster than physics allows: beyond the tiny GPU's DRAM bound" in text

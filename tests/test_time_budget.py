@@ -76,7 +76,7 @@ def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp
     assert main([*args, "--time", "60s"]) == 0
     out = capsys.readouterr().out
     assert "s of it kept for the finals)" in out
-    assert "finals of 1 problem(s) left for the next run: the time budget did not cover" in out
+    assert "finals of 1 problem left for the next run: the time budget did not cover" in out
     assert "winner," not in out
     store = StudyStore(tmp_path / "tiny-interpret")
     assert len([t for t in store.records()[0] if t.ok]) == 1   # kept the rest for finals
