@@ -388,7 +388,8 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(f"power: {summary.duty}")
     clock.mark("summary")
     if options.report:
-        files = report_study(store, svg=options.svg, say=say)
+        with _reporter(options.quiet, kernel.headline).report():
+            files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
     why = nothing_measured(summary.trials, summary.stopped_by)
