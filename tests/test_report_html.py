@@ -107,6 +107,15 @@ def test_a_study_renders_itself_in_a_notebook(tmp_path):
     assert not (store.root / "report.html").exists()       # showing writes nothing
 
 
+def test_ipython_displays_a_study_as_its_report(tmp_path):
+    from IPython.core.formatters import DisplayFormatter
+
+    store = copy_study(tmp_path)
+    shown, _ = DisplayFormatter().format(Study(store.root))
+    assert shown["text/html"].startswith('<div class="sweeper-report" id="sweeper-')
+    assert shown["text/plain"] == f"Study({str(store.root)!r})"
+
+
 def not_blank(png: Path) -> None:
     """A screenshot that shows something: pixels that vary, a good share not white."""
     import matplotlib.image
@@ -144,15 +153,42 @@ def test_a_replayed_matmul_report_with_its_roofline_opens_in_a_browser(tmp_path,
     loaded = browser.load(files.html, tmp_path / "mm.png")
     opens_cleanly(loaded)
     assert 'figure class="sw-chart"' in loaded.dom and 'class="sw-pt"' in loaded.dom
+    (chart,) = data_of(files.html.read_text(encoding="utf-8"))["charts"]
+    points, memory, compute = chart["series"]
+    assert [p[4] for p in points["points"]] == [4]               # the winner, hovering #4
+    assert memory["label"] == "DRAM copy 4000 GB/s (calibrated)"
+    assert memory["points"][-1] == [200, 800, None, None, None, "DRAM copy 4000 GB/s"]
+    assert {p[1] for p in compute["points"]} == {800}            # the roof meets at the ridge
     assert loaded.dom.count('class="sw-cell"') == 144 + 6        # 24 maps of 6, the overview
+
+
+#: Hovers the first point of the first chart; writes the tooltip it showed into the page.
+HOVER_POINT = """<script>
+(function () {
+  var dot = document.querySelector("figure.sw-chart circle.sw-pt");
+  dot.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: 5, clientY: 5}));
+  document.body.setAttribute("data-test", document.querySelector(".sw-tip").textContent);
+})();
+</script></body>"""
+
+
+def driven(page: Path, script: str) -> Path:
+    """A copy of ``page`` that runs ``script`` (ending ``</body>``) after the report's own."""
+    copy = page.with_name(f"driven-{page.name}")
+    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", script),
+                    encoding="utf-8")
+    return copy
 
 
 def test_a_footprint_curve_opens_in_a_browser(tmp_path, browser):
     files = write_report(three_footprints(tmp_path), draw=False)
-    loaded = browser.load(files.html, tmp_path / "fp.png")
+    loaded = browser.load(driven(files.html, HOVER_POINT), tmp_path / "fp.png")
     opens_cleanly(loaded)
     assert loaded.dom.count('class="sw-pt"') == 6               # 3 footprints, cold and warm
     assert ">L2 8KiB<" in loaded.dom
+    tip = html.unescape(re.search(r'data-test="([^"]*)"', loaded.dom).group(1)).splitlines()
+    assert tip[0] == "float32 4KiB cold: #0, 90 GB/s at median 9.102e-05 ms (sweep)"
+    assert tip[2] == "#0  ok  float32 4KiB cold" and tip[4].startswith("median ")
 
 
 #: Drives the page as a reader would: filter, sort, hover; writes what it saw into the page.
@@ -185,10 +221,8 @@ DRIVER = """<script>
 def test_the_page_filters_sorts_and_shows_a_cells_trial_and_keeps_text_as_text(tmp_path,
                                                                               browser):
     store = copy_study(tmp_path, records=[*HOSTILE_TRIALS, *BASE])
-    page = write_report(store, draw=False).html.read_text(encoding="utf-8")
-    driven = tmp_path / "driven.html"
-    driven.write_text(page.replace("</body>", DRIVER), encoding="utf-8")
-    loaded = browser.load(driven, tmp_path / "driven.png")
+    page = write_report(store, draw=False).html
+    loaded = browser.load(driven(page, DRIVER), tmp_path / "driven.png")
     opens_cleanly(loaded)
     assert ' data-pwned="' not in loaded.dom and "<img" not in loaded.dom   # nothing ran
     assert html.escape(HOSTILE, quote=False) in loaded.dom     # in the failures and the table
@@ -216,3 +250,21 @@ def test_the_page_stays_small_for_many_trials(tmp_path):
             "dtype": ["float32"], "footprint": ["1GiB"]}
     page = write_report(copy_study(tmp_path, records=trials, axes=axes), draw=False).html
     assert page.stat().st_size < 60_000 + 200 * len(trials)
+
+
+def test_two_studies_in_one_notebook_page_both_draw(tmp_path, browser):
+    """A notebook shows each Study as a fragment of one document: each draws itself, and
+    its ids (gradients, clip paths) do not meet the other's."""
+    first = Study(copy_study(tmp_path / "a").root)._repr_html_()
+    second = Study(three_footprints(tmp_path / "b").root)._repr_html_()
+    page = tmp_path / "notebook.html"
+    page.write_text(f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>"
+                    f"{first}{second}</body></html>", encoding="utf-8")
+    loaded = browser.load(page, tmp_path / "notebook.png")
+    assert loaded.console == [] and 'class="sw-error"' not in loaded.dom
+    assert loaded.dom.count('data-drawn="yes"') == 2
+    ids = re.findall(r' id="([^"]+)"', loaded.dom)
+    assert len(ids) == len(set(ids))              # sections, gradients and clip paths apart
+    assert loaded.dom.count("<linearGradient ") == 3      # the first's maps
+    assert loaded.dom.count("<clipPath ") == 1            # the second's footprint curve
+    not_blank(loaded.screenshot)

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from importlib import resources
 from typing import Any
@@ -73,10 +72,13 @@ def html_fragment(tables: ReportTables, element_id: str | None = None) -> str:
     """The report as one ``<div>`` holding its own style and script, scoped to that div
     (``element_id``, a fresh one by default), so that several can share a notebook."""
     root = element_id or f"sweeper-{uuid.uuid4().hex[:12]}"
-    sections = [*_picks(tables), *_maps(tables), *_charts(tables), *_finals(tables),
-                *_trials(), *_failures(tables), *_factors(tables), *_best(tables),
-                *_provenance(tables)]
-    body = "\n".join([*_head(tables, sections), *sections])
+    sections, links = [], []
+    for key, title, build in _sections():
+        parts = build(tables)
+        if parts:                                  # a section with nothing to show is left out
+            sections += [f"<h2 id=\"{escape(root)}-{key}\">{title}</h2>", *parts]
+            links.append(f"<a href=\"#{escape(root)}-{key}\">{title}</a>")
+    body = "\n".join([*_head(tables), "<nav>" + " · ".join(links) + "</nav>", *sections])
     return (f"<div class=\"sweeper-report\" id=\"{escape(root)}\">\n"
             f"<style>{_asset('report.css')}</style>\n{body}\n"
             "<script type=\"application/json\" class=\"sw-data\">"
@@ -200,15 +202,18 @@ def _roofline_chart(roof: Roofline) -> dict[str, Any]:
     """The roofline as the script's chart: each winner at its intensity and TFLOP/s, the
     roofs as lines over the intensities shown (solid calibrated, dashed physical)."""
     points = roof.points
+    top = max((r.per_s for r in roof.roofs if r.kind == "compute"), default=math.inf)
+    ridges = [top / r.per_s for r in roof.roofs if r.kind == "memory" and math.isfinite(top)]
     xs = [float(x) for x in points["intensity"]] or [1.0]
-    lo, hi = min(xs) / 10, max(xs) * 10
+    lo, hi = min(xs + ridges) / 10, max(xs + ridges) * 10
     series = [{"label": "chosen configs", "kind": "points", "points": [
         [_value(p["intensity"]), _value(p["flop_s"] / 1e12), None, None, _value(p["number"]),
          f"{p['problem']} ({p['study']}): #{p['number']}, {p['flop_s'] / 1e12:.4g} TFLOP/s "
          f"at {p['intensity']:.4g} FLOP/B, {p['pct_roof']:.1f}% of the roof ({p['roof']})"]
         for _, p in points.iterrows()]}]
     for r in roof.roofs:
-        line = ([[x, x * r.per_s / 1e12] for x in (lo, hi)] if r.kind == "memory"
+        ridge = min(hi, max(lo, top / r.per_s))      # a memory roof ends under the top roof
+        line = ([[x, x * r.per_s / 1e12] for x in (lo, ridge)] if r.kind == "memory"
                 else [[x, r.per_s / 1e12] for x in (lo, hi)])
         series.append({"label": f"{r.name} ({'calibrated' if r.calibrated else 'physical'})",
                        "kind": "thin" if r.calibrated else "dashed",
@@ -240,8 +245,18 @@ def _p(text: str, cls: str = "") -> str:
     return f"<p{attribute}>{escape(text)}</p>"
 
 
-def _head(tables: ReportTables, sections: Sequence[str]) -> list[str]:
-    """The title, notes, counts, and links to the ``sections`` (HTML) that follow."""
+def _sections() -> list[tuple[str, str, Callable[[ReportTables], list[str]]]]:
+    """The page's sections in order: (anchor, heading, what builds its HTML)."""
+    return [("picks", "Best config per problem", _picks), ("heatmaps", "Heatmaps", _maps),
+            ("charts", "Footprint curves and roofline", _charts),
+            ("finals", "Winners, re-measured interleaved", _finals),
+            ("trials", "Every trial", _trials), ("failures", "Trials without a number", _failures),
+            ("factors", "What varied, and what was held fixed", _factors),
+            ("best", "Best configs in the sweep", _best), ("provenance", "Provenance", _provenance)]
+
+
+def _head(tables: ReportTables) -> list[str]:
+    """The title, notes and counts."""
     meta, df = tables.meta, tables.frame
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
     failed = sum(v for k, v in counts.items() if k not in ("ok", "invalid"))
@@ -255,24 +270,19 @@ def _head(tables: ReportTables, sections: Sequence[str]) -> list[str]:
     out.append(_p(f"{len(df)} trials: {counts.get('ok', 0)} measured, {failed} failed, "
                   f"{counts.get('invalid', 0)} skipped by constraints. {tables.story.trial}; "
                   f"rates: {LABELS.get(tables.metric, tables.metric)}."))
-    found = re.findall(r'<h2 id="sw-([a-z]+)">([^<]*)</h2>', "\n".join(sections))
-    out.append("<nav>" + " · ".join(f"<a href=\"#sw-{k}\">{v}</a>" for k, v in found)
-               + "</nav>")
     out.append("<div class=\"sw-tip\" hidden></div>")
     return out
 
 
 def _factors(tables: ReportTables) -> list[str]:
     found = tables.factors
-    return ["<h2 id=\"sw-factors\">What varied, and what was held fixed</h2>",
-            html_table(pd.DataFrame([("varied", k, v) for k, v in found["varied"]]
+    return [html_table(pd.DataFrame([("varied", k, v) for k, v in found["varied"]]
                                     + [("fixed", k, v) for k, v in found["fixed"]],
                                     columns=["", "factor", "value"]))]
 
 
 def _picks(tables: ReportTables) -> list[str]:
-    out = ["<h2 id=\"sw-picks\">Best config per problem</h2>",
-           _p("What sweeper export writes: the winner of the interleaved final where there "
+    out = [_p("What sweeper export writes: the winner of the interleaved final where there "
               "is one, else the sweep's best; its median and rate from the samples it was "
               "chosen on (\"median from\"), its sweep median beside it."),
            html_table(tables.picks.drop(columns=["chosen_by"], errors="ignore"),
@@ -286,7 +296,7 @@ def _picks(tables: ReportTables) -> list[str]:
 def _finals(tables: ReportTables) -> list[str]:
     if not tables.finals:
         return []
-    out = ["<h2 id=\"sw-finals\">Winners, re-measured interleaved</h2>"]
+    out = []
     for final, table in tables.finals:
         out.append(_p(f"{problem_text(final.problem)}: winner #{final.winner}, "
                       f"{len(final.tied) - 1} other(s) tied within noise; {final.rounds} "
@@ -299,8 +309,7 @@ def _maps(tables: ReportTables) -> list[str]:
     drawn = [m for m in tables.heatmaps if m.measured]
     if not drawn:
         return []
-    out = ["<h2 id=\"sw-heatmaps\">Heatmaps</h2>",
-           _p(f"{LABELS.get(tables.metric, tables.metric)}; hover a cell for its trial.")]
+    out = [_p(f"{LABELS.get(tables.metric, tables.metric)}; hover a cell for its trial.")]
     best = [i for i, m in enumerate(drawn) if m.name.endswith("_best")]
     rest = [i for i in range(len(drawn)) if i not in best]
     out += [_figure("map", i, drawn[i].title, drawn[i].caption) for i in best]
@@ -324,22 +333,20 @@ def _charts(tables: ReportTables) -> list[str]:
           if tables.roofline else [])]
     if not charts:
         return []
-    return ["<h2 id=\"sw-charts\">Footprint curves and roofline</h2>",
-            *(_figure("chart", i, title, caption) for i, (title, caption) in enumerate(charts))]
+    return [*(_figure("chart", i, title, caption) for i, (title, caption) in enumerate(charts))]
 
 
-def _trials() -> list[str]:
-    return ["<h2 id=\"sw-trials\">Every trial</h2>",
-            _p("Click a column to sort; filter by any text, by key=value (BLOCK=1024, "
+def _trials(tables: ReportTables) -> list[str]:
+    return [_p("Click a column to sort; filter by any text, by key=value (BLOCK=1024, "
                "status=wrong_answer) or by status."),
             "<div class=\"sw-trials\"></div>"]
 
 
 def _failures(tables: ReportTables) -> list[str]:
-    out = ["<h2 id=\"sw-failures\">Trials without a number</h2>"]
+    out: list[str] = []
     df = tables.frame
     if tables.failures.empty:
-        return [*out, _p("None: every config was measured.")]
+        return [_p("None: every config was measured.")]
     bad = df[df["status"] != "ok"]
     kinds = bad["reason"].map(reason_kind)
     for _, group in tables.failures.iterrows():
@@ -368,8 +375,7 @@ def _best(tables: ReportTables) -> list[str]:
         return []
     other = [c for c in ("gbps", "tflops") if c != tables.metric]
     base = tables.baselines[0].name if tables.baselines else "baseline"
-    return ["<h2 id=\"sw-best\">Best configs in the sweep</h2>",
-            html_table(tables.best.drop(columns=other),
+    return [html_table(tables.best.drop(columns=other),
                        rename={tables.metric: unit(tables.metric),
                                "pct_of_baseline": f"% of {base}"})]
 
@@ -378,8 +384,7 @@ def _provenance(tables: ReportTables) -> list[str]:
     meta = tables.meta
     items = [("reproduce", reproduce_command(meta)), ("command", meta.command),
              ("space sha256", meta.space_sha256)]
-    out = ["<h2 id=\"sw-provenance\">Provenance</h2>",
-           html_table(pd.DataFrame([*items, *tables.record], columns=["item", "record"])),
+    out = [html_table(pd.DataFrame([*items, *tables.record], columns=["item", "record"])),
            "<h3>Environment</h3>",
            html_table(pd.DataFrame(list(meta.environment.items()), columns=["what", "value"]))]
     if meta.space_text:

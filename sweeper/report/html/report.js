@@ -151,9 +151,16 @@ function sweeperReport(rootId, script) {
 
   function ticks(lo, hi, log) {
     var out = [];
-    if (log) {
-      for (var p = Math.floor(lo); p <= Math.ceil(hi); p++) if (p >= lo && p <= hi) out.push(Math.pow(10, p));
-      return out;
+    if (log) {       // powers of ten, and 2 and 5 times them where the range is narrow
+      var steps = hi - lo < 1.5 ? [1, 2, 5] : [1];
+      for (var p = Math.floor(lo); p <= Math.ceil(hi); p++) {
+        steps.forEach(function (k) {
+          var v = k * Math.pow(10, p);
+          if (Math.log10(v) >= lo && Math.log10(v) <= hi) out.push(v);
+        });
+      }
+      if (out.length >= 2) return out;
+      return ticks(Math.pow(10, lo), Math.pow(10, hi), false).filter(function (v) { return v > 0; });
     }
     var step = Math.pow(10, Math.floor(Math.log10((hi - lo) / 5 || 1)));
     [1, 2, 5, 10].some(function (k) { if ((hi - lo) / (step * k) <= 6) { step *= k; return true; } return false; });
