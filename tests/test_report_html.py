@@ -10,6 +10,7 @@ import html
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,16 @@ def data_of(page: str) -> dict:
                                 r"</script>", page, re.S).group(1))
 
 
+def trial_table(data: dict) -> list[dict]:
+    """The page's trial table as the script reads it: one dict a trial, text put back
+    from the columns written as indices into their ``levels``."""
+    trials = data["trials"]
+    levels = trials["levels"]
+    return [{c: levels[c][v] if c in levels else v for c, v in zip(trials["columns"], row,
+                                                                    strict=True)}
+            for row in trials["rows"]]
+
+
 def test_the_report_writes_report_html_beside_report_md_from_the_same_tables(tmp_path):
     store = copy_study(tmp_path)
     files = write_report(store, draw=False)
@@ -48,14 +59,13 @@ def test_the_report_writes_report_html_beside_report_md_from_the_same_tables(tmp
     data = data_of(page)
     assert data == json.loads(script_json(report_data(tables)))
     # every trial, by number, with its full reason
-    trials = data["trials"]
-    numbers = [row[trials["columns"].index("number")] for row in trials["rows"]]
-    assert numbers == list(tables.frame["number"])
-    reasons = {row[0]: row[trials["columns"].index("reason")] for row in trials["rows"]}
-    assert reasons[3] == "7 of 10 elements differ from the input (first at index 3: nan != 0.5)"
+    trials = trial_table(data)
+    assert [t["number"] for t in trials] == list(tables.frame["number"])
+    assert trials[3]["reason"] == \
+        "7 of 10 elements differ from the input (first at index 3: nan != 0.5)"
+    assert trials[3]["status"] == "wrong_answer" and trials[3]["BLOCK"] == 256
     # a rate means nothing for a trial without a number: missing, not 0
-    gbps = trials["columns"].index("gbps")
-    assert [row[gbps] for row in trials["rows"] if row[0] in (3, 5)] == [None, None]
+    assert [t["gbps"] for t in trials if t["number"] in (3, 5)] == [None, None]
     # each heatmap cell names the trial it shows, whose rate it is
     rates = dict(zip(tables.frame["number"], tables.frame["gbps"], strict=True))
     overview = data["maps"][-1]
@@ -90,8 +100,7 @@ def test_text_from_the_study_is_shown_as_text(tmp_path):
     # the JSON block holds it whole, and cannot end its own <script> element
     block = re.search(r'class="sw-data">(.*?)</script>', page, re.S).group(1)
     assert "<" not in block and "\\u003c/script\\u003e" in block
-    trials = data_of(page)["trials"]
-    assert HOSTILE in [row[trials["columns"].index("reason")] for row in trials["rows"]]
+    assert HOSTILE in [t["reason"] for t in trial_table(data_of(page))]
 
 
 def test_a_study_renders_itself_in_a_notebook(tmp_path):
@@ -133,15 +142,45 @@ def opens_cleanly(loaded) -> None:
     not_blank(loaded.screenshot)
 
 
+#: Counts the heatmap cells drawn, unfolds the folded maps, counts again, and the trial
+#: table's rows; writes them into the page.
+UNFOLD = """<script>
+(function () {
+  var root = document.querySelector(".sweeper-report"), out = {};
+  out.before = root.querySelectorAll("rect.sw-cell").length;
+  root.querySelectorAll("details").forEach(function (d) {
+    if (d.querySelector("figure.sw-map")) { d.open = true; d.dispatchEvent(new Event("toggle")); }
+  });
+  out.after = root.querySelectorAll("rect.sw-cell").length;
+  out.rows = root.querySelectorAll(".sw-trials tbody tr").length;
+  document.body.setAttribute("data-test", JSON.stringify(out));
+})();
+</script></body>"""
+
+
+def driven(page: Path, script: str) -> Path:
+    """A copy of ``page`` that runs ``script`` (ending ``</body>``) after the report's own."""
+    copy = page.with_name(f"driven-{page.name}")
+    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", script),
+                    encoding="utf-8")
+    return copy
+
+
+def seen(loaded) -> Any:
+    """What a driving script wrote into the page (JSON in ``body[data-test]``)."""
+    return json.loads(html.unescape(re.search(r'data-test="([^"]*)"', loaded.dom).group(1)))
+
+
 def test_an_interpreted_copy_report_opens_in_a_browser(tmp_path, small_space, browser):
     store, _ = sweep_study(small_space, open_device("interpret"), tmp_path / "copy")
     files = write_report(store, draw=False)
-    loaded = browser.load(files.html, tmp_path / "copy.png")
+    loaded = browser.load(driven(files.html, UNFOLD), tmp_path / "copy.png")
     opens_cleanly(loaded)
     data = data_of(files.html.read_text(encoding="utf-8"))
-    cells = sum(len(row) for m in data["maps"] for row in m["cells"])
-    assert loaded.dom.count('class="sw-cell"') == cells > 0
-    assert loaded.dom.count("<tr class=") + loaded.dom.count("<tr><td>") >= 8
+    cells = [sum(len(row) for row in m["cells"]) for m in data["maps"]]
+    assert [m["name"] for m in data["maps"]][-1].endswith("_best")
+    # the overview drawn at once, the maps folded away when unfolded
+    assert seen(loaded) == {"before": cells[-1], "after": sum(cells), "rows": 8}
 
 
 def test_a_replayed_matmul_report_with_its_roofline_opens_in_a_browser(tmp_path, browser):
@@ -159,7 +198,7 @@ def test_a_replayed_matmul_report_with_its_roofline_opens_in_a_browser(tmp_path,
     assert memory["label"] == "DRAM copy 4000 GB/s (calibrated)"
     assert memory["points"][-1] == [200, 800, None, None, None, "DRAM copy 4000 GB/s"]
     assert {p[1] for p in compute["points"]} == {800}            # the roof meets at the ridge
-    assert loaded.dom.count('class="sw-cell"') == 144 + 6        # 24 maps of 6, the overview
+    assert loaded.dom.count('class="sw-cell"') == 6       # the overview; 24 maps folded away
 
 
 #: Hovers the first point of the first chart; writes the tooltip it showed into the page.
@@ -167,17 +206,10 @@ HOVER_POINT = """<script>
 (function () {
   var dot = document.querySelector("figure.sw-chart circle.sw-pt");
   dot.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: 5, clientY: 5}));
-  document.body.setAttribute("data-test", document.querySelector(".sw-tip").textContent);
+  document.body.setAttribute("data-test",
+                             JSON.stringify(document.querySelector(".sw-tip").textContent));
 })();
 </script></body>"""
-
-
-def driven(page: Path, script: str) -> Path:
-    """A copy of ``page`` that runs ``script`` (ending ``</body>``) after the report's own."""
-    copy = page.with_name(f"driven-{page.name}")
-    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", script),
-                    encoding="utf-8")
-    return copy
 
 
 def test_a_footprint_curve_opens_in_a_browser(tmp_path, browser):
@@ -186,7 +218,7 @@ def test_a_footprint_curve_opens_in_a_browser(tmp_path, browser):
     opens_cleanly(loaded)
     assert loaded.dom.count('class="sw-pt"') == 6               # 3 footprints, cold and warm
     assert ">L2 8KiB<" in loaded.dom
-    tip = html.unescape(re.search(r'data-test="([^"]*)"', loaded.dom).group(1)).splitlines()
+    tip = seen(loaded).splitlines()
     assert tip[0] == "float32 4KiB cold: #0, 90 GB/s at median 9.102e-05 ms (sweep)"
     assert tip[2] == "#0  ok  float32 4KiB cold" and tip[4].startswith("median ")
 
@@ -226,21 +258,21 @@ def test_the_page_filters_sorts_and_shows_a_cells_trial_and_keeps_text_as_text(t
     opens_cleanly(loaded)
     assert ' data-pwned="' not in loaded.dom and "<img" not in loaded.dom   # nothing ran
     assert html.escape(HOSTILE, quote=False) in loaded.dom     # in the failures and the table
-    seen = json.loads(html.unescape(re.search(r'data-test="([^"]*)"', loaded.dom).group(1)))
-    assert seen["all"] == 8
-    (failed,) = seen["failed"]
+    saw = seen(loaded)
+    assert saw["all"] == 8
+    (failed,) = saw["failed"]
     assert failed.startswith("3wrong_answer") and HOSTILE in failed
-    assert seen["filtered"] == ["4", "5"]        # BLOCK (not block) 1024 on the sms grid
-    assert seen["fastest"] == ["4", "1", "2"]    # 400, 300, 200 GB/s
-    tip = seen["tip"].splitlines()
+    assert saw["filtered"] == ["4", "5"]        # BLOCK (not block) 1024 on the sms grid
+    assert saw["fastest"] == ["4", "1", "2"]    # 400, 300, 200 GB/s
+    tip = saw["tip"].splitlines()
     assert tip[0].startswith("#4  ok") and tip[1] == "grid=sms (=132) block=32 BLOCK=1024"
     assert tip[2].startswith("median ") and "95% CI [" in tip[2]
     assert tip[3].startswith("400 GB/s") and tip[4].startswith("samples 3")
 
 
 def test_the_page_stays_small_for_many_trials(tmp_path):
-    """At most 200 bytes a trial beyond the page's own 60 kB, here on 100 trials (a
-    synthetic copy sweep of 10⁴ trials wrote 1.6 MB, as README.md says)."""
+    """At most 150 bytes a trial beyond the page's own 40 kB, here on 100 trials (a
+    synthetic copy sweep of 10⁴ trials wrote 1.3 MB, as README.md says)."""
     grids = ["sms", "2*sms", "4*sms", "8*sms", "16*sms"]
     rng = np.random.default_rng(0)
     trials = [record(n, grids[n % 5], [32, 64][n // 5 % 2], 256 << (n // 10 % 10),
@@ -249,7 +281,7 @@ def test_the_page_stays_small_for_many_trials(tmp_path):
     axes = {"grid": grids, "block": ["32", "64"], "BLOCK": [str(256 << i) for i in range(10)],
             "dtype": ["float32"], "footprint": ["1GiB"]}
     page = write_report(copy_study(tmp_path, records=trials, axes=axes), draw=False).html
-    assert page.stat().st_size < 60_000 + 200 * len(trials)
+    assert page.stat().st_size < 40_000 + 150 * len(trials)
 
 
 def test_two_studies_in_one_notebook_page_both_draw(tmp_path, browser):
@@ -265,6 +297,6 @@ def test_two_studies_in_one_notebook_page_both_draw(tmp_path, browser):
     assert loaded.dom.count('data-drawn="yes"') == 2
     ids = re.findall(r' id="([^"]+)"', loaded.dom)
     assert len(ids) == len(set(ids))              # sections, gradients and clip paths apart
-    assert loaded.dom.count("<linearGradient ") == 3      # the first's maps
+    assert loaded.dom.count("<linearGradient ") == 1      # the first's overview map
     assert loaded.dom.count("<clipPath ") == 1            # the second's footprint curve
     not_blank(loaded.screenshot)

@@ -53,6 +53,9 @@ TRIAL_COLUMNS = ["number", "status", "problem", "grid_label", "grid", "block", "
 HELD = {"problem", "grid_label", "grid", "block"}
 #: Columns that mean nothing for a trial without a number (0.0 there is not a rate).
 RATES = ("gbps", "gflops", "tflops", "score", "pct_ceiling")
+#: A text column is written as indices into its values when each value fills, on average,
+#: this many rows or more.
+LEVELS_EVERY = 4
 #: Significant digits the page keeps of a number (the report's tables show four).
 DIGITS = 6
 #: Full reasons shown under each kind of failure; the trial table holds every one.
@@ -111,10 +114,12 @@ def report_data(tables: ReportTables) -> dict[str, Any]:
 
 def trial_rows(tables: ReportTables) -> dict[str, Any]:
     """Every trial as a row of values under ``columns`` (numbers to :data:`DIGITS`
-    significant digits, ``null`` where missing); columns blank in every row left out."""
+    significant digits, ``null`` where missing); columns blank in every row left out.  A
+    text column of few values (status, problem, grid) holds indices into its ``levels``,
+    which the page's script puts back: a study's 10⁴ rows repeat them otherwise."""
     df = tables.frame
     if df.empty:
-        return {"columns": [], "rows": []}
+        return {"columns": [], "rows": [], "levels": {}}
     names: list[str] = []
     held = {*HELD, *tables.meta.meta_axes}
     for c in TRIAL_COLUMNS:
@@ -125,8 +130,15 @@ def trial_rows(tables: ReportTables) -> dict[str, Any]:
                    and not (c in held and frame[c].astype(str).nunique() <= 1)]]
     frame = without_blank_columns(frame.assign(**{
         c: frame[c].where(frame["status"] == "ok") for c in RATES if c in frame}))
+    levels: dict[str, list[str]] = {}
+    for c in frame.columns:
+        values = frame[c]
+        if values.map(lambda v: isinstance(v, str)).all() and \
+                values.nunique() * LEVELS_EVERY <= len(values):
+            levels[c] = sorted(values.unique())
+            frame = frame.assign(**{c: values.map({v: i for i, v in enumerate(levels[c])})})
     rows = [[_value(v) for v in row] for row in frame.itertuples(index=False, name=None)]
-    return {"columns": list(frame.columns), "rows": rows}
+    return {"columns": list(frame.columns), "rows": rows, "levels": levels}
 
 
 def _value(value: Any) -> Any:

@@ -52,6 +52,10 @@ function sweeperReport(rootId, script) {
   var data = JSON.parse(root.querySelector("script.sw-data").textContent);
   var cols = data.trials.columns, rows = data.trials.rows, at = {};
   cols.forEach(function (c, i) { at[c] = i; });
+  Object.keys(data.trials.levels).forEach(function (c) {      // indices back to their text
+    var levels = data.trials.levels[c], i = at[c];
+    rows.forEach(function (r) { r[i] = levels[r[i]]; });
+  });
   var byNumber = {};
   rows.forEach(function (r) { byNumber[r[at.number]] = r; });
   function cell(r, c) { return at[c] === undefined ? null : r[at[c]]; }
@@ -318,10 +322,24 @@ function sweeperReport(rootId, script) {
     draw();
   }
 
-  try {
+  function guarded(draw) {
+    try {
+      draw();
+    } catch (e) {
+      el("pre", "sw-error", "report script error: " + (e && e.stack ? e.stack : e), root);
+    }
+  }
+  guarded(function () {
+    // a map folded away is drawn when it is first unfolded: a study of 10^4 trials has
+    // hundreds of them
     root.querySelectorAll("figure.sw-map").forEach(function (f) {
-      var i = Number(f.getAttribute("data-index"));
-      heatmap(data.maps[i], i, f);
+      var i = Number(f.getAttribute("data-index")), fold = f.closest("details"), drawn = false;
+      function draw() { if (!drawn) { drawn = true; heatmap(data.maps[i], i, f); } }
+      if (fold && !fold.open) {
+        fold.addEventListener("toggle", function () { if (fold.open) guarded(draw); });
+      } else {
+        draw();
+      }
     });
     root.querySelectorAll("figure.sw-chart").forEach(function (f) {
       var i = Number(f.getAttribute("data-index"));
@@ -330,7 +348,5 @@ function sweeperReport(rootId, script) {
     var box = root.querySelector(".sw-trials");
     if (box) trialTable(box);
     root.setAttribute("data-drawn", "yes");
-  } catch (e) {
-    el("pre", "sw-error", "report script error: " + (e && e.stack ? e.stack : e), root);
-  }
+  });
 }
