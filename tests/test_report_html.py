@@ -78,7 +78,8 @@ def test_the_report_writes_report_html_beside_report_md_from_the_same_tables(tmp
     assert "1 wrong_answer: elements differ from the input" in page
     assert "<pre>7 of 10 elements differ from the input (first at index 3: nan != 0.5)</pre>" \
         in page
-    assert "<td>reproduce</td>" in page and "<td>sweeper run x.yaml</td>" in page
+    assert "<td>reproduce</td><td>sweeper run x.yaml --device cuda --study st</td>" in page
+    assert "<td>command</td><td>`sweeper run x.yaml` (reproduce: " in page
 
 
 def test_the_page_is_self_contained(tmp_path):

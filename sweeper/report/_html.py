@@ -394,8 +394,7 @@ def _best(tables: ReportTables) -> list[str]:
 
 def _provenance(tables: ReportTables) -> list[str]:
     meta = tables.meta
-    items = [("reproduce", reproduce_command(meta)), ("command", meta.command),
-             ("space sha256", meta.space_sha256)]
+    items = [("reproduce", reproduce_command(meta)), ("space sha256", meta.space_sha256)]
     out = [html_table(pd.DataFrame([*items, *tables.record], columns=["item", "record"])),
            "<h3>Environment</h3>",
            html_table(pd.DataFrame(list(meta.environment.items()), columns=["what", "value"]))]
