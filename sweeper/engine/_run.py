@@ -533,7 +533,7 @@ def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
     files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
-    say(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
-          f"{store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
-          f"{drawn} drawn, {pictures - drawn} unchanged)")
+    say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; {pictures} "
+        f"heatmaps in {store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
+        f"{drawn} drawn, {pictures - drawn} unchanged)")
     return files
