@@ -28,6 +28,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from sweeper.core._units import counted
 from sweeper.kernels._base import Headline
 from sweeper.store import TrialRecord
 
@@ -59,7 +60,7 @@ class ProgressReporter:
         self._finals: TaskID | None = None
         self._done = self._total = 0
         self._best, self._compiles = "–", ""
-        self._rounds = self._final = self._problems = 0
+        self._rounds = self._round = self._final = self._problems = 0
         self._problem = ""
 
     def start(self, total: int, done: int) -> None:
@@ -96,7 +97,7 @@ class ProgressReporter:
     def final_started(self, problem: str, finalists: int) -> None:
         if self._finals is None:
             return
-        self._final += 1
+        self._final, self._round = self._final + 1, 0
         self._problem = (f"{self._final} of {self._problems}: {problem}"
                          if self._problems > 1 else problem)
         self._progress.update(self._finals, completed=(self._final - 1) * self._rounds,
@@ -106,6 +107,7 @@ class ProgressReporter:
     def final_round(self, round_: int, finalists: int) -> None:
         if self._finals is None:
             return
+        self._round = round_
         self._progress.update(self._finals, completed=(self._final - 1) * self._rounds + round_,
                               right=self._finalists(round_, finalists))
         self._draw(force=True)
@@ -113,7 +115,9 @@ class ProgressReporter:
     def final_done(self) -> None:
         if self._finals is None:
             return
-        self._progress.update(self._finals, completed=self._final * self._rounds)
+        settled = f"settled after {counted(self._round, 'round')}" if self._round else "done"
+        self._progress.update(self._finals, completed=self._final * self._rounds,
+                              right=settled)
         self._draw(force=True)
 
     def _finalists(self, round_: int, finalists: int) -> str:

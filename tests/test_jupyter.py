@@ -27,6 +27,11 @@ TINY = {"study": "tiny", "kernel": "copy", "sampler": "exhaustive",
         "constraints": ["BLOCK >= 4 * block"], "measure": {"warmup": 1, "repeat": 3}}
 #: The bar once ``done`` of the 6 valid configs are measured (the rates and times vary).
 BAR = r"trials [━╸╺ ]+ {done}/6 best [\d.]+ GB/s last [\d.]+ GB/s \d:\d\d:\d\d ETA [-:\d]+\n"
+#: The end of a sweep with its final: the trials done, the final settled (rich lines the
+#: two bars' columns up).
+ENDED = (r"trials [━╸╺ ]+ 6/6 +best [\d.]+ GB/s +last [\d.]+ GB/s +\d:\d\d:\d\d done *\n"
+         r"finals [━╸╺ ]+ 5/5 +float32 4KiB cold +settled after [345] rounds +\d:\d\d:\d\d "
+         r"ETA [-:\d]+ *\n")
 
 INTERRUPT_AFTER_TWO = """
 import os, signal
@@ -91,17 +96,19 @@ def _text(output: dict[str, Any]) -> str:
 
 def test_a_sweep_in_a_jupyter_kernel(kernel, tmp_path):
     studies = str(tmp_path / "studies")
-    (setup, _), (sweep, updates), (table, _), (stopped, _), (threads, _) = _execute([
-        "import threading, sweeper\nbefore = set(threading.enumerate())\n"
-        "print(sweeper.__file__)",
-        f"study = sweeper.run({TINY!r}, device='interpret', studies_dir={studies!r}, "
-        "quiet=False, report=False)",
-        "study.trials_dataframe()",
-        INTERRUPT_AFTER_TWO.format(space=TINY, studies=studies),
-        "print(sorted(t.name for t in set(threading.enumerate()) - before))",
-    ], tmp_path)
+    (setup, _), (sweep, updates), (table, _), (shown, _), (stopped, _), (threads, _) = \
+        _execute([
+            "import threading, sweeper\nbefore = set(threading.enumerate())\n"
+            "print(sweeper.__file__)",
+            f"study = sweeper.run({TINY!r}, device='interpret', studies_dir={studies!r}, "
+            "quiet=False, report=False)",
+            "study.trials_dataframe()",
+            "study",
+            INTERRUPT_AFTER_TWO.format(space=TINY, studies=studies),
+            "print(sorted(t.name for t in set(threading.enumerate()) - before))",
+        ], tmp_path)
     assert [_text(o) for o in setup] == [f"{ROOT / 'sweeper' / '__init__.py'}\n"]
-    everything = [o for cell in (sweep, table, stopped) for o in cell]
+    everything = [o for cell in (sweep, table, shown, stopped) for o in cell]
     assert not [o for o in everything if o["output_type"] == "error"]
     assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
                    for o in everything)
@@ -115,25 +122,34 @@ def test_a_sweep_in_a_jupyter_kernel(kernel, tmp_path):
     header, summary = "".join(map(_text, sweep[:bar])), "".join(map(_text, sweep[bar + 1:]))
     assert header.startswith("study tiny-interpret: ") and "space: 8 configs" in header
     assert summary.startswith("done: 6 measured (0 failed), 2 skipped by constraints")
-    assert re.fullmatch(BAR.format(done=6), _text(sweep[bar]))
+    assert re.fullmatch(ENDED, _text(sweep[bar]))
     assert sweep[bar]["data"]["text/html"].startswith("<pre style=")
     # redrawn in place as trials end (at most once each, and at the end), never behind
     counts = [int(re.search(r" (\d)/6 ", text)[1]) for text in updates]
-    assert 2 <= len(updates) <= 6 + 1 and counts == sorted(counts)
-    assert re.fullmatch(BAR.format(done=6), updates[-1])
+    assert 2 <= len(updates) <= 6 + 1 + 7 and counts == sorted(counts)  # + the final's
+    assert re.fullmatch(ENDED, updates[-1])
 
     html = table[0]["data"]["text/html"]                           # the trials as a table
     assert '<table border="1" class="dataframe">' in html
     assert html.count("<td>ok</td>") == 6 and html.count("<td>invalid</td>") == 2
 
+    # the study shows itself as its HTML report (the page in a browser: test_report_html)
+    (report,) = shown
+    page = report["data"]["text/html"]
+    assert report["output_type"] == "execute_result"
+    assert page.startswith('<div class="sweeper-report" id="sweeper-') and "<script" in page
+    assert "tiny-interpret" in page
+    assert report["data"]["text/plain"].startswith("Study(")
+
     # Ctrl-C: the bar where the sweep stopped, one line on stderr, then the summary
     said = [(o.get("name", o["output_type"]), _text(o)) for o in stopped]
     bar = [kind for kind, _ in said].index("display_data")
-    (_, drawn), stop_line, (where, summary) = said[bar:]
+    (_, drawn), stop_line, *rest = said[bar:]
+    where, summary = {kind for kind, _ in rest}, "".join(text for _, text in rest)
     assert stop_line == ("stderr", "\nstopping after the current trial (Ctrl-C again to "
                                    "abort it)\n")
     measured = int(re.match(r"done: (\d) measured", summary)[1])
-    assert where == "stdout" and 2 <= measured < 6
+    assert where == {"stdout"} and 2 <= measured < 6
     assert "stopped: interrupted (Ctrl-C)" in summary
     assert re.fullmatch(BAR.format(done=measured), drawn)
     assert [_text(o) for o in threads] == ["[]\n"]                   # no thread left
