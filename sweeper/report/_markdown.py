@@ -33,6 +33,7 @@ from sweeper.report._tables import (
     baseline_rates,
     nothing_measured,
     problem_key,
+    shrunk_frame,
     unit,
 )
 from sweeper.space import format_size, show_dims
@@ -65,6 +66,7 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
                f"{counts.get('invalid', 0)} skipped by constraints. {_text(story.trial)}; "
                f"rates: {LABELS[metric]}.\n")
     out += _factors(tables.factors)
+    out += _shrunk(tables)
     out += _picks(tables)
     out += _winners(tables)
     out += _effects(tables)
@@ -133,6 +135,19 @@ def _factors(found: dict[str, list[tuple[str, str]]]) -> list[str]:
         [("varied", k, v) for k, v in found["varied"]] +
         [("fixed", k, v) for k, v in found["fixed"]], columns=["", "factor", "value"])))
     return out
+
+
+def _shrunk(tables: ReportTables) -> list[str]:
+    shrunk = shrunk_frame(tables.frame)
+    if shrunk.empty:
+        return []
+    merged = " Problems that shrink to one are measured once: the others' configs are " \
+             "skipped, with the problem they merged into as their reason (below)." \
+        if tables.frame["reason"].str.contains(" is measured once, as ").any() else ""
+    return ["\n## Problems measured smaller than asked\n",
+            "The device caps a problem's footprint: dimensions shrink by one factor, each "
+            "keeping whether it is a power of two." + merged + "\n",
+            md_table(shrunk.rename(columns={"asked": "asked for", "measured": "measured"}))]
 
 
 def _picks(tables: ReportTables) -> list[str]:

@@ -103,6 +103,27 @@ def _fill_footprints(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def shrunk_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per problem whose trials ran at dimensions other than those its labels
+    ask for (the interpreter's cap): ``dtype``, ``asked`` (``cols=1000 rows=4096``) and
+    ``measured`` (``cols=31 rows=128``); those the cap merged into another problem are
+    the trials ruled out so, whose reason says which."""
+    dims = df.attrs.get("dims", ()) if not df.empty else ()
+    columns = ["dtype", "asked", "measured"]
+    if not dims or "size_label" not in df:
+        return pd.DataFrame(columns=columns)
+    ran = df[(df["status"] != "invalid") & df["footprint"].notna()]
+    rows = []
+    for (dtype, label), group in ran.groupby(["dtype", "size_label"], sort=False):
+        first = group.iloc[0]
+        measured = {d: first[d] for d in dims if pd.notna(first[d])}
+        asked = dict(part.split("=", 1) for part in str(label).split(" ") if "=" in part)
+        if any(str(asked.get(d)) != str(int(v)) for d, v in measured.items()
+               if str(asked.get(d, "")).isdigit()):
+            rows.append((dtype, label, " ".join(f"{d}={int(v)}" for d, v in measured.items())))
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _size(label: Any) -> float:
     try:
         return float(parse_size(str(label)))
