@@ -97,12 +97,13 @@ class Study:
 
         return baselines_table(self.storage)
 
-    def report(self, *, shared_scale: bool = False) -> Path:
-        """Write report.md, report.json and the heatmaps (what ``sweeper report`` does);
-        returns report.md's path."""
+    def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
+        """Write report.md, report.json and the heatmaps (what ``sweeper report`` does;
+        ``scale``: the heatmaps' colour scale, ``study`` (default), ``problem`` or
+        ``map``; ``shared_scale`` without it: ``problem``); returns report.md's path."""
         from sweeper.report import write_report
 
-        return write_report(self.storage, shared_scale=shared_scale).markdown
+        return write_report(self.storage, shared_scale=shared_scale, scale=scale).markdown
 
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
                replace: bool = False) -> str:

@@ -539,14 +539,17 @@ def _reporter(quiet: bool, headline: Any) -> Any:
 
 
 def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
-                 redraw: bool = False, say: Callable[[str], None] = print) -> Any:
+                 redraw: bool = False, say: Callable[[str], None] = print,
+                 scale: str | None = None) -> Any:
     """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
-    whose numbers changed unless ``redraw``) and say where it is and what was drawn;
+    whose numbers changed unless ``redraw``; the heatmaps' colour ``scale``, as
+    :func:`~sweeper.report.study_tables` takes it) and say where it is and what was drawn;
     returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
     from sweeper.report import write_report
 
     formats = ("png", "svg") if svg else ("png",)
-    files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw)
+    files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw,
+                         scale=scale)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
     say(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "

@@ -20,6 +20,7 @@ import pandas as pd
 from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
 from sweeper.consensus import AGREE
+from sweeper.core._units import counted
 from sweeper.escape import md_text
 from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
@@ -239,14 +240,24 @@ def _stops(tables: ReportTables) -> list[str]:
 
 def _heatmaps(tables: ReportTables, images: list[Path]) -> list[str]:
     blank = [m.name for m in tables.heatmaps if not m.measured]
+    single = [m.name for m in tables.heatmaps if m.measured and not m.drawn]
     drawn = [f"![{p.stem}](heatmaps/{p.name})\n" for p in images if p.suffix == ".png"]
-    if not drawn and not blank:
+    if not drawn and not blank and not single:
         return []
     out = ["\n## Heatmaps\n", *drawn]
     if blank and len(blank) == len(tables.heatmaps):
         out.append("None drawn: no config was measured.\n")
     elif blank:
         out.append(f"Not drawn, no config in them was measured: {_text(', '.join(blank))}.\n")
+    if single:
+        out.append(f"Not drawn, a number in one cell only: {_text(', '.join(single))}; the "
+                   "best-config tables above rank their configs.\n")
+    folded = sum(m.folded for m in tables.heatmaps)
+    if folded:
+        out.append(f"{counted(folded, 'map')} of one meta values' configs held a number in "
+                   f"one cell only: {'it is' if folded == 1 else 'each is'} folded into its "
+                   "problem's best-over-meta map, whose cells name the meta values that won "
+                   "them.\n")
     return out
 
 
