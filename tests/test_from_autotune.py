@@ -4,6 +4,8 @@ exactly its configs, on the interpreter here."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import triton
 import triton.language as tl
@@ -160,3 +162,9 @@ def test_problems_the_interpreter_shrinks_are_named_and_measured_once(tmp_path, 
     assert "as n_elements=4096 does: that problem is measured once" in skipped[0].reason
     report = (tmp_path / "add-interpret" / "report.md").read_text()
     assert "| float32 | n_elements=1000000 | n_elements=4095 |" in report
+    # no map of one cell: each config's map is folded into its problem's best map, and
+    # the merged problem, launched nowhere, has none
+    maps = json.loads((tmp_path / "add-interpret" / "report.json").read_text())["heatmaps"]
+    assert maps["drawn"] == ["float32_n_elements=4095_cold_best",
+                             "float32_n_elements=4096_cold_best"] and maps["not_drawn"] == []
+    assert "6 maps of one meta values' configs held a number in one cell only" in report

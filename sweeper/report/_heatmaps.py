@@ -120,7 +120,9 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
              shared_scale: bool = False, scale: str | None = None) -> list[HeatmapData]:
     """A heatmap per (meta values, problem), plus the best over meta values, problems in
     (dtype, footprint, dimensions, cache) order; maps of one meta values' configs with a
-    number in one cell only are folded into the best-over-meta map (see above).
+    number in one cell only are folded into the best-over-meta map (see above), and a
+    problem none of whose configs could be launched (every one ruled out: one the
+    interpreter merged into another) has none.
 
     ``picks`` (trial number -> :class:`Pick`) are the configs the study ends with; a map
     marks its problem's pick where the pick lies in it, else its own best cell.
@@ -133,6 +135,8 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
     picks = picks or {}
     problems: list[tuple[list[HeatmapData], dict[str, str]]] = []
     for _, sub in df.groupby(PROBLEM_ORDER, sort=True, dropna=False):
+        if (sub["status"] == "invalid").all():     # nothing launched: the report says why
+            continue
         text = problem_key(sub.iloc[0])
         resident = sub["flags"].str.contains("L2-resident").any()
         base = f"{kernel} · {text.replace(' ', ' · ')}{' (L2-resident)' if resident else ''}"
