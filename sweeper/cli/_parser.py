@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = ArgumentParser(prog="sweeper", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"sweeper {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks, a failed trial's too (on stderr, as it fails)")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(sub)

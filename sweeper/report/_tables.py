@@ -15,6 +15,7 @@ import pandas as pd
 
 from sweeper.ceilings import Ceilings
 from sweeper.consensus import Agreement
+from sweeper.core._units import counted
 from sweeper.finals import FinalRecord, Pick
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
@@ -79,6 +80,7 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
         rows.append(list(row.values()))
     df = _fill_footprints(pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame())
     df.attrs["dims"] = dim_names
+    df.attrs["meta"] = list(meta_names)
     return df
 
 
@@ -266,17 +268,59 @@ _NUMBERS = re.compile(r"\s*\([^)]*\)|\b\d+ of \d+\b|index \d+.*$")
 
 def reason_kind(reason: str) -> str:
     """A failure's reason without its values, so like failures count together."""
-    return _NUMBERS.sub("", reason).strip() or reason
+    return " ".join(_NUMBERS.sub("", reason).split()) or reason
+
+
+#: Trial numbers a failure group lists before it says how many more.
+LISTED = 8
 
 
 def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
-    """Trials that did not give a number, counted by status and reason (values stripped)."""
+    """Trials that did not give a number, counted by status and reason (values stripped,
+    so like failures count together), most first; each group with its ``trials``
+    (``#2, #5, #9``), what its configs have ``in common`` that the measured ones lack
+    (``BLOCK=512``: the labels of grid, block and the meta-parameters), and the complete
+    ``message`` of its first trial where stripping changed it (``""`` where not)."""
+    columns = ["status", "reason", "count", "trials", "in common", "message"]
     bad = df[df["status"] != "ok"]
     if bad.empty:
-        return pd.DataFrame(columns=["status", "reason", "count"])
-    reasons = bad["reason"].map(reason_kind)
-    return (bad.assign(reason=reasons).groupby(["status", "reason"]).size().rename("count")
-            .reset_index().sort_values("count", ascending=False, kind="stable"))
+        return pd.DataFrame(columns=columns)
+    fine = df[df["status"] == "ok"]
+    config = [c for c in ("grid_label", "block", *df.attrs.get("meta", ())) if c in df]
+    rows = []
+    for (status, reason), group in bad.assign(kind=bad["reason"].map(reason_kind)).groupby(
+            ["status", "kind"], sort=False):
+        numbers = sorted(int(n) for n in group["number"])
+        listed = ", ".join(f"#{n}" for n in numbers[:LISTED])
+        if len(numbers) > LISTED:
+            listed += f" … ({len(numbers)} in all)"
+        first = group.loc[group["number"].idxmin(), "reason"]
+        distinct = group["reason"].nunique()
+        message = "" if first == reason else first + (
+            f" (and {counted(distinct - 1, 'other message')} alike)" if distinct > 1 else "")
+        rows.append((status, reason, len(group), listed, _in_common(group, fine, config),
+                     message))
+    return (pd.DataFrame(rows, columns=columns)
+            .sort_values("count", ascending=False, kind="stable").reset_index(drop=True))
+
+
+def _in_common(group: pd.DataFrame, fine: pd.DataFrame, columns: Sequence[str]) -> str:
+    """``BLOCK=512``: the config values every row of ``group`` has and not every row of
+    ``fine`` (the measured trials) has; empty where none is."""
+    out = []
+    for column in columns:
+        values = group[column].dropna().map(_shown).unique()
+        if len(values) != 1 or group[column].isna().any():
+            continue
+        if not fine.empty and (fine[column].dropna().map(_shown) == values[0]).all():
+            continue
+        out.append(f"{'grid' if column == 'grid_label' else column}={values[0]}")
+    return " ".join(out)
+
+
+def _shown(value: Any) -> str:
+    """A config value as its label: ``1024``, not ``1024.0``."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def nothing_measured(df: pd.DataFrame) -> str | None:
