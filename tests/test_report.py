@@ -20,6 +20,7 @@ from sweeper.report import (
     trials_frame,
     write_report,
 )
+from sweeper.report._tables import reason_kind
 from sweeper.space import Config, Problem, load_space
 from sweeper.store import BaselineRecord, ProblemKey, StudyStore, TrialRecord
 from sweeper.sweep import Sweep, open_study
@@ -93,6 +94,15 @@ def test_failure_counts_group_reasons_without_values():
     rows = {(r.status, r.reason): r.count for r in counts.itertuples()}
     assert rows == {("invalid", "constraint 'BLOCK >= 32*block' is false"): 2,
                     ("wrong_answer", "elements differ from the input"): 1}
+
+
+def test_a_reason_keeps_its_message_and_kernel_line_when_its_numbers_are_stripped():
+    typo = ("InterpreterError: AttributeError(\"module 'triton.language' has no attribute "
+            "'lod'\") (at k.py:10: tl.store(x + offsets, tl.lod(x + offsets, mask=offsets < n)"
+            " * a, mask=offsets < n))")
+    assert reason_kind(typo) == typo                 # nothing but the kernel's own numbers
+    assert reason_kind("constraint 'BLOCK >= block' is false (BLOCK=256, block=512)") == \
+        "constraint 'BLOCK >= block' is false"
 
 
 def test_failures_are_grouped_with_their_trials_what_they_share_and_the_full_message():

@@ -263,7 +263,10 @@ def headline_table(picks: Sequence[Pick], df: pd.DataFrame, meta_names: Sequence
             .drop(columns=PROBLEM_ORDER).reset_index(drop=True))
 
 
-_NUMBERS = re.compile(r"\s*\([^)]*\)|\b\d+ of \d+\b|index \d+.*$")
+#: What :func:`reason_kind` strips: a parenthesis holding a number and no other
+#: parenthesis (``(BLOCK=1024, block=64)``; the one around a kernel's line, which holds
+#: its code's, stays whole), ``N of M``, and from ``index N`` on.
+_NUMBERS = re.compile(r"\s*\([^()]*\d[^()]*\)|\b\d+ of \d+\b|index \d+.*$")
 
 
 def reason_kind(reason: str) -> str:
