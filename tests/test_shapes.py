@@ -249,3 +249,19 @@ def test_problems_that_shrink_to_one_are_measured_once_and_say_so():
         "n=1048576 shrinks to 16KiB under the device's 16KiB cap, as n=4096 does: that "
         "problem is measured once, as n=4096"}
     assert len(list(configs.ruled_out())) == 2            # both BLOCKs of n=1048576
+
+
+def test_problems_that_would_shrink_to_one_stay_apart_where_their_order_allows():
+    """4GiB and 1GiB both shrink to 16 KiB: the larger keeps it, the other goes on to
+    8 KiB, above the 4 KiB asked for; 64 KiB has no place left above 4 KiB and merges
+    with the problem it shrank onto, which is measured once."""
+    from sweeper.space import Configs, shrunk_problems
+
+    space = parse_space("kernel: copy\nparams:\n  footprint: [1GiB, 4GiB, 64KiB, 4KiB]\n")
+    assert [s.describe() for s in shrunk_problems(space, FACTS, 16 << 10)] == [
+        "footprint 1GiB → 8KiB", "footprint 4GiB → 16KiB",
+        "footprint 64KiB → 16KiB (as footprint=4GiB does: measured once, as footprint=4GiB)"]
+    configs = Configs(space, FACTS, 16 << 10)
+    ran = {configs[i]["footprint"]: space.resolve(configs[i], FACTS, 16 << 10).problem.footprint
+           for i in range(len(configs))}
+    assert ran == {"1GiB": 8 << 10, "4GiB": 16 << 10, "4KiB": 4 << 10}

@@ -83,7 +83,7 @@ def test_constraint_violation_is_invalid_with_reason():
 def test_footprint_cap_applies_before_n():
     space = parse(GOOD)
     cfg = space.resolve({"grid": "cdiv(n, BLOCK)", "block": "32", "BLOCK": "256",
-                         "dtype": "float32", "footprint": "64KiB"}, FACTS, max_footprint=4096)
+                         "dtype": "float32", "footprint": "1GiB"}, FACTS, max_footprint=4096)
     assert cfg.problem.footprint == 4096 and cfg.grid == 4
 
 

@@ -467,7 +467,8 @@ def _value_step(space: Space, name: str) -> StepRun:
 
 def _problem_step(space: Space, max_footprint: int | None) -> StepRun:
     by_footprint = "footprint" in space.sizes
-    merged: dict[tuple[int, int], dict[tuple[str, tuple[str, ...]], Shrunk]] = {}
+    #: per device facts: each shrunk problem's place (:func:`shrunk_problems`)
+    placed: dict[tuple[int, int], dict[tuple[str, tuple[str, ...]], Shrunk]] = {}
 
     def problem_of(choice: Mapping[str, str], state: Resolving) -> None:
         dtype = str(space.constant("dtype", choice))
@@ -478,14 +479,15 @@ def _problem_step(space: Space, max_footprint: int | None) -> StepRun:
             raise Invalid(str(err), state.chosen[err.axis].origin) from None
         if max_footprint is not None:
             facts = (state.env["sms"], state.env["l2_bytes"])
-            if facts not in merged:
-                merged[facts] = {(s.dtype, s.labels): s for s in shrunk_problems(
-                    space, dict(zip(("sms", "l2_bytes"), facts, strict=True)), max_footprint)
-                    if s.same_as is not None}
-            found = merged[facts].get((dtype, tuple(choice[n] for n in space.sizes)))
-            if found is not None:
+            if facts not in placed:
+                placed[facts] = {(s.dtype, s.labels): s for s in shrunk_problems(
+                    space, dict(zip(("sms", "l2_bytes"), facts, strict=True)), max_footprint)}
+            found = placed[facts].get((dtype, tuple(choice[n] for n in space.sizes)))
+            if found is not None and found.same_as is not None:
                 raise Invalid(found.merge_reason(max_footprint),
                               state.chosen[space.sizes[0]].origin)
+            if found is not None:
+                problem = found.problem
         state.problem = problem
         state.env.update(problem.dims)
         state.env.update(footprint=problem.footprint, n=problem.n)
@@ -540,10 +542,13 @@ class Shrunk:
 def shrunk_problems(space: Space, facts: Mapping[str, int], max_footprint: int | None
                     ) -> tuple[Shrunk, ...]:
     """Every problem of ``space`` that ``max_footprint`` makes smaller, in the order the
-    space lists them, each with the problem it merges with where two become one (the
-    first that needs no shrinking, else the first listed, is measured; the others are
-    ruled out).  Empty without a cap, or where a size axis's value reads another axis
-    (its problems are known only config by config)."""
+    space lists them, and what each is measured as.  Problems stay apart where they can:
+    one that shrinks onto another problem of the space shrinks further (the largest asked
+    for keeping the largest place), as long as it stays above every problem of its dtype
+    asked smaller that needs no shrinking (sizes keep their order); where it cannot, it
+    merges with the problem it shrank onto (``same_as``), which is measured once.  Empty
+    without a cap, or where a size axis's value reads another axis (its problems are known
+    only config by config)."""
     if max_footprint is None:
         return ()
     sizes, by_footprint = space.sizes, "footprint" in space.sizes
@@ -553,33 +558,51 @@ def shrunk_problems(space: Space, facts: Mapping[str, int], max_footprint: int |
         return ()
     dims = list(dict.fromkeys(space.dimension_of(n) for n in ("dtype", *sizes)))
     labels_of = space.choices()
-    found: dict[tuple[str, tuple[str, ...]], tuple[Shrunk, bool]] = {}
+    asked: dict[tuple[str, tuple[str, ...]], tuple[dict[str, int], Problem]] = {}
     for combo in itertools.product(*(labels_of[d] for d in dims)):
         choice = space.expand(dict(zip(dims, combo, strict=True)))
         dtype = str(space.constant("dtype", choice))
         key = (dtype, tuple(choice[n] for n in sizes))
-        if key in found:
+        if key in asked:
             continue
         env = {"sms": facts["sms"], "l2_bytes": facts["l2_bytes"], "itemsize": DTYPES[dtype]}
         try:
             values = {n: int(evaluate(v.expr, env)) if v.expr is not None else
                       int(v.constant)   # type: ignore[arg-type]
                       for n in sizes for v in (space.axis(n).value(choice[n]),)}
-            asked = space.shape.problem(dtype, values, None, by_footprint=by_footprint)
-            ran = space.shape.problem(dtype, values, max_footprint, by_footprint=by_footprint)
+            asked[key] = (values, space.shape.problem(dtype, values, None,
+                                                       by_footprint=by_footprint))
         except (ExpressionError, SizeError):
             continue
-        found[key] = (Shrunk(dtype, key[1], tuple(values.items()), ran), ran != asked)
-    first: dict[Problem, str] = {}
-    for shrunk, _ in sorted(found.values(), key=lambda f: f[1]):   # stable: unshrunk first
-        first.setdefault(shrunk.problem, shrunk.asked_text)
-    out = []
-    for shrunk, changed in found.values():
-        same = first[shrunk.problem]
-        if changed:
-            out.append(Shrunk(shrunk.dtype, shrunk.labels, shrunk.asked, shrunk.problem,
-                              same if same != shrunk.asked_text else None))
-    return tuple(out)
+
+    def shrunk(key: tuple[str, tuple[str, ...]], cap: int) -> Problem | None:
+        try:
+            return space.shape.problem(key[0], asked[key][0], cap, by_footprint=by_footprint)
+        except SizeError:
+            return None
+
+    def named(key: tuple[str, tuple[str, ...]]) -> str:
+        return Shrunk(key[0], key[1], tuple(asked[key][0].items()), asked[key][1]).asked_text
+
+    kept = {key: p for key, (_, p) in asked.items() if p.footprint <= max_footprint}
+    taken = {p: named(key) for key, p in kept.items()}
+    placed: dict[tuple[str, tuple[str, ...]], tuple[Problem, str | None]] = {}
+    for key in sorted(asked.keys() - kept.keys(), key=lambda k: -asked[k][1].footprint):
+        first = shrunk(key, max_footprint)
+        if first is None:
+            continue
+        floor = max((p.footprint for k, p in kept.items() if k[0] == key[0] and
+                     p.footprint < asked[key][1].footprint), default=0)
+        found: Problem | None = first
+        while found is not None and found in taken and found.footprint > floor:
+            found = shrunk(key, found.footprint - 1)
+        if found is None or found in taken or found.footprint <= floor:
+            placed[key] = (first, taken.get(first))
+        else:
+            placed[key] = (found, None)
+            taken[found] = named(key)
+    return tuple(Shrunk(key[0], key[1], tuple(asked[key][0].items()), *placed[key])
+                 for key in asked if key in placed)
 
 
 def _constraint_step(c: Constraint) -> StepRun:

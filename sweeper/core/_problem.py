@@ -189,16 +189,19 @@ class Shape:
         return at(lo, keep)
 
     def lowered(self, dtype: str, footprint: int, max_bytes: int) -> int:
-        """A ``footprint`` above ``max_bytes`` lowered under it: to ``max_bytes`` for a power
-        of two, else to the largest footprint under it whose element count is no power of
-        two and which the kernel's dimensions make (a 1-D kernel's ``n`` of 4095 where
-        4096 fits), so a size chosen for its masked tail keeps one."""
+        """A ``footprint`` above ``max_bytes`` lowered under it: to the largest power of two
+        elements under it for a power of two, else to the largest footprint under it
+        whose element count is no power of two and which the kernel's dimensions make (a
+        1-D kernel's ``n`` of 4095 where 4096 fits), so a size chosen for its masked tail
+        keeps one."""
         if footprint <= max_bytes:
             return footprint
         itemsize = DTYPES[dtype]
-        if footprint % itemsize or is_pow2(footprint // itemsize):
-            return max_bytes
         count = max_bytes // itemsize
+        if footprint % itemsize or count < 1:
+            return max_bytes
+        if is_pow2(footprint // itemsize):
+            return (1 << (count.bit_length() - 1)) * itemsize
         for n in range(count, max(count - 64, 0), -1):
             if is_pow2(n):
                 continue
@@ -207,7 +210,7 @@ class Shape:
             except ValueError:
                 continue
             return n * itemsize
-        return max_bytes
+        return count * itemsize
 
     def problem(self, dtype: str, sizes: Mapping[str, int], max_bytes: int | None, *,
                 by_footprint: bool) -> Problem:
