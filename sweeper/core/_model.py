@@ -539,6 +539,11 @@ class Shrunk:
                 f"problem is measured once, as {self.same_as}")
 
 
+#: The most further shrinks one problem takes to stay apart from the others before it
+#: merges: each is a search over the dimensions' factor.
+MAX_STEPS_APART = 32
+
+
 def shrunk_problems(space: Space, facts: Mapping[str, int], max_footprint: int | None
                     ) -> tuple[Shrunk, ...]:
     """Every problem of ``space`` that ``max_footprint`` makes smaller, in the order the
@@ -594,7 +599,9 @@ def shrunk_problems(space: Space, facts: Mapping[str, int], max_footprint: int |
         floor = max((p.footprint for k, p in kept.items() if k[0] == key[0] and
                      p.footprint < asked[key][1].footprint), default=0)
         found: Problem | None = first
-        while found is not None and found in taken and found.footprint > floor:
+        for _ in range(MAX_STEPS_APART):
+            if found is None or found not in taken or found.footprint <= floor:
+                break
             found = shrunk(key, found.footprint - 1)
         if found is None or found in taken or found.footprint <= floor:
             placed[key] = (first, taken.get(first))
