@@ -498,9 +498,10 @@ def _problem_step(space: Space, max_footprint: int | None) -> StepRun:
 class Shrunk:
     """A problem of a space that a device's cap on footprints (the interpreter's) makes
     smaller: its dtype, the size axes' labels and values asked for, the problem measured
-    instead, and ``same_as``, the labels of another problem of the space that becomes
-    the same one, where there is one: this one is then ruled out, so the shrunk problem is
-    measured once (:meth:`Space.resolve` says so in its reason)."""
+    instead (:func:`shrunk_problems` places it), and ``same_as``, the problem of the space
+    (as :attr:`asked_text` names it) it had to merge with, where it found no place apart:
+    this one is then ruled out, so the shrunk problem is measured once
+    (:meth:`Space.resolve` says so in its reason)."""
 
     dtype: str
     labels: tuple[str, ...]
