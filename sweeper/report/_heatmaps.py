@@ -79,7 +79,7 @@ class HeatmapData(NamedTuple):
     best_note: str = "best"        # what the marked cell is
     won_by: pd.DataFrame | None = None     # best-over-meta maps: the meta values per cell
     best_final: float | None = None        # the marked winner's rate in the final
-    scale: tuple[float, float] | None = None   # colour limits shared by the problem's maps
+    scale: tuple[float, float] | None = None   # colour limits shared with other maps
     caption: str = ""              # what the cells, the colour scale and the red box mean
     label_rotation: int = 0        # degrees the column labels are turned
     #: same shape as ``values``: each cell's 95 % CI half-width, in % of its median
