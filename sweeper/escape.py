@@ -15,6 +15,10 @@ for text to act as something else, and its own escape here:
   image fetched when the report is viewed), ``<`` starts HTML: :func:`md_text` puts them
   on one line and escapes them with a backslash.  Emphasis and code spans are left: they
   change how text looks, not what the report is, and sweeper's own sentences use them.
+- HTML: report.html writes its markup's text through :func:`html.escape`, and its data
+  as a JSON block inside ``<script>``, where ``</script>`` would end the block and
+  ``<!--`` change how it is parsed: :func:`script_json` writes ``<``, ``>`` and ``&`` as
+  JSON's ``\\u`` escapes (its script then puts strings into the page only as text).
 
 Python source is not here: a generated module gets every string from data through
 ``repr`` or a JSON literal, never inside quotes of its own (:mod:`sweeper.export_triton`).
@@ -22,7 +26,9 @@ Python source is not here: a generated module gets every string from data throug
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 #: What a spreadsheet takes as the start of a formula (OWASP, "CSV Injection"), and ``'``,
 #: the escape itself, so that a cell that starts with one reads back unchanged.
@@ -65,4 +71,13 @@ def md_text(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", printable(_BREAKS.sub(" ", text)))
 
 
-__all__ = ["FORMULA_START", "csv_cell", "csv_uncell", "md_text", "printable"]
+def script_json(data: Any) -> str:
+    """``data`` as compact JSON that cannot end or open an element inside ``<script>``:
+    ``<``, ``>`` and ``&`` (and the line separators U+2028, U+2029) written as ``\\u``
+    escapes, which JSON reads back as themselves.  NaN is refused: JSON has none."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+__all__ = ["FORMULA_START", "csv_cell", "csv_uncell", "md_text", "printable", "script_json"]

@@ -232,12 +232,14 @@ def settled(history: Sequence[tuple[int, list[int]]]) -> bool:
 
 def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, StopRule],
               list[float]], bytes_moved: Callable[[TrialRecord], int], seed: int = 0,
-              baseline: Baseline | None = None, duty: str = "") -> FinalRecord:
+              baseline: Baseline | None = None, duty: str = "",
+              on_round: Callable[[int, int], None] | None = None) -> FinalRecord:
     """Interleave up to ``ROUNDS`` rounds over ``group`` (and ``baseline``: its name and
     how to time it, in every round); ``measure_one`` times one config.  After each round a
     finalist no longer in contention (:func:`still_in`) leaves, and the rounds stop once
     the outcome is :func:`settled`: a final costs what its field needs, not a fixed
-    ``ROUNDS`` x finalists."""
+    ``ROUNDS`` x finalists.  ``on_round`` hears each round's number as it ends and how
+    many finalists are still in."""
     rng = random.Random(seed)
     rule = StopRule(kind="fixed", repeat=SAMPLES_PER_ROUND)
     samples: dict[int, list[float]] = {t.number: [] for t in group}
@@ -257,6 +259,8 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
         history.append(pick_winner(samples, by_number))
         racing = still_in(samples, by_number)
         entrants = [t for t in entrants if t is None or t.number in racing]
+        if on_round is not None:
+            on_round(rounds, len(racing))
     winner, tied = history[-1]
     rows = []
     for t in group:

@@ -1,4 +1,4 @@
-"""The progress bar while sweeping (rich): trials done/total, best so far, ETA.
+"""The progress display while sweeping (rich): the trials, the finals, the report.
 
 In a terminal the bar is live; written to a file or a pipe it is drawn once, at the end,
 without control codes.  In a Jupyter notebook it is one output that the trials redraw in
@@ -8,8 +8,10 @@ and stays in the saved notebook as text and HTML."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
@@ -35,54 +37,100 @@ REDRAW_S = 0.2
 
 
 class ProgressReporter:
-    """A :class:`~sweeper.sweep.Reporter` that draws a progress bar on stderr (stdout stays
-    the run's text), or in a notebook as one output of the cell: trials done of total, the
-    best and last rates in the kernel's headline unit, elapsed time and ETA."""
+    """A :class:`~sweeper.sweep.Reporter` that draws the run's phases on stderr (stdout
+    stays the run's text), or in a notebook as one output of the cell: the trials (done
+    of total, the best and last rates in the kernel's headline unit, how many binaries
+    the compile pool built and has queued), then the finals on a bar of their own
+    (which problem, which round of at most how many, how many finalists are still in),
+    then a spinner while the report is written.  Each bar has its elapsed time and an
+    ETA; the trials' ETA gives way to ``done`` once they are."""
 
     def __init__(self, console: Console | None = None, headline: Headline = Headline.GBPS
                  ) -> None:
         self._headline = headline
         self._console = console or Console(stderr=True)
         self._progress = Progress(
-            TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("best {task.fields[best]}"), TextColumn("last {task.fields[last]}"),
+            TextColumn("[bold]{task.description:<6}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[left]}"), TextColumn("{task.fields[right]}"),
             TimeElapsedColumn(), _RemainingOrPhase(), console=self._console)
         self._notebook = NotebookBar(self._progress, self._console.width) \
             if self._console.is_jupyter else None
         self._task: TaskID | None = None
+        self._finals: TaskID | None = None
         self._done = self._total = 0
+        self._best, self._compiles = "–", ""
+        self._rounds = self._final = self._problems = 0
+        self._problem = ""
 
     def start(self, total: int, done: int) -> None:
         self._total, self._done = total, done
         if self._notebook is None:
             self._progress.start()
-        self._task = self._progress.add_task("sweep", total=total, completed=done,
-                                             best="–", last="–", phase="")
-        if self._notebook is not None:
-            self._notebook.draw(force=True)
+        self._task = self._progress.add_task("trials", total=total, completed=done,
+                                             left="best –", right="last –", phase="")
+        self._draw(force=True)
 
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
         unit = self._headline.unit
         last = f"{record.rate(self._headline):.4g} {unit}" if record.ok else \
             record.status.value
-        best_text = f"{best.rate(self._headline):.4g} {unit}" if best else "–"
+        self._best = f"{best.rate(self._headline):.4g} {unit}" if best else "–"
         self._done += 1
         assert self._task is not None, "start() comes before the first trial"
-        self._progress.update(self._task, advance=1, last=last, best=best_text)
-        if self._notebook is not None:
-            self._notebook.draw(force=self._done >= self._total)
+        self._progress.update(self._task, advance=1, left=f"best {self._best}",
+                              right=f"last {last}{self._compiles}")
+        self._draw(force=self._done >= self._total)
 
-    def phase(self, text: str) -> None:
-        """Say what runs after the trials (the finals) at the end of the bar, in place of
-        an ETA that no longer applies, and redraw it."""
+    def compiling(self, built: int, waiting: int) -> None:
+        self._compiles = f" · {built} built" + (f", {waiting} compiling" if waiting else "")
+
+    def finals(self, problems: int, rounds: int) -> None:
         if self._task is None:
             return
-        self._progress.update(self._task, phase=text)
-        if self._notebook is not None:
-            self._notebook.draw(force=True)
+        self._progress.update(self._task, phase="done")
+        self._problems, self._rounds = problems, rounds
+        self._finals = self._progress.add_task("finals", total=problems * rounds,
+                                               left="", right="", phase="")
+        self._draw(force=True)
+
+    def final_started(self, problem: str, finalists: int) -> None:
+        if self._finals is None:
+            return
+        self._final += 1
+        self._problem = (f"{self._final} of {self._problems}: {problem}"
+                         if self._problems > 1 else problem)
+        self._progress.update(self._finals, completed=(self._final - 1) * self._rounds,
+                              left=self._problem, right=self._finalists(0, finalists))
+        self._draw(force=True)
+
+    def final_round(self, round_: int, finalists: int) -> None:
+        if self._finals is None:
+            return
+        self._progress.update(self._finals, completed=(self._final - 1) * self._rounds + round_,
+                              right=self._finalists(round_, finalists))
+        self._draw(force=True)
+
+    def final_done(self) -> None:
+        if self._finals is None:
+            return
+        self._progress.update(self._finals, completed=self._final * self._rounds)
+        self._draw(force=True)
+
+    def _finalists(self, round_: int, finalists: int) -> str:
+        return f"round {round_} of ≤{self._rounds}, {finalists} finalists in"
+
+    @contextlib.contextmanager
+    def report(self) -> Iterator[None]:
+        """A spinner on the console while the block writes the report; nothing in a
+        notebook (the cell's output shows the report's line when it is written)."""
+        if self._notebook is not None or not self._console.is_terminal:
+            yield
+            return
+        with self._console.status("writing the report: tables, figures, report.md"):
+            yield
 
     def finish(self) -> None:
-        """Stop the bar where the sweep ended; nothing where :meth:`start` never ran."""
+        """Stop the bars where the sweep ended; nothing where :meth:`start` never ran."""
         if self._task is None:
             return
         if self._notebook is None:
@@ -90,10 +138,14 @@ class ProgressReporter:
         else:
             self._notebook.draw(force=True)
 
+    def _draw(self, *, force: bool) -> None:
+        if self._notebook is not None:
+            self._notebook.draw(force=force)
+
 
 class _RemainingOrPhase(TimeRemainingColumn):
-    """``ETA 0:01:02`` while trials run; once the sweep says what runs after them
-    (:meth:`ProgressReporter.phase`), that instead."""
+    """``ETA 0:01:02`` while a bar runs; once the run says it is over (``done``), that
+    instead of an ETA of 0:00:00 that looks frozen."""
 
     def render(self, task: Task) -> Text:
         phase = task.fields.get("phase")

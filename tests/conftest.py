@@ -123,3 +123,17 @@ def postgres_url():
         pytest.skip(why)
     with pgserver.server() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium (:mod:`tests.browser`): skipped where it is not installed, and
+    failed there instead where ``SWEEPER_TEST_BROWSER=required``, as CI sets."""
+    from tests import browser as chromium
+
+    why = chromium.missing()
+    if why:
+        if os.environ.get("SWEEPER_TEST_BROWSER") == "required":
+            pytest.fail(f"SWEEPER_TEST_BROWSER=required, but {why}")
+        pytest.skip(why)
+    return chromium

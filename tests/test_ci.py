@@ -52,6 +52,12 @@ def test_ci_makes_the_postgresql_tests_required():
     assert "export SWEEPER_TEST_POSTGRES=required" in ci_text
 
 
+def test_ci_makes_the_browser_tests_required():
+    ci_text = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    assert "apt-get install -y -qq chromium" in ci_text
+    assert "export SWEEPER_TEST_BROWSER=required" in ci_text
+
+
 def test_the_readme_install_brings_the_linters():
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

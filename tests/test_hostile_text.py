@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import csv
 import dataclasses
+import html
 import json
 import re
 
@@ -101,14 +102,22 @@ def test_the_csv_escape_round_trips(text):
         assert csv_cell(text).startswith("'")     # no cell a spreadsheet reads as a formula
 
 
-def test_report_md_shows_hostile_text_as_text(tmp_path):
-    hostile = "a|b\nc\x1b[31m <script>x</script> [click](http://evil) ![i](http://t)"
-    trials = [dataclasses.replace(t, reason=hostile) if t.reason else t for t in TRIALS]
+def hostile_study(tmp_path, reason: str, study: str, kernel: str, gpu: str) -> StudyStore:
+    """TRIALS with ``reason`` for every failure, in a study whose study.json names the
+    ``study``, ``kernel`` and ``gpu`` given (as a hand-edited file could)."""
+    trials = [dataclasses.replace(t, reason=reason) if t.reason else t for t in TRIALS]
     store = copy_study(tmp_path, records=trials)
     meta = json.loads((store.root / "study.json").read_text())
-    meta.update(study="st\x1b]0;title\x07\nnew line", kernel="copy|x")
-    meta["environment"]["gpu"] = "GPU <img src=x> | [a](b)"
+    meta.update(study=study, kernel=kernel)
+    meta["environment"]["gpu"] = gpu
     (store.root / "study.json").write_text(json.dumps(meta))
+    return store
+
+
+def test_report_md_shows_hostile_text_as_text(tmp_path):
+    hostile = "a|b\nc\x1b[31m <script>x</script> [click](http://evil) ![i](http://t)"
+    store = hostile_study(tmp_path, hostile, "st\x1b]0;title\x07\nnew line", "copy|x",
+                          "GPU <img src=x> | [a](b)")
     md = write_report(store, draw=False).markdown.read_text()
     assert all(c.isprintable() or c == "\n" for c in md)
     ours = re.sub(r"!\[\w+\]\(heatmaps/\w+\.png\)", "", md)      # our own images
@@ -120,3 +129,16 @@ def test_report_md_shows_hostile_text_as_text(tmp_path):
         cells = {len(x.replace("\\|", "").split("|")) for x in lines}
         assert len(cells) <= 1, table
     assert r"a\|b c\\x1b\[31m \<script>x\</script> \[click\]" in md     # the reason, as text
+
+
+def test_report_html_shows_hostile_text_as_text(tmp_path):
+    hostile = "</script><script>alert(1)</script><img src=x onerror=alert(2)> &amp; ]]> <!--"
+    store = hostile_study(tmp_path, hostile, "st<u>", "copy\"'<x>", "GPU <img src=x>")
+    page = write_report(store, draw=False).html.read_text()
+    ours = {"<script>", "<script type=\"application/json\" class=\"sw-data\">"}
+    assert set(re.findall(r"<script[^>]*>", page)) == ours          # no script of theirs
+    assert page.count("</script>") == 3                              # errors, data, report
+    assert "<img" not in page and "<u>" not in page and "<x>" not in page
+    assert "<title>st&lt;u&gt;: copy&quot;&#x27;&lt;x&gt; on GPU &lt;img src=x&gt;</title>" \
+        in page
+    assert html.escape(hostile) in page                               # the reason, as text

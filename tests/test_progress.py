@@ -136,28 +136,97 @@ def test_a_sweep_whose_workers_do_not_start_ends_its_live_bar(write_space, tmp_p
     assert [t.name for t in left if t.is_alive()] == []
 
 
-def test_the_bar_says_which_final_runs_once_the_trials_are_done(write_space, tmp_path):
-    """The finals come after the last trial: the bar says which one runs in place of an
-    ETA of 0:00:00 that no longer applies, so it does not look frozen."""
+@pytest.mark.parametrize("processes", [False, True], ids=["inline", "worker-process"])
+def test_the_finals_have_a_bar_of_their_own_with_rounds_and_finalists(write_space, tmp_path,
+                                                                       processes):
+    """The finals come after the last trial: the sweep tells the display which final runs
+    and each round as it ends (a worker process sends each round as it ends it), so the
+    finals bar moves instead of a trials bar frozen at ETA 0:00:00."""
     from sweeper.devices import open_device
     from sweeper.sweep import SilentReporter
 
     class Phases(SilentReporter):
         def __init__(self) -> None:
-            self.said: list[str] = []
+            self.said: list[tuple] = []
 
-        def phase(self, text: str) -> None:
-            self.said.append(text)
+        def finals(self, problems: int, rounds: int) -> None:
+            self.said.append(("finals", problems, rounds))
+
+        def final_started(self, problem: str, finalists: int) -> None:
+            self.said.append(("started", problem, finalists))
+
+        def final_round(self, round_: int, finalists: int) -> None:
+            self.said.append(("round", round_, finalists))
+
+        def final_done(self) -> None:
+            self.said.append(("done",))
 
     reporter = Phases()
-    sweep_study(write_space(SMALL_SPACE), open_device("interpret"), tmp_path / "s",
-                reporter=reporter)
-    (said,) = reporter.said
-    assert re.fullmatch(r"finals: 1 of 1 problems, float32 4KiB cold, \d+ finalists", said)
+    _, summary = sweep_study(write_space(SMALL_SPACE), open_device("interpret"),
+                             tmp_path / "s", reporter=reporter, processes=processes)
+    (final,) = summary.finals
+    said = reporter.said
+    assert said[0] == ("finals", 1, 5)
+    assert said[1] == ("started", "float32 4KiB cold", len(final.finalists))
+    rounds = [s for s in said if s[0] == "round"]
+    assert [r[1] for r in rounds] == list(range(1, final.rounds + 1))
+    assert all(1 <= r[2] <= len(final.finalists) for r in rounds)
+    assert said[-1] == ("done",)
+
+
+def _drawn(run) -> str:
     out = io.StringIO()
     bar = ProgressReporter(console=Console(file=out, width=200))
-    bar.start(2, 0)
-    bar.trial(replayed_trials(tmp_path)[6], None)
-    bar.phase(said)
+    run(bar)
     bar.finish()
-    assert out.getvalue().rstrip().endswith(said) and "ETA" not in out.getvalue()
+    return out.getvalue()
+
+
+def test_the_finals_bar_names_the_problem_round_and_finalists_and_the_trials_say_done(tmp_path):
+    trial = replayed_trials(tmp_path)[6]
+
+    def run(bar: ProgressReporter) -> None:
+        bar.start(2, 0)
+        bar.trial(trial, trial)
+        bar.finals(2, 5)
+        bar.final_started("float32 4KiB cold", 6)
+        bar.final_round(1, 6)
+        bar.final_round(2, 3)
+        bar.final_done()
+        bar.final_started("float32 8KiB cold", 4)
+        bar.final_round(1, 4)
+
+    # rich lines the two bars' columns up: one space or more between them
+    trials, finals = (" ".join(line.split()) for line in _drawn(run).rstrip().splitlines())
+    assert re.search(r"^trials \S+ 1/2 best 2840 GB/s last 2840 GB/s 0:00:\d\d done$", trials)
+    # two problems of up to 5 rounds: the first done (5) and one round of the second
+    assert re.search(r"^finals \S+ 6/10 2 of 2: float32 8KiB cold round 1 of ≤5, "
+                     r"4 finalists in 0:00:\d\d ETA", finals)
+
+
+def test_the_trials_bar_counts_the_binaries_built_and_compiling(tmp_path):
+    trials = replayed_trials(tmp_path)
+
+    def run(bar: ProgressReporter) -> None:
+        bar.start(8, 0)
+        bar.compiling(3, 4)
+        bar.trial(trials[6], trials[6])
+        bar.compiling(9, 0)
+        bar.trial(trials[7], trials[6])
+
+    assert "last missing · 9 built" in _drawn(run)
+    assert "compiling" not in _drawn(run)
+
+
+def test_a_terminal_shows_a_spinner_while_the_report_is_written():
+    out = io.StringIO()
+    bar = ProgressReporter(console=Console(file=out, force_terminal=True, width=120))
+    with bar.report():
+        import time
+
+        time.sleep(0.3)
+    assert "writing the report" in out.getvalue()
+    quiet = io.StringIO()                  # written to a file: no spinner, no codes
+    with ProgressReporter(console=Console(file=quiet)).report():
+        pass
+    assert quiet.getvalue() == ""

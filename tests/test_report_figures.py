@@ -75,8 +75,8 @@ def test_svg_on_request_kept_while_current_removed_when_stale(tmp_path, capsys):
     assert not list(folder.glob("*.svg"))
     assert main(["report", str(store.root), "--svg"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-1] == (f"report: {store.root / 'report.md'} and report.json; 3 heatmaps in "
-                       f"{folder} (PNG and SVG; 3 drawn, 0 unchanged)")
+    assert out[-1] == (f"report: {store.root / 'report.md'}, report.html and report.json; "
+                       f"3 heatmaps in {folder} (PNG and SVG; 3 drawn, 0 unchanged)")
     assert (folder / f"{MAPS[2]}.svg").read_text().lstrip().startswith("<?xml")
     assert main(["report", str(store.root)]) == 0           # PNG only: current SVGs stay
     assert capsys.readouterr().out.endswith("(PNG; 0 drawn, 3 unchanged)\n")
@@ -104,10 +104,13 @@ def test_axes_with_one_value_are_hidden_and_no_map_of_one_cell_is_drawn(tmp_path
     assert main(["run", "spaces/torch-op-gelu.yaml", "--device", "interpret", "--quiet",
                  "--studies-dir", str(tmp_path)]) == 0
     root = tmp_path / "torch-op-gelu-interpret"
+    # the interpreter keeps the four footprints apart (16, 8, 4 and 2 KiB): a footprint
+    # curve per dtype, and no map
     assert capsys.readouterr().out.splitlines()[-1] == (
-        f"report: {root / 'report.md'} and report.json; 0 heatmaps in {root / 'heatmaps'} "
-        "(PNG; 0 drawn, 0 unchanged)")
-    assert not (root / "heatmaps").exists()
+        f"report: {root / 'report.md'}, report.html and report.json; 2 heatmaps in "
+        f"{root / 'heatmaps'} (PNG; 2 drawn, 0 unchanged)")
+    assert sorted(p.name for p in (root / "heatmaps").glob("*.png")) == [
+        "footprint_bfloat16.png", "footprint_float32.png"]
     md = (root / "report.md").read_text()
     assert "| fixed | block | 32 |" in md and "| fixed | grid | 1 |" in md
     assert "| problem | # | median ms | median from | sweep median ms | GB/s |" in md

@@ -10,7 +10,7 @@ from sweeper.kernels import load_kernel
 from sweeper.measure import Stop, StopReason
 from sweeper.space import load_space
 from sweeper.store import JOURNAL, REJECTED, StudyStore
-from sweeper.sweep import StopFlag, Sweep, enumerate_choices, open_study
+from sweeper.sweep import SilentReporter, StopFlag, Sweep, enumerate_choices, open_study
 from sweeper.sweep._bench import Bench
 from sweeper.trial import TrialStatus
 from tests.conftest import ROOT, SMALL_SPACE
@@ -58,12 +58,8 @@ def test_exhaustive_sweep_measures_every_valid_config_once(small_space, tmp_path
 def test_resume_measures_nothing_twice(small_space, tmp_path):
     stop = StopFlag()
 
-    class StopAfterTwo:
+    class StopAfterTwo(SilentReporter):
         n = 0
-
-        def start(self, total, done): ...
-        def phase(self, text): ...
-        def finish(self): ...
 
         def trial(self, record, best):
             self.n += 1

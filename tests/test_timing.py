@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sweeper.devices import open_device
+from sweeper.sweep import SilentReporter
 from sweeper.sweep._outbox import Outbox
 from sweeper.sweep._timing import Stamps, Timeline
 from tests.conftest import SMALL_SPACE, sweep_study
@@ -88,13 +89,9 @@ class _Store:
         self.log.append(f"journal {record}")
 
 
-class _Reporter:
+class _Reporter(SilentReporter):
     def __init__(self, log: list[str]) -> None:
         self.log = log
-
-    def start(self, total: int, done: int) -> None: ...
-    def phase(self, text: str) -> None: ...
-    def finish(self) -> None: ...
 
     def trial(self, record: object, best: object) -> None:
         self.log.append(f"report {record} best {best}")

@@ -98,12 +98,21 @@ class Study:
         return baselines_table(self.storage)
 
     def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
-        """Write report.md, report.json and the heatmaps (what ``sweeper report`` does;
-        ``scale``: the heatmaps' colour scale, ``study`` (default), ``problem`` or
-        ``map``; ``shared_scale`` without it: ``problem``); returns report.md's path."""
+        """Write report.md, report.html, report.json and the heatmaps (what ``sweeper
+        report`` does; ``scale``: the heatmaps' colour scale, ``study`` (default),
+        ``problem`` or ``map``; ``shared_scale`` without it: ``problem``); returns
+        report.md's path."""
         from sweeper.report import write_report
 
         return write_report(self.storage, shared_scale=shared_scale, scale=scale).markdown
+
+    def _repr_html_(self) -> str:
+        """The study as a notebook shows it: report.html's content (interactive heatmaps,
+        curves, every trial, failures, provenance) as one self-contained fragment, read
+        from the study as it stands now; nothing is written."""
+        from sweeper.report import html_fragment, study_tables
+
+        return html_fragment(study_tables(self.storage))
 
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
                replace: bool = False) -> str:

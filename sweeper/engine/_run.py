@@ -405,7 +405,8 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(f"power: {summary.duty}")
     clock.mark("summary")
     if options.report:
-        files = report_study(store, svg=options.svg, say=say)
+        with _reporter(options.quiet, kernel.headline).report():
+            files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
     why = nothing_measured(summary.trials, summary.stopped_by)
@@ -552,7 +553,7 @@ def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
                          scale=scale)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
-    say(f"report: {files.markdown} and {files.json.name}; {pictures} heatmaps in "
-          f"{store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
-          f"{drawn} drawn, {pictures - drawn} unchanged)")
+    say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; {pictures} "
+        f"heatmaps in {store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
+        f"{drawn} drawn, {pictures - drawn} unchanged)")
     return files

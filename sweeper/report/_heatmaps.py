@@ -82,6 +82,9 @@ class HeatmapData(NamedTuple):
     scale: tuple[float, float] | None = None   # colour limits shared with other maps
     caption: str = ""              # what the cells, the colour scale and the red box mean
     label_rotation: int = 0        # degrees the column labels are turned
+    #: same shape as ``values``: the trial each cell shows (its number; for a cell with no
+    #: number, the first failed or ruled-out trial there), NaN where no trial ran
+    numbers: pd.DataFrame | None = None
     #: same shape as ``values``: each cell's 95 % CI half-width, in % of its median
     ci_pct: pd.DataFrame | None = None
     #: the colour bar's label: the rate and its unit
@@ -237,12 +240,14 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
     winners = _frame(shown, won, rows, cols, "")
     marks = ["skip" if s == "invalid" else "fail" for s in failed["status"]]
     notes = _frame(failed, marks, rows, cols, "").where(values.isna(), "")
+    numbers = _frame(shown, shown["number"], rows, cols, np.nan).combine_first(
+        _frame(failed, failed["number"], rows, cols, np.nan)).reindex(index=rows, columns=cols)
     best, note, final = _marked(values, pick, picks, metric)
     labels, rotation = tick_labels(_column_labels(df, grid_order, values_in_labels))
     return HeatmapData(name=name, title=title, values=values, notes=notes,
                        column_labels=labels, best=best, metric=metric, best_note=note,
                        won_by=winners if won_by is not None else None, best_final=final,
-                       label_rotation=rotation, ci_pct=ci,
+                       label_rotation=rotation, numbers=numbers, ci_pct=ci,
                        colour_label=LABELS.get(metric, metric))
 
 

@@ -99,26 +99,36 @@ def md_table(df: pd.DataFrame, empty: str | None = None) -> str:
     first column stays); ``empty`` (a sentence) where it has no row, else nothing."""
     if df.empty:
         return f"{empty}\n" if empty else ""
-    keep = [c for i, c in enumerate(df.columns) if i == 0 or not df[c].map(_blank).all()]
-    df = df[keep]
+    df = without_blank_columns(df)
     head = "| " + " | ".join(_cell(c) for c in df.columns) + " |"
     sep = "|" + "---|" * len(df.columns)
     rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.itertuples(False)]
     return "\n".join([head, sep, *rows]) + "\n"
 
 
+def without_blank_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without its columns that are blank in every row (the first column stays)."""
+    return df[[c for i, c in enumerate(df.columns) if i == 0 or not df[c].map(_blank).all()]]
+
+
 def _blank(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
 
 
-def _cell(value: Any) -> str:
+def cell_value(value: Any) -> str:
+    """A table cell's value as a report shows it, before the output's own escaping: four
+    significant digits (whole numbers from 1000 up), ``–`` for a missing one."""
     if value is None:
         return "–"
     if isinstance(value, float):
         if math.isnan(value):
             return "–"
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
-    return md_text(str(value))
+    return str(value)
+
+
+def _cell(value: Any) -> str:
+    return md_text(cell_value(value))
 
 
 def _text(value: Any) -> str:

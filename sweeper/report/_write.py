@@ -1,4 +1,4 @@
-"""Write a study's report: heatmaps, ``report.md`` and ``report.json``."""
+"""Write a study's report: heatmaps, ``report.md``, ``report.html`` and ``report.json``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from sweeper.report._contents import ReportTables
 from sweeper.report._figures import render, report_figures
 from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import heatmaps
+from sweeper.report._html import html_page
 from sweeper.report._markdown import markdown
 from sweeper.report._provenance import factors, record_rows, reproduce_command, run_story
 from sweeper.report._roofline import Roofline, roofline, winner_work
@@ -46,15 +47,18 @@ from sweeper.store import DriftRecord, DutyRecord, ProblemKey, Storage, StudyMet
 
 @dataclass
 class ReportFiles:
-    """What :func:`write_report` wrote: ``report.md``, ``report.json`` (its tables as data,
-    for scripts), the images it shows (heatmaps, effect plots, footprint curves and the
-    roofline) and which of them were drawn this time (the others were current)."""
+    """What :func:`write_report` wrote: ``report.md``, ``report.html`` (one self-contained
+    page: the same tables, interactive heatmaps and charts, every trial), ``report.json``
+    (its tables as data, for scripts), the images it shows (heatmaps, effect plots,
+    footprint curves and the roofline) and which of them were drawn this time (the others
+    were current)."""
 
     markdown: Path
+    html: Path
     json: Path
     images: list[Path] = field(default_factory=list)
     drawn: list[Path] = field(default_factory=list)     # of ``images``, drawn this time
-    #: seconds spent computing the tables, drawing the pictures, writing the two files
+    #: seconds spent computing the tables, drawing the pictures, writing the three files
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -166,10 +170,12 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
     """Draw the pictures whose input changed since they were last drawn (all with
     ``redraw``) in each of ``formats`` (``scale``, ``shared_scale``: the heatmaps' colour
     scale, as :func:`study_tables` takes it; ``workers``: see :func:`render`) and write
-    ``report.md`` and ``report.json``."""
+    ``report.md``, ``report.html`` and ``report.json``, all from one computation of the
+    tables."""
     t0 = time.perf_counter()
     tables = study_tables(store, shared_scale=shared_scale, scale=scale)
-    files = ReportFiles(markdown=store.root / "report.md", json=store.root / "report.json")
+    files = ReportFiles(markdown=store.root / "report.md", html=store.root / "report.html",
+                        json=store.root / "report.json")
     t1 = time.perf_counter()
     if draw:
         shown = render(report_figures(tables), store.root / "heatmaps", formats,
@@ -179,6 +185,7 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
     maps = {m.name for m in tables.heatmaps}
     atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
     atomic_write(files.markdown, markdown(tables, [p for p in files.images if p.stem in maps]))
+    atomic_write(files.html, html_page(tables))
     files.seconds = {"tables": t1 - t0, "pictures": t2 - t1, "files": time.perf_counter() - t2}
     return files
 

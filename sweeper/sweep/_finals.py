@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
 from sweeper.measure import Duty
 from sweeper.store import ProblemKey, Storage, TrialRecord
 from sweeper.sweep._bench import Bench
+from sweeper.sweep._summary import Reporter
 
 if TYPE_CHECKING:
     from sweeper.sweep._workers import Workers
@@ -51,14 +52,27 @@ class FinalsOutcome:
     error: str = ""
 
 
-def final_of(bench: Bench, job: FinalsJob) -> FinalRecord:
-    """``job``'s finalists and baseline measured on ``bench``, interleaved."""
+class FinalRound(NamedTuple):
+    """A worker process's word that a round of its final ended: its number, and how many
+    finalists are still in (the progress display shows it while the final runs)."""
+
+    round: int
+    finalists: int
+
+
+#: Hears each round of a final as it ends: its number, the finalists still in.
+OnRound = Callable[[int, int], None]
+
+
+def final_of(bench: Bench, job: FinalsJob, on_round: OnRound | None = None) -> FinalRecord:
+    """``job``'s finalists and baseline measured on ``bench``, interleaved (each round
+    told to ``on_round``)."""
     if job.duty is not None:
         bench.power.duty = job.duty
     duty = bench.power.duty = bench.power.finals_duty()
     return remeasure(job.finalists, bench.again, bench.bytes_of, seed=job.seed,
                      baseline=bench.baseline_again(job.finalists[0]),
-                     duty=duty.describe() if duty else "")
+                     duty=duty.describe() if duty else "", on_round=on_round)
 
 
 #: Whether a problem's final (its entrants) may start now; by default, every one may.
@@ -66,17 +80,19 @@ Covered = Callable[[list[TrialRecord]], bool]
 
 
 def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Bench,
-               store: Storage, seed: int, covered: Covered = lambda entrants: True
-               ) -> list[FinalRecord]:
+               store: Storage, seed: int, reporter: Reporter,
+               covered: Covered = lambda entrants: True) -> list[FinalRecord]:
     """The finals of ``problems`` among ``trials``, measured on ``bench`` with the
-    sampler's ``seed`` (which shuffles the rounds), one record each; a problem whose
-    final is not ``covered`` (by the time budget) is left for the next run."""
+    sampler's ``seed`` (which shuffles the rounds), one record each, their rounds told to
+    ``reporter``; a problem whose final is not ``covered`` (by the time budget) is left
+    for the next run."""
     newest = max(t.number for t in trials)
     finals = []
     for chosen in _finalists_of(trials, problems):
         if not covered(chosen):
             continue
-        record = final_of(bench, FinalsJob(chosen, seed))
+        record = final_of(bench, FinalsJob(chosen, seed), reporter.final_round)
+        reporter.final_done()
         record.after_trial = newest
         store.append(record)
         finals.append(record)
@@ -85,11 +101,12 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Ben
 
 def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
                           workers: Workers, store: Storage, seed: int, duty: Duty | None,
-                          keep_extras: Callable[[list[Any]], None],
+                          keep_extras: Callable[[list[Any]], None], reporter: Reporter,
                           covered: Covered = lambda entrants: True
                           ) -> tuple[list[FinalRecord], list[str]]:
     """The finals of ``problems`` measured on every worker's GPU at once, one record per
-    GPU (naming it), appended problem by problem; ``keep_extras`` keeps the records the
+    GPU (naming it), appended problem by problem, the first GPU's rounds told to
+    ``reporter``; ``keep_extras`` keeps the records the
     workers' measuring added.  Returns the finals and, for a GPU whose worker died or hung
     during a final, what happened (its other GPUs' finals are kept).  A problem whose
     final is not ``covered`` (by the time budget) is left for the next run."""
@@ -102,8 +119,8 @@ def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
         job = FinalsJob(chosen, seed, duty)
         for worker in workers.all:
             worker.submit_finals(job)
-        for worker in workers.all:
-            outcome = worker.finals_result()
+        for i, worker in enumerate(workers.all):
+            outcome = worker.finals_result(None if i else reporter.final_round)
             keep_extras(outcome.extras)
             if outcome.record is None:
                 lost.append(f"{worker.slot or 'a worker'}, {problem_of(chosen[0])}: "
@@ -114,6 +131,7 @@ def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
             outcome.record.after_trial = newest
             store.append(outcome.record)
             finals.append(outcome.record)
+        reporter.final_done()
     return finals, lost
 
 

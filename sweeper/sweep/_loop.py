@@ -26,7 +26,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.devices import Device
-from sweeper.finals import Winners, problem_of
+from sweeper.finals import ROUNDS, Winners, problem_of
 from sweeper.kernels import Kernel
 from sweeper.outcome import problem_text
 from sweeper.plugins import sampler_capabilities
@@ -470,6 +470,8 @@ class Sweep:
         summary.trials.append(record)
         if run.ahead is not None:
             run.ahead.kept(record)
+            if run.ahead.pool is not None:
+                self.reporter.compiling(len(run.ahead.pool.built), run.ahead.pool.pending())
         with run.timeline.phase("tell"):
             for trial in run.waiting.pop(key_of(job.choice), []):
                 tell(run.study, trial, record)
@@ -527,27 +529,24 @@ class Sweep:
             return
         t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed
         duty = run.bench.power.finals_duty()
-        started = 0
+        self.reporter.finals(len(todo), ROUNDS)
 
         def covered(entrants: list[TrialRecord]) -> bool:
             """Whether the time budget covers this problem's final (else it waits for the
-            next run); the bar says which final runs."""
-            nonlocal started
+            next run); the display says which final runs."""
             if not run.budgets.covers(entrants, duty):
                 summary.finals_deferred.append(problem_of(entrants[0]))
                 return False
-            started += 1
-            self.reporter.phase(f"finals: {started} of {len(todo)} problems, "
-                                f"{problem_text(problem_of(entrants[0]))}, "
-                                f"{len(entrants)} finalists")
+            self.reporter.final_started(problem_text(problem_of(entrants[0])), len(entrants))
             return True
 
         if in_workers:
             summary.finals, summary.finals_lost = run_finals_everywhere(
                 trials, todo, run.workers, self.store, seed, duty,
-                lambda extras: self._keep_extras(run, extras), covered)
+                lambda extras: self._keep_extras(run, extras), self.reporter, covered)
         else:
-            summary.finals = run_finals(trials, todo, run.bench, self.store, seed, covered)
+            summary.finals = run_finals(trials, todo, run.bench, self.store, seed,
+                                        self.reporter, covered)
         summary.finals_s = time.perf_counter() - t_finals
 
     def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:

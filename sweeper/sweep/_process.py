@@ -50,7 +50,7 @@ from sweeper.space import Config, MeasureSpec, Space
 from sweeper.store import GpuSlot
 from sweeper.study import Choice, now
 from sweeper.sweep._drop import NotStarted
-from sweeper.sweep._finals import FinalsJob, FinalsOutcome
+from sweeper.sweep._finals import FinalRound, FinalsJob, FinalsOutcome, OnRound
 from sweeper.sweep._workers import Job, Outcome, Worker, failed
 from sweeper.trial import TrialStatus
 
@@ -154,17 +154,25 @@ class ProcessWorker(Worker):
             with contextlib.suppress(OSError):   # it died: finals_result() says so
                 send_within(self._conn, job, self.timeout_s or STARTUP_S)
 
-    def finals_result(self) -> FinalsOutcome:
-        """The worker's final, or why there is none: it died, or ran past
-        ``measure.timeout`` per entrant and round (then it is stopped).  Either way a fresh
-        worker takes its place for the next problem's finals."""
+    def finals_result(self, on_round: OnRound | None = None) -> FinalsOutcome:
+        """The worker's final (its rounds told to ``on_round`` as the worker ends each),
+        or why there is none: it died, or ran past ``measure.timeout`` per entrant and
+        round (then it is stopped).  Either way a fresh worker takes its place for the
+        next problem's finals."""
         job, self._finals_job = self._finals_job, None
         assert job is not None, "finals_result() before submit_finals()"
         if self._conn is None:
             return FinalsOutcome(None, error="its worker could not be restarted")
         limit = None if self.timeout_s is None else \
             self.timeout_s * ROUNDS * (len(job.finalists) + 1)
-        got = self._receive() if self._conn.poll(limit) else False
+        deadline = None if limit is None else time.perf_counter() + limit
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            got = self._receive() if self._conn.poll(left) else False
+            if not isinstance(got, FinalRound):
+                break
+            if on_round is not None:
+                on_round(got.round, got.finalists)
         if isinstance(got, FinalsOutcome):
             return got
         if got is False:

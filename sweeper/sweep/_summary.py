@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,9 +23,27 @@ class Reporter(Protocol):
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
         """A trial was measured and kept; ``best`` is the fastest so far, if any."""
 
-    def phase(self, text: str) -> None:
-        """What the sweep does after its trials, as it starts it (``finals: 1 of 2
-        problems, float32 1GiB cold, 5 finalists``): a bar stays live while it runs."""
+    def compiling(self, built: int, waiting: int) -> None:
+        """The compile pool has ``built`` binaries so far and ``waiting`` compiles queued
+        or running ahead of the trials (said after each trial while a pool works)."""
+
+    def finals(self, problems: int, rounds: int) -> None:
+        """The trials are done and the finals begin: ``problems`` finals of at most
+        ``rounds`` interleaved rounds each."""
+
+    def final_started(self, problem: str, finalists: int) -> None:
+        """The final of ``problem`` (as the terminal names it) starts, with ``finalists``
+        configs and the torch baseline."""
+
+    def final_round(self, round_: int, finalists: int) -> None:
+        """Round ``round_`` of the current final ended; ``finalists`` are still in it (a
+        final measured in worker processes reports no rounds, only its end)."""
+
+    def final_done(self) -> None:
+        """The current final ended (after however many rounds it needed)."""
+
+    def report(self) -> contextlib.AbstractContextManager[None]:
+        """While the block runs, the report is written (after :meth:`finish`)."""
 
     def finish(self) -> None:
         """The sweep ended, however it ended (also when its workers did not start,
@@ -36,8 +55,15 @@ class SilentReporter:
 
     def start(self, total: int, done: int) -> None: ...
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
-    def phase(self, text: str) -> None: ...
+    def compiling(self, built: int, waiting: int) -> None: ...
+    def finals(self, problems: int, rounds: int) -> None: ...
+    def final_started(self, problem: str, finalists: int) -> None: ...
+    def final_round(self, round_: int, finalists: int) -> None: ...
+    def final_done(self) -> None: ...
     def finish(self) -> None: ...
+
+    def report(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 @dataclass

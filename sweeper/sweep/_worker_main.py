@@ -12,7 +12,7 @@ from multiprocessing.connection import Connection
 
 from sweeper._processes import warm_imports
 from sweeper.store import BaselineRecord
-from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
+from sweeper.sweep._finals import FinalRound, FinalsJob, FinalsOutcome, final_of
 from sweeper.sweep._process import Ready, Setup
 from sweeper.sweep._relay import Relay
 from sweeper.sweep._workers import Job, Outcome
@@ -55,7 +55,7 @@ def main() -> None:
         if job is None:
             return
         if isinstance(job, FinalsJob):
-            final = final_of(bench, job)
+            final = final_of(bench, job, lambda r, n: conn.send(FinalRound(r, n)))
             conn.send(FinalsOutcome(final, relay.drain()))
             continue
         got = time.perf_counter()

@@ -36,7 +36,7 @@ from sweeper.store import GpuSlot, Storage, TrialRecord
 from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._drop import Dropped, NotStarted
-from sweeper.sweep._finals import FinalsJob, FinalsOutcome, final_of
+from sweeper.sweep._finals import FinalsJob, FinalsOutcome, OnRound, final_of
 from sweeper.sweep._timing import Stamps
 from sweeper.sweep._watchdog import watchdog
 from sweeper.trial import TrialResult, TrialStatus
@@ -126,8 +126,9 @@ class Worker(abc.ABC):
         is in flight: the finals come after the sweep)."""
 
     @abc.abstractmethod
-    def finals_result(self) -> FinalsOutcome:
-        """Wait for the finals :meth:`submit_finals` started and give them back."""
+    def finals_result(self, on_round: OnRound | None = None) -> FinalsOutcome:
+        """Wait for the finals :meth:`submit_finals` started and give them back, telling
+        ``on_round`` each round as it ends."""
 
     @abc.abstractmethod
     def restart(self, record: TrialRecord) -> None:
@@ -152,7 +153,7 @@ class InlineWorker(Worker):
         self.on_hang, self.resolve, self.slot = on_hang, resolve, slot
         self.launched = time.perf_counter()
         self._outcome: Outcome | None = None
-        self._finals: FinalsOutcome | None = None
+        self._finals_job: FinalsJob | None = None
 
     def submit(self, job: Job) -> None:
         self.job, got = job, time.perf_counter()
@@ -177,12 +178,12 @@ class InlineWorker(Worker):
         return outcome
 
     def submit_finals(self, job: FinalsJob) -> None:
-        self._finals = FinalsOutcome(final_of(self.bench, job))
+        self._finals_job = job          # measured in finals_result, which hears the rounds
 
-    def finals_result(self) -> FinalsOutcome:
-        outcome, self._finals = self._finals, None
-        assert outcome is not None, "finals_result() before submit_finals()"
-        return outcome
+    def finals_result(self, on_round: OnRound | None = None) -> FinalsOutcome:
+        job, self._finals_job = self._finals_job, None
+        assert job is not None, "finals_result() before submit_finals()"
+        return FinalsOutcome(final_of(self.bench, job, on_round))
 
     def restart(self, record: TrialRecord) -> None:
         """Nothing more can run in this process: the engine goes on with worker processes."""
