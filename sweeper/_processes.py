@@ -41,6 +41,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from sweeper.errors import DEBUG_ENV
+
 #: The modules whose ``main`` a process serves.
 WORKER = "sweeper.sweep._worker_main"
 COMPILER = "sweeper.sweep._compile_main"
@@ -83,14 +85,17 @@ def _key(module: str, env: dict[str, str]) -> _Key:
 def start(module: str, sys_path: list[str], env: dict[str, str]) -> Spawned:
     """Start ``python -c 'from MODULE import main; main()'`` in a session of its own with
     one end of a socket pair, ``env`` over this process's environment and ``sys_path`` as
-    its import path; its output goes to a file (read when it dies)."""
+    its import path; its output goes to a file (read when it dies), its stderr to this
+    process's under ``sweeper --debug`` (:data:`~sweeper.errors.DEBUG_ENV`: a failed trial's
+    traceback shows as it fails)."""
     mine, theirs = Pipe(duplex=True)
     log = tempfile.TemporaryFile()  # noqa: SIM115 - read when it dies
     env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(p for p in sys_path if p)}
     proc = subprocess.Popen(
         [sys.executable, "-c", f"from {module} import main; main()", str(theirs.fileno())],
         pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log,
-        stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        stderr=None if env.get(DEBUG_ENV) else subprocess.STDOUT, env=env,
+        start_new_session=True)
     theirs.close()
     return Spawned(proc, mine, log)
 

@@ -7,6 +7,10 @@ The CLI prints a ``SweeperError`` as one line and exits with status 2, or with i
 
 from __future__ import annotations
 
+#: Set (to ``1``) by ``sweeper --debug``, in the environment its worker processes inherit:
+#: a failed trial prints its traceback to stderr besides recording its reason.
+DEBUG_ENV = "SWEEPER_DEBUG"
+
 
 class SweeperError(Exception):
     """A failure the user can act on; ``str(err)`` is the whole message."""

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import enum
 import itertools
+import os
 import re
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sweeper.devices import Device
 from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
+from sweeper.errors import DEBUG_ENV
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
     Duty,
@@ -151,6 +154,10 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
                                   verify=rotation)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
+        if os.environ.get(DEBUG_ENV):
+            print(f"sweeper --debug: a trial of grid={config.grid} block={config.block} "
+                  f"{' '.join(f'{k}={v}' for k, v in config.meta.items())} failed "
+                  f"({status.value}):\n{traceback.format_exc()}", file=sys.stderr, flush=True)
         return TrialResult(status, reason, cold_s=cold_s, seconds=dict(spent))
     for what, seconds in measured.seconds.items():
         spent[what] = spent.get(what, 0.0) + seconds
@@ -286,12 +293,45 @@ def kernel_line(err: BaseException) -> str | None:
     return None
 
 
+def compile_line(err: BaseException) -> str | None:
+    """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: where Triton's compile error ``err``
+    (a ``CompilationError``: the kernel's source and the node at fault) points in the
+    user's file, the jitted function found in the traceback of the compile (Triton's own
+    frames hold it); the line within the kernel (``line 5 of the kernel: ...``) where that
+    cannot be found, and ``None`` where the error names no node."""
+    src, node = getattr(err, "src", None), getattr(err, "node", None)
+    lineno = getattr(node, "lineno", None)
+    if not isinstance(src, str) or not isinstance(lineno, int):
+        return None
+    lines = src.split("\n")
+    text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    tb = err.__traceback__
+    while tb is not None:
+        jit = getattr(tb.tb_frame.f_locals.get("self"), "fn", None)
+        first = getattr(jit, "def_file_line_number", None)
+        code = getattr(getattr(jit, "fn", None), "__code__", None)
+        if isinstance(first, int) and code is not None and getattr(jit, "src", None) == src:
+            return f"{os.path.basename(code.co_filename)}:{first + lineno - 1}: {text}"
+        tb = tb.tb_next
+    return f"line {lineno} of the kernel: {text}"
+
+
 def classify(err: BaseException) -> tuple[TrialStatus, str]:
-    """Map an exception from compiling or launching to a status and a one-line reason."""
+    """Map an exception from compiling or launching to a status and a one-line reason.
+    A compile error keeps Triton's message and names the kernel's line at fault
+    (:func:`compile_line`), as an interpreted kernel's error names its line
+    (:func:`kernel_line`)."""
     import torch
 
     names = {cls.__name__ for cls in type(err).__mro__}
-    text = f"{type(err).__name__}: {err}".strip().splitlines()
+    message = getattr(err, "error_message", None)
+    if names & {"CompilationError"} and isinstance(message, str) and message.strip():
+        line = compile_line(err)
+        text = f"{type(err).__name__}: {message.strip()}".splitlines()
+        if line:
+            text.append(f"(at {line})")
+    else:
+        text = f"{type(err).__name__}: {err}".strip().splitlines()
     reason = " ".join(line.strip() for line in text if line.strip())
     reason = _CUDA_ADVICE.split(reason, maxsplit=1)[0][:500]   # CUDA's generic advice
     if "OutOfResources" in names or isinstance(err, torch.cuda.OutOfMemoryError):

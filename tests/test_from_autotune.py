@@ -4,6 +4,8 @@ exactly its configs, on the interpreter here."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import triton
 import triton.language as tl
@@ -140,3 +142,29 @@ def test_autotuned_must_be_an_autotuner():
                                            r"kernel k: autotuned= is InterpretedFunction"):
         sweeper.kernel(lambda x, config: None, name="k", inputs={"x": "n"}, outputs=["x"],
                        reference=lambda x: x, grid="n", autotuned=_body)
+
+
+def test_problems_the_interpreter_shrinks_are_named_and_measured_once(tmp_path, capsys):
+    """The issue's ``-p n_elements=4096,1048576`` (and a non-power of two): the run says
+    what each problem became, 1048576 merges into 4096 and is measured once, 1000000
+    stays no power of two (4095), and the report lists both."""
+    rc = main(["run", "--from-autotune", ADD, "--device", "interpret", "-p",
+               "n_elements=4096,1048576,1000000", "--studies-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert ("shrunk to fit 16KiB: n_elements 1048576 → 4096 (as n_elements=4096 does: "
+            "measured once, as n_elements=4096); n_elements 1000000 → 4095\n") in out
+    trials, _ = StudyStore(tmp_path / "add-interpret").records()
+    measured = [t for t in trials if t.status is TrialStatus.OK]
+    assert sorted(t.config.problem.dim("n_elements") for t in measured) == [4095] * 3 + [4096] * 3
+    skipped = [t for t in trials if t.status is TrialStatus.INVALID]
+    assert {t.choice["n_elements"] for t in skipped} == {"1048576"} and len(skipped) == 3
+    assert "as n_elements=4096 does: that problem is measured once" in skipped[0].reason
+    report = (tmp_path / "add-interpret" / "report.md").read_text()
+    assert "| float32 | n_elements=1000000 | n_elements=4095 |" in report
+    # no map of one cell: each config's map is folded into its problem's best map, and
+    # the merged problem, launched nowhere, has none
+    maps = json.loads((tmp_path / "add-interpret" / "report.json").read_text())["heatmaps"]
+    assert maps["drawn"] == ["float32_n_elements=4095_cold_best",
+                             "float32_n_elements=4096_cold_best"] and maps["not_drawn"] == []
+    assert "6 maps of one meta values' configs held a number in one cell only" in report

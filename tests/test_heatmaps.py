@@ -1,11 +1,13 @@
 """Heatmaps: which meta values won each cell, the winner's cell, colour scales, labels."""
 
+import dataclasses
 import json
 from itertools import combinations
 
 import pytest
 
 from sweeper.cli import main
+from sweeper.measure import summarize
 from sweeper.report import (
     cell_text,
     heatmap_figure,
@@ -14,7 +16,9 @@ from sweeper.report import (
     tick_labels,
     trials_frame,
 )
-from sweeper.report._heatmaps import short_names
+from sweeper.report._heatmaps import WIDE_CI_PCT, short_names
+from sweeper.space import Problem, format_size
+from sweeper.trial import TrialStatus
 from tests.test_report import TRIALS, copy_study, final, record
 
 GRIDS, BLOCKS = ["sms", "2*sms"], [32, 64]
@@ -55,28 +59,108 @@ def test_short_names_for_cell_text():
     assert short_names(["BLOCK_M", "BIG_M"]) == {"BLOCK_M": "BLOCK_M", "BIG_M": "BIG_M"}
 
 
-def test_colour_scales_are_per_map_unless_shared():
-    own = maps()
+def at(trial, footprint, scale=1.0):
+    """``trial`` in another problem (``footprint`` bytes), its rate times ``scale``."""
+    label = format_size(footprint)
+    config = dataclasses.replace(trial.config, problem=Problem("float32", footprint)) \
+        if trial.config else None
+    return dataclasses.replace(trial, number=trial.number + 100, config=config,
+                               choice={**trial.choice, "footprint": label},
+                               gbps=trial.gbps * scale)
+
+
+def test_one_colour_scale_for_the_study_by_default_per_problem_or_map_on_request():
+    """A problem whose rates spread 4 % must not fill the whole scale: by default every
+    map of the study shares one range; ``problem`` and ``map`` narrow it on request."""
+    small = [at(t, 1 << 20, 0.5) for t in TRIALS]              # 25-200 GB/s
+    both = maps([*TRIALS, *small])
+    assert len(both) == 6 and all(m.scale == (25.0, 400.0) for m in both)
+    assert all("colour: one scale for the study's 6 maps (25 to 400 GB/s)" in m.caption
+               for m in both)
+    per_problem = maps([*TRIALS, *small], scale="problem")
+    assert [m.scale for m in per_problem] == [(25.0, 200.0)] * 3 + [(50.0, 400.0)] * 3
+    older = maps([*TRIALS, *small], shared_scale=True)                   # the older flag
+    assert [(m.scale, m.caption) for m in older] == [(m.scale, m.caption) for m in per_problem]
+    own = maps([*TRIALS, *small], scale="map")
     assert all(m.scale is None and "colour: this map's own range" in m.caption for m in own)
-    shared = maps(shared_scale=True)
-    assert [m.scale for m in shared] == [(50.0, 400.0)] * 3
-    assert all("colour: one scale for this problem's 3 maps" in m.caption for m in shared)
-    fig = heatmap_figure(shared[0])                    # BLOCK=256: its own range is 100-300
-    assert fig.axes[0].collections[0].get_clim() == (50.0, 400.0)
-    assert "colour: one scale" in fig.axes[0].get_title()
-    assert heatmap_figure(own[0]).axes[0].collections[0].get_clim() == (100.0, 300.0)
+    fig = heatmap_figure(both[3])                    # 1GiB, BLOCK=256: its own range 100-300
+    mesh, bar = fig.axes[0].collections[0], fig.axes[1]
+    assert mesh.get_clim() == (25.0, 400.0)
+    assert bar.get_ylabel() == "effective GB/s (read + write, median)" == both[3].colour_label
+    assert heatmap_figure(own[3]).axes[0].collections[0].get_clim() == (100.0, 300.0)
+    with pytest.raises(ValueError, match="scale must be one of study, problem, map, but got "
+                                         "'maps'"):
+        maps(scale="maps")
 
 
-def test_sweeper_report_shares_the_scale_on_request(tmp_path):
+def test_a_cell_whose_ci_is_wide_is_marked_and_the_caption_says_so():
+    """The issue's brightest cell spread ±140 % and lost in the finals: a cell whose CI is
+    wider than ±5 % shows its ± and is hatched, and the caption counts them and says
+    when the red box is one."""
+    noisy = dataclasses.replace(TRIALS[4], samples_ms=[0.002, 0.02, 0.005, 0.0009, 0.02],
+                                stats=summarize([0.002, 0.02, 0.005, 0.0009, 0.02]))
+    data = maps([*TRIALS[:4], noisy, *TRIALS[5:]])
+    best = data[-1]
+    assert best.best == (32, "sms") and best.wide.loc[32, "sms"]
+    ci = best.ci_pct.loc[32, "sms"]
+    assert ci > WIDE_CI_PCT and not best.wide.loc[64, "sms"]     # steady: 3 equal samples
+    assert cell_text(best).loc[32, "sms"].startswith(f"400 ±{ci:.0f}%\n")
+    assert (f"hatched: 1 cell whose median's 95% CI is wider than ±5% (its ± under the "
+            f"rate): not settled, the red box's among them (±{ci:.0f}%)") in best.caption
+    assert "hatched" not in data[0].caption                         # BLOCK=256: all steady
+    fig = heatmap_figure(best)
+    hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
+    assert [(p.get_x(), p.get_y()) for p in hatched] == [(0, 0)]
+
+
+def test_maps_of_one_cell_are_folded_into_the_best_over_meta_map():
+    """A from_autotune study zips block with its meta values: each meta values' map
+    holds one cell.  Those are folded into the best map, which says so; a best map of one
+    cell is not drawn either, and the report says where its configs are."""
+    zipped = [record(0, "sms", 32, 256, 100.0), record(1, "sms", 64, 1024, 300.0),
+              record(2, "sms", 32, 1024, 200.0)]        # BLOCK=256 holds one cell
+    data = maps(zipped)
+    assert [m.name for m in data] == ["float32_1GiB_cold_BLOCK-1024", "float32_1GiB_cold_best"]
+    assert data[-1].folded == 1 and data[-1].cells == 2 and data[-1].drawn
+    assert "it folds 1 map of one cell (one per meta values)" in data[-1].caption
+    lone, = maps(lone_records())             # grid and block fixed: one cell everywhere
+    assert (lone.name, lone.cells, lone.drawn, lone.folded) == (
+        "float32_1GiB_cold_best", 1, False, 2)
+
+
+def lone_records():
+    return [record(0, "sms", 32, 256, 100.0), record(1, "sms", 32, 1024, 300.0)]
+
+
+def test_a_report_says_which_maps_of_one_cell_it_did_not_draw(tmp_path):
+    failed = record(1, "2*sms", 32, 1024, 0.0, TrialStatus.CRASHED, "RuntimeError: boom", 264)
+    store = copy_study(tmp_path, records=[record(0, "sms", 32, 256, 100.0), failed])
+    assert main(["report", str(store.root)]) == 0
+    data = json.loads((store.root / "report.json").read_text())
+    assert data["heatmaps"]["drawn"] == []
+    report = (store.root / "report.md").read_text()
+    assert ("Not drawn, no config in them was measured: float32_1GiB_cold_BLOCK-1024.\n\n"
+            "Not drawn, a number in one cell only: "
+            "float32_1GiB_cold_best; the best-config tables above rank their configs.\n\n"
+            "1 map of one meta values' configs held a number in one cell only: it is folded "
+            "into its problem's best-over-meta map, whose cells name the meta values that won "
+            "them.") in report
+    assert not (store.root / "heatmaps" / "float32_1GiB_cold_best.png").exists()
+
+
+def test_sweeper_report_takes_the_colour_scale(tmp_path):
     store = copy_study(tmp_path)
     assert main(["report", str(store.root), "--shared-scale"]) == 0
     data = json.loads((store.root / "report.json").read_text())
     assert data["heatmaps"]["colour_scale"] == "shared by each problem's maps"
     assert data["heatmaps"]["drawn"] == ["float32_1GiB_cold_BLOCK-256",
                                          "float32_1GiB_cold_BLOCK-1024", "float32_1GiB_cold_best"]
-    assert main(["report", str(store.root)]) == 0
+    assert main(["report", str(store.root), "--scale", "map"]) == 0
     assert json.loads((store.root / "report.json").read_text())["heatmaps"][
         "colour_scale"] == "per map"
+    assert main(["report", str(store.root)]) == 0
+    assert json.loads((store.root / "report.json").read_text())["heatmaps"][
+        "colour_scale"] == "one for the study's maps"
 
 
 LONG = "cdiv(isqrt(n), BLOCK_M) * cdiv(isqrt(n), BLOCK_N)"

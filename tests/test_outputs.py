@@ -3,6 +3,7 @@ exit statuses that tell a script what happened.  In-process through ``sweeper.cl
 
 import argparse
 import json
+import os
 import re
 from pathlib import Path
 
@@ -417,6 +418,34 @@ def test_a_run_names_its_failed_configs_and_what_they_share(write_space, tmp_pat
                      "--no-report")                    # resumed: nothing failed this run
     assert rc == 0
     assert not [x for x in out if x.startswith("failed: ")]
+
+
+def test_debug_prints_a_failed_trials_traceback_and_the_report_keeps_its_message(
+        write_space, tmp_path, capsys, monkeypatch):
+    """``--debug`` shows each failed trial's traceback as it fails (a run without it shows
+    none); report.md groups the failures and shows their trials, what they share and
+    the complete message."""
+    from sweeper.errors import DEBUG_ENV
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    space = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:RaisesOnBigBlock"))
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run(capsys, "--debug", "run", str(space), "--device", "interpret",
+                     "--quiet")
+    assert rc == EXIT_CONFIGS_FAILED
+    assert err.count("Traceback (most recent call last):") == 4, err
+    assert "sweeper --debug: a trial of grid=1 block=32 BLOCK=1024 failed (crashed):\n" \
+           "Traceback (most recent call last):\n" in err
+    assert "RuntimeError: BLOCK=1024 is too big for this test\n" in err
+    report = (tmp_path / "studies" / "tiny-interpret" / "report.md").read_text()
+    assert "| crashed | RuntimeError: BLOCK=1024 is too big for this test | 4 | #" in report
+    assert "| BLOCK=1024 |" in report
+    assert DEBUG_ENV not in os.environ                # set while the command ran, not after
+    rc, _, err = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
+                     "--study", "again")
+    assert rc == EXIT_CONFIGS_FAILED and "Traceback" not in err
 
 
 def test_a_run_whose_first_configs_all_fail_alike_stops_and_says_why(write_space, tmp_path,

@@ -20,6 +20,7 @@ from sweeper.report import (
     trials_frame,
     write_report,
 )
+from sweeper.report._tables import reason_kind
 from sweeper.space import Config, Problem, load_space
 from sweeper.store import BaselineRecord, ProblemKey, StudyStore, TrialRecord
 from sweeper.sweep import Sweep, open_study
@@ -93,6 +94,39 @@ def test_failure_counts_group_reasons_without_values():
     rows = {(r.status, r.reason): r.count for r in counts.itertuples()}
     assert rows == {("invalid", "constraint 'BLOCK >= 32*block' is false"): 2,
                     ("wrong_answer", "elements differ from the input"): 1}
+
+
+def test_a_reason_keeps_its_message_and_kernel_line_when_its_numbers_are_stripped():
+    typo = ("InterpreterError: AttributeError(\"module 'triton.language' has no attribute "
+            "'lod'\") (at k.py:10: tl.store(x + offsets, tl.lod(x + offsets, mask=offsets < n)"
+            " * a, mask=offsets < n))")
+    assert reason_kind(typo) == typo                 # nothing but the kernel's own numbers
+    assert reason_kind("constraint 'BLOCK >= block' is false (BLOCK=256, block=512)") == \
+        "constraint 'BLOCK >= block' is false"
+
+
+def test_failures_are_grouped_with_their_trials_what_they_share_and_the_full_message():
+    """Grouping strips the numbers; the report still shows which trials, what their
+    configs share that the measured ones lack, and one complete message."""
+    wrong = [record(n, g, b, 512, 0.0, TrialStatus.WRONG_ANSWER,
+                    f"output y: {n + 3} of 4096 elements differ (first at index {n}: "
+                    "1.5 != 0.75)") for n, (g, b) in enumerate(
+                        [("sms", 32), ("sms", 64), ("2*sms", 32)], start=10)]
+    counts = failure_counts(trials_frame([*TRIALS, *wrong], ["BLOCK"]))
+    top = counts.iloc[0].to_dict()
+    assert top == {
+        "status": "wrong_answer", "reason": "output y: elements differ", "count": 3,
+        "trials": "#10, #11, #12", "in common": "BLOCK=512",
+        "message": "output y: 13 of 4096 elements differ (first at index 10: 1.5 != 0.75) "
+                   "(and 2 other messages alike)"}
+    skipped = counts[counts["status"] == "invalid"].iloc[0]
+    assert (skipped["trials"], skipped["in common"]) == ("#5, #7", "block=64 BLOCK=1024")
+    assert skipped["message"] == "constraint 'BLOCK >= 32*block' is false (BLOCK=1024, block=64)"
+    many = [record(n, "sms", 32, 512, 0.0, TrialStatus.CRASHED, "RuntimeError: boom")
+            for n in range(20, 30)]
+    crashed = failure_counts(trials_frame(many, ["BLOCK"])).iloc[0]
+    assert crashed["trials"] == "#20, #21, #22, #23, #24, #25, #26, #27 … (10 in all)"
+    assert crashed["message"] == ""                    # the reason is the whole message
 
 
 def test_write_report_writes_images_markdown_and_json(tmp_path):

@@ -85,7 +85,8 @@ def test_a_study_where_nothing_was_measured_says_why_and_draws_nothing(tmp_path)
     assert "(none)" not in md
     data = json.loads(files.json.read_text())
     assert data["unmeasured"] == why
-    assert data["heatmaps"] == {"colour_scale": "per map", "drawn": [], "not_drawn": [
+    assert data["heatmaps"] == {"colour_scale": "one for the study's maps", "drawn": [],
+                                "not_drawn": [
         "float32_1GiB_cold_BLOCK-256", "float32_1GiB_cold_BLOCK-1024",
         "float32_1GiB_cold_best"]}
 

@@ -212,3 +212,56 @@ def test_a_shaped_study_reports_exports_and_replays_by_dimension(tmp_path, capsy
                 for t in StudyStore(tmp_path / "studies" / "again").records()[0]}
     assert replayed == {(t.choice["M"], t.choice["BLOCK_N"]): t.stats.median
                         for t in trials}
+
+
+def test_the_cap_keeps_powers_of_two_and_others_apart():
+    """A dimension shrinks to a power of two only where it was one: ``cols=1000`` keeps a
+    masked tail on the interpreter, ``rows=4096`` stays a power of two; a footprint that
+    is no power of two is lowered to the largest one under the cap that is none either."""
+    softmax = parse_space("kernel: softmax\nparams:\n  rows: [4096]\n  cols: [1000]\n"
+                          "  dtype: [float32]\n")
+    problem = softmax.resolve({}, FACTS, 16 << 10).problem
+    assert problem.dims == (("rows", 128), ("cols", 31))
+    assert problem.footprint <= 16 << 10
+    copy = parse_space("kernel: copy\nparams:\n  footprint: [1GiB, 4000000]\n")
+    capped = {label: copy.resolve({"footprint": label}, FACTS, 16 << 10).problem.dims
+              for label in ("1GiB", "4000000")}
+    assert capped == {"1GiB": (("n", 4096),), "4000000": (("n", 4095),)}
+
+
+def test_problems_that_shrink_to_one_are_measured_once_and_say_so():
+    """``n=4096`` and ``n=1048576`` are one problem under a 16 KiB cap: the one that needs
+    no shrinking is measured, the other's configs are ruled out naming it, and each
+    problem shrunk says what it became."""
+    from sweeper.space import Configs, shrunk_problems
+
+    space = parse_space("kernel: copy\nparams:\n  n: [1048576, 4096, 1000000]\n"
+                        "  BLOCK: [256, 1024]\n")
+    shrunk = shrunk_problems(space, FACTS, 16 << 10)
+    assert [s.describe() for s in shrunk] == [
+        "n 1048576 → 4096 (as n=4096 does: measured once, as n=4096)", "n 1000000 → 4095"]
+    assert shrunk_problems(space, FACTS, None) == ()
+    configs = Configs(space, FACTS, 16 << 10)
+    assert sorted(space.resolve(configs[i], FACTS, 16 << 10).problem.n
+                  for i in range(len(configs))) == [4095, 4095, 4096, 4096]
+    reasons = {str(why) for _, why in configs.ruled_out()}
+    assert reasons == {
+        "n=1048576 shrinks to 16KiB under the device's 16KiB cap, as n=4096 does: that "
+        "problem is measured once, as n=4096"}
+    assert len(list(configs.ruled_out())) == 2            # both BLOCKs of n=1048576
+
+
+def test_problems_that_would_shrink_to_one_stay_apart_where_their_order_allows():
+    """4GiB and 1GiB both shrink to 16 KiB: the larger keeps it, the other goes on to
+    8 KiB, above the 4 KiB asked for; 64 KiB has no place left above 4 KiB and merges
+    with the problem it shrank onto, which is measured once."""
+    from sweeper.space import Configs, shrunk_problems
+
+    space = parse_space("kernel: copy\nparams:\n  footprint: [1GiB, 4GiB, 64KiB, 4KiB]\n")
+    assert [s.describe() for s in shrunk_problems(space, FACTS, 16 << 10)] == [
+        "footprint 1GiB → 8KiB", "footprint 4GiB → 16KiB",
+        "footprint 64KiB → 16KiB (as footprint=4GiB does: measured once, as footprint=4GiB)"]
+    configs = Configs(space, FACTS, 16 << 10)
+    ran = {configs[i]["footprint"]: space.resolve(configs[i], FACTS, 16 << 10).problem.footprint
+           for i in range(len(configs))}
+    assert ran == {"1GiB": 8 << 10, "4GiB": 16 << 10, "4KiB": 4 << 10}

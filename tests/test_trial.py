@@ -1,5 +1,6 @@
 import pytest
 import torch
+import triton.language as tl
 
 from sweeper.devices import open_device
 from sweeper.kernels import load_kernel
@@ -95,3 +96,48 @@ def test_an_error_in_an_interpreted_kernel_names_the_kernels_line():
     assert reason.endswith("(at test_trial.py:"
                            f"{_typo_body.__code__.co_firstlineno + 4}: tl.store(y + offsets, "
                            "tl.lod(x + offsets), mask=offsets < n)   # tl.lod: a typo)")
+
+
+def _wrong_at_512_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.static_assert(BLOCK != 512, "BLOCK=512 is planted wrong")
+    tl.store(y + offsets, tl.load(x + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def _typo_compiled_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    offsets = tl.arange(0, BLOCK)
+    tl.store(y + offsets, tl.lod(x + offsets), mask=offsets < n)   # tl.lod: a typo
+
+
+def _compile_error(body, block: int) -> BaseException:
+    """What compiling ``body`` at ``BLOCK=block`` for an H100/H200 raises: Triton reaches
+    the error before it needs a GPU or its assembler."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from sweeper.kernels._jit import jit
+
+    source = ASTSource(jit(body, interpret=False), constexprs={"BLOCK": block},
+                       signature={"x": "*fp32", "y": "*fp32", "n": "i32", "BLOCK": "constexpr"})
+    with pytest.raises(Exception) as caught:
+        triton.compile(source, target=GPUTarget("cuda", 90, 32))
+    return caught.value
+
+
+def test_a_compile_error_keeps_tritons_message_and_names_the_kernels_line():
+    """Compiled for a GPU, a kernel wrong at BLOCK=512 only fails to compile there: the
+    reason is Triton's message and the line of the user's file, not Triton's excerpt of
+    the source cut at 500 characters; a typo (``tl.lod``) likewise."""
+    status, reason = classify(_compile_error(_wrong_at_512_body, 512))
+    assert status is TrialStatus.COMPILE_ERROR
+    line = _wrong_at_512_body.__code__.co_firstlineno + 2
+    assert reason == ("CompileTimeAssertionFailure: BLOCK=512 is planted wrong (at "
+                      f"test_trial.py:{line}: tl.static_assert(BLOCK != 512, \"BLOCK=512 is "
+                      "planted wrong\"))")
+    status, reason = classify(_compile_error(_typo_compiled_body, 64))
+    assert status is TrialStatus.COMPILE_ERROR
+    assert "has no attribute 'lod'" in reason
+    assert reason.endswith(f"(at test_trial.py:{_typo_compiled_body.__code__.co_firstlineno + 2}"
+                           ": tl.store(y + offsets, tl.lod(x + offsets), mask=offsets < n)   "
+                           "# tl.lod: a typo)")

@@ -97,12 +97,14 @@ class Study:
 
         return baselines_table(self.storage)
 
-    def report(self, *, shared_scale: bool = False) -> Path:
+    def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
         """Write report.md, report.html, report.json and the heatmaps (what ``sweeper
-        report`` does); returns report.md's path."""
+        report`` does; ``scale``: the heatmaps' colour scale, ``study`` (default),
+        ``problem`` or ``map``; ``shared_scale`` without it: ``problem``); returns
+        report.md's path."""
         from sweeper.report import write_report
 
-        return write_report(self.storage, shared_scale=shared_scale).markdown
+        return write_report(self.storage, shared_scale=shared_scale, scale=scale).markdown
 
     def _repr_html_(self) -> str:
         """The study as a notebook shows it: report.html's content (interactive heatmaps,

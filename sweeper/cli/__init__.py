@@ -33,7 +33,7 @@ import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sweeper.cli._exits import (
@@ -46,7 +46,7 @@ from sweeper.cli._exits import (
 )
 from sweeper.cli._parser import build_parser
 from sweeper.engine import MAX_RESTARTS
-from sweeper.errors import StudyWarning, SweeperError
+from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError
 from sweeper.escape import printable
 
 __all__ = ["EXIT_CONFIGS_FAILED", "EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK",
@@ -109,24 +109,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     args.from_shell = argv is None     # the command itself, not a call from Python
+    with _debug_env(args.debug):       # worker processes inherit it: a failed trial's traceback
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", StudyWarning)
+                warnings.showwarning = _one_line(warnings.showwarning)
+                return int(args.func(args) or 0)
+        except SweeperError as err:
+            if args.debug:
+                raise
+            # one line, whatever text from a file the message quotes (sweeper.escape)
+            print(printable(f"sweeper: {err}" if not _located(err) else str(err)),
+                  file=sys.stderr)
+            return getattr(err, "exit_status", EXIT_USAGE)
+        except KeyboardInterrupt:
+            print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
+
+
+@contextlib.contextmanager
+def _debug_env(on: bool) -> Iterator[None]:
+    """:data:`~sweeper.errors.DEBUG_ENV` set while a ``--debug`` command runs (its worker
+    processes inherit it), as it was afterwards."""
+    previous = os.environ.get(DEBUG_ENV)
+    if on:
+        os.environ[DEBUG_ENV] = "1"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", StudyWarning)
-            warnings.showwarning = _one_line(warnings.showwarning)
-            return int(args.func(args) or 0)
-    except SweeperError as err:
-        if args.debug:
-            raise
-        # one line, whatever text from a file the message quotes (sweeper.escape)
-        print(printable(f"sweeper: {err}" if not _located(err) else str(err)),
-              file=sys.stderr)
-        return getattr(err, "exit_status", EXIT_USAGE)
-    except KeyboardInterrupt:
-        print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        _silence_stdout()
-        return EXIT_BROKEN_PIPE
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DEBUG_ENV, None)
+        else:
+            os.environ[DEBUG_ENV] = previous
 
 
 def _silence_stdout() -> None:

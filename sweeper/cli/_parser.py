@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = ArgumentParser(prog="sweeper", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"sweeper {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks, a failed trial's too (on stderr, as it fails)")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(sub)
@@ -117,9 +118,12 @@ def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 def _report(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     report = _of_a_study(sub, "report", "heatmaps and best-config report of a study")
-    report.add_argument("--shared-scale", action="store_true",
-                        help="one colour scale for all heatmaps of a problem, so colours "
-                        "compare across maps (default: each map its own range)")
+    report.add_argument("--scale", choices=("study", "problem", "map"), default="study",
+                        help="the heatmaps' colour scale: one for every map of the study, so "
+                        "colours compare across maps (default), one per problem, or each "
+                        "map its own range")
+    report.add_argument("--shared-scale", dest="scale", action="store_const", const="problem",
+                        help="the same as --scale problem")
     report.add_argument("--svg", action="store_true", help="pictures as SVG too (default: PNG)")
     report.add_argument("--redraw", action="store_true", help="draw every picture again "
                         "(default: only those whose numbers or drawing code changed)")

@@ -24,8 +24,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """``sweeper report``: write the report of a recorded study."""
     from sweeper.engine import report_study
 
-    report_study(open_study(args), shared_scale=args.shared_scale, svg=args.svg,
-                 redraw=args.redraw)
+    report_study(open_study(args), scale=args.scale, svg=args.svg, redraw=args.redraw)
     return 0
 
 

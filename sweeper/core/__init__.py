@@ -19,9 +19,11 @@ from sweeper.core._model import (
     MeasureSpec,
     Origin,
     SamplerSpec,
+    Shrunk,
     Space,
     Tie,
     Value,
+    shrunk_problems,
 )
 from sweeper.core._problem import Dim, Problem, Shape, shape_of, show_dims
 from sweeper.core._units import DECLARED_ONLY, DTYPES, format_size, parse_duration, parse_size
@@ -42,6 +44,7 @@ __all__ = [
     "Problem",
     "SamplerSpec",
     "Shape",
+    "Shrunk",
     "Space",
     "Tie",
     "Value",
@@ -54,4 +57,5 @@ __all__ = [
     "parse_size",
     "shape_of",
     "show_dims",
+    "shrunk_problems",
 ]

@@ -10,6 +10,7 @@ meta-parameters (``BLOCK`` ...) are separate fields.
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,8 +18,8 @@ from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
 from sweeper.core._expr import Expr, evaluate, quoted
-from sweeper.core._problem import Problem, Shape, SizeError, default_shape
-from sweeper.core._units import DTYPES
+from sweeper.core._problem import Problem, Shape, SizeError, default_shape, show_dims
+from sweeper.core._units import DTYPES, format_size
 from sweeper.errors import ExpressionError
 from sweeper.measure._decide import StopRule
 from sweeper.measure._duty import DEFAULT_DUTY, Duty
@@ -466,6 +467,8 @@ def _value_step(space: Space, name: str) -> StepRun:
 
 def _problem_step(space: Space, max_footprint: int | None) -> StepRun:
     by_footprint = "footprint" in space.sizes
+    #: per device facts: each shrunk problem's place (:func:`shrunk_problems`)
+    placed: dict[tuple[int, int], dict[tuple[str, tuple[str, ...]], Shrunk]] = {}
 
     def problem_of(choice: Mapping[str, str], state: Resolving) -> None:
         dtype = str(space.constant("dtype", choice))
@@ -474,10 +477,140 @@ def _problem_step(space: Space, max_footprint: int | None) -> StepRun:
                                           by_footprint=by_footprint)
         except SizeError as err:
             raise Invalid(str(err), state.chosen[err.axis].origin) from None
+        if max_footprint is not None:
+            facts = (state.env["sms"], state.env["l2_bytes"])
+            if facts not in placed:
+                placed[facts] = {(s.dtype, s.labels): s for s in shrunk_problems(
+                    space, dict(zip(("sms", "l2_bytes"), facts, strict=True)), max_footprint)}
+            found = placed[facts].get((dtype, tuple(choice[n] for n in space.sizes)))
+            if found is not None and found.same_as is not None:
+                raise Invalid(found.merge_reason(max_footprint),
+                              state.chosen[space.sizes[0]].origin)
+            if found is not None:
+                problem = found.problem
         state.problem = problem
         state.env.update(problem.dims)
         state.env.update(footprint=problem.footprint, n=problem.n)
     return problem_of
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """A problem of a space that a device's cap on footprints (the interpreter's) makes
+    smaller: its dtype, the size axes' labels and values asked for, the problem measured
+    instead (:func:`shrunk_problems` places it), and ``same_as``, the problem of the space
+    (as :attr:`asked_text` names it) it had to merge with, where it found no place apart:
+    this one is then ruled out, so the shrunk problem is measured once
+    (:meth:`Space.resolve` says so in its reason)."""
+
+    dtype: str
+    labels: tuple[str, ...]
+    asked: tuple[tuple[str, int], ...]
+    problem: Problem
+    same_as: str | None = None
+
+    @property
+    def asked_text(self) -> str:
+        """The problem as the space names it: ``n_elements=1048576``, ``footprint=1GiB``."""
+        if self.asked and self.asked[0][0] == "footprint":
+            return f"footprint={self.labels[0]}"
+        return show_dims(self.asked)
+
+    def changes(self) -> str:
+        """What was measured instead, value by value: ``cols 1000 → 31, rows 4096 →
+        128``, ``footprint 1GiB → 16KiB``."""
+        if self.asked and self.asked[0][0] == "footprint":
+            return f"footprint {format_size(self.asked[0][1])} → " \
+                   f"{format_size(self.problem.footprint)}"
+        ran = dict(self.problem.dims)
+        return ", ".join(f"{n} {v} → {ran[n]}" for n, v in self.asked if ran.get(n, v) != v)
+
+    def describe(self, dtypes: bool = False) -> str:
+        """One problem's line: its changes, and the problem it merged with if it did;
+        with ``dtypes``, the dtype first (a space of several, which shrink apart)."""
+        out = (f"{self.dtype} " if dtypes else "") + self.changes()
+        if self.same_as is not None:
+            out += f" (as {self.same_as} does: measured once, as {self.same_as})"
+        return out
+
+    def merge_reason(self, max_footprint: int) -> str:
+        """Why this problem's configs are ruled out: another one shrinks to it too."""
+        return (f"{self.asked_text} shrinks to {self.problem.describe()} under the "
+                f"device's {format_size(max_footprint)} cap, as {self.same_as} does: that "
+                f"problem is measured once, as {self.same_as}")
+
+
+#: The most further shrinks one problem takes to stay apart from the others before it
+#: merges: each is a search over the dimensions' factor.
+MAX_STEPS_APART = 32
+
+
+def shrunk_problems(space: Space, facts: Mapping[str, int], max_footprint: int | None
+                    ) -> tuple[Shrunk, ...]:
+    """Every problem of ``space`` that ``max_footprint`` makes smaller, in the order the
+    space lists them, and what each is measured as.  Problems stay apart where they can:
+    one that shrinks onto another problem of the space shrinks further (the largest asked
+    for keeping the largest place), as long as it stays above every problem of its dtype
+    asked smaller that needs no shrinking (sizes keep their order); where it cannot, it
+    merges with the problem it shrank onto (``same_as``), which is measured once.  Empty
+    without a cap, or where a size axis's value reads another axis (its problems are known
+    only config by config)."""
+    if max_footprint is None:
+        return ()
+    sizes, by_footprint = space.sizes, "footprint" in space.sizes
+    known = {"sms", "l2_bytes", "itemsize"}
+    if any(v.expr is not None and not v.expr.names <= known
+           for n in sizes for v in space.axis(n).values):
+        return ()
+    dims = list(dict.fromkeys(space.dimension_of(n) for n in ("dtype", *sizes)))
+    labels_of = space.choices()
+    asked: dict[tuple[str, tuple[str, ...]], tuple[dict[str, int], Problem]] = {}
+    for combo in itertools.product(*(labels_of[d] for d in dims)):
+        choice = space.expand(dict(zip(dims, combo, strict=True)))
+        dtype = str(space.constant("dtype", choice))
+        key = (dtype, tuple(choice[n] for n in sizes))
+        if key in asked:
+            continue
+        env = {"sms": facts["sms"], "l2_bytes": facts["l2_bytes"], "itemsize": DTYPES[dtype]}
+        try:
+            values = {n: int(evaluate(v.expr, env)) if v.expr is not None else
+                      int(v.constant)   # type: ignore[arg-type]
+                      for n in sizes for v in (space.axis(n).value(choice[n]),)}
+            asked[key] = (values, space.shape.problem(dtype, values, None,
+                                                       by_footprint=by_footprint))
+        except (ExpressionError, SizeError):
+            continue
+
+    def shrunk(key: tuple[str, tuple[str, ...]], cap: int) -> Problem | None:
+        try:
+            return space.shape.problem(key[0], asked[key][0], cap, by_footprint=by_footprint)
+        except SizeError:
+            return None
+
+    def named(key: tuple[str, tuple[str, ...]]) -> str:
+        return Shrunk(key[0], key[1], tuple(asked[key][0].items()), asked[key][1]).asked_text
+
+    kept = {key: p for key, (_, p) in asked.items() if p.footprint <= max_footprint}
+    taken = {p: named(key) for key, p in kept.items()}
+    placed: dict[tuple[str, tuple[str, ...]], tuple[Problem, str | None]] = {}
+    for key in sorted(asked.keys() - kept.keys(), key=lambda k: -asked[k][1].footprint):
+        first = shrunk(key, max_footprint)
+        if first is None:
+            continue
+        floor = max((p.footprint for k, p in kept.items() if k[0] == key[0] and
+                     p.footprint < asked[key][1].footprint), default=0)
+        found: Problem | None = first
+        for _ in range(MAX_STEPS_APART):
+            if found is None or found not in taken or found.footprint <= floor:
+                break
+            found = shrunk(key, found.footprint - 1)
+        if found is None or found in taken or found.footprint <= floor:
+            placed[key] = (first, taken.get(first))
+        else:
+            placed[key] = (found, None)
+            taken[found] = named(key)
+    return tuple(Shrunk(key[0], key[1], tuple(asked[key][0].items()), *placed[key])
+                 for key in asked if key in placed)
 
 
 def _constraint_step(c: Constraint) -> StepRun:

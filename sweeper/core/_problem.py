@@ -158,21 +158,25 @@ class Shape:
     def scaled(self, dims: Mapping[str, int], itemsize: int, max_bytes: int) -> dict[str, int]:
         """``dims`` shrunk by one common factor, within each dimension's limits, to the
         largest problem of at most ``max_bytes`` (the interpreter's cap); dimensions the
-        footprint does not read stay.  A ``ValueError`` when even the smallest allowed
-        values exceed it."""
+        footprint does not read stay.  A power of two stays a power of two and any other
+        value stays another (:func:`kind_kept`: a ``cols`` of 1000 keeps its masked tail),
+        where the dimension's limits allow it.  A ``ValueError`` when even the smallest
+        allowed values exceed it."""
         sized = [n for n in self.names if n in self.footprint.names]
 
-        def at(factor: float) -> dict[str, int]:
+        def at(factor: float, keep: bool) -> dict[str, int]:
             out = dict(dims)
             for name in sized:
                 d = self.dim(name)
                 step = d.multiple_of
-                out[name] = max(d.min, math.floor(dims[name] * factor / step) * step, step)
+                value = max(d.min, math.floor(dims[name] * factor / step) * step, step)
+                out[name] = kind_kept(value, dims[name], d) if keep else value
             return out
 
         if self.bytes_of(dims, itemsize) <= max_bytes:
             return dict(dims)
-        smallest = at(0.0)
+        keep = self.bytes_of(at(0.0, True), itemsize) <= max_bytes
+        smallest = at(0.0, keep)
         if self.bytes_of(smallest, itemsize) > max_bytes:
             raise ValueError(f"{show_dims(dims)} cannot shrink under "
                              f"{format_size(max_bytes)}: {show_dims(smallest)} already make "
@@ -180,8 +184,33 @@ class Shape:
         lo, hi = 0.0, 1.0
         for _ in range(60):
             mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if self.bytes_of(at(mid), itemsize) <= max_bytes else (lo, mid)
-        return at(lo)
+            fits = self.bytes_of(at(mid, keep), itemsize) <= max_bytes
+            lo, hi = (mid, hi) if fits else (lo, mid)
+        return at(lo, keep)
+
+    def lowered(self, dtype: str, footprint: int, max_bytes: int) -> int:
+        """A ``footprint`` above ``max_bytes`` lowered under it: to the largest power of two
+        elements under it for a power of two, else to the largest footprint under it
+        whose element count is no power of two and which the kernel's dimensions make (a
+        1-D kernel's ``n`` of 4095 where 4096 fits), so a size chosen for its masked tail
+        keeps one."""
+        if footprint <= max_bytes:
+            return footprint
+        itemsize = DTYPES[dtype]
+        count = max_bytes // itemsize
+        if footprint % itemsize or count < 1:
+            return max_bytes
+        if is_pow2(footprint // itemsize):
+            return (1 << (count.bit_length() - 1)) * itemsize
+        for n in range(count, max(count - 64, 0), -1):
+            if is_pow2(n):
+                continue
+            try:
+                self.from_size(dtype, n * itemsize)
+            except ValueError:
+                continue
+            return n * itemsize
+        return count * itemsize
 
     def problem(self, dtype: str, sizes: Mapping[str, int], max_bytes: int | None, *,
                 by_footprint: bool) -> Problem:
@@ -193,7 +222,7 @@ class Shape:
         if by_footprint:
             footprint = sizes["footprint"]
             if max_bytes is not None:
-                footprint = min(footprint, max_bytes)
+                footprint = self.lowered(dtype, footprint, max_bytes)
             if footprint % itemsize or footprint <= 0:
                 raise SizeError(f"footprint: {footprint} bytes is not a positive multiple of "
                                 f"{dtype}'s {itemsize} bytes", "footprint")
@@ -216,6 +245,38 @@ class Shape:
             raise SizeError(f"{show_dims(dims)} make a footprint of {footprint} bytes; it "
                             "must be positive", self.names[0])
         return Problem(dtype, footprint, tuple(dims.items()))
+
+
+def is_pow2(value: int) -> bool:
+    """Whether ``value`` is a positive power of two."""
+    return value > 0 and value & (value - 1) == 0
+
+
+def kind_kept(value: int, original: int, dim: Dim) -> int:
+    """``value`` (a shrunk ``original``, within ``dim``'s limits) moved down, within them,
+    to a power of two where ``original`` is one, or off a power of two where it is not:
+    what makes a problem distinct survives the shrink.  ``value`` itself where no value
+    of that kind lies between ``dim.min`` and it (moved up, for a value of another kind,
+    by the fewest steps of ``dim.multiple_of``)."""
+    step = dim.multiple_of
+    want = is_pow2(original)
+    if is_pow2(value) == want:
+        return value
+    low = max(dim.min, step)
+    if want:
+        found = 1 << (value.bit_length() - 1)
+        while found >= low and (found % step or found < dim.min):
+            found >>= 1
+        return found if found >= low else value
+    down = value - step
+    while down >= low and is_pow2(down):
+        down -= step
+    if down >= low:
+        return down
+    up = value + step
+    while is_pow2(up):
+        up += step
+    return up if dim.max is None or up <= dim.max else value
 
 
 def show_dims(dims: Mapping[str, int] | Dims) -> str:

@@ -37,7 +37,9 @@ class InterpretDevice(Device):
                                                 flush=False)
     note: str | None = (
         f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
-        "(footprints lowered, dimensions shrunk keeping their ratios), at most "
+        "(footprints lowered, dimensions shrunk keeping their ratios and whether each is a "
+        "power of two; problems that would shrink to one kept apart where their order "
+        "allows, else measured once), at most "
         f"{MAX_WARMUP} warmup and {MAX_REPEAT} timed runs, no L2 flush; these are CPU timings "
         "of an interpreter and mean nothing for a GPU")
 

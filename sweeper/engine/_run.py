@@ -235,6 +235,9 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
     if device.note:
         say(f"note: {device.note}")
+    shrunk = shrunk_line(space, facts)
+    if shrunk:
+        say(shrunk)
     how = "replayed from the table" if device.replays else (
         f"first run timed apart, verified, {measure.describe()}; "
         f"{cache_text(space.axis('cache').labels, device)}")
@@ -248,6 +251,20 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     say(f"bounds: {bounds.summary(space.axis('dtype').labels)}" +
         ("; a result beyond them fails its trial as impossible" if bounds.all() else ""))
     return limits
+
+
+def shrunk_line(space: Any, facts: Any) -> str | None:
+    """``shrunk to fit 16KiB: cols 1000 → 31, rows 4096 → 128; ...``: each problem the
+    device's cap on footprints measures smaller, and those that merged; ``None`` where
+    none is."""
+    from sweeper.space import format_size, shrunk_problems
+
+    shrunk = shrunk_problems(space, facts.env(), facts.max_footprint)
+    if not shrunk:
+        return None
+    dtypes = len({s.dtype for s in shrunk}) > 1
+    return (f"shrunk to fit {format_size(facts.max_footprint)}: " +
+            "; ".join(s.describe(dtypes) for s in shrunk))
 
 
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
@@ -523,14 +540,17 @@ def _reporter(quiet: bool, headline: Any) -> Any:
 
 
 def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
-                 redraw: bool = False, say: Callable[[str], None] = print) -> Any:
+                 redraw: bool = False, say: Callable[[str], None] = print,
+                 scale: str | None = None) -> Any:
     """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
-    whose numbers changed unless ``redraw``) and say where it is and what was drawn;
+    whose numbers changed unless ``redraw``; the heatmaps' colour ``scale``, as
+    :func:`~sweeper.report.study_tables` takes it) and say where it is and what was drawn;
     returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
     from sweeper.report import write_report
 
     formats = ("png", "svg") if svg else ("png",)
-    files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw)
+    files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw,
+                         scale=scale)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
     say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; {pictures} "

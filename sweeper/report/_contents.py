@@ -34,7 +34,8 @@ class ReportTables:
     #: the rate column the report ranks and shows (``gbps``, ``tflops``...)
     metric: str
     story: RunStory
-    #: one colour scale for all heatmaps of a problem (else each map its own)
+    #: whether the heatmaps share a colour scale (``colour_scale``: the study's or each
+    #: problem's), else each map its own
     shared_scale: bool
     baselines: list[BaselineRecord]
     #: each problem's pick: its final's winner, else the sweep's best
@@ -61,3 +62,6 @@ class ReportTables:
     roofline: Roofline | None
     #: the measurement record: (item, what was recorded)
     record: list[tuple[str, str]]
+    #: the heatmaps' colour scale: one for the ``study`` (then ``shared_scale``), per
+    #: ``problem`` (then too), or per ``map``
+    colour_scale: str = "study"

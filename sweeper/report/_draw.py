@@ -34,16 +34,18 @@ MAX_TICKS = 60
 def draw_heatmap(data: HeatmapData, directory: Path, formats: Sequence[str] = ("png",)
                  ) -> list[Path]:
     """Write ``NAME.png`` (and each other of ``formats``) under ``directory``; return their
-    paths.  A map with no number at all writes nothing (see :mod:`sweeper.report._heatmaps`)."""
-    if not data.measured:
+    paths.  A map with a number in one cell or none writes nothing (see
+    :mod:`sweeper.report._heatmaps`)."""
+    if not data.drawn:
         return []
     return save_figure(heatmap_figure(data), [directory / f"{data.name}.{f}" for f in formats])
 
 
 def heatmap_figure(data: HeatmapData) -> Any:
     """The map as a matplotlib figure: cells coloured by rate (on ``data.scale`` when the
-    problem's maps share one), ``cell_text`` in them (dark on light cells, white on dark
-    ones), the marked cell boxed in red, the caption under the title.  Drawn with
+    study's or problem's maps share one), the colour bar labelled with the rate and its
+    unit, ``cell_text`` in them (dark on light cells, white on dark ones), cells whose CI
+    is wide hatched, the marked cell boxed in red, the caption under the title.  Drawn with
     matplotlib alone: seaborn's heatmap costs an import of scipy and a full extra draw."""
     plt = pyplot()
     from matplotlib.patches import Rectangle
@@ -60,7 +62,8 @@ def heatmap_figure(data: HeatmapData) -> Any:
     vmin, vmax = data.scale if data.scale else (None, None)
     mesh = ax.pcolormesh(np.ma.masked_invalid(grid), cmap="viridis", vmin=vmin, vmax=vmax,
                          edgecolors="white", linewidth=0 if compact else 0.5)
-    bar = fig.colorbar(mesh, ax=ax, label=LABELS.get(data.metric, data.metric))
+    bar = fig.colorbar(mesh, ax=ax, label=data.colour_label or LABELS.get(data.metric,
+                                                                          data.metric))
     bar.outline.set_linewidth(0)
     ax.set(xlim=(0, grid.shape[1]), ylim=(grid.shape[0], 0), facecolor="#dddddd")
     for side in ax.spines.values():
@@ -74,6 +77,10 @@ def heatmap_figure(data: HeatmapData) -> Any:
                           ) if number else "#666666"
                 ax.text(j + 0.5, i + 0.5, text[i, j], ha="center", va="center",
                         color=colour, fontsize=size if number else 8)
+    wide = data.wide.to_numpy()
+    for i, j in zip(*np.nonzero(wide), strict=True):
+        ax.add_patch(Rectangle((j, i), 1, 1, fill=False, hatch="///", linewidth=0,
+                               edgecolor=(1.0, 0.55, 0.0, 0.9)))
     if data.best is not None:
         row = list(values.index).index(data.best[0])
         col = list(values.columns).index(data.best[1])

@@ -58,10 +58,10 @@ class Rendered(NamedTuple):
 
 
 def report_figures(tables: ReportTables) -> list[Figure]:
-    """The pictures of a report, in the order it shows them: heatmaps that hold a number,
-    one-at-a-time effects, footprint curves, the roofline."""
+    """The pictures of a report, in the order it shows them: heatmaps that hold numbers in
+    two cells or more, one-at-a-time effects, footprint curves, the roofline."""
     kernel, metric = tables.meta.kernel, tables.metric
-    out = [Figure(m.name, _draw.heatmap_figure, (m,)) for m in tables.heatmaps if m.measured]
+    out = [Figure(m.name, _draw.heatmap_figure, (m,)) for m in tables.heatmaps if m.drawn]
     out += [Figure(f"oat_{e.axis}", _draw.effect_figure, (e, kernel, metric))
             for e in tables.effects]
     out += [Figure(c.name, _draw.footprint_figure, (c,)) for c in tables.footprint]

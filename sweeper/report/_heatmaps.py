@@ -12,8 +12,19 @@ What the maps promise a reader:
   names are shortened and the caption gives the legend).  The winner's cell shows the
   winner itself, even where another meta value was faster there in the sweep, so the
   red box, the number and the meta values in it are all the winner's.
-- Each map has its own colour range unless ``shared_scale``: then all maps of a problem
-  share one, so colours compare across maps.  The caption says which.
+- One colour scale for every map of the study by default (``scale="study"``), so a 4 %
+  spread never fills the whole scale and colours compare across maps; ``"problem"``:
+  one per problem; ``"map"``: each map its own range.  The caption says which, and the
+  colour bar names the rate and its unit (``colour_label``).
+- A cell whose median's 95 % CI is wider than ±:data:`WIDE_CI_PCT` % is marked (hatched,
+  its ``±CI`` under its rate), and the caption says how many are and whether the red
+  box is one of them: a bright cell whose samples spread widely may be luck, and lose in
+  the finals.
+- No map of one cell: a map of one meta values' configs that holds a number in one cell
+  only is folded into the problem's best-over-meta map (which names in each cell the
+  meta values that won it, and says in its caption how many it folds); a best-over-meta
+  map of one cell (grid and block fixed) is computed but not drawn (``drawn`` is
+  false): the report's tables rank those configs.
 - Grid labels are wrapped at spaces to the cell width; one with a piece that still does
   not fit is drawn turned (``label_rotation``), so labels never run into each other.
 - A map with no number at all (every config in it failed or was ruled out) is computed
@@ -31,14 +42,28 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from sweeper.core._units import counted
 from sweeper.finals import Pick
 from sweeper.kernels import Headline
-from sweeper.report._tables import PROBLEM_ORDER, at_median, problem_key, rate_column, unit
+from sweeper.report._tables import (
+    LABELS,
+    PROBLEM_ORDER,
+    at_median,
+    problem_key,
+    rate_column,
+    unit,
+)
 
 #: Characters of a grid label that fit one line of a cell (1.25 in at 8 pt).
 CELL_CHARS = 16
 #: Meta values per line of a cell's text in a best-over-meta map.
 META_PER_LINE = 2
+#: A cell whose median's 95 % CI is wider than ± this % of the median is marked: beyond
+#: it, two configs' medians cannot be told apart (``compare_samples``' ``max_noise``).
+WIDE_CI_PCT = 5.0
+#: The colour scales a study's maps may have: one for the study, one per problem, or one
+#: per map.
+SCALES = ("study", "problem", "map")
 
 
 class HeatmapData(NamedTuple):
@@ -54,32 +79,67 @@ class HeatmapData(NamedTuple):
     best_note: str = "best"        # what the marked cell is
     won_by: pd.DataFrame | None = None     # best-over-meta maps: the meta values per cell
     best_final: float | None = None        # the marked winner's rate in the final
-    scale: tuple[float, float] | None = None   # colour limits shared by the problem's maps
+    scale: tuple[float, float] | None = None   # colour limits shared with other maps
     caption: str = ""              # what the cells, the colour scale and the red box mean
     label_rotation: int = 0        # degrees the column labels are turned
     #: same shape as ``values``: the trial each cell shows (its number; for a cell with no
     #: number, the first failed or ruled-out trial there), NaN where no trial ran
     numbers: pd.DataFrame | None = None
+    #: same shape as ``values``: each cell's 95 % CI half-width, in % of its median
+    ci_pct: pd.DataFrame | None = None
+    #: the colour bar's label: the rate and its unit
+    colour_label: str = ""
+    #: maps of one cell each that this best-over-meta map folds in (not drawn apart)
+    folded: int = 0
 
     @property
     def measured(self) -> bool:
         """Whether any cell holds a number (a map without one is not drawn)."""
         return bool(self.values.notna().to_numpy().any())
 
+    @property
+    def cells(self) -> int:
+        """How many cells hold a number."""
+        return int(self.values.notna().to_numpy().sum())
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the map is drawn: it holds numbers in two cells or more (one cell is no
+        map; the report's tables say it)."""
+        return self.cells >= 2
+
+    @property
+    def wide(self) -> pd.DataFrame:
+        """Same shape as ``values``: whether each cell's CI is wider than
+        ±:data:`WIDE_CI_PCT` % (false where unknown)."""
+        if self.ci_pct is None:
+            return pd.DataFrame(False, index=self.values.index, columns=self.values.columns)
+        return self.ci_pct.astype(float).gt(WIDE_CI_PCT) & self.values.notna()
+
 
 def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[str],
              block_order: Sequence[int], *, kernel: str, gpu: str,
              headline: Headline = Headline.GBPS, picks: Mapping[int, Pick] | None = None,
-             shared_scale: bool = False) -> list[HeatmapData]:
+             shared_scale: bool = False, scale: str | None = None) -> list[HeatmapData]:
     """A heatmap per (meta values, problem), plus the best over meta values, problems in
-    (dtype, footprint, dimensions, cache) order.
+    (dtype, footprint, dimensions, cache) order; maps of one meta values' configs with a
+    number in one cell only are folded into the best-over-meta map (see above), and a
+    problem none of whose configs could be launched (every one ruled out: one the
+    interpreter merged into another) has none.
 
     ``picks`` (trial number -> :class:`Pick`) are the configs the study ends with; a map
-    marks its problem's pick where the pick lies in it, else its own best cell."""
-    out: list[HeatmapData] = []
+    marks its problem's pick where the pick lies in it, else its own best cell.
+    ``scale``: one of :data:`SCALES` (default ``study``); ``shared_scale`` without it
+    means ``problem``."""
+    scale = scale or ("problem" if shared_scale else "study")
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {', '.join(SCALES)}, but got {scale!r}")
     metric = rate_column(df, headline)
     picks = picks or {}
+    problems: list[tuple[list[HeatmapData], dict[str, str]]] = []
     for _, sub in df.groupby(PROBLEM_ORDER, sort=True, dropna=False):
+        if (sub["status"] == "invalid").all():     # nothing launched: the report says why
+            continue
         text = problem_key(sub.iloc[0])
         resident = sub["flags"].str.contains("L2-resident").any()
         base = f"{kernel} · {text.replace(' ', ' · ')}{' (L2-resident)' if resident else ''}"
@@ -96,11 +156,19 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
             maps.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
                               f"{base} · {meta_text} · {gpu} · {unit(metric)}".replace(
                                   " ·  ·", " ·"), picks, values_in_labels=True))
-        maps.append(_grid(sub, grid_order, block_order, metric, f"{stem}_best",
-                          f"{base} · best over {', '.join(meta_names) or 'all'} · {gpu} · "
-                          f"{unit(metric)}", picks, values_in_labels=False,
-                          won_by=short))
-        out += _captioned(maps, shared_scale, short, unit(metric))
+        best = _grid(sub, grid_order, block_order, metric, f"{stem}_best",
+                     f"{base} · best over {', '.join(meta_names) or 'all'} · {gpu} · "
+                     f"{unit(metric)}", picks, values_in_labels=False, won_by=short)
+        one_cell = [m for m in maps if m.cells == 1]
+        if one_cell and len(maps) > 1:
+            maps = [m for m in maps if m.cells != 1]
+            best = best._replace(folded=len(one_cell))
+        problems.append(([*maps, best], short))
+    everything = [m for maps, _ in problems for m in maps]
+    out = []
+    for maps, short in problems:
+        shared = everything if scale == "study" else maps if scale == "problem" else []
+        out += _captioned(maps, shared, scale, short, metric)
     return out
 
 
@@ -128,8 +196,11 @@ def cell_text(data: HeatmapData) -> pd.DataFrame:
     """What each cell says: its rate, the meta values that won it (best-over-meta maps),
     the winner's final rate (its cell), or why it has no number."""
     out = data.notes.copy().astype(object)
+    wide = data.wide
     for (block, grid), value in data.values.stack().dropna().items():
         lines = [fmt_rate(float(value))]
+        if wide.loc[block, grid]:
+            lines[0] += f" ±{data.ci_pct.loc[block, grid]:.0f}%"      # type: ignore[union-attr]
         if data.won_by is not None and data.won_by.loc[block, grid]:
             lines.append(data.won_by.loc[block, grid])
         if data.best_final is not None and data.best == (block, grid):
@@ -164,6 +235,7 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
     failed = df[df["status"] != "ok"].drop_duplicates(cells)
     rows, cols = list(block_order), list(grid_order)
     values = _frame(shown, shown[metric].astype(float), rows, cols, np.nan)
+    ci = _frame(shown, shown["ci_pct"].astype(float), rows, cols, np.nan)
     won = [_meta_text(r, won_by or {}) for r in shown[list(won_by or {})].to_dict("records")]
     winners = _frame(shown, won, rows, cols, "")
     marks = ["skip" if s == "invalid" else "fail" for s in failed["status"]]
@@ -175,7 +247,8 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
     return HeatmapData(name=name, title=title, values=values, notes=notes,
                        column_labels=labels, best=best, metric=metric, best_note=note,
                        won_by=winners if won_by is not None else None, best_final=final,
-                       label_rotation=rotation, numbers=numbers)
+                       label_rotation=rotation, numbers=numbers, ci_pct=ci,
+                       colour_label=LABELS.get(metric, metric))
 
 
 def _frame(frame: pd.DataFrame, cell_values: Any, rows: list[Any], cols: list[Any],
@@ -223,12 +296,16 @@ def _marked(values: pd.DataFrame, pick: pd.DataFrame, picks: Mapping[int, Pick],
     return numbers.idxmax(), "best of this map" if picks else "best", None
 
 
-def _captioned(maps: list[HeatmapData], shared: bool, short: Mapping[str, str],
-               rate_unit: str) -> list[HeatmapData]:
-    """The problem's maps with their captions, and one colour range if ``shared``."""
-    numbers = np.concatenate([m.values.to_numpy(dtype=float).ravel() for m in maps])
+def _captioned(maps: list[HeatmapData], shared: list[HeatmapData], scale: str,
+               short: Mapping[str, str], metric: str) -> list[HeatmapData]:
+    """A problem's maps with their captions, and the colour range they share with
+    ``shared`` (the study's maps, the problem's, or none: each its own)."""
+    rate_unit = unit(metric)
+    drawn = [m for m in shared if m.drawn]
+    numbers = np.concatenate([m.values.to_numpy(dtype=float).ravel() for m in drawn] or
+                             [np.array([])])
     numbers = numbers[np.isfinite(numbers)]
-    scale = (float(numbers.min()), float(numbers.max())) if shared and numbers.size else None
+    limits = (float(numbers.min()), float(numbers.max())) if numbers.size else None
     out = []
     for m in maps:
         parts = ["cells: sweep medians"]
@@ -236,11 +313,30 @@ def _captioned(maps: list[HeatmapData], shared: bool, short: Mapping[str, str],
             legend = ", ".join(f"{s} = {n}" for n, s in short.items() if s != n)
             parts.append("under each, the meta values that won it"
                          + (f" ({legend})" if legend else ""))
+        if m.folded:
+            parts.append(f"it folds {counted(m.folded, 'map')} of one cell "
+                         "(one per meta values)")
         if m.best is not None:
             parts.append(f"red: {m.best_note}" + (
                 f" ('final': its {rate_unit} when the finalists were re-measured together)"
                 if m.best_final is not None else ""))
-        parts.append(f"colour: one scale for this problem's {len(maps)} maps" if scale
-                     else "colour: this map's own range")
-        out.append(m._replace(scale=scale, caption="; ".join(parts)))
+        wide = m.wide
+        if wide.to_numpy().any():
+            count = int(wide.to_numpy().sum())
+            text = (f"hatched: {count} cell{'s' if count > 1 else ''} whose median's 95% CI "
+                    f"is wider than ±{WIDE_CI_PCT:g}% (its ± under the rate): not settled")
+            if m.best is not None and wide.loc[m.best[0], m.best[1]]:
+                ci = m.ci_pct.loc[m.best[0], m.best[1]]                 # type: ignore[union-attr]
+                text += f", the red box's among them (±{ci:.0f}%)"
+            parts.append(text)
+        own = m.values.stack().dropna()
+        if scale == "map" or limits is None or len(drawn) < 2:
+            parts.append("colour: this map's own range")
+            chosen = None
+        else:
+            parts.append(f"colour: one scale for the {'study' if scale == 'study' else 'problem'}"
+                         f"'s {len(drawn)} maps ({fmt_rate(limits[0])} to "
+                         f"{fmt_rate(limits[1])} {rate_unit})")
+            chosen = limits if own.size else None
+        out.append(m._replace(scale=chosen, caption="; ".join(parts)))
     return out

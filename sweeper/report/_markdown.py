@@ -20,6 +20,7 @@ import pandas as pd
 from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
 from sweeper.consensus import AGREE
+from sweeper.core._units import counted
 from sweeper.escape import md_text
 from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
@@ -33,6 +34,7 @@ from sweeper.report._tables import (
     baseline_rates,
     nothing_measured,
     problem_key,
+    shrunk_frame,
     unit,
 )
 from sweeper.space import format_size, show_dims
@@ -65,6 +67,7 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
                f"{counts.get('invalid', 0)} skipped by constraints. {_text(story.trial)}; "
                f"rates: {LABELS[metric]}.\n")
     out += _factors(tables.factors)
+    out += _shrunk(tables)
     out += _picks(tables)
     out += _winners(tables)
     out += _effects(tables)
@@ -143,6 +146,19 @@ def _factors(found: dict[str, list[tuple[str, str]]]) -> list[str]:
         [("varied", k, v) for k, v in found["varied"]] +
         [("fixed", k, v) for k, v in found["fixed"]], columns=["", "factor", "value"])))
     return out
+
+
+def _shrunk(tables: ReportTables) -> list[str]:
+    shrunk = shrunk_frame(tables.frame)
+    if shrunk.empty:
+        return []
+    merged = " Problems that shrink to one are measured once: the others' configs are " \
+             "skipped, with the problem they merged into as their reason (below)." \
+        if tables.frame["reason"].str.contains(" is measured once, as ").any() else ""
+    return ["\n## Problems measured smaller than asked\n",
+            "The device caps a problem's footprint: dimensions shrink by one factor, each "
+            "keeping whether it is a power of two." + merged + "\n",
+            md_table(shrunk.rename(columns={"asked": "asked for", "measured": "measured"}))]
 
 
 def _picks(tables: ReportTables) -> list[str]:
@@ -234,14 +250,24 @@ def _stops(tables: ReportTables) -> list[str]:
 
 def _heatmaps(tables: ReportTables, images: list[Path]) -> list[str]:
     blank = [m.name for m in tables.heatmaps if not m.measured]
+    single = [m.name for m in tables.heatmaps if m.measured and not m.drawn]
     drawn = [f"![{p.stem}](heatmaps/{p.name})\n" for p in images if p.suffix == ".png"]
-    if not drawn and not blank:
+    if not drawn and not blank and not single:
         return []
     out = ["\n## Heatmaps\n", *drawn]
     if blank and len(blank) == len(tables.heatmaps):
         out.append("None drawn: no config was measured.\n")
     elif blank:
         out.append(f"Not drawn, no config in them was measured: {_text(', '.join(blank))}.\n")
+    if single:
+        out.append(f"Not drawn, a number in one cell only: {_text(', '.join(single))}; the "
+                   "best-config tables above rank their configs.\n")
+    folded = sum(m.folded for m in tables.heatmaps)
+    if folded:
+        out.append(f"{counted(folded, 'map')} of one meta values' configs held a number in "
+                   f"one cell only: {'it is' if folded == 1 else 'each is'} folded into its "
+                   "problem's best-over-meta map, whose cells name the meta values that won "
+                   "them.\n")
     return out
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from sweeper.ceilings import Ceilings
 from sweeper.consensus import Agreement
+from sweeper.core._units import counted
 from sweeper.finals import FinalRecord, Pick
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
@@ -79,6 +80,7 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
         rows.append(list(row.values()))
     df = _fill_footprints(pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame())
     df.attrs["dims"] = dim_names
+    df.attrs["meta"] = list(meta_names)
     return df
 
 
@@ -101,6 +103,27 @@ def _fill_footprints(df: pd.DataFrame) -> pd.DataFrame:
         df.at[i, "dims"] = ran.at[label, "dims"] if found else (
             "" if df.at[i, "footprint_label"] else label)
     return df
+
+
+def shrunk_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per problem whose trials ran at dimensions other than those its labels
+    ask for (the interpreter's cap): ``dtype``, ``asked`` (``cols=1000 rows=4096``) and
+    ``measured`` (``cols=31 rows=128``); those the cap merged into another problem are
+    the trials ruled out so, whose reason says which."""
+    dims = df.attrs.get("dims", ()) if not df.empty else ()
+    columns = ["dtype", "asked", "measured"]
+    if not dims or "size_label" not in df:
+        return pd.DataFrame(columns=columns)
+    ran = df[(df["status"] != "invalid") & df["footprint"].notna()]
+    rows = []
+    for (dtype, label), group in ran.groupby(["dtype", "size_label"], sort=False):
+        first = group.iloc[0]
+        measured = {d: first[d] for d in dims if pd.notna(first[d])}
+        asked = dict(part.split("=", 1) for part in str(label).split(" ") if "=" in part)
+        if any(str(asked.get(d)) != str(int(v)) for d, v in measured.items()
+               if str(asked.get(d, "")).isdigit()):
+            rows.append((dtype, label, " ".join(f"{d}={int(v)}" for d, v in measured.items())))
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _size(label: Any) -> float:
@@ -240,22 +263,67 @@ def headline_table(picks: Sequence[Pick], df: pd.DataFrame, meta_names: Sequence
             .drop(columns=PROBLEM_ORDER).reset_index(drop=True))
 
 
-_NUMBERS = re.compile(r"\s*\([^)]*\)|\b\d+ of \d+\b|index \d+.*$")
+#: What :func:`reason_kind` strips: a parenthesis holding a number and no other
+#: parenthesis (``(BLOCK=1024, block=64)``; the one around a kernel's line, which holds
+#: its code's, stays whole), ``N of M``, and from ``index N`` on.
+_NUMBERS = re.compile(r"\s*\([^()]*\d[^()]*\)|\b\d+ of \d+\b|index \d+.*$")
 
 
 def reason_kind(reason: str) -> str:
     """A failure's reason without its values, so like failures count together."""
-    return _NUMBERS.sub("", reason).strip() or reason
+    return " ".join(_NUMBERS.sub("", reason).split()) or reason
+
+
+#: Trial numbers a failure group lists before it says how many more.
+LISTED = 8
 
 
 def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
-    """Trials that did not give a number, counted by status and reason (values stripped)."""
+    """Trials that did not give a number, counted by status and reason (values stripped,
+    so like failures count together), most first; each group with its ``trials``
+    (``#2, #5, #9``), what its configs have ``in common`` that the measured ones lack
+    (``BLOCK=512``: the labels of grid, block and the meta-parameters), and the complete
+    ``message`` of its first trial where stripping changed it (``""`` where not)."""
+    columns = ["status", "reason", "count", "trials", "in common", "message"]
     bad = df[df["status"] != "ok"]
     if bad.empty:
-        return pd.DataFrame(columns=["status", "reason", "count"])
-    reasons = bad["reason"].map(reason_kind)
-    return (bad.assign(reason=reasons).groupby(["status", "reason"]).size().rename("count")
-            .reset_index().sort_values("count", ascending=False, kind="stable"))
+        return pd.DataFrame(columns=columns)
+    fine = df[df["status"] == "ok"]
+    config = [c for c in ("grid_label", "block", *df.attrs.get("meta", ())) if c in df]
+    rows = []
+    for (status, reason), group in bad.assign(kind=bad["reason"].map(reason_kind)).groupby(
+            ["status", "kind"], sort=False):
+        numbers = sorted(int(n) for n in group["number"])
+        listed = ", ".join(f"#{n}" for n in numbers[:LISTED])
+        if len(numbers) > LISTED:
+            listed += f" … ({len(numbers)} in all)"
+        first = group.loc[group["number"].idxmin(), "reason"]
+        distinct = group["reason"].nunique()
+        message = "" if first == reason else first + (
+            f" (and {counted(distinct - 1, 'other message')} alike)" if distinct > 1 else "")
+        rows.append((status, reason, len(group), listed, _in_common(group, fine, config),
+                     message))
+    return (pd.DataFrame(rows, columns=columns)
+            .sort_values("count", ascending=False, kind="stable").reset_index(drop=True))
+
+
+def _in_common(group: pd.DataFrame, fine: pd.DataFrame, columns: Sequence[str]) -> str:
+    """``BLOCK=512``: the config values every row of ``group`` has and not every row of
+    ``fine`` (the measured trials) has; empty where none is."""
+    out = []
+    for column in columns:
+        values = group[column].dropna().map(_shown).unique()
+        if len(values) != 1 or group[column].isna().any():
+            continue
+        if not fine.empty and (fine[column].dropna().map(_shown) == values[0]).all():
+            continue
+        out.append(f"{'grid' if column == 'grid_label' else column}={values[0]}")
+    return " ".join(out)
+
+
+def _shown(value: Any) -> str:
+    """A config value as its label: ``1024``, not ``1024.0``."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def nothing_measured(df: pd.DataFrame) -> str | None:

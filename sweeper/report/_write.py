@@ -62,10 +62,18 @@ class ReportFiles:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def study_tables(store: Storage, *, shared_scale: bool = False) -> ReportTables:
+#: The colour scale, as report.json says it.
+SCALE_TEXT = {"study": "one for the study's maps", "problem": "shared by each problem's maps",
+              "map": "per map"}
+
+
+def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | None = None
+                 ) -> ReportTables:
     """Everything the report shows, computed from the study on disk; problems in
-    (dtype, footprint, dimensions, cache) order everywhere.  ``shared_scale``: one colour scale for
-    all heatmaps of a problem (default: each map its own)."""
+    (dtype, footprint, dimensions, cache) order everywhere.  ``scale``: the heatmaps'
+    colour scale, one for the study (default), per problem or per map
+    (:data:`~sweeper.report._heatmaps.SCALES`); ``shared_scale`` without it: per problem."""
+    scale = scale or ("problem" if shared_scale else "study")
     meta = store.study_meta()
     trials, baselines = store.records()
     winners = Winners.of(store)            # the newest final of each problem counts
@@ -88,13 +96,12 @@ def study_tables(store: Storage, *, shared_scale: bool = False) -> ReportTables:
     curves, roof = _charts(meta, df, list(picks.values()), metric, ceilings)
     return ReportTables(
         meta=meta, frame=df, ceilings=ceilings, headline=headline,
-        metric=metric, story=story, shared_scale=shared_scale,
+        metric=metric, story=story, shared_scale=scale != "map",
         baselines=sorted(baselines, key=lambda b: b.problem),
         picks=shown_picks,
         heatmaps=[] if empty or varying < 2 else heatmaps(
             df, meta_names, axes.get("grid", []), blocks, kernel=meta.kernel,
-            gpu=meta.gpu, headline=headline, picks=picks,
-            shared_scale=shared_scale),
+            gpu=meta.gpu, headline=headline, picks=picks, scale=scale),
         best=pd.DataFrame() if empty else _without(best_configs(
             df, baselines, shown_meta, picks=picks, finals=finals), fixed),
         failures=pd.DataFrame() if empty else failure_counts(df),
@@ -117,7 +124,8 @@ def study_tables(store: Storage, *, shared_scale: bool = False) -> ReportTables:
                             list(winners.finals.values())),
         footprint=curves, roofline=roof,
         record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
-                           metric, unit(metric), story))
+                           metric, unit(metric), story),
+        colour_scale=scale)
 
 
 def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
@@ -158,13 +166,14 @@ def study_headline(meta: StudyMeta) -> Headline:
 
 def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = False,
                  formats: Sequence[str] = ("png",), redraw: bool = False,
-                 workers: int | None = None) -> ReportFiles:
+                 workers: int | None = None, scale: str | None = None) -> ReportFiles:
     """Draw the pictures whose input changed since they were last drawn (all with
-    ``redraw``) in each of ``formats`` (``shared_scale``: one colour scale per problem;
-    ``workers``: see :func:`render`) and write ``report.md``, ``report.html`` and
-    ``report.json``, all from one computation of the tables."""
+    ``redraw``) in each of ``formats`` (``scale``, ``shared_scale``: the heatmaps' colour
+    scale, as :func:`study_tables` takes it; ``workers``: see :func:`render`) and write
+    ``report.md``, ``report.html`` and ``report.json``, all from one computation of the
+    tables."""
     t0 = time.perf_counter()
-    tables = study_tables(store, shared_scale=shared_scale)
+    tables = study_tables(store, shared_scale=shared_scale, scale=scale)
     files = ReportFiles(markdown=store.root / "report.md", html=store.root / "report.html",
                         json=store.root / "report.json")
     t1 = time.perf_counter()
@@ -228,10 +237,9 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "power": tables.power,
         "unmeasured": tables.unmeasured,
         "unfinished_finals": tables.unfinished,
-        "heatmaps": {"colour_scale": "shared by each problem's maps" if tables.shared_scale
-                     else "per map",
-                     "drawn": [m.name for m in tables.heatmaps if m.measured],
-                     "not_drawn": [m.name for m in tables.heatmaps if not m.measured]},
+        "heatmaps": {"colour_scale": SCALE_TEXT[tables.colour_scale],
+                     "drawn": [m.name for m in tables.heatmaps if m.drawn],
+                     "not_drawn": [m.name for m in tables.heatmaps if not m.drawn]},
         "record": dict(tables.record),
         "footprint_curves": [_curve_json(c) for c in tables.footprint],
         "roofline": _roofline_json(tables.roofline),
