@@ -17,6 +17,7 @@ from sweeper.report import (
     trials_frame,
 )
 from sweeper.report._heatmaps import WIDE_CI_PCT, short_names
+from sweeper.report._html import _map
 from sweeper.space import Problem, format_size
 from sweeper.trial import TrialStatus
 from tests.test_report import TRIALS, copy_study, final, record
@@ -111,6 +112,9 @@ def test_a_cell_whose_ci_is_wide_is_marked_and_the_caption_says_so():
     fig = heatmap_figure(best)
     hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
     assert [(p.get_x(), p.get_y()) for p in hatched] == [(0, 0)]
+    # report.html draws the same mark: the cell's ± (the script hatches such a cell)
+    cells = [c for row in _map(best)["cells"] for c in row]
+    assert [c[4] for c in cells] == [round(ci), None, None, None]
 
 
 def test_maps_of_one_cell_are_folded_into_the_best_over_meta_map():

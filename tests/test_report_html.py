@@ -182,6 +182,9 @@ def test_an_interpreted_copy_report_opens_in_a_browser(tmp_path, small_space, br
     assert [m["name"] for m in data["maps"]][-1].endswith("_best")
     # the overview drawn at once, the maps folded away when unfolded
     assert seen(loaded) == {"before": cells[-1], "after": sum(cells), "rows": 8}
+    # a cell whose CI is wide is hatched in its map (the driving script unfolded them all)
+    wide = sum(1 for m in data["maps"] for row in m["cells"] for c in row if c[4] is not None)
+    assert loaded.dom.count('class="sw-wide"') == wide
 
 
 def test_a_replayed_matmul_report_with_its_roofline_opens_in_a_browser(tmp_path, browser):

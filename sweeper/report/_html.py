@@ -159,14 +159,18 @@ def _value(value: Any) -> Any:
 
 
 def _map(m: HeatmapData) -> dict[str, Any]:
-    """A heatmap as the script draws it: labels, each cell's rate, text, mark and trial."""
+    """A heatmap as the script draws it: labels, each cell's rate, text, mark and trial,
+    and for a cell whose CI is wide (:attr:`HeatmapData.wide`) its ± in % (hatched)."""
     values = m.values.to_numpy(dtype=float)
     numbers = (m.numbers.to_numpy(dtype=float) if m.numbers is not None
                else np.full(values.shape, np.nan))
     notes = m.notes.to_numpy(dtype=object)
     won = m.won_by.to_numpy(dtype=object) if m.won_by is not None else None
+    wide = m.wide.to_numpy(dtype=bool)
+    spread = m.ci_pct.to_numpy(dtype=float) if m.ci_pct is not None else None
     cells = [[[_value(v), _value(n), fmt_rate(v) if math.isfinite(v) else notes[i, j],
-               won[i, j] if won is not None and math.isfinite(v) else ""]
+               won[i, j] if won is not None and math.isfinite(v) else "",
+               round(float(spread[i, j])) if spread is not None and wide[i, j] else None]
               for j, (v, n) in enumerate(zip(values[i], numbers[i], strict=True))]
              for i in range(values.shape[0])]
     best = m.best

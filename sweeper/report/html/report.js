@@ -105,9 +105,19 @@ function sweeperReport(rootId, script) {
     var deep = Math.max.apply(null, [1].concat(lines.map(function (ls) { return ls.length; })));
     var won = m.cells.some(function (r) { return r.some(function (c) { return c[3]; }); });
     var cw = Math.max(72, longest * 7 + 10), ch = won ? 46 : 32, left = 64, top = deep * 13 + 30;
-    var width = left + cw * m.columns.length + 90, height = top + ch * m.rows.length + 10;
+    var width = left + cw * m.columns.length + 110, height = top + ch * m.rows.length + 10;
     var s = svg("svg", {width: width, height: Math.max(height, top + 134), role: "img"}, figure);
-    var finite = [];
+    var finite = [], hatchId = null;
+    function hatch() {       // the diagonal lines over a cell whose CI is wide, made once
+      if (hatchId) return hatchId;
+      hatchId = rootId + "-h" + index;
+      var pattern = svg("pattern", {id: hatchId, width: 6, height: 6,
+                                    patternUnits: "userSpaceOnUse",
+                                    patternTransform: "rotate(45)"}, svg("defs", {}, s));
+      svg("line", {x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#ffffff", "stroke-opacity": 0.55,
+                   "stroke-width": 2}, pattern);
+      return hatchId;
+    }
     m.cells.forEach(function (r) { r.forEach(function (c) { if (c[0] !== null) finite.push(c[0]); }); });
     var lo = m.scale ? m.scale[0] : Math.min.apply(null, finite);
     var hi = m.scale ? m.scale[1] : Math.max.apply(null, finite);
@@ -124,7 +134,12 @@ function sweeperReport(rootId, script) {
         var rect = svg("rect", {x: x, y: y, width: cw - 1, height: ch - 1, "class": "sw-cell",
                                 fill: c[0] === null ? "#eeeeee" : colour(t)}, s);
         var fill = c[0] === null ? "#6a737d" : (t < 0.6 ? "#ffffff" : "#111111");
-        var text = c[2] + (c[3] ? "\n" + c[3] : "");
+        if (c[4] !== null && c[4] !== undefined) {     // a wide CI: hatched, its ± said
+          svg("rect", {x: x, y: y, width: cw - 1, height: ch - 1, "class": "sw-wide",
+                       fill: "url(#" + hatch() + ")", "pointer-events": "none"}, s);
+        }
+        var text = c[2] + (c[4] !== null && c[4] !== undefined ? " ±" + c[4] + "%" : "") +
+          (c[3] ? "\n" + c[3] : "");
         if (m.best && m.best[0] === i && m.best[1] === j && m.final) text += "\nfinal " + m.final;
         var words = label(s, x + cw / 2, y + 14, text, {"text-anchor": "middle", fill: fill,
                                                          "pointer-events": "none"});
