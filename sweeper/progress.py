@@ -115,9 +115,10 @@ class ProgressReporter:
     def final_done(self) -> None:
         if self._finals is None:
             return
-        settled = f"settled after {counted(self._round, 'round')}" if self._round else "done"
+        settled = f"settled in {counted(self._round, 'round')}" if self._round else ""
         self._progress.update(self._finals, completed=self._final * self._rounds,
-                              right=settled)
+                              right=settled,
+                              phase="done" if self._final >= self._problems else "")
         self._draw(force=True)
 
     def _finalists(self, round_: int, finalists: int) -> str:

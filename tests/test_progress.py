@@ -182,6 +182,13 @@ def _drawn(run) -> str:
     return out.getvalue()
 
 
+def _text(bar: ProgressReporter) -> str:
+    """The finals line of ``bar`` as it stands, its columns' padding taken out."""
+    console = Console(file=io.StringIO(), width=200)
+    console.print(bar._progress.get_renderable())
+    return " ".join(console.file.getvalue().splitlines()[-1].split())
+
+
 def test_the_finals_bar_names_the_problem_round_and_finalists_and_the_trials_say_done(tmp_path):
     trial = replayed_trials(tmp_path)[6]
 
@@ -195,13 +202,21 @@ def test_the_finals_bar_names_the_problem_round_and_finalists_and_the_trials_say
         bar.final_done()
         bar.final_started("float32 8KiB cold", 4)
         bar.final_round(1, 4)
+        drawn.append(_text(bar))
+        bar.final_round(2, 4)
+        bar.final_round(3, 4)
+        bar.final_done()
 
+    drawn: list[str] = []
     # rich lines the two bars' columns up: one space or more between them
     trials, finals = (" ".join(line.split()) for line in _drawn(run).rstrip().splitlines())
     assert re.search(r"^trials \S+ 1/2 best 2840 GB/s last 2840 GB/s 0:00:\d\d done$", trials)
     # two problems of up to 5 rounds: the first done (5) and one round of the second
+    (running,) = drawn
     assert re.search(r"^finals \S+ 6/10 2 of 2: float32 8KiB cold round 1 of ≤5, "
-                     r"4 finalists in 0:00:\d\d ETA", finals)
+                     r"4 finalists in 0:00:\d\d ETA", running)
+    assert re.search(r"^finals \S+ 10/10 2 of 2: float32 8KiB cold settled in 3 rounds "
+                     r"0:00:\d\d done$", finals)
 
 
 def test_the_trials_bar_counts_the_binaries_built_and_compiling(tmp_path):
