@@ -108,6 +108,11 @@ BAD = [
     ("- just\n- a list\n", 1, "the file must be a mapping of keys, got a list"),
     ("kernel: copy\nparams: {}\nsampl: tpe\n", 3,
      "sampl: unknown key 'sampl'; known: study, kernel, from_autotune, sampler, seed, params"),
+    ("kernel: copy\nparams: {}\nfootprint: [4KiB]\n", 3,
+     "footprint: unknown key 'footprint'; known: study, kernel, from_autotune, sampler, seed, "
+     "params, constraints, measure, budget, extends; footprint looks like an axis: an axis's "
+     "values go under params (params: {footprint: [...]})"),
+    ("kernel: copy\nparams: {}\nBLOCK: [1024]\n", 3, "BLOCK looks like an axis"),
     ("kernel: copy\n", 1, "missing key 'params'"),
     ("params: {}\n", 1, "missing key 'kernel'"),
     ("kernel: memcpy\nparams: {}\n", 1, "kernel: unknown kernel 'memcpy'; known: copy"),

@@ -173,9 +173,13 @@ class _Parser:
             raise self.error(path, f"{what} must be a mapping of keys, got {_kind(data)}")
         for key in data:
             if key not in known:
+                hint = did_you_mean(str(key), known)
+                if not path and (key in (*LAUNCH_AXES, *PROBLEM_AXES) or
+                                 (isinstance(key, str) and key.isupper())):
+                    hint = (f"; {key} looks like an axis: an axis's values go under params "
+                            f"(params: {{{key}: [...]}})")
                 raise self.error(f"{path}.{key}" if path else key,
-                                 f"unknown key {shown(key)}; known: {', '.join(known)}"
-                                 f"{did_you_mean(str(key), known)}")
+                                 f"unknown key {shown(key)}; known: {', '.join(known)}{hint}")
         return data
 
     # -- the whole file ---------------------------------------------------------------
