@@ -5,7 +5,8 @@ and seed, the valid configs, each axis's labels in the space file's order, prior
 kernel model's guesses), it returns an ``optuna.samplers.BaseSampler``.  What it needs or
 offers beyond that it declares as attributes (:class:`sweeper.plugins.SamplerCapabilities`):
 ``auto`` uses the priors and the guesses; ``one-at-a-time`` takes a baseline and leaves
-out the finals.
+out the finals; ``exhaustive``, ``one-at-a-time``, ``auto``, ``tpe`` and ``random`` may be
+asked for the next config while one is measured.
 
 The built-in factories below import optuna only when called: the space parser reads
 their capabilities without it.
@@ -32,7 +33,8 @@ Factory = Callable[[SamplerContext], "optuna.samplers.BaseSampler"]
 SAMPLERS: dict[str, str] = plugins.SAMPLER.builtins
 
 
-@declares(uses_model=True, uses_priors=True)
+# it proposes around the trials still being measured (``SearchState.pending``)
+@declares(uses_model=True, uses_priors=True, asks_ahead=True)
 def auto_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """sweeper's own search (``_auto.py``): priors, a spread start, then a search around
     the kernel model's guesses, or a guided pattern search where there is no model."""
@@ -60,16 +62,19 @@ def one_at_a_time_sampler(context: SamplerContext) -> optuna.samplers.BaseSample
     return OneAtATimeSampler(one_at_a_time(context.baseline, context.axes))
 
 
+@declares(asks_ahead=True)
 def tpe_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """Optuna's multivariate TPE over the axes as categories, after a tenth of the space
-    (at most 10, at least 1) in random configs."""
+    (at most 10, at least 1) in random configs.  A constant liar: a config still being
+    measured counts as one of the worst, so a proposal asked ahead goes elsewhere."""
     import optuna
 
     return optuna.samplers.TPESampler(
-        seed=context.seed, multivariate=True,
+        seed=context.seed, multivariate=True, constant_liar=True,
         n_startup_trials=min(10, max(1, len(context.choices) // 10)))
 
 
+@declares(asks_ahead=True)      # its draws do not depend on outcomes
 def random_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """Optuna's seeded random search: the baseline any guided search must beat."""
     import optuna

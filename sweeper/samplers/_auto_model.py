@@ -175,7 +175,7 @@ class ModelGuidedSearch:
         (``PATIENCE``) in turn the best by expected improvement without the model.
         Before there are ``MODEL_AFTER`` measurements: the best guess."""
         state = self.state
-        unseen = sorted(state.valid - state.seen)
+        unseen = state.unseen()
         if not unseen:
             return None
         top: Key = max(unseen, key=self._guess)
