@@ -1,8 +1,8 @@
 """How many trials each sampler needs to reach 98 % of the exhaustive best, on recorded
 H200 tables replayed (no GPU needed).
 
-    python benchmarks/search_efficiency.py [--seeds 10] [--samplers random,tpe,...]
-                                           [--ask-ahead on|off]
+    python benchmarks/search_efficiency.py [--seeds 10] [--first-seed 0]
+                                           [--samplers random,tpe,...] [--ask-ahead on|off]
 
 For every table in tests/data/replay (with its space file) and every sampler, the
 sweep runs through the replay device with seeds 0..N-1 and stops at the first trial
@@ -307,6 +307,8 @@ def selected(which: str, only: str, folder: Path) -> dict[str, tuple[Path, str]]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds FIRST..FIRST+SEEDS-1 (another sample of the same size)")
     parser.add_argument("--samplers", default="random,tpe,gp,qmc,cmaes,auto,auto+prior")
     parser.add_argument("--tables", choices=("all", *SETS, COUNTERFACTUAL), default="all")
     parser.add_argument("--goal", choices=("98", "tied"), default="98")
@@ -314,6 +316,8 @@ def main() -> None:
                         "h200-copy-8m.csv (within --tables)")
     parser.add_argument("--ask-ahead", choices=("on", "off"), default="off",
                         help="ask for the next config before the last outcome is told")
+    parser.add_argument("--counts", action="store_true",
+                        help="also print every seed's count, and each sampler's mean")
     parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
                         "PATIENCE=6 (sweeper/samplers/_auto_model.py)")
     args = parser.parse_args()
@@ -338,21 +342,27 @@ def main() -> None:
                 results[(name, sampler)] = [
                     trials_to_goal(table, space_path, sampler, seed, Path(tmp), args.goal,
                                    ask_ahead=args.ask_ahead == "on")
-                    for seed in range(args.seeds)]
+                    for seed in range(args.first_seed, args.first_seed + args.seeds)]
     target = (f"{100 * GOAL:g}% of the exhaustive best" if args.goal == "98" else
               "a config tied within noise with the exhaustive best")
-    print(f"trials to reach {target}, {args.seeds} seeds, ask-ahead {args.ask_ahead} "
+    seeds = f"{args.seeds} seeds" + (f" from {args.first_seed}" if args.first_seed else "")
+    print(f"trials to reach {target}, {seeds}, ask-ahead {args.ask_ahead} "
           f"({time.perf_counter() - t0:.0f} s)")
     print("| table | " + " | ".join(f"{s} median / worst" for s in samplers) + " |")
     print("|---|" + "---|" * len(samplers))
     for name in tables:
         print(f"| {name} | " + " | ".join(cell(results[(name, s)]) for s in samplers) + " |")
+    for (name, sampler), counts in results.items() if args.counts else ():
+        print(f"counts {name} {sampler}: " + " ".join(str(c) for c in counts))
     for sampler in samplers:
         every = [c for name in tables for c in results[(name, sampler)]]
         reached = [c for c in every if c is not None]
         if reached:
             print(f"{sampler}: all tables, median {statistics.median(reached):g}, worst "
                   f"{'never' if len(reached) < len(every) else max(reached)}")
+        if args.counts and reached:
+            print(f"{sampler}: mean {statistics.mean(reached):.2f} over the "
+                  f"{len(reached)} runs that reached it")
         if ASK_MS.get(sampler):
             print(f"{sampler}: ask {statistics.median(ASK_MS[sampler]):.2f} ms per trial "
                   f"(median over {len(ASK_MS[sampler])} runs; worst run "
