@@ -17,9 +17,10 @@ use).  On a table whose fastest configs differ by less than the timing noise (co
 favoured, and every sampler needs many trials to hit one; "tied" asks for what a
 re-measurement could confirm.
 
-``--ask-ahead on`` asks each sampler that declares ``asks_ahead`` for the next config
-before the outcome of the one measuring is told, as a sweep with a worker process does
-(``Sweep.ask_ahead``): a sampler that learns proposes one outcome behind.  ``off`` (the
+``--ask-ahead on`` asks each sampler for the next config before the outcome of the one
+measuring is told, as a sweep with a worker process does for a sampler that declares
+``asks_ahead`` (``Sweep.ask_ahead``), declared or not: what declaring it would do.  A
+sampler that learns then proposes one outcome behind.  ``off`` (the
 default) tells every outcome before the next ask.  Either way the table ends with the
 coordinator's ask time per trial (median over the runs of their mean milliseconds): the
 time the worker waits for a proposal where it is not asked ahead.
@@ -254,7 +255,7 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
                    ask_ahead: bool = False) -> int | None:
     """Measured trials until the goal is reached (None: not within the whole space, or
     within ``limit`` trials); with ``ask_ahead``, each next config asked before the
-    last outcome is told, where the sampler declares it can be."""
+    last outcome is told."""
     device = open_device(f"replay:{table}")
     space = load_space(ROOT / space_path)
     seeds = priors(table, space) if sampler == "auto+prior" else []   # [] = the search alone
@@ -269,7 +270,7 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     watch = StopAtGoal(table_best(device, space, kernel), stop,
                        tied_with_best(device) if goal == "tied" else None, device.params)
     sweep = Sweep(space, kernel, device, store, reporter=watch, stop=stop, priors=seeds)
-    sweep.ask_ahead = ask_ahead and sweep.sampler_caps.asks_ahead
+    sweep.ask_ahead = ask_ahead
     summary = sweep.run()
     if summary.timing is not None:
         ASK_MS.setdefault(sampler, []).append(summary.timing.per_trial_ms("ask"))
