@@ -118,18 +118,20 @@ def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
 def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_s: float | None, compiles_s: list[float], ask_s: float | None,
              trials_s: list[float] | None = None,
-             launch_scales: list[float] | None = None) -> None:
+             launch_scales: list[float] | None = None, prior_trials: int = 0) -> None:
     """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
     not measured, e.g. a call from Python or ``--no-report``), the first launches that
     compiled (their median is the kernel's compile), a proposal's seconds, and for its
     kernel each trial's seconds beyond its timed launches and each launch's measured
-    median over the model's (the medians of both).  Never fails the run: a cache that
+    median over the model's (the medians of both; the latter pulled towards 1 as if the
+    model were ``prior_trials`` more trials, in log).  Never fails the run: a cache that
     cannot be written is left as it is."""
     costs = run_costs(device)
     if trials_s:
         costs.trial_s[kernel] = round(statistics.median(trials_s), 4)
     if launch_scales:
-        costs.launch_scale[kernel] = round(statistics.median(launch_scales), 4)
+        weight = len(launch_scales) / (len(launch_scales) + prior_trials)
+        costs.launch_scale[kernel] = round(statistics.median(launch_scales) ** weight, 4)
     if startup_s is not None:
         costs.startup_s = round(startup_s, 3)
     if report_s is not None:

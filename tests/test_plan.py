@@ -248,6 +248,9 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
     assert (y.report_s, y.compile_of("copy")) == (0.7, RunCosts.COMPILE_S)
     assert (x.scale_of("matmul", True), x.scale_of("copy", False), x.scale_of("copy", True),
             y.scale_of("copy", True)) == (1.2, 1.0, 1.2, 1.0)   # an interpreter: the machine's
+    note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[], ask_s=None, launch_scales=[4.0] * 10, prior_trials=30)
+    assert run_costs("interp").launch_scale == {"copy": pytest.approx(4.0 ** 0.25, abs=1e-4)}
     (tmp_path / "cache" / "run-costs.json").write_text("{not json")
     assert run_costs("GPU X") == RunCosts()                       # damaged: assumed again
     note_run("GPU X", kernel="copy", sampler="exhaustive", startup_s=1.0, report_s=None,

@@ -39,10 +39,13 @@ class InterpretDevice(Device):
     #: and 0.36 ms (copy: 3.1-3.4 ms a 9-operation step) to 0.40 ms (softmax: 7.3-8.1 ms a
     #: 19-operation row) an operation, 0-7 ms a launch beside them; that run's start-up
     #: took 6.1-9.5 s, its report 5.7-12.9 s, and each of its six finals ran all 5 rounds
-    #: (an interpreter's timings are too noisy for the order to settle sooner).
+    #: (an interpreter's timings are too noisy for the order to settle sooner).  A run's
+    #: launches against this model measured 0.63-1.65 from one run to the next there (the
+    #: other work's load), so a run's scale counts as its trials against 50 of the model.
     plan_costs: ClassVar[PlanCosts] = PlanCosts(
         compile_s=0.0, launch_s=5e-3, bandwidth=2.0e6, flush=False, program_s=1e-3,
-        op_s=0.38e-3, startup_s=7.0, report_s=7.0, finals_rounds=5.0)
+        op_s=0.38e-3, startup_s=7.0, report_s=7.0, finals_rounds=5.0,
+        scale_prior_trials=50)
     note: str | None = (
         f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
         "(footprints lowered, dimensions shrunk keeping their ratios), at most "

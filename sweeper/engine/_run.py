@@ -203,7 +203,8 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
                                    (warmup + 1) * t.stats.median) / 1e3
                        for t in own if t.ok and t.stats],
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
-                            if t.ok and t.stats and t.config and model(t.config) > 0])
+                            if t.ok and t.stats and t.config and model(t.config) > 0],
+             prior_trials=device.plan_costs.scale_prior_trials)
 
 
 def _model_launch(space: Any, device: Any) -> Callable[[Any], float]:
