@@ -127,8 +127,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     model were ``prior_trials`` more trials, in log).  Never fails the run: a cache that
     cannot be written is left as it is."""
     costs = run_costs(device)
-    if trials_s:
-        costs.trial_s[kernel] = round(statistics.median(trials_s), 4)
+    if trials_s:         # beyond its launches: never below none (noisy timings can say so)
+        costs.trial_s[kernel] = round(max(0.0, statistics.median(trials_s)), 4)
     if launch_scales:
         weight = len(launch_scales) / (len(launch_scales) + prior_trials)
         costs.launch_scale[kernel] = round(statistics.median(launch_scales) ** weight, 4)

@@ -197,10 +197,10 @@ def _replay_sweep(root, sampler: str, *, ask_ahead: bool, trials: int, seed: int
     sweep = Sweep(space, kernel, device, store, max_trials=trials, finals=False, priors=[])
     sweep.ask_ahead = ask_ahead
     events: list[tuple[str, int]] = []
-    submit, keep = sweep._workers, sweep._keep
+    make_workers, keep = sweep._workers, sweep._keep
 
     def workers(bench, baselines):
-        made = submit(bench, baselines)
+        made = make_workers(bench, baselines)
         for worker in made.all:
             real = worker.submit
 
@@ -242,12 +242,15 @@ def test_a_sampler_that_learns_is_asked_for_the_next_config_before_it_is_told(
 def test_asking_ahead_is_off_without_worker_processes_and_then_no_ask_comes_early(tmp_path):
     """Measuring in this process the sweep asks ahead of nothing (it would gain nothing):
     every outcome is kept before the next config goes out."""
+    import dataclasses
+
     from sweeper.kernels import load_kernel
-    from sweeper.space import load_space
+    from sweeper.space import SamplerSpec, load_space
     from sweeper.sweep import Sweep
     from tests.conftest import ROOT
 
     space = load_space(ROOT / "benchmarks/spaces/matmul-1k.yaml")
+    space = dataclasses.replace(space, sampler=SamplerSpec(name="tpe", seed=0))
     sweep = Sweep(space, load_kernel(space.kernel), open_device("interpret"),
                   StudyStore(tmp_path / "x"))
     assert sweep.sampler_caps.asks_ahead and not sweep.ask_ahead
@@ -255,3 +258,21 @@ def test_asking_ahead_is_off_without_worker_processes_and_then_no_ask_comes_earl
     numbers = sorted(n for kind, n in events if kind == "keep")
     for n in numbers[1:]:
         assert events.index(("submit", n)) > events.index(("keep", n - 1)), events
+
+
+def test_auto_takes_a_config_still_measuring_as_measured_at_its_processs_mean():
+    """Its Gaussian process with a pending config believed: the mean everywhere as
+    without it, the uncertainty there gone, so expected improvement moves elsewhere."""
+    import numpy as np
+
+    from sweeper.samplers._auto_model import believing
+    from sweeper.samplers._surrogate import OrdinalGP
+
+    at = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    y = np.array([0.0, 0.5, 0.2, 0.9])
+    pending = np.array([[0.5, 0.5]])
+    where = np.array([[0.5, 0.5], [0.25, 0.75]])
+    plain, believed = OrdinalGP(at, y).predict(where), believing(at, y, pending).predict(where)
+    assert believed[0][0] == pytest.approx(plain[0][0], abs=1e-3)
+    assert believed[1][0] < plain[1][0] and believed[1][1] < plain[1][1]
+    assert believing(at, y, np.empty((0, 2))).predict(where)[0] == pytest.approx(plain[0])
