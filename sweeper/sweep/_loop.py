@@ -4,7 +4,7 @@ sampler learns, until a budget says stop; then the drift check and the finals.
 :meth:`Sweep._loop` is the loop, read top to bottom: hand each free worker a config
 (:meth:`Sweep._dispatch`: ask the sampler, or take over a config another worker let go),
 wait for the next outcome, keep it (:meth:`Sweep._keep`: journal, report, tell the
-sampler), until a budget says stop.  A sampler that can propose while configs are being
+sampler), until a budget says stop.  A sampler that may be asked while configs are being
 measured (``asks_ahead``) is also asked for one more config per busy worker, kept by the
 coordinator and handed over the moment that worker's outcome arrives
 (:class:`~sweeper.sweep._workers.AskedAhead`); one that learns then proposes from every
