@@ -39,8 +39,8 @@ class InterpretDevice(Device):
     #: ms a program and 0.36 ms (copy: 3.1-3.4 ms a 9-operation step) to 0.40 ms (softmax:
     #: 7.3-8.1 ms a 19-operation row) an operation, 0-19 ms a launch beside them; those
     #: runs' start-up took 6.1-9.5 s, their report 5.7-12.9 s, and each of their six
-    #: finals ran all 5 rounds
-    #: (an interpreter's timings are too noisy for the order to settle sooner).  A run's
+    #: finals ran all 5 rounds, as 12 of the 17 that day did (an interpreter's timings
+    #: are too noisy for the order to settle sooner).  A run's
     #: launches against this model measured 0.63-1.6 from one run to the next there (the
     #: other work's load), so a run's scale counts as its trials against 50 of the model.
     plan_costs: ClassVar[PlanCosts] = PlanCosts(
