@@ -1,7 +1,8 @@
 """How many trials each sampler needs to reach 98 % of the exhaustive best, on recorded
 H200 tables replayed (no GPU needed).
 
-    python benchmarks/search_efficiency.py [--seeds 10] [--samplers random,tpe,...]
+    python benchmarks/search_efficiency.py [--seeds 10] [--first-seed 0]
+                                           [--samplers random,tpe,...] [--ask-ahead on|off]
 
 For every table in tests/data/replay (with its space file) and every sampler, the
 sweep runs through the replay device with seeds 0..N-1 and stops at the first trial
@@ -15,6 +16,14 @@ use).  On a table whose fastest configs differ by less than the timing noise (co
 8 MiB: 8 µs launches) "98 % of the best" names a handful of configs the noise
 favoured, and every sampler needs many trials to hit one; "tied" asks for what a
 re-measurement could confirm.
+
+``--ask-ahead on`` asks each sampler for the next config before the outcome of the one
+measuring is told, as a sweep with a worker process does for a sampler that declares
+``asks_ahead`` (``Sweep.ask_ahead``), declared or not: what declaring it would do.  A
+sampler that learns then proposes one outcome behind.  ``off`` (the
+default) tells every outcome before the next ask.  Either way the table ends with the
+coordinator's ask time per trial (median over the runs of their mean milliseconds): the
+time the worker waits for a proposal where it is not asked ahead.
 
 Every sampler, ``auto`` included, runs without priors (earlier studies' winners): the
 sweep is built here with ``priors=[]``, not through ``sweeper run``, so the other seeds'
@@ -237,10 +246,16 @@ def table_best(device, space, kernel) -> float:
     return best
 
 
+#: Each run's mean milliseconds of asking the sampler per trial, by sampler.
+ASK_MS: dict[str, list[float]] = {}
+
+
 def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: Path,
-                   goal: str = "98", limit: int | None = None) -> int | None:
+                   goal: str = "98", limit: int | None = None,
+                   ask_ahead: bool = False) -> int | None:
     """Measured trials until the goal is reached (None: not within the whole space, or
-    within ``limit`` trials)."""
+    within ``limit`` trials); with ``ask_ahead``, each next config asked before the
+    last outcome is told."""
     device = open_device(f"replay:{table}")
     space = load_space(ROOT / space_path)
     seeds = priors(table, space) if sampler == "auto+prior" else []   # [] = the search alone
@@ -254,7 +269,11 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     stop = StopFlag()
     watch = StopAtGoal(table_best(device, space, kernel), stop,
                        tied_with_best(device) if goal == "tied" else None, device.params)
-    Sweep(space, kernel, device, store, reporter=watch, stop=stop, priors=seeds).run()
+    sweep = Sweep(space, kernel, device, store, reporter=watch, stop=stop, priors=seeds)
+    sweep.ask_ahead = ask_ahead
+    summary = sweep.run()
+    if summary.timing is not None:
+        ASK_MS.setdefault(sampler, []).append(summary.timing.per_trial_ms("ask"))
     return watch.reached
 
 
@@ -289,11 +308,17 @@ def selected(which: str, only: str, folder: Path) -> dict[str, tuple[Path, str]]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds FIRST..FIRST+SEEDS-1 (another sample of the same size)")
     parser.add_argument("--samplers", default="random,tpe,gp,qmc,cmaes,auto,auto+prior")
     parser.add_argument("--tables", choices=("all", *SETS, COUNTERFACTUAL), default="all")
     parser.add_argument("--goal", choices=("98", "tied"), default="98")
     parser.add_argument("--only", default="", help="comma-separated table names, e.g. "
                         "h200-copy-8m.csv (within --tables)")
+    parser.add_argument("--ask-ahead", choices=("on", "off"), default="off",
+                        help="ask for the next config before the last outcome is told")
+    parser.add_argument("--counts", action="store_true",
+                        help="also print every seed's count, and each sampler's mean")
     parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
                         "PATIENCE=6 (sweeper/samplers/_auto_model.py)")
     args = parser.parse_args()
@@ -316,22 +341,33 @@ def main() -> None:
         for name, (table, space_path) in tables.items():
             for sampler in samplers:
                 results[(name, sampler)] = [
-                    trials_to_goal(table, space_path, sampler, seed, Path(tmp), args.goal)
-                    for seed in range(args.seeds)]
+                    trials_to_goal(table, space_path, sampler, seed, Path(tmp), args.goal,
+                                   ask_ahead=args.ask_ahead == "on")
+                    for seed in range(args.first_seed, args.first_seed + args.seeds)]
     target = (f"{100 * GOAL:g}% of the exhaustive best" if args.goal == "98" else
               "a config tied within noise with the exhaustive best")
-    print(f"trials to reach {target}, {args.seeds} seeds "
+    seeds = f"{args.seeds} seeds" + (f" from {args.first_seed}" if args.first_seed else "")
+    print(f"trials to reach {target}, {seeds}, ask-ahead {args.ask_ahead} "
           f"({time.perf_counter() - t0:.0f} s)")
     print("| table | " + " | ".join(f"{s} median / worst" for s in samplers) + " |")
     print("|---|" + "---|" * len(samplers))
     for name in tables:
         print(f"| {name} | " + " | ".join(cell(results[(name, s)]) for s in samplers) + " |")
+    for (name, sampler), counts in results.items() if args.counts else ():
+        print(f"counts {name} {sampler}: " + " ".join(str(c) for c in counts))
     for sampler in samplers:
         every = [c for name in tables for c in results[(name, sampler)]]
         reached = [c for c in every if c is not None]
         if reached:
             print(f"{sampler}: all tables, median {statistics.median(reached):g}, worst "
                   f"{'never' if len(reached) < len(every) else max(reached)}")
+        if args.counts and reached:
+            print(f"{sampler}: mean {statistics.mean(reached):.2f} over the "
+                  f"{len(reached)} runs that reached it")
+        if ASK_MS.get(sampler):
+            print(f"{sampler}: ask {statistics.median(ASK_MS[sampler]):.2f} ms per trial "
+                  f"(median over {len(ASK_MS[sampler])} runs; worst run "
+                  f"{max(ASK_MS[sampler]):.2f} ms)")
 
 
 if __name__ == "__main__":

@@ -152,7 +152,7 @@ FINALS_OVERHEAD_S = 0.02
 
 
 def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
-                      typical: bool = False) -> float:
+                      typical: bool = False, rounds: float | None = None) -> float:
     """Seconds the final of a problem with ``count`` measured configs, the fastest at
     ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
     torch baseline, ``ROUNDS`` rounds of ``SAMPLES_PER_ROUND`` samples and two warm-up
@@ -161,9 +161,10 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
     cool-down before each burst of its samples).  ``typical``: what a final usually takes
     instead (what a time estimate wants, not a budget): ``TOP_K`` finalists at 1.2 times
     the fastest median, half a round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals
-    stopped after 3 or 4 of their 5 rounds)."""
+    stopped after 3 or 4 of their 5 rounds), or ``rounds`` where the device says how many
+    its finals typically run."""
     if typical:
-        rounds = MIN_ROUNDS + 0.5
+        rounds = MIN_ROUNDS + 0.5 if rounds is None else rounds
         return rounds / ROUNDS * finals_estimate_s(min(count, TOP_K), 0.6 * median_ms, duty)
     entrants = min(count, MAX_FINALISTS) + 1
     launches_s = 2 * (SAMPLES_PER_ROUND + 2) * median_ms / 1e3

@@ -3,7 +3,9 @@
 Nothing is launched.  The estimate is a model with its assumptions printed next
 to it: the command's start-up; per config a load of its binary, then (warmup + repeat +
 2) launches of at least the launch floor, each moving the kernel's bytes at an assumed
-bandwidth and doing its FLOPs at an assumed peak per dtype; from a cold Triton cache a
+bandwidth and doing its FLOPs at an assumed peak per dtype (on the Triton interpreter:
+costing by its programs and the tensor operations its body runs, at the problem the
+interpreter shrinks it to); from a cold Triton cache a
 compile per distinct binary (spread over the compile processes where the sampler walks a
 plan); the sampler's proposals; each problem's finals
 (:func:`sweeper.finals.finals_estimate_s`, after cool-downs where the kernel computes at
@@ -53,9 +55,9 @@ class RunCosts:
 
     startup_s: float = 5.5
     report_s: float = 2.0
-    #: by kernel, a trial's own seconds beyond its timed launches (loading its binary, its
-    #: first launch, verifying, the host's side of sampling), the median over a run's
-    #: trials; where none: the device's :class:`PlanCosts` ``compile_s``
+    #: by kernel, a trial's own seconds beyond its launches (loading its binary, what its
+    #: first launch takes beyond a timed one, verifying, the host's side of sampling), the
+    #: median over a run's trials; where none: the device's :class:`PlanCosts` ``compile_s``
     trial_s: dict[str, float] = field(default_factory=dict)
     #: by kernel, a launch's measured median over the model's launch time (its bytes and
     #: FLOPs at the assumed bandwidth and peak), the median over a run's trials: the
@@ -68,6 +70,15 @@ class RunCosts:
     #: the pool's eight processes compiled the 102 binaries of spaces/matmul-shapes.yaml
     #: and the 72 of matmul-8k.yaml behind 6-8 s of trials)
     COMPILE_S = 0.5
+
+    def scale_of(self, kernel: str, interpreted: bool) -> float:
+        """``kernel``'s launch scale as measured; one not run here yet takes, on an
+        interpreter (``interpreted``), the median of the other kernels' scales (what a
+        tensor operation costs is the machine's, and each kernel's count of them is its
+        own), else 1."""
+        if kernel in self.launch_scale or not interpreted or not self.launch_scale:
+            return self.launch_scale.get(kernel, 1.0)
+        return statistics.median(self.launch_scale.values())
 
     def compile_of(self, kernel: str) -> float:
         """Seconds a binary of ``kernel`` takes to compile (as measured, else assumed)."""
@@ -84,35 +95,43 @@ def costs_key(device: Any) -> str:
     return f"{device.name}: {device.facts().name}"
 
 
-def run_costs(device: str) -> RunCosts:
-    """What runs on ``device`` (:func:`costs_key`) cost on this machine; the H200's
-    figures where none ran, or the cache cannot be read."""
+def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
+    """What runs on ``device`` (:func:`costs_key`) cost on this machine; where none ran,
+    or the cache cannot be read, the start-up and report ``first`` gives (the device's
+    own figures), else the H200's."""
     try:
         data = json.loads(_costs_path().read_text()).get(device)
-        costs = RunCosts(**data) if isinstance(data, dict) else RunCosts()
+        costs = RunCosts(**data) if isinstance(data, dict) else None
     except (OSError, ValueError, TypeError, AttributeError):
-        return RunCosts()
-    tables = (costs.trial_s, costs.launch_scale, costs.compile_s, costs.ask_s)
-    if not all(isinstance(t, dict) for t in tables):
-        return RunCosts()                     # written by an older sweeper, or damaged
-    return costs
+        costs = None
+    if costs is not None and all(isinstance(t, dict) for t in (
+            costs.trial_s, costs.launch_scale, costs.compile_s, costs.ask_s)):
+        return costs
+    fresh = RunCosts()                 # none ran, or written by an older sweeper, or damaged
+    if first is not None and first.startup_s is not None:
+        fresh.startup_s = first.startup_s
+    if first is not None and first.report_s is not None:
+        fresh.report_s = first.report_s
+    return fresh
 
 
 def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_s: float | None, compiles_s: list[float], ask_s: float | None,
              trials_s: list[float] | None = None,
-             launch_scales: list[float] | None = None) -> None:
+             launch_scales: list[float] | None = None, prior_trials: int = 0) -> None:
     """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
     not measured, e.g. a call from Python or ``--no-report``), the first launches that
     compiled (their median is the kernel's compile), a proposal's seconds, and for its
     kernel each trial's seconds beyond its timed launches and each launch's measured
-    median over the model's (the medians of both).  Never fails the run: a cache that
+    median over the model's (the medians of both; the latter pulled towards 1 as if the
+    model were ``prior_trials`` more trials, in log).  Never fails the run: a cache that
     cannot be written is left as it is."""
     costs = run_costs(device)
-    if trials_s:
-        costs.trial_s[kernel] = round(statistics.median(trials_s), 4)
+    if trials_s:         # beyond its launches: never below none (noisy timings can say so)
+        costs.trial_s[kernel] = round(max(0.0, statistics.median(trials_s)), 4)
     if launch_scales:
-        costs.launch_scale[kernel] = round(statistics.median(launch_scales), 4)
+        weight = len(launch_scales) / (len(launch_scales) + prior_trials)
+        costs.launch_scale[kernel] = round(statistics.median(launch_scales) ** weight, 4)
     if startup_s is not None:
         costs.startup_s = round(startup_s, 3)
     if report_s is not None:
@@ -191,14 +210,15 @@ class RunShape:
 def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[Plan, bool]:
     """``space``'s plan on ``device`` (see :func:`make_plan`), and whether the kernel's
     bytes and FLOPs were counted (a built-in's declaration; else launches only)."""
-    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of
+    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of, interpreted_ops_of
     from sweeper.study import finals_wanted
 
     counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
     plan = make_plan(space, counted or (lambda _: 0), device.facts(), device.plan_costs,
                      device.measure_spec(space.measure),
                      flops=flops_of(space.kernel) if counted is not None else None,
-                     finals=finals_wanted(space, device), shape=shape)
+                     ops=interpreted_ops_of(space.kernel) if space.kernel in BUILTINS
+                     else None, finals=finals_wanted(space, device), shape=shape)
     return plan, counted is not None
 
 
@@ -216,19 +236,22 @@ def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
     return RunShape(sampler=space.sampler.name, kernel=space.kernel,
                     cold=compiles and space_cold(space.kernel),
                     compile_workers=workers if compiles else 0, report=report,
-                    startup=startup, costs=run_costs(costs_key(device)))
+                    startup=startup,
+                    costs=run_costs(costs_key(device), device.plan_costs))
 
 
 def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: DeviceFacts,
               costs: PlanCosts, measure: MeasureSpec, *,
-              flops: Callable[[Problem], int] | None = None, finals: bool = False,
+              flops: Callable[[Problem], int] | None = None,
+              ops: Callable[[Config], int | None] | None = None, finals: bool = False,
               shape: RunShape | None = None) -> Plan:
     """The plan, from one pass over the space that keeps no list of configs: memory stays
     flat however large the space (up to the parser's limit) is.  ``costs``: what the
     device declares a trial costs (a replay's: the GPU's its table was recorded on).
     ``bytes_moved`` and ``flops``: the kernel's, per problem (a built-in's from its
-    declaration); ``finals``: whether the run takes each problem's finals; ``shape``:
-    what the run adds around its trials (none: the trials and finals alone)."""
+    declaration); ``ops``: its tensor operations per launch on an interpreter;
+    ``finals``: whether the run takes each problem's finals; ``shape``: what the run adds
+    around its trials (none: the trials and finals alone)."""
     from sweeper.sweep._compile_pool import binary_of
 
     shape = shape or RunShape()
@@ -241,14 +264,14 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
     fixed = measure.fixed_duty()
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
-    scale = shape.costs.launch_scale.get(shape.kernel, 1.0)
+    scale = shape.costs.scale_of(shape.kernel, interpreted=costs.op_s > 0)
     for _, outcome in resolved(space, facts.env(), facts.max_footprint):
         if isinstance(outcome, Invalid):
             ruled_out.add(outcome)
             continue
         valid += 1
         if budget is None or valid <= budget:
-            launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs)
+            launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs, ops)
             launch *= scale
             # the power limiter steps in after 15-20 ms of load (the H200): a FLOP-bound
             # kernel whose samples last that long is power-bound
@@ -263,7 +286,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                 binaries.add(binary_of(outcome))
     power = computing and measure.duty == "auto"
     finals_duty = fixed.for_finals() if fixed is not None else DEFAULT_DUTY if power else None
-    finals_s = sum(finals_estimate_s(count, 1e3 * launch, finals_duty, typical=True)
+    finals_s = sum(finals_estimate_s(count, 1e3 * launch, finals_duty, typical=True,
+                                     rounds=costs.finals_rounds)
                    for count, launch in problems.values()) if finals else 0.0
     trials = valid if budget is None else min(valid, budget)
     parts = {"start-up": shape.costs.startup_s if shape.startup else 0.0, "trials": seconds,
@@ -294,17 +318,24 @@ def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: boo
 
 
 def model_launch_s(config: Config, bytes_moved: Callable[[Problem], int],
-                   flops: Callable[[Problem], int] | None, costs: PlanCosts) -> float:
+                   flops: Callable[[Problem], int] | None, costs: PlanCosts,
+                   ops: Callable[[Config], int | None] | None = None) -> float:
     """What the plan's model says one launch of ``config`` takes (seconds)."""
-    return _launch_seconds(config, bytes_moved, flops, costs)[0]
+    return _launch_seconds(config, bytes_moved, flops, costs, ops)[0]
 
 
 def _launch_seconds(config: Config, bytes_moved: Callable[[Problem], int],
-                    flops: Callable[[Problem], int] | None, costs: PlanCosts
+                    flops: Callable[[Problem], int] | None, costs: PlanCosts,
+                    ops: Callable[[Config], int | None] | None = None
                     ) -> tuple[float, bool]:
     """One launch: its bytes at the assumed bandwidth, its FLOPs at the assumed peak of
     its dtype (where one is assumed), at least the launch floor; and whether its FLOPs
-    bound it."""
+    bound it.  On an interpreter (``costs.op_s``): the launch, its programs and its
+    body's tensor operations (``ops``; none counted: ``OPS_PER_PROGRAM`` a program)."""
+    if costs.op_s > 0:
+        counted = ops(config) if ops is not None else None
+        steps = counted if counted is not None else costs.OPS_PER_PROGRAM * config.grid
+        return costs.launch_s + costs.program_s * config.grid + costs.op_s * steps, False
     problem = config.problem
     peak = costs.flops.get(problem.dtype)
     computing = flops(problem) / peak if flops is not None and peak else 0.0

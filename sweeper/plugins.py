@@ -97,8 +97,11 @@ class SamplerCapabilities:
     #: PlannedSampler`: ``size``, ``upcoming(count)``, ``prefer``): the sweep's progress
     #: counts its plan and a pool compiles its next configs while the GPU measures.
     plans: bool = False
-    #: Its proposals never depend on outcomes: a sweep with worker processes may ask for
-    #: a worker's next config while its trial runs and hand it over the moment it ends.
+    #: It may be asked for a config while others are still being measured at no cost to
+    #: its search (its proposals do not depend on outcomes, or one outcome behind they
+    #: were measured no worse): a sweep with worker processes asks for a worker's next
+    #: config while its trial runs and hands it over the moment it ends, one config ahead
+    #: per worker.
     asks_ahead: bool = False
     #: The sweep records every config of the space the constraints rule out, up front
     #: (as skipped trials), since it would propose each of them.

@@ -177,6 +177,59 @@ def test_a_study_run_before_gives_its_seconds_a_trial(write_space, tmp_path, cap
     assert "power-bound" not in out                 # the interpreter has no power cap
 
 
+def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(monkeypatch):
+    """On the interpreter a launch costs its programs and the tensor operations its body
+    runs at the shrunk problem, not its bytes: a copy of 16 tiles costs more than one of
+    a single tile at the same bytes, each program adds, a softmax row counts more than a
+    copy tile; a kernel that counts none is one copy step a program.  A fresh machine
+    takes the interpreter's own start-up, report and full rounds of finals."""
+    from sweeper.devices import open_device
+    from sweeper.kernels import bytes_moved_of, flops_of, interpreted_ops_of
+    from sweeper.plan import RunCosts, model_launch_s, plan_of, run_costs, run_shape
+    from sweeper.space import load_space
+
+    device = open_device("interpret")
+    costs, facts = device.plan_costs, device.facts()
+    space = load_space(ROOT / "spaces" / "copy.yaml")
+    copy_ops, moved = interpreted_ops_of("copy"), bytes_moved_of("copy")
+    assert moved is not None and interpreted_ops_of("cuda") is None
+
+    def launch(grid: str, block: int, ops=copy_ops) -> float:
+        config = space.resolve({"grid": grid, "block": "128", "BLOCK": str(block),
+                                "dtype": "float32", "footprint": "1GiB", "cache": "cold"},
+                               facts.env(), facts.max_footprint)
+        assert config.problem.n == 4096                   # 16 KiB: the interpreter's cap
+        return model_launch_s(config, moved, flops_of("copy"), costs, ops)
+
+    one = costs.launch_s + costs.program_s
+    assert launch("sms", 256) == pytest.approx(one + costs.program_s + 16 * 9 * costs.op_s)
+    assert launch("sms", 16384) == pytest.approx(one + costs.program_s + 9 * costs.op_s)
+    assert launch("16*sms", 16384) - launch("sms", 16384) == \
+        pytest.approx((16 - 1) * facts.sms * costs.program_s)
+    assert launch("sms", 256, ops=None) == pytest.approx(
+        one + costs.program_s + facts.sms * costs.OPS_PER_PROGRAM * costs.op_s)
+    softmax = load_space(ROOT / "spaces" / "softmax.yaml")
+    row = softmax.resolve({"grid": "rows", "block": "128", "BLOCK": "4096", "rows": "4096",
+                           "cols": "3000", "dtype": "float32", "cache": "cold"},
+                          facts.env(), facts.max_footprint)
+    ops = interpreted_ops_of("softmax")
+    assert ops is not None and ops(row) == row.problem.dim("rows") * (8 + 11)
+    monkeypatch.setenv("SWEEPER_CACHE", str(ROOT / "nonexistent-cache"))
+    fresh = run_costs("interpret: nowhere", costs)
+    assert (fresh.startup_s, fresh.report_s) == (costs.startup_s, costs.report_s) != \
+        (RunCosts.startup_s, RunCosts.report_s)
+    shape = run_shape(space, device, report=True, startup=True)
+    plan, _ = plan_of(space, device, shape)
+    assert plan.parts["start-up"] == costs.startup_s and plan.parts["report"] == costs.report_s
+    from sweeper.devices import PlanCosts
+    from sweeper.finals import MIN_ROUNDS
+
+    as_h200 = PlanCosts(**{**vars(costs), "finals_rounds": None})
+    monkeypatch.setattr(type(device), "plan_costs", as_h200)
+    h200, _ = plan_of(space, device, shape)
+    assert plan.parts["finals"] == pytest.approx(h200.parts["finals"] * 5 / (MIN_ROUNDS + 0.5))
+
+
 # -- what a run costs beyond its trials, measured and kept per device ----------------------
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
     from sweeper.plan import RunCosts, note_run, run_costs
@@ -193,6 +246,11 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
         (3.21, RunCosts.report_s, 1.1, 0.05)
     assert (x.trial_s, x.launch_scale) == ({"matmul": 0.03}, {"matmul": 1.2})   # medians
     assert (y.report_s, y.compile_of("copy")) == (0.7, RunCosts.COMPILE_S)
+    assert (x.scale_of("matmul", True), x.scale_of("copy", False), x.scale_of("copy", True),
+            y.scale_of("copy", True)) == (1.2, 1.0, 1.2, 1.0)   # an interpreter: the machine's
+    note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[], ask_s=None, launch_scales=[4.0] * 10, prior_trials=30)
+    assert run_costs("interp").launch_scale == {"copy": pytest.approx(4.0 ** 0.25, abs=1e-4)}
     (tmp_path / "cache" / "run-costs.json").write_text("{not json")
     assert run_costs("GPU X") == RunCosts()                       # damaged: assumed again
     note_run("GPU X", kernel="copy", sampler="exhaustive", startup_s=1.0, report_s=None,

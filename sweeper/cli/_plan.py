@@ -37,10 +37,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"  ({device.assumed})")
     a = plan.assumptions
     peaks = ", ".join(f"{d} {v / 1e12:g}" for d, v in device.plan_costs.flops.items())
+    launches = (f"a launch {a['launch_s'] * 1e3:g} ms, {a['program_s'] * 1e3:g} ms a program "
+                f"and {a['op_s'] * 1e3:g} ms a tensor operation of its body"
+                if a["op_s"] else f"launches of at least {a['launch_s'] * 1e6:g} us, "
+                f"{a['bandwidth'] / 1e9:g} GB/s{f', TFLOP/s {peaks}' if peaks else ''}")
     print(f"estimated time: {_duration(plan.estimate_s)} ({plan.parts_text()}; assumes "
-          f"{a['compile_s']:.3g} s a trial beyond its launches, launches of at least "
-          f"{a['launch_s'] * 1e6:g} us, {a['bandwidth'] / 1e9:g} GB/s"
-          f"{f', TFLOP/s {peaks}' if peaks else ''})")
+          f"{a['compile_s']:.3g} s a trial beyond its launches, {launches})")
     if device.measures_gpu or device.replays:
         print(f"  a power-bound kernel adds a {DEFAULT_DUTY.seconds:g} s cool-down per finalist "
               "and round (measure.duty: auto)")

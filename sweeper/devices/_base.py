@@ -65,6 +65,28 @@ class PlanCosts:
     bandwidth: float
     flush: bool
     flops: Mapping[str, float] = field(default_factory=dict)
+    #: An interpreter's launch (``op_s`` > 0): ``launch_s``, plus ``program_s`` for each
+    #: program of the grid, plus ``op_s`` for each tensor operation the kernel's body runs
+    #: (``Kernel.interpreted_ops``; a kernel that counts none: ``OPS_PER_PROGRAM`` a
+    #: program); its bytes and FLOPs cost nothing beside them.  0: a GPU's launch.
+    program_s: float = 0.0
+    op_s: float = 0.0
+    #: What the command's start-up and report take on this kind of device where no run on
+    #: the machine measured them (``None``: an H200 host's figures, ``plan.RunCosts``).
+    startup_s: float | None = None
+    report_s: float | None = None
+    #: How many trials' worth the model's own launch time counts against a run's measured
+    #: launches: a launch scale learned from fewer trials is pulled towards 1 (0: taken as
+    #: measured).  Where the host's load moves every launch (an interpreter on a shared
+    #: CPU), a short run's scale is mostly that load.
+    scale_prior_trials: int = 0
+    #: How many rounds a final typically runs here (``None``: as on the H200, where most
+    #: stopped after 3 or 4 of 5: ``finals.finals_estimate_s``).
+    finals_rounds: float | None = None
+
+    #: Tensor operations a program is assumed to run where its kernel counts none: one
+    #: step of a grid-stride copy.
+    OPS_PER_PROGRAM = 9
 
 
 #: A GPU's costs, read on an H200: a trial's own seconds beyond its launches from a warm

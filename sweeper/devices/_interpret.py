@@ -32,9 +32,21 @@ class InterpretDevice(Device):
     name: ClassVar[str] = "interpret"
     torch_device: ClassVar[str] = "cpu"
     sets_env: ClassVar[Mapping[str, str]] = {"TRITON_INTERPRET": "1"}
-    #: rough CPU figures: a launch of the interpreter takes milliseconds
-    plan_costs: ClassVar[PlanCosts] = PlanCosts(compile_s=0.0, launch_s=5e-3, bandwidth=2.0e6,
-                                                flush=False)
+    #: An interpreted launch runs each program in turn and each tensor operation of its
+    #: body as Python calls, so it costs by programs and operations, not bytes: least
+    #: squares over the trials of spaces/copy-small.yaml, copy.yaml (204) and softmax.yaml,
+    #: each run twice on the 2-core development machine (shared, 2026-12-03), gave 0.7-1.9
+    #: ms a program and 0.36 ms (copy: 3.1-3.4 ms a 9-operation step) to 0.40 ms (softmax:
+    #: 7.3-8.1 ms a 19-operation row) an operation, 0-19 ms a launch beside them; those
+    #: runs' start-up took 6.1-9.5 s, their report 5.7-12.9 s, and each of their six
+    #: finals ran all 5 rounds, as 12 of the 17 that day did (an interpreter's timings
+    #: are too noisy for the order to settle sooner).  A run's
+    #: launches against this model measured 0.63-1.6 from one run to the next there (the
+    #: other work's load), so a run's scale counts as its trials against 50 of the model.
+    plan_costs: ClassVar[PlanCosts] = PlanCosts(
+        compile_s=0.0, launch_s=5e-3, bandwidth=2.0e6, flush=False, program_s=1e-3,
+        op_s=0.38e-3, startup_s=7.0, report_s=7.0, finals_rounds=5.0,
+        scale_prior_trials=50)
     note: str | None = (
         f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
         "(footprints lowered, dimensions shrunk keeping their ratios and whether each is a "

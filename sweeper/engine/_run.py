@@ -199,21 +199,24 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              compiles_s=summary.compiles_s or
              [t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
              ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
-             trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch + warmup * t.stats.median) / 1e3
+             trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch +
+                                   (warmup + 1) * t.stats.median) / 1e3
                        for t in own if t.ok and t.stats],
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
-                            if t.ok and t.stats and t.config and model(t.config) > 0])
+                            if t.ok and t.stats and t.config and model(t.config) > 0],
+             prior_trials=device.plan_costs.scale_prior_trials)
 
 
 def _model_launch(space: Any, device: Any) -> Callable[[Any], float]:
     """The plan's model of one launch of a config of ``space`` on ``device`` (seconds)."""
-    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of
+    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of, interpreted_ops_of
     from sweeper.plan import model_launch_s
 
     counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
     flops = flops_of(space.kernel) if counted is not None else None
+    ops = interpreted_ops_of(space.kernel) if space.kernel in BUILTINS else None
     return lambda config: model_launch_s(config, counted or (lambda _: 0), flops,
-                                         device.plan_costs)
+                                         device.plan_costs, ops)
 
 
 def _say_time(options: RunOptions, clock: Any, summary: Any, timing: list[str]) -> None:

@@ -5,10 +5,10 @@ finds, imports and checks each."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import cast
+from typing import Any, cast
 
 from sweeper import plugins
-from sweeper.core import Dim, Problem
+from sweeper.core import Config, Dim, Problem
 from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam, fill_random
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
@@ -32,22 +32,29 @@ def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
     """Built-in kernel ``name``'s bytes moved per problem, for ``plan``: from its
     declaration, where it is a class method, so no torch is imported; None where only an
     instance can count them (``cuda``: its tensors are declared by the space)."""
-    return _declared_count(name, "bytes_moved")
+    return cast("Callable[[Problem], int] | None", _declared_method(name, "bytes_moved"))
 
 
 def flops_of(name: str) -> Callable[[Problem], int] | None:
     """Built-in kernel ``name``'s FLOPs per problem, for ``plan``, as :func:`bytes_moved_of`
     gives its bytes."""
-    return _declared_count(name, "flops")
+    return cast("Callable[[Problem], int] | None", _declared_method(name, "flops"))
 
 
-def _declared_count(name: str, what: str) -> Callable[[Problem], int] | None:
-    """Kernel ``name``'s declared class method ``what`` (a count per problem), or None
-    where only an instance can count."""
+def interpreted_ops_of(name: str) -> Callable[[Config], int | None] | None:
+    """Built-in kernel ``name``'s tensor operations per launch of a config on the Triton
+    interpreter (``Kernel.interpreted_ops``), as :func:`bytes_moved_of` gives its bytes;
+    None where it counts none."""
+    return cast("Callable[[Config], int | None] | None", _declared_method(name, "interpreted_ops"))
+
+
+def _declared_method(name: str, what: str) -> Callable[..., Any] | None:
+    """Kernel ``name``'s declared class method ``what`` (a count), or None where only an
+    instance can count."""
     counted = getattr(plugins.kernel_declaration(name), what)
     if getattr(counted, "__self__", None) is None:
         return None
-    return cast("Callable[[Problem], int]", counted)
+    return cast("Callable[..., Any]", counted)
 
 
 __all__ = [
@@ -60,6 +67,7 @@ __all__ = [
     "bytes_moved_of",
     "fill_random",
     "flops_of",
+    "interpreted_ops_of",
     "kernel_class",
     "load_kernel",
 ]

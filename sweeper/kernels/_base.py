@@ -290,6 +290,14 @@ class Kernel(abc.ABC):
         """Floating-point operations one launch does."""
         return 0
 
+    def interpreted_ops(self, config: Config) -> int | None:
+        """Tensor operations the body of one launch of ``config`` runs in its loops, over
+        all its programs, counted from its source: what a launch on the Triton
+        interpreter costs in proportion to (each is a Python call there), for ``sweeper
+        plan``.  ``None`` (the default): not counted; a built-in declares it as a class
+        method, so the plan reads it without importing torch."""
+        return None
+
     def model(self, config: Config, sms: int) -> float | None:
         """A first-principles guess of ``config``'s throughput on a GPU of ``sms`` SMs, in
         any unit that is the same for every config of one study (the built-ins: relative

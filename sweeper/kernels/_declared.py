@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from sweeper.core import Dim, Problem
+from sweeper.core import Config, Dim, Problem
 from sweeper.kernels._base import Headline, Kernel, MetaParam, elementwise_block
 
 
@@ -35,6 +35,12 @@ class CopyDeclaration(Kernel):
     def bytes_moved(cls, problem: Problem) -> int:
         """src read, dst written."""
         return 2 * problem.n * problem.itemsize
+
+    @classmethod
+    def interpreted_ops(cls, config: Config) -> int:
+        """Each tile of ``BLOCK`` elements, wherever the grid puts it: the loop's test,
+        offsets, mask, two addresses, load, store and the stride (9)."""
+        return 9 * tiles(config)
 
 
 class AddDeclaration(Kernel):
@@ -55,6 +61,11 @@ class AddDeclaration(Kernel):
     def flops(cls, problem: Problem) -> int:
         """One addition per element."""
         return problem.n
+
+    @classmethod
+    def interpreted_ops(cls, config: Config) -> int:
+        """Each tile: copy's 9, another address and load, and the addition (12)."""
+        return 12 * tiles(config)
 
 
 class MatmulDeclaration(Kernel):
@@ -213,6 +224,23 @@ class SoftmaxDeclaration(Kernel):
     def flops(cls, problem: Problem) -> int:
         """Per element: max, subtract, exp, sum and divide."""
         return 5 * problem.dim("rows") * problem.dim("cols")
+
+    @classmethod
+    def interpreted_ops(cls, config: Config) -> int:
+        """Each row: its test, step and two row addresses (8); kept in registers, one pass
+        of 11 (lanes' mask and address, load, convert, max, subtract, exp, sum, divide,
+        address, store); else a first tile of 7, 15 for each further tile of the first
+        pass and 12 for each tile of the second."""
+        problem, block = config.problem, config.meta["BLOCK"]
+        cols = problem.dim("cols")
+        steps = math.ceil(cols / block)
+        row = 8 + (11 if block >= cols else 7 + 15 * (steps - 1) + 12 * steps)
+        return problem.dim("rows") * row
+
+
+def tiles(config: Config) -> int:
+    """The ``BLOCK``-element tiles a grid-stride launch of ``config`` covers."""
+    return math.ceil(config.problem.n / config.meta["BLOCK"])
 
 
 #: What an ``op`` must look like before anything is imported: a dotted path into torch.

@@ -56,7 +56,8 @@ class AutoSampler(PlannedSampler):
         strategy's own, fewer after the model's best guess)."""
         #: The bookkeeping both strategies share.
         self.state = SearchState(axes, valid, seed)
-        self._tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
+        self._tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5,
+                                               constant_liar=True)
         #: The search after the priors: around the kernel model where its guesses rank
         #: the configs, else the guided pattern search.
         self.strategy: Strategy = (
@@ -79,8 +80,10 @@ class AutoSampler(PlannedSampler):
     # -- Optuna's sampler interface ---------------------------------------------------------
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         """Decide the whole next config (or leave it to TPE) and note the step that chose
-        it in :attr:`phases`."""
+        it in :attr:`phases`.  Configs still being measured (asked ahead, or on another
+        worker) are not proposed again; the search goes on from the outcomes told."""
         self.state.sync(study)
+        self.state.note_pending(study, trial.number)
         proposal = self._next()
         self._pending = None if proposal is None else proposal[0]
         self.phases.append(Phase.TPE if proposal is None else proposal[1])

@@ -115,6 +115,10 @@ PATIENCE = 12
 #: ... every ``EXPLORE_EVERY``-th proposal is chosen without the model: by expected
 #: improvement under a Gaussian process of the measured log throughput alone.
 EXPLORE_EVERY = 2
+#: Configs still being measured (asked ahead) count as measured at the process's mean
+#: there (a "kriging believer"): their uncertainty is gone, so the next proposal is not
+#: their neighbour for the same reason they were chosen.  False: they are only left out.
+BELIEVE_PENDING = True
 
 
 class ModelGuidedSearch:
@@ -175,7 +179,7 @@ class ModelGuidedSearch:
         (``PATIENCE``) in turn the best by expected improvement without the model.
         Before there are ``MODEL_AFTER`` measurements: the best guess."""
         state = self.state
-        unseen = sorted(state.valid - state.seen)
+        unseen = state.unseen()
         if not unseen:
             return None
         top: Key = max(unseen, key=self._guess)
@@ -188,9 +192,11 @@ class ModelGuidedSearch:
         y = np.log([v for _, v in scored])
         at = np.array([self._at[k] for k, _ in scored])
         candidates = np.array([self._at[k] for k in unseen])
+        pending = np.array([self._at[k] for k in sorted(state.pending) if k in self._at]
+                           if BELIEVE_PENDING else []).reshape(-1, at.shape[1])
         stale = stale_for([v for _, v in state.scores])
         if stale >= PATIENCE and (stale - PATIENCE) % EXPLORE_EVERY == 0:
-            mean, std = OrdinalGP(at, y).predict(candidates)
+            mean, std = believing(at, y, pending).predict(candidates)
             gain = expected_improvement(mean, std, float(y.max()))
             return dict(unseen[int(np.argmax(gain))]), Phase.EXPLORE
         guess = np.array([self.prior[k] for k, _ in scored])
@@ -198,10 +204,19 @@ class ModelGuidedSearch:
         self._turns += 1
         if self._turns % MODEL_TURN == 0 and slope >= TURN_SLOPE:
             return best_guess, Phase.TURN
-        mean, std = OrdinalGP(at, y - slope * guess).predict(candidates)
+        mean, std = believing(at, y - slope * guess, pending).predict(candidates)
         mean = mean + slope * np.array([self.prior[k] for k in unseen])
         gain = expected_improvement(mean, std, float(y.max()))
         return dict(unseen[int(np.argmax(gain))]), Phase.MODEL_EI
+
+
+def believing(at: np.ndarray, y: np.ndarray, pending: np.ndarray) -> OrdinalGP:
+    """A Gaussian process of ``y`` measured at ``at``, and of the configs at ``pending``
+    (still being measured) as if measured at its mean there."""
+    if not len(pending):
+        return OrdinalGP(at, y)
+    believed, _ = OrdinalGP(at, y).predict(pending)
+    return OrdinalGP(np.vstack([at, pending]), np.concatenate([y, believed]))
 
 
 def stale_for(values: list[float]) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from sweeper.samplers._auto_state import MODEL_AFTER, Phase, Proposal, SearchState, key_of
+from sweeper.samplers._auto_state import MODEL_AFTER, Phase, Proposal, SearchState
 from sweeper.samplers._surrogate import OrdinalGP, expected_improvement
 
 #: After this many TPE proposals in a row that were already measured (free: answered from
@@ -75,7 +75,7 @@ class PatternSearch:
                 if move is not None:
                     return move, Phase.MOVE
         if state.repeats >= MAX_TPE_REPEATS:     # TPE keeps proposing measured configs
-            unseen = sorted((dict(k) for k in state.valid - state.seen), key=key_of)
+            unseen = [dict(k) for k in state.unseen()]
             if unseen:
                 return state.rng.choice(unseen), Phase.RANDOM
         return None

@@ -72,11 +72,18 @@ class SearchState:
         self.incumbent: tuple[float, dict[str, str]] | None = None
         #: Proposals in a row that the study already had (answered from the store).
         self.repeats = 0
+        #: Configs proposed and still being measured (asked ahead, or on another worker):
+        #: never proposed again, and not yet scored.
+        self.pending: set[Key] = set()
 
     def usable(self, choice: Mapping[str, str]) -> bool:
-        """Whether ``choice`` may be proposed: valid and not yet in the study."""
+        """Whether ``choice`` may be proposed: valid, not yet in the study nor pending."""
         key = key_of(choice)
-        return key in self.valid and key not in self.seen
+        return key in self.valid and key not in self.seen and key not in self.pending
+
+    def unseen(self) -> list[Key]:
+        """The configs that may be proposed (:meth:`usable`), in key order."""
+        return sorted(self.valid - self.seen - self.pending)
 
     def position(self, choice: Mapping[str, str]) -> list[float]:
         """Where ``choice`` sits on each axis of more than one value, in [0, 1]: the
@@ -109,6 +116,12 @@ class SearchState:
             if t.state is TrialState.COMPLETE and t.value is not None and (
                     self.incumbent is None or t.value > self.incumbent[0]):
                 self.incumbent = (t.value, params)
+
+    def note_pending(self, study: optuna.Study, number: int) -> None:
+        """Take the study's trials still running, other than trial ``number`` (the one
+        being proposed), as :attr:`pending`."""
+        self.pending = {key_of(t.params) for t in study.get_trials(
+            deepcopy=False, states=(TrialState.RUNNING,)) if t.number != number and t.params}
 
     def record(self, params: Mapping[str, Any], state: TrialState,
                values: Sequence[float] | None) -> None:

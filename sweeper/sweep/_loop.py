@@ -4,10 +4,11 @@ sampler learns, until a budget says stop; then the drift check and the finals.
 :meth:`Sweep._loop` is the loop, read top to bottom: hand each free worker a config
 (:meth:`Sweep._dispatch`: ask the sampler, or take over a config another worker let go),
 wait for the next outcome, keep it (:meth:`Sweep._keep`: journal, report, tell the
-sampler), until a budget says stop.  A sampler whose proposals never depend on outcomes
-(``asks_ahead``) is also asked for one more config per busy worker, kept by the
+sampler), until a budget says stop.  A sampler that may be asked while configs are being
+measured (``asks_ahead``) is also asked for one more config per busy worker, kept by the
 coordinator and handed over the moment that worker's outcome arrives
-(:class:`~sweeper.sweep._workers.AskedAhead`).  What measures, keeps, reports, compiles
+(:class:`~sweeper.sweep._workers.AskedAhead`); one that learns then proposes from every
+outcome but the one still measuring.  What measures, keeps, reports, compiles
 ahead and claims is a module of its own each; this one only asks and tells.
 """
 
@@ -135,6 +136,12 @@ class Sweep:
         self.sampler_caps = sampler_capabilities(space.sampler.name)
         self.run_finals = finals and finals_wanted(space, device)
         self.run_drift = not device.replays
+        #: ask for each busy worker's next config while its trial runs (the sampler
+        #: declares ``asks_ahead``; worker processes, not shared).  An inline worker
+        #: measures a config the moment it gets it, so there it gains nothing and only
+        #: orders the asks as a worker process sees them: a replay benchmark sets it to
+        #: count a search's trials as they go with worker processes.
+        self.ask_ahead = (processes and claims is None and self.sampler_caps.asks_ahead)
 
     def run(self) -> SweepSummary:
         """Measure what the sampler proposes until a budget stops the sweep, then measure
@@ -245,8 +252,7 @@ class Sweep:
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
-        asked = AskedAhead(self.processes and self.claims is None and
-                           self.sampler_caps.asks_ahead)
+        asked = AskedAhead(self.ask_ahead)
         return Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
                     outbox, ahead, asked=asked)
 

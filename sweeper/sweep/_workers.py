@@ -191,8 +191,8 @@ class InlineWorker(Worker):
 
 
 class AskedAhead:
-    """Configs asked for before a worker is free to take them, for a sampler whose
-    proposals never depend on outcomes (``asks_ahead``) and worker processes: one per
+    """Configs asked for before a worker is free to take them, for a sampler that may be
+    asked while configs are being measured (``asks_ahead``) and worker processes: one per
     busy worker, handed to the first that ends its trial the moment its outcome arrives,
     so it measures on while the coordinator keeps that outcome, tells the sampler and
     journals (2 ms a trial on the H200, a worker waiting all the while).  The configs stay
