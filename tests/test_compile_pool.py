@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -209,13 +210,26 @@ def test_a_sweep_compiles_ahead_in_measuring_order_reusing_its_processes(
     assert any(t.status is TrialStatus.COMPILE_ERROR for t in trials)
 
 
-def test_an_adaptive_sampler_starts_no_pool(write_space, cache_dir, tmp_path, monkeypatch):
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_an_adaptive_sampler_has_the_spaces_binaries_built_while_proposing_as_without(
+        sampler, write_space, cache_dir, tmp_path, monkeypatch):
+    """A sampler whose next proposal waits for the outcome in flight is never asked early:
+    the pool is fed every valid config in a seeded shuffled order instead (each binary
+    once), and the sweep proposes what it proposes without a pool, in the same order."""
     monkeypatch.setattr(_compile_ahead, "CompilePool", _Recorded)
     _Recorded.made.clear()
-    path = write_space(SMALL_SPACE.replace("sampler: exhaustive", "sampler: random"))
-    _, summary = sweep_study(path, open_device("interpret"), tmp_path / "s",
+    root = Path(__file__).resolve().parent.parent
+    path = write_space((root / "spaces/copy.yaml").read_text().replace(
+        "sampler: exhaustive", f"sampler: {sampler}"))
+    replay = f"replay:{root / 'tests/data/replay/h200-copy.csv'}"   # the same timings twice
+    _, summary = sweep_study(path, open_device(replay), tmp_path / "s", max_trials=12,
                              compile=CompileOptions(2, SM90), finals=False)
-    assert summary.measured == 6 and not _Recorded.made
+    (pool,) = _Recorded.made
+    assert summary.measured == 12 and pool.handed          # replay outruns the compiles
+    assert len(pool.handed) == len(set(pool.handed))        # each compiled once
+    _, plain = sweep_study(path, open_device(replay), tmp_path / "p", max_trials=12,
+                           finals=False)
+    assert [t.choice for t in summary.trials] == [t.choice for t in plain.trials]
 
 
 def test_auto_has_the_configs_its_kernel_model_rates_fastest_compiled_ahead(
@@ -525,3 +539,21 @@ def test_a_pool_started_with_the_workers_is_adopted_and_compiles_each_binary_onc
     assert len(measured) == 6 and all(t.ok for t in measured)
     (line,) = [x for x in summary.timing.lines() if x.startswith("compile pool:")]
     assert line.startswith("compile pool: 2 processes, started at -"), line
+
+
+def test_spread_hints_walk_the_space_once_shuffled_by_the_seed():
+    """Each call goes on where the last stopped (that config again: the pool may have
+    stopped before taking it), so a sweep walks a large space once, not once a trial."""
+    import itertools
+
+    from sweeper.sweep._compile_ahead import SpreadHints
+
+    configs = [{"i": str(i)} for i in range(50)]
+    hints = SpreadHints(configs, seed=3)
+    first = [c["i"] for c in itertools.islice(hints.upcoming(8), 5)]
+    rest = [c["i"] for c in hints.upcoming(8)]
+    assert rest[0] == first[-1] and len(first) + len(rest) == 51
+    assert sorted(first + rest[1:], key=int) == [str(i) for i in range(50)]
+    assert first != [str(i) for i in range(5)]                      # shuffled
+    assert first == [c["i"] for c in itertools.islice(SpreadHints(configs, 3).upcoming(8), 5)]
+    assert list(hints.upcoming(8)) == [configs[int(hints.order[-1])]]   # the last again

@@ -9,15 +9,15 @@ its ``prefer``) is told which can be measured without waiting for a compile.  An
 sampler decides each config from the outcomes before it, so nothing can be compiled
 ahead without asking it early, which would change what it proposes.  One that follows the
 kernel model (``uses_model``: ``auto``) has the configs the model rates fastest compiled
-ahead instead (:class:`ModelHints`): a guess that misses costs a compile process's time,
-never a proposal, so the search's trials-to-best are untouched.  Any other adaptive sampler
-compiles in its worker.
+ahead instead (:class:`ModelHints`), any other adaptive sampler every config in a seeded
+shuffled order (:class:`SpreadHints`): a guess that misses costs a compile process's time,
+never a proposal, so the search's trials-to-best are untouched.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -36,7 +36,7 @@ class Upcoming(Protocol):
 
     prefer: Callable[[dict[str, Any]], bool] | None
 
-    def upcoming(self, count: int) -> Sequence[dict[str, Any]]:
+    def upcoming(self, count: int) -> Iterable[dict[str, Any]]:
         """At least the next ``count`` configs, in the order they will be proposed."""
 
 
@@ -55,6 +55,36 @@ class ModelHints:
         """Every valid config, fastest guess first (``count``: what a plan would give;
         here the pool's filter needs the ones beyond those it knows)."""
         return self.order
+
+
+class SpreadHints:
+    """For an adaptive sampler without a kernel model (``tpe``, ``random``, ``gp`` ...),
+    whose next proposal depends on the outcome in flight: every valid config (``configs``,
+    each named as the sampler names it by ``params`` when reached) in an order shuffled
+    by ``seed``, so the
+    pool builds the space's binaries, evenly over its axes, while trials run.  The
+    sampler is never asked early, so what it proposes, and its trials to the best, are
+    those of a sweep without a pool; a proposal whose binary is built loads it instead of
+    compiling.  Each call goes on from the config the last one stopped at (those before
+    it were handed over, measured or measuring), so a sweep of a million configs walks
+    them once."""
+
+    prefer: Callable[[dict[str, Any]], bool] | None = None
+
+    def __init__(self, configs: Sequence[dict[str, Any]], seed: int,
+                 params: Callable[[dict[str, Any]], dict[str, Any]] = dict) -> None:
+        import numpy as np
+
+        self.configs, self.params = configs, params
+        self.order = np.random.default_rng(seed).permutation(len(configs))
+        self.next = 0
+
+    def upcoming(self, count: int) -> Iterator[dict[str, Any]]:
+        """The valid configs from where the last call stopped (that one again: the pool
+        may have stopped before taking it), in the shuffled order."""
+        for at in range(max(0, self.next - 1), len(self.order)):
+            self.next = at + 1
+            yield self.params(self.configs[int(self.order[at])])
 
 #: Configs waiting or compiling per compile process, beyond those being measured.
 AHEAD_PER_PROCESS = 4

@@ -47,7 +47,12 @@ from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of
 from sweeper.sweep._busy import busy
 from sweeper.sweep._claims import Claims, Held
-from sweeper.sweep._compile_ahead import CompileAhead, CompileOptions, ModelHints
+from sweeper.sweep._compile_ahead import (
+    CompileAhead,
+    CompileOptions,
+    ModelHints,
+    SpreadHints,
+)
 from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals, run_finals_everywhere
 from sweeper.sweep._limits import Limits
@@ -245,8 +250,13 @@ class Sweep:
         self.reporter.start(total=total, done=min(measured, total))
         for t in done.values():
             bench.note_best(t)
-        hints = None if plan is not None or guessed is None else ModelHints(
-            [self.space.contract(c) or c for c in valid.expanded_all], guessed)
+        hints: ModelHints | SpreadHints | None = None
+        if plan is None and guessed is not None:
+            hints = ModelHints([self.space.contract(c) or c for c in valid.expanded_all],
+                               guessed)
+        elif plan is None:
+            hints = SpreadHints(valid.expanded_all, self.space.sampler.seed,
+                                lambda c: self.space.contract(c) or c)
         ahead = CompileAhead.start(self.space, plan or hints, self.compile,
                                    len(self.gpus or [0]), self._resolved)
         timeline = Timeline(t0)
