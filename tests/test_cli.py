@@ -116,6 +116,31 @@ def test_plan_on_a_replay_device_estimates_the_recorded_gpu(capsys):
     assert "estimated time:" in out and "as on the GPU the table was recorded on" in out
 
 
+def test_a_study_name_close_to_a_study_folder_is_suggested(tmp_path, capsys, monkeypatch):
+    """A run on the interpreter names its study ...-interpret: the name without it finds
+    no study, and the message names the folder the user meant."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "studies" / "copy-fp32-interpret").mkdir(parents=True)
+    (tmp_path / "studies" / "copy-fp32-interpret" / "study.json").write_text("{}")
+    (tmp_path / "studies" / "matmul-bf16").mkdir()
+    (tmp_path / "studies" / "matmul-bf16" / "study.json").write_text("{}")
+    for name in ("studies/copy-fp32", "copy-fp32"):
+        assert main(["export", name]) == 2
+        err = capsys.readouterr().err
+        assert f"sweeper: no study {name!r}" in err
+        assert err.rstrip().endswith("; did you mean studies/copy-fp32-interpret?")
+    assert main(["export", "softmax"]) == 2
+    assert "did you mean" not in capsys.readouterr().err        # nothing close: no guess
+
+
+def test_the_commands_description_is_whole(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("Autotuning parameter sweeps for GPU kernels, with measurements you can trust: "
+            "describe a search space in YAML, sweep it, report and export the winners.") in text
+
+
 def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "nothing"]) == 2
