@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core import MeasureSpec
 from sweeper.measure import PRACTICAL, Duty, Stats, StopRule, summarize, tied_set
 from sweeper.measure._duty import BURST_S
 from sweeper.store import GpuSlot, ProblemKey, Record, Storage, TrialRecord
@@ -146,30 +147,51 @@ UNFINISHED = ("its interleaved final has not run yet (the run stopped first); th
               "`sweeper run` command runs it")
 
 
+@dataclass(frozen=True)
+class Round:
+    """What each entrant of a final takes in each round: ``warmup`` launches, then
+    ``samples`` timed ones."""
+
+    warmup: int = 2
+    samples: int = SAMPLES_PER_ROUND
+
+    @classmethod
+    def on(cls, cap: Callable[[MeasureSpec], MeasureSpec]) -> Round:
+        """A round within a device's caps on any measurement (``Device.measure_spec``: the
+        interpreter's at most 1 warm-up and 5 timed runs; a GPU's none)."""
+        spec = cap(MeasureSpec(warmup=cls.warmup, repeat=cls.samples, stop="fixed"))
+        return cls(min(spec.warmup, cls.warmup), min(spec.repeat, cls.samples))
+
+
+#: A round as a GPU runs it: nothing caps a final's measurement there.
+GPU_ROUND = Round()
+
 #: Seconds of host work per entrant and round of a final beyond its launches (its
 #: measurement set up, synchronized, its NVML reads): 20 ms on the H200.
 FINALS_OVERHEAD_S = 0.02
 
 
 def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
-                      typical: bool = False, rounds: float | None = None) -> float:
+                      typical: bool = False, rounds: float | None = None,
+                      round_: Round = GPU_ROUND) -> float:
     """Seconds the final of a problem with ``count`` measured configs, the fastest at
     ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
-    torch baseline, ``ROUNDS`` rounds of ``SAMPLES_PER_ROUND`` samples and two warm-up
-    launches each, at twice the fastest median (the finalists are slower, and the L2 is
-    flushed before each sample), each preceded by the duty's cool-down or load (a
-    cool-down before each burst of its samples).  ``typical``: what a final usually takes
-    instead (what a time estimate wants, not a budget): ``TOP_K`` finalists at 1.2 times
-    the fastest median, half a round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals
-    stopped after 3 or 4 of their 5 rounds), or ``rounds`` where the device says how many
-    its finals typically run."""
+    torch baseline, ``ROUNDS`` rounds of ``round_`` (``SAMPLES_PER_ROUND`` samples and two
+    warm-up launches each, within the device's caps), at twice the fastest median (the
+    finalists are slower, and the L2 is flushed before each sample), each preceded by the
+    duty's cool-down or load (a cool-down before each burst of its samples). ``typical``:
+    what a final usually takes instead (what a time estimate wants, not a budget):
+    ``TOP_K`` finalists at 1.2 times the fastest median, half a round past ``MIN_ROUNDS``
+    (on the H200, 18 of 23 finals stopped after 3 or 4 of their 5 rounds), or ``rounds``
+    where the device says how many its finals typically run."""
     if typical:
         rounds = MIN_ROUNDS + 0.5 if rounds is None else rounds
-        return rounds / ROUNDS * finals_estimate_s(min(count, TOP_K), 0.6 * median_ms, duty)
+        return rounds / ROUNDS * finals_estimate_s(min(count, TOP_K), 0.6 * median_ms, duty,
+                                                   round_=round_)
     entrants = min(count, MAX_FINALISTS) + 1
-    launches_s = 2 * (SAMPLES_PER_ROUND + 2) * median_ms / 1e3
+    launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
     settles = 0 if duty is None else (
-        max(1, math.ceil(SAMPLES_PER_ROUND * median_ms / 1e3 / BURST_S))
+        max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
         if duty.kind == "cool" else 1)
     per_entrant = launches_s + settles * (duty.seconds if duty else 0) + FINALS_OVERHEAD_S
     return entrants * ROUNDS * per_entrant
@@ -234,15 +256,16 @@ def settled(history: Sequence[tuple[int, list[int]]]) -> bool:
 def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, StopRule],
               list[float]], bytes_moved: Callable[[TrialRecord], int], seed: int = 0,
               baseline: Baseline | None = None, duty: str = "",
-              on_round: Callable[[int, int], None] | None = None) -> FinalRecord:
+              on_round: Callable[[int, int], None] | None = None,
+              per_round: int = SAMPLES_PER_ROUND) -> FinalRecord:
     """Interleave up to ``ROUNDS`` rounds over ``group`` (and ``baseline``: its name and
     how to time it, in every round); ``measure_one`` times one config.  After each round a
     finalist no longer in contention (:func:`still_in`) leaves, and the rounds stop once
     the outcome is :func:`settled`: a final costs what its field needs, not a fixed
     ``ROUNDS`` x finalists.  ``on_round`` hears each round's number as it ends and how
-    many finalists are still in."""
+    many finalists are still in; each entrant takes ``per_round`` samples a round."""
     rng = random.Random(seed)
-    rule = StopRule(kind="fixed", repeat=SAMPLES_PER_ROUND)
+    rule = StopRule(kind="fixed", repeat=per_round)
     samples: dict[int, list[float]] = {t.number: [] for t in group}
     by_number = {t.number: t for t in group}
     entrants: list[TrialRecord | None] = [*group, *([None] if baseline else [])]
@@ -271,7 +294,7 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
     base = FinalBaseline(name=baseline[0], samples_ms=base_samples,
                          stats=summarize(base_samples)) if baseline else None
     return FinalRecord(problem=problem_of(group[0]), finalists=rows, tied=tied, winner=winner,
-                       rounds=rounds, baseline=base, duty=duty)
+                       rounds=rounds, samples_per_round=per_round, baseline=base, duty=duty)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 from sweeper.ceilings import cache_root
 from sweeper.devices import DeviceFacts, PlanCosts
-from sweeper.finals import finals_estimate_s
+from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
 from sweeper.fsio import atomic_write
 from sweeper.measure import DEFAULT_DUTY, SUSTAINED
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
@@ -218,7 +218,8 @@ def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[P
                      device.measure_spec(space.measure),
                      flops=flops_of(space.kernel) if counted is not None else None,
                      ops=interpreted_ops_of(space.kernel) if space.kernel in BUILTINS
-                     else None, finals=finals_wanted(space, device), shape=shape)
+                     else None, finals=finals_wanted(space, device), shape=shape,
+                     finals_round=Round.on(device.measure_spec))
     return plan, counted is not None
 
 
@@ -244,7 +245,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
               costs: PlanCosts, measure: MeasureSpec, *,
               flops: Callable[[Problem], int] | None = None,
               ops: Callable[[Config], int | None] | None = None, finals: bool = False,
-              shape: RunShape | None = None) -> Plan:
+              shape: RunShape | None = None, finals_round: Round = GPU_ROUND) -> Plan:
     """The plan, from one pass over the space that keeps no list of configs: memory stays
     flat however large the space (up to the parser's limit) is.  ``costs``: what the
     device declares a trial costs (a replay's: the GPU's its table was recorded on).
@@ -287,7 +288,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     power = computing and measure.duty == "auto"
     finals_duty = fixed.for_finals() if fixed is not None else DEFAULT_DUTY if power else None
     finals_s = sum(finals_estimate_s(count, 1e3 * launch, finals_duty, typical=True,
-                                     rounds=costs.finals_rounds)
+                                     rounds=costs.finals_rounds, round_=finals_round)
                    for count, launch in problems.values()) if finals else 0.0
     trials = valid if budget is None else min(valid, budget)
     parts = {"start-up": shape.costs.startup_s if shape.startup else 0.0, "trials": seconds,

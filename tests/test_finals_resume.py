@@ -15,7 +15,7 @@ from sweeper.report import write_report
 from sweeper.space import load_space
 from sweeper.store import StudyStore
 from sweeper.sweep import Sweep, open_study
-from tests.conftest import SMALL_SPACE
+from tests.conftest import SMALL_SPACE, sweep_study
 
 TWO_PROBLEMS = SMALL_SPACE.replace("footprint: [4KiB]", "footprint: [4KiB, 8KiB]")
 
@@ -107,3 +107,22 @@ def test_a_final_recorded_without_after_trial_still_stands(small_space, tmp_path
     final.pop("after_trial")
     winners = Winners.from_records([FinalRecord.from_json(final)])
     assert winners.missing(store.records()[0]) == []
+
+
+def test_a_final_on_the_interpreter_keeps_its_caps_on_any_measurement(write_space, tmp_path):
+    """The interpreter takes at most 1 warm-up and 5 timed runs of anything it measures:
+    a final's rounds too (on a GPU each entrant takes 2 and 10), and the record says so,
+    as the time budget and `sweeper plan` count it."""
+    from sweeper.devices import open_device
+    from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
+
+    device = open_device("interpret")
+    assert Round.on(device.measure_spec) == Round(warmup=1, samples=5)
+    _, summary = sweep_study(write_space(SMALL_SPACE), device, tmp_path / "s")
+    (final,) = summary.finals
+    assert final.samples_per_round == 5
+    assert len(final.winner_row().samples_ms) == 5 * final.rounds
+    assert all(len(row.samples_ms) % 5 == 0 for row in final.finalists)
+    assert finals_estimate_s(6, 1.0, None, round_=Round(1, 5)) == pytest.approx(
+        finals_estimate_s(6, 1.0, None, round_=GPU_ROUND)
+        - 7 * 5 * 2 * 6 * 1.0 / 1e3, rel=1e-9)   # 7 entrants x 5 rounds: 6 launches fewer

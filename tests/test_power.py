@@ -265,7 +265,7 @@ def test_the_baseline_runs_in_the_finals_rounds_and_the_report_compares_them(
     store = StudyStore(tmp_path / "tiny-interpret")
     final = next(iter(Winners.of(store).finals.values()))
     assert final.baseline.name == "torch copy_"
-    assert len(final.baseline.samples_ms) == final.rounds * 10           # in every round
+    assert len(final.baseline.samples_ms) == final.rounds * final.samples_per_round  # every round
     ratio = final.baseline_ratio()
     assert ratio == pytest.approx(final.baseline.stats.median / final.winner_row().stats.median)
     assert f"{final.baseline_ratio_text()}× torch copy_" in out and "in the same rounds" in out

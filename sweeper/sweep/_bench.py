@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 
 from sweeper.devices import Device, DeviceFacts
+from sweeper.finals import Round
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import StopRule
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
@@ -54,6 +55,8 @@ class Bench:
         #: seconds spent on per-problem work every worker repeats (allocating buffers,
         #: measuring the torch baseline) since the last :meth:`stamps`
         self.repeated: dict[str, float] = {}
+        #: what each entrant of a final takes a round, within the device's caps
+        self.round = Round.on(device.measure_spec)
 
     def trial(self, number: int, choice: Choice) -> TrialRecord:
         """Trial ``number`` of ``choice``: measured (measured again if it showed the
@@ -120,9 +123,10 @@ class Bench:
         config = self.config_of(t)
         rotation = itertools.cycle(self.buffer_sets(config))
         return self.device.measure(lambda: self.kernel.launch(next(rotation), config),
-                                   warmup=2, rule=rule, flush=config.cache == "cold",
-                                   batch=self.measure.batch, graph=self.measure.graph,
-                                   duty=self.power.duty).timing.samples
+                                   warmup=self.round.warmup, rule=rule,
+                                   flush=config.cache == "cold", batch=self.measure.batch,
+                                   graph=self.measure.graph, duty=self.power.duty
+                                   ).timing.samples
 
     def baseline_again(self, t: TrialRecord
                        ) -> tuple[str, Callable[[StopRule], list[float]]] | None:
@@ -134,8 +138,9 @@ class Bench:
         buffers = self.buffer_sets(config)[0]
 
         def measure(rule: StopRule) -> list[float]:
-            return self.device.measure(lambda: self.kernel.baseline(buffers), warmup=2,
-                                       rule=rule, flush=config.cache == "cold",
+            return self.device.measure(lambda: self.kernel.baseline(buffers),
+                                       warmup=self.round.warmup, rule=rule,
+                                       flush=config.cache == "cold",
                                        duty=self.power.duty).timing.samples
         return self.kernel.baseline_name, measure
 

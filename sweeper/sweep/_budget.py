@@ -18,7 +18,7 @@ from collections.abc import Callable
 import optuna
 
 from sweeper.ceilings import Ceilings
-from sweeper.finals import finals_estimate_s, problem_of
+from sweeper.finals import Round, finals_estimate_s, problem_of
 from sweeper.measure import Duty
 from sweeper.outcome import REASON_CHARS
 from sweeper.samplers import ExhaustiveSampler
@@ -77,6 +77,8 @@ class Budgets:
         #: the duty schedule the finals will follow (it may switch during the sweep);
         #: ``None`` where the sweep runs no finals
         self.finals_duty: Callable[[], Duty | None] | None = None
+        #: what each entrant of a final takes a round on this device
+        self.finals_round = Round()
 
     def keep_for_finals(self) -> float:
         """Seconds the time budget keeps for the finals of the problems measured so far,
@@ -85,7 +87,8 @@ class Budgets:
         if self.finals_duty is None:
             return self.trial_s
         duty = self.finals_duty()
-        return self.trial_s + sum(finals_estimate_s(count, median_ms, duty)
+        return self.trial_s + sum(finals_estimate_s(count, median_ms, duty,
+                                                    round_=self.finals_round)
                                   for count, median_ms in self.problems.values())
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
@@ -101,8 +104,8 @@ class Budgets:
         """Whether the time left covers the final of ``entrants`` (one problem's), the
         allowance for a trial in flight included (the sweep stopped with it kept)."""
         fastest = min(t.stats.median for t in entrants if t.stats)
-        return self.time_left() + self.trial_s >= finals_estimate_s(len(entrants), fastest,
-                                                                    duty)
+        return self.time_left() + self.trial_s >= finals_estimate_s(
+            len(entrants), fastest, duty, round_=self.finals_round)
 
     def time_left(self) -> float:
         """Seconds of the time budget left (``inf`` without one)."""

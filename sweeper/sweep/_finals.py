@@ -72,7 +72,8 @@ def final_of(bench: Bench, job: FinalsJob, on_round: OnRound | None = None) -> F
     duty = bench.power.duty = bench.power.finals_duty()
     return remeasure(job.finalists, bench.again, bench.bytes_of, seed=job.seed,
                      baseline=bench.baseline_again(job.finalists[0]),
-                     duty=duty.describe() if duty else "", on_round=on_round)
+                     duty=duty.describe() if duty else "", on_round=on_round,
+                     per_round=bench.round.samples)
 
 
 #: Whether a problem's final (its entrants) may start now; by default, every one may.

@@ -239,7 +239,7 @@ class Sweep:
         budgets.chosen_axes = frozenset(a for a, labels in self.space.choices().items()
                                         if len(labels) > 1 and a not in PROBLEM_AXES)
         if self.run_finals:           # the time budget keeps time for the finals to come
-            budgets.finals_duty = bench.power.finals_duty
+            budgets.finals_duty, budgets.finals_round = bench.power.finals_duty, bench.round
             missing = set(Winners.of(self.store).missing(trials)) if trials else set()
             for t in trials:
                 if problem_of(t) in missing:
