@@ -1,3 +1,5 @@
+import os
+
 import pytest
 import torch
 import triton.language as tl
@@ -109,33 +111,57 @@ def _typo_compiled_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untype
     tl.store(y + offsets, tl.lod(x + offsets), mask=offsets < n)   # tl.lod: a typo
 
 
-def _compile_error(body, block: int) -> BaseException:
-    """What compiling ``body`` at ``BLOCK=block`` for an H100/H200 raises: Triton reaches
-    the error before it needs a GPU or its assembler."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+#: Compiles one of this file's bodies for an H100/H200 in a fresh interpreter and prints
+#: how the trial would record the error: Triton reaches it before it needs a GPU or its
+#: assembler.  A fresh process, because a test before may leave the Triton interpreter's
+#: patches on ``triton.language`` in place (a hung trial's thread still running a launch),
+#: under which a compile for a GPU fails otherwise.
+COMPILE = """
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from sweeper.kernels._jit import jit
+from sweeper.trial import classify
+import tests.test_trial as here
 
-    from sweeper.kernels._jit import jit
+body, block = getattr(here, sys.argv[1]), int(sys.argv[2])
+source = ASTSource(jit(body, interpret=False), constexprs={"BLOCK": block},
+                   signature={"x": "*fp32", "y": "*fp32", "n": "i32", "BLOCK": "constexpr"})
+try:
+    triton.compile(source, target=GPUTarget("cuda", 90, 32))
+except Exception as err:
+    status, reason = classify(err)
+    print(json.dumps([status.value, reason]))
+"""
 
-    source = ASTSource(jit(body, interpret=False), constexprs={"BLOCK": block},
-                       signature={"x": "*fp32", "y": "*fp32", "n": "i32", "BLOCK": "constexpr"})
-    with pytest.raises(Exception) as caught:
-        triton.compile(source, target=GPUTarget("cuda", 90, 32))
-    return caught.value
+
+def _compile_error(body, block: int) -> tuple[TrialStatus, str]:
+    """How a trial records compiling ``body`` at ``BLOCK=block`` for an H100/H200."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", COMPILE, body.__name__, str(block)],
+                          cwd=root, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TRITON_INTERPRET": "0"}, check=True)
+    status, reason = json.loads(done.stdout.strip().splitlines()[-1])
+    return TrialStatus(status), reason
 
 
 def test_a_compile_error_keeps_tritons_message_and_names_the_kernels_line():
     """Compiled for a GPU, a kernel wrong at BLOCK=512 only fails to compile there: the
     reason is Triton's message and the line of the user's file, not Triton's excerpt of
     the source cut at 500 characters; a typo (``tl.lod``) likewise."""
-    status, reason = classify(_compile_error(_wrong_at_512_body, 512))
+    status, reason = _compile_error(_wrong_at_512_body, 512)
     assert status is TrialStatus.COMPILE_ERROR
     line = _wrong_at_512_body.__code__.co_firstlineno + 2
     assert reason == ("CompileTimeAssertionFailure: BLOCK=512 is planted wrong (at "
                       f"test_trial.py:{line}: tl.static_assert(BLOCK != 512, \"BLOCK=512 is "
                       "planted wrong\"))")
-    status, reason = classify(_compile_error(_typo_compiled_body, 64))
+    status, reason = _compile_error(_typo_compiled_body, 64)
     assert status is TrialStatus.COMPILE_ERROR
     assert "has no attribute 'lod'" in reason
     assert reason.endswith(f"(at test_trial.py:{_typo_compiled_body.__code__.co_firstlineno + 2}"
