@@ -20,10 +20,8 @@ from sweeper.trial import TrialStatus
 #: A failure's reason is shown up to this many characters (its first line).
 REASON_CHARS = 120
 
-Problem = ProblemKey
 
-
-def problem_text(problem: Problem) -> str:
+def problem_text(problem: ProblemKey) -> str:
     """``float32 1GiB cold``, ``bfloat16 M=4096 N=2048 K=8192 cold``."""
     return f"{problem.dtype} {problem.problem.describe()} {problem.cache}"
 
@@ -49,7 +47,7 @@ def outcome_lines(trials: Sequence[TrialRecord], winners: Winners, headline: Hea
     whose every launched trial failed gets a line saying how."""
     best = Winners().picks(trials)               # no finals: the sweep's best per problem
     chosen = winners.picks(trials)
-    launched: dict[Problem, list[TrialRecord]] = {}
+    launched: dict[ProblemKey, list[TrialRecord]] = {}
     for t in trials:
         if t.config is not None and t.status is not TrialStatus.INVALID:
             launched.setdefault(problem_of(t), []).append(t)

@@ -30,6 +30,13 @@ def shipped_spaces() -> list[Path]:
     return [path for folder in SPACE_FOLDERS for path in sorted(folder.glob("*.yaml"))]
 
 
+def priors_from_studies(studies_dir, space, gpu, exclude=None) -> list[dict[str, str]]:
+    """Every config of :func:`sweeper.samplers._priors.prior_sources`, in order."""
+    from sweeper.samplers._priors import prior_sources
+
+    return [c for s in prior_sources(studies_dir, space, gpu, exclude) for c in s.configs]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if torch.cuda.is_available():
         return

@@ -29,7 +29,6 @@ from sweeper.cli import main
 from sweeper.errors import StudyError, StudyWarning, SweeperError, WriteError
 from sweeper.finals import Finalist, FinalRecord
 from sweeper.measure import Duty, summarize
-from sweeper.samplers._priors import priors_from_studies
 from sweeper.space import Config, Problem, load_space
 from sweeper.store import (
     FORMAT,
@@ -42,6 +41,7 @@ from sweeper.store import (
     TrialRecord,
 )
 from sweeper.trial import TrialStatus
+from tests.conftest import priors_from_studies
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"

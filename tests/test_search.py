@@ -16,12 +16,11 @@ from sweeper.finals import FinalRecord
 from sweeper.kernels import load_kernel
 from sweeper.measure import Stop, StopReason
 from sweeper.samplers import AutoSampler
-from sweeper.samplers._priors import priors_from_studies
 from sweeper.space import Config, Problem, SamplerSpec, load_space
 from sweeper.store import DriftRecord, StudyStore
 from sweeper.sweep import Sweep, enumerate_choices, open_study
 from sweeper.trial import TrialStatus
-from tests.conftest import shipped_spaces
+from tests.conftest import priors_from_studies, shipped_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = ROOT / "tests" / "data" / "replay"

@@ -51,10 +51,6 @@ class Window:
     power_w_max: float | None = None
     reasons: dict[str, float] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The window as a trial record stores it."""
-        return asdict(self)
-
     @classmethod
     def of(cls, states: list[GpuState]) -> Window:
         """Summarise ``states``: mean, least and most SM clock, mean and peak power, and

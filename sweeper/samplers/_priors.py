@@ -95,12 +95,6 @@ def _best_trials(root: Path, kernel: str, gpu: str
     return PriorSource(study=meta.study), best
 
 
-def priors_from_studies(studies_dir: str | Path, space: Space, gpu: str,
-                        exclude: str | Path | None = None) -> list[dict[str, str]]:
-    """Every config of :func:`prior_sources`, in order."""
-    return [c for s in prior_sources(studies_dir, space, gpu, exclude) for c in s.configs]
-
-
 def _same_problem(choice: Mapping[str, Any], space: Space) -> bool:
     """Were ``choice``'s dtype, footprint and cache values among this space's?"""
     for axis in space.axes:

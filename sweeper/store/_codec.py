@@ -109,9 +109,10 @@ def _stats_load(value: dict[str, Any]) -> Stats:
 #: A resolved config as trial records keep it: flat, its problem's dtype, footprint and
 #: dimensions beside the launch values, ``num_warps`` written out (``block`` / 32); no
 #: ``dims`` for a problem without dimensions (:mod:`sweeper.store._upgrade` gives them).
+PROBLEM_TYPES: dict[str, Any] = {"dtype": str, "footprint": int, "cache": str,
+                                 "dims": dict[str, int]}
 CONFIG_TYPES: dict[str, Any] = {"grid": int, "block": int, "num_warps": int,
-                                "meta": dict[str, int], "dtype": str, "footprint": int,
-                                "cache": str, "dims": dict[str, int]}
+                                "meta": dict[str, int], **PROBLEM_TYPES}
 OPTIONAL = ("dims",)
 
 
@@ -131,18 +132,14 @@ def _config_problem(value: Any, key: str) -> str | None:
 
 
 def _config_load(value: dict[str, Any]) -> Config:
-    problem = Problem(value["dtype"], value["footprint"], tuple(value.get("dims", {}).items()))
-    return Config(problem=problem, grid=value["grid"], block=value["block"],
-                  meta=dict(value["meta"]), cache=value["cache"])
+    key = _problem_key_load(value)
+    return Config(problem=key.problem, grid=value["grid"], block=value["block"],
+                  meta=dict(value["meta"]), cache=key.cache)
 
 
 def _config_dump(config: Config) -> dict[str, Any]:
-    out = {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
-           "meta": dict(config.meta), "dtype": config.problem.dtype,
-           "footprint": config.problem.footprint, "cache": config.cache}
-    if config.problem.dims:
-        out["dims"] = dict(config.problem.dims)
-    return out
+    return {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
+            "meta": dict(config.meta), **_problem_key_dump(ProblemKey.of(config))}
 
 
 def note_codec(cls: type[Note[Any]]) -> Codec:
@@ -161,12 +158,16 @@ def note_codec(cls: type[Note[Any]]) -> Codec:
 def _problem_key_problem(value: Any, key: str) -> str | None:
     if not isinstance(value, dict):
         return f"{key} is {show(value)}, not an object"
-    problem = values_problem(value, {"dtype": str, "footprint": int, "cache": str,
-                                     "dims": dict[str, int]})
-    missing = [k for k in ("dtype", "footprint", "cache") if k not in value]
+    problem = values_problem(value, PROBLEM_TYPES)
+    missing = [k for k in PROBLEM_TYPES if k not in OPTIONAL and k not in value]
     if problem is None and missing:
         problem = f"no {', '.join(missing)}"
     return None if problem is None else f"{key}: {problem}"
+
+
+def _problem_key_load(value: dict[str, Any]) -> ProblemKey:
+    return ProblemKey(value["dtype"], value["footprint"], value["cache"],
+                      tuple(value.get("dims", {}).items()))
 
 
 def _problem_key_dump(key: ProblemKey) -> dict[str, Any]:
@@ -178,11 +179,7 @@ def _problem_key_dump(key: ProblemKey) -> dict[str, Any]:
 
 #: A problem as finals keep it: ``{"dtype", "footprint", "cache", "dims"}``, no ``dims``
 #: for a problem without dimensions.
-PROBLEM_CODEC = Codec(
-    _problem_key_problem,
-    lambda value: ProblemKey(value["dtype"], value["footprint"], value["cache"],
-                             tuple(value.get("dims", {}).items())),
-    _problem_key_dump)
+PROBLEM_CODEC = Codec(_problem_key_problem, _problem_key_load, _problem_key_dump)
 
 CODECS: dict[type, Codec] = {
     Stats: Codec(_stats_problem, _stats_load, Stats.to_dict),

@@ -75,11 +75,6 @@ class StudyMeta:
         """The kernel as tuning files and exported modules name it."""
         return self.kernel_name or self.kernel
 
-    @property
-    def sampler_name(self) -> str:
-        """The sampler that chose its configs."""
-        return str(self.sampler.get("name", ""))
-
 
 #: The fields a study file must hold (those of :class:`StudyMeta` without a default).
 META_REQUIRED = tuple(f.name for f in dataclasses.fields(StudyMeta)

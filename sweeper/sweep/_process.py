@@ -175,12 +175,11 @@ class ProcessWorker(Worker):
                 on_round(got.round, got.finalists)
         if isinstance(got, FinalsOutcome):
             return got
+        self._stop()
         if got is False:
-            self._stop()
             error = (f"no final after {limit:g} s (measure.timeout for each entrant of each "
                      "round); the worker was stopped")
         else:
-            self._stop()
             error = f"the worker process died during the finals ({self._death()})"
         try:
             self.restart(None)
