@@ -129,15 +129,19 @@ def failed_line(trials: Sequence[TrialRecord]) -> str | None:
     return f"failed: {failure_counts(failed)}{common}"
 
 
+def reason_line(t: TrialRecord) -> str:
+    """The first line of ``t``'s reason as the terminal shows it: at most
+    ``REASON_CHARS``, a cut one ending in ``…`` (report.md keeps it whole)."""
+    reason = (t.reason or "no reason recorded").strip().splitlines()[0]
+    return reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS - 1] + "…"
+
+
 def _failure_text(t: TrialRecord) -> str:
     """``#3 grid=sms block=32 BLOCK=256: <the reason's first line>``; the problem is left
     out (the lines around it name it)."""
     config = " ".join(f"{k}={v}" for k, v in t.choice.items() if k not in PROBLEM_AXES)
-    reason = (t.reason or "no reason recorded").strip().splitlines()[0]
-    if len(reason) > REASON_CHARS:
-        reason = reason[:REASON_CHARS - 1] + "…"
-    return f"#{t.number} {config}: {reason}"
+    return f"#{t.number} {config}: {reason_line(t)}"
 
 
 __all__ = ["failed_line", "failure_counts", "nothing_measured", "outcome_lines",
-           "problem_text", "trial_text"]
+           "problem_text", "reason_line", "trial_text"]

@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -465,7 +466,8 @@ def test_a_run_whose_first_configs_all_fail_alike_stops_and_says_why(write_space
     assert line(out, "done: ").startswith("done: 5 measured (5 failed)")
     assert "; stopped: the first 5 configs all failed alike (wrong_answer: " in \
         line(out, "done: ")
-    assert "the kernel, not a config, is at fault; fix it and run again" in line(out, "done: ")
+    assert ("elements differ from the input (first at index 0: 0.0 != "
+            in line(out, "done: "))                      # the reason, whole where it is short
     assert line(out, "failed: ").startswith("failed: 5 wrong_answer (first: #")
     assert "no config produced a number" in err or "no config was measured" in err
 
@@ -487,3 +489,19 @@ def test_failures_that_share_a_value_do_not_stop_the_run(write_space, tmp_path, 
     done = line(out, "done: ")
     assert "stopped: complete" in done and "(12 failed)" in done, done
     assert line(out, "failed: ").endswith("every one with BLOCK=1024")
+
+
+def test_a_reason_is_cut_for_the_terminal_with_an_ellipsis():
+    """The stop line and the failed line show a reason's first line, cut at
+    REASON_CHARS with an ellipsis, never mid-word without one (report.md keeps it whole)."""
+    from sweeper.outcome import REASON_CHARS, reason_line
+
+    def failed(reason):
+        return SimpleNamespace(reason=reason)
+
+    long = "InterpreterError: AttributeError(\"no attribute 'lod'\") (at k.py:20: " + "x" * 200
+    cut = reason_line(failed(long + "\nsecond line"))
+    assert len(cut) == REASON_CHARS and cut.endswith("…") and long.startswith(cut[:-1])
+    assert reason_line(failed("short\nmore")) == "short"
+    assert reason_line(failed(None)) == "no reason recorded"
+

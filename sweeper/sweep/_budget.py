@@ -20,7 +20,7 @@ import optuna
 from sweeper.ceilings import Ceilings
 from sweeper.finals import Round, finals_estimate_s, problem_of
 from sweeper.measure import Duty
-from sweeper.outcome import REASON_CHARS
+from sweeper.outcome import reason_line
 from sweeper.samplers import ExhaustiveSampler
 from sweeper.space import Budget
 from sweeper.store import ProblemKey, TrialRecord
@@ -169,7 +169,7 @@ class Budgets:
                 len(self.alike) >= SHARED_FAILURES or not self._shared()):
             first = self.alike[0]
             return (f"the first {len(self.alike)} configs all failed alike "
-                    f"({first.status.value}: {_first_line(first)}): the kernel, not a config, "
+                    f"({first.status.value}: {reason_line(first)}): the kernel, not a config, "
                     "is at fault; fix it and run again")
         return ""
 
@@ -204,14 +204,10 @@ ALIKE_FAILURES = 5
 SHARED_FAILURES = 4 * ALIKE_FAILURES
 
 
-def _first_line(record: TrialRecord) -> str:
-    return (record.reason or "no reason recorded").strip().splitlines()[0][:REASON_CHARS]
-
-
 def _masked(record: TrialRecord) -> tuple[str, str]:
     """A failure's status and first line with its numbers masked: what failures alike
     share whatever config they ran."""
-    return record.status.value, re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", _first_line(record))
+    return record.status.value, re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", reason_line(record))
 
 
 def _alike(seen: list[TrialRecord], record: TrialRecord) -> list[TrialRecord] | None:
