@@ -59,9 +59,8 @@ class ProgressReporter:
         self._task: TaskID | None = None
         self._finals: TaskID | None = None
         self._done = self._total = 0
-        self._best, self._compiles = "–", ""
+        self._compiles = ""
         self._rounds = self._round = self._final = self._problems = 0
-        self._problem = ""
 
     def start(self, total: int, done: int) -> None:
         self._total, self._done = total, done
@@ -75,10 +74,10 @@ class ProgressReporter:
         unit = self._headline.unit
         last = f"{record.rate(self._headline):.4g} {unit}" if record.ok else \
             record.status.value
-        self._best = f"{best.rate(self._headline):.4g} {unit}" if best else "–"
+        best_text = f"{best.rate(self._headline):.4g} {unit}" if best else "–"
         self._done += 1
         assert self._task is not None, "start() comes before the first trial"
-        self._progress.update(self._task, advance=1, left=f"best {self._best}",
+        self._progress.update(self._task, advance=1, left=f"best {best_text}",
                               right=f"last {last}{self._compiles}")
         self._draw(force=self._done >= self._total)
 
@@ -98,10 +97,10 @@ class ProgressReporter:
         if self._finals is None:
             return
         self._final, self._round = self._final + 1, 0
-        self._problem = (f"{self._final} of {self._problems}: {problem}"
-                         if self._problems > 1 else problem)
+        named = f"{self._final} of {self._problems}: {problem}" if self._problems > 1 \
+            else problem
         self._progress.update(self._finals, completed=(self._final - 1) * self._rounds,
-                              left=self._problem, right=self._finalists(0, finalists))
+                              left=named, right=self._finalists(0, finalists))
         self._draw(force=True)
 
     def final_round(self, round_: int, finalists: int) -> None:

@@ -61,8 +61,8 @@ class SpreadHints:
     """For an adaptive sampler without a kernel model (``tpe``, ``random``, ``gp`` ...),
     whose next proposal depends on the outcome in flight: every valid config (``configs``,
     each named as the sampler names it by ``params`` when reached) in an order shuffled
-    by ``seed``, so the
-    pool builds the space's binaries, evenly over its axes, while trials run.  The
+    by ``seed``, so the pool builds the space's binaries, evenly over its axes, while
+    trials run.  The
     sampler is never asked early, so what it proposes, and its trials to the best, are
     those of a sweep without a pool; a proposal whose binary is built loads it instead of
     compiling.  Each call goes on from the config the last one stopped at (those before

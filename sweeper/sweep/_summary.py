@@ -36,8 +36,8 @@ class Reporter(Protocol):
         configs and the torch baseline."""
 
     def final_round(self, round_: int, finalists: int) -> None:
-        """Round ``round_`` of the current final ended; ``finalists`` are still in it (a
-        final measured in worker processes reports no rounds, only its end)."""
+        """Round ``round_`` of the current final ended; ``finalists`` are still in it (with
+        finals on several GPUs, the first GPU's rounds)."""
 
     def final_done(self) -> None:
         """The current final ended (after however many rounds it needed)."""
