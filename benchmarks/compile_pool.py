@@ -134,7 +134,7 @@ def ab(device: Any, target: Target, workers: int, count: int, rounds: int,
     from sweeper.measure import StopRule
 
     space, items = configs(ROOT / "spaces" / "copy.yaml", device, count)
-    kernel = load_kernel(space.kernel)
+    kernel = load_kernel(space.kernel, space.kernel_options)
     samples: dict[tuple[str, bool], list[float]] = {}
     for _ in range(rounds):
         for busy in (False, True):

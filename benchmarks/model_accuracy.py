@@ -51,7 +51,7 @@ def launches(table: Path, space_path: str) -> tuple[Kernel, list[Launch]]:
     """The table's kernel, and its measured launches: (config, SMs, seconds, throughput)."""
     device = open_device(f"replay:{table}")
     space = load_space(ROOT / space_path)
-    kernel, sms = load_kernel(space.kernel), device.facts().sms
+    kernel, sms = load_kernel(space.kernel, space.kernel_options), device.facts().sms
     rows = [(config, sms, seconds, kernel.bytes_moved(config.problem) / seconds)
             for _, config, seconds in measured_rows(device, space)]
     return kernel, rows

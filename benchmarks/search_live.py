@@ -67,7 +67,7 @@ def main() -> None:
     root = Path(args.out)
     device = open_device(args.device)
     space = load_space(ROOT / args.space)
-    kernel = load_kernel(space.kernel)
+    kernel = load_kernel(space.kernel, space.kernel_options)
     unlimited = dataclasses.replace(space.budget, trials=None, time_s=None)
 
     exhaustive = dataclasses.replace(space, sampler=SamplerSpec(name="exhaustive", seed=0),

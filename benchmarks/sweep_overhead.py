@@ -73,7 +73,7 @@ def main() -> None:
     breakdown = "--breakdown" in sys.argv[1:]
     space = load_space(args[0] if args else "spaces/copy.yaml")
     device = open_device("cuda")
-    kernel = load_kernel(space.kernel)
+    kernel = load_kernel(space.kernel, space.kernel_options)
     facts = device.facts()
     valid, _ = enumerate_choices(space, facts.env())
     configs = [(tuple(sorted(c.items())), space.resolve(c, facts.env())) for c in valid]
