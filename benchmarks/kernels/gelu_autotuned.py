@@ -10,6 +10,7 @@ import triton.language as tl
 
 import sweeper
 
+
 @triton.autotune(configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=w)
                           for b in (256, 512, 1024, 2048, 4096, 8192) for w in (1, 2, 4, 8)],
                  key=["n_elements"])
