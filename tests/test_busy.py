@@ -51,7 +51,12 @@ def test_the_kernel_time_comes_from_the_samples_and_the_rest_is_named():
     line = got.line()
     assert line.startswith(f"gpu busy {100 * got.share:.1f}% of 10.0 s (timed launches")
     assert "compile 1.5 s" in line and "cool-down 2.0 s" in line
-    assert json.loads(json.dumps(got.to_json()))["parts"]["compile"] == 1.5
+    # the trials alone: their launches over the 9 s of the sweep the finals did not take
+    assert got.trials_share == pytest.approx((got.timed_s + got.warmup_s) / 9.0, abs=1e-4)
+    assert f"without the finals' 1.0 s {100 * got.trials_share:.1f}%" in line
+    kept = json.loads(json.dumps(got.to_json()))
+    assert kept["parts"]["compile"] == 1.5 and kept["trials_share"] == got.trials_share
+    assert kept["finals_wall_s"] == 1.0
 
 
 def test_two_gpus_count_twice_the_wall():
@@ -59,6 +64,7 @@ def test_two_gpus_count_twice_the_wall():
     one = busy(trials, [], wall_s=1.0, finals_wall_s=0.0, gpus=1, warmup=0)
     two = busy(trials, [], wall_s=1.0, finals_wall_s=0.0, gpus=2, warmup=0)
     assert two.share == pytest.approx(one.share / 2) and "x 2 GPUs" in two.line()
+    assert "without the finals" not in one.line() and one.trials_share == one.share
     assert two.parts["coordinator and idle"] == pytest.approx(2.0 - 0.01)
 
 
@@ -77,6 +83,11 @@ def test_a_run_says_keeps_and_reports_how_busy_it_kept_the_device(write_space, t
     assert 0 < kept["share"] < 1 and kept["gpus"] == 1 and kept["parts"]["compile"] > 0
     assert line.startswith(f"interpret busy {100 * kept['share']:.1f}% of")
     assert kept["label"] == "interpret"
+    if kept["finals_wall_s"] >= 0.05:      # the trials' own share, said beside the whole's
+        assert f"without the finals' {kept['finals_wall_s']:.1f} s" in line
+        assert kept["trials_share"] == pytest.approx(
+            (kept["timed_s"] + kept["warmup_s"]) / (kept["wall_s"] - kept["finals_wall_s"]),
+            abs=2e-3)
     report = (tmp_path / "tiny-interpret" / "report.md").read_text()
     assert f"| busy in the last run | interpret busy {100 * kept['share']:.1f}% of" in report
     assert json.loads((tmp_path / "tiny-interpret" / "report.json").read_text())[

@@ -40,6 +40,10 @@ class Busy:
     parts: dict[str, float] = field(default_factory=dict)
     #: what ran the launches: ``gpu``, or a device without one (``interpret``)
     label: str = "gpu"
+    #: seconds of ``wall_s`` the finals took: under a power schedule they are mostly the
+    #: cool-downs that put every finalist in the same state, so the search's own share
+    #: (:attr:`trials_share`) is said apart
+    finals_wall_s: float = 0.0
 
     @property
     def kernel_s(self) -> float:
@@ -52,13 +56,23 @@ class Busy:
         digits: the line printed and the figure kept are the same number."""
         return round(self.kernel_s / (self.wall_s * self.gpus), 4) if self.wall_s > 0 else 0.0
 
+    @property
+    def trials_share(self) -> float:
+        """The share of the sweep's GPU time without its finals spent on the trials' timed
+        and warm-up launches, to four digits: how busy the search itself kept the GPUs."""
+        wall = (self.wall_s - self.finals_wall_s) * self.gpus
+        return round((self.timed_s + self.warmup_s) / wall, 4) if wall > 0 else 0.0
+
     def line(self) -> str:
-        """``gpu busy 23.4% of 10.2 s (...); the rest: compile 3.1 s, ...``."""
+        """``gpu busy 23.4% of 10.2 s (...); the rest: compile 3.1 s, ...``, and the
+        trials' own share where finals ran."""
         on = f" x {self.gpus} GPUs" if self.gpus > 1 else ""
         rest = ", ".join(f"{k} {v:.1f} s" for k, v in self.parts.items() if v >= 0.05)
         finals = f", finals {self.finals_s:.2f} s" if self.finals_s else ""
+        alone = (f"; without the finals' {self.finals_wall_s:.1f} s "
+                 f"{100 * self.trials_share:.1f}%") if self.finals_wall_s >= 0.05 else ""
         return (f"{self.label} busy {100 * self.share:.1f}% of {self.wall_s:.1f} s{on} (timed "
-                f"launches {self.timed_s:.2f} s, warm-up {self.warmup_s:.2f} s{finals})"
+                f"launches {self.timed_s:.2f} s, warm-up {self.warmup_s:.2f} s{finals}){alone}"
                 f"{f'; the rest: {rest}' if rest else ''}")
 
     def to_json(self) -> dict[str, Any]:
@@ -66,6 +80,8 @@ class Busy:
         return {"label": self.label, "share": self.share, "wall_s": round(self.wall_s, 3),
                 "gpus": self.gpus, "timed_s": round(self.timed_s, 3),
                 "warmup_s": round(self.warmup_s, 3), "finals_s": round(self.finals_s, 3),
+                "finals_wall_s": round(self.finals_wall_s, 3),
+                "trials_share": self.trials_share,
                 "parts": {k: round(v, 3) for k, v in self.parts.items()}}
 
 
@@ -93,4 +109,5 @@ def busy(trials: Sequence[TrialRecord], finals: Sequence[FinalRecord], *, wall_s
     accounted = timed + warm + in_finals + sum(parts.values())
     parts["coordinator and idle"] = max(0.0, wall_s * gpus - accounted)
     return Busy(wall_s=wall_s, gpus=gpus, timed_s=timed, warmup_s=warm, finals_s=in_finals,
-                parts={k: v for k, v in parts.items() if v > 0}, label=label)
+                parts={k: v for k, v in parts.items() if v > 0}, label=label,
+                finals_wall_s=finals_wall_s)
