@@ -57,10 +57,14 @@ def launches(table: Path, space_path: str) -> tuple[Kernel, list[Launch]]:
     return kernel, rows
 
 
-def accuracy(table: Path, space_path: str) -> tuple[float, int, float, float | None]:
+def accuracy(table: Path, space_path: str) -> tuple[float, int, float, float | None] | None:
+    """The table's figures (see the module docstring); ``None`` for a kernel without a
+    model (a CUDA C or short kernel: ``auto`` searches it by pattern)."""
     kernel, launched = launches(table, space_path)
     rows = [(speed, seconds, kernel.model(config, sms))
             for config, sms, seconds, speed in launched]
+    if any(r[2] is None for r in rows):
+        return None
     best, top = max(r[0] for r in rows), max(r[2] for r in rows)
     rho = float(spearmanr([r[0] for r in rows], [r[2] for r in rows]).statistic)
     by_guess = sorted(rows, key=lambda r: -r[2])
@@ -82,7 +86,11 @@ def main(argv: list[str] | None = None) -> None:
           "| mean abs log error, relative | mean abs log error, time |")
     print("|---|---|---|---|---|")
     for name, space_path in tables.items():
-        rho, rank, relative, timed = accuracy(table_path(name), space_path)
+        figures = accuracy(table_path(name), space_path)
+        if figures is None:
+            print(f"| {name} | no kernel model | | | |")
+            continue
+        rho, rank, relative, timed = figures
         print(f"| {name} | {rho:.2f} | {rank} | {relative:.2f} | "
               f"{'–' if timed is None else f'{timed:.2f}'} |")
 

@@ -139,6 +139,35 @@ def test_auto_proposes_priors_first_and_only_valid_configs():
     assert len({tuple(sorted(s.items())) for s in seen}) == 5
 
 
+def test_auto_proposes_with_blas_on_one_thread_and_gives_the_threads_back(monkeypatch):
+    """A proposal's small matrices run on one BLAS thread (more spin beside the worker's
+    compiles); the process's own setting is back once the proposal is made."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    axes = {"a": [str(i) for i in range(6)], "b": [str(i) for i in range(6)]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
+    sampler = AutoSampler(axes, valid, seed=0, guesses=[1.0 + int(c["a"]) for c in valid])
+    during: list[set[int]] = []
+    propose = sampler.strategy.propose
+
+    def watched():
+        during.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        return propose()
+
+    monkeypatch.setattr(sampler.strategy, "propose", watched)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+    with threadpool_limits(limits=2, user_api="blas"):
+        for _ in range(12):
+            trial = study.ask(dists)
+            study.tell(trial, float(int(trial.params["a"]) * int(trial.params["b"]) + 1))
+        after = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    assert during and all(threads == {1} for threads in during)
+    assert after == {2}
+
+
 def test_the_surrogate_fits_its_length_scales_with_the_exact_gradient():
     """The fit hands L-BFGS the marginal likelihood's analytic gradient (one Cholesky per
     step instead of one per dimension and step); it must be the true one."""

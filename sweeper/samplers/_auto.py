@@ -38,6 +38,7 @@ from sweeper.samplers._auto_model import ModelGuidedSearch
 from sweeper.samplers._auto_pattern import PatternSearch
 from sweeper.samplers._auto_state import Phase, Proposal, SearchState, Strategy
 from sweeper.samplers._exhaustive import PlannedSampler
+from sweeper.samplers._surrogate import one_blas_thread
 
 
 class AutoSampler(PlannedSampler):
@@ -84,7 +85,8 @@ class AutoSampler(PlannedSampler):
         worker) are not proposed again; the search goes on from the outcomes told."""
         self.state.sync(study)
         self.state.note_pending(study, trial.number)
-        proposal = self._next()
+        with one_blas_thread():
+            proposal = self._next()
         self._pending = None if proposal is None else proposal[0]
         self.phases.append(Phase.TPE if proposal is None else proposal[1])
 
