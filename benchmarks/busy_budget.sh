@@ -20,6 +20,9 @@
 #   command   benchmarks/command_overhead.py spaces/copy.yaml, warm cache: sweeper run
 #             against the bare-loop script
 #   budget    spaces/matmul-shapes.yaml with --time 12s (it needs more), warm cache
+#   spread    spaces/matmul-8k.yaml under TPE, 15 trials, each from an empty Triton cache:
+#             the compile pool fed every valid config in a seeded order (SpreadHints, the
+#             default) against --compile-workers 0 (each trial compiles its own)
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -113,6 +116,11 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     tail -15 "$OUT/command.log" ;;
   budget)
     run budget-12s shapes spaces/matmul-shapes.yaml --time 12s ;;
+  spread)
+    sed 's/^sampler: exhaustive/sampler: tpe/' spaces/matmul-8k.yaml > "$studies/matmul-8k-tpe.yaml"
+    run spread-pool spread-pool "$studies/matmul-8k-tpe.yaml" --trials 15 --no-report
+    run spread-none spread-none "$studies/matmul-8k-tpe.yaml" --trials 15 --no-report \
+        --compile-workers 0 ;;
   esac
 done
 echo
