@@ -5,7 +5,7 @@ with the sweep's best."""
 
 import pytest
 
-import sweeper.sweep._finals as finals_module
+import sweeper.sweep._workers as workers_module
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.export import export_study
@@ -31,7 +31,7 @@ def _sweep(path, root, **kwargs):
 
 def _killed_at_final(monkeypatch, nth):
     """``remeasure`` dies (as a killed process would) when the ``nth`` final starts."""
-    real, calls = finals_module.remeasure, []
+    real, calls = workers_module.remeasure, []
 
     def dying(*args, **kwargs):
         calls.append(1)
@@ -39,7 +39,7 @@ def _killed_at_final(monkeypatch, nth):
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(finals_module, "remeasure", dying)
+    monkeypatch.setattr(workers_module, "remeasure", dying)
     return calls
 
 
