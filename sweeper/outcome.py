@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.core._units import counted
-from sweeper.finals import Pick, Winners, problem_of
+from sweeper.finals import problem_of
 from sweeper.kernels import Headline
 from sweeper.store import ProblemKey, TrialRecord
 from sweeper.trial import TrialStatus
+from sweeper.winners import Pick, Winners
 
 #: A failure's reason is shown up to this many characters (its first line).
 REASON_CHARS = 120

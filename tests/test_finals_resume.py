@@ -9,12 +9,13 @@ import sweeper.sweep._workers as workers_module
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.export import export_study
-from sweeper.finals import UNFINISHED, FinalRecord, Winners
+from sweeper.finals import FinalRecord
 from sweeper.kernels import load_kernel
 from sweeper.report import write_report
 from sweeper.space import load_space
 from sweeper.store import StudyStore
 from sweeper.sweep import Sweep, open_study
+from sweeper.winners import UNFINISHED, Winners
 from tests.conftest import SMALL_SPACE, sweep_study
 
 TWO_PROBLEMS = SMALL_SPACE.replace("footprint: [4KiB]", "footprint: [4KiB, 8KiB]")

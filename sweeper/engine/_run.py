@@ -395,7 +395,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
               f"{summary.saved_ms:.4g} ms of GPU time")
     if space.budget.target is not None and isinstance(limits, str):
         say(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
-    from sweeper.finals import Winners
+    from sweeper.winners import Winners
 
     for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
         say(line)

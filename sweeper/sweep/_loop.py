@@ -27,7 +27,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.devices import Device
-from sweeper.finals import ROUNDS, Winners, problem_of
+from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
 from sweeper.outcome import problem_text
 from sweeper.plugins import sampler_capabilities
@@ -62,6 +62,7 @@ from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 from sweeper.sweep._timing import Timeline
 from sweeper.sweep._workers import AskedAhead, InlineWorker, Job, Outcome, Worker, Workers
 from sweeper.trial import TrialStatus
+from sweeper.winners import Winners
 
 
 @dataclass
