@@ -280,11 +280,9 @@ def kernel_line(err: BaseException) -> str | None:
     import os
     import sysconfig
 
-    import sweeper
-
     theirs = tuple(os.path.realpath(p) + os.sep for p in (
         sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"], os.path.dirname(sweeper.__file__)))
+        sysconfig.get_paths()["platlib"], os.path.dirname(__file__)))     # sweeper's folder
     for frame in reversed(traceback.extract_tb(err.__traceback__)):
         path = os.path.realpath(frame.filename)
         if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:
