@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.core._units import counted
+from sweeper.escape import cut
 from sweeper.finals import problem_of
 from sweeper.kernels import Headline
 from sweeper.store import ProblemKey, TrialRecord
@@ -134,7 +135,7 @@ def reason_line(t: TrialRecord) -> str:
     """The first line of ``t``'s reason as the terminal shows it: at most
     ``REASON_CHARS``, a cut one ending in ``…`` (report.md keeps it whole)."""
     reason = (t.reason or "no reason recorded").strip().splitlines()[0]
-    return reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS - 1] + "…"
+    return cut(reason, REASON_CHARS, "…")
 
 
 def _failure_text(t: TrialRecord) -> str:
