@@ -16,7 +16,7 @@ from sweeper.escape import cut
 from sweeper.finals import problem_of
 from sweeper.kernels import Headline
 from sweeper.store import ProblemKey, TrialRecord
-from sweeper.trial import TrialStatus
+from sweeper.trial import FAILURES, TrialStatus
 from sweeper.winners import Pick, Winners
 
 #: A failure's reason is shown up to this many characters (its first line).
@@ -119,10 +119,10 @@ def failed_line(trials: Sequence[TrialRecord]) -> str | None:
     trials (``trials``: its own, measured or failed) by status, each with its first config
     and reason, and the labels every failed config shares while the configs that did not
     fail do not (what the failures have in common); ``None`` when none failed."""
-    failed = [t for t in trials if t.status.value not in ("ok", "invalid", "abandoned")]
+    failed = [t for t in trials if t.status in FAILURES]
     if not failed:
         return None
-    fine = [t for t in trials if t.status.value in ("ok", "abandoned")]
+    fine = [t for t in trials if t.status in (TrialStatus.OK, TrialStatus.ABANDONED)]
     shared = set.intersection(*(set(t.choice.items()) for t in failed))
     telling = sorted((axis, label) for axis, label in shared
                      if axis not in PROBLEM_AXES and fine and

@@ -56,6 +56,9 @@ class TrialStatus(str, enum.Enum):
     IMPOSSIBLE = "impossible"              # faster than the device's physical bounds allow
 
 
+#: The statuses of a trial that failed: all but a measured one (``ok``, or ``abandoned``
+#: once clearly slower than the best) and a config ruled out before it ran (``invalid``).
+FAILURES = frozenset(TrialStatus) - {TrialStatus.OK, TrialStatus.ABANDONED, TrialStatus.INVALID}
 #: The statuses that are the kernel's fault, not the space's (a constraint, a config too
 #: big for the GPU, a replay table's gap) nor the search's (abandoned): a run with any
 #: ends ``sweeper run`` with its own exit status, and the same one on every early trial

@@ -369,11 +369,11 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     """What this run did, each problem's outcome, the report (each timed on ``clock``);
     why nothing came of it (said on stderr), or None."""
     from sweeper.outcome import failed_line, nothing_measured, outcome_lines
+    from sweeper.trial import FAILURES
 
     say = _Printer(options.silent)          # the summary, unless silent
 
-    failed = sum(1 for t in summary.trials[summary.resumed:]
-                 if t.status.value not in ("ok", "invalid", "abandoned"))
+    failed = sum(1 for t in summary.trials[summary.resumed:] if t.status in FAILURES)
     say(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
