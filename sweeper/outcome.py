@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from sweeper.core._model import PROBLEM_AXES
+from sweeper.core._model import PROBLEM_AXES, launch_text
 from sweeper.core._units import counted
 from sweeper.escape import cut
 from sweeper.finals import problem_of
@@ -33,13 +33,12 @@ def trial_text(t: TrialRecord, headline: Headline, median: float | None = None) 
     interleaved final's) and the kernel's headline rate at that median."""
     cfg = t.config
     assert cfg is not None                          # a measured trial's config
-    meta = "".join(f" {k}={v}" for k, v in cfg.meta.items())
     grid = t.choice["grid"]
     grid_text = f"{grid} (={cfg.grid})" if grid != str(cfg.grid) else grid
     rate = t.rate(headline, median)
     median = t.stats.median if median is None and t.stats else median
-    return (f"#{t.number} grid={grid_text} block={cfg.block}{meta}: median {median:.4g} ms, "
-            f"{rate:.4g} {headline.unit}")
+    return (f"#{t.number} {launch_text(grid_text, cfg.block, cfg.meta)}: median {median:.4g} "
+            f"ms, {rate:.4g} {headline.unit}")
 
 
 def outcome_lines(trials: Sequence[TrialRecord], winners: Winners, headline: Headline

@@ -34,7 +34,7 @@ from sweeper.measure import (
     throughput,
 )
 from sweeper.measure._duty import POWER_CAP
-from sweeper.space import Config, MeasureSpec
+from sweeper.space import Config, MeasureSpec, launch_text
 
 if TYPE_CHECKING:      # a trial's status and records are read without importing torch
     import torch
@@ -158,8 +158,8 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
         if os.environ.get(DEBUG_ENV):
-            print(f"sweeper --debug: a trial of grid={config.grid} block={config.block} "
-                  f"{' '.join(f'{k}={v}' for k, v in config.meta.items())} failed "
+            print("sweeper --debug: a trial of "
+                  f"{launch_text(config.grid, config.block, config.meta)} failed "
                   f"({status.value}):\n{traceback.format_exc()}", file=sys.stderr, flush=True)
         return TrialResult(status, reason, cold_s=cold_s, seconds=dict(spent))
     for what, seconds in measured.seconds.items():
