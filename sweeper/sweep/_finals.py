@@ -2,11 +2,11 @@
 interleaved rounds, the torch baseline among them, to choose its winner
 (:mod:`sweeper.finals` says how).
 
-Measuring in its own process, the coordinator measures them itself (:func:`run_finals`).
-With worker processes, each worker measures the same finalists on its own GPU, all at once
-(a :class:`~sweeper.sweep._workers.FinalsJob`), and with several GPUs each final is
-recorded with its GPU (:func:`run_finals_everywhere`); how they agree is read from those
-records (:mod:`sweeper.consensus`).
+The sweep's workers measure them (:func:`run_finals`): the one in the coordinator's own
+process, or with worker processes each worker the same finalists on its own GPU, all at
+once (a :class:`~sweeper.sweep._workers.FinalsJob`); with several GPUs each final is
+recorded with its GPU, and how they agree is read from those records
+(:mod:`sweeper.consensus`).
 
 Only problems without a current final take part, and each problem's finals are appended
 to the journal as soon as they are done: a run stopped halfway keeps those finished, and
@@ -21,45 +21,25 @@ from typing import Any
 from sweeper.finals import FinalRecord, finalists, problem_of
 from sweeper.measure import Duty
 from sweeper.store import ProblemKey, Storage, TrialRecord
-from sweeper.sweep._bench import Bench
 from sweeper.sweep._summary import Reporter
-from sweeper.sweep._workers import FinalsJob, Workers, final_of
+from sweeper.sweep._workers import FinalsJob, Workers
 
 #: Whether a problem's final (its entrants) may start now; by default, every one may.
 Covered = Callable[[list[TrialRecord]], bool]
 
 
-def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Bench,
-               store: Storage, seed: int, reporter: Reporter,
-               covered: Covered = lambda entrants: True) -> list[FinalRecord]:
-    """The finals of ``problems`` among ``trials``, measured on ``bench`` with the
-    sampler's ``seed`` (which shuffles the rounds), one record each, their rounds told to
-    ``reporter``; a problem whose final is not ``covered`` (by the time budget) is left
-    for the next run."""
-    newest = max(t.number for t in trials)
-    finals = []
-    for chosen in _finalists_of(trials, problems):
-        if not covered(chosen):
-            continue
-        record = final_of(bench, FinalsJob(chosen, seed), reporter.final_round)
-        reporter.final_done()
-        record.after_trial = newest
-        store.append(record)
-        finals.append(record)
-    return finals
-
-
-def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
-                          workers: Workers, store: Storage, seed: int, duty: Duty | None,
-                          keep_extras: Callable[[list[Any]], None], reporter: Reporter,
-                          covered: Covered = lambda entrants: True
-                          ) -> tuple[list[FinalRecord], list[str]]:
-    """The finals of ``problems`` measured on every worker's GPU at once, one record per
-    GPU (naming it), appended problem by problem, the first GPU's rounds told to
-    ``reporter``; ``keep_extras`` keeps the records the
-    workers' measuring added.  Returns the finals and, for a GPU whose worker died or hung
-    during a final, what happened (its other GPUs' finals are kept).  A problem whose
-    final is not ``covered`` (by the time budget) is left for the next run."""
+def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: Workers,
+               store: Storage, seed: int, duty: Duty | None,
+               keep_extras: Callable[[list[Any]], None], reporter: Reporter,
+               covered: Covered = lambda entrants: True
+               ) -> tuple[list[FinalRecord], list[str]]:
+    """The finals of ``problems`` among ``trials``, measured by every worker at once (each
+    on its own GPU) with the sampler's ``seed`` (which shuffles the rounds), one record per
+    GPU (naming it where there are several), appended problem by problem, the first
+    worker's rounds told to ``reporter``; ``keep_extras`` keeps the records the workers'
+    measuring added.  Returns the finals and, for a GPU whose worker died or hung during a
+    final, what happened (its other GPUs' finals are kept).  A problem whose final is not
+    ``covered`` (by the time budget) is left for the next run."""
     newest = max(t.number for t in trials)
     finals: list[FinalRecord] = []
     lost: list[str] = []
@@ -76,7 +56,7 @@ def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
                 lost.append(f"{worker.slot or 'a worker'}, {problem_of(chosen[0])}: "
                             f"{outcome.error}")
                 continue
-            # one GPU's final names none, as the coordinator's own would
+            # one GPU's final names none
             outcome.record.gpu = worker.slot if workers.several else None
             outcome.record.after_trial = newest
             store.append(outcome.record)
