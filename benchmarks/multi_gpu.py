@@ -37,12 +37,12 @@ import tempfile
 from pathlib import Path
 
 from sweeper.devices import open_device
-from sweeper.finals import Winners
 from sweeper.kernels import load_kernel
 from sweeper.outcome import problem_text
 from sweeper.space import load_space
 from sweeper.store import StudyStore
 from sweeper.sweep import Sweep, SweepSummary, open_study
+from sweeper.winners import Winners
 
 
 def sweep(space_path: str, root: Path, gpus: list[int]) -> tuple[float, StudyStore]:

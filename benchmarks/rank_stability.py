@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sweeper.finals import Winners
 from sweeper.measure import spearman
 from sweeper.store import StudyStore
+from sweeper.winners import Winners
 
 
 def medians(store: StudyStore) -> dict[tuple[str, ...], tuple[int, float]]:

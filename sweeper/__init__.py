@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sweeper._version import __version__
 from sweeper.errors import SpaceError, SweeperError
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from sweeper.kernels._cuda_form import cuda
     from sweeper.kernels._short_form import kernel
     from sweeper.launcher import tuned_kernel
-
-__version__ = "0.1.0"
 
 #: Public names imported on first use, and the module each lives in.
 _LAZY = {"TunedConfig": "sweeper.export", "tuned": "sweeper.export",

@@ -25,13 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sweeper.finals import FinalRecord
 from sweeper.measure import PRACTICAL
 from sweeper.store import GpuSlot, ProblemKey, TrialRecord
-
-if TYPE_CHECKING:      # the records are read, never made, here: finals.py calls this module
-    from sweeper.finals import FinalRecord
 
 #: One config is good enough for every GPU when it is this close to each GPU's best: the
 #: same 1 % of every launch's time that the finals and ``compare`` call a real difference.

@@ -20,6 +20,9 @@ for text to act as something else, and its own escape here:
   ``<!--`` change how it is parsed: :func:`script_json` writes ``<``, ``>`` and ``&`` as
   JSON's ``\\u`` escapes (its script then puts strings into the page only as text).
 
+Anywhere, text too long for its line (a value quoted in an error, a reason on the
+terminal) is cut short by :func:`cut`, ending in a mark that says so.
+
 Python source is not here: a generated module gets every string from data through
 ``repr`` or a JSON literal, never inside quotes of its own (:mod:`sweeper.export_triton`).
 """
@@ -48,6 +51,12 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def cut(text: str, limit: int, mark: str = "...") -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and ``mark`` in
+    ``limit`` characters: one value from data cannot flood a message or a line."""
+    return text if len(text) <= limit else text[:limit - len(mark)] + mark
 
 
 def csv_cell(text: str) -> str:
@@ -80,4 +89,5 @@ def script_json(data: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-__all__ = ["FORMULA_START", "csv_cell", "csv_uncell", "md_text", "printable", "script_json"]
+__all__ = ["FORMULA_START", "csv_cell", "csv_uncell", "cut", "md_text", "printable",
+           "script_json"]

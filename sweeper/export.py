@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from sweeper.dispatch import TOP_K
 from sweeper.errors import SweeperError
-from sweeper.finals import UNFINISHED, Pick, Winners, problem_of
+from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
@@ -28,6 +28,7 @@ from sweeper.space import Problem
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
 from sweeper.tuning import EMPTY, TopConfig, TuningEntry, merged, read_tuning, tuning_path
+from sweeper.winners import UNFINISHED, Pick, Winners
 
 #: The files that are a study's record (and its lock), which no export may write over.
 RECORD_FILES = (META, JOURNAL, REJECTED, CLAIMS, LOCK)

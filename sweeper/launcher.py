@@ -29,7 +29,7 @@ from typing import Any
 from sweeper.errors import SweeperError
 from sweeper.launch_timing import Measured, Timer, measure, resetter, timer_for
 from sweeper.lookup import Candidate, TunedConfig, Tuning, current_gpu, warn_for
-from sweeper.space import show_dims
+from sweeper.space import launch_text, show_dims
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ class TunedKernel:
         tensors = [v for v in bound.values() if hasattr(v, "dtype")]
         reset = resetter([self._tensor(bound, n) for n in self.restore],
                          [self._tensor(bound, n) for n in self.reset_to_zero])
-        names = [_describe(c) for c in candidates]
+        names = [launch_text(c.grid, c.block, c.meta) for c in candidates]
         found = measure([partial(launch, *args, **kwargs) for launch in launchers], reset,
                         self.timer or timer_for(tensors), names=names)
         self.measured[cache_key] = found
@@ -196,12 +196,6 @@ class TunedKernel:
         if self._by_footprint and dtype is not None:
             return {"footprint": shape[0] * dtype.itemsize}
         return dict(zip(self.key, shape, strict=True))
-
-
-def _describe(candidate: Candidate) -> str:
-    """``grid=6 block=64 BLOCK=512``: a candidate as the log line names it."""
-    meta = "".join(f" {k}={v}" for k, v in candidate.meta.items())
-    return f"grid={candidate.grid} block={candidate.block}{meta}"
 
 
 def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from sweeper.core._model import PROBLEM_AXES
+from sweeper.core._model import PROBLEM_AXES, launch_text
 from sweeper.core._units import counted
-from sweeper.finals import Pick, Winners, problem_of
+from sweeper.escape import cut
+from sweeper.finals import problem_of
 from sweeper.kernels import Headline
 from sweeper.store import ProblemKey, TrialRecord
-from sweeper.trial import TrialStatus
+from sweeper.trial import FAILURES, TrialStatus
+from sweeper.winners import Pick, Winners
 
 #: A failure's reason is shown up to this many characters (its first line).
 REASON_CHARS = 120
@@ -31,13 +33,12 @@ def trial_text(t: TrialRecord, headline: Headline, median: float | None = None) 
     interleaved final's) and the kernel's headline rate at that median."""
     cfg = t.config
     assert cfg is not None                          # a measured trial's config
-    meta = "".join(f" {k}={v}" for k, v in cfg.meta.items())
     grid = t.choice["grid"]
     grid_text = f"{grid} (={cfg.grid})" if grid != str(cfg.grid) else grid
     rate = t.rate(headline, median)
     median = t.stats.median if median is None and t.stats else median
-    return (f"#{t.number} grid={grid_text} block={cfg.block}{meta}: median {median:.4g} ms, "
-            f"{rate:.4g} {headline.unit}")
+    return (f"#{t.number} {launch_text(grid_text, cfg.block, cfg.meta)}: median {median:.4g} "
+            f"ms, {rate:.4g} {headline.unit}")
 
 
 def outcome_lines(trials: Sequence[TrialRecord], winners: Winners, headline: Headline
@@ -117,10 +118,10 @@ def failed_line(trials: Sequence[TrialRecord]) -> str | None:
     trials (``trials``: its own, measured or failed) by status, each with its first config
     and reason, and the labels every failed config shares while the configs that did not
     fail do not (what the failures have in common); ``None`` when none failed."""
-    failed = [t for t in trials if t.status.value not in ("ok", "invalid", "abandoned")]
+    failed = [t for t in trials if t.status in FAILURES]
     if not failed:
         return None
-    fine = [t for t in trials if t.status.value in ("ok", "abandoned")]
+    fine = [t for t in trials if t.status in (TrialStatus.OK, TrialStatus.ABANDONED)]
     shared = set.intersection(*(set(t.choice.items()) for t in failed))
     telling = sorted((axis, label) for axis, label in shared
                      if axis not in PROBLEM_AXES and fine and
@@ -133,7 +134,7 @@ def reason_line(t: TrialRecord) -> str:
     """The first line of ``t``'s reason as the terminal shows it: at most
     ``REASON_CHARS``, a cut one ending in ``…`` (report.md keeps it whole)."""
     reason = (t.reason or "no reason recorded").strip().splitlines()[0]
-    return reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS - 1] + "…"
+    return cut(reason, REASON_CHARS, "…")
 
 
 def _failure_text(t: TrialRecord) -> str:

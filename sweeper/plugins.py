@@ -41,7 +41,7 @@ from sweeper.core._units import did_you_mean
 from sweeper.errors import SweeperError
 
 if TYPE_CHECKING:
-    from sweeper.kernels import Kernel
+    from sweeper.kernels._base import Kernel
 
 #: ``package.module:attr``: what a path must look like before anything is imported.
 PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:"

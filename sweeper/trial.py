@@ -34,7 +34,7 @@ from sweeper.measure import (
     throughput,
 )
 from sweeper.measure._duty import POWER_CAP
-from sweeper.space import Config, MeasureSpec
+from sweeper.space import Config, MeasureSpec, launch_text
 
 if TYPE_CHECKING:      # a trial's status and records are read without importing torch
     import torch
@@ -56,6 +56,9 @@ class TrialStatus(str, enum.Enum):
     IMPOSSIBLE = "impossible"              # faster than the device's physical bounds allow
 
 
+#: The statuses of a trial that failed: all but a measured one (``ok``, or ``abandoned``
+#: once clearly slower than the best) and a config ruled out before it ran (``invalid``).
+FAILURES = frozenset(TrialStatus) - {TrialStatus.OK, TrialStatus.ABANDONED, TrialStatus.INVALID}
 #: The statuses that are the kernel's fault, not the space's (a constraint, a config too
 #: big for the GPU, a replay table's gap) nor the search's (abandoned): a run with any
 #: ends ``sweeper run`` with its own exit status, and the same one on every early trial
@@ -155,8 +158,8 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
         if os.environ.get(DEBUG_ENV):
-            print(f"sweeper --debug: a trial of grid={config.grid} block={config.block} "
-                  f"{' '.join(f'{k}={v}' for k, v in config.meta.items())} failed "
+            print("sweeper --debug: a trial of "
+                  f"{launch_text(config.grid, config.block, config.meta)} failed "
                   f"({status.value}):\n{traceback.format_exc()}", file=sys.stderr, flush=True)
         return TrialResult(status, reason, cold_s=cold_s, seconds=dict(spent))
     for what, seconds in measured.seconds.items():
@@ -280,11 +283,9 @@ def kernel_line(err: BaseException) -> str | None:
     import os
     import sysconfig
 
-    import sweeper
-
     theirs = tuple(os.path.realpath(p) + os.sep for p in (
         sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"], os.path.dirname(sweeper.__file__)))
+        sysconfig.get_paths()["platlib"], os.path.dirname(__file__)))     # sweeper's folder
     for frame in reversed(traceback.extract_tb(err.__traceback__)):
         path = os.path.realpath(frame.filename)
         if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:

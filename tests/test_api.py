@@ -14,9 +14,9 @@ import pytest
 
 import sweeper
 from sweeper.errors import SpaceError, StudyError, SweeperError
-from sweeper.finals import Winners
 from sweeper.progress import ProgressReporter
 from sweeper.store import StudyStore
+from sweeper.winners import Winners
 from tests.api_fixtures import FAILED, MISSING, ROOT, SPACE, TABLE, mixed_table, replayed_trials
 
 TINY = {"study": "tiny", "kernel": "copy", "sampler": "exhaustive",

@@ -9,11 +9,12 @@ import json
 import pytest
 
 from sweeper.consensus import AGREE, agreement, export_fields
-from sweeper.finals import MIN_ROUNDS, ROUNDS, Finalist, FinalRecord, Winners
+from sweeper.finals import MIN_ROUNDS, ROUNDS, Finalist, FinalRecord
 from sweeper.measure import PRACTICAL, summarize
 from sweeper.space import Config, Problem
 from sweeper.store import GpuSlot, ProblemKey, TrialRecord
 from sweeper.trial import TrialStatus
+from sweeper.winners import Winners
 
 PROBLEM = ProblemKey("float32", 4096, "cold", (("n", 1024),))
 H200 = "NVIDIA H200"

@@ -76,7 +76,7 @@ def test_a_gpu_without_a_fresh_worker_is_dropped_and_the_sweep_goes_on(
     assert last_run["dropped"] == [{"gpu": 1, "after_trial": crashed[0].number,
                                     "status": "crashed", "why": WHY, "left": [0],
                                     "line": line}]
-    from sweeper.finals import Winners
+    from sweeper.winners import Winners
 
     finals = Winners.of(store).finals
     assert finals and {f.gpu.index for f in finals.values()} == {0}

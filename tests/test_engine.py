@@ -129,12 +129,12 @@ def test_one_worker_process_measures_the_finals_and_is_not_waited_for(
     run in it (it holds the kernels compiled and the buffers), recorded as one GPU's
     finals are (no GPU named); the coordinator measures nothing itself, and closing does
     not wait for the process to exit: it ends on its own."""
-    from sweeper.sweep import _finals, _loop, _process
+    from sweeper.sweep import _finals, _process, _workers
 
     def coordinator_finals(*args, **kwargs):
         raise AssertionError("the coordinator measured the finals itself")
 
-    monkeypatch.setattr(_loop, "run_finals", coordinator_finals)
+    monkeypatch.setattr(_workers, "final_of", coordinator_finals)
     lingering = []
     monkeypatch.setattr(_process, "linger", lambda proc: lingering.append(proc))
     store, summary = sweep_study(write_space(SMALL_SPACE), open_device("interpret"),

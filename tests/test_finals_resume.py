@@ -5,16 +5,17 @@ with the sweep's best."""
 
 import pytest
 
-import sweeper.sweep._finals as finals_module
+import sweeper.sweep._workers as workers_module
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.export import export_study
-from sweeper.finals import UNFINISHED, FinalRecord, Winners
+from sweeper.finals import FinalRecord
 from sweeper.kernels import load_kernel
 from sweeper.report import write_report
 from sweeper.space import load_space
 from sweeper.store import StudyStore
 from sweeper.sweep import Sweep, open_study
+from sweeper.winners import UNFINISHED, Winners
 from tests.conftest import SMALL_SPACE, sweep_study
 
 TWO_PROBLEMS = SMALL_SPACE.replace("footprint: [4KiB]", "footprint: [4KiB, 8KiB]")
@@ -31,7 +32,7 @@ def _sweep(path, root, **kwargs):
 
 def _killed_at_final(monkeypatch, nth):
     """``remeasure`` dies (as a killed process would) when the ``nth`` final starts."""
-    real, calls = finals_module.remeasure, []
+    real, calls = workers_module.remeasure, []
 
     def dying(*args, **kwargs):
         calls.append(1)
@@ -39,7 +40,7 @@ def _killed_at_final(monkeypatch, nth):
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(finals_module, "remeasure", dying)
+    monkeypatch.setattr(workers_module, "remeasure", dying)
     return calls
 
 

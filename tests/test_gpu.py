@@ -257,7 +257,8 @@ def test_two_gpus_each_measure_the_finals_and_say_whether_they_agree(small_space
     finalists; the pick is the agreed (or best common) config of both."""
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs")
-    from sweeper.finals import FinalRecord, Winners
+    from sweeper.finals import FinalRecord
+    from sweeper.winners import Winners
 
     store, summary = sweep_study(small_space, open_device("cuda"), tmp_path / "finals",
                                  gpus=[0, 1], processes=True)

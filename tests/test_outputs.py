@@ -19,13 +19,13 @@ from sweeper.devices._cuda import CudaDevice
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._replay import ReplayDevice
 from sweeper.engine._run import cache_text
-from sweeper.finals import Winners
 from sweeper.kernels import Headline, load_kernel
 from sweeper.outcome import failure_counts, nothing_measured
 from sweeper.samplers._priors import prior_sources
 from sweeper.space import Config, Problem, load_space
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
+from sweeper.winners import Winners
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAY = ROOT / "tests" / "data" / "replay"

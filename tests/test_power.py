@@ -10,7 +10,6 @@ from sweeper.cli import main
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._nvml import GpuState, StateMonitor, Window, throttle_reason
 from sweeper.errors import SpaceError
-from sweeper.finals import Winners
 from sweeper.kernels import load_kernel
 from sweeper.measure import (
     DEFAULT_DUTY,
@@ -25,6 +24,7 @@ from sweeper.report import write_report
 from sweeper.space import load_space
 from sweeper.store import DutyRecord, StudyStore
 from sweeper.sweep import Sweep, open_study
+from sweeper.winners import Winners
 from tests.conftest import SMALL_SPACE
 
 

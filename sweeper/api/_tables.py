@@ -7,11 +7,11 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.ceilings import Ceilings
-from sweeper.finals import Winners
 from sweeper.interop import trials_table
 from sweeper.report._tables import headline_table, rate_column, trials_frame
 from sweeper.report._write import study_headline
 from sweeper.store import Storage
+from sweeper.winners import Winners
 
 #: The problem's columns each per-problem table starts with (the dimensions follow).
 PROBLEM = ("dtype", "footprint", "cache")

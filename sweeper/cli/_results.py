@@ -14,7 +14,7 @@ from sweeper.cli._inputs import fraction_option, open_study
 from sweeper.core._units import counted
 from sweeper.errors import StudyWarning, SweeperError
 from sweeper.escape import printable
-from sweeper.space import Problem, parse_size
+from sweeper.space import Problem, launch_text, parse_size
 
 #: The formats ``sweeper roofline -o`` writes, by suffix.
 PICTURES = (".png", ".svg")
@@ -102,11 +102,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     _export_target(args, storage=False)
     path, entries = export_study(store, args.output)
     for e in entries:
-        meta = "".join(f" {k}={v}" for k, v in e["meta"].items())
         unit = Headline(e["headline"]).unit
         size = Problem(e["dtype"], e["footprint"], tuple(e["dims"].items())).describe()
         print(printable(f"{e['kernel']} {e['dtype']} {size} on {e['gpu']}: "
-                        f"#{e['trial']} grid={e['grid_expr']} block={e['block']}{meta}: "
+                        f"#{e['trial']} {launch_text(e['grid_expr'], e['block'], e['meta'])}: "
                         f"median {e['median_ms']:.4g} ms, {e['rate']:.4g} {unit} "
                         f"({e['chosen_by']})" + (f"; {e['note']}" if e.get("note") else "")))
     print(f"wrote {counted(len(entries), 'entry', 'entries')} to {path}")

@@ -23,6 +23,7 @@ from sweeper.core._model import (
     Space,
     Tie,
     Value,
+    launch_text,
     shrunk_problems,
 )
 from sweeper.core._problem import Dim, Problem, Shape, shape_of, show_dims
@@ -52,6 +53,7 @@ __all__ = [
     "cdiv",
     "evaluate",
     "format_size",
+    "launch_text",
     "parse",
     "parse_duration",
     "parse_size",

@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import Literal, cast
 
 from sweeper.errors import ExpressionError
+from sweeper.escape import cut
 
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 _SIZE_IN_EXPR = re.compile(r"(?<![\w.])(\d+)\s*(KiB|MiB|GiB|TiB)\b", re.ASCII)
@@ -103,7 +104,7 @@ class Expr:
 
 def quoted(text: str) -> str:
     """``repr(text)`` cut to a readable length: an error stays one short line."""
-    return repr(text if len(text) <= 60 else text[:57] + "...")
+    return repr(cut(text, 60))
 
 
 def parse(text: str, kind: Kind = "number") -> Expr:

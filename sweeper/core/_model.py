@@ -227,6 +227,12 @@ class Config:
         return self.block // 32
 
 
+def launch_text(grid: int | str, block: int, meta: Mapping[str, int]) -> str:
+    """``grid=6 block=64 BLOCK=512``: a config's launch as every line names it (``grid``
+    may be its label with its value, ``sms (=132)``)."""
+    return f"grid={grid} block={block}" + "".join(f" {k}={v}" for k, v in meta.items())
+
+
 @dataclass(frozen=True)
 class Tie:
     """Zipped axes: ``members`` move together through ``rows`` (one label per member)."""

@@ -314,7 +314,7 @@ class Device(abc.ABC):
         import torch
         import triton
 
-        from sweeper import __version__
+        from sweeper._version import __version__
 
         facts = self.facts()
         return {

@@ -128,14 +128,16 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     clock.mark("set-up")
     warm = _import_report_aside(options, device)
     configs = [c for source in priors for c in source.configs]
+    reporter = _reporter(options.quiet, kernel.headline)
     try:
         try:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
-                             gpus, ahead, clock=clock)
+                             gpus, ahead, reporter, clock=clock)
         except ContextLost as lost:
             options = _in_workers(lost, options, store)
+            reporter = _reporter(options.quiet, kernel.headline)   # new bars: the first ended
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
-                             gpus, dataclasses.replace(ahead, pool=None), lost=lost,
+                             gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
                              clock=clock)
     finally:
         if main_thread:
@@ -150,7 +152,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
                                 "gpu_busy": summary.busy.to_json() if summary.busy else None})
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
-    failure = _finish(options, summary, space, kernel, store, limits, clock)
+    failure = _finish(options, summary, space, kernel, store, limits, clock, reporter)
     _say_time(options, clock, summary, timing)
     _note_costs(space, device, clock, summary)
     return RunResult(store, summary, failure)
@@ -272,16 +274,17 @@ def shrunk_line(space: Any, facts: Any) -> str | None:
 
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
-           ahead: CompileOptions, lost: ContextLost | None = None,
+           ahead: CompileOptions, reporter: Any, lost: ContextLost | None = None,
            clock: Any = None) -> Any:
-    """The sweep with ``run``'s options, its progress bar, its workers (one per GPU of
-    ``gpus``), its compile processes (``ahead``), and, measuring in this process, a hang
-    going on in a fresh process.  After ``lost`` (this process's CUDA context broken)
-    nothing is measured here: the one-at-a-time baseline is not measured again."""
+    """The sweep with ``run``'s options, its progress bar (``reporter``), its workers (one
+    per GPU of ``gpus``), its compile processes (``ahead``), and, measuring in this
+    process, a hang going on in a fresh process.  After ``lost`` (this process's CUDA
+    context broken) nothing is measured here: the one-at-a-time baseline is not measured
+    again."""
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store,
-                  reporter=_reporter(options.quiet, kernel.headline), stop=stop,
+                  reporter=reporter, stop=stop,
                   max_trials=options.trials, max_time_s=options.time_s,
                   ceilings=None if isinstance(limits, str) else limits,
                   priors=priors, on_hang=lambda record: _hung(record, options, store),
@@ -365,15 +368,15 @@ def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
 
 
 def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: Storage,
-            limits: Any, clock: Any) -> str | None:
-    """What this run did, each problem's outcome, the report (each timed on ``clock``);
-    why nothing came of it (said on stderr), or None."""
+            limits: Any, clock: Any, reporter: Any) -> str | None:
+    """What this run did, each problem's outcome, the report (each timed on ``clock``, under
+    the sweep's ``reporter``'s spinner); why nothing came of it (said on stderr), or None."""
     from sweeper.outcome import failed_line, nothing_measured, outcome_lines
+    from sweeper.trial import FAILURES
 
     say = _Printer(options.silent)          # the summary, unless silent
 
-    failed = sum(1 for t in summary.trials[summary.resumed:]
-                 if t.status.value not in ("ok", "invalid", "abandoned"))
+    failed = sum(1 for t in summary.trials[summary.resumed:] if t.status in FAILURES)
     say(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
           f"constraints, {summary.repeated} repeated proposals answered from the store, "
           f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
@@ -395,7 +398,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
               f"{summary.saved_ms:.4g} ms of GPU time")
     if space.budget.target is not None and isinstance(limits, str):
         say(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
-    from sweeper.finals import Winners
+    from sweeper.winners import Winners
 
     for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
         say(line)
@@ -408,7 +411,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(f"power: {summary.duty}")
     clock.mark("summary")
     if options.report:
-        with _reporter(options.quiet, kernel.headline).report():
+        with reporter.report():
             files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())

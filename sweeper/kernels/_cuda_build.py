@@ -11,12 +11,13 @@ never the compile.
 The compiler is a small interface so the cache is tested without a GPU; the real one
 (:class:`NvrtcCompiler`) imports CuPy when it first compiles, never before.
 
-:func:`launch` compiles (or finds) a config's function and launches it on torch's current
-stream, so CUDA-event timing, CUDA graphs and the L2 flush treat it as they treat a Triton
-kernel.  CuPy is imported when the first trial compiles, never by ``plan``, reports or
-``sweeper kernels``; it is the optional extra ``pip install 'sweeper[cuda]'``.  Each
-config compiles once per process (loaded functions are kept, so a CUDA graph capture
-loads nothing) and once per machine (the disk cache).
+:class:`CudaLaunch`, the launch a ``cuda`` kernel declares, compiles (or finds) a config's
+function and launches it on torch's current stream, so CUDA-event timing, CUDA graphs and
+the L2 flush treat it as they treat a Triton kernel.  CuPy is imported when the first
+trial compiles, never by ``plan``, reports or ``sweeper kernels``; it is the optional
+extra ``pip install 'sweeper[cuda]'``.  Each config compiles once per process (loaded
+functions are kept, so a CUDA graph capture loads nothing) and once per machine (the disk
+cache).
 """
 
 from __future__ import annotations
@@ -25,15 +26,19 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from sweeper.ceilings import cache_root
 from sweeper.core import Config
 from sweeper.kernels._cuda_cache import CompileCache
-from sweeper.kernels._cuda_spec import cache_key, instantiation, nvrtc_options, sources
-
-if TYPE_CHECKING:         # the launch is handed its declaration; it never makes one
-    from sweeper.kernels._cuda_form import CudaLaunch
+from sweeper.kernels._cuda_spec import (
+    Arg,
+    cache_key,
+    instantiation,
+    nvrtc_options,
+    parse_args,
+    sources,
+)
 
 #: How many of NVRTC's log lines a failed trial's reason keeps (errors first).
 LOG_LINES = 6
@@ -141,6 +146,43 @@ def _cuda_include() -> str | None:
     root = cupy.cuda.get_cuda_path()
     return os.path.join(root, "include") if root and os.path.isdir(
         os.path.join(root, "include")) else None
+
+
+class CudaLaunch:
+    """Launch ``entry`` (or the ``template`` instantiation) of the CUDA file ``source``
+    with the tensors and scalars ``args`` names, ``grid`` blocks of ``block`` threads, on
+    torch's current stream; compiled per config's defines on first use (cached on disk)
+    and kept loaded for the process.  ``module`` names the module that declares it, whose
+    source identifies the kernel's version in a study."""
+
+    needs_gpu = True
+
+    def __init__(self, source: Path, entry: str, args: Sequence[str],
+                 template: str | None, module: str) -> None:
+        self.source, self.entry, self.template = source, entry, template
+        self.raw_args = tuple(args)
+        self.__name__ = entry
+        self.__module__ = module
+        #: the compiler (``None``: NVRTC, made on first use) and the loaded functions
+        self.compiler: Any = None
+        self.loaded: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+    def args(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
+             ) -> tuple[Arg, ...]:
+        """The parsed arguments; a ``ValueError`` naming one that is unknown."""
+        parsed = parse_args(self.raw_args, tensors, (*dims, *meta))
+        if isinstance(parsed, str):
+            raise ValueError(parsed)
+        return parsed
+
+    def kernel_source(self) -> str:
+        """The source and every file it includes, what a study's source hash covers."""
+        return "".join(f"// {p.name}\n{data.decode(errors='replace')}\n"
+                       for p, data in sources(self.source).items()) + \
+            f"// entry {self.template or self.entry}, args {list(self.raw_args)}\n"
+
+    def __call__(self, config: Any, **tensors: Any) -> None:
+        launch(self, tensors, config)
 
 
 def launch(cuda: CudaLaunch, tensors: Mapping[str, Any], config: Config) -> None:

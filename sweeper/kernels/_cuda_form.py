@@ -1,6 +1,6 @@
 """The ``cuda`` kernel as a space and a Python file declare it, importing neither torch
 nor CuPy: a short kernel (:mod:`sweeper.kernels._short`) whose launch is a CUDA C/C++
-function compiled through NVRTC (:class:`CudaLaunch`).
+function compiled through NVRTC (:class:`~sweeper.kernels._cuda_build.CudaLaunch`).
 
 In a space file every part is an option of ``kernel:``, paths relative to the space
 file::
@@ -26,56 +26,13 @@ from typing import Any, ClassVar
 from sweeper import plugins
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
-from sweeper.kernels._cuda_spec import (
-    IDENTIFIER,
-    Arg,
-    parse_args,
-    sources,
-    template_names,
-)
+from sweeper.kernels._cuda_build import CudaLaunch
+from sweeper.kernels._cuda_spec import IDENTIFIER, sources, template_names
 from sweeper.kernels._short_form import Declaration
 
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
-
-
-class CudaLaunch:
-    """Launch ``entry`` (or the ``template`` instantiation) of the CUDA file ``source``
-    with the tensors and scalars ``args`` names, ``grid`` blocks of ``block`` threads, on
-    torch's current stream; compiled per config's defines on first use (cached on disk,
-    :mod:`sweeper.kernels._cuda_build`) and kept loaded for the process."""
-
-    needs_gpu = True
-
-    def __init__(self, source: Path, entry: str, args: Sequence[str],
-                 template: str | None = None, module: str = __name__) -> None:
-        self.source, self.entry, self.template = source, entry, template
-        self.raw_args = tuple(args)
-        self.__name__ = entry
-        self.__module__ = module
-        #: the compiler (``None``: NVRTC, made on first use) and the loaded functions
-        self.compiler: Any = None
-        self.loaded: dict[tuple[str, tuple[str, ...]], Any] = {}
-
-    def args(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
-             ) -> tuple[Arg, ...]:
-        """The parsed arguments; a ``ValueError`` naming one that is unknown."""
-        parsed = parse_args(self.raw_args, tensors, (*dims, *meta))
-        if isinstance(parsed, str):
-            raise ValueError(parsed)
-        return parsed
-
-    def kernel_source(self) -> str:
-        """The source and every file it includes, what a study's source hash covers."""
-        return "".join(f"// {p.name}\n{data.decode(errors='replace')}\n"
-                       for p, data in sources(self.source).items()) + \
-            f"// entry {self.template or self.entry}, args {list(self.raw_args)}\n"
-
-    def __call__(self, config: Any, **tensors: Any) -> None:
-        from sweeper.kernels._cuda_build import launch
-
-        launch(self, tensors, config)
 
 
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
@@ -152,7 +109,7 @@ class CudaDeclaration(Kernel):
         names (``None``, as a run constructs it: none declared)."""
         meta = _meta_names(options, params)
         launch = CudaLaunch(Path(options["source"]), options["entry"],
-                            json.loads(options["args"]), options.get("template"))
+                            json.loads(options["args"]), options.get("template"), __name__)
         inputs = json.loads(options["inputs"])
         outputs = json.loads(options["outputs"])
         try:

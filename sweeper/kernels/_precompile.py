@@ -27,7 +27,7 @@ from typing import Any
 from sweeper.core import Config, Problem
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Buffers, Kernel
-from sweeper.kernels._cuda_form import CudaLaunch
+from sweeper.kernels._cuda_build import CudaLaunch, NvrtcCompiler, precompile
 
 _ARCH = re.compile(r"sm_?(\d+)a?")
 
@@ -174,8 +174,6 @@ class Precompiler:
                                "worker")
         try:
             if self.cuda is not None:
-                from sweeper.kernels._cuda_build import precompile
-
                 precompile(self.cuda, config)
                 return Precompiled(Compile.COMPILED, "", time.perf_counter() - t0, 1)
             buffers = self._buffers.get(config.problem)
@@ -199,8 +197,6 @@ def _nvrtc_for(target: Target) -> Any:
     """NVRTC for ``target``'s architecture, or ``None`` (the worker compiles) where CuPy
     is missing."""
     try:
-        from sweeper.kernels._cuda_build import NvrtcCompiler
-
         return NvrtcCompiler(arch=str(target))
     except ImportError:
         return None

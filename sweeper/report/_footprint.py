@@ -27,9 +27,9 @@ import pandas as pd
 
 from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
-from sweeper.finals import Pick
 from sweeper.report._tables import LABELS, PROBLEM_ORDER, at_median, problem_key, unit
 from sweeper.space import format_size
+from sweeper.winners import Pick
 
 #: Columns of :attr:`FootprintCurve.points`.
 POINT_COLUMNS = ["problem", "footprint", "cache", "number", "median_ms", "median_from",

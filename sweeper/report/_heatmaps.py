@@ -43,7 +43,6 @@ import numpy as np
 import pandas as pd
 
 from sweeper.core._units import counted
-from sweeper.finals import Pick
 from sweeper.kernels import Headline
 from sweeper.report._tables import (
     LABELS,
@@ -53,6 +52,7 @@ from sweeper.report._tables import (
     rate_column,
     unit,
 )
+from sweeper.winners import Pick
 
 #: Characters of a grid label that fit one line of a cell (1.25 in at 8 pt).
 CELL_CHARS = 16

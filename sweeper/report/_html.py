@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from sweeper.escape import script_json
-from sweeper.finals import UNFINISHED
 from sweeper.outcome import problem_text
 from sweeper.report._contents import ReportTables
 from sweeper.report._footprint import FootprintCurve
@@ -42,6 +41,7 @@ from sweeper.report._provenance import reproduce_command
 from sweeper.report._roofline import Roofline
 from sweeper.report._tables import LABELS, problem_keys, reason_kind, unit
 from sweeper.space import format_size
+from sweeper.winners import UNFINISHED
 
 #: The trial table's columns, in order, where the study has them (the meta-parameters and
 #: the rate column go where their names stand).

@@ -22,7 +22,6 @@ from sweeper.ceilings import DOT_CEILING, Ceilings
 from sweeper.consensus import AGREE
 from sweeper.core._units import counted
 from sweeper.escape import md_text
-from sweeper.finals import UNFINISHED
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
 from sweeper.report._contents import ReportTables
@@ -38,6 +37,7 @@ from sweeper.report._tables import (
     unit,
 )
 from sweeper.space import format_size, show_dims
+from sweeper.winners import UNFINISHED
 
 #: Column names as report.md shows them.
 SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",

@@ -32,9 +32,10 @@ from sweeper import ceilings as calibrated
 from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
 from sweeper.errors import SweeperError
-from sweeper.finals import Pick, Winners, problem_of
+from sweeper.finals import problem_of
 from sweeper.report._tables import problem_key, trials_frame
 from sweeper.store import StudyMeta, StudyStore
+from sweeper.winners import Pick, Winners
 
 #: Columns of :attr:`Roofline.points`.
 POINT_COLUMNS = ["study", "kernel", "dtype", "problem", "number", "intensity", "flop_s",

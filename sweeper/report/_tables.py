@@ -16,12 +16,13 @@ import pandas as pd
 from sweeper.ceilings import Ceilings
 from sweeper.consensus import Agreement
 from sweeper.core._units import counted
-from sweeper.finals import FinalRecord, Pick
+from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
+from sweeper.winners import Pick
 
 STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv", "ci_lo", "ci_hi",
                 "rel_ci", "outliers")

@@ -15,7 +15,6 @@ import pandas as pd
 from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
 from sweeper.consensus import AGREE, Agreement
-from sweeper.finals import Winners
 from sweeper.fsio import atomic_write
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
@@ -43,6 +42,7 @@ from sweeper.report._tables import (
     unit,
 )
 from sweeper.store import DriftRecord, DutyRecord, ProblemKey, Storage, StudyMeta
+from sweeper.winners import Winners
 
 
 @dataclass

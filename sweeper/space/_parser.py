@@ -65,6 +65,7 @@ from sweeper.core._units import (
     parse_size,
 )
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
+from sweeper.escape import cut
 from sweeper.space._files import TOP_KEYS, load_located, override, reachable
 from sweeper.space._yaml import load_with_lines
 
@@ -161,7 +162,7 @@ class _Parser:
                 parent = parent.rpartition(".")[0]
             found = self.where.get(parent)
         file, line = found if found is not None else (self.file, None)
-        return Origin(file=file, line=line, path=path if len(path) <= 80 else path[:77] + "...")
+        return Origin(file=file, line=line, path=cut(path, 80))
 
     def error(self, path: str, message: str) -> SpaceError:
         o = self.origin(path)
@@ -852,4 +853,4 @@ def shown(value: Any) -> str:
     """``repr(value)``, cut short: a hostile file's values can be thousands of digits."""
     text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 40 else \
         f"a number of some {int(value.bit_length() * math.log10(2))} digits"
-    return text if len(text) <= 60 else text[:57] + "..."
+    return cut(text, 60)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sweeper.escape import cut
 from sweeper.store._records import key_of
 from sweeper.store._schema import record_class, show
 
@@ -66,12 +67,8 @@ def choice_problem(choice: Mapping[str, str], axes: Axes,
 
 def _listed(labels: Sequence[str]) -> str:
     """The first :data:`LISTED` labels, each escaped and cut to 24 characters."""
-    shown = ", ".join(_cut(repr(str(x))[1:-1]) for x in labels[:LISTED])
+    shown = ", ".join(cut(repr(str(x))[1:-1], 24) for x in labels[:LISTED])
     return shown + (f" and {len(labels) - LISTED} more" if len(labels) > LISTED else "")
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= 24 else text[:21] + "..."
 
 
 class Ledger:

@@ -2,10 +2,10 @@
 interleaved rounds, the torch baseline among them, to choose its winner
 (:mod:`sweeper.finals` says how).
 
-Measuring in its own process, the coordinator measures them itself (:func:`run_finals`).
-With worker processes, each worker measures the same finalists on its own GPU, all at once
-(a :class:`FinalsJob`), and with several GPUs each final is recorded with its GPU
-(:func:`run_finals_everywhere`); how they agree is read from those records
+The sweep's workers measure them (:func:`run_finals`): the one in the coordinator's own
+process, or with worker processes each worker the same finalists on its own GPU, all at
+once (a :class:`~sweeper.sweep._workers.FinalsJob`); with several GPUs each final is
+recorded with its GPU, and how they agree is read from those records
 (:mod:`sweeper.consensus`).
 
 Only problems without a current final take part, and each problem's finals are appended
@@ -16,101 +16,30 @@ the next one measures the rest.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
-from sweeper.finals import FinalRecord, finalists, problem_of, remeasure
+from sweeper.finals import FinalRecord, finalists, problem_of
 from sweeper.measure import Duty
 from sweeper.store import ProblemKey, Storage, TrialRecord
-from sweeper.sweep._bench import Bench
 from sweeper.sweep._summary import Reporter
-
-if TYPE_CHECKING:
-    from sweeper.sweep._workers import Workers
-
-
-@dataclass(frozen=True)
-class FinalsJob:
-    """The second kind of work a worker does: measure one problem's ``finalists`` (and
-    the problem's torch baseline) again in interleaved rounds shuffled by ``seed``, under
-    the schedule of the study's duty for the finals (``None``: the worker's own), and give
-    back the samples as a final."""
-
-    finalists: list[TrialRecord]
-    seed: int
-    duty: Duty | None = None
-
-
-@dataclass
-class FinalsOutcome:
-    """What a worker gives back for a :class:`FinalsJob`: the final (``None`` when the
-    worker died or hung first, ``error`` says how) and the records measuring added (a
-    baseline the worker had not measured)."""
-
-    record: FinalRecord | None
-    extras: list[Any] = field(default_factory=list)
-    error: str = ""
-
-
-class FinalRound(NamedTuple):
-    """A worker process's word that a round of its final ended: its number, and how many
-    finalists are still in (the progress display shows it while the final runs)."""
-
-    round: int
-    finalists: int
-
-
-#: Hears each round of a final as it ends: its number, the finalists still in.
-OnRound = Callable[[int, int], None]
-
-
-def final_of(bench: Bench, job: FinalsJob, on_round: OnRound | None = None) -> FinalRecord:
-    """``job``'s finalists and baseline measured on ``bench``, interleaved (each round
-    told to ``on_round``)."""
-    if job.duty is not None:
-        bench.power.duty = job.duty
-    duty = bench.power.duty = bench.power.finals_duty()
-    return remeasure(job.finalists, bench.again, bench.bytes_of, seed=job.seed,
-                     baseline=bench.baseline_again(job.finalists[0]),
-                     duty=duty.describe() if duty else "", on_round=on_round,
-                     per_round=bench.round.samples)
-
+from sweeper.sweep._workers import FinalsJob, Workers
 
 #: Whether a problem's final (its entrants) may start now; by default, every one may.
 Covered = Callable[[list[TrialRecord]], bool]
 
 
-def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], bench: Bench,
-               store: Storage, seed: int, reporter: Reporter,
-               covered: Covered = lambda entrants: True) -> list[FinalRecord]:
-    """The finals of ``problems`` among ``trials``, measured on ``bench`` with the
-    sampler's ``seed`` (which shuffles the rounds), one record each, their rounds told to
-    ``reporter``; a problem whose final is not ``covered`` (by the time budget) is left
-    for the next run."""
-    newest = max(t.number for t in trials)
-    finals = []
-    for chosen in _finalists_of(trials, problems):
-        if not covered(chosen):
-            continue
-        record = final_of(bench, FinalsJob(chosen, seed), reporter.final_round)
-        reporter.final_done()
-        record.after_trial = newest
-        store.append(record)
-        finals.append(record)
-    return finals
-
-
-def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
-                          workers: Workers, store: Storage, seed: int, duty: Duty | None,
-                          keep_extras: Callable[[list[Any]], None], reporter: Reporter,
-                          covered: Covered = lambda entrants: True
-                          ) -> tuple[list[FinalRecord], list[str]]:
-    """The finals of ``problems`` measured on every worker's GPU at once, one record per
-    GPU (naming it), appended problem by problem, the first GPU's rounds told to
-    ``reporter``; ``keep_extras`` keeps the records the
-    workers' measuring added.  Returns the finals and, for a GPU whose worker died or hung
-    during a final, what happened (its other GPUs' finals are kept).  A problem whose
-    final is not ``covered`` (by the time budget) is left for the next run."""
+def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: Workers,
+               store: Storage, seed: int, duty: Duty | None,
+               keep_extras: Callable[[list[Any]], None], reporter: Reporter,
+               covered: Covered = lambda entrants: True
+               ) -> tuple[list[FinalRecord], list[str]]:
+    """The finals of ``problems`` among ``trials``, measured by every worker at once (each
+    on its own GPU) with the sampler's ``seed`` (which shuffles the rounds), one record per
+    GPU (naming it where there are several), appended problem by problem, the first
+    worker's rounds told to ``reporter``; ``keep_extras`` keeps the records the workers'
+    measuring added.  Returns the finals and, for a GPU whose worker died or hung during a
+    final, what happened (its other GPUs' finals are kept).  A problem whose final is not
+    ``covered`` (by the time budget) is left for the next run."""
     newest = max(t.number for t in trials)
     finals: list[FinalRecord] = []
     lost: list[str] = []
@@ -127,7 +56,7 @@ def run_finals_everywhere(trials: list[TrialRecord], problems: list[ProblemKey],
                 lost.append(f"{worker.slot or 'a worker'}, {problem_of(chosen[0])}: "
                             f"{outcome.error}")
                 continue
-            # one GPU's final names none, as the coordinator's own would
+            # one GPU's final names none
             outcome.record.gpu = worker.slot if workers.several else None
             outcome.record.after_trial = newest
             store.append(outcome.record)

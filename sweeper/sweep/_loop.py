@@ -27,7 +27,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.devices import Device
-from sweeper.finals import ROUNDS, Winners, problem_of
+from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
 from sweeper.outcome import problem_text
 from sweeper.plugins import sampler_capabilities
@@ -54,7 +54,7 @@ from sweeper.sweep._compile_ahead import (
     SpreadHints,
 )
 from sweeper.sweep._drift import measure_drift
-from sweeper.sweep._finals import run_finals, run_finals_everywhere
+from sweeper.sweep._finals import run_finals
 from sweeper.sweep._limits import Limits
 from sweeper.sweep._optuna import Distributions, model_guesses, rebuild_study, tell
 from sweeper.sweep._outbox import Outbox
@@ -62,6 +62,7 @@ from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 from sweeper.sweep._timing import Timeline
 from sweeper.sweep._workers import AskedAhead, InlineWorker, Job, Outcome, Worker, Workers
 from sweeper.trial import TrialStatus
+from sweeper.winners import Winners
 
 
 @dataclass
@@ -163,14 +164,14 @@ class Sweep:
                 run.summary.compiles_s = run.ahead.compiled_s if run.ahead else []
                 run.summary.dropped = run.workers.dropped
                 if run.workers.finals_in_workers:
-                    self._finals(run, in_workers=True)
+                    self._finals(run)
             finally:
                 run.workers.close()
                 if run.ahead is not None:
                     run.ahead.close()
             self._drift(run)
             if not run.workers.finals_in_workers:
-                self._finals(run, in_workers=False)
+                self._finals(run)
         finally:
             self.reporter.finish()
             self.store.close()
@@ -535,9 +536,10 @@ class Sweep:
                 self.sampler_caps.takes_baseline:
             run.summary.drift = measure_drift(self.space, run.done, run.bench, self.store)
 
-    def _finals(self, run: Run, in_workers: bool) -> None:
-        """Unless interrupted: the finals of each problem without a current final, in the
-        workers (on every GPU left, at once, before they close) or in this process."""
+    def _finals(self, run: Run) -> None:
+        """Unless interrupted: the finals of each problem without a current final, measured
+        by the workers (worker processes on every GPU left, at once, before they close; the
+        one in this process after the drift check)."""
         trials = list(run.done.values())
         todo = Winners.of(self.store).missing(trials) \
             if self.run_finals and not self.stop.set else []
@@ -556,13 +558,9 @@ class Sweep:
             self.reporter.final_started(problem_text(problem_of(entrants[0])), len(entrants))
             return True
 
-        if in_workers:
-            summary.finals, summary.finals_lost = run_finals_everywhere(
-                trials, todo, run.workers, self.store, seed, duty,
-                lambda extras: self._keep_extras(run, extras), self.reporter, covered)
-        else:
-            summary.finals = run_finals(trials, todo, run.bench, self.store, seed,
-                                        self.reporter, covered)
+        summary.finals, summary.finals_lost = run_finals(
+            trials, todo, run.workers, self.store, seed, duty,
+            lambda extras: self._keep_extras(run, extras), self.reporter, covered)
         summary.finals_s = time.perf_counter() - t_finals
 
     def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:

@@ -50,8 +50,16 @@ from sweeper.space import Config, MeasureSpec, Space
 from sweeper.store import GpuSlot
 from sweeper.study import Choice, now
 from sweeper.sweep._drop import NotStarted
-from sweeper.sweep._finals import FinalRound, FinalsJob, FinalsOutcome, OnRound
-from sweeper.sweep._workers import Job, Outcome, Worker, failed
+from sweeper.sweep._workers import (
+    FinalRound,
+    FinalsJob,
+    FinalsOutcome,
+    Job,
+    OnRound,
+    Outcome,
+    Worker,
+    failed,
+)
 from sweeper.trial import TrialStatus
 
 

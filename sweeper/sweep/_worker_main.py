@@ -12,10 +12,9 @@ from multiprocessing.connection import Connection
 
 from sweeper._processes import warm_imports
 from sweeper.store import BaselineRecord
-from sweeper.sweep._finals import FinalRound, FinalsJob, FinalsOutcome, final_of
 from sweeper.sweep._process import Ready, Setup
 from sweeper.sweep._relay import Relay
-from sweeper.sweep._workers import Job, Outcome
+from sweeper.sweep._workers import FinalRound, FinalsJob, FinalsOutcome, Job, Outcome, final_of
 from sweeper.trial import TrialStatus
 
 

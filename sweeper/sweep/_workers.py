@@ -1,10 +1,11 @@
-"""Workers: what measures a trial for the sweep's coordinator.
+"""Workers: what measures a trial, or a problem's finals, for the sweep's coordinator.
 
 The coordinator (``_loop``) chooses a config, hands it to a free worker as a :class:`Job`
 and records the :class:`Outcome` it gets back; only the coordinator writes the journal.
-A worker owns what measuring needs: the device, the kernel, the buffers, the baselines
-and the limits (a :class:`~sweeper.sweep._bench.Bench`).  Two kinds stand behind one
-interface:
+The finals stage (``_finals``) hands a worker a :class:`FinalsJob` the same way, measured
+by :func:`final_of`, and gets a :class:`FinalsOutcome` back.  A worker owns what
+measuring needs: the device, the kernel, the buffers, the baselines and the limits (a
+:class:`~sweeper.sweep._bench.Bench`).  Two kinds stand behind one interface:
 
 - :class:`InlineWorker` measures in the coordinator's own process (the interpreter and
   replay devices, the library's default).  A hang is recorded by the watchdog, which
@@ -27,16 +28,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, NamedTuple
 
 from sweeper.errors import ContextLost
+from sweeper.finals import FinalRecord, remeasure
 from sweeper.measure import Duty
 from sweeper.space import Config, Problem
 from sweeper.store import GpuSlot, Storage, TrialRecord
 from sweeper.study import Choice
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._drop import Dropped, NotStarted
-from sweeper.sweep._finals import FinalsJob, FinalsOutcome, OnRound, final_of
 from sweeper.sweep._timing import Stamps
 from sweeper.sweep._watchdog import watchdog
 from sweeper.trial import TrialResult, TrialStatus
@@ -76,6 +77,53 @@ def failed(job: Job, status: TrialStatus, reason: str, started: str, wall_s: flo
     record = TrialRecord.from_result(job.number, job.choice, resolve(job.choice),
                                      TrialResult(status, reason), started, wall_s)
     return Outcome(record, lost=True)
+
+
+@dataclass(frozen=True)
+class FinalsJob:
+    """The second kind of work a worker does: measure one problem's ``finalists`` (and
+    the problem's torch baseline) again in interleaved rounds shuffled by ``seed``, under
+    the schedule of the study's duty for the finals (``None``: the worker's own), and give
+    back the samples as a final."""
+
+    finalists: list[TrialRecord]
+    seed: int
+    duty: Duty | None = None
+
+
+@dataclass
+class FinalsOutcome:
+    """What a worker gives back for a :class:`FinalsJob`: the final (``None`` when the
+    worker died or hung first, ``error`` says how) and the records measuring added (a
+    baseline the worker had not measured)."""
+
+    record: FinalRecord | None
+    extras: list[Any] = field(default_factory=list)
+    error: str = ""
+
+
+class FinalRound(NamedTuple):
+    """A worker process's word that a round of its final ended: its number, and how many
+    finalists are still in (the progress display shows it while the final runs)."""
+
+    round: int
+    finalists: int
+
+
+#: Hears each round of a final as it ends: its number, the finalists still in.
+OnRound = Callable[[int, int], None]
+
+
+def final_of(bench: Bench, job: FinalsJob, on_round: OnRound | None = None) -> FinalRecord:
+    """``job``'s finalists and baseline measured on ``bench``, interleaved (each round
+    told to ``on_round``)."""
+    if job.duty is not None:
+        bench.power.duty = job.duty
+    duty = bench.power.duty = bench.power.finals_duty()
+    return remeasure(job.finalists, bench.again, bench.bytes_of, seed=job.seed,
+                     baseline=bench.baseline_again(job.finalists[0]),
+                     duty=duty.describe() if duty else "", on_round=on_round,
+                     per_round=bench.round.samples)
 
 
 class Worker(abc.ABC):
