@@ -301,6 +301,13 @@ def test_the_report_lists_what_varied_and_what_was_held_fixed(tmp_path):
     data = json.loads((store.root / "report.json").read_text())
     assert data["factors"]["fixed"]["cache"] == "cold"
     assert data["abandoned"] == {"trials": 1, "saved_ms": 12.5}
+    # counted as the run's done: line counts them: abandoned apart, not among the failed
+    from sweeper.trial import FAILURES
+    kept = [*TRIALS[:3], slow, *TRIALS[4:]]
+    line = (f"{len(kept)} trials: {sum(t.status is TrialStatus.OK for t in kept)} measured, "
+            f"1 abandoned early, {sum(t.status in FAILURES for t in kept)} failed, "
+            f"{sum(t.status is TrialStatus.INVALID for t in kept)} skipped by constraints")
+    assert line in md and line in (store.root / "report.html").read_text()
 
 
 def test_tuning_json_report_json_and_report_md_give_the_winner_one_median(tmp_path,

@@ -39,7 +39,7 @@ from sweeper.report._heatmaps import HeatmapData, fmt_rate
 from sweeper.report._markdown import SHOWN, cell_value, without_blank_columns
 from sweeper.report._provenance import reproduce_command
 from sweeper.report._roofline import Roofline
-from sweeper.report._tables import LABELS, problem_keys, reason_kind, unit
+from sweeper.report._tables import LABELS, problem_keys, reason_kind, status_counts_text, unit
 from sweeper.space import format_size
 from sweeper.winners import UNFINISHED
 
@@ -274,8 +274,6 @@ def _sections() -> list[tuple[str, str, Callable[[ReportTables], list[str]]]]:
 def _head(tables: ReportTables) -> list[str]:
     """The title, notes and counts."""
     meta, df = tables.meta, tables.frame
-    counts = df["status"].value_counts().to_dict() if not df.empty else {}
-    failed = sum(v for k, v in counts.items() if k not in ("ok", "invalid"))
     out = [f"<h1>Study <code>{escape(meta.study)}</code>: {escape(meta.kernel)} on "
            f"{escape(str(meta.environment.get('gpu', '?')))}</h1>"]
     if meta.device_note:
@@ -283,8 +281,7 @@ def _head(tables: ReportTables) -> list[str]:
     out += [_p(f"Last run: {d['line']}.", "sw-note") for d in meta.last_run.get("dropped", [])]
     if tables.unmeasured:
         out.append(_p(tables.unmeasured, "sw-note"))
-    out.append(_p(f"{len(df)} trials: {counts.get('ok', 0)} measured, {failed} failed, "
-                  f"{counts.get('invalid', 0)} skipped by constraints. {tables.story.trial}; "
+    out.append(_p(f"{status_counts_text(df)}. {tables.story.trial}; "
                   f"rates: {LABELS.get(tables.metric, tables.metric)}."))
     out.append("<div class=\"sw-tip\" hidden></div>")
     return out

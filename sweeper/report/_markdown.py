@@ -34,6 +34,7 @@ from sweeper.report._tables import (
     nothing_measured,
     problem_key,
     shrunk_frame,
+    status_counts_text,
     unit,
 )
 from sweeper.space import format_size, show_dims
@@ -61,11 +62,7 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
         out.append(f"> **Last run:** {_text(dropped['line'])}.\n")
     if tables.unmeasured:
         out.append(f"**{_text(_sentence(tables.unmeasured))}**\n")
-    counts = df["status"].value_counts().to_dict() if not df.empty else {}
-    out.append(f"{len(df)} trials: {counts.get('ok', 0)} measured, "
-               f"{sum(v for k, v in counts.items() if k not in ('ok', 'invalid'))} failed, "
-               f"{counts.get('invalid', 0)} skipped by constraints. {_text(story.trial)}; "
-               f"rates: {LABELS[metric]}.\n")
+    out.append(f"{status_counts_text(df)}. {_text(story.trial)}; rates: {LABELS[metric]}.\n")
     out += _factors(tables.factors)
     out += _shrunk(tables)
     out += _picks(tables)

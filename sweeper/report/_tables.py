@@ -22,6 +22,7 @@ from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
+from sweeper.trial import FAILURES
 from sweeper.winners import Pick
 
 STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv", "ci_lo", "ci_hi",
@@ -325,6 +326,18 @@ def _in_common(group: pd.DataFrame, fine: pd.DataFrame, columns: Sequence[str]) 
 def _shown(value: Any) -> str:
     """A config value as its label: ``1024``, not ``1024.0``."""
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def status_counts_text(df: pd.DataFrame) -> str:
+    """``204 trials: 190 measured, 4 abandoned early, 6 failed, 4 skipped by constraints``:
+    a study's trials by what became of them, counted as the run's ``done:`` line counts
+    them (an abandoned trial was measured until clearly slower, not failed)."""
+    counts = df["status"].value_counts().to_dict() if not df.empty else {}
+    failed = sum(counts.get(s.value, 0) for s in FAILURES)
+    abandoned = counts.get("abandoned", 0)
+    return (f"{len(df)} trials: {counts.get('ok', 0)} measured, "
+            f"{f'{abandoned} abandoned early, ' if abandoned else ''}{failed} failed, "
+            f"{counts.get('invalid', 0)} skipped by constraints")
 
 
 def nothing_measured(df: pd.DataFrame) -> str | None:
