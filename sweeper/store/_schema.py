@@ -187,7 +187,8 @@ def _said(message: str, cls: Any, data: Any) -> str:
                    if f.required and f.name not in value]
         return f"{key}{': ' if key else ''}no {', '.join(missing)}"
     if whole and isinstance(hint, enum.EnumMeta):
-        return f"{key} {show(value)} is not one of {', '.join(str(m.value) for m in hint)}"
+        members: list[enum.Enum] = list(hint)
+        return f"{key} {show(value)} is not one of {', '.join(str(m.value) for m in members)}"
     if whole and not text.startswith("Expected `"):
         return key + text if text.startswith(" ") or not key else f"{key}: {text}"
     wanted = "an object" if _structured(_arm(hint)) else type_name(hint)
