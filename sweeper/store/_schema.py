@@ -118,18 +118,12 @@ def _wire(cls: Any) -> Any:
     """What msgspec decodes dataclass ``cls`` as: a Struct of its fields and defaults,
     each a value type of :data:`LOADS` (or a dataclass holding one) replaced by its
     :func:`_marker`, which msgspec leaves to :func:`_hook`."""
-    hints = _hints(cls)
-    fields: list[Any] = []
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        if f.default is not dataclasses.MISSING:
-            fields.append((f.name, _marked(hints[f.name]), f.default))
-        elif f.default_factory is not dataclasses.MISSING:
-            fields.append((f.name, _marked(hints[f.name]),
-                           msgspec.field(default_factory=f.default_factory)))
-        else:
-            fields.append((f.name, _marked(hints[f.name])))
+    def default(f: dataclasses.Field[Any]) -> Any:
+        given: dict[str, Any] = {"default": f.default, "default_factory": f.default_factory}
+        return msgspec.field(**{k: v for k, v in given.items() if v is not dataclasses.MISSING})
+
+    fields = [(f.name, _marked(_hints(cls)[f.name]), default(f))
+              for f in dataclasses.fields(cls) if f.init]
     return msgspec.defstruct(cls.__name__, fields, kw_only=True)
 
 
