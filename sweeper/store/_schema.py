@@ -163,7 +163,9 @@ def _hook(marker: Any, value: Any) -> Any:
 def _said(message: str, cls: Any, data: Any) -> str:
     """msgspec's ``message`` of why ``data`` is not a ``cls`` in this package's words: the
     field (``key``, ``list[i]``, ``outer: inner``), its value, what it should be.  A value
-    inside a list or dict of plain values is told of by the whole list or dict."""
+    inside a list or dict of plain values is told of by the whole list or dict; any text
+    of msgspec's but a missing field and an enum's value (``Expected `int`, got `str```,
+    ``Number out of range``) says the value is not of its field's type."""
     text, at, path = message.rpartition(" - at `$")
     text = text if at else message
     hint, value, key, whole = cls, data, "", True
@@ -183,7 +185,7 @@ def _said(message: str, cls: Any, data: Any) -> str:
     if whole and isinstance(hint, enum.EnumMeta):
         members: list[enum.Enum] = list(hint)
         return f"{key} {show(value)} is not one of {', '.join(str(m.value) for m in members)}"
-    if whole and not text.startswith("Expected `"):
+    if whole and not text[:1].isupper():        # an Invalid of ours, not msgspec's text
         return key + text if text.startswith(" ") or not key else f"{key}: {text}"
     wanted = "an object" if _structured(_arm(hint)) else type_name(hint)
     return f"{key} is {show(value)}, not {wanted}"
