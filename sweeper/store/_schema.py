@@ -87,7 +87,8 @@ def record_class(kind: str) -> Any:
 
 
 def problem_of(cls: Any, data: Any) -> str | None:
-    """The first way ``data`` does not fill dataclass ``cls``'s fields, or ``None``."""
+    """The first way ``data`` does not fill dataclass ``cls``'s fields (the first that
+    msgspec meets, in ``data``'s order), or ``None``."""
     try:
         decode(cls, data)
     except Invalid as err:
@@ -104,8 +105,9 @@ class Invalid(ValueError):
 
 def decode(cls: Any, data: Any) -> Any:
     """Dataclass ``cls`` from the JSON value ``data`` (keys it has no field for are left,
-    a field left out reads as its default), checked against its annotations by msgspec;
-    :class:`Invalid` says how ``data`` does not fit them."""
+    a field left out reads as its default, a JSON integer in a ``float`` field as a
+    float), checked against its annotations by msgspec; :class:`Invalid` says how ``data``
+    does not fit them."""
     try:
         found = msgspec.convert(data, _wire(cls), dec_hook=_hook)
     except msgspec.ValidationError as err:
