@@ -7,7 +7,7 @@ implement it: :class:`StudyStore` (``_study``), ``study.json`` and the fsynced j
 keeps claims beside it), and ``PostgresStore`` (``_postgres``), a database shared by
 workers on many hosts.  ``_open`` picks one from ``--storage`` and copies a study between
 them.  What a record holds is ``_records``; how it is checked, read and written back is
-``_schema`` and ``_codec``; what the records must be together (one trial a number and a
+``_schema`` (by msgspec) and ``_codec``; what the records must be together (one trial a number and a
 config, each within the study's axes) is ``_ledger``; ``_upgrade`` reads what older
 sweepers wrote as the current format, the one place that knows them.
 """

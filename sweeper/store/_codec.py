@@ -1,9 +1,11 @@
-"""The journal forms of the value types records carry, where a form is not simply the
-dataclass's fields (see :mod:`sweeper.store._schema`).
+"""The journal forms of the value types records carry, where a form is not what msgspec
+makes of the dataclass (see :mod:`sweeper.store._schema`): a flat config, statistics
+whose fields may be left out, a problem's key as an object, and flags and stop reasons
+that are objects with a kind and a text.
 
-Each :class:`Codec` checks a JSON value (``problem``: why it is not one, naming the
-field), builds the typed value from a checked one (``load``) and writes it back
-(``dump``), so that a record read and written again is the line it was.
+Each form is read by a function that checks the JSON value and builds the typed value
+(raising :class:`~sweeper.store._schema.Invalid`), and a config and a problem's key are
+written back by one more, so that a record read and written again is the line it was.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any, NamedTuple
 
 from sweeper.core import DTYPES, Config, Problem, Shape
 from sweeper.measure import Note, Stats, StopReason, TrialFlag
-from sweeper.store._schema import register_codecs, show, values_problem
+from sweeper.store._schema import Invalid, decode, register_forms, show
 
 
 class ProblemKey(NamedTuple):
@@ -52,20 +54,6 @@ class ProblemKey(NamedTuple):
             return self
 
 
-
-@dataclass(frozen=True)
-class Codec:
-    """How one value type is checked in, read from and written to a journal line."""
-
-    problem: Callable[[Any, str], str | None]
-    load: Callable[[Any], Any]
-    dump: Callable[[Any], Any]
-
-
-#: Statistics as a trial has always kept them: every field a number; a field a journal
-#: written by hand leaves out reads as NaN (0 for counts), and one kept as NaN is not known
-#: either; readers that need the median or a bound say so in their record's invariants.
-STATS_FIELDS = {f.name: f for f in dataclasses.fields(Stats)}
 #: What is known of statistics must agree with itself: the times (and the spread) are
 #: finite and not negative, the counts and the relative spreads not negative, and the
 #: median lies within its interval, which lies within the samples' range.  Reports draw
@@ -73,20 +61,29 @@ STATS_FIELDS = {f.name: f for f in dataclasses.fields(Stats)}
 STATS_TIMES = ("mean", "median", "min", "max", "p95", "p99", "q1", "q3", "ci_lo", "ci_hi",
                "std")
 STATS_ORDER = ("min", "ci_lo", "median", "ci_hi", "max")
+#: Statistics as a trial has always kept them: every field a number (the counts too, as
+#: their JSON gives them); a field a journal written by hand leaves out reads as NaN (0 for
+#: counts), and one kept as NaN is not known either; readers that need the median or a
+#: bound say so in their record's invariants.
+_STATS = make_dataclass("Stats", [
+    (f.name, int | float, field(default=0)) if f.type in ("int", int) else
+    (f.name, float, field(default=math.nan)) for f in dataclasses.fields(Stats)])
 
 
-def _stats_problem(value: Any, key: str) -> str | None:
+def _stats_load(value: Any) -> Stats:
     if not isinstance(value, dict):
-        return f"{key} is {show(value)}, not an object of statistics"
-    problem = values_problem(value, {name: float for name in STATS_FIELDS}) or \
-        _stats_disagree(value)
-    return None if problem is None else f"{key}: {problem}"
+        raise Invalid(f" is {show(value)}, not an object of statistics")
+    stats = Stats(**vars(decode(_STATS, value)))
+    problem = _stats_disagree({k: v for k, v in value.items() if hasattr(stats, k)})
+    if problem is not None:
+        raise Invalid(problem)
+    return stats
 
 
 def _stats_disagree(value: dict[str, Any]) -> str | None:
-    """How statistics whose fields are numbers contradict :data:`STATS_ORDER` and their
+    """How statistics (each a number, as written) contradict :data:`STATS_ORDER` and their
     ranges, or ``None``; fields left out or NaN are not known, and agree."""
-    known = {k: v for k, v in value.items() if k in STATS_FIELDS and not math.isnan(v)}
+    known = {k: v for k, v in value.items() if not math.isnan(v)}
     for name, v in known.items():
         if name in STATS_TIMES and not (math.isfinite(v) and v >= 0):
             return f"{name} {show(v)} is not a time (a finite number >= 0 ms)"
@@ -100,41 +97,50 @@ def _stats_disagree(value: dict[str, Any]) -> str | None:
     return None
 
 
-def _stats_load(value: dict[str, Any]) -> Stats:
-    missing = {name: 0 if f.type in ("int", int) else math.nan
-               for name, f in STATS_FIELDS.items() if name not in value}
-    return Stats(**{**missing, **{k: v for k, v in value.items() if k in STATS_FIELDS}})
+@dataclass
+class _ProblemJson:
+    """A problem as finals keep it: no ``dims`` for a problem without dimensions."""
+
+    dtype: str
+    footprint: int
+    cache: str
+    dims: dict[str, int] = field(default_factory=dict)
 
 
-#: A resolved config as trial records keep it: flat, its problem's dtype, footprint and
-#: dimensions beside the launch values, ``num_warps`` written out (``block`` / 32); no
-#: ``dims`` for a problem without dimensions (:mod:`sweeper.store._upgrade` gives them).
-PROBLEM_TYPES: dict[str, Any] = {"dtype": str, "footprint": int, "cache": str,
-                                 "dims": dict[str, int]}
-CONFIG_TYPES: dict[str, Any] = {"grid": int, "block": int, "num_warps": int,
-                                "meta": dict[str, int], **PROBLEM_TYPES}
-OPTIONAL = ("dims",)
+@dataclass
+class _ConfigJson:
+    """A resolved config as trial records keep it: flat, its problem's dtype, footprint
+    and dimensions beside the launch values, ``num_warps`` written out (``block`` / 32);
+    no ``dims`` for a problem without dimensions (:mod:`sweeper.store._upgrade` gives
+    them)."""
+
+    grid: int
+    block: int
+    num_warps: int
+    meta: dict[str, int]
+    dtype: str
+    footprint: int
+    cache: str
+    dims: dict[str, int] = field(default_factory=dict)
 
 
-def _config_problem(value: Any, key: str) -> str | None:
-    if not isinstance(value, dict):
-        return f"{key} is {show(value)}, not an object"
-    missing = [k for k in CONFIG_TYPES if k not in OPTIONAL and k not in value]
-    if missing:
-        return f"{key} has no {', '.join(missing)}"
-    problem = values_problem(value, CONFIG_TYPES)
-    if problem is None and value["dtype"] not in DTYPES:
-        problem = f"dtype {show(value['dtype'])} is not one of {', '.join(DTYPES)}"
-    if problem is None and value["num_warps"] != value["block"] // 32:
-        problem = (f"num_warps {value['num_warps']} is not block / 32 "
-                   f"({value['block']} threads)")
-    return None if problem is None else f"{key}: {problem}"
+#: The keys a config's JSON must hold.
+_CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(_ConfigJson) if f.name != "dims")
 
 
-def _config_load(value: dict[str, Any]) -> Config:
-    key = _problem_key_load(value)
-    return Config(problem=key.problem, grid=value["grid"], block=value["block"],
-                  meta=dict(value["meta"]), cache=key.cache)
+def _config_load(value: Any) -> Config:
+    if isinstance(value, dict):
+        missing = [k for k in _CONFIG_KEYS if k not in value]
+        if missing:
+            raise Invalid(f" has no {', '.join(missing)}")
+    form = decode(_ConfigJson, value)
+    if form.dtype not in DTYPES:
+        raise Invalid(f"dtype {show(form.dtype)} is not one of {', '.join(DTYPES)}")
+    if form.num_warps != form.block // 32:
+        raise Invalid(f"num_warps {form.num_warps} is not block / 32 ({form.block} threads)")
+    problem = Problem(form.dtype, form.footprint, tuple(form.dims.items()))
+    return Config(problem=problem, grid=form.grid, block=form.block, meta=form.meta,
+                  cache=form.cache)
 
 
 def _config_dump(config: Config) -> dict[str, Any]:
@@ -142,32 +148,22 @@ def _config_dump(config: Config) -> dict[str, Any]:
             "meta": dict(config.meta), **_problem_key_dump(ProblemKey.of(config))}
 
 
-def note_codec(cls: type[Note[Any]]) -> Codec:
-    """A flag or a stop reason: ``{"kind": ..., "text": ...}``."""
+def note_load(cls: type[Note[Any]]) -> Callable[[Any], Any]:
+    """How a flag or a stop reason is read: ``{"kind": ..., "text": ...}``."""
+    form = make_dataclass(cls.__name__, [("kind", cls.KINDS), ("text", str)])
 
-    def problem(value: Any, key: str) -> str | None:
+    def load(value: Any) -> Any:
         if not isinstance(value, dict) or "kind" not in value or "text" not in value:
-            return f"{key} is {show(value)}, not an object with a kind and a text"
-        found = values_problem(value, {"kind": cls.KINDS, "text": str})
-        return None if found is None else f"{key}: {found}"
+            raise Invalid(f" is {show(value)}, not an object with a kind and a text")
+        note = decode(form, value)
+        return cls(note.kind, note.text)
 
-    return Codec(problem, lambda value: cls(cls.KINDS(value["kind"]), value["text"]),
-                 lambda note: {"kind": note.kind.value, "text": note.text})
-
-
-def _problem_key_problem(value: Any, key: str) -> str | None:
-    if not isinstance(value, dict):
-        return f"{key} is {show(value)}, not an object"
-    problem = values_problem(value, PROBLEM_TYPES)
-    missing = [k for k in PROBLEM_TYPES if k not in OPTIONAL and k not in value]
-    if problem is None and missing:
-        problem = f"no {', '.join(missing)}"
-    return None if problem is None else f"{key}: {problem}"
+    return load
 
 
-def _problem_key_load(value: dict[str, Any]) -> ProblemKey:
-    return ProblemKey(value["dtype"], value["footprint"], value["cache"],
-                      tuple(value.get("dims", {}).items()))
+def _problem_key_load(value: Any) -> ProblemKey:
+    form = decode(_ProblemJson, value)
+    return ProblemKey(form.dtype, form.footprint, form.cache, tuple(form.dims.items()))
 
 
 def _problem_key_dump(key: ProblemKey) -> dict[str, Any]:
@@ -177,15 +173,6 @@ def _problem_key_dump(key: ProblemKey) -> dict[str, Any]:
     return out
 
 
-#: A problem as finals keep it: ``{"dtype", "footprint", "cache", "dims"}``, no ``dims``
-#: for a problem without dimensions.
-PROBLEM_CODEC = Codec(_problem_key_problem, _problem_key_load, _problem_key_dump)
-
-CODECS: dict[type, Codec] = {
-    Stats: Codec(_stats_problem, _stats_load, Stats.to_dict),
-    Config: Codec(_config_problem, _config_load, _config_dump),
-    TrialFlag: note_codec(TrialFlag),
-    StopReason: note_codec(StopReason),
-    ProblemKey: PROBLEM_CODEC,
-}
-register_codecs(CODECS)
+register_forms({Stats: _stats_load, Config: _config_load, TrialFlag: note_load(TrialFlag),
+                StopReason: note_load(StopReason), ProblemKey: _problem_key_load},
+               {Config: _config_dump, ProblemKey: _problem_key_dump})

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.errors import StudyError
-from sweeper.store._schema import FORMAT, fields_problem, format_problem, json_type, load_fields
+from sweeper.store._schema import FORMAT, decode, format_problem, json_type, problem_of
 from sweeper.store._upgrade import upgraded_meta
 
 
@@ -62,7 +62,7 @@ class StudyMeta:
     def from_json(cls, meta: Mapping[str, Any]) -> StudyMeta:
         """The typed metadata of a checked study file (:func:`meta_problem` passed it);
         keys it has no field for are left."""
-        out: StudyMeta = load_fields(cls, meta)
+        out: StudyMeta = decode(cls, meta)
         return out
 
     @property
@@ -92,7 +92,7 @@ def meta_problem(meta: Any) -> str | None:
     missing = [k for k in META_REQUIRED if k not in meta]
     if missing:
         return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
-    return fields_problem(StudyMeta, meta)
+    return problem_of(StudyMeta, meta)
 
 
 def checked_meta(meta: Any, where: Any, advice: str = "") -> dict[str, Any]:

@@ -6,25 +6,33 @@ default is required), and an optional ``invariants(data)`` static method adds wh
 readers index without looking (an ``ok`` trial's median, a final's winner among its
 finalists).  A record that passes is safe for every reader: none of them needs a guard.
 
-An annotation also says how the field's JSON becomes a typed value (:func:`load`) and
-back (:func:`dump`): plain JSON types stay as they are, an enum is kept by its value, a
-nested dataclass as an object of its fields (checked the same way), and the value types
-of :data:`CODECS` (a ``Config``, ``Stats``, flags, stop reasons, registered by ``_codec``) in
-the form that codec gives them.  The typed objects are built once, when a record is read.
+msgspec checks and builds the typed record from its JSON in one pass (:func:`decode`),
+and writes it back (:meth:`Record.to_json`): it is small, strict (a ``"9"`` is no
+``int``, a ``true`` no number) and fast, with no dependencies of its own, where
+pydantic's validation of dataclasses is a larger compiled dependency that is slower and
+words its errors no closer to ours.  Plain JSON types, enums (by value), lists, dicts and
+nested dataclasses are msgspec's own; the value types of :data:`LOADS` (a ``Config``,
+``Stats``, flags, stop reasons, a problem's key, registered by ``_codec``) are read by
+their own functions, in the form records keep them.  msgspec's errors are said in this
+package's words by one translation (:func:`_said`): ``number is '9', not int``.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import enum
 import functools
 import importlib
 import math
+import operator
 import re
 import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -52,7 +60,7 @@ def record_problem(data: Any) -> str | None:
         got = "no kind" if "kind" not in data else f"unknown kind {show(kind)}"
         return f"{got}; a record's kind is one of {', '.join(sorted(KINDS))}"
     cls = record_class(kind)
-    problem = fields_problem(cls, data)
+    problem = problem_of(cls, data)
     if problem is None and hasattr(cls, "invariants"):
         problem = cls.invariants(data)
     return None if problem is None else f"{kind} record: {problem}"
@@ -78,200 +86,142 @@ def record_class(kind: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def fields_problem(cls: Any, data: Mapping[str, Any]) -> str | None:
-    """The first way ``data`` does not fill dataclass ``cls``'s fields, or ``None``."""
-    missing = [name for name in _required(cls) if name not in data]
-    if missing:
-        return f"no {', '.join(missing)}"
-    return values_problem(data, _hints(cls))
-
-
-def values_problem(data: Mapping[str, Any], types_: Mapping[str, Any]) -> str | None:
-    """The first value of ``data`` that is not of its type in ``types_`` (others are free)."""
-    for key, hint in types_.items():
-        if key in data:
-            problem = _checker(hint)(data[key], key)
-            if problem is not None:
-                return problem
+def problem_of(cls: Any, data: Any) -> str | None:
+    """The first way ``data`` does not fill dataclass ``cls``'s fields (the first that
+    msgspec meets, in ``data``'s order), or ``None``."""
+    try:
+        decode(cls, data)
+    except Invalid as err:
+        return str(err).strip()
     return None
 
 
-@functools.cache
-def _required(cls: Any) -> tuple[str, ...]:
-    """The fields of dataclass ``cls`` without a default, which a record must hold."""
-    return tuple(f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
-                 and f.default_factory is dataclasses.MISSING)
+class Invalid(ValueError):
+    """Why a JSON value is not of a type, in this package's words: ``key is 5, not int``.
+    A text that starts with a space says what is wrong with the value itself, and follows
+    the name of the field that holds it; any other says what is wrong inside it, after the
+    field's name and a colon (``config: dtype 'float8' is not one of ...``)."""
+
+
+def decode(cls: Any, data: Any) -> Any:
+    """Dataclass ``cls`` from the JSON value ``data`` (keys it has no field for are left,
+    a field left out reads as its default, a JSON integer in a ``float`` field as a
+    float), checked against its annotations by msgspec; :class:`Invalid` says how ``data``
+    does not fit them."""
+    try:
+        found = msgspec.convert(data, _wire(cls), dec_hook=_hook)
+    except msgspec.ValidationError as err:
+        raise Invalid(_said(str(err), cls, data)) from None
+    return cls(**msgspec.structs.asdict(found))
 
 
 @functools.cache
-def _checker(hint: Any) -> Callable[[Any, str], str | None]:
-    """Why a JSON value does not fit ``hint``, naming it as the key given, or ``None``.
-    A value kept in a form of its own (a codec's, a nested dataclass's, an item of a list
-    or an ``X | None`` of them) is told about by that form; any other by its whole value
-    and the type wanted.  Worked out once per type: a journal of 10⁵ records checks the
-    same few dozen types millions of times."""
-    codec = codec_for(hint)
-    if codec is not None:
-        problem: Callable[[Any, str], str | None] = codec.problem
-        return problem
-    if _structured(hint):
-        return functools.partial(_object_problem, hint)
-    origin, args = _form(hint)
-    arms = [arm for arm in args if arm is not type(None)]
-    if origin in (typing.Union, types.UnionType) and len(arms) == 1 and _structured(arms[0]):
-        arm = _checker(arms[0])
-        return lambda value, key: None if value is None else arm(value, key)
-    if origin is list and _structured(args[0]):
-        return functools.partial(_items_problem, _checker(args[0]), type_name(hint))
-    fits = _fits(hint)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        allowed = ", ".join(str(m.value) for m in hint)
-        return lambda value, key: None if fits(value) else \
-            f"{key} {show(value)} is not one of {allowed}"
-    wanted = type_name(hint)
-    return lambda value, key: None if fits(value) else f"{key} is {show(value)}, not {wanted}"
+def _wire(cls: Any) -> Any:
+    """What msgspec decodes dataclass ``cls`` as: a Struct of its fields and defaults,
+    each a value type of :data:`LOADS` (or a dataclass holding one) replaced by its
+    :func:`_marker`, which msgspec leaves to :func:`_hook`."""
+    def default(f: dataclasses.Field[Any]) -> Any:
+        given: dict[str, Any] = {"default": f.default, "default_factory": f.default_factory}
+        return msgspec.field(**{k: v for k, v in given.items() if v is not dataclasses.MISSING})
 
-
-def _object_problem(cls: Any, value: Any, key: str) -> str | None:
-    """Why ``value`` (the JSON of ``key``) is not an object that fills dataclass ``cls``."""
-    if not isinstance(value, dict):
-        return f"{key} is {show(value)}, not an object"
-    problem = fields_problem(cls, value)
-    return None if problem is None else f"{key}: {problem}"
-
-
-def _items_problem(item: Callable[[Any, str], str | None], wanted: str, value: Any,
-                   key: str) -> str | None:
-    """Why ``value`` (the JSON of ``key``) is not a list whose every item passes ``item``."""
-    if not isinstance(value, list):
-        return f"{key} is {show(value)}, not {wanted}"
-    for i, v in enumerate(value):
-        problem = item(v, f"{key}[{i}]")
-        if problem is not None:
-            return problem
-    return None
+    fields = [(f.name, _marked(_hints(cls)[f.name]), default(f))
+              for f in dataclasses.fields(cls) if f.init]
+    return msgspec.defstruct(cls.__name__, fields, kw_only=True)
 
 
 @functools.cache
-def _fits(hint: Any) -> Callable[[Any], bool]:
-    """A test that a JSON value fits a type annotation (``int``, ``list[float]``, ``X |
-    None``, an enum of string values, a dataclass, a type with a codec, ``Any``...);
-    JSON integers fit ``float``."""
-    origin, args = _form(hint)
-    tests = [_fits(arg) for arg in args]
-    if hint is Any:
-        return lambda value: True
-    if hint is float:
-        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return lambda value: isinstance(value, int) and not isinstance(value, bool)
-    if hint is type(None):
-        return lambda value: value is None
+def _marked(hint: Any) -> Any:
+    """``hint`` as msgspec is to decode it: a type of :data:`LOADS`, or a dataclass with
+    a field of one, as its :func:`_marker`; every other type as it is."""
+    args = typing.get_args(hint)
+    if hint in LOADS or (_structured(hint) and any(
+            _marked(h) is not h for h in _hints(hint).values())):
+        return _marker(hint)
+    if not args:
+        return hint
+    origin = typing.get_origin(hint)
+    marked = tuple(map(_marked, args))
     if origin in (typing.Union, types.UnionType):
-        return lambda value: any(test(value) for test in tests)
-    if origin is list:
-        return lambda value: isinstance(value, list) and all(map(tests[0], value))
-    if origin is dict:
-        return lambda value: isinstance(value, dict) and all(map(tests[1], value.values()))
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        values = _values(hint)
-        return lambda value: value in values
-    if _structured(hint):
-        check = _checker(hint)
-        return lambda value: check(value, "") is None
-    return lambda value: isinstance(value, hint)
-
-
-def load(hint: Any, value: Any) -> Any:
-    """The typed value of a checked JSON ``value`` of type ``hint``."""
-    if hint in (float, int, str, bool, Any):
-        return value
-    codec = codec_for(hint)
-    if codec is not None:
-        return codec.load(value)
-    origin, args = _form(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
-        arms = [a for a in args if a is not type(None)]
-        if len(arms) > 1:               # the arm the value fits; ``X | None`` has one
-            arms = [next((a for a in arms if _fits(a)(value)), Any)]
-        return load(arms[0], value)
-    if origin is list:
-        return list(value) if args[0] in (float, int, str) else [load(args[0], v) for v in value]
-    if origin is dict:
-        return {k: load(args[1], v) for k, v in value.items()}
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return hint(value)
-    if dataclasses.is_dataclass(hint):
-        return load_fields(hint, value)
-    return value
-
-
-def load_fields(cls: Any, data: Mapping[str, Any]) -> Any:
-    """Dataclass ``cls`` from a checked JSON object; keys it has no field for are left."""
-    hints = _hints(cls)
-    return cls(**{f.name: load(hints[f.name], data[f.name])
-                  for f in dataclasses.fields(cls) if f.init and f.name in data})
-
-
-def dump(value: Any) -> Any:
-    """The JSON form of a typed value: what :func:`load` reads back as the same value."""
-    kind: Any = type(value)
-    if kind in _SCALARS:
-        return value
-    codec = CODECS.get(kind)
-    if codec is not None:
-        return codec.dump(value)
-    if isinstance(value, enum.Enum):
-        return value.value
-    names = _field_names(kind)
-    if names is not None:
-        return {name: dump(getattr(value, name)) for name in names}
-    if isinstance(value, (list, tuple)):
-        return [dump(v) for v in value]
-    if isinstance(value, dict):
-        return {k: dump(v) for k, v in value.items()}
-    return value
-
-
-#: JSON values written as they are.
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+        return functools.reduce(operator.or_, marked)
+    return origin[marked]
 
 
 @functools.cache
-def _field_names(kind: Any) -> tuple[str, ...] | None:
-    """The field names of dataclass ``kind``, else ``None``: a journal of 10⁵ records
-    asks for them for every record and every nested value."""
-    if not dataclasses.is_dataclass(kind):
-        return None
-    return tuple(f.name for f in dataclasses.fields(kind))
+def _marker(typed: type) -> type:
+    """A class msgspec does not know, so hands to :func:`_hook`, standing for ``typed``
+    (whose instances it takes for its own: msgspec checks what the hook gives)."""
+    marker: Any = abc.ABCMeta(typed.__name__, (), {"typed": typed})
+    marker.register(typed)
+    return typing.cast(type, marker)
 
 
-#: The codec of each value type records keep in a form of its own (a ``Config``,
-#: ``Stats``, flags, stop reasons, a problem's key), by type: registered by
-#: :mod:`sweeper.store._codec`, which the record types import for the values they hold
-#: (the codecs check their values with this module, so this one cannot import them).
-CODECS: dict[type, Any] = {}
+def _hook(marker: Any, value: Any) -> Any:
+    """The typed value of a :func:`_marker`'s JSON: by its :data:`LOADS` function, or a
+    dataclass by :func:`decode` (msgspec names the field of an :class:`Invalid`)."""
+    load = LOADS.get(marker.typed)
+    return load(value) if load is not None else decode(marker.typed, value)
 
 
-def register_codecs(codecs: Mapping[type, Any]) -> None:
-    """Add ``codecs`` to :data:`CODECS`; what was worked out without them is forgotten."""
-    CODECS.update(codecs)
-    for cached in (_structured, _checker, _fits):
-        cached.cache_clear()
+def _said(message: str, cls: Any, data: Any) -> str:
+    """msgspec's ``message`` of why ``data`` is not a ``cls`` in this package's words: the
+    field (``key``, ``list[i]``, ``outer: inner``), its value, what it should be.  A value
+    inside a list or dict of plain values is told of by the whole list or dict; any text
+    of msgspec's but a missing field and an enum's value (``Expected `int`, got `str```,
+    ``Number out of range``) says the value is not of its field's type."""
+    text, at, path = message.rpartition(" - at `$")
+    text = text if at else message
+    hint, value, key, whole = cls, data, "", True
+    for name, index in re.findall(r"\.(\w+)|\[(\d+|\.\.\.)\]", path if at else ""):
+        arm, args = _arm(hint), typing.get_args(_arm(hint))
+        if name and _structured(arm):
+            hint, value, key = _hints(arm)[name], value[name], f"{key}: {name}" if key else name
+        elif index.isdigit() and typing.get_origin(arm) is list and _structured(args[0]):
+            hint, value, key = args[0], value[int(index)], f"{key}[{index}]"
+        else:
+            whole = False
+            break
+    if whole and text.startswith("Object missing required field"):
+        missing = [f.name for f in msgspec.structs.fields(_wire(_arm(hint)))
+                   if f.required and f.name not in value]
+        return f"{key}{': ' if key else ''}no {', '.join(missing)}"
+    if whole and isinstance(hint, enum.EnumMeta):
+        members: list[enum.Enum] = list(hint)
+        return f"{key} {show(value)} is not one of {', '.join(str(m.value) for m in members)}"
+    if whole and not text[:1].isupper():        # an Invalid of ours, not msgspec's text
+        return key + text if text.startswith(" ") or not key else f"{key}: {text}"
+    wanted = "an object" if _structured(_arm(hint)) else type_name(hint)
+    return f"{key} is {show(value)}, not {wanted}"
 
 
-def codec_for(hint: Any) -> Any:
-    """The codec of a value type records keep in a form of its own, else ``None``."""
-    return CODECS.get(hint) if isinstance(hint, type) else None
+def _arm(hint: Any) -> Any:
+    """``X`` of ``X | None``; any other type as it is."""
+    arms = [a for a in typing.get_args(hint) if a is not type(None)]
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and len(arms) == 1
+    return arms[0] if optional else hint
 
 
-@functools.cache
 def _structured(hint: Any) -> bool:
-    """Kept as a JSON object checked field by field, or by a codec."""
-    return codec_for(hint) is not None or (isinstance(hint, type) and
-                                           dataclasses.is_dataclass(hint))
+    """Kept as a JSON object read field by field: a dataclass, or a type of :data:`LOADS`."""
+    return hint in LOADS or dataclasses.is_dataclass(hint)
+
+
+#: How a value type that records keep in a form of its own (a ``Config``, ``Stats``, flags,
+#: stop reasons, a problem's key) is read from its JSON, raising :class:`Invalid`, and
+#: how one is written (:data:`DUMPS`, where msgspec's form of the dataclass is not the
+#: journal's); filled by :mod:`sweeper.store._codec`, which the record types import for
+#: the values they hold (its forms are read with this module, which cannot import it).
+LOADS: dict[Any, Callable[[Any], Any]] = {}
+DUMPS: dict[type, Callable[[Any], Any]] = {}
+
+
+def register_forms(loads: Mapping[type, Callable[[Any], Any]],
+                   dumps: Mapping[type, Callable[[Any], Any]]) -> None:
+    """Add to :data:`LOADS` and :data:`DUMPS`; what was worked out without them is
+    forgotten."""
+    LOADS.update(loads)
+    DUMPS.update(dumps)
+    for cached in (_wire, _marked):
+        cached.cache_clear()
 
 
 def type_name(hint: Any) -> str:
@@ -279,7 +229,7 @@ def type_name(hint: Any) -> str:
     ``list[float]``, ``str | None``."""
     if isinstance(hint, type) and not typing.get_args(hint):
         return hint.__name__
-    origin, args = _form(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (list, dict):
         return f"{origin.__name__}[{', '.join(map(type_name, args))}]"
     return str(hint).replace("typing.", "").replace("NoneType", "None")
@@ -288,7 +238,9 @@ def type_name(hint: Any) -> str:
 def stats_problem(stats: Any, owner: str, keys: tuple[str, ...] = ()) -> str | None:
     """What is wrong with a statistics dict whose readers index its median (a number
     above 0) and ``keys`` (numbers)."""
-    number = _fits(float)
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
     median: Any = stats.get("median") if isinstance(stats, dict) else None
     if not (number(median) and median > 0):
         return f"{owner} has no median above 0"
@@ -339,19 +291,6 @@ def samples_problem(data: Mapping[str, Any], owner: str = "") -> str | None:
 
 
 @functools.cache
-def _form(hint: Any) -> tuple[Any, tuple[Any, ...]]:
-    """``hint``'s origin and arguments, worked out once: a journal of 10⁵ records asks
-    for them millions of times."""
-    return typing.get_origin(hint), typing.get_args(hint)
-
-
-@functools.cache
-def _values(hint: type[enum.Enum]) -> tuple[Any, ...]:
-    """The values of enum ``hint``'s members, listed once."""
-    return tuple(m.value for m in hint)
-
-
-@functools.cache
 def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
@@ -370,17 +309,22 @@ def show(value: Any) -> str:
 
 
 class Record:
-    """A journal record: written as the JSON of its fields (:func:`dump`), read back by
-    the same annotations (:func:`load_fields`) once :func:`record_problem` passed it."""
+    """A journal record: written as the JSON of its fields, read back by :func:`decode`
+    once :func:`record_problem` passed it."""
 
     def to_json(self) -> dict[str, Any]:
-        """The record as its journal line's JSON object (:func:`dump` of its fields)."""
-        out: dict[str, Any] = dump(self)
+        """The record as its journal line's JSON object: its fields by msgspec, those of a
+        type of :data:`DUMPS` in their own form (a record holds such a value as a field,
+        never deeper), and its ``format``."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        out: dict[str, Any] = msgspec.to_builtins(
+            {k: DUMPS[type(v)](v) if type(v) in DUMPS else v for k, v in fields.items()},
+            enc_hook=float)      # numpy's float scalars, which json writes as floats
         out["format"] = FORMAT
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         """The typed record from a JSON object that :func:`record_problem` passed."""
-        out: Self = load_fields(cls, data)
+        out: Self = decode(cls, data)
         return out
