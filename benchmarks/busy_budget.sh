@@ -20,7 +20,9 @@
 #   command   benchmarks/command_overhead.py spaces/copy.yaml, warm cache: sweeper run
 #             against the bare-loop script
 #   budget    spaces/matmul-shapes.yaml with --time 12s (it needs more), warm cache
-#   spread    spaces/matmul-8k.yaml under TPE, 15 trials, each from an empty Triton cache:
+#   ffnonce   the ffn space once from a cold cache, then once warm under auto (run A only)
+#   spread    spaces/matmul-8k.yaml under TPE, $SPREAD_TRIALS (15) trials, each from an empty
+#             Triton cache:
 #             the compile pool fed every valid config in a seeded order (SpreadHints, the
 #             default) against --compile-workers 0 (each trial compiles its own)
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
@@ -78,6 +80,9 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-auto-a" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-a" --top 200 ;;
+  ffnonce)
+    run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+    run ffn-auto-a ffn benchmarks/spaces/matmul-ffn.yaml --no-report ;;
   8k)
     run 8k-auto cold-8k spaces/matmul-8k.yaml --no-report
     ref=$(mktemp -d); tar xzf docs/raw/2026-12-02-s14/duty-studies.tgz -C "$ref"
@@ -118,8 +123,10 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     run budget-12s shapes spaces/matmul-shapes.yaml --time 12s ;;
   spread)
     sed 's/^sampler: exhaustive/sampler: tpe/' spaces/matmul-8k.yaml > "$studies/matmul-8k-tpe.yaml"
-    run spread-pool spread-pool "$studies/matmul-8k-tpe.yaml" --trials 15 --no-report
-    run spread-none spread-none "$studies/matmul-8k-tpe.yaml" --trials 15 --no-report \
+    run spread-pool spread-pool "$studies/matmul-8k-tpe.yaml" --trials "${SPREAD_TRIALS:-15}" \
+        --no-report
+    run spread-none spread-none "$studies/matmul-8k-tpe.yaml" --trials "${SPREAD_TRIALS:-15}" \
+        --no-report \
         --compile-workers 0 ;;
   esac
 done
