@@ -74,6 +74,22 @@ What was tried and measured worse on the recorded tables (30 seeds each,
   a counterfactual from a recorded table before its region is measured: 0.02-0.14 on
   both).  Step 4 itself trades on the counterfactuals: copy's spilling launches come
   within 100 trials, two ``box`` medians grow by 4 and 20.
+- Checking the model's steepest claim (``CHECK_CLAIMS`` and the switches after it; 10
+  seeds, the 55 recorded tables and the 18 counterfactuals; docs/search.md has the
+  figures): one trial on the neighbour of the best guess, or of the incumbent after the
+  start, along the axis where the model claims the steepest one-step drop (below 0.8).
+  It is aimed at softmax bf16 4096 × 32000, whose best config is a one-pass config the
+  model rates 0.99 with half the tile, rated 0.67 for a second pass the L2 serves:
+  16.5 / 19 trials there (median / worst) became 8-20 / 15-25 over the variants.
+  Elsewhere the steep claim is right (matmul: a halved K tile, guessed 0.75-0.78,
+  measured 0.62-0.81) or right in direction (copy:
+  64 threads on a 16384 tile, guessed 0.5, measured 0.88), and the check counted in the
+  fits pulls the residual process there: copy medians 4.5 → 7.5-15, 12-14 tables' medians
+  more than one trial longer.  With a check the claim held for left out of the fits,
+  as the first proposal after the start: 8 / 18 on softmax, but 0.5-1 trial more at the
+  median on every other table not solved at once (20) and one more at worst on ten, and
+  on the counterfactuals add-wide-1g/box 55 → 79, add-bf16-1g/box 34.5 → 46.5; in the
+  first model turn's slot: matmul 1024³ 16.5 → 19.5, worst cases up to 3 longer.
 """
 
 from __future__ import annotations
@@ -119,10 +135,11 @@ EXPLORE_EVERY = 2
 #: there (a "kriging believer"): their uncertainty is gone, so the next proposal is not
 #: their neighbour for the same reason they were chosen.  False: they are only left out.
 BELIEVE_PENDING = True
-#: Check the model's steepest claims: this many neighbours (one step along one axis) of
-#: the model's best guess, each on another axis, the axes ranked by how much slower the
-#: model guesses the step (0: none).  A wrong steep claim next to the favourite is then
-#: contradicted by one measurement and the residual process explores from there.
+#: Check the model's steepest claims (measured worse on the recorded tables: the module
+#: docstring; 0, off): this many neighbours (one step along one axis) of the best guess,
+#: or of the incumbent at the time (``CHECK_AT``), where the model guesses the step
+#: slowest, each meant to contradict a wrong steep claim next to the favourite after one
+#: trial so that the residual process explores from there.
 CHECK_CLAIMS = 0
 #: ... a step is checked only where the model guesses it below this fraction of the
 #: config it steps from.
