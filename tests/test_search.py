@@ -16,7 +16,6 @@ from sweeper.finals import FinalRecord
 from sweeper.kernels import load_kernel
 from sweeper.measure import Stop, StopReason
 from sweeper.samplers import AutoSampler
-from sweeper.samplers._auto_state import Phase
 from sweeper.space import Config, Problem, SamplerSpec, load_space
 from sweeper.store import DriftRecord, StudyStore
 from sweeper.sweep import Sweep, enumerate_choices, open_study
@@ -364,23 +363,6 @@ def test_auto_starts_among_the_models_best_guesses_and_still_reaches_everything(
     assert len(pool) == 6 and all(k in pool for k in seen[:4])
     assert seen[0] == min(pool)          # guesses tie: the first of the pool in key order
     assert len(seen) == len(valid)                   # the model orders; it removes nothing
-
-
-def test_auto_can_check_the_models_steepest_claim_next_to_its_best_guess(monkeypatch):
-    import sweeper.samplers._auto_model as auto
-
-    axes = {"a": [str(i) for i in range(4)], "b": [str(i) for i in range(4)]}
-    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
-    # best guess a=3, b=3; one step down a costs 0.9x, one step down b 0.5x
-    guesses = [0.9 ** (3 - int(c["a"])) * 0.5 ** (3 - int(c["b"])) for c in valid]
-    start = AutoSampler(axes, valid, seed=0, guesses=guesses).strategy.start(None)
-    assert [p for _, p in start].count(Phase.CHECK) == 0          # off by default
-    monkeypatch.setattr(auto, "CHECK_CLAIMS", 2)
-    start = AutoSampler(axes, valid, seed=0, guesses=guesses).strategy.start(None)
-    assert start[0] == ({"a": "3", "b": "3"}, Phase.BEST_GUESS)
-    # only the step the model claims below CHECK_BELOW (0.8x) is checked, right after
-    assert start[1] == ({"a": "3", "b": "2"}, Phase.CHECK)
-    assert [p for _, p in start].count(Phase.CHECK) == 1
 
 
 def test_auto_follows_a_right_model_and_unlearns_a_wrong_one():

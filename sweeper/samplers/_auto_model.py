@@ -74,7 +74,7 @@ What was tried and measured worse on the recorded tables (30 seeds each,
   a counterfactual from a recorded table before its region is measured: 0.02-0.14 on
   both).  Step 4 itself trades on the counterfactuals: copy's spilling launches come
   within 100 trials, two ``box`` medians grow by 4 and 20.
-- Checking the model's steepest claim (``CHECK_CLAIMS`` and the switches after it; 10
+- Checking the model's steepest claim (switches at commit 8a2c10e; 10
   seeds, the 55 recorded tables and the 18 counterfactuals; docs/search.md has the
   figures): one trial on the neighbour of the best guess, or of the incumbent after the
   start, along the axis where the model claims the steepest one-step drop (below 0.8).
@@ -135,26 +135,6 @@ EXPLORE_EVERY = 2
 #: there (a "kriging believer"): their uncertainty is gone, so the next proposal is not
 #: their neighbour for the same reason they were chosen.  False: they are only left out.
 BELIEVE_PENDING = True
-#: Check the model's steepest claims (measured worse on the recorded tables: the module
-#: docstring; 0, off): this many neighbours (one step along one axis) of the best guess,
-#: or of the incumbent at the time (``CHECK_AT``), where the model guesses the step
-#: slowest, each meant to contradict a wrong steep claim next to the favourite after one
-#: trial so that the residual process explores from there.
-CHECK_CLAIMS = 0
-#: ... a step is checked only where the model guesses it below this fraction of the
-#: config it steps from.
-CHECK_BELOW = 0.8
-#: ... where: 0 right after the best guess, before the spread points; 1 in place of the
-#: last spread points; 2 as the first proposals after the start, around the incumbent
-#: then; 3 in the first model turns' slots, around the incumbent then.
-CHECK_AT = 0
-#: ... and whether a checked config counts in the fit of the model's slope (False: it
-#: only informs the residual process, where it sits).
-CHECK_IN_SLOPE = True
-#: ... and whether a checked config that measured below the best of the others (the
-#: claim's direction held) still counts in the fits (False: it is only kept from being
-#: proposed again).
-CHECK_FIT_SLOWER = True
 
 
 class ModelGuidedSearch:
@@ -174,8 +154,6 @@ class ModelGuidedSearch:
         self._at = {k: np.array(state.position(dict(k))) for k in state.valid}
         self._every_guess = np.array(list(self.prior.values()))
         self._turns = 0     # proposals made around the model
-        self._checks = CHECK_CLAIMS if CHECK_AT in (2, 3) else 0   # checks left to propose
-        self._checked: set[Key] = set()     # configs proposed as checks
 
     @staticmethod
     def applies(valid: Sequence[Mapping[str, str]], guesses: Sequence[float] | None) -> bool:
@@ -193,29 +171,8 @@ class ModelGuidedSearch:
         top: Key = max(self.pool, key=self._guess)
         best = dict(top)
         count = MODEL_START_POINTS if points is None else points
-        checks = ([dict(k) for k in self.steepest(top, CHECK_CLAIMS)]
-                  if CHECK_AT in (0, 1) else [])
-        if CHECK_AT == 1:
-            count = max(count - len(checks), 0)
-        self._checked.update(key_of(c) for c in checks)
-        return [(best, Phase.BEST_GUESS)] + [(c, Phase.CHECK) for c in checks] + [
-            (s, Phase.SPREAD) for s in self._snap(self.state.spread(count), [best, *checks])]
-
-    def steepest(self, origin: Key, count: int) -> list[Key]:
-        """Up to ``count`` valid unmeasured neighbours of ``origin`` (one step along one
-        axis), one per axis, where the model guesses the step slowest relative to
-        ``origin`` and below ``CHECK_BELOW`` of it, the steepest first."""
-        here = dict(origin)
-        drops: list[tuple[float, str, Key]] = []
-        for name, labels in self.state.axes.items():
-            at = labels.index(here[name])
-            steps = [key_of({**here, name: labels[i]}) for i in (at - 1, at + 1)
-                     if 0 <= i < len(labels)]
-            steps = [k for k in steps if k in self.prior and self.state.usable(dict(k))]
-            if steps:
-                step = min(steps, key=self._guess)
-                drops.append((self.prior[step] - self.prior[origin], name, step))
-        return [k for drop, _, k in sorted(drops)[:count] if drop < np.log(CHECK_BELOW)]
+        return [(best, Phase.BEST_GUESS)] + [
+            (s, Phase.SPREAD) for s in self._snap(self.state.spread(count), [best])]
 
     def _snap(self, points: list[dict[str, str]], taken: list[dict[str, str]]
               ) -> list[dict[str, str]]:
@@ -230,20 +187,6 @@ class ModelGuidedSearch:
                 near = min(dist.values())
                 out.append(dict(self.state.rng.choice([k for k in dist if dist[k] == near])))
         return out
-
-    def _check(self) -> Proposal | None:
-        """The incumbent's neighbour along its steepest claim (:meth:`steepest`), while
-        checks are left (``CHECK_CLAIMS``); None where there is none."""
-        state = self.state
-        if not self._checks or state.incumbent is None:
-            return None
-        self._checks -= 1
-        origin = key_of(state.incumbent[1])
-        check = self.steepest(origin, 1) if origin in self.prior else []
-        if not check:
-            return None
-        self._checked.add(check[0])
-        return dict(check[0]), Phase.CHECK
 
     def propose(self) -> Proposal | None:
         """The unmeasured config with the highest expected improvement of log throughput
@@ -260,13 +203,8 @@ class ModelGuidedSearch:
         # configs outside this space (measured under an older space file) have no guess
         scored = [(k, v) for k, v in ((key_of(p), v) for p, v in state.scores)
                   if v > 0 and k in self.prior]
-        if not CHECK_FIT_SLOWER and self._checked:
-            others = max((v for k, v in scored if k not in self._checked), default=0.0)
-            scored = [(k, v) for k, v in scored if k not in self._checked or v >= others]
         if len(scored) < MODEL_AFTER:
             return best_guess, Phase.TURN
-        if CHECK_AT == 2 and (check := self._check()) is not None:
-            return check
         y = np.log([v for _, v in scored])
         at = np.array([self._at[k] for k, _ in scored])
         candidates = np.array([self._at[k] for k in unseen])
@@ -278,12 +216,8 @@ class ModelGuidedSearch:
             gain = expected_improvement(mean, std, float(y.max()))
             return dict(unseen[int(np.argmax(gain))]), Phase.EXPLORE
         guess = np.array([self.prior[k] for k, _ in scored])
-        fit = np.array([CHECK_IN_SLOPE or k not in self._checked for k, _ in scored])
-        slope = model_slope(guess[fit], y[fit], self._every_guess, MODEL_WEIGHT)
+        slope = model_slope(guess, y, self._every_guess, MODEL_WEIGHT)
         self._turns += 1
-        if (CHECK_AT == 3 and self._turns % MODEL_TURN == 0
-                and (check := self._check()) is not None):
-            return check
         if self._turns % MODEL_TURN == 0 and slope >= TURN_SLOPE:
             return best_guess, Phase.TURN
         mean, std = believing(at, y - slope * guess, pending).predict(candidates)

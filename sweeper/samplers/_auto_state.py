@@ -34,7 +34,6 @@ class Phase(enum.Enum):
     PRIOR = "prior"                    # an earlier study's winner
     BEST_GUESS = "best guess"          # the model's best guess, first
     SPREAD = "spread"                  # a spread start point
-    CHECK = "check"                    # a neighbour the model claims much slower (CHECK_CLAIMS)
     TURN = "model turn"                # the best unmeasured guess, every MODEL_TURN-th
     MODEL_EI = "expected improvement"  # over the whole space, around the model
     EXPLORE = "without the model"      # expected improvement of the measurements alone
