@@ -23,7 +23,7 @@ import json
 import os
 import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,13 @@ class RunCosts:
     #: FLOPs at the assumed bandwidth and peak), the median over a run's trials: the
     #: interpreter's launch costs what its programs' steps cost, not its bytes
     launch_scale: dict[str, float] = field(default_factory=dict)
+    #: by kernel, a compile from a cold cache in the worker, before its trial (the median
+    #: first launch that compiled); and in the compile pool, beside its other processes'
+    #: compiles (the median of the pool's): on the H200 the 108 configs of spaces/matmul-8k
+    #: compiled in 0.3-0.6 s each in the worker, the ffn space's in 1.57 s each in eight
+    #: processes side by side, so one figure for both put a TPE run at 2.7 times its wall
     compile_s: dict[str, float] = field(default_factory=dict)
+    pool_compile_s: dict[str, float] = field(default_factory=dict)
     ask_s: dict[str, float] = field(default_factory=lambda: {"auto": 0.034})
 
     #: a compile from a cold cache where none was measured for the kernel (on the H200
@@ -80,9 +86,13 @@ class RunCosts:
             return self.launch_scale.get(kernel, 1.0)
         return statistics.median(self.launch_scale.values())
 
-    def compile_of(self, kernel: str) -> float:
-        """Seconds a binary of ``kernel`` takes to compile (as measured, else assumed)."""
-        return self.compile_s.get(kernel, self.COMPILE_S)
+    def compile_of(self, kernel: str, pooled: bool = False) -> float:
+        """Seconds a binary of ``kernel`` takes to compile, in the worker or (``pooled``)
+        in the compile pool: as measured there, else as measured in the other, else
+        assumed."""
+        first, other = ((self.pool_compile_s, self.compile_s) if pooled else
+                        (self.compile_s, self.pool_compile_s))
+        return first.get(kernel, other.get(kernel, self.COMPILE_S))
 
 
 def _costs_path() -> Path:
@@ -105,7 +115,8 @@ def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
     except (OSError, ValueError, TypeError, AttributeError):
         costs = None
     if costs is not None and all(isinstance(t, dict) for t in (
-            costs.trial_s, costs.launch_scale, costs.compile_s, costs.ask_s)):
+            costs.trial_s, costs.launch_scale, costs.compile_s, costs.pool_compile_s,
+            costs.ask_s)):
         return costs
     fresh = RunCosts()                 # none ran, or written by an older sweeper, or damaged
     if first is not None and first.startup_s is not None:
@@ -118,10 +129,12 @@ def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
 def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_s: float | None, compiles_s: list[float], ask_s: float | None,
              trials_s: list[float] | None = None,
-             launch_scales: list[float] | None = None, prior_trials: int = 0) -> None:
+             launch_scales: list[float] | None = None, prior_trials: int = 0,
+             pool_compiles_s: Sequence[float] = ()) -> None:
     """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
     not measured, e.g. a call from Python or ``--no-report``), the first launches that
-    compiled (their median is the kernel's compile), a proposal's seconds, and for its
+    compiled in the worker and the compile pool's compiles (the median of each is the
+    kernel's compile there), a proposal's seconds, and for its
     kernel each trial's seconds beyond its timed launches and each launch's measured
     median over the model's (the medians of both; the latter pulled towards 1 as if the
     model were ``prior_trials`` more trials, in log).  Never fails the run: a cache that
@@ -138,6 +151,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.report_s = round(report_s, 3)
     if compiles_s:
         costs.compile_s[kernel] = round(statistics.median(compiles_s), 3)
+    if pool_compiles_s:
+        costs.pool_compile_s[kernel] = round(statistics.median(pool_compiles_s), 3)
     if ask_s is not None:
         costs.ask_s[sampler] = round(ask_s, 4)
     path = _costs_path()
@@ -312,9 +327,10 @@ def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: boo
     before its trial (which a power-bound sweep follows with its sustained load)."""
     if not binaries:
         return 0.0
-    each = shape.costs.compile_of(shape.kernel)
     if shape.sampler in PLANNED and shape.compile_workers > 0:
+        each = shape.costs.compile_of(shape.kernel, pooled=True)
         return each + max(0.0, binaries * each / shape.compile_workers - trials_s)
+    each = shape.costs.compile_of(shape.kernel)
     return binaries * (each + (SUSTAINED.seconds if power else 0.0))
 
 

@@ -5,6 +5,7 @@ torch (or assumed, and said so)."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -246,6 +247,16 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
         (3.21, RunCosts.report_s, 1.1, 0.05)
     assert (x.trial_s, x.launch_scale) == ({"matmul": 0.03}, {"matmul": 1.2})   # medians
     assert (y.report_s, y.compile_of("copy")) == (0.7, RunCosts.COMPILE_S)
+    # a compile in the pool (beside the pool's other processes) is kept apart from one in
+    # the worker; each stands in for the other where only one was measured
+    note_run("GPU Z", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[0.3, 0.5, 0.4], pool_compiles_s=[1.4, 1.6, 1.5], ask_s=None)
+    z = run_costs("GPU Z")
+    assert (z.compile_of("matmul"), z.compile_of("matmul", pooled=True)) == (0.4, 1.5)
+    assert x.compile_of("matmul", pooled=True) == 1.1        # the worker's, none pooled
+    note_run("GPU P", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[], pool_compiles_s=[2.0], ask_s=None)
+    assert run_costs("GPU P").compile_of("matmul") == 2.0     # the pool's, none in the worker
     assert (x.scale_of("matmul", True), x.scale_of("copy", False), x.scale_of("copy", True),
             y.scale_of("copy", True)) == (1.2, 1.0, 1.2, 1.0)   # an interpreter: the machine's
     note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
@@ -303,9 +314,16 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
         2.0 + max(0.0, binaries * 2.0 / 8 - bare.parts["trials"]))
     serial = plan(RunShape(sampler="tpe", kernel="matmul", cold=True, costs=costs))
     assert serial.parts["compile"] == pytest.approx(binaries * (2.0 + 0.2))
+    # each from what a compile costs where it runs: in the pool beside the others, or in
+    # the worker alone
+    split = dataclasses.replace(costs, compile_s={"matmul": 0.4},
+                                pool_compile_s={"matmul": 2.0})
+    assert plan(RunShape(kernel="matmul", cold=True, compile_workers=8, costs=split)
+                ).parts["compile"] == pytest.approx(pooled.parts["compile"])
+    assert plan(RunShape(sampler="tpe", kernel="matmul", cold=True, costs=split)
+                ).parts["compile"] == pytest.approx(binaries * (0.4 + 0.2))
     # a power-bound kernel's finals follow cool-downs; a space's own cool-down precedes
     # every config's samples too
-    import dataclasses
     assert bare.parts["finals"] > plan(measure=dataclasses.replace(
         space.measure, duty="off")).parts["finals"]
     cool = plan(measure=dataclasses.replace(space.measure, duty="cool", duty_s=0.5))
@@ -322,3 +340,45 @@ def test_run_prints_its_estimate_and_the_wall_against_it(write_space, tmp_path, 
     out = capsys.readouterr().out
     assert "estimated time: " in out and " for 6 trials (" in out
     assert "s in all (estimated " in out
+
+
+def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
+        tmp_path, monkeypatch, write_space):
+    """The plan adds a cold cache's compiles and a power schedule's seconds apart, so a
+    trial's own seconds leave out what its first launch spent compiling and its cool-down
+    or load (else a cold run's trials count them twice)."""
+    from sweeper.devices import open_device
+    from sweeper.engine._run import _note_costs
+    from sweeper.measure import summarize
+    from sweeper.plan import costs_key, run_costs
+    from sweeper.space import load_space
+    from sweeper.store import TrialRecord
+    from sweeper.sweep._summary import SweepSummary
+    from sweeper.trial import TrialStatus
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space, device = load_space(write_space(SMALL_SPACE)), open_device("interpret")
+    assert device.measure_spec(space.measure).warmup == 1
+
+    def trial(number: int, cold_s: float, wall_s: float) -> TrialRecord:
+        """Three samples of 1 ms after one warm-up and the first launch."""
+        return TrialRecord(number=number, choice={"block": str(number)},
+                           status=TrialStatus.OK, samples_ms=[1.0] * 3,
+                           stats=summarize([1.0] * 3), cold_s=cold_s, wall_s=wall_s)
+
+    class Clock:
+        def startup_s(self) -> None:
+            return None
+
+        def steps(self) -> dict[str, float]:
+            return {}
+
+    # 0.1 s of each trial's own; the last two also compiled for 0.5 s in their first launch,
+    # and the last was loaded for 0.2 s by its power schedule after the GPU idled
+    trials = [trial(0, 0.001, 0.105), trial(1, 0.501, 0.605), trial(2, 0.501, 0.805)]
+    trials[2].seconds = {"load": 0.2}
+    _note_costs(space, device, Clock(), SweepSummary(trials=trials))
+    kept = run_costs(costs_key(device))
+    assert kept.trial_s["copy"] == pytest.approx(0.1, abs=1e-4)
+    assert kept.compile_s["copy"] == pytest.approx(0.501) and not kept.pool_compile_s

@@ -196,13 +196,22 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
     timing = summary.timing
     warmup = device.measure_spec(space.measure).warmup
     model = _model_launch(space, device)
+
+    def compiled(t: Any) -> float:
+        """The seconds trial ``t``'s first launch spent compiling (0: it loaded its binary)."""
+        cold = t.cold_s or 0.0
+        return cold - t.stats.median / 1e3 if cold >= COMPILED_S and t.stats else 0.0
+
     note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
              startup_s=clock.startup_s(), report_s=clock.steps().get("report"),
-             compiles_s=summary.compiles_s or
-             [t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
+             compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
+             pool_compiles_s=summary.compiles_s,
              ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
+             # a trial's own seconds, its compile and its power schedule's cool-down or
+             # load aside: the plan counts those apart
              trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch +
-                                   (warmup + 1) * t.stats.median) / 1e3
+                                   (warmup + 1) * t.stats.median) / 1e3 - compiled(t)
+                       - t.seconds.get("load", 0.0) - t.seconds.get("cool-down", 0.0)
                        for t in own if t.ok and t.stats],
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
                             if t.ok and t.stats and t.config and model(t.config) > 0],
