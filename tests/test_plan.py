@@ -378,6 +378,11 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
     # and the last was loaded for 0.2 s by its power schedule after the GPU idled
     trials = [trial(0, 0.001, 0.105), trial(1, 0.501, 0.605), trial(2, 0.501, 0.805)]
     trials[2].seconds = {"load": 0.2}
+    # the interpreter compiles nothing for a GPU and its plan counts no compiles: a first
+    # launch's seconds stay the trial's own there
+    _note_costs(space, device, Clock(), SweepSummary(trials=trials))
+    assert run_costs(costs_key(device)).trial_s["copy"] == pytest.approx(0.6, abs=1e-4)
+    monkeypatch.setattr(type(device), "measures_gpu", True)      # as on a GPU
     _note_costs(space, device, Clock(), SweepSummary(trials=trials))
     kept = run_costs(costs_key(device))
     assert kept.trial_s["copy"] == pytest.approx(0.1, abs=1e-4)

@@ -198,9 +198,12 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
     model = _model_launch(space, device)
 
     def compiled(t: Any) -> float:
-        """The seconds trial ``t``'s first launch spent compiling (0: it loaded its binary)."""
+        """The seconds trial ``t``'s first launch spent compiling (0: it loaded its binary,
+        or nothing compiles for a GPU here, as on the interpreter, whose plan counts no
+        compiles)."""
         cold = t.cold_s or 0.0
-        return cold - t.stats.median / 1e3 if cold >= COMPILED_S and t.stats else 0.0
+        return cold - t.stats.median / 1e3 if (
+            device.measures_gpu and cold >= COMPILED_S and t.stats) else 0.0
 
     note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
              startup_s=clock.startup_s(), report_s=clock.steps().get("report"),
