@@ -264,6 +264,7 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
     base_samples: list[float] = []
     history: list[tuple[int, list[int]]] = []
     rounds = 0
+    racing = set(samples)
     while rounds < ROUNDS and not settled(history):
         rng.shuffle(entrants)
         for t in entrants:
@@ -272,8 +273,11 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
             else:
                 samples[t.number].extend(measure_one(t, rule))
         rounds += 1
-        history.append(pick_winner(samples, by_number))
-        racing = still_in(samples, by_number)
+        # only those still racing are compared: one that left was measured in fewer
+        # rounds, and its early samples never met the later rounds' conditions
+        running = {n: samples[n] for n in racing}
+        history.append(pick_winner(running, by_number))
+        racing = still_in(running, by_number)
         entrants = [t for t in entrants if t is None or t.number in racing]
         if on_round is not None:
             on_round(rounds, len(racing))

@@ -179,6 +179,28 @@ def test_a_tied_config_within_1pct_wins_on_its_lower_cv():
     assert f"within {PRACTICAL:.0%} of its median" in RULE
 
 
+def test_a_finalist_that_left_the_rounds_cannot_win_them_later():
+    """Only finalists still racing are compared: one that left after the first round (2 %
+    and beyond noise slower then) must not win because the others' later rounds ran
+    slower (a machine under load), as its early samples never met those conditions."""
+    from sweeper.finals import remeasure
+
+    trials = {1: record(1, [1.0] * 5), 2: record(2, [1.03] * 5)}
+    seen = {1: 0}
+
+    def measure_one(t, rule):
+        if t.number == 2:
+            return [1.03] * rule.repeat
+        seen[1] += 1                          # the winner-to-be slows down, round by round
+        return [1.0 + 0.02 * (seen[1] - 1) ** 2] * rule.repeat
+
+    final = remeasure(list(trials.values()), measure_one, lambda t: 1, seed=0)
+    rows = {row.number: row for row in final.finalists}
+    assert len(rows[2].samples_ms) == 10       # left after round 1 (1.03 against 1.0)
+    assert final.rounds >= 3 and final.winner == 1
+    assert len(final.winner_row().samples_ms) == 10 * final.rounds
+
+
 def test_a_result_above_the_ceiling_is_retimed_flagged_and_cannot_win(small_space, tmp_path):
     device = InterpretDevice()
     space = load_space(small_space)
