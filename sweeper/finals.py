@@ -4,8 +4,9 @@ The best config of a problem is a *set*: every config whose median's confidence
 interval overlaps the fastest one's is tied within noise.  Before a winner is
 named, the finalists (the top ``TOP_K`` and that tied set) are re-measured in
 round-robin rounds (``MIN_ROUNDS`` to ``ROUNDS``: they stop once the outcome is settled,
-and a finalist out of contention leaves), in a shuffled order each round, in the same
-process, as Helion does; the winner is chosen from those samples alone.  The
+and a finalist out of contention leaves for good), in a shuffled order each round, in the
+same process, as Helion does; the winner is chosen from those samples alone, among the
+finalists still racing.  The
 kernel's torch baseline runs in the same rounds as one more entrant (it cannot
 win), so "% of torch" compares two measurements taken under the same conditions,
 and on a power-bound problem every entrant's samples follow the same duty schedule
