@@ -96,7 +96,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     curves, roof = _charts(meta, df, list(picks.values()), metric, ceilings)
     return ReportTables(
         meta=meta, frame=df, ceilings=ceilings, headline=headline,
-        metric=metric, story=story, shared_scale=scale != "map",
+        metric=metric, story=story,
         baselines=sorted(baselines, key=lambda b: b.problem),
         picks=shown_picks,
         heatmaps=[] if empty or varying < 2 else heatmaps(
