@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from html import escape
 from importlib import resources
 from typing import Any
@@ -300,9 +300,8 @@ def _finals(tables: ReportTables) -> list[str]:
         return []
     out = []
     for final, table in tables.finals:
-        out.append(_p(f"{problem_text(final.problem)}: winner #{final.winner}, "
-                      f"{len(final.tied) - 1} other(s) tied within noise; {final.rounds} "
-                      f"rounds × {final.samples_per_round} samples each; rule: {final.rule}."))
+        out.append(_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
+                      f"rule: {final.rule}."))
         out.append(html_table(table, rename=_shared.rate_name(tables)))
     return out
 
@@ -329,13 +328,10 @@ def _figure(kind: str, index: int, title: str, caption: str) -> str:
 
 
 def _charts(tables: ReportTables) -> list[str]:
-    charts: Sequence[tuple[str, str]] = [
-        *((c.title, c.caption) for c in tables.footprint),
-        *([(f"roofline · {tables.roofline.gpu}", "; ".join(tables.roofline.beside))]
-          if tables.roofline else [])]
-    if not charts:
-        return []
-    return [*(_figure("chart", i, title, caption) for i, (title, caption) in enumerate(charts))]
+    charts = [*((c.title, c.caption) for c in tables.footprint),
+              *([(f"roofline · {tables.roofline.gpu}", "; ".join(tables.roofline.beside))]
+                if tables.roofline else [])]
+    return [_figure("chart", i, title, caption) for i, (title, caption) in enumerate(charts)]
 
 
 def _trials(tables: ReportTables) -> list[str]:

@@ -280,9 +280,7 @@ def _winners(tables: ReportTables) -> list[str]:
                    f"{final.baseline_ratio_text()}× its speed."
                    if final.baseline and ratio is not None else "")
         on = f" on {_text(final.gpu)}" if final.gpu is not None else ""
-        out.append(f"**{problem_text(p)}**: winner{on} "
-                   f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
-                   f"{final.rounds} rounds × {final.samples_per_round} samples each"
+        out.append(f"**{problem_text(p)}**: winner{on} {_shared.final_text(final)}"
                    f"{', after ' + _text(final.duty) if final.duty else ''}.{against}\n")
         out.append(md_table(table, rename={"grid": "grid", **_shared.rate_name(tables)}))
         if p in tables.agreements:            # the same finalists on several GPUs

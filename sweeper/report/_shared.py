@@ -12,6 +12,7 @@ from sweeper.report._tables import LABELS, status_counts_text, unit
 from sweeper.winners import UNFINISHED
 
 if TYPE_CHECKING:
+    from sweeper.finals import FinalRecord
     from sweeper.report._contents import ReportTables
 
 #: Column names as the reports show them.
@@ -88,6 +89,12 @@ def unfinished(problem: str) -> str:
     """What a problem (its name in the output's markup) whose final is still to run ends
     with."""
     return f"{problem} ends with the sweep's best for now: {UNFINISHED}."
+
+
+def final_text(final: FinalRecord) -> str:
+    """A final's winner and how it was found, after ``winner`` (and the GPU)."""
+    return (f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
+            f"{final.rounds} rounds × {final.samples_per_round} samples each")
 
 
 def best_table(tables: ReportTables) -> tuple[pd.DataFrame, dict[str, str]]:
