@@ -235,9 +235,9 @@ def _roofline(tables: ReportTables) -> list[str]:
     if len(roof.points):
         rows = roof.points.assign(tflops=roof.points["flop_s"] / 1e12)[
             ["problem", "number", "intensity", "tflops", "roof", "pct_roof", "pct_physical"]]
-        out.append(md_table(rows.rename(columns={
-            "number": "#", "intensity": "FLOP/B", "tflops": "TFLOP/s", "roof": "limited by",
-            "pct_roof": "% of roof", "pct_physical": "% of physical"})))
+        out.append(md_table(rows, {"intensity": "FLOP/B", "tflops": "TFLOP/s",
+                                   "roof": "limited by", "pct_roof": "% of roof",
+                                   "pct_physical": "% of physical"}))
     out += [f"- {_text(line)}\n" for line in roof.beside]
     out.append("\n![roofline](heatmaps/roofline.png)\n")
     return out
