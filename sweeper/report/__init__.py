@@ -2,7 +2,6 @@
 
 from sweeper.report._contents import ReportTables
 from sweeper.report._draw import (
-    draw_footprint,
     draw_heatmap,
     draw_roofline,
     footprint_figure,
@@ -18,8 +17,7 @@ from sweeper.report._tables import best_configs, failure_counts, nothing_measure
 from sweeper.report._write import ReportFiles, study_tables, write_report
 
 __all__ = ["FootprintCurve", "HeatmapData", "ReportFiles", "ReportTables", "Roof", "Roofline",
-           "best_configs", "cell_text", "draw_footprint", "draw_heatmap", "draw_roofline",
-           "failure_counts", "footprint_curves", "footprint_figure", "heatmap_figure",
-           "heatmaps", "html_fragment", "html_page", "nothing_measured", "reproduce_command",
-           "roofline", "roofline_figure", "studies_roofline", "study_tables", "tick_labels",
-           "trials_frame", "write_report"]
+           "best_configs", "cell_text", "draw_heatmap", "draw_roofline", "failure_counts",
+           "footprint_curves", "footprint_figure", "heatmap_figure", "heatmaps", "html_fragment",
+           "html_page", "nothing_measured", "reproduce_command", "roofline", "roofline_figure",
+           "studies_roofline", "study_tables", "tick_labels", "trials_frame", "write_report"]

@@ -34,9 +34,6 @@ class ReportTables:
     #: the rate column the report ranks and shows (``gbps``, ``tflops``...)
     metric: str
     story: RunStory
-    #: whether the heatmaps share a colour scale (``colour_scale``: the study's or each
-    #: problem's), else each map its own
-    shared_scale: bool
     baselines: list[BaselineRecord]
     #: each problem's pick: its final's winner, else the sweep's best
     picks: pd.DataFrame
@@ -62,6 +59,5 @@ class ReportTables:
     roofline: Roofline | None
     #: the measurement record: (item, what was recorded)
     record: list[tuple[str, str]]
-    #: the heatmaps' colour scale: one for the ``study`` (then ``shared_scale``), per
-    #: ``problem`` (then too), or per ``map``
+    #: the heatmaps' colour scale: one for the ``study``, per ``problem``, or per ``map``
     colour_scale: str = "study"

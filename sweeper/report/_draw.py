@@ -157,13 +157,6 @@ def effect_figure(effect: Any, title: str, metric: str = "gbps") -> Any:
 CACHE_COLOURS = {"cold": "tab:blue", "warm": "tab:orange"}
 
 
-def draw_footprint(curve: FootprintCurve, directory: Path,
-                   formats: Sequence[str] = ("png",)) -> list[Path]:
-    """Write ``NAME.png`` (and each other of ``formats``) of the curve under ``directory``."""
-    return save_figure(footprint_figure(curve),
-                       [directory / f"{curve.name}.{f}" for f in formats])
-
-
 def footprint_figure(curve: FootprintCurve) -> Any:
     """The curve as a matplotlib figure: footprint on a log2 axis, the rate from zero."""
     plt = pyplot()

@@ -103,10 +103,10 @@ def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = 
     return Rendered(images, drawn)
 
 
-def figure_key(figure: Figure, code: str | None = None) -> str:
-    """What a picture is drawn from, hashed: its stem, builder and arguments, the drawing
-    code, matplotlib's version and the resolution."""
-    h = hashlib.sha256((code or _code_key()).encode())
+def figure_key(figure: Figure, code: str) -> str:
+    """What a picture is drawn from, hashed: its stem, builder and arguments, and ``code``
+    (:func:`_code_key`: the drawing code, matplotlib's version and the resolution)."""
+    h = hashlib.sha256(code.encode())
     h.update(f"{figure.stem}\0{figure.build.__qualname__}\0".encode())
     h.update(json.dumps(figure.args, default=_content).encode())
     return h.hexdigest()[:32]

@@ -21,13 +21,13 @@ What a curve promises a reader:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pandas as pd
 
 from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
-from sweeper.report._tables import LABELS, PROBLEM_ORDER, at_median, problem_key, unit
+from sweeper.report._tables import LABELS, PROBLEM_ORDER, at_median, problem_key, unit, value_label
 from sweeper.space import format_size
 from sweeper.winners import Pick
 
@@ -119,15 +119,11 @@ def _trace(df: pd.DataFrame, points: pd.DataFrame, dtype: str, metric: str,
     same = same.sort_values("footprint", kind="stable").drop_duplicates("footprint")
     if len(same) < 2:
         return empty, ""
-    config = " ".join(f"{n}={_text(row[n])}" for n in names if n != "grid_label")
+    config = " ".join(f"{n}={value_label(row[n])}" for n in names if n != "grid_label")
     label = (f"#{ref['number']}'s config ({row['grid_label']} {config}), the "
              f"{format_size(int(ref['footprint']))} {ref['cache']} choice, at every footprint")
     trace = same[["footprint", "cache", metric]].rename(columns={metric: "rate"})
     return trace.reset_index(drop=True), label
-
-
-def _text(value: Any) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _ceiling(points: pd.DataFrame, dtype: str, metric: str, ceilings: Ceilings | None

@@ -51,6 +51,7 @@ from sweeper.report._tables import (
     problem_key,
     rate_column,
     unit,
+    value_label,
 )
 from sweeper.winners import Pick
 
@@ -151,8 +152,8 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
         groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
         for key, cell_df in groups:
             pairs = list(zip(meta_names, key, strict=True))
-            meta_text = " ".join(f"{n}={_label(v)}" for n, v in pairs)
-            name = f"{stem}_" + "_".join(f"{n}-{_label(v)}" for n, v in pairs)
+            meta_text = " ".join(f"{n}={value_label(v)}" for n, v in pairs)
+            name = f"{stem}_" + "_".join(f"{n}-{value_label(v)}" for n, v in pairs)
             maps.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
                               f"{base} · {meta_text} · {gpu} · {unit(metric)}".replace(
                                   " ·  ·", " ·"), picks, values_in_labels=True))
@@ -215,14 +216,6 @@ def fmt_rate(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _label(value: Any) -> str:
-    """A meta value as its label: ``1024``, not ``1024.0`` (pandas widens int columns
-    that hold NaN)."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int],
           metric: str, name: str, title: str, picks: Mapping[int, Pick], *,
           values_in_labels: bool, won_by: Mapping[str, str] | None = None) -> HeatmapData:
@@ -262,7 +255,7 @@ def _frame(frame: pd.DataFrame, cell_values: Any, rows: list[Any], cols: list[An
 
 
 def _meta_text(row: Mapping[str, Any], short: Mapping[str, str]) -> str:
-    parts = [f"{s}={_label(row[n])}" for n, s in short.items()]
+    parts = [f"{s}={value_label(row[n])}" for n, s in short.items()]
     return "\n".join(" ".join(parts[i:i + META_PER_LINE])
                      for i in range(0, len(parts), META_PER_LINE))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from html import escape
 from importlib import resources
 from typing import Any
@@ -33,15 +33,14 @@ import pandas as pd
 
 from sweeper.escape import script_json
 from sweeper.outcome import problem_text
+from sweeper.report import _shared
 from sweeper.report._contents import ReportTables
 from sweeper.report._footprint import FootprintCurve
 from sweeper.report._heatmaps import HeatmapData, fmt_rate
-from sweeper.report._markdown import SHOWN, cell_value, without_blank_columns
 from sweeper.report._provenance import reproduce_command
 from sweeper.report._roofline import Roofline
-from sweeper.report._tables import LABELS, problem_keys, reason_kind, status_counts_text, unit
+from sweeper.report._tables import LABELS, problem_keys, reason_kind, unit
 from sweeper.space import format_size
-from sweeper.winners import UNFINISHED
 
 #: The trial table's columns, in order, where the study has them (the meta-parameters and
 #: the rate column go where their names stand).
@@ -102,7 +101,7 @@ def report_data(tables: ReportTables) -> dict[str, Any]:
     metric = tables.metric
     trials = trial_rows(tables)
     return {"metric": metric, "unit": unit(metric), "label": LABELS.get(metric, metric),
-            "names": {**SHOWN, metric: unit(metric), "ci_lo_ms": "CI low ms",
+            "names": {**_shared.SHOWN, metric: unit(metric), "ci_lo_ms": "CI low ms",
                       "ci_hi_ms": "CI high ms", "stop": "stopped by"},
             "config": [c for c in ("grid_label", "block", *tables.meta.meta_axes)
                        if c in trials["columns"]],
@@ -128,7 +127,7 @@ def trial_rows(tables: ReportTables) -> dict[str, Any]:
     frame = df.assign(problem=problem_keys(df))
     frame = frame[[c for c in dict.fromkeys(names) if c in frame
                    and not (c in held and frame[c].astype(str).nunique() <= 1)]]
-    frame = without_blank_columns(frame.assign(**{
+    frame = _shared.without_blank_columns(frame.assign(**{
         c: frame[c].where(frame["status"] == "ok") for c in RATES if c in frame}))
     levels: dict[str, list[str]] = {}
     for c in frame.columns:
@@ -241,17 +240,17 @@ def _roofline_chart(roof: Roofline) -> dict[str, Any]:
             "xticks": [], "hlines": [], "vlines": []}
 
 
-def html_table(df: pd.DataFrame, *, empty: str = "", rename: dict[str, str] | None = None
+def html_table(df: pd.DataFrame, rename: dict[str, str] | None = None, *, empty: str = ""
                ) -> str:
-    """``df`` as an HTML table without its columns blank in every row, every cell escaped;
-    ``empty`` (a sentence) where it has no row."""
+    """``df`` as an HTML table (:func:`._shared.shown_table`: ``rename`` after
+    :data:`._shared.SHOWN`), every cell escaped; ``empty`` (a sentence) where it has no
+    row."""
     if df.empty:
         return f"<p>{escape(empty)}</p>" if empty else ""
-    df = without_blank_columns(df)
-    names = {**SHOWN, **(rename or {})}
-    head = "".join(f"<th>{escape(str(names.get(c, c)))}</th>" for c in df.columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(cell_value(v))}</td>" for v in row) + "</tr>"
-                   for row in df.itertuples(index=False, name=None))
+    names, rows = _shared.shown_table(df, rename)
+    head = "".join(f"<th>{escape(name)}</th>" for name in names)
+    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>"
+                   for row in rows)
     return f"<table class=\"sw-static\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -273,7 +272,7 @@ def _sections() -> list[tuple[str, str, Callable[[ReportTables], list[str]]]]:
 
 def _head(tables: ReportTables) -> list[str]:
     """The title, notes and counts."""
-    meta, df = tables.meta, tables.frame
+    meta = tables.meta
     out = [f"<h1>Study <code>{escape(meta.study)}</code>: {escape(meta.kernel)} on "
            f"{escape(str(meta.environment.get('gpu', '?')))}</h1>"]
     if meta.device_note:
@@ -281,29 +280,19 @@ def _head(tables: ReportTables) -> list[str]:
     out += [_p(f"Last run: {d['line']}.", "sw-note") for d in meta.last_run.get("dropped", [])]
     if tables.unmeasured:
         out.append(_p(tables.unmeasured, "sw-note"))
-    out.append(_p(f"{status_counts_text(df)}. {tables.story.trial}; "
-                  f"rates: {LABELS.get(tables.metric, tables.metric)}."))
+    out.append(_p(_shared.counts_sentence(tables)))
     out.append("<div class=\"sw-tip\" hidden></div>")
     return out
 
 
 def _factors(tables: ReportTables) -> list[str]:
-    found = tables.factors
-    return [html_table(pd.DataFrame([("varied", k, v) for k, v in found["varied"]]
-                                    + [("fixed", k, v) for k, v in found["fixed"]],
-                                    columns=["", "factor", "value"]))]
+    return [html_table(_shared.factors_table(tables))]
 
 
 def _picks(tables: ReportTables) -> list[str]:
-    out = [_p("What sweeper export writes: the winner of the interleaved final where there "
-              "is one, else the sweep's best; its median and rate from the samples it was "
-              "chosen on (\"median from\"), its sweep median beside it."),
-           html_table(tables.picks.drop(columns=["chosen_by"], errors="ignore"),
-                      empty="None: no config was measured.",
-                      rename={tables.metric: unit(tables.metric)})]
-    out += [_p(f"{p} ends with the sweep's best for now: {UNFINISHED}.")
-            for p in tables.unfinished]
-    return out
+    return [_p(_shared.picks_intro("sweeper export")),
+            html_table(*_shared.picks_table(tables), empty=_shared.NO_PICKS),
+            *(_p(_shared.unfinished(p)) for p in tables.unfinished)]
 
 
 def _finals(tables: ReportTables) -> list[str]:
@@ -311,10 +300,9 @@ def _finals(tables: ReportTables) -> list[str]:
         return []
     out = []
     for final, table in tables.finals:
-        out.append(_p(f"{problem_text(final.problem)}: winner #{final.winner}, "
-                      f"{len(final.tied) - 1} other(s) tied within noise; {final.rounds} "
-                      f"rounds × {final.samples_per_round} samples each; rule: {final.rule}."))
-        out.append(html_table(table, rename={tables.metric: unit(tables.metric)}))
+        out.append(_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
+                      f"rule: {final.rule}."))
+        out.append(html_table(table, rename=_shared.rate_name(tables)))
     return out
 
 
@@ -340,13 +328,10 @@ def _figure(kind: str, index: int, title: str, caption: str) -> str:
 
 
 def _charts(tables: ReportTables) -> list[str]:
-    charts: Sequence[tuple[str, str]] = [
-        *((c.title, c.caption) for c in tables.footprint),
-        *([(f"roofline · {tables.roofline.gpu}", "; ".join(tables.roofline.beside))]
-          if tables.roofline else [])]
-    if not charts:
-        return []
-    return [*(_figure("chart", i, title, caption) for i, (title, caption) in enumerate(charts))]
+    charts = [*((c.title, c.caption) for c in tables.footprint),
+              *([(f"roofline · {tables.roofline.gpu}", "; ".join(tables.roofline.beside))]
+                if tables.roofline else [])]
+    return [_figure("chart", i, title, caption) for i, (title, caption) in enumerate(charts)]
 
 
 def _trials(tables: ReportTables) -> list[str]:
@@ -359,7 +344,7 @@ def _failures(tables: ReportTables) -> list[str]:
     out: list[str] = []
     df = tables.frame
     if tables.failures.empty:
-        return [_p("None: every config was measured.")]
+        return [_p(_shared.NO_FAILURES)]
     bad = df[df["status"] != "ok"]
     kinds = bad["reason"].map(reason_kind)
     for _, group in tables.failures.iterrows():
@@ -379,18 +364,14 @@ def _failures(tables: ReportTables) -> list[str]:
 
 def _config_text(row: pd.Series, tables: ReportTables) -> str:
     names = ["grid_label", "block", *tables.meta.meta_axes]
-    return " ".join(f"{'grid' if n == 'grid_label' else n}={cell_value(row[n])}"
+    return " ".join(f"{'grid' if n == 'grid_label' else n}={_shared.cell_value(row[n])}"
                     for n in names if n in row)
 
 
 def _best(tables: ReportTables) -> list[str]:
     if tables.best.empty:
         return []
-    other = [c for c in ("gbps", "tflops") if c != tables.metric]
-    base = tables.baselines[0].name if tables.baselines else "baseline"
-    return [html_table(tables.best.drop(columns=other),
-                       rename={tables.metric: unit(tables.metric),
-                               "pct_of_baseline": f"% of {base}"})]
+    return [html_table(*_shared.best_table(tables))]
 
 
 def _provenance(tables: ReportTables) -> list[str]:
@@ -398,7 +379,7 @@ def _provenance(tables: ReportTables) -> list[str]:
     items = [("reproduce", reproduce_command(meta)), ("space sha256", meta.space_sha256)]
     out = [html_table(pd.DataFrame([*items, *tables.record], columns=["item", "record"])),
            "<h3>Environment</h3>",
-           html_table(pd.DataFrame(list(meta.environment.items()), columns=["what", "value"]))]
+           html_table(_shared.environment_table(tables))]
     if meta.space_text:
         out += ["<h3>Space file</h3>", f"<pre>{escape(meta.space_text)}</pre>"]
     return out

@@ -11,7 +11,6 @@ somewhere or carry HTML."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -24,35 +23,24 @@ from sweeper.core._units import counted
 from sweeper.escape import md_text
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
+from sweeper.report import _shared
 from sweeper.report._contents import ReportTables
 from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
-    LABELS,
     PROBLEM_ORDER,
     agreement_frame,
     baseline_rates,
     nothing_measured,
     problem_key,
     shrunk_frame,
-    status_counts_text,
     unit,
 )
 from sweeper.space import format_size, show_dims
-from sweeper.winners import UNFINISHED
-
-#: Column names as report.md shows them.
-SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",
-         "gb_per_j": "GB/J", "cold_s": "first run s", "ci_pct": "±CI %", "number": "#",
-         "chosen_by": "chosen by", "median_ms": "median ms", "median_from": "median from",
-         "sweep_median_ms": "sweep median ms", "final_median_ms": "final median ms",
-         "min_ms": "min ms", "p95_ms": "p95 ms", "std_ms": "std ms", "ci_ms": "95% CI ms",
-         "cv_pct": "CV %", "sm_mhz": "SM MHz", "x_baseline": "× baseline, same rounds"}
 
 
 def markdown(tables: ReportTables, images: list[Path]) -> str:
     """The report; ``images``: the heatmap files drawn (PNG and SVG)."""
-    meta, df, metric = tables.meta, tables.frame, tables.metric
-    story: RunStory = tables.story
+    meta, df = tables.meta, tables.frame
     env = meta.environment
     out = [f"# Study `{_text(meta.study)}`: {_text(meta.kernel)} on "
            f"{_text(env.get('gpu', '?'))}\n"]
@@ -62,20 +50,20 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
         out.append(f"> **Last run:** {_text(dropped['line'])}.\n")
     if tables.unmeasured:
         out.append(f"**{_text(_sentence(tables.unmeasured))}**\n")
-    out.append(f"{status_counts_text(df)}. {_text(story.trial)}; rates: {LABELS[metric]}.\n")
-    out += _factors(tables.factors)
+    out.append(_text(_shared.counts_sentence(tables)) + "\n")
+    out += ["## What varied, and what was held fixed\n", md_table(_shared.factors_table(tables))]
     out += _shrunk(tables)
     out += _picks(tables)
     out += _winners(tables)
     out += _effects(tables)
     out += _best(tables)
     out += _baselines(tables)
-    out += _ceilings(tables.ceilings, tables.headline, story)
+    out += _ceilings(tables.ceilings, tables.headline, tables.story)
     out += _bounds(meta.bounds, df)
     out += _power(tables.power)
     out += _stops(tables)
     out.append("\n## Trials without a number\n")
-    out.append(md_table(tables.failures, empty="None: every config was measured."))
+    out.append(md_table(tables.failures, empty=_shared.NO_FAILURES))
     if tables.abandoned_trials:
         out.append(f"\nEarly abandonment (`measure.abandon: {meta.measure['abandon']}`): "
                    f"{tables.abandoned_trials} trial(s) stopped sampling once clearly "
@@ -87,45 +75,19 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
     out.append("\n## Measurement record\n")
     out.append(md_table(pd.DataFrame(tables.record, columns=["item", "record"])))
     out.append("\n## Environment\n")
-    out.append(md_table(pd.DataFrame([{"what": k, "value": v} for k, v in env.items()])))
+    out.append(md_table(_shared.environment_table(tables)))
     return "\n".join(out)
 
 
-def md_table(df: pd.DataFrame, empty: str | None = None) -> str:
-    """``df`` as a Markdown table without its columns that are blank in every row (the
-    first column stays); ``empty`` (a sentence) where it has no row, else nothing."""
+def md_table(df: pd.DataFrame, rename: dict[str, str] | None = None, *,
+             empty: str | None = None) -> str:
+    """``df`` as a Markdown table (:func:`._shared.shown_table`: ``rename`` after
+    :data:`._shared.SHOWN`); ``empty`` (a sentence) where it has no row, else nothing."""
     if df.empty:
         return f"{empty}\n" if empty else ""
-    df = without_blank_columns(df)
-    head = "| " + " | ".join(_cell(c) for c in df.columns) + " |"
-    sep = "|" + "---|" * len(df.columns)
-    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.itertuples(False)]
-    return "\n".join([head, sep, *rows]) + "\n"
-
-
-def without_blank_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` without its columns that are blank in every row (the first column stays)."""
-    return df[[c for i, c in enumerate(df.columns) if i == 0 or not df[c].map(_blank).all()]]
-
-
-def _blank(value: Any) -> bool:
-    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
-
-
-def cell_value(value: Any) -> str:
-    """A table cell's value as a report shows it, before the output's own escaping: four
-    significant digits (whole numbers from 1000 up), ``–`` for a missing one."""
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "–"
-        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
-    return str(value)
-
-
-def _cell(value: Any) -> str:
-    return md_text(cell_value(value))
+    names, rows = _shared.shown_table(df, rename)
+    lines = ["| " + " | ".join(map(md_text, row)) + " |" for row in [names, *rows]]
+    return "\n".join([lines[0], "|" + "---|" * len(names), *lines[1:]]) + "\n"
 
 
 def _text(value: Any) -> str:
@@ -135,14 +97,6 @@ def _text(value: Any) -> str:
 
 def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
-
-
-def _factors(found: dict[str, list[tuple[str, str]]]) -> list[str]:
-    out = ["## What varied, and what was held fixed\n"]
-    out.append(md_table(pd.DataFrame(
-        [("varied", k, v) for k, v in found["varied"]] +
-        [("fixed", k, v) for k, v in found["fixed"]], columns=["", "factor", "value"])))
-    return out
 
 
 def _shrunk(tables: ReportTables) -> list[str]:
@@ -155,20 +109,13 @@ def _shrunk(tables: ReportTables) -> list[str]:
     return ["\n## Problems measured smaller than asked\n",
             "The device caps a problem's footprint: dimensions shrink by one factor, each "
             "keeping whether it is a power of two." + merged + "\n",
-            md_table(shrunk.rename(columns={"asked": "asked for", "measured": "measured"}))]
+            md_table(shrunk, {"asked": "asked for"})]
 
 
 def _picks(tables: ReportTables) -> list[str]:
-    out = ["## Best config per problem\n",
-           "What `sweeper export` writes: the winner of the interleaved final where there "
-           "is one, else the sweep's best; its median and rate from the samples it was "
-           "chosen on (\"median from\"), its sweep median beside it.\n"]
-    picks = tables.picks.drop(columns=["chosen_by"], errors="ignore")
-    out.append(md_table(picks.rename(columns={**SHOWN, tables.metric:
-                                              unit(tables.metric)}),
-                        empty="None: no config was measured."))
-    for problem in tables.unfinished:
-        out.append(f"**{_text(problem)}** ends with the sweep's best for now: {UNFINISHED}.\n")
+    out = ["## Best config per problem\n", _shared.picks_intro("`sweeper export`") + "\n",
+           md_table(*_shared.picks_table(tables), empty=_shared.NO_PICKS)]
+    out += [_shared.unfinished(f"**{_text(p)}**") + "\n" for p in tables.unfinished]
     df = tables.frame
     if not tables.unmeasured and not df.empty:
         for _, sub in df.groupby(PROBLEM_ORDER, sort=True, dropna=False):
@@ -179,18 +126,14 @@ def _picks(tables: ReportTables) -> list[str]:
 
 
 def _best(tables: ReportTables) -> list[str]:
-    best, metric = tables.best, tables.metric
-    if best.empty:
+    if tables.best.empty:
         return []
-    base_name = tables.baselines[0].name if tables.baselines else "baseline"
-    other_rates = [c for c in ("gbps", "tflops") if c != metric]
-    shown = best.drop(columns=other_rates).rename(columns={
-        **SHOWN, "pct_of_baseline": f"% of {base_name}", metric: unit(metric)})
+    best, names = _shared.best_table(tables)
     return ["## Best configs in the sweep\n",
             "Medians, their ±CI % (half the 95% interval, in % of the median) and rates are "
             "the sweep's" + ("; \"final median ms\" is a finalist's median when re-measured "
                              "interleaved" if best["final_median_ms"].notna().any() else "")
-            + ".\n", md_table(shown)]
+            + ".\n", md_table(best, names)]
 
 
 def _baselines(tables: ReportTables) -> list[str]:
@@ -292,9 +235,9 @@ def _roofline(tables: ReportTables) -> list[str]:
     if len(roof.points):
         rows = roof.points.assign(tflops=roof.points["flop_s"] / 1e12)[
             ["problem", "number", "intensity", "tflops", "roof", "pct_roof", "pct_physical"]]
-        out.append(md_table(rows.rename(columns={
-            "number": "#", "intensity": "FLOP/B", "tflops": "TFLOP/s", "roof": "limited by",
-            "pct_roof": "% of roof", "pct_physical": "% of physical"})))
+        out.append(md_table(rows, {"intensity": "FLOP/B", "tflops": "TFLOP/s",
+                                   "roof": "limited by", "pct_roof": "% of roof",
+                                   "pct_physical": "% of physical"}))
     out += [f"- {_text(line)}\n" for line in roof.beside]
     out.append("\n![roofline](heatmaps/roofline.png)\n")
     return out
@@ -337,12 +280,9 @@ def _winners(tables: ReportTables) -> list[str]:
                    f"{final.baseline_ratio_text()}× its speed."
                    if final.baseline and ratio is not None else "")
         on = f" on {_text(final.gpu)}" if final.gpu is not None else ""
-        out.append(f"**{problem_text(p)}**: winner{on} "
-                   f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
-                   f"{final.rounds} rounds × {final.samples_per_round} samples each"
+        out.append(f"**{problem_text(p)}**: winner{on} {_shared.final_text(final)}"
                    f"{', after ' + _text(final.duty) if final.duty else ''}.{against}\n")
-        out.append(md_table(table.rename(columns={**SHOWN, "grid": "grid",
-                                                  tables.metric: unit(tables.metric)})))
+        out.append(md_table(table, rename={"grid": "grid", **_shared.rate_name(tables)}))
         if p in tables.agreements:            # the same finalists on several GPUs
             agree = tables.agreements[p]
             gpus = ", ".join(str(g) for g in agree.gpus)

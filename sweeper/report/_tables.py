@@ -314,17 +314,18 @@ def _in_common(group: pd.DataFrame, fine: pd.DataFrame, columns: Sequence[str]) 
     ``fine`` (the measured trials) has; empty where none is."""
     out = []
     for column in columns:
-        values = group[column].dropna().map(_shown).unique()
+        values = group[column].dropna().map(value_label).unique()
         if len(values) != 1 or group[column].isna().any():
             continue
-        if not fine.empty and (fine[column].dropna().map(_shown) == values[0]).all():
+        if not fine.empty and (fine[column].dropna().map(value_label) == values[0]).all():
             continue
         out.append(f"{'grid' if column == 'grid_label' else column}={values[0]}")
     return " ".join(out)
 
 
-def _shown(value: Any) -> str:
-    """A config value as its label: ``1024``, not ``1024.0``."""
+def value_label(value: Any) -> str:
+    """A config value as its label: ``1024``, not ``1024.0`` (pandas widens int columns
+    that hold NaN)."""
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 

@@ -96,7 +96,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     curves, roof = _charts(meta, df, list(picks.values()), metric, ceilings)
     return ReportTables(
         meta=meta, frame=df, ceilings=ceilings, headline=headline,
-        metric=metric, story=story, shared_scale=scale != "map",
+        metric=metric, story=story,
         baselines=sorted(baselines, key=lambda b: b.problem),
         picks=shown_picks,
         heatmaps=[] if empty or varying < 2 else heatmaps(
@@ -194,9 +194,10 @@ def _jsonable(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else str(value)
 
 
-def _clean(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """``frame``'s rows as JSON objects, ``null`` where a value is NaN."""
     return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-            for r in records]
+            for r in frame.to_dict("records")]
 
 
 def _report_json(tables: ReportTables) -> dict[str, Any]:
@@ -210,7 +211,7 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "space_sha256": meta.space_sha256, "fingerprint": meta.fingerprint,
         "counts": counts,
         "headline": {"metric": tables.metric, "unit": unit(tables.metric),
-                     "per_problem": _clean(tables.picks.to_dict("records"))},
+                     "per_problem": _records(tables.picks)},
         "winners": [{"problem": {**f.problem._asdict(), "dims": dict(f.problem.dims)},
                      "winner": f.winner, "tied": f.tied,
                      "rule": f.rule, "rounds": f.rounds, "duty": f.duty,
@@ -218,17 +219,17 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
                                   "median_ms": f.baseline.stats.median,
                                   "winner_speed_ratio": f.baseline_ratio()}
                      if f.baseline else None,
-                     "finalists": _clean(t.to_dict("records"))} for f, t in tables.finals],
+                     "finalists": _records(t)} for f, t in tables.finals],
         "agreements": agreement_json(tables.agreements),
-        "best": _clean(tables.best.to_dict("records")),
+        "best": _records(tables.best),
         "baselines": [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint,
                        "dims": dict(b.dims), "cache": b.cache, "gbps": b.gbps,
                        **{f"{k}_ms": getattr(b.stats, k)
                           for k in ("median", "min", "p95", "std", "ci_lo", "ci_hi")}}
                       for b in tables.baselines],
-        "failures": _clean(tables.failures.to_dict("records")),
-        "stopping": _clean(tables.stops.to_dict("records")),
-        "flags": _clean(tables.flags.to_dict("records")),
+        "failures": _records(tables.failures),
+        "stopping": _records(tables.stops),
+        "flags": _records(tables.flags),
         "ceilings": meta.ceilings, "bounds": meta.bounds,
         "gpu_busy": meta.last_run.get("gpu_busy"),
         "factors": {k: dict(v) for k, v in tables.factors.items()},
@@ -260,11 +261,9 @@ def agreement_json(agreements: Mapping[ProblemKey, Agreement]) -> list[dict[str,
 def _curve_json(curve: FootprintCurve) -> dict[str, Any]:
     """The numbers behind a footprint curve, in its unit."""
     return {"name": curve.name, "metric": curve.metric, "unit": unit(curve.metric),
-            "points": _clean(curve.points.to_dict("records")),
-            "trace": {"label": curve.trace_label,
-                      "points": _clean(curve.trace.to_dict("records"))},
-            "ceiling": {"label": curve.ceiling_label,
-                        "points": _clean(curve.ceiling.to_dict("records"))},
+            "points": _records(curve.points),
+            "trace": {"label": curve.trace_label, "points": _records(curve.trace)},
+            "ceiling": {"label": curve.ceiling_label, "points": _records(curve.ceiling)},
             "bound": {"label": curve.bound_label, "value": curve.bound},
             "l2_bytes": curve.l2_bytes, "caption": curve.caption}
 
@@ -274,4 +273,4 @@ def _roofline_json(roof: Roofline | None) -> dict[str, Any] | None:
     if roof is None:
         return None
     return {"gpu": roof.gpu, "roofs": [r._asdict() for r in roof.roofs],
-            "points": _clean(roof.points.to_dict("records")), "beside": roof.beside}
+            "points": _records(roof.points), "beside": roof.beside}

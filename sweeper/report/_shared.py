@@ -1,0 +1,117 @@
+"""What ``report.md`` and ``report.html`` both show, worded and computed once: each
+output puts it in its own markup and escapes it its own way, so the two say the same."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from sweeper.report._tables import LABELS, status_counts_text, unit
+from sweeper.winners import UNFINISHED
+
+if TYPE_CHECKING:
+    from sweeper.finals import FinalRecord
+    from sweeper.report._contents import ReportTables
+
+#: Column names as the reports show them.
+SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",
+         "gb_per_j": "GB/J", "cold_s": "first run s", "ci_pct": "±CI %", "number": "#",
+         "chosen_by": "chosen by", "median_ms": "median ms", "median_from": "median from",
+         "sweep_median_ms": "sweep median ms", "final_median_ms": "final median ms",
+         "min_ms": "min ms", "p95_ms": "p95 ms", "std_ms": "std ms", "ci_ms": "95% CI ms",
+         "cv_pct": "CV %", "sm_mhz": "SM MHz", "x_baseline": "× baseline, same rounds"}
+#: What the reports say where nothing was measured, or every config was.
+NO_PICKS = "None: no config was measured."
+NO_FAILURES = "None: every config was measured."
+
+
+def without_blank_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without its columns that are blank in every row (the first column stays)."""
+    return df[[c for i, c in enumerate(df.columns) if i == 0 or not df[c].map(_blank).all()]]
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
+def cell_value(value: Any) -> str:
+    """A table cell's value as a report shows it, before the output's own escaping: four
+    significant digits (whole numbers from 1000 up), ``–`` for a missing one."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def shown_table(df: pd.DataFrame, rename: dict[str, str] | None = None
+                ) -> tuple[list[str], list[list[str]]]:
+    """``df``'s column names and cells as a report's table shows them, before the output's
+    own escaping: without its columns blank in every row (the first column stays), each
+    name as :data:`SHOWN` and then ``rename`` give it, each value by :func:`cell_value`."""
+    df = without_blank_columns(df)
+    names = {**SHOWN, **(rename or {})}
+    return ([str(names.get(c, c)) for c in df.columns],
+            [[cell_value(v) for v in row] for row in df.itertuples(index=False, name=None)])
+
+
+def counts_sentence(tables: ReportTables) -> str:
+    """The line under the title: the trials by what became of them, how each was
+    measured, and what the rates are."""
+    return (f"{status_counts_text(tables.frame)}. {tables.story.trial}; "
+            f"rates: {LABELS[tables.metric]}.")
+
+
+def rate_name(tables: ReportTables) -> dict[str, str]:
+    """The rate column's name as the tables show it: its unit."""
+    return {tables.metric: unit(tables.metric)}
+
+
+def picks_intro(command: str) -> str:
+    """What the table of each problem's pick shows; ``command``: ``sweeper export`` in the
+    output's markup."""
+    return (f"What {command} writes: the winner of the interleaved final where there is "
+            "one, else the sweep's best; its median and rate from the samples it was chosen "
+            "on (\"median from\"), its sweep median beside it.")
+
+
+def picks_table(tables: ReportTables) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Each problem's pick as the reports' table shows it (what chose it is in
+    ``median from``), and the rate column's name."""
+    return tables.picks.drop(columns=["chosen_by"], errors="ignore"), rate_name(tables)
+
+
+def unfinished(problem: str) -> str:
+    """What a problem (its name in the output's markup) whose final is still to run ends
+    with."""
+    return f"{problem} ends with the sweep's best for now: {UNFINISHED}."
+
+
+def final_text(final: FinalRecord) -> str:
+    """A final's winner and how it was found, after ``winner`` (and the GPU)."""
+    return (f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
+            f"{final.rounds} rounds × {final.samples_per_round} samples each")
+
+
+def best_table(tables: ReportTables) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The best configs in the sweep without the rate columns not shown, and the names of
+    the rate's and the baseline's columns."""
+    other = [c for c in ("gbps", "tflops") if c != tables.metric]
+    base = tables.baselines[0].name if tables.baselines else "baseline"
+    return (tables.best.drop(columns=other),
+            {"pct_of_baseline": f"% of {base}", **rate_name(tables)})
+
+
+def factors_table(tables: ReportTables) -> pd.DataFrame:
+    """What varied and what was held fixed, one factor a row."""
+    return pd.DataFrame([(kind, k, v) for kind in ("varied", "fixed")
+                         for k, v in tables.factors[kind]], columns=["", "factor", "value"])
+
+
+def environment_table(tables: ReportTables) -> pd.DataFrame:
+    """The study's environment, one item a row."""
+    return pd.DataFrame(list(tables.meta.environment.items()), columns=["what", "value"])
