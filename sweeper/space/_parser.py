@@ -56,7 +56,7 @@ from sweeper.core._model import (
     Value,
 )
 from sweeper.core._names import safe_name, study_name_problem
-from sweeper.core._problem import Shape, shape_of
+from sweeper.core._problem import Shape, is_pow2, shape_of
 from sweeper.core._units import (
     DTYPE_ALIASES,
     canonical_dtype,
@@ -317,7 +317,7 @@ class _Parser:
             raise self.error(path, f"{shown(args)} is not [lo, hi]")
         lo, hi = (self.integer(a, path) for a in args)
         for bound in (lo, hi):
-            if not _is_pow2(bound):
+            if not is_pow2(bound):
                 raise self.error(path, f"{shown(bound)} is not a power of two")
         if lo > hi:
             raise self.error(path, f"pow2 needs lo <= hi, got lo={shown(lo)}, hi={shown(hi)}")
@@ -558,7 +558,7 @@ class _Parser:
         if axis in self.shape.names:
             refusal = self.shape.dim(axis).refusal(value)
             return None if refusal is None else f"{axis}: {refusal}"
-        if declared is not None and declared.pow2 and not _is_pow2(value):
+        if declared is not None and declared.pow2 and not is_pow2(value):
             return f"{value} is not a power of two; {kernel.name}'s {axis} must be one"
         if declared is not None and declared.choices and value not in declared.choices:
             return (f"{value} is not a value of {kernel.name}'s {axis}; allowed: "
@@ -838,10 +838,6 @@ BUDGET = {
                                                  ceiling=True)),
     "patience": _whole(1, MAX_TRIALS),
 }
-
-
-def _is_pow2(value: int) -> bool:
-    return value > 0 and value & (value - 1) == 0
 
 
 def _kind(data: Any) -> str:
