@@ -142,14 +142,14 @@ class _Parser:
         self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
         self.ties: list[Tie] = []
 
-    def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> Expr:
-        """``expr`` if every name it reads is in ``known``, else the error for the first."""
+    def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> None:
+        """Refuse ``expr`` unless every name it reads is in ``known``: the error names the
+        first that is not."""
         unknown = sorted(expr.names - set(known))
         if unknown:
             raise self.error(path, f"unknown name {shown(unknown[0])} in "
                              f"{_expr.quoted(expr.text)}; known: {', '.join(known)}"
                              f"{did_you_mean(unknown[0], known)}")
-        return expr
 
     def origin(self, path: str) -> Origin:
         """Where ``path`` was written: its own line, else its nearest parent's."""
