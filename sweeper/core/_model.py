@@ -90,6 +90,13 @@ class Value:
     expr: Expr | None = None
     origin: Origin = field(default=Origin(), compare=False)
 
+    def number(self, env: Mapping[str, int]) -> int:
+        """The value as a number, its expression evaluated with the names in ``env`` (an
+        :class:`ExpressionError` when it cannot be)."""
+        if self.expr is not None:
+            return int(evaluate(self.expr, env))
+        return int(self.constant)  # type: ignore[arg-type]
+
 
 @dataclass(frozen=True)
 class Axis:
@@ -460,14 +467,10 @@ def _value_step(space: Space, name: str) -> StepRun:
 
     def value_of(choice: Mapping[str, str], state: Resolving) -> None:
         value = state.chosen[name] = axis.value(choice[name])
-        if value.expr is not None:
-            try:
-                result = evaluate(value.expr, state.env)
-            except ExpressionError as err:
-                raise Invalid(f"{name}: {err}", value.origin) from None
-        else:
-            result = value.constant  # type: ignore[assignment]
-        state.env[name] = int(result)
+        try:
+            state.env[name] = value.number(state.env)
+        except ExpressionError as err:
+            raise Invalid(f"{name}: {err}", value.origin) from None
     return value_of
 
 
@@ -579,9 +582,7 @@ def shrunk_problems(space: Space, facts: Mapping[str, int], max_footprint: int |
             continue
         env = {"sms": facts["sms"], "l2_bytes": facts["l2_bytes"], "itemsize": DTYPES[dtype]}
         try:
-            values = {n: int(evaluate(v.expr, env)) if v.expr is not None else
-                      int(v.constant)   # type: ignore[arg-type]
-                      for n in sizes for v in (space.axis(n).value(choice[n]),)}
+            values = {n: space.axis(n).value(choice[n]).number(env) for n in sizes}
             asked[key] = (values, space.shape.problem(dtype, values, None,
                                                        by_footprint=by_footprint))
         except (ExpressionError, SizeError):
