@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
@@ -298,6 +298,15 @@ class Step:
     run: StepRun
 
 
+def dimensions(axes: Sequence[Axis], ties: Sequence[Tie]) -> dict[str, tuple[str, ...]]:
+    """Dimension -> labels for ``axes`` with the zipped groups ``ties``: each group one
+    dimension, named after it, whose labels are whole rows (:meth:`Space.choices`)."""
+    tied = {m for t in ties for m in t.members}
+    out = {a.name: a.labels for a in axes if a.name not in tied}
+    out.update({t.name: t.labels for t in ties})
+    return out
+
+
 @dataclass(frozen=True)
 class Space:
     """A validated space file: the study's name, the kernel, the sampler, the axes and
@@ -344,10 +353,7 @@ class Space:
     def choices(self) -> Mapping[str, tuple[str, ...]]:
         """Dimension -> labels: the categorical search space a sampler sees.  Zipped axes
         are one dimension, named after their group, whose labels are whole rows."""
-        tied = {m for t in self.ties for m in t.members}
-        out = {a.name: a.labels for a in self.axes if a.name not in tied}
-        out.update({t.name: t.labels for t in self.ties})
-        return out
+        return dimensions(self.axes, self.ties)
 
     def expand(self, choice: Mapping[str, Any]) -> dict[str, str]:
         """A sampler's choice (its params, labels or values Optuna gave back) as labels,

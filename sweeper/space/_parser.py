@@ -54,6 +54,7 @@ from sweeper.core._model import (
     Space,
     Tie,
     Value,
+    dimensions,
 )
 from sweeper.core._names import safe_name, study_name_problem
 from sweeper.core._problem import Shape, is_pow2, shape_of
@@ -271,9 +272,7 @@ class _Parser:
     def size(self, axes: list[Axis]) -> None:
         """Refuse a space of more than :data:`MAX_CONFIGS` configs, counted before any is
         built, at the line of its largest dimension (zipped axes are one)."""
-        tied = {m: t for t in self.ties for m in t.members}
-        dims = {a.name: len(a.values) for a in axes if a.name not in tied}
-        dims.update({t.name: len(t.rows) for t in self.ties})
+        dims = {name: len(labels) for name, labels in dimensions(axes, self.ties).items()}
         total = math.prod(dims.values())
         if total > MAX_CONFIGS:
             largest = max(dims, key=dims.__getitem__)
