@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
@@ -89,6 +89,13 @@ class Value:
     constant: int | str | None = None
     expr: Expr | None = None
     origin: Origin = field(default=Origin(), compare=False)
+
+    def number(self, env: Mapping[str, int]) -> int:
+        """The value as a number, its expression evaluated with the names in ``env`` (an
+        :class:`ExpressionError` when it cannot be)."""
+        if self.expr is not None:
+            return int(evaluate(self.expr, env))
+        return int(self.constant)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -291,6 +298,15 @@ class Step:
     run: StepRun
 
 
+def dimensions(axes: Sequence[Axis], ties: Sequence[Tie]) -> dict[str, tuple[str, ...]]:
+    """Dimension -> labels for ``axes`` with the zipped groups ``ties``: each group one
+    dimension, named after it, whose labels are whole rows (:meth:`Space.choices`)."""
+    tied = {m for t in ties for m in t.members}
+    out = {a.name: a.labels for a in axes if a.name not in tied}
+    out.update({t.name: t.labels for t in ties})
+    return out
+
+
 @dataclass(frozen=True)
 class Space:
     """A validated space file: the study's name, the kernel, the sampler, the axes and
@@ -337,10 +353,7 @@ class Space:
     def choices(self) -> Mapping[str, tuple[str, ...]]:
         """Dimension -> labels: the categorical search space a sampler sees.  Zipped axes
         are one dimension, named after their group, whose labels are whole rows."""
-        tied = {m for t in self.ties for m in t.members}
-        out = {a.name: a.labels for a in self.axes if a.name not in tied}
-        out.update({t.name: t.labels for t in self.ties})
-        return out
+        return dimensions(self.axes, self.ties)
 
     def expand(self, choice: Mapping[str, Any]) -> dict[str, str]:
         """A sampler's choice (its params, labels or values Optuna gave back) as labels,
@@ -460,14 +473,10 @@ def _value_step(space: Space, name: str) -> StepRun:
 
     def value_of(choice: Mapping[str, str], state: Resolving) -> None:
         value = state.chosen[name] = axis.value(choice[name])
-        if value.expr is not None:
-            try:
-                result = evaluate(value.expr, state.env)
-            except ExpressionError as err:
-                raise Invalid(f"{name}: {err}", value.origin) from None
-        else:
-            result = value.constant  # type: ignore[assignment]
-        state.env[name] = int(result)
+        try:
+            state.env[name] = value.number(state.env)
+        except ExpressionError as err:
+            raise Invalid(f"{name}: {err}", value.origin) from None
     return value_of
 
 
@@ -579,9 +588,7 @@ def shrunk_problems(space: Space, facts: Mapping[str, int], max_footprint: int |
             continue
         env = {"sms": facts["sms"], "l2_bytes": facts["l2_bytes"], "itemsize": DTYPES[dtype]}
         try:
-            values = {n: int(evaluate(v.expr, env)) if v.expr is not None else
-                      int(v.constant)   # type: ignore[arg-type]
-                      for n in sizes for v in (space.axis(n).value(choice[n]),)}
+            values = {n: space.axis(n).value(choice[n]).number(env) for n in sizes}
             asked[key] = (values, space.shape.problem(dtype, values, None,
                                                        by_footprint=by_footprint))
         except (ExpressionError, SizeError):

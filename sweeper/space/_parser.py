@@ -54,9 +54,10 @@ from sweeper.core._model import (
     Space,
     Tie,
     Value,
+    dimensions,
 )
 from sweeper.core._names import safe_name, study_name_problem
-from sweeper.core._problem import Shape, shape_of
+from sweeper.core._problem import Shape, is_pow2, shape_of
 from sweeper.core._units import (
     DTYPE_ALIASES,
     canonical_dtype,
@@ -142,14 +143,14 @@ class _Parser:
         self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
         self.ties: list[Tie] = []
 
-    def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> Expr:
-        """``expr`` if every name it reads is in ``known``, else the error for the first."""
+    def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> None:
+        """Refuse ``expr`` unless every name it reads is in ``known``: the error names the
+        first that is not."""
         unknown = sorted(expr.names - set(known))
         if unknown:
             raise self.error(path, f"unknown name {shown(unknown[0])} in "
                              f"{_expr.quoted(expr.text)}; known: {', '.join(known)}"
                              f"{did_you_mean(unknown[0], known)}")
-        return expr
 
     def origin(self, path: str) -> Origin:
         """Where ``path`` was written: its own line, else its nearest parent's."""
@@ -271,9 +272,7 @@ class _Parser:
     def size(self, axes: list[Axis]) -> None:
         """Refuse a space of more than :data:`MAX_CONFIGS` configs, counted before any is
         built, at the line of its largest dimension (zipped axes are one)."""
-        tied = {m: t for t in self.ties for m in t.members}
-        dims = {a.name: len(a.values) for a in axes if a.name not in tied}
-        dims.update({t.name: len(t.rows) for t in self.ties})
+        dims = {name: len(labels) for name, labels in dimensions(axes, self.ties).items()}
         total = math.prod(dims.values())
         if total > MAX_CONFIGS:
             largest = max(dims, key=dims.__getitem__)
@@ -317,7 +316,7 @@ class _Parser:
             raise self.error(path, f"{shown(args)} is not [lo, hi]")
         lo, hi = (self.integer(a, path) for a in args)
         for bound in (lo, hi):
-            if not _is_pow2(bound):
+            if not is_pow2(bound):
                 raise self.error(path, f"{shown(bound)} is not a power of two")
         if lo > hi:
             raise self.error(path, f"pow2 needs lo <= hi, got lo={shown(lo)}, hi={shown(hi)}")
@@ -558,7 +557,7 @@ class _Parser:
         if axis in self.shape.names:
             refusal = self.shape.dim(axis).refusal(value)
             return None if refusal is None else f"{axis}: {refusal}"
-        if declared is not None and declared.pow2 and not _is_pow2(value):
+        if declared is not None and declared.pow2 and not is_pow2(value):
             return f"{value} is not a power of two; {kernel.name}'s {axis} must be one"
         if declared is not None and declared.choices and value not in declared.choices:
             return (f"{value} is not a value of {kernel.name}'s {axis}; allowed: "
@@ -838,10 +837,6 @@ BUDGET = {
                                                  ceiling=True)),
     "patience": _whole(1, MAX_TRIALS),
 }
-
-
-def _is_pow2(value: int) -> bool:
-    return value > 0 and value & (value - 1) == 0
 
 
 def _kind(data: Any) -> str:

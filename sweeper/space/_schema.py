@@ -26,29 +26,32 @@ REQUIRED = {"anyOf": [{"required": ["kernel", "params"]}, {"required": ["from_au
 SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
 
 
+def _closed(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    """A mapping of no keys but those of ``properties``, the ``required`` ones needed."""
+    out: dict[str, Any] = {"type": "object", "additionalProperties": False}
+    if required:
+        out["required"] = list(required)
+    return {**out, "properties": properties}
+
+
 def _settings(table: dict[str, Setting]) -> dict[str, Any]:
-    return {"type": "object", "additionalProperties": False,
-            "properties": {key: setting.schema for key, setting in table.items()}}
+    return _closed({key: setting.schema for key, setting in table.items()})
 
 
 def _values(value: dict[str, Any]) -> list[dict[str, Any]]:
     pair = {"type": "array", "items": {"type": ["integer", "string"]}}
     return [
         value, {"type": "array", "items": value, "minItems": 1},
-        {"type": "object", "additionalProperties": False, "required": ["range"],
-         "properties": {"range": {**pair, "minItems": 2, "maxItems": 3}}},
-        {"type": "object", "additionalProperties": False, "required": ["pow2"],
-         "properties": {"pow2": {**pair, "minItems": 2, "maxItems": 2}}},
+        _closed({"range": {**pair, "minItems": 2, "maxItems": 3}}, "range"),
+        _closed({"pow2": {**pair, "minItems": 2, "maxItems": 2}}, "pow2"),
     ]
 
 
 def _axis(value: dict[str, Any], conditional: bool = True) -> dict[str, Any]:
     forms = _values(value)
     if conditional:     # {values: ..., when: "expression"}: varies only when it holds
-        forms.append({"type": "object", "additionalProperties": False,
-                      "required": ["values", "when"],
-                      "properties": {"values": {"anyOf": _values(value)},
-                                     "when": {"type": "string"}}})
+        forms.append(_closed({"values": {"anyOf": _values(value)}, "when": {"type": "string"}},
+                             "values", "when"))
     return {"anyOf": forms}
 
 
@@ -90,11 +93,9 @@ def space_schema() -> dict[str, Any]:
         "study": {"type": "string"}, "extends": {"type": "string"},
         "kernel": _kernel(),
         "from_autotune": FROM_AUTOTUNE,
-        "sampler": {"anyOf": [sampler_names, {
-            "type": "object", "additionalProperties": False,
-            "properties": {"name": sampler_names, "seed": SEED,
-                           "baseline": {"type": "object",
-                                        "additionalProperties": SCALAR}}}]},
+        "sampler": {"anyOf": [sampler_names, _closed({
+            "name": sampler_names, "seed": SEED,
+            "baseline": {"type": "object", "additionalProperties": SCALAR}})]},
         "seed": SEED,
         "params": {"type": "object", "properties": params,
                    "additionalProperties": {"anyOf": [ZIP, _axis(SCALAR)]}},
