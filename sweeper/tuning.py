@@ -26,7 +26,7 @@ from sweeper.errors import SweeperError, TuningFileError
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._parser import shown
-from sweeper.store._schema import FORMAT, Record, problem_of
+from sweeper.store._schema import FORMAT, Record, fields_problem
 from sweeper.store._upgrade import upgraded_entry
 
 DEFAULT_TUNING = Path("studies") / "tuning.json"
@@ -250,7 +250,7 @@ def entry_problem(entry: Any) -> str | None:
     """What is wrong with one tuning entry of the current format, or ``None``."""
     if not isinstance(entry, dict):
         return f"an entry must be an object, got {type(entry).__name__}"
-    return problem_of(TuningEntry, entry) or TuningEntry.invariants(entry)
+    return fields_problem(TuningEntry, entry) or TuningEntry.invariants(entry)
 
 
 def entry_name(entry: Any) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.errors import StudyError
-from sweeper.store._schema import FORMAT, decode, format_problem, json_type, problem_of
+from sweeper.store._schema import FORMAT, decode, fields_problem, format_problem, json_type
 from sweeper.store._upgrade import upgraded_meta
 
 
@@ -92,7 +92,7 @@ def meta_problem(meta: Any) -> str | None:
     missing = [k for k in META_REQUIRED if k not in meta]
     if missing:
         return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
-    return problem_of(StudyMeta, meta)
+    return fields_problem(StudyMeta, meta)
 
 
 def checked_meta(meta: Any, where: Any, advice: str = "") -> dict[str, Any]:

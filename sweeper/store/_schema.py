@@ -60,7 +60,7 @@ def record_problem(data: Any) -> str | None:
         got = "no kind" if "kind" not in data else f"unknown kind {show(kind)}"
         return f"{got}; a record's kind is one of {', '.join(sorted(KINDS))}"
     cls = record_class(kind)
-    problem = problem_of(cls, data)
+    problem = fields_problem(cls, data)
     if problem is None and hasattr(cls, "invariants"):
         problem = cls.invariants(data)
     return None if problem is None else f"{kind} record: {problem}"
@@ -86,7 +86,7 @@ def record_class(kind: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def problem_of(cls: Any, data: Any) -> str | None:
+def fields_problem(cls: Any, data: Any) -> str | None:
     """The first way ``data`` does not fill dataclass ``cls``'s fields (the first that
     msgspec meets, in ``data``'s order), or ``None``."""
     try:
