@@ -251,13 +251,15 @@ class Sweep:
         self.reporter.start(total=total, done=min(measured, total))
         for t in done.values():
             bench.note_best(t)
+        def named(config: dict[str, str]) -> dict[str, str]:
+            """A valid config as the sampler names it (zipped axes by their row's label)."""
+            return self.space.contract(config) or config
+
         hints: ModelHints | SpreadHints | None = None
         if plan is None and guessed is not None:
-            hints = ModelHints([self.space.contract(c) or c for c in valid.expanded_all],
-                               guessed)
+            hints = ModelHints([named(c) for c in valid.expanded_all], guessed)
         elif plan is None:
-            hints = SpreadHints(valid.expanded_all, self.space.sampler.seed,
-                                lambda c: self.space.contract(c) or c)
+            hints = SpreadHints(valid.expanded_all, self.space.sampler.seed, named)
         ahead = CompileAhead.start(self.space, plan or hints, self.compile,
                                    len(self.gpus or [0]), self._resolved)
         timeline = Timeline(t0)
