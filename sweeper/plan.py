@@ -222,20 +222,43 @@ class RunShape:
     costs: RunCosts = field(default_factory=RunCosts)
 
 
+Counts = tuple[Callable[[Problem], int] | None, Callable[[Problem], int] | None,
+               Callable[[Config], int | None] | None]
+
+
+def declared_counts(kernel: str) -> Counts:
+    """What a built-in ``kernel`` declares of a launch: its bytes moved and FLOPs per
+    problem, and the tensor operations an interpreted launch of a config runs (each
+    ``None`` where not declared); all ``None`` for any other kernel, whose launches the
+    plan counts alone."""
+    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of, interpreted_ops_of
+
+    if kernel not in BUILTINS:
+        return None, None, None
+    counted = bytes_moved_of(kernel)
+    return (counted, flops_of(kernel) if counted is not None else None,
+            interpreted_ops_of(kernel))
+
+
 def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[Plan, bool]:
     """``space``'s plan on ``device`` (see :func:`make_plan`), and whether the kernel's
     bytes and FLOPs were counted (a built-in's declaration; else launches only)."""
-    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of, interpreted_ops_of
     from sweeper.study import finals_wanted
 
-    counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
+    counted, flops, ops = declared_counts(space.kernel)
     plan = make_plan(space, counted or (lambda _: 0), device.facts(), device.plan_costs,
-                     device.measure_spec(space.measure),
-                     flops=flops_of(space.kernel) if counted is not None else None,
-                     ops=interpreted_ops_of(space.kernel) if space.kernel in BUILTINS
-                     else None, finals=finals_wanted(space, device), shape=shape,
+                     device.measure_spec(space.measure), flops=flops, ops=ops,
+                     finals=finals_wanted(space, device), shape=shape,
                      finals_round=Round.on(device.measure_spec))
     return plan, counted is not None
+
+
+def launch_model(space: Space, device: Any) -> Callable[[Config], float]:
+    """The plan's model of one launch of a config of ``space`` on ``device`` (seconds), as
+    :func:`plan_of` prices it."""
+    counted, flops, ops = declared_counts(space.kernel)
+    return lambda config: model_launch_s(config, counted or (lambda _: 0), flops,
+                                         device.plan_costs, ops)
 
 
 def run_shape(space: Space, device: Any, *, report: bool, startup: bool,

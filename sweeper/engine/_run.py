@@ -189,13 +189,13 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
     compiles, proposals) for the next estimate on this machine."""
     if device.replays:
         return
-    from sweeper.plan import costs_key, note_run
+    from sweeper.plan import costs_key, launch_model, note_run
     from sweeper.sweep._compile_ahead import COMPILED_S
 
     own = summary.trials[summary.resumed:]
     timing = summary.timing
     warmup = device.measure_spec(space.measure).warmup
-    model = _model_launch(space, device)
+    model = launch_model(space, device)
 
     def compiled(t: Any) -> float:
         """The seconds trial ``t``'s first launch spent compiling (0: it loaded its binary,
@@ -219,18 +219,6 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
                             if t.ok and t.stats and t.config and model(t.config) > 0],
              prior_trials=device.plan_costs.scale_prior_trials)
-
-
-def _model_launch(space: Any, device: Any) -> Callable[[Any], float]:
-    """The plan's model of one launch of a config of ``space`` on ``device`` (seconds)."""
-    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of, interpreted_ops_of
-    from sweeper.plan import model_launch_s
-
-    counted = bytes_moved_of(space.kernel) if space.kernel in BUILTINS else None
-    flops = flops_of(space.kernel) if counted is not None else None
-    ops = interpreted_ops_of(space.kernel) if space.kernel in BUILTINS else None
-    return lambda config: model_launch_s(config, counted or (lambda _: 0), flops,
-                                         device.plan_costs, ops)
 
 
 def _say_time(options: RunOptions, clock: Any, summary: Any, timing: list[str]) -> None:
