@@ -472,6 +472,22 @@ def test_a_run_whose_first_configs_all_fail_alike_stops_and_says_why(write_space
     assert "no config produced a number" in err or "no config was measured" in err
 
 
+def test_failures_alike_are_judged_on_their_whole_line_not_the_terminal_cut():
+    """Two failures that differ only in their numbers are alike, however wide the numbers
+    are: a cut made for the terminal before masking would move with their widths and make
+    the early stop depend on the timings (it did: a run stopped or not by chance)."""
+    from sweeper.outcome import REASON_CHARS
+    from sweeper.sweep._budget import _alike
+    from sweeper.trial import TrialStatus
+
+    tail = "x" * REASON_CHARS
+    first, second = (SimpleNamespace(status=TrialStatus.IMPOSSIBLE, reason=(
+        f"faster than physics allows ({rate} GB/s; {tail}")) for rate in ("0.1", "0.003912"))
+    assert _alike(_alike([], first) or [], second) == [first, second]
+    other = SimpleNamespace(status=TrialStatus.IMPOSSIBLE, reason=f"slower ({tail}")
+    assert _alike([first], other) is None
+
+
 def test_failures_that_share_a_value_do_not_stop_the_run(write_space, tmp_path, capsys,
                                                          monkeypatch):
     """Five failures alike that all have BLOCK=1024 may be that value's fault, not the

@@ -205,9 +205,11 @@ SHARED_FAILURES = 4 * ALIKE_FAILURES
 
 
 def _masked(record: TrialRecord) -> tuple[str, str]:
-    """A failure's status and first line with its numbers masked: what failures alike
-    share whatever config they ran."""
-    return record.status.value, re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", reason_line(record))
+    """A failure's status and whole first line with its numbers masked: what failures
+    alike share whatever config they ran.  The line is masked before any cut for the
+    terminal, whose place would move with the numbers' widths."""
+    line = (record.reason or "no reason recorded").strip().splitlines()[0]
+    return record.status.value, re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", line)
 
 
 def _alike(seen: list[TrialRecord], record: TrialRecord) -> list[TrialRecord] | None:
