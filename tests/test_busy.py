@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from sweeper.busy import PARTS, Busy, busy
 from sweeper.cli import main
 from sweeper.finals import Finalist, FinalRecord
 from sweeper.measure import summarize
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
-from sweeper.sweep._busy import PARTS, busy
 from sweeper.trial import TrialStatus
 from tests.conftest import SMALL_SPACE
 
@@ -91,7 +91,9 @@ def test_a_run_says_keeps_and_reports_how_busy_it_kept_the_device(write_space, t
             (kept["timed_s"] + kept["warmup_s"]) / (kept["wall_s"] - kept["finals_wall_s"]),
             abs=0.01)
     report = (tmp_path / "tiny-interpret" / "report.md").read_text()
-    assert f"| busy in the last run | interpret busy {100 * kept['share']:.1f}% of" in report
+    # the report words the kept figures as the run's line does (one wording, not two)
+    assert f"| busy in the last run | {Busy.from_json(kept).line()} |" in report
+    assert Busy.from_json(kept).line().startswith(line.split(" (")[0])
     assert json.loads((tmp_path / "tiny-interpret" / "report.json").read_text())[
         "gpu_busy"] == kept
 

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from sweeper.busy import Busy
 from sweeper.space import format_size, parse_size
 from sweeper.store import StudyMeta
 
@@ -215,16 +216,10 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
     ]
 
 
-def busy_text(busy: dict[str, Any]) -> str:
-    """How busy the last run kept its GPUs (``Busy.to_json``), in words."""
-    rest = ", ".join(f"{k} {v:.1f} s" for k, v in busy.get("parts", {}).items() if v >= 0.05)
-    gpus, label = busy.get("gpus", 1), busy.get("label", "gpu")
-    finals = busy.get("finals_wall_s", 0)
-    alone = (f" (without the finals' {finals:.1f} s: {100 * busy['trials_share']:.1f}%)"
-             if finals >= 0.05 and "trials_share" in busy else "")
-    return (f"{label} busy {100 * busy.get('share', 0):.1f}% of {busy.get('wall_s', 0):.1f} s"
-            f"{f' x {gpus} GPUs' if gpus > 1 else ''} with the kernel's timed and warm-up "
-            f"launches{alone}{f'; the rest: {rest}' if rest else ''}")
+def busy_text(kept: dict[str, Any]) -> str:
+    """How busy the last run kept its GPUs, from what ``study.json`` kept: the line the
+    run printed (figures rounded as kept)."""
+    return Busy.from_json(kept).line()
 
 
 def reproduce_command(meta: StudyMeta) -> str:

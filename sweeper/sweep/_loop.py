@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
+from sweeper.busy import busy
 from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
@@ -45,7 +46,6 @@ from sweeper.store import (
 from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of
-from sweeper.sweep._busy import busy
 from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import (
     CompileAhead,

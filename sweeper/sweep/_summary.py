@@ -6,9 +6,9 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from sweeper.busy import Busy
 from sweeper.finals import FinalRecord
 from sweeper.store import DriftRecord, ProblemKey, TrialRecord
-from sweeper.sweep._busy import Busy
 from sweeper.sweep._drop import Dropped
 from sweeper.sweep._timing import Breakdown
 

@@ -75,6 +75,15 @@ class Busy:
                 f"launches {self.timed_s:.2f} s, warm-up {self.warmup_s:.2f} s{finals}){alone}"
                 f"{f'; the rest: {rest}' if rest else ''}")
 
+    @classmethod
+    def from_json(cls, kept: dict[str, Any]) -> Busy:
+        """The :class:`Busy` that :meth:`to_json` kept (``study.json``'s last run), so the
+        report words it as the run's own line does."""
+        return cls(wall_s=kept.get("wall_s", 0.0), gpus=kept.get("gpus", 1),
+                   timed_s=kept.get("timed_s", 0.0), warmup_s=kept.get("warmup_s", 0.0),
+                   finals_s=kept.get("finals_s", 0.0), parts=dict(kept.get("parts", {})),
+                   label=kept.get("label", "gpu"), finals_wall_s=kept.get("finals_wall_s", 0.0))
+
     def to_json(self) -> dict[str, Any]:
         """As ``study.json``'s last run and ``report.json`` keep it."""
         return {"label": self.label, "share": self.share, "wall_s": round(self.wall_s, 3),
