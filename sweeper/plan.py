@@ -5,9 +5,11 @@ to it: the command's start-up; per config a load of its binary, then (warmup + r
 2) launches of at least the launch floor, each moving the kernel's bytes at an assumed
 bandwidth and doing its FLOPs at an assumed peak per dtype (on the Triton interpreter:
 costing by its programs and the tensor operations its body runs, at the problem the
-interpreter shrinks it to); from a cold Triton cache a
-compile per distinct binary (spread over the compile processes where the sampler walks a
-plan); the sampler's proposals; each problem's finals
+interpreter shrinks it to); a compile per distinct binary
+the machine has not compiled yet (:mod:`sweeper.kernels._binaries`: Triton's per problem,
+block and constexprs, NVRTC's per its cache key), spread over the compile processes where
+the sampler walks a plan (started with the sweep where nothing of the kernel is cached,
+else once a trial compiled); the sampler's proposals; each problem's finals
 (:func:`sweeper.finals.finals_estimate_s`, after cool-downs where the kernel computes at
 its peak: a power-bound GPU); the report.  What a start-up, a compile, a proposal and a
 report cost is what the last runs on this machine measured (:class:`RunCosts`, kept per
@@ -20,13 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.ceilings import cache_root
 from sweeper.devices import DeviceFacts, PlanCosts
@@ -35,6 +38,9 @@ from sweeper.fsio import atomic_write
 from sweeper.measure import DEFAULT_DUTY, SUSTAINED
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.study import RuledOut, resolved
+
+if TYPE_CHECKING:
+    from sweeper.kernels._binaries import Binaries
 
 #: Samplers whose next configs a sweep compiles in its compile processes: those that walk
 #: a plan, and ``auto``, whose kernel model's favourites are compiled ahead.
@@ -76,6 +82,11 @@ class RunCosts:
     #: the pool's eight processes compiled the 102 binaries of spaces/matmul-shapes.yaml
     #: and the 72 of matmul-8k.yaml behind 6-8 s of trials)
     COMPILE_S = 0.5
+    #: an NVRTC compile of a CUDA C kernel where none was measured (the ``cuda`` kernel's
+    #: compiles are kept under its name like any other's): on the H200 the worker spent
+    #: 2.8 s compiling the 45 binaries of spaces/cuda-copy.yaml, at most 62 ms each
+    #: (docs/raw/2026-12-03-s17/h200-record.log), rounded up
+    NVRTC_COMPILE_S = 0.1
 
     def scale_of(self, kernel: str, interpreted: bool) -> float:
         """``kernel``'s launch scale as measured; one not run here yet takes, on an
@@ -86,13 +97,14 @@ class RunCosts:
             return self.launch_scale.get(kernel, 1.0)
         return statistics.median(self.launch_scale.values())
 
-    def compile_of(self, kernel: str, pooled: bool = False) -> float:
+    def compile_of(self, kernel: str, pooled: bool = False, nvrtc: bool = False) -> float:
         """Seconds a binary of ``kernel`` takes to compile, in the worker or (``pooled``)
         in the compile pool: as measured there, else as measured in the other, else
-        assumed."""
+        assumed (``nvrtc``: a CUDA C kernel's)."""
         first, other = ((self.pool_compile_s, self.compile_s) if pooled else
                         (self.compile_s, self.pool_compile_s))
-        return first.get(kernel, other.get(kernel, self.COMPILE_S))
+        return first.get(kernel, other.get(
+            kernel, self.NVRTC_COMPILE_S if nvrtc else self.COMPILE_S))
 
 
 def _costs_path() -> Path:
@@ -197,6 +209,10 @@ class Plan:
     #: ``estimate_s`` by what it goes to (start-up, trials, compile, proposals, finals,
     #: report), in that order
     parts: dict[str, float] = field(default_factory=dict)
+    #: the distinct binaries the trials run (counted where the run compiles for a GPU),
+    #: and of those, how many the machine has compiled already (a load each)
+    binaries: int = 0
+    cached: int = 0
 
     def parts_text(self) -> str:
         """``start-up 4 s, trials 9 s, ...``: the estimate's parts of a second or more."""
@@ -207,11 +223,22 @@ def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
+#: Seconds of a sweep's compiling the worker does itself where the compile pool starts
+#: once a trial compiled (nothing of the kernel cached: with the sweep): the pool's
+#: processes import torch and Triton, compile their first binaries, and until one is done
+#: the worker compiles what it measures.  On the H200 (2026-12-03) the worker compiled
+#: 6.3 and 3.5 s of the 20 and 16 binaries of two softmax shapes, all of them, and 7.4
+#: and 8.1 s of the 72 of two matmul shapes (0.35 s each), the pool the rest
+LAZY_POOL_S = 8.0
+
+
 @dataclass(frozen=True)
 class RunShape:
-    """What a run adds around its trials, for the estimate: the sampler's name, whether
-    the kernel's binaries are compiled first (a cold Triton cache) and by how many compile
-    processes, whether a report and the command's start-up are counted, and their costs."""
+    """What a run adds around its trials, for the estimate: the sampler's name, which of
+    the kernel's binaries compile (``binaries``, per binary; where none is given, all of
+    them when ``cold``, else none), whether nothing of the kernel is cached (``cold``: the
+    compile pool starts with the sweep) and by how many compile processes, whether a
+    report and the command's start-up are counted, and their costs."""
 
     sampler: str = "exhaustive"
     kernel: str = ""
@@ -220,6 +247,7 @@ class RunShape:
     report: bool = False
     startup: bool = False
     costs: RunCosts = field(default_factory=RunCosts)
+    binaries: Binaries | None = None
 
 
 Counts = tuple[Callable[[Problem], int] | None, Callable[[Problem], int] | None,
@@ -264,19 +292,23 @@ def launch_model(space: Space, device: Any) -> Callable[[Config], float]:
 def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
               compile_workers: int | None = None) -> RunShape:
     """What a run of ``space`` on ``device`` adds around its trials: on a device that
-    compiles for a GPU, a cold Triton cache (nothing of the kernel in it) compiles each
-    binary, in ``compile_workers`` processes (default: as ``--compile-workers auto``);
-    the costs are those measured on this machine for the device."""
+    compiles for a GPU, each binary the machine has not compiled yet
+    (:func:`~sweeper.kernels._binaries.space_binaries`) compiles, in
+    ``compile_workers`` processes (default: as ``--compile-workers auto``) started with
+    the sweep where nothing of the kernel is in Triton's cache; the costs are those
+    measured on this machine for the device."""
+    from sweeper.kernels._binaries import space_binaries
     from sweeper.kernels._cache_probe import space_cold
     from sweeper.sweep._compile_pool import default_size
 
     compiles = bool(device.measures_gpu)
     workers = default_size(1) if compile_workers is None else compile_workers
+    key = costs_key(device)
     return RunShape(sampler=space.sampler.name, kernel=space.kernel,
                     cold=compiles and space_cold(space.kernel),
                     compile_workers=workers if compiles else 0, report=report,
-                    startup=startup,
-                    costs=run_costs(costs_key(device), device.plan_costs))
+                    startup=startup, costs=run_costs(key, device.plan_costs),
+                    binaries=space_binaries(space, key) if compiles else None)
 
 
 def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: DeviceFacts,
@@ -300,6 +332,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     seconds = 0.0
     problems: dict[tuple[Problem, str], tuple[int, float]] = {}   # configs, fastest launch
     binaries: set[Any] = set()
+    cached = 0
     computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
     fixed = measure.fixed_duty()
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
@@ -321,7 +354,12 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
             key = (outcome.problem, outcome.cache)
             count, fastest = problems.get(key, (0, launch))
             problems[key] = (count + 1, min(fastest, launch))
-            if shape.cold:
+            if shape.binaries is not None:
+                binary = shape.binaries.key(outcome)
+                if binary not in binaries:
+                    binaries.add(binary)
+                    cached += shape.binaries.cached(binary)
+            elif shape.cold:
                 binaries.add(binary_of(outcome))
     power = computing and measure.duty == "auto"
     finals_duty = fixed.for_finals() if fixed is not None else DEFAULT_DUTY if power else None
@@ -330,7 +368,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                    for count, launch in problems.values()) if finals else 0.0
     trials = valid if budget is None else min(valid, budget)
     parts = {"start-up": shape.costs.startup_s if shape.startup else 0.0, "trials": seconds,
-             "compile": _compile_seconds(len(binaries), seconds, shape, power),
+             "compile": _compile_seconds(len(binaries) - cached, seconds, shape, power),
              "proposals": trials * shape.costs.ask_s.get(shape.sampler, 0.0),
              "finals": finals_s, "report": shape.costs.report_s if shape.report else 0.0}
     total = sum(parts.values())
@@ -340,21 +378,32 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
                 finals_s=parts["finals"],
                 assumptions={**dataclasses.asdict(costs), "compile_s": own},
-                trials=trials, ruled_out=ruled_out, parts=parts)
+                trials=trials, ruled_out=ruled_out, parts=parts,
+                binaries=len(binaries) if shape.binaries is not None else 0, cached=cached)
 
 
 def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: bool) -> float:
-    """The wall a cold cache adds: each distinct binary compiled once, by the compile
-    processes while the GPU measures where the sampler walks a plan (the first compile
-    waited for, the rest hidden behind the trials as far as they last), else in the worker
-    before its trial (which a power-bound sweep follows with its sustained load)."""
+    """The wall ``binaries`` compiles add, each distinct binary compiled once: by the
+    compile processes while the GPU measures where the sampler walks a plan (started with
+    the sweep where nothing of the kernel is cached: the first compile waited for, the
+    rest hidden behind the trials as far as they last; else started once a trial
+    compiled: the worker compiles for its first ``LAZY_POOL_S``, the pool the rest behind
+    the trials left), else in the worker before its trial (which a power-bound sweep
+    follows with its sustained load)."""
     if not binaries:
         return 0.0
-    if shape.sampler in PLANNED and shape.compile_workers > 0:
-        each = shape.costs.compile_of(shape.kernel, pooled=True)
-        return each + max(0.0, binaries * each / shape.compile_workers - trials_s)
-    each = shape.costs.compile_of(shape.kernel)
-    return binaries * (each + (SUSTAINED.seconds if power else 0.0))
+    nvrtc = shape.binaries is not None and shape.binaries.kind == "nvrtc"
+    each = shape.costs.compile_of(shape.kernel, nvrtc=nvrtc)
+    after = each + (SUSTAINED.seconds if power else 0.0)
+    if shape.sampler not in PLANNED or shape.compile_workers <= 0:
+        return binaries * after
+    pooled = shape.costs.compile_of(shape.kernel, pooled=True, nvrtc=nvrtc)
+    if shape.cold:
+        return pooled + max(0.0, binaries * pooled / shape.compile_workers - trials_s)
+    own = min(binaries, math.ceil(LAZY_POOL_S / max(each, 1e-3)))
+    left = binaries - own
+    return own * after + max(0.0, left * pooled / shape.compile_workers -
+                             trials_s * left / binaries)
 
 
 def model_launch_s(config: Config, bytes_moved: Callable[[Problem], int],

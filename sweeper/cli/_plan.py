@@ -43,6 +43,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"{a['bandwidth'] / 1e9:g} GB/s{f', TFLOP/s {peaks}' if peaks else ''}")
     print(f"estimated time: {_duration(plan.estimate_s)} ({plan.parts_text()}; assumes "
           f"{a['compile_s']:.3g} s a trial beyond its launches, {launches})")
+    if plan.binaries:
+        print(f"  {_binaries_text(plan, space)}")
     if device.measures_gpu or device.replays:
         print(f"  a power-bound kernel adds a {DEFAULT_DUTY.seconds:g} s cool-down per finalist "
               "and round (measure.duty: auto)")
@@ -59,6 +61,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if plan.valid == 0:
         raise plan.ruled_out.nothing_left(plan.size)
     return 0
+
+
+def _binaries_text(plan: Any, space: Any) -> str:
+    """``20 binaries: 4 compiled on this machine already (a load each), 16 to compile
+    (Triton's, per problem, block and constexprs)``."""
+    kind = ("NVRTC's, per cache key" if space.kernel == "cuda" else
+            "Triton's, per problem, block and constexprs")
+    return (f"{counted(plan.binaries, 'binary', 'binaries')}: {plan.cached} compiled on "
+            f"this machine already (a load each), {plan.binaries - plan.cached} to compile "
+            f"({kind})")
 
 
 def _last_run(space: Any, device: Any, args: argparse.Namespace) -> Any:

@@ -186,7 +186,8 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
 
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
     """Keep what this run measured of the costs an estimate assumes (start-up, report,
-    compiles, proposals) for the next estimate on this machine."""
+    compiles, proposals) for the next estimate on this machine, and which Triton binaries
+    its trials ran (they are in Triton's cache now)."""
     if device.replays:
         return
     from sweeper.plan import costs_key, launch_model, note_run
@@ -219,6 +220,13 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
                             if t.ok and t.stats and t.config and model(t.config) > 0],
              prior_trials=device.plan_costs.scale_prior_trials)
+    if device.measures_gpu and space.kernel != "cuda":   # NVRTC's cache answers for itself
+        from sweeper.kernels._binaries import note_built
+        from sweeper.trial import TrialStatus
+
+        note_built(costs_key(device), space.kernel,
+                   [t.config for t in own if t.config is not None and
+                    t.status != TrialStatus.COMPILE_ERROR])
 
 
 def _say_time(options: RunOptions, clock: Any, summary: Any, timing: list[str]) -> None:

@@ -67,22 +67,29 @@ def nothing_cached(names: Iterable[str], cache: str | None = None) -> bool:
     return True
 
 
-def space_cold(kernel: str) -> bool:
-    """For a space's ``kernel:`` (a built-in name, an installed entry point or a
-    ``module:attr`` path), before anything is imported: its module's file is found on
-    the import path (the working folder first), read and parsed, not run."""
+def kernel_source(kernel: str) -> str | None:
+    """The source of the module that defines a space's ``kernel:`` (a built-in name, an
+    installed entry point or a ``module:attr`` path), found on the import path (the
+    working folder first) and read, not run; ``None`` where it cannot be found or read."""
     from sweeper import plugins
 
     try:
         module = plugins.find(plugins.KERNEL, kernel).target.partition(":")[0]
-    except Exception:  # noqa: BLE001 - any failure says "cached"; loading it says why
-        return False
+    except Exception:  # noqa: BLE001 - any failure says "unknown"; loading it says why
+        return None
     path = module_file(module)
     if path is None:
-        return False
+        return None
     try:
         with open(path, encoding="utf-8") as f:
-            names = function_names(f.read())
+            return f.read()
     except (OSError, UnicodeDecodeError):
-        return False
+        return None
+
+
+def space_cold(kernel: str) -> bool:
+    """For a space's ``kernel:``, before anything is imported: its module's source
+    (:func:`kernel_source`) names functions none of whose entries Triton's cache holds."""
+    source = kernel_source(kernel)
+    names = function_names(source) if source is not None else None
     return names is not None and nothing_cached(names)

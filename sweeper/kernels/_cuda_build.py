@@ -3,8 +3,9 @@
 A compiled kernel is keyed by :func:`~sweeper.kernels._cuda_spec.cache_key` (source and
 includes, entry, options, arch, NVRTC version) and kept as ``KEY.cubin`` with ``KEY.json``
 (the entry's lowered name: a template instantiation's mangled one, and the entry's tag)
-under ``<sweeper cache>/cuda``: a second sweep of the same configs, or a resumed one,
-compiles nothing.  The cache is this user's alone and each entry is verified before it is
+under ``<sweeper cache>/cuda``, the JSON also naming the arch and NVRTC version (what
+``sweeper plan`` looks entries up by): a second sweep of the same configs, or a resumed
+one, compiles nothing.  The cache is this user's alone and each entry is verified before it is
 used (:mod:`sweeper.kernels._cuda_cache`); one that cannot be written costs the caching,
 never the compile.
 
@@ -95,7 +96,8 @@ def compiled(source: Path, entry: str, options: Sequence[str], compiler: Compile
              "-std=c++17")
     binary, lowered = compiler.compile(text, source.name, flags, entry)
     path = cache.put(key, binary, lowered, {"entry": entry, "options": list(flags),
-                                            "source": str(source)})
+                                            "source": str(source), "arch": compiler.arch,
+                                            "nvrtc": compiler.version})
     return Compiled(path, lowered, binary)
 
 
