@@ -387,3 +387,150 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
     kept = run_costs(costs_key(device))
     assert kept.trial_s["copy"] == pytest.approx(0.1, abs=1e-4)
     assert kept.compile_s["copy"] == pytest.approx(0.501) and not kept.pool_compile_s
+
+
+# -- compiles per distinct binary, looked up in the machine's caches ----------------------
+def _valid(space, facts) -> list:
+    from sweeper.study import resolved
+
+    return [c for _, c in resolved(space, facts.env(), facts.max_footprint)
+            if not isinstance(c, Exception)]
+
+
+def test_new_shapes_of_a_warm_kernel_compile_and_binaries_run_before_load(tmp_path,
+                                                                          monkeypatch):
+    """The plan counts a compile per binary no run on this machine ran (Triton's: per
+    problem, block and constexprs), whatever else of the kernel is cached: a new shape of
+    a kernel whose other shapes are in Triton's cache compiles every binary; a binary a
+    run's trials ran loads; none does once Triton's folder holds nothing of the kernel."""
+    from sweeper.devices import DeviceFacts
+    from sweeper.devices._base import GPU_COSTS
+    from sweeper.kernels import bytes_moved_of
+    from sweeper.kernels._binaries import note_built, triton_binaries
+    from sweeper.plan import RunCosts, RunShape, make_plan
+    from sweeper.space import load_space
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    entry = tmp_path / "triton" / "A1B2"          # a binary of softmax (some other shape)
+    entry.mkdir(parents=True)
+    (entry / "_softmax_body.json").write_text("{}")
+    facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
+    moved = bytes_moved_of("softmax")
+    assert moved is not None
+    space = load_space(ROOT / "benchmarks" / "spaces" / "softmax-fp32-8k.yaml")
+    configs = _valid(space, facts)
+    assert len(configs) == 64                   # 4 grids x 4 blocks x 4 BLOCKs
+    costs = RunCosts(compile_s={"softmax": 0.3})
+
+    def plan(space, workers=0):
+        shape = RunShape(kernel="softmax", compile_workers=workers, costs=costs,
+                         binaries=triton_binaries("GPU T", "softmax"))
+        return make_plan(space, moved, facts, GPU_COSTS, space.measure, shape=shape)
+
+    new = plan(space)                           # the kernel is warm, this shape is not
+    assert (new.binaries, new.cached) == (16, 0)         # grids share a block's binary
+    assert new.parts["compile"] == pytest.approx(16 * 0.3)
+    # a run whose trials ran the binaries of BLOCK 1024 and 2048 (at every grid)
+    note_built("GPU T", "softmax", [c for c in configs if c.meta["BLOCK"] <= 2048])
+    half = plan(space)
+    assert (half.binaries, half.cached) == (16, 8)
+    assert half.parts["compile"] == pytest.approx(8 * 0.3)
+    assert half.parts["trials"] == pytest.approx(new.parts["trials"])   # loads: in trial_s
+    # another shape of the same kernel: its binaries are new, however warm the others
+    wider = load_space(ROOT / "benchmarks" / "spaces" / "softmax-fp32-8k.yaml",
+                       ["cols=4096"])
+    assert (plan(wider).binaries, plan(wider).cached) == (16, 0)
+    # the same keys on another GPU are not cached
+    assert not triton_binaries("GPU U", "softmax").cached(
+        triton_binaries("GPU T", "softmax").key(configs[0]))
+    # a pool started once a trial compiled: the worker compiles its first 8 s itself
+    assert plan(space, workers=8).parts["compile"] == pytest.approx(8 * 0.3)
+    (entry / "_softmax_body.json").unlink()     # Triton's cache emptied: all compile
+    gone = plan(space)
+    assert (gone.binaries, gone.cached) == (16, 0)
+    assert gone.parts["compile"] == pytest.approx(16 * 0.3)
+
+
+def test_a_lazily_started_pool_leaves_the_worker_its_first_compiles(monkeypatch):
+    """Where the kernel has binaries cached, the compile pool starts once a trial
+    compiled: the worker compiles ``LAZY_POOL_S`` of binaries itself, the pool the rest
+    beside the trials left; where nothing of the kernel is cached the pool starts with
+    the sweep (the first compile waited for)."""
+    from sweeper.devices import DeviceFacts
+    from sweeper.devices._base import GPU_COSTS
+    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.kernels._binaries import Binaries
+    from sweeper.plan import LAZY_POOL_S, RunCosts, RunShape, make_plan
+    from sweeper.space import load_space
+    from sweeper.sweep._compile_pool import binary_of
+
+    space = load_space(ROOT / "benchmarks" / "spaces" / "matmul-k256.yaml")
+    facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
+    none_cached = Binaries("triton", binary_of, lambda _: False)
+    costs = RunCosts(compile_s={"matmul": 0.4}, pool_compile_s={"matmul": 1.6})
+
+    def plan(cold):
+        shape = RunShape(kernel="matmul", cold=cold, compile_workers=8, costs=costs,
+                         binaries=none_cached)
+        return make_plan(space, bytes_moved_of("matmul"), facts, GPU_COSTS, space.measure,
+                         flops=flops_of("matmul"), shape=shape)
+    lazy, early = plan(False), plan(True)
+    assert (lazy.binaries, lazy.cached, lazy.valid) == (72, 0, 108)
+    trials = lazy.parts["trials"]
+    assert LAZY_POOL_S / 0.4 == 20                     # the worker's 20, the pool's 52
+    assert lazy.parts["compile"] == pytest.approx(
+        20 * 0.4 + max(0.0, 52 * 1.6 / 8 - trials * 52 / 72))
+    assert lazy.parts["compile"] > 8.0
+    assert early.parts["compile"] == pytest.approx(1.6 + max(0.0, 72 * 1.6 / 8 - trials))
+
+
+def test_cuda_c_configs_count_nvrtc_compiles_by_their_cache_key(tmp_path, monkeypatch,
+                                                                capsys):
+    """A ``cuda`` kernel's binaries are NVRTC's cache keys (its defines: block, VEC,
+    UNROLL, dtype; never the grid): each compiles where the CUDA cache lacks it, at the
+    kernel's measured compile else 0.1 s, and one compiled before (for the cache's arch
+    and NVRTC version) loads."""
+    from sweeper.devices import DeviceFacts
+    from sweeper.devices._base import GPU_COSTS
+    from sweeper.kernels._binaries import cuda_binaries, newest_target
+    from sweeper.kernels._cuda_build import CudaLaunch, _defines, compiled
+    from sweeper.plan import RunCosts, RunShape, make_plan
+    from sweeper.space import load_space
+    from tests.test_cuda_kernel import FakeCompiler
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
+    space = load_space(ROOT / "spaces" / "cuda-copy.yaml")
+    options = dict(space.kernel_options)
+    configs = _valid(space, facts)
+    assert len(configs) == 225
+
+    def plan(costs=None):
+        shape = RunShape(kernel="cuda", costs=costs or RunCosts(),
+                         binaries=cuda_binaries(options))
+        return make_plan(space, lambda _: 0, facts, GPU_COSTS, space.measure, shape=shape)
+    fresh = plan()                                  # nothing compiled: 5 blocks x 3 x 3
+    assert (fresh.binaries, fresh.cached) == (45, 0)
+    assert fresh.parts["compile"] == pytest.approx(45 * RunCosts.NVRTC_COMPILE_S)
+    assert plan(RunCosts(compile_s={"cuda": 0.06})).parts["compile"] == \
+        pytest.approx(45 * 0.06)                    # as measured for the kernel
+    # compile the VEC=4 configs' binaries (15 of them) into the cache, as a run does
+    launch = CudaLaunch(Path(options["source"]), options["entry"], [], None, "")
+    compiler = FakeCompiler()
+    for config in configs:
+        if config.meta["VEC"] == 4:
+            compiled(launch.source, *_defines(launch, config), compiler)
+    assert len(compiler.calls) == 15               # 75 configs: the grids share a binary
+    assert newest_target(tmp_path / "cache" / "cuda") == ("sm_90", "12.4")
+    warm = plan()
+    assert (warm.binaries, warm.cached) == (45, 15)
+    assert warm.parts["compile"] == pytest.approx(30 * RunCosts.NVRTC_COMPILE_S)
+    # `sweeper plan` says so (the CUDA device assumed: no driver here)
+    def missing() -> Any:
+        raise OSError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(_gpu_query, "_driver", missing)
+    assert main(["plan", str(ROOT / "spaces" / "cuda-copy.yaml")]) == 0
+    assert ("  45 binaries: 15 compiled on this machine already (a load each), 30 to "
+            "compile (NVRTC's, per cache key)\n") in capsys.readouterr().out
