@@ -316,8 +316,9 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
               flops: Callable[[Problem], int] | None = None,
               ops: Callable[[Config], int | None] | None = None, finals: bool = False,
               shape: RunShape | None = None, finals_round: Round = GPU_ROUND) -> Plan:
-    """The plan, from one pass over the space that keeps no list of configs: memory stays
-    flat however large the space (up to the parser's limit) is.  ``costs``: what the
+    """The plan, from one pass over the space that keeps no list of configs: memory grows
+    with the space's distinct problems and binaries only, however large the space (up to
+    the parser's limit) is.  ``costs``: what the
     device declares a trial costs (a replay's: the GPU's its table was recorded on).
     ``bytes_moved`` and ``flops``: the kernel's, per problem (a built-in's from its
     declaration); ``ops``: its tensor operations per launch on an interpreter;

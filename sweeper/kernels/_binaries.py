@@ -170,10 +170,13 @@ def cuda_binaries(options: dict[str, str], folder: Path | None = None) -> Binari
     if target is None:
         return Binaries("nvrtc", lambda config: _defines(launch, config), lambda _: False)
     arch, nvrtc = target
+    keys: dict[tuple[str, tuple[str, ...]], str] = {}
 
     def key(config: Config) -> Hashable:
-        entry, defines = _defines(launch, config)
-        return cache_key(files, entry, defines, arch, nvrtc)
+        defined = _defines(launch, config)      # hashed once per binary, not per config
+        if defined not in keys:
+            keys[defined] = cache_key(files, *defined, arch, nvrtc)
+        return keys[defined]
 
     def cached(key: Any) -> bool:
         return (folder / f"{key}.cubin").is_file() and (folder / f"{key}.json").is_file()
