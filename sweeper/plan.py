@@ -324,7 +324,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     declaration); ``ops``: its tensor operations per launch on an interpreter;
     ``finals``: whether the run takes each problem's finals; ``shape``: what the run adds
     around its trials (none: the trials and finals alone)."""
-    from sweeper.sweep._compile_pool import binary_of
+    from sweeper.kernels._binaries import binary_of
 
     shape = shape or RunShape()
     ruled_out = RuledOut()

@@ -304,8 +304,8 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     # favourites), else each in the worker, followed by the sustained load of a
     # power-bound sweep
     pooled = plan(RunShape(kernel="matmul", cold=True, compile_workers=8, costs=costs))
+    from sweeper.kernels._binaries import binary_of
     from sweeper.study import resolved
-    from sweeper.sweep._compile_pool import binary_of
 
     binaries = len({binary_of(c) for _, c in resolved(space, facts.env(), None)
                     if not isinstance(c, Exception)})      # configs differing by grid share
@@ -460,10 +460,9 @@ def test_a_lazily_started_pool_leaves_the_worker_its_first_compiles(monkeypatch)
     from sweeper.devices import DeviceFacts
     from sweeper.devices._base import GPU_COSTS
     from sweeper.kernels import bytes_moved_of, flops_of
-    from sweeper.kernels._binaries import Binaries
+    from sweeper.kernels._binaries import Binaries, binary_of
     from sweeper.plan import LAZY_POOL_S, RunCosts, RunShape, make_plan
     from sweeper.space import load_space
-    from sweeper.sweep._compile_pool import binary_of
 
     space = load_space(ROOT / "benchmarks" / "spaces" / "matmul-k256.yaml")
     facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)

@@ -11,7 +11,7 @@ distinct, and where it is looked up, is the kernel kind's:
   empty cache, or entries written before they did: every binary compiles), and an entry
   is there when its ``KEY.cubin`` and ``KEY.json`` are (its tag is checked when it is
   loaded, not here).
-- **Triton**: :func:`~sweeper.sweep._compile_pool.binary_of`, the key the compile pool
+- **Triton**: :func:`binary_of`, the key the compile pool
   shares binaries by: the problem, the block (``num_warps``) and the meta-parameters (the
   constexprs), all but the launch grid and the L2 state.  Every problem is its own key:
   a dimension passed as a constexpr (matmul's M, N, K, softmax's ``cols``) compiles per
@@ -91,7 +91,7 @@ def note_built(device: str, kernel: str, configs: Iterable[Config]) -> None:
     their compile) are in Triton's cache now.  Never fails the run: a cache that cannot
     be written is left as it is."""
     index = _triton_index(device, kernel)
-    keys = [_digest(binary_key(c)) for c in configs]
+    keys = [_digest(binary_of(c)) for c in configs]
     if index is None or not keys:
         return
     kept = _read_index()
@@ -106,11 +106,12 @@ def note_built(device: str, kernel: str, configs: Iterable[Config]) -> None:
         pass
 
 
-def binary_key(config: Config) -> Hashable:
-    """A Triton config's binary, as the compile pool tells them apart."""
-    from sweeper.sweep._compile_pool import binary_of
-
-    return binary_of(config)
+def binary_of(config: Config) -> Hashable:
+    """What ``config``'s binary depends on, as far as can be told without compiling: all
+    but the launch grid and the L2 state.  A kernel that passes the grid on as an
+    argument may specialize on it (Triton specializes integers divisible by 16): then a
+    config sharing this key finds no binary and its worker compiles, as without a pool."""
+    return (config.problem, config.block, tuple(sorted(config.meta.items())))
 
 
 def triton_binaries(device: str, kernel: str) -> Binaries:
@@ -121,7 +122,7 @@ def triton_binaries(device: str, kernel: str) -> Binaries:
     index = _triton_index(device, kernel)
     known = set(_read_index().get(index, ())) if index is not None and \
         not space_cold(kernel) else set()
-    return Binaries("triton", binary_key, lambda key: _digest(key) in known)
+    return Binaries("triton", binary_of, lambda key: _digest(key) in known)
 
 
 def newest_target(folder: Path) -> tuple[str, str] | None:

@@ -21,11 +21,12 @@ from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sweeper.kernels._binaries import binary_of
 from sweeper.kernels._precompile import Compile, Target
 from sweeper.space import Config, Space
 from sweeper.store import TrialRecord, key_of
 from sweeper.study import Choice, now
-from sweeper.sweep._compile_pool import CompilePool, PoolSetup, binary_of
+from sweeper.sweep._compile_pool import CompilePool, PoolSetup
 from sweeper.trial import TrialResult, TrialStatus
 
 

@@ -9,9 +9,9 @@ priority than the measuring worker, so compiling does not move its timings.
 
 The coordinator hands configs over with :meth:`CompilePool.ahead`, in the order the
 sweep will measure them; each free process takes the first one waiting.  Configs that
-differ only in their launch grid or L2 state (:func:`binary_of`) share one binary: the
-first is compiled, the others wait on it and then load it, so no binary is compiled
-twice at once (a copy space of 204 configs has 35 binaries).  Before a
+differ only in their launch grid or L2 state
+(:func:`~sweeper.kernels._binaries.binary_of`) share one binary: the first is compiled,
+the others wait on it and then load it, so no binary is compiled twice at once (a copy space of 204 configs has 35 binaries).  Before a
 config is measured, :meth:`CompilePool.take` says what became of it: compiled (the
 worker loads it), refused by the compiler (the trial is a ``compile_error``, as it would
 have been in the worker), or not reached (the worker compiles it, as without a pool; a
@@ -43,6 +43,7 @@ from sweeper._processes import (
     spawn,
     stop,
 )
+from sweeper.kernels._binaries import binary_of
 from sweeper.kernels._precompile import Compile, Precompiled, Target
 from sweeper.space import Config, Space
 
@@ -52,15 +53,7 @@ RESTARTS = 3
 WAIT_S = 120.0
 
 Key = tuple[str, ...]
-__all__ = ["CompilePool", "PoolSetup", "binary_of", "default_size"]
-
-
-def binary_of(config: Config) -> Hashable:
-    """What ``config``'s binary depends on, as far as can be told without compiling: all
-    but the launch grid and the L2 state.  A kernel that passes the grid on as an
-    argument may specialize on it (Triton specializes integers divisible by 16): then a
-    config sharing this key finds no binary and its worker compiles, as without a pool."""
-    return (config.problem, config.block, tuple(sorted(config.meta.items())))
+__all__ = ["CompilePool", "PoolSetup", "default_size"]
 
 
 @dataclass(frozen=True)
