@@ -8,16 +8,17 @@ compiles for a named target, :mod:`sweeper.kernels._precompile`) and runs at a l
 priority than the measuring worker, so compiling does not move its timings.
 
 The coordinator hands configs over with :meth:`CompilePool.ahead`, in the order the
-sweep will measure them; each free process takes the first one waiting.  Configs that
+sweep will measure them; each free process takes the first one waiting. Configs that
 differ only in their launch grid or L2 state
 (:func:`~sweeper.kernels._binaries.binary_of`) share one binary: the first is compiled,
-the others wait on it and then load it, so no binary is compiled twice at once (a copy space of 204 configs has 35 binaries).  Before a
-config is measured, :meth:`CompilePool.take` says what became of it: compiled (the
-worker loads it), refused by the compiler (the trial is a ``compile_error``, as it would
-have been in the worker), or not reached (the worker compiles it, as without a pool; a
-compile in progress is waited for as long as the caller says, the sweep about as long as
-compiling it would take, :meth:`CompilePool.worth_waiting_s`).  A process that dies
-leaves its config to the worker and is started again, up to ``RESTARTS`` times.
+the others wait on it and then load it, so no binary is compiled twice at once (a copy
+space of 204 configs has 35 binaries). Before a config is measured,
+:meth:`CompilePool.take` says what became of it: compiled (the worker loads it), refused
+by the compiler (the trial is a ``compile_error``, as it would have been in the worker),
+or not reached (the worker compiles it, as without a pool; a compile in progress is
+waited for as long as the caller says, the sweep about as long as compiling it would
+take, :meth:`CompilePool.worth_waiting_s`). A process that dies leaves its config to the
+worker and is started again, up to ``RESTARTS`` times.
 """
 
 from __future__ import annotations
