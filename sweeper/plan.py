@@ -254,13 +254,18 @@ Counts = tuple[Callable[[Problem], int] | None, Callable[[Problem], int] | None,
                Callable[[Config], int | None] | None]
 
 
-def declared_counts(kernel: str) -> Counts:
-    """What a built-in ``kernel`` declares of a launch: its bytes moved and FLOPs per
-    problem, and the tensor operations an interpreted launch of a config runs (each
-    ``None`` where not declared); all ``None`` for any other kernel, whose launches the
-    plan counts alone."""
+def declared_counts(kernel: str, options: Mapping[str, str] | None = None) -> Counts:
+    """What ``kernel`` (a space's ``kernel:``, with its ``options``) declares of a launch:
+    its bytes moved and FLOPs per problem, and the tensor operations an interpreted launch
+    of a config runs (each ``None`` where not declared).  A built-in declares them in its
+    class; a ``cuda`` kernel by its tensors' shapes (or its ``bytes_moved`` and ``flops``
+    options); any other kernel declares none, and the plan counts its launches alone."""
     from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of, interpreted_ops_of
 
+    if kernel == "cuda" and options:
+        from sweeper.kernels._cuda_form import declared_counts as cuda_counts
+
+        return (*cuda_counts(options), None)
     if kernel not in BUILTINS:
         return None, None, None
     counted = bytes_moved_of(kernel)
@@ -273,7 +278,7 @@ def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[P
     bytes and FLOPs were counted (a built-in's declaration; else launches only)."""
     from sweeper.study import finals_wanted
 
-    counted, flops, ops = declared_counts(space.kernel)
+    counted, flops, ops = declared_counts(space.kernel, dict(space.kernel_options))
     plan = make_plan(space, counted or (lambda _: 0), device.facts(), device.plan_costs,
                      device.measure_spec(space.measure), flops=flops, ops=ops,
                      finals=finals_wanted(space, device), shape=shape,
@@ -284,7 +289,7 @@ def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[P
 def launch_model(space: Space, device: Any) -> Callable[[Config], float]:
     """The plan's model of one launch of a config of ``space`` on ``device`` (seconds), as
     :func:`plan_of` prices it."""
-    counted, flops, ops = declared_counts(space.kernel)
+    counted, flops, ops = declared_counts(space.kernel, dict(space.kernel_options))
     return lambda config: model_launch_s(config, counted or (lambda _: 0), flops,
                                          device.plan_costs, ops)
 

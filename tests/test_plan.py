@@ -533,3 +533,38 @@ def test_cuda_c_configs_count_nvrtc_compiles_by_their_cache_key(tmp_path, monkey
     assert main(["plan", str(ROOT / "spaces" / "cuda-copy.yaml")]) == 0
     assert ("  45 binaries: 15 compiled on this machine already (a load each), 30 to "
             "compile (NVRTC's, per cache key)\n") in capsys.readouterr().out
+
+
+def test_a_cuda_c_kernel_is_planned_by_the_bytes_its_tensors_move():
+    """A ``cuda`` kernel's bytes come from its declared tensors (each input read once,
+    each output written once: 2 GiB a launch of the 1 GiB copy; an input written in place
+    counts twice), or from its ``bytes_moved`` option where given, and its FLOPs from
+    ``flops``: read from the options alone, so ``sweeper plan`` prices the launches by
+    the bandwidth, imports no torch, and no longer says it counts launches only."""
+    import subprocess
+    import sys
+
+    from sweeper.devices import DeviceFacts
+    from sweeper.plan import declared_counts
+    from sweeper.space import load_space
+
+    space = load_space(ROOT / "spaces" / "cuda-copy.yaml")
+    options = dict(space.kernel_options)
+    moved, flops, ops = declared_counts("cuda", options)
+    problem = next(iter(_valid(space, DeviceFacts(name="t", sms=132, l2_bytes=1)))).problem
+    assert problem.n == 1 << 28 and moved(problem) == 2 << 30
+    assert flops is None and ops is None
+    in_place = {**options, "outputs": '["src"]', "inputs": '{"src": "n", "w": ["n", "int8"]}'}
+    assert declared_counts("cuda", in_place)[0](problem) == (2 * 4 + 1) << 28
+    stated = {**options, "bytes_moved": "3 * n * itemsize", "flops": "n"}
+    moved, flops, _ = declared_counts("cuda", stated)
+    assert moved(problem) == 3 << 30 and flops is not None and flops(problem) == 1 << 28
+    assert declared_counts("cuda", None) == (None, None, None)
+    script = ("import sys; from sweeper.cli import main; "
+              "assert main(['plan', 'spaces/cuda-copy.yaml']) == 0; "
+              "print(sorted(m for m in ('torch', 'triton', 'cupy') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == "[]"
+    assert "counts launches only" not in run.stdout and "trials " in run.stdout

@@ -18,17 +18,20 @@ import dataclasses
 import functools
 import importlib.util
 import json
+import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper import plugins
+from sweeper.core import DTYPES, Problem, evaluate, parse
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import IDENTIFIER, sources, template_names
 from sweeper.kernels._short_form import Declaration
+from sweeper.kernels._tensors import tensor_spec
 
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
@@ -131,6 +134,37 @@ class CudaDeclaration(Kernel):
         source = f"{launch.kernel_source()}// reference {options['reference']}\n"
         attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
         return type("CudaShort", (built, cls), attrs)
+
+
+def declared_counts(options: Mapping[str, str]
+                    ) -> tuple[Callable[[Problem], int], Callable[[Problem], int] | None]:
+    """What a ``cuda`` kernel with these (checked) options declares of one launch, read
+    from the options alone (no kernel built, nothing imported): its bytes moved (the
+    ``bytes_moved`` option, else each input read once and each output written once, as
+    the built kernel counts them) and its FLOPs (the ``flops`` option; ``None``: none
+    declared)."""
+    dims = tuple(json.loads(options["dims"])) if "dims" in options else ("n",)
+    inputs = json.loads(options["inputs"])
+    outputs = json.loads(options["outputs"])
+    specs = [tensor_spec("cuda", name, _spec(raw), dims) for name, raw in inputs.items()]
+    specs += ([tensor_spec("cuda", name, _spec(raw), dims) for name, raw in outputs.items()]
+              if isinstance(outputs, dict) else
+              [tensor_spec("cuda", name, _spec(inputs[name]), dims) for name in outputs])
+
+    def counted(option: str) -> Callable[[Problem], int] | None:
+        expr = parse(options[option]) if option in options else None
+        return None if expr is None else (
+            lambda problem: int(evaluate(expr, _env(problem))))
+
+    def moved(problem: Problem) -> int:
+        return sum(math.prod(spec.sizes(problem)) *
+                   (DTYPES[spec.dtype] if spec.dtype else problem.itemsize) for spec in specs)
+
+    return counted("bytes_moved") or moved, counted("flops")
+
+
+def _env(problem: Problem) -> dict[str, int]:
+    return {"n": problem.n, **dict(problem.dims), "itemsize": problem.itemsize}
 
 
 def _spec(raw: Any) -> Any:
