@@ -40,7 +40,7 @@ MATMUL = load_kernel("matmul")
 
 
 def load(names: dict[str, str]) -> dict[str, list[tuple]]:
-    """Each table's launches: (config, SMs, measured seconds, throughput)."""
+    """Each table's launches: (config, device facts, measured seconds, throughput)."""
     return {name: launches(ROOT / "tests" / "data" / "replay" / name, space_path)[1]
             for name, space_path in names.items()}
 
@@ -50,7 +50,7 @@ def modelled(rows: list[tuple], values: dict[str, float]) -> np.ndarray:
     try:
         for k, v in values.items():
             setattr(guess, k, v)
-        return np.array([1 / max(MATMUL.model(c, sms), 1e-30) for c, sms, _, _ in rows])
+        return np.array([1 / max(MATMUL.model(c, facts), 1e-30) for c, facts, _, _ in rows])
     finally:
         for k, v in saved.items():
             setattr(guess, k, v)

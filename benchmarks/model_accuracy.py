@@ -26,14 +26,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from scipy.stats import spearmanr  # noqa: E402
 from search_efficiency import SETS, TABLES, table_path  # noqa: E402
 
-from sweeper.devices import open_device  # noqa: E402
+from sweeper.devices import DeviceFacts, open_device  # noqa: E402
 from sweeper.kernels import Kernel, load_kernel  # noqa: E402
 from sweeper.space import Config, load_space  # noqa: E402
 
 GOAL = 0.98
 
 
-Launch = tuple[Config, int, float, float]
+Launch = tuple[Config, DeviceFacts, float, float]
 
 
 def measured_rows(device: Any, space: Any) -> Iterator[tuple[dict[str, str], Config, float]]:
@@ -48,11 +48,12 @@ def measured_rows(device: Any, space: Any) -> Iterator[tuple[dict[str, str], Con
 
 
 def launches(table: Path, space_path: str) -> tuple[Kernel, list[Launch]]:
-    """The table's kernel, and its measured launches: (config, SMs, seconds, throughput)."""
+    """The table's kernel, and its measured launches: (config, the table's device facts,
+    seconds, throughput)."""
     device = open_device(f"replay:{table}")
     space = load_space(ROOT / space_path)
-    kernel, sms = load_kernel(space.kernel, space.kernel_options), device.facts().sms
-    rows = [(config, sms, seconds, kernel.bytes_moved(config.problem) / seconds)
+    kernel, facts = load_kernel(space.kernel, space.kernel_options), device.facts()
+    rows = [(config, facts, seconds, kernel.bytes_moved(config.problem) / seconds)
             for _, config, seconds in measured_rows(device, space)]
     return kernel, rows
 
@@ -61,8 +62,8 @@ def accuracy(table: Path, space_path: str) -> tuple[float, int, float, float | N
     """The table's figures (see the module docstring); ``None`` for a kernel without a
     model (a CUDA C or short kernel: ``auto`` searches it by pattern)."""
     kernel, launched = launches(table, space_path)
-    rows = [(speed, seconds, kernel.model(config, sms))
-            for config, sms, seconds, speed in launched]
+    rows = [(speed, seconds, kernel.model(config, facts))
+            for config, facts, seconds, speed in launched]
     if any(r[2] is None for r in rows):
         return None
     best, top = max(r[0] for r in rows), max(r[2] for r in rows)

@@ -129,9 +129,9 @@ COUNTERFACTUALS = {f"{base}/{region}": (base, region) for base in BASES for regi
 
 def points(device: ReplayDevice, space: Space) -> list[Point]:
     """Every ``ok`` row of ``device``'s table with its rate and the model's guess."""
-    kernel, sms = load_kernel(space.kernel, space.kernel_options), device.facts().sms
+    kernel, facts = load_kernel(space.kernel, space.kernel_options), device.facts()
     return [Point(row, config, kernel.bytes_moved(config.problem) / (seconds * 1e3),
-                  float(kernel.model(config, sms)))
+                  float(kernel.model(config, facts)))
             for row, config, seconds in measured_rows(device, space)]
 
 

@@ -19,7 +19,13 @@ if not torch.cuda.is_available():
 # the test session's own, never the user's; a test that needs its own sets it again
 os.environ.setdefault("SWEEPER_CACHE", tempfile.mkdtemp(prefix="sweeper-test-cache-"))
 
+# imported once the environment above is set
+from sweeper.devices import DeviceFacts
+
 ROOT = Path(__file__).resolve().parent.parent
+#: The recorded H200's facts (``tests/data/replay``: 132 SMs, 60 MiB of L2), for the
+#: kernel models.
+H200 = DeviceFacts("NVIDIA H200", sms=132, l2_bytes=60 << 20)
 #: The space files the repository ships: the examples, then the recording and benchmark
 #: spaces that live with the benchmarks.
 SPACE_FOLDERS = (ROOT / "spaces", ROOT / "benchmarks" / "spaces")

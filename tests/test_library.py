@@ -17,7 +17,7 @@ from sweeper.kernels.scale import A, ScaleKernel
 from sweeper.space import Config, MeasureSpec, Problem
 from sweeper.store import StudyStore
 from sweeper.trial import TrialStatus, run_trial
-from tests.conftest import ROOT
+from tests.conftest import H200, ROOT
 
 MEASURE = MeasureSpec(warmup=2, repeat=3, stop="fixed")
 
@@ -122,7 +122,7 @@ def test_scale_rules_out_integer_dtypes_and_states_its_bytes_and_model():
     assert kernel.bytes_moved(problem) == 8 << 20 and kernel.flops(problem) == 1 << 20
     assert kernel.working_set(problem) == 4 << 20           # in place: one array in L2
     config = Config(problem=problem, grid=132, block=256, meta={"BLOCK": 2048})
-    assert kernel.model(config, 132) == streaming(config, 132, 2048, inputs=1)
+    assert kernel.model(config, H200) == streaming(config, 132, 2048, inputs=1)
     buffers = kernel.allocate(problem, "cpu")
     kernel.randomize(buffers, torch.Generator().manual_seed(0))
     start = buffers["x"].clone()
@@ -243,7 +243,7 @@ def test_copy_strided_sizes_from_a_footprint_as_a_plain_copy_and_states_its_byte
     big = strided(1 << 28, 4096, 1)
     assert kernel.bytes_moved(big) == 2 << 30
     config = Config(problem=big, grid=1 << 18, block=256, meta={"BLOCK": 1024})
-    assert kernel.model(config, 132) == streaming(config, 132, 1024, inputs=1)
+    assert kernel.model(config, H200) == streaming(config, 132, 1024, inputs=1)
 
 
 def test_the_copy_strided_example_runs_on_the_interpreter(tmp_path, capsys):
@@ -320,7 +320,7 @@ def test_softmax_bytes_flops_and_model():
 
     def guess(block: int, BLOCK: int, grid: int = 4096) -> float:
         config = Config(problem=problem, grid=grid, block=block, meta={"BLOCK": BLOCK})
-        return kernel.model(config, 132)
+        return kernel.model(config, H200)
 
     # one pass beats two at the same tile width's registers; a row in 4096 lanes of 128
     # threads (32 values each) does not spill, 16384 lanes would

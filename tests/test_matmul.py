@@ -15,7 +15,7 @@ from sweeper.kernels import load_kernel
 from sweeper.kernels.matmul import refusal
 from sweeper.space import Config, Problem, parse_space
 from sweeper.store import StudyStore
-from tests.conftest import ROOT
+from tests.conftest import H200, ROOT
 
 META = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "num_stages": 2, "GROUP_M": 1,
         "SPLIT_K": 1, "TMA": 0, "EPILOGUE_SUBTILE": 0, "FLATTEN": 0}
@@ -196,7 +196,7 @@ def test_the_model_splits_k_where_tiles_are_fewer_than_the_sms():
         config = Config(problem=problem("bfloat16", *shape), grid=132, block=256,
                         meta={**META, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64,
                               "num_stages": 3, "SPLIT_K": split})
-        return kernel.model(config, 132)
+        return kernel.model(config, H200)
 
     # 64 tiles of 128 x 128 on 132 SMs: two slices of K fill them, twice as fast or near
     assert guess((1024, 1024, 16384), 2) > 1.6 * guess((1024, 1024, 16384), 1)

@@ -72,7 +72,7 @@ class Double(Kernel):
     def bytes_moved(self, problem):
         return 2 * problem.footprint
 
-    def model(self, config, sms):
+    def model(self, config, facts):
         return float(config.meta["CHUNK"])
 
 

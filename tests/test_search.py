@@ -20,7 +20,7 @@ from sweeper.space import Config, Problem, SamplerSpec, load_space
 from sweeper.store import DriftRecord, StudyStore
 from sweeper.sweep import Sweep, enumerate_choices, open_study
 from sweeper.trial import TrialStatus
-from tests.conftest import priors_from_studies, shipped_spaces
+from tests.conftest import H200, priors_from_studies, shipped_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = ROOT / "tests" / "data" / "replay"
@@ -263,7 +263,7 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
     fp32 = Problem("float32", 1 << 30)
 
     def elementwise(kernel, grid, block, step, problem=fp32):
-        return kernel.model(Config(problem, grid, block, {"BLOCK": step}), sms=132)
+        return kernel.model(Config(problem, grid, block, {"BLOCK": step}), H200)
 
     tiles = fp32.n // 1024
     full = elementwise(copy, tiles, 256, 1024)          # one 4 KiB tile per program
@@ -290,7 +290,7 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
         """The model's guess as FLOP/s (it guesses 1 / seconds)."""
         problem = Problem(dtype, side * side * {"bfloat16": 2, "float32": 4}[dtype])
         meta = {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_stages": stages}
-        return 2 * side ** 3 * matmul.model(Config(problem, grid, block, meta), sms=132)
+        return 2 * side ** 3 * matmul.model(Config(problem, grid, block, meta), H200)
 
     assert mm(4096, 132, 256, 128, 256) > mm(4096, 132, 256, 128, 128)   # more reuse
     assert mm(4096, 132, 128, 128, 256) < 0.2 * mm(4096, 132, 256, 128, 256)  # spilled acc
@@ -333,7 +333,7 @@ def test_matmul_model_tracks_the_recorded_h200_times():
                 config = space.resolve({p: row[p] for p in device.params}, facts.env(),
                                        facts.max_footprint)
                 measured.append(float(row["median_ms"]) / 1e3)
-                guessed.append(1 / matmul.model(config, facts.sms))
+                guessed.append(1 / matmul.model(config, facts))
         assert spearmanr(measured, guessed).statistic > 0.9, name
         error = np.mean(np.abs(np.log(np.array(guessed) / np.array(measured))))
         assert error < 0.12, (name, error)

@@ -3,12 +3,14 @@
 A space's model once parsed (:class:`Space`, its :class:`Axis` values, a resolved
 :class:`Config`, :class:`MeasureSpec`), a problem and its dimensions (:class:`Problem`,
 :class:`Dim`), the safe expressions grids and constraints are written in
-(:class:`Expr`), sizes, durations and dtypes (``_units``) and study names (``_names``).
+(:class:`Expr`), sizes, durations and dtypes (``_units``), study names (``_names``) and
+the facts of the GPU a space is resolved for (:class:`DeviceFacts`).
 Kernels, devices, bounds and the plugin registry are built on this; the space parser
 (:mod:`sweeper.space`) sits above them, as it asks the registry for kernels."""
 
 from sweeper.core._bulk import bulk
 from sweeper.core._expr import Expr, cdiv, evaluate, parse
+from sweeper.core._facts import DeviceFacts
 from sweeper.core._model import (
     Axis,
     AxisRole,
@@ -37,6 +39,7 @@ __all__ = [
     "Budget",
     "Config",
     "Constraint",
+    "DeviceFacts",
     "Dim",
     "Expr",
     "Invalid",

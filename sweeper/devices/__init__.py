@@ -6,7 +6,8 @@ each."""
 from __future__ import annotations
 
 from sweeper import plugins
-from sweeper.devices._base import Device, DeviceFacts, OutputCheck, PlanCosts
+from sweeper.core import DeviceFacts
+from sweeper.devices._base import Device, OutputCheck, PlanCosts
 from sweeper.errors import SweeperError
 
 #: The built-in devices (name -> ``module:attr``), loaded only when named.

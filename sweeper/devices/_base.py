@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from sweeper.bounds import Bounds
-from sweeper.core import MeasureSpec, Space
+from sweeper.core import DeviceFacts, MeasureSpec, Space
 from sweeper.devices._nvml import GpuState, Window
 from sweeper.errors import SweeperError
 from sweeper.measure import Duty, Spent, StopRule, Timing, sample_until
@@ -96,21 +96,6 @@ class PlanCosts:
 #: fp16 alike; tf32 for float32 half that).
 GPU_COSTS = PlanCosts(compile_s=0.025, launch_s=20e-6, bandwidth=4.0e12, flush=True,
                       flops={"bfloat16": 795e12, "float16": 795e12, "float32": 400e12})
-
-
-@dataclass(frozen=True)
-class DeviceFacts:
-    """What expressions may read (``sms``, ``l2_bytes``) and what reports name."""
-
-    name: str
-    sms: int
-    l2_bytes: int
-    #: Footprints above this are capped (the interpreter); ``None``: no cap.
-    max_footprint: int | None = None
-
-    def env(self) -> dict[str, int]:
-        """The names a space's expressions may read about the device, with their values."""
-        return {"sms": self.sms, "l2_bytes": self.l2_bytes}
 
 
 class Device(abc.ABC):

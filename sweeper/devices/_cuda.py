@@ -6,7 +6,8 @@ import functools
 from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds, HardwareFacts, Sourced, derive_bounds
-from sweeper.devices._base import Device, DeviceFacts, Launch
+from sweeper.core import DeviceFacts
+from sweeper.devices._base import Device, Launch
 from sweeper.devices._nvml import GpuState, StateMonitor, Window, open_reader, throttle_reason
 from sweeper.errors import NoDeviceError
 from sweeper.measure import Duty, time_cuda

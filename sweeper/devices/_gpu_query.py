@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from sweeper.devices._base import DeviceFacts
+from sweeper.core import DeviceFacts
 
 #: ``CUdevice_attribute`` values (cuda.h): SMs, the L2 cache's bytes, and the compute
 #: capability.

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from sweeper.bounds import Bounds
-from sweeper.core import MeasureSpec
-from sweeper.devices._base import Device, DeviceFacts, Launch, PlanCosts
+from sweeper.core import DeviceFacts, MeasureSpec
+from sweeper.devices._base import Device, Launch, PlanCosts
 from sweeper.measure import time_host
 
 MAX_FOOTPRINT = 16 << 10

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds
-from sweeper.core import Space, bulk
+from sweeper.core import DeviceFacts, Space, bulk
 from sweeper.core._configs import Lazy
-from sweeper.devices._base import Device, DeviceFacts, Launch
+from sweeper.devices._base import Device, Launch
 from sweeper.errors import DataError, SweeperError
 from sweeper.escape import FORMULA_START, csv_cell, csv_uncell, printable
 from sweeper.fsio import atomic_write

@@ -25,6 +25,8 @@ from sweeper.kernels._guess import streaming
 if TYPE_CHECKING:      # a kernel's declaration is read without importing torch
     import torch
 
+    from sweeper.core import DeviceFacts
+
 
 class Headline(str, enum.Enum):
     """The rate reports lead with for a kernel (the search still maximizes GB/s)."""
@@ -298,10 +300,11 @@ class Kernel(abc.ABC):
         method, so the plan reads it without importing torch."""
         return None
 
-    def model(self, config: Config, sms: int) -> float | None:
-        """A first-principles guess of ``config``'s throughput on a GPU of ``sms`` SMs, in
-        any unit that is the same for every config of one study (the built-ins: relative
-        to what the kernel can reach, or 1 / the launch's modelled time); never measured
+    def model(self, config: Config, facts: DeviceFacts) -> float | None:
+        """A first-principles guess of ``config``'s throughput on the GPU ``facts``
+        describes (its ``sms`` and ``l2_bytes``), in any unit that is the same for every
+        config of one study (the built-ins: relative to what the kernel can reach, or 1 /
+        the launch's modelled time); never measured
         and never reported as a figure.  ``auto`` measures the best guess first, starts
         its search among the configs guessed within ``MODEL_POOL`` of the best guess, and
         takes the guess as its surrogate's prior mean, weighted by how well it matches the
@@ -376,5 +379,5 @@ class Elementwise(Builtin):
         self.run(self.bodies[0], config, *(buffers[t] for t in (*self.inputs, *self.outputs)),
                  n, WIDE=wide_offsets(n, config.grid, config.meta["BLOCK"]))
 
-    def model(self, config: Config, sms: int) -> float | None:
-        return streaming(config, sms, config.meta["BLOCK"], inputs=len(self.inputs))
+    def model(self, config: Config, facts: DeviceFacts) -> float | None:
+        return streaming(config, facts.sms, config.meta["BLOCK"], inputs=len(self.inputs))

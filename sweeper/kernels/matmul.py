@@ -20,7 +20,7 @@ contiguous.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -30,6 +30,9 @@ from sweeper.kernels._declared import MatmulDeclaration, mnk
 from sweeper.kernels._guess import tiled
 from sweeper.kernels._jit import jitted
 from sweeper.kernels._matmul_triton import REDUCE_BLOCK, _matmul_body, _reduce_body, descriptor
+
+if TYPE_CHECKING:
+    from sweeper.core import DeviceFacts
 
 #: ‖C − ref‖ / ‖ref‖ allowed, by dtype: a right product's relative error is far under 1e-3
 #: in fp32, about 3e-4 through TF32 (Triton's default for fp32 operands) and between 1e-3
@@ -179,9 +182,9 @@ class MatmulKernel(Builtin, MatmulDeclaration):
                 partials, c, scale, MN=m * n, SPLIT_K=split, BLOCK=REDUCE_BLOCK,
                 SCALED=scaled, num_warps=4)
 
-    def model(self, config: Config, sms: int) -> float | None:
+    def model(self, config: Config, facts: DeviceFacts) -> float | None:
         m = meta_of(config)
-        return tiled(config, sms, mnk(config.problem), m["BLOCK_M"], m["BLOCK_N"],
+        return tiled(config, facts.sms, mnk(config.problem), m["BLOCK_M"], m["BLOCK_N"],
                      m["BLOCK_K"], m["num_stages"], split_k=m["SPLIT_K"])
 
     def check(self, buffers: Buffers) -> str | None:

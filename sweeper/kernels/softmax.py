@@ -13,6 +13,8 @@ the rate does not credit); FLOPs: five an element (max, subtract, exp, add, divi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import triton.language as tl
 
@@ -20,6 +22,9 @@ from sweeper.core import Config, Problem
 from sweeper.kernels._base import Buffers, Builtin, wide_offsets
 from sweeper.kernels._declared import SoftmaxDeclaration
 from sweeper.kernels._guess import rowwise
+
+if TYPE_CHECKING:
+    from sweeper.core import DeviceFacts
 
 #: (rtol, atol) against a float64 softmax of the same input, by dtype: float32 arithmetic
 #: is within a few ulps of float32 (float64 gets no better, as it computes in float32);
@@ -93,9 +98,9 @@ class SoftmaxKernel(Builtin, SoftmaxDeclaration):
         self.run(_softmax_body, config, x, buffers["y"], x.shape[0], COLS=x.shape[1],
                  WIDE=wide_offsets(x.shape[0], config.grid, 1))
 
-    def model(self, config: Config, sms: int) -> float | None:
+    def model(self, config: Config, facts: DeviceFacts) -> float | None:
         problem = config.problem
-        return rowwise(config, sms, problem.dim("rows"), problem.dim("cols"),
+        return rowwise(config, facts.sms, problem.dim("rows"), problem.dim("cols"),
                        config.meta["BLOCK"])
 
     def check(self, buffers: Buffers) -> str | None:

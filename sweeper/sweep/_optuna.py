@@ -109,7 +109,7 @@ def model_guesses(kernel: Kernel, space: Space, facts: DeviceFacts, valid: Seque
     """The kernel model's guess for each valid config (``auto``'s prior mean), or None
     when the model has no guess for some config."""
     env = facts.env()
-    guesses = [kernel.model(space.resolve(c, env, facts.max_footprint), facts.sms)
+    guesses = [kernel.model(space.resolve(c, env, facts.max_footprint), facts)
                for c in valid]
     if any(g is None for g in guesses):
         return None
