@@ -40,6 +40,13 @@ PROGRAM_BYTES = 2560
 #: tile per program lets the hardware hand tiles to SMs as they free up.  Every recorded
 #: copy and add table measured the grid-stride configs 3-6 % below the best.
 STATIC_SPLIT = 0.95
+#: How many times the DRAM's rate the L2 moves bytes at.  Every byte a kernel moves passes
+#: through the L2, DRAM's alongside the L2's own hits, so a launch takes the longer of
+#: its DRAM bytes at the DRAM rate and all its bytes at the L2 rate.  Physical, and loose:
+#: published figures for Hopper's L2 run 7-12 TB/s, 1.5-2.5 times the H200's 4.8 TB/s of
+#: DRAM; above 1.5 a row's second read from the L2 (three L2 bytes for two DRAM bytes)
+#: costs nothing, and no guess changes with it.
+L2_RATE = 2.0
 #: Hopper's dense 16-bit tensor-core rate per SM (989 TFLOP/s over 132 SMs).
 TENSOR_FLOPS_PER_SM = 989e12 / 132
 #: The register file of one SM, and the most registers one thread may hold.
@@ -85,18 +92,35 @@ def streaming(config: Config, sms: int, block_elems: int, inputs: int) -> float:
     return _losses(config, sms, block_elems, tiles, block_elems * itemsize * inputs, moved)
 
 
-def rowwise(config: Config, sms: int, rows: int, cols: int, block_elems: int) -> float:
+def rowwise(config: Config, sms: int, l2_bytes: int, rows: int, cols: int,
+            block_elems: int) -> float:
     """A row-wise kernel (softmax over ``rows × cols``) that takes a row per program step
     and loads it in tiles of ``block_elems`` columns: :func:`streaming`'s four losses with
     a row as the tile (lanes past ``cols`` hold registers but move nothing), times the
-    second read of a row that does not fit one tile (two reads and a write where one
-    read and a write would do: 2/3)."""
+    cost of the second read of a row that does not fit one tile.
+
+    A row read twice was read from DRAM a moment before: the second read finds it in the
+    L2 (``l2_bytes``) unless the rows the resident programs hold between their two reads
+    outgrow it; the part of those rows the L2 cannot hold is read from DRAM again.  The
+    launch takes the longer of its DRAM bytes (a read, a write and that part of a second
+    read, per row) and its L2 bytes (two reads and a write) at ``L2_RATE`` times the DRAM
+    rate, against one read and one write for a row in one tile: a row read twice from
+    DRAM rates 2/3 of one pass, a row read again from the L2 as much as one pass."""
     itemsize = config.problem.itemsize
     programs = min(config.grid, rows)
     moved = -(-rows // programs) * cols * itemsize * 2
     loaded = min(block_elems, cols) * itemsize
-    reads = 1 if block_elems >= cols else 2
-    return _losses(config, sms, block_elems, rows, loaded, moved) * 2 / (reads + 1)
+    losses = _losses(config, sms, block_elems, rows, loaded, moved)
+    if block_elems >= cols:
+        return losses
+    held = _resident(config, sms, programs) * sms * cols * itemsize
+    missed = max(0.0, 1.0 - l2_bytes / held)
+    return losses * 2 / max(2 + missed, 3 / L2_RATE)
+
+
+def _resident(config: Config, sms: int, programs: int) -> float:
+    """Programs of ``config`` one SM runs at once, of ``programs`` in all."""
+    return min(PROGRAMS_PER_SM, THREADS_PER_SM // config.block, programs / sms)
 
 
 def _losses(config: Config, sms: int, block_elems: int, tiles: int, loaded: int,
@@ -107,8 +131,7 @@ def _losses(config: Config, sms: int, block_elems: int, tiles: int, loaded: int,
     per_thread = max(block_elems // config.block, 1)
     registers = min(1.0, REGISTERS / (per_thread * config.problem.itemsize / 4))
     programs = min(config.grid, tiles)
-    resident = min(PROGRAMS_PER_SM, THREADS_PER_SM // config.block, programs / sms)
-    in_flight = resident * loaded
+    in_flight = _resident(config, sms, programs) * loaded
     latency = in_flight / (in_flight + HALF_IN_FLIGHT)
     starts = min(1.0, moved / PROGRAM_BYTES)
     split = 1.0 if programs >= tiles else STATIC_SPLIT

@@ -100,8 +100,8 @@ class SoftmaxKernel(Builtin, SoftmaxDeclaration):
 
     def model(self, config: Config, facts: DeviceFacts) -> float | None:
         problem = config.problem
-        return rowwise(config, facts.sms, problem.dim("rows"), problem.dim("cols"),
-                       config.meta["BLOCK"])
+        return rowwise(config, facts.sms, facts.l2_bytes, problem.dim("rows"),
+                       problem.dim("cols"), config.meta["BLOCK"])
 
     def check(self, buffers: Buffers) -> str | None:
         x, y = buffers["x"], buffers["y"]
