@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.ceilings import cache_root
 from sweeper.devices import DeviceFacts, PlanCosts
+from sweeper.errors import SweeperError
 from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
 from sweeper.fsio import atomic_write
 from sweeper.measure import DEFAULT_DUTY, SUSTAINED
@@ -114,7 +115,13 @@ def _costs_path() -> Path:
 def costs_key(device: Any) -> str:
     """The name runs on ``device`` keep their costs under: the device's kind and the GPU
     it measures (a plugin device on the same GPU as ``cuda`` costs what it costs)."""
-    return f"{device.name}: {device.facts().name}"
+    return device_key(device.name, device.facts())
+
+
+def device_key(kind: str, facts: DeviceFacts) -> str:
+    """:func:`costs_key` of a device of kind ``kind`` on the GPU ``facts`` describes, told
+    before the device is opened (the driver's facts alone)."""
+    return f"{kind}: {facts.name}"
 
 
 def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
@@ -230,15 +237,54 @@ def _seconds(s: float) -> str:
 #: 6.3 and 3.5 s of the 20 and 16 binaries of two softmax shapes, all of them, and 7.4
 #: and 8.1 s of the 72 of two matmul shapes (0.35 s each), the pool the rest
 LAZY_POOL_S = 8.0
+#: The worker's seconds of compiling that start a run's compile pool with the sweep
+#: rather than once a trial compiled: three times what starting it early costs where
+#: nothing compiles (eight processes importing beside the coordinator and the worker
+#: slowed their imports by about a second on the H200 machine)
+EARLY_POOL_S = 3.0
+
+
+def pool_from_start(space: Space, facts: DeviceFacts, key: str, costs: RunCosts) -> bool:
+    """Whether a run of ``space`` on the GPU ``facts`` describes (runs kept under ``key``,
+    :func:`costs_key`) starts its compile pool with the sweep: nothing of the kernel is in
+    Triton's cache, or the binaries the machine has not compiled
+    (:func:`~sweeper.kernels._binaries.space_binaries`) would keep the worker compiling
+    for ``EARLY_POOL_S`` or more (new shapes of a kernel whose others are cached).  What
+    the run does (:mod:`sweeper.engine._prespawn`) and what the plan counts."""
+    from sweeper.kernels._binaries import space_binaries
+    from sweeper.kernels._cache_probe import space_cold
+
+    if space_cold(space.kernel):
+        return True
+    if space.kernel == "cuda":          # NVRTC compiles in the worker, not in the pool
+        return False
+    binaries = space_binaries(space, key)
+    seen: set[Any] = set()
+    missing = 0
+    each = costs.compile_of(space.kernel)
+    try:
+        for _, config in resolved(space, facts.env()):
+            if isinstance(config, Invalid):
+                continue
+            binary = binaries.key(config)
+            if binary not in seen:
+                seen.add(binary)
+                missing += not binaries.cached(binary)
+                if missing * each >= EARLY_POOL_S:
+                    return True
+    except SweeperError:              # said in its place, when the sweep enumerates it
+        return False
+    return False
 
 
 @dataclass(frozen=True)
 class RunShape:
     """What a run adds around its trials, for the estimate: the sampler's name, which of
     the kernel's binaries compile (``binaries``, per binary; where none is given, all of
-    them when ``cold``, else none), whether nothing of the kernel is cached (``cold``: the
-    compile pool starts with the sweep) and by how many compile processes, whether a
-    report and the command's start-up are counted, and their costs."""
+    them when ``cold``, else none), whether the compile pool starts with the sweep
+    (``cold``: :func:`pool_from_start`, nothing of the kernel cached or enough of its
+    binaries to compile) and with how many processes, whether a report and the command's
+    start-up are counted, and their costs."""
 
     sampler: str = "exhaustive"
     kernel: str = ""
@@ -300,19 +346,19 @@ def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
     compiles for a GPU, each binary the machine has not compiled yet
     (:func:`~sweeper.kernels._binaries.space_binaries`) compiles, in
     ``compile_workers`` processes (default: as ``--compile-workers auto``) started with
-    the sweep where nothing of the kernel is in Triton's cache; the costs are those
-    measured on this machine for the device."""
+    the sweep where :func:`pool_from_start` says so; the costs are those measured on this
+    machine for the device."""
     from sweeper.kernels._binaries import space_binaries
-    from sweeper.kernels._cache_probe import space_cold
     from sweeper.sweep._compile_pool import default_size
 
     compiles = bool(device.measures_gpu)
     workers = default_size(1) if compile_workers is None else compile_workers
     key = costs_key(device)
+    costs = run_costs(key, device.plan_costs)
     return RunShape(sampler=space.sampler.name, kernel=space.kernel,
-                    cold=compiles and space_cold(space.kernel),
+                    cold=compiles and pool_from_start(space, device.facts(), key, costs),
                     compile_workers=workers if compiles else 0, report=report,
-                    startup=startup, costs=run_costs(key, device.plan_costs),
+                    startup=startup, costs=costs,
                     binaries=space_binaries(space, key) if compiles else None)
 
 
@@ -391,8 +437,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
 def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: bool) -> float:
     """The wall ``binaries`` compiles add, each distinct binary compiled once: by the
     compile processes while the GPU measures where the sampler walks a plan (started with
-    the sweep where nothing of the kernel is cached: the first compile waited for, the
-    rest hidden behind the trials as far as they last; else started once a trial
+    the sweep where ``shape.cold``: the first compile waited for, the rest hidden behind
+    the trials as far as they last; else started once a trial
     compiled: the worker compiles for its first ``LAZY_POOL_S``, the pool the rest behind
     the trials left), else in the worker before its trial (which a power-bound sweep
     follows with its sustained load)."""

@@ -442,14 +442,14 @@ def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
     monkeypatch.setattr(_compile_ahead, "CompilePool", FakePool)
     monkeypatch.setattr("sweeper.engine._prespawn.prespawn_workers", lambda args: 0)
     study = SimpleNamespace(sampler=SimpleNamespace(upcoming=lambda n: []))
-    args = SimpleNamespace(device="cuda", compile_workers=None)
+    args = SimpleNamespace(device="cuda", compile_workers=None, gpus=None)
     for kernel, at_once in (("copy", True), ("matmul", False)):
         ahead_of = StartAhead(args)
         ahead_of(SimpleNamespace(kernel=kernel, sampler=SimpleNamespace(name="exhaustive")))
         started.clear()
         ahead = _compile_ahead.CompileAhead.start(
             SimpleNamespace(), study.sampler,
-            CompileOptions(2, SM90, lazy=not ahead_of.compiles_all), 1, lambda c: c)
+            CompileOptions(2, SM90, lazy=not ahead_of.pool_ahead), 1, lambda c: c)
         assert (ahead.pool is not None, len(started)) == (at_once, int(at_once))
 
 

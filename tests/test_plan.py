@@ -568,3 +568,47 @@ def test_a_cuda_c_kernel_is_planned_by_the_bytes_its_tensors_move():
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[-1] == "[]"
     assert "counts launches only" not in run.stdout and "trials " in run.stdout
+
+
+def test_new_shapes_of_a_warm_kernel_start_the_compile_pool_with_the_sweep(tmp_path,
+                                                                           monkeypatch):
+    """A kernel with other shapes in Triton's cache, whose binaries for this space no run
+    here ran, starts its compile pool with the sweep, as a cold kernel does: the worker
+    would compile them for EARLY_POOL_S or more.  Where runs ran enough of them the pool
+    waits for a trial that compiled.  The run's decision (prespawn, from the driver's
+    facts) and the plan's are one function."""
+    from types import SimpleNamespace
+
+    from sweeper.devices import DeviceFacts
+    from sweeper.engine import _prespawn
+    from sweeper.kernels._binaries import note_built
+    from sweeper.plan import EARLY_POOL_S, RunCosts, device_key, pool_from_start
+    from sweeper.space import load_space
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    entry = tmp_path / "triton" / "A1B2"          # a binary of softmax (some other shape)
+    entry.mkdir(parents=True)
+    (entry / "_softmax_body.json").write_text("{}")
+    facts = DeviceFacts(name="GPU T", sms=132, l2_bytes=60 << 20)
+    key = device_key("cuda", facts)
+    space = load_space(ROOT / "benchmarks" / "spaces" / "softmax-fp32-8k.yaml")
+    configs = _valid(space, facts)
+    costs = RunCosts(compile_s={"softmax": 0.3})          # 16 binaries: 4.8 s to compile
+    assert 16 * 0.3 >= EARLY_POOL_S > 8 * 0.3
+    assert pool_from_start(space, facts, key, costs)
+    note_built(key, "softmax", [c for c in configs if c.meta["BLOCK"] <= 2048])
+    assert not pool_from_start(space, facts, key, costs)              # 8 left: 2.4 s
+    assert pool_from_start(space, facts, key, RunCosts(compile_s={"softmax": 0.4}))
+    options = SimpleNamespace(device="cuda", compile_workers=None, gpus=None)
+    monkeypatch.setattr("sweeper.devices._gpu_query.query_gpu", lambda index: facts)
+    monkeypatch.setattr("sweeper.plan.run_costs", lambda key: costs if key == "cuda: GPU T"
+                        else RunCosts())                  # as runs here measured them
+    assert not _prespawn.pool_starts_ahead(options, space)
+    wider = load_space(ROOT / "benchmarks" / "spaces" / "softmax-fp32-8k.yaml",
+                       ["cols=4096"])
+    assert _prespawn.pool_starts_ahead(options, wider)               # a new shape
+    assert not _prespawn.pool_starts_ahead(
+        SimpleNamespace(device="cuda", compile_workers=0, gpus=None), wider)
+    assert not _prespawn.pool_starts_ahead(
+        SimpleNamespace(device="interpret", compile_workers=None, gpus=None), wider)

@@ -114,12 +114,14 @@ def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inli
     assert started == [(WORKER, {"TRITON_INTERPRET": "1"}, 1)]
 
 
-def test_the_compile_pool_starts_with_the_workers_only_where_every_config_will_compile(
+def test_the_compile_pool_starts_with_the_workers_only_where_enough_will_compile(
         monkeypatch, write_space):
     """With the space read: a sampler walking a plan and nothing of the kernel in
-    Triton's cache start the compile pool beside the workers, as many processes as the
-    run asks for, compiling for the GPU's architecture, handed every valid config of the
-    space keyed as the sweep keys them; anything else starts none."""
+    Triton's cache, or enough of its binaries not compiled here
+    (:func:`sweeper.plan.pool_from_start`), start the compile pool beside the workers, as
+    many processes as the run asks for, compiling for the GPU's architecture, handed
+    every valid config of the space keyed as the sweep keys them; anything else starts
+    none."""
     from types import SimpleNamespace
 
     from sweeper.devices import DeviceFacts, _gpu_query
@@ -178,7 +180,12 @@ def test_the_compile_pool_starts_with_the_workers_only_where_every_config_will_c
     assert sizes(_args(compile_workers=3), space()) == [3]
     assert sizes(_args(compile_workers=0), space()) == []
     assert sizes(_args(), space(sampler="tpe")) == []
-    assert sizes(_args(), space("matmul")) == []
+    cold["copy"] = False          # other shapes of the kernel cached, none of these run
+    monkeypatch.setattr("sweeper.plan.EARLY_POOL_S", 1e9)
+    assert sizes(_args(), space()) == []            # too little to compile: waits
+    monkeypatch.setattr("sweeper.plan.EARLY_POOL_S", 0.1)
+    assert len(sizes(_args(), space())) == 1        # enough: started with the workers
+    cold["copy"] = True
     assert sizes(_args(workers="inline"), space()) == []
     assert sizes(_args(device="interpret", workers="process"), space()) == []
     monkeypatch.setattr(_gpu_query, "gpu_arch", lambda index=0: None)

@@ -4,9 +4,11 @@ torch and triton while this process imports its own and opens the study.  A gues
 turns out wrong costs nothing but those imports: a process nobody adopts is ended when
 the run ends, and one that is missing is started when it is needed.
 
-The compile pool starts ahead only where every config will compile: the sampler walks a
-plan and Triton's cache holds nothing of the kernel (:mod:`sweeper.kernels._cache_probe`,
-from the kernel module's file, unimported).  It is then started here, with the workers,
+The compile pool starts ahead only where the sampler walks a plan and enough will compile:
+Triton's cache holds nothing of the kernel (:mod:`sweeper.kernels._cache_probe`, from the
+kernel module's file, unimported), or the binaries this machine has not compiled would
+keep the worker compiling for seconds (:func:`sweeper.plan.pool_from_start`: new shapes of
+a kernel whose other shapes are cached).  It is then started here, with the workers,
 and handed every valid config of the space at once (the GPU's facts and architecture
 read from the driver, :mod:`sweeper.devices._gpu_query`): its processes compile while
 this process and the workers import, and the sweep adopts it.  Otherwise it waits for a
@@ -41,21 +43,21 @@ PLANNED = ("exhaustive", "one-at-a-time")
 
 class StartAhead:
     """What a run with ``options`` starts once its space is read (``on_space``), before its
-    own imports: its worker processes, and, where it will compile every config
-    (:func:`every_config_compiles`), its compile pool (:func:`start_pool`).
-    ``compiles_all`` keeps that decision for the sweep, which adopts ``pool`` (or, where
+    own imports: its worker processes, and, where enough will compile
+    (:func:`pool_starts_ahead`), its compile pool (:func:`start_pool`).
+    ``pool_ahead`` keeps that decision for the sweep, which adopts ``pool`` (or, where
     none could be started here, starts its own with the sweep) instead of waiting for a
     trial that compiled; :meth:`close` ends a pool no sweep adopted."""
 
     def __init__(self, options: RunOptions) -> None:
         self.options = options
-        self.compiles_all = False
+        self.pool_ahead = False
         self.pool: CompilePool | None = None
 
     def __call__(self, space: Any) -> None:
-        self.compiles_all = every_config_compiles(self.options, space)
+        self.pool_ahead = pool_starts_ahead(self.options, space)
         workers = prespawn_workers(self.options)
-        if self.compiles_all and workers:
+        if self.pool_ahead and workers:
             self.pool = start_pool(self.options, space, workers)
 
     def close(self) -> None:
@@ -64,20 +66,30 @@ class StartAhead:
             self.pool.close()
 
 
-def every_config_compiles(options: RunOptions, space: Any) -> bool:
-    """Whether a run with ``options`` will compile every config of ``space``: on a device
+def pool_starts_ahead(options: RunOptions, space: Any) -> bool:
+    """Whether a run with ``options`` starts its compile pool with the sweep: on a device
     that measures a GPU, ``--compile-workers`` not 0, a sampler that walks a plan, and
-    nothing of the kernel in Triton's cache
-    (:func:`~sweeper.kernels._cache_probe.space_cold`)."""
+    nothing of the kernel in Triton's cache (:func:`~sweeper.kernels._cache_probe.
+    space_cold`) or enough of the space's binaries not compiled on this machine yet
+    (:func:`~sweeper.plan.pool_from_start`, for the GPU the driver names; where it names
+    none, the cache alone decides)."""
     from sweeper.devices import device_class
+    from sweeper.devices._gpu_query import query_gpu
     from sweeper.kernels._cache_probe import space_cold
+    from sweeper.plan import device_key, pool_from_start, run_costs
 
     try:
-        gpu = device_class(options.device).measures_gpu
+        cls = device_class(options.device)
     except SweeperError:            # said in its place, when the device is opened
         return False
-    return gpu and options.compile_workers != 0 and \
-        space.sampler.name in PLANNED and space_cold(space.kernel)
+    if not (cls.measures_gpu and options.compile_workers != 0 and
+            space.sampler.name in PLANNED):
+        return False
+    facts = query_gpu((options.gpus or [0])[0])
+    if isinstance(facts, str):
+        return space_cold(space.kernel)
+    key = device_key(cls.name, facts)
+    return pool_from_start(space, facts, key, run_costs(key))
 
 
 def prespawn_workers(options: RunOptions) -> int:

@@ -351,7 +351,7 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartA
                                "compiles nothing for a GPU; leave the option out")
         return CompileOptions()
     return CompileOptions(default_size(workers) if asked is None else asked,
-                          Target.parse(target), not started.compiles_all, started.pool)
+                          Target.parse(target), not started.pool_ahead, started.pool)
 
 
 def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
