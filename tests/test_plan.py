@@ -612,3 +612,5 @@ def test_new_shapes_of_a_warm_kernel_start_the_compile_pool_with_the_sweep(tmp_p
         SimpleNamespace(device="cuda", compile_workers=0, gpus=None), wider)
     assert not _prespawn.pool_starts_ahead(
         SimpleNamespace(device="interpret", compile_workers=None, gpus=None), wider)
+    torch_op = load_space(ROOT / "spaces" / "torch-op-gelu.yaml")   # no Triton to compile
+    assert not pool_from_start(torch_op, facts, key, RunCosts(compile_s={"torch-op": 9.0}))
