@@ -21,6 +21,11 @@
 #             against the bare-loop script
 #   budget    spaces/matmul-shapes.yaml with --time 12s (it needs more), warm cache
 #   ffnonce   the ffn space once from a cold cache, then once warm under auto (run A only)
+#   newshapes new shapes of a warm kernel, in a fresh sweeper cache and one Triton cache:
+#             benchmarks/spaces/matmul-k256.yaml (the kernel cold), then matmul-odd.yaml
+#             (its binaries new: the compile pool starts with the sweep,
+#             plan.pool_from_start), then matmul-odd again (every binary run before: a
+#             load each); the binaries each run kept (binaries.json) counted after each
 #   spread    spaces/matmul-8k.yaml under TPE, $SPREAD_TRIALS (15) trials, each from an empty
 #             Triton cache:
 #             the compile pool fed every valid config in a seeded order (SpreadHints, the
@@ -121,6 +126,15 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     tail -15 "$OUT/command.log" ;;
   budget)
     run budget-12s shapes spaces/matmul-shapes.yaml --time 12s ;;
+  newshapes)
+    export SWEEPER_CACHE=$(mktemp -d)
+    for name in k256:matmul-k256 odd:matmul-odd odd-again:matmul-odd; do
+      run "newshapes-${name%%:*}" newshapes "benchmarks/spaces/${name#*:}.yaml" --no-report
+      python3 -c "import json, sys; kept = json.load(open(sys.argv[1])); \
+print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
+          "$SWEEPER_CACHE/binaries.json" 2>&1 | tee -a "$OUT/newshapes-${name%%:*}.log"
+    done
+    unset SWEEPER_CACHE ;;
   spread)
     sed 's/^sampler: exhaustive/sampler: tpe/' spaces/matmul-8k.yaml > "$studies/matmul-8k-tpe.yaml"
     run spread-pool spread-pool "$studies/matmul-8k-tpe.yaml" --trials "${SPREAD_TRIALS:-15}" \
