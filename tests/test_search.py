@@ -281,6 +281,12 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
     assert elementwise(add, tiles, 64, 8192) >= elementwise(copy, tiles, 64, 8192) > 0.9
     assert elementwise(add, tiles, 32, 8192) == pytest.approx(
         0.5 * elementwise(add, tiles, 64, 8192), rel=0.1)
+    # one tile per program: a copy of 2-4 KiB tiles runs faster than one of 8 KiB and
+    # more (every recorded copy table: 0.98-1.00 of the best against 0.94-0.97), also
+    # where the larger tile has more bytes in flight; a grid-stride loop shows no such step
+    assert elementwise(copy, fp32.n // 1024, 32, 1024) > elementwise(copy, fp32.n // 8192, 64,
+                                                                        8192)
+    assert elementwise(copy, 16 * 132, 64, 8192) > elementwise(copy, 16 * 132, 64, 1024)
     # fp16: a tile of the same elements moves half the bytes
     fp16 = Problem("float16", 1 << 30)
     assert (elementwise(copy, fp16.n // 512, 32, 512, fp16)
