@@ -1,0 +1,79 @@
+"""One ``auto`` search replayed on a recorded table, proposal by proposal (no GPU needed).
+
+    python benchmarks/search_trace.py TABLE [--seeds 0,1] [--limit 40]
+
+For the table (a name from ``search_efficiency.TABLES``): how the kernel model ranks the
+configs within 98 % of the best (rank 1: the model's best guess) and what its best guess
+measured as a fraction of the best; then, per seed, each proposal up to the first within
+98 %: its step (``AutoSampler.phases``), its measured fraction of the best, its model rank
+and guess relative to the best guess, and the axes that vary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from search_efficiency import GOAL, TABLES, table_path, trials_to_goal  # noqa: E402
+from search_robustness import auto_samplers  # noqa: E402
+
+from sweeper.devices import open_device  # noqa: E402
+from sweeper.samplers._auto_state import Key, key_of  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("table")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--limit", type=int, default=40)
+    args = parser.parse_args()
+    table, space = table_path(args.table), TABLES[args.table]
+    device = open_device(f"replay:{table}")
+    names = set(device.params)
+    recorded = {key_of({p: r[p] for p in device.params}): float(r["median_ms"])
+                for r in device.rows if r.get("status", "ok") == "ok" and r["median_ms"]}
+    fastest = min(recorded.values())
+
+    def fraction(k: Key) -> float:
+        """The config's measured throughput / the table's best (0: not in the table)."""
+        ms = recorded.get(tuple((p, v) for p, v in k if p in names))
+        return fastest / ms if ms else 0.0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, seed in enumerate(int(s) for s in args.seeds.split(",")):
+            with auto_samplers() as made:
+                count = trials_to_goal(table, space, "auto", seed, Path(tmp), limit=args.limit)
+            sampler = made[-1]
+            prior = sampler.strategy.prior           # log guess relative to the best guess
+            ranked = sorted(prior, key=lambda k: -prior[k])
+            rank = {k: i for i, k in enumerate(ranked, 1)}
+            varying = {p for p, _ in ranked[0] if len({dict(k)[p] for k in ranked}) > 1}
+
+            def short(k: Key, varying: set[str] = varying) -> str:
+                return " ".join(f"{p}={v}" for p, v in k if p in varying)
+
+            if n == 0:
+                near = sorted(rank[k] for k in ranked if fraction(k) >= GOAL)
+                best = max(ranked, key=fraction)
+                print(f"{args.table}: {len(ranked)} valid configs, {len(near)} within 98 %, "
+                      f"model ranks {near}; best guess measured {fraction(ranked[0]):.3f} "
+                      f"of the best: {short(ranked[0])}")
+                print(f"  best config (model rank {rank[best]}, guess "
+                      f"{math.exp(prior[best]):.3f}): {short(best)}")
+            print(f"seed {seed}: {count} trials")
+            steps = list(zip(sampler.state.scores, sampler.phases, strict=False))
+            for i, ((params, _), phase) in enumerate(steps[:count or args.limit], 1):
+                k = key_of(params)
+                print(f"  {i:2d} {phase.name:11s} {fraction(k):.3f} rank {rank.get(k, -1):4d} "
+                      f"guess {math.exp(prior.get(k, -9)):.3f} {short(k)}")
+
+
+if __name__ == "__main__":
+    main()
