@@ -1,12 +1,14 @@
 """One ``auto`` search replayed on a recorded table, proposal by proposal (no GPU needed).
 
     python benchmarks/search_trace.py TABLE [--seeds 0,1] [--limit 40]
+                                     [--tables counterfactual]
 
-For the table (a name from ``search_efficiency.TABLES``): how the kernel model ranks the
-configs within 98 % of the best (rank 1: the model's best guess) and what its best guess
-measured as a fraction of the best; then, per seed, each proposal up to the first within
-98 %: its step (``AutoSampler.phases``), its measured fraction of the best, its model rank
-and guess relative to the best guess, and the axes that vary.
+For the table (a name from ``search_efficiency.TABLES``, or with ``--tables
+counterfactual`` one of ``search_robustness.COUNTERFACTUALS``, e.g. copy-1g/box): how the
+kernel model ranks the configs within 98 % of the best (rank 1: the model's best guess)
+and what its best guess measured as a fraction of the best; then, per seed, each proposal
+up to the first within 98 %: its step (``AutoSampler.phases``), its measured fraction of
+the best, its model rank and guess relative to the best guess, and the axes that vary.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from search_efficiency import GOAL, TABLES, table_path, trials_to_goal  # noqa: E402
+from search_efficiency import GOAL, SETS, selected, trials_to_goal  # noqa: E402
 from search_robustness import auto_samplers  # noqa: E402
 
 from sweeper.devices import open_device  # noqa: E402
@@ -33,8 +35,15 @@ def main() -> None:
     parser.add_argument("table")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--limit", type=int, default=40)
+    parser.add_argument("--tables", choices=("all", *SETS, "counterfactual"), default="all")
     args = parser.parse_args()
-    table, space = table_path(args.table), TABLES[args.table]
+    with tempfile.TemporaryDirectory() as tmp:
+        table, space = selected(args.tables, args.table, Path(tmp))[args.table]
+        trace(args, table, space)
+
+
+def trace(args: argparse.Namespace, table: Path, space: str) -> None:
+    """Print the table's figures and each seed's proposals (see the module docstring)."""
     device = open_device(f"replay:{table}")
     names = set(device.params)
     recorded = {key_of({p: r[p] for p in device.params}): float(r["median_ms"])
