@@ -41,6 +41,18 @@ def compile_workers(text: str) -> int | None:
     return None if text == "auto" else count(text)
 
 
+def gpu_target(text: str) -> str:
+    """``--gpu-check-target``: a CUDA architecture, ``sm_90`` (or ``90``, ``sm_100a``),
+    as ``sm_NN``."""
+    import re
+
+    m = re.fullmatch(r"(?:sm_?)?(\d+)a?", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: expected a CUDA architecture such "
+                                         "as sm_90")
+    return f"sm_{m.group(1)}"
+
+
 def gpu_list(text: str) -> list[int] | None:
     """``--gpus``: GPU indices, comma-separated and each once (``0,1``), or ``all`` (None:
     every visible GPU, counted when the device is open)."""

@@ -326,15 +326,18 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
 
     names = {cls.__name__ for cls in type(err).__mro__}
     message = getattr(err, "error_message", None)
+    at = ""
     if names & {"CompilationError"} and isinstance(message, str) and message.strip():
         line = compile_line(err)
         text = f"{type(err).__name__}: {message.strip()}".splitlines()
-        if line:
-            text.append(f"(at {line})")
+        at = f" (at {line})" if line else ""
     else:
         text = f"{type(err).__name__}: {err}".strip().splitlines()
     reason = " ".join(line.strip() for line in text if line.strip())
-    reason = _CUDA_ADVICE.split(reason, maxsplit=1)[0][:500]   # CUDA's generic advice
+    reason = _CUDA_ADVICE.split(reason, maxsplit=1)[0]     # CUDA's generic advice
+    # at most 500 characters, the kernel's line kept whole (Triton's advice on a global
+    # that is not a constexpr alone is 400)
+    reason = reason[:max(0, 500 - len(at))] + at[:500]
     if "OutOfResources" in names or isinstance(err, torch.cuda.OutOfMemoryError):
         return TrialStatus.OUT_OF_RESOURCES, reason
     if names & {"CompilationError", "CompileTimeAssertionFailure", "PTXASError"}:

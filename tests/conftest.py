@@ -15,6 +15,12 @@ if not torch.cuda.is_available():
     # before triton is imported: its own jitted helpers (tl.cdiv ...) are built at import
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+    # Triton's language as it is before any test interprets a kernel (the interpreter
+    # leaves it patched): a run's GPU compile check compiles in it (sweeper.sweep._gpu_check)
+    from sweeper.kernels._precompile import keep_language
+
+    keep_language()
+
 # what runs cache (ceilings, CUDA builds, the costs an estimate assumes) goes to a folder of
 # the test session's own, never the user's; a test that needs its own sets it again
 os.environ.setdefault("SWEEPER_CACHE", tempfile.mkdtemp(prefix="sweeper-test-cache-"))

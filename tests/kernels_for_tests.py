@@ -219,3 +219,29 @@ class RefusedOnBigBlock(CopyKernel):
         kernel[(triton.cdiv(buffers.problem.n, config.meta["BLOCK"]),)](
             buffers["src"], buffers["dst"], buffers.problem.n,
             num_warps=config.num_warps, **config.meta)
+
+
+#: A module-level global that is not a ``tl.constexpr``: the Triton interpreter reads it,
+#: Triton's compiler refuses any kernel that does.
+SCALE = 1.0
+
+
+def _reads_a_global_body(src, dst, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(src + offsets, mask=offsets < n)
+    tl.store(dst + offsets, x * SCALE, mask=offsets < n)   # SCALE: not a constexpr
+
+
+class ReadsAGlobal(CopyKernel):
+    """A copy (times ``SCALE``, 1.0) whose kernel reads a module-level global that is not
+    a constexpr: right on the interpreter, refused by the compiler for any GPU."""
+
+    name = "reads-a-global"
+
+    def launch(self, buffers, config: Config) -> None:
+        from sweeper.kernels._jit import jit
+
+        kernel = jit(_reads_a_global_body, interpret=not buffers["src"].is_cuda)
+        kernel[(triton.cdiv(buffers.problem.n, config.meta["BLOCK"]),)](
+            buffers["src"], buffers["dst"], buffers.problem.n,
+            num_warps=config.num_warps, **config.meta)

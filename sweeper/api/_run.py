@@ -32,7 +32,7 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         params: Mapping[str, Any] | Sequence[str] = (), force: bool = False,
         quiet: bool = False, report: bool = True, priors: bool = True,
         allow_path: Sequence[str | Path] = (), gpus: str | None = None,
-        storage: str | None = None) -> Study:
+        storage: str | None = None, gpu_check: str = "first") -> Study:
     """Sweep ``space`` as ``sweeper run`` does and return its :class:`Study`.
 
     ``space``: a space file's path; YAML text (a string holding a newline or starting with
@@ -45,7 +45,8 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     header, progress bar, summary or report line),
     ``report=False`` (``--no-report``), ``priors=False`` (``--no-priors``), ``gpus``
     (``--gpus``: ``"0,1"`` or ``"all"``), ``storage`` (``--storage URL``: the study is
-    kept in that database, and the returned :class:`Study` reads it from there) and
+    kept in that database, and the returned :class:`Study` reads it from there),
+    ``gpu_check`` (``--gpu-check``: on the interpreter, ``first``, ``all`` or ``off``) and
     ``allow_path``.  A run whose trials all failed still returns its study (what failed
     is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's interrupt) stops after
     the trial in flight and returns the study as it stands."""
@@ -53,7 +54,7 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         space=_source(space, params, allow_path), device=device, study=study,
         studies_dir=str(studies_dir), storage=storage, trials=_trials(trials),
         time_s=_seconds(time), force=force, gpus=_gpus(gpus), quiet=quiet, silent=quiet,
-        report=report,
+        report=report, gpu_check=_gpu_check(gpu_check),
         priors=priors, command=f"sweeper.run({_shown(space)}, device={device!r})")
     try:
         with warnings.catch_warnings():
@@ -68,6 +69,13 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         # a dict has no lines: the line of the YAML it was dumped to would mislead
         raise SpaceError(err.message, file=DICT, path=err.path) from None
     return Study(result.store)
+
+
+def _gpu_check(mode: str) -> str:
+    """``gpu_check`` as ``--gpu-check`` takes it."""
+    if mode not in ("first", "all", "off"):
+        raise SweeperError(f"gpu_check: {mode!r} is not one of first, all, off")
+    return mode
 
 
 def _gpus(gpus: str | None) -> tuple[int, ...] | None:

@@ -22,7 +22,14 @@ from sweeper.cli._results import (
 )
 from sweeper.cli._run import cmd_run
 from sweeper.cli._worker import cmd_copy_study, cmd_worker
-from sweeper.options import ArgumentParser, compile_workers, gpu_list, seconds, whole_number
+from sweeper.options import (
+    ArgumentParser,
+    compile_workers,
+    gpu_list,
+    gpu_target,
+    seconds,
+    whole_number,
+)
 
 #: What ``sweeper --help`` says the command is, above its commands.
 DESCRIPTION = ("Autotuning parameter sweeps for GPU kernels, with measurements you can "
@@ -67,6 +74,13 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      help="processes compiling the configs the sampler proposes next while "
                      "the GPU measures (0: off; default auto: the cores the workers "
                      "leave, at most 8)")
+    run.add_argument("--gpu-check", choices=("first", "all", "off"), default="first",
+                     help="on --device interpret, also compile the kernel for a GPU "
+                     "(--gpu-check-target), as the interpreter runs what Triton's "
+                     "compiler refuses: first (default): one config, and every config "
+                     "once it is refused; all: every binary; off: none")
+    run.add_argument("--gpu-check-target", type=gpu_target, default="sm_90", metavar="sm_NN",
+                     help="the GPU --gpu-check compiles for (default sm_90: H100, H200)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
     run.add_argument("--svg", action="store_true", help="the report's pictures as SVG too")

@@ -19,7 +19,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         studies_dir=args.studies_dir, storage=args.storage, trials=args.trials,
         time_s=args.time, force=args.force,
         gpus=None if args.gpus is None else tuple(args.gpus), workers=args.workers,
-        compile_workers=args.compile_workers, quiet=args.quiet, report=not args.no_report,
+        compile_workers=args.compile_workers, gpu_check=args.gpu_check,
+        gpu_check_target=args.gpu_check_target, quiet=args.quiet, report=not args.no_report,
         svg=args.svg, timing=args.timing, priors=not args.no_priors,
         command=recorded_command(args.argv), restart_argv=tuple(args.argv),
         clock_from_start=args.from_shell)

@@ -127,6 +127,11 @@ class Device(abc.ABC):
     #: Environment variables set before any kernel module is imported (the interpreter's
     #: ``TRITON_INTERPRET=1``: ``triton.jit`` reads it when it wraps a kernel).
     sets_env: ClassVar[Mapping[str, str]] = {}
+    #: True for a device that runs Triton kernels without compiling them for a GPU (the
+    #: interpreter, more permissive than Triton's compiler): a run also compiles its
+    #: kernel for a GPU target and records what the compiler refuses as a GPU would
+    #: (:mod:`sweeper.sweep._gpu_check`, ``--gpu-check``).
+    checks_gpu_compile: ClassVar[bool] = False
     #: What ``sweeper plan`` assumes a trial costs here.
     plan_costs: ClassVar[PlanCosts] = GPU_COSTS
     #: A caveat printed with every run and report (``None`` for real hardware).

@@ -32,6 +32,9 @@ class InterpretDevice(Device):
     name: ClassVar[str] = "interpret"
     torch_device: ClassVar[str] = "cpu"
     sets_env: ClassVar[Mapping[str, str]] = {"TRITON_INTERPRET": "1"}
+    #: the interpreter runs what Triton's compiler refuses (a global that is not a
+    #: constexpr): a run compiles its kernel for a GPU as well (``--gpu-check``)
+    checks_gpu_compile: ClassVar[bool] = True
     #: An interpreted launch runs each program in turn and each tensor operation of its
     #: body as Python calls, so it costs by programs and operations, not bytes: least
     #: squares over the trials of spaces/copy-small.yaml, copy.yaml (204) and softmax.yaml,

@@ -33,8 +33,10 @@ class RunOptions:
     ``replay:TABLE.csv``) and kept (``study`` under ``studies_dir``, or ``storage``, a
     database URL), its budgets (``trials``, ``time_s``), its workers (``gpus``: ``()``
     the one GPU the device opens, ``None`` every visible one; ``workers`` ``process`` or
-    ``inline``, None the device's default; ``compile_workers``, None ``auto``) and what it
-    says and writes (``quiet``, ``report``, ``svg``, ``timing``; ``priors``: ``auto``
+    ``inline``, None the device's default; ``compile_workers``, None ``auto``), on the
+    interpreter what it also compiles for a GPU (``gpu_check``: ``first``, ``all`` or
+    ``off``; ``gpu_check_target``: ``sm_90``, :mod:`sweeper.sweep._gpu_check`) and what
+    it says and writes (``quiet``, ``report``, ``svg``, ``timing``; ``priors``: ``auto``
     starts from other studies' winners).
 
     ``command`` is what the study records as the command that made it (the front door
@@ -56,6 +58,8 @@ class RunOptions:
     gpus: tuple[int, ...] | None = ()
     workers: str | None = None
     compile_workers: int | None = None
+    gpu_check: str = "first"
+    gpu_check_target: str = "sm_90"
     quiet: bool = False
     #: nothing on standard output, the summary and the report's line included (the
     #: API's ``quiet=True``; errors still go to standard error)

@@ -31,6 +31,7 @@ from sweeper.options import check_study_name, study_folder
 if TYPE_CHECKING:          # the store is imported where a run opens it
     from sweeper.store import Storage
     from sweeper.sweep._compile_ahead import CompileOptions
+    from sweeper.sweep._gpu_check import GpuCheck
 
 #: How many times one `sweeper run` goes on in a fresh process after trials that hung
 #: (each such trial is recorded and never tried again).
@@ -118,6 +119,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
+    check = _gpu_check(say, options, space, kernel, device, facts)
     clock.estimate_s = _estimate(say, options, space, device)
     priors = _priors(space, options, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
@@ -132,13 +134,13 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     try:
         try:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
-                             gpus, ahead, reporter, clock=clock)
+                             gpus, ahead, reporter, clock=clock, check=check)
         except ContextLost as lost:
             options = _in_workers(lost, options, store)
             reporter = _reporter(options.quiet, kernel.headline)   # new bars: the first ended
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
-                             clock=clock)
+                             clock=clock, check=check)
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous)
@@ -266,6 +268,31 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     return limits
 
 
+def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kernel: Any,
+               device: Any, facts: Any) -> GpuCheck | None:
+    """On a device that runs Triton kernels without compiling them for a GPU (the
+    interpreter, ``checks_gpu_compile``), the check ``--gpu-check`` asks for, its
+    representative (the space's first valid config) compiled for the target now and its
+    line said (:mod:`sweeper.sweep._gpu_check`); None where it is off, or skipped (its
+    line says why), or the device compiles for a GPU itself."""
+    if not device.checks_gpu_compile or options.gpu_check == "off":
+        return None
+    from sweeper.space import Invalid
+    from sweeper.study import resolved
+    from sweeper.sweep._gpu_check import GpuCheck
+
+    check, line = GpuCheck.open(kernel, options.gpu_check_target, options.gpu_check)
+    if check is not None:
+        try:
+            first = next((c for _, c in resolved(space, facts.env(), facts.max_footprint)
+                          if not isinstance(c, Invalid)), None)
+        except SweeperError:        # said in its place, when the sweep enumerates it
+            first = None
+        line = check.start(first)
+    say(line)
+    return check if check is not None and check.skipped is None else None
+
+
 def shrunk_line(space: Any, facts: Any) -> str | None:
     """``shrunk to fit 16KiB: cols 1000 → 31, rows 4096 → 128; ...``: each problem the
     device's cap on footprints measures smaller, and those that merged; ``None`` where
@@ -283,12 +310,12 @@ def shrunk_line(space: Any, facts: Any) -> str | None:
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
            ahead: CompileOptions, reporter: Any, lost: ContextLost | None = None,
-           clock: Any = None) -> Any:
+           clock: Any = None, check: GpuCheck | None = None) -> Any:
     """The sweep with ``run``'s options, its progress bar (``reporter``), its workers (one
-    per GPU of ``gpus``), its compile processes (``ahead``), and, measuring in this
-    process, a hang going on in a fresh process.  After ``lost`` (this process's CUDA
-    context broken) nothing is measured here: the one-at-a-time baseline is not measured
-    again."""
+    per GPU of ``gpus``), its compile processes (``ahead``), on the interpreter its GPU
+    compile ``check``, and, measuring in this process, a hang going on in a fresh
+    process.  After ``lost`` (this process's CUDA context broken) nothing is measured
+    here: the one-at-a-time baseline is not measured again."""
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store,
@@ -298,7 +325,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   priors=priors, on_hang=lambda record: _hung(record, options, store),
                   gpus=gpus,
                   processes=worker_processes(options.workers, device.measures_gpu),
-                  compile=ahead)
+                  compile=ahead, gpu_check=check)
     sweep.run_drift = sweep.run_drift and lost is None
     if sweep.max_time_s is not None and clock is not None:
         sweep.outside_s = clock.elapsed_s() + (_report_s(device) if options.report else 0.0)

@@ -30,6 +30,8 @@ from sweeper.kernels._base import Buffers, Kernel
 from sweeper.kernels._cuda_build import CudaLaunch, NvrtcCompiler, precompile
 
 _ARCH = re.compile(r"sm_?(\d+)a?")
+#: Why a launch that ran no Triton kernel (a torch op) was not compiled ahead.
+NO_TRITON = "the launch compiled no Triton kernel"
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,8 @@ class _Counter:
 def compiling_for(target: Target) -> Iterator[_Counter]:
     """Within it, a Triton launch (``kernel[grid](...)``) compiles for ``target`` into
     the disk cache and launches nothing, an interpreted kernel included (its compiled
-    twin is compiled); everything is put back afterwards."""
+    twin is compiled, in a language unpatched: :func:`_unpatched_language`); everything
+    is put back afterwards."""
     from triton.runtime import driver
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
@@ -121,28 +124,134 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
         return run
 
     def twin(fn: Any, grid: Any) -> Any:
-        if id(fn) not in twins:
-            twins[id(fn)] = JITFunction(fn.fn, **fn.kwargs)
-        return warm(twins[id(fn)], grid)
+        return warm(_twin(fn, twins), grid)
 
     saved = (driver._active, JITFunction.__getitem__, InterpretedFunction.__getitem__)
     driver.set_active(_NamedTarget(target.gpu_target()))
     JITFunction.__getitem__ = warm
     InterpretedFunction.__getitem__ = twin
     try:
-        yield counter
+        with _unpatched_language(twins):
+            yield counter
     finally:
         driver._active = saved[0]
         JITFunction.__getitem__ = saved[1]
         InterpretedFunction.__getitem__ = saved[2]
 
 
+def _twin(fn: Any, twins: dict[int, Any]) -> Any:
+    """The compiled twin of the interpreted function ``fn`` (one per function)."""
+    from triton.runtime.jit import JITFunction
+
+    if id(fn) not in twins:
+        twins[id(fn)] = JITFunction(fn.fn, **fn.kwargs)
+    return twins[id(fn)]
+
+
+def _language_objects() -> list[Any]:
+    """What Triton's interpreter patches to run a kernel (``_patch_lang``, Triton 3.x):
+    the language's modules and the classes whose methods it replaces."""
+    import triton.language as tl
+
+    core = tl.core
+    found = [tl, core, getattr(tl, "math", None), core.tensor,
+             getattr(core, "tensor_descriptor_base", None), getattr(core, "condition", None),
+             core.dtype]
+    return [obj for obj in found if obj is not None]
+
+
+#: Each of :func:`_language_objects` and its attributes, kept while no interpreter had
+#: patched them (:func:`keep_language`); None: not kept (yet).
+_PRISTINE: list[tuple[Any, dict[str, Any]]] | None = None
+
+
+def language_patched() -> bool:
+    """Whether Triton's interpreter left its patches on the language: in Triton 3.9 a
+    device function an interpreted kernel calls (``tl.max`` ...) patches it for good."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return any(getattr(value, "__module__", None) == "triton.runtime.interpreter" and
+               not isinstance(value, InterpretedFunction)     # the jitted library's own
+               for obj in _language_objects() for value in list(vars(obj).values()))
+
+
+def keep_language() -> bool:
+    """Keep the Triton language as it is, unless the interpreter patched it already, so
+    that :func:`compiling_for` compiles in it in a process that interprets; whether it is
+    kept (now or before)."""
+    global _PRISTINE
+    with contextlib.suppress(ImportError):
+        if _PRISTINE is None and not language_patched():
+            _PRISTINE = [(obj, dict(vars(obj))) for obj in _language_objects()]
+    return _PRISTINE is not None
+
+
+@contextlib.contextmanager
+def _unpatched_language(twins: dict[int, Any]) -> Iterator[None]:
+    """Where this process interprets Triton kernels (``TRITON_INTERPRET``): the language as
+    :func:`keep_language` kept it (the interpreter's patches taken off for the while, a
+    compile in the patched one fails on the interpreter's own values), and each jitted
+    function a module holds, interpreted, as its compiled twin, so a kernel's calls to
+    ``tl.max`` or a helper of its own compile as calls to a Triton function.  Everything
+    is put back afterwards.  Elsewhere (a compile process): nothing."""
+    import os
+    import sys
+    import types
+
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        yield
+        return
+    if language_patched() and not keep_language():
+        raise LanguagePatched("this process ran Triton's interpreter before sweeper could "
+                              "keep Triton's language unpatched (sweeper.kernels."
+                              "_precompile.keep_language)")
+    undo: list[tuple[Any, str, Any]] = []
+    missing = object()
+    try:
+        for obj, attrs in _PRISTINE or []:
+            now = dict(vars(obj))
+            for name in set(now) | set(attrs):
+                if now.get(name, missing) is not attrs.get(name, missing):
+                    undo.append((obj, name, now.get(name, missing)))
+                    if name in attrs:
+                        setattr(obj, name, attrs[name])
+                    else:
+                        delattr(obj, name)
+        for module in list(sys.modules.values()):
+            # plain modules only, each value's type read, not asked: a lazy module or
+            # object (torch's) would import what it stands for, sympy included
+            if type(module) is not types.ModuleType:
+                continue
+            names = vars(module)
+            for name, value in list(names.items()):
+                if type(value) is InterpretedFunction:
+                    undo.append((module, name, value))
+                    names[name] = _twin(value, twins)
+        yield
+    finally:
+        for obj, name, value in reversed(undo):
+            if value is missing:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, value)
+
+
+class LanguagePatched(RuntimeError):
+    """Triton's language is left patched by its interpreter and was not kept before: a
+    compile in this process cannot be told from the interpreter's values."""
+
+
 class Precompiler:
     """Compiles ``kernel``'s configs for ``target`` through the kernel's launch on
-    ``meta`` tensors (allocated once per problem; they take no memory)."""
+    ``meta`` tensors (allocated once per problem; they take no memory), or on ``device``:
+    the interpreter's problems, capped at 16 KiB, cost nothing on the CPU, where torch's
+    first ``meta`` tensor imports its symbolic shapes (sympy: 0.8 s on the 2-core
+    machine)."""
 
-    def __init__(self, kernel: Kernel, target: Target) -> None:
-        self.kernel, self.target = kernel, target
+    def __init__(self, kernel: Kernel, target: Target, device: str = "meta") -> None:
+        self.kernel, self.target, self.device = kernel, target, device
         self._buffers: dict[Problem, Buffers] = {}
         launch = getattr(getattr(kernel, "plan", None), "launch", None)
         #: a CUDA C kernel's launch, compiled by NVRTC for the target (no compiler: no CuPy)
@@ -179,7 +288,7 @@ class Precompiler:
             buffers = self._buffers.get(config.problem)
             if buffers is None:
                 buffers = self._buffers[config.problem] = \
-                    self.kernel.allocate(config.problem, "meta")
+                    self.kernel.allocate(config.problem, self.device)
             with compiling_for(self.target) as counter:
                 self.kernel.launch(buffers, config)
         except Exception as err:  # noqa: BLE001 - a failure is the trial's, or the worker's
@@ -189,7 +298,7 @@ class Precompiler:
                                reason, time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
         if not counter.kernels:
-            return Precompiled(Compile.LEFT, "the launch compiled no Triton kernel", seconds)
+            return Precompiled(Compile.LEFT, NO_TRITON, seconds)
         return Precompiled(Compile.COMPILED, "", seconds, counter.kernels)
 
 

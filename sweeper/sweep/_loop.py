@@ -55,6 +55,7 @@ from sweeper.sweep._compile_ahead import (
 )
 from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals
+from sweeper.sweep._gpu_check import GpuCheck
 from sweeper.sweep._limits import Limits
 from sweeper.sweep._optuna import Distributions, model_guesses, rebuild_study, tell
 from sweeper.sweep._outbox import Outbox
@@ -107,8 +108,8 @@ class Sweep:
                  priors: list[dict[str, str]] | None = None,
                  on_hang: Callable[[TrialRecord], None] | None = None,
                  gpus: Sequence[int] | None = None, processes: bool = False,
-                 claims: Claims | None = None, compile: CompileOptions | None = None
-                 ) -> None:
+                 claims: Claims | None = None, compile: CompileOptions | None = None,
+                 gpu_check: GpuCheck | None = None) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -136,6 +137,9 @@ class Sweep:
         self.claims = claims
         #: how configs are compiled ahead (None: they are not)
         self.compile = compile or CompileOptions()
+        #: on the interpreter, compiles configs for a GPU too and records a refusal as a
+        #: GPU would (None: nothing compiled for a GPU)
+        self.gpu_check = gpu_check
         self.ceilings = ceilings
         self.bounds = device.bounds()
         #: what the sampler declares it needs or offers (finals, a baseline, guesses)
@@ -160,7 +164,8 @@ class Sweep:
             try:
                 run.summary.stopped_by = self._loop(run)
                 run.summary.timing = run.timeline.breakdown(
-                    time.perf_counter(), run.ahead.lines(t0) if run.ahead else [])
+                    time.perf_counter(), (run.ahead.lines(t0) if run.ahead else []) +
+                    (self.gpu_check.lines() if self.gpu_check else []))
                 run.summary.compiles_s = run.ahead.compiled_s if run.ahead else []
                 run.summary.dropped = run.workers.dropped
                 if run.workers.finals_in_workers:
@@ -462,10 +467,13 @@ class Sweep:
         return Job(run.number - 1, choice, dict(run.bench.best), run.bench.power.duty)
 
     def _refused_ahead(self, run: Run, trial: optuna.trial.Trial, choice: Choice) -> bool:
-        """Whether the compile pool found ``choice`` refused by the compiler: then its
-        trial is kept as that ``compile_error`` (as the worker would have recorded it)
-        and no worker launches it."""
+        """Whether the compile pool (or, on the interpreter, the GPU check) found
+        ``choice`` refused by the compiler: then its trial is kept as that
+        ``compile_error`` (as the worker would have recorded it) and no worker launches
+        it."""
         record = run.ahead.refused(run.number, choice) if run.ahead is not None else None
+        if record is None and self.gpu_check is not None:
+            record = self.gpu_check.refused(run.number, choice, self._resolved(choice))
         if record is None:
             return False
         run.waiting[key_of(choice)] = [trial]

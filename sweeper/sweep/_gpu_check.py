@@ -1,0 +1,289 @@
+"""An interpreted run also compiles its Triton kernel for a real GPU (``--gpu-check``).
+
+The Triton interpreter runs what Triton's compiler refuses: a kernel reading a
+module-level global that is not a ``tl.constexpr`` runs fine on ``--device interpret``
+and fails to compile, every config of it, on the GPU.  So a run on a device that compiles
+nothing for a GPU but runs Triton kernels (``Device.checks_gpu_compile``: the
+interpreter) compiles the kernel for a GPU target as well (``sm_90`` unless
+``--gpu-check-target`` names another), without a GPU, through the compile pool's
+machinery (:func:`~sweeper.kernels._precompile.compiling_for`: the kernel's own launch,
+here on the interpreter's CPU tensors, each Triton launch turned into a compile into
+Triton's disk cache).
+
+What it costs, and so what is checked (``--gpu-check``):
+
+- ``first`` (the default): one representative binary per run, the space's first valid
+  config, compiled before the first trial and said in the header (``gpu check: ...``).
+  A compile takes 0.1-2 s of CPU; Triton caches it on disk, so a run of the same space
+  again pays only the cache lookup, whose first in a process hashes Triton's own
+  library (``triton_key``, 0.5 s) and imports gluon (0.15 s).  Measured on the 2-core
+  development machine (``sweeper run SPACE --device interpret --trials 3``, 2026-12-03,
+  the header's seconds: fork and hash included): 0.84 s (copy-small), 0.79 s (softmax),
+  1.03 s (scale) on an empty Triton cache, 0.59-0.73 s cached.  A process that runs
+  many (the test suite's pytest, a notebook) hashes Triton once: a later check of a
+  cached binary takes about 0.2 s.  The test suite runs hundreds of interpreted sweeps;
+  checking every binary would add a compile to most of their trials.
+- ``all``: every distinct binary (:func:`~sweeper.kernels._binaries.binary_of`) before
+  its first trial, a config the compiler refuses recorded as the GPU run records it.
+- ``off``: nothing is compiled for a GPU.
+
+A refusal is what the GPU run would make of it: where the representative is refused,
+every trial is compiled for the target before it runs, and one the compiler refuses is
+recorded as a ``compile_error`` whose reason is the compiler's message and the kernel's
+``file:line`` (:func:`~sweeper.trial.classify`, as a GPU worker words it), prefixed
+with the target, and never interpreted; so a kernel broken everywhere stops after its
+first five configs failed alike, as on the GPU, and a config the compiler takes is
+measured on the interpreter as before (once one is, ``first`` stops checking).
+
+Where it compiles: in a child forked from this process (:func:`in_a_fork`), between
+trials, never during one, so the interpreter's timings are untouched and what the
+kernel's launch changes on the Python side stays in the child.  The fork has torch,
+triton and the kernel imported already; a compile pool's process would import them
+again (about 6 s of CPU on the 2-core machine) for one compile, and a thread would
+share the GIL and Triton's patched launch with a trial being timed.  In a process that
+interprets, the compile sees the jitted functions a module holds (Triton's own
+``tl.max``, a kernel's helpers) as compiled twins, and Triton's language as
+:func:`~sweeper.kernels._precompile.keep_language` kept it before the interpreter
+patched it (Triton 3.9 leaves its patches on after an interpreted ``tl.max``); a process
+that interpreted before sweeper could keep it (a notebook that ran a kernel first) skips
+the check, saying why.
+
+Where Triton cannot compile for the target (no NVIDIA backend, no ``ptxas`` in the
+wheel), or the launch cannot be compiled here for a reason that is not the kernel's
+(the language left patched, a host-side step that fails), the check is skipped with one
+line saying why, and a kernel whose launch runs no Triton kernel (a torch op) is said to
+have nothing to compile; it never fails a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import re
+import select
+import signal
+import time
+import warnings
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from sweeper.core import launch_text
+from sweeper.kernels import Kernel
+from sweeper.kernels._binaries import binary_of
+from sweeper.kernels._precompile import (
+    NO_TRITON,
+    Compile,
+    Precompiled,
+    Precompiler,
+    Target,
+    keep_language,
+)
+from sweeper.space import Config
+from sweeper.store import TrialRecord
+from sweeper.study import Choice, now
+from sweeper.trial import TrialResult, TrialStatus
+
+#: ``--gpu-check``'s values: one representative binary, every binary, none.
+MODES = ("first", "all", "off")
+#: Where :func:`~sweeper.trial.classify` names the kernel's line, at a reason's end.
+_AT = re.compile(r" \(at (.+)\)$")
+#: The target compiled for unless ``--gpu-check-target`` names another (H100/H200).
+DEFAULT_TARGET = "sm_90"
+#: Seconds a forked compile may take before it is ended and the check skipped: a child
+#: forked from a process with threads can block on a lock one of them held at the fork.
+FORK_TIMEOUT_S = 120.0
+
+
+def cannot_compile(target: Target) -> str | None:
+    """Why Triton cannot compile for ``target`` here (no backend for it, no ``ptxas``),
+    or ``None``."""
+    try:
+        from triton.backends import backends
+    except Exception as err:  # noqa: BLE001 - any failure means: no backend to ask
+        return f"Triton's backends cannot be read ({type(err).__name__}: {err})"
+    backend = "nvidia" if target.backend == "cuda" else target.backend
+    if backend not in backends:
+        return f"this Triton has no {backend} backend (it has: {', '.join(sorted(backends))})"
+    if backend != "nvidia":
+        return None
+    try:
+        from triton import knobs
+
+        knobs.nvidia.ptxas.path  # noqa: B018 - finding it (and running it) is the check
+    except ImportError:                       # an older Triton: no knobs
+        try:
+            from triton.backends.nvidia.compiler import _path_to_binary
+
+            _path_to_binary("ptxas")
+        except Exception as err:  # noqa: BLE001
+            return f"Triton's NVIDIA backend finds no ptxas ({err})"
+    except Exception as err:  # noqa: BLE001 - RuntimeError: Cannot find ptxas
+        return f"Triton's NVIDIA backend finds no ptxas ({err})"
+    return None
+
+
+class GpuCheck:
+    """Compiles ``kernel``'s configs for ``target`` (``mode``: :data:`MODES`) in this
+    process: :meth:`start` the representative, :meth:`refused` each trial's config
+    where it is to be checked.  ``compiler`` stands in for the
+    :class:`~sweeper.kernels._precompile.Precompiler` (the tests')."""
+
+    def __init__(self, kernel: Kernel, target: Target, mode: str = "first",
+                 compiler: Any = None) -> None:
+        self.target, self.mode = target, mode
+        # the interpreter's tensors (on the CPU, at most 16 KiB) as its launches take them
+        self.compiler = compiler if compiler is not None else \
+            Precompiler(kernel, target, device="cpu")
+        #: every trial's config is compiled before it runs (``all``, or the
+        #: representative was refused)
+        self.every = mode == "all"
+        #: the outcome of each binary compiled so far
+        self.results: dict[Hashable, Precompiled] = {}
+        #: seconds spent compiling, and how many binaries were
+        self.seconds = 0.0
+        #: why the check was skipped (``None``: it ran)
+        self.skipped: str | None = None
+
+    @classmethod
+    def open(cls, kernel: Kernel, target_text: str, mode: str) -> tuple[GpuCheck | None, str]:
+        """The check ``mode`` (``first`` or ``all``) asks for, compiling for
+        ``target_text`` (``sm_90``); ``None`` and the line the run's header says where it
+        cannot run here, else ``""``."""
+        target = Target.parse(target_text)
+        why = cannot_compile(target)
+        if why is not None:
+            return None, f"gpu check: skipped: {why}; nothing compiled for {target}"
+        keep_language()          # before this run interprets: compiles in it are Triton's
+        return cls(kernel, target, mode), ""
+
+    def start(self, config: Config | None) -> str:
+        """Compile the representative ``config`` (the space's first valid one); the
+        header's line about it.  Refused: every trial is checked from now on."""
+        if config is None:
+            self.skipped = "no valid config"
+            return "gpu check: skipped: the space has no valid config"
+        result = self._compile(config)
+        if result.status is Compile.LEFT:
+            self.skipped = result.reason
+            self.every = False
+            if result.reason == NO_TRITON:
+                return (f"gpu check: nothing to compile for {self.target}: the kernel's "
+                        f"launch ({_named(config)}) runs no Triton kernel")
+            return (f"gpu check: skipped: {_named(config)} cannot be compiled for "
+                    f"{self.target} here ({result.reason})")
+        if result.status is Compile.FAILED:
+            self.every = True
+            reason = result.reason.removeprefix(f"{self.target}: ")
+            at = _AT.search(reason)
+            where = f" at {at.group(1)}" if at else ""
+            reason = reason[:at.start()] if at else reason
+            return (f"gpu check: the {self.target} compiler refuses the kernel{where} "
+                    f"({_named(config)}), which a GPU would not run: {reason}; each config "
+                    f"is compiled for {self.target} before it runs, a refused one recorded "
+                    "as a compile_error as on a GPU")
+        what = "every binary is" if self.every else "one config was"
+        return (f"gpu check: {what} compiled for {self.target} too "
+                f"({result.seconds:.2f} s; --gpu-check off skips it)")
+
+    def refused(self, number: int, choice: Choice, config: Config | None
+                ) -> TrialRecord | None:
+        """Trial ``number`` of ``choice`` as the ``compile_error`` the GPU would record,
+        where it is checked and the compiler refuses its config; else ``None`` (it is
+        measured on the interpreter)."""
+        if not self.every or config is None or self.skipped is not None:
+            return None
+        started, t0 = now(), time.perf_counter()
+        result = self._compile(config)
+        if result.status is Compile.COMPILED and self.mode == "first":
+            self.every = False            # the kernel compiles: back to one check
+        if result.status is not Compile.FAILED:
+            return None
+        return TrialRecord.from_result(
+            number, choice, config, TrialResult(TrialStatus.COMPILE_ERROR, result.reason),
+            started, time.perf_counter() - t0)
+
+    def lines(self) -> list[str]:
+        """What the check did, for the sweep's timing breakdown."""
+        failed = sum(1 for r in self.results.values() if r.status is Compile.FAILED)
+        return [f"gpu check: {len(self.results)} binaries compiled for {self.target} in "
+                f"{self.seconds:.2f} s, {failed} refused"]
+
+    def _compile(self, config: Config) -> Precompiled:
+        """``config``'s binary compiled for the target, once a run; a refusal's reason
+        names the target."""
+        binary = binary_of(config)
+        if binary not in self.results:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():     # Triton 3.9's notice of a default to come
+                warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
+                result = in_a_fork(self.compiler.compile, config)
+            # what it cost this run: the fork and this process's hash of Triton included
+            wall = time.perf_counter() - t0
+            self.seconds += wall
+            reason = f"{self.target}: {result.reason}" if result.status is Compile.FAILED \
+                else result.reason
+            result = Precompiled(result.status, reason, wall, result.kernels)
+            self.results[binary] = result
+        return self.results[binary]
+
+
+def _named(config: Config) -> str:
+    """``grid=2 block=32 BLOCK=256``: the config as every line names its launch."""
+    return launch_text(config.grid, config.block, config.meta)
+
+
+def in_a_fork(compile: Callable[[Config], Precompiled], config: Config) -> Precompiled:
+    """``compile(config)`` in a child forked from this process (it has torch, triton and
+    the kernel imported already: a few milliseconds), so what the kernel's launch changes
+    on the Python side (a launch counter, a cache of its own: tests/short_kernels_for_tests
+    ``tires`` does its work on a config's first launch only) stays in the child, and the
+    trial's first launch is the one the interpreter would have run first.  This process
+    hashes Triton's library once first (``triton_key``), so each child does not.  Where
+    there is no ``fork`` (not POSIX): here."""
+    if not hasattr(os, "fork"):
+        return compile(config)
+    with contextlib.suppress(Exception):
+        from triton.runtime.cache import triton_key
+
+        triton_key()                     # cached in this process, inherited by the child
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                         # the child: compile, answer, leave at once
+        code = 0
+        try:
+            os.close(read)
+            try:
+                answer = compile(config)
+            except BaseException as err:  # noqa: BLE001 - the parent hears it as a reason
+                answer = Precompiled(Compile.LEFT, f"{type(err).__name__}: {err}")
+            unsent = memoryview(pickle.dumps(answer))    # into the pipe, not a file
+            while unsent:
+                unsent = unsent[os.write(write, unsent):]
+            os.close(write)
+        except BaseException:  # noqa: BLE001 - never back into the parent's code
+            code = 1
+        os._exit(code)
+    os.close(write)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + FORK_TIMEOUT_S
+    with os.fdopen(read, "rb", buffering=0) as answer_in:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([answer_in], [], [], left)[0]:
+                with contextlib.suppress(OSError):     # stuck (a lock held at the fork)
+                    os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return Precompiled(Compile.LEFT, f"the compile's process gave no answer "
+                                   f"within {FORK_TIMEOUT_S:g} s")
+            chunk = answer_in.read(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if not data:
+        return Precompiled(Compile.LEFT, f"the compile's process ended without an answer "
+                           f"(wait status {status})")
+    result: Precompiled = pickle.loads(data)
+    return result

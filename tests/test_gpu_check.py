@@ -1,0 +1,245 @@
+"""On the interpreter a run also compiles its kernel for a GPU (sm_90), without a GPU, and
+records what Triton's compiler refuses as a GPU run would (:mod:`sweeper.sweep._gpu_check`):
+the interpreter runs a kernel reading a global that is not a constexpr, the compiler
+does not."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.kernels._precompile import Compile, Precompiled, Target
+from sweeper.space import Config, Problem
+from sweeper.store import StudyStore
+from sweeper.sweep._gpu_check import GpuCheck, cannot_compile
+from tests import kernels_for_tests
+
+SPACE = """
+    study: {study}
+    kernel: {kernel}
+    sampler: exhaustive
+    params:
+      grid: ["cdiv(n, BLOCK)"]
+      block: [32, 128]
+      BLOCK: [256, 1024]
+      dtype: [float32]
+      footprint: [4KiB]
+    measure: {{warmup: 1, repeat: 3}}
+"""
+
+#: the line of the kernel that reads the global, as the compiler's error names it
+GLOBAL_LINE = (kernels_for_tests._reads_a_global_body.__code__.co_firstlineno + 3)
+
+
+@pytest.fixture
+def run_space(write_space, tmp_path, monkeypatch, capsys):
+    """``sweeper run`` of a small space of ``kernel`` on the interpreter, in this process
+    (its own Triton cache); returns the exit status, what it printed and its trials."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+
+    def run(kernel: str, *args: str, study: str = "check"):
+        path = write_space(SPACE.format(study=study, kernel=kernel), f"{study}.yaml")
+        rc = main(["run", str(path), "--device", "interpret", "--no-report", *args])
+        out, err = capsys.readouterr()
+        assert "studies" in out, err
+        trials, _ = StudyStore(tmp_path / "studies" / f"{study}-interpret").records()
+        return rc, out, [{"status": t.status.value, "reason": t.reason} for t in trials]
+
+    return run
+
+
+def test_a_kernel_reading_a_global_runs_interpreted_but_is_refused_for_the_gpu(run_space):
+    """With the check off the interpreter measures every config; with it (the default)
+    the header names the compiler's refusal and the kernel's line, and every config is
+    the compile_error a GPU run records (the interpreter never runs it)."""
+    kernel = "tests.kernels_for_tests:ReadsAGlobal"
+    rc, out, trials = run_space(kernel, "--gpu-check", "off", study="unchecked")
+    assert rc == 0 and "gpu check" not in out
+    assert [t["status"] for t in trials] == ["ok"] * 4
+
+    rc, out, trials = run_space(kernel)
+    header = next(line for line in out.splitlines() if line.startswith("gpu check:"))
+    assert header.startswith(f"gpu check: the sm_90 compiler refuses the kernel at "
+                             f"kernels_for_tests.py:{GLOBAL_LINE}: tl.store(dst + offsets, "
+                             "x * SCALE, mask=offsets < n)")
+    assert "Cannot access global variable SCALE" in header
+    assert "recorded as a compile_error as on a GPU" in header
+    assert [t["status"] for t in trials] == ["compile_error"] * 4
+    reason = trials[0]["reason"]
+    assert reason.startswith("sm_90: CompilationError: NameError(\"Cannot access global "
+                             "variable SCALE from within @jit'ed function.")
+    assert reason.endswith(f"(at kernels_for_tests.py:{GLOBAL_LINE}: tl.store(dst + "
+                           "offsets, x * SCALE, mask=offsets < n)   # SCALE: not a "
+                           "constexpr)")
+    assert "done: 4 measured (4 failed)" in out and rc != 0
+
+
+def test_a_good_kernel_compiles_once_for_the_gpu_and_is_measured_as_before(run_space):
+    rc, out, trials = run_space("copy", "--timing")
+    assert rc == 0
+    assert "gpu check: one config was compiled for sm_90 too (" in out
+    assert "gpu check: 1 binaries compiled for sm_90 in " in out   # the timing's line
+    assert [t["status"] for t in trials] == ["ok"] * 4
+
+
+def test_where_triton_cannot_compile_for_a_gpu_the_check_is_skipped_in_one_line(
+        run_space, monkeypatch):
+    from triton.backends import backends
+
+    monkeypatch.delitem(backends, "nvidia")
+    rc, out, trials = run_space("tests.kernels_for_tests:ReadsAGlobal")
+    lines = [line for line in out.splitlines() if line.startswith("gpu check")]
+    assert lines == ["gpu check: skipped: this Triton has no nvidia backend (it has: amd); "
+                     "nothing compiled for sm_90"]
+    assert rc == 0 and [t["status"] for t in trials] == ["ok"] * 4
+
+
+def test_no_ptxas_is_said(monkeypatch):
+    from triton import knobs
+
+    tool = type(knobs.nvidia).__dict__["ptxas"]
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    monkeypatch.setattr(tool, "default_path", "/nonexistent/ptxas")
+    assert cannot_compile(Target()) == ("Triton's NVIDIA backend finds no ptxas (Cannot "
+                                        "find ptxas)")
+
+
+class _Compiler:
+    """Stands in for the Precompiler: refuses the configs with BLOCK in ``refused``."""
+
+    def __init__(self, refused: set[int]) -> None:
+        self.refused, self.compiled = refused, []
+
+    def compile(self, config: Config) -> Precompiled:
+        self.compiled.append(config.meta["BLOCK"])
+        if config.meta["BLOCK"] in self.refused:
+            return Precompiled(Compile.FAILED, "CompilationError: no", 0.1)
+        return Precompiled(Compile.COMPILED, "", 0.1, 1)
+
+
+def _config(block: int, grid: int = 1) -> Config:
+    return Config(Problem("float32", 4096, (("n", 1024),)), grid, 32, {"BLOCK": block})
+
+
+@pytest.fixture
+def here(monkeypatch):
+    """The check compiles in this process (the stand-in compiler counts here), not in a
+    forked child."""
+    from sweeper.sweep import _gpu_check
+
+    monkeypatch.setattr(_gpu_check, "in_a_fork", lambda compile, config: compile(config))
+
+
+def _check(mode: str, refused: set[int]) -> tuple[GpuCheck, _Compiler]:
+    compiler = _Compiler(refused)
+    return GpuCheck(None, Target(), mode, compiler=compiler), compiler   # type: ignore[arg-type]
+
+
+def test_first_checks_one_binary_then_each_config_only_while_they_are_refused(here):
+    check, compiler = _check("first", set())
+    assert "one config was compiled for sm_90" in check.start(_config(64))
+    assert check.refused(0, {"BLOCK": "128"}, _config(128)) is None
+    assert compiler.compiled == [64]                 # one binary a run
+
+    check, compiler = _check("first", {64, 128})
+    assert "the sm_90 compiler refuses the kernel (grid=1 block=32 BLOCK=64)" in \
+        check.start(_config(64))
+    record = check.refused(3, {"BLOCK": "128"}, _config(128))
+    assert record is not None and record.status.value == "compile_error"
+    assert record.number == 3 and record.reason == "sm_90: CompilationError: no"
+    assert check.refused(4, {"BLOCK": "256"}, _config(256)) is None     # it compiles
+    assert check.refused(5, {"BLOCK": "128"}, _config(128, grid=2)) is None  # not checked
+    assert compiler.compiled == [64, 128, 256]
+
+
+def test_all_checks_every_binary_once(here):
+    check, compiler = _check("all", {128})
+    assert "every binary is compiled for sm_90" in check.start(_config(64))
+    assert check.refused(0, {}, _config(64, grid=2)) is None          # its binary: known
+    assert check.refused(1, {}, _config(128)) is not None
+    assert check.refused(2, {}, _config(128, grid=2)) is not None     # the same refusal
+    assert check.refused(3, {}, _config(256)) is None
+    assert compiler.compiled == [64, 128, 256]
+    assert re.fullmatch(r"gpu check: 3 binaries compiled for sm_90 in [0-9.]+ s, 1 refused",
+                        check.lines()[0])
+
+
+def test_the_target_is_checked_as_the_option_is_read(capsys):
+    assert main(["run", "x.yaml", "--device", "interpret", "--gpu-check-target", "h100"]) == 2
+    assert "expected a CUDA architecture such as sm_90" in capsys.readouterr().err
+
+
+def test_a_compile_after_the_interpreter_patched_the_language_is_tritons_own():
+    """An interpreted kernel calling ``tl.max`` leaves Triton 3.9's language patched for
+    the interpreter; the check compiles softmax (``tl.max``, ``tl.sum``) all the same, in
+    the language as it was kept, and leaves the patches as they were."""
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._precompile import Precompiler, language_patched
+
+    kernel = load_kernel("softmax")
+    config = Config(Problem("float32", 0, (("rows", 4), ("cols", 60))), 4, 32,
+                    {"BLOCK": 64})
+    buffers = kernel.allocate(config.problem, "cpu")
+    kernel.launch(buffers, config)                       # interpreted
+    patched = language_patched()
+    assert patched      # Triton 3.9 leaves it patched (a later Triton may not)
+    result = Precompiler(kernel, Target()).compile(config)
+    assert result.status is Compile.COMPILED, result.reason
+    assert language_patched() == patched
+
+
+def test_the_api_takes_the_option_as_the_command_does(tmp_path):
+    import sweeper
+    from sweeper.errors import SweeperError
+
+    with pytest.raises(SweeperError, match="gpu_check: 'some' is not one of first, all, off"):
+        sweeper.run("spaces/copy-small.yaml", device="interpret", gpu_check="some",
+                    studies_dir=tmp_path)
+
+
+def test_the_compile_runs_in_a_forked_child_and_leaves_this_process_as_it_was():
+    """What a kernel's launch changes on the Python side (``tires`` works on a config's
+    first launch only) stays in the child the check compiles in."""
+    from sweeper.sweep._gpu_check import in_a_fork
+
+    seen: list[int] = []
+
+    def compile(config: Config) -> Precompiled:
+        seen.append(config.meta["BLOCK"])
+        return Precompiled(Compile.FAILED, f"refused {len(seen)}")
+
+    assert in_a_fork(compile, _config(64)) == Precompiled(Compile.FAILED, "refused 1")
+    assert seen == []
+
+    def dies(config: Config) -> Precompiled:
+        raise SystemExit(3)
+
+    assert in_a_fork(dies, _config(64)).reason == "SystemExit: 3"
+
+
+def test_a_compile_that_never_answers_is_ended_and_the_check_skipped(monkeypatch):
+    """A child forked from a process with threads may block on a lock one of them held:
+    past FORK_TIMEOUT_S it is killed and the answer is a skip, never a hang; a long
+    answer (more than a pipe holds) still arrives whole."""
+    import time as clock
+
+    from sweeper.sweep import _gpu_check
+
+    monkeypatch.setattr(_gpu_check, "FORK_TIMEOUT_S", 0.5)
+
+    def stuck(config: Config) -> Precompiled:
+        clock.sleep(60)
+        return Precompiled(Compile.COMPILED, "")
+
+    t0 = clock.perf_counter()
+    result = _gpu_check.in_a_fork(stuck, _config(64))
+    assert result.status is Compile.LEFT and "no answer within 0.5 s" in result.reason
+    assert clock.perf_counter() - t0 < 10
+
+    def long(config: Config) -> Precompiled:
+        return Precompiled(Compile.FAILED, "x" * (1 << 20))
+
+    assert _gpu_check.in_a_fork(long, _config(64)).reason == "x" * (1 << 20)
