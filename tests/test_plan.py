@@ -123,6 +123,34 @@ def test_the_driver_gives_the_facts_torch_gives():
         (props.name, props.multi_processor_count, props.L2_cache_size)
 
 
+@pytest.mark.gpu
+def test_a_gpu_run_keeps_the_binaries_it_ran_and_the_next_plan_loads_them(
+        small_space, tmp_path, monkeypatch, capsys):
+    """After a run on the GPU, the binaries its trials ran are kept (binaries.json, per
+    GPU, Triton cache folder and kernel source): the next ``sweeper plan`` of the space
+    counts each as compiled (a load), where the first counted each as a compile."""
+    import json
+    import re
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+
+    def binaries() -> tuple[int, int]:
+        assert main(["plan", str(small_space)]) == 0
+        out = capsys.readouterr().out
+        found = re.search(r"(\d+) binar(?:y|ies): (\d+) compiled on this machine already", out)
+        assert found, out
+        return int(found.group(1)), int(found.group(2))
+
+    total, cached = binaries()
+    assert total >= 2 and cached == 0               # no run here kept any yet
+    assert main(["run", str(small_space), "--no-report", "--quiet"]) == 0
+    kept = json.loads((tmp_path / "cache" / "binaries.json").read_text())
+    (keys,) = [v for k, v in kept.items() if " | copy | " in k]
+    assert len(keys) == total
+    assert binaries() == (total, total)
+
+
 # -- the time estimate --------------------------------------------------------------------
 def _estimate(path: str, *extra: str, capsys: Any) -> str:
     assert main(["plan", path, *extra]) == 0
