@@ -44,6 +44,9 @@ class Busy:
     #: cool-downs that put every finalist in the same state, so the search's own share
     #: (:attr:`trials_share`) is said apart
     finals_wall_s: float = 0.0
+    #: the shares as ``study.json`` kept them (:meth:`from_json`): said as the run said
+    #: them, not recomputed from the kept seconds' rounding
+    kept_shares: tuple[float, float] | None = None
 
     @property
     def kernel_s(self) -> float:
@@ -54,12 +57,16 @@ class Busy:
     def share(self) -> float:
         """The share of the sweep's GPU time (wall x GPUs) spent on those launches, to four
         digits: the line printed and the figure kept are the same number."""
+        if self.kept_shares is not None:
+            return self.kept_shares[0]
         return round(self.kernel_s / (self.wall_s * self.gpus), 4) if self.wall_s > 0 else 0.0
 
     @property
     def trials_share(self) -> float:
         """The share of the sweep's GPU time without its finals spent on the trials' timed
         and warm-up launches, to four digits: how busy the search itself kept the GPUs."""
+        if self.kept_shares is not None:
+            return self.kept_shares[1]
         wall = (self.wall_s - self.finals_wall_s) * self.gpus
         return round((self.timed_s + self.warmup_s) / wall, 4) if wall > 0 else 0.0
 
@@ -82,7 +89,9 @@ class Busy:
         return cls(wall_s=kept.get("wall_s", 0.0), gpus=kept.get("gpus", 1),
                    timed_s=kept.get("timed_s", 0.0), warmup_s=kept.get("warmup_s", 0.0),
                    finals_s=kept.get("finals_s", 0.0), parts=dict(kept.get("parts", {})),
-                   label=kept.get("label", "gpu"), finals_wall_s=kept.get("finals_wall_s", 0.0))
+                   label=kept.get("label", "gpu"), finals_wall_s=kept.get("finals_wall_s", 0.0),
+                   kept_shares=(kept.get("share", 0.0),
+                                kept.get("trials_share", kept.get("share", 0.0))))
 
     def to_json(self) -> dict[str, Any]:
         """As ``study.json``'s last run and ``report.json`` keep it."""

@@ -93,7 +93,9 @@ def test_a_run_says_keeps_and_reports_how_busy_it_kept_the_device(write_space, t
     report = (tmp_path / "tiny-interpret" / "report.md").read_text()
     # the report words the kept figures as the run's line does (one wording, not two)
     assert f"| busy in the last run | {Busy.from_json(kept).line()} |" in report
-    assert Busy.from_json(kept).line().startswith(line.split(" (")[0])
+    assert Busy.from_json(kept).line().startswith(line.split(" of ")[0])    # as kept
+    again = Busy.from_json(kept)
+    assert (again.share, again.trials_share) == (kept["share"], kept["trials_share"])
     assert json.loads((tmp_path / "tiny-interpret" / "report.json").read_text())[
         "gpu_busy"] == kept
 
