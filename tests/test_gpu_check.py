@@ -243,3 +243,22 @@ def test_a_compile_that_never_answers_is_ended_and_the_check_skipped(monkeypatch
         return Precompiled(Compile.FAILED, "x" * (1 << 20))
 
     assert _gpu_check.in_a_fork(long, _config(64)).reason == "x" * (1 << 20)
+
+
+def test_a_torch_op_is_not_forked_for_a_check(tmp_path, capsys, monkeypatch):
+    """A kernel whose module names no Triton has nothing to compile: the run says so and
+    forks no child (a torch op's launch computes on the CPU, which a child forked from a
+    process whose thread pools ran can block in: it did, for the check's whole 120 s)."""
+    from pathlib import Path
+
+    from sweeper.sweep import _gpu_check
+
+    def no_fork(*args, **kwargs):
+        raise AssertionError("forked a check for a torch op")
+
+    monkeypatch.setattr(_gpu_check, "in_a_fork", no_fork)
+    space = Path(__file__).resolve().parent.parent / "spaces" / "torch-op-gelu.yaml"
+    assert main(["run", str(space), "--device", "interpret", "--trials", "2", "--no-report",
+                 "--studies-dir", str(tmp_path)]) in (0, 1)
+    assert "gpu check: nothing to compile for sm_90: the kernel's module names no Triton" \
+        in capsys.readouterr().out
