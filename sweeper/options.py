@@ -41,6 +41,14 @@ def compile_workers(text: str) -> int | None:
     return None if text == "auto" else count(text)
 
 
+#: ``--gpu-check``'s values: one representative binary, every binary, none
+#: (:mod:`sweeper.sweep._gpu_check`).
+GPU_CHECKS = ("first", "all", "off")
+#: The GPU ``--gpu-check`` compiles for unless ``--gpu-check-target`` names another
+#: (H100, H200).
+GPU_CHECK_TARGET = "sm_90"
+
+
 def gpu_target(text: str) -> str:
     """``--gpu-check-target``: a CUDA architecture, ``sm_90`` (or ``90``, ``sm_100a``),
     as ``sm_NN``."""

@@ -20,7 +20,7 @@ from typing import Any
 from sweeper.api._study import Study
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
-from sweeper.options import gpu_list
+from sweeper.options import GPU_CHECKS, gpu_list
 
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
 TQDM_NOTICE = "IProgress not found"
@@ -73,8 +73,8 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
 
 def _gpu_check(mode: str) -> str:
     """``gpu_check`` as ``--gpu-check`` takes it."""
-    if mode not in ("first", "all", "off"):
-        raise SweeperError(f"gpu_check: {mode!r} is not one of first, all, off")
+    if mode not in GPU_CHECKS:
+        raise SweeperError(f"gpu_check: {mode!r} is not one of {', '.join(GPU_CHECKS)}")
     return mode
 
 

@@ -23,6 +23,8 @@ from sweeper.cli._results import (
 from sweeper.cli._run import cmd_run
 from sweeper.cli._worker import cmd_copy_study, cmd_worker
 from sweeper.options import (
+    GPU_CHECK_TARGET,
+    GPU_CHECKS,
     ArgumentParser,
     compile_workers,
     gpu_list,
@@ -74,12 +76,13 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      help="processes compiling the configs the sampler proposes next while "
                      "the GPU measures (0: off; default auto: the cores the workers "
                      "leave, at most 8)")
-    run.add_argument("--gpu-check", choices=("first", "all", "off"), default="first",
+    run.add_argument("--gpu-check", choices=GPU_CHECKS, default="first",
                      help="on --device interpret, also compile the kernel for a GPU "
                      "(--gpu-check-target), as the interpreter runs what Triton's "
                      "compiler refuses: first (default): one config, and every config "
                      "once it is refused; all: every binary; off: none")
-    run.add_argument("--gpu-check-target", type=gpu_target, default="sm_90", metavar="sm_NN",
+    run.add_argument("--gpu-check-target", type=gpu_target, default=GPU_CHECK_TARGET,
+                     metavar="sm_NN",
                      help="the GPU --gpu-check compiles for (default sm_90: H100, H200)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")

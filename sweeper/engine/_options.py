@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sweeper.options import GPU_CHECK_TARGET
+
 #: The pseudo file names a space given as text is called in errors.
 STRING, DICT = "<string>", "<dict>"
 
@@ -59,7 +61,7 @@ class RunOptions:
     workers: str | None = None
     compile_workers: int | None = None
     gpu_check: str = "first"
-    gpu_check_target: str = "sm_90"
+    gpu_check_target: str = GPU_CHECK_TARGET
     quiet: bool = False
     #: nothing on standard output, the summary and the report's line included (the
     #: API's ``quiet=True``; errors still go to standard error)

@@ -84,12 +84,8 @@ from sweeper.store import TrialRecord
 from sweeper.study import Choice, now
 from sweeper.trial import TrialResult, TrialStatus
 
-#: ``--gpu-check``'s values: one representative binary, every binary, none.
-MODES = ("first", "all", "off")
 #: Where :func:`~sweeper.trial.classify` names the kernel's line, at a reason's end.
 _AT = re.compile(r" \(at (.+)\)$")
-#: The target compiled for unless ``--gpu-check-target`` names another (H100/H200).
-DEFAULT_TARGET = "sm_90"
 #: Seconds a forked compile may take before it is ended and the check skipped: a child
 #: forked from a process with threads can block on a lock one of them held at the fork.
 FORK_TIMEOUT_S = 120.0
@@ -124,10 +120,11 @@ def cannot_compile(target: Target) -> str | None:
 
 
 class GpuCheck:
-    """Compiles ``kernel``'s configs for ``target`` (``mode``: :data:`MODES`) in this
-    process: :meth:`start` the representative, :meth:`refused` each trial's config
-    where it is to be checked.  ``compiler`` stands in for the
-    :class:`~sweeper.kernels._precompile.Precompiler` (the tests')."""
+    """Compiles ``kernel``'s configs for ``target`` (``mode``: one of
+    :data:`~sweeper.options.GPU_CHECKS`) in this process: :meth:`start` the
+    representative, :meth:`refused` each trial's config where it is to be checked.
+    ``compiler`` stands in for the :class:`~sweeper.kernels._precompile.Precompiler`
+    (the tests')."""
 
     def __init__(self, kernel: Kernel, target: Target, mode: str = "first",
                  compiler: Any = None) -> None:
