@@ -252,12 +252,11 @@ def pool_from_start(space: Space, facts: DeviceFacts, key: str, costs: RunCosts)
     for ``EARLY_POOL_S`` or more (new shapes of a kernel whose others are cached).  What
     the run does (:mod:`sweeper.engine._prespawn`) and what the plan counts."""
     from sweeper.kernels._binaries import space_binaries
-    from sweeper.kernels._cache_probe import function_names, kernel_source, space_cold
+    from sweeper.kernels._cache_probe import names_triton, space_cold
 
     if space_cold(space.kernel):
         return True
-    source = kernel_source(space.kernel)
-    if space.kernel == "cuda" or source is None or function_names(source) is None:
+    if space.kernel == "cuda" or not names_triton(space.kernel):
         return False                  # no Triton binaries to compile (NVRTC's: the worker)
     binaries = space_binaries(space, key)
     seen: set[Any] = set()

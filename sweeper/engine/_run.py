@@ -277,13 +277,12 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
     line says why), or the device compiles for a GPU itself."""
     if not device.checks_gpu_compile or options.gpu_check == "off":
         return None
-    from sweeper.kernels._cache_probe import function_names, kernel_source
+    from sweeper.kernels._cache_probe import names_triton
     from sweeper.space import Invalid
     from sweeper.study import resolved
     from sweeper.sweep._gpu_check import GpuCheck
 
-    source = kernel_source(space.kernel)
-    if source is not None and function_names(source) is None:
+    if names_triton(space.kernel) is False:
         # no Triton to compile; and a torch op's launch computes on the CPU, which a
         # child forked from a process whose thread pools ran can block in
         say(f"gpu check: nothing to compile for {options.gpu_check_target}: the kernel's "

@@ -87,6 +87,13 @@ def kernel_source(kernel: str) -> str | None:
         return None
 
 
+def names_triton(kernel: str) -> bool | None:
+    """Whether the module that defines a space's ``kernel:`` names Triton (its source read,
+    not run: :func:`function_names`); ``None`` where it cannot be found or read."""
+    source = kernel_source(kernel)
+    return None if source is None else function_names(source) is not None
+
+
 def space_cold(kernel: str) -> bool:
     """For a space's ``kernel:``, before anything is imported: its module's source
     (:func:`kernel_source`) names functions none of whose entries Triton's cache holds."""
