@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper import plugins
-from sweeper.core import DTYPES, Problem, evaluate, parse
+from sweeper.core import DTYPES, Problem
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import IDENTIFIER, sources, template_names
-from sweeper.kernels._short_form import Declaration
+from sweeper.kernels._short import _count
+from sweeper.kernels._short_form import Declaration, _counted
 from sweeper.kernels._tensors import tensor_spec
 
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
@@ -152,19 +153,14 @@ def declared_counts(options: Mapping[str, str]
               [tensor_spec("cuda", name, _spec(inputs[name]), dims) for name in outputs])
 
     def counted(option: str) -> Callable[[Problem], int] | None:
-        expr = parse(options[option]) if option in options else None
-        return None if expr is None else (
-            lambda problem: int(evaluate(expr, _env(problem))))
+        expr = _counted("cuda", option, options.get(option), dims)
+        return None if expr is None else (lambda problem: _count(expr, problem))
 
     def moved(problem: Problem) -> int:
         return sum(math.prod(spec.sizes(problem)) *
                    (DTYPES[spec.dtype] if spec.dtype else problem.itemsize) for spec in specs)
 
     return counted("bytes_moved") or moved, counted("flops")
-
-
-def _env(problem: Problem) -> dict[str, int]:
-    return {"n": problem.n, **dict(problem.dims), "itemsize": problem.itemsize}
 
 
 def _spec(raw: Any) -> Any:
