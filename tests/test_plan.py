@@ -425,6 +425,18 @@ def _valid(space, facts) -> list:
             if not isinstance(c, Exception)]
 
 
+def _softmax_warm(tmp_path: Path, monkeypatch: Any) -> Path:
+    """Fresh sweeper and Triton caches under ``tmp_path``, Triton's holding one binary of
+    softmax (some other shape): the kernel is warm, no binary of a space is; the entry's
+    folder."""
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    entry = tmp_path / "triton" / "A1B2"
+    entry.mkdir(parents=True)
+    (entry / "_softmax_body.json").write_text("{}")
+    return entry
+
+
 def test_new_shapes_of_a_warm_kernel_compile_and_binaries_run_before_load(tmp_path,
                                                                           monkeypatch):
     """The plan counts a compile per binary no run on this machine ran (Triton's: per
@@ -438,11 +450,7 @@ def test_new_shapes_of_a_warm_kernel_compile_and_binaries_run_before_load(tmp_pa
     from sweeper.plan import RunCosts, RunShape, make_plan
     from sweeper.space import load_space
 
-    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
-    entry = tmp_path / "triton" / "A1B2"          # a binary of softmax (some other shape)
-    entry.mkdir(parents=True)
-    (entry / "_softmax_body.json").write_text("{}")
+    entry = _softmax_warm(tmp_path, monkeypatch)
     facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
     moved = bytes_moved_of("softmax")
     assert moved is not None
@@ -613,11 +621,7 @@ def test_new_shapes_of_a_warm_kernel_start_the_compile_pool_with_the_sweep(tmp_p
     from sweeper.plan import EARLY_POOL_S, RunCosts, device_key, pool_from_start
     from sweeper.space import load_space
 
-    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
-    entry = tmp_path / "triton" / "A1B2"          # a binary of softmax (some other shape)
-    entry.mkdir(parents=True)
-    (entry / "_softmax_body.json").write_text("{}")
+    _softmax_warm(tmp_path, monkeypatch)
     facts = DeviceFacts(name="GPU T", sms=132, l2_bytes=60 << 20)
     key = device_key("cuda", facts)
     space = load_space(ROOT / "benchmarks" / "spaces" / "softmax-fp32-8k.yaml")
