@@ -229,7 +229,9 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
     rows, cols = list(block_order), list(grid_order)
     values = _frame(shown, shown[metric].astype(float), rows, cols, np.nan)
     ci = _frame(shown, shown["ci_pct"].astype(float), rows, cols, np.nan)
-    won = [_meta_text(r, won_by or {}) for r in shown[list(won_by or {})].to_dict("records")]
+    # every row's record, not those of a selection of won_by's columns: with no meta value
+    # varying (won_by empty), pandas 2 gives no records for a selection of no columns
+    won = [_meta_text(r, won_by or {}) for r in shown.to_dict("records")]
     winners = _frame(shown, won, rows, cols, "")
     marks = ["skip" if s == "invalid" else "fail" for s in failed["status"]]
     notes = _frame(failed, marks, rows, cols, "").where(values.isna(), "")
