@@ -198,7 +198,7 @@ def test_drawn_grid_labels_never_overlap(grids, rotation):
 
 def test_a_best_over_meta_map_where_no_meta_value_varies_among_the_ok_trials():
     # a --time budget that stopped after a few trials: every config measured has BLOCK=256
-    # (pandas 2 gave no records for a selection of no columns, and the report crashed)
+    # (pandas 3.0 gives no records for a frame of no columns, and every report crashed)
     best = maps([t for t in TRIALS if t.choice["BLOCK"] == "256"])[-1]
     assert best.won_by.loc[32, "sms"] == "" and best.won_by.loc[64, "sms"] == ""
     assert cell_text(best).loc[64, "sms"] == "300"

@@ -229,9 +229,10 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
     rows, cols = list(block_order), list(grid_order)
     values = _frame(shown, shown[metric].astype(float), rows, cols, np.nan)
     ci = _frame(shown, shown["ci_pct"].astype(float), rows, cols, np.nan)
-    # every row's record, not those of a selection of won_by's columns: with no meta value
-    # varying (won_by empty), pandas 2 gives no records for a selection of no columns
-    won = [_meta_text(r, won_by or {}) for r in shown.to_dict("records")]
+    # with no meta value varying (won_by empty) no columns are selected, and pandas 3.0
+    # gives no records for a frame of no columns (3.1 gives one empty record a row)
+    won = ([_meta_text(r, won_by) for r in shown[list(won_by)].to_dict("records")]
+           if won_by else [""] * len(shown))
     winners = _frame(shown, won, rows, cols, "")
     marks = ["skip" if s == "invalid" else "fail" for s in failed["status"]]
     notes = _frame(failed, marks, rows, cols, "").where(values.isna(), "")
