@@ -62,6 +62,10 @@ class RunCosts:
 
     startup_s: float = 5.5
     report_s: float = 2.0
+    #: the heatmaps of the report that took ``report_s``: a report's tables and pictures
+    #: grow with its maps (on the H200 0.7-1.0 s for 5-8 maps, 2.7 s for 36, 8.7 s for
+    #: 107, docs/benchmarks.md), so another space's report is scaled by its own maps
+    report_maps: int = 8
     #: by kernel, a trial's own seconds beyond its launches (loading its binary, what its
     #: first launch takes beyond a timed one, verifying, the host's side of sampling), the
     #: median over a run's trials; where none: the device's :class:`PlanCosts` ``compile_s``
@@ -88,6 +92,15 @@ class RunCosts:
     #: 2.8 s compiling the 45 binaries of spaces/cuda-copy.yaml, at most 62 ms each
     #: (docs/raw/2026-12-03-s17/h200-record.log), rounded up
     NVRTC_COMPILE_S = 0.1
+    #: seconds of a report that do not grow with its maps (a least-squares line through
+    #: the H200's four reports above: 0.4 s and 77 ms a map)
+    REPORT_FIXED_S = 0.4
+
+    def report_for(self, maps: int) -> float:
+        """Seconds a report of ``maps`` heatmaps takes: the measured report's seconds
+        beyond ``REPORT_FIXED_S`` taken per map, times ``maps``."""
+        fixed = min(self.REPORT_FIXED_S, self.report_s)
+        return fixed + (self.report_s - fixed) / max(1, self.report_maps) * maps
 
     def scale_of(self, kernel: str, interpreted: bool) -> float:
         """``kernel``'s launch scale as measured; one not run here yet takes, on an
@@ -147,11 +160,13 @@ def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
 
 def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_s: float | None, compiles_s: list[float], ask_s: float | None,
+             report_maps: int | None = None,
              trials_s: list[float] | None = None,
              launch_scales: list[float] | None = None, prior_trials: int = 0,
              pool_compiles_s: Sequence[float] = ()) -> None:
     """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
-    not measured, e.g. a call from Python or ``--no-report``), the first launches that
+    not measured, e.g. a call from Python or ``--no-report``) and the report's heatmaps,
+    the first launches that
     compiled in the worker and the compile pool's compiles (the median of each is the
     kernel's compile there), a proposal's seconds, and for its
     kernel each trial's seconds beyond its timed launches and each launch's measured
@@ -168,6 +183,7 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.startup_s = round(startup_s, 3)
     if report_s is not None:
         costs.report_s = round(report_s, 3)
+        costs.report_maps = report_maps or costs.report_maps
     if compiles_s:
         costs.compile_s[kernel] = round(statistics.median(compiles_s), 3)
     if pool_compiles_s:
@@ -220,6 +236,9 @@ class Plan:
     #: and of those, how many the machine has compiled already (a load each)
     binaries: int = 0
     cached: int = 0
+    #: the report's heatmaps: per problem, one a combination of meta-parameter values
+    #: and one of the best over them
+    maps: int = 0
 
     def parts_text(self) -> str:
         """``start-up 4 s, trials 9 s, ...``: the estimate's parts of a second or more."""
@@ -385,6 +404,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     problems: dict[tuple[Problem, str], tuple[int, float]] = {}   # configs, fastest launch
     binaries: set[Any] = set()
     cached = 0
+    maps: set[tuple[Any, ...]] = set()    # (problem, cache, meta values) of each map
     computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
     fixed = measure.fixed_duty()
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
@@ -404,6 +424,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
             seconds += own + _trial_seconds(outcome, launch, facts, costs, measure)
             seconds += fixed.seconds if fixed is not None else 0.0
             key = (outcome.problem, outcome.cache)
+            maps.add((*key, tuple(sorted(outcome.meta.items()))))
             count, fastest = problems.get(key, (0, launch))
             problems[key] = (count + 1, min(fastest, launch))
             if shape.binaries is not None:
@@ -419,10 +440,12 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                                      rounds=costs.finals_rounds, round_=finals_round)
                    for count, launch in problems.values()) if finals else 0.0
     trials = valid if budget is None else min(valid, budget)
+    heatmaps = len(maps) + len(problems)
     parts = {"start-up": shape.costs.startup_s if shape.startup else 0.0, "trials": seconds,
              "compile": _compile_seconds(len(binaries) - cached, seconds, shape, power),
              "proposals": trials * shape.costs.ask_s.get(shape.sampler, 0.0),
-             "finals": finals_s, "report": shape.costs.report_s if shape.report else 0.0}
+             "finals": finals_s,
+             "report": shape.costs.report_for(heatmaps) if shape.report else 0.0}
     total = sum(parts.values())
     if space.budget.time_s is not None and total > space.budget.time_s:
         parts = {k: v * space.budget.time_s / total for k, v in parts.items()}
@@ -431,7 +454,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                 finals_s=parts["finals"],
                 assumptions={**dataclasses.asdict(costs), "compile_s": own},
                 trials=trials, ruled_out=ruled_out, parts=parts,
-                binaries=len(binaries) if shape.binaries is not None else 0, cached=cached)
+                binaries=len(binaries) if shape.binaries is not None else 0, cached=cached,
+                maps=heatmaps)
 
 
 def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: bool) -> float:

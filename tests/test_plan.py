@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -130,7 +131,6 @@ def test_a_gpu_run_keeps_the_binaries_it_ran_and_the_next_plan_loads_them(
     GPU, Triton cache folder and kernel source): the next ``sweeper plan`` of the space
     counts each as compiled (a load), where the first counted each as a compile."""
     import json
-    import re
 
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
@@ -187,6 +187,21 @@ def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys)
         pytest.approx(by_bytes.estimate_s)
     line = _estimate(str(ROOT / "spaces" / "matmul-8k.yaml"), capsys=capsys)
     assert "finals " in line and "TFLOP/s bfloat16 795" in line
+
+
+def test_a_run_keeps_its_reports_seconds_with_its_heatmaps(write_space, tmp_path, capsys,
+                                                          monkeypatch):
+    from sweeper.devices import open_device
+    from sweeper.plan import costs_key, run_costs
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = str(write_space(SMALL_SPACE))
+    assert main(["run", path, "--device", "interpret", "--studies-dir", str(tmp_path)]) == 0
+    drawn = re.search(r"; (\d+) heatmaps in ", capsys.readouterr().out)
+    assert drawn, "no report line"
+    kept = run_costs(costs_key(open_device("interpret")))
+    assert kept.report_maps == int(drawn.group(1)) >= 2 and kept.report_s > 0
 
 
 def test_a_study_run_before_gives_its_seconds_a_trial(write_space, tmp_path, capsys):
@@ -249,7 +264,8 @@ def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(mo
         (RunCosts.startup_s, RunCosts.report_s)
     shape = run_shape(space, device, report=True, startup=True)
     plan, _ = plan_of(space, device, shape)
-    assert plan.parts["start-up"] == costs.startup_s and plan.parts["report"] == costs.report_s
+    assert plan.parts["start-up"] == costs.startup_s
+    assert plan.parts["report"] == pytest.approx(fresh.report_for(plan.maps))
     from sweeper.devices import PlanCosts
     from sweeper.finals import MIN_ROUNDS
 
@@ -260,6 +276,32 @@ def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(mo
 
 
 # -- what a run costs beyond its trials, measured and kept per device ----------------------
+def test_a_report_is_estimated_by_its_heatmaps():
+    """A report's tables and pictures grow with its maps: on the H200 copy.yaml's 8 took
+    0.9-1.0 s and matmul-shapes.yaml's 107 took 8.6-8.8 s, where one figure for both put
+    the shapes run at 1.49 times its estimate.  The plan counts a map per problem and
+    combination of meta-parameter values, and one of the best over them, per problem."""
+    from sweeper.devices import DeviceFacts
+    from sweeper.devices._base import GPU_COSTS
+    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.plan import RunCosts, make_plan
+    from sweeper.space import load_space
+
+    facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
+
+    def maps(name: str) -> int:
+        space = load_space(ROOT / "spaces" / name)
+        return make_plan(space, bytes_moved_of(space.kernel), facts, GPU_COSTS, space.measure,
+                         flops=flops_of(space.kernel)).maps
+    # copy: one problem, 7 BLOCK values and the best; shapes: 3 problems x 34 + 3
+    assert (maps("copy.yaml"), maps("matmul-shapes.yaml")) == (8, 105)
+    copy = RunCosts(report_s=0.95, report_maps=8)        # as measured on the H200
+    assert copy.report_for(8) == pytest.approx(0.95)
+    assert copy.report_for(105) == pytest.approx(0.4 + 0.55 / 8 * 105)    # 7.6 s: 8.6 ran
+    assert RunCosts(report_s=0.2, report_maps=4).report_for(40) == pytest.approx(0.2)
+    assert RunCosts(report_s=1.0, report_maps=0).report_for(2) == pytest.approx(1.6)
+
+
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
     from sweeper.plan import RunCosts, note_run, run_costs
 
@@ -274,7 +316,10 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
     assert (x.startup_s, x.report_s, x.compile_of("matmul"), x.ask_s["auto"]) == \
         (3.21, RunCosts.report_s, 1.1, 0.05)
     assert (x.trial_s, x.launch_scale) == ({"matmul": 0.03}, {"matmul": 1.2})   # medians
-    assert (y.report_s, y.compile_of("copy")) == (0.7, RunCosts.COMPILE_S)
+    assert (y.report_s, y.report_maps, y.compile_of("copy")) == (0.7, 8, RunCosts.COMPILE_S)
+    note_run("GPU Y", kernel="copy", sampler="exhaustive", startup_s=None, report_s=9.0,
+             report_maps=107, compiles_s=[], ask_s=None)
+    assert (run_costs("GPU Y").report_s, run_costs("GPU Y").report_maps) == (9.0, 107)
     # a compile in the pool (beside the pool's other processes) is kept apart from one in
     # the worker; each stands in for the other where only one was measured
     note_run("GPU Z", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=None,
@@ -322,7 +367,8 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
                      ask_s={"auto": 0.03})
     warm = plan(RunShape(sampler="auto", kernel="matmul", costs=costs, report=True,
                          startup=True))
-    assert warm.estimate_s == pytest.approx(bare.estimate_s + 3.0 + 0.5 + 0.03 * bare.trials)
+    assert warm.estimate_s == pytest.approx(bare.estimate_s + 3.0 + costs.report_for(warm.maps)
+                                            + 0.03 * bare.trials)
     # what this machine measured of the kernel: a trial's own seconds, its launches' scale
     learned = plan(RunShape(kernel="matmul", costs=RunCosts(
         trial_s={"matmul": 0.1}, launch_scale={"matmul": 2.0})))
@@ -396,6 +442,8 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
                            stats=summarize([1.0] * 3), cold_s=cold_s, wall_s=wall_s)
 
     class Clock:
+        report_maps = None
+
         def startup_s(self) -> None:
             return None
 

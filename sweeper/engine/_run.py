@@ -29,6 +29,7 @@ from sweeper.errors import ContextLost, SweeperError
 from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a run opens it
+    from sweeper.engine._clock import RunClock
     from sweeper.store import Storage
     from sweeper.sweep._compile_ahead import CompileOptions
     from sweeper.sweep._gpu_check import GpuCheck
@@ -120,7 +121,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
     check = _gpu_check(say, options, space, kernel, device, facts)
-    clock.estimate_s = _estimate(say, options, space, device)
+    clock.estimate_s = _estimate(say, options, space, device, clock)
     priors = _priors(space, options, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
     # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
@@ -165,10 +166,11 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
 ESTIMATE_UP_TO = 50_000
 
 
-def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any
-              ) -> float | None:
-    """Print what ``sweeper plan`` estimates this run takes, and return it; nothing for a
-    replay (the estimate is the recorded GPU's) or a space too large to plan quickly."""
+def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
+              clock: RunClock) -> float | None:
+    """Print what ``sweeper plan`` estimates this run takes, and return it (its report
+    part kept in ``clock``); nothing for a replay (the estimate is the recorded GPU's) or
+    a space too large to plan quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
     from sweeper.plan import plan_of, run_shape
@@ -177,6 +179,7 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
                       startup=options.clock_from_start,
                       compile_workers=options.compile_workers)
     plan, _ = plan_of(space, device, shape)
+    clock.report_estimate_s = shape.costs.report_for(plan.maps) if options.report else None
     trials = plan.trials if options.trials is None else min(plan.trials, options.trials)
     seconds = plan.estimate_s
     if options.time_s is not None:
@@ -210,6 +213,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
 
     note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
              startup_s=clock.startup_s(), report_s=clock.steps().get("report"),
+             report_maps=clock.report_maps,
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
              pool_compiles_s=summary.compiles_s,
              ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
@@ -335,14 +339,18 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   compile=ahead, gpu_check=check)
     sweep.run_drift = sweep.run_drift and lost is None
     if sweep.max_time_s is not None and clock is not None:
-        sweep.outside_s = clock.elapsed_s() + (_report_s(device) if options.report else 0.0)
+        sweep.outside_s = clock.elapsed_s() + (_report_s(device, clock) if options.report
+                                               else 0.0)
     return sweep.run()
 
 
-def _report_s(device: Any) -> float:
-    """What the report is expected to take (measured by the last run on this machine)."""
+def _report_s(device: Any, clock: RunClock) -> float:
+    """What the report is expected to take: the estimate's, for this space's heatmaps,
+    else what the last run's report on this machine took."""
     from sweeper.plan import costs_key, run_costs
 
+    if clock.report_estimate_s is not None:
+        return clock.report_estimate_s
     return run_costs(costs_key(device)).report_s
 
 
@@ -456,6 +464,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         with reporter.report():
             files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
+        clock.report_maps = len({p.stem for p in files.images})
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
     why = nothing_measured(summary.trials, summary.stopped_by)
     if why is not None:
