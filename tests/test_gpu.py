@@ -34,6 +34,12 @@ def test_sweep_on_gpu_end_to_end(small_space, tmp_path):
     assert summary.measured == 6 and all(t.ok for t in trials if t.status.value != "invalid")
     assert store.meta()["environment"]["cuda"]
     assert baselines[0].gbps > 0
+    # the report too, with the GPU machine's own libraries (its pandas once crashed every
+    # report where the development machine's did not)
+    from sweeper.report import write_report
+
+    files = write_report(store)
+    assert files.images and "| 1 |" in files.markdown.read_text()
 
 
 def test_nvml_state_graph_batches_and_launch_floor():
