@@ -26,6 +26,8 @@
 #             (its binaries new: the compile pool starts with the sweep,
 #             plan.pool_from_start), then matmul-odd again (every binary run before: a
 #             load each); the binaries each run kept (binaries.json) counted after each
+#   llm       benchmarks/spaces/matmul-llm.yaml (576 configs over an LLM layer's four
+#             matmul shapes) from a cold Triton cache, then warm
 #   spread    spaces/matmul-8k.yaml under TPE, $SPREAD_TRIALS (15) trials, each from an empty
 #             Triton cache:
 #             the compile pool fed every valid config in a seeded order (SpreadHints, the
@@ -124,6 +126,9 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     python3 benchmarks/command_overhead.py spaces/copy.yaml --cache warm \
         --runs bare,run,run-no-report --out "$OUT/command" > "$OUT/command.log" 2>&1
     tail -15 "$OUT/command.log" ;;
+  llm)
+    run llm-cold llm benchmarks/spaces/matmul-llm.yaml --no-report
+    run llm-warm llm benchmarks/spaces/matmul-llm.yaml --no-report ;;
   budget)
     run budget-12s shapes spaces/matmul-shapes.yaml --time 12s ;;
   newshapes)
