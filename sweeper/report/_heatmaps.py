@@ -220,6 +220,10 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
           metric: str, name: str, title: str, picks: Mapping[int, Pick], *,
           values_in_labels: bool, won_by: Mapping[str, str] | None = None) -> HeatmapData:
     cells = ["block", "grid_label"]
+    # the columns a map reads, no others: every step below copies the frame it is given
+    df = df[[c for c in dict.fromkeys([*cells, "grid", "status", "number", metric, "ci_pct",
+                                       "median_ms", *(won_by or {})]) if c in df]]
+    df.attrs = {}
     ok = df[df["status"] == "ok"]
     pick = ok[ok["number"].isin(list(picks))]
     ranked = ok.sort_values(metric, ascending=False, kind="stable")
