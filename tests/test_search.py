@@ -316,6 +316,16 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
                                                                    stages=4)
     # one program per SM waits on its loads alone; two per SM overlap their waits
     assert mm(2048, 132, 128, 64, 64) < 0.7 * mm(2048, 1024, 128, 64, 64)
+    # 1024³, 128 tiles of 64 × 128: a grid of 2 × SMs where two programs fit an SM may put
+    # two working programs on one (measured 1.11-1.21 times a grid of the tiles on the
+    # bf16 and fp16 1024³ tables), where one program fits it cannot; every program
+    # beyond the tiles costs its start, so of equals a grid of the tiles is guessed
+    # fastest (measured: 132 programs over 128 tiles 0.97-1.02 of 128)
+    assert mm(1024, 264, 128, 64, 128, stages=4) < 0.9 * mm(1024, 128, 128, 64, 128, stages=4)
+    one_fits = mm(1024, 264, 256, 128, 256, stages=4)       # 32 tiles, 192 KiB of smem
+    assert 0.99 * mm(1024, 32, 256, 128, 256, stages=4) < one_fits
+    assert mm(1024, 128, 128, 64, 128) > mm(1024, 132, 128, 64, 128) > mm(1024, 264, 128, 64,
+                                                                          128)
     # at 1024³ the launch itself (4.5 µs) is about half the time: no shape nears the peak
     assert max(mm(1024, g, b, m, n, k, st) for g in (128, 256) for b in (128, 256)
                for m in (64, 128) for n in (64, 128) for k in (32, 64)

@@ -86,6 +86,10 @@ REGISTER_OVERHEAD = 45
 OVERLAP = 1.5
 #: *Fitted*: launching the kernel and waiting for its end.
 LAUNCH_S = 4.5e-6
+#: Programs the H200 starts a second over all SMs, read off copy and add with one small
+#: tile per program (``PROGRAM_BYTES``): a matmul program with no work unit still costs
+#: its start.
+PROGRAM_STARTS = 1.7e9
 
 
 def streaming(config: Config, sms: int, block_elems: int, inputs: int) -> float:
@@ -170,6 +174,14 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     - the busiest SM computes ``ceil(programs / SMs)`` programs' share of the tiles,
       as many at once as fit, the last round with the programs left (a tile alone on an
       SM runs faster than beside another);
+    - a grid of more programs than work units and than SMs, where one SM holds several
+      programs, is taken to put as many working programs on the busiest SM as the grid
+      gives each SM (up to those that fit): the hardware places programs without knowing
+      which have work (on the recorded H200 tables a grid of 2 × SMs over 90-128 tiles
+      measured 1.14-1.5 times a grid of the tiles on average where two programs fit an
+      SM, 1.00-1.03 where one does, 1.02-1.03 where three or four do: the rule errs on
+      the slow side; ``benchmarks/matmul_empty_programs.py``); every program beyond the
+      work units also costs its start (``PROGRAM_STARTS``);
     - a tile takes ``ceil(K / tile_k)`` K steps; a step's time combines the tensor
       cores' multiply and the operand loads of every program the SM holds at once, and
       the wait for the step's loads (``LOAD_LATENCY / (stages - 1)``);
@@ -189,11 +201,10 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     tiles = -(-m // tile_m) * -(-n // tile_n) * split_k
     programs = min(config.grid, tiles)
     accumulators = tile_m * tile_n / config.block
-    registers = min(accumulators + REGISTER_OVERHEAD, MAX_THREAD_REGISTERS)
-    fits = max(1, min(PROGRAMS_PER_SM, THREADS_PER_SM // config.block,
-                      SMEM_PER_PROGRAM // smem,
-                      int(REGISTER_FILE // (config.block * registers))))
+    fits = programs_per_sm(config, tile_m, tile_n, tile_k, stages)
     per_sm = -(-programs // sms)
+    if config.grid > tiles and config.grid > sms:     # working programs may share an SM
+        per_sm = max(per_sm, min(fits, -(-config.grid // sms), programs))
     together = min(fits, per_sm)
     work = -(-per_sm * tiles // programs)       # tiles the busiest SM computes
     rounds, rest = divmod(work, together)
@@ -210,4 +221,18 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     spill = 1.0 if accumulators <= REGISTERS else (accumulators / REGISTERS) ** 3
     reduce = 0.0 if split_k == 1 else \
         2 * split_k * m * n * 4 / (OPERAND_BYTES_PER_SM * sms) + LAUNCH_S
-    return 1.0 / (busy * spill + LAUNCH_S + reduce)
+    idle = max(config.grid - tiles, 0) / PROGRAM_STARTS
+    return 1.0 / (busy * spill + LAUNCH_S + idle + reduce)
+
+
+def programs_per_sm(config: Config, tile_m: int, tile_n: int, tile_k: int,
+                    stages: int) -> int:
+    """Programs of a tiled matmul one SM holds at once (at least 1): as many as its
+    threads, its shared memory (``stages`` buffers of ``tile_m + tile_n`` rows of
+    ``tile_k`` operands) and its registers (the float32 accumulators of a
+    ``tile_m × tile_n`` tile plus ``REGISTER_OVERHEAD`` per thread) allow."""
+    smem = (tile_m + tile_n) * tile_k * stages * config.problem.itemsize
+    registers = min(tile_m * tile_n / config.block + REGISTER_OVERHEAD, MAX_THREAD_REGISTERS)
+    return max(1, min(PROGRAMS_PER_SM, THREADS_PER_SM // config.block,
+                      SMEM_PER_PROGRAM // smem,
+                      int(REGISTER_FILE // (config.block * registers))))
