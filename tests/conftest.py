@@ -28,6 +28,12 @@ os.environ.setdefault("SWEEPER_CACHE", tempfile.mkdtemp(prefix="sweeper-test-cac
 # imported once the environment above is set
 from sweeper.devices import DeviceFacts
 
+# Under pytest-xdist (pyproject.toml's addopts) the workers share the machine's cores: each
+# worker's torch takes its share of them for its intra-op threads, not all of them each
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    torch.set_num_threads(max(1, torch.get_num_threads() // _WORKERS))
+
 ROOT = Path(__file__).resolve().parent.parent
 #: The recorded H200's facts (``tests/data/replay``: 132 SMs, 60 MiB of L2), for the
 #: kernel models.

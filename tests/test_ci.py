@@ -66,4 +66,6 @@ def test_the_readme_install_brings_the_linters():
     names = {re.match(r"[A-Za-z0-9_.-]+", req).group(0)
              for req in project["project"]["optional-dependencies"][extra]}
     assert {"pytest", "ruff", "mypy"} <= names
+    if "-n" in project["tool"]["pytest"]["ini_options"]["addopts"].split():
+        assert "pytest-xdist" in names          # the plugin that reads pytest's -n
     assert "ruff" in project["tool"] and "mypy" in project["tool"]

@@ -6,6 +6,7 @@ recorded."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -126,6 +127,10 @@ def silent_host() -> Iterator[int]:
     try:
         yield listener.getsockname()[1]
     finally:
+        # close() alone leaves the thread blocked in accept() (Linux) until join's 5 s
+        # timeout; shutdown() wakes it at once, with an OSError
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         for conn in held:
             conn.close()

@@ -125,45 +125,52 @@ from sweeper.kernels._jit import jit
 from sweeper.trial import classify
 import tests.test_trial as here
 
-body, block = getattr(here, sys.argv[1]), int(sys.argv[2])
-source = ASTSource(jit(body, interpret=False), constexprs={"BLOCK": block},
-                   signature={"x": "*fp32", "y": "*fp32", "n": "i32", "BLOCK": "constexpr"})
-try:
-    triton.compile(source, target=GPUTarget("cuda", 90, 32))
-except Exception as err:
-    status, reason = classify(err)
-    print(json.dumps([status.value, reason]))
+for name, block in zip(sys.argv[1::2], sys.argv[2::2]):
+    source = ASTSource(jit(getattr(here, name), interpret=False),
+                       constexprs={"BLOCK": int(block)},
+                       signature={"x": "*fp32", "y": "*fp32", "n": "i32", "BLOCK": "constexpr"})
+    try:
+        triton.compile(source, target=GPUTarget("cuda", 90, 32))
+    except Exception as err:
+        status, reason = classify(err)
+        print(json.dumps([status.value, reason]))
+    else:
+        print(json.dumps(None))
 """
 
 
-def _compile_error(body, block: int) -> tuple[TrialStatus, str]:
-    """How a trial records compiling ``body`` at ``BLOCK=block`` for an H100/H200."""
+def _compile_errors(*compiles) -> list[tuple[TrialStatus, str]]:
+    """How a trial records compiling each ``(body, block)`` at ``BLOCK=block`` for an
+    H100/H200, all in one process (its imports of torch and Triton take seconds)."""
     import json
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-c", COMPILE, body.__name__, str(block)],
+    args = [str(a) for body, block in compiles for a in (body.__name__, block)]
+    done = subprocess.run([sys.executable, "-c", COMPILE, *args],
                           cwd=root, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TRITON_INTERPRET": "0"}, check=True)
-    status, reason = json.loads(done.stdout.strip().splitlines()[-1])
-    return TrialStatus(status), reason
+    printed = [json.loads(line) for line in done.stdout.strip().splitlines()[-len(compiles):]]
+    assert len(printed) == len(compiles) and None not in printed, done.stdout
+    return [(TrialStatus(status), reason) for status, reason in printed]
 
 
 def test_a_compile_error_keeps_tritons_message_and_names_the_kernels_line():
     """Compiled for a GPU, a kernel wrong at BLOCK=512 only fails to compile there: the
     reason is Triton's message and the line of the user's file, not Triton's excerpt of
     the source cut at 500 characters; a typo (``tl.lod``) likewise."""
-    status, reason = _compile_error(_wrong_at_512_body, 512)
+    (status, reason), (typo_status, typo_reason) = _compile_errors(
+        (_wrong_at_512_body, 512), (_typo_compiled_body, 64))
     assert status is TrialStatus.COMPILE_ERROR
     line = _wrong_at_512_body.__code__.co_firstlineno + 2
     assert reason == ("CompileTimeAssertionFailure: BLOCK=512 is planted wrong (at "
                       f"test_trial.py:{line}: tl.static_assert(BLOCK != 512, \"BLOCK=512 is "
                       "planted wrong\"))")
-    status, reason = _compile_error(_typo_compiled_body, 64)
-    assert status is TrialStatus.COMPILE_ERROR
-    assert "has no attribute 'lod'" in reason
-    assert reason.endswith(f"(at test_trial.py:{_typo_compiled_body.__code__.co_firstlineno + 2}"
-                           ": tl.store(y + offsets, tl.lod(x + offsets), mask=offsets < n)   "
-                           "# tl.lod: a typo)")
+    assert typo_status is TrialStatus.COMPILE_ERROR
+    assert "has no attribute 'lod'" in typo_reason
+    line = _typo_compiled_body.__code__.co_firstlineno + 2
+    assert typo_reason.endswith(f"(at test_trial.py:{line}"
+                                ": tl.store(y + offsets, tl.lod(x + offsets), mask=offsets < n)   "
+                                "# tl.lod: a typo)")
