@@ -237,7 +237,9 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
                      "not_drawn": [m.name for m in tables.heatmaps if not m.drawn]},
         "record": dict(tables.record),
         "footprint_curves": [_curve_json(c) for c in tables.footprint],
-        "roofline": _roofline_json(tables.roofline),
+        "roofline": {"gpu": roof.gpu, "roofs": [r._asdict() for r in roof.roofs],
+                     "points": _records(roof.points), "beside": roof.beside}
+        if (roof := tables.roofline) is not None else None,
     }
 
 
@@ -260,11 +262,3 @@ def _curve_json(curve: FootprintCurve) -> dict[str, Any]:
             "ceiling": {"label": curve.ceiling_label, "points": _records(curve.ceiling)},
             "bound": {"label": curve.bound_label, "value": curve.bound},
             "l2_bytes": curve.l2_bytes, "caption": curve.caption}
-
-
-def _roofline_json(roof: Roofline | None) -> dict[str, Any] | None:
-    """The roofs (bytes/s or FLOP/s) and the winners placed against them."""
-    if roof is None:
-        return None
-    return {"gpu": roof.gpu, "roofs": [r._asdict() for r in roof.roofs],
-            "points": _records(roof.points), "beside": roof.beside}
