@@ -126,10 +126,9 @@ def save(ceilings: Ceilings) -> Path:
     return atomic_write(path, json.dumps(ceilings.to_json(), indent=2) + "\n")
 
 
-def measure(device: Any, *, footprints: tuple[int, ...] = COPY_FOOTPRINTS,
-            dtypes: tuple[str, ...] = MATMUL_DTYPES,
-            progress: Callable[[str], None] = lambda _: None) -> Ceilings:
-    """Measure the ceilings on a CUDA ``device`` with its own timer."""
+def measure(device: Any, *, progress: Callable[[str], None] = lambda _: None) -> Ceilings:
+    """Measure the ceilings (:data:`COPY_FOOTPRINTS`, :data:`MATMUL_DTYPES`) on a CUDA
+    ``device`` with its own timer."""
     import torch
 
     from sweeper.measure import StopRule, summarize
@@ -140,7 +139,7 @@ def measure(device: Any, *, footprints: tuple[int, ...] = COPY_FOOTPRINTS,
     out.launch_floor_us = device.launch_floor_ms() * 1e3
     rule = StopRule(kind="ci", target=0.005, min_samples=20, max_time_s=2.0)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    for fp in footprints:
+    for fp in COPY_FOOTPRINTS:
         src = torch.empty(fp // 4, dtype=torch.float32, device="cuda").uniform_(generator=gen)
         dst = torch.empty_like(src)
         row = {}
@@ -152,7 +151,7 @@ def measure(device: Any, *, footprints: tuple[int, ...] = COPY_FOOTPRINTS,
         progress(f"copy {fp >> 20} MiB: cold {row['cold']:.0f} GB/s, warm {row['warm']:.0f} GB/s")
         del src, dst
     n = MATMUL_SIZE
-    for name in dtypes:
+    for name in MATMUL_DTYPES:
         dtype = torch.float32 if name in ("float32", "tfloat32") else getattr(torch, name)
         a = torch.randn(n, n, device="cuda", dtype=dtype, generator=gen)
         b = torch.randn(n, n, device="cuda", dtype=dtype, generator=gen)

@@ -32,24 +32,15 @@ RUNS = 3
 Timer = Callable[[Callable[[], object], Callable[[], None], int], list[float]]
 
 
-def perf_counter_timer(launch: Callable[[], object], reset: Callable[[], None],
-                       runs: int) -> list[float]:
-    """Wall-clock seconds of each launch (:func:`~sweeper.measure.time_host`): right where
-    a launch returns when done (the Triton interpreter, a CPU)."""
-    return [ms / 1e3 for ms in time_host(launch, warmup=0, repeat=runs, flush=reset)]
-
-
-def cuda_event_timer(launch: Callable[[], object], reset: Callable[[], None],
-                     runs: int) -> list[float]:
-    """GPU seconds of each launch between a pair of CUDA events, ``reset`` queued before
-    each start event (:func:`~sweeper.measure.time_cuda`)."""
-    return [ms / 1e3 for ms in time_cuda(launch, warmup=0, repeat=runs, flush=reset)]
-
-
 def timer_for(tensors: Sequence[Any]) -> Timer:
-    """CUDA events when the call's first tensor is on a GPU, else ``perf_counter``."""
+    """Seconds of each launch: GPU seconds between a pair of CUDA events, ``reset`` queued
+    before each start event (:func:`~sweeper.measure.time_cuda`), when the call's first
+    tensor is on a GPU; else wall-clock seconds (:func:`~sweeper.measure.time_host`), right
+    where a launch returns when done (the Triton interpreter, a CPU)."""
     first = next(iter(tensors), None)
-    return cuda_event_timer if getattr(first, "is_cuda", False) else perf_counter_timer
+    clock = time_cuda if getattr(first, "is_cuda", False) else time_host
+    return lambda launch, reset, runs: [
+        ms / 1e3 for ms in clock(launch, warmup=0, repeat=runs, flush=reset)]
 
 
 def resetter(restore: Sequence[Any], zero: Sequence[Any]) -> Callable[[], None]:
@@ -108,5 +99,4 @@ def measure(launches: Sequence[Callable[[], object]], reset: Callable[[], None],
     return Measured(tuple(seconds), chosen, tuple(failures))
 
 
-__all__ = ["RUNS", "Measured", "Timer", "cuda_event_timer", "measure", "perf_counter_timer",
-           "resetter", "timer_for"]
+__all__ = ["RUNS", "Measured", "Timer", "measure", "resetter", "timer_for"]

@@ -117,20 +117,15 @@ class Nearness:
         return max(self.factor, 1 / self.factor) > FAR_RATIO
 
 
-def nearness(tuned: Mapping[str, int], asked: Mapping[str, int]) -> Nearness:
-    """How far the problem ``tuned`` is from ``asked`` (the same names: dimensions, or
-    ``{"footprint": bytes}``)."""
-    logs = {d: math.log2(tuned[d] / v) for d, v in asked.items()}
-    worst = max(logs, key=lambda d: abs(logs[d]))
-    return Nearness(log_distance(tuned, asked), worst, 2.0 ** logs[worst])
-
-
 def nearest(problems: Sequence[Mapping[str, int]], asked: Mapping[str, int]
             ) -> tuple[int, Nearness]:
     """The position in ``problems`` of the one nearest to ``asked`` by the rule above, and
-    how near; ``problems`` must not be empty and each must have ``asked``'s names."""
+    how near; ``problems`` must not be empty and each must have ``asked``'s names
+    (dimensions, or ``{"footprint": bytes}``)."""
     at = nearest_index(problems, asked)
-    return at, nearness(problems[at], asked)
+    logs = {d: math.log2(problems[at][d] / v) for d, v in asked.items()}
+    worst = max(logs, key=lambda d: abs(logs[d]))
+    return at, Nearness(log_distance(problems[at], asked), worst, 2.0 ** logs[worst])
 
 
 __all__ = [
@@ -144,5 +139,4 @@ __all__ = [
     "gpu_model",
     "match_gpu",
     "nearest",
-    "nearness",
 ]

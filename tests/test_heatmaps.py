@@ -20,7 +20,7 @@ from sweeper.report._heatmaps import WIDE_CI_PCT, short_names
 from sweeper.report._html import _map
 from sweeper.space import Problem, format_size
 from sweeper.trial import TrialStatus
-from tests.test_report import TRIALS, copy_study, final, record
+from tests.test_report import COPY_AXES, TRIALS, copy_study, final, record
 
 GRIDS, BLOCKS = ["sms", "2*sms"], [32, 64]
 
@@ -70,7 +70,7 @@ def at(trial, footprint, scale=1.0):
                                gbps=trial.gbps * scale)
 
 
-def test_one_colour_scale_for_the_study_by_default_per_problem_or_map_on_request():
+def test_one_colour_scale_for_the_study_by_default_per_problem_or_map_on_request(tmp_path):
     """A problem whose rates spread 4 % must not fill the whole scale: by default every
     map of the study shares one range; ``problem`` and ``map`` narrow it on request."""
     small = [at(t, 1 << 20, 0.5) for t in TRIALS]              # 25-200 GB/s
@@ -80,8 +80,12 @@ def test_one_colour_scale_for_the_study_by_default_per_problem_or_map_on_request
                for m in both)
     per_problem = maps([*TRIALS, *small], scale="problem")
     assert [m.scale for m in per_problem] == [(25.0, 200.0)] * 3 + [(50.0, 400.0)] * 3
-    older = maps([*TRIALS, *small], shared_scale=True)                   # the older flag
-    assert [(m.scale, m.caption) for m in older] == [(m.scale, m.caption) for m in per_problem]
+    store = copy_study(tmp_path, records=[*TRIALS, *small], axes={
+        **COPY_AXES, "footprint": ["1MiB", "1GiB"]})
+    older = study_tables(store, shared_scale=True).heatmaps             # the older flag
+    assert [(m.scale, m.caption) for m in older] == [
+        (m.scale, m.caption) for m in study_tables(store, scale="problem").heatmaps]
+    assert [m.scale for m in older] == [(25.0, 200.0)] * 3 + [(50.0, 400.0)] * 3
     own = maps([*TRIALS, *small], scale="map")
     assert all(m.scale is None and "colour: this map's own range" in m.caption for m in own)
     fig = heatmap_figure(both[3])                    # 1GiB, BLOCK=256: its own range 100-300

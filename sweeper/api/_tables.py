@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sweeper.ceilings import Ceilings
 from sweeper.interop import trials_table
-from sweeper.report._tables import headline_table, rate_column, trials_frame
-from sweeper.report._write import study_headline
+from sweeper.kernels import Headline
+from sweeper.report._tables import headline_table, rate_column, study_frame
 from sweeper.store import Storage
 from sweeper.winners import Winners
 
@@ -26,10 +25,9 @@ def winners_table(store: Storage) -> pd.DataFrame:
     meta = store.study_meta()
     trials, _ = store.records()
     meta_names = list(meta.meta_axes)
-    ceilings = Ceilings.from_json(meta.ceilings) if meta.ceilings else None
-    frame = trials_frame(trials, meta_names, ceilings, study_headline(meta))
+    frame = study_frame(meta, trials)
     picks = list(Winners.of(store).picks(trials).values())
-    shown = headline_table(picks, frame, meta_names, rate_column(frame, study_headline(meta))) \
+    shown = headline_table(picks, frame, meta_names, rate_column(frame, Headline(meta.headline))) \
         if picks else pd.DataFrame(columns=["problem", "number", "median_ms"])
     typed = trials_table(store)
     problem = typed[["number", *PROBLEM, *typed.attrs["dims"]]]

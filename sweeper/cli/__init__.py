@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.debug:
                 raise
             # one line, whatever text from a file the message quotes (sweeper.escape)
-            print(printable(f"sweeper: {err}" if not _located(err) else str(err)),
+            print(printable(f"sweeper: {err}" if not hasattr(err, "line") else str(err)),
                   file=sys.stderr)
             return getattr(err, "exit_status", EXIT_USAGE)
         except KeyboardInterrupt:
@@ -154,10 +154,6 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):     # not a real file (a test's capture)
         pass
-
-
-def _located(err: SweeperError) -> bool:
-    return hasattr(err, "line")
 
 
 def _one_line(show: Any) -> Any:

@@ -40,12 +40,12 @@ class Format:
 
 
 FORMATS: dict[str, Format] = {
-    "csv": Format("sweeper.interop._csv:write_csv",
+    "csv": Format("sweeper.interop._files:write_csv",
                   "a replay table of every trial that ran (default path: STUDY/replay.csv)"),
     "parquet": Format("sweeper.interop._parquet:write_parquet",
                       "every trial, typed, with its raw samples (default path: "
                       "STUDY/trials.parquet; needs pyarrow)"),
-    "triton": Format("sweeper.interop._triton:write_triton",
+    "triton": Format("sweeper.interop._files:write_triton",
                      "a Python module of triton.Configs, key and grid, per GPU (default "
                      "path: STUDY/tuned_configs.py)"),
     "optuna": Format("sweeper.interop._optuna:write_optuna",

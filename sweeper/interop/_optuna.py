@@ -46,7 +46,7 @@ from sweeper.export import output_file
 from sweeper.fsio import replace as rename_over
 from sweeper.fsio import write_error, write_temp
 from sweeper.interop import Written
-from sweeper.report._write import study_headline
+from sweeper.kernels import Headline
 from sweeper.store import Storage, TrialRecord
 from sweeper.store._url import mask_url
 from sweeper.trial import TrialStatus
@@ -87,7 +87,7 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
         for name in held:
             optuna.delete_study(study_name=name, storage=storage)
         axes = {a: v for a, v in meta.axes.items() if a not in problem_axes}
-        rate = study_headline(meta).value
+        rate = Headline(meta.headline).value
         since = _time(str(meta.created)) or UNKNOWN_START
         for label, group in groups.items():
             study = optuna.create_study(study_name=names[label], storage=storage,

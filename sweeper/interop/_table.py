@@ -14,9 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.ceilings import Ceilings
-from sweeper.report._tables import trials_frame
-from sweeper.report._write import study_headline
+from sweeper.kernels import Headline
+from sweeper.report._tables import study_frame
 from sweeper.store import Storage
 from sweeper.trial import TrialStatus
 
@@ -37,10 +36,8 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     names, so a table written to a file says what it is."""
     meta = store.study_meta()
     trials, _ = store.records()
-    headline = study_headline(meta)
-    ceilings = Ceilings.from_json(meta.ceilings) if meta.ceilings else None
     meta_names = list(meta.meta_axes)
-    df = trials_frame(trials, meta_names, ceilings, headline)
+    df = study_frame(meta, trials)
     dims = list(df.attrs.get("dims", ()))
     if df.empty:
         df = pd.DataFrame(columns=[*LEAD, "median_ms"])
@@ -60,7 +57,7 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     order = [c for c in (*LEAD, *meta_names, *dims, *axes) if c in df]
     df = df[order + [c for c in df if c not in order]]
     df.attrs = {"study": meta.study, "kernel": meta.kernel, "gpu": meta.gpu,
-                "headline": headline.unit, "params": list(meta.axes),
+                "headline": Headline(meta.headline).unit, "params": list(meta.axes),
                 "dims": dims}
     return df
 

@@ -121,7 +121,7 @@ class HeatmapData(NamedTuple):
 def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[str],
              block_order: Sequence[int], *, kernel: str, gpu: str,
              headline: Headline = Headline.GBPS, picks: Mapping[int, Pick] | None = None,
-             shared_scale: bool = False, scale: str | None = None) -> list[HeatmapData]:
+             scale: str = "study") -> list[HeatmapData]:
     """A heatmap per (meta values, problem), plus the best over meta values, problems in
     (dtype, footprint, dimensions, cache) order; maps of one meta values' configs with a
     number in one cell only are folded into the best-over-meta map (see above), and a
@@ -130,9 +130,7 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
 
     ``picks`` (trial number -> :class:`Pick`) are the configs the study ends with; a map
     marks its problem's pick where the pick lies in it, else its own best cell.
-    ``scale``: one of :data:`SCALES` (default ``study``); ``shared_scale`` without it
-    means ``problem``."""
-    scale = scale or ("problem" if shared_scale else "study")
+    ``scale``: one of :data:`SCALES`."""
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}, but got {scale!r}")
     metric = rate_column(df, headline)

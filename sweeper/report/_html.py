@@ -266,7 +266,8 @@ def _sections() -> list[tuple[str, str, Callable[[ReportTables], list[str]]]]:
             ("charts", "Footprint curves and roofline", _charts),
             ("finals", "Winners, re-measured interleaved", _finals),
             ("trials", "Every trial", _trials), ("failures", "Trials without a number", _failures),
-            ("factors", "What varied, and what was held fixed", _factors),
+            ("factors", "What varied, and what was held fixed",
+             lambda tables: [html_table(_shared.factors_table(tables))]),
             ("best", "Best configs in the sweep", _best), ("provenance", "Provenance", _provenance)]
 
 
@@ -283,10 +284,6 @@ def _head(tables: ReportTables) -> list[str]:
     out.append(_p(_shared.counts_sentence(tables)))
     out.append("<div class=\"sw-tip\" hidden></div>")
     return out
-
-
-def _factors(tables: ReportTables) -> list[str]:
-    return [html_table(_shared.factors_table(tables))]
 
 
 def _picks(tables: ReportTables) -> list[str]:

@@ -211,15 +211,9 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
          f"`trials.jsonl` in this folder (the samples replayed from "
          f"{env.get('replay_table', 'the table')})"),
         ("conclusion", conclusion),
-        *([("busy in the last run", busy_text(meta.last_run["gpu_busy"]))]
+        *([("busy in the last run", Busy.from_json(meta.last_run["gpu_busy"]).line())]
           if meta.last_run.get("gpu_busy") else []),
     ]
-
-
-def busy_text(kept: dict[str, Any]) -> str:
-    """How busy the last run kept its GPUs, from what ``study.json`` kept: the line the
-    run printed (figures rounded as kept)."""
-    return Busy.from_json(kept).line()
 
 
 def reproduce_command(meta: StudyMeta) -> str:

@@ -86,6 +86,17 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
     return df
 
 
+def study_frame(meta: StudyMeta, trials: Sequence[TrialRecord]) -> pd.DataFrame:
+    """:func:`trials_frame` of a study's trials: its meta-parameters, the ceilings it
+    recorded and its kernel's headline rate."""
+    return trials_frame(trials, meta.meta_axes, study_ceilings(meta), Headline(meta.headline))
+
+
+def study_ceilings(meta: StudyMeta) -> Ceilings | None:
+    """The ceilings the study recorded, if any."""
+    return Ceilings.from_json(meta.ceilings) if meta.ceilings else None
+
+
 def _dims_text(problem: Problem) -> str:
     """The dimensions a problem is named by; empty for one its footprint names."""
     return "" if problem.sized_by_footprint else show_dims(problem.dims)

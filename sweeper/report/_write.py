@@ -38,7 +38,8 @@ from sweeper.report._tables import (
     rate_column,
     single_valued,
     stop_counts,
-    trials_frame,
+    study_ceilings,
+    study_frame,
     unit,
 )
 from sweeper.store import DriftRecord, DutyRecord, ProblemKey, Storage, StudyMeta
@@ -78,10 +79,8 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     trials, baselines = store.records()
     winners = Winners.of(store)            # the newest final of each problem counts
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
-    ceilings = Ceilings.from_json(meta.ceilings) if meta.ceilings else None
-    meta_names = meta.meta_axes
-    headline = study_headline(meta)
-    df = trials_frame(trials, meta_names, ceilings, headline)
+    ceilings, meta_names, headline = study_ceilings(meta), meta.meta_axes, Headline(meta.headline)
+    df = study_frame(meta, trials)
     metric = rate_column(df, headline)
     axes = meta.axes
     blocks = sorted(int(b) for b in axes.get("block", []) if str(b).isdigit())
@@ -157,11 +156,6 @@ def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
                         f"sweeper calibrate, {ceilings.measured}" if ceilings else "")
         roof = roof if len(roof.points) else None       # nothing on it: % of ceiling says it
     return curves, roof
-
-
-def study_headline(meta: StudyMeta) -> Headline:
-    """The kernel's headline rate, as the study recorded it."""
-    return Headline(meta.headline)
 
 
 def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = False,
@@ -243,7 +237,9 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
                      "not_drawn": [m.name for m in tables.heatmaps if not m.drawn]},
         "record": dict(tables.record),
         "footprint_curves": [_curve_json(c) for c in tables.footprint],
-        "roofline": _roofline_json(tables.roofline),
+        "roofline": {"gpu": roof.gpu, "roofs": [r._asdict() for r in roof.roofs],
+                     "points": _records(roof.points), "beside": roof.beside}
+        if (roof := tables.roofline) is not None else None,
     }
 
 
@@ -266,11 +262,3 @@ def _curve_json(curve: FootprintCurve) -> dict[str, Any]:
             "ceiling": {"label": curve.ceiling_label, "points": _records(curve.ceiling)},
             "bound": {"label": curve.bound_label, "value": curve.bound},
             "l2_bytes": curve.l2_bytes, "caption": curve.caption}
-
-
-def _roofline_json(roof: Roofline | None) -> dict[str, Any] | None:
-    """The roofs (bytes/s or FLOP/s) and the winners placed against them."""
-    if roof is None:
-        return None
-    return {"gpu": roof.gpu, "roofs": [r._asdict() for r in roof.roofs],
-            "points": _records(roof.points), "beside": roof.beside}

@@ -34,21 +34,20 @@ TOP_KEYS = ("study", "kernel", "from_autotune", "sampler", "seed", "params", "co
             "measure", "budget", "extends")
 
 
-def reachable(path: Path, allow: Sequence[str | Path] = ()) -> tuple[Path, ...]:
+def reachable(path: Path, allow: Sequence[str | Path]) -> tuple[Path, ...]:
     """The folders the space file at ``path`` may extend files from: its own first, then
     those in ``allow`` and in ``$SWEEPER_ALLOW_PATH``."""
     extra = [*allow, *(p for p in os.environ.get(ALLOW_ENV, "").split(os.pathsep) if p)]
     return (path.parent.resolve(), *(Path(p).expanduser().resolve() for p in extra))
 
 
-def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...] = (),
+def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
                  text: str | None = None) -> tuple[Any, Where, str]:
     """The file's data merged over what it extends, with where each key came from, and
-    the text of every file read; ``roots``: the folders ``extends:`` may reach (default:
-    the file's own, see :func:`reachable`).  ``text``: the space itself, given rather
-    than read (``path`` then only names it, and its folder is where ``extends:`` looks)."""
+    the text of every file read; ``roots``: the folders ``extends:`` may reach
+    (:func:`reachable`).  ``text``: the space itself, given rather than read (``path``
+    then only names it, and its folder is where ``extends:`` looks)."""
     file = str(path)
-    roots = roots or reachable(path)
     if text is None:
         try:
             raw = read_capped(path)

@@ -102,10 +102,7 @@ class StudyStore(Storage):
         with self._lock.held():
             meta = self.meta()
             edit(meta)
-            self._write_meta(meta)
-
-    def _write_meta(self, meta: dict[str, Any]) -> None:
-        atomic_write(self.root / META, _meta_text(meta))
+            atomic_write(self.root / META, _meta_text(meta))
 
     def open_journal(self) -> None:
         """Take the study for this process and repair its journal if it needs it (a run

@@ -80,19 +80,14 @@ def database_url(url: str) -> sa.URL:
         raise refuse("an @ after USER:PASSWORD@ (write an @ in a password as %40)")
     if re.search(r"\s", parsed.host or ""):
         raise refuse("a space in its host")
-    known = _libpq_parameters()
+    from psycopg import pq
+
+    known = {d.keyword.decode() for d in pq.Conninfo.get_defaults()}   # the installed libpq's
     unknown = sorted(set(parsed.query) - known)
     if unknown:
         raise refuse(f"libpq takes no parameter {unknown[0]!r} (it takes "
                      f"{', '.join(sorted(known))})")
     return parsed
-
-
-def _libpq_parameters() -> set[str]:
-    """The parameters the installed libpq takes in a connection string."""
-    from psycopg import pq
-
-    return {d.keyword.decode() for d in pq.Conninfo.get_defaults()}
 
 
 def with_timeouts(url: sa.URL) -> sa.URL:

@@ -1,0 +1,31 @@
+"""``--format csv`` and ``--format triton``: the study as a replay table
+(:func:`sweeper.export.export_csv`), and its winners as an importable module of
+``triton.Config`` objects (:func:`sweeper.export_triton.export_triton`)."""
+
+from __future__ import annotations
+
+from sweeper.export import export_csv
+from sweeper.export_triton import export_triton
+from sweeper.interop import Written
+from sweeper.store import Storage, StudyStore
+
+
+def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> Written:
+    """Every trial that ran, as a table ``--device replay:`` serves (default path:
+    STUDY/replay.csv).  Trials ruled out by constraints (``invalid``) and configs a
+    replayed table lacked (``missing``) measured nothing, and a replay table cannot hold
+    them, so they are left out; the Parquet export keeps every trial.  An existing file is
+    replaced whole (``replace`` changes nothing)."""
+    path, count = export_csv(store, target or store.root / "replay.csv")
+    return Written(str(path), f"wrote {count} trials to {path} (replay it with "
+                   f"--device replay:{path})")
+
+
+def write_triton(store: StudyStore, target: str | None, *, replace: bool = False) -> Written:
+    """Each GPU's winners, ``configs(k)``, ``key`` and ``grid`` in a Python module that
+    imports only triton (default path: STUDY/tuned_configs.py); another GPU's study adds
+    its section to the same file (``replace`` changes nothing)."""
+    path, section = export_triton(store, target or store.root / "tuned_configs.py")
+    return Written(str(path), f"wrote {len(section['winners'])} winner(s) and "
+                   f"{len(section['ranked'])} distinct config(s) to {path} (import it; "
+                   "configs(k=4) feeds @triton.autotune)")
