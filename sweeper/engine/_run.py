@@ -215,6 +215,8 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              startup_s=clock.startup_s(), report_s=clock.steps().get("report"),
              report_maps=clock.report_maps,
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
+             first_compile_s=own[0].cold_s if own and device.measures_gpu and
+             (own[0].cold_s or 0.0) >= COMPILED_S else None,
              pool_compiles_s=summary.compiles_s,
              ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
              # a trial's own seconds, its compile and its power schedule's cool-down or
