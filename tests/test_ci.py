@@ -1,5 +1,6 @@
 """CI runs what the docs say it runs: README's two set-up commands, then ruff and mypy
-from the same install (docs/architecture.md, "Checks")."""
+from the same install (docs/architecture.md, "Checks"), then the report's tests under the
+oldest pandas of each line allowed."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ def test_ci_runs_the_readme_set_up_then_the_linters():
     readme = _bash_block((ROOT / "README.md").read_text(encoding="utf-8"), "## Set up")
     ci_text = (ROOT / ".ci/run").read_text(encoding="utf-8")
     marker = '# README.md "Set up", word for word:'
-    assert marker in ci_text
-    ci = _commands(ci_text.split(marker, 1)[1])
+    older = "# The report's tests again under the oldest pandas"
+    assert marker in ci_text and older in ci_text
+    ci = _commands(ci_text.split(marker, 1)[1].split(older, 1)[0])
     assert ci == [*_commands(readme), "ruff check .", "mypy"]
     checks = _bash_block((ROOT / "docs/architecture.md").read_text(encoding="utf-8"),
                          "## Checks")
@@ -69,3 +71,13 @@ def test_the_readme_install_brings_the_linters():
     if "-n" in project["tool"]["pytest"]["ini_options"]["addopts"].split():
         assert "pytest-xdist" in names          # the plugin that reads pytest's -n
     assert "ruff" in project["tool"] and "mypy" in project["tool"]
+
+
+def test_ci_tests_the_report_under_the_oldest_pandas_allowed():
+    """pyproject.toml's pandas floor is what CI tests: each line's oldest release runs the
+    report's tests after the newest ran the suite."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (floor,) = [r for r in project["project"]["dependencies"] if r.startswith("pandas")]
+    ci_text = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    assert floor == "pandas>=2.2" and '"pandas==2.2.*" "pandas==3.0.*"' in ci_text
