@@ -185,7 +185,9 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.launch_scale[kernel] = round(statistics.median(launch_scales) ** weight, 4)
     if startup_s is not None:
         costs.startup_s = round(startup_s, 3)
-    if report_s is not None:
+    # a report of no heatmaps says nothing of what a map costs: its seconds would be
+    # kept beside the last report's maps, and the next estimate scaled from that pair
+    if report_s is not None and report_maps != 0:
         costs.report_s = round(report_s, 3)
         costs.report_maps = report_maps or costs.report_maps
     if compiles_s:

@@ -352,6 +352,9 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
     note_run("GPU Y", kernel="copy", sampler="exhaustive", startup_s=None, report_s=9.0,
              report_maps=107, compiles_s=[], ask_s=None)
     assert (run_costs("GPU Y").report_s, run_costs("GPU Y").report_maps) == (9.0, 107)
+    note_run("GPU Y", kernel="copy", sampler="exhaustive", startup_s=None, report_s=0.5,
+             report_maps=0, compiles_s=[], ask_s=None)        # nothing drawn: kept as it was
+    assert (run_costs("GPU Y").report_s, run_costs("GPU Y").report_maps) == (9.0, 107)
     # a compile in the pool (beside the pool's other processes) is kept apart from one in
     # the worker; each stands in for the other where only one was measured
     note_run("GPU Z", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=None,
