@@ -28,6 +28,11 @@
 #             load each); the binaries each run kept (binaries.json) counted after each
 #   llm       benchmarks/spaces/matmul-llm.yaml (576 configs over an LLM layer's four
 #             matmul shapes) from a cold Triton cache, then warm
+#   finals    the finals' schedule on power-bound matmuls: cool-downs before each entrant
+#             (measure.finals_duty: cool, the default) against sustained load (sustained),
+#             each twice on the ffn space (warm) and once on matmul-8k, every winner looked
+#             up in a cool measurement of every config (ffn under {cool: 100ms}; 8k: the two
+#             {cool: 1s} studies of docs/raw/2026-12-02-s14/duty-studies.tgz)
 #   spread    spaces/matmul-8k.yaml under TPE, $SPREAD_TRIALS (15) trials, each from an empty
 #             Triton cache:
 #             the compile pool fed every valid config in a seeded order (SpreadHints, the
@@ -68,7 +73,7 @@ run() {   # NAME CACHE SPACE [run options...]
 
 rank() {  # A B [--top N]
   echo "# rank_stability $*" | tee -a "$OUT/ranks.log"
-  python3 benchmarks/rank_stability.py "$@" 2>&1 | tee -a "$OUT/ranks.log" | tail -4
+  python3 benchmarks/rank_stability.py "$@" 2>&1 | tee -a "$OUT/ranks.log" | tail -6
 }
 
 for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
@@ -140,6 +145,29 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
           "$SWEEPER_CACHE/binaries.json" 2>&1 | tee -a "$OUT/newshapes-${name%%:*}.log"
     done
     unset SWEEPER_CACHE ;;
+  finals)
+    run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+    for sp in ffn:benchmarks/spaces/matmul-ffn.yaml 8k:spaces/matmul-8k.yaml; do
+      sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' "${sp#*:}" \
+          > "$studies/${sp%%:*}-sustained.yaml"
+    done
+    sed 's/cache: cold}/cache: cold, duty: {cool: 100ms}}/' benchmarks/spaces/matmul-ffn.yaml \
+        > "$studies/ffn-cool.yaml"
+    for r in a b; do
+      run "ffn-finals-cool-$r" ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+      run "ffn-finals-sustained-$r" ffn "$studies/ffn-sustained.yaml" --no-report
+    done
+    run ffn-cool ffn "$studies/ffn-cool.yaml" --no-report
+    for r in cool-a cool-b sustained-a sustained-b; do
+      rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-finals-$r"
+    done
+    run 8k-finals-sustained cold-8k "$studies/8k-sustained.yaml" --no-report
+    run 8k-finals-cool cold-8k spaces/matmul-8k.yaml --no-report
+    ref=$(mktemp -d); tar xzf docs/raw/2026-12-02-s14/duty-studies.tgz -C "$ref"
+    for r in sustained cool; do
+      rank "$ref/cool-1s-a" "$OUT/studies/8k-finals-$r"
+      rank "$ref/cool-1s-b" "$OUT/studies/8k-finals-$r"
+    done ;;
   spread)
     sed 's/^sampler: exhaustive/sampler: tpe/' spaces/matmul-8k.yaml > "$studies/matmul-8k-tpe.yaml"
     run spread-pool spread-pool "$studies/matmul-8k-tpe.yaml" --trials "${SPREAD_TRIALS:-15}" \

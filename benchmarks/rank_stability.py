@@ -5,7 +5,8 @@
 Over the configs measured in both studies, takes the ``--top`` fastest of study A by
 sweep median and prints the Spearman rank correlation of their medians in A and B, each
 config's two medians, and from each study's interleaved final the winner, its median,
-and its speed against the torch baseline measured in the same rounds.  Used to show
+and its speed against the torch baseline measured in the same rounds, and each final's
+winner as the other study's sweep measured it (against that sweep's fastest).  Used to show
 that a power-bound problem's ranking does not depend on when each config was measured.
 """
 
@@ -51,6 +52,18 @@ def main() -> None:
                     f"the same rounds: winner at {ratio:.3f}x" if ratio else "")
             print(f"{name}: winner #{final.winner} {row.stats.median:.4f} ms over "
                   f"{len(final.finalists)} finalists{base}; {final.duty or 'no duty schedule'}")
+    # each final's winner as the other study's sweep measured it: a policy that decides
+    # differently is judged by what its winner costs under the other's conditions
+    keys = [{n: k for k, (n, _) in m.items()} for m in (ma, mb)]
+    for (name, store, own), (other_name, other) in zip(
+            zip("AB", stores, keys, strict=True), (("B", mb), ("A", ma)), strict=True):
+        fastest = min(ms for _, ms in other.values())
+        for final in Winners.of(store).finals.values():
+            key = own.get(final.winner)
+            if key in other:
+                print(f"{name}'s winner #{final.winner} in {other_name}'s sweep: "
+                      f"{other[key][1]:.4f} ms, {other[key][1] / fastest:.4f}x "
+                      f"{other_name}'s fastest {fastest:.4f} ms")
     print(f"Spearman over A's top {len(common)} configs measured in both: {rho:.3f}")
 
 

@@ -183,7 +183,8 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
                                                    round_=round_)
     entrants = min(count, MAX_FINALISTS) + 1
     launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
-    settles = 0 if duty is None else (
+    # under sustained load the entrants run back to back: nothing precedes them
+    settles = 0 if duty is None or duty.kind == "sustained" else (
         max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
         if duty.kind == "cool" else 1)
     per_entrant = launches_s + settles * (duty.seconds if duty else 0) + FINALS_OVERHEAD_S

@@ -36,7 +36,7 @@ from sweeper.devices import DeviceFacts, PlanCosts
 from sweeper.errors import SweeperError
 from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
 from sweeper.fsio import atomic_write
-from sweeper.measure import DEFAULT_DUTY, SUSTAINED
+from sweeper.measure import SUSTAINED
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.study import RuledOut, resolved
 
@@ -443,7 +443,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
             elif shape.cold:
                 binaries.add(binary_of(outcome))
     power = computing and measure.duty == "auto"
-    finals_duty = fixed.for_finals() if fixed is not None else DEFAULT_DUTY if power else None
+    finals_duty = fixed.for_finals() if fixed is not None else \
+        SUSTAINED.for_finals(measure.finals_duty) if power else None
     finals_s = sum(finals_estimate_s(count, 1e3 * launch, finals_duty, typical=True,
                                      rounds=costs.finals_rounds, round_=finals_round)
                    for count, launch in problems.values()) if finals else 0.0

@@ -249,6 +249,8 @@ CASES = [
          "measure.duty.cool: 'inf' is not a positive duration"),
     Case("duty-a-list", space(extra="measure: {duty: [cool, load]}\n"), 8,
          "measure.duty: ['cool', 'load'] is not a duty schedule"),
+    Case("finals-duty-unknown", space(extra="measure: {finals_duty: warm}\n"), 8,
+         "measure.finals_duty: 'warm' is not a finals schedule; allowed: cool, sustained"),
     Case("abandon-inf", space(extra="measure: {abandon: .inf}\n"), 8,
          "measure.abandon: inf is not a factor above 1"),
     Case("abandon-nan", space(extra="measure: {abandon: .nan}\n"), 8,

@@ -218,6 +218,30 @@ def test_sustained_load_loads_an_idle_gpu_only(monkeypatch):
     assert SUSTAINED.for_finals() == DEFAULT_DUTY and DEFAULT_DUTY.for_finals() == DEFAULT_DUTY
 
 
+def test_finals_under_sustained_load_never_idle_the_gpu(write_space, tmp_path, monkeypatch):
+    slept = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    sweep, store = _power_sweep(write_space, tmp_path / "s", ", finals_duty: sustained")
+    summary = sweep.run()
+    assert store.read(DutyRecord)[0].duty == SUSTAINED
+    assert summary.duty.endswith("and the finals with configs sampled back to back under "
+                                 "sustained load (after an idle GPU, 0.2 s of the config's "
+                                 "own work first) (measure.duty: auto)")
+    final = summary.finals[0]
+    assert final.duty == SUSTAINED.describe() and final.rounds >= 3
+    assert slept == []                               # no cool-down, in the sweep or the finals
+
+
+def test_the_finals_schedule_follows_only_a_sustained_sweep():
+    assert SUSTAINED.for_finals("sustained") == SUSTAINED
+    cool = Duty("cool", 1.0)
+    assert cool.for_finals("sustained") == cool and cool.for_finals("cool") == cool
+    from sweeper.finals import finals_estimate_s
+    # back to back: what the entrants' launches and host work cost, no cool-down or load
+    assert finals_estimate_s(5, 1.0, SUSTAINED) == pytest.approx(finals_estimate_s(5, 1.0, None))
+    assert finals_estimate_s(5, 1.0, DEFAULT_DUTY) > finals_estimate_s(5, 1.0, SUSTAINED) + 2
+
+
 def test_a_resumed_power_bound_study_keeps_its_schedule(write_space, tmp_path, monkeypatch):
     monkeypatch.setattr(time, "sleep", lambda s: None)
     sweep, store = _power_sweep(write_space, tmp_path / "s")

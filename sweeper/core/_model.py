@@ -161,6 +161,10 @@ class MeasureSpec:
     #: load for ``duty_s`` before every config's samples (sweeper.measure._duty)
     duty: str = "auto"
     duty_s: float = DEFAULT_DUTY.seconds
+    #: under ``duty: auto`` once a problem is power-bound, what precedes each finalist's
+    #: samples: ``cool`` (:data:`~sweeper.measure._duty.DEFAULT_DUTY`'s cool-down) or
+    #: ``sustained`` (back to back, as the sweep measured them)
+    finals_duty: str = "cool"
 
     def fixed_duty(self) -> Duty | None:
         """The schedule the space asks for outright; ``None`` for ``off``, and for ``auto``

@@ -73,7 +73,8 @@ class InterpretDevice(Device):
     def measure_spec(self, spec: MeasureSpec) -> MeasureSpec:
         return MeasureSpec(warmup=min(spec.warmup, MAX_WARMUP),
                            repeat=min(spec.repeat, MAX_REPEAT), stop="fixed",
-                           timeout_s=spec.timeout_s, duty=spec.duty, duty_s=spec.duty_s)
+                           timeout_s=spec.timeout_s, duty=spec.duty, duty_s=spec.duty_s,
+                           finals_duty=spec.finals_duty)
 
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         return time_host(launch, warmup=warmup, repeat=repeat)

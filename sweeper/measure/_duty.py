@@ -86,11 +86,15 @@ class Duty:
                     f"GPU, {self.seconds:g} s of the config's own work first)")
         return f"{self.seconds:g} s of the config's own work before its samples"
 
-    def for_finals(self) -> Duty:
+    def for_finals(self, finals: str = "cool") -> Duty:
         """The schedule the finals' entrants follow: a sweep under sustained load is
-        decided after :data:`DEFAULT_DUTY`'s cool-downs, where configs 1 % apart rank
-        reliably; any other schedule is kept."""
-        return DEFAULT_DUTY if self.kind == "sustained" else self
+        decided after :data:`DEFAULT_DUTY`'s cool-downs (``finals`` ``cool``), where
+        configs 1 % apart rank reliably, or under the same sustained load (``finals``
+        ``sustained``: entrants back to back, the GPU never idles for them); any other
+        schedule is kept."""
+        if self.kind == "sustained" and finals == "cool":
+            return DEFAULT_DUTY
+        return self
 
     def settle(self, launch: Callable[[], None], synchronize: Callable[[], None]) -> None:
         """Bring the GPU to the schedule's state before ``launch``'s samples."""

@@ -828,6 +828,7 @@ MEASURE = {
         "description": "what precedes each config's samples on a power-bound problem: auto "
                        "(a 100 ms cool-down once the power cap shows), off, {cool: 1s} or "
                        "{load: 500ms}"}, _duty),
+    "finals_duty": _one_of(("cool", "sustained"), "{} is not a finals schedule"),
 }
 #: ``budget:``: what ends a search.
 BUDGET = {

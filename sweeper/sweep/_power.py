@@ -5,7 +5,8 @@ sampling window shows the power cap (or board power near its limit) makes the st
 power-bound: from then on the sweep measures under :data:`SUSTAINED` load (configs back
 to back, as the kernel runs in production; a GPU that idled is loaded first), that trial
 is measured again under it, and the finals decide each problem's winner after
-:data:`DEFAULT_DUTY`'s cool-downs (:meth:`Duty.for_finals`).  The switch is a
+:data:`DEFAULT_DUTY`'s cool-downs, or under the same sustained load
+(``measure.finals_duty``, :meth:`Duty.for_finals`).  The switch is a
 :class:`DutyRecord` in the journal, so a resumed study keeps the schedule (a study that
 switched to ``DEFAULT_DUTY`` itself keeps that).  A space that names a schedule
 (``cool``, ``load``) or ``off`` is never switched.
@@ -25,6 +26,7 @@ class PowerCheck:
 
     def __init__(self, measure: MeasureSpec, device: Device, store: Journal) -> None:
         self.auto = measure.duty == "auto"
+        self.finals = measure.finals_duty
         self.device, self.store = device, store
         #: what precedes each config's samples: the space's schedule, else none until a
         #: trial shows the study power-bound
@@ -50,7 +52,7 @@ class PowerCheck:
         self.duty = SUSTAINED
         self.note = (f"power-bound from trial #{number} ({why}); from then on "
                      f"{SUSTAINED.describe()}, and the finals with "
-                     f"{SUSTAINED.for_finals().describe()} (measure.duty: auto)")
+                     f"{SUSTAINED.for_finals(self.finals).describe()} (measure.duty: auto)")
         self.store.append(DutyRecord(
             trial=number, reason=why, note=self.note, duty=SUSTAINED,
             first_measurement=FirstMeasurement(
@@ -59,4 +61,4 @@ class PowerCheck:
 
     def finals_duty(self) -> Duty | None:
         """The schedule the finals' entrants follow (:meth:`Duty.for_finals`)."""
-        return self.duty.for_finals() if self.duty is not None else None
+        return self.duty.for_finals(self.finals) if self.duty is not None else None
