@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import textwrap
 from pathlib import Path
@@ -23,7 +25,10 @@ if not torch.cuda.is_available():
 
 # what runs cache (ceilings, CUDA builds, the costs an estimate assumes) goes to a folder of
 # the test session's own, never the user's; a test that needs its own sets it again
-os.environ.setdefault("SWEEPER_CACHE", tempfile.mkdtemp(prefix="sweeper-test-cache-"))
+# (pytest-xdist's workers inherit the controller's); the process that made it removes it
+if "SWEEPER_CACHE" not in os.environ:
+    os.environ["SWEEPER_CACHE"] = tempfile.mkdtemp(prefix="sweeper-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["SWEEPER_CACHE"], ignore_errors=True)
 
 # imported once the environment above is set
 from sweeper.devices import DeviceFacts
