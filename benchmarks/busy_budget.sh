@@ -32,7 +32,8 @@
 #             (measure.finals_duty: cool, the default) against sustained load (sustained),
 #             each twice on the ffn space (warm) and once on matmul-8k, every winner looked
 #             up in a cool measurement of every config (ffn under {cool: 100ms}; 8k: the two
-#             {cool: 1s} studies of docs/raw/2026-12-02-s14/duty-studies.tgz)
+#             {cool: 1s} studies of docs/raw/2026-12-02-s14/duty-studies.tgz); then the
+#             LLM space warm under each (its four problems' finals)
 #   spread    spaces/matmul-8k.yaml under TPE, $SPREAD_TRIALS (15) trials, each from an empty
 #             Triton cache:
 #             the compile pool fed every valid config in a seeded order (SpreadHints, the
@@ -167,7 +168,13 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     for r in sustained cool; do
       rank "$ref/cool-1s-a" "$OUT/studies/8k-finals-$r"
       rank "$ref/cool-1s-b" "$OUT/studies/8k-finals-$r"
-    done ;;
+    done
+    sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' benchmarks/spaces/matmul-llm.yaml \
+        > "$studies/llm-sustained.yaml"
+    run llm-cold llm benchmarks/spaces/matmul-llm.yaml --no-report
+    run llm-finals-cool llm benchmarks/spaces/matmul-llm.yaml --no-report
+    run llm-finals-sustained llm "$studies/llm-sustained.yaml" --no-report
+    rank "$OUT/studies/llm-finals-cool" "$OUT/studies/llm-finals-sustained" ;;
   spread)
     sed 's/^sampler: exhaustive/sampler: tpe/' spaces/matmul-8k.yaml > "$studies/matmul-8k-tpe.yaml"
     run spread-pool spread-pool "$studies/matmul-8k-tpe.yaml" --trials "${SPREAD_TRIALS:-15}" \

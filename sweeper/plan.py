@@ -96,6 +96,11 @@ class RunCosts:
     #: 2.8 s compiling the 45 binaries of spaces/cuda-copy.yaml, at most 62 ms each
     #: (docs/raw/2026-12-03-s17/h200-record.log), rounded up
     NVRTC_COMPILE_S = 0.1
+    #: a Triton kernel's first compile in the worker where none was measured: it starts
+    #: the compiler in that process (on the H200 softmax's took 1.7 s, its others
+    #: 0.14-0.21 s; without it a fresh machine's plan put that run at 1.59 times its
+    #: estimate)
+    FIRST_COMPILE_S = 1.7
     #: seconds of a report that do not grow with its maps (a least-squares line through
     #: the H200's four reports above: 0.4 s and 77 ms a map)
     REPORT_FIXED_S = 0.4
@@ -123,6 +128,16 @@ class RunCosts:
                         (self.compile_s, self.pool_compile_s))
         return first.get(kernel, other.get(
             kernel, self.NVRTC_COMPILE_S if nvrtc else self.COMPILE_S))
+
+
+    def first_compile_of(self, kernel: str, nvrtc: bool = False) -> float:
+        """Seconds the first binary of ``kernel`` a worker compiles takes: as measured,
+        else a fresh compiler's ``FIRST_COMPILE_S`` where nothing of the kernel's
+        compiles was measured (a Triton kernel's), else as any other compile."""
+        unmeasured = not nvrtc and kernel not in self.compile_s and \
+            kernel not in self.pool_compile_s
+        return self.first_compile_s.get(kernel, self.FIRST_COMPILE_S if unmeasured
+                                        else self.compile_of(kernel, nvrtc=nvrtc))
 
 
 def _costs_path() -> Path:
@@ -480,7 +495,7 @@ def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: boo
     nvrtc = shape.binaries is not None and shape.binaries.kind == "nvrtc"
     each = shape.costs.compile_of(shape.kernel, nvrtc=nvrtc)
     # the first binary the worker compiles starts the compiler in its process
-    first = max(each, shape.costs.first_compile_s.get(shape.kernel, each)) - each
+    first = max(each, shape.costs.first_compile_of(shape.kernel, nvrtc)) - each
     after = each + (SUSTAINED.seconds if power else 0.0)
     if shape.sampler not in PLANNED or shape.compile_workers <= 0:
         return first + binaries * after

@@ -306,6 +306,16 @@ def test_a_runs_first_compile_in_the_worker_is_counted_apart(tmp_path, monkeypat
         # once 1.7 s where 0.17 s was counted (behind a pool: the first trial waits for
         # the pool's compile or its own, whichever it measured)
         assert compile_s(kept, **shape) == pytest.approx(compile_s(plain, **shape) + 1.53)
+    # a fresh machine assumes the first compile as the H200 measured it; once the
+    # kernel's compiles were measured, only a measured first compile counts apart
+    fresh = RunCosts()
+    assert fresh.first_compile_of("softmax") == RunCosts.FIRST_COMPILE_S
+    assert fresh.first_compile_of("cuda", nvrtc=True) == RunCosts.NVRTC_COMPILE_S
+    assert plain.first_compile_of("softmax") == plain.compile_of("softmax")
+    as_others = dataclasses.replace(fresh, first_compile_s={"softmax": RunCosts.COMPILE_S})
+    assert compile_s(fresh, sampler="tpe", cold=True) == pytest.approx(
+        compile_s(as_others, sampler="tpe", cold=True) + RunCosts.FIRST_COMPILE_S -
+        RunCosts.COMPILE_S)
 
 
 def test_a_report_is_estimated_by_its_heatmaps():
