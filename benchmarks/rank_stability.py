@@ -28,6 +28,11 @@ def medians(store: StudyStore) -> dict[tuple[str, ...], tuple[int, float]]:
             if t.ok and t.stats}
 
 
+def problems(store: StudyStore) -> dict[tuple[str, ...], object]:
+    """Each measured config's problem: a winner is compared with its own problem's best."""
+    return {t.key(): t.problem for t in store.records()[0] if t.ok and t.stats}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("a")
@@ -55,12 +60,13 @@ def main() -> None:
     # each final's winner as the other study's sweep measured it: a policy that decides
     # differently is judged by what its winner costs under the other's conditions
     keys = [{n: k for k, (n, _) in m.items()} for m in (ma, mb)]
+    of = problems(stores[0]) | problems(stores[1])
     for (name, store, own), (other_name, other) in zip(
             zip("AB", stores, keys, strict=True), (("B", mb), ("A", ma)), strict=True):
-        fastest = min(ms for _, ms in other.values())
         for final in Winners.of(store).finals.values():
             key = own.get(final.winner)
             if key in other:
+                fastest = min(ms for k, (_, ms) in other.items() if of[k] == of[key])
                 print(f"{name}'s winner #{final.winner} in {other_name}'s sweep: "
                       f"{other[key][1]:.4f} ms, {other[key][1] / fastest:.4f}x "
                       f"{other_name}'s fastest {fastest:.4f} ms")
