@@ -34,6 +34,8 @@
 #             up in a cool measurement of every config (ffn under {cool: 100ms}; 8k: the two
 #             {cool: 1s} studies of docs/raw/2026-12-02-s14/duty-studies.tgz); then the
 #             LLM space warm under each (its four problems' finals)
+#   confirm   the ffn space under finals_duty: sustained twice (warm), after a cold run
+#             under the default cool finals: the race's winner and its cool confirmation
 #   spread    spaces/matmul-8k.yaml under TPE, $SPREAD_TRIALS (15) trials, each from an empty
 #             Triton cache:
 #             the compile pool fed every valid config in a seeded order (SpreadHints, the
@@ -175,6 +177,12 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     run llm-finals-cool llm benchmarks/spaces/matmul-llm.yaml --no-report
     run llm-finals-sustained llm "$studies/llm-sustained.yaml" --no-report
     rank "$OUT/studies/llm-finals-cool" "$OUT/studies/llm-finals-sustained" ;;
+  confirm)
+    sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' benchmarks/spaces/matmul-ffn.yaml \
+        > "$studies/ffn-sustained.yaml"
+    run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+    run ffn-confirm-a ffn "$studies/ffn-sustained.yaml" --no-report
+    run ffn-confirm-b ffn "$studies/ffn-sustained.yaml" --no-report ;;
   spread)
     sed 's/^sampler: exhaustive/sampler: tpe/' spaces/matmul-8k.yaml > "$studies/matmul-8k-tpe.yaml"
     run spread-pool spread-pool "$studies/matmul-8k-tpe.yaml" --trials "${SPREAD_TRIALS:-15}" \

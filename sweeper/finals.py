@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.core import MeasureSpec
-from sweeper.measure import PRACTICAL, Duty, Stats, StopRule, summarize, tied_set
+from sweeper.measure import DEFAULT_DUTY, PRACTICAL, Duty, Stats, StopRule, summarize, tied_set
 from sweeper.measure._duty import BURST_S
 from sweeper.store import GpuSlot, ProblemKey, Record, TrialRecord
 from sweeper.store._schema import samples_problem, stats_problem
@@ -50,6 +50,9 @@ MIN_ROUNDS = 3
 #: (``benchmarks/finals_savings.py``), 2 % with ``MIN_ROUNDS`` 3 kept every winner and
 #: all but one borderline tie in 77 % of the entrant-rounds; 1 % lost a tie (63 %).
 LEAVES_BEYOND = 2 * PRACTICAL
+#: Rounds the winner and the baseline take after a race under sustained load
+#: (:class:`Confirmation`).
+CONFIRM_ROUNDS = MIN_ROUNDS
 RULE = ("the fastest median wins, unless others are both tied within noise (95% CIs of the "
         f"medians overlap) and within {PRACTICAL:.0%} of its median; among those: lowest CV, "
         "then fewest warps, then smallest meta-parameters, then fewest programs")
@@ -74,6 +77,22 @@ class FinalBaseline:
     stats: Stats
 
 
+@dataclass(kw_only=True)
+class Confirmation:
+    """A final raced under sustained load (``measure.finals_duty: sustained``), its winner
+    and the torch baseline then measured again after cool-downs (``duty``), in ``rounds``
+    interleaved rounds of their own.  The race's medians move with the power state (on the
+    H200 the same winner read 4.7 % apart in two runs, and 0.979x and 1.023x
+    ``torch.matmul``), while cool rounds hold (0.3 %), so a report states the winner's
+    speed and its speed against the baseline from these."""
+
+    duty: str
+    rounds: int
+    samples_ms: list[float] = field(default_factory=list)
+    stats: Stats
+    baseline: FinalBaseline | None = None
+
+
 @dataclass
 class FinalRecord(Record):
     """The interleaved re-measurement of one problem's finalists and the winner."""
@@ -95,6 +114,8 @@ class FinalRecord(Record):
     #: the GPU these rounds ran on, where the finals ran on each of several GPUs
     #: (:mod:`sweeper.consensus`); ``None``: the one device the sweep opened
     gpu: GpuSlot | None = None
+    #: the winner and the baseline after cool-downs, where the rounds ran under sustained load
+    confirmed: Confirmation | None = None
     kind: str = "final"
 
     def baseline_ratio_text(self) -> str:
@@ -107,10 +128,18 @@ class FinalRecord(Record):
 
     def baseline_ratio(self) -> float | None:
         """The winner's speed over the baseline's (baseline median / winner median), both
-        from these rounds; ``None`` without a baseline."""
-        if not self.baseline:
+        from the same rounds: the confirmation's where there is one, else these; ``None``
+        without a baseline."""
+        base = self.compared_baseline()
+        if base is None:
             return None
-        return self.baseline.stats.median / self.winner_row().stats.median
+        winner = self.confirmed.stats if self.confirmed else self.winner_row().stats
+        return base.stats.median / winner.median
+
+    def compared_baseline(self) -> FinalBaseline | None:
+        """The baseline the winner's speed is stated against: as measured in the
+        confirmation's rounds where there is one, else in these."""
+        return self.confirmed.baseline if self.confirmed else self.baseline
 
     def winner_row(self) -> Finalist:
         """The winner as re-measured here (the journal checks it is among the finalists)."""
@@ -130,8 +159,19 @@ class FinalRecord(Record):
             return f"the winner #{data['winner']} is not among its finalists"
         base = data.get("baseline")
         if base is not None:
-            return stats_problem(base["stats"], "its baseline's stats", read) or \
+            problem = stats_problem(base["stats"], "its baseline's stats", read) or \
                 samples_problem(base, "its baseline's ")
+            if problem:
+                return problem
+        confirmed = data.get("confirmed")
+        if confirmed is not None:
+            problem = stats_problem(confirmed["stats"], "its confirmation's stats", read) or \
+                samples_problem(confirmed, "its confirmation's ")
+            base = confirmed.get("baseline")
+            if problem or base is None:
+                return problem
+            return stats_problem(base["stats"], "its confirmation's baseline's stats", read) \
+                or samples_problem(base, "its confirmation's baseline's ")
         return None
 
     @staticmethod
@@ -172,23 +212,30 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
     torch baseline, ``ROUNDS`` rounds of ``round_`` (``SAMPLES_PER_ROUND`` samples and two
     warm-up launches each, within the device's caps), at twice the fastest median (the
     finalists are slower, and the L2 is flushed before each sample), each preceded by the
-    duty's cool-down or load (a cool-down before each burst of its samples). ``typical``:
-    what a final usually takes instead (what a time estimate wants, not a budget):
-    ``TOP_K`` finalists at 1.2 times the fastest median, half a round past ``MIN_ROUNDS``
-    (on the H200, 18 of 23 finals stopped after 3 or 4 of their 5 rounds), or ``rounds``
-    where the device says how many its finals typically run."""
+    duty's cool-down or load (a cool-down before each burst of its samples; nothing under
+    sustained load, whose winner and baseline then take ``CONFIRM_ROUNDS`` rounds after
+    :data:`DEFAULT_DUTY`'s cool-downs). ``typical``: what a final usually takes instead
+    (what a time estimate wants, not a budget): ``TOP_K`` finalists at 1.2 times the
+    fastest median, half a round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals stopped
+    after 3 or 4 of their 5 rounds), or ``rounds`` where the device says how many its
+    finals typically run."""
     if typical:
         rounds = MIN_ROUNDS + 0.5 if rounds is None else rounds
-        return rounds / ROUNDS * finals_estimate_s(min(count, TOP_K), 0.6 * median_ms, duty,
-                                                   round_=round_)
-    entrants = min(count, MAX_FINALISTS) + 1
-    launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
-    # under sustained load the entrants run back to back: nothing precedes them
-    settles = 0 if duty is None or duty.kind == "sustained" else (
-        max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
-        if duty.kind == "cool" else 1)
-    per_entrant = launches_s + settles * (duty.seconds if duty else 0) + FINALS_OVERHEAD_S
-    return entrants * ROUNDS * per_entrant
+        count, median_ms = min(count, TOP_K), 0.6 * median_ms
+    else:
+        rounds = ROUNDS
+
+    def entrant_s(duty: Duty | None) -> float:
+        launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
+        settles = 0 if duty is None or duty.kind == "sustained" else (
+            max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
+            if duty.kind == "cool" else 1)
+        return launches_s + settles * (duty.seconds if duty else 0) + FINALS_OVERHEAD_S
+
+    total = (min(count, MAX_FINALISTS) + 1) * rounds * entrant_s(duty)
+    if duty is not None and duty.kind == "sustained":
+        total += 2 * CONFIRM_ROUNDS * entrant_s(DEFAULT_DUTY)
+    return total
 
 
 def problem_of(t: TrialRecord) -> ProblemKey:
@@ -293,3 +340,27 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
                          stats=summarize(base_samples)) if baseline else None
     return FinalRecord(problem=problem_of(group[0]), finalists=rows, tied=tied, winner=winner,
                        rounds=rounds, samples_per_round=per_round, baseline=base, duty=duty)
+
+
+def confirm(winner: TrialRecord, measure_one: Callable[[TrialRecord, StopRule], list[float]],
+            baseline: Baseline | None, duty: str, seed: int = 0,
+            per_round: int = SAMPLES_PER_ROUND) -> Confirmation:
+    """``winner`` and ``baseline`` in ``CONFIRM_ROUNDS`` interleaved rounds of their own,
+    in a shuffled order each round, ``measure_one`` and the baseline's timer following the
+    schedule ``duty`` names (the caller sets it)."""
+    rng = random.Random(seed)
+    rule = StopRule(kind="fixed", repeat=per_round)
+    entrants: list[TrialRecord | None] = [winner, *([None] if baseline else [])]
+    own: list[float] = []
+    base: list[float] = []
+    for _ in range(CONFIRM_ROUNDS):
+        rng.shuffle(entrants)
+        for t in entrants:
+            if t is None:
+                base.extend(baseline[1](rule))       # type: ignore[index]
+            else:
+                own.extend(measure_one(t, rule))
+    return Confirmation(duty=duty, rounds=CONFIRM_ROUNDS, samples_ms=own,
+                        stats=summarize(own),
+                        baseline=FinalBaseline(name=baseline[0], samples_ms=base,
+                                               stats=summarize(base)) if baseline else None)

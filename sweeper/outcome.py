@@ -76,9 +76,13 @@ def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
                 f"{trial_text(pick.trial, headline, pick.median_ms)} on GPU "
                 f"{agree.gpus[0].index}; {agree.headline()}")
     ratio = final.baseline_ratio()
-    against = (f"; {final.baseline_ratio_text()}× {final.baseline.name} "
-               f"({final.baseline.stats.median:.4g}"
-               " ms in the same rounds)" if final.baseline and ratio is not None else "")
+    base = final.compared_baseline()
+    against = (f"; {final.baseline_ratio_text()}× {base.name} ({base.stats.median:.4g}"
+               " ms in the same rounds)" if base and ratio is not None else "")
+    if final.confirmed:
+        against = (f"; after cool-downs, in {final.confirmed.rounds} rounds of its own"
+                   f"{' beside the baseline' if base else ''}: {final.confirmed.stats.median:.4g}"
+                   f" ms{against}")
     return (f"winner, {name}, after {final.rounds} interleaved rounds over "
             f"{len(final.finalists)} finalists: {trial_text(pick.trial, headline, pick.median_ms)}"
             f"; {counted(len(final.tied) - 1, 'other')} tied within noise{against}")

@@ -218,7 +218,9 @@ def test_sustained_load_loads_an_idle_gpu_only(monkeypatch):
     assert SUSTAINED.for_finals() == DEFAULT_DUTY and DEFAULT_DUTY.for_finals() == DEFAULT_DUTY
 
 
-def test_finals_under_sustained_load_never_idle_the_gpu(write_space, tmp_path, monkeypatch):
+def test_a_race_under_sustained_load_states_its_winner_from_cool_rounds(
+        write_space, tmp_path, monkeypatch):
+    from sweeper.finals import CONFIRM_ROUNDS
     slept = []
     monkeypatch.setattr(time, "sleep", slept.append)
     sweep, store = _power_sweep(write_space, tmp_path / "s", ", finals_duty: sustained")
@@ -229,7 +231,23 @@ def test_finals_under_sustained_load_never_idle_the_gpu(write_space, tmp_path, m
                                  "own work first) (measure.duty: auto)")
     final = summary.finals[0]
     assert final.duty == SUSTAINED.describe() and final.rounds >= 3
-    assert slept == []                               # no cool-down, in the sweep or the finals
+    # the race idles the GPU for nothing; the winner and the baseline then take their
+    # rounds after cool-downs (one before each burst of their samples)
+    confirmed = final.confirmed
+    assert confirmed.duty == DEFAULT_DUTY.describe() and confirmed.rounds == CONFIRM_ROUNDS
+    assert confirmed.baseline.name == "torch copy_"
+    per_round = final.samples_per_round
+    assert len(confirmed.samples_ms) == len(confirmed.baseline.samples_ms) == \
+        CONFIRM_ROUNDS * per_round
+    assert set(slept) == {0.1} and len(slept) >= 2 * CONFIRM_ROUNDS
+    assert final.baseline_ratio() == pytest.approx(
+        confirmed.baseline.stats.median / confirmed.stats.median)
+    assert final.compared_baseline() is confirmed.baseline
+    kept = next(iter(Winners.of(store).finals.values()))     # as the journal reads it back
+    assert kept.confirmed == confirmed
+    write_report(store, draw=False)
+    md = (store.root / "report.md").read_text()
+    assert f"at {final.baseline_ratio_text()}× its speed" in md and "after cool-downs" in md
 
 
 def test_the_finals_schedule_follows_only_a_sustained_sweep():
@@ -237,9 +255,10 @@ def test_the_finals_schedule_follows_only_a_sustained_sweep():
     cool = Duty("cool", 1.0)
     assert cool.for_finals("sustained") == cool and cool.for_finals("cool") == cool
     from sweeper.finals import finals_estimate_s
-    # back to back: what the entrants' launches and host work cost, no cool-down or load
-    assert finals_estimate_s(5, 1.0, SUSTAINED) == pytest.approx(finals_estimate_s(5, 1.0, None))
-    assert finals_estimate_s(5, 1.0, DEFAULT_DUTY) > finals_estimate_s(5, 1.0, SUSTAINED) + 2
+    # back to back, then the winner and the baseline after six cool-downs in all
+    raced, cooled = finals_estimate_s(5, 1.0, SUSTAINED), finals_estimate_s(5, 1.0, DEFAULT_DUTY)
+    assert raced == pytest.approx(finals_estimate_s(5, 1.0, None) + 6 * (0.024 + 0.1 + 0.02))
+    assert raced < cooled / 1.5
 
 
 def test_a_resumed_power_bound_study_keeps_its_schedule(write_space, tmp_path, monkeypatch):

@@ -275,10 +275,16 @@ def _winners(tables: ReportTables) -> list[str]:
     for final, table in tables.finals:
         p = final.problem
         ratio = final.baseline_ratio()
-        against = (f" In the same rounds {_text(final.baseline.name)} measured "
-                   f"{final.baseline.stats.median:.4g} ms: the winner runs at "
+        base = final.compared_baseline()
+        against = (f" In the same rounds {_text(base.name)} measured "
+                   f"{base.stats.median:.4g} ms: the winner runs at "
                    f"{final.baseline_ratio_text()}× its speed."
-                   if final.baseline and ratio is not None else "")
+                   if base and ratio is not None else "")
+        if final.confirmed:
+            against = (f" Then the winner{' and the baseline' if base else ''} ran "
+                       f"{final.confirmed.rounds} rounds of their own after cool-downs "
+                       f"({_text(final.confirmed.duty)}): the winner's median "
+                       f"{final.confirmed.stats.median:.4g} ms.{against}")
         on = f" on {_text(final.gpu)}" if final.gpu is not None else ""
         out.append(f"**{problem_text(p)}**: winner{on} {_shared.final_text(final)}"
                    f"{', after ' + _text(final.duty) if final.duty else ''}.{against}\n")

@@ -15,6 +15,7 @@ import pandas as pd
 from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
 from sweeper.consensus import AGREE, Agreement
+from sweeper.finals import FinalRecord
 from sweeper.fsio import atomic_write
 from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
@@ -158,6 +159,13 @@ def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
     return curves, roof
 
 
+def _baseline_json(final: FinalRecord) -> dict[str, Any] | None:
+    """The baseline the winner's speed is stated against, as report.json gives it."""
+    base = final.compared_baseline()
+    return None if base is None else {"name": base.name, "median_ms": base.stats.median,
+                                      "winner_speed_ratio": final.baseline_ratio()}
+
+
 def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = False,
                  formats: Sequence[str] = ("png",), redraw: bool = False,
                  workers: int | None = None, scale: str | None = None) -> ReportFiles:
@@ -209,10 +217,10 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "winners": [{"problem": {**f.problem._asdict(), "dims": dict(f.problem.dims)},
                      "winner": f.winner, "tied": f.tied,
                      "rule": f.rule, "rounds": f.rounds, "duty": f.duty,
-                     "baseline": {"name": f.baseline.name,
-                                  "median_ms": f.baseline.stats.median,
-                                  "winner_speed_ratio": f.baseline_ratio()}
-                     if f.baseline else None,
+                     "baseline": _baseline_json(f),
+                     "confirmed": {"duty": f.confirmed.duty, "rounds": f.confirmed.rounds,
+                                   "median_ms": f.confirmed.stats.median}
+                     if f.confirmed else None,
                      "finalists": _records(t)} for f, t in tables.finals],
         "agreements": agreement_json(tables.agreements),
         "best": _records(tables.best),
