@@ -52,11 +52,14 @@ def main() -> None:
     for name, store in zip("AB", stores, strict=True):
         for final in Winners.of(store).finals.values():
             row = final.winner_row()
-            ratio = final.baseline_ratio()
-            base = (f", {final.baseline.name} {final.baseline.stats.median:.4f} ms in "
-                    f"the same rounds: winner at {ratio:.3f}x" if ratio else "")
+            ratio, against = final.baseline_ratio(), final.compared_baseline()
+            cool = (f", {final.confirmed.stats.median:.4f} ms after cool-downs"
+                    if final.confirmed else "")
+            base = (f", {against.name} {against.stats.median:.4f} ms in "
+                    f"the same rounds: winner at {ratio:.3f}x" if ratio and against else "")
             print(f"{name}: winner #{final.winner} {row.stats.median:.4f} ms over "
-                  f"{len(final.finalists)} finalists{base}; {final.duty or 'no duty schedule'}")
+                  f"{len(final.finalists)} finalists{cool}{base}; "
+                  f"{final.duty or 'no duty schedule'}")
     # each final's winner as the other study's sweep measured it: a policy that decides
     # differently is judged by what its winner costs under the other's conditions
     keys = [{n: k for k, (n, _) in m.items()} for m in (ma, mb)]
