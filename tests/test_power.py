@@ -248,6 +248,12 @@ def test_a_race_under_sustained_load_states_its_winner_from_cool_rounds(
     write_report(store, draw=False)
     md = (store.root / "report.md").read_text()
     assert f"at {final.baseline_ratio_text()}× its speed" in md and "after cool-downs" in md
+    import json
+    stated = json.loads((store.root / "report.json").read_text())["winners"][0]
+    assert stated["confirmed"] == {"duty": DEFAULT_DUTY.describe(), "rounds": CONFIRM_ROUNDS,
+                                   "median_ms": confirmed.stats.median}
+    assert stated["baseline"]["median_ms"] == confirmed.baseline.stats.median
+    assert stated["baseline"]["winner_speed_ratio"] == final.baseline_ratio()
 
 
 def test_the_finals_schedule_follows_only_a_sustained_sweep():
