@@ -128,6 +128,16 @@ BAD_LINES = [
      b'"stats":{"median":1,"ci_lo":1,"ci_hi":1,"cv":0}}],"tied":[0],"winner":0,'
      b'"baseline":{"name":"torch","stats":{"median":1}}}',
      r"final record: its baseline's stats has no ci_lo, ci_hi, cv number"),
+    (b'{"kind":"final","problem":{"dtype":"float32","footprint":1},"finalists":[{"number":0,'
+     b'"stats":{"median":1,"ci_lo":1,"ci_hi":1,"cv":0}}],"tied":[0],"winner":0,'
+     b'"confirmed":{"duty":"d","rounds":3,"stats":{"median":0,"ci_lo":1,"ci_hi":1,"cv":0}}}',
+     r"final record: confirmed: stats: ci_lo"),
+    (b'{"kind":"final","problem":{"dtype":"float32","footprint":1},"finalists":[{"number":0,'
+     b'"stats":{"median":1,"ci_lo":1,"ci_hi":1,"cv":0}}],"tied":[0],"winner":0,'
+     b'"confirmed":{"duty":"d","rounds":3,"stats":{"median":1,"ci_lo":1,"ci_hi":1,"cv":0},'
+     b'"baseline":{"name":"torch","samples_ms":[-1],"stats":{"median":1,"ci_lo":1,'
+     b'"ci_hi":1,"cv":0}}}}',
+     r"final record: its confirmation's baseline's samples_ms\[0\] -1(\.0)? is not a time"),
     (b'{"kind":"duty","trial":3,"reason":"capped","note":"n","duty":{"kind":"cool"}}',
      r"duty record: duty: no seconds"),
     ((b'{"kind":"trial","number":9,"choice":{},"status":"crashed","clocks":{"polls":1,'
