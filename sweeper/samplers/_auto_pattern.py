@@ -21,6 +21,20 @@ space instead of the neighbourhood (long tails on copy: a global model smooths o
 narrow peak at one program per tile), best-first search from every measured point,
 diagonal moves (two axes at once), moving the centre on any gain, more or fewer start
 points.
+
+Measured again for issue 28 on all 56 recorded tables with the kernels' models withheld
+(``--samplers auto-nomodel``, switches at commit e17bbd1; docs/search.md, "Without a
+kernel model"), none kept: expected improvement over the whole space from the start, in
+turn with the moves, every other proposal after eight without a gain, or once the
+incumbent's moves are used up (instead of the moves around the next-best config; 30
+seeds: mean 11.40 trials against 11.75, matmul 1536³ medians 44-44.5 against 55.5-56,
+but worst cases on seven matmul tables of 1024³-4096³ of 44-82 trials against 27-37, and
+above TPE's or random's on 14 tables against 12); the same over the configs within one
+step of the incumbent on every axis; three, four, five or eight start points (four: mean
+11.08 against 12.44 on seeds 0-9, 11.76 against 11.75 on 30); spread points the
+constraints rule out moved to the nearest valid config; no marginal-best proposal; every
+value of an axis as a move; a normal prior on the process's log length scales; the
+process fitted to what an additive quadratic fit of the axes' positions leaves.
 """
 
 from __future__ import annotations
@@ -29,8 +43,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from sweeper.samplers._auto_model import stale_for
-from sweeper.samplers._auto_state import MODEL_AFTER, Phase, Proposal, SearchState, key_of
+from sweeper.samplers._auto_state import MODEL_AFTER, Phase, Proposal, SearchState
 from sweeper.samplers._surrogate import OrdinalGP, expected_improvement
 
 #: After this many TPE proposals in a row that were already measured (free: answered from
@@ -38,35 +51,6 @@ from sweeper.samplers._surrogate import OrdinalGP, expected_improvement
 MAX_TPE_REPEATS = 50
 #: Points spread over the axes that start the search.
 START_POINTS = 6
-#: (variant switch) Whether spread points the constraints rule out are moved to the
-#: nearest valid config (else they are skipped).
-SNAP = False
-#: (variant switch) Whether the marginal-best config is proposed once after the start.
-JUMP = True
-#: (variant switch) What proposes after the start: "moves" (one-axis moves around the
-#: incumbent), "global" (expected improvement over every valid unmeasured config),
-#: "region" (the same over the configs within ``REGION`` steps of the incumbent on every
-#: axis, widened until one is left), "alternate" (global and moves in turn).
-PROPOSER = "moves"
-#: (variant switch) The region's half-width, in steps of each axis's list of values.
-REGION = 1
-#: (variant switch) With "moves": after this many measured configs in a row without a
-#: gain above ``MIN_GAIN``, every ``STALE_EVERY``-th proposal is "global"'s.
-STALE_AFTER = 10**9
-STALE_EVERY = 2
-#: (variant switch) When the incumbent's moves are used up: "next" (the moves around the
-#: best measured config with moves left) or "global" (expected improvement over every
-#: valid unmeasured config).
-FALLBACK = "next"
-#: (variant switch) The moves along an axis: "near" (one and two steps, the ends) or
-#: "all" (every value of the axis).
-MOVES = "near"
-#: (variant switch) The standard deviation of a normal prior on the Gaussian process's log
-#: length scales (0: none, maximum likelihood).
-SCALE_PRIOR = 0.0
-#: (variant switch) The Gaussian process models what an additive main-effects fit of the
-#: log throughput leaves (the fit is its prior mean) instead of the log throughput.
-RESIDUAL = False
 
 #: A move: the config it leads to and the axis it moves along.
 Move = tuple[dict[str, str], str]
@@ -80,33 +64,11 @@ class PatternSearch:
         self.state = state
         #: Whether the one marginal-best proposal (each axis at its best mean) was made.
         self.jumped = False
-        self._calls = 0
 
     def start(self, points: int | None) -> list[Proposal]:
         """``points`` (default ``START_POINTS``) spread points."""
         count = START_POINTS if points is None else points
-        spread = self.state.spread(count)
-        if SNAP:
-            spread = self._snap(spread)
-        return [(s, Phase.SPREAD) for s in spread]
-
-    def _snap(self, points: list[dict[str, str]]) -> list[dict[str, str]]:
-        """(variant) Each point the constraints rule out moved to its nearest valid config
-        not already chosen (seeded ties)."""
-        state = self.state
-        valid = sorted(state.valid)
-        at = {k: np.array(state.position(dict(k))) for k in valid}
-        out: list[dict[str, str]] = []
-        for point in points:
-            if key_of(point) in state.valid and point not in out:
-                out.append(point)
-                continue
-            here = np.array(state.position(point))
-            dist = {k: float(np.abs(at[k] - here).sum()) for k in valid if dict(k) not in out}
-            if dist:
-                near = min(dist.values())
-                out.append(dict(state.rng.choice([k for k in dist if dist[k] == near])))
-        return out
+        return [(s, Phase.SPREAD) for s in self.state.spread(count)]
 
     def propose(self) -> Proposal | None:
         """The marginal best once, then the most promising move around the incumbent, or
@@ -117,22 +79,11 @@ class PatternSearch:
             if not self.jumped:
                 self.jumped = True
                 guess = self._marginal_best()
-                if JUMP and state.usable(guess):
+                if state.usable(guess):
                     return guess, Phase.MOVE
-            self._calls += 1
-            stale = stale_for([v for _, v in state.scores])
-            if ((PROPOSER != "moves" and not (PROPOSER == "alternate" and self._calls % 2))
-                    or (stale >= STALE_AFTER and (stale - STALE_AFTER) % STALE_EVERY == 0)):
-                choice = self._expected_best(state.incumbent[1])
-                if choice is not None:
-                    return choice, Phase.MOVE
             move = self._move(state.incumbent[1])
             if move is not None:
                 return move, Phase.MOVE
-            if FALLBACK == "global":
-                choice = self._expected_best(state.incumbent[1])
-                if choice is not None:
-                    return choice, Phase.MOVE
             for params, _ in sorted(state.scores, key=lambda pv: -pv[1]):
                 move = self._move(params)     # the best config with moves left
                 if move is not None:
@@ -149,8 +100,8 @@ class PatternSearch:
         moves = []
         for name, labels in self.state.axes.items():
             index = labels.index(center[name])
-            near = (index + 1, index - 1, index + 2, index - 2, len(labels) - 1, 0)
-            for j in dict.fromkeys(near if MOVES == "near" else range(len(labels))):
+            for j in dict.fromkeys((index + 1, index - 1, index + 2, index - 2,
+                                    len(labels) - 1, 0)):
                 if 0 <= j < len(labels) and j != index:
                     moves.append(({**center, name: labels[j]}, name))
         return moves
@@ -172,35 +123,10 @@ class PatternSearch:
         if len(scored) < MODEL_AFTER or not state.position(moves[0][0]):
             return moves
         y = np.log([v for _, v in scored])
-        model = OrdinalGP(np.array([state.position(p) for p, _ in scored]), y,
-                          SCALE_PRIOR or None)
+        model = OrdinalGP(np.array([state.position(p) for p, _ in scored]), y)
         mean, std = model.predict(np.array([state.position(m[0]) for m in moves]))
         gain = expected_improvement(mean, std, float(y.max()))
         return [moves[i] for i in np.argsort(-gain, kind="stable")]
-
-    def _expected_best(self, center: Mapping[str, str]) -> dict[str, str] | None:
-        """(variant) The unmeasured config of highest expected improvement over the whole
-        space, or within ``REGION`` steps of ``center``; None before the model."""
-        state = self.state
-        scored = [(p, v) for p, v in state.scores if v > 0]
-        unseen = state.unseen()
-        if len(scored) < MODEL_AFTER or not unseen or not state.position(center):
-            return None
-        if PROPOSER == "region":
-            index = {n: labels.index(center[n]) for n, labels in state.axes.items()}
-            steps = [max(abs(state.axes[n].index(v) - index[n]) for n, v in k) for k in unseen]
-            width = max(REGION, min(steps))
-            unseen = [k for k, d in zip(unseen, steps, strict=True) if d <= width]
-        y = np.log([v for _, v in scored])
-        at = np.array([state.position(p) for p, _ in scored])
-        cand = np.array([state.position(dict(k)) for k in unseen])
-        prior_at = prior_cand = 0.0
-        if RESIDUAL:
-            prior_at, prior_cand = _additive(at, y, cand)
-        model = OrdinalGP(at, y - prior_at, SCALE_PRIOR or None)
-        mean, std = model.predict(cand)
-        gain = expected_improvement(mean + prior_cand, std, float(y.max()))
-        return dict(unseen[int(np.argmax(gain))])
 
     def _effects(self) -> dict[str, dict[str, float]]:
         """Mean score of the trials at each value of each axis (a main-effects model)."""
@@ -226,17 +152,3 @@ class PatternSearch:
             mean = sum(known.values()) / len(known) if known else 0.0
             out[name] = max(labels, key=lambda v: known.get(v, mean))
         return out
-
-
-def _additive(at: np.ndarray, y: np.ndarray, cand: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """(variant) A ridge fit of ``y`` on each axis's position and its square, evaluated at
-    the measured points ``at`` and at ``cand``."""
-    def features(x: np.ndarray) -> np.ndarray:
-        return np.hstack([np.ones((len(x), 1)), x, x * x])
-    f = features(at)
-    ridge = 0.1 * np.eye(f.shape[1])
-    ridge[0, 0] = 0.0
-    coef = np.linalg.solve(f.T @ f + ridge, f.T @ y)
-    fitted: tuple[np.ndarray, np.ndarray] = (f @ coef, features(cand) @ coef)
-    return fitted

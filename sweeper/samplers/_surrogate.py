@@ -59,10 +59,7 @@ def _matern52(a: np.ndarray, b: np.ndarray, scales: np.ndarray) -> np.ndarray:
 class OrdinalGP:
     """Fit on points ``x`` (n × d, in [0, 1]) with values ``y``; predict mean and std."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, scale_prior: float | None = None) -> None:
-        #: (variant) The standard deviation of a normal prior on each log length scale,
-        #: centred on 0 (the whole axis); None: the scales by maximum likelihood.
-        self.scale_prior = scale_prior
+    def __init__(self, x: np.ndarray, y: np.ndarray) -> None:
         self.x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
         self.mu, self.sd = float(y.mean()), float(y.std()) or 1.0
@@ -91,11 +88,7 @@ class OrdinalGP:
         # dk/dlog(scale_d) = 5/3 (1 + sqrt5 r) exp(-sqrt5 r) ((x_d - x'_d) / scale_d)^2
         inner = cho_solve(chol, np.eye(len(x))) - np.outer(alpha, alpha)
         weight = inner * (5.0 / 3.0) * (1.0 + s5) * decay
-        grad = 0.5 * np.einsum("ij,ijd->d", weight, diff2)
-        if self.scale_prior is not None:
-            nll += float(0.5 * (log_scales ** 2).sum() / self.scale_prior ** 2)
-            grad = grad + log_scales / self.scale_prior ** 2
-        return nll, grad
+        return nll, 0.5 * np.einsum("ij,ijd->d", weight, diff2)
 
     def _fitted_rows(self) -> np.ndarray | None:
         """The points the length scales are fitted on: all (None) up to ``FIT_POINTS``,
