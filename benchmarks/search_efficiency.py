@@ -31,6 +31,10 @@ studies in the same folder are never read and the counts are the search's own.
 ``auto+prior`` is the one exception, by name: it starts from the best configs of a
 recorded table of a *neighbouring* problem (``PRIOR_FROM``), never the table it is
 scored on.
+
+``auto-nomodel`` is ``auto`` with the kernel's model withheld (the kernel answers no
+guess), so it runs the search a user's own kernel gets, the guided pattern search
+(``_auto_pattern.py``), on every table, the ones whose kernels have a model included.
 """
 
 from __future__ import annotations
@@ -154,6 +158,9 @@ TABLE_DIRS = (ROOT / "tests" / "data" / "replay", ROOT / "benchmarks" / "tables"
 #: ``--tables counterfactual``: tables built from recorded ones (search_robustness.py).
 COUNTERFACTUAL = "counterfactual"
 GOAL = 0.98
+#: Samplers measured under another name: ``auto+prior`` (priors from a neighbouring
+#: table) and ``auto-nomodel`` (the kernel's model withheld).
+VARIANTS = {"auto+prior": "auto", "auto-nomodel": "auto"}
 #: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
 #: with its three best configs, translated as `auto` translates earlier studies' winners.
 PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200-copy.csv",
@@ -186,13 +193,18 @@ PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200
 
 def override(settings: str) -> None:
     """Set ``auto``'s constants from ``NAME=VALUE,...`` (``--set``): a variant of its
-    search measured without editing it.  A name ``_auto_model.py`` lacks is an error."""
-    from sweeper.samplers import _auto_model
+    search measured without editing it.  A name is set in each of ``_auto_model.py`` and
+    ``_auto_pattern.py`` that has it; a name neither has is an error."""
+    from sweeper.samplers import _auto_model, _auto_pattern
 
     for setting in filter(None, settings.split(",")):
         name, _, value = setting.partition("=")
-        old = getattr(_auto_model, name)      # AttributeError: no such constant
-        setattr(_auto_model, name, value == "1" if isinstance(old, bool) else type(old)(value))
+        owners = [m for m in (_auto_model, _auto_pattern) if hasattr(m, name)]
+        if not owners:
+            raise AttributeError(f"auto has no constant {name}")
+        for module in owners:
+            old = getattr(module, name)
+            setattr(module, name, value == "1" if isinstance(old, bool) else type(old)(value))
 
 
 def table_path(name: str) -> Path:
@@ -271,11 +283,13 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     space = load_space(ROOT / space_path)
     seeds = priors(table, space) if sampler == "auto+prior" else []   # [] = the search alone
     store = StudyStore(root / f"{table.stem}-{sampler}-{seed}")
-    space = dataclasses.replace(space, sampler=SamplerSpec(name=sampler.removesuffix("+prior"),
+    space = dataclasses.replace(space, sampler=SamplerSpec(name=VARIANTS.get(sampler, sampler),
                                                            seed=seed),
                                 budget=dataclasses.replace(space.budget, trials=limit,
                                                            time_s=None))
     kernel = load_kernel(space.kernel, space.kernel_options)
+    if sampler == "auto-nomodel":
+        kernel.model = lambda config, facts: None    # type: ignore[method-assign]
     open_study(store, space, kernel, device, command="benchmarks/search_efficiency.py")
     stop = StopFlag()
     watch = StopAtGoal(table_best(device, space, kernel), stop,
@@ -321,7 +335,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=0,
                         help="seeds FIRST..FIRST+SEEDS-1 (another sample of the same size)")
-    parser.add_argument("--samplers", default="random,tpe,gp,qmc,cmaes,auto,auto+prior")
+    parser.add_argument("--samplers", default="random,tpe,gp,qmc,cmaes,auto,auto+prior",
+                        help="comma-separated; also auto-nomodel (auto without the "
+                        "kernel's model: the pattern search on every table)")
     parser.add_argument("--tables", choices=("all", *SETS, COUNTERFACTUAL), default="all")
     parser.add_argument("--goal", choices=("98", "tied"), default="98")
     parser.add_argument("--only", default="", help="comma-separated table names, e.g. "
@@ -331,7 +347,7 @@ def main() -> None:
     parser.add_argument("--counts", action="store_true",
                         help="also print every seed's count, and each sampler's mean")
     parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
-                        "PATIENCE=6 (sweeper/samplers/_auto_model.py)")
+                        "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py)")
     args = parser.parse_args()
     override(args.set)
     samplers = args.samplers.split(",")

@@ -792,3 +792,34 @@ def test_auto_finds_a_counterfactual_best_where_the_add_model_now_puts_it(tmp_pa
     whole = Sweep(exhaustive, kernel, device, everything).run()
     assert first.score >= 0.98 * whole.best.score
     assert made[-1].phases[:3] == [Phase.BEST_GUESS, Phase.SPREAD, Phase.SPREAD]
+
+
+def test_search_efficiency_withholds_the_model_for_auto_nomodel(tmp_path, monkeypatch):
+    """``benchmarks/search_efficiency.py``'s ``auto-nomodel`` runs ``auto``'s pattern search
+    on a table whose kernel has a model (``auto`` runs the model's search there), and
+    ``--set`` reaches the pattern search's constants."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from search_efficiency import override, table_path, trials_to_goal
+    from search_robustness import auto_samplers
+
+    from sweeper.samplers import _auto_pattern
+    from sweeper.samplers._auto import ModelGuidedSearch, PatternSearch, Phase
+
+    table = table_path("h200-add.csv")
+    with auto_samplers() as made:
+        trials_to_goal(table, "benchmarks/spaces/add.yaml", "auto", 0, tmp_path, limit=2)
+        trials_to_goal(table, "benchmarks/spaces/add.yaml", "auto-nomodel", 0, tmp_path,
+                       limit=2)
+    with_model, without = made
+    assert isinstance(with_model.strategy, ModelGuidedSearch)
+    assert with_model.phases[0] is Phase.BEST_GUESS
+    assert isinstance(without.strategy, PatternSearch)
+    assert without.phases[:2] == [Phase.SPREAD, Phase.SPREAD]
+    monkeypatch.setattr(_auto_pattern, "START_POINTS", _auto_pattern.START_POINTS)
+    override("START_POINTS=3")
+    assert _auto_pattern.START_POINTS == 3
+    with pytest.raises(AttributeError, match="no constant NO_SUCH"):
+        override("NO_SUCH=1")
+
