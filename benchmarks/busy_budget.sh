@@ -40,6 +40,9 @@
 #             Triton cache:
 #             the compile pool fed every valid config in a seeded order (SpreadHints, the
 #             default) against --compile-workers 0 (each trial compiles its own)
+#   llmconfirm the LLM space (four problems) from a cold Triton cache, then warm under the
+#             default cool finals and under finals_duty: sustained (each winner confirmed
+#             after cool-downs beside its torch baseline)
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -177,6 +180,15 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     run llm-finals-cool llm benchmarks/spaces/matmul-llm.yaml --no-report
     run llm-finals-sustained llm "$studies/llm-sustained.yaml" --no-report
     rank "$OUT/studies/llm-finals-cool" "$OUT/studies/llm-finals-sustained" ;;
+  llmconfirm)
+    sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' benchmarks/spaces/matmul-llm.yaml \
+        > "$studies/llm-sustained.yaml"
+    run llm-cold llm benchmarks/spaces/matmul-llm.yaml --no-report
+    run llm-confirm-cool llm benchmarks/spaces/matmul-llm.yaml --no-report
+    run llm-confirm-sustained llm "$studies/llm-sustained.yaml" --no-report
+    rank "$OUT/studies/llm-confirm-cool" "$OUT/studies/llm-confirm-sustained"
+    grep -h "^winner" "$OUT/llm-confirm-cool.log" "$OUT/llm-confirm-sustained.log" \
+        | cut -c1-400 > "$OUT/llm-winners.txt" ;;
   confirm)
     sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' benchmarks/spaces/matmul-ffn.yaml \
         > "$studies/ffn-sustained.yaml"
