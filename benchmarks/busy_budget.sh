@@ -27,7 +27,7 @@
 #             plan.pool_from_start), then matmul-odd again (every binary run before: a
 #             load each); the binaries each run kept (binaries.json) counted after each
 #   llm       benchmarks/spaces/matmul-llm.yaml (576 configs over an LLM layer's four
-#             matmul shapes) from a cold Triton cache, then warm
+#             matmul shapes) from a cold Triton cache, then warm twice
 #   finals    the finals' schedule on power-bound matmuls: cool-downs before each entrant
 #             (measure.finals_duty: cool, the default) against sustained load (sustained),
 #             each twice on the ffn space (warm) and once on matmul-8k, every winner looked
@@ -139,7 +139,8 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     tail -15 "$OUT/command.log" ;;
   llm)
     run llm-cold llm benchmarks/spaces/matmul-llm.yaml --no-report
-    run llm-warm llm benchmarks/spaces/matmul-llm.yaml --no-report ;;
+    run llm-warm llm benchmarks/spaces/matmul-llm.yaml --no-report
+    run llm-warm-b llm benchmarks/spaces/matmul-llm.yaml --no-report ;;
   budget)
     run budget-12s shapes spaces/matmul-shapes.yaml --time 12s ;;
   newshapes)

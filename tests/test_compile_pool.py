@@ -403,6 +403,35 @@ def test_a_lazy_pool_starts_only_once_a_trial_compiled():
     assert len(started) == 1
 
 
+def test_a_slow_first_launch_of_a_binary_compiled_before_starts_no_pool():
+    """A first launch of COMPILED_S or more whose binary this machine lists as compiled
+    (a new launcher, a slow disk: on the H200 one 82 ms launch of an 864-config warm run
+    started eight compile processes) leaves the lazy pool down; one of a binary never
+    compiled here starts it."""
+    from types import SimpleNamespace
+
+    started = []
+
+    def pool():
+        started.append(1)
+        return SimpleNamespace(built=set(), pending=lambda: 0, known=lambda key: False,
+                               ahead=lambda configs, limit=None: None)
+
+    listed = {"old"}
+    ahead = _compile_ahead.CompileAhead(
+        SimpleNamespace(expand=lambda p: p), SimpleNamespace(upcoming=lambda n: []), None,
+        lambda c: c, 9, start_pool=pool, built=lambda config: config in listed)
+    slow = _compile_ahead.COMPILED_S * 2
+
+    def record(config):
+        return SimpleNamespace(cold_s=slow, ok=True, config=config)
+    ahead.kept(record("first"))             # the run's first: its own start
+    ahead.kept(record("old"))
+    assert not started
+    ahead.kept(record("new"))
+    assert started == [1]
+
+
 def test_a_lazy_pool_starts_at_once_where_the_cache_holds_nothing_of_the_kernel(
         cache_dir, monkeypatch):
     """Triton names a cache entry's files after the jitted function: where no entry is

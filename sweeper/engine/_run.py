@@ -102,7 +102,8 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     space, device = space_and_device(options.space, options.device, on_space=started)
     clock.mark("space and device")
     gpus = _gpus(options.gpus, device)
-    ahead = _compile_ahead(options.compile_workers, device, len(gpus) if gpus else 1, started)
+    ahead = _compile_ahead(options.compile_workers, device, len(gpus) if gpus else 1, started,
+                           space)
     kernel = kernel_for(space, device)
     from sweeper.store._open import open_storage
     from sweeper.study import study_name
@@ -376,15 +377,18 @@ def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread |
     return thread
 
 
-def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead
-                   ) -> CompileOptions:
+def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead,
+                   space: Any) -> CompileOptions:
     """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
     the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
     the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
     moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
     the workers, else one started with the sweep where every config compiles, else once a
-    trial compiled; elsewhere none, and asking for some is refused."""
+    trial compiled a binary this machine had not compiled before; elsewhere none, and
+    asking for some is refused."""
+    from sweeper.kernels._binaries import space_binaries
     from sweeper.kernels._precompile import Target
+    from sweeper.plan import costs_key
     from sweeper.sweep._compile_ahead import CompileOptions
     from sweeper.sweep._compile_pool import default_size
 
@@ -394,8 +398,10 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartA
             raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
                                "compiles nothing for a GPU; leave the option out")
         return CompileOptions()
+    binaries = space_binaries(space, costs_key(device))
     return CompileOptions(default_size(workers) if asked is None else asked,
-                          Target.parse(target), not started.pool_ahead, started.pool)
+                          Target.parse(target), not started.pool_ahead, started.pool,
+                          built=lambda config: binaries.cached(binaries.key(config)))
 
 
 def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:

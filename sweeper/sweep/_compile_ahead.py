@@ -109,6 +109,10 @@ class CompileOptions:
     target: Target | None = None
     lazy: bool = False
     pool: CompilePool | None = None
+    #: whether this machine has compiled a config's binary before (``binaries.json``):
+    #: a lazy pool does not start for a slow first launch of one (a new launcher, a slow
+    #: disk), only for a compile.  ``None``: every slow first launch counts.
+    built: Callable[[Config], bool] | None = None
 
 
 class CompileAhead:
@@ -123,9 +127,10 @@ class CompileAhead:
 
     def __init__(self, space: Space, sampler: Upcoming, pool: CompilePool | None,
                  resolve: Callable[[Choice], Config | None], window: int,
-                 start_pool: Callable[[], CompilePool] | None = None) -> None:
+                 start_pool: Callable[[], CompilePool] | None = None,
+                 built: Callable[[Config], bool] | None = None) -> None:
         self.space, self.sampler, self.pool, self.resolve = space, sampler, pool, resolve
-        self.start_pool = start_pool
+        self.start_pool, self.built = start_pool, built
         #: how many configs the pool may hold, waiting or compiling
         self.window = window
         #: how each config measured so far was compiled: ``compiled``/``failed``/``left``
@@ -166,7 +171,7 @@ class CompileAhead:
                 return CompilePool(PoolSetup(space, target, list(sys.path)), size)
 
             if options.lazy:
-                return cls(space, sampler, None, resolve, window, start_pool)
+                return cls(space, sampler, None, resolve, window, start_pool, options.built)
             ahead = cls(space, sampler, start_pool(), resolve, window)
         ahead.look_ahead((), ())
         return ahead
@@ -182,13 +187,15 @@ class CompileAhead:
 
     def kept(self, record: TrialRecord) -> None:
         """A trial of this run was kept: its binary is built (where it ran); a lazy pool
-        starts if it compiled (its first launch took ``COMPILED_S`` or more), the run's
-        first trial aside."""
+        starts if it compiled (its first launch took ``COMPILED_S`` or more, and this
+        machine had not compiled its binary before), the run's first trial aside."""
         if self.pool is not None and record.ok and record.config is not None:
             self.pool.built.add(binary_of(record.config))
         self._kept += 1
         if self.pool is None and self.start_pool is not None and self._kept > 1 and \
-                (record.cold_s or 0.0) >= COMPILED_S:
+                (record.cold_s or 0.0) >= COMPILED_S and not (
+                    self.built is not None and record.config is not None and
+                    self.built(record.config)):
             self.pool, self.start_pool = self.start_pool(), None
 
     def look_ahead(self, done: Container[tuple[str, ...]],
