@@ -43,6 +43,9 @@
 #   llmconfirm the LLM space (four problems) from a cold Triton cache, then warm under the
 #             default cool finals and under finals_duty: sustained (each winner confirmed
 #             after cool-downs beside its torch baseline)
+#   lazypool  the LLM space warm, the code before a change (.base/: that commit's tree,
+#             carried) against the code now, in alternating order, after a cold run: what a
+#             change to the compile pool or the worker costs or saves
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -181,6 +184,16 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     run llm-finals-cool llm benchmarks/spaces/matmul-llm.yaml --no-report
     run llm-finals-sustained llm "$studies/llm-sustained.yaml" --no-report
     rank "$OUT/studies/llm-finals-cool" "$OUT/studies/llm-finals-sustained" ;;
+  lazypool)
+    base=$PWD/.base
+    run llm-cold llm benchmarks/spaces/matmul-llm.yaml --no-report
+    for r in a b; do
+      (cd "$base" && run "llm-before-$r" llm benchmarks/spaces/matmul-llm.yaml --no-report)
+      run "llm-now-$r" llm benchmarks/spaces/matmul-llm.yaml --no-report
+    done
+    for r in before-a now-a before-b now-b; do
+      echo "$r: $(grep -E '^  (worker 0|compile pool)' "$OUT/llm-$r.log" | cut -c1-200 | tr '\n' ' ')"
+    done ;;
   llmconfirm)
     sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' benchmarks/spaces/matmul-llm.yaml \
         > "$studies/llm-sustained.yaml"
