@@ -823,3 +823,42 @@ def test_search_efficiency_withholds_the_model_for_auto_nomodel(tmp_path, monkey
     with pytest.raises(AttributeError, match="no constant NO_SUCH"):
         override("NO_SUCH=1")
 
+
+
+def test_the_tpe_hedge_takes_proposals_once_the_model_misses(monkeypatch):
+    """``_auto_hedge.HEDGE = 1`` (a measured variant, off by default): a model whose
+    guesses the measurements contradict hands a share of the proposals to TPE, each
+    valid and unmeasured; a model the measurements back hands none."""
+    import math
+
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    from sweeper.samplers import _auto_hedge
+    from sweeper.samplers._auto import Phase
+
+    axes = {"a": [str(i) for i in range(8)], "b": [str(i) for i in range(8)]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"] if (a, b) != ("0", "0")]
+
+    def bump(c, a, b):
+        return math.exp(-((int(c["a"]) - a) ** 2 + (int(c["b"]) - b) ** 2) / 8)
+
+    def phases(guesses):
+        sampler = AutoSampler(axes, valid, seed=0, guesses=guesses)
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+        seen = set()
+        for _ in range(20):
+            trial = study.ask(dists)
+            key = (trial.params["a"], trial.params["b"])
+            assert key not in seen and key != ("0", "0")
+            seen.add(key)
+            study.tell(trial, 0.01 + bump(trial.params, 6, 1))
+        return sampler.phases
+
+    right = [0.01 + bump(c, 6, 1) for c in valid]
+    wrong = [0.01 + bump(c, 1, 6) for c in valid]
+    assert Phase.HEDGE not in phases(wrong)                    # off by default
+    monkeypatch.setattr(_auto_hedge, "HEDGE", 1)
+    assert Phase.HEDGE not in phases(right)
+    assert phases(wrong).count(Phase.HEDGE) >= 5

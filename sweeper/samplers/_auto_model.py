@@ -98,6 +98,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from sweeper.samplers import _auto_hedge
 from sweeper.samplers._auto_state import (
     MIN_GAIN,
     MODEL_AFTER,
@@ -135,6 +136,9 @@ EXPLORE_EVERY = 2
 #: there (a "kriging believer"): their uncertainty is gone, so the next proposal is not
 #: their neighbour for the same reason they were chosen.  False: they are only left out.
 BELIEVE_PENDING = True
+#: Step 4's proposal from TPE over every measured config (``_auto_hedge.tpe_pick``)
+#: instead of expected improvement without the model (a variant; off).
+EXPLORE_TPE = False
 
 
 class ModelGuidedSearch:
@@ -154,6 +158,8 @@ class ModelGuidedSearch:
         self._at = {k: np.array(state.position(dict(k))) for k in state.valid}
         self._every_guess = np.array(list(self.prior.values()))
         self._turns = 0     # proposals made around the model
+        #: Whether the model's path or TPE proposes next (``_auto_hedge``; off by default).
+        self.hedge = _auto_hedge.Hedge(state, self.prior)
 
     @staticmethod
     def applies(valid: Sequence[Mapping[str, str]], guesses: Sequence[float] | None) -> bool:
@@ -205,6 +211,22 @@ class ModelGuidedSearch:
                   if v > 0 and k in self.prior]
         if len(scored) < MODEL_AFTER:
             return best_guess, Phase.TURN
+        if _auto_hedge.HEDGE:
+            tpe, chance = self.hedge.tpe_turn()
+            if tpe:
+                pick = _auto_hedge.tpe_pick(state, unseen)
+                self.hedge.note(pick, "tpe", chance)
+                return dict(pick), Phase.HEDGE
+            proposal = self._model_path(unseen, scored, best_guess)
+            self.hedge.note(key_of(proposal[0]), "model", chance)
+            return proposal
+        return self._model_path(unseen, scored, best_guess)
+
+    def _model_path(self, unseen: list[Key], scored: list[tuple[Key, float]],
+                    best_guess: dict[str, str]) -> Proposal:
+        """The proposal of the model's path (steps 2-4) once ``MODEL_AFTER`` configs
+        are ``scored``."""
+        state = self.state
         y = np.log([v for _, v in scored])
         at = np.array([self._at[k] for k, _ in scored])
         candidates = np.array([self._at[k] for k in unseen])
@@ -212,6 +234,8 @@ class ModelGuidedSearch:
                            if BELIEVE_PENDING else []).reshape(-1, at.shape[1])
         stale = stale_for([v for _, v in state.scores])
         if stale >= PATIENCE and (stale - PATIENCE) % EXPLORE_EVERY == 0:
+            if EXPLORE_TPE:
+                return dict(_auto_hedge.tpe_pick(state, unseen)), Phase.EXPLORE
             mean, std = believing(at, y, pending).predict(candidates)
             gain = expected_improvement(mean, std, float(y.max()))
             return dict(unseen[int(np.argmax(gain))]), Phase.EXPLORE
