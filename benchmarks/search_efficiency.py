@@ -195,11 +195,11 @@ def override(settings: str) -> None:
     """Set ``auto``'s constants from ``NAME=VALUE,...`` (``--set``): a variant of its
     search measured without editing it.  A name is set in each of ``_auto_model.py`` and
     ``_auto_pattern.py`` that has it; a name neither has is an error."""
-    from sweeper.samplers import _auto_hedge, _auto_model, _auto_pattern
+    from sweeper.samplers import _auto_model, _auto_pattern
 
     for setting in filter(None, settings.split(",")):
         name, _, value = setting.partition("=")
-        owners = [m for m in (_auto_model, _auto_pattern, _auto_hedge) if hasattr(m, name)]
+        owners = [m for m in (_auto_model, _auto_pattern) if hasattr(m, name)]
         if not owners:
             raise AttributeError(f"auto has no constant {name}")
         for module in owners:

@@ -37,7 +37,6 @@ class Phase(enum.Enum):
     TURN = "model turn"                # the best unmeasured guess, every MODEL_TURN-th
     MODEL_EI = "expected improvement"  # over the whole space, around the model
     EXPLORE = "without the model"      # expected improvement of the measurements alone
-    HEDGE = "tpe hedge"                # TPE's proposal, the hedge's share (_auto_hedge.py)
     MOVE = "move"                      # without a model: the pattern search
     TPE = "tpe"                        # without a model, the neighbourhoods used up
     RANDOM = "random"                  # TPE only repeats itself
@@ -76,8 +75,6 @@ class SearchState:
         #: Configs proposed and still being measured (asked ahead, or on another worker):
         #: never proposed again, and not yet scored.
         self.pending: set[Key] = set()
-        #: Configs TPE proposed for the hedge (``_auto_hedge.py``; off by default).
-        self.proposed_by_tpe: set[Key] = set()
 
     def usable(self, choice: Mapping[str, str]) -> bool:
         """Whether ``choice`` may be proposed: valid, not yet in the study nor pending."""
