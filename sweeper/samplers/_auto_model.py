@@ -90,6 +90,19 @@ What was tried and measured worse on the recorded tables (30 seeds each,
   median on every other table not solved at once (20) and one more at worst on ten, and
   on the counterfactuals add-wide-1g/box 55 → 79, add-bf16-1g/box 34.5 → 46.5; in the
   first model turn's slot: matmul 1024³ 16.5 → 19.5, worst cases up to 3 longer.
+- A hedge with TPE (switches in ``_auto_hedge.py`` at commit 66c8eb0, removed since; 10
+  seeds, the 56 recorded tables and the 18 counterfactuals; docs/search.md, "A hedge with
+  TPE"): after the start, a share of the proposals from a multivariate TPE over the
+  measured configs (Optuna's, restricted to the valid unmeasured ones), the share
+  constant, set by one minus the rank correlation of the guesses with the measurements,
+  by pairs guessed far apart and measured in the other order, or by EXP3 over the two
+  sources, or TPE in step 4's slot.  Every variant met the goal on the same 47 tables and
+  4 counterfactuals as without it; the best counterfactual median (a quarter of the
+  proposals, TPE's good set a quarter) was 14 against 16, with nine worst cases on
+  matmul and softmax 1-6 trials longer.  A TPE conditioned on configs the model chose
+  proposes near the model's favourites too, and the rank error is as large on matmul
+  (near-ties measured, 0.09-0.63 after 6-10 configs) as on the counterfactuals before
+  their region is measured.
 """
 
 from __future__ import annotations
