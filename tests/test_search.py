@@ -492,6 +492,40 @@ def test_auto_explores_without_the_model_once_its_promised_gains_stop_coming():
     assert phases[first + 1] is not Phase.EXPLORE
 
 
+def test_a_favourite_of_the_model_measured_far_below_the_incumbent_sends_auto_next_door(
+        monkeypatch):
+    """A config the model guesses at least as well as the incumbent that measures below
+    ``CONTRADICTED`` of it: the next proposal is one of the incumbent's unmeasured
+    neighbours (one axis, one level); a favourite that measures near the incumbent, or a
+    config the model rates lower, changes nothing."""
+    from optuna.trial import TrialState
+
+    import sweeper.samplers._auto_model as auto
+    from sweeper.samplers._auto import Phase
+    from sweeper.samplers._auto_state import SearchState
+
+    monkeypatch.setattr(auto, "CONTRADICTED", 0.5)
+    axes = {"a": [str(i) for i in range(8)], "b": [str(i) for i in range(4)]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
+    guesses = [1.0 if c["b"] == "3" else 0.9 - 0.05 * abs(int(c["a"]) - 3) for c in valid]
+
+    def after(*measured):
+        state = SearchState(axes, valid, seed=0)
+        search = auto.ModelGuidedSearch(state, valid, guesses)
+        for (a, b), value in measured:
+            state.record({"a": a, "b": b}, TrialState.COMPLETE, [value])
+        return search.propose()
+
+    start = [(("0", "0"), 0.5), (("3", "2"), 0.95)]       # the incumbent: a=3, b=2
+    choice, phase = after(*start, (("5", "3"), 0.3))       # a favourite at a third of it
+    assert phase is Phase.NEIGHBOUR
+    assert sorted(abs(int(choice[k]) - int(v)) for k, v in (("a", "3"), ("b", "2"))) == [0, 1]
+    assert after(*start, (("5", "3"), 0.6))[1] is not Phase.NEIGHBOUR    # near it
+    assert after(*start, (("7", "1"), 0.3))[1] is not Phase.NEIGHBOUR    # rated lower
+    monkeypatch.setattr(auto, "CONTRADICTED", 0.0)
+    assert after(*start, (("5", "3"), 0.3))[1] is not Phase.NEIGHBOUR    # off
+
+
 def test_the_model_slope_follows_the_measurements_and_leans_on_the_model_when_few():
     import numpy as np
 

@@ -37,6 +37,7 @@ class Phase(enum.Enum):
     TURN = "model turn"                # the best unmeasured guess, every MODEL_TURN-th
     MODEL_EI = "expected improvement"  # over the whole space, around the model
     EXPLORE = "without the model"      # expected improvement of the measurements alone
+    NEIGHBOUR = "incumbent's neighbour"  # after a favourite of the model measured far below
     MOVE = "move"                      # without a model: the pattern search
     TPE = "tpe"                        # without a model, the neighbourhoods used up
     RANDOM = "random"                  # TPE only repeats itself
