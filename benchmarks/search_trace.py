@@ -7,17 +7,21 @@ For the table (a name from ``search_efficiency.TABLES``, or with ``--tables
 counterfactual`` one of ``search_robustness.COUNTERFACTUALS``, e.g. copy-1g/box): how the
 kernel model ranks the configs within 98 % of the best (rank 1: the model's best guess)
 and what its best guess measured as a fraction of the best; then, per seed, each proposal
-up to the first within 98 %: its step (``AutoSampler.phases``), its measured fraction of
-the best, its model rank and guess relative to the best guess, and the axes that vary.
+up to the first within 98 % (numbered as the sweep numbers its trials, those that fail
+included: ``fails``): its step (``AutoSampler.phases``), its measured fraction of the
+best, its model rank and guess relative to the best guess, and the axes that vary.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -27,7 +31,8 @@ from search_efficiency import GOAL, SETS, selected, trials_to_goal  # noqa: E402
 from search_robustness import auto_samplers  # noqa: E402
 
 from sweeper.devices import open_device  # noqa: E402
-from sweeper.samplers._auto_state import Key, key_of  # noqa: E402
+from sweeper.samplers._auto import AutoSampler  # noqa: E402
+from sweeper.samplers._auto_state import Key, Phase, key_of  # noqa: E402
 
 
 def main() -> None:
@@ -57,7 +62,7 @@ def trace(args: argparse.Namespace, table: Path, space: str) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         for n, seed in enumerate(int(s) for s in args.seeds.split(",")):
-            with auto_samplers() as made:
+            with auto_samplers() as made, proposals() as proposed:
                 count = trials_to_goal(table, space, "auto", seed, Path(tmp), limit=args.limit)
             sampler = made[-1]
             prior = sampler.strategy.prior           # log guess relative to the best guess
@@ -77,11 +82,33 @@ def trace(args: argparse.Namespace, table: Path, space: str) -> None:
                 print(f"  best config (model rank {rank[best]}, guess "
                       f"{math.exp(prior[best]):.3f}): {short(best)}")
             print(f"seed {seed}: {count} trials")
-            steps = list(zip(sampler.state.scores, sampler.phases, strict=False))
-            for i, ((params, _), phase) in enumerate(steps[:count or args.limit], 1):
+            for i, (params, phase) in enumerate(proposed[:count or args.limit], 1):
+                if params is None:                  # the strategy had nothing: TPE's
+                    print(f"  {i:2d} {phase.name:11s}")
+                    continue
                 k = key_of(params)
-                print(f"  {i:2d} {phase.name:11s} {fraction(k):.3f} rank {rank.get(k, -1):4d} "
+                measured = f"{fraction(k):.3f}" if fraction(k) else "fails"
+                print(f"  {i:2d} {phase.name:11s} {measured:5s} rank {rank.get(k, -1):4d} "
                       f"guess {math.exp(prior.get(k, -9)):.3f} {short(k)}")
+
+
+@contextlib.contextmanager
+def proposals() -> Iterator[list[tuple[dict[str, str] | None, Phase]]]:
+    """Within the block, each proposal an ``AutoSampler`` makes (its config, ``None`` where
+    TPE's, and its step), in order, failed ones included: a trial's number in the trace is
+    its number in the sweep."""
+    made: list[tuple[dict[str, str] | None, Phase]] = []
+    real = AutoSampler.before_trial
+
+    def logged(self: AutoSampler, study: Any, trial: Any) -> None:
+        real(self, study, trial)
+        made.append((self._pending, self.phases[-1]))
+
+    AutoSampler.before_trial = logged  # type: ignore[method-assign]
+    try:
+        yield made
+    finally:
+        AutoSampler.before_trial = real  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    incumbent's unmeasured neighbour (one axis, one level) of the highest expected
    improvement, not the next favourite elsewhere: on a short-K matmul (2048 × 8192 ×
    1024 bf16) the model rates non-TMA configs as well as the best, they measure 0.39-0.43
-   of it, and the search wandered for 15 configs before coming back to the incumbent's
+   of it, and the search spent 21 trials elsewhere before it reached the incumbent's
    neighbour along ``GROUP_M`` that was the best (worst case over 10 seeds 30 → 17
    trials; 20 seeds 30 → 25); no other recorded table, counterfactual or the stricter
    goal moves (docs/search.md, "Next door after a contradiction").  At 0.7 one
