@@ -181,6 +181,9 @@ class ModelGuidedSearch:
         self.prior = {key_of(c): float(np.log(max(g / top, GUESS_FLOOR)))
                       for c, g in zip(valid, guesses, strict=True)}
         self._at = {k: np.array(state.position(dict(k))) for k in state.valid}
+        #: one level's step along each axis of :meth:`SearchState.position`
+        self._step = np.array([1.0 / (len(labels) - 1) for labels in state.axes.values()
+                               if len(labels) > 1])
         self._every_guess = np.array(list(self.prior.values()))
         self._turns = 0     # proposals made around the model
 
@@ -246,42 +249,37 @@ class ModelGuidedSearch:
             return dict(unseen[int(np.argmax(gain))]), Phase.EXPLORE
         guess = np.array([self.prior[k] for k, _ in scored])
         slope = model_slope(guess, y, self._every_guess, MODEL_WEIGHT)
-        near = self._contradicted(unseen)
-        if not near:
+        near = self._contradicted(candidates)
+        if near is None:
             self._turns += 1
             if self._turns % MODEL_TURN == 0 and slope >= TURN_SLOPE:
                 return best_guess, Phase.TURN
         mean, std = believing(at, y - slope * guess, pending).predict(candidates)
         mean = mean + slope * np.array([self.prior[k] for k in unseen])
         gain = expected_improvement(mean, std, float(y.max()))
-        if near:
+        if near is not None:
             gain = np.where(near, gain, -np.inf)
             return dict(unseen[int(np.argmax(gain))]), Phase.NEIGHBOUR
         return dict(unseen[int(np.argmax(gain))]), Phase.MODEL_EI
 
-    def _contradicted(self, unseen: list[Key]) -> list[bool]:
+    def _contradicted(self, candidates: np.ndarray) -> np.ndarray | None:
         """Where the last config measured was a favourite of the model (guessed at least
-        as well as the incumbent) and measured below ``CONTRADICTED`` of it: which of
-        ``unseen`` are the incumbent's neighbours (one axis, one level apart); else
-        none."""
+        as well as the incumbent) and measured below ``CONTRADICTED`` of it: which of the
+        unseen configs at ``candidates`` (their positions) are the incumbent's neighbours
+        (one axis, one level apart); else ``None``."""
         state = self.state
         if not CONTRADICTED or state.incumbent is None or not state.scores:
-            return []
+            return None
         (last, value), (best, inc) = state.scores[-1], state.incumbent
         lk, ik = key_of(last), key_of(inc)
         if lk not in self.prior or ik not in self.prior or \
                 self.prior[lk] < self.prior[ik] or value >= CONTRADICTED * best:
-            return []
-        here = self._at[ik]
-        steps = [1.0 / (len(labels) - 1) for labels in state.axes.values() if len(labels) > 1]
-        near = []
-        for k in unseen:
-            moved = np.abs(self._at[k] - here)
-            changed = np.flatnonzero(moved > 1e-9)
-            near.append(len(changed) == 1 and
-                        abs(float(moved[changed[0]]) - steps[int(changed[0])]) < 1e-9)
-        return near if any(near) else []
-
+            return None
+        moved = np.abs(candidates - self._at[ik])
+        axis = np.argmax(moved > 1e-9, axis=1)          # the one axis a neighbour moves on
+        near = ((moved > 1e-9).sum(axis=1) == 1) & (
+            np.abs(moved.max(axis=1) - self._step[axis]) < 1e-9)
+        return near if near.any() else None
 
 def believing(at: np.ndarray, y: np.ndarray, pending: np.ndarray) -> OrdinalGP:
     """A Gaussian process of ``y`` measured at ``at``, and of the configs at ``pending``
