@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import signal
 import sys
@@ -386,7 +387,7 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartA
     the workers, else one started with the sweep where every config compiles, else once a
     trial compiled a binary this machine had not compiled before; elsewhere none, and
     asking for some is refused."""
-    from sweeper.kernels._binaries import space_binaries
+    from sweeper.kernels._binaries import Binaries, space_binaries
     from sweeper.kernels._precompile import Target
     from sweeper.plan import costs_key
     from sweeper.sweep._compile_ahead import CompileOptions
@@ -398,10 +399,14 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartA
             raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
                                "compiles nothing for a GPU; leave the option out")
         return CompileOptions()
-    binaries = space_binaries(space, costs_key(device))
+    @functools.cache
+    def binaries() -> Binaries:
+        """Read only when a lazy pool has a slow first launch to judge, not at start-up."""
+        return space_binaries(space, costs_key(device))
+
     return CompileOptions(default_size(workers) if asked is None else asked,
                           Target.parse(target), not started.pool_ahead, started.pool,
-                          built=lambda config: binaries.cached(binaries.key(config)))
+                          built=lambda config: binaries().cached(binaries().key(config)))
 
 
 def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
