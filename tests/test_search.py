@@ -857,3 +857,26 @@ def test_search_efficiency_withholds_the_model_for_auto_nomodel(tmp_path, monkey
     with pytest.raises(AttributeError, match="no constant NO_SUCH"):
         override("NO_SUCH=1")
 
+
+
+def test_the_blind_bound_is_the_first_hit_of_sampling_without_replacement():
+    """``benchmarks/search_efficiency.py``'s ``blind``: with one hit among N configs the
+    first hit is uniform over 1..N (median N/2; the worst of 10 runs has a median of
+    N * 0.5 ** 0.1), every config a hit is found at once, and with several hits it agrees
+    with a simulation of random sampling without replacement."""
+    import random
+    import statistics
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from search_efficiency import blind
+
+    assert blind(210, 1, 10) == "105 / 196"
+    assert blind(7, 7, 10) == "1 / 1"
+    rng = random.Random(0)
+    firsts = [min(rng.sample(range(204), 204).index(h) for h in range(6)) + 1
+              for _ in range(4000)]
+    worsts = [max(rng.choice(firsts) for _ in range(10)) for _ in range(4000)]
+    median, worst = (int(x) for x in blind(204, 6, 10).split(" / "))
+    assert abs(statistics.median(firsts) - median) <= 1
+    assert abs(statistics.median(worsts) - worst) <= 3
