@@ -1,7 +1,7 @@
 """One ``auto`` search replayed on a recorded table, proposal by proposal (no GPU needed).
 
     python benchmarks/search_trace.py TABLE [--seeds 0,1] [--limit 40]
-                                     [--tables counterfactual]
+                                     [--tables counterfactual] [--set NAME=VALUE]
 
 For the table (a name from ``search_efficiency.TABLES``, or with ``--tables
 counterfactual`` one of ``search_robustness.COUNTERFACTUALS``, e.g. copy-1g/box): how the
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from search_efficiency import GOAL, SETS, selected, trials_to_goal  # noqa: E402
+from search_efficiency import GOAL, SETS, override, selected, trials_to_goal  # noqa: E402
 from search_robustness import auto_samplers  # noqa: E402
 
 from sweeper.devices import open_device  # noqa: E402
@@ -41,7 +41,10 @@ def main() -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--tables", choices=("all", *SETS, "counterfactual"), default="all")
+    parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
+                        "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py)")
     args = parser.parse_args()
+    override(args.set)
     with tempfile.TemporaryDirectory() as tmp:
         table, space = selected(args.tables, args.table, Path(tmp))[args.table]
         trace(args, table, space)
