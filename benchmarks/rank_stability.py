@@ -1,6 +1,6 @@
 """Do two studies of the same space rank their best configs the same way?
 
-    python benchmarks/rank_stability.py STUDY_A STUDY_B [--top 10]
+    python benchmarks/rank_stability.py STUDY_A STUDY_B [--top 10] [--per-clock]
 
 Over the configs measured in both studies, takes the ``--top`` fastest of study A by
 sweep median and prints the Spearman rank correlation of their medians in A and B, each
@@ -8,6 +8,10 @@ config's two medians, and from each study's interleaved final the winner, its me
 and its speed against the torch baseline measured in the same rounds, and each final's
 winner as the other study's sweep measured it (against that sweep's fastest).  Used to show
 that a power-bound problem's ranking does not depend on when each config was measured.
+``--per-clock`` scales each of B's medians to the highest SM clock B's trials ran at
+(median x the trial's mean SM clock from NVML / that clock), as if a kernel's time went
+as one over the clock: whether B's ranking under sustained load, so scaled, is A's
+under cool-downs.
 """
 
 from __future__ import annotations
@@ -23,9 +27,20 @@ from sweeper.store import StudyStore
 from sweeper.winners import Winners
 
 
-def medians(store: StudyStore) -> dict[tuple[str, ...], tuple[int, float]]:
-    return {t.key(): (t.number, t.stats.median) for t in store.records()[0]
-            if t.ok and t.stats}
+def medians(store: StudyStore, per_clock: bool = False
+            ) -> dict[tuple[str, ...], tuple[int, float]]:
+    """Each ok trial's config -> (its number, its median in ms); with ``per_clock``, the
+    median scaled to the highest mean SM clock among the trials (trials without a clock
+    reading kept as they are)."""
+    trials = [t for t in store.records()[0] if t.ok and t.stats]
+    clocks = [t.clocks.sm_mhz_mean for t in trials if t.clocks and t.clocks.sm_mhz_mean]
+    top = max(clocks, default=0.0)
+
+    def scaled(t) -> float:
+        mhz = t.clocks.sm_mhz_mean if t.clocks else None
+        return t.stats.median * mhz / top if per_clock and mhz and top else t.stats.median
+
+    return {t.key(): (t.number, scaled(t)) for t in trials}
 
 
 def problems(store: StudyStore) -> dict[tuple[str, ...], object]:
@@ -38,9 +53,11 @@ def main() -> None:
     parser.add_argument("a")
     parser.add_argument("b")
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--per-clock", action="store_true",
+                        help="B's medians scaled to its highest SM clock (docstring)")
     args = parser.parse_args()
     stores = [StudyStore(args.a), StudyStore(args.b)]
-    ma, mb = (medians(s) for s in stores)
+    ma, mb = medians(stores[0]), medians(stores[1], args.per_clock)
     common = sorted((k for k in ma if k in mb), key=lambda k: ma[k][1])[:args.top]
     rho = spearman([ma[k][1] for k in common], [mb[k][1] for k in common])
     print(f"{len(ma)} and {len(mb)} configs measured; {len(set(ma) & set(mb))} in both")
