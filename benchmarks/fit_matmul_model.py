@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from model_accuracy import launches  # noqa: E402
-from search_efficiency import SETS  # noqa: E402
+from table_sets import SETS  # noqa: E402
 
 import sweeper.kernels._guess as guess  # noqa: E402
 from sweeper.kernels import load_kernel  # noqa: E402

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from model_accuracy import launches  # noqa: E402
-from search_efficiency import TABLES, table_path  # noqa: E402
+from table_sets import TABLES, table_path  # noqa: E402
 
 from sweeper.kernels._declared import mnk  # noqa: E402
 from sweeper.kernels._guess import programs_per_sm  # noqa: E402

@@ -3,8 +3,8 @@
     python benchmarks/search_trace.py TABLE [--seeds 0,1] [--limit 40]
                                      [--tables counterfactual] [--set NAME=VALUE]
 
-For the table (a name from ``search_efficiency.TABLES``, or with ``--tables
-counterfactual`` one of ``search_robustness.COUNTERFACTUALS``, e.g. copy-1g/box): how the
+For the table (a name from ``table_sets.TABLES``, or with ``--tables
+counterfactual`` one of ``counterfactuals.COUNTERFACTUALS``, e.g. copy-1g/box): how the
 kernel model ranks the configs within 98 % of the best (rank 1: the model's best guess)
 and what its best guess measured as a fraction of the best; then, per seed, each proposal
 up to the first within 98 % (numbered as the sweep numbers its trials, those that fail
@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from search_efficiency import GOAL, SETS, override, selected, trials_to_goal  # noqa: E402
+from search_efficiency import override, selected, trials_to_goal  # noqa: E402
 from search_robustness import auto_samplers  # noqa: E402
+from table_sets import GOAL, SETS  # noqa: E402
 
 from sweeper.devices import open_device  # noqa: E402
 from sweeper.samplers._auto import AutoSampler  # noqa: E402

@@ -796,7 +796,7 @@ def test_every_sampler_over_a_replay_table(tmp_path, sampler):
 
 
 def test_auto_finds_a_counterfactual_best_where_the_add_model_now_puts_it(tmp_path):
-    """``benchmarks/search_robustness.py``'s ``add-1g/spill``: the recorded 1 GiB add table
+    """``benchmarks/counterfactuals.py``'s ``add-1g/spill``: the recorded 1 GiB add table
     with every launch of at most 128 values per thread and array slowed until the others
     lead by 3 %.  The add model counts each array's registers apart, so its best guess is
     among the few configs within 2 % of that table's best; the guess is the first
@@ -804,7 +804,8 @@ def test_auto_finds_a_counterfactual_best_where_the_add_model_now_puts_it(tmp_pa
     import sys
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from search_robustness import auto_samplers, build, describe
+    from counterfactuals import build, describe
+    from search_robustness import auto_samplers
 
     from sweeper.samplers._auto import Phase
 
@@ -835,8 +836,9 @@ def test_search_efficiency_withholds_the_model_for_auto_nomodel(tmp_path, monkey
     import sys
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from search_efficiency import override, table_path, trials_to_goal
+    from search_efficiency import override, trials_to_goal
     from search_robustness import auto_samplers
+    from table_sets import table_path
 
     from sweeper.samplers import _auto_pattern
     from sweeper.samplers._auto import ModelGuidedSearch, PatternSearch, Phase
