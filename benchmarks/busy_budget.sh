@@ -46,6 +46,9 @@
 #   lazypool  the LLM space warm, the code before a change (.base/: that commit's tree,
 #             carried) against the code now, in alternating order, after a cold run: what a
 #             change to the compile pool or the worker costs or saves
+#   scaleverify the scale spaces of held-out sets 11 and 13 (bf16 512 MiB, fp32 2 GiB), warm,
+#             the code before a change (.base/, carried) against the code now, alternating,
+#             after a cold run each: what scale's one-pass replay in its check saves
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -193,6 +196,16 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     done
     for r in before-a now-a before-b now-b; do
       echo "$r: $(grep -E '^  (worker 0|compile pool)' "$OUT/llm-$r.log" | cut -c1-200 | tr '\n' ' ')"
+    done ;;
+  scaleverify)
+    base=$PWD/.base
+    echo "before: $(cd "$base" && python3 -c 'import sweeper.kernels.scale as m; print(m.__file__)')"
+    for space in scale-bf16-512m scale-fp32-2g; do
+      run "$space-cold" "$space" "benchmarks/spaces/$space.yaml" --no-report
+      for r in a b; do
+        (cd "$base" && run "$space-before-$r" "$space" "benchmarks/spaces/$space.yaml" --no-report)
+        run "$space-now-$r" "$space" "benchmarks/spaces/$space.yaml" --no-report
+      done
     done ;;
   llmconfirm)
     sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' benchmarks/spaces/matmul-llm.yaml \

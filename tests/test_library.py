@@ -14,7 +14,8 @@ from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.kernels import Buffers, load_kernel
 from sweeper.kernels._guess import streaming
-from sweeper.kernels.scale import A, ScaleKernel
+from sweeper.kernels._jit import jitted
+from sweeper.kernels.scale import A, ScaleKernel, _replay_body, replayed
 from sweeper.space import Config, MeasureSpec, Problem
 from sweeper.store import StudyStore
 from sweeper.trial import TrialStatus, run_trial
@@ -111,6 +112,29 @@ def test_scale_replays_hundreds_of_launches_through_overflow_in_float16():
     assert kernel.check(buffers) is None
     buffers["launches"].sub_(1)             # one launch fewer than ran: the values disagree
     assert "start times 1.03125**399" in kernel.check(buffers)
+
+
+def torch_replay(start: torch.Tensor, launches: int) -> torch.Tensor:
+    """``start`` times ``A``, ``launches`` times, by torch's ``mul_``: one pass a launch."""
+    out = start.clone()
+    for _ in range(launches):
+        out.mul_(A)
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")     # the interpreter's numpy
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_the_gpu_replays_loop_rounds_as_torch_does_on_the_interpreter(dtype):
+    """The GPU's one-pass replay (a Triton loop per element), run on the interpreter, gives
+    torch's bits launch by launch, through overflow, with a tail that fills no whole
+    program (bfloat16, which the interpreter's numpy cannot round to, is left to the GPU
+    test)."""
+    start = (torch.randn(3000, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+             * 1e3).to(getattr(torch, dtype))
+    for launches in (0, 1, 7, 400):
+        out = torch.empty_like(start)
+        jitted(_replay_body, True)[(3,)](start, out, start.numel(), A, launches, BLOCK=1024)
+        assert torch.equal(out, torch_replay(start, launches)), launches
 
 
 def test_scale_rules_out_integer_dtypes_and_states_its_bytes_and_model():
@@ -383,6 +407,26 @@ def test_scale_on_a_gpu_counts_launches_replayed_from_a_cuda_graph(dtype):
     # after the poisoning: one launch warming up outside the capture, then 10 a replay,
     # where the host called launch 11 times in all (once more to capture the batch)
     assert int(buffers["launches"].item()) == 1 + 10 * len(measured.timing.samples) == 201
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_scale_replays_on_a_gpu_what_torch_does_one_launch_at_a_time(dtype):
+    """On the GPU the check's one-pass replay gives torch's bits for 300 launches over 2**24
+    + 3 elements (float16 overflows on the way), and the check passes after the kernel
+    ran them."""
+    start = (torch.randn((1 << 24) + 3, generator=torch.Generator(device="cuda").manual_seed(2),
+                         dtype=torch.float64, device="cuda") * 1e3).to(getattr(torch, dtype))
+    assert torch.equal(replayed(start, 300), torch_replay(start, 300))
+    kernel = load_kernel("scale")
+    problem = n_problem(dtype, start.numel())
+    buffers = kernel.allocate(problem, "cuda")
+    buffers["x"].copy_(start)
+    kernel.poison(buffers)
+    config = Config(problem=problem, grid=264, block=256, meta={"BLOCK": 2048})
+    for _ in range(300):
+        kernel.launch(buffers, config)
+    assert kernel.check(buffers) is None
 
 
 @pytest.mark.gpu
