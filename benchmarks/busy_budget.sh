@@ -49,6 +49,8 @@
 #   scaleverify the scale spaces of held-out sets 11 and 13 (bf16 512 MiB, fp32 2 GiB), warm,
 #             the code before a change (.base/, carried) against the code now, alternating,
 #             after a cold run each: what scale's one-pass replay in its check saves
+#   stridedverify the same over set 12's copy-strided spaces (a transpose and a gather):
+#             what copy-strided's check without a fresh index saves
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -86,6 +88,19 @@ run() {   # NAME CACHE SPACE [run options...]
 rank() {  # A B [--top N]
   echo "# rank_stability $*" | tee -a "$OUT/ranks.log"
   python3 benchmarks/rank_stability.py "$@" 2>&1 | tee -a "$OUT/ranks.log" | tail -6
+}
+
+before_after() {   # SPACE...: each under benchmarks/spaces/, cold, then warm with the code
+  # before (.base/) and now in turn, twice
+  local base=$PWD/.base space r
+  echo "before: $(cd "$base" && python3 -c 'import sweeper; print(sweeper.__file__)')"
+  for space in "$@"; do
+    run "$space-cold" "$space" "benchmarks/spaces/$space.yaml" --no-report
+    for r in a b; do
+      (cd "$base" && run "$space-before-$r" "$space" "benchmarks/spaces/$space.yaml" --no-report)
+      run "$space-now-$r" "$space" "benchmarks/spaces/$space.yaml" --no-report
+    done
+  done
 }
 
 for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
@@ -197,16 +212,8 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     for r in before-a now-a before-b now-b; do
       echo "$r: $(grep -E '^  (worker 0|compile pool)' "$OUT/llm-$r.log" | cut -c1-200 | tr '\n' ' ')"
     done ;;
-  scaleverify)
-    base=$PWD/.base
-    echo "before: $(cd "$base" && python3 -c 'import sweeper.kernels.scale as m; print(m.__file__)')"
-    for space in scale-bf16-512m scale-fp32-2g; do
-      run "$space-cold" "$space" "benchmarks/spaces/$space.yaml" --no-report
-      for r in a b; do
-        (cd "$base" && run "$space-before-$r" "$space" "benchmarks/spaces/$space.yaml" --no-report)
-        run "$space-now-$r" "$space" "benchmarks/spaces/$space.yaml" --no-report
-      done
-    done ;;
+  scaleverify) before_after scale-bf16-512m scale-fp32-2g ;;
+  stridedverify) before_after copy-strided-transpose copy-strided-gather ;;
   llmconfirm)
     sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' benchmarks/spaces/matmul-llm.yaml \
         > "$studies/llm-sustained.yaml"
