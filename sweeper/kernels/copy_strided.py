@@ -104,8 +104,8 @@ class CopyStridedKernel(Elementwise, CopyStridedDeclaration):
 
     def check(self, buffers: Buffers) -> str | None:
         """``dst`` against ``src`` in the kernel's order as torch lays it out
-        (:func:`in_order`): one pass, where building the index anew took about ten (5 ms a
-        check at 256 MiB on the H200)."""
+        (:func:`in_order`): one pass, where building the index anew took several (5 ms a
+        trial at 256 MiB on the H200)."""
         n, stride, linecross = order(buffers.problem)
         view = in_order(buffers)
         expected = buffers["src"][buffers["index"]] if view is None else view.reshape(-1)
