@@ -51,6 +51,9 @@
 #             after a cold run each: what scale's one-pass replay in its check saves
 #   stridedverify the same over set 12's copy-strided spaces (a transpose and a gather):
 #             what copy-strided's check without a fresh index saves
+#   stridedplans `sweeper plan` against the wall of first runs of copy-strided (the shipped
+#             space, the fp16 transpose and stride 33 of held-out set 13), each from an
+#             empty Triton cache in a fresh sweeper cache, report on
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -214,6 +217,12 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     done ;;
   scaleverify) before_after scale-bf16-512m scale-fp32-2g ;;
   stridedverify) before_after copy-strided-transpose copy-strided-gather ;;
+  stridedplans)
+    SWEEPER_CACHE=$(mktemp -d) run strided-shipped strided-shipped spaces/copy-strided.yaml
+    for space in copy-strided-transpose-fp16 copy-strided-33; do
+      SWEEPER_CACHE=$(mktemp -d) run "$space-first" "$space-first" \
+          "benchmarks/spaces/$space.yaml"
+    done ;;
   llmconfirm)
     sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' benchmarks/spaces/matmul-llm.yaml \
         > "$studies/llm-sustained.yaml"

@@ -344,11 +344,19 @@ Counts = tuple[Callable[[Problem], int] | None, Callable[[Problem], int] | None,
 
 def declared_counts(kernel: str, options: Mapping[str, str] | None = None) -> Counts:
     """What ``kernel`` (a space's ``kernel:``, with its ``options``) declares of a launch:
-    its bytes moved and FLOPs per problem, and the tensor operations an interpreted launch
-    of a config runs (each ``None`` where not declared).  A built-in declares them in its
-    class; a ``cuda`` kernel by its tensors' shapes (or its ``bytes_moved`` and ``flops``
-    options); any other kernel declares none, and the plan counts its launches alone."""
-    from sweeper.kernels import BUILTINS, bytes_moved_of, flops_of, interpreted_ops_of
+    the bytes it moves through DRAM (its bytes moved, or more where its access order
+    says so: ``Kernel.dram_bytes``) and its FLOPs per problem, and the tensor operations
+    an interpreted launch of a config runs (each ``None`` where not declared).  A
+    built-in declares them in its class; a ``cuda`` kernel by its tensors' shapes (or its
+    ``bytes_moved`` and ``flops`` options); any other kernel declares none, and the plan
+    counts its launches alone."""
+    from sweeper.kernels import (
+        BUILTINS,
+        bytes_moved_of,
+        dram_bytes_of,
+        flops_of,
+        interpreted_ops_of,
+    )
 
     if kernel == "cuda" and options:
         from sweeper.kernels._cuda_form import declared_counts as cuda_counts
@@ -357,7 +365,8 @@ def declared_counts(kernel: str, options: Mapping[str, str] | None = None) -> Co
     if kernel not in BUILTINS:
         return None, None, None
     counted = bytes_moved_of(kernel)
-    return (counted, flops_of(kernel) if counted is not None else None,
+    moved = dram_bytes_of(kernel) or counted       # what its access order moves
+    return (moved, flops_of(kernel) if counted is not None else None,
             interpreted_ops_of(kernel))
 
 

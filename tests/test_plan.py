@@ -699,6 +699,32 @@ def test_a_cuda_c_kernel_is_planned_by_the_bytes_its_tensors_move():
     assert "counts launches only" not in run.stdout and "trials " in run.stdout
 
 
+def test_copy_strided_is_planned_by_the_dram_sectors_its_order_reads():
+    """``copy-strided`` moves 2 n elements whatever the order, but a read further apart
+    than a 32-byte sector costs a sector: the plan prices a launch by ``dram_bytes``
+    (dst written whole, each distinct src element read at up to a sector), which is the
+    bytes moved at stride 1, a sector an element for a transpose or a wide stride, and
+    n / gcd(stride, n) elements where the order repeats them (the L2 serves the rest);
+    the kernels whose order is contiguous keep their bytes moved."""
+    from sweeper.core import Problem
+    from sweeper.plan import declared_counts
+
+    def strided(n, stride, linecross, dtype="float32", item=4):
+        return Problem(dtype, n * item, (("n", n), ("stride", stride), ("linecross", linecross)))
+
+    moved, _, _ = declared_counts("copy-strided")
+    n = 1 << 26
+    assert moved(strided(n, 1, 0)) == 2 * 4 * n                     # a plain copy
+    assert moved(strided(n, 4096, 1)) == 4 * n + 32 * n             # a transpose: 4.5x
+    assert moved(strided(n, 33, 0)) == 4 * n + 32 * n               # every element, apart
+    assert moved(strided(n, 2, 0)) == 4 * n + (n // 2) * 8          # half the elements
+    assert moved(strided(n, 4096, 0)) == 4 * n + (n // 4096) * 32   # a column, repeated
+    assert moved(strided(3 * (1 << 25) + 1, 3, 0, "float16", 2)) == 8 * (3 * (1 << 25) + 1)
+    copy, _, _ = declared_counts("copy")
+    plain = Problem("float32", 4 * n, (("n", n),))
+    assert copy(plain) == 2 * 4 * n
+
+
 def test_new_shapes_of_a_warm_kernel_start_the_compile_pool_with_the_sweep(tmp_path,
                                                                            monkeypatch):
     """A kernel with other shapes in Triton's cache, whose binaries for this space no run

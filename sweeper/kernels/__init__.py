@@ -35,6 +35,13 @@ def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
     return cast("Callable[[Problem], int] | None", _declared_method(name, "bytes_moved"))
 
 
+def dram_bytes_of(name: str) -> Callable[[Problem], int] | None:
+    """Built-in kernel ``name``'s DRAM bytes per problem where its access order moves more
+    than its bytes moved (``Kernel.dram_bytes`` declared as a class method), for
+    ``plan``'s time; None where it declares none (its bytes moved are what moves)."""
+    return cast("Callable[[Problem], int] | None", _declared_method(name, "dram_bytes"))
+
+
 def flops_of(name: str) -> Callable[[Problem], int] | None:
     """Built-in kernel ``name``'s FLOPs per problem, for ``plan``, as :func:`bytes_moved_of`
     gives its bytes."""
@@ -65,6 +72,7 @@ __all__ = [
     "Kernel",
     "MetaParam",
     "bytes_moved_of",
+    "dram_bytes_of",
     "fill_random",
     "flops_of",
     "interpreted_ops_of",

@@ -284,6 +284,13 @@ class Kernel(abc.ABC):
         """Fewest bytes one launch must move through device memory."""
         return 0
 
+    def dram_bytes(self, problem: Problem) -> int:
+        """Bytes one launch is expected to move through device memory, for ``sweeper
+        plan``'s time: :meth:`bytes_moved`, unless the kernel's access order moves more (a
+        built-in that reads a 32-byte sector for fewer bytes declares it as a class
+        method, as ``copy-strided`` does)."""
+        return self.bytes_moved(problem)
+
     def working_set(self, problem: Problem) -> int:
         """Bytes one launch touches: what must fit in L2 for it to be L2-resident."""
         return self.bytes_moved(problem)
