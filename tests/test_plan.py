@@ -708,9 +708,7 @@ def test_copy_strided_is_planned_by_the_dram_sectors_its_order_reads():
     the kernels whose order is contiguous keep their bytes moved."""
     from sweeper.core import Problem
     from sweeper.plan import declared_counts
-
-    def strided(n, stride, linecross, dtype="float32", item=4):
-        return Problem(dtype, n * item, (("n", n), ("stride", stride), ("linecross", linecross)))
+    from tests.test_library import strided
 
     moved, _, _ = declared_counts("copy-strided")
     n = 1 << 26
@@ -719,7 +717,7 @@ def test_copy_strided_is_planned_by_the_dram_sectors_its_order_reads():
     assert moved(strided(n, 33, 0)) == 4 * n + 32 * n               # every element, apart
     assert moved(strided(n, 2, 0)) == 4 * n + (n // 2) * 8          # half the elements
     assert moved(strided(n, 4096, 0)) == 4 * n + (n // 4096) * 32   # a column, repeated
-    assert moved(strided(3 * (1 << 25) + 1, 3, 0, "float16", 2)) == 8 * (3 * (1 << 25) + 1)
+    assert moved(strided(3 * (1 << 25) + 1, 3, 0, "float16")) == 8 * (3 * (1 << 25) + 1)
     copy, _, _ = declared_counts("copy")
     plain = Problem("float32", 4 * n, (("n", n),))
     assert copy(plain) == 2 * 4 * n

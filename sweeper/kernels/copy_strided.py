@@ -21,6 +21,8 @@ buffers, which moves the index too.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import torch
 import triton.language as tl
 
@@ -65,8 +67,13 @@ def order(problem: Problem) -> tuple[int, int, bool]:
     return n, stride, bool(linecross)
 
 
-def source_of(i: int, n: int, stride: int, linecross: bool) -> int:
-    """The element of ``src`` that element ``i`` of ``dst`` reads."""
+#: An element of ``dst``, or a tensor of them.
+Index = TypeVar("Index", int, torch.Tensor)
+
+
+def source_of(i: Index, n: int, stride: int, linecross: bool) -> Index:
+    """The element of ``src`` that element ``i`` of ``dst`` reads (elementwise for a
+    tensor)."""
     rows = n // stride
     return (i % rows) * stride + i // rows if linecross else i * stride % n
 
@@ -74,11 +81,7 @@ def source_of(i: int, n: int, stride: int, linecross: bool) -> int:
 def source_index(problem: Problem, device: str | torch.device) -> torch.Tensor:
     """The element of ``src`` each element of ``dst`` reads (int64), computed by torch."""
     n, stride, linecross = order(problem)
-    i = torch.arange(n, device=device)
-    if linecross:
-        rows = n // stride
-        return (i % rows) * stride + i // rows
-    return i * stride % n
+    return source_of(torch.arange(n, device=device), n, stride, linecross)
 
 
 class CopyStridedKernel(Elementwise, CopyStridedDeclaration):
