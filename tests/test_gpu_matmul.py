@@ -87,3 +87,36 @@ def test_an_older_gpu_is_refused_the_variants_it_lacks():
     expected = refusal(config, (major, minor))
     assert load_kernel("matmul").refusal(config, "cuda") == expected
     assert (expected is None) == ((major, minor) >= (9, 0))
+
+
+@pytest.mark.parametrize("dtype, meta", [
+    # bf16, four stages of 128 x 256 x 64 operands (192 KiB): C's 64 KiB through TMA does
+    # not fit beside them, half of it does, pointer stores need none
+    ("bfloat16", {"BLOCK_N": 256, "num_stages": 4, "TMA": 1}),
+    ("bfloat16", {"BLOCK_N": 256, "num_stages": 4, "TMA": 1, "EPILOGUE_SUBTILE": 1}),
+    ("bfloat16", {"BLOCK_N": 256, "num_stages": 4}),
+    # 128 x 128 x 128 operands: three stages (192 KiB) and C's 32 KiB fit, four do not
+    ("bfloat16", {"BLOCK_K": 128, "num_stages": 3, "TMA": 1}),
+    ("bfloat16", {"BLOCK_K": 128, "num_stages": 4, "TMA": 1, "EPILOGUE_SUBTILE": 1}),
+    ("float32", {"num_stages": 4}),
+    ("float32", {"num_stages": 3}),
+])
+def test_the_matmul_model_runs_out_of_shared_memory_where_triton_does(dtype, meta):
+    """The model's guess is 0 (cannot launch) exactly where Triton refuses the launch for
+    want of shared memory, the TMA store's staging of C included."""
+    from triton.runtime.errors import OutOfResources
+
+    from sweeper.trial import TrialStatus, classify
+
+    m = n = k = 1024
+    problem = Problem(dtype, m * k, (("M", m), ("N", n), ("K", k)))
+    config = Config(problem=problem, grid=132, block=256, meta={**META, **meta})
+    refused: OutOfResources | None = None
+    try:
+        launched(dtype, (m, n, k), 132, **meta)
+    except OutOfResources as err:    # raised at the first launch
+        refused = err
+    fits = load_kernel("matmul").model(config, open_device("cuda").facts()) > 0
+    assert fits == (refused is None), (meta, refused)
+    if refused is not None:
+        assert classify(refused)[0] is TrialStatus.OUT_OF_RESOURCES, refused

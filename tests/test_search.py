@@ -301,6 +301,17 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
     assert mm(4096, 132, 256, 128, 256) > mm(4096, 132, 256, 128, 128)   # more reuse
     assert mm(4096, 132, 128, 128, 256) < 0.2 * mm(4096, 132, 256, 128, 256)  # spilled acc
     assert mm(2048, 132, 256, 128, 256, k=64, stages=4, dtype="float32") == 0.0  # no smem
+    # a TMA store stages C's tile in shared memory beside the operands: 192 KiB of bf16
+    # operands (128 × 256 × 64 tiles, four stages) and C's 64 KiB do not fit; half of C at
+    # a time (EPILOGUE_SUBTILE) does, and pointer stores need none
+    problem = Problem("bfloat16", 4096 * 4096 * 2)
+
+    def tma(tma, subtile, split_k=1):
+        meta = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_stages": 4, "TMA": tma,
+                "EPILOGUE_SUBTILE": subtile, "SPLIT_K": split_k}
+        return matmul.model(Config(problem, 132, 256, meta), H200)
+
+    assert tma(1, 0) == 0.0 < tma(1, 1) and tma(0, 0) > 0 and tma(1, 0, split_k=2) > 0
     assert mm(2048, 132, 256, 128, 128, k=32, dtype="float32") < 0.2 * mm(
         2048, 132, 256, 128, 128, k=32)                         # no 16-bit tensor cores
     # never faster than the tensor cores, and a 4096³ launch near them
@@ -330,6 +341,33 @@ def test_kernel_models_guess_the_losses_a_launch_shape_predicts():
     assert max(mm(1024, g, b, m, n, k, st) for g in (128, 256) for b in (128, 256)
                for m in (64, 128) for n in (64, 128) for k in (32, 64)
                for st in (3, 4)) < 0.35 * peak
+
+
+def test_matmul_model_says_which_recorded_h200_configs_ran_out_of_shared_memory():
+    """Every config of the recorded H200 matmul tables that failed out of resources is
+    guessed 0 (cannot launch); of those that ran, only non-TMA ones with a flattened loop
+    (which Triton does not pipeline, and which ran 4x slower than the best) are."""
+    matmul = load_kernel("matmul")
+    for table, space_file in ((ROOT / "benchmarks/tables/h200-matmul-bf16-long-k.csv",
+                               "matmul-bf16-long-k.yaml"),
+                              (ROOT / "benchmarks/tables/h200-matmul-short-k.csv",
+                               "matmul-short-k.yaml"),
+                              (TABLES / "h200-matmul-fp32.csv", "matmul-fp32.yaml")):
+        name = table.name
+        device = open_device(f"replay:{table}")
+        space = load_space(ROOT / "benchmarks" / "spaces" / space_file)
+        facts = device.facts()
+        failed = 0
+        for row in device.rows:
+            config = space.resolve({p: row[p] for p in device.params}, facts.env(),
+                                   facts.max_footprint)
+            zero = matmul.model(config, facts) == 0
+            if row.get("status", "ok") != "ok":
+                assert zero, (name, row)
+                failed += 1
+            elif zero:
+                assert config.meta.get("FLATTEN") == 1 and not config.meta.get("TMA"), row
+        assert failed >= 6, name
 
 
 def test_matmul_model_tracks_the_recorded_h200_times():

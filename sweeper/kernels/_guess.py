@@ -162,13 +162,13 @@ def _losses(config: Config, sms: int, block_elems: int, tiles: int, loaded: int,
 
 
 def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile_n: int,
-          tile_k: int, stages: int, split_k: int = 1) -> float:
+          tile_k: int, stages: int, split_k: int = 1, epilogue: int = 0) -> float:
     """A persistent tiled matmul of M×K by K×N matrices (``mnk``), ``tile_m × tile_n`` output
     tiles with a K step of ``tile_k``: 1 / the launch's time in seconds, modelled as
     the busiest SM's work.
 
-    - shared memory: ``stages`` buffers of A and B slices beyond one program's share
-      cannot launch (0);
+    - shared memory: ``stages`` buffers of A and B slices plus ``epilogue`` bytes (C's tile
+      staged for a TMA store) beyond one program's share cannot launch (0);
     - programs per SM: as many as threads, shared memory and registers (accumulators
       plus ``REGISTER_OVERHEAD`` per thread) let one SM hold at once;
     - the busiest SM computes ``ceil(programs / SMs)`` programs' share of the tiles,
@@ -194,14 +194,14 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     - plus the launch itself (``LAUNCH_S``).
     """
     itemsize = config.problem.itemsize
-    smem = (tile_m + tile_n) * tile_k * stages * itemsize
+    smem = (tile_m + tile_n) * tile_k * stages * itemsize + epilogue
     if smem > SMEM_PER_PROGRAM:
         return 0.0
     m, n, k = mnk
     tiles = -(-m // tile_m) * -(-n // tile_n) * split_k
     programs = min(config.grid, tiles)
     accumulators = tile_m * tile_n / config.block
-    fits = programs_per_sm(config, tile_m, tile_n, tile_k, stages)
+    fits = programs_per_sm(config, tile_m, tile_n, tile_k, stages, epilogue)
     per_sm = -(-programs // sms)
     if config.grid > tiles and config.grid > sms:     # working programs may share an SM
         per_sm = max(per_sm, min(fits, -(-config.grid // sms), programs))
@@ -226,12 +226,13 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
 
 
 def programs_per_sm(config: Config, tile_m: int, tile_n: int, tile_k: int,
-                    stages: int) -> int:
+                    stages: int, epilogue: int = 0) -> int:
     """Programs of a tiled matmul one SM holds at once (at least 1): as many as its
     threads, its shared memory (``stages`` buffers of ``tile_m + tile_n`` rows of
-    ``tile_k`` operands) and its registers (the float32 accumulators of a
-    ``tile_m × tile_n`` tile plus ``REGISTER_OVERHEAD`` per thread) allow."""
-    smem = (tile_m + tile_n) * tile_k * stages * config.problem.itemsize
+    ``tile_k`` operands, plus ``epilogue`` bytes) and its registers (the float32
+    accumulators of a ``tile_m × tile_n`` tile plus ``REGISTER_OVERHEAD`` per thread)
+    allow."""
+    smem = (tile_m + tile_n) * tile_k * stages * config.problem.itemsize + epilogue
     registers = min(tile_m * tile_n / config.block + REGISTER_OVERHEAD, MAX_THREAD_REGISTERS)
     return max(1, min(PROGRAMS_PER_SM, THREADS_PER_SM // config.block,
                       SMEM_PER_PROGRAM // smem,

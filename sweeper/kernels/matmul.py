@@ -84,6 +84,20 @@ def refusal(config: Config, capability: tuple[int, int] | None) -> str | None:
     return None
 
 
+def epilogue_bytes(config: Config) -> int:
+    """Shared memory a program stages C's tile in: a TMA store (``SPLIT_K`` 1) writes C from
+    shared memory, its ``BLOCK_M × BLOCK_N`` tile, or half of it at a time with
+    ``EPILOGUE_SUBTILE``; pointer stores need none.  On the H200 every recorded
+    ``out_of_resources`` of a TMA config is one whose operand buffers fit but not with
+    this beside them (e.g. 128 × 256 × 64 tiles in four stages, bf16: 192 KiB of operands,
+    plus 64 KiB of C; 32 KiB subtiled fits)."""
+    meta = meta_of(config)
+    if not meta["TMA"] or meta["SPLIT_K"] > 1:
+        return 0
+    size = 2 if config.problem.dtype == FP8 else config.problem.itemsize
+    return meta["BLOCK_M"] * meta["BLOCK_N"] * size // (2 if meta["EPILOGUE_SUBTILE"] else 1)
+
+
 def workspace(buffers: Buffers, split: int) -> torch.Tensor:
     """The float32 ``split × M × N`` partial sums of ``split`` slices of K, allocated on
     the first launch and kept with the buffers, so the timed launches reuse it (every
@@ -185,7 +199,8 @@ class MatmulKernel(Builtin, MatmulDeclaration):
     def model(self, config: Config, facts: DeviceFacts) -> float | None:
         m = meta_of(config)
         return tiled(config, facts.sms, mnk(config.problem), m["BLOCK_M"], m["BLOCK_N"],
-                     m["BLOCK_K"], m["num_stages"], split_k=m["SPLIT_K"])
+                     m["BLOCK_K"], m["num_stages"], split_k=m["SPLIT_K"],
+                     epilogue=epilogue_bytes(config))
 
     def check(self, buffers: Buffers) -> str | None:
         c = buffers["c"]
