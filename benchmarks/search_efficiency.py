@@ -101,13 +101,14 @@ PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200
 
 def override(settings: str) -> None:
     """Set ``auto``'s constants from ``NAME=VALUE,...`` (``--set``): a variant of its
-    search measured without editing it.  A name is set in each of ``_auto_model.py`` and
-    ``_auto_pattern.py`` that has it; a name neither has is an error."""
-    from sweeper.samplers import _auto_model, _auto_pattern
+    search measured without editing it.  A name is set in each of ``_auto_model.py``,
+    ``_auto_pattern.py`` and ``_auto_state.py`` that has it; a name none has is an
+    error."""
+    from sweeper.samplers import _auto_model, _auto_pattern, _auto_state
 
     for setting in filter(None, settings.split(",")):
         name, _, value = setting.partition("=")
-        owners = [m for m in (_auto_model, _auto_pattern) if hasattr(m, name)]
+        owners = [m for m in (_auto_model, _auto_pattern, _auto_state) if hasattr(m, name)]
         if not owners:
             raise AttributeError(f"auto has no constant {name}")
         for module in owners:
@@ -176,6 +177,9 @@ def table_best(device, space, kernel) -> float:
 
 #: Each run's mean milliseconds of asking the sampler per trial, by sampler.
 ASK_MS: dict[str, list[float]] = {}
+#: Each run's trials that failed (out of resources, ...) before it stopped, by table and
+#: sampler: on a GPU each costs a compile and measures nothing.
+FAILED: dict[tuple[str, str], list[int]] = {}
 
 
 def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: Path,
@@ -204,6 +208,8 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     summary = sweep.run()
     if summary.timing is not None:
         ASK_MS.setdefault(sampler, []).append(summary.timing.per_trial_ms("ask"))
+    FAILED.setdefault((table.name, sampler), []).append(
+        sum(1 for t in store.records()[0] if t.status != "ok"))
     return watch.reached
 
 
@@ -281,7 +287,8 @@ def main() -> None:
     parser.add_argument("--counts", action="store_true",
                         help="also print every seed's count, and each sampler's mean")
     parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
-                        "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py)")
+                        "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py, "
+                        "_auto_state.py)")
     args = parser.parse_args()
     override(args.set)
     samplers = args.samplers.split(",")
@@ -330,6 +337,11 @@ def main() -> None:
         if args.counts and reached:
             print(f"{sampler}: mean {statistics.mean(reached):.2f} over the "
                   f"{len(reached)} runs that reached it")
+        failed = {name: sum(FAILED.get((name, sampler), [])) for name in tables}
+        if args.counts and any(failed.values()):
+            print(f"{sampler}: failed trials before the goal (or the limit), all seeds: "
+                  + ", ".join(f"{name} {n}" for name, n in failed.items() if n)
+                  + f"; {sum(failed.values())} in all")
         if ASK_MS.get(sampler):
             print(f"{sampler}: ask {statistics.median(ASK_MS[sampler]):.2f} ms per trial "
                   f"(median over {len(ASK_MS[sampler])} runs; worst run "

@@ -149,7 +149,8 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true",
                         help="also print, for auto, the mean trials per phase of its search")
     parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
-                        "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py)")
+                        "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py, "
+                        "_auto_state.py)")
     parser.add_argument("--cost", action="store_true",
                         help="only print auto's CPU time per proposal at 100-400 configs "
                              "measured")

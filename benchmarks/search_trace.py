@@ -43,7 +43,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--tables", choices=("all", *SETS, "counterfactual"), default="all")
     parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
-                        "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py)")
+                        "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py, "
+                        "_auto_state.py)")
     args = parser.parse_args()
     override(args.set)
     with tempfile.TemporaryDirectory() as tmp:

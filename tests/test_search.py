@@ -1,6 +1,7 @@
 """Issue 4 without a GPU: replay tables, the auto sampler, priors, add and matmul kernels."""
 
 import dataclasses
+import itertools
 import json
 import re
 from pathlib import Path
@@ -562,6 +563,96 @@ def test_a_favourite_of_the_model_measured_far_below_the_incumbent_sends_auto_ne
     assert after(*start, (("7", "1"), 0.3))[1] is not Phase.NEIGHBOUR    # rated lower
     monkeypatch.setattr(auto, "CONTRADICTED", 0.0)
     assert after(*start, (("5", "3"), 0.3))[1] is not Phase.NEIGHBOUR    # off
+
+
+def test_auto_learns_where_configs_fail_and_weighs_its_proposals_by_it(monkeypatch):
+    """Configs that fail (out of resources) cluster: here every config with ``a >= 6``.
+    ``auto`` learns their region from the failures (:func:`feasibility`: near 0 beside a
+    failure, 1 far from every failure) and weighs each proposal by it, so a model that
+    rates the failing region best stops drawing the search there: the best config that
+    runs is reached in a third of the trials, after a quarter of the failures."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    import sweeper.samplers._auto_state as state_module
+    from sweeper.samplers._surrogate import FEASIBLE_FLOOR, feasibility
+
+    ran, failed = np.array([[0.0, 0.0], [0.2, 0.1]]), np.array([[1.0, 1.0], [0.9, 1.0]])
+    chance = feasibility(ran, failed, np.array([[1.0, 0.9], [0.5, 0.5], [0.1, 0.0]]))
+    assert chance[0] < 0.3 and chance[0] < chance[1] < chance[2] <= 1.0
+    assert feasibility(ran, np.empty((0, 2)), np.zeros((3, 2))).tolist() == [1.0] * 3
+    nothing_ran = feasibility(np.empty((0, 2)), failed, np.array([[1.0, 0.9], [0.0, 0.0]]))
+    assert FEASIBLE_FLOOR <= nothing_ran[0] < 0.1 and nothing_ran[1] > 0.9
+
+    axes = {"a": [str(i) for i in range(8)], "b": [str(i) for i in range(8)],
+            "c": [str(i) for i in range(4)]}
+    valid = [dict(zip("abc", v, strict=True)) for v in itertools.product(*axes.values())]
+    guesses = [1.0 + int(c["a"]) + int(c["b"]) for c in valid]     # a >= 6 rated best
+    best = 1 + 5 + 7 + 0.9
+
+    def search(learn, seed):
+        """Trials until the best config that runs, and the failures before it."""
+        monkeypatch.setattr(state_module, "FEASIBILITY", learn)
+        sampler = AutoSampler(axes, valid, seed=seed, guesses=guesses)
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+        for n in range(1, 41):
+            trial = study.ask(dists)
+            a, b, c = (int(trial.params[k]) for k in "abc")
+            if a >= 6:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                continue
+            study.tell(trial, 1.0 + a + b + 0.3 * c)
+            if 1.0 + a + b + 0.3 * c >= best:
+                ran = sum(1 for t in study.trials if t.state.name == "COMPLETE")
+                assert len(sampler.state.failed) == n - ran      # every failure noted
+                return n, len(sampler.state.failed)
+        raise AssertionError("the best config was not reached in 40 trials")
+
+    for seed in range(3):
+        (trials, failures), (blind, blind_failures) = search(True, seed), search(False, seed)
+        assert trials <= 10 and failures <= 4, seed
+        assert blind >= 15 and blind_failures >= 12, seed
+
+
+def test_auto_heeds_the_models_refusals_when_it_explores_without_the_model(monkeypatch):
+    """A config the model guesses 0 (cannot launch: more shared memory than a program may
+    have) counts as unlikely to run in every proposal, step 4's included, whose expected
+    improvement otherwise ignores the model: on a flat table (no gain, so step 4 proposes
+    every other config) none of the refused configs is proposed while others are left;
+    without the rule step 4 proposes some."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    import sweeper.samplers._auto_model as auto
+    from sweeper.samplers._auto import Phase
+
+    axes = {"a": [str(i) for i in range(8)], "b": [str(i) for i in range(8)],
+            "c": [str(i) for i in range(4)]}
+    valid = [dict(zip("abc", v, strict=True)) for v in itertools.product(*axes.values())]
+    guesses = [0.0 if int(c["a"]) >= 6 else 1.0 + int(c["b"]) for c in valid]
+
+    def refused_proposals(heed):
+        monkeypatch.setattr(auto, "HEED_REFUSALS", heed)
+        counts = []
+        for seed in range(3):
+            sampler = AutoSampler(axes, valid, seed=seed, guesses=guesses)
+            study = optuna.create_study(direction="maximize", sampler=sampler)
+            dists = {k: CategoricalDistribution(v) for k, v in axes.items()}
+            count = 0
+            for _ in range(40):
+                trial = study.ask(dists)
+                if int(trial.params["a"]) >= 6:
+                    count += 1
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                else:
+                    study.tell(trial, 1.0)
+            assert Phase.EXPLORE in sampler.phases
+            counts.append(count)
+        return counts
+
+    assert refused_proposals(True) == [0, 0, 0]
+    assert sum(refused_proposals(False)) > 0
 
 
 def test_the_model_slope_follows_the_measurements_and_leans_on_the_model_when_few():

@@ -12,7 +12,8 @@
      model's best guess first, the spread points moved into the configs it guesses
      best, then expected improvement over the whole space around the model, with
      every few proposals the model's own best unmeasured guess, and once its promised
-     gains stop coming, every other proposal chosen without the model;
+     gains stop coming, every other proposal chosen without the model; each proposal
+     weighed by its chance of running, learnt from the configs that failed;
    - **without** (``_auto_pattern.py``: :class:`PatternSearch`): a guided pattern search
      around the best point so far, along one axis at a time, then TPE, then a random
      unseen config when TPE only repeats itself.

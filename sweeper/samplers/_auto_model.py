@@ -41,6 +41,17 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    goal moves (docs/search.md, "Next door after a contradiction").  At 0.7 one
    counterfactual's median moved by half a trial; at 0.85 and 0.95 six to eight matmul
    and softmax tables' worst cases grew by up to 9.
+6. **Where configs fail**: configs that fail (out of shared memory, a wrong answer)
+   cluster (tiles too large), and a model can be wrong about where.  Every proposal
+   above is weighed by its chance of running (``SearchState.chance``: a Gaussian process
+   of the failures, near 0 beside one, 1 far from all): expected improvement is
+   multiplied by it, the model's turns take the best guess plus its log.  On the six
+   recorded H200 matmul tables with failures (30 seeds), with the matmul model's TMA
+   epilogue in its shared memory: 76 failed trials before the goal → 3, the mean trials
+   8.38 → 7.93, fp16 8192 × 2048 × 8192's worst case 97 → 19 (step 4 had walked into a
+   corner of tiles that never launch, 73 failures in one run); with the model's old
+   shared-memory bound, 275 → 150 failures, trials 8.84 → 9.17 (docs/search.md, "Where
+   configs fail").
 
 What was tried and measured worse on the recorded tables (30 seeds each,
 ``benchmarks/search_efficiency.py``), by design:
@@ -131,7 +142,12 @@ from sweeper.samplers._auto_state import (
     SearchState,
     key_of,
 )
-from sweeper.samplers._surrogate import OrdinalGP, expected_improvement, model_slope
+from sweeper.samplers._surrogate import (
+    FEASIBLE_FLOOR,
+    OrdinalGP,
+    expected_improvement,
+    model_slope,
+)
 
 #: Spread points after the model's best guess (the model already says where to look; the
 #: points give the residual process a spread of measurements).
@@ -164,6 +180,9 @@ BELIEVE_PENDING = True
 #: unmeasured neighbour (one axis, one level) of the highest expected improvement
 #: around the model (step 5).  0: off.
 CONTRADICTED = 0.5
+#: Whether a config the model says cannot launch (a guess of 0) counts as unlikely to run
+#: in every proposal, step 4's included (step 6).
+HEED_REFUSALS = True
 
 
 class ModelGuidedSearch:
@@ -180,6 +199,9 @@ class ModelGuidedSearch:
         #: Each valid config's log guess relative to the best (floored).
         self.prior = {key_of(c): float(np.log(max(g / top, GUESS_FLOOR)))
                       for c, g in zip(valid, guesses, strict=True)}
+        #: The configs the model says cannot launch (a guess of 0: e.g. more shared memory
+        #: than a program may have).
+        self.refused = {key_of(c) for c, g in zip(valid, guesses, strict=True) if g <= 0}
         self._at = {k: np.array(state.position(dict(k))) for k in state.valid}
         #: one level's step along each axis of :meth:`SearchState.position`
         self._step = np.array([1.0 / (len(labels) - 1) for labels in state.axes.values()
@@ -230,22 +252,28 @@ class ModelGuidedSearch:
         unseen = state.unseen()
         if not unseen:
             return None
-        top: Key = max(unseen, key=self._guess)
-        best_guess = dict(top)
         # configs outside this space (measured under an older space file) have no guess
         scored = [(k, v) for k, v in ((key_of(p), v) for p, v in state.scores)
                   if v > 0 and k in self.prior]
+        candidates = np.array([self._at[k] for k in unseen])
+        # learnt from the failures, and the model's word where it says a config cannot
+        # launch: step 4's proposals, made without the model's ranking, still heed that
+        chance = state.chance(candidates) * np.array(
+            [FEASIBLE_FLOOR if HEED_REFUSALS and k in self.refused else 1.0 for k in unseen])
+        guesses = np.array([self.prior[k] for k in unseen])
+        # the best guess among the configs likely to run: the model's claim that a config
+        # launches is taken back where its neighbours failed
+        best_guess = dict(unseen[int(np.argmax(guesses + np.log(chance)))])
         if len(scored) < MODEL_AFTER:
             return best_guess, Phase.TURN
         y = np.log([v for _, v in scored])
         at = np.array([self._at[k] for k, _ in scored])
-        candidates = np.array([self._at[k] for k in unseen])
         pending = np.array([self._at[k] for k in sorted(state.pending) if k in self._at]
                            if BELIEVE_PENDING else []).reshape(-1, at.shape[1])
         stale = stale_for([v for _, v in state.scores])
         if stale >= PATIENCE and (stale - PATIENCE) % EXPLORE_EVERY == 0:
             mean, std = believing(at, y, pending).predict(candidates)
-            gain = expected_improvement(mean, std, float(y.max()))
+            gain = expected_improvement(mean, std, float(y.max())) * chance
             return dict(unseen[int(np.argmax(gain))]), Phase.EXPLORE
         guess = np.array([self.prior[k] for k, _ in scored])
         slope = model_slope(guess, y, self._every_guess, MODEL_WEIGHT)
@@ -255,8 +283,8 @@ class ModelGuidedSearch:
             if self._turns % MODEL_TURN == 0 and slope >= TURN_SLOPE:
                 return best_guess, Phase.TURN
         mean, std = believing(at, y - slope * guess, pending).predict(candidates)
-        mean = mean + slope * np.array([self.prior[k] for k in unseen])
-        gain = expected_improvement(mean, std, float(y.max()))
+        mean = mean + slope * guesses
+        gain = expected_improvement(mean, std, float(y.max())) * chance
         if near is not None:
             gain = np.where(near, gain, -np.inf)
             return dict(unseen[int(np.argmax(gain))]), Phase.NEIGHBOUR

@@ -15,8 +15,11 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import numpy as np
 import optuna
 from optuna.trial import TrialState
+
+from sweeper.samplers._surrogate import feasibility
 
 #: A config as a hashable key: its (axis, label) pairs, sorted.
 Key = tuple[tuple[str, str], ...]
@@ -26,6 +29,9 @@ Key = tuple[tuple[str, str], ...]
 MIN_GAIN = 0.01
 #: A Gaussian process ranks proposals once this many configs have been measured.
 MODEL_AFTER = 3
+#: Whether proposals are weighed by their chance of running, learnt from the configs that
+#: failed (:meth:`SearchState.chance`).
+FEASIBILITY = True
 
 
 class Phase(enum.Enum):
@@ -69,6 +75,10 @@ class SearchState:
         self.seen: set[Key] = set()
         #: Every measured config and its score, in the order they were told.
         self.scores: list[tuple[dict[str, str], float]] = []
+        #: Every config that failed (out of resources, a wrong answer, a crash), in order:
+        #: where failures cluster (tiles too large for shared memory), the search learns
+        #: to stay away (:func:`~sweeper.samplers._surrogate.feasibility`).
+        self.failed: list[dict[str, str]] = []
         #: The best score and config so far, moved only for a gain above ``MIN_GAIN``.
         self.incumbent: tuple[float, dict[str, str]] | None = None
         #: Proposals in a row that the study already had (answered from the store).
@@ -92,6 +102,18 @@ class SearchState:
         return [labels.index(str(choice[name])) / (len(labels) - 1)
                 for name, labels in self.axes.items() if len(labels) > 1]
 
+    def chance(self, candidates: np.ndarray) -> np.ndarray:
+        """Each config at ``candidates`` (rows of :meth:`position`)'s chance of running,
+        learnt from the configs that ran and those that :attr:`failed`
+        (:func:`~sweeper.samplers._surrogate.feasibility`); all 1 while none failed.
+        Configs outside the space (a study resumed under another space file) are left
+        out."""
+        failed = [self.position(p) for p in self.failed if key_of(p) in self.valid]
+        if not FEASIBILITY or not failed:
+            return np.ones(len(candidates))
+        ran = [self.position(p) for p, _ in self.scores if key_of(p) in self.valid]
+        return feasibility(np.array(ran), np.array(failed), candidates)
+
     def spread(self, count: int) -> list[dict[str, str]]:
         """``count`` points; along each axis the levels spread over its range, shuffled
         (like a Latin hypercube), so the first incumbent is no lucky or unlucky corner."""
@@ -114,6 +136,8 @@ class SearchState:
             self.seen.add(key_of(params))
             if t.state is TrialState.COMPLETE and t.value is not None:
                 self.scores.append((params, t.value))
+            elif t.state is TrialState.FAIL:
+                self.failed.append(params)
             if t.state is TrialState.COMPLETE and t.value is not None and (
                     self.incumbent is None or t.value > self.incumbent[0]):
                 self.incumbent = (t.value, params)
@@ -127,10 +151,14 @@ class SearchState:
     def record(self, params: Mapping[str, Any], state: TrialState,
                values: Sequence[float] | None) -> None:
         """Take in one finished proposal: count it as a repeat if the study had it, score
-        it if it completed, and move the incumbent for a gain above ``MIN_GAIN``."""
+        it if it completed (note it if it failed), and move the incumbent for a gain above
+        ``MIN_GAIN``."""
         params = {k: str(v) for k, v in params.items()}
-        self.repeats = self.repeats + 1 if key_of(params) in self.seen else 0
+        repeat = key_of(params) in self.seen
+        self.repeats = self.repeats + 1 if repeat else 0
         self.seen.add(key_of(params))
+        if state is TrialState.FAIL and not repeat:
+            self.failed.append(params)
         if state is TrialState.COMPLETE and values:
             self.scores.append((params, values[0]))
             if self.incumbent is None or values[0] > self.incumbent[0] * (1 + MIN_GAIN):

@@ -121,6 +121,36 @@ class OrdinalGP:
         return mean * self.sd + self.mu, np.sqrt(var) * self.sd
 
 
+#: The least chance of running a config is given, however many failed around it: a
+#: gain there still ranks above none.
+FEASIBLE_FLOOR = 0.02
+#: The length scale (of the unit axis) the chance of running is learnt at while no config
+#: has run (nothing to fit one on): the first of the fit's starting points.
+FEASIBLE_SCALE = math.exp(-1.0)
+
+
+def feasibility(ran: np.ndarray, failed: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Each candidate's chance of running (not failing), from the configs that ran
+    (positions ``ran``) and those that failed (``failed``): one minus the mean of a
+    Gaussian process of failure (1 for each that failed, 0 for each that ran) whose prior
+    is that a config runs, so the chance is near 0 beside a failure and 1 far from every
+    failure (the constrained expected improvement of Gardner et al., 2014, with a
+    regression for its classifier); within [``FEASIBLE_FLOOR``, 1].  The length scales
+    are those a process fits to the two kinds, or ``FEASIBLE_SCALE`` while none ran.  All
+    1 while nothing failed."""
+    if not len(failed):
+        return np.ones(len(candidates))
+    x = np.vstack([ran.reshape(-1, failed.shape[1]), failed])
+    fails = np.concatenate([np.zeros(len(x) - len(failed)), np.ones(len(failed))])
+    scales = OrdinalGP(x, fails).scales if len(failed) < len(x) else \
+        np.full(x.shape[1], FEASIBLE_SCALE)
+    k = _matern52(x, x, scales) + NOISE * np.eye(len(x))
+    weights = cho_solve(cho_factor(k, lower=True), fails)
+    chance: np.ndarray = np.clip(1.0 - _matern52(candidates, x, scales) @ weights,
+                                 FEASIBLE_FLOOR, 1.0)
+    return chance
+
+
 def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float) -> np.ndarray:
     """How much each candidate of normal ``mean`` and ``std`` is expected to exceed
     ``best``: it weighs a likely small gain against an unlikely large one, so a search
