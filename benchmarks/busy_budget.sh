@@ -36,6 +36,10 @@
 #             LLM space warm under each (its four problems' finals)
 #   confirm   the ffn space under finals_duty: sustained twice (warm), after a cold run
 #             under the default cool finals: the race's winner and its cool confirmation
+#   failsearch auto, 25 trials, on the long-K bf16 and the fp16 8192 x 2048 x 8192 matmul
+#             spaces (a quarter of their configs run out of shared memory), each from an
+#             empty Triton cache, the code before a change (.base/, carried) then now: the
+#             failed trials and the wall a search that learns where configs fail saves
 #   spread    spaces/matmul-8k.yaml under TPE, $SPREAD_TRIALS (15) trials, each from an empty
 #             Triton cache:
 #             the compile pool fed every valid config in a seeded order (SpreadHints, the
@@ -238,6 +242,15 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     run ffn-confirm-a ffn "$studies/ffn-sustained.yaml" --no-report
     run ffn-confirm-b ffn "$studies/ffn-sustained.yaml" --no-report ;;
+  failsearch)
+    base=$PWD/.base
+    for space in matmul-bf16-long-k matmul-fp16-down; do
+      sed 's/^sampler: exhaustive/sampler: auto/' "benchmarks/spaces/$space.yaml" \
+          > "$studies/$space-auto.yaml"
+      (cd "$base" && run "$space-before" "$space-before" "$studies/$space-auto.yaml" \
+          --trials 25 --no-report)
+      run "$space-now" "$space-now" "$studies/$space-auto.yaml" --trials 25 --no-report
+    done ;;
   spread)
     sed 's/^sampler: exhaustive/sampler: tpe/' spaces/matmul-8k.yaml > "$studies/matmul-8k-tpe.yaml"
     run spread-pool spread-pool "$studies/matmul-8k-tpe.yaml" --trials "${SPREAD_TRIALS:-15}" \
