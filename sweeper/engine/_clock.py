@@ -44,8 +44,6 @@ class RunClock:
     parts: dict[str, str] = field(default_factory=dict)
     #: what ``sweeper plan`` estimated the run takes (None: no estimate)
     estimate_s: float | None = None
-    #: of it, the report (None: no estimate), which a time budget keeps back
-    report_estimate_s: float | None = None
     #: the heatmaps the report drew or kept (None: no report), kept with its seconds
     report_maps: int | None = None
 

@@ -170,9 +170,8 @@ ESTIMATE_UP_TO = 50_000
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
               clock: RunClock) -> float | None:
-    """Print what ``sweeper plan`` estimates this run takes, and return it (its report
-    part kept in ``clock``); nothing for a replay (the estimate is the recorded GPU's) or
-    a space too large to plan quickly."""
+    """Print what ``sweeper plan`` estimates this run takes, and return it; nothing for a
+    replay (the estimate is the recorded GPU's) or a space too large to plan quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
     from sweeper.plan import plan_of, run_shape
@@ -181,7 +180,6 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
                       startup=options.clock_from_start,
                       compile_workers=options.compile_workers)
     plan, _ = plan_of(space, device, shape)
-    clock.report_estimate_s = shape.costs.report_for(plan.maps) if options.report else None
     trials = plan.trials if options.trials is None else min(plan.trials, options.trials)
     seconds = plan.estimate_s
     if options.time_s is not None:
@@ -343,19 +341,13 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   compile=ahead, gpu_check=check)
     sweep.run_drift = sweep.run_drift and lost is None
     if sweep.max_time_s is not None and clock is not None:
-        sweep.outside_s = clock.elapsed_s() + (_report_s(device, clock) if options.report
-                                               else 0.0)
+        sweep.outside_s = clock.elapsed_s()
+        if options.report:
+            from sweeper.plan import costs_key, run_costs
+
+            # what this machine's reports took, per heatmap, for the maps measured
+            sweep.report_s = run_costs(costs_key(device)).report_for
     return sweep.run()
-
-
-def _report_s(device: Any, clock: RunClock) -> float:
-    """What the report is expected to take: the estimate's, for this space's heatmaps,
-    else what the last run's report on this machine took."""
-    from sweeper.plan import costs_key, run_costs
-
-    if clock.report_estimate_s is not None:
-        return clock.report_estimate_s
-    return run_costs(costs_key(device)).report_s
 
 
 def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread | None:

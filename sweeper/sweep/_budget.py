@@ -79,6 +79,13 @@ class Budgets:
         self.finals_duty: Callable[[], Duty | None] | None = None
         #: what each entrant of a final takes a round on this device
         self.finals_round = Round()
+        #: what the report takes for a number of heatmaps (``None``: no report, or one
+        #: kept for in ``outside_s``): the time budget keeps what a report of the trials
+        #: so far takes (:meth:`keep_for_report`), not one of the whole space
+        self.report_s: Callable[[int], float] | None = None
+        #: the heatmaps a report of the trials so far draws: one per problem and
+        #: meta-parameter values, and one per problem (``sweeper.plan``'s count)
+        self.maps: set[tuple[object, ...]] = set()
 
     def keep_for_finals(self) -> float:
         """Seconds the time budget keeps for the finals of the problems measured so far,
@@ -91,9 +98,20 @@ class Budgets:
                                                     round_=self.finals_round)
                                   for count, median_ms in self.problems.values())
 
+    def keep_for_report(self) -> float:
+        """Seconds the time budget keeps for the report: what one of the heatmaps drawn
+        so far and of a trial more (a new problem and meta-parameter values) takes.  A
+        run the budget cuts short draws a few of a space's maps: keeping time for all of
+        them (90 on spaces/matmul-shapes.yaml, 8 s) left a 12 s run on the H200 nothing
+        to measure."""
+        return 0.0 if self.report_s is None else self.report_s(len(self.maps) + 2)
+
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
         """Count ``record`` (``measured_now``, or found in the journal) towards its
-        problem's finals."""
+        problem's finals and the report's heatmaps."""
+        if record.config is not None:
+            key = problem_of(record)
+            self.maps.update({(key,), (key, tuple(sorted(record.config.meta.items())))})
         if measured_now:
             self.trial_s = max(self.trial_s, record.wall_s)
         if record.ok and record.stats:
@@ -111,7 +129,8 @@ class Budgets:
         """Seconds of the time budget left (``inf`` without one)."""
         if self.max_time_s is None:
             return math.inf
-        return self.max_time_s - self.outside_s - (time.perf_counter() - self.t0)
+        return self.max_time_s - self.outside_s - self.keep_for_report() - (
+            time.perf_counter() - self.t0)
 
     def stopped_by(self, study: optuna.Study, best: TrialRecord | None) -> str:
         """Why the sweep stops now, or ``""`` to go on."""

@@ -119,8 +119,11 @@ class Sweep:
         self.max_trials = max_trials if max_trials is not None else space.budget.trials
         self.max_time_s = max_time_s if max_time_s is not None else space.budget.time_s
         #: seconds of the time budget spent before :meth:`run` or kept for what follows it
-        #: (a command's start-up and its report): the budget bounds the whole command
+        #: (a command's start-up): the budget bounds the whole command
         self.outside_s = 0.0
+        #: what the command's report will take for a number of heatmaps (None: no report):
+        #: the time budget keeps it for the heatmaps of the trials so far
+        self.report_s: Callable[[int], float] | None = None
         self.facts = device.facts()
         self.measure = device.measure_spec(space.measure)
         self.priors = priors or []
@@ -242,6 +245,7 @@ class Sweep:
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0,
                           outside_s=self.outside_s)
+        budgets.report_s = self.report_s
         budgets.chosen_axes = frozenset(a for a, labels in self.space.choices().items()
                                         if len(labels) > 1 and a not in PROBLEM_AXES)
         if self.run_finals:           # the time budget keeps time for the finals to come
