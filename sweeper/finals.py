@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -298,13 +299,18 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
               list[float]], bytes_moved: Callable[[TrialRecord], int], seed: int = 0,
               baseline: Baseline | None = None, duty: str = "",
               on_round: Callable[[int, int], None] | None = None,
-              per_round: int = SAMPLES_PER_ROUND) -> FinalRecord:
+              per_round: int = SAMPLES_PER_ROUND,
+              deadline: float | None = None) -> FinalRecord:
     """Interleave up to ``ROUNDS`` rounds over ``group`` (and ``baseline``: its name and
     how to time it, in every round); ``measure_one`` times one config.  After each round a
     finalist no longer in contention (:func:`still_in`) leaves, and the rounds stop once
     the outcome is :func:`settled`: a final costs what its field needs, not a fixed
     ``ROUNDS`` x finalists.  ``on_round`` hears each round's number as it ends and how
-    many finalists are still in; each entrant takes ``per_round`` samples a round."""
+    many finalists are still in; each entrant takes ``per_round`` samples a round.
+    ``deadline`` (``time.monotonic()``, the time budget's end): after the first round, a
+    round starts only if one as long as the last ends before it; the record's ``rounds``
+    says how many ran (a budget's estimate of a final can miss where the machine is
+    loaded: on a 2-core CI machine a final took 3 s of the 2.5 s kept for it)."""
     rng = random.Random(seed)
     rule = StopRule(kind="fixed", repeat=per_round)
     samples: dict[int, list[float]] = {t.number: [] for t in group}
@@ -314,7 +320,11 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
     history: list[tuple[int, list[int]]] = []
     rounds = 0
     racing = set(samples)
+    round_s = 0.0
     while rounds < ROUNDS and not settled(history):
+        if rounds and deadline is not None and time.monotonic() + round_s > deadline:
+            break
+        started = time.monotonic()
         rng.shuffle(entrants)
         for t in entrants:
             if t is None:
@@ -330,6 +340,7 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
         entrants = [t for t in entrants if t is None or t.number in racing]
         if on_round is not None:
             on_round(rounds, len(racing))
+        round_s = time.monotonic() - started
     winner, tied = history[-1]
     rows = []
     for t in group:

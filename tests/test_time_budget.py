@@ -88,6 +88,30 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
     assert budgets.keep_for_report() == 0 and not budgets.halted()
 
 
+def test_a_final_takes_no_round_past_the_time_budgets_end(monkeypatch):
+    """A final that started inside the budget starts a round only if one as long as the
+    last ends before the budget does (the first round always runs): its record says how
+    many ran.  Without a deadline it runs until settled."""
+    import time as time_module
+
+    from sweeper.finals import MIN_ROUNDS, remeasure
+
+    clock = [1000.0]
+    monkeypatch.setattr(time_module, "monotonic", lambda: clock[0])
+
+    def measure_one(t, rule):
+        clock[0] += 1.0                     # each entrant's samples take a second
+        return [t.stats.median] * rule.repeat
+
+    group = [trial(i, 2.0) for i in range(3)]     # tied: every round takes all three
+    for deadline, rounds in ((1005.5, 1), (1006.5, 2), (1009.5, 3)):
+        clock[0] = 1000.0
+        final = remeasure(group, measure_one, lambda t: 1, deadline=deadline)
+        assert final.rounds == rounds and clock[0] <= max(deadline, 1003.0), deadline
+    clock[0] = 1000.0
+    assert remeasure(group, measure_one, lambda t: 1).rounds >= MIN_ROUNDS
+
+
 def _study():
     import optuna
 
@@ -126,6 +150,7 @@ def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys)
                  "--quiet", "--no-report", "--time", "10s", "--timing"]) == 0
     wall = time.perf_counter() - t0
     out = capsys.readouterr().out
+    print(out)      # shown whole where an assertion fails (its own message is cut short)
     assert "stopped: budget: 10 s" in out, out
     # the finals fitted in, or were left for the next run with a line saying so
     assert ("winner," in out) != \

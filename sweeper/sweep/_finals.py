@@ -31,7 +31,7 @@ Covered = Callable[[list[TrialRecord]], bool]
 def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: Workers,
                store: Storage, seed: int, duty: Duty | None,
                keep_extras: Callable[[list[Any]], None], reporter: Reporter,
-               covered: Covered = lambda entrants: True
+               covered: Covered = lambda entrants: True, deadline: float | None = None
                ) -> tuple[list[FinalRecord], list[str]]:
     """The finals of ``problems`` among ``trials``, measured by every worker at once (each
     on its own GPU) with the sampler's ``seed`` (which shuffles the rounds), one record per
@@ -39,14 +39,15 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
     worker's rounds told to ``reporter``; ``keep_extras`` keeps the records the workers'
     measuring added.  Returns the finals and, for a GPU whose worker died or hung during a
     final, what happened (its other GPUs' finals are kept).  A problem whose final is not
-    ``covered`` (by the time budget) is left for the next run."""
+    ``covered`` (by the time budget) is left for the next run; one that runs takes no
+    round past ``deadline`` (:func:`~sweeper.finals.remeasure`)."""
     newest = max(t.number for t in trials)
     finals: list[FinalRecord] = []
     lost: list[str] = []
     for chosen in _finalists_of(trials, problems):
         if not covered(chosen):
             continue
-        job = FinalsJob(chosen, seed, duty)
+        job = FinalsJob(chosen, seed, duty, deadline)
         for worker in workers.all:
             worker.submit_finals(job)
         for i, worker in enumerate(workers.all):

@@ -15,6 +15,7 @@ ahead and claims is a module of its own each; this one only asks and tells.
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -572,9 +573,11 @@ class Sweep:
             self.reporter.final_started(problem_text(problem_of(entrants[0])), len(entrants))
             return True
 
+        left = run.budgets.time_left()
         summary.finals, summary.finals_lost = run_finals(
             trials, todo, run.workers, self.store, seed, duty,
-            lambda extras: self._keep_extras(run, extras), self.reporter, covered)
+            lambda extras: self._keep_extras(run, extras), self.reporter, covered,
+            deadline=time.monotonic() + left if math.isfinite(left) else None)
         summary.finals_s = time.perf_counter() - t_finals
 
     def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:

@@ -89,6 +89,9 @@ class FinalsJob:
     finalists: list[TrialRecord]
     seed: int
     duty: Duty | None = None
+    #: when the time budget ends (``time.monotonic()``, one clock for every process of
+    #: the machine); None: no time budget
+    deadline: float | None = None
 
 
 @dataclass
@@ -123,7 +126,8 @@ def final_of(bench: Bench, job: FinalsJob, on_round: OnRound | None = None) -> F
     baseline = bench.baseline_again(job.finalists[0])
     final = remeasure(job.finalists, bench.again, bench.bytes_of, seed=job.seed,
                       baseline=baseline, duty=duty.describe() if duty else "",
-                      on_round=on_round, per_round=bench.round.samples)
+                      on_round=on_round, per_round=bench.round.samples,
+                      deadline=job.deadline)
     if duty is not None and duty.kind == "sustained":
         # a race under sustained load chose the winner; what is stated of it comes from
         # rounds whose figures hold from run to run
