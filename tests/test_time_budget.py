@@ -88,6 +88,25 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
     assert budgets.keep_for_report() == 0 and not budgets.halted()
 
 
+def test_the_first_trial_starts_only_if_its_expected_compile_fits(monkeypatch):
+    """Before the run's first trial the budget keeps what that trial is expected to take
+    (a compile from a cold cache, ``first_trial_s``): on a fresh H200 machine a 12 s
+    budget left 2.6 s after a 7.3 s start-up, the first trial took 3.2 s and the command
+    15.6 s.  Once a trial ran, the longest so far counts instead."""
+    now = [100.0]
+    monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=3.0, ceilings=None,
+                      valid=100, measured=0, t0=100.0)
+    budgets.first_trial_s = 3.2
+    assert budgets.keep_for_finals() == 3.2 and budgets.halted()
+    budgets.first_trial_s = 2.0
+    assert not budgets.halted()
+    fast = trial(0, 1.0)
+    fast.wall_s = 0.1
+    budgets.counted(fast, None)
+    assert budgets.keep_for_finals() == pytest.approx(0.1)
+
+
 def test_a_final_takes_no_round_past_the_time_budgets_end(monkeypatch):
     """A final that started inside the budget starts a round only if one as long as the
     last ends before the budget does (the first round always runs): its record says how

@@ -125,6 +125,9 @@ class Sweep:
         #: what the command's report will take for a number of heatmaps (None: no report):
         #: the time budget keeps it for the heatmaps of the trials so far
         self.report_s: Callable[[int], float] | None = None
+        #: what the first trial is expected to take (a compile from a cold cache), which the
+        #: time budget keeps before it starts one
+        self.first_trial_s = 0.0
         self.facts = device.facts()
         self.measure = device.measure_spec(space.measure)
         self.priors = priors or []
@@ -246,7 +249,7 @@ class Sweep:
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0,
                           outside_s=self.outside_s)
-        budgets.report_s = self.report_s
+        budgets.report_s, budgets.first_trial_s = self.report_s, self.first_trial_s
         budgets.chosen_axes = frozenset(a for a, labels in self.space.choices().items()
                                         if len(labels) > 1 and a not in PROBLEM_AXES)
         if self.run_finals:           # the time budget keeps time for the finals to come
