@@ -310,7 +310,7 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
     ``deadline`` (``time.monotonic()``, the time budget's end): after the first round, a
     round starts only if one as long as the last ends before it; the record's ``rounds``
     says how many ran (a budget's estimate of a final can miss where the machine is
-    loaded: on a 2-core CI machine a final took 3 s of the 2.5 s kept for it)."""
+    loaded, and a final that started must not carry the command past its budget)."""
     rng = random.Random(seed)
     rule = StopRule(kind="fixed", repeat=per_round)
     samples: dict[int, list[float]] = {t.number: [] for t in group}

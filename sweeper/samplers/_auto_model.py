@@ -45,13 +45,14 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    cluster (tiles too large), and a model can be wrong about where.  Every proposal
    above is weighed by its chance of running (``SearchState.chance``: a Gaussian process
    of the failures, near 0 beside one, 1 far from all): expected improvement is
-   multiplied by it, the model's turns take the best guess plus its log.  On the six
-   recorded H200 matmul tables with failures (30 seeds), with the matmul model's TMA
-   epilogue in its shared memory: 76 failed trials before the goal → 3, the mean trials
-   8.38 → 7.93, fp16 8192 × 2048 × 8192's worst case 97 → 19 (step 4 had walked into a
-   corner of tiles that never launch, 73 failures in one run); with the model's old
-   shared-memory bound, 275 → 150 failures, trials 8.84 → 9.17 (docs/search.md, "Where
-   configs fail").
+   multiplied by it, the model's turns take the best guess plus its log, and a config the
+   model guesses 0 (cannot launch) counts as unlikely too (``HEED_REFUSALS``), step 4
+   included.  On the six recorded H200 matmul tables with failures (30 seeds), with the
+   matmul model's TMA epilogue in its shared memory: 76 failed trials before the goal →
+   0, the mean trials 8.38 → 7.92, fp16 8192 × 2048 × 8192's worst case 97 → 17 (step 4
+   had walked into a corner of tiles that never launch, 73 failures in one run); with
+   the model's old shared-memory bound and the learnt chance alone, 275 → 150 failures,
+   trials 8.84 → 9.17 (docs/search.md, "Where configs fail").
 
 What was tried and measured worse on the recorded tables (30 seeds each,
 ``benchmarks/search_efficiency.py``), by design:
