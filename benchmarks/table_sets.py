@@ -138,9 +138,8 @@ SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
         "held-out-9": HELD_OUT_9, "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
         "held-out-12": HELD_OUT_12, "held-out-13": HELD_OUT_13, "held-out-14": HELD_OUT_14,
         "diagnosis": DIAGNOSIS}
-TABLES = {**DESIGN, **HELD_OUT, **HELD_OUT_2, **HELD_OUT_3, **HELD_OUT_4, **HELD_OUT_5,
-          **HELD_OUT_6, **HELD_OUT_7, **HELD_OUT_8, **HELD_OUT_9, **HELD_OUT_10,
-          **HELD_OUT_11, **HELD_OUT_12, **HELD_OUT_13, **HELD_OUT_14, **DIAGNOSIS}
+#: Every set's tables, in the sets' order.
+TABLES = {name: space for tables in SETS.values() for name, space in tables.items()}
 #: Where recorded tables are looked up, in this order: the tests' tables, then the
 #: benchmarks' own (recorded for a diagnosis or a held-out set, not used by the tests).
 TABLE_DIRS = (ROOT / "tests" / "data" / "replay", ROOT / "benchmarks" / "tables")

@@ -52,13 +52,12 @@ class Budgets:
         #: seconds of the time budget spent before the sweep's ``t0`` or kept for what
         #: follows it (a command's start-up and report)
         self.outside_s = outside_s
-        #: the longest trial of this run so far (seconds); before the first, what the
-        #: first is expected to take (its compile: ``first_trial_s``)
+        #: the longest trial of this run so far (seconds; 0 before the first)
         self.trial_s = 0.0
         #: what the run's first trial is expected to take (a compile from a cold cache on
-        #: a GPU; 0 where nothing compiles): the budget starts no trial it cannot finish
+        #: a GPU; 0 where nothing compiles), kept in its place until a trial ran: the
+        #: budget starts no trial it cannot finish
         self.first_trial_s = 0.0
-        self._measured_now = False
         #: this run's trials so far while each failed as the first did, the kernel's
         #: fault (:data:`~sweeper.trial.KERNEL_FAULTS`; status and reason, numbers aside);
         #: ``None`` once one did not
@@ -95,15 +94,15 @@ class Budgets:
     def keep_for_finals(self) -> float:
         """Seconds the time budget keeps for the finals of the problems measured so far,
         and for the trial in flight when the sweep stops (it ends after the stop: as long
-        as the longest of this run's trials so far)."""
-        trial_s = self.trial_s if self._measured_now else max(self.trial_s,
-                                                                self.first_trial_s)
+        as the longest of this run's trials so far, or before the first what that is
+        expected to take)."""
+        trial_s = self.trial_s or self.first_trial_s
         if self.finals_duty is None:
             return trial_s
         duty = self.finals_duty()
         return trial_s + sum(finals_estimate_s(count, median_ms, duty,
-                                                    round_=self.finals_round)
-                                  for count, median_ms in self.problems.values())
+                                               round_=self.finals_round)
+                             for count, median_ms in self.problems.values())
 
     def keep_for_report(self) -> float:
         """Seconds the time budget keeps for the report: what one of the heatmaps drawn
@@ -121,7 +120,6 @@ class Budgets:
             self.maps.update({(key,), (key, tuple(sorted(record.config.meta.items())))})
         if measured_now:
             self.trial_s = max(self.trial_s, record.wall_s)
-            self._measured_now = True
         if record.ok and record.stats:
             count, fastest = self.problems.get(problem_of(record), (0, math.inf))
             self.problems[problem_of(record)] = (count + 1, min(fastest, record.stats.median))
