@@ -20,6 +20,10 @@
 #   command   benchmarks/command_overhead.py spaces/copy.yaml, warm cache: sweeper run
 #             against the bare-loop script
 #   budget    spaces/matmul-shapes.yaml with --time 12s (it needs more), warm cache
+#   timebudget spaces/matmul-shapes.yaml under --time 20s, again, then --time 12s, the code
+#             before a change (.base/, carried) and now, each in a fresh sweeper cache and
+#             empty Triton cache of its own (the second and third runs find the costs and
+#             binaries the first left): how much of a time budget each measures with
 #   ffnonce   the ffn space once from a cold cache, then once warm under auto (run A only)
 #   newshapes new shapes of a warm kernel, in a fresh sweeper cache and one Triton cache:
 #             benchmarks/spaces/matmul-k256.yaml (the kernel cold), then matmul-odd.yaml
@@ -242,6 +246,19 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     run ffn-confirm-a ffn "$studies/ffn-sustained.yaml" --no-report
     run ffn-confirm-b ffn "$studies/ffn-sustained.yaml" --no-report ;;
+  timebudget)
+    for code in before now; do
+      dir=$PWD; [ "$code" = before ] && dir=$PWD/.base
+      export SWEEPER_CACHE; SWEEPER_CACHE=$(mktemp -d)
+      for t in 20 20 12; do
+        name="time-$code-${t}s"; [ -e "$OUT/$name.log" ] && name="$name-again"
+        (cd "$dir" && run "$name" "shapes-$code" spaces/matmul-shapes.yaml --time "${t}s")
+        grep -E "^(time:|done:)|finals_overhead" "$OUT/$name.log" | cut -c1-400
+      done
+      echo "run costs ($code):"; cat "$SWEEPER_CACHE/run-costs.json" 2>/dev/null | \
+          grep -E "finals_overhead|report_s|startup_s"
+    done
+    unset SWEEPER_CACHE ;;
   failsearch)
     base=$PWD/.base
     for space in matmul-bf16-long-k matmul-fp16-down; do

@@ -34,7 +34,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.core import MeasureSpec
-from sweeper.measure import DEFAULT_DUTY, PRACTICAL, Duty, Stats, StopRule, summarize, tied_set
+from sweeper.measure import (
+    DEFAULT_DUTY,
+    PRACTICAL,
+    Duty,
+    Stats,
+    StopRule,
+    median_ci,
+    summarize,
+    tied_set,
+)
 from sweeper.measure._duty import BURST_S
 from sweeper.store import GpuSlot, ProblemKey, Record, TrialRecord
 from sweeper.store._schema import samples_problem, stats_problem
@@ -207,19 +216,23 @@ FINALS_OVERHEAD_S = 0.02
 
 def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
                       typical: bool = False, rounds: float | None = None,
-                      round_: Round = GPU_ROUND) -> float:
+                      round_: Round = GPU_ROUND, overhead_s: float | None = None) -> float:
     """Seconds the final of a problem with ``count`` measured configs, the fastest at
     ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
     torch baseline, ``ROUNDS`` rounds of ``round_`` (``SAMPLES_PER_ROUND`` samples and two
-    warm-up launches each, within the device's caps), at twice the fastest median (the
-    finalists are slower, and the L2 is flushed before each sample), each preceded by the
+    warm-up launches each, within the device's caps), at twice ``median_ms`` (the
+    baseline's is not known, and the L2 is flushed before each sample: the time budget
+    passes the slowest finalist's median, the plan the fastest config's), each preceded by the
     duty's cool-down or load (a cool-down before each burst of its samples; nothing under
     sustained load, whose winner and baseline then take ``CONFIRM_ROUNDS`` rounds after
     :data:`DEFAULT_DUTY`'s cool-downs). ``typical``: what a final usually takes instead
     (what a time estimate wants, not a budget): ``TOP_K`` finalists at 1.2 times the
     fastest median, half a round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals stopped
     after 3 or 4 of their 5 rounds), or ``rounds`` where the device says how many its
-    finals typically run."""
+    finals typically run.  ``overhead_s``: an entrant-round's host seconds beyond its
+    launches as this machine's finals measured them (``RunCosts.finals_overhead_s``), else
+    ``FINALS_OVERHEAD_S``."""
+    overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
     if typical:
         rounds = MIN_ROUNDS + 0.5 if rounds is None else rounds
         count, median_ms = min(count, TOP_K), 0.6 * median_ms
@@ -231,12 +244,34 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
         settles = 0 if duty is None or duty.kind == "sustained" else (
             max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
             if duty.kind == "cool" else 1)
-        return launches_s + settles * (duty.seconds if duty else 0) + FINALS_OVERHEAD_S
+        return launches_s + settles * (duty.seconds if duty else 0) + overhead
 
     total = (min(count, MAX_FINALISTS) + 1) * rounds * entrant_s(duty)
     if duty is not None and duty.kind == "sustained":
         total += 2 * CONFIRM_ROUNDS * entrant_s(DEFAULT_DUTY)
     return total
+
+
+def measured_overhead_s(finals: Sequence[FinalRecord], seconds: float,
+                        round_: Round = GPU_ROUND) -> float | None:
+    """An entrant-round's host seconds beyond its launches in ``finals``, which took
+    ``seconds`` in all (what :func:`finals_estimate_s` calls ``overhead_s``): the seconds
+    beyond every timed and warm-up launch, per entrant-round (the L2 flush before each
+    sample, the set-up, the synchronizing, the NVML reads, the baseline's first call).
+    ``None`` where they say nothing of it: no finals, or any with a cool-down or load (its
+    waits are the duty's, not the host's).  With several GPUs the records of one count:
+    their finals ran at once."""
+    one = [f for f in finals if f.gpu == finals[0].gpu] if finals else []
+    if not one or any(f.duty or f.confirmed for f in one):
+        return None
+    rounds = launches_ms = 0.0
+    for f in one:
+        entrants = [e.samples_ms for e in f.finalists] + (
+            [f.baseline.samples_ms] if f.baseline else [])
+        per = max(1, f.samples_per_round)
+        rounds += sum(math.ceil(len(s) / per) for s in entrants)
+        launches_ms += sum(sum(s) * (1 + round_.warmup / per) for s in entrants)
+    return max(0.0, seconds - launches_ms / 1e3) / rounds if rounds else None
 
 
 def problem_of(t: TrialRecord) -> ProblemKey:
@@ -258,11 +293,18 @@ def finalists(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
     """The top ``TOP_K`` by median and everything tied with the best, fastest first."""
     ok = sorted((t for t in trials if t.ok and not t.suspicious and t.samples_ms),
                 key=lambda t: t.stats.median if t.stats else math.inf)
-    if not ok:
+    return [ok[i] for i in chosen([median_ci(t.samples_ms) for t in ok])]
+
+
+def chosen(bounds: Sequence[tuple[float, float]]) -> list[int]:
+    """Which of the configs whose medians' 95 % intervals are ``bounds`` (fastest median
+    first) are finalists: the first ``TOP_K`` and every one whose interval overlaps the
+    fastest's (tied within noise), at most ``MAX_FINALISTS``, in order."""
+    if not bounds:
         return []
-    _, tied = tied_set({t.number: t.samples_ms for t in ok})
-    chosen = {t.number for t in ok[:TOP_K]} | set(tied)
-    return [t for t in ok if t.number in chosen][:MAX_FINALISTS]
+    lo, hi = bounds[0]
+    return [i for i, (a, b) in enumerate(bounds) if i < TOP_K or (a <= hi and b >= lo)
+            ][:MAX_FINALISTS]
 
 
 def pick_winner(samples: dict[int, list[float]], trials: dict[int, TrialRecord]

@@ -86,6 +86,10 @@ class RunCosts:
     #: others 0.14-0.21 s: a plan of 0.17 s put a run at 1.57 times its estimate)
     first_compile_s: dict[str, float] = field(default_factory=dict)
     ask_s: dict[str, float] = field(default_factory=lambda: {"auto": 0.034})
+    #: a final's host seconds per entrant and round beyond its launches, as the last run's
+    #: finals measured them (``finals.measured_overhead_s``); ``None``: none measured, the
+    #: finals' ``FINALS_OVERHEAD_S`` stands
+    finals_overhead_s: float | None = None
 
     #: a compile from a cold cache where none was measured for the kernel (on the H200
     #: the pool's eight processes compiled the 102 binaries of spaces/matmul-shapes.yaml
@@ -182,7 +186,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_maps: int | None = None, first_compile_s: float | None = None,
              trials_s: list[float] | None = None,
              launch_scales: list[float] | None = None, prior_trials: int = 0,
-             pool_compiles_s: Sequence[float] = ()) -> None:
+             pool_compiles_s: Sequence[float] = (),
+             finals_overhead_s: float | None = None) -> None:
     """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
     not measured, e.g. a call from Python or ``--no-report``) and the report's heatmaps,
     the first launches that
@@ -190,8 +195,9 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     kernel's compile there), a proposal's seconds, and for its
     kernel each trial's seconds beyond its timed launches and each launch's measured
     median over the model's (the medians of both; the latter pulled towards 1 as if the
-    model were ``prior_trials`` more trials, in log).  Never fails the run: a cache that
-    cannot be written is left as it is."""
+    model were ``prior_trials`` more trials, in log), and what its finals took per
+    entrant-round beyond their launches.  Never fails the run: a cache that cannot be
+    written is left as it is."""
     costs = run_costs(device)
     if trials_s:         # beyond its launches: never below none (noisy timings can say so)
         costs.trial_s[kernel] = round(max(0.0, statistics.median(trials_s)), 4)
@@ -213,6 +219,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.pool_compile_s[kernel] = round(statistics.median(pool_compiles_s), 3)
     if ask_s is not None:
         costs.ask_s[sampler] = round(ask_s, 4)
+    if finals_overhead_s is not None:
+        costs.finals_overhead_s = round(finals_overhead_s, 4)
     path = _costs_path()
     try:
         kept = json.loads(path.read_text()) if path.exists() else {}
@@ -470,7 +478,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     finals_duty = fixed.for_finals() if fixed is not None else \
         SUSTAINED.for_finals(measure.finals_duty) if power else None
     finals_s = sum(finals_estimate_s(count, 1e3 * launch, finals_duty, typical=True,
-                                     rounds=costs.finals_rounds, round_=finals_round)
+                                     rounds=costs.finals_rounds, round_=finals_round,
+                                     overhead_s=shape.costs.finals_overhead_s)
                    for count, launch in problems.values()) if finals else 0.0
     trials = valid if budget is None else min(valid, budget)
     heatmaps = len(maps) + len(problems)

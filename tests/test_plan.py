@@ -15,6 +15,7 @@ import pytest
 from sweeper.cli import main
 from sweeper.devices import _gpu_query
 from sweeper.devices._gpu_query import ASSUMED_GPU, query_gpu
+from sweeper.finals import FINALS_OVERHEAD_S, MIN_ROUNDS, TOP_K
 from tests.test_shapes import StridedDeclaration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -267,7 +268,6 @@ def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(mo
     assert plan.parts["start-up"] == costs.startup_s
     assert plan.parts["report"] == pytest.approx(fresh.report_for(plan.maps))
     from sweeper.devices import PlanCosts
-    from sweeper.finals import MIN_ROUNDS
 
     as_h200 = PlanCosts(**{**vars(costs), "finals_rounds": None})
     monkeypatch.setattr(type(device), "plan_costs", as_h200)
@@ -380,6 +380,13 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
     note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
              compiles_s=[], ask_s=None, launch_scales=[4.0] * 10, prior_trials=30)
     assert run_costs("interp").launch_scale == {"copy": pytest.approx(4.0 ** 0.25, abs=1e-4)}
+    # what a run's finals cost per entrant-round beyond their launches, kept until measured
+    assert run_costs("GPU Z").finals_overhead_s is None
+    note_run("GPU Z", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[], ask_s=None, finals_overhead_s=0.00312)
+    note_run("GPU Z", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[], ask_s=None)
+    assert run_costs("GPU Z").finals_overhead_s == 0.0031
     (tmp_path / "cache" / "run-costs.json").write_text("{not json")
     assert run_costs("GPU X") == RunCosts()                       # damaged: assumed again
     note_run("GPU X", kernel="copy", sampler="exhaustive", startup_s=1.0, report_s=None,
@@ -448,6 +455,13 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     cool = plan(measure=dataclasses.replace(space.measure, duty="cool", duty_s=0.5))
     assert cool.parts["trials"] == pytest.approx(bare.parts["trials"] + 0.5 * bare.trials)
     assert DEFAULT_DUTY.kind == "cool"
+    # a final's host seconds per entrant-round, as this machine's last finals measured them
+    off = dataclasses.replace(space.measure, duty="off")
+    assumed = plan(measure=off).parts["finals"]
+    measured = plan(RunShape(costs=RunCosts(finals_overhead_s=0.001)), measure=off
+                    ).parts["finals"]
+    entrant_rounds = (TOP_K + 1) * (MIN_ROUNDS + 0.5)          # one problem's final
+    assert assumed - measured == pytest.approx(entrant_rounds * (FINALS_OVERHEAD_S - 0.001))
 
 
 def test_run_prints_its_estimate_and_the_wall_against_it(write_space, tmp_path, capsys):

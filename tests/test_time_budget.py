@@ -3,6 +3,7 @@ problem's final starts only if the time left covers it (the next run measures th
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import time
@@ -12,7 +13,7 @@ import pytest
 
 from sweeper import finals as finals_module
 from sweeper.cli import main
-from sweeper.finals import MAX_FINALISTS, ROUNDS, finals_estimate_s
+from sweeper.finals import MAX_FINALISTS, ROUNDS, TOP_K, finals_estimate_s
 from sweeper.measure import Duty, summarize
 from sweeper.space import Budget, Config, Problem
 from sweeper.store import StudyStore, TrialRecord
@@ -50,7 +51,7 @@ def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):
     assert budgets.keep_for_finals() == 0 and not budgets.halted()
     for i in range(3):
         budgets.counted(trial(i, 2.0 - i / 10), None)
-    kept = finals_estimate_s(3, 1.8, Duty("cool", 0.1))
+    kept = finals_estimate_s(3, 2.0, Duty("cool", 0.1))      # at the slowest finalist's
     assert budgets.keep_for_finals() == pytest.approx(kept)
     now[0] = 110.0 - kept - 0.01
     assert not budgets.halted() and budgets._spent(_study()) == ""
@@ -62,6 +63,70 @@ def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):
     assert budgets.covers(entrants[:1], Duty("cool", 0.1))     # one entrant takes less
     budgets.finals_duty = None                  # a sweep without finals keeps nothing
     assert budgets.keep_for_finals() == 0 and not budgets.halted()
+
+
+def test_the_finals_are_kept_for_as_the_finalists_so_far_give_them(monkeypatch):
+    """The budget bounds each problem's final from the finalists its trials give now (the
+    top ``TOP_K`` and those tied with the fastest), at the slowest one's median, not from
+    every trial measured: a bound of twelve entrants kept 6.3 s of a 20 s budget on the
+    H200 for finals that took 0.1 s.  A machine whose finals measured their host's seconds
+    per entrant-round keeps those instead of ``FINALS_OVERHEAD_S``."""
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=60.0, ceilings=None,
+                      valid=100, measured=0, t0=time.perf_counter())
+    budgets.finals_duty = lambda: None
+    for i in range(20):                        # 1.0, 1.1, ... 2.9 ms: none tied
+        budgets.counted(trial(i, 1.0 + i / 10), None)
+    assert budgets.keep_for_finals() == pytest.approx(finals_estimate_s(TOP_K, 1.4, None))
+    for i in range(20, 32):                    # twelve more at the fastest's median: tied
+        budgets.counted(trial(i, 1.0), None)
+    assert budgets.keep_for_finals() == pytest.approx(
+        finals_estimate_s(MAX_FINALISTS, 1.0, None))
+    budgets.finals_overhead_s = 0.001
+    assert budgets.keep_for_finals() == pytest.approx(
+        finals_estimate_s(MAX_FINALISTS, 1.0, None, overhead_s=0.001))
+    assert budgets.keep_for_finals() < finals_estimate_s(MAX_FINALISTS, 1.0, None)
+    other = trial(30, 5.0)                     # another problem adds its own final
+    assert other.config is not None
+    other.config = Config(problem=Problem("float32", 8192, (("n", 2048),)), grid=1, block=32,
+                          meta={})
+    before = budgets.keep_for_finals()
+    budgets.counted(other, None)
+    assert budgets.keep_for_finals() == pytest.approx(
+        before + finals_estimate_s(1, 5.0, None, overhead_s=0.001))
+
+
+def test_a_machines_finals_overhead_is_measured_from_its_finals():
+    """What an entrant-round of a final cost beyond its launches: the finals' seconds less
+    every timed and warm-up launch, per entrant-round; nothing where a duty's waits are in
+    the seconds, and one GPU's records where several raced at once."""
+    from sweeper.finals import (
+        GPU_ROUND,
+        FinalBaseline,
+        Finalist,
+        FinalRecord,
+        measured_overhead_s,
+    )
+    from sweeper.store import GpuSlot, ProblemKey
+
+    def final(rounds: int, gpu=None, duty=""):
+        # two finalists racing every round, the first 1 ms a launch, the second 2 ms
+        entrants = [Finalist(number=n, samples_ms=[ms] * 10 * rounds,
+                             stats=summarize([ms] * 10 * rounds)) for n, ms in ((1, 1.0), (2, 2.0))]
+        base = FinalBaseline(name="torch", samples_ms=[1.0] * 10 * rounds,
+                             stats=summarize([1.0] * 10 * rounds))
+        return FinalRecord(problem=ProblemKey("x", 1), finalists=entrants, tied=[1], winner=1,
+                           rounds=rounds, baseline=base, duty=duty, gpu=gpu)
+
+    # 3 + 5 rounds of 3 entrants; launches 12 a round: (1 + 2 + 1) ms x 12 x 8 rounds
+    launches = 4e-3 * 12 * 8
+    assert measured_overhead_s([final(3), final(5)], launches + 24 * 0.005, GPU_ROUND) == \
+        pytest.approx(0.005)
+    assert measured_overhead_s([final(3)], 0.0) == 0.0            # never below nothing
+    assert measured_overhead_s([], 1.0) is None
+    assert measured_overhead_s([final(3, duty="a 0.1 s cool-down")], 1.0) is None
+    a, b = GpuSlot(0, "GPU-a"), GpuSlot(1, "GPU-b")
+    assert measured_overhead_s([final(3, a), final(3, b)], 4e-3 * 12 * 3 + 9 * 0.01) == \
+        pytest.approx(0.01)
 
 
 def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(monkeypatch):
@@ -142,6 +207,8 @@ def _study():
 
 def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp_path,
                                                                 monkeypatch, capsys):
+    # a cache of its own: a finals overhead another test's run measured would stand
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(finals_module, "FINALS_OVERHEAD_S", 1e4)   # no final fits in 60 s
     path = write_space(SMALL_SPACE)
     args = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
@@ -157,6 +224,20 @@ def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "left for the next run" not in out and "winner," in out
+    # the final that ran measured what an entrant-round costs here beyond its launches:
+    # the next run's budget keeps that, not FINALS_OVERHEAD_S
+    kept = json.loads((tmp_path / "cache" / "run-costs.json").read_text())
+    (overhead,) = [costs["finals_overhead_s"] for costs in kept.values()]
+    assert overhead is not None and 0 <= overhead < 1e4
+    seen: list[float | None] = []
+    real = Budgets.keep_for_finals
+
+    def spy(self):
+        seen.append(self.finals_overhead_s)
+        return real(self)
+    monkeypatch.setattr(Budgets, "keep_for_finals", spy)
+    assert main([*args, "--time", "60s", "--force"]) == 0
+    assert seen and set(seen) == {overhead}
 
 
 def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys):

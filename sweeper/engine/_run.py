@@ -195,6 +195,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
     its trials ran (they are in Triton's cache now)."""
     if device.replays:
         return
+    from sweeper.finals import Round, measured_overhead_s
     from sweeper.plan import costs_key, launch_model, note_run
     from sweeper.sweep._compile_ahead import COMPILED_S
 
@@ -227,7 +228,10 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
                        for t in own if t.ok and t.stats],
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
                             if t.ok and t.stats and t.config and model(t.config) > 0],
-             prior_trials=device.plan_costs.scale_prior_trials)
+             prior_trials=device.plan_costs.scale_prior_trials,
+             finals_overhead_s=measured_overhead_s(
+                 summary.finals, summary.finals_s, Round.on(device.measure_spec))
+             if summary.finals else None)
     if device.measures_gpu and space.kernel != "cuda":   # NVRTC's cache answers for itself
         from sweeper.kernels._binaries import note_built
         from sweeper.trial import TrialStatus
@@ -345,6 +349,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
 
         costs = run_costs(costs_key(device))
         sweep.outside_s = clock.elapsed_s()
+        sweep.finals_overhead_s = costs.finals_overhead_s
         if device.measures_gpu:       # a first compile from a cold cache, as the plan has it
             sweep.first_trial_s = costs.first_compile_of(
                 space.kernel, nvrtc=space.kernel == "cuda") + \

@@ -10,6 +10,7 @@ rest)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import time
@@ -18,7 +19,7 @@ from collections.abc import Callable
 import optuna
 
 from sweeper.ceilings import Ceilings
-from sweeper.finals import Round, finals_estimate_s, problem_of
+from sweeper.finals import Round, chosen, finals_estimate_s, problem_of
 from sweeper.measure import Duty
 from sweeper.outcome import reason_line
 from sweeper.samplers import ExhaustiveSampler
@@ -75,14 +76,18 @@ class Budgets:
         #: configs other workers hold, not yet recorded: they leave nothing new to ask
         #: (the space is complete once they are measured) but cost this worker no trial
         self.held = 0
-        #: per problem measured: its ``ok`` trials and their fastest median (ms), whose
-        #: finals the time budget keeps time for (:meth:`keep_for_finals`)
-        self.problems: dict[ProblemKey, tuple[int, float]] = {}
+        #: per problem measured: the medians (ms) and their 95 % intervals of its ``ok``
+        #: trials, fastest first, whose finals the time budget keeps time for
+        #: (:meth:`keep_for_finals`)
+        self.problems: dict[ProblemKey, list[tuple[float, tuple[float, float]]]] = {}
         #: the duty schedule the finals will follow (it may switch during the sweep);
         #: ``None`` where the sweep runs no finals
         self.finals_duty: Callable[[], Duty | None] | None = None
-        #: what each entrant of a final takes a round on this device
+        #: what each entrant of a final takes a round on this device, and the host's
+        #: seconds beyond its launches as this machine's last finals measured them
+        #: (``None``: ``FINALS_OVERHEAD_S``)
         self.finals_round = Round()
+        self.finals_overhead_s: float | None = None
         #: what the report takes for a number of heatmaps (``None``: no report, or one
         #: kept for in ``outside_s``): the time budget keeps what a report of the trials
         #: so far takes (:meth:`keep_for_report`), not one of the whole space
@@ -95,14 +100,21 @@ class Budgets:
         """Seconds the time budget keeps for the finals of the problems measured so far,
         and for the trial in flight when the sweep stops (it ends after the stop: as long
         as the longest of this run's trials so far, or before the first what that is
-        expected to take)."""
+        expected to take).  Each final is bounded from the finalists its trials give now
+        (:func:`~sweeper.finals.chosen`), not from every trial measured: on the H200 a
+        bound of twelve entrants a problem and 20 ms a round kept 6.3 s of a 20 s budget
+        for finals that took 0.1 s."""
         trial_s = self.trial_s or self.first_trial_s
         if self.finals_duty is None:
             return trial_s
         duty = self.finals_duty()
-        return trial_s + sum(finals_estimate_s(count, median_ms, duty,
-                                               round_=self.finals_round)
-                             for count, median_ms in self.problems.values())
+        return trial_s + sum(self._final_s([ranked[i][0] for i in chosen(
+            [bounds for _, bounds in ranked])], duty) for ranked in self.problems.values())
+
+    def _final_s(self, medians_ms: list[float], duty: Duty | None) -> float:
+        """At most what the final of entrants of these medians takes."""
+        return finals_estimate_s(len(medians_ms), max(medians_ms), duty,
+                                 round_=self.finals_round, overhead_s=self.finals_overhead_s)
 
     def keep_for_report(self) -> float:
         """Seconds the time budget keeps for the report: what one of the heatmaps drawn
@@ -121,15 +133,14 @@ class Budgets:
         if measured_now:
             self.trial_s = max(self.trial_s, record.wall_s)
         if record.ok and record.stats:
-            count, fastest = self.problems.get(problem_of(record), (0, math.inf))
-            self.problems[problem_of(record)] = (count + 1, min(fastest, record.stats.median))
+            bisect.insort(self.problems.setdefault(problem_of(record), []),
+                          (record.stats.median, record.stats.bounds()))
 
     def covers(self, entrants: list[TrialRecord], duty: Duty | None) -> bool:
         """Whether the time left covers the final of ``entrants`` (one problem's), the
         allowance for a trial in flight included (the sweep stopped with it kept)."""
-        fastest = min(t.stats.median for t in entrants if t.stats)
-        return self.time_left() + self.trial_s >= finals_estimate_s(
-            len(entrants), fastest, duty, round_=self.finals_round)
+        return self.time_left() + self.trial_s >= self._final_s(
+            [t.stats.median for t in entrants if t.stats], duty)
 
     def time_left(self) -> float:
         """Seconds of the time budget left (``inf`` without one)."""

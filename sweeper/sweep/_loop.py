@@ -128,6 +128,10 @@ class Sweep:
         #: what the first trial is expected to take (a compile from a cold cache), which the
         #: time budget keeps before it starts one
         self.first_trial_s = 0.0
+        #: a final's host seconds per entrant-round beyond its launches, as this machine's
+        #: last finals measured them (None: the finals' own figure), which the time budget
+        #: keeps for the finals to come
+        self.finals_overhead_s: float | None = None
         self.facts = device.facts()
         self.measure = device.measure_spec(space.measure)
         self.priors = priors or []
@@ -254,6 +258,7 @@ class Sweep:
                                         if len(labels) > 1 and a not in PROBLEM_AXES)
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty, budgets.finals_round = bench.power.finals_duty, bench.round
+            budgets.finals_overhead_s = self.finals_overhead_s
             missing = set(Winners.of(self.store).missing(trials)) if trials else set()
             for t in trials:
                 if problem_of(t) in missing:
