@@ -160,7 +160,8 @@ def test_the_first_trial_starts_only_if_its_expected_compile_fits(monkeypatch):
     """Before the run's first trial the budget keeps what that trial is expected to take
     (a compile from a cold cache, ``first_trial_s``): on a fresh H200 machine a 12 s
     budget left 2.6 s after a 7.3 s start-up, the first trial took 3.2 s and the command
-    15.6 s.  Once a trial ran, the longest so far counts instead."""
+    15.6 s.  Once a trial ran, its wall counts instead; once another ran, the longest of
+    the others."""
     now = [100.0]
     monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=3.0, ceilings=None,
@@ -173,6 +174,15 @@ def test_the_first_trial_starts_only_if_its_expected_compile_fits(monkeypatch):
     fast.wall_s = 0.1
     budgets.counted(fast, None)
     assert budgets.keep_for_finals() == pytest.approx(0.1)
+    # the run's first trial starts the compiler in its process: once another trial ran,
+    # the longest of the others is what a trial in flight takes
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=3.0, ceilings=None,
+                      valid=100, measured=0, t0=100.0)
+    for number, wall in enumerate((1.7, 0.01, 0.27, 0.02)):
+        t = trial(number, 1.0)
+        t.wall_s = wall
+        budgets.counted(t, None)
+        assert budgets.keep_for_finals() == pytest.approx((1.7, 0.01, 0.27, 0.27)[number])
 
 
 def test_a_final_takes_no_round_past_the_time_budgets_end(monkeypatch):
