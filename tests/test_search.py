@@ -502,6 +502,46 @@ def test_auto_returns_to_the_models_ranking_after_a_surprise(monkeypatch):
     assert max(trials_to_peak(seed) for seed in range(8)) > 20
 
 
+def test_a_model_turn_among_favourites_alike_takes_what_the_measurements_favour(monkeypatch):
+    """The matmul model guesses a dozen configs alike at its top (they differ in TMA, the
+    epilogue and the loop, which it does not model).  A model turn among such favourites
+    takes the one of the highest expected improvement around the model, not the first in
+    key order; with ``TURN_TIES`` off, the first in key order.  Below the favourites a turn
+    keeps the model's order."""
+    from optuna.trial import TrialState
+
+    import sweeper.samplers._auto_model as auto
+    from sweeper.samplers._auto import Phase, SearchState
+    from sweeper.samplers._auto_state import Proposal
+
+    axes = {"a": [str(i) for i in range(4)], "b": [str(i) for i in range(8)]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
+    # the model: every config with a = 3 alike at its top, the rest far below
+    guesses = [1.0 if c["a"] == "3" else 0.2 + 0.1 * int(c["a"]) for c in valid]
+
+    def measured(a: str, b: str) -> float:
+        """As the model guesses, times what it does not see: throughput grows with b."""
+        return guesses[valid.index({"a": a, "b": b})] * (1.0 + int(b) / 7)
+
+    def turn(measured_configs: list[tuple[str, str]]) -> Proposal | None:
+        """The proposal after ``measured_configs`` (and a slow one the model rates low),
+        in a model turn's slot."""
+        state = SearchState(axes, valid, seed=0)
+        search = auto.ModelGuidedSearch(state, valid, guesses)
+        for a, b in [*measured_configs, ("0", "7")]:
+            state.record({"a": a, "b": b}, TrialState.COMPLETE, [measured(a, b)])
+        search._turns = auto.MODEL_TURN - 1                # the next proposal is a turn
+        return search.propose()
+
+    three = [("3", b) for b in ("0", "1", "7")]
+    assert turn(three) == ({"a": "3", "b": "6"}, Phase.TURN)  # next to the fastest measured
+    monkeypatch.setattr(auto, "TURN_TIES", False)
+    assert turn(three) == ({"a": "3", "b": "2"}, Phase.TURN)  # the first unmeasured, key order
+    monkeypatch.setattr(auto, "TURN_TIES", True)
+    # every favourite measured: the model's order below them, not the measurements'
+    assert turn([("3", b) for b in axes["b"]]) == ({"a": "2", "b": "0"}, Phase.TURN)
+
+
 def test_auto_explores_without_the_model_once_its_promised_gains_stop_coming():
     """After ``PATIENCE`` measured configs in a row with no gain above 1 %, every
     ``EXPLORE_EVERY``-th proposal comes from a process of the measurements alone (a

@@ -21,7 +21,15 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    the H200, a 128 × 64 tile at 8 warps measured 13-30 % slower than at 4, though neither
    the model nor 64 × 128 tiles say so) can make the residual process write off its
    neighbours for dozens of trials; the model's own ranking is still walked at a third
-   of the pace.
+   of the pace.  Where the model guesses several unmeasured configs as well as its best,
+   it cannot rank them, and the turn takes the one of the highest expected improvement
+   around the model (``TURN_TIES``), not the first in key order: the matmul model rates
+   12 configs alike at its top, which differ in what it does not model (TMA, epilogue
+   subtiling, flattened loops), and the measurements tell them apart.  On the 25
+   recorded tables that auto does not solve at once (30 seeds): matmul 128 × 4096 × 256
+   worst 28 → 18 trials, short K 9.5 / 31 → 8 / 23, 6144² × 8192 9 / 22 → 7 / 17, the
+   trials over all of them 11,317 → 11,058; the 45 others unchanged at 10 seeds (docs/search.md,
+   "The model's favourites alike").
 4. **Exploring without the model**: once ``PATIENCE`` measured configs in a row brought
    no gain above ``MIN_GAIN`` (the gains the model and its residual process promised
    did not come), every ``EXPLORE_EVERY``-th proposal is the config with the highest
@@ -113,6 +121,12 @@ What was tried and measured worse on the recorded tables (30 seeds each,
   median on every other table not solved at once (20) and one more at worst on ten, and
   on the counterfactuals add-wide-1g/box 55 → 79, add-bf16-1g/box 34.5 → 46.5; in the
   first model turn's slot: matmul 1024³ 16.5 → 19.5, worst cases up to 3 longer.
+- Model turns among configs guessed alike anywhere in the model's order, not only at its
+  top (30 seeds): the same gains on matmul, but under the stricter goal (a config tied
+  within noise with the best) the add tables, whose model ties configs that differ in
+  their grid, took longer (1 GiB fp32 median 17 → 24.5, 512 MiB 16 → 21.5); ranking the
+  favourites by the mean instead of expected improvement: as good on matmul, worse on
+  the add tables under the stricter goal (the 70 tables' medians summed 1,004 → 1,022).
 - A hedge with TPE (switches in ``_auto_hedge.py`` at commit 66c8eb0, removed since; 10
   seeds, the 56 recorded tables and the 18 counterfactuals; docs/search.md, "A hedge with
   TPE"): after the start, a share of the proposals from a multivariate TPE over the
@@ -184,6 +198,10 @@ CONTRADICTED = 0.5
 #: Whether a config the model says cannot launch (a guess of 0) counts as unlikely to run
 #: in every proposal, step 4's included (step 6).
 HEED_REFUSALS = True
+#: Whether a model turn among several unmeasured configs the model guesses as well as its
+#: best takes the one of the highest expected improvement around the model (step 3), not
+#: the first in key order.
+TURN_TIES = True
 
 
 class ModelGuidedSearch:
@@ -279,13 +297,22 @@ class ModelGuidedSearch:
         guess = np.array([self.prior[k] for k, _ in scored])
         slope = model_slope(guess, y, self._every_guess, MODEL_WEIGHT)
         near = self._contradicted(candidates)
+        turn = False
         if near is None:
             self._turns += 1
-            if self._turns % MODEL_TURN == 0 and slope >= TURN_SLOPE:
+            turn = self._turns % MODEL_TURN == 0 and slope >= TURN_SLOPE
+            # the model's favourites (guessed as well as its best) left unmeasured: it
+            # cannot rank them, what was measured can
+            favourites = TURN_TIES and float(guesses.max()) >= -TIE
+            if turn and not favourites:
                 return best_guess, Phase.TURN
         mean, std = believing(at, y - slope * guess, pending).predict(candidates)
         mean = mean + slope * guesses
         gain = expected_improvement(mean, std, float(y.max())) * chance
+        if turn:
+            rated = guesses + np.log(chance)
+            alike = rated >= rated.max() - TIE
+            return dict(unseen[int(np.argmax(np.where(alike, gain, -np.inf)))]), Phase.TURN
         if near is not None:
             gain = np.where(near, gain, -np.inf)
             return dict(unseen[int(np.argmax(gain))]), Phase.NEIGHBOUR
@@ -309,6 +336,10 @@ class ModelGuidedSearch:
         near = ((moved > 1e-9).sum(axis=1) == 1) & (
             np.abs(moved.max(axis=1) - self._step[axis]) < 1e-9)
         return near if near.any() else None
+
+#: Log guesses this close count as alike (a model's rounding, not a ranking).
+TIE = 1e-9
+
 
 def believing(at: np.ndarray, y: np.ndarray, pending: np.ndarray) -> OrdinalGP:
     """A Gaussian process of ``y`` measured at ``at``, and of the configs at ``pending``
