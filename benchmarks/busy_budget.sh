@@ -24,6 +24,7 @@
 #             before a change (.base/, carried) and now, each in a fresh sweeper cache and
 #             empty Triton cache of its own (the second and third runs find the costs and
 #             binaries the first left): how much of a time budget each measures with
+#             ($CODES: e.g. "now" alone)
 #   ffnonce   the ffn space once from a cold cache, then once warm under auto (run A only)
 #   newshapes new shapes of a warm kernel, in a fresh sweeper cache and one Triton cache:
 #             benchmarks/spaces/matmul-k256.yaml (the kernel cold), then matmul-odd.yaml
@@ -247,7 +248,7 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     run ffn-confirm-a ffn "$studies/ffn-sustained.yaml" --no-report
     run ffn-confirm-b ffn "$studies/ffn-sustained.yaml" --no-report ;;
   timebudget)
-    for code in before now; do
+    for code in ${CODES:-before now}; do
       dir=$PWD; [ "$code" = before ] && dir=$PWD/.base
       export SWEEPER_CACHE; SWEEPER_CACHE=$(mktemp -d)
       for t in 20 20 12; do
