@@ -66,6 +66,13 @@ class RunCosts:
     #: grow with its maps (on the H200 0.7-1.0 s for 5-8 maps, 2.7 s for 36, 8.7 s for
     #: 107, docs/benchmarks.md), so another space's report is scaled by its own maps
     report_maps: int = 8
+    #: the seconds of that report beyond its pictures (its tables, pandas' and the
+    #: plotting library's imports among them, and its files), as measured; ``None``: not
+    #: measured, ``REPORT_FIXED_S`` assumed.  On the H200 they took 2.6-3.9 s of reports
+    #: of 4.3-4.8 s, whether 7 maps were drawn or 90, so a slope through ``REPORT_FIXED_S``
+    #: priced a map at 0.56 s (its pictures took 0.09 s) and a 20 s budget kept for the
+    #: report what the finals needed
+    report_fixed_s: float | None = None
     #: by kernel, a trial's own seconds beyond its launches (loading its binary, what its
     #: first launch takes beyond a timed one, verifying, the host's side of sampling), the
     #: median over a run's trials; where none: the device's :class:`PlanCosts` ``compile_s``
@@ -110,10 +117,19 @@ class RunCosts:
     REPORT_FIXED_S = 0.4
 
     def report_for(self, maps: int) -> float:
-        """Seconds a report of ``maps`` heatmaps takes: the measured report's seconds
-        beyond ``REPORT_FIXED_S`` taken per map, times ``maps``."""
-        fixed = min(self.REPORT_FIXED_S, self.report_s)
+        """Seconds a report of ``maps`` heatmaps takes: its part beyond the pictures (as
+        measured, else ``REPORT_FIXED_S``), and the measured report's other seconds taken
+        per map, times ``maps``."""
+        fixed = min(self.REPORT_FIXED_S if self.report_fixed_s is None
+                    else self.report_fixed_s, self.report_s)
         return fixed + (self.report_s - fixed) / max(1, self.report_maps) * maps
+
+    def report_reserve(self, maps: int) -> float:
+        """What a time budget keeps for a report of ``maps`` heatmaps: :meth:`report_for`,
+        and where the part beyond the pictures was not measured, never less than the last
+        report took (its imports and tables, which ``REPORT_FIXED_S`` may understate)."""
+        estimate = self.report_for(maps)
+        return estimate if self.report_fixed_s is not None else max(self.report_s, estimate)
 
     def scale_of(self, kernel: str, interpreted: bool) -> float:
         """``kernel``'s launch scale as measured; one not run here yet takes, on an
@@ -183,7 +199,8 @@ def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
 
 def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_s: float | None, compiles_s: list[float], ask_s: float | None,
-             report_maps: int | None = None, first_compile_s: float | None = None,
+             report_maps: int | None = None, report_fixed_s: float | None = None,
+             first_compile_s: float | None = None,
              trials_s: list[float] | None = None,
              launch_scales: list[float] | None = None, prior_trials: int = 0,
              pool_compiles_s: Sequence[float] = (),
@@ -211,6 +228,7 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     if report_s is not None and report_maps != 0:
         costs.report_s = round(report_s, 3)
         costs.report_maps = report_maps or costs.report_maps
+        costs.report_fixed_s = None if report_fixed_s is None else round(report_fixed_s, 3)
     if compiles_s:
         costs.compile_s[kernel] = round(statistics.median(compiles_s), 3)
     if first_compile_s is not None:

@@ -342,6 +342,17 @@ def test_a_report_is_estimated_by_its_heatmaps():
     assert copy.report_for(105) == pytest.approx(0.4 + 0.55 / 8 * 105)    # 7.6 s: 8.6 ran
     assert RunCosts(report_s=0.2, report_maps=4).report_for(40) == pytest.approx(0.2)
     assert RunCosts(report_s=1.0, report_maps=0).report_for(2) == pytest.approx(1.6)
+    # the part beyond the pictures as measured: on the H200 a report of 7 maps took 4.3 s,
+    # 3.7 s of it its tables and files; a slope through 0.4 s priced a map at 0.56 s
+    few = RunCosts(report_s=4.3, report_maps=7)
+    assert few.report_for(9) - few.report_for(8) == pytest.approx(3.9 / 7)
+    measured = RunCosts(report_s=4.3, report_maps=7, report_fixed_s=3.7)
+    assert measured.report_for(9) - measured.report_for(8) == pytest.approx(0.6 / 7)
+    assert measured.report_for(90) == pytest.approx(3.7 + 0.6 / 7 * 90)
+    # a time budget keeps that; where the fixed part was not measured, never less than the
+    # last report
+    assert measured.report_reserve(2) == pytest.approx(3.7 + 0.6 / 7 * 2)
+    assert few.report_reserve(2) == 4.3
 
 
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
@@ -365,6 +376,12 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
     note_run("GPU Y", kernel="copy", sampler="exhaustive", startup_s=None, report_s=0.5,
              report_maps=0, compiles_s=[], ask_s=None)        # nothing drawn: kept as it was
     assert (run_costs("GPU Y").report_s, run_costs("GPU Y").report_maps) == (9.0, 107)
+    note_run("GPU Y", kernel="copy", sampler="exhaustive", startup_s=None, report_s=4.3,
+             report_maps=7, report_fixed_s=3.7, compiles_s=[], ask_s=None)
+    assert run_costs("GPU Y").report_fixed_s == 3.7
+    note_run("GPU Y", kernel="copy", sampler="exhaustive", startup_s=None, report_s=9.0,
+             report_maps=107, compiles_s=[], ask_s=None)      # a report not broken down
+    assert run_costs("GPU Y").report_fixed_s is None
     # a compile in the pool (beside the pool's other processes) is kept apart from one in
     # the worker; each stands in for the other where only one was measured
     note_run("GPU Z", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=None,
@@ -464,6 +481,24 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     assert assumed - measured == pytest.approx(entrant_rounds * (FINALS_OVERHEAD_S - 0.001))
 
 
+def test_a_run_keeps_what_its_report_took_beyond_the_pictures(write_space, tmp_path,
+                                                              monkeypatch):
+    """The report's tables and files (pandas' and the plotting library's imports among
+    them) take about the same whatever the maps; a run keeps their seconds apart from the
+    pictures', so the next estimate and time budget price a map at what drawing it took."""
+    import json
+
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = write_space(SMALL_SPACE)
+    assert main(["run", str(path), "--device", "interpret", "--studies-dir",
+                 str(tmp_path / "studies"), "--quiet"]) == 0
+    (costs,) = json.loads((tmp_path / "cache" / "run-costs.json").read_text()).values()
+    assert costs["report_maps"] > 0
+    assert 0 < costs["report_fixed_s"] <= costs["report_s"]
+
+
 def test_run_prints_its_estimate_and_the_wall_against_it(write_space, tmp_path, capsys):
     from tests.conftest import SMALL_SPACE
 
@@ -501,7 +536,7 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
                            stats=summarize([1.0] * 3), cold_s=cold_s, wall_s=wall_s)
 
     class Clock:
-        report_maps = None
+        report_maps = report_fixed_s = None
 
         def startup_s(self) -> None:
             return None

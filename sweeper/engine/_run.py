@@ -214,7 +214,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
 
     note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
              startup_s=clock.startup_s(), report_s=clock.steps().get("report"),
-             report_maps=clock.report_maps,
+             report_maps=clock.report_maps, report_fixed_s=clock.report_fixed_s,
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
              first_compile_s=own[0].cold_s if own and device.measures_gpu and
              (own[0].cold_s or 0.0) >= COMPILED_S else None,
@@ -355,9 +355,9 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                 space.kernel, nvrtc=space.kernel == "cuda") + \
                 costs.trial_s.get(space.kernel, 0.0)
         if options.report:
-            # what this machine's reports took per heatmap, for the maps measured, and
-            # never less than its last report took (its imports and tables)
-            sweep.report_s = lambda maps: max(costs.report_s, costs.report_for(maps))
+            # what this machine's last report took beyond its pictures, and per heatmap
+            # for the maps measured
+            sweep.report_s = costs.report_reserve
     return sweep.run()
 
 
@@ -481,6 +481,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
             files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
         clock.report_maps = len({p.stem for p in files.images})
+        clock.report_fixed_s = files.seconds["tables"] + files.seconds["files"]
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
     why = nothing_measured(summary.trials, summary.stopped_by)
     if why is not None:
