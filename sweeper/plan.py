@@ -68,9 +68,9 @@ class RunCosts:
     report_maps: int = 8
     #: the seconds of that report beyond its pictures (its tables, pandas' and the
     #: plotting library's imports among them, and its files), as measured; ``None``: not
-    #: measured, ``REPORT_FIXED_S`` assumed.  On the H200 they took 2.6-3.9 s of reports
-    #: of 4.3-4.8 s, whether 7 maps were drawn or 90, so a slope through ``REPORT_FIXED_S``
-    #: priced a map at 0.56 s (its pictures took 0.09 s) and a 20 s budget kept for the
+    #: measured, ``REPORT_FIXED_S`` assumed.  On the H200 they took 2.8-5.3 s of reports
+    #: of 3.4-6.9 s, whether 7 maps were drawn or 90, so a slope through ``REPORT_FIXED_S``
+    #: priced a map at 0.56 s (its picture took 0.09 s) and a 20 s budget kept for the
     #: report what the finals needed
     report_fixed_s: float | None = None
     #: by kernel, a trial's own seconds beyond its launches (loading its binary, what its

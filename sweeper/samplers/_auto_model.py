@@ -202,6 +202,8 @@ HEED_REFUSALS = True
 #: best takes the one of the highest expected improvement around the model (step 3), not
 #: the first in key order.
 TURN_TIES = True
+#: Log guesses this close count as alike (a model's rounding, not a ranking).
+TIE = 1e-9
 
 
 class ModelGuidedSearch:
@@ -336,9 +338,6 @@ class ModelGuidedSearch:
         near = ((moved > 1e-9).sum(axis=1) == 1) & (
             np.abs(moved.max(axis=1) - self._step[axis]) < 1e-9)
         return near if near.any() else None
-
-#: Log guesses this close count as alike (a model's rounding, not a ranking).
-TIE = 1e-9
 
 
 def believing(at: np.ndarray, y: np.ndarray, pending: np.ndarray) -> OrdinalGP:
