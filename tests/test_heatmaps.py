@@ -136,6 +136,25 @@ def test_maps_of_one_cell_are_folded_into_the_best_over_meta_map():
         "float32_1GiB_cold_best", 1, False, 2)
 
 
+def test_a_map_none_of_whose_configs_was_measured_marks_why_and_names_its_trials():
+    """A meta value none of whose configs was measured (most of a large space's, when a
+    budget stops the sweep early) still gets its map, not drawn: its failed and ruled-out
+    cells marked and their trials named, no number, no marked cell, the column labels as
+    any map's."""
+    crashed = record(1, "2*sms", 32, 1024, 0.0, TrialStatus.CRASHED, "boom", 264)
+    skipped = record(2, "sms", 64, 1024, 0.0, TrialStatus.INVALID, "ruled out")
+    _, blank, _ = maps([record(0, "sms", 32, 256, 100.0), record(3, "2*sms", 64, 256, 90.0),
+                        crashed, skipped])
+    assert blank.name == "float32_1GiB_cold_BLOCK-1024" and not blank.measured
+    assert blank.notes.loc[32, "2*sms"] == "fail" and blank.notes.loc[64, "sms"] == "skip"
+    assert blank.notes.loc[32, "sms"] == ""
+    assert blank.numbers.loc[32, "2*sms"] == 1 and blank.numbers.loc[64, "sms"] == 2
+    assert blank.numbers.dtypes.eq(float).all() and blank.values.isna().all().all()
+    assert (blank.best, blank.best_note, blank.best_final, blank.won_by) == (
+        None, "best", None, None)
+    assert blank.column_labels == ["sms", "2*sms\n=264"]
+
+
 def lone_records():
     return [record(0, "sms", 32, 256, 100.0), record(1, "sms", 32, 1024, 300.0)]
 

@@ -223,6 +223,9 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
                                        "median_ms", *(won_by or {})]) if c in df]]
     df.attrs = {}
     ok = df[df["status"] == "ok"]
+    if ok.empty:
+        return _blank(df, grid_order, block_order, metric, name, title,
+                      values_in_labels=values_in_labels, won_by=won_by)
     pick = ok[ok["number"].isin(list(picks))]
     ranked = ok.sort_values(metric, ascending=False, kind="stable")
     # each cell's best, except that the winner's cell shows the winner (see above)
@@ -249,6 +252,29 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
                        colour_label=LABELS.get(metric, metric))
 
 
+def _blank(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int],
+           metric: str, name: str, title: str, *, values_in_labels: bool,
+           won_by: Mapping[str, str] | None) -> HeatmapData:
+    """:func:`_grid` of a map with no ``ok`` trial (none of its configs measured): no
+    number, its failed and ruled-out cells marked.  Most maps of a large space are such
+    (on the H200 host 186 of the 238 of a matmul space of 576 configs, 144 measured), so
+    they skip the steps that rank and pick measured cells."""
+    cells = ["block", "grid_label"]
+    failed = df[df["status"] != "ok"].drop_duplicates(cells)
+    rows, cols = list(block_order), list(grid_order)
+    values = _frame(failed.iloc[:0], [], rows, cols, np.nan)
+    marks = ["skip" if s == "invalid" else "fail" for s in failed["status"]]
+    numbers = _frame(failed, failed["number"], rows, cols, np.nan).astype(float)
+    labels, rotation = tick_labels(_column_labels(df, grid_order, values_in_labels))
+    return HeatmapData(name=name, title=title, values=values,
+                       notes=_frame(failed, marks, rows, cols, ""), column_labels=labels,
+                       best=None, metric=metric, best_note="best",
+                       won_by=_frame(failed.iloc[:0], [], rows, cols, "")
+                       if won_by is not None else None, best_final=None,
+                       label_rotation=rotation, numbers=numbers, ci_pct=values.copy(),
+                       colour_label=LABELS.get(metric, metric))
+
+
 def _frame(frame: pd.DataFrame, cell_values: Any, rows: list[Any], cols: list[Any],
            empty: Any) -> pd.DataFrame:
     """A block x grid table of ``cell_values`` (one per row of ``frame``, one row a cell),
@@ -268,7 +294,10 @@ def _meta_text(row: Mapping[str, Any], short: Mapping[str, str]) -> str:
 def _column_labels(df: pd.DataFrame, grid_order: Sequence[str], with_values: bool
                    ) -> list[str]:
     """Each grid label, with the number of programs when the map has one value for it."""
-    programs = df.dropna(subset=["grid"]).groupby("grid_label")["grid"].unique()
+    programs: dict[str, list[Any]] = {}          # each label's program counts, in order
+    for g, p in zip(df["grid_label"], df["grid"], strict=True):
+        if not pd.isna(p) and p not in programs.setdefault(g, []):
+            programs[g].append(p)
     labels = []
     for g in grid_order:
         grids = programs.get(g, [])
