@@ -230,8 +230,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
                             if t.ok and t.stats and t.config and model(t.config) > 0],
              prior_trials=device.plan_costs.scale_prior_trials,
              finals_overhead_s=measured_overhead_s(
-                 summary.finals, summary.finals_s, Round.on(device.measure_spec))
-             if summary.finals else None)
+                 summary.finals, summary.finals_s, Round.on(device.measure_spec)))
     if device.measures_gpu and space.kernel != "cuda":   # NVRTC's cache answers for itself
         from sweeper.kernels._binaries import note_built
         from sweeper.trial import TrialStatus

@@ -223,55 +223,42 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
                                        "median_ms", *(won_by or {})]) if c in df]]
     df.attrs = {}
     ok = df[df["status"] == "ok"]
-    if ok.empty:
-        return _blank(df, grid_order, block_order, metric, name, title,
-                      values_in_labels=values_in_labels, won_by=won_by)
-    pick = ok[ok["number"].isin(list(picks))]
-    ranked = ok.sort_values(metric, ascending=False, kind="stable")
-    # each cell's best, except that the winner's cell shows the winner (see above)
-    shown = (pd.concat([pick.iloc[:1], ranked]) if len(pick) else ranked).drop_duplicates(cells)
     failed = df[df["status"] != "ok"].drop_duplicates(cells)
     rows, cols = list(block_order), list(grid_order)
-    values = _frame(shown, shown[metric].astype(float), rows, cols, np.nan)
-    ci = _frame(shown, shown["ci_pct"].astype(float), rows, cols, np.nan)
-    # with no meta value varying (won_by empty) no columns are selected, and pandas 3.0
-    # gives no records for a frame of no columns (3.1 gives one empty record a row)
-    won = ([_meta_text(r, won_by) for r in shown[list(won_by)].to_dict("records")]
-           if won_by else [""] * len(shown))
-    winners = _frame(shown, won, rows, cols, "")
     marks = ["skip" if s == "invalid" else "fail" for s in failed["status"]]
-    notes = _frame(failed, marks, rows, cols, "").where(values.isna(), "")
-    numbers = _frame(shown, shown["number"], rows, cols, np.nan).combine_first(
-        _frame(failed, failed["number"], rows, cols, np.nan)).reindex(index=rows, columns=cols)
-    best, note, final = _marked(values, pick, picks, metric)
     labels, rotation = tick_labels(_column_labels(df, grid_order, values_in_labels))
+    if ok.empty:
+        # none of its configs measured: no number, its failed and ruled-out cells marked,
+        # nothing measured to rank or pick.  Most maps of a large space are such (186 of
+        # the 238 of a matmul space of 576 configs, 144 measured), and ranking them took
+        # most of the report's tables on the H200 host
+        values = _frame(failed.iloc[:0], [], rows, cols, np.nan)
+        ci, winners = values.copy(), _frame(failed.iloc[:0], [], rows, cols, "")
+        notes = _frame(failed, marks, rows, cols, "")
+        numbers = _frame(failed, failed["number"], rows, cols, np.nan).astype(float)
+        best, note, final = None, "best", None
+    else:
+        pick = ok[ok["number"].isin(list(picks))]
+        ranked = ok.sort_values(metric, ascending=False, kind="stable")
+        # each cell's best, except that the winner's cell shows the winner (see above)
+        shown = (pd.concat([pick.iloc[:1], ranked]) if len(pick) else ranked
+                 ).drop_duplicates(cells)
+        values = _frame(shown, shown[metric].astype(float), rows, cols, np.nan)
+        ci = _frame(shown, shown["ci_pct"].astype(float), rows, cols, np.nan)
+        # with no meta value varying (won_by empty) no columns are selected, and pandas
+        # 3.0 gives no records for a frame of no columns (3.1 gives one empty record a row)
+        won = ([_meta_text(r, won_by) for r in shown[list(won_by)].to_dict("records")]
+               if won_by else [""] * len(shown))
+        winners = _frame(shown, won, rows, cols, "")
+        notes = _frame(failed, marks, rows, cols, "").where(values.isna(), "")
+        numbers = _frame(shown, shown["number"], rows, cols, np.nan).combine_first(
+            _frame(failed, failed["number"], rows, cols, np.nan)).reindex(index=rows,
+                                                                          columns=cols)
+        best, note, final = _marked(values, pick, picks, metric)
     return HeatmapData(name=name, title=title, values=values, notes=notes,
                        column_labels=labels, best=best, metric=metric, best_note=note,
                        won_by=winners if won_by is not None else None, best_final=final,
                        label_rotation=rotation, numbers=numbers, ci_pct=ci,
-                       colour_label=LABELS.get(metric, metric))
-
-
-def _blank(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int],
-           metric: str, name: str, title: str, *, values_in_labels: bool,
-           won_by: Mapping[str, str] | None) -> HeatmapData:
-    """:func:`_grid` of a map with no ``ok`` trial (none of its configs measured): no
-    number, its failed and ruled-out cells marked.  Most maps of a large space are such
-    (on the H200 host 186 of the 238 of a matmul space of 576 configs, 144 measured), so
-    they skip the steps that rank and pick measured cells."""
-    cells = ["block", "grid_label"]
-    failed = df[df["status"] != "ok"].drop_duplicates(cells)
-    rows, cols = list(block_order), list(grid_order)
-    values = _frame(failed.iloc[:0], [], rows, cols, np.nan)
-    marks = ["skip" if s == "invalid" else "fail" for s in failed["status"]]
-    numbers = _frame(failed, failed["number"], rows, cols, np.nan).astype(float)
-    labels, rotation = tick_labels(_column_labels(df, grid_order, values_in_labels))
-    return HeatmapData(name=name, title=title, values=values,
-                       notes=_frame(failed, marks, rows, cols, ""), column_labels=labels,
-                       best=None, metric=metric, best_note="best",
-                       won_by=_frame(failed.iloc[:0], [], rows, cols, "")
-                       if won_by is not None else None, best_final=None,
-                       label_rotation=rotation, numbers=numbers, ci_pct=values.copy(),
                        colour_label=LABELS.get(metric, metric))
 
 

@@ -53,13 +53,10 @@ class Budgets:
         #: seconds of the time budget spent before the sweep's ``t0`` or kept for what
         #: follows it (a command's start-up and report)
         self.outside_s = outside_s
-        #: what a trial of this run takes at most (seconds; 0 before the first): the
-        #: first's wall until another ran, then the longest of the others (the first starts
-        #: the compiler in its process: on the H200 0.98-1.73 s for a matmul, against at
-        #: most 0.27 s for any later one, and keeping it for the trial in flight at the
-        #: end left 1.5 s of a 20 s budget unused)
-        self.trial_s = 0.0
-        self._ran, self._later_s = 0, 0.0
+        #: the wall of this run's first trial, and the longest of its others (seconds;
+        #: None before them): :attr:`trial_s`
+        self._first_s: float | None = None
+        self._later_s: float | None = None
         #: what the run's first trial is expected to take (a compile from a cold cache on
         #: a GPU; 0 where nothing compiles), kept in its place until a trial ran: the
         #: budget starts no trial it cannot finish
@@ -101,6 +98,15 @@ class Budgets:
         #: meta-parameter values, and one per problem (``sweeper.plan``'s count)
         self.maps: set[tuple[object, ...]] = set()
 
+    @property
+    def trial_s(self) -> float:
+        """What a trial of this run takes at most (seconds; 0 before the first): the
+        first's wall until another ran, then the longest of the others (the first starts
+        the compiler in its process: on the H200 0.98-1.73 s for a matmul, against at most
+        0.27 s for any later one, and keeping it for the trial in flight at the end left
+        1.5 s of a 20 s budget unused)."""
+        return self._later_s if self._later_s is not None else self._first_s or 0.0
+
     def keep_for_finals(self) -> float:
         """Seconds the time budget keeps for the finals of the problems measured so far,
         and for the trial in flight when the sweep stops (it ends after the stop: as long
@@ -135,11 +141,10 @@ class Budgets:
         if record.config is not None:
             key = problem_of(record)
             self.maps.update({(key,), (key, tuple(sorted(record.config.meta.items())))})
-        if measured_now:
-            self._ran += 1
-            if self._ran > 1:
-                self._later_s = max(self._later_s, record.wall_s)
-            self.trial_s = record.wall_s if self._ran == 1 else self._later_s
+        if measured_now and self._first_s is None:
+            self._first_s = record.wall_s
+        elif measured_now:
+            self._later_s = max(self._later_s or 0.0, record.wall_s)
         if record.ok and record.stats:
             bisect.insort(self.problems.setdefault(problem_of(record), []),
                           (record.stats.median, record.stats.bounds()))
