@@ -63,6 +63,10 @@
 #   stridedplans `sweeper plan` against the wall of first runs of copy-strided (the shipped
 #             space, the fp16 transpose and stride 33 of held-out set 13), each from an
 #             empty Triton cache in a fresh sweeper cache, report on
+#   startup   where a run's start goes before its first trial: spaces/matmul-shapes.yaml, 2
+#             trials, no report, warm Triton cache, run under `python -X importtime` (the
+#             imports, longest first) and under cProfile (the command's own process; the
+#             workers start beside it), then its `time:` line alone three times
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -176,6 +180,22 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     run llm-warm-b llm benchmarks/spaces/matmul-llm.yaml --no-report ;;
   budget)
     run budget-12s shapes spaces/matmul-shapes.yaml --time 12s ;;
+  startup)
+    run startup-warm shapes spaces/matmul-shapes.yaml --trials 2 --no-report
+    one() { TRITON_CACHE_DIR="$caches/shapes" python3 "$@" -m sweeper run \
+        spaces/matmul-shapes.yaml --studies-dir "$studies" --study "startup-$RANDOM" \
+        --no-priors --trials 2 --no-report --timing; }
+    one -X importtime > "$OUT/startup-importtime-run.log" 2> "$OUT/startup-importtime.log"
+    grep -E "^time:" "$OUT/startup-importtime-run.log"
+    echo "imports, longest (cumulative us, self us, module):"
+    grep "^import time:" "$OUT/startup-importtime.log" | tr -d '|' | \
+        awk '{print $5, $3, $6}' | sort -rn | head -40 | tee "$OUT/startup-imports-top.txt"
+    one -m cProfile -o "$OUT/startup.prof" 2>&1 | grep -E "^time:"
+    python3 -c "import pstats, sys; p = pstats.Stats(sys.argv[1]); \
+p.sort_stats('cumulative').print_stats(60); p.sort_stats('tottime').print_stats(30)" \
+        "$OUT/startup.prof" > "$OUT/startup-pstats.txt" 2>&1
+    head -110 "$OUT/startup-pstats.txt" | tail -75
+    for i in 1 2 3; do one 2>&1 | grep -E "^time:"; done ;;
   newshapes)
     export SWEEPER_CACHE=$(mktemp -d)
     for name in k256:matmul-k256 odd:matmul-odd odd-again:matmul-odd; do

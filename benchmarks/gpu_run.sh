@@ -38,7 +38,10 @@
 #             compile pool against --compile-workers 0 (each run its own empty cache)
 #   twogpus   the GPU tests that need two GPUs
 #   hangs     the GPU tests of a hang and an illegal address (under their own timeout)
-# The install line, for reference:
+#   busy      benchmarks/busy_budget.sh with its stages $BUSY (after this script's install
+#             and bytecode set-up; its logs and studies in $OUT/busy/busy-budget.tgz)
+# The install line, for reference (and `unset PYTHONDONTWRITEBYTECODE; export
+# PYTHONPYCACHEPREFIX=/tmp/pycache` before it, as below):
 #   python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
 # Each stage runs under `timeout` (STAGE_TIMEOUT seconds, default 540): a stage that hangs
@@ -48,16 +51,22 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; export OUT
 sweeper() { if command -v sweeper >/dev/null; then command sweeper "$@"; else python3 -m sweeper "$@"; fi; }
 if [ "${1:-}" != "--stage" ]; then
   STAGES=${STAGES:-tests calibrate example trust overhead}
-  # bytecode compiled up front, as `pip install` does for a user: where the image sets
-  # PYTHONDONTWRITEBYTECODE, every process would otherwise compile optuna, SQLAlchemy and
-  # sweeper from source (3.2 s of a `sweeper run` on the H200 machine)
+  # bytecode as a user's install has it: the image sets PYTHONDONTWRITEBYTECODE and ships
+  # torch, triton, pandas and the rest without bytecode, so every process compiled them from
+  # source (2.7 s of a `sweeper run`'s start on the H200 machine, each worker's start too;
+  # optuna, SQLAlchemy and sweeper 3.2 s more before they were compiled here). Python now
+  # writes each module's bytecode once, into a folder of its own, at its first import
+  # (warmed below), as it does by default beside the sources.
+  unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/pycache
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade \
       --target /tmp/site .whl/*.whl || exit 1
   python3 -m compileall -q -j 0 sweeper benchmarks >/dev/null
   export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+  python3 -c "import torch, triton, optuna, numpy, pandas, seaborn, matplotlib.pyplot, \
+rich, yaml, sweeper.cli, sweeper.report" || true
   python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
       || echo "(console script not installed; using python3 -m sweeper)"
-  { date -u; echo "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-}"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv;
+  { date -u; echo "PYTHONPYCACHEPREFIX=$PYTHONPYCACHEPREFIX"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv;
     python3 -c "import torch, triton, optuna; print('torch', torch.__version__, 'triton', triton.__version__, 'optuna', optuna.__version__)"; } 2>&1 | tee "$OUT/env.txt"
   for stage in $STAGES; do
     echo "=== $stage $(date -u +%T)"
@@ -174,4 +183,5 @@ stage=$2
       done 2>&1 | tee "$OUT/coldpool.log" ;;
     compilepool) python3 benchmarks/compile_pool.py ${COMPILE_POOL_ARGS:-} 2>&1 | tee "$OUT/compile_pool.log"
       python3 benchmarks/compile_pool.py --workers "$(nproc)" --ab 0 2>&1 | tee -a "$OUT/compile_pool.log" ;;
+    busy) OUT="$OUT/busy" STAGES="${BUSY:-}" bash benchmarks/busy_budget.sh ;;
   esac

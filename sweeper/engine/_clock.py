@@ -11,7 +11,9 @@ a call from Python, the count starts when the command does.
 from __future__ import annotations
 
 import os
+import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,55 @@ def process_age() -> float | None:
         return max(0.0, uptime - started_ticks / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return None
+
+
+#: Fewer modules compiled from source than this are not worth a line.
+RECOMPILED_NOTE_FROM = 50
+
+
+def recompiled_modules() -> Counter[str]:
+    """This process's modules that Python compiled from their sources and will compile
+    again at the next start, counted by top-level package: no bytecode where Python looks
+    for it, and ``sys.dont_write_bytecode`` (``PYTHONDONTWRITEBYTECODE``) stops it writing
+    any.  An environment that installs torch without bytecode (uv's default, pip's
+    ``--no-compile``) and sets that variable (many container images do) pays seconds of
+    compiling at every process's start, each worker's included: 2.7 s of `sweeper run`'s
+    start on the GPU machine of docs/benchmarks.md.  Empty where Python writes bytecode
+    (then only the first start pays)."""
+    found: Counter[str] = Counter()
+    if not sys.dont_write_bytecode:
+        return found
+    for name, module in list(sys.modules.items()):
+        spec = getattr(module, "__spec__", None)
+        cached, origin = getattr(spec, "cached", None), getattr(spec, "origin", None)
+        if cached and origin and origin.endswith(".py") and not os.path.exists(cached):
+            found[name.partition(".")[0]] += 1
+    return found
+
+
+def recompiled_note(found: Counter[str]) -> str | None:
+    """The line that says what :func:`recompiled_modules` found and how to stop paying
+    for it, or None where it is too little to matter."""
+    total = sum(found.values())
+    if total < RECOMPILED_NOTE_FROM:
+        return None
+    most = ", ".join(f"{name} {n}" for name, n in found.most_common(3))
+    places = sorted({folder for folder in map(_folder, found) if folder})
+    where = " ".join(places[:2]) or "the site-packages folder"
+    return (f"Python compiles {total} modules from their sources at every start ({most}, "
+            "...), each worker's too: they have no bytecode and PYTHONDONTWRITEBYTECODE "
+            f"is set; compile them once (python -m compileall -q {where}) or unset it")
+
+
+def _folder(top: str) -> str | None:
+    """The folder the imported top-level module ``top`` was found in (site-packages,
+    say); None where it is not a file."""
+    spec = getattr(sys.modules.get(top), "__spec__", None)
+    origin = getattr(spec, "origin", None)
+    if not isinstance(origin, str) or not origin.endswith(".py"):
+        return None
+    folder = os.path.dirname(origin)        # a package's __init__.py: one folder more
+    return os.path.dirname(folder) if os.path.basename(origin) == "__init__.py" else folder
 
 
 @dataclass
