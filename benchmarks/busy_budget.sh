@@ -66,7 +66,8 @@
 #   startup   where a run's start goes before its first trial: spaces/matmul-shapes.yaml, 2
 #             trials, no report, warm Triton cache, run under `python -X importtime` (the
 #             imports, longest first) and under cProfile (the command's own process; the
-#             workers start beside it), then its `time:` line alone three times
+#             workers start beside it), then its `time:` line alone, with bytecode and
+#             without (PYTHONDONTWRITEBYTECODE and an empty cache prefix) in turn, three times
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -195,7 +196,11 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
 p.sort_stats('cumulative').print_stats(60); p.sort_stats('tottime').print_stats(30)" \
         "$OUT/startup.prof" > "$OUT/startup-pstats.txt" 2>&1
     head -110 "$OUT/startup-pstats.txt" | tail -75
-    for i in 1 2 3; do one 2>&1 | grep -E "^time:"; done ;;
+    for i in 1 2 3; do     # the image's own setting (no bytecode for torch and the rest)
+      echo -n "with bytecode:    "; one 2>&1 | grep -E "^time:"
+      echo -n "without bytecode: "; PYTHONDONTWRITEBYTECODE=1 PYTHONPYCACHEPREFIX=$(mktemp -d) \
+          one 2>&1 | grep -E "^time:"
+    done ;;
   newshapes)
     export SWEEPER_CACHE=$(mktemp -d)
     for name in k256:matmul-k256 odd:matmul-odd odd-again:matmul-odd; do
