@@ -30,7 +30,7 @@ from sweeper.errors import ContextLost, SweeperError
 from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a run opens it
-    from sweeper.engine._clock import RunClock
+    from sweeper.plan import RunCosts
     from sweeper.store import Storage
     from sweeper.sweep._compile_ahead import CompileOptions
     from sweeper.sweep._gpu_check import GpuCheck
@@ -123,7 +123,11 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
     check = _gpu_check(say, options, space, kernel, device, facts)
-    clock.estimate_s = _estimate(say, options, space, device, clock)
+    from sweeper.plan import costs_key, run_costs
+
+    # what runs cost on this machine: the estimate and the time budget read the same
+    costs = run_costs(costs_key(device), device.plan_costs)
+    clock.estimate_s = _estimate(say, options, space, device, costs)
     priors = _priors(space, options, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
     # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
@@ -137,13 +141,13 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     try:
         try:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
-                             gpus, ahead, reporter, clock=clock, check=check)
+                             gpus, ahead, reporter, clock=clock, costs=costs, check=check)
         except ContextLost as lost:
             options = _in_workers(lost, options, store)
             reporter = _reporter(options.quiet, kernel.headline)   # new bars: the first ended
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
-                             clock=clock, check=check)
+                             clock=clock, costs=costs, check=check)
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous)
@@ -169,16 +173,17 @@ ESTIMATE_UP_TO = 50_000
 
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
-              clock: RunClock) -> float | None:
-    """Print what ``sweeper plan`` estimates this run takes, and return it; nothing for a
-    replay (the estimate is the recorded GPU's) or a space too large to plan quickly."""
+              costs: RunCosts) -> float | None:
+    """Print what ``sweeper plan`` estimates this run takes at ``costs``, and return it;
+    nothing for a replay (the estimate is the recorded GPU's) or a space too large to plan
+    quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
     from sweeper.plan import plan_of, run_shape
 
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start,
-                      compile_workers=options.compile_workers)
+                      compile_workers=options.compile_workers, costs=costs)
     plan, _ = plan_of(space, device, shape)
     trials = plan.trials if options.trials is None else min(plan.trials, options.trials)
     seconds = plan.estimate_s
@@ -330,7 +335,8 @@ def shrunk_line(space: Any, facts: Any) -> str | None:
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
            ahead: CompileOptions, reporter: Any, lost: ContextLost | None = None,
-           clock: Any = None, check: GpuCheck | None = None) -> Any:
+           clock: Any = None, costs: RunCosts | None = None,
+           check: GpuCheck | None = None) -> Any:
     """The sweep with ``run``'s options, its progress bar (``reporter``), its workers (one
     per GPU of ``gpus``), its compile processes (``ahead``), on the interpreter its GPU
     compile ``check``, and, measuring in this process, a hang going on in a fresh
@@ -347,10 +353,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead, gpu_check=check)
     sweep.run_drift = sweep.run_drift and lost is None
-    if sweep.max_time_s is not None and clock is not None:
-        from sweeper.plan import costs_key, run_costs
-
-        costs = run_costs(costs_key(device))
+    if sweep.max_time_s is not None and clock is not None and costs is not None:
         sweep.outside_s = clock.elapsed_s()
         sweep.finals_overhead_s = costs.finals_overhead_s
         if device.measures_gpu:       # a first compile from a cold cache, as the plan has it
