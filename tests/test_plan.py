@@ -510,6 +510,37 @@ def test_run_prints_its_estimate_and_the_wall_against_it(write_space, tmp_path, 
     assert "s in all (estimated " in out
 
 
+def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, monkeypatch):
+    """``--trials`` and ``--time`` bound the estimate a run prints, as they bound the run:
+    a run of two trials is not priced as the whole space."""
+    from sweeper.devices import open_device
+    from sweeper.engine import RunOptions
+    from sweeper.engine._options import SpaceSource
+    from sweeper.engine._run import _estimate
+    from sweeper.plan import RunCosts
+    from sweeper.space import load_space
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = write_space(SMALL_SPACE)
+    space, device = load_space(path), open_device("interpret")
+    costs = RunCosts(startup_s=0.0, report_s=0.0, trial_s={"copy": 1.0})
+    said: list[str] = []
+
+    def estimate(**budget: Any) -> float:
+        options = RunOptions(space=SpaceSource(path=str(path)), device="interpret",
+                             report=False, **budget)
+        seconds = _estimate(said.append, options, space, device, costs)
+        assert seconds is not None
+        return seconds
+
+    whole = estimate()                         # a second of each trial's own, and finals
+    assert " for 6 trials (trials 6 s, " in said[-1] and whole > 6.0
+    assert estimate(trials=2) < whole / 2
+    assert " for 2 trials (trials 2 s, " in said[-1]
+    assert estimate(time_s=3.0) == pytest.approx(3.0)
+
+
 def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
         tmp_path, monkeypatch, write_space):
     """The plan adds a cold cache's compiles and a power schedule's seconds apart, so a
@@ -557,6 +588,11 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
     kept = run_costs(costs_key(device))
     assert kept.trial_s["copy"] == pytest.approx(0.1, abs=1e-4)
     assert kept.compile_s["copy"] == pytest.approx(0.501) and not kept.pool_compile_s
+    # a run's first trial starts the worker's launcher: a run of two whose first took a
+    # second of its own prices a trial as its second did
+    _note_costs(space, device, Clock(), SweepSummary(trials=[trial(0, 0.001, 1.005),
+                                                             trial(1, 0.001, 0.205)]))
+    assert run_costs(costs_key(device)).trial_s["copy"] == pytest.approx(0.2, abs=1e-4)
 
 
 # -- compiles per distinct binary, looked up in the machine's caches ----------------------

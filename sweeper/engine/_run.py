@@ -174,7 +174,8 @@ ESTIMATE_UP_TO = 50_000
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
               costs: RunCosts) -> float | None:
-    """Print what ``sweeper plan`` estimates this run takes at ``costs``, and return it;
+    """Print what ``sweeper plan`` estimates this run takes at ``costs``, within the
+    budget the run has (``--trials`` and ``--time`` over the space's own), and return it;
     nothing for a replay (the estimate is the recorded GPU's) or a space too large to plan
     quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
@@ -184,14 +185,14 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start,
                       compile_workers=options.compile_workers, costs=costs)
-    plan, _ = plan_of(space, device, shape)
-    trials = plan.trials if options.trials is None else min(plan.trials, options.trials)
-    seconds = plan.estimate_s
-    if options.time_s is not None:
-        seconds = min(seconds, options.time_s)
-    say(f"estimated time: {seconds:.0f} s for {trials} trials ({plan.parts_text()}; "
-        "sweeper plan says how)")
-    return seconds
+    budget = space.budget
+    budget = dataclasses.replace(
+        budget, trials=budget.trials if options.trials is None else options.trials,
+        time_s=budget.time_s if options.time_s is None else options.time_s)
+    plan, _ = plan_of(dataclasses.replace(space, budget=budget), device, shape)
+    say(f"estimated time: {plan.estimate_s:.0f} s for {plan.trials} trials "
+        f"({plan.parts_text()}; sweeper plan says how)")
+    return plan.estimate_s
 
 
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
@@ -226,11 +227,13 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              pool_compiles_s=summary.compiles_s,
              ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
              # a trial's own seconds, its compile and its power schedule's cool-down or
-             # load aside: the plan counts those apart
+             # load aside: the plan counts those apart; not the run's first, which starts
+             # the worker's launcher (on the H200 0.3 s from a warm cache), so that a run
+             # of two trials does not price every trial of the next plan as its first
              trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch +
                                    (warmup + 1) * t.stats.median) / 1e3 - compiled(t)
                        - t.seconds.get("load", 0.0) - t.seconds.get("cool-down", 0.0)
-                       for t in own if t.ok and t.stats],
+                       for t in own[1:] if t.ok and t.stats],
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
                             if t.ok and t.stats and t.config and model(t.config) > 0],
              prior_trials=device.plan_costs.scale_prior_trials,
