@@ -54,7 +54,9 @@ POWER_AFTER_S = 0.015
 class RunCosts:
     """What a run costs on one device beyond its trials' launches, as the last runs on
     this machine measured it (:func:`note_run`), else as on the H200: the command's
-    start-up (interpreter, imports, space, device, study: 4.2-6.0 s there), the report
+    start-up (interpreter, imports, space, device, study: 4.2-6.0 s there, about 2.7 s of
+    it Python compiling torch from source, which that machine's image asks and a user's
+    install does not: docs/benchmarks.md), the report
     (0.9-1.0 s for the 8 heatmaps of spaces/copy.yaml, matplotlib's import included), a
     compile per distinct binary from a cold cache, by kernel, and a proposal, by sampler
     (``auto`` fits its surrogate: 34 ms a trial for the 108 configs of
