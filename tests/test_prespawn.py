@@ -17,7 +17,7 @@ from sweeper import _processes
 from sweeper._processes import COMPILER, WORKER, adopt, prespawn, release, worker_env
 from sweeper.cli import main
 from sweeper.devices._cuda import nvml_uuid
-from sweeper.engine._clock import RunClock, process_age, recompiled_modules, recompiled_note
+from sweeper.engine._clock import RunClock, process_age, recompiled_note, recompiled_sources
 from sweeper.engine._prespawn import StartAhead, prespawn_workers
 from tests.conftest import SMALL_SPACE
 
@@ -225,15 +225,15 @@ def test_the_clock_counts_from_the_process_start_where_proc_tells_it():
     assert "report 0.0 s (tables 0.2, pictures 0.5, files 0.0)" in clock.line(None)
 
 
-def _package_without_bytecode(tmp_path, name, modules):
-    """A package ``name`` of ``modules`` imported from ``tmp_path`` with no bytecode
-    written, as an environment with PYTHONDONTWRITEBYTECODE imports one installed without
-    it; their names, to drop from ``sys.modules`` after."""
+def _package_without_bytecode(tmp_path, name, modules, size):
+    """A package ``name`` of ``modules`` of ``size`` bytes each, imported from
+    ``tmp_path`` with no bytecode written, as an environment with PYTHONDONTWRITEBYTECODE
+    imports one installed without it; their names, to drop from ``sys.modules`` after."""
     folder = tmp_path / name
     folder.mkdir()
     (folder / "__init__.py").write_text("")
     for module in modules:
-        (folder / f"{module}.py").write_text("X = 1\n")
+        (folder / f"{module}.py").write_text("X = 1\n" + "#" * (size - 7) + "\n")
     sys.path.insert(0, str(tmp_path))
     try:
         for module in modules:
@@ -243,24 +243,24 @@ def _package_without_bytecode(tmp_path, name, modules):
     return [name] + [f"{name}.{m}" for m in modules]
 
 
-def test_modules_compiled_from_source_at_every_start_are_counted_and_said(
-        tmp_path, monkeypatch):
+def test_source_compiled_at_every_start_is_counted_and_said(tmp_path, monkeypatch):
     """With PYTHONDONTWRITEBYTECODE a package with no bytecode is compiled at every start
-    (torch in some container images: 2.7 s a process); the note counts it by package, says
-    where it lies and how to stop paying; with bytecode written, nothing is said."""
+    (torch in some container images: 2.7 s a process); the note gives its megabytes by
+    package, where it lies and how to stop paying; too little to matter, or with bytecode
+    written, nothing is said."""
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     names = _package_without_bytecode(tmp_path, "sweeper_recompiled_pkg",
-                                      [f"m{i}" for i in range(60)])
+                                      [f"m{i}" for i in range(5)], 1_000_000)
     try:
-        found = recompiled_modules()
-        assert found["sweeper_recompiled_pkg"] == 61          # 60 modules and __init__
+        found = recompiled_sources()
+        assert found["sweeper_recompiled_pkg"] == 5_000_000      # __init__.py is empty
         assert not list(tmp_path.rglob("*.pyc"))
         note = recompiled_note(found)
-        assert note is not None and "sweeper_recompiled_pkg 61" in note
+        assert note is not None and "(sweeper_recompiled_pkg 5.0 MB" in note
         assert f"python -m compileall -q {tmp_path}" in note
-        assert recompiled_note(type(found)({"few": 49})) is None     # not worth a line
+        assert recompiled_note(type(found)({"sweeper": 1_500_000})) is None   # a checkout
         monkeypatch.setattr(sys, "dont_write_bytecode", False)
-        assert not recompiled_modules()        # Python writes it: only a first start pays
+        assert not recompiled_sources()        # Python writes it: only a first start pays
     finally:
         for name in names:
             sys.modules.pop(name, None)

@@ -10,6 +10,7 @@ a call from Python, the count starts when the command does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -33,42 +34,46 @@ def process_age() -> float | None:
         return None
 
 
-#: Fewer modules compiled from source than this are not worth a line.
-RECOMPILED_NOTE_FROM = 50
+#: Less source than this compiled at every start is not worth a line: Python compiles
+#: about 10 MB a second on one core of the development machine, and sweeper's own
+#: modules are 1.5 MB (a checkout's, where the variable below is set, compile each time).
+RECOMPILED_NOTE_BYTES = 4_000_000
 
 
-def recompiled_modules() -> Counter[str]:
-    """This process's modules that Python compiled from their sources and will compile
-    again at the next start, counted by top-level package: no bytecode where Python looks
-    for it, and ``sys.dont_write_bytecode`` (``PYTHONDONTWRITEBYTECODE``) stops it writing
-    any.  An environment that installs torch without bytecode (uv's default, pip's
+def recompiled_sources() -> Counter[str]:
+    """The bytes of source this process's modules had compiled and will have compiled
+    again at the next start, by top-level package: no bytecode where Python looks for it,
+    and ``sys.dont_write_bytecode`` (``PYTHONDONTWRITEBYTECODE``) stops it writing any.
+    An environment that installs torch without bytecode (uv's default, pip's
     ``--no-compile``) and sets that variable (many container images do) pays seconds of
     compiling at every process's start, each worker's included: 2.7 s of `sweeper run`'s
-    start on the GPU machine of docs/benchmarks.md.  Empty where Python writes bytecode
-    (then only the first start pays)."""
+    start on the GPU machine of docs/benchmarks.md (torch alone is 12.5 MB of source in
+    716 modules).  Empty where Python writes bytecode (then only the first start pays)."""
     found: Counter[str] = Counter()
     if not sys.dont_write_bytecode:
         return found
     for name, module in list(sys.modules.items()):
         spec = getattr(module, "__spec__", None)
         cached, origin = getattr(spec, "cached", None), getattr(spec, "origin", None)
-        if cached and origin and origin.endswith(".py") and not os.path.exists(cached):
-            found[name.partition(".")[0]] += 1
+        if cached and isinstance(origin, str) and origin.endswith(".py") and \
+                not os.path.exists(cached):
+            with contextlib.suppress(OSError):
+                found[name.partition(".")[0]] += os.path.getsize(origin)
     return found
 
 
 def recompiled_note(found: Counter[str]) -> str | None:
-    """The line that says what :func:`recompiled_modules` found and how to stop paying
+    """The line that says what :func:`recompiled_sources` found and how to stop paying
     for it, or None where it is too little to matter."""
     total = sum(found.values())
-    if total < RECOMPILED_NOTE_FROM:
+    if total < RECOMPILED_NOTE_BYTES:
         return None
-    most = ", ".join(f"{name} {n}" for name, n in found.most_common(3))
+    most = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in found.most_common(3))
     places = sorted({folder for folder in map(_folder, found) if folder})
     where = " ".join(places[:2]) or "the site-packages folder"
-    return (f"Python compiles {total} modules from their sources at every start ({most}, "
-            "...), each worker's too: they have no bytecode and PYTHONDONTWRITEBYTECODE "
-            f"is set; compile them once (python -m compileall -q {where}) or unset it")
+    return (f"Python compiles {total / 1e6:.1f} MB of source at every start ({most}), each "
+            "worker's too: there is no bytecode for it and PYTHONDONTWRITEBYTECODE is set; "
+            f"compile it once (python -m compileall -q {where}) or unset the variable")
 
 
 def _folder(top: str) -> str | None:

@@ -262,13 +262,13 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
             store: Storage) -> Any:
     """The lines that say what is about to be measured, how, and against which limits;
     returns this GPU's ceilings, or why there are none."""
-    from sweeper.engine._clock import recompiled_modules, recompiled_note
+    from sweeper.engine._clock import recompiled_note, recompiled_sources
     from sweeper.space import format_size
 
     say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
     if device.note:
         say(f"note: {device.note}")
-    recompiled = recompiled_note(recompiled_modules())
+    recompiled = recompiled_note(recompiled_sources())
     if recompiled:
         say(f"note: {recompiled}")
     shrunk = shrunk_line(space, facts)
