@@ -69,8 +69,13 @@ def recompiled_note(found: Counter[str]) -> str | None:
     if total < RECOMPILED_NOTE_BYTES:
         return None
     most = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in found.most_common(3))
-    places = sorted({folder for folder in map(_folder, found) if folder})
-    where = " ".join(places[:2]) or "the site-packages folder"
+    places: Counter[str] = Counter()          # the folders they lie in, most source first
+    for name, size in found.items():
+        folder = _folder(name)
+        if folder:
+            places[folder] += size
+    where = " ".join(folder for folder, _ in places.most_common(2)) or \
+        "the site-packages folder"
     return (f"Python compiles {total / 1e6:.1f} MB of source at every start ({most}), each "
             "worker's too: there is no bytecode for it and PYTHONDONTWRITEBYTECODE is set; "
             f"compile it once (python -m compileall -q {where}) or unset the variable")
