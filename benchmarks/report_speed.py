@@ -3,10 +3,13 @@ changed: nothing drawn), and drawing in this process against a pool of processes
 
     python benchmarks/report_speed.py [--table tests/data/replay/h200-copy.csv]
                                       [--space spaces/copy.yaml] [--repeat 3]
+    python benchmarks/report_speed.py --tables STUDY [STUDY ...] [--repeat 5]
 
 The study is replayed from the table into a temporary folder (no GPU needed); each row is
 the median of ``--repeat`` runs.  ``sweeper report`` rows are whole processes (imports
-included), as a user waits for them; ``write_report`` rows are in-process.
+included), as a user waits for them; ``write_report`` rows are in-process.  With
+``--tables``: the report's tables alone (``study_tables``, what a time budget keeps for
+beyond the pictures) of each study folder given, in this process, pandas imported first.
 """
 
 from __future__ import annotations
@@ -41,7 +44,12 @@ def main() -> None:
     parser.add_argument("--table", default=str(ROOT / "tests/data/replay/h200-copy.csv"))
     parser.add_argument("--space", default=str(ROOT / "spaces/copy.yaml"))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tables", nargs="+", metavar="STUDY",
+                        help="time study_tables of these study folders instead")
     args = parser.parse_args()
+    if args.tables:
+        tables(args.tables, args.repeat)
+        return
 
     from sweeper.cli import main as sweeper
     from sweeper.report import write_report
@@ -80,6 +88,20 @@ def main() -> None:
     width = max(len(name) for name, _ in rows)
     for name, seconds in rows:
         print(f"  {name:<{width}}  {seconds:6.2f} s")
+
+
+def tables(studies: list[str], repeat: int) -> None:
+    """``study_tables`` of each of ``studies``: the median of ``repeat`` runs, after one
+    untimed (imports and the journal's first read)."""
+    from sweeper.report import study_tables
+    from sweeper.store import StudyStore
+
+    for folder in studies:
+        store = StudyStore(Path(folder))
+        built = study_tables(store)
+        seconds = timed(lambda store=store: study_tables(store), lambda: None, repeat)
+        print(f"{Path(folder).name}: study_tables {seconds:.3f} s (median of {repeat}; "
+              f"{len(store.records()[0])} records, {len(built.heatmaps)} maps)")
 
 
 if __name__ == "__main__":

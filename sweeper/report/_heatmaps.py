@@ -96,12 +96,12 @@ class HeatmapData(NamedTuple):
     @property
     def measured(self) -> bool:
         """Whether any cell holds a number (a map without one is not drawn)."""
-        return bool(self.values.notna().to_numpy().any())
+        return not np.isnan(self.values.to_numpy(dtype=float)).all()
 
     @property
     def cells(self) -> int:
         """How many cells hold a number."""
-        return int(self.values.notna().to_numpy().sum())
+        return int((~np.isnan(self.values.to_numpy(dtype=float))).sum())
 
     @property
     def drawn(self) -> bool:
@@ -217,44 +217,52 @@ def fmt_rate(value: float) -> str:
 def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int],
           metric: str, name: str, title: str, picks: Mapping[int, Pick], *,
           values_in_labels: bool, won_by: Mapping[str, str] | None = None) -> HeatmapData:
-    cells = ["block", "grid_label"]
-    # the columns a map reads, no others: every step below copies the frame it is given
-    df = df[[c for c in dict.fromkeys([*cells, "grid", "status", "number", metric, "ci_pct",
-                                       "median_ms", *(won_by or {})]) if c in df]]
-    df.attrs = {}
-    ok = df[df["status"] == "ok"]
-    failed = df[df["status"] != "ok"].drop_duplicates(cells)
+    # Read as columns of plain values, each cell's first trial kept by a dict: building
+    # and sorting a frame for each of a large space's hundreds of maps (most of them
+    # blank) was most of the report's tables
     rows, cols = list(block_order), list(grid_order)
-    marks = ["skip" if s == "invalid" else "fail" for s in failed["status"]]
     labels, rotation = tick_labels(_column_labels(df, grid_order, values_in_labels))
-    if ok.empty:
+    cells = list(zip(df["block"].tolist(), df["grid_label"].tolist(), strict=True))
+    status, number = df["status"].tolist(), df["number"].tolist()
+    marks: dict[tuple[Any, Any], str] = {}       # each failed cell's first trial's mark
+    failed: dict[tuple[Any, Any], Any] = {}      # and its number
+    for cell, state, n in zip(cells, status, number, strict=True):
+        if state != "ok" and cell not in marks:
+            marks[cell], failed[cell] = "skip" if state == "invalid" else "fail", n
+    ok = np.flatnonzero(np.array(status, dtype=object) == "ok")
+    if not len(ok):
         # none of its configs measured: no number, its failed and ruled-out cells marked,
         # nothing measured to rank or pick.  Most maps of a large space are such (186 of
-        # the 238 of a matmul space of 576 configs, 144 measured), and ranking them took
-        # most of the report's tables on the H200 host
-        values = _frame(failed.iloc[:0], [], rows, cols, np.nan)
-        ci, winners = values.copy(), _frame(failed.iloc[:0], [], rows, cols, "")
-        notes = _frame(failed, marks, rows, cols, "")
-        numbers = _frame(failed, failed["number"], rows, cols, np.nan).astype(float)
+        # the 238 of a matmul space of 576 configs, 144 measured)
+        values = _table({}, rows, cols, np.nan, floats=True)
+        ci, winners = values.copy(), _table({}, rows, cols, "")
+        notes = _table(marks, rows, cols, "")
+        numbers = _table(failed, rows, cols, np.nan, floats=True)
         best, note, final = None, "best", None
     else:
-        pick = ok[ok["number"].isin(list(picks))]
-        ranked = ok.sort_values(metric, ascending=False, kind="stable")
-        # each cell's best, except that the winner's cell shows the winner (see above)
-        shown = (pd.concat([pick.iloc[:1], ranked]) if len(pick) else ranked
-                 ).drop_duplicates(cells)
-        values = _frame(shown, shown[metric].astype(float), rows, cols, np.nan)
-        ci = _frame(shown, shown["ci_pct"].astype(float), rows, cols, np.nan)
-        # with no meta value varying (won_by empty) no columns are selected, and pandas
-        # 3.0 gives no records for a frame of no columns (3.1 gives one empty record a row)
-        won = ([_meta_text(r, won_by) for r in shown[list(won_by)].to_dict("records")]
-               if won_by else [""] * len(shown))
-        winners = _frame(shown, won, rows, cols, "")
-        notes = _frame(failed, marks, rows, cols, "").where(values.isna(), "")
-        numbers = _frame(shown, shown["number"], rows, cols, np.nan).combine_first(
-            _frame(failed, failed["number"], rows, cols, np.nan)).reindex(index=rows,
-                                                                          columns=cols)
-        best, note, final = _marked(values, pick, picks, metric)
+        rate = df[metric].to_numpy(dtype=float)
+        # the best first (a stable sort, as the frame's: ties in the study's order), except
+        # that the winner's cell shows the winner (see above)
+        ranked = ok[np.argsort(-rate[ok], kind="stable")]
+        picked = [i for i in ok if number[i] in picks][:1]
+        shown: dict[tuple[Any, Any], int] = {}
+        for i in [*picked, *ranked]:
+            shown.setdefault(cells[i], int(i))
+        values = _table({c: rate[i] for c, i in shown.items()}, rows, cols, np.nan,
+                        floats=True)
+        ci_pct = df["ci_pct"].to_numpy(dtype=float)
+        ci = _table({c: ci_pct[i] for c, i in shown.items()}, rows, cols, np.nan,
+                    floats=True)
+        winners = None
+        if won_by is not None:
+            meta = {n: df[n].tolist() for n in won_by}
+            winners = _table({c: _meta_text({n: v[i] for n, v in meta.items()}, won_by)
+                              for c, i in shown.items()}, rows, cols, "")
+        measured = {c for c, i in shown.items() if not np.isnan(rate[i])}
+        notes = _table({c: m for c, m in marks.items() if c not in measured}, rows, cols, "")
+        numbers = _numbers({c: number[i] for c, i in shown.items()}, failed, rows, cols)
+        best, note, final = _marked(values, df.iloc[picked[0]] if picked else None, picks,
+                                    metric)
     return HeatmapData(name=name, title=title, values=values, notes=notes,
                        column_labels=labels, best=best, metric=metric, best_note=note,
                        won_by=winners if won_by is not None else None, best_final=final,
@@ -262,14 +270,31 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
                        colour_label=LABELS.get(metric, metric))
 
 
-def _frame(frame: pd.DataFrame, cell_values: Any, rows: list[Any], cols: list[Any],
-           empty: Any) -> pd.DataFrame:
-    """A block x grid table of ``cell_values`` (one per row of ``frame``, one row a cell),
-    ``empty`` where a cell has nothing."""
-    cells = dict(zip(zip(frame["block"], frame["grid_label"], strict=True), cell_values,
-                     strict=True))
-    return pd.DataFrame([[cells.get((b, g), empty) for g in cols] for b in rows],
-                        index=rows, columns=cols)
+def _table(cells: Mapping[tuple[Any, Any], Any], rows: list[Any], cols: list[Any],
+           empty: Any, floats: bool = False) -> pd.DataFrame:
+    """A block x grid table of ``cells`` ((block, grid label) -> value), ``empty`` where a
+    cell has nothing; ``floats``: every column float (built from one array: a report
+    builds thousands of these)."""
+    grid = [[cells.get((b, g), empty) for g in cols] for b in rows]
+    if floats:
+        return pd.DataFrame(np.array(grid, dtype=float).reshape(len(rows), len(cols)),
+                            index=rows, columns=cols)
+    return pd.DataFrame(grid, index=rows, columns=cols)
+
+
+def _numbers(shown: Mapping[tuple[Any, Any], Any], failed: Mapping[tuple[Any, Any], Any],
+             rows: list[Any], cols: list[Any]) -> pd.DataFrame:
+    """The trial each cell shows: the measured one, else the first that failed there.  A
+    column is whole numbers where measured trials fill it and failed ones fill it too or
+    are none of it, else floats (NaN where no trial ran), as pandas' ``combine_first`` of
+    a frame of each kind gives it."""
+    def filled(cells: Mapping[tuple[Any, Any], Any], g: Any) -> int:
+        return sum((b, g) in cells for b in rows)
+
+    mixed = [g for g in cols if filled(shown, g) < len(rows)
+             or 0 < filled(failed, g) < len(rows)]
+    table = _table({**failed, **shown}, rows, cols, np.nan, floats=len(mixed) == len(cols))
+    return table.astype(dict.fromkeys(mixed, float)) if 0 < len(mixed) < len(cols) else table
 
 
 def _meta_text(row: Mapping[str, Any], short: Mapping[str, str]) -> str:
@@ -293,21 +318,34 @@ def _column_labels(df: pd.DataFrame, grid_order: Sequence[str], with_values: boo
     return labels
 
 
-def _marked(values: pd.DataFrame, pick: pd.DataFrame, picks: Mapping[int, Pick],
+def _wide(m: HeatmapData) -> np.ndarray:
+    """:attr:`HeatmapData.wide` as an array, without building a table for it."""
+    if m.ci_pct is None:
+        return np.zeros(m.values.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        mask: np.ndarray = (m.ci_pct.to_numpy(dtype=float) > WIDE_CI_PCT) & \
+            ~np.isnan(m.values.to_numpy(dtype=float))
+    return mask
+
+
+def _marked(values: pd.DataFrame, pick: pd.Series | None, picks: Mapping[int, Pick],
             metric: str) -> tuple[tuple[Any, str] | None, str, float | None]:
-    """The cell the red box marks, what it is, and its final rate (a final's winner)."""
-    if len(pick):
-        row = pick.iloc[0]
-        if row["block"] in values.index and row["grid_label"] in values.columns:
-            chosen = picks[row["number"]]
-            if chosen.final is None:
-                return (row["block"], row["grid_label"]), "best in the sweep", None
-            return ((row["block"], row["grid_label"]), "winner of the interleaved final",
-                    at_median(row[metric], row["median_ms"], chosen.median_ms))
-    numbers = values.stack().dropna()
-    if numbers.empty:
+    """The cell the red box marks, what it is, and its final rate (a final's winner):
+    ``pick`` is the row of the config the study ends with, where it is in the map."""
+    if pick is not None and pick["block"] in values.index and \
+            pick["grid_label"] in values.columns:
+        chosen = picks[pick["number"]]
+        if chosen.final is None:
+            return (pick["block"], pick["grid_label"]), "best in the sweep", None
+        return ((pick["block"], pick["grid_label"]), "winner of the interleaved final",
+                at_median(pick[metric], pick["median_ms"], chosen.median_ms))
+    rates = values.to_numpy(dtype=float)
+    if np.isnan(rates).all():
         return None, "best", None
-    return numbers.idxmax(), "best of this map" if picks else "best", None
+    # the first highest in reading order (row by row), as a stacked table's idxmax gives
+    row, column = np.unravel_index(np.nanargmax(rates), rates.shape)
+    return (values.index[row], values.columns[column]), \
+        "best of this map" if picks else "best", None
 
 
 def _captioned(maps: list[HeatmapData], shared: list[HeatmapData], scale: str,
@@ -334,16 +372,14 @@ def _captioned(maps: list[HeatmapData], shared: list[HeatmapData], scale: str,
             parts.append(f"red: {m.best_note}" + (
                 f" ('final': its {rate_unit} when the finalists were re-measured together)"
                 if m.best_final is not None else ""))
-        wide = m.wide
-        if wide.to_numpy().any():
-            count = int(wide.to_numpy().sum())
+        count = int(_wide(m).sum())
+        if count:
             text = (f"hatched: {count} cell{'s' if count > 1 else ''} whose median's 95% CI "
                     f"is wider than ±{WIDE_CI_PCT:g}% (its ± under the rate): not settled")
-            if m.best is not None and wide.loc[m.best[0], m.best[1]]:
+            if m.best is not None and m.wide.loc[m.best[0], m.best[1]]:
                 ci = m.ci_pct.loc[m.best[0], m.best[1]]                 # type: ignore[union-attr]
                 text += f", the red box's among them (±{ci:.0f}%)"
             parts.append(text)
-        own = m.values.stack().dropna()
         if scale == "map" or limits is None or len(drawn) < 2:
             parts.append("colour: this map's own range")
             chosen = None
@@ -351,6 +387,6 @@ def _captioned(maps: list[HeatmapData], shared: list[HeatmapData], scale: str,
             parts.append(f"colour: one scale for the {'study' if scale == 'study' else 'problem'}"
                          f"'s {len(drawn)} maps ({fmt_rate(limits[0])} to "
                          f"{fmt_rate(limits[1])} {rate_unit})")
-            chosen = limits if own.size else None
+            chosen = limits if m.measured else None
         out.append(m._replace(scale=chosen, caption="; ".join(parts)))
     return out
