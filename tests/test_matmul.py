@@ -204,6 +204,24 @@ def test_the_model_splits_k_where_tiles_are_fewer_than_the_sms():
     assert guess((8192, 8192, 8192), 2) < guess((8192, 8192, 8192), 1)
 
 
+def test_the_model_rates_tma_loads_above_pointer_loads_of_the_same_tile():
+    """On every recorded H200 table with a TMA axis the best configs load through TMA;
+    the model rates a config with it above the same without (the tile's time at
+    ``TMA_LOADS``), so its favourites are not twice as many as they need be."""
+    from sweeper.kernels._guess import TMA_LOADS
+
+    kernel = load_kernel("matmul")
+
+    def guess(tma: int) -> float:
+        config = Config(problem=problem("bfloat16", 6144, 6144, 6144), grid=132, block=256,
+                        meta={**META, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64,
+                              "num_stages": 3, "TMA": tma})
+        return kernel.model(config, H200)
+
+    assert TMA_LOADS < 1
+    assert guess(0) < guess(1) < guess(0) / TMA_LOADS
+
+
 def test_a_table_recorded_before_the_new_meta_parameters_replays_at_their_defaults(
         tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

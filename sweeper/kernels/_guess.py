@@ -73,6 +73,15 @@ MAX_THREAD_REGISTERS = 255
 #: 16-bit rate (Triton's default for them is TF32, whose peak is half the 16-bit one; the
 #: one float32 table measured far below it, and the model fits that table worst).
 FP32_RATE = 0.07
+#: *Measured*: the share of a tile's time left where the tensor memory accelerator loads
+#: its operands (``TMA=1``) instead of the threads' pointer loads, which spend issue slots
+#: and registers on addresses in every K step.  On the seven recorded H200 tables with a
+#: TMA axis, configs within 10 % of the best measured 0.82-0.88 of the time of the same
+#: config without TMA (median 0.85; 0.41-0.47 on the two shortest-K ones), and every
+#: config within 98 % of a table's best uses it.  Without this the model rated them alike
+#: and ``auto`` walked both halves of its favourites: worst 19 -> 8 trials to 98 % over
+#: those tables (docs/search.md, "TMA in the matmul model").
+TMA_LOADS = 0.85
 #: *Fitted*: operand bytes one SM loads into shared memory per second (the operands of
 #: the recorded sizes are L2 hits; the rate also holds the cost of issuing the loads).
 OPERAND_BYTES_PER_SM = 200e9
@@ -162,7 +171,8 @@ def _losses(config: Config, sms: int, block_elems: int, tiles: int, loaded: int,
 
 
 def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile_n: int,
-          tile_k: int, stages: int, split_k: int = 1, epilogue: int = 0) -> float:
+          tile_k: int, stages: int, split_k: int = 1, epilogue: int = 0,
+          tma: bool = False) -> float:
     """A persistent tiled matmul of M×K by K×N matrices (``mnk``), ``tile_m × tile_n`` output
     tiles with a K step of ``tile_k``: 1 / the launch's time in seconds, modelled as
     the busiest SM's work.
@@ -191,6 +201,8 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
       times shorter, plus a second launch that reads the float32 partial sums back
       (``split_k × M × N × 4`` bytes written and read at ``OPERAND_BYTES_PER_SM`` per SM);
     - 8-bit operands multiply at twice the 16-bit rate (Hopper's fp8 tensor cores);
+    - operands loaded by the tensor memory accelerator (``tma``) take ``TMA_LOADS`` of the
+      tile's time that pointer loads do;
     - plus the launch itself (``LAUNCH_S``).
     """
     itemsize = config.problem.itemsize
@@ -218,6 +230,7 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
         return -(-k // (tile_k * split_k)) * step
 
     busy = rounds * tile_time(together) + (tile_time(rest) if rest else 0.0)
+    busy *= TMA_LOADS if tma else 1.0
     spill = 1.0 if accumulators <= REGISTERS else (accumulators / REGISTERS) ** 3
     reduce = 0.0 if split_k == 1 else \
         2 * split_k * m * n * 4 / (OPERAND_BYTES_PER_SM * sms) + LAUNCH_S

@@ -23,9 +23,10 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    neighbours for dozens of trials; the model's own ranking is still walked at a third
    of the pace.  Where the model guesses several unmeasured configs as well as its best,
    it cannot rank them, and the turn takes the one of the highest expected improvement
-   around the model (``TURN_TIES``), not the first in key order: the matmul model rates
-   12 configs alike at its top, which differ in what it does not model (TMA, epilogue
-   subtiling, flattened loops), and the measurements tell them apart.  On the 25
+   around the model (``TURN_TIES``), not the first in key order: the matmul model rated
+   12-32 configs alike at its top, which differ in what it does not model (epilogue
+   subtiling, flattened loops, the tile order; TMA too until the model priced it), and the
+   measurements tell them apart.  On the 25
    recorded tables that auto does not solve at once (30 seeds): matmul 128 × 4096 × 256
    worst 28 → 18 trials, short K 9.5 / 31 → 8 / 23, 6144² × 8192 9 / 22 → 7 / 17, the
    trials over all of them 11,317 → 11,058; the 45 others unchanged at 10 seeds (docs/search.md,
