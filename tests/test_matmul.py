@@ -222,6 +222,22 @@ def test_the_model_rates_tma_loads_above_pointer_loads_of_the_same_tile():
     assert guess(0) < guess(1) < guess(0) / TMA_LOADS
 
 
+def test_a_flattened_loop_saves_each_tile_the_pipelines_fill():
+    """A flattened loop issues the next tile's loads while this one's last steps multiply:
+    it saves one fill a tile, much of a tile of few K steps and little of a long one (on
+    the H200 0.77 of the time at 4 steps, 0.99-1.00 at 96-224)."""
+    kernel = load_kernel("matmul")
+
+    def guess(k: int, flatten: int) -> float:
+        config = Config(problem=problem("bfloat16", 8192, 8192, k), grid=132, block=256,
+                        meta={**META, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64,
+                              "num_stages": 3, "TMA": 1, "FLATTEN": flatten})
+        return kernel.model(config, H200)
+
+    short, long = guess(256, 1) / guess(256, 0), guess(14336, 1) / guess(14336, 0)
+    assert short > 1.15 and 1.0 < long < 1.01
+
+
 def test_a_table_recorded_before_the_new_meta_parameters_replays_at_their_defaults(
         tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -82,6 +82,15 @@ FP32_RATE = 0.07
 #: and ``auto`` walked both halves of its favourites: worst 19 -> 8 trials to 98 % over
 #: those tables (docs/search.md, "TMA in the matmul model").
 TMA_LOADS = 0.85
+#: The share of the pipeline's fill (``LOAD_LATENCY``: the first K step's loads) that a
+#: flattened loop (``FLATTEN=1``: one loop over tiles and K steps, so the next tile's
+#: loads are issued while this one's last steps multiply) saves each tile; 0 is the model
+#: without it.  All of it matches the seven recorded H200 tables that sweep ``FLATTEN``:
+#: near the best a flattened loop took 0.77 of the time at 4 K steps a tile, 0.92-0.97 at
+#: 16, 0.98 at 64 and 0.99-1.00 at 96-224, as one fill of 600 ns says; and ``auto``
+#: there: mean 5.03 -> 3.22 trials to 98 % over 30 seeds, four tables at their first
+#: trial (docs/search.md, "A flattened loop in the matmul model").
+FLATTEN_FILL = 1.0
 #: *Fitted*: operand bytes one SM loads into shared memory per second (the operands of
 #: the recorded sizes are L2 hits; the rate also holds the cost of issuing the loads).
 OPERAND_BYTES_PER_SM = 200e9
@@ -172,7 +181,7 @@ def _losses(config: Config, sms: int, block_elems: int, tiles: int, loaded: int,
 
 def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile_n: int,
           tile_k: int, stages: int, split_k: int = 1, epilogue: int = 0,
-          tma: bool = False) -> float:
+          tma: bool = False, flatten: bool = False) -> float:
     """A persistent tiled matmul of M×K by K×N matrices (``mnk``), ``tile_m × tile_n`` output
     tiles with a K step of ``tile_k``: 1 / the launch's time in seconds, modelled as
     the busiest SM's work.
@@ -203,6 +212,8 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     - 8-bit operands multiply at twice the 16-bit rate (Hopper's fp8 tensor cores);
     - operands loaded by the tensor memory accelerator (``tma``) take ``TMA_LOADS`` of the
       tile's time that pointer loads do;
+    - a flattened loop (``flatten``) saves each tile the pipeline's fill
+      (``FLATTEN_FILL`` × ``LOAD_LATENCY``), never below the tile's multiplies;
     - plus the launch itself (``LAUNCH_S``).
     """
     itemsize = config.problem.itemsize
@@ -227,7 +238,9 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
         multiply = at_once * 2 * tile_m * tile_n * tile_k / rate
         load = at_once * (tile_m + tile_n) * tile_k * itemsize / OPERAND_BYTES_PER_SM
         step: float = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
-        return -(-k // (tile_k * split_k)) * step
+        steps = -(-k // (tile_k * split_k))
+        fill = FLATTEN_FILL * LOAD_LATENCY if flatten else 0.0
+        return max(steps * step - fill, steps * multiply)
 
     busy = rounds * tile_time(together) + (tile_time(rest) if rest else 0.0)
     busy *= TMA_LOADS if tma else 1.0

@@ -200,7 +200,8 @@ class MatmulKernel(Builtin, MatmulDeclaration):
         m = meta_of(config)
         return tiled(config, facts.sms, mnk(config.problem), m["BLOCK_M"], m["BLOCK_N"],
                      m["BLOCK_K"], m["num_stages"], split_k=m["SPLIT_K"],
-                     epilogue=epilogue_bytes(config), tma=bool(m["TMA"]))
+                     epilogue=epilogue_bytes(config), tma=bool(m["TMA"]),
+                     flatten=bool(m["FLATTEN"]))
 
     def check(self, buffers: Buffers) -> str | None:
         c = buffers["c"]

@@ -28,7 +28,7 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    subtiling, flattened loops, the tile order; TMA too until the model priced it), and the
    measurements tell them apart.  On the 25
    recorded tables that auto does not solve at once (30 seeds): matmul 128 × 4096 × 256
-   worst 28 → 18 trials, short K 9.5 / 31 → 8 / 23, 6144² × 8192 9 / 22 → 7 / 17, the
+   worst 28 → 18 trials, short K 9.5 / 31 → 8 / 23, 6144³ 9 / 22 → 7 / 17, the
    trials over all of them 11,317 → 11,058; the 45 others unchanged at 10 seeds (docs/search.md,
    "The model's favourites alike").
 4. **Exploring without the model**: once ``PATIENCE`` measured configs in a row brought
