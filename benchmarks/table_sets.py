@@ -129,6 +129,14 @@ HELD_OUT_14 = {  # recorded on the H200 after auto learnt where configs fail (th
     "h200-matmul-bf16-6k-deep.csv": "benchmarks/spaces/matmul-bf16-6k-deep.yaml",
     "h200-matmul-fp16-qkv-deep.csv": "benchmarks/spaces/matmul-fp16-qkv-deep.yaml",
 }
+HELD_OUT_15 = {  # exhaustive H200 studies of issue 27 (the 8192^3 bf16 space under
+    # {cool: 1s}, 2026-12-02, docs/raw/2026-12-02-s14/duty-studies.tgz; the 4096 x 14336 x
+    # 4096 one under {cool: 100ms}, 2026-12-04, docs/raw/2026-12-04-s20/finals.tgz),
+    # exported as tables (`sweeper export STUDY --format csv`) after the matmul model priced
+    # TMA and the flattened loop: never used to tune auto or the model
+    "h200-matmul-8k-cool.csv": "spaces/matmul-8k.yaml",
+    "h200-matmul-ffn-cool.csv": "benchmarks/spaces/matmul-ffn.yaml",
+}
 DIAGNOSIS = {  # recorded to diagnose auto on add over a wider grid range (not held out)
     "h200-add-wide-1g.csv": "benchmarks/spaces/add-wide-1g.yaml",
 }
@@ -137,7 +145,7 @@ SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
         "held-out-6": HELD_OUT_6, "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8,
         "held-out-9": HELD_OUT_9, "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
         "held-out-12": HELD_OUT_12, "held-out-13": HELD_OUT_13, "held-out-14": HELD_OUT_14,
-        "diagnosis": DIAGNOSIS}
+        "held-out-15": HELD_OUT_15, "diagnosis": DIAGNOSIS}
 #: Every set's tables, in the sets' order.
 TABLES = {name: space for tables in SETS.values() for name, space in tables.items()}
 #: Where recorded tables are looked up, in this order: the tests' tables, then the
