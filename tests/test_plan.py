@@ -539,6 +539,8 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
     assert estimate(trials=2) < whole / 2
     assert " for 2 trials (trials 2 s, " in said[-1]
     assert estimate(time_s=3.0) == pytest.approx(3.0)
+    assert said[-1].startswith("estimated time: 3 s, the time budget (6 trials would take ")
+    assert " s: trials 6 s, " in said[-1]          # the parts of the whole, not scaled down
 
 
 def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(

@@ -125,9 +125,8 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     check = _gpu_check(say, options, space, kernel, device, facts)
     from sweeper.plan import costs_key, run_costs
 
-    # what runs cost on this machine: the estimate and the time budget read the same
-    costs = run_costs(costs_key(device), device.plan_costs)
-    clock.estimate_s = _estimate(say, options, space, device, costs)
+    clock.estimate_s = _estimate(say, options, space, device,
+                                 run_costs(costs_key(device), device.plan_costs))
     priors = _priors(space, options, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
     # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
@@ -141,13 +140,13 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     try:
         try:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
-                             gpus, ahead, reporter, clock=clock, costs=costs, check=check)
+                             gpus, ahead, reporter, clock=clock, check=check)
         except ContextLost as lost:
             options = _in_workers(lost, options, store)
             reporter = _reporter(options.quiet, kernel.headline)   # new bars: the first ended
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
-                             clock=clock, costs=costs, check=check)
+                             clock=clock, check=check)
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous)
@@ -174,10 +173,11 @@ ESTIMATE_UP_TO = 50_000
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
               costs: RunCosts) -> float | None:
-    """Print what ``sweeper plan`` estimates this run takes at ``costs``, within the
-    budget the run has (``--trials`` and ``--time`` over the space's own), and return it;
-    nothing for a replay (the estimate is the recorded GPU's) or a space too large to plan
-    quickly."""
+    """Print what ``sweeper plan`` estimates this run takes at ``costs``, its trials as
+    ``--trials`` (or the space's budget) bounds them, and return it; where the time budget
+    (``--time``, or the space's) is shorter, that budget, with what the trials would take
+    without it.  Nothing for a replay (the estimate is the recorded GPU's) or a space too
+    large to plan quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
     from sweeper.plan import plan_of, run_shape
@@ -185,13 +185,17 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start,
                       compile_workers=options.compile_workers, costs=costs)
-    budget = space.budget
-    budget = dataclasses.replace(
-        budget, trials=budget.trials if options.trials is None else options.trials,
-        time_s=budget.time_s if options.time_s is None else options.time_s)
-    plan, _ = plan_of(dataclasses.replace(space, budget=budget), device, shape)
-    say(f"estimated time: {plan.estimate_s:.0f} s for {plan.trials} trials "
-        f"({plan.parts_text()}; sweeper plan says how)")
+    trials = space.budget.trials if options.trials is None else options.trials
+    time_s = space.budget.time_s if options.time_s is None else options.time_s
+    unbounded = dataclasses.replace(space, budget=dataclasses.replace(
+        space.budget, trials=trials, time_s=None))
+    plan, _ = plan_of(unbounded, device, shape)
+    parts = f"{plan.parts_text()}; sweeper plan says how"
+    if time_s is not None and plan.estimate_s > time_s:
+        say(f"estimated time: {time_s:.0f} s, the time budget ({plan.trials} trials would "
+            f"take {plan.estimate_s:.0f} s: {parts})")
+        return time_s
+    say(f"estimated time: {plan.estimate_s:.0f} s for {plan.trials} trials ({parts})")
     return plan.estimate_s
 
 
@@ -338,8 +342,7 @@ def shrunk_line(space: Any, facts: Any) -> str | None:
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
            ahead: CompileOptions, reporter: Any, lost: ContextLost | None = None,
-           clock: Any = None, costs: RunCosts | None = None,
-           check: GpuCheck | None = None) -> Any:
+           clock: Any = None, check: GpuCheck | None = None) -> Any:
     """The sweep with ``run``'s options, its progress bar (``reporter``), its workers (one
     per GPU of ``gpus``), its compile processes (``ahead``), on the interpreter its GPU
     compile ``check``, and, measuring in this process, a hang going on in a fresh
@@ -356,7 +359,14 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead, gpu_check=check)
     sweep.run_drift = sweep.run_drift and lost is None
-    if sweep.max_time_s is not None and clock is not None and costs is not None:
+    if sweep.max_time_s is not None and clock is not None:
+        from sweeper.plan import costs_key, run_costs
+
+        # what this machine's runs measured, else the H200's figures, not the device's
+        # own first guess that the estimate takes: the interpreter's (a 7 s report) kept
+        # a first `--time 6s` run of spaces/copy-small.yaml from measuring anything (its
+        # report took 1.1 s; with the H200's 1 s it measured 3 configs within the budget)
+        costs = run_costs(costs_key(device))
         sweep.outside_s = clock.elapsed_s()
         sweep.finals_overhead_s = costs.finals_overhead_s
         if device.measures_gpu:       # a first compile from a cold cache, as the plan has it
