@@ -420,21 +420,20 @@ def launch_model(space: Space, device: Any) -> Callable[[Config], float]:
 
 
 def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
-              compile_workers: int | None = None, costs: RunCosts | None = None) -> RunShape:
+              compile_workers: int | None = None) -> RunShape:
     """What a run of ``space`` on ``device`` adds around its trials: on a device that
     compiles for a GPU, each binary the machine has not compiled yet
     (:func:`~sweeper.kernels._binaries.space_binaries`) compiles, in
     ``compile_workers`` processes (default: as ``--compile-workers auto``) started with
     the sweep where :func:`pool_from_start` says so; the costs are those measured on this
-    machine for the device (``costs``, where the caller read them already)."""
+    machine for the device."""
     from sweeper.kernels._binaries import space_binaries
     from sweeper.sweep._compile_pool import default_size
 
     compiles = bool(device.measures_gpu)
     workers = default_size(1) if compile_workers is None else compile_workers
     key = costs_key(device)
-    if costs is None:
-        costs = run_costs(key, device.plan_costs)
+    costs = run_costs(key, device.plan_costs)
     return RunShape(sampler=space.sampler.name, kernel=space.kernel,
                     cold=compiles and pool_from_start(space, device.facts(), key, costs),
                     compile_workers=workers if compiles else 0, report=report,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import json
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -517,20 +518,23 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
     from sweeper.engine import RunOptions
     from sweeper.engine._options import SpaceSource
     from sweeper.engine._run import _estimate
-    from sweeper.plan import RunCosts
+    from sweeper.plan import RunCosts, _costs_path, costs_key
     from sweeper.space import load_space
     from tests.conftest import SMALL_SPACE
 
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
     path = write_space(SMALL_SPACE)
     space, device = load_space(path), open_device("interpret")
+    # this machine's runs: no start-up or report, a second of each trial's own
     costs = RunCosts(startup_s=0.0, report_s=0.0, trial_s={"copy": 1.0})
+    _costs_path().parent.mkdir(parents=True)
+    _costs_path().write_text(json.dumps({costs_key(device): dataclasses.asdict(costs)}))
     said: list[str] = []
 
     def estimate(**budget: Any) -> float:
         options = RunOptions(space=SpaceSource(path=str(path)), device="interpret",
                              report=False, **budget)
-        seconds = _estimate(said.append, options, space, device, costs)
+        seconds = _estimate(said.append, options, space, device)
         assert seconds is not None
         return seconds
 

@@ -30,7 +30,6 @@ from sweeper.errors import ContextLost, SweeperError
 from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a run opens it
-    from sweeper.plan import RunCosts
     from sweeper.store import Storage
     from sweeper.sweep._compile_ahead import CompileOptions
     from sweeper.sweep._gpu_check import GpuCheck
@@ -123,10 +122,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
     check = _gpu_check(say, options, space, kernel, device, facts)
-    from sweeper.plan import costs_key, run_costs
-
-    clock.estimate_s = _estimate(say, options, space, device,
-                                 run_costs(costs_key(device), device.plan_costs))
+    clock.estimate_s = _estimate(say, options, space, device)
     priors = _priors(space, options, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
     # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
@@ -171,9 +167,9 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
 ESTIMATE_UP_TO = 50_000
 
 
-def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
-              costs: RunCosts) -> float | None:
-    """Print what ``sweeper plan`` estimates this run takes at ``costs``, its trials as
+def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any
+              ) -> float | None:
+    """Print what ``sweeper plan`` estimates this run takes, its trials as
     ``--trials`` (or the space's budget) bounds them, and return it; where the time budget
     (``--time``, or the space's) is shorter, that budget, with what the trials would take
     without it.  Nothing for a replay (the estimate is the recorded GPU's) or a space too
@@ -184,7 +180,7 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
 
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start,
-                      compile_workers=options.compile_workers, costs=costs)
+                      compile_workers=options.compile_workers)
     trials = space.budget.trials if options.trials is None else options.trials
     time_s = space.budget.time_s if options.time_s is None else options.time_s
     unbounded = dataclasses.replace(space, budget=dataclasses.replace(
