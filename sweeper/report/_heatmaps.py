@@ -113,9 +113,18 @@ class HeatmapData(NamedTuple):
     def wide(self) -> pd.DataFrame:
         """Same shape as ``values``: whether each cell's CI is wider than
         ±:data:`WIDE_CI_PCT` % (false where unknown)."""
+        return pd.DataFrame(self.wide_cells(), index=self.values.index,
+                            columns=self.values.columns)
+
+    def wide_cells(self) -> np.ndarray:
+        """:attr:`wide` as an array, without building a table for it (captions count
+        the wide cells of every map)."""
         if self.ci_pct is None:
-            return pd.DataFrame(False, index=self.values.index, columns=self.values.columns)
-        return self.ci_pct.astype(float).gt(WIDE_CI_PCT) & self.values.notna()
+            return np.zeros(self.values.shape, dtype=bool)
+        with np.errstate(invalid="ignore"):       # NaN compares false: unknown, not wide
+            wide: np.ndarray = (self.ci_pct.to_numpy(dtype=float) > WIDE_CI_PCT) & \
+                ~np.isnan(self.values.to_numpy(dtype=float))
+        return wide
 
 
 def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[str],
@@ -235,7 +244,8 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
         # nothing measured to rank or pick.  Most maps of a large space are such (186 of
         # the 238 of a matmul space of 576 configs, 144 measured)
         values = _table({}, rows, cols, np.nan, floats=True)
-        ci, winners = values.copy(), _table({}, rows, cols, "")
+        ci = values.copy()
+        winners = None if won_by is None else _table({}, rows, cols, "")
         notes = _table(marks, rows, cols, "")
         numbers = _table(failed, rows, cols, np.nan, floats=True)
         best, note, final = None, "best", None
@@ -265,7 +275,7 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
                                     metric)
     return HeatmapData(name=name, title=title, values=values, notes=notes,
                        column_labels=labels, best=best, metric=metric, best_note=note,
-                       won_by=winners if won_by is not None else None, best_final=final,
+                       won_by=winners, best_final=final,
                        label_rotation=rotation, numbers=numbers, ci_pct=ci,
                        colour_label=LABELS.get(metric, metric))
 
@@ -318,16 +328,6 @@ def _column_labels(df: pd.DataFrame, grid_order: Sequence[str], with_values: boo
     return labels
 
 
-def _wide(m: HeatmapData) -> np.ndarray:
-    """:attr:`HeatmapData.wide` as an array, without building a table for it."""
-    if m.ci_pct is None:
-        return np.zeros(m.values.shape, dtype=bool)
-    with np.errstate(invalid="ignore"):
-        mask: np.ndarray = (m.ci_pct.to_numpy(dtype=float) > WIDE_CI_PCT) & \
-            ~np.isnan(m.values.to_numpy(dtype=float))
-    return mask
-
-
 def _marked(values: pd.DataFrame, pick: pd.Series | None, picks: Mapping[int, Pick],
             metric: str) -> tuple[tuple[Any, str] | None, str, float | None]:
     """The cell the red box marks, what it is, and its final rate (a final's winner):
@@ -372,7 +372,7 @@ def _captioned(maps: list[HeatmapData], shared: list[HeatmapData], scale: str,
             parts.append(f"red: {m.best_note}" + (
                 f" ('final': its {rate_unit} when the finalists were re-measured together)"
                 if m.best_final is not None else ""))
-        count = int(_wide(m).sum())
+        count = int(m.wide_cells().sum())
         if count:
             text = (f"hatched: {count} cell{'s' if count > 1 else ''} whose median's 95% CI "
                     f"is wider than ±{WIDE_CI_PCT:g}% (its ± under the rate): not settled")
