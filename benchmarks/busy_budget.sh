@@ -190,7 +190,7 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     grep -E "^time:" "$OUT/startup-importtime-run.log"
     echo "imports, longest (cumulative us, self us, module):"
     grep "^import time:" "$OUT/startup-importtime.log" | tr -d '|' | \
-        awk '{print $5, $3, $6}' | sort -rn | head -40 | tee "$OUT/startup-imports-top.txt"
+        awk '{print $4, $3, $5}' | sort -rn | head -40 | tee "$OUT/startup-imports-top.txt"
     one -m cProfile -o "$OUT/startup.prof" 2>&1 | grep -E "^time:"
     python3 -c "import pstats, sys; p = pstats.Stats(sys.argv[1]); \
 p.sort_stats('cumulative').print_stats(60); p.sort_stats('tottime').print_stats(30)" \

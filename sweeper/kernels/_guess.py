@@ -233,13 +233,13 @@ def tiled(config: Config, sms: int, mnk: tuple[int, int, int], tile_m: int, tile
     rounds, rest = divmod(work, together)
     rate = TENSOR_FLOPS_PER_SM * {4: FP32_RATE, 1: 2.0}.get(itemsize, 1.0)
     wait = LOAD_LATENCY / max(stages - 1, 1)
+    fill = FLATTEN_FILL * LOAD_LATENCY if flatten else 0.0    # saved each tile
 
     def tile_time(at_once: int) -> float:
         multiply = at_once * 2 * tile_m * tile_n * tile_k / rate
         load = at_once * (tile_m + tile_n) * tile_k * itemsize / OPERAND_BYTES_PER_SM
         step: float = (multiply ** OVERLAP + load ** OVERLAP + wait ** OVERLAP) ** (1 / OVERLAP)
         steps = -(-k // (tile_k * split_k))
-        fill = FLATTEN_FILL * LOAD_LATENCY if flatten else 0.0
         return max(steps * step - fill, steps * multiply)
 
     busy = rounds * tile_time(together) + (tile_time(rest) if rest else 0.0)
