@@ -119,11 +119,9 @@ def trial_rows(tables: ReportTables) -> dict[str, Any]:
     df = tables.frame
     if df.empty:
         return {"columns": [], "rows": [], "levels": {}}
-    names: list[str] = []
     held = {*HELD, *tables.meta.meta_axes}
-    for c in TRIAL_COLUMNS:
-        names += (list(tables.meta.meta_axes) if c == "META" else
-                  [tables.metric] if c == "RATE" else [c])
+    names = [n for c in TRIAL_COLUMNS for n in (tables.meta.meta_axes if c == "META" else
+                                                [tables.metric] if c == "RATE" else [c])]
     frame = df.assign(problem=problem_keys(df))
     frame = frame[[c for c in dict.fromkeys(names) if c in frame
                    and not (c in held and frame[c].astype(str).nunique() <= 1)]]
@@ -281,9 +279,7 @@ def _head(tables: ReportTables) -> list[str]:
     out += [_p(f"Last run: {d['line']}.", "sw-note") for d in meta.last_run.get("dropped", [])]
     if tables.unmeasured:
         out.append(_p(tables.unmeasured, "sw-note"))
-    out.append(_p(_shared.counts_sentence(tables)))
-    out.append("<div class=\"sw-tip\" hidden></div>")
-    return out
+    return [*out, _p(_shared.counts_sentence(tables)), "<div class=\"sw-tip\" hidden></div>"]
 
 
 def _picks(tables: ReportTables) -> list[str]:
@@ -293,8 +289,6 @@ def _picks(tables: ReportTables) -> list[str]:
 
 
 def _finals(tables: ReportTables) -> list[str]:
-    if not tables.finals:
-        return []
     out = []
     for final, table in tables.finals:
         out.append(_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "

@@ -40,10 +40,9 @@ from sweeper.space import format_size, show_dims
 
 def markdown(tables: ReportTables, images: list[Path]) -> str:
     """The report; ``images``: the heatmap files drawn (PNG and SVG)."""
-    meta, df = tables.meta, tables.frame
-    env = meta.environment
+    meta = tables.meta
     out = [f"# Study `{_text(meta.study)}`: {_text(meta.kernel)} on "
-           f"{_text(env.get('gpu', '?'))}\n"]
+           f"{_text(meta.environment.get('gpu', '?'))}\n"]
     if meta.device_note:
         out.append(f"> **Note:** {_text(meta.device_note)}.\n")
     for dropped in meta.last_run.get("dropped", []):
@@ -59,11 +58,10 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
     out += _best(tables)
     out += _baselines(tables)
     out += _ceilings(tables.ceilings, tables.headline, tables.story)
-    out += _bounds(meta.bounds, df)
+    out += _bounds(meta.bounds, tables.frame)
     out += _power(tables.power)
     out += _stops(tables)
-    out.append("\n## Trials without a number\n")
-    out.append(md_table(tables.failures, empty=_shared.NO_FAILURES))
+    out += ["\n## Trials without a number\n", md_table(tables.failures, empty=_shared.NO_FAILURES)]
     if tables.abandoned_trials:
         out.append(f"\nEarly abandonment (`measure.abandon: {meta.measure['abandon']}`): "
                    f"{tables.abandoned_trials} trial(s) stopped sampling once clearly "
@@ -72,10 +70,9 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
     out += _heatmaps(tables, images)
     out += _footprint(tables)
     out += _roofline(tables)
-    out.append("\n## Measurement record\n")
-    out.append(md_table(pd.DataFrame(tables.record, columns=["item", "record"])))
-    out.append("\n## Environment\n")
-    out.append(md_table(_shared.environment_table(tables)))
+    out += ["\n## Measurement record\n",
+            md_table(pd.DataFrame(tables.record, columns=["item", "record"])),
+            "\n## Environment\n", md_table(_shared.environment_table(tables))]
     return "\n".join(out)
 
 
@@ -274,12 +271,11 @@ def _winners(tables: ReportTables) -> list[str]:
               + " \\| ".join(map(_text, rules)) + ".\n")]
     for final, table in tables.finals:
         p = final.problem
-        ratio = final.baseline_ratio()
         base = final.compared_baseline()
         against = (f" In the same rounds {_text(base.name)} measured "
                    f"{base.stats.median:.4g} ms: the winner runs at "
                    f"{final.baseline_ratio_text()}× its speed."
-                   if base and ratio is not None else "")
+                   if base and final.baseline_ratio() is not None else "")
         if final.confirmed:
             against = (f" Then the winner{' and the baseline' if base else ''} ran "
                        f"{final.confirmed.rounds} rounds of their own after cool-downs "

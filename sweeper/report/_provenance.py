@@ -136,7 +136,6 @@ def factors(meta: StudyMeta, df: pd.DataFrame, story: RunStory
     asked for: a capped footprint says both."""
     axes = meta.axes
     fp = meta.fingerprint
-    sampler = meta.sampler
     shown = {name: _axis_values(name, labels, df, story) for name, labels in axes.items()}
     varied = [(name, shown[name]) for name, labels in axes.items() if len(labels) > 1]
     fixed = [(name, shown[name]) for name, labels in axes.items() if len(labels) == 1]
@@ -145,7 +144,7 @@ def factors(meta: StudyMeta, df: pd.DataFrame, story: RunStory
         ("kernel", f"{meta.kernel} (source {fp.get('kernel_source', '–')})"),
         ("measurement", story.measurement),
         ("inputs", story.inputs),
-        ("sampler", f"{sampler.get('name', '?')}, seed {sampler.get('seed', 0)}"),
+        ("sampler", f"{meta.sampler.get('name', '?')}, seed {meta.sampler.get('seed', 0)}"),
         ("GPU", story.gpu),
         ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch', '–')}, triton "
                      f"{env.get('triton', '–')}, sweeper {env.get('sweeper', '–')}"),

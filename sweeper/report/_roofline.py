@@ -225,9 +225,8 @@ def studies_roofline(stores: Sequence[StudyStore], gpu: str | None = None) -> Ro
     """The roofline of ``stores``' winners (only those measured on ``gpu`` when given);
     refused (one line) when the studies span GPUs, none is of ``gpu``, or their GPU has
     neither ceilings nor physical bounds."""
-    read = [study_winners(store) for store in stores]
     by_gpu: dict[str, list[tuple[StudyMeta, list[Winner]]]] = {}
-    for meta, chosen in read:
+    for meta, chosen in map(study_winners, stores):
         by_gpu.setdefault(meta.gpu, []).append((meta, chosen))
     if gpu is not None:
         if gpu not in by_gpu:

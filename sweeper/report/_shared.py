@@ -39,11 +39,9 @@ def _blank(value: Any) -> bool:
 def cell_value(value: Any) -> str:
     """A table cell's value as a report shows it, before the output's own escaping: four
     significant digits (whole numbers from 1000 up), ``–`` for a missing one."""
-    if value is None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "–"
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
     return str(value)
 

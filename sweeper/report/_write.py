@@ -143,12 +143,11 @@ def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
     study's winners (when its GPU has ceilings or physical bounds)."""
     if df.empty:
         return [], None
-    env = meta.environment
     bounds = Bounds.from_json(meta.bounds) if meta.bounds else None
-    names = ["grid_label", "block", *meta.meta_axes]
     curves = footprint_curves(
-        df, picks, metric, kernel=meta.kernel, gpu=meta.gpu, grid_names=names,
-        l2_bytes=int(env.get("l2_bytes") or (bounds.l2_bytes if bounds else 0)),
+        df, picks, metric, kernel=meta.kernel, gpu=meta.gpu,
+        grid_names=["grid_label", "block", *meta.meta_axes],
+        l2_bytes=int(meta.environment.get("l2_bytes") or (bounds.l2_bytes if bounds else 0)),
         ceilings=ceilings, bounds=bounds)
     roof = None
     if ceilings is not None or (bounds is not None and bounds.all()):
