@@ -153,8 +153,7 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
         base = f"{kernel} · {text.replace(' ', ' · ')}{' (L2-resident)' if resident else ''}"
         stem = text.replace(" ", "_")
         ok = sub[sub["status"] == "ok"]
-        varying = [n for n in meta_names if ok[n].nunique() > 1]
-        short = short_names(varying)
+        short = short_names([n for n in meta_names if ok[n].nunique() > 1])
         maps = []
         groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
         for key, cell_df in groups:

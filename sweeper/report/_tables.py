@@ -407,9 +407,8 @@ def power_summary(trials: Sequence[TrialRecord], meta: StudyMeta,
     power = [w.power_w_max for w in windows if w.power_w_max is not None]
     discarded = Counter(reason.split(" (")[0].split(":")[0]      # the reason without values
                         for t in trials for reason in t.discard_reasons)
-    spec = meta.measure.get("duty", "auto")
     return {
-        "schedule": spec,
+        "schedule": meta.measure.get("duty", "auto"),
         "switched": duty_records[-1].note if duty_records else "",
         "finals_duty": sorted({f.duty for f in finals if f.duty}),
         "trials_with_clocks": len(windows),
