@@ -116,7 +116,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     open_study(store, space, kernel, device, command=command, force=options.force)
     facts = device.facts()
     measure = device.measure_spec(space.measure)
-    say = _Printer(options.quiet)
+    say = _printer(options.quiet)
     kept = len(store.records()[0]) if resuming else 0
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
@@ -138,7 +138,12 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, ahead, reporter, clock=clock, check=check)
         except ContextLost as lost:
-            options = _in_workers(lost, options, store)
+            # the rest of the sweep in worker processes, each with a CUDA context of its
+            # own, in this same command or API call; the study resumes from its journal,
+            # and the crashed trial is never proposed again
+            print(f"sweeper: trial #{lost.number}: {lost.reason}; recorded as crashed in "
+                  f"{store.location}", file=sys.stderr)
+            options = dataclasses.replace(options, workers="process")
             reporter = _reporter(options.quiet, kernel.headline)   # new bars: the first ended
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
@@ -337,8 +342,8 @@ def shrunk_line(space: Any, facts: Any) -> str | None:
 
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
-           ahead: CompileOptions, reporter: Any, lost: ContextLost | None = None,
-           clock: Any = None, check: GpuCheck | None = None) -> Any:
+           ahead: CompileOptions, reporter: Any, *, clock: Any, check: GpuCheck | None,
+           lost: ContextLost | None = None) -> Any:
     """The sweep with ``run``'s options, its progress bar (``reporter``), its workers (one
     per GPU of ``gpus``), its compile processes (``ahead``), on the interpreter its GPU
     compile ``check``, and, measuring in this process, a hang going on in a fresh
@@ -355,7 +360,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead, gpu_check=check)
     sweep.run_drift = sweep.run_drift and lost is None
-    if sweep.max_time_s is not None and clock is not None:
+    if sweep.max_time_s is not None:
         from sweeper.plan import costs_key, run_costs
 
         # what this machine's runs measured, else the H200's figures, not the device's
@@ -455,7 +460,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     from sweeper.outcome import failed_line, nothing_measured, outcome_lines
     from sweeper.trial import FAILURES
 
-    say = _Printer(options.silent)          # the summary, unless silent
+    say = _printer(options.silent)          # the summary, unless silent
 
     failed = sum(1 for t in summary.trials[summary.resumed:] if t.status in FAILURES)
     say(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
@@ -504,47 +509,31 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     return why
 
 
-def _in_workers(lost: ContextLost, options: RunOptions, store: Storage) -> RunOptions:
-    """``options`` for the rest of a sweep whose trial broke this process's CUDA context
-    (measuring inline): worker processes, each with a context of its own, in this same
-    command or API call; the study resumes from its journal, and the crashed trial is
-    never proposed again."""
-    print(f"sweeper: trial #{lost.number}: {lost.reason}; recorded as crashed in "
-          f"{store.location}", file=sys.stderr)
-    return dataclasses.replace(options, workers="process")
-
-
 def _hung(record: Any, options: RunOptions, store: Storage) -> None:
     """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
-    kernel cannot be stopped from this process, so go on in a fresh one.  In process (the
-    API) the caller's process is neither replaced nor ended: the message says what to do."""
+    kernel cannot be stopped from this process, so go on in a fresh one (``python -m
+    sweeper`` with ``options.restart_argv``, counting restarts), or end it after too many.
+    In process (the API) the caller's process is neither replaced nor ended: the message
+    says what to do."""
     message = (f"trial #{record.number} gave no result after {record.wall_s:g} s; it is "
                f"recorded as timeout in {store.location}")
     if options.restart_argv is None:
         print(f"sweeper: {message}; the kernel cannot be stopped from this process: restart "
               "it (the notebook kernel) and call sweeper.run again to go on", file=sys.stderr)
         return
-    _go_on_fresh(message, options.restart_argv)
-    os._exit(1)       # too many restarts: the main thread is stuck in the kernel
-
-
-def _go_on_fresh(message: str, argv: Sequence[str]) -> str:
-    """Replace this process by ``python -m sweeper ARGV``, counting restarts; returns why
-    not, where there were too many."""
     restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
     print(f"sweeper: {message}", file=sys.stderr)
-    if restarts >= MAX_RESTARTS:
-        why = f"stopping after {restarts} restarts; run the same command to go on"
-        print(f"sweeper: {why}", file=sys.stderr)
-        return why
-    print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
-          f"{MAX_RESTARTS})", file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "sweeper", *argv],
-              {**os.environ, "SWEEPER_RESTARTS": str(restarts + 1),
-               SINCE: os.environ.get(SINCE) or _STARTED[-1]})
-    return ""    # not reached: the process was replaced
+    if restarts < MAX_RESTARTS:
+        print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
+              f"{MAX_RESTARTS})", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "sweeper", *options.restart_argv],
+                  {**os.environ, "SWEEPER_RESTARTS": str(restarts + 1),
+                   SINCE: os.environ.get(SINCE) or _STARTED[-1]})
+    print(f"sweeper: stopping after {restarts} restarts; run the same command to go on",
+          file=sys.stderr)
+    os._exit(1)       # too many restarts: the main thread is stuck in the kernel
 
 
 def cache_text(caches: Sequence[str], device: Any) -> str:
@@ -596,16 +585,10 @@ def _ceilings_for(device: Any, store: Storage) -> Any:
     return found
 
 
-class _Printer:
+def _printer(quiet: bool) -> Callable[[str], None]:
     """Prints a run's lines, unless told to be quiet (the header and bar: ``--quiet``;
     the summary too: the API's ``quiet=True``)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-
-    def __call__(self, text: str) -> None:
-        if not self.quiet:
-            print(text, flush=True)
+    return (lambda text: None) if quiet else functools.partial(print, flush=True)
 
 
 def _stop_handler(stop: Any) -> Any:
