@@ -70,6 +70,7 @@ class Budgets:
         #: that value's fault, not the kernel's
         self.chosen_axes: frozenset[str] = frozenset()
         self.valid, self.measured, self.t0 = valid, measured, t0
+        #: proposals in a row answered from the journal (the loop counts them)
         self.repeats = 0
         self.since_improvement = 0
         #: trials handed to workers and not yet counted: they count against the budgets
@@ -173,14 +174,6 @@ class Budgets:
         space.)"""
         return self.stop.set or self.time_left() <= self.keep_for_finals()
 
-    def repeated(self) -> None:
-        """A proposal was answered from the journal."""
-        self.repeats += 1
-
-    def proposed(self) -> None:
-        """A proposal was new: the run of repeated ones is over."""
-        self.repeats = 0
-
     def counted(self, record: TrialRecord, best: TrialRecord | None) -> TrialRecord | None:
         """Count a measured trial and return the best after it.  A faster trial becomes
         the best; it restarts ``budget.patience`` only if it beats the old best beyond
@@ -225,9 +218,8 @@ class Budgets:
     def _shared(self) -> bool:
         """Whether the failures alike all have one label of a chosen axis."""
         assert self.alike
-        shared = set.intersection(*({(a, v) for a, v in t.choice.items()
-                                     if a in self.chosen_axes} for t in self.alike))
-        return bool(shared)
+        return bool(set.intersection(*({(a, v) for a, v in t.choice.items()
+                                        if a in self.chosen_axes} for t in self.alike)))
 
     def _goal_reached(self, best: TrialRecord | None) -> str:
         budget = self.budget

@@ -104,16 +104,14 @@ def cannot_compile(target: Target) -> str | None:
     if backend != "nvidia":
         return None
     try:
-        from triton import knobs
-
-        knobs.nvidia.ptxas.path  # noqa: B018 - finding it (and running it) is the check
-    except ImportError:                       # an older Triton: no knobs
         try:
+            from triton import knobs
+
+            knobs.nvidia.ptxas.path  # noqa: B018 - finding it (and running it) is the check
+        except ImportError:                   # an older Triton: no knobs
             from triton.backends.nvidia.compiler import _path_to_binary
 
             _path_to_binary("ptxas")
-        except Exception as err:  # noqa: BLE001
-            return f"Triton's NVIDIA backend finds no ptxas ({err})"
     except Exception as err:  # noqa: BLE001 - RuntimeError: Cannot find ptxas
         return f"Triton's NVIDIA backend finds no ptxas ({err})"
     return None

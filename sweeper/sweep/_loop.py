@@ -428,10 +428,10 @@ class Sweep:
             key = key_of(choice)
             if key in run.held:         # proposed again while another worker holds it
                 run.held[key].trials.append(trial)
-                run.budgets.repeated()
+                run.budgets.repeats += 1
                 continue
             if key not in run.done and key not in run.waiting:
-                run.budgets.proposed()
+                run.budgets.repeats = 0     # a new proposal ends a run of repeats
                 claim = Claim.TAKEN if self.claims is None else self.claims.take(key)
                 if claim is Claim.TAKEN and not self._refused_ahead(run, trial, choice):
                     break
@@ -445,7 +445,7 @@ class Sweep:
                 run.budgets.measured += 1
                 continue
             run.summary.repeated += 1
-            run.budgets.repeated()
+            run.budgets.repeats += 1
             if key in run.done:     # answered from the journal, never re-measured
                 with run.timeline.phase("tell"):
                     tell(run.study, trial, run.done[key])
@@ -542,11 +542,9 @@ class Sweep:
         run.outbox.kept()
 
     def _record(self, record: TrialRecord) -> TrialRecord | None:
-        """Append ``record``, or with claims record it through its claim (under the number
-        the store gives it; None when the claim was lost or never taken)."""
-        if self.claims is None:
-            self.store.append(record)
-            return record
+        """Record ``record`` through its claim (under the number the store gives it; None
+        when the claim was lost or never taken)."""
+        assert self.claims is not None
         if record.status is TrialStatus.INVALID and \
                 self.claims.take(record.key()) is not Claim.TAKEN:
             return None
