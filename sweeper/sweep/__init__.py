@@ -34,10 +34,8 @@ from sweeper.study import (
     MAX_ENUMERATED,
     Choice,
     enumerate_choices,
-    finals_wanted,
     fingerprint,
     fingerprint_diff,
-    now,
     open_study,
 )
 
@@ -65,6 +63,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "MAX_ENUMERATED", "MAX_REPEATED_PROPOSALS", "Choice", "Reporter", "SilentReporter",
-    "StopFlag", "Sweep", "SweepSummary", "enumerate_choices", "finals_wanted", "fingerprint",
-    "fingerprint_diff", "now", "open_study",
+    "StopFlag", "Sweep", "SweepSummary", "enumerate_choices", "fingerprint", "fingerprint_diff",
+    "open_study",
 ]

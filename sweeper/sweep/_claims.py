@@ -72,7 +72,10 @@ class Claims:
         """Record ``record`` through the claim (numbered by the store); None where the claim
         was lost (this worker stalled past its lease and another took the config)."""
         text = claim_key(key)
-        self._stop(text)
+        beat = self._beats.pop(text, None)
+        if beat is not None:            # its heartbeat ends first
+            beat[0].set()
+            beat[1].join()
         return self.store.record_claimed(text, self.worker_id, record)
 
     def _heartbeat(self, key: str, stop: threading.Event) -> None:
@@ -86,10 +89,3 @@ class Claims:
                     return
             except StorageError:
                 continue
-
-    def _stop(self, key: str) -> None:
-        beat = self._beats.pop(key, None)
-        if beat is not None:
-            stop, thread = beat
-            stop.set()
-            thread.join()

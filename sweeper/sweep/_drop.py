@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sweeper.errors import SweeperError
-from sweeper.store import TrialRecord
 
 
 class NotStarted(SweeperError):
@@ -38,11 +37,6 @@ class Dropped:
     status: str
     why: str
     left: tuple[int, ...]
-
-    @classmethod
-    def of(cls, err: NotStarted, record: TrialRecord, left: list[int]) -> Dropped:
-        """The drop ``err`` caused, after ``record``'s trial lost the worker."""
-        return cls(err.index, record.number, record.status.value, err.why, tuple(left))
 
     def line(self) -> str:
         """``GPU 1 dropped after trial 17 (timeout): a fresh worker did not start (...);

@@ -285,8 +285,7 @@ class AskedAhead:
 
     def drop(self) -> list[Job]:
         """The configs no worker took, forgotten."""
-        jobs = list(self.jobs)
-        self.jobs.clear()
+        jobs, self.jobs = list(self.jobs), deque()
         return jobs
 
 
@@ -341,7 +340,8 @@ class Workers:
                                  for d in self.dropped)
                 raise NotStarted(f"{err}{before}", err.index, err.why) from err
             left = [w.slot.index if w.slot else self.lane(w) for w in self.all]
-            self.dropped.append(Dropped.of(err, record, left))
+            self.dropped.append(Dropped(err.index, record.number, record.status.value,
+                                        err.why, tuple(left)))
 
     def free(self) -> list[Worker]:
         """The workers with no job in flight."""
