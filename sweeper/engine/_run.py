@@ -351,13 +351,11 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
     here: the one-at-a-time baseline is not measured again."""
     from sweeper.sweep import Sweep
 
-    sweep = Sweep(space, kernel, device, store,
-                  reporter=reporter, stop=stop,
+    sweep = Sweep(space, kernel, device, store, reporter=reporter, stop=stop,
                   max_trials=options.trials, max_time_s=options.time_s,
                   ceilings=None if isinstance(limits, str) else limits,
                   priors=priors, on_hang=lambda record: _hung(record, options, store),
-                  gpus=gpus,
-                  processes=worker_processes(options.workers, device.measures_gpu),
+                  gpus=gpus, processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead, gpu_check=check)
     sweep.run_drift = sweep.run_drift and lost is None
     if sweep.max_time_s is not None:

@@ -57,8 +57,7 @@ def run_worker(options: WorkerOptions) -> Any:
                command=options.command)
     print(f"worker {worker_id}: study {options.study} in {store.location}; "
           f"{counted(space.size, 'config')}, claims held for {options.lease_s:g} s between "
-          "heartbeats",
-          flush=True)
+          "heartbeats", flush=True)
     sweep = Sweep(space, kernel, device, store, max_trials=options.trials,
                   max_time_s=options.time_s, finals=False,
                   claims=Claims(store, worker_id, options.lease_s))

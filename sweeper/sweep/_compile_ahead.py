@@ -49,8 +49,7 @@ class ModelHints:
     prefer: Callable[[dict[str, Any]], bool] | None = None
 
     def __init__(self, params: Sequence[dict[str, Any]], guesses: Sequence[float]) -> None:
-        order = sorted(range(len(params)), key=guesses.__getitem__)
-        self.order = [params[i] for i in order]
+        self.order = [params[i] for i in sorted(range(len(params)), key=guesses.__getitem__)]
 
     def upcoming(self, count: int) -> Sequence[dict[str, Any]]:
         """Every valid config, fastest guess first (``count``: what a plan would give;
