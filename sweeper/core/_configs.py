@@ -148,9 +148,8 @@ class Configs(Lazy[Mapping[str, str]]):
         for i, (step, reads) in enumerate(zip(steps, plans, strict=True)):
             names = [n for n in self.names if n in reads]
             before = [s for s, p in zip(steps[:i], plans[:i], strict=True) if p <= reads]
-            codes = []
-            for places in itertools.product(*(range(len(self._labels_of[n])) for n in names)):
-                codes.append(self._code(self._partial(names, places), before, step))
+            codes = [self._code(self._partial(names, places), before, step) for places in
+                     itertools.product(*(range(len(self._labels_of[n])) for n in names))]
             if any(codes):
                 shape = [self._shape[d] if n in reads else 1 for d, n in enumerate(self.names)]
                 outcome = np.asarray(codes, dtype=np.int32).reshape(shape)

@@ -133,18 +133,14 @@ class Shape:
         :class:`ExpressionError` when it cannot be computed."""
         return int(evaluate(self.footprint, {**dims, "itemsize": itemsize}))
 
-    def dims_of(self, footprint: int, itemsize: int) -> dict[str, int]:
-        """The dimensions a ``footprint`` gives (``from_footprint``)."""
-        env = {"footprint": footprint, "itemsize": itemsize}
-        return {name: int(evaluate(expr, env)) for name, expr in self.from_footprint}
-
     def from_size(self, dtype: str, footprint: int) -> Dims:
         """The dimensions of a problem known by its footprint alone (a ``footprint`` axis,
         a journal or table older than dimensions); a ``ValueError`` when the footprint
         is none the dimensions make exactly (a matmul footprint that is no square)."""
         itemsize = DTYPES[dtype]
+        env = {"footprint": footprint, "itemsize": itemsize}
         try:
-            dims = self.dims_of(footprint, itemsize)
+            dims = {name: int(evaluate(expr, env)) for name, expr in self.from_footprint}
             made = self.bytes_of(dims, itemsize)
         except ExpressionError as err:
             raise ValueError(f"footprint {footprint} bytes of {dtype}: {err}") from None

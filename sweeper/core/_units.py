@@ -34,8 +34,7 @@ DTYPE_ALIASES: dict[str, str] = {
 def canonical_dtype(text: str) -> str | None:
     """The torch name of a dtype named ``text`` (a name, an alias, ``torch.NAME``, any
     case); ``None`` for no dtype."""
-    text = text.strip()
-    text = text[len("torch."):] if text.startswith("torch.") else text
+    text = text.strip().removeprefix("torch.")
     name = DTYPE_ALIASES.get(text.lower(), text.lower())
     return name if name in DTYPES else None
 

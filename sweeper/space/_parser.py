@@ -157,10 +157,8 @@ class _Parser:
         found = self.where.get(path)
         parent = path
         while found is None and parent:
-            if parent.endswith("]"):
-                parent = parent[:parent.rindex("[")]
-            else:
-                parent = parent.rpartition(".")[0]
+            parent = parent[:parent.rindex("[")] if parent.endswith("]") else \
+                parent.rpartition(".")[0]
             found = self.where.get(parent)
         file, line = found if found is not None else (self.file, None)
         return Origin(file=file, line=line, path=cut(path, 80))

@@ -75,10 +75,9 @@ def _kernel() -> dict[str, Any]:
 
 def space_schema() -> dict[str, Any]:
     """The space file's JSON Schema; a file that extends another may omit kernel and params."""
-    meta: dict[str, Any] = {}
-    for name in plugins.KERNEL.builtins:
-        for param, spec in plugins.kernel_declaration(name).meta_params.items():
-            meta[param] = {**_axis(SCALAR), "description": f"{name}: {spec.doc}"}
+    meta = {param: {**_axis(SCALAR), "description": f"{name}: {spec.doc}"}
+            for name in plugins.KERNEL.builtins
+            for param, spec in plugins.kernel_declaration(name).meta_params.items()}
     params = {
         "grid": {**_axis(SCALAR), "description": "programs launched (an expression may read "
                  "sms, l2_bytes, n, itemsize and other axes)"},

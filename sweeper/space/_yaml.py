@@ -57,11 +57,15 @@ def decode_text(data: bytes, file: str) -> str:
         raise SpaceError("UTF-32 text; save the space file as UTF-8", file=file, line=1)
     if data.startswith(_UTF16):
         try:
-            text = data.decode("utf-16")
+            text = data.decode("utf-16").lstrip("\ufeff")
         except UnicodeDecodeError as err:
             raise SpaceError(f"not UTF-16 text after its byte order mark (offset {err.start}); "
                              "save the space file as UTF-8", file=file, line=1) from None
-        return _no_nul(text.lstrip("\ufeff"), file)
+        nul = text.find("\0")
+        if nul >= 0:
+            raise SpaceError(f"not text (a NUL character at offset {nul}); save the space file "
+                             "as UTF-8", file=file, line=text.count("\n", 0, nul) + 1)
+        return text
     nul = data.find(b"\0")
     try:
         text = data.decode("utf-8")
@@ -74,14 +78,6 @@ def decode_text(data: bytes, file: str) -> str:
         raise SpaceError(f"not text (a NUL byte at offset {nul}); save the space file as UTF-8",
                          file=file, line=data.count(b"\n", 0, nul) + 1)
     return text.removeprefix("\ufeff")
-
-
-def _no_nul(text: str, file: str) -> str:
-    nul = text.find("\0")
-    if nul >= 0:
-        raise SpaceError(f"not text (a NUL character at offset {nul}); save the space file as "
-                         "UTF-8", file=file, line=text.count("\n", 0, nul) + 1)
-    return text
 
 
 class _Alias(yaml.Node):

@@ -63,9 +63,7 @@ def record_key(data: dict[str, Any]) -> str | None:
         dims = sorted(data.get("dims", {}).items())
         return "baseline:" + json.dumps([data["dtype"], data["footprint"],
                                          data.get("cache", "cold"), dims])
-    if data.get("kind") != "trial":
-        return None
-    return claim_key(key_of(data["choice"]))
+    return claim_key(key_of(data["choice"])) if data.get("kind") == "trial" else None
 
 
 def kept_once(record: Any) -> str | None:

@@ -27,7 +27,7 @@ truncated or rewritten in place: a kill at any step leaves the old journal or th
 one, whole, and the next run does what is missing (a damaged journal's lines reach the side
 file once).  A kept last record that lacked only its newline gets the newline appended.
 
-**Durability.**  A record is on disk when :meth:`JournalWriter.append` returns: the whole
+**Durability.**  A record is on disk when :meth:`JournalWriter.append_all` returns: the whole
 line is written with ``os.write`` to the journal opened ``O_APPEND``, then fsynced; a new
 journal's entry in the study folder is fsynced too (``study.json`` and the folder itself are
 made durable when the study is created, see :mod:`sweeper.fsio`).  A trial reported finished
@@ -151,10 +151,7 @@ def scan_bytes(data: bytes, axes: Axes | None = None) -> Scan:
         start = end + 1
     tail = data[start:]                    # b"" when the journal ends with a newline
     out.line_count = number + (1 if tail else 0)
-    if tail.strip():
-        out.needs_newline = _take(out, number + 1, tail, torn=True)
-    else:
-        out.needs_newline = bool(tail)
+    out.needs_newline = _take(out, number + 1, tail, torn=True) if tail.strip() else bool(tail)
     if out.bad:
         out.data = data
     return out
@@ -289,10 +286,6 @@ class JournalWriter:
         except BaseException:
             self.close()
             raise
-
-    def append(self, record: Any) -> None:
-        """Write one record (anything with ``to_json()``) and fsync it (module docstring)."""
-        self.append_all([record])
 
     def append_all(self, records: Sequence[Any]) -> None:
         """Write ``records`` (checked in turn) in one write and one fsync; a kill before leaves

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from sweeper.escape import cut
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
@@ -304,8 +306,7 @@ def json_type(value: Any) -> str:
 def show(value: Any) -> str:
     """``value`` as an error message quotes it: its repr, cut to 40 characters so one
     hostile value cannot flood a warning."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return cut(repr(value), 40)
 
 
 class Record:

@@ -114,12 +114,9 @@ class StudyStore(Storage):
         baseline the journal holds already is not appended: shared, that is checked under
         the study lock, where other workers append theirs."""
         once = kept_once(record)
-        if once is None:
-            self._writer.append(record)
-            return
-        with self._lock.held() if self._shared else contextlib.nullcontext():
-            if once not in {record_key(d) for d in self._scan().records}:
-                self._writer.append(record)
+        with self._lock.held() if self._shared and once else contextlib.nullcontext():
+            if once is None or once not in {record_key(d) for d in self._scan().records}:
+                self._writer.append_all([record])
 
     def append_all(self, records: Sequence[Any]) -> None:
         """Append ``records`` in order, on disk on return, with one write and one fsync
