@@ -168,8 +168,8 @@ class PostgresStore(Storage):
         #: this process's own session: it holds the study's advisory lock and the worker
         #: ids enlisted
         self._lock_conn: sa.Connection | None = None
-        self._study_held = False
-        self._enlisted: set[str] = set()
+        #: what that session holds: the study (``None``) and the worker ids enlisted
+        self._held: set[str | None] = set()
         self._warned: set[tuple[str, int]] = set()
 
     @property
@@ -230,14 +230,19 @@ class PostgresStore(Storage):
         """Hold the study's session advisory lock on a connection of its own (detached
         from the pool: closing it ends the session, and with it the lock); a lock this
         store holds already, either way, is kept as it is."""
+        take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
+        self._hold(None, take(lock_key("sweeper-study", self._name)), BUSY_RUN if shared else BUSY)
+
+    def _hold(self, what: str | None, lock: Any, refused: str) -> None:
+        """Take the advisory lock ``lock`` (of the study, ``what`` None, or of the worker id
+        ``what``) on this process's own session, unless it holds it already; a StudyError
+        saying ``refused`` while another session holds it."""
         with self._mutex:
-            if self._study_held:
+            if what in self._held:
                 return
-            take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
-            if not self._session().execute(sa.select(take(lock_key("sweeper-study", self._name)))
-                                           ).scalar():
-                raise StudyError(f"{self.location}: {BUSY_RUN if shared else BUSY}")
-            self._study_held = True
+            if not self._session().execute(sa.select(lock)).scalar():
+                raise StudyError(f"{self.location}: {refused}")
+            self._held.add(what)
 
     def _session(self) -> sa.Connection:
         """This process's own session (``_mutex`` held): a connection detached from the
@@ -260,8 +265,7 @@ class PostgresStore(Storage):
                     self._lock_conn.execute(sa.select(sa.func.pg_advisory_unlock_all()))
                 self._lock_conn.close()
                 self._lock_conn = None
-            self._study_held = False
-            self._enlisted.clear()
+            self._held.clear()
 
     def append(self, record: Any) -> None:
         """Check ``record`` as the journal does and insert it, holding the study's row so
@@ -319,13 +323,8 @@ class PostgresStore(Storage):
     def enlist(self, worker_id: str) -> None:
         """See :meth:`Storage.enlist`: the session advisory lock of :func:`lock_key`
         on this process's own connection."""
-        with self._mutex:
-            if worker_id in self._enlisted:
-                return
-            lock = sa.func.pg_try_advisory_lock(lock_key("sweeper-worker", self._name, worker_id))
-            if not self._session().execute(sa.select(lock)).scalar():
-                raise StudyError(f"{self.location}: {worker_taken(worker_id)}")
-            self._enlisted.add(worker_id)
+        lock = sa.func.pg_try_advisory_lock(lock_key("sweeper-worker", self._name, worker_id))
+        self._hold(worker_id, lock, worker_taken(worker_id))
 
     @contextlib.contextmanager
     def _claims(self) -> Iterator[_Claims]:
