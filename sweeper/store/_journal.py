@@ -185,11 +185,8 @@ def _shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object's pairs as a dict whose keys and text values are the same ``str`` objects
     as the equal ones on earlier lines (up to :data:`MAX_SHARED` of them): a journal of
     10⁵ trials then holds its records in half the memory."""
-    seen = _SEEN
-    if len(seen) < MAX_SHARED:
-        return {seen.setdefault(k, k): (seen.setdefault(v, v) if type(v) is str else v)
-                for k, v in pairs}
-    return {seen.get(k, k): (seen.get(v, v) if type(v) is str else v) for k, v in pairs}
+    share = _SEEN.setdefault if len(_SEEN) < MAX_SHARED else _SEEN.get
+    return {share(k, k): (share(v, v) if type(v) is str else v) for k, v in pairs}
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_shared)
