@@ -148,7 +148,7 @@ class Configs(Lazy[Mapping[str, str]]):
         for i, (step, reads) in enumerate(zip(steps, plans, strict=True)):
             names = [n for n in self.names if n in reads]
             before = [s for s, p in zip(steps[:i], plans[:i], strict=True) if p <= reads]
-            codes = [self._code(self._partial(names, places), before, step) for places in
+            codes = [self._code(self._partial(names, places), before, (step,)) for places in
                      itertools.product(*(range(len(self._labels_of[n])) for n in names))]
             if any(codes):
                 shape = [self._shape[d] if n in reads else 1 for d, n in enumerate(self.names)]
@@ -156,9 +156,10 @@ class Configs(Lazy[Mapping[str, str]]):
                 first = np.where(first == 0, outcome, first)
         return first
 
-    def _code(self, choice: Mapping[str, str], before: Sequence[Step], step: Step) -> int:
-        """0 if ``step`` passes ``choice`` (or a step ``before`` it fails, which then gives
-        the reason), else its reason's place in ``_why`` + 1."""
+    def _code(self, choice: Mapping[str, str], before: Sequence[Step],
+              steps: Sequence[Step]) -> int:
+        """0 if ``steps`` pass ``choice`` (or a step ``before`` them fails, which then gives
+        the reason), else the reason of the first that fails: its place in ``_why`` + 1."""
         state = Resolving.start(self._facts)
         try:
             for earlier in before:
@@ -166,7 +167,8 @@ class Configs(Lazy[Mapping[str, str]]):
         except Invalid:
             return 0
         try:
-            step.run(choice, state)
+            for step in steps:
+                step.run(choice, state)
         except Invalid as why:
             self._why.append(why)
             return len(self._why)
@@ -184,16 +186,9 @@ class Configs(Lazy[Mapping[str, str]]):
         """As :meth:`_by_step`, every config resolved whole."""
         import numpy as np
 
-        codes = np.zeros(math.prod(self._shape), dtype=np.int32)
-        for flat, places in enumerate(itertools.product(*(range(n) for n in self._shape))):
-            choice, state = self._partial(self.names, places), Resolving.start(self._facts)
-            try:
-                for step in steps:
-                    step.run(choice, state)
-            except Invalid as why:
-                self._why.append(why)
-                codes[flat] = len(self._why)
-        return codes.reshape(self._shape)
+        every = itertools.product(*(range(n) for n in self._shape))
+        codes = (self._code(self._partial(self.names, places), (), steps) for places in every)
+        return np.fromiter(codes, np.int32, math.prod(self._shape)).reshape(self._shape)
 
 
 def _plans(steps: Sequence[Step]) -> list[frozenset[str]] | None:
