@@ -287,7 +287,8 @@ def test_state_monitor_polls_in_the_background_and_averages_power():
     time.sleep(0.2)
     t1 = time.perf_counter()
     monitor.close()
-    power, readings = monitor.mean_power(t0, t1)
-    assert readings >= 5 and 100.0 < power < 100.0 + reader.calls + 1
+    window = monitor.window(t0, t1)
+    assert window.polls >= 5 and 100.0 < window.power_w_mean < 100.0 + reader.calls + 1
     assert monitor.latest().other_processes == 2      # carried between process-list polls
-    assert monitor.mean_power(t1 + 10, t1 + 11) == (monitor.latest().power_w, 0)
+    after = monitor.window(t1 + 10, t1 + 11)
+    assert (after.power_w_mean, after.polls) == (monitor.latest().power_w, 0)

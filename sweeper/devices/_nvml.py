@@ -262,12 +262,6 @@ class StateMonitor:
             return Window.of(inside)
         return dataclasses.replace(Window.of(before[-1:]), polls=0)
 
-    def mean_power(self, t0: float, t1: float) -> tuple[float | None, int]:
-        """Mean board power (W) of the polls in [t0, t1] and how many there were; with none
-        inside, the latest poll before ``t1``."""
-        window = self.window(t0, t1)
-        return window.power_w_mean, window.polls
-
     def close(self) -> None:
         """Stop polling (the thread ends after its current poll); the history stays
         readable."""

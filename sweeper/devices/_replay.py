@@ -132,15 +132,11 @@ def implied_axes(meta_params: Mapping[str, Any], columns: Sequence[str]
     return {name: (str(p.default),) for name, p in meta_params.items() if name not in columns}
 
 
+@bulk()                                     # 10⁶ rows are millions of strings and tuples
 def read_table(path: Path) -> tuple[dict[str, str], list[str], Rows]:
     """(header facts, column names, rows) of a replay table, every row checked: a table
     is data from outside, so a value that is not a recorded outcome or a plausible time
     refuses the whole table with ``table.csv:LINE: what is wrong``."""
-    with bulk():                            # 10⁶ rows are millions of strings and tuples
-        return _read_table(path)
-
-
-def _read_table(path: Path) -> tuple[dict[str, str], list[str], Rows]:
     if path.exists() and not path.is_file():      # /dev/zero would be read without end
         raise _bad(path, None, "not a regular file; a replay table is a CSV file")
     try:

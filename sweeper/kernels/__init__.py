@@ -27,7 +27,6 @@ def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
     return kernel_class(name)(**dict(options))
 
 
-
 def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
     """Built-in kernel ``name``'s bytes moved per problem, for ``plan``: from its
     declaration, where it is a class method, so no torch is imported; None where only an
@@ -55,13 +54,11 @@ def interpreted_ops_of(name: str) -> Callable[[Config], int | None] | None:
     return cast("Callable[[Config], int | None] | None", _declared_method(name, "interpreted_ops"))
 
 
-def _declared_method(name: str, what: str) -> Callable[..., Any] | None:
+def _declared_method(name: str, what: str) -> Any:
     """Kernel ``name``'s declared class method ``what`` (a count), or None where only an
     instance can count."""
     counted = getattr(plugins.kernel_declaration(name), what)
-    if getattr(counted, "__self__", None) is None:
-        return None
-    return cast("Callable[..., Any]", counted)
+    return None if getattr(counted, "__self__", None) is None else counted
 
 
 __all__ = [

@@ -30,6 +30,7 @@ distinct, and where it is looked up, is the kernel kind's:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Callable, Hashable, Iterable
@@ -128,12 +129,10 @@ def triton_binaries(device: str, kernel: str) -> Binaries:
 def newest_target(folder: Path) -> tuple[str, str] | None:
     """The arch and NVRTC version of the newest entry of the CUDA cache ``folder``
     (``None``: none names them)."""
-    best: tuple[float, str, str] | None = None
+    named: list[tuple[float, str, str]] = []
     try:
         with os.scandir(folder) as entries:
-            for count, entry in enumerate(entries):
-                if count >= CUDA_SCAN:
-                    break
+            for entry in itertools.islice(entries, CUDA_SCAN):
                 if not entry.name.endswith(".json") or not entry.is_file(
                         follow_symlinks=False):
                     continue
@@ -144,12 +143,12 @@ def newest_target(folder: Path) -> tuple[str, str] | None:
                     continue
                 arch, nvrtc = (meta.get("arch"), meta.get("nvrtc")) \
                     if isinstance(meta, dict) else (None, None)
-                if isinstance(arch, str) and isinstance(nvrtc, str) and \
-                        (best is None or mtime > best[0]):
-                    best = (mtime, arch, nvrtc)
+                if isinstance(arch, str) and isinstance(nvrtc, str):
+                    named.append((mtime, arch, nvrtc))
     except OSError:
         return None
-    return None if best is None else best[1:]
+    # the first of the newest, as the scan met them
+    return max(named, key=lambda n: n[0])[1:] if named else None
 
 
 def cuda_binaries(options: dict[str, str], folder: Path | None = None) -> Binaries:

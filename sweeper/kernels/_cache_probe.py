@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from sweeper.kernels._unimported import module_file
 
@@ -81,8 +82,7 @@ def kernel_source(kernel: str) -> str | None:
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 

@@ -120,7 +120,10 @@ class NvrtcCompiler:
 
         self.arch = arch or f"sm_{cupy.cuda.Device().compute_capability}"
         self.version = ".".join(map(str, nvrtc.getVersion()))
-        self.include = _cuda_include()
+        # the CUDA toolkit's include folder (cuda_fp16.h), where CuPy finds one
+        root = cupy.cuda.get_cuda_path()
+        include = os.path.join(root, "include") if root else ""
+        self.include = include if include and os.path.isdir(include) else None
 
     def compile(self, source: str, name: str, options: Sequence[str], entry: str
                 ) -> tuple[bytes, str]:
@@ -139,15 +142,6 @@ class NvrtcCompiler:
             return nvrtc.getCUBIN(program), nvrtc.getLoweredName(program, entry)
         finally:
             nvrtc.destroyProgram(program)
-
-
-def _cuda_include() -> str | None:
-    """The CUDA toolkit's include folder (``cuda_fp16.h``), where CuPy finds one."""
-    import cupy
-
-    root = cupy.cuda.get_cuda_path()
-    return os.path.join(root, "include") if root and os.path.isdir(
-        os.path.join(root, "include")) else None
 
 
 class CudaLaunch:
@@ -183,28 +177,24 @@ class CudaLaunch:
                        for p, data in sources(self.source).items()) + \
             f"// entry {self.template or self.entry}, args {list(self.raw_args)}\n"
 
-    def __call__(self, config: Any, **tensors: Any) -> None:
-        launch(self, tensors, config)
+    def __call__(self, config: Config, **tensors: Any) -> None:
+        """Compile (or find) the function for ``config``'s defines and launch it with
+        ``config.grid`` blocks of ``config.block`` threads on torch's current stream."""
+        key = _defines(self, config)
+        if key not in self.loaded:
+            built = precompile(self, config)
+            self.loaded[key] = _load(built.cubin, built.lowered, tensors)
+        meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
+        args = self.args(list(tensors), list(dims), list(meta))
+        values = [_value(a.name, a.scalar_type(config.problem.dtype), tensors,
+                         {**dims, **meta}) for a in args]
+        import cupy
+        import torch
 
-
-def launch(cuda: CudaLaunch, tensors: Mapping[str, Any], config: Config) -> None:
-    """Compile (or find) the function for ``config``'s defines and launch it with
-    ``config.grid`` blocks of ``config.block`` threads on torch's current stream."""
-    key = _defines(cuda, config)
-    if key not in cuda.loaded:
-        built = precompile(cuda, config)
-        cuda.loaded[key] = _load(built.cubin, built.lowered, tensors)
-    meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
-    args = cuda.args(list(tensors), list(dims), list(meta))
-    values = [_value(a.name, a.scalar_type(config.problem.dtype), tensors, {**dims, **meta})
-              for a in args]
-    import cupy
-    import torch
-
-    device = next(iter(tensors.values())).device
-    with cupy.cuda.Device(device.index or 0), \
-            cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
-        cuda.loaded[key]((config.grid,), (config.block,), tuple(values))
+        device = next(iter(tensors.values())).device
+        with cupy.cuda.Device(device.index or 0), \
+                cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
+            self.loaded[key]((config.grid,), (config.block,), tuple(values))
 
 
 def precompile(cuda: CudaLaunch, config: Config) -> Compiled:

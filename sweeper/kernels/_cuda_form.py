@@ -222,10 +222,8 @@ def _structured_problem(key: str, value: str) -> str | None:
         data = json.loads(value)
     except ValueError:
         data = value
-    kind = STRUCTURED[key]
-    if not isinstance(data, kind) or not data:
-        return f"{value!r} is not a valid {key}: {CudaDeclaration.options[key]}"
-    return None
+    return None if isinstance(data, STRUCTURED[key]) and data else \
+        f"{value!r} is not a valid {key}: {CudaDeclaration.options[key]}"
 
 
 def _reference_problem(value: str, imports: bool) -> str | None:

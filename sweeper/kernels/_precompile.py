@@ -51,12 +51,6 @@ class Target:
                                "such as sm_90")
         return cls("cuda", int(m.group(1)))
 
-    def gpu_target(self) -> Any:
-        """Triton's ``GPUTarget`` for it."""
-        from triton.backends.compiler import GPUTarget
-
-        return GPUTarget(self.backend, self.arch, self.warp_size)
-
     def __str__(self) -> str:
         return f"sm_{self.arch}" if self.backend == "cuda" else f"{self.backend}:{self.arch}"
 
@@ -110,6 +104,7 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
     the disk cache and launches nothing, an interpreted kernel included (its compiled
     twin is compiled, in a language unpatched: :func:`_unpatched_language`); everything
     is put back afterwards."""
+    from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
@@ -127,7 +122,7 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
         return warm(_twin(fn, twins), grid)
 
     saved = (driver._active, JITFunction.__getitem__, InterpretedFunction.__getitem__)
-    driver.set_active(_NamedTarget(target.gpu_target()))
+    driver.set_active(_NamedTarget(GPUTarget(target.backend, target.arch, target.warp_size)))
     JITFunction.__getitem__ = warm
     InterpretedFunction.__getitem__ = twin
     try:
@@ -257,7 +252,8 @@ class Precompiler:
         #: a CUDA C kernel's launch, compiled by NVRTC for the target (no compiler: no CuPy)
         self.cuda = launch if isinstance(launch, CudaLaunch) else None
         if self.cuda is not None and self.cuda.compiler is None:
-            self.cuda.compiler = _nvrtc_for(target)
+            with contextlib.suppress(ImportError):        # no CuPy: the worker compiles
+                self.cuda.compiler = NvrtcCompiler(arch=str(target))
 
     def warm_up(self) -> None:
         """Compile a one-line Triton kernel for the target (``_touch``): the compiler's
@@ -300,12 +296,3 @@ class Precompiler:
         if not counter.kernels:
             return Precompiled(Compile.LEFT, NO_TRITON, seconds)
         return Precompiled(Compile.COMPILED, "", seconds, counter.kernels)
-
-
-def _nvrtc_for(target: Target) -> Any:
-    """NVRTC for ``target``'s architecture, or ``None`` (the worker compiles) where CuPy
-    is missing."""
-    try:
-        return NvrtcCompiler(arch=str(target))
-    except ImportError:
-        return None
