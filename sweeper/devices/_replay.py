@@ -167,8 +167,7 @@ def read_table(path: Path) -> tuple[dict[str, str], list[str], Rows]:
     # the CSV reader joins back into the label it was written from
     if not body:
         raise _bad(path, None, "no CSV header line; a replay table needs one")
-    columns, rows = _rows(path, body)
-    return header, columns, rows
+    return header, *_rows(path, body)
 
 
 #: Characters that make a CSV line other than its fields split at commas: a quote, a
