@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds, HardwareFacts, Sourced, derive_bounds
@@ -137,7 +136,9 @@ class CudaDevice(Device):
         if self._floor is None:
             import statistics
 
-            kernel = _empty_kernel()
+            from sweeper.kernels._jit import jitted
+
+            kernel = jitted(_empty, False)           # compiled once per process
             samples = self.time(lambda: kernel[(1,)](), warmup=20, repeat=200, flush=False)
             self._floor = statistics.median(samples)
         return self._floor
@@ -169,13 +170,6 @@ class CudaDevice(Device):
 
 def _empty() -> None:
     pass
-
-
-@functools.lru_cache(maxsize=1)
-def _empty_kernel() -> Any:
-    from sweeper.kernels._jit import jit
-
-    return jit(_empty, interpret=False)
 
 
 def _driver_version() -> str:
