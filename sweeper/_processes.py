@@ -170,8 +170,7 @@ def kill_now(*procs: Any, reap_s: float = 1.0) -> None:
     the system does): they die side by side, not one after another."""
     alive = [proc for proc in procs if proc.poll() is None]   # reaped: its pid may be reused
     for proc in alive:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        _signal_group(proc.pid, signal.SIGKILL)
     for proc in alive:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(reap_s)

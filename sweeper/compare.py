@@ -8,6 +8,7 @@ see :func:`sweeper.measure.compare_samples`.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from sweeper.core._units import counted
@@ -66,9 +67,7 @@ def format_rows(rows: list[Row]) -> str:
         c = r.comparison
         lines.append(f"{c.verdict.value:8} {c.ratio:9.4f} [{c.lo:7.4f}, {c.hi:7.4f}] "
                      f"{r.a_ms:9.4g} {r.b_ms:9.4g}  {r.config}")
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r.comparison.verdict.value] = counts.get(r.comparison.verdict.value, 0) + 1
+    counts = Counter(r.comparison.verdict.value for r in rows)
     lines.append(", ".join(f"{v} {n}" for v, n in sorted(counts.items())) +
                  f" of {counted(len(rows), 'config')} (FASTER/SLOWER: B against A)")
     threshold = rows[0].comparison.threshold if rows else PRACTICAL

@@ -158,31 +158,21 @@ class FinalRecord(Record):
     @staticmethod
     def invariants(data: dict[str, Any]) -> str | None:
         """What the journal checks beyond the field types (readers index all of it)."""
-        read = ("ci_lo", "ci_hi", "cv")
-        for row in data["finalists"]:
-            owner = f"finalist #{row['number']}'s "
-            problem = stats_problem(row["stats"], owner + "stats", read) or \
+        def problem(row: dict[str, Any], owner: str) -> str | None:
+            return stats_problem(row["stats"], owner + "stats", ("ci_lo", "ci_hi", "cv")) or \
                 samples_problem(row, owner)
-            if problem:
-                return problem
+
+        for row in data["finalists"]:
+            if found := problem(row, f"finalist #{row['number']}'s "):
+                return found
         if data["winner"] not in [row["number"] for row in data["finalists"]]:
             return f"the winner #{data['winner']} is not among its finalists"
-        base = data.get("baseline")
-        if base is not None:
-            problem = stats_problem(base["stats"], "its baseline's stats", read) or \
-                samples_problem(base, "its baseline's ")
-            if problem:
-                return problem
-        confirmed = data.get("confirmed")
-        if confirmed is not None:
-            problem = stats_problem(confirmed["stats"], "its confirmation's stats", read) or \
-                samples_problem(confirmed, "its confirmation's ")
-            base = confirmed.get("baseline")
-            if problem or base is None:
-                return problem
-            return stats_problem(base["stats"], "its confirmation's baseline's stats", read) \
-                or samples_problem(base, "its confirmation's baseline's ")
-        return None
+        confirmed = data.get("confirmed") or {}
+        entrants = ((data.get("baseline"), "its baseline's "),
+                    (data.get("confirmed"), "its confirmation's "),
+                    (confirmed.get("baseline"), "its confirmation's baseline's "))
+        return next((p for row, owner in entrants
+                     if row is not None and (p := problem(row, owner))), None)
 
     @staticmethod
     def trial_refs(data: dict[str, Any]) -> list[int]:

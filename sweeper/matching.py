@@ -56,8 +56,7 @@ def dtype_name(dtype: object) -> str:
 
 def gpu_model(name: str) -> str:
     """The GPU a name stands for: a replayed study's ``replay: NVIDIA H200`` is the H200."""
-    name = name.strip()
-    return name[len(REPLAY_PREFIX):] if name.startswith(REPLAY_PREFIX) else name
+    return name.strip().removeprefix(REPLAY_PREFIX)
 
 
 def capability_of(name: str, recorded: str | None = None) -> tuple[int, int] | None:

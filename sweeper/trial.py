@@ -280,12 +280,12 @@ def kernel_line(err: BaseException) -> str | None:
     """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: the innermost line of ``err``'s
     traceback in the user's own code (not Python's, an installed package's or sweeper's),
     where the interpreter ran the kernel's body; ``None`` where there is none."""
-    import os
     import sysconfig
 
+    paths = sysconfig.get_paths()
+    # Python's folders, the installed packages' and sweeper's own
     theirs = tuple(os.path.realpath(p) + os.sep for p in (
-        sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"], os.path.dirname(__file__)))     # sweeper's folder
+        paths["stdlib"], paths["purelib"], paths["platlib"], os.path.dirname(__file__)))
     for frame in reversed(traceback.extract_tb(err.__traceback__)):
         path = os.path.realpath(frame.filename)
         if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:
