@@ -98,16 +98,11 @@ def cache_root() -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sweeper"))
 
 
-def cache_dir() -> Path:
-    """Where calibrations are cached: ``ceilings/`` in :func:`cache_root`."""
-    return cache_root() / "ceilings"
-
-
 def cache_path(gpu: str, uuid: str, driver: str) -> Path:
-    """The cache file of one GPU and driver, named so that each calibration has its own
-    file."""
+    """The cache file of one GPU and driver in ``ceilings/`` of :func:`cache_root`, named
+    so that each calibration has its own file."""
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{gpu}-{uuid}-{driver}").strip("-")
-    return cache_dir() / f"{slug}.json"
+    return cache_root() / "ceilings" / f"{slug}.json"
 
 
 def load(gpu: str, uuid: str, driver: str) -> Ceilings | None:

@@ -21,10 +21,7 @@ class SpaceError(SweeperError):
 
     def __init__(self, message: str, *, file: str = "<space>", line: int | None = None,
                  path: str = "") -> None:
-        self.file = file
-        self.line = line
-        self.path = path
-        self.message = message
+        self.file, self.line, self.path, self.message = file, line, path, message
         where = f"{file}:{line}" if line is not None else file
         super().__init__(f"{where}: {path + ': ' if path else ''}{message}")
 

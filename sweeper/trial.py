@@ -141,8 +141,13 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
             kernel.randomize(first, generator)
             kernel.poison(first)
             device.synchronize()
+        # the first launch on fresh inputs and poisoned outputs: compile + first run, timed
+        # on the host clock (seconds), verified before anything is sampled
         with spent.on("compile"):
-            cold_s = _first_launch(kernel, first, config, device)
+            t0 = time.perf_counter()
+            kernel.launch(first, config)
+            device.synchronize()
+            cold_s = time.perf_counter() - t0
         with spent.on("verify"):
             wrong = kernel.check(first)
         if wrong is not None:
@@ -167,15 +172,6 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     result = _result(kernel, sets, config, device, measure, measured, cold_s, l2_bytes, duty)
     result.seconds = dict(spent)
     return result
-
-
-def _first_launch(kernel: Kernel, first: Buffers, config: Config, device: Device) -> float:
-    """The first launch on fresh inputs and poisoned outputs: compile + first run, timed
-    on the host clock (seconds), to be verified before anything is sampled."""
-    t0 = time.perf_counter()
-    kernel.launch(first, config)
-    device.synchronize()
-    return time.perf_counter() - t0
 
 
 def _result(kernel: Kernel, sets: Sequence[Buffers], config: Config, device: Device,
