@@ -70,10 +70,11 @@ def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
     final = pick.final
     assert final is not None
     agree = pick.agreement
+    won = f"winner, {name}, after {final.rounds} interleaved rounds over " \
+        f"{len(final.finalists)} finalists"
+    text = trial_text(pick.trial, headline, pick.median_ms)
     if agree is not None:
-        return (f"winner, {name}, after {final.rounds} interleaved rounds over "
-                f"{len(final.finalists)} finalists on each of {len(agree.gpus)} GPUs: "
-                f"{trial_text(pick.trial, headline, pick.median_ms)} on GPU "
+        return (f"{won} on each of {len(agree.gpus)} GPUs: {text} on GPU "
                 f"{agree.gpus[0].index}; {agree.headline()}")
     ratio = final.baseline_ratio()
     base = final.compared_baseline()
@@ -83,9 +84,7 @@ def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
         against = (f"; after cool-downs, in {final.confirmed.rounds} rounds of its own"
                    f"{' beside the baseline' if base else ''}: {final.confirmed.stats.median:.4g}"
                    f" ms{against}")
-    return (f"winner, {name}, after {final.rounds} interleaved rounds over "
-            f"{len(final.finalists)} finalists: {trial_text(pick.trial, headline, pick.median_ms)}"
-            f"; {counted(len(final.tied) - 1, 'other')} tied within noise{against}")
+    return f"{won}: {text}; {counted(len(final.tied) - 1, 'other')} tied within noise{against}"
 
 
 def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | None:

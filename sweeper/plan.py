@@ -38,7 +38,7 @@ from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
 from sweeper.fsio import atomic_write
 from sweeper.measure import SUSTAINED
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
-from sweeper.study import RuledOut, resolved
+from sweeper.study import RuledOut, finals_wanted, resolved
 
 if TYPE_CHECKING:
     from sweeper.kernels._binaries import Binaries
@@ -401,8 +401,6 @@ def declared_counts(kernel: str, options: Mapping[str, str] | None = None) -> Co
 def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[Plan, bool]:
     """``space``'s plan on ``device`` (see :func:`make_plan`), and whether the kernel's
     bytes and FLOPs were counted (a built-in's declaration; else launches only)."""
-    from sweeper.study import finals_wanted
-
     counted, flops, ops = declared_counts(space.kernel, dict(space.kernel_options))
     plan = make_plan(space, counted or (lambda _: 0), device.facts(), device.plan_costs,
                      device.measure_spec(space.measure), flops=flops, ops=ops,
