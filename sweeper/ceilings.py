@@ -79,16 +79,12 @@ class Ceilings:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON cached per GPU; footprints become strings, as JSON keys must be."""
-        out = asdict(self)
-        out["copy"] = {str(k): v for k, v in self.copy.items()}
-        return out
+        return {**asdict(self), "copy": {str(k): v for k, v in self.copy.items()}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Ceilings:
         """The ceilings :meth:`to_json` wrote, footprints back to integers."""
-        data = dict(data)
-        data["copy"] = {int(k): v for k, v in data.get("copy", {}).items()}
-        return cls(**data)
+        return cls(**{**data, "copy": {int(k): v for k, v in data.get("copy", {}).items()}})
 
 
 def cache_root() -> Path:
@@ -109,9 +105,7 @@ def load(gpu: str, uuid: str, driver: str) -> Ceilings | None:
     """The cached ceilings of this GPU and driver, or ``None`` when it has not been
     calibrated."""
     path = cache_path(gpu, uuid, driver)
-    if not path.exists():
-        return None
-    return Ceilings.from_json(json.loads(path.read_text()))
+    return Ceilings.from_json(json.loads(path.read_text())) if path.exists() else None
 
 
 def save(ceilings: Ceilings) -> Path:
