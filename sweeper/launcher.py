@@ -222,12 +222,9 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
             raise SweeperError(f"tuned_kernel: {what} must be a list of argument names, "
                                f"got {names!r}")
 
-    def wrap(fn: Any) -> TunedKernel:
-        return TunedKernel(fn, table, key, name or fn.__name__, gpu,
-                           measure_untuned=measure_untuned, restore=restore,
-                           reset_to_zero=reset_to_zero, timer=timer)
-
-    return wrap
+    return lambda fn: TunedKernel(fn, table, key, name or fn.__name__, gpu,
+                                  measure_untuned=measure_untuned, restore=restore,
+                                  reset_to_zero=reset_to_zero, timer=timer)
 
 
 __all__ = ["TunedKernel", "tuned_kernel"]
