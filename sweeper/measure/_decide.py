@@ -111,8 +111,6 @@ class Comparison:
     ratio: float
     lo: float
     hi: float
-    noise_a: float
-    noise_b: float
     threshold: float = PRACTICAL
     separated: bool = False
 
@@ -145,4 +143,4 @@ def compare_samples(a: Sequence[float], b: Sequence[float], max_noise: float = 0
         verdict = Verdict.SAME
     else:
         verdict = Verdict.UNCLEAR
-    return Comparison(verdict, ratio, lo, hi, sa.rel_ci, sb.rel_ci, threshold, separated)
+    return Comparison(verdict, ratio, lo, hi, threshold, separated)

@@ -52,8 +52,6 @@ from dataclasses import dataclass
 
 from sweeper.measure._decide import StopRule
 
-#: Kinds of schedule a space may ask for (``measure.duty``).
-DUTY_KINDS = ("auto", "off", "cool", "load")
 #: A problem is power-bound once a trial's sampling window shows the power cap, or board
 #: power at this fraction of the enforced limit.
 POWER_BOUND = 0.9

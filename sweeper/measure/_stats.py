@@ -100,19 +100,9 @@ def throughput(amount: float, seconds: float) -> float:
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Spearman rank correlation (average ranks for ties)."""
-    ra = _ranks(np.asarray(a, dtype=np.float64))
-    rb = _ranks(np.asarray(b, dtype=np.float64))
+    from scipy.stats import rankdata
+
+    ra, rb = rankdata(a), rankdata(b)
     if ra.std() == 0 or rb.std() == 0:
         return math.nan
     return float(np.corrcoef(ra, rb)[0, 1])
-
-
-def _ranks(x: np.ndarray) -> np.ndarray:
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(x.size, dtype=np.float64)
-    ranks[order] = np.arange(1, x.size + 1)
-    for value in np.unique(x):                 # ties share their average rank
-        tied = x == value
-        if tied.sum() > 1:
-            ranks[tied] = ranks[tied].mean()
-    return ranks
