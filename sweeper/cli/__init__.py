@@ -36,21 +36,13 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sweeper.cli._exits import (
-    EXIT_BROKEN_PIPE,
-    EXIT_CONFIGS_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_NOTHING_MEASURED,
-    EXIT_OK,
-    EXIT_USAGE,
-)
+from sweeper.cli._exits import EXIT_BROKEN_PIPE, EXIT_CONFIGS_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from sweeper.cli._parser import build_parser
 from sweeper.engine import MAX_RESTARTS
 from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError
 from sweeper.escape import printable
 
-__all__ = ["EXIT_CONFIGS_FAILED", "EXIT_INTERRUPTED", "EXIT_NOTHING_MEASURED", "EXIT_OK",
-           "EXIT_USAGE", "MAX_RESTARTS", "console", "main"]
+__all__ = ["EXIT_CONFIGS_FAILED", "MAX_RESTARTS", "console", "leave", "main"]
 
 
 def console() -> None:
@@ -149,11 +141,9 @@ def _debug_env(on: bool) -> Iterator[None]:
 def _silence_stdout() -> None:
     """Point standard output at /dev/null, so that the interpreter's final flush of what
     the closed pipe did not take raises no second BrokenPipeError at exit."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):     # not a real file (a test's capture)
-        pass
+    # OSError, ValueError, AttributeError: not a real file (a test's capture)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _one_line(show: Any) -> Any:

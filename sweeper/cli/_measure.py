@@ -16,6 +16,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     and the verdict, and say where the samples are; a replay device is refused, as it has
     no samples to interleave."""
     from sweeper.ab import run_ab
+    from sweeper.measure import summarize
 
     threshold = fraction_option("--threshold", args.threshold)
     space, device = space_and_device(space_source(args), args.device)
@@ -31,10 +32,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())
     print(f"A/B on {result.key} with {fixed} fixed; {device.facts().name}")
     for label in (result.a, result.b):
-        st = result.samples[label]
-        from sweeper.measure import summarize
-
-        s = summarize(st)
+        s = summarize(result.samples[label])
         print(f"  {result.key}={label}: median {s.median:.4g} ms, 95% CI [{s.ci_lo:.4g}, "
               f"{s.ci_hi:.4g}], {s.n} samples")
     print(f"verdict: B ({result.key}={result.b}) is {c.verdict.value} than A "
