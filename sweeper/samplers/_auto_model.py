@@ -238,13 +238,10 @@ class ModelGuidedSearch:
         return (guesses is not None and len(guesses) == len(valid)
                 and max(guesses, default=0) > 0 and min(guesses) < max(guesses))
 
-    def _guess(self, key: Key) -> float:
-        return self.prior[key]
-
     def start(self, points: int | None) -> list[Proposal]:
         """The model's best guess, then ``points`` (default ``MODEL_START_POINTS``) spread
         points moved into the pool."""
-        top: Key = max(self.pool, key=self._guess)
+        top = max(self.pool, key=self.prior.__getitem__)
         best = dict(top)
         count = MODEL_START_POINTS if points is None else points
         return [(best, Phase.BEST_GUESS)] + [

@@ -136,11 +136,10 @@ class SearchState:
             self.seen.add(key_of(params))
             if t.state is TrialState.COMPLETE and t.value is not None:
                 self.scores.append((params, t.value))
+                if self.incumbent is None or t.value > self.incumbent[0]:
+                    self.incumbent = (t.value, params)
             elif t.state is TrialState.FAIL:
                 self.failed.append(params)
-            if t.state is TrialState.COMPLETE and t.value is not None and (
-                    self.incumbent is None or t.value > self.incumbent[0]):
-                self.incumbent = (t.value, params)
 
     def note_pending(self, study: optuna.Study, number: int) -> None:
         """Take the study's trials still running, other than trial ``number`` (the one

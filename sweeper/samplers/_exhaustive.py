@@ -64,7 +64,9 @@ class ExhaustiveSampler(PlannedSampler):
     position of a choice, ``None`` for one it lacks) is never walked whole.
     """
 
-    #: how many upcoming configs :attr:`prefer` may choose among (0: the order is kept)
+    #: how many upcoming configs :attr:`prefer` may choose among (0: the order is kept):
+    #: the first config it accepts among them is proposed first (the order is otherwise
+    #: arbitrary)
     PREFER_WINDOW = 32
 
     def __init__(self, choices: Sequence[Mapping[str, Any]], seed: int | None = 0) -> None:
@@ -76,9 +78,6 @@ class ExhaustiveSampler(PlannedSampler):
         self._left = len(self._choices)     # choices neither proposed nor in the study
         self._synced = False
         self._positions: dict[tuple[tuple[str, Any], ...], int] | None = None
-        #: the first config ``prefer`` accepts among the next ``PREFER_WINDOW`` is
-        #: proposed first (the order is otherwise arbitrary)
-        self.prefer = None
 
     @staticmethod
     def _key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:

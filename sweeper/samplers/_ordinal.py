@@ -18,7 +18,6 @@ repeats (``benchmarks/search_efficiency.py``: median 8.5 trials to 98 %, not 14.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,6 +28,7 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
 from sweeper.samplers._exhaustive import PlannedSampler
+from sweeper.samplers._order import plan_order
 
 
 class OrdinalSampler(PlannedSampler):
@@ -51,9 +51,8 @@ class OrdinalSampler(PlannedSampler):
         self._valid = np.array([self.encode(c) for c in valid], dtype=float).reshape(
             len(valid), len(self._free))
         self._row = {tuple(int(i) for i in x): r for r, x in enumerate(self._valid)}
-        order = list(range(len(valid)))
-        random.Random(seed).shuffle(order)
-        self._rank = np.argsort(order)          # the seeded tie-break: lower rank wins
+        # the seeded tie-break: lower rank wins
+        self._rank = np.argsort(plan_order(range(len(valid)), seed))
         self._measured = np.zeros(len(valid), dtype=bool)
         # the shadow study's storage is kept to overwrite a proposal with what is measured
         self._storage = optuna.storages.InMemoryStorage()

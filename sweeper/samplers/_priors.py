@@ -97,11 +97,8 @@ def _best_trials(root: Path, kernel: str, gpu: str
 
 def _same_problem(choice: Mapping[str, Any], space: Space) -> bool:
     """Were ``choice``'s dtype, footprint and cache values among this space's?"""
-    for axis in space.axes:
-        if axis.role is AxisRole.PROBLEM and axis.name in choice and \
-                _size_or_label(choice[axis.name]) not in map(_size_or_label, axis.labels):
-            return False
-    return True
+    return all(_size_or_label(choice[axis.name]) in map(_size_or_label, axis.labels)
+               for axis in space.axes if axis.role is AxisRole.PROBLEM and axis.name in choice)
 
 
 def _size_or_label(label: Any) -> Any:
