@@ -179,12 +179,8 @@ def one_at_a_time(baseline: Mapping[str, str], axes: Mapping[str, Sequence[str]]
     axis's effect).  An axis the baseline leaves out sits at its middle value."""
     baseline = {name: str(baseline.get(name, labels[(len(labels) - 1) // 2]))
                 for name, labels in axes.items()}
-    out = [dict(baseline)]
-    for name, labels in axes.items():
-        for label in labels:
-            if label != baseline[name]:
-                out.append({**baseline, name: label})
-    return out
+    return [dict(baseline)] + [{**baseline, name: label} for name, labels in axes.items()
+                               for label in labels if label != baseline[name]]
 
 
 class OneAtATimeSampler(ExhaustiveSampler):
