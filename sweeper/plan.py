@@ -83,6 +83,12 @@ class RunCosts:
     #: FLOPs at the assumed bandwidth and peak), the median over a run's trials: the
     #: interpreter's launch costs what its programs' steps cost, not its bytes
     launch_scale: dict[str, float] = field(default_factory=dict)
+    #: by kernel, the measured ratio behind ``launch_scale`` before any pull towards the
+    #: model, and how many trials it pools: a run's ratio joins them (weighted by trials,
+    #: in log, those kept counting as at most ``SCALE_TRIALS_KEPT``), so that a run of 12
+    #: configs does not throw away what one of 204 measured
+    launch_ratio: dict[str, float] = field(default_factory=dict)
+    launch_trials: dict[str, int] = field(default_factory=dict)
     #: by kernel, a compile from a cold cache in the worker, before its trial (the median
     #: first launch that compiled); and in the compile pool, beside its other processes'
     #: compiles (the median of the pool's): on the H200 the 108 configs of spaces/matmul-8k
@@ -117,6 +123,8 @@ class RunCosts:
     #: seconds of a report that do not grow with its maps (a least-squares line through
     #: the H200's four reports above: 0.4 s and 77 ms a map)
     REPORT_FIXED_S = 0.4
+    #: trials of launch ratios kept at most: older runs fade as a machine's load changes
+    SCALE_TRIALS_KEPT = 200
 
     def report_for(self, maps: int) -> float:
         """Seconds a report of ``maps`` heatmaps takes: its part beyond the pictures (as
@@ -188,7 +196,8 @@ def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
     except (OSError, ValueError, TypeError, AttributeError):
         costs = None
     if costs is not None and all(isinstance(t, dict) for t in (
-            costs.trial_s, costs.launch_scale, costs.compile_s, costs.pool_compile_s,
+            costs.trial_s, costs.launch_scale, costs.launch_ratio, costs.launch_trials,
+            costs.compile_s, costs.pool_compile_s,
             costs.first_compile_s, costs.ask_s)):
         return costs
     fresh = RunCosts()                 # none ran, or written by an older sweeper, or damaged
@@ -213,16 +222,23 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     compiled in the worker and the compile pool's compiles (the median of each is the
     kernel's compile there), a proposal's seconds, and for its
     kernel each trial's seconds beyond its timed launches and each launch's measured
-    median over the model's (the medians of both; the latter pulled towards 1 as if the
-    model were ``prior_trials`` more trials, in log), and what its finals took per
+    median over the model's (the medians of both; the latter pooled with the ratios of
+    earlier runs, ``RunCosts.launch_ratio``, and pulled towards 1 as if the model were
+    ``prior_trials`` more trials, in log), and what its finals took per
     entrant-round beyond their launches.  Never fails the run: a cache that cannot be
     written is left as it is."""
     costs = run_costs(device)
     if trials_s:         # beyond its launches: never below none (noisy timings can say so)
         costs.trial_s[kernel] = round(max(0.0, statistics.median(trials_s)), 4)
     if launch_scales:
-        weight = len(launch_scales) / (len(launch_scales) + prior_trials)
-        costs.launch_scale[kernel] = round(statistics.median(launch_scales) ** weight, 4)
+        ratio, trials = statistics.median(launch_scales), len(launch_scales)
+        before = min(costs.launch_trials.get(kernel, 0), costs.SCALE_TRIALS_KEPT)
+        if before and ratio > 0 and costs.launch_ratio.get(kernel, 0) > 0:
+            ratio = math.exp((before * math.log(costs.launch_ratio[kernel]) +
+                              trials * math.log(ratio)) / (before + trials))
+            trials += before
+        costs.launch_ratio[kernel], costs.launch_trials[kernel] = round(ratio, 4), trials
+        costs.launch_scale[kernel] = round(ratio ** (trials / (trials + prior_trials)), 4)
     if startup_s is not None:
         costs.startup_s = round(startup_s, 3)
     # a report of no heatmaps says nothing of what a map costs: its seconds would be

@@ -398,6 +398,44 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
     note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
              compiles_s=[], ask_s=None, launch_scales=[4.0] * 10, prior_trials=30)
     assert run_costs("interp").launch_scale == {"copy": pytest.approx(4.0 ** 0.25, abs=1e-4)}
+
+
+def test_a_small_run_pools_its_launch_ratio_with_what_larger_runs_measured(tmp_path,
+                                                                           monkeypatch):
+    """A run of spaces/copy.yaml (204 trials) measured the interpreter's launches at 0.134
+    of the model; a following run of copy-small (12) at 0.14 replaced that with its own,
+    pulled towards 1 by the model's 50 trials (0.68), and the next plan of copy.yaml
+    priced its trials at 3.8 times what they took.  Pooled by trials, in log, the scale
+    stays where those trials put it; older trials count as at most SCALE_TRIALS_KEPT."""
+    import math
+
+    from sweeper.plan import RunCosts, note_run, run_costs
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+
+    def run(ratio: float, trials: int) -> RunCosts:
+        note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None,
+                 report_s=None, compiles_s=[], ask_s=None, launch_scales=[ratio] * trials,
+                 prior_trials=50)
+        return run_costs("interp")
+
+    first = run(0.134, 204)
+    assert first.launch_scale["copy"] == pytest.approx(0.134 ** (204 / 254), abs=1e-4)
+    after = run(0.14, 12)
+    pooled = math.exp((200 * math.log(0.134) + 12 * math.log(0.14)) / 212)   # 204, capped
+    assert (after.launch_ratio["copy"], after.launch_trials["copy"]) == \
+        (pytest.approx(pooled, abs=1e-4), 212)
+    assert after.launch_scale["copy"] == pytest.approx(pooled ** (212 / 262), abs=2e-4)
+    assert after.launch_scale["copy"] < 0.25          # not the 0.68 of the 12 trials alone
+    # a machine that changed: a new ratio moves the scale, the old trials capped at 200
+    later = run(1.0, 200)
+    assert later.launch_ratio["copy"] == pytest.approx(
+        math.exp(200 * math.log(after.launch_ratio["copy"]) / 400), abs=1e-4)
+    # a cache from before the pool (a scale alone) takes the run's ratio as it is
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "old"))
+    note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[], ask_s=None, launch_scales=[2.0] * 10)
+    assert run_costs("interp").launch_scale["copy"] == 2.0
     # what a run's finals cost per entrant-round beyond their launches, kept until measured
     assert run_costs("GPU Z").finals_overhead_s is None
     note_run("GPU Z", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=None,
