@@ -37,18 +37,20 @@ class InterpretDevice(Device):
     checks_gpu_compile: ClassVar[bool] = True
     #: An interpreted launch runs each program in turn and each tensor operation of its
     #: body as Python calls, so it costs by programs and operations, not bytes: least
-    #: squares over the trials of spaces/copy-small.yaml, copy.yaml (204) and softmax.yaml,
-    #: each run twice on the 2-core development machine (shared, 2026-12-03), gave 0.7-1.9
-    #: ms a program and 0.36 ms (copy: 3.1-3.4 ms a 9-operation step) to 0.40 ms (softmax:
-    #: 7.3-8.1 ms a 19-operation row) an operation, 0-19 ms a launch beside them; those
-    #: runs' start-up took 6.1-9.5 s, their report 5.7-12.9 s, and each of their six
-    #: finals ran all 5 rounds, as 12 of the 17 that day did (an interpreter's timings
-    #: are too noisy for the order to settle sooner).  A run's
-    #: launches against this model measured 0.63-1.6 from one run to the next there (the
-    #: other work's load), so a run's scale counts as its trials against 50 of the model.
+    #: squares over the trials of spaces/copy-small.yaml, copy.yaml (204) and softmax.yaml
+    #: on the 2-core development machine while other work loaded it (load average 4-12,
+    #: 2026-12-03) gave 0.7-1.9 ms a program, 0.36-0.40 ms an operation and 0-19 ms a
+    #: launch beside them, a start-up of 6.1-9.5 s and a report of 5.7-12.9 s.  The same
+    #: machine unloaded (load average 0.5, 2026-12-05) measured the launches of those
+    #: spaces at 0.133 (copy, 404 trials) and 0.145 (softmax, 24) of that model, a
+    #: start-up of 1.6-1.7 s and a report of 1.0 s (4 maps) to 2.1 s (8): a fresh machine
+    #: takes the unloaded figures (the load's share scaled by 0.14), which a new user's
+    #: first run meets, and a loaded one learns its own from its runs.  A run's launches
+    #: against the model moved 0.63-1.6 from one run to the next under that load, so a
+    #: run's scale counts as its trials against 50 of what the machine measured before.
     plan_costs: ClassVar[PlanCosts] = PlanCosts(
-        compile_s=0.0, launch_s=5e-3, bandwidth=2.0e6, flush=False, program_s=1e-3,
-        op_s=0.38e-3, startup_s=7.0, report_s=7.0, finals_rounds=5.0,
+        compile_s=0.0, launch_s=0.7e-3, bandwidth=2.0e6, flush=False, program_s=0.14e-3,
+        op_s=0.053e-3, startup_s=1.7, report_s=2.1, finals_rounds=5.0,
         scale_prior_trials=50)
     note: str | None = (
         f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
