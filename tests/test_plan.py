@@ -228,7 +228,8 @@ def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(mo
     runs at the shrunk problem, not its bytes: a copy of 16 tiles costs more than one of
     a single tile at the same bytes, each program adds, a softmax row counts more than a
     copy tile; a kernel that counts none is one copy step a program.  A fresh machine
-    takes the interpreter's own start-up, report and full rounds of finals."""
+    takes the interpreter's own start-up and report, and its finals as typical as the
+    H200's (unloaded, four of them stopped after 3, 3, 3 and 5 rounds)."""
     from sweeper.devices import open_device
     from sweeper.kernels import bytes_moved_of, flops_of, interpreted_ops_of
     from sweeper.plan import RunCosts, model_launch_s, plan_of, run_costs, run_shape
@@ -273,7 +274,7 @@ def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(mo
     as_h200 = PlanCosts(**{**vars(costs), "finals_rounds": None})
     monkeypatch.setattr(type(device), "plan_costs", as_h200)
     h200, _ = plan_of(space, device, shape)
-    assert plan.parts["finals"] == pytest.approx(h200.parts["finals"] * 5 / (MIN_ROUNDS + 0.5))
+    assert costs.finals_rounds is None and plan.parts["finals"] == h200.parts["finals"] > 0
 
 
 # -- what a run costs beyond its trials, measured and kept per device ----------------------

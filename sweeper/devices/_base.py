@@ -76,9 +76,10 @@ class PlanCosts:
     startup_s: float | None = None
     report_s: float | None = None
     #: How many trials' worth the model's own launch time counts against a run's measured
-    #: launches: a launch scale learned from fewer trials is pulled towards 1 (0: taken as
-    #: measured).  Where the host's load moves every launch (an interpreter on a shared
-    #: CPU), a short run's scale is mostly that load.
+    #: launches: a launch scale learned from fewer trials is pulled towards what the
+    #: machine's other kernels measured, else 1 (0: taken as measured).  Where the host's
+    #: load moves every launch (an interpreter on a shared CPU), a short run's scale is
+    #: mostly that load.
     scale_prior_trials: int = 0
     #: How many rounds a final typically runs here (``None``: as on the H200, where most
     #: stopped after 3 or 4 of 5: ``finals.finals_estimate_s``).
