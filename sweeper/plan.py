@@ -54,15 +54,15 @@ POWER_AFTER_S = 0.015
 class RunCosts:
     """What a run costs on one device beyond its trials' launches, as the last runs on
     this machine measured it (:func:`note_run`), else as on the H200: the command's
-    start-up (interpreter, imports, space, device, study: 4.2-6.0 s there, about 2.7 s of
-    it Python compiling torch from source, which that machine's image asks and a user's
-    install does not: docs/benchmarks.md), the report
+    start-up (interpreter, imports, space, device, study: 2.2-3.0 s there with the
+    bytecode a user's install writes, 4.2-6.0 s where that machine's image made Python
+    compile torch from source at every start: docs/benchmarks.md), the report
     (0.9-1.0 s for the 8 heatmaps of spaces/copy.yaml, matplotlib's import included), a
     compile per distinct binary from a cold cache, by kernel, and a proposal, by sampler
     (``auto`` fits its surrogate: 34 ms a trial for the 108 configs of
     spaces/matmul-8k.yaml)."""
 
-    startup_s: float = 5.5
+    startup_s: float = 2.5
     report_s: float = 1.0
     #: the heatmaps of the report that took ``report_s``: a report's tables and pictures
     #: grow with its maps (on the H200 0.7-1.0 s for 5-8 maps, 2.7 s for 36, 8.7 s for
