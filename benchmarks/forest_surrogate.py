@@ -44,41 +44,28 @@ from search_efficiency import cell, selected, trials_to_goal  # noqa: E402
 from search_robustness import auto_samplers  # noqa: E402
 from table_sets import GOAL, SETS  # noqa: E402
 
-#: The columns of a replay table that are not axes.
-NOT_AXES = ("status", "median_ms", "samples_ms")
-
 
 def landscape(table: Path, space: str, folder: Path) -> tuple[np.ndarray, np.ndarray,
                                                              np.ndarray]:
-    """The table's valid configs as ``auto`` sees them: each axis's position in [0, 1]
-    (one column an axis that varies), the model's log guess (``-inf`` where it has none)
-    and the measured throughput (0 where the config failed or is not in the table)."""
+    """The table's valid configs as ``auto`` sees them: each axis's position in [0, 1] as
+    its Gaussian processes place it (``SearchState.position``: the space file's order),
+    the model's log guess (``-inf`` where it has none) and the measured throughput (0
+    where the config failed or is not in the table)."""
     with auto_samplers() as made:
         trials_to_goal(table, space, "auto", 0, folder, limit=1)
+    state = made[-1].state
     prior: dict[Any, float] = getattr(made[-1].strategy, "prior", None) or {}
+    keys = list(prior) or sorted(state.valid)
     with table.open() as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    keys = list(prior) or [tuple((p, r[p]) for p in r if p not in NOT_AXES) for r in rows]
     params = [p for p, _ in keys[0] if p in rows[0]]
     ms = {tuple(r[p] for p in params): float(r["median_ms"]) for r in rows
           if r.get("status", "ok") == "ok" and r["median_ms"]}
     rate = np.array([1 / ms[k] if (k := tuple(dict(c)[p] for p in params)) in ms else 0.0
                      for c in keys])
-    columns = []
-    for p in params:
-        values = sorted({dict(c)[p] for c in keys}, key=_order)
-        if len(values) > 1:
-            columns.append([values.index(dict(c)[p]) / (len(values) - 1) for c in keys])
+    axes = np.array([state.position(dict(c)) for c in keys], float)
     guess = np.array([prior.get(c, -math.inf) for c in keys], float)
-    return np.array(columns, float).T, guess, rate
-
-
-def _order(value: str) -> tuple[int, float, str]:
-    """Numbers by value, then words by name: an axis's list as the positions use it."""
-    try:
-        return (0, float(value), "")
-    except ValueError:
-        return (1, 0.0, value)
+    return axes, guess, rate
 
 
 def search(axes: np.ndarray, guess: np.ndarray, rate: np.ndarray, seed: int,
