@@ -68,6 +68,10 @@
 #             imports, longest first) and under cProfile (the command's own process; the
 #             workers start beside it), then its `time:` line alone, with bytecode and
 #             without (PYTHONDONTWRITEBYTECODE and an empty cache prefix) in turn, three times
+#   window    the ffn space (warm, after a cold run) with 30, 100 and 300 timed samples a
+#             config ($WINDOW_REPEATS) under measure.duty auto and under {cool: 100ms} at 30
+#             and 100, runs A then B in turn: how the length of each config's sampling
+#             window moves GPU busy and the top ten's ranks (A against B, each against cool)
 # Every run is preceded by `sweeper plan` on the same studies folder and is timed from the
 # shell; logs in $OUT/NAME.log, each study's study.json and trials.jsonl in
 # $OUT/studies/NAME/, and a table last: plan estimate against wall, gpu busy, winner.
@@ -136,6 +140,26 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-auto-a" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-a" --top 200 ;;
+  window)
+    run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+    reps=${WINDOW_REPEATS:-30 100 300}
+    for r in $reps; do
+      sed "s/repeat: 30,/repeat: $r,/" benchmarks/spaces/matmul-ffn.yaml > "$studies/ffn-r$r.yaml"
+      sed "s/repeat: 30, cache: cold}/repeat: $r, cache: cold, duty: {cool: 100ms}}/" \
+          benchmarks/spaces/matmul-ffn.yaml > "$studies/ffn-cool-r$r.yaml"
+    done
+    for ab in a b; do
+      for r in 30 100; do run "ffn-cool-r$r-$ab" ffn "$studies/ffn-cool-r$r.yaml" --no-report; done
+      for r in $reps; do run "ffn-r$r-$ab" ffn "$studies/ffn-r$r.yaml" --no-report; done
+    done
+    for c in 30 100; do rank "$OUT/studies/ffn-cool-r$c-a" "$OUT/studies/ffn-cool-r$c-b"; done
+    for r in $reps; do
+      rank "$OUT/studies/ffn-r$r-a" "$OUT/studies/ffn-r$r-b"
+      for c in 30 100; do for ab in a b; do
+        rank "$OUT/studies/ffn-cool-r$c-$ab" "$OUT/studies/ffn-r$r-a"
+        rank "$OUT/studies/ffn-cool-r$c-$ab" "$OUT/studies/ffn-r$r-b"
+      done; done
+    done ;;
   ffnonce)
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     run ffn-auto-a ffn benchmarks/spaces/matmul-ffn.yaml --no-report ;;
