@@ -143,12 +143,22 @@ class RunCosts:
 
     def scale_of(self, kernel: str, interpreted: bool) -> float:
         """``kernel``'s launch scale as measured; one not run here yet takes, on an
-        interpreter (``interpreted``), the median of the other kernels' scales (what a
-        tensor operation costs is the machine's, and each kernel's count of them is its
-        own), else 1."""
-        if kernel in self.launch_scale or not interpreted or not self.launch_scale:
+        interpreter (``interpreted``), what the machine's other kernels measured
+        (:meth:`machine_ratio`: what a tensor operation costs is the machine's, and each
+        kernel's count of them is its own), else 1."""
+        if kernel in self.launch_scale or not interpreted:
             return self.launch_scale.get(kernel, 1.0)
-        return statistics.median(self.launch_scale.values())
+        return self.machine_ratio(kernel) or 1.0
+
+    def machine_ratio(self, kernel: str) -> float | None:
+        """The launch ratio the machine's kernels other than ``kernel`` measured: the
+        median of their pooled ratios (``launch_ratio``), or of their scales where a cache
+        written before ratios were kept holds scales alone; ``None`` where no other kernel
+        ran.  The one figure both a kernel not yet run (:meth:`scale_of`) and a kernel's
+        first runs (:func:`note_run`'s pull) take for what the machine measured."""
+        kept = self.launch_ratio or self.launch_scale
+        others = [r for k, r in kept.items() if k != kernel and r > 0]
+        return statistics.median(others) if others else None
 
     def compile_of(self, kernel: str, pooled: bool = False, nvrtc: bool = False) -> float:
         """Seconds a binary of ``kernel`` takes to compile, in the worker or (``pooled``)
@@ -242,9 +252,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         # pulled towards what the machine's other kernels measured, else the model's 1: on
         # an interpreter a tensor operation costs what it costs the machine (copy's 404
         # trials measured 0.133 of the model, softmax's 24 then 0.145)
-        others = [r for k, r in costs.launch_ratio.items() if k != kernel and r > 0]
         weight = trials / (trials + prior_trials)
-        machine = statistics.median(others) if others else 1.0
+        machine = costs.machine_ratio(kernel) or 1.0
         costs.launch_scale[kernel] = round(ratio ** weight * machine ** (1 - weight), 4)
     if startup_s is not None:
         costs.startup_s = round(startup_s, 3)

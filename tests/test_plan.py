@@ -438,6 +438,14 @@ def test_a_small_run_pools_its_launch_ratio_with_what_larger_runs_measured(tmp_p
     machine = run_costs("interp").launch_ratio["copy"]
     assert run_costs("interp").launch_scale["softmax"] == pytest.approx(
         0.145 ** (24 / 74) * machine ** (50 / 74), abs=2e-4)
+    # a kernel not run yet takes the figure a first run is pulled towards: the median of
+    # the other kernels' measured ratios, not of their pulled scales
+    costs = run_costs("interp")
+    ratios = sorted(costs.launch_ratio.values())
+    assert costs.scale_of("add", True) == pytest.approx(sum(ratios) / 2)
+    assert costs.scale_of("add", True) != pytest.approx(
+        sum(costs.launch_scale.values()) / 2, abs=1e-3)
+    assert costs.machine_ratio("softmax") == costs.launch_ratio["copy"]
     # a cache from before the pool (a scale alone) takes the run's ratio as it is
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "old"))
     note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
