@@ -137,6 +137,20 @@ HELD_OUT_15 = {  # exhaustive H200 studies of issue 27 (the 8192^3 bf16 space un
     "h200-matmul-8k-cool.csv": "spaces/matmul-8k.yaml",
     "h200-matmul-ffn-cool.csv": "benchmarks/spaces/matmul-ffn.yaml",
 }
+HELD_OUT_16 = {  # recorded on the H200 on 2026-12-05, never used to tune auto or a model:
+    # square matmuls at sizes no table had (the square tables' configs, where auto's misses
+    # are needle-like), a short wide bf16 matmul over the ffn space's configs, and softmax
+    # at two more shapes
+    "h200-matmul-896.csv": "benchmarks/spaces/matmul-896.yaml",
+    "h200-matmul-1408.csv": "benchmarks/spaces/matmul-1408.yaml",
+    "h200-matmul-fp16-1664.csv": "benchmarks/spaces/matmul-fp16-1664.yaml",
+    "h200-matmul-1920.csv": "benchmarks/spaces/matmul-1920.yaml",
+    "h200-matmul-fp16-2176.csv": "benchmarks/spaces/matmul-fp16-2176.yaml",
+    "h200-matmul-fp16-2816.csv": "benchmarks/spaces/matmul-fp16-2816.yaml",
+    "h200-matmul-wide-1k.csv": "benchmarks/spaces/matmul-wide-1k.yaml",
+    "h200-softmax-fp32-2k.csv": "benchmarks/spaces/softmax-fp32-2k.yaml",
+    "h200-softmax-bf16-16k.csv": "benchmarks/spaces/softmax-bf16-16k.yaml",
+}
 DIAGNOSIS = {  # recorded to diagnose auto on add over a wider grid range (not held out)
     "h200-add-wide-1g.csv": "benchmarks/spaces/add-wide-1g.yaml",
 }
@@ -145,7 +159,7 @@ SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
         "held-out-6": HELD_OUT_6, "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8,
         "held-out-9": HELD_OUT_9, "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
         "held-out-12": HELD_OUT_12, "held-out-13": HELD_OUT_13, "held-out-14": HELD_OUT_14,
-        "held-out-15": HELD_OUT_15, "diagnosis": DIAGNOSIS}
+        "held-out-15": HELD_OUT_15, "held-out-16": HELD_OUT_16, "diagnosis": DIAGNOSIS}
 #: Every set's tables, in the sets' order.
 TABLES = {name: space for tables in SETS.values() for name, space in tables.items()}
 #: Where recorded tables are looked up, in this order: the tests' tables, then the
