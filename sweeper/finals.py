@@ -204,11 +204,17 @@ GPU_ROUND = Round()
 #: where no final ran on the machine yet: an upper bound, as the time budget keeps it (the
 #: H200's finals measured 1.9 ms, ``measured_overhead_s``).
 FINALS_OVERHEAD_S = 0.02
+#: Finalists a final usually keeps past its first round: one out of contention leaves
+#: after each round (:func:`remeasure`), and on the H200 a median of 3 of 5 finalists ran
+#: every round (1-5 over 22 finals of matmul and copy spaces; the entrant-rounds run were
+#: 0.51-1.0 of all entrants in every round, median 0.83).
+FINALS_STAYING = 3
 
 
 def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
                       typical: bool = False, rounds: float | None = None,
-                      round_: Round = GPU_ROUND, overhead_s: float | None = None) -> float:
+                      round_: Round = GPU_ROUND, overhead_s: float | None = None,
+                      baseline_free: bool = False) -> float:
     """Seconds the final of a problem with ``count`` measured configs, the fastest at
     ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
     torch baseline, ``ROUNDS`` rounds of ``round_`` (``SAMPLES_PER_ROUND`` samples and two
@@ -219,17 +225,21 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
     sustained load, whose winner and baseline then take ``CONFIRM_ROUNDS`` rounds after
     :data:`DEFAULT_DUTY`'s cool-downs). ``typical``: what a final usually takes instead
     (what a time estimate wants, not a budget): ``TOP_K`` finalists at 1.2 times the
-    fastest median, half a round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals stopped
-    after 3 or 4 of their 5 rounds), or ``rounds`` where the device says how many its
-    finals typically run.  ``overhead_s``: an entrant-round's host seconds beyond its
-    launches as this machine's finals measured them (``RunCosts.finals_overhead_s``), else
-    ``FINALS_OVERHEAD_S``."""
+    fastest median in the first round and ``FINALS_STAYING`` of them in the others, half a
+    round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals stopped after 3 or 4 of their 5
+    rounds), or ``rounds`` where the device says how many its finals typically run; the
+    baseline in every round, at nothing where it is ``baseline_free`` (torch's op beside a
+    kernel the Triton interpreter runs).  ``overhead_s``: an entrant-round's host seconds
+    beyond its launches as this machine's finals measured them
+    (``RunCosts.finals_overhead_s``), else ``FINALS_OVERHEAD_S``."""
     overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
     if typical:
         rounds = MIN_ROUNDS + 0.5 if rounds is None else rounds
         count, median_ms = min(count, TOP_K), 0.6 * median_ms
+        entrant_rounds = count + min(count, FINALS_STAYING) * (rounds - 1)
     else:
         rounds = ROUNDS
+        entrant_rounds = min(count, MAX_FINALISTS) * rounds
 
     def entrant_s(duty: Duty | None) -> float:
         launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
@@ -238,7 +248,8 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
             if duty.kind == "cool" else 1)
         return launches_s + settles * (duty.seconds if duty else 0) + overhead
 
-    total = (min(count, MAX_FINALISTS) + 1) * rounds * entrant_s(duty)
+    baseline = overhead * rounds if typical and baseline_free else entrant_s(duty) * rounds
+    total = entrant_rounds * entrant_s(duty) + baseline
     if duty is not None and duty.kind == "sustained":
         total += 2 * CONFIRM_ROUNDS * entrant_s(DEFAULT_DUTY)
     return total

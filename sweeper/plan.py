@@ -529,7 +529,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         SUSTAINED.for_finals(measure.finals_duty) if power else None
     finals_s = sum(finals_estimate_s(count, 1e3 * launch, finals_duty, typical=True,
                                      rounds=costs.finals_rounds, round_=finals_round,
-                                     overhead_s=shape.costs.finals_overhead_s)
+                                     overhead_s=shape.costs.finals_overhead_s,
+                                     baseline_free=costs.op_s > 0)
                    for count, launch in problems.values()) if finals else 0.0
     trials = valid if budget is None else min(valid, budget)
     heatmaps = len(maps) + len(problems)

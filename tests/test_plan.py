@@ -16,7 +16,7 @@ import pytest
 from sweeper.cli import main
 from sweeper.devices import _gpu_query
 from sweeper.devices._gpu_query import ASSUMED_GPU, query_gpu
-from sweeper.finals import FINALS_OVERHEAD_S, MIN_ROUNDS, TOP_K
+from sweeper.finals import FINALS_OVERHEAD_S, FINALS_STAYING, MIN_ROUNDS, TOP_K
 from tests.test_shapes import StridedDeclaration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -531,7 +531,8 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     assumed = plan(measure=off).parts["finals"]
     measured = plan(RunShape(costs=RunCosts(finals_overhead_s=0.001)), measure=off
                     ).parts["finals"]
-    entrant_rounds = (TOP_K + 1) * (MIN_ROUNDS + 0.5)          # one problem's final
+    rounds = MIN_ROUNDS + 0.5             # one problem's final: the top five, three of
+    entrant_rounds = TOP_K + FINALS_STAYING * (rounds - 1) + rounds   # them later, the baseline
     assert assumed - measured == pytest.approx(entrant_rounds * (FINALS_OVERHEAD_S - 0.001))
 
 
@@ -592,12 +593,12 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
         return seconds
 
     whole = estimate()                         # a second of each trial's own, and finals
-    assert " for 6 trials (trials 6 s, " in said[-1] and whole > 6.0
+    assert " for 6 trials (trials 6 s" in said[-1] and whole > 6.0
     assert estimate(trials=2) < whole / 2
     assert " for 2 trials (trials 2 s" in said[-1]
     assert estimate(time_s=3.0) == pytest.approx(3.0)
     assert said[-1].startswith("estimated time: 3 s, the time budget (6 trials would take ")
-    assert " s: trials 6 s, " in said[-1]          # the parts of the whole, not scaled down
+    assert " s: trials 6 s" in said[-1]            # the parts of the whole, not scaled down
 
 
 def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(

@@ -13,7 +13,14 @@ import pytest
 
 from sweeper import finals as finals_module
 from sweeper.cli import main
-from sweeper.finals import MAX_FINALISTS, ROUNDS, TOP_K, finals_estimate_s
+from sweeper.finals import (
+    FINALS_STAYING,
+    MAX_FINALISTS,
+    MIN_ROUNDS,
+    ROUNDS,
+    TOP_K,
+    finals_estimate_s,
+)
 from sweeper.measure import Duty, summarize
 from sweeper.space import Budget, Config, Problem
 from sweeper.store import StudyStore, TrialRecord
@@ -32,6 +39,23 @@ def test_a_final_is_estimated_from_its_entrants_median_and_duty():
     assert finals_estimate_s(3, 1.4, None) == pytest.approx(4 * ROUNDS * (0.0336 + 0.02))
     assert finals_estimate_s(3, 1.4, Duty("load", 0.5)) == pytest.approx(
         4 * ROUNDS * (0.0336 + 0.5 + 0.02))
+
+
+def test_a_typical_final_keeps_a_few_finalists_past_its_first_round():
+    """What a plan expects: the top five in the first round, three of them in the rest (a
+    finalist out of contention leaves), the baseline in every round, all at 1.2 times the
+    fastest median; beside an interpreted kernel torch's baseline costs its overhead."""
+    entrant = 2 * 12 * 0.6 * 1.4e-3 + 0.02
+    rounds = MIN_ROUNDS + 0.5
+    assert finals_estimate_s(40, 1.4, None, typical=True) == pytest.approx(
+        (TOP_K + FINALS_STAYING * (rounds - 1) + rounds) * entrant)
+    assert finals_estimate_s(2, 1.4, None, typical=True, rounds=3) == pytest.approx(
+        (2 + 2 * 2 + 3) * entrant)
+    assert finals_estimate_s(40, 1.4, None, typical=True, baseline_free=True) == \
+        pytest.approx((TOP_K + FINALS_STAYING * (rounds - 1)) * entrant + rounds * 0.02)
+    # a budget keeps what a final may take: every finalist in every round
+    assert finals_estimate_s(40, 1.4, None, baseline_free=True) == pytest.approx(
+        (MAX_FINALISTS + 1) * ROUNDS * (2 * 12 * 1.4e-3 + 0.02))
 
 
 def trial(number: int, median_ms: float) -> TrialRecord:
