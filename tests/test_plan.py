@@ -908,3 +908,33 @@ def test_new_shapes_of_a_warm_kernel_start_the_compile_pool_with_the_sweep(tmp_p
         SimpleNamespace(device="interpret", compile_workers=None, gpus=None), wider)
     torch_op = load_space(ROOT / "spaces" / "torch-op-gelu.yaml")   # no Triton to compile
     assert not pool_from_start(torch_op, facts, key, RunCosts(compile_s={"torch-op": 9.0}))
+
+
+def test_a_flop_bound_kernel_of_short_samples_half_prices_cool_down_finals():
+    """matmul-shapes' samples (2-6 ms on the H200) are too short to trip the power limiter
+    alone, yet a GPU hot from earlier work found them power-bound in two runs of four and
+    their finals took 100 ms cool-downs: the plan prices those cool-downs at
+    ``POWER_MAYBE``, between the two; a long-sample kernel's finals take them in full,
+    and a kernel bound by its bytes takes none."""
+    from sweeper.devices import DeviceFacts
+    from sweeper.devices._base import GPU_COSTS
+    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.plan import POWER_MAYBE, make_plan
+    from sweeper.space import load_space
+
+    facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
+
+    def finals(name: str, duty: str = "auto") -> float:
+        space = load_space(ROOT / "spaces" / f"{name}.yaml")
+        measure = dataclasses.replace(space.measure, duty=duty)
+        kernel = "matmul" if name.startswith("matmul") else name
+        moved = bytes_moved_of(kernel)
+        assert moved is not None
+        return make_plan(space, moved, facts, GPU_COSTS, measure, flops=flops_of(kernel),
+                         finals=True).parts["finals"]
+
+    cold_downs = finals("matmul-shapes", "cool") - finals("matmul-shapes", "off")
+    assert cold_downs > 1.0
+    assert finals("matmul-shapes") == pytest.approx(
+        finals("matmul-shapes", "off") + POWER_MAYBE * cold_downs, rel=0.05)
+    assert finals("copy") == pytest.approx(finals("copy", "off"))
