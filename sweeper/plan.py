@@ -52,8 +52,8 @@ POWER_AFTER_S = 0.015
 #: same (a GPU hot from earlier work): its finals' cool-downs are priced at this share.
 #: On the H200 spaces/matmul-shapes.yaml (samples of 2-6 ms) stayed unthrottled in two
 #: runs (finals 0.3 s) and turned power-bound late in two others that followed the GPU
-#: tests (finals 8.0 s behind 100 ms cool-downs): no plan can tell which, and the midway
-#: estimate is within 1.5x of both walls (10.2 and 19.8 s).
+#: tests (finals 8.0 s behind 100 ms cool-downs): no plan can tell which, and an estimate
+#: midway (about 13 s) is within 1.5x of all four walls (10.1-19.8 s).
 POWER_MAYBE = 0.5
 
 
