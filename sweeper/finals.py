@@ -353,9 +353,12 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
     ``ROUNDS`` x finalists.  ``on_round`` hears each round's number as it ends and how
     many finalists are still in; each entrant takes ``per_round`` samples a round.
     ``deadline`` (``time.monotonic()``, the time budget's end): after the first round, a
-    round starts only if one as long as the last ends before it; the record's ``rounds``
-    says how many ran (a budget's estimate of a final can miss where the machine is
-    loaded, and a final that started must not carry the command past its budget)."""
+    round starts only if one as long as the last ends before it, and a round the deadline
+    passes in stops at its next entrant, its samples set aside so that every entrant keeps
+    the same rounds; the record's ``rounds`` says how many ran (a budget's estimate of a
+    final can miss where the machine is loaded: on the 2-core CI machine, beside another
+    test, an interpreted final took 2.0 s in 2 rounds where the budget had kept 0.8 s, and
+    a final that started must not carry the command past its budget)."""
     rng = random.Random(seed)
     rule = StopRule(kind="fixed", repeat=per_round)
     samples: dict[int, list[float]] = {t.number: [] for t in group}
@@ -371,11 +374,21 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
             break
         started = time.monotonic()
         rng.shuffle(entrants)
+        kept = {n: len(v) for n, v in samples.items()}, len(base_samples)
+        cut = False
         for t in entrants:
+            cut = bool(rounds) and deadline is not None and time.monotonic() > deadline
+            if cut:
+                break
             if t is None:
                 base_samples.extend(baseline[1](rule))       # type: ignore[index]
             else:
                 samples[t.number].extend(measure_one(t, rule))
+        if cut:                                # the deadline passed: the round is set aside
+            for n, count in kept[0].items():
+                del samples[n][count:]
+            del base_samples[kept[1]:]
+            break
         rounds += 1
         # only those still racing are compared: one that left was measured in fewer
         # rounds, and its early samples never met the later rounds' conditions

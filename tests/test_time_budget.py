@@ -233,6 +233,38 @@ def test_a_final_takes_no_round_past_the_time_budgets_end(monkeypatch):
     assert remeasure(group, measure_one, lambda t: 1).rounds >= MIN_ROUNDS
 
 
+def test_a_final_round_the_deadline_passes_in_stops_and_is_set_aside(monkeypatch):
+    """A round that starts in time but slows (a machine loaded mid-final) stops at its
+    next entrant once the deadline has passed; what it measured is set aside, so every
+    entrant and the baseline keep the same complete rounds."""
+    import time as time_module
+
+    from sweeper.finals import remeasure
+
+    clock = [1000.0]
+    monkeypatch.setattr(time_module, "monotonic", lambda: clock[0])
+    step = {"s": 0.5}
+
+    def measure_one(t, rule):
+        clock[0] += step["s"]
+        return [t.stats.median] * rule.repeat
+
+    def baseline(rule):
+        clock[0] += step["s"]
+        return [0.5] * rule.repeat
+
+    def on_round(rounds, racing):
+        step["s"] = 3.0                     # the second round runs six times slower
+
+    group = [trial(i, 2.0) for i in range(3)]
+    final = remeasure(group, measure_one, lambda t: 1, baseline=("torch", baseline),
+                      on_round=on_round, deadline=1004.5, per_round=4)
+    assert final.rounds == 1
+    assert clock[0] <= 1004.5 + 3.0           # one entrant past the deadline at most
+    assert all(len(f.samples_ms) == 4 for f in final.finalists)
+    assert final.baseline is not None and len(final.baseline.samples_ms) == 4
+
+
 def _study():
     import optuna
 
