@@ -374,7 +374,7 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
             break
         started = time.monotonic()
         rng.shuffle(entrants)
-        kept = {n: len(v) for n, v in samples.items()}, len(base_samples)
+        lengths, base_length = {n: len(v) for n, v in samples.items()}, len(base_samples)
         cut = False
         for t in entrants:
             cut = bool(rounds) and deadline is not None and time.monotonic() > deadline
@@ -385,9 +385,9 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
             else:
                 samples[t.number].extend(measure_one(t, rule))
         if cut:                                # the deadline passed: the round is set aside
-            for n, count in kept[0].items():
-                del samples[n][count:]
-            del base_samples[kept[1]:]
+            for n, length in lengths.items():
+                del samples[n][length:]
+            del base_samples[base_length:]
             break
         rounds += 1
         # only those still racing are compared: one that left was measured in fewer

@@ -241,9 +241,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     kernel each trial's seconds beyond its timed launches and each launch's measured
     median over the model's (the medians of both; the latter pooled with the ratios of
     earlier runs, ``RunCosts.launch_ratio``, and pulled towards the other kernels' ratios,
-    else 1, as if they were ``prior_trials`` more trials, in log), and what its finals
-    took per
-    entrant-round beyond their launches.  Never fails the run: a cache that cannot be
+    else 1, as if they were ``prior_trials`` more trials, in log), and what its finals took
+    per entrant-round beyond their launches.  Never fails the run: a cache that cannot be
     written is left as it is."""
     costs = run_costs(device)
     if trials_s:         # beyond its launches: never below none (noisy timings can say so)
@@ -506,7 +505,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     flop_bound = False            # some launch is bound by its FLOPs, however short
     fixed = measure.fixed_duty()
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
-    scale = shape.costs.scale_of(shape.kernel, interpreted=costs.op_s > 0)
+    interpreted = costs.op_s > 0      # launches priced by programs and operations, no GPU
+    scale = shape.costs.scale_of(shape.kernel, interpreted=interpreted)
     for _, outcome in resolved(space, facts.env(), facts.max_footprint):
         if isinstance(outcome, Invalid):
             ruled_out.add(outcome)
@@ -540,12 +540,12 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         return sum(finals_estimate_s(count, 1e3 * launch, duty, typical=True,
                                      rounds=costs.finals_rounds, round_=finals_round,
                                      overhead_s=shape.costs.finals_overhead_s,
-                                     baseline_free=costs.op_s > 0)
+                                     baseline_free=interpreted)
                    for count, launch in problems.values()) if finals else 0.0
 
     if fixed is not None or power:
         finals_s = finals_under(fixed.for_finals() if fixed is not None else powered)
-    elif flop_bound and measure.duty == "auto" and costs.op_s == 0:
+    elif flop_bound and measure.duty == "auto" and not interpreted:
         finals_s = ((1 - POWER_MAYBE) * finals_under(None) +
                     POWER_MAYBE * finals_under(powered))
     else:
