@@ -128,6 +128,13 @@ class FinalRecord(Record):
     confirmed: Confirmation | None = None
     kind: str = "final"
 
+    @property
+    def cut_short(self) -> bool:
+        """Whether the time budget's end stopped this final before ``MIN_ROUNDS`` (left
+        alone, a final stops only once its outcome is settled, after ``MIN_ROUNDS``): its
+        winner stands, said so, until the next run measures the final again."""
+        return self.rounds < MIN_ROUNDS
+
     def baseline_ratio_text(self) -> str:
         """The ratio as outputs print it: three decimals, or two significant digits when it
         is under 0.01 (an interpreter's kernel against torch), never a bare 0.000."""
@@ -216,43 +223,63 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
                       round_: Round = GPU_ROUND, overhead_s: float | None = None,
                       baseline_free: bool = False) -> float:
     """Seconds the final of a problem with ``count`` measured configs, the fastest at
-    ``median_ms``, will take at most: its finalists (at most ``MAX_FINALISTS``) and the
-    torch baseline, ``ROUNDS`` rounds of ``round_`` (``SAMPLES_PER_ROUND`` samples and two
-    warm-up launches each, within the device's caps), at twice ``median_ms`` (the
-    baseline's is not known, and the L2 is flushed before each sample: the time budget
-    passes the slowest finalist's median, the plan the fastest config's), each preceded by the
-    duty's cool-down or load (a cool-down before each burst of its samples; nothing under
-    sustained load, whose winner and baseline then take ``CONFIRM_ROUNDS`` rounds after
-    :data:`DEFAULT_DUTY`'s cool-downs). ``typical``: what a final usually takes instead
-    (what a time estimate wants, not a budget): ``TOP_K`` finalists at 1.2 times the
-    fastest median in the first round and ``FINALS_STAYING`` of them in the others, half a
-    round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals stopped after 3 or 4 of their 5
-    rounds), or ``rounds`` where the device says how many its finals typically run; the
+    ``median_ms``, will take at most: :func:`final_bound_s` of its finalists (at most
+    ``MAX_FINALISTS``) each at ``median_ms``. ``typical``: what a final usually takes
+    instead (what a time estimate wants, not a budget): ``TOP_K`` finalists at 1.2 times
+    the fastest median in the first round and ``FINALS_STAYING`` of them in the others,
+    half a round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals stopped after 3 or 4 of
+    their 5 rounds), or ``rounds`` where the device says how many its finals typically run
+    (not ``typical``: ``rounds`` bounds that many rounds instead of ``ROUNDS``); the
     baseline in every round, at nothing where it is ``baseline_free`` (torch's op beside a
-    kernel the Triton interpreter runs).  ``overhead_s``: an entrant-round's host seconds
-    beyond its launches as this machine's finals measured them
+    kernel the Triton interpreter runs)."""
+    if not typical:
+        return final_bound_s([median_ms] * min(count, MAX_FINALISTS), duty, rounds, round_,
+                             overhead_s)
+    overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
+    rounds = MIN_ROUNDS + 0.5 if rounds is None else rounds
+    count, median_ms = min(count, TOP_K), 0.6 * median_ms
+    entrant = _entrant_s(median_ms, duty, round_, overhead)
+    baseline = overhead if baseline_free else entrant
+    total = (count + min(count, FINALS_STAYING) * (rounds - 1)) * entrant + baseline * rounds
+    return total + _confirm_s(median_ms, duty, round_, overhead)
+
+
+def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float | None = None,
+                  round_: Round = GPU_ROUND, overhead_s: float | None = None) -> float:
+    """Seconds the final of finalists of these sweep medians takes at most, what the time
+    budget keeps for it: ``ROUNDS`` rounds (or ``rounds``) of ``round_``
+    (``SAMPLES_PER_ROUND`` samples and two warm-up launches each, within the device's caps),
+    each finalist's at twice its own median (the L2 is flushed before each sample) and the
+    torch baseline's at twice the slowest finalist's (its own is not known), each preceded
+    by the duty's cool-down or load (a cool-down before each burst of its samples; nothing
+    under sustained load, whose winner and baseline then take ``CONFIRM_ROUNDS`` rounds
+    after :data:`DEFAULT_DUTY`'s cool-downs).  Each at its own median, not all at the
+    slowest's: on the 2-core CI machine under load, one finalist's 24 ms among others' 2 ms
+    kept 8.9 s of a 10 s budget for a final that took 2 s.  ``overhead_s``: an
+    entrant-round's host seconds beyond its launches as this machine's finals measured them
     (``RunCosts.finals_overhead_s``), else ``FINALS_OVERHEAD_S``."""
     overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
-    if typical:
-        rounds = MIN_ROUNDS + 0.5 if rounds is None else rounds
-        count, median_ms = min(count, TOP_K), 0.6 * median_ms
-        entrant_rounds = count + min(count, FINALS_STAYING) * (rounds - 1)
-    else:
-        rounds = ROUNDS
-        entrant_rounds = min(count, MAX_FINALISTS) * rounds
+    rounds = ROUNDS if rounds is None else rounds
+    slowest = max(medians_ms)
+    per_round = sum(_entrant_s(m, duty, round_, overhead) for m in (*medians_ms, slowest))
+    return rounds * per_round + _confirm_s(slowest, duty, round_, overhead)
 
-    def entrant_s(duty: Duty | None) -> float:
-        launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
-        settles = 0 if duty is None or duty.kind == "sustained" else (
-            max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
-            if duty.kind == "cool" else 1)
-        return launches_s + settles * (duty.seconds if duty else 0) + overhead
 
-    baseline = overhead * rounds if typical and baseline_free else entrant_s(duty) * rounds
-    total = entrant_rounds * entrant_s(duty) + baseline
-    if duty is not None and duty.kind == "sustained":
-        total += 2 * CONFIRM_ROUNDS * entrant_s(DEFAULT_DUTY)
-    return total
+def _entrant_s(median_ms: float, duty: Duty | None, round_: Round, overhead: float) -> float:
+    """Seconds an entrant of this sweep median takes a round at most."""
+    launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
+    settles = 0 if duty is None or duty.kind == "sustained" else (
+        max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
+        if duty.kind == "cool" else 1)
+    return launches_s + settles * (duty.seconds if duty else 0) + overhead
+
+
+def _confirm_s(median_ms: float, duty: Duty | None, round_: Round, overhead: float) -> float:
+    """Seconds a final under sustained load takes after its rounds: the winner and the
+    baseline in ``CONFIRM_ROUNDS`` rounds after cool-downs (nothing under other duties)."""
+    if duty is None or duty.kind != "sustained":
+        return 0.0
+    return 2 * CONFIRM_ROUNDS * _entrant_s(median_ms, DEFAULT_DUTY, round_, overhead)
 
 
 def measured_overhead_s(finals: Sequence[FinalRecord], seconds: float,

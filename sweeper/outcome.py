@@ -70,8 +70,10 @@ def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
     final = pick.final
     assert final is not None
     agree = pick.agreement
-    won = f"winner, {name}, after {final.rounds} interleaved rounds over " \
-        f"{len(final.finalists)} finalists"
+    won = f"winner, {name}, after {counted(final.rounds, 'interleaved round')} over " \
+        f"{len(final.finalists)} finalists" + (
+            " (cut short by the time budget: the same command measures the final again)"
+            if final.cut_short else "")
     text = trial_text(pick.trial, headline, pick.median_ms)
     if agree is not None:
         return (f"{won} on each of {len(agree.gpus)} GPUs: {text} on GPU "

@@ -34,14 +34,18 @@ class Pick:
 
     @property
     def chosen_by(self) -> str:
-        """What chose the config, as exports and reports say: ``interleaved final``,
-        ``sweep median``, or with finals on several GPUs ``agreement of N GPUs`` or ``best
-        common config of N GPUs``."""
+        """What chose the config, as exports and reports say: ``interleaved final``
+        (``..., cut short by the time budget`` where it was), ``sweep median``, or with
+        finals on several GPUs ``agreement of N GPUs`` or ``best common config of N
+        GPUs``."""
         if self.agreement is not None:
             n = len(self.agreement.gpus)
             return (f"agreement of {n} GPUs" if self.agreement.agreed
                     else f"best common config of {n} GPUs")
-        return "interleaved final" if self.final else "sweep median"
+        if self.final is None:
+            return "sweep median"
+        return "interleaved final" + (", cut short by the time budget"
+                                      if self.final.cut_short else "")
 
     @property
     def median_from(self) -> str:
@@ -103,14 +107,16 @@ class Winners:
                 if f.after_trial < 0 or f.after_trial >= newest.get(key, -1)}
 
     def missing(self, trials: Sequence[TrialRecord]) -> list[ProblemKey]:
-        """Problems that have finalists but no current final, in (dtype, footprint, cache)
-        order: what the finals stage still has to do."""
+        """Problems that have finalists but no current final, or one the time budget
+        cut short (:attr:`~sweeper.finals.FinalRecord.cut_short`), in (dtype, footprint,
+        cache) order: what the finals stage still has to do."""
         groups: dict[ProblemKey, list[TrialRecord]] = {}
         for t in trials:
             if t.ok:
                 groups.setdefault(problem_of(t), []).append(t)
         current = self.current(trials)
-        return sorted(k for k, group in groups.items() if k not in current and finalists(group))
+        return sorted(k for k, group in groups.items()
+                      if (k not in current or current[k].cut_short) and finalists(group))
 
     def picks(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, Pick]:
         """Per problem, the one choice that ``sweeper export`` writes and reports mark: the

@@ -3,14 +3,17 @@ finals keeps the one finished and the next run measures only the other; a final 
 of date by later trials stops counting; export and the report say which problems still end
 with the sweep's best."""
 
+import time
+
 import pytest
 
 import sweeper.sweep._workers as workers_module
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.export import export_study
-from sweeper.finals import FinalRecord
+from sweeper.finals import MIN_ROUNDS, FinalRecord
 from sweeper.kernels import load_kernel
+from sweeper.outcome import outcome_lines
 from sweeper.report import write_report
 from sweeper.space import load_space
 from sweeper.store import StudyStore
@@ -127,3 +130,40 @@ def test_a_final_on_the_interpreter_keeps_its_caps_on_any_measurement(write_spac
     assert finals_estimate_s(6, 1.0, None, round_=Round(1, 5)) == pytest.approx(
         finals_estimate_s(6, 1.0, None, round_=GPU_ROUND)
         - 7 * 5 * 2 * 6 * 1.0 / 1e3, rel=1e-9)   # 7 entrants x 5 rounds: 6 launches fewer
+
+
+def test_a_final_the_time_budget_cut_short_stands_until_the_next_run(small_space, tmp_path,
+                                                                      monkeypatch, capsys):
+    """A final the budget's end stopped before ``MIN_ROUNDS`` is kept and chooses, said so
+    wherever its choice is shown, and the next run measures it again."""
+    real = workers_module.remeasure
+
+    def at_the_deadline(*args, **kwargs):        # the budget ends as the final starts
+        return real(*args, **{**kwargs, "deadline": time.monotonic()})
+
+    monkeypatch.setattr(workers_module, "remeasure", at_the_deadline)
+    sweep, store = _sweep(small_space, tmp_path / "s")
+    sweep.run()
+    monkeypatch.undo()
+    (short,) = store.read(FinalRecord)
+    assert short.rounds == 1 and short.cut_short
+    trials = store.records()[0]
+    (pick,) = Winners.of(store).picks(trials).values()
+    assert pick.final == short
+    assert pick.chosen_by == "interleaved final, cut short by the time budget"
+    assert Winners.of(store).missing(trials) == [short.problem]
+    _, (entry,) = export_study(store, tmp_path / "tuning.json")
+    assert entry["chosen_by"] == pick.chosen_by
+    headline = load_kernel(load_space(small_space).kernel).headline
+    lines = outcome_lines(trials, Winners.of(store), headline)
+    assert any(line.startswith("winner,") and "after 1 interleaved round over" in line and
+               "(cut short by the time budget: the same command measures the final again)"
+               in line for line in lines), lines
+
+    again, _ = _sweep(small_space, tmp_path / "s")
+    summary = again.run()
+    assert summary.measured == 0 and len(summary.finals) == 1
+    (final,) = summary.finals
+    assert not final.cut_short and final.rounds >= MIN_ROUNDS
+    assert Winners.of(store).missing(store.records()[0]) == []
+    assert Winners.of(store).picks(trials)[short.problem].final == final

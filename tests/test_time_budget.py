@@ -19,6 +19,7 @@ from sweeper.finals import (
     MIN_ROUNDS,
     ROUNDS,
     TOP_K,
+    final_bound_s,
     finals_estimate_s,
 )
 from sweeper.measure import Duty, summarize
@@ -39,6 +40,23 @@ def test_a_final_is_estimated_from_its_entrants_median_and_duty():
     assert finals_estimate_s(3, 1.4, None) == pytest.approx(4 * ROUNDS * (0.0336 + 0.02))
     assert finals_estimate_s(3, 1.4, Duty("load", 0.5)) == pytest.approx(
         4 * ROUNDS * (0.0336 + 0.5 + 0.02))
+
+
+def test_a_finals_bound_prices_each_finalist_at_its_own_median():
+    """The budget's bound: each finalist at twice its own median, the baseline (its own
+    not known) at the slowest's; one slow finalist no longer prices the whole field: under
+    load on the 2-core CI machine one at 24 ms among 2 ms ones kept 8.9 s of a 10 s budget
+    for a final that took 2 s."""
+    def entrant(median_ms):
+        return 2 * 12 * median_ms / 1e3 + 0.02
+
+    medians = [2.0, 2.0, 2.0, 2.0, 24.0]
+    assert final_bound_s(medians, None) == pytest.approx(
+        ROUNDS * (4 * entrant(2.0) + 2 * entrant(24.0)))
+    assert final_bound_s(medians, None) < 0.5 * finals_estimate_s(5, 24.0, None)
+    assert final_bound_s(medians, None, rounds=1) == pytest.approx(
+        final_bound_s(medians, None) / ROUNDS)
+    assert final_bound_s([1.4] * 3, None) == pytest.approx(finals_estimate_s(3, 1.4, None))
 
 
 def test_a_typical_final_keeps_a_few_finalists_past_its_first_round():
@@ -75,7 +93,7 @@ def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):
     assert budgets.keep_for_finals() == 0 and not budgets.halted()
     for i in range(3):
         budgets.counted(trial(i, 2.0 - i / 10), None)
-    kept = finals_estimate_s(3, 2.0, Duty("cool", 0.1))      # at the slowest finalist's
+    kept = final_bound_s([2.0, 1.9, 1.8], Duty("cool", 0.1))   # each at its own median
     assert budgets.keep_for_finals() == pytest.approx(kept)
     now[0] = 110.0 - kept - 0.01
     assert not budgets.halted() and budgets._spent(_study()) == ""
@@ -83,6 +101,11 @@ def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):
     assert budgets.halted()
     assert budgets._spent(_study()) == f"budget: 10 s ({kept:.1f} s of it kept for the finals)"
     entrants = [trial(i, 2.0 - i / 10) for i in range(3)]
+    # a final starts when its first round fits: the deadline stops the rounds that do not
+    assert budgets.covers(entrants, Duty("cool", 0.1))
+    one_round = final_bound_s([2.0, 1.9, 1.8], Duty("cool", 0.1), rounds=1)
+    assert one_round == pytest.approx(kept / ROUNDS)
+    now[0] = 110.0 - one_round + 0.01
     assert not budgets.covers(entrants, Duty("cool", 0.1))
     assert budgets.covers(entrants[:1], Duty("cool", 0.1))     # one entrant takes less
     budgets.finals_duty = None                  # a sweep without finals keeps nothing
@@ -100,7 +123,8 @@ def test_the_finals_are_kept_for_as_the_finalists_so_far_give_them(monkeypatch):
     budgets.finals_duty = lambda: None
     for i in range(20):                        # 1.0, 1.1, ... 2.9 ms: none tied
         budgets.counted(trial(i, 1.0 + i / 10), None)
-    assert budgets.keep_for_finals() == pytest.approx(finals_estimate_s(TOP_K, 1.4, None))
+    assert budgets.keep_for_finals() == pytest.approx(
+        final_bound_s([1.0, 1.1, 1.2, 1.3, 1.4], None))
     for i in range(20, 32):                    # twelve more at the fastest's median: tied
         budgets.counted(trial(i, 1.0), None)
     assert budgets.keep_for_finals() == pytest.approx(
@@ -116,7 +140,7 @@ def test_the_finals_are_kept_for_as_the_finalists_so_far_give_them(monkeypatch):
     before = budgets.keep_for_finals()
     budgets.counted(other, None)
     assert budgets.keep_for_finals() == pytest.approx(
-        before + finals_estimate_s(1, 5.0, None, overhead_s=0.001))
+        before + final_bound_s([5.0], None, overhead_s=0.001))
 
 
 def test_a_machines_finals_overhead_is_measured_from_its_finals():
@@ -229,6 +253,7 @@ def test_a_final_takes_no_round_past_the_time_budgets_end(monkeypatch):
         clock[0] = 1000.0
         final = remeasure(group, measure_one, lambda t: 1, deadline=deadline)
         assert final.rounds == rounds and clock[0] <= max(deadline, 1003.0), deadline
+        assert final.cut_short == (rounds < MIN_ROUNDS)
     clock[0] = 1000.0
     assert remeasure(group, measure_one, lambda t: 1).rounds >= MIN_ROUNDS
 

@@ -4,9 +4,10 @@ and ``budget.target`` met.  The loop asks before each proposal; the first rule t
 holds names the reason, which the summary and the study's ``last_run`` keep.
 
 A time budget covers the finals too: the loop stops early enough to leave them the time
-they will take (:func:`finals_estimate_s`, from the problems measured so far), and a
-problem's final starts only if the time left covers it (the next run measures the
-rest)."""
+they will take (:func:`~sweeper.finals.final_bound_s`, from the problems measured so far), and a
+problem's final starts only if the time left covers its first round (the deadline stops
+the rounds that do not fit; a final cut short before ``MIN_ROUNDS``, or one that could not
+start, is measured again by the next run)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from collections.abc import Callable
 import optuna
 
 from sweeper.ceilings import Ceilings
-from sweeper.finals import Round, chosen, finals_estimate_s, problem_of
+from sweeper.finals import Round, chosen, final_bound_s, problem_of
 from sweeper.measure import Duty
 from sweeper.outcome import reason_line
 from sweeper.samplers import ExhaustiveSampler
@@ -123,10 +124,12 @@ class Budgets:
         return trial_s + sum(self._final_s([ranked[i][0] for i in chosen(
             [bounds for _, bounds in ranked])], duty) for ranked in self.problems.values())
 
-    def _final_s(self, medians_ms: list[float], duty: Duty | None) -> float:
-        """At most what the final of entrants of these medians takes."""
-        return finals_estimate_s(len(medians_ms), max(medians_ms), duty,
-                                 round_=self.finals_round, overhead_s=self.finals_overhead_s)
+    def _final_s(self, medians_ms: list[float], duty: Duty | None,
+                 rounds: int | None = None) -> float:
+        """At most what the final of entrants of these medians takes (in ``rounds``
+        rounds; ``None``: all it may run)."""
+        return final_bound_s(medians_ms, duty, rounds, self.finals_round,
+                             self.finals_overhead_s)
 
     def keep_for_report(self) -> float:
         """Seconds the time budget keeps for the report: what one of the heatmaps drawn
@@ -151,10 +154,14 @@ class Budgets:
                           (record.stats.median, record.stats.bounds()))
 
     def covers(self, entrants: list[TrialRecord], duty: Duty | None) -> bool:
-        """Whether the time left covers the final of ``entrants`` (one problem's), the
-        allowance for a trial in flight included (the sweep stopped with it kept)."""
+        """Whether the time left covers the first round of ``entrants``' final (one
+        problem's), the allowance for a trial in flight included (the sweep stopped with it
+        kept).  One round, not all: the deadline stops the rounds that do not fit
+        (:func:`~sweeper.finals.remeasure`), and on the 2-core CI machine under load the
+        bound of every round grew with the trial in flight's finalist past the time the
+        sweep had stopped to keep, and the final it had kept that time for never ran."""
         return self.time_left() + self.trial_s >= self._final_s(
-            [t.stats.median for t in entrants if t.stats], duty)
+            [t.stats.median for t in entrants if t.stats], duty, rounds=1)
 
     def time_left(self) -> float:
         """Seconds of the time budget left (``inf`` without one)."""
