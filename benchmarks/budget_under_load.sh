@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `--time` on the interpreter while $BURNERS (4) CPU-bound processes share the machine: how
+# many configs the sweep measured, what the budget kept for the finals, whether and in
+# how many rounds the finals ran, and the command's wall; the code before a change (.base/:
+# that commit's tree) and now, $RUNS (4) runs each, in turn.  The space is the one
+# tests/test_time_budget.py::test_the_time_budget_bounds_the_whole_command runs (it needs
+# longer than $TIME).  No GPU needed.
+#   bash benchmarks/budget_under_load.sh > LOG
+set -uo pipefail
+BURNERS=${BURNERS:-4} RUNS=${RUNS:-4} TIME=${TIME:-10s}
+work=$(mktemp -d)
+python3 - "$work/space.yaml" <<'PY'
+import sys
+from tests.conftest import SMALL_SPACE
+open(sys.argv[1], "w").write(
+    SMALL_SPACE.replace("block: [32, 128]", "block: [32, 64, 128]")
+    .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512, 1024]")
+    .replace("footprint: [4KiB]", "footprint: [1KiB]")
+    .replace('grid: [sms, "cdiv(n, BLOCK)"]', f"grid: {list(range(1, 65))}"))
+PY
+pids=()
+for _ in $(seq "$BURNERS"); do (while :; do :; done) & pids+=($!); done
+trap 'kill "${pids[@]}" 2>/dev/null' EXIT
+echo "$(date -u) $BURNERS burners, --time $TIME, $(nproc) cores"
+for run in $(seq "$RUNS"); do
+  for code in before now; do
+    dir=$PWD; [ "$code" = before ] && dir=$PWD/.base
+    studies=$(mktemp -d /dev/shm/budget.XXXX 2>/dev/null || mktemp -d)
+    start=$(date +%s.%N)
+    (cd "$dir" && SWEEPER_CACHE="$work/cache-$code" python3 -m sweeper run "$work/space.yaml" \
+        --device interpret --studies-dir "$studies" --quiet --no-report --time "$TIME") \
+        > "$work/out" 2>&1
+    wall=$(echo "$(date +%s.%N) - $start" | bc)
+    measured=$(grep -oE "^done: [0-9]+ measured" "$work/out" | grep -oE "[0-9]+")
+    kept=$(grep -oE "[0-9.]+ s of it kept for the finals" "$work/out" | grep -oE "^[0-9.]+")
+    final=$(grep -oE "after [0-9]+ interleaved rounds? over [0-9]+ finalists" "$work/out")
+    [ -z "$final" ] && final=$(grep -q "left for the next run" "$work/out" && echo "left for the next run" || echo "none")
+    printf "%-6s run %s: %4s configs, kept %4s s, final: %-40s wall %.1f s\n" \
+        "$code" "$run" "${measured:-?}" "${kept:--}" "$final" "$wall"
+    rm -rf "$studies"
+  done
+done
