@@ -254,8 +254,10 @@ def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float 
     by the duty's cool-down or load (a cool-down before each burst of its samples; nothing
     under sustained load, whose winner and baseline then take ``CONFIRM_ROUNDS`` rounds
     after :data:`DEFAULT_DUTY`'s cool-downs).  Each at its own median, not all at the
-    slowest's: on the 2-core CI machine under load, one finalist's 24 ms among others' 2 ms
-    kept 8.9 s of a 10 s budget for a final that took 2 s.  ``overhead_s``: an
+    slowest's: under load the first trials' medians spread over 2-24 ms for configs of
+    about 1.2 ms, and priced at the slowest the finals kept 5-6 s of a 10 s budget after
+    3-5 configs (docs/benchmarks.md, "A final starts when its first round fits").
+    ``overhead_s``: an
     entrant-round's host seconds beyond its launches as this machine's finals measured them
     (``RunCosts.finals_overhead_s``), else ``FINALS_OVERHEAD_S``."""
     overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s

@@ -157,9 +157,10 @@ class Budgets:
         """Whether the time left covers the first round of ``entrants``' final (one
         problem's), the allowance for a trial in flight included (the sweep stopped with it
         kept).  One round, not all: the deadline stops the rounds that do not fit
-        (:func:`~sweeper.finals.remeasure`), and on the 2-core CI machine under load the
-        bound of every round grew with the trial in flight's finalist past the time the
-        sweep had stopped to keep, and the final it had kept that time for never ran."""
+        (:func:`~sweeper.finals.remeasure`), and on the 2-core development machine under
+        load the bound of every round grew with the trial in flight's finalist past the
+        time the sweep had stopped to keep: the final it had kept that time for never ran
+        (two runs of four)."""
         return self.time_left() + self.trial_s >= self._final_s(
             [t.stats.median for t in entrants if t.stats], duty, rounds=1)
 
