@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from model_accuracy import measured_rows  # noqa: E402
-from table_sets import GOAL, table_path  # noqa: E402
+from table_sets import GOAL, TABLES, table_path  # noqa: E402
 
 from sweeper.devices import open_device  # noqa: E402
 from sweeper.devices._replay import ReplayDevice, write_table  # noqa: E402
@@ -38,6 +38,8 @@ LEAD = 1.03
 #: them beyond which a launch is in the ``spill`` region.
 INPUTS = {"copy": 1, "add": 2}
 SPILL_VALUES = 128
+#: ``notop``: the model's favourites, the configs it guesses within this of its best.
+SHARP_POOL = 0.95
 
 
 Axes = Mapping[str, Sequence[str]]
@@ -71,16 +73,23 @@ def _box(points: list[Point], kernel: str, axes: Axes) -> list[Point]:
     by_guess = sorted(points, key=lambda p: (p.guess, sorted(p.row.items())))
     centre = by_guess[len(by_guess) // 2].row
 
-    def near(p: Point) -> bool:
+    def near(p: Point) -> bool:      # over the axes the table records (matmul's leave some out)
         return all(abs(labels.index(p.row[a]) - labels.index(centre[a])) <= 1
-                   for a, labels in axes.items())
+                   for a, labels in axes.items() if a in p.row)
 
     return [p for p in points if near(p)]
 
 
+def _notop(points: list[Point], kernel: str, axes: Axes) -> list[Point]:
+    """Every config but the model's favourites (guessed within ``SHARP_POOL`` of its
+    best): the best lies outside what a start that trusts a sharp model draws from."""
+    top = max(p.guess for p in points)
+    return [p for p in points if p.guess < SHARP_POOL * top]
+
+
 #: Region name -> the points of a table in it (given the kernel's name and the axes).
 REGIONS: dict[str, Callable[[list[Point], str, Axes], list[Point]]] = {
-    "stride": _stride, "spill": _spill, "box": _box}
+    "stride": _stride, "spill": _spill, "box": _box, "notop": _notop}
 #: The recorded tables the counterfactuals are built from: name -> (table, space file).
 BASES = {
     "add-1g": ("h200-add.csv", "benchmarks/spaces/add.yaml"),
@@ -91,7 +100,33 @@ BASES = {
     "copy-fp16-1g": ("h200-copy-fp16.csv", "benchmarks/spaces/copy-fp16.yaml"),
 }
 #: Counterfactual name -> (base, region); ``add-1g/stride`` and so on.
-COUNTERFACTUALS = {f"{base}/{region}": (base, region) for base in BASES for region in REGIONS}
+COUNTERFACTUALS = {f"{base}/{region}": (base, region) for base in BASES
+                   for region in ("stride", "spill", "box")}
+#: The recorded tables whose kernel model is sharp (at most ``SHARP_MAX`` configs guessed
+#: within ``SHARP_POOL`` of its best: matmul and softmax), where ``auto`` spends its later
+#: spread points on the model's favourites (``sweeper/samplers/_auto_model.py``, step 1).
+SHARP = [
+    "matmul", "matmul-fp16", "matmul-2k", "matmul-2560", "matmul-3584", "matmul-fp16-2560",
+    "matmul-1920", "matmul-fp16-2816", "matmul-1k", "matmul-fp16-1280", "matmul-fp16-1k",
+    "matmul-1280", "matmul-896", "matmul-1408", "matmul-fp16-1536", "matmul-1536",
+    "matmul-fp16-1792", "matmul-1792", "matmul-fp16-1664", "softmax-bf16-32k",
+    "softmax-fp32-8k", "matmul-k256", "matmul-odd", "softmax-fp16-4k", "matmul-short-k",
+    "softmax-bf16-1k", "matmul-fp16-down", "matmul-bf16-long-k", "matmul-bf16-6k-deep",
+    "matmul-fp16-qkv-deep", "matmul-8k-cool", "matmul-ffn-cool", "matmul-wide-1k",
+    "softmax-fp32-2k", "softmax-bf16-16k"
+]
+#: Those whose ``box`` region leaves configs outside and is not already the best.
+SHARP_BOX = [
+    "matmul-1536", "matmul-896", "matmul-1k", "softmax-bf16-32k", "softmax-fp16-4k",
+    "softmax-bf16-1k", "matmul-2k", "matmul-fp16-1280", "softmax-fp32-8k", "matmul-1408",
+    "matmul-1920", "matmul-fp16-1k", "matmul-1280", "matmul-fp16-2816", "softmax-bf16-16k",
+    "softmax-fp32-2k"
+]
+BASES.update({name: (f"h200-{name}.csv", TABLES[f"h200-{name}.csv"]) for name in SHARP})
+#: The counterfactuals of a sharp model (``search_robustness.py --sharp``): its favourites
+#: slowed (``notop``), and a small region it rates middling (``box``).
+SHARP_COUNTERFACTUALS = {**{f"{base}/notop": (base, "notop") for base in SHARP},
+                         **{f"{base}/box": (base, "box") for base in SHARP_BOX}}
 
 
 def points(device: ReplayDevice, space: Space) -> list[Point]:
@@ -111,7 +146,7 @@ def slowed(row: dict[str, str], factor: float) -> dict[str, str]:
 
 def build(name: str, folder: Path) -> tuple[Path, str]:
     """Write counterfactual ``name`` into ``folder``: (its table, its space file)."""
-    base, region = COUNTERFACTUALS[name]
+    base, region = {**COUNTERFACTUALS, **SHARP_COUNTERFACTUALS}[name]
     table_name, space_path = BASES[base]
     device = open_device(f"replay:{table_path(table_name)}")
     space = load_space(ROOT / space_path)
@@ -144,10 +179,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--only", default="", help="comma-separated, e.g. add-1g/box")
     args = parser.parse_args(argv)
+    known = {**COUNTERFACTUALS, **SHARP_COUNTERFACTUALS}
     names = [n for n in args.only.split(",") if n] or list(COUNTERFACTUALS)
-    unknown = [n for n in names if n not in COUNTERFACTUALS]
+    unknown = [n for n in names if n not in known]
     if unknown:
-        parser.error(f"unknown counterfactual {unknown[0]}; known: {', '.join(COUNTERFACTUALS)}")
+        parser.error(f"unknown counterfactual {unknown[0]}; known: {', '.join(known)}")
     args.folder.mkdir(parents=True, exist_ok=True)
     for name in names:
         table, space = build(name, args.folder)

@@ -252,13 +252,14 @@ def cell(counts: list[int | None]) -> str:
     return f"{statistics.median(reached):g} / {worst}"
 
 
-def selected(which: str, only: str, folder: Path) -> dict[str, tuple[Path, str]]:
+def selected(which: str, only: str, folder: Path, sharp: bool = False
+             ) -> dict[str, tuple[Path, str]]:
     """Table name -> (table, space file) for ``--tables which`` and ``--only``;
-    counterfactual tables are built into ``folder``.  Raises KeyError for an unknown
-    ``--only`` name, with the known ones."""
+    counterfactual tables (``sharp``: those of the sharp models) are built into
+    ``folder``.  Raises KeyError for an unknown ``--only`` name, with the known ones."""
     if which == COUNTERFACTUAL:
-        from counterfactuals import COUNTERFACTUALS, build
-        known = list(COUNTERFACTUALS)
+        from counterfactuals import COUNTERFACTUALS, SHARP_COUNTERFACTUALS, build
+        known = list(SHARP_COUNTERFACTUALS if sharp else COUNTERFACTUALS)
     else:
         spaces = TABLES if which == "all" else SETS[which]
         known = list(spaces)

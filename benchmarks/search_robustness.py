@@ -146,6 +146,10 @@ def main() -> None:
                         help="a seed not at 98 %% within this many trials counts as never")
     parser.add_argument("--only", default="", help="comma-separated counterfactuals, e.g. "
                         "add-1g/stride")
+    parser.add_argument("--sharp", action="store_true",
+                        help="the counterfactuals of the sharp models (matmul and softmax: "
+                        "their favourites slowed, or a small region they rate middling) "
+                        "instead of the add and copy ones")
     parser.add_argument("--phases", action="store_true",
                         help="also print, for auto, the mean trials per phase of its search")
     parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
@@ -170,7 +174,7 @@ def main() -> None:
     phases: dict[str, Counter[Phase]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            tables = selected(COUNTERFACTUAL, args.only, Path(tmp))
+            tables = selected(COUNTERFACTUAL, args.only, Path(tmp), sharp=args.sharp)
         except KeyError as err:
             parser.error(err.args[0])
         for name, (table, space_path) in tables.items():
