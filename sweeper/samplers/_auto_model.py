@@ -184,8 +184,9 @@ MODEL_POOL = 0.8
 #: Where at most ``SHARP_MAX`` configs are guessed within ``SHARP_POOL`` of the model's
 #: best, the model is sharp: the spread points after the first are moved among those
 #: configs (step 1).  The recorded tables' sharp models have 3-12 such configs (matmul and
-#: softmax); matmul at 1152³-2304³ has 14-22 and the add and copy model 23-81, and at 24
-#: the add counterfactuals of 23 took 5-7 trials longer at the median.
+#: softmax); matmul at 1152³-2304³ has 14-22 and the add and copy model 23-81.  At 16
+#: the replayed counts are those at 12; at 8 matmul 1024³ misses again; at 24 the add
+#: counterfactuals of 23 took 5-7 trials longer at the median.
 SHARP_POOL = 0.95
 SHARP_MAX = 12
 #: How many measured configs' worth of evidence the model's slope of 1 is worth.
