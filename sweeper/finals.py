@@ -257,9 +257,8 @@ def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float 
     slowest's: under load the first trials' medians spread over 2-24 ms for configs of
     about 1.2 ms, and priced at the slowest the finals kept 5-6 s of a 10 s budget after
     3-5 configs (docs/benchmarks.md, "A final starts when its first round fits").
-    ``overhead_s``: an
-    entrant-round's host seconds beyond its launches as this machine's finals measured them
-    (``RunCosts.finals_overhead_s``), else ``FINALS_OVERHEAD_S``."""
+    ``overhead_s``: an entrant-round's host seconds beyond its launches as this machine's
+    finals measured them (``RunCosts.finals_overhead_s``), else ``FINALS_OVERHEAD_S``."""
     overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
     rounds = ROUNDS if rounds is None else rounds
     slowest = max(medians_ms)

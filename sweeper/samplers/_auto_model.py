@@ -268,11 +268,8 @@ class ModelGuidedSearch:
         best = dict(top)
         count = MODEL_START_POINTS if points is None else points
         spread = self.state.spread(count)
-        if not self.favourites:
-            chosen = self._snap(spread, [best], self.pool)
-        else:
-            chosen = self._snap(spread[:1], [best], self.pool)
-            chosen += self._snap(spread[1:], [best, *chosen], self.favourites)
+        first = self._snap(spread[:1], [best], self.pool)
+        chosen = first + self._snap(spread[1:], [best, *first], self.favourites or self.pool)
         return [(best, Phase.BEST_GUESS)] + [(s, Phase.SPREAD) for s in chosen]
 
     def _snap(self, points: list[dict[str, str]], taken: list[dict[str, str]],
