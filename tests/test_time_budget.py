@@ -92,7 +92,8 @@ def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):
     assert budgets.keep_for_finals() == 0 and not budgets.halted()
     for i in range(3):
         budgets.counted(trial(i, 2.0 - i / 10), None)
-    kept = final_bound_s([2.0, 1.9, 1.8], Duty("cool", 0.1))   # each at its own median
+    # each at its own median, in the rounds a final runs before it may stop
+    kept = final_bound_s([2.0, 1.9, 1.8], Duty("cool", 0.1), rounds=MIN_ROUNDS)
     assert budgets.keep_for_finals() == pytest.approx(kept)
     now[0] = 110.0 - kept - 0.01
     assert not budgets.halted() and budgets._spent(_study()) == ""
@@ -103,7 +104,7 @@ def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):
     # a final starts when its first round fits: the deadline stops the rounds that do not
     assert budgets.covers(entrants, Duty("cool", 0.1))
     one_round = final_bound_s([2.0, 1.9, 1.8], Duty("cool", 0.1), rounds=1)
-    assert one_round == pytest.approx(kept / ROUNDS)
+    assert one_round == pytest.approx(kept / MIN_ROUNDS)
     now[0] = 110.0 - one_round + 0.01
     assert not budgets.covers(entrants, Duty("cool", 0.1))
     assert budgets.covers(entrants[:1], Duty("cool", 0.1))     # one entrant takes less
@@ -123,15 +124,16 @@ def test_the_finals_are_kept_for_as_the_finalists_so_far_give_them(monkeypatch):
     for i in range(20):                        # 1.0, 1.1, ... 2.9 ms: none tied
         budgets.counted(trial(i, 1.0 + i / 10), None)
     assert budgets.keep_for_finals() == pytest.approx(
-        final_bound_s([1.0, 1.1, 1.2, 1.3, 1.4], None))
+        final_bound_s([1.0, 1.1, 1.2, 1.3, 1.4], None, rounds=MIN_ROUNDS))
     for i in range(20, 32):                    # twelve more at the fastest's median: tied
         budgets.counted(trial(i, 1.0), None)
     assert budgets.keep_for_finals() == pytest.approx(
-        finals_estimate_s(MAX_FINALISTS, 1.0, None))
+        finals_estimate_s(MAX_FINALISTS, 1.0, None, rounds=MIN_ROUNDS))
     budgets.finals_overhead_s = 0.001
     assert budgets.keep_for_finals() == pytest.approx(
-        finals_estimate_s(MAX_FINALISTS, 1.0, None, overhead_s=0.001))
-    assert budgets.keep_for_finals() < finals_estimate_s(MAX_FINALISTS, 1.0, None)
+        finals_estimate_s(MAX_FINALISTS, 1.0, None, rounds=MIN_ROUNDS, overhead_s=0.001))
+    assert budgets.keep_for_finals() < finals_estimate_s(MAX_FINALISTS, 1.0, None,
+                                                         rounds=MIN_ROUNDS)
     other = trial(30, 5.0)                     # another problem adds its own final
     assert other.config is not None
     other.config = Config(problem=Problem("float32", 8192, (("n", 2048),)), grid=1, block=32,
@@ -139,7 +141,7 @@ def test_the_finals_are_kept_for_as_the_finalists_so_far_give_them(monkeypatch):
     before = budgets.keep_for_finals()
     budgets.counted(other, None)
     assert budgets.keep_for_finals() == pytest.approx(
-        before + final_bound_s([5.0], None, overhead_s=0.001))
+        before + final_bound_s([5.0], None, rounds=MIN_ROUNDS, overhead_s=0.001))
 
 
 def test_a_machines_finals_overhead_is_measured_from_its_finals():
@@ -359,3 +361,4 @@ def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys)
     assert ("winner," in out) != \
         ("left for the next run: the time budget did not cover" in out), out
     assert wall <= 10 * 1.05, (wall, out)        # the run's own lines say where time went
+
