@@ -102,15 +102,15 @@ PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200
 def override(settings: str) -> None:
     """Set ``auto``'s constants from ``NAME=VALUE,...`` (``--set``): a variant of its
     search, or of the kernel models it follows, measured without editing them.  A name is
-    set in each of ``_auto_model.py``, ``_auto_pattern.py``, ``_auto_state.py`` and the
-    kernel models' ``sweeper/kernels/_guess.py`` that has it; a name none has is an
-    error."""
+    set in each of ``_auto_model.py``, ``_auto_pattern.py``, ``_auto_state.py``,
+    ``_surrogate.py`` (the Gaussian processes) and the kernel models'
+    ``sweeper/kernels/_guess.py`` that has it; a name none has is an error."""
     from sweeper.kernels import _guess
-    from sweeper.samplers import _auto_model, _auto_pattern, _auto_state
+    from sweeper.samplers import _auto_model, _auto_pattern, _auto_state, _surrogate
 
     for setting in filter(None, settings.split(",")):
         name, _, value = setting.partition("=")
-        owners = [m for m in (_auto_model, _auto_pattern, _auto_state, _guess)
+        owners = [m for m in (_auto_model, _auto_pattern, _auto_state, _surrogate, _guess)
                   if hasattr(m, name)]
         if not owners:
             raise AttributeError(f"auto has no constant {name}")
@@ -292,7 +292,8 @@ def main() -> None:
                         help="also print every seed's count, and each sampler's mean")
     parser.add_argument("--set", default="", help="auto's constants for a variant, e.g. "
                         "PATIENCE=6 (sweeper/samplers/_auto_model.py, _auto_pattern.py, "
-                        "_auto_state.py) or the kernel models', e.g. TMA_LOADS=1.0 "
+                        "_auto_state.py, _surrogate.py) or the kernel models', e.g. "
+                        "TMA_LOADS=1.0 "
                         "(sweeper/kernels/_guess.py)")
     args = parser.parse_args()
     override(args.set)
