@@ -25,6 +25,10 @@
 #             empty Triton cache of its own (the second and third runs find the costs and
 #             binaries the first left): how much of a time budget each measures with
 #             ($CODES: e.g. "now" alone)
+#   timebudgetffn the ffn space (power-bound: its finals take cool-downs) under --time 20s,
+#             the code before a change (.base/, carried) and now in turn, twice, after one
+#             untimed run fills a Triton cache they share: what a budget keeps for the
+#             finals and what the sweep measures with the rest ($CODES as above)
 #   ffnonce   the ffn space once from a cold cache, then once warm under auto (run A only)
 #   newshapes new shapes of a warm kernel, in a fresh sweeper cache and one Triton cache:
 #             benchmarks/spaces/matmul-k256.yaml (the kernel cold), then matmul-odd.yaml
@@ -309,6 +313,16 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
           grep -E "finals_overhead|report_s|startup_s"
     done
     unset SWEEPER_CACHE ;;
+  timebudgetffn)
+    run "ffn-tb-warm" "ffn-tb" benchmarks/spaces/matmul-ffn.yaml --no-report
+    for round in 1 2; do
+      for code in ${CODES:-before now}; do
+        dir=$PWD; [ "$code" = before ] && dir=$PWD/.base
+        (cd "$dir" && run "ffn-time-$code-$round" "ffn-tb" benchmarks/spaces/matmul-ffn.yaml \
+            --time 20s)
+        grep -E "^(time:|done:|winner)" "$OUT/ffn-time-$code-$round.log" | cut -c1-400
+      done
+    done ;;
   failsearch)
     base=$PWD/.base
     for space in matmul-bf16-long-k matmul-fp16-down; do
