@@ -246,8 +246,8 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
 
 def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float | None = None,
                   round_: Round = GPU_ROUND, overhead_s: float | None = None) -> float:
-    """Seconds the final of finalists of these sweep medians takes at most, what the time
-    budget keeps for it: ``ROUNDS`` rounds (or ``rounds``) of ``round_``
+    """Seconds the final of finalists of these sweep medians takes at most in ``ROUNDS``
+    rounds (or ``rounds``: the time budget keeps ``MIN_ROUNDS``) of ``round_``
     (``SAMPLES_PER_ROUND`` samples and two warm-up launches each, within the device's caps),
     each finalist's at twice its own median (the L2 is flushed before each sample) and the
     torch baseline's at twice the slowest finalist's (its own is not known), each preceded
