@@ -127,6 +127,8 @@ BASES.update({name: (f"h200-{name}.csv", TABLES[f"h200-{name}.csv"]) for name in
 #: slowed (``notop``), and a small region it rates middling (``box``).
 SHARP_COUNTERFACTUALS = {**{f"{base}/notop": (base, "notop") for base in SHARP},
                          **{f"{base}/box": (base, "box") for base in SHARP_BOX}}
+#: Every counterfactual :func:`build` can write, by name.
+ALL = {**COUNTERFACTUALS, **SHARP_COUNTERFACTUALS}
 
 
 def points(device: ReplayDevice, space: Space) -> list[Point]:
@@ -146,7 +148,7 @@ def slowed(row: dict[str, str], factor: float) -> dict[str, str]:
 
 def build(name: str, folder: Path) -> tuple[Path, str]:
     """Write counterfactual ``name`` into ``folder``: (its table, its space file)."""
-    base, region = {**COUNTERFACTUALS, **SHARP_COUNTERFACTUALS}[name]
+    base, region = ALL[name]
     table_name, space_path = BASES[base]
     device = open_device(f"replay:{table_path(table_name)}")
     space = load_space(ROOT / space_path)
@@ -179,11 +181,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--only", default="", help="comma-separated, e.g. add-1g/box")
     args = parser.parse_args(argv)
-    known = {**COUNTERFACTUALS, **SHARP_COUNTERFACTUALS}
     names = [n for n in args.only.split(",") if n] or list(COUNTERFACTUALS)
-    unknown = [n for n in names if n not in known]
+    unknown = [n for n in names if n not in ALL]
     if unknown:
-        parser.error(f"unknown counterfactual {unknown[0]}; known: {', '.join(known)}")
+        parser.error(f"unknown counterfactual {unknown[0]}; known: {', '.join(ALL)}")
     args.folder.mkdir(parents=True, exist_ok=True)
     for name in names:
         table, space = build(name, args.folder)
