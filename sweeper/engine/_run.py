@@ -37,6 +37,9 @@ if TYPE_CHECKING:          # the store is imported where a run opens it
 #: How many times one `sweeper run` goes on in a fresh process after trials that hung
 #: (each such trial is recorded and never tried again).
 MAX_RESTARTS = 20
+#: A time budget's whole command may end this fraction past it (its promise: within the
+#: budget plus 5 %); a report that would take it further is not written.
+BUDGET_SLACK = 0.05
 
 
 @dataclass(frozen=True)
@@ -494,7 +497,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     if summary.duty:
         say(f"power: {summary.duty}")
     clock.mark("summary")
-    if options.report:
+    if options.report and _report_fits(options, summary, space, store, clock, say):
         with reporter.report():
             files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
@@ -505,6 +508,26 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
     return why
+
+
+def _report_fits(options: RunOptions, summary: Any, space: Any, store: Storage, clock: Any,
+                 say: Callable[[str], None]) -> bool:
+    """Whether the time budget left covers the report (what the sweep kept for it) within
+    the 5 % a budget may run over; where it does not, say so and how to write it.  A
+    sweep the set-up left no time (a study resumed complete under ``--time 3s`` on the
+    interpreter: 2.7 s before the sweep) stopped at once, and its report took the command
+    to 3.6 s."""
+    time_s = options.time_s if options.time_s is not None else space.budget.time_s
+    kept = summary.report_kept_s
+    if time_s is None or kept is None:
+        return True
+    left = time_s - clock.elapsed_s()
+    if left + BUDGET_SLACK * time_s >= kept:
+        return True
+    how = f"{store.name} --storage with the same URL" if options.storage else str(store.root)
+    say(f"report: not written, the time budget is spent ({max(left, 0.0):.1f} s left, a "
+        f"report takes about {kept:.1f} s): `sweeper report {how}` writes it")
+    return False
 
 
 def _hung(record: Any, options: RunOptions, store: Storage) -> None:

@@ -192,6 +192,8 @@ class Sweep:
             self.reporter.finish()
             self.store.close()
         summary = run.summary
+        if self.max_time_s is not None and self.report_s is not None:
+            summary.report_kept_s = run.budgets.keep_for_report()
         summary.skipped = sum(1 for t in summary.trials[summary.resumed:]
                               if t.status is TrialStatus.INVALID)
         summary.wall_s = time.perf_counter() - t0

@@ -84,6 +84,10 @@ class SweepSummary:
     finals_lost: list[str] = field(default_factory=list)
     #: problems whose finals the time budget did not cover: the next run measures them
     finals_deferred: list[ProblemKey] = field(default_factory=list)
+    #: what the time budget keeps for the report after the sweep (seconds; ``None``
+    #: without a time budget or a report): the command writes none the time left does
+    #: not cover
+    report_kept_s: float | None = None
     #: with several GPUs: each GPU dropped because no fresh worker started on it
     dropped: list[Dropped] = field(default_factory=list)
     drift: DriftRecord | None = None   # one-at-a-time: the baseline measured again
