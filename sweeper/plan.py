@@ -70,6 +70,11 @@ class RunCosts:
     spaces/matmul-8k.yaml)."""
 
     startup_s: float = 2.5
+    #: of a process's first run, the seconds before its sweep after Python started (the
+    #: imports its set-up pulls in, the space, device and study, the GPU check): what a
+    #: call from Python spends the first time in its process (on the interpreter 2.6 s for
+    #: spaces/copy-small.yaml, 0.2 s a later call); ``None``: not measured, ``startup_s``
+    setup_s: float | None = None
     report_s: float = 1.0
     #: the heatmaps of the report that took ``report_s``: a report's tables and pictures
     #: grow with its maps (on the H200 0.7-1.0 s for 5-8 maps, 2.7 s for 36, 8.7 s for
@@ -132,6 +137,11 @@ class RunCosts:
     REPORT_FIXED_S = 0.4
     #: trials of launch ratios kept at most: older runs fade as a machine's load changes
     SCALE_TRIALS_KEPT = 200
+
+    def setup_for(self) -> float:
+        """What a call from Python spends before its first sweep in its process: as
+        measured (``setup_s``), else the command's start-up."""
+        return self.startup_s if self.setup_s is None else self.setup_s
 
     def report_for(self, maps: int) -> float:
         """Seconds a report of ``maps`` heatmaps takes: its part beyond the pictures (as
@@ -227,14 +237,16 @@ def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
 
 def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_s: float | None, compiles_s: list[float], ask_s: float | None,
+             setup_s: float | None = None,
              report_maps: int | None = None, report_fixed_s: float | None = None,
              first_compile_s: float | None = None,
              trials_s: list[float] | None = None,
              launch_scales: list[float] | None = None, prior_trials: int = 0,
              pool_compiles_s: Sequence[float] = (),
              finals_overhead_s: float | None = None) -> None:
-    """Keep what a run on ``device`` measured: its start-up and report seconds (``None``:
-    not measured, e.g. a call from Python or ``--no-report``) and the report's heatmaps,
+    """Keep what a run on ``device`` measured: its start-up, set-up (``RunCosts.setup_s``)
+    and report seconds (``None``: not measured, e.g. a call from Python or
+    ``--no-report``) and the report's heatmaps,
     the first launches that
     compiled in the worker and the compile pool's compiles (the median of each is the
     kernel's compile there), a proposal's seconds, and for its
@@ -263,6 +275,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.launch_scale[kernel] = round(ratio ** weight * machine ** (1 - weight), 4)
     if startup_s is not None:
         costs.startup_s = round(startup_s, 3)
+    if setup_s is not None:
+        costs.setup_s = round(setup_s, 3)
     # a report of no heatmaps says nothing of what a map costs: its seconds would be
     # kept beside the last report's maps, and the next estimate scaled from that pair
     if report_s is not None and report_maps != 0:
@@ -400,6 +414,9 @@ class RunShape:
     compile_workers: int = 0
     report: bool = False
     startup: bool = False
+    #: where not ``startup``: whether the run is a call's first in its process, whose
+    #: set-up (``RunCosts.setup_s``) counts
+    setup: bool = False
     costs: RunCosts = field(default_factory=RunCosts)
     binaries: Binaries | None = None
 
@@ -456,7 +473,7 @@ def launch_model(space: Space, device: Any) -> Callable[[Config], float]:
 
 
 def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
-              compile_workers: int | None = None) -> RunShape:
+              setup: bool = False, compile_workers: int | None = None) -> RunShape:
     """What a run of ``space`` on ``device`` adds around its trials: on a device that
     compiles for a GPU, each binary the machine has not compiled yet
     (:func:`~sweeper.kernels._binaries.space_binaries`) compiles, in
@@ -473,7 +490,7 @@ def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
     return RunShape(sampler=space.sampler.name, kernel=space.kernel,
                     cold=compiles and pool_from_start(space, device.facts(), key, costs),
                     compile_workers=workers if compiles else 0, report=report,
-                    startup=startup, costs=costs,
+                    startup=startup, setup=setup, costs=costs,
                     binaries=space_binaries(space, key) if compiles else None)
 
 
@@ -552,7 +569,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         finals_s = finals_under(None)
     trials = valid if budget is None else min(valid, budget)
     heatmaps = len(maps) + len(problems)
-    parts = {"start-up": shape.costs.startup_s if shape.startup else 0.0, "trials": seconds,
+    parts = {"start-up": shape.costs.startup_s if shape.startup else shape.costs.setup_for()
+             if shape.setup else 0.0, "trials": seconds,
              "compile": _compile_seconds(len(binaries) - cached, seconds, shape, power),
              "proposals": trials * shape.costs.ask_s.get(shape.sampler, 0.0),
              "finals": finals_s,

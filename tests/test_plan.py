@@ -570,6 +570,7 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
     a run of two trials is not priced as the whole space."""
     from sweeper.devices import open_device
     from sweeper.engine import RunOptions
+    from sweeper.engine._clock import RunClock
     from sweeper.engine._options import SpaceSource
     from sweeper.engine._run import _estimate
     from sweeper.plan import RunCosts, _costs_path, costs_key
@@ -588,7 +589,7 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
     def estimate(**budget: Any) -> float:
         options = RunOptions(space=SpaceSource(path=str(path)), device="interpret",
                              report=False, **budget)
-        seconds = _estimate(said.append, options, space, device)
+        seconds = _estimate(said.append, options, space, device, RunClock(first=False))
         assert seconds is not None
         return seconds
 
@@ -630,6 +631,9 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
         report_maps = report_fixed_s = None
 
         def startup_s(self) -> None:
+            return None
+
+        def setup_s(self) -> None:
             return None
 
         def steps(self) -> dict[str, float]:
@@ -938,3 +942,51 @@ def test_a_flop_bound_kernel_of_short_samples_half_prices_cool_down_finals():
     assert finals("matmul-shapes") == pytest.approx(
         finals("matmul-shapes", "off") + POWER_MAYBE * cold_downs, rel=0.05)
     assert finals("copy") == pytest.approx(finals("copy", "off"))
+
+
+def test_a_calls_first_run_in_its_process_counts_its_set_up(tmp_path, monkeypatch,
+                                                            write_space):
+    """A call from Python spends its first run's set-up in the call (the imports its set-up
+    pulls in, the GPU check: 2.6 s on the interpreter, against 0.2 s for a second call), so
+    its estimate counts what this machine's first runs measured before their sweep
+    (``RunCosts.setup_s``, else the command's start-up), and a later call's does not; the
+    command counts its whole start-up.  Each first run keeps its own set-up."""
+    from sweeper.devices import open_device
+    from sweeper.engine import RunOptions
+    from sweeper.engine._clock import RunClock
+    from sweeper.engine._options import SpaceSource
+    from sweeper.engine._run import _estimate, _note_costs
+    from sweeper.plan import RunCosts, _costs_path, costs_key, run_costs
+    from sweeper.space import load_space
+    from sweeper.sweep._summary import SweepSummary
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = write_space(SMALL_SPACE)
+    space, device = load_space(path), open_device("interpret")
+    costs = RunCosts(startup_s=3.0, setup_s=2.0, report_s=0.0, trial_s={"copy": 1.0})
+    _costs_path().parent.mkdir(parents=True)
+    _costs_path().write_text(json.dumps({costs_key(device): dataclasses.asdict(costs)}))
+    said: list[str] = []
+
+    def estimate(first: bool, command: bool = False) -> float:
+        options = RunOptions(space=SpaceSource(path=str(path)), device="interpret",
+                             report=False, clock_from_start=command)
+        seconds = _estimate(said.append, options, space, device, RunClock(first=first))
+        assert seconds is not None
+        return seconds
+
+    later = estimate(first=False)
+    assert "start-up" not in said[-1]
+    assert estimate(first=True) == pytest.approx(later + 2.0)
+    assert "(start-up 2 s, " in said[-1]
+    assert estimate(first=True, command=True) == pytest.approx(later + 3.0)
+
+    clock = RunClock(first=True)
+    clock.marks = {"space and device": clock.start + 0.5, "set-up": clock.start + 1.75}
+    _note_costs(space, device, clock, SweepSummary())
+    assert run_costs(costs_key(device)).setup_s == pytest.approx(1.75)
+    clock.first = False                    # a later call's set-up says nothing of a first's
+    clock.marks["set-up"] = clock.start + 0.7
+    _note_costs(space, device, clock, SweepSummary())
+    assert run_costs(costs_key(device)).setup_s == pytest.approx(1.75)

@@ -99,6 +99,9 @@ class RunClock:
 
     #: seconds from the process's start to this clock's creation (None: unknown)
     before_s: float | None = None
+    #: whether this is the process's first run (its set-up imports and compiles what a
+    #: later run of the same process finds done)
+    first: bool = True
     start: float = field(default_factory=time.perf_counter)
     marks: dict[str, float] = field(default_factory=dict)
     #: what a step was made of, shown in parentheses after it
@@ -150,6 +153,15 @@ class RunClock:
             return None
         steps = self.steps()
         return self.before_s + steps.get("space and device", 0.0) + steps.get("set-up", 0.0)
+
+
+    def setup_s(self) -> float | None:
+        """Seconds from this clock's start to the sweep, where this is the process's first
+        run (None: a later one, whose set-up says nothing of a first's)."""
+        if not self.first:
+            return None
+        steps = self.steps()
+        return steps.get("space and device", 0.0) + steps.get("set-up", 0.0)
 
 
 def sweep_parts(summary: Any) -> str:
