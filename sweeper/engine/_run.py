@@ -265,10 +265,11 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
 
 
 def _say_time(options: RunOptions, clock: Any, summary: Any, timing: list[str]) -> None:
-    """The ``time:`` line (a command run from the shell, or ``--timing``) and, with
+    """The ``time:`` line (a command run from the shell, a call from Python that prints,
+    or ``--timing``: the actual beside the estimate the run printed) and, with
     ``--timing``, the sweep's breakdown."""
     asked = options.timing
-    if asked or options.clock_from_start:
+    if asked or options.clock_from_start or not options.silent:
         print(clock.line(summary))
     for line in timing if asked else ():
         print(f"  {line}")
