@@ -42,7 +42,7 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     ``replay:TABLE.csv``), ``studies_dir``, ``study`` (``--study``), ``trials``, ``time``
     (seconds, or ``"90s"``), ``params`` (``-p``: ``{"BLOCK": [1024, 2048]}`` or
     ``["BLOCK=1024,2048"]``), ``force``, ``quiet`` (nothing printed but errors: no
-    header, progress bar, summary or report line),
+    header, progress bar, summary, report or time line),
     ``report=False`` (``--no-report``), ``priors=False`` (``--no-priors``), ``gpus``
     (``--gpus``: ``"0,1"`` or ``"all"``), ``storage`` (``--storage URL``: the study is
     kept in that database, and the returned :class:`Study` reads it from there),
