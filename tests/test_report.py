@@ -144,7 +144,7 @@ def test_write_report_writes_images_markdown_and_json(tmp_path):
     assert sorted(p.name for p in files.images) == sorted(
         f"float32_1GiB_cold_{n}.png" for n in ("BLOCK-256", "BLOCK-1024", "best"))
     assert files.drawn == files.images
-    assert list(files.seconds) == ["tables", "pictures", "files"]
+    assert list(files.seconds) == ["imports", "tables", "pictures", "files"]
     assert all(v >= 0 for v in files.seconds.values())
     assert all(p.stat().st_size > 1000 for p in files.images)
     assert files.images[0].read_bytes()[:4] == b"\x89PNG"
