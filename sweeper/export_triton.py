@@ -55,7 +55,8 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "key": _key(won), "gpus": {}}
     data["gpus"][gpu] = section
-    atomic_write(target, render(data))
+    module = target.stem if target.stem.isidentifier() else "tuned_mod"
+    atomic_write(target, render(data, module))
     return target, section
 
 
@@ -166,15 +167,17 @@ def grid_source(text: str) -> str:
     return ast.unparse(ast.fix_missing_locations(_ToEnv().visit(tree)))
 
 
-def render(data: dict[str, Any]) -> str:
-    """The module's text for ``data``."""
+def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
+    """The module's text for ``data``, its docstring importing it as ``module`` (its
+    file's name, where that is an identifier)."""
     grids = sorted({c["grid"] for g in data["gpus"].values()
                     for c in [*g["winners"], *g["ranked"]]})
     functions = "\n".join(f"    {text!r}: lambda e: {grid_source(text)},"
                           for text in grids)
     gpus = ", ".join(_quoted(g) for g in data["gpus"])
     head = (f'{MARKER}\n"""Tuned configs of the kernel {_quoted(data["kernel"])} on {gpus}, '
-            "written by `sweeper export STUDY --format triton`.\n\n" + USAGE + '"""\n')
+            "written by `sweeper export STUDY --format triton`.\n\n"
+            + USAGE.replace("tuned_mod", module) + '"""\n')
     literal = json.dumps(json.dumps(data, sort_keys=True))
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n" + BUILD)
