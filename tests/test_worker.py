@@ -97,6 +97,26 @@ def test_copy_study_moves_a_study_to_the_database_and_back(postgres_url, tmp_pat
     assert f"a study '{name}' is there already" in capsys.readouterr().err
 
 
+def test_copy_study_takes_a_study_folder_as_report_and_export_do(tmp_path, monkeypatch,
+                                                                 capsys):
+    """``copy-study`` names its study as ``report`` and ``export`` do: a name under
+    ``--studies-dir`` or the study's folder (the copy takes the study's name); a study
+    that is not there is one line, exit 2."""
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "3"]) == 0
+    name = "copy-fp32-replay"
+    capsys.readouterr()
+    assert main(["copy-study", str(tmp_path / "a" / name), "--to", str(tmp_path / "b")]) == 0
+    assert f"copied study {name}: " in capsys.readouterr().out
+    same = [StudyStore(tmp_path / d / name).journal_path.read_bytes() for d in ("a", "b")]
+    assert same[0] == same[1]
+    assert main(["copy-study", "nope", "--studies-dir", str(tmp_path / "a"),
+                 "--to", str(tmp_path / "c")]) == 2
+    assert capsys.readouterr().err.startswith("sweeper: no study 'nope' (looked in nope and ")
+    assert not (tmp_path / "c").exists()
+
+
 def test_a_busy_study_names_sweeper_worker_as_the_way_to_share(storage, tmp_path,
                                                               monkeypatch, capsys):
     monkeypatch.chdir(ROOT)

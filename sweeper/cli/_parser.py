@@ -118,7 +118,8 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 def _copy_study(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     copy = sub.add_parser("copy-study", help="copy a study between the journal and a "
                           "database, verified equal")
-    copy.add_argument("study", help="the study's name")
+    copy.add_argument("study", help="a study name under --studies-dir, or its folder "
+                      "(with --storage: its name)")
     copy.add_argument("--to", required=True, help="a postgresql:// URL, or a studies folder "
                       "for its journal")
     _study_options(copy, name=False)

@@ -31,16 +31,22 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_copy_study(args: argparse.Namespace) -> int:
-    """``sweeper copy-study``: copy a study from ``--storage`` to ``--to``, verified."""
-    check_study_name("study", args.study)
+    """``sweeper copy-study``: copy a study from ``--storage`` to ``--to``, verified.  The
+    study is named as ``report`` and ``export`` name it: in ``--storage``'s database by its
+    name, else a study folder or a name under ``--studies-dir``; the copy takes the study's
+    name."""
+    from sweeper.cli._inputs import open_study
     from sweeper.store import StudyStore
     from sweeper.store._open import copy_study, is_database, open_storage
 
-    source = open_storage(args.storage, study_folder(args.studies_dir, args.study))
-    target = open_storage(args.to, study_folder(args.studies_dir, args.study)) \
-        if is_database(args.to) else StudyStore(study_folder(args.to, args.study))
+    if args.storage is not None:
+        check_study_name("study", args.study)
+    source = open_study(args)
+    name = source.name
+    target = open_storage(args.to, study_folder(args.studies_dir, name)) \
+        if is_database(args.to) else StudyStore(study_folder(args.to, name))
     count = copy_study(source, target)
-    print(f"copied study {args.study}: {count} records and its metadata, from "
+    print(f"copied study {name}: {count} records and its metadata, from "
           f"{source.location} to {target.location}; read back equal")
     if source.bad_lines():
         print(f"sweeper: {len(source.bad_lines())} lines of {source.location} that are not "
