@@ -144,7 +144,10 @@ def test_the_commands_description_is_whole(capsys):
 def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "nothing"]) == 2
-    assert "sweeper: no study 'nothing'" in capsys.readouterr().err
+    assert "sweeper: no study 'nothing' (looked in nothing and studies/nothing)" in \
+        capsys.readouterr().err
+    assert main(["report", str(tmp_path)]) == 2                 # one place, said once
+    assert f"sweeper: no study '{tmp_path}' (looked in {tmp_path})" in capsys.readouterr().err
     with pytest.raises(Exception, match="no study"):
         main(["--debug", "report", "nothing"])
 

@@ -40,7 +40,8 @@ def open_study(args: argparse.Namespace) -> Any:
     if not StudyStore(path).orphaned() and not StudyStore(path).exists():
         from sweeper.options import near_study
 
-        raise StudyError(f"no study {args.study!r} (looked in {args.study} and {path})"
+        looked = args.study if path == Path(args.study) else f"{args.study} and {path}"
+        raise StudyError(f"no study {args.study!r} (looked in {looked})"
                          f"{near_study(Path(args.study), Path(args.studies_dir))}")
     from sweeper.api._study import load_study
 
