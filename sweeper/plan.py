@@ -73,7 +73,8 @@ class RunCosts:
     #: of a process's first run, the seconds before its sweep after Python started (the
     #: imports its set-up pulls in, the space, device and study, the GPU check): what a
     #: call from Python spends the first time in its process (on the interpreter 2.6 s for
-    #: spaces/copy-small.yaml, 0.2 s a later call); ``None``: not measured, ``startup_s``
+    #: spaces/copy-small.yaml, 0.2 s a later call); ``None``: not measured (``startup_s``
+    #: is taken)
     setup_s: float | None = None
     report_s: float = 1.0
     #: the heatmaps of the report that took ``report_s``: a report's tables and pictures
@@ -569,8 +570,9 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         finals_s = finals_under(None)
     trials = valid if budget is None else min(valid, budget)
     heatmaps = len(maps) + len(problems)
-    parts = {"start-up": shape.costs.startup_s if shape.startup else shape.costs.setup_for()
-             if shape.setup else 0.0, "trials": seconds,
+    startup = shape.costs.startup_s if shape.startup else (
+        shape.costs.setup_for() if shape.setup else 0.0)
+    parts = {"start-up": startup, "trials": seconds,
              "compile": _compile_seconds(len(binaries) - cached, seconds, shape, power),
              "proposals": trials * shape.costs.ask_s.get(shape.sampler, 0.0),
              "finals": finals_s,
