@@ -1,36 +1,34 @@
-"""Command-line values checked at the edge, before anything is read or written.
+"""Option values checked at the edge, before anything is read or written: the command's
+(its parser names the option in front of the one line) and the Python API's alike.
 
-A bad option or value is one line and exit status 2, as a bad space file is: argparse's
-own errors (an unknown option, a missing value) included, without its usage text.
+A bad value is an :class:`OptionError`, one line; the command makes it exit status 2, as
+a bad space file is.  Only the command line's parser (:mod:`sweeper.cli`) is built on the
+standard library's option parsing; nothing here imports it.
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-from typing import NoReturn
 
 from sweeper.errors import SweeperError
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse, with a usage error raised as one line instead of printed with the usage."""
-
-    def error(self, message: str) -> NoReturn:
-        raise SweeperError(f"{self.prog}: {message} (see {self.prog} --help)")
+class OptionError(SweeperError):
+    """A bad option value, said in one line without the option's name (the command's
+    parser and the API each put it in front)."""
 
 
 def whole_number(text: str) -> int:
     """An option's count: a whole number >= 1."""
     if not (text.isascii() and text.isdigit() and int(text) >= 1):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number >= 1")
+        raise OptionError(f"{text[:40]!r} is not a whole number >= 1")
     return int(text)
 
 
 def count(text: str) -> int:
     """An option's count that may be 0 (off): a whole number >= 0."""
     if not (text.isascii() and text.isdigit()):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number >= 0")
+        raise OptionError(f"{text[:40]!r} is not a whole number >= 0")
     return int(text)
 
 
@@ -55,8 +53,7 @@ def gpu_target(text: str) -> str:
 
     m = re.fullmatch(r"(?:sm_?)?(\d+)a?", text.strip())
     if not m:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r}: expected a CUDA architecture such "
-                                         "as sm_90")
+        raise OptionError(f"{text[:40]!r}: expected a CUDA architecture such as sm_90")
     return f"sm_{m.group(1)}"
 
 
@@ -67,7 +64,7 @@ def gpu_list(text: str) -> list[int] | None:
         return None
     parts = text.split(",")
     if not all(p.isascii() and p.isdigit() for p in parts) or len(set(parts)) < len(parts):
-        raise argparse.ArgumentTypeError(
+        raise OptionError(
             f"{text[:40]!r}: give GPU indices, comma-separated and each once (0,1), or all")
     return [int(p) for p in parts]
 
@@ -79,7 +76,7 @@ def seconds(text: str) -> float:
     try:
         return parse_duration(text)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        raise OptionError(str(err)) from None
 
 
 def check_study_name(option: str, name: str) -> None:
@@ -106,7 +103,7 @@ def study_folder(studies_dir: str, name: str) -> Path:
     return folder
 
 
-__all__ = ["ArgumentParser", "check_study_name", "gpu_list", "seconds", "study_folder",
+__all__ = ["OptionError", "check_study_name", "gpu_list", "seconds", "study_folder",
            "whole_number"]
 
 

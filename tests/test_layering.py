@@ -17,6 +17,8 @@
    does, and a circle of types only is a circle the next runtime import closes.
 4. ``sweeper.sweep`` and ``sweeper.cli``, packages of private modules, keep the names
    their callers import from them.
+5. Only the command line knows argparse: no module outside ``sweeper.cli`` imports it, and
+   neither the engine nor the Python API imports anything of ``sweeper.cli``.
 """
 
 from __future__ import annotations
@@ -297,3 +299,23 @@ def test_the_sweep_and_cli_packages_keep_their_public_names():
     assert callable(main) and MAX_RESTARTS == 20
     for package in (sweeper.sweep, sweeper.cli):
         assert all(hasattr(package, name) for name in package.__all__), package.__name__
+
+
+def test_only_the_command_line_knows_argparse():
+    """The engine and the Python API take typed options, checked by
+    :mod:`sweeper.options`; only :mod:`sweeper.cli` builds a parser."""
+    edges = module_edges()
+    doors = [m for m in edges if m.startswith(("sweeper.api", "sweeper.engine"))]
+    assert "sweeper.api._run" in doors and "sweeper.engine._run" in doors
+    for module in doors:
+        assert not [t for t in edges[module] if t.startswith("sweeper.cli")], module
+    knows = []
+    for path in sorted((ROOT / "sweeper").rglob("*.py")):
+        if path.relative_to(ROOT / "sweeper").parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n.split(".")[0] == "argparse" for n in names):
+                knows.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not knows, knows

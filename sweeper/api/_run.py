@@ -9,7 +9,6 @@ never ``SystemExit``, and nothing is written."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import warnings
@@ -20,7 +19,7 @@ from typing import Any
 from sweeper.api._study import Study
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
-from sweeper.options import GPU_CHECKS, gpu_list
+from sweeper.options import GPU_CHECKS, OptionError, gpu_list
 
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
 TQDM_NOTICE = "IProgress not found"
@@ -84,7 +83,7 @@ def _gpus(gpus: str | None) -> tuple[int, ...] | None:
         return ()
     try:
         listed = gpu_list(gpus)
-    except argparse.ArgumentTypeError as err:
+    except OptionError as err:
         raise SweeperError(f"gpus: {err}") from None
     return None if listed is None else tuple(listed)
 
@@ -143,7 +142,7 @@ def _seconds(time: float | str | None) -> float | None:
 
         try:
             return seconds(time)
-        except argparse.ArgumentTypeError as err:
+        except OptionError as err:
             raise SweeperError(f"time: {err}") from None
     if isinstance(time, bool) or not isinstance(time, (int, float)) or not (
             math.isfinite(time) and time > 0):

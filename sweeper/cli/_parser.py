@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
 from sweeper.cli._measure import cmd_ab, cmd_calibrate
 from sweeper.cli._plan import cmd_kernels, cmd_plan, cmd_schema
@@ -22,10 +23,11 @@ from sweeper.cli._results import (
 )
 from sweeper.cli._run import cmd_run
 from sweeper.cli._worker import cmd_copy_study, cmd_worker
+from sweeper.errors import SweeperError
 from sweeper.options import (
     GPU_CHECK_TARGET,
     GPU_CHECKS,
-    ArgumentParser,
+    OptionError,
     compile_workers,
     gpu_list,
     gpu_target,
@@ -33,10 +35,35 @@ from sweeper.options import (
     whole_number,
 )
 
+T = TypeVar("T")
+
 #: What ``sweeper --help`` says the command is, above its commands.
 DESCRIPTION = ("Autotuning parameter sweeps for GPU kernels, with measurements you can "
                "trust: describe a search space in YAML, sweep it, report and export the "
                "winners.")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with a usage error raised as one line instead of printed with the usage:
+    a bad option or value is one line and exit status 2, as a bad space file is (argparse's
+    own errors, an unknown option or a missing value, included)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise SweeperError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _typed(check: Callable[[str], T]) -> Callable[[str], T]:
+    """``check`` (a :mod:`sweeper.options` value check) as argparse's ``type``: its
+    :class:`~sweeper.options.OptionError` becomes argparse's, which names the option in
+    front of the one line."""
+    def typed(text: str) -> T:
+        try:
+            return check(text)
+        except OptionError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    typed.__name__ = check.__name__
+    return typed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,20 +86,20 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      help="instead of a space file: run every config of the "
                      "@triton.autotune function that this sweeper.kernel names (autotuned=)")
     _study_options(run)
-    run.add_argument("--trials", type=whole_number,
+    run.add_argument("--trials", type=_typed(whole_number),
                      help="stop after this many measured trials (at least 1)")
-    run.add_argument("--time", type=seconds, help="end the whole command within this long, "
+    run.add_argument("--time", type=_typed(seconds), help="end the whole command within this long, "
                      "start-up, finals and report included (e.g. 90s, 10m)")
     run.add_argument("--force", action="store_true",
                      help="add to a study measured with other settings")
-    run.add_argument("--gpus", type=gpu_list, default=[], metavar="0,1|all",
+    run.add_argument("--gpus", type=_typed(gpu_list), default=[], metavar="0,1|all",
                      help="one worker per GPU, each config measured once by whichever is "
                      "free (default: the one GPU the device opens)")
     run.add_argument("--workers", choices=("process", "inline"),
                      help="process: each worker a process of its own, so a crash or hang "
                      "ends that worker, not the sweep (the default on a GPU); inline: "
                      "measure in this process (the default elsewhere)")
-    run.add_argument("--compile-workers", type=compile_workers, metavar="N|auto",
+    run.add_argument("--compile-workers", type=_typed(compile_workers), metavar="N|auto",
                      help="processes compiling the configs the sampler proposes next while "
                      "the GPU measures (0: off; default auto: the cores the workers "
                      "leave, at most 8)")
@@ -81,7 +108,7 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      "(--gpu-check-target), as the interpreter runs what Triton's "
                      "compiler refuses: first (default): one config, and every config "
                      "once it is refused; all: every binary; off: none")
-    run.add_argument("--gpu-check-target", type=gpu_target, default=GPU_CHECK_TARGET,
+    run.add_argument("--gpu-check-target", type=_typed(gpu_target), default=GPU_CHECK_TARGET,
                      metavar="sm_NN",
                      help="the GPU --gpu-check compiles for (default sm_90: H100, H200)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; summary only")
@@ -104,12 +131,12 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     _study_options(worker, name=False)
     worker.add_argument("--worker-id", help="this worker's name in claims, held by one "
                         "live process at a time (default: HOST:PID)")
-    worker.add_argument("--lease", type=seconds, default=60.0,
+    worker.add_argument("--lease", type=_typed(seconds), default=60.0,
                         help="how long a claim outlives its last heartbeat before another "
                         "worker may take the config (default 60s); a killed worker's "
                         "claims go at once")
-    worker.add_argument("--trials", type=whole_number, help="stop after this many trials")
-    worker.add_argument("--time", type=seconds, help="stop after this long (e.g. 10m)")
+    worker.add_argument("--trials", type=_typed(whole_number), help="stop after this many trials")
+    worker.add_argument("--time", type=_typed(seconds), help="stop after this long (e.g. 10m)")
     worker.add_argument("--force", action="store_true",
                         help="add to a study measured with other settings")
     worker.set_defaults(func=cmd_worker)
