@@ -981,6 +981,12 @@ def test_a_calls_first_run_in_its_process_counts_its_set_up(tmp_path, monkeypatc
     assert estimate(first=True) == pytest.approx(later + 2.0)
     assert "(start-up 2 s, " in said[-1]
     assert estimate(first=True, command=True) == pytest.approx(later + 3.0)
+    # a time budget shorter than the start-up is said to be, not promised
+    options = RunOptions(space=SpaceSource(path=str(path)), device="interpret", report=False,
+                         clock_from_start=True, time_s=2.0)
+    assert _estimate(said.append, options, space, device, RunClock()) == pytest.approx(3.0)
+    assert said[-1].startswith("estimated time: 3 s, the start-up alone, longer than the "
+                               "time budget of 2 s: it likely measures nothing (6 trials ")
 
     clock = RunClock(first=True)
     clock.marks = {"space and device": clock.start + 0.5, "set-up": clock.start + 1.75}

@@ -409,6 +409,12 @@ def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_s
         in out, out
     assert f"`sweeper report {folder}` writes it" in out, out
     assert not (folder / "report.md").exists()
+    # a study of no trials has no report to leave for later: the run says why instead
+    empty = ["run", str(small_space), "--device", "interpret", "--studies-dir",
+             str(tmp_path / "empty"), "--quiet", "--time", "1s"]
+    main(empty)
+    out, err = capsys.readouterr()
+    assert "report: not written" not in out and "no config was measured" in err, (out, err)
     monkeypatch.setattr(_clock.RunClock, "elapsed_s", real)
     assert main([*args, "--time", "60s"]) == 0
     assert "report: not written" not in capsys.readouterr().out

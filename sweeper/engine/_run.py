@@ -202,6 +202,13 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
         space.budget, trials=trials, time_s=None))
     plan, _ = plan_of(unbounded, device, shape)
     parts = f"{plan.parts_text()}; sweeper plan says how"
+    startup = plan.parts["start-up"]
+    if time_s is not None and startup >= time_s:
+        # the budget cannot hold the start: say so, rather than promise the budget
+        say(f"estimated time: {startup:.0f} s, the start-up alone, longer than the time "
+            f"budget of {time_s:g} s: it likely measures nothing ({plan.trials} trials "
+            f"would take {plan.estimate_s:.0f} s: {parts})")
+        return startup
     if time_s is not None and plan.estimate_s > time_s:
         say(f"estimated time: {time_s:.0f} s, the time budget ({plan.trials} trials would "
             f"take {plan.estimate_s:.0f} s: {parts})")
@@ -535,9 +542,11 @@ def _report_fits(options: RunOptions, summary: Any, space: Any, store: Storage, 
     left = time_s - clock.elapsed_s()
     if left + BUDGET_SLACK * time_s >= kept:
         return True
-    how = f"{store.name} --storage with the same URL" if options.storage else str(store.root)
-    say(f"report: not written, the time budget is spent ({max(left, 0.0):.1f} s left, a "
-        f"report takes about {kept:.1f} s): `sweeper report {how}` writes it")
+    if any(t.ok for t in summary.trials):   # else nothing to report (said below)
+        how = f"{store.name} --storage with the same URL" if options.storage else \
+            str(store.root)
+        say(f"report: not written, the time budget is spent ({max(left, 0.0):.1f} s left, a "
+            f"report takes about {kept:.1f} s): `sweeper report {how}` writes it")
     return False
 
 
