@@ -23,6 +23,7 @@ import datetime as dt
 import inspect
 import json
 import math
+from keyword import iskeyword
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,8 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "key": _key(won), "gpus": {}}
     data["gpus"][gpu] = section
-    module = target.stem if target.stem.isidentifier() else "tuned_mod"
+    module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \
+        else "tuned_mod"
     atomic_write(target, render(data, module))
     return target, section
 

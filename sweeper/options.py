@@ -1,7 +1,7 @@
 """Option values checked at the edge, before anything is read or written: the command's
 (its parser names the option in front of the one line) and the Python API's alike.
 
-A bad value is an :class:`OptionError`, one line; the command makes it exit status 2, as
+A bad value is an :class:`OptionValueError`, one line; the command makes it exit status 2, as
 a bad space file is.  Only the command line's parser (:mod:`sweeper.cli`) is built on the
 standard library's option parsing; nothing here imports it.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from sweeper.errors import SweeperError
 
 
-class OptionError(SweeperError):
+class OptionValueError(SweeperError):
     """A bad option value, said in one line without the option's name (the command's
     parser and the API each put it in front)."""
 
@@ -21,14 +21,14 @@ class OptionError(SweeperError):
 def whole_number(text: str) -> int:
     """An option's count: a whole number >= 1."""
     if not (text.isascii() and text.isdigit() and int(text) >= 1):
-        raise OptionError(f"{text[:40]!r} is not a whole number >= 1")
+        raise OptionValueError(f"{text[:40]!r} is not a whole number >= 1")
     return int(text)
 
 
 def count(text: str) -> int:
     """An option's count that may be 0 (off): a whole number >= 0."""
     if not (text.isascii() and text.isdigit()):
-        raise OptionError(f"{text[:40]!r} is not a whole number >= 0")
+        raise OptionValueError(f"{text[:40]!r} is not a whole number >= 0")
     return int(text)
 
 
@@ -53,7 +53,7 @@ def gpu_target(text: str) -> str:
 
     m = re.fullmatch(r"(?:sm_?)?(\d+)a?", text.strip())
     if not m:
-        raise OptionError(f"{text[:40]!r}: expected a CUDA architecture such as sm_90")
+        raise OptionValueError(f"{text[:40]!r}: expected a CUDA architecture such as sm_90")
     return f"sm_{m.group(1)}"
 
 
@@ -64,7 +64,7 @@ def gpu_list(text: str) -> list[int] | None:
         return None
     parts = text.split(",")
     if not all(p.isascii() and p.isdigit() for p in parts) or len(set(parts)) < len(parts):
-        raise OptionError(
+        raise OptionValueError(
             f"{text[:40]!r}: give GPU indices, comma-separated and each once (0,1), or all")
     return [int(p) for p in parts]
 
@@ -76,7 +76,7 @@ def seconds(text: str) -> float:
     try:
         return parse_duration(text)
     except ValueError as err:
-        raise OptionError(str(err)) from None
+        raise OptionValueError(str(err)) from None
 
 
 def check_study_name(option: str, name: str) -> None:
@@ -103,7 +103,7 @@ def study_folder(studies_dir: str, name: str) -> Path:
     return folder
 
 
-__all__ = ["OptionError", "check_study_name", "gpu_list", "seconds", "study_folder",
+__all__ = ["OptionValueError", "check_study_name", "gpu_list", "seconds", "study_folder",
            "whole_number"]
 
 

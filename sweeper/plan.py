@@ -70,11 +70,11 @@ class RunCosts:
     spaces/matmul-8k.yaml)."""
 
     startup_s: float = 2.5
-    #: of a process's first run, the seconds before its sweep after Python started (the
-    #: imports its set-up pulls in, the space, device and study, the GPU check): what a
-    #: call from Python spends the first time in its process (on the interpreter 2.6 s for
-    #: spaces/copy-small.yaml, 0.2 s a later call); ``None``: not measured (``startup_s``
-    #: is taken)
+    #: of a process's first run, the seconds from its call (a command's: once Python read
+    #: its arguments) to its sweep (the imports its set-up pulls in, the space, device and
+    #: study, the GPU check): what a call from Python spends the first time in its process
+    #: (on the interpreter 2.6 s for spaces/copy-small.yaml, 0.2 s a later call);
+    #: ``None``: not measured (``startup_s`` is taken)
     setup_s: float | None = None
     report_s: float = 1.0
     #: the heatmaps of the report that took ``report_s``: a report's tables and pictures

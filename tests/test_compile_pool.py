@@ -269,11 +269,11 @@ def test_compile_workers_on_a_device_that_compiles_nothing_is_refused(
 
 
 def test_compile_workers_takes_a_count_or_auto():
-    from sweeper.options import OptionError, compile_workers
+    from sweeper.options import OptionValueError, compile_workers
 
     assert compile_workers("auto") is None          # as when left out: the cores left over
     assert compile_workers("0") == 0 and compile_workers("3") == 3
-    with pytest.raises(OptionError, match="is not a whole number >= 0"):
+    with pytest.raises(OptionValueError, match="is not a whole number >= 0"):
         compile_workers("-1")
 
 

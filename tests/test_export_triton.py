@@ -64,9 +64,13 @@ def test_the_module_holds_the_finals_winners_ranked_configs_key_and_grid(tmp_pat
     assert capsys.readouterr().out == (f"wrote 2 winner(s) and 3 distinct config(s) to {out} "
                                        "(import it; configs(k=4) feeds @triton.autotune)\n")
     assert "import sweeper" not in out.read_text() and "eval(" not in out.read_text()
-    # its docstring's example imports it by its file's name
+    # its docstring's example imports it by its file's name, where that can be imported
     assert "    import tuned_copy\n    @triton.autotune(configs=tuned_copy.configs(k=4)" \
         in out.read_text()
+    keyword = tmp_path / "class.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(keyword)]) == 0
+    assert "    import tuned_mod\n" in keyword.read_text()
+    capsys.readouterr()
     mod = load(out)
     assert mod.KERNEL == "copy" and mod.key == ["n"]
     assert mod.GPUS == {"NVIDIA H200": {"sms": 132, "l2_bytes": 1 << 20}}

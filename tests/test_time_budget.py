@@ -22,6 +22,7 @@ from sweeper.finals import (
     Round,
     final_bound_s,
     finals_estimate_s,
+    problem_of,
 )
 from sweeper.measure import Duty, summarize
 from sweeper.space import Budget, Config, Problem
@@ -393,6 +394,9 @@ def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_s
     With time left, the report is written as ever."""
     from sweeper.engine import _clock
 
+    # this machine's report costs as a fresh cache has them (the interpreter's 2.1 s), not
+    # as the other tests' reports left them
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
     studies = tmp_path / "studies"
     args = ["run", str(small_space), "--device", "interpret", "--studies-dir", str(studies),
             "--quiet"]
@@ -419,3 +423,43 @@ def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_s
     assert main([*args, "--time", "60s"]) == 0
     assert "report: not written" not in capsys.readouterr().out
     assert (folder / "report.md").exists()
+
+
+def test_a_final_leaves_the_later_finals_the_rounds_kept_for_them():
+    """The sweep keeps each problem's final its first ``MIN_ROUNDS`` rounds, and a final
+    runs later rounds only in what is left over: the deadline it is handed is the budget's
+    end less the later finals' kept rounds and its own confirmation under sustained load
+    (a final running five rounds took the time kept for the next, which was then left for
+    the next run)."""
+    from types import SimpleNamespace
+
+    from sweeper.sweep._finals import run_finals
+
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=60.0, ceilings=None,
+                      valid=100, measured=0, t0=time.perf_counter())
+    first = [trial(0, 1.0), trial(1, 1.1)]
+    second = [trial(2, 5.0), trial(3, 5.5)]
+    for t in second:
+        assert t.config is not None
+        t.config = Config(problem=Problem("float32", 8192, (("n", 2048),)), grid=1, block=32,
+                          meta={})
+    assert budgets.kept_after(first, [second], None) == pytest.approx(
+        final_bound_s([5.0, 5.5], None, rounds=MIN_ROUNDS))
+    assert budgets.kept_after(second, [], None) == 0
+    sustained = Duty("sustained", 0.5)
+    confirmation = final_bound_s([5.0, 5.5], sustained, rounds=0)
+    assert confirmation > 0
+    assert budgets.kept_after(second, [], sustained) == pytest.approx(confirmation)
+
+    jobs = []
+    outcome = SimpleNamespace(extras=[], record=SimpleNamespace(gpu=None, after_trial=None),
+                              error=None)
+    worker = SimpleNamespace(slot=None, submit_finals=jobs.append,
+                             finals_result=lambda on_round: outcome)
+    reporter = SimpleNamespace(final_round=None, final_done=lambda: None)
+    run_finals([*first, *second], [problem_of(first[0]), problem_of(second[0])],
+               SimpleNamespace(all=[worker], several=False), SimpleNamespace(append=id), 0,
+               None, lambda extras: None, reporter, deadline=1000.0,
+               kept_after=lambda entrants, later: budgets.kept_after(entrants, later, None))
+    assert [job.deadline for job in jobs] == pytest.approx(
+        [1000.0 - budgets.kept_after(first, [second], None), 1000.0])

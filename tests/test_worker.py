@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,6 +112,10 @@ def test_copy_study_takes_a_study_folder_as_report_and_export_do(tmp_path, monke
     assert f"copied study {name}: " in capsys.readouterr().out
     same = [StudyStore(tmp_path / d / name).journal_path.read_bytes() for d in ("a", "b")]
     assert same[0] == same[1]
+    odd = tmp_path / "foo bar"                 # a folder no study name could give
+    shutil.copytree(tmp_path / "a" / name, odd)
+    assert main(["copy-study", str(odd), "--to", str(tmp_path / "c")]) == 2
+    assert capsys.readouterr().err.startswith("sweeper: study: ")
     assert main(["copy-study", "nope", "--studies-dir", str(tmp_path / "a"),
                  "--to", str(tmp_path / "c")]) == 2
     assert capsys.readouterr().err.startswith("sweeper: no study 'nope' (looked in nope and ")

@@ -19,7 +19,7 @@ from typing import Any
 from sweeper.api._study import Study
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
-from sweeper.options import GPU_CHECKS, OptionError, gpu_list
+from sweeper.options import GPU_CHECKS, OptionValueError, gpu_list
 
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
 TQDM_NOTICE = "IProgress not found"
@@ -83,7 +83,7 @@ def _gpus(gpus: str | None) -> tuple[int, ...] | None:
         return ()
     try:
         listed = gpu_list(gpus)
-    except OptionError as err:
+    except OptionValueError as err:
         raise SweeperError(f"gpus: {err}") from None
     return None if listed is None else tuple(listed)
 
@@ -142,7 +142,7 @@ def _seconds(time: float | str | None) -> float | None:
 
         try:
             return seconds(time)
-        except OptionError as err:
+        except OptionValueError as err:
             raise SweeperError(f"time: {err}") from None
     if isinstance(time, bool) or not isinstance(time, (int, float)) or not (
             math.isfinite(time) and time > 0):

@@ -27,7 +27,7 @@ from sweeper.errors import SweeperError
 from sweeper.options import (
     GPU_CHECK_TARGET,
     GPU_CHECKS,
-    OptionError,
+    OptionValueError,
     compile_workers,
     gpu_list,
     gpu_target,
@@ -54,12 +54,12 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def _typed(check: Callable[[str], T]) -> Callable[[str], T]:
     """``check`` (a :mod:`sweeper.options` value check) as argparse's ``type``: its
-    :class:`~sweeper.options.OptionError` becomes argparse's, which names the option in
+    :class:`~sweeper.options.OptionValueError` becomes argparse's, which names the option in
     front of the one line."""
     def typed(text: str) -> T:
         try:
             return check(text)
-        except OptionError as err:
+        except OptionValueError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
 
     typed.__name__ = check.__name__

@@ -42,7 +42,10 @@ def cmd_copy_study(args: argparse.Namespace) -> int:
     if args.storage is not None:
         check_study_name("study", args.study)
     source = open_study(args)
-    name = source.name
+    # a folder's own name (of `.` too), held to the rule a study's name follows: the copy
+    # must open by it
+    name = source.name if args.storage is not None else source.root.resolve().name
+    check_study_name("study", name)
     target = open_storage(args.to, study_folder(args.studies_dir, name)) \
         if is_database(args.to) else StudyStore(study_folder(args.to, name))
     count = copy_study(source, target)

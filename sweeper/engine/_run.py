@@ -99,13 +99,12 @@ def run_sweep(options: RunOptions) -> RunResult:
 
 
 def _run(options: RunOptions, started: StartAhead) -> RunResult:
+    global _runs
     from sweeper.engine._clock import RunClock, process_age
 
-    global _runs
     # from the process's start where this is the command itself, not a call from Python
     clock = RunClock(before_s=process_age() if options.clock_from_start else None,
                      first=_runs == 0)
-    _runs += 1
     if options.study is not None:
         check_study_name("--study", options.study)
     # workers import torch beside this process once the space is read (a bad one: none)
@@ -140,6 +139,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _stop_handler(stop)) if main_thread else None
     clock.mark("set-up")
+    _runs += 1          # a run that failed before here (a bad space) imported little
     warm = _import_report_aside(options, device)
     configs = [c for source in priors for c in source.configs]
     reporter = _reporter(options.quiet, kernel.headline)
@@ -543,8 +543,8 @@ def _report_fits(options: RunOptions, summary: Any, space: Any, store: Storage, 
     if left + BUDGET_SLACK * time_s >= kept:
         return True
     if any(t.ok for t in summary.trials):   # else nothing to report (said below)
-        how = f"{store.name} --storage with the same URL" if options.storage else \
-            str(store.root)
+        how = f"{store.name} --storage URL --studies-dir {options.studies_dir}" \
+            if options.storage else str(store.root)
         say(f"report: not written, the time budget is spent ({max(left, 0.0):.1f} s left, a "
             f"report takes about {kept:.1f} s): `sweeper report {how}` writes it")
     return False

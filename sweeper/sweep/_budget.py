@@ -168,6 +168,20 @@ class Budgets:
         return self.time_left() + self.trial_s >= self._final_s(
             [t.stats.median for t in entrants if t.stats], duty, rounds=1)
 
+    def kept_after(self, entrants: list[TrialRecord], later: list[list[TrialRecord]],
+                   duty: Duty | None) -> float:
+        """Seconds the final of ``entrants`` leaves before the budget's end: the first
+        ``MIN_ROUNDS`` rounds of the finals after it (``later``: the time the sweep kept
+        for them), and its own confirmation under sustained load, which follows its
+        rounds.  Its rounds past ``MIN_ROUNDS`` run in what is left over, not in theirs."""
+        def medians(group: list[TrialRecord]) -> list[float]:
+            return [t.stats.median for t in group if t.stats]
+
+        confirm = self._final_s(medians(entrants), duty, rounds=0) if medians(entrants) \
+            else 0.0
+        return confirm + sum(self._final_s(medians(g), duty, rounds=MIN_ROUNDS)
+                             for g in later if medians(g))
+
     def time_left(self) -> float:
         """Seconds of the time budget left (``inf`` without one)."""
         if self.max_time_s is None:

@@ -26,12 +26,15 @@ from sweeper.sweep._workers import FinalsJob, Workers
 
 #: Whether a problem's final (its entrants) may start now; by default, every one may.
 Covered = Callable[[list[TrialRecord]], bool]
+#: Seconds a final of these finalists leaves before the deadline, given the later finals'.
+KeptAfter = Callable[[list[TrialRecord], list[list[TrialRecord]]], float]
 
 
 def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: Workers,
                store: Storage, seed: int, duty: Duty | None,
                keep_extras: Callable[[list[Any]], None], reporter: Reporter,
-               covered: Covered = lambda entrants: True, deadline: float | None = None
+               covered: Covered = lambda entrants: True, deadline: float | None = None,
+               kept_after: KeptAfter = lambda entrants, later: 0.0
                ) -> tuple[list[FinalRecord], list[str]]:
     """The finals of ``problems`` among ``trials``, measured by every worker at once (each
     on its own GPU) with the sampler's ``seed`` (which shuffles the rounds), one record per
@@ -40,14 +43,19 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
     measuring added.  Returns the finals and, for a GPU whose worker died or hung during a
     final, what happened (its other GPUs' finals are kept).  A problem whose final is not
     ``covered`` (by the time budget) is left for the next run; one that runs takes no
-    round past ``deadline`` (:func:`~sweeper.finals.remeasure`)."""
+    round past ``deadline`` (:func:`~sweeper.finals.remeasure`) less what it must leave
+    (``kept_after`` of its finalists and the later problems' finalists: their first rounds,
+    its own confirmation), so that its rounds past ``MIN_ROUNDS`` do not take the time
+    the budget kept for the finals after it."""
     newest = max(t.number for t in trials)
     finals: list[FinalRecord] = []
     lost: list[str] = []
-    for chosen in _finalists_of(trials, problems):
+    groups = _finalists_of(trials, problems)
+    for i, chosen in enumerate(groups):
         if not covered(chosen):
             continue
-        job = FinalsJob(chosen, seed, duty, deadline)
+        job = FinalsJob(chosen, seed, duty, None if deadline is None else
+                        deadline - kept_after(chosen, groups[i + 1:]))
         for worker in workers.all:
             worker.submit_finals(job)
         for i, worker in enumerate(workers.all):

@@ -585,7 +585,8 @@ class Sweep:
         summary.finals, summary.finals_lost = run_finals(
             trials, todo, run.workers, self.store, seed, duty,
             lambda extras: self._keep_extras(run, extras), self.reporter, covered,
-            deadline=time.monotonic() + left if math.isfinite(left) else None)
+            deadline=time.monotonic() + left if math.isfinite(left) else None,
+            kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty))
         summary.finals_s = time.perf_counter() - t_finals
 
     def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:
