@@ -190,30 +190,17 @@ class FinalRecord(Record):
 @dataclass(frozen=True)
 class Round:
     """What each entrant of a final takes in each round: ``warmup`` launches, then
-    ``samples`` timed ones, each after an L2 flush where the device ``flushes`` (a GPU);
-    the torch baseline beside it is ``baseline_free`` where the kernel is interpreted on
-    the CPU and torch's op is not (0.007 ms against 77 ms for softmax)."""
+    ``samples`` timed ones."""
 
     warmup: int = 2
     samples: int = SAMPLES_PER_ROUND
-    flushes: bool = True
-    baseline_free: bool = False
 
     @classmethod
-    def on(cls, cap: Callable[[MeasureSpec], MeasureSpec], *, flushes: bool = True,
-           baseline_free: bool = False) -> Round:
+    def on(cls, cap: Callable[[MeasureSpec], MeasureSpec]) -> Round:
         """A round within a device's caps on any measurement (``Device.measure_spec``: the
         interpreter's at most 1 warm-up and 5 timed runs; a GPU's none)."""
         spec = cap(MeasureSpec(warmup=cls.warmup, repeat=cls.samples, stop="fixed"))
-        return cls(min(spec.warmup, cls.warmup), min(spec.repeat, cls.samples),
-                   flushes, baseline_free)
-
-    @classmethod
-    def of(cls, device: Any) -> Round:
-        """A round on ``device``: within its caps, flushed where it flushes the L2, the
-        baseline free where it measures no GPU (the interpreter)."""
-        return cls.on(device.measure_spec, flushes=device.flushes_l2,
-                      baseline_free=not device.measures_gpu)
+        return cls(min(spec.warmup, cls.warmup), min(spec.repeat, cls.samples))
 
 
 #: A round as a GPU runs it: nothing caps a final's measurement there.
@@ -262,11 +249,8 @@ def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float 
     """Seconds the final of finalists of these sweep medians takes at most in ``ROUNDS``
     rounds (or ``rounds``: the time budget keeps ``MIN_ROUNDS``) of ``round_``
     (``SAMPLES_PER_ROUND`` samples and two warm-up launches each, within the device's caps),
-    each finalist's at twice its own median where the L2 is flushed before each sample (at
-    its median elsewhere) and the torch baseline's as the slowest finalist's (its own is
-    not known; its host overhead alone where it is free beside an interpreted kernel:
-    priced as a finalist, softmax's finals on the interpreter kept 26-27 s of a 30 s
-    budget for finals that took 7-10 s), each preceded
+    each finalist's at twice its own median (the L2 is flushed before each sample) and the
+    torch baseline's at twice the slowest finalist's (its own is not known), each preceded
     by the duty's cool-down or load (a cool-down before each burst of its samples; nothing
     under sustained load, whose winner and baseline then take ``CONFIRM_ROUNDS`` rounds
     after :data:`DEFAULT_DUTY`'s cool-downs).  Each at its own median, not all at the
@@ -278,19 +262,13 @@ def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float 
     overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
     rounds = ROUNDS if rounds is None else rounds
     slowest = max(medians_ms)
-    # each launch at twice its median where an L2 flush precedes each sample, else at it
-    factor = 2.0 if round_.flushes else 1.0
-    baseline = overhead if round_.baseline_free else \
-        _entrant_s(slowest, duty, round_, overhead, factor)
-    per_round = sum(_entrant_s(m, duty, round_, overhead, factor) for m in medians_ms)
-    return rounds * (per_round + baseline) + _confirm_s(slowest, duty, round_, overhead)
+    per_round = sum(_entrant_s(m, duty, round_, overhead) for m in (*medians_ms, slowest))
+    return rounds * per_round + _confirm_s(slowest, duty, round_, overhead)
 
 
-def _entrant_s(median_ms: float, duty: Duty | None, round_: Round, overhead: float,
-               factor: float = 2.0) -> float:
-    """Seconds an entrant of this sweep median takes a round at most, each launch at
-    ``factor`` times the median."""
-    launches_s = factor * (round_.samples + round_.warmup) * median_ms / 1e3
+def _entrant_s(median_ms: float, duty: Duty | None, round_: Round, overhead: float) -> float:
+    """Seconds an entrant of this sweep median takes a round at most."""
+    launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
     settles = 0 if duty is None or duty.kind == "sustained" else (
         max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
         if duty.kind == "cool" else 1)

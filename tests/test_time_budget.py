@@ -19,7 +19,6 @@ from sweeper.finals import (
     MIN_ROUNDS,
     ROUNDS,
     TOP_K,
-    Round,
     final_bound_s,
     finals_estimate_s,
     problem_of,
@@ -58,25 +57,6 @@ def test_a_finals_bound_prices_each_finalist_at_its_own_median():
     assert final_bound_s(medians, None, rounds=1) == pytest.approx(
         final_bound_s(medians, None) / ROUNDS)
     assert final_bound_s([1.4] * 3, None) == pytest.approx(finals_estimate_s(3, 1.4, None))
-
-
-def test_an_interpreted_finals_bound_takes_each_launch_at_its_median_and_torch_as_free():
-    """Where no L2 flush precedes a sample (the interpreter) a launch is priced at its
-    median, not twice it, and torch's baseline beside an interpreted kernel at its host
-    overhead alone: priced as a GPU's, softmax's finals on the interpreter kept 26-27 s of
-    a 30 s budget for finals that took 7-10 s, and the sweep measured 3 of 12 configs."""
-    from sweeper.devices import open_device
-
-    interpreted = Round.of(open_device("interpret"))
-    assert (interpreted.warmup, interpreted.samples) == (1, 5)
-    assert not interpreted.flushes and interpreted.baseline_free
-    medians = [100.0, 120.0]
-    assert final_bound_s(medians, None, rounds=3, round_=interpreted, overhead_s=0.01) == \
-        pytest.approx(3 * ((6 * 0.100 + 0.01) + (6 * 0.120 + 0.01) + 0.01))
-    gpu = Round()
-    assert gpu.flushes and not gpu.baseline_free
-    assert final_bound_s(medians, None, rounds=3, round_=gpu, overhead_s=0.01) == \
-        pytest.approx(3 * ((24 * 0.100 + 0.01) + 2 * (24 * 0.120 + 0.01)))
 
 
 def test_a_typical_final_keeps_a_few_finalists_past_its_first_round():

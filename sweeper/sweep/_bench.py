@@ -56,7 +56,7 @@ class Bench:
         #: measuring the torch baseline) since the last :meth:`stamps`
         self.repeated: dict[str, float] = {}
         #: what each entrant of a final takes a round, within the device's caps
-        self.round = Round.of(device)
+        self.round = Round.on(device.measure_spec)
 
     def trial(self, number: int, choice: Choice) -> TrialRecord:
         """Trial ``number`` of ``choice``: measured (measured again if it showed the
