@@ -149,17 +149,15 @@ class RunClock:
     def startup_s(self) -> float | None:
         """Seconds from the process's start to the sweep (None: not known, a call from
         Python)."""
-        if self.before_s is None:
-            return None
-        steps = self.steps()
-        return self.before_s + steps.get("space and device", 0.0) + steps.get("set-up", 0.0)
-
+        return None if self.before_s is None else self.before_s + self._to_sweep()
 
     def setup_s(self) -> float | None:
         """Seconds from this clock's start to the sweep, where this is the process's first
         run (None: a later one, whose set-up says nothing of a first's)."""
-        if not self.first:
-            return None
+        return self._to_sweep() if self.first else None
+
+    def _to_sweep(self) -> float:
+        """Seconds from this clock's start to the sweep: the space and device, the set-up."""
         steps = self.steps()
         return steps.get("space and device", 0.0) + steps.get("set-up", 0.0)
 

@@ -197,7 +197,7 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
     trials = space.budget.trials if options.trials is None else options.trials
-    time_s = space.budget.time_s if options.time_s is None else options.time_s
+    time_s = _time_budget(options, space)
     unbounded = dataclasses.replace(space, budget=dataclasses.replace(
         space.budget, trials=trials, time_s=None))
     plan, _ = plan_of(unbounded, device, shape)
@@ -528,6 +528,11 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     return why
 
 
+def _time_budget(options: RunOptions, space: Any) -> float | None:
+    """The run's time budget in seconds: ``--time``, else the space's ``budget.time``."""
+    return space.budget.time_s if options.time_s is None else options.time_s
+
+
 def _report_fits(options: RunOptions, summary: Any, space: Any, store: Storage, clock: Any,
                  say: Callable[[str], None]) -> bool:
     """Whether the time budget left covers the report (what the sweep kept for it) within
@@ -535,7 +540,7 @@ def _report_fits(options: RunOptions, summary: Any, space: Any, store: Storage, 
     sweep the set-up left no time (a study resumed complete under ``--time 3s`` on the
     interpreter: 2.7 s before the sweep) stopped at once, and its report took the command
     to 3.6 s."""
-    time_s = options.time_s if options.time_s is not None else space.budget.time_s
+    time_s = _time_budget(options, space)
     kept = summary.report_kept_s
     if time_s is None or kept is None:
         return True

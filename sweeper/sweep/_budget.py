@@ -34,6 +34,11 @@ MAX_REPEATED_PROPOSALS = 200
 COMPLETE = "complete: every valid config measured"
 
 
+def _medians(entrants: list[TrialRecord]) -> list[float]:
+    """The sweep medians (ms) of a final's entrants that have them."""
+    return [t.stats.median for t in entrants if t.stats]
+
+
 class StopFlag:
     """Set by the CLI's Ctrl-C handler; the sweep stops after the trial in flight."""
 
@@ -166,7 +171,7 @@ class Budgets:
         time the sweep had stopped to keep: the final it had kept that time for never ran
         (two runs of four)."""
         return self.time_left() + self.trial_s >= self._final_s(
-            [t.stats.median for t in entrants if t.stats], duty, rounds=1)
+            _medians(entrants), duty, rounds=1)
 
     def kept_after(self, entrants: list[TrialRecord], later: list[list[TrialRecord]],
                    duty: Duty | None) -> float:
@@ -174,13 +179,10 @@ class Budgets:
         ``MIN_ROUNDS`` rounds of the finals after it (``later``: the time the sweep kept
         for them), and its own confirmation under sustained load, which follows its
         rounds.  Its rounds past ``MIN_ROUNDS`` run in what is left over, not in theirs."""
-        def medians(group: list[TrialRecord]) -> list[float]:
-            return [t.stats.median for t in group if t.stats]
-
-        confirm = self._final_s(medians(entrants), duty, rounds=0) if medians(entrants) \
-            else 0.0
-        return confirm + sum(self._final_s(medians(g), duty, rounds=MIN_ROUNDS)
-                             for g in later if medians(g))
+        own = _medians(entrants)
+        confirm = self._final_s(own, duty, rounds=0) if own else 0.0
+        return confirm + sum(self._final_s(_medians(g), duty, rounds=MIN_ROUNDS)
+                             for g in later if _medians(g))
 
     def time_left(self) -> float:
         """Seconds of the time budget left (``inf`` without one)."""

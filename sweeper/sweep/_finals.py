@@ -51,11 +51,11 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
     finals: list[FinalRecord] = []
     lost: list[str] = []
     groups = _finalists_of(trials, problems)
-    for i, chosen in enumerate(groups):
+    for at, chosen in enumerate(groups):
         if not covered(chosen):
             continue
         job = FinalsJob(chosen, seed, duty, None if deadline is None else
-                        deadline - kept_after(chosen, groups[i + 1:]))
+                        deadline - kept_after(chosen, groups[at + 1:]))
         for worker in workers.all:
             worker.submit_finals(job)
         for i, worker in enumerate(workers.all):
