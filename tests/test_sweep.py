@@ -117,6 +117,24 @@ def test_resume_with_other_settings_is_refused(small_space, tmp_path):
     assert sweep.run().resumed >= 1
 
 
+def test_a_study_resumed_with_force_takes_no_config_its_space_dropped_into_a_final(
+        small_space, tmp_path):
+    # the first run's best configs include block=128; the narrowed space has no such
+    # value, so those trials stay in the journal but cannot be measured again
+    sweep, store = start(small_space, tmp_path / "s", finals=False)
+    sweep.run()
+    first = [t for t in store.records()[0] if t.ok]
+    assert any(t.choice["block"] == "128" for t in first)
+    small_space.write_text(small_space.read_text().replace("block: [32, 128]", "block: [32]"))
+    sweep, store = start(small_space, tmp_path / "s", force=True, finals=True)
+    summary = sweep.run()
+    assert summary.finals and not summary.finals_lost
+    kept = {t.number: t for t in store.records()[0]}
+    for final in summary.finals:
+        assert all(kept[row.number].choice["block"] == "32" for row in final.finalists)
+    assert len(kept) >= len(first)      # the earlier space's trials are all still there
+
+
 def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
         tmp_path, monkeypatch, capsys):
     from sweeper.cli import main

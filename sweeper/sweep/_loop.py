@@ -261,8 +261,9 @@ class Sweep:
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty, budgets.finals_round = bench.power.finals_duty, bench.round
             budgets.finals_overhead_s = self.finals_overhead_s
-            missing = set(Winners.of(self.store).missing(trials)) if trials else set()
-            for t in trials:
+            entrants = self._in_space(trials)
+            missing = set(Winners.of(self.store).missing(entrants)) if entrants else set()
+            for t in entrants:
                 if problem_of(t) in missing:
                     budgets.note(t)
         plan = self._plan(study.sampler)
@@ -563,7 +564,7 @@ class Sweep:
         """Unless interrupted: the finals of each problem without a current final, measured
         by the workers (worker processes on every GPU left, at once, before they close; the
         one in this process after the drift check)."""
-        trials = list(run.done.values())
+        trials = self._in_space(run.done.values())
         todo = Winners.of(self.store).missing(trials) \
             if self.run_finals and not self.stop.set else []
         if not todo:
@@ -596,9 +597,16 @@ class Sweep:
             return None
         return model_guesses(self.kernel, self.space, self.facts, valid)
 
+    def _in_space(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+        """The measured ``trials`` whose configs this space still holds: a study resumed
+        with ``--force`` keeps the trials of its earlier space in the journal and the
+        report, but a config the space no longer has (a value dropped, a constraint added)
+        cannot be measured again, so it enters no final."""
+        return [t for t in trials if t.ok and self._resolved(t.choice) is not None]
+
     def _resolved(self, choice: Choice) -> Config | None:
         """``choice``'s config, or None where a constraint or value rules it out."""
         try:
             return self.space.resolve(choice, self.facts.env(), self.facts.max_footprint)
-        except Invalid:
+        except (Invalid, KeyError):     # KeyError: a value the space does not have
             return None
