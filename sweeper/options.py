@@ -46,15 +46,25 @@ GPU_CHECKS = ("first", "all", "off")
 GPU_CHECK_TARGET = "sm_90"
 
 
+#: The CUDA architectures (compute capability x 10) ``--gpu-check-target`` takes: those
+#: of CUDA 12.9-13's ``ptxas`` from Volta on (a target the installed ``ptxas`` does not
+#: know skips the check with a line, :func:`sweeper.sweep._gpu_check.cannot_compile`).
+CUDA_ARCHS = (70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
+
+
 def gpu_target(text: str) -> str:
     """``--gpu-check-target``: a CUDA architecture, ``sm_90`` (or ``90``, ``sm_100a``),
-    as ``sm_NN``."""
+    as ``sm_NN``; one of :data:`CUDA_ARCHS`, so that a typo is refused before the run,
+    not recorded as every config's compile error."""
     import re
 
-    m = re.fullmatch(r"(?:sm_?)?(\d+)a?", text.strip())
+    m = re.fullmatch(r"(?:sm_?)?(\d+)[af]?", text.strip())
     if not m:
         raise OptionValueError(f"{text[:40]!r}: expected a CUDA architecture such as sm_90")
-    return f"sm_{m.group(1)}"
+    if int(m.group(1)) not in CUDA_ARCHS:
+        raise OptionValueError(f"{text[:40]!r}: not a CUDA architecture; one of "
+                               f"{', '.join(f'sm_{a}' for a in CUDA_ARCHS)}")
+    return f"sm_{int(m.group(1))}"
 
 
 def gpu_list(text: str) -> list[int] | None:

@@ -107,6 +107,36 @@ def test_no_ptxas_is_said(monkeypatch):
                                         "find ptxas)")
 
 
+def test_a_target_that_is_no_cuda_architecture_is_refused_before_the_run(
+        write_space, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    path = write_space(SPACE.format(study="typo", kernel="copy"), "typo.yaml")
+    rc = main(["run", str(path), "--device", "interpret", "--gpu-check-target", "sm_999"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --gpu-check-target: 'sm_999': not a CUDA architecture; one of sm_70, " \
+           "sm_72, sm_75, sm_80" in err
+    assert not (tmp_path / "studies").exists()
+
+
+def test_a_target_this_ptxas_does_not_know_skips_the_check(monkeypatch):
+    from sweeper.sweep import _gpu_check
+
+    monkeypatch.setattr(_gpu_check, "_ptxas_archs", lambda path: {80, 90})
+    assert cannot_compile(Target("cuda", 110)) == (
+        "this Triton's ptxas does not compile for sm_110 (it knows sm_80, sm_90)")
+    assert cannot_compile(Target("cuda", 90)) is None
+
+
+def test_ptxas_names_the_architectures_it_compiles_for():
+    from triton import knobs
+
+    from sweeper.sweep._gpu_check import _ptxas_archs
+
+    assert {80, 90} <= _ptxas_archs(knobs.nvidia.ptxas.path)
+    assert _ptxas_archs("/nonexistent/ptxas") == set()
+
+
 class _Compiler:
     """Stands in for the Precompiler: refuses the configs with BLOCK in ``refused``."""
 

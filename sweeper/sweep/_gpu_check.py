@@ -107,14 +107,32 @@ def cannot_compile(target: Target) -> str | None:
         try:
             from triton import knobs
 
-            knobs.nvidia.ptxas.path  # noqa: B018 - finding it (and running it) is the check
+            ptxas = knobs.nvidia.ptxas.path   # finding it (and running it) is the check
         except ImportError:                   # an older Triton: no knobs
             from triton.backends.nvidia.compiler import _path_to_binary
 
-            _path_to_binary("ptxas")
+            ptxas = _path_to_binary("ptxas")[0]
     except Exception as err:  # noqa: BLE001 - RuntimeError: Cannot find ptxas
         return f"Triton's NVIDIA backend finds no ptxas ({err})"
+    known = _ptxas_archs(ptxas)
+    if known and target.arch not in known:
+        return (f"this Triton's ptxas does not compile for {target} (it knows "
+                f"{', '.join(f'sm_{a}' for a in sorted(known))})")
     return None
+
+
+def _ptxas_archs(ptxas: str) -> set[int]:
+    """The architectures ``ptxas --help`` lists as its ``--gpu-name`` values (empty where
+    it cannot be asked): a target it does not know would be every config's compile
+    error, which is the tool's limit, not the kernel's."""
+    import subprocess
+
+    try:
+        text = subprocess.run([ptxas, "--help"], capture_output=True, text=True,
+                              timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {int(a) for a in re.findall(r"'sm_(\d+)[af]?'", text)}
 
 
 class GpuCheck:
