@@ -79,6 +79,36 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
     assert torch.equal(tuned_copy(x, tuning=str(tuning)), x)
 
 
+def test_a_run_ctrl_c_stopped_exits_130_with_its_trials_kept(small_space, tmp_path,
+                                                              monkeypatch, capsys):
+    import signal
+
+    from sweeper.sweep import SilentReporter
+
+    trial = SilentReporter.trial
+    seen = []
+
+    def interrupting(self, record, best):     # the user's Ctrl-C after the second trial
+        trial(self, record, best)
+        seen.append(record)
+        if len(seen) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(SilentReporter, "trial", interrupting)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(small_space), "--device", "interpret", "--quiet",
+                 "--no-report"]) == 130
+    out, err = capsys.readouterr()
+    assert "stopped: interrupted (Ctrl-C)" in out
+    assert err == "\nstopping after the current trial (Ctrl-C again to abort it)\n"
+    study = tmp_path / "studies" / "tiny-interpret"
+    kept = [json.loads(line) for line in (study / "trials.jsonl").read_text().splitlines()]
+    assert sum(t.get("status") == "ok" for t in kept) >= 2
+    monkeypatch.setattr(SilentReporter, "trial", trial)
+    assert main(["run", str(small_space), "--device", "interpret", "--quiet",
+                 "--no-report"]) == 0     # resumed to the end: done
+
+
 def test_bad_space_exits_2_with_one_line_and_writes_nothing(write_space, tmp_path):
     path = write_space("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", "bad.yaml")
     rc, out, err = sweeper("run", str(path), "--device", "interpret", cwd=tmp_path)

@@ -13,7 +13,8 @@ fault, not the input's; the line says what is left), or the study's database fai
 before is kept there); 2 bad input (space file, option,
 study, device), nothing written; 3 ``run`` measured, but some configs failed by the
 kernel's fault (a wrong answer, a crash, a compile error, a timeout, an impossible time:
-the ``failed:`` line names them); 130 interrupted (Ctrl-C twice), every finished trial kept;
+the ``failed:`` line names them); 130 interrupted (Ctrl-C: ``run`` stops after the trial in flight;
+twice: at once), every finished trial kept;
 141 the reader of its output went away (``sweeper plan ... | head``), quietly, as a shell
 pipeline expects, every finished trial kept.
 A :class:`StudyWarning` (a journal line set aside) is one line on stderr.

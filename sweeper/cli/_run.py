@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from sweeper.cli._exits import EXIT_CONFIGS_FAILED, EXIT_NOTHING_MEASURED, EXIT_OK
+from sweeper.cli._exits import (
+    EXIT_CONFIGS_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_MEASURED,
+    EXIT_OK,
+)
 from sweeper.cli._inputs import recorded_command, space_source
 from sweeper.engine import RunOptions, run_sweep
 
@@ -27,10 +32,13 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Sweep the space into its study, then report; the exit status: nothing measured,
+    """Sweep the space into its study, then report; the exit status: interrupted (Ctrl-C
+    stopped the sweep: a script can tell it from a finished run), else nothing measured,
     else some config failed by the kernel's fault (the ``failed:`` line names them), else
     done."""
     result = run_sweep(run_options(args))
+    if result.interrupted:
+        return EXIT_INTERRUPTED
     if result.failure is not None:
         return EXIT_NOTHING_MEASURED
     return EXIT_CONFIGS_FAILED if result.kernel_faults else EXIT_OK

@@ -54,6 +54,14 @@ class RunResult:
     failure: str | None = None
 
     @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the sweep (after its trial in flight, every finished
+        trial kept; no finals)."""
+        from sweeper.sweep._budget import INTERRUPTED
+
+        return self.summary is not None and self.summary.stopped_by == INTERRUPTED
+
+    @property
     def kernel_faults(self) -> int:
         """This run's trials that failed by the kernel's fault
         (:data:`~sweeper.trial.KERNEL_FAULTS`: a wrong answer, a crash, a compile error),

@@ -32,6 +32,8 @@ from sweeper.trial import KERNEL_FAULTS
 MAX_REPEATED_PROPOSALS = 200
 #: Why a sweep stops when the sampler has nothing new left to propose.
 COMPLETE = "complete: every valid config measured"
+#: Why a sweep stops at a Ctrl-C (after the trial in flight; ``sweeper run`` exits 130).
+INTERRUPTED = "interrupted (Ctrl-C)"
 
 
 def _medians(entrants: list[TrialRecord]) -> list[float]:
@@ -219,7 +221,7 @@ class Budgets:
 
     def _spent(self, study: optuna.Study) -> str:
         if self.stop.set:
-            return "interrupted (Ctrl-C)"
+            return INTERRUPTED
         taken = self.measured + self.in_flight
         if self.max_trials is not None and taken >= self.max_trials:
             return f"budget: {self.max_trials} trials"
