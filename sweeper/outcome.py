@@ -71,7 +71,7 @@ def _winner_line(name: str, pick: Pick, headline: Headline) -> str:
     assert final is not None
     agree = pick.agreement
     won = f"winner, {name}, after {counted(final.rounds, 'interleaved round')} over " \
-        f"{len(final.finalists)} finalists" + (
+        f"{counted(len(final.finalists), 'finalist')}" + (
             " (cut short by the time budget: the same command measures the final again)"
             if final.cut_short else "")
     text = trial_text(pick.trial, headline, pick.median_ms)

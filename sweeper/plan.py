@@ -38,6 +38,7 @@ from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
 from sweeper.fsio import atomic_write
 from sweeper.measure import SUSTAINED, Duty
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
+from sweeper.store import key_of
 from sweeper.study import RuledOut, finals_wanted, resolved
 
 if TYPE_CHECKING:
@@ -420,6 +421,11 @@ class RunShape:
     setup: bool = False
     costs: RunCosts = field(default_factory=RunCosts)
     binaries: Binaries | None = None
+    #: the configs the study has already answered (their :func:`~sweeper.store.key_of`
+    #: keys: a resumed run measures none of them again) and how many of its trials the
+    #: trial budget counts already (all but those the constraints ruled out)
+    done: frozenset[tuple[str, ...]] = frozenset()
+    spent: int = 0
 
 
 Counts = tuple[Callable[[Problem], int] | None, Callable[[Problem], int] | None,
@@ -525,12 +531,17 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
     interpreted = costs.op_s > 0      # launches priced by programs and operations, no GPU
     scale = shape.costs.scale_of(shape.kernel, interpreted=interpreted)
-    for _, outcome in resolved(space, facts.env(), facts.max_footprint):
+    todo = 0                      # the valid configs the study has not answered yet
+    left = None if budget is None else max(0, budget - shape.spent)
+    for choice, outcome in resolved(space, facts.env(), facts.max_footprint):
         if isinstance(outcome, Invalid):
             ruled_out.add(outcome)
             continue
         valid += 1
-        if budget is None or valid <= budget:
+        if shape.done and key_of(choice) in shape.done:
+            continue
+        todo += 1
+        if left is None or todo <= left:
             launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs, ops)
             launch *= scale
             # the power limiter steps in after 15-20 ms of load (the H200): a FLOP-bound
@@ -568,7 +579,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                     POWER_MAYBE * finals_under(powered))
     else:
         finals_s = finals_under(None)
-    trials = valid if budget is None else min(valid, budget)
+    trials = todo if left is None else min(todo, left)
     heatmaps = len(maps) + len(problems)
     startup = shape.costs.startup_s if shape.startup else (
         shape.costs.setup_for() if shape.setup else 0.0)

@@ -188,8 +188,10 @@ def _device_problem(obj: Any) -> str | None:
 
 
 def _a(obj: Any) -> str:
-    return f"the class {obj.__name__}" if isinstance(obj, type) else \
-        f"a {type(obj).__name__}"
+    if isinstance(obj, type):
+        return f"the class {obj.__name__}"
+    name = type(obj).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 KERNEL = Kind("kernel", "sweeper.kernels", {

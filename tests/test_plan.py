@@ -601,6 +601,24 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
     assert said[-1].startswith("estimated time: 3 s, the time budget (6 trials would take ")
     assert " s: trials 6 s" in said[-1]            # the parts of the whole, not scaled down
 
+    # a resumed run measures none of the configs its study answered, and they count
+    # towards --trials
+    from sweeper.store import TrialRecord
+    from sweeper.study import resolved
+    from sweeper.trial import TrialResult, TrialStatus
+
+    valid = [(c, o) for c, o in resolved(space, device.facts().env(),
+                                         device.facts().max_footprint)
+             if not isinstance(o, Exception)]
+    kept = [TrialRecord.from_result(n, c, o, TrialResult(TrialStatus.OK), "", 0.0)
+            for n, (c, o) in enumerate(valid[:4])]
+    options = RunOptions(space=SpaceSource(path=str(path)), device="interpret", report=False)
+    _estimate(said.append, options, space, device, RunClock(first=False), kept)
+    assert " for 2 trials (trials 2 s" in said[-1]
+    _estimate(said.append, dataclasses.replace(options, trials=5), space, device,
+              RunClock(first=False), kept)
+    assert " for 1 trial (trials 1 s" in said[-1]
+
 
 def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
         tmp_path, monkeypatch, write_space):

@@ -327,7 +327,7 @@ def test_a_path_plugin_that_fails_is_named_with_its_path(user_module):
                                            rf"path\): module {empty} has no attribute 'nope'$"):
         plugins.load(plugins.SAMPLER, f"{empty}:nope")
     with pytest.raises(SweeperError, match=rf"^cannot load device '{empty}:X' \(module:attr "
-                                           rf"path\): {empty}:X is a int, not a sweeper"):
+                                           rf"path\): {empty}:X is an int, not a sweeper"):
         plugins.load(plugins.DEVICE, f"{empty}:X")
     with pytest.raises(SweeperError, match=r"declares needs_finals = 'no'; a capability is "
                                            r"True or False$"):

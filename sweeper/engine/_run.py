@@ -134,12 +134,13 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     facts = device.facts()
     measure = device.measure_spec(space.measure)
     say = _printer(options.quiet)
-    kept = len(store.records()[0]) if resuming else 0
+    kept_trials = store.records()[0] if resuming else []
+    kept = len(kept_trials)
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
     check = _gpu_check(say, options, space, kernel, device, facts)
-    clock.estimate_s = _estimate(say, options, space, device, clock)
+    clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials)
     priors = _priors(space, options, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
     # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
@@ -191,9 +192,11 @@ ESTIMATE_UP_TO = 50_000
 
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
-              clock: Any) -> float | None:
+              clock: Any, kept: Sequence[Any] = ()) -> float | None:
     """Print what ``sweeper plan`` estimates this run takes, its trials as
-    ``--trials`` (or the space's budget) bounds them, and return it; where the time budget
+    ``--trials`` (or the space's budget) bounds them, less the configs the study has
+    ``kept`` (a resumed run measures none again, and they count towards ``--trials``),
+    and return it; where the time budget
     (``--time``, or the space's) is shorter, that budget, with what the trials would take
     without it.  Nothing for a replay (the estimate is the recorded GPU's) or a space too
     large to plan quickly."""
@@ -204,6 +207,11 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
+    if kept:
+        from sweeper.trial import TrialStatus
+
+        shape = dataclasses.replace(shape, done=frozenset(t.key() for t in kept), spent=sum(
+            1 for t in kept if t.status is not TrialStatus.INVALID))
     trials = space.budget.trials if options.trials is None else options.trials
     time_s = _time_budget(options, space)
     unbounded = dataclasses.replace(space, budget=dataclasses.replace(
@@ -214,14 +222,14 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     if time_s is not None and startup >= time_s:
         # the budget cannot hold the start: say so, rather than promise the budget
         say(f"estimated time: {startup:.0f} s, the start-up alone, longer than the time "
-            f"budget of {time_s:g} s: it likely measures nothing ({plan.trials} trials "
+            f"budget of {time_s:g} s: it likely measures nothing ({counted(plan.trials, 'trial')} "
             f"would take {plan.estimate_s:.0f} s: {parts})")
         return startup
     if time_s is not None and plan.estimate_s > time_s:
-        say(f"estimated time: {time_s:.0f} s, the time budget ({plan.trials} trials would "
-            f"take {plan.estimate_s:.0f} s: {parts})")
+        say(f"estimated time: {time_s:.0f} s, the time budget "
+            f"({counted(plan.trials, 'trial')} would take {plan.estimate_s:.0f} s: {parts})")
         return time_s
-    say(f"estimated time: {plan.estimate_s:.0f} s for {plan.trials} trials ({parts})")
+    say(f"estimated time: {plan.estimate_s:.0f} s for {counted(plan.trials, 'trial')} ({parts})")
     return plan.estimate_s
 
 
@@ -679,7 +687,8 @@ def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
                          scale=scale)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
-    say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; {pictures} "
-        f"heatmaps in {store.root / 'heatmaps'} ({' and '.join(f.upper() for f in formats)}; "
+    kinds = " and ".join(f.upper() for f in formats)
+    say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; "
+        f"{counted(pictures, 'heatmap')} in {store.root / 'heatmaps'} ({kinds}; "
         f"{drawn} drawn, {pictures - drawn} unchanged)")
     return files
