@@ -83,6 +83,12 @@ HOSTILE: dict[str, tuple[Edit, str]] = {
                                       r"holds 2 samples"),
     "a negative sample": (_negative_sample,
                           r"trial record: samples_ms\[0\] -1.0 is not a time"),
+    "a rate that is not a number": (lambda d: d.update(gbps=float("nan")),
+                                    r"trial record: gbps nan is not a finite number >= 0"),
+    "an infinite rate": (lambda d: d.update(gflops=float("inf")),
+                         r"trial record: gflops inf is not a finite number >= 0"),
+    "a negative rate": (lambda d: d.update(gbps=-5.0),
+                        r"trial record: gbps -5.0 is not a finite number >= 0"),
 }
 
 

@@ -14,8 +14,19 @@ from sweeper.kernels import Headline
 from sweeper.measure import Duty, Flag, Stats, StopReason
 from sweeper.space import Config, Problem
 from sweeper.store._codec import ProblemKey
-from sweeper.store._schema import CONTROL, Record, samples_problem, show, stats_problem
+from sweeper.store._schema import (
+    CONTROL,
+    Record,
+    amounts_problem,
+    samples_problem,
+    show,
+    stats_problem,
+)
 from sweeper.trial import TrialResult, TrialStatus
+
+#: A trial's amounts that are each a finite number >= 0 where kept (rates, seconds,
+#: joules, watts).
+TRIAL_AMOUNTS = ("gbps", "gflops", "cold_s", "wall_s", "energy_j", "power_w", "saved_ms")
 
 
 def key_of(choice: Mapping[str, Any]) -> tuple[str, ...]:
@@ -109,7 +120,7 @@ class TrialRecord(TrialResult, Record):
                 return f"choice: axis {show(axis)} holds a control character"
             if CONTROL.search(label):
                 return f"choice: {axis} {show(label)} holds a control character"
-        problem = samples_problem(data)
+        problem = samples_problem(data) or amounts_problem(data, TRIAL_AMOUNTS)
         if problem is None and data["status"] == TrialStatus.OK.value:
             if data.get("config") is None:
                 return "an ok trial without a config"
@@ -152,7 +163,7 @@ class BaselineRecord(Record):
         """What readers rely on beyond the field types: a median, a min and a p95, and
         samples as many as their statistics count."""
         return stats_problem(data["stats"], "its stats", ("min", "p95")) or \
-            samples_problem(data)
+            samples_problem(data) or amounts_problem(data, ("gbps",))
 
 
 @dataclass

@@ -292,6 +292,18 @@ def samples_problem(data: Mapping[str, Any], owner: str = "") -> str | None:
     return None
 
 
+def amounts_problem(data: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
+    """What is wrong with the amounts a record keeps under ``names`` (rates, seconds,
+    joules): each, where kept, a finite number >= 0, as measuring writes them; a NaN or
+    a negative rate would rank a config it never earned, or stop the sampler that is
+    told it."""
+    for name in names:
+        x = data.get(name)
+        if isinstance(x, float) and not (math.isfinite(x) and x >= 0):
+            return f"{name} {show(x)} is not a finite number >= 0"
+    return None
+
+
 @functools.cache
 def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
