@@ -333,6 +333,26 @@ def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp
     assert seen and set(seen) == {overhead}
 
 
+def test_finals_no_budget_like_this_one_covers_name_the_budget_that_does():
+    """A run that measured nothing and left a final would leave it again under the same
+    command: it names a --time that covers its first round instead."""
+    from types import SimpleNamespace
+
+    from sweeper.engine._run import _deferred_line
+    from sweeper.store import ProblemKey
+
+    key = ProblemKey("float32", 4096, "cold")
+    ran = SimpleNamespace(finals_deferred=[key], finals_short_s=0.4, measured=3)
+    assert _deferred_line(ran, 3.0) == ("finals of 1 problem left for the next run: the time "
+                                        "budget did not cover them (run the same command to "
+                                        "measure them)")
+    idle = SimpleNamespace(finals_deferred=[key, key], finals_short_s=0.4, measured=0)
+    assert _deferred_line(idle, 3.0) == (
+        "finals of 2 problems left for the next run: the first round of a final needs 0.4 s "
+        "more than this time budget left it after the start-up and the report's share; "
+        "--time 4s or more measures them")
+
+
 def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys):
     """``--time`` counts from the command's start and keeps time for the finals and the
     report: a space that would take longer ends within the budget plus 5 %, its finals

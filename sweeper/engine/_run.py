@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 import os
 import signal
 import sys
@@ -231,6 +232,20 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
         return time_s
     say(f"estimated time: {plan.estimate_s:.0f} s for {counted(plan.trials, 'trial')} ({parts})")
     return plan.estimate_s
+
+
+def _deferred_line(summary: Any, budget_s: float | None) -> str:
+    """What the run says of the finals its time budget did not cover.  Where it measured
+    nothing else (the same command would spend its budget as this one did), it names the
+    longer budget that covers them, not the same command."""
+    what = f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next run"
+    short = summary.finals_short_s
+    if summary.measured or budget_s is None:
+        return (f"{what}: the time budget did not cover them (run the same command to "
+                f"measure them)")
+    return (f"{what}: the first round of a final needs {short:.1f} s more than this time "
+            f"budget left it after the start-up and the report's share; --time "
+            f"{math.ceil(budget_s + short + 0.5):d}s or more measures them")
 
 
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
@@ -524,8 +539,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     for lost in summary.finals_lost:
         say(f"finals without {lost}")
     if summary.finals_deferred:
-        say(f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next run: "
-              "the time budget did not cover them (run the same command to measure them)")
+        say(_deferred_line(summary, _time_budget(options, space)))
     if summary.duty:
         say(f"power: {summary.duty}")
     clock.mark("summary")

@@ -172,8 +172,14 @@ class Budgets:
         load the bound of every round grew with the trial in flight's finalist past the
         time the sweep had stopped to keep: the final it had kept that time for never ran
         (two runs of four)."""
-        return self.time_left() + self.trial_s >= self._final_s(
-            _medians(entrants), duty, rounds=1)
+        return self.shortfall(entrants, duty) <= 0.0
+
+    def shortfall(self, entrants: list[TrialRecord], duty: Duty | None) -> float:
+        """Seconds the first round of ``entrants``' final needs beyond the time left (the
+        allowance for a trial in flight included); 0 or less where it is covered
+        (:meth:`covers`)."""
+        return self._final_s(_medians(entrants), duty, rounds=1) - (
+            self.time_left() + self.trial_s)
 
     def kept_after(self, entrants: list[TrialRecord], later: list[list[TrialRecord]],
                    duty: Duty | None) -> float:

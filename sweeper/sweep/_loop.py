@@ -576,8 +576,10 @@ class Sweep:
         def covered(entrants: list[TrialRecord]) -> bool:
             """Whether the time budget covers this problem's final (else it waits for the
             next run); the display says which final runs."""
-            if not run.budgets.covers(entrants, duty):
+            short = run.budgets.shortfall(entrants, duty)
+            if short > 0.0:
                 summary.finals_deferred.append(problem_of(entrants[0]))
+                summary.finals_short_s = max(summary.finals_short_s, short)
                 return False
             self.reporter.final_started(problem_text(problem_of(entrants[0])), len(entrants))
             return True
