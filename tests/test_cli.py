@@ -109,6 +109,34 @@ def test_a_run_ctrl_c_stopped_exits_130_with_its_trials_kept(small_space, tmp_pa
                  "--no-report"]) == 0     # resumed to the end: done
 
 
+def test_ctrl_c_during_the_finals_leaves_the_finals_not_started_to_the_next_run(
+        small_space, tmp_path, monkeypatch, capsys):
+    import signal
+
+    from sweeper.sweep import SilentReporter
+
+    small_space.write_text(small_space.read_text().replace("footprint: [4KiB]",
+                                                           "footprint: [4KiB, 2KiB]"))
+    started = SilentReporter.final_started
+
+    def interrupting(self, problem, finalists):  # the user's Ctrl-C as the first final starts
+        started(self, problem, finalists)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(SilentReporter, "final_started", interrupting)
+    monkeypatch.chdir(tmp_path)
+    run = ["run", str(small_space), "--device", "interpret", "--quiet", "--no-report"]
+    assert main(run) == 130
+    out = capsys.readouterr().out
+    assert "stopped: interrupted (Ctrl-C)" in out
+    assert "finals of 1 problem left for the next run: Ctrl-C stopped the finals" in out
+    assert out.count("winner, ") == 1              # the final that had started ended
+    monkeypatch.setattr(SilentReporter, "final_started", started)
+    assert main(run) == 0
+    out = capsys.readouterr().out
+    assert out.count("winner, ") == 2 and "left for the next run" not in out
+
+
 def test_bad_space_exits_2_with_one_line_and_writes_nothing(write_space, tmp_path):
     path = write_space("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", "bad.yaml")
     rc, out, err = sweeper("run", str(path), "--device", "interpret", cwd=tmp_path)

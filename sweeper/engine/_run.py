@@ -540,6 +540,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(f"finals without {lost}")
     if summary.finals_deferred:
         say(_deferred_line(summary, _time_budget(options, space)))
+    if summary.finals_stopped:
+        say(f"finals of {counted(summary.finals_stopped, 'problem')} left for the next run: "
+            "Ctrl-C stopped the finals (run the same command to measure them)")
     if summary.duty:
         say(f"power: {summary.duty}")
     clock.mark("summary")

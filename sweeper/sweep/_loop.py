@@ -46,7 +46,7 @@ from sweeper.store import (
 )
 from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of
+from sweeper.sweep._budget import COMPLETE, INTERRUPTED, Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import (
     CompileAhead,
@@ -576,6 +576,10 @@ class Sweep:
         def covered(entrants: list[TrialRecord]) -> bool:
             """Whether the time budget covers this problem's final (else it waits for the
             next run); the display says which final runs."""
+            if self.stop.set:       # Ctrl-C during the finals: the next run measures these
+                summary.finals_stopped += 1
+                summary.stopped_by = INTERRUPTED
+                return False
             short = run.budgets.shortfall(entrants, duty)
             if short > 0.0:
                 summary.finals_deferred.append(problem_of(entrants[0]))

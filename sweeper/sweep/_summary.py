@@ -86,6 +86,8 @@ class SweepSummary:
     finals_deferred: list[ProblemKey] = field(default_factory=list)
     #: the most seconds a deferred final's first round needed beyond the time left
     finals_short_s: float = 0.0
+    #: problems whose finals a Ctrl-C during the finals left for the next run
+    finals_stopped: int = 0
     #: what the time budget keeps for the report after the sweep (seconds; ``None``
     #: without a time budget or a report): the command writes none the time left does
     #: not cover
