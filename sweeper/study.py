@@ -11,8 +11,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sweeper.core._model import MAX_CONFIGS
+from sweeper.core._units import counted
 from sweeper.devices import Device
 from sweeper.errors import SpaceError, StudyError
+from sweeper.escape import cut
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Config, Configs, Invalid, Origin, Space
@@ -162,7 +164,28 @@ def fingerprint_damage(meta: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any]) -> str:
+def text_changes(old: str, new: str, most: int = 3) -> list[str]:
+    """``line N: 'old line' -> 'new line'`` for each line of a space file's text that
+    changed (``most`` at most, then how many more): what a refusal names where the
+    space's hash alone would leave the user to find it."""
+    import difflib
+
+    a, b = old.splitlines(), new.splitlines()
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b,
+                                                        autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        was = " / ".join(x.strip() for x in a[i1:i2]) or "(none)"
+        now_ = " / ".join(x.strip() for x in b[j1:j2]) or "(none)"
+        out.append(f"line {j1 + 1}: {cut(was, 80)!r} -> {cut(now_, 80)!r}")
+    if len(out) > most:
+        out = [*out[:most], f"and {counted(len(out) - most, 'more change')}"]
+    return out
+
+
+def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any],
+                   space_text: str | None = None) -> str:
     """Why a study whose fingerprint differs from this run's is not resumed, and the ways
     on: its old trials are not comparable with new ones, so mixing them must be asked for.
     What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
@@ -176,6 +199,12 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any]) -> st
         return (f"{root}: cannot resume, the fingerprint in its study.json is damaged "
                 f"({'; '.join(damage.values())}){more}; restore study.json from a copy, or "
                 f"{ways}")
+    recorded = meta.get("space_text")
+    if space_text is not None and isinstance(recorded, str):
+        lines = text_changes(recorded, space_text)
+        if lines:     # the space's own lines, where its hash says only that they differ
+            changed = [f"the space file's {'; '.join(lines)}" if c.startswith(
+                "space_sha256:") else c for c in changed]
     source = [c for c in changed if c.startswith("kernel_source:")]
     why = "its kernel's source changed since it was measured" if source else \
         "it was measured with other settings"
@@ -223,7 +252,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     meta = store.meta()
     changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
     if changed and not force:
-        raise StudyError(resume_refused(store.root, changed, meta))
+        raise StudyError(resume_refused(store.root, changed, meta, space.text))
     if worker is not None:
         store.share()
         store.enlist(worker)

@@ -110,8 +110,12 @@ def test_resume_with_other_settings_is_refused(small_space, tmp_path):
     sweep, _ = start(small_space, tmp_path / "s", max_trials=1)
     sweep.run()
     small_space.write_text(small_space.read_text().replace("repeat: 3", "repeat: 4"))
+    line = small_space.read_text().splitlines().index(
+        "measure: {warmup: 1, repeat: 4}") + 1
     with pytest.raises(StudyError, match=r"cannot resume, it was measured with other settings "
-                                         r"\(space_sha256: '[0-9a-f]+' -> '[0-9a-f]+'\)"):
+                                         rf"\(the space file's line {line}: 'measure: "
+                                         r"\{warmup: 1, repeat: 3\}' -> 'measure: \{warmup: "
+                                         r"1, repeat: 4\}'\); rerun with --force"):
         start(small_space, tmp_path / "s")
     sweep, _ = start(small_space, tmp_path / "s", force=True)
     assert sweep.run().resumed >= 1
@@ -133,6 +137,21 @@ def test_a_study_resumed_with_force_takes_no_config_its_space_dropped_into_a_fin
     for final in summary.finals:
         assert all(kept[row.number].choice["block"] == "32" for row in final.finalists)
     assert len(kept) >= len(first)      # the earlier space's trials are all still there
+
+
+def test_a_refusal_names_the_space_files_changed_lines():
+    from sweeper.study import text_changes
+
+    old = "a: 1\nb: [1, 2]\nc: 3\nd: 4\ne: 5\nf: 6\n"
+    assert text_changes(old, old) == []
+    assert text_changes(old, old.replace("b: [1, 2]", "b: [1]")) == [
+        "line 2: 'b: [1, 2]' -> 'b: [1]'"]
+    assert text_changes(old, old.replace("c: 3\n", "")) == ["line 3: 'c: 3' -> '(none)'"]
+    many = "a: 0\nb: 0\nc: 3\nd: 0\ne: 5\nf: 0\n"
+    assert text_changes(old, many) == ["line 1: 'a: 1 / b: [1, 2]' -> 'a: 0 / b: 0'",
+                                       "line 4: 'd: 4' -> 'd: 0'", "line 6: 'f: 6' -> 'f: 0'"]
+    assert text_changes(old, many, most=2) == ["line 1: 'a: 1 / b: [1, 2]' -> 'a: 0 / b: 0'",
+                                               "line 4: 'd: 4' -> 'd: 0'", "and 1 more change"]
 
 
 def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
