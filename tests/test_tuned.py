@@ -100,6 +100,18 @@ def test_an_older_file_keyed_by_the_path_is_read_and_replaced(tmp_path, path):
     assert [(e["kernel"], e["study"]) for e in entries] == [("scale", "new")]
 
 
+def test_the_command_says_a_tuning_warning_in_one_line(tmp_path, path, capsys):
+    from sweeper.cli import main
+
+    export_study(study(tmp_path, "a", [1 << 30]), path)
+    assert main(["tuned", "copy", "--footprint", "16KiB", "--gpu", "NVIDIA H200",
+                 "--tuning", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert err == ("sweeper: warning: copy float32: the nearest tuned problem, 1GiB, is far "
+                   "from the asked 16KiB (more than 4x in a dimension); its config may be far "
+                   "from this problem's best: tune this size\n")
+
+
 def test_a_far_problem_is_said_and_warned(tmp_path, path):
     export_study(study(tmp_path, "a", [1 << 30]), path)
     with pytest.warns(TuningWarning, match=r"copy float32: the nearest tuned problem, 1GiB, "

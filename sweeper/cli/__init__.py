@@ -17,7 +17,8 @@ the ``failed:`` line names them); 130 interrupted (Ctrl-C: ``run`` stops after t
 twice: at once), every finished trial kept;
 141 the reader of its output went away (``sweeper plan ... | head``), quietly, as a shell
 pipeline expects, every finished trial kept.
-A :class:`StudyWarning` (a journal line set aside) is one line on stderr.
+A :class:`StudyWarning` (a journal line set aside) or :class:`TuningWarning` (a tuned
+config for another case) is one line on stderr.
 
 The parser is ``_parser``; each command is a function of ``_run`` (``run``: its options
 handed to the engine, :mod:`sweeper.engine`), ``_worker`` (``worker``, ``copy-study``),
@@ -40,7 +41,7 @@ from typing import Any
 from sweeper.cli._exits import EXIT_BROKEN_PIPE, EXIT_CONFIGS_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from sweeper.cli._parser import build_parser
 from sweeper.engine import MAX_RESTARTS
-from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError
+from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError, TuningWarning
 from sweeper.escape import printable
 
 __all__ = ["EXIT_CONFIGS_FAILED", "MAX_RESTARTS", "console", "leave", "main"]
@@ -148,11 +149,11 @@ def _silence_stdout() -> None:
 
 
 def _one_line(show: Any) -> Any:
-    """``warnings.showwarning`` that prints a study warning as one line (``sweeper:
-    warning: ...``) and leaves others to ``show``."""
+    """``warnings.showwarning`` that prints sweeper's own warnings (a study's, a tuned
+    config's) as one line (``sweeper: warning: ...``) and leaves others to ``show``."""
     def showwarning(message: Warning | str, category: type[Warning], *args: Any,
                     **kwargs: Any) -> None:
-        if issubclass(category, StudyWarning):
+        if issubclass(category, (StudyWarning, TuningWarning)):
             print(f"sweeper: warning: {message}", file=sys.stderr, flush=True)
         else:
             show(message, category, *args, **kwargs)
