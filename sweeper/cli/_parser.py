@@ -202,7 +202,7 @@ def _export(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                         "study goes (sqlite:///FILE.db, or a journal file path); --storage "
                         "names where this study is read from")
     export.add_argument("--replace", action="store_true", help="--format optuna: delete "
-                        "the Optuna study of this name in --storage and write it again "
+                        "the Optuna study of this name at --to and write it again "
                         "(without it, one already there is refused)")
     export.set_defaults(func=cmd_export)
 
