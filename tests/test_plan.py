@@ -554,6 +554,21 @@ def test_a_run_keeps_what_its_report_took_beyond_the_pictures(write_space, tmp_p
     assert 0 < costs["report_fixed_s"] <= costs["report_s"]
 
 
+def test_plan_of_a_gpu_only_kernel_on_the_interpreter_estimates_nothing(capsys):
+    from tests.conftest import ROOT
+
+    assert main(["plan", str(ROOT / "spaces" / "cuda-copy.yaml"), "--device",
+                 "interpret"]) == 0
+    out = capsys.readouterr().out
+    assert "225 configs" in out and "estimated time" not in out
+    assert out.endswith(
+        "would measure nothing on Triton interpreter (CPU): kernel cuda runs on a CUDA GPU "
+        "only (compiled CUDA C); device interpret cannot run it; plan it for a GPU (leave "
+        "out --device) or a recorded table (--device replay:TABLE.csv)\n")
+    assert main(["plan", str(ROOT / "spaces" / "cuda-copy.yaml")]) == 0   # the GPU's plan
+    assert "estimated time" in capsys.readouterr().out
+
+
 def test_run_prints_its_estimate_and_the_wall_against_it(write_space, tmp_path, capsys):
     from tests.conftest import SMALL_SPACE
 

@@ -11,6 +11,7 @@ from typing import Any
 from sweeper.cli._inputs import space_source
 from sweeper.core._units import counted
 from sweeper.engine import space_and_device
+from sweeper.engine._inputs import gpu_only_problem
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -22,6 +23,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from sweeper.plan import plan_of, run_shape
 
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
+    cannot_run = gpu_only_problem(space.kernel, _needs_gpu(space), device)
     facts = device.facts()
     plan, builtin = plan_of(space, device, run_shape(space, device, report=True, startup=True))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
@@ -31,6 +33,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"constraints and values remove {removed}; {plan.valid} valid")
     for reason, count in plan.removed.most_common():
         print(f"  {count:6d}  {reason}")
+    if cannot_run is not None:      # the space is checked; there is nothing to estimate
+        print(f"would measure nothing on {facts.name}: {cannot_run}; plan it for a GPU "
+              "(leave out --device) or a recorded table (--device replay:TABLE.csv)")
+        return 0
     budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""
     print(f"would measure {plan.trials}{budget} on {facts.name}")
     if device.assumed:
@@ -127,6 +133,15 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(render(e) for e in entries))
     return 0
+
+
+def _needs_gpu(space: Any) -> bool:
+    """Whether the space's kernel declares it runs on a CUDA GPU only (a user kernel is
+    read from its source, not imported)."""
+    from sweeper import plugins
+
+    declared = plugins.kernel_declaration(space.kernel, user_code=False)
+    return bool(getattr(declared, "needs_gpu", False))
 
 
 def _unimported_note(space: Any) -> str:

@@ -45,9 +45,25 @@ def kernel_for(space: Any, device: Any) -> Any:
     from sweeper.kernels import load_kernel
 
     kernel = load_kernel(space.kernel, space.kernel_options)
-    if kernel.needs_gpu and not device.replays and device.torch_device != "cuda":
-        raise SweeperError(f"kernel {kernel.name} runs on a CUDA GPU only (compiled CUDA "
-                           f"C); device {device.name} cannot run it: run on a GPU (leave "
-                           "out --device) or replay a recorded table (--device "
-                           "replay:TABLE.csv)")
+    refuse_gpu_only(kernel.name, kernel.needs_gpu, device)
     return kernel
+
+
+def refuse_gpu_only(name: str, needs_gpu: bool, device: Any) -> None:
+    """Refuse, in one line, kernel ``name`` where it runs on a CUDA GPU only
+    (``needs_gpu``) and ``device`` launches elsewhere (:func:`gpu_only_problem`)."""
+    problem = gpu_only_problem(name, needs_gpu, device)
+    if problem is not None:
+        raise SweeperError(f"{problem}: run on a GPU (leave out --device) or replay a "
+                           "recorded table (--device replay:TABLE.csv)")
+
+
+def gpu_only_problem(name: str, needs_gpu: bool, device: Any) -> str | None:
+    """Why kernel ``name`` cannot run on ``device``: it runs on a CUDA GPU only
+    (``needs_gpu``) and the device launches elsewhere (a replay launches nothing); None
+    where it can.  ``run`` refuses it before anything is written; ``plan`` says it in
+    place of an estimate."""
+    if needs_gpu and not device.replays and device.torch_device != "cuda":
+        return (f"kernel {name} runs on a CUDA GPU only (compiled CUDA C); device "
+                f"{device.name} cannot run it")
+    return None
