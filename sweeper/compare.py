@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from sweeper.core._units import counted
 from sweeper.errors import SweeperError
@@ -28,14 +29,29 @@ class Row:
     comparison: Comparison
 
 
-def _trials(store: StudyStore, number: int | None) -> dict[tuple[str, ...], TrialRecord]:
-    trials = {t.key(): t for t in store.records()[0] if t.ok and len(t.samples_ms) >= 2}
+def _trials(store: StudyStore, number: int | None) -> dict[tuple[Any, ...], TrialRecord]:
+    """A study's successful trials by config and the problem they were measured on (the
+    interpreter shrinks a problem the space names: the same labels, other sizes), or the
+    one trial ``number``."""
+    ok = [t for t in store.records()[0] if t.ok and len(t.samples_ms) >= 2]
     if number is None:
-        return trials
-    match = [t for t in trials.values() if t.number == number]
+        return {(*t.key(), t.problem): t for t in ok}
+    match = [t for t in ok if t.number == number]
     if not match:
         raise SweeperError(f"{store.root}: no successful trial number {number}")
     return {("trial",): match[0]}
+
+
+def devices_note(a: StudyStore, b: StudyStore) -> str | None:
+    """What the two studies were measured on, where it differs: their ratios then compare
+    the devices as much as the configs (and an interpreter's times say nothing of a GPU)."""
+    def device(store: StudyStore) -> str:
+        print_ = store.meta().get("fingerprint", {})
+        return str(print_.get("gpu") or print_.get("device") or "an unknown device")
+
+    da, db = device(a), device(b)
+    return None if da == db else (f"note: A was measured on {da}, B on {db}: each ratio "
+                                  "compares the devices as well as the config")
 
 
 def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
@@ -48,12 +64,13 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     ta, tb = _trials(a, a_number), _trials(b, b_number)
     keys = [k for k in ta if k in tb]
     if not keys:
-        raise SweeperError(f"{a.root} and {b.root} have no successful config in common")
+        raise SweeperError(f"{a.root} and {b.root} have no successful config measured on "
+                           "the same problem in both")
     rows = []
     for k in keys:
         x, y = ta[k], tb[k]
         assert x.stats and y.stats                 # ok trials: the journal checks they have
-        label = " ".join(k) if k != ("trial",) else f"#{x.number} vs #{y.number}"
+        label = " ".join(k[:-1]) if k != ("trial",) else f"#{x.number} vs #{y.number}"
         rows.append(Row(label, x.stats.median, y.stats.median,
                         compare_samples(x.samples_ms, y.samples_ms, max_noise,
                                         threshold)))

@@ -265,6 +265,28 @@ def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys
     assert "a trial is written STUDY@NUMBER" in capsys.readouterr().err
 
 
+def test_compare_matches_configs_measured_on_the_same_problem_and_names_the_devices(
+        tmp_path, capsys, monkeypatch):
+    import shutil
+
+    from tests.conftest import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(ROOT / "studies" / "h200-copy-fp32", tmp_path / "studies" / "h200")
+    # the interpreter measures spaces/copy.yaml's 1GiB configs at 16KiB: the same labels
+    assert main(["run", str(ROOT / "spaces" / "copy.yaml"), "--device", "interpret",
+                 "--study", "cpu", "--trials", "3", "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "h200", "cpu"]) == 2
+    assert capsys.readouterr().err.endswith("have no successful config measured on the same "
+                                            "problem in both\n")
+    cpu = next(t.number for t in StudyStore(tmp_path / "studies" / "cpu").records()[0] if t.ok)
+    assert main(["compare", "h200@6", f"cpu@{cpu}"]) == 0   # two trials, as asked
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("note: A was measured on NVIDIA H200, B on Triton interpreter (CPU): "
+                      "each ratio compares the devices as well as the config")
+
+
 def test_state_monitor_polls_in_the_background_and_averages_power():
     import time
 

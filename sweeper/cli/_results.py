@@ -129,7 +129,7 @@ def _export_target(args: argparse.Namespace, storage: bool) -> str | None:
 def cmd_compare(args: argparse.Namespace) -> int:
     """``sweeper compare A B``: compare two studies config by config, or two trials
     (``STUDY@NUMBER``), and print the verdicts."""
-    from sweeper.compare import compare, format_rows
+    from sweeper.compare import compare, devices_note, format_rows
 
     max_noise = fraction_option("--max-noise", args.max_noise)
     threshold = fraction_option("--threshold", args.threshold)
@@ -141,8 +141,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir,
                                                     storage=args.storage)))
         numbers.append(int(number) if number else None)
-    print(format_rows(compare(stores[0], stores[1], numbers[0], numbers[1], max_noise,
-                              threshold)))
+    rows = compare(stores[0], stores[1], numbers[0], numbers[1], max_noise, threshold)
+    note = devices_note(stores[0], stores[1])
+    if note is not None:
+        print(note)
+    print(format_rows(rows))
     return 0
 
 
