@@ -9,6 +9,8 @@ mix or an empty file.  A failure removes the temporary file, leaves the target a
 and is a :class:`~sweeper.errors.WriteError` that says what went wrong in one line.
 The journal, the one file sweeper appends to, has its own rules
 (:mod:`sweeper.store._journal`) and uses :func:`write_all` and :func:`fsync_dir` from here.
+A folder written whole (a copied study) is built the same way: in a staging folder
+beside it (:func:`staging_dir`), renamed into place in one step (:func:`publish_dir`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -94,6 +97,43 @@ def replace(temp: Path, target: Path) -> None:
         temp.unlink(missing_ok=True)
         raise write_error(err, target) from None
     fsync_dir(target.parent)
+
+
+def staging_dir(target: Path) -> Path:
+    """A new, empty folder in which to build the folder ``target`` before
+    :func:`publish_dir` renames it into place: ``target``'s name inside a fresh hidden
+    folder beside it (``.NAME.XXXXXXXX.tmp/NAME``).  Nested, so that what lists the
+    folders beside ``target`` (``*/study.json``) never sees it half-built, and what is
+    built in it is named as ``target`` is.  It gets the mode a new folder gets."""
+    make_dirs(target.parent)
+    try:
+        outer = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.",
+                                      suffix=TEMP_SUFFIX))
+        staged = outer / target.name
+        staged.mkdir()
+    except OSError as err:
+        raise write_error(err, target) from None
+    return staged
+
+
+def publish_dir(staged: Path, target: Path) -> bool:
+    """Rename the folder ``staged`` (from :func:`staging_dir`) to ``target`` in one atomic
+    step, made durable: a reader sees no folder there, or the whole one.  False, with
+    ``target`` left as it was, where something other than an empty folder is there."""
+    try:
+        os.rename(staged, target)
+    except OSError as err:
+        if err.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+            return False
+        raise write_error(err, target) from None
+    fsync_dir(target.parent)
+    return True
+
+
+def discard_staging(staged: Path) -> None:
+    """Remove the staging folder ``staged`` (from :func:`staging_dir`), whatever is in it,
+    and its hidden outer folder; one already renamed into place leaves only the latter."""
+    shutil.rmtree(staged.parent, ignore_errors=True)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -185,5 +225,5 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["atomic_write", "fsync_dir", "make_dirs", "replace", "writable_target", "write_all",
-           "write_error", "write_temp"]
+__all__ = ["atomic_write", "discard_staging", "fsync_dir", "make_dirs", "publish_dir", "replace",
+           "staging_dir", "writable_target", "write_all", "write_error", "write_temp"]

@@ -95,7 +95,62 @@ def test_copy_study_moves_a_study_to_the_database_and_back(postgres_url, tmp_pat
     assert same[0] == same[1]
     assert main(["copy-study", name, "--studies-dir", str(tmp_path / "a"),
                  "--to", postgres_url]) == 2
-    assert f"a study '{name}' is there already" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith(
+        f"a study '{name}' is there already; give --to another database (the copy keeps "
+        "the study's name)\n")
+
+
+class Interrupt:
+    """A record encoder that raises KeyboardInterrupt (Ctrl-C) at its ``after + 1``-th
+    record while ``armed``, and encodes as ``encode`` does otherwise."""
+
+    def __init__(self, encode, after: int) -> None:
+        self.encode, self.left, self.armed = encode, after, True
+
+    def __call__(self, *args, **kwargs):
+        if self.armed:
+            if self.left == 0:
+                raise KeyboardInterrupt
+            self.left -= 1
+        return self.encode(*args, **kwargs)
+
+
+@pytest.mark.parametrize("into", ["journal", "postgresql"])
+def test_a_copy_interrupted_midway_leaves_no_study_and_the_same_command_completes_it(
+        into, tmp_path, monkeypatch, capsys, request):
+    """Ctrl-C in the middle of ``copy-study`` leaves nothing at ``--to`` that reads as the
+    study (it would export the wrong winner), so the same command run again copies it."""
+    from sweeper.store import _journal, _postgres
+
+    monkeypatch.chdir(ROOT)
+    name = f"partial{uuid.uuid4().hex[:8]}"
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--study", name,
+                 "--quiet", "--no-report", "--trials", "6"]) == 0
+    source = StudyStore(tmp_path / "a" / name)
+    assert len(source.raw_records()) > 3                 # the copy stops at its 4th
+    if into == "journal":
+        to, module = str(tmp_path / "b"), _journal
+        target = StudyStore(tmp_path / "b" / name)
+    else:
+        to, module = request.getfixturevalue("postgres_url"), _postgres
+        target = open_storage(to, tmp_path / "a" / name)
+    interrupt = Interrupt(module.encode_record, after=3)
+    monkeypatch.setattr(module, "encode_record", interrupt)
+    command = ["copy-study", name, "--studies-dir", str(tmp_path / "a"), "--to", to]
+    capsys.readouterr()
+    assert main(command) == 130
+    assert interrupt.left == 0 and "sweeper: aborted" in capsys.readouterr().err
+    assert not target.exists() and target.raw_records() == []
+    if into == "journal":
+        assert list((tmp_path / "b").iterdir()) == []       # nor a staging folder left
+    interrupt.armed = False
+    assert main(command) == 0
+    assert f"copied study {name}: {len(source.raw_records())} records" \
+        in capsys.readouterr().out
+    assert target.meta() == source.meta() and target.raw_records() == source.raw_records()
+    if into == "journal":
+        assert target.journal_path.read_bytes() == source.journal_path.read_bytes()
+        assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [name]
 
 
 def test_copy_study_takes_a_study_folder_as_report_and_export_do(tmp_path, monkeypatch,

@@ -31,10 +31,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_copy_study(args: argparse.Namespace) -> int:
-    """``sweeper copy-study``: copy a study from ``--storage`` to ``--to``, verified.  The
-    study is named as ``report`` and ``export`` name it: in ``--storage``'s database by its
-    name, else a study folder or a name under ``--studies-dir``; the copy takes the study's
-    name."""
+    """``sweeper copy-study``: copy a study from ``--storage`` to ``--to``, verified, all
+    or nothing (:func:`~sweeper.store._open.copy_study`: one interrupted leaves no copy, and
+    the same command run again makes it).  The study is named as ``report`` and ``export``
+    name it: in ``--storage``'s database by its name, else a study folder or a name under
+    ``--studies-dir``; the copy takes the study's name."""
     from sweeper.cli._inputs import open_study
     from sweeper.store import StudyStore
     from sweeper.store._open import copy_study, is_database, open_storage

@@ -27,6 +27,8 @@ runs against both, so they keep the same promises:
   written before this rule) take the first;
 - the metadata is changed by an atomic read-modify-write (:meth:`Storage.edit_meta`): two
   processes resuming the study at once both leave their ``resumed`` entry;
+- a copied study is there whole or not at all (:meth:`Storage.copy_in`): a copy
+  interrupted leaves nothing that reads as the study, and the same copy can run again;
 - one ``sweeper run`` holds a study at a time (:meth:`Storage.open_journal`), and never
   alongside ``sweeper worker``s (:meth:`Storage.share`); the lock goes with its process.
 """
@@ -40,6 +42,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sweeper.errors import StudyError
 from sweeper.store._claims_file import Claim, holds
 from sweeper.store._journal import BadLine, Scan, warn_new
 from sweeper.store._ledger import study_axes, widened
@@ -88,6 +91,15 @@ def first_baselines(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def check_copied(origin: str, where: str, wanted: tuple[dict[str, Any], list[dict[str, Any]]],
+                 found: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+    """Refuse a copy of a study at ``origin`` that reads back at ``where`` as ``found``
+    (metadata, records) where it was read as ``wanted``; the copy is not to be kept."""
+    if found != wanted:
+        raise StudyError(f"{where}: the copy does not read back as {origin} does; "
+                         "nothing was copied")
+
+
 class Storage(ABC):
     """One study in some store.  ``root`` is the local folder where the study's report
     and exports are written (the study folder itself for the journal)."""
@@ -120,6 +132,20 @@ class Storage(ABC):
         """Create the study with ``meta`` unless one is there already; whether this call
         created it.  Atomic: of processes creating the study at once, exactly one does and
         the others find it there (``meta`` of theirs is not written)."""
+
+    @abstractmethod
+    def copy_in(self, meta: dict[str, Any], records: list[dict[str, Any]],
+                origin: str) -> None:
+        """Create the study holding ``meta`` and ``records`` (their JSON as read at
+        ``origin``, named in messages), all or nothing: on return it is here and reads
+        back equal (:func:`check_copied`); after an interruption or a failure no study is
+        here, so the same copy can run again.  :meth:`taken` where a study of this name
+        is here already."""
+
+    @abstractmethod
+    def taken(self) -> StudyError:
+        """The error of a copy into this store where the study's name is taken: what is
+        there, and what the user can do instead (the copy keeps the study's name)."""
 
     @abstractmethod
     def meta(self) -> dict[str, Any]:

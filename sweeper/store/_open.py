@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweeper.errors import StudyError, SweeperError
-from sweeper.store._base import RawRecord, Storage
+from sweeper.store._base import Storage
 
 #: The URL schemes ``--storage`` takes besides a folder of journals.
 SCHEMES = ("postgresql://", "postgresql+psycopg://", "postgres://")
@@ -46,22 +46,17 @@ def open_storage(spec: str | None, folder: Path) -> Storage:
 
 def copy_study(source: Storage, target: Storage) -> int:
     """Copy ``source``'s metadata and records, in order, into ``target`` (which must hold
-    no study of that name), then read both back and compare; returns the records copied.
-    A source journal's bad lines are not records and are not copied (a warning names
-    them)."""
+    no study of that name), verified by reading it back; returns the records copied.  All
+    or nothing (:meth:`Storage.copy_in`): a copy interrupted leaves no study in
+    ``target``, so running it again completes it.  A source journal's bad lines are not
+    records and are not copied (a warning names them)."""
     if not source.exists():
         raise StudyError(f"{source.location}: no study to copy")
     if target.exists():
-        raise StudyError(f"{target.location}: a study {target.name!r} is there already; "
-                         "copy into a new name or store")
+        raise target.taken()
     meta, records = source.meta(), source.raw_records()
-    target.create(meta)
     try:
-        for data in records:
-            target.append(RawRecord(data))
+        target.copy_in(meta, records, source.location)
     finally:
         target.close()
-    if target.meta() != meta or target.raw_records() != records:
-        raise StudyError(f"{target.location}: the copy does not read back as "
-                         f"{source.location} does; do not use it")
     return len(records)

@@ -51,7 +51,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StorageError, StudyError, SweeperError
-from sweeper.store._base import Storage, kept_once, record_key
+from sweeper.store._base import Storage, check_copied, kept_once, record_key
 from sweeper.store._claims_file import BUSY, BUSY_RUN, Held, worker_taken
 from sweeper.store._journal import Scan, encode_record, scan_bytes
 from sweeper.store._ledger import Ledger, study_axes
@@ -191,11 +191,35 @@ class PostgresStore(Storage):
     def create(self, meta: dict[str, Any]) -> bool:
         """Add the study with ``meta`` unless the database has it (``ON CONFLICT DO
         NOTHING``: of processes adding it at once, one does)."""
-        text = json.dumps(meta, sort_keys=True)
         with self.engine.begin() as c:
-            return c.execute(pg_insert(STUDIES).values(name=self._name, meta=text)
-                             .on_conflict_do_nothing(index_elements=[STUDIES.c.name])
-                             .returning(STUDIES.c.name)).first() is not None
+            return self._add(c, meta)
+
+    def _add(self, c: sa.Connection, meta: dict[str, Any]) -> bool:
+        """Insert the study's row with ``meta`` unless there is one; whether this did."""
+        text = json.dumps(meta, sort_keys=True)
+        return c.execute(pg_insert(STUDIES).values(name=self._name, meta=text)
+                         .on_conflict_do_nothing(index_elements=[STUDIES.c.name])
+                         .returning(STUDIES.c.name)).first() is not None
+
+    def copy_in(self, meta: dict[str, Any], records: list[dict[str, Any]],
+                origin: str) -> None:
+        """See :meth:`Storage.copy_in`: the study's row and every record are inserted,
+        checked as appends are, and read back in one transaction, committed only once
+        they read back equal; an interruption or a failure rolls all of it back.  The
+        study is taken for this process first, as an append takes it."""
+        self._take(shared=False)
+        with self.engine.begin() as c:
+            if not self._add(c, meta):
+                raise self.taken()
+            for data in records:
+                self._insert(c, data)
+            check_copied(origin, self.location, (meta, records),
+                         (self._meta(c, lock=False), self._scan_in(c).records))
+
+    def taken(self) -> StudyError:
+        """The database has a study of this name."""
+        return StudyError(f"{self.location}: a study {self._name!r} is there already; give "
+                          "--to another database (the copy keeps the study's name)")
 
     def meta(self) -> dict[str, Any]:
         """The checked metadata; none, or a malformed one, is a StudyError."""
@@ -312,12 +336,16 @@ class PostgresStore(Storage):
         was checked when it was inserted; a row written by other means, or before a check
         existed, is set aside as a journal's bad line is, numbered by its place."""
         with self.engine.connect() as c:
-            try:
-                axes = study_axes(self._meta(c, lock=False))
-            except StudyError:
-                axes = None                 # no study (no records) or its metadata says why
-            lines = c.execute(sa.select(RECORDS.c.line).where(RECORDS.c.study == self._name)
-                              .order_by(RECORDS.c.seq)).scalars().all()
+            return self._scan_in(c)
+
+    def _scan_in(self, c: sa.Connection) -> Scan:
+        """:meth:`_scan` as connection ``c`` sees the study (within its transaction)."""
+        try:
+            axes = study_axes(self._meta(c, lock=False))
+        except StudyError:
+            axes = None                     # no study (no records) or its metadata says why
+        lines = c.execute(sa.select(RECORDS.c.line).where(RECORDS.c.study == self._name)
+                          .order_by(RECORDS.c.seq)).scalars().all()
         return scan_bytes(b"".join(line.encode() + b"\n" for line in lines), axes)
 
     def enlist(self, worker_id: str) -> None:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import StudyError
-from sweeper.fsio import atomic_write, create_new
-from sweeper.store._base import Storage, kept_once, record_key
+from sweeper.fsio import atomic_write, create_new, discard_staging, publish_dir, staging_dir
+from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
 from sweeper.store._claims_file import ClaimsFile, StudyLock, WorkerLocks
 from sweeper.store._journal import JOURNAL, JournalWriter, Scan, scan
 from sweeper.store._ledger import Axes, study_axes
@@ -77,6 +77,38 @@ class StudyStore(Storage):
         there: of processes creating the study at once exactly one writes it
         (:func:`sweeper.fsio.create_new`)."""
         return create_new(self.root / META, _meta_text(meta))
+
+    def copy_in(self, meta: dict[str, Any], records: list[dict[str, Any]],
+                origin: str) -> None:
+        """See :meth:`Storage.copy_in`: the study is written and read back in a staging
+        folder beside this one (:func:`~sweeper.fsio.staging_dir`), its records with one
+        write and one fsync, and renamed into place only once it reads back equal; an
+        interruption or failure removes it (a kill leaves it hidden, holding no study a
+        listing of the studies finds).  A folder here that is not an empty one is
+        :meth:`taken`, before anything is written and again at the rename."""
+        if self.root.exists() and not (self.root.is_dir() and not any(self.root.iterdir())):
+            raise self.taken()
+        staged = staging_dir(self.root)
+        try:
+            copy = StudyStore(staged)
+            copy.create(meta)
+            try:
+                copy.append_all([RawRecord(data) for data in records])
+            finally:
+                copy.close()
+            check_copied(origin, self.location, (meta, records),
+                         (copy.meta(), copy.raw_records()))
+            if not publish_dir(staged, self.root):
+                raise self.taken()
+        finally:
+            discard_staging(staged)
+
+    def taken(self) -> StudyError:
+        """A study of this name is here (or a folder that is not an empty one)."""
+        what = f"a study {self.name!r} is there already" if self.exists() else \
+            "there already and not an empty folder"
+        return StudyError(f"{self.root}: {what}; give --to another studies folder, or move "
+                          f"{self.root} away first (the copy keeps the study's name)")
 
     def meta(self) -> dict[str, Any]:
         """The checked ``study.json``; a missing, unreadable or malformed one is a
