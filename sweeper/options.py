@@ -99,17 +99,18 @@ def check_study_name(option: str, name: str) -> None:
         raise SweeperError(f"{option}: {problem}")
 
 
-def study_folder(studies_dir: str, name: str) -> Path:
-    """The folder of study ``name`` under ``studies_dir``, refused unless it lies inside
-    it once links are resolved (a link planted there could point anywhere)."""
+def study_folder(studies_dir: str, name: str, option: str = "--studies-dir") -> Path:
+    """The folder of study ``name`` under ``studies_dir`` (the value of ``option``, which
+    messages name), refused unless it lies inside it once links are resolved (a link
+    planted there could point anywhere)."""
     root = Path(studies_dir)
     if root.exists() and not root.is_dir():
-        raise SweeperError(f"--studies-dir {studies_dir}: not a folder")
+        raise SweeperError(f"{option} {studies_dir}: not a folder")
     folder = root / name
     inside, lands = root.resolve(), folder.resolve()
     if lands == inside or not lands.is_relative_to(inside):
         raise SweeperError(f"{folder}: resolves to {lands}, outside the studies folder "
-                           f"{inside}; a study is written under --studies-dir only")
+                           f"{inside}; a study is written under {option} only")
     return folder
 
 

@@ -153,6 +153,41 @@ def test_a_copy_interrupted_midway_leaves_no_study_and_the_same_command_complete
         assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [name]
 
 
+def test_copy_study_says_what_to_do_where_to_is_taken_or_not_a_folder(tmp_path, monkeypatch,
+                                                                      capsys):
+    """A ``--to`` that is a file names ``--to``; a study or a folder with other things at
+    the copy's place is refused with the options that do work (the copy keeps the
+    study's name), and nothing is written."""
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "3"]) == 0
+    name = "copy-fp32-replay"
+    capsys.readouterr()
+    file = tmp_path / "file"
+    file.write_text("mine")
+    assert main(["copy-study", name, "--studies-dir", str(tmp_path / "a"),
+                 "--to", str(file)]) == 2
+    assert capsys.readouterr().err == f"sweeper: --to {file}: not a folder\n"
+    assert file.read_text() == "mine"
+    command = ["copy-study", name, "--studies-dir", str(tmp_path / "a"),
+               "--to", str(tmp_path / "b")]
+    other = tmp_path / "b" / name
+    other.mkdir(parents=True)
+    (other / "notes.txt").write_text("mine")
+    assert main(command) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: {other}: there already and not an empty folder; give --to another "
+        f"studies folder, or move {other} away first (the copy keeps the study's name)\n")
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    assert [p.name for p in (tmp_path / "b").iterdir()] == [name]
+    shutil.rmtree(other)
+    assert main(command) == 0
+    assert main(command) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: {other}: a study '{name}' is there already; give --to another studies "
+        f"folder, or move {other} away first (the copy keeps the study's name)\n")
+
+
 def test_copy_study_takes_a_study_folder_as_report_and_export_do(tmp_path, monkeypatch,
                                                                  capsys):
     """``copy-study`` names its study as ``report`` and ``export`` do: a name under
