@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper.ceilings import cache_root
+from sweeper.core._units import counted
 from sweeper.devices import DeviceFacts, PlanCosts
 from sweeper.errors import SweeperError
 from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
@@ -350,6 +351,24 @@ class Plan:
         return ", ".join(f"{k} {_seconds(v)}" for k, v in self.parts.items() if v >= 0.5)
 
 
+def estimate_words(plan: Plan, time_s: float | None, *, per_trials: bool = True
+                   ) -> tuple[str, str, float]:
+    """What an estimate says of ``plan`` under the time budget ``time_s`` (``sweeper run``'s
+    line and ``sweeper plan``'s): its head, what leads its parts in the parentheses, and
+    its seconds.  A budget shorter than the plan is the estimate, with what the trials
+    would take without it; one the start-up alone passes is said to be, not promised
+    (the run likely measures nothing).  ``per_trials``: the head names the trials."""
+    whole, startup = plan.estimate_s, plan.parts.get("start-up", 0.0)
+    would = f"{counted(plan.trials, 'trial')} would take {_seconds(whole)}: "
+    if time_s is not None and startup >= time_s:
+        return (f"{_seconds(startup)}, the start-up alone, longer than the time budget of "
+                f"{time_s:g} s: it likely measures nothing", would, startup)
+    if time_s is not None and whole > time_s:
+        return f"{_seconds(time_s)}, the time budget", would, time_s
+    trials = f" for {counted(plan.trials, 'trial')}" if per_trials else ""
+    return f"{_seconds(whole)}{trials}", "", whole
+
+
 def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
@@ -589,9 +608,6 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
              "finals": finals_s,
              "report": shape.costs.report_for(heatmaps) if shape.report else 0.0}
     total = sum(parts.values())
-    if space.budget.time_s is not None and total > space.budget.time_s:
-        parts = {k: v * space.budget.time_s / total for k, v in parts.items()}
-        total = space.budget.time_s
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
                 finals_s=parts["finals"],
                 assumptions={**dataclasses.asdict(costs), "compile_s": own},

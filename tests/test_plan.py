@@ -569,6 +569,25 @@ def test_plan_of_a_gpu_only_kernel_on_the_interpreter_estimates_nothing(capsys):
     assert "estimated time" in capsys.readouterr().out
 
 
+def test_plan_says_a_space_time_budget_as_the_run_does(write_space, capsys):
+    """``budget.time`` bounds the estimate as it bounds the run: never scaled down part by
+    part (a budget of 10 ms printed an estimate of 0 s with no parts)."""
+    from tests.conftest import SMALL_SPACE
+
+    def estimate(budget: str) -> str:
+        path = write_space(SMALL_SPACE + f"    budget: {{time: {budget}}}\n")
+        assert main(["plan", str(path), "--device", "interpret"]) == 0
+        (line,) = [x for x in capsys.readouterr().out.splitlines()
+                   if x.startswith("estimated time: ")]
+        return line
+
+    assert estimate("10ms").startswith("estimated time: ") and (
+        "s, the start-up alone, longer than the time budget of 0.01 s: it likely measures "
+        "nothing (6 trials would take ") in estimate("10ms")
+    line = estimate("1000h")
+    assert "budget" not in line and "would take" not in line and "start-up " in line
+
+
 def test_run_prints_its_estimate_and_the_wall_against_it(write_space, tmp_path, capsys):
     from tests.conftest import SMALL_SPACE
 

@@ -20,7 +20,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     valid config fails as ``run`` would."""
     from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
-    from sweeper.plan import plan_of, run_shape
+    from sweeper.plan import estimate_words, plan_of, run_shape
 
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
     cannot_run = gpu_only_problem(space.kernel, _needs_gpu(space), device)
@@ -47,7 +47,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"and {a['op_s'] * 1e3:g} ms a tensor operation of its body"
                 if a["op_s"] else f"launches of at least {a['launch_s'] * 1e6:g} us, "
                 f"{a['bandwidth'] / 1e9:g} GB/s{f', TFLOP/s {peaks}' if peaks else ''}")
-    print(f"estimated time: {_duration(plan.estimate_s)} ({plan.parts_text()}; assumes "
+    head, lead, _ = estimate_words(plan, space.budget.time_s, per_trials=False)
+    print(f"estimated time: {head} ({lead}{plan.parts_text()}; assumes "
           f"{a['compile_s']:.3g} s a trial beyond its launches, {launches})")
     if plan.binaries:
         print(f"  {_binaries_text(plan, space)}")

@@ -203,7 +203,7 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     large to plan quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
-    from sweeper.plan import plan_of, run_shape
+    from sweeper.plan import estimate_words, plan_of, run_shape
 
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start, setup=clock.first,
@@ -218,20 +218,9 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     unbounded = dataclasses.replace(space, budget=dataclasses.replace(
         space.budget, trials=trials, time_s=None))
     plan, _ = plan_of(unbounded, device, shape)
-    parts = f"{plan.parts_text()}; sweeper plan says how"
-    startup = plan.parts["start-up"]
-    if time_s is not None and startup >= time_s:
-        # the budget cannot hold the start: say so, rather than promise the budget
-        say(f"estimated time: {startup:.0f} s, the start-up alone, longer than the time "
-            f"budget of {time_s:g} s: it likely measures nothing ({counted(plan.trials, 'trial')} "
-            f"would take {plan.estimate_s:.0f} s: {parts})")
-        return startup
-    if time_s is not None and plan.estimate_s > time_s:
-        say(f"estimated time: {time_s:.0f} s, the time budget "
-            f"({counted(plan.trials, 'trial')} would take {plan.estimate_s:.0f} s: {parts})")
-        return time_s
-    say(f"estimated time: {plan.estimate_s:.0f} s for {counted(plan.trials, 'trial')} ({parts})")
-    return plan.estimate_s
+    head, lead, seconds = estimate_words(plan, time_s)
+    say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
+    return seconds
 
 
 def _deferred_line(summary: Any, budget_s: float | None) -> str:
