@@ -588,6 +588,34 @@ def test_plan_says_a_space_time_budget_as_the_run_does(write_space, capsys):
     assert "budget" not in line and "would take" not in line and "start-up " in line
 
 
+def test_a_process_the_command_restarted_into_keeps_no_start_up_cost(write_space, tmp_path,
+                                                                      monkeypatch):
+    """execve keeps the process's start time: a restarted command's start-up holds the
+    sweeps of the processes before it (24 s after twelve hung trials), which the next
+    estimate must not take for what a start-up costs."""
+    from sweeper import plan
+    from sweeper.engine import RunOptions, run_sweep
+    from sweeper.engine._options import SpaceSource
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = write_space(SMALL_SPACE)
+    noted: list[dict[str, Any]] = []
+    real = plan.note_run
+    monkeypatch.setattr(plan, "note_run", lambda *a, **kw: (noted.append(kw), real(*a, **kw)))
+
+    def run(study: str) -> None:
+        run_sweep(RunOptions(space=SpaceSource(path=str(path)), device="interpret",
+                             studies_dir=str(tmp_path), study=study, quiet=True,
+                             report=False, clock_from_start=True))
+
+    run("first")
+    assert noted[-1]["startup_s"] is not None and noted[-1]["startup_s"] > 0
+    monkeypatch.setenv("SWEEPER_RESTARTS", "1")
+    run("restarted")
+    assert noted[-1]["startup_s"] is None and noted[-1]["setup_s"] is None
+
+
 def test_run_prints_its_estimate_and_the_wall_against_it(write_space, tmp_path, capsys):
     from tests.conftest import SMALL_SPACE
 

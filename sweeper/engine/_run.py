@@ -83,6 +83,8 @@ class RunResult:
 #: The environment variable a command re-executed after a hang carries its start in (UTC,
 #: as records stamp it), so the last process counts the whole command's failures.
 SINCE = "SWEEPER_SINCE"
+#: How many times the command went on in a fresh process (set in the fresh one).
+RESTARTS = "SWEEPER_RESTARTS"
 #: When this process's first ``run_sweep`` started (what :data:`SINCE` passes on).
 _STARTED: list[str] = []
 #: The runs this process has begun: a later one finds the imports and compiles of its
@@ -260,8 +262,12 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
         return cold - t.stats.median / 1e3 if (
             device.measures_gpu and cold >= COMPILED_S and t.stats) else 0.0
 
+    # a process the command restarted into (execve keeps the process's start time) has
+    # the earlier processes' sweeps in its start-up: not what a start-up costs
+    restarted = RESTARTS in os.environ
     note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
-             startup_s=clock.startup_s(), setup_s=clock.setup_s(),
+             startup_s=None if restarted else clock.startup_s(),
+             setup_s=None if restarted else clock.setup_s(),
              report_s=clock.steps().get("report"),
              report_maps=clock.report_maps, report_fixed_s=clock.report_fixed_s,
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
@@ -510,7 +516,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(summary.busy.line())
     for dropped in summary.dropped:
         say(dropped.line())
-    restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
+    restarts = int(os.environ.get(RESTARTS, "0"))
     if restarts:
         say(f"(counts of this process, the last of {restarts + 1}: "
             f"{counted(restarts, 'trial')} hung and the sweep went on in a fresh process; the "
@@ -589,7 +595,7 @@ def _hung(record: Any, options: RunOptions, store: Storage) -> None:
         print(f"sweeper: {message}; the kernel cannot be stopped from this process: restart "
               "it (the notebook kernel) and call sweeper.run again to go on", file=sys.stderr)
         return
-    restarts = int(os.environ.get("SWEEPER_RESTARTS", "0"))
+    restarts = int(os.environ.get(RESTARTS, "0"))
     print(f"sweeper: {message}", file=sys.stderr)
     if restarts < MAX_RESTARTS:
         print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
@@ -597,7 +603,7 @@ def _hung(record: Any, options: RunOptions, store: Storage) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(sys.executable, [sys.executable, "-m", "sweeper", *options.restart_argv],
-                  {**os.environ, "SWEEPER_RESTARTS": str(restarts + 1),
+                  {**os.environ, RESTARTS: str(restarts + 1),
                    SINCE: os.environ.get(SINCE) or _STARTED[-1]})
     print(f"sweeper: stopping after {restarts} restarts; run the same command to go on",
           file=sys.stderr)
