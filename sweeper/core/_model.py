@@ -553,10 +553,21 @@ class Shrunk:
         return out
 
     def merge_reason(self, max_footprint: int) -> str:
-        """Why this problem's configs are ruled out: another one shrinks to it too."""
+        """Why this problem's configs are ruled out: another one shrinks to it too
+        (:func:`merged`)."""
         return (f"{self.asked_text} shrinks to {self.problem.describe()} under the "
-                f"device's {format_size(max_footprint)} cap, as {self.same_as} does: that "
-                f"problem is measured once, as {self.same_as}")
+                f"device's {format_size(max_footprint)} cap, as {self.same_as} does: "
+                f"{MERGED} {self.same_as}")
+
+
+#: What a config's reason says where it was ruled out because its problem shrinks onto
+#: another's (:meth:`Shrunk.merge_reason`), not by a constraint or value.
+MERGED = "that problem is measured once, as"
+
+
+def merged(reason: str) -> bool:
+    """Whether a ruled-out config's ``reason`` is a problem shrunk onto another's."""
+    return MERGED in reason
 
 
 #: The most further shrinks one problem takes to stay apart from the others before it

@@ -500,15 +500,20 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
             limits: Any, clock: Any, reporter: Any) -> str | None:
     """What this run did, each problem's outcome, the report (each timed on ``clock``, under
     the sweep's ``reporter``'s spinner); why nothing came of it (said on stderr), or None."""
+    from sweeper.core._model import merged
     from sweeper.outcome import failed_line, nothing_measured, outcome_lines
-    from sweeper.trial import FAILURES
+    from sweeper.trial import FAILURES, TrialStatus
 
     say = _printer(options.silent)          # the summary, unless silent
 
-    failed = sum(1 for t in summary.trials[summary.resumed:] if t.status in FAILURES)
-    say(f"done: {summary.measured} measured ({failed} failed), {summary.skipped} skipped by "
-          f"constraints, {summary.repeated} repeated proposals answered from the store, "
-          f"in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
+    own = summary.trials[summary.resumed:]
+    failed = sum(1 for t in own if t.status in FAILURES)
+    shrunk = sum(1 for t in own if t.status is TrialStatus.INVALID and merged(t.reason or ""))
+    alike = f" and {shrunk} whose problem the device shrinks onto one measured" if shrunk \
+        else ""
+    say(f"done: {summary.measured} measured ({failed} failed), {summary.skipped - shrunk} "
+        f"skipped by constraints{alike}, {summary.repeated} repeated proposals answered "
+        f"from the store, in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     failures = failed_line(summary.trials[summary.resumed:])
     if failures is not None:
         say(failures)
