@@ -38,6 +38,10 @@ def compile_workers(text: str) -> int | None:
     return None if text == "auto" else count(text)
 
 
+#: ``--scale``'s values, the colour scales a study's heatmaps may have: one for the
+#: study, one per problem, or one per map (:mod:`sweeper.report._heatmaps`).
+SCALES = ("study", "problem", "map")
+
 #: ``--gpu-check``'s values: one representative binary, every binary, none
 #: (:mod:`sweeper.sweep._gpu_check`).
 GPU_CHECKS = ("first", "all", "off")
@@ -79,8 +83,10 @@ def gpu_list(text: str) -> list[int] | None:
     return [int(p) for p in parts]
 
 
-def seconds(text: str) -> float:
-    """An option's duration in seconds: finite and positive (``90s``, ``10m``)."""
+def seconds(text: str | float) -> float:
+    """An option's duration in seconds: finite, positive and at most 1000 h
+    (:data:`~sweeper.core._units.MAX_DURATION_S`), from text (``90s``, ``10m``) or, from
+    the API, a number of seconds."""
     from sweeper.space import parse_duration
 
     try:

@@ -89,7 +89,7 @@ def test_a_bad_space_raises_the_commands_one_line_error_and_writes_nothing(
 @pytest.mark.parametrize(("options", "message"), [
     ({"trials": 0}, "trials: 0 is not a whole number >= 1"),
     ({"time": "soon"}, "time: "),
-    ({"time": -1}, "time: -1 is not a duration"),
+    ({"time": -1}, "time: '-1' is not a positive duration of at most 1000h"),
     ({"study": "../up"}, "--study: "),
     ({"device": "tpu"}, "unknown device 'tpu'; known: cuda, interpret, replay"),
 ])
@@ -98,6 +98,92 @@ def test_bad_options_raise_sweeper_errors_not_system_exit(tmp_path, options, mes
         sweeper.run(ROOT / "spaces/copy-small.yaml", studies_dir=tmp_path / "st",
                     **{"device": "interpret", **options})
     assert not (tmp_path / "st").exists()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"device": None}, "device: None is not a device name; allowed: text, one of cuda, "
+     "interpret, replay"),
+    ({"device": 5}, "device: 5 is not a device name; allowed: text, one of cuda,"),
+    ({"storage": 5}, "storage: 5 is not a storage; allowed: a postgresql:// URL"),
+    ({"studies_dir": 5}, "studies_dir: 5 is not a path; allowed: text or a Path"),
+    ({"params": 5}, "params: 5 is not parameter overrides; allowed: a dict such as "
+     "{'BLOCK': [1024, 2048]}, or 'KEY=VALUES' texts"),
+    ({"params": ["BLOCK=256", 5]}, "params: ['BLOCK=256', 5] is not parameter overrides"),
+    ({"params": {"BLOCK": {1, 2}}}, "params['BLOCK']: {1, 2} is not values of a space; "
+     "allowed: numbers, text, booleans, or a list of them"),
+    ({"allow_path": 5}, "allow_path: 5 is not a folder; allowed: a path, or a list of paths"),
+    ({"time": 10**400}, "time: '1000000000000000000000000000000000000000' is not a positive "
+     "duration of at most 1000h"),
+    ({"time": 1e12}, "time: '1000000000000.0' is not a positive duration of at most 1000h"),
+    ({"time": 1000 * 3600 + 1}, "time: '3600001' is not a positive duration of at most "
+     "1000h"),
+    ({"time": float("nan")}, "time: 'nan' is not a positive duration of at most 1000h"),
+    ({"time": [10]}, "time: '[10]' is not a duration"),
+    ({"gpus": [0, 0]}, "gpus: [0, 0] is not GPU indices; allowed: 'all', '0,1' or [0, 1], "
+     "each index once"),
+    ({"gpus": [0, "1"]}, "gpus: [0, '1'] is not GPU indices"),
+    ({"gpus": 1}, "gpus: 1 is not GPU indices"),
+    ({"force": "no"}, "force: 'no' is not True or False"),
+    ({"quiet": 1}, "quiet: 1 is not True or False"),
+])
+def test_arguments_of_the_wrong_type_are_refused_with_a_sweeper_error(
+        tmp_path, monkeypatch, options, message):
+    """A value the command could never have been given is one line naming the keyword and
+    what it takes, never a raw AttributeError, TypeError or OverflowError, and nothing is
+    written; a number of seconds is held to ``--time``'s 1000 h as text is."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SweeperError) as err:
+        sweeper.run(ROOT / "spaces/copy-small.yaml",
+                    **{"device": "interpret", "studies_dir": "st", **options})
+    assert type(err.value) is SweeperError
+    assert str(err.value).startswith(message), str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gpus_takes_a_list_of_indices_as_the_command_takes_0_1(tmp_path):
+    """``gpus=[0, 1]`` is ``--gpus 0,1``: on the interpreter, two workers."""
+    study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, gpus=[0, 1],
+                        quiet=True, report=False)
+    trials = StudyStore(study.path).records()[0]
+    assert len(trials) == 2 and all(t.status.value == "ok" for t in trials)
+    assert {t.gpu.index for t in trials if t.gpu} <= {0, 1}
+
+
+def test_study_and_load_study_refuse_arguments_of_the_wrong_type(tmp_path):
+    with pytest.raises(SweeperError, match=r"^storage: 5 is not a study; allowed: a study's "
+                       r"folder \(text or a Path\), or a Storage$"):
+        sweeper.Study(5)
+    with pytest.raises(SweeperError, match=r"^study: 5 is not a study; allowed: its folder or "
+                       r"name, as text or a Path$"):
+        sweeper.load_study(5)
+    with pytest.raises(SweeperError, match=r"^storage: 5 is not a storage; allowed: a "
+                       r"postgresql:// URL"):
+        sweeper.load_study("x", storage=5)
+    with pytest.raises(SweeperError, match=r"^studies_dir: None is not a path"):
+        sweeper.load_study("x", studies_dir=None)
+
+
+def test_study_methods_refuse_bad_values_in_one_line(tmp_path):
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir=tmp_path,
+                        quiet=True, report=False)
+    with pytest.raises(SweeperError, match=r"^scale: 'bogus' is not a colour scale; allowed: "
+                       r"study, problem, map$") as err:
+        study.report(scale="bogus")
+    assert type(err.value) is SweeperError
+    with pytest.raises(SweeperError, match=r"^shared_scale: 'yes' is not True or False$"):
+        study.report(shared_scale="yes")
+    assert not (study.path / "report.md").exists()
+    with pytest.raises(SweeperError, match=r"^format \['csv'\] is unknown; allowed: tuning, "
+                       r"csv, parquet"):
+        study.export(format=["csv"])
+    with pytest.raises(SweeperError, match=r"^target: 5 is not a path; allowed: text or a "
+                       r"Path$"):
+        study.export(5)
+    with pytest.raises(SweeperError, match=r"^replace: 1 is not True or False$"):
+        study.export(tmp_path / "o.db", format="optuna", replace=1)
+    with pytest.raises(SweeperError, match=r"^samples: 'yes' is not True or False$"):
+        study.trials_dataframe(samples="yes")
+    assert not (tmp_path / "o.db").exists() and not (tmp_path / "5").exists()
 
 
 def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):

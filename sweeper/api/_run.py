@@ -10,12 +10,12 @@ never ``SystemExit``, and nothing is written."""
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeper.api._checks import flag, folder, optional_text, paths, refuse
 from sweeper.api._study import Study
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
@@ -30,7 +30,8 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         trials: int | None = None, time: float | str | None = None,
         params: Mapping[str, Any] | Sequence[str] = (), force: bool = False,
         quiet: bool = False, report: bool = True, priors: bool = True,
-        allow_path: Sequence[str | Path] = (), gpus: str | None = None,
+        allow_path: str | Path | Sequence[str | Path] = (),
+        gpus: str | Sequence[int] | None = None,
         storage: str | None = None, gpu_check: str = "first") -> Study:
     """Sweep ``space`` as ``sweeper run`` does and return its :class:`Study`.
 
@@ -43,18 +44,26 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     ``["BLOCK=1024,2048"]``), ``force``, ``quiet`` (nothing printed but errors: no
     header, progress bar, summary, report or time line),
     ``report=False`` (``--no-report``), ``priors=False`` (``--no-priors``), ``gpus``
-    (``--gpus``: ``"0,1"`` or ``"all"``), ``storage`` (``--storage URL``: the study is
-    kept in that database, and the returned :class:`Study` reads it from there),
-    ``gpu_check`` (``--gpu-check``: on the interpreter, ``first``, ``all`` or ``off``) and
-    ``allow_path``.  A run whose trials all failed still returns its study (what failed
-    is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's interrupt) stops after
+    (``--gpus``: ``"0,1"``, ``[0, 1]`` or ``"all"``), ``storage`` (``--storage URL``:
+    the study is kept in that database, and the returned :class:`Study` reads it from
+    there), ``gpu_check`` (``--gpu-check``: on the interpreter, ``first``, ``all`` or
+    ``off``) and ``allow_path`` (a folder or a list of them).  A value of a type the
+    command could not have been given (``device=None``, ``force="no"``) is refused like
+    a bad value, with a :class:`~sweeper.errors.SweeperError` naming the keyword.  A run
+    whose trials all failed still returns its study (what failed is in
+    :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's interrupt) stops after
     the trial in flight and returns the study as it stands."""
+    device = _device(device)
     options = RunOptions(
         space=_source(space, params, allow_path), device=device, study=study,
-        studies_dir=str(studies_dir), storage=storage, trials=_trials(trials),
-        time_s=_seconds(time), force=force, gpus=_gpus(gpus), quiet=quiet, silent=quiet,
-        report=report, gpu_check=_gpu_check(gpu_check),
-        priors=priors, command=f"sweeper.run({_shown(space)}, device={device!r})")
+        studies_dir=folder("studies_dir", studies_dir),
+        storage=optional_text("storage", storage, "a storage; allowed: a postgresql:// URL, "
+                              "or None for the journal under studies_dir"),
+        trials=_trials(trials), time_s=_seconds(time), force=flag("force", force),
+        gpus=_gpus(gpus), quiet=flag("quiet", quiet), silent=quiet,
+        report=flag("report", report), gpu_check=_gpu_check(gpu_check),
+        priors=flag("priors", priors),
+        command=f"sweeper.run({_shown(space)}, device={device!r})")
     try:
         with warnings.catch_warnings():
             # Optuna imports tqdm.auto, which in a notebook without ipywidgets tells the
@@ -77,22 +86,42 @@ def _gpu_check(mode: str) -> str:
     return mode
 
 
-def _gpus(gpus: str | None) -> tuple[int, ...] | None:
-    """``gpus`` as the engine takes it: ``()`` (not given) the one GPU the device opens."""
+def _device(device: Any) -> str:
+    """``device`` as ``--device`` takes it: a device's name, as text (which names a device
+    is the engine's to check, as it is for the command)."""
+    if not isinstance(device, str):
+        from sweeper.plugins import DEVICE, known
+
+        raise refuse("device", device, f"a device name; allowed: text, one of {known(DEVICE)}")
+    return device
+
+
+def _gpus(gpus: str | Sequence[int] | None) -> tuple[int, ...] | None:
+    """``gpus`` as the engine takes it: ``()`` (not given) the one GPU the device opens.
+    A list of indices is ``--gpus``' text joined, checked by the same parser."""
+    allowed = "GPU indices; allowed: 'all', '0,1' or [0, 1], each index once"
     if gpus is None:
         return ()
+    if isinstance(gpus, str):
+        text = gpus
+    elif isinstance(gpus, Sequence) and all(isinstance(i, int) and not isinstance(i, bool)
+                                            for i in gpus):
+        text = ",".join(map(str, gpus))
+    else:
+        raise refuse("gpus", gpus, allowed)
     try:
-        listed = gpu_list(gpus)
+        listed = gpu_list(text)
     except OptionValueError as err:
-        raise SweeperError(f"gpus: {err}") from None
+        raise (SweeperError(f"gpus: {err}") if text is gpus else refuse("gpus", gpus, allowed)
+               ) from None
     return None if listed is None else tuple(listed)
 
 
 def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
-            allow_path: Sequence[str | Path]) -> SpaceSource:
+            allow_path: str | Path | Sequence[str | Path]) -> SpaceSource:
     """The space as the engine reads it: a path, or text under a pseudo file name."""
     overrides = tuple(_params(params))
-    allowed = tuple(str(p) for p in allow_path)
+    allowed = paths("allow_path", allow_path)
     if isinstance(space, Path):
         return SpaceSource(path=str(space), params=overrides, allow_path=allowed)
     if isinstance(space, str):
@@ -117,13 +146,26 @@ def _yaml(space: Mapping[str, Any]) -> str:
 
 
 def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str]:
-    """``-p`` options: ``{"BLOCK": [1024, 2048]}`` -> ``["BLOCK=[1024, 2048]"]``."""
+    """``-p`` options: ``{"BLOCK": [1024, 2048]}`` -> ``["BLOCK=[1024, 2048]"]``; a
+    ``KEY=VALUES`` text or a list of them as they are."""
     if isinstance(params, str):
         return [params]
     if isinstance(params, Mapping):
-        return [f"{k}={json.dumps(list(v) if isinstance(v, (list, tuple)) else [v])}"
-                for k, v in params.items()]
-    return [str(p) for p in params]
+        return [f"{k}={_values(k, v)}" for k, v in params.items()]
+    if not (isinstance(params, Sequence) and all(isinstance(p, str) for p in params)):
+        raise refuse("params", params, "parameter overrides; allowed: a dict such as "
+                     "{'BLOCK': [1024, 2048]}, or 'KEY=VALUES' texts such as "
+                     "['BLOCK=1024,2048']")
+    return list(params)
+
+
+def _values(key: Any, values: Any) -> str:
+    """One dict override's values as ``-p`` takes them: a JSON list."""
+    try:
+        return json.dumps(list(values) if isinstance(values, (list, tuple)) else [values])
+    except (TypeError, ValueError):
+        raise refuse(f"params[{key!r}]", values, "values of a space; allowed: numbers, "
+                     "text, booleans, or a list of them") from None
 
 
 def _trials(trials: int | None) -> int | None:
@@ -134,21 +176,17 @@ def _trials(trials: int | None) -> int | None:
 
 
 def _seconds(time: float | str | None) -> float | None:
-    """``time`` in seconds: a number, or a duration such as ``"90s"`` or ``"10m"``."""
+    """``time`` in seconds: a number, or a duration such as ``"90s"`` or ``"10m"``; by
+    ``--time``'s parser, so within the same bounds (at most 1000 h: beyond it no timer
+    can be armed)."""
     if time is None:
         return None
-    if isinstance(time, str):
-        from sweeper.options import seconds
+    from sweeper.options import seconds
 
-        try:
-            return seconds(time)
-        except OptionValueError as err:
-            raise SweeperError(f"time: {err}") from None
-    if isinstance(time, bool) or not isinstance(time, (int, float)) or not (
-            math.isfinite(time) and time > 0):
-        raise SweeperError(f"time: {time!r} is not a duration; allowed: seconds > 0, or "
-                           "text such as '90s' or '10m'")
-    return float(time)
+    try:
+        return seconds(time)
+    except OptionValueError as err:
+        raise SweeperError(f"time: {err}") from None
 
 
 def _shown(space: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper.api._checks import flag, folder, optional_text, refuse
 from sweeper.errors import StudyError
 from sweeper.store import Storage, StudyStore
 
@@ -25,6 +26,9 @@ class Study:
     read from (a folder's journal, or a database)."""
 
     def __init__(self, storage: Storage | str | Path) -> None:
+        if not isinstance(storage, (Storage, str, Path)):
+            raise refuse("storage", storage, "a study; allowed: a study's folder (text or a "
+                         "Path), or a Storage")
         self.storage = storage if isinstance(storage, Storage) else StudyStore(Path(storage))
 
     @property
@@ -77,7 +81,7 @@ class Study:
         The columns and dtypes are :func:`sweeper.interop.trials_table`'s."""
         from sweeper.interop import trials_table
 
-        return trials_table(self.storage, samples=samples)
+        return trials_table(self.storage, samples=flag("samples", samples))
 
     @property
     def winners(self) -> pd.DataFrame:
@@ -102,9 +106,13 @@ class Study:
         report`` does; ``scale``: the heatmaps' colour scale, ``study`` (default),
         ``problem`` or ``map``; ``shared_scale`` without it: ``problem``); returns
         report.md's path."""
+        from sweeper.options import SCALES
         from sweeper.report import write_report
 
-        return write_report(self.storage, shared_scale=shared_scale, scale=scale).markdown
+        if scale is not None and scale not in SCALES:
+            raise refuse("scale", scale, f"a colour scale; allowed: {', '.join(SCALES)}")
+        return write_report(self.storage, shared_scale=flag("shared_scale", shared_scale),
+                            scale=scale).markdown
 
     def _repr_html_(self) -> str:
         """The study as a notebook shows it: report.html's content (interactive heatmaps,
@@ -124,8 +132,8 @@ class Study:
         one of this name already unless ``replace``."""
         from sweeper.interop import export
 
-        return export(self.storage, format, None if target is None else str(target),
-                      replace=replace).target
+        where = None if target is None else folder("target", target)
+        return export(self.storage, format, where, replace=flag("replace", replace)).target
 
     def __repr__(self) -> str:
         if isinstance(self.storage, StudyStore):
@@ -140,6 +148,11 @@ def load_study(study: str | Path, *, storage: str | None = None,
     study of that name in the database, its report and exports written under
     ``studies_dir``.  A folder or database that holds none is a
     :class:`~sweeper.errors.StudyError` naming it."""
+    if not isinstance(study, (str, Path)):
+        raise refuse("study", study, "a study; allowed: its folder or name, as text or a Path")
+    storage = optional_text("storage", storage, "a storage; allowed: a postgresql:// URL, "
+                            "or None for a study's folder")
+    studies_dir = folder("studies_dir", studies_dir)
     if storage is not None:
         from sweeper.options import check_study_name, study_folder
         from sweeper.store._open import open_storage

@@ -27,6 +27,7 @@ from sweeper.errors import SweeperError
 from sweeper.options import (
     GPU_CHECK_TARGET,
     GPU_CHECKS,
+    SCALES,
     OptionValueError,
     compile_workers,
     gpu_list,
@@ -163,7 +164,7 @@ def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 def _report(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     report = _of_a_study(sub, "report", "heatmaps and best-config report of a study")
-    report.add_argument("--scale", choices=("study", "problem", "map"), default="study",
+    report.add_argument("--scale", choices=SCALES, default="study",
                         help="the heatmaps' colour scale: one for every map of the study, so "
                         "colours compare across maps (default), one per problem, or each "
                         "map its own range")

@@ -56,14 +56,14 @@ FORMATS: dict[str, Format] = {
 
 def export(store: Storage, format: str, target: str | None, *, replace: bool = False
            ) -> Written:
-    """Write ``store`` in ``format`` to ``target``; an unknown format is refused with the
-    known ones."""
+    """Write ``store`` in ``format`` to ``target``; an unknown format (or one that is not
+    text, from the API) is refused with the known ones."""
     if format == "tuning":
         from sweeper.export import export_study
 
         path, entries = export_study(store, target)
         return Written(str(path), f"wrote {counted(len(entries), 'entry', 'entries')} to {path}")
-    found = FORMATS.get(format)
+    found = FORMATS.get(format) if isinstance(format, str) else None
     if found is None:
         raise SweeperError(f"format {format!r} is unknown; allowed: tuning, "
                            f"{', '.join(FORMATS)}")

@@ -44,6 +44,7 @@ import pandas as pd
 
 from sweeper.core._units import counted
 from sweeper.kernels import Headline
+from sweeper.options import SCALES
 from sweeper.report._tables import (
     LABELS,
     PROBLEM_ORDER,
@@ -62,9 +63,6 @@ META_PER_LINE = 2
 #: A cell whose median's 95 % CI is wider than ± this % of the median is marked: beyond
 #: it, two configs' medians cannot be told apart (``compare_samples``' ``max_noise``).
 WIDE_CI_PCT = 5.0
-#: The colour scales a study's maps may have: one for the study, one per problem, or one
-#: per map.
-SCALES = ("study", "problem", "map")
 
 
 class HeatmapData(NamedTuple):
@@ -139,7 +137,7 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
 
     ``picks`` (trial number -> :class:`Pick`) are the configs the study ends with; a map
     marks its problem's pick where the pick lies in it, else its own best cell.
-    ``scale``: one of :data:`SCALES`."""
+    ``scale``: one of :data:`~sweeper.options.SCALES`."""
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}, but got {scale!r}")
     metric = rate_column(df, headline)

@@ -75,7 +75,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     """Everything the report shows, computed from the study on disk; problems in
     (dtype, footprint, dimensions, cache) order everywhere.  ``scale``: the heatmaps'
     colour scale, one for the study (default), per problem or per map
-    (:data:`~sweeper.report._heatmaps.SCALES`); ``shared_scale`` without it: per problem."""
+    (:data:`~sweeper.options.SCALES`); ``shared_scale`` without it: per problem."""
     scale = scale or ("problem" if shared_scale else "study")
     meta = store.study_meta()
     trials, baselines = store.records()

@@ -1,0 +1,62 @@
+"""The Python API's arguments, checked by type before anything is read or written.
+
+The command's parser only ever hands the engine text, so a value the command cannot be
+given (``device=None``, ``storage=5``, ``force="no"``) would otherwise reach code that
+assumes text and fail there with a raw ``AttributeError`` or ``TypeError``, or, worse,
+pass silently (``"no"`` is true).  Each check here refuses it with the one line the API
+gives for bad input: the keyword, the value, what is allowed (a
+:class:`~sweeper.errors.SweeperError`).  What a value means is checked after, by the
+parsers the command shares (:mod:`sweeper.options`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import SweeperError
+
+
+def shown(value: Any) -> str:
+    """``value`` as a message shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def refuse(name: str, value: Any, allowed: str) -> SweeperError:
+    """The error for keyword ``name`` given ``value``: ``name: VALUE is not ...; allowed``."""
+    return SweeperError(f"{name}: {shown(value)} is not {allowed}")
+
+
+def flag(name: str, value: Any) -> bool:
+    """A yes/no keyword: ``True`` or ``False`` only (``"no"`` or ``0`` would be read as
+    the opposite of what was meant, or by accident)."""
+    if not isinstance(value, bool):
+        raise refuse(name, value, "True or False")
+    return value
+
+
+def folder(name: str, value: Any) -> str:
+    """A path keyword: text or a :class:`~pathlib.Path`, as text."""
+    if not isinstance(value, (str, Path)):
+        raise refuse(name, value, "a path; allowed: text or a Path")
+    return str(value)
+
+
+def optional_text(name: str, value: Any, allowed: str) -> str | None:
+    """A keyword that is ``None`` (left out) or text; ``allowed`` says which text."""
+    if value is not None and not isinstance(value, str):
+        raise refuse(name, value, allowed)
+    return value
+
+
+def paths(name: str, value: Any) -> tuple[str, ...]:
+    """Folders: one (text or a Path) or a list of them."""
+    if isinstance(value, (str, Path)):
+        return (str(value),)
+    if not (isinstance(value, Sequence) and all(isinstance(p, (str, Path)) for p in value)):
+        raise refuse(name, value, "a folder; allowed: a path, or a list of paths")
+    return tuple(str(p) for p in value)
+
+
+__all__ = ["flag", "folder", "optional_text", "paths", "refuse", "shown"]
