@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sweeper.core._spelling import given, option
 from sweeper.errors import SweeperError
 
 
@@ -95,28 +96,30 @@ def seconds(text: str | float) -> float:
         raise OptionValueError(str(err)) from None
 
 
-def check_study_name(option: str, name: str) -> None:
-    """Refuse a study name given on the command line by the rule the space file's
-    ``study:`` follows (:mod:`sweeper.core._names`)."""
+def check_study_name(name_shown: str, name: str) -> None:
+    """Refuse a study name given as an option by the rule the space file's ``study:``
+    follows (:mod:`sweeper.core._names`); the message starts with ``name_shown``, the
+    option as its caller names it (``--study``, ``study``: :func:`option`)."""
     from sweeper.core._names import study_name_problem
 
     problem = study_name_problem(name)
     if problem:
-        raise SweeperError(f"{option}: {problem}")
+        raise SweeperError(f"{name_shown}: {problem}")
 
 
-def study_folder(studies_dir: str, name: str, option: str = "--studies-dir") -> Path:
-    """The folder of study ``name`` under ``studies_dir`` (the value of ``option``, which
-    messages name), refused unless it lies inside it once links are resolved (a link
-    planted there could point anywhere)."""
+def study_folder(studies_dir: str, name: str, keyword: str = "studies_dir") -> Path:
+    """The folder of study ``name`` under ``studies_dir`` (the value of the option whose
+    API keyword is ``keyword``: ``--to`` for copy-study's ``target``), refused unless it
+    lies inside it once links are resolved (a link planted there could point anywhere).
+    Its errors name that option as the caller does (:func:`option`)."""
     root = Path(studies_dir)
     if root.exists() and not root.is_dir():
-        raise SweeperError(f"{option} {studies_dir}: not a folder")
+        raise SweeperError(f"{given(keyword, studies_dir)}: not a folder")
     folder = root / name
     inside, lands = root.resolve(), folder.resolve()
     if lands == inside or not lands.is_relative_to(inside):
         raise SweeperError(f"{folder}: resolves to {lands}, outside the studies folder "
-                           f"{inside}; a study is written under {option} only")
+                           f"{inside}; a study is written under {option(keyword)} only")
     return folder
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sweeper.core._model import MAX_CONFIGS
+from sweeper.core._spelling import given
 from sweeper.core._units import counted
 from sweeper.devices import Device
 from sweeper.errors import SpaceError, StudyError
@@ -190,8 +191,8 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any],
     on: its old trials are not comparable with new ones, so mixing them must be asked for.
     What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
     :func:`fingerprint_damage`), the kernel's source changed, or other settings."""
-    ways = ("rerun with --force to keep its trials and add new ones to them, or with "
-            "--study NEW to start a new study")
+    ways = (f"rerun with {given('force')} to keep its trials and add new ones to them, or "
+            f"with {given('study', 'NEW')} to start a new study")
     damage = fingerprint_damage(meta)
     if damage:
         rest = [c for c in changed if "" not in damage and c.split(":")[0] not in damage]
@@ -228,7 +229,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     wanted = fingerprint(space, kernel, device, environment)
     if store.orphaned():
         raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
-                         "cannot be checked against this run; move it away or pass --study NEW")
+                         "cannot be checked against this run; move it away or pass "
+                         f"{given('study', 'NEW')}")
     if not store.exists() and store.create({
         "format": FORMAT, "study": store.name, "kernel": space.kernel,
         "kernel_name": kernel.name,

@@ -90,7 +90,7 @@ def test_a_bad_space_raises_the_commands_one_line_error_and_writes_nothing(
     ({"trials": 0}, "trials: 0 is not a whole number >= 1"),
     ({"time": "soon"}, "time: "),
     ({"time": -1}, "time: '-1' is not a positive duration of at most 1000h"),
-    ({"study": "../up"}, "--study: "),
+    ({"study": "../up"}, "study: '../up' is not a study name: '/' is not allowed"),
     ({"device": "tpu"}, "unknown device 'tpu'; known: cuda, interpret, replay"),
 ])
 def test_bad_options_raise_sweeper_errors_not_system_exit(tmp_path, options, message):
@@ -184,6 +184,48 @@ def test_study_methods_refuse_bad_values_in_one_line(tmp_path):
     with pytest.raises(SweeperError, match=r"^samples: 'yes' is not True or False$"):
         study.trials_dataframe(samples="yes")
     assert not (tmp_path / "o.db").exists() and not (tmp_path / "5").exists()
+
+
+def test_api_errors_name_the_keywords_where_the_commands_name_its_flags(tmp_path):
+    """One check serves both front doors; from Python its message names the keyword
+    (``studies_dir=``, ``replace=True``), never a flag no notebook can pass, and the
+    command's spelling is back once the call returns."""
+    from sweeper.options import study_folder
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SweeperError, match=re.escape(
+            f"studies_dir={str(tmp_path / 'file')!r}: not a folder")):
+        sweeper.run(TINY, device="interpret", studies_dir=tmp_path / "file")
+    with pytest.raises(SweeperError, match=re.escape(
+            f"--studies-dir {tmp_path / 'file'}: not a folder")):
+        study_folder(str(tmp_path / "file"), "tiny")
+    with pytest.raises(SweeperError, match=r"^gpus='all': the interpret device has no GPUs to "
+                       r"count; name the workers by index \(gpus='0,1'\)$"):
+        sweeper.run(TINY, device="interpret", studies_dir=tmp_path, gpus="all")
+    with pytest.raises(SpaceError, match=r"to allow another folder pass allow_path='DIR' or "
+                       "set SWEEPER_ALLOW_PATH$"):
+        sweeper.run("kernel: copy\nextends: /etc/hostname\n", device="interpret",
+                    studies_dir=tmp_path)
+    with pytest.raises(SweeperError, match="^storage: 'mysql://h/db' is not a storage; "
+                       r"allowed: a postgresql://USER@HOST/DB URL \(leave it out for the "
+                       r"journal under studies_dir\)$"):
+        sweeper.load_study("tiny", storage="mysql://h/db", studies_dir=tmp_path)
+    study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    with pytest.raises(StudyError, match=r"; rerun with force=True to keep its trials and add "
+                       r"new ones to them, or with study='NEW' to start a new study$"):
+        sweeper.run({**TINY, "measure": {"warmup": 1, "repeat": 4}}, device="interpret",
+                    studies_dir=tmp_path, quiet=True, report=False)
+    with pytest.raises(SweeperError, match=r"^format='optuna' needs target='URL': "
+                       r"sqlite:///FILE\.db, or a journal file path$"):
+        study.export(format="optuna")
+    journal = tmp_path / "optuna.log"
+    study.export(journal, format="optuna")
+    with pytest.raises(SweeperError, match=re.escape(
+            f"target={str(journal)!r}: it already holds an Optuna study 'tiny-interpret'; "
+            "pass replace=True to delete it and write it again")):
+        study.export(journal, format="optuna")
+    assert study.export(journal, format="optuna", replace=True) == str(journal)
 
 
 def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):

@@ -17,6 +17,7 @@ from typing import Any
 
 from sweeper.api._checks import flag, folder, optional_text, paths, refuse
 from sweeper.api._study import Study
+from sweeper.core._spelling import keywords
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
 from sweeper.options import GPU_CHECKS, OptionValueError, gpu_list
@@ -25,6 +26,7 @@ from sweeper.options import GPU_CHECKS, OptionValueError, gpu_list
 TQDM_NOTICE = "IProgress not found"
 
 
+@keywords()
 def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         studies_dir: str | Path = "studies", study: str | None = None,
         trials: int | None = None, time: float | str | None = None,
@@ -49,10 +51,11 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     there), ``gpu_check`` (``--gpu-check``: on the interpreter, ``first``, ``all`` or
     ``off``) and ``allow_path`` (a folder or a list of them).  A value of a type the
     command could not have been given (``device=None``, ``force="no"``) is refused like
-    a bad value, with a :class:`~sweeper.errors.SweeperError` naming the keyword.  A run
-    whose trials all failed still returns its study (what failed is in
-    :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's interrupt) stops after
-    the trial in flight and returns the study as it stands."""
+    a bad value, with a :class:`~sweeper.errors.SweeperError`; every error names the
+    keywords, never the command's flags (``study``, ``force=True``:
+    :mod:`sweeper.core._spelling`).  A run whose trials all failed still returns its
+    study (what failed is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's
+    interrupt) stops after the trial in flight and returns the study as it stands."""
     device = _device(device)
     options = RunOptions(
         space=_source(space, params, allow_path), device=device, study=study,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper.api._checks import flag, folder, optional_text, refuse
+from sweeper.core._spelling import keywords
 from sweeper.errors import StudyError
 from sweeper.store import Storage, StudyStore
 
@@ -101,6 +102,7 @@ class Study:
 
         return baselines_table(self.storage)
 
+    @keywords()
     def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
         """Write report.md, report.html, report.json and the heatmaps (what ``sweeper
         report`` does; ``scale``: the heatmaps' colour scale, ``study`` (default),
@@ -122,6 +124,7 @@ class Study:
 
         return html_fragment(study_tables(self.storage))
 
+    @keywords()
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
                replace: bool = False) -> str:
         """Export the study as ``sweeper export`` does, and return where it went.
@@ -129,7 +132,8 @@ class Study:
         ``$SWEEPER_TUNING`` or studies/tuning.json); ``csv``: a replay table; ``parquet``:
         every trial with its raw samples; ``optuna``: an Optuna study in the storage
         ``target`` names (``sqlite:///FILE.db`` or a journal file), refused when it holds
-        one of this name already unless ``replace``."""
+        one of this name already unless ``replace``.  Errors name the keywords
+        (``target``, ``replace=True``), not ``sweeper export``'s flags."""
         from sweeper.interop import export
 
         where = None if target is None else folder("target", target)
@@ -141,6 +145,7 @@ class Study:
         return f"Study({self.storage.location!r})"
 
 
+@keywords()
 def load_study(study: str | Path, *, storage: str | None = None,
                studies_dir: str | Path = "studies") -> Study:
     """The study in the folder ``study`` (the one ``sweeper run`` printed); with

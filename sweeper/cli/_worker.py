@@ -48,7 +48,7 @@ def cmd_copy_study(args: argparse.Namespace) -> int:
     name = source.name if args.storage is not None else source.root.resolve().name
     check_study_name("study", name)
     target = open_storage(args.to, study_folder(args.studies_dir, name)) \
-        if is_database(args.to) else StudyStore(study_folder(args.to, name, "--to"))
+        if is_database(args.to) else StudyStore(study_folder(args.to, name, "target"))
     count = copy_study(source, target)
     print(f"copied study {name}: {count} records and its metadata, from "
           f"{source.location} to {target.location}; read back equal")

@@ -3,8 +3,9 @@
 A space's model once parsed (:class:`Space`, its :class:`Axis` values, a resolved
 :class:`Config`, :class:`MeasureSpec`), a problem and its dimensions (:class:`Problem`,
 :class:`Dim`), the safe expressions grids and constraints are written in
-(:class:`Expr`), sizes, durations and dtypes (``_units``), study names (``_names``) and
-the facts of the GPU a space is resolved for (:class:`DeviceFacts`).
+(:class:`Expr`), sizes, durations and dtypes (``_units``), study names (``_names``), how
+a message names an option (``_spelling``: ``--studies-dir`` or ``studies_dir``) and the
+facts of the GPU a space is resolved for (:class:`DeviceFacts`).
 Kernels, devices, bounds and the plugin registry are built on this; the space parser
 (:mod:`sweeper.space`) sits above them, as it asks the registry for kernels."""
 

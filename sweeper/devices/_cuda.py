@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds, HardwareFacts, Sourced, derive_bounds
 from sweeper.core import DeviceFacts
+from sweeper.core._spelling import given
 from sweeper.devices._base import Device, Launch
 from sweeper.devices._nvml import GpuState, StateMonitor, Window, open_reader, throttle_reason
 from sweeper.errors import NoDeviceError
@@ -32,8 +33,9 @@ class CudaDevice(Device):
         import torch
 
         if not torch.cuda.is_available():
-            raise NoDeviceError("no CUDA device found; run on the CPU with --device interpret "
-                                "(the Triton interpreter: slow, small footprints, no GPU timings)")
+            raise NoDeviceError("no CUDA device found; run on the CPU with "
+                                f"{given('device', 'interpret')} (the Triton interpreter: "
+                                "slow, small footprints, no GPU timings)")
         self._props = torch.cuda.get_device_properties(0)
         self._facts = DeviceFacts(name=self._props.name, sms=self._props.multi_processor_count,
                                   l2_bytes=self._props.L2_cache_size)

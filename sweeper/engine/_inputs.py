@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from sweeper.core._spelling import given, option
 from sweeper.engine._options import SpaceSource
 from sweeper.errors import SweeperError
 
@@ -54,8 +55,8 @@ def refuse_gpu_only(name: str, needs_gpu: bool, device: Any) -> None:
     (``needs_gpu``) and ``device`` launches elsewhere (:func:`gpu_only_problem`)."""
     problem = gpu_only_problem(name, needs_gpu, device)
     if problem is not None:
-        raise SweeperError(f"{problem}: run on a GPU (leave out --device) or replay a "
-                           "recorded table (--device replay:TABLE.csv)")
+        raise SweeperError(f"{problem}: run on a GPU (leave out {option('device')}) or "
+                           f"replay a recorded table ({given('device', 'replay:TABLE.csv')})")
 
 
 def gpu_only_problem(name: str, needs_gpu: bool, device: Any) -> str | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core._spelling import given, option
 from sweeper.core._units import counted
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
@@ -117,7 +118,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     clock = RunClock(before_s=process_age() if options.clock_from_start else None,
                      first=_runs == 0)
     if options.study is not None:
-        check_study_name("--study", options.study)
+        check_study_name(option("study"), options.study)
     # workers import torch beside this process once the space is read (a bad one: none)
     space, device = space_and_device(options.space, options.device, on_space=started)
     clock.mark("space and device")
@@ -482,8 +483,8 @@ def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
     if asked is not None and not device.measures_gpu:
         return list(asked) or None
     if not device.measures_gpu:
-        raise SweeperError(f"--gpus all: the {device.name} device has no GPUs to count; "
-                           "name the workers by index (--gpus 0,1)")
+        raise SweeperError(f"{given('gpus', 'all')}: the {device.name} device has no GPUs "
+                           f"to count; name the workers by index ({given('gpus', '0,1')})")
     import torch
 
     count = torch.cuda.device_count()
@@ -491,7 +492,7 @@ def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
         return list(range(count))
     beyond = [i for i in asked if i >= count]
     if beyond:
-        raise SweeperError(f"--gpus {','.join(map(str, asked))}: no GPU {beyond[0]}; this "
+        raise SweeperError(f"{given('gpus', ','.join(map(str, asked)))}: no GPU {beyond[0]}; this "
                            f"machine shows {count} (0 to {count - 1})")
     return list(asked) or None
 
@@ -635,7 +636,7 @@ def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> 
         return []
     if not options.priors:
         say(f"{space.sampler.name}: starting without the winners of other studies "
-            "(--no-priors)")
+            f"({given('priors', False)})")
         return []
     from sweeper.samplers._priors import prior_sources
 
@@ -646,7 +647,7 @@ def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> 
                           for p in found)
         say(f"{space.sampler.name}: starting from {sum(len(p.configs) for p in found)} "
             f"configs that won other studies of {space.kernel} on {gpu} in "
-            f"{options.studies_dir}: {names}; --no-priors to start without them")
+            f"{options.studies_dir}: {names}; {given('priors', False)} to start without them")
     return found
 
 

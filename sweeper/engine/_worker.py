@@ -10,6 +10,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core._spelling import option
 from sweeper.core._units import counted
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import SpaceSource
@@ -43,7 +44,7 @@ class WorkerOptions:
 
 def run_worker(options: WorkerOptions) -> Any:
     """Sweep the study alongside other workers; returns the sweep's summary."""
-    check_study_name("--study", options.study)
+    check_study_name(option("study"), options.study)
     from sweeper.store._open import open_storage
 
     store = open_storage(options.storage, study_folder(options.studies_dir, options.study))

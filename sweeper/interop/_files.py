@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from sweeper.core._spelling import given
 from sweeper.export import export_csv
 from sweeper.export_triton import export_triton
 from sweeper.interop import Written
@@ -18,7 +19,7 @@ def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> W
     replaced whole (``replace`` changes nothing)."""
     path, count = export_csv(store, target or store.root / "replay.csv")
     return Written(str(path), f"wrote {count} trials to {path} (replay it with "
-                   f"--device replay:{path})")
+                   f"{given('device', f'replay:{path}')})")
 
 
 def write_triton(store: StudyStore, target: str | None, *, replace: bool = False) -> Written:

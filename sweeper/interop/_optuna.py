@@ -40,6 +40,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
 from sweeper.core._model import LAUNCH_AXES
+from sweeper.core._spelling import given, option
 from sweeper.errors import SweeperError, WriteError
 from sweeper.escape import printable
 from sweeper.export import output_file
@@ -69,8 +70,8 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
     (:func:`sweeper.escape.printable`): ``study.json`` is a file anyone can edit, and a
     name must never carry an ESC or a newline into a terminal or a dashboard."""
     if not target:
-        raise SweeperError("--format optuna needs --to URL: sqlite:///FILE.db, or a "
-                           "journal file path")
+        raise SweeperError(f"{given('format', 'optuna')} needs {given('target', 'URL')}: "
+                           "sqlite:///FILE.db, or a journal file path")
     meta = store.study_meta()
     trials, _ = store.records()
     problem_axes = [a for a in meta.axes if a not in LAUNCH_AXES and a not in meta.meta_axes]
@@ -82,8 +83,9 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         held = [n for n in names.values() if n in optuna.get_all_study_names(storage)]
         if held and not replace:
-            raise SweeperError(f"--to {mask_url(target)}: it already holds an Optuna study "
-                               f"{held[0]!r}; pass --replace to delete it and write it again")
+            raise SweeperError(f"{given('target', mask_url(target))}: it already holds an "
+                               f"Optuna study {held[0]!r}; pass {given('replace')} to delete "
+                               "it and write it again")
         for name in held:
             optuna.delete_study(study_name=name, storage=storage)
         axes = {a: v for a, v in meta.axes.items() if a not in problem_axes}
@@ -163,8 +165,9 @@ def journal_bytes(path: Path, target: str) -> bytes:
     try:
         data = path.read_bytes()
     except OSError as err:
-        raise SweeperError(f"--to {target}: cannot read it: {err.strerror or err}; "
-                           f"--to takes {TARGETS}") from None
+        raise SweeperError(f"{given('target', target)}: cannot read it: "
+                           f"{err.strerror or err}; {option('target')} takes {TARGETS}"
+                           ) from None
     lines = data.splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -175,8 +178,8 @@ def journal_bytes(path: Path, target: str) -> bytes:
             op = None
         if not (isinstance(op, dict) and isinstance(op.get("op_code"), int)):
             raise SweeperError(f"{target}:{number}: not an Optuna journal line (a JSON object "
-                               f"with an op_code), so not a file to add a study to; --to "
-                               f"takes {TARGETS}")
+                               "with an op_code), so not a file to add a study to; "
+                               f"{option('target')} takes {TARGETS}")
     if data and not data.endswith(b"\n"):
         raise SweeperError(f"{target}:{len(lines)}: an incomplete last line (no newline at "
                            "its end); Optuna's journal lines end with one")
@@ -208,12 +211,13 @@ def into_database(store: Storage, target: str, names: list[str],
     if path is not None:
         output_file(store, path)
         if path.is_file() and path.stat().st_size and not _starts_sqlite(path):
-            raise SweeperError(f"--to {target}: {path} is not a SQLite database; --to takes "
-                               f"{TARGETS}")
+            raise SweeperError(f"{given('target', target)}: {path} is not a SQLite "
+                               f"database; {option('target')} takes {TARGETS}")
     try:
         storage = optuna.storages.RDBStorage(_with_limits(target))
     except Exception as err:  # noqa: BLE001  (SQLAlchemy's errors are many; one line)
-        raise SweeperError(f"--to {mask_url(target)}: cannot open it as a database: "
+        raise SweeperError(f"{given('target', mask_url(target))}: cannot open it as a "
+                           "database: "
                            f"{_first_line(err)}") from None
     before = set(optuna.get_all_study_names(storage))
     try:

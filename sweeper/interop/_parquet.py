@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 
+from sweeper.core._spelling import given
 from sweeper.errors import SweeperError
 from sweeper.export import output_file
 from sweeper.fsio import atomic_write
@@ -27,8 +28,8 @@ def write_parquet(store: Storage, target: str | None, *, replace: bool = False
     try:
         import pyarrow  # type: ignore[import-untyped]  # noqa: F401  (pandas writes with it)
     except ImportError:
-        raise SweeperError("--format parquet needs pyarrow: pip install 'sweeper[parquet]' "
-                           "(or pyarrow)") from None
+        raise SweeperError(f"{given('format', 'parquet')} needs pyarrow: pip install "
+                           "'sweeper[parquet]' (or pyarrow)") from None
     path = target or str(store.root / "trials.parquet")
     output_file(store, path)
     df = trials_table(store, samples=True)

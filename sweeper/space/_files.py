@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from sweeper.core._spelling import given
 from sweeper.errors import SpaceError
 from sweeper.space._yaml import decode_text, load_with_lines, read_capped
 
@@ -96,7 +97,7 @@ def _extends_problem(ref: object, target: Path, chain: tuple[Path, ...],
         lands = "" if ref == str(target) else f" (it resolves to {target})"
         return (f"{ref!r} is outside {roots[0]}, the space file's folder{lands}; extends: "
                 "reaches files under that folder only; to allow another folder pass "
-                f"--allow-path DIR or set {ALLOW_ENV}")
+                f"{given('allow_path', 'DIR')} or set {ALLOW_ENV}")
     if target.exists() and not target.is_file():
         return f"{ref!r} is not a regular file"
     return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sweeper.core._spelling import given, option
 from sweeper.errors import StudyError, SweeperError
 from sweeper.store._base import Storage
 
@@ -32,13 +33,14 @@ def open_storage(spec: str | None, folder: Path) -> Storage:
     if not is_database(spec):
         from sweeper.store._url import mask_url
 
-        raise SweeperError(f"--storage: {mask_url(spec)[:60]!r} is not a storage; allowed: a "
-                           "postgresql://USER@HOST/DB URL (leave it out for the journal "
-                           "under --studies-dir)")
+        raise SweeperError(f"{option('storage')}: {mask_url(spec)[:60]!r} is not a storage; "
+                           "allowed: a postgresql://USER@HOST/DB URL (leave it out for the "
+                           f"journal under {option('studies_dir')})")
     try:
         from sweeper.store._postgres import PostgresStore
     except ImportError as err:
-        raise SweeperError(f"--storage {spec.split('://')[0]}://: needs the postgres extra "
+        raise SweeperError(f"{given('storage', spec.split('://')[0] + '://')}: needs the "
+                           "postgres extra "
                            f"(pip install 'sweeper[postgres]'): {err}") from None
     url = "postgresql://" + spec.split("://", 1)[1]
     return PostgresStore(url, folder.name, folder)

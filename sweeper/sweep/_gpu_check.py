@@ -69,6 +69,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from sweeper.core import launch_text
+from sweeper.core._spelling import given
 from sweeper.kernels import Kernel
 from sweeper.kernels._binaries import binary_of
 from sweeper.kernels._precompile import (
@@ -197,7 +198,7 @@ class GpuCheck:
                     "as a compile_error as on a GPU")
         what = "every binary is" if self.every else "one config was"
         return (f"gpu check: {what} compiled for {self.target} too "
-                f"({result.seconds:.2f} s; --gpu-check off skips it)")
+                f"({result.seconds:.2f} s; {given('gpu_check', 'off')} skips it)")
 
     def refused(self, number: int, choice: Choice, config: Config | None
                 ) -> TrialRecord | None:
