@@ -287,6 +287,40 @@ def test_winners_are_the_reports_and_the_baselines_torchs(tmp_path):
     assert entry["median_ms"] == row["median_ms"] and entry["trial"] == row["number"]
 
 
+def test_a_study_with_no_measured_trial_gives_empty_tables_with_the_same_columns(tmp_path):
+    """A study that measured nothing (every config missing from the replayed table, or no
+    trial at all: a budget spent before the first) reads as a measured one does, with no
+    rows: winners raised KeyError "['chosen_by'] not in index".  The dimensions' columns
+    aside: only a trial resolved to a config names them."""
+    table = mixed_table(tmp_path)
+    measured = sweeper.run(SPACE, device=f"replay:{table}", studies_dir=tmp_path / "measured",
+                           quiet=True, report=False)
+    failed = sweeper.run(SPACE.replace("block: [64, 128]", "block: [32]"),
+                         device=f"replay:{table}", studies_dir=tmp_path / "failed",
+                         quiet=True, report=False)
+    assert set(failed.trials_dataframe()["status"]) == {"missing"}
+    nothing = sweeper.run(SPACE, device=f"replay:{table}", studies_dir=tmp_path / "nothing",
+                          quiet=True, report=False)
+    (nothing.path / "trials.jsonl").unlink()
+    nothing = sweeper.load_study(nothing.path)
+    assert nothing.trials_dataframe().empty
+    dims = measured.trials_dataframe().attrs["dims"]
+    assert dims == ["n"]
+    want = {"winners": measured.winners.drop(columns=dims).dtypes.to_dict(),
+            "trials": measured.trials_dataframe().drop(columns=dims).dtypes.to_dict()}
+    assert want["winners"]["chosen_by"] == "string" and want["trials"]["gbps"] == "float64"
+    for study, resolved in ((failed, True), (nothing, False)):
+        winners, trials = study.winners, study.trials_dataframe()
+        assert winners.empty and ("n" in winners) is resolved and ("n" in trials) is resolved
+        assert winners.drop(columns=dims, errors="ignore").dtypes.to_dict() == want["winners"]
+        assert trials.drop(columns=dims, errors="ignore").dtypes.to_dict() == want["trials"]
+        baselines = study.baselines
+        assert baselines.empty and baselines.dtypes.astype(str).to_dict() == {
+            "name": "string", "dtype": "string", "footprint": "int64", "cache": "string",
+            "median_ms": "float64", "ci_lo_ms": "float64", "ci_hi_ms": "float64",
+            "gbps": "float64", "samples": "int64"}
+
+
 def test_load_study_opens_a_study_and_refuses_a_folder_without_one(tmp_path):
     sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir=tmp_path,
                 quiet=True, report=False)

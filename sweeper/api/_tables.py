@@ -21,14 +21,15 @@ def winners_table(store: Storage) -> pd.DataFrame:
     with (``number``, the parameters), ``chosen_by`` (``interleaved final`` or ``sweep
     median``), ``median_ms`` from the samples it was chosen on and ``median_from`` saying
     which, the sweep's median, the headline rate (``gbps`` or ``tflops``) at
-    ``median_ms``, % of the ceiling and × the torch baseline where known."""
+    ``median_ms``, % of the ceiling and × the torch baseline where known.  A study with no
+    measured trial has no rows but the same columns, typed alike."""
     meta = store.study_meta()
     trials, _ = store.records()
     meta_names = list(meta.meta_axes)
     frame = study_frame(meta, trials)
     picks = list(Winners.of(store).picks(trials).values())
-    shown = headline_table(picks, frame, meta_names, rate_column(frame, Headline(meta.headline))) \
-        if picks else pd.DataFrame(columns=["problem", "number", "median_ms"])
+    rate = rate_column(frame, Headline(meta.headline))
+    shown = headline_table(picks, frame, meta_names, rate)
     typed = trials_table(store)
     problem = typed[["number", *PROBLEM, *typed.attrs["dims"]]]
     params = [c for c in ("grid_label", "grid", "block", *meta_names) if c in shown]
@@ -36,24 +37,28 @@ def winners_table(store: Storage) -> pd.DataFrame:
         typed[["number", *params]], on="number")
     first = ["problem", *PROBLEM, *typed.attrs["dims"], "number", "chosen_by", *params]
     out = out[first + [c for c in out if c not in first]]
-    return out.astype({"problem": "string", "chosen_by": "string",
-                       "median_from": "string"}, errors="ignore").reset_index(drop=True)
+    numbers = ("median_ms", "sweep_median_ms", rate, "pct_ceiling", "x_baseline")
+    return out.astype({"problem": "string", "chosen_by": "string", "median_from": "string",
+                       "number": "int64", **dict.fromkeys(numbers, "float64")}
+                      ).reset_index(drop=True)
 
 
 def baselines_table(store: Storage) -> pd.DataFrame:
     """One row per torch baseline (``name``, the problem), with its median, the median's
     95 % CI, GB/s and how many samples it took, in (dtype, footprint, dims, cache)
-    order."""
+    order; typed alike where there is none."""
     _, baselines = store.records()
     rows = [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint, "cache": b.cache,
              **b.dims, "median_ms": b.stats.median, "ci_lo_ms": b.stats.bounds()[0],
              "ci_hi_ms": b.stats.bounds()[1], "gbps": b.gbps, "samples": len(b.samples_ms)}
             for b in sorted(baselines, key=lambda b: b.problem)]
-    columns = ["name", *PROBLEM, "median_ms", "ci_lo_ms", "ci_hi_ms", "gbps", "samples"]
+    times = ("median_ms", "ci_lo_ms", "ci_hi_ms", "gbps")
+    columns = ["name", *PROBLEM, *times, "samples"]
     out = pd.DataFrame(rows, columns=list(dict.fromkeys(
         [*columns[:4], *(k for r in rows for k in r), *columns])))
     return out.astype({"name": "string", "dtype": "string", "cache": "string",
-                       "footprint": "int64", "samples": "int64"})
+                       "footprint": "int64", "samples": "int64",
+                       **dict.fromkeys(times, "float64")})
 
 
 __all__ = ["baselines_table", "winners_table"]

@@ -39,17 +39,15 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     meta_names = list(meta.meta_axes)
     df = study_frame(meta, trials)
     dims = list(df.attrs.get("dims", ()))
-    if df.empty:
-        df = pd.DataFrame(columns=[*LEAD, "median_ms"])
     df = df.drop(columns=[c for c in DROPPED if c in df])
     axes = [a for a in meta.axes if a not in (*LEAD, *meta_names, *dims)]
     df = _typed(df, [*meta_names, *dims, *axes])
     for rate in ("gbps", "gflops", "tflops"):     # a trial without a median has no rate,
         if rate in df:                            # nor one of a kernel that declares none
             df[rate] = df[rate].where((df["status"] == "ok") & (df[rate] > 0))
+    # in microseconds whatever the stamps hold (pandas infers seconds from none at all)
     df["started"] = pd.to_datetime([t.started or None for t in trials], utc=True,
-                                   format="ISO8601") if trials else pd.Series(
-        dtype="datetime64[ns, UTC]")
+                                   format="ISO8601").as_unit("us")
     df["wall_s"] = pd.Series([t.wall_s for t in trials], dtype="float64", index=df.index)
     if samples:
         df["samples_ms"] = pd.Series([list(t.samples_ms) for t in trials], dtype=object,

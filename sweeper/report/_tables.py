@@ -22,7 +22,7 @@ from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
-from sweeper.trial import FAILURES
+from sweeper.trial import FAILURES, TrialStatus
 from sweeper.winners import Pick
 
 STAT_COLUMNS = ("median", "mean", "min", "max", "p95", "p99", "std", "cv", "ci_lo", "ci_hi",
@@ -39,51 +39,58 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
     stopping rule, flags, energy and, with ceilings, % of the ceiling of the ``headline``
     rate (copy bandwidth, or the dtype's matmul rate) and roofline place.  Each row is
     kept as its values alone (every row has the same columns, in the same order): 10⁵
-    trials' rows as dicts would hold a few hundred MB before the frame is made."""
-    rows: list[list[Any]] = []
-    columns: list[str] = []
+    trials' rows as dicts would hold a few hundred MB before the frame is made.  No
+    trials: no rows, but the same columns (those of the dimensions aside, which only a
+    resolved trial names), so that every table made from it can be read by name."""
     dim_names = next((tuple(n for n, _ in t.config.problem.dims) for t in trials
                       if t.config and t.config.problem.dims), ())
-    for t in trials:
-        cfg = t.config
-        row: dict[str, Any] = {
-            "number": t.number, "status": t.status.value, "reason": t.reason or "",
-            "grid_label": t.choice.get("grid", ""), "grid": cfg.grid if cfg else None,
-            "block": cfg.block if cfg else _number(t.choice.get("block", "")),
-            "dtype": t.choice.get("dtype"), "footprint_label": t.choice.get("footprint"),
-            "footprint": cfg.problem.footprint if cfg else None,
-            "size_label": t.choice.get("footprint") or " ".join(
-                f"{d}={t.choice.get(d, '?')}" for d in dim_names),
-            "dims": _dims_text(cfg.problem) if cfg else None,
-            "cache": cfg.cache if cfg else t.choice.get("cache", "cold"), "cold_s": t.cold_s,
-            "gbps": t.gbps, "gflops": t.gflops, "tflops": t.rate(Headline.TFLOPS),
-            "score": t.score,
-            "samples": len(t.samples_ms),
-            "stop": t.stop_reason.kind.value if t.stop_reason else "",
-            "stop_reason": t.stop_reason.text if t.stop_reason else "",
-            "discarded": t.discarded,
-            "flags": "; ".join(f.text for f in t.flags),
-            "energy_j": t.energy_j if t.energy_j is not None else np.nan,
-            "sm_mhz": (t.clocks.sm_mhz_mean if t.clocks else None) or np.nan,
-            "capped": t.clocks.reasons.get(POWER_CAP, 0.0) if t.clocks else 0.0,
-            "gb_per_j": (t.gbps * t.stats.median * 1e-3 / t.energy_j
-                         if t.energy_j and t.stats else np.nan),
-        }
-        for name in meta_names:
-            row[name] = (cfg.meta if cfg else {}).get(name, _number(t.choice.get(name, "")))
-        for name in dim_names:
-            row[name] = dict(cfg.problem.dims).get(name) if cfg else _number(t.choice.get(name, ""))
-        for stat in STAT_COLUMNS:
-            key = stat if stat in ("cv", "rel_ci", "outliers") else f"{stat}_ms"   # unitless
-            row[key] = getattr(t.stats, stat) if t.stats else np.nan
-        row["ci_pct"] = 100.0 * row["rel_ci"]
-        row.update(_ceiling_columns(t, ceilings, headline))
-        columns = columns or list(row)
-        rows.append(list(row.values()))
-    df = _fill_footprints(pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame())
+    blank = TrialRecord(status=TrialStatus.INVALID, number=0, choice={})
+    columns = list(_trial_row(blank, meta_names, dim_names, ceilings, headline))
+    rows = [list(_trial_row(t, meta_names, dim_names, ceilings, headline).values())
+            for t in trials]
+    df = _fill_footprints(pd.DataFrame(rows, columns=columns))
     df.attrs["dims"] = dim_names
     df.attrs["meta"] = list(meta_names)
     return df
+
+
+def _trial_row(t: TrialRecord, meta_names: Sequence[str], dim_names: Sequence[str],
+               ceilings: Ceilings | None, headline: Headline) -> dict[str, Any]:
+    """:func:`trials_frame`'s row of trial ``t``, by column name."""
+    cfg = t.config
+    row: dict[str, Any] = {
+        "number": t.number, "status": t.status.value, "reason": t.reason or "",
+        "grid_label": t.choice.get("grid", ""), "grid": cfg.grid if cfg else None,
+        "block": cfg.block if cfg else _number(t.choice.get("block", "")),
+        "dtype": t.choice.get("dtype"), "footprint_label": t.choice.get("footprint"),
+        "footprint": cfg.problem.footprint if cfg else None,
+        "size_label": t.choice.get("footprint") or " ".join(
+            f"{d}={t.choice.get(d, '?')}" for d in dim_names),
+        "dims": _dims_text(cfg.problem) if cfg else None,
+        "cache": cfg.cache if cfg else t.choice.get("cache", "cold"), "cold_s": t.cold_s,
+        "gbps": t.gbps, "gflops": t.gflops, "tflops": t.rate(Headline.TFLOPS),
+        "score": t.score,
+        "samples": len(t.samples_ms),
+        "stop": t.stop_reason.kind.value if t.stop_reason else "",
+        "stop_reason": t.stop_reason.text if t.stop_reason else "",
+        "discarded": t.discarded,
+        "flags": "; ".join(f.text for f in t.flags),
+        "energy_j": t.energy_j if t.energy_j is not None else np.nan,
+        "sm_mhz": (t.clocks.sm_mhz_mean if t.clocks else None) or np.nan,
+        "capped": t.clocks.reasons.get(POWER_CAP, 0.0) if t.clocks else 0.0,
+        "gb_per_j": (t.gbps * t.stats.median * 1e-3 / t.energy_j
+                     if t.energy_j and t.stats else np.nan),
+    }
+    for name in meta_names:
+        row[name] = (cfg.meta if cfg else {}).get(name, _number(t.choice.get(name, "")))
+    for name in dim_names:
+        row[name] = dict(cfg.problem.dims).get(name) if cfg else _number(t.choice.get(name, ""))
+    for stat in STAT_COLUMNS:
+        key = stat if stat in ("cv", "rel_ci", "outliers") else f"{stat}_ms"   # unitless
+        row[key] = getattr(t.stats, stat) if t.stats else np.nan
+    row["ci_pct"] = 100.0 * row["rel_ci"]
+    row.update(_ceiling_columns(t, ceilings, headline))
+    return row
 
 
 def study_frame(meta: StudyMeta, trials: Sequence[TrialRecord]) -> pd.DataFrame:
@@ -254,7 +261,11 @@ def headline_table(picks: Sequence[Pick], df: pd.DataFrame, meta_names: Sequence
                    metric: str) -> pd.DataFrame:
     """One row per problem: the config the study ends with, its median from the samples it
     was chosen on (the final's, else the sweep's) and where that is from, its sweep median,
-    and its ``metric`` rate and % of the ceiling at the chosen median."""
+    and its ``metric`` rate and % of the ceiling at the chosen median.  Without picks (no
+    trial measured) no rows, but the same columns: a table read by name reads the same."""
+    columns = ["problem", *PROBLEM_ORDER, "chosen_by", "number", "grid_label", "grid", "block",
+               *meta_names, "median_ms", "median_from", "sweep_median_ms", metric,
+               "pct_ceiling", "x_baseline"]
     by_number = df.set_index("number")
     rows = []
     for pick in picks:
@@ -270,9 +281,8 @@ def headline_table(picks: Sequence[Pick], df: pd.DataFrame, meta_names: Sequence
             metric: at_median(t[metric], t["median_ms"], median),
             "pct_ceiling": at_median(t["pct_ceiling"], t["median_ms"], median),
             "x_baseline": (pick.final.baseline_ratio() if pick.final else None) or np.nan})
-    if not rows:
-        return pd.DataFrame()
-    return (pd.DataFrame(rows).sort_values(PROBLEM_ORDER, kind="stable")
+    return ((pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns))
+            .sort_values(PROBLEM_ORDER, kind="stable")
             .drop(columns=PROBLEM_ORDER).reset_index(drop=True))
 
 
