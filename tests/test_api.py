@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -327,8 +328,35 @@ def test_load_study_opens_a_study_and_refuses_a_folder_without_one(tmp_path):
     study = sweeper.load_study(tmp_path / "mixed-replay")
     assert len(study.trials_dataframe()) == 8 and study.winners["number"].tolist() == [6]
     assert study.baselines.empty                  # a replayed study times no torch
-    with pytest.raises(StudyError, match=r"no study here \(no study.json\)"):
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(StudyError, match=re.escape(
+            f"no study {str(tmp_path / 'nothing')!r} (looked in {tmp_path / 'nothing'})")):
         sweeper.load_study(tmp_path / "nothing")
+    (tmp_path / "nothing" / "study.json").write_text("{")
+    with pytest.raises(StudyError, match="^" + re.escape(str(tmp_path / "nothing"))):
+        sweeper.load_study(tmp_path / "nothing")
+
+
+def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch, capsys):
+    """``load_study("NAME")`` finds the study of that name under ``studies_dir`` (default
+    ``studies``, as ``sweeper report NAME``) where no folder ``NAME`` holds one; a name
+    that finds none says where it looked and the close name there is."""
+    monkeypatch.chdir(tmp_path)
+    sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", quiet=True, report=False)
+    assert sweeper.load_study("mixed-replay").path == Path("studies/mixed-replay")
+    assert len(sweeper.load_study("mixed-replay").trials_dataframe()) == 8
+    (tmp_path / "studies").rename(tmp_path / "elsewhere")
+    study = sweeper.load_study("mixed-replay", studies_dir=tmp_path / "elsewhere")
+    assert study.path == tmp_path / "elsewhere" / "mixed-replay"
+    with pytest.raises(StudyError) as err:
+        sweeper.load_study("mixed-replai", studies_dir="elsewhere")
+    assert str(err.value) == ("no study 'mixed-replai' (looked in mixed-replai and "
+                              "elsewhere/mixed-replai); did you mean elsewhere/mixed-replay?")
+    from sweeper.cli import main
+
+    capsys.readouterr()                           # the command: the same lookup, one line
+    assert main(["report", "mixed-replai", "--studies-dir", "elsewhere"]) == 2
+    assert capsys.readouterr().err == f"sweeper: {err.value}\n"
 
 
 def test_a_study_run_into_postgresql_is_returned_and_loaded_from_there(postgres_url,

@@ -148,28 +148,48 @@ class Study:
 @keywords()
 def load_study(study: str | Path, *, storage: str | None = None,
                studies_dir: str | Path = "studies") -> Study:
-    """The study in the folder ``study`` (the one ``sweeper run`` printed); with
-    ``storage`` (a ``postgresql://`` URL, as ``sweeper.run(..., storage=URL)`` took) the
-    study of that name in the database, its report and exports written under
-    ``studies_dir``.  A folder or database that holds none is a
-    :class:`~sweeper.errors.StudyError` naming it."""
+    """The study ``study`` names, found as ``sweeper report STUDY`` finds it
+    (:func:`find_study`): its folder (the one ``sweeper run`` printed), else a study's
+    name under ``studies_dir``; with ``storage`` (a ``postgresql://`` URL, as
+    ``sweeper.run(..., storage=URL)`` took) the study of that name in the database, its
+    report and exports written under ``studies_dir``.  One that is found nowhere is a
+    :class:`~sweeper.errors.StudyError` saying where it looked."""
     if not isinstance(study, (str, Path)):
         raise refuse("study", study, "a study; allowed: its folder or name, as text or a Path")
     storage = optional_text("storage", storage, "a storage; allowed: a postgresql:// URL, "
                             "or None for a study's folder")
-    studies_dir = folder("studies_dir", studies_dir)
+    return Study(find_study(study, storage=storage,
+                            studies_dir=folder("studies_dir", studies_dir)))
+
+
+def find_study(study: str | Path, *, storage: str | None, studies_dir: str) -> Storage:
+    """The study ``study`` names, for the commands that read one (``report``, ``export``,
+    ``compare``...) and :func:`load_study` alike, so both take the same names: with
+    ``storage`` (a database URL) the study of that name there; else the folder ``study``
+    where it holds a study (``study.json``, or a journal without it), else the study of
+    that name under ``studies_dir``.  Found nowhere: a :class:`StudyError` saying where
+    it looked, and a study with a close name if there is one; a journal without
+    ``study.json``, or one that cannot be read, is one line saying so."""
+    from sweeper.options import check_study_name, near_study, study_folder
+
     if storage is not None:
-        from sweeper.options import check_study_name, study_folder
         from sweeper.store._open import open_storage
 
         check_study_name("study", str(study))
-        found = open_storage(storage, study_folder(str(studies_dir), str(study)))
+        found = open_storage(storage, study_folder(studies_dir, str(study)))
         if not found.exists():
             raise StudyError(f"no study {str(study)!r} in {found.location}")
-        return Study(found)
-    store = StudyStore(Path(study))
+        return found
+    path = Path(study)
+    if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
+        path = Path(studies_dir) / study
+    store = StudyStore(path)
     if store.orphaned():
-        raise StudyError(f"{study}: {store.journal_path.name} without study.json: nothing says "
+        raise StudyError(f"{path}: {store.journal_path.name} without study.json: nothing says "
                          "what it measured; restore study.json or move the folder away")
-    store.meta()                               # missing or malformed: one line saying so
-    return Study(store)
+    if not store.exists():
+        looked = study if path == Path(study) else f"{study} and {path}"
+        raise StudyError(f"no study {str(study)!r} (looked in {looked})"
+                         f"{near_study(Path(study), Path(studies_dir))}")
+    store.meta()                               # malformed: one line saying so
+    return store

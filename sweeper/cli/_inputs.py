@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from sweeper.engine._options import SpaceSource
-from sweeper.errors import StudyError, SweeperError
+from sweeper.errors import SweeperError
 
 
 def space_source(args: argparse.Namespace) -> SpaceSource:
@@ -23,29 +22,12 @@ def space_source(args: argparse.Namespace) -> SpaceSource:
 
 def open_study(args: argparse.Namespace) -> Any:
     """The study ``args.study`` names: in ``--storage``'s database, else a folder, else a
-    name under ``--studies-dir``."""
-    from sweeper.store import StudyStore
+    name under ``--studies-dir`` (:func:`sweeper.api._study.find_study`, which
+    :func:`sweeper.load_study` shares)."""
+    from sweeper.api._study import find_study
 
-    if getattr(args, "storage", None) is not None:
-        from sweeper.options import study_folder
-        from sweeper.store._open import open_storage
-
-        found = open_storage(args.storage, study_folder(args.studies_dir, args.study))
-        if not found.exists():
-            raise StudyError(f"no study {args.study!r} in {found.location}")
-        return found
-    path = Path(args.study)
-    if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
-        path = Path(args.studies_dir) / args.study
-    if not StudyStore(path).orphaned() and not StudyStore(path).exists():
-        from sweeper.options import near_study
-
-        looked = args.study if path == Path(args.study) else f"{args.study} and {path}"
-        raise StudyError(f"no study {args.study!r} (looked in {looked})"
-                         f"{near_study(Path(args.study), Path(args.studies_dir))}")
-    from sweeper.api._study import load_study
-
-    return load_study(path).storage
+    return find_study(args.study, storage=getattr(args, "storage", None),
+                      studies_dir=args.studies_dir)
 
 
 def recorded_command(argv: Sequence[str]) -> str:
