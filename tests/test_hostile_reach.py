@@ -74,6 +74,17 @@ def test_time_must_be_finite_and_positive(tiny, tmp_path, capsys, value, said):
     assert line.endswith("(see sweeper run --help)")
 
 
+def test_a_duration_option_reads_its_whole_text():
+    from sweeper.cli._parser import build_parser
+
+    minutes = "3." + "0" * 39 + "m"                 # the unit is the 42nd character
+    args = build_parser().parse_args(["run", "s.yaml", "--time", minutes])
+    assert args.time == 180.0
+    args = build_parser().parse_args(["worker", "--study", "s", "--lease", minutes,
+                                      "--time", minutes])
+    assert args.lease == 180.0 and args.time == 180.0
+
+
 def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
     line = _refused_run(tmp_path, capsys, str(tiny), "--frobnicate")
     assert line == "sweeper: unrecognized arguments: --frobnicate (see sweeper --help)"

@@ -181,6 +181,20 @@ def test_bad_input_names_file_line_and_what_is_wrong(text, line, message):
     assert "\n" not in str(err)
 
 
+LONG_MINUTES = "3." + "0" * 39 + "m"          # 42 characters: the unit past the 40th
+
+
+def test_a_duration_longer_than_40_characters_keeps_its_unit():
+    space = parse(f"kernel: copy\nparams: {{}}\nbudget: {{time: {LONG_MINUTES}}}\n"
+                  f"measure: {{max_time: {LONG_MINUTES}, timeout: {LONG_MINUTES}}}\n")
+    assert space.budget.time_s == 180.0
+    assert space.measure.max_time_s == 180.0 and space.measure.timeout_s == 180.0
+    with pytest.raises(SpaceError) as info:
+        parse(f"kernel: copy\nparams: {{}}\nbudget: {{time: {'9' * 60}x}}\n")
+    assert str(info.value) == (f"s.yaml:3: budget.time: {'9' * 40!r} is not a duration; "
+                               "allowed: a positive number with ms, s, m or h (e.g. 10m)")
+
+
 def test_missing_file():
     with pytest.raises(SpaceError, match=re.escape("nope.yaml: cannot read the space file")):
         load_space("nope.yaml")

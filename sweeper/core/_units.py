@@ -81,17 +81,23 @@ def format_size(nbytes: int) -> str:
 
 def parse_duration(text: str | float) -> float:
     """``"10m"`` -> 600.0 seconds; a bare number is seconds.  Raises ``ValueError`` for
-    anything but a finite, positive duration of at most :data:`MAX_DURATION_S`."""
+    anything but a finite, positive duration of at most :data:`MAX_DURATION_S`.
+
+    The whole text is read, however long (``3.000…0m`` is 180 s, its unit at the end);
+    only the text an error shows is cut, to 40 characters, so that a hostile value
+    cannot flood the message.  (The pattern has no nested repetition, so matching a
+    long text costs time in proportion to its length.)"""
+    shown = repr(str(text)[:40])
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         seconds = float(text) if abs(text) <= MAX_DURATION_S else math.inf
     else:
-        match = _DURATION.match(str(text)[:40])
+        match = _DURATION.match(str(text))
         if not match:
-            raise ValueError(f"{str(text)[:40]!r} is not a duration; allowed: a positive number "
+            raise ValueError(f"{shown} is not a duration; allowed: a positive number "
                              "with ms, s, m or h (e.g. 10m)")
         seconds = float(match.group(1)) * _SECONDS[match.group(2)]
     if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
-        raise ValueError(f"{str(text)[:40]!r} is not a positive duration of at most "
+        raise ValueError(f"{shown} is not a positive duration of at most "
                          f"{MAX_DURATION_S / 3600:.0f}h")
     return seconds
 
