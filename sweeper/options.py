@@ -19,18 +19,33 @@ class OptionValueError(SweeperError):
     parser and the API each put it in front)."""
 
 
+def digits(text: str) -> int | None:
+    """``text`` as a whole number where it is ASCII digits only, else ``None``: also where
+    it has more digits than Python's ``int()`` reads (4300, ``sys.get_int_max_str_digits``),
+    whose ``ValueError`` would otherwise escape as argparse's message quoting the whole
+    text, where the option's own one-line error is due."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
 def whole_number(text: str) -> int:
     """An option's count: a whole number >= 1."""
-    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+    number = digits(text)
+    if number is None or number < 1:
         raise OptionValueError(f"{text[:40]!r} is not a whole number >= 1")
-    return int(text)
+    return number
 
 
 def count(text: str) -> int:
     """An option's count that may be 0 (off): a whole number >= 0."""
-    if not (text.isascii() and text.isdigit()):
+    number = digits(text)
+    if number is None:
         raise OptionValueError(f"{text[:40]!r} is not a whole number >= 0")
-    return int(text)
+    return number
 
 
 def compile_workers(text: str) -> int | None:
@@ -63,13 +78,14 @@ def gpu_target(text: str) -> str:
     not recorded as every config's compile error."""
     import re
 
-    m = re.fullmatch(r"(?:sm_?)?(\d+)[af]?", text.strip())
+    m = re.fullmatch(r"(?:sm_?)?(\d+)[af]?", text.strip(), re.ASCII)
     if not m:
         raise OptionValueError(f"{text[:40]!r}: expected a CUDA architecture such as sm_90")
-    if int(m.group(1)) not in CUDA_ARCHS:
+    arch = digits(m.group(1))
+    if arch not in CUDA_ARCHS:
         raise OptionValueError(f"{text[:40]!r}: not a CUDA architecture; one of "
                                f"{', '.join(f'sm_{a}' for a in CUDA_ARCHS)}")
-    return f"sm_{int(m.group(1))}"
+    return f"sm_{arch}"
 
 
 def gpu_list(text: str) -> list[int] | None:
@@ -77,11 +93,11 @@ def gpu_list(text: str) -> list[int] | None:
     every visible GPU, counted when the device is open)."""
     if text == "all":
         return None
-    parts = text.split(",")
-    if not all(p.isascii() and p.isdigit() for p in parts) or len(set(parts)) < len(parts):
+    indices = [digits(p) for p in text.split(",")]
+    if None in indices or len(set(indices)) < len(indices):
         raise OptionValueError(
             f"{text[:40]!r}: give GPU indices, comma-separated and each once (0,1), or all")
-    return [int(p) for p in parts]
+    return [i for i in indices if i is not None]
 
 
 def seconds(text: str | float) -> float:
@@ -123,8 +139,8 @@ def study_folder(studies_dir: str, name: str, keyword: str = "studies_dir") -> P
     return folder
 
 
-__all__ = ["OptionValueError", "check_study_name", "gpu_list", "seconds", "study_folder",
-           "whole_number"]
+__all__ = ["OptionValueError", "check_study_name", "digits", "gpu_list", "seconds",
+           "study_folder", "whole_number"]
 
 
 

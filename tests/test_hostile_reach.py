@@ -60,6 +60,52 @@ def test_trials_must_be_a_whole_number_of_at_least_one(tiny, tmp_path, capsys, v
                     "(see sweeper run --help)")
 
 
+#: More digits than Python's int() reads (4300): the option's own error, its text cut.
+HUGE = "1" + "0" * 5000
+SHOWN = repr(HUGE[:40])
+
+
+@pytest.mark.parametrize("option, said", [
+    ("--trials", f"argument --trials: {SHOWN} is not a whole number >= 1"),
+    ("--compile-workers", f"argument --compile-workers: {SHOWN} is not a whole number >= 0"),
+    ("--gpus", f"argument --gpus: {SHOWN}: give GPU indices, comma-separated and each once "
+     "(0,1), or all"),
+    ("--gpu-check-target", f"argument --gpu-check-target: {SHOWN}: not a CUDA architecture; "
+     "one of sm_70"),
+])
+def test_a_count_of_more_digits_than_int_reads_is_the_options_own_error(
+        tiny, tmp_path, capsys, option, said):
+    line = _refused_run(tmp_path, capsys, str(tiny), option, HUGE)
+    assert line.startswith(f"sweeper run: {said}") and len(line) < 300
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["worker", "--study", "s", "--trials", HUGE],
+     f"sweeper worker: argument --trials: {SHOWN} is not a whole number >= 1 "
+     "(see sweeper worker --help)"),
+    (["tuned", "copy", "--dims", f"n={HUGE}"],
+     f"sweeper: --dims: {('n=' + HUGE)[:40]!r} is not NAME=SIZE; allowed: positive integers "
+     "by name, e.g. M=4096,N=2048,K=8192"),
+    (["tuned", "copy", "--dims", "n=\u00b2"], "sweeper: --dims: 'n=\u00b2' is not NAME=SIZE"),
+    (["compare", f"a@{HUGE}", "b"],
+     f"sweeper: {('a@' + HUGE)[:40]!r}: a trial is written STUDY@NUMBER"),
+    (["compare", "a@\u00b2", "b"], "sweeper: 'a@\u00b2': a trial is written STUDY@NUMBER"),
+])
+def test_other_commands_whole_numbers_are_one_line(tmp_path, capsys, monkeypatch, argv, said):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert _one_line(capsys).startswith(said)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gpu_indices_are_numbers_each_once():
+    from sweeper.options import OptionValueError, gpu_list
+
+    assert gpu_list("0,1") == [0, 1] and gpu_list("all") is None
+    with pytest.raises(OptionValueError, match="each once"):
+        gpu_list("0,00")                                  # the same GPU twice
+
+
 @pytest.mark.parametrize("value, said", [
     ("0", "'0' is not a positive duration of at most 1000h"),
     ("-1s", "'-1s' is not a duration"),

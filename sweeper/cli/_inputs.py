@@ -49,6 +49,6 @@ def fraction_option(option: str, text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value < 1:
-        raise SweeperError(f"{option}: {text!r} is not a fraction; allowed: 0% to under "
+        raise SweeperError(f"{option}: {text[:40]!r} is not a fraction; allowed: 0% to under "
                            "100% (e.g. 1% or 0.01)")
     return value

@@ -14,6 +14,7 @@ from sweeper.cli._inputs import fraction_option, open_study
 from sweeper.core._units import counted
 from sweeper.errors import StudyWarning, SweeperError
 from sweeper.escape import printable
+from sweeper.options import digits
 from sweeper.space import Problem, launch_text, parse_size
 
 #: The formats ``sweeper roofline -o`` writes, by suffix.
@@ -136,11 +137,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     stores, numbers = [], []
     for ref in (args.a, args.b):
         name, _, number = ref.partition("@")
-        if number and not number.isdigit():
-            raise SweeperError(f"{ref!r}: a trial is written STUDY@NUMBER")
+        trial = digits(number)
+        if number and trial is None:
+            raise SweeperError(f"{ref[:40]!r}: a trial is written STUDY@NUMBER")
         stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir,
                                                     storage=args.storage)))
-        numbers.append(int(number) if number else None)
+        numbers.append(trial)
     rows = compare(stores[0], stores[1], numbers[0], numbers[1], max_noise, threshold)
     note = devices_note(stores[0], stores[1])
     if note is not None:
@@ -177,8 +179,9 @@ def _dims_option(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for part in text.split(","):
         name, eq, value = part.strip().partition("=")
-        if not (eq and name.isidentifier() and value.strip().isdigit() and int(value) > 0):
+        size = digits(value.strip())
+        if not (eq and name.isidentifier() and size is not None and size > 0):
             raise SweeperError(f"--dims: {part.strip()[:40]!r} is not NAME=SIZE; allowed: "
                                "positive integers by name, e.g. M=4096,N=2048,K=8192")
-        out[name] = int(value)
+        out[name] = size
     return out
