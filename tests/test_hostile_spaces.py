@@ -125,8 +125,16 @@ CASES = [
          "the tag tag:yaml.org,2002:set is not allowed here"),
     Case("key-is-a-list", "kernel: copy\n? [grid]\n: 1\nparams: {}\n", 2,
          "a key here must be a plain value, not a list"),
+    # more digits than int() reads: each refused where it stands, in its setting's words
     Case("5000-digit-integer", space(extra="seed: " + "9" * 5000 + "\n"), 8,
-         "cannot read '9999999999999999999999999999999999999999': Exceeds the limit"),
+         "seed: seed must be an integer from 0 to 4294967295 (2**32 - 1), got a number of "
+         "5000 digits"),
+    Case("5000-digit-trials", space(extra="budget: {trials: 1" + "0" * 5000 + "}\n"), 8,
+         "budget.trials: a number of 5001 digits is not a whole number from 1 to 1000000000"),
+    Case("5000-digit-warmup", space(extra="measure: {warmup: " + "9" * 5000 + "}\n"), 8,
+         "measure.warmup: a number of 5000 digits is not a whole number from 0 to 1000000"),
+    Case("5000-digit-axis-value", space(grid="[-" + "9" * 5000 + "]"), 4,
+         "params.grid[0]: a number of 5000 digits is too large; values are at most 2**62"),
     Case("impossible-date", space(extra="study: 2001-13-45\n"), 8,
          "cannot read '2001-13-45': month must be in 1..12"),
     Case("two-documents", space() + "---\nkernel: add\n", 9, "YAML syntax error"),

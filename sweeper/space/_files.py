@@ -21,7 +21,8 @@ import yaml
 
 from sweeper.core._spelling import given
 from sweeper.errors import SpaceError
-from sweeper.space._yaml import decode_text, load_with_lines, read_capped
+from sweeper.escape import cut
+from sweeper.space._yaml import decode_text, load_value, load_with_lines, read_capped
 
 Where = dict[str, tuple[str, "int | None"]]      # key path -> (file, line)
 MERGED = ("params", "measure", "budget")          # merged key by key under extends
@@ -136,28 +137,29 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
     data = dict(data)
     given: dict[str, str] = {}
     for item in overrides:
+        named = "-p " + cut(item, 60)               # a value cannot flood the message
         key, sep, raw = item.partition("=")
         if not sep or not key.strip() or not raw.strip():
-            raise SpaceError(f"{item!r} is not KEY=VALUE[,VALUE...]", file="-p")
+            raise SpaceError(f"{cut(item, 60)!r} is not KEY=VALUE[,VALUE...]", file="-p")
         key = key.strip()
         if key in given:
-            raise SpaceError(f"{key} is given twice (also -p {given[key]}); give each axis "
-                             "once", file="-p " + item)
+            raise SpaceError(f"{cut(key, 60)} is given twice (also -p {cut(given[key], 60)}); "
+                             "give each axis once", file=named)
         given[key] = item
         if raw.lstrip().startswith(("[", "{")):
             try:
-                loaded, _ = load_with_lines(raw, "-p " + item)
+                loaded, _ = load_with_lines(raw, named)
             except SpaceError as err:          # one line on the command line: no line number
                 raise SpaceError(err.message, file=err.file, path=err.path) from None
         else:
             try:
-                loaded = [yaml.safe_load(v) for v in raw.split(",")]
+                loaded = [load_value(v, named) for v in raw.split(",")]
             except yaml.YAMLError as err:
-                raise SpaceError(f"{item!r}: not YAML: {err}", file="-p") from None
+                raise SpaceError(f"{cut(item, 60)!r}: not YAML: {err}", file="-p") from None
         params = data.get("params") or {}
         if not isinstance(params, dict):        # refused by the parser, as the file wrote it
             continue
         data["params"] = {**params, key: loaded}
         _drop(where, f"params.{key}")
-        where[f"params.{key}"] = ("-p " + item, None)
+        where[f"params.{key}"] = (named, None)
     return data, where

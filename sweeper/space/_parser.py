@@ -68,7 +68,7 @@ from sweeper.core._units import (
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.escape import cut
 from sweeper.space._files import TOP_KEYS, load_located, override, reachable
-from sweeper.space._yaml import load_with_lines
+from sweeper.space._yaml import LongNumber, load_with_lines
 
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
@@ -355,6 +355,9 @@ class _Parser:
             return Value(label=name, constant=name)
         if type(raw) is not int and not isinstance(raw, str):
             raise self.error(path, f"{shown(raw)} is not an integer, a size or an expression")
+        if isinstance(raw, LongNumber):         # more digits than int() reads
+            raise self.error(path, f"{shown(raw)} is too large; values are at most 2**62 "
+                             f"({LIMIT})")
         origin, label = self.origin(path), str(raw)
         try:
             constant = raw if type(raw) is int else parse_size(label)

@@ -143,11 +143,36 @@ class _Bounded(yaml.composer.Composer):
                               "may hold at most that many", mark)
 
 
+class LongNumber(str):
+    """An integer written with more digits than Python's ``int()`` reads (4300,
+    ``sys.get_int_max_str_digits``), kept as its text: reading it would cost time
+    quadratic in its length, and refusing it while the file is read would say nothing of
+    the key it was written for.  Every check that wants a number refuses a string, so it
+    is refused where it stands in the setting's own words (``budget.trials: a number of
+    5000 digits is not a whole number from 1 to ...``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"a number of {len(self.lstrip('+-'))} digits"
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """PyYAML's integer, or a :class:`LongNumber` for one ``int()`` does not read."""
+    try:
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError:
+        return LongNumber(node.value)
+
+
 class _Loader(_Bounded, yaml.SafeLoader):
     """PyYAML's pure-Python parser under the bounded composer: the reference reading, whose
     refusals are sweeper's own whatever libyaml version is installed."""
 
     events = yaml.SafeLoader
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 # libyaml's parser, where PyYAML has it, is some 20 times faster than the pure-Python one
@@ -162,6 +187,7 @@ if _CEvents is not None:
     class _CLoader(_Bounded, _CEvents):
         events = _CEvents
 
+    _CLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
     _FastLoader = _CLoader
 
 
@@ -199,6 +225,16 @@ def load_with_lines(text: str, file: str) -> tuple[Any, dict[str, int]]:
                          line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as err:
         raise SpaceError(f"YAML error: {err}", file=file, line=1) from None
+
+
+def load_value(text: str, file: str) -> Any:
+    """One value written on the command line (a ``-p`` value between commas), read as a
+    space file's values are (``None`` for no text)."""
+    loader: Any = _Loader(text, file)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def _printable(text: str, file: str) -> None:
