@@ -135,6 +135,8 @@ CASES = [
          "measure.warmup: a number of 5000 digits is not a whole number from 0 to 1000000"),
     Case("5000-digit-axis-value", space(grid="[-" + "9" * 5000 + "]"), 4,
          "params.grid[0]: a number of 5000 digits is too large; values are at most 2**62"),
+    Case("400-digit-abandon", space(extra="measure: {abandon: " + "9" * 400 + "}\n"), 8,
+         "measure.abandon: a number of some 400 digits is not a factor above 1"),
     Case("impossible-date", space(extra="study: 2001-13-45\n"), 8,
          "cannot read '2001-13-45': month must be in 1..12"),
     Case("two-documents", space() + "---\nkernel: add\n", 9, "YAML syntax error"),

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -779,8 +780,9 @@ def _graph(value: Any) -> bool:
 
 
 def _abandon(value: Any) -> float | None:
+    # at most the largest float: an integer beyond it is one float() cannot take
     if value is not None and (isinstance(value, bool) or not isinstance(
-            value, (int, float)) or not 1 < value < math.inf):
+            value, (int, float)) or not 1 < value <= sys.float_info.max):
         raise ValueError(f"{shown(value)} is not a factor above 1 (e.g. 1.5: abandon "
                          "configs 1.5x slower than the best)")
     return None if value is None else float(value)
