@@ -166,6 +166,10 @@ CASES = [
     Case("extends-a-binary-file", "extends: blob.bin\nkernel: copy\n", 1,
          "not text (a NUL byte", file="blob.bin",
          extra_files={"blob.bin": "\x00\x01\x02"}),
+    # -- values the file reads as sizes or expressions -----------------------------------------
+    Case("size-with-an-unknown-unit", space().replace("[4KiB]", "[16KB]"), 7,
+         "params.footprint[0]: '16KB' is not a size; allowed: an integer with a unit of B, "
+         "KiB, MiB, GiB, TiB (e.g. 64MiB)"),
     # -- sizes, counted before anything is built ----------------------------------------------
     Case("range-of-100-million", space(grid="{range: [1, 100000000]}"), 4,
          "params.grid.range: 100000000 values; at most 4096 per axis"),
@@ -185,7 +189,8 @@ CASES = [
     Case("huger-integer-value", space(grid=f"[{2 ** 700}]"), 4,
          "params.grid[0]: a number of some 211 digits is too large; values are at most 2**62"),
     Case("size-with-30-digits", space(grid="[sms]", extra="").replace(
-        "[4KiB]", "[" + "9" * 30 + "TiB]"), 7, "params.footprint[0]: size '9999"),
+        "[4KiB]", "[" + "9" * 30 + "TiB]"), 7,
+         f"params.footprint[0]: '{'9' * 30}TiB' is too large; sizes have at most 18 digits"),
     # -- expressions ------------------------------------------------------------------------------
     Case("min-of-nothing", space(grid='["min()"]'), 4, "min() takes 2 or more arguments, got 0"),
     Case("min-of-one", space(grid='["min(sms)"]'), 4, "min() takes 2 or more arguments, got 1"),

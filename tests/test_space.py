@@ -126,7 +126,10 @@ BAD = [
     ("kernel: copy\nparams:\n  block: {range: [32, 128, 0]}\n", 3,
      "range needs lo <= hi and step > 0"),
     ("kernel: copy\nparams:\n  footprint:\n    - 1GiB\n    - 1GB\n", 5,
-     "params.footprint[1]: cannot parse expression '1GB'"),
+     "params.footprint[1]: '1GB' is not a size; allowed: an integer with a unit of B, KiB, "
+     "MiB, GiB, TiB (e.g. 64MiB)"),
+    ("kernel: copy\nparams:\n  footprint: [16KB]\n", 3,
+     "params.footprint[0]: '16KB' is not a size; allowed: an integer with a unit of B, KiB"),
     ("kernel: copy\nparams:\n  dtype: [float32, fp9]\n", 3,
      "params.dtype[1]: unknown dtype 'fp9'; allowed: float64, float32"),
     ("kernel: copy\nparams:\n  dtype: [flaot32]\n", 3,

@@ -54,6 +54,8 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     return f"; did you mean {name!r}?" if name is not None else ""
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
+#: A number and a word that reads as a unit of bytes, known or not (16KB, 1gb, 64k).
+_SIZE_LIKE = re.compile(r"\s*\d+\s*(?:[KMGTPE]i?B?|B|bytes?)\s*", re.ASCII | re.IGNORECASE)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.ASCII)
 _SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 #: The longest duration any setting takes (1000 h): beyond it a timer cannot be armed.
@@ -69,6 +71,14 @@ def parse_size(text: str) -> int:
     if len(match.group(1)) > MAX_DIGITS:
         raise ValueError(f"{text[:40]!r} is too large; sizes have at most {MAX_DIGITS} digits")
     return int(match.group(1)) * UNITS.get(match.group(2) or "B", 1)
+
+
+def meant_as_size(text: str) -> bool:
+    """Whether ``text`` is a number with a word that reads as a unit of bytes (``16KB``,
+    ``1gb``, ``64k``): where :func:`parse_size` refuses such a text, its error, which
+    lists the units, says what is wrong; an expression's reading would only say that
+    ``16KB`` is an invalid decimal literal."""
+    return _SIZE_LIKE.fullmatch(text) is not None
 
 
 def format_size(nbytes: int) -> str:

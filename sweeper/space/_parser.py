@@ -63,6 +63,7 @@ from sweeper.core._units import (
     DTYPE_ALIASES,
     canonical_dtype,
     did_you_mean,
+    meant_as_size,
     parse_duration,
     parse_size,
 )
@@ -362,7 +363,9 @@ class _Parser:
         origin, label = self.origin(path), str(raw)
         try:
             constant = raw if type(raw) is int else parse_size(label)
-        except ValueError:
+        except ValueError as not_size:
+            if meant_as_size(label):            # 16KB: the units a size may have
+                raise self.error(path, str(not_size)) from None
             try:
                 expr = _expr.parse(label)
                 if expr.names:
