@@ -39,6 +39,9 @@ def test_cdiv():
     ("sms / 2", "operator 'sms / 2' is not allowed"),
     ("cdiv(n, BLOCK=1)", "keyword arguments are not allowed"),
     ("2 *", "cannot parse expression"),
+    ("sms*", "cannot parse expression 'sms*': invalid syntax; it is not an expression, which "
+     "may use integers, sizes (64MiB), names, + - * // %, cdiv(a, b) min(a, b, ...) "
+     "max(a, b, ...) isqrt(a), comparisons, and/or/not"),
 ])
 def test_rejects_what_is_not_allowed(text, fragment):
     with pytest.raises(ExpressionError, match=None) as info:

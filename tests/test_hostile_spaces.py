@@ -170,6 +170,9 @@ CASES = [
     Case("size-with-an-unknown-unit", space().replace("[4KiB]", "[16KB]"), 7,
          "params.footprint[0]: '16KB' is not a size; allowed: an integer with a unit of B, "
          "KiB, MiB, GiB, TiB (e.g. 64MiB)"),
+    Case("not-an-expression", space(grid='["sms*"]'), 4,
+         "params.grid[0]: cannot parse expression 'sms*': invalid syntax; it is not an "
+         "expression, which may use integers, sizes (64MiB), names"),
     # -- sizes, counted before anything is built ----------------------------------------------
     Case("range-of-100-million", space(grid="{range: [1, 100000000]}"), 4,
          "params.grid.range: 100000000 values; at most 4096 per axis"),

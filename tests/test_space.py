@@ -130,6 +130,9 @@ BAD = [
      "MiB, GiB, TiB (e.g. 64MiB)"),
     ("kernel: copy\nparams:\n  footprint: [16KB]\n", 3,
      "params.footprint[0]: '16KB' is not a size; allowed: an integer with a unit of B, KiB"),
+    ("kernel: copy\nparams:\n  grid: [\"sms*\"]\n", 3,
+     "params.grid[0]: cannot parse expression 'sms*': invalid syntax; it is not an "
+     "expression, which may use integers, sizes (64MiB), names, + - * // %, cdiv(a, b)"),
     ("kernel: copy\nparams:\n  dtype: [float32, fp9]\n", 3,
      "params.dtype[1]: unknown dtype 'fp9'; allowed: float64, float32"),
     ("kernel: copy\nparams:\n  dtype: [flaot32]\n", 3,

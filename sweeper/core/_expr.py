@@ -122,9 +122,11 @@ def parse(text: str, kind: Kind = "number") -> Expr:
     source = _SIZE_IN_EXPR.sub(lambda m: _size(m, text), text)
     try:
         tree = ast.parse(source.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-        why = err.msg if isinstance(err, SyntaxError) else "too complex"
-        raise ExpressionError(f"cannot parse expression {quoted(text)}: {why}") from None
+    except SyntaxError as err:
+        raise ExpressionError(f"cannot parse expression {quoted(text)}: {err.msg}; it is not an "
+                              f"expression, which may use {ALLOWED}") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise ExpressionError(f"cannot parse expression {quoted(text)}: too complex") from None
     _check_depth(tree, text)
     names: set[str] = set()
     callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
