@@ -166,6 +166,11 @@ CASES = [
     Case("extends-a-binary-file", "extends: blob.bin\nkernel: copy\n", 1,
          "not text (a NUL byte", file="blob.bin",
          extra_files={"blob.bin": "\x00\x01\x02"}),
+    Case("extends-a-missing-file", "kernel: copy\nextends: nothere.yaml\n", 2,
+         "extends: cannot read 'nothere.yaml' ("),
+    Case("extends-a-missing-file-two-down", "extends: mid.yaml\n", 2,
+         "extends: cannot read 'gone.yaml' (", file="mid.yaml",
+         extra_files={"mid.yaml": "kernel: copy\nextends: gone.yaml\n"}),
     # -- values the file reads as sizes or expressions -----------------------------------------
     Case("size-with-an-unknown-unit", space().replace("[4KiB]", "[16KB]"), 7,
          "params.footprint[0]: '16KB' is not a size; allowed: an integer with a unit of B, "

@@ -227,9 +227,13 @@ def test_extends_merges_params_and_errors_name_the_right_file(tmp_path):
     with pytest.raises(SpaceError, match="extends itself"):
         load_space(loop)
     orphan = tmp_path / "orphan.yaml"
-    orphan.write_text("extends: nowhere.yaml\nkernel: copy\nparams: {}\n")
-    with pytest.raises(SpaceError, match=re.escape("cannot read the space file (extended by")):
+    orphan.write_text("kernel: copy\nextends: nowhere.yaml\nparams: {}\n")
+    with pytest.raises(SpaceError) as info:
         load_space(orphan)
+    assert str(info.value) == (f"{orphan}:2: extends: cannot read 'nowhere.yaml' "
+                               f"({tmp_path / 'nowhere.yaml'}: No such file or directory); "
+                               "allowed: the path of a readable space file, from this file's "
+                               "folder")
 
 
 def test_command_line_overrides_replace_one_axis(tmp_path):

@@ -47,16 +47,16 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
                  text: str | None = None) -> tuple[Any, Where, str]:
     """The file's data merged over what it extends, with where each key came from, and
     the text of every file read; ``roots``: the folders ``extends:`` may reach
-    (:func:`reachable`).  ``text``: the space itself, given rather than read (``path``
-    then only names it, and its folder is where ``extends:`` looks)."""
+    (:func:`reachable`).  ``text``: the file's text, given rather than read (a space
+    given as text, or an extended file, which the file naming it reads so that a file
+    that cannot be read is an error at its ``extends:`` line); ``path`` then only names
+    it, and its folder is where ``extends:`` looks."""
     file = str(path)
     if text is None:
         try:
             raw = read_capped(path)
         except OSError as err:
-            extended_by = f" (extended by {chain[-1]})" if chain else ""
-            raise SpaceError(f"cannot read the space file{extended_by}: {err.strerror}",
-                             file=file) from None
+            raise SpaceError(f"cannot read the space file: {err.strerror}", file=file) from None
         text = decode_text(raw, file)
     data, lines = load_with_lines(text, file) if not chain else _extended(text, file)
     where: Where = {k: (file, v) for k, v in lines.items()}
@@ -69,7 +69,14 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
         if parent in chain or parent == path.resolve() else None)
     if problem is not None:
         raise SpaceError(problem, file=file, line=lines.get("extends"), path="extends")
-    pdata, pwhere, ptext = load_located(parent, (*chain, path.resolve()), roots)
+    try:                  # read here, so that a file that cannot be is named at this line
+        extended = read_capped(parent)
+    except OSError as err:
+        raise SpaceError(f"cannot read {parent_ref!r} ({parent}: {err.strerror}); allowed: "
+                         "the path of a readable space file, from this file's folder",
+                         file=file, line=lines.get("extends"), path="extends") from None
+    pdata, pwhere, ptext = load_located(parent, (*chain, path.resolve()), roots,
+                                        decode_text(extended, str(parent)))
     merged = dict(pdata)
     merged_where = dict(pwhere)
     for key, value in data.items():
