@@ -155,6 +155,50 @@ def test_a_non_literal_declaration_is_named_and_stood_in_for(module, tmp_path, c
             f"dims= at {name}.py:10 (not a literal)); the estimate counts launches only") in out
 
 
+ARITHMETIC = MARK + """
+import sweeper
+
+COLS = 2**7
+
+@sweeper.kernel(inputs={{"x": ("rows", "cols")}}, outputs=["x"], reference=lambda x: x,
+                dims={{"rows": {rows}, "cols": COLS}}, meta={{"BLOCK": 4 * 8}}, grid="rows",
+                footprint_bytes="rows * cols * itemsize")
+def rowwise(x, config):
+    pass
+"""
+
+
+@pytest.mark.parametrize("rows, value", [
+    ("1 << 24", 1 << 24), ("4096 * 4096", 4096 * 4096), ("2**20", 2**20),
+    ("COLS * 2 - 1", 255), ("(1 << 10) // 3 % 100", 41), ("-(-8)", 8)])
+def test_constant_integer_arithmetic_is_read_from_the_source(module, tmp_path, capsys, rows,
+                                                             value):
+    from sweeper.kernels._unimported import read_declaration
+
+    name, marker = module(ARITHMETIC.format(rows=rows))
+    read = read_declaration(f"{name}:rowwise", "rowwise")
+    assert read.unread == ()
+    assert read.attrs["dims"]["rows"].default == value
+    assert read.attrs["dims"]["cols"].default == 128
+    assert read.attrs["meta_params"]["BLOCK"].default == 32
+    rc, out, _ = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowwise")
+                       .replace("  rows: [64, 256]\n  cols: [100]\n", ""))
+    assert rc == 0 and not marker.exists()
+    assert "its declaration was read from its source (dimensions rows, cols; " in out
+
+
+@pytest.mark.parametrize("rows", [
+    "2**10**10", "1 << 10**12", "(1 << 64) * (1 << 64)", "1 / 2", "1 // 0", "1 << -1",
+    "2 ** -1", "rows_of() * 2", "UNBOUND * 2", '"8" * 2', "[8] * 2", "2.5 * 2"])
+def test_arithmetic_that_is_not_a_constant_integer_is_not_read(module, rows):
+    from sweeper.kernels._unimported import read_declaration
+
+    name, marker = module(ARITHMETIC.format(rows=rows))
+    read = read_declaration(f"{name}:rowwise", "rowwise")
+    assert read.unread == (f"dims= at {name}.py:9 (not a literal)",)
+    assert "dims" not in read.attrs and not marker.exists()
+
+
 def test_plan_lists_the_configs_of_a_literal_autotune(tmp_path, capsys):
     rc, out, _ = _plan(tmp_path, capsys,
                        "from_autotune: tests.short_kernels_for_tests:add\n")

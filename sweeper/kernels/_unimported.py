@@ -6,12 +6,15 @@ written as code: ``@sweeper.kernel(dims=..., meta=...)``, a :class:`Kernel` subc
 ``dims = {...}``, an ``@triton.autotune(configs=[...], key=[...])``.  This reads those
 with :mod:`ast`, takes only literal values (``ast.literal_eval``, plus ``Dim(...)``,
 ``MetaParam(...)`` and ``triton.Config(...)`` calls whose arguments are literals, built
-here, and module-level names bound to such values), and says what it could not read.
+here, constant integer arithmetic such as ``1 << 24``, ``4096 * 4096`` or ``2**20``,
+computed here from the tree within :data:`MOST`, and module-level names bound to such
+values), and says what it could not read: nothing in the module is ever evaluated.
 """
 
 from __future__ import annotations
 
 import ast
+import operator
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -32,6 +35,21 @@ SHORT_KEYWORDS = ("dims", "meta", "grid", "block", "dtype", "footprint_bytes", "
 CALLS: dict[str, Callable[..., Any]] = {
     "Dim": Dim, "MetaParam": MetaParam,
     "Config": lambda kwargs, **options: SimpleNamespace(kwargs=kwargs, **options)}
+
+
+#: The operators of the constant integer arithmetic a declaration may use (``1 << 24``,
+#: ``4096 * 4096``, ``2**20``); true division is not one (its result is not an integer).
+ARITHMETIC: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_, ast.BitXor: operator.xor}
+SIGNS: dict[type, Callable[[int], int]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+#: The largest magnitude constant arithmetic may take or give (2**64, beyond any size a
+#: kernel declares): ``2**10**10`` or ``1 << 10**12`` is refused before it is computed,
+#: as it would take the reader's memory and time.
+MOST = 1 << 64
 
 
 class NotLiteral(Exception):
@@ -61,7 +79,8 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     file = Path(found)
     try:
         tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as err:
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
+            MemoryError) as err:                     # (nested past the parser's limits)
         return SourceDeclaration(target, {}, (f"{file.name} ({type(err).__name__})",))
     reader = _Reader(file, tree)
     node = reader.bound.get(attr)
@@ -101,8 +120,9 @@ class _Reader:
         return f"{self.file.name}:{getattr(node, 'lineno', '?')}"
 
     def value(self, node: ast.AST, seen: frozenset[str] = frozenset()) -> Any:
-        """``node``'s value where it is a literal, or a call in :data:`CALLS` of literals,
-        or a module-level name bound to one; else :class:`NotLiteral`."""
+        """``node``'s value where it is a literal, a call in :data:`CALLS` of literals,
+        constant integer arithmetic (:meth:`arithmetic`), or a module-level name bound to
+        one; else :class:`NotLiteral`."""
         if isinstance(node, ast.Name) and node.id in self.bound and node.id not in seen:
             return self.value(self.bound[node.id], seen | {node.id})
         if isinstance(node, ast.Call):
@@ -116,6 +136,10 @@ class _Reader:
                                 if k.arg is not None})
             except TypeError as err:
                 raise NotLiteral from err
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)) and type(node.op) in (*ARITHMETIC, *SIGNS):
+            number = self.arithmetic(node, seen)
+            if number is not None:
+                return number
         if isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
             items = [self.value(n, seen) for n in _children(node)]
             try:
@@ -128,6 +152,36 @@ class _Reader:
             return ast.literal_eval(node)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
             raise NotLiteral from err
+
+    def arithmetic(self, node: ast.BinOp | ast.UnaryOp, seen: frozenset[str]) -> int | None:
+        """The integer ``node`` gives where its operands are integers (literals, names
+        bound to them, or arithmetic of them), computed from the tree; ``None`` where an
+        operand is another literal (``-1.5``, ``1 + 2j``: :func:`ast.literal_eval`'s);
+        :class:`NotLiteral` where the result is not an integer within :data:`MOST` or
+        cannot be computed (division by zero, a negative shift or exponent)."""
+        try:
+            operands = [self.value(n, seen) for n in (
+                (node.left, node.right) if isinstance(node, ast.BinOp) else (node.operand,))]
+        except RecursionError as err:               # a chain of thousands of operators
+            raise NotLiteral from err
+        if not all(type(x) is int for x in operands):
+            return None
+        if any(abs(x) > MOST for x in operands):
+            raise NotLiteral
+        if isinstance(node, ast.UnaryOp):
+            return SIGNS[type(node.op)](operands[0])
+        left, right = operands
+        if (isinstance(node.op, ast.Pow) and abs(left) > 1 and right > 64) or (
+                isinstance(node.op, ast.LShift) and left != 0 and right > 64) or (
+                isinstance(node.op, ast.Pow) and right < 0):
+            raise NotLiteral                             # too large, or not an integer
+        try:
+            result = ARITHMETIC[type(node.op)](left, right)
+        except (ArithmeticError, ValueError) as err:     # / 0, a negative shift
+            raise NotLiteral from err
+        if abs(result) > MOST:
+            raise NotLiteral
+        return result
 
     def kernel_class(self, target: str, node: ast.ClassDef) -> SourceDeclaration:
         """A Kernel subclass's class attributes of :data:`CLASS_ATTRS` (its bases are not
