@@ -199,6 +199,43 @@ def test_arithmetic_that_is_not_a_constant_integer_is_not_read(module, rows):
     assert "dims" not in read.attrs and not marker.exists()
 
 
+def test_plan_reads_the_readmes_own_autotune_example(module, tmp_path, capsys):
+    """README.md's ``mymodule.py`` (``dims={"n_elements": 1 << 24}``, its configs a list
+    comprehension), read by ``sweeper plan`` as ``sweeper run`` would import it."""
+    import re
+
+    from sweeper.space import load_space
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    source = re.search(r"^# mymodule\.py\n(.*?)^```", readme, re.S | re.M).group(1)
+    assert "1 << 24" in source and " for b, w in " in source
+    name, marker = module(MARK + source)
+    rc, out, err = _plan(tmp_path, capsys, f"from_autotune: {name}:add\n")
+    assert rc == 0 and not marker.exists(), err
+    assert "3 configs (grid 1 × dtype 1 × cache 1 × n_elements 1 × autotune 3)" in out
+    space = load_space(tmp_path / "s.yaml", user_code=False)
+    tie, = space.ties
+    assert tie.members == ("block", "num_stages", "BLOCK_SIZE")
+    assert tie.rows == (("64", "3", "256"), ("128", "3", "1024"), ("256", "3", "4096"))
+    assert space.axis("n_elements").labels == (str(1 << 24),)
+
+
+@pytest.mark.parametrize("configs", [
+    "[triton.Config({'BLOCK': b}) for b in (64, 128) if b]",
+    "[triton.Config({'BLOCK': b}) for b in sizes()]",
+    "[triton.Config({'BLOCK': b}) for b in {64, 128}]",
+    "[triton.Config({'BLOCK': b}) for b in range(1, 10000)]",
+    "[triton.Config({'BLOCK': b}) for b, w in ((64, 2, 1),)]",
+    "[triton.Config({'BLOCK': c}) for b in (64, 128)]",
+])
+def test_plan_refuses_a_comprehension_it_cannot_build(module, tmp_path, capsys, configs):
+    name, marker = module(AUTOTUNE_COMPUTED.replace("configs=configs()", f"configs={configs}"))
+    rc, _, err = _plan(tmp_path, capsys, f"from_autotune: {name}:tuned\n")
+    assert rc == 2 and not marker.exists()
+    assert f"(autotuned= at {name}.py:14 (not a literal))" in err
+
+
 def test_plan_lists_the_configs_of_a_literal_autotune(tmp_path, capsys):
     rc, out, _ = _plan(tmp_path, capsys,
                        "from_autotune: tests.short_kernels_for_tests:add\n")

@@ -7,8 +7,10 @@ written as code: ``@sweeper.kernel(dims=..., meta=...)``, a :class:`Kernel` subc
 with :mod:`ast`, takes only literal values (``ast.literal_eval``, plus ``Dim(...)``,
 ``MetaParam(...)`` and ``triton.Config(...)`` calls whose arguments are literals, built
 here, constant integer arithmetic such as ``1 << 24``, ``4096 * 4096`` or ``2**20``,
-computed here from the tree within :data:`MOST`, and module-level names bound to such
-values), and says what it could not read: nothing in the module is ever evaluated.
+computed here from the tree within :data:`MOST`, list comprehensions over literal lists
+(``[triton.Config({"BLOCK": b}) for b in (256, 1024)]``), built here, and module-level
+names bound to such values), and says what it could not read: nothing in the module is
+ever evaluated.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from sweeper.core import Dim
@@ -50,6 +52,14 @@ SIGNS: dict[type, Callable[[int], int]] = {
 #: kernel declares): ``2**10**10`` or ``1 << 10**12`` is refused before it is computed,
 #: as it would take the reader's memory and time.
 MOST = 1 << 64
+#: The most items a list comprehension may build (a space's axis takes at most 4096
+#: values): ``[x for a in A for b in A for c in A]`` multiplies what it builds.
+MOST_ITEMS = 4096
+#: The most items all of one module's comprehensions may build together (one nested in
+#: another's item builds the inner one for each outer item).
+MOST_BUILT = 16 * MOST_ITEMS
+#: No names bound by a comprehension (outside any).
+_NO_NAMES: Mapping[str, Any] = MappingProxyType({})
 
 
 class NotLiteral(Exception):
@@ -110,6 +120,7 @@ class _Reader:
 
     def __init__(self, file: Path, tree: ast.Module) -> None:
         self.file = file
+        self.built = 0                      # items built by comprehensions, at most MOST_BUILT
         self.bound: dict[str, ast.AST] = {}
         for stmt in tree.body:
             if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)):
@@ -119,29 +130,35 @@ class _Reader:
     def where(self, node: ast.AST) -> str:
         return f"{self.file.name}:{getattr(node, 'lineno', '?')}"
 
-    def value(self, node: ast.AST, seen: frozenset[str] = frozenset()) -> Any:
+    def value(self, node: ast.AST, seen: frozenset[str] = frozenset(),
+              local: Mapping[str, Any] = _NO_NAMES) -> Any:
         """``node``'s value where it is a literal, a call in :data:`CALLS` of literals,
-        constant integer arithmetic (:meth:`arithmetic`), or a module-level name bound to
-        one; else :class:`NotLiteral`."""
+        constant integer arithmetic (:meth:`arithmetic`), a list comprehension of them
+        (:meth:`comprehension`), a name a comprehension binds (``local``) or a
+        module-level name bound to one; else :class:`NotLiteral`."""
+        if isinstance(node, ast.Name) and node.id in local:
+            return local[node.id]
         if isinstance(node, ast.Name) and node.id in self.bound and node.id not in seen:
             return self.value(self.bound[node.id], seen | {node.id})
+        if isinstance(node, ast.ListComp):
+            return self.comprehension(node, seen, local)
         if isinstance(node, ast.Call):
             build = CALLS.get(_last_name(node.func) or "")
             if build is None or any(isinstance(a, ast.Starred) for a in node.args) or \
                     any(k.arg is None for k in node.keywords):
                 raise NotLiteral
             try:
-                return build(*[self.value(a, seen) for a in node.args],
-                             **{k.arg: self.value(k.value, seen) for k in node.keywords
+                return build(*[self.value(a, seen, local) for a in node.args],
+                             **{k.arg: self.value(k.value, seen, local) for k in node.keywords
                                 if k.arg is not None})
             except TypeError as err:
                 raise NotLiteral from err
         if isinstance(node, (ast.BinOp, ast.UnaryOp)) and type(node.op) in (*ARITHMETIC, *SIGNS):
-            number = self.arithmetic(node, seen)
+            number = self.arithmetic(node, seen, local)
             if number is not None:
                 return number
         if isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
-            items = [self.value(n, seen) for n in _children(node)]
+            items = [self.value(n, seen, local) for n in _children(node)]
             try:
                 if isinstance(node, ast.Dict):
                     return dict(zip(items[::2], items[1::2], strict=True))
@@ -153,14 +170,15 @@ class _Reader:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
             raise NotLiteral from err
 
-    def arithmetic(self, node: ast.BinOp | ast.UnaryOp, seen: frozenset[str]) -> int | None:
+    def arithmetic(self, node: ast.BinOp | ast.UnaryOp, seen: frozenset[str],
+                   local: Mapping[str, Any]) -> int | None:
         """The integer ``node`` gives where its operands are integers (literals, names
         bound to them, or arithmetic of them), computed from the tree; ``None`` where an
         operand is another literal (``-1.5``, ``1 + 2j``: :func:`ast.literal_eval`'s);
         :class:`NotLiteral` where the result is not an integer within :data:`MOST` or
         cannot be computed (division by zero, a negative shift or exponent)."""
         try:
-            operands = [self.value(n, seen) for n in (
+            operands = [self.value(n, seen, local) for n in (
                 (node.left, node.right) if isinstance(node, ast.BinOp) else (node.operand,))]
         except RecursionError as err:               # a chain of thousands of operators
             raise NotLiteral from err
@@ -182,6 +200,50 @@ class _Reader:
         if abs(result) > MOST:
             raise NotLiteral
         return result
+
+    def comprehension(self, node: ast.ListComp, seen: frozenset[str],
+                      local: Mapping[str, Any]) -> list[Any]:
+        """The list ``[item for target in items ...]`` builds, each ``items`` a literal list
+        or tuple (or a name bound to one, or ``range()`` of integers), each target a name
+        or a tuple of names, with no ``if``: its items in Python's order, at most
+        :data:`MOST_ITEMS` of them (and :data:`MOST_BUILT` in all); else
+        :class:`NotLiteral`."""
+        scopes = [local]
+        for loop in node.generators:
+            if loop.ifs or loop.is_async:
+                raise NotLiteral
+            inner: list[Mapping[str, Any]] = []
+            for scope in scopes:
+                for item in self.iterated(loop.iter, seen, scope):
+                    inner.append({**scope, **_bind(loop.target, item)})
+                    if len(inner) > MOST_ITEMS:
+                        raise NotLiteral
+            scopes = inner
+        self.built += len(scopes)
+        if self.built > MOST_BUILT:
+            raise NotLiteral
+        return [self.value(node.elt, seen, scope) for scope in scopes]
+
+    def iterated(self, node: ast.expr, seen: frozenset[str],
+                 local: Mapping[str, Any]) -> list[Any] | tuple[Any, ...] | range:
+        """What a comprehension's ``for`` goes over: a literal list or tuple, or
+        ``range()`` of integers of at most :data:`MOST_ITEMS` items."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "range" and "range" not in self.bound and not node.keywords:
+            bounds = [self.value(a, seen, local) for a in node.args]
+            if not 1 <= len(bounds) <= 3 or not all(type(b) is int for b in bounds):
+                raise NotLiteral
+            try:
+                steps = range(*bounds)
+            except ValueError as err:                    # a step of 0
+                raise NotLiteral from err
+            if len(steps) > MOST_ITEMS:
+                raise NotLiteral
+            return steps
+        items = self.value(node, seen, local)
+        if not isinstance(items, (list, tuple)):     # (a set's order is not the source's)
+            raise NotLiteral
+        return items
 
     def kernel_class(self, target: str, node: ast.ClassDef) -> SourceDeclaration:
         """A Kernel subclass's class attributes of :data:`CLASS_ATTRS` (its bases are not
@@ -277,6 +339,18 @@ def _assigned(stmt: ast.stmt) -> dict[str, ast.expr]:
             stmt.value is not None:
         return {stmt.target.id: stmt.value}
     return {}
+
+
+def _bind(target: ast.expr, item: Any) -> dict[str, Any]:
+    """The names a comprehension's ``for`` target binds to ``item``: a name, or a tuple
+    (or list) of targets unpacking a list or tuple of as many items."""
+    if isinstance(target, ast.Name):
+        return {target.id: item}
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(item, (list, tuple)) and \
+            len(item) == len(target.elts):
+        return {k: v for t, x in zip(target.elts, item, strict=True)
+                for k, v in _bind(t, x).items()}
+    raise NotLiteral                                # a starred target, an attribute, a length
 
 
 def _children(node: ast.AST) -> list[ast.expr]:
