@@ -60,6 +60,9 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     pair = [v.strip() for v in values.split(",")] if sep else []
     if len(pair) != 2 or not all(pair):
         raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
+    if pair[0] == pair[1]:
+        raise SweeperError(f"--vary {text!r}: A and B are the same value; write two "
+                           "different values of one axis")
     try:
         axis = space.axis(key.strip())
     except KeyError:

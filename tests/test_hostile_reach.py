@@ -133,7 +133,7 @@ def test_a_duration_option_reads_its_whole_text():
 
 def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
     line = _refused_run(tmp_path, capsys, str(tiny), "--frobnicate")
-    assert line == "sweeper: unrecognized arguments: --frobnicate (see sweeper --help)"
+    assert line == "sweeper run: unrecognized arguments: --frobnicate (see sweeper run --help)"
 
 
 @pytest.mark.parametrize("params, said", [

@@ -39,7 +39,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sweeper.cli._exits import EXIT_BROKEN_PIPE, EXIT_CONFIGS_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
-from sweeper.cli._parser import build_parser
+from sweeper.cli._parser import build_parser, parse
 from sweeper.engine import MAX_RESTARTS
 from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError, TuningWarning
 from sweeper.escape import printable
@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return its exit status."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)
     except SweeperError as err:         # a bad option or value: one line, as any bad input
         print(err, file=sys.stderr)
         return EXIT_USAGE

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NoReturn, TypeVar
 
 from sweeper.cli._measure import cmd_ab, cmd_calibrate
@@ -51,6 +51,19 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise SweeperError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``argv`` parsed by ``parser`` (:func:`build_parser`'s); an option the command does
+    not take is its command's error (``see sweeper run --help``), not the top-level
+    parser's (``see sweeper --help``)."""
+    parsed, extra = parser.parse_known_args(argv)
+    if extra:
+        commands = next((a.choices for a in parser._actions
+                         if isinstance(a, argparse._SubParsersAction)), {})
+        command = commands.get(getattr(parsed, "command", None) or "", parser)
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    return parsed
 
 
 def _typed(check: Callable[[str], T]) -> Callable[[str], T]:
