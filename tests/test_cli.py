@@ -208,6 +208,8 @@ def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
     assert f"sweeper: no study '{tmp_path}' (looked in {tmp_path})" in capsys.readouterr().err
     with pytest.raises(Exception, match="no study"):
         main(["--debug", "report", "nothing"])
+    with pytest.raises(Exception, match="no study"):
+        main(["report", "nothing", "--debug"])          # after the command as well
 
 
 def test_bad_option_values(small_space, tmp_path, capsys, monkeypatch):

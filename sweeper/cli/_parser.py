@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(sub)
+    for command in sub.choices.values():   # also after the command: sweeper run ... --debug
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="as sweeper --debug")
     return parser
 
 
