@@ -165,24 +165,54 @@ def fingerprint_damage(meta: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+#: Lines of a space's text (with what it extends) past which a changed stretch is named
+#: by its lines, not diffed line by line (the diff's time grows as their product).
+DIFF_LINES = 2000
+#: How the text of a space that extends another marks where the other's lines start
+#: (:func:`sweeper.space._files.load_located`).
+_EXTENDS = re.compile(r"# extends (.+):")
+
+
 def text_changes(old: str, new: str, most: int = 3) -> list[str]:
-    """``line N: 'old line' -> 'new line'`` for each line of a space file's text that
-    changed (``most`` at most, then how many more): what a refusal names where the
-    space's hash alone would leave the user to find it."""
+    """``line N: 'old line' -> 'new line'`` for each stretch of a space's text that
+    changed, placed in the file that holds it (``base.yaml line 6`` for a file the space
+    extends), ``most`` at most, then how many more: what a refusal names where the space's
+    hash alone would leave the user to find it.  Linear in the text but for the changed
+    stretch, which is diffed line by line up to :data:`DIFF_LINES` lines."""
     import difflib
 
     a, b = old.splitlines(), new.splitlines()
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    ma, mb = a[head:len(a) - tail], b[head:len(b) - tail]
+    if max(len(ma), len(mb)) > DIFF_LINES:
+        stretches = [(0, len(ma), 0, len(mb))]
+    else:
+        stretches = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+            None, ma, mb, autojunk=False).get_opcodes() if tag != "equal"]
     out: list[str] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b,
-                                                        autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        was = " / ".join(x.strip() for x in a[i1:i2]) or "(none)"
-        now_ = " / ".join(x.strip() for x in b[j1:j2]) or "(none)"
-        out.append(f"line {j1 + 1}: {cut(was, 80)!r} -> {cut(now_, 80)!r}")
-    if len(out) > most:
-        out = [*out[:most], f"and {counted(len(out) - most, 'more change')}"]
+    for i1, i2, j1, j2 in stretches[:most]:
+        was = " / ".join(x.strip() for x in ma[i1:i2]) or "(none)"
+        now_ = " / ".join(x.strip() for x in mb[j1:j2]) or "(none)"
+        out.append(f"{_placed(b, head + j1)}: {cut(was, 80)!r} -> {cut(now_, 80)!r}")
+    if len(stretches) > most:
+        out.append(f"and {counted(len(stretches) - most, 'more change')}")
     return out
+
+
+def _placed(lines: list[str], at: int) -> str:
+    """Where line ``at`` (from 0) of a space's text is: ``line N`` of the space file, or
+    ``FILE line N`` of a file it extends (the text marks where each starts)."""
+    where, first = "", 0
+    for i, line in enumerate(lines[:at + 1]):
+        marked = _EXTENDS.fullmatch(line)
+        if marked and i < at:
+            where, first = f"{marked.group(1)} ", i + 1
+    return f"{where}line {at - first + 1}"
 
 
 def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any],
@@ -204,7 +234,7 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any],
     if space_text is not None and isinstance(recorded, str):
         lines = text_changes(recorded, space_text)
         if lines:     # the space's own lines, where its hash says only that they differ
-            changed = [f"the space file's {'; '.join(lines)}" if c.startswith(
+            changed = [f"the space's {'; '.join(lines)}" if c.startswith(
                 "space_sha256:") else c for c in changed]
     source = [c for c in changed if c.startswith("kernel_source:")]
     why = "its kernel's source changed since it was measured" if source else \

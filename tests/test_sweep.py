@@ -113,7 +113,7 @@ def test_resume_with_other_settings_is_refused(small_space, tmp_path):
     line = small_space.read_text().splitlines().index(
         "measure: {warmup: 1, repeat: 4}") + 1
     with pytest.raises(StudyError, match=r"cannot resume, it was measured with other settings "
-                                         rf"\(the space file's line {line}: 'measure: "
+                                         rf"\(the space's line {line}: 'measure: "
                                          r"\{warmup: 1, repeat: 3\}' -> 'measure: \{warmup: "
                                          r"1, repeat: 4\}'\); rerun with --force"):
         start(small_space, tmp_path / "s")
@@ -152,6 +152,21 @@ def test_a_refusal_names_the_space_files_changed_lines():
                                        "line 4: 'd: 4' -> 'd: 0'", "line 6: 'f: 6' -> 'f: 0'"]
     assert text_changes(old, many, most=2) == ["line 1: 'a: 1 / b: [1, 2]' -> 'a: 0 / b: 0'",
                                                "line 4: 'd: 4' -> 'd: 0'", "and 1 more change"]
+    # a file the space extends: its own line numbers, named
+    child = "kernel: copy\nextends: base.yaml\n"
+    base = "params:\n  block: [32]\n  BLOCK: [256, 1024]\n"
+    text = f"{child}\n# extends base.yaml:\n{base}"
+    assert text_changes(text, text.replace("[256, 1024]", "[256]")) == [
+        "base.yaml line 3: 'BLOCK: [256, 1024]' -> 'BLOCK: [256]'"]
+    assert text_changes(text, text.replace("kernel: copy", "kernel: add")) == [
+        "line 1: 'kernel: copy' -> 'kernel: add'"]
+    # a long text: linear but for the stretch that changed, named whole past DIFF_LINES
+    long = "".join(f"k{i}: {i}\n" for i in range(50_000))
+    assert text_changes(long, long.replace("k25000: 25000", "k25000: 0")) == [
+        "line 25001: 'k25000: 25000' -> 'k25000: 0'"]
+    wide = long.replace("k1: 1\n", "k1: 0\n").replace("k40000: 40000", "k40000: 0")
+    (only,) = text_changes(long, wide)
+    assert only.startswith("line 2: 'k1: 1 / k2: 2 / ")
 
 
 def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
