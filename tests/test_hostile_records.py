@@ -89,6 +89,8 @@ HOSTILE: dict[str, tuple[Edit, str]] = {
                          r"trial record: gflops inf is not a finite number >= 0"),
     "a negative rate": (lambda d: d.update(gbps=-5.0),
                         r"trial record: gbps -5.0 is not a finite number >= 0"),
+    "a negative whole rate": (lambda d: d.update(gbps=-5),
+                              r"trial record: gbps -5 is not a finite number >= 0"),
 }
 
 

@@ -299,7 +299,9 @@ def amounts_problem(data: Mapping[str, Any], names: tuple[str, ...]) -> str | No
     told it."""
     for name in names:
         x = data.get(name)
-        if isinstance(x, float) and not (math.isfinite(x) and x >= 0):
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            continue
+        if x < 0 or (isinstance(x, float) and not math.isfinite(x)):
             return f"{name} {show(x)} is not a finite number >= 0"
     return None
 
