@@ -137,6 +137,28 @@ def test_ctrl_c_during_the_finals_leaves_the_finals_not_started_to_the_next_run(
     assert out.count("winner, ") == 2 and "left for the next run" not in out
 
 
+def test_ctrl_c_in_the_last_final_lets_it_end_and_exits_130(small_space, tmp_path,
+                                                              monkeypatch, capsys):
+    import signal
+
+    from sweeper.sweep import SilentReporter
+
+    round_ = SilentReporter.final_round
+
+    def interrupting(self, number, finalists):  # the user's Ctrl-C after the first round
+        round_(self, number, finalists)
+        if number == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(SilentReporter, "final_round", interrupting)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(small_space), "--device", "interpret", "--quiet",
+                 "--no-report"]) == 130
+    out = capsys.readouterr().out
+    assert "stopped: interrupted (Ctrl-C)" in out and out.count("winner, ") == 1
+    assert "left for the next run" not in out           # the one final ended
+
+
 def test_bad_space_exits_2_with_one_line_and_writes_nothing(write_space, tmp_path):
     path = write_space("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", "bad.yaml")
     rc, out, err = sweeper("run", str(path), "--device", "interpret", cwd=tmp_path)

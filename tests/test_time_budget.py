@@ -348,9 +348,12 @@ def test_finals_no_budget_like_this_one_covers_name_the_budget_that_does():
                                         "measure them)")
     idle = SimpleNamespace(finals_deferred=[key, key], finals_short_s=0.4, measured=0)
     assert _deferred_line(idle, 3.0) == (
-        "finals of 2 problems left for the next run: the first round of a final needs 0.4 s "
-        "more than this time budget left it after the start-up and the report's share; "
-        "--time 4s or more measures them")
+        "finals of 2 problems left for the next run: the first rounds of their finals need "
+        "0.4 s more than this time budget left them after the start-up and the report's "
+        "share; --time 4s or more measures them")
+    idle.finals_deferred = [key]
+    assert "left for the next run: the first round of its final needs 0.4 s more" in \
+        _deferred_line(idle, 3.0)
 
 
 def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys):

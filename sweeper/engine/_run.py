@@ -235,9 +235,11 @@ def _deferred_line(summary: Any, budget_s: float | None) -> str:
     if summary.measured or budget_s is None:
         return (f"{what}: the time budget did not cover them (run the same command to "
                 f"measure them)")
-    return (f"{what}: the first round of a final needs {short:.1f} s more than this time "
-            f"budget left it after the start-up and the report's share; --time "
-            f"{math.ceil(budget_s + short + 0.5):d}s or more measures them")
+    rounds = "the first round of its final needs" if len(summary.finals_deferred) == 1 \
+        else "the first rounds of their finals need"
+    longer = given("time", f"{math.ceil(budget_s + short + 0.5):d}s")
+    return (f"{what}: {rounds} {short:.1f} s more than this time budget left them after the "
+            f"start-up and the report's share; {longer} or more measures them")
 
 
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:

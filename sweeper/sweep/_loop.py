@@ -58,7 +58,13 @@ from sweeper.sweep._drift import measure_drift
 from sweeper.sweep._finals import run_finals
 from sweeper.sweep._gpu_check import GpuCheck
 from sweeper.sweep._limits import Limits
-from sweeper.sweep._optuna import Distributions, model_guesses, rebuild_study, tell
+from sweeper.sweep._optuna import (
+    Distributions,
+    in_space,
+    model_guesses,
+    rebuild_study,
+    tell,
+)
 from sweeper.sweep._outbox import Outbox
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 from sweeper.sweep._timing import Timeline
@@ -582,8 +588,12 @@ class Sweep:
                 return False
             short = run.budgets.shortfall(entrants, duty)
             if short > 0.0:
+                # the first rounds of every final left, one after another, against the
+                # time left at the last of them
+                left = run.budgets.time_left() + run.budgets.trial_s
                 summary.finals_deferred.append(problem_of(entrants[0]))
-                summary.finals_short_s = max(summary.finals_short_s, short)
+                summary.finals_needed_s += short + left
+                summary.finals_short_s = summary.finals_needed_s - left
                 return False
             self.reporter.final_started(problem_text(problem_of(entrants[0])), len(entrants))
             return True
@@ -595,6 +605,8 @@ class Sweep:
             deadline=time.monotonic() + left if math.isfinite(left) else None,
             kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty))
         summary.finals_s = time.perf_counter() - t_finals
+        if self.stop.set:      # Ctrl-C in the last final: it ended, the run was interrupted
+            summary.stopped_by = INTERRUPTED
 
     def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:
         """The kernel model's guess for each valid config, or None when the kernel has no
@@ -611,8 +623,12 @@ class Sweep:
         return [t for t in trials if t.ok and self._resolved(t.choice) is not None]
 
     def _resolved(self, choice: Choice) -> Config | None:
-        """``choice``'s config, or None where a constraint or value rules it out."""
+        """``choice``'s config, or None where a constraint or value rules it out, or where
+        it names a label the space does not have (a trial of the space before a resume
+        with ``--force``)."""
+        if not in_space(self.space, choice):
+            return None
         try:
             return self.space.resolve(choice, self.facts.env(), self.facts.max_footprint)
-        except (Invalid, KeyError):     # KeyError: a value the space does not have
+        except Invalid:
             return None

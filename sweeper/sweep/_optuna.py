@@ -94,8 +94,7 @@ def rebuild_study(space: Space, valid: Configs, trials: list[TrialRecord], *,
     dists: Distributions = {name: Labels(labels) for name, labels in axes.items()}
     for t in trials:
         params = sampler_view(space, t.choice)
-        if params is None or set(params) != set(axes) or any(
-                params[k] not in axes[k] for k in axes):
+        if params is None or not holds(axes, params):
             continue   # a value the space no longer has (resumed with --force)
         study.add_trial(optuna.trial.create_trial(
             params=params, distributions=dists,
@@ -122,6 +121,20 @@ def sampler_view(space: Space, choice: Mapping[str, str]) -> dict[str, str] | No
         return space.contract(space._complete(choice))
     except KeyError:
         return None
+
+
+def holds(axes: Mapping[str, Sequence[str]], params: Mapping[str, str]) -> bool:
+    """Whether ``params`` (a choice as the sampler sees it) names every one of ``axes``
+    (each dimension's labels) and only them, each by one of its labels: false for a trial
+    of a space before a resume with ``--force`` that dropped a value or an axis."""
+    return set(params) == set(axes) and all(params[k] in axes[k] for k in axes)
+
+
+def in_space(space: Space, choice: Mapping[str, str]) -> bool:
+    """Whether a stored (per-axis) ``choice`` is one of ``space``'s choices (its
+    constraints aside)."""
+    params = sampler_view(space, choice)
+    return params is not None and holds(space.choices(), params)
 
 
 def tell(study: optuna.Study, trial: optuna.Trial, record: TrialRecord) -> None:

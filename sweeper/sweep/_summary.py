@@ -84,7 +84,9 @@ class SweepSummary:
     finals_lost: list[str] = field(default_factory=list)
     #: problems whose finals the time budget did not cover: the next run measures them
     finals_deferred: list[ProblemKey] = field(default_factory=list)
-    #: the most seconds a deferred final's first round needed beyond the time left
+    #: the seconds the first rounds of the deferred finals need, together, and how many
+    #: of them the time left at the last deferral did not cover
+    finals_needed_s: float = 0.0
     finals_short_s: float = 0.0
     #: problems whose finals a Ctrl-C during the finals left for the next run
     finals_stopped: int = 0
