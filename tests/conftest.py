@@ -6,8 +6,10 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,8 @@ H200 = DeviceFacts("NVIDIA H200", sms=132, l2_bytes=60 << 20)
 #: The space files the repository ships: the examples, then the recording and benchmark
 #: spaces that live with the benchmarks.
 SPACE_FOLDERS = (ROOT / "spaces", ROOT / "benchmarks" / "spaces")
+#: How long a test under :func:`alarm` may run (what it guards takes milliseconds).
+ALARM_SECONDS = 20
 
 
 def shipped_spaces() -> list[Path]:
@@ -58,6 +62,23 @@ def priors_from_studies(studies_dir, space, gpu, exclude=None) -> list[dict[str,
     from sweeper.samplers._priors import prior_sources
 
     return [c for s in prior_sources(studies_dir, space, gpu, exclude) for c in s.configs]
+
+
+@pytest.fixture
+def alarm() -> Iterator[None]:
+    """Fail a test that runs longer than :data:`ALARM_SECONDS` (a hostile input read
+    without bound) instead of hanging the suite."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"ran past {ALARM_SECONDS} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, ALARM_SECONDS)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

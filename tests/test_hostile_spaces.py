@@ -15,7 +15,6 @@ import json
 import os
 import re
 import resource
-import signal
 import subprocess
 import sys
 import time
@@ -38,7 +37,6 @@ from sweeper.space import load_space, parse_space
 from sweeper.study import require_launchable
 
 ROOT = Path(__file__).resolve().parent.parent
-SECONDS = 20                 # per case, in-process; the refusals take milliseconds
 PEAK_BYTES = 64 << 20        # Python allocations per case
 BOMB_ADDRESS_SPACE = 2 << 30
 
@@ -308,22 +306,6 @@ def _restore_triton_interpret(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("TRITON_INTERPRET", os.environ["TRITON_INTERPRET"])
     else:
         monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
-@pytest.fixture
-def alarm() -> Iterator[None]:
-    """Fail a case that runs longer than :data:`SECONDS` instead of hanging the suite."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"a hostile space ran past {SECONDS} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, SECONDS)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _expect_refusal(rc: int, err: str, path: Path, case: Case, studies: Path) -> None:

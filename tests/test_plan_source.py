@@ -252,3 +252,56 @@ def test_plan_refuses_computed_autotune_configs_naming_them(module, tmp_path, ca
                    f"not literals its source shows (autotuned= at {name}.py:14 (not a "
                    "literal)), and `sweeper plan` imports no user code; `sweeper run` and "
                    "`sweeper ab` read them\n")
+
+
+BOUNDED = MARK + """
+import sweeper
+from sweeper.kernels import MetaParam
+{names}
+@sweeper.kernel(inputs={{"x": "n"}}, outputs=["x"], reference=lambda x: x, dims={{"n": {n}}}, meta={{"BLOCK": {block}}}, grid="n")
+def rowwise(x, config):
+    pass
+"""  # noqa: E501 - the declaration on one line, the line every unread phrase names
+
+
+def _names(template: str, count: int) -> str:
+    """``x0 = 1`` then ``x{i} = template`` of ``x{i-1}`` for i up to ``count``."""
+    return "x0 = 1\n" + "".join(f"x{i} = {template.format(p=f'x{i - 1}')}\n"
+                                for i in range(1, count + 1))
+
+
+@pytest.mark.parametrize("names, n, block, value, unread", [
+    # each name read once: 2**40 from 40 names that each add the one before to itself
+    (_names("{p} + {p}", 60), "x40", "32", 1 << 40, None),
+    # comprehensions over the names before: the inner ones read once, 3 * 4096 steps
+    ("E = [e for e in range(4096) for f in []]\nD = [d for d in range(4096) for g in E]\n"
+     "C = [c for c in range(4096) for h in D]\n", "64", "MetaParam(32, choices=C)", 64, None),
+    # the same nested in one another: 4096**3 steps
+    ("", "64", "[c for c in range(4096) for h in [d for d in range(4096) for g in "
+     "[e for e in range(4096) for f in []]]]", None,
+     "too large to read: the module's reading ran past 262144 steps"),
+    # each name a list holding the one before twice: 2**41 items
+    (_names("[{p}, {p}]", 60), "64", "x40", None, "too large to read: over 262144 items"),
+    # a chain past Python's stack
+    (_names("{p}", 5000), "x5000", "32", None, "nested too deeply to read"),
+], ids=["doubling-names", "comprehensions-through-names", "nested-comprehensions",
+        "doubling-lists", "chain-of-5000-names"])
+def test_the_reader_is_bounded_in_work_and_size(module, alarm, names, n, block, value,
+                                               unread):
+    """What a short module makes exponential (names that each use the one before twice,
+    comprehensions nested in one another) is read once or named as too large, in about
+    a second at most, never hours; a chain too deep for Python's stack is named too."""
+    from sweeper.kernels._unimported import read_declaration
+
+    source = BOUNDED.format(names=names, n=n, block=block)
+    name, marker = module(source)
+    line = source[:source.index("@sweeper.kernel")].count("\n") + 1
+    read = read_declaration(f"{name}:rowwise", "rowwise")
+    assert not marker.exists()
+    if unread is None:
+        assert read.unread == () and read.attrs["dims"]["n"].default == value
+    else:
+        where = "dims" if n.startswith("x") else "meta"
+        assert read.unread[0] == f"{where}= at {name}.py:{line} ({unread})"
+        # the budget is the module's: what comes after it is spent is not read either
+        assert all(u.endswith(f"({unread})") for u in read.unread)

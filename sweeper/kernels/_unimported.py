@@ -10,7 +10,9 @@ here, constant integer arithmetic such as ``1 << 24``, ``4096 * 4096`` or ``2**2
 computed here from the tree within :data:`MOST`, list comprehensions over literal lists
 (``[triton.Config({"BLOCK": b}) for b in (256, 1024)]``), built here, and module-level
 names bound to such values), and says what it could not read: nothing in the module is
-ever evaluated.
+ever evaluated.  The reading is bounded (:data:`MOST_STEPS`, :data:`MOST_BUILT`, each
+module-level name read once): a short module whose values grow with each name that uses
+the one before is named as too large to read, not read for hours.
 """
 
 from __future__ import annotations
@@ -55,15 +57,33 @@ MOST = 1 << 64
 #: The most items a list comprehension may build (a space's axis takes at most 4096
 #: values): ``[x for a in A for b in A for c in A]`` multiplies what it builds.
 MOST_ITEMS = 4096
-#: The most items all of one module's comprehensions may build together (one nested in
-#: another's item builds the inner one for each outer item).
-MOST_BUILT = 16 * MOST_ITEMS
+#: The most steps one module's reader takes (each node it evaluates and each step of a
+#: comprehension's loops): comprehensions nested in one another, directly or through
+#: names, multiply their steps, and a refusal should come in about a second (4096 configs
+#: of 25 kwargs take some 225000).
+MOST_STEPS = 1 << 18
+#: The most one value the reader builds may hold, counting what the values it holds hold
+#: (4096 autotune configs of 25 kwargs each): a name is read once, but ``x2 = [x1, x1]``
+#: holds it twice, and a few dozen such names hold more than any memory, walked whole by
+#: whatever checks the declaration.
+MOST_BUILT = 1 << 18
+#: Why a value is not read where reading the module takes more than :data:`MOST_STEPS`.
+TOO_LONG = f"too large to read: the module's reading ran past {MOST_STEPS} steps"
+#: Why a value is not read where it holds more than :data:`MOST_BUILT`.
+TOO_LARGE = f"too large to read: over {MOST_BUILT} items"
+#: Why a value is not read where its names or expressions nest too deeply to follow.
+TOO_DEEP = "nested too deeply to read"
 #: No names bound by a comprehension (outside any).
 _NO_NAMES: Mapping[str, Any] = MappingProxyType({})
 
 
 class NotLiteral(Exception):
-    """A value that only running the module would give."""
+    """A value that only running the module would give, or one too large to read; its
+    text says which (``not a literal``, :data:`TOO_LONG`, :data:`TOO_LARGE`,
+    :data:`TOO_DEEP`)."""
+
+    def __init__(self, why: str = "not a literal") -> None:
+        super().__init__(why)
 
 
 @dataclass(frozen=True)
@@ -116,11 +136,15 @@ def module_file(module: str) -> str | None:
 
 
 class _Reader:
-    """One module's top level: what each name is bound to, last binding first."""
+    """One module's top level: what each name is bound to, last binding first, and the
+    value of each name read so far (or why it could not be read), within one budget of
+    :data:`MOST_STEPS` for all the reading."""
 
     def __init__(self, file: Path, tree: ast.Module) -> None:
         self.file = file
-        self.built = 0                      # items built by comprehensions, at most MOST_BUILT
+        self.steps = 0                                  # at most MOST_STEPS
+        self.known: dict[str, Any] = {}                 # name -> value, or its NotLiteral
+        self.sizes: dict[int, tuple[int, Any]] = {}     # id -> (what it holds, the value)
         self.bound: dict[str, ast.AST] = {}
         for stmt in tree.body:
             if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)):
@@ -130,16 +154,54 @@ class _Reader:
     def where(self, node: ast.AST) -> str:
         return f"{self.file.name}:{getattr(node, 'lineno', '?')}"
 
+    def read(self, node: ast.AST) -> Any:
+        """:meth:`value` of a declaration's own node; names nested past Python's stack (a
+        chain of thousands of names or operators) are :data:`TOO_DEEP`."""
+        try:
+            return self.value(node)
+        except RecursionError:
+            raise NotLiteral(TOO_DEEP) from None
+
+    def step(self) -> None:
+        """Count one step of the reading: :data:`TOO_LONG` past :data:`MOST_STEPS`."""
+        self.steps += 1
+        if self.steps > MOST_STEPS:
+            raise NotLiteral(TOO_LONG)
+
+    def built(self, value: Any, items: list[Any]) -> Any:
+        """``value``, built of ``items``: :data:`TOO_LARGE` where it holds more than
+        :data:`MOST_BUILT`, counting what each item holds as often as it is held."""
+        size = 1 + sum(self.sizes.get(id(x), (1,))[0] for x in items)
+        if size > MOST_BUILT:
+            raise NotLiteral(TOO_LARGE)
+        self.sizes[id(value)] = (size, value)          # (kept: its id stays its own)
+        return value
+
+    def named(self, name: str, seen: frozenset[str]) -> Any:
+        """The value of module-level ``name``, read once: a name used twice, or by each
+        of many names, is not read again."""
+        if name not in self.known:
+            try:
+                self.known[name] = self.value(self.bound[name], seen | {name})
+            except NotLiteral as err:      # (a cycle of names fails from any of its names)
+                self.known[name] = err
+        known = self.known[name]
+        if isinstance(known, NotLiteral):
+            raise NotLiteral(str(known))
+        return known
+
     def value(self, node: ast.AST, seen: frozenset[str] = frozenset(),
               local: Mapping[str, Any] = _NO_NAMES) -> Any:
         """``node``'s value where it is a literal, a call in :data:`CALLS` of literals,
         constant integer arithmetic (:meth:`arithmetic`), a list comprehension of them
         (:meth:`comprehension`), a name a comprehension binds (``local``) or a
-        module-level name bound to one; else :class:`NotLiteral`."""
+        module-level name bound to one (:meth:`named`); else :class:`NotLiteral`.  Each
+        node is a :meth:`step`; each container and call built is :meth:`built`."""
+        self.step()
         if isinstance(node, ast.Name) and node.id in local:
             return local[node.id]
         if isinstance(node, ast.Name) and node.id in self.bound and node.id not in seen:
-            return self.value(self.bound[node.id], seen | {node.id})
+            return self.named(node.id, seen)
         if isinstance(node, ast.ListComp):
             return self.comprehension(node, seen, local)
         if isinstance(node, ast.Call):
@@ -147,10 +209,11 @@ class _Reader:
             if build is None or any(isinstance(a, ast.Starred) for a in node.args) or \
                     any(k.arg is None for k in node.keywords):
                 raise NotLiteral
+            args = [self.value(a, seen, local) for a in node.args]
+            kwargs = {k.arg: self.value(k.value, seen, local) for k in node.keywords
+                      if k.arg is not None}
             try:
-                return build(*[self.value(a, seen, local) for a in node.args],
-                             **{k.arg: self.value(k.value, seen, local) for k in node.keywords
-                                if k.arg is not None})
+                return self.built(build(*args, **kwargs), [*args, *kwargs.values()])
             except TypeError as err:
                 raise NotLiteral from err
         if isinstance(node, (ast.BinOp, ast.UnaryOp)) and type(node.op) in (*ARITHMETIC, *SIGNS):
@@ -161,13 +224,14 @@ class _Reader:
             items = [self.value(n, seen, local) for n in _children(node)]
             try:
                 if isinstance(node, ast.Dict):
-                    return dict(zip(items[::2], items[1::2], strict=True))
-                return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+                    return self.built(dict(zip(items[::2], items[1::2], strict=True)), items)
+                return self.built(
+                    {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items), items)
             except TypeError as err:                       # an unhashable key
                 raise NotLiteral from err
         try:
             return ast.literal_eval(node)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+        except (ValueError, TypeError, SyntaxError, MemoryError) as err:
             raise NotLiteral from err
 
     def arithmetic(self, node: ast.BinOp | ast.UnaryOp, seen: frozenset[str],
@@ -177,11 +241,8 @@ class _Reader:
         operand is another literal (``-1.5``, ``1 + 2j``: :func:`ast.literal_eval`'s);
         :class:`NotLiteral` where the result is not an integer within :data:`MOST` or
         cannot be computed (division by zero, a negative shift or exponent)."""
-        try:
-            operands = [self.value(n, seen, local) for n in (
-                (node.left, node.right) if isinstance(node, ast.BinOp) else (node.operand,))]
-        except RecursionError as err:               # a chain of thousands of operators
-            raise NotLiteral from err
+        operands = [self.value(n, seen, local) for n in (
+            (node.left, node.right) if isinstance(node, ast.BinOp) else (node.operand,))]
         if not all(type(x) is int for x in operands):
             return None
         if any(abs(x) > MOST for x in operands):
@@ -206,7 +267,7 @@ class _Reader:
         """The list ``[item for target in items ...]`` builds, each ``items`` a literal list
         or tuple (or a name bound to one, or ``range()`` of integers), each target a name
         or a tuple of names, with no ``if``: its items in Python's order, at most
-        :data:`MOST_ITEMS` of them (and :data:`MOST_BUILT` in all); else
+        :data:`MOST_ITEMS` of them, each step of each loop a :meth:`step`; else
         :class:`NotLiteral`."""
         scopes = [local]
         for loop in node.generators:
@@ -215,14 +276,14 @@ class _Reader:
             inner: list[Mapping[str, Any]] = []
             for scope in scopes:
                 for item in self.iterated(loop.iter, seen, scope):
+                    self.step()
                     inner.append({**scope, **_bind(loop.target, item)})
                     if len(inner) > MOST_ITEMS:
                         raise NotLiteral
             scopes = inner
-        self.built += len(scopes)
-        if self.built > MOST_BUILT:
-            raise NotLiteral
-        return [self.value(node.elt, seen, scope) for scope in scopes]
+        items = [self.value(node.elt, seen, scope) for scope in scopes]
+        self.built(items, items)
+        return items
 
     def iterated(self, node: ast.expr, seen: frozenset[str],
                  local: Mapping[str, Any]) -> list[Any] | tuple[Any, ...] | range:
@@ -255,9 +316,9 @@ class _Reader:
                 if name not in CLASS_ATTRS:
                     continue
                 try:
-                    attrs[name] = self.value(value)
-                except NotLiteral:
-                    unread.append(f"{name} at {self.where(stmt)} (not a literal)")
+                    attrs[name] = self.read(value)
+                except NotLiteral as err:
+                    unread.append(f"{name} at {self.where(stmt)} ({err})")
         inherits = [_last_name(b) for b in node.bases] != ["Kernel"]
         for key in ("dims", "meta_params"):
             if key not in attrs and inherits and not any(u.startswith(key) for u in unread):
@@ -290,10 +351,9 @@ class _Reader:
             if keyword.arg == "name" or keyword.arg in SHORT_KEYWORDS:
                 try:
                     given[keyword.arg] = self.autotuner(keyword.value) \
-                        if keyword.arg == "autotuned" else self.value(keyword.value)
-                except NotLiteral:
-                    unread.append(f"{keyword.arg}= at {self.where(keyword.value)} "
-                                  "(not a literal)")
+                        if keyword.arg == "autotuned" else self.read(keyword.value)
+                except NotLiteral as err:
+                    unread.append(f"{keyword.arg}= at {self.where(keyword.value)} ({err})")
         name = given.pop("name", None) if isinstance(given.get("name"), str) else name
         declared = Declaration(inputs={}, outputs=(), reference=print, **{
             k: v for k, v in given.items() if k not in ("dims", "meta", "autotuned")})
@@ -324,7 +384,7 @@ class _Reader:
             [node.func] if isinstance(node, ast.Call) else []
         for call in calls:
             if isinstance(call, ast.Call) and _last_name(call.func) == "autotune":
-                options = {k.arg: self.value(k.value) for k in call.keywords
+                options = {k.arg: self.read(k.value) for k in call.keywords
                            if k.arg in ("configs", "key")}
                 return SimpleNamespace(configs=list(options.get("configs", ())),
                                        keys=list(options.get("key", ())), fn=print)
