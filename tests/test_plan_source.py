@@ -226,6 +226,8 @@ def test_plan_reads_the_readmes_own_autotune_example(module, tmp_path, capsys):
     "[triton.Config({'BLOCK': b}) for b in sizes()]",
     "[triton.Config({'BLOCK': b}) for b in {64, 128}]",
     "[triton.Config({'BLOCK': b}) for b in range(1, 10000)]",
+    "[triton.Config({'BLOCK': b}) for b in range(1 << 63)]",
+    "[triton.Config({'BLOCK': b}) for b in range(-(1 << 64), 1 << 64, 3)]",
     "[triton.Config({'BLOCK': b}) for b, w in ((64, 2, 1),)]",
     "[triton.Config({'BLOCK': c}) for b in (64, 128)]",
 ])

@@ -288,7 +288,8 @@ class _Reader:
     def iterated(self, node: ast.expr, seen: frozenset[str],
                  local: Mapping[str, Any]) -> list[Any] | tuple[Any, ...] | range:
         """What a comprehension's ``for`` goes over: a literal list or tuple, or
-        ``range()`` of integers of at most :data:`MOST_ITEMS` items."""
+        ``range()`` of integers of at most :data:`MOST_ITEMS` items (``range(1 << 63)``,
+        too long for ``len()`` to count, is one of more)."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id == "range" and "range" not in self.bound and not node.keywords:
             bounds = [self.value(a, seen, local) for a in node.args]
@@ -296,9 +297,10 @@ class _Reader:
                 raise NotLiteral
             try:
                 steps = range(*bounds)
-            except ValueError as err:                    # a step of 0
+                many = len(steps) > MOST_ITEMS
+            except (ValueError, OverflowError) as err:   # a step of 0; over sys.maxsize
                 raise NotLiteral from err
-            if len(steps) > MOST_ITEMS:
+            if many:
                 raise NotLiteral
             return steps
         items = self.value(node, seen, local)
