@@ -152,6 +152,10 @@ def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
      "5000 digits is too large; values are at most 2**62"),
     ([f"BLOCK=[1, {'9' * 5000}]"], f"-p BLOCK=[1, {'9' * 47}...: params.BLOCK[1]: a number "
      "of 5000 digits is too large"),
+    ([f"BLOCK=0x{'f' * 4000}"], f"-p BLOCK=0x{'f' * 49}...: params.BLOCK[0]: a number of "
+     "some 4816 digits is too large; values are at most 2**62"),
+    ([f"BLOCK=[1, 0x{'f' * 4000}]"], f"-p BLOCK=[1, 0x{'f' * 45}...: params.BLOCK[1]: a "
+     "number of some 4816 digits is too large"),
 ])
 def test_p_values_go_through_the_files_checks(tiny, tmp_path, capsys, params, said):
     options = [x for p in params for x in ("-p", p)]

@@ -133,6 +133,18 @@ CASES = [
          "measure.warmup: a number of 5000 digits is not a whole number from 0 to 1000000"),
     Case("5000-digit-axis-value", space(grid="[-" + "9" * 5000 + "]"), 4,
          "params.grid[0]: a number of 5000 digits is too large; values are at most 2**62"),
+    # as many digits in another notation, which int() reads but str() cannot print
+    Case("4000-hex-digit-axis-value", space(grid="[0x" + "f" * 4000 + "]"), 4,
+         "params.grid[0]: a number of some 4816 digits is too large; values are at most 2**62"),
+    Case("3000-place-base-60-axis-value", space(grid="[" + ":".join(["1"] * 3000) + "]"), 4,
+         "params.grid[0]: a number of some 5332 digits is too large; values are at most 2**62"),
+    Case("500000-place-base-60-value", space(grid="[" + ":".join(["1"] * 500_000) + "]"), 4,
+         "params.grid[0]: a number of some 889073 digits is too large", bomb=True),
+    Case("4000-hex-digit-seed", space(extra="seed: 0x" + "f" * 4000 + "\n"), 8,
+         "seed: seed must be an integer from 0 to 4294967295 (2**32 - 1), got a number of "
+         "some 4816 digits"),
+    Case("4000-hex-digit-trials", space(extra="budget: {trials: 0x" + "f" * 4000 + "}\n"), 8,
+         "budget.trials: a number of some 4816 digits is not a whole number from 1 to"),
     Case("400-digit-abandon", space(extra="measure: {abandon: " + "9" * 400 + "}\n"), 8,
          "measure.abandon: a number of some 400 digits is not a factor above 1"),
     Case("impossible-date", space(extra="study: 2001-13-45\n"), 8,

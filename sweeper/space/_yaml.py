@@ -16,6 +16,7 @@ milliseconds at the line of the alias that crosses the limit.
 from __future__ import annotations
 
 import codecs
+import math
 import os
 import stat
 from pathlib import Path
@@ -30,6 +31,11 @@ MAX_FILE_BYTES = 1 << 20
 #: this many is refused within about half a second.
 MAX_NODES = 20_000
 MAX_DEPTH = 100
+#: The most bits an integer a space file writes may have (some 1233 decimal digits): far
+#: past any setting's values (at most 2**62), printable (``str()`` refuses more than 4300
+#: digits), and longer than any setting that takes text takes; a larger one is a
+#: :class:`LongNumber`.
+MOST_BITS = 1 << 12
 _MERGE = "tag:yaml.org,2002:merge"
 _PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 _UTF32 = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
@@ -144,25 +150,44 @@ class _Bounded(yaml.composer.Composer):
 
 
 class LongNumber(str):
-    """An integer written with more digits than Python's ``int()`` reads (4300,
-    ``sys.get_int_max_str_digits``), kept as its text: reading it would cost time
-    quadratic in its length, and refusing it while the file is read would say nothing of
-    the key it was written for.  Every check that wants a number refuses a string, so it
-    is refused where it stands in the setting's own words (``budget.trials: a number of
-    5000 digits is not a whole number from 1 to ...``)."""
+    """An integer too large for any setting and too long to print (more than
+    :data:`MOST_BITS`; a decimal of more digits than Python's ``int()`` reads, 4300,
+    ``sys.get_int_max_str_digits``), kept as its text: reading or printing it would cost
+    time quadratic in its length or fail, and refusing it while the file is read would
+    say nothing of the key it was written for.  Every check that wants a number refuses a
+    string, so it is refused where it stands in the setting's own words (``budget.trials:
+    a number of 5000 digits is not a whole number from 1 to ...``); ``digits``: its
+    decimal digits, about, where it is not written in decimal digits (``0xfff...``,
+    YAML 1.1's base 60 ``1:2:3``)."""
 
-    __slots__ = ()
+    digits: int | None
+
+    def __new__(cls, text: str, digits: int | None = None) -> LongNumber:
+        number = super().__new__(cls, text)
+        number.digits = digits
+        return number
 
     def __repr__(self) -> str:
-        return f"a number of {len(self.lstrip('+-'))} digits"
+        if self.digits is None:
+            return f"a number of {len(self.lstrip('+-'))} digits"
+        return f"a number of some {self.digits} digits"
 
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    """PyYAML's integer, or a :class:`LongNumber` for one ``int()`` does not read."""
+    """PyYAML's integer, or a :class:`LongNumber` for one of more than :data:`MOST_BITS`
+    (``0x`` and 4000 ``f``, which ``int()`` reads but nothing prints) or of more digits
+    than ``int()`` reads; a base 60 one of more than ``MOST_BITS // 5`` places (each
+    worth 60, so past :data:`MOST_BITS`) is not computed, as that is quadratic in them."""
+    places = node.value.count(":")
+    if places > MOST_BITS // 5:
+        return LongNumber(node.value, int(places * math.log10(60)))
     try:
-        return yaml.SafeLoader.construct_yaml_int(loader, node)
+        number = yaml.SafeLoader.construct_yaml_int(loader, node)
     except ValueError:
         return LongNumber(node.value)
+    if number.bit_length() > MOST_BITS:
+        return LongNumber(node.value, int(number.bit_length() * math.log10(2)))
+    return number
 
 
 class _Loader(_Bounded, yaml.SafeLoader):
