@@ -229,6 +229,33 @@ def test_api_errors_name_the_keywords_where_the_commands_name_its_flags(tmp_path
     assert study.export(journal, format="optuna", replace=True) == str(journal)
 
 
+@pytest.mark.parametrize(("params", "api", "command"), [
+    ({5: [1]}, "params='5=[1]': params.5: unknown key '5'; known: grid, block, dtype, "
+     "footprint, cache, n, BLOCK", "-p 5=[1]: params.5: unknown key '5'; known: "),
+    (["BLOCK"], "params: 'BLOCK' is not KEY=VALUE[,VALUE...]",
+     "-p: 'BLOCK' is not KEY=VALUE[,VALUE...]"),
+    (["BLOCK=256", "BLOCK=512"], "params='BLOCK=512': BLOCK is given twice (also "
+     "params='BLOCK=256'); give each axis once", "-p BLOCK=512: BLOCK is given twice (also "
+     "-p BLOCK=256); give each axis once"),
+    (["BLOCK=@x"], "params: 'BLOCK=@x': not YAML: ", "-p: 'BLOCK=@x': not YAML: "),
+], ids=["a-dict-key", "no-equals-sign", "given-twice", "not-yaml"])
+def test_params_errors_name_params_where_the_command_names_p(tmp_path, capsys, params, api,
+                                                             command):
+    """``params=`` is the command's ``-p``: from Python its errors name ``params``."""
+    from sweeper.cli import main
+
+    with pytest.raises(SpaceError) as err:
+        sweeper.run(TINY, device="interpret", studies_dir=tmp_path / "st", params=params)
+    assert str(err.value).startswith(api), str(err.value)
+    (tmp_path / "tiny.yaml").write_text(json.dumps(TINY))
+    texts = [f"{k}={json.dumps(v)}" for k, v in params.items()] \
+        if isinstance(params, dict) else params
+    assert main(["run", str(tmp_path / "tiny.yaml"), "--device", "interpret", "--studies-dir",
+                 str(tmp_path / "st"), *[x for t in texts for x in ("-p", t)]]) == 2
+    assert capsys.readouterr().err.startswith(command)
+    assert not (tmp_path / "st").exists()
+
+
 def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):
     study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
                         studies_dir=tmp_path, quiet=True, report=False)

@@ -22,7 +22,7 @@ from contextvars import ContextVar
 #: True inside :func:`keywords`: options are named as the Python API's keywords.
 _KEYWORDS: ContextVar[bool] = ContextVar("sweeper_option_keywords", default=False)
 #: The command's flag where it is not the keyword with ``-`` for ``_``.
-_FLAGS = {"target": "--to"}
+_FLAGS = {"target": "--to", "params": "-p"}
 
 
 def option(keyword: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from sweeper.core._spelling import given
+from sweeper.core._spelling import given, option
 from sweeper.errors import SpaceError
 from sweeper.escape import cut
 from sweeper.space._yaml import decode_text, load_value, load_with_lines, read_capped
@@ -136,23 +136,26 @@ def _drop(where: Where, path: str) -> None:
 
 
 def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Where]:
-    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option.
+    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option
+    as the caller gave it (``-p BLOCK=300``, from the API ``params='BLOCK=300'``).
     The values are read as a space file's are (the same YAML loader, then the same
     checks), and an axis given twice is refused, as a key written twice in a file is."""
     if not overrides or not isinstance(data, dict):    # a file no mapping: the parser says so
         return data, where
     data = dict(data)
-    given: dict[str, str] = {}
+    seen: dict[str, str] = {}
     for item in overrides:
-        named = "-p " + cut(item, 60)               # a value cannot flood the message
+        named = given("params", cut(item, 60))      # a value cannot flood the message
         key, sep, raw = item.partition("=")
         if not sep or not key.strip() or not raw.strip():
-            raise SpaceError(f"{cut(item, 60)!r} is not KEY=VALUE[,VALUE...]", file="-p")
+            raise SpaceError(f"{cut(item, 60)!r} is not KEY=VALUE[,VALUE...]",
+                             file=option("params"))
         key = key.strip()
-        if key in given:
-            raise SpaceError(f"{cut(key, 60)} is given twice (also -p {cut(given[key], 60)}); "
-                             "give each axis once", file=named)
-        given[key] = item
+        if key in seen:
+            raise SpaceError(f"{cut(key, 60)} is given twice (also "
+                             f"{given('params', cut(seen[key], 60))}); give each axis once",
+                             file=named)
+        seen[key] = item
         if raw.lstrip().startswith(("[", "{")):
             try:
                 loaded, _ = load_with_lines(raw, named)
@@ -162,7 +165,8 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
             try:
                 loaded = [load_value(v, named) for v in raw.split(",")]
             except yaml.YAMLError as err:
-                raise SpaceError(f"{cut(item, 60)!r}: not YAML: {err}", file="-p") from None
+                raise SpaceError(f"{cut(item, 60)!r}: not YAML: {err}",
+                                 file=option("params")) from None
         params = data.get("params") or {}
         if not isinstance(params, dict):        # refused by the parser, as the file wrote it
             continue
