@@ -256,6 +256,31 @@ def test_params_errors_name_params_where_the_command_names_p(tmp_path, capsys, p
     assert not (tmp_path / "st").exists()
 
 
+def test_a_busy_study_names_study_where_the_command_names_its_flag(tmp_path):
+    """Another process holding the study: from Python the way out is ``study='NEW'``; the
+    command's ``--study NEW`` is unchanged (workers are a command only)."""
+    study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    holder = StudyStore(study.path)
+    holder.open_journal()
+    try:
+        with pytest.raises(StudyError) as err:
+            sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+        assert str(err.value) == (
+            f"{study.path}: another sweeper process is running this study; wait for it to "
+            "finish, or pass study='NEW' (processes share a study as `sweeper worker "
+            "--study NAME`)")
+        with pytest.raises(StudyError) as err:
+            StudyStore(study.path).open_journal()
+        assert str(err.value) == (
+            f"{study.path}: another sweeper process is running this study; wait for it to "
+            "finish, or pass --study NEW (processes share a study as `sweeper worker "
+            "--study NAME`)")
+    finally:
+        holder.close()
+
+
 def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):
     study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
                         studies_dir=tmp_path, quiet=True, report=False)

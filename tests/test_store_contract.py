@@ -22,7 +22,7 @@ from sweeper.measure import summarize
 from sweeper.space import Problem
 from sweeper.store import BaselineRecord, DriftRecord, DutyRecord, StudyStore
 from sweeper.store._base import Storage, record_key
-from sweeper.store._claims_file import BUSY, BUSY_RUN, Claim, worker_taken
+from sweeper.store._claims_file import BUSY_RUN, Claim, busy, worker_taken
 from sweeper.store._open import copy_study, open_storage
 from tests import store_workers
 from tests.test_journal import META, trial
@@ -317,7 +317,7 @@ def test_a_run_holds_its_study_alone_and_workers_share_theirs(backend):
     other = fresh(backend)
     with pytest.raises(StudyError) as err:
         other.open_journal()
-    assert str(err.value) == f"{where(other)}: {BUSY}"
+    assert str(err.value) == f"{where(other)}: {busy()}"
     with pytest.raises(StudyError) as err:
         other.share()
     assert str(err.value) == f"{where(other)}: {BUSY_RUN}"

@@ -181,7 +181,7 @@ class Storage(ABC):
     @abstractmethod
     def open_journal(self) -> None:
         """Take the study for this process (a run does this before reading it); a
-        StudyError (``_claims_file.BUSY``) while another process holds it."""
+        StudyError (:func:`~sweeper.store._claims_file.busy`) while another process holds it."""
 
     @abstractmethod
     def share(self) -> None:

@@ -32,16 +32,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweeper.core._spelling import given
 from sweeper.errors import StudyError
 from sweeper.fsio import atomic_write
 
 CLAIMS = "claims.json"
 LOCK = ".claims.lock"
-#: Why a run (another process holds the study) and a worker (a run holds it) are refused,
-#: whichever store holds the study.
-BUSY = ("another sweeper process is running this study; wait for it to finish, or pass "
-        "--study NEW (processes share a study as `sweeper worker --study NAME`)")
+#: Why a worker is refused where a run holds the study, whichever store holds it.
 BUSY_RUN = "a `sweeper run` holds this study; let it finish, then start the workers"
+
+
+def busy() -> str:
+    """Why a run is refused where another process holds the study, whichever store holds
+    it; the way out names the study option as the caller gives it (``--study NEW``, from
+    the API ``study='NEW'``); workers exist only as a command."""
+    return ("another sweeper process is running this study; wait for it to finish, or pass "
+            f"{given('study', 'NEW')} (processes share a study as `sweeper worker --study "
+            "NAME`)")
 
 
 class Claim(enum.Enum):

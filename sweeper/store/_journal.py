@@ -81,7 +81,7 @@ from sweeper.fsio import (
     write_error,
     write_temp,
 )
-from sweeper.store._claims_file import BUSY, BUSY_RUN, StudyLock, locked
+from sweeper.store._claims_file import BUSY_RUN, StudyLock, busy, locked
 from sweeper.store._ledger import Axes, Ledger
 from sweeper.store._schema import SURROGATE_ESCAPE, record_problem, surrogate_problem
 from sweeper.store._upgrade import upgraded
@@ -344,7 +344,7 @@ class JournalWriter:
                     (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB,
                     f"{self.root}: cannot open the study")
         if fd is None:
-            raise StudyError(f"{self.root}: {BUSY_RUN if shared else BUSY}")
+            raise StudyError(f"{self.root}: {BUSY_RUN if shared else busy()}")
         self._fds.append(fd)
 
 

@@ -52,7 +52,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StorageError, StudyError, SweeperError
 from sweeper.store._base import Storage, check_copied, kept_once, record_key
-from sweeper.store._claims_file import BUSY, BUSY_RUN, Held, worker_taken
+from sweeper.store._claims_file import BUSY_RUN, Held, busy, worker_taken
 from sweeper.store._journal import Scan, encode_record, scan_bytes
 from sweeper.store._ledger import Ledger, study_axes
 from sweeper.store._meta import checked_meta
@@ -255,7 +255,8 @@ class PostgresStore(Storage):
         from the pool: closing it ends the session, and with it the lock); a lock this
         store holds already, either way, is kept as it is."""
         take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
-        self._hold(None, take(lock_key("sweeper-study", self._name)), BUSY_RUN if shared else BUSY)
+        self._hold(None, take(lock_key("sweeper-study", self._name)),
+                   BUSY_RUN if shared else busy())
 
     def _hold(self, what: str | None, lock: Any, refused: str) -> None:
         """Take the advisory lock ``lock`` (of the study, ``what`` None, or of the worker id
