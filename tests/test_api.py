@@ -281,6 +281,22 @@ def test_a_busy_study_names_study_where_the_command_names_its_flag(tmp_path):
         holder.close()
 
 
+def test_a_final_left_for_a_longer_budget_names_time_where_the_command_names_its_flag():
+    """The budget that would cover a final left over, as the caller sets it."""
+    from types import SimpleNamespace
+
+    from sweeper.core._spelling import keywords
+    from sweeper.engine._run import _deferred_line
+    from sweeper.store import ProblemKey
+
+    idle = SimpleNamespace(finals_deferred=[ProblemKey("float32", 4096, "cold")],
+                           finals_short_s=0.4, measured=0)
+    with keywords():                                      # as inside sweeper.run
+        assert _deferred_line(idle, 3.0).endswith("report's share; time='4s' or more "
+                                                  "measures them")
+    assert _deferred_line(idle, 3.0).endswith("report's share; --time 4s or more measures them")
+
+
 def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):
     study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
                         studies_dir=tmp_path, quiet=True, report=False)

@@ -229,7 +229,8 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
 def _deferred_line(summary: Any, budget_s: float | None) -> str:
     """What the run says of the finals its time budget did not cover.  Where it measured
     nothing else (the same command would spend its budget as this one did), it names the
-    longer budget that covers them, not the same command."""
+    longer budget that covers them (``--time 4s``, from the API ``time='4s'``), not the
+    same command."""
     what = f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next run"
     short = summary.finals_short_s
     if summary.measured or budget_s is None:
