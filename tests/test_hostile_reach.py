@@ -152,6 +152,10 @@ def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
      "5000 digits is too large; values are at most 2**62"),
     ([f"BLOCK=[1, {'9' * 5000}]"], f"-p BLOCK=[1, {'9' * 47}...: params.BLOCK[1]: a number "
      "of 5000 digits is too large"),
+    (["BLOCK=@x"], "-p: 'BLOCK=@x': not YAML: found character '@' that cannot start any "
+     "token"),
+    (["BLOCK=\x01"], "-p: 'BLOCK=\\x01': not YAML: unacceptable character #x0001: special "
+     "characters are not allowed"),
     ([f"BLOCK=0x{'f' * 4000}"], f"-p BLOCK=0x{'f' * 49}...: params.BLOCK[0]: a number of "
      "some 4816 digits is too large; values are at most 2**62"),
     ([f"BLOCK=[1, 0x{'f' * 4000}]"], f"-p BLOCK=[1, 0x{'f' * 45}...: params.BLOCK[1]: a "

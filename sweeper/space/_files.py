@@ -164,8 +164,9 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
         else:
             try:
                 loaded = [load_value(v, named) for v in raw.split(",")]
-            except yaml.YAMLError as err:
-                raise SpaceError(f"{cut(item, 60)!r}: not YAML: {err}",
+            except yaml.YAMLError as err:           # its problem, not PyYAML's lines of context
+                problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+                raise SpaceError(f"{cut(item, 60)!r}: not YAML: {problem}",
                                  file=option("params")) from None
         params = data.get("params") or {}
         if not isinstance(params, dict):        # refused by the parser, as the file wrote it
