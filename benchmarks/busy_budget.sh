@@ -94,7 +94,7 @@ run() {   # NAME CACHE SPACE [run options...]
   {
     echo "+ sweeper plan $space"
     TRITON_CACHE_DIR="$caches/$cache" python3 -m sweeper plan "$space" \
-        --studies-dir "$studies" 2>&1 | grep -E "estimated|last run|would measure"
+        --studies-dir "$studies" 2>&1 | grep -E "estimated|last run|would measure|binaries"
     echo "+ sweeper run $space $*"
     time TRITON_CACHE_DIR="$caches/$cache" timeout 280 python3 -m sweeper run "$space" \
         --studies-dir "$studies" --study "$name" --no-priors --timing "$@" 2>&1
