@@ -172,14 +172,16 @@ class Budgets:
         load the bound of every round grew with the trial in flight's finalist past the
         time the sweep had stopped to keep: the final it had kept that time for never ran
         (two runs of four)."""
-        return self.shortfall(entrants, duty) <= 0.0
+        return self.first_round_s(entrants, duty) <= self.finals_time_left()
 
-    def shortfall(self, entrants: list[TrialRecord], duty: Duty | None) -> float:
-        """Seconds the first round of ``entrants``' final needs beyond the time left (the
-        allowance for a trial in flight included); 0 or less where it is covered
-        (:meth:`covers`)."""
-        return self._final_s(_medians(entrants), duty, rounds=1) - (
-            self.time_left() + self.trial_s)
+    def first_round_s(self, entrants: list[TrialRecord], duty: Duty | None) -> float:
+        """At most what the first round of ``entrants``' final takes."""
+        return self._final_s(_medians(entrants), duty, rounds=1)
+
+    def finals_time_left(self) -> float:
+        """The time left for a final to start in: the budget's, and the allowance for a
+        trial in flight (the sweep stopped with it kept)."""
+        return self.time_left() + self.trial_s
 
     def kept_after(self, entrants: list[TrialRecord], later: list[list[TrialRecord]],
                    duty: Duty | None) -> float:

@@ -586,14 +586,10 @@ class Sweep:
                 summary.finals_stopped += 1
                 summary.stopped_by = INTERRUPTED
                 return False
-            short = run.budgets.shortfall(entrants, duty)
-            if short > 0.0:
-                # the first rounds of every final left, one after another, against the
-                # time left at the last of them
-                left = run.budgets.time_left() + run.budgets.trial_s
+            if not run.budgets.covers(entrants, duty):
                 summary.finals_deferred.append(problem_of(entrants[0]))
-                summary.finals_needed_s += short + left
-                summary.finals_short_s = summary.finals_needed_s - left
+                summary.finals_needed_s += run.budgets.first_round_s(entrants, duty)
+                summary.finals_left_s = run.budgets.finals_time_left()
                 return False
             self.reporter.final_started(problem_text(problem_of(entrants[0])), len(entrants))
             return True
