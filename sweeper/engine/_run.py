@@ -218,9 +218,9 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
             1 for t in kept if t.status is not TrialStatus.INVALID))
     trials = space.budget.trials if options.trials is None else options.trials
     time_s = _time_budget(options, space)
-    unbounded = dataclasses.replace(space, budget=dataclasses.replace(
-        space.budget, trials=trials, time_s=None))
-    plan, _ = plan_of(unbounded, device, shape)
+    bounded = dataclasses.replace(space, budget=dataclasses.replace(space.budget,
+                                                                   trials=trials))
+    plan, _ = plan_of(bounded, device, shape)
     head, lead, seconds = estimate_words(plan, time_s)
     say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
     return seconds
@@ -518,7 +518,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     say(f"done: {summary.measured} measured ({failed} failed), {summary.skipped - shrunk} "
         f"skipped by constraints{alike}, {summary.repeated} repeated proposals answered "
         f"from the store, in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
-    failures = failed_line(summary.trials[summary.resumed:])
+    failures = failed_line(own)
     if failures is not None:
         say(failures)
     if summary.busy is not None and summary.measured:
