@@ -348,7 +348,7 @@ class Plan:
 
     def parts_text(self) -> str:
         """``start-up 4 s, trials 9 s, ...``: the estimate's parts of a second or more."""
-        return ", ".join(f"{k} {_seconds(v)}" for k, v in self.parts.items() if v >= 0.5)
+        return ", ".join(f"{k} {seconds_text(v)}" for k, v in self.parts.items() if v >= 0.5)
 
 
 def estimate_words(plan: Plan, time_s: float | None, *, per_trials: bool = True
@@ -359,17 +359,18 @@ def estimate_words(plan: Plan, time_s: float | None, *, per_trials: bool = True
     would take without it; one the start-up alone passes is said to be, not promised
     (the run likely measures nothing).  ``per_trials``: the head names the trials."""
     whole, startup = plan.estimate_s, plan.parts.get("start-up", 0.0)
-    would = f"{counted(plan.trials, 'trial')} would take {_seconds(whole)}: "
+    would = f"{counted(plan.trials, 'trial')} would take {seconds_text(whole)}: "
     if time_s is not None and startup >= time_s:
-        return (f"{_seconds(startup)}, the start-up alone, longer than the time budget of "
+        return (f"{seconds_text(startup)}, the start-up alone, longer than the time budget of "
                 f"{time_s:g} s: it likely measures nothing", would, startup)
     if time_s is not None and whole > time_s:
-        return f"{_seconds(time_s)}, the time budget", would, time_s
+        return f"{seconds_text(time_s)}, the time budget", would, time_s
     trials = f" for {counted(plan.trials, 'trial')}" if per_trials else ""
-    return f"{_seconds(whole)}{trials}", "", whole
+    return f"{seconds_text(whole)}{trials}", "", whole
 
 
-def _seconds(s: float) -> str:
+def seconds_text(s: float) -> str:
+    """``12 s``, or past two minutes ``3.5 min``: how estimates and plans say seconds."""
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 

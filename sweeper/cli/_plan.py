@@ -86,6 +86,7 @@ def _last_run(space: Any, device: Any, args: argparse.Namespace) -> Any:
     trials); ``None`` where it was not run, or kept no such figure."""
     from sweeper.errors import SweeperError
     from sweeper.options import study_folder
+    from sweeper.plan import seconds_text
     from sweeper.store import StudyStore
     from sweeper.study import study_name
 
@@ -99,8 +100,8 @@ def _last_run(space: Any, device: Any, args: argparse.Namespace) -> Any:
         return None
     rate = wall / measured
     return lambda trials: (f"the study's last run ({store.root}): {measured} trials in "
-                           f"{_duration(wall)}, {rate:.2f} s a trial with its finals: "
-                           f"{trials} trials at that rate take {_duration(rate * trials)}")
+                           f"{seconds_text(wall)}, {rate:.2f} s a trial with its finals: "
+                           f"{trials} trials at that rate take {seconds_text(rate * trials)}")
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -178,9 +179,3 @@ def _roles(space: Any) -> str:
         role = "meta-parameters" if axis.role is AxisRole.META else axis.role.value
         groups.setdefault(role, []).append(axis.name)
     return "; ".join(f"{role}: {', '.join(names)}" for role, names in groups.items())
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min"
