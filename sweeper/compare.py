@@ -46,8 +46,8 @@ def devices_note(a: StudyStore, b: StudyStore) -> str | None:
     """What the two studies were measured on, where it differs: their ratios then compare
     the devices as much as the configs (and an interpreter's times say nothing of a GPU)."""
     def device(store: StudyStore) -> str:
-        print_ = store.meta().get("fingerprint", {})
-        return str(print_.get("gpu") or print_.get("device") or "an unknown device")
+        fingerprint = store.meta().get("fingerprint", {})
+        return str(fingerprint.get("gpu") or fingerprint.get("device") or "an unknown device")
 
     da, db = device(a), device(b)
     return None if da == db else (f"note: A was measured on {da}, B on {db}: each ratio "

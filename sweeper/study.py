@@ -19,6 +19,7 @@ from sweeper.escape import cut
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Config, Configs, Invalid, Origin, Space
+from sweeper.space._files import extended_file
 from sweeper.store import FORMAT, JOURNAL, Storage
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
@@ -168,9 +169,6 @@ def fingerprint_damage(meta: Mapping[str, Any]) -> dict[str, str]:
 #: Lines of a space's text (with what it extends) past which a changed stretch is named
 #: by its lines, not diffed line by line (the diff's time grows as their product).
 DIFF_LINES = 2000
-#: How the text of a space that extends another marks where the other's lines start
-#: (:func:`sweeper.space._files.load_located`).
-_EXTENDS = re.compile(r"# extends (.+):")
 
 
 def text_changes(old: str, new: str, most: int = 3) -> list[str]:
@@ -208,10 +206,10 @@ def _placed(lines: list[str], at: int) -> str:
     """Where line ``at`` (from 0) of a space's text is: ``line N`` of the space file, or
     ``FILE line N`` of a file it extends (the text marks where each starts)."""
     where, first = "", 0
-    for i, line in enumerate(lines[:at + 1]):
-        marked = _EXTENDS.fullmatch(line)
-        if marked and i < at:
-            where, first = f"{marked.group(1)} ", i + 1
+    for i, line in enumerate(lines[:at]):
+        file = extended_file(line)
+        if file is not None:
+            where, first = f"{file} ", i + 1
     return f"{where}line {at - first + 1}"
 
 

@@ -27,6 +27,9 @@ from sweeper.space._yaml import decode_text, load_value, load_with_lines, read_c
 Where = dict[str, tuple[str, "int | None"]]      # key path -> (file, line)
 MERGED = ("params", "measure", "budget")          # merged key by key under extends
 MAX_EXTENDS = 16                                  # files a space may extend, one after another
+#: The line of a space's text (every file read, one after another) where the lines of a
+#: file it extends start, naming it as ``extends:`` does (:func:`extended_file`).
+_EXTENDS_LINE = re.compile(r"# extends (.+):")
 #: Folders, separated by ``os.pathsep``, that every space file may extend files from.
 ALLOW_ENV = "SWEEPER_ALLOW_PATH"
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
@@ -89,6 +92,13 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
             _drop(merged_where, key)
     merged_where.update(where)
     return merged, merged_where, f"{text}\n# extends {parent_ref}:\n{ptext}"
+
+
+def extended_file(line: str) -> str | None:
+    """The file ``line`` of a space's text says the lines after it come from (as its
+    ``extends:`` names it), or ``None`` where it is a line of a file."""
+    marked = _EXTENDS_LINE.fullmatch(line)
+    return marked.group(1) if marked else None
 
 
 def _extends_problem(ref: object, target: Path, chain: tuple[Path, ...],
