@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import SweeperError
+from sweeper.escape import cut
 
 
 def shown(value: Any) -> str:
     """``value`` as a message shows it: its repr, cut short."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:37]}..."
+    return cut(repr(value), 40)
 
 
 def refuse(name: str, value: Any, allowed: str) -> SweeperError:
