@@ -4,6 +4,8 @@
 # measurement does, time to a tuned 8192³ matmul from a cold Triton cache, --time, and
 # `sweeper plan`'s estimate against each run's wall.  Each stage named in $STAGES runs:
 #   coldauto  spaces/matmul-8k.yaml with sampler auto and --time 60s, empty Triton cache
+#   coldautoab the same, the code before a change (.base/, carried) then now, each from an
+#             empty Triton cache and a fresh sweeper cache
 #   ffn       benchmarks/spaces/matmul-ffn.yaml (4096 x 14336 x 4096 bf16, 108 configs):
 #             cold cache, then warm under auto twice and under {cool: 100ms}
 #   8k        spaces/matmul-8k.yaml exhaustive under auto (warm), ranked against the two
@@ -20,7 +22,9 @@
 #   command   benchmarks/command_overhead.py spaces/copy.yaml, warm cache: sweeper run
 #             against the bare-loop script
 #   budget    spaces/matmul-shapes.yaml with --time 12s (it needs more), warm cache
-#   timebudget spaces/matmul-shapes.yaml under --time 20s, again, then --time 12s, the code
+#   freshplan `sweeper plan` of the four shipped spaces in a fresh sweeper cache (no run's
+#             costs measured yet) and an empty Triton cache: the parts a fresh machine prices
+#   timebudget spaces/matmul-shapes.yaml under --time 20s, again, then --time 12s ($TIMES), the code
 #             before a change (.base/, carried) and now, each in a fresh sweeper cache and
 #             empty Triton cache of its own (the second and third runs find the costs and
 #             binaries the first left): how much of a time budget each measures with
@@ -133,6 +137,13 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
   coldauto)
     sed 's/^sampler: exhaustive/sampler: auto/' spaces/matmul-8k.yaml > "$studies/matmul-8k-auto.yaml"
     run coldauto cold-8k "$studies/matmul-8k-auto.yaml" --time 60s --no-report ;;
+  coldautoab)
+    sed 's/^sampler: exhaustive/sampler: auto/' spaces/matmul-8k.yaml > "$studies/matmul-8k-auto.yaml"
+    for code in before now; do
+      dir=$PWD; [ "$code" = before ] && dir=$PWD/.base
+      (cd "$dir" && SWEEPER_CACHE=$(mktemp -d) run "coldauto-$code" "cold-8k-$code" \
+          "$studies/matmul-8k-auto.yaml" --time 60s --no-report)
+    done ;;
   ffn)
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     run ffn-auto-a ffn benchmarks/spaces/matmul-ffn.yaml --no-report
@@ -304,7 +315,7 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
     for code in ${CODES:-before now}; do
       dir=$PWD; [ "$code" = before ] && dir=$PWD/.base
       export SWEEPER_CACHE; SWEEPER_CACHE=$(mktemp -d)
-      for t in 20 20 12; do
+      for t in ${TIMES:-20 20 12}; do
         name="time-$code-${t}s"; [ -e "$OUT/$name.log" ] && name="$name-again"
         (cd "$dir" && run "$name" "shapes-$code" spaces/matmul-shapes.yaml --time "${t}s")
         grep -E "^(time:|done:)|finals_overhead" "$OUT/$name.log" | cut -c1-400
@@ -313,6 +324,11 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
           grep -E "finals_overhead|report_s|startup_s"
     done
     unset SWEEPER_CACHE ;;
+  freshplan)
+    for space in copy softmax matmul-8k matmul-shapes; do
+      SWEEPER_CACHE=$(mktemp -d) TRITON_CACHE_DIR=$(mktemp -d) python3 -m sweeper plan \
+          "spaces/$space.yaml" --studies-dir "$studies" 2>&1 | tee "$OUT/freshplan-$space.log"
+    done ;;
   timebudgetffn)
     run "ffn-tb-warm" "ffn-tb" benchmarks/spaces/matmul-ffn.yaml --no-report
     for round in 1 2; do

@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 #: Samplers whose next configs a sweep compiles in its compile processes: those that walk
 #: a plan, and ``auto``, whose kernel model's favourites are compiled ahead.
-PLANNED = ("exhaustive", "one-at-a-time", "auto")
 #: Seconds of a trial's samples after which a FLOP-bound kernel meets the power limiter.
 POWER_AFTER_S = 0.015
 #: The chance that a GPU finds a FLOP-bound kernel of shorter samples power-bound all the
@@ -388,9 +387,23 @@ LAZY_POOL_S = 8.0
 EARLY_POOL_S = 3.0
 
 
+def compiles_ahead(sampler: str) -> bool:
+    """Whether a sweep under ``sampler`` knows which configs come next, so its compile pool
+    builds them while the GPU measures: a sampler that walks a plan, or one that follows
+    the kernel model (the model's fastest guesses first,
+    :class:`~sweeper.sweep._compile_ahead.ModelHints`).  Any other sampler's pool
+    builds the space in a shuffled order once a trial compiled, and the worker compiles
+    what it has not reached."""
+    from sweeper.plugins import sampler_capabilities
+
+    declared = sampler_capabilities(sampler)
+    return declared.plans or declared.uses_model
+
+
 def pool_from_start(space: Space, facts: DeviceFacts, key: str, costs: RunCosts) -> bool:
     """Whether a run of ``space`` on the GPU ``facts`` describes (runs kept under ``key``,
-    :func:`costs_key`) starts its compile pool with the sweep: nothing of the kernel is in
+    :func:`costs_key`) starts its compile pool with the sweep: its sampler knows what
+    comes next (:func:`compiles_ahead`), and nothing of the kernel is in
     Triton's cache, or the binaries the machine has not compiled
     (:func:`~sweeper.kernels._binaries.space_binaries`) would keep the worker compiling
     for ``EARLY_POOL_S`` or more (new shapes of a kernel whose others are cached).  What
@@ -398,6 +411,8 @@ def pool_from_start(space: Space, facts: DeviceFacts, key: str, costs: RunCosts)
     from sweeper.kernels._binaries import space_binaries
     from sweeper.kernels._cache_probe import names_triton, space_cold
 
+    if not compiles_ahead(space.sampler.name):
+        return False
     if space_cold(space.kernel):
         return True
     if space.kernel == "cuda" or not names_triton(space.kernel):
@@ -632,7 +647,7 @@ def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: boo
     # the first binary the worker compiles starts the compiler in its process
     first = max(each, shape.costs.first_compile_of(shape.kernel, nvrtc)) - each
     after = each + (SUSTAINED.seconds if power else 0.0)
-    if shape.sampler not in PLANNED or shape.compile_workers <= 0:
+    if shape.compile_workers <= 0 or not compiles_ahead(shape.sampler):
         return first + binaries * after
     pooled = shape.costs.compile_of(shape.kernel, pooled=True, nvrtc=nvrtc)
     if shape.cold:             # the first trial waits for the pool's compile or its own

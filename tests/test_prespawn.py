@@ -116,8 +116,8 @@ def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inli
 
 def test_the_compile_pool_starts_with_the_workers_only_where_enough_will_compile(
         monkeypatch, write_space):
-    """With the space read: a sampler walking a plan and nothing of the kernel in
-    Triton's cache, or enough of its binaries not compiled here
+    """With the space read: a sampler that knows what comes next (a plan, or the kernel
+    model's order) and nothing of the kernel in Triton's cache, or enough of its binaries not compiled here
     (:func:`sweeper.plan.pool_from_start`), start the compile pool beside the workers, as
     many processes as the run asks for, compiling for the GPU's architecture, handed
     every valid config of the space keyed as the sweep keys them; anything else starts
@@ -180,6 +180,9 @@ def test_the_compile_pool_starts_with_the_workers_only_where_enough_will_compile
     assert sizes(_args(compile_workers=3), space()) == [3]
     assert sizes(_args(compile_workers=0), space()) == []
     assert sizes(_args(), space(sampler="tpe")) == []
+    # a sampler that follows the kernel model: started with the workers, handed nothing
+    # (the sweep hands the configs over in the model's order, ModelHints)
+    assert len(sizes(_args(), space(sampler="auto"))) == 1 and made[0].handed == []
     cold["copy"] = False          # other shapes of the kernel cached, none of these run
     monkeypatch.setattr("sweeper.plan.EARLY_POOL_S", 1e9)
     assert sizes(_args(), space()) == []            # too little to compile: waits

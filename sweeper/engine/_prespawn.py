@@ -4,14 +4,16 @@ torch and triton while this process imports its own and opens the study.  A gues
 turns out wrong costs nothing but those imports: a process nobody adopts is ended when
 the run ends, and one that is missing is started when it is needed.
 
-The compile pool starts ahead only where the sampler walks a plan and enough will compile:
-Triton's cache holds nothing of the kernel (:mod:`sweeper.kernels._cache_probe`, from the
-kernel module's file, unimported), or the binaries this machine has not compiled would
-keep the worker compiling for seconds (:func:`sweeper.plan.pool_from_start`: new shapes of
-a kernel whose other shapes are cached).  It is then started here, with the workers,
-and handed every valid config of the space at once (the GPU's facts and architecture
-read from the driver, :mod:`sweeper.devices._gpu_query`): its processes compile while
-this process and the workers import, and the sweep adopts it.  Otherwise it waits for a
+The compile pool starts ahead only where the sampler knows what comes next (it walks a
+plan, or follows the kernel model: :func:`sweeper.plan.compiles_ahead`) and enough will
+compile: Triton's cache holds nothing of the kernel (:mod:`sweeper.kernels._cache_probe`,
+from the kernel module's file, unimported), or the binaries this machine has not compiled
+would keep the worker compiling for seconds (:func:`sweeper.plan.pool_from_start`: new
+shapes of a kernel whose other shapes are cached).  It is then started here, with the
+workers, and, for a sampler that walks a plan, handed every valid config of the space at
+once (the GPU's facts and architecture read from the driver,
+:mod:`sweeper.devices._gpu_query`): its processes compile while this process and the
+workers import, and the sweep adopts it.  Otherwise it waits for a
 trial that compiled: eight more processes importing beside the coordinator and the
 worker slowed their imports by about a second on the H200 machine (16 cores), which a
 warm cache never wins back.  Compile processes run at a lower priority and compile a
@@ -35,10 +37,6 @@ def worker_processes(workers: str | None, measures_gpu: bool) -> bool:
     """Whether ``run``'s workers are processes of their own: ``--workers process``, or
     by default on a device that measures a GPU (``inline`` measures in this process)."""
     return workers == "process" if workers else measures_gpu
-
-
-#: Samplers that walk a plan, so a sweep compiles their next configs ahead.
-PLANNED = ("exhaustive", "one-at-a-time")
 
 
 class StartAhead:
@@ -68,22 +66,22 @@ class StartAhead:
 
 def pool_starts_ahead(options: RunOptions, space: Any) -> bool:
     """Whether a run with ``options`` starts its compile pool with the sweep: on a device
-    that measures a GPU, ``--compile-workers`` not 0, a sampler that walks a plan, and
-    nothing of the kernel in Triton's cache (:func:`~sweeper.kernels._cache_probe.
+    that measures a GPU, ``--compile-workers`` not 0, a sampler that knows what comes next
+    (:func:`~sweeper.plan.compiles_ahead`), and nothing of the kernel in Triton's cache (:func:`~sweeper.kernels._cache_probe.
     space_cold`) or enough of the space's binaries not compiled on this machine yet
     (:func:`~sweeper.plan.pool_from_start`, for the GPU the driver names; where it names
     none, the cache alone decides)."""
     from sweeper.devices import device_class
     from sweeper.devices._gpu_query import query_gpu
     from sweeper.kernels._cache_probe import space_cold
-    from sweeper.plan import device_key, pool_from_start, run_costs
+    from sweeper.plan import compiles_ahead, device_key, pool_from_start, run_costs
 
     try:
         cls = device_class(options.device)
     except SweeperError:            # said in its place, when the device is opened
         return False
     if not (cls.measures_gpu and options.compile_workers != 0 and
-            space.sampler.name in PLANNED):
+            compiles_ahead(space.sampler.name)):
         return False
     facts = query_gpu((options.gpus or [0])[0])
     if isinstance(facts, str):
@@ -117,9 +115,13 @@ def start_pool(options: RunOptions, space: Any, workers: int) -> CompilePool | N
     config of ``space`` (a binary compiled once; the sweep measures first the configs
     whose binary is built).  None where it asks for no process, or the
     first GPU's facts cannot be read from the driver: the sweep then starts its own.  An
-    exhaustive sweep's configs go in the order its sampler will propose them."""
+    exhaustive sweep's configs go in the order its sampler will propose them; a sampler
+    that follows the kernel model is handed none here: the sweep hands them over in the
+    model's order once it has the model's guesses (its processes import and warm up
+    meanwhile)."""
     from sweeper.devices._gpu_query import gpu_arch, query_gpu
     from sweeper.kernels._precompile import Target
+    from sweeper.plugins import sampler_capabilities
     from sweeper.samplers._order import plan_order
     from sweeper.space import Invalid
     from sweeper.store import key_of
@@ -135,6 +137,8 @@ def start_pool(options: RunOptions, space: Any, workers: int) -> CompilePool | N
     if isinstance(facts, str) or arch is None:
         return None
     pool = CompilePool(PoolSetup(space, Target.parse(arch), list(sys.path)), size)
+    if not sampler_capabilities(space.sampler.name).plans:
+        return pool
     try:
         valid = [(key_of(choice), config) for choice, config in resolved(space, facts.env())
                  if not isinstance(config, Invalid)]
