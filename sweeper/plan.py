@@ -77,17 +77,15 @@ class RunCosts:
     #: (on the interpreter 2.6 s for spaces/copy-small.yaml, 0.2 s a later call);
     #: ``None``: not measured (``startup_s`` is taken)
     setup_s: float | None = None
-    report_s: float = 1.0
+    report_s: float = 0.7
     #: the heatmaps of the report that took ``report_s``: a report's tables and pictures
-    #: grow with its maps (on the H200 0.7-1.0 s for 5-8 maps, 2.7 s for 36, 8.7 s for
-    #: 107, docs/benchmarks.md), so another space's report is scaled by its own maps
+    #: grow with its maps (on the H200 0.7 s for 5 and 8 maps, 1.3-1.4 s for 36, 3.1 s for
+    #: 107: docs/raw/2026-12-05-s30/), so another space's report is scaled by its own maps
     report_maps: int = 8
-    #: the seconds of that report beyond its pictures (its tables, pandas' and the
-    #: plotting library's imports among them, and its files), as measured; ``None``: not
-    #: measured, ``REPORT_FIXED_S`` assumed.  On the H200 they took 2.8-5.3 s of reports
-    #: of 3.4-6.9 s, whether 7 maps were drawn or 90, so a slope through ``REPORT_FIXED_S``
-    #: priced a map at 0.56 s (its picture took 0.09 s) and a 20 s budget kept for the
-    #: report what the finals needed
+    #: the seconds of that report that do not grow with its maps, as measured: its
+    #: imports (pandas' and the plotting library's, where the process had not imported
+    #: them) and its files; ``None``: not measured, ``REPORT_FIXED_S`` assumed.  Its
+    #: pictures and tables grow with the maps, beyond ``DRAWING_FIXED_S``
     report_fixed_s: float | None = None
     #: by kernel, a trial's own seconds beyond its launches (loading its binary, what its
     #: first launch takes beyond a timed one, verifying, the host's side of sampling), the
@@ -134,9 +132,14 @@ class RunCosts:
     #: 0.14-0.21 s; without it a fresh machine's plan put that run at 1.59 times its
     #: estimate)
     FIRST_COMPILE_S = 1.7
-    #: seconds of a report that do not grow with its maps (a least-squares line through
-    #: the H200's four reports above: 0.4 s and 77 ms a map)
-    REPORT_FIXED_S = 0.4
+    #: seconds of a report that do not grow with its maps where none was measured: on the
+    #: H200 the reports above lie on a line of 0.5 s and 25 ms a map
+    REPORT_FIXED_S = 0.5
+    #: seconds of a report's pictures and tables that do not grow with its maps (the
+    #: first figure's set-up): the H200's pictures took 0.5 s for 8 maps, 0.9-1.0 s for
+    #: 36 and 2.0 s for 107, a line of 0.38 s and 15 ms a map, so a report of few maps
+    #: priced per map alone put 107 at 6.7 s
+    DRAWING_FIXED_S = 0.4
     #: trials of launch ratios kept at most: older runs fade as a machine's load changes
     SCALE_TRIALS_KEPT = 200
 
@@ -146,17 +149,17 @@ class RunCosts:
         return self.startup_s if self.setup_s is None else self.setup_s
 
     def report_for(self, maps: int) -> float:
-        """Seconds a report of ``maps`` heatmaps takes: its part beyond the pictures (as
-        measured, else ``REPORT_FIXED_S``), and the measured report's other seconds taken
-        per map, times ``maps``."""
+        """Seconds a report of ``maps`` heatmaps takes: its part that does not grow with
+        the maps (as measured, with ``DRAWING_FIXED_S``; else ``REPORT_FIXED_S``), and the
+        measured report's other seconds taken per map, times ``maps``."""
         fixed = min(self.REPORT_FIXED_S if self.report_fixed_s is None
-                    else self.report_fixed_s, self.report_s)
+                    else self.report_fixed_s + self.DRAWING_FIXED_S, self.report_s)
         return fixed + (self.report_s - fixed) / max(1, self.report_maps) * maps
 
     def report_reserve(self, maps: int) -> float:
         """What a time budget keeps for a report of ``maps`` heatmaps: :meth:`report_for`,
-        and where the part beyond the pictures was not measured, never less than the last
-        report took (its imports and tables, which ``REPORT_FIXED_S`` may understate)."""
+        and where the part that does not grow with the maps was not measured, never less
+        than the last report took (its imports, which ``REPORT_FIXED_S`` may understate)."""
         estimate = self.report_for(maps)
         return estimate if self.report_fixed_s is not None else max(self.report_s, estimate)
 

@@ -555,9 +555,10 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
             files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
         clock.report_maps = len({p.stem for p in files.images})
-        # all but the pictures is the same whatever the maps: the report package's and the
-        # plotting library's imports, the tables, the files
-        clock.report_fixed_s = clock.steps()["report"] - files.seconds["pictures"]
+        # the imports and the files are the same whatever the maps; the pictures and the
+        # tables grow with them (plan.RunCosts.report_for)
+        clock.report_fixed_s = clock.steps()["report"] - files.seconds["pictures"] - \
+            files.seconds.get("tables", 0.0)
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
     why = nothing_measured(summary.trials, summary.stopped_by)
     if why is not None:
