@@ -12,8 +12,10 @@ seconds, pauses ``gap`` seconds, runs the kernel back to back for ``load`` secon
 takes 30 samples as sweeper times them (L2 flush, hold, one event pair each), and
 prints each (gap, load) cell's median against the samples taken with no pause at all:
 the load a pause of each length needs, and what a fixed load after every pause costs.
+Then, after pauses of 0.1 and 0.5 s, the time of each of 120 launches back to back (one
+event pair each, no flush): how the clock's fall shows in the kernel's own times.
 
-Raw rows go to DIR/reload-probe.csv.
+Raw rows go to DIR/reload-probe.csv and DIR/reload-trace.csv.
 """
 
 from __future__ import annotations
@@ -84,6 +86,38 @@ def main() -> None:
                              "first5_ms": statistics.median(samples[:5]),
                              "sm_mhz_start": mhz0, "sm_mhz_end": mhz1,
                              "cell_s": round(time.perf_counter() - t0, 4)})
+        traces = []
+        for gap in (0.1, 0.5):
+            for rep in range(args.reps):
+                load_for(work, args.hot)
+                time.sleep(gap)
+                starts = [torch.cuda.Event(enable_timing=True) for _ in range(120)]
+                ends = [torch.cuda.Event(enable_timing=True) for _ in range(120)]
+                for st, en in zip(starts, ends, strict=True):
+                    st.record()
+                    work()
+                    en.record()
+                torch.cuda.synchronize()
+                at = 0.0
+                for i, (st, en) in enumerate(zip(starts, ends, strict=True)):
+                    ms = st.elapsed_time(en)
+                    traces.append({"kernel": name, "gap_s": gap, "rep": rep, "launch": i,
+                                   "ms": ms, "at_ms": round(at, 3)})
+                    at += ms
+        steady = statistics.median(r["median_ms"] for r in rows
+                                   if r["kernel"] == name and r["gap_s"] == 0)
+        for gap in (0.1, 0.5):
+            print(f"{name} after {gap} s: median of each 10 launches / no pause "
+                  "(at ms since the first)")
+            mine = [t for t in traces if t["gap_s"] == gap and t["rep"] == 0]
+            print("  " + "  ".join(
+                f"{statistics.median(t['ms'] for t in mine[i:i + 10]) / steady:.3f}"
+                f"@{mine[i]['at_ms']:.0f}" for i in range(0, 120, 10)))
+        with open(out / "reload-trace.csv", "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(traces[0]))
+            if f.tell() == 0:
+                w.writeheader()
+            w.writerows(traces)
     with open(out / "reload-probe.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
