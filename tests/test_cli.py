@@ -100,7 +100,7 @@ def test_a_run_ctrl_c_stopped_exits_130_with_its_trials_kept(small_space, tmp_pa
                  "--no-report"]) == 130
     out, err = capsys.readouterr()
     assert "stopped: interrupted (Ctrl-C)" in out
-    assert err == "\nstopping after the current trial (Ctrl-C again to abort it)\n"
+    assert err == "stopping after the current trial (Ctrl-C again to abort it)\n"  # no echo
     study = tmp_path / "studies" / "tiny-interpret"
     kept = [json.loads(line) for line in (study / "trials.jsonl").read_text().splitlines()]
     assert sum(t.get("status") == "ok" for t in kept) >= 2

@@ -245,3 +245,43 @@ def test_a_terminal_shows_a_spinner_while_the_report_is_written():
     with ProgressReporter(console=Console(file=quiet)).report():
         pass
     assert quiet.getvalue() == ""
+
+
+def test_ctrl_c_says_stopping_above_a_live_bar_without_an_empty_line(tmp_path, monkeypatch):
+    """While the bar is live, rich prints a line written to stderr above it, clearing the
+    bar's line (and the terminal's echoed ``^C`` with it) first: the Ctrl-C line then
+    takes that line, where a leading newline would leave it empty."""
+    import signal
+
+    from sweeper.engine._run import _stop_handler
+    from sweeper.sweep import StopFlag
+
+    out = io.StringIO()
+    reporter = ProgressReporter(console=Console(file=out, force_terminal=True, width=100))
+    reporter.start(8, 0)
+    stop = StopFlag()
+    _stop_handler(stop)(signal.SIGINT, None)          # sys.stderr is the live bar's now
+    reporter.finish()
+    shown = out.getvalue()
+    assert stop.set and "stopping after the current trial" in shown
+    before = shown[:shown.index("stopping after")]
+    assert before.endswith("\x1b[2K"), repr(before[-40:])     # the bar's line, cleared
+    assert "\x1b[2K\n" not in before                # and never ended empty above the bar
+
+
+def test_ctrl_c_lines_start_over_the_echo_on_a_terminal_and_as_they_are_elsewhere():
+    """On a terminal no live bar owns, a carriage return puts the line over the echoed
+    ``^C`` (a newline would leave ``^C`` alone on a line, nothing would run the two
+    together); a file, pipe or notebook gets the line as it is."""
+    import os
+
+    from sweeper.interrupt import ctrl_c_line
+
+    primary, secondary = os.openpty()
+    try:
+        with open(secondary, "w", closefd=False) as terminal:
+            assert ctrl_c_line("sweeper: aborted", terminal) == "\rsweeper: aborted"
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert ctrl_c_line("sweeper: aborted", io.StringIO()) == "sweeper: aborted"

@@ -44,13 +44,12 @@ from typing import TYPE_CHECKING, Any
 from sweeper.cli._exits import EXIT_BROKEN_PIPE, EXIT_CONFIGS_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError, TuningWarning
 from sweeper.escape import printable
+from sweeper.interrupt import ABORTED, ctrl_c_line
 
 if TYPE_CHECKING:
     from sweeper.engine import MAX_RESTARTS
 
 __all__ = ["EXIT_CONFIGS_FAILED", "MAX_RESTARTS", "console", "leave", "main"]
-#: What a Ctrl-C that ends a command prints, wherever it comes (start-up included).
-ABORTED = "sweeper: aborted; every finished trial is kept"
 
 
 def __getattr__(name: str) -> Any:
@@ -120,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(err, file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:           # while the commands load: before any trial
-        print(ABORTED, file=sys.stderr)
+        print(ctrl_c_line(ABORTED), file=sys.stderr)
         return EXIT_INTERRUPTED
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     args.from_shell = argv is None     # the command itself, not a call from Python
@@ -138,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return getattr(err, "exit_status", EXIT_USAGE)
         except KeyboardInterrupt:
-            print(ABORTED, file=sys.stderr)
+            print(ctrl_c_line(ABORTED), file=sys.stderr)
             return EXIT_INTERRUPTED
         except BrokenPipeError:
             _silence_stdout()

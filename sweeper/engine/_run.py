@@ -29,6 +29,7 @@ from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
 from sweeper.errors import ContextLost, SweeperError
+from sweeper.interrupt import ctrl_c_line
 from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a run opens it
@@ -679,8 +680,8 @@ def _stop_handler(stop: Any) -> Any:
         if stop.set:
             raise KeyboardInterrupt
         stop.set = True
-        print("\nstopping after the current trial (Ctrl-C again to abort it)", file=sys.stderr,
-              flush=True)     # before the summary on stdout, where stderr is buffered too
+        print(ctrl_c_line("stopping after the current trial (Ctrl-C again to abort it)"),
+              file=sys.stderr, flush=True)   # before the summary on stdout (stderr buffered)
     return handler
 
 
