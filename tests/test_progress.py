@@ -285,3 +285,33 @@ def test_ctrl_c_lines_start_over_the_echo_on_a_terminal_and_as_they_are_elsewher
         os.close(primary)
         os.close(secondary)
     assert ctrl_c_line("sweeper: aborted", io.StringIO()) == "sweeper: aborted"
+
+
+@pytest.mark.parametrize("width, line", [
+    (140, r"trials [━╸╺]+ +7/144 best 2840 GB/s last 2840 GB/s · 37 built, 5 compiling "
+          r"\d:\d\d:\d\d ETA \d:\d\d:\d\d"),
+    (100, r"trials [━╸╺]+ +7/144 best 2840 GB/s last 2840 GB/s \d:\d\d:\d\d ETA \d:\d\d:\d\d"),
+    (70, r"trials [━╸╺]+ +7/144 best 2840 GB/s last 2840 GB/s ETA \d:\d\d:\d\d"),
+    (60, r"trials +7/144 best 2840 GB/s last 2840 GB/s ETA \d:\d\d:\d\d"),
+    (50, r"trials +7/144 best 2840 GB/s ETA \d:\d\d:\d\d"),
+    (40, r"trials +7/144 best 2840 GB/s"),
+    (30, r"trials +7/144 best 2840 GB…"),
+])
+def test_a_narrow_line_drops_the_least_useful_parts_first_and_keeps_count_and_best(
+        tmp_path, width, line):
+    """The compile pool's counts go first, then the elapsed time, the bar, the last trial
+    and the ETA, each whole; the count and the best stay whole (the best is cut only where
+    nothing else is left), on one line that leaves room for a Ctrl-C's echo."""
+    trials = replayed_trials(tmp_path)
+    bar = ProgressReporter(console=Console(file=io.StringIO(), width=width))
+    bar.start(144, 0)
+    for t in trials[:6]:
+        bar.trial(t, trials[6] if t.number >= 6 else None)
+    bar.compiling(37, 5)
+    bar.trial(trials[6], trials[6])
+    console = Console(file=io.StringIO(), width=width)
+    console.print(bar._progress.get_renderable())
+    (drawn,) = console.file.getvalue().rstrip().splitlines()          # one line, unwrapped
+    assert re.fullmatch(line, drawn.rstrip()), drawn
+    assert len(drawn.rstrip()) <= width - progress.ECHO_ROOM
+    bar.finish()
