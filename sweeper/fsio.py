@@ -10,15 +10,19 @@ and is a :class:`~sweeper.errors.WriteError` that says what went wrong in one li
 The journal, the one file sweeper appends to, has its own rules
 (:mod:`sweeper.store._journal`) and uses :func:`write_all` and :func:`fsync_dir` from here.
 A folder written whole (a copied study) is built the same way: in a staging folder
-beside it (:func:`staging_dir`), renamed into place in one step (:func:`publish_dir`).
+beside it (:func:`staging_dir`), renamed into place in one step (:func:`publish_dir`);
+the staging folder a killed process left is removed by the next one staged beside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
+import re
 import shutil
+import socket
 import stat
 import tempfile
 from pathlib import Path
@@ -102,18 +106,60 @@ def replace(temp: Path, target: Path) -> None:
 def staging_dir(target: Path) -> Path:
     """A new, empty folder in which to build the folder ``target`` before
     :func:`publish_dir` renames it into place: ``target``'s name inside a fresh hidden
-    folder beside it (``.NAME.XXXXXXXX.tmp/NAME``).  Nested, so that what lists the
-    folders beside ``target`` (``*/study.json``) never sees it half-built, and what is
-    built in it is named as ``target`` is.  It gets the mode a new folder gets."""
+    folder beside it (``.NAME.PID@HOST.XXXXXXXX.tmp/NAME``).  Nested, so that what lists
+    the folders beside ``target`` (``*/study.json``) never sees it half-built, and what is
+    built in it is named as ``target`` is.  It gets the mode a new folder gets.
+
+    The hidden folder's name says which process staged it, so that one a kill left (a
+    SIGKILL runs no clean-up) is removed here, by the next staging of ``target``, once
+    that process is gone (:func:`_stale_staging`); one whose process still runs, or one
+    staged on another host (whose processes this one cannot see), is left alone."""
     make_dirs(target.parent)
+    for stale in _stale_staging(target):
+        shutil.rmtree(stale, ignore_errors=True)
     try:
-        outer = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.",
+        outer = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{_owner()}.",
                                       suffix=TEMP_SUFFIX))
         staged = outer / target.name
         staged.mkdir()
     except OSError as err:
         raise write_error(err, target) from None
     return staged
+
+
+def _owner() -> str:
+    """``PID@HOST``: this process, as a staging folder's name records it (the host's name
+    kept to the characters a file name takes safely)."""
+    return f"{os.getpid()}@{re.sub(r'[^A-Za-z0-9.-]', '_', socket.gethostname())}"
+
+
+def _stale_staging(target: Path) -> list[Path]:
+    """The staging folders of ``target`` (:func:`staging_dir`) whose process is gone: staged
+    on this host by a process that no longer runs.  A folder whose name records no owner
+    is not one of them (nothing says whether it is in use)."""
+    here = _owner().partition("@")[2]
+    # tempfile's random part: 8 of a-z, 0-9 and _
+    staged = re.compile(rf"\.{re.escape(target.name)}\.([0-9]+)@{re.escape(here)}\.\w+"
+                        rf"{re.escape(TEMP_SUFFIX)}", re.ASCII)
+    stale = []
+    with contextlib.suppress(OSError):                   # a folder that cannot be listed
+        for path in target.parent.iterdir():
+            match = staged.fullmatch(path.name)
+            if match and path.is_dir() and not path.is_symlink() and \
+                    not _alive(int(match.group(1))):
+                stale.append(path)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):   # another user's; no such number
+        return True
+    return True
 
 
 def publish_dir(staged: Path, target: Path) -> bool:

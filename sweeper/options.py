@@ -102,7 +102,7 @@ def gpu_list(text: str) -> list[int] | None:
 
 def seconds(text: str | float) -> float:
     """An option's duration in seconds: finite, positive and at most 1000 h
-    (:data:`~sweeper.core._units.MAX_DURATION_S`), from text (``90s``, ``10m``) or, from
+    (:data:`~sweeper.core._units.MAX_DURATION_S`), from text (``90s``, ``10m``, ``1h30m``) or, from
     the API, a number of seconds."""
     from sweeper.space import parse_duration
 

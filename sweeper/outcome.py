@@ -21,6 +21,16 @@ from sweeper.winners import Pick, Winners
 
 #: A failure's reason is shown up to this many characters (its first line).
 REASON_CHARS = 120
+#: What a replay's ``missing`` trials are, wherever they are counted: configs never
+#: measured because the table holds no row for them, which is no failure of the kernel's
+#: (a count of them as ``failed`` reads as if every config crashed).
+NOT_IN_TABLE = "the recorded table does not hold"
+
+
+def absent_text(n: int) -> str:
+    """``204 configs the recorded table does not hold``: how many configs a replay could
+    not serve, as every count of them says it."""
+    return f"{counted(n, 'config')} {NOT_IN_TABLE}"
 
 
 def problem_text(problem: ProblemKey) -> str:
@@ -109,21 +119,28 @@ def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | No
 
 def failure_counts(trials: Sequence[TrialRecord]) -> str:
     """``12 wrong_answer (first: #3 grid=sms block=32 BLOCK=256: 3 of 1024 wrong ...),
-    2 crashed (first: ...)``, most common first."""
-    counts = Counter(t.status.value for t in trials)
-    first: dict[str, TrialRecord] = {}
+    2 crashed (first: ...)``, most common first; a replay's ``missing`` ones as
+    :func:`absent_text` (``204 configs the recorded table does not hold (first: ...)``)."""
+    counts = Counter(t.status for t in trials)
+    first: dict[TrialStatus, TrialRecord] = {}
     for t in sorted(trials, key=lambda t: t.number):
-        first.setdefault(t.status.value, t)
-    return ", ".join(f"{n} {status} (first: {_failure_text(first[status])})"
+        first.setdefault(t.status, t)
+    return ", ".join(f"{_counted_status(status, n)} (first: {_failure_text(first[status])})"
                      for status, n in counts.most_common())
+
+
+def _counted_status(status: TrialStatus, n: int) -> str:
+    """``12 wrong_answer``; a replay's ``missing`` as :func:`absent_text`."""
+    return absent_text(n) if status is TrialStatus.MISSING else f"{n} {status.value}"
 
 
 def failed_line(trials: Sequence[TrialRecord]) -> str | None:
     """``failed: 6 wrong_answer (first: #3 ...); every one with BLOCK=512``: a run's failed
     trials (``trials``: its own, measured or failed) by status, each with its first config
     and reason, and the labels every failed config shares while the configs that did not
-    fail do not (what the failures have in common); ``None`` when none failed."""
-    failed = [t for t in trials if t.status in FAILURES]
+    fail do not (what the failures have in common); ``None`` when none failed.  A replay's
+    configs its table does not hold are no failure: :func:`absent_line` says them."""
+    failed = [t for t in trials if t.status in FAILURES and t.status is not TrialStatus.MISSING]
     if not failed:
         return None
     fine = [t for t in trials if t.status in (TrialStatus.OK, TrialStatus.ABANDONED)]
@@ -133,6 +150,17 @@ def failed_line(trials: Sequence[TrialRecord]) -> str | None:
                      not all(t.choice.get(axis) == label for t in fine))
     common = f"; every one with {' '.join(f'{a}={v}' for a, v in telling)}" if telling else ""
     return f"failed: {failure_counts(failed)}{common}"
+
+
+def absent_line(trials: Sequence[TrialRecord]) -> str | None:
+    """``not measured: 204 configs the recorded table does not hold (first: #6 ...: not in
+    the replay table t.csv); ...``: a replay's configs its table holds no row for, apart
+    from the failed ones, and what measures them; ``None`` when there are none."""
+    absent = [t for t in trials if t.status is TrialStatus.MISSING]
+    if not absent:
+        return None
+    return (f"not measured: {failure_counts(absent)}; replay a table recorded with this "
+            "space, or measure them on a GPU")
 
 
 def reason_line(t: TrialRecord) -> str:

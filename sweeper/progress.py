@@ -1,20 +1,23 @@
 """The progress display while sweeping (rich): the trials, the finals, the report.
 
 In a terminal the bar is live; written to a file or a pipe it is drawn once, at the end,
-without control codes.  In a Jupyter notebook it is one output that the trials redraw in
-place (a display update, at most every :data:`REDRAW_S` and always at the last trial and
-the end), so it needs no ipywidgets and no thread, always shows where the sweep ended,
-and stays in the saved notebook as text and HTML."""
+without control codes.  Where the line is too narrow for all its parts, the least useful
+go first, whole (:data:`DROPPED_FIRST`), so the count and the best rate stay readable:
+never a count or a rate cut to ``7…``, nor a line wrapped in two.  In a Jupyter notebook
+it is one output that the trials redraw in place (a display update, at most every
+:data:`REDRAW_S` and always at the last trial and the end), so it needs no ipywidgets
+and no thread, always shows where the sweep ended, and stays in the saved notebook as
+text and HTML."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.jupyter import JUPYTER_HTML_FORMAT, JupyterRenderable
 from rich.progress import (
     BarColumn,
@@ -22,10 +25,10 @@ from rich.progress import (
     Progress,
     Task,
     TaskID,
-    TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column, Table
 from rich.text import Text
 
 from sweeper.core._units import counted
@@ -35,6 +38,20 @@ from sweeper.store import TrialRecord
 #: In a notebook: the least seconds between two redraws of the bar (the last trial and the
 #: end of the sweep are always drawn), so a fast sweep sends a few updates, not thousands.
 REDRAW_S = 0.2
+#: A bar's parts, left to right: its name, the bar, done of total, the best rate (the
+#: finals: which problem), the last trial's rate (the finals: the round), what the compile
+#: pool did, the elapsed time, and the ETA (or ``done``).
+PARTS = ("name", "bar", "count", "left", "right", "compiles", "elapsed", "eta")
+#: What a line too narrow for every part leaves out, the first first: the compile pool's
+#: counts, the elapsed time, the bar (the count says as much), the last trial, the ETA.
+#: The name, the count and the best rate always stay; the best is cut only where the
+#: line cannot hold even those.
+DROPPED_FIRST = ("compiles", "elapsed", "bar", "right", "eta")
+#: The bar's width where the line has room, and the least it is drawn at.
+BAR_WIDTH, MIN_BAR_WIDTH = 40, 10
+#: Columns left free at the line's end: a terminal echoes a Ctrl-C there as ``^C``, which
+#: on a full line would wrap to the next one and leave the bar drawn twice.
+ECHO_ROOM = 2
 
 
 class ProgressReporter:
@@ -50,10 +67,7 @@ class ProgressReporter:
                  ) -> None:
         self._headline = headline
         self._console = console or Console(stderr=True)
-        self._progress = Progress(
-            TextColumn("[bold]{task.description:<6}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[left]}"), TextColumn("{task.fields[right]}"),
-            TimeElapsedColumn(), _RemainingOrPhase(), console=self._console)
+        self._progress = _FittedProgress(console=self._console)
         self._notebook = NotebookBar(self._progress, self._console.width) \
             if self._console.is_jupyter else None
         self._task: TaskID | None = None
@@ -67,7 +81,8 @@ class ProgressReporter:
         if self._notebook is None:
             self._progress.start()
         self._task = self._progress.add_task("trials", total=total, completed=done,
-                                             left="best –", right="last –", phase="")
+                                             left="best –", right="last –", phase="",
+                                             compiles="")
         self._draw(force=True)
 
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
@@ -78,11 +93,11 @@ class ProgressReporter:
         self._done += 1
         assert self._task is not None, "start() comes before the first trial"
         self._progress.update(self._task, advance=1, left=f"best {best_text}",
-                              right=f"last {last}{self._compiles}")
+                              right=f"last {last}", compiles=self._compiles)
         self._draw(force=self._done >= self._total)
 
     def compiling(self, built: int, waiting: int) -> None:
-        self._compiles = f" · {built} built" + (f", {waiting} compiling" if waiting else "")
+        self._compiles = f"· {built} built" + (f", {waiting} compiling" if waiting else "")
 
     def finals(self, problems: int, rounds: int) -> None:
         if self._task is None:
@@ -90,7 +105,7 @@ class ProgressReporter:
         self._progress.update(self._task, phase="done")
         self._problems, self._rounds = problems, rounds
         self._finals = self._progress.add_task("finals", total=problems * rounds,
-                                               left="", right="", phase="")
+                                               left="", right="", phase="", compiles="")
         self._draw(force=True)
 
     def final_started(self, problem: str, finalists: int) -> None:
@@ -147,6 +162,53 @@ class ProgressReporter:
             self._notebook.draw(force=force)
 
 
+class _FittedProgress(Progress):
+    """rich's :class:`Progress` whose bars are laid out by :class:`_FittedBars`: as wide as
+    the line they are drawn on allows, the least useful parts left out first."""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield _FittedBars([task for task in self.tasks if task.visible])
+
+
+class _FittedBars:
+    """The bars of ``tasks``, one a line, their parts (:data:`PARTS`) lined up in columns,
+    fitted to the width they are drawn at: every part where it fits; else without those
+    :data:`DROPPED_FIRST` names, one more at a time, until the rest fits (the bar
+    narrowing from :data:`BAR_WIDTH` to :data:`MIN_BAR_WIDTH` first); where even the
+    name, count and best do not, the best is cut with ``…``.  A part empty on every line
+    (no compile pool) takes no room."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self.tasks = tasks
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(1, options.max_width - ECHO_ROOM)
+        cells = {part: [_RENDER[part](task) for task in self.tasks]
+                 for part in PARTS if part != "bar"}
+        widths = {part: max((c.cell_len for c in texts), default=0)
+                  for part, texts in cells.items()}
+        shown = [p for p in PARTS if p == "bar" or widths[p] > 0]
+        for dropped in (None, *DROPPED_FIRST):
+            if dropped in shown:
+                shown.remove(dropped)
+            text = sum(widths[p] for p in shown if p != "bar") + len(shown) - 1
+            if "bar" not in shown and text <= width:
+                bar = 0
+                break
+            if "bar" in shown and text + MIN_BAR_WIDTH <= width:
+                bar = min(BAR_WIDTH, width - text)
+                break
+        else:                            # name, count and best: the best cut to fit
+            room = max(1, width - (text - widths["left"]))
+            for cell in cells["left"]:
+                cell.truncate(room, overflow="ellipsis")
+        table = Table.grid(*(Column(no_wrap=True) for _ in shown), padding=(0, 1))
+        for i, task in enumerate(self.tasks):
+            table.add_row(*(BarColumn(bar_width=bar).render(task) if part == "bar"
+                            else cells[part][i] for part in shown))
+        yield table
+
+
 class _RemainingOrPhase(TimeRemainingColumn):
     """``ETA 0:01:02`` while a bar runs; once the run says it is over (``done``), that
     instead of an ETA of 0:00:00 that looks frozen."""
@@ -154,6 +216,18 @@ class _RemainingOrPhase(TimeRemainingColumn):
     def render(self, task: Task) -> Text:
         phase = task.fields.get("phase")
         return Text(phase) if phase else Text("ETA ") + super().render(task)
+
+
+#: How each part of a bar but the bar itself is drawn, from its task.
+_RENDER: dict[str, Callable[[Task], Text]] = {
+    "name": lambda task: Text(f"{task.description:<6}", style="bold"),
+    "count": MofNCompleteColumn().render,
+    "left": lambda task: Text(task.fields.get("left", "")),
+    "right": lambda task: Text(task.fields.get("right", "")),
+    "compiles": lambda task: Text(task.fields.get("compiles", "")),
+    "elapsed": TimeElapsedColumn().render,
+    "eta": _RemainingOrPhase().render,
+}
 
 
 class NotebookBar:

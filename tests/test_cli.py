@@ -100,7 +100,7 @@ def test_a_run_ctrl_c_stopped_exits_130_with_its_trials_kept(small_space, tmp_pa
                  "--no-report"]) == 130
     out, err = capsys.readouterr()
     assert "stopped: interrupted (Ctrl-C)" in out
-    assert err == "\nstopping after the current trial (Ctrl-C again to abort it)\n"
+    assert err == "stopping after the current trial (Ctrl-C again to abort it)\n"  # no echo
     study = tmp_path / "studies" / "tiny-interpret"
     kept = [json.loads(line) for line in (study / "trials.jsonl").read_text().splitlines()]
     assert sum(t.get("status") == "ok" for t in kept) >= 2
@@ -254,6 +254,29 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     assert main(["kernels"]) == 141
     assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130(small_space, tmp_path):
+    """A Ctrl-C before the first trial, while the executable imports what its commands need
+    (here as numpy loads, what the parser's import reaches first), ends it as a Ctrl-C
+    anywhere does: one line, exit 130, nothing written, no traceback."""
+    code = ("import importlib.abc, runpy, sys\n"
+            "class CtrlC(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'numpy':\n"
+            "            raise KeyboardInterrupt\n"
+            "sys.meta_path.insert(0, CtrlC())\n"
+            "sys.argv = ['sweeper', *sys.argv[1:]]\n"
+            "runpy.run_module('sweeper', run_name='__main__', alter_sys=True)\n")
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    (tmp_path / "here").mkdir()
+    done = subprocess.run([sys.executable, "-c", code, "run", str(small_space), "--device",
+                           "interpret"], capture_output=True, text=True, check=False,
+                          cwd=tmp_path / "here", env=env, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        130, "", "sweeper: aborted; every finished trial is kept\n")
+    assert list((tmp_path / "here").iterdir()) == []
 
 
 def test_the_executable_leaves_as_python_would_less_the_teardown():

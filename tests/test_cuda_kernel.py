@@ -192,6 +192,45 @@ def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path
     assert list(tmp_path.iterdir()) == []                       # nothing written
 
 
+USER_CUDA = {
+    "called": 'copy = sweeper.kernel(sweeper.cuda("copy.cu", "copy", ["dst", "src", "n"]),\n'
+              '                      {declared})\n',
+    "named": 'launch = sweeper.cuda("copy.cu", "copy", ["dst", "src", "n"])\n'
+             'copy = sweeper.kernel(launch, {declared})\n',
+    "curried": 'copy = sweeper.kernel({declared})(\n'
+               '    sweeper.cuda("copy.cu", "copy", ["dst", "src", "n"]))\n',
+}
+
+
+@pytest.mark.parametrize("form", USER_CUDA)
+def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
+        tmp_path, monkeypatch, capsys, form):
+    """A short kernel whose launch is ``sweeper.cuda(...)`` is compiled CUDA C as the
+    built-in ``cuda`` is: ``plan`` (which reads its source, importing nothing) says the
+    interpreter cannot run it, and ``run`` refuses it in one line, writing nothing."""
+    module = f"usercuda_{form}"
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
+    (tmp_path / f"{module}.py").write_text(
+        "import sweeper\n\n" + USER_CUDA[form].format(declared=declared))
+    (tmp_path / "s.yaml").write_text(f"kernel: {module}:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  footprint: [4KiB]\n")
+    monkeypatch.chdir(tmp_path)
+    cannot = (f"kernel {module}:copy runs on a CUDA GPU only (compiled CUDA C); device "
+              "interpret cannot run it")
+    assert main(["plan", "s.yaml", "--device", "interpret"]) == 0
+    out = capsys.readouterr().out
+    assert f"would measure nothing on Triton interpreter (CPU): {cannot}; plan it for a " \
+        "GPU (leave out --device) or a recorded table (--device replay:TABLE.csv)" in out
+    assert "estimated time" not in out
+    assert main(["run", "s.yaml", "--device", "interpret", "--studies-dir", "st"]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: {cannot}: run on a GPU (leave out --device) or replay a recorded table "
+        "(--device replay:TABLE.csv)\n")
+    assert not (tmp_path / "st").exists()
+
+
 def test_sweeper_kernels_lists_cuda(capsys):
     assert main(["kernels"]) == 0
     assert "cuda (built-in): a CUDA C/C++ kernel from a .cu file, compiled through NVRTC " \

@@ -131,6 +131,29 @@ def test_a_duration_option_reads_its_whole_text():
     assert args.lease == 180.0 and args.time == 180.0
 
 
+@pytest.mark.parametrize("text, seconds", [("1h30m", 5400.0), ("2m30s", 150.0),
+                                           ("1h 5m 30s", 3930.0), ("1m500ms", 60.5)])
+def test_a_compound_duration_reads_the_same_everywhere(tmp_path, text, seconds):
+    """``--time``, a space's ``budget.time`` and the API's ``time=`` read ``1h30m`` with
+    one parser: the units from the largest down."""
+    from sweeper.api._run import _seconds
+    from sweeper.cli._parser import build_parser
+
+    assert build_parser().parse_args(["run", "s.yaml", "--time", text]).time == seconds
+    path = tmp_path / "s.yaml"
+    path.write_text(f"kernel: copy\nparams: {{}}\nbudget: {{time: {text}}}\n")
+    assert load_space(path).budget.time_s == seconds
+    assert _seconds(text) == seconds
+
+
+@pytest.mark.parametrize("value", ["30m1h", "1m1m", "1h30", "h30m"])
+def test_a_compound_duration_out_of_order_is_refused(tiny, tmp_path, capsys, value):
+    line = _refused_run(tmp_path, capsys, str(tiny), f"--time={value}")
+    assert line == (f"sweeper run: argument --time: {value!r} is not a duration; allowed: a "
+                    "positive number with h, m, s or ms, or several from the largest unit "
+                    "down (e.g. 10m, 1h30m) (see sweeper run --help)")
+
+
 def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
     line = _refused_run(tmp_path, capsys, str(tiny), "--frobnicate")
     assert line == "sweeper run: unrecognized arguments: --frobnicate (see sweeper run --help)"

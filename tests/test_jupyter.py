@@ -152,7 +152,7 @@ def test_a_sweep_in_a_jupyter_kernel(kernel, tmp_path):
     bar = [kind for kind, _ in said].index("display_data")
     (_, drawn), stop_line, *rest = said[bar:]
     where, summary = {kind for kind, _ in rest}, "".join(text for _, text in rest)
-    assert stop_line == ("stderr", "\nstopping after the current trial (Ctrl-C again to "
+    assert stop_line == ("stderr", "stopping after the current trial (Ctrl-C again to "
                                    "abort it)\n")
     measured = int(re.match(r"done: (\d) measured", summary)[1])
     assert where == {"stdout"} and 2 <= measured < 6

@@ -245,3 +245,73 @@ def test_a_terminal_shows_a_spinner_while_the_report_is_written():
     with ProgressReporter(console=Console(file=quiet)).report():
         pass
     assert quiet.getvalue() == ""
+
+
+def test_ctrl_c_says_stopping_above_a_live_bar_without_an_empty_line(tmp_path, monkeypatch):
+    """While the bar is live, rich prints a line written to stderr above it, clearing the
+    bar's line (and the terminal's echoed ``^C`` with it) first: the Ctrl-C line then
+    takes that line, where a leading newline would leave it empty."""
+    import signal
+
+    from sweeper.engine._run import _stop_handler
+    from sweeper.sweep import StopFlag
+
+    out = io.StringIO()
+    reporter = ProgressReporter(console=Console(file=out, force_terminal=True, width=100))
+    reporter.start(8, 0)
+    stop = StopFlag()
+    _stop_handler(stop)(signal.SIGINT, None)          # sys.stderr is the live bar's now
+    reporter.finish()
+    shown = out.getvalue()
+    assert stop.set and "stopping after the current trial" in shown
+    before = shown[:shown.index("stopping after")]
+    assert before.endswith("\x1b[2K"), repr(before[-40:])     # the bar's line, cleared
+    assert "\x1b[2K\n" not in before                # and never ended empty above the bar
+
+
+def test_ctrl_c_lines_start_over_the_echo_on_a_terminal_and_as_they_are_elsewhere():
+    """On a terminal no live bar owns, a carriage return puts the line over the echoed
+    ``^C`` (a newline would leave ``^C`` alone on a line, nothing would run the two
+    together); a file, pipe or notebook gets the line as it is."""
+    import os
+
+    from sweeper.interrupt import ctrl_c_line
+
+    primary, secondary = os.openpty()
+    try:
+        with open(secondary, "w", closefd=False) as terminal:
+            assert ctrl_c_line("sweeper: aborted", terminal) == "\rsweeper: aborted"
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert ctrl_c_line("sweeper: aborted", io.StringIO()) == "sweeper: aborted"
+
+
+@pytest.mark.parametrize("width, line", [
+    (140, r"trials [━╸╺]+ +7/144 best 2840 GB/s last 2840 GB/s · 37 built, 5 compiling "
+          r"\d:\d\d:\d\d ETA \d:\d\d:\d\d"),
+    (100, r"trials [━╸╺]+ +7/144 best 2840 GB/s last 2840 GB/s \d:\d\d:\d\d ETA \d:\d\d:\d\d"),
+    (70, r"trials [━╸╺]+ +7/144 best 2840 GB/s last 2840 GB/s ETA \d:\d\d:\d\d"),
+    (60, r"trials +7/144 best 2840 GB/s last 2840 GB/s ETA \d:\d\d:\d\d"),
+    (50, r"trials +7/144 best 2840 GB/s ETA \d:\d\d:\d\d"),
+    (40, r"trials +7/144 best 2840 GB/s"),
+    (30, r"trials +7/144 best 2840 GB…"),
+])
+def test_a_narrow_line_drops_the_least_useful_parts_first_and_keeps_count_and_best(
+        tmp_path, width, line):
+    """The compile pool's counts go first, then the elapsed time, the bar, the last trial
+    and the ETA, each whole; the count and the best stay whole (the best is cut only where
+    nothing else is left), on one line that leaves room for a Ctrl-C's echo."""
+    trials = replayed_trials(tmp_path)
+    bar = ProgressReporter(console=Console(file=io.StringIO(), width=width))
+    bar.start(144, 0)
+    for t in trials[:6]:
+        bar.trial(t, trials[6] if t.number >= 6 else None)
+    bar.compiling(37, 5)
+    bar.trial(trials[6], trials[6])
+    console = Console(file=io.StringIO(), width=width)
+    console.print(bar._progress.get_renderable())
+    (drawn,) = console.file.getvalue().rstrip().splitlines()          # one line, unwrapped
+    assert re.fullmatch(line, drawn.rstrip()), drawn
+    assert len(drawn.rstrip()) <= width - progress.ECHO_ROOM
+    bar.finish()

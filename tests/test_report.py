@@ -3,6 +3,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sweeper.ceilings import Ceilings
@@ -364,6 +365,15 @@ def test_tuning_json_report_json_and_report_md_give_the_winner_one_median(tmp_pa
     assert report["factors"]["fixed"]["footprint"] == ran
     assert "| fixed | cache | cold (nothing is flushed on the interpreter) |" in md
     assert "median of host-clock samples" in report["record"]["statistics"]
+
+
+def test_the_report_counts_configs_a_replay_table_lacks_apart_from_the_failed():
+    from sweeper.report._tables import status_counts_text
+
+    frame = pd.DataFrame({"status": ["ok", "missing", "missing", "wrong_answer", "invalid"]})
+    assert status_counts_text(frame) == ("5 trials: 1 measured, 1 failed, 2 configs the "
+                                         "recorded table does not hold, 1 skipped by "
+                                         "constraints")
 
 
 def test_a_replayed_study_says_it_replayed_and_shows_no_empty_columns(tmp_path):

@@ -64,6 +64,27 @@ def test_configs_missing_from_the_table_are_reported(tmp_path, write_space):
     assert sum(t.ok for t in trials) == 2
 
 
+def test_a_replay_whose_table_holds_none_of_the_configs_says_so_not_failed(tmp_path, capsys):
+    """A config the recorded table has no row for was never measured, and is no failure of
+    the kernel's: the run counts it apart, in its words, from the failed ones."""
+    rc = main(["run", str(ROOT / "spaces/copy.yaml"), "-p", "footprint=3GiB", "--device",
+               f"replay:{TABLES / 'h200-copy.csv'}", "--studies-dir", str(tmp_path),
+               "--quiet", "--no-report"])
+    out, err = capsys.readouterr()
+    assert rc == 1                                      # nothing measured, no kernel fault
+    lines = out.splitlines()
+    done = next(line for line in lines if line.startswith("done: "))
+    assert done.startswith("done: 0 measured (0 failed), 204 configs the recorded table "
+                           "does not hold, 6 skipped by constraints, ")
+    assert not any(line.startswith("failed: ") for line in lines)
+    assert (f"not measured: 204 configs the recorded table does not hold (first: #6 "
+            f"grid=8*sms block=128 BLOCK=8192: not in the replay table {TABLES}/h200-copy.csv); "
+            "replay a table recorded with this space, or measure them on a GPU") in lines
+    assert err.startswith("sweeper: no config was measured: 204 configs the recorded table "
+                          "does not hold (first: #6 ")
+    assert "failed" not in err and "missing" not in err
+
+
 @pytest.mark.parametrize("space_file, table, best", [
     ("spaces/matmul.yaml", "h200-matmul.csv", "746.8 TFLOP/s"),
     ("spaces/copy.yaml", "h200-copy.csv", "4256 GB/s"),

@@ -153,6 +153,48 @@ def test_a_copy_interrupted_midway_leaves_no_study_and_the_same_command_complete
         assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [name]
 
 
+def test_a_copy_killed_midway_leaves_a_staging_folder_the_next_copy_removes(tmp_path,
+                                                                           monkeypatch, capsys):
+    """A SIGKILL runs no clean-up: ``copy-study`` killed midway leaves its hidden staging
+    folder beside the target.  The next copy to that place removes it, as its process is
+    gone, and leaves alone one whose process still runs (another copy in progress)."""
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "6"]) == 0
+    name = "copy-fp32-replay"
+    command = ["copy-study", name, "--studies-dir", str(tmp_path / "a"),
+               "--to", str(tmp_path / "b")]
+    killed = ("import os, signal, sys\n"
+              "from sweeper.cli import main\n"
+              "from sweeper.store import _journal\n"
+              "encode, seen = _journal.encode_record, []\n"
+              "def encode_then_die(*args, **kwargs):\n"
+              "    seen.append(1)\n"
+              "    if len(seen) > 3:\n"
+              "        os.kill(os.getpid(), signal.SIGKILL)\n"
+              "    return encode(*args, **kwargs)\n"
+              "_journal.encode_record = encode_then_die\n"
+              "main(sys.argv[1:])\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", killed, *command], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    (left,) = (tmp_path / "b").iterdir()                  # the dead copy's staging folder
+    assert left.name.startswith(f".{name}.") and (left / name / "study.json").exists()
+    capsys.readouterr()
+    assert main(command) == 0
+    assert f"copied study {name}: " in capsys.readouterr().out
+    assert [p.name for p in (tmp_path / "b").iterdir()] == [name]
+
+    from sweeper.fsio import _owner
+
+    in_use = tmp_path / "c" / f".{name}.{_owner()}.abcd_123.tmp"     # this process's
+    (in_use / name).mkdir(parents=True)
+    assert main([*command[:-1], str(tmp_path / "c")]) == 0
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == sorted([in_use.name, name])
+
+
 def test_copy_study_says_what_to_do_where_to_is_taken_or_not_a_folder(tmp_path, monkeypatch,
                                                                       capsys):
     """A ``--to`` that is a file names ``--to``; a study or a folder with other things at

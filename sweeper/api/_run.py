@@ -42,7 +42,7 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     key path, as it has no lines).  ``extends:`` in text or a dict reads from the current
     folder.  The options are ``run``'s: ``device`` (``cuda``, ``interpret``,
     ``replay:TABLE.csv``), ``studies_dir``, ``study`` (``--study``), ``trials``, ``time``
-    (seconds, or ``"90s"``), ``params`` (``-p``: ``{"BLOCK": [1024, 2048]}`` or
+    (seconds, or ``"90s"``, ``"1h30m"``), ``params`` (``-p``: ``{"BLOCK": [1024, 2048]}`` or
     ``["BLOCK=1024,2048"]``), ``force``, ``quiet`` (nothing printed but errors: no
     header, progress bar, summary, report or time line),
     ``report=False`` (``--no-report``), ``priors=False`` (``--no-priors``), ``gpus``
@@ -179,7 +179,7 @@ def _trials(trials: int | None) -> int | None:
 
 
 def _seconds(time: float | str | None) -> float | None:
-    """``time`` in seconds: a number, or a duration such as ``"90s"`` or ``"10m"``; by
+    """``time`` in seconds: a number, or a duration such as ``"90s"``, ``"10m"`` or ``"1h30m"``; by
     ``--time``'s parser, so within the same bounds (at most 1000 h: beyond it no timer
     can be armed)."""
     if time is None:

@@ -26,7 +26,10 @@ handed to the engine, :mod:`sweeper.engine`), ``_worker`` (``worker``, ``copy-st
 ``export``, ``compare``, ``tuned``) or
 ``_measure`` (``ab``, ``calibrate``); ``_inputs`` turns options into checked objects and
 ``_exits`` holds the exit statuses.  None of them imports torch, triton, optuna or pandas
-before a command runs.
+before a command runs, and this module imports none of them at all (the parser and the
+engine's names are imported by :func:`main`): the ``sweeper`` executable imports it before
+:func:`main` can catch anything, so a Ctrl-C while the rest loads is one line and exit 130
+as anywhere else, never a traceback.
 """
 
 from __future__ import annotations
@@ -36,15 +39,27 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.cli._exits import EXIT_BROKEN_PIPE, EXIT_CONFIGS_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
-from sweeper.cli._parser import build_parser, parse
-from sweeper.engine import MAX_RESTARTS
 from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError, TuningWarning
 from sweeper.escape import printable
+from sweeper.interrupt import ABORTED, ctrl_c_line
+
+if TYPE_CHECKING:
+    from sweeper.engine import MAX_RESTARTS
 
 __all__ = ["EXIT_CONFIGS_FAILED", "MAX_RESTARTS", "console", "leave", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``MAX_RESTARTS``, the engine's, imported on first use (PEP 562): importing the
+    engine imports numpy, which this module must not (its docstring says why)."""
+    if name == "MAX_RESTARTS":
+        from sweeper.engine import MAX_RESTARTS
+
+        return MAX_RESTARTS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def console() -> None:
@@ -95,12 +110,17 @@ def leave(status: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``sweeper`` command with ``argv`` (default: the process's arguments) and
     return its exit status."""
-    parser = build_parser()
     try:
-        args = parse(parser, argv)
+        # the parser imports numpy and the engine: most of the start-up
+        from sweeper.cli._parser import build_parser, parse
+
+        args = parse(build_parser(), argv)
     except SweeperError as err:         # a bad option or value: one line, as any bad input
         print(err, file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:           # while the commands load: before any trial
+        print(ctrl_c_line(ABORTED), file=sys.stderr)
+        return EXIT_INTERRUPTED
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     args.from_shell = argv is None     # the command itself, not a call from Python
     with _debug_env(args.debug):       # worker processes inherit it: a failed trial's traceback
@@ -117,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return getattr(err, "exit_status", EXIT_USAGE)
         except KeyboardInterrupt:
-            print("sweeper: aborted; every finished trial is kept", file=sys.stderr)
+            print(ctrl_c_line(ABORTED), file=sys.stderr)
             return EXIT_INTERRUPTED
         except BrokenPipeError:
             _silence_stdout()

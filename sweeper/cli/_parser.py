@@ -106,7 +106,7 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     run.add_argument("--trials", type=_typed(whole_number),
                      help="stop after this many measured trials (at least 1)")
     run.add_argument("--time", type=_typed(seconds), help="end the whole command within this long, "
-                     "start-up, finals and report included (e.g. 90s, 10m)")
+                     "start-up, finals and report included (e.g. 90s, 10m, 1h30m)")
     run.add_argument("--force", action="store_true",
                      help="add to a study measured with other settings")
     run.add_argument("--gpus", type=_typed(gpu_list), default=[], metavar="0,1|all",

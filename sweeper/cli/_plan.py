@@ -139,7 +139,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
 def _needs_gpu(space: Any) -> bool:
     """Whether the space's kernel declares it runs on a CUDA GPU only (a user kernel is
-    read from its source, not imported)."""
+    read from its source, not imported: one launching ``sweeper.cuda(...)`` does, as the
+    built-in ``cuda`` does)."""
     from sweeper import plugins
 
     declared = plugins.kernel_declaration(space.kernel, user_code=False)

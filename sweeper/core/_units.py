@@ -56,8 +56,14 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
 _SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
 #: A number and a word that reads as a unit of bytes, known or not (16KB, 1gb, 64k).
 _SIZE_LIKE = re.compile(r"\s*\d+\s*(?:[KMGTPE]i?B?|B|bytes?)\s*", re.ASCII | re.IGNORECASE)
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.ASCII)
-_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+#: A duration: a bare number (seconds), or numbers each with a unit, the units from the
+#: largest down, each once (``90s``, ``1h30m``, ``2m30s``, ``1h 5m 30s``).  No part can be
+#: read in two ways (each number ends at its unit), so matching costs time in proportion
+#: to the text's length.
+_DURATION = re.compile(r"\s*(?:\d+(?:\.\d+)?|(?:\d+(?:\.\d+)?\s*(?:ms|h|m|s)\s*)+)\s*",
+                       re.ASCII)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?", re.ASCII)
+_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, None: 1.0}
 #: The longest duration any setting takes (1000 h): beyond it a timer cannot be armed.
 MAX_DURATION_S = 1000 * 3600.0
 
@@ -90,22 +96,28 @@ def format_size(nbytes: int) -> str:
 
 
 def parse_duration(text: str | float) -> float:
-    """``"10m"`` -> 600.0 seconds; a bare number is seconds.  Raises ``ValueError`` for
-    anything but a finite, positive duration of at most :data:`MAX_DURATION_S`.
+    """``"10m"`` -> 600.0 seconds, ``"1h30m"`` -> 5400.0; a bare number is seconds.  The
+    one reader of every duration (``--time``, a space's ``budget.time`` and ``measure``
+    settings, the API's ``time=``), so each accepts what the others do.  A compound
+    duration names its units from the largest down, each once: ``30m1h`` or ``1m1m`` is
+    refused rather than guessed at.  Raises ``ValueError`` for anything but a finite,
+    positive duration of at most :data:`MAX_DURATION_S`.
 
     The whole text is read, however long (``3.000…0m`` is 180 s, its unit at the end);
     only the text an error shows is cut, to 40 characters, so that a hostile value
-    cannot flood the message.  (The pattern has no nested repetition, so matching a
-    long text costs time in proportion to its length.)"""
+    cannot flood the message."""
     shown = repr(str(text)[:40])
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         seconds = float(text) if abs(text) <= MAX_DURATION_S else math.inf
     else:
-        match = _DURATION.match(str(text))
-        if not match:
+        parts = [(float(m.group(1)), m.group(2)) for m in _DURATION_PART.finditer(str(text))] \
+            if _DURATION.fullmatch(str(text)) else []
+        order = [list(_SECONDS).index(unit) for _, unit in parts]
+        if not parts or order != sorted(set(order)):
             raise ValueError(f"{shown} is not a duration; allowed: a positive number "
-                             "with ms, s, m or h (e.g. 10m)")
-        seconds = float(match.group(1)) * _SECONDS[match.group(2)]
+                             "with h, m, s or ms, or several from the largest unit down "
+                             "(e.g. 10m, 1h30m)")
+        seconds = sum(number * _SECONDS[unit] for number, unit in parts)
     if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
         raise ValueError(f"{shown} is not a positive duration of at most "
                          f"{MAX_DURATION_S / 3600:.0f}h")

@@ -42,11 +42,12 @@ def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = Fal
 
 def kernel_for(space: Any, device: Any) -> Any:
     """The space's kernel, constructed with its options; refused in one line where it
-    runs on a CUDA GPU only and ``device`` launches elsewhere (a replay launches nothing)."""
+    runs on a CUDA GPU only and ``device`` launches elsewhere (a replay launches nothing),
+    named as the space names it, as ``plan`` names it saying the same."""
     from sweeper.kernels import load_kernel
 
     kernel = load_kernel(space.kernel, space.kernel_options)
-    refuse_gpu_only(kernel.name, kernel.needs_gpu, device)
+    refuse_gpu_only(space.kernel, kernel.needs_gpu, device)
     return kernel
 
 

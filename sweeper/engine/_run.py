@@ -29,6 +29,7 @@ from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
 from sweeper.errors import ContextLost, SweeperError
+from sweeper.interrupt import ctrl_c_line
 from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a run opens it
@@ -505,22 +506,32 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     """What this run did, each problem's outcome, the report (each timed on ``clock``, under
     the sweep's ``reporter``'s spinner); why nothing came of it (said on stderr), or None."""
     from sweeper.core._model import merged
-    from sweeper.outcome import failed_line, nothing_measured, outcome_lines
+    from sweeper.outcome import (
+        absent_line,
+        absent_text,
+        failed_line,
+        nothing_measured,
+        outcome_lines,
+    )
     from sweeper.trial import FAILURES, TrialStatus
 
     say = _printer(options.silent)          # the summary, unless silent
 
     own = summary.trials[summary.resumed:]
-    failed = sum(1 for t in own if t.status in FAILURES)
+    # a replay's configs its table lacks were never measured, and did not fail
+    absent = sum(1 for t in own if t.status is TrialStatus.MISSING)
+    failed = sum(1 for t in own if t.status in FAILURES) - absent
     shrunk = sum(1 for t in own if t.status is TrialStatus.INVALID and merged(t.reason or ""))
     alike = f" and {shrunk} whose problem the device shrinks onto one measured" if shrunk \
         else ""
-    say(f"done: {summary.measured} measured ({failed} failed), {summary.skipped - shrunk} "
-        f"skipped by constraints{alike}, {summary.repeated} repeated proposals answered "
-        f"from the store, in {summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
-    failures = failed_line(own)
-    if failures is not None:
-        say(failures)
+    unserved = f", {absent_text(absent)}" if absent else ""
+    say(f"done: {summary.measured - absent} measured ({failed} failed){unserved}, "
+        f"{summary.skipped - shrunk} skipped by constraints{alike}, {summary.repeated} "
+        f"repeated proposals answered from the store, in {summary.wall_s:.1f} s; stopped: "
+        f"{summary.stopped_by}")
+    for line in (failed_line(own), absent_line(own)):
+        if line is not None:
+            say(line)
     if summary.busy is not None and summary.measured:
         say(summary.busy.line())
     for dropped in summary.dropped:
@@ -680,8 +691,8 @@ def _stop_handler(stop: Any) -> Any:
         if stop.set:
             raise KeyboardInterrupt
         stop.set = True
-        print("\nstopping after the current trial (Ctrl-C again to abort it)", file=sys.stderr,
-              flush=True)     # before the summary on stdout, where stderr is buffered too
+        print(ctrl_c_line("stopping after the current trial (Ctrl-C again to abort it)"),
+              file=sys.stderr, flush=True)   # before the summary on stdout (stderr buffered)
     return handler
 
 

@@ -120,7 +120,10 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     if call is None:
         return SourceDeclaration(target, {}, (f"{attr} in {file.name} (neither a Kernel "
                                               "subclass nor a sweeper.kernel declaration)",))
-    return reader.short_kernel(target, name, call)
+    declared = reader.short_kernel(target, name, call)
+    if reader.launches_cuda(node, call):
+        declared.attrs["needs_gpu"] = True
+    return declared
 
 
 def module_file(module: str) -> str | None:
@@ -342,6 +345,22 @@ class _Reader:
             if isinstance(call, ast.Call) and _last_name(call.func) == "kernel":
                 return call
         return None
+
+    def launches_cuda(self, node: ast.AST | None, call: ast.Call) -> bool:
+        """Whether the launch the ``sweeper.kernel`` ``call`` declaring ``node`` takes is a
+        ``sweeper.cuda(...)`` one (compiled CUDA C, which runs on a CUDA GPU only, as the
+        built-in ``cuda`` kernel does): the call itself, or a module-level name bound to
+        it, given as ``kernel(launch, ...)`` or ``kernel(...)(launch)``.  A decorated
+        Python function launches what its body does, which is not read."""
+        outer = node if isinstance(node, ast.Call) and node.func is call else None
+        given = (outer or call).args
+        launch: ast.AST | None = given[0] if given else None
+        seen: set[str] = set()
+        while isinstance(launch, ast.Name) and launch.id in self.bound and \
+                launch.id not in seen:                  # launch = sweeper.cuda(...) above
+            seen.add(launch.id)
+            launch = self.bound[launch.id]
+        return isinstance(launch, ast.Call) and _last_name(launch.func) == "cuda"
 
     def short_kernel(self, target: str, name: str, call: ast.Call) -> SourceDeclaration:
         """The attributes ``sweeper.kernel``'s keywords declare, built as it builds them."""

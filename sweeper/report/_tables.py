@@ -20,6 +20,7 @@ from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
+from sweeper.outcome import absent_text
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
 from sweeper.trial import FAILURES, TrialStatus
@@ -355,10 +356,12 @@ def status_counts_text(df: pd.DataFrame) -> str:
     a study's trials by what became of them, counted as the run's ``done:`` line counts
     them (an abandoned trial was measured until clearly slower, not failed)."""
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
-    failed = sum(counts.get(s.value, 0) for s in FAILURES)
+    absent = counts.get(TrialStatus.MISSING.value, 0)     # a replay's: no failure
+    failed = sum(counts.get(s.value, 0) for s in FAILURES) - absent
     abandoned = counts.get("abandoned", 0)
     return (f"{len(df)} trials: {counts.get('ok', 0)} measured, "
             f"{f'{abandoned} abandoned early, ' if abandoned else ''}{failed} failed, "
+            f"{f'{absent_text(absent)}, ' if absent else ''}"
             f"{counts.get('invalid', 0)} skipped by constraints")
 
 

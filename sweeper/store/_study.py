@@ -84,8 +84,9 @@ class StudyStore(Storage):
         folder beside this one (:func:`~sweeper.fsio.staging_dir`), its records with one
         write and one fsync, and renamed into place only once it reads back equal; an
         interruption or failure removes it (a kill leaves it hidden, holding no study a
-        listing of the studies finds).  A folder here that is not an empty one is
-        :meth:`taken`, before anything is written and again at the rename."""
+        listing of the studies finds, until the next copy here removes it).  A folder here
+        that is not an empty one is :meth:`taken`, before anything is written and again at
+        the rename."""
         if self.root.exists() and not (self.root.is_dir() and not any(self.root.iterdir())):
             raise self.taken()
         staged = staging_dir(self.root)
