@@ -568,6 +568,52 @@ def test_a_pool_started_with_the_workers_is_adopted_and_compiles_each_binary_onc
     assert line.startswith("compile pool: 2 processes, started at -"), line
 
 
+def test_auto_adopts_a_pool_started_with_the_workers_and_feeds_it_the_models_order(
+        write_space, cache_dir, tmp_path, monkeypatch):
+    """Under ``auto`` a cold run's pool starts with the workers too, handed nothing (the
+    model's guesses come with the sweep): the sweep adopts it and hands it the configs
+    the kernel model rates fastest first."""
+    from types import SimpleNamespace
+
+    from sweeper.devices import DeviceFacts, _gpu_query
+    from sweeper.engine._prespawn import start_pool
+    from sweeper.space import Configs
+    from sweeper.sweep._optuna import model_guesses
+
+    monkeypatch.setattr(_gpu_query, "query_gpu", lambda index=0: DeviceFacts(
+        name="NVIDIA H200", sms=132, l2_bytes=60 << 20))
+    monkeypatch.setattr(_gpu_query, "gpu_arch", lambda index=0: "sm_90")
+    path = write_space(SMALL_SPACE.replace("sampler: exhaustive", "sampler: auto"))
+    pool = start_pool(SimpleNamespace(compile_workers=2, gpus=[]), load_space(path), 1)
+    assert pool is not None and pool.size == 2 and not pool.leader     # handed nothing
+    queued: list = []
+    ahead = pool.ahead
+
+    def recorded(configs, limit=None):
+        def seen():
+            for key, config in configs:
+                queued.append(key)
+                yield key, config
+        return ahead(seen(), limit)
+
+    pool.ahead = recorded
+    device = open_device("interpret")
+    store, summary = sweep_study(path, device, tmp_path / "s",
+                                 compile=CompileOptions(pool=pool), finals=False)
+    space, facts = load_space(path), device.facts()
+    valid = Configs(space, facts.env(), facts.max_footprint)
+    guesses = model_guesses(load_kernel("copy"), space, facts, valid.expanded_all)
+    guess_of = {key_of(c): g for c, g in zip(valid.expanded_all, guesses, strict=True)}
+    # the first queued is the model's favourite, and they come fastest guess first
+    assert queued and guess_of[queued[0]] == min(guesses)
+    assert [guess_of[k] for k in dict.fromkeys(queued)] == sorted(
+        guess_of[k] for k in dict.fromkeys(queued))
+    measured = [t for t in store.records()[0] if t.status is not TrialStatus.INVALID]
+    assert measured and all(t.ok for t in measured) and not pool.procs      # ended
+    (line,) = [x for x in summary.timing.lines() if x.startswith("compile pool:")]
+    assert line.startswith("compile pool: 2 processes, started at -"), line
+
+
 def test_spread_hints_walk_the_space_once_shuffled_by_the_seed():
     """Each call goes on where the last stopped (that config again: the pool may have
     stopped before taking it), so a sweep walks a large space once, not once a trial."""
