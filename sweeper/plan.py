@@ -113,6 +113,12 @@ class RunCosts:
     #: others 0.14-0.21 s: a plan of 0.17 s put a run at 1.57 times its estimate)
     first_compile_s: dict[str, float] = field(default_factory=dict)
     ask_s: dict[str, float] = field(default_factory=lambda: {"auto": 0.034})
+    #: by sampler, the seconds of the config's own work a trial that compiled nothing ran
+    #: before its samples in a power-bound sweep under ``measure.duty: auto`` (the GPU
+    #: idled since the last samples: the sampler's proposal, a wait), the mean over a
+    #: run's such trials (none measured: none); a trial that compiled is priced with its
+    #: compile
+    load_s: dict[str, float] = field(default_factory=dict)
     #: a final's host seconds per entrant and round beyond its launches, as the last run's
     #: finals measured them (``finals.measured_overhead_s``); ``None``: none measured, the
     #: finals' ``FINALS_OVERHEAD_S`` stands
@@ -248,7 +254,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              trials_s: list[float] | None = None,
              launch_scales: list[float] | None = None, prior_trials: int = 0,
              pool_compiles_s: Sequence[float] = (),
-             finals_overhead_s: float | None = None) -> None:
+             finals_overhead_s: float | None = None,
+             loads_s: Sequence[float] = ()) -> None:
     """Keep what a run on ``device`` measured: its start-up, set-up (``RunCosts.setup_s``)
     and report seconds (``None``: not measured, e.g. a call from Python or
     ``--no-report``) and the report's heatmaps,
@@ -258,8 +265,9 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     kernel each trial's seconds beyond its timed launches and each launch's measured
     median over the model's (the medians of both; the latter pooled with the ratios of
     earlier runs, ``RunCosts.launch_ratio``, and pulled towards the other kernels' ratios,
-    else 1, as if they were ``prior_trials`` more trials, in log), and what its finals took
-    per entrant-round beyond their launches.  Never fails the run: a cache that cannot be
+    else 1, as if they were ``prior_trials`` more trials, in log), what its finals took
+    per entrant-round beyond their launches, and the loads its power-bound trials ran under
+    ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  Never fails the run: a cache that cannot be
     written is left as it is."""
     costs = run_costs(device)
     if trials_s:         # beyond its launches: never below none (noisy timings can say so)
@@ -296,6 +304,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.pool_compile_s[kernel] = round(statistics.median(pool_compiles_s), 3)
     if ask_s is not None:
         costs.ask_s[sampler] = round(ask_s, 4)
+    if loads_s:
+        costs.load_s[sampler] = round(statistics.fmean(loads_s), 4)
     if finals_overhead_s is not None:
         costs.finals_overhead_s = round(finals_overhead_s, 4)
     path = _costs_path()
@@ -564,6 +574,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     cached = 0
     maps: set[tuple[Any, ...]] = set()    # (problem, cache, meta values) of each map
     computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
+    loaded = 0                    # trials bound by their FLOPs (those a power-bound sweep loads)
     flop_bound = False            # some launch is bound by its FLOPs, however short
     fixed = measure.fixed_duty()
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
@@ -589,6 +600,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
             flop_bound = flop_bound or by_flops
             seconds += own + _trial_seconds(outcome, launch, facts, costs, measure)
             seconds += fixed.seconds if fixed is not None else 0.0
+            loaded += by_flops
             key = (outcome.problem, outcome.cache)
             maps.add((*key, tuple(sorted(outcome.meta.items()))))
             count, fastest = problems.get(key, (0, launch))
@@ -601,6 +613,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
             elif shape.cold:
                 binaries.add(binary_of(outcome))
     power = computing and measure.duty == "auto"
+    if power:             # each FLOP-bound trial loads the GPU after a pause, if it had one
+        seconds += loaded * shape.costs.load_s.get(shape.sampler, 0.0)
     powered = SUSTAINED.for_finals(measure.finals_duty)
 
     def finals_under(duty: Duty | None) -> float:

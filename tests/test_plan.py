@@ -494,11 +494,20 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
                                "report"}
     assert bare.parts["start-up"] == bare.parts["compile"] == bare.parts["report"] == 0
     costs = RunCosts(startup_s=3.0, report_s=0.5, compile_s={"matmul": 2.0},
-                     ask_s={"auto": 0.03})
+                     ask_s={"auto": 0.03}, load_s={"auto": 0.1})
     warm = plan(RunShape(sampler="auto", kernel="matmul", costs=costs, report=True,
                          startup=True))
+    # a power-bound sweep under auto also loads the GPU before a trial's samples where it
+    # idled for the proposal; an exhaustive one hands its next config over at once
+    assert "exhaustive" not in costs.load_s and not RunCosts().load_s   # none measured
     assert warm.estimate_s == pytest.approx(bare.estimate_s + 3.0 + costs.report_for(warm.maps)
-                                            + 0.03 * bare.trials)
+                                            + (0.03 + costs.load_s["auto"]) * bare.trials)
+    exhaustive = plan(RunShape(kernel="matmul", costs=costs))
+    assert exhaustive.parts["trials"] == pytest.approx(bare.parts["trials"])
+    cool = plan(RunShape(sampler="auto", kernel="matmul", costs=costs),
+                measure=dataclasses.replace(space.measure, duty="off"))
+    assert cool.parts["trials"] == pytest.approx(plan(measure=dataclasses.replace(
+        space.measure, duty="off")).parts["trials"])             # no power schedule: no load
     # what this machine measured of the kernel: a trial's own seconds, its launches' scale
     learned = plan(RunShape(kernel="matmul", costs=RunCosts(
         trial_s={"matmul": 0.1}, launch_scale={"matmul": 2.0})))
@@ -744,6 +753,19 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
     _note_costs(space, device, Clock(), SweepSummary(trials=[trial(0, 0.001, 1.005),
                                                              trial(1, 0.001, 0.205)]))
     assert run_costs(costs_key(device)).trial_s["copy"] == pytest.approx(0.2, abs=1e-4)
+    # under measure.duty auto, the loads of the power-bound trials that compiled nothing
+    # are the sampler's (a compile's own load is priced with it); the first trial aside
+    assert space.measure.duty == "auto" and space.sampler.name == "exhaustive"
+    hot = [trial(0, 0.001, 0.5), trial(1, 0.001, 0.3), trial(2, 0.501, 0.8),
+           trial(3, 0.001, 0.2), trial(4, 0.001, 0.1)]
+    for t, load in zip(hot, (0.2, 0.15, 0.2, 0.05, 0.0), strict=True):
+        t.duty, t.seconds = "configs sampled back to back under sustained load", {"load": load}
+    hot[4].seconds = {}                    # no pause before it: no load
+    _note_costs(space, device, Clock(), SweepSummary(trials=hot))
+    assert run_costs(costs_key(device)).load_s["exhaustive"] == pytest.approx(0.2 / 3, abs=1e-4)
+    hot[1].seconds = {"cool-down": 0.1, "load": 0.15}     # a cool-down schedule's: none
+    _note_costs(space, device, Clock(), SweepSummary(trials=hot))
+    assert run_costs(costs_key(device)).load_s["exhaustive"] == pytest.approx(0.05 / 2, abs=1e-4)
 
 
 # -- compiles per distinct binary, looked up in the machine's caches ----------------------

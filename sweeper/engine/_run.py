@@ -292,7 +292,12 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
                             if t.ok and t.stats and t.config and model(t.config) > 0],
              prior_trials=device.plan_costs.scale_prior_trials,
              finals_overhead_s=measured_overhead_s(
-                 summary.finals, summary.finals_s, Round.on(device.measure_spec)))
+                 summary.finals, summary.finals_s, Round.on(device.measure_spec)),
+             # what a power-bound trial that compiled nothing spent loading the GPU under
+             # the sustained schedule (the plan prices a compile's own load with it)
+             loads_s=[t.seconds.get("load", 0.0) for t in own[1:] if t.duty and
+                      "cool-down" not in t.seconds and (t.cold_s or 0.0) < COMPILED_S]
+             if space.measure.duty == "auto" else ())
     if device.measures_gpu and space.kernel != "cuda":   # NVRTC's cache answers for itself
         from sweeper.kernels._binaries import note_built
         from sweeper.trial import TrialStatus
