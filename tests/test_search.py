@@ -1122,3 +1122,36 @@ def test_the_blind_bound_is_the_first_hit_of_sampling_without_replacement():
     median, worst = (int(x) for x in blind(204, 6, 10).split(" / "))
     assert abs(statistics.median(firsts) - median) <= 1
     assert abs(statistics.median(worsts) - worst) <= 3
+
+
+def test_a_model_turn_takes_guesses_within_flat_top_of_the_best_as_alike(monkeypatch):
+    """The model's order among configs guessed within ``FLAT_TOP`` of its best is no
+    ranking: a model turn among them takes the one of the highest expected improvement
+    around the model; with ``FLAT_TOP`` 1, the best guess."""
+    from optuna.trial import TrialState
+
+    import sweeper.samplers._auto_model as auto
+    from sweeper.samplers._auto import Phase, SearchState
+    from sweeper.samplers._auto_state import Proposal
+
+    axes = {"a": [str(i) for i in range(4)], "b": [str(i) for i in range(8)]}
+    valid = [{"a": a, "b": b} for a in axes["a"] for b in axes["b"]]
+    # the model: configs with a = 3 at its top, guessed 1 % apart at most, falling with b
+    guesses = [1.0 - 0.001 * int(c["b"]) if c["a"] == "3" else 0.2 + 0.1 * int(c["a"])
+               for c in valid]
+
+    def measured(a: str, b: str) -> float:
+        """Throughput grows with b, which the model has the other way round."""
+        return guesses[valid.index({"a": a, "b": b})] * (1.0 + int(b) / 7)
+
+    def turn() -> Proposal | None:
+        state = SearchState(axes, valid, seed=0)
+        search = auto.ModelGuidedSearch(state, valid, guesses)
+        for a, b in [("3", "0"), ("3", "1"), ("3", "7"), ("0", "7")]:
+            state.record({"a": a, "b": b}, TrialState.COMPLETE, [measured(a, b)])
+        search._turns = auto.MODEL_TURN - 1                # the next proposal is a turn
+        return search.propose()
+
+    assert turn() == ({"a": "3", "b": "6"}, Phase.TURN)     # next to the fastest measured
+    monkeypatch.setattr(auto, "FLAT_TOP", 1.0)
+    assert turn() == ({"a": "3", "b": "2"}, Phase.TURN)     # the best unmeasured guess
