@@ -267,8 +267,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     earlier runs, ``RunCosts.launch_ratio``, and pulled towards the other kernels' ratios,
     else 1, as if they were ``prior_trials`` more trials, in log), what its finals took
     per entrant-round beyond their launches, and the loads its power-bound trials ran under
-    ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  Never fails the run: a cache that cannot be
-    written is left as it is."""
+    ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  Never fails the
+    run: a cache that cannot be written is left as it is."""
     costs = run_costs(device)
     if trials_s:         # beyond its launches: never below none (noisy timings can say so)
         costs.trial_s[kernel] = round(max(0.0, statistics.median(trials_s)), 4)

@@ -117,11 +117,11 @@ def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inli
 def test_the_compile_pool_starts_with_the_workers_only_where_enough_will_compile(
         monkeypatch, write_space):
     """With the space read: a sampler that knows what comes next (a plan, or the kernel
-    model's order) and nothing of the kernel in Triton's cache, or enough of its binaries not compiled here
-    (:func:`sweeper.plan.pool_from_start`), start the compile pool beside the workers, as
-    many processes as the run asks for, compiling for the GPU's architecture, handed
-    every valid config of the space keyed as the sweep keys them; anything else starts
-    none."""
+    model's order) and nothing of the kernel in Triton's cache, or enough of its binaries
+    not compiled here (:func:`sweeper.plan.pool_from_start`), start the compile pool
+    beside the workers, as many processes as the run asks for, compiling for the GPU's
+    architecture, handed every valid config of the space keyed as the sweep keys them;
+    anything else starts none."""
     from types import SimpleNamespace
 
     from sweeper.devices import DeviceFacts, _gpu_query

@@ -67,10 +67,10 @@ class StartAhead:
 def pool_starts_ahead(options: RunOptions, space: Any) -> bool:
     """Whether a run with ``options`` starts its compile pool with the sweep: on a device
     that measures a GPU, ``--compile-workers`` not 0, a sampler that knows what comes next
-    (:func:`~sweeper.plan.compiles_ahead`), and nothing of the kernel in Triton's cache (:func:`~sweeper.kernels._cache_probe.
-    space_cold`) or enough of the space's binaries not compiled on this machine yet
-    (:func:`~sweeper.plan.pool_from_start`, for the GPU the driver names; where it names
-    none, the cache alone decides)."""
+    (:func:`~sweeper.plan.compiles_ahead`), and nothing of the kernel in Triton's cache
+    (:func:`~sweeper.kernels._cache_probe.space_cold`) or enough of the space's binaries
+    not compiled on this machine yet (:func:`~sweeper.plan.pool_from_start`, for the GPU
+    the driver names; where it names none, the cache alone decides)."""
     from sweeper.devices import device_class
     from sweeper.devices._gpu_query import query_gpu
     from sweeper.kernels._cache_probe import space_cold
