@@ -162,6 +162,15 @@ What was tried and measured worse on the recorded tables (30 seeds each,
   proposes near the model's favourites too, and the rank error is as large on matmul
   (near-ties measured, 0.09-0.63 after 6-10 configs) as on the counterfactuals before
   their region is measured.
+- The rest of the flat top counted as measured at its members' level once three of them
+  measured within 5 % of one another, below 0.98 of the best (a contradicted plateau), or
+  the incumbent's neighbour as the first to third proposal after the start (10 seeds, all
+  81 recorded tables and the 69 counterfactuals; docs/search.md, "A contradicted plateau
+  and a neighbour early"): the plateau took matmul bf16 1024³ from 8.5 / 13 to 5.5 / 7
+  trials, but on matmul 896³ the best lies inside a flat top that measures as 1024³'s
+  does, and seeds 10-19 took it off the goal (5 / 9 → 6 / 10); softmax 4096 × 32000's
+  best and the model's second favourite are both neighbours of its incumbent, and the
+  early neighbour took the second first, as before.
 """
 
 from __future__ import annotations
