@@ -45,8 +45,6 @@ from sweeper.study import RuledOut, finals_wanted, resolved
 if TYPE_CHECKING:
     from sweeper.kernels._binaries import Binaries
 
-#: Samplers whose next configs a sweep compiles in its compile processes: those that walk
-#: a plan, and ``auto``, whose kernel model's favourites are compiled ahead.
 #: Seconds of a trial's samples after which a FLOP-bound kernel meets the power limiter.
 POWER_AFTER_S = 0.015
 #: The chance that a GPU finds a FLOP-bound kernel of shorter samples power-bound all the
