@@ -38,7 +38,7 @@
 #             compile pool against --compile-workers 0 (each run its own empty cache)
 #   twogpus   the GPU tests that need two GPUs
 #   hangs     the GPU tests of a hang and an illegal address (under their own timeout)
-#   reload    benchmarks/reload_probe.py: the load a hot GPU needs after a pause before a
+#   reload    benchmarks/reload_probe.py $RELOAD_ARGS: the load a hot GPU needs after a pause before a
 #             power-bound kernel's samples read as under sustained load (about 3 minutes)
 #   busy      benchmarks/busy_budget.sh with its stages $BUSY (after this script's install
 #             and bytecode set-up; its logs and studies in $OUT/busy/busy-budget.tgz)
@@ -139,7 +139,7 @@ stage=$2
         | tee "$OUT/multigpu-long.log" ;;
     nvmlcontention) python3 benchmarks/nvml_contention.py spaces/copy.yaml 2>&1 \
         | tee "$OUT/nvml-contention.log" ;;
-    reload) python3 benchmarks/reload_probe.py --out "$OUT/reload" 2>&1 | tee "$OUT/reload.log" ;;
+    reload) python3 benchmarks/reload_probe.py --out "$OUT/reload" ${RELOAD_ARGS:-} 2>&1 | tee "$OUT/reload.log" ;;
     reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
     command) python3 benchmarks/command_overhead.py spaces/copy.yaml --out "$OUT/command" \
         2>&1 | tee "$OUT/command.log"

@@ -1,7 +1,8 @@
 """How much of a power-bound kernel's own work a hot GPU needs after a short pause before
 its samples read as they do under sustained load, on the GPU.
 
-    python benchmarks/reload_probe.py [--reps 2] [--out DIR]
+    python benchmarks/reload_probe.py [--reps 2] [--out DIR] [--gaps 0.05,0.1] [--loads 0,0.2]
+                                      [--no-traces]
 
 Under ``measure.duty: auto`` a power-bound sweep samples configs back to back under
 sustained load (:data:`sweeper.measure.SUSTAINED`); a pause between two trials longer
@@ -46,12 +47,23 @@ def load_for(work, seconds: float) -> None:
         torch.cuda.synchronize()
 
 
+def floats(text: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in text.split(","))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--hot", type=float, default=0.6)
     parser.add_argument("--out", default=".")
+    parser.add_argument("--gaps", type=floats, default=GAPS[1:],
+                        help="pauses in seconds, comma-separated (no pause is always taken)")
+    parser.add_argument("--loads", type=floats, default=LOADS,
+                        help="loads in seconds after each pause, comma-separated")
+    parser.add_argument("--no-traces", action="store_true",
+                        help="skip the per-launch traces after 0.1 and 0.5 s pauses")
     args = parser.parse_args()
+    gaps, loads = (0.0, *args.gaps), tuple(sorted({0.0, *args.loads}))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     pynvml.nvmlInit()
@@ -68,7 +80,7 @@ def main() -> None:
             torch.matmul(a, b, out=c)
 
         load_for(work, 3.0)                 # reach the capped steady state first
-        cells = [(g, ld) for g in GAPS for ld in LOADS if g > 0 or ld == 0]
+        cells = [(g, ld) for g in gaps for ld in loads if g > 0 or ld == 0]
         for rep in range(args.reps):
             for gap, load in cells:
                 load_for(work, args.hot)
@@ -86,8 +98,8 @@ def main() -> None:
                              "first5_ms": statistics.median(samples[:5]),
                              "sm_mhz_start": mhz0, "sm_mhz_end": mhz1,
                              "cell_s": round(time.perf_counter() - t0, 4)})
-        traces = []
-        for gap in (0.1, 0.5):
+        traces: list[dict] = []
+        for gap in () if args.no_traces else (0.1, 0.5):
             for rep in range(args.reps):
                 load_for(work, args.hot)
                 time.sleep(gap)
@@ -106,13 +118,15 @@ def main() -> None:
                     at += ms
         steady = statistics.median(r["median_ms"] for r in rows
                                    if r["kernel"] == name and r["gap_s"] == 0)
-        for gap in (0.1, 0.5):
+        for gap in () if args.no_traces else (0.1, 0.5):
             print(f"{name} after {gap} s: median of each 10 launches / no pause "
                   "(at ms since the first)")
             mine = [t for t in traces if t["gap_s"] == gap and t["rep"] == 0]
             print("  " + "  ".join(
                 f"{statistics.median(t['ms'] for t in mine[i:i + 10]) / steady:.3f}"
                 f"@{mine[i]['at_ms']:.0f}" for i in range(0, 120, 10)))
+        if not traces:
+            continue
         with open(out / "reload-trace.csv", "a", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(traces[0]))
             if f.tell() == 0:
@@ -128,11 +142,11 @@ def main() -> None:
         spread = [r["median_ms"] / steady for r in mine if r["gap_s"] == 0]
         print(f"\n{name}: no pause {steady:.4f} ms (reps {min(spread):.4f}-{max(spread):.4f})")
         print("median of reps / no pause (first 5 samples' median / no pause)")
-        print("| gap s | " + " | ".join(f"load {ld:g} s" for ld in LOADS) + " |")
-        print("|---" * (len(LOADS) + 1) + "|")
-        for gap in GAPS[1:]:
+        print("| gap s | " + " | ".join(f"load {ld:g} s" for ld in loads) + " |")
+        print("|---" * (len(loads) + 1) + "|")
+        for gap in gaps[1:]:
             cells = []
-            for ld in LOADS:
+            for ld in loads:
                 rs = [r for r in mine if r["gap_s"] == gap and r["load_s"] == ld]
                 med = statistics.median(r["median_ms"] for r in rs) / steady
                 first = statistics.median(r["first5_ms"] for r in rs) / steady

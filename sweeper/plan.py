@@ -56,6 +56,14 @@ POWER_AFTER_S = 0.015
 POWER_MAYBE = 0.5
 
 
+#: by sampler, the load a power-bound trial runs before its samples where no run of the
+#: sampler on this machine measured it: ``auto``'s proposals take longer than ``IDLE_S``
+#: (50 ms a trial on an H100, cold ``auto`` on spaces/matmul-8k), so each of its trials
+#: takes the whole ``SUSTAINED`` load; a sampler that plans hands its next config over at
+#: once.  Without it that run's estimate on a fresh machine was 18 s; it took 39.4 s.
+UNMEASURED_LOAD_S = {"auto": SUSTAINED.seconds}
+
+
 @dataclass
 class RunCosts:
     """What a run costs on one device beyond its trials' launches, as the last runs on
@@ -114,8 +122,8 @@ class RunCosts:
     #: by sampler, the seconds of the config's own work a trial that compiled nothing ran
     #: before its samples in a power-bound sweep under ``measure.duty: auto`` (the GPU
     #: idled since the last samples: the sampler's proposal, a wait), the mean over a
-    #: run's such trials (none measured: none); a trial that compiled is priced with its
-    #: compile
+    #: run's such trials (none measured: :data:`UNMEASURED_LOAD_S`); a trial that compiled
+    #: is priced with its compile
     load_s: dict[str, float] = field(default_factory=dict)
     #: a final's host seconds per entrant and round beyond its launches, as the last run's
     #: finals measured them (``finals.measured_overhead_s``); ``None``: none measured, the
@@ -612,7 +620,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                 binaries.add(binary_of(outcome))
     power = computing and measure.duty == "auto"
     if power:             # each FLOP-bound trial loads the GPU after a pause, if it had one
-        seconds += loaded * shape.costs.load_s.get(shape.sampler, 0.0)
+        seconds += loaded * shape.costs.load_s.get(
+            shape.sampler, UNMEASURED_LOAD_S.get(shape.sampler, 0.0))
     powered = SUSTAINED.for_finals(measure.finals_duty)
 
     def finals_under(duty: Duty | None) -> float:

@@ -477,8 +477,8 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     from sweeper.devices import DeviceFacts
     from sweeper.devices._base import GPU_COSTS
     from sweeper.kernels import bytes_moved_of, flops_of
-    from sweeper.measure import DEFAULT_DUTY
-    from sweeper.plan import RunCosts, RunShape, make_plan
+    from sweeper.measure import DEFAULT_DUTY, SUSTAINED
+    from sweeper.plan import UNMEASURED_LOAD_S, RunCosts, RunShape, make_plan
     from sweeper.space import load_space
 
     space = load_space(ROOT / "spaces" / "matmul-8k.yaml")
@@ -500,6 +500,12 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     # a power-bound sweep under auto also loads the GPU before a trial's samples where it
     # idled for the proposal; an exhaustive one hands its next config over at once
     assert "exhaustive" not in costs.load_s and not RunCosts().load_s   # none measured
+    # where none was measured, each of auto's power-bound trials takes the whole load: its
+    # proposal outlasts IDLE_S; an exhaustive sweep's next config is handed over at once
+    assert UNMEASURED_LOAD_S["auto"] == SUSTAINED.seconds
+    fresh = plan(RunShape(sampler="auto", kernel="matmul", costs=RunCosts(ask_s={})))
+    assert fresh.estimate_s == pytest.approx(bare.estimate_s
+                                             + SUSTAINED.seconds * bare.trials)
     assert warm.estimate_s == pytest.approx(bare.estimate_s + 3.0 + costs.report_for(warm.maps)
                                             + (0.03 + costs.load_s["auto"]) * bare.trials)
     exhaustive = plan(RunShape(kernel="matmul", costs=costs))
