@@ -3,7 +3,8 @@
 # (sustained load, cool-down finals), whether that ranks power-bound configs as the cool
 # measurement does, time to a tuned 8192³ matmul from a cold Triton cache, --time, and
 # `sweeper plan`'s estimate against each run's wall.  Each stage named in $STAGES runs:
-#   coldauto  spaces/matmul-8k.yaml with sampler auto and --time 60s, empty Triton cache
+#   coldauto  spaces/matmul-8k.yaml with sampler auto and --time 60s, empty Triton cache and a
+#             fresh sweeper cache (the estimate a fresh machine prints)
 #   coldautoab the same, the code before a change (.base/, carried) then now, each from an
 #             empty Triton cache and a fresh sweeper cache
 #   ffn       benchmarks/spaces/matmul-ffn.yaml (4096 x 14336 x 4096 bf16, 108 configs):
@@ -136,7 +137,8 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
   case $stage in
   coldauto)
     sed 's/^sampler: exhaustive/sampler: auto/' spaces/matmul-8k.yaml > "$studies/matmul-8k-auto.yaml"
-    run coldauto cold-8k "$studies/matmul-8k-auto.yaml" --time 60s --no-report ;;
+    SWEEPER_CACHE=$(mktemp -d) run coldauto cold-8k "$studies/matmul-8k-auto.yaml" \
+        --time 60s --no-report ;;
   coldautoab)
     sed 's/^sampler: exhaustive/sampler: auto/' spaces/matmul-8k.yaml > "$studies/matmul-8k-auto.yaml"
     for code in before now; do
