@@ -171,6 +171,15 @@ What was tried and measured worse on the recorded tables (30 seeds each,
   does, and seeds 10-19 took it off the goal (5 / 9 → 6 / 10); softmax 4096 × 32000's
   best and the model's second favourite are both neighbours of its incumbent, and the
   early neighbour took the second first, as before.
+- The model dropped once the fitted slope ``b`` falls below 0.5 (10 seeds; docs/search.md,
+  "A model the measurements stop backing"): on all 81 recorded tables and the 18
+  counterfactuals that happens before the goal only on the four copy-strided tables,
+  whose model is wrong everywhere (and on one counterfactual after 30 trials), but no
+  source after it did better on all four: expected improvement without the model, with or
+  without an additive kernel or spread points first, moved them by as much as the seeds
+  do (fp32 transpose 92.5 → 88.5, stride 33 16 → 18); a TPE over the measured configs took
+  the fp32 transpose to 53.5 and the fp16 transpose 65 → 132 and the gather 24.5 → 48.5,
+  beyond random's.
 """
 
 from __future__ import annotations
