@@ -46,7 +46,7 @@ from sweeper.store import (
 )
 from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._budget import COMPLETE, INTERRUPTED, Budgets, StopFlag, best_of
+from sweeper.sweep._budget import COMPLETE, INTERRUPTED, Budgets, StopFlag, best_of, trials_counted
 from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import (
     CompileAhead,
@@ -256,7 +256,7 @@ class Sweep:
             with bulk():                    # a space of 10⁶ configs may rule out 10⁵
                 number = self._record_invalid(((c, str(why)) for c, why in
                                                valid.ruled_out()), done, summary, number)
-        measured = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
+        measured = trials_counted(done.values())
         budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0,
