@@ -241,15 +241,9 @@ class Sweep:
         a sampler that records them), start the reporter and the compile pool."""
         valid = Configs(self.space, self.facts.env(), self.facts.max_footprint)
         summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
-        guessed: list[float] | None = None
-
-        def guess(configs: Configs) -> list[float] | None:
-            nonlocal guessed
-            guessed = self._guesses(configs.expanded_all)
-            return guessed
-
+        guessed = self._guesses(valid.expanded_all)
         study, dists = rebuild_study(self.space, valid, trials, priors=self.priors,
-                                     guess=guess)
+                                     guesses=guessed)
         done = {t.key(): t for t in trials}
         number = max((t.number for t in trials), default=-1) + 1
         if self.sampler_caps.records_invalid:
