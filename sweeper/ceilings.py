@@ -8,7 +8,6 @@ its place on the roofline; a trial faster than the ceiling allows is suspect.
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 import math
 import os
@@ -47,17 +46,13 @@ class Ceilings:
 
     def bandwidth(self, footprint: int, cache: str = "cold") -> float:
         """GB/s at ``footprint``, interpolated in log2(footprint), clamped at the ends."""
-        points = sorted((fp, v[cache]) for fp, v in self.copy.items())
-        if not points:
+        if not self.copy:
             raise ValueError("no copy ceilings measured")
-        x = math.log2(max(footprint, 1))
-        if x <= math.log2(points[0][0]):
-            return points[0][1]
-        for (f0, g0), (f1, g1) in itertools.pairwise(points):
-            x0, x1 = math.log2(f0), math.log2(f1)
-            if x <= x1:
-                return g0 + (g1 - g0) * (x - x0) / (x1 - x0)
-        return points[-1][1]
+        import numpy as np
+
+        footprints = sorted(self.copy)
+        return float(np.interp(math.log2(max(footprint, 1)), np.log2(footprints),
+                               [self.copy[fp][cache] for fp in footprints]))
 
     def dram_bandwidth(self) -> float:
         """The cold copy bandwidth at the largest footprint: device memory, not L2."""

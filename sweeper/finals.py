@@ -402,21 +402,16 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
             break
         started = time.monotonic()
         rng.shuffle(entrants)
-        lengths, base_length = {n: len(v) for n, v in samples.items()}, len(base_samples)
-        cut = False
+        measured: list[list[float]] = []
         for t in entrants:
-            cut = bool(rounds) and deadline is not None and time.monotonic() > deadline
-            if cut:
+            if rounds and deadline is not None and time.monotonic() > deadline:
                 break
-            if t is None:
-                base_samples.extend(baseline[1](rule))       # type: ignore[index]
-            else:
-                samples[t.number].extend(measure_one(t, rule))
-        if cut:                                # the deadline passed: the round is set aside
-            for n, length in lengths.items():
-                del samples[n][length:]
-            del base_samples[base_length:]
+            measured.append(baseline[1](rule) if t is None      # type: ignore[index]
+                            else measure_one(t, rule))
+        if len(measured) < len(entrants):      # the deadline passed: the round is set aside
             break
+        for t, got in zip(entrants, measured, strict=True):
+            (base_samples if t is None else samples[t.number]).extend(got)
         rounds += 1
         # only those still racing are compared: one that left was measured in fewer
         # rounds, and its early samples never met the later rounds' conditions

@@ -25,6 +25,8 @@ REASON_CHARS = 120
 #: measured because the table holds no row for them, which is no failure of the kernel's
 #: (a count of them as ``failed`` reads as if every config crashed).
 NOT_IN_TABLE = "the recorded table does not hold"
+#: The statuses a run counts as failed: every failure but a replay's ``missing``.
+FAILED = FAILURES - {TrialStatus.MISSING}
 
 
 def absent_text(n: int) -> str:
@@ -140,7 +142,7 @@ def failed_line(trials: Sequence[TrialRecord]) -> str | None:
     and reason, and the labels every failed config shares while the configs that did not
     fail do not (what the failures have in common); ``None`` when none failed.  A replay's
     configs its table does not hold are no failure: :func:`absent_line` says them."""
-    failed = [t for t in trials if t.status in FAILURES and t.status is not TrialStatus.MISSING]
+    failed = [t for t in trials if t.status in FAILED]
     if not failed:
         return None
     fine = [t for t in trials if t.status in (TrialStatus.OK, TrialStatus.ABANDONED)]
@@ -177,5 +179,5 @@ def _failure_text(t: TrialRecord) -> str:
     return f"#{t.number} {config}: {reason_line(t)}"
 
 
-__all__ = ["failed_line", "failure_counts", "nothing_measured", "outcome_lines",
+__all__ = ["FAILED", "failed_line", "failure_counts", "nothing_measured", "outcome_lines",
            "problem_text", "reason_line", "trial_text"]

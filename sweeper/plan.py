@@ -20,6 +20,7 @@ estimate at its start and the wall against it at its end.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -321,11 +322,9 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         kept = {}                                 # damaged: written anew
     kept = kept if isinstance(kept, dict) else {}
     kept[device] = dataclasses.asdict(costs)
-    try:
+    with contextlib.suppress(OSError, ValueError):
         os.makedirs(path.parent, exist_ok=True)
         atomic_write(path, json.dumps(kept, indent=1, sort_keys=True) + "\n")
-    except (OSError, ValueError):
-        pass
 
 
 def _expected_samples(measure: MeasureSpec, launch_s: float) -> int:

@@ -132,12 +132,9 @@ class RunClock:
         before = self.before_s or 0.0
         parts = [f"python start {before:.1f} s"] if self.before_s is not None else []
         for name, seconds in self.steps().items():
-            if name == "sweep" and summary is not None:
-                parts.append(f"sweep {seconds:.1f} s ({sweep_parts(summary)})")
-            elif name in self.parts:
-                parts.append(f"{name} {seconds:.1f} s ({self.parts[name]})")
-            else:
-                parts.append(f"{name} {seconds:.1f} s")
+            made_of = sweep_parts(summary) if name == "sweep" and summary is not None \
+                else self.parts.get(name)
+            parts.append(f"{name} {seconds:.1f} s" + ("" if made_of is None else f" ({made_of})"))
         estimated = f" (estimated {self.estimate_s:.0f} s)" if self.estimate_s is not None else ""
         return (f"time: {before + end - self.start:.1f} s in all{estimated}: "
                 f"{', '.join(parts)}")

@@ -213,10 +213,10 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
     if kept:
-        from sweeper.trial import TrialStatus
+        from sweeper.sweep._budget import trials_counted
 
-        shape = dataclasses.replace(shape, done=frozenset(t.key() for t in kept), spent=sum(
-            1 for t in kept if t.status is not TrialStatus.INVALID))
+        shape = dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
+                                    spent=trials_counted(kept))
     trials = space.budget.trials if options.trials is None else options.trials
     time_s = _time_budget(options, space)
     bounded = dataclasses.replace(space, budget=dataclasses.replace(space.budget,
@@ -512,20 +512,21 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     the sweep's ``reporter``'s spinner); why nothing came of it (said on stderr), or None."""
     from sweeper.core._model import merged
     from sweeper.outcome import (
+        FAILED,
         absent_line,
         absent_text,
         failed_line,
         nothing_measured,
         outcome_lines,
     )
-    from sweeper.trial import FAILURES, TrialStatus
+    from sweeper.trial import TrialStatus
 
     say = _printer(options.silent)          # the summary, unless silent
 
     own = summary.trials[summary.resumed:]
     # a replay's configs its table lacks were never measured, and did not fail
     absent = sum(1 for t in own if t.status is TrialStatus.MISSING)
-    failed = sum(1 for t in own if t.status in FAILURES) - absent
+    failed = sum(1 for t in own if t.status in FAILED)
     shrunk = sum(1 for t in own if t.status is TrialStatus.INVALID and merged(t.reason or ""))
     alike = f" and {shrunk} whose problem the device shrinks onto one measured" if shrunk \
         else ""
@@ -546,9 +547,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(f"(counts of this process, the last of {restarts + 1}: "
             f"{counted(restarts, 'trial')} hung and the sweep went on in a fresh process; the "
             "report counts everything)")
-    abandoned = [t for t in summary.trials[summary.resumed:] if t.status.value == "abandoned"]
+    abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
     if abandoned:
-        say(f"early abandonment: {len(abandoned)} trials stopped early, saving about "
+        say(f"early abandonment: {abandoned} trials stopped early, saving about "
               f"{summary.saved_ms:.4g} ms of GPU time")
     if space.budget.target is not None and isinstance(limits, str):
         say(f"note: budget.target needs measured ceilings ({limits}); it was not applied")

@@ -20,7 +20,7 @@ import torch
 from sweeper.devices import Device, DeviceFacts
 from sweeper.finals import Round
 from sweeper.kernels import Buffers, Kernel
-from sweeper.measure import StopRule
+from sweeper.measure import Spent, StopRule
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.store import BaselineRecord, TrialRecord
 from sweeper.study import Choice, now
@@ -54,7 +54,7 @@ class Bench:
         self.best: dict[tuple[Problem, str], tuple[float, float]] = {}
         #: seconds spent on per-problem work every worker repeats (allocating buffers,
         #: measuring the torch baseline) since the last :meth:`stamps`
-        self.repeated: dict[str, float] = {}
+        self.repeated = Spent()
         #: what each entrant of a final takes a round, within the device's caps
         self.round = Round.on(device.measure_spec)
 
@@ -146,18 +146,15 @@ class Bench:
 
     def buffer_sets(self, config: Config) -> list[Buffers]:
         """``config``'s buffer sets, its problem's baseline measured first."""
-        t0 = time.perf_counter()
-        sets = self.buffers.sets(config)
-        t1 = time.perf_counter()
-        self.baselines.ensure(sets[0], config.cache, self.power.duty)
-        t2 = time.perf_counter()
-        for name, s in (("buffers", t1 - t0), ("baseline", t2 - t1)):
-            self.repeated[name] = self.repeated.get(name, 0.0) + s
+        with self.repeated.on("buffers"):
+            sets = self.buffers.sets(config)
+        with self.repeated.on("baseline"):
+            self.baselines.ensure(sets[0], config.cache, self.power.duty)
         return sets
 
     def stamps(self, got: float) -> Stamps:
         """A job got at ``got`` ends now: its stamps, with the per-problem work it did."""
-        repeated, self.repeated = self.repeated, {}
+        repeated, self.repeated = self.repeated, Spent()
         return Stamps(got, time.perf_counter(), repeated)
 
     def _record(self, number: int, choice: Choice) -> TrialRecord:

@@ -16,6 +16,7 @@ never a proposal, so the search's trials-to-best are untouched.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -164,11 +165,8 @@ class CompileAhead:
         else:
             import sys
 
-            target = options.target
-
-            def start_pool() -> CompilePool:
-                return CompilePool(PoolSetup(space, target, list(sys.path)), size)
-
+            start_pool = functools.partial(
+                CompilePool, PoolSetup(space, options.target, list(sys.path)), size)
             if options.lazy:
                 return cls(space, sampler, None, resolve, window, start_pool, options.built)
             ahead = cls(space, sampler, start_pool(), resolve, window)

@@ -196,8 +196,8 @@ class CompilePool:
             with self._lock:
                 leader = self.leader.get(key, key)
                 self.waiting = deque((k, c) for k, c in self.waiting if k != key)
-                if leader in self.done or not self._compiling(leader) or \
-                        time.monotonic() >= deadline:
+                if leader in self.done or time.monotonic() >= deadline or \
+                        not any(p.key == leader for p in self.procs):
                     self.leader.pop(key, None)
                     done = self.done.pop(key, None) if leader == key else None
                     return done.result if done else None
@@ -246,9 +246,6 @@ class CompilePool:
         up, while the coordinator waits on its workers."""
         while not self._closing.is_set():
             self.pump(0.05)
-
-    def _compiling(self, key: Key) -> bool:
-        return any(p.key == key for p in self.procs)
 
     def _hand_out(self) -> None:
         for proc in list(self.procs):

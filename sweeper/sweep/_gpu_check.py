@@ -70,6 +70,7 @@ from typing import Any
 
 from sweeper.core import launch_text
 from sweeper.core._spelling import given
+from sweeper.fsio import write_all
 from sweeper.kernels import Kernel
 from sweeper.kernels._binaries import binary_of
 from sweeper.kernels._precompile import (
@@ -271,9 +272,7 @@ def in_a_fork(compile: Callable[[Config], Precompiled], config: Config) -> Preco
                 answer = compile(config)
             except BaseException as err:  # noqa: BLE001 - the parent hears it as a reason
                 answer = Precompiled(Compile.LEFT, f"{type(err).__name__}: {err}")
-            unsent = memoryview(pickle.dumps(answer))    # into the pipe, not a file
-            while unsent:
-                unsent = unsent[os.write(write, unsent):]
+            write_all(write, pickle.dumps(answer))      # into the pipe, not a file
             os.close(write)
         except BaseException:  # noqa: BLE001 - never back into the parent's code
             code = 1

@@ -46,7 +46,7 @@ from sweeper.store import (
 )
 from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._budget import COMPLETE, INTERRUPTED, Budgets, StopFlag, best_of
+from sweeper.sweep._budget import COMPLETE, INTERRUPTED, Budgets, StopFlag, best_of, trials_counted
 from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import (
     CompileAhead,
@@ -241,22 +241,16 @@ class Sweep:
         a sampler that records them), start the reporter and the compile pool."""
         valid = Configs(self.space, self.facts.env(), self.facts.max_footprint)
         summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
-        guessed: list[float] | None = None
-
-        def guess(configs: Configs) -> list[float] | None:
-            nonlocal guessed
-            guessed = self._guesses(configs.expanded_all)
-            return guessed
-
+        guessed = self._guesses(valid.expanded_all)
         study, dists = rebuild_study(self.space, valid, trials, priors=self.priors,
-                                     guess=guess)
+                                     guesses=guessed)
         done = {t.key(): t for t in trials}
         number = max((t.number for t in trials), default=-1) + 1
         if self.sampler_caps.records_invalid:
             with bulk():                    # a space of 10⁶ configs may rule out 10⁵
                 number = self._record_invalid(((c, str(why)) for c, why in
                                                valid.ruled_out()), done, summary, number)
-        measured = sum(1 for t in done.values() if t.status is not TrialStatus.INVALID)
+        measured = trials_counted(done.values())
         budgets = Budgets(self.space.budget, self.stop, max_trials=self.max_trials,
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import optuna
@@ -66,15 +66,14 @@ class Labels(CategoricalDistribution):
 
 
 def rebuild_study(space: Space, valid: Configs, trials: list[TrialRecord], *,
-                  priors: list[dict[str, str]],
-                  guess: Callable[[Configs], list[float] | None]
+                  priors: list[dict[str, str]], guesses: list[float] | None
                   ) -> tuple[optuna.Study, Distributions]:
     """A new Optuna study with the space file's sampler, told every trial of the journal.
 
     The sampler gets ``valid`` as it is (lazy: a sampler that walks it costs nothing per
-    config it has not reached); ``priors`` are the configs it tries first; ``guess``
-    gives the kernel model's value of each valid config, or None (no model, or a
-    sampler without use for it).
+    config it has not reached); ``priors`` are the configs it tries first; ``guesses``
+    are the kernel model's value of each valid config, or None (no model, or a sampler
+    without use for it).
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -89,7 +88,7 @@ def rebuild_study(space: Space, valid: Configs, trials: list[TrialRecord], *,
     sampler = make_sampler(SamplerContext(
         spec=spec, choices=valid, axes=axes,
         priors=[c for c in (sampler_view(space, p) for p in priors) if c is not None],
-        guesses=guess(valid)))
+        guesses=guesses))
     study = optuna.create_study(direction="maximize", sampler=sampler)
     dists: Distributions = {name: Labels(labels) for name, labels in axes.items()}
     for t in trials:
