@@ -213,8 +213,8 @@ def _placed(lines: list[str], at: int) -> str:
     return f"{where}line {at - first + 1}"
 
 
-def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any],
-                   space_text: str | None = None) -> str:
+def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space_text: str
+                   ) -> str:
     """Why a study whose fingerprint differs from this run's is not resumed, and the ways
     on: its old trials are not comparable with new ones, so mixing them must be asked for.
     What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
@@ -229,7 +229,7 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any],
                 f"({'; '.join(damage.values())}){more}; restore study.json from a copy, or "
                 f"{ways}")
     recorded = meta.get("space_text")
-    if space_text is not None and isinstance(recorded, str):
+    if isinstance(recorded, str):
         lines = text_changes(recorded, space_text)
         if lines:     # the space's own lines, where its hash says only that they differ
             changed = [f"the space's {'; '.join(lines)}" if c.startswith(

@@ -15,17 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.errors import SweeperError
-from sweeper.escape import cut
-
-
-def shown(value: Any) -> str:
-    """``value`` as a message shows it: its repr, cut short."""
-    return cut(repr(value), 40)
+from sweeper.store._schema import show
 
 
 def refuse(name: str, value: Any, allowed: str) -> SweeperError:
     """The error for keyword ``name`` given ``value``: ``name: VALUE is not ...; allowed``."""
-    return SweeperError(f"{name}: {shown(value)} is not {allowed}")
+    return SweeperError(f"{name}: {show(value)} is not {allowed}")
 
 
 def flag(name: str, value: Any) -> bool:
@@ -59,4 +54,4 @@ def paths(name: str, value: Any) -> tuple[str, ...]:
     return tuple(str(p) for p in value)
 
 
-__all__ = ["flag", "folder", "optional_text", "paths", "refuse", "shown"]
+__all__ = ["flag", "folder", "optional_text", "paths", "refuse"]

@@ -57,8 +57,9 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     study (what failed is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's
     interrupt) stops after the trial in flight and returns the study as it stands."""
     device = _device(device)
+    source = _source(space, params, allow_path)
     options = RunOptions(
-        space=_source(space, params, allow_path), device=device, study=study,
+        space=source, device=device, study=study,
         studies_dir=folder("studies_dir", studies_dir),
         storage=optional_text("storage", storage, "a storage; allowed: a postgresql:// URL, "
                               "or None for the journal under studies_dir"),
@@ -66,7 +67,10 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         gpus=_gpus(gpus), quiet=flag("quiet", quiet), silent=quiet,
         report=flag("report", report), gpu_check=_gpu_check(gpu_check),
         priors=flag("priors", priors),
-        command=f"sweeper.run({_shown(space)}, device={device!r})")
+        # the space as the study's recorded command names it: a path quoted, text by its
+        # pseudo file name
+        command=f"sweeper.run({source.path if source.text else repr(source.path)}, "
+                f"device={device!r})")
     try:
         with warnings.catch_warnings():
             # Optuna imports tqdm.auto, which in a notebook without ipywidgets tells the
@@ -125,16 +129,16 @@ def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
     """The space as the engine reads it: a path, or text under a pseudo file name."""
     overrides = tuple(_params(params))
     allowed = paths("allow_path", allow_path)
-    if isinstance(space, Path):
-        return SpaceSource(path=str(space), params=overrides, allow_path=allowed)
-    if isinstance(space, str):
-        if "\n" in space or space.lstrip().startswith("{"):
-            return SpaceSource(path=STRING, text=space, params=overrides, allow_path=allowed)
-        return SpaceSource(path=space, params=overrides, allow_path=allowed)
-    if isinstance(space, Mapping):
-        return SpaceSource(path=DICT, text=_yaml(space), params=overrides, allow_path=allowed)
-    raise SweeperError(f"space: {type(space).__name__} is not a space; allowed: a path, "
-                       "YAML text or a dict")
+    if isinstance(space, str) and ("\n" in space or space.lstrip().startswith("{")):
+        path, text = STRING, space
+    elif isinstance(space, (str, Path)):
+        path, text = str(space), None
+    elif isinstance(space, Mapping):
+        path, text = DICT, _yaml(space)
+    else:
+        raise SweeperError(f"space: {type(space).__name__} is not a space; allowed: a path, "
+                           "YAML text or a dict")
+    return SpaceSource(path=path, text=text, params=overrides, allow_path=allowed)
 
 
 def _yaml(space: Mapping[str, Any]) -> str:
@@ -191,9 +195,3 @@ def _seconds(time: float | str | None) -> float | None:
     except OptionValueError as err:
         raise SweeperError(f"time: {err}") from None
 
-
-def _shown(space: Any) -> str:
-    """How the study's recorded command names the space."""
-    return repr(str(space)) if isinstance(space, (str, Path)) and "\n" not in str(space) \
-        and not str(space).lstrip().startswith("{") else (DICT if isinstance(
-            space, Mapping) else STRING)

@@ -465,11 +465,10 @@ def make_steps(space: Space, max_footprint: int | None) -> list[Step]:
             out.append(Step(dtype_dim, frozenset(sizes),
                             frozenset({"footprint", "n", *space.shape.names}),
                             _problem_step(space, max_footprint)))
-    for c in space.constraints:
-        out.append(Step(frozenset(), c.expr.names, frozenset(), _constraint_step(c)))
-    out.append(Step(frozenset(), frozenset({"grid"}), frozenset(), _grid_step))
-    out.append(Step(frozenset(), frozenset({"block"}), frozenset(), _block_step))
-    return out
+    out += [Step(frozenset(), c.expr.names, frozenset(), _constraint_step(c))
+            for c in space.constraints]
+    return [*out, Step(frozenset(), frozenset({"grid"}), frozenset(), _grid_step),
+            Step(frozenset(), frozenset({"block"}), frozenset(), _block_step)]
 
 
 def _value_step(space: Space, name: str) -> StepRun:

@@ -154,10 +154,7 @@ class NvmlReader:
         except pynvml.NVMLError:
             self.usual_sm_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self._handle,
                                                                  pynvml.NVML_CLOCK_SM)
-        try:
-            self.power_limit_w = pynvml.nvmlDeviceGetEnforcedPowerLimit(self._handle) / 1000
-        except pynvml.NVMLError:
-            self.power_limit_w = 0.0
+        self.power_limit_w = (self._ask(pynvml.nvmlDeviceGetEnforcedPowerLimit) or 0) / 1000
 
     def read_clocks(self) -> GpuState | None:
         """Only what the throttle check needs: SM clock and throttle reasons (2 calls)."""
@@ -165,14 +162,18 @@ class NvmlReader:
         return GpuState(sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
                         throttle=self._reasons())
 
+    def _ask(self, read: Any, *args: Any) -> Any:
+        """``read(handle, *args)``, or ``None`` where NVML cannot say."""
+        try:
+            return read(self._handle, *args)
+        except self._nvml.NVMLError:
+            return None
+
     def limits(self) -> HardwareLimits:
-        nv, h = self._nvml, self._handle
+        nv = self._nvml
 
         def ask(read: Any, *args: Any) -> int | None:
-            try:
-                return int(read(h, *args)) or None
-            except nv.NVMLError:
-                return None
+            return int(self._ask(read, *args) or 0) or None
         return HardwareLimits(
             max_sm_mhz=ask(nv.nvmlDeviceGetMaxClockInfo, nv.NVML_CLOCK_SM),
             max_mem_mhz=ask(nv.nvmlDeviceGetMaxClockInfo, nv.NVML_CLOCK_MEM),
@@ -180,23 +181,15 @@ class NvmlReader:
 
     def read(self, processes: bool = True) -> GpuState | None:
         nv, h = self._nvml, self._handle
-        try:
-            energy = nv.nvmlDeviceGetTotalEnergyConsumption(h)
-        except nv.NVMLError:
-            energy = None
-        others = 0
-        if processes:
-            try:
-                procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
-                others = sum(1 for p in procs if p.pid != os.getpid())
-            except nv.NVMLError:
-                pass
+        procs = self._ask(nv.nvmlDeviceGetComputeRunningProcesses) if processes else None
         return GpuState(
             sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
             mem_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
             temperature_c=nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
-            power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0, energy_mj=energy,
-            throttle=self._reasons(), other_processes=others)
+            power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            energy_mj=self._ask(nv.nvmlDeviceGetTotalEnergyConsumption),
+            throttle=self._reasons(),
+            other_processes=sum(1 for p in procs or () if p.pid != os.getpid()))
 
     def _reasons(self) -> tuple[str, ...]:
         nv, h = self._nvml, self._handle

@@ -29,6 +29,7 @@ distinct, and where it is looked up, is the kernel kind's:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -100,11 +101,9 @@ def note_built(device: str, kernel: str, configs: Iterable[Config]) -> None:
     fresh = set(known)
     known = known + [k for k in dict.fromkeys(keys) if k not in fresh]
     kept[index] = known[-KEPT:]
-    try:
+    with contextlib.suppress(OSError, ValueError):
         os.makedirs(_index_path().parent, exist_ok=True)
         atomic_write(_index_path(), json.dumps(kept, indent=0, sort_keys=True) + "\n")
-    except (OSError, ValueError):
-        pass
 
 
 def binary_of(config: Config) -> Hashable:

@@ -328,8 +328,9 @@ class _Parser:
         if count > MAX_AXIS_VALUES:
             raise self.error(path, f"{count} values; at most {MAX_AXIS_VALUES} per axis")
 
-    def bounded(self, value: int, path: str) -> None:
-        if not -LIMIT <= value <= LIMIT:
+    def bounded(self, value: int | LongNumber, path: str) -> None:
+        """Refuse ``value`` beyond 2**62, and a number too long to be read as one."""
+        if isinstance(value, LongNumber) or not -LIMIT <= value <= LIMIT:
             raise self.error(path, f"{shown(value)} is too large; values are at most 2**62 "
                              f"({LIMIT})")
 
@@ -358,8 +359,7 @@ class _Parser:
         if type(raw) is not int and not isinstance(raw, str):
             raise self.error(path, f"{shown(raw)} is not an integer, a size or an expression")
         if isinstance(raw, LongNumber):         # more digits than int() reads
-            raise self.error(path, f"{shown(raw)} is too large; values are at most 2**62 "
-                             f"({LIMIT})")
+            self.bounded(raw, path)
         origin, label = self.origin(path), str(raw)
         try:
             constant = raw if type(raw) is int else parse_size(label)

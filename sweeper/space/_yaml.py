@@ -255,11 +255,8 @@ def load_with_lines(text: str, file: str) -> tuple[Any, dict[str, int]]:
 def load_value(text: str, file: str) -> Any:
     """One value written on the command line (a ``-p`` value between commas), read as a
     space file's values are (``None`` for no text)."""
-    loader: Any = _Loader(text, file)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+    node, loader = _compose(text, file, _Loader)
+    return None if node is None else loader.construct_document(node)
 
 
 def _printable(text: str, file: str) -> None:

@@ -295,8 +295,7 @@ class Storage(ABC):
         """The records of record type ``cls`` (``FinalRecord``, ``DriftRecord``...), in the
         order appended; a problem recorded without dimensions (a journal older than them)
         gets those the study's kernel derives from its footprint."""
-        out: list[R] = self._typed((cls,), True)[0]
-        return out
+        return self._typed((cls,), True)[0]
 
     def _typed(self, classes: Sequence[type[Record]], warn: bool) -> list[list[Any]]:
         """The records of each type of ``classes`` (see :meth:`read`)."""
