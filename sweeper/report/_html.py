@@ -291,9 +291,8 @@ def _picks(tables: ReportTables) -> list[str]:
 def _finals(tables: ReportTables) -> list[str]:
     out = []
     for final, table in tables.finals:
-        out.append(_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
-                      f"rule: {final.rule}."))
-        out.append(html_table(table, rename=_shared.rate_name(tables)))
+        out += [_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
+                   f"rule: {final.rule}."), html_table(table, rename=_shared.rate_name(tables))]
     return out
 
 

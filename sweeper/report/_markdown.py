@@ -254,8 +254,7 @@ def _effects(tables: ReportTables) -> list[str]:
         out.append(f"\nThe baseline (#{drift.number}) measured again at the end: "
                    f"{drift.stats.median:.4g} ms, {drift.drift_pct:+.2f}% against "
                    "its first measurement.\n")
-    for e in tables.effects:
-        out.append(f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n")
+    out += [f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n" for e in tables.effects]
     return out
 
 
