@@ -45,8 +45,7 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
            f"{_text(meta.environment.get('gpu', '?'))}\n"]
     if meta.device_note:
         out.append(f"> **Note:** {_text(meta.device_note)}.\n")
-    for dropped in meta.last_run.get("dropped", []):
-        out.append(f"> **Last run:** {_text(dropped['line'])}.\n")
+    out += [f"> **Last run:** {_text(d['line'])}.\n" for d in meta.last_run.get("dropped", [])]
     if tables.unmeasured:
         out.append(f"**{_text(_sentence(tables.unmeasured))}**\n")
     out.append(_text(_shared.counts_sentence(tables)) + "\n")
