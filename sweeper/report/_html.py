@@ -92,8 +92,7 @@ def html_fragment(tables: ReportTables, element_id: str | None = None) -> str:
 
 def _asset(name: str) -> str:
     """The text of ``html/NAME``, the page's own style or script."""
-    folder = resources.files("sweeper.report").joinpath("html")
-    return folder.joinpath(name).read_text(encoding="utf-8")
+    return (resources.files("sweeper.report") / "html" / name).read_text(encoding="utf-8")
 
 
 def report_data(tables: ReportTables) -> dict[str, Any]:
