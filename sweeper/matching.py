@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sweeper.core._units import DTYPE_ALIASES, DTYPES, canonical_dtype, did_you_mean
-from sweeper.dispatch import log_distance, nearest_index
+from sweeper.dispatch import nearest_index
 from sweeper.errors import SweeperError
 
 if TYPE_CHECKING:
@@ -75,7 +75,6 @@ class GpuMatch:
     """The entries of the GPU chosen for a launch, and how it was chosen."""
 
     indices: list[int]
-    gpu: str                     # the GPU they were tuned on, as recorded
     by_architecture: bool        # False: by name
 
 
@@ -87,7 +86,7 @@ def match_gpu(entries: Sequence[TuningEntry], indices: Sequence[int], gpu: str,
     model = gpu_model(gpu)
     same = [i for i in indices if gpu_model(entries[i].gpu) == model]
     if same:
-        return GpuMatch(same, entries[same[0]].gpu, False)
+        return GpuMatch(same, False)
     capability = capability or capability_of(gpu)
     if capability is None:
         return None
@@ -97,23 +96,17 @@ def match_gpu(entries: Sequence[TuningEntry], indices: Sequence[int], gpu: str,
         return None
     chosen = max(gpu_model(entries[i].gpu) for i in family)
     picked = [i for i in family if gpu_model(entries[i].gpu) == chosen]
-    return GpuMatch(picked, entries[picked[0]].gpu, True)
+    return GpuMatch(picked, True)
 
 
 @dataclass(frozen=True)
 class Nearness:
     """How far a tuned problem is from the asked one: ``distance``, the sum of
-    ``|log2(tuned / asked)|`` over dimensions (0: exact); ``worst``, the dimension that
-    differs most and by what factor (> 1: the tuned one is larger)."""
+    ``|log2(tuned / asked)|`` over dimensions (0: exact); ``far``, whether some dimension
+    differs by more than :data:`FAR_RATIO` times."""
 
     distance: float
-    worst: str
-    factor: float
-
-    @property
-    def far(self) -> bool:
-        """Whether some dimension differs by more than :data:`FAR_RATIO` times."""
-        return max(self.factor, 1 / self.factor) > FAR_RATIO
+    far: bool
 
 
 def nearest(problems: Sequence[Mapping[str, int]], asked: Mapping[str, int]
@@ -122,9 +115,8 @@ def nearest(problems: Sequence[Mapping[str, int]], asked: Mapping[str, int]
     how near; ``problems`` must not be empty and each must have ``asked``'s names
     (dimensions, or ``{"footprint": bytes}``)."""
     at = nearest_index(problems, asked)
-    logs = {d: math.log2(problems[at][d] / v) for d, v in asked.items()}
-    worst = max(logs, key=lambda d: abs(logs[d]))
-    return at, Nearness(log_distance(problems[at], asked), worst, 2.0 ** logs[worst])
+    logs = [abs(math.log2(problems[at][d] / v)) for d, v in asked.items()]
+    return at, Nearness(sum(logs), max(logs) > math.log2(FAR_RATIO))
 
 
 __all__ = [

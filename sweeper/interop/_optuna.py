@@ -88,7 +88,6 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
                                "it and write it again")
         for name in held:
             optuna.delete_study(study_name=name, storage=storage)
-        axes = {a: v for a, v in meta.axes.items() if a not in problem_axes}
         rate = Headline(meta.headline).value
         since = _time(str(meta.created)) or UNKNOWN_START
         for label, group in groups.items():
@@ -99,7 +98,7 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
                               "problem": printable(label),
                               "objective": "median ms (minimize)"}.items():
                 study.set_user_attr(key, text)
-            dists = distributions(axes, group, skip=problem_axes)
+            dists = distributions(meta.axes, group, skip=problem_axes)
             study.add_trials([frozen(t, dists, rate, since) for t in group])
 
     if "://" in target:
@@ -142,11 +141,8 @@ def into_journal(store: Storage, target: str, write: Callable[[Any], None]) -> N
     temp = write_temp(path, journal_bytes(path, target))
     try:
         write(journal_storage(str(temp)))
-        fd = os.open(temp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with open(temp, "rb") as journal:
+            os.fsync(journal.fileno())
     except OSError as err:
         _remove(temp)
         raise write_error(err, path) from None

@@ -10,8 +10,6 @@ metadata holds the study, kernel, GPU and headline unit (pandas reads them back 
 
 from __future__ import annotations
 
-import io
-
 from sweeper.core._spelling import given
 from sweeper.errors import SweeperError
 from sweeper.export import output_file
@@ -33,7 +31,5 @@ def write_parquet(store: Storage, target: str | None, *, replace: bool = False
     path = target or str(store.root / "trials.parquet")
     output_file(store, path)
     df = trials_table(store, samples=True)
-    buffer = io.BytesIO()
-    df.to_parquet(buffer, engine="pyarrow", index=False)
-    atomic_write(path, buffer.getvalue())
+    atomic_write(path, df.to_parquet(engine="pyarrow", index=False))   # no path: its bytes
     return Written(str(path), f"wrote {len(df)} trials with their raw samples to {path}")

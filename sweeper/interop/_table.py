@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.kernels import Headline
+from sweeper.report._shared import blank
 from sweeper.report._tables import study_frame
 from sweeper.store import Storage
 from sweeper.trial import TrialStatus
@@ -82,10 +83,10 @@ def _typed(df: pd.DataFrame, numeric: list[str]) -> pd.DataFrame:
 def _integers_or_text(column: pd.Series) -> pd.Series:
     """Nullable integers where every present value is a whole number, else the labels as
     text (an axis of expressions such as ``grid: [sms, "cdiv(n, BLOCK)"]`` stays text)."""
-    present = [v for v in column if not _missing(v)]
+    present = [v for v in column if not blank(v)]
     if all(_whole(v) for v in present):
-        return column.map(lambda v: None if _missing(v) else int(v)).astype("Int64")
-    return column.map(lambda v: None if _missing(v) else str(v)).astype("string")
+        return column.map(lambda v: None if blank(v) else int(v)).astype("Int64")
+    return column.map(lambda v: None if blank(v) else str(v)).astype("string")
 
 
 def _whole(value: Any) -> bool:
@@ -96,13 +97,6 @@ def _whole(value: Any) -> bool:
     if isinstance(value, float):
         return value.is_integer()
     return isinstance(value, str) and value.isascii() and value.isdigit()
-
-
-def _missing(value: Any) -> bool:
-    """No value: none, NaN, or the empty label a trial that never resolved has for a
-    dimension its footprint would have given."""
-    return value is None or value is pd.NA or value == "" or (
-        isinstance(value, float) and value != value)
 
 
 def _all_numbers(column: pd.Series) -> bool:

@@ -236,40 +236,28 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
         if state != "ok" and cell not in marks:
             marks[cell], failed[cell] = "skip" if state == "invalid" else "fail", n
     ok = np.flatnonzero(np.array(status, dtype=object) == "ok")
-    if not len(ok):
-        # none of its configs measured: no number, its failed and ruled-out cells marked,
-        # nothing measured to rank or pick.  Most maps of a large space are such (186 of
-        # the 238 of a matmul space of 576 configs, 144 measured)
-        values = _table({}, rows, cols, np.nan, floats=True)
-        ci = values.copy()
-        winners = None if won_by is None else _table({}, rows, cols, "")
-        notes = _table(marks, rows, cols, "")
-        numbers = _table(failed, rows, cols, np.nan, floats=True)
-        best, note, final = None, "best", None
-    else:
-        rate = df[metric].to_numpy(dtype=float)
-        # the best first (a stable sort, as the frame's: ties in the study's order), except
-        # that the winner's cell shows the winner (see above)
-        ranked = ok[np.argsort(-rate[ok], kind="stable")]
-        picked = [i for i in ok if number[i] in picks][:1]
-        shown: dict[tuple[Any, Any], int] = {}
-        for i in [*picked, *ranked]:
-            shown.setdefault(cells[i], int(i))
-        values = _table({c: rate[i] for c, i in shown.items()}, rows, cols, np.nan,
-                        floats=True)
-        ci_pct = df["ci_pct"].to_numpy(dtype=float)
-        ci = _table({c: ci_pct[i] for c, i in shown.items()}, rows, cols, np.nan,
-                    floats=True)
-        winners = None
-        if won_by is not None:
-            meta = {n: df[n].tolist() for n in won_by}
-            winners = _table({c: _meta_text({n: v[i] for n, v in meta.items()}, won_by)
-                              for c, i in shown.items()}, rows, cols, "")
-        measured = {c for c, i in shown.items() if not np.isnan(rate[i])}
-        notes = _table({c: m for c, m in marks.items() if c not in measured}, rows, cols, "")
-        numbers = _numbers({c: number[i] for c, i in shown.items()}, failed, rows, cols)
-        best, note, final = _marked(values, df.iloc[picked[0]] if picked else None, picks,
-                                    metric)
+    rate = df[metric].to_numpy(dtype=float)
+    # the best first (a stable sort, as the frame's: ties in the study's order), except
+    # that the winner's cell shows the winner (see above); a map none of whose configs
+    # was measured (most maps of a large space) shows no number, its failed and ruled-out
+    # cells marked, and nothing to rank or pick
+    ranked = ok[np.argsort(-rate[ok], kind="stable")]
+    picked = [i for i in ok if number[i] in picks][:1]
+    shown: dict[tuple[Any, Any], int] = {}
+    for i in [*picked, *ranked]:
+        shown.setdefault(cells[i], int(i))
+    values = _table({c: rate[i] for c, i in shown.items()}, rows, cols, np.nan, floats=True)
+    ci_pct = df["ci_pct"].to_numpy(dtype=float)
+    ci = _table({c: ci_pct[i] for c, i in shown.items()}, rows, cols, np.nan, floats=True)
+    winners = None
+    if won_by is not None:
+        meta = {n: df[n].tolist() for n in won_by}
+        winners = _table({c: _meta_text({n: v[i] for n, v in meta.items()}, won_by)
+                          for c, i in shown.items()}, rows, cols, "")
+    measured = {c for c, i in shown.items() if not np.isnan(rate[i])}
+    notes = _table({c: m for c, m in marks.items() if c not in measured}, rows, cols, "")
+    numbers = _numbers({c: number[i] for c, i in shown.items()}, failed, rows, cols)
+    best, note, final = _marked(values, df.iloc[picked[0]] if picked else None, picks, metric)
     return HeatmapData(name=name, title=title, values=values, notes=notes,
                        column_labels=labels, best=best, metric=metric, best_note=note,
                        won_by=winners, best_final=final,

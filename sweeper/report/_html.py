@@ -92,8 +92,7 @@ def html_fragment(tables: ReportTables, element_id: str | None = None) -> str:
 
 def _asset(name: str) -> str:
     """The text of ``html/NAME``, the page's own style or script."""
-    folder = resources.files("sweeper.report").joinpath("html")
-    return folder.joinpath(name).read_text(encoding="utf-8")
+    return (resources.files("sweeper.report") / "html" / name).read_text(encoding="utf-8")
 
 
 def report_data(tables: ReportTables) -> dict[str, Any]:
@@ -291,9 +290,8 @@ def _picks(tables: ReportTables) -> list[str]:
 def _finals(tables: ReportTables) -> list[str]:
     out = []
     for final, table in tables.finals:
-        out.append(_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
-                      f"rule: {final.rule}."))
-        out.append(html_table(table, rename=_shared.rate_name(tables)))
+        out += [_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
+                   f"rule: {final.rule}."), html_table(table, rename=_shared.rate_name(tables))]
     return out
 
 

@@ -45,8 +45,7 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
            f"{_text(meta.environment.get('gpu', '?'))}\n"]
     if meta.device_note:
         out.append(f"> **Note:** {_text(meta.device_note)}.\n")
-    for dropped in meta.last_run.get("dropped", []):
-        out.append(f"> **Last run:** {_text(dropped['line'])}.\n")
+    out += [f"> **Last run:** {_text(d['line'])}.\n" for d in meta.last_run.get("dropped", [])]
     if tables.unmeasured:
         out.append(f"**{_text(_sentence(tables.unmeasured))}**\n")
     out.append(_text(_shared.counts_sentence(tables)) + "\n")
@@ -254,8 +253,7 @@ def _effects(tables: ReportTables) -> list[str]:
         out.append(f"\nThe baseline (#{drift.number}) measured again at the end: "
                    f"{drift.stats.median:.4g} ms, {drift.drift_pct:+.2f}% against "
                    "its first measurement.\n")
-    for e in tables.effects:
-        out.append(f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n")
+    out += [f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n" for e in tables.effects]
     return out
 
 

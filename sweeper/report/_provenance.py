@@ -19,25 +19,27 @@ CI_TEXT = "95% CI of the median from order statistics; outliers outside 1.5×IQR
           "not dropped"
 
 
-class RunStory(NamedTuple):
-    """How the study's numbers were made, in the words each report line needs."""
-
-    kind: str              # cuda, interpret, replay, or a device plugin's name
-    trial: str             # how each measured trial was made
-    timer: str             # what a sample is
-    inputs: str
-    gpu: str
-    hardware: str
-    measurement: str       # the measurement settings really applied
-    capped: str            # why a footprint can be smaller than asked for
-    cache: str             # what a cache mode meant ("" where it is what it says)
-    ceilings: str          # why there are no ceilings, when there are none
-
-
 VERIFIED = ("Each measured trial: first launch timed apart (compile + first run), output "
             "verified on fresh random data with the output poisoned first, then ")
 INPUTS = ("fresh random data per trial, seeded from the sampler seed and the trial number; "
           "output poisoned before the verified first launch")
+
+
+class RunStory(NamedTuple):
+    """How the study's numbers were made, in the words each report line needs.  Unless a
+    device's story says otherwise, its inputs are fresh random data (:data:`INPUTS`), the
+    device caps a footprint, and a cache mode means what it says."""
+
+    kind: str              # cuda, interpret, replay, or a device plugin's name
+    trial: str             # how each measured trial was made
+    timer: str             # what a sample is
+    gpu: str
+    hardware: str
+    measurement: str       # the measurement settings really applied
+    ceilings: str          # why there are no ceilings, when there are none
+    inputs: str = INPUTS
+    capped: str = "capped by the device"   # why a footprint can be smaller than asked for
+    cache: str = ""        # what a cache mode meant ("" where it is what it says)
 
 
 def run_story(meta: StudyMeta) -> RunStory:
@@ -58,8 +60,7 @@ def _plugin_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
     return RunStory(
         kind=device, trial=VERIFIED + f"{measure_text}, timed by the {device} device",
         timer=f"median of the {device} device's samples" + (f" ({note})" if note else "") +
-              f"; {CI_TEXT}", inputs=INPUTS, gpu=hardware, hardware=hardware,
-        measurement=measure_text, capped="capped by the device",
+              f"; {CI_TEXT}", gpu=hardware, hardware=hardware, measurement=measure_text,
         cache=f"as the {device} device runs it",
         ceilings=f"None: the {device} device has no ceilings recorded.")
 
@@ -79,7 +80,7 @@ def _replay_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
         hardware=(f"{gpu} ({rec.get('sms', '?')} SMs, {format_size(l2)} L2), driver "
                   f"{rec.get('driver') or '–'}, as recorded in {table}; replayed on {host}"),
         measurement=f"replayed as recorded (the space asks for {meta.measure_text})",
-        capped="capped by the device", cache="as recorded",
+        cache="as recorded",
         ceilings="None: a replay measures nothing, so there is nothing to hold against a "
                  "ceiling.")
 
@@ -90,7 +91,6 @@ def _interpret_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
         kind="interpret", trial=VERIFIED + f"{measure_text} by the host clock",
         timer="median of host-clock samples (the interpreter runs each launch to the end "
               f"before returning; nothing is flushed); {CI_TEXT}",
-        inputs=INPUTS,
         gpu=(f"none: {env.get('gpu', 'the Triton interpreter')} on {env.get('host', '?')}; "
              "CPU timings of an interpreter, which mean nothing for a GPU"),
         hardware=(f"{env.get('gpu')} on {env.get('host', '?')} ({env.get('sms')} cores, "
@@ -106,7 +106,6 @@ def _cuda_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
         kind="cuda", trial=VERIFIED + measure_text,
         timer="median of CUDA-event samples (one event pair per sample, L2 flushed outside "
               f"it when cold); {CI_TEXT}",
-        inputs=INPUTS,
         gpu=(f"{env.get('gpu', '?')} UUID {env.get('gpu_uuid', '–')}, driver "
              f"{env.get('driver', '–')}; clocks, power and modes left as found (SM clock, "
              "temperature, power and throttle reasons recorded per trial; throttled chunks "
@@ -119,7 +118,6 @@ def _cuda_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
             ("; CUDA graph" if measure.get("graph") else "") +
             (f"; abandon at {measure['abandon']}x the best" if measure.get("abandon")
              else ""),
-        capped="capped by the device", cache="",
         ceilings="Not measured for this GPU when the study ran (`sweeper calibrate`): no % "
                  "of ceiling and no roofline place.")
 

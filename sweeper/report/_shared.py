@@ -29,11 +29,14 @@ NO_FAILURES = "None: every config was measured."
 
 def without_blank_columns(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` without its columns that are blank in every row (the first column stays)."""
-    return df[[c for i, c in enumerate(df.columns) if i == 0 or not df[c].map(_blank).all()]]
+    return df[[c for i, c in enumerate(df.columns) if i == 0 or not df[c].map(blank).all()]]
 
 
-def _blank(value: Any) -> bool:
-    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+def blank(value: Any) -> bool:
+    """No value: none, NA, NaN, or the empty text (the empty label a trial that never
+    resolved has for a dimension its footprint would have given)."""
+    return value is None or value is pd.NA or value == "" or (
+        isinstance(value, float) and math.isnan(value))
 
 
 def cell_value(value: Any) -> str:
