@@ -329,3 +329,44 @@ def test_a_compile_error_is_recorded_and_the_gpu_sweep_goes_on(tmp_path, monkeyp
     assert statuses == {1: "ok", 2: "compile_error", 4: "ok"}, statuses
     reason = next(r["reason"] for r in trials if r["status"] == "compile_error")
     assert "VEC 2 is refused here" in reason
+
+
+def test_a_graph_capture_runs_with_the_garbage_collector_off(monkeypatch):
+    """A CUDA C kernel's module collected mid-capture unloads itself, which the driver
+    refuses while a stream captures: the capture runs with collection off, and collection
+    is back on after it, also where the capture fails."""
+    import contextlib
+    import gc
+
+    from sweeper.devices._cuda import CudaDevice
+
+    seen: list[bool] = []
+
+    class Graph:
+        def replay(self) -> None: ...
+
+    @contextlib.contextmanager
+    def graph(cuda_graph, fail=False):
+        seen.append(gc.isenabled())
+        yield
+        if fail:
+            raise RuntimeError("capture failed")
+
+    class Stream:
+        def wait_stream(self, other) -> None: ...
+
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", Stream)
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    launches: list[int] = []
+    device = object.__new__(CudaDevice)         # no GPU opened: the capture is faked
+    assert gc.isenabled()
+    replay = device.batched(lambda: launches.append(1), 3, graph=True)
+    assert seen == [False] and gc.isenabled() and len(launches) == 1 + 3
+    assert replay.__func__ is Graph.replay      # type: ignore[attr-defined]
+    monkeypatch.setattr(torch.cuda, "graph", lambda g: graph(g, fail=True))
+    with pytest.raises(RuntimeError, match="capture failed"):
+        device.batched(lambda: None, 2, graph=True)
+    assert seen == [False, False] and gc.isenabled()

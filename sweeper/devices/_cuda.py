@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds, HardwareFacts, Sourced, derive_bounds
@@ -103,9 +104,19 @@ class CudaDevice(Device):
             launch()
         torch.cuda.current_stream().wait_stream(side)
         cuda_graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(cuda_graph):
-            for _ in range(batch):
-                launch()
+        # no garbage collection while capturing: a collected CUDA C kernel's module (an
+        # earlier config's) unloads itself, which the driver refuses during a capture; on
+        # an H100 that failed the capture and left the process's CUDA state spoiled for
+        # what it ran next.  The capture collects once before it starts.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with torch.cuda.graph(cuda_graph):
+                for _ in range(batch):
+                    launch()
+        finally:
+            if collecting:
+                gc.enable()
         return cuda_graph.replay
 
     @property
