@@ -205,6 +205,10 @@ def test_reports_mark_the_interleaved_winner_not_the_sweeps_fastest(tmp_path):
     assert "| float32 1GiB cold | 1 | sms | 132 | 64 | 256 | 0.0049 | interleaved final: 5 " \
            "rounds x 10 samples | 0.006667 | 408.2 |" in md
     assert "#1 at 408.2 GB/s (1 tied within noise)" in md
+    # the final's grid column holds the space file's grid (sms), in report.html as in
+    # report.md, not the programs it launched
+    finals_html = files.html.read_text().split('id="sweeper-report-finals"')[1]
+    assert "<th>#</th><th>grid</th><th>block</th>" in finals_html.split("</table>")[0]
     assert json.loads(files.json.read_text())["headline"]["per_problem"][0]["number"] == 1
 
 

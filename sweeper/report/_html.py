@@ -291,7 +291,8 @@ def _finals(tables: ReportTables) -> list[str]:
     out = []
     for final, table in tables.finals:
         out += [_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
-                   f"rule: {final.rule}."), html_table(table, rename=_shared.rate_name(tables))]
+                   f"rule: {final.rule}."),
+                html_table(table, rename={"grid": "grid", **_shared.rate_name(tables)})]
     return out
 
 
