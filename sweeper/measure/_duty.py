@@ -167,7 +167,9 @@ DEFAULT_DUTY = Duty("cool", 0.1)
 #: where it idled longer than ``IDLE_S`` since the last samples.
 SUSTAINED = Duty("sustained", 0.2)
 #: Seconds without samples after which the GPU counts as idle: the power limiter steps
-#: the clock within 15-20 ms of load, so a pause of this length lets it rise again.
+#: the clock within 15-20 ms of load, so a pause of this length lets it rise again.  A
+#: shorter pause does too (on an H100 10 ms let it rise 10-12 %: docs/benchmarks.md), so
+#: a trial behind one samples before the cap holds again.
 IDLE_S = 0.05
 
 
