@@ -77,6 +77,10 @@
 #             imports, longest first) and under cProfile (the command's own process; the
 #             workers start beside it), then its `time:` line alone, with bytecode and
 #             without (PYTHONDONTWRITEBYTECODE and an empty cache prefix) in turn, three times
+#   idle      the ffn space (warm) under duty auto with IDLE_S as it is and with
+#             IDLE_S=$IDLE_SHORT (0.005: a load after any pause) in a copy of the tree,
+#             twice each, each ranked against {cool: 100ms}: what loading after every
+#             pause costs in wall and busy time, and whether it ranks like the cool sweep
 #   window    the ffn space (warm, after a cold run) with 30, 100 and 300 timed samples a
 #             config ($WINDOW_REPEATS) under measure.duty auto and under {cool: 100ms} at 30
 #             and 100, runs A then B in turn: how the length of each config's sampling
@@ -157,6 +161,24 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-auto-a" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-a" --top 200 ;;
+  idle)
+    run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+    sed 's/cache: cold}/cache: cold, duty: {cool: 100ms}}/' benchmarks/spaces/matmul-ffn.yaml \
+        > "$studies/matmul-ffn-cool.yaml"
+    run ffn-cool ffn "$studies/matmul-ffn-cool.yaml" --no-report
+    short=$(mktemp -d)
+    cp -r sweeper benchmarks spaces pyproject.toml "$short/"
+    sed -i "s/^IDLE_S = 0.05$/IDLE_S = ${IDLE_SHORT:-0.005}/" "$short/sweeper/measure/_duty.py"
+    grep -q "^IDLE_S = ${IDLE_SHORT:-0.005}$" "$short/sweeper/measure/_duty.py" ||
+        { echo "idle: IDLE_S not found in sweeper/measure/_duty.py"; continue; }
+    echo "short: $(cd "$short" && python3 -c 'from sweeper.measure import _duty; print(_duty.IDLE_S)')"
+    for r in a b; do
+      run "ffn-auto-$r" ffn benchmarks/spaces/matmul-ffn.yaml --no-report
+      (cd "$short" && run "ffn-idle-$r" ffn benchmarks/spaces/matmul-ffn.yaml --no-report)
+      rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-$r"
+      rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-idle-$r"
+    done
+    rank "$OUT/studies/ffn-idle-a" "$OUT/studies/ffn-idle-b" ;;
   window)
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     reps=${WINDOW_REPEATS:-30 100 300}
