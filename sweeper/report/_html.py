@@ -292,7 +292,7 @@ def _finals(tables: ReportTables) -> list[str]:
     for final, table in tables.finals:
         out += [_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
                    f"rule: {final.rule}."),
-                html_table(table, rename={"grid": "grid", **_shared.rate_name(tables)})]
+                html_table(table, rename=_shared.finals_names(tables))]
     return out
 
 

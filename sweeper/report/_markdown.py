@@ -282,7 +282,7 @@ def _winners(tables: ReportTables) -> list[str]:
         on = f" on {_text(final.gpu)}" if final.gpu is not None else ""
         out.append(f"**{problem_text(p)}**: winner{on} {_shared.final_text(final)}"
                    f"{', after ' + _text(final.duty) if final.duty else ''}.{against}\n")
-        out.append(md_table(table, rename={"grid": "grid", **_shared.rate_name(tables)}))
+        out.append(md_table(table, rename=_shared.finals_names(tables)))
         if p in tables.agreements:            # the same finalists on several GPUs
             agree = tables.agreements[p]
             gpus = ", ".join(str(g) for g in agree.gpus)

@@ -72,6 +72,12 @@ def rate_name(tables: ReportTables) -> dict[str, str]:
     return {tables.metric: unit(tables.metric)}
 
 
+def finals_names(tables: ReportTables) -> dict[str, str]:
+    """A final's table's column names as the reports show them: its ``grid`` column holds
+    the space file's grid (``sms``), not the programs launched, and the rate its unit."""
+    return {"grid": "grid", **rate_name(tables)}
+
+
 def picks_intro(command: str) -> str:
     """What the table of each problem's pick shows; ``command``: ``sweeper export`` in the
     output's markup."""
