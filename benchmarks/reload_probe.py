@@ -64,6 +64,7 @@ def main() -> None:
                         help="skip the per-launch traces after 0.1 and 0.5 s pauses")
     args = parser.parse_args()
     gaps, loads = (0.0, *args.gaps), tuple(sorted({0.0, *args.loads}))
+    trace_gaps = () if args.no_traces else (0.1, 0.5)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     pynvml.nvmlInit()
@@ -99,7 +100,7 @@ def main() -> None:
                              "sm_mhz_start": mhz0, "sm_mhz_end": mhz1,
                              "cell_s": round(time.perf_counter() - t0, 4)})
         traces: list[dict] = []
-        for gap in () if args.no_traces else (0.1, 0.5):
+        for gap in trace_gaps:
             for rep in range(args.reps):
                 load_for(work, args.hot)
                 time.sleep(gap)
@@ -118,7 +119,7 @@ def main() -> None:
                     at += ms
         steady = statistics.median(r["median_ms"] for r in rows
                                    if r["kernel"] == name and r["gap_s"] == 0)
-        for gap in () if args.no_traces else (0.1, 0.5):
+        for gap in trace_gaps:
             print(f"{name} after {gap} s: median of each 10 launches / no pause "
                   "(at ms since the first)")
             mine = [t for t in traces if t["gap_s"] == gap and t["rep"] == 0]
