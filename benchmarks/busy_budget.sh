@@ -119,6 +119,12 @@ run() {   # NAME CACHE SPACE [run options...]
       "$(grep -m1 -E '^winner' "$log" | grep -oE '[0-9.]+× torch[.a-z_]*' | head -1)" >> "$table"
 }
 
+ffn_cool() {  # the ffn space under {cool: 100ms}, written to the studies folder: its path
+  sed 's/cache: cold}/cache: cold, duty: {cool: 100ms}}/' benchmarks/spaces/matmul-ffn.yaml \
+      > "$studies/matmul-ffn-cool.yaml"
+  echo "$studies/matmul-ffn-cool.yaml"
+}
+
 rank() {  # A B [--top N]
   echo "# rank_stability $*" | tee -a "$OUT/ranks.log"
   python3 benchmarks/rank_stability.py "$@" 2>&1 | tee -a "$OUT/ranks.log" | tail -6
@@ -154,18 +160,14 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     run ffn-auto-a ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     run ffn-auto-b ffn benchmarks/spaces/matmul-ffn.yaml --no-report
-    sed 's/cache: cold}/cache: cold, duty: {cool: 100ms}}/' benchmarks/spaces/matmul-ffn.yaml \
-        > "$studies/matmul-ffn-cool.yaml"
-    run ffn-cool ffn "$studies/matmul-ffn-cool.yaml" --no-report
+    run ffn-cool ffn "$(ffn_cool)" --no-report
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-a"
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-auto-a" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-a" --top 200 ;;
   idle)
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
-    sed 's/cache: cold}/cache: cold, duty: {cool: 100ms}}/' benchmarks/spaces/matmul-ffn.yaml \
-        > "$studies/matmul-ffn-cool.yaml"
-    run ffn-cool ffn "$studies/matmul-ffn-cool.yaml" --no-report
+    run ffn-cool ffn "$(ffn_cool)" --no-report
     short=$(mktemp -d)
     cp -r sweeper benchmarks spaces pyproject.toml "$short/"
     sed -i "s/^IDLE_S = 0.05$/IDLE_S = ${IDLE_SHORT:-0.005}/" "$short/sweeper/measure/_duty.py"
@@ -279,13 +281,11 @@ print('binaries kept:', {k.split(' | ')[2]: len(v) for k, v in kept.items()})" \
       sed 's/cache: cold}/cache: cold, finals_duty: sustained}/' "${sp#*:}" \
           > "$studies/${sp%%:*}-sustained.yaml"
     done
-    sed 's/cache: cold}/cache: cold, duty: {cool: 100ms}}/' benchmarks/spaces/matmul-ffn.yaml \
-        > "$studies/ffn-cool.yaml"
     for r in a b; do
       run "ffn-finals-cool-$r" ffn benchmarks/spaces/matmul-ffn.yaml --no-report
       run "ffn-finals-sustained-$r" ffn "$studies/ffn-sustained.yaml" --no-report
     done
-    run ffn-cool ffn "$studies/ffn-cool.yaml" --no-report
+    run ffn-cool ffn "$(ffn_cool)" --no-report
     for r in cool-a cool-b sustained-a sustained-b; do
       rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-finals-$r"
     done
