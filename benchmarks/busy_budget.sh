@@ -81,6 +81,8 @@
 #             IDLE_S=$IDLE_SHORT (0.005: a load after any pause) in a copy of the tree,
 #             twice each, each ranked against {cool: 100ms}: what loading after every
 #             pause costs in wall and busy time, and whether it ranks like the cool sweep
+#   tail      the same with TAIL_S as it is against TAIL_S=0 (no launches queued after
+#             each config's samples to keep the GPU loaded till the next trial)
 #   window    the ffn space (warm, after a cold run) with 30, 100 and 300 timed samples a
 #             config ($WINDOW_REPEATS) under measure.duty auto and under {cool: 100ms} at 30
 #             and 100, runs A then B in turn: how the length of each config's sampling
@@ -165,22 +167,27 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-auto-a" "$OUT/studies/ffn-auto-b"
     rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-a" --top 200 ;;
-  idle)
+  idle|tail)
+    # a copy of the tree with one constant of sweeper/measure/_duty.py changed: IDLE_S
+    # at $IDLE_SHORT (idle) or TAIL_S at 0 (tail: no launches queued after the samples)
+    if [ "$stage" = idle ]; then name=IDLE_S from=0.05 to=${IDLE_SHORT:-0.005}
+    else name=TAIL_S from=0.02 to=0; fi
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     run ffn-cool ffn "$(ffn_cool)" --no-report
-    short=$(mktemp -d)
-    cp -r sweeper benchmarks spaces pyproject.toml "$short/"
-    sed -i "s/^IDLE_S = 0.05$/IDLE_S = ${IDLE_SHORT:-0.005}/" "$short/sweeper/measure/_duty.py"
-    grep -q "^IDLE_S = ${IDLE_SHORT:-0.005}$" "$short/sweeper/measure/_duty.py" ||
-        { echo "idle: IDLE_S not found in sweeper/measure/_duty.py"; continue; }
-    echo "short: $(cd "$short" && python3 -c 'from sweeper.measure import _duty; print(_duty.IDLE_S)')"
+    other=$(mktemp -d)
+    cp -r sweeper benchmarks spaces pyproject.toml "$other/"
+    sed -i "s/^$name = $from$/$name = $to/" "$other/sweeper/measure/_duty.py"
+    grep -q "^$name = $to$" "$other/sweeper/measure/_duty.py" ||
+        { echo "$stage: $name = $from not found in sweeper/measure/_duty.py"; continue; }
+    echo "$stage: $name = $(cd "$other" && python3 -c "from sweeper.measure import _duty; print(_duty.$name)") in the copy"
     for r in a b; do
       run "ffn-auto-$r" ffn benchmarks/spaces/matmul-ffn.yaml --no-report
-      (cd "$short" && run "ffn-idle-$r" ffn benchmarks/spaces/matmul-ffn.yaml --no-report)
+      (cd "$other" && run "ffn-$stage-$r" ffn benchmarks/spaces/matmul-ffn.yaml --no-report)
       rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-auto-$r"
-      rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-idle-$r"
+      rank "$OUT/studies/ffn-cool" "$OUT/studies/ffn-$stage-$r"
     done
-    rank "$OUT/studies/ffn-idle-a" "$OUT/studies/ffn-idle-b" ;;
+    rank "$OUT/studies/ffn-auto-a" "$OUT/studies/ffn-auto-b"
+    rank "$OUT/studies/ffn-$stage-a" "$OUT/studies/ffn-$stage-b" ;;
   window)
     run ffn-cold ffn benchmarks/spaces/matmul-ffn.yaml --no-report
     reps=${WINDOW_REPEATS:-30 100 300}
@@ -234,6 +241,8 @@ for stage in ${STAGES:-coldauto ffn 8k copy softmax shapes}; do
       for sp in copy softmax matmul-8k matmul-shapes; do
         run "plan-$round-$sp" "plan-$round-$sp" "spaces/$sp.yaml"
       done
+      # what those runs measured: the costs a fresh machine's plan assumes stand against
+      cp "$SWEEPER_CACHE/run-costs.json" "$OUT/plans-run-costs-$round.json" 2>/dev/null
     done
     unset SWEEPER_CACHE ;;
   command)
