@@ -82,7 +82,8 @@
 #             twice each, each ranked against {cool: 100ms}: what loading after every
 #             pause costs in wall and busy time, and whether it ranks like the cool sweep
 #   tail      the same with TAIL_S as it is against TAIL_S=0 (no launches queued after
-#             each config's samples to keep the GPU loaded till the next trial)
+#             each config's samples to keep the GPU loaded till the next trial); TAIL_S
+#             exists in the tree of commit 579e58d only (measured, taken back)
 #   window    the ffn space (warm, after a cold run) with 30, 100 and 300 timed samples a
 #             config ($WINDOW_REPEATS) under measure.duty auto and under {cool: 100ms} at 30
 #             and 100, runs A then B in turn: how the length of each config's sampling

@@ -218,28 +218,6 @@ def test_sustained_load_loads_an_idle_gpu_only(monkeypatch):
     assert SUSTAINED.for_finals() == DEFAULT_DUTY and DEFAULT_DUTY.for_finals() == DEFAULT_DUTY
 
 
-def test_sustained_load_keeps_the_gpu_busy_between_trials(monkeypatch):
-    """After its samples, a config under sustained load queues ``TAIL_S`` of its own
-    launches without waiting: the gap to the next trial starts when they end, so a
-    host-side pause shorter than the tail is no pause; a cool or fixed-load schedule
-    queues nothing."""
-    from sweeper.measure import _duty
-    clock = [100.0]
-    monkeypatch.setattr(_duty, "_LOAD", _duty._Load())
-    monkeypatch.setattr(_duty.time, "perf_counter", lambda: clock[0])
-    launches = []
-    SUSTAINED.settle(lambda: clock.__setitem__(0, clock[0] + 0.01), lambda: None)
-    assert SUSTAINED.sampled(lambda: launches.append(1), 0.0006) == 34 == len(launches)
-    clock[0] += _duty.TAIL_S + _duty.IDLE_S - 0.001  # the host's work outlasts the tail
-    launches.clear()
-    SUSTAINED.settle(lambda: launches.append(1), lambda: None)
-    assert launches == []                            # yet the GPU idled under IDLE_S
-    assert SUSTAINED.sampled(lambda: launches.append(1), 1e-7) == _duty.TAIL_MAX
-    assert SUSTAINED.sampled(None, 0.001) == 0       # a config whose check failed
-    for duty in (DEFAULT_DUTY, Duty("load", 0.1)):
-        assert duty.sampled(lambda: launches.append(1), 0.001) == 0
-
-
 def test_a_race_under_sustained_load_states_its_winner_from_cool_rounds(
         write_space, tmp_path, monkeypatch):
     from sweeper.finals import CONFIRM_ROUNDS

@@ -7,7 +7,6 @@ import dataclasses
 import os
 import platform
 import socket
-import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -229,15 +228,13 @@ class Device(abc.ABC):
             timing.stop_reason = dataclasses.replace(timing.stop_reason, text=(
                 f"{timing.stop_reason.text} (one burst of the cool-down schedule; "
                 f"{asked.repeat} asked)"))
+        if duty is not None:
+            duty.sampled()
         window = self.window(t0, time.perf_counter())
         end = self.state()
         self.synchronize()
         with spent.on("verify"):
             wrong = verify.check() if verify is not None else None
-        if duty is not None:          # under sustained load, the GPU kept busy till the next
-            with spent.on(settling):
-                median_s = statistics.median(timing.samples) / 1e3 if timing.samples else 0.0
-                duty.sampled(launch if wrong is None else None, median_s)
         return Measured(timing=timing, start=start, end=end, batch=batch, graph=graph,
                         power_w=window.power_w_mean if window else None,
                         power_readings=window.polls if window else 0, window=window,

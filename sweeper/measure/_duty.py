@@ -46,7 +46,6 @@ chunk that hit the cap there is taken again after another cool-down.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,21 +106,9 @@ class Duty:
             launch()
             synchronize()
 
-    def sampled(self, launch: Callable[[], None] | None = None,
-                launch_s: float = 0.0) -> int:
-        """The samples that followed :meth:`settle` have ended (the GPU was busy).  Under
-        sustained load, ``launch`` (one launch of the config just sampled, ``launch_s``
-        seconds of GPU work each) is queued for ``TAIL_S`` more without waiting for it:
-        the GPU stays under load while the host hands the result over and prepares the
-        next config, instead of idling long enough for its clock to rise.  The next
-        :meth:`settle` waits for the tail first.  Returns the launches queued."""
-        tail = 0
-        if self.kind == "sustained" and launch is not None and launch_s > 0:
-            tail = min(TAIL_MAX, math.ceil(TAIL_S / launch_s))
-            for _ in range(tail):
-                launch()
-        _LOAD.ended(time.perf_counter() + tail * launch_s)
-        return tail
+    def sampled(self) -> None:
+        """The samples that followed :meth:`settle` have ended (the GPU was busy)."""
+        _LOAD.ended(time.perf_counter())
 
     def burst_size(self, launch: Callable[[], None], synchronize: Callable[[], None]) -> int:
         """Samples that fit in ``BURST_S``, from one host-timed launch (host time
@@ -182,14 +169,11 @@ SUSTAINED = Duty("sustained", 0.2)
 #: Seconds without samples after which the GPU counts as idle: the power limiter steps
 #: the clock within 15-20 ms of load, so a pause of this length lets it rise again.  A
 #: shorter pause does too (on an H100 10 ms let it rise 10-12 %: docs/benchmarks.md), so
-#: a trial behind one samples before the cap holds again.
+#: a trial behind one samples before the cap holds again.  Loading after any pause (5 ms
+#: here) tripled a warm sweep of the ffn matmul on the H200, and 20 ms of the config's
+#: launches queued after its samples cost a fifth more on an H100; both ranked its top
+#: ten further from the cool measurement, so neither was kept.
 IDLE_S = 0.05
-#: Seconds of the config's own launches queued after its samples under sustained load
-#: (:meth:`Duty.sampled`), at most ``TAIL_MAX`` launches: the host's work between two
-#: trials of a warm sweep (handing the result over, loading the next binary, its check)
-#: idles the GPU 15-20 ms a trial on the H200, long enough for the clock to rise.
-TAIL_S = 0.02
-TAIL_MAX = 256
 
 
 class _Load:
