@@ -394,7 +394,8 @@ done
 echo
 echo "run              plan estimate                wall (s)   busy     winner"
 cat "$table"
-# the logs and studies in one file (what comes back from the GPU machine is counted)
+# the logs and studies in one file (what comes back from the GPU machine is counted; the
+# reports' pictures left out, their report.md and report.json kept)
 tgz=$(mktemp --suffix .tgz)
-tar czf "$tgz" -C "$OUT" . && find "$OUT" -mindepth 1 ! -name table.txt -delete && \
+tar czf "$tgz" --exclude='*.png' --exclude='*.svg' --exclude=report.html -C "$OUT" . && find "$OUT" -mindepth 1 ! -name table.txt -delete && \
     mv "$tgz" "$OUT/busy-budget.tgz"
