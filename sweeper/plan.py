@@ -63,6 +63,12 @@ POWER_MAYBE = 0.5
 #: takes the whole ``SUSTAINED`` load; a sampler that plans hands its next config over at
 #: once.  Without it that run's estimate on a fresh machine was 18 s; it took 39.4 s.
 UNMEASURED_LOAD_S = {"auto": SUSTAINED.seconds}
+#: a FLOP-bound launch over the model's (its FLOPs at a tuned matmul's peak) where no run
+#: of the kernel on this machine measured it: a sweep's configs are mostly not the tuned
+#: one (on the H200 the 306 matmul trials of matmul-8k and matmul-shapes ran at 1.73 times
+#: the model, copy's at 1.05 of its bytes' time); without it a fresh machine's plan put
+#: matmul-8k at 16 s for 23.9 s
+UNMEASURED_FLOP_SCALE = 1.7
 
 
 @dataclass
@@ -131,10 +137,11 @@ class RunCosts:
     #: finals' ``FINALS_OVERHEAD_S`` stands
     finals_overhead_s: float | None = None
 
-    #: a compile from a cold cache where none was measured for the kernel (on the H200
-    #: the pool's eight processes compiled the 102 binaries of spaces/matmul-shapes.yaml
-    #: and the 72 of matmul-8k.yaml behind 6-8 s of trials)
-    COMPILE_S = 0.5
+    #: a compile from a cold cache where none was measured for the kernel: on the H200
+    #: the matmul kernel's took 0.28 s in the worker and 0.31 s in the pool's eight
+    #: processes side by side, copy's 0.08 s in the pool (docs/raw/2026-12-05-s34-h200/);
+    #: at 0.5 s a fresh plan put a compile pool 102 binaries behind
+    COMPILE_S = 0.3
     #: an NVRTC compile of a CUDA C kernel where none was measured (the ``cuda`` kernel's
     #: compiles are kept under its name like any other's): on the H200 the worker spent
     #: 2.8 s compiling the 45 binaries of spaces/cuda-copy.yaml, at most 62 ms each
@@ -585,6 +592,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
     interpreted = costs.op_s > 0      # launches priced by programs and operations, no GPU
     scale = shape.costs.scale_of(shape.kernel, interpreted=interpreted)
+    measured = interpreted or shape.kernel in shape.costs.launch_scale
     todo = 0                      # the valid configs the study has not answered yet
     left = None if budget is None else max(0, budget - shape.spent)
     for choice, outcome in resolved(space, facts.env(), facts.max_footprint):
@@ -597,7 +605,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         todo += 1
         if left is None or todo <= left:
             launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs, ops)
-            launch *= scale
+            launch *= scale if measured or not by_flops else UNMEASURED_FLOP_SCALE
             # the power limiter steps in after 15-20 ms of load (the H200): a FLOP-bound
             # kernel whose samples last that long is power-bound
             computing = computing or (by_flops and _expected_samples(measure, launch) *

@@ -165,7 +165,7 @@ def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys)
     from sweeper.devices import DeviceFacts, PlanCosts
     from sweeper.devices._base import GPU_COSTS
     from sweeper.kernels import bytes_moved_of, flops_of
-    from sweeper.plan import make_plan
+    from sweeper.plan import UNMEASURED_FLOP_SCALE, RunCosts, RunShape, make_plan
     from sweeper.space import load_space
 
     monkeypatch.setattr(_gpu_query, "has_driver", lambda: False)
@@ -177,12 +177,20 @@ def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys)
     computed = make_plan(space, moved, facts, GPU_COSTS, measure,
                          flops=flops_of("matmul"), finals=True)
     assert by_bytes.finals_s == 0 and computed.finals_s > 0
-    # 2 x 8192³ FLOP at 795 TFLOP/s: 1.38 ms a launch, as the H200 measured, against
-    # 0.1 ms for its bytes at 4 TB/s
+    # 2 x 8192³ FLOP at 795 TFLOP/s: 1.38 ms a launch, as the H200 measured for the tuned
+    # one, against 0.1 ms for its bytes at 4 TB/s; a sweep's configs, where none of the
+    # kernel's ran here, at UNMEASURED_FLOP_SCALE times that
     launches = (measure.warmup + 2 + measure.repeat) * computed.trials
+    flop_s = 2 * 8192**3 / 795e12
     assert computed.estimate_s - computed.finals_s == pytest.approx(
-        by_bytes.estimate_s + launches * (2 * 8192**3 / 795e12 - 3 * 8192**2 * 2 / 4e12),
-        rel=0.05)
+        by_bytes.estimate_s + launches * (flop_s * UNMEASURED_FLOP_SCALE
+                                          - 3 * 8192**2 * 2 / 4e12), rel=0.05)
+    # once a run measured the kernel's launches, its own scale stands
+    shape = RunShape(costs=RunCosts(launch_scale={"matmul": 1.0}), kernel="matmul")
+    scaled = make_plan(space, moved, facts, GPU_COSTS, measure, flops=flops_of("matmul"),
+                       shape=shape)
+    assert scaled.parts["trials"] == pytest.approx(
+        by_bytes.parts["trials"] + launches * (flop_s - 3 * 8192**2 * 2 / 4e12), rel=0.05)
     no_flops = PlanCosts(**{**vars(GPU_COSTS), "flops": {}})
     assert make_plan(space, moved, facts, no_flops, measure,
                      flops=flops_of("matmul")).estimate_s == \
@@ -478,7 +486,7 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     from sweeper.devices._base import GPU_COSTS
     from sweeper.kernels import bytes_moved_of, flops_of
     from sweeper.measure import DEFAULT_DUTY, SUSTAINED
-    from sweeper.plan import UNMEASURED_LOAD_S, RunCosts, RunShape, make_plan
+    from sweeper.plan import UNMEASURED_FLOP_SCALE, UNMEASURED_LOAD_S, RunCosts, RunShape, make_plan
     from sweeper.space import load_space
 
     space = load_space(ROOT / "spaces" / "matmul-8k.yaml")
@@ -517,7 +525,8 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
     # what this machine measured of the kernel: a trial's own seconds, its launches' scale
     learned = plan(RunShape(kernel="matmul", costs=RunCosts(
         trial_s={"matmul": 0.1}, launch_scale={"matmul": 2.0})))
-    launches = bare.parts["trials"] - bare.trials * GPU_COSTS.compile_s
+    # (the bare plan's launches, every one FLOP-bound at 8192³, at the unmeasured scale)
+    launches = (bare.parts["trials"] - bare.trials * GPU_COSTS.compile_s) / UNMEASURED_FLOP_SCALE
     assert learned.parts["trials"] == pytest.approx(bare.trials * 0.1 + 2 * launches, rel=0.02)
     # cold: 2 s a binary, in 8 processes while the GPU measures (a plan, or auto's model's
     # favourites), else each in the worker, followed by the sustained load of a

@@ -90,12 +90,13 @@ class PlanCosts:
     OPS_PER_PROGRAM = 9
 
 
-#: A GPU's costs, read on an H200: a trial's own seconds beyond its launches from a warm
-#: cache (loading its binary, verifying, the host's side of sampling: 23-26 ms for the
-#: configs of spaces/copy.yaml and matmul-shapes.yaml), ~20 us of host time per launch,
+#: A GPU's costs, read on an H200: a trial's own seconds beyond its launches and its
+#: compile (loading its binary, verifying, the host's side of sampling: the median over
+#: each run's trials, 6.5 ms for matmul, 8.7 ms for softmax and 9.1 ms for copy from
+#: cold Triton caches, docs/raw/2026-12-05-s34-h200/), ~20 us of host time per launch,
 #: ~4 TB/s copy, and a tuned matmul's FLOP/s (bf16 8192³: 795 TFLOP/s, docs/benchmarks.md;
 #: fp16 alike; tf32 for float32 half that).
-GPU_COSTS = PlanCosts(compile_s=0.025, launch_s=20e-6, bandwidth=4.0e12, flush=True,
+GPU_COSTS = PlanCosts(compile_s=0.009, launch_s=20e-6, bandwidth=4.0e12, flush=True,
                       flops={"bfloat16": 795e12, "float16": 795e12, "float32": 400e12})
 
 
