@@ -657,7 +657,9 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     total = sum(parts.values())
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
                 finals_s=parts["finals"],
-                assumptions={**dataclasses.asdict(costs), "compile_s": own},
+                assumptions={**dataclasses.asdict(costs), "compile_s": own,
+                             "flop_scale": UNMEASURED_FLOP_SCALE
+                             if flop_bound and not measured else 1.0},
                 trials=trials, ruled_out=ruled_out, parts=parts,
                 binaries=len(binaries) if shape.binaries is not None else 0, cached=cached,
                 maps=heatmaps)

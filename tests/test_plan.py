@@ -197,6 +197,8 @@ def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys)
         pytest.approx(by_bytes.estimate_s)
     line = _estimate(str(ROOT / "spaces" / "matmul-8k.yaml"), capsys=capsys)
     assert "finals " in line and "TFLOP/s bfloat16 795" in line
+    assert f"bound by its FLOPs {UNMEASURED_FLOP_SCALE:g}× that" in line
+    assert scaled.assumptions["flop_scale"] == by_bytes.assumptions["flop_scale"] == 1.0
 
 
 def test_a_run_keeps_its_reports_seconds_with_its_heatmaps(write_space, tmp_path, capsys,
