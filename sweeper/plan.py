@@ -183,14 +183,17 @@ class RunCosts:
         estimate = self.report_for(maps)
         return estimate if self.report_fixed_s is not None else max(self.report_s, estimate)
 
-    def scale_of(self, kernel: str, interpreted: bool) -> float:
+    def scale_of(self, kernel: str, interpreted: bool, by_flops: bool = False) -> float:
         """``kernel``'s launch scale as measured; one not run here yet takes, on an
         interpreter (``interpreted``), what the machine's other kernels measured
         (:meth:`machine_ratio`: what a tensor operation costs is the machine's, and each
-        kernel's count of them is its own), else 1."""
-        if kernel in self.launch_scale or not interpreted:
-            return self.launch_scale.get(kernel, 1.0)
-        return self.machine_ratio(kernel) or 1.0
+        kernel's count of them is its own), else 1, or :data:`UNMEASURED_FLOP_SCALE` for a
+        launch bound by its FLOPs (``by_flops``)."""
+        if kernel in self.launch_scale:
+            return self.launch_scale[kernel]
+        if interpreted:
+            return self.machine_ratio(kernel) or 1.0
+        return UNMEASURED_FLOP_SCALE if by_flops else 1.0
 
     def machine_ratio(self, kernel: str) -> float | None:
         """The launch ratio the machine's kernels other than ``kernel`` measured: the
@@ -591,8 +594,9 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     fixed = measure.fixed_duty()
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
     interpreted = costs.op_s > 0      # launches priced by programs and operations, no GPU
-    scale = shape.costs.scale_of(shape.kernel, interpreted=interpreted)
-    measured = interpreted or shape.kernel in shape.costs.launch_scale
+    # the launch scale of a launch bound by its bytes, and by its FLOPs
+    scales = tuple(shape.costs.scale_of(shape.kernel, interpreted, by_flops)
+                   for by_flops in (False, True))
     todo = 0                      # the valid configs the study has not answered yet
     left = None if budget is None else max(0, budget - shape.spent)
     for choice, outcome in resolved(space, facts.env(), facts.max_footprint):
@@ -605,7 +609,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         todo += 1
         if left is None or todo <= left:
             launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs, ops)
-            launch *= scale if measured or not by_flops else UNMEASURED_FLOP_SCALE
+            launch *= scales[by_flops]
             # the power limiter steps in after 15-20 ms of load (the H200): a FLOP-bound
             # kernel whose samples last that long is power-bound
             computing = computing or (by_flops and _expected_samples(measure, launch) *
@@ -658,8 +662,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
                 finals_s=parts["finals"],
                 assumptions={**dataclasses.asdict(costs), "compile_s": own,
-                             "flop_scale": UNMEASURED_FLOP_SCALE
-                             if flop_bound and not measured else 1.0},
+                             "flop_scale": scales[True] / scales[False] if flop_bound
+                             else 1.0},
                 trials=trials, ruled_out=ruled_out, parts=parts,
                 binaries=len(binaries) if shape.binaries is not None else 0, cached=cached,
                 maps=heatmaps)

@@ -413,6 +413,11 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
     assert run_costs("GPU P").compile_of("matmul") == 2.0     # the pool's, none in the worker
     assert (x.scale_of("matmul", True), x.scale_of("copy", False), x.scale_of("copy", True),
             y.scale_of("copy", True)) == (1.2, 1.0, 1.2, 1.0)   # an interpreter: the machine's
+    # a GPU kernel not run here: its FLOP-bound launches at UNMEASURED_FLOP_SCALE, a
+    # measured one's at its own scale
+    from sweeper.plan import UNMEASURED_FLOP_SCALE
+    assert (x.scale_of("copy", False, by_flops=True), x.scale_of("matmul", False, by_flops=True),
+            x.scale_of("matmul", True, by_flops=True)) == (UNMEASURED_FLOP_SCALE, 1.2, 1.2)
     note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
              compiles_s=[], ask_s=None, launch_scales=[4.0] * 10, prior_trials=30)
     assert run_costs("interp").launch_scale == {"copy": pytest.approx(4.0 ** 0.25, abs=1e-4)}

@@ -47,7 +47,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"and {a['op_s'] * 1e3:g} ms a tensor operation of its body"
                 if a["op_s"] else f"launches of at least {a['launch_s'] * 1e6:g} us, "
                 f"{a['bandwidth'] / 1e9:g} GB/s{f', TFLOP/s {peaks}' if peaks else ''}")
-    if a.get("flop_scale", 1.0) != 1.0:
+    if a["flop_scale"] != 1.0:
         launches += (f"; a launch bound by its FLOPs {a['flop_scale']:g}× that, until a run "
                      "here measures the kernel's")
     head, lead, _ = estimate_words(plan, space.budget.time_s, per_trials=False)
