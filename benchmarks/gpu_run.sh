@@ -29,8 +29,9 @@
 #   commandabandon the same with measure.abandon 1.5 (bare loop and sweeper run; no Kernel Tuner)
 #   commandci the same with sweeper's default stopping rule (stop: ci, 0.5 %) in place of 50
 #             (bare loop, sweeper run and Kernel Tuner)
-#   profile   sweeper run spaces/copy.yaml --workers inline under cProfile, warm cache: where
-#             a trial's time goes beyond the kernel's (pstats by own and cumulative time)
+#   profile   sweeper run $PROFILE_SPACES (spaces/copy.yaml) --workers inline under cProfile,
+#             warm cache: where a trial's time goes beyond the kernel's (pstats by own and
+#             cumulative time, in profile-NAME.log)
 #   compilepool benchmarks/compile_pool.py, then with a process per core (no A/B)
 #   runtiming sweeper run spaces/copy.yaml --timing, warm cache, with and without worker
 #             processes, the compile pool and the report ($GPUS: e.g. --gpus 0)
@@ -170,13 +171,17 @@ stage=$2
           | grep -E "^(time|  |real|done|sweeper:)"
       done 2>&1 | tee "$OUT/runtiming.log" ;;
     profile)
-      export TRITON_CACHE_DIR=/tmp/tc-profile
-      sweeper run spaces/copy.yaml --studies-dir /tmp/pf-warm-up --quiet --no-report >/dev/null 2>&1
-      rm -rf /tmp/pf
-      python3 -m cProfile -o "$OUT/profile.pstats" -m sweeper run spaces/copy.yaml --studies-dir /tmp/pf \
-          --quiet --no-report --workers inline --timing 2>&1 | tee "$OUT/profile.log"
-      python3 -c "import pstats, sys; p = pstats.Stats(sys.argv[1]); p.sort_stats('tottime').print_stats(35); p.sort_stats('cumulative').print_stats(60)" \
-          "$OUT/profile.pstats" 2>&1 | sed "s#$PWD/##; s#/tmp/site/##" >> "$OUT/profile.log" ;;
+      for space in ${PROFILE_SPACES:-spaces/copy.yaml}; do
+        name=$(basename "$space" .yaml)
+        export TRITON_CACHE_DIR=/tmp/tc-profile-$name
+        sweeper run "$space" --studies-dir /tmp/pf-warm-up --quiet --no-report >/dev/null 2>&1
+        rm -rf /tmp/pf
+        python3 -m cProfile -o "$OUT/profile-$name.pstats" -m sweeper run "$space" --studies-dir /tmp/pf \
+            --quiet --no-report --workers inline --timing 2>&1 | tee "$OUT/profile-$name.log"
+        python3 -c "import pstats, sys; p = pstats.Stats(sys.argv[1]); p.sort_stats('tottime').print_stats(45); p.sort_stats('cumulative').print_stats(90)" \
+            "$OUT/profile-$name.pstats" 2>&1 | sed "s#$PWD/##; s#/tmp/site/##" >> "$OUT/profile-$name.log"
+        rm -f "$OUT/profile-$name.pstats"
+      done ;;
     coldpool)
       for v in "" "--compile-workers 0" "" "--compile-workers 0"; do
         echo "--- sweeper run spaces/copy.yaml $v (empty Triton cache)"
