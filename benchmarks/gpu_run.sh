@@ -26,6 +26,8 @@
 #             script and Kernel Tuner, from the shell, warm and cold caches)
 #   commandrounds the same, each run $ROUNDS (3) times interleaved, judged by the medians (bare
 #             loop, sweeper run and Kernel Tuner; about 5 minutes)
+#   commandwarm the same, warm cache only: bare loop, sweeper run and --no-report, $ROUNDS (3)
+#             rounds interleaved, judged by the medians (about 3 minutes)
 #   commandabandon the same with measure.abandon 1.5 (bare loop and sweeper run; no Kernel Tuner)
 #   commandci the same with sweeper's default stopping rule (stop: ci, 0.5 %) in place of 50
 #             (bare loop, sweeper run and Kernel Tuner)
@@ -152,6 +154,11 @@ stage=$2
       for f in "$OUT"/command-rounds/run*.stdout; do echo "$(basename "$f"):"; grep -A8 "^time: " "$f"; done \
         | tee -a "$OUT/command-rounds.log"
       tar czf "$OUT/command-rounds.tgz" -C "$OUT" command-rounds && rm -rf "$OUT/command-rounds" ;;
+    commandwarm) python3 benchmarks/command_overhead.py spaces/copy.yaml --cache warm --rounds "${ROUNDS:-3}" \
+        --runs bare,run,run-no-report --out "$OUT/command-warm" 2>&1 | tee "$OUT/command-warm.log"
+      for f in "$OUT"/command-warm/run*.stdout "$OUT"/command-warm/bare*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \
+        | tee -a "$OUT/command-warm.log"
+      rm -rf "$OUT/command-warm" ;;
     commandabandon) python3 benchmarks/command_overhead.py spaces/copy.yaml --runs bare,run \
         --measure abandon=1.5 --out "$OUT/command-abandon" 2>&1 | tee "$OUT/command-abandon.log"
       for f in "$OUT"/command-abandon/*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \
