@@ -57,7 +57,8 @@ def launches(table: Path, space_path: str) -> tuple[Kernel, list[Launch]]:
 
 def accuracy(table: Path, space_path: str) -> tuple[float, int, float, float | None] | None:
     """The table's figures (see the module docstring); ``None`` for a kernel without a
-    model (a CUDA C or short kernel: ``auto`` searches it by pattern)."""
+    model (a CUDA C or short kernel that declares none: ``auto`` searches it by pattern;
+    the CUDA C copy's space declares the streaming model)."""
     kernel, launched = launches(table, space_path)
     rows = [(speed, seconds, kernel.model(config, facts))
             for config, facts, seconds, speed in launched]

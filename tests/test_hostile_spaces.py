@@ -56,6 +56,18 @@ def space(grid: str = "[sms]", extra: str = "measure: {warmup: 1, repeat: 3}\n")
     return BASE.format(grid=grid, extra=extra)
 
 
+COPY_CU = ROOT / "examples" / "copy.cu"
+
+
+def cuda_space(model: str) -> str:
+    """The CUDA C copy beside ``copy.cu`` with ``model`` as its kernel's last option (line
+    9)."""
+    return ("kernel:\n  name: cuda\n  source: copy.cu\n  entry: copy\n  inputs: {src: n}\n"
+            "  outputs: {dst: n}\n  args: [dst, src, \"n:int64\"]\n  reference: "
+            f"\"torch:clone\"\n  model: {model}\nparams:\n  VEC: [1, 4]\n"
+            "  footprint: [4KiB]\n")
+
+
 def laughs(levels: int, width: int) -> str:
     """A "billion laughs" document: each anchor is a list of ``width`` copies of the last."""
     lines = ["kernel: copy", 'l0: &l0 ["lol"]']
@@ -294,6 +306,19 @@ CASES = [
          "budget.trials: 1000000000000000000000000000000 is not a whole number from 1 to"),
     Case("target-full-width", space(extra="measure: {target: ５%}\n"), 8,
          "measure.target: '５%' is not a fraction between 0 and 1"),
+    # a cuda kernel's declared model (issue 28): checked whole as the space is read
+    Case("model-tile-past-2**62", cuda_space('{streaming: {tile: "block * VEC * '
+                                             f'{10 ** 17}"}}}}'), 9,
+         "kernel.model.streaming.tile: 'block * VEC * 100000000000000000' gives a number "
+         "beyond +-2**62", extra_files={"copy.cu": COPY_CU.read_text()}),
+    Case("model-mapping-of-2001-characters", cuda_space(
+        '{streaming: {tile: "' + "+".join(["block"] * 330) + '"}}'), 9,
+        "kernel.model: {", extra_files={"copy.cu": COPY_CU.read_text()}),
+    Case("model-of-two-models", cuda_space("{streaming: {tile: block}, tiled: {}}"), 9,
+         "kernel.model: {'streaming': {'tile': 'block'}, 'tiled': {}} is not one model",
+         extra_files={"copy.cu": COPY_CU.read_text()}),
+    Case("model-nested-deep", cuda_space("{streaming: {tile: " + "[" * 60 + "]" * 60 + "}}"),
+         9, "kernel.model.streaming.tile: [[[[", extra_files={"copy.cu": COPY_CU.read_text()}),
 ]
 
 

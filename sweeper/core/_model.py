@@ -49,6 +49,11 @@ class KernelDeclaration(Protocol):
     def specialize(cls, options: Mapping[str, str], params: Any) -> type[KernelDeclaration]:
         """The declaration for these options and the space's ``params`` (``Kernel``'s)."""
 
+    @classmethod
+    def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+        """Why the declaration does not fit the space's values: (option, message), or
+        ``None`` (``Kernel``'s)."""
+
 
 class AxisRole(enum.Enum):
     """Which field of a :class:`Config` an axis sets: a launch option, the problem, or a

@@ -13,7 +13,7 @@ import abc
 import enum
 import hashlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -317,6 +317,15 @@ class Kernel(abc.ABC):
         takes the guess as its surrogate's prior mean, weighted by how well it matches the
         measurements (``_guess.py`` has the built-ins' models).  ``None`` (the default):
         no guess."""
+        return None
+
+    @classmethod
+    def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+        """Why the declaration does not fit the space's values, as (the option at fault,
+        what is wrong and what is allowed), or ``None``; asked once the space's axes are
+        read, ``values`` holding each axis's constant values (those given as numbers) and
+        ``itemsize``'s (each dtype's): a declared model's tile that is no element at some
+        of them (:meth:`ShortKernel.values_problem`)."""
         return None
 
     def baseline(self, buffers: Buffers) -> None:

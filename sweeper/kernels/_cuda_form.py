@@ -30,6 +30,7 @@ from sweeper.errors import SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import IDENTIFIER, sources, template_names
+from sweeper.kernels._model_form import read_model
 from sweeper.kernels._short import _count
 from sweeper.kernels._short_form import Declaration, _counted
 from sweeper.kernels._tensors import tensor_spec
@@ -78,9 +79,10 @@ class CudaDeclaration(Kernel):
         "footprint_bytes": "the bytes a problem is named by, over the dimensions",
         "bytes_moved": "bytes one launch moves, over the dimensions and itemsize",
         "flops": "FLOPs one launch does, over the dimensions",
+        "model": "the built-in model auto follows: {streaming: {tile: EXPR, inputs: N}}",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
-        {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops"})
+        {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model"})
     needs_gpu: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = {"grid": "cdiv(n, block)", "block": 256,
                                              "dtype": "float32", "footprint": "64MiB"}
@@ -110,12 +112,16 @@ class CudaDeclaration(Kernel):
     @classmethod
     def specialize(cls, options: Mapping[str, str], params: Any) -> type[Kernel]:
         """The short kernel these options declare, its meta-parameters the axes ``params``
-        names (``None``, as a run constructs it: none declared)."""
+        names (``None``, as a run constructs it: none declared), its model the one
+        ``model`` names (:mod:`sweeper.kernels._model_form`; its tile's names are checked
+        against those axes, and unchecked where there are none)."""
         meta = _meta_names(options, params)
         launch = CudaLaunch(Path(options["source"]), options["entry"],
                             json.loads(options["args"]), options.get("template"), __name__)
         inputs = json.loads(options["inputs"])
         outputs = json.loads(options["outputs"])
+        model = read_model(options["model"], meta if params is not None else None,
+                           len(inputs)) if "model" in options else None
         try:
             declared = Declaration(
                 inputs={k: _spec(v) for k, v in inputs.items()},
@@ -126,7 +132,8 @@ class CudaDeclaration(Kernel):
                 dims=json.loads(options["dims"]) if "dims" in options else None,
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
                 footprint_bytes=options.get("footprint_bytes"),
-                bytes_moved=options.get("bytes_moved"), flops=options.get("flops"))
+                bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
+                model=model)
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None

@@ -23,7 +23,7 @@ overflow for most operations.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,6 +34,9 @@ from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
 if TYPE_CHECKING:
     import torch
+
+    from sweeper.core import DeviceFacts
+    from sweeper.kernels._model_form import DeclaredModel
 
 #: How a problem's bytes or FLOPs are given: an expression over the dimensions and
 #: ``itemsize``, or a function of the problem.
@@ -80,6 +83,9 @@ class ShortKernel(Kernel):
     #: ``from_autotune``), and the autotuner's ``key``; ``None`` without one.
     autotune_params: ClassVar[Mapping[str, list[int]] | None] = None
     autotune_key: ClassVar[tuple[str, ...]] = ()
+    #: The built-in model its declaration names (``model=``, or a ``cuda`` kernel's
+    #: ``model:`` option): what :meth:`model` answers; ``None``: no guess.
+    declared_model: ClassVar[DeclaredModel | None] = None
 
     def __init__(self) -> None:
         self.config: Config | None = None          # the last launch's: the re-launch's
@@ -170,6 +176,19 @@ class ShortKernel(Kernel):
 
     def flops(self, problem: Problem) -> int:
         return 0 if self.plan.flops is None else _count(self.plan.flops, problem)
+
+    def model(self, config: Config, facts: DeviceFacts) -> float | None:
+        """The declared model's guess (:mod:`sweeper.kernels._model_form`), or ``None``
+        where the declaration names none."""
+        return None if self.declared_model is None else self.declared_model(config, facts)
+
+    @classmethod
+    def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+        """Where the declared model's tile is not at least one element at some combination
+        of the space's values it reads (``model.streaming.tile``)."""
+        problem = None if cls.declared_model is None else \
+            cls.declared_model.values_problem(values)
+        return None if problem is None else ("model.streaming.tile", problem)
 
     def baseline(self, buffers: Buffers) -> None:
         if self.plan.baseline is None:

@@ -28,7 +28,8 @@ from typing import Any
 
 from sweeper.core import DTYPES, Dim, Expr, parse
 from sweeper.errors import ExpressionError, SweeperError
-from sweeper.kernels._base import Headline, MetaParam
+from sweeper.kernels._base import Headline, MetaParam, OptionError
+from sweeper.kernels._model_form import DeclaredModel, read_model
 from sweeper.kernels._short import Count, Plan, ShortKernel
 from sweeper.kernels._tensors import RESERVED, TOLERANCES, Factory, TensorSpec, tensor_spec
 
@@ -54,6 +55,7 @@ class Declaration:
     tolerance: Mapping[str, tuple[float, float]] | None = None
     headline: Headline | None = None
     autotuned: Any = None
+    model: Mapping[str, Any] | DeclaredModel | None = None
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
@@ -77,9 +79,21 @@ class Declaration:
             self.baseline_name or "torch"
         attrs["headline"] = self.headline or Headline.GBPS
         attrs["needs_gpu"] = bool(getattr(launch, "needs_gpu", False))
+        attrs["declared_model"] = self.declared_model(name, attrs["meta_params"])
         attrs["__module__"] = getattr(launch, "__module__", __name__)
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
+
+    def declared_model(self, name: str, meta: Mapping[str, MetaParam]) -> DeclaredModel | None:
+        """The built-in model ``model=`` names, its tile checked against the
+        meta-parameters ``meta`` (one read already, a ``cuda`` kernel's, is kept)."""
+        if self.model is None or isinstance(self.model, DeclaredModel):
+            return self.model
+        inputs = len(self.inputs) if isinstance(self.inputs, Mapping) else None
+        try:
+            return read_model(self.model, list(meta), inputs)
+        except OptionError as err:
+            raise SweeperError(f"kernel {name}: {err.key}: {err}") from None
 
     def defaults(self, name: str, dims: Mapping[str, Dim], meta: Mapping[str, MetaParam]
                  ) -> dict[str, Any]:
@@ -241,6 +255,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
            baseline_name: str | None = None,
            tolerance: Mapping[str, tuple[float, float]] | None = None,
            headline: Headline | None = None, autotuned: Any = None,
+           model: Mapping[str, Any] | None = None,
            ) -> Any:
     """Declare a kernel from ``launch(**tensors, config)``; without ``launch``, a
     decorator that takes it.  Returns a :class:`~sweeper.kernels.Kernel` subclass.
@@ -265,11 +280,15 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       ``torch.testing.assert_close``'s defaults;
     - ``autotuned``: the ``@triton.autotune`` function this launch calls (through its
       ``.fn``): its configs become the meta-parameters and the space that
-      ``from_autotune`` builds (see :mod:`sweeper.kernels._autotune`).
+      ``from_autotune`` builds (see :mod:`sweeper.kernels._autotune`);
+    - ``model``: the built-in model that describes the kernel, for ``auto``'s search
+      (``{"streaming": {"tile": "BLOCK", "inputs": 1}}``: an elementwise kernel moving
+      ``BLOCK`` elements of each array per program step; see
+      :mod:`sweeper.kernels._model_form`); without one ``auto`` searches without a model.
     """
     declared = Declaration(
         inputs=inputs, outputs=outputs, reference=reference, name=name, meta=meta, dims=dims,
         grid=grid, block=block, dtype=dtype, footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
-        tolerance=tolerance, headline=headline, autotuned=autotuned)
+        tolerance=tolerance, headline=headline, autotuned=autotuned, model=model)
     return declared.build if launch is None else declared.build(launch)

@@ -61,6 +61,7 @@ from sweeper.core._names import safe_name, study_name_problem
 from sweeper.core._problem import Shape, is_pow2, shape_of
 from sweeper.core._units import (
     DTYPE_ALIASES,
+    DTYPES,
     canonical_dtype,
     did_you_mean,
     meant_as_size,
@@ -200,6 +201,7 @@ class _Parser:
         measure, cache_modes = self.measure(data.get("measure", {}))
         axes = self.axes(data["params"], cache_modes)
         self.size(axes)
+        self.fits_kernel(axes)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), axes)
         sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
@@ -268,6 +270,18 @@ class _Parser:
                     raise self.error(f"{path}[{i}]", refusal)
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
+
+    def fits_kernel(self, axes: list[Axis]) -> None:
+        """The kernel's declaration checked against the axes' constant values and each
+        dtype's ``itemsize`` (``Kernel.values_problem``: a declared model's tile must be an
+        element or more at each), its error at the option it names."""
+        values = {a.name: [v.constant for v in a.values if type(v.constant) is int]
+                  for a in axes if a.name not in TEXT_AXES}
+        values["itemsize"] = sorted({DTYPES[str(v.constant)] for a in axes
+                                     if a.name == "dtype" for v in a.values})
+        problem = self.kernel_cls.values_problem(values)
+        if problem is not None:
+            raise self.error(f"kernel.{problem[0]}", problem[1])
 
     def size(self, axes: list[Axis]) -> None:
         """Refuse a space of more than :data:`MAX_CONFIGS` configs, counted before any is
