@@ -152,6 +152,15 @@ HELD_OUT_16 = {  # recorded on the H200 on 2026-12-05, never used to tune auto o
     "h200-softmax-fp32-2k.csv": "benchmarks/spaces/softmax-fp32-2k.yaml",
     "h200-softmax-bf16-16k.csv": "benchmarks/spaces/softmax-bf16-16k.yaml",
 }
+HELD_OUT_17 = {  # recorded after a user kernel could declare the streaming model, never
+    # used to tune auto or a model: copy-strided at two more orders (a bf16 read of stride
+    # 7, a 2048-column fp32 transpose), softmax over bf16 rows of 6000, a 3072 x 1024 x
+    # 4096 bf16 matmul with split K
+    "h200-copy-strided-7-bf16.csv": "benchmarks/spaces/copy-strided-7-bf16.yaml",
+    "h200-copy-strided-transpose-2k.csv": "benchmarks/spaces/copy-strided-transpose-2k.yaml",
+    "h200-softmax-bf16-6000.csv": "benchmarks/spaces/softmax-bf16-6000.yaml",
+    "h200-matmul-3072-1024-4096.csv": "benchmarks/spaces/matmul-3072-1024-4096.yaml",
+}
 DIAGNOSIS = {  # recorded to diagnose auto on add over a wider grid range (not held out)
     "h200-add-wide-1g.csv": "benchmarks/spaces/add-wide-1g.yaml",
 }
@@ -160,7 +169,8 @@ SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
         "held-out-6": HELD_OUT_6, "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8,
         "held-out-9": HELD_OUT_9, "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
         "held-out-12": HELD_OUT_12, "held-out-13": HELD_OUT_13, "held-out-14": HELD_OUT_14,
-        "held-out-15": HELD_OUT_15, "held-out-16": HELD_OUT_16, "diagnosis": DIAGNOSIS}
+        "held-out-15": HELD_OUT_15, "held-out-16": HELD_OUT_16, "held-out-17": HELD_OUT_17,
+        "diagnosis": DIAGNOSIS}
 #: Every set's tables, in the sets' order.
 TABLES = {name: space for tables in SETS.values() for name, space in tables.items()}
 #: Where recorded tables are looked up, in this order: the tests' tables, then the
