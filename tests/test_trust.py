@@ -15,7 +15,8 @@ from sweeper.kernels import load_kernel
 from sweeper.measure import Flag, Stop, StopRule, TrialFlag, summarize
 from sweeper.space import Config, MeasureSpec, Problem, load_space
 from sweeper.store import StudyStore, TrialRecord
-from sweeper.sweep import Sweep, fingerprint_diff, open_study
+from sweeper.study import fingerprint_diff
+from sweeper.sweep import Sweep, open_study
 from sweeper.trial import TrialStatus, run_trial
 
 CEIL = Ceilings(gpu="G", uuid="U-1", driver="580", launch_floor_us=20.0,
