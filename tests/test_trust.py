@@ -9,7 +9,7 @@ from sweeper import ceilings as ceil
 from sweeper.ceilings import Ceilings
 from sweeper.cli import main
 from sweeper.devices._interpret import InterpretDevice
-from sweeper.devices._nvml import GpuState, throttle_reason
+from sweeper.devices._nvml import GpuState, Window, throttle_reason
 from sweeper.finals import PRACTICAL, RULE, finalists, pick_winner
 from sweeper.kernels import load_kernel
 from sweeper.measure import Flag, Stop, StopRule, TrialFlag, summarize
@@ -77,8 +77,8 @@ class FakeStateDevice(InterpretDevice):
     def state(self):
         return self.reader.read()
 
-    def mean_power(self, t0, t1):
-        return 300.0, 4
+    def window(self, t0, t1):
+        return Window(polls=4, power_w_mean=300.0, power_w_max=300.0)
 
     def throttled(self, duty=None):
         return throttle_reason(self.reader.read(), self.reader.usual_sm_mhz)
