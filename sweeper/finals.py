@@ -353,7 +353,7 @@ def pick_winner(samples: dict[int, list[float]], trials: dict[int, TrialRecord]
 Baseline = tuple[str, Callable[[StopRule], list[float]]]
 
 
-def still_in(samples: dict[int, list[float]], trials: dict[int, TrialRecord]) -> set[int]:
+def still_in(samples: dict[int, list[float]]) -> set[int]:
     """The finalists that can still win or tie, from their samples so far: those tied with
     the fastest (their medians' CIs overlap) and those within ``LEAVES_BEYOND`` of its
     median; the others are slower beyond noise and beyond what matters, and leave."""
@@ -417,7 +417,7 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
         # rounds, and its early samples never met the later rounds' conditions
         running = {n: samples[n] for n in racing}
         history.append(pick_winner(running, by_number))
-        racing = still_in(running, by_number)
+        racing = still_in(running)
         entrants = [t for t in entrants if t is None or t.number in racing]
         if on_round is not None:
             on_round(rounds, len(racing))

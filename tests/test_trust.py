@@ -9,13 +9,14 @@ from sweeper import ceilings as ceil
 from sweeper.ceilings import Ceilings
 from sweeper.cli import main
 from sweeper.devices._interpret import InterpretDevice
-from sweeper.devices._nvml import GpuState, throttle_reason
+from sweeper.devices._nvml import GpuState, Window, throttle_reason
 from sweeper.finals import PRACTICAL, RULE, finalists, pick_winner
 from sweeper.kernels import load_kernel
 from sweeper.measure import Flag, Stop, StopRule, TrialFlag, summarize
 from sweeper.space import Config, MeasureSpec, Problem, load_space
 from sweeper.store import StudyStore, TrialRecord
-from sweeper.sweep import Sweep, fingerprint_diff, open_study
+from sweeper.study import fingerprint_diff
+from sweeper.sweep import Sweep, open_study
 from sweeper.trial import TrialStatus, run_trial
 
 CEIL = Ceilings(gpu="G", uuid="U-1", driver="580", launch_floor_us=20.0,
@@ -76,8 +77,8 @@ class FakeStateDevice(InterpretDevice):
     def state(self):
         return self.reader.read()
 
-    def mean_power(self, t0, t1):
-        return 300.0, 4
+    def window(self, t0, t1):
+        return Window(polls=4, power_w_mean=300.0, power_w_max=300.0)
 
     def throttled(self, duty=None):
         return throttle_reason(self.reader.read(), self.reader.usual_sm_mhz)

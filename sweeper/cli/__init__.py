@@ -39,27 +39,14 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sweeper.cli._exits import EXIT_BROKEN_PIPE, EXIT_CONFIGS_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError, TuningWarning
 from sweeper.escape import printable
 from sweeper.interrupt import ABORTED, ctrl_c_line
 
-if TYPE_CHECKING:
-    from sweeper.engine import MAX_RESTARTS
-
-__all__ = ["EXIT_CONFIGS_FAILED", "MAX_RESTARTS", "console", "leave", "main"]
-
-
-def __getattr__(name: str) -> Any:
-    """``MAX_RESTARTS``, the engine's, imported on first use (PEP 562): importing the
-    engine imports numpy, which this module must not (its docstring says why)."""
-    if name == "MAX_RESTARTS":
-        from sweeper.engine import MAX_RESTARTS
-
-        return MAX_RESTARTS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["EXIT_CONFIGS_FAILED", "console", "leave", "main"]
 
 
 def console() -> None:

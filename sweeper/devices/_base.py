@@ -258,17 +258,10 @@ class Device(abc.ABC):
         ``None`` where they cannot be read."""
         return None
 
-    def mean_power(self, t0: float, t1: float) -> tuple[float | None, int]:
-        """Mean board power (W) between two ``time.perf_counter()`` readings, and how many
-        readings it rests on."""
-        return None, 0
-
     def window(self, t0: float, t1: float) -> Window | None:
         """Clocks, power and throttle reasons between two ``time.perf_counter()``
-        readings; ``None`` where nothing can be read.  This default knows only power."""
-        power, polls = self.mean_power(t0, t1)
-        return None if power is None else Window(polls=polls, power_w_mean=power,
-                                                 power_w_max=power)
+        readings; ``None`` where nothing can be read."""
+        return None
 
     def power_limit_w(self) -> float:
         """The board power limit in force (0: unknown)."""

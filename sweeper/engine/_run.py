@@ -716,9 +716,8 @@ def _reporter(quiet: bool, headline: Any) -> Any:
     return ProgressReporter(headline=headline)
 
 
-def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
-                 redraw: bool = False, say: Callable[[str], None] = print,
-                 scale: str | None = None) -> Any:
+def report_study(store: Any, *, svg: bool = False, redraw: bool = False,
+                 say: Callable[[str], None] = print, scale: str | None = None) -> Any:
     """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
     whose numbers changed unless ``redraw``; the heatmaps' colour ``scale``, as
     :func:`~sweeper.report.study_tables` takes it) and say where it is and what was drawn;
@@ -726,8 +725,7 @@ def report_study(store: Any, *, shared_scale: bool = False, svg: bool = False,
     from sweeper.report import write_report
 
     formats = ("png", "svg") if svg else ("png",)
-    files = write_report(store, shared_scale=shared_scale, formats=formats, redraw=redraw,
-                         scale=scale)
+    files = write_report(store, formats=formats, redraw=redraw, scale=scale)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
     kinds = " and ".join(f.upper() for f in formats)

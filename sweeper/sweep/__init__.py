@@ -30,24 +30,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sweeper.study import (
-    MAX_ENUMERATED,
-    Choice,
-    enumerate_choices,
-    fingerprint,
-    fingerprint_diff,
-    open_study,
-)
+from sweeper.study import enumerate_choices, open_study
 
 if TYPE_CHECKING:
-    from sweeper.sweep._budget import MAX_REPEATED_PROPOSALS, StopFlag
+    from sweeper.sweep._budget import StopFlag
     from sweeper.sweep._loop import Sweep
     from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 
 #: Names imported on first use: the loop imports torch and optuna, which a compile
 #: process (``_compile_main``) and a run starting its compile pool early never need.
-_LAZY = {"MAX_REPEATED_PROPOSALS": "_budget", "StopFlag": "_budget", "Sweep": "_loop",
-         "Reporter": "_summary", "SilentReporter": "_summary", "SweepSummary": "_summary"}
+_LAZY = {"StopFlag": "_budget", "Sweep": "_loop", "Reporter": "_summary",
+         "SilentReporter": "_summary", "SweepSummary": "_summary"}
 
 
 def __getattr__(name: str) -> Any:
@@ -61,8 +54,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
-    "MAX_ENUMERATED", "MAX_REPEATED_PROPOSALS", "Choice", "Reporter", "SilentReporter",
-    "StopFlag", "Sweep", "SweepSummary", "enumerate_choices", "fingerprint", "fingerprint_diff",
-    "open_study",
-]
+__all__ = ["Reporter", "SilentReporter", "StopFlag", "Sweep", "SweepSummary",
+           "enumerate_choices", "open_study"]

@@ -99,11 +99,11 @@ class _Process:
 class CompilePool:
     """``size`` compile processes for ``setup``'s kernel and target (``env`` added to
     their environment).  Configs are compiled in the order :meth:`ahead` was given them;
-    :meth:`take` says what became of one.  With ``feed`` a thread hands configs to the
-    processes as they free up, while the coordinator waits on its workers."""
+    :meth:`take` says what became of one.  A thread hands configs to the processes as
+    they free up, while the coordinator waits on its workers."""
 
-    def __init__(self, setup: PoolSetup, size: int, env: dict[str, str] | None = None,
-                 *, feed: bool = True) -> None:
+    def __init__(self, setup: PoolSetup, size: int, env: dict[str, str] | None = None
+                 ) -> None:
         self.setup, self.size = setup, size
         #: when it was started (``perf_counter``)
         self.created_at = time.perf_counter()
@@ -130,11 +130,9 @@ class CompilePool:
         self.deaths: list[str] = []
         self._lock = threading.RLock()
         self._closing = threading.Event()
-        self._feeder: threading.Thread | None = None
-        if feed:
-            self._feeder = threading.Thread(target=self._feed, name="compile-pool",
-                                            daemon=True)
-            self._feeder.start()
+        self._feeder = threading.Thread(target=self._feed, name="compile-pool",
+                                        daemon=True)
+        self._feeder.start()
 
     def known(self, key: Key) -> bool:
         """Whether ``key`` was handed over (waiting, compiling, compiled, or sharing the
@@ -233,8 +231,7 @@ class CompilePool:
     def close(self) -> None:
         """Stop feeding and end every process."""
         self._closing.set()
-        if self._feeder is not None:      # it waits 0.05 s at a time, and sends bounded
-            self._feeder.join(GRACE_S + 1.0)
+        self._feeder.join(GRACE_S + 1.0)     # it waits 0.05 s at a time, and sends bounded
         with self._lock:
             # at once: a compile process holds nothing to keep (Triton writes a cache
             # entry whole, under a temporary name: one cut short leaves no broken entry)
