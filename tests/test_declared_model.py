@@ -235,3 +235,47 @@ def test_a_factory_kernel_gives_its_inputs_count():
         sweeper.kernel(_scale, inputs=lambda problem: {}, outputs=["x"], meta={"BLOCK": 1024},
                        reference=lambda x: x * A, name="scale-factory",
                        model={"streaming": {"tile": "BLOCK"}})
+
+
+LATE_MODULE = '''\
+import sweeper
+from examples.scale import A, scale_kernel
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A, model={"streaming": {"tile": "BLOCK - 200"}})
+def scale(x, config):
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+'''
+LATE_SPACE = """\
+kernel: tile_late_kernel:scale
+sampler: auto
+params:
+  grid: [sms]
+  block: [32]
+  BLOCK: [512,
+          "64 * sms"]
+  dtype: [float32]
+  footprint: [16KiB]
+"""
+
+
+def test_a_tile_that_is_no_element_once_the_device_is_known_is_refused_before_writing(
+        tmp_path, capsys, monkeypatch):
+    """A tile over an axis given as an expression (``64 * sms``) cannot be checked as the
+    space is read; ``run`` checks it against the device before it opens the study, at
+    that value's line."""
+    (tmp_path / "tile_late_kernel.py").write_text(LATE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "late.yaml"
+    path.write_text(LATE_SPACE)
+    studies = tmp_path / "st"
+    assert main(["run", str(path), "--device", "interpret", "--studies-dir", str(studies),
+                 "--allow-path", str(ROOT), "--gpu-check", "off"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(f"{path}:7: params.BLOCK[1]: on Triton interpreter (CPU), kernel "
+                          "model {streaming: {tile: BLOCK - 200, inputs: 1}}: tile 'BLOCK - "
+                          "200' gives "), err
+    assert "allowed: a tile of at least 1 element at every config" in err
+    assert not studies.exists()

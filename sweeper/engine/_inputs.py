@@ -48,7 +48,39 @@ def kernel_for(space: Any, device: Any) -> Any:
 
     kernel = load_kernel(space.kernel, space.kernel_options)
     refuse_gpu_only(space.kernel, kernel.needs_gpu, device)
+    refuse_bad_tile(space, kernel, device)
     return kernel
+
+
+def refuse_bad_tile(space: Any, kernel: Any, device: Any) -> None:
+    """Refuse, before anything is written, a kernel's declared model
+    (:mod:`sweeper.kernels._model_form`) whose tile is no element at some config on
+    ``device``.  Reading the space checked the tile at every combination of the axes'
+    constant values; an axis it reads that is given as an expression (``64 * sms``) has
+    its values only once the device is known.  The error is at that value's line."""
+    from sweeper.core import Config
+    from sweeper.errors import SpaceError
+    from sweeper.study import resolved
+
+    declared = getattr(kernel, "declared_model", None)
+    if declared is None:
+        return
+    late = [a for a in space.axes
+            if a.name in declared.tile.names and any(v.expr is not None for v in a.values)]
+    if not late:
+        return
+    facts = device.facts()
+    for choice, config in resolved(space, facts.env(), facts.max_footprint):
+        if not isinstance(config, Config):
+            continue
+        try:
+            declared.tile_of(config)
+        except SweeperError as err:
+            value = next((a.value(choice[a.name]) for a in late
+                          if a.value(choice[a.name]).expr is not None),
+                         late[0].value(choice[late[0].name]))
+            raise SpaceError(f"on {facts.name}, {err}", file=value.origin.file,
+                             line=value.origin.line, path=value.origin.path) from None
 
 
 def refuse_gpu_only(name: str, needs_gpu: bool, device: Any) -> None:

@@ -75,7 +75,9 @@ class DeclaredModel:
     def tile_of(self, config: Config) -> int:
         """``config``'s tile: the expression on its block, meta-parameters and itemsize; a
         :class:`SweeperError` where it is no positive number (an axis whose values the
-        device resolves, such as ``2*sms``, that :meth:`values_problem` could not see)."""
+        device resolves, such as ``64 * sms``, that :meth:`values_problem` could not see:
+        a run asks it of every config before it writes anything,
+        :func:`sweeper.engine._inputs.refuse_bad_tile`)."""
         env = {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
         try:
             tile = int(evaluate(self.tile, env))
