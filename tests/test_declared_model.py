@@ -279,3 +279,29 @@ def test_a_tile_that_is_no_element_once_the_device_is_known_is_refused_before_wr
                           "200' gives "), err
     assert "allowed: a tile of at least 1 element at every config" in err
     assert not studies.exists()
+
+
+@pytest.mark.gpu
+def test_auto_measures_the_declared_models_best_guess_first_on_the_gpu(tmp_path, monkeypatch):
+    """``spaces/cuda-copy.yaml`` under ``auto`` on a GPU, 64 MiB and three trials: the
+    kernel compiled through NVRTC, every trial verified, and the first the config the
+    declared model guesses best on this GPU."""
+    from sweeper.study import resolved
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    device = open_device("cuda")
+    space = dataclasses.replace(
+        load_space(ROOT / "spaces" / "cuda-copy.yaml", ["footprint=64MiB"]),
+        sampler=SamplerSpec(name="auto", seed=0))
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    facts = device.facts()
+    guesses = {tuple(sorted(choice.items())): kernel.model(config, facts)
+               for choice, config in resolved(space, facts.env(), facts.max_footprint)
+               if isinstance(config, Config)}
+    store = StudyStore(tmp_path / "auto")
+    open_study(store, space, kernel, device, command="test")
+    Sweep(space, kernel, device, store, max_trials=3).run()
+    trials = store.records()[0]
+    assert len(trials) == 3 and all(t.ok for t in trials), [t.reason for t in trials]
+    first = guesses[tuple(sorted(trials[0].choice.items()))]
+    assert first == max(guesses.values())
