@@ -76,9 +76,8 @@ def refuse_bad_tile(space: Any, kernel: Any, device: Any) -> None:
         try:
             declared.tile_of(config)
         except SweeperError as err:
-            value = next((a.value(choice[a.name]) for a in late
-                          if a.value(choice[a.name]).expr is not None),
-                         late[0].value(choice[late[0].name]))
+            values = [a.value(choice[a.name]) for a in late]
+            value = next((v for v in values if v.expr is not None), values[0])
             raise SpaceError(f"on {facts.name}, {err}", file=value.origin.file,
                              line=value.origin.line, path=value.origin.path) from None
 

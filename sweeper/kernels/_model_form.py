@@ -80,14 +80,22 @@ class DeclaredModel:
         :func:`sweeper.engine._inputs.refuse_bad_tile`)."""
         env = {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
         try:
-            tile = int(evaluate(self.tile, env))
+            tile, problem = self._tile_at(env)
         except ExpressionError as err:
             raise SweeperError(f"kernel model {self.text}: {err}") from None
-        if tile < 1:
-            raise SweeperError(f"kernel model {self.text}: tile {self.tile.text!r} gives "
-                               f"{tile} elements at {_at(self.tile, env)}; allowed: a tile of "
-                               "at least 1 element at every config")
+        if problem is not None:
+            raise SweeperError(f"kernel model {self.text}: tile {problem}")
         return tile
+
+    def _tile_at(self, env: Mapping[str, int]) -> tuple[int, str | None]:
+        """The tile at ``env``, and why it is no element where it is not (``None`` where
+        it is): the one rule :meth:`tile_of` and :meth:`values_problem` both apply.  An
+        :class:`ExpressionError` where the tile cannot be computed there."""
+        tile = int(evaluate(self.tile, env))
+        if tile >= 1:
+            return tile, None
+        return tile, (f"{self.tile.text!r} gives {tile} elements at {_at(self.tile, env)}; "
+                      "allowed: a tile of at least 1 element at every config")
 
     def __call__(self, config: Config, facts: DeviceFacts) -> float:
         """The guess of ``config`` on the GPU ``facts`` describes: the streaming model's
@@ -106,12 +114,11 @@ class DeclaredModel:
         for combination in itertools.islice(combinations, MOST_CHECKED):
             env = dict(zip(names, combination, strict=True))
             try:
-                tile = evaluate(self.tile, env)
+                _, problem = self._tile_at(env)
             except ExpressionError as err:
                 return f"{err}; allowed: a tile of at least 1 element at every config"
-            if tile < 1:
-                return (f"{self.tile.text!r} gives {tile} elements at {_at(self.tile, env)}; "
-                        "allowed: a tile of at least 1 element at every config")
+            if problem is not None:
+                return problem
         return None
 
 
