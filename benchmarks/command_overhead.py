@@ -39,7 +39,10 @@ from sweeper.space import Config, MeasureSpec, Space, load_space
 from sweeper.study import resolved
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = ("bare", "run", "run-no-report", "kernel-tuner")
+RUNS = ("bare", "run", "run-no-report", "run-poll-once", "kernel-tuner")
+#: Each run's environment beyond the Triton cache: ``run-poll-once`` is ``run`` with the
+#: workers' NVML state read once, not polled (what the poller costs the command).
+RUN_ENV = {"run-poll-once": {"SWEEPER_NVML_PERIOD_MS": "1e9"}}
 WARM_GOAL = 1.15            # sweeper run / bare loop, warm Triton cache
 KERNEL_TUNER_GOAL = 0.5     # sweeper run / Kernel Tuner, cold caches
 KERNEL_TUNER_WHEEL = ("kernel_tuner is not installed: Kernel Tuner not timed. To carry it "
@@ -213,7 +216,7 @@ def timed(name: str, cache: str, command: list[str], out: Path, triton_cache: Pa
     kept in ``out`` under its :func:`tag_of` (.stdout / .stderr)."""
     tag = tag_of(name, cache, round_)
     env = {**os.environ, "TRITON_CACHE_DIR": str(triton_cache),
-           "CUPY_CACHE_DIR": str(triton_cache / "cupy")}
+           "CUPY_CACHE_DIR": str(triton_cache / "cupy"), **RUN_ENV.get(name, {})}
     t0 = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                           check=False)
@@ -279,6 +282,10 @@ def table(rows: list[Timed]) -> list[str]:
         lines.append(f"| {name} | {r.cache} | {wall} | {over} | {samples} |")
     lines.append(ratio_line("sweeper run / bare loop, warm cache", median_of(rows, "run", "warm"),
                             median_of(rows, "bare", "warm"), WARM_GOAL))
+    if any(r.name == "run-poll-once" for r in rows):
+        lines.append(ratio_line("sweeper run, NVML read once / bare loop, warm cache",
+                                median_of(rows, "run-poll-once", "warm"),
+                                median_of(rows, "bare", "warm"), WARM_GOAL))
     lines.append(ratio_line("sweeper run / Kernel Tuner, cold caches",
                             median_of(rows, "run", "cold"),
                             median_of(rows, "kernel-tuner", "cold"), KERNEL_TUNER_GOAL))
@@ -327,7 +334,7 @@ def run_all(args: argparse.Namespace, out: Path, tmp: Path) -> list[Timed]:
                                               [r for r in args.runs if r != "kernel-tuner"]):
             studies = tmp / f"studies-{name}-{cache}-{round_}"
             command = commands.get(name) or sweeper_command(args.space, args.device, studies,
-                                                            name == "run")
+                                                            name != "run-no-report")
             triton = warm_dir if cache == "warm" else tmp / f"triton-{name}-{cache}-{round_}"
             row = timed(name, cache, command, out, triton, round_)
             rows.append(dataclasses.replace(row, samples=samples_taken(

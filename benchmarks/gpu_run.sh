@@ -28,6 +28,8 @@
 #             loop, sweeper run and Kernel Tuner; about 5 minutes)
 #   commandwarm the same, warm cache only: bare loop, sweeper run and --no-report, $ROUNDS (3)
 #             rounds interleaved, judged by the medians (about 3 minutes)
+#   commandpoll the same, warm: bare loop, sweeper run, and sweeper run with its workers'
+#             NVML state read once, not polled (what the poller costs), $ROUNDS (3) rounds
 #   commandabandon the same with measure.abandon 1.5 (bare loop and sweeper run; no Kernel Tuner)
 #   commandci the same with sweeper's default stopping rule (stop: ci, 0.5 %) in place of 50
 #             (bare loop, sweeper run and Kernel Tuner)
@@ -159,6 +161,11 @@ stage=$2
       for f in "$OUT"/command-warm/run*.stdout "$OUT"/command-warm/bare*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \
         | tee -a "$OUT/command-warm.log"
       rm -rf "$OUT/command-warm" ;;
+    commandpoll) python3 benchmarks/command_overhead.py spaces/copy.yaml --cache warm --rounds "${ROUNDS:-3}" \
+        --runs bare,run,run-poll-once --out "$OUT/command-poll" 2>&1 | tee "$OUT/command-poll.log"
+      for f in "$OUT"/command-poll/run*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^time: " "$f"; done \
+        | tee -a "$OUT/command-poll.log"
+      rm -rf "$OUT/command-poll" ;;
     commandabandon) python3 benchmarks/command_overhead.py spaces/copy.yaml --runs bare,run \
         --measure abandon=1.5 --out "$OUT/command-abandon" 2>&1 | tee "$OUT/command-abandon.log"
       for f in "$OUT"/command-abandon/*.stdout; do echo "$(basename "$f"):"; grep -E -A8 "^(time: |bare loop)" "$f"; done \

@@ -4,6 +4,7 @@ and on tables with several problems each, ``launcher_overhead.py`` on the interp
 import ast
 import importlib.util
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -302,3 +303,27 @@ def test_every_benchmark_script_imports(name):
     package (a renamed function breaks it here, not in a lent GPU's minutes)."""
     module = script(name)
     assert callable(getattr(module, "main", None)), f"{name}.py has no main()"
+
+
+def test_command_overhead_reads_nvml_once_in_the_poll_once_run(tmp_path, monkeypatch):
+    """``run-poll-once`` is ``sweeper run`` (report included) with the workers' NVML poll
+    period beyond any run, so the pair of runs prices the poller; ``run`` keeps the
+    environment as it is."""
+    bench = script("command_overhead")
+    seen = {}
+
+    def fake_run(command, cwd, env, **kwargs):
+        seen[tuple(command)] = env
+        return subprocess.CompletedProcess(command, 0, "", "")
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    monkeypatch.delenv("SWEEPER_NVML_PERIOD_MS", raising=False)
+    studies = tmp_path / "studies"
+    for name in ("run", "run-poll-once"):
+        command = bench.sweeper_command("s.yaml", "interpret", studies, name != "run-no-report")
+        row = bench.timed(name, "warm", [*command, name], tmp_path, tmp_path / "tc")
+        assert row.rc == 0 and "--no-report" not in command
+    envs = {command[-1]: env for command, env in seen.items()}
+    assert "SWEEPER_NVML_PERIOD_MS" not in envs["run"]
+    assert float(envs["run-poll-once"]["SWEEPER_NVML_PERIOD_MS"]) >= 1e6
+    assert bench.median_of([bench.Timed("run-poll-once", "warm", 2.0, 0)], "run-poll-once",
+                           "warm").wall_s == 2.0
