@@ -112,6 +112,52 @@ def test_the_monitor_window_falls_back_to_the_last_poll_for_a_short_window():
     assert short.polls == 0 and short.sm_mhz_mean == 1980
 
 
+def test_nvml_reads_the_slow_energy_counter_and_process_list_only_on_a_full_read(
+        monkeypatch):
+    """The energy counter is 3-5 ms of a 0.05 ms read and nothing reads it back, so the
+    poller asks it with the process list, every ``PROCESS_EVERY`` polls, not on every
+    poll beside the worker's timing; the polls between carry the count, not the energy."""
+    import sys
+    import types
+
+    from sweeper.devices._nvml import NvmlReader
+
+    calls = []
+
+    def call(name, value):
+        return lambda *args: calls.append(name) or value
+
+    fake = types.SimpleNamespace(
+        NVMLError=RuntimeError, NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1, NVML_TEMPERATURE_GPU=0,
+        nvmlInit=lambda: None, nvmlDeviceGetHandleByIndex=lambda i: "h",
+        nvmlDeviceGetDefaultApplicationsClock=lambda h, c: 1980,
+        nvmlDeviceGetEnforcedPowerLimit=lambda h: 700_000,
+        nvmlDeviceGetClockInfo=lambda h, c: 1980, nvmlDeviceGetTemperature=lambda h, t: 40,
+        nvmlDeviceGetPowerUsage=lambda h: 150_000,
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0,
+        nvmlDeviceGetTotalEnergyConsumption=call("energy", 5_000),
+        nvmlDeviceGetComputeRunningProcesses=call("processes", [types.SimpleNamespace(pid=1)]))
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    reader = NvmlReader()
+    assert reader.read(processes=False) == GpuState(sm_mhz=1980, mem_mhz=1980,
+                                                    temperature_c=40, power_w=150.0)
+    assert calls == []
+    full = reader.read()
+    assert full.energy_mj == 5_000 and full.other_processes == 1
+    assert sorted(calls) == ["energy", "processes"]
+    calls.clear()
+    monitor = StateMonitor(reader, period_s=0.001)
+    time.sleep(0.1)
+    monitor.close()
+    time.sleep(0.01)
+    polls = list(monitor._history)
+    slow = [s for _, s in polls if s.energy_mj is not None]
+    assert len(polls) > 2 * StateMonitor.PROCESS_EVERY
+    assert calls.count("energy") == calls.count("processes") == len(slow)
+    assert len(slow) <= len(polls) // StateMonitor.PROCESS_EVERY + 1
+    assert all(s.other_processes == 1 for _, s in polls)
+
+
 def test_the_cuda_device_polls_nvml_only_once_something_measures():
     """A process that only coordinates (worker processes measure) opens the CUDA device
     for its facts: NVML is read there never, not every 20 ms beside the workers' timing."""

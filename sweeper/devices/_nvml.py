@@ -22,8 +22,8 @@ CLOCK_FLOOR = 0.75            # nvbench: samples under 75 % of the default clock
 @dataclass(frozen=True)
 class GpuState:
     """One poll of the GPU: clocks (MHz), temperature, board power (W), the energy counter
-    (mJ, ``None`` where unsupported), the throttle reasons in force and how many other
-    processes use the GPU (a second tenant skews every timing)."""
+    (mJ; ``None`` where unsupported or not read on this poll), the throttle reasons in
+    force and how many other processes use the GPU (a second tenant skews every timing)."""
 
     sm_mhz: int = 0
     mem_mhz: int = 0
@@ -92,9 +92,9 @@ class StateReader(Protocol):
     power_limit_w: float
 
     def read(self, processes: bool = True) -> GpuState | None:
-        """The full state now (clocks, temperature, power, energy, throttle reasons), and
-        the other processes on the GPU when ``processes`` (a slower call); ``None`` when
-        there is nothing to read."""
+        """The state now (clocks, temperature, power, throttle reasons), and with
+        ``processes`` the slow part too: the other processes on the GPU and the energy
+        counter; ``None`` when there is nothing to read."""
 
     def read_clocks(self) -> GpuState | None:
         """The SM clock and throttle reasons only: cheap enough to ask after every chunk
@@ -187,7 +187,9 @@ class NvmlReader:
             mem_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
             temperature_c=nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
             power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
-            energy_mj=self._ask(nv.nvmlDeviceGetTotalEnergyConsumption),
+            # the counter is 3-5 ms of a 0.05 ms read (benchmarks/nvml_contention.py); a
+            # trial's energy is its mean power times its time (TrialResult.energy_j)
+            energy_mj=self._ask(nv.nvmlDeviceGetTotalEnergyConsumption) if processes else None,
             throttle=self._reasons(),
             other_processes=sum(1 for p in procs or () if p.pid != os.getpid()))
 
@@ -205,8 +207,9 @@ class StateMonitor:
 
     A full NVML read took 4.6 ms on the H200 (benchmarks/sweep_overhead.py), two per trial a
     tenth of a copy sweep's time; NVML is called through ctypes, which releases the
-    GIL, so polling beside the timing loop costs it nothing.  The process list is
-    read every ``PROCESS_EVERY`` polls.
+    GIL, so polling beside the timing loop costs it nothing.  The slow part of a read, the
+    process list and the energy counter (nearly all of the 4.6 ms), is read every
+    ``PROCESS_EVERY`` polls; the polls between carry the process count and no energy.
     """
 
     PROCESS_EVERY = 20
