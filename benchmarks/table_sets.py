@@ -152,16 +152,17 @@ HELD_OUT_16 = {  # recorded on the H200 on 2026-12-05, never used to tune auto o
     "h200-softmax-fp32-2k.csv": "benchmarks/spaces/softmax-fp32-2k.yaml",
     "h200-softmax-bf16-16k.csv": "benchmarks/spaces/softmax-bf16-16k.yaml",
 }
-HELD_OUT_17 = {  # to be recorded on the H200 (`STAGES=record RECORD="copy-strided-7-bf16
-    # copy-strided-transpose-2k softmax-bf16-6000 matmul-3072-1024-4096" bash
-    # benchmarks/gpu_run.sh`), after a user kernel could declare the streaming model, never
-    # used to tune auto or a model: copy-strided at two more orders (a bf16 read of stride
-    # 7, a 2048-column fp32 transpose), softmax over bf16 rows of 6000, a 3072 x 1024 x
-    # 4096 bf16 matmul with split K (a table not recorded yet is skipped with a note)
-    "h200-copy-strided-7-bf16.csv": "benchmarks/spaces/copy-strided-7-bf16.yaml",
-    "h200-copy-strided-transpose-2k.csv": "benchmarks/spaces/copy-strided-transpose-2k.yaml",
-    "h200-softmax-bf16-6000.csv": "benchmarks/spaces/softmax-bf16-6000.yaml",
-    "h200-matmul-3072-1024-4096.csv": "benchmarks/spaces/matmul-3072-1024-4096.yaml",
+HELD_OUT_17 = {  # recorded on an H100 80GB HBM3 on 2026-12-05 (no H200 was lent for the
+    # call: `STAGES=record RECORD="copy-strided-7-bf16 copy-strided-transpose-2k
+    # softmax-bf16-6000 matmul-3072-1024-4096" bash benchmarks/gpu_run.sh`), after a user
+    # kernel could declare the streaming model, never used to tune auto or a model:
+    # copy-strided at two more orders (a bf16 read of stride 7, a 2048-column fp32
+    # transpose), softmax over bf16 rows of 6000, a 3072 x 1024 x 4096 bf16 matmul with
+    # split K
+    "h100-copy-strided-7-bf16.csv": "benchmarks/spaces/copy-strided-7-bf16.yaml",
+    "h100-copy-strided-transpose-2k.csv": "benchmarks/spaces/copy-strided-transpose-2k.yaml",
+    "h100-softmax-bf16-6000.csv": "benchmarks/spaces/softmax-bf16-6000.yaml",
+    "h100-matmul-3072-1024-4096.csv": "benchmarks/spaces/matmul-3072-1024-4096.yaml",
 }
 DIAGNOSIS = {  # recorded to diagnose auto on add over a wider grid range (not held out)
     "h200-add-wide-1g.csv": "benchmarks/spaces/add-wide-1g.yaml",
