@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -68,7 +69,13 @@ COUNTERFACTUAL = "counterfactual"
 BLIND = "blind"
 #: Samplers measured under another name: ``auto+prior`` (priors from a neighbouring
 #: table) and ``auto-nomodel`` (the kernel's model withheld).
-VARIANTS = {"auto+prior": "auto", "auto-nomodel": "auto"}
+VARIANTS = {"auto+prior": "auto", "auto-nomodel": "auto", "auto-declared": "auto"}
+#: "auto-declared": the matmul kernel searched as a user's kernel that declares the
+#: built-in tiled model (sweeper/kernels/_model_form.py) in place of its own: the same
+#: model without its TMA, epilogue and flattened-loop terms (matmul tables only).
+DECLARED_TILED = {"tiled": {"m": "M", "n": "N", "k": "K", "tile_m": "BLOCK_M",
+                            "tile_n": "BLOCK_N", "tile_k": "BLOCK_K", "stages": "num_stages",
+                            "split_k": "SPLIT_K"}}
 #: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
 #: with its three best configs, translated as `auto` translates earlier studies' winners.
 PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200-copy.csv",
@@ -202,6 +209,8 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     kernel = load_kernel(space.kernel, space.kernel_options)
     if sampler == "auto-nomodel":
         kernel.model = lambda config, facts: None    # type: ignore[method-assign]
+    if sampler == "auto-declared":
+        kernel.model = declared_tiled(kernel)        # type: ignore[method-assign]
     open_study(store, space, kernel, device, command="benchmarks/search_efficiency.py")
     stop = StopFlag()
     watch = StopAtGoal(table_best(device, space, kernel), stop,
@@ -214,6 +223,20 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     FAILED.setdefault((table.name, sampler), []).append(
         sum(1 for t in store.records()[0] if t.status != "ok"))
     return watch.reached
+
+
+def declared_tiled(kernel: Any) -> Any:
+    """The model a user's matmul would declare (:data:`DECLARED_TILED`), on each config's
+    meta-parameters with the kernel's defaults filled in (a recorded config lacks those
+    its space left out, as a user's space would give them all)."""
+    from sweeper.kernels._model_form import read_model
+    from sweeper.kernels.matmul import meta_of
+
+    if kernel.name != "matmul":
+        raise SystemExit(f"auto-declared: matmul tables only, not {kernel.name}'s")
+    declared = read_model(DECLARED_TILED, list(kernel.meta_params), None, ["M", "N", "K"])
+    return lambda config, facts: declared(dataclasses.replace(config, meta=meta_of(config)),
+                                          facts)
 
 
 def blind(configs: int, hits: int, seeds: int) -> str:

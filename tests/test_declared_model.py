@@ -1,8 +1,10 @@
 """A user kernel's declared model (issue 28, "Search that no table fools"): ``model:
 {streaming: {tile: EXPR, inputs: N}}`` in a ``cuda`` kernel's space file, ``model=`` in
-``sweeper.kernel``.  Read and checked with the space (a bad one is one located line, exit
-status 2, nothing written), answered as ``_guess.streaming`` at the evaluated tile, and
-followed by ``auto`` on the recorded H200 CUDA C copy."""
+``sweeper.kernel``, and ``{tiled: ...}`` for a matmul.  Read and checked with the space (a
+bad one is one located line, exit status 2, nothing written), answered as
+``_guess.streaming`` at the evaluated tile or ``_guess.tiled`` at the evaluated sizes and
+tiles, and followed by ``auto`` on the recorded H200 CUDA C copy and on the Triton
+tutorial's matmul (examples/matmul.py)."""
 
 from __future__ import annotations
 
@@ -94,9 +96,9 @@ def test_a_cuda_kernel_without_a_model_still_has_none(cu_space):
 
 @pytest.mark.parametrize(("model", "line", "message"), [
     ("streaming", 9, "kernel.model: 'streaming' is not one model; allowed: a mapping of one "
-     "of streaming to its settings, such as {streaming: {tile: EXPR, inputs: N}}"),
+     "of streaming, tiled to its settings, such as {streaming: {tile: EXPR, inputs: N}}"),
     ("{stream: {tile: block}}", 9, "kernel.model: unknown model 'stream'; allowed: "
-     "streaming; did you mean 'streaming'?"),
+     "streaming, tiled; did you mean 'streaming'?"),
     ("{streaming: {tile: block}, rowwise: {}}", 9, "kernel.model: {'streaming': {'tile': "
      "'block'}, 'rowwise': {}} is not one model"),
     ("{streaming: block}", 9, "kernel.model.streaming: 'block' is not streaming's settings; "
@@ -219,7 +221,8 @@ def test_a_python_short_kernel_declares_the_same_model_with_model_keyword():
 @pytest.mark.parametrize(("model", "message"), [
     ({"streaming": {"tile": "BLOCK * VEC"}}, "kernel scale-bad: model.streaming.tile: unknown "
      "name 'VEC' in 'BLOCK * VEC'; known: block, itemsize, BLOCK"),
-    ({"roofline": {}}, "kernel scale-bad: model: unknown model 'roofline'; allowed: streaming"),
+    ({"roofline": {}}, "kernel scale-bad: model: unknown model 'roofline'; allowed: "
+     "streaming, tiled"),
     ("streaming", "kernel scale-bad: model: 'streaming' is not one model"),
 ])
 def test_a_python_short_kernels_bad_model_is_refused_as_it_is_declared(model, message):
@@ -265,20 +268,29 @@ def test_a_tile_that_is_no_element_once_the_device_is_known_is_refused_before_wr
     """A tile over an axis given as an expression (``64 * sms``) cannot be checked as the
     space is read; ``run`` checks it against the device before it opens the study, at
     that value's line."""
-    (tmp_path / "tile_late_kernel.py").write_text(LATE_MODULE)
+    path, err = _refused_run(tmp_path, capsys, monkeypatch, "tile_late_kernel", LATE_MODULE,
+                             LATE_SPACE)
+    assert err.startswith(f"{path}:7: params.BLOCK[1]: on Triton interpreter (CPU), kernel "
+                          "model {streaming: {tile: BLOCK - 200, inputs: 1}}: tile 'BLOCK - "
+                          "200' gives "), err
+    assert "allowed: a tile of at least 1 element at every config" in err
+
+
+def _refused_run(tmp_path, capsys, monkeypatch, module, text, space):
+    """``sweeper run`` of ``space`` (its kernel in ``module``, written from ``text``) on the
+    interpreter, refused: exit status 2, one line on stderr and no traceback, nothing
+    written; the space's path and that line."""
+    (tmp_path / f"{module}.py").write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
-    path = tmp_path / "late.yaml"
-    path.write_text(LATE_SPACE)
+    path = tmp_path / "space.yaml"
+    path.write_text(space)
     studies = tmp_path / "st"
     assert main(["run", str(path), "--device", "interpret", "--studies-dir", str(studies),
                  "--allow-path", str(ROOT), "--gpu-check", "off"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("\n") == 1, err
-    assert err.startswith(f"{path}:7: params.BLOCK[1]: on Triton interpreter (CPU), kernel "
-                          "model {streaming: {tile: BLOCK - 200, inputs: 1}}: tile 'BLOCK - "
-                          "200' gives "), err
-    assert "allowed: a tile of at least 1 element at every config" in err
     assert not studies.exists()
+    return path, err
 
 
 @pytest.mark.gpu
@@ -286,22 +298,159 @@ def test_auto_measures_the_declared_models_best_guess_first_on_the_gpu(tmp_path,
     """``spaces/cuda-copy.yaml`` under ``auto`` on a GPU, 64 MiB and three trials: the
     kernel compiled through NVRTC, every trial verified, and the first the config the
     declared model guesses best on this GPU."""
-    from sweeper.study import resolved
-
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
     device = open_device("cuda")
     space = dataclasses.replace(
         load_space(ROOT / "spaces" / "cuda-copy.yaml", ["footprint=64MiB"]),
         sampler=SamplerSpec(name="auto", seed=0))
+    _auto_starts_at_the_best_guess(tmp_path, space, device)
+
+
+def _auto_starts_at_the_best_guess(tmp_path, space, device, **sweep):
+    """Three trials of ``space`` under ``auto`` on ``device``: each verified, and the
+    first the config the kernel's declared model guesses best there."""
+    from sweeper.study import resolved
+
     kernel = load_kernel(space.kernel, space.kernel_options)
+    assert kernel.declared_model is not None
     facts = device.facts()
     guesses = {tuple(sorted(choice.items())): kernel.model(config, facts)
                for choice, config in resolved(space, facts.env(), facts.max_footprint)
                if isinstance(config, Config)}
     store = StudyStore(tmp_path / "auto")
     open_study(store, space, kernel, device, command="test")
-    Sweep(space, kernel, device, store, max_trials=3).run()
+    Sweep(space, kernel, device, store, max_trials=3, **sweep).run()
     trials = store.records()[0]
     assert len(trials) == 3 and all(t.ok for t in trials), [t.reason for t in trials]
-    first = guesses[tuple(sorted(trials[0].choice.items()))]
-    assert first == max(guesses.values())
+    assert guesses[tuple(sorted(trials[0].choice.items()))] == max(guesses.values())
+
+
+# -- model: {tiled: ...} -----------------------------------------------------------------------
+
+TILED = {"tiled": {"m": "M", "n": "N", "k": "K", "tile_m": "BLOCK_M", "tile_n": "BLOCK_N",
+                   "tile_k": "BLOCK_K", "stages": "num_stages"}}
+
+
+def _matmul(a, b, c, config):
+    raise AssertionError("never launched here")
+
+
+def _tiled_kernel(model, name="mm-declared", meta=None):
+    return sweeper.kernel(_matmul, inputs={"a": "M, K", "b": "K, N"}, outputs={"c": "M, N"},
+                          dims={"M": 256, "N": 256, "K": 256},
+                          meta=meta or {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32,
+                                        "num_stages": 3},
+                          grid="cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)",
+                          footprint_bytes="(M * K + K * N + M * N) * itemsize",
+                          reference=lambda a, b: a @ b, name=name, model=model)
+
+
+def test_a_declared_tiled_model_guesses_as_the_built_in_tiled_model_at_its_settings():
+    """``model: {tiled: ...}``: sizes from the problem's dimensions, tiles and stages from
+    the config, answered by ``_guess.tiled``; ``stages`` defaults to 3 and ``split_k`` to
+    1, and the declaration as written is kept for messages."""
+    kernel = _tiled_kernel(TILED)()
+    problem = Problem("bfloat16", 3 * 4096 * 4096 * 2,
+                      dims=(("M", 4096), ("N", 2048), ("K", 4096)))
+    config = Config(problem=problem, grid=32 * 16, block=256,
+                    meta={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 4})
+    assert kernel.model(config, H200) == _guess.tiled(config, H200.sms, (4096, 2048, 4096),
+                                                      128, 128, 64, 4)
+    assert kernel.declared_model.text == (
+        "{tiled: {m: M, n: N, k: K, tile_m: BLOCK_M, tile_n: BLOCK_N, tile_k: BLOCK_K, "
+        "stages: num_stages, split_k: 1}}")
+    defaults = {"tiled": {k: v for k, v in TILED["tiled"].items() if k != "stages"}}
+    assert _tiled_kernel(defaults, "mm-defaults")().model(config, H200) == \
+        _guess.tiled(config, H200.sms, (4096, 2048, 4096), 128, 128, 64, 3)
+
+
+def test_the_declared_tiled_model_is_the_built_in_matmuls_without_tma_and_its_epilogue():
+    """The built-in matmul searched as a user's kernel declaring the tiled model
+    (``benchmarks/search_efficiency.py``'s ``auto-declared``): on ``spaces/matmul.yaml``,
+    whose configs load by pointer in one slice of K, every guess is the built-in's."""
+    from sweeper.study import resolved
+    from tests.test_dispatch_benchmarks import script
+
+    kernel = load_kernel("matmul")
+    declared = script("search_efficiency").declared_tiled(kernel)
+    device = open_device("replay:" + str(ROOT / "tests" / "data" / "replay" / "h200-matmul.csv"))
+    facts = device.facts()
+    configs = [c for _, c in resolved(load_space(ROOT / "spaces" / "matmul.yaml"), facts.env(),
+                                      facts.max_footprint) if isinstance(c, Config)]
+    assert len(configs) == 144
+    assert all(declared(c, facts) == kernel.model(c, facts) for c in configs)
+
+
+@pytest.mark.parametrize(("model", "message"), [
+    ({"tiled": {k: v for k, v in TILED["tiled"].items() if k != "k"}},
+     "kernel mm-bad: model.tiled: tiled needs k: the inner dimension"),
+    ({"tiled": {**TILED["tiled"], "m": "P"}},
+     "kernel mm-bad: model.tiled.m: unknown name 'P' in 'P'; known: M, N, K"),
+    ({"tiled": {**TILED["tiled"], "tile_m": "BLOCK_MM"}},
+     "kernel mm-bad: model.tiled.tile_m: unknown name 'BLOCK_MM' in 'BLOCK_MM'; known: "
+     "block, itemsize, BLOCK_M, BLOCK_N, BLOCK_K, num_stages; did you mean 'BLOCK_M'?"),
+    ({"tiled": {**TILED["tiled"], "stages": 0}},
+     "kernel mm-bad: model.tiled.stages: 0 is no stages; allowed: at least 1, or an "
+     "expression over block"),
+    ({"tiled": {**TILED["tiled"], "split_k": "2 - 2"}},
+     "kernel mm-bad: model.tiled.split_k: '2 - 2' gives 0; allowed: a split_k of at least "
+     "1, or an expression over block"),
+    ({"tiled": {**TILED["tiled"], "tile": "BLOCK_M"}},
+     "kernel mm-bad: model.tiled.tile: tiled takes no setting 'tile'; allowed: m, n, k, "
+     "tile_m"),
+    ({"tiled": "BLOCK_M"}, "kernel mm-bad: model.tiled: 'BLOCK_M' is not tiled's settings; "
+     "allowed: a mapping of m, n, k, tile_m, tile_n, tile_k, stages, split_k, such as "
+     "{tiled: {m: M"),
+])
+def test_a_bad_tiled_model_is_refused_as_it_is_declared(model, message):
+    with pytest.raises(SweeperError) as refused:
+        _tiled_kernel(model, "mm-bad")
+    assert str(refused.value).startswith(message), str(refused.value)
+
+
+TILED_MODULE = '''\
+import sweeper
+from tests.test_declared_model import TILED, _matmul
+
+matmul = sweeper.kernel(_matmul, inputs={"a": "M, K", "b": "K, N"}, outputs={"c": "M, N"},
+                        dims={"M": 256, "N": 256, "K": 256},
+                        meta={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_stages": 3},
+                        grid="cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)",
+                        footprint_bytes="(M * K + K * N + M * N) * itemsize",
+                        reference=lambda a, b: a @ b, name="mm-tile-k",
+                        model={"tiled": {**TILED["tiled"], "tile_k": "BLOCK_K - 32"}})
+'''
+TILED_SPACE = """\
+kernel: tiled_kernel_module:matmul
+sampler: auto
+params:
+  BLOCK_M: [64]
+  BLOCK_N: [64]
+  BLOCK_K: [32,
+            64]
+  num_stages: [3]
+  dtype: [float16]
+"""
+
+
+def test_a_tiled_setting_below_one_at_some_value_is_refused_at_the_kernel_line(
+        tmp_path, capsys, monkeypatch):
+    """The space's values are checked against every setting the declaration reads as the
+    space is read: ``tile_k: BLOCK_K - 32`` is no tile at ``BLOCK_K`` 32."""
+    path, err = _refused_run(tmp_path, capsys, monkeypatch, "tiled_kernel_module",
+                             TILED_MODULE, TILED_SPACE)
+    assert err.startswith(f"{path}:1: kernel.model.tiled.tile_k: 'BLOCK_K - 32' gives 0 at "
+                          "BLOCK_K=32; allowed: a tile_k of at least 1 at every config"), err
+
+
+@pytest.mark.parametrize(("device_name", "changes"), [
+    ("interpret", []),
+    pytest.param("cuda", ["M=2048", "N=2048", "K=2048"], marks=pytest.mark.gpu),
+])
+def test_auto_measures_the_tiled_models_best_guess_first(tmp_path, device_name, changes):
+    """``examples/matmul.yaml``, the Triton tutorial's matmul declaring the tiled model,
+    under ``auto`` on the interpreter and at 2048³ fp16 on a GPU: every trial verified
+    against the reference, and the first the config the declared model guesses best on
+    that device."""
+    space = load_space(ROOT / "examples" / "matmul.yaml", changes)
+    _auto_starts_at_the_best_guess(tmp_path, space, open_device(device_name), finals=False)

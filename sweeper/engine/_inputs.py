@@ -66,7 +66,7 @@ def refuse_bad_tile(space: Any, kernel: Any, device: Any) -> None:
     if declared is None:
         return
     late = [a for a in space.axes
-            if a.name in declared.tile.names and any(v.expr is not None for v in a.values)]
+            if a.name in declared.launch_names and any(v.expr is not None for v in a.values)]
     if not late:
         return
     facts = device.facts()
@@ -74,7 +74,7 @@ def refuse_bad_tile(space: Any, kernel: Any, device: Any) -> None:
         if not isinstance(config, Config):
             continue
         try:
-            declared.tile_of(config)
+            declared.check(config)
         except SweeperError as err:
             values = [a.value(choice[a.name]) for a in late]
             value = next((v for v in values if v.expr is not None), values[0])

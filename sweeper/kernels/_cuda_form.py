@@ -120,8 +120,10 @@ class CudaDeclaration(Kernel):
                             json.loads(options["args"]), options.get("template"), __name__)
         inputs = json.loads(options["inputs"])
         outputs = json.loads(options["outputs"])
+        dims = list(json.loads(options["dims"])) if "dims" in options else ["n"]
         model = read_model(options["model"], meta if params is not None else None,
-                           len(inputs)) if "model" in options else None
+                           len(inputs), dims if params is not None else None) \
+            if "model" in options else None
         try:
             declared = Declaration(
                 inputs={k: _spec(v) for k, v in inputs.items()},

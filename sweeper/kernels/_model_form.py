@@ -1,4 +1,5 @@
-"""A built-in model a user's kernel declares, for ``auto``: ``model: {streaming: ...}``.
+"""A built-in model a user's kernel declares, for ``auto``: ``model: {streaming: ...}`` or
+``model: {tiled: ...}``.
 
 A user's kernel (the ``cuda`` kernel of a ``.cu`` file, a :func:`sweeper.kernel`) has no
 ``Kernel.model`` of its own, so ``auto`` searches it without one.  Where one of the
@@ -11,16 +12,25 @@ model's, where its other declarations are: in the space file's ``kernel:`` mappi
 says: an elementwise kernel that streams ``inputs`` arrays in and one out, each program
 moving ``tile`` elements of each array per step (an expression over the launch's
 ``block``, the meta-parameters and ``itemsize``), so its guess of a config is
-:func:`~sweeper.kernels._guess.streaming` at that tile.  Only ``streaming`` is
-declarable: it is the model measured on a user kernel's recorded table (the CUDA C copy,
-docs/search.md); the row-wise and matmul models read a kernel's loop structure that a
-declaration of a few names would have to guess.
+:func:`~sweeper.kernels._guess.streaming` at that tile.  ::
+
+    model: {tiled: {m: M, n: N, k: K, tile_m: BLOCK_M, tile_n: BLOCK_N, tile_k: BLOCK_K,
+                    stages: num_stages}}
+
+says: a matmul of ``m × k`` by ``k × n`` (expressions over the problem's dimensions) whose
+programs loop over ``tile_m × tile_n`` tiles of C, ``tile_k`` of K a step, with
+``stages`` operand buffers in flight (expressions over ``block``, the meta-parameters and
+``itemsize``) and ``split_k`` slices of K (default 1), its operands loaded and C stored
+by pointer: :func:`~sweeper.kernels._guess.tiled`, the built-in matmul's model without
+its TMA, epilogue and flattened-loop terms (those read the built-in kernel's own code).
+The row-wise model reads a kernel's loop structure that a declaration of a few names
+would have to guess, and is not declarable.
 
 Every check is made where the declaration is read, so a bad one is refused before
-anything runs: what it is (one model, its settings, their types), the names the tile
-reads (against the kernel's meta-parameters), and, once the space's axes are known, that
-the tile is at least one element at every combination of their values
-(:meth:`DeclaredModel.values_problem`).
+anything runs: what it is (one model, its settings, their types), the names each
+expression reads (against the kernel's meta-parameters, and a tiled model's sizes against
+its dimensions where the kernel declares them), and, once the space's axes are known,
+that each is at least one at every combination of their values (``values_problem``).
 """
 
 from __future__ import annotations
@@ -30,13 +40,13 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sweeper.core import Config, Expr, evaluate, parse
 from sweeper.core._units import did_you_mean
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import OptionError
-from sweeper.kernels._guess import streaming
+from sweeper.kernels._guess import streaming, tiled
 
 if TYPE_CHECKING:
     from sweeper.core import DeviceFacts
@@ -48,9 +58,29 @@ MODELS: Mapping[str, Mapping[str, str]] = {
                 "such as block * VEC, or a positive integer",
         "inputs": "the arrays it reads (it writes one); default: its declared inputs",
     },
+    "tiled": {
+        "m": "C's rows: an expression over the problem's dimensions, such as M",
+        "n": "C's columns: an expression over the problem's dimensions, such as N",
+        "k": "the inner dimension: an expression over the problem's dimensions, such as K",
+        "tile_m": "the rows of C one program computes at a time: an expression such as "
+                  "BLOCK_M, or a positive integer",
+        "tile_n": "the columns of C one program computes at a time, such as BLOCK_N",
+        "tile_k": "the elements of K one step loads, such as BLOCK_K",
+        "stages": "the operand buffers in flight, such as num_stages; default: 3",
+        "split_k": "the slices of K, each summed apart in float32 and added by a second "
+                   "launch; default: 1",
+    },
 }
 #: What a declaration looks like, for messages.
 FORM = "{streaming: {tile: EXPR, inputs: N}}"
+TILED_FORM = ("{tiled: {m: M, n: N, k: K, tile_m: BLOCK_M, tile_n: BLOCK_N, "
+              "tile_k: BLOCK_K, stages: num_stages}}")
+#: Each model's settings a declaration must give.
+REQUIRED = {"streaming": ("tile",), "tiled": ("m", "n", "k", "tile_m", "tile_n", "tile_k")}
+#: A tiled model's settings over the problem's dimensions; its others read the launch.
+SIZES = ("m", "n", "k")
+#: A tiled model's defaults: Triton's ``num_stages`` on Hopper, and K in one slice.
+TILED_DEFAULTS = {"stages": "3", "split_k": "1"}
 #: The names a tile reads besides the meta-parameters: one program's threads and the
 #: bytes of an element (a tile given in bytes: ``block * 16 // itemsize``).
 TILE_NAMES = ("block", "itemsize")
@@ -60,6 +90,27 @@ MAX_INPUTS = 64
 #: read (a tenth of a second): zipped axes may hold more combinations than the space has
 #: configs; the rest are checked as each config is guessed (:meth:`DeclaredModel.tile_of`).
 MOST_CHECKED = 1 << 16
+
+
+class Declared(Protocol):
+    """What a declared model gives the kernel that declares it: its guess of a config
+    (``__call__``), the check of a config's settings (:meth:`check`: a
+    :class:`SweeperError` where one is below one), the names its launch settings read
+    (``launch_names``: a run checks every config where an axis of these is given as an
+    expression, :func:`sweeper.engine._inputs.refuse_bad_tile`), and the check of the
+    space's values (:meth:`values_problem`)."""
+
+    text: str
+
+    @property
+    def launch_names(self) -> frozenset[str]: ...
+
+    def __call__(self, config: Config, facts: DeviceFacts) -> float: ...
+
+    def check(self, config: Config) -> None: ...
+
+    def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+        ...
 
 
 @dataclass(frozen=True)
@@ -72,64 +123,151 @@ class DeclaredModel:
     inputs: int
     text: str
 
+    @property
+    def launch_names(self) -> frozenset[str]:
+        return frozenset(self.tile.names)
+
     def tile_of(self, config: Config) -> int:
         """``config``'s tile: the expression on its block, meta-parameters and itemsize; a
         :class:`SweeperError` where it is no positive number (an axis whose values the
         device resolves, such as ``64 * sms``, that :meth:`values_problem` could not see:
         a run asks it of every config before it writes anything,
         :func:`sweeper.engine._inputs.refuse_bad_tile`)."""
-        env = {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
-        try:
-            tile, problem = self._tile_at(env)
-        except ExpressionError as err:
-            raise SweeperError(f"kernel model {self.text}: {err}") from None
-        if problem is not None:
-            raise SweeperError(f"kernel model {self.text}: tile {problem}")
-        return tile
+        return _setting(self.text, self.tile, _launch_env(config), "tile", "a tile",
+                        " elements")
 
-    def _tile_at(self, env: Mapping[str, int]) -> tuple[int, str | None]:
-        """The tile at ``env``, and why it is no element where it is not (``None`` where
-        it is): the one rule :meth:`tile_of` and :meth:`values_problem` both apply.  An
-        :class:`ExpressionError` where the tile cannot be computed there."""
-        tile = int(evaluate(self.tile, env))
-        if tile >= 1:
-            return tile, None
-        return tile, (f"{self.tile.text!r} gives {tile} elements at {_at(self.tile, env)}; "
-                      "allowed: a tile of at least 1 element at every config")
+    def check(self, config: Config) -> None:
+        self.tile_of(config)
 
     def __call__(self, config: Config, facts: DeviceFacts) -> float:
         """The guess of ``config`` on the GPU ``facts`` describes: the streaming model's
         relative throughput at ``config``'s tile."""
         return streaming(config, facts.sms, self.tile_of(config), self.inputs)
 
-    def values_problem(self, values: Mapping[str, Sequence[int]]) -> str | None:
-        """Why the tile is not at least one element (or cannot be computed) at some
-        combination of ``values`` (each axis's constant values, and ``itemsize``'s): the
-        first such, or ``None``.  A name without values here (an axis of expressions
-        only), and combinations past :data:`MOST_CHECKED`, are left to :meth:`tile_of`."""
-        names = sorted(self.tile.names)
-        if not all(values.get(n) for n in names):
-            return None
-        combinations = itertools.product(*(dict.fromkeys(values[n]) for n in names))
-        for combination in itertools.islice(combinations, MOST_CHECKED):
-            env = dict(zip(names, combination, strict=True))
-            try:
-                _, problem = self._tile_at(env)
-            except ExpressionError as err:
-                return f"{err}; allowed: a tile of at least 1 element at every config"
+    def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+        """Where the tile is not at least one element (or cannot be computed) at some
+        combination of ``values`` (each axis's constant values, and ``itemsize``'s): its
+        key and why, the first such, or ``None``.  A name without values here (an axis of
+        expressions only), and combinations past :data:`MOST_CHECKED`, are left to
+        :meth:`tile_of`."""
+        problem = _values_problem(self.tile, values, "a tile", " elements")
+        return None if problem is None else ("model.streaming.tile", problem)
+
+
+@dataclass(frozen=True)
+class DeclaredTiled:
+    """A declared ``tiled`` model: the matmul's ``sizes`` (m, n, k over the problem's
+    dimensions), one program's ``tiles`` (tile_m, tile_n, tile_k), its ``stages`` and
+    ``split_k`` (over the launch's block, meta-parameters and itemsize); ``text`` the
+    declaration as written."""
+
+    sizes: tuple[Expr, Expr, Expr]
+    tiles: tuple[Expr, Expr, Expr]
+    stages: Expr
+    split_k: Expr
+    text: str
+
+    def settings(self) -> dict[str, Expr]:
+        """Each setting's expression by its name (``m`` ... ``split_k``)."""
+        return {**dict(zip(SIZES, self.sizes, strict=True)),
+                **dict(zip(("tile_m", "tile_n", "tile_k"), self.tiles, strict=True)),
+                "stages": self.stages, "split_k": self.split_k}
+
+    @property
+    def launch_names(self) -> frozenset[str]:
+        return frozenset().union(*(e.names for k, e in self.settings().items()
+                                   if k not in SIZES))
+
+    def values_of(self, config: Config) -> dict[str, int]:
+        """Each setting at ``config`` (the sizes on its problem's dimensions, the rest on
+        its block, meta-parameters and itemsize); a :class:`SweeperError` where one is
+        below one or cannot be computed."""
+        dims = dict(config.problem.dims)
+        launch = _launch_env(config)
+        return {key: _setting(self.text, expr, dims if key in SIZES else launch, key,
+                              f"a {key}", "")
+                for key, expr in self.settings().items()}
+
+    def check(self, config: Config) -> None:
+        self.values_of(config)
+
+    def __call__(self, config: Config, facts: DeviceFacts) -> float:
+        """The guess of ``config``: the built-in tiled matmul model at its settings."""
+        v = self.values_of(config)
+        return tiled(config, facts.sms, (v["m"], v["n"], v["k"]), v["tile_m"], v["tile_n"],
+                     v["tile_k"], v["stages"], split_k=v["split_k"])
+
+    def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+        """Where a setting is below one (or cannot be computed) at some combination of
+        the space's ``values`` it reads: its key and why, or ``None``."""
+        for key, expr in self.settings().items():
+            problem = _values_problem(expr, values, f"a {key}", "")
             if problem is not None:
-                return problem
+                return f"model.tiled.{key}", problem
         return None
 
 
-def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None) -> DeclaredModel:
+def _launch_env(config: Config) -> dict[str, int]:
+    """The names a launch setting reads at ``config``."""
+    return {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
+
+
+def _at_least_one(expr: Expr, env: Mapping[str, int], what: str, unit: str
+                  ) -> tuple[int, str | None]:
+    """``expr`` at ``env``, and why it is below one where it is (``None`` where it is
+    not): the one rule a config's check and the space's values' check both apply.  An
+    :class:`ExpressionError` where it cannot be computed there."""
+    value = int(evaluate(expr, env))
+    if value >= 1:
+        return value, None
+    return value, (f"{expr.text!r} gives {value}{unit} at {_at(expr, env)}; allowed: "
+                   f"{what} of at least 1{unit.rstrip('s')} at every config")
+
+
+def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, what: str,
+             unit: str) -> int:
+    """``expr`` at ``env``; a :class:`SweeperError` naming the declaration ``text`` and
+    the setting ``key`` where it is below one or cannot be computed."""
+    try:
+        value, problem = _at_least_one(expr, env, what, unit)
+    except ExpressionError as err:
+        raise SweeperError(f"kernel model {text}: {err}") from None
+    if problem is not None:
+        raise SweeperError(f"kernel model {text}: {key} {problem}")
+    return value
+
+
+def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], what: str, unit: str
+                    ) -> str | None:
+    """Why ``expr`` is below one (or cannot be computed) at some combination of
+    ``values``: the first such, or ``None``; names without values, and combinations past
+    :data:`MOST_CHECKED`, are left to the configs' own check."""
+    names = sorted(expr.names)
+    if not all(values.get(n) for n in names):
+        return None
+    combinations = itertools.product(*(dict.fromkeys(values[n]) for n in names))
+    for combination in itertools.islice(combinations, MOST_CHECKED):
+        env = dict(zip(names, combination, strict=True))
+        try:
+            _, problem = _at_least_one(expr, env, what, unit)
+        except ExpressionError as err:
+            return f"{err}; allowed: {what} of at least 1{unit.rstrip('s')} at every config"
+        if problem is not None:
+            return problem
+    return None
+
+
+def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
+               dims: Sequence[str] | None = None) -> DeclaredModel | DeclaredTiled:
     """The model a kernel declares in ``raw`` (a mapping, or its JSON text as a space's
-    option holds it); ``meta``: the kernel's meta-parameters, the names its tile may read
-    besides ``block`` and ``itemsize`` (``None``: not checked, as a ``cuda`` kernel built
-    for a run declares none and its space was checked as it was read); ``inputs``: the
-    arrays it reads, where its declaration says (the default of ``inputs``).  Every
-    mistake is an :class:`OptionError` whose ``key`` is the path of the part at fault
-    (``model.streaming.tile``) and whose message says what is allowed."""
+    option holds it); ``meta``: the kernel's meta-parameters, the names its launch
+    settings may read besides ``block`` and ``itemsize`` (``None``: not checked, as a
+    ``cuda`` kernel built for a run declares none and its space was checked as it was
+    read); ``inputs``: the arrays it reads, where its declaration says (the default of
+    ``inputs``); ``dims``: its problem's dimensions, the names a tiled model's sizes may
+    read (``None``: not checked).  Every mistake is an :class:`OptionError` whose ``key``
+    is the path of the part at fault (``model.streaming.tile``) and whose message says
+    what is allowed."""
     if isinstance(raw, str):
         with contextlib.suppress(ValueError):       # JSON: a mapping as an option holds it
             raw = json.loads(raw)
@@ -142,16 +280,31 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None) -> Decl
                           f"{', '.join(MODELS)}{did_you_mean(str(name), MODELS)}")
     known = MODELS[name]
     where = f"model.{name}"
+    form = FORM if name == "streaming" else TILED_FORM
     if not isinstance(settings, Mapping):
         raise OptionError(where, f"{_shown(settings)} is not {name}'s settings; allowed: a "
-                          f"mapping of {', '.join(known)}, such as {FORM}")
+                          f"mapping of {', '.join(known)}, such as {form}")
     for key in settings:
         if key not in known:
             raise OptionError(f"{where}.{key}", f"{name} takes no setting {_shown(key)}; "
                               f"allowed: {', '.join(known)}{did_you_mean(str(key), known)}")
-    if "tile" not in settings:
-        raise OptionError(where, f"{name} needs tile: {known['tile']}")
-    tile = _tile(settings["tile"], meta, f"{where}.tile")
+    for key in REQUIRED[name]:
+        if key not in settings:
+            raise OptionError(where, f"{name} needs {key}: {known[key]}")
+    launch = [*TILE_NAMES, *(meta or ())]
+    if name == "tiled":
+        exprs = {key: _expr(settings.get(key, TILED_DEFAULTS.get(key)),
+                            list(dims or ()) if key in SIZES else launch,
+                            (dims if key in SIZES else meta) is not None, f"{where}.{key}",
+                            key, "") for key in known}
+        text = json.dumps({name: {k: e.text for k, e in exprs.items()}},
+                          separators=(", ", ": "))
+        return DeclaredTiled(sizes=(exprs["m"], exprs["n"], exprs["k"]),
+                             tiles=(exprs["tile_m"], exprs["tile_n"], exprs["tile_k"]),
+                             stages=exprs["stages"], split_k=exprs["split_k"],
+                             text=text.replace('"', ""))
+    tile = _expr(settings["tile"], launch, meta is not None, f"{where}.tile", "tile",
+                 " elements")
     count = settings.get("inputs", inputs)
     if type(count) is not int or not 1 <= count <= MAX_INPUTS:
         raise OptionError(f"{where}.inputs", (
@@ -162,29 +315,31 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None) -> Decl
     return DeclaredModel(tile=tile, inputs=count, text=text.replace('"', ""))
 
 
-def _tile(raw: Any, meta: Sequence[str] | None, key: str) -> Expr:
-    """The tile expression ``raw`` (text or an integer), its names checked against
-    ``meta`` and :data:`TILE_NAMES` unless ``meta`` is ``None``."""
-    known = [*TILE_NAMES, *(meta or ())]
+def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit: str
+          ) -> Expr:
+    """The expression ``raw`` (text or an integer) of the setting ``noun`` at ``key``, its
+    names checked against ``known`` where ``check``."""
+    over = f"an expression over {', '.join(known)}" if known else "an expression"
     if type(raw) is int:
         if raw < 1:
-            raise OptionError(key, f"{raw} is no tile; allowed: at least 1 element, or an "
-                              f"expression over {', '.join(known)}")
+            raise OptionError(key, f"{raw} is no {noun}; allowed: at least 1{unit[:-1]}, or "
+                              f"{over}")
         raw = str(raw)
     if not isinstance(raw, str) or not raw.strip():
-        raise OptionError(key, f"{_shown(raw)} is no tile; allowed: an expression over "
-                          f"{', '.join(known)} (such as block * {meta[0] if meta else 4}) "
-                          "or a positive integer")
+        example = f"block * {known[len(TILE_NAMES)] if len(known) > len(TILE_NAMES) else 4}" \
+            if noun == "tile" else (known[0] if known else "M")
+        raise OptionError(key, f"{_shown(raw)} is no {noun}; allowed: {over} (such as "
+                          f"{example}) or a positive integer")
     try:
         expr = parse(raw)
         constant = None if expr.names else evaluate(expr, {})
     except ExpressionError as err:
         raise OptionError(key, str(err)) from None
     if constant is not None and constant < 1:
-        raise OptionError(key, f"{raw!r} gives {constant} elements; allowed: a tile of at "
-                          f"least 1 element, or an expression over {', '.join(known)}")
+        raise OptionError(key, f"{raw!r} gives {constant}{unit}; allowed: a {noun} of at "
+                          f"least 1{unit[:-1]}, or {over}")
     unknown = sorted(expr.names - set(known))
-    if meta is not None and unknown:
+    if check and unknown:
         raise OptionError(key, f"unknown name {unknown[0]!r} in {raw!r}; known: "
                           f"{', '.join(known)}{did_you_mean(unknown[0], known)}")
     return expr

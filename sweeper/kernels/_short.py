@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import torch
 
     from sweeper.core import DeviceFacts
-    from sweeper.kernels._model_form import DeclaredModel
+    from sweeper.kernels._model_form import Declared
 
 #: How a problem's bytes or FLOPs are given: an expression over the dimensions and
 #: ``itemsize``, or a function of the problem.
@@ -85,7 +85,7 @@ class ShortKernel(Kernel):
     autotune_key: ClassVar[tuple[str, ...]] = ()
     #: The built-in model its declaration names (``model=``, or a ``cuda`` kernel's
     #: ``model:`` option): what :meth:`model` answers; ``None``: no guess.
-    declared_model: ClassVar[DeclaredModel | None] = None
+    declared_model: ClassVar[Declared | None] = None
 
     def __init__(self) -> None:
         self.config: Config | None = None          # the last launch's: the re-launch's
@@ -184,11 +184,10 @@ class ShortKernel(Kernel):
 
     @classmethod
     def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
-        """Where the declared model's tile is not at least one element at some combination
-        of the space's values it reads (``model.streaming.tile``)."""
-        problem = None if cls.declared_model is None else \
+        """Where a setting of the declared model is below one at some combination of the
+        space's values it reads: its key (``model.streaming.tile``) and why."""
+        return None if cls.declared_model is None else \
             cls.declared_model.values_problem(values)
-        return None if problem is None else ("model.streaming.tile", problem)
 
     def baseline(self, buffers: Buffers) -> None:
         if self.plan.baseline is None:

@@ -29,7 +29,7 @@ from typing import Any
 from sweeper.core import DTYPES, Dim, Expr, parse
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Headline, MetaParam, OptionError
-from sweeper.kernels._model_form import DeclaredModel, read_model
+from sweeper.kernels._model_form import DeclaredModel, DeclaredTiled, read_model
 from sweeper.kernels._short import Count, Plan, ShortKernel
 from sweeper.kernels._tensors import RESERVED, TOLERANCES, Factory, TensorSpec, tensor_spec
 
@@ -55,7 +55,7 @@ class Declaration:
     tolerance: Mapping[str, tuple[float, float]] | None = None
     headline: Headline | None = None
     autotuned: Any = None
-    model: Mapping[str, Any] | DeclaredModel | None = None
+    model: Mapping[str, Any] | DeclaredModel | DeclaredTiled | None = None
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
@@ -79,19 +79,22 @@ class Declaration:
             self.baseline_name or "torch"
         attrs["headline"] = self.headline or Headline.GBPS
         attrs["needs_gpu"] = bool(getattr(launch, "needs_gpu", False))
-        attrs["declared_model"] = self.declared_model(name, attrs["meta_params"])
+        attrs["declared_model"] = self.declared_model(name, attrs["meta_params"],
+                                                      attrs["dims"])
         attrs["__module__"] = getattr(launch, "__module__", __name__)
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
 
-    def declared_model(self, name: str, meta: Mapping[str, MetaParam]) -> DeclaredModel | None:
-        """The built-in model ``model=`` names, its tile checked against the
-        meta-parameters ``meta`` (one read already, a ``cuda`` kernel's, is kept)."""
-        if self.model is None or isinstance(self.model, DeclaredModel):
+    def declared_model(self, name: str, meta: Mapping[str, MetaParam],
+                       dims: Mapping[str, Dim]) -> DeclaredModel | DeclaredTiled | None:
+        """The built-in model ``model=`` names, its launch settings checked against the
+        meta-parameters ``meta`` and a tiled model's sizes against the dimensions ``dims``
+        (one read already, a ``cuda`` kernel's, is kept)."""
+        if self.model is None or isinstance(self.model, DeclaredModel | DeclaredTiled):
             return self.model
         inputs = len(self.inputs) if isinstance(self.inputs, Mapping) else None
         try:
-            return read_model(self.model, list(meta), inputs)
+            return read_model(self.model, list(meta), inputs, list(dims))
         except OptionError as err:
             raise SweeperError(f"kernel {name}: {err.key}: {err}") from None
 
