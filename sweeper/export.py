@@ -24,6 +24,7 @@ from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
+from sweeper.matching import gpu_model
 from sweeper.space import Problem
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
@@ -167,7 +168,9 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
 
 
 def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
-    """Write the study as a replay table (see :mod:`sweeper.devices._replay`)."""
+    """Write the study as a replay table (see :mod:`sweeper.devices._replay`).  Its
+    ``gpu`` is the GPU the timings were recorded on: a replayed study's table names the
+    recorded GPU, not ``replay: ...``, so replaying it again measures that GPU still."""
     from sweeper.devices._replay import write_table
 
     output_file(store, path)
@@ -179,7 +182,7 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
              "median_ms": t.stats.median if t.stats else "",
              "samples_ms": " ".join(repr(x) for x in t.samples_ms)}
             for t in trials if t.status.value not in ("invalid", "missing")]
-    header = {"gpu": meta.gpu, "sms": env.get("sms", ""),
+    header = {"gpu": gpu_model(meta.gpu), "sms": env.get("sms", ""),
               "l2_bytes": env.get("l2_bytes", ""), "kernel": meta.kernel,
               "study": meta.study, "driver": env.get("driver", ""),
               "created": meta.created, "space_sha256": meta.space_sha256}

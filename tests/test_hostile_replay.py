@@ -67,6 +67,18 @@ def test_a_sound_table_replays(space, tmp_path, capsys):
     assert medians == [0.125, 0.25, 0.5]
 
 
+def test_a_replayed_studys_table_names_the_recorded_gpu_once(space, tmp_path):
+    """A table exported from a replayed study replays as the GPU it was recorded on, not
+    as ``replay: replay: ...``: a GPU that tuned() and compare would not know as itself."""
+    studies, again = tmp_path / "studies", tmp_path / "again.csv"
+    assert main(["run", str(space), "--device", f"replay:{_table(tmp_path)}", "--studies-dir",
+                 str(studies), "--quiet", "--no-report"]) == 0
+    assert main(["export", str(studies / "tiny-replay"), "--format", "csv", "-o",
+                 str(again)]) == 0
+    assert "# gpu: Test GPU" in again.read_text().splitlines()
+    assert open_device(f"replay:{again}").facts().name == "replay: Test GPU"
+
+
 def test_every_recorded_table_loads_and_is_above_the_floor():
     for path in sorted(TABLES.glob("*.csv")):
         device = open_device(f"replay:{path}")

@@ -227,6 +227,13 @@ def test_extends_merges_params_and_errors_name_the_right_file(tmp_path):
     (tmp_path / "loop2.yaml").write_text("extends: loop.yaml\n")
     with pytest.raises(SpaceError, match="extends itself"):
         load_space(loop)
+    itself = tmp_path / "itself.yaml"          # the chain is named whole, never left empty
+    itself.write_text("extends: itself.yaml\nkernel: copy\nparams: {}\n")
+    with pytest.raises(SpaceError) as info:
+        load_space(itself)
+    assert str(info.value) == (f"{itself}:1: extends: itself.yaml extends itself through "
+                               f"{itself} -> {itself}; a space file may not extend itself, "
+                               "directly or through the files it extends")
     orphan = tmp_path / "orphan.yaml"
     orphan.write_text("kernel: copy\nextends: nowhere.yaml\nparams: {}\n")
     with pytest.raises(SpaceError) as info:

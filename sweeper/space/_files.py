@@ -68,7 +68,9 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
     parent_ref = data.pop("extends")
     parent = (path.parent / parent_ref).resolve() if isinstance(parent_ref, str) else path
     problem = _extends_problem(parent_ref, parent, chain, roots) or (
-        f"{parent_ref} extends itself through {' -> '.join(map(str, chain))}"
+        f"{parent_ref} extends itself through "
+        f"{' -> '.join(map(str, (*chain, path.resolve(), parent)))}; a space file may not "
+        "extend itself, directly or through the files it extends"
         if parent in chain or parent == path.resolve() else None)
     if problem is not None:
         raise SpaceError(problem, file=file, line=lines.get("extends"), path="extends")
