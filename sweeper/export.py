@@ -162,9 +162,23 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         facts={"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         exported=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
+        footprint_expr=footprint_rule(meta.kernel),
         capability=str(env["capability"]) if env.get("capability") else None,
         note=UNFINISHED if unfinished else None, headline=headline,
         rate=t.rate(headline, pick.median_ms), top=top, **agreement)
+
+
+def footprint_rule(kernel: str) -> str | None:
+    """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
+    ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
+    be read there."""
+    from sweeper.core._problem import shape_of
+    from sweeper.plugins import kernel_declaration
+
+    try:
+        return shape_of(kernel_declaration(kernel, user_code=False)).footprint.text
+    except SweeperError:
+        return None
 
 
 def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:

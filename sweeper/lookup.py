@@ -157,6 +157,10 @@ class Tuning:
         elif dims is not None and dict(dims) == entry.dims:
             env.update(footprint=entry.footprint,
                        n=dims.get("n", entry.footprint // DTYPES[dtype]))
+        elif dims is not None and entry.footprint_expr is not None:
+            # at dimensions not tuned, the footprint the kernel's own rule gives there
+            size = int(evaluate(parse(entry.footprint_expr), {**dims, "itemsize": DTYPES[dtype]}))
+            env.update(footprint=size, n=dims.get("n", size // DTYPES[dtype]))
         asked = format_size(footprint) if footprint is not None else show_dims(dims or {})
 
         def refused(message: str) -> TuningFileError:
@@ -166,6 +170,13 @@ class Tuning:
         try:
             grid = int(evaluate(parse(config.grid_expr), env))
         except (SweeperError, ValueError, OverflowError, RecursionError) as err:
+            unread = sorted({"n", "footprint"} & parse(config.grid_expr).names - set(env))
+            if unread:    # an entry written before it kept its kernel's footprint rule
+                raise refused(
+                    f"grid_expr {config.grid_expr!r} reads {unread[0]}, which this entry "
+                    f"cannot compute at {asked}: it keeps no footprint rule "
+                    "(footprint_expr); export the study again with this sweeper, or give "
+                    "the footprint (--footprint, footprint=)") from None
             raise refused(f"grid_expr: {err}") from None
         if not 1 <= grid <= MAX_GRID:
             allowed = "a launch needs at least one" if grid <= 0 else \

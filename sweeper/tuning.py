@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sweeper.core._model import BLOCKS, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
-from sweeper.errors import SweeperError, TuningFileError
+from sweeper.errors import ExpressionError, SweeperError, TuningFileError
 from sweeper.kernels import Headline
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._parser import shown
@@ -120,6 +120,9 @@ class TuningEntry(LaunchConfig, Record):
     dims: dict[str, Any] = field(default_factory=dict)
     #: the ``module:attr`` a space named the kernel by, where ``kernel`` is its name
     kernel_path: str | None = None
+    #: the kernel's footprint over its dimensions and ``itemsize`` (its ``footprint_bytes``),
+    #: so a lookup at dimensions not tuned knows the footprint and ``n`` a grid may read
+    footprint_expr: str | None = None
     capability: str | None = None
     #: the problem's best configs, this one first; none in a file of an older sweeper
     top: list[TopConfig] = field(default_factory=list)
@@ -179,11 +182,28 @@ class TuningEntry(LaunchConfig, Record):
                   *((f"dims.{k}", v, 1) for k, v in dims.items()),
                   *((f"facts.{k}", v, 0) for k, v in facts.items() if v is not None)]
         return (_names_problem("dims", dims, "a dimension's") or
+                _footprint_rule_problem(data.get("footprint_expr"), dims) or
                 next((p for key, value, least in counts
                       if (p := _count_problem(key, value, least))), None) or
                 _config_problem("", data, dims) or
                 next((p for i, top in enumerate(data.get("top", []))
                       if (p := _top_problem(f"top[{i}].", top, dims))), None))
+
+
+def _footprint_rule_problem(text: Any, dims: dict[str, Any]) -> str | None:
+    """What is wrong with an entry's ``footprint_expr``, or ``None``: an expression over
+    its dimensions (``n`` for an entry sized by its footprint alone) and ``itemsize``."""
+    if text is None:
+        return None
+    known = [*(dims or ["n"]), "itemsize"]
+    try:
+        names = parse(text).names if isinstance(text, str) else None
+    except ExpressionError as err:
+        return f"footprint_expr: {err}"
+    if names is None or not names <= set(known):
+        return (f"footprint_expr is {shown(text)}; it must be an expression over "
+                f"{', '.join(known)}")
+    return None
 
 
 def _count_problem(key: str, value: Any, least: int) -> str | None:

@@ -61,6 +61,47 @@ def test_tuned_gives_an_untuned_shape_the_candidates_with_grids_for_it(tmp_path)
     assert got.candidates[2].launch_options() == {"num_warps": 4, "BLOCK": 32}
 
 
+def test_a_grid_over_n_is_computed_at_dimensions_not_tuned_by_the_kernels_footprint_rule(
+        tmp_path):
+    """A grid that reads ``n`` (``spaces/matmul.yaml``'s) at a shape that was not tuned:
+    the entry keeps its kernel's footprint rule (``footprint_expr``, which ``sweeper
+    export`` writes), so ``n`` there is the footprint the rule gives over the element size;
+    an entry written without the rule says what to do instead of failing on ``n``."""
+    def entry(n, rule):
+        return {**_entry(n), "grid_expr": "cdiv(isqrt(n), BLOCK)", "footprint": 2 * n * n,
+                **({"footprint_expr": rule} if rule else {})}
+
+    path = _file(tmp_path, [entry(1024, "N * N * itemsize"), entry(4096, "N * N * itemsize")])
+    got = tuned("mm", dtype="fp16", dims={"N": 2048}, gpu="NVIDIA H200", path=path)
+    assert got.meta == {"BLOCK": 64} and got.grid == 2048 // 64      # isqrt(2048 * 2048)
+    old = _file(tmp_path, [entry(1024, None), entry(4096, None)])
+    with pytest.raises(SweeperError, match=r"grid_expr 'cdiv\(isqrt\(n\), BLOCK\)' reads n, "
+                       r"which this entry cannot compute at N=2048: it keeps no footprint "
+                       r"rule \(footprint_expr\); export the study again"):
+        tuned("mm", dtype="fp16", dims={"N": 2048}, gpu="NVIDIA H200", path=old)
+    assert tuned("mm", dtype="fp16", dims={"N": 1024}, gpu="NVIDIA H200", path=old).grid == 16
+    bad = _file(tmp_path, [entry(1024, "N * P")])
+    with pytest.raises(SweeperError, match=r"footprint_expr is 'N \* P'; it must be an "
+                       "expression over N, itemsize"):
+        tuned("mm", dtype="fp16", dims={"N": 1024}, gpu="NVIDIA H200", path=bad)
+
+
+def test_an_exported_entry_keeps_its_kernels_footprint_rule(tmp_path):
+    from sweeper.cli import main as sweeper_main
+
+    studies = tmp_path / "st"
+    assert sweeper_main(["run", "spaces/matmul.yaml", "--device",
+                         "replay:tests/data/replay/h200-matmul.csv", "--studies-dir",
+                         str(studies), "--quiet", "--no-report", "--trials", "3"]) == 0
+    out = tmp_path / "tuning.json"
+    assert sweeper_main(["export", str(studies / "matmul-bf16-replay"), "-o", str(out)]) == 0
+    entry, = json.loads(out.read_text())["entries"]
+    assert entry["footprint_expr"] == "max(M * K, K * N, M * N) * itemsize"
+    got = tuned("matmul", dtype="bf16", dims={"M": 2048, "N": 4096, "K": 4096},
+                gpu=entry["gpu"], path=out)
+    assert got.grid >= 1
+
+
 def test_a_file_without_top_falls_back_to_the_nearest_winner_and_says_so(tmp_path):
     path = _file(tmp_path, [_entry(1024), _entry(4096)])
     with pytest.warns(TuningWarning, match="written without top configs per problem; "
