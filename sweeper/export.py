@@ -162,23 +162,26 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         facts={"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         exported=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
-        footprint_expr=footprint_rule(meta.kernel),
+        footprint_expr=footprint_rule(meta.kernel, problem),
         capability=str(env["capability"]) if env.get("capability") else None,
         note=UNFINISHED if unfinished else None, headline=headline,
         rate=t.rate(headline, pick.median_ms), top=top, **agreement)
 
 
-def footprint_rule(kernel: str) -> str | None:
+def footprint_rule(kernel: str, problem: Problem) -> str | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
     ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
-    be read there."""
+    be read there, or reads other names than ``problem``'s dimensions (a study recorded
+    before the kernel's declaration changed)."""
     from sweeper.core._problem import shape_of
     from sweeper.plugins import kernel_declaration
 
     try:
-        return shape_of(kernel_declaration(kernel, user_code=False)).footprint.text
+        rule = shape_of(kernel_declaration(kernel, user_code=False)).footprint
     except SweeperError:
         return None
+    dims = {name for name, _ in problem.dims} or {"n"}
+    return rule.text if rule.names <= dims | {"itemsize"} else None
 
 
 def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:

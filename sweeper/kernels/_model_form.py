@@ -103,14 +103,17 @@ class Declared(Protocol):
     text: str
 
     @property
-    def launch_names(self) -> frozenset[str]: ...
+    def launch_names(self) -> frozenset[str]:
+        """The names the launch settings read (block, itemsize, meta-parameters)."""
 
-    def __call__(self, config: Config, facts: DeviceFacts) -> float: ...
+    def __call__(self, config: Config, facts: DeviceFacts) -> float:
+        """The guess of ``config`` on the GPU ``facts`` describes."""
 
-    def check(self, config: Config) -> None: ...
+    def check(self, config: Config) -> None:
+        """A :class:`SweeperError` where a setting is below one at ``config``."""
 
     def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
-        ...
+        """The key and reason of a setting below one at some of the space's values."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class DeclaredModel:
 
     @property
     def launch_names(self) -> frozenset[str]:
+        """The names the tile reads."""
         return frozenset(self.tile.names)
 
     def tile_of(self, config: Config) -> int:
@@ -137,6 +141,7 @@ class DeclaredModel:
                         " elements")
 
     def check(self, config: Config) -> None:
+        """A :class:`SweeperError` where the tile is no element at ``config``."""
         self.tile_of(config)
 
     def __call__(self, config: Config, facts: DeviceFacts) -> float:
@@ -175,6 +180,7 @@ class DeclaredTiled:
 
     @property
     def launch_names(self) -> frozenset[str]:
+        """The names the tiles, stages and split_k read."""
         return frozenset().union(*(e.names for k, e in self.settings().items()
                                    if k not in SIZES))
 
@@ -189,6 +195,7 @@ class DeclaredTiled:
                 for key, expr in self.settings().items()}
 
     def check(self, config: Config) -> None:
+        """A :class:`SweeperError` where a setting is below one at ``config``."""
         self.values_of(config)
 
     def __call__(self, config: Config, facts: DeviceFacts) -> float:
