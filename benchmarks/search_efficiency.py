@@ -69,13 +69,23 @@ COUNTERFACTUAL = "counterfactual"
 BLIND = "blind"
 #: Samplers measured under another name: ``auto+prior`` (priors from a neighbouring
 #: table) and ``auto-nomodel`` (the kernel's model withheld).
-VARIANTS = {"auto+prior": "auto", "auto-nomodel": "auto", "auto-declared": "auto"}
+VARIANTS = {"auto+prior": "auto", "auto-nomodel": "auto", "auto-declared": "auto",
+            "auto-declared-tma": "auto"}
 #: "auto-declared": the matmul kernel searched as a user's kernel that declares the
-#: built-in tiled model (sweeper/kernels/_model_form.py) in place of its own: the same
-#: model without its TMA, epilogue and flattened-loop terms (matmul tables only).
-DECLARED_TILED = {"tiled": {"m": "M", "n": "N", "k": "K", "tile_m": "BLOCK_M",
-                            "tile_n": "BLOCK_N", "tile_k": "BLOCK_K", "stages": "num_stages",
-                            "split_k": "SPLIT_K"}}
+#: built-in tiled model (sweeper/kernels/_model_form.py) in place of its own, as a
+#: pointer-load kernel would: without TMA, the epilogue's shared memory and the flattened
+#: loop; "auto-declared-tma" declares those too, as the built-in kernel does them (the
+#: epilogue: C's tile staged for a TMA store in one slice of K, half of it subtiled;
+#: ``sweeper.kernels.matmul.epilogue_bytes``).  Matmul tables only.
+DECLARED_TILED = {
+    "auto-declared": {"tiled": {
+        "m": "M", "n": "N", "k": "K", "tile_m": "BLOCK_M", "tile_n": "BLOCK_N",
+        "tile_k": "BLOCK_K", "stages": "num_stages", "split_k": "SPLIT_K"}},
+    "auto-declared-tma": {"tiled": {
+        "m": "M", "n": "N", "k": "K", "tile_m": "BLOCK_M", "tile_n": "BLOCK_N",
+        "tile_k": "BLOCK_K", "stages": "num_stages", "split_k": "SPLIT_K", "tma": "TMA",
+        "flatten": "FLATTEN", "epilogue": "TMA * (2 - min(SPLIT_K, 2)) * BLOCK_M * BLOCK_N "
+                                         "* itemsize // (1 + EPILOGUE_SUBTILE)"}}}
 #: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
 #: with its three best configs, translated as `auto` translates earlier studies' winners.
 PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200-copy.csv",
@@ -209,8 +219,8 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     kernel = load_kernel(space.kernel, space.kernel_options)
     if sampler == "auto-nomodel":
         kernel.model = lambda config, facts: None    # type: ignore[method-assign]
-    if sampler == "auto-declared":
-        kernel.model = declared_tiled(kernel)        # type: ignore[method-assign]
+    if sampler in DECLARED_TILED:
+        kernel.model = declared_tiled(kernel, sampler)   # type: ignore[method-assign]
     open_study(store, space, kernel, device, command="benchmarks/search_efficiency.py")
     stop = StopFlag()
     watch = StopAtGoal(table_best(device, space, kernel), stop,
@@ -225,16 +235,17 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     return watch.reached
 
 
-def declared_tiled(kernel: Any) -> Any:
-    """The model a user's matmul would declare (:data:`DECLARED_TILED`), on each config's
-    meta-parameters with the kernel's defaults filled in (a recorded config lacks those
-    its space left out, as a user's space would give them all)."""
+def declared_tiled(kernel: Any, variant: str = "auto-declared") -> Any:
+    """The model a user's matmul would declare (:data:`DECLARED_TILED` ``[variant]``), on
+    each config's meta-parameters with the kernel's defaults filled in (a recorded config
+    lacks those its space left out, as a user's space would give them all)."""
     from sweeper.kernels._model_form import read_model
     from sweeper.kernels.matmul import meta_of
 
     if kernel.name != "matmul":
         raise SystemExit(f"auto-declared: matmul tables only, not {kernel.name}'s")
-    declared = read_model(DECLARED_TILED, list(kernel.meta_params), None, ["M", "N", "K"])
+    declared = read_model(DECLARED_TILED[variant], list(kernel.meta_params), None,
+                          ["M", "N", "K"])
     return lambda config, facts: declared(dataclasses.replace(config, meta=meta_of(config)),
                                           facts)
 

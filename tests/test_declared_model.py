@@ -364,20 +364,28 @@ def test_a_declared_tiled_model_guesses_as_the_built_in_tiled_model_at_its_setti
         _guess.tiled(config, H200.sms, (4096, 2048, 4096), 128, 128, 64, 3)
 
 
-def test_the_declared_tiled_model_is_the_built_in_matmuls_without_tma_and_its_epilogue():
+@pytest.mark.parametrize(("space", "variant", "count"), [
+    ("spaces/matmul.yaml", "auto-declared", 144),
+    ("benchmarks/spaces/matmul-k256.yaml", "auto-declared-tma", 0),
+])
+def test_a_tiled_declaration_of_what_the_built_in_matmul_does_guesses_as_its_own_model(
+        space, variant, count):
     """The built-in matmul searched as a user's kernel declaring the tiled model
     (``benchmarks/search_efficiency.py``'s ``auto-declared``): on ``spaces/matmul.yaml``,
-    whose configs load by pointer in one slice of K, every guess is the built-in's."""
+    whose configs load by pointer in one slice of K, every guess is the built-in's; with
+    its TMA loads, the epilogue's shared memory and the flattened loop declared too
+    (``auto-declared-tma``), on a space of TMA configs as well."""
     from sweeper.study import resolved
     from tests.test_dispatch_benchmarks import script
 
     kernel = load_kernel("matmul")
-    declared = script("search_efficiency").declared_tiled(kernel)
+    declared = script("search_efficiency").declared_tiled(kernel, variant)
     device = open_device("replay:" + str(ROOT / "tests" / "data" / "replay" / "h200-matmul.csv"))
     facts = device.facts()
-    configs = [c for _, c in resolved(load_space(ROOT / "spaces" / "matmul.yaml"), facts.env(),
+    configs = [c for _, c in resolved(load_space(ROOT / space), facts.env(),
                                       facts.max_footprint) if isinstance(c, Config)]
-    assert len(configs) == 144
+    assert len(configs) == count or (not count and len(configs) > 100)
+    assert any(c.meta.get("TMA") for c in configs) is (count == 0)
     assert all(declared(c, facts) == kernel.model(c, facts) for c in configs)
 
 
@@ -399,8 +407,11 @@ def test_the_declared_tiled_model_is_the_built_in_matmuls_without_tma_and_its_ep
      "kernel mm-bad: model.tiled.tile: tiled takes no setting 'tile'; allowed: m, n, k, "
      "tile_m"),
     ({"tiled": "BLOCK_M"}, "kernel mm-bad: model.tiled: 'BLOCK_M' is not tiled's settings; "
-     "allowed: a mapping of m, n, k, tile_m, tile_n, tile_k, stages, split_k, such as "
-     "{tiled: {m: M"),
+     "allowed: a mapping of m, n, k, tile_m, tile_n, tile_k, stages, split_k, epilogue, "
+     "tma, flatten, such as {tiled: {m: M"),
+    ({"tiled": {**TILED["tiled"], "epilogue": -1}},
+     "kernel mm-bad: model.tiled.epilogue: -1 is no epilogue; allowed: at least 0, or an "
+     "expression over block"),
 ])
 def test_a_bad_tiled_model_is_refused_as_it_is_declared(model, message):
     with pytest.raises(SweeperError) as refused:

@@ -20,11 +20,13 @@ moving ``tile`` elements of each array per step (an expression over the launch's
 says: a matmul of ``m × k`` by ``k × n`` (expressions over the problem's dimensions) whose
 programs loop over ``tile_m × tile_n`` tiles of C, ``tile_k`` of K a step, with
 ``stages`` operand buffers in flight (expressions over ``block``, the meta-parameters and
-``itemsize``) and ``split_k`` slices of K (default 1), its operands loaded and C stored
-by pointer: :func:`~sweeper.kernels._guess.tiled`, the built-in matmul's model without
-its TMA, epilogue and flattened-loop terms (those read the built-in kernel's own code).
-The row-wise model reads a kernel's loop structure that a declaration of a few names
-would have to guess, and is not declarable.
+``itemsize``) and ``split_k`` slices of K (default 1): the built-in matmul's model,
+:func:`~sweeper.kernels._guess.tiled`.  By default its operands load and C is stored by
+pointer; ``tma`` (operands through the tensor memory accelerator), ``epilogue`` (shared
+memory a program holds beside its operand buffers, such as a TMA store's staged tile) and
+``flatten`` (the tile loop flattened into the K loop) declare the rest of what the
+built-in kernel does.  The row-wise model reads a kernel's loop structure that a
+declaration of a few names would have to guess, and is not declarable.
 
 Every check is made where the declaration is read, so a bad one is refused before
 anything runs: what it is (one model, its settings, their types), the names each
@@ -69,6 +71,12 @@ MODELS: Mapping[str, Mapping[str, str]] = {
         "stages": "the operand buffers in flight, such as num_stages; default: 3",
         "split_k": "the slices of K, each summed apart in float32 and added by a second "
                    "launch; default: 1",
+        "epilogue": "the bytes of shared memory one program holds beside its operand "
+                    "buffers (a TMA store's staged tile of C); default: 0",
+        "tma": "1 where the operands load through the tensor memory accelerator, 0 where "
+               "by pointer, such as TMA; default: 0",
+        "flatten": "1 where the loop over tiles is flattened into the K loop "
+                   "(tl.range(..., flatten=True)); default: 0",
     },
 }
 #: What a declaration looks like, for messages.
@@ -79,8 +87,11 @@ TILED_FORM = ("{tiled: {m: M, n: N, k: K, tile_m: BLOCK_M, tile_n: BLOCK_N, "
 REQUIRED = {"streaming": ("tile",), "tiled": ("m", "n", "k", "tile_m", "tile_n", "tile_k")}
 #: A tiled model's settings over the problem's dimensions; its others read the launch.
 SIZES = ("m", "n", "k")
-#: A tiled model's defaults: Triton's ``num_stages`` on Hopper, and K in one slice.
-TILED_DEFAULTS = {"stages": "3", "split_k": "1"}
+#: A tiled model's defaults: Triton's ``num_stages`` on Hopper, K in one slice, pointer
+#: loads and stores, a loop per tile.
+TILED_DEFAULTS = {"stages": "3", "split_k": "1", "epilogue": "0", "tma": "0", "flatten": "0"}
+#: The least value of a tiled model's settings that may be zero; the others' is one.
+TILED_LEAST = {"epilogue": 0, "tma": 0, "flatten": 0}
 #: The names a tile reads besides the meta-parameters: one program's threads and the
 #: bytes of an element (a tile given in bytes: ``block * 16 // itemsize``).
 TILE_NAMES = ("block", "itemsize")
@@ -161,54 +172,45 @@ class DeclaredModel:
 
 @dataclass(frozen=True)
 class DeclaredTiled:
-    """A declared ``tiled`` model: the matmul's ``sizes`` (m, n, k over the problem's
-    dimensions), one program's ``tiles`` (tile_m, tile_n, tile_k), its ``stages`` and
-    ``split_k`` (over the launch's block, meta-parameters and itemsize); ``text`` the
-    declaration as written."""
+    """A declared ``tiled`` model: each setting of :data:`MODELS` ``["tiled"]`` by name,
+    as an expression (``m``, ``n``, ``k`` over the problem's dimensions, the rest over the
+    launch's block, meta-parameters and itemsize); ``text`` the declaration as written."""
 
-    sizes: tuple[Expr, Expr, Expr]
-    tiles: tuple[Expr, Expr, Expr]
-    stages: Expr
-    split_k: Expr
+    settings: Mapping[str, Expr]
     text: str
-
-    def settings(self) -> dict[str, Expr]:
-        """Each setting's expression by its name (``m`` ... ``split_k``)."""
-        return {**dict(zip(SIZES, self.sizes, strict=True)),
-                **dict(zip(("tile_m", "tile_n", "tile_k"), self.tiles, strict=True)),
-                "stages": self.stages, "split_k": self.split_k}
 
     @property
     def launch_names(self) -> frozenset[str]:
-        """The names the tiles, stages and split_k read."""
-        return frozenset().union(*(e.names for k, e in self.settings().items()
+        """The names the settings over the launch read."""
+        return frozenset().union(*(e.names for k, e in self.settings.items()
                                    if k not in SIZES))
 
     def values_of(self, config: Config) -> dict[str, int]:
         """Each setting at ``config`` (the sizes on its problem's dimensions, the rest on
         its block, meta-parameters and itemsize); a :class:`SweeperError` where one is
-        below one or cannot be computed."""
+        below its least (:data:`TILED_LEAST`, else one) or cannot be computed."""
         dims = dict(config.problem.dims)
         launch = _launch_env(config)
         return {key: _setting(self.text, expr, dims if key in SIZES else launch, key,
-                              f"a {key}", "")
-                for key, expr in self.settings().items()}
+                              f"a {key}", "", TILED_LEAST.get(key, 1))
+                for key, expr in self.settings.items()}
 
     def check(self, config: Config) -> None:
-        """A :class:`SweeperError` where a setting is below one at ``config``."""
+        """A :class:`SweeperError` where a setting is below its least at ``config``."""
         self.values_of(config)
 
     def __call__(self, config: Config, facts: DeviceFacts) -> float:
         """The guess of ``config``: the built-in tiled matmul model at its settings."""
         v = self.values_of(config)
         return tiled(config, facts.sms, (v["m"], v["n"], v["k"]), v["tile_m"], v["tile_n"],
-                     v["tile_k"], v["stages"], split_k=v["split_k"])
+                     v["tile_k"], v["stages"], split_k=v["split_k"], epilogue=v["epilogue"],
+                     tma=bool(v["tma"]), flatten=bool(v["flatten"]))
 
     def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
-        """Where a setting is below one (or cannot be computed) at some combination of
-        the space's ``values`` it reads: its key and why, or ``None``."""
-        for key, expr in self.settings().items():
-            problem = _values_problem(expr, values, f"a {key}", "")
+        """Where a setting is below its least (or cannot be computed) at some combination
+        of the space's ``values`` it reads: its key and why, or ``None``."""
+        for key, expr in self.settings.items():
+            problem = _values_problem(expr, values, f"a {key}", "", TILED_LEAST.get(key, 1))
             if problem is not None:
                 return f"model.tiled.{key}", problem
         return None
@@ -219,24 +221,24 @@ def _launch_env(config: Config) -> dict[str, int]:
     return {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
 
 
-def _at_least_one(expr: Expr, env: Mapping[str, int], what: str, unit: str
-                  ) -> tuple[int, str | None]:
-    """``expr`` at ``env``, and why it is below one where it is (``None`` where it is
-    not): the one rule a config's check and the space's values' check both apply.  An
+def _at_least(expr: Expr, env: Mapping[str, int], what: str, unit: str, least: int = 1
+              ) -> tuple[int, str | None]:
+    """``expr`` at ``env``, and why it is below ``least`` where it is (``None`` where it
+    is not): the one rule a config's check and the space's values' check both apply.  An
     :class:`ExpressionError` where it cannot be computed there."""
     value = int(evaluate(expr, env))
-    if value >= 1:
+    if value >= least:
         return value, None
     return value, (f"{expr.text!r} gives {value}{unit} at {_at(expr, env)}; allowed: "
-                   f"{what} of at least 1{unit.rstrip('s')} at every config")
+                   f"{what} of at least {least}{unit.rstrip('s')} at every config")
 
 
 def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, what: str,
-             unit: str) -> int:
+             unit: str, least: int = 1) -> int:
     """``expr`` at ``env``; a :class:`SweeperError` naming the declaration ``text`` and
-    the setting ``key`` where it is below one or cannot be computed."""
+    the setting ``key`` where it is below ``least`` or cannot be computed."""
     try:
-        value, problem = _at_least_one(expr, env, what, unit)
+        value, problem = _at_least(expr, env, what, unit, least)
     except ExpressionError as err:
         raise SweeperError(f"kernel model {text}: {err}") from None
     if problem is not None:
@@ -244,9 +246,9 @@ def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, what: str,
     return value
 
 
-def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], what: str, unit: str
-                    ) -> str | None:
-    """Why ``expr`` is below one (or cannot be computed) at some combination of
+def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], what: str, unit: str,
+                    least: int = 1) -> str | None:
+    """Why ``expr`` is below ``least`` (or cannot be computed) at some combination of
     ``values``: the first such, or ``None``; names without values, and combinations past
     :data:`MOST_CHECKED`, are left to the configs' own check."""
     names = sorted(expr.names)
@@ -256,9 +258,10 @@ def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], what: str, 
     for combination in itertools.islice(combinations, MOST_CHECKED):
         env = dict(zip(names, combination, strict=True))
         try:
-            _, problem = _at_least_one(expr, env, what, unit)
+            _, problem = _at_least(expr, env, what, unit, least)
         except ExpressionError as err:
-            return f"{err}; allowed: {what} of at least 1{unit.rstrip('s')} at every config"
+            return (f"{err}; allowed: {what} of at least {least}{unit.rstrip('s')} at every "
+                    "config")
         if problem is not None:
             return problem
     return None
@@ -303,13 +306,11 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
         exprs = {key: _expr(settings.get(key, TILED_DEFAULTS.get(key)),
                             list(dims or ()) if key in SIZES else launch,
                             (dims if key in SIZES else meta) is not None, f"{where}.{key}",
-                            key, "") for key in known}
-        text = json.dumps({name: {k: e.text for k, e in exprs.items()}},
-                          separators=(", ", ": "))
-        return DeclaredTiled(sizes=(exprs["m"], exprs["n"], exprs["k"]),
-                             tiles=(exprs["tile_m"], exprs["tile_n"], exprs["tile_k"]),
-                             stages=exprs["stages"], split_k=exprs["split_k"],
-                             text=text.replace('"', ""))
+                            key, "", TILED_LEAST.get(key, 1)) for key in known}
+        shown = {k: e.text for k, e in exprs.items()
+                 if k in settings or k not in TILED_LEAST}   # zero defaults left out
+        text = json.dumps({name: shown}, separators=(", ", ": "))
+        return DeclaredTiled(settings=exprs, text=text.replace('"', ""))
     tile = _expr(settings["tile"], launch, meta is not None, f"{where}.tile", "tile",
                  " elements")
     count = settings.get("inputs", inputs)
@@ -322,15 +323,16 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
     return DeclaredModel(tile=tile, inputs=count, text=text.replace('"', ""))
 
 
-def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit: str
-          ) -> Expr:
-    """The expression ``raw`` (text or an integer) of the setting ``noun`` at ``key``, its
-    names checked against ``known`` where ``check``."""
+def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit: str,
+          least: int = 1) -> Expr:
+    """The expression ``raw`` (text or an integer) of the setting ``noun`` at ``key``, at
+    least ``least`` where it is a constant, its names checked against ``known`` where
+    ``check``."""
     over = f"an expression over {', '.join(known)}" if known else "an expression"
     if type(raw) is int:
-        if raw < 1:
-            raise OptionError(key, f"{raw} is no {noun}; allowed: at least 1{unit[:-1]}, or "
-                              f"{over}")
+        if raw < least:
+            raise OptionError(key, f"{raw} is no {noun}; allowed: at least {least}{unit[:-1]}, "
+                              f"or {over}")
         raw = str(raw)
     if not isinstance(raw, str) or not raw.strip():
         example = f"block * {known[len(TILE_NAMES)] if len(known) > len(TILE_NAMES) else 4}" \
@@ -342,9 +344,9 @@ def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit
         constant = None if expr.names else evaluate(expr, {})
     except ExpressionError as err:
         raise OptionError(key, str(err)) from None
-    if constant is not None and constant < 1:
+    if constant is not None and constant < least:
         raise OptionError(key, f"{raw!r} gives {constant}{unit}; allowed: a {noun} of at "
-                          f"least 1{unit[:-1]}, or {over}")
+                          f"least {least}{unit[:-1]}, or {over}")
     unknown = sorted(expr.names - set(known))
     if check and unknown:
         raise OptionError(key, f"unknown name {unknown[0]!r} in {raw!r}; known: "
