@@ -164,6 +164,12 @@ HELD_OUT_17 = {  # recorded on an H100 80GB HBM3 on 2026-12-05 (no H200 was lent
     "h100-softmax-bf16-6000.csv": "benchmarks/spaces/softmax-bf16-6000.yaml",
     "h100-matmul-3072-1024-4096.csv": "benchmarks/spaces/matmul-3072-1024-4096.yaml",
 }
+HELD_OUT_18 = {  # recorded on an H100 80GB HBM3 on 2026-12-05 (`STAGES=record
+    # RECORD=matmul-tutorial-4k bash benchmarks/gpu_run.sh`), never used to tune auto or a
+    # model: a user's kernel, the Triton tutorial's matmul (examples/matmul.py) declaring
+    # the built-in tiled model, over the 144 configs of examples/matmul.yaml at 4096^3 fp16
+    "h100-matmul-tutorial-4k.csv": "benchmarks/spaces/matmul-tutorial-4k.yaml",
+}
 DIAGNOSIS = {  # recorded to diagnose auto on add over a wider grid range (not held out)
     "h200-add-wide-1g.csv": "benchmarks/spaces/add-wide-1g.yaml",
 }
@@ -173,6 +179,7 @@ SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
         "held-out-9": HELD_OUT_9, "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
         "held-out-12": HELD_OUT_12, "held-out-13": HELD_OUT_13, "held-out-14": HELD_OUT_14,
         "held-out-15": HELD_OUT_15, "held-out-16": HELD_OUT_16, "held-out-17": HELD_OUT_17,
+        "held-out-18": HELD_OUT_18,
         "diagnosis": DIAGNOSIS}
 #: Every set's tables, in the sets' order.
 TABLES = {name: space for tables in SETS.values() for name, space in tables.items()}
