@@ -71,21 +71,22 @@ BLIND = "blind"
 #: table) and ``auto-nomodel`` (the kernel's model withheld).
 VARIANTS = {"auto+prior": "auto", "auto-nomodel": "auto", "auto-declared": "auto",
             "auto-declared-tma": "auto"}
-#: "auto-declared": the matmul kernel searched as a user's kernel that declares the
-#: built-in tiled model (sweeper/kernels/_model_form.py) in place of its own, as a
-#: pointer-load kernel would: without TMA, the epilogue's shared memory and the flattened
-#: loop; "auto-declared-tma" declares those too, as the built-in kernel does them (the
-#: epilogue: C's tile staged for a TMA store in one slice of K, half of it subtiled;
-#: ``sweeper.kernels.matmul.epilogue_bytes``).  Matmul tables only.
-DECLARED_TILED = {
-    "auto-declared": {"tiled": {
-        "m": "M", "n": "N", "k": "K", "tile_m": "BLOCK_M", "tile_n": "BLOCK_N",
-        "tile_k": "BLOCK_K", "stages": "num_stages", "split_k": "SPLIT_K"}},
-    "auto-declared-tma": {"tiled": {
-        "m": "M", "n": "N", "k": "K", "tile_m": "BLOCK_M", "tile_n": "BLOCK_N",
-        "tile_k": "BLOCK_K", "stages": "num_stages", "split_k": "SPLIT_K", "tma": "TMA",
-        "flatten": "FLATTEN", "epilogue": "TMA * (2 - min(SPLIT_K, 2)) * BLOCK_M * BLOCK_N "
-                                         "* itemsize // (1 + EPILOGUE_SUBTILE)"}}}
+#: "auto-declared": a built-in kernel searched as a user's kernel that declares the
+#: built-in model (sweeper/kernels/_model_form.py) in place of its own: the matmul as a
+#: pointer-load kernel would declare ``tiled`` (without TMA, the epilogue's shared memory
+#: and the flattened loop), softmax ``rowwise``; "auto-declared-tma" declares the matmul's
+#: TMA, flattened loop and epilogue too, as the built-in kernel does them (C's tile staged
+#: for a TMA store in one slice of K, half of it subtiled;
+#: ``sweeper.kernels.matmul.epilogue_bytes``).  Matmul and softmax tables only.
+TILED = {"m": "M", "n": "N", "k": "K", "tile_m": "BLOCK_M", "tile_n": "BLOCK_N",
+         "tile_k": "BLOCK_K", "stages": "num_stages", "split_k": "SPLIT_K"}
+DECLARED = {
+    "auto-declared": {"matmul": {"tiled": TILED},
+                      "softmax": {"rowwise": {"rows": "rows", "cols": "cols", "tile": "BLOCK"}}},
+    "auto-declared-tma": {"matmul": {"tiled": {
+        **TILED, "tma": "TMA", "flatten": "FLATTEN",
+        "epilogue": "TMA * (2 - min(SPLIT_K, 2)) * BLOCK_M * BLOCK_N * itemsize "
+                    "// (1 + EPILOGUE_SUBTILE)"}}}}
 #: "auto+prior": the same kernel recorded at another footprint or dtype seeds the search
 #: with its three best configs, translated as `auto` translates earlier studies' winners.
 PRIOR_FROM = {"h200-copy.csv": "h200-copy-256m.csv", "h200-copy-256m.csv": "h200-copy.csv",
@@ -219,8 +220,8 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     kernel = load_kernel(space.kernel, space.kernel_options)
     if sampler == "auto-nomodel":
         kernel.model = lambda config, facts: None    # type: ignore[method-assign]
-    if sampler in DECLARED_TILED:
-        kernel.model = declared_tiled(kernel, sampler)   # type: ignore[method-assign]
+    if sampler in DECLARED:
+        kernel.model = declared_model(kernel, sampler)   # type: ignore[method-assign]
     open_study(store, space, kernel, device, command="benchmarks/search_efficiency.py")
     stop = StopFlag()
     watch = StopAtGoal(table_best(device, space, kernel), stop,
@@ -235,19 +236,21 @@ def trials_to_goal(table: Path, space_path: str, sampler: str, seed: int, root: 
     return watch.reached
 
 
-def declared_tiled(kernel: Any, variant: str = "auto-declared") -> Any:
-    """The model a user's matmul would declare (:data:`DECLARED_TILED` ``[variant]``), on
-    each config's meta-parameters with the kernel's defaults filled in (a recorded config
-    lacks those its space left out, as a user's space would give them all)."""
+def declared_model(kernel: Any, variant: str = "auto-declared") -> Any:
+    """The model a user's kernel like ``kernel`` would declare (:data:`DECLARED`
+    ``[variant]``), on each config's meta-parameters with the kernel's defaults filled in
+    (a recorded config lacks those its space left out, as a user's space would give them
+    all)."""
     from sweeper.kernels._model_form import read_model
-    from sweeper.kernels.matmul import meta_of
 
-    if kernel.name != "matmul":
-        raise SystemExit(f"auto-declared: matmul tables only, not {kernel.name}'s")
-    declared = read_model(DECLARED_TILED[variant], list(kernel.meta_params), None,
-                          ["M", "N", "K"])
-    return lambda config, facts: declared(dataclasses.replace(config, meta=meta_of(config)),
-                                          facts)
+    declaration = DECLARED[variant].get(kernel.name)
+    if declaration is None:
+        raise SystemExit(f"{variant}: the tables of {', '.join(DECLARED[variant])} only, "
+                         f"not {kernel.name}'s")
+    declared = read_model(declaration, list(kernel.meta_params), None, list(kernel.dims))
+    defaults = {name: p.default for name, p in kernel.meta_params.items()}
+    return lambda config, facts: declared(
+        dataclasses.replace(config, meta={**defaults, **config.meta}), facts)
 
 
 def blind(configs: int, hits: int, seeds: int) -> str:

@@ -96,9 +96,9 @@ def test_a_cuda_kernel_without_a_model_still_has_none(cu_space):
 
 @pytest.mark.parametrize(("model", "line", "message"), [
     ("streaming", 9, "kernel.model: 'streaming' is not one model; allowed: a mapping of one "
-     "of streaming, tiled to its settings, such as {streaming: {tile: EXPR, inputs: N}}"),
+     "of streaming, tiled, rowwise to its settings, such as {streaming: {tile: EXPR, inputs: N}}"),
     ("{stream: {tile: block}}", 9, "kernel.model: unknown model 'stream'; allowed: "
-     "streaming, tiled; did you mean 'streaming'?"),
+     "streaming, tiled, rowwise; did you mean 'streaming'?"),
     ("{streaming: {tile: block}, rowwise: {}}", 9, "kernel.model: {'streaming': {'tile': "
      "'block'}, 'rowwise': {}} is not one model"),
     ("{streaming: block}", 9, "kernel.model.streaming: 'block' is not streaming's settings; "
@@ -222,7 +222,7 @@ def test_a_python_short_kernel_declares_the_same_model_with_model_keyword():
     ({"streaming": {"tile": "BLOCK * VEC"}}, "kernel scale-bad: model.streaming.tile: unknown "
      "name 'VEC' in 'BLOCK * VEC'; known: block, itemsize, BLOCK"),
     ({"roofline": {}}, "kernel scale-bad: model: unknown model 'roofline'; allowed: "
-     "streaming, tiled"),
+     "streaming, tiled, rowwise"),
     ("streaming", "kernel scale-bad: model: 'streaming' is not one model"),
 ])
 def test_a_python_short_kernels_bad_model_is_refused_as_it_is_declared(model, message):
@@ -379,7 +379,7 @@ def test_a_tiled_declaration_of_what_the_built_in_matmul_does_guesses_as_its_own
     from tests.test_dispatch_benchmarks import script
 
     kernel = load_kernel("matmul")
-    declared = script("search_efficiency").declared_tiled(kernel, variant)
+    declared = script("search_efficiency").declared_model(kernel, variant)
     device = open_device("replay:" + str(ROOT / "tests" / "data" / "replay" / "h200-matmul.csv"))
     facts = device.facts()
     configs = [c for _, c in resolved(load_space(ROOT / space), facts.env(),
@@ -389,7 +389,31 @@ def test_a_tiled_declaration_of_what_the_built_in_matmul_does_guesses_as_its_own
     assert all(declared(c, facts) == kernel.model(c, facts) for c in configs)
 
 
+@pytest.mark.parametrize("space", ["spaces/softmax.yaml",
+                                   "benchmarks/spaces/softmax-bf16-32k.yaml"])
+def test_a_rowwise_declaration_guesses_as_the_built_in_softmax_model(space):
+    """Softmax searched as a user's kernel declaring ``rowwise`` (rows and cols over its
+    dimensions, the tile its ``BLOCK``): every guess is the built-in softmax model's, rows
+    in one tile and rows read twice alike."""
+    from sweeper.study import resolved
+    from tests.test_dispatch_benchmarks import script
+
+    kernel = load_kernel("softmax")
+    declared = script("search_efficiency").declared_model(kernel)
+    device = open_device("replay:" + str(ROOT / "tests" / "data" / "replay" / "h200-matmul.csv"))
+    facts = device.facts()
+    configs = [c for _, c in resolved(load_space(ROOT / space), facts.env(),
+                                      facts.max_footprint) if isinstance(c, Config)]
+    assert len(configs) >= 12
+    assert any(c.meta["BLOCK"] < c.problem.dim("cols") for c in configs)   # rows read twice
+    assert all(declared(c, facts) == kernel.model(c, facts) for c in configs)
+
+
 @pytest.mark.parametrize(("model", "message"), [
+    ({"rowwise": {"rows": "rows", "cols": "cols"}},
+     "kernel mm-bad: model.rowwise: rowwise needs tile: the columns one program loads"),
+    ({"rowwise": {"rows": "rows", "cols": "cols", "tile": "BLOCK_M"}},
+     "kernel mm-bad: model.rowwise.rows: unknown name 'rows' in 'rows'; known: M, N, K"),
     ({"tiled": {k: v for k, v in TILED["tiled"].items() if k != "k"}},
      "kernel mm-bad: model.tiled: tiled needs k: the inner dimension"),
     ({"tiled": {**TILED["tiled"], "m": "P"}},

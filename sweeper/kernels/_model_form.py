@@ -1,5 +1,5 @@
-"""A built-in model a user's kernel declares, for ``auto``: ``model: {streaming: ...}`` or
-``model: {tiled: ...}``.
+"""A built-in model a user's kernel declares, for ``auto``: ``model: {streaming: ...}``,
+``{tiled: ...}`` or ``{rowwise: ...}``.
 
 A user's kernel (the ``cuda`` kernel of a ``.cu`` file, a :func:`sweeper.kernel`) has no
 ``Kernel.model`` of its own, so ``auto`` searches it without one.  Where one of the
@@ -25,8 +25,14 @@ programs loop over ``tile_m × tile_n`` tiles of C, ``tile_k`` of K a step, with
 pointer; ``tma`` (operands through the tensor memory accelerator), ``epilogue`` (shared
 memory a program holds beside its operand buffers, such as a TMA store's staged tile) and
 ``flatten`` (the tile loop flattened into the K loop) declare the rest of what the
-built-in kernel does.  The row-wise model reads a kernel's loop structure that a
-declaration of a few names would have to guess, and is not declarable.
+built-in kernel does.  ::
+
+    model: {rowwise: {rows: rows, cols: cols, tile: BLOCK}}
+
+says: a kernel over ``rows × cols`` (expressions over the problem's dimensions) whose
+programs take a row a step and load it ``tile`` columns at a time, reading a row of more
+columns than that twice (the second time from the L2 where it fits), as softmax or a
+layer norm does: :func:`~sweeper.kernels._guess.rowwise`.
 
 Every check is made where the declaration is read, so a bad one is refused before
 anything runs: what it is (one model, its settings, their types), the names each
@@ -48,7 +54,7 @@ from sweeper.core import Config, Expr, evaluate, parse
 from sweeper.core._units import did_you_mean
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import OptionError
-from sweeper.kernels._guess import streaming, tiled
+from sweeper.kernels._guess import rowwise, streaming, tiled
 
 if TYPE_CHECKING:
     from sweeper.core import DeviceFacts
@@ -78,15 +84,26 @@ MODELS: Mapping[str, Mapping[str, str]] = {
         "flatten": "1 where the loop over tiles is flattened into the K loop "
                    "(tl.range(..., flatten=True)); default: 0",
     },
+    "rowwise": {
+        "rows": "the rows: an expression over the problem's dimensions, such as rows",
+        "cols": "the columns of a row: an expression over the problem's dimensions, such "
+                "as cols",
+        "tile": "the columns one program loads a step, such as BLOCK: a row of more "
+                "columns than that is read twice (its second read from the L2 where it "
+                "fits)",
+    },
 }
 #: What a declaration looks like, for messages.
 FORM = "{streaming: {tile: EXPR, inputs: N}}"
-TILED_FORM = ("{tiled: {m: M, n: N, k: K, tile_m: BLOCK_M, tile_n: BLOCK_N, "
-              "tile_k: BLOCK_K, stages: num_stages}}")
+FORMS = {"streaming": FORM,
+         "tiled": "{tiled: {m: M, n: N, k: K, tile_m: BLOCK_M, tile_n: BLOCK_N, tile_k: "
+                  "BLOCK_K, stages: num_stages}}",
+         "rowwise": "{rowwise: {rows: rows, cols: cols, tile: BLOCK}}"}
 #: Each model's settings a declaration must give.
-REQUIRED = {"streaming": ("tile",), "tiled": ("m", "n", "k", "tile_m", "tile_n", "tile_k")}
-#: A tiled model's settings over the problem's dimensions; its others read the launch.
-SIZES = ("m", "n", "k")
+REQUIRED = {"streaming": ("tile",), "tiled": ("m", "n", "k", "tile_m", "tile_n", "tile_k"),
+            "rowwise": ("rows", "cols", "tile")}
+#: Each model's settings over the problem's dimensions; its others read the launch.
+SIZES = {"tiled": ("m", "n", "k"), "rowwise": ("rows", "cols")}
 #: A tiled model's defaults: Triton's ``num_stages`` on Hopper, K in one slice, pointer
 #: loads and stores, a loop per tile.
 TILED_DEFAULTS = {"stages": "3", "split_k": "1", "epilogue": "0", "tma": "0", "flatten": "0"}
@@ -171,11 +188,13 @@ class DeclaredModel:
 
 
 @dataclass(frozen=True)
-class DeclaredTiled:
-    """A declared ``tiled`` model: each setting of :data:`MODELS` ``["tiled"]`` by name,
-    as an expression (``m``, ``n``, ``k`` over the problem's dimensions, the rest over the
-    launch's block, meta-parameters and itemsize); ``text`` the declaration as written."""
+class DeclaredShaped:
+    """A declared ``tiled`` or ``rowwise`` model (``name``): each of its settings
+    (:data:`MODELS`) by name, as an expression (those of :data:`SIZES` over the problem's
+    dimensions, the rest over the launch's block, meta-parameters and itemsize); ``text``
+    the declaration as written."""
 
+    name: str
     settings: Mapping[str, Expr]
     text: str
 
@@ -183,7 +202,7 @@ class DeclaredTiled:
     def launch_names(self) -> frozenset[str]:
         """The names the settings over the launch read."""
         return frozenset().union(*(e.names for k, e in self.settings.items()
-                                   if k not in SIZES))
+                                   if k not in SIZES[self.name]))
 
     def values_of(self, config: Config) -> dict[str, int]:
         """Each setting at ``config`` (the sizes on its problem's dimensions, the rest on
@@ -191,8 +210,8 @@ class DeclaredTiled:
         below its least (:data:`TILED_LEAST`, else one) or cannot be computed."""
         dims = dict(config.problem.dims)
         launch = _launch_env(config)
-        return {key: _setting(self.text, expr, dims if key in SIZES else launch, key,
-                              f"a {key}", "", TILED_LEAST.get(key, 1))
+        return {key: _setting(self.text, expr, dims if key in SIZES[self.name] else launch,
+                              key, f"a {key}", "", TILED_LEAST.get(key, 1))
                 for key, expr in self.settings.items()}
 
     def check(self, config: Config) -> None:
@@ -200,8 +219,10 @@ class DeclaredTiled:
         self.values_of(config)
 
     def __call__(self, config: Config, facts: DeviceFacts) -> float:
-        """The guess of ``config``: the built-in tiled matmul model at its settings."""
+        """The guess of ``config``: the built-in model at its settings."""
         v = self.values_of(config)
+        if self.name == "rowwise":
+            return rowwise(config, facts.sms, facts.l2_bytes, v["rows"], v["cols"], v["tile"])
         return tiled(config, facts.sms, (v["m"], v["n"], v["k"]), v["tile_m"], v["tile_n"],
                      v["tile_k"], v["stages"], split_k=v["split_k"], epilogue=v["epilogue"],
                      tma=bool(v["tma"]), flatten=bool(v["flatten"]))
@@ -212,7 +233,7 @@ class DeclaredTiled:
         for key, expr in self.settings.items():
             problem = _values_problem(expr, values, f"a {key}", "", TILED_LEAST.get(key, 1))
             if problem is not None:
-                return f"model.tiled.{key}", problem
+                return f"model.{self.name}.{key}", problem
         return None
 
 
@@ -268,7 +289,7 @@ def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], what: str, 
 
 
 def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
-               dims: Sequence[str] | None = None) -> DeclaredModel | DeclaredTiled:
+               dims: Sequence[str] | None = None) -> DeclaredModel | DeclaredShaped:
     """The model a kernel declares in ``raw`` (a mapping, or its JSON text as a space's
     option holds it); ``meta``: the kernel's meta-parameters, the names its launch
     settings may read besides ``block`` and ``itemsize`` (``None``: not checked, as a
@@ -290,7 +311,7 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
                           f"{', '.join(MODELS)}{did_you_mean(str(name), MODELS)}")
     known = MODELS[name]
     where = f"model.{name}"
-    form = FORM if name == "streaming" else TILED_FORM
+    form = FORMS[name]
     if not isinstance(settings, Mapping):
         raise OptionError(where, f"{_shown(settings)} is not {name}'s settings; allowed: a "
                           f"mapping of {', '.join(known)}, such as {form}")
@@ -302,15 +323,16 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
         if key not in settings:
             raise OptionError(where, f"{name} needs {key}: {known[key]}")
     launch = [*TILE_NAMES, *(meta or ())]
-    if name == "tiled":
+    if name != "streaming":
+        sizes = SIZES[name]
         exprs = {key: _expr(settings.get(key, TILED_DEFAULTS.get(key)),
-                            list(dims or ()) if key in SIZES else launch,
-                            (dims if key in SIZES else meta) is not None, f"{where}.{key}",
+                            list(dims or ()) if key in sizes else launch,
+                            (dims if key in sizes else meta) is not None, f"{where}.{key}",
                             key, "", TILED_LEAST.get(key, 1)) for key in known}
         shown = {k: e.text for k, e in exprs.items()
                  if k in settings or k not in TILED_LEAST}   # zero defaults left out
         text = json.dumps({name: shown}, separators=(", ", ": "))
-        return DeclaredTiled(settings=exprs, text=text.replace('"', ""))
+        return DeclaredShaped(name=name, settings=exprs, text=text.replace('"', ""))
     tile = _expr(settings["tile"], launch, meta is not None, f"{where}.tile", "tile",
                  " elements")
     count = settings.get("inputs", inputs)
