@@ -48,16 +48,17 @@ def kernel_for(space: Any, device: Any) -> Any:
 
     kernel = load_kernel(space.kernel, space.kernel_options)
     refuse_gpu_only(space.kernel, kernel.needs_gpu, device)
-    refuse_bad_tile(space, kernel, device)
+    refuse_bad_model(space, kernel, device)
     return kernel
 
 
-def refuse_bad_tile(space: Any, kernel: Any, device: Any) -> None:
+def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:
     """Refuse, before anything is written, a kernel's declared model
-    (:mod:`sweeper.kernels._model_form`) whose tile is no element at some config on
-    ``device``.  Reading the space checked the tile at every combination of the axes'
-    constant values; an axis it reads that is given as an expression (``64 * sms``) has
-    its values only once the device is known.  The error is at that value's line."""
+    (:mod:`sweeper.kernels._model_form`) one of whose launch settings (a streaming tile,
+    a matmul's tiles, ...) is below its least at some config on ``device``.  Reading the
+    space checked them at every combination of the axes' constant values; an axis they
+    read that is given as an expression (``64 * sms``) has its values only once the device
+    is known.  The error is at that value's line."""
     from sweeper.core import Config
     from sweeper.errors import SpaceError
     from sweeper.study import resolved

@@ -104,11 +104,12 @@ REQUIRED = {"streaming": ("tile",), "tiled": ("m", "n", "k", "tile_m", "tile_n",
             "rowwise": ("rows", "cols", "tile")}
 #: Each model's settings over the problem's dimensions; its others read the launch.
 SIZES = {"tiled": ("m", "n", "k"), "rowwise": ("rows", "cols")}
-#: A tiled model's defaults: Triton's ``num_stages`` on Hopper, K in one slice, pointer
-#: loads and stores, a loop per tile.
-TILED_DEFAULTS = {"stages": "3", "split_k": "1", "epilogue": "0", "tma": "0", "flatten": "0"}
-#: The least value of a tiled model's settings that may be zero; the others' is one.
-TILED_LEAST = {"epilogue": 0, "tma": 0, "flatten": 0}
+#: The defaults of settings a declaration may leave out (the tiled model's): Triton's
+#: ``num_stages`` on Hopper, K in one slice, pointer loads and stores, a loop per tile.
+DEFAULTS = {"stages": "3", "split_k": "1", "epilogue": "0", "tma": "0", "flatten": "0"}
+#: The least value of the settings that may be zero (the tiled model's flags and bytes);
+#: every other setting's is one.
+LEAST = {"epilogue": 0, "tma": 0, "flatten": 0}
 #: The names a tile reads besides the meta-parameters: one program's threads and the
 #: bytes of an element (a tile given in bytes: ``block * 16 // itemsize``).
 TILE_NAMES = ("block", "itemsize")
@@ -125,7 +126,7 @@ class Declared(Protocol):
     (``__call__``), the check of a config's settings (:meth:`check`: a
     :class:`SweeperError` where one is below one), the names its launch settings read
     (``launch_names``: a run checks every config where an axis of these is given as an
-    expression, :func:`sweeper.engine._inputs.refuse_bad_tile`), and the check of the
+    expression, :func:`sweeper.engine._inputs.refuse_bad_model`), and the check of the
     space's values (:meth:`values_problem`)."""
 
     text: str
@@ -164,7 +165,7 @@ class DeclaredModel:
         :class:`SweeperError` where it is no positive number (an axis whose values the
         device resolves, such as ``64 * sms``, that :meth:`values_problem` could not see:
         a run asks it of every config before it writes anything,
-        :func:`sweeper.engine._inputs.refuse_bad_tile`)."""
+        :func:`sweeper.engine._inputs.refuse_bad_model`)."""
         return _setting(self.text, self.tile, _launch_env(config), "tile", "a tile",
                         " elements")
 
@@ -207,11 +208,11 @@ class DeclaredShaped:
     def values_of(self, config: Config) -> dict[str, int]:
         """Each setting at ``config`` (the sizes on its problem's dimensions, the rest on
         its block, meta-parameters and itemsize); a :class:`SweeperError` where one is
-        below its least (:data:`TILED_LEAST`, else one) or cannot be computed."""
+        below its least (:data:`LEAST`, else one) or cannot be computed."""
         dims = dict(config.problem.dims)
         launch = _launch_env(config)
         return {key: _setting(self.text, expr, dims if key in SIZES[self.name] else launch,
-                              key, f"a {key}", "", TILED_LEAST.get(key, 1))
+                              key, f"a {key}", "", LEAST.get(key, 1))
                 for key, expr in self.settings.items()}
 
     def check(self, config: Config) -> None:
@@ -231,7 +232,7 @@ class DeclaredShaped:
         """Where a setting is below its least (or cannot be computed) at some combination
         of the space's ``values`` it reads: its key and why, or ``None``."""
         for key, expr in self.settings.items():
-            problem = _values_problem(expr, values, f"a {key}", "", TILED_LEAST.get(key, 1))
+            problem = _values_problem(expr, values, f"a {key}", "", LEAST.get(key, 1))
             if problem is not None:
                 return f"model.{self.name}.{key}", problem
         return None
@@ -325,12 +326,12 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
     launch = [*TILE_NAMES, *(meta or ())]
     if name != "streaming":
         sizes = SIZES[name]
-        exprs = {key: _expr(settings.get(key, TILED_DEFAULTS.get(key)),
+        exprs = {key: _expr(settings.get(key, DEFAULTS.get(key)),
                             list(dims or ()) if key in sizes else launch,
                             (dims if key in sizes else meta) is not None, f"{where}.{key}",
-                            key, "", TILED_LEAST.get(key, 1)) for key in known}
+                            key, "", LEAST.get(key, 1)) for key in known}
         shown = {k: e.text for k, e in exprs.items()
-                 if k in settings or k not in TILED_LEAST}   # zero defaults left out
+                 if k in settings or k not in LEAST}   # zero defaults left out
         text = json.dumps({name: shown}, separators=(", ", ": "))
         return DeclaredShaped(name=name, settings=exprs, text=text.replace('"', ""))
     tile = _expr(settings["tile"], launch, meta is not None, f"{where}.tile", "tile",
