@@ -296,8 +296,8 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
     settings may read besides ``block`` and ``itemsize`` (``None``: not checked, as a
     ``cuda`` kernel built for a run declares none and its space was checked as it was
     read); ``inputs``: the arrays it reads, where its declaration says (the default of
-    ``inputs``); ``dims``: its problem's dimensions, the names a tiled model's sizes may
-    read (``None``: not checked).  Every mistake is an :class:`OptionError` whose ``key``
+    ``inputs``); ``dims``: its problem's dimensions, the names a tiled or row-wise model's
+    sizes may read (``None``: not checked).  Every mistake is an :class:`OptionError` whose ``key``
     is the path of the part at fault (``model.streaming.tile``) and whose message says
     what is allowed."""
     if isinstance(raw, str):

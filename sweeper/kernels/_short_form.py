@@ -286,8 +286,10 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       ``from_autotune`` builds (see :mod:`sweeper.kernels._autotune`);
     - ``model``: the built-in model that describes the kernel, for ``auto``'s search
       (``{"streaming": {"tile": "BLOCK", "inputs": 1}}``: an elementwise kernel moving
-      ``BLOCK`` elements of each array per program step; see
-      :mod:`sweeper.kernels._model_form`); without one ``auto`` searches without a model.
+      ``BLOCK`` elements of each array per program step; ``{"tiled": {"m": "M", ...}}``
+      for a matmul, ``{"rowwise": {"rows": "rows", "cols": "cols", "tile": "BLOCK"}}``
+      for a row-wise kernel; see :mod:`sweeper.kernels._model_form`); without one
+      ``auto`` searches without a model.
     """
     declared = Declaration(
         inputs=inputs, outputs=outputs, reference=reference, name=name, meta=meta, dims=dims,
