@@ -205,6 +205,13 @@ class DeclaredShaped:
         return frozenset().union(*(e.names for k, e in self.settings.items()
                                    if k not in SIZES[self.name]))
 
+    @property
+    def size_names(self) -> frozenset[str]:
+        """The dimensions the sizes read (the problem's, which a device that caps
+        footprints shrinks)."""
+        return frozenset().union(*(e.names for k, e in self.settings.items()
+                                   if k in SIZES[self.name]))
+
     def values_of(self, config: Config) -> dict[str, int]:
         """Each setting at ``config`` (the sizes on its problem's dimensions, the rest on
         its block, meta-parameters and itemsize); a :class:`SweeperError` where one is
