@@ -224,6 +224,10 @@ def test_a_python_short_kernel_declares_the_same_model_with_model_keyword():
     ({"roofline": {}}, "kernel scale-bad: model: unknown model 'roofline'; allowed: "
      "streaming, tiled, rowwise"),
     ("streaming", "kernel scale-bad: model: 'streaming' is not one model"),
+    ({"tiled": {"m": "n", "n": "n", "k": "n", "tile_m": "BLOCK", "tile_n": "BLOCK",
+                "tile_k": "BLOCK", "tma": True}}, "kernel scale-bad: model.tiled.tma: True is "
+     "no tma; allowed: an expression over block, itemsize, BLOCK (such as block) or an "
+     "integer of at least 0"),
 ])
 def test_a_python_short_kernels_bad_model_is_refused_as_it_is_declared(model, message):
     with pytest.raises(SweeperError) as refused:

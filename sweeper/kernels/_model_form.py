@@ -367,8 +367,9 @@ def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit
     if not isinstance(raw, str) or not raw.strip():
         example = f"block * {known[len(TILE_NAMES)] if len(known) > len(TILE_NAMES) else 4}" \
             if noun == "tile" else (known[0] if known else "M")
+        integer = "a positive integer" if least == 1 else f"an integer of at least {least}"
         raise OptionError(key, f"{_shown(raw)} is no {noun}; allowed: {over} (such as "
-                          f"{example}) or a positive integer")
+                          f"{example}) or {integer}")
     try:
         expr = parse(raw)
         constant = None if expr.names else evaluate(expr, {})
