@@ -125,6 +125,12 @@ class Tuning:
                 e.dtype == dtype and (dims is None or set(e.dims) == set(dims))]
         matched = match_gpu(self.entries, ours, gpu, capability)
         if matched is None:
+            named = sorted({" ".join(e.dims) for e in self.entries if dims is not None and
+                            e.is_for(kernel) and e.dtype == dtype and set(e.dims) != set(dims)})
+            if named:
+                raise SweeperError(f"{self.path}: {kernel} {dtype} was tuned over the "
+                                   f"dimensions {' / '.join(named)}, not {' '.join(dims or ())}"
+                                   "; allowed: each of them by name")
             shape = f" {show_dims(dims)}" if dims is not None else ""
             raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
                                f"on {gpu!r}")

@@ -224,6 +224,10 @@ def test_a_python_short_kernel_declares_the_same_model_with_model_keyword():
     ({"roofline": {}}, "kernel scale-bad: model: unknown model 'roofline'; allowed: "
      "streaming, tiled, rowwise"),
     ("streaming", "kernel scale-bad: model: 'streaming' is not one model"),
+    ({"tiled": {"m": "n", "n": "n", "k": "n", "tile_m": "BLOCK", "tile_n": "BLOCK",
+                "tile_k": "BLOCK", "tma": True}}, "kernel scale-bad: model.tiled.tma: True is "
+     "no tma; allowed: an expression over block, itemsize, BLOCK (such as block) or an "
+     "integer of at least 0"),
 ])
 def test_a_python_short_kernels_bad_model_is_refused_as_it_is_declared(model, message):
     with pytest.raises(SweeperError) as refused:
@@ -274,6 +278,44 @@ def test_a_tile_that_is_no_element_once_the_device_is_known_is_refused_before_wr
                           "model {streaming: {tile: BLOCK - 200, inputs: 1}}: tile 'BLOCK - "
                           "200' gives "), err
     assert "allowed: a tile of at least 1 element at every config" in err
+
+
+SHRUNK_MODULE = '''\
+import sweeper
+from examples.matmul import matmul_kernel
+
+
+@sweeper.kernel(inputs={"a": "M, K", "b": "K, N"}, outputs={"c": "M, N"},
+                dims={"M": 128, "N": 64, "K": 64}, meta={"BLOCK_M": 16, "BLOCK_N": 16,
+                "BLOCK_K": 16, "GROUP_M": 1}, grid="cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)",
+                dtype="float16", footprint_bytes="(M * K + K * N + M * N) * itemsize",
+                reference=lambda a, b: a @ b,
+                model={"tiled": {"m": "M - 64", "n": "N", "k": "K", "tile_m": "BLOCK_M",
+                                 "tile_n": "BLOCK_N", "tile_k": "BLOCK_K"}})
+def mm(a, b, c, config):
+    matmul_kernel[(config.grid,)](a, b, c, a.shape[0], b.shape[1], a.shape[1],
+                                  num_warps=config.num_warps, **config.meta)
+'''
+SHRUNK_SPACE = """\
+kernel: tiled_shrunk_kernel:mm
+sampler: auto
+params:
+  block: [128]
+  BLOCK_M: [16, 32]
+  M: [128]
+"""
+
+
+def test_a_tiled_size_that_the_interpreters_shrunk_dimensions_make_no_size_is_refused(
+        tmp_path, capsys, monkeypatch):
+    """A tiled model's size holds at the dimensions the space gives (``M - 64`` at
+    ``M=128``), but the interpreter shrinks them (M to 64): ``run`` refuses it at the
+    dimension's line before it opens the study, not as the first guess is made."""
+    path, err = _refused_run(tmp_path, capsys, monkeypatch, "tiled_shrunk_kernel",
+                             SHRUNK_MODULE, SHRUNK_SPACE)
+    assert err.startswith(f"{path}:6: params.M[0]: on Triton interpreter (CPU), kernel "
+                          "model {tiled: {m: M - 64, "), err
+    assert "m 'M - 64' gives 0 at M=64" in err, err
 
 
 def _refused_run(tmp_path, capsys, monkeypatch, module, text, space):

@@ -139,3 +139,12 @@ def test_nearest_shape_sums_log_distances_and_warns_per_dimension(tmp_path, path
                                            r"M=4096 N=4096 K=128"):
         tuned("copy", dtype="float32", dims={"M": 4096, "N": 4096, "K": 128},
               gpu="NVIDIA H200", path=path)
+
+
+def test_dims_missing_one_the_kernel_was_tuned_over_are_named_not_said_untuned(tmp_path,
+                                                                                path):
+    export_study(study(tmp_path, "a", [{"M": 1024, "N": 1024, "K": 1024}]), path)
+    with pytest.raises(SweeperError, match=r"copy float32 was tuned over the dimensions M N K"
+                                           r", not M N; allowed: each of them by name"):
+        tuned("copy", dtype="float32", dims={"M": 1024, "N": 1024}, gpu="NVIDIA H200",
+              path=path)

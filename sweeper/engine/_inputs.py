@@ -58,7 +58,8 @@ def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:
     a matmul's tiles, ...) is below its least at some config on ``device``.  Reading the
     space checked them at every combination of the axes' constant values; an axis they
     read that is given as an expression (``64 * sms``) has its values only once the device
-    is known.  The error is at that value's line."""
+    is known, as have a tiled or rowwise model's sizes on a device that shrinks the
+    problem's dimensions (the interpreter's).  The error is at that value's line."""
     from sweeper.core import Config
     from sweeper.errors import SpaceError
     from sweeper.study import resolved
@@ -66,11 +67,14 @@ def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:
     declared = getattr(kernel, "declared_model", None)
     if declared is None:
         return
-    late = [a for a in space.axes
-            if a.name in declared.launch_names and any(v.expr is not None for v in a.values)]
+    sizes: frozenset[str] = getattr(declared, "size_names", frozenset())
+    late = [a for a in space.axes if a.name in declared.launch_names | sizes
+            and any(v.expr is not None for v in a.values)]
+    facts = device.facts()
+    if not late and facts.max_footprint is not None:
+        late = [a for a in space.axes if a.name in sizes]
     if not late:
         return
-    facts = device.facts()
     for choice, config in resolved(space, facts.env(), facts.max_footprint):
         if not isinstance(config, Config):
             continue

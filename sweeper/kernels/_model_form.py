@@ -205,6 +205,13 @@ class DeclaredShaped:
         return frozenset().union(*(e.names for k, e in self.settings.items()
                                    if k not in SIZES[self.name]))
 
+    @property
+    def size_names(self) -> frozenset[str]:
+        """The dimensions the sizes read (the problem's, which a device that caps
+        footprints shrinks)."""
+        return frozenset().union(*(e.names for k, e in self.settings.items()
+                                   if k in SIZES[self.name]))
+
     def values_of(self, config: Config) -> dict[str, int]:
         """Each setting at ``config`` (the sizes on its problem's dimensions, the rest on
         its block, meta-parameters and itemsize); a :class:`SweeperError` where one is
@@ -360,8 +367,9 @@ def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit
     if not isinstance(raw, str) or not raw.strip():
         example = f"block * {known[len(TILE_NAMES)] if len(known) > len(TILE_NAMES) else 4}" \
             if noun == "tile" else (known[0] if known else "M")
+        integer = "a positive integer" if least == 1 else f"an integer of at least {least}"
         raise OptionError(key, f"{_shown(raw)} is no {noun}; allowed: {over} (such as "
-                          f"{example}) or a positive integer")
+                          f"{example}) or {integer}")
     try:
         expr = parse(raw)
         constant = None if expr.names else evaluate(expr, {})
