@@ -67,7 +67,7 @@ def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:
     declared = getattr(kernel, "declared_model", None)
     if declared is None:
         return
-    sizes: frozenset[str] = getattr(declared, "size_names", frozenset())
+    sizes = declared.size_names
     late = [a for a in space.axes if a.name in declared.launch_names | sizes
             and any(v.expr is not None for v in a.values)]
     facts = device.facts()

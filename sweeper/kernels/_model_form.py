@@ -135,6 +135,10 @@ class Declared(Protocol):
     def launch_names(self) -> frozenset[str]:
         """The names the launch settings read (block, itemsize, meta-parameters)."""
 
+    @property
+    def size_names(self) -> frozenset[str]:
+        """The problem's dimensions the sizes read (none for a streaming model)."""
+
     def __call__(self, config: Config, facts: DeviceFacts) -> float:
         """The guess of ``config`` on the GPU ``facts`` describes."""
 
@@ -159,6 +163,11 @@ class DeclaredModel:
     def launch_names(self) -> frozenset[str]:
         """The names the tile reads."""
         return frozenset(self.tile.names)
+
+    @property
+    def size_names(self) -> frozenset[str]:
+        """None: a streaming model reads no dimension."""
+        return frozenset()
 
     def tile_of(self, config: Config) -> int:
         """``config``'s tile: the expression on its block, meta-parameters and itemsize; a
