@@ -29,7 +29,13 @@ from typing import Any
 
 from sweeper import dispatch
 from sweeper.errors import SweeperError
-from sweeper.export import StudyWinners, output_file, problem_tops, study_winners
+from sweeper.export import (
+    StudyWinners,
+    footprint_rule,
+    output_file,
+    problem_tops,
+    study_winners,
+)
 from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
@@ -56,6 +62,9 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "key": _key(won), "gpus": {}}
     data["gpus"][gpu] = section
+    rule = footprint_rule(won.meta.kernel, next(iter(won.picks)).problem)
+    if rule is not None:                    # a grid over n or footprint at other dims
+        data["footprint"] = rule
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \
         else "tuned_mod"
     atomic_write(target, render(data, module))
@@ -181,8 +190,12 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
             "written by `sweeper export STUDY --format triton`.\n\n"
             + USAGE.replace("tuned_mod", module) + '"""\n')
     literal = json.dumps(json.dumps(data, sort_keys=True))
+    rule = data.get("footprint")
+    footprint = f"lambda e: {grid_source(rule)}" if rule else "None"
+    itemsizes = json.dumps(dict(DTYPES), sort_keys=True)
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
-            + f"_GRIDS = {{\n{functions}\n}}\n" + BUILD)
+            + f"_GRIDS = {{\n{functions}\n}}\n"
+            + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n" + BUILD)
 
 
 def _quoted(name: str) -> str:
@@ -343,11 +356,31 @@ def grid(meta, gpu=None, **dims):
     env = {**GPUS[gpu], **chosen["kwargs"], "block": 32 * chosen["num_warps"]}
     env.update({k: w for k, w in ((k, _whole(v)) for k, v in meta.items()) if w is not None})
     env.update(dims)
+    _sized(env, meta, _DATA["gpus"][gpu]["winners"])
     try:
         return (_GRIDS[chosen["grid"]](env),)
     except KeyError as err:
         raise TypeError(f"grid {chosen['grid']!r} needs {err.args[0]!r}: pass it as a kernel "
                         f"argument or grid(meta, {err.args[0]}=...)") from None
+
+
+def _sized(env, meta, winners):
+    """n and footprint, where the grid may read them and they are not given: the kernel's
+    footprint rule at the dimensions in env, in bytes of the tensors' element (or of the
+    one dtype tuned)."""
+    if _FOOTPRINT is None or ("n" in env and "footprint" in env):
+        return
+    sizes = {v.element_size() for v in meta.values() if hasattr(v, "element_size")}
+    sizes = sizes or {_ITEMSIZE[w["dtype"]] for w in winners}
+    if len(sizes) != 1:
+        return
+    itemsize = sizes.pop()
+    try:
+        footprint = _FOOTPRINT({**env, "itemsize": itemsize})
+    except KeyError:
+        return
+    env.setdefault("footprint", footprint)
+    env.setdefault("n", footprint // itemsize)
 '''
 
 #: The dispatch rule, carried as source so the module needs no sweeper (one implementation).

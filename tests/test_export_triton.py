@@ -2,6 +2,7 @@
 ``@triton.autotune`` kernel (run here through the Triton interpreter)."""
 
 import importlib.util
+import json
 import warnings
 
 import pytest
@@ -201,3 +202,31 @@ def test_the_module_dispatches_a_shape_by_sweepers_rule(tmp_path):
         mod.pick(M=4)
     with pytest.raises(KeyError, match="no problem tuned in dtype 'float16'"):
         mod.configs(n=4, dtype="float16")
+
+
+def test_a_grid_over_n_is_launched_at_dimensions_not_tuned(tmp_path):
+    """``spaces/matmul.yaml``'s grid reads ``n``, which ``@triton.autotune`` never passes:
+    the module carries the kernel's footprint rule and works ``n`` out from the dimensions
+    (M, N, K, from meta or as keywords), in bytes of the tensors' element, or of the one
+    dtype tuned."""
+    studies = tmp_path / "st"
+    assert main(["run", "spaces/matmul.yaml", "--device",
+                 "replay:tests/data/replay/h200-matmul.csv", "--studies-dir", str(studies),
+                 "--quiet", "--no-report"]) == 0
+    path = tmp_path / "tuned_mm.py"
+    assert main(["export", str(studies / "matmul-bf16-replay"), "--format", "triton",
+                 "-o", str(path)]) == 0
+    mod = load(path)
+    ranked = next(iter(mod._DATA["gpus"].values()))["ranked"]
+    first = {}                  # grid() takes the first ranked config of these kwargs
+    for c in ranked:
+        first.setdefault(json.dumps([c["kwargs"], c["num_warps"]], sort_keys=True), c)
+    tuned = next(c for c in first.values() if "isqrt(n)" in c["grid"])
+    kwargs = {**tuned["kwargs"], "num_warps": tuned["num_warps"]}
+    bm, bn = kwargs["BLOCK_M"], kwargs["BLOCK_N"]
+    dims = {"M": 2048, "N": 2048, "K": 2048}         # n = max(M K, K N, M N) = 2048²
+    assert mod.grid({**kwargs, **dims}) == (triton.cdiv(2048, bm) * triton.cdiv(2048, bn),)
+    a = torch.empty(1, dtype=torch.float32)           # a float32 tensor: 4-byte elements
+    assert mod.grid({**kwargs, "a": a}, **dims) == mod.grid({**kwargs, **dims})
+    with pytest.raises(TypeError, match="needs 'n'"):          # no M: no footprint either
+        mod.grid({**kwargs, "N": 2048, "K": 2048})
