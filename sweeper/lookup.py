@@ -91,7 +91,7 @@ class Tuning:
         """The config for ``kernel`` (see :func:`tuned`); ``warn=False``: leave the far
         and architecture warnings to the caller, which reads ``far``/``by_architecture``."""
         dtype = dtype_name(dtype)
-        _check_problem(footprint, dims)
+        _check_problem(footprint, dims, dtype)
         capability = None if gpu else _current_capability()
         gpu = gpu or current_gpu()
         matched = self._matched(kernel, dtype, dims, gpu, capability)
@@ -235,7 +235,8 @@ def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
     return Tuning(path).config(kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu)
 
 
-def _check_problem(footprint: int | None, dims: Mapping[str, int] | None) -> None:
+def _check_problem(footprint: int | None, dims: Mapping[str, int] | None,
+                   dtype: str) -> None:
     """Refuse a problem :func:`tuned` cannot look up, with what it takes."""
     if (footprint is None) == (dims is None):
         raise SweeperError("give the problem by footprint=BYTES or by dims={NAME: SIZE}, "
@@ -243,6 +244,9 @@ def _check_problem(footprint: int | None, dims: Mapping[str, int] | None) -> Non
     if footprint is not None and (type(footprint) is not int or footprint <= 0):
         raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
                            "(e.g. 256MiB)")
+    if footprint is not None and footprint < DTYPES[dtype]:
+        raise SweeperError(f"footprint {footprint} B is less than one {dtype} element "
+                           f"({DTYPES[dtype]} bytes); give at least that (e.g. 256MiB)")
     if dims is not None and (not dims or not all(
             isinstance(k, str) and type(v) is int and v > 0 for k, v in dims.items())):
         raise SweeperError(f"dims {dict(dims)!r}: give each dimension a positive integer "

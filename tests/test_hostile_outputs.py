@@ -246,6 +246,17 @@ def test_tuned_api_refuses_a_bad_footprint_or_dtype(tmp_path):
             tuned("copy", dtype="float32", footprint=footprint, gpu=GPU, path=path)
     with pytest.raises(SweeperError, match="unknown dtype 'float99'; allowed: float64"):
         tuned("copy", dtype="float99", footprint=4096, gpu=GPU, path=path)
+    with pytest.raises(SweeperError, match=r"footprint 3 B is less than one float32 element "
+                                           r"\(4 bytes\); give at least that"):
+        tuned("copy", dtype="float32", footprint=3, gpu=GPU, path=path)
+
+
+def test_tuned_blames_a_footprint_under_one_element_not_the_tuning_file(tmp_path, capsys):
+    path = _tuning(tmp_path, [_good_entry()])
+    assert main(["tuned", "copy", "--footprint=3", "--dtype", "fp32", "--gpu", GPU,
+                 "--tuning", str(path)]) == 2
+    assert _one_line(capsys).startswith("sweeper: footprint 3 B is less than one float32 "
+                                        "element (4 bytes)")
 
 
 def test_a_tuning_file_that_is_a_device_is_refused_before_reading(capsys):
