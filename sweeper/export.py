@@ -25,7 +25,7 @@ from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
 from sweeper.matching import gpu_model
-from sweeper.space import Problem
+from sweeper.space import Expr, Problem
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
 from sweeper.tuning import EMPTY, TopConfig, TuningEntry, merged, read_tuning, tuning_path
@@ -128,10 +128,11 @@ def export_study(store: Storage, path: str | Path | None = None
     won = study_winners(store)
     by_number = {t.number: t for t in won.trials}
     tops = problem_tops(won)
+    rule = footprint_rule(won.meta.kernel)          # read once: a user kernel's source
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
                                  slowdown) for t, slowdown in tops[key] if t.config],
-                      export_fields(pick.agreement, by_number))
+                      export_fields(pick.agreement, by_number), rule_for(rule, key.problem))
                for key, pick in won.picks.items()]
     target = tuning_path(path)
     output_file(store, target)               # a device or a folder: refused before work
@@ -141,13 +142,15 @@ def export_study(store: Storage, path: str | Path | None = None
 
 
 def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
-           top: list[TopConfig], agreement: dict[str, Any]) -> TuningEntry:
+           top: list[TopConfig], agreement: dict[str, Any], rule: str | None
+           ) -> TuningEntry:
     """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
     chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
     the report does; the sweep's median and rate are kept under their own names, and the
     headline rate is at the median the entry states, so the two always agree.
     ``unfinished``: the problem's final has not run yet, and ``note`` says so;
-    ``agreement``: the fields of :func:`sweeper.consensus.export_fields`."""
+    ``agreement``: the fields of :func:`sweeper.consensus.export_fields`; ``rule``: the
+    kernel's footprint rule over the problem's dimensions (:func:`rule_for`)."""
     t, env = pick.trial, meta.environment
     cfg, stats = t.config, t.stats
     assert cfg is not None and stats is not None        # a pick always has both
@@ -162,26 +165,31 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         facts={"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         exported=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
-        footprint_expr=footprint_rule(meta.kernel, problem),
+        footprint_expr=rule,
         capability=str(env["capability"]) if env.get("capability") else None,
         note=UNFINISHED if unfinished else None, headline=headline,
         rate=t.rate(headline, pick.median_ms), top=top, **agreement)
 
 
-def footprint_rule(kernel: str, problem: Problem) -> str | None:
+def footprint_rule(kernel: str) -> Expr | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
     ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
-    be read there, or reads other names than ``problem``'s dimensions (a study recorded
-    before the kernel's declaration changed)."""
+    be read there."""
     from sweeper.core._problem import shape_of
     from sweeper.plugins import kernel_declaration
 
     try:
-        rule = shape_of(kernel_declaration(kernel, user_code=False)).footprint
+        return shape_of(kernel_declaration(kernel, user_code=False)).footprint
     except SweeperError:
         return None
+
+
+def rule_for(rule: Expr | None, problem: Problem) -> str | None:
+    """``rule`` (:func:`footprint_rule`) as an entry keeps it for ``problem``: ``None``
+    where there is none, or it reads other names than the problem's dimensions (a study
+    recorded before the kernel's declaration changed)."""
     dims = {name for name, _ in problem.dims} or {"n"}
-    return rule.text if rule.names <= dims | {"itemsize"} else None
+    return rule.text if rule is not None and rule.names <= dims | {"itemsize"} else None
 
 
 def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:

@@ -34,6 +34,7 @@ from sweeper.export import (
     footprint_rule,
     output_file,
     problem_tops,
+    rule_for,
     study_winners,
 )
 from sweeper.fsio import atomic_write
@@ -62,7 +63,7 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "key": _key(won), "gpus": {}}
     data["gpus"][gpu] = section
-    rule = footprint_rule(won.meta.kernel, next(iter(won.picks)).problem)
+    rule = rule_for(footprint_rule(won.meta.kernel), next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
         data["footprint"] = rule
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \

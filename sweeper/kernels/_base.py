@@ -324,7 +324,7 @@ class Kernel(abc.ABC):
         """Why the declaration does not fit the space's values, as (the option at fault,
         what is wrong and what is allowed), or ``None``; asked once the space's axes are
         read, ``values`` holding each axis's constant values (those given as numbers) and
-        ``itemsize``'s (each dtype's): a declared model's tile that is no element at some
+        ``itemsize``'s (each dtype's): a declared model's setting below its least at some
         of them (:meth:`ShortKernel.values_problem`)."""
         return None
 

@@ -79,7 +79,8 @@ class CudaDeclaration(Kernel):
         "footprint_bytes": "the bytes a problem is named by, over the dimensions",
         "bytes_moved": "bytes one launch moves, over the dimensions and itemsize",
         "flops": "FLOPs one launch does, over the dimensions",
-        "model": "the built-in model auto follows: {streaming: {tile: EXPR, inputs: N}}",
+        "model": "the built-in model auto follows: {streaming: {tile: EXPR, inputs: N}}, "
+                 "{tiled: {m: M, ...}} or {rowwise: {rows: rows, cols: cols, tile: BLOCK}}",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model"})
@@ -113,16 +114,17 @@ class CudaDeclaration(Kernel):
     def specialize(cls, options: Mapping[str, str], params: Any) -> type[Kernel]:
         """The short kernel these options declare, its meta-parameters the axes ``params``
         names (``None``, as a run constructs it: none declared), its model the one
-        ``model`` names (:mod:`sweeper.kernels._model_form`; its tile's names are checked
-        against those axes, and unchecked where there are none)."""
+        ``model`` names (:mod:`sweeper.kernels._model_form`; the names its settings read
+        are checked against those axes and the dimensions, and unchecked where there are
+        none)."""
         meta = _meta_names(options, params)
         launch = CudaLaunch(Path(options["source"]), options["entry"],
                             json.loads(options["args"]), options.get("template"), __name__)
         inputs = json.loads(options["inputs"])
         outputs = json.loads(options["outputs"])
-        dims = list(json.loads(options["dims"])) if "dims" in options else ["n"]
+        dims = json.loads(options["dims"]) if "dims" in options else None
         model = read_model(options["model"], meta if params is not None else None,
-                           len(inputs), dims if params is not None else None) \
+                           len(inputs), list(dims or ["n"]) if params is not None else None) \
             if "model" in options else None
         try:
             declared = Declaration(
@@ -131,7 +133,7 @@ class CudaDeclaration(Kernel):
                 if isinstance(outputs, dict) else outputs,
                 reference=Reference(options["reference"], tuple(inputs)), name="cuda",
                 meta={m: MetaParam(default=0, doc="a -D define") for m in meta},
-                dims=json.loads(options["dims"]) if "dims" in options else None,
+                dims=dims,
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
                 footprint_bytes=options.get("footprint_bytes"),
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),

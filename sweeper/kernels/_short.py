@@ -184,8 +184,8 @@ class ShortKernel(Kernel):
 
     @classmethod
     def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
-        """Where a setting of the declared model is below one at some combination of the
-        space's values it reads: its key (``model.streaming.tile``) and why."""
+        """Where a setting of the declared model is below its least at some combination of
+        the space's values it reads: its key (``model.streaming.tile``) and why."""
         return None if cls.declared_model is None else \
             cls.declared_model.values_problem(values)
 

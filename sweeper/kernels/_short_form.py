@@ -88,7 +88,8 @@ class Declaration:
     def declared_model(self, name: str, meta: Mapping[str, MetaParam],
                        dims: Mapping[str, Dim]) -> DeclaredModel | DeclaredShaped | None:
         """The built-in model ``model=`` names, its launch settings checked against the
-        meta-parameters ``meta`` and a tiled model's sizes against the dimensions ``dims``
+        meta-parameters ``meta`` and a tiled or row-wise model's sizes against the
+        dimensions ``dims``
         (one read already, a ``cuda`` kernel's, is kept)."""
         if self.model is None or isinstance(self.model, DeclaredModel | DeclaredShaped):
             return self.model

@@ -273,8 +273,8 @@ class _Parser:
 
     def fits_kernel(self, axes: list[Axis]) -> None:
         """The kernel's declaration checked against the axes' constant values and each
-        dtype's ``itemsize`` (``Kernel.values_problem``: a declared model's tile must be an
-        element or more at each), its error at the option it names."""
+        dtype's ``itemsize`` (``Kernel.values_problem``: each setting of a declared model
+        must be at least its least at each), its error at the option it names."""
         values = {a.name: [v.constant for v in a.values if type(v.constant) is int]
                   for a in axes if a.name not in TEXT_AXES}
         values["itemsize"] = sorted({DTYPES[str(v.constant)] for a in axes
