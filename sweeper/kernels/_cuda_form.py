@@ -79,8 +79,8 @@ class CudaDeclaration(Kernel):
         "footprint_bytes": "the bytes a problem is named by, over the dimensions",
         "bytes_moved": "bytes one launch moves, over the dimensions and itemsize",
         "flops": "FLOPs one launch does, over the dimensions",
-        "model": "the built-in model auto follows: {streaming: {tile: EXPR, inputs: N}}, "
-                 "{tiled: {m: M, ...}} or {rowwise: {rows: rows, cols: cols, tile: BLOCK}}",
+        "model": "the built-in model auto follows: {streaming: ...}, {tiled: ...} or "
+                 "{rowwise: ...}",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model"})
