@@ -105,7 +105,7 @@ def test_run_takes_a_space_file_or_from_autotune(argv, message, capsys):
 
 
 @triton.jit
-def _body(x, n, BLOCK: tl.constexpr):
+def _body(x, n, BLOCK: tl.constexpr, SPLIT: tl.constexpr):
     pass
 
 
@@ -129,6 +129,10 @@ def _declare(configs: list, key: list[str]) -> None:
      "): num_warps=3; allowed: 1, 2, 4, 8, 16, 32"),
     ([triton.Config({"BLOCK": 64.5})], ["n"], "kernel k: autotune config 0 (",
      "): every kwarg must be an integer, got {'BLOCK': 64.5}"),
+    # a misspelt constexpr: refused as declared, not a TypeError from every config's launch
+    ([triton.Config({"BLOCK": 64}), triton.Config({"BLOCKS": 128})], ["n"],
+     "kernel k: autotune config 1 (", ") sets BLOCKS, which is not an argument of _body; "
+     "allowed: x, n, BLOCK, SPLIT; did you mean 'BLOCK'?"),
 ])
 def test_an_autotuner_sweeper_cannot_take_is_refused_with_the_config(configs, key, message,
                                                                      rule):

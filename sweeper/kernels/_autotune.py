@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sweeper.core import Dim
+from sweeper.core._units import did_you_mean
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import MetaParam
 
@@ -47,7 +48,8 @@ def autotune_declaration(kernel: str, autotuner: Any, dims: Mapping[str, Dim],
         raise SweeperError(f"kernel {kernel}: the autotune key {unknown[0]!r} is not a "
                            f"dimension of the kernel (dims: {', '.join(dims)}); declare "
                            f"it: dims={{{unknown[0]!r}: 1 << 20}}")
-    rows = _rows(kernel, configs)
+    function = getattr(getattr(autotuner, "base_fn", None), "__name__", "the jitted function")
+    rows = _rows(kernel, configs, getattr(autotuner, "arg_names", None), function)
     columns = {name: [row[name] for row in rows] for name in rows[0]}
     declared = dict(meta)
     for name, values in columns.items():
@@ -57,12 +59,21 @@ def autotune_declaration(kernel: str, autotuner: Any, dims: Mapping[str, Dim],
     return {"meta_params": declared, "autotune_params": columns, "autotune_key": tuple(keys)}
 
 
-def _rows(kernel: str, configs: list[Any]) -> list[dict[str, int]]:
+def _rows(kernel: str, configs: list[Any], arg_names: Any = None,
+          function: str = "the jitted function") -> list[dict[str, int]]:
     """One row a config (``block``, ``num_stages`` and the kwargs), in the configs' order,
-    each once."""
+    each once; a kwarg that names none of ``arg_names`` (the arguments of the jitted
+    ``function``, where the autotuner knows them) is refused: a misspelt constexpr would fail every
+    config's launch."""
     rows: list[dict[str, int]] = []
     for i, config in enumerate(configs):
         where = f"kernel {kernel}: autotune config {i} ({config})"
+        unknown = [k for k in getattr(config, "kwargs", {})
+                   if isinstance(arg_names, list) and k not in arg_names]
+        if unknown:
+            raise SweeperError(f"{where} sets {unknown[0]}, which is not an argument of "
+                               f"{function}; allowed: {', '.join(arg_names or ())}"
+                               f"{did_you_mean(unknown[0], arg_names or ())}")
         for attr, unused in UNSUPPORTED.items():
             if getattr(config, attr, unused) != unused:
                 raise SweeperError(f"{where} sets {attr}; sweeper sweeps kwargs, num_warps "
