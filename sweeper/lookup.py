@@ -173,6 +173,13 @@ class Tuning:
             return TuningFileError(message, file=str(self.path), entry=index,
                                    name=entry_name(vars(entry)))
 
+        by_dims = sorted(set(entry.dims) & parse(config.grid_expr).names - set(env))
+        if by_dims:     # asked by footprint: the grid needs the dimensions, not the bytes
+            raise SweeperError(
+                f"{entry.kernel} was tuned over the dimensions {' '.join(entry.dims)} and "
+                f"its grid {config.grid_expr!r} reads {by_dims[0]}, which a footprint does "
+                f"not give; give the dimensions instead (--dims "
+                f"{','.join(f'{d}=...' for d in entry.dims)}, dims={{...}})")
         try:
             grid = int(evaluate(parse(config.grid_expr), env))
         except (SweeperError, ValueError, OverflowError, RecursionError) as err:

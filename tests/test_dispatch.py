@@ -86,6 +86,25 @@ def test_a_grid_over_n_is_computed_at_dimensions_not_tuned_by_the_kernels_footpr
         tuned("mm", dtype="fp16", dims={"N": 1024}, gpu="NVIDIA H200", path=bad)
 
 
+def test_a_grid_over_the_kernels_own_dimensions_asked_by_footprint_says_give_the_dims(
+        tmp_path, capsys):
+    """A kernel whose dimension is not ``n`` (a short kernel's ``n_elements``, ``M``): its
+    grid reads the dimension, which a footprint does not give; the lookup says to give the
+    dimensions, not that the tuning file is broken, and at the dims it answers."""
+    from sweeper.cli import main as sweeper_main
+
+    path = _file(tmp_path, [_entry(1024, [(64, 1.0)])])
+    with pytest.raises(SweeperError) as err:
+        tuned("mm", dtype="fp16", footprint=2 * 1024 * 1024, gpu="NVIDIA H200", path=path)
+    said = ("mm was tuned over the dimensions N and its grid 'cdiv(N, BLOCK)' reads N, which "
+            "a footprint does not give; give the dimensions instead (--dims N=..., dims={...})")
+    assert str(err.value) == said
+    assert sweeper_main(["tuned", "mm", "--dtype", "fp16", "--footprint", "2MiB", "--gpu",
+                         "NVIDIA H200", "--tuning", str(path)]) == 2
+    assert capsys.readouterr().err == f"sweeper: {said}\n"
+    assert tuned("mm", dtype="fp16", dims={"N": 1024}, gpu="NVIDIA H200", path=path).grid == 16
+
+
 def test_an_exported_entry_keeps_its_kernels_footprint_rule(tmp_path):
     from sweeper.cli import main as sweeper_main
 
