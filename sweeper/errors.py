@@ -7,9 +7,31 @@ The CLI prints a ``SweeperError`` as one line and exits with status 2, or with i
 
 from __future__ import annotations
 
+import os
+import traceback
+
 #: Set (to ``1``) by ``sweeper --debug``, in the environment its worker processes inherit:
 #: a failed trial prints its traceback to stderr besides recording its reason.
 DEBUG_ENV = "SWEEPER_DEBUG"
+
+
+def user_line(err: BaseException) -> str | None:
+    """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: the innermost line of ``err``'s
+    traceback in the user's own code (not Python's, an installed package's or sweeper's):
+    where the interpreter ran the kernel's body, or where importing the user's module
+    failed; ``None`` where there is none."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    # Python's folders, the installed packages' and sweeper's own
+    theirs = tuple(os.path.realpath(p) + os.sep for p in (
+        paths["stdlib"], paths["purelib"], paths["platlib"], os.path.dirname(__file__)))
+    for frame in reversed(traceback.extract_tb(err.__traceback__)):
+        path = os.path.realpath(frame.filename)
+        if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:
+            continue
+        return f"{os.path.basename(frame.filename)}:{frame.lineno}: {frame.line.strip()}"
+    return None
 
 
 class SweeperError(Exception):

@@ -38,7 +38,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sweeper.core._units import did_you_mean
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, user_line
 
 if TYPE_CHECKING:
     from sweeper.kernels._base import Kernel
@@ -296,15 +296,29 @@ def load(kind: Kind, name: str) -> Plugin:
         obj = found.entry_point.load() if found.entry_point is not None else \
             _import(found.target, from_cwd=not found.builtin)
     except (ImportError, AttributeError) as err:
-        raise SweeperError(f"cannot load {found}: {err}") from err
+        at = _where(err)
+        raise SweeperError(f"cannot load {found}: {err}{f' (at {at})' if at else ''}") from err
     except Exception as err:        # the plugin's own module failed while it was imported
+        at = _where(err)
+        # a syntax error's own text ends with "(file, line N)": say it once, as file:line
+        message = err.msg if isinstance(err, SyntaxError) and at else str(err)
         raise SweeperError(f"cannot load {found}: importing "
                            f"{found.target.partition(':')[0]} raised {type(err).__name__}: "
-                           f"{err}") from err
+                           f"{message}{f' (at {at})' if at else ''}") from err
     problem = kind.check(obj)
     if problem is not None:
         raise SweeperError(f"cannot load {found}: {found.target} {problem}")
     return Plugin(obj, found)
+
+
+def _where(err: BaseException) -> str | None:
+    """``mykernels.py:12: from .helpers import SCALE``: where in the user's code importing
+    a plugin failed (a syntax error: its file, line and text); ``None`` where no line of
+    theirs is in it (a module that does not exist)."""
+    if isinstance(err, SyntaxError) and err.filename and err.lineno:
+        text = (err.text or "").strip()
+        return f"{os.path.basename(err.filename)}:{err.lineno}{': ' + text if text else ''}"
+    return user_line(err)
 
 
 def _import(target: str, *, from_cwd: bool) -> Any:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sweeper.devices import Device
 from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
-from sweeper.errors import DEBUG_ENV
+from sweeper.errors import DEBUG_ENV, user_line
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
     Duty,
@@ -272,24 +272,6 @@ def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: 
 _CUDA_ADVICE = re.compile(r"\s+(?:Search for `cudaError|CUDA kernel errors might be)")
 
 
-def kernel_line(err: BaseException) -> str | None:
-    """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: the innermost line of ``err``'s
-    traceback in the user's own code (not Python's, an installed package's or sweeper's),
-    where the interpreter ran the kernel's body; ``None`` where there is none."""
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    # Python's folders, the installed packages' and sweeper's own
-    theirs = tuple(os.path.realpath(p) + os.sep for p in (
-        paths["stdlib"], paths["purelib"], paths["platlib"], os.path.dirname(__file__)))
-    for frame in reversed(traceback.extract_tb(err.__traceback__)):
-        path = os.path.realpath(frame.filename)
-        if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:
-            continue
-        return f"{os.path.basename(frame.filename)}:{frame.lineno}: {frame.line.strip()}"
-    return None
-
-
 def compile_line(err: BaseException) -> str | None:
     """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: where Triton's compile error ``err``
     (a ``CompilationError``: the kernel's source and the node at fault) points in the
@@ -317,7 +299,7 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     """Map an exception from compiling or launching to a status and a one-line reason.
     A compile error keeps Triton's message and names the kernel's line at fault
     (:func:`compile_line`), as an interpreted kernel's error names its line
-    (:func:`kernel_line`)."""
+    (:func:`~sweeper.errors.user_line`)."""
     import torch
 
     names = {cls.__name__ for cls in type(err).__mro__}
@@ -339,6 +321,6 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     if names & {"CompilationError", "CompileTimeAssertionFailure", "PTXASError"}:
         return TrialStatus.COMPILE_ERROR, reason
     if "InterpreterError" in names and err.__cause__ is not None:
-        line = kernel_line(err.__cause__)
+        line = user_line(err.__cause__)
         return classify(err.__cause__)[0], f"{reason} (at {line})" if line else reason
     return TrialStatus.CRASHED, reason or "".join(traceback.format_exception_only(err)).strip()

@@ -321,7 +321,8 @@ def test_a_path_plugin_that_fails_is_named_with_its_path(user_module):
     with pytest.raises(SweeperError) as err:
         plugins.load(plugins.KERNEL, f"{raises}:K")
     assert str(err.value) == (f"cannot load kernel '{raises}:K' (module:attr path): importing "
-                              f"{raises} raised RuntimeError: needs a GPU to import")
+                              f"{raises} raised RuntimeError: needs a GPU to import (at "
+                              f"{raises}.py:1: raise RuntimeError('needs a GPU to import'))")
     empty = user_module("X = 1\n")
     with pytest.raises(SweeperError, match=rf"^cannot load sampler '{empty}:nope' \(module:attr "
                                            rf"path\): module {empty} has no attribute 'nope'$"):
@@ -335,6 +336,28 @@ def test_a_path_plugin_that_fails_is_named_with_its_path(user_module):
     with pytest.raises(TypeError, match="unknown sampler capability 'fast'; known: "
                                         "needs_finals, uses_model"):
         declares(fast=True)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("X = 1\nfrom .helpers import SCALE\n", "attempted relative import with no known parent "
+     "package (at {name}.py:2: from .helpers import SCALE)"),
+    ("import triton\ndef f(:\n    pass\n", "importing {name} raised SyntaxError: invalid "
+     "syntax (at {name}.py:2: def f(:)"),
+    ("import sweeper\n\nK = sweeper.kernel(lambda x, config: None, name='k', inputs={'x': "
+     "'n'},\n                outputs=['x'], reference=lambda x: x)\n",
+     "importing {name} raised SweeperError: kernel k: give grid="),
+])
+def test_a_user_module_that_fails_to_import_is_named_at_its_line(user_module, text, said):
+    """A kernel module with a relative import, a syntax error or a refused declaration:
+    the message names the user's file and line (a declaration refused by sweeper, the
+    line that declares it), as a trial's error in an interpreted kernel does."""
+    name = user_module(text)
+    with pytest.raises(SweeperError) as err:
+        plugins.load(plugins.KERNEL, f"{name}:K")
+    assert said.format(name=name) in str(err.value)
+    if "sweeper.kernel" in text:
+        assert str(err.value).endswith(f"(at {name}.py:3: K = sweeper.kernel(lambda x, "
+                                       "config: None, name='k', inputs={'x': 'n'},)")
 
 
 def test_finding_a_plugin_imports_nothing_and_plan_reads_a_stand_in(user_module):
