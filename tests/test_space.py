@@ -148,6 +148,10 @@ BAD = [
      "params.BLOCK[0]: 1000 is not a power of two; copy's BLOCK must be one"),
     ("kernel: copy\nparams:\n  WARPS: [4]\n", 3,
      "params.WARPS: unknown key 'WARPS'; known: grid, block, dtype, footprint, cache, n, BLOCK"),
+    ("kernel: copy\nparams:\n  num_warps: [4]\n", 3,
+     "params.num_warps: unknown key 'num_warps'; known: grid, block, dtype, footprint, cache, "
+     "n, BLOCK; num_warps is swept as block, threads per program (num_warps × 32): block: "
+     "[128] for num_warps=4"),
     ("kernel: copy\nparams: {}\nconstraints: [\"BLOCK >= blk\"]\n", 3,
      "constraints[0]: unknown name 'blk'"),
     ("kernel: copy\nparams: {}\nconstraints: BLOCK >= block\n", 3,

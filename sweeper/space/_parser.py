@@ -181,6 +181,9 @@ class _Parser:
                                  (isinstance(key, str) and key.isupper())):
                     hint = (f"; {key} looks like an axis: an axis's values go under params "
                             f"(params: {{{key}: [...]}})")
+                if path == "params" and key == "num_warps" and "block" in known:
+                    hint = ("; num_warps is swept as block, threads per program (num_warps "
+                            "× 32): block: [128] for num_warps=4")
                 raise self.error(f"{path}.{key}" if path else key,
                                  f"unknown key {shown(key)}; known: {', '.join(known)}{hint}")
         return data
