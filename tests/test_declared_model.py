@@ -228,6 +228,13 @@ def test_a_python_short_kernel_declares_the_same_model_with_model_keyword():
                 "tile_k": "BLOCK", "tma": True}}, "kernel scale-bad: model.tiled.tma: True is "
      "no tma; allowed: an expression over block, itemsize, BLOCK (such as block) or an "
      "integer of at least 0"),
+    ({"rowwise": {"rows": "n", "cols": "n", "tile": [64]}}, "kernel scale-bad: "
+     "model.rowwise.tile: [64] is no tile; allowed: an expression over block, itemsize, "
+     "BLOCK (such as BLOCK) or a positive integer"),
+    ({"tiled": {"m": "n", "n": "n", "k": "n", "tile_m": "", "tile_n": "BLOCK",
+                "tile_k": "BLOCK"}}, "kernel scale-bad: model.tiled.tile_m: '' is no tile_m; "
+     "allowed: an expression over block, itemsize, BLOCK (such as BLOCK) or a positive "
+     "integer"),
 ])
 def test_a_python_short_kernels_bad_model_is_refused_as_it_is_declared(model, message):
     with pytest.raises(SweeperError) as refused:

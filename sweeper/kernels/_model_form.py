@@ -99,6 +99,9 @@ FORMS = {"streaming": FORM,
          "tiled": "{tiled: {m: M, n: N, k: K, tile_m: BLOCK_M, tile_n: BLOCK_N, tile_k: "
                   "BLOCK_K, stages: num_stages}}",
          "rowwise": "{rowwise: {rows: rows, cols: cols, tile: BLOCK}}"}
+#: What a refusal of a launch setting shows as an expression it could be.
+LAUNCH_EXAMPLES = {"tile_m": "BLOCK_M", "tile_n": "BLOCK_N", "tile_k": "BLOCK_K",
+                   "stages": "num_stages", "split_k": "SPLIT_K", "tile": "BLOCK"}
 #: Each model's settings a declaration must give.
 REQUIRED = {"streaming": ("tile",), "tiled": ("m", "n", "k", "tile_m", "tile_n", "tile_k"),
             "rowwise": ("rows", "cols", "tile")}
@@ -345,13 +348,15 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
         exprs = {key: _expr(settings.get(key, DEFAULTS.get(key)),
                             list(dims or ()) if key in sizes else launch,
                             (dims if key in sizes else meta) is not None, f"{where}.{key}",
-                            key, "", LEAST.get(key, 1)) for key in known}
+                            key, "", LEAST.get(key, 1),
+                            None if key in sizes else _example(key, meta))
+                 for key in known}
         shown = {k: e.text for k, e in exprs.items()
                  if k in settings or k not in LEAST}   # zero defaults left out
         text = json.dumps({name: shown}, separators=(", ", ": "))
         return DeclaredShaped(name=name, settings=exprs, text=text.replace('"', ""))
     tile = _expr(settings["tile"], launch, meta is not None, f"{where}.tile", "tile",
-                 " elements")
+                 " elements", example=f"block * {meta[0] if meta else 4}")
     count = settings.get("inputs", inputs)
     if type(count) is not int or not 1 <= count <= MAX_INPUTS:
         raise OptionError(f"{where}.inputs", (
@@ -363,10 +368,11 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
 
 
 def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit: str,
-          least: int = 1) -> Expr:
+          least: int = 1, example: str | None = None) -> Expr:
     """The expression ``raw`` (text or an integer) of the setting ``noun`` at ``key``, at
     least ``least`` where it is a constant, its names checked against ``known`` where
-    ``check``."""
+    ``check``; ``example`` is the expression a refusal shows (default: ``known``'s first
+    name)."""
     over = f"an expression over {', '.join(known)}" if known else "an expression"
     if type(raw) is int:
         if raw < least:
@@ -374,8 +380,7 @@ def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit
                               f"or {over}")
         raw = str(raw)
     if not isinstance(raw, str) or not raw.strip():
-        example = f"block * {known[len(TILE_NAMES)] if len(known) > len(TILE_NAMES) else 4}" \
-            if noun == "tile" else (known[0] if known else "M")
+        example = example or (known[0] if known else "M")
         integer = "a positive integer" if least == 1 else f"an integer of at least {least}"
         raise OptionError(key, f"{_shown(raw)} is no {noun}; allowed: {over} (such as "
                           f"{example}) or {integer}")
@@ -392,6 +397,13 @@ def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit
         raise OptionError(key, f"unknown name {unknown[0]!r} in {raw!r}; known: "
                           f"{', '.join(known)}{did_you_mean(unknown[0], known)}")
     return expr
+
+
+def _example(key: str, meta: Sequence[str] | None) -> str | None:
+    """The launch setting's usual expression, or the kernel's first meta-parameter where
+    it has not that name; ``None`` (the first known name) for flags and bytes."""
+    usual = LAUNCH_EXAMPLES.get(key)
+    return usual if usual is None or not meta or usual in meta else meta[0]
 
 
 def _at(expr: Expr, env: Mapping[str, int]) -> str:
