@@ -491,7 +491,8 @@ def test_a_journal_without_study_json_is_refused_not_adopted(tmp_path, monkeypat
 @pytest.mark.parametrize("text, problem", [
     ("[]", "a JSON array, not an object"),
     ("{}", "no study, kernel; a study.json needs study, kernel"),
-    ('{"study": "s",\n "kernel": }', ":2: not JSON: Expecting value"),
+    ('{"study": "s",\n "kernel": }', ":2: not JSON (Expecting value, column 12); restore it"),
+    ('{"study": "s",\n "kernel": "co', ":2: not JSON (Unterminated string starting at, column 12)"),
     ('{"study": "s", "kernel": 3}', "kernel is 3, not str"),
     ('{"study": "s", "kernel": "copy", "environment": []}', "environment is [], not dict"),
     ('{"study": "s", "kernel": "copy", "axes": {"grid": 1}}', "axes is {'grid': 1}, not dict"),

@@ -121,13 +121,17 @@ class StudyStore(Storage):
             raise StudyError(f"{self.root}: no study here (no {META})") from None
         except OSError as err:
             raise StudyError(f"{path}: cannot read: {err.strerror or err}") from None
+        advice = "; restore it, or move the study folder away"
         try:
             meta = json.loads(text)
         except json.JSONDecodeError as err:
-            raise StudyError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
+            # the column too: a message such as 'Unterminated string starting at' ends
+            # where json put the position
+            raise StudyError(f"{path}:{err.lineno}: not JSON ({err.msg}, column "
+                             f"{err.colno}){advice}") from None
         except (ValueError, RecursionError) as err:
-            raise StudyError(f"{path}: not JSON sweeper can read ({err})") from None
-        return checked_meta(meta, path, "; restore it, or move the study folder away")
+            raise StudyError(f"{path}: not JSON sweeper can read ({err}){advice}") from None
+        return checked_meta(meta, path, advice)
 
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
         """Read, ``edit`` and write ``study.json`` whole under the study lock (another
