@@ -19,8 +19,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import StudyError
-from sweeper.fsio import atomic_write, create_new, discard_staging, publish_dir, staging_dir
+from sweeper.errors import StudyError, WriteError
+from sweeper.fsio import (
+    atomic_write,
+    create_new,
+    discard_staging,
+    publish_dir,
+    staging_dir,
+    write_error,
+)
 from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
 from sweeper.store._claims_file import ClaimsFile, StudyLock, WorkerLocks
 from sweeper.store._journal import JOURNAL, JournalWriter, Scan, scan
@@ -92,9 +99,15 @@ class StudyStore(Storage):
         staged = staging_dir(self.root)
         try:
             copy = StudyStore(staged)
-            copy.create(meta)
             try:
+                copy.create(meta)
                 copy.append_all([RawRecord(data) for data in records])
+            except WriteError as failed:
+                # said of the copy, not of the hidden staging folder's journal (whose
+                # message would offer a resume): the staging folder goes, nothing is left
+                if failed.cause is None:
+                    raise
+                raise write_error(failed.cause, self.root, "nothing copied") from None
             finally:
                 copy.close()
             check_copied(origin, self.location, (meta, records),
