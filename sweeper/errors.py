@@ -89,6 +89,12 @@ class WriteError(SweeperError):
 
     exit_status = 1
 
+    def __init__(self, message: str, cause: OSError | None = None) -> None:
+        super().__init__(message)
+        #: the failed write's own error, where one was (what a caller that wrote on
+        #: another's behalf words again: :meth:`~sweeper.store.StudyStore.copy_in`)
+        self.cause = cause
+
 
 class StorageError(SweeperError):
     """The study's database failed: it cannot be reached, stopped answering, or a statement

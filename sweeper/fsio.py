@@ -233,7 +233,7 @@ def write_error(err: OSError, path: Path, outcome: str = "",
     where = f"{what} writing {path}" if what else f"cannot write {path}"
     outcome = outcome or (f"{path.name} is as it was" if path.exists() else "nothing written")
     advice = f"; free space and {again}" if err.errno in (errno.ENOSPC, errno.EDQUOT) else ""
-    return WriteError(f"{where}: {err.strerror or err}; {outcome}{advice}")
+    return WriteError(f"{where}: {err.strerror or err}; {outcome}{advice}", cause=err)
 
 
 def writable_target(path: str | Path) -> Path:

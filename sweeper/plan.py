@@ -489,6 +489,10 @@ class RunShape:
     #: trial budget counts already (all but those the constraints ruled out)
     done: frozenset[tuple[str, ...]] = frozenset()
     spent: int = 0
+    #: the finals the study still owes (a run stopped before or during them) of problems
+    #: that may have no config left to measure: per (problem, cache), how many configs it
+    #: measured and the fastest median, in seconds
+    finals_owed: Mapping[tuple[Problem, str], tuple[int, float]] = field(default_factory=dict)
 
 
 Counts = tuple[Callable[[Problem], int] | None, Callable[[Problem], int] | None,
@@ -640,7 +644,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                                      rounds=costs.finals_rounds, round_=finals_round,
                                      overhead_s=shape.costs.finals_overhead_s,
                                      baseline_free=interpreted)
-                   for count, launch in problems.values()) if finals else 0.0
+                   for count, launch in {**shape.finals_owed, **problems}.values()) \
+            if finals else 0.0
 
     if fixed is not None or power:
         finals_s = finals_under(fixed.for_finals() if fixed is not None else powered)

@@ -167,3 +167,29 @@ def test_a_final_the_time_budget_cut_short_stands_until_the_next_run(small_space
     assert not final.cut_short and final.rounds >= MIN_ROUNDS
     assert Winners.of(store).missing(store.records()[0]) == []
     assert Winners.of(store).picks(trials)[short.problem].final == final
+
+
+def test_the_estimate_of_a_resume_counts_the_finals_the_study_owes(write_space, tmp_path):
+    """A run stopped before its finals leaves them to the next, whose estimate prices them
+    even where no config is left to measure (it said 'for 0 trials (start-up 2 s, report
+    1 s)' and then ran the finals)."""
+    from sweeper.engine._run import _finals_owed
+    from sweeper.plan import RunShape, plan_of
+    from sweeper.store import key_of
+
+    path = write_space(TWO_PROBLEMS)
+    sweep, store = _sweep(path, tmp_path / "s", finals=False)
+    sweep.run()
+    trials = store.records()[0]
+    owed = _finals_owed(store, trials)
+    measured = [t for t in trials if t.ok]
+    assert sorted(count for count, _ in owed.values()) == [len(measured) // 2] * 2
+    assert all(fastest > 0 for _, fastest in owed.values())
+    space, device = load_space(path), open_device("interpret")
+    done = frozenset(key_of(t.choice) for t in trials)
+    plan, _ = plan_of(space, device, RunShape(done=done, finals_owed=owed))
+    assert plan.trials == 0 and plan.finals_s > 0
+    assert plan_of(space, device, RunShape(done=done))[0].finals_s == 0
+    again, _ = _sweep(path, tmp_path / "s")
+    again.run()
+    assert _finals_owed(store, store.records()[0]) == {}     # nothing owed once they ran

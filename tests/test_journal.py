@@ -469,6 +469,28 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_the_study_goes_on(tmp_pat
     assert len(trials) == len({t.key() for t in trials}) == space.size
 
 
+def test_a_journal_that_cannot_be_opened_is_one_line_and_left_as_it_was(tmp_path, monkeypatch,
+                                                                        capsys):
+    monkeypatch.chdir(ROOT)
+    assert run_replay(tmp_path) == 0
+    study = tmp_path / "copy-fp32-replay"
+    before = (study / JOURNAL).read_bytes()
+    real = os.open
+
+    def read_only(path, flags, *args, **kwargs):      # a read-only mount, or a file 0444
+        if os.path.basename(path) == JOURNAL and flags & os.O_WRONLY:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    capsys.readouterr()
+    assert run_replay(tmp_path) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"sweeper: read-only file system writing {study}/{JOURNAL}: Read-only file system; "
+        f"{JOURNAL} is as it was")
+    assert (study / JOURNAL).read_bytes() == before
+
+
 # -- study.json -------------------------------------------------------------------------------
 def test_a_journal_without_study_json_is_refused_not_adopted(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
@@ -491,7 +513,8 @@ def test_a_journal_without_study_json_is_refused_not_adopted(tmp_path, monkeypat
 @pytest.mark.parametrize("text, problem", [
     ("[]", "a JSON array, not an object"),
     ("{}", "no study, kernel; a study.json needs study, kernel"),
-    ('{"study": "s",\n "kernel": }', ":2: not JSON: Expecting value"),
+    ('{"study": "s",\n "kernel": }', ":2: not JSON (Expecting value, column 12); restore it"),
+    ('{"study": "s",\n "kernel": "co', ":2: not JSON (Unterminated string starting at, column 12)"),
     ('{"study": "s", "kernel": 3}', "kernel is 3, not str"),
     ('{"study": "s", "kernel": "copy", "environment": []}', "environment is [], not dict"),
     ('{"study": "s", "kernel": "copy", "axes": {"grid": 1}}', "axes is {'grid': 1}, not dict"),

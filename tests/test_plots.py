@@ -317,7 +317,8 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
     assert main(["roofline", "--studies-dir", str(d), "-o", str(svg)]) == 0
     captured = capsys.readouterr()
     assert captured.err == (f"sweeper: warning: {d / 'broken'}: skipped: "
-                            f"{d / 'broken' / 'study.json'}:1: not JSON: Expecting value\n")
+                            f"{d / 'broken' / 'study.json'}:1: not JSON (Expecting value, "
+                            "column 1); restore it, or move the study folder away\n")
     assert "2 winner(s) of 2 study(ies)" in captured.out
 
 

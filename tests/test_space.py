@@ -352,3 +352,49 @@ def test_conditional_axis_varies_only_when_its_condition_holds():
         space.resolve({**base, "num_stages": "4"}, FACTS)
     assert dict(space.resolve({"BLOCK_K": "64", "num_stages": "5"}, FACTS).meta)[
         "num_stages"] == 5
+
+
+
+FLAGGED = """
+import triton
+import triton.language as tl
+
+import sweeper
+
+
+@triton.jit
+def flagged_kernel(x, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024, "EVEN": 0},
+                reference=lambda x: x * 2)
+def flagged(x, config):
+    flagged_kernel[(config.grid,)](x, x.numel(), num_warps=config.num_warps, **config.meta)
+"""
+
+
+@pytest.mark.parametrize("axis, said", [
+    ("EVEN", "0 must be positive; a meta-parameter that may be 0 declares its values "
+             "(MetaParam(default=0, choices=(0, 1)))"),
+    ("BLOCK", "0 must be positive"),
+])
+def test_a_zero_for_a_meta_parameter_whose_default_is_zero_says_how_to_allow_it(
+        tmp_path, monkeypatch, capsys, axis, said):
+    """``sweeper.kernel(meta={"EVEN": 0})`` declares a plain int whose default is 0; a
+    space listing ``EVEN: [0, 1]`` was told only '0 must be positive', with nothing
+    allowed said."""
+    from sweeper.cli import main
+
+    (tmp_path / "flagmod.py").write_text(FLAGGED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "flag.yaml"
+    path.write_text(f"kernel: flagmod:flagged\nparams:\n  {axis}: [0, 1]\n")
+    studies = tmp_path / "st"
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == f"{path}:3: params.{axis}[0]: {said}\n"
+    assert main(["run", str(path), "--device", "interpret", "--studies-dir",
+                 str(studies)]) == 2
+    assert capsys.readouterr().err == f"{path}:3: params.{axis}[0]: {said}\n"
+    assert not studies.exists()

@@ -195,6 +195,39 @@ def test_a_copy_killed_midway_leaves_a_staging_folder_the_next_copy_removes(tmp_
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == sorted([in_use.name, name])
 
 
+def test_a_copy_onto_a_full_disk_is_one_line_of_the_copy_and_leaves_nothing(tmp_path,
+                                                                            monkeypatch,
+                                                                            capsys):
+    """A full disk at ``--to`` is said of the copy: not of the hidden staging folder's
+    journal, whose own message offered a resume ('the study is consistent ...; run the
+    same command to go on') of a folder the copy removes."""
+    import errno
+
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "3"]) == 0
+    name = "copy-fp32-replay"
+    real = os.write
+
+    def full(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path / "b")):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    capsys.readouterr()
+    command = ["copy-study", name, "--studies-dir", str(tmp_path / "a"),
+               "--to", str(tmp_path / "b")]
+    assert main(command) == 1
+    assert capsys.readouterr().err == (
+        f"sweeper: disk full writing {tmp_path / 'b' / name}: No space left on device; "
+        "nothing copied; free space and run the same command again\n")
+    assert list((tmp_path / "b").iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.chdir(ROOT)
+    assert main(command) == 0
+
+
 def test_copy_study_says_what_to_do_where_to_is_taken_or_not_a_folder(tmp_path, monkeypatch,
                                                                       capsys):
     """A ``--to`` that is a file names ``--to``; a study or a folder with other things at

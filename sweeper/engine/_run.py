@@ -149,7 +149,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
     check = _gpu_check(say, options, space, kernel, device, facts)
-    clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials)
+    clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store)
     priors = _priors(space, options, facts.name, store.root, say)
     stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
     # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
@@ -201,11 +201,12 @@ ESTIMATE_UP_TO = 50_000
 
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
-              clock: Any, kept: Sequence[Any] = ()) -> float | None:
+              clock: Any, kept: Sequence[Any] = (), store: Any = None) -> float | None:
     """Print what ``sweeper plan`` estimates this run takes, its trials as
     ``--trials`` (or the space's budget) bounds them, less the configs the study has
     ``kept`` (a resumed run measures none again, and they count towards ``--trials``),
-    and return it; where the time budget
+    plus the finals ``store`` still owes (a run stopped before them leaves them to this
+    one), and return it; where the time budget
     (``--time``, or the space's) is shorter, that budget, with what the trials would take
     without it.  Nothing for a replay (the estimate is the recorded GPU's) or a space too
     large to plan quickly."""
@@ -220,7 +221,8 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
         from sweeper.sweep._budget import trials_counted
 
         shape = dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
-                                    spent=trials_counted(kept))
+                                    spent=trials_counted(kept),
+                                    finals_owed=_finals_owed(store, kept))
     trials = space.budget.trials if options.trials is None else options.trials
     time_s = _time_budget(options, space)
     bounded = dataclasses.replace(space, budget=dataclasses.replace(space.budget,
@@ -229,6 +231,24 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     head, lead, seconds = estimate_words(plan, time_s)
     say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
     return seconds
+
+
+def _finals_owed(store: Any, kept: Sequence[Any]) -> dict[tuple[Any, str], tuple[int, float]]:
+    """Per (problem, cache) whose final the study in ``store`` still owes, how many of
+    its configs the ``kept`` trials measured and their fastest median in seconds (what
+    the plan prices a final by)."""
+    if store is None:
+        return {}
+    from sweeper.finals import problem_of
+    from sweeper.winners import Winners
+
+    owed: dict[tuple[Any, str], tuple[int, float]] = {}
+    for key in Winners.of(store).missing(kept):
+        medians = [t.stats.median for t in kept
+                   if t.ok and t.stats is not None and problem_of(t) == key]
+        if medians:
+            owed[(key.problem, key.cache)] = (len(medians), min(medians) / 1e3)
+    return owed
 
 
 def _deferred_line(summary: Any, budget_s: float | None) -> str:

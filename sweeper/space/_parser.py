@@ -392,7 +392,13 @@ class _Parser:
                 raise self.error(path, str(err)) from None
         # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
         if constant <= 0 and self.lowest(axis) >= 1:
-            raise self.error(path, f"{label[:40]} must be positive")
+            # a meta-parameter whose default is 0 (a switch declared as a plain int, as
+            # sweeper.kernel's meta={"EVEN": 0}) takes 0 once the kernel says it may
+            declared = self.kernel_cls.meta_params.get(axis)
+            switch = f"; a meta-parameter that may be {constant} declares its values " \
+                f"(MetaParam(default={declared.default}, choices=(0, 1)))" \
+                if declared is not None and declared.default <= 0 else ""
+            raise self.error(path, f"{label[:40]} must be positive{switch}")
         self.bounded(constant, path)
         return Value(label=label, constant=constant, origin=origin)
 

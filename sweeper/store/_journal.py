@@ -270,7 +270,11 @@ class JournalWriter:
                 repair(self.path, found)
                 found = scan(self.path, self._axes())
             created = not self.path.exists()
-            self._fds.append(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
+            try:      # a read-only folder or file: one line, the journal as it was
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            except OSError as err:
+                raise write_error(err, self.path) from None
+            self._fds.append(fd)
             if created:
                 fsync_dir(self.root)
             self._ledger, self._lines = found.ledger, found.line_count

@@ -19,8 +19,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import StudyError
-from sweeper.fsio import atomic_write, create_new, discard_staging, publish_dir, staging_dir
+from sweeper.errors import StudyError, WriteError
+from sweeper.fsio import (
+    atomic_write,
+    create_new,
+    discard_staging,
+    publish_dir,
+    staging_dir,
+    write_error,
+)
 from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
 from sweeper.store._claims_file import ClaimsFile, StudyLock, WorkerLocks
 from sweeper.store._journal import JOURNAL, JournalWriter, Scan, scan
@@ -92,9 +99,15 @@ class StudyStore(Storage):
         staged = staging_dir(self.root)
         try:
             copy = StudyStore(staged)
-            copy.create(meta)
             try:
+                copy.create(meta)
                 copy.append_all([RawRecord(data) for data in records])
+            except WriteError as failed:
+                # said of the copy, not of the hidden staging folder's journal (whose
+                # message would offer a resume): the staging folder goes, nothing is left
+                if failed.cause is None:
+                    raise
+                raise write_error(failed.cause, self.root, "nothing copied") from None
             finally:
                 copy.close()
             check_copied(origin, self.location, (meta, records),
@@ -121,13 +134,17 @@ class StudyStore(Storage):
             raise StudyError(f"{self.root}: no study here (no {META})") from None
         except OSError as err:
             raise StudyError(f"{path}: cannot read: {err.strerror or err}") from None
+        advice = "; restore it, or move the study folder away"
         try:
             meta = json.loads(text)
         except json.JSONDecodeError as err:
-            raise StudyError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
+            # the column too: a message such as 'Unterminated string starting at' ends
+            # where json put the position
+            raise StudyError(f"{path}:{err.lineno}: not JSON ({err.msg}, column "
+                             f"{err.colno}){advice}") from None
         except (ValueError, RecursionError) as err:
-            raise StudyError(f"{path}: not JSON sweeper can read ({err})") from None
-        return checked_meta(meta, path, "; restore it, or move the study folder away")
+            raise StudyError(f"{path}: not JSON sweeper can read ({err}){advice}") from None
+        return checked_meta(meta, path, advice)
 
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
         """Read, ``edit`` and write ``study.json`` whole under the study lock (another
