@@ -9,6 +9,7 @@ the same one, and says why.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -17,8 +18,9 @@ from sweeper.finals import FinalRecord, finalists, problem_of
 from sweeper.store import ProblemKey, Storage, TrialRecord
 
 #: What a problem without a current final says wherever its choice is shown.
-UNFINISHED = ("its interleaved final has not run yet (the run stopped first); the same "
-              "`sweeper run` command runs it")
+UNFINISHED = ("its interleaved final has not run over its fastest configs yet (a run stopped "
+              "first, is still going, or was narrowed by -p); `sweeper run` of the whole "
+              "space runs it")
 
 
 @dataclass(frozen=True)
@@ -97,14 +99,29 @@ class Winners:
         return cls.from_records(store.read(FinalRecord))
 
     def current(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, FinalRecord]:
-        """The finals no later measured trial of their problem has made out of date."""
+        """The finals no later measured trial of their problem has made out of date, and
+        that were drawn from the problem's fastest configs: a final among fewer (a run
+        narrowed by ``-p`` after the whole space was measured) decides only that run, not
+        the problem, whose best config it never met."""
         newest: dict[ProblemKey, int] = {}
+        fastest: dict[ProblemKey, float] = {}
+        medians: dict[int, float] = {}
         for t in trials:
             if t.ok:
                 key = problem_of(t)
                 newest[key] = max(newest.get(key, -1), t.number)
+                if t.stats is not None and t.samples_ms and not t.suspicious:
+                    medians[t.number] = t.stats.median
+                    fastest[key] = min(fastest.get(key, math.inf), t.stats.median)
+
+        def met_the_best(f: FinalRecord) -> bool:
+            best = fastest.get(f.problem)
+            return best is None or any(medians.get(r.number, math.inf) <= best
+                                       for r in f.finalists)
+
         return {key: f for key, f in self.finals.items()
-                if f.after_trial < 0 or f.after_trial >= newest.get(key, -1)}
+                if (f.after_trial < 0 or f.after_trial >= newest.get(key, -1))
+                and met_the_best(f)}
 
     def missing(self, trials: Sequence[TrialRecord]) -> list[ProblemKey]:
         """Problems that have finalists but no current final, or one the time budget

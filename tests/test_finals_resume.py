@@ -193,3 +193,33 @@ def test_the_estimate_of_a_resume_counts_the_finals_the_study_owes(write_space, 
     again, _ = _sweep(path, tmp_path / "s")
     again.run()
     assert _finals_owed(store, store.records()[0]) == {}     # nothing owed once they ran
+
+
+def test_a_final_held_among_fewer_configs_than_the_problems_best_does_not_decide_it(
+        small_space, tmp_path, capsys):
+    """A run narrowed by ``-p`` after the whole space was measured holds its final among
+    its own configs; that final decides that run, not the problem: export still names
+    the problem's fastest config, and the next whole run holds the final again."""
+    whole, store = _sweep(small_space, tmp_path / "s", finals=False)
+    whole.run()
+    trials = store.records()[0]
+    best = min((t for t in trials if t.ok), key=lambda t: t.stats.median)
+    other = "256" if best.choice["BLOCK"] == "1024" else "1024"
+    space = load_space(small_space, [f"BLOCK={other}"])
+    narrowed = Sweep(space, load_kernel(space.kernel), open_device("interpret"), store)
+    assert len(narrowed.run().finals) == 1
+    (final,) = store.read(FinalRecord)
+    assert best.number not in {r.number for r in final.finalists}
+    mine = [t for t in trials if t.choice["BLOCK"] == other]
+    assert list(Winners.of(store).current(mine).values()) == [final]   # it decided that run
+    (pick,) = Winners.of(store).picks(trials).values()
+    assert pick.final is None and pick.trial.number == best.number     # not the problem
+    assert len(Winners.of(store).missing(trials)) == 1
+    _, (entry,) = export_study(store, tmp_path / "tuning.json")
+    assert entry["trial"] == best.number and entry["chosen_by"] == "sweep median"
+
+    again, _ = _sweep(small_space, tmp_path / "s")
+    assert len(again.run().finals) == 1
+    (pick,) = Winners.of(store).picks(store.records()[0]).values()
+    assert pick.final is not None and best.number in {r.number for r in pick.final.finalists}
+    assert Winners.of(store).missing(store.records()[0]) == []
