@@ -205,7 +205,8 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
     env = meta.environment
     rows = [{**{p: t.choice.get(p, "") for p in params}, "status": t.status.value,
              "median_ms": t.stats.median if t.stats else "",
-             "samples_ms": " ".join(repr(x) for x in t.samples_ms)}
+             "samples_ms": " ".join(repr(x) for x in t.samples_ms),
+             "reason": "" if t.ok else t.reason or ""}
             for t in trials if t.status.value not in ("invalid", "missing")]
     header = {"gpu": gpu_model(meta.gpu), "sms": env.get("sms", ""),
               "l2_bytes": env.get("l2_bytes", ""), "kernel": meta.kernel,

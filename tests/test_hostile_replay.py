@@ -67,6 +67,38 @@ def test_a_sound_table_replays(space, tmp_path, capsys):
     assert medians == [0.125, 0.25, 0.5]
 
 
+def test_a_failed_configs_reason_is_replayed_and_exported_again(space, tmp_path):
+    """A table keeps why a config failed (its ``reason`` column, written only where one
+    did, a line break escaped), so a replayed failure says what the GPU said, and the
+    replayed study's table says it again; a table without the column still replays."""
+    rows = [ROWS[0] + ",", ROWS[1] + ",", "256,32,cold,float32,4KiB,2*sms,out_of_resources,,,"
+            '"OutOfResources: shared memory, Required: 262144, Hardware limit: 232448"',
+            ROWS[3] + ","]
+    table = _table(tmp_path, rows, COLUMNS + ",reason")
+    studies, again = tmp_path / "studies", tmp_path / "again.csv"
+    assert main(["run", str(space), "--device", f"replay:{table}", "--studies-dir",
+                 str(studies), "--quiet", "--no-report"]) == 0
+    (failed,) = [t for t in StudyStore(studies / "tiny-replay").records()[0] if not t.ok]
+    assert failed.reason == ("recorded as failed: OutOfResources: shared memory, Required: "
+                             "262144, Hardware limit: 232448")
+    assert main(["export", str(studies / "tiny-replay"), "--format", "csv", "-o",
+                 str(again)]) == 0
+    text = again.read_text()
+    assert text.count("reason") == 1 and "recorded as failed: OutOfResources" in text
+    assert main(["run", str(space), "--device", f"replay:{again}", "--study", "twice",
+                 "--studies-dir", str(studies), "--quiet", "--no-report"]) == 0
+    (failed,) = [t for t in StudyStore(studies / "twice").records()[0] if not t.ok]
+    assert failed.reason.startswith("recorded as failed: OutOfResources")   # said once
+    clean = tmp_path / "clean" / "table.csv"
+    clean.parent.mkdir()
+    _table(clean.parent, [ROWS[0], ROWS[1], ROWS[3]])     # no config failed: no column
+    assert main(["run", str(space), "--device", f"replay:{clean}", "--study", "clean",
+                 "--studies-dir", str(studies), "--quiet", "--no-report"]) == 0
+    assert main(["export", str(studies / "clean"), "--format", "csv", "-o",
+                 str(tmp_path / "clean.csv")]) == 0
+    assert f"{COLUMNS}\n" in (tmp_path / "clean.csv").read_text()
+
+
 def test_a_replayed_studys_table_names_the_recorded_gpu_once(space, tmp_path):
     """A table exported from a replayed study replays as the GPU it was recorded on, not
     as ``replay: replay: ...``: a GPU that tuned() and compare would not know as itself."""
@@ -143,7 +175,7 @@ def test_bad_facts_in_the_header_refuse_the_table(space, tmp_path, capsys, heade
      "column 'grid' appears twice"),
     ("BLOCK,block,cache,dtype,foot print,grid,status,median_ms,samples_ms",
      "column 'foot print' is not a parameter name; allowed: axis names, status, median_ms, "
-     "samples_ms"),
+     "samples_ms, reason"),
 ])
 def test_bad_columns_refuse_the_table(space, tmp_path, capsys, columns, said):
     table = _table(tmp_path, columns=columns)

@@ -3,8 +3,9 @@
 ``--device replay:PATH.csv`` answers each config from a table that ``sweeper export
 STUDY --format csv`` wrote: one column per parameter, named and labelled as in the
 space file, then ``status``, ``median_ms`` and ``samples_ms`` (space-separated raw
-samples).  Lines starting with ``#`` carry the recorded GPU's facts.  Samplers and
-the whole pipeline can then be tested and compared without a GPU.
+samples), and where a config failed, ``reason``: why, as its trial recorded it.  Lines
+starting with ``#`` carry the recorded GPU's facts.  Samplers and the whole pipeline can
+then be tested and compared without a GPU.
 
 The table is also a spreadsheet's: a cell that would start a formula (a label
 ``=HYPERLINK(...)``) is written with ``'`` in front and read back without it
@@ -32,7 +33,10 @@ from sweeper.escape import FORMULA_START, csv_cell, csv_uncell, printable
 from sweeper.fsio import atomic_write
 
 FORMAT = "sweeper replay table v1"
-RESERVED = ("status", "median_ms", "samples_ms")
+#: The columns a table holds beside the axes: what was measured, and why a config failed
+#: (written only where one did).
+MEASURED = ("status", "median_ms", "samples_ms")
+RESERVED = (*MEASURED, "reason")
 #: The shortest time (ms) a table may hold for one launch.  0.1 us is below the CUDA
 #: event timer's resolution (about 0.5 us) and below what any kernel launch takes on a
 #: GPU end to end (microseconds, even replayed from a CUDA graph), so a number under
@@ -371,10 +375,12 @@ def write_table(path: Path, header: Mapping[str, Any], params: Sequence[str],
     out.write(f"# {FORMAT}\n")
     for key, value in header.items():
         out.write(f"# {key}: {_header_value(printable(str(value)), _header_cell)}\n")
-    writer = csv.DictWriter(out, fieldnames=[*params, *RESERVED])
+    failed = any(row.get("reason") for row in rows)        # no column where none failed
+    writer = csv.DictWriter(out, fieldnames=[*params, *(RESERVED if failed else MEASURED)])
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: csv_cell(str(v)) for k, v in row.items()})
+        writer.writerow({k: csv_cell(printable(str(v))) for k, v in row.items()
+                         if failed or k != "reason"})
     atomic_write(path, out.getvalue())
 
 

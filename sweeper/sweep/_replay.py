@@ -1,7 +1,8 @@
 """A replayed trial: the result a replay device recorded for a config; nothing is launched.
 
 The table's samples become the trial's, summarized as a measured trial's are; a config
-the table lacks is ``missing``, and one it records as failed keeps that status.
+the table lacks is ``missing``, and one it records as failed keeps that status and, where
+the table gives it, the reason.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ def replayed(device: Device, kernel: Kernel, choice: Choice, config: Config) -> 
         return TrialResult(TrialStatus.MISSING,
                            f"not in the replay table {device.path}")  # type: ignore
     if row.get("status", "ok") != "ok":
-        return TrialResult(TrialStatus(row["status"]), "recorded as failed")
+        why, said = row.get("reason") or "", "recorded as failed"
+        return TrialResult(TrialStatus(row["status"]), why if why.startswith(said)
+                           else f"{said}: {why}" if why else said)
     samples = [float(x) for x in (row.get("samples_ms") or "").split()] or \
         [float(row["median_ms"])]
     stats = summarize(samples)
