@@ -398,7 +398,8 @@ class _Reader:
     def autotuner(self, node: ast.AST) -> Any:
         """What ``autotuned=`` names, as :func:`autotune_declaration` reads it: the
         ``configs`` and ``key`` of the ``@triton.autotune`` decorating that function (or
-        the ``triton.autotune(...)(fn)`` call it is)."""
+        the ``triton.autotune(...)(fn)`` call it is), and whether it gives a
+        ``post_hook`` (refused as the imported declaration refuses it)."""
         if isinstance(node, ast.Name) and node.id in self.bound:
             node = self.bound[node.id]
         calls = node.decorator_list if isinstance(node, ast.FunctionDef) else \
@@ -408,8 +409,20 @@ class _Reader:
                 options = {k.arg: self.read(k.value) for k in call.keywords
                            if k.arg in ("configs", "key")}
                 return SimpleNamespace(configs=list(options.get("configs", ())),
-                                       keys=list(options.get("key", ())), fn=print)
+                                       keys=list(options.get("key", ())), fn=print,
+                                       base_fn=SimpleNamespace(__name__=_function(node)),
+                                       user_defined_post_hook=any(
+                                           k.arg == "post_hook" for k in call.keywords))
         raise NotLiteral
+
+
+def _function(node: ast.AST) -> str:
+    """The name of the function an autotune decorates (``def f``, ``autotune(...)(f)``)."""
+    if isinstance(node, ast.FunctionDef):
+        return node.name
+    args = getattr(node, "args", None)
+    first = args[0] if isinstance(args, list) and args else None
+    return first.id if isinstance(first, ast.Name) else "the jitted function"
 
 
 def _assigned(stmt: ast.stmt) -> dict[str, ast.expr]:
