@@ -123,6 +123,9 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     declared = reader.short_kernel(target, name, call)
     if reader.launches_cuda(node, call):
         declared.attrs["needs_gpu"] = True
+    arguments = reader.launched_arguments(node, call)
+    if arguments:
+        declared.attrs["triton_arguments"] = arguments
     return declared
 
 
@@ -361,6 +364,36 @@ class _Reader:
             seen.add(launch.id)
             launch = self.bound[launch.id]
         return isinstance(launch, ast.Call) and _last_name(launch.func) == "cuda"
+
+    def launched_arguments(self, node: ast.AST | None, call: ast.Call) -> tuple[str, ...]:
+        """The arguments of the module's Triton functions the launch of the
+        ``sweeper.kernel`` ``call`` declaring ``node`` launches (``f[grid](...)`` or
+        ``f.fn[grid](...)`` in its body, ``f`` a function defined in the module, or a
+        name bound to ``triton.autotune(...)(f)``), in order; empty where none is read."""
+        outer = node if isinstance(node, ast.Call) and node.func is call else None
+        given = (outer or call).args
+        launch = given[0] if given else node
+        if isinstance(launch, ast.Name):
+            launch = self.bound.get(launch.id)
+        if not isinstance(launch, ast.FunctionDef):
+            return ()
+        names: list[str] = []
+        for sub in ast.walk(launch):
+            if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Subscript)):
+                continue
+            launched = sub.func.value
+            if isinstance(launched, ast.Attribute) and launched.attr == "fn":
+                launched = launched.value
+            function = self.bound.get(launched.id) if isinstance(launched, ast.Name) \
+                else None
+            if isinstance(function, ast.Call) and function.args and \
+                    isinstance(function.args[0], ast.Name):    # autotune(...)(f), jit(f)
+                function = self.bound.get(function.args[0].id)
+            if isinstance(function, ast.FunctionDef):
+                arguments = function.args
+                names += [a.arg for a in (*arguments.posonlyargs, *arguments.args,
+                                          *arguments.kwonlyargs) if a.arg not in names]
+        return tuple(names)
 
     def short_kernel(self, target: str, name: str, call: ast.Call) -> SourceDeclaration:
         """The attributes ``sweeper.kernel``'s keywords declare, built as it builds them."""
