@@ -10,7 +10,11 @@ file (one module per kernel, one section per GPU).  It gives, per GPU:
 - ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``:
   each problem's winner first, then by geometric mean slowdown against each problem's
   best over the problems they were measured on (more problems first);
-- ``key``: the kernel's problem dimensions, for ``@triton.autotune(key=...)``;
+- ``key``: for ``@triton.autotune(key=...)``, the names autotune accepts: the
+  autotuner's own ``key`` for a kernel declared with ``autotuned=``, else the problem's
+  dimensions that are arguments of the Triton function the kernel launches
+  (:func:`autotune_key`); ``DIMS``: every dimension of the problem, which
+  ``configs(**dims)`` and ``pick(**dims)`` take;
 - ``grid(meta, gpu=None, **dims)``: the launch grid of the config ``meta`` names,
   computed from the swept grid expression (``cdiv(n, BLOCK)``, ``4*sms``) as Python code
   generated from the parsed expression, never ``eval``.
@@ -61,7 +65,9 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
                            "module per kernel: give another -o")
     section = gpu_section(won)
     gpu = won.meta.gpu
-    data = data or {"kernel": kernel, "key": _key(won), "gpus": {}}
+    data = data or {"kernel": kernel, "gpus": {}}
+    data["dims"] = _key(won)
+    data["key"] = autotune_key(won.meta.kernel, data["dims"])[0]
     data["gpus"][gpu] = section
     rule = rule_for(footprint_rule(won.meta.kernel), next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
@@ -98,6 +104,40 @@ def _key(won: StudyWinners) -> list[str]:
     """The kernel's problem dimensions: ``n`` for a kernel sized by its footprint."""
     dims = next(iter(won.picks)).dims
     return [d for d, _ in dims] or ["n"]
+
+
+def autotune_key(kernel: str, dims: list[str]) -> tuple[list[str], str]:
+    """The ``key`` ``@triton.autotune`` accepts for a study of ``kernel`` over ``dims``
+    (it refuses a name that is no argument of the function), and a note saying what it
+    left out, or why it could not tell: the autotuner's own key for a kernel declared
+    with ``autotuned=`` (read from its source, never imported); else the dimensions that
+    are arguments of the Triton function it launches (a built-in's bodies; a user
+    kernel's launch as its source shows it); else every dimension, with a note."""
+    from sweeper.plugins import KERNEL, find, kernel_declaration
+
+    try:
+        declared = kernel_declaration(kernel, user_code=False)
+    except SweeperError as err:
+        return dims, f"key lists every dimension: {err}"
+    own = getattr(declared, "autotune_key", None)
+    if own:
+        return list(own), ""
+    arguments: tuple[str, ...] = tuple(getattr(declared, "triton_arguments", ()))
+    if find(KERNEL, kernel).builtin:
+        from sweeper.kernels import kernel_class
+
+        bodies = getattr(kernel_class(kernel), "bodies", ())
+        arguments = tuple(a for body in bodies
+                          for a in inspect.signature(getattr(body, "fn", body)).parameters)
+    if not arguments:
+        return dims, (f"key lists every dimension ({', '.join(dims)}): the Triton function "
+                      f"{kernel} launches could not be read from its source; give "
+                      "@triton.autotune those of its arguments")
+    key = [d for d in dims if d in arguments]
+    left = [d for d in dims if d not in arguments]
+    return key, (f"key {key}: {', '.join(left)} {'is' if len(left) == 1 else 'are'} no "
+                 "argument of the kernel (configs(**dims) and pick(**dims) take every "
+                 "dimension)" if left else "")
 
 
 def _dims(key: ProblemKey) -> dict[str, int]:
@@ -231,7 +271,7 @@ import warnings
 import triton
 
 _cdiv, _isqrt, _min, _max = triton.cdiv, math.isqrt, min, max
-__all__ = ["GPUS", "KERNEL", "WINNERS", "configs", "do_bench", "grid", "key", "pick"]
+__all__ = ["DIMS", "GPUS", "KERNEL", "WINNERS", "configs", "do_bench", "grid", "key", "pick"]
 
 
 def do_bench(fn, quantiles=None, **options):
@@ -270,8 +310,10 @@ def _config(c):
 
 
 KERNEL = _DATA["kernel"]
-#: the kernel's problem dimensions: the autotune key
+#: for @triton.autotune(key=...): the kernel's arguments among the problem's dimensions
 key = list(_DATA["key"])
+#: every dimension of the problem, as configs(**dims) and pick(**dims) take them
+DIMS = list(_DATA.get("dims", key))
 #: each GPU's facts (sms, l2_bytes), as the study recorded them
 GPUS = {g: dict(s["facts"]) for g, s in _DATA["gpus"].items()}
 #: per GPU, each problem's winner: dtype, dims, "config" (a triton.Config), grid, median_ms
@@ -318,8 +360,8 @@ def pick(gpu=None, dtype=None, **dims):
 
 
 def _candidates(gpu, dtype, dims):
-    if set(dims) != set(key):
-        raise TypeError(f"give the problem's dims {key}, got {sorted(dims)}")
+    if set(dims) != set(DIMS):
+        raise TypeError(f"give the problem's dims {DIMS}, got {sorted(dims)}")
     tuned = [w for w in _DATA["gpus"][_gpu(gpu)]["winners"]
              if dtype is None or w["dtype"] == str(dtype).removeprefix("torch.")]
     if not tuned:
@@ -389,4 +431,4 @@ DISPATCH = "\n\n" + "\n\n".join(
     inspect.getsource(f) for f in (dispatch.log_distance, dispatch.nearest_index,
                                    dispatch.bracketing, dispatch.candidates)) + "\n\n"
 
-__all__ = ["export_triton", "gpu_section", "grid_source", "ranked", "render"]
+__all__ = ["autotune_key", "export_triton", "gpu_section", "grid_source", "ranked", "render"]

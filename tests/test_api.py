@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 import sweeper
 from sweeper.errors import SpaceError, StudyError, SweeperError
@@ -479,3 +480,20 @@ def test_the_progress_bar_written_to_a_pipe_has_no_control_codes(tmp_path):
     assert "\x1b" not in text and "\r" not in text
     assert text.splitlines() == [text.strip()]             # drawn once, at the end
     assert "8/8" in text and "best 2840 GB/s last missing" in text
+
+
+def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
+    """Two kernels run from Python without ``study:`` are two studies, each named after its
+    kernel (a second was refused: "dict-interpret: cannot resume, its kernel's source
+    changed"); a mapping ``kernel:`` and ``from_autotune:`` name theirs the same way."""
+    small = {"sampler": "exhaustive", "measure": {"warmup": 1, "repeat": 3},
+             "params": {"block": [32], "BLOCK": [256], "footprint": ["4KiB"]}}
+    first = sweeper.run({**small, "kernel": "copy"}, device="interpret",
+                        studies_dir=tmp_path, quiet=True, report=False)
+    second = sweeper.run(yaml.safe_dump({**small, "kernel": {"name": "scale"}}),
+                         device="interpret", studies_dir=tmp_path, quiet=True, report=False)
+    assert (first.name, second.name) == ("copy-interpret", "scale-interpret")
+    third = sweeper.run("from_autotune: tests.short_kernels_for_tests:add\n"
+                        "params: {n_elements: [1024]}\nmeasure: {warmup: 1, repeat: 3}\n",
+                        device="interpret", studies_dir=tmp_path, quiet=True, report=False)
+    assert third.name == "add-interpret"

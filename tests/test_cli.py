@@ -296,3 +296,22 @@ def test_the_executable_leaves_as_python_would_less_the_teardown():
                           check=False, cwd=ROOT, timeout=60)   # an idle pool would hang
     assert (done.returncode, done.stdout, done.stderr) == (3, "pool\nout\nthread\natexit\n",
                                                            "err")
+
+
+def test_report_says_which_configs_failed_as_run_does(write_space, tmp_path, capsys):
+    """``sweeper report`` prints the ``failed:`` line ``sweeper run`` printed, not only
+    report.md; a study with no failure prints none."""
+    space = write_space("""
+        study: skips
+        kernel: tests.short_kernels_for_tests:skips_index_17
+        sampler: exhaustive
+        params: {block: [32, 64], BLOCK: [256], footprint: [4KiB]}
+        measure: {warmup: 1, repeat: 3}
+    """)
+    studies = tmp_path / "studies"
+    main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
+          "--no-report"])
+    failed = [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed: ")]
+    assert len(failed) == 1 and failed[0].startswith("failed: 2 wrong_answer (first: #")
+    assert main(["report", "skips-interpret", "--studies-dir", str(studies)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == failed[0]

@@ -1,6 +1,7 @@
 """``sweeper export STUDY --format triton``: an importable module whose configs feed a real
 ``@triton.autotune`` kernel (run here through the Triton interpreter)."""
 
+import ast
 import importlib.util
 import json
 import warnings
@@ -230,3 +231,63 @@ def test_a_grid_over_n_is_launched_at_dimensions_not_tuned(tmp_path):
     assert mod.grid({**kwargs, "a": a}, **dims) == mod.grid({**kwargs, **dims})
     with pytest.raises(TypeError, match="needs 'n'"):          # no M: no footprint either
         mod.grid({**kwargs, "N": 2048, "K": 2048})
+
+
+def test_the_key_names_only_the_kernels_arguments_and_dispatch_all_dims(tmp_path, capsys,
+                                                                       write_space):
+    """The issue's layer norm: dims M, N, grid M, no argument M.  Its key is ["N"], which
+    @triton.autotune takes (["M", "N"] raised "key contains names that are not kernel
+    arguments: M"), while configs(M=..., N=...) still dispatches by both dims; the
+    export's line says why M is left out.  A from_autotune study's key is the
+    autotuner's own."""
+    from tests.short_kernels_for_tests import centre_rows
+
+    space = write_space("""
+        study: centre
+        kernel: tests.short_kernels_for_tests:centre
+        sampler: exhaustive
+        params: {BLOCK_SIZE: [64, 128], block: [32, 64], M: [8], N: [64]}
+        measure: {warmup: 1, repeat: 3}
+    """)
+    studies = tmp_path / "studies"
+    assert main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
+                 "--quiet", "--no-report"]) == 0
+    out = tmp_path / "tuned_centre.py"
+    assert main(["export", str(studies / "centre-interpret"), "--format", "triton", "-o",
+                 str(out)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(
+        "configs(k=4) feeds @triton.autotune); key ['N']: M is no argument of the kernel "
+        "(configs(**dims) and pick(**dims) take every dimension)")
+    mod = load(out)
+    assert mod.key == ["N"] and mod.DIMS == ["M", "N"]
+    assert mod.pick(M=8, N=64).kwargs["BLOCK_SIZE"] in (64, 128)
+    with pytest.raises(TypeError, match=r"give the problem's dims \['M', 'N'\], got \['N'\]"):
+        mod.pick(N=64)
+    kernel = triton.autotune(configs=mod.configs(k=4), key=mod.key,
+                             do_bench=mod.do_bench)(centre_rows)
+    x = torch.randn(8, 64)
+    y = torch.full_like(x, float("nan"))
+    kernel[lambda meta: mod.grid(meta, M=8)](x, y, x.stride(0), 64)
+    torch.testing.assert_close(y, x - x.mean(dim=1, keepdim=True), rtol=1e-4, atol=1e-5)
+
+    assert main(["run", "--from-autotune", "tests.short_kernels_for_tests:add", "--device",
+                 "interpret", "-p", "n_elements=2048", "--studies-dir", str(studies),
+                 "--quiet", "--no-report"]) == 0
+    out = tmp_path / "tuned_add.py"
+    assert main(["export", str(studies / "add-interpret"), "--format", "triton", "-o",
+                 str(out)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("feeds @triton.autotune)")
+    assert load(out).key == ["n_elements"]
+
+
+def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
+    """A module exported before DIMS: its key was every dimension, and still is DIMS."""
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "copy-fp32"), out)
+    text = out.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("_DATA = json.loads("))
+    data = json.loads(ast.literal_eval(line[len("_DATA = json.loads("):-1]))
+    del data["dims"]
+    out.write_text(text.replace(line, f"_DATA = json.loads({json.dumps(json.dumps(data))})"))
+    mod = load(out)
+    assert mod.key == mod.DIMS == ["n"] and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}

@@ -5,6 +5,7 @@ exactly its configs, on the interpreter here."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import triton
@@ -174,3 +175,140 @@ def test_problems_the_interpreter_shrinks_are_named_and_measured_once(tmp_path, 
     assert maps["drawn"] == ["float32_n_elements=4095_cold_best",
                              "float32_n_elements=4096_cold_best"] and maps["not_drawn"] == []
     assert "6 maps of one meta values' configs held a number in one cell only" in report
+
+
+HOOKED = "tests.autotune_kernels_for_tests"
+
+
+def _run_study(tmp_path, capsys, name: str, *argv: str) -> list:
+    rc = main(["run", "--from-autotune", f"{HOOKED}:{name}", "--device", "interpret",
+               "--studies-dir", str(tmp_path), "--quiet", "--no-report", *argv])
+    assert rc == 0, capsys.readouterr()
+    return StudyStore(tmp_path / f"{name}-interpret").records()[0]
+
+
+def test_reset_to_zero_zeroes_the_named_output_before_every_launch(tmp_path, capsys):
+    """The issue's atomic_add kernel: without the zeroing every config was wrong_answer
+    (NaN, sweeper's poison, plus the sum); now each is verified and timed, and the total
+    after the timed launches (checked again) is one launch's, not their sum."""
+    trials = _run_study(tmp_path, capsys, "total")
+    assert len(trials) == 4 and {t.status for t in trials} == {TrialStatus.OK}
+
+
+def test_zeroing_and_restoring_happen_inside_each_launch():
+    """What the timer times is the kernel's launch: the zeroing and the restoring are in
+    it, as Triton's do_bench times its pre_hook with each launch."""
+    import torch
+
+    from tests.autotune_kernels_for_tests import restored, total
+
+    kernel = total()
+    config = _config(kernel, n=256, BLOCK=64)
+    buffers = kernel.allocate(config.problem, "cpu")
+    kernel.randomize(buffers, torch.Generator().manual_seed(1))
+    kernel.poison(buffers)
+    for _ in range(3):          # three launches: each starts from zero, as Triton's do
+        kernel.launch(buffers, config)
+    assert kernel.check(buffers) is None
+    assert torch.allclose(buffers["total"], buffers["x"].sum().reshape(1), rtol=1e-4)
+
+    kernel = restored()
+    config = _config(kernel, n=256, BLOCK=64)
+    buffers = kernel.allocate(config.problem, "cpu")
+    kernel.randomize(buffers, torch.Generator().manual_seed(1))
+    original = buffers["x"].clone()
+    for _ in range(3):          # each launch sees x as the first one did: one doubling
+        kernel.launch(buffers, config)
+    assert torch.equal(buffers["x"], 2 * original)
+
+
+def _config(kernel, **values):
+    from sweeper.core import Config, Problem
+
+    n = values.pop("n")
+    return Config(problem=Problem("float32", 4 * n, (("n", n),)), grid=n // values["BLOCK"],
+                  block=32, meta={"num_stages": 3, **values})
+
+
+def test_early_config_prune_skips_what_it_drops_with_the_reason(tmp_path, capsys):
+    """The issue's 8 configs of which the prune keeps 6 (BLOCK_SIZE <= n // 8): the other
+    2 are skipped, each saying why; the prune is called once, with the launch's
+    arguments by name as Triton passes them (the config's own keywords left out)."""
+    from tests.autotune_kernels_for_tests import CALLS
+
+    CALLS.clear()
+    trials = _run_study(tmp_path, capsys, "pruned", "-p", "n_elements=2048")
+    ran = [t for t in trials if t.status is TrialStatus.OK]
+    skipped = [t for t in trials if t.status is TrialStatus.INVALID]
+    assert len(ran) == 6 and {t.config.meta["BLOCK_SIZE"] for t in ran} == {64, 128, 256}
+    assert len(skipped) == 2 and {t.choice["BLOCK_SIZE"] for t in skipped} == {"512"}
+    assert skipped[0].reason == (
+        "pruned by the prune_configs_by of _times_two's @triton.autotune: it keeps 6 of "
+        "the 8 listed configs for this problem, as Triton would at its first launch")
+    assert CALLS == [("prune", 2048, ())]
+
+
+def test_perf_model_and_top_k_keep_the_configs_it_rates_fastest(tmp_path, capsys):
+    trials = _run_study(tmp_path, capsys, "modelled", "-p", "n_elements=2048")
+    ran = [t for t in trials if t.status is TrialStatus.OK]
+    assert {(t.config.block, t.config.meta["BLOCK_SIZE"]) for t in ran} == {(32, 64), (64, 64)}
+    assert sum(t.status is TrialStatus.INVALID for t in trials) == 4
+
+
+def test_the_autotuners_and_a_configs_pre_hook_run_before_each_launch(tmp_path, capsys):
+    """A config's pre_hook before its own launches only, the autotuner's before every
+    launch (in place of restore_value's restoring, as in Triton); both verified right."""
+    from tests.autotune_kernels_for_tests import CALLS
+
+    CALLS.clear()
+    trials = _run_study(tmp_path, capsys, "hooked")
+    assert {t.status for t in trials} == {TrialStatus.OK}
+    config_calls = [c for c in CALLS if c[0] == "config"]
+    assert config_calls and set(config_calls) == {("config", 64)}
+    assert CALLS.count(("autotuner",)) > len(config_calls)
+
+
+def test_a_launch_that_never_calls_the_autotuned_function_fails_saying_so():
+    from sweeper.kernels._autotune import Hooks
+    from tests.autotune_kernels_for_tests import total
+
+    hooks = total.autotune_hooks
+    assert isinstance(hooks, Hooks)
+    with pytest.raises(SweeperError, match=r"^the launch of kernel total called no "
+                       r"_sum_kernel\[grid\]\(\.\.\.\), the function its @triton.autotune "
+                       r"wraps, so its hooks \(reset_to_zero, restore_value, pre_hook\) "
+                       r"could not run before it; launch _sum_kernel through the "
+                       r"autotuner's \.fn$"):
+        hooks.launch(lambda: None, (32, 3, 64), {})
+
+
+def test_a_post_hook_is_refused_at_its_declaration(tmp_path, monkeypatch, capsys):
+    """A post_hook may undo the launch sweeper verifies: refused as the module is
+    imported, at the declaration's line, exit 2 and nothing written; plan, which reads
+    the source only, refuses it too."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "posthooked.py").write_text(
+        "import triton\nimport triton.language as tl\nimport sweeper\n\n"
+        "@triton.autotune(configs=[triton.Config({'BLOCK': 64})], key=['n'],\n"
+        "                 post_hook=lambda nargs, exception: None)\n"
+        "@triton.jit\ndef body(x, n, BLOCK: tl.constexpr):\n    pass\n\n"
+        "K = sweeper.kernel(lambda x, config: None, name='k', inputs={'x': 'n'},\n"
+        "                   outputs=['x'], reference=lambda x: x, autotuned=body)\n")
+    rule = ("kernel k: @triton.autotune(post_hook=...) of body is not supported: it runs "
+            "after each launch, commonly to undo it, and sweeper verifies what a launch leaves "
+            "in its outputs; drop post_hook= (sweeper honours reset_to_zero=, restore_value=, "
+            "pre_hook= and a config's pre_hook)")
+    try:
+        assert main(["run", "--from-autotune", "posthooked:K", "--device", "interpret",
+                     "--studies-dir", str(tmp_path / "studies")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and rule in err and "Traceback" not in err
+        assert "(at posthooked.py:11: K = sweeper.kernel(lambda x, config: None, name='k', " \
+               "inputs={'x': 'n'},)" in err
+        assert not (tmp_path / "studies").exists()
+        (tmp_path / "space.yaml").write_text("from_autotune: posthooked:K\n")
+        assert main(["plan", "space.yaml", "--device", "interpret"]) == 2
+        assert rule in capsys.readouterr().err
+    finally:
+        sys.modules.pop("posthooked", None)

@@ -40,7 +40,10 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     ``space``: a space file's path; YAML text (a string holding a newline or starting with
     ``{``), named ``<string>`` in errors; or a dict, named ``<dict>`` (its errors give the
     key path, as it has no lines).  ``extends:`` in text or a dict reads from the current
-    folder.  The options are ``run``'s: ``device`` (``cuda``, ``interpret``,
+    folder.  Without ``study:`` (or ``study=``) text or a dict is named after its kernel
+    (``add`` for ``kernel: mymodule:add``, then ``-interpret`` and the like off a GPU), as
+    ``--from-autotune`` names it, and a file after the file.  The options are ``run``'s:
+    ``device`` (``cuda``, ``interpret``,
     ``replay:TABLE.csv``), ``studies_dir``, ``study`` (``--study``), ``trials``, ``time``
     (seconds, or ``"90s"``, ``"1h30m"``), ``params`` (``-p``: ``{"BLOCK": [1024, 2048]}`` or
     ``["BLOCK=1024,2048"]``), ``force``, ``quiet`` (nothing printed but errors: no

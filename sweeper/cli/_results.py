@@ -22,10 +22,16 @@ PICTURES = (".png", ".svg")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``sweeper report``: write the report of a recorded study."""
+    """``sweeper report``: write the report of a recorded study, after the line ``sweeper
+    run`` prints of its failed trials (``failed: ...``), where any failed."""
     from sweeper.engine import report_study
+    from sweeper.outcome import failed_line
 
-    report_study(open_study(args), scale=args.scale, svg=args.svg, redraw=args.redraw)
+    store = open_study(args)
+    failed = failed_line(store.records()[0])
+    if failed is not None:
+        print(failed)
+    report_study(store, scale=args.scale, svg=args.svg, redraw=args.redraw)
     return 0
 
 

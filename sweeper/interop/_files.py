@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sweeper.core._spelling import given
 from sweeper.export import export_csv
-from sweeper.export_triton import export_triton
+from sweeper.export_triton import autotune_key, export_triton
 from sweeper.interop import Written
 from sweeper.store import Storage, StudyStore
 
@@ -27,6 +27,9 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
     imports only triton (default path: STUDY/tuned_configs.py); another GPU's study adds
     its section to the same file (``replace`` changes nothing)."""
     path, section = export_triton(store, target or store.root / "tuned_configs.py")
+    meta = store.study_meta()
+    dims = list(section["winners"][0]["dims"]) if section["winners"] else []
+    note = autotune_key(meta.kernel, dims)[1] if dims else ""
     return Written(str(path), f"wrote {len(section['winners'])} winner(s) and "
                    f"{len(section['ranked'])} distinct config(s) to {path} (import it; "
-                   "configs(k=4) feeds @triton.autotune)")
+                   f"configs(k=4) feeds @triton.autotune){f'; {note}' if note else ''}")

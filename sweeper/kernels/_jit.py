@@ -12,6 +12,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+#: Whether a launch now only compiles, launching nothing (``_precompile.compiling_for``
+#: sets it); read through :func:`compiling`.
+COMPILING = [False]
+
+
+def compiling() -> bool:
+    """Whether a launch now only compiles ahead (within ``compiling_for``)."""
+    return COMPILING[0]
+
 
 def jit(fn: Callable[..., Any], *, interpret: bool) -> Any:
     """``triton.jit(fn)``, interpreted for CPU tensors when ``interpret``, compiled for the

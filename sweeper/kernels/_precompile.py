@@ -28,6 +28,7 @@ from sweeper.core import Config, Problem
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Buffers, Kernel
 from sweeper.kernels._cuda_build import CudaLaunch, NvrtcCompiler, precompile
+from sweeper.kernels._jit import COMPILING
 
 _ARCH = re.compile(r"sm_?(\d+)a?")
 #: Why a launch that ran no Triton kernel (a torch op) was not compiled ahead.
@@ -125,10 +126,12 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
     driver.set_active(_NamedTarget(GPUTarget(target.backend, target.arch, target.warp_size)))
     JITFunction.__getitem__ = warm
     InterpretedFunction.__getitem__ = twin
+    COMPILING[0] = True
     try:
         with _unpatched_language(twins):
             yield counter
     finally:
+        COMPILING[0] = False
         driver._active = saved[0]
         JITFunction.__getitem__ = saved[1]
         InterpretedFunction.__getitem__ = saved[2]

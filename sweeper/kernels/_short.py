@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import torch
 
     from sweeper.core import DeviceFacts
+    from sweeper.kernels._autotune import Hooks
     from sweeper.kernels._model_form import Declared
 
 #: How a problem's bytes or FLOPs are given: an expression over the dimensions and
@@ -50,6 +51,9 @@ class ShortBuffers(Buffers):
 
     pristine: dict[str, torch.Tensor] = field(default_factory=dict)
     launches: int = 0
+    #: ``restore_value``'s tensors of an autotuned kernel as its first launch on these
+    #: inputs found them, by argument name (:class:`~sweeper.kernels._autotune.Hooks`)
+    restored: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -83,12 +87,17 @@ class ShortKernel(Kernel):
     #: ``from_autotune``), and the autotuner's ``key``; ``None`` without one.
     autotune_params: ClassVar[Mapping[str, list[int]] | None] = None
     autotune_key: ClassVar[tuple[str, ...]] = ()
+    #: What the autotuner runs around each launch and how it prunes its configs;
+    #: ``None`` where it declares neither.
+    autotune_hooks: ClassVar[Hooks | None] = None
     #: The built-in model its declaration names (``model=``, or a ``cuda`` kernel's
     #: ``model:`` option): what :meth:`model` answers; ``None``: no guess.
     declared_model: ClassVar[Declared | None] = None
 
     def __init__(self) -> None:
         self.config: Config | None = None          # the last launch's: the re-launch's
+        #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them
+        self._kept: dict[Problem, tuple[set[tuple[int, ...]], str]] = {}
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         plan = self.plan
@@ -113,6 +122,7 @@ class ShortKernel(Kernel):
             fill_random(buffers[name], generator)
         if isinstance(buffers, ShortBuffers):
             buffers.pristine = {n: buffers[n].clone() for n in self.plan.inplace}
+            buffers.restored = {}
 
     def poison(self, buffers: Buffers) -> None:
         for name, spec in self.plan.outputs.items():
@@ -127,7 +137,43 @@ class ShortKernel(Kernel):
         self.config = config
         if isinstance(buffers, ShortBuffers):
             buffers.launches += 1
-        self.plan.launch(**buffers.tensors, config=config)
+        hooks = self.autotune_hooks
+        if hooks is None:
+            self.plan.launch(**buffers.tensors, config=config)
+            return
+        from sweeper.kernels._autotune import row_of
+        from sweeper.kernels._jit import compiling
+
+        saved = buffers.restored if isinstance(buffers, ShortBuffers) else {}
+        hooks.launch(lambda: self.plan.launch(**buffers.tensors, config=config),
+                     row_of(config, hooks.columns), saved, compiling=compiling())
+
+    def refusal(self, config: Config, device: str) -> str | None:
+        """A config the autotuner's ``prune_configs_by`` drops for this problem, as
+        Triton would at the problem's first launch (the kept rows found once a problem,
+        from the arguments a launch on buffers allocated for it passes)."""
+        hooks = self.autotune_hooks
+        if hooks is None or hooks.autotuner is None:
+            return None
+        from sweeper.kernels._autotune import row_of
+
+        row = row_of(config, hooks.columns)
+        if row not in hooks.rows:
+            return None                     # a config the autotuner does not list
+        if config.problem not in self._kept:
+            buffers = self.allocate(config.problem, device)
+            try:
+                self._kept[config.problem] = hooks.pruned(
+                    lambda: self.plan.launch(**buffers.tensors, config=config))
+            except Exception as err:  # noqa: BLE001 - the user's prune failed: say so
+                self._kept[config.problem] = set(), (
+                    f"; it raised {type(err).__name__}: {err}"[:400])
+        kept, note = self._kept[config.problem]
+        if row in kept:
+            return None
+        return (f"pruned by the prune_configs_by of {hooks.name}'s @triton.autotune: it "
+                f"keeps {len(kept & set(hooks.rows))} of the {len(hooks.rows)} listed "
+                f"configs for this problem, as Triton would at its first launch{note}")
 
     def check(self, buffers: Buffers) -> str | None:
         if isinstance(buffers, ShortBuffers) and buffers.launches > 1 and self.plan.inplace \

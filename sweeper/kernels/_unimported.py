@@ -123,6 +123,9 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     declared = reader.short_kernel(target, name, call)
     if reader.launches_cuda(node, call):
         declared.attrs["needs_gpu"] = True
+    arguments = reader.launched_arguments(node, call)
+    if arguments:
+        declared.attrs["triton_arguments"] = arguments
     return declared
 
 
@@ -362,6 +365,36 @@ class _Reader:
             launch = self.bound[launch.id]
         return isinstance(launch, ast.Call) and _last_name(launch.func) == "cuda"
 
+    def launched_arguments(self, node: ast.AST | None, call: ast.Call) -> tuple[str, ...]:
+        """The arguments of the module's Triton functions the launch of the
+        ``sweeper.kernel`` ``call`` declaring ``node`` launches (``f[grid](...)`` or
+        ``f.fn[grid](...)`` in its body, ``f`` a function defined in the module, or a
+        name bound to ``triton.autotune(...)(f)``), in order; empty where none is read."""
+        outer = node if isinstance(node, ast.Call) and node.func is call else None
+        given = (outer or call).args
+        launch = given[0] if given else node
+        if isinstance(launch, ast.Name):
+            launch = self.bound.get(launch.id)
+        if not isinstance(launch, ast.FunctionDef):
+            return ()
+        names: list[str] = []
+        for sub in ast.walk(launch):
+            if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Subscript)):
+                continue
+            launched = sub.func.value
+            if isinstance(launched, ast.Attribute) and launched.attr == "fn":
+                launched = launched.value
+            function = self.bound.get(launched.id) if isinstance(launched, ast.Name) \
+                else None
+            if isinstance(function, ast.Call) and function.args and \
+                    isinstance(function.args[0], ast.Name):    # autotune(...)(f), jit(f)
+                function = self.bound.get(function.args[0].id)
+            if isinstance(function, ast.FunctionDef):
+                arguments = function.args
+                names += [a.arg for a in (*arguments.posonlyargs, *arguments.args,
+                                          *arguments.kwonlyargs) if a.arg not in names]
+        return tuple(names)
+
     def short_kernel(self, target: str, name: str, call: ast.Call) -> SourceDeclaration:
         """The attributes ``sweeper.kernel``'s keywords declare, built as it builds them."""
         from sweeper.kernels._short_form import Declaration, _dims, _meta
@@ -398,7 +431,8 @@ class _Reader:
     def autotuner(self, node: ast.AST) -> Any:
         """What ``autotuned=`` names, as :func:`autotune_declaration` reads it: the
         ``configs`` and ``key`` of the ``@triton.autotune`` decorating that function (or
-        the ``triton.autotune(...)(fn)`` call it is)."""
+        the ``triton.autotune(...)(fn)`` call it is), and whether it gives a
+        ``post_hook`` (refused as the imported declaration refuses it)."""
         if isinstance(node, ast.Name) and node.id in self.bound:
             node = self.bound[node.id]
         calls = node.decorator_list if isinstance(node, ast.FunctionDef) else \
@@ -408,8 +442,20 @@ class _Reader:
                 options = {k.arg: self.read(k.value) for k in call.keywords
                            if k.arg in ("configs", "key")}
                 return SimpleNamespace(configs=list(options.get("configs", ())),
-                                       keys=list(options.get("key", ())), fn=print)
+                                       keys=list(options.get("key", ())), fn=print,
+                                       base_fn=SimpleNamespace(__name__=_function(node)),
+                                       user_defined_post_hook=any(
+                                           k.arg == "post_hook" for k in call.keywords))
         raise NotLiteral
+
+
+def _function(node: ast.AST) -> str:
+    """The name of the function an autotune decorates (``def f``, ``autotune(...)(f)``)."""
+    if isinstance(node, ast.FunctionDef):
+        return node.name
+    args = getattr(node, "args", None)
+    first = args[0] if isinstance(args, list) and args else None
+    return first.id if isinstance(first, ast.Name) else "the jitted function"
 
 
 def _assigned(stmt: ast.stmt) -> dict[str, ast.expr]:

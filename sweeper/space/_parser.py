@@ -99,10 +99,23 @@ def load_space(path: str | Path, overrides: Sequence[str] = (), *, allow: Sequen
     folder and the folders in ``allow``), with ``overrides`` such as ``BLOCK=1024,2048``
     replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no plugin that is not
     built in: a user kernel's meta-parameters are taken from the space as written, and a
-    user sampler's baseline, unchecked.  ``text``: the YAML itself, ``path`` its name."""
+    user sampler's baseline, unchecked.  ``text``: the YAML itself, ``path`` its name
+    (``<string>``, ``<dict>``): without ``study:`` such a space's study is named after its
+    kernel, as ``--from-autotune``'s is, where a file's is named after the file."""
+    given = text
     data, where, text = load_located(Path(path), (), reachable(Path(path), allow), text)
     data, where = override(data, where, overrides)
-    return _Parser(str(path), where, user_code).space(data, text, safe_name(Path(path).stem))
+    default = safe_name(Path(path).stem) if given is None else _kernel_study(data)
+    return _Parser(str(path), where, user_code).space(data, text, default)
+
+
+def _kernel_study(data: Any) -> str:
+    """The study a space without a file is named after: its kernel's name (the attribute
+    of a ``module:attr``), ``study`` where it names none."""
+    kernel = data.get("kernel", data.get("from_autotune")) if isinstance(data, dict) else None
+    if isinstance(kernel, dict):
+        kernel = kernel.get("name")
+    return safe_name(kernel.rpartition(":")[2]) if isinstance(kernel, str) else "study"
 
 
 def autotune_space(target: str, overrides: Sequence[str] = ()) -> Space:
