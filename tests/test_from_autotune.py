@@ -312,3 +312,30 @@ def test_a_post_hook_is_refused_at_its_declaration(tmp_path, monkeypatch, capsys
         assert rule in capsys.readouterr().err
     finally:
         sys.modules.pop("posthooked", None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("name", "measure"), [
+    ("total", "{}"), ("total", "{graph: true, batch: 4}"), ("restored", "{graph: true}"),
+    ("hooked", "{batch: 4}"), ("pruned", "{}")])
+def test_the_autotuners_hooks_verify_on_the_gpu_in_graphs_and_batches(tmp_path, name,
+                                                                      measure):
+    """On the GPU, in a fresh process: reset_to_zero, restore_value and the hooks run with
+    each launch of a batch and inside a captured CUDA graph, so every config verifies; the
+    prune skips the configs it drops."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    space = tmp_path / "space.yaml"
+    space.write_text(f"from_autotune: {HOOKED}:{name}\nmeasure: {measure}\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(space), "--device",
+                          "cuda", "--studies-dir", str(tmp_path / "st"), "--quiet",
+                          "--no-report"], cwd=Path(__file__).resolve().parent.parent,
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    study, = (tmp_path / "st").iterdir()
+    trials, _ = StudyStore(study).records()
+    assert trials and {t.status for t in trials} == {TrialStatus.OK}, \
+        [(t.status, t.reason) for t in trials]
