@@ -29,7 +29,7 @@ from typing import Any
 from sweeper.core import DTYPES, Dim, Expr, parse
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Headline, MetaParam, OptionError
-from sweeper.kernels._model_form import DeclaredModel, DeclaredShaped, read_model
+from sweeper.kernels._model_form import DeclaredModel, read_model
 from sweeper.kernels._short import Count, Plan, ShortKernel
 from sweeper.kernels._tensors import RESERVED, TOLERANCES, Factory, TensorSpec, tensor_spec
 
@@ -55,7 +55,7 @@ class Declaration:
     tolerance: Mapping[str, tuple[float, float]] | None = None
     headline: Headline | None = None
     autotuned: Any = None
-    model: Mapping[str, Any] | DeclaredModel | DeclaredShaped | None = None
+    model: Mapping[str, Any] | DeclaredModel | None = None
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
@@ -86,12 +86,12 @@ class Declaration:
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
 
     def declared_model(self, name: str, meta: Mapping[str, MetaParam],
-                       dims: Mapping[str, Dim]) -> DeclaredModel | DeclaredShaped | None:
+                       dims: Mapping[str, Dim]) -> DeclaredModel | None:
         """The built-in model ``model=`` names, its launch settings checked against the
         meta-parameters ``meta`` and a tiled or row-wise model's sizes against the
         dimensions ``dims``
         (one read already, a ``cuda`` kernel's, is kept)."""
-        if self.model is None or isinstance(self.model, DeclaredModel | DeclaredShaped):
+        if self.model is None or isinstance(self.model, DeclaredModel):
             return self.model
         inputs = len(self.inputs) if isinstance(self.inputs, Mapping) else None
         try:
