@@ -65,16 +65,8 @@ class Declaration:
         name = self.name or launch.__name__
         if not isinstance(name, str) or not name or name == "<lambda>":
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
-        dims = _dims(name, self.dims)
-        meta = _meta(name, self.meta)
-        attrs: dict[str, Any] = {"name": name, "dims": dims, "meta_params": meta}
-        if self.autotuned is not None:
-            from sweeper.kernels._autotune import autotune_declaration
-
-            attrs.update(autotune_declaration(name, self.autotuned, dims, meta))
-        attrs["defaults"] = self.defaults(name, attrs["dims"], attrs["meta_params"])
-        attrs.update(self.shape(name, dims))
-        attrs["plan"] = self.plan(name, launch, tuple(dims))
+        attrs: dict[str, Any] = {"name": name, **self.declares(name)}
+        attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
         attrs["baseline_name"] = None if self.baseline is None else \
             self.baseline_name or "torch"
         attrs["headline"] = self.headline or Headline.GBPS
@@ -84,6 +76,28 @@ class Declaration:
         attrs["__module__"] = getattr(launch, "__module__", __name__)
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
+
+    def declares(self, name: str, *, meta: bool = True, dims: bool = True) -> dict[str, Any]:
+        """What kernel ``name`` declares that a space is checked against, as the class
+        attributes: its ``dims`` and ``meta_params`` (an autotuner's configs too), the
+        ``defaults`` of the axes a space leaves out and its footprint; without ``meta``
+        (or ``dims``) the meta-parameters and defaults (the dimensions and footprint) left
+        out, as :mod:`sweeper.kernels._unimported` leaves out what it could not read."""
+        sizes = _dims(name, self.dims)
+        attrs: dict[str, Any] = {"dims": sizes, "meta_params": _meta(name, self.meta)}
+        if self.autotuned is not None:
+            from sweeper.kernels._autotune import autotune_declaration
+
+            attrs.update(autotune_declaration(name, self.autotuned, sizes, attrs["meta_params"]))
+        if meta:
+            attrs["defaults"] = self.defaults(name, sizes, attrs["meta_params"])
+        else:
+            del attrs["meta_params"]
+        if dims:
+            attrs.update(self.shape(name, sizes))
+        else:
+            del attrs["dims"]
+        return attrs
 
     def declared_model(self, name: str, meta: Mapping[str, MetaParam],
                        dims: Mapping[str, Dim]) -> DeclaredModel | None:
