@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import json
 import os
 import re
 import shutil
@@ -26,6 +27,7 @@ import socket
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from sweeper.errors import SweeperError, WriteError
 
@@ -50,6 +52,24 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     temp = write_temp(target, data.encode() if isinstance(data, str) else data)
     replace(temp, target)
     return Path(path)
+
+
+def read_cache(path: Path) -> dict[str, Any]:
+    """The JSON object the cache file ``path`` holds; empty where it is missing, cannot be
+    read or holds no object (damaged, or not one sweeper wrote: it is written anew)."""
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
+def write_cache(path: Path, kept: dict[str, Any], indent: int) -> None:
+    """Write ``kept`` whole to the cache file ``path`` (its folder made) as JSON, keys
+    sorted; a cache that cannot be written is left as it is."""
+    with contextlib.suppress(OSError, ValueError):
+        os.makedirs(path.parent, exist_ok=True)
+        atomic_write(path, json.dumps(kept, indent=indent, sort_keys=True) + "\n")
 
 
 def create_new(path: str | Path, data: str | bytes) -> bool:

@@ -20,11 +20,9 @@ estimate at its start and the wall against it at its end.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
-import os
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -37,7 +35,7 @@ from sweeper.core._units import counted
 from sweeper.devices import DeviceFacts, PlanCosts
 from sweeper.errors import SweeperError
 from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
-from sweeper.fsio import atomic_write
+from sweeper.fsio import read_cache, write_cache
 from sweeper.measure import SUSTAINED, Duty
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.store import key_of
@@ -326,15 +324,9 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     if finals_overhead_s is not None:
         costs.finals_overhead_s = round(finals_overhead_s, 4)
     path = _costs_path()
-    try:
-        kept = json.loads(path.read_text()) if path.exists() else {}
-    except (OSError, ValueError):
-        kept = {}                                 # damaged: written anew
-    kept = kept if isinstance(kept, dict) else {}
+    kept = read_cache(path)                       # damaged: written anew
     kept[device] = dataclasses.asdict(costs)
-    with contextlib.suppress(OSError, ValueError):
-        os.makedirs(path.parent, exist_ok=True)
-        atomic_write(path, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    write_cache(path, kept, indent=1)
 
 
 def _expected_samples(measure: MeasureSpec, launch_s: float) -> int:

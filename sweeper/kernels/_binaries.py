@@ -29,7 +29,6 @@ distinct, and where it is looked up, is the kernel kind's:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import json
@@ -41,7 +40,7 @@ from typing import Any
 
 from sweeper.ceilings import cache_root
 from sweeper.core import Config
-from sweeper.fsio import atomic_write
+from sweeper.fsio import read_cache, write_cache
 
 #: Keys kept per GPU, Triton cache folder and kernel source (the oldest go first).
 KEPT = 20_000
@@ -80,12 +79,7 @@ def _triton_index(device: str, kernel: str) -> str | None:
 
 
 def _read_index() -> dict[str, list[str]]:
-    try:
-        kept = json.loads(_index_path().read_text())
-    except (OSError, ValueError):
-        return {}
-    return {k: v for k, v in kept.items() if isinstance(v, list)} \
-        if isinstance(kept, dict) else {}
+    return {k: v for k, v in read_cache(_index_path()).items() if isinstance(v, list)}
 
 
 def note_built(device: str, kernel: str, configs: Iterable[Config]) -> None:
@@ -97,13 +91,8 @@ def note_built(device: str, kernel: str, configs: Iterable[Config]) -> None:
     if index is None or not keys:
         return
     kept = _read_index()
-    known = kept.get(index, [])
-    fresh = set(known)
-    known = known + [k for k in dict.fromkeys(keys) if k not in fresh]
-    kept[index] = known[-KEPT:]
-    with contextlib.suppress(OSError, ValueError):
-        os.makedirs(_index_path().parent, exist_ok=True)
-        atomic_write(_index_path(), json.dumps(kept, indent=0, sort_keys=True) + "\n")
+    kept[index] = list(dict.fromkeys([*kept.get(index, []), *keys]))[-KEPT:]
+    write_cache(_index_path(), kept, indent=0)
 
 
 def binary_of(config: Config) -> Hashable:

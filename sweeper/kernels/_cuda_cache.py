@@ -29,6 +29,7 @@ import os
 import secrets
 import stat
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,12 +126,8 @@ def _open_secret(folder: Path) -> bytes:
     path = folder / KEY_FILE
     if not os.path.lexists(path):
         temp = write_temp(path, secrets.token_bytes(KEY_BYTES), mode=0o600)
-        try:
-            os.link(temp, path)          # never over one another process made meanwhile
-        except FileExistsError:
-            pass
-        except OSError as err:
-            raise SweeperError(f"cannot make {path}: {err.strerror or err}") from None
+        try:                             # a link: never over one another process made meanwhile
+            _make(path, lambda: os.link(temp, path))
         finally:
             temp.unlink(missing_ok=True)
     try:
@@ -149,12 +146,7 @@ def private_folder(folder: Path) -> None:
     folder is not used, a :class:`SweeperError` why it could not be made."""
     if not os.path.lexists(folder):      # some read-only file systems refuse mkdir first
         make_dirs(folder.parent)
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as err:
-            raise SweeperError(f"cannot make {folder}: {err.strerror or err}") from None
+        _make(folder, lambda: os.mkdir(folder, 0o700))
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_DIRECTORY", 0))
     except OSError as err:
@@ -171,6 +163,17 @@ def private_folder(folder: Path) -> None:
             os.fchmod(fd, 0o700)
     finally:
         os.close(fd)
+
+
+def _make(path: Path, create: Callable[[], None]) -> None:
+    """``create()`` the file or folder ``path``, unless another process made it first; a
+    :class:`SweeperError` where it cannot be made."""
+    try:
+        create()
+    except FileExistsError:
+        pass
+    except OSError as err:
+        raise SweeperError(f"cannot make {path}: {err.strerror or err}") from None
 
 
 def _check_owner(info: os.stat_result, what: str) -> None:

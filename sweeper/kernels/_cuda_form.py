@@ -120,18 +120,15 @@ class CudaDeclaration(Kernel):
         meta = _meta_names(options, params)
         launch = CudaLaunch(Path(options["source"]), options["entry"],
                             json.loads(options["args"]), options.get("template"), __name__)
-        inputs = json.loads(options["inputs"])
-        outputs = json.loads(options["outputs"])
+        inputs, outputs = _tensors(options)
         dims = json.loads(options["dims"]) if "dims" in options else None
         model = read_model(options["model"], meta if params is not None else None,
                            len(inputs), list(dims or ["n"]) if params is not None else None) \
             if "model" in options else None
         try:
             declared = Declaration(
-                inputs={k: _spec(v) for k, v in inputs.items()},
-                outputs={k: _spec(v) for k, v in outputs.items()}
-                if isinstance(outputs, dict) else outputs,
-                reference=Reference(options["reference"], tuple(inputs)), name="cuda",
+                inputs=inputs, outputs=outputs, name="cuda",
+                reference=Reference(options["reference"], tuple(inputs)),
                 meta={m: MetaParam(default=0, doc="a -D define") for m in meta},
                 dims=dims,
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
@@ -156,12 +153,10 @@ def declared_counts(options: Mapping[str, str]
     the built kernel counts them) and its FLOPs (the ``flops`` option; ``None``: none
     declared)."""
     dims = tuple(json.loads(options["dims"])) if "dims" in options else ("n",)
-    inputs = json.loads(options["inputs"])
-    outputs = json.loads(options["outputs"])
-    specs = [tensor_spec("cuda", name, _spec(raw), dims) for name, raw in inputs.items()]
-    specs += ([tensor_spec("cuda", name, _spec(raw), dims) for name, raw in outputs.items()]
-              if isinstance(outputs, dict) else
-              [tensor_spec("cuda", name, _spec(inputs[name]), dims) for name in outputs])
+    inputs, outputs = _tensors(options)
+    written = outputs.items() if isinstance(outputs, dict) else \
+        [(name, inputs[name]) for name in outputs]
+    specs = [tensor_spec("cuda", name, raw, dims) for name, raw in (*inputs.items(), *written)]
 
     def counted(option: str) -> Callable[[Problem], int] | None:
         expr = _counted("cuda", option, options.get(option), dims)
@@ -174,10 +169,16 @@ def declared_counts(options: Mapping[str, str]
     return counted("bytes_moved") or moved, counted("flops")
 
 
-def _spec(raw: Any) -> Any:
-    """A JSON shape as :func:`~sweeper.kernels._tensors.tensor_spec` takes it: a
-    ``[shape, dtype]`` pair as a tuple."""
-    return tuple(raw) if isinstance(raw, list) and len(raw) == 2 else raw
+def _tensors(options: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any] | list[str]]:
+    """The ``inputs`` and ``outputs`` options, each shape as
+    :func:`~sweeper.kernels._tensors.tensor_spec` takes it (a JSON ``[shape, dtype]`` pair
+    as a tuple); outputs as a list: the inputs written in place."""
+    def spec(raw: Any) -> Any:
+        return tuple(raw) if isinstance(raw, list) and len(raw) == 2 else raw
+
+    inputs, outputs = json.loads(options["inputs"]), json.loads(options["outputs"])
+    return {k: spec(v) for k, v in inputs.items()}, \
+        {k: spec(v) for k, v in outputs.items()} if isinstance(outputs, dict) else outputs
 
 
 def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:

@@ -48,7 +48,7 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sweeper.core import Config, Expr, evaluate, parse
 from sweeper.core._units import did_you_mean
@@ -106,10 +106,12 @@ LAUNCH_EXAMPLES = {"tile_m": "BLOCK_M", "tile_n": "BLOCK_N", "tile_k": "BLOCK_K"
 REQUIRED = {"streaming": ("tile",), "tiled": ("m", "n", "k", "tile_m", "tile_n", "tile_k"),
             "rowwise": ("rows", "cols", "tile")}
 #: Each model's settings over the problem's dimensions; its others read the launch.
-SIZES = {"tiled": ("m", "n", "k"), "rowwise": ("rows", "cols")}
+SIZES = {"streaming": (), "tiled": ("m", "n", "k"), "rowwise": ("rows", "cols")}
 #: The defaults of settings a declaration may leave out (the tiled model's): Triton's
 #: ``num_stages`` on Hopper, K in one slice, pointer loads and stores, a loop per tile.
 DEFAULTS = {"stages": "3", "split_k": "1", "epilogue": "0", "tma": "0", "flatten": "0"}
+#: The unit a model's settings count in, for messages (a streaming tile's elements).
+UNITS = {"streaming": " elements"}
 #: The least value of the settings that may be zero (the tiled model's flags and bytes);
 #: every other setting's is one.
 LEAST = {"epilogue": 0, "tma": 0, "flatten": 0}
@@ -120,118 +122,53 @@ TILE_NAMES = ("block", "itemsize")
 MAX_INPUTS = 64
 #: The most combinations of the space's values a tile is evaluated at as the space is
 #: read (a tenth of a second): zipped axes may hold more combinations than the space has
-#: configs; the rest are checked as each config is guessed (:meth:`DeclaredModel.tile_of`).
+#: configs; the rest are checked as each config is guessed (:meth:`DeclaredModel.values_of`).
 MOST_CHECKED = 1 << 16
-
-
-class Declared(Protocol):
-    """What a declared model gives the kernel that declares it: its guess of a config
-    (``__call__``), the check of a config's settings (:meth:`check`: a
-    :class:`SweeperError` where one is below one), the names its launch settings read
-    (``launch_names``: a run checks every config where an axis of these is given as an
-    expression, :func:`sweeper.engine._inputs.refuse_bad_model`), and the check of the
-    space's values (:meth:`values_problem`)."""
-
-    text: str
-
-    @property
-    def launch_names(self) -> frozenset[str]:
-        """The names the launch settings read (block, itemsize, meta-parameters)."""
-
-    @property
-    def size_names(self) -> frozenset[str]:
-        """The problem's dimensions the sizes read (none for a streaming model)."""
-
-    def __call__(self, config: Config, facts: DeviceFacts) -> float:
-        """The guess of ``config`` on the GPU ``facts`` describes."""
-
-    def check(self, config: Config) -> None:
-        """A :class:`SweeperError` where a setting is below one at ``config``."""
-
-    def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
-        """The key and reason of a setting below one at some of the space's values."""
 
 
 @dataclass(frozen=True)
 class DeclaredModel:
-    """A declared ``streaming`` model: ``tile`` (one program's elements per step, of each
-    array) and ``inputs`` (the arrays read; one is written); ``text`` the declaration as
-    written, for messages and docs."""
-
-    tile: Expr
-    inputs: int
-    text: str
-
-    @property
-    def launch_names(self) -> frozenset[str]:
-        """The names the tile reads."""
-        return frozenset(self.tile.names)
-
-    @property
-    def size_names(self) -> frozenset[str]:
-        """None: a streaming model reads no dimension."""
-        return frozenset()
-
-    def tile_of(self, config: Config) -> int:
-        """``config``'s tile: the expression on its block, meta-parameters and itemsize; a
-        :class:`SweeperError` where it is no positive number (an axis whose values the
-        device resolves, such as ``64 * sms``, that :meth:`values_problem` could not see:
-        a run asks it of every config before it writes anything,
-        :func:`sweeper.engine._inputs.refuse_bad_model`)."""
-        return _setting(self.text, self.tile, _launch_env(config), "tile", "a tile",
-                        " elements")
-
-    def check(self, config: Config) -> None:
-        """A :class:`SweeperError` where the tile is no element at ``config``."""
-        self.tile_of(config)
-
-    def __call__(self, config: Config, facts: DeviceFacts) -> float:
-        """The guess of ``config`` on the GPU ``facts`` describes: the streaming model's
-        relative throughput at ``config``'s tile."""
-        return streaming(config, facts.sms, self.tile_of(config), self.inputs)
-
-    def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
-        """Where the tile is not at least one element (or cannot be computed) at some
-        combination of ``values`` (each axis's constant values, and ``itemsize``'s): its
-        key and why, the first such, or ``None``.  A name without values here (an axis of
-        expressions only), and combinations past :data:`MOST_CHECKED`, are left to
-        :meth:`tile_of`."""
-        problem = _values_problem(self.tile, values, "a tile", " elements")
-        return None if problem is None else ("model.streaming.tile", problem)
-
-
-@dataclass(frozen=True)
-class DeclaredShaped:
-    """A declared ``tiled`` or ``rowwise`` model (``name``): each of its settings
-    (:data:`MODELS`) by name, as an expression (those of :data:`SIZES` over the problem's
-    dimensions, the rest over the launch's block, meta-parameters and itemsize); ``text``
-    the declaration as written."""
+    """A declared model (``name``, one of :data:`MODELS`): each of its settings by name,
+    as an expression (those of :data:`SIZES` over the problem's dimensions, the rest over
+    the launch's block, meta-parameters and itemsize); ``inputs``, the arrays a
+    ``streaming`` model reads (one is written); ``text`` the declaration as written, for
+    messages and docs.  What it gives the kernel that declares it: its guess of a config
+    (``__call__``), the check of a config's settings (:meth:`check`), the names its
+    launch settings and its sizes read (``launch_names``: a run checks every config where
+    an axis of these is given as an expression,
+    :func:`sweeper.engine._inputs.refuse_bad_model`; ``size_names``), and the check of
+    the space's values (:meth:`values_problem`)."""
 
     name: str
     settings: Mapping[str, Expr]
     text: str
+    inputs: int = 0
 
     @property
     def launch_names(self) -> frozenset[str]:
-        """The names the settings over the launch read."""
+        """The names the settings over the launch read (block, itemsize,
+        meta-parameters)."""
         return frozenset().union(*(e.names for k, e in self.settings.items()
                                    if k not in SIZES[self.name]))
 
     @property
     def size_names(self) -> frozenset[str]:
         """The dimensions the sizes read (the problem's, which a device that caps
-        footprints shrinks)."""
+        footprints shrinks; none for a streaming model)."""
         return frozenset().union(*(e.names for k, e in self.settings.items()
                                    if k in SIZES[self.name]))
 
     def values_of(self, config: Config) -> dict[str, int]:
         """Each setting at ``config`` (the sizes on its problem's dimensions, the rest on
         its block, meta-parameters and itemsize); a :class:`SweeperError` where one is
-        below its least (:data:`LEAST`, else one) or cannot be computed."""
+        below its least (:data:`LEAST`, else one) or cannot be computed (an axis whose
+        values the device resolves, such as ``64 * sms``, that :meth:`values_problem`
+        could not see: a run asks it of every config before it writes anything,
+        :func:`sweeper.engine._inputs.refuse_bad_model`)."""
         dims = dict(config.problem.dims)
         launch = _launch_env(config)
         return {key: _setting(self.text, expr, dims if key in SIZES[self.name] else launch,
-                              key, f"a {key}", "", LEAST.get(key, 1))
+                              key, UNITS.get(self.name, ""))
                 for key, expr in self.settings.items()}
 
     def check(self, config: Config) -> None:
@@ -239,8 +176,11 @@ class DeclaredShaped:
         self.values_of(config)
 
     def __call__(self, config: Config, facts: DeviceFacts) -> float:
-        """The guess of ``config``: the built-in model at its settings."""
+        """The guess of ``config`` on the GPU ``facts`` describes: the built-in model at
+        its settings."""
         v = self.values_of(config)
+        if self.name == "streaming":
+            return streaming(config, facts.sms, v["tile"], self.inputs)
         if self.name == "rowwise":
             return rowwise(config, facts.sms, facts.l2_bytes, v["rows"], v["cols"], v["tile"])
         return tiled(config, facts.sms, (v["m"], v["n"], v["k"]), v["tile_m"], v["tile_n"],
@@ -249,9 +189,12 @@ class DeclaredShaped:
 
     def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
         """Where a setting is below its least (or cannot be computed) at some combination
-        of the space's ``values`` it reads: its key and why, or ``None``."""
+        of the space's ``values`` it reads (each axis's constant values, and
+        ``itemsize``'s): its key and why, the first such, or ``None``.  A name without
+        values here (an axis of expressions only), and combinations past
+        :data:`MOST_CHECKED`, are left to :meth:`values_of`."""
         for key, expr in self.settings.items():
-            problem = _values_problem(expr, values, f"a {key}", "", LEAST.get(key, 1))
+            problem = _values_problem(expr, values, key, UNITS.get(self.name, ""))
             if problem is not None:
                 return f"model.{self.name}.{key}", problem
         return None
@@ -262,24 +205,29 @@ def _launch_env(config: Config) -> dict[str, int]:
     return {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
 
 
-def _at_least(expr: Expr, env: Mapping[str, int], what: str, unit: str, least: int = 1
+def _allowed(key: str, unit: str) -> str:
+    """What setting ``key`` (counted in ``unit``) must be at every config."""
+    return f"a {key} of at least {LEAST.get(key, 1)}{unit.rstrip('s')} at every config"
+
+
+def _at_least(expr: Expr, env: Mapping[str, int], key: str, unit: str
               ) -> tuple[int, str | None]:
-    """``expr`` at ``env``, and why it is below ``least`` where it is (``None`` where it
-    is not): the one rule a config's check and the space's values' check both apply.  An
+    """``expr`` (setting ``key``) at ``env``, and why it is below its least
+    (:data:`LEAST`, else one) where it is (``None`` where it is not): the one rule a
+    config's check and the space's values' check both apply.  An
     :class:`ExpressionError` where it cannot be computed there."""
     value = int(evaluate(expr, env))
-    if value >= least:
+    if value >= LEAST.get(key, 1):
         return value, None
     return value, (f"{expr.text!r} gives {value}{unit} at {_at(expr, env)}; allowed: "
-                   f"{what} of at least {least}{unit.rstrip('s')} at every config")
+                   f"{_allowed(key, unit)}")
 
 
-def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, what: str,
-             unit: str, least: int = 1) -> int:
+def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, unit: str) -> int:
     """``expr`` at ``env``; a :class:`SweeperError` naming the declaration ``text`` and
-    the setting ``key`` where it is below ``least`` or cannot be computed."""
+    the setting ``key`` where it is below its least or cannot be computed."""
     try:
-        value, problem = _at_least(expr, env, what, unit, least)
+        value, problem = _at_least(expr, env, key, unit)
     except ExpressionError as err:
         raise SweeperError(f"kernel model {text}: {err}") from None
     if problem is not None:
@@ -287,11 +235,11 @@ def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, what: str,
     return value
 
 
-def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], what: str, unit: str,
-                    least: int = 1) -> str | None:
-    """Why ``expr`` is below ``least`` (or cannot be computed) at some combination of
-    ``values``: the first such, or ``None``; names without values, and combinations past
-    :data:`MOST_CHECKED`, are left to the configs' own check."""
+def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], key: str, unit: str
+                    ) -> str | None:
+    """Why ``expr`` (setting ``key``) is below its least (or cannot be computed) at some
+    combination of ``values``: the first such, or ``None``; names without values, and
+    combinations past :data:`MOST_CHECKED`, are left to the configs' own check."""
     names = sorted(expr.names)
     if not all(values.get(n) for n in names):
         return None
@@ -299,17 +247,16 @@ def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], what: str, 
     for combination in itertools.islice(combinations, MOST_CHECKED):
         env = dict(zip(names, combination, strict=True))
         try:
-            _, problem = _at_least(expr, env, what, unit, least)
+            _, problem = _at_least(expr, env, key, unit)
         except ExpressionError as err:
-            return (f"{err}; allowed: {what} of at least {least}{unit.rstrip('s')} at every "
-                    "config")
+            return f"{err}; allowed: {_allowed(key, unit)}"
         if problem is not None:
             return problem
     return None
 
 
 def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
-               dims: Sequence[str] | None = None) -> DeclaredModel | DeclaredShaped:
+               dims: Sequence[str] | None = None) -> DeclaredModel:
     """The model a kernel declares in ``raw`` (a mapping, or its JSON text as a space's
     option holds it); ``meta``: the kernel's meta-parameters, the names its launch
     settings may read besides ``block`` and ``itemsize`` (``None``: not checked, as a
@@ -343,36 +290,34 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
         if key not in settings:
             raise OptionError(where, f"{name} needs {key}: {known[key]}")
     launch = [*TILE_NAMES, *(meta or ())]
-    if name != "streaming":
-        sizes = SIZES[name]
-        exprs = {key: _expr(settings.get(key, DEFAULTS.get(key)),
-                            list(dims or ()) if key in sizes else launch,
-                            (dims if key in sizes else meta) is not None, f"{where}.{key}",
-                            key, "", LEAST.get(key, 1),
-                            None if key in sizes else _example(key, meta))
-                 for key in known}
-        shown = {k: e.text for k, e in exprs.items()
-                 if k in settings or k not in LEAST}   # zero defaults left out
-        text = json.dumps({name: shown}, separators=(", ", ": "))
-        return DeclaredShaped(name=name, settings=exprs, text=text.replace('"', ""))
-    tile = _expr(settings["tile"], launch, meta is not None, f"{where}.tile", "tile",
-                 " elements", example=f"block * {meta[0] if meta else 4}")
-    count = settings.get("inputs", inputs)
-    if type(count) is not int or not 1 <= count <= MAX_INPUTS:
-        raise OptionError(f"{where}.inputs", (
-            f"{_shown(count)} is not a count of arrays read; allowed: an integer from 1 to "
-            f"{MAX_INPUTS}" if "inputs" in settings else
-            "give inputs: the arrays the kernel reads (it declares none by name)"))
-    text = json.dumps({name: {"tile": tile.text, "inputs": count}}, separators=(", ", ": "))
-    return DeclaredModel(tile=tile, inputs=count, text=text.replace('"', ""))
+    sizes, unit = SIZES[name], UNITS.get(name, "")
+    exprs = {key: _expr(settings.get(key, DEFAULTS.get(key)),
+                        list(dims or ()) if key in sizes else launch,
+                        (dims if key in sizes else meta) is not None, where, key, unit,
+                        None if key in sizes else _example(name, key, meta))
+             for key in known if key != "inputs"}
+    shown: dict[str, Any] = {k: e.text for k, e in exprs.items()
+                             if k in settings or k not in LEAST}   # zero defaults left out
+    count = 0
+    if name == "streaming":
+        count = settings.get("inputs", inputs)
+        if type(count) is not int or not 1 <= count <= MAX_INPUTS:
+            raise OptionError(f"{where}.inputs", (
+                f"{_shown(count)} is not a count of arrays read; allowed: an integer from 1 "
+                f"to {MAX_INPUTS}" if "inputs" in settings else
+                "give inputs: the arrays the kernel reads (it declares none by name)"))
+        shown["inputs"] = count
+    text = json.dumps({name: shown}, separators=(", ", ": "))
+    return DeclaredModel(name=name, settings=exprs, text=text.replace('"', ""), inputs=count)
 
 
-def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit: str,
-          least: int = 1, example: str | None = None) -> Expr:
-    """The expression ``raw`` (text or an integer) of the setting ``noun`` at ``key``, at
-    least ``least`` where it is a constant, its names checked against ``known`` where
-    ``check``; ``example`` is the expression a refusal shows (default: ``known``'s first
-    name)."""
+def _expr(raw: Any, known: Sequence[str], check: bool, where: str, noun: str, unit: str,
+          example: str | None) -> Expr:
+    """The expression ``raw`` (text or an integer) of the setting ``noun`` of the model at
+    ``where``, at least its least (:data:`LEAST`, else one) where it is a constant, its
+    names checked against ``known`` where ``check``; ``example`` is the expression a
+    refusal shows (default: ``known``'s first name)."""
+    key, least = f"{where}.{noun}", LEAST.get(noun, 1)
     over = f"an expression over {', '.join(known)}" if known else "an expression"
     if type(raw) is int:
         if raw < least:
@@ -399,9 +344,12 @@ def _expr(raw: Any, known: Sequence[str], check: bool, key: str, noun: str, unit
     return expr
 
 
-def _example(key: str, meta: Sequence[str] | None) -> str | None:
-    """The launch setting's usual expression, or the kernel's first meta-parameter where
-    it has not that name; ``None`` (the first known name) for flags and bytes."""
+def _example(model: str, key: str, meta: Sequence[str] | None) -> str | None:
+    """The launch setting's usual expression (a streaming tile's: ``block`` times the
+    kernel's first meta-parameter), or the kernel's first meta-parameter where it has not
+    that name; ``None`` (the first known name) for flags and bytes."""
+    if model == "streaming":
+        return f"block * {meta[0] if meta else 4}"
     usual = LAUNCH_EXAMPLES.get(key)
     return usual if usual is None or not meta or usual in meta else meta[0]
 

@@ -119,13 +119,10 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
             return fn.run(*args, grid=grid, warmup=True, **kwargs)
         return run
 
-    def twin(fn: Any, grid: Any) -> Any:
-        return warm(_twin(fn, twins), grid)
-
     saved = (driver._active, JITFunction.__getitem__, InterpretedFunction.__getitem__)
     driver.set_active(_NamedTarget(GPUTarget(target.backend, target.arch, target.warp_size)))
     JITFunction.__getitem__ = warm
-    InterpretedFunction.__getitem__ = twin
+    InterpretedFunction.__getitem__ = lambda fn, grid: warm(_twin(fn, twins), grid)
     COMPILING[0] = True
     try:
         with _unpatched_language(twins):

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from sweeper.core import DeviceFacts
     from sweeper.kernels._autotune import Hooks
-    from sweeper.kernels._model_form import Declared
+    from sweeper.kernels._model_form import DeclaredModel
 
 #: How a problem's bytes or FLOPs are given: an expression over the dimensions and
 #: ``itemsize``, or a function of the problem.
@@ -92,7 +92,7 @@ class ShortKernel(Kernel):
     autotune_hooks: ClassVar[Hooks | None] = None
     #: The built-in model its declaration names (``model=``, or a ``cuda`` kernel's
     #: ``model:`` option): what :meth:`model` answers; ``None``: no guess.
-    declared_model: ClassVar[Declared | None] = None
+    declared_model: ClassVar[DeclaredModel | None] = None
 
     def __init__(self) -> None:
         self.config: Config | None = None          # the last launch's: the re-launch's

@@ -29,7 +29,7 @@ from typing import Any
 from sweeper.core import DTYPES, Dim, Expr, parse
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Headline, MetaParam, OptionError
-from sweeper.kernels._model_form import DeclaredModel, DeclaredShaped, read_model
+from sweeper.kernels._model_form import DeclaredModel, read_model
 from sweeper.kernels._short import Count, Plan, ShortKernel
 from sweeper.kernels._tensors import RESERVED, TOLERANCES, Factory, TensorSpec, tensor_spec
 
@@ -55,7 +55,7 @@ class Declaration:
     tolerance: Mapping[str, tuple[float, float]] | None = None
     headline: Headline | None = None
     autotuned: Any = None
-    model: Mapping[str, Any] | DeclaredModel | DeclaredShaped | None = None
+    model: Mapping[str, Any] | DeclaredModel | None = None
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
@@ -65,16 +65,8 @@ class Declaration:
         name = self.name or launch.__name__
         if not isinstance(name, str) or not name or name == "<lambda>":
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
-        dims = _dims(name, self.dims)
-        meta = _meta(name, self.meta)
-        attrs: dict[str, Any] = {"name": name, "dims": dims, "meta_params": meta}
-        if self.autotuned is not None:
-            from sweeper.kernels._autotune import autotune_declaration
-
-            attrs.update(autotune_declaration(name, self.autotuned, dims, meta))
-        attrs["defaults"] = self.defaults(name, attrs["dims"], attrs["meta_params"])
-        attrs.update(self.shape(name, dims))
-        attrs["plan"] = self.plan(name, launch, tuple(dims))
+        attrs: dict[str, Any] = {"name": name, **self.declares(name)}
+        attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
         attrs["baseline_name"] = None if self.baseline is None else \
             self.baseline_name or "torch"
         attrs["headline"] = self.headline or Headline.GBPS
@@ -85,13 +77,35 @@ class Declaration:
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
 
+    def declares(self, name: str, *, meta: bool = True, dims: bool = True) -> dict[str, Any]:
+        """What kernel ``name`` declares that a space is checked against, as the class
+        attributes: its ``dims`` and ``meta_params`` (an autotuner's configs too), the
+        ``defaults`` of the axes a space leaves out and its footprint; without ``meta``
+        (or ``dims``) the meta-parameters and defaults (the dimensions and footprint) left
+        out, as :mod:`sweeper.kernels._unimported` leaves out what it could not read."""
+        sizes = _dims(name, self.dims)
+        attrs: dict[str, Any] = {"dims": sizes, "meta_params": _meta(name, self.meta)}
+        if self.autotuned is not None:
+            from sweeper.kernels._autotune import autotune_declaration
+
+            attrs.update(autotune_declaration(name, self.autotuned, sizes, attrs["meta_params"]))
+        if meta:
+            attrs["defaults"] = self.defaults(name, sizes, attrs["meta_params"])
+        else:
+            del attrs["meta_params"]
+        if dims:
+            attrs.update(self.shape(name, sizes))
+        else:
+            del attrs["dims"]
+        return attrs
+
     def declared_model(self, name: str, meta: Mapping[str, MetaParam],
-                       dims: Mapping[str, Dim]) -> DeclaredModel | DeclaredShaped | None:
+                       dims: Mapping[str, Dim]) -> DeclaredModel | None:
         """The built-in model ``model=`` names, its launch settings checked against the
         meta-parameters ``meta`` and a tiled or row-wise model's sizes against the
         dimensions ``dims``
         (one read already, a ``cuda`` kernel's, is kept)."""
-        if self.model is None or isinstance(self.model, DeclaredModel | DeclaredShaped):
+        if self.model is None or isinstance(self.model, DeclaredModel):
             return self.model
         inputs = len(self.inputs) if isinstance(self.inputs, Mapping) else None
         try:

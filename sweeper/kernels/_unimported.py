@@ -397,7 +397,7 @@ class _Reader:
 
     def short_kernel(self, target: str, name: str, call: ast.Call) -> SourceDeclaration:
         """The attributes ``sweeper.kernel``'s keywords declare, built as it builds them."""
-        from sweeper.kernels._short_form import Declaration, _dims, _meta
+        from sweeper.kernels._short_form import Declaration
 
         given: dict[str, Any] = {}
         unread: list[str] = []
@@ -409,23 +409,10 @@ class _Reader:
                 except NotLiteral as err:
                     unread.append(f"{keyword.arg}= at {self.where(keyword.value)} ({err})")
         name = given.pop("name", None) if isinstance(given.get("name"), str) else name
-        declared = Declaration(inputs={}, outputs=(), reference=print, **{
-            k: v for k, v in given.items() if k not in ("dims", "meta", "autotuned")})
-        dims = _dims(name, given.get("dims"))
-        attrs: dict[str, Any] = {"dims": dims, "meta_params": _meta(name, given.get("meta"))}
-        if "autotuned" in given:
-            from sweeper.kernels._autotune import autotune_declaration
-
-            attrs.update(autotune_declaration(name, given["autotuned"], dims,
-                                              attrs["meta_params"]))
-        if any(u.startswith(("meta=", "autotuned=")) for u in unread):
-            del attrs["meta_params"]
-        else:
-            attrs["defaults"] = declared.defaults(name, dims, attrs["meta_params"])
-        if any(u.startswith("dims=") for u in unread):
-            del attrs["dims"]
-        else:
-            attrs.update(declared.shape(name, dims))
+        declared = Declaration(inputs={}, outputs=(), reference=print, **given)
+        attrs = declared.declares(
+            name, meta=not any(u.startswith(("meta=", "autotuned=")) for u in unread),
+            dims=not any(u.startswith("dims=") for u in unread))
         return SourceDeclaration(target, attrs, tuple(unread))
 
     def autotuner(self, node: ast.AST) -> Any:

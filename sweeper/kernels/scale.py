@@ -84,23 +84,19 @@ def replayed(start: torch.Tensor, launches: int) -> torch.Tensor:
     stops early once a step changes nothing (the interpreter's numpy has no bfloat16 to
     round a loop to)."""
     if not start.is_cuda:
-        return _replayed_by_torch(start, launches)
+        out = start.clone()
+        for step in range(launches):
+            before = out.clone() if step % SATURATION_CHECK == SATURATION_CHECK - 1 else None
+            out.mul_(A)
+            if before is not None and torch.equal(before, out):
+                break
+        return out
     from sweeper.kernels._jit import jitted
 
     out = torch.empty_like(start)
     n = start.numel()
     jitted(_replay_body, False)[(triton.cdiv(n, REPLAY_BLOCK),)](
         start, out, n, A, launches, BLOCK=REPLAY_BLOCK)
-    return out
-
-
-def _replayed_by_torch(start: torch.Tensor, launches: int) -> torch.Tensor:
-    out = start.clone()
-    for step in range(launches):
-        before = out.clone() if step % SATURATION_CHECK == SATURATION_CHECK - 1 else None
-        out.mul_(A)
-        if before is not None and torch.equal(before, out):
-            break
     return out
 
 
