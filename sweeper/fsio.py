@@ -67,7 +67,7 @@ def read_cache(path: Path) -> dict[str, Any]:
 def write_cache(path: Path, kept: dict[str, Any], indent: int) -> None:
     """Write ``kept`` whole to the cache file ``path`` (its folder made) as JSON, keys
     sorted; a cache that cannot be written is left as it is."""
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, WriteError):     # disk full, read-only
         os.makedirs(path.parent, exist_ok=True)
         atomic_write(path, json.dumps(kept, indent=indent, sort_keys=True) + "\n")
 

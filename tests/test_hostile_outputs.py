@@ -270,3 +270,19 @@ def test_schema_to_dev_full_is_refused(capsys):
     assert main(["schema", "-o", "/dev/full"]) == 2
     assert _one_line(capsys) == ("sweeper: cannot write /dev/full: it is a device, not a "
                                  "regular file; give a file path")
+
+
+def test_a_cache_that_cannot_be_written_is_left_as_it_was(tmp_path, monkeypatch):
+    """sweeper's caches (built binaries, the plan's measured costs) are a convenience: a
+    full disk leaves the old file and the run goes on."""
+    path = tmp_path / "cache" / "costs.json"
+    fsio.write_cache(path, {"a": 1}, indent=1)
+    assert fsio.read_cache(path) == {"a": 1}
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsio.os, "write", full)
+    fsio.write_cache(path, {"a": 2}, indent=1)                  # no error
+    monkeypatch.undo()
+    assert fsio.read_cache(path) == {"a": 1}
