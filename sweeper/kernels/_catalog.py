@@ -113,6 +113,7 @@ def render(entry: KernelEntry) -> str:
     lines += [f"  footprint: {entry.footprint_bytes} bytes; " +
               (f"a footprint alone gives {rule}" if rule else
                "a footprint alone does not size it: give the dimensions"),
-              "  defaults: " + ", ".join(f"{k} {v}" for k, v in entry.defaults.items()),
+              "  defaults: " + ", ".join(f"{k} {v}" for k, v in entry.defaults.items()
+                                         if rule or k != "footprint"),  # unused: dims size it
               f"  headline: {entry.headline}; baseline: {entry.baseline or 'none'}"]
     return "\n".join(lines)

@@ -91,6 +91,9 @@ class Declaration:
             attrs.update(autotune_declaration(name, self.autotuned, sizes, attrs["meta_params"]))
         if meta:
             attrs["defaults"] = self.defaults(name, sizes, attrs["meta_params"])
+            first = attrs.get("autotune_params", {}).get("block")
+            if first and self.block is None:      # the first config's warps, as its meta's
+                attrs["defaults"]["block"] = first[0]
         else:
             del attrs["meta_params"]
         if dims:
