@@ -221,7 +221,6 @@ class Sweep:
         bench = Bench(self.space, self.kernel, self.device, self.store, measure=self.measure,
                       facts=self.facts, limits=Limits(self.kernel, self.bounds, self.ceilings),
                       baselines=baselines)
-        bench.power.resume()
         workers, run = self._workers(bench, baselines), None
         try:
             run = self._set_up(t0, trials, bench, workers)
