@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -325,6 +325,16 @@ def finalists(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
     ok = sorted((t for t in trials if t.ok and not t.suspicious and t.samples_ms),
                 key=lambda t: t.stats.median if t.stats else math.inf)
     return [ok[i] for i in chosen([median_ci(t.samples_ms) for t in ok])]
+
+
+def finalists_by_problem(trials: Iterable[TrialRecord]) -> dict[ProblemKey, list[TrialRecord]]:
+    """The :func:`finalists` of each problem among ``trials`` that has any, in the order
+    the problems first come."""
+    groups: dict[ProblemKey, list[TrialRecord]] = {}
+    for t in trials:
+        if t.ok:
+            groups.setdefault(problem_of(t), []).append(t)
+    return {key: chosen for key, group in groups.items() if (chosen := finalists(group))}
 
 
 def chosen(bounds: Sequence[tuple[float, float]]) -> list[int]:

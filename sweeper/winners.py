@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sweeper.consensus import Agreement, agreement
-from sweeper.finals import FinalRecord, finalists, problem_of
+from sweeper.finals import FinalRecord, finalists_by_problem, problem_of
 from sweeper.store import ProblemKey, Storage, TrialRecord
 
 #: What a problem without a current final says wherever its choice is shown.
@@ -127,13 +127,9 @@ class Winners:
         """Problems that have finalists but no current final, or one the time budget
         cut short (:attr:`~sweeper.finals.FinalRecord.cut_short`), in (dtype, footprint,
         cache) order: what the finals stage still has to do."""
-        groups: dict[ProblemKey, list[TrialRecord]] = {}
-        for t in trials:
-            if t.ok:
-                groups.setdefault(problem_of(t), []).append(t)
         current = self.current(trials)
-        return sorted(k for k, group in groups.items()
-                      if (k not in current or current[k].cut_short) and finalists(group))
+        return sorted(k for k in finalists_by_problem(trials)
+                      if k not in current or current[k].cut_short)
 
     def picks(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, Pick]:
         """Per problem, the one choice that ``sweeper export`` writes and reports mark: the

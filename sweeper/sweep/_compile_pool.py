@@ -86,8 +86,9 @@ class Done:
 class _Process:
     """One compile process and the config it compiles, if any."""
 
-    def __init__(self, setup: PoolSetup, env: dict[str, str]) -> None:
-        self.spawned = spawn(COMPILER, setup, setup.sys_path, env)
+    def __init__(self, setup: PoolSetup) -> None:
+        # no CUDA device (COMPILE_ENV): a compile process never opens a context
+        self.spawned = spawn(COMPILER, setup, setup.sys_path, COMPILE_ENV)
         self.proc, self.conn, self.log = \
             self.spawned.proc, self.spawned.conn, self.spawned.log
         self.pid: int | None = None       # set once it said it is ready
@@ -97,19 +98,16 @@ class _Process:
 
 
 class CompilePool:
-    """``size`` compile processes for ``setup``'s kernel and target (``env`` added to
-    their environment).  Configs are compiled in the order :meth:`ahead` was given them;
-    :meth:`take` says what became of one.  A thread hands configs to the processes as
-    they free up, while the coordinator waits on its workers."""
+    """``size`` compile processes for ``setup``'s kernel and target.  Configs are
+    compiled in the order :meth:`ahead` was given them; :meth:`take` says what became of
+    one.  A thread hands configs to the processes as they free up, while the coordinator
+    waits on its workers."""
 
-    def __init__(self, setup: PoolSetup, size: int, env: dict[str, str] | None = None
-                 ) -> None:
+    def __init__(self, setup: PoolSetup, size: int) -> None:
         self.setup, self.size = setup, size
         #: when it was started (``perf_counter``)
         self.created_at = time.perf_counter()
-        #: no CUDA device: a compile process never opens a context
-        self.env = {**(env or {}), **COMPILE_ENV}
-        self.procs = [_Process(setup, self.env) for _ in range(size)]
+        self.procs = [_Process(setup) for _ in range(size)]
         self.waiting: deque[tuple[Key, Config]] = deque()
         self.done: dict[Key, Done] = {}
         #: each config handed over and not taken -> the config whose compile makes its
@@ -286,4 +284,4 @@ class CompilePool:
         proc.conn.close()
         self.procs.remove(proc)
         if len(self.deaths) <= RESTARTS:
-            self.procs.append(_Process(self.setup, self.env))
+            self.procs.append(_Process(self.setup))

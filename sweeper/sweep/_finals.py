@@ -15,10 +15,10 @@ the next one measures the rest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from sweeper.finals import FinalRecord, finalists, problem_of
+from sweeper.finals import FinalRecord, finalists_by_problem, problem_of
 from sweeper.measure import Duty
 from sweeper.store import ProblemKey, Storage, TrialRecord
 from sweeper.sweep._summary import Reporter
@@ -50,7 +50,8 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
     newest = max(t.number for t in trials)
     finals: list[FinalRecord] = []
     lost: list[str] = []
-    groups = _finalists_of(trials, problems)
+    chosen_by = finalists_by_problem(t for t in trials if problem_of(t) in problems)
+    groups = [chosen_by[problem] for problem in problems if problem in chosen_by]
     for at, chosen in enumerate(groups):
         if not covered(chosen):
             continue
@@ -72,14 +73,3 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
             finals.append(outcome.record)
         reporter.final_done()
     return finals, lost
-
-
-def _finalists_of(trials: Sequence[TrialRecord], problems: list[ProblemKey]
-                  ) -> list[list[TrialRecord]]:
-    """The finalists of each of ``problems`` that has any, in ``problems``' order."""
-    groups: dict[ProblemKey, list[TrialRecord]] = {}
-    for t in trials:
-        if t.ok and problem_of(t) in problems:
-            groups.setdefault(problem_of(t), []).append(t)
-    chosen = [finalists(groups.get(problem, [])) for problem in problems]
-    return [c for c in chosen if c]

@@ -221,7 +221,6 @@ class Sweep:
         bench = Bench(self.space, self.kernel, self.device, self.store, measure=self.measure,
                       facts=self.facts, limits=Limits(self.kernel, self.bounds, self.ceilings),
                       baselines=baselines)
-        bench.power.resume()
         workers, run = self._workers(bench, baselines), None
         try:
             run = self._set_up(t0, trials, bench, workers)
@@ -362,13 +361,13 @@ class Sweep:
                 run.outbox.flush()
             if not run.workers.busy():
                 if not stopped_by and run.held and self.claims is not None:
-                    with run.timeline.phase("wait"):    # others' claims outstanding
+                    with run.timeline.phases.on("wait"):    # others' claims outstanding
                         time.sleep(self.claims.poll_s)
                     continue
                 self._drop_asked(run)
                 run.outbox.defer = False        # the finals' records are journaled at once
                 return stopped_by
-            with run.timeline.phase("wait"):
+            with run.timeline.phases.on("wait"):
                 worker, job, outcome = run.workers.next_outcome()
             if not outcome.lost:                # it measures on while this one is kept
                 self._hand_asked(run, [worker])
@@ -424,9 +423,9 @@ class Sweep:
                 return self._take_over(run)
             if stopped_by:
                 return stopped_by
-            with run.timeline.phase("ask"):
+            with run.timeline.phases.on("ask"):
                 trial = run.study.ask(run.dists)
-            with run.timeline.phase("expand"):
+            with run.timeline.phases.on("expand"):
                 choice = self.space.expand(trial.params)
             key = key_of(choice)
             if key in run.held:         # proposed again while another worker holds it
@@ -443,14 +442,14 @@ class Sweep:
                 if claim is Claim.HELD:     # another live worker measures it
                     run.held[key] = Held(choice, [trial])
                     continue
-                with run.timeline.phase("tell"):   # another worker recorded it
+                with run.timeline.phases.on("tell"):   # another worker recorded it
                     run.study.tell(trial, state=TrialState.FAIL)
                 run.budgets.measured += 1
                 continue
             run.summary.repeated += 1
             run.budgets.repeats += 1
             if key in run.done:     # answered from the journal, never re-measured
-                with run.timeline.phase("tell"):
+                with run.timeline.phases.on("tell"):
                     tell(run.study, trial, run.done[key])
             else:                   # in flight: the sampler needs its outcome first
                 run.waiting[key].append(trial)
@@ -470,7 +469,7 @@ class Sweep:
             del run.held[key]
             if claim is Claim.TAKEN:
                 return self._job(run, held.choice, held.trials)
-            with run.timeline.phase("tell"):
+            with run.timeline.phases.on("tell"):
                 for trial in held.trials:
                     run.study.tell(trial, state=TrialState.FAIL)
             run.budgets.measured += 1
@@ -505,7 +504,7 @@ class Sweep:
         record, summary = outcome.record, run.summary
         self._keep_extras(run, outcome.extras)
         if self.claims is not None:     # the record keeps the number its claim gives it
-            with run.timeline.phase("journal"):
+            with run.timeline.phases.on("journal"):
                 record = self._record(record) or record    # None: the claim was lost
         else:
             run.outbox.journal(record)
@@ -515,7 +514,7 @@ class Sweep:
             run.ahead.kept(record)
             if run.ahead.pool is not None:
                 self.reporter.compiling(len(run.ahead.pool.built), run.ahead.pool.pending())
-        with run.timeline.phase("tell"):
+        with run.timeline.phases.on("tell"):
             for trial in run.waiting.pop(key_of(job.choice), []):
                 tell(run.study, trial, record)
         if record.status is not TrialStatus.INVALID:
@@ -526,7 +525,7 @@ class Sweep:
             run.outbox.report(record, summary.best)
         run.outbox.kept(at_once=outcome.lost)     # before a fresh worker starts
         if outcome.lost and worker is not None:
-            with run.timeline.phase("restart"):
+            with run.timeline.phases.on("restart"):
                 run.workers.replace(worker, record)
 
     def _keep_extras(self, run: Run, extras: list[object]) -> None:

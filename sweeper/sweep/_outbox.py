@@ -40,9 +40,9 @@ class Outbox:
 
     def flush(self) -> None:
         """Journal the queued records, then report the queued trials."""
-        with self.timeline.phase("journal"):
+        with self.timeline.phases.on("journal"):
             while self._records:
                 self.store.append(self._records.pop(0))
-        with self.timeline.phase("reporter"):
+        with self.timeline.phases.on("reporter"):
             while self._reports:
                 self.reporter.trial(*self._reports.pop(0))

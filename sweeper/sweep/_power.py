@@ -32,10 +32,8 @@ class PowerCheck:
         #: trial shows the study power-bound
         self.duty: Duty | None = measure.fixed_duty()
         self.note = ""
-
-    def resume(self) -> None:
-        """A study found power-bound before goes on under the schedule it switched to."""
-        found = self.store.read(DutyRecord)
+        # a study found power-bound before goes on under the schedule it switched to
+        found = store.read(DutyRecord)
         if self.duty is None and self.auto and found:
             self.duty = found[-1].duty
             self.note = found[-1].note

@@ -12,7 +12,6 @@ testable); :meth:`Breakdown.lines` writes them out.  For each worker
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -108,14 +107,11 @@ class Timeline:
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
+        #: the coordinator's seconds per phase (``phases.on(name)`` counts a block's time)
         self.phases = Spent()
         self.first_job: float | None = None
         self.trials = 0
         self._lanes: dict[int, _Lane] = {}
-
-    def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
-        """Count the block's time towards the coordinator's ``name``."""
-        return self.phases.on(name)
 
     def ready(self, index: int, launched: float, steps: dict[str, float]) -> None:
         """Worker ``index`` was launched then; ``steps``: the ``perf_counter`` at which

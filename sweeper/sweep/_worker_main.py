@@ -43,7 +43,6 @@ def main() -> None:
     bench = Bench(setup.space, kernel, device, relay, measure=setup.measure,
                   facts=device.facts(), limits=Limits(kernel, bounds, setup.ceilings),
                   baselines=relay.read(BaselineRecord))
-    bench.power.resume()
     steps["bench"] = time.perf_counter()
     conn.send(Ready(device.facts().name, steps))
     while True:
