@@ -34,6 +34,8 @@ from sweeper.winners import Pick
 #: Columns of :attr:`FootprintCurve.points`.
 POINT_COLUMNS = ["problem", "footprint", "cache", "number", "median_ms", "median_from",
                  "rate", "lo", "hi"]
+#: Columns of :attr:`FootprintCurve.trace` and :attr:`FootprintCurve.ceiling`.
+REFERENCE_COLUMNS = ["footprint", "cache", "rate"]
 
 
 class FootprintCurve(NamedTuple):
@@ -109,7 +111,6 @@ def _trace(df: pd.DataFrame, points: pd.DataFrame, dtype: str, metric: str,
            names: Sequence[str]) -> tuple[pd.DataFrame, str]:
     """The config the largest footprint ends with (cold first), at every footprint of its
     cache it was measured at; empty where it was measured at one footprint only."""
-    empty = pd.DataFrame(columns=["footprint", "cache", "rate"])
     ref = points.sort_values(["footprint", "cache"], ascending=[False, True],
                              kind="stable").iloc[0]
     row = df.set_index("number").loc[ref["number"]]
@@ -118,7 +119,7 @@ def _trace(df: pd.DataFrame, points: pd.DataFrame, dtype: str, metric: str,
         same = same[same[name].astype(str) == str(row[name])]
     same = same.sort_values("footprint", kind="stable").drop_duplicates("footprint")
     if len(same) < 2:
-        return empty, ""
+        return pd.DataFrame(columns=REFERENCE_COLUMNS), ""
     config = " ".join(f"{n}={value_label(row[n])}" for n in names if n != "grid_label")
     label = (f"#{ref['number']}'s config ({row['grid_label']} {config}), the "
              f"{format_size(int(ref['footprint']))} {ref['cache']} choice, at every footprint")
@@ -131,19 +132,15 @@ def _ceiling(points: pd.DataFrame, dtype: str, metric: str, ceilings: Ceilings |
     """The calibrated reference across the curve's footprints, per cache mode: the copy
     bandwidth (interpolated between the calibrated footprints, as reports do) for GB/s,
     the dtype's matmul rate for TFLOP/s; empty without ceilings or for another rate."""
-    empty = pd.DataFrame(columns=["footprint", "cache", "rate"])
-    if ceilings is None:
-        return empty, ""
     lo, hi = int(points["footprint"].min()), int(points["footprint"].max())
-    caches = sorted(points["cache"].unique())
-    if metric == "gbps" and ceilings.copy:
+    if ceilings is not None and metric == "gbps" and ceilings.copy:
         xs = sorted({lo, hi, *(fp for fp in ceilings.copy if lo < fp < hi)})
         rows = [{"footprint": x, "cache": c, "rate": ceilings.bandwidth(x, c)}
-                for c in caches for x in xs]
+                for c in sorted(points["cache"].unique()) for x in xs]
         return pd.DataFrame(rows), f"torch copy_, calibrated ({ceilings.measured})"
-    peak = ceilings.matmul_peak(dtype) if metric == "tflops" else None
+    peak = ceilings.matmul_peak(dtype) if ceilings is not None and metric == "tflops" else None
     if peak is None:
-        return empty, ""
+        return pd.DataFrame(columns=REFERENCE_COLUMNS), ""
     rows = [{"footprint": x, "cache": "", "rate": peak[1]} for x in (lo, hi)]
     return pd.DataFrame(rows), f"torch.matmul {peak[0]} 8192³, calibrated"
 

@@ -94,7 +94,7 @@ class HeatmapData(NamedTuple):
     @property
     def measured(self) -> bool:
         """Whether any cell holds a number (a map without one is not drawn)."""
-        return not np.isnan(self.values.to_numpy(dtype=float)).all()
+        return self.cells > 0
 
     @property
     def cells(self) -> int:

@@ -19,6 +19,7 @@ import pandas as pd
 from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import DOT_CEILING, Ceilings
 from sweeper.consensus import AGREE
+from sweeper.core._model import merged
 from sweeper.core._units import counted
 from sweeper.escape import md_text
 from sweeper.kernels import Headline
@@ -99,12 +100,12 @@ def _shrunk(tables: ReportTables) -> list[str]:
     shrunk = shrunk_frame(tables.frame)
     if shrunk.empty:
         return []
-    merged = " Problems that shrink to one are measured once: the others' configs are " \
+    merging = " Problems that shrink to one are measured once: the others' configs are " \
              "skipped, with the problem they merged into as their reason (below)." \
-        if tables.frame["reason"].str.contains(" is measured once, as ").any() else ""
+        if tables.frame["reason"].map(merged).any() else ""
     return ["\n## Problems measured smaller than asked\n",
             "The device caps a problem's footprint: dimensions shrink by one factor, each "
-            "keeping whether it is a power of two." + merged + "\n",
+            "keeping whether it is a power of two." + merging + "\n",
             md_table(shrunk, {"asked": "asked for"})]
 
 

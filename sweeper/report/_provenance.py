@@ -155,7 +155,7 @@ def _axis_values(name: str, labels: Sequence[Any], df: pd.DataFrame, story: RunS
     """An axis's values as run: a footprint with the size its trials used where that
     differs from the label, a single grid with its number of programs, a cache mode with
     what it meant on the device."""
-    ran = df[df["status"] != "invalid"] if "status" in df else df
+    ran = df[df["status"] != "invalid"]
     if name == "footprint" and not ran.empty:
         return ", ".join(_footprint(str(label), ran, story) for label in labels)
     if name == "grid" and len(labels) == 1 and not ran.empty:
@@ -185,10 +185,8 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
     """The seed's measurement record: what a reader needs to trust or redo the number.
     ``tied``: per final's winner, how many others were tied with it."""
     env = meta.environment
-    ran = df.dropna(subset=["footprint"]) if "footprint" in df else pd.DataFrame()
-    # not strict: a frame without a dtype column lists no sizes
-    sizes = sorted({(d, int(f)) for d, f in zip(ran.get("dtype", []),
-                                                ran.get("footprint", []), strict=False)})
+    sizes = sorted({(d, int(f)) for d, f in zip(df["dtype"], df["footprint"], strict=True)
+                    if pd.notna(f)})
     conclusion = "; ".join(
         f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {rate_unit} "
         + (f"({tied[row['number']]} tied within noise)" if row["number"] in tied

@@ -131,9 +131,9 @@ def shrunk_frame(df: pd.DataFrame) -> pd.DataFrame:
     ask for (the interpreter's cap): ``dtype``, ``asked`` (``cols=1000 rows=4096``) and
     ``measured`` (``cols=31 rows=128``); those the cap merged into another problem are
     the trials ruled out so, whose reason says which."""
-    dims = df.attrs.get("dims", ()) if not df.empty else ()
+    dims = df.attrs.get("dims", ())
     columns = ["dtype", "asked", "measured"]
-    if not dims or "size_label" not in df:
+    if not dims or df.empty:
         return pd.DataFrame(columns=columns)
     ran = df[(df["status"] != "invalid") & df["footprint"].notna()]
     rows = []
