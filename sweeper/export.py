@@ -195,7 +195,8 @@ def rule_for(rule: Expr | None, problem: Problem) -> str | None:
 def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
     """Write the study as a replay table (see :mod:`sweeper.devices._replay`).  Its
     ``gpu`` is the GPU the timings were recorded on: a replayed study's table names the
-    recorded GPU, not ``replay: ...``, so replaying it again measures that GPU still."""
+    recorded GPU, not ``replay: ...``, so replaying it again measures that GPU still, and
+    keeps the recorded table's driver and date."""
     from sweeper.devices._replay import write_table
 
     output_file(store, path)
@@ -203,6 +204,7 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
     trials, _ = store.records()
     params = list(meta.axes)
     env = meta.environment
+    recorded = env.get("recorded") or {}
     rows = [{**{p: t.choice.get(p, "") for p in params}, "status": t.status.value,
              "median_ms": t.stats.median if t.stats else "",
              "samples_ms": " ".join(repr(x) for x in t.samples_ms),
@@ -210,8 +212,9 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
             for t in trials if t.status.value not in ("invalid", "missing")]
     header = {"gpu": gpu_model(meta.gpu), "sms": env.get("sms", ""),
               "l2_bytes": env.get("l2_bytes", ""), "kernel": meta.kernel,
-              "study": meta.study, "driver": env.get("driver", ""),
-              "created": meta.created, "space_sha256": meta.space_sha256}
+              "study": meta.study, "driver": env.get("driver") or recorded.get("driver", ""),
+              "created": recorded.get("created") or meta.created,
+              "space_sha256": meta.space_sha256}
     target = Path(path)
     write_table(target, header, params, rows)
     return target, len(rows)

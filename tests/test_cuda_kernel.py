@@ -158,6 +158,17 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
      "file {folder}/ref.py for the reference"),
     (space_text().replace("  inputs: {src: n}\n", ""), ":1: kernel: kernel cuda needs "
      "option 'inputs'"),
+    # an entry the file does not define would fail every config's compile
+    (space_text(entry="cpy"), ":4: kernel.entry: no function 'cpy' in copy.cu or the files "
+     "it includes; allowed: one of its __global__ functions: copy"),
+    (space_text(extra="\n  template: 'cpy<{VEC}>'"), ":9: kernel.template: no function "
+     "'cpy' in copy.cu or the files it includes; allowed: one of its __global__ functions: "
+     "copy"),
+    # the kernel's grid option is params.grid's default: its errors are at the option
+    (space_text(extra="\n  grid: 'cdiv(n, block * VEC * UNROLL)'"), ":9: kernel.grid: "
+     "unknown name 'UNROLL' in 'cdiv(n, block * VEC * UNROLL)'; known: VEC, block"),
+    (space_text(extra="\n  grid: 'grid * 2'"), ":9: kernel.grid: the values depend on "
+     "each other in a cycle among grid"),
 ])
 def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, message):
     path = cu_space(text)
@@ -247,6 +258,9 @@ def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():
     assert "__global__ void copy" in declared().source()
     with pytest.raises(sweeper.SweeperError, match=r"sweeper\.cuda: no file .*nothing\.cu"):
         sweeper.cuda("nothing.cu", "copy", ["dst"])
+    with pytest.raises(sweeper.SweeperError, match=r"sweeper\.cuda: no function 'cpy' in "
+                       r"copy\.cu .*; allowed: one of its __global__ functions: copy$"):
+        sweeper.cuda("../examples/copy.cu", "cpy", ["dst"])
 
 
 # -- on a GPU ------------------------------------------------------------------------------

@@ -111,6 +111,21 @@ def test_a_replayed_studys_table_names_the_recorded_gpu_once(space, tmp_path):
     assert open_device(f"replay:{again}").facts().name == "replay: Test GPU"
 
 
+def test_a_replayed_studys_table_keeps_the_recorded_driver_and_date(space, tmp_path):
+    """The exported table of a replayed study says when, and under which driver, its
+    timings were recorded (the table it replayed), not an empty driver and the date of
+    the replay."""
+    studies, again = tmp_path / "studies", tmp_path / "again.csv"
+    table = _table(tmp_path, header=[*HEADER, "# driver: 580.159.04",
+                                     "# created: 2026-12-04T15:03:32+00:00"])
+    assert main(["run", str(space), "--device", f"replay:{table}", "--studies-dir",
+                 str(studies), "--quiet", "--no-report"]) == 0
+    assert main(["export", str(studies / "tiny-replay"), "--format", "csv", "-o",
+                 str(again)]) == 0
+    lines = again.read_text().splitlines()
+    assert "# driver: 580.159.04" in lines and "# created: 2026-12-04T15:03:32+00:00" in lines
+
+
 def test_every_recorded_table_loads_and_is_above_the_floor():
     for path in sorted(TABLES.glob("*.csv")):
         device = open_device(f"replay:{path}")

@@ -82,6 +82,23 @@ def test_the_report_writes_report_html_beside_report_md_from_the_same_tables(tmp
     assert "<td>command</td><td>`sweeper run x.yaml` (reproduce: " in page
 
 
+def test_the_page_shows_the_baselines_its_best_configs_are_a_percentage_of(tmp_path):
+    # the best configs' "% of torch copy_" column is relative to the sweep's baseline,
+    # not the finals' one: the page shows that baseline's table, as report.md does, and
+    # says what the best configs' numbers are
+    files = write_report(copy_study(tmp_path), draw=False)
+    page, md = files.html.read_text(encoding="utf-8"), files.markdown.read_text()
+    assert "<th>% of torch copy_</th>" in page
+    section = page.split('-baselines">Baselines (same timer, same runs, same GPU)</h2>')[1]
+    table = section.split("</table>")[0]
+    assert "<td>torch copy_</td><td>float32</td><td>1GiB</td><td>cold</td>" in table
+    md_row = next(line for line in md.splitlines() if line.startswith("| torch copy_ |"))
+    assert [f"<td>{cell}</td>" in table for cell in md_row.strip("| ").split(" | ")] == \
+        [True] * len(md_row.strip("| ").split(" | "))
+    assert "<p>Medians, their ±CI % (half the 95% interval, in % of the median) and rates " \
+        "are the sweep&#x27;s.</p>" in page
+
+
 def test_the_page_is_self_contained(tmp_path):
     page = write_report(copy_study(tmp_path), draw=False).html.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")

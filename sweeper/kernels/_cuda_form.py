@@ -19,6 +19,7 @@ import functools
 import importlib.util
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -35,6 +36,9 @@ from sweeper.kernels._short import _count
 from sweeper.kernels._short_form import Declaration, _counted
 from sweeper.kernels._tensors import tensor_spec
 
+#: A ``__global__`` function's name, for the list of those a file declares.
+GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+                    r"(?:void\s+)?([A-Za-z_]\w*)\s*\(")
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
@@ -52,7 +56,8 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     folder = Path(caller.get("__file__") or ".").resolve().parent
     path = (folder / source).resolve()
     problem = _source_problem(str(path)) or _entry_problem(entry) or (
-        _template_problem(template) if template else None)
+        _template_problem(template) if template else None) or \
+        _entry_in_source(path, entry, template)
     if problem is None and isinstance(args, str):
         problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
     if problem is not None:
@@ -138,6 +143,9 @@ class CudaDeclaration(Kernel):
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
+        missing = _entry_in_source(launch.source, launch.entry, launch.template)
+        if missing is not None:
+            raise OptionError("template" if launch.template else "entry", missing)
         tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
         _check_args(launch, tensors, tuple(built.dims), meta)
         source = f"{launch.kernel_source()}// reference {options['reference']}\n"
@@ -222,6 +230,23 @@ def _source_problem(value: str) -> str | None:
 def _entry_problem(value: str) -> str | None:
     return None if IDENTIFIER.fullmatch(value) else \
         f"{value!r} is not a function name; allowed: a C identifier such as copy"
+
+
+def _entry_in_source(path: Path, entry: str, template: str | None) -> str | None:
+    """Why ``entry`` (a template's name, where one is given) is no function of the
+    source: its name is nowhere in the file or what it includes (NVRTC would fail every
+    config), or ``None``.  A name written anywhere passes: a macro may declare it."""
+    name = template.split("<", 1)[0].strip().split("::")[-1] if template else entry
+    try:
+        text = "\n".join(data.decode(errors="replace") for data in sources(path).values())
+    except OSError:
+        return None                     # the source option says why
+    if re.search(rf"\b{re.escape(name)}\b", text):
+        return None
+    found = ", ".join(sorted(set(GLOBAL.findall(text))))
+    return (f"no function {name!r} in {path.name} or the files it includes; allowed: " +
+            (f"one of its __global__ functions: {found}" if found else
+             "a __global__ function of the file"))
 
 
 def _template_problem(value: str) -> str | None:

@@ -265,7 +265,11 @@ def _sections() -> list[tuple[str, str, Callable[[ReportTables], list[str]]]]:
             ("trials", "Every trial", _trials), ("failures", "Trials without a number", _failures),
             ("factors", "What varied, and what was held fixed",
              lambda tables: [html_table(_shared.factors_table(tables))]),
-            ("best", "Best configs in the sweep", _best), ("provenance", "Provenance", _provenance)]
+            ("best", "Best configs in the sweep", _best),
+            ("baselines", _shared.BASELINES,
+             lambda tables: [html_table(_shared.baselines_table(tables))]
+             if tables.baselines else []),
+            ("provenance", "Provenance", _provenance)]
 
 
 def _head(tables: ReportTables) -> list[str]:
@@ -361,7 +365,7 @@ def _config_text(row: pd.Series, tables: ReportTables) -> str:
 def _best(tables: ReportTables) -> list[str]:
     if tables.best.empty:
         return []
-    return [html_table(*_shared.best_table(tables))]
+    return [_p(_shared.best_intro(tables)), html_table(*_shared.best_table(tables))]
 
 
 def _provenance(tables: ReportTables) -> list[str]:

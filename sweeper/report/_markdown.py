@@ -30,13 +30,10 @@ from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
     PROBLEM_ORDER,
     agreement_frame,
-    baseline_rates,
     nothing_measured,
     problem_key,
     shrunk_frame,
-    unit,
 )
-from sweeper.space import format_size, show_dims
 
 
 def markdown(tables: ReportTables, images: list[Path]) -> str:
@@ -125,28 +122,14 @@ def _picks(tables: ReportTables) -> list[str]:
 def _best(tables: ReportTables) -> list[str]:
     if tables.best.empty:
         return []
-    best, names = _shared.best_table(tables)
-    return ["## Best configs in the sweep\n",
-            "Medians, their ±CI % (half the 95% interval, in % of the median) and rates are "
-            "the sweep's" + ("; \"final median ms\" is a finalist's median when re-measured "
-                             "interleaved" if best["final_median_ms"].notna().any() else "")
-            + ".\n", md_table(best, names)]
+    return ["## Best configs in the sweep\n", _shared.best_intro(tables) + "\n",
+            md_table(*_shared.best_table(tables))]
 
 
 def _baselines(tables: ReportTables) -> list[str]:
     if not tables.baselines:
         return []
-    metric, df = tables.metric, tables.frame
-    shaped = any(not b.problem.problem.sized_by_footprint for b in tables.baselines)
-    rows = pd.DataFrame([{"name": b.name, "dtype": b.dtype,
-                          "footprint": format_size(b.footprint),
-                          **({"dims": show_dims(b.dims)} if shaped else {}), "cache": b.cache,
-                          "median ms": b.stats.median, "min ms": b.stats.min,
-                          "p95 ms": b.stats.p95, unit(metric): r}
-                         for b, r in zip(tables.baselines,
-                                         baseline_rates(tables.baselines, df, metric),
-                                         strict=True)])
-    return ["\n## Baselines (same timer, same runs, same GPU)\n", md_table(rows)]
+    return [f"\n## {_shared.BASELINES}\n", md_table(_shared.baselines_table(tables))]
 
 
 def _power(summary: dict[str, Any]) -> list[str]:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from sweeper.report._tables import LABELS, status_counts_text, unit
+from sweeper.report._tables import LABELS, baseline_rates, status_counts_text, unit
+from sweeper.space import format_size, show_dims
 from sweeper.winners import UNFINISHED
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling"
 #: What the reports say where nothing was measured, or every config was.
 NO_PICKS = "None: no config was measured."
 NO_FAILURES = "None: every config was measured."
+#: The heading of the baselines' table.
+BASELINES = "Baselines (same timer, same runs, same GPU)"
 
 
 def without_blank_columns(df: pd.DataFrame) -> pd.DataFrame:
@@ -111,6 +114,29 @@ def best_table(tables: ReportTables) -> tuple[pd.DataFrame, dict[str, str]]:
     base = tables.baselines[0].name if tables.baselines else "baseline"
     return (tables.best.drop(columns=other),
             {"pct_of_baseline": f"% of {base}", **rate_name(tables)})
+
+
+def best_intro(tables: ReportTables) -> str:
+    """What the best configs' numbers are: the sweep's, a finalist's median beside."""
+    return ("Medians, their ±CI % (half the 95% interval, in % of the median) and rates are "
+            "the sweep's" + ("; \"final median ms\" is a finalist's median when re-measured "
+                             "interleaved" if tables.best["final_median_ms"].notna().any()
+                             else "") + ".")
+
+
+def baselines_table(tables: ReportTables) -> pd.DataFrame:
+    """Each baseline measured in the sweep, one a row: what the best configs' "% of"
+    column is relative to."""
+    metric, df = tables.metric, tables.frame
+    shaped = any(not b.problem.problem.sized_by_footprint for b in tables.baselines)
+    return pd.DataFrame([{"name": b.name, "dtype": b.dtype,
+                          "footprint": format_size(b.footprint),
+                          **({"dims": show_dims(b.dims)} if shaped else {}), "cache": b.cache,
+                          "median ms": b.stats.median, "min ms": b.stats.min,
+                          "p95 ms": b.stats.p95, unit(metric): r}
+                         for b, r in zip(tables.baselines,
+                                         baseline_rates(tables.baselines, df, metric),
+                                         strict=True)])
 
 
 def factors_table(tables: ReportTables) -> pd.DataFrame:

@@ -157,6 +157,9 @@ class _Parser:
         #: Off: no plugin that is not built in is imported (``sweeper plan``).
         self.user_code = user_code
         self.conditions: list[tuple[str, str, str]] = []    # axis, condition, path
+        #: an axis left out of params whose default a kernel option wrote
+        #: (``params.grid`` -> ``kernel.grid``): its errors point at that option
+        self.from_option: dict[str, str] = {}
         self.ties: list[Tie] = []
 
     def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> None:
@@ -169,7 +172,9 @@ class _Parser:
                              f"{did_you_mean(unknown[0], known)}")
 
     def origin(self, path: str) -> Origin:
-        """Where ``path`` was written: its own line, else its nearest parent's."""
+        """Where ``path`` was written: its own line, else its nearest parent's (an axis's
+        default, at the kernel option that wrote it)."""
+        path = self.from_option.get(path.partition("[")[0], path)
         found = self.where.get(path)
         parent = path
         while found is None and parent:
@@ -273,6 +278,8 @@ class _Parser:
                 raw = [self.shape.dim(name).default]
             else:
                 raw = [meta[name].default if name in meta else kernel.defaults[name]]
+                if f"kernel.{name}" in self.where:
+                    self.from_option[path] = f"kernel.{name}"
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
                     AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
             values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
