@@ -35,6 +35,15 @@ def absent_text(n: int) -> str:
     return f"{counted(n, 'config')} {NOT_IN_TABLE}"
 
 
+def counts_text(ok: int, abandoned: int, failed: int, absent: int) -> str:
+    """``190 measured, 4 abandoned early, 6 failed``: trials by what became of them, as the
+    run's ``done:`` line and the report count them alike (``measured``: a number kept; an
+    abandoned trial was measured until clearly slower, not failed; a replay's configs its
+    table lacks, where there are any, apart from the failed)."""
+    return (f"{ok} measured, {f'{abandoned} abandoned early, ' if abandoned else ''}"
+            f"{failed} failed{f', {absent_text(absent)}' if absent else ''}")
+
+
 def problem_text(problem: ProblemKey) -> str:
     """``float32 1GiB cold``, ``bfloat16 M=4096 N=2048 K=8192 cold``."""
     return f"{problem.dtype} {problem.problem.describe()} {problem.cache}"

@@ -52,7 +52,7 @@ def test_run_takes_a_path_yaml_text_or_a_dict_and_returns_the_study(tmp_path, ca
     assert capsys.readouterr().out == ""      # quiet: nothing printed
     sweeper.run(space, device=f"replay:{table}", studies_dir=tmp_path / "loud", report=False)
     out = capsys.readouterr().out             # the command's own lines, as `sweeper run`
-    assert "study mixed-replay" in out and "done: 5 measured (1 failed), 1 config the recorded " \
+    assert "study mixed-replay" in out and "done: 4 measured, 1 failed, 1 config the recorded " \
         "table does not hold, 2 skipped by" in out
     # where the call went, as the command's last line says, from the call (no python start)
     time_line = out.splitlines()[-1]

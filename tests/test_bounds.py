@@ -307,7 +307,7 @@ def test_the_run_header_and_report_name_the_bounds(small_space, tmp_path, capsys
     out = captured.out
     assert ("bounds: DRAM 1e-06 GB/s (from a test); a result beyond them fails its trial as "
             "impossible\n") in out
-    assert "done: 5 measured (5 failed)" in out
+    assert "done: 0 measured, 5 failed" in out
     assert "stopped: the first 5 configs all failed alike (impossible: " in out
     assert "best in the sweep, float32 4KiB cold: nothing measured: 5 impossible" in out
     assert "sweeper: no config was measured: 5 impossible" in captured.err

@@ -33,7 +33,7 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
     study = tmp_path / "studies" / "tiny-interpret"
     assert "study tiny-interpret: studies/tiny-interpret (new)" in out
     assert "note: Triton interpreter on the CPU" in out and "mean nothing for a GPU" in out
-    assert "done: 6 measured (0 failed), 2 skipped by constraints" in out
+    assert "done: 6 measured, 0 failed, 2 skipped by constraints" in out
     assert "best in the sweep, float32 4KiB cold: #" in out
     assert "report: studies/tiny-interpret/report.md" in out
     assert re.search("winner, float32 4KiB cold, after [345] interleaved rounds over ", out)

@@ -159,7 +159,7 @@ def test_problems_the_interpreter_shrinks_are_named_and_measured_once(tmp_path, 
     assert rc == 0, out
     assert ("shrunk to fit 16KiB: n_elements 1048576 → 4096 (as n_elements=4096 does: "
             "measured once, as n_elements=4096); n_elements 1000000 → 4095\n") in out
-    assert "done: 6 measured (0 failed), 0 skipped by constraints and 3 whose problem the " \
+    assert "done: 6 measured, 0 failed, 0 skipped by constraints and 3 whose problem the " \
            "device shrinks onto one measured, " in out
     trials, _ = StudyStore(tmp_path / "add-interpret").records()
     measured = [t for t in trials if t.status is TrialStatus.OK]

@@ -127,7 +127,7 @@ def test_a_sweep_in_a_jupyter_kernel(kernel, tmp_path):
     assert kinds.count("display_data") == 1 and set(kinds) == {"stdout", "display_data"}
     header, summary = "".join(map(_text, sweep[:bar])), "".join(map(_text, sweep[bar + 1:]))
     assert header.startswith("study tiny-interpret: ") and "space: 8 configs" in header
-    assert summary.startswith("done: 6 measured (0 failed), 2 skipped by constraints")
+    assert summary.startswith("done: 6 measured, 0 failed, 2 skipped by constraints")
     assert re.fullmatch(ENDED, _text(sweep[bar]))
     assert sweep[bar]["data"]["text/html"].startswith("<pre style=")
     # redrawn in place as trials end (at most once each, and at the end), never behind

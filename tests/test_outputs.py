@@ -463,7 +463,7 @@ def test_a_run_whose_first_configs_all_fail_alike_stops_and_says_why(write_space
     rc, out, err = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
                        "--no-report")
     assert rc == 1
-    assert line(out, "done: ").startswith("done: 5 measured (5 failed)")
+    assert line(out, "done: ").startswith("done: 0 measured, 5 failed")
     assert "; stopped: the first 5 configs all failed alike (wrong_answer: " in \
         line(out, "done: ")
     assert ("elements differ from the input (first at index 0: 0.0 != "
@@ -503,7 +503,7 @@ def test_failures_that_share_a_value_do_not_stop_the_run(write_space, tmp_path, 
                      "--no-report")
     assert rc == EXIT_CONFIGS_FAILED
     done = line(out, "done: ")
-    assert "stopped: complete" in done and "(12 failed)" in done, done
+    assert "stopped: complete" in done and ", 12 failed," in done, done
     assert line(out, "failed: ").endswith("every one with BLOCK=1024")
 
 

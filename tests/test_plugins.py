@@ -179,7 +179,7 @@ def test_an_installed_package_adds_a_kernel_a_sampler_and_a_device(tinyplug, tmp
     assert "study scaled-host: studies/scaled-host (new)" in out
     assert "device: host CPU (2 SMs, 1MiB L2)\nnote: host-timed CPU runs of a plugin device" in out
     assert "sampler backwards (seed 0)" in out and "cache cold (no L2 flush on this device" in out
-    assert "done: 4 measured (0 failed)" in out
+    assert "done: 4 measured, 0 failed" in out
     assert "interleaved" not in out                 # the sampler declares needs_finals=False
     store = StudyStore(tmp_path / "studies" / "scaled-host")
     trials = store.records()[0]
@@ -527,6 +527,6 @@ def test_a_kernel_module_in_the_current_directory_loads_from_the_console_script(
                           "space.yaml", "--device", "interpret", "--quiet", "--no-report"],
                          cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert "done: 1 measured (0 failed)" in run.stdout
+    assert "done: 1 measured, 0 failed" in run.stdout
     meta = json.loads((work / "studies" / "caps-interpret" / "study.json").read_text())
     assert meta["kernel"] == "mykernels:MyKernel"

@@ -74,7 +74,7 @@ def test_a_replay_whose_table_holds_none_of_the_configs_says_so_not_failed(tmp_p
     assert rc == 1                                      # nothing measured, no kernel fault
     lines = out.splitlines()
     done = next(line for line in lines if line.startswith("done: "))
-    assert done.startswith("done: 0 measured (0 failed), 204 configs the recorded table "
+    assert done.startswith("done: 0 measured, 0 failed, 204 configs the recorded table "
                            "does not hold, 6 skipped by constraints, ")
     assert not any(line.startswith("failed: ") for line in lines)
     assert (f"not measured: 204 configs the recorded table does not hold (first: #6 "

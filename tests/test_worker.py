@@ -47,7 +47,7 @@ def test_two_workers_share_a_sweep_and_each_config_is_kept_once(storage, tmp_pat
     size = load_space("spaces/copy.yaml", ["BLOCK=512,1024"]).size
     assert "worker a: 5 configs measured and kept" in out
     assert f"worker b: {size - 5} configs measured and kept" in out
-    assert "stopped: complete: every valid config measured" in out
+    assert "stopped: complete: every valid config tried" in out
     store = open_storage(storage[1] if storage else None, tmp_path / name)
     trials = store.records()[0]
     assert sorted(Counter(t.key() for t in trials).values()) == [1] * size
@@ -73,7 +73,7 @@ def test_a_worker_without_a_space_takes_the_studys_and_needs_the_study(postgres_
         in capsys.readouterr().err
     assert main(["worker", "spaces/copy.yaml", *common, "--trials", "3"]) == 0
     assert main(["worker", *common]) == 0
-    assert "stopped: complete: every valid config measured" in capsys.readouterr().out
+    assert "stopped: complete: every valid config tried" in capsys.readouterr().out
     trials = open_storage(postgres_url, tmp_path / name).records()[0]
     assert len(trials) == len({t.key() for t in trials}) == load_space(
         "spaces/copy.yaml").size
@@ -364,7 +364,7 @@ def test_workers_started_together_on_a_new_study_all_join_it(storage, tmp_path,
     name = f"crowd{uuid.uuid4().hex[:8]}"
     ended = finish(start_workers(8, storage, name, tmp_path))
     assert [rc for rc, _, _ in ended] == [0] * 8, [err for _, _, err in ended]
-    assert all("stopped: complete: every valid config measured" in out
+    assert all("stopped: complete: every valid config tried" in out
                for _, out, _ in ended)
     kept_once(storage, tmp_path / name)
     meta = open_storage(storage[1] if storage else None, tmp_path / name).meta()
@@ -387,7 +387,7 @@ def test_a_worker_killed_mid_trial_leaves_its_config_to_the_others(storage, tmp_
     assert time.monotonic() - t0 < 300
     assert ended[0][0] == -signal.SIGKILL
     assert [rc for rc, _, _ in ended[1:]] == [0] * 3, [err for _, _, err in ended]
-    assert all("stopped: complete: every valid config measured" in out
+    assert all("stopped: complete: every valid config tried" in out
                for _, out, _ in ended[1:])
     kept_once(storage, tmp_path / name)
     if not storage:

@@ -538,7 +538,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     from sweeper.outcome import (
         FAILED,
         absent_line,
-        absent_text,
+        counts_text,
         failed_line,
         nothing_measured,
         outcome_lines,
@@ -554,8 +554,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     shrunk = sum(1 for t in own if t.status is TrialStatus.INVALID and merged(t.reason or ""))
     alike = f" and {shrunk} whose problem the device shrinks onto one measured" if shrunk \
         else ""
-    unserved = f", {absent_text(absent)}" if absent else ""
-    say(f"done: {summary.measured - absent} measured ({failed} failed){unserved}, "
+    ok = sum(1 for t in own if t.status is TrialStatus.OK)
+    abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
+    say(f"done: {counts_text(ok, abandoned, failed, absent)}, "
         f"{summary.skipped - shrunk} skipped by constraints{alike}, {summary.repeated} "
         f"repeated proposals answered from the store, in {summary.wall_s:.1f} s; stopped: "
         f"{summary.stopped_by}")

@@ -20,7 +20,7 @@ from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
-from sweeper.outcome import absent_text
+from sweeper.outcome import counts_text
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
 from sweeper.trial import FAILURES, TrialStatus
@@ -359,9 +359,7 @@ def status_counts_text(df: pd.DataFrame) -> str:
     absent = counts.get(TrialStatus.MISSING.value, 0)     # a replay's: no failure
     failed = sum(counts.get(s.value, 0) for s in FAILURES) - absent
     abandoned = counts.get("abandoned", 0)
-    return (f"{len(df)} trials: {counts.get('ok', 0)} measured, "
-            f"{f'{abandoned} abandoned early, ' if abandoned else ''}{failed} failed, "
-            f"{f'{absent_text(absent)}, ' if absent else ''}"
+    return (f"{len(df)} trials: {counts_text(counts.get('ok', 0), abandoned, failed, absent)}, "
             f"{counts.get('invalid', 0)} skipped by constraints")
 
 

@@ -1,4 +1,4 @@
-"""When a sweep stops: Ctrl-C, a trial or time budget, every valid config measured, a
+"""When a sweep stops: Ctrl-C, a trial or time budget, every valid config tried, a
 sampler that only proposes what was measured, or the space file's ``budget.patience``
 and ``budget.target`` met.  The loop asks before each proposal; the first rule that
 holds names the reason, which the summary and the study's ``last_run`` keep.
@@ -31,7 +31,7 @@ from sweeper.trial import KERNEL_FAULTS, TrialStatus
 #: Proposals in a row that were all measured before: the sampler has converged.
 MAX_REPEATED_PROPOSALS = 200
 #: Why a sweep stops when the sampler has nothing new left to propose.
-COMPLETE = "complete: every valid config measured"
+COMPLETE = "complete: every valid config tried"
 #: Why a sweep stops at a Ctrl-C (after the trial in flight; ``sweeper run`` exits 130).
 INTERRUPTED = "interrupted (Ctrl-C)"
 
