@@ -167,8 +167,9 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
     # the kernel's grid option is params.grid's default: its errors are at the option
     (space_text(extra="\n  grid: 'cdiv(n, block * VEC * UNROLL)'"), ":9: kernel.grid: "
      "unknown name 'UNROLL' in 'cdiv(n, block * VEC * UNROLL)'; known: VEC, block"),
-    (space_text(extra="\n  grid: 'grid * 2'"), ":9: kernel.grid: the values depend on "
-     "each other in a cycle among grid"),
+    (space_text(extra="\n  grid: 'grid * 2'"), ":9: kernel.grid: grid's values read grid "
+     "itself; an axis's expression reads the other axes, the dimensions and the device's "
+     "facts"),
 ])
 def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, message):
     path = cu_space(text)

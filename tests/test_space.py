@@ -171,6 +171,8 @@ BAD = [
      "params.block: duplicate key 'block' (first on line 3)"),
     ("kernel: copy\nparams:\n  BLOCK: [\"grid * 2\"]\n  grid: [\"BLOCK // 2\"]\n", 3,
      "the values depend on each other in a cycle among BLOCK, grid"),
+    ("kernel: copy\nparams:\n  grid: [sms, \"2 * grid\"]\n", 3,
+     "params.grid: grid's values read grid itself"),
     ("kernel: copy\nparams:\n  block: [32, 32]\n", 3, "params.block: value '32' appears twice"),
     ("kernel: copy\nseed: one\nparams: {}\n", 2,
      "seed: seed must be an integer from 0 to 4294967295 (2**32 - 1), got 'one'"),

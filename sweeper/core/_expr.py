@@ -74,6 +74,9 @@ _COMPARES: Mapping[type, Callable[[int, int], bool]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
 }
+#: The operators an expression may not use, as written (for refusals).
+_SYMBOLS = {ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
+            ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 ALLOWED = ("integers, sizes (64MiB), names, + - * // %, cdiv(a, b) min(a, b, ...) "
            "max(a, b, ...) isqrt(a), comparisons, and/or/not")
 
@@ -194,8 +197,10 @@ def _check_node(node: ast.AST, text: str, names: set[str]) -> None:
                                   f"large; numbers have at most {MAX_DIGITS} digits")
         return
     if isinstance(node, ast.BinOp) and type(node.op) not in _BINOPS:
+        symbol = _SYMBOLS.get(type(node.op), type(node.op).__name__)
+        hint = " (// divides integers)" if isinstance(node.op, ast.Div) else ""
         raise ExpressionError(
-            f"operator {quoted(ast.unparse(node))} is not allowed in {quoted(text)}; allowed: "
+            f"operator {quoted(symbol)} is not allowed in {quoted(text)}{hint}; allowed: "
             f"{ALLOWED}")
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Load,
                ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or, *_BINOPS, *_COMPARES)

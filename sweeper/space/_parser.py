@@ -446,6 +446,11 @@ class _Parser:
             ready = [n for n in deps if n not in done and deps[n] <= set(done)]
             if not ready:
                 stuck = sorted(n for n in deps if n not in done)
+                own = next((n for n in stuck if n in deps[n]), None)
+                if own is not None:
+                    raise self.error(f"params.{own}", f"{own}'s values read {own} itself; an "
+                                     "axis's expression reads the other axes, the dimensions "
+                                     "and the device's facts")
                 raise self.error(f"params.{stuck[0]}", "the values depend on each other in a "
                                  f"cycle among {', '.join(stuck)}; break it")
             done.extend(sorted(ready, key=[a.name for a in axes].index))
