@@ -167,8 +167,10 @@ HELD_OUT_17 = {  # recorded on an H100 80GB HBM3 on 2026-12-05 (no H200 was lent
 HELD_OUT_18 = {  # recorded on an H100 80GB HBM3 on 2026-12-05 (`STAGES=record
     # RECORD=matmul-tutorial-4k bash benchmarks/gpu_run.sh`), never used to tune auto or a
     # model: a user's kernel, the Triton tutorial's matmul (examples/matmul.py) declaring
-    # the built-in tiled model, over the 144 configs of examples/matmul.yaml at 4096^3 fp16
+    # the built-in tiled model, over the 144 configs of examples/matmul.yaml at 4096^3 fp16;
+    # the same space recorded on an H200 on 2026-12-06
     "h100-matmul-tutorial-4k.csv": "benchmarks/spaces/matmul-tutorial-4k.yaml",
+    "h200-matmul-tutorial-4k.csv": "benchmarks/spaces/matmul-tutorial-4k.yaml",
 }
 DIAGNOSIS = {  # recorded to diagnose auto on add over a wider grid range (not held out)
     "h200-add-wide-1g.csv": "benchmarks/spaces/add-wide-1g.yaml",
