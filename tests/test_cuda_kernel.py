@@ -167,6 +167,13 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
     # the kernel's grid option is params.grid's default: its errors are at the option
     (space_text(extra="\n  grid: 'cdiv(n, block * VEC * UNROLL)'"), ":9: kernel.grid: "
      "unknown name 'UNROLL' in 'cdiv(n, block * VEC * UNROLL)'; known: VEC, block"),
+    # the size options are expressions over the dimensions and itemsize, at their own line
+    (space_text(extra="\n  bytes_moved: '2 * n * itemsiz'"), ":9: kernel.bytes_moved: unknown "
+     "name 'itemsiz' in '2 * n * itemsiz'; known: n, itemsize; did you mean 'itemsize'?"),
+    (space_text(extra="\n  flops: 'n * VEC'"), ":9: kernel.flops: unknown name 'VEC' in "
+     "'n * VEC'; known: n, itemsize"),
+    (space_text(extra="\n  footprint_bytes: 'n ** 2'"), ":9: kernel.footprint_bytes: operator "
+     "'**' is not allowed in 'n ** 2'"),
     (space_text(extra="\n  grid: 'grid * 2'"), ":9: kernel.grid: grid's values read grid "
      "itself; an axis's expression reads the other axes, the dimensions and the device's "
      "facts"),

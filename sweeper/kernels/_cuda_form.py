@@ -130,6 +130,7 @@ class CudaDeclaration(Kernel):
         model = read_model(options["model"], meta if params is not None else None,
                            len(inputs), list(dims or ["n"]) if params is not None else None) \
             if "model" in options else None
+        _check_counts(options, list(dims or ["n"]))
         try:
             declared = Declaration(
                 inputs=inputs, outputs=outputs, name="cuda",
@@ -230,6 +231,28 @@ def _source_problem(value: str) -> str | None:
 def _entry_problem(value: str) -> str | None:
     return None if IDENTIFIER.fullmatch(value) else \
         f"{value!r} is not a function name; allowed: a C identifier such as copy"
+
+
+def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
+    """The size options (``footprint_bytes``, ``bytes_moved``, ``flops``) each an
+    expression over the dimensions and ``itemsize``; an :class:`OptionError` at the one
+    that is not, naming what it reads that is neither."""
+    from sweeper.core import parse
+    from sweeper.core._units import did_you_mean
+    from sweeper.errors import ExpressionError
+
+    known = [*dims, "itemsize"]
+    for key in ("footprint_bytes", "bytes_moved", "flops"):
+        if key not in options:
+            continue
+        try:
+            names = parse(options[key]).names
+        except ExpressionError as err:
+            raise OptionError(key, str(err)) from None
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            raise OptionError(key, f"unknown name {unknown[0]!r} in {options[key]!r}; known: "
+                              f"{', '.join(known)}{did_you_mean(unknown[0], known)}")
 
 
 def _entry_in_source(path: Path, entry: str, template: str | None) -> str | None:
