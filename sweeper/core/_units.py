@@ -5,9 +5,10 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from sweeper.core._expr import MAX_DIGITS, UNITS
+from sweeper.core._expr import MAX_DIGITS, UNITS, Expr, quoted
+from sweeper.escape import cut
 
 #: dtype name -> bytes per element.  The names are torch's.
 DTYPES: dict[str, int] = {
@@ -52,6 +53,17 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     allowed."""
     name = closest(word, known)
     return f"; did you mean {name!r}?" if name is not None else ""
+
+
+def unknown_name(expr: Expr, known: Sequence[str]) -> str | None:
+    """``"unknown name 'VECTOR' in 'block * VECTOR'; known: block, VEC; did you mean
+    'VEC'?"`` for the first name ``expr`` reads that is not in ``known``, else ``None``:
+    what every refusal of such an expression says, before its location."""
+    unknown = sorted(expr.names - set(known))
+    if not unknown:
+        return None
+    return (f"unknown name {cut(repr(unknown[0]), 60)} in {quoted(expr.text)}; known: "
+            f"{', '.join(known)}{did_you_mean(unknown[0], known)}")
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$", re.ASCII)
 #: A number and a word that reads as a unit of bytes, known or not (16KB, 1gb, 64k).

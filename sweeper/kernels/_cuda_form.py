@@ -238,21 +238,18 @@ def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
     expression over the dimensions and ``itemsize``; an :class:`OptionError` at the one
     that is not, naming what it reads that is neither."""
     from sweeper.core import parse
-    from sweeper.core._units import did_you_mean
+    from sweeper.core._units import unknown_name
     from sweeper.errors import ExpressionError
 
-    known = [*dims, "itemsize"]
     for key in ("footprint_bytes", "bytes_moved", "flops"):
         if key not in options:
             continue
         try:
-            names = parse(options[key]).names
+            unknown = unknown_name(parse(options[key]), [*dims, "itemsize"])
         except ExpressionError as err:
             raise OptionError(key, str(err)) from None
-        unknown = sorted(set(names) - set(known))
-        if unknown:
-            raise OptionError(key, f"unknown name {unknown[0]!r} in {options[key]!r}; known: "
-                              f"{', '.join(known)}{did_you_mean(unknown[0], known)}")
+        if unknown is not None:
+            raise OptionError(key, unknown)
 
 
 def _entry_in_source(path: Path, entry: str, template: str | None) -> str | None:

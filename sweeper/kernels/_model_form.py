@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sweeper.core import Config, Expr, evaluate, parse
-from sweeper.core._units import did_you_mean
+from sweeper.core._units import did_you_mean, unknown_name
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import OptionError
 from sweeper.kernels._guess import rowwise, streaming, tiled
@@ -337,10 +337,9 @@ def _expr(raw: Any, known: Sequence[str], check: bool, where: str, noun: str, un
     if constant is not None and constant < least:
         raise OptionError(key, f"{raw!r} gives {constant}{unit}; allowed: a {noun} of at "
                           f"least {least}{unit[:-1]}, or {over}")
-    unknown = sorted(expr.names - set(known))
-    if check and unknown:
-        raise OptionError(key, f"unknown name {unknown[0]!r} in {raw!r}; known: "
-                          f"{', '.join(known)}{did_you_mean(unknown[0], known)}")
+    unknown = unknown_name(expr, known) if check else None
+    if unknown is not None:
+        raise OptionError(key, unknown)
     return expr
 
 

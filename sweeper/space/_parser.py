@@ -67,6 +67,7 @@ from sweeper.core._units import (
     meant_as_size,
     parse_duration,
     parse_size,
+    unknown_name,
 )
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.escape import cut
@@ -165,11 +166,9 @@ class _Parser:
     def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> None:
         """Refuse ``expr`` unless every name it reads is in ``known``: the error names the
         first that is not."""
-        unknown = sorted(expr.names - set(known))
-        if unknown:
-            raise self.error(path, f"unknown name {shown(unknown[0])} in "
-                             f"{_expr.quoted(expr.text)}; known: {', '.join(known)}"
-                             f"{did_you_mean(unknown[0], known)}")
+        unknown = unknown_name(expr, known)
+        if unknown is not None:
+            raise self.error(path, unknown)
 
     def origin(self, path: str) -> Origin:
         """Where ``path`` was written: its own line, else its nearest parent's (an axis's
