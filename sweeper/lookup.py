@@ -173,7 +173,8 @@ class Tuning:
             return TuningFileError(message, file=str(self.path), entry=index,
                                    name=entry_name(vars(entry)))
 
-        by_dims = sorted(set(entry.dims) & parse(config.grid_expr).names - set(env))
+        expr = parse(config.grid_expr)              # checked as the tuning file was read
+        by_dims = sorted(set(entry.dims) & expr.names - set(env))
         if by_dims:     # asked by footprint: the grid needs the dimensions, not the bytes
             raise SweeperError(
                 f"{entry.kernel} was tuned over the dimensions {' '.join(entry.dims)} and "
@@ -181,9 +182,9 @@ class Tuning:
                 f"not give; give the dimensions instead (--dims "
                 f"{','.join(f'{d}=...' for d in entry.dims)}, dims={{...}})")
         try:
-            grid = int(evaluate(parse(config.grid_expr), env))
+            grid = int(evaluate(expr, env))
         except (SweeperError, ValueError, OverflowError, RecursionError) as err:
-            unread = sorted({"n", "footprint"} & parse(config.grid_expr).names - set(env))
+            unread = sorted({"n", "footprint"} & expr.names - set(env))
             if unread:    # an entry written before it kept its kernel's footprint rule
                 raise refused(
                     f"grid_expr {config.grid_expr!r} reads {unread[0]}, which this entry "
