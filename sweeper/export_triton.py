@@ -340,22 +340,44 @@ def configs(k=None, gpu=None, dtype=None, **dims):
     by geometric mean slowdown.  With the problem's dims (every name of key): the
     candidates for that shape (sweeper's dispatch rule: the nearest tuned winner first,
     then the bracketing tuned shapes' top configs), at most k; dtype: only problems
-    tuned in it."""
+    tuned in it.  Each is launched with its own grid by grid(meta): a config whose
+    kwargs a better one shares with another grid is left out (Triton's autotuner tells
+    them apart by kwargs only)."""
+    gpu = _gpu(gpu)
+    grids = _grids(gpu)
     if not dims:
-        return [_config(c) for c in _DATA["gpus"][_gpu(gpu)]["ranked"][:k or 4]]
+        return [_config(c) for c in _DATA["gpus"][gpu]["ranked"]
+                if grids[_kwargs(c)] == c["grid"]][:k or 4]
     out, seen = [], set()
     for c in _candidates(gpu, dtype, dims):
         ident = json.dumps({n: v for n, v in c.items() if n not in ("grid", "slowdown")},
                            sort_keys=True)
-        if ident not in seen:
+        if ident not in seen and grids.get(_kwargs(c), c["grid"]) == c["grid"]:
             seen.add(ident)
             out.append(_config(c))
     return out[:k] if k else out
 
 
+def _kwargs(c):
+    return json.dumps(c["kwargs"], sort_keys=True)
+
+
+def _grids(gpu):
+    """The grid grid(meta) gives each kwargs when meta has no num_warps, as under
+    triton.autotune (Triton passes a grid function the kernel's arguments only): the
+    first ranked config's.  configs() leaves out a config tuned with another grid than
+    the better one of the same kwargs, which autotune would time with that one's grid."""
+    grids = {}
+    for c in _DATA["gpus"][gpu]["ranked"]:
+        grids.setdefault(_kwargs(c), c["grid"])
+    return grids
+
+
 def pick(gpu=None, dtype=None, **dims):
     """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
-    tuned there, else the nearest tuned shape's winner (log space)."""
+    tuned there, else the nearest tuned shape's winner (log space).  Launched outside
+    autotune, give grid its num_warps (grid({**meta, "num_warps": c.num_warps})): a
+    better config of the same kwargs may have been tuned with another grid."""
     return _config(_candidates(gpu, dtype, dims)[0])
 
 

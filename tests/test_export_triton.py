@@ -31,11 +31,11 @@ ROWS = [(1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.0),
         (1 << 30, "cdiv(n, BLOCK)", 256, 4096, 3, 3.0)]
 
 
-def study(root, gpu="NVIDIA H200", kernel="copy", final=True):
+def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS):
     store = StudyStore(root)
     store.create({"study": root.name, "kernel": kernel,
                   "environment": {"gpu": gpu, "sms": 132, "l2_bytes": 1 << 20}})
-    for i, (fp, grid, block, BLOCK, stages, ms) in enumerate(ROWS):
+    for i, (fp, grid, block, BLOCK, stages, ms) in enumerate(rows):
         store.append(TrialRecord(
             number=i, status=TrialStatus.OK,
             choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK),
@@ -103,13 +103,10 @@ def _copy_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
     tl.store(y + offsets, tl.load(x + offsets, mask=offsets < n), mask=offsets < n)
 
 
-def test_its_configs_and_grid_feed_a_real_autotuned_kernel(tmp_path):
-    out = tmp_path / "tuned_copy.py"
-    export_triton(study(tmp_path / "copy-fp32"), out)
-    mod = load(out)
-    # the module's own timer and grid work on the interpreter as on a GPU: the host clock
-    # for CUDA events, n read from the 0-d tensor the interpreter passes it as
-    kernel = triton.autotune(configs=mod.configs(k=3), key=mod.key,
+def autotuned(mod, k):
+    """Copy 3000 elements through @triton.autotune over mod.configs(k) on the interpreter,
+    launched on mod.grid(meta): the best config, and each grid asked for (last: its)."""
+    kernel = triton.autotune(configs=mod.configs(k=k), key=mod.key,
                              do_bench=mod.do_bench)(jit(_copy_body, interpret=True))
     grids = []
 
@@ -121,10 +118,40 @@ def test_its_configs_and_grid_feed_a_real_autotuned_kernel(tmp_path):
     y = torch.full_like(x, float("nan"))
     kernel[grid](x, y, x.numel())
     assert torch.equal(x, y)
-    best = kernel.best_config
+    return kernel.best_config, grids
+
+
+def test_its_configs_and_grid_feed_a_real_autotuned_kernel(tmp_path):
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "copy-fp32"), out)
+    mod = load(out)
+    # the module's own timer and grid work on the interpreter as on a GPU: the host clock
+    # for CUDA events, n read from the 0-d tensor the interpreter passes it as
+    best, grids = autotuned(mod, k=3)
     assert (best.kwargs["BLOCK"], best.num_warps) in {(1024, 4), (256, 2), (4096, 8)}
     expected = {1024: (3,), 256: (4 * 132,), 4096: (1,)}[best.kwargs["BLOCK"]]
     assert grids[-1] == expected
+
+
+def test_autotune_times_each_offered_config_with_its_own_grid(tmp_path):
+    """Triton passes a grid function the kernel's arguments only, never num_warps: two
+    configs of one BLOCK tuned with other warps and other grids would both be timed (and
+    launched) with the better one's grid.  configs() offers only the better one;
+    grid(meta) gives the other its own grid where meta says its num_warps."""
+    rows = [(1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.0),
+            (1 << 20, "4*sms", 256, 1024, 3, 1.05),      # BLOCK 1024 again: 8 warps, 4*sms
+            (1 << 20, "sms", 64, 256, 2, 1.1)]
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "copy-fp32", final=False, rows=rows), out)
+    mod = load(out)
+    assert len(mod.WINNERS["NVIDIA H200"][0]["top"]) == 3
+    offered = [(c.kwargs["BLOCK"], c.num_warps) for c in mod.configs(k=10)]
+    assert offered == [(1024, 4), (256, 2)]
+    assert [(c.kwargs["BLOCK"], c.num_warps) for c in mod.configs(n=1 << 18)] == offered
+    assert mod.grid({"BLOCK": 1024}, n=10_000) == (10,)
+    assert mod.grid({"BLOCK": 1024, "num_warps": 8}, n=10_000) == (4 * 132,)
+    _, timed = autotuned(mod, k=4)
+    assert set(timed) == {(3,), (132,)}           # cdiv(3000, 1024) and sms: each its own
 
 
 def test_another_gpu_merges_and_foreign_files_are_refused(tmp_path):
