@@ -137,6 +137,7 @@ stage=$2
       python3 benchmarks/dispatch_regret.py --tuned "$OUT/dispatch-tuned.csv" \
         --held-out "$OUT/dispatch-heldout.csv" 2>&1 | tee -a "$OUT/dispatch.log" ;;
     launcher) python3 benchmarks/launcher_overhead.py 2>&1 | tee "$OUT/launcher.log" ;;
+    hookcost) python3 benchmarks/autotune_hooks_cost.py 2>&1 | tee "$OUT/hookcost.log" ;;
     multigpu) python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 | tee "$OUT/multigpu.log" ;;
     multigpunvml) SWEEPER_NVML_PERIOD_MS=200 python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 \
         | tee "$OUT/multigpu-nvml200.log" ;;

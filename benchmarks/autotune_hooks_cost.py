@@ -1,0 +1,108 @@
+"""What honouring an autotuner's ``reset_to_zero`` costs a measured launch (GPU).
+
+    python benchmarks/autotune_hooks_cost.py [--n 4194304] [--device cuda]
+
+One ``@triton.autotune`` kernel (a sum into one float32 by ``atomic_add``, which needs
+``total`` zeroed before each launch) measured three ways over the same configs:
+
+- ``hook``: sweeper with the autotuner's ``reset_to_zero=["total"]``, run by sweeper's
+  hook wrapper around every launch (``sweeper/kernels/_autotune.py``, ``Hooks.before``);
+- ``inline``: sweeper with the same zeroing written into the launch function (no hook):
+  what the same GPU work costs without the wrapper;
+- ``triton``: Triton's own autotuner timing the hooked kernel (``configs_timings``, its
+  ``do_bench`` with the hook inside the timed call, as sweeper times it).
+
+Per config: each median in microseconds and ``hook / inline`` (the wrapper's cost) and
+``hook / triton``.  Both sweeper runs flush the L2 before each sample as every sweeper
+measurement does; Triton's ``do_bench`` clears its cache buffer too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import sweeper
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (1024, 4096) for w in (4, 8)]
+
+
+@triton.jit
+def _sum(x, total, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(total, tl.sum(tl.load(x + offsets, mask=offsets < n, other=0.0)))
+
+
+hooked_sum = triton.autotune(configs=CONFIGS, key=["n"], reset_to_zero=["total"])(_sum)
+plain_sum = triton.autotune(configs=CONFIGS, key=["n"])(_sum)
+
+
+def _launch(kernel, x, total, config, zero: bool) -> None:  # type: ignore[no-untyped-def]
+    if zero:
+        total.zero_()
+    kernel.fn[(triton.cdiv(x.numel(), config.meta["BLOCK"]),)](
+        x, total, x.numel(), num_warps=config.num_warps, **config.meta)
+
+
+def _declare(n: int):  # type: ignore[no-untyped-def]
+    common = dict(inputs={"x": "n"}, outputs={"total": "1"}, dims={"n": n},
+                  reference=lambda x: x.sum().reshape(1),
+                  tolerance={"float32": (1e-3, 1e-2)})
+    hook = sweeper.kernel(lambda x, total, config: _launch(hooked_sum, x, total, config, False),
+                          name="hook", autotuned=hooked_sum, **common)
+    inline = sweeper.kernel(lambda x, total, config: _launch(plain_sum, x, total, config, True),
+                            name="inline", autotuned=plain_sum, **common)
+    return hook, inline
+
+
+def _medians(study: sweeper.Study) -> dict[tuple[int, int], float]:
+    frame = study.trials_dataframe()
+    frame = frame[frame["status"] == "ok"]
+    return {(int(r.BLOCK), int(r.block) // 32): float(r.median_ms) * 1e3
+            for r in frame.itertuples()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1 << 22, help="elements summed")
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args(argv)
+    module = sys.modules[__name__]
+    module.HOOK, module.INLINE = _declare(args.n)       # from_autotune names them here
+    runs = {}
+    with tempfile.TemporaryDirectory() as studies:
+        for name in ("HOOK", "INLINE"):
+            space = {"study": name.lower(), "from_autotune": f"{__name__}:{name}",
+                     "measure": {"warmup": 5, "repeat": 50}}
+            runs[name.lower()] = _medians(sweeper.run(space, device=args.device,
+                                                      studies_dir=studies, quiet=True,
+                                                      report=False))
+    triton_us: dict[tuple[int, int], float] = {}
+    if args.device == "cuda":
+        x = torch.randn(args.n, device="cuda")
+        total = torch.zeros(1, device="cuda")
+        hooked_sum[lambda meta: (triton.cdiv(args.n, meta["BLOCK"]),)](x, total, args.n)
+        for config, ms in hooked_sum.configs_timings.items():
+            triton_us[(config.kwargs["BLOCK"], config.num_warps)] = float(
+                ms[0] if isinstance(ms, (list, tuple)) else ms) * 1e3
+        print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
+              f"Triton {triton.__version__}, n = {args.n}")
+    print("| BLOCK | warps | hook µs | inline µs | triton µs | hook / inline | hook / triton |")
+    print("|---|---|---|---|---|---|---|")
+    for key in sorted(runs["hook"]):
+        hook, inline = runs["hook"][key], runs["inline"].get(key, float("nan"))
+        theirs = triton_us.get(key, float("nan"))
+        print(f"| {key[0]} | {key[1]} | {hook:.2f} | {inline:.2f} | {theirs:.2f} | "
+              f"{hook / inline:.3f} | {hook / theirs:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
