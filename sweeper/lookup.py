@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweeper.core._units import whole
+from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningFileError, TuningWarning
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
@@ -143,8 +143,22 @@ class Tuning:
                                    "; allowed: each of them by name")
             shape = f" {show_dims(dims)}" if dims is not None else ""
             raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
-                               f"on {gpu!r}")
+                               f"on {gpu!r}{self._held(kernel, dtype, ours)}")
         return matched
+
+    def _held(self, kernel: str, dtype: str, ours: list[int]) -> str:
+        """What the file holds nearest to a lookup that found nothing, so that the message
+        says what to ask for instead: the GPUs ``kernel`` in ``dtype`` was tuned on, else
+        the dtypes it was tuned in, else the kernels the file has."""
+        if ours:
+            gpus = sorted({self.entries[i].gpu for i in ours})
+            return f"; it is tuned on {', '.join(map(repr, gpus))}"
+        dtypes = sorted({e.dtype for e in self.entries if e.is_for(kernel)})
+        if dtypes:
+            return f"; {kernel} is tuned in {', '.join(dtypes)}"
+        kernels = sorted({e.kernel for e in self.entries})
+        return (f"; tuned kernels: {', '.join(kernels) or 'none'}"
+                f"{did_you_mean(kernel, kernels)}")
 
     def _top(self, index: int) -> list[TopConfig]:
         """An entry's top configs; its winner alone for an entry written without them (a

@@ -141,6 +141,22 @@ def test_nearest_shape_sums_log_distances_and_warns_per_dimension(tmp_path, path
               gpu="NVIDIA H200", path=path)
 
 
+def test_a_lookup_that_finds_nothing_says_what_the_file_holds(tmp_path, path):
+    """Where nothing matches, the message names what to ask for instead: the GPUs the
+    kernel was tuned on in that dtype, else its dtypes, else the kernels the file has."""
+    export_study(study(tmp_path, "a", [1 << 20]), path)
+    asked = {"footprint": 1 << 20, "path": path}
+    with pytest.raises(SweeperError, match=r"no tuned config for copy float32 on 'NVIDIA "
+                                           r"B200'; it is tuned on 'NVIDIA H200'$"):
+        tuned("copy", dtype="float32", gpu="NVIDIA B200", **asked)
+    with pytest.raises(SweeperError, match=r"no tuned config for copy float16 on 'NVIDIA "
+                                           r"H200'; copy is tuned in float32$"):
+        tuned("copy", dtype="float16", gpu="NVIDIA H200", **asked)
+    with pytest.raises(SweeperError, match=r"no tuned config for cpy float32 on 'NVIDIA "
+                                           r"H200'; tuned kernels: copy; did you mean 'copy'\?$"):
+        tuned("cpy", dtype="float32", gpu="NVIDIA H200", **asked)
+
+
 def test_numpy_integers_are_sizes_as_python_integers_are(tmp_path, path):
     """Production code computes sizes with numpy (``np.prod(shape)``): an ``np.int64`` is
     a positive integer, looked up as one, not refused as none."""
