@@ -14,7 +14,8 @@ import torch
 import sweeper
 from sweeper import plugins
 from sweeper.cli import main
-from sweeper.errors import SweeperError
+from sweeper.errors import BaselineWarning, SweeperError
+from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline, Kernel
 from sweeper.space import Config, Problem
 from sweeper.store import StudyStore
@@ -86,6 +87,23 @@ def test_the_scale_example_runs_verified_reports_and_exports_like_a_subclass(
     cfg = sweeper.tuned("scale", dtype="float32", dims={"n": 4096},
                         gpu="Triton interpreter (CPU)", path=tuning)
     assert cfg.meta["BLOCK"] == entry["meta"]["BLOCK"] and cfg.num_warps == 1
+
+
+def test_a_baseline_that_raises_is_said_once_and_every_config_is_measured(tmp_path):
+    """The baseline is a comparison, not part of the sweep: one that raises was each
+    config's crash ("allocating the inputs: RuntimeError ...", no config measured); now it
+    is one warning, the configs are measured and the finals race without it."""
+    space = TINY.format(study="broken", kernel="tests.short_kernels_for_tests:broken_baseline")
+    with pytest.warns(BaselineWarning) as said:
+        study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                            report=False)
+    store = StudyStore(study.path)
+    trials, baselines = store.records()
+    assert [t.status for t in trials] == [TrialStatus.OK, TrialStatus.OK] and baselines == []
+    assert [str(w.message) for w in said] == [
+        "the baseline 'torch' of float32 4KiB cold raised RuntimeError: the baseline is "
+        "broken; its configs are measured without it (no '% of torch')"]
+    assert store.read(FinalRecord)           # the finals ran, without the baseline
 
 
 def test_the_short_form_is_a_kernel_the_registry_loads():
