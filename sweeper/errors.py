@@ -114,6 +114,12 @@ class CacheWarning(StudyWarning):
     the work goes on without caching.  The CLI prints it as one line."""
 
 
+class BaselineWarning(StudyWarning):
+    """A kernel's torch baseline raised: the problem has no "% of torch", and its configs
+    are measured all the same (the baseline is a comparison, not part of the sweep).  The
+    CLI prints it as one line."""
+
+
 class TuningWarning(UserWarning):
     """A tuned config was found, but not for this exact case: tuned on another GPU of the
     same architecture, or at a problem far from the one asked for."""

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningFileError, TuningWarning
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
@@ -78,6 +79,9 @@ class Tuning:
     :func:`sweeper.tuned_kernel` ask."""
 
     def __init__(self, path: str | Path | None = None) -> None:
+        if path is not None and not isinstance(path, (str, Path)):
+            raise SweeperError(f"path {path!r}: give the tuning file's path (text or a "
+                               "Path), or None for $SWEEPER_TUNING or studies/tuning.json")
         self.path = tuning_path(path)
         if not self.path.exists():
             raise SweeperError(f"{self.path}: no tuning file; run `sweeper export STUDY` "
@@ -90,8 +94,14 @@ class Tuning:
                warn: bool = True) -> TunedConfig:
         """The config for ``kernel`` (see :func:`tuned`); ``warn=False``: leave the far
         and architecture warnings to the caller, which reads ``far``/``by_architecture``."""
+        if not isinstance(kernel, str):
+            raise SweeperError(f"kernel {kernel!r}: give the kernel's name as text (e.g. "
+                               "'matmul', or its 'module:attr' path)")
+        if gpu is not None and not isinstance(gpu, str):
+            raise SweeperError(f"gpu {gpu!r}: give the GPU's name as text (e.g. 'NVIDIA "
+                               "H100 80GB HBM3'), or None for this one")
         dtype = dtype_name(dtype)
-        _check_problem(footprint, dims, dtype)
+        footprint, dims = _checked_problem(footprint, dims, dtype)
         capability = None if gpu else _current_capability()
         gpu = gpu or current_gpu()
         matched = self._matched(kernel, dtype, dims, gpu, capability)
@@ -133,8 +143,22 @@ class Tuning:
                                    "; allowed: each of them by name")
             shape = f" {show_dims(dims)}" if dims is not None else ""
             raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
-                               f"on {gpu!r}")
+                               f"on {gpu!r}{self._held(kernel, dtype, ours)}")
         return matched
+
+    def _held(self, kernel: str, dtype: str, ours: list[int]) -> str:
+        """What the file holds nearest to a lookup that found nothing, so that the message
+        says what to ask for instead: the GPUs ``kernel`` in ``dtype`` was tuned on, else
+        the dtypes it was tuned in, else the kernels the file has."""
+        if ours:
+            gpus = sorted({self.entries[i].gpu for i in ours})
+            return f"; it is tuned on {', '.join(map(repr, gpus))}"
+        dtypes = sorted({e.dtype for e in self.entries if e.is_for(kernel)})
+        if dtypes:
+            return f"; {kernel} is tuned in {', '.join(dtypes)}"
+        kernels = sorted({e.kernel for e in self.entries})
+        return (f"; tuned kernels: {', '.join(kernels) or 'none'}"
+                f"{did_you_mean(kernel, kernels)}")
 
     def _top(self, index: int) -> list[TopConfig]:
         """An entry's top configs; its winner alone for an entry written without them (a
@@ -243,22 +267,30 @@ def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
     return Tuning(path).config(kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu)
 
 
-def _check_problem(footprint: int | None, dims: Mapping[str, int] | None,
-                   dtype: str) -> None:
-    """Refuse a problem :func:`tuned` cannot look up, with what it takes."""
+def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype: str
+                     ) -> tuple[int | None, dict[str, int] | None]:
+    """The problem :func:`tuned` looks up, its sizes as Python ``int``s (numpy's integers
+    taken as the integers they are); one it cannot look up is refused with what it
+    takes."""
     if (footprint is None) == (dims is None):
         raise SweeperError("give the problem by footprint=BYTES or by dims={NAME: SIZE}, "
                            "one of them")
-    if footprint is not None and (type(footprint) is not int or footprint <= 0):
+    size = whole(footprint)
+    if footprint is not None and (size is None or size <= 0):
         raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
                            "(e.g. 256MiB)")
-    if footprint is not None and footprint < DTYPES[dtype]:
-        raise SweeperError(f"footprint {footprint} B is less than one {dtype} element "
+    if size is not None and size < DTYPES[dtype]:
+        raise SweeperError(f"footprint {size} B is less than one {dtype} element "
                            f"({DTYPES[dtype]} bytes); give at least that (e.g. 256MiB)")
-    if dims is not None and (not dims or not all(
-            isinstance(k, str) and type(v) is int and v > 0 for k, v in dims.items())):
-        raise SweeperError(f"dims {dict(dims)!r}: give each dimension a positive integer "
+    if dims is None:
+        return size, None
+    sizes = {k: whole(v) for k, v in dims.items()} if isinstance(dims, Mapping) else {}
+    if not sizes or not all(isinstance(k, str) and v is not None and v > 0
+                            for k, v in sizes.items()):
+        shown = dict(dims) if isinstance(dims, Mapping) else dims
+        raise SweeperError(f"dims {shown!r}: give each dimension a positive integer "
                            "(e.g. {'M': 4096, 'N': 2048, 'K': 8192})")
+    return None, {k: v for k, v in sizes.items() if v is not None}
 
 
 def describe(config: TunedConfig) -> str:

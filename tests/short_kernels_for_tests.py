@@ -1,6 +1,6 @@
 """Short kernels (``sweeper.kernel``) for the tests, loaded as user kernels
 (``tests.short_kernels_for_tests:NAME``): a planted wrong one of each kind, one with an
-inputs factory and a new output, and an autotuned one."""
+inputs factory and a new output, an autotuned one, and one whose baseline raises."""
 
 from __future__ import annotations
 
@@ -19,6 +19,17 @@ def skips_index_17(x, config):
     kept = x[17].item()
     scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
     x[17] = kept
+
+
+def _broken_baseline(x):
+    raise RuntimeError("the baseline is broken")
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A, baseline=_broken_baseline)
+def broken_baseline(x, config):
+    """A right kernel whose torch baseline raises."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
 
 
 SEEN: set[str] = set()

@@ -143,6 +143,22 @@ def test_arguments_of_the_wrong_type_are_refused_with_a_sweeper_error(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_numpy_numbers_and_arrays_are_taken_as_the_values_they_hold(tmp_path):
+    """A space built in a notebook holds numpy's numbers and arrays (``np.arange``,
+    ``np.int64``) and ranges: a dict space, ``params`` and ``trials`` take them as the
+    Python values they hold, never refusing an integer as "not a whole number"."""
+    import numpy as np
+
+    space = {**TINY, "params": {**TINY["params"], "block": np.array([32, 64]),
+                                "BLOCK": [np.int64(256)]}}
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False, trials=np.int64(2), params={"grid": range(1, 3)})
+    trials = study.trials_dataframe()
+    assert len(trials) == 2 and set(trials["BLOCK"]) == {256}
+    assert set(trials["grid"]) <= {1, 2}
+    assert yaml.safe_load(study.space)["params"]["block"] == [32, 64]
+
+
 def test_gpus_takes_a_list_of_indices_as_the_command_takes_0_1(tmp_path):
     """``gpus=[0, 1]`` is ``--gpus 0,1``: on the interpreter, two workers."""
     study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, gpus=[0, 1],

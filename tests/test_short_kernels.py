@@ -14,8 +14,9 @@ import torch
 import sweeper
 from sweeper import plugins
 from sweeper.cli import main
-from sweeper.errors import SweeperError
-from sweeper.kernels import Kernel
+from sweeper.errors import BaselineWarning, SweeperError
+from sweeper.finals import FinalRecord
+from sweeper.kernels import Headline, Kernel
 from sweeper.space import Config, Problem
 from sweeper.store import StudyStore
 from sweeper.trial import TrialStatus
@@ -86,6 +87,23 @@ def test_the_scale_example_runs_verified_reports_and_exports_like_a_subclass(
     cfg = sweeper.tuned("scale", dtype="float32", dims={"n": 4096},
                         gpu="Triton interpreter (CPU)", path=tuning)
     assert cfg.meta["BLOCK"] == entry["meta"]["BLOCK"] and cfg.num_warps == 1
+
+
+def test_a_baseline_that_raises_is_said_once_and_every_config_is_measured(tmp_path):
+    """The baseline is a comparison, not part of the sweep: one that raises was each
+    config's crash ("allocating the inputs: RuntimeError ...", no config measured); now it
+    is one warning, the configs are measured and the finals race without it."""
+    space = TINY.format(study="broken", kernel="tests.short_kernels_for_tests:broken_baseline")
+    with pytest.warns(BaselineWarning) as said:
+        study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                            report=False)
+    store = StudyStore(study.path)
+    trials, baselines = store.records()
+    assert [t.status for t in trials] == [TrialStatus.OK, TrialStatus.OK] and baselines == []
+    assert [str(w.message) for w in said] == [
+        "the baseline 'torch' of float32 4KiB cold raised RuntimeError: the baseline is "
+        "broken; its configs are measured without it (no '% of torch')"]
+    assert store.read(FinalRecord)           # the finals ran, without the baseline
 
 
 def test_the_short_form_is_a_kernel_the_registry_loads():
@@ -192,6 +210,22 @@ def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, 
                                          "float64, float32"),
     ({"inputs": {"x": 3}}, "kernel k: inputs['x']: 3 is not a shape; give expressions over "
                            "the dimensions"),
+    ({"meta": ["BLOCK"]}, "kernel k: meta= is a dict of meta-parameter -> default "
+                          "({\"BLOCK\": 1024}), got ['BLOCK']"),
+    ({"tolerance": {"float32": 1e-3}}, "kernel k: tolerance['float32'] = 0.001; give (rtol, "
+                                       "atol), two numbers >= 0 (e.g. (1e-3, 1e-5))"),
+    ({"tolerance": {"fp33": (1e-3, 0)}}, "kernel k: tolerance: 'fp33' is not a dtype; "
+                                         "allowed: float64, float32"),
+    ({"tolerance": (1e-3, 0)}, "kernel k: tolerance= is a dict of dtype -> (rtol, atol), got "
+                               "(0.001, 0)"),
+    ({"headline": "TFLOP/s"}, "kernel k: headline='TFLOP/s'; allowed: 'gbps', 'tflops' or a "
+                              "sweeper.kernels.Headline"),
+    ({"baseline": 5}, "kernel k: baseline= must be a function of the tensors doing the same "
+                      "work in torch, got 5"),
+    ({"grid": [1]}, "kernel k: grid=[1]; give the programs launched: an expression such as "
+                    "\"cdiv(n, BLOCK)\", or an integer >= 1"),
+    ({"block": 33}, "kernel k: block=33; allowed: 32, 64, 128, 256, 512, 1024 (threads per "
+                    "program, num_warps × 32)"),
 ])
 def test_a_bad_declaration_names_the_kernel_and_the_argument(kwargs, message):
     args = {"name": "k", "inputs": {"x": "n"}, "outputs": ["x"], "meta": {"BLOCK": 64},
@@ -199,6 +233,23 @@ def test_a_bad_declaration_names_the_kernel_and_the_argument(kwargs, message):
     with pytest.raises(SweeperError) as err:
         sweeper.kernel(lambda x, config: None, **args)
     assert str(err.value).startswith(message)
+
+
+def test_a_declaration_takes_tolerances_headlines_and_numpy_integers_by_any_spelling():
+    """A tolerance keyed by a dtype's alias or torch dtype is the one the check uses (under
+    the alias it was once ignored without a word), a headline may be given as its text,
+    and numpy's integers are integers."""
+    import numpy as np
+
+    declared = sweeper.kernel(lambda x, config: None, name="k", inputs={"x": "n"},
+                              outputs=["x"], meta={"BLOCK": np.int64(64)},
+                              dims={"n": np.int64(4096)}, reference=lambda x: x,
+                              tolerance={"fp32": (0.5, 0), torch.float16: [0.25, 0]},
+                              headline="tflops")
+    assert declared.plan.tolerances["float32"] == (0.5, 0.0)
+    assert declared.plan.tolerances["float16"] == (0.25, 0.0)
+    assert declared.headline is Headline.TFLOPS
+    assert declared.meta_params["BLOCK"].default == 64 and declared.dims["n"].default == 4096
 
 
 def test_import_sweeper_offers_kernel_lazily():

@@ -141,6 +141,58 @@ def test_nearest_shape_sums_log_distances_and_warns_per_dimension(tmp_path, path
               gpu="NVIDIA H200", path=path)
 
 
+def test_a_lookup_that_finds_nothing_says_what_the_file_holds(tmp_path, path):
+    """Where nothing matches, the message names what to ask for instead: the GPUs the
+    kernel was tuned on in that dtype, else its dtypes, else the kernels the file has."""
+    export_study(study(tmp_path, "a", [1 << 20]), path)
+    asked = {"footprint": 1 << 20, "path": path}
+    with pytest.raises(SweeperError, match=r"no tuned config for copy float32 on 'NVIDIA "
+                                           r"B200'; it is tuned on 'NVIDIA H200'$"):
+        tuned("copy", dtype="float32", gpu="NVIDIA B200", **asked)
+    with pytest.raises(SweeperError, match=r"no tuned config for copy float16 on 'NVIDIA "
+                                           r"H200'; copy is tuned in float32$"):
+        tuned("copy", dtype="float16", gpu="NVIDIA H200", **asked)
+    with pytest.raises(SweeperError, match=r"no tuned config for cpy float32 on 'NVIDIA "
+                                           r"H200'; tuned kernels: copy; did you mean 'copy'\?$"):
+        tuned("cpy", dtype="float32", gpu="NVIDIA H200", **asked)
+
+
+def test_numpy_integers_are_sizes_as_python_integers_are(tmp_path, path):
+    """Production code computes sizes with numpy (``np.prod(shape)``): an ``np.int64`` is
+    a positive integer, looked up as one, not refused as none."""
+    import numpy as np
+
+    export_study(study(tmp_path, "a", [{"M": 1024, "N": 1024, "K": 1024}]), path)
+    cfg = tuned("copy", dtype="float32", dims={"M": np.int64(1024), "N": np.int32(1024),
+                                               "K": 1024}, gpu="NVIDIA H200", path=path)
+    assert cfg.dims == {"M": 1024, "N": 1024, "K": 1024} and cfg.distance == 0
+    export_study(study(tmp_path, "b", [1 << 20]), path)
+    assert tuned("copy", dtype="float32", footprint=np.int64(1 << 20), gpu="NVIDIA H200",
+                 path=path).footprint == 1 << 20
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"kernel": 5}, "kernel 5: give the kernel's name as text (e.g. 'matmul', or its "
+     "'module:attr' path)"),
+    ({"gpu": 5}, "gpu 5: give the GPU's name as text (e.g. 'NVIDIA H100 80GB HBM3'), or None "
+     "for this one"),
+    ({"path": 5}, "path 5: give the tuning file's path (text or a Path), or None for "
+     "$SWEEPER_TUNING or studies/tuning.json"),
+    ({"dims": [1024]}, "dims [1024]: give each dimension a positive integer"),
+    ({"dims": {"M": True}}, "dims {'M': True}: give each dimension a positive integer"),
+])
+def test_arguments_of_the_wrong_type_are_one_line_not_a_traceback(tmp_path, path, kwargs,
+                                                                    message):
+    export_study(study(tmp_path, "a", [1 << 20]), path)
+    args = {"kernel": "copy", "dtype": "float32", "footprint": 1 << 20, "gpu": "NVIDIA H200",
+            "path": path, **kwargs}
+    if "dims" in kwargs:
+        del args["footprint"]
+    with pytest.raises(SweeperError) as err:
+        tuned(args.pop("kernel"), **args)
+    assert str(err.value).startswith(message), str(err.value)
+
+
 def test_dims_missing_one_the_kernel_was_tuned_over_are_named_not_said_untuned(tmp_path,
                                                                                 path):
     export_study(study(tmp_path, "a", [{"M": 1024, "N": 1024, "K": 1024}]), path)

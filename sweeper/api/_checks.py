@@ -10,10 +10,12 @@ parsers the command shares (:mod:`sweeper.options`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numbers
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeper.core._units import whole
 from sweeper.errors import SweeperError
 from sweeper.store._schema import show
 
@@ -45,6 +47,26 @@ def optional_text(name: str, value: Any, allowed: str) -> str | None:
     return value
 
 
+def plain(value: Any) -> Any:
+    """``value`` with the numbers and arrays of numpy and torch as the Python numbers and
+    lists they hold (``np.int64(64)`` -> ``64``, ``np.array([1, 2])`` and ``range(1, 3)``
+    -> ``[1, 2]``), through dicts, lists and tuples: a space built in a notebook is
+    commonly built with them, and YAML and JSON, which a space is read as, know only
+    Python's own.  Anything else is left as it is, for the caller's check to refuse."""
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, range)):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if (number := whole(value)) is not None:
+        return number
+    if isinstance(value, numbers.Real):
+        return float(value)
+    tolist = getattr(value, "tolist", None)        # an array, or numpy's bool
+    return plain(tolist()) if callable(tolist) else value
+
+
 def paths(name: str, value: Any) -> tuple[str, ...]:
     """Folders: one (text or a Path) or a list of them."""
     if isinstance(value, (str, Path)):
@@ -54,4 +76,4 @@ def paths(name: str, value: Any) -> tuple[str, ...]:
     return tuple(str(p) for p in value)
 
 
-__all__ = ["flag", "folder", "optional_text", "paths", "refuse"]
+__all__ = ["flag", "folder", "optional_text", "paths", "plain", "refuse"]

@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper.api._checks import flag, folder, optional_text, paths, refuse
+from sweeper.api._checks import flag, folder, optional_text, paths, plain, refuse
 from sweeper.api._study import Study
 from sweeper.core._spelling import keywords
+from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
 from sweeper.options import GPU_CHECKS, OptionValueError, gpu_list
@@ -114,9 +115,8 @@ def _gpus(gpus: str | Sequence[int] | None) -> tuple[int, ...] | None:
         return ()
     if isinstance(gpus, str):
         text = gpus
-    elif isinstance(gpus, Sequence) and all(isinstance(i, int) and not isinstance(i, bool)
-                                            for i in gpus):
-        text = ",".join(map(str, gpus))
+    elif isinstance(gpus, Sequence) and all(whole(i) is not None for i in gpus):
+        text = ",".join(str(whole(i)) for i in gpus)
     else:
         raise refuse("gpus", gpus, allowed)
     try:
@@ -149,7 +149,7 @@ def _yaml(space: Mapping[str, Any]) -> str:
     import yaml
 
     try:
-        return str(yaml.safe_dump(dict(space), sort_keys=False))
+        return str(yaml.safe_dump(plain(dict(space)), sort_keys=False))
     except yaml.YAMLError as err:
         raise SpaceError(f"not YAML data ({str(err).splitlines()[0]}); allowed: dicts, "
                          "lists, strings, numbers and booleans", file=DICT) from None
@@ -170,19 +170,24 @@ def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str]:
 
 
 def _values(key: Any, values: Any) -> str:
-    """One dict override's values as ``-p`` takes them: a JSON list."""
+    """One dict override's values as ``-p`` takes them: a JSON list (numpy's numbers and
+    arrays, a ``range``, as the Python values they hold)."""
+    values = plain(values)
     try:
-        return json.dumps(list(values) if isinstance(values, (list, tuple)) else [values])
+        return json.dumps(values if isinstance(values, list) else [values])
     except (TypeError, ValueError):
         raise refuse(f"params[{key!r}]", values, "values of a space; allowed: numbers, "
                      "text, booleans, or a list of them") from None
 
 
 def _trials(trials: int | None) -> int | None:
-    if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int)
-                               or trials < 1):
+    """``trials`` as an ``int`` (numpy's integers too); ``None`` is no limit."""
+    if trials is None:
+        return None
+    number = whole(trials)
+    if number is None or number < 1:
         raise SweeperError(f"trials: {trials!r} is not a whole number >= 1")
-    return trials
+    return number
 
 
 def _seconds(time: float | str | None) -> float | None:

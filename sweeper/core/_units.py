@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import numbers
 import re
 from collections.abc import Iterable, Sequence
 
@@ -134,6 +135,16 @@ def parse_duration(text: str | float) -> float:
         raise ValueError(f"{shown} is not a positive duration of at most "
                          f"{MAX_DURATION_S / 3600:.0f}h")
     return seconds
+
+
+def whole(value: object) -> int | None:
+    """``value`` as a Python ``int`` where it is an integer: an ``int`` or any other
+    :class:`numbers.Integral` (numpy's ``int64``, which ``np.prod(shape)`` or a size read
+    from an array gives), so that a caller's integer is taken whatever library made it;
+    ``None`` for anything else, a ``bool`` included (``True`` is no size)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

@@ -21,12 +21,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 import keyword
+import numbers
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sweeper.core import DTYPES, Dim, Expr, parse
+from sweeper.core._model import BLOCKS
+from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
@@ -53,7 +56,7 @@ class Declaration:
     baseline: Callable[..., Any] | None = None
     baseline_name: str | None = None
     tolerance: Mapping[str, tuple[float, float]] | None = None
-    headline: Headline | None = None
+    headline: Headline | str | None = None
     autotuned: Any = None
     model: Mapping[str, Any] | DeclaredModel | None = None
 
@@ -67,9 +70,12 @@ class Declaration:
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
         attrs: dict[str, Any] = {"name": name, **self.declares(name)}
         attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
+        if self.baseline is not None and not callable(self.baseline):
+            raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
+                               f"doing the same work in torch, got {self.baseline!r}"[:300])
         attrs["baseline_name"] = None if self.baseline is None else \
             self.baseline_name or "torch"
-        attrs["headline"] = self.headline or Headline.GBPS
+        attrs["headline"] = _headline(name, self.headline)
         attrs["needs_gpu"] = bool(getattr(launch, "needs_gpu", False))
         attrs["declared_model"] = self.declared_model(name, attrs["meta_params"],
                                                       attrs["dims"])
@@ -126,10 +132,18 @@ class Declaration:
                                    "\"cdiv(n, BLOCK_SIZE)\"; the default cdiv(n, BLOCK) needs "
                                    "a dimension n and a meta-parameter BLOCK")
             grid = "cdiv(n, BLOCK)"
+        elif not isinstance(grid, str) and ((count := whole(grid)) is None or count < 1):
+            raise SweeperError(f"kernel {name}: grid={grid!r}; give the programs launched: "
+                               "an expression such as \"cdiv(n, BLOCK)\", or an integer >= 1")
+        if self.block is not None and whole(self.block) not in BLOCKS:
+            raise SweeperError(f"kernel {name}: block={self.block!r}; allowed: "
+                               f"{', '.join(map(str, BLOCKS))} (threads per program, "
+                               "num_warps × 32)")
         if self.dtype is not None and self.dtype not in DTYPES:
             raise SweeperError(f"kernel {name}: dtype={self.dtype!r}; allowed: "
                                f"{', '.join(DTYPES)}")
-        return {"grid": grid, "block": self.block or 128, "dtype": self.dtype or "float32",
+        return {"grid": grid if isinstance(grid, str) else whole(grid),
+                "block": whole(self.block) or 128, "dtype": self.dtype or "float32",
                 "footprint": "64MiB"}
 
     def shape(self, name: str, dims: Mapping[str, Dim]) -> dict[str, Any]:
@@ -162,7 +176,7 @@ class Declaration:
         if not callable(self.reference):
             raise SweeperError(f"kernel {name}: reference= must be a function of the inputs "
                                "returning the outputs")
-        tolerances = {**TOLERANCES, **(self.tolerance or {})}
+        tolerances = {**TOLERANCES, **_tolerances(name, self.tolerance)}
         return Plan(launch=launch, reference=self.reference, inputs=inputs, outputs=outputs,
                     tolerances=tolerances, bytes_moved=_counted(name, "bytes_moved",
                                                                 self.bytes_moved, dims),
@@ -213,8 +227,8 @@ def _dims(kernel: str, raw: Mapping[str, int | Dim] | None) -> dict[str, Dim]:
             raise SweeperError(f"kernel {kernel}: dims: {n!r} is not a dimension name")
         if isinstance(d, Dim):
             out[n] = d
-        elif type(d) is int and d >= 1:
-            out[n] = Dim(f"dimension {n}", default=d)
+        elif (size := whole(d)) is not None and size >= 1:
+            out[n] = Dim(f"dimension {n}", default=size)
         else:
             raise SweeperError(f"kernel {kernel}: dims[{n!r}] = {d!r}; give its default "
                                "size (an integer >= 1) or a sweeper.kernels.Dim")
@@ -222,17 +236,58 @@ def _dims(kernel: str, raw: Mapping[str, int | Dim] | None) -> dict[str, Dim]:
 
 
 def _meta(kernel: str, raw: Mapping[str, int | MetaParam] | None) -> dict[str, MetaParam]:
+    if raw is not None and not isinstance(raw, Mapping):
+        raise SweeperError(f"kernel {kernel}: meta= is a dict of meta-parameter -> default "
+                           f"({{\"BLOCK\": 1024}}), got {raw!r}"[:300])
     out = {}
     for n, m in (raw or {}).items():
         if not isinstance(n, str) or not n.isidentifier():
             raise SweeperError(f"kernel {kernel}: meta: {n!r} is not a meta-parameter name")
         if isinstance(m, MetaParam):
             out[n] = m
-        elif type(m) is int:
-            out[n] = MetaParam(default=m)
+        elif (default := whole(m)) is not None:
+            out[n] = MetaParam(default=default)
         else:
             raise SweeperError(f"kernel {kernel}: meta[{n!r}] = {m!r}; give its default (an "
                                "integer) or a sweeper.kernels.MetaParam")
+    return out
+
+
+def _headline(kernel: str, raw: Headline | str | None) -> Headline:
+    """The rate reports lead with: a :class:`Headline` or its value as text (``"tflops"``);
+    GB/s where none is given."""
+    if raw is None:
+        return Headline.GBPS
+    try:
+        return Headline(raw)
+    except ValueError:
+        raise SweeperError(f"kernel {kernel}: headline={raw!r}; allowed: "
+                           f"{', '.join(repr(h.value) for h in Headline)} or a "
+                           "sweeper.kernels.Headline") from None
+
+
+def _tolerances(kernel: str, raw: Mapping[Any, Any] | None) -> dict[str, tuple[float, float]]:
+    """``tolerance=`` by the dtype names a check looks them up by: a key may be any
+    spelling of a dtype (``fp16``, ``torch.float16``); a tolerance under a key that is none
+    would be ignored without a word, and one that is not a pair would fail every config's
+    check, so both are refused here."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise SweeperError(f"kernel {kernel}: tolerance= is a dict of dtype -> (rtol, atol), "
+                           f"got {raw!r}"[:300])
+    out = {}
+    for key, pair in raw.items():
+        dtype = canonical_dtype(str(key))
+        if dtype is None:
+            raise SweeperError(f"kernel {kernel}: tolerance: {key!r} is not a dtype; allowed: "
+                               f"{', '.join(DTYPES)}{did_you_mean(str(key), DTYPES)}")
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
+                isinstance(t, numbers.Real) and not isinstance(t, bool) and float(t) >= 0
+                for t in pair)):
+            raise SweeperError(f"kernel {kernel}: tolerance[{key!r}] = {pair!r}; give "
+                               "(rtol, atol), two numbers >= 0 (e.g. (1e-3, 1e-5))"[:300])
+        out[dtype] = (float(pair[0]), float(pair[1]))
     return out
 
 
@@ -275,7 +330,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
            flops: Count | None = None, baseline: Callable[..., Any] | None = None,
            baseline_name: str | None = None,
            tolerance: Mapping[str, tuple[float, float]] | None = None,
-           headline: Headline | None = None, autotuned: Any = None,
+           headline: Headline | str | None = None, autotuned: Any = None,
            model: Mapping[str, Any] | None = None,
            ) -> Any:
     """Declare a kernel from ``launch(**tensors, config)``; without ``launch``, a
@@ -298,7 +353,9 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       ``footprint_bytes``: required when the dimensions are not just ``n``;
     - ``baseline(**tensors)``: the same work in torch, timed for the "% of torch" column
       (``baseline_name`` names it); ``tolerance``: ``{dtype: (rtol, atol)}`` over
-      ``torch.testing.assert_close``'s defaults;
+      ``torch.testing.assert_close``'s defaults (a dtype by any spelling: ``"fp16"``,
+      ``torch.float16``); ``headline``: ``"gbps"`` (default) or ``"tflops"``, the rate
+      reports lead with;
     - ``autotuned``: the ``@triton.autotune`` function this launch calls (through its
       ``.fn``): its configs become the meta-parameters and the space that
       ``from_autotune`` builds (see :mod:`sweeper.kernels._autotune`);

@@ -131,11 +131,14 @@ class Bench:
     def baseline_again(self, t: TrialRecord
                        ) -> tuple[str, Callable[[StopRule], list[float]]] | None:
         """The torch baseline of ``t``'s problem as one more entrant of the finals' rounds,
-        so "% of torch" compares two measurements taken under the same conditions."""
+        so "% of torch" compares two measurements taken under the same conditions; none
+        where the kernel has none or it raised (:meth:`Baselines.ensure`)."""
         if self.kernel.baseline_name is None:
             return None
         config = self.config_of(t)
         buffers = self.buffer_sets(config)[0]
+        if self.baselines.raised(buffers, config.cache):
+            return None
 
         def measure(rule: StopRule) -> list[float]:
             return self.device.measure(lambda: self.kernel.baseline(buffers),
