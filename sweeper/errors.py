@@ -75,6 +75,11 @@ class ExpressionError(SweeperError):
     """An expression in a space file cannot be parsed or evaluated."""
 
 
+class KeywordError(SweeperError, TypeError):
+    """An API function was given a keyword it does not take: a :class:`TypeError`, as
+    Python's own is, whose message lists the keywords it takes and the likely one."""
+
+
 class NoDeviceError(SweeperError):
     """The requested device is not present on this machine."""
 

@@ -26,6 +26,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from sweeper.core._spelling import entry
 from sweeper.errors import SweeperError
 from sweeper.launch_timing import Measured, Timer, measure, resetter, timer_for
 from sweeper.lookup import Candidate, TunedConfig, Tuning, current_gpu, warn_for
@@ -198,6 +199,7 @@ class TunedKernel:
         return dict(zip(self.key, shape, strict=True))
 
 
+@entry(spelled=False)
 def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
                  name: str | None = None, gpu: str | None = None,
                  measure_untuned: bool = False, restore: Sequence[str] = (),

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningFileError, TuningWarning
@@ -255,6 +256,7 @@ def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
             "best: tune this size")
 
 
+@entry(spelled=False)
 def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
           dims: Mapping[str, int] | None = None, gpu: str | None = None,
           path: str | Path | None = None) -> TunedConfig:

@@ -513,3 +513,38 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
                         "params: {n_elements: [1024]}\nmeasure: {warmup: 1, repeat: 3}\n",
                         device="interpret", studies_dir=tmp_path, quiet=True, report=False)
     assert third.name == "add-interpret"
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda s: sweeper.run(ROOT / "spaces/copy-small.yaml", devcie="interpret",
+                           studies_dir=s), "sweeper.run() takes no keyword 'devcie'; allowed: "
+     "space, device, studies_dir, study, trials, time, params, force, quiet, report, "
+     "priors, allow_path, gpus, storage, gpu_check; did you mean 'device'?"),
+    (lambda s: sweeper.load_study("x", studies=s), "sweeper.load_study() takes no keyword "
+     "'studies'; allowed: study, storage, studies_dir; did you mean 'studies_dir'?"),
+    (lambda s: sweeper.tuned("copy", dtyp="float32"), "sweeper.tuned() takes no keyword "
+     "'dtyp'; allowed: kernel, dtype, footprint, dims, gpu, path; did you mean 'dtype'?"),
+    (lambda s: sweeper.tuned_kernel(kye=["n"]), "sweeper.tuned_kernel() takes no keyword "
+     "'kye'"),
+    (lambda s: sweeper.kernel(lambda x, config: None, inputs={"x": "n"}, outputs=["x"],
+                              refrence=lambda x: x), "sweeper.kernel() takes no keyword "
+     "'refrence'; allowed: inputs, outputs, reference,"),
+    (lambda s: sweeper.Study(s).export(fromat="csv"), "Study.export() takes no keyword "
+     "'fromat'; allowed: target, format, replace; did you mean 'format'?"),
+    (lambda s: sweeper.Study(s).report(scales="map"), "Study.report() takes no keyword "
+     "'scales'; allowed: shared_scale, scale; did you mean 'scale'?"),
+])
+def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, call, message):
+    """Python's own "got an unexpected keyword argument" says neither what the function
+    takes nor which was meant: each API function says both, as a SweeperError that is a
+    TypeError too, before anything runs or is written."""
+    study = tmp_path / "st" / "tiny"
+    if "Study." in message:
+        sweeper.run(TINY, device="interpret", studies_dir=tmp_path / "st", quiet=True,
+                    report=False)
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(SweeperError) as err:
+        call(study if "Study." in message else tmp_path / "st")
+    assert isinstance(err.value, TypeError)
+    assert str(err.value).startswith(message), str(err.value)
+    assert sorted(tmp_path.rglob("*")) == before

@@ -17,7 +17,7 @@ from typing import Any
 
 from sweeper.api._checks import flag, folder, optional_text, paths, plain, refuse
 from sweeper.api._study import Study
-from sweeper.core._spelling import keywords
+from sweeper.core._spelling import entry
 from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
@@ -27,7 +27,7 @@ from sweeper.options import GPU_CHECKS, OptionValueError, gpu_list
 TQDM_NOTICE = "IProgress not found"
 
 
-@keywords()
+@entry()
 def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         studies_dir: str | Path = "studies", study: str | None = None,
         trials: int | None = None, time: float | str | None = None,

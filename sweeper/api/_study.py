@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper.api._checks import flag, folder, optional_text, refuse
-from sweeper.core._spelling import keywords
+from sweeper.core._spelling import entry
 from sweeper.errors import StudyError
 from sweeper.store import Storage, StudyStore
 
@@ -102,7 +102,7 @@ class Study:
 
         return baselines_table(self.storage)
 
-    @keywords()
+    @entry()
     def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
         """Write report.md, report.html, report.json and the heatmaps (what ``sweeper
         report`` does; ``scale``: the heatmaps' colour scale, ``study`` (default),
@@ -124,7 +124,7 @@ class Study:
 
         return html_fragment(study_tables(self.storage))
 
-    @keywords()
+    @entry()
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
                replace: bool = False) -> str:
         """Export the study as ``sweeper export`` does, and return where it went.
@@ -145,7 +145,7 @@ class Study:
         return f"Study({self.storage.location!r})"
 
 
-@keywords()
+@entry()
 def load_study(study: str | Path, *, storage: str | None = None,
                studies_dir: str | Path = "studies") -> Study:
     """The study ``study`` names, found as ``sweeper report STUDY`` finds it

@@ -11,13 +11,21 @@ spell it as the command's flag outside that (the default: the command, its worke
 tools).  A context variable, so concurrent calls (threads, asyncio tasks) each keep
 their own.
 
-Imports nothing of sweeper's: any layer may name an option."""
+Imports nothing of sweeper's above the core: any layer may name an option."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import inspect
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any, TypeVar
+
+from sweeper.core._units import did_you_mean
+from sweeper.errors import KeywordError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: True inside :func:`keywords`: options are named as the Python API's keywords.
 _KEYWORDS: ContextVar[bool] = ContextVar("sweeper_option_keywords", default=False)
@@ -57,4 +65,35 @@ def keywords() -> Iterator[None]:
         _KEYWORDS.reset(token)
 
 
-__all__ = ["given", "keywords", "option"]
+def entry(*, spelled: bool = True) -> Callable[[F], F]:
+    """Decorate an API function: a keyword it does not take is refused as a
+    :class:`~sweeper.errors.KeywordError` (a ``TypeError``, as Python's own) that lists
+    the keywords it takes and the likely one (``devcie=`` -> ``device``); ``spelled``:
+    it runs within :func:`keywords`."""
+
+    def decorate(func: F) -> F:
+        parameters = inspect.signature(func).parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in parameters):
+            raise TypeError(f"{func.__qualname__} takes any keyword: nothing to check")
+        takes = [p.name for p in parameters
+                 if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]
+        # as the user calls it: sweeper.run(), Study.export()
+        name = func.__qualname__ if "." in func.__qualname__ else f"sweeper.{func.__qualname__}"
+
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            for key in kwargs:
+                if key not in takes:
+                    raise KeywordError(f"{name}() takes no keyword {key!r}; allowed: "
+                                       f"{', '.join(takes)}{did_you_mean(key, takes)}")
+            if not spelled:
+                return func(*args, **kwargs)
+            with keywords():
+                return func(*args, **kwargs)
+
+        return checked  # type: ignore[return-value]
+
+    return decorate
+
+
+__all__ = ["entry", "given", "keywords", "option"]

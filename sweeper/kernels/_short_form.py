@@ -29,6 +29,7 @@ from typing import Any
 
 from sweeper.core import DTYPES, Dim, Expr, parse
 from sweeper.core._model import BLOCKS
+from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Headline, MetaParam, OptionError
@@ -320,6 +321,7 @@ def _source(launch: Callable[..., Any], declared: Declaration) -> str:
         return hashlib.sha256(raw).hexdigest()
 
 
+@entry(spelled=False)
 def kernel(launch: Callable[..., Any] | None = None, /, *,
            inputs: Mapping[str, Any] | Factory, outputs: Sequence[str] | Mapping[str, Any],
            reference: Callable[..., Any], name: str | None = None,
