@@ -130,6 +130,12 @@ class TuningWarning(UserWarning):
     same architecture, or at a problem far from the one asked for."""
 
 
+class ReferenceFailed(Exception):
+    """A kernel's torch reference raised while a trial was checked: the trial fails as
+    crashed with the reference named as the cause (``the reference raised ...``), not
+    the launch, which ran."""
+
+
 class ContextLost(Exception):
     """A trial left the CUDA context unusable (an illegal address, a device-side assert):
     nothing more can run in this process.  The trial is already recorded as crashed;

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sweeper.devices import Device
 from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
-from sweeper.errors import DEBUG_ENV, user_line
+from sweeper.errors import DEBUG_ENV, ReferenceFailed, user_line
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
     Duty,
@@ -302,6 +302,8 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     (:func:`~sweeper.errors.user_line`)."""
     import torch
 
+    if isinstance(err, ReferenceFailed):
+        return TrialStatus.CRASHED, str(err)[:500]
     names = {cls.__name__ for cls in type(err).__mro__}
     message = getattr(err, "error_message", None)
     at = ""

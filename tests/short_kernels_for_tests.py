@@ -32,6 +32,17 @@ def broken_baseline(x, config):
     scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
 
 
+def _broken_reference(x):
+    return x.view(-1, 3) * A          # 1024 elements do not split into rows of 3
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=_broken_reference)
+def broken_reference(x, config):
+    """A right kernel whose torch reference raises."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
 SEEN: set[str] = set()
 
 

@@ -106,6 +106,21 @@ def test_a_baseline_that_raises_is_said_once_and_every_config_is_measured(tmp_pa
     assert store.read(FinalRecord)           # the finals ran, without the baseline
 
 
+def test_a_reference_that_raises_is_named_as_the_cause(tmp_path):
+    """A reference that raises fails each trial as crashed with the reference named, at
+    its line, not as the launch's own error (which read as if the kernel had raised)."""
+    space = TINY.format(study="badref", kernel="tests.short_kernels_for_tests:broken_reference")
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    trials, _ = StudyStore(study.path).records()
+    assert {t.status for t in trials} == {TrialStatus.CRASHED}
+    reason = trials[0].reason
+    assert reason.startswith("the reference raised RuntimeError: shape '[-1, 3]' is invalid"), \
+        reason
+    assert reason.endswith("(at short_kernels_for_tests.py:36: return x.view(-1, 3) * A"
+                           "          # 1024 elements do not split into rows of 3)"), reason
+
+
 def test_the_short_form_is_a_kernel_the_registry_loads():
     plugin = plugins.load(plugins.KERNEL, "tests.short_kernels_for_tests:axpy")
     cls = plugin.obj

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import Config, Expr, Problem, evaluate
-from sweeper.errors import SweeperError
+from sweeper.errors import ReferenceFailed, SweeperError, user_line
 from sweeper.kernels._base import Buffers, Kernel, fill_poison, fill_random
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
@@ -195,7 +195,12 @@ class ShortKernel(Kernel):
         tensor (the one output), a tuple (in order), a dict or ``None`` (in place)."""
         pristine = buffers.pristine if isinstance(buffers, ShortBuffers) else {}
         args = {n: pristine.get(n, buffers[n]).clone() for n in self.inputs(buffers)}
-        result = self.plan.reference(**args)
+        try:
+            result = self.plan.reference(**args)
+        except Exception as err:
+            line = user_line(err)
+            raise ReferenceFailed(f"the reference raised {type(err).__name__}: {err}"
+                                  + (f" (at {line})" if line else "")) from err
         names = list(self.plan.outputs)
         if result is None:
             missing = [n for n in names if n not in args]
