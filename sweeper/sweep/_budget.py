@@ -34,6 +34,9 @@ MAX_REPEATED_PROPOSALS = 200
 COMPLETE = "complete: every valid config tried"
 #: Why a sweep stops at a Ctrl-C (after the trial in flight; ``sweeper run`` exits 130).
 INTERRUPTED = "interrupted (Ctrl-C)"
+#: Why a sweep stops at a SIGTERM (a job scheduler's, ``kill``'s): as at a Ctrl-C, after
+#: the trial in flight (``sweeper run`` exits 143, as a shell reports a process it ended).
+TERMINATED = "interrupted (SIGTERM)"
 
 
 def _medians(entrants: list[TrialRecord]) -> list[float]:
@@ -42,10 +45,13 @@ def _medians(entrants: list[TrialRecord]) -> list[float]:
 
 
 class StopFlag:
-    """Set by the CLI's Ctrl-C handler; the sweep stops after the trial in flight."""
+    """Set by a front door's signal handler (:func:`sweeper.interrupt.stopping_on_signals`:
+    Ctrl-C, SIGTERM); the sweep stops after the trial in flight, and says why it stopped
+    as ``reason`` does."""
 
     def __init__(self) -> None:
         self.set = False
+        self.reason = INTERRUPTED
 
 
 class Budgets:
@@ -229,7 +235,7 @@ class Budgets:
 
     def _spent(self, study: optuna.Study) -> str:
         if self.stop.set:
-            return INTERRUPTED
+            return self.stop.reason
         taken = self.measured + self.in_flight
         if self.max_trials is not None and taken >= self.max_trials:
             return f"budget: {self.max_trials} trials"
