@@ -14,6 +14,7 @@ import torch
 from sweeper import tuned
 from sweeper.cli import main
 from sweeper.kernels.copy import copy as tuned_copy
+from sweeper.store import StudyStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -228,6 +229,22 @@ def test_plan_counts_and_estimates(small_space, capsys):
     assert "constraints and values remove 2; 6 valid" in out
     assert "2  constraint 'BLOCK >= 4 * block' is false" in out
     assert "estimated time:" in out
+
+
+def test_plan_of_a_partly_run_study_counts_what_the_run_would_measure(small_space, tmp_path,
+                                                                     monkeypatch, capsys):
+    """Before a run resumes, ``plan`` says what it would measure: the configs the study
+    has not answered, as the run's own estimate counts them, not the whole space."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(small_space), "--device", "interpret", "--quiet", "--no-report",
+                 "--trials", "2"]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(small_space), "--device", "interpret"]) == 0
+    out = capsys.readouterr().out
+    kept = len(StudyStore(tmp_path / "studies" / "tiny-interpret").records()[0])
+    assert "6 valid" in out
+    assert (f"would measure 4 on Triton interpreter (CPU); the study in "
+            f"studies/tiny-interpret keeps {kept} trials, not measured again") in out
 
 
 def test_plan_on_a_replay_device_estimates_the_recorded_gpu(capsys):

@@ -211,12 +211,7 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
-    if kept:
-        from sweeper.sweep._budget import trials_counted
-
-        shape = dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
-                                    spent=trials_counted(kept),
-                                    finals_owed=_finals_owed(store, kept))
+    shape = resumed_shape(shape, store, kept)
     trials = space.budget.trials if options.trials is None else options.trials
     time_s = _time_budget(options, space)
     bounded = dataclasses.replace(space, budget=dataclasses.replace(space.budget,
@@ -225,6 +220,18 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     head, lead, seconds = estimate_words(plan, time_s)
     say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
     return seconds
+
+
+def resumed_shape(shape: Any, store: Any, kept: Sequence[Any]) -> Any:
+    """``shape`` (a :class:`~sweeper.plan.RunShape`) of a run that resumes the study in
+    ``store``, whose ``kept`` trials it measures none of again, counts towards its trial
+    budget, and whose finals it still owes: what ``run`` and ``plan`` estimate alike."""
+    if not kept:
+        return shape
+    from sweeper.trial import trials_counted
+
+    return dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
+                               spent=trials_counted(kept), finals_owed=_finals_owed(store, kept))
 
 
 def _finals_owed(store: Any, kept: Sequence[Any]) -> dict[tuple[Any, str], tuple[int, float]]:

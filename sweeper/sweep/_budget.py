@@ -15,7 +15,7 @@ import bisect
 import math
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import optuna
 
@@ -26,7 +26,7 @@ from sweeper.outcome import reason_line
 from sweeper.samplers import ExhaustiveSampler
 from sweeper.space import Budget
 from sweeper.store import ProblemKey, TrialRecord
-from sweeper.trial import KERNEL_FAULTS, TrialStatus
+from sweeper.trial import KERNEL_FAULTS
 
 #: Proposals in a row that were all measured before: the sampler has converged.
 MAX_REPEATED_PROPOSALS = 200
@@ -310,13 +310,6 @@ def beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
     if old is None or not old.stats or not new.stats:
         return True
     return new.stats.bounds()[1] < old.stats.bounds()[0]
-
-
-def trials_counted(trials: Iterable[TrialRecord]) -> int:
-    """How many of the study's ``trials`` the trial budget counts already: all but those
-    the constraints or values ruled out (never launched).  The sweep's set-up and the
-    run's estimate count alike."""
-    return sum(1 for t in trials if t.status is not TrialStatus.INVALID)
 
 
 def best_of(trials: list[TrialRecord]) -> TrialRecord | None:

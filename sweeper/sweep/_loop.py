@@ -46,7 +46,7 @@ from sweeper.store import (
 )
 from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of, trials_counted
+from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import (
     CompileAhead,
@@ -69,7 +69,7 @@ from sweeper.sweep._outbox import Outbox
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 from sweeper.sweep._timing import Timeline
 from sweeper.sweep._workers import AskedAhead, InlineWorker, Job, Outcome, Worker, Workers
-from sweeper.trial import TrialStatus
+from sweeper.trial import TrialStatus, trials_counted
 from sweeper.winners import Winners
 
 
