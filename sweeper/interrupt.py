@@ -1,5 +1,11 @@
-"""The lines a Ctrl-C prints (the run's ``stopping after the current trial``, the command's
-``aborted``), each on a line of its own wherever it is shown.
+"""What a Ctrl-C or a SIGTERM does to a sweep (:func:`stopping_on_signals`: the first stops it
+after the trial in flight, a second aborts), and the lines it prints (the sweep's
+``stopping after the current trial``, the command's ``aborted``), each on a line of its
+own wherever it is shown.
+
+A SIGTERM is what a job scheduler (or ``kill``) sends before it ends a job: it is taken as
+a Ctrl-C is, so an unattended run stopped that way records its trial in flight and prints
+its summary, as a run stopped at the keyboard does.
 
 A terminal echoes ``^C`` where its cursor stands, which is the start of a line (everything
 sweeper prints ends with a newline) unless a live progress bar or spinner owns the line.
@@ -14,8 +20,11 @@ or a notebook echoes nothing, and gets the line as it is.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
-from typing import TextIO
+import threading
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 #: What a Ctrl-C that ends a command prints, wherever it comes (start-up included).
 ABORTED = "sweeper: aborted; every finished trial is kept"
@@ -32,3 +41,46 @@ def ctrl_c_line(text: str, stream: TextIO | None = None) -> str:
         if stream.isatty():
             return f"\r{text}"
     return text
+
+
+#: What the first of each signal prints: the sweep goes on to the end of its trial in flight.
+STOPPING = {
+    signal.SIGINT: "stopping after the current trial (Ctrl-C again to abort it)",
+    signal.SIGTERM: "SIGTERM: stopping after the current trial (a second SIGTERM or a "
+                    "Ctrl-C aborts it)",
+}
+
+
+def stop_handler(stop: Any) -> Any:
+    """A signal handler that sets ``stop`` (a :class:`~sweeper.sweep.StopFlag`) at the
+    first Ctrl-C or SIGTERM, its ``reason`` naming the signal, and says so; at the second,
+    raises :class:`KeyboardInterrupt` (the command's ``aborted``: the trial in flight is
+    lost, every finished one kept)."""
+    from sweeper.sweep._budget import INTERRUPTED, TERMINATED
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.set:
+            raise KeyboardInterrupt
+        stop.set = True
+        stop.reason = TERMINATED if signum == signal.SIGTERM else INTERRUPTED
+        print(ctrl_c_line(STOPPING[signal.Signals(signum)]),
+              file=sys.stderr, flush=True)   # before the summary on stdout (stderr buffered)
+    return handler
+
+
+@contextlib.contextmanager
+def stopping_on_signals(stop: Any) -> Iterator[None]:
+    """While the block runs, Ctrl-C (SIGINT) and SIGTERM set ``stop``
+    (:func:`stop_handler`); the handlers before it are put back after it.  Only in the
+    main thread, where signals are delivered: elsewhere (an API call from a thread) Ctrl-C
+    interrupts as Python does, every finished trial kept."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = stop_handler(stop)
+    previous = {sig: signal.signal(sig, handler) for sig in STOPPING}
+    try:
+        yield
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)

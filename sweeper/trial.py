@@ -13,7 +13,7 @@ import re
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +65,13 @@ FAILURES = frozenset(TrialStatus) - {TrialStatus.OK, TrialStatus.ABANDONED, Tria
 #: stops the run.
 KERNEL_FAULTS = frozenset({TrialStatus.COMPILE_ERROR, TrialStatus.WRONG_ANSWER,
                            TrialStatus.CRASHED, TrialStatus.TIMEOUT, TrialStatus.IMPOSSIBLE})
+
+
+def trials_counted(trials: Iterable[Any]) -> int:
+    """How many of the study's ``trials`` (records with a ``status``) the trial budget
+    counts already: all but those the constraints or values ruled out (never launched).
+    The sweep's set-up, the run's estimate and ``sweeper plan`` count alike."""
+    return sum(1 for t in trials if t.status is not TrialStatus.INVALID)
 
 
 @dataclass

@@ -14,6 +14,7 @@ import torch
 from sweeper import tuned
 from sweeper.cli import main
 from sweeper.kernels.copy import copy as tuned_copy
+from sweeper.store import StudyStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,6 +80,24 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
     assert torch.equal(tuned_copy(x, tuning=str(tuning)), x)
 
 
+def signal_after_trial(monkeypatch, count: int, *signals) -> None:
+    """Each of ``signals`` sent to this process once its ``count``-th trial is reported
+    (the user's Ctrl-C, a scheduler's SIGTERM), in the run's own reporter."""
+    from sweeper.sweep import SilentReporter
+
+    trial = SilentReporter.trial
+    seen = []
+
+    def signalling(self, record, best):
+        trial(self, record, best)
+        seen.append(record)
+        if len(seen) == count:
+            for sig in signals:
+                os.kill(os.getpid(), sig)
+
+    monkeypatch.setattr(SilentReporter, "trial", signalling)
+
+
 def test_a_run_ctrl_c_stopped_exits_130_with_its_trials_kept(small_space, tmp_path,
                                                               monkeypatch, capsys):
     import signal
@@ -86,15 +105,7 @@ def test_a_run_ctrl_c_stopped_exits_130_with_its_trials_kept(small_space, tmp_pa
     from sweeper.sweep import SilentReporter
 
     trial = SilentReporter.trial
-    seen = []
-
-    def interrupting(self, record, best):     # the user's Ctrl-C after the second trial
-        trial(self, record, best)
-        seen.append(record)
-        if len(seen) == 2:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    monkeypatch.setattr(SilentReporter, "trial", interrupting)
+    signal_after_trial(monkeypatch, 2, signal.SIGINT)   # the user's Ctrl-C after the second
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(small_space), "--device", "interpret", "--quiet",
                  "--no-report"]) == 130
@@ -107,6 +118,40 @@ def test_a_run_ctrl_c_stopped_exits_130_with_its_trials_kept(small_space, tmp_pa
     monkeypatch.setattr(SilentReporter, "trial", trial)
     assert main(["run", str(small_space), "--device", "interpret", "--quiet",
                  "--no-report"]) == 0     # resumed to the end: done
+
+
+def test_a_sigterm_stops_a_run_as_ctrl_c_does_and_exits_143(small_space, tmp_path,
+                                                             monkeypatch, capsys):
+    """A job scheduler's SIGTERM (or ``kill``) stops the run after the trial in flight,
+    with its summary, as Ctrl-C does; the handler the process had is back afterwards, and
+    a second signal aborts at once."""
+    import signal
+
+    class Killed(Exception):
+        pass
+
+    def before(signum, frame):        # the process's own handler: what a stray SIGTERM hits
+        raise Killed
+    previous = signal.signal(signal.SIGTERM, before)
+    signal_after_trial(monkeypatch, 2, signal.SIGTERM)   # the scheduler's, after the second
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert main(["run", str(small_space), "--device", "interpret", "--quiet",
+                     "--no-report"]) == 143
+        assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    out, err = capsys.readouterr()
+    assert "stopped: interrupted (SIGTERM)" in out and "best in the sweep" in out
+    assert err == ("SIGTERM: stopping after the current trial (a second SIGTERM or a Ctrl-C "
+                   "aborts it)\n")
+    kept = (tmp_path / "studies" / "tiny-interpret" / "trials.jsonl").read_text()
+    assert sum(json.loads(line).get("status") == "ok" for line in kept.splitlines()) == 2
+    # a second signal while the first is honoured
+    signal_after_trial(monkeypatch, 1, signal.SIGTERM, signal.SIGINT)
+    assert main(["run", str(small_space), "--device", "interpret", "--quiet",
+                 "--no-report"]) == 130
+    assert capsys.readouterr().err.endswith("sweeper: aborted; every finished trial is kept\n")
 
 
 def test_ctrl_c_during_the_finals_leaves_the_finals_not_started_to_the_next_run(
@@ -184,6 +229,22 @@ def test_plan_counts_and_estimates(small_space, capsys):
     assert "constraints and values remove 2; 6 valid" in out
     assert "2  constraint 'BLOCK >= 4 * block' is false" in out
     assert "estimated time:" in out
+
+
+def test_plan_of_a_partly_run_study_counts_what_the_run_would_measure(small_space, tmp_path,
+                                                                     monkeypatch, capsys):
+    """Before a run resumes, ``plan`` says what it would measure: the configs the study
+    has not answered, as the run's own estimate counts them, not the whole space."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(small_space), "--device", "interpret", "--quiet", "--no-report",
+                 "--trials", "2"]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(small_space), "--device", "interpret"]) == 0
+    out = capsys.readouterr().out
+    kept = len(StudyStore(tmp_path / "studies" / "tiny-interpret").records()[0])
+    assert "6 valid" in out
+    assert (f"would measure 4 on Triton interpreter (CPU); the study in "
+            f"studies/tiny-interpret keeps {kept} trials, not measured again") in out
 
 
 def test_plan_on_a_replay_device_estimates_the_recorded_gpu(capsys):

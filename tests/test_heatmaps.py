@@ -41,6 +41,21 @@ def test_a_best_over_meta_map_names_the_meta_values_that_won_each_cell():
     assert per_block.won_by is None and cell_text(per_block).loc[32, "sms"] == "100"
 
 
+def test_titles_name_only_the_meta_parameters_that_vary():
+    """A meta-parameter at one value in every config (num_stages: [4]) is no choice: the
+    best-over-meta map is not 'best over BLOCK, num_stages', and no map's title repeats
+    it; the file names keep it."""
+    fixed = [dataclasses.replace(t, choice={**t.choice, "num_stages": "4"}, config=(
+        dataclasses.replace(t.config, meta={**t.config.meta, "num_stages": 4})
+        if t.config else None)) for t in TRIALS]
+    drawn = heatmaps(trials_frame(fixed, ["BLOCK", "num_stages"]), ["BLOCK", "num_stages"],
+                     GRIDS, BLOCKS, kernel="copy", gpu="G")
+    assert drawn[-1].title == "copy · float32 · 1GiB · cold · best over BLOCK · G · GB/s"
+    assert drawn[0].title == "copy · float32 · 1GiB · cold · BLOCK=256 · G · GB/s"
+    assert drawn[0].name.endswith("_BLOCK-256_num_stages-4")
+    assert "(B = BLOCK)" in drawn[-1].caption
+
+
 def test_the_winners_cell_shows_the_winner_and_its_final_rate(tmp_path):
     # the sweep's fastest in cell (32, sms) is #4 (BLOCK=1024, 400 GB/s), but the final
     # re-measured #4 and #0 (BLOCK=256, 100 GB/s in the sweep) together and chose #0

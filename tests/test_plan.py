@@ -223,14 +223,20 @@ def test_a_study_run_before_gives_its_seconds_a_trial(write_space, tmp_path, cap
     plan = ["plan", path, "--device", "interpret", "--studies-dir", str(tmp_path)]
     assert main(plan) == 0
     assert "last run" not in capsys.readouterr().out
-    assert main(["run", path, "--device", "interpret", "--studies-dir", str(tmp_path),
-                 "--quiet", "--no-report"]) == 0
+    run = ["run", path, "--device", "interpret", "--studies-dir", str(tmp_path), "--quiet",
+           "--no-report"]
+    assert main([*run, "--trials", "2"]) == 0
     capsys.readouterr()
     assert main(plan) == 0
     out = capsys.readouterr().out
     (line,) = [x for x in out.splitlines() if x.startswith("the study's last run ")]
-    assert "6 trials in " in line and " s a trial with its finals: 6 trials at that rate" in line
+    # the 4 configs the run would measure, the 2 the study keeps left out
+    assert "2 trials in " in line and " s a trial with its finals: 4 trials at that rate" in line
     assert "power-bound" not in out                 # the interpreter has no power cap
+    assert main(run) == 0
+    capsys.readouterr()
+    assert main(plan) == 0                          # nothing left: no time at that rate
+    assert capsys.readouterr().out.splitlines()[-1].endswith(" s a trial with its finals")
 
 
 def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(monkeypatch):

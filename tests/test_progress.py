@@ -253,14 +253,14 @@ def test_ctrl_c_says_stopping_above_a_live_bar_without_an_empty_line(tmp_path, m
     takes that line, where a leading newline would leave it empty."""
     import signal
 
-    from sweeper.engine._run import _stop_handler
+    from sweeper.interrupt import stop_handler
     from sweeper.sweep import StopFlag
 
     out = io.StringIO()
     reporter = ProgressReporter(console=Console(file=out, force_terminal=True, width=100))
     reporter.start(8, 0)
     stop = StopFlag()
-    _stop_handler(stop)(signal.SIGINT, None)          # sys.stderr is the live bar's now
+    stop_handler(stop)(signal.SIGINT, None)          # sys.stderr is the live bar's now
     reporter.finish()
     shown = out.getvalue()
     assert stop.set and "stopping after the current trial" in shown

@@ -264,6 +264,9 @@ def test_a_matmul_report_leads_with_tflops_and_the_matmul_ceiling(tmp_path):
     assert "GB/s" not in best_header
     assert "divides TFLOP/s by the torch.matmul rate" in md
     assert f"at {tflops:.4g} TFLOP/s (no interleaved final)" in md
+    # the problem by its dimensions and what a launch moves (A, B and C), not A's bytes
+    assert "| problems (dtype, size, bytes a launch moves) | bfloat16 M=4096 N=4096 " \
+           "K=4096 (96MiB moved a launch) |" in md
     headline = json.loads(files.json.read_text())["headline"]
     assert headline["unit"] == "TFLOP/s"
     assert headline["per_problem"][0]["tflops"] == pytest.approx(tflops)

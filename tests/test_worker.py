@@ -115,6 +115,38 @@ class Interrupt:
         return self.encode(*args, **kwargs)
 
 
+@pytest.mark.parametrize(("sig", "status", "why"), [("SIGINT", 130, "Ctrl-C"),
+                                                    ("SIGTERM", 143, "SIGTERM")])
+def test_a_worker_stops_after_its_trial_in_flight_at_ctrl_c_or_sigterm(
+        sig, status, why, tmp_path, monkeypatch, capsys):
+    """Ctrl-C (or a scheduler's SIGTERM) to ``sweeper worker`` ends the trial in flight,
+    keeps it and prints the worker's summary, as ``sweeper run`` does; a worker started
+    again goes on from there."""
+    from sweeper.sweep import SilentReporter
+
+    trial = SilentReporter.trial
+    seen = []
+
+    def interrupting(self, record, best):     # the signal during the third trial's report
+        seen.append(record)
+        if len(seen) == 3:
+            os.kill(os.getpid(), getattr(signal, sig))
+        trial(self, record, best)
+
+    monkeypatch.setattr(SilentReporter, "trial", interrupting)
+    monkeypatch.chdir(ROOT)
+    common = ["--study", "w", "--studies-dir", str(tmp_path), "--worker-id", "a"]
+    assert main(["worker", *SPACE, *common]) == status
+    out, err = capsys.readouterr()
+    assert "worker a: 3 configs measured and kept in" in out
+    assert f"stopped: interrupted ({why})" in out and "stopping after the current trial" in err
+    assert len(StudyStore(tmp_path / "w").records()[0]) == 3
+    monkeypatch.setattr(SilentReporter, "trial", trial)
+    assert main(["worker", *SPACE, *common]) == 0
+    size = load_space("spaces/copy.yaml", ["BLOCK=512,1024"]).size
+    assert f"worker a: {size - 3} configs measured and kept" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("into", ["journal", "postgresql"])
 def test_a_copy_interrupted_midway_leaves_no_study_and_the_same_command_completes_it(
         into, tmp_path, monkeypatch, capsys, request):

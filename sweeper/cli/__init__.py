@@ -13,8 +13,9 @@ fault, not the input's; the line says what is left), or the study's database fai
 before is kept there); 2 bad input (space file, option,
 study, device), nothing written; 3 ``run`` measured, but some configs failed by the
 kernel's fault (a wrong answer, a crash, a compile error, a timeout, an impossible time:
-the ``failed:`` line names them); 130 interrupted (Ctrl-C: ``run`` stops after the trial in flight;
-twice: at once), every finished trial kept;
+the ``failed:`` line names them); 130 interrupted (Ctrl-C: ``run`` and ``worker`` stop after
+the trial in flight; twice: at once), every finished trial kept; 143 the same for a SIGTERM
+(a job scheduler's stop);
 141 the reader of its output went away (``sweeper plan ... | head``), quietly, as a shell
 pipeline expects, every finished trial kept.
 A :class:`StudyWarning` (a journal line set aside) or :class:`TuningWarning` (a tuned

@@ -7,4 +7,14 @@ EXIT_NOTHING_MEASURED = 1
 EXIT_USAGE = 2
 EXIT_CONFIGS_FAILED = 3       # ran and measured, but some configs failed by the kernel's fault
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143          # 128 + SIGTERM: stopped by a SIGTERM (a scheduler's)
 EXIT_BROKEN_PIPE = 141        # 128 + SIGPIPE, what a shell reports for a closed pipe
+
+
+def signal_exit(stopped_by: str) -> int:
+    """The exit status of a sweep that stopped as ``stopped_by`` says: interrupted by a
+    Ctrl-C or by a SIGTERM, else 0."""
+    from sweeper.sweep._budget import INTERRUPTED, TERMINATED
+
+    return {INTERRUPTED: EXIT_INTERRUPTED, TERMINATED: EXIT_TERMINATED}.get(stopped_by,
+                                                                          EXIT_OK)

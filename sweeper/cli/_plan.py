@@ -18,6 +18,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """``sweeper plan``: how many configs the space holds, how many constraints remove and
     why, and what a run would measure and cost, without launching anything; a space with no
     valid config fails as ``run`` would."""
+    from sweeper.engine._run import resumed_shape
     from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
     from sweeper.plan import estimate_words, plan_of, run_shape
@@ -25,7 +26,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
     cannot_run = gpu_only_problem(space.kernel, _needs_gpu(space), device)
     facts = device.facts()
-    plan, builtin = plan_of(space, device, run_shape(space, device, report=True, startup=True))
+    store, kept = _studied(space, device, args)
+    plan, builtin = plan_of(space, device, resumed_shape(
+        run_shape(space, device, report=True, startup=True), store, kept))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {counted(plan.size, 'config')} ({axes})")
     print(f"  {_roles(space)}")
@@ -38,7 +41,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
               "(leave out --device) or a recorded table (--device replay:TABLE.csv)")
         return 0
     budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""
-    print(f"would measure {plan.trials}{budget} on {facts.name}")
+    print(f"would measure {plan.trials}{budget} on {facts.name}" + (
+        f"; the study in {store.root} keeps {counted(len(kept), 'trial')}, not measured again"
+        if kept else ""))
     if device.assumed:
         print(f"  ({device.assumed})")
     a = plan.assumptions
@@ -58,7 +63,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if device.measures_gpu or device.replays:
         print(f"  a power-bound kernel adds a {DEFAULT_DUTY.seconds:g} s cool-down per finalist "
               "and round (measure.duty: auto)")
-    last = _last_run(space, device, args)
+    last = _last_run(store)
     if last is not None:
         print(last(plan.trials))
     if device.replays:
@@ -83,19 +88,31 @@ def _binaries_text(plan: Any, space: Any) -> str:
             f"({kind})")
 
 
-def _last_run(space: Any, device: Any, args: argparse.Namespace) -> Any:
-    """Where the study this space runs into was run before: a line saying its last run's
-    seconds per trial and what the plan's trials take at that rate (a callable of the
-    trials); ``None`` where it was not run, or kept no such figure."""
+def _studied(space: Any, device: Any, args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """The study this space runs into under ``--studies-dir`` (None where it cannot be
+    read) and the trials it keeps, which a ``run`` would resume from: its estimate
+    measures none of them again, as the run's own does."""
     from sweeper.errors import SweeperError
     from sweeper.options import study_folder
-    from sweeper.plan import seconds_text
     from sweeper.store import StudyStore
     from sweeper.study import study_name
 
     store = StudyStore(study_folder(args.studies_dir, study_name(space, device)))
     try:
-        last = store.study_meta().last_run if store.exists() else {}
+        return store, store.records()[0] if store.exists() else []
+    except SweeperError:       # unreadable: the run will say why
+        return None, []
+
+
+def _last_run(store: Any) -> Any:
+    """Where the study this space runs into was run before (``store``): a line saying its
+    last run's seconds per trial and what the plan's trials take at that rate (a callable
+    of the trials); ``None`` where it was not run, or kept no such figure."""
+    from sweeper.errors import SweeperError
+    from sweeper.plan import seconds_text
+
+    try:
+        last = store.study_meta().last_run if store is not None and store.exists() else {}
     except SweeperError:
         return None
     wall, measured = last.get("wall_s"), last.get("measured")
@@ -103,8 +120,9 @@ def _last_run(space: Any, device: Any, args: argparse.Namespace) -> Any:
         return None
     rate = wall / measured
     return lambda trials: (f"the study's last run ({store.root}): {measured} trials in "
-                           f"{seconds_text(wall)}, {rate:.2f} s a trial with its finals: "
-                           f"{trials} trials at that rate take {seconds_text(rate * trials)}")
+                           f"{seconds_text(wall)}, {rate:.2f} s a trial with its finals" + (
+                               f": {trials} trials at that rate take "
+                               f"{seconds_text(rate * trials)}" if trials else ""))
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

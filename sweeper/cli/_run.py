@@ -7,9 +7,9 @@ import argparse
 
 from sweeper.cli._exits import (
     EXIT_CONFIGS_FAILED,
-    EXIT_INTERRUPTED,
     EXIT_NOTHING_MEASURED,
     EXIT_OK,
+    signal_exit,
 )
 from sweeper.cli._inputs import recorded_command, space_source
 from sweeper.engine import RunOptions, run_sweep
@@ -32,13 +32,14 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Sweep the space into its study, then report; the exit status: interrupted (Ctrl-C
-    stopped the sweep: a script can tell it from a finished run), else nothing measured,
+    """Sweep the space into its study, then report; the exit status: interrupted (Ctrl-C,
+    or a SIGTERM, stopped the sweep: a script can tell it from a finished run, and a
+    scheduler's stop from the keyboard's), else nothing measured,
     else some config failed by the kernel's fault (the ``failed:`` line names them), else
     done."""
     result = run_sweep(run_options(args))
     if result.interrupted:
-        return EXIT_INTERRUPTED
+        return signal_exit(result.summary.stopped_by)
     if result.failure is not None:
         return EXIT_NOTHING_MEASURED
     return EXIT_CONFIGS_FAILED if result.kernel_faults else EXIT_OK

@@ -12,22 +12,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sweeper.cli._exits import EXIT_OK
+from sweeper.cli._exits import EXIT_OK, signal_exit
 from sweeper.options import check_study_name, study_folder
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Sweep the study ``args.study`` alongside other workers (the engine's
-    :func:`~sweeper.engine.run_worker`); the exit status."""
+    :func:`~sweeper.engine.run_worker`); the exit status: as ``run``'s where Ctrl-C or a
+    SIGTERM stopped it, else done."""
     from sweeper.cli._inputs import recorded_command, space_source
     from sweeper.engine import WorkerOptions, run_worker
 
-    run_worker(WorkerOptions(
+    summary = run_worker(WorkerOptions(
         study=args.study, space=None if args.space is None else space_source(args),
         device=args.device, studies_dir=args.studies_dir, storage=args.storage,
         worker_id=args.worker_id, lease_s=args.lease, trials=args.trials, time_s=args.time,
         force=args.force, command=recorded_command(args.argv)))
-    return EXIT_OK
+    return signal_exit(summary.stopped_by)
 
 
 def cmd_copy_study(args: argparse.Namespace) -> int:

@@ -15,7 +15,6 @@ import dataclasses
 import functools
 import math
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -29,7 +28,7 @@ from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
 from sweeper.errors import ContextLost, SweeperError
-from sweeper.interrupt import ctrl_c_line
+from sweeper.interrupt import stopping_on_signals
 from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a run opens it
@@ -62,11 +61,12 @@ class RunResult:
 
     @property
     def interrupted(self) -> bool:
-        """Whether Ctrl-C stopped the sweep (after its trial in flight, every finished
-        trial kept; no finals)."""
-        from sweeper.sweep._budget import INTERRUPTED
+        """Whether Ctrl-C or a SIGTERM stopped the sweep (after its trial in flight, every
+        finished trial kept; no finals)."""
+        from sweeper.sweep._budget import INTERRUPTED, TERMINATED
 
-        return self.summary is not None and self.summary.stopped_by == INTERRUPTED
+        return self.summary is not None and self.summary.stopped_by in (INTERRUPTED,
+                                                                         TERMINATED)
 
     @property
     def kernel_faults(self) -> int:
@@ -151,17 +151,14 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     check = _gpu_check(say, options, space, kernel, device, facts)
     clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store)
     priors = _priors(space, options, facts.name, store.root, say)
-    stop = StopFlag()      # Ctrl-C stops the sweep after the trial in flight (twice: at once)
-    # signals reach the main thread only: elsewhere (an API call from a thread) Ctrl-C
-    # interrupts as Python does, every finished trial kept
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, _stop_handler(stop)) if main_thread else None
+    stop = StopFlag()
     clock.mark("set-up")
     _runs += 1          # a run that failed before here (a bad space) imported little
     warm = _import_report_aside(options, device)
     configs = [c for source in priors for c in source.configs]
     reporter = _reporter(options.quiet, kernel.headline)
-    try:
+    # Ctrl-C or SIGTERM stops the sweep after the trial in flight (twice: at once)
+    with stopping_on_signals(stop):
         try:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, ahead, reporter, clock=clock, check=check)
@@ -176,9 +173,6 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
                              clock=clock, check=check)
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGINT, previous)
     clock.mark("sweep")
     timing = summary.timing.lines() if summary.timing is not None else []
     store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
@@ -217,12 +211,7 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
-    if kept:
-        from sweeper.sweep._budget import trials_counted
-
-        shape = dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
-                                    spent=trials_counted(kept),
-                                    finals_owed=_finals_owed(store, kept))
+    shape = resumed_shape(shape, store, kept)
     trials = space.budget.trials if options.trials is None else options.trials
     time_s = _time_budget(options, space)
     bounded = dataclasses.replace(space, budget=dataclasses.replace(space.budget,
@@ -231,6 +220,18 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     head, lead, seconds = estimate_words(plan, time_s)
     say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
     return seconds
+
+
+def resumed_shape(shape: Any, store: Any, kept: Sequence[Any]) -> Any:
+    """``shape`` (a :class:`~sweeper.plan.RunShape`) of a run that resumes the study in
+    ``store``, whose ``kept`` trials it measures none of again, counts towards its trial
+    budget, and whose finals it still owes: what ``run`` and ``plan`` estimate alike."""
+    if not kept:
+        return shape
+    from sweeper.trial import trials_counted
+
+    return dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
+                               spent=trials_counted(kept), finals_owed=_finals_owed(store, kept))
 
 
 def _finals_owed(store: Any, kept: Sequence[Any]) -> dict[tuple[Any, str], tuple[int, float]]:
@@ -715,16 +716,6 @@ def _printer(quiet: bool) -> Callable[[str], None]:
     """Prints a run's lines, unless told to be quiet (the header and bar: ``--quiet``;
     the summary too: the API's ``quiet=True``)."""
     return (lambda text: None) if quiet else functools.partial(print, flush=True)
-
-
-def _stop_handler(stop: Any) -> Any:
-    def handler(signum: int, frame: Any) -> None:
-        if stop.set:
-            raise KeyboardInterrupt
-        stop.set = True
-        print(ctrl_c_line("stopping after the current trial (Ctrl-C again to abort it)"),
-              file=sys.stderr, flush=True)   # before the summary on stdout (stderr buffered)
-    return handler
 
 
 def _reporter(quiet: bool, headline: Any) -> Any:

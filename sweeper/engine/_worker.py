@@ -43,13 +43,15 @@ class WorkerOptions:
 
 
 def run_worker(options: WorkerOptions) -> Any:
-    """Sweep the study alongside other workers; returns the sweep's summary."""
+    """Sweep the study alongside other workers; returns the sweep's summary.  A Ctrl-C or
+    SIGTERM stops it after the trial in flight, kept (its ``stopped_by`` says which)."""
     check_study_name(option("study"), options.study)
     from sweeper.store._open import open_storage
 
     store = open_storage(options.storage, study_folder(options.studies_dir, options.study))
     space, device = _space_of(options, store)
-    from sweeper.sweep import Sweep, open_study
+    from sweeper.interrupt import stopping_on_signals
+    from sweeper.sweep import StopFlag, Sweep, open_study
     from sweeper.sweep._claims import Claims
 
     kernel = kernel_for(space, device)
@@ -59,11 +61,14 @@ def run_worker(options: WorkerOptions) -> Any:
     print(f"worker {worker_id}: study {options.study} in {store.location}; "
           f"{counted(space.size, 'config')}, claims held for {options.lease_s:g} s between "
           "heartbeats", flush=True)
+    stop = StopFlag()
     sweep = Sweep(space, kernel, device, store, max_trials=options.trials,
-                  max_time_s=options.time_s, finals=False,
+                  max_time_s=options.time_s, finals=False, stop=stop,
                   claims=Claims(store, worker_id, options.lease_s))
     sweep.run_drift = False
-    summary = sweep.run()
+    # Ctrl-C or SIGTERM stops after the trial in flight, as `sweeper run` does (twice: at once)
+    with stopping_on_signals(stop):
+        summary = sweep.run()
     print(f"worker {worker_id}: {counted(summary.measured, 'config')} measured and kept in "
           f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     print("finals and the report: once every worker is done, `sweeper run` of the same "

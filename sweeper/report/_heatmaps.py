@@ -9,7 +9,9 @@ What the maps promise a reader:
   final rate under its sweep rate (``final 4277``), and the caption says what the cells
   are and that the red box is the final's winner.
 - A best-over-meta map names in each cell the meta values that won it (``B=1024``; long
-  names are shortened and the caption gives the legend).  The winner's cell shows the
+  names are shortened and the caption gives the legend).  Titles name only the
+  meta-parameters with more than one value in the problem (``best over BLOCK_M,
+  BLOCK_N``, not every one the kernel has, fixed ones included).  The winner's cell shows the
   winner itself, even where another meta value was faster there in the sweep, so the
   red box, the number and the meta values in it are all the winner's.
 - One colour scale for every map of the study by default (``scale="study"``), so a 4 %
@@ -152,17 +154,21 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
         stem = text.replace(" ", "_")
         ok = sub[sub["status"] == "ok"]
         short = short_names([n for n in meta_names if ok[n].nunique() > 1])
+        # the titles name only the meta-parameters with more than one value among this
+        # problem's configs: one fixed at a value (num_stages: [4]) tells maps apart from
+        # nothing, and the best over it is no choice (the file names keep every one)
+        varying = [n for n in meta_names if sub[n].nunique(dropna=False) > 1]
         maps = []
         groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
         for key, cell_df in groups:
             pairs = list(zip(meta_names, key, strict=True))
-            meta_text = " ".join(f"{n}={value_label(v)}" for n, v in pairs)
+            meta_text = " ".join(f"{n}={value_label(v)}" for n, v in pairs if n in varying)
             name = f"{stem}_" + "_".join(f"{n}-{value_label(v)}" for n, v in pairs)
             maps.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
                               f"{base} · {meta_text} · {gpu} · {unit(metric)}".replace(
                                   " ·  ·", " ·"), picks, values_in_labels=True))
         best = _grid(sub, grid_order, block_order, metric, f"{stem}_best",
-                     f"{base} · best over {', '.join(meta_names) or 'all'} · {gpu} · "
+                     f"{base} · best over {', '.join(varying) or 'all'} · {gpu} · "
                      f"{unit(metric)}", picks, values_in_labels=False, won_by=short)
         one_cell = [m for m in maps if m.cells == 1]
         if one_cell and len(maps) > 1:

@@ -185,15 +185,13 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
     """The seed's measurement record: what a reader needs to trust or redo the number.
     ``tied``: per final's winner, how many others were tied with it."""
     env = meta.environment
-    sizes = sorted({(d, int(f)) for d, f in zip(df["dtype"], df["footprint"], strict=True)
-                    if pd.notna(f)})
     conclusion = "; ".join(
         f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {rate_unit} "
         + (f"({tied[row['number']]} tied within noise)" if row["number"] in tied
            else "(no interleaved final)")
         for _, row in picks.iterrows()) or "no config was measured"
     return [
-        ("input sizes and dtype", ", ".join(f"{d} {format_size(f)}" for d, f in sizes) or "–"),
+        ("problems (dtype, size, bytes a launch moves)", problem_sizes(df)),
         ("hardware", story.hardware),
         ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch')}, triton "
                      f"{env.get('triton')}, sweeper {env.get('sweeper')}, Python "
@@ -209,6 +207,36 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
         *([("busy in the last run", Busy.from_json(meta.last_run["gpu_busy"]).line())]
           if meta.last_run.get("gpu_busy") else []),
     ]
+
+
+def problem_sizes(df: pd.DataFrame) -> str:
+    """Each problem the trials ran, by its dtype and its dimensions (else its footprint),
+    with the bytes one launch moves: the rate times the median of a measured trial, every
+    input and the output.  A footprint alone says too little: it is what the kernel
+    sizes a problem by, one input of several where there are several (a matmul's A)."""
+    sized = df[df["footprint"].notna()]
+    parts = []
+    for (dtype, footprint, dims), sub in sized.groupby(["dtype", "footprint", "dims"],
+                                                       sort=True, dropna=False):
+        text = f"{dtype} {dims or format_size(int(footprint))}"
+        moved = sub.loc[(sub["status"] == "ok") & (sub["gbps"] > 0), ["gbps", "median_ms"]]
+        if not moved.empty:
+            row = moved.iloc[0]
+            text += f" ({approx_size(float(row['gbps']) * float(row['median_ms']) * 1e6)} " \
+                    "moved a launch)"
+        parts.append(text)
+    return ", ".join(parts) or "–"
+
+
+def approx_size(nbytes: float) -> str:
+    """``nbytes`` in the largest unit it reaches, to three significant digits (a size
+    worked out from a rate and a time is whole only to its rounding): ``96MiB``,
+    ``1.5GiB``."""
+    from sweeper.core._expr import UNITS
+
+    unit, scale = max(((u, s) for u, s in UNITS.items() if s <= max(nbytes, 1)),
+                      key=lambda us: us[1])
+    return f"{float(f'{nbytes / scale:.3g}'):g}{unit}"
 
 
 def reproduce_command(meta: StudyMeta) -> str:

@@ -15,7 +15,7 @@ import bisect
 import math
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import optuna
 
@@ -26,7 +26,7 @@ from sweeper.outcome import reason_line
 from sweeper.samplers import ExhaustiveSampler
 from sweeper.space import Budget
 from sweeper.store import ProblemKey, TrialRecord
-from sweeper.trial import KERNEL_FAULTS, TrialStatus
+from sweeper.trial import KERNEL_FAULTS
 
 #: Proposals in a row that were all measured before: the sampler has converged.
 MAX_REPEATED_PROPOSALS = 200
@@ -34,6 +34,9 @@ MAX_REPEATED_PROPOSALS = 200
 COMPLETE = "complete: every valid config tried"
 #: Why a sweep stops at a Ctrl-C (after the trial in flight; ``sweeper run`` exits 130).
 INTERRUPTED = "interrupted (Ctrl-C)"
+#: Why a sweep stops at a SIGTERM (a job scheduler's, ``kill``'s): as at a Ctrl-C, after
+#: the trial in flight (``sweeper run`` exits 143, as a shell reports a process it ended).
+TERMINATED = "interrupted (SIGTERM)"
 
 
 def _medians(entrants: list[TrialRecord]) -> list[float]:
@@ -42,10 +45,13 @@ def _medians(entrants: list[TrialRecord]) -> list[float]:
 
 
 class StopFlag:
-    """Set by the CLI's Ctrl-C handler; the sweep stops after the trial in flight."""
+    """Set by a front door's signal handler (:func:`sweeper.interrupt.stopping_on_signals`:
+    Ctrl-C, SIGTERM); the sweep stops after the trial in flight, and says why it stopped
+    as ``reason`` does."""
 
     def __init__(self) -> None:
         self.set = False
+        self.reason = INTERRUPTED
 
 
 class Budgets:
@@ -229,7 +235,7 @@ class Budgets:
 
     def _spent(self, study: optuna.Study) -> str:
         if self.stop.set:
-            return INTERRUPTED
+            return self.stop.reason
         taken = self.measured + self.in_flight
         if self.max_trials is not None and taken >= self.max_trials:
             return f"budget: {self.max_trials} trials"
@@ -304,13 +310,6 @@ def beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
     if old is None or not old.stats or not new.stats:
         return True
     return new.stats.bounds()[1] < old.stats.bounds()[0]
-
-
-def trials_counted(trials: Iterable[TrialRecord]) -> int:
-    """How many of the study's ``trials`` the trial budget counts already: all but those
-    the constraints or values ruled out (never launched).  The sweep's set-up and the
-    run's estimate count alike."""
-    return sum(1 for t in trials if t.status is not TrialStatus.INVALID)
 
 
 def best_of(trials: list[TrialRecord]) -> TrialRecord | None:

@@ -46,7 +46,7 @@ from sweeper.store import (
 )
 from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._budget import COMPLETE, INTERRUPTED, Budgets, StopFlag, best_of, trials_counted
+from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import (
     CompileAhead,
@@ -69,7 +69,7 @@ from sweeper.sweep._outbox import Outbox
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 from sweeper.sweep._timing import Timeline
 from sweeper.sweep._workers import AskedAhead, InlineWorker, Job, Outcome, Worker, Workers
-from sweeper.trial import TrialStatus
+from sweeper.trial import TrialStatus, trials_counted
 from sweeper.winners import Winners
 
 
@@ -577,7 +577,7 @@ class Sweep:
             next run); the display says which final runs."""
             if self.stop.set:       # Ctrl-C during the finals: the next run measures these
                 summary.finals_stopped += 1
-                summary.stopped_by = INTERRUPTED
+                summary.stopped_by = self.stop.reason
                 return False
             if not run.budgets.covers(entrants, duty):
                 summary.finals_deferred.append(problem_of(entrants[0]))
@@ -595,7 +595,7 @@ class Sweep:
             kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty))
         summary.finals_s = time.perf_counter() - t_finals
         if self.stop.set:      # Ctrl-C in the last final: it ended, the run was interrupted
-            summary.stopped_by = INTERRUPTED
+            summary.stopped_by = self.stop.reason
 
     def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:
         """The kernel model's guess for each valid config, or None when the kernel has no
