@@ -51,16 +51,21 @@ STOPPING = {
 }
 
 
+class Terminated(KeyboardInterrupt):
+    """The abort a second signal raises where that signal is a SIGTERM: the command exits
+    143 (128 + SIGTERM), as a scheduler that sent it expects, not Ctrl-C's 130."""
+
+
 def stop_handler(stop: Any) -> Any:
     """A signal handler that sets ``stop`` (a :class:`~sweeper.sweep.StopFlag`) at the
     first Ctrl-C or SIGTERM, its ``reason`` naming the signal, and says so; at the second,
-    raises :class:`KeyboardInterrupt` (the command's ``aborted``: the trial in flight is
-    lost, every finished one kept)."""
+    raises :class:`KeyboardInterrupt` (:class:`Terminated` for a SIGTERM; the command's
+    ``aborted``: the trial in flight is lost, every finished one kept)."""
     from sweeper.sweep._budget import INTERRUPTED, TERMINATED
 
     def handler(signum: int, frame: Any) -> None:
         if stop.set:
-            raise KeyboardInterrupt
+            raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
         stop.set = True
         stop.reason = TERMINATED if signum == signal.SIGTERM else INTERRUPTED
         print(ctrl_c_line(STOPPING[signal.Signals(signum)]),

@@ -152,6 +152,11 @@ def test_a_sigterm_stops_a_run_as_ctrl_c_does_and_exits_143(small_space, tmp_pat
     assert main(["run", str(small_space), "--device", "interpret", "--quiet",
                  "--no-report"]) == 130
     assert capsys.readouterr().err.endswith("sweeper: aborted; every finished trial is kept\n")
+    # two SIGTERMs: the scheduler's status, 128 + SIGTERM, not Ctrl-C's
+    signal_after_trial(monkeypatch, 1, signal.SIGTERM, signal.SIGTERM)
+    assert main(["run", str(small_space), "--device", "interpret", "--quiet",
+                 "--no-report", "--force"]) == 143
+    assert capsys.readouterr().err.endswith("sweeper: aborted; every finished trial is kept\n")
 
 
 def test_ctrl_c_during_the_finals_leaves_the_finals_not_started_to_the_next_run(

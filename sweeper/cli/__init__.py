@@ -42,10 +42,16 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sweeper.cli._exits import EXIT_BROKEN_PIPE, EXIT_CONFIGS_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
+from sweeper.cli._exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_CONFIGS_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 from sweeper.errors import DEBUG_ENV, StudyWarning, SweeperError, TuningWarning
 from sweeper.escape import printable
-from sweeper.interrupt import ABORTED, ctrl_c_line
+from sweeper.interrupt import ABORTED, Terminated, ctrl_c_line
 
 __all__ = ["EXIT_CONFIGS_FAILED", "console", "leave", "main"]
 
@@ -124,9 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(printable(f"sweeper: {err}" if not hasattr(err, "line") else str(err)),
                   file=sys.stderr)
             return getattr(err, "exit_status", EXIT_USAGE)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:    # a second signal: 143 where it was a SIGTERM
             print(ctrl_c_line(ABORTED), file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if isinstance(err, Terminated) else EXIT_INTERRUPTED
         except BrokenPipeError:
             _silence_stdout()
             return EXIT_BROKEN_PIPE
