@@ -20,6 +20,7 @@ measurement does; Triton's ``do_bench`` clears its cache buffer too.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -28,9 +29,10 @@ import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 
-import sweeper
+import sweeper  # noqa: E402
 
 CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (1024, 4096) for w in (4, 8)]
 
@@ -63,6 +65,11 @@ def _declare(n: int):  # type: ignore[no-untyped-def]
     return hook, inline
 
 
+# module-level, so that sweeper's worker processes import them by name
+# (autotune_hooks_cost:HOOK, with this folder on PYTHONPATH), at main()'s --n
+HOOK, INLINE = _declare(int(os.environ.get("HOOKCOST_N", 1 << 22)))
+
+
 def _medians(study: sweeper.Study) -> dict[tuple[int, int], float]:
     frame = study.trials_dataframe()
     frame = frame[frame["status"] == "ok"]
@@ -75,12 +82,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=1 << 22, help="elements summed")
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args(argv)
-    module = sys.modules[__name__]
-    module.HOOK, module.INLINE = _declare(args.n)       # from_autotune names them here
+    os.environ["HOOKCOST_N"] = str(args.n)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+    sys.path.insert(0, str(HERE))
     runs = {}
     with tempfile.TemporaryDirectory() as studies:
         for name in ("HOOK", "INLINE"):
-            space = {"study": name.lower(), "from_autotune": f"{__name__}:{name}",
+            space = {"study": name.lower(), "from_autotune": f"autotune_hooks_cost:{name}",
                      "measure": {"warmup": 5, "repeat": 50}}
             runs[name.lower()] = _medians(sweeper.run(space, device=args.device,
                                                       studies_dir=studies, quiet=True,
