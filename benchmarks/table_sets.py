@@ -172,6 +172,14 @@ HELD_OUT_18 = {  # recorded on an H100 80GB HBM3 on 2026-12-05 (`STAGES=record
     "h100-matmul-tutorial-4k.csv": "benchmarks/spaces/matmul-tutorial-4k.yaml",
     "h200-matmul-tutorial-4k.csv": "benchmarks/spaces/matmul-tutorial-4k.yaml",
 }
+HELD_OUT_19 = {  # recorded on an H200 on 2026-12-06 (`STAGES=record RECORD="softmax-fp16-3072
+    # add-bf16-768m matmul-fp16-5120-1024" bash benchmarks/gpu_run.sh`), never used to tune
+    # auto or a model: softmax over 8192 fp16 rows of 3072, add at 768 MiB bf16, a short-K
+    # fp16 matmul 5120 x 5120 x 1024
+    "h200-softmax-fp16-3072.csv": "benchmarks/spaces/softmax-fp16-3072.yaml",
+    "h200-add-bf16-768m.csv": "benchmarks/spaces/add-bf16-768m.yaml",
+    "h200-matmul-fp16-5120-1024.csv": "benchmarks/spaces/matmul-fp16-5120-1024.yaml",
+}
 DIAGNOSIS = {  # recorded to diagnose auto on add over a wider grid range (not held out)
     "h200-add-wide-1g.csv": "benchmarks/spaces/add-wide-1g.yaml",
 }
@@ -181,7 +189,7 @@ SETS = {"design": DESIGN, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
         "held-out-9": HELD_OUT_9, "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
         "held-out-12": HELD_OUT_12, "held-out-13": HELD_OUT_13, "held-out-14": HELD_OUT_14,
         "held-out-15": HELD_OUT_15, "held-out-16": HELD_OUT_16, "held-out-17": HELD_OUT_17,
-        "held-out-18": HELD_OUT_18,
+        "held-out-18": HELD_OUT_18, "held-out-19": HELD_OUT_19,
         "diagnosis": DIAGNOSIS}
 #: Every set's tables, in the sets' order.
 TABLES = {name: space for tables in SETS.values() for name, space in tables.items()}
