@@ -913,6 +913,49 @@ def test_one_at_a_time_baseline_errors(write_space):
         load_space(other)
 
 
+ZIPPED_OAT = """
+    kernel: matmul
+    sampler: {sampler}
+    params:
+      grid: [sms]
+      block: [128]
+      tiles: {{zip: {{BLOCK_M: [64, 128, 128, 64], BLOCK_N: [64, 128, 256, 256]}}}}
+      BLOCK_K: [64]
+      num_stages: [3]
+      dtype: [bfloat16]
+      footprint: [32MiB]
+"""
+
+
+def test_one_at_a_time_over_zipped_axes_starts_from_one_of_their_rows(write_space, tmp_path,
+                                                                      monkeypatch):
+    """Each member's middle value (BLOCK_M 64, BLOCK_N 128) is no row: the baseline of a
+    zipped group left out is its middle row, and members named pick among the rows."""
+    from sweeper.errors import SpaceError
+
+    def baseline(sampler: str) -> dict[str, str]:
+        return dict(load_space(write_space(ZIPPED_OAT.format(sampler=sampler), "z.yaml"))
+                    .sampler.baseline)
+
+    picked = baseline("one-at-a-time")
+    assert (picked["BLOCK_M"], picked["BLOCK_N"]) == ("128", "128")
+    picked = baseline("{name: one-at-a-time, baseline: {BLOCK_N: 256}}")
+    assert (picked["BLOCK_M"], picked["BLOCK_N"]) == ("128", "256")
+    with pytest.raises(SpaceError, match=r"z.yaml:2: sampler.baseline: BLOCK_M=64, BLOCK_N=128 "
+                       r"is no row of the zipped tiles; allowed rows: BLOCK_M=64,BLOCK_N=64; "
+                       r"BLOCK_M=128,BLOCK_N=128; BLOCK_M=128,BLOCK_N=256; BLOCK_M=64,"
+                       r"BLOCK_N=256$"):
+        baseline("{name: one-at-a-time, baseline: {BLOCK_M: 64, BLOCK_N: 128}}")
+    monkeypatch.chdir(tmp_path)
+    path = write_space(ZIPPED_OAT.format(sampler="one-at-a-time"), "z.yaml")
+    table = Path(__file__).parent / "data" / "replay" / "h200-matmul.csv"
+    assert main(["run", str(path), "--device", f"replay:{table}", "--quiet",
+                 "--no-report"]) == 0
+    trials = StudyStore(tmp_path / "studies" / "z-replay").records()[0]
+    assert [(t.choice["BLOCK_M"], t.choice["BLOCK_N"]) for t in trials] == [
+        ("128", "128"), ("64", "64"), ("128", "256"), ("64", "256")]
+
+
 def test_kernels_interpret_even_when_triton_was_imported_for_a_gpu(tmp_path):
     """On a GPU machine triton is imported without TRITON_INTERPRET; its own jitted helpers
     (tl.cdiv, tl.zeros ...) then cannot run in the interpreter, so the built-ins avoid them."""

@@ -509,8 +509,30 @@ class _Parser:
                 raise self.error(f"sampler.baseline.{a.name}", f"{shown(label)} is not a value of "
                                  f"the axis; allowed: {', '.join(a.labels)}")
             chosen.append((a.name, label))
+        if takes_baseline:
+            chosen = self.baseline_rows(chosen, base)
         return SamplerSpec(name=value, seed=seed,
                            baseline=tuple(chosen) if takes_baseline else ())
+
+    def baseline_rows(self, chosen: list[tuple[str, str]], given: Mapping[str, Any]
+                      ) -> list[tuple[str, str]]:
+        """``chosen`` with each group of zipped axes at one of its rows: the middle one of
+        the rows that hold the members the baseline names (all rows where it names none),
+        as an axis left out sits at its middle value; each member's own middle value need
+        not make a row.  Members named that no row holds are an error at
+        ``sampler.baseline`` listing the rows."""
+        values = dict(chosen)
+        for tie in self.ties:
+            named = {m: str(given[m]) for m in tie.members if m in given}
+            rows = [r for r in tie.rows
+                    if all(v == named.get(m, v) for m, v in zip(tie.members, r, strict=True))]
+            if not rows:
+                given_text = ", ".join(f"{m}={v}" for m, v in named.items())
+                raise self.error("sampler.baseline", f"{given_text} is no row of the zipped "
+                                 f"{tie.name}; allowed rows: "
+                                 f"{'; '.join(tie.label(r) for r in tie.rows)}")
+            values.update(zip(tie.members, rows[(len(rows) - 1) // 2], strict=True))
+        return list(values.items())
 
     def takes_baseline(self, name: str, path: str, given: bool) -> bool:
         """Whether sampler ``name`` declares a baseline; an unknown sampler is an error at
