@@ -412,6 +412,17 @@ def gives_no_sampler(context: SamplerContext) -> Any:
     return {"not": "a sampler"}
 
 
+def raises_when_built(context: SamplerContext) -> Any:
+    raise ValueError("no GPU model for this kernel")
+
+
+@declares(plans=True)
+def plans_without_a_plan(context: SamplerContext) -> Any:
+    import optuna
+
+    return optuna.samplers.RandomSampler(seed=context.seed)
+
+
 class GpuLike(InterpretDevice):
     """The interpreter, declaring what a GPU device declares."""
 
@@ -497,6 +508,19 @@ def test_the_core_asks_a_sampler_what_it_declares(tmp_path, capsys, monkeypatch)
     assert capsys.readouterr().err == (
         "sweeper: sampler 'tests.test_plugins:gives_no_sampler' (module:attr path): its "
         "factory returned dict, not an optuna.samplers.BaseSampler\n")
+    space.write_text(SPACE.format(sampler="tests.test_plugins:raises_when_built"))
+    assert main(["run", str(space), "--device", "interpret", "--study", "r2"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: sampler 'tests.test_plugins:raises_when_built' (module:attr path): its "
+        "factory raised ValueError: no GPU model for this kernel (at test_plugins.py:"
+        f"{raises_when_built.__code__.co_firstlineno + 1}: "
+        "raise ValueError(\"no GPU model for this kernel\"))\n")
+    space.write_text(SPACE.format(sampler="tests.test_plugins:plans_without_a_plan"))
+    assert main(["run", str(space), "--device", "interpret", "--study", "p"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: sampler 'tests.test_plugins:plans_without_a_plan' declares plans=True but "
+        "its factory returned RandomSampler, not a "
+        "sweeper.samplers._exhaustive.PlannedSampler\n")
 
 
 #: What pip writes as the console script for ``[project.scripts] sweeper =

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sweeper import plugins
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, user_line
 from sweeper.plugins import declares
 from sweeper.samplers._context import Labels, SamplerContext
 
@@ -126,12 +126,18 @@ def _over_indices(context: SamplerContext, inner: optuna.samplers.BaseSampler
 
 def make_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """The sampler ``context.spec`` names, built from ``context`` by its factory.  The
-    factory is checked when loaded (a callable of one argument); one that returns no
-    Optuna sampler is a :class:`SweeperError` naming the plugin."""
+    factory is checked when loaded (a callable of one argument); one that raises, or
+    returns no Optuna sampler, is a :class:`SweeperError` naming the plugin (and the line
+    of the plugin's own code that raised), as any plugin's failure is, not a traceback."""
     import optuna
 
     plugin = plugins.load(plugins.SAMPLER, context.spec.name)
-    sampler = plugin.obj(context)
+    try:
+        sampler = plugin.obj(context)
+    except Exception as err:
+        at = user_line(err)
+        raise SweeperError(f"{plugin}: its factory raised {type(err).__name__}: {err}"
+                           f"{f' (at {at})' if at else ''}") from err
     if not isinstance(sampler, optuna.samplers.BaseSampler):
         raise SweeperError(f"{plugin}: its factory returned {type(sampler).__name__}, not "
                            "an optuna.samplers.BaseSampler")
