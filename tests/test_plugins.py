@@ -333,6 +333,9 @@ def test_a_path_plugin_that_fails_is_named_with_its_path(user_module):
     with pytest.raises(SweeperError, match=r"declares needs_finals = 'no'; a capability is "
                                            r"True or False$"):
         plugins.load(plugins.SAMPLER, "tests.test_plugins:undecided")
+    with pytest.raises(SweeperError, match=r"declares proposes = 17; proposes is a function "
+                                           r"or None$"):
+        plugins.load(plugins.SAMPLER, "tests.test_plugins:lists_no_configs")
     with pytest.raises(TypeError, match="unknown sampler capability 'fast'; known: "
                                         "needs_finals, uses_model"):
         declares(fast=True)
@@ -392,6 +395,13 @@ def undecided(context: SamplerContext) -> Any:
 
 
 undecided.needs_finals = "no"        # type: ignore[attr-defined]
+
+
+def lists_no_configs(context: SamplerContext) -> Any:
+    return optuna.samplers.RandomSampler(seed=context.seed)
+
+
+lists_no_configs.proposes = 17       # type: ignore[attr-defined]
 
 
 @declares(takes_baseline=True, needs_finals=False)

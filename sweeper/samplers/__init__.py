@@ -22,6 +22,7 @@ from sweeper import plugins
 from sweeper.errors import SweeperError, user_line
 from sweeper.plugins import declares
 from sweeper.samplers._context import Labels, SamplerContext
+from sweeper.samplers._order import one_at_a_time
 
 if TYPE_CHECKING:
     import optuna
@@ -56,11 +57,12 @@ def exhaustive_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
 
 
 # it answers another question than which config wins; its plan is only these configs
-@declares(needs_finals=False, takes_baseline=True, plans=True, asks_ahead=True)
+@declares(needs_finals=False, takes_baseline=True, plans=True, asks_ahead=True,
+          proposes=one_at_a_time)
 def one_at_a_time_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """The baseline, then each axis varied alone around it: how much each axis matters,
     not which config wins, so no finals."""
-    from sweeper.samplers._exhaustive import OneAtATimeSampler, one_at_a_time
+    from sweeper.samplers._exhaustive import OneAtATimeSampler
 
     return OneAtATimeSampler(one_at_a_time(context.baseline, context.axes))
 
