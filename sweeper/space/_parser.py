@@ -224,7 +224,8 @@ class _Parser:
         self.fits_kernel(axes)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), axes)
-        sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
+        sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes,
+                               top_seed="seed" in data)
         budget = Budget(**self.settings(data.get("budget", {}), "budget", BUDGET))
         return Space(
             study=study, kernel=kernel_name, kernel_options=options, sampler=sampler,
@@ -477,15 +478,21 @@ class _Parser:
                                   condition_of=condition_of))
         return tuple(out)
 
-    def sampler(self, value: Any, seed: Any, axes: list[Axis]) -> SamplerSpec:
+    def sampler(self, value: Any, seed: Any, axes: list[Axis], top_seed: bool = False
+                ) -> SamplerSpec:
         """The ``sampler:`` setting (a name, or a mapping with ``name``, ``seed`` and
-        ``baseline``) with the top-level ``seed``, checked: a sampler that is registered, a
-        seed from 0 to ``MAX_SEED``, and a baseline only for a sampler that takes one, each
-        of its values one of the axis's; an unnamed axis's baseline is its middle value."""
+        ``baseline``) with the top-level ``seed`` (``top_seed``: the file gives one),
+        checked: a sampler that is registered, one seed from 0 to ``MAX_SEED`` (two that
+        differ are refused: one would be dropped unsaid), and a baseline only for a sampler
+        that takes one, each of its values one of the axis's; an unnamed axis's baseline
+        is its middle value."""
         path, baseline, seed_path = "sampler", {}, "seed"
         if isinstance(value, dict):
             value = self.keys(value, path, SAMPLER_KEYS)
             seed_path = "sampler.seed" if "seed" in value else seed_path
+            if top_seed and "seed" in value and value["seed"] != seed:
+                raise self.error("sampler.seed", f"the seed is given twice, {shown(seed)} at "
+                                 f"the top level and {shown(value['seed'])} here; give one")
             seed = value.get("seed", seed)
             baseline = value.get("baseline", {})
             path, value = "sampler.name", value.get("name", "auto")
