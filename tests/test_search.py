@@ -1015,6 +1015,38 @@ def test_a_clearly_slower_config_is_abandoned_and_the_saving_recorded():
     assert kept.status is TrialStatus.OK and len(kept.samples_ms) == 50
 
 
+def test_an_abandoned_config_is_told_to_the_sampler_as_slow_not_as_failed(tmp_path):
+    """An abandoned config ran and is clearly slower than the best: the sampler is told
+    the rate its samples give, as it is when the study is rebuilt on resume; told as a
+    failure, ``auto`` took its neighbours for configs that cannot run."""
+    import optuna
+
+    from sweeper.space import Configs
+    from sweeper.sweep._optuna import rebuild_study, tell
+
+    space = dataclasses.replace(load_space(ROOT / "spaces/copy.yaml"),
+                                sampler=SamplerSpec(name="tpe", seed=0))
+    device = open_device(f"replay:{TABLES / 'h200-copy.csv'}")
+    store = StudyStore(tmp_path / "s")
+    open_study(store, space, load_kernel("copy"), device, command="test")
+    Sweep(space, load_kernel("copy"), device, store, max_trials=3).run()
+    trials = store.records()[0]
+    slow = trials[1]
+    slow.status, slow.reason = TrialStatus.ABANDONED, "abandoned: slow"
+    failed = trials[2]
+    failed.status, failed.reason = TrialStatus.CRASHED, "boom"
+    valid = Configs(space, device.facts().env(), device.facts().max_footprint)
+    study, _ = rebuild_study(space, valid, trials, priors=[], guesses=None)
+    told = [(t.state, t.value) for t in study.trials]
+    assert told == [(optuna.trial.TrialState.COMPLETE, trials[0].gbps),
+                    (optuna.trial.TrialState.COMPLETE, slow.gbps),
+                    (optuna.trial.TrialState.FAIL, None)]
+    asked = study.ask()
+    tell(study, asked, slow)
+    assert study.trials[-1].state is optuna.trial.TrialState.COMPLETE
+    assert study.trials[-1].value == slow.gbps
+
+
 def test_budget_patience_and_target(tmp_path):
     from sweeper.ceilings import Ceilings
 
