@@ -901,8 +901,14 @@ def test_one_at_a_time_baseline_errors(write_space):
           BLOCK: [256, 512]
     """, "b.yaml")
     with pytest.raises(SpaceError, match=r"b.yaml:2: sampler.baseline.BLOCK: '300' is not a "
-                                         r"value of the axis; allowed: 256, 512"):
+                                         r"value of the axis; allowed: 256, 512$"):
         load_space(bad)
+    # the file's list holds 256: the message says the option replaced it
+    bad.write_text(bad.read_text().replace("300", "256"))
+    with pytest.raises(SpaceError, match=r"b.yaml:2: sampler.baseline.BLOCK: '256' is not a "
+                                         r"value of the axis; allowed: 512, 1024 \(the axis as "
+                                         r"-p BLOCK=512,1024 gives it\)$"):
+        load_space(bad, ["BLOCK=512,1024"])
     other = write_space("""
         kernel: copy
         sampler: {name: tpe, baseline: {BLOCK: 256}}

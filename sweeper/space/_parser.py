@@ -513,8 +513,12 @@ class _Parser:
         for a in axes:
             label = str(base.get(a.name, a.labels[(len(a.labels) - 1) // 2]))
             if label not in a.labels:
+                # an axis -p replaced: the file's own list holds the value, so say who cut it
+                origin, line = self.where.get(f"params.{a.name}", (self.file, 0))
+                by = f" (the axis as {origin} gives it)" if line is None and \
+                    origin != self.file else ""
                 raise self.error(f"sampler.baseline.{a.name}", f"{shown(label)} is not a value of "
-                                 f"the axis; allowed: {', '.join(a.labels)}")
+                                 f"the axis; allowed: {', '.join(a.labels)}{by}")
             chosen.append((a.name, label))
         if takes_baseline:
             chosen = self.baseline_rows(chosen, base)
