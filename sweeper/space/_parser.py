@@ -496,6 +496,10 @@ class _Parser:
             seed = value.get("seed", seed)
             baseline = value.get("baseline", {})
             path, value = "sampler.name", value.get("name", "auto")
+        if not isinstance(value, str):        # a list, a number: no name to look up
+            mapping = " or {name: ..., seed: ..., baseline: ...}" if path == "sampler" else ""
+            raise self.error(path, f"{shown(value)} is not a sampler; give a name{mapping}; "
+                             f"known names: {plugins.known(plugins.SAMPLER)}")
         if not isinstance(value, str) or len(value) > 200:
             raise self.error(path, f"unknown sampler {shown(value)}; known: "
                              f"{plugins.known(plugins.SAMPLER)}")
