@@ -54,6 +54,26 @@ def devices_note(a: StudyStore, b: StudyStore) -> str | None:
                                   "compares the devices as well as the config")
 
 
+def problems_note(a: StudyStore, b: StudyStore, a_number: int | None,
+                  b_number: int | None) -> str | None:
+    """For two trials (``STUDY@N``), what each was measured on where it differs: the
+    kernel and the problem (a copy of 1 GiB against one of 16 KiB, or a copy against a
+    matmul).  Their time ratio then compares the problems as much as the configs, and a
+    verdict with no word of it read as if one config were that much slower."""
+    if a_number is None or b_number is None:
+        return None
+    from sweeper.outcome import problem_text
+
+    def what(store: StudyStore, number: int) -> str:
+        [t] = _trials(store, number).values()
+        kernel = store.study_meta().tuned_name
+        return f"{kernel} {problem_text(t.problem)}" if t.problem else kernel
+
+    wa, wb = what(a, a_number), what(b, b_number)
+    return None if wa == wb else (f"note: A (#{a_number}) is {wa}, B (#{b_number}) is {wb}: "
+                                  "the ratio compares the problems as well as the configs")
+
+
 def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
             b_number: int | None = None, max_noise: float = 0.05,
             threshold: float = PRACTICAL) -> list[Row]:

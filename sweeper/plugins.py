@@ -32,7 +32,7 @@ import inspect
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -106,13 +106,20 @@ class SamplerCapabilities:
     #: The sweep records every config of the space the constraints rule out, up front
     #: (as skipped trials), since it would propose each of them.
     records_invalid: bool = False
+    #: Every config it will propose, told from the baseline and the axes alone (a
+    #: function ``(baseline, axes) -> [config]``, importable without optuna):
+    #: ``sweeper plan`` and a run's estimate count those, not every valid config.
+    proposes: Callable[[Mapping[str, str], Mapping[str, Sequence[str]]],
+                       list[dict[str, str]]] | None = None
 
 
 CAPABILITIES = tuple(f.name for f in dataclasses.fields(SamplerCapabilities))
+#: The capabilities that are functions (or None), not True or False.
+FUNCTIONS = ("proposes",)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def declares(**capabilities: bool) -> Callable[[F], F]:
+def declares(**capabilities: Any) -> Callable[[F], F]:
     """Declare what a sampler factory needs or offers::
 
         @declares(needs_finals=False)
@@ -159,8 +166,10 @@ def _sampler_problem(obj: Any) -> str | None:
                                 "replace the five arguments of older factories"
                                 if len(names) == 5 else ""))
     for key in CAPABILITIES:
-        value = getattr(obj, key, False)
-        if not isinstance(value, bool):
+        value = getattr(obj, key, None if key in FUNCTIONS else False)
+        if key in FUNCTIONS and not (value is None or callable(value)):
+            return f"declares {key} = {value!r}; {key} is a function or None"
+        if key not in FUNCTIONS and not isinstance(value, bool):
             return f"declares {key} = {value!r}; a capability is True or False"
     return None
 

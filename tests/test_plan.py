@@ -633,6 +633,32 @@ def test_plan_says_a_space_time_budget_as_the_run_does(write_space, capsys):
     assert "budget" not in line and "would take" not in line and "start-up " in line
 
 
+def test_plan_counts_the_configs_one_at_a_time_measures_not_every_valid_one(
+        write_space, tmp_path, capsys):
+    """One-at-a-time measures its baseline and each other value of each axis alone: the
+    plan counts those, as the run's progress does (it counted 408 trials and 39 s for
+    spaces/copy-oat.yaml's 17 on the interpreter), a ruled-out one of them left out."""
+    path = write_space("""
+        kernel: copy
+        sampler: {name: one-at-a-time, baseline: {BLOCK: 128}}
+        params:
+          grid: [sms, 2*sms, 4*sms]
+          block: [32, 64, 128, 256]
+          BLOCK: [128, 256, 512]
+          footprint: [4KiB]
+        constraints: ["BLOCK >= block"]
+        measure: {warmup: 0, repeat: 2}
+    """, "oat.yaml")
+    assert main(["plan", str(path), "--device", "interpret"]) == 0
+    out = capsys.readouterr().out
+    # 36 configs, 3 ruled out; the plan: the baseline (2*sms, 64, 128), 2 grids, 3 blocks
+    # (256 with BLOCK 128 ruled out: not measured), 2 BLOCKs
+    assert "33 valid\n" in out and "would measure 7 on Triton interpreter (CPU)\n" in out, out
+    assert main(["run", str(path), "--device", "interpret", "--quiet", "--no-report",
+                 "--studies-dir", str(tmp_path / "studies")]) == 0
+    assert "done: 7 measured, 0 failed, 1 skipped by constraints" in capsys.readouterr().out
+
+
 def test_a_process_the_command_restarted_into_keeps_no_start_up_cost(write_space, tmp_path,
                                                                       monkeypatch):
     """execve keeps the process's start time: a restarted command's start-up holds the

@@ -333,6 +333,9 @@ def test_a_path_plugin_that_fails_is_named_with_its_path(user_module):
     with pytest.raises(SweeperError, match=r"declares needs_finals = 'no'; a capability is "
                                            r"True or False$"):
         plugins.load(plugins.SAMPLER, "tests.test_plugins:undecided")
+    with pytest.raises(SweeperError, match=r"declares proposes = 17; proposes is a function "
+                                           r"or None$"):
+        plugins.load(plugins.SAMPLER, "tests.test_plugins:lists_no_configs")
     with pytest.raises(TypeError, match="unknown sampler capability 'fast'; known: "
                                         "needs_finals, uses_model"):
         declares(fast=True)
@@ -394,6 +397,13 @@ def undecided(context: SamplerContext) -> Any:
 undecided.needs_finals = "no"        # type: ignore[attr-defined]
 
 
+def lists_no_configs(context: SamplerContext) -> Any:
+    return optuna.samplers.RandomSampler(seed=context.seed)
+
+
+lists_no_configs.proposes = 17       # type: ignore[attr-defined]
+
+
 @declares(takes_baseline=True, needs_finals=False)
 def around(context: SamplerContext) -> Any:
     """The baseline, then the other values of BLOCK: a one-at-a-time of one axis."""
@@ -410,6 +420,17 @@ def remembers(context: SamplerContext) -> Any:
 
 def gives_no_sampler(context: SamplerContext) -> Any:
     return {"not": "a sampler"}
+
+
+def raises_when_built(context: SamplerContext) -> Any:
+    raise ValueError("no GPU model for this kernel")
+
+
+@declares(plans=True)
+def plans_without_a_plan(context: SamplerContext) -> Any:
+    import optuna
+
+    return optuna.samplers.RandomSampler(seed=context.seed)
 
 
 class GpuLike(InterpretDevice):
@@ -497,6 +518,19 @@ def test_the_core_asks_a_sampler_what_it_declares(tmp_path, capsys, monkeypatch)
     assert capsys.readouterr().err == (
         "sweeper: sampler 'tests.test_plugins:gives_no_sampler' (module:attr path): its "
         "factory returned dict, not an optuna.samplers.BaseSampler\n")
+    space.write_text(SPACE.format(sampler="tests.test_plugins:raises_when_built"))
+    assert main(["run", str(space), "--device", "interpret", "--study", "r2"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: sampler 'tests.test_plugins:raises_when_built' (module:attr path): its "
+        "factory raised ValueError: no GPU model for this kernel (at test_plugins.py:"
+        f"{raises_when_built.__code__.co_firstlineno + 1}: "
+        "raise ValueError(\"no GPU model for this kernel\"))\n")
+    space.write_text(SPACE.format(sampler="tests.test_plugins:plans_without_a_plan"))
+    assert main(["run", str(space), "--device", "interpret", "--study", "p"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: sampler 'tests.test_plugins:plans_without_a_plan' declares plans=True but "
+        "its factory returned RandomSampler, not a "
+        "sweeper.samplers._exhaustive.PlannedSampler\n")
 
 
 #: What pip writes as the console script for ``[project.scripts] sweeper =

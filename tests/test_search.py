@@ -901,8 +901,14 @@ def test_one_at_a_time_baseline_errors(write_space):
           BLOCK: [256, 512]
     """, "b.yaml")
     with pytest.raises(SpaceError, match=r"b.yaml:2: sampler.baseline.BLOCK: '300' is not a "
-                                         r"value of the axis; allowed: 256, 512"):
+                                         r"value of the axis; allowed: 256, 512$"):
         load_space(bad)
+    # the file's list holds 256: the message says the option replaced it
+    bad.write_text(bad.read_text().replace("300", "256"))
+    with pytest.raises(SpaceError, match=r"b.yaml:2: sampler.baseline.BLOCK: '256' is not a "
+                                         r"value of the axis; allowed: 512, 1024 \(the axis as "
+                                         r"-p BLOCK=512,1024 gives it\)$"):
+        load_space(bad, ["BLOCK=512,1024"])
     other = write_space("""
         kernel: copy
         sampler: {name: tpe, baseline: {BLOCK: 256}}
@@ -911,6 +917,49 @@ def test_one_at_a_time_baseline_errors(write_space):
     """, "c.yaml")
     with pytest.raises(SpaceError, match="a baseline belongs to the one-at-a-time sampler"):
         load_space(other)
+
+
+ZIPPED_OAT = """
+    kernel: matmul
+    sampler: {sampler}
+    params:
+      grid: [sms]
+      block: [128]
+      tiles: {{zip: {{BLOCK_M: [64, 128, 128, 64], BLOCK_N: [64, 128, 256, 256]}}}}
+      BLOCK_K: [64]
+      num_stages: [3]
+      dtype: [bfloat16]
+      footprint: [32MiB]
+"""
+
+
+def test_one_at_a_time_over_zipped_axes_starts_from_one_of_their_rows(write_space, tmp_path,
+                                                                      monkeypatch):
+    """Each member's middle value (BLOCK_M 64, BLOCK_N 128) is no row: the baseline of a
+    zipped group left out is its middle row, and members named pick among the rows."""
+    from sweeper.errors import SpaceError
+
+    def baseline(sampler: str) -> dict[str, str]:
+        return dict(load_space(write_space(ZIPPED_OAT.format(sampler=sampler), "z.yaml"))
+                    .sampler.baseline)
+
+    picked = baseline("one-at-a-time")
+    assert (picked["BLOCK_M"], picked["BLOCK_N"]) == ("128", "128")
+    picked = baseline("{name: one-at-a-time, baseline: {BLOCK_N: 256}}")
+    assert (picked["BLOCK_M"], picked["BLOCK_N"]) == ("128", "256")
+    with pytest.raises(SpaceError, match=r"z.yaml:2: sampler.baseline: BLOCK_M=64, BLOCK_N=128 "
+                       r"is no row of the zipped tiles; allowed rows: BLOCK_M=64,BLOCK_N=64; "
+                       r"BLOCK_M=128,BLOCK_N=128; BLOCK_M=128,BLOCK_N=256; BLOCK_M=64,"
+                       r"BLOCK_N=256$"):
+        baseline("{name: one-at-a-time, baseline: {BLOCK_M: 64, BLOCK_N: 128}}")
+    monkeypatch.chdir(tmp_path)
+    path = write_space(ZIPPED_OAT.format(sampler="one-at-a-time"), "z.yaml")
+    table = Path(__file__).parent / "data" / "replay" / "h200-matmul.csv"
+    assert main(["run", str(path), "--device", f"replay:{table}", "--quiet",
+                 "--no-report"]) == 0
+    trials = StudyStore(tmp_path / "studies" / "z-replay").records()[0]
+    assert [(t.choice["BLOCK_M"], t.choice["BLOCK_N"]) for t in trials] == [
+        ("128", "128"), ("64", "64"), ("128", "256"), ("64", "256")]
 
 
 def test_kernels_interpret_even_when_triton_was_imported_for_a_gpu(tmp_path):
@@ -970,6 +1019,38 @@ def test_a_clearly_slower_config_is_abandoned_and_the_saving_recorded():
     kept = run_trial(kernel, buffers, config, Fixed(), measure,
                      torch.Generator().manual_seed(0), best=(2.5, 2.6))
     assert kept.status is TrialStatus.OK and len(kept.samples_ms) == 50
+
+
+def test_an_abandoned_config_is_told_to_the_sampler_as_slow_not_as_failed(tmp_path):
+    """An abandoned config ran and is clearly slower than the best: the sampler is told
+    the rate its samples give, as it is when the study is rebuilt on resume; told as a
+    failure, ``auto`` took its neighbours for configs that cannot run."""
+    import optuna
+
+    from sweeper.space import Configs
+    from sweeper.sweep._optuna import rebuild_study, tell
+
+    space = dataclasses.replace(load_space(ROOT / "spaces/copy.yaml"),
+                                sampler=SamplerSpec(name="tpe", seed=0))
+    device = open_device(f"replay:{TABLES / 'h200-copy.csv'}")
+    store = StudyStore(tmp_path / "s")
+    open_study(store, space, load_kernel("copy"), device, command="test")
+    Sweep(space, load_kernel("copy"), device, store, max_trials=3).run()
+    trials = store.records()[0]
+    slow = trials[1]
+    slow.status, slow.reason = TrialStatus.ABANDONED, "abandoned: slow"
+    failed = trials[2]
+    failed.status, failed.reason = TrialStatus.CRASHED, "boom"
+    valid = Configs(space, device.facts().env(), device.facts().max_footprint)
+    study, _ = rebuild_study(space, valid, trials, priors=[], guesses=None)
+    told = [(t.state, t.value) for t in study.trials]
+    assert told == [(optuna.trial.TrialState.COMPLETE, trials[0].gbps),
+                    (optuna.trial.TrialState.COMPLETE, slow.gbps),
+                    (optuna.trial.TrialState.FAIL, None)]
+    asked = study.ask()
+    tell(study, asked, slow)
+    assert study.trials[-1].state is optuna.trial.TrialState.COMPLETE
+    assert study.trials[-1].value == slow.gbps
 
 
 def test_budget_patience_and_target(tmp_path):

@@ -176,6 +176,13 @@ BAD = [
     ("kernel: copy\nparams:\n  block: [32, 32]\n", 3, "params.block: value '32' appears twice"),
     ("kernel: copy\nseed: one\nparams: {}\n", 2,
      "seed: seed must be an integer from 0 to 4294967295 (2**32 - 1), got 'one'"),
+    ("kernel: copy\nsampler: [tpe]\nparams: {}\n", 2,
+     "sampler: ['tpe'] is not a sampler; give a name or {name: ..., seed: ..., baseline: "
+     "...}; known names: auto, exhaustive, one-at-a-time, tpe,"),
+    ("kernel: copy\nsampler: {name: 3}\nparams: {}\n", 2,
+     "sampler.name: 3 is not a sampler; give a name; known names: auto, exhaustive,"),
+    ("kernel: copy\nseed: 3\nsampler: {name: tpe, seed: 5}\nparams: {}\n", 3,
+     "sampler.seed: the seed is given twice, 3 at the top level and 5 here; give one"),
     ("kernel: copy\nparams: {}\nstudy: ../escape\n", 3, "study: '../escape' is not a study name"),
     ("kernel: copy\nparams:\n  grid: [0]\n", 3, "params.grid[0]: 0 must be positive"),
     ("", 1, "the file is empty"),

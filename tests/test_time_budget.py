@@ -466,3 +466,37 @@ def test_a_final_leaves_the_later_finals_the_rounds_kept_for_them():
                kept_after=lambda entrants, later: budgets.kept_after(entrants, later, None))
     assert [job.deadline for job in jobs] == pytest.approx(
         [1000.0 - budgets.kept_after(first, [second], None), 1000.0])
+
+
+def test_a_replay_keeps_this_machines_report_seconds_for_its_next_time_budget(
+        write_space, tmp_path, capsys, monkeypatch):
+    """A replay's trials are the recorded GPU's, but its start-up and report run here: a
+    replay that kept none of them priced its report at the H200's second forever, and a
+    `--time 6s` replay of spaces/matmul.yaml on the loaded 2-core machine drew a 9 s
+    report and ended at 13.9 s.  What a replay's report took is kept (and no trial
+    cost), and the next replay's time budget holds a report it does not cover."""
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space = write_space("""
+        study: r
+        kernel: copy
+        sampler: tpe
+        params:
+          grid: [sms, 2*sms]
+          block: [128, 256]
+          BLOCK: [1024, 2048]
+          footprint: [1GiB]
+    """)
+    table = Path(__file__).parent / "data" / "replay" / "h200-copy.csv"
+    args = ["run", str(space), "--device", f"replay:{table}", "--quiet", "--no-priors",
+            "--studies-dir", str(tmp_path / "studies")]
+    assert main([*args, "--study", "first"]) == 0
+    kept = json.loads((tmp_path / "cache" / "run-costs.json").read_text())
+    [(key, costs)] = kept.items()
+    assert key.startswith("replay") and costs["report_s"] > 0 and costs["report_maps"] > 0
+    assert costs["trial_s"] == {} and costs["launch_scale"] == {}
+    # a machine where that report took 40 s: a 20 s budget has no room for another
+    costs.update(report_s=40.0, report_fixed_s=39.0)
+    (tmp_path / "cache" / "run-costs.json").write_text(json.dumps(kept))
+    capsys.readouterr()
+    assert main([*args, "--study", "first", "--time", "20s"]) == 0
+    assert "report: not written, the time budget is spent" in capsys.readouterr().out

@@ -286,6 +286,14 @@ def test_compare_matches_configs_measured_on_the_same_problem_and_names_the_devi
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("note: A was measured on NVIDIA H200, B on Triton interpreter (CPU): "
                       "each ratio compares the devices as well as the config")
+    # and on other problems: the interpreter measured that 1GiB config at 16KiB
+    assert out[1] == (f"note: A (#6) is copy float32 1GiB cold, B (#{cpu}) is copy float32 "
+                      "16KiB cold: the ratio compares the problems as well as the configs")
+    assert out[2].startswith("verdict")
+    other = next(t.number for t in StudyStore(tmp_path / "studies" / "h200").records()[0]
+                 if t.ok and t.number != 6)
+    assert main(["compare", "h200@6", f"h200@{other}"]) == 0    # one problem: no note
+    assert capsys.readouterr().out.startswith("verdict")
 
 
 def test_state_monitor_polls_in_the_background_and_averages_power():

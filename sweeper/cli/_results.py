@@ -136,7 +136,7 @@ def _export_target(args: argparse.Namespace, storage: bool) -> str | None:
 def cmd_compare(args: argparse.Namespace) -> int:
     """``sweeper compare A B``: compare two studies config by config, or two trials
     (``STUDY@NUMBER``), and print the verdicts."""
-    from sweeper.compare import compare, devices_note, format_rows
+    from sweeper.compare import compare, devices_note, format_rows, problems_note
 
     max_noise = fraction_option("--max-noise", args.max_noise)
     threshold = fraction_option("--threshold", args.threshold)
@@ -150,9 +150,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                                     storage=args.storage)))
         numbers.append(trial)
     rows = compare(stores[0], stores[1], numbers[0], numbers[1], max_noise, threshold)
-    note = devices_note(stores[0], stores[1])
-    if note is not None:
-        print(note)
+    for note in (devices_note(stores[0], stores[1]),
+                 problems_note(stores[0], stores[1], numbers[0], numbers[1])):
+        if note is not None:
+            print(note)
     print(format_rows(rows))
     return 0
 

@@ -272,12 +272,22 @@ def _deferred_line(summary: Any, budget_s: float | None) -> str:
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
     """Keep what this run measured of the costs an estimate assumes (start-up, report,
     compiles, proposals) for the next estimate on this machine, and which Triton binaries
-    its trials ran (they are in Triton's cache now)."""
-    if device.replays:
-        return
+    its trials ran (they are in Triton's cache now).  A replay keeps what this machine
+    spent around its trials (start-up, set-up, report) and nothing of the trials, which
+    are the recorded GPU's: without it a replay's time budget kept the H200's 1 s for a
+    report that took 9 s on a loaded 2-core machine, and a `--time 6s` run took 13.9 s."""
     from sweeper.finals import Round, measured_overhead_s
     from sweeper.plan import costs_key, launch_model, note_run
     from sweeper.sweep._compile_ahead import COMPILED_S
+
+    restarted = RESTARTS in os.environ
+    if device.replays:
+        note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
+                 startup_s=None if restarted else clock.startup_s(),
+                 setup_s=None if restarted else clock.setup_s(),
+                 report_s=clock.steps().get("report"), report_maps=clock.report_maps,
+                 report_fixed_s=clock.report_fixed_s, compiles_s=[], ask_s=None)
+        return
 
     own = summary.trials[summary.resumed:]
     timing = summary.timing
@@ -294,7 +304,6 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
 
     # a process the command restarted into (execve keeps the process's start time) has
     # the earlier processes' sweeps in its start-up: not what a start-up costs
-    restarted = RESTARTS in os.environ
     note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
              startup_s=None if restarted else clock.startup_s(),
              setup_s=None if restarted else clock.setup_s(),

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sweeper import plugins
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, user_line
 from sweeper.plugins import declares
 from sweeper.samplers._context import Labels, SamplerContext
+from sweeper.samplers._order import one_at_a_time
 
 if TYPE_CHECKING:
     import optuna
@@ -56,11 +57,12 @@ def exhaustive_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
 
 
 # it answers another question than which config wins; its plan is only these configs
-@declares(needs_finals=False, takes_baseline=True, plans=True, asks_ahead=True)
+@declares(needs_finals=False, takes_baseline=True, plans=True, asks_ahead=True,
+          proposes=one_at_a_time)
 def one_at_a_time_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """The baseline, then each axis varied alone around it: how much each axis matters,
     not which config wins, so no finals."""
-    from sweeper.samplers._exhaustive import OneAtATimeSampler, one_at_a_time
+    from sweeper.samplers._exhaustive import OneAtATimeSampler
 
     return OneAtATimeSampler(one_at_a_time(context.baseline, context.axes))
 
@@ -126,12 +128,18 @@ def _over_indices(context: SamplerContext, inner: optuna.samplers.BaseSampler
 
 def make_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """The sampler ``context.spec`` names, built from ``context`` by its factory.  The
-    factory is checked when loaded (a callable of one argument); one that returns no
-    Optuna sampler is a :class:`SweeperError` naming the plugin."""
+    factory is checked when loaded (a callable of one argument); one that raises, or
+    returns no Optuna sampler, is a :class:`SweeperError` naming the plugin (and the line
+    of the plugin's own code that raised), as any plugin's failure is, not a traceback."""
     import optuna
 
     plugin = plugins.load(plugins.SAMPLER, context.spec.name)
-    sampler = plugin.obj(context)
+    try:
+        sampler = plugin.obj(context)
+    except Exception as err:
+        at = user_line(err)
+        raise SweeperError(f"{plugin}: its factory raised {type(err).__name__}: {err}"
+                           f"{f' (at {at})' if at else ''}") from err
     if not isinstance(sampler, optuna.samplers.BaseSampler):
         raise SweeperError(f"{plugin}: its factory returned {type(sampler).__name__}, not "
                            "an optuna.samplers.BaseSampler")

@@ -172,20 +172,10 @@ class ExhaustiveSampler(PlannedSampler):
         self._mark(trial.params)
 
 
-def one_at_a_time(baseline: Mapping[str, str], axes: Mapping[str, Sequence[str]]
-                  ) -> list[dict[str, str]]:
-    """The baseline, then every other value of each axis with the rest at the baseline
-    (control of variables: change one variable at a time, so each difference is that
-    axis's effect).  An axis the baseline leaves out sits at its middle value."""
-    baseline = {name: str(baseline.get(name, labels[(len(labels) - 1) // 2]))
-                for name, labels in axes.items()}
-    return [dict(baseline)] + [{**baseline, name: label} for name, labels in axes.items()
-                               for label in labels if label != baseline[name]]
-
-
 class OneAtATimeSampler(ExhaustiveSampler):
-    """Proposes :func:`one_at_a_time`'s configs in order, each once.  Configs the
-    constraints rule out are proposed too, so the sweep records them as skipped."""
+    """Proposes :func:`~sweeper.samplers._order.one_at_a_time`'s configs in order, each
+    once.  Configs the constraints rule out are proposed too, so the sweep records them as
+    skipped."""
 
     PREFER_WINDOW = 0            # its order is the plan's: baseline, then axis by axis
 

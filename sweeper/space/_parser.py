@@ -224,7 +224,8 @@ class _Parser:
         self.fits_kernel(axes)
         order = self.order(axes)
         constraints = self.constraints(data.get("constraints", []), axes)
-        sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes)
+        sampler = self.sampler(data.get("sampler", "auto"), data.get("seed", 0), axes,
+                               top_seed="seed" in data)
         budget = Budget(**self.settings(data.get("budget", {}), "budget", BUDGET))
         return Space(
             study=study, kernel=kernel_name, kernel_options=options, sampler=sampler,
@@ -477,18 +478,28 @@ class _Parser:
                                   condition_of=condition_of))
         return tuple(out)
 
-    def sampler(self, value: Any, seed: Any, axes: list[Axis]) -> SamplerSpec:
+    def sampler(self, value: Any, seed: Any, axes: list[Axis], top_seed: bool = False
+                ) -> SamplerSpec:
         """The ``sampler:`` setting (a name, or a mapping with ``name``, ``seed`` and
-        ``baseline``) with the top-level ``seed``, checked: a sampler that is registered, a
-        seed from 0 to ``MAX_SEED``, and a baseline only for a sampler that takes one, each
-        of its values one of the axis's; an unnamed axis's baseline is its middle value."""
+        ``baseline``) with the top-level ``seed`` (``top_seed``: the file gives one),
+        checked: a sampler that is registered, one seed from 0 to ``MAX_SEED`` (two that
+        differ are refused: one would be dropped unsaid), and a baseline only for a sampler
+        that takes one, each of its values one of the axis's; an unnamed axis's baseline
+        is its middle value."""
         path, baseline, seed_path = "sampler", {}, "seed"
         if isinstance(value, dict):
             value = self.keys(value, path, SAMPLER_KEYS)
             seed_path = "sampler.seed" if "seed" in value else seed_path
+            if top_seed and "seed" in value and value["seed"] != seed:
+                raise self.error("sampler.seed", f"the seed is given twice, {shown(seed)} at "
+                                 f"the top level and {shown(value['seed'])} here; give one")
             seed = value.get("seed", seed)
             baseline = value.get("baseline", {})
             path, value = "sampler.name", value.get("name", "auto")
+        if not isinstance(value, str):        # a list, a number: no name to look up
+            mapping = " or {name: ..., seed: ..., baseline: ...}" if path == "sampler" else ""
+            raise self.error(path, f"{shown(value)} is not a sampler; give a name{mapping}; "
+                             f"known names: {plugins.known(plugins.SAMPLER)}")
         if not isinstance(value, str) or len(value) > 200:
             raise self.error(path, f"unknown sampler {shown(value)}; known: "
                              f"{plugins.known(plugins.SAMPLER)}")
@@ -506,11 +517,37 @@ class _Parser:
         for a in axes:
             label = str(base.get(a.name, a.labels[(len(a.labels) - 1) // 2]))
             if label not in a.labels:
+                # an axis -p replaced: the file's own list holds the value, so say who cut it
+                origin, line = self.where.get(f"params.{a.name}", (self.file, 0))
+                by = f" (the axis as {origin} gives it)" if line is None and \
+                    origin != self.file else ""
                 raise self.error(f"sampler.baseline.{a.name}", f"{shown(label)} is not a value of "
-                                 f"the axis; allowed: {', '.join(a.labels)}")
+                                 f"the axis; allowed: {', '.join(a.labels)}{by}")
             chosen.append((a.name, label))
+        if takes_baseline:
+            chosen = self.baseline_rows(chosen, base)
         return SamplerSpec(name=value, seed=seed,
                            baseline=tuple(chosen) if takes_baseline else ())
+
+    def baseline_rows(self, chosen: list[tuple[str, str]], given: Mapping[str, Any]
+                      ) -> list[tuple[str, str]]:
+        """``chosen`` with each group of zipped axes at one of its rows: the middle one of
+        the rows that hold the members the baseline names (all rows where it names none),
+        as an axis left out sits at its middle value; each member's own middle value need
+        not make a row.  Members named that no row holds are an error at
+        ``sampler.baseline`` listing the rows."""
+        values = dict(chosen)
+        for tie in self.ties:
+            named = {m: str(given[m]) for m in tie.members if m in given}
+            rows = [r for r in tie.rows
+                    if all(v == named.get(m, v) for m, v in zip(tie.members, r, strict=True))]
+            if not rows:
+                given_text = ", ".join(f"{m}={v}" for m, v in named.items())
+                raise self.error("sampler.baseline", f"{given_text} is no row of the zipped "
+                                 f"{tie.name}; allowed rows: "
+                                 f"{'; '.join(tie.label(r) for r in tie.rows)}")
+            values.update(zip(tie.members, rows[(len(rows) - 1) // 2], strict=True))
+        return list(values.items())
 
     def takes_baseline(self, name: str, path: str, given: bool) -> bool:
         """Whether sampler ``name`` declares a baseline; an unknown sampler is an error at

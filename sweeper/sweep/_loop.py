@@ -29,6 +29,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.devices import Device
+from sweeper.errors import SweeperError
 from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
 from sweeper.outcome import problem_text
@@ -290,12 +291,15 @@ class Sweep:
                     outbox, ahead, asked=asked)
 
     def _plan(self, sampler: object) -> PlannedSampler | None:
-        """The sampler, where its factory declares a plan (``plans``); else None."""
+        """The sampler, where its factory declares a plan (``plans``); else None.  A
+        plugin that declares one but returns another kind of sampler is its author's
+        mistake: one line naming it, not a traceback."""
         if not self.sampler_caps.plans:
             return None
         if not isinstance(sampler, PlannedSampler):
-            raise TypeError(f"sampler {self.space.sampler.name!r} declares plans=True but "
-                            f"is {type(sampler).__name__}, not a PlannedSampler")
+            raise SweeperError(f"sampler {self.space.sampler.name!r} declares plans=True but "
+                               f"its factory returned {type(sampler).__name__}, not a "
+                               "sweeper.samplers._exhaustive.PlannedSampler")
         return sampler
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:

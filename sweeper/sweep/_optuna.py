@@ -25,6 +25,7 @@ from sweeper.samplers import SamplerContext, make_sampler
 from sweeper.space import Configs, Space
 from sweeper.store import TrialRecord
 from sweeper.study import Choice
+from sweeper.trial import TrialStatus
 
 #: Each axis (zipped axes as one) and its labels, as Optuna asks for them.
 Distributions = dict[str, BaseDistribution]
@@ -95,10 +96,10 @@ def rebuild_study(space: Space, valid: Configs, trials: list[TrialRecord], *,
         params = sampler_view(space, t.choice)
         if params is None or not holds(axes, params):
             continue   # a value the space no longer has (resumed with --force)
+        value = searched(t)
         study.add_trial(optuna.trial.create_trial(
             params=params, distributions=dists,
-            state=TrialState.COMPLETE if t.ok else TrialState.FAIL,
-            value=t.score if t.ok else None))
+            state=TrialState.FAIL if value is None else TrialState.COMPLETE, value=value))
     return study, dists
 
 
@@ -137,8 +138,22 @@ def in_space(space: Space, choice: Mapping[str, str]) -> bool:
 
 
 def tell(study: optuna.Study, trial: optuna.Trial, record: TrialRecord) -> None:
-    """Tell the sampler how a proposal went: an ``ok`` trial's score, else a failure."""
-    if record.ok:
-        study.tell(trial, record.score)
+    """Tell the sampler how a proposal went: its score (:func:`searched`), else a
+    failure."""
+    value = searched(record)
+    if value is not None:
+        study.tell(trial, value)
     else:
         study.tell(trial, state=TrialState.FAIL)
+
+
+def searched(record: TrialRecord) -> float | None:
+    """What the sampler is told a trial scored: an ``ok`` trial's score, and an
+    ``abandoned`` one's from the samples it got (clearly slower than the best: told as a
+    failure, ``auto`` read it as a config that cannot run and weighed its neighbours down
+    as unlikely to, and TPE learned nothing of the region); ``None`` for a failure."""
+    if record.ok:
+        return record.score
+    if record.status is TrialStatus.ABANDONED and record.stats is not None:
+        return record.gbps or record.gflops or 1e3 / record.stats.median
+    return None
