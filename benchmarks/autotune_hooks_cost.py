@@ -1,6 +1,6 @@
 """What honouring an autotuner's ``reset_to_zero`` costs a measured launch (GPU).
 
-    python benchmarks/autotune_hooks_cost.py [--n 4194304] [--device cuda]
+    python benchmarks/autotune_hooks_cost.py [--n 4194304] [--device cuda] [--graph]
 
 One ``@triton.autotune`` kernel (a sum into one float32 by ``atomic_add``, which needs
 ``total`` zeroed before each launch) measured three ways over the same configs:
@@ -13,7 +13,9 @@ One ``@triton.autotune`` kernel (a sum into one float32 by ``atomic_add``, which
   ``do_bench`` with the hook inside the timed call, as sweeper times it).
 
 Per config: each median in microseconds and ``hook / inline`` (the wrapper's cost) and
-``hook / triton``.  Both sweeper runs flush the L2 before each sample as every sweeper
+``hook / triton``.  ``--graph``: both sweeper runs replay their launches from a CUDA graph
+(``measure.graph``), which takes the host's launch path out of every sample.  Both
+sweeper runs flush the L2 before each sample as every sweeper
 measurement does; Triton's ``do_bench`` clears its cache buffer too.
 """
 
@@ -81,6 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1 << 22, help="elements summed")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--graph", action="store_true", help="measure.graph: true")
     args = parser.parse_args(argv)
     os.environ["HOOKCOST_N"] = str(args.n)
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as studies:
         for name in ("HOOK", "INLINE"):
             space = {"study": name.lower(), "from_autotune": f"autotune_hooks_cost:{name}",
-                     "measure": {"warmup": 5, "repeat": 50}}
+                     "measure": {"warmup": 5, "repeat": 50, "graph": args.graph}}
             runs[name.lower()] = _medians(sweeper.run(space, device=args.device,
                                                       studies_dir=studies, quiet=True,
                                                       report=False))
