@@ -271,8 +271,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "kernel_name": kernel.name,
         "created": now(), "command": command,
         "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
-        "sampler": {"name": space.sampler.name, "seed": space.sampler.seed,
-                    "baseline": [list(p) for p in space.sampler.baseline]},
+        "sampler": sampler_json(space), "samplers": [sampler_json(space)],
         "measure": vars(device.measure_spec(space.measure)),
         "measure_requested": vars(space.measure),
         "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
@@ -292,8 +291,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         store.enlist(worker)
     else:
         store.open_journal()
-    store.note_resumed(now(), axes_of(space), last_command=command, bounds=bounds,
-                       finals=finals_wanted(space, device))
+    store.note_resumed(now(), axes_of(space), sampler=sampler_json(space),
+                       last_command=command, bounds=bounds, finals=finals_wanted(space, device))
 
 
 def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
@@ -304,6 +303,12 @@ def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
     changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
     if changed and not force:
         raise StudyError(resume_refused(store.root, changed, meta, space.text))
+
+
+def sampler_json(space: Space) -> dict[str, Any]:
+    """``space``'s sampler as ``study.json`` keeps it (``sampler``, and in ``samplers``)."""
+    return {"name": space.sampler.name, "seed": space.sampler.seed,
+            "baseline": [list(p) for p in space.sampler.baseline]}
 
 
 def axes_of(space: Space) -> dict[str, list[str]]:

@@ -407,3 +407,53 @@ def test_a_replayed_study_says_it_replayed_and_shows_no_empty_columns(tmp_path):
         data["device_note"]
     assert data["record"]["statistics"].startswith(f"median of the samples recorded in {table}")
     assert data["reproduce"].endswith(f"--device replay:{table} --study rp")
+
+
+def test_a_report_names_each_sampler_that_proposed_trials(tmp_path, monkeypatch):
+    """Resumed with ``--force`` under another sampler, a study holds trials of both: each
+    records its sampler, study.json names the latest and every one it ran with, and the
+    report says which proposed how many, not the first alone.  A study an older sweeper
+    wrote (trials naming no sampler, no ``samplers``) reads as its one sampler's."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "s.yaml"
+    text = (ROOT / "spaces/copy.yaml").read_text()
+    replay = f"replay:{ROOT / 'tests/data/replay/h200-copy.csv'}"
+    run = ["run", str(space), "--device", replay, "--study", "s", "--quiet"]
+    space.write_text(text.replace("sampler: exhaustive", "sampler: tpe"))
+    assert main([*run, "--trials", "5", "--no-report"]) == 0
+    folder = tmp_path / "studies" / "s"
+    old_meta, old_trials = (folder / "study.json").read_text(), \
+        (folder / "trials.jsonl").read_text()
+    space.write_text(text.replace("sampler: exhaustive", "sampler: random"))
+    assert main([*run, "--trials", "40", "--force"]) == 0
+    store = StudyStore(folder)
+    assert [t.sampler for t in store.records()[0] if t.status is not TrialStatus.INVALID
+            ] == ["tpe"] * 5 + ["random"] * 35     # a config ruled out is no proposal
+    meta = json.loads((folder / "study.json").read_text())
+    assert meta["sampler"]["name"] == "random"
+    assert [s["name"] for s in meta["samplers"]] == ["tpe", "random"]
+    shares = "tpe, seed 0: 5 trials; random, seed 0: 35 trials"
+    assert f"| varied | sampler | {shares} (a resume with --force changed it) |" in \
+        (folder / "report.md").read_text()
+    assert "| fixed | sampler |" not in (folder / "report.md").read_text()
+    assert f"<td>varied</td><td>sampler</td><td>{shares}" in \
+        (folder / "report.html").read_text()
+    assert json.loads((folder / "report.json").read_text())["samplers"] == [
+        {"name": "tpe", "seeds": [0], "trials": 5},
+        {"name": "random", "seeds": [0], "trials": 35}]
+
+    # as an older sweeper left it: trials without their sampler, study.json without samplers
+    older = json.loads(old_meta)
+    del older["samplers"]
+    (folder / "study.json").write_text(json.dumps(older))
+    (folder / "trials.jsonl").write_text("".join(
+        json.dumps({k: v for k, v in json.loads(line).items() if k != "sampler"}) + "\n"
+        for line in old_trials.splitlines()))
+    assert main(["report", str(folder)]) == 0
+    assert "| fixed | sampler | tpe, seed 0 |" in (folder / "report.md").read_text()
+    assert main([*run, "--trials", "40", "--force", "--no-report"]) == 0   # resumed
+    assert [s["name"] for s in StudyStore(folder).study_meta().samplers] == ["tpe", "random"]
+    assert main(["report", str(folder)]) == 0
+    assert f"| varied | sampler | {shares} (a resume" in (folder / "report.md").read_text()

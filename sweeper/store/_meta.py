@@ -42,7 +42,11 @@ class StudyMeta:
     headline: str = "gbps"
     measure_text: str = ""
     device_note: str | None = None
+    #: the sampler of its latest run (name, seed, baseline)
     sampler: dict[str, Any] = field(default_factory=dict)
+    #: every sampler it ran with, first to last (a resume with ``--force`` may change it;
+    #: each trial records its own); empty in a study an older sweeper wrote: ``sampler``
+    samplers: list[dict[str, Any]] = field(default_factory=list)
     measure: dict[str, Any] = field(default_factory=dict)
     measure_requested: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)

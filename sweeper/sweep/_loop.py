@@ -367,7 +367,8 @@ class Sweep:
             if key_of(choice) in done:
                 continue
             record = TrialRecord(number=number, choice=choice, reason=reason,
-                                 status=TrialStatus.INVALID, started=now())
+                                 status=TrialStatus.INVALID, started=now(),
+                                 sampler=self.space.sampler.name)
             if self.claims is not None:
                 kept = self._record(record)
                 if kept is None:        # another worker recorded it
@@ -535,6 +536,7 @@ class Sweep:
         worker the trial lost is replaced, or its GPU dropped (:mod:`._drop`); in this
         process the trial is kept, then ContextLost ends it."""
         record, summary = outcome.record, run.summary
+        record.sampler = self.space.sampler.name
         self._keep_extras(run, outcome.extras)
         if self.claims is not None:     # the record keeps the number its claim gives it
             with run.timeline.phases.on("journal"):
