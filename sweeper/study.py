@@ -280,6 +280,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "finals": finals_wanted(space, device),
         "axes": axes_of(space),
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
+        "zipped": zipped_json(space),
     }):
         if worker is not None:
             store.share()
@@ -292,7 +293,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     else:
         store.open_journal()
     store.note_resumed(now(), axes_of(space), sampler=sampler_json(space),
-                       last_command=command, bounds=bounds, finals=finals_wanted(space, device))
+                       last_command=command, bounds=bounds, finals=finals_wanted(space, device),
+                       zipped=zipped_json(space))
 
 
 def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
@@ -309,6 +311,13 @@ def sampler_json(space: Space) -> dict[str, Any]:
     """``space``'s sampler as ``study.json`` keeps it (``sampler``, and in ``samplers``)."""
     return {"name": space.sampler.name, "seed": space.sampler.seed,
             "baseline": [list(p) for p in space.sampler.baseline]}
+
+
+def zipped_json(space: Space) -> dict[str, dict[str, list[Any]]]:
+    """``space``'s zipped groups as ``study.json`` keeps them: the one-at-a-time report
+    varies each as one axis, its rows its values."""
+    return {t.name: {"members": list(t.members), "rows": [list(r) for r in t.rows]}
+            for t in space.ties}
 
 
 def axes_of(space: Space) -> dict[str, list[str]]:

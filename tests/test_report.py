@@ -457,3 +457,40 @@ def test_a_report_names_each_sampler_that_proposed_trials(tmp_path, monkeypatch)
     assert [s["name"] for s in StudyStore(folder).study_meta().samplers] == ["tpe", "random"]
     assert main(["report", str(folder)]) == 0
     assert f"| varied | sampler | {shares} (a resume" in (folder / "report.md").read_text()
+
+
+def test_one_at_a_time_varies_a_zipped_group_as_one_and_says_an_axis_never_varied(
+        tmp_path, monkeypatch):
+    """A zipped group is one row of the one-at-a-time table (its rows its values), not
+    each member alone at 'no effect'; an axis its ``when:`` held at its first value around
+    the baseline says so, with no picture."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "s.yaml"
+    space.write_text("""study: oat
+kernel: matmul
+sampler: one-at-a-time
+params:
+  grid: [sms, 2*sms]
+  block: [128, 256]
+  tiles: {zip: {BLOCK_M: [64, 128, 128, 64], BLOCK_N: [64, 128, 256, 256]}}
+  BLOCK_K: [32, 64]
+  num_stages: {values: [3, 4], when: "BLOCK_K >= 64"}
+  dtype: [bfloat16]
+  footprint: [32MiB]
+measure: {warmup: 5, repeat: 30, cache: cold}
+""")
+    replay = f"replay:{ROOT / 'tests/data/replay/h200-matmul.csv'}"
+    assert main(["run", str(space), "--device", replay, "--quiet"]) == 0
+    folder = tmp_path / "studies" / "oat-replay"
+    text = (folder / "report.md").read_text().split("## One variable at a time")[1]
+    text = text.split("\n## ")[0]
+    assert "| tiles (BLOCK_M, BLOCK_N) | BLOCK_M=128,BLOCK_N=128 | BLOCK_M=128,BLOCK_N=128 " \
+           "| 6.521 | True |" in text
+    assert "| BLOCK_M |" not in text and "| BLOCK_N |" not in text
+    assert "| num_stages | – | 3 | – | not varied: num_stages only varies when " \
+           "'BLOCK_K >= 64'; otherwise it stays at its first value |" in text
+    assert "(BLOCK_K=32, BLOCK_M=128,BLOCK_N=128, block=128, grid=sms, num_stages=3)" in text
+    assert not (folder / "heatmaps" / "oat_num_stages.png").exists()
+    assert (folder / "heatmaps" / "oat_tiles.png").exists()

@@ -122,7 +122,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
         finals=[(f, _without(final_table(f, df, shown_meta, metric), fixed, final=True))
                 for f in finals],
         effects=one_at_a_time(trials, axes, dict(meta.sampler.get("baseline", [])),
-                              headline)
+                              headline, meta.zipped)
         if meta.sampler.get("baseline") else [],       # a sampler that takes one
         drift=store.read(DriftRecord),
         factors=factors(meta, df, story, samplers),

@@ -59,6 +59,9 @@ class StudyMeta:
     finals: bool = True
     axes: dict[str, list[Any]] = field(default_factory=dict)
     meta_axes: list[str] = field(default_factory=list)
+    #: the zipped groups of its space: name -> ``members`` and their ``rows`` (empty in a
+    #: study an older sweeper wrote)
+    zipped: dict[str, dict[str, Any]] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
     last_run: dict[str, Any] = field(default_factory=dict)
 
