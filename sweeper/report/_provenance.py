@@ -137,6 +137,8 @@ class SamplerShare(NamedTuple):
     trials: int
 
     def text(self) -> str:
+        """``tpe, seed 0`` (``seeds 0, 1`` where resumes changed its seed): as the report
+        has always named the study's sampler."""
         seeds = ", ".join(map(str, self.seeds)) or "?"
         return f"{self.name}, seed{'s' if len(self.seeds) > 1 else ''} {seeds}"
 
