@@ -7,7 +7,7 @@ import datetime as dt
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from sweeper.core._model import MAX_CONFIGS
@@ -241,7 +241,8 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
 
 
 def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
-               command: str, force: bool = False, worker: str | None = None) -> None:
+               command: str, force: bool = False, worker: str | None = None,
+               before_writing: Callable[[], object] | None = None) -> None:
     """Create the study, or check that the one there may be resumed by this run (its
     journal then taken for this process and repaired if it needs it); a space
     none of whose configs can be launched on ``device`` is refused before anything is
@@ -249,7 +250,9 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     in force.  With ``worker`` (``sweeper worker``'s id) the study is opened alongside
     other workers and the id held for this process (a StudyError, nothing written, where
     another live process holds it); of workers starting a new study together one creates
-    it and the others join it (:meth:`Storage.create` is atomic)."""
+    it and the others join it (:meth:`Storage.create` is atomic).  ``before_writing`` is
+    called once the study may be created or resumed and before anything is written (the
+    engine builds the sampler there: a factory that fails leaves the store as it was)."""
     facts = device.facts()
     require_launchable(space, facts.env(), facts.max_footprint)
     environment = device.environment()
@@ -259,13 +262,16 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass "
                          f"{given('study', 'NEW')}")
+    if store.exists():
+        _check_resumable(store, wanted, space, force)
+    if before_writing is not None:
+        before_writing()
     if not store.exists() and store.create({
         "format": FORMAT, "study": store.name, "kernel": space.kernel,
         "kernel_name": kernel.name,
         "created": now(), "command": command,
         "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
-        "sampler": {"name": space.sampler.name, "seed": space.sampler.seed,
-                    "baseline": [list(p) for p in space.sampler.baseline]},
+        "sampler": sampler_json(space), "samplers": [sampler_json(space)],
         "measure": vars(device.measure_spec(space.measure)),
         "measure_requested": vars(space.measure),
         "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
@@ -274,22 +280,44 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "finals": finals_wanted(space, device),
         "axes": axes_of(space),
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
+        "zipped": zipped_json(space),
     }):
         if worker is not None:
             store.share()
             store.enlist(worker)
         return
-    meta = store.meta()
-    changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
-    if changed and not force:
-        raise StudyError(resume_refused(store.root, changed, meta, space.text))
+    _check_resumable(store, wanted, space, force)   # again: another worker may have created it
     if worker is not None:
         store.share()
         store.enlist(worker)
     else:
         store.open_journal()
-    store.note_resumed(now(), axes_of(space), last_command=command, bounds=bounds,
-                       finals=finals_wanted(space, device))
+    store.note_resumed(now(), axes_of(space), sampler=sampler_json(space),
+                       last_command=command, bounds=bounds, finals=finals_wanted(space, device),
+                       zipped=zipped_json(space))
+
+
+def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
+                     force: bool) -> None:
+    """A StudyError where the study in ``store`` was measured with other settings than
+    ``wanted`` (this run's fingerprint), unless ``force``."""
+    meta = store.meta()
+    changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
+    if changed and not force:
+        raise StudyError(resume_refused(store.root, changed, meta, space.text))
+
+
+def sampler_json(space: Space) -> dict[str, Any]:
+    """``space``'s sampler as ``study.json`` keeps it (``sampler``, and in ``samplers``)."""
+    return {"name": space.sampler.name, "seed": space.sampler.seed,
+            "baseline": [list(p) for p in space.sampler.baseline]}
+
+
+def zipped_json(space: Space) -> dict[str, dict[str, list[Any]]]:
+    """``space``'s zipped groups as ``study.json`` keeps them: the one-at-a-time report
+    varies each as one axis, its rows its values."""
+    return {t.name: {"members": list(t.members), "rows": [list(r) for r in t.rows]}
+            for t in space.ties}
 
 
 def axes_of(space: Space) -> dict[str, list[str]]:

@@ -533,6 +533,46 @@ def test_the_core_asks_a_sampler_what_it_declares(tmp_path, capsys, monkeypatch)
         "sweeper.samplers._exhaustive.PlannedSampler\n")
 
 
+def returns_42(context: SamplerContext) -> Any:
+    return 42
+
+
+@pytest.mark.parametrize("factory", ["returns_42", "raises_when_built",
+                                     "plans_without_a_plan"])
+def test_a_sampler_factory_that_fails_writes_nothing(factory, tmp_path, capsys, monkeypatch):
+    """A bad input: exit 2 and nothing written.  The sampler is built before the study is:
+    a new study is not created, on the interpreter or a replay, and a resumed one (its
+    study.json, its journal) is left as it was, by ``sweeper run`` and ``sweeper worker``
+    alike."""
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "s.yaml"
+    space.write_text(SPACE.format(sampler=f"tests.test_plugins:{factory}"))
+    studies = tmp_path / "studies"
+    assert main(["run", str(space), "--device", "interpret", "--study", "new"]) == 2
+    assert "its factory" in capsys.readouterr().err
+    copy = tmp_path / "copy.yaml"
+    copy.write_text((ROOT / "spaces/copy.yaml").read_text().replace(
+        "sampler: exhaustive", f"sampler: tests.test_plugins:{factory}"))
+    replay = f"replay:{ROOT / 'tests/data/replay/h200-copy.csv'}"
+    for command in ("run", "worker"):
+        assert main([command, str(copy), "--device", replay, "--study", "new"]) == 2
+        assert "its factory" in capsys.readouterr().err
+    assert not studies.exists()
+
+    copy.write_text((ROOT / "spaces/copy.yaml").read_text())
+    assert main(["run", str(copy), "--device", replay, "--study", "kept", "--trials", "3",
+                 "--no-report", "--quiet"]) == 0
+    kept = {p.name: p.read_bytes() for p in (studies / "kept").iterdir()}
+    copy.write_text((ROOT / "spaces/copy.yaml").read_text().replace(
+        "sampler: exhaustive", f"sampler: tests.test_plugins:{factory}"))
+    capsys.readouterr()
+    for command in ("run", "worker"):
+        assert main([command, str(copy), "--device", replay, "--study", "kept",
+                     "--force"]) == 2
+        assert "its factory" in capsys.readouterr().err
+        assert {p.name: p.read_bytes() for p in (studies / "kept").iterdir()} == kept
+
+
 #: What pip writes as the console script for ``[project.scripts] sweeper =
 #: "sweeper.cli:main"``: its ``sys.path`` starts at the script's folder, not the current one.
 CONSOLE_SCRIPT = """\

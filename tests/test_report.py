@@ -407,3 +407,90 @@ def test_a_replayed_study_says_it_replayed_and_shows_no_empty_columns(tmp_path):
         data["device_note"]
     assert data["record"]["statistics"].startswith(f"median of the samples recorded in {table}")
     assert data["reproduce"].endswith(f"--device replay:{table} --study rp")
+
+
+def test_a_report_names_each_sampler_that_proposed_trials(tmp_path, monkeypatch):
+    """Resumed with ``--force`` under another sampler, a study holds trials of both: each
+    records its sampler, study.json names the latest and every one it ran with, and the
+    report says which proposed how many, not the first alone.  A study an older sweeper
+    wrote (trials naming no sampler, no ``samplers``) reads as its one sampler's."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "s.yaml"
+    text = (ROOT / "spaces/copy.yaml").read_text()
+    replay = f"replay:{ROOT / 'tests/data/replay/h200-copy.csv'}"
+    run = ["run", str(space), "--device", replay, "--study", "s", "--quiet"]
+    space.write_text(text.replace("sampler: exhaustive", "sampler: tpe"))
+    assert main([*run, "--trials", "5", "--no-report"]) == 0
+    folder = tmp_path / "studies" / "s"
+    old_meta, old_trials = (folder / "study.json").read_text(), \
+        (folder / "trials.jsonl").read_text()
+    space.write_text(text.replace("sampler: exhaustive", "sampler: random"))
+    assert main([*run, "--trials", "40", "--force"]) == 0
+    store = StudyStore(folder)
+    assert [t.sampler for t in store.records()[0] if t.status is not TrialStatus.INVALID
+            ] == ["tpe"] * 5 + ["random"] * 35     # a config ruled out is no proposal
+    meta = json.loads((folder / "study.json").read_text())
+    assert meta["sampler"]["name"] == "random"
+    assert [s["name"] for s in meta["samplers"]] == ["tpe", "random"]
+    shares = "tpe, seed 0: 5 trials; random, seed 0: 35 trials"
+    assert f"| varied | sampler | {shares} (a resume with --force changed it) |" in \
+        (folder / "report.md").read_text()
+    assert "| fixed | sampler |" not in (folder / "report.md").read_text()
+    assert f"<td>varied</td><td>sampler</td><td>{shares}" in \
+        (folder / "report.html").read_text()
+    assert json.loads((folder / "report.json").read_text())["samplers"] == [
+        {"name": "tpe", "seeds": [0], "trials": 5},
+        {"name": "random", "seeds": [0], "trials": 35}]
+
+    # as an older sweeper left it: trials without their sampler, study.json without samplers
+    older = json.loads(old_meta)
+    del older["samplers"]
+    (folder / "study.json").write_text(json.dumps(older))
+    (folder / "trials.jsonl").write_text("".join(
+        json.dumps({k: v for k, v in json.loads(line).items() if k != "sampler"}) + "\n"
+        for line in old_trials.splitlines()))
+    assert main(["report", str(folder)]) == 0
+    assert "| fixed | sampler | tpe, seed 0 |" in (folder / "report.md").read_text()
+    assert main([*run, "--trials", "40", "--force", "--no-report"]) == 0   # resumed
+    assert [s["name"] for s in StudyStore(folder).study_meta().samplers] == ["tpe", "random"]
+    assert main(["report", str(folder)]) == 0
+    assert f"| varied | sampler | {shares} (a resume" in (folder / "report.md").read_text()
+
+
+def test_one_at_a_time_varies_a_zipped_group_as_one_and_says_an_axis_never_varied(
+        tmp_path, monkeypatch):
+    """A zipped group is one row of the one-at-a-time table (its rows its values), not
+    each member alone at 'no effect'; an axis its ``when:`` held at its first value around
+    the baseline says so, with no picture."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "s.yaml"
+    space.write_text("""study: oat
+kernel: matmul
+sampler: one-at-a-time
+params:
+  grid: [sms, 2*sms]
+  block: [128, 256]
+  tiles: {zip: {BLOCK_M: [64, 128, 128, 64], BLOCK_N: [64, 128, 256, 256]}}
+  BLOCK_K: [32, 64]
+  num_stages: {values: [3, 4], when: "BLOCK_K >= 64"}
+  dtype: [bfloat16]
+  footprint: [32MiB]
+measure: {warmup: 5, repeat: 30, cache: cold}
+""")
+    replay = f"replay:{ROOT / 'tests/data/replay/h200-matmul.csv'}"
+    assert main(["run", str(space), "--device", replay, "--quiet"]) == 0
+    folder = tmp_path / "studies" / "oat-replay"
+    text = (folder / "report.md").read_text().split("## One variable at a time")[1]
+    text = text.split("\n## ")[0]
+    assert "| tiles (BLOCK_M, BLOCK_N) | BLOCK_M=128,BLOCK_N=128 | BLOCK_M=128,BLOCK_N=128 " \
+           "| 6.521 | True |" in text
+    assert "| BLOCK_M |" not in text and "| BLOCK_N |" not in text
+    assert "| num_stages | – | 3 | – | not varied: num_stages only varies when " \
+           "'BLOCK_K >= 64'; otherwise it stays at its first value |" in text
+    assert "(BLOCK_K=32, BLOCK_M=128,BLOCK_N=128, block=128, grid=sms, num_stages=3)" in text
+    assert not (folder / "heatmaps" / "oat_num_stages.png").exists()
+    assert (folder / "heatmaps" / "oat_tiles.png").exists()

@@ -1028,7 +1028,7 @@ def test_an_abandoned_config_is_told_to_the_sampler_as_slow_not_as_failed(tmp_pa
     import optuna
 
     from sweeper.space import Configs
-    from sweeper.sweep._optuna import rebuild_study, tell
+    from sweeper.sweep._optuna import build_sampler, rebuild_study, tell
 
     space = dataclasses.replace(load_space(ROOT / "spaces/copy.yaml"),
                                 sampler=SamplerSpec(name="tpe", seed=0))
@@ -1042,7 +1042,8 @@ def test_an_abandoned_config_is_told_to_the_sampler_as_slow_not_as_failed(tmp_pa
     failed = trials[2]
     failed.status, failed.reason = TrialStatus.CRASHED, "boom"
     valid = Configs(space, device.facts().env(), device.facts().max_footprint)
-    study, _ = rebuild_study(space, valid, trials, priors=[], guesses=None)
+    study, _ = rebuild_study(space, build_sampler(space, valid, priors=[], guesses=None),
+                             trials)
     told = [(t.state, t.value) for t in study.trials]
     assert told == [(optuna.trial.TrialState.COMPLETE, trials[0].gbps),
                     (optuna.trial.TrialState.COMPLETE, slow.gbps),

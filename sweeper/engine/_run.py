@@ -33,6 +33,7 @@ from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a run opens it
     from sweeper.store import Storage
+    from sweeper.sweep import Sampling
     from sweeper.sweep._compile_ahead import CompileOptions
     from sweeper.sweep._gpu_check import GpuCheck
 
@@ -133,14 +134,25 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     kernel = kernel_for(space, device)
     from sweeper.store._open import open_storage
     from sweeper.study import study_name
-    from sweeper.sweep import StopFlag, open_study
+    from sweeper.sweep import Sampling, StopFlag, open_study
 
     name = options.study or study_name(space, device)
     store = open_storage(options.storage, study_folder(options.studies_dir, name))
     command = options.command or "sweeper run"
     resuming = store.exists()
-    open_study(store, space, kernel, device, command=command, force=options.force)
     facts = device.facts()
+    said: list[str] = []            # the priors' line, said after the header
+    priors = _priors(space, options, facts.name, store.root, said.append)
+    configs = [c for source in priors for c in source.configs]
+
+    @functools.cache
+    def sampling() -> Sampling:
+        """The sampler, built before the study is written: a factory that fails leaves
+        none, or the resumed one as it was."""
+        return Sampling.build(space, kernel, facts, configs)
+
+    open_study(store, space, kernel, device, command=command, force=options.force,
+               before_writing=sampling)
     measure = device.measure_spec(space.measure)
     say = _printer(options.quiet)
     kept_trials = store.records()[0] if resuming else []
@@ -150,18 +162,19 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     limits = _header(say, space, device, facts, measure, store)
     check = _gpu_check(say, options, space, kernel, device, facts)
     clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store)
-    priors = _priors(space, options, facts.name, store.root, say)
+    for line in said:
+        say(line)
     stop = StopFlag()
     clock.mark("set-up")
     _runs += 1          # a run that failed before here (a bad space) imported little
     warm = _import_report_aside(options, device)
-    configs = [c for source in priors for c in source.configs]
     reporter = _reporter(options.quiet, kernel.headline)
     # Ctrl-C or SIGTERM stops the sweep after the trial in flight (twice: at once)
     with stopping_on_signals(stop):
         try:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
-                             gpus, ahead, reporter, clock=clock, check=check)
+                             gpus, ahead, reporter, clock=clock, check=check,
+                             sampling=sampling())
         except ContextLost as lost:
             # the rest of the sweep in worker processes, each with a CUDA context of its
             # own, in this same command or API call; the study resumes from its journal,
@@ -432,12 +445,13 @@ def shrunk_line(space: Any, facts: Any) -> str | None:
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
            ahead: CompileOptions, reporter: Any, *, clock: Any, check: GpuCheck | None,
-           lost: ContextLost | None = None) -> Any:
+           lost: ContextLost | None = None, sampling: Sampling | None = None) -> Any:
     """The sweep with ``run``'s options, its progress bar (``reporter``), its workers (one
     per GPU of ``gpus``), its compile processes (``ahead``), on the interpreter its GPU
     compile ``check``, and, measuring in this process, a hang going on in a fresh
     process.  After ``lost`` (this process's CUDA context broken) nothing is measured
-    here: the one-at-a-time baseline is not measured again."""
+    here: the one-at-a-time baseline is not measured again.  ``sampling``: the sampler
+    built before the study was written (None: the sweep builds a fresh one)."""
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store, reporter=reporter, stop=stop,
@@ -445,7 +459,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   ceilings=None if isinstance(limits, str) else limits,
                   priors=priors, on_hang=lambda record: _hung(record, options, store),
                   gpus=gpus, processes=worker_processes(options.workers, device.measures_gpu),
-                  compile=ahead, gpu_check=check)
+                  compile=ahead, gpu_check=check, sampling=sampling)
     sweep.run_drift = sweep.run_drift and lost is None
     if sweep.max_time_s is not None:
         from sweeper.plan import costs_key, run_costs

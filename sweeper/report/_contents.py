@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from sweeper.kernels import Headline
     from sweeper.report._footprint import FootprintCurve
     from sweeper.report._heatmaps import HeatmapData
-    from sweeper.report._provenance import RunStory
+    from sweeper.report._provenance import RunStory, SamplerShare
     from sweeper.report._roofline import Roofline
     from sweeper.report._tables import AxisEffect
     from sweeper.store import BaselineRecord, DriftRecord, ProblemKey, StudyMeta
@@ -51,6 +51,9 @@ class ReportTables:
     effects: list[AxisEffect]
     drift: list[DriftRecord]
     factors: dict[str, list[tuple[str, str]]]
+    #: each sampler that proposed trials, with how many (several after a resume with
+    #: ``--force`` that changed it)
+    samplers: list[SamplerShare]
     #: trials whose sampling was cut short, and the GPU time that saved (ms)
     abandoned_trials: int
     abandoned_saved_ms: float

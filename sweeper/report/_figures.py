@@ -67,7 +67,7 @@ def report_figures(tables: ReportTables) -> list[Figure]:
     kernel, metric = tables.meta.kernel, tables.metric
     out = [Figure(m.name, _draw.heatmap_figure, (m,)) for m in tables.heatmaps if m.drawn]
     out += [Figure(f"oat_{e.axis}", _draw.effect_figure, (e, kernel, metric))
-            for e in tables.effects]
+            for e in tables.effects if not e.unvaried]
     out += [Figure(c.name, _draw.footprint_figure, (c,)) for c in tables.footprint]
     if tables.roofline is not None:
         out.append(Figure("roofline", _draw.roofline_figure, (tables.roofline,)))

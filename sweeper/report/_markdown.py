@@ -226,18 +226,23 @@ def _roofline(tables: ReportTables) -> list[str]:
 def _effects(tables: ReportTables) -> list[str]:
     if not tables.effects:
         return []
+    at = ", ".join(e.baseline if e.members else f"{e.axis}={e.baseline}"
+                   for e in tables.effects)
     out = ["## One variable at a time\n",
-           "Every axis swept alone, all others at the baseline "
-           f"({_text(', '.join(f'{e.axis}={e.baseline}' for e in tables.effects))}).\n"]
-    rows = pd.DataFrame([{"axis": e.axis, "best value": e.best, "baseline": e.baseline,
-                          "best/worst": e.ratio, "effect beyond noise": e.beyond_noise}
+           f"Every axis swept alone, all others at the baseline ({_text(at)}).\n"]
+    rows = pd.DataFrame([{"axis": f"{e.axis} ({', '.join(e.members)})" if e.members else e.axis,
+                          "best value": "–" if e.unvaried else e.best, "baseline": e.baseline,
+                          "best/worst": "–" if e.unvaried else f"{e.ratio:.4g}",
+                          "effect beyond noise": f"not varied: {e.unvaried}" if e.unvaried
+                          else e.beyond_noise}
                          for e in tables.effects])
     out.append(md_table(rows))
     for drift in tables.drift:
         out.append(f"\nThe baseline (#{drift.number}) measured again at the end: "
                    f"{drift.stats.median:.4g} ms, {drift.drift_pct:+.2f}% against "
                    "its first measurement.\n")
-    out += [f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n" for e in tables.effects]
+    out += [f"\n![{e.axis}](heatmaps/oat_{e.axis}.png)\n" for e in tables.effects
+            if not e.unvaried]
     return out
 
 

@@ -12,8 +12,10 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from sweeper.busy import Busy
+from sweeper.core._units import counted
 from sweeper.space import format_size, parse_size
-from sweeper.store import StudyMeta
+from sweeper.store import StudyMeta, TrialRecord
+from sweeper.trial import TrialStatus
 
 CI_TEXT = "95% CI of the median from order statistics; outliers outside 1.5×IQR counted, " \
           "not dropped"
@@ -126,23 +128,67 @@ def _cuda_story(meta: StudyMeta, env: dict[str, Any]) -> RunStory:
 _STORIES = {"replay": _replay_story, "interpret": _interpret_story, "cuda": _cuda_story}
 
 
-def factors(meta: StudyMeta, df: pd.DataFrame, story: RunStory
-            ) -> dict[str, list[tuple[str, str]]]:
+class SamplerShare(NamedTuple):
+    """A sampler that proposed trials of the study: its name, the seeds it ran with, and
+    how many trials it proposed (those the constraints ruled out aside)."""
+
+    name: str
+    seeds: list[Any]
+    trials: int
+
+    def text(self) -> str:
+        """``tpe, seed 0`` (``seeds 0, 1`` where resumes changed its seed): as the report
+        has always named the study's sampler."""
+        seeds = ", ".join(map(str, self.seeds)) or "?"
+        return f"{self.name}, seed{'s' if len(self.seeds) > 1 else ''} {seeds}"
+
+
+def sampler_shares(meta: StudyMeta, trials: Sequence[TrialRecord]) -> list[SamplerShare]:
+    """Each sampler that proposed the study's ``trials``, in the order it first did, with
+    how many: one, unless a resume with ``--force`` changed the sampler.  A trial an older
+    sweeper recorded names no sampler: it is the first one's (the sampler study.json was
+    created with, the only one such a study names).  No trial: the study's sampler."""
+    ran = meta.samplers or [meta.sampler]
+    first = str(ran[0].get("name", "?"))
+    counts: dict[str, int] = {}
+    for t in trials:
+        if t.status is not TrialStatus.INVALID:
+            name = t.sampler or first
+            counts[name] = counts.get(name, 0) + 1
+    seeds: dict[str, list[Any]] = {}
+    for spec in ran:
+        named = seeds.setdefault(str(spec.get("name", "?")), [])
+        if spec.get("seed", 0) not in named:
+            named.append(spec.get("seed", 0))
+    if not counts:
+        counts = {str(meta.sampler.get("name", "?")): 0}
+    return [SamplerShare(name, seeds.get(name, []), n) for name, n in counts.items()]
+
+
+def factors(meta: StudyMeta, df: pd.DataFrame, story: RunStory,
+            samplers: Sequence[SamplerShare] = ()) -> dict[str, list[tuple[str, str]]]:
     """What the study varied, and everything it held fixed (the seeds' single-variable
     discipline: a result is only about the varied axes if the rest is written down).
     Values are what the trials ran (their resolved configs), not only what the space
-    asked for: a capped footprint says both."""
+    asked for: a capped footprint says both.  The sampler is varied where a resume with
+    ``--force`` changed it (``samplers``: each that proposed trials, with how many)."""
     axes = meta.axes
     fp = meta.fingerprint
     shown = {name: _axis_values(name, labels, df, story) for name, labels in axes.items()}
     varied = [(name, shown[name]) for name, labels in axes.items() if len(labels) > 1]
     fixed = [(name, shown[name]) for name, labels in axes.items() if len(labels) == 1]
+    sampler = samplers[0].text() if samplers else \
+        f"{meta.sampler.get('name', '?')}, seed {meta.sampler.get('seed', 0)}"
+    if len(samplers) > 1:
+        varied.append(("sampler", "; ".join(
+            f"{s.text()}: {counted(s.trials, 'trial')}" for s in samplers) +
+            " (a resume with --force changed it)"))
     env = meta.environment
     fixed += [
         ("kernel", f"{meta.kernel} (source {fp.get('kernel_source', '–')})"),
         ("measurement", story.measurement),
         ("inputs", story.inputs),
-        ("sampler", f"{meta.sampler.get('name', '?')}, seed {meta.sampler.get('seed', 0)}"),
+        *([("sampler", sampler)] if len(samplers) <= 1 else []),
         ("GPU", story.gpu),
         ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch', '–')}, triton "
                      f"{env.get('triton', '–')}, sweeper {env.get('sweeper', '–')}"),

@@ -495,7 +495,8 @@ def agreement_frame(agree: Agreement) -> pd.DataFrame:
 
 
 class AxisEffect(NamedTuple):
-    """One axis swept alone around the baseline: its points and what they say."""
+    """One axis (or zipped group of axes) swept alone around the baseline: its points and
+    what they say."""
 
     axis: str
     points: pd.DataFrame           # label, median_ms, rate, lo, hi (its 95 % CI), status
@@ -503,41 +504,79 @@ class AxisEffect(NamedTuple):
     ratio: float                   # best / worst rate
     beyond_noise: bool             # best's and worst's CIs do not overlap
     baseline: str
+    #: why no other value was measured with the rest at the baseline ("" where one was):
+    #: its ``when:`` kept it at its first value there, or its trials failed
+    unvaried: str = ""
+    #: a zipped group's axes (its values are rows of theirs); () for one axis
+    members: tuple[str, ...] = ()
 
 
 def one_at_a_time(trials: Sequence[TrialRecord], axes: dict[str, list[str]],
-                  baseline: dict[str, str], headline: Headline = Headline.GBPS
-                  ) -> list[AxisEffect]:
+                  baseline: dict[str, str], headline: Headline = Headline.GBPS,
+                  zipped: Mapping[str, Mapping[str, Any]] | None = None) -> list[AxisEffect]:
     """Per axis, the trials that differ from the baseline in that axis alone, with their
-    ``headline`` rate."""
+    ``headline`` rate.  A zipped group (``zipped``: name -> its ``members`` and ``rows``,
+    as study.json keeps them) is one axis whose values are its rows, as the sampler
+    varied it.  An axis measured at the baseline's value alone says why, not 'no
+    effect'."""
+    dims: dict[str, tuple[list[str], list[str]]] = {}     # name -> (members, labels)
+    group_of = {str(m): name for name, g in (zipped or {}).items() for m in g["members"]}
+    for axis, labels in axes.items():           # a group where its first member is
+        name = group_of.get(axis)
+        if name is None:
+            dims[axis] = ([axis], [str(label) for label in labels])
+        elif name not in dims:
+            members = [str(m) for m in (zipped or {})[name]["members"]]
+            dims[name] = (members, [_row_label(members, row)
+                                    for row in (zipped or {})[name]["rows"]])
     out = []
-    for axis, labels in axes.items():
+    for axis, (members, labels) in dims.items():
         if len(labels) < 2:
             continue
+        group = tuple(members) if len(members) > 1 else ()
         rows = []
         for t in trials:
-            if all(t.choice.get(k) == v for k, v in baseline.items() if k != axis):
+            if all(t.choice.get(k) == v for k, v in baseline.items() if k not in members):
                 st = t.stats if t.ok else None
                 scale = t.rate(headline) * st.median if st else 0.0   # rate x ms
                 rows.append({
-                    "label": t.choice[axis], "status": t.status.value,
+                    "label": _row_label(members, [t.choice.get(m, "") for m in members]),
+                    "status": t.status.value,
                     "median_ms": t.stats.median if t.stats else np.nan,
                     "rate": t.rate(headline) if t.ok else np.nan,
                     "lo": scale / st.ci_hi if st and st.ci_hi else np.nan,
-                    "hi": scale / st.ci_lo if st and st.ci_lo else np.nan})
+                    "hi": scale / st.ci_lo if st and st.ci_lo else np.nan,
+                    "reason": t.reason or ""})
         if not rows:
             continue
-        points = (pd.DataFrame(rows).drop_duplicates("label")
-                  .set_index("label").reindex(labels).reset_index())
+        found = pd.DataFrame(rows).drop_duplicates("label")
+        at = _row_label(members, [baseline.get(m, "") for m in members])
+        points = found.drop(columns="reason").set_index("label").reindex(labels).reset_index()
         ok = points.dropna(subset=["rate"])
         if ok.empty:
+            continue
+        if len(ok) < 2:
+            others = found[found["label"] != at]
+            why = ", ".join(sorted({reason_kind(r) for r in others["reason"] if r})) or \
+                "no other value was measured with the rest at the baseline"
+            out.append(AxisEffect(axis=axis, points=points, best=at, ratio=np.nan,
+                                  beyond_noise=False, baseline=at, unvaried=why,
+                                  members=group))
             continue
         best, worst = ok.loc[ok["rate"].idxmax()], ok.loc[ok["rate"].idxmin()]
         out.append(AxisEffect(axis=axis, points=points, best=str(best["label"]),
                               ratio=float(best["rate"] / worst["rate"]),
                               beyond_noise=bool(best["lo"] > worst["hi"]),
-                              baseline=baseline[axis]))
+                              baseline=at, members=group))
     return out
+
+
+def _row_label(members: Sequence[str], values: Sequence[Any]) -> str:
+    """An axis's value, or a zipped group's row as ``BLOCK_M=64,BLOCK_N=64`` (as the
+    sampler labels it)."""
+    if len(members) == 1:
+        return str(values[0])
+    return ",".join(f"{m}={v}" for m, v in zip(members, values, strict=True))
 
 
 def single_valued(df: pd.DataFrame, meta_names: Sequence[str]) -> list[str]:

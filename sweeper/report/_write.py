@@ -25,7 +25,13 @@ from sweeper.report._footprint import FootprintCurve, footprint_curves
 from sweeper.report._heatmaps import heatmaps
 from sweeper.report._html import html_page
 from sweeper.report._markdown import markdown
-from sweeper.report._provenance import factors, record_rows, reproduce_command, run_story
+from sweeper.report._provenance import (
+    factors,
+    record_rows,
+    reproduce_command,
+    run_story,
+    sampler_shares,
+)
 from sweeper.report._roofline import Roofline, roofline, winner_work
 from sweeper.report._tables import (
     best_configs,
@@ -92,6 +98,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     empty = df.empty
     finals = [winners.finals[k] for k in sorted(winners.finals)]
     story = run_story(meta)
+    samplers = sampler_shares(meta, trials)
     shown_picks = pd.DataFrame() if empty else _without(headline_table(
         list(picks.values()), df, shown_meta, metric), fixed)
     curves, roof = _charts(meta, df, list(picks.values()), metric, ceilings)
@@ -115,10 +122,11 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
         finals=[(f, _without(final_table(f, df, shown_meta, metric), fixed, final=True))
                 for f in finals],
         effects=one_at_a_time(trials, axes, dict(meta.sampler.get("baseline", [])),
-                              headline)
+                              headline, meta.zipped)
         if meta.sampler.get("baseline") else [],       # a sampler that takes one
         drift=store.read(DriftRecord),
-        factors=factors(meta, df, story),
+        factors=factors(meta, df, story, samplers),
+        samplers=samplers,
         abandoned_trials=sum(t.status.value == "abandoned" for t in trials),
         abandoned_saved_ms=sum(t.saved_ms for t in trials),
         power=power_summary(trials, meta, store.read(DutyRecord),
@@ -213,6 +221,7 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "study": meta.study, "kernel": meta.kernel, "device_note": meta.device_note,
         "environment": meta.environment, "measure": meta.measure,
         "measure_text": meta.measure_text, "sampler": meta.sampler,
+        "samplers": [s._asdict() for s in tables.samplers],
         "reproduce": reproduce_command(meta), "command": meta.command,
         "space_sha256": meta.space_sha256, "fingerprint": meta.fingerprint,
         "counts": counts,

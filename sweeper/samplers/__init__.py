@@ -130,8 +130,11 @@ def make_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     """The sampler ``context.spec`` names, built from ``context`` by its factory.  The
     factory is checked when loaded (a callable of one argument); one that raises, or
     returns no Optuna sampler, is a :class:`SweeperError` naming the plugin (and the line
-    of the plugin's own code that raised), as any plugin's failure is, not a traceback."""
+    of the plugin's own code that raised), as any plugin's failure is, not a traceback.
+    So is one that declares a plan (``plans``) but returns another kind of sampler."""
     import optuna
+
+    from sweeper.samplers._exhaustive import PlannedSampler
 
     plugin = plugins.load(plugins.SAMPLER, context.spec.name)
     try:
@@ -143,6 +146,11 @@ def make_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     if not isinstance(sampler, optuna.samplers.BaseSampler):
         raise SweeperError(f"{plugin}: its factory returned {type(sampler).__name__}, not "
                            "an optuna.samplers.BaseSampler")
+    if plugins.sampler_capabilities(context.spec.name).plans and \
+            not isinstance(sampler, PlannedSampler):
+        raise SweeperError(f"sampler {context.spec.name!r} declares plans=True but its "
+                           f"factory returned {type(sampler).__name__}, not a "
+                           "sweeper.samplers._exhaustive.PlannedSampler")
     return sampler
 
 

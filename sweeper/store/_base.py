@@ -166,15 +166,21 @@ class Storage(ABC):
         self.edit_meta(lambda meta: meta.update(changes))
 
     def note_resumed(self, when: str, axes: Mapping[str, Sequence[str]] | None = None,
-                     **changes: Any) -> None:
+                     sampler: Mapping[str, Any] | None = None, **changes: Any) -> None:
         """Add ``when`` to the metadata's ``resumed`` list, the labels of ``axes`` (the
         space this process sweeps) to the study's axes (:func:`~sweeper.store._ledger.widened`:
-        its trials are checked against them) and replace keys with ``changes``, in one
-        edit: processes resuming the study at once each keep theirs."""
+        its trials are checked against them), make ``sampler`` (this run's) its
+        ``sampler``, added to its ``samplers`` (each it ran with, first to last) where it
+        is new, and replace keys with ``changes``, in one edit: processes resuming the
+        study at once each keep theirs."""
         def edit(meta: dict[str, Any]) -> None:
             meta.update(changes, resumed=[*meta.get("resumed", []), when])
             if axes is not None:
                 meta["axes"] = widened(study_axes(meta), axes)
+            if sampler is not None:
+                ran = meta.get("samplers") or [meta.get("sampler", {})]
+                meta["sampler"] = dict(sampler)
+                meta["samplers"] = ran if meta["sampler"] in ran else [*ran, meta["sampler"]]
 
         self.edit_meta(edit)
 

@@ -42,7 +42,11 @@ class StudyMeta:
     headline: str = "gbps"
     measure_text: str = ""
     device_note: str | None = None
+    #: the sampler of its latest run (name, seed, baseline)
     sampler: dict[str, Any] = field(default_factory=dict)
+    #: every sampler it ran with, first to last (a resume with ``--force`` may change it;
+    #: each trial records its own); empty in a study an older sweeper wrote: ``sampler``
+    samplers: list[dict[str, Any]] = field(default_factory=list)
     measure: dict[str, Any] = field(default_factory=dict)
     measure_requested: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
@@ -55,6 +59,9 @@ class StudyMeta:
     finals: bool = True
     axes: dict[str, list[Any]] = field(default_factory=dict)
     meta_axes: list[str] = field(default_factory=list)
+    #: the zipped groups of its space: name -> ``members`` and their ``rows`` (empty in a
+    #: study an older sweeper wrote)
+    zipped: dict[str, dict[str, Any]] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
     last_run: dict[str, Any] = field(default_factory=dict)
 

@@ -51,7 +51,8 @@ class GpuSlot:
 class TrialRecord(TrialResult, Record):
     """Everything one trial produced: what measuring gave (the :class:`TrialResult`'s
     fields), its number, the sampler's choice, the config it resolved to (``None`` when it
-    could not be resolved), when it started, how long it took, and the GPU that measured it."""
+    could not be resolved), when it started, how long it took, the GPU that measured it
+    and the sampler that proposed it."""
 
     number: int
     choice: dict[str, str]
@@ -60,6 +61,10 @@ class TrialRecord(TrialResult, Record):
     wall_s: float = 0.0
     gpu: GpuSlot | None = None
     kind: str = "trial"
+    #: the sampler that proposed it, as the space file names it (a study resumed with
+    #: ``--force`` and another sampler holds trials of both); None in a study an older
+    #: sweeper wrote, whose trials came from the sampler its study.json names
+    sampler: str | None = None
 
     @classmethod
     def from_result(cls, number: int, choice: dict[str, str], config: Config | None,

@@ -34,12 +34,12 @@ from sweeper.study import enumerate_choices, open_study
 
 if TYPE_CHECKING:
     from sweeper.sweep._budget import StopFlag
-    from sweeper.sweep._loop import Sweep
+    from sweeper.sweep._loop import Sampling, Sweep
     from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 
 #: Names imported on first use: the loop imports torch and optuna, which a compile
 #: process (``_compile_main``) and a run starting its compile pool early never need.
-_LAZY = {"StopFlag": "_budget", "Sweep": "_loop", "Reporter": "_summary",
+_LAZY = {"StopFlag": "_budget", "Sampling": "_loop", "Sweep": "_loop", "Reporter": "_summary",
          "SilentReporter": "_summary", "SweepSummary": "_summary"}
 
 
@@ -54,5 +54,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["Reporter", "SilentReporter", "StopFlag", "Sweep", "SweepSummary",
+__all__ = ["Reporter", "Sampling", "SilentReporter", "StopFlag", "Sweep", "SweepSummary",
            "enumerate_choices", "open_study"]

@@ -28,8 +28,7 @@ from sweeper.busy import busy
 from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
-from sweeper.devices import Device
-from sweeper.errors import SweeperError
+from sweeper.devices import Device, DeviceFacts
 from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
 from sweeper.outcome import problem_text
@@ -61,6 +60,7 @@ from sweeper.sweep._gpu_check import GpuCheck
 from sweeper.sweep._limits import Limits
 from sweeper.sweep._optuna import (
     Distributions,
+    build_sampler,
     in_space,
     model_guesses,
     rebuild_study,
@@ -72,6 +72,36 @@ from sweeper.sweep._timing import Timeline
 from sweeper.sweep._workers import AskedAhead, InlineWorker, Job, Outcome, Worker, Workers
 from sweeper.trial import TrialStatus, trials_counted
 from sweeper.winners import Winners
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The sampler a sweep asks, with what it was built from: the valid configs and the
+    kernel model's guess of each (None: no model, or a sampler without use for it), which
+    also order the compiles ahead.  The engine builds it before it writes the study, so a
+    sampler factory that fails leaves no new study behind and a resumed one unchanged."""
+
+    valid: Configs
+    guesses: list[float] | None
+    sampler: optuna.samplers.BaseSampler
+
+    @classmethod
+    def build(cls, space: Space, kernel: Kernel, facts: DeviceFacts,
+              priors: list[dict[str, str]]) -> Sampling:
+        """The sampler of ``space`` over its configs valid on a device with ``facts``,
+        starting from ``priors``; a :class:`SweeperError` where its factory fails."""
+        valid = Configs(space, facts.env(), facts.max_footprint)
+        guesses = guesses_for(space, kernel, facts, valid.expanded_all)
+        return cls(valid, guesses, build_sampler(space, valid, priors=priors, guesses=guesses))
+
+
+def guesses_for(space: Space, kernel: Kernel, facts: DeviceFacts, valid: Sequence[Choice]
+                ) -> list[float] | None:
+    """The kernel model's guess for each valid config, or None when the kernel has no
+    model or the sampler declares no use for it."""
+    if not sampler_capabilities(space.sampler.name).uses_model or not valid:
+        return None
+    return model_guesses(kernel, space, facts, valid)
 
 
 @dataclass
@@ -117,7 +147,8 @@ class Sweep:
                  on_hang: Callable[[TrialRecord], None] | None = None,
                  gpus: Sequence[int] | None = None, processes: bool = False,
                  claims: Claims | None = None, compile: CompileOptions | None = None,
-                 gpu_check: GpuCheck | None = None) -> None:
+                 gpu_check: GpuCheck | None = None, sampling: Sampling | None = None
+                 ) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -159,6 +190,9 @@ class Sweep:
         #: GPU would (None: nothing compiled for a GPU)
         self.gpu_check = gpu_check
         self.ceilings = ceilings
+        #: the sampler, built before the study was written (:meth:`Sampling.build`); None:
+        #: built when the run starts.  A run takes it: the next one builds its own.
+        self.sampling = sampling
         self.bounds = device.bounds()
         #: what the sampler declares it needs or offers (finals, a baseline, guesses)
         self.sampler_caps = sampler_capabilities(space.sampler.name)
@@ -239,11 +273,12 @@ class Sweep:
                 workers: Workers) -> Run:
         """Rebuild the sampler's study from the journal, record the ruled-out configs (for
         a sampler that records them), start the reporter and the compile pool."""
-        valid = Configs(self.space, self.facts.env(), self.facts.max_footprint)
+        sampling = self.sampling or Sampling.build(self.space, self.kernel, self.facts,
+                                                   self.priors)
+        self.sampling = None
+        valid, guessed = sampling.valid, sampling.guesses
         summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
-        guessed = self._guesses(valid.expanded_all)
-        study, dists = rebuild_study(self.space, valid, trials, priors=self.priors,
-                                     guesses=guessed)
+        study, dists = rebuild_study(self.space, sampling.sampler, trials)
         done = {t.key(): t for t in trials}
         number = max((t.number for t in trials), default=-1) + 1
         if self.sampler_caps.records_invalid:
@@ -291,16 +326,10 @@ class Sweep:
                     outbox, ahead, asked=asked)
 
     def _plan(self, sampler: object) -> PlannedSampler | None:
-        """The sampler, where its factory declares a plan (``plans``); else None.  A
-        plugin that declares one but returns another kind of sampler is its author's
-        mistake: one line naming it, not a traceback."""
-        if not self.sampler_caps.plans:
-            return None
-        if not isinstance(sampler, PlannedSampler):
-            raise SweeperError(f"sampler {self.space.sampler.name!r} declares plans=True but "
-                               f"its factory returned {type(sampler).__name__}, not a "
-                               "sweeper.samplers._exhaustive.PlannedSampler")
-        return sampler
+        """The sampler, where its factory declares a plan (``plans``; checked when it was
+        built); else None."""
+        return sampler if self.sampler_caps.plans and isinstance(sampler, PlannedSampler) \
+            else None
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
         """One worker per GPU: in this process (sharing ``bench``), or each a process of
@@ -338,7 +367,8 @@ class Sweep:
             if key_of(choice) in done:
                 continue
             record = TrialRecord(number=number, choice=choice, reason=reason,
-                                 status=TrialStatus.INVALID, started=now())
+                                 status=TrialStatus.INVALID, started=now(),
+                                 sampler=self.space.sampler.name)
             if self.claims is not None:
                 kept = self._record(record)
                 if kept is None:        # another worker recorded it
@@ -506,6 +536,7 @@ class Sweep:
         worker the trial lost is replaced, or its GPU dropped (:mod:`._drop`); in this
         process the trial is kept, then ContextLost ends it."""
         record, summary = outcome.record, run.summary
+        record.sampler = self.space.sampler.name
         self._keep_extras(run, outcome.extras)
         if self.claims is not None:     # the record keeps the number its claim gives it
             with run.timeline.phases.on("journal"):
@@ -602,11 +633,8 @@ class Sweep:
             summary.stopped_by = self.stop.reason
 
     def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:
-        """The kernel model's guess for each valid config, or None when the kernel has no
-        model or the sampler declares no use for it."""
-        if not self.sampler_caps.uses_model or not valid:
-            return None
-        return model_guesses(self.kernel, self.space, self.facts, valid)
+        """The kernel model's guess for each valid config (:func:`guesses_for`)."""
+        return guesses_for(self.space, self.kernel, self.facts, valid)
 
     def _in_space(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
         """The measured ``trials`` whose configs this space still holds: a study resumed

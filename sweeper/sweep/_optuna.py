@@ -66,10 +66,11 @@ class Labels(CategoricalDistribution):
         return super().to_internal_repr(param_value_in_external_repr)
 
 
-def rebuild_study(space: Space, valid: Configs, trials: list[TrialRecord], *,
-                  priors: list[dict[str, str]], guesses: list[float] | None
-                  ) -> tuple[optuna.Study, Distributions]:
-    """A new Optuna study with the space file's sampler, told every trial of the journal.
+def build_sampler(space: Space, valid: Configs, *, priors: list[dict[str, str]],
+                  guesses: list[float] | None) -> optuna.samplers.BaseSampler:
+    """The space file's sampler, built by its factory and checked
+    (:func:`~sweeper.samplers.make_sampler`): a run builds it before it writes anything, so
+    a factory that fails leaves no study behind.
 
     The sampler gets ``valid`` as it is (lazy: a sampler that walks it costs nothing per
     config it has not reached); ``priors`` are the configs it tries first; ``guesses``
@@ -85,12 +86,18 @@ def rebuild_study(space: Space, valid: Configs, trials: list[TrialRecord], *,
             raise SweeperError("the sampler's baseline matches no row of the zipped "
                                "axes; pick a baseline row")
         spec = dataclasses.replace(spec, baseline=tuple(base.items()))
-    axes = space.choices()
-    sampler = make_sampler(SamplerContext(
-        spec=spec, choices=valid, axes=axes,
+    return make_sampler(SamplerContext(
+        spec=spec, choices=valid, axes=space.choices(),
         priors=[c for c in (sampler_view(space, p) for p in priors) if c is not None],
         guesses=guesses))
+
+
+def rebuild_study(space: Space, sampler: optuna.samplers.BaseSampler,
+                  trials: list[TrialRecord]) -> tuple[optuna.Study, Distributions]:
+    """A new Optuna study with ``sampler`` (:func:`build_sampler`), told every trial of
+    the journal."""
     study = optuna.create_study(direction="maximize", sampler=sampler)
+    axes = space.choices()
     dists: Distributions = {name: Labels(labels) for name, labels in axes.items()}
     for t in trials:
         params = sampler_view(space, t.choice)

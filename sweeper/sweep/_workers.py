@@ -221,7 +221,8 @@ class InlineWorker(Worker):
         self.bench.merge_best(job.best)
         with watchdog(self.store, job.number, job.choice, self.timeout_s,
                       None if self.bench.device.replays else self.on_hang,
-                      partial(self.resolve, job.choice)):
+                      partial(self.resolve, job.choice),
+                      sampler=self.bench.space.sampler.name):
             record = self.bench.trial(job.number, job.choice)
         lost = record.status is TrialStatus.CRASHED and not self.bench.device.healthy()
         if lost:
