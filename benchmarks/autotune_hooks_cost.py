@@ -75,8 +75,61 @@ HOOK, INLINE = _declare(int(os.environ.get("HOOKCOST_N", 1 << 22)))
 def _medians(study: sweeper.Study) -> dict[tuple[int, int], float]:
     frame = study.trials_dataframe()
     frame = frame[frame["status"] == "ok"]
+    print(f"{study.name}: {len(frame)} configs of dtype {set(frame['dtype'])}, "
+          f"n {set(frame['n'])}, grid {set(frame['grid'])}")
     return {(int(r.BLOCK), int(r.block) // 32): float(r.median_ms) * 1e3
             for r in frame.itertuples()}
+
+
+def _diagnose(n: int) -> None:
+    """The same launch (zero, then sum) timed by hand, µs medians of 50: CUDA events
+    after sweeper's flush (a memset of twice the L2) and hold (a 100 000-cycle spin),
+    after the hold alone, after Triton's cache clear (a 256 MiB memset), and Triton's
+    do_bench."""
+    import statistics
+
+    import triton.testing
+
+    x = torch.randn(n, device="cuda")
+    total = torch.zeros(1, device="cuda")
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    ours = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    theirs = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+
+    def timed(config, before) -> float:  # type: ignore[no-untyped-def]
+        def launch() -> None:
+            total.zero_()
+            _launch(plain_sum, x, total, config, False)
+        for _ in range(5):
+            launch()
+        pairs = []
+        for _ in range(50):
+            before()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                enable_timing=True)
+            start.record()
+            launch()
+            end.record()
+            pairs.append((start, end))
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in pairs) * 1e3
+
+    print("| BLOCK | warps | flush + hold µs | hold µs | 256 MiB clear µs | do_bench µs |")
+    print("|---|---|---|---|---|---|")
+    for config in CONFIGS:
+        cfg = config
+        shim = type("C", (), {"meta": cfg.kwargs, "num_warps": cfg.num_warps})()
+        cold = timed(shim, lambda: (ours.zero_(), torch.cuda._sleep(100_000)))
+        held = timed(shim, lambda: torch.cuda._sleep(100_000))
+        cleared = timed(shim, lambda: theirs.zero_())
+
+        def call(shim=shim) -> None:  # type: ignore[no-untyped-def]
+            total.zero_()
+            _launch(plain_sum, x, total, shim, False)
+        bench = triton.testing.do_bench(call, quantiles=(0.5,))
+        bench = (bench[0] if isinstance(bench, (list, tuple)) else bench) * 1e3
+        print(f"| {cfg.kwargs['BLOCK']} | {cfg.num_warps} | {cold:.2f} | {held:.2f} | "
+              f"{cleared:.2f} | {bench:.2f} |")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,6 +137,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=1 << 22, help="elements summed")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--graph", action="store_true", help="measure.graph: true")
+    parser.add_argument("--diagnose", action="store_true",
+                        help="also time the launch by hand after each way of clearing")
     args = parser.parse_args(argv)
     os.environ["HOOKCOST_N"] = str(args.n)
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -114,6 +169,8 @@ def main(argv: list[str] | None = None) -> None:
         theirs = triton_us.get(key, float("nan"))
         print(f"| {key[0]} | {key[1]} | {hook:.2f} | {inline:.2f} | {theirs:.2f} | "
               f"{hook / inline:.3f} | {hook / theirs:.3f} |")
+    if args.diagnose and args.device == "cuda":
+        _diagnose(args.n)
 
 
 if __name__ == "__main__":
