@@ -106,3 +106,44 @@ def test_every_readme_snippet_runs(tmp_path, monkeypatch, capsys):
 def test_a_readme_snippet_that_shows_a_file_is_that_file(path):
     text = (ROOT / "README.md").read_text()
     assert (ROOT / path).read_text() in {t for _, _, t in blocks(text)}
+
+
+#: The hand-written pages a reader follows links through (reports under docs/raw/ and
+#: studies/ are generated).
+PAGES = ["README.md", "spaces/README.md", *sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+
+
+def _anchors(page: str) -> set[str]:
+    """The anchors GitHub gives ``page``'s headings: lower case, punctuation dropped,
+    spaces as hyphens, a repeated heading numbered."""
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#+\s+(.*?)\s*$", _prose(page, spans=False), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        seen[slug if slug not in seen else f"{slug}-{seen[slug]}"] = seen.get(slug, 0) + 1
+    return set(seen)
+
+
+def _prose(page: str, spans: bool = True) -> str:
+    """``page`` without its fenced blocks (and code spans unless ``spans`` is off), where
+    ``](...)`` is no link and ``#`` no heading."""
+    text = re.sub(r"^```.*?^```", "", (ROOT / page).read_text(), flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text) if spans else text
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_link_in_the_docs_leads_to_a_file_and_heading_that_exist(page):
+    """A newcomer follows the README's and docs' links: each relative one names a file
+    of the repository and, after ``#``, a heading of it."""
+    broken = []
+    for link in re.findall(r"\]\(([^)\s]+)\)", _prose(page)):
+        if re.match(r"[a-z]+:", link):
+            continue                                    # https:, mailto:
+        path, _, anchor = link.partition("#")
+        target = (ROOT / page).parent / path if path else ROOT / page
+        if not target.exists():
+            broken.append(f"{link}: no such file")
+        elif anchor and target.suffix == ".md" and \
+                anchor not in _anchors(str(target.resolve().relative_to(ROOT))):
+            broken.append(f"{link}: no heading #{anchor}")
+    assert not broken, f"{page}: {broken}"
