@@ -287,6 +287,15 @@ def test_the_commands_description_is_whole(capsys):
             "describe a search space in YAML, sweep it, report and export the winners.") in text
 
 
+def test_run_help_names_the_study_a_device_without_a_gpu_runs_into(capsys):
+    """A newcomer without a GPU finds their study under the name ``--study``'s help gives:
+    the interpreter's and a replay's alike."""
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "with the device's name appended: -interpret, -replay)" in text
+
+
 def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "nothing"]) == 2

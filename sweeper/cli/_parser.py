@@ -346,5 +346,6 @@ def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
                    "holding the studies (default: the journal in each study's folder); a "
                    "connection gives up after 10 s unless the URL says ?connect_timeout=N")
     if name:
-        p.add_argument("--study", help="study name (default: the space's, with -interpret "
-                       "appended on the interpreter)")
+        p.add_argument("--study", help="study name (default: the space's; on a device "
+                       "that measures no GPU, with the device's name appended: -interpret, "
+                       "-replay)")
