@@ -306,7 +306,8 @@ def load(kind: Kind, name: str) -> Plugin:
             _import(found.target, from_cwd=not found.builtin)
     except (ImportError, AttributeError) as err:
         at = _where(err)
-        raise SweeperError(f"cannot load {found}: {err}{f' (at {at})' if at else ''}") from err
+        raise SweeperError(f"cannot load {found}: {err}{f' (at {at})' if at else ''}"
+                           f"{_not_on_the_path(found, err)}") from err
     except Exception as err:        # the plugin's own module failed while it was imported
         at = _where(err)
         # a syntax error's own text ends with "(file, line N)": say it once, as file:line
@@ -318,6 +319,19 @@ def load(kind: Kind, name: str) -> Plugin:
     if problem is not None:
         raise SweeperError(f"cannot load {found}: {found.target} {problem}")
     return Plugin(obj, found)
+
+
+def _not_on_the_path(found: Found, err: BaseException) -> str:
+    """Where a path plugin's own module was looked for, when it was not found there (the
+    newcomer who runs ``examples.scale:scale`` from another folder); empty when the
+    module was found or a module it imports was not."""
+    module = found.target.partition(":")[0]
+    missing = getattr(err, "name", None) if isinstance(err, ModuleNotFoundError) else None
+    if found.builtin or found.entry_point is not None or missing is None or \
+            not (module == missing or module.startswith(missing + ".")):
+        return ""
+    return (f" in the current directory ({os.getcwd()}) or on the Python path; run from the "
+            "folder that holds it, or add that folder to PYTHONPATH")
 
 
 def _where(err: BaseException) -> str | None:

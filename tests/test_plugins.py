@@ -316,6 +316,23 @@ def user_module(tmp_path, monkeypatch):
         sys.modules.pop(name, None)
 
 
+def test_a_path_plugin_not_found_says_where_it_was_looked_for(user_module, tmp_path):
+    """Run from another folder than the one holding the module (``examples.scale:scale``
+    from outside the repository), the message says where sweeper looked and what to do;
+    a module the plugin itself imports that is missing is named at its line instead."""
+    with pytest.raises(SweeperError) as err:
+        plugins.load(plugins.KERNEL, "absentpkg_qa.scale:scale")
+    assert str(err.value) == ("cannot load kernel 'absentpkg_qa.scale:scale' (module:attr path): "
+                              "No module named 'absentpkg_qa' in the current directory "
+                              f"({tmp_path}) or on the Python path; run from the folder that "
+                              "holds it, or add that folder to PYTHONPATH")
+    imports = user_module("import absentdep_qa\n")
+    with pytest.raises(SweeperError) as err:
+        plugins.load(plugins.KERNEL, f"{imports}:K")
+    assert str(err.value) == (f"cannot load kernel '{imports}:K' (module:attr path): No module "
+                              f"named 'absentdep_qa' (at {imports}.py:1: import absentdep_qa)")
+
+
 def test_a_path_plugin_that_fails_is_named_with_its_path(user_module):
     raises = user_module("raise RuntimeError('needs a GPU to import')\n")
     with pytest.raises(SweeperError) as err:
