@@ -296,6 +296,20 @@ def test_run_help_names_the_study_a_device_without_a_gpu_runs_into(capsys):
     assert "with the device's name appended: -interpret, -replay)" in text
 
 
+def test_tuned_help_names_the_defaults_a_machine_without_a_gpu_looks_up(capsys, monkeypatch):
+    """``sweeper tuned --help`` names the device a lookup defaults to where there is no GPU
+    (a newcomer's replay study is found only with ``--gpu``) and the tuning file's default."""
+    from sweeper.lookup import current_gpu
+    from sweeper.tuning import DEFAULT_TUNING
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    with pytest.raises(SystemExit):
+        main(["tuned", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"without one, '{current_gpu()}')" in text and "'replay: NVIDIA H200'" in text
+    assert f"(default: $SWEEPER_TUNING or {DEFAULT_TUNING})" in text
+
+
 def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "nothing"]) == 2
