@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from sweeper.core._units import did_you_mean
 from sweeper.devices import Device
 from sweeper.errors import SweeperError
 from sweeper.fsio import atomic_write
@@ -66,12 +67,14 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     try:
         axis = space.axis(key.strip())
     except KeyError:
+        names = [a.name for a in space.axes]
         raise SweeperError(f"--vary {text!r}: no axis {key.strip()!r}; axes: "
-                           f"{', '.join(a.name for a in space.axes)}") from None
+                           f"{', '.join(names)}{did_you_mean(key.strip(), names)}") from None
     for v in pair:
         if v not in axis.labels:
             raise SweeperError(f"--vary {text!r}: {v!r} is not a value of {axis.name}; "
-                               f"allowed: {', '.join(axis.labels)}")
+                               f"allowed: {', '.join(axis.labels)}"
+                               f"{did_you_mean(v, axis.labels)}")
     return axis.name, pair[0], pair[1]
 
 

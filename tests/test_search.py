@@ -1097,6 +1097,11 @@ def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_pa
     assert main(["ab", str(small_space), "--vary", "BLOCK=256,999", "--device",
                  "interpret"]) == 2
     assert "'999' is not a value of BLOCK; allowed: 256, 1024" in capsys.readouterr().err
+    assert main(["ab", str(small_space), "--vary", "BLOK=256,1024", "--device",
+                 "interpret"]) == 2                     # a newcomer's typo, as in a space file
+    assert capsys.readouterr().err.rstrip().endswith("no axis 'BLOK'; axes: grid, block, dtype, "
+                                                     "footprint, cache, BLOCK; did you mean "
+                                                     "'BLOCK'?")
     assert main(["ab", str(small_space), "--vary", "BLOCK=256,256", "--device",
                  "interpret"]) == 2
     assert "A and B are the same value" in capsys.readouterr().err
