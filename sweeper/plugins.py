@@ -58,6 +58,9 @@ class Kind:
     group: str
     builtins: dict[str, str]
     check: Callable[[Any], str | None]
+    #: Words a newcomer uses for a built-in that spelling alone would not suggest
+    #: (``--device cpu`` for ``interpret``): word -> the built-in's name.
+    meant: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,7 @@ DEVICE = Kind("device", "sweeper.devices", {
     "cuda": "sweeper.devices._cuda:CudaDevice",
     "interpret": "sweeper.devices._interpret:InterpretDevice",
     "replay": "sweeper.devices._replay:ReplayDevice",
-}, _device_problem)
+}, _device_problem, meant={"cpu": "interpret", "gpu": "cuda"})
 #: What each built-in kernel declares (name, meta-parameters, defaults, headline), apart
 #: from its implementation: reading it imports neither torch nor triton.
 DECLARED = {
@@ -281,8 +284,9 @@ def find(kind: Kind, name: str) -> Found:
             return Found(kind, name, ep.value, f"entry point {ep.name} = {ep.value} in "
                          f"{kind.group} of {_dist(ep)}", ep)
     if PATH.fullmatch(name) is None:
-        raise SweeperError(f"unknown {kind.noun} {name!r}; known: {known(kind)}"
-                           f"{did_you_mean(name, [*kind.builtins, *installed(kind)])}")
+        hint = f"; did you mean {kind.meant[name]!r}?" if name in kind.meant else \
+            did_you_mean(name, [*kind.builtins, *installed(kind)])
+        raise SweeperError(f"unknown {kind.noun} {name!r}; known: {known(kind)}{hint}")
     return Found(kind, name, name, "module:attr path")
 
 

@@ -300,6 +300,16 @@ def test_a_device_name_takes_an_argument_only_where_the_device_declares_one(caps
                                        "replay, or package.module:attr for your own\n")
 
 
+def test_a_newcomers_word_for_a_device_is_answered_with_its_name(capsys):
+    """``--device cpu`` on a laptop: the error names ``interpret``, which no spelling of
+    ``cpu`` is close to; ``gpu`` names ``cuda``."""
+    for word, meant in (("cpu", "interpret"), ("gpu", "cuda")):
+        assert main(["run", "spaces/copy-small.yaml", "--device", word]) == 2
+        assert capsys.readouterr().err == (f"sweeper: unknown device {word!r}; known: cuda, "
+                                           "interpret, replay, or package.module:attr for your "
+                                           f"own; did you mean {meant!r}?\n")
+
+
 @pytest.fixture
 def user_module(tmp_path, monkeypatch):
     """Write a module of a unique name into the current directory; returns its name."""
