@@ -33,13 +33,30 @@ def _trials(store: StudyStore, number: int | None) -> dict[tuple[Any, ...], Tria
     """A study's successful trials by config and the problem they were measured on (the
     interpreter shrinks a problem the space names: the same labels, other sizes), or the
     one trial ``number``."""
-    ok = [t for t in store.records()[0] if t.ok and len(t.samples_ms) >= 2]
+    records = store.records()[0]
+    ok = [t for t in records if t.ok and len(t.samples_ms) >= 2]
     if number is None:
         return {(*t.key(), t.problem): t for t in ok}
     match = [t for t in ok if t.number == number]
     if not match:
-        raise SweeperError(f"{store.root}: no successful trial number {number}")
+        ended = [t.status.value for t in records if t.number == number]
+        why = f" (it ended {ended[0]})" if ended else ""
+        raise SweeperError(f"{store.root}: no successful trial number {number}{why}; "
+                           f"successful: {_numbers(sorted(t.number for t in ok))}")
     return {("trial",): match[0]}
+
+
+def _numbers(numbers: list[int]) -> str:
+    """``0-4, 7, 9-11``: trial numbers as runs, the first 10 runs shown."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    shown = [f"{a}-{b}" if b > a else str(a) for a, b in runs[:10]]
+    return ", ".join(shown) + (f" and {len(runs) - 10} more runs" if len(runs) > 10 else "") \
+        if shown else "none"
 
 
 def devices_note(a: StudyStore, b: StudyStore) -> str | None:

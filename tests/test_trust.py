@@ -264,6 +264,12 @@ def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys
     assert "#2 vs #3" in capsys.readouterr().out
     assert main(["compare", "a@x", "b"]) == 2
     assert "a trial is written STUDY@NUMBER" in capsys.readouterr().err
+    assert main(["compare", "a@99", "a@3"]) == 2          # says which numbers there are
+    assert capsys.readouterr().err.endswith(": no successful trial number 99; successful: "
+                                            "2-7\n")
+    assert main(["compare", "a@0", "a@3"]) == 2           # and how a failed one ended
+    assert capsys.readouterr().err.endswith(": no successful trial number 0 (it ended "
+                                            "invalid); successful: 2-7\n")
 
 
 def test_compare_matches_configs_measured_on_the_same_problem_and_names_the_devices(
