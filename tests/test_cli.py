@@ -310,6 +310,13 @@ def test_tuned_help_names_the_defaults_a_machine_without_a_gpu_looks_up(capsys, 
     assert f"(default: $SWEEPER_TUNING or {DEFAULT_TUNING})" in text
 
 
+def test_compare_help_gives_each_options_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "SAME becomes UNCLEAR (default: 5%)" in text and "(default: 1%, as the finals)" in text
+
+
 def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "nothing"]) == 2

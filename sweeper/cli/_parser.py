@@ -248,7 +248,8 @@ def _compare(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     compare.add_argument("a", help="study, or STUDY@TRIAL for one trial (the reference)")
     compare.add_argument("b", help="study, or STUDY@TRIAL, judged against A")
     compare.add_argument("--max-noise", default="5%",
-                         help="relative CI half-width above which SAME becomes UNCLEAR")
+                         help="relative 95%% CI half-width above which SAME becomes UNCLEAR "
+                         "(default: %(default)s)")
     _threshold_option(compare)
     _study_options(compare, name=False)
     compare.set_defaults(func=cmd_compare)
