@@ -150,8 +150,8 @@ def test_a_compound_duration_reads_the_same_everywhere(tmp_path, text, seconds):
 def test_a_compound_duration_out_of_order_is_refused(tiny, tmp_path, capsys, value):
     line = _refused_run(tmp_path, capsys, str(tiny), f"--time={value}")
     assert line == (f"sweeper run: argument --time: {value!r} is not a duration; allowed: a "
-                    "positive number with h, m, s or ms, or several from the largest unit "
-                    "down (e.g. 10m, 1h30m) (see sweeper run --help)")
+                    "positive number, bare (seconds) or with h, m, s or ms, or several from "
+                    "the largest unit down (e.g. 90, 10m, 1h30m) (see sweeper run --help)")
 
 
 def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):

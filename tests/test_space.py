@@ -161,8 +161,9 @@ BAD = [
     ("kernel: copy\nparams: {}\nmeasure: {flush: true}\n", 3,
      "measure.flush: unknown key 'flush'; known: warmup, repeat, stop, target"),
     ("kernel: copy\nparams: {}\nmeasure: {timeout: soon}\n", 3,
-     "measure.timeout: 'soon' is not a duration; allowed: a positive number with h, m, s or "
-     "ms, or several from the largest unit down (e.g. 10m, 1h30m), or off"),
+     "measure.timeout: 'soon' is not a duration; allowed: a positive number, bare (seconds) "
+     "or with h, m, s or ms, or several from the largest unit down (e.g. 90, 10m, 1h30m), or "
+     "off"),
     ("kernel: copy\nparams: {}\nbudget: {time: 10x}\n", 3,
      "budget.time: '10x' is not a duration"),
     ("kernel: copy\nparams: {}\nbudget:\n  trials: -4\n", 4,
@@ -211,8 +212,8 @@ def test_a_duration_longer_than_40_characters_keeps_its_unit():
     with pytest.raises(SpaceError) as info:
         parse(f"kernel: copy\nparams: {{}}\nbudget: {{time: {'9' * 60}x}}\n")
     assert str(info.value) == (f"s.yaml:3: budget.time: {'9' * 40!r} is not a duration; "
-                               "allowed: a positive number with h, m, s or ms, or several from "
-                               "the largest unit down (e.g. 10m, 1h30m)")
+                               "allowed: a positive number, bare (seconds) or with h, m, s or "
+                               "ms, or several from the largest unit down (e.g. 90, 10m, 1h30m)")
 
 
 def test_missing_file():

@@ -127,9 +127,9 @@ def parse_duration(text: str | float) -> float:
             if _DURATION.fullmatch(str(text)) else []
         order = [list(_SECONDS).index(unit) for _, unit in parts]
         if not parts or order != sorted(set(order)):
-            raise ValueError(f"{shown} is not a duration; allowed: a positive number "
-                             "with h, m, s or ms, or several from the largest unit down "
-                             "(e.g. 10m, 1h30m)")
+            raise ValueError(f"{shown} is not a duration; allowed: a positive number, "
+                             "bare (seconds) or with h, m, s or ms, or several from the "
+                             "largest unit down (e.g. 90, 10m, 1h30m)")
         seconds = sum(number * _SECONDS[unit] for number, unit in parts)
     if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
         raise ValueError(f"{shown} is not a positive duration of at most "
