@@ -216,9 +216,18 @@ def test_a_duration_longer_than_40_characters_keeps_its_unit():
                                "ms, or several from the largest unit down (e.g. 90, 10m, 1h30m)")
 
 
-def test_missing_file():
-    with pytest.raises(SpaceError, match=re.escape("nope.yaml: cannot read the space file")):
-        load_space("nope.yaml")
+def test_missing_file(tmp_path, monkeypatch):
+    """A relative path that is not there names the folder it was looked for in: the
+    newcomer who runs ``sweeper run spaces/copy.yaml`` from another folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpaceError) as info:
+        load_space("spaces/nope.yaml")
+    assert str(info.value) == ("spaces/nope.yaml: cannot read the space file: No such file or "
+                               f"directory in {tmp_path}")
+    with pytest.raises(SpaceError) as info:
+        load_space(tmp_path / "nope.yaml")
+    assert str(info.value) == f"{tmp_path}/nope.yaml: cannot read the space file: No such " \
+        "file or directory"
 
 
 def test_extends_merges_params_and_errors_name_the_right_file(tmp_path):

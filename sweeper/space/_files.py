@@ -59,7 +59,11 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
         try:
             raw = read_capped(path)
         except OSError as err:
-            raise SpaceError(f"cannot read the space file: {err.strerror}", file=file) from None
+            # a relative path run from another folder than the one it was written for
+            folder = f" in {os.getcwd()}" if isinstance(err, FileNotFoundError) and \
+                not path.is_absolute() else ""
+            raise SpaceError(f"cannot read the space file: {err.strerror}{folder}",
+                             file=file) from None
         text = decode_text(raw, file)
     data, lines = load_with_lines(text, file) if not chain else _extended(text, file)
     where: Where = {k: (file, v) for k, v in lines.items()}
