@@ -133,6 +133,13 @@ BAD = [
     ("kernel: copy\nparams:\n  grid: [\"sms*\"]\n", 3,
      "params.grid[0]: cannot parse expression 'sms*': invalid syntax; it is not an "
      "expression, which may use integers, sizes (64MiB), names, + - * // %, cdiv(a, b)"),
+    ("kernel: copy\nparams:\n  grid: [sms, cdiv(n, BLOCK)]\n", 3,     # YAML split it: quote it
+     "params.grid[1]: cannot parse expression 'cdiv(n': '(' was never closed; it is not an "
+     "expression, which may use integers, sizes (64MiB), names, + - * // %, cdiv(a, b) min(a, "
+     "b, ...) max(a, b, ...) isqrt(a), comparisons, and/or/not; YAML ends a list item at a "
+     "comma: quote an expression that has one (\"cdiv(n, BLOCK)\")"),
+    ("kernel: copy\nparams: {}\nconstraints: [BLOCK >= max(block, 256)]\n", 3,
+     "and/or/not; YAML ends a list item at a comma: quote an expression that has one"),
     ("kernel: copy\nparams:\n  dtype: [float32, fp9]\n", 3,
      "params.dtype[1]: unknown dtype 'fp9'; allowed: float64, float32"),
     ("kernel: copy\nparams:\n  dtype: [flaot32]\n", 3,

@@ -409,7 +409,7 @@ class _Parser:
                     return Value(label=label, expr=expr, origin=origin)
                 constant = int(_expr.evaluate(expr, {}))
             except ExpressionError as err:
-                raise self.error(path, str(err)) from None
+                raise self.error(path, f"{err}{_split_at_a_comma(label)}") from None
         # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
         if constant <= 0 and self.lowest(axis) >= 1:
             # a meta-parameter whose default is 0 (a switch declared as a plain int, as
@@ -473,7 +473,7 @@ class _Parser:
                 self.names_known(_expr.parse(text, "truth"), path, known)
                 expr = _expr.parse(full, "truth")
             except ExpressionError as err:
-                raise self.error(path, str(err)) from None
+                raise self.error(path, f"{err}{_split_at_a_comma(text)}") from None
             out.append(Constraint(expr=expr, origin=self.origin(path),
                                   condition_of=condition_of))
         return tuple(out)
@@ -940,3 +940,13 @@ def shown(value: Any) -> str:
     text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 40 else \
         f"a number of some {int(value.bit_length() * math.log10(2))} digits"
     return cut(text, 60)
+
+
+def _split_at_a_comma(text: str) -> str:
+    """A hint for an expression with a ``(`` left open: in a YAML flow list (``[sms,
+    cdiv(n, BLOCK)]``) the comma inside the call ended the item, so the parser saw
+    ``cdiv(n``; the fix is quotes, which the expression's own message cannot say."""
+    if text.count("(") <= text.count(")"):
+        return ""
+    return ("; YAML ends a list item at a comma: quote an expression that has one "
+            "(\"cdiv(n, BLOCK)\")")
