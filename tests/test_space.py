@@ -237,6 +237,21 @@ def test_missing_file(tmp_path, monkeypatch):
         "file or directory"
 
 
+def test_a_python_file_given_as_the_space_says_where_its_kernel_goes(tmp_path, capsys):
+    """``sweeper run examples/scale.py``: the newcomer gives the kernel's module where the
+    space file goes; the error says so instead of a YAML syntax error at line 1."""
+    from sweeper.cli import main
+    from tests.conftest import ROOT
+
+    assert main(["run", str(ROOT / "examples/scale.py"), "--device", "interpret",
+                 "--studies-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"{ROOT / 'examples/scale.py'}: a Python file, not a space file (YAML); name its "
+        "kernel as module:attr under kernel: in a space file (as examples/scale.yaml does), "
+        "or run an @triton.autotune kernel with --from-autotune MODULE:KERNEL\n")
+    assert list(tmp_path.iterdir()) == []                   # nothing written
+
+
 def test_extends_merges_params_and_errors_name_the_right_file(tmp_path):
     base = tmp_path / "base.yaml"
     base.write_text(GOOD)

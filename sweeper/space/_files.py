@@ -65,6 +65,11 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
             raise SpaceError(f"cannot read the space file: {err.strerror}{folder}",
                              file=file) from None
         text = decode_text(raw, file)
+        if path.suffix == ".py":        # the kernel's module given where its space goes
+            raise SpaceError("a Python file, not a space file (YAML); name its kernel as "
+                             "module:attr under kernel: in a space file (as "
+                             "examples/scale.yaml does), or run an @triton.autotune kernel "
+                             "with --from-autotune MODULE:KERNEL", file=file)
     data, lines = load_with_lines(text, file) if not chain else _extended(text, file)
     where: Where = {k: (file, v) for k, v in lines.items()}
     if not isinstance(data, dict) or "extends" not in data:
