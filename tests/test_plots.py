@@ -283,8 +283,10 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
     d = replay_studies
     # replayed studies record no bounds; with no ceilings either, there is no roofline
     assert main(["roofline", "--studies-dir", str(d)]) == 2
-    assert _one_line(capsys).startswith("sweeper: no roofline for replay: NVIDIA H200: "
-                                        "neither ceilings nor physical bounds")
+    assert _one_line(capsys) == ("sweeper: no roofline for replay: NVIDIA H200: replayed "
+                                 "timings are served as recorded; the table does not record "
+                                 "the GPU's clocks and bus width; a roofline needs studies "
+                                 "measured on a CUDA GPU, which record its physical bounds")
     assert not (d / "roofline.png").exists()
     # the ceilings cache for the GPU a study names (its UUID and driver) is read
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))

@@ -242,4 +242,10 @@ def studies_roofline(stores: Sequence[StudyStore], gpu: str | None = None) -> Ro
                            "roofline is of one GPU: name its studies, or pick it with --gpu")
     (name, found), = by_gpu.items()
     ceilings, bounds, source = limits([meta for meta, _ in found])
+    absent = next((why for meta, _ in found if meta.bounds
+                   for why in Bounds.from_json(meta.bounds).absent), None)
+    if ceilings is None and bounds is None and absent is not None:
+        # a replay or the interpreter: `sweeper calibrate` cannot help there
+        raise SweeperError(f"no roofline for {name}: {absent}; a roofline needs studies "
+                           "measured on a CUDA GPU, which record its physical bounds")
     return roofline(name, [w for _, chosen in found for w in chosen], ceilings, bounds, source)
