@@ -284,10 +284,21 @@ def find(kind: Kind, name: str) -> Found:
             return Found(kind, name, ep.value, f"entry point {ep.name} = {ep.value} in "
                          f"{kind.group} of {_dist(ep)}", ep)
     if PATH.fullmatch(name) is None:
+        dotted = _dotted(name)
         hint = f"; did you mean {kind.meant[name]!r}?" if name in kind.meant else \
+            f"; did you mean {dotted!r}?" if dotted else \
             did_you_mean(name, [*kind.builtins, *installed(kind)])
         raise SweeperError(f"unknown {kind.noun} {name!r}; known: {known(kind)}{hint}")
     return Found(kind, name, name, "module:attr path")
+
+
+def _dotted(name: str) -> str | None:
+    """``examples.scale:scale`` for ``examples/scale.py:scale``: a file path where a
+    module path goes (as a ``cuda`` kernel's ``reference:`` takes one), else ``None``."""
+    module, sep, attr = name.rpartition(":")
+    dotted = module.removeprefix("./").removesuffix(".py").replace("/", ".")
+    return f"{dotted}:{attr}" if sep and dotted != module and \
+        PATH.fullmatch(f"{dotted}:{attr}") else None
 
 
 @dataclass(frozen=True)
@@ -326,13 +337,17 @@ def load(kind: Kind, name: str) -> Plugin:
 
 
 def _not_on_the_path(found: Found, err: BaseException) -> str:
-    """Where a path plugin's own module was looked for, when it was not found there (the
-    newcomer who runs ``examples.scale:scale`` from another folder); empty when the
-    module was found or a module it imports was not."""
-    module = found.target.partition(":")[0]
+    """What to do when a path plugin's own module was not found: the dotted name of a file
+    name given as its module (``mymod.py:add``), or where the module was looked for (the
+    newcomer who runs ``examples.scale:scale`` from another folder); empty when a package
+    that is there lacks the module or a module the plugin imports is missing."""
+    module, _, attr = found.target.partition(":")
     missing = getattr(err, "name", None) if isinstance(err, ModuleNotFoundError) else None
-    if found.builtin or found.entry_point is not None or missing is None or \
-            not (module == missing or module.startswith(missing + ".")):
+    if found.builtin or found.entry_point is not None or missing is None:
+        return ""
+    if module.endswith(".py"):
+        return f"; did you mean '{module.removesuffix('.py')}:{attr}'?"
+    if missing != module.split(".")[0]:
         return ""
     return (f" in the current directory ({os.getcwd()}) or on the Python path; run from the "
             "folder that holds it, or add that folder to PYTHONPATH")
@@ -353,7 +368,9 @@ def _import(target: str, *, from_cwd: bool) -> Any:
     with _cwd_first() if from_cwd else contextlib.nullcontext():
         module = importlib.import_module(module_name)
     if not hasattr(module, attr):
-        raise AttributeError(f"module {module_name} has no attribute {attr!r}")
+        public = [n for n in vars(module) if not n.startswith("_")]
+        raise AttributeError(f"module {module_name} has no attribute {attr!r}"
+                             f"{did_you_mean(attr, public)}")
     return getattr(module, attr)
 
 

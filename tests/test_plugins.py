@@ -328,14 +328,27 @@ def user_module(tmp_path, monkeypatch):
 
 def test_a_path_plugin_not_found_says_where_it_was_looked_for(user_module, tmp_path):
     """Run from another folder than the one holding the module (``examples.scale:scale``
-    from outside the repository), the message says where sweeper looked and what to do;
-    a module the plugin itself imports that is missing is named at its line instead."""
+    from outside the repository), the message says where sweeper looked and what to do; a
+    file's name or path given as the module gets the module path it means, a misspelt
+    attribute the one it is close to; a module the plugin itself imports that is missing
+    is named at its line instead."""
     with pytest.raises(SweeperError) as err:
         plugins.load(plugins.KERNEL, "absentpkg_qa.scale:scale")
     assert str(err.value) == ("cannot load kernel 'absentpkg_qa.scale:scale' (module:attr path): "
                               "No module named 'absentpkg_qa' in the current directory "
                               f"({tmp_path}) or on the Python path; run from the folder that "
                               "holds it, or add that folder to PYTHONPATH")
+    with pytest.raises(SweeperError) as err:                # the package is there
+        plugins.load(plugins.KERNEL, "tests.absent_qa:K")
+    assert str(err.value).endswith("No module named 'tests.absent_qa'")
+    kernels = user_module("def scale():\n    pass\n")
+    for given in (f"{kernels}.py:scale", f"./{kernels}.py:scale"):   # a file's name or path
+        with pytest.raises(SweeperError, match=rf"; did you mean '{kernels}:scale'\?$"):
+            plugins.load(plugins.KERNEL, given)
+    with pytest.raises(SweeperError, match=rf"^cannot load kernel '{kernels}:scal' \(module:attr "
+                                           rf"path\): module {kernels} has no attribute 'scal'; "
+                                           r"did you mean 'scale'\?$"):
+        plugins.load(plugins.KERNEL, f"{kernels}:scal")
     imports = user_module("import absentdep_qa\n")
     with pytest.raises(SweeperError) as err:
         plugins.load(plugins.KERNEL, f"{imports}:K")
