@@ -59,7 +59,8 @@ class Kind:
     builtins: dict[str, str]
     check: Callable[[Any], str | None]
     #: Words a newcomer uses for a built-in that spelling alone would not suggest
-    #: (``--device cpu`` for ``interpret``): word -> the built-in's name.
+    #: (``--device cpu`` for ``interpret``, ``sampler: grid`` for ``exhaustive``): word ->
+    #: the built-in's name.
     meant: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -225,7 +226,7 @@ SAMPLER = Kind("sampler", "sweeper.samplers", {
     "gp": "sweeper.samplers:gp_sampler",
     "qmc": "sweeper.samplers:qmc_sampler",
     "cmaes": "sweeper.samplers:cmaes_sampler",
-}, _sampler_problem)
+}, _sampler_problem, meant={"grid": "exhaustive", "bayes": "gp", "bayesian": "gp"})
 DEVICE = Kind("device", "sweeper.devices", {
     "cuda": "sweeper.devices._cuda:CudaDevice",
     "interpret": "sweeper.devices._interpret:InterpretDevice",

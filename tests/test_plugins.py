@@ -302,12 +302,16 @@ def test_a_device_name_takes_an_argument_only_where_the_device_declares_one(caps
 
 def test_a_newcomers_word_for_a_device_is_answered_with_its_name(capsys):
     """``--device cpu`` on a laptop: the error names ``interpret``, which no spelling of
-    ``cpu`` is close to; ``gpu`` names ``cuda``."""
+    ``cpu`` is close to; ``gpu`` names ``cuda``; ``sampler: grid`` (Optuna's word)
+    ``exhaustive`` and ``bayes`` ``gp``."""
     for word, meant in (("cpu", "interpret"), ("gpu", "cuda")):
         assert main(["run", "spaces/copy-small.yaml", "--device", word]) == 2
         assert capsys.readouterr().err == (f"sweeper: unknown device {word!r}; known: cuda, "
                                            "interpret, replay, or package.module:attr for your "
                                            f"own; did you mean {meant!r}?\n")
+    for word, meant in (("grid", "exhaustive"), ("bayes", "gp")):   # not 'cmaes' by spelling
+        with pytest.raises(SweeperError, match=rf"; did you mean {meant!r}\?$"):
+            plugins.find(plugins.SAMPLER, word)
 
 
 @pytest.fixture
