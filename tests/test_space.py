@@ -439,3 +439,36 @@ def test_a_zero_for_a_meta_parameter_whose_default_is_zero_says_how_to_allow_it(
                  str(studies)]) == 2
     assert capsys.readouterr().err == f"{path}:3: params.{axis}[0]: {said}\n"
     assert not studies.exists()
+
+
+#: The files behind docs/space.md's "Other messages, as printed" (those of one file each).
+DOCUMENTED_ERRORS = {
+    "unknown-key.yaml": "kernel: copy\nparams:\n  block: [32]\nmesure: {}\n",
+    "block.yaml": "kernel: copy\nparams:\n  block: [32, 96]\n",
+    "dtype.yaml": "kernel: copy\nparams:\n  dtype: [float32, fp8]\n",
+    "expr-name.yaml": "kernel: copy\nparams:\n  grid: [2*smz]\n",
+    "expr-kind.yaml": "kernel: copy\nparams:\n  grid: [\"sms > 1\"]\n",
+    "expr-eval.yaml": "kernel: copy\nparams:\n  grid: [\"__import__('os')\"]\n",
+    "cycle.yaml": "kernel: copy\nparams:\n  grid: [block]\n  block: [grid]\n",
+    "zip.yaml": "kernel: matmul\nparams:\n  tiles: {zip: {BLOCK_M: [64, 128], BLOCK_N: [64]}}\n",
+    "stop.yaml": "kernel: copy\nparams: {}\nmeasure:\n  stop: median\n",
+    "duty2.yaml": "kernel: copy\nparams: {}\nmeasure:\n  duty: sometimes\n",
+    "sampler.yaml": "kernel: copy\nsampler: bayes\nparams: {}\n",
+    "toobig.yaml": "kernel: matmul\nparams:\n  grid: {range: [1, 4000]}\n"
+                   "  num_stages: {range: [1, 4000]}\n",
+    "nothing.yaml": "kernel: copy\nparams:\n  BLOCK: [256]\n  block: [512]\n"
+                    "constraints: [\"BLOCK >= block\"]\n",
+}
+
+
+@pytest.mark.parametrize("name", DOCUMENTED_ERRORS)
+def test_the_errors_docs_space_md_shows_are_as_printed(name, tmp_path, monkeypatch, capsys):
+    from sweeper.cli import main
+    from tests.conftest import ROOT
+
+    shown = [line for line in (ROOT / "docs/space.md").read_text().splitlines()
+             if line.startswith(f"{name}:")]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(DOCUMENTED_ERRORS[name])
+    assert main(["plan", name]) == 2
+    assert [capsys.readouterr().err.removeprefix("sweeper: ").rstrip("\n")] == shown
