@@ -147,3 +147,13 @@ def test_every_link_in_the_docs_leads_to_a_file_and_heading_that_exist(page):
                 anchor not in _anchors(str(target.resolve().relative_to(ROOT))):
             broken.append(f"{link}: no heading #{anchor}")
     assert not broken, f"{page}: {broken}"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p != "docs/benchmarks-log.md"])
+def test_every_test_the_docs_name_exists(page):
+    """A claim shown "by the test named" leads to a test of that name (the log of how the
+    benchmarks were reached keeps the names of its day)."""
+    defined = set(re.findall(r"^\s*(?:async )?def (test_\w+)", "\n".join(
+        p.read_text() for p in (ROOT / "tests").rglob("*.py")), re.M))
+    named = set(re.findall(r"`(test_\w+)(?:\[[^\]`]*\])?`", (ROOT / page).read_text()))
+    assert not named - defined, f"{page}: no such test: {sorted(named - defined)}"
