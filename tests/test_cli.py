@@ -317,6 +317,16 @@ def test_compare_help_gives_each_options_default(capsys):
     assert "SAME becomes UNCLEAR (default: 5%)" in text and "(default: 1%, as the finals)" in text
 
 
+@pytest.mark.parametrize("command", ["run", "worker", "plan", "report", "roofline", "export",
+                                     "ab", "compare", "copy-study"])
+def test_studies_dir_help_gives_its_default(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    help_text = text[text.rindex("--studies-dir STUDIES_DIR"):]          # past the usage
+    assert "default: studies" in help_text[:300]
+
+
 def test_unknown_study_and_debug_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "nothing"]) == 2

@@ -174,7 +174,8 @@ def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     plan = _of_a_space(sub, "plan", "size, constraints and time estimate; launches nothing")
     plan.add_argument("--studies-dir", default="studies",
                       help="where the study this space runs into was run before, if it was "
-                      "(its last run's time per trial is printed beside the estimate)")
+                      "(its last run's time per trial is printed beside the estimate; "
+                      "default: %(default)s)")
     plan.set_defaults(func=cmd_plan)
 
 
@@ -197,7 +198,8 @@ def _roofline(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                               "its calibrated ceilings and physical bounds")
     roofline.add_argument("study", nargs="*", help="studies (names under --studies-dir, or "
                           "folders); default: every study in --studies-dir")
-    roofline.add_argument("--studies-dir", default="studies", help="where studies live")
+    roofline.add_argument("--studies-dir", default="studies", help="where studies live "
+                          "(default: %(default)s)")
     roofline.add_argument("--gpu", help="only the studies measured on this GPU (as their "
                           "reports name it)")
     roofline.add_argument("-o", "--output", help="the picture, .png or .svg (default: "
@@ -233,7 +235,8 @@ def _ab(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     _threshold_option(ab)
     _allow_option(ab)
     ab.add_argument("--studies-dir", default="studies",
-                    help="the samples go to STUDIES_DIR/<study>-ab/")
+                    help="the samples go to STUDIES_DIR/<study>-ab/ (default: "
+                    "%(default)s)")
     ab.set_defaults(func=cmd_ab)
 
 
@@ -344,8 +347,8 @@ def _device_option(p: argparse.ArgumentParser) -> None:
 
 
 def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:
-    p.add_argument("--studies-dir", default="studies", help="where studies live (with "
-                   "--storage: where their reports and exports go)")
+    p.add_argument("--studies-dir", default="studies", help="where studies live (default: "
+                   "%(default)s; with --storage: where their reports and exports go)")
     p.add_argument("--storage", metavar="URL", help="a postgresql://USER@HOST/DB database "
                    "holding the studies (default: the journal in each study's folder); a "
                    "connection gives up after 10 s unless the URL says ?connect_timeout=N")
