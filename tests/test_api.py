@@ -519,7 +519,8 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
     (lambda s: sweeper.run(ROOT / "spaces/copy-small.yaml", devcie="interpret",
                            studies_dir=s), "sweeper.run() takes no keyword 'devcie'; allowed: "
      "space, device, studies_dir, study, trials, time, params, force, quiet, report, "
-     "priors, allow_path, gpus, storage, gpu_check; did you mean 'device'?"),
+     "priors, allow_path, gpus, storage, gpu_check, gpu_check_target, workers, "
+     "compile_workers, svg, timing; did you mean 'device'?"),
     (lambda s: sweeper.load_study("x", studies=s), "sweeper.load_study() takes no keyword "
      "'studies'; allowed: study, storage, studies_dir; did you mean 'studies_dir'?"),
     (lambda s: sweeper.tuned("copy", dtyp="float32"), "sweeper.tuned() takes no keyword "
@@ -548,3 +549,25 @@ def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, ca
     assert isinstance(err.value, TypeError)
     assert str(err.value).startswith(message), str(err.value)
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_run_takes_every_option_of_the_command(tmp_path, capsys):
+    """``workers``, ``compile_workers``, ``gpu_check_target``, ``svg`` and ``timing`` are
+    ``--workers``, ``--compile-workers``, ``--gpu-check-target``, ``--svg`` and ``--timing``:
+    the README says ``sweeper.run`` takes the command's options, and a bad value is one line
+    naming the keyword, nothing written."""
+    for options, message in [
+            ({"workers": "threads"}, "workers: 'threads' is not 'process', 'inline' or None"),
+            ({"compile_workers": -1}, "compile_workers: '-1' is not a whole number >= 0"),
+            ({"compile_workers": True}, "compile_workers: True is not a whole number"),
+            ({"gpu_check_target": "sm_1"}, "gpu_check_target: 'sm_1': not a CUDA architecture"),
+            ({"timing": "yes"}, "timing: 'yes' is not True or False")]:
+        with pytest.raises(SweeperError, match=re.escape(message)):
+            sweeper.run(TINY, device="interpret", studies_dir=tmp_path / "bad", **options)
+    assert not (tmp_path / "bad").exists()
+    study = sweeper.run(ROOT / "spaces/copy-small.yaml", device="interpret", trials=4,
+                        studies_dir=tmp_path, workers="inline", compile_workers=0,
+                        gpu_check="off", gpu_check_target="90", svg=True, timing=True)
+    out = capsys.readouterr().out
+    assert "coordinator per trial (ms)" in out            # --timing's lines
+    assert list(study.path.glob("heatmaps/*.svg"))

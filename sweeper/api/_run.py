@@ -21,7 +21,8 @@ from sweeper.core._spelling import entry
 from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
-from sweeper.options import GPU_CHECKS, OptionValueError, gpu_list
+from sweeper.options import GPU_CHECK_TARGET, GPU_CHECKS, OptionValueError, gpu_list, gpu_target
+from sweeper.options import compile_workers as compile_workers_option
 
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
 TQDM_NOTICE = "IProgress not found"
@@ -35,7 +36,10 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         quiet: bool = False, report: bool = True, priors: bool = True,
         allow_path: str | Path | Sequence[str | Path] = (),
         gpus: str | Sequence[int] | None = None,
-        storage: str | None = None, gpu_check: str = "first") -> Study:
+        storage: str | None = None, gpu_check: str = "first",
+        gpu_check_target: str = GPU_CHECK_TARGET, workers: str | None = None,
+        compile_workers: int | str | None = None, svg: bool = False,
+        timing: bool = False) -> Study:
     """Sweep ``space`` as ``sweeper run`` does and return its :class:`Study`.
 
     ``space``: a space file's path; YAML text (a string holding a newline or starting with
@@ -53,7 +57,10 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     (``--gpus``: ``"0,1"``, ``[0, 1]`` or ``"all"``), ``storage`` (``--storage URL``:
     the study is kept in that database, and the returned :class:`Study` reads it from
     there), ``gpu_check`` (``--gpu-check``: on the interpreter, ``first``, ``all`` or
-    ``off``) and ``allow_path`` (a folder or a list of them).  A value of a type the
+    ``off``), ``gpu_check_target`` (``--gpu-check-target``: ``"sm_90"``), ``workers``
+    (``--workers``: ``"process"`` or ``"inline"``), ``compile_workers``
+    (``--compile-workers``: a count, or ``"auto"``), ``svg`` (``--svg``), ``timing``
+    (``--timing``) and ``allow_path`` (a folder or a list of them).  A value of a type the
     command could not have been given (``device=None``, ``force="no"``) is refused like
     a bad value, with a :class:`~sweeper.errors.SweeperError`; every error names the
     keywords, never the command's flags (``study``, ``force=True``:
@@ -70,6 +77,11 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         trials=_trials(trials), time_s=_seconds(time), force=flag("force", force),
         gpus=_gpus(gpus), quiet=flag("quiet", quiet), silent=quiet,
         report=flag("report", report), gpu_check=_gpu_check(gpu_check),
+        gpu_check_target=_option("gpu_check_target", gpu_target, gpu_check_target),
+        workers=_workers(workers),
+        compile_workers=None if compile_workers is None else _option(
+            "compile_workers", compile_workers_option, compile_workers),
+        svg=flag("svg", svg), timing=flag("timing", timing),
         priors=flag("priors", priors),
         # the space as the study's recorded command names it: a path quoted, text by its
         # pseudo file name
@@ -88,6 +100,27 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         # a dict has no lines: the line of the YAML it was dumped to would mislead
         raise SpaceError(err.message, file=DICT, path=err.path) from None
     return Study(result.store)
+
+
+def _option(name: str, check: Any, value: Any) -> Any:
+    """``value`` as the command's option ``check`` takes its text: a whole number or text
+    only (``True`` is no count), refused in one line naming the keyword."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise refuse(name, value, "a whole number or text, as the command takes it")
+    try:
+        return check(str(value))
+    except OptionValueError as err:
+        raise SweeperError(f"{name}: {err}") from None
+
+
+def _workers(mode: Any) -> str | None:
+    """``workers`` as ``--workers`` takes it: ``process``, ``inline`` or None (the
+    default: processes on a GPU, inline elsewhere)."""
+    if mode is None:
+        return None
+    if mode not in ("process", "inline"):
+        raise refuse("workers", mode, "'process', 'inline' or None")
+    return str(mode)
 
 
 def _gpu_check(mode: str) -> str:
