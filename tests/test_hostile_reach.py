@@ -157,6 +157,11 @@ def test_a_compound_duration_out_of_order_is_refused(tiny, tmp_path, capsys, val
 def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
     line = _refused_run(tmp_path, capsys, str(tiny), "--frobnicate")
     assert line == "sweeper run: unrecognized arguments: --frobnicate (see sweeper run --help)"
+    # -p BLOCK=256, 1024: the shell split the values at the space
+    line = _refused_run(tmp_path, capsys, str(tiny), "-p", "BLOCK=256,", "1024")
+    assert line == ("sweeper run: unrecognized arguments: 1024; -p BLOCK=256, 1024: the shell "
+                    "split the values at the space; write -p BLOCK=256,1024 or quote them "
+                    "(see sweeper run --help)")
 
 
 @pytest.mark.parametrize("params, said", [

@@ -62,7 +62,11 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpar
         commands = next((a.choices for a in parser._actions
                          if isinstance(a, argparse._SubParsersAction)), {})
         command = commands.get(getattr(parsed, "command", None) or "", parser)
-        command.error(f"unrecognized arguments: {' '.join(extra)}")
+        split = next((p for p in getattr(parsed, "param", None) or [] if p.endswith(",")),
+                     None)
+        hint = (f"; -p {split} {extra[0]}: the shell split the values at the space; write "
+                f"-p {split}{extra[0]} or quote them") if split is not None else ""
+        command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     return parsed
 
 
