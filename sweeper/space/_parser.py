@@ -500,7 +500,7 @@ class _Parser:
             mapping = " or {name: ..., seed: ..., baseline: ...}" if path == "sampler" else ""
             raise self.error(path, f"{shown(value)} is not a sampler; give a name{mapping}; "
                              f"known names: {plugins.known(plugins.SAMPLER)}")
-        if not isinstance(value, str) or len(value) > 200:
+        if len(value) > 200:
             raise self.error(path, f"unknown sampler {shown(value)}; known: "
                              f"{plugins.known(plugins.SAMPLER)}")
         takes_baseline = self.takes_baseline(value, path, bool(baseline))

@@ -94,10 +94,17 @@ class TrialRecord(TrialResult, Record):
 
     @property
     def score(self) -> float:
-        """What the search maximizes: GB/s, else GFLOP/s, else launches per second.  It
-        stays so for every kernel, whatever its headline: resumed studies keep their
-        values, and within one problem any rate ranks configs as the median does."""
-        if not self.ok or not self.stats:
+        """What the search maximizes: GB/s, else GFLOP/s, else launches per second, of an
+        ``ok`` trial (:attr:`samples_score`); 0.0 for any other.  It stays so for every
+        kernel, whatever its headline: resumed studies keep their values, and within one
+        problem any rate ranks configs as the median does."""
+        return self.samples_score if self.ok else 0.0
+
+    @property
+    def samples_score(self) -> float:
+        """:attr:`score`'s rate from whatever samples the trial took, whatever its status
+        (an abandoned trial's, cut short, too); 0.0 without samples."""
+        if not self.stats:
             return 0.0
         return self.gbps or self.gflops or 1e3 / self.stats.median
 

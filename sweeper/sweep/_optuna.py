@@ -162,5 +162,5 @@ def searched(record: TrialRecord) -> float | None:
     if record.ok:
         return record.score
     if record.status is TrialStatus.ABANDONED and record.stats is not None:
-        return record.gbps or record.gflops or 1e3 / record.stats.median
+        return record.samples_score
     return None
