@@ -8,7 +8,7 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from sweeper.core._model import MAX_CONFIGS
 from sweeper.core._spelling import given
@@ -26,6 +26,8 @@ MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the lar
 
 Choice = dict[str, str]
 _DETAILS = re.compile(r"\s*\([^)]*\)$| with [\w=, -]*$")
+
+T = TypeVar("T")
 
 
 def resolved(space: Space, facts: Mapping[str, int], max_footprint: int | None = None
@@ -242,7 +244,7 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
 
 def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False, worker: str | None = None,
-               before_writing: Callable[[], object] | None = None) -> None:
+               before_writing: Callable[[], T] | None = None) -> T | None:
     """Create the study, or check that the one there may be resumed by this run (its
     journal then taken for this process and repaired if it needs it); a space
     none of whose configs can be launched on ``device`` is refused before anything is
@@ -251,8 +253,9 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     other workers and the id held for this process (a StudyError, nothing written, where
     another live process holds it); of workers starting a new study together one creates
     it and the others join it (:meth:`Storage.create` is atomic).  ``before_writing`` is
-    called once the study may be created or resumed and before anything is written (the
-    engine builds the sampler there: a factory that fails leaves the store as it was)."""
+    called once the study may be created or resumed and before anything is written, and
+    what it returns is returned (the engine builds the sampler there: a factory that fails
+    leaves the store as it was)."""
     facts = device.facts()
     require_launchable(space, facts.env(), facts.max_footprint)
     environment = device.environment()
@@ -264,8 +267,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                          f"{given('study', 'NEW')}")
     if store.exists():
         _check_resumable(store, wanted, space, force)
-    if before_writing is not None:
-        before_writing()
+    built = before_writing() if before_writing is not None else None
     if not store.exists() and store.create({
         "format": FORMAT, "study": store.name, "kernel": space.kernel,
         "kernel_name": kernel.name,
@@ -285,7 +287,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         if worker is not None:
             store.share()
             store.enlist(worker)
-        return
+        return built
     _check_resumable(store, wanted, space, force)   # again: another worker may have created it
     if worker is not None:
         store.share()
@@ -295,6 +297,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     store.note_resumed(now(), axes_of(space), sampler=sampler_json(space),
                        last_command=command, bounds=bounds, finals=finals_wanted(space, device),
                        zipped=zipped_json(space))
+    return built
 
 
 def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,

@@ -144,15 +144,10 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     said: list[str] = []            # the priors' line, said after the header
     priors = _priors(space, options, facts.name, store.root, said.append)
     configs = [c for source in priors for c in source.configs]
-
-    @functools.cache
-    def sampling() -> Sampling:
-        """The sampler, built before the study is written: a factory that fails leaves
-        none, or the resumed one as it was."""
-        return Sampling.build(space, kernel, facts, configs)
-
-    open_study(store, space, kernel, device, command=command, force=options.force,
-               before_writing=sampling)
+    # the sampler, built before the study is written: a factory that fails leaves none,
+    # or the resumed one as it was
+    sampling = open_study(store, space, kernel, device, command=command, force=options.force,
+                          before_writing=lambda: Sampling.build(space, kernel, facts, configs))
     measure = device.measure_spec(space.measure)
     say = _printer(options.quiet)
     kept_trials = store.records()[0] if resuming else []
@@ -174,7 +169,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
         try:
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, ahead, reporter, clock=clock, check=check,
-                             sampling=sampling())
+                             sampling=sampling)
         except ContextLost as lost:
             # the rest of the sweep in worker processes, each with a CUDA context of its
             # own, in this same command or API call; the study resumes from its journal,

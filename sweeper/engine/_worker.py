@@ -56,17 +56,17 @@ def run_worker(options: WorkerOptions) -> Any:
 
     kernel = kernel_for(space, device)
     worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
-    built: list[Sampling] = []      # before the study is written: a factory that fails leaves none
-    open_study(store, space, kernel, device, force=options.force, worker=worker_id,
-               command=options.command, before_writing=lambda: built.append(
-                   Sampling.build(space, kernel, device.facts(), [])))
+    # the sampler, built before the study is written: a factory that fails leaves none
+    sampling = open_study(store, space, kernel, device, force=options.force, worker=worker_id,
+                          command=options.command, before_writing=lambda: Sampling.build(
+                              space, kernel, device.facts(), []))
     print(f"worker {worker_id}: study {options.study} in {store.location}; "
           f"{counted(space.size, 'config')}, claims held for {options.lease_s:g} s between "
           "heartbeats", flush=True)
     stop = StopFlag()
     sweep = Sweep(space, kernel, device, store, max_trials=options.trials,
                   max_time_s=options.time_s, finals=False, stop=stop,
-                  claims=Claims(store, worker_id, options.lease_s), sampling=built[0])
+                  claims=Claims(store, worker_id, options.lease_s), sampling=sampling)
     sweep.run_drift = False
     # Ctrl-C or SIGTERM stops after the trial in flight, as `sweeper run` does (twice: at once)
     with stopping_on_signals(stop):
