@@ -84,8 +84,8 @@ def _medians(study: sweeper.Study) -> dict[tuple[int, int], float]:
 def _diagnose(n: int) -> None:
     """The same launch (zero, then sum) timed by hand, µs medians of 50: CUDA events
     after sweeper's flush (a memset of twice the L2) and hold (a 100 000-cycle spin),
-    after the hold alone, after Triton's cache clear (a 256 MiB memset), and Triton's
-    do_bench."""
+    after the flush alone, after the hold alone, after Triton's cache clear (a 256 MiB
+    memset), back to back with nothing between, and Triton's do_bench."""
     import statistics
 
     import triton.testing
@@ -114,22 +114,25 @@ def _diagnose(n: int) -> None:
         torch.cuda.synchronize()
         return statistics.median(s.elapsed_time(e) for s, e in pairs) * 1e3
 
-    print("| BLOCK | warps | flush + hold µs | hold µs | 256 MiB clear µs | do_bench µs |")
-    print("|---|---|---|---|---|---|")
+    print("| BLOCK | warps | flush + hold µs | flush µs | hold µs | 256 MiB clear µs "
+          "| nothing µs | do_bench µs |")
+    print("|---|---|---|---|---|---|---|---|")
     for config in CONFIGS:
         cfg = config
         shim = type("C", (), {"meta": cfg.kwargs, "num_warps": cfg.num_warps})()
         cold = timed(shim, lambda: (ours.zero_(), torch.cuda._sleep(100_000)))
+        flushed = timed(shim, lambda: ours.zero_())
         held = timed(shim, lambda: torch.cuda._sleep(100_000))
         cleared = timed(shim, lambda: theirs.zero_())
+        bare = timed(shim, lambda: None)
 
         def call(shim=shim) -> None:  # type: ignore[no-untyped-def]
             total.zero_()
             _launch(plain_sum, x, total, shim, False)
         bench = triton.testing.do_bench(call, quantiles=(0.5,))
         bench = (bench[0] if isinstance(bench, (list, tuple)) else bench) * 1e3
-        print(f"| {cfg.kwargs['BLOCK']} | {cfg.num_warps} | {cold:.2f} | {held:.2f} | "
-              f"{cleared:.2f} | {bench:.2f} |")
+        print(f"| {cfg.kwargs['BLOCK']} | {cfg.num_warps} | {cold:.2f} | {flushed:.2f} | "
+              f"{held:.2f} | {cleared:.2f} | {bare:.2f} | {bench:.2f} |")
 
 
 def main(argv: list[str] | None = None) -> None:

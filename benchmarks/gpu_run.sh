@@ -16,6 +16,7 @@
 #   matmul    spaces/matmul-8k.yaml (8192^3 bf16), matmul-shapes.yaml, and fp8 at 8192^3
 #   dispatch  the dispatch-by-shape spaces, exported as replay tables, and the regret
 #   launcher  benchmarks/launcher_overhead.py (tuned_kernel against a plain launch)
+#   hookcost  benchmarks/autotune_hooks_cost.py $HOOKCOST_ARGS (e.g. --diagnose, --graph)
 #   multigpu  benchmarks/multi_gpu.py spaces/copy.yaml (needs two GPUs)
 #   multigpunvml the same, NVML polled every 200 ms (SWEEPER_NVML_PERIOD_MS)
 #   multigpulong the sweeps alone on spaces/matmul-8k.yaml (long trials; about 7 minutes)
@@ -137,7 +138,7 @@ stage=$2
       python3 benchmarks/dispatch_regret.py --tuned "$OUT/dispatch-tuned.csv" \
         --held-out "$OUT/dispatch-heldout.csv" 2>&1 | tee -a "$OUT/dispatch.log" ;;
     launcher) python3 benchmarks/launcher_overhead.py 2>&1 | tee "$OUT/launcher.log" ;;
-    hookcost) python3 benchmarks/autotune_hooks_cost.py 2>&1 | tee "$OUT/hookcost.log" ;;
+    hookcost) python3 benchmarks/autotune_hooks_cost.py ${HOOKCOST_ARGS:-} 2>&1 | tee "$OUT/hookcost.log" ;;
     multigpu) python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 | tee "$OUT/multigpu.log" ;;
     multigpunvml) SWEEPER_NVML_PERIOD_MS=200 python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 \
         | tee "$OUT/multigpu-nvml200.log" ;;
