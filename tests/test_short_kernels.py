@@ -297,3 +297,19 @@ def test_short_and_autotuned_kernels_verify_on_the_gpu(argv, tmp_path):
 def test_the_readme_shows_the_scale_example_as_it_is():
     readme = (ROOT / "README.md").read_text()
     assert f"```python\n{(ROOT / 'examples' / 'scale.py').read_text()}```" in readme
+
+
+@pytest.mark.parametrize("dims, n", [({"n": 1 << 22}, 1 << 22), (None, 1 << 20)])
+def test_a_space_that_sizes_nothing_measures_the_declared_n(tmp_path, monkeypatch, dims, n):
+    """A short kernel's ``dims`` default (``{"n": 2**20}`` where none is given) is the
+    problem a space leaves out, as the docstring says, not a 64 MiB footprint."""
+    module = tmp_path / f"sized_kernel_{n}.py"
+    module.write_text("import sweeper\n"
+                      f"k = sweeper.kernel(lambda x, config: None, inputs={{'x': 'n'}}, "
+                      f"outputs=['x'], reference=lambda x: x, meta={{'BLOCK': 64}}, name='k', "
+                      f"dims={dims!r})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = sweeper.space.parse_space(f"kernel: sized_kernel_{n}:k\nparams: {{BLOCK: [64]}}\n")
+    config = space.resolve(space.expand({"BLOCK": "64"}), {"sms": 132, "l2_bytes": 1 << 20})
+    assert space.sizes == ("n",) and config.problem.dim("n") == n
+    assert config.problem.footprint == n * 4

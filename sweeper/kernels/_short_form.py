@@ -143,9 +143,12 @@ class Declaration:
         if self.dtype is not None and self.dtype not in DTYPES:
             raise SweeperError(f"kernel {name}: dtype={self.dtype!r}; allowed: "
                                f"{', '.join(DTYPES)}")
-        return {"grid": grid if isinstance(grid, str) else whole(grid),
-                "block": whole(self.block) or 128, "dtype": self.dtype or "float32",
-                "footprint": "64MiB"}
+        out = {"grid": grid if isinstance(grid, str) else whole(grid),
+               "block": whole(self.block) or 128, "dtype": self.dtype or "float32"}
+        # the declared n is the problem a space leaves out; 64 MiB only where n has none
+        if list(dims) == ["n"] and dims["n"].default is None:
+            out["footprint"] = "64MiB"
+        return out
 
     def shape(self, name: str, dims: Mapping[str, Dim]) -> dict[str, Any]:
         """The footprint of a problem (``footprint_bytes``) and, for a 1-D kernel, its
