@@ -59,7 +59,8 @@ class ProgressReporter:
     stays the run's text), or in a notebook as one output of the cell: the trials (done
     of total, the best and last rates in the kernel's headline unit, how many binaries
     the compile pool built and has queued), then the finals on a bar of their own
-    (which problem, which round of at most how many, how many finalists are still in),
+    (which problem, which round of at most how many, how many finalists are still in; it
+    counts the rounds run, so a final settled early shortens it),
     then a spinner while the report is written.  Each bar has its elapsed time and an
     ETA; the trials' ETA gives way to ``done`` once they are."""
 
@@ -75,6 +76,7 @@ class ProgressReporter:
         self._done = self._total = 0
         self._compiles = ""
         self._rounds = self._round = self._final = self._problems = 0
+        self._ran = 0                # rounds run by the finals already done
 
     def start(self, total: int, done: int) -> None:
         self._total, self._done = total, done
@@ -114,7 +116,7 @@ class ProgressReporter:
         self._final, self._round = self._final + 1, 0
         named = f"{self._final} of {self._problems}: {problem}" if self._problems > 1 \
             else problem
-        self._progress.update(self._finals, completed=(self._final - 1) * self._rounds,
+        self._progress.update(self._finals, completed=self._ran,
                               left=named, right=self._finalists(0, finalists))
         self._draw(force=True)
 
@@ -122,7 +124,7 @@ class ProgressReporter:
         if self._finals is None:
             return
         self._round = round_
-        self._progress.update(self._finals, completed=(self._final - 1) * self._rounds + round_,
+        self._progress.update(self._finals, completed=self._ran + round_,
                               right=self._finalists(round_, finalists))
         self._draw(force=True)
 
@@ -130,7 +132,10 @@ class ProgressReporter:
         if self._finals is None:
             return
         settled = f"settled in {counted(self._round, 'round')}" if self._round else ""
-        self._progress.update(self._finals, completed=self._final * self._rounds,
+        # the bar counts rounds run: a final settled early takes its unrun rounds off
+        self._ran += self._round
+        self._progress.update(self._finals, completed=self._ran,
+                              total=self._ran + (self._problems - self._final) * self._rounds,
                               right=settled,
                               phase="done" if self._final >= self._problems else "")
         self._draw(force=True)
