@@ -558,6 +558,7 @@ def test_run_takes_every_option_of_the_command(tmp_path, capsys):
     naming the keyword, nothing written."""
     for options, message in [
             ({"workers": "threads"}, "workers: 'threads' is not 'process', 'inline' or None"),
+            ({"gpu_check": "some"}, "gpu_check: 'some' is not 'first', 'all' or 'off'"),
             ({"compile_workers": -1}, "compile_workers: '-1' is not a whole number >= 0"),
             ({"compile_workers": True}, "compile_workers: True is not a whole number"),
             ({"gpu_check_target": "sm_1"}, "gpu_check_target: 'sm_1': not a CUDA architecture"),

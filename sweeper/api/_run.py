@@ -76,9 +76,9 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
                               "or None for the journal under studies_dir"),
         trials=_trials(trials), time_s=_seconds(time), force=flag("force", force),
         gpus=_gpus(gpus), quiet=flag("quiet", quiet), silent=quiet,
-        report=flag("report", report), gpu_check=_gpu_check(gpu_check),
+        report=flag("report", report), gpu_check=_one_of("gpu_check", gpu_check, GPU_CHECKS),
         gpu_check_target=_option("gpu_check_target", gpu_target, gpu_check_target),
-        workers=_workers(workers),
+        workers=_one_of("workers", workers, ("process", "inline", None)),
         compile_workers=None if compile_workers is None else _option(
             "compile_workers", compile_workers_option, compile_workers),
         svg=flag("svg", svg), timing=flag("timing", timing),
@@ -113,21 +113,14 @@ def _option(name: str, check: Any, value: Any) -> Any:
         raise SweeperError(f"{name}: {err}") from None
 
 
-def _workers(mode: Any) -> str | None:
-    """``workers`` as ``--workers`` takes it: ``process``, ``inline`` or None (the
-    default: processes on a GPU, inline elsewhere)."""
-    if mode is None:
-        return None
-    if mode not in ("process", "inline"):
-        raise refuse("workers", mode, "'process', 'inline' or None")
-    return str(mode)
-
-
-def _gpu_check(mode: str) -> str:
-    """``gpu_check`` as ``--gpu-check`` takes it."""
-    if mode not in GPU_CHECKS:
-        raise SweeperError(f"gpu_check: {mode!r} is not one of {', '.join(GPU_CHECKS)}")
-    return mode
+def _one_of(name: str, value: Any, allowed: Sequence[str | None]) -> Any:
+    """``value`` where it is one of ``allowed``, as the command's option of that name
+    takes it (``workers``: ``process``, ``inline`` or None, the default: processes on a
+    GPU, inline elsewhere; ``gpu_check``: one of ``--gpu-check``'s)."""
+    if not isinstance(value, (str, type(None))) or value not in allowed:
+        shown = [repr(a) for a in allowed]
+        raise refuse(name, value, f"{', '.join(shown[:-1])} or {shown[-1]}")
+    return value
 
 
 def _device(device: Any) -> str:
