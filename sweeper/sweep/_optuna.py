@@ -19,7 +19,6 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import TrialState
 
 from sweeper.devices import DeviceFacts
-from sweeper.errors import SweeperError
 from sweeper.kernels import Kernel
 from sweeper.samplers import SamplerContext, make_sampler
 from sweeper.space import Configs, Space
@@ -82,9 +81,7 @@ def build_sampler(space: Space, valid: Configs, *, priors: list[dict[str, str]],
     spec = space.sampler
     if spec.baseline:
         base = sampler_view(space, dict(spec.baseline))
-        if base is None:
-            raise SweeperError("the sampler's baseline matches no row of the zipped "
-                               "axes; pick a baseline row")
+        assert base is not None, "the parser refuses a baseline that is no zipped row"
         spec = dataclasses.replace(spec, baseline=tuple(base.items()))
     return make_sampler(SamplerContext(
         spec=spec, choices=valid, axes=space.choices(),
