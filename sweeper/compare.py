@@ -59,45 +59,32 @@ def _numbers(numbers: list[int]) -> str:
         if shown else "none"
 
 
-def devices_note(a: StudyStore, b: StudyStore) -> str | None:
-    """What the two studies were measured on, where it differs: their ratios then compare
-    the devices as much as the configs (and an interpreter's times say nothing of a GPU)."""
-    def device(store: StudyStore) -> str:
-        fingerprint = store.meta().get("fingerprint", {})
-        return str(fingerprint.get("gpu") or fingerprint.get("device") or "an unknown device")
-
-    da, db = device(a), device(b)
-    return None if da == db else (f"note: A was measured on {da}, B on {db}: each ratio "
-                                  "compares the devices as well as the config")
+def _device(store: StudyStore) -> str:
+    fingerprint = store.meta().get("fingerprint", {})
+    return str(fingerprint.get("gpu") or fingerprint.get("device") or "an unknown device")
 
 
-def problems_note(a: StudyStore, b: StudyStore, a_number: int | None,
-                  b_number: int | None) -> str | None:
-    """For two trials (``STUDY@N``), what each was measured on where it differs: the
-    kernel and the problem (a copy of 1 GiB against one of 16 KiB, or a copy against a
-    matmul).  Their time ratio then compares the problems as much as the configs, and a
-    verdict with no word of it read as if one config were that much slower."""
-    if a_number is None or b_number is None:
-        return None
+def _what(store: StudyStore, trial: TrialRecord) -> str:
     from sweeper.outcome import problem_text
 
-    def what(store: StudyStore, number: int) -> str:
-        [t] = _trials(store, number).values()
-        kernel = store.study_meta().tuned_name
-        return f"{kernel} {problem_text(t.problem)}" if t.problem else kernel
-
-    wa, wb = what(a, a_number), what(b, b_number)
-    return None if wa == wb else (f"note: A (#{a_number}) is {wa}, B (#{b_number}) is {wb}: "
-                                  "the ratio compares the problems as well as the configs")
+    kernel = store.study_meta().tuned_name
+    return f"{kernel} {problem_text(trial.problem)}" if trial.problem else kernel
 
 
 def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
             b_number: int | None = None, max_noise: float = 0.05,
-            threshold: float = PRACTICAL) -> list[Row]:
+            threshold: float = PRACTICAL) -> tuple[list[Row], list[str]]:
     """One row per successful config that both studies measured (or one for the two trials
     ``a_number`` and ``b_number``): B against A from the raw samples, by
     :func:`~sweeper.measure.compare_samples` under ``max_noise`` and ``threshold``.  No
-    config in common is a SweeperError, not an empty table."""
+    config in common is a SweeperError, not an empty table.
+
+    With the rows, the notes a reader needs before the ratios: where the two studies were
+    measured on different devices (each ratio then compares the devices as much as the
+    configs, and an interpreter's times say nothing of a GPU), and for two trials, where
+    they differ in kernel or problem (a copy of 1 GiB against one of 16 KiB, or a copy
+    against a matmul: a verdict with no word of it read as if one config were that much
+    slower)."""
     ta, tb = _trials(a, a_number), _trials(b, b_number)
     keys = [k for k in ta if k in tb]
     if not keys:
@@ -111,7 +98,16 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
         rows.append(Row(label, x.stats.median, y.stats.median,
                         compare_samples(x.samples_ms, y.samples_ms, max_noise,
                                         threshold)))
-    return rows
+    notes = []
+    if (da := _device(a)) != (db := _device(b)):
+        notes.append(f"note: A was measured on {da}, B on {db}: each ratio compares the "
+                     "devices as well as the config")
+    if a_number is not None and b_number is not None:
+        wa, wb = _what(a, ta[("trial",)]), _what(b, tb[("trial",)])
+        if wa != wb:
+            notes.append(f"note: A (#{a_number}) is {wa}, B (#{b_number}) is {wb}: the "
+                         "ratio compares the problems as well as the configs")
+    return rows, notes
 
 
 def format_rows(rows: list[Row]) -> str:

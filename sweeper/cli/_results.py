@@ -136,7 +136,7 @@ def _export_target(args: argparse.Namespace, storage: bool) -> str | None:
 def cmd_compare(args: argparse.Namespace) -> int:
     """``sweeper compare A B``: compare two studies config by config, or two trials
     (``STUDY@NUMBER``), and print the verdicts."""
-    from sweeper.compare import compare, devices_note, format_rows, problems_note
+    from sweeper.compare import compare, format_rows
 
     max_noise = fraction_option("--max-noise", args.max_noise)
     threshold = fraction_option("--threshold", args.threshold)
@@ -149,11 +149,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir,
                                                     storage=args.storage)))
         numbers.append(trial)
-    rows = compare(stores[0], stores[1], numbers[0], numbers[1], max_noise, threshold)
-    for note in (devices_note(stores[0], stores[1]),
-                 problems_note(stores[0], stores[1], numbers[0], numbers[1])):
-        if note is not None:
-            print(note)
+    rows, notes = compare(stores[0], stores[1], numbers[0], numbers[1], max_noise,
+                          threshold)
+    for note in notes:
+        print(note)
     print(format_rows(rows))
     return 0
 
