@@ -77,8 +77,31 @@ def _medians(study: sweeper.Study) -> dict[tuple[int, int], float]:
     frame = frame[frame["status"] == "ok"]
     print(f"{study.name}: {len(frame)} configs of dtype {set(frame['dtype'])}, "
           f"n {set(frame['n'])}, grid {set(frame['grid'])}")
+    _details(study)
     return {(int(r.BLOCK), int(r.block) // 32): float(r.median_ms) * 1e3
             for r in frame.itertuples()}
+
+
+def _details(study: sweeper.Study) -> None:
+    """Each trial in the order measured: its samples (µs: least, median, most, the first
+    five), those discarded and why, and the SM clock NVML gave at the sampling's start and
+    end and over its window: what a median far from its neighbours' was measured under."""
+    from sweeper.store import StudyStore
+
+    for t in StudyStore(study.path).records()[0]:
+        if not t.samples_ms:
+            continue
+        us = sorted(x * 1e3 for x in t.samples_ms)
+        clocks = "/".join(str((t.state.get(k) or {}).get("sm_mhz", "?")) for k in ("start", "end"))
+        window = t.clocks
+        span = f"{window.sm_mhz_min}-{window.sm_mhz_max} MHz in {window.polls} polls" \
+            if window and window.polls else "no polls"
+        first = " ".join(f"{x * 1e3:.1f}" for x in t.samples_ms[:5])
+        what = f"{t.config.meta} block {t.config.block}" if t.config else ""
+        print(f"  #{t.number} {what}: {us[0]:.2f} / {us[len(us) // 2]:.2f} / {us[-1]:.2f} "
+              f"µs of {len(us)}, first {first}; "
+              f"discarded {t.discarded} {t.discard_reasons[:2]}; SM MHz start/end {clocks}, "
+              f"window {span}; cold {t.cold_s}")
 
 
 def _diagnose(n: int) -> None:
