@@ -34,26 +34,13 @@ Timer = Callable[[Callable[[], object], Callable[[], None], int], list[float]]
 
 def timer_for(tensors: Sequence[Any]) -> Timer:
     """Seconds of each launch: GPU seconds between a pair of CUDA events, ``reset`` queued
-    before each start event and the samples behind the stream's gate
-    (:func:`~sweeper.measure.time_cuda`), when the call's first tensor is on a GPU; else
-    wall-clock seconds (:func:`~sweeper.measure.time_host`), right where a launch returns
-    when done (the Triton interpreter, a CPU)."""
+    before each start event (:func:`~sweeper.measure.time_cuda`), when the call's first
+    tensor is on a GPU; else wall-clock seconds (:func:`~sweeper.measure.time_host`), right
+    where a launch returns when done (the Triton interpreter, a CPU)."""
     first = next(iter(tensors), None)
-    if not getattr(first, "is_cuda", False):
-        return lambda launch, reset, runs: [
-            ms / 1e3 for ms in time_host(launch, warmup=0, repeat=runs, flush=reset)]
-
-    def timed(launch: Callable[[], object], reset: Callable[[], None], runs: int
-              ) -> list[float]:
-        from sweeper.devices._gate import gate
-
-        found = gate()           # the host's launch path is not timed (see the gate)
-        held = found if found is not None and found.passes(launch) else None
-        ms = time_cuda(launch, warmup=0, repeat=runs, flush=reset, gate=held)
-        if held is not None and held.gave_up():
-            ms = time_cuda(launch, warmup=0, repeat=runs, flush=reset)
-        return [m / 1e3 for m in ms]
-    return timed
+    clock = time_cuda if getattr(first, "is_cuda", False) else time_host
+    return lambda launch, reset, runs: [
+        ms / 1e3 for ms in clock(launch, warmup=0, repeat=runs, flush=reset)]
 
 
 def resetter(restore: Sequence[Any], zero: Sequence[Any]) -> Callable[[], None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds, HardwareFacts, Sourced, derive_bounds
 from sweeper.core import DeviceFacts
@@ -12,9 +12,6 @@ from sweeper.devices._base import Device, Launch
 from sweeper.devices._nvml import GpuState, StateMonitor, Window, open_reader, throttle_reason
 from sweeper.errors import NoDeviceError
 from sweeper.measure import Duty, time_cuda
-
-if TYPE_CHECKING:
-    from sweeper.devices._gate import Gate
 
 #: Spin cycles before each unflushed sample: about 50 us at 2 GHz, longer than the ~20 us
 #: a Triton launch takes on an H200's host, so the launch is never timed.
@@ -49,7 +46,6 @@ class CudaDevice(Device):
         self.note = self.reader.note
         self._floor: float | None = None
         self._bounds: Bounds | None = None
-        self._gated: tuple[Launch, Gate | None] | None = None
 
     @classmethod
     def plan_stand_in(cls) -> Device | None:
@@ -88,29 +84,8 @@ class CudaDevice(Device):
         self._flush_buffer.zero_()
 
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
-        """Behind the stream's gate where ``launch`` can be queued behind it
-        (:mod:`sweeper.devices._gate`), else with a spin before each sample; a chunk
-        whose wait gave up (the host stalled past it) is taken again with the spin."""
-        gate = self._gate_for(launch)
-        timed = lambda gate: time_cuda(  # noqa: E731
-            launch, warmup=warmup, repeat=repeat, flush=self._flush if flush else None,
-            hold=self._hold, gate=gate)
-        samples = timed(gate)
-        if gate is not None and gate.gave_up():
-            self._gated = (launch, None)
-            samples = timed(None)
-        return samples
-
-    def _gate_for(self, launch: Launch) -> Gate | None:
-        """The gate for ``launch``, asked once per launch (a trial's sample): ``None``
-        where there is none or ``launch`` waits for the GPU (:meth:`Gate.passes`)."""
-        if self._gated is None or self._gated[0] is not launch:
-            from sweeper.devices._gate import gate
-
-            found = gate()
-            self._gated = (launch, found if found is not None and found.passes(launch)
-                           else None)
-        return self._gated[1]
+        return time_cuda(launch, warmup=warmup, repeat=repeat,
+                         flush=self._flush if flush else None, hold=self._hold)
 
     @staticmethod
     def _hold() -> None:
