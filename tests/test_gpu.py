@@ -128,8 +128,13 @@ def test_a_sustained_matmul_shows_the_power_cap_and_a_cool_down_undoes_it():
     hot = device.measure(launch, warmup=0, rule=StopRule(kind="fixed", repeat=400),
                          flush=False, duty=Duty("load", 2.0))
     assert hot.window is not None and hot.window.polls > 0
-    assert power_bound(hot.window.reasons, hot.window.power_w_max,
-                       device.power_limit_w()) is not None
+    capped = power_bound(hot.window.reasons, hot.window.power_w_max, device.power_limit_w())
+    if capped is None and "H200" not in device.facts().name:
+        # an H100 of 700 W ran it at 1980 MHz, 459-495 W, no throttle reason: no premise
+        pytest.skip(f"{device.facts().name} stayed under its power cap "
+                    f"({hot.window.power_w_max:.0f} W of {device.power_limit_w():.0f} W, "
+                    "no throttle reason): nothing for a cool-down to undo")
+    assert capped is not None
     cool = device.measure(launch, warmup=0, rule=StopRule(kind="fixed", repeat=20),
                           flush=False, duty=Duty("cool", 1.0))
     assert statistics.median(cool.timing.samples) < 0.95 * statistics.median(
