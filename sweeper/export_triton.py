@@ -60,12 +60,16 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     won = study_winners(store)
     data = _existing(target)
     kernel = won.meta.tuned_name
-    if data and data["kernel"] != kernel:
-        raise SweeperError(f"{target}: holds kernel {data['kernel']!r}, not {kernel!r}; one "
+    kernel_path = won.meta.kernel if won.meta.kernel != kernel else None
+    # a module written before kernel_path was kept is taken to hold this kernel's path
+    if data and (data["kernel"], data.get("kernel_path", kernel_path)) != (kernel, kernel_path):
+        held = data.get("kernel_path") or data["kernel"]
+        raise SweeperError(f"{target}: holds kernel {held!r}, not {kernel_path or kernel!r}; one "
                            "module per kernel: give another -o")
     section = gpu_section(won)
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "gpus": {}}
+    data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
     data["dims"] = _key(won)
     data["key"] = autotune_key(won.meta.kernel, data["dims"])[0]
     data["gpus"][gpu] = section

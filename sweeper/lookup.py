@@ -132,29 +132,51 @@ class Tuning:
                  capability: tuple[int, int] | None) -> GpuMatch:
         """The entries for ``kernel`` in ``dtype`` (over ``dims``' names) of the GPU
         :func:`~sweeper.matching.match_gpu` chooses; none is refused."""
-        ours = [i for i, e in enumerate(self.entries) if e.is_for(kernel) and
-                e.dtype == dtype and (dims is None or set(e.dims) == set(dims))]
+        mine = self.kernel_entries(kernel)
+        ours = [i for i in mine if self.entries[i].dtype == dtype and
+                (dims is None or set(self.entries[i].dims) == set(dims))]
         matched = match_gpu(self.entries, ours, gpu, capability)
         if matched is None:
-            named = sorted({" ".join(e.dims) for e in self.entries if dims is not None and
-                            e.is_for(kernel) and e.dtype == dtype and set(e.dims) != set(dims)})
+            named = sorted({" ".join(e.dims) for e in map(self.entries.__getitem__, mine)
+                            if dims is not None and e.dtype == dtype and
+                            set(e.dims) != set(dims)})
             if named:
                 raise SweeperError(f"{self.path}: {kernel} {dtype} was tuned over the "
                                    f"dimensions {' / '.join(named)}, not {' '.join(dims or ())}"
                                    "; allowed: each of them by name")
             shape = f" {show_dims(dims)}" if dims is not None else ""
             raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
-                               f"on {gpu!r}{self._held(kernel, dtype, ours)}")
+                               f"on {gpu!r}{self._held(kernel, mine, ours)}")
         return matched
 
-    def _held(self, kernel: str, dtype: str, ours: list[int]) -> str:
+    def kernel_entries(self, kernel: str) -> list[int]:
+        """The indices of the entries for ``kernel`` (:meth:`TuningEntry.is_for`): where
+        the name is shared by kernels of different paths (a built-in and a user's, two
+        modules'), the kernel whose own name it is (a warning names the others), else
+        none of them: that is refused, naming their paths."""
+        named = [i for i, e in enumerate(self.entries) if e.is_for(kernel)]
+        kinds = sorted({self.entries[i].identity for i in named})
+        if len(kinds) <= 1:
+            return named
+        others = [k for k in kinds if k != kernel]
+        if len(others) == len(kinds):
+            raise SweeperError(f"{self.path}: {kernel!r} names {len(kinds)} tuned kernels, "
+                               f"{', '.join(kinds)}; ask for one by its module:attr path")
+        warnings.warn(f"{self.path}: {kernel!r} is the kernel of that name; "
+                      f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} tuned "
+                      "under that name too: ask for it by its module:attr path",
+                      TuningWarning, stacklevel=4)
+        return [i for i in named if self.entries[i].identity == kernel]
+
+    def _held(self, kernel: str, mine: list[int], ours: list[int]) -> str:
         """What the file holds nearest to a lookup that found nothing, so that the message
-        says what to ask for instead: the GPUs ``kernel`` in ``dtype`` was tuned on, else
-        the dtypes it was tuned in, else the kernels the file has."""
+        says what to ask for instead: the GPUs ``kernel`` in the asked dtype was tuned on
+        (``ours``), else the dtypes it was tuned in (``mine``: its entries), else the
+        kernels the file has."""
         if ours:
             gpus = sorted({self.entries[i].gpu for i in ours})
             return f"; it is tuned on {', '.join(map(repr, gpus))}"
-        dtypes = sorted({e.dtype for e in self.entries if e.is_for(kernel)})
+        dtypes = sorted({self.entries[i].dtype for i in mine})
         if dtypes:
             return f"; {kernel} is tuned in {', '.join(dtypes)}"
         kernels = sorted({e.kernel for e in self.entries})

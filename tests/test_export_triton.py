@@ -174,6 +174,19 @@ def test_another_gpu_merges_and_foreign_files_are_refused(tmp_path):
     assert mine.read_text() == "x = 1\n"
 
 
+def test_a_user_kernel_and_a_built_in_of_one_name_are_two_modules(tmp_path):
+    out = tmp_path / "tuned_scale.py"
+    user = study(tmp_path / "user", kernel="examples.scale:scale")
+    meta = json.loads((user.root / "study.json").read_text())
+    (user.root / "study.json").write_text(json.dumps({**meta, "kernel_name": "scale"}))
+    export_triton(user, out)
+    with pytest.raises(SweeperError, match=r"holds kernel 'examples.scale:scale', not "
+                                           r"'scale'; one module per kernel"):
+        export_triton(study(tmp_path / "builtin", kernel="scale", gpu="NVIDIA B200"), out)
+    export_triton(user, out)                                # its own kernel: merged again
+    assert load(out).KERNEL == "scale"
+
+
 def test_grid_expressions_become_python_over_the_problem():
     assert grid_source("cdiv(n, BLOCK)") == "_cdiv(e['n'], e['BLOCK'])"
     assert grid_source("min(4*sms, isqrt(n) // 2)") == \
