@@ -187,6 +187,27 @@ def test_a_user_kernel_and_a_built_in_of_one_name_are_two_modules(tmp_path):
     assert load(out).KERNEL == "scale"
 
 
+def test_studies_of_one_gpu_merge_their_problems_winners(tmp_path, capsys):
+    out = tmp_path / "tuned_copy.py"
+    small = [r for r in ROWS if r[0] == 1 << 20]
+    big = [r for r in ROWS if r[0] == 1 << 30]
+    export_triton(study(tmp_path / "small", rows=small, final=False), out)
+    assert main(["export", str(study(tmp_path / "big", rows=big, final=False).root),
+                 "--format", "triton", "-o", str(out)]) == 0
+    assert "wrote 1 winner(s) and 3 distinct config(s)" in capsys.readouterr().out
+    mod = load(out)
+    assert [(w["dims"]["n"], w["trial"], w["study"]) for w in mod.WINNERS["NVIDIA H200"]] \
+        == [((1 << 20) // 4, 0, "small"), ((1 << 30) // 4, 0, "big")]
+    assert mod.pick(n=1 << 18).kwargs == {"BLOCK": 1024}            # small's winner
+    assert mod.pick(n=1 << 28).kwargs == {"BLOCK": 256}             # big's winner
+    assert [c.kwargs["BLOCK"] for c in mod.configs(k=10)] == [1024, 256, 4096]
+    # a study measuring a problem again replaces that problem's winner only
+    export_triton(study(tmp_path / "again", rows=ROWS[5:6], final=False), out)
+    winners = load(out).WINNERS["NVIDIA H200"]
+    assert [(w["study"], w["config"].kwargs["BLOCK"]) for w in winners] == [
+        ("small", 1024), ("again", 1024)]
+
+
 def test_grid_expressions_become_python_over_the_problem():
     assert grid_source("cdiv(n, BLOCK)") == "_cdiv(e['n'], e['BLOCK'])"
     assert grid_source("min(4*sms, isqrt(n) // 2)") == \
