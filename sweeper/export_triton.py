@@ -420,7 +420,7 @@ def _grids(gpu):
 def pick(gpu=None, dtype=None, **dims):
     """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
     tuned there, else the nearest tuned shape's winner (log space).  Launched outside
-    autotune, give grid its num_warps (grid({**meta, "num_warps": c.num_warps})): a
+    autotune, give grid its launch options (grid({**meta, **c.all_kwargs()})): a
     better config of the same kwargs may have been tuned with another grid."""
     return _config(_candidates(gpu, dtype, dims)[0])
 
@@ -448,7 +448,8 @@ def _top(winner):
 
 
 _WARNED = []
-_FIELDS = ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg", "grid")
+_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+_FIELDS = ("kwargs", *_OPTIONS, "grid")
 
 
 def _ident(c):
@@ -456,12 +457,13 @@ def _ident(c):
 
 
 def grid(meta, gpu=None, **dims):
-    """The launch grid (a 1-tuple) of the config meta names, from the grid expression it
+    """The launch grid (a 1-tuple) of the config meta names (its kwargs, and the launch
+    options num_warps, num_stages ... where meta has them), from the grid expression it
     was tuned with; dimensions are read from meta (the kernel's arguments) or dims."""
     gpu = _gpu(gpu)
     ranked = _DATA["gpus"][gpu]["ranked"]
     chosen = next((c for c in ranked if all(meta.get(k) == v for k, v in c["kwargs"].items())
-                   and meta.get("num_warps", c["num_warps"]) == c["num_warps"]), ranked[0])
+                   and all(meta.get(k, c[k]) == c[k] for k in _OPTIONS if k in c)), ranked[0])
     env = {**GPUS[gpu], **chosen["kwargs"], "block": 32 * chosen["num_warps"]}
     env.update({k: w for k, w in ((k, _whole(v)) for k, v in meta.items()) if w is not None})
     env.update(dims)

@@ -208,6 +208,18 @@ def test_studies_of_one_gpu_merge_their_problems_winners(tmp_path, capsys):
         ("small", 1024), ("again", 1024)]
 
 
+def test_the_grid_of_a_config_told_apart_by_its_num_stages(tmp_path):
+    out = tmp_path / "tuned_copy.py"
+    rows = [(1 << 20, "sms", 128, 1024, 3, 1.0), (1 << 30, "cdiv(n, BLOCK)", 128, 1024, 4, 2.0)]
+    export_triton(study(tmp_path / "a", rows=rows, final=False), out)
+    mod = load(out)
+    n = (1 << 30) // 4
+    big = mod.pick(n=n)
+    assert big.num_stages == 4
+    assert mod.grid({**big.all_kwargs()}, n=n) == (n // 1024,)
+    assert mod.grid({**mod.pick(n=1 << 18).all_kwargs()}, n=n) == (132,)
+
+
 def test_grid_expressions_become_python_over_the_problem():
     assert grid_source("cdiv(n, BLOCK)") == "_cdiv(e['n'], e['BLOCK'])"
     assert grid_source("min(4*sms, isqrt(n) // 2)") == \
