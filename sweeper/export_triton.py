@@ -41,6 +41,7 @@ from sweeper.export import (
     problem_tops,
     rule_for,
     study_winners,
+    warn_without_winner,
 )
 from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
@@ -80,6 +81,7 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \
         else "tuned_mod"
     atomic_write(target, render(data, module))
+    warn_without_winner(won)
     return target, section
 
 
