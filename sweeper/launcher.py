@@ -70,8 +70,9 @@ class TunedKernel:
         self.lookups = 0
         #: per (shape, dtype) whose candidates were timed: what the timing found
         self.measured: dict[ShapeKey, Measured] = {}
-        by_dims = any(set(e.dims) == set(key) for e in tuning.entries)
-        #: a 1-D kernel tuned by footprint is looked up by key value x itemsize
+        by_dims = any(e.is_for(name) and set(e.dims) == set(key) for e in tuning.entries)
+        #: a 1-D kernel tuned by footprint is looked up by key value x itemsize (whatever
+        #: other kernels of the file were tuned over)
         self._by_footprint = not by_dims and len(key) == 1
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
