@@ -21,7 +21,7 @@ from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningFileError, TuningWarning
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
-from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
+from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, parse_size, show_dims
 from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
 
 
@@ -285,7 +285,8 @@ def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
     """The tuned config for ``kernel`` (its name; a ``module:attr`` path also matches)
     in ``dtype`` (``float32``, ``fp32`` or ``torch.float32``) on ``gpu`` (default: this
     one; a replay of it matches, else another GPU of its architecture with a warning),
-    for a problem of ``dims`` or of ``footprint`` bytes: the entry tuned there, else the
+    for a problem of ``dims`` or of ``footprint`` bytes (a number, or a size such as
+    ``"256MiB"``): the entry tuned there, else the
     nearest (:mod:`sweeper.matching`; a warning when far).  The grid is computed for the
     problem asked for; ``median_ms`` is the one the report shows."""
     return Tuning(path).config(kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu)
@@ -300,9 +301,14 @@ def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype
         raise SweeperError("give the problem by footprint=BYTES or by dims={NAME: SIZE}, "
                            "one of them")
     size = whole(footprint)
+    if isinstance(footprint, str):              # "256MiB", as `sweeper tuned` takes it
+        try:
+            size = parse_size(footprint)
+        except ValueError as err:
+            raise SweeperError(f"footprint: {err}") from None
     if footprint is not None and (size is None or size <= 0):
-        raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
-                           "(e.g. 256MiB)")
+        raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes, or "
+                           "a size such as '256MiB'")
     if size is not None and size < DTYPES[dtype]:
         raise SweeperError(f"footprint {size} B is less than one {dtype} element "
                            f"({DTYPES[dtype]} bytes); give at least that (e.g. 256MiB)")
