@@ -118,6 +118,21 @@ def test_misuse_is_one_line(tuning):
         k(torch.zeros(1), torch.zeros(1), 0)
 
 
+def _renamed_body(x, y, n, BLOCK_SIZE: tl.constexpr):  # type: ignore[no-untyped-def]
+    _copy_body(x, y, n, BLOCK_SIZE)
+
+
+def test_a_meta_parameter_renamed_since_the_study_is_one_line(tuning):
+    k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(
+        jit(_renamed_body, interpret=True))
+    with pytest.raises(SweeperError, match=r"^tuned_kernel copy1d: the tuned config \(study "
+                                           r"copy1d\) sets BLOCK, which is no argument of the "
+                                           r"@triton.jit function \(it has x, y, n, "
+                                           r"BLOCK_SIZE\); the kernel changed since it was "
+                                           r"tuned"):
+        k(torch.zeros(1024), torch.zeros(1024), 1024)
+
+
 def test_a_1d_kernel_studied_by_footprint_dispatches_on_n(tmp_path):
     from tests.test_export import study
 
