@@ -184,10 +184,10 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
 
 
 def ranked(won: StudyWinners) -> list[dict[str, Any]]:
-    """Distinct configs, best first: each problem's winner, then the others by
-    (problems measured on, more first; geometric mean of median / the problem's best),
-    each with the grid of its fastest measurement in the first problem that has it (the
-    grid is no part of a ``triton.Config``)."""
+    """Distinct configs, best first: each problem's winner, with the grid it won with,
+    then the others by (problems measured on, more first; geometric mean of median / the
+    problem's best), each with the grid of its fastest measurement in the first problem
+    that has it (the grid is no part of a ``triton.Config``)."""
     return _ranked([[(_config(t), slowdown) for t, slowdown in top]
                     for top in problem_tops(won, k=None).values()],
                    [_config(p.trial) for p in won.picks.values()])
@@ -238,9 +238,11 @@ def _ranked(tops: list[list[tuple[dict[str, Any], float]]], leads: list[dict[str
                 first.setdefault(ident, config)
     mean = {ident: sum(x) / len(x) for ident, x in logs.items()}
     order = sorted(logs, key=lambda i: (-len(logs[i]), mean[i]))
-    lead = list(dict.fromkeys(map(_identity, leads)))
-    return [{**first[i], "slowdown": round(math.exp(mean[i]), 6), "problems": len(logs[i])}
-            for i in lead + [i for i in order if i not in lead]]
+    won: dict[str, dict[str, Any]] = {}       # a winner keeps the grid it won with
+    for config in leads:
+        won.setdefault(_identity(config), config)
+    return [{**won.get(i, first[i]), "slowdown": round(math.exp(mean[i]), 6),
+             "problems": len(logs[i])} for i in [*won, *(i for i in order if i not in won)]]
 
 
 class _ToEnv(ast.NodeTransformer):

@@ -220,6 +220,23 @@ def test_the_grid_of_a_config_told_apart_by_its_num_stages(tmp_path):
     assert mod.grid({**mod.pick(n=1 << 18).all_kwargs()}, n=n) == (132,)
 
 
+def test_a_winner_is_launched_on_the_grid_it_won_with(tmp_path):
+    rows = [(1 << 20, "sms", 128, 1024, 3, 1.0),                  # faster in the sweep
+            (1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.1)]       # the final's winner
+    store = study(tmp_path / "a", rows=rows, final=False)
+    store = StudyStore(store.root)
+    store.append(FinalRecord(problem=ProblemKey("float32", 1 << 20), winner=1, tied=[0],
+                             finalists=[Finalist(number=n, samples_ms=[m] * 50,
+                                                 stats=summarize([m] * 50))
+                                        for n, m in ((1, 1.0), (0, 1.002))]))
+    store.close()
+    out = tmp_path / "tuned_copy.py"
+    export_triton(store, out)
+    mod = load(out)
+    assert mod.WINNERS["NVIDIA H200"][0]["grid"] == "cdiv(n, BLOCK)"
+    assert mod.grid({"BLOCK": 1024}, n=1 << 20) == ((1 << 20) // 1024,)   # not 132 (sms)
+
+
 def test_grid_expressions_become_python_over_the_problem():
     assert grid_source("cdiv(n, BLOCK)") == "_cdiv(e['n'], e['BLOCK'])"
     assert grid_source("min(4*sms, isqrt(n) // 2)") == \
