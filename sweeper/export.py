@@ -15,11 +15,13 @@ import datetime as dt
 import json
 import math
 import os
+import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from sweeper.dispatch import TOP_K
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, TuningWarning
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
@@ -84,6 +86,25 @@ def study_winners(store: Storage) -> StudyWinners:
     return StudyWinners(meta, list(trials), dict(sorted(best.items())), unfinished)
 
 
+def warn_without_winner(won: StudyWinners) -> None:
+    """Warn (:class:`TuningWarning`), once per problem, of each problem the study ran
+    configs of that all failed, so none is exported: its problem, how they failed, and
+    what a lookup there gets instead."""
+    from sweeper.trial import FAILURES
+
+    failed: dict[ProblemKey, Counter[str]] = {}
+    for t in won.trials:
+        key = problem_of(t)._replace(cache="cold")
+        if key.dtype and key not in won.picks and t.status in FAILURES:
+            failed.setdefault(key, Counter())[t.status.value] += 1
+    for key, count in sorted(failed.items()):
+        warnings.warn(f"not exported: {won.meta.tuned_name} {key.dtype} "
+                      f"{key.problem.describe()}: no config of it ran ok ("
+                      f"{', '.join(f'{n} {s}' for s, n in count.most_common())}); a lookup "
+                      "there gets the nearest tuned problem's config", TuningWarning,
+                      stacklevel=3)
+
+
 def problem_tops(won: StudyWinners, k: int | None = TOP_K
                  ) -> dict[ProblemKey, list[tuple[TrialRecord, float]]]:
     """Per problem, its winner then the next fastest distinct configs (grid, block and
@@ -138,6 +159,7 @@ def export_study(store: Storage, path: str | Path | None = None
     output_file(store, target)               # a device or a folder: refused before work
     data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
+    warn_without_winner(won)
     return target, [e.to_json() for e in entries]
 
 
@@ -233,4 +255,5 @@ __all__ = [
     "study_winners",
     "tuned",
     "tuning_path",
+    "warn_without_winner",
 ]

@@ -3,7 +3,8 @@
 The module imports ``triton`` (and the standard library) only, so it ships beside the
 kernel it tunes and runs where sweeper is not installed; its data is one JSON literal
 read back with ``ast.literal_eval`` when another GPU's study is exported into the same
-file (one module per kernel, one section per GPU).  It gives, per GPU:
+file (one module per kernel, one section per GPU; another study of a GPU already there
+adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
 
 - ``WINNERS[gpu]``: each problem's winner (the interleaved finals' where they ran, with
   the median the report shows) as a ``triton.Config``, with its dims and grid;
@@ -40,6 +41,7 @@ from sweeper.export import (
     problem_tops,
     rule_for,
     study_winners,
+    warn_without_winner,
 )
 from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
@@ -60,21 +62,26 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     won = study_winners(store)
     data = _existing(target)
     kernel = won.meta.tuned_name
-    if data and data["kernel"] != kernel:
-        raise SweeperError(f"{target}: holds kernel {data['kernel']!r}, not {kernel!r}; one "
+    kernel_path = won.meta.kernel if won.meta.kernel != kernel else None
+    # a module written before kernel_path was kept is taken to hold this kernel's path
+    if data and (data["kernel"], data.get("kernel_path", kernel_path)) != (kernel, kernel_path):
+        held = data.get("kernel_path") or data["kernel"]
+        raise SweeperError(f"{target}: holds kernel {held!r}, not {kernel_path or kernel!r}; one "
                            "module per kernel: give another -o")
     section = gpu_section(won)
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "gpus": {}}
+    data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
     data["dims"] = _key(won)
     data["key"] = autotune_key(won.meta.kernel, data["dims"])[0]
-    data["gpus"][gpu] = section
+    data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
     rule = rule_for(footprint_rule(won.meta.kernel), next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
         data["footprint"] = rule
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \
         else "tuned_mod"
     atomic_write(target, render(data, module))
+    warn_without_winner(won)
     return target, section
 
 
@@ -164,7 +171,8 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
     """One GPU's part of the module: facts, winners per problem, ranked distinct configs."""
     env = won.meta.environment
     tops = problem_tops(won)
-    winners = [{"dtype": key.dtype, "footprint": key.footprint, "dims": _dims(key),
+    winners = [{"study": won.meta.study, "dtype": key.dtype, "footprint": key.footprint,
+                "dims": _dims(key),
                 **_config(pick.trial), "median_ms": pick.median_ms,
                 "chosen_by": pick.chosen_by, "trial": pick.trial.number,
                 "top": [{**_config(t), "slowdown": slowdown} for t, slowdown in tops[key]]}
@@ -176,16 +184,53 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
 
 
 def ranked(won: StudyWinners) -> list[dict[str, Any]]:
-    """Distinct configs, best first: each problem's winner, then the others by
-    (problems measured on, more first; geometric mean of median / the problem's best),
-    each with the grid of its fastest measurement in the first problem that has it (the
-    grid is no part of a ``triton.Config``)."""
+    """Distinct configs, best first: each problem's winner, with the grid it won with,
+    then the others by (problems measured on, more first; geometric mean of median / the
+    problem's best), each with the grid of its fastest measurement in the first problem
+    that has it (the grid is no part of a ``triton.Config``)."""
+    return _ranked([[(_config(t), slowdown) for t, slowdown in top]
+                    for top in problem_tops(won, k=None).values()],
+                   [_config(p.trial) for p in won.picks.values()])
+
+
+#: The fields of a module's config (a winner's, a top config's, a ranked one's).
+CONFIG_FIELDS = ("kwargs", "num_warps", *LAUNCH_META, "grid")
+
+
+def merged_section(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """``new``, one study's section of a GPU, with the winners of ``old`` (the GPU's
+    section already in the module, from other studies) for the problems ``new`` has not
+    measured; its ranked configs are then those of every winner's top configs."""
+    def problem(w: dict[str, Any]) -> str:
+        return json.dumps([w["dtype"], w["dims"]], sort_keys=True)
+
+    old = old or {}
+    mine = {problem(w) for w in new["winners"]}
+    kept = [{"study": old.get("study"), **w} for w in old.get("winners", ())
+            if problem(w) not in mine]
+    if not kept:
+        return new
+    winners = kept + new["winners"]
+
+    def config(c: dict[str, Any]) -> dict[str, Any]:
+        return {k: c[k] for k in CONFIG_FIELDS if k in c}
+
+    tops = [[(config(c), c["slowdown"]) for c in w.get("top") or [{**w, "slowdown": 1.0}]]
+            for w in winners]
+    studies = list(dict.fromkeys(str(w["study"]) for w in winners))
+    return {**new, "study": ", ".join(studies), "winners": winners,
+            "ranked": _ranked(tops, [config(w) for w in winners])}
+
+
+def _ranked(tops: list[list[tuple[dict[str, Any], float]]], leads: list[dict[str, Any]]
+            ) -> list[dict[str, Any]]:
+    """:func:`ranked` over each problem's configs with their slowdowns (``tops``) and the
+    problems' winners (``leads``)."""
     logs: dict[str, list[float]] = {}
     first: dict[str, dict[str, Any]] = {}
-    for top in problem_tops(won, k=None).values():        # each winner is in its top
+    for top in tops:                                      # each winner is in its top
         seen: set[str] = set()
-        for t, slowdown in sorted(top, key=lambda x: x[1]):
-            config = _config(t)
+        for config, slowdown in sorted(top, key=lambda x: x[1]):
             ident = _identity(config)
             if ident not in seen:
                 seen.add(ident)
@@ -193,9 +238,11 @@ def ranked(won: StudyWinners) -> list[dict[str, Any]]:
                 first.setdefault(ident, config)
     mean = {ident: sum(x) / len(x) for ident, x in logs.items()}
     order = sorted(logs, key=lambda i: (-len(logs[i]), mean[i]))
-    lead = list(dict.fromkeys(_identity(_config(p.trial)) for p in won.picks.values()))
-    return [{**first[i], "slowdown": round(math.exp(mean[i]), 6), "problems": len(logs[i])}
-            for i in lead + [i for i in order if i not in lead]]
+    won: dict[str, dict[str, Any]] = {}       # a winner keeps the grid it won with
+    for config in leads:
+        won.setdefault(_identity(config), config)
+    return [{**won.get(i, first[i]), "slowdown": round(math.exp(mean[i]), 6),
+             "problems": len(logs[i])} for i in [*won, *(i for i in order if i not in won)]]
 
 
 class _ToEnv(ast.NodeTransformer):
@@ -256,7 +303,8 @@ USAGE = '''    import tuned_mod
     kernel[lambda meta: tuned_mod.grid(meta)](x, y, n)   # dims read from meta by name
 
 Only triton is imported: the module runs without sweeper.  Re-export the study rather than
-editing this file; exporting another GPU's study into it adds that GPU.
+editing this file; exporting another GPU's study into it adds that GPU, and another
+study of the same GPU adds (or replaces) the winners of the problems it measured.
 '''
 
 RUNTIME = '''
@@ -376,7 +424,7 @@ def _grids(gpu):
 def pick(gpu=None, dtype=None, **dims):
     """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
     tuned there, else the nearest tuned shape's winner (log space).  Launched outside
-    autotune, give grid its num_warps (grid({**meta, "num_warps": c.num_warps})): a
+    autotune, give grid its launch options (grid({**meta, **c.all_kwargs()})): a
     better config of the same kwargs may have been tuned with another grid."""
     return _config(_candidates(gpu, dtype, dims)[0])
 
@@ -404,7 +452,8 @@ def _top(winner):
 
 
 _WARNED = []
-_FIELDS = ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg", "grid")
+_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+_FIELDS = ("kwargs", *_OPTIONS, "grid")
 
 
 def _ident(c):
@@ -412,12 +461,13 @@ def _ident(c):
 
 
 def grid(meta, gpu=None, **dims):
-    """The launch grid (a 1-tuple) of the config meta names, from the grid expression it
+    """The launch grid (a 1-tuple) of the config meta names (its kwargs, and the launch
+    options num_warps, num_stages ... where meta has them), from the grid expression it
     was tuned with; dimensions are read from meta (the kernel's arguments) or dims."""
     gpu = _gpu(gpu)
     ranked = _DATA["gpus"][gpu]["ranked"]
     chosen = next((c for c in ranked if all(meta.get(k) == v for k, v in c["kwargs"].items())
-                   and meta.get("num_warps", c["num_warps"]) == c["num_warps"]), ranked[0])
+                   and all(meta.get(k, c[k]) == c[k] for k in _OPTIONS if k in c)), ranked[0])
     env = {**GPUS[gpu], **chosen["kwargs"], "block": 32 * chosen["num_warps"]}
     env.update({k: w for k, w in ((k, _whole(v)) for k, v in meta.items()) if w is not None})
     env.update(dims)

@@ -70,8 +70,9 @@ class TunedKernel:
         self.lookups = 0
         #: per (shape, dtype) whose candidates were timed: what the timing found
         self.measured: dict[ShapeKey, Measured] = {}
-        by_dims = any(set(e.dims) == set(key) for e in tuning.entries)
-        #: a 1-D kernel tuned by footprint is looked up by key value x itemsize
+        by_dims = any(e.is_for(name) and set(e.dims) == set(key) for e in tuning.entries)
+        #: a 1-D kernel tuned by footprint is looked up by key value x itemsize (whatever
+        #: other kernels of the file were tuned over)
         self._by_footprint = not by_dims and len(key) == 1
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -155,7 +156,16 @@ class TunedKernel:
 
     def _bound_launch(self, config: TunedConfig | Candidate) -> Callable[..., Any]:
         """``fn[(grid,)]`` with the config's launch options bound: what a cached call
-        runs."""
+        runs; a meta-parameter the function does not take (it was renamed or dropped
+        since the study) is refused, naming the study."""
+        unknown = [k for k in config.meta if k not in self._names and k != "num_stages"]
+        if unknown:
+            study = f" (study {config.study})" if isinstance(config, TunedConfig) else ""
+            raise SweeperError(
+                f"tuned_kernel {self.name}: the tuned config{study} sets {unknown[0]}, which "
+                f"is no argument of the @triton.jit function (it has "
+                f"{', '.join(self._names)}); the kernel changed since it was tuned: tune it "
+                "again and export the study")
         return partial(self.fn[(config.grid,)], **config.launch_options())
 
     def _measure(self, cache_key: ShapeKey, config: TunedConfig, shape: tuple[Any, ...],

@@ -21,7 +21,7 @@ from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import candidates
 from sweeper.errors import SweeperError, TuningFileError, TuningWarning
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
-from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, show_dims
+from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, parse_size, show_dims
 from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
 
 
@@ -132,29 +132,51 @@ class Tuning:
                  capability: tuple[int, int] | None) -> GpuMatch:
         """The entries for ``kernel`` in ``dtype`` (over ``dims``' names) of the GPU
         :func:`~sweeper.matching.match_gpu` chooses; none is refused."""
-        ours = [i for i, e in enumerate(self.entries) if e.is_for(kernel) and
-                e.dtype == dtype and (dims is None or set(e.dims) == set(dims))]
+        mine = self.kernel_entries(kernel)
+        ours = [i for i in mine if self.entries[i].dtype == dtype and
+                (dims is None or set(self.entries[i].dims) == set(dims))]
         matched = match_gpu(self.entries, ours, gpu, capability)
         if matched is None:
-            named = sorted({" ".join(e.dims) for e in self.entries if dims is not None and
-                            e.is_for(kernel) and e.dtype == dtype and set(e.dims) != set(dims)})
+            named = sorted({" ".join(e.dims) for e in map(self.entries.__getitem__, mine)
+                            if dims is not None and e.dtype == dtype and
+                            set(e.dims) != set(dims)})
             if named:
                 raise SweeperError(f"{self.path}: {kernel} {dtype} was tuned over the "
                                    f"dimensions {' / '.join(named)}, not {' '.join(dims or ())}"
                                    "; allowed: each of them by name")
             shape = f" {show_dims(dims)}" if dims is not None else ""
             raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
-                               f"on {gpu!r}{self._held(kernel, dtype, ours)}")
+                               f"on {gpu!r}{self._held(kernel, mine, ours)}")
         return matched
 
-    def _held(self, kernel: str, dtype: str, ours: list[int]) -> str:
+    def kernel_entries(self, kernel: str) -> list[int]:
+        """The indices of the entries for ``kernel`` (:meth:`TuningEntry.is_for`): where
+        the name is shared by kernels of different paths (a built-in and a user's, two
+        modules'), the kernel whose own name it is (a warning names the others), else
+        none of them: that is refused, naming their paths."""
+        named = [i for i, e in enumerate(self.entries) if e.is_for(kernel)]
+        kinds = sorted({self.entries[i].identity for i in named})
+        if len(kinds) <= 1:
+            return named
+        others = [k for k in kinds if k != kernel]
+        if len(others) == len(kinds):
+            raise SweeperError(f"{self.path}: {kernel!r} names {len(kinds)} tuned kernels, "
+                               f"{', '.join(kinds)}; ask for one by its module:attr path")
+        warnings.warn(f"{self.path}: {kernel!r} is the kernel of that name; "
+                      f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} tuned "
+                      "under that name too: ask for it by its module:attr path",
+                      TuningWarning, stacklevel=4)
+        return [i for i in named if self.entries[i].identity == kernel]
+
+    def _held(self, kernel: str, mine: list[int], ours: list[int]) -> str:
         """What the file holds nearest to a lookup that found nothing, so that the message
-        says what to ask for instead: the GPUs ``kernel`` in ``dtype`` was tuned on, else
-        the dtypes it was tuned in, else the kernels the file has."""
+        says what to ask for instead: the GPUs ``kernel`` in the asked dtype was tuned on
+        (``ours``), else the dtypes it was tuned in (``mine``: its entries), else the
+        kernels the file has."""
         if ours:
             gpus = sorted({self.entries[i].gpu for i in ours})
             return f"; it is tuned on {', '.join(map(repr, gpus))}"
-        dtypes = sorted({e.dtype for e in self.entries if e.is_for(kernel)})
+        dtypes = sorted({self.entries[i].dtype for i in mine})
         if dtypes:
             return f"; {kernel} is tuned in {', '.join(dtypes)}"
         kernels = sorted({e.kernel for e in self.entries})
@@ -263,7 +285,8 @@ def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
     """The tuned config for ``kernel`` (its name; a ``module:attr`` path also matches)
     in ``dtype`` (``float32``, ``fp32`` or ``torch.float32``) on ``gpu`` (default: this
     one; a replay of it matches, else another GPU of its architecture with a warning),
-    for a problem of ``dims`` or of ``footprint`` bytes: the entry tuned there, else the
+    for a problem of ``dims`` or of ``footprint`` bytes (a number, or a size such as
+    ``"256MiB"``): the entry tuned there, else the
     nearest (:mod:`sweeper.matching`; a warning when far).  The grid is computed for the
     problem asked for; ``median_ms`` is the one the report shows."""
     return Tuning(path).config(kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu)
@@ -278,9 +301,14 @@ def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype
         raise SweeperError("give the problem by footprint=BYTES or by dims={NAME: SIZE}, "
                            "one of them")
     size = whole(footprint)
+    if isinstance(footprint, str):              # "256MiB", as `sweeper tuned` takes it
+        try:
+            size = parse_size(footprint)
+        except ValueError as err:
+            raise SweeperError(f"footprint: {err}") from None
     if footprint is not None and (size is None or size <= 0):
-        raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes "
-                           "(e.g. 256MiB)")
+        raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes, or "
+                           "a size such as '256MiB'")
     if size is not None and size < DTYPES[dtype]:
         raise SweeperError(f"footprint {size} B is less than one {dtype} element "
                            f"({DTYPES[dtype]} bytes); give at least that (e.g. 256MiB)")

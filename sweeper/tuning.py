@@ -17,7 +17,7 @@ import json
 import keyword
 import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -141,13 +141,21 @@ class TuningEntry(LaunchConfig, Record):
         return {k: v for k, v in super().to_json().items() if v is not None}
 
     @property
+    def identity(self) -> str:
+        """The kernel the entry is for, one text per kernel: the ``module:attr`` path a
+        space named a user kernel by (an older file keyed it by that path alone), else
+        its name; two kernels of one name (a built-in and a user's, or two modules')
+        differ here."""
+        return self.kernel_path or self.kernel
+
+    @property
     def key(self) -> tuple[Any, ...]:
         """What the entry is for; a problem sized by its footprint alone (a 1-D kernel's
         ``n``, or an entry older than dimensions) is keyed by the footprint, so the two
         agree."""
         problem = Problem(self.dtype, self.footprint, tuple(self.dims.items()))
         dims = () if problem.sized_by_footprint else problem.dims
-        return self.kernel, self.gpu, self.dtype, self.footprint, dims
+        return self.identity, self.gpu, self.dtype, self.footprint, dims
 
     def is_for(self, kernel: str) -> bool:
         """Whether the entry is for ``kernel``: by its name, or by the ``module:attr`` path
@@ -328,10 +336,11 @@ def read_tuning(path: Path) -> TuningFile:
 
 
 def merged(old: TuningFile, new: list[TuningEntry]) -> dict[str, Any]:
-    """The JSON of ``old`` with ``new`` added, each replacing an entry for the same
-    problem, including one an older sweeper keyed by the kernel's ``module:attr`` path."""
-    keys = {e.key for e in new} | {replace(e, kernel=e.kernel_path).key
-                                   for e in new if e.kernel_path}
+    """The JSON of ``old`` with ``new`` added, each replacing an entry of the same kernel
+    (:attr:`TuningEntry.identity`, so one an older sweeper keyed by the kernel's
+    ``module:attr`` path too) for the same problem; another kernel of the same name
+    keeps its entries."""
+    keys = {e.key for e in new}
     kept = [raw for entry, raw in zip(old.entries, old.data["entries"], strict=True)
             if entry.key not in keys]
     return {**old.data, "entries": kept + [e.to_json() for e in new]}

@@ -2,8 +2,9 @@ import json
 
 import pytest
 
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, TuningWarning
 from sweeper.export import export_study, tuned
+from sweeper.export_triton import export_triton
 from sweeper.measure import summarize
 from sweeper.space import Config, Problem
 from sweeper.store import FORMAT, StudyStore, TrialRecord
@@ -67,6 +68,27 @@ def test_tuned_says_what_is_missing(tmp_path):
 def test_export_needs_a_successful_trial(tmp_path):
     with pytest.raises(SweeperError, match="no successful trial to export"):
         export_study(study(tmp_path, "empty", 1 << 20, []), tmp_path / "t.json")
+
+
+def test_a_problem_whose_every_config_failed_is_named_as_not_exported(tmp_path):
+    store = study(tmp_path, "half", 1 << 20, [("sms", 64, 256, 10.0)])
+    store = StudyStore(store.root)
+    for i, status in ((1, TrialStatus.WRONG_ANSWER), (2, TrialStatus.WRONG_ANSWER),
+                      (3, TrialStatus.CRASHED)):
+        store.append(TrialRecord(
+            number=i, status=status, reason="output y: 3 of 4 elements differ",
+            choice={"grid": "sms", "block": "64", "BLOCK": str(1024 << i)},
+            config=Config(Problem("float32", 1 << 30), grid=1, block=64,
+                          meta={"BLOCK": 1024 << i})))
+    store.close()
+    with pytest.warns(TuningWarning, match=r"^not exported: copy float32 1GiB: no config of "
+                                           r"it ran ok \(2 wrong_answer, 1 crashed\); a "
+                                           r"lookup there gets the nearest tuned problem's "
+                                           r"config$"):
+        _, entries = export_study(store, tmp_path / "t.json")
+    assert [e["footprint"] for e in entries] == [1 << 20]
+    with pytest.warns(TuningWarning, match=r"not exported: copy float32 1GiB"):
+        export_triton(store, tmp_path / "tuned_copy.py")
 
 
 def test_the_entry_gives_the_median_the_winner_was_chosen_on_and_where_from(tmp_path):

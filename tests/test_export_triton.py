@@ -174,6 +174,69 @@ def test_another_gpu_merges_and_foreign_files_are_refused(tmp_path):
     assert mine.read_text() == "x = 1\n"
 
 
+def test_a_user_kernel_and_a_built_in_of_one_name_are_two_modules(tmp_path):
+    out = tmp_path / "tuned_scale.py"
+    user = study(tmp_path / "user", kernel="examples.scale:scale")
+    meta = json.loads((user.root / "study.json").read_text())
+    (user.root / "study.json").write_text(json.dumps({**meta, "kernel_name": "scale"}))
+    export_triton(user, out)
+    with pytest.raises(SweeperError, match=r"holds kernel 'examples.scale:scale', not "
+                                           r"'scale'; one module per kernel"):
+        export_triton(study(tmp_path / "builtin", kernel="scale", gpu="NVIDIA B200"), out)
+    export_triton(user, out)                                # its own kernel: merged again
+    assert load(out).KERNEL == "scale"
+
+
+def test_studies_of_one_gpu_merge_their_problems_winners(tmp_path, capsys):
+    out = tmp_path / "tuned_copy.py"
+    small = [r for r in ROWS if r[0] == 1 << 20]
+    big = [r for r in ROWS if r[0] == 1 << 30]
+    export_triton(study(tmp_path / "small", rows=small, final=False), out)
+    assert main(["export", str(study(tmp_path / "big", rows=big, final=False).root),
+                 "--format", "triton", "-o", str(out)]) == 0
+    assert "wrote 1 winner(s) and 3 distinct config(s)" in capsys.readouterr().out
+    mod = load(out)
+    assert [(w["dims"]["n"], w["trial"], w["study"]) for w in mod.WINNERS["NVIDIA H200"]] \
+        == [((1 << 20) // 4, 0, "small"), ((1 << 30) // 4, 0, "big")]
+    assert mod.pick(n=1 << 18).kwargs == {"BLOCK": 1024}            # small's winner
+    assert mod.pick(n=1 << 28).kwargs == {"BLOCK": 256}             # big's winner
+    assert [c.kwargs["BLOCK"] for c in mod.configs(k=10)] == [1024, 256, 4096]
+    # a study measuring a problem again replaces that problem's winner only
+    export_triton(study(tmp_path / "again", rows=ROWS[5:6], final=False), out)
+    winners = load(out).WINNERS["NVIDIA H200"]
+    assert [(w["study"], w["config"].kwargs["BLOCK"]) for w in winners] == [
+        ("small", 1024), ("again", 1024)]
+
+
+def test_the_grid_of_a_config_told_apart_by_its_num_stages(tmp_path):
+    out = tmp_path / "tuned_copy.py"
+    rows = [(1 << 20, "sms", 128, 1024, 3, 1.0), (1 << 30, "cdiv(n, BLOCK)", 128, 1024, 4, 2.0)]
+    export_triton(study(tmp_path / "a", rows=rows, final=False), out)
+    mod = load(out)
+    n = (1 << 30) // 4
+    big = mod.pick(n=n)
+    assert big.num_stages == 4
+    assert mod.grid({**big.all_kwargs()}, n=n) == (n // 1024,)
+    assert mod.grid({**mod.pick(n=1 << 18).all_kwargs()}, n=n) == (132,)
+
+
+def test_a_winner_is_launched_on_the_grid_it_won_with(tmp_path):
+    rows = [(1 << 20, "sms", 128, 1024, 3, 1.0),                  # faster in the sweep
+            (1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.1)]       # the final's winner
+    store = study(tmp_path / "a", rows=rows, final=False)
+    store = StudyStore(store.root)
+    store.append(FinalRecord(problem=ProblemKey("float32", 1 << 20), winner=1, tied=[0],
+                             finalists=[Finalist(number=n, samples_ms=[m] * 50,
+                                                 stats=summarize([m] * 50))
+                                        for n, m in ((1, 1.0), (0, 1.002))]))
+    store.close()
+    out = tmp_path / "tuned_copy.py"
+    export_triton(store, out)
+    mod = load(out)
+    assert mod.WINNERS["NVIDIA H200"][0]["grid"] == "cdiv(n, BLOCK)"
+    assert mod.grid({"BLOCK": 1024}, n=1 << 20) == ((1 << 20) // 1024,)   # not 132 (sms)
+
+
 def test_grid_expressions_become_python_over_the_problem():
     assert grid_source("cdiv(n, BLOCK)") == "_cdiv(e['n'], e['BLOCK'])"
     assert grid_source("min(4*sms, isqrt(n) // 2)") == \

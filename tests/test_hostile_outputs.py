@@ -241,9 +241,15 @@ def test_tuned_refuses_a_footprint_that_is_not_positive(tmp_path, capsys, footpr
 
 def test_tuned_api_refuses_a_bad_footprint_or_dtype(tmp_path):
     path = _tuning(tmp_path, [_good_entry()])
-    for footprint in (0, -4096, 1.5, True):
+    for footprint in (0, -4096, 1.5, True, "0B"):
         with pytest.raises(SweeperError, match="give a positive number of bytes"):
             tuned("copy", dtype="float32", footprint=footprint, gpu=GPU, path=path)
+    with pytest.raises(SweeperError, match="footprint: 'lots' is not a size; allowed: an "
+                                           "integer with a unit of"):
+        tuned("copy", dtype="float32", footprint="lots", gpu=GPU, path=path)
+    # a size as text, as the message's example and `sweeper tuned --footprint` write it
+    assert tuned("copy", dtype="float32", footprint="4KiB", gpu=GPU, path=path) == \
+        tuned("copy", dtype="float32", footprint=4096, gpu=GPU, path=path)
     with pytest.raises(SweeperError, match="unknown dtype 'float99'; allowed: float64"):
         tuned("copy", dtype="float99", footprint=4096, gpu=GPU, path=path)
     with pytest.raises(SweeperError, match=r"footprint 3 B is less than one float32 element "

@@ -5,6 +5,7 @@ takes their targets."""
 from __future__ import annotations
 
 import csv
+import re
 
 import optuna
 import pandas as pd
@@ -94,6 +95,12 @@ def test_other_formats_refuse_storage_and_replace(mixed, capsys):
     assert main(["export", str(mixed.path), "--replace"]) == 2
     assert capsys.readouterr().err.strip() == (
         "sweeper: --replace: only for --format optuna; --format tuning replaces its file whole")
+    for format in ("tuning", "triton", "csv"):             # from Python alike, never ignored
+        with pytest.raises(sweeper.SweeperError, match=re.escape(
+                f"replace=True: only for format='optuna'; format={format!r} replaces its "
+                "file whole")):
+            mixed.export(mixed.path / "out", format=format, replace=True)
+    assert not (mixed.path / "out").exists()
 
 
 def test_parquet_holds_every_trial_typed_with_its_raw_samples(mixed, capsys):

@@ -302,6 +302,12 @@ def test_command_line_overrides_replace_one_axis(tmp_path):
         load_space(path, ["BLOCK=300"])
     with pytest.raises(SpaceError, match="'BLOCK' is not KEY=VALUE"):
         load_space(path, ["BLOCK"])
+    for split in ('grid=sms,cdiv(n, BLOCK)', 'grid=sms,"cdiv(n, BLOCK)"'):  # quoted or not
+        with pytest.raises(SpaceError, match=re.escape(
+                f"-p: {split!r}: a comma splits the values, and so the expression at ")
+                + r".*; give a list with an expression holding a comma as YAML: "
+                + re.escape('grid=[sms, "cdiv(n, BLOCK)"]')):
+            load_space(path, [split])
     unknown = "-p WARPS=4: params.WARPS: unknown key 'WARPS'"
     with pytest.raises(SpaceError, match=re.escape(unknown)):
         load_space(path, ["WARPS=4"])

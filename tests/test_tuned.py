@@ -100,6 +100,31 @@ def test_an_older_file_keyed_by_the_path_is_read_and_replaced(tmp_path, path):
     assert [(e["kernel"], e["study"]) for e in entries] == [("scale", "new")]
 
 
+def test_kernels_of_one_name_keep_their_own_entries(tmp_path, path):
+    export_study(study(tmp_path, "user", [1 << 10, 1 << 20], kernel="examples.scale:scale",
+                       kernel_name="scale"), path)
+    export_study(study(tmp_path, "builtin", [1 << 20], kernel="scale"), path)
+    entries = json.loads(path.read_text())["entries"]
+    assert sorted((e["study"], e["footprint"]) for e in entries) == [
+        ("builtin", 1 << 20), ("user", 1 << 10), ("user", 1 << 20)]
+    asked = {"dtype": "float32", "footprint": 1 << 20, "gpu": "NVIDIA H200", "path": path}
+    assert tuned("examples.scale:scale", **asked).meta == {"BLOCK": 512}
+    with pytest.warns(TuningWarning, match=r"'scale' is the kernel of that name; "
+                                           r"examples.scale:scale is tuned under that name"):
+        assert tuned("scale", **asked).study == "builtin"
+    export_study(study(tmp_path, "other", [1 << 20], kernel="other.mod:scale",
+                       kernel_name="scale"), path)
+    with pytest.warns(TuningWarning, match=r"examples.scale:scale, other.mod:scale are "):
+        assert tuned("scale", **asked).study == "builtin"
+    path.write_text(json.dumps({"version": 1, "entries": [
+        e for e in json.loads(path.read_text())["entries"] if e["study"] != "builtin"]}))
+    with pytest.raises(SweeperError, match=r"'scale' names 2 tuned kernels, examples.scale:"
+                                           r"scale, other.mod:scale; ask for one by its "
+                                           r"module:attr path"):
+        tuned("scale", **asked)
+    assert tuned("other.mod:scale", **asked).study == "other"
+
+
 def test_the_command_says_a_tuning_warning_in_one_line(tmp_path, path, capsys):
     from sweeper.cli import main
 

@@ -118,6 +118,21 @@ def test_misuse_is_one_line(tuning):
         k(torch.zeros(1), torch.zeros(1), 0)
 
 
+def _renamed_body(x, y, n, BLOCK_SIZE: tl.constexpr):  # type: ignore[no-untyped-def]
+    _copy_body(x, y, n, BLOCK_SIZE)
+
+
+def test_a_meta_parameter_renamed_since_the_study_is_one_line(tuning):
+    k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(
+        jit(_renamed_body, interpret=True))
+    with pytest.raises(SweeperError, match=r"^tuned_kernel copy1d: the tuned config \(study "
+                                           r"copy1d\) sets BLOCK, which is no argument of the "
+                                           r"@triton.jit function \(it has x, y, n, "
+                                           r"BLOCK_SIZE\); the kernel changed since it was "
+                                           r"tuned"):
+        k(torch.zeros(1024), torch.zeros(1024), 1024)
+
+
 def test_a_1d_kernel_studied_by_footprint_dispatches_on_n(tmp_path):
     from tests.test_export import study
 
@@ -133,6 +148,33 @@ def test_a_1d_kernel_studied_by_footprint_dispatches_on_n(tmp_path):
     y = torch.zeros(2000)
     k(y, torch.empty_like(y), n=2000)                                     # n by keyword
     assert k.fn.launches[-1] == ((2,), {"n": 2000, "num_warps": 4, "BLOCK": 1024})
+
+
+def _copy_elements_body(x, y, n_elements, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(y + offsets, tl.load(x + offsets, mask=mask), mask=mask)
+
+
+def test_another_kernels_dimensions_leave_a_footprint_lookup_alone(tmp_path):
+    from tests.test_export import study
+
+    path = tmp_path / "tuning.json"
+    export_study(study(tmp_path, "a", 1 << 20, [("cdiv(n, BLOCK)", 128, 1024, 30.0)]), path)
+    other = StudyStore(tmp_path / "add")                  # tuned over n_elements
+    other.create({"study": "add", "kernel": "mod:add", "kernel_name": "add",
+                  "environment": {"gpu": "Fake GPU", "sms": 4, "l2_bytes": 0}})
+    other.append(TrialRecord(
+        number=0, status=TrialStatus.OK,
+        choice={"grid": "cdiv(n_elements, BLOCK)", "block": "64", "BLOCK": "128"},
+        config=Config(Problem("float32", 4096, (("n_elements", 1024),)), grid=1, block=64,
+                      meta={"BLOCK": 128}),
+        stats=summarize([1.0] * 3), gbps=1.0))
+    other.close()
+    export_study(other, path)
+    k = sweeper.tuned_kernel(path, key=["n_elements"], name="copy", gpu="Fake GPU")(
+        Spy(jit(_copy_elements_body, interpret=True)))
+    assert run(k, 1 << 18) == ((256,), {"num_warps": 4, "BLOCK": 1024})  # by its footprint
 
 
 def test_entries_without_dims_are_looked_up_by_n_times_itemsize(tmp_path):

@@ -122,13 +122,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _export_target(args: argparse.Namespace, storage: bool) -> str | None:
     """Where ``export`` writes: ``--to`` for a format kept in a storage, else ``-o``; the
     option the format does not take is refused, never ignored."""
+    from sweeper.interop import check_replace
+
     wrong, given = ("-o", args.output) if storage else ("--to", args.to)
     if given is not None:
         takes = "--to URL" if storage else "-o FILE"
         raise SweeperError(f"{wrong}: --format {args.format} takes {takes}, not {wrong}")
-    if args.replace and not storage:
-        raise SweeperError(f"--replace: only for --format optuna; --format {args.format} "
-                           "replaces its file whole")
+    check_replace(args.format, args.replace)
     value = args.to if storage else args.output
     return None if value is None else str(value)
 

@@ -13,6 +13,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core._spelling import given
 from sweeper.core._units import counted
 from sweeper.errors import SweeperError
 
@@ -54,10 +55,21 @@ FORMATS: dict[str, Format] = {
 }
 
 
+def check_replace(format: str, replace: bool) -> None:
+    """``replace`` is for a format kept in a storage (optuna) alone; given with another
+    format it is refused, never ignored."""
+    found = FORMATS.get(format) if isinstance(format, str) else None
+    if replace and not (found is not None and found.storage):
+        raise SweeperError(f"{given('replace')}: only for {given('format', 'optuna')}; "
+                           f"{given('format', format)} replaces its file whole")
+
+
 def export(store: Storage, format: str, target: str | None, *, replace: bool = False
            ) -> Written:
     """Write ``store`` in ``format`` to ``target``; an unknown format (or one that is not
-    text, from the API) is refused with the known ones."""
+    text, from the API) is refused with the known ones, and so is ``replace`` with a
+    format that replaces its file whole."""
+    check_replace(format, replace)
     if format == "tuning":
         from sweeper.export import export_study
 
@@ -81,4 +93,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sweeper.interop' has no attribute {name!r}")
 
 
-__all__ = ["FORMATS", "Format", "Written", "export", "trials_table"]
+__all__ = ["FORMATS", "Format", "Written", "check_replace", "export", "trials_table"]

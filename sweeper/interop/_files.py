@@ -25,11 +25,17 @@ def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> W
 def write_triton(store: StudyStore, target: str | None, *, replace: bool = False) -> Written:
     """Each GPU's winners, ``configs(k)``, ``key`` and ``grid`` in a Python module that
     imports only triton (default path: STUDY/tuned_configs.py); another GPU's study adds
-    its section to the same file (``replace`` changes nothing)."""
+    its section to the same file, another study of the same GPU its winners for the
+    problems it measured (``replace`` changes nothing)."""
     path, section = export_triton(store, target or store.root / "tuned_configs.py")
     meta = store.study_meta()
     dims = list(section["winners"][0]["dims"]) if section["winners"] else []
     note = autotune_key(meta.kernel, dims)[1] if dims else ""
-    return Written(str(path), f"wrote {len(section['winners'])} winner(s) and "
+    others = [w for w in section["winners"] if w.get("study") != meta.study]
+    kept = "" if not others else \
+        f"; kept {len(others)} winner(s) of {meta.gpu} from " \
+        f"{', '.join(dict.fromkeys(str(w['study']) for w in others))} for problems this " \
+        "study did not measure"
+    return Written(str(path), f"wrote {len(section['winners']) - len(others)} winner(s) and "
                    f"{len(section['ranked'])} distinct config(s) to {path} (import it; "
-                   f"configs(k=4) feeds @triton.autotune){f'; {note}' if note else ''}")
+                   f"configs(k=4) feeds @triton.autotune){kept}{f'; {note}' if note else ''}")

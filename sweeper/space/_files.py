@@ -183,6 +183,13 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
             except SpaceError as err:          # one line on the command line: no line number
                 raise SpaceError(err.message, file=err.file, path=err.path) from None
         else:
+            open_call = next((v for v in raw.split(",") if v.count("(") > v.count(")")), None)
+            if open_call is not None:        # cdiv(n, BLOCK) split at its comma
+                raise SpaceError(
+                    f"{cut(item, 60)!r}: a comma splits the values, and so the "
+                    f"expression at {cut(open_call.strip(), 30)!r}; give a list with an "
+                    f"expression holding a comma as YAML: {key}=[sms, \"cdiv(n, BLOCK)\"]",
+                    file=option("params"))
             try:
                 loaded = [load_value(v, named) for v in raw.split(",")]
             except yaml.YAMLError as err:           # its problem, not PyYAML's lines of context
