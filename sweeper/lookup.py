@@ -312,6 +312,10 @@ def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype
     if size is not None and size < DTYPES[dtype]:
         raise SweeperError(f"footprint {size} B is less than one {dtype} element "
                            f"({DTYPES[dtype]} bytes); give at least that (e.g. 256MiB)")
+    if size is not None and size % DTYPES[dtype]:
+        whole_size = size - size % DTYPES[dtype]
+        raise SweeperError(f"footprint {size} B is no whole number of {dtype} elements; "
+                           f"allowed: a multiple of {DTYPES[dtype]} bytes (e.g. {whole_size})")
     if dims is None:
         return size, None
     sizes = {k: whole(v) for k, v in dims.items()} if isinstance(dims, Mapping) else {}

@@ -255,6 +255,11 @@ def test_tuned_api_refuses_a_bad_footprint_or_dtype(tmp_path):
     with pytest.raises(SweeperError, match=r"footprint 3 B is less than one float32 element "
                                            r"\(4 bytes\); give at least that"):
         tuned("copy", dtype="float32", footprint=3, gpu=GPU, path=path)
+    # 12001 bytes were looked up as 3000 elements, unsaid
+    with pytest.raises(SweeperError, match=r"footprint 12001 B is no whole number of float32 "
+                                           r"elements; allowed: a multiple of 4 bytes "
+                                           r"\(e.g. 12000\)"):
+        tuned("copy", dtype="float32", footprint=12001, gpu=GPU, path=path)
 
 
 def test_tuned_blames_a_footprint_under_one_element_not_the_tuning_file(tmp_path, capsys):
