@@ -15,6 +15,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -447,3 +448,45 @@ def test_a_second_live_worker_under_one_worker_id_is_refused(storage, tmp_path, 
         f"sweeper: {where}: worker id 'a' is held by another live worker of this study; "
         "give each worker its own --worker-id, or leave it out (default: HOST:PID)\n")
     assert main(["worker", *common, "--worker-id", "a", "--trials", "1"]) == 0   # let go
+
+
+def test_workers_stop_together_at_the_studys_trial_budget(storage, tmp_path, monkeypatch,
+                                                          capsys):
+    """The trial budget is the study's: a worker counts the trials the others record
+    while it runs, not only its own and those it proposes after another recorded them."""
+    import dataclasses
+    import itertools
+
+    from sweeper.store import Claim
+    from sweeper.store._base import claim_key
+    from sweeper.sweep._claims import Claims
+    from sweeper.trial import trials_counted
+
+    monkeypatch.chdir(ROOT)
+    name = f"budget{uuid.uuid4().hex[:8]}"
+    spec = storage[1] if storage else None
+    choices = load_space("spaces/copy.yaml", ["BLOCK=512,1024"]).choices()
+    # another worker records configs from the far end of the exhaustive walk, one each
+    # time this worker keeps a trial: this worker never proposes them
+    theirs = [dict(zip(choices, labels, strict=True))
+              for labels in itertools.product(*choices.values())][::-1]
+    other: list[Any] = []
+    keep = Claims.keep
+
+    def keep_and_another(self, key, record):
+        kept = keep(self, key, record)
+        if not other:
+            other.append(open_storage(spec, tmp_path / name))
+            other[0].share()
+        theirs_now = dataclasses.replace(record, choice=theirs.pop(0))
+        text = claim_key(theirs_now.key())
+        if other[0].claim(text, "other", 60.0) is Claim.TAKEN:
+            assert other[0].record_claimed(text, "other", theirs_now) is not None
+        return kept
+
+    monkeypatch.setattr(Claims, "keep", keep_and_another)
+    assert main(["worker", *SPACE, *storage, "--study", name, "--studies-dir",
+                 str(tmp_path), "--worker-id", "a", "--trials", "10"]) == 0
+    assert "worker a: 5 configs measured and kept" in capsys.readouterr().out
+    trials = open_storage(spec, tmp_path / name).records()[0]
+    assert trials_counted(trials) == 10

@@ -50,6 +50,7 @@ from sweeper.store._meta import StudyMeta
 from sweeper.store._records import BaselineRecord, TrialRecord, key_of
 from sweeper.store._schema import Record
 from sweeper.store._upgrade import complete_dims
+from sweeper.trial import TrialStatus
 
 R = TypeVar("R", bound=Record)
 
@@ -222,6 +223,14 @@ class Storage(ABC):
         if warn:
             warn_new(self.location, found, self._warned, self.SET_ASIDE)
         return found.records
+
+    def trials_counted(self) -> int:
+        """How many of the study's trials its trial budget counts now, whoever recorded
+        them (all but those the constraints ruled out, as
+        :func:`~sweeper.trial.trials_counted` counts): workers sharing the study stop at
+        its budget together."""
+        return sum(1 for d in self._scan().records
+                   if d["kind"] == "trial" and d.get("status") != TrialStatus.INVALID.value)
 
     def bad_lines(self) -> list[BadLine]:
         """What reads set aside as not records, numbered by their place in the study."""
