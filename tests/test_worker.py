@@ -490,3 +490,16 @@ def test_workers_stop_together_at_the_studys_trial_budget(storage, tmp_path, mon
     assert "worker a: 5 configs measured and kept" in capsys.readouterr().out
     trials = open_storage(spec, tmp_path / name).records()[0]
     assert trials_counted(trials) == 10
+
+
+def test_a_worker_keeps_its_run_in_the_studys_last_run(storage, tmp_path, monkeypatch):
+    """What `sweeper run` keeps of its sweep (`sweeper plan`'s rate, the report's busy
+    line), a worker keeps too, naming itself: the last to end of those sharing the study."""
+    monkeypatch.chdir(ROOT)
+    name = f"lastrun{uuid.uuid4().hex[:8]}"
+    assert main(["worker", *SPACE, *storage, "--study", name, "--studies-dir", str(tmp_path),
+                 "--worker-id", "a", "--trials", "3"]) == 0
+    last = open_storage(storage[1] if storage else None, tmp_path / name).meta()["last_run"]
+    assert last["worker"] == "a" and last["measured"] == 3
+    assert last["stopped_by"] == "budget: 3 trials" and last["wall_s"] > 0
+    assert last["command"].startswith("sweeper worker ")
