@@ -288,12 +288,15 @@ class Storage(ABC):
                        ) -> TrialRecord | None:
         """Append ``record`` (the trial of ``key``) under the next free trial number, if
         ``worker_id`` still holds ``key``; the record as kept, or None (claim lost).  One
-        step checks the claim, marks it done and appends the trial."""
+        step checks the claim, appends the trial and then marks the claim done: a write
+        that fails (a full disk) or a kill between the two leaves the config recorded or
+        claimable, never done without its trial."""
         with self._claims() as claims:
             if not holds(claims.get(key), worker_id):
                 return None
+            kept = self._append_next(claims, record)
             claims.finish(key)
-            return self._append_next(claims, record)
+            return kept
 
     def release(self, key: str, worker_id: str) -> None:
         """Give up ``worker_id``'s claim of ``key`` unmeasured (another may take it now)."""
