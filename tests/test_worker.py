@@ -503,3 +503,18 @@ def test_a_worker_keeps_its_run_in_the_studys_last_run(storage, tmp_path, monkey
     assert last["worker"] == "a" and last["measured"] == 3
     assert last["stopped_by"] == "budget: 3 trials" and last["wall_s"] > 0
     assert last["command"].startswith("sweeper worker ")
+
+
+@pytest.mark.parametrize("bad, says", [
+    (1, "1 line of {} that is not a record was left out"),
+    (2, "2 lines of {} that are not records were left out")])
+def test_copy_study_counts_the_lines_it_left_out(bad, says, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "3"]) == 0
+    journal = StudyStore(tmp_path / "a" / "copy-fp32-replay").journal_path
+    with journal.open("a") as f:
+        f.write("garbage\n" * bad)
+    capsys.readouterr()
+    assert main(["copy-study", str(journal.parent), "--to", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == f"sweeper: {says.format(journal)}"

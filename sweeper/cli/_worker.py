@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from sweeper.cli._exits import EXIT_OK, signal_exit
+from sweeper.core._units import counted
 from sweeper.options import check_study_name, study_folder
 
 
@@ -53,7 +54,9 @@ def cmd_copy_study(args: argparse.Namespace) -> int:
     count = copy_study(source, target)
     print(f"copied study {name}: {count} records and its metadata, from "
           f"{source.location} to {target.location}; read back equal")
-    if source.bad_lines():
-        print(f"sweeper: {len(source.bad_lines())} lines of {source.location} that are not "
-              "records were left out", file=sys.stderr)
+    bad = len(source.bad_lines())
+    if bad:
+        print(f"sweeper: {counted(bad, 'line')} of {source.location} that "
+              f"{'is not a record was' if bad == 1 else 'are not records were'} left out",
+              file=sys.stderr)
     return EXIT_OK
