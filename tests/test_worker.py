@@ -73,6 +73,12 @@ def test_a_worker_without_a_space_takes_the_studys_and_needs_the_study(postgres_
     assert f"(study {name}): no study {name!r} yet; give its space file to create it" \
         in capsys.readouterr().err
     assert main(["worker", "spaces/copy.yaml", *common, "--trials", "3"]) == 0
+    # -p replaces an axis of a space file: without one it is refused, not ignored
+    assert main(["worker", *common, "-p", "BLOCK=4096"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: -p BLOCK=4096: -p replaces an axis of the space file, and none was given "
+        "(a worker without one takes the study's space as recorded); give it: sweeper "
+        "worker SPACE --study NAME -p ...\n")
     assert main(["worker", *common]) == 0
     assert "stopped: complete: every valid config tried" in capsys.readouterr().out
     trials = open_storage(postgres_url, tmp_path / name).records()[0]

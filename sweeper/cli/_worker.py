@@ -14,6 +14,7 @@ import sys
 
 from sweeper.cli._exits import EXIT_OK, signal_exit
 from sweeper.core._units import counted
+from sweeper.errors import SweeperError
 from sweeper.options import check_study_name, study_folder
 
 
@@ -24,6 +25,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from sweeper.cli._inputs import recorded_command, space_source
     from sweeper.engine import WorkerOptions, run_worker
 
+    if args.space is None and args.param:
+        raise SweeperError(f"-p {args.param[0]}: -p replaces an axis of the space file, and "
+                           "none was given (a worker without one takes the study's space "
+                           "as recorded); give it: sweeper worker SPACE --study NAME -p ...")
     summary = run_worker(WorkerOptions(
         study=args.study, space=None if args.space is None else space_source(args),
         device=args.device, studies_dir=args.studies_dir, storage=args.storage,
