@@ -418,3 +418,27 @@ def test_a_resumed_study_widens_its_axes_to_the_space_it_runs(backend):
                                                        "WARPS": "4"}))
     store.close()
     assert fresh(backend).records()[0][0].choice["grid"] == "16*sms"
+
+
+def test_a_trial_a_full_disk_kept_out_of_the_journal_leaves_its_config_to_claim(
+        tmp_path, monkeypatch):
+    """A claim is marked done only once its trial is in the journal: a full disk (or a
+    kill) between the two leaves the config to the next worker, never done unrecorded."""
+    from sweeper.errors import WriteError
+    from tests.test_journal import fail_writes
+
+    backend = (None, tmp_path / "s")
+    store = make(backend)
+    store.share()
+    key = store_workers.keys(1)[0]
+    assert store.claim(key, "a", 30) is Claim.TAKEN
+    with monkeypatch.context() as m:
+        fail_writes(m, "trials.jsonl")
+        with pytest.raises(WriteError, match="disk full"):
+            store.record_claimed(key, "a", store_workers.fake_trial(key, "a"))
+    store.close()                           # worker a is gone
+    other = fresh(backend)
+    other.share()
+    assert other.claim(key, "b", 30) is Claim.TAKEN
+    assert other.record_claimed(key, "b", store_workers.fake_trial(key, "b")) is not None
+    assert [t.reason for t in fresh(backend).records(warn=False)[0]] == ["b"]

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,6 +73,12 @@ def test_a_worker_without_a_space_takes_the_studys_and_needs_the_study(postgres_
     assert f"(study {name}): no study {name!r} yet; give its space file to create it" \
         in capsys.readouterr().err
     assert main(["worker", "spaces/copy.yaml", *common, "--trials", "3"]) == 0
+    # -p replaces an axis of a space file: without one it is refused, not ignored
+    assert main(["worker", *common, "-p", "BLOCK=4096"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: -p BLOCK=4096: -p replaces an axis of the space file, and none was given "
+        "(a worker without one takes the study's space as recorded); give it: sweeper "
+        "worker SPACE --study NAME -p ...\n")
     assert main(["worker", *common]) == 0
     assert "stopped: complete: every valid config tried" in capsys.readouterr().out
     trials = open_storage(postgres_url, tmp_path / name).records()[0]
@@ -447,3 +454,73 @@ def test_a_second_live_worker_under_one_worker_id_is_refused(storage, tmp_path, 
         f"sweeper: {where}: worker id 'a' is held by another live worker of this study; "
         "give each worker its own --worker-id, or leave it out (default: HOST:PID)\n")
     assert main(["worker", *common, "--worker-id", "a", "--trials", "1"]) == 0   # let go
+
+
+def test_workers_stop_together_at_the_studys_trial_budget(storage, tmp_path, monkeypatch,
+                                                          capsys):
+    """The trial budget is the study's: a worker counts the trials the others record
+    while it runs, not only its own and those it proposes after another recorded them."""
+    import dataclasses
+    import itertools
+
+    from sweeper.store import Claim
+    from sweeper.store._base import claim_key
+    from sweeper.sweep._claims import Claims
+    from sweeper.trial import trials_counted
+
+    monkeypatch.chdir(ROOT)
+    name = f"budget{uuid.uuid4().hex[:8]}"
+    spec = storage[1] if storage else None
+    choices = load_space("spaces/copy.yaml", ["BLOCK=512,1024"]).choices()
+    # another worker records configs from the far end of the exhaustive walk, one each
+    # time this worker keeps a trial: this worker never proposes them
+    theirs = [dict(zip(choices, labels, strict=True))
+              for labels in itertools.product(*choices.values())][::-1]
+    other: list[Any] = []
+    keep = Claims.keep
+
+    def keep_and_another(self, key, record):
+        kept = keep(self, key, record)
+        if not other:
+            other.append(open_storage(spec, tmp_path / name))
+            other[0].share()
+        theirs_now = dataclasses.replace(record, choice=theirs.pop(0))
+        text = claim_key(theirs_now.key())
+        if other[0].claim(text, "other", 60.0) is Claim.TAKEN:
+            assert other[0].record_claimed(text, "other", theirs_now) is not None
+        return kept
+
+    monkeypatch.setattr(Claims, "keep", keep_and_another)
+    assert main(["worker", *SPACE, *storage, "--study", name, "--studies-dir",
+                 str(tmp_path), "--worker-id", "a", "--trials", "10"]) == 0
+    assert "worker a: 5 configs measured and kept" in capsys.readouterr().out
+    trials = open_storage(spec, tmp_path / name).records()[0]
+    assert trials_counted(trials) == 10
+
+
+def test_a_worker_keeps_its_run_in_the_studys_last_run(storage, tmp_path, monkeypatch):
+    """What `sweeper run` keeps of its sweep (`sweeper plan`'s rate, the report's busy
+    line), a worker keeps too, naming itself: the last to end of those sharing the study."""
+    monkeypatch.chdir(ROOT)
+    name = f"lastrun{uuid.uuid4().hex[:8]}"
+    assert main(["worker", *SPACE, *storage, "--study", name, "--studies-dir", str(tmp_path),
+                 "--worker-id", "a", "--trials", "3"]) == 0
+    last = open_storage(storage[1] if storage else None, tmp_path / name).meta()["last_run"]
+    assert last["worker"] == "a" and last["measured"] == 3
+    assert last["stopped_by"] == "budget: 3 trials" and last["wall_s"] > 0
+    assert last["command"].startswith("sweeper worker ")
+
+
+@pytest.mark.parametrize("bad, says", [
+    (1, "1 line of {} that is not a record was left out"),
+    (2, "2 lines of {} that are not records were left out")])
+def test_copy_study_counts_the_lines_it_left_out(bad, says, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "3"]) == 0
+    journal = StudyStore(tmp_path / "a" / "copy-fp32-replay").journal_path
+    with journal.open("a") as f:
+        f.write("garbage\n" * bad)
+    capsys.readouterr()
+    assert main(["copy-study", str(journal.parent), "--to", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == f"sweeper: {says.format(journal)}"

@@ -13,6 +13,8 @@ import argparse
 import sys
 
 from sweeper.cli._exits import EXIT_OK, signal_exit
+from sweeper.core._units import counted
+from sweeper.errors import SweeperError
 from sweeper.options import check_study_name, study_folder
 
 
@@ -23,6 +25,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from sweeper.cli._inputs import recorded_command, space_source
     from sweeper.engine import WorkerOptions, run_worker
 
+    if args.space is None and args.param:
+        raise SweeperError(f"-p {args.param[0]}: -p replaces an axis of the space file, and "
+                           "none was given (a worker without one takes the study's space "
+                           "as recorded); give it: sweeper worker SPACE --study NAME -p ...")
     summary = run_worker(WorkerOptions(
         study=args.study, space=None if args.space is None else space_source(args),
         device=args.device, studies_dir=args.studies_dir, storage=args.storage,
@@ -53,7 +59,9 @@ def cmd_copy_study(args: argparse.Namespace) -> int:
     count = copy_study(source, target)
     print(f"copied study {name}: {count} records and its metadata, from "
           f"{source.location} to {target.location}; read back equal")
-    if source.bad_lines():
-        print(f"sweeper: {len(source.bad_lines())} lines of {source.location} that are not "
-              "records were left out", file=sys.stderr)
+    bad = len(source.bad_lines())
+    if bad:
+        print(f"sweeper: {counted(bad, 'line')} of {source.location} that "
+              f"{'is not a record was' if bad == 1 else 'are not records were'} left out",
+              file=sys.stderr)
     return EXIT_OK

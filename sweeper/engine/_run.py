@@ -183,18 +183,26 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
                              clock=clock, check=check)
     clock.mark("sweep")
     timing = summary.timing.lines() if summary.timing is not None else []
-    store.update_meta(last_run={"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
-                                "measured": summary.measured, "command": command,
-                                "priors": {p.study: p.configs for p in priors},
-                                "dropped": [d.to_json() for d in summary.dropped],
-                                "timing": timing,
-                                "gpu_busy": summary.busy.to_json() if summary.busy else None})
+    store.update_meta(last_run=last_run(summary, command, priors))
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
     failure = _finish(options, summary, space, kernel, store, limits, clock, reporter)
     _say_time(options, clock, summary, timing)
     _note_costs(space, device, clock, summary)
     return RunResult(store, summary, failure)
+
+
+def last_run(summary: Any, command: str, priors: Sequence[Any] = ()) -> dict[str, Any]:
+    """What the study's ``last_run`` keeps of a sweep (``sweeper run``'s, or a worker's):
+    why it stopped, its seconds and trials measured (``sweeper plan``'s rate), the
+    command, the ``priors`` it started from, the GPUs it dropped and how busy it kept them
+    (the report's lines)."""
+    return {"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
+            "measured": summary.measured, "command": command,
+            "priors": {p.study: p.configs for p in priors},
+            "dropped": [d.to_json() for d in summary.dropped],
+            "timing": summary.timing.lines() if summary.timing is not None else [],
+            "gpu_busy": summary.busy.to_json() if summary.busy else None}
 
 
 #: Spaces larger than this get no estimate at the start of a run: the plan resolves every

@@ -14,6 +14,7 @@ from sweeper.core._spelling import option
 from sweeper.core._units import counted
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import SpaceSource
+from sweeper.engine._run import last_run
 from sweeper.errors import StudyError
 from sweeper.options import check_study_name, study_folder
 
@@ -71,6 +72,8 @@ def run_worker(options: WorkerOptions) -> Any:
     # Ctrl-C or SIGTERM stops after the trial in flight, as `sweeper run` does (twice: at once)
     with stopping_on_signals(stop):
         summary = sweep.run()
+    # as `sweeper run` keeps its own: the last to end of workers sharing the study
+    store.update_meta(last_run={**last_run(summary, options.command), "worker": worker_id})
     print(f"worker {worker_id}: {counted(summary.measured, 'config')} measured and kept in "
           f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     print("finals and the report: once every worker is done, `sweeper run` of the same "

@@ -50,6 +50,7 @@ from sweeper.store._meta import StudyMeta
 from sweeper.store._records import BaselineRecord, TrialRecord, key_of
 from sweeper.store._schema import Record
 from sweeper.store._upgrade import complete_dims
+from sweeper.trial import TrialStatus
 
 R = TypeVar("R", bound=Record)
 
@@ -223,6 +224,14 @@ class Storage(ABC):
             warn_new(self.location, found, self._warned, self.SET_ASIDE)
         return found.records
 
+    def trials_counted(self) -> int:
+        """How many of the study's trials its trial budget counts now, whoever recorded
+        them (all but those the constraints ruled out, as
+        :func:`~sweeper.trial.trials_counted` counts): workers sharing the study stop at
+        its budget together."""
+        return sum(1 for d in self._scan().records
+                   if d["kind"] == "trial" and d.get("status") != TrialStatus.INVALID.value)
+
     def bad_lines(self) -> list[BadLine]:
         """What reads set aside as not records, numbered by their place in the study."""
         return list(self._scan().bad)
@@ -279,12 +288,15 @@ class Storage(ABC):
                        ) -> TrialRecord | None:
         """Append ``record`` (the trial of ``key``) under the next free trial number, if
         ``worker_id`` still holds ``key``; the record as kept, or None (claim lost).  One
-        step checks the claim, marks it done and appends the trial."""
+        step checks the claim, appends the trial and then marks the claim done: a write
+        that fails (a full disk) or a kill between the two leaves the config recorded or
+        claimable, never done without its trial."""
         with self._claims() as claims:
             if not holds(claims.get(key), worker_id):
                 return None
+            kept = self._append_next(claims, record)
             claims.finish(key)
-            return self._append_next(claims, record)
+            return kept
 
     def release(self, key: str, worker_id: str) -> None:
         """Give up ``worker_id``'s claim of ``key`` unmeasured (another may take it now)."""

@@ -210,7 +210,7 @@ class ClaimsFile:
         return True
 
     def finish(self, key: str) -> None:
-        """Mark ``key``'s claim done, before its trial is appended."""
+        """Mark ``key``'s claim done, once its trial is appended."""
         self._claims[key]["done"] = True
         self._save()
 

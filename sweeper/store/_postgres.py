@@ -59,6 +59,7 @@ from sweeper.store._meta import checked_meta
 from sweeper.store._records import TrialRecord
 from sweeper.store._schema import record_class
 from sweeper.store._url import SHAPE, database_url, mask_url, with_timeouts
+from sweeper.trial import TrialStatus
 
 SCHEMA = sa.MetaData()
 STUDIES = sa.Table("sweeper_studies", SCHEMA,
@@ -171,6 +172,8 @@ class PostgresStore(Storage):
         #: what that session holds: the study (``None``) and the worker ids enlisted
         self._held: set[str | None] = set()
         self._warned: set[tuple[str, int]] = set()
+        #: the last trial row :meth:`trials_counted` read, and how many it counted to it
+        self._counted = (0, 0)
 
     @property
     def name(self) -> str:
@@ -348,6 +351,21 @@ class PostgresStore(Storage):
         lines = c.execute(sa.select(RECORDS.c.line).where(RECORDS.c.study == self._name)
                           .order_by(RECORDS.c.seq)).scalars().all()
         return scan_bytes(b"".join(line.encode() + b"\n" for line in lines), axes)
+
+    def trials_counted(self) -> int:
+        """See :meth:`Storage.trials_counted`: the trial rows appended since the last
+        count are read, not every row at every count."""
+        seq, count = self._counted
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(RECORDS.c.seq, RECORDS.c.line).where(
+                RECORDS.c.study == self._name, RECORDS.c.kind == "trial",
+                RECORDS.c.seq > seq).order_by(RECORDS.c.seq)).all()
+        for row in rows:
+            seq = row.seq
+            with contextlib.suppress(ValueError, AttributeError):
+                count += json.loads(row.line).get("status") != TrialStatus.INVALID.value
+        self._counted = (seq, count)
+        return count
 
     def enlist(self, worker_id: str) -> None:
         """See :meth:`Storage.enlist`: the session advisory lock of :func:`lock_key`

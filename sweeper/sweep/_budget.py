@@ -90,6 +90,10 @@ class Budgets:
         #: trials handed to workers and not yet counted: they count against the budgets
         #: already, so two workers never measure past ``max_trials`` or the space
         self.in_flight = 0
+        #: shared with other workers under a trial budget: the trials every worker has
+        #: recorded in the study (``None``: this run alone), which the budget counts
+        #: instead of :attr:`measured` (the study's budget is one for all its workers)
+        self.recorded: int | None = None
         #: configs other workers hold, not yet recorded: they leave nothing new to ask
         #: (the space is complete once they are measured) but cost this worker no trial
         self.held = 0
@@ -237,7 +241,8 @@ class Budgets:
         if self.stop.set:
             return self.stop.reason
         taken = self.measured + self.in_flight
-        if self.max_trials is not None and taken >= self.max_trials:
+        spent = taken if self.recorded is None else self.recorded + self.in_flight
+        if self.max_trials is not None and spent >= self.max_trials:
             return f"budget: {self.max_trials} trials"
         kept = self.keep_for_finals()
         if self.time_left() <= kept:

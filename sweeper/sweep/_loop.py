@@ -446,12 +446,16 @@ class Sweep:
         stops, or ``""``).  A config the journal has is answered from it; one in flight is
         told its outcome when it comes, and until then no more is asked (the sampler needs
         news), so no config is measured twice.  Shared with other workers: a config another
-        worker recorded is told failed here (it is not this worker's to learn from); one
+        worker recorded is told failed here (it is not this worker's to learn from), and
+        the trial budget counts every worker's trials (the study's); one
         another live worker holds is kept (:attr:`Run.held`) for :meth:`_take_over` once
         the sampler has nothing new, so the sweep is not complete while it is only held."""
         while True:
             run.budgets.in_flight = len(run.workers.busy()) + len(run.asked)
             run.budgets.held = len(run.held)
+            if self.claims is not None and self.max_trials is not None:
+                # the study's trial budget is shared: every worker's trials count
+                run.budgets.recorded = self.store.trials_counted()
             stopped_by = run.budgets.stopped_by(run.study, run.summary.best)
             if stopped_by == COMPLETE and run.held:
                 return self._take_over(run)
