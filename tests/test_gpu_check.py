@@ -225,7 +225,7 @@ def test_the_api_takes_the_option_as_the_command_does(tmp_path):
     import sweeper
     from sweeper.errors import SweeperError
 
-    with pytest.raises(SweeperError, match="gpu_check: 'some' is not one of first, all, off"):
+    with pytest.raises(SweeperError, match="gpu_check: 'some' is not 'first', 'all' or 'off'"):
         sweeper.run("spaces/copy-small.yaml", device="interpret", gpu_check="some",
                     studies_dir=tmp_path)
 

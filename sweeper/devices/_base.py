@@ -197,9 +197,6 @@ class Device(abc.ABC):
             with spent.on(settling):
                 duty.settle(launch, self.synchronize)
 
-        # the first read starts the NVML poller's thread: before the warmup, not beside
-        # the first trial's samples
-        self.state()
         if duty is not None:
             settle()
         with spent.on("warmup"):
