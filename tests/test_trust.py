@@ -272,6 +272,22 @@ def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys
                                             "invalid); successful: 2-7\n")
 
 
+@pytest.mark.parametrize("a, b, said", [
+    ("a@", "b@1", "sweeper: 'a@': a trial is written STUDY@NUMBER\n"),
+    ("a@1", "b", "sweeper: 'a@1' is one trial and 'b' a whole study: compare two studies, "
+     "or two trials (STUDY@NUMBER each)\n"),
+    ("a", "b@1", "sweeper: 'b@1' is one trial and 'a' a whole study: compare two studies, "
+     "or two trials (STUDY@NUMBER each)\n"),
+])
+def test_compare_refuses_a_trial_against_a_whole_study(tmp_path, capsys, monkeypatch, a, b,
+                                                       said):
+    """A trial against a study has no config in common to report: the refusal says what
+    was given and what compare takes, not that the studies share no config."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", a, b]) == 2
+    assert capsys.readouterr().err == said
+
+
 def test_compare_matches_configs_measured_on_the_same_problem_and_names_the_devices(
         tmp_path, capsys, monkeypatch):
     import shutil
