@@ -460,6 +460,21 @@ def test_load_study_of_a_name_cut_short_suggests_the_study_it_begins(tmp_path, m
         sweeper.load_study("copy-oaat")
 
 
+def test_an_empty_study_name_is_refused_as_empty(tmp_path, monkeypatch, capsys):
+    """``load_study("")`` and ``sweeper report ""`` say the name is empty, not that they
+    looked in '' and the studies folder."""
+    monkeypatch.chdir(tmp_path)
+    said = ("no study named: the study is empty; give a study's folder or its name under "
+            "the studies folder")
+    with pytest.raises(StudyError, match=f"^{re.escape(said)}$"):
+        sweeper.load_study("")
+    from sweeper.cli import main
+
+    assert main(["report", ""]) == 2
+    assert capsys.readouterr().err == f"sweeper: {said}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_study_run_into_postgresql_is_returned_and_loaded_from_there(postgres_url,
                                                                       tmp_path):
     """``storage=URL``: every trial goes to the database, the Study returned reads it from
