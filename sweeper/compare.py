@@ -15,6 +15,7 @@ from typing import Any
 from sweeper.core._units import counted
 from sweeper.errors import SweeperError
 from sweeper.measure import PRACTICAL, Comparison, compare_samples
+from sweeper.outcome import problem_text
 from sweeper.store import StudyStore, TrialRecord
 
 
@@ -36,7 +37,7 @@ def _trials(store: StudyStore, number: int | None) -> dict[tuple[Any, ...], Tria
     records = store.records()[0]
     ok = [t for t in records if t.ok and len(t.samples_ms) >= 2]
     if number is None:
-        return {(*t.key(), t.problem): t for t in ok}
+        return {(*_config_key(t), t.problem): t for t in ok}
     match = [t for t in ok if t.number == number]
     if not match:
         ended = [t.status.value for t in records if t.number == number]
@@ -44,6 +45,15 @@ def _trials(store: StudyStore, number: int | None) -> dict[tuple[Any, ...], Tria
         raise SweeperError(f"{store.root}: no successful trial number {number}{why}; "
                            f"successful: {_numbers(sorted(t.number for t in ok))}")
     return {("trial",): match[0]}
+
+
+def _config_key(t: TrialRecord) -> tuple[str, ...]:
+    """The trial's ``axis=label`` pairs less those of its problem (dtype, footprint, cache,
+    dimensions), which :attr:`TrialRecord.problem` holds as measured: ``16KiB`` and
+    ``16384`` are one footprint."""
+    assert t.problem is not None                    # a measured trial's
+    problem_axes = {"dtype", "footprint", "cache", *(name for name, _ in t.problem.dims)}
+    return tuple(pair for pair in t.key() if pair.partition("=")[0] not in problem_axes)
 
 
 def _numbers(numbers: list[int]) -> str:
@@ -65,8 +75,6 @@ def _device(store: StudyStore) -> str:
 
 
 def _what(store: StudyStore, trial: TrialRecord) -> str:
-    from sweeper.outcome import problem_text
-
     kernel = store.study_meta().tuned_name
     return f"{kernel} {problem_text(trial.problem)}" if trial.problem else kernel
 
@@ -94,7 +102,8 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     for k in keys:
         x, y = ta[k], tb[k]
         assert x.stats and y.stats                 # ok trials: the journal checks they have
-        label = " ".join(k[:-1]) if k != ("trial",) else f"#{x.number} vs #{y.number}"
+        label = f"{' '.join(k[:-1])} ({problem_text(k[-1])})" if k != ("trial",) else \
+            f"#{x.number} vs #{y.number}"
         rows.append(Row(label, x.stats.median, y.stats.median,
                         compare_samples(x.samples_ms, y.samples_ms, max_noise,
                                         threshold)))

@@ -145,10 +145,13 @@ __all__ = ["OptionValueError", "check_study_name", "digits", "gpu_list", "second
 
 
 def near_study(path: Path, *others: Path) -> str:
-    """``"; did you mean studies/copy-fp32-interpret?"`` where a study folder beside
-    ``path`` (or in ``others``) has a name close to its own, else ``""``."""
+    """``"; did you mean studies/copy-fp32-interpret?"`` where ``path`` is a file in
+    that study's folder (its report.md, its journal), or a study folder beside ``path``
+    (or in ``others``) has a name close to its own, else ``""``."""
     from sweeper.core._units import closest
 
+    if (path.parent / "study.json").is_file():
+        return f"; did you mean {path.parent}?"
     found = {p.name: p for folder in (path.parent, *others) if folder.is_dir()
              for p in sorted(folder.iterdir()) if (p / "study.json").is_file()}
     name = closest(path.name, found)

@@ -447,6 +447,34 @@ def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch,
     assert capsys.readouterr().err == f"sweeper: {err.value}\n"
 
 
+def test_load_study_of_a_name_cut_short_suggests_the_study_it_begins(tmp_path, monkeypatch):
+    """``copy-smal`` is the start of ``copy-small-interpret``: that is the study meant, not
+    ``copy-oat``, whose whole name is a closer spelling of another study."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("copy-oat", "copy-small-interpret", "copy-fp32-interpret"):
+        (tmp_path / "studies" / name).mkdir(parents=True)
+        (tmp_path / "studies" / name / "study.json").write_text("{}")
+    with pytest.raises(StudyError, match=r"; did you mean studies/copy-small-interpret\?$"):
+        sweeper.load_study("copy-smal")
+    with pytest.raises(StudyError, match=r"; did you mean studies/copy-oat\?$"):
+        sweeper.load_study("copy-oaat")
+
+
+def test_an_empty_study_name_is_refused_as_empty(tmp_path, monkeypatch, capsys):
+    """``load_study("")`` and ``sweeper report ""`` say the name is empty, not that they
+    looked in '' and the studies folder."""
+    monkeypatch.chdir(tmp_path)
+    said = ("no study named: the study is empty; give a study's folder or its name under "
+            "the studies folder")
+    with pytest.raises(StudyError, match=f"^{re.escape(said)}$"):
+        sweeper.load_study("")
+    from sweeper.cli import main
+
+    assert main(["report", ""]) == 2
+    assert capsys.readouterr().err == f"sweeper: {said}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_study_run_into_postgresql_is_returned_and_loaded_from_there(postgres_url,
                                                                       tmp_path):
     """``storage=URL``: every trial goes to the database, the Study returned reads it from

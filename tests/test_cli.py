@@ -279,6 +279,18 @@ def test_a_study_name_close_to_a_study_folder_is_suggested(tmp_path, capsys, mon
     assert "did you mean" not in capsys.readouterr().err        # nothing close: no guess
 
 
+def test_a_file_in_a_study_folder_suggests_the_study(tmp_path, capsys, monkeypatch):
+    """``sweeper report studies/x/report.md`` names a file of study x: the message names
+    the folder to give instead."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "studies" / "copy-fp32-interpret").mkdir(parents=True)
+    (tmp_path / "studies" / "copy-fp32-interpret" / "study.json").write_text("{}")
+    for name in ("report.md", "trials.jsonl", "heatmaps"):
+        assert main(["report", f"studies/copy-fp32-interpret/{name}"]) == 2
+        err = capsys.readouterr().err
+        assert err.rstrip().endswith("; did you mean studies/copy-fp32-interpret?")
+
+
 def test_the_commands_description_is_whole(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])

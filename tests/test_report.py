@@ -381,6 +381,8 @@ def test_the_report_counts_configs_a_replay_table_lacks_apart_from_the_failed():
     assert status_counts_text(frame) == ("5 trials: 1 measured, 1 failed, 2 configs the "
                                          "recorded table does not hold, 1 skipped by "
                                          "constraints")
+    assert status_counts_text(frame[:1]) == ("1 trial: 1 measured, 0 failed, 0 skipped by "
+                                             "constraints")
 
 
 def test_a_replayed_study_says_it_replayed_and_shows_no_empty_columns(tmp_path):

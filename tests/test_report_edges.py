@@ -103,3 +103,16 @@ def test_a_problem_without_a_measured_config_is_named(tmp_path):
            "RuntimeError: boom).\n" in md
     assert files.images == [] and "## Heatmaps" not in md     # no axis of a map varies
 
+
+
+def test_a_study_stopped_by_its_budget_says_so_under_the_title(tmp_path):
+    """A reader of someone else's study sees whether the sweep covered the space: the
+    line under the title says why the last run stopped, and report.json keeps it."""
+    store = small_study(tmp_path, [measured(0, 8 << 10, 100.0), measured(1, 4 << 10, 90.0)])
+    store.update_meta(last_run={"stopped_by": "budget: 2 trials"})
+    files = write_report(store, draw=False)
+    said = "2 trials: 2 measured, 0 failed, 0 skipped by constraints; the last run " \
+           "stopped: budget: 2 trials. "
+    assert said in files.markdown.read_text()
+    assert said in files.html.read_text()
+    assert json.loads(files.json.read_text())["stopped_by"] == "budget: 2 trials"

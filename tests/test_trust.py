@@ -272,6 +272,40 @@ def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys
                                             "invalid); successful: 2-7\n")
 
 
+def test_compare_matches_a_problem_however_its_space_spelt_it(small_space, tmp_path, capsys,
+                                                             monkeypatch):
+    """``footprint: 4KiB`` and ``4096``, ``float32`` and ``fp32`` are one problem: its
+    configs are compared, each line naming the problem as measured."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(small_space), "--device", "interpret", "--study", "a",
+                 "--quiet", "--no-report"]) == 0
+    assert main(["run", str(small_space), "--device", "interpret", "--study", "b",
+                 "-p", "footprint=4096", "-p", "dtype=fp32", "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "a", "b"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2].endswith("of 6 configs (FASTER/SLOWER: B against A)")
+    assert all(line.endswith(" (float32 4KiB cold)") for line in out[1:-2])
+    assert any(line.endswith(" BLOCK=1024 block=32 grid=sms (float32 4KiB cold)")
+               for line in out[1:-2])
+
+
+@pytest.mark.parametrize("a, b, said", [
+    ("a@", "b@1", "sweeper: 'a@': a trial is written STUDY@NUMBER\n"),
+    ("a@1", "b", "sweeper: 'a@1' is one trial and 'b' a whole study: compare two studies, "
+     "or two trials (STUDY@NUMBER each)\n"),
+    ("a", "b@1", "sweeper: 'b@1' is one trial and 'a' a whole study: compare two studies, "
+     "or two trials (STUDY@NUMBER each)\n"),
+])
+def test_compare_refuses_a_trial_against_a_whole_study(tmp_path, capsys, monkeypatch, a, b,
+                                                       said):
+    """A trial against a study has no config in common to report: the refusal says what
+    was given and what compare takes, not that the studies share no config."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", a, b]) == 2
+    assert capsys.readouterr().err == said
+
+
 def test_compare_matches_configs_measured_on_the_same_problem_and_names_the_devices(
         tmp_path, capsys, monkeypatch):
     import shutil

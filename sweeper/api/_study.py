@@ -180,6 +180,9 @@ def find_study(study: str | Path, *, storage: str | None, studies_dir: str) -> S
         if not found.exists():
             raise StudyError(f"no study {str(study)!r} in {found.location}")
         return found
+    if not str(study):
+        raise StudyError("no study named: the study is empty; give a study's folder or "
+                         "its name under the studies folder")
     path = Path(study)
     if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(studies_dir) / study

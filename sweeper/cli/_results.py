@@ -140,15 +140,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     max_noise = fraction_option("--max-noise", args.max_noise)
     threshold = fraction_option("--threshold", args.threshold)
-    stores, numbers = [], []
-    for ref in (args.a, args.b):
-        name, _, number = ref.partition("@")
-        trial = digits(number)
-        if number and trial is None:
+    refs = [ref.partition("@") for ref in (args.a, args.b)]
+    numbers = [digits(number) for _, _, number in refs]
+    for ref, (_, at, _), trial in zip((args.a, args.b), refs, numbers, strict=True):
+        if at and trial is None:
             raise SweeperError(f"{ref[:40]!r}: a trial is written STUDY@NUMBER")
-        stores.append(open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir,
-                                                    storage=args.storage)))
-        numbers.append(trial)
+    if (numbers[0] is None) != (numbers[1] is None):
+        trial, study = (args.a, args.b) if numbers[0] is not None else (args.b, args.a)
+        raise SweeperError(f"{trial[:40]!r} is one trial and {study[:40]!r} a whole study: "
+                           "compare two studies, or two trials (STUDY@NUMBER each)")
+    stores = [open_study(argparse.Namespace(study=name, studies_dir=args.studies_dir,
+                                            storage=args.storage)) for name, _, _ in refs]
     rows, notes = compare(stores[0], stores[1], numbers[0], numbers[1], max_noise,
                           threshold)
     for note in notes:

@@ -43,8 +43,12 @@ def canonical_dtype(text: str) -> str | None:
 
 def closest(word: str, known: Iterable[str]) -> str | None:
     """The one of ``known`` closest to ``word`` where one is close (a misspelling, a
-    suffix left out), else ``None``."""
-    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    suffix left out), else ``None``.  A name that ``word`` begins comes before any other
+    (``copy-smal`` is ``copy-small-interpret``, not ``copy-oat``), the nearest of
+    several first."""
+    known = list(known)
+    begun = [name for name in known if word and name.startswith(word)]
+    close = difflib.get_close_matches(word, begun or known, n=1, cutoff=0 if begun else 0.6)
     return close[0] if close else None
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sweeper.core._spelling import given
-from sweeper.core._units import counted
+from sweeper.core._units import counted, did_you_mean
 from sweeper.errors import SweeperError
 
 if TYPE_CHECKING:
@@ -77,8 +77,9 @@ def export(store: Storage, format: str, target: str | None, *, replace: bool = F
         return Written(str(path), f"wrote {counted(len(entries), 'entry', 'entries')} to {path}")
     found = FORMATS.get(format) if isinstance(format, str) else None
     if found is None:
-        raise SweeperError(f"format {format!r} is unknown; allowed: tuning, "
-                           f"{', '.join(FORMATS)}")
+        known = ("tuning", *FORMATS)
+        hint = did_you_mean(format.lower(), known) if isinstance(format, str) else ""
+        raise SweeperError(f"format {format!r} is unknown; allowed: {', '.join(known)}{hint}")
     module, _, function = found.writer.partition(":")
     writer = getattr(importlib.import_module(module), function)
     written: Written = writer(store, target, replace=replace)

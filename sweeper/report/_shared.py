@@ -64,9 +64,12 @@ def shown_table(df: pd.DataFrame, rename: dict[str, str] | None = None
 
 
 def counts_sentence(tables: ReportTables) -> str:
-    """The line under the title: the trials by what became of them, how each was
-    measured, and what the rates are."""
-    return (f"{status_counts_text(tables.frame)}. {tables.story.trial}; "
+    """The line under the title: the trials by what became of them, why the last run
+    stopped (a budget, or every valid config tried), how each was measured, and what the
+    rates are."""
+    stopped = tables.meta.last_run.get("stopped_by")
+    why = f"; the last run stopped: {stopped}" if stopped else ""
+    return (f"{status_counts_text(tables.frame)}{why}. {tables.story.trial}; "
             f"rates: {LABELS[tables.metric]}.")
 
 

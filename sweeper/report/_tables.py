@@ -359,7 +359,8 @@ def status_counts_text(df: pd.DataFrame) -> str:
     absent = counts.get(TrialStatus.MISSING.value, 0)     # a replay's: no failure
     failed = sum(counts.get(s.value, 0) for s in FAILURES) - absent
     abandoned = counts.get("abandoned", 0)
-    return (f"{len(df)} trials: {counts_text(counts.get('ok', 0), abandoned, failed, absent)}, "
+    return (f"{counted(len(df), 'trial')}: "
+            f"{counts_text(counts.get('ok', 0), abandoned, failed, absent)}, "
             f"{counts.get('invalid', 0)} skipped by constraints")
 
 

@@ -247,6 +247,7 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "flags": _records(tables.flags),
         "ceilings": meta.ceilings, "bounds": meta.bounds,
         "gpu_busy": meta.last_run.get("gpu_busy"),
+        "stopped_by": meta.last_run.get("stopped_by"),
         "factors": {k: dict(v) for k, v in tables.factors.items()},
         "abandoned": {"trials": tables.abandoned_trials,
                       "saved_ms": tables.abandoned_saved_ms},
