@@ -270,6 +270,13 @@ def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys
     assert main(["compare", "a@0", "a@3"]) == 2           # and how a failed one ended
     assert capsys.readouterr().err.endswith(": no successful trial number 0 (it ended "
                                             "invalid); successful: 2-7\n")
+    # a folder's name may hold an @: the trial follows the last one
+    folder = tmp_path / "x@y"
+    folder.mkdir()
+    (tmp_path / "studies" / "a").rename(folder / "a")
+    assert main(["compare", f"{folder}/a@2", f"{folder}/a@3"]) == 0
+    assert "#2 vs #3" in capsys.readouterr().out
+    assert main(["compare", f"{folder}/a", f"{folder}/a"]) == 0
 
 
 def test_compare_matches_a_problem_however_its_space_spelt_it(small_space, tmp_path, capsys,

@@ -140,7 +140,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     max_noise = fraction_option("--max-noise", args.max_noise)
     threshold = fraction_option("--threshold", args.threshold)
-    refs = [ref.partition("@") for ref in (args.a, args.b)]
+    # the trial follows the last @ (a folder's name may hold one: /tmp/a@b/studies/s@3)
+    refs = [ref.rpartition("@") if "@" in ref and "/" not in ref.rpartition("@")[2]
+            else (ref, "", "") for ref in (args.a, args.b)]
     numbers = [digits(number) for _, _, number in refs]
     for ref, (_, at, _), trial in zip((args.a, args.b), refs, numbers, strict=True):
         if at and trial is None:
