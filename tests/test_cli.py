@@ -63,7 +63,7 @@ def test_run_report_export_tuned_launch(small_space, tmp_path, monkeypatch):
     winner = report["winners"][0]
     assert entry["trial"] == winner["winner"] and entry["chosen_by"] == "interleaved final"
     row = winner["finalists"][0]
-    assert row[""] == "winner" and row["number"] == winner["winner"]
+    assert row["role"] == "winner" and row["number"] == winner["winner"]
     assert (entry["grid_expr"], entry["block"], entry["meta"]["BLOCK"]) == (
         row["grid"], row["block"], row["BLOCK"])
 

@@ -343,7 +343,7 @@ def test_tuning_json_report_json_and_report_md_give_the_winner_one_median(tmp_pa
     [entry] = json.loads((tmp_path / "tuning.json").read_text())["entries"]
     report = json.loads((store.root / "report.json").read_text())
     [headline] = report["headline"]["per_problem"]
-    [final_row] = [r for r in report["winners"][0]["finalists"] if r[""] == "winner"]
+    [final_row] = [r for r in report["winners"][0]["finalists"] if r["role"] == "winner"]
     assert entry["trial"] == headline["number"] == final_row["number"]
     assert entry["median_ms"] == headline["median_ms"] == final_row["median_ms"]
     assert entry["median_from"] == headline["median_from"]
@@ -496,3 +496,18 @@ measure: {warmup: 5, repeat: 30, cache: cold}
     assert "(BLOCK_K=32, BLOCK_M=128,BLOCK_N=128, block=128, grid=sms, num_stages=3)" in text
     assert not (folder / "heatmaps" / "oat_num_stages.png").exists()
     assert (folder / "heatmaps" / "oat_tiles.png").exists()
+
+
+def test_report_json_writes_counts_as_whole_numbers_and_names_the_roles():
+    """A column of counts with a gap (a failed trial's) is float in pandas: report.json
+    still writes 2, not 2.0, and the finals' unnamed column of roles is ``role``."""
+    import pandas as pd
+
+    from sweeper.report._write import _records
+
+    frame = pd.DataFrame({"": ["winner", "tied"], "grid": [2.0, float("nan")],
+                          "outliers": [1.0, 0.0], "median_ms": [1.0, 2.5]})
+    rows = _records(frame)
+    assert rows == [{"role": "winner", "grid": 2, "outliers": 1, "median_ms": 1.0},
+                    {"role": "tied", "grid": None, "outliers": 0, "median_ms": 2.5}]
+    assert type(rows[0]["grid"]) is int and type(rows[0]["median_ms"]) is float

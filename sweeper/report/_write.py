@@ -208,9 +208,20 @@ def _jsonable(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else str(value)
 
 
+#: Columns of counts: a whole number in JSON, though a column with a gap is float in pandas.
+_COUNTS = frozenset({"grid", "block", "outliers", "rank", "number"})
+
+
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """``frame``'s rows as JSON objects, ``null`` where a value is NaN."""
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+    """``frame``'s rows as JSON objects: ``null`` where a value is NaN, counts as whole
+    numbers, and the finals' unnamed column of roles (winner, tied) as ``role``."""
+    def value(key: str, v: Any) -> Any:
+        if isinstance(v, float) and math.isnan(v):
+            return None
+        if key in _COUNTS and isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+    return [{(k or "role"): value(k, v) for k, v in r.items()}
             for r in frame.to_dict("records")]
 
 
