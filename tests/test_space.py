@@ -472,3 +472,17 @@ def test_the_errors_docs_space_md_shows_are_as_printed(name, tmp_path, monkeypat
     (tmp_path / name).write_text(DOCUMENTED_ERRORS[name])
     assert main(["plan", name]) == 2
     assert [capsys.readouterr().err.removeprefix("sweeper: ").rstrip("\n")] == shown
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"1 // 0"', "s.yaml:4: params.grid[0]: division by zero in '1 // 0'; allowed: an "
+                 "expression that gives a positive integer"),
+    ('"isqrt(-4)"', "s.yaml:4: params.grid[0]: isqrt of a negative number (-4) in "
+                    "'isqrt(-4)'; allowed: an expression that gives a positive integer"),
+])
+def test_a_constant_expression_that_fails_says_what_is_allowed(value, message):
+    """An expression over no names is computed as the file is read; its failure has no
+    values to name, so the message ends with what a value may be."""
+    with pytest.raises(SpaceError) as info:
+        parse(GOOD.replace('[sms, 2*sms, "cdiv(n, BLOCK)"]', f"[{value}]"))
+    assert str(info.value) == message

@@ -405,11 +405,15 @@ class _Parser:
                 raise self.error(path, str(not_size)) from None
             try:
                 expr = _expr.parse(label)
-                if expr.names:
-                    return Value(label=label, expr=expr, origin=origin)
-                constant = int(_expr.evaluate(expr, {}))
             except ExpressionError as err:
                 raise self.error(path, f"{err}{_split_at_a_comma(label)}") from None
+            if expr.names:
+                return Value(label=label, expr=expr, origin=origin)
+            try:
+                constant = int(_expr.evaluate(expr, {}))
+            except ExpressionError as err:
+                raise self.error(path, f"{err}; allowed: an expression that gives a positive "
+                                 "integer") from None
         # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
         if constant <= 0 and self.lowest(axis) >= 1:
             # a meta-parameter whose default is 0 (a switch declared as a plain int, as
