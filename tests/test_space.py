@@ -119,6 +119,8 @@ BAD = [
     ("kernel: copy\nsampler: annealing\nparams: {}\n", 2,
      "sampler: unknown sampler 'annealing'; known: auto, exhaustive, one-at-a-time, tpe, random, "
      "gp"),
+    ("kernel: copy\nsampler: TPE\nparams: {}\n", 2,     # another case is the likeliest slip
+     "cmaes, or package.module:attr for your own; did you mean 'tpe'?"),
     ("kernel: copy\nparams:\n  grid: []\n", 3, "params.grid: empty axis; allowed:"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
      "params.BLOCK.pow2: 300 is not a power of two"),

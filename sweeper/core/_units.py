@@ -43,8 +43,12 @@ def canonical_dtype(text: str) -> str | None:
 
 def closest(word: str, known: Iterable[str]) -> str | None:
     """The one of ``known`` closest to ``word`` where one is close (a misspelling, a
-    suffix left out), else ``None``."""
-    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    suffix left out, another case: ``TPE`` for ``tpe``), else ``None``."""
+    known = list(known)
+    same = [name for name in known if name.lower() == word.lower()]
+    if len(same) == 1:
+        return same[0]
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return close[0] if close else None
 
 
