@@ -121,6 +121,25 @@ def test_a_reference_that_raises_is_named_as_the_cause(tmp_path):
                            "          # 1024 elements do not split into rows of 3)"), reason
 
 
+def test_a_count_that_raises_fails_its_problems_configs_and_the_sweep_goes_on(tmp_path):
+    """A flops= (or bytes_moved=) function that raises for one problem fails each of that
+    problem's configs as crashed, naming the count and its line; the other problem's
+    configs are measured (it was a traceback out of the command, nothing recorded)."""
+    space = TINY.format(study="uncountable",
+                        kernel="tests.short_kernels_for_tests:uncountable_at_1024"
+                        ).replace("n: [1024]", "n: [1024, 2048]")
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    trials, _ = StudyStore(study.path).records()
+    by_n = {n: {t.status for t in trials if t.config and t.config.problem.n == n}
+            for n in (1024, 2048)}
+    assert by_n == {1024: {TrialStatus.CRASHED}, 2048: {TrialStatus.OK}}
+    reason = next(t.reason for t in trials if t.status is TrialStatus.CRASHED)
+    assert reason == ("the kernel's flops raised ZeroDivisionError: integer division or "
+                      "modulo by zero (at short_kernels_for_tests.py:123: return 2 * "
+                      "problem.n // (problem.n - 1024)      # raises at n=1024 only)"), reason
+
+
 def test_the_short_form_is_a_kernel_the_registry_loads():
     plugin = plugins.load(plugins.KERNEL, "tests.short_kernels_for_tests:axpy")
     cls = plugin.obj
