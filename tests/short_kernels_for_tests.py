@@ -128,3 +128,12 @@ def _flops_but_at_1024(problem):
 def uncountable_at_1024(x, config):
     """A right kernel whose flops= function raises for one problem."""
     scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs={"y": "n"}, meta={"BLOCK": 1024},
+                dims={"n": 1024}, footprint_bytes="2 * n * itemsize",
+                reference=lambda x: x * A)
+def named_by_both_arrays(x, y, config):
+    """A kernel whose footprint counts its input and its output: no footprint // itemsize
+    rule gives its n back."""
+    y.copy_(x * A)

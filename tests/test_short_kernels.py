@@ -140,6 +140,24 @@ def test_a_count_that_raises_fails_its_problems_configs_and_the_sweep_goes_on(tm
                       "problem.n // (problem.n - 1024)      # raises at n=1024 only)"), reason
 
 
+def test_a_1d_footprint_other_than_n_times_itemsize_is_sized_by_n(tmp_path):
+    """footprint_bytes="2 * n * itemsize": n = footprint // itemsize would not give that
+    footprint back, so the kernel is sized by n (its declared default where the space
+    gives none), and a footprint axis is refused saying so (every config was refused
+    as "no problem of this kernel", the default's too)."""
+    kernel = "tests.short_kernels_for_tests:named_by_both_arrays"
+    space = TINY.format(study="both", kernel=kernel).replace("      n: [1024]\n", "")
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    trials, _ = StudyStore(study.path).records()
+    assert {(t.status, t.config.problem.n, t.config.problem.footprint) for t in trials} == {
+        (TrialStatus.OK, 1024, 8192)}
+    with pytest.raises(SweeperError, match=r"params\.footprint: named_by_both_arrays is "
+                       r"sized by its dimensions, not a footprint; give n"):
+        sweeper.run(space.replace("BLOCK: [256, 1024]", "footprint: [8KiB]"),
+                    device="interpret", studies_dir=tmp_path, quiet=True, report=False)
+
+
 def test_the_short_form_is_a_kernel_the_registry_loads():
     plugin = plugins.load(plugins.KERNEL, "tests.short_kernels_for_tests:axpy")
     cls = plugin.obj

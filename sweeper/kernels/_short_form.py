@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweeper.core import DTYPES, Dim, Expr, parse
+from sweeper.core import DTYPES, Dim, Expr, evaluate, parse
 from sweeper.core._model import BLOCKS
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
@@ -148,9 +148,10 @@ class Declaration:
                 "footprint": "64MiB"}
 
     def shape(self, name: str, dims: Mapping[str, Dim]) -> dict[str, Any]:
-        """The footprint of a problem (``footprint_bytes``) and, for a 1-D kernel, its
-        dimension from a footprint; other kernels' spaces give their dimensions."""
-        if list(dims) == ["n"]:
+        """The footprint of a problem (``footprint_bytes``) and, for a 1-D kernel whose
+        footprint is ``n * itemsize``, its dimension from a footprint; other kernels'
+        spaces give their dimensions."""
+        if list(dims) == ["n"] and _one_array(self.footprint_bytes):
             return {"footprint_bytes": self.footprint_bytes or "n * itemsize",
                     "dims_from_footprint": {"n": "footprint // itemsize"}}
         if self.footprint_bytes is None:
@@ -352,7 +353,8 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       ``grid``, ``block``, ``dtype``: defaults for the axes a space leaves out;
     - ``bytes_moved``, ``flops``: an expression over the dimensions and ``itemsize`` or a
       function of the problem (bytes default to inputs read plus outputs written);
-      ``footprint_bytes``: required when the dimensions are not just ``n``;
+      ``footprint_bytes``: required when the dimensions are not just ``n``; where it is
+      other than ``n * itemsize``, a space sizes the kernel by ``n``, not a footprint;
     - ``baseline(**tensors)``: the same work in torch, timed for the "% of torch" column
       (``baseline_name`` names it); ``tolerance``: ``{dtype: (rtol, atol)}`` over
       ``torch.testing.assert_close``'s defaults (a dtype by any spelling: ``"fp16"``,
@@ -374,3 +376,17 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model)
     return declared.build if launch is None else declared.build(launch)
+
+
+def _one_array(footprint_bytes: str | None) -> bool:
+    """Whether ``footprint_bytes`` (default ``n * itemsize``) is ``n * itemsize``, however
+    written, so ``n = footprint // itemsize`` gives back the footprint; an expression that
+    does not parse is refused where the footprint is read."""
+    if footprint_bytes is None:
+        return True
+    try:
+        expr = parse(footprint_bytes)
+        return all(evaluate(expr, {"n": n, "itemsize": size}) == n * size
+                   for n in (1, 3, 1000) for size in (1, 2, 8))
+    except ExpressionError:
+        return True
