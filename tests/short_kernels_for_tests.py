@@ -137,3 +137,10 @@ def named_by_both_arrays(x, y, config):
     """A kernel whose footprint counts its input and its output: no footprint // itemsize
     rule gives its n back."""
     y.copy_(x * A)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024}, dims={"n": 1000},
+                reference=lambda x: x * A)
+def scale_1000(x, config):
+    """The scale example declaring its default size: 1000 elements."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)

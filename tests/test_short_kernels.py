@@ -158,6 +158,19 @@ def test_a_1d_footprint_other_than_n_times_itemsize_is_sized_by_n(tmp_path):
                     device="interpret", studies_dir=tmp_path, quiet=True, report=False)
 
 
+def test_a_space_that_leaves_the_size_out_takes_the_declared_dims(tmp_path):
+    """dims={"n": 1000} is the size a space leaving it out measures (the short form's
+    64 MiB footprint took its place, unsaid); without dims, 64 MiB stays the default."""
+    space = TINY.format(study="declared", kernel="tests.short_kernels_for_tests:scale_1000"
+                        ).replace("      n: [1024]\n", "")
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    trials, _ = StudyStore(study.path).records()
+    assert {(t.status, t.config.problem.n) for t in trials} == {(TrialStatus.OK, 1000)}
+    assert _load("tests.short_kernels_for_tests:scale_1000").defaults.get("footprint") is None
+    assert _load("examples.scale:scale").defaults["footprint"] == "64MiB"
+
+
 def test_the_short_form_is_a_kernel_the_registry_loads():
     plugin = plugins.load(plugins.KERNEL, "tests.short_kernels_for_tests:axpy")
     cls = plugin.obj

@@ -125,7 +125,8 @@ class Declaration:
 
     def defaults(self, name: str, dims: Mapping[str, Dim], meta: Mapping[str, MetaParam]
                  ) -> dict[str, Any]:
-        """The values of the launch and problem axes a space leaves out."""
+        """The values of the launch and problem axes a space leaves out: a footprint of
+        64 MiB where ``dims`` is not declared, else the dimensions' defaults."""
         grid = self.grid
         if grid is None:
             if "n" not in dims or "BLOCK" not in meta:
@@ -143,9 +144,11 @@ class Declaration:
         if self.dtype is not None and self.dtype not in DTYPES:
             raise SweeperError(f"kernel {name}: dtype={self.dtype!r}; allowed: "
                                f"{', '.join(DTYPES)}")
-        return {"grid": grid if isinstance(grid, str) else whole(grid),
-                "block": whole(self.block) or 128, "dtype": self.dtype or "float32",
-                "footprint": "64MiB"}
+        out = {"grid": grid if isinstance(grid, str) else whole(grid),
+               "block": whole(self.block) or 128, "dtype": self.dtype or "float32"}
+        if self.dims is None:       # declared dimensions size a space that leaves them out
+            out["footprint"] = "64MiB"
+        return out
 
     def shape(self, name: str, dims: Mapping[str, Dim]) -> dict[str, Any]:
         """The footprint of a problem (``footprint_bytes``) and, for a 1-D kernel whose
@@ -349,7 +352,8 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       (a tensor, a tuple in ``outputs``' order, a dict), or ``None`` after changing its
       arguments in place;
     - ``meta``: meta-parameters and their defaults (``{"BLOCK": 1024}`` or ``MetaParam``);
-      ``dims``: the problem's dimensions and default sizes (default ``{"n": 2**20}``);
+      ``dims``: the problem's dimensions and default sizes, which a space giving no size
+      measures (without ``dims``: ``n``, and a 64 MiB footprint by default);
       ``grid``, ``block``, ``dtype``: defaults for the axes a space leaves out;
     - ``bytes_moved``, ``flops``: an expression over the dimensions and ``itemsize`` or a
       function of the problem (bytes default to inputs read plus outputs written);
