@@ -147,6 +147,8 @@ def _kernel_problem(obj: Any) -> str | None:
     cls = obj if isinstance(obj, type) else type(obj)
     if not issubclass(cls, Kernel):
         return f"is {_a(obj)}, not a sweeper.kernels.Kernel subclass or instance"
+    if inspect.isabstract(cls) and cls.__new__ is object.__new__:    # cuda's makes another
+        return _abstract(cls)
     if not isinstance(getattr(cls, "name", None), str):
         return "declares no name (a class attribute: name = 'my-kernel')"
     return None
@@ -193,11 +195,15 @@ def _device_problem(obj: Any) -> str | None:
     if not (isinstance(obj, type) and issubclass(obj, Device)):
         return f"is {_a(obj)}, not a sweeper.devices.Device subclass"
     if inspect.isabstract(obj):
-        missing = ", ".join(sorted(obj.__abstractmethods__))
-        return f"is abstract: it does not implement {missing}"
+        return _abstract(obj)
     if not isinstance(getattr(obj, "name", None), str):
         return "declares no name (a class attribute: name = 'my-device')"
     return None
+
+
+def _abstract(cls: Any) -> str:
+    """What an abstract plugin class says: the methods it leaves out."""
+    return f"is abstract: it does not implement {', '.join(sorted(cls.__abstractmethods__))}"
 
 
 def _a(obj: Any) -> str:

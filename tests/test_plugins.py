@@ -648,3 +648,17 @@ def test_a_kernel_module_in_the_current_directory_loads_from_the_console_script(
     assert "done: 1 measured, 0 failed" in run.stdout
     meta = json.loads((work / "studies" / "caps-interpret" / "study.json").read_text())
     assert meta["kernel"] == "mykernels:MyKernel"
+
+
+def test_an_abstract_kernel_class_is_refused_naming_what_it_leaves_out(tmp_path, capsys):
+    """A Kernel subclass missing a method (a misspelt ``poisson``) is refused at its line
+    like any other plugin that cannot be loaded; it was a TypeError's traceback."""
+    space = tmp_path / "s.yaml"
+    space.write_text("kernel: sweeper.kernels:Kernel\nparams: {block: [32]}\n")
+    assert main(["run", str(space), "--device", "interpret",
+                 "--studies-dir", str(tmp_path / "studies")]) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:1: kernel: cannot load kernel 'sweeper.kernels:Kernel' (module:attr path): "
+        "sweeper.kernels:Kernel is abstract: it does not implement allocate, check, launch, "
+        "poison, randomize\n")
+    assert not (tmp_path / "studies").exists()
