@@ -245,3 +245,12 @@ class ReadsAGlobal(CopyKernel):
         kernel[(triton.cdiv(buffers.problem.n, config.meta["BLOCK"]),)](
             buffers["src"], buffers["dst"], buffers.problem.n,
             num_warps=config.num_warps, **config.meta)
+
+
+class ChecksTrue(CopyKernel):
+    """A right copy whose check answers True (meaning "right") instead of None."""
+
+    name = "checks-true"
+
+    def check(self, buffers):  # type: ignore[override]
+        return super().check(buffers) is None
