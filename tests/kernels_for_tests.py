@@ -254,3 +254,12 @@ class ChecksTrue(CopyKernel):
 
     def check(self, buffers):  # type: ignore[override]
         return super().check(buffers) is None
+
+
+class RaisesWhenConstructed(CopyKernel):
+    """A kernel whose constructor raises, as one checking its environment might."""
+
+    name = "raises-when-constructed"
+
+    def __init__(self) -> None:
+        raise RuntimeError("no GPU library here")

@@ -662,3 +662,18 @@ def test_an_abstract_kernel_class_is_refused_naming_what_it_leaves_out(tmp_path,
         "sweeper.kernels:Kernel is abstract: it does not implement allocate, check, launch, "
         "poison, randomize\n")
     assert not (tmp_path / "studies").exists()
+
+
+def test_a_kernel_whose_constructor_raises_is_refused_in_one_line(tmp_path, capsys):
+    """A user kernel's __init__ that raises is one line naming the kernel and the line,
+    exit status 2, nothing written; it was a traceback."""
+    space = tmp_path / "s.yaml"
+    space.write_text("kernel: tests.kernels_for_tests:RaisesWhenConstructed\n"
+                     "params: {block: [32]}\n")
+    assert main(["run", str(space), "--device", "interpret",
+                 "--studies-dir", str(tmp_path / "studies")]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: kernel tests.kernels_for_tests:RaisesWhenConstructed: constructing "
+        "RaisesWhenConstructed raised RuntimeError: no GPU library here (at "
+        "kernels_for_tests.py:265: raise RuntimeError(\"no GPU library here\"))\n")
+    assert not (tmp_path / "studies").exists()
