@@ -263,3 +263,10 @@ class RaisesWhenConstructed(CopyKernel):
 
     def __init__(self) -> None:
         raise RuntimeError("no GPU library here")
+
+
+class DefaultsToOddBlock(CopyKernel):
+    """A kernel whose default block is no warp count: 100 threads."""
+
+    name = "defaults-to-odd-block"
+    defaults = {**CopyKernel.defaults, "block": 100}  # noqa: RUF012 - as Kernel declares

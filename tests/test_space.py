@@ -488,3 +488,16 @@ def test_a_constant_expression_that_fails_says_what_is_allowed(value, message):
     with pytest.raises(SpaceError) as info:
         parse(GOOD.replace('[sms, 2*sms, "cdiv(n, BLOCK)"]', f"[{value}]"))
     assert str(info.value) == message
+
+
+def test_a_kernels_bad_default_is_refused_at_the_kernel_as_its_default():
+    """A default the file does not hold (block 100) was refused at 'params.block[0]', on
+    the params line, as if the file said it; it is the kernel's, at the kernel line."""
+    with pytest.raises(SpaceError) as info:
+        parse("kernel: tests.kernels_for_tests:DefaultsToOddBlock\nparams:\n  BLOCK: [256]\n")
+    assert str(info.value) == (
+        "s.yaml:1: kernel: defaults-to-odd-block's default block 100, standing in for "
+        "params.block, is refused (give params.block): 100 threads per program; allowed: "
+        "32, 64, 128, 256, 512, 1024 (num_warps × 32)")
+    assert parse("kernel: tests.kernels_for_tests:DefaultsToOddBlock\nparams:\n"
+                 "  block: [128]\n").axis("block").labels == ("128",)

@@ -282,17 +282,31 @@ class _Parser:
                     self.from_option[path] = f"kernel.{name}"
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
                     AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
-            values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
-            labels = [v.label for v in values]
-            dup = next((lb for lb in labels if labels.count(lb) > 1), None)
-            if dup is not None:
-                raise self.error(path, f"value {shown(dup)} appears twice")
-            for i, v in enumerate(values):
-                refusal = self.refusal(name, v.constant) if isinstance(v.constant, int) else None
-                if refusal is not None:
-                    raise self.error(f"{path}[{i}]", refusal)
+            try:
+                values = self.checked_values(name, raw, path)
+            except SpaceError as err:
+                if name in params or name == "cache" or path in self.from_option:
+                    raise
+                # the kernel's own default, which the file does not hold: say whose it is
+                raise self.error("kernel", f"{kernel.name}'s default {name} "
+                                 f"{shown(raw[0])}, standing in for params.{name}, is "
+                                 f"refused (give params.{name}): {err.message}") from None
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
+
+    def checked_values(self, name: str, raw: list[Any], path: str) -> tuple[Value, ...]:
+        """Axis ``name``'s values ``raw`` read and checked: each once, each one the axis
+        may take (:meth:`refusal`)."""
+        values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
+        labels = [v.label for v in values]
+        dup = next((lb for lb in labels if labels.count(lb) > 1), None)
+        if dup is not None:
+            raise self.error(path, f"value {shown(dup)} appears twice")
+        for i, v in enumerate(values):
+            refusal = self.refusal(name, v.constant) if isinstance(v.constant, int) else None
+            if refusal is not None:
+                raise self.error(f"{path}[{i}]", refusal)
+        return values
 
     def fits_kernel(self, axes: list[Axis]) -> None:
         """The kernel's declaration checked against the axes' constant values and each
