@@ -43,11 +43,13 @@ def canonical_dtype(text: str) -> str | None:
 
 def closest(word: str, known: Iterable[str]) -> str | None:
     """The one of ``known`` closest to ``word`` where one is close (a misspelling, a
-    suffix left out, another case: ``TPE`` for ``tpe``), else ``None``."""
+    suffix left out, another case: ``TPE`` for ``tpe``, ``l2`` for ``l2_bytes``), else
+    ``None``."""
     known = list(known)
-    same = [name for name in known if name.lower() == word.lower()]
-    if len(same) == 1:
-        return same[0]
+    for fits in (str.__eq__, str.startswith):       # the same word, else the start of one
+        same = [name for name in known if fits(name.lower(), word.lower())]
+        if len(same) == 1 and (fits is str.__eq__ or len(word) >= 2):
+            return same[0]
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return close[0] if close else None
 
