@@ -300,8 +300,12 @@ def find(kind: Kind, name: str) -> Found:
 
 
 def _dotted(name: str) -> str | None:
-    """``examples.scale:scale`` for ``examples/scale.py:scale``: a file path where a
-    module path goes (as a ``cuda`` kernel's ``reference:`` takes one), else ``None``."""
+    """``examples.scale:scale`` for ``examples/scale.py:scale``, a file path where a
+    module path goes (as a ``cuda`` kernel's ``reference:`` takes one), or for
+    ``examples.scale.scale``, a dot where the colon goes; else ``None``."""
+    if ":" not in name and "." in name:
+        module, _, attr = name.rpartition(".")
+        return f"{module}:{attr}" if PATH.fullmatch(f"{module}:{attr}") else None
     module, sep, attr = name.rpartition(":")
     dotted = module.removeprefix("./").removesuffix(".py").replace("/", ".")
     return f"{dotted}:{attr}" if sep and dotted != module and \

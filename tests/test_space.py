@@ -121,6 +121,9 @@ BAD = [
      "gp"),
     ("kernel: copy\nsampler: TPE\nparams: {}\n", 2,     # another case is the likeliest slip
      "cmaes, or package.module:attr for your own; did you mean 'tpe'?"),
+    ("kernel: mykern.axpy\nparams: {}\n", 1, "unknown kernel 'mykern.axpy'; known: copy, "
+     "add, matmul, scale, copy-strided, softmax, torch-op, cuda, or package.module:attr for "
+     "your own; did you mean 'mykern:axpy'?"),                 # a dot where the colon goes
     ("kernel: copy\nparams:\n  grid: [\"l2 // 1024\"]\n", 3,    # the start of a name
      "unknown name 'l2' in 'l2 // 1024'; known: BLOCK, block, footprint, grid, itemsize, "
      "l2_bytes, n, sms; did you mean 'l2_bytes'?"),
