@@ -128,6 +128,9 @@ BAD = [
      "unknown name 'l2' in 'l2 // 1024'; known: BLOCK, block, footprint, grid, itemsize, "
      "l2_bytes, n, sms; did you mean 'l2_bytes'?"),
     ("kernel: copy\nparams:\n  grid: []\n", 3, "params.grid: empty axis; allowed:"),
+    ("kernel: copy\nparams:\n  BLOCK: {values: [256, 512]}\n", 3,    # when: left out
+     "params.BLOCK.values: values: belongs to a conditional axis, {values: [...], when: "
+     "\"expression\"}; give when:, or the values as a list ([256, 512])"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
      "params.BLOCK.pow2: 300 is not a power of two"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [2048, 1024]}\n", 3, "pow2 needs lo <= hi"),
