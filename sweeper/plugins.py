@@ -147,6 +147,8 @@ def _kernel_problem(obj: Any) -> str | None:
     cls = obj if isinstance(obj, type) else type(obj)
     if not issubclass(cls, Kernel):
         return f"is {_a(obj)}, not a sweeper.kernels.Kernel subclass or instance"
+    if inspect.isabstract(cls) and cls.__new__ is object.__new__:    # cuda's makes another
+        return _abstract(cls)
     if not isinstance(getattr(cls, "name", None), str):
         return "declares no name (a class attribute: name = 'my-kernel')"
     return None
@@ -193,11 +195,15 @@ def _device_problem(obj: Any) -> str | None:
     if not (isinstance(obj, type) and issubclass(obj, Device)):
         return f"is {_a(obj)}, not a sweeper.devices.Device subclass"
     if inspect.isabstract(obj):
-        missing = ", ".join(sorted(obj.__abstractmethods__))
-        return f"is abstract: it does not implement {missing}"
+        return _abstract(obj)
     if not isinstance(getattr(obj, "name", None), str):
         return "declares no name (a class attribute: name = 'my-device')"
     return None
+
+
+def _abstract(cls: Any) -> str:
+    """What an abstract plugin class says: the methods it leaves out."""
+    return f"is abstract: it does not implement {', '.join(sorted(cls.__abstractmethods__))}"
 
 
 def _a(obj: Any) -> str:
@@ -294,8 +300,12 @@ def find(kind: Kind, name: str) -> Found:
 
 
 def _dotted(name: str) -> str | None:
-    """``examples.scale:scale`` for ``examples/scale.py:scale``: a file path where a
-    module path goes (as a ``cuda`` kernel's ``reference:`` takes one), else ``None``."""
+    """``examples.scale:scale`` for ``examples/scale.py:scale``, a file path where a
+    module path goes (as a ``cuda`` kernel's ``reference:`` takes one), or for
+    ``examples.scale.scale``, a dot where the colon goes; else ``None``."""
+    if ":" not in name and "." in name:
+        module, _, attr = name.rpartition(".")
+        return f"{module}:{attr}" if PATH.fullmatch(f"{module}:{attr}") else None
     module, sep, attr = name.rpartition(":")
     dotted = module.removeprefix("./").removesuffix(".py").replace("/", ".")
     return f"{dotted}:{attr}" if sep and dotted != module and \

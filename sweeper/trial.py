@@ -21,6 +21,7 @@ from sweeper.devices import Device
 from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
 from sweeper.errors import DEBUG_ENV, ReferenceFailed, user_line
+from sweeper.escape import cut
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
     Duty,
@@ -156,7 +157,7 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
             device.synchronize()
             cold_s = time.perf_counter() - t0
         with spent.on("verify"):
-            wrong = kernel.check(first)
+            wrong = verdict(kernel, first)
         if wrong is not None:
             return TrialResult(TrialStatus.WRONG_ANSWER, wrong, cold_s=cold_s,
                                seconds=dict(spent))
@@ -242,11 +243,23 @@ class Rotation:
 
     def check(self) -> str | None:
         for index in sorted(self.launched):
-            wrong = self.kernel.check(self.sets[index])
+            wrong = verdict(self.kernel, self.sets[index])
             if wrong is not None:
                 return wrong if len(self.sets) == 1 else \
                     f"buffer set {index + 1} of {len(self.sets)}: {wrong}"
         return None
+
+
+def verdict(kernel: Kernel, buffers: Buffers) -> str | None:
+    """``kernel.check(buffers)``: ``None`` where the outputs are right, else the reason; a
+    check that returns anything else (``True``, a count) raises a :class:`TypeError`
+    saying so, which fails the trial as crashed."""
+    wrong = kernel.check(buffers)
+    if wrong is not None and not isinstance(wrong, str):
+        raise TypeError(f"{type(kernel).__name__}.check returned {cut(repr(wrong), 60)}; "
+                        "it returns None where the outputs are right, else the reason (a "
+                        "str)")
+    return wrong
 
 
 def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: Stats,

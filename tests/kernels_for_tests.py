@@ -245,3 +245,28 @@ class ReadsAGlobal(CopyKernel):
         kernel[(triton.cdiv(buffers.problem.n, config.meta["BLOCK"]),)](
             buffers["src"], buffers["dst"], buffers.problem.n,
             num_warps=config.num_warps, **config.meta)
+
+
+class ChecksTrue(CopyKernel):
+    """A right copy whose check answers True (meaning "right") instead of None."""
+
+    name = "checks-true"
+
+    def check(self, buffers):  # type: ignore[override]
+        return super().check(buffers) is None
+
+
+class RaisesWhenConstructed(CopyKernel):
+    """A kernel whose constructor raises, as one checking its environment might."""
+
+    name = "raises-when-constructed"
+
+    def __init__(self) -> None:
+        raise RuntimeError("no GPU library here")
+
+
+class DefaultsToOddBlock(CopyKernel):
+    """A kernel whose default block is no warp count: 100 threads."""
+
+    name = "defaults-to-odd-block"
+    defaults = {**CopyKernel.defaults, "block": 100}  # noqa: RUF012 - as Kernel declares

@@ -1,6 +1,6 @@
 """Short kernels (``sweeper.kernel``) for the tests, loaded as user kernels
 (``tests.short_kernels_for_tests:NAME``): a planted wrong one of each kind, one with an
-inputs factory and a new output, an autotuned one, and one whose baseline raises."""
+inputs factory and a new output, an autotuned one, and ones whose baseline or flops raise."""
 
 from __future__ import annotations
 
@@ -117,3 +117,30 @@ def centre(x, y, config):
     """A row-wise kernel over dimensions M, N whose grid is M."""
     centre_rows[(config.grid,)](x, y, x.stride(0), x.shape[1], num_warps=config.num_warps,
                                 **config.meta)
+
+
+def _flops_but_at_1024(problem):
+    return 2 * problem.n // (problem.n - 1024)      # raises at n=1024 only
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A, flops=_flops_but_at_1024)
+def uncountable_at_1024(x, config):
+    """A right kernel whose flops= function raises for one problem."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs={"y": "n"}, meta={"BLOCK": 1024},
+                dims={"n": 1024}, footprint_bytes="2 * n * itemsize",
+                reference=lambda x: x * A)
+def named_by_both_arrays(x, y, config):
+    """A kernel whose footprint counts its input and its output: no footprint // itemsize
+    rule gives its n back."""
+    y.copy_(x * A)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024}, dims={"n": 1000},
+                reference=lambda x: x * A)
+def scale_1000(x, config):
+    """The scale example declaring its default size: 1000 elements."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)

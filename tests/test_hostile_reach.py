@@ -444,3 +444,14 @@ def test_plan_refuses_a_kernel_that_is_no_module_path_without_importing(tmp_path
                                f"known: {', '.join(plugins.KERNEL.builtins)}, or "
                                "package.module:attr for your own\n")
     assert not (tmp_path / "not-a-module.imported").exists()
+
+
+def test_p_on_a_zipped_axis_names_its_group(tmp_path, capsys):
+    """-p BLOCK=... where the file zips BLOCK was refused at the file's zip line as if the
+    file gave BLOCK twice; it names the option, the group and how to override it."""
+    zipped = tmp_path / "zipped.yaml"
+    zipped.write_text(TINY.replace("  block: [32]\n  BLOCK: [256, 1024]\n",
+                                   "  tiles: {zip: {block: [32, 64], BLOCK: [256, 1024]}}\n"))
+    assert _refused_run(tmp_path, capsys, str(zipped), "-p", "BLOCK=512") == (
+        f"-p BLOCK=512: BLOCK is zipped in params.tiles ({zipped}:7), so it moves with block; "
+        "override the group instead (tiles={zip: {...}})")

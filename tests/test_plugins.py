@@ -648,3 +648,32 @@ def test_a_kernel_module_in_the_current_directory_loads_from_the_console_script(
     assert "done: 1 measured, 0 failed" in run.stdout
     meta = json.loads((work / "studies" / "caps-interpret" / "study.json").read_text())
     assert meta["kernel"] == "mykernels:MyKernel"
+
+
+def test_an_abstract_kernel_class_is_refused_naming_what_it_leaves_out(tmp_path, capsys):
+    """A Kernel subclass missing a method (a misspelt ``poisson``) is refused at its line
+    like any other plugin that cannot be loaded; it was a TypeError's traceback."""
+    space = tmp_path / "s.yaml"
+    space.write_text("kernel: sweeper.kernels:Kernel\nparams: {block: [32]}\n")
+    assert main(["run", str(space), "--device", "interpret",
+                 "--studies-dir", str(tmp_path / "studies")]) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:1: kernel: cannot load kernel 'sweeper.kernels:Kernel' (module:attr path): "
+        "sweeper.kernels:Kernel is abstract: it does not implement allocate, check, launch, "
+        "poison, randomize\n")
+    assert not (tmp_path / "studies").exists()
+
+
+def test_a_kernel_whose_constructor_raises_is_refused_in_one_line(tmp_path, capsys):
+    """A user kernel's __init__ that raises is one line naming the kernel and the line,
+    exit status 2, nothing written; it was a traceback."""
+    space = tmp_path / "s.yaml"
+    space.write_text("kernel: tests.kernels_for_tests:RaisesWhenConstructed\n"
+                     "params: {block: [32]}\n")
+    assert main(["run", str(space), "--device", "interpret",
+                 "--studies-dir", str(tmp_path / "studies")]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: kernel tests.kernels_for_tests:RaisesWhenConstructed: constructing "
+        "RaisesWhenConstructed raised RuntimeError: no GPU library here (at "
+        "kernels_for_tests.py:265: raise RuntimeError(\"no GPU library here\"))\n")
+    assert not (tmp_path / "studies").exists()

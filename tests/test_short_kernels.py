@@ -121,6 +121,56 @@ def test_a_reference_that_raises_is_named_as_the_cause(tmp_path):
                            "          # 1024 elements do not split into rows of 3)"), reason
 
 
+def test_a_count_that_raises_fails_its_problems_configs_and_the_sweep_goes_on(tmp_path):
+    """A flops= (or bytes_moved=) function that raises for one problem fails each of that
+    problem's configs as crashed, naming the count and its line; the other problem's
+    configs are measured (it was a traceback out of the command, nothing recorded)."""
+    space = TINY.format(study="uncountable",
+                        kernel="tests.short_kernels_for_tests:uncountable_at_1024"
+                        ).replace("n: [1024]", "n: [1024, 2048]")
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    trials, _ = StudyStore(study.path).records()
+    by_n = {n: {t.status for t in trials if t.config and t.config.problem.n == n}
+            for n in (1024, 2048)}
+    assert by_n == {1024: {TrialStatus.CRASHED}, 2048: {TrialStatus.OK}}
+    reason = next(t.reason for t in trials if t.status is TrialStatus.CRASHED)
+    assert reason == ("the kernel's flops raised ZeroDivisionError: integer division or "
+                      "modulo by zero (at short_kernels_for_tests.py:123: return 2 * "
+                      "problem.n // (problem.n - 1024)      # raises at n=1024 only)"), reason
+
+
+def test_a_1d_footprint_other_than_n_times_itemsize_is_sized_by_n(tmp_path):
+    """footprint_bytes="2 * n * itemsize": n = footprint // itemsize would not give that
+    footprint back, so the kernel is sized by n (its declared default where the space
+    gives none), and a footprint axis is refused saying so (every config was refused
+    as "no problem of this kernel", the default's too)."""
+    kernel = "tests.short_kernels_for_tests:named_by_both_arrays"
+    space = TINY.format(study="both", kernel=kernel).replace("      n: [1024]\n", "")
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    trials, _ = StudyStore(study.path).records()
+    assert {(t.status, t.config.problem.n, t.config.problem.footprint) for t in trials} == {
+        (TrialStatus.OK, 1024, 8192)}
+    with pytest.raises(SweeperError, match=r"params\.footprint: named_by_both_arrays is "
+                       r"sized by its dimensions, not a footprint; give n"):
+        sweeper.run(space.replace("BLOCK: [256, 1024]", "footprint: [8KiB]"),
+                    device="interpret", studies_dir=tmp_path, quiet=True, report=False)
+
+
+def test_a_space_that_leaves_the_size_out_takes_the_declared_dims(tmp_path):
+    """dims={"n": 1000} is the size a space leaving it out measures (the short form's
+    64 MiB footprint took its place, unsaid); without dims, 64 MiB stays the default."""
+    space = TINY.format(study="declared", kernel="tests.short_kernels_for_tests:scale_1000"
+                        ).replace("      n: [1024]\n", "")
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    trials, _ = StudyStore(study.path).records()
+    assert {(t.status, t.config.problem.n) for t in trials} == {(TrialStatus.OK, 1000)}
+    assert _load("tests.short_kernels_for_tests:scale_1000").defaults.get("footprint") is None
+    assert _load("examples.scale:scale").defaults["footprint"] == "64MiB"
+
+
 def test_the_short_form_is_a_kernel_the_registry_loads():
     plugin = plugins.load(plugins.KERNEL, "tests.short_kernels_for_tests:axpy")
     cls = plugin.obj
@@ -299,10 +349,10 @@ def test_the_readme_shows_the_scale_example_as_it_is():
     assert f"```python\n{(ROOT / 'examples' / 'scale.py').read_text()}```" in readme
 
 
-@pytest.mark.parametrize("dims, n", [({"n": 1 << 22}, 1 << 22), (None, 1 << 20)])
+@pytest.mark.parametrize("dims, n", [({"n": 1 << 22}, 1 << 22), (None, 1 << 24)])
 def test_a_space_that_sizes_nothing_measures_the_declared_n(tmp_path, monkeypatch, dims, n):
-    """A short kernel's ``dims`` default (``{"n": 2**20}`` where none is given) is the
-    problem a space leaves out, as the docstring says, not a 64 MiB footprint."""
+    """A short kernel's declared ``dims`` default is the problem a space leaves out, not a
+    64 MiB footprint; without ``dims``, 64 MiB (16 Mi float32), as the docstring says."""
     module = tmp_path / f"sized_kernel_{n}.py"
     module.write_text("import sweeper\n"
                       f"k = sweeper.kernel(lambda x, config: None, inputs={{'x': 'n'}}, "
@@ -311,5 +361,6 @@ def test_a_space_that_sizes_nothing_measures_the_declared_n(tmp_path, monkeypatc
     monkeypatch.syspath_prepend(str(tmp_path))
     space = sweeper.space.parse_space(f"kernel: sized_kernel_{n}:k\nparams: {{BLOCK: [64]}}\n")
     config = space.resolve(space.expand({"BLOCK": "64"}), {"sms": 132, "l2_bytes": 1 << 20})
-    assert space.sizes == ("n",) and config.problem.dim("n") == n
+    assert space.sizes == (("n",) if dims else ("footprint",))
+    assert config.problem.dim("n") == n
     assert config.problem.footprint == n * 4

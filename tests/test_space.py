@@ -119,7 +119,18 @@ BAD = [
     ("kernel: copy\nsampler: annealing\nparams: {}\n", 2,
      "sampler: unknown sampler 'annealing'; known: auto, exhaustive, one-at-a-time, tpe, random, "
      "gp"),
+    ("kernel: copy\nsampler: TPE\nparams: {}\n", 2,     # another case is the likeliest slip
+     "cmaes, or package.module:attr for your own; did you mean 'tpe'?"),
+    ("kernel: mykern.axpy\nparams: {}\n", 1, "unknown kernel 'mykern.axpy'; known: copy, "
+     "add, matmul, scale, copy-strided, softmax, torch-op, cuda, or package.module:attr for "
+     "your own; did you mean 'mykern:axpy'?"),                 # a dot where the colon goes
+    ("kernel: copy\nparams:\n  grid: [\"l2 // 1024\"]\n", 3,    # the start of a name
+     "unknown name 'l2' in 'l2 // 1024'; known: BLOCK, block, footprint, grid, itemsize, "
+     "l2_bytes, n, sms; did you mean 'l2_bytes'?"),
     ("kernel: copy\nparams:\n  grid: []\n", 3, "params.grid: empty axis; allowed:"),
+    ("kernel: copy\nparams:\n  BLOCK: {values: [256, 512]}\n", 3,    # when: left out
+     "params.BLOCK.values: values: belongs to a conditional axis, {values: [...], when: "
+     "\"expression\"}; give when:, or the values as a list ([256, 512])"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
      "params.BLOCK.pow2: 300 is not a power of two"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [2048, 1024]}\n", 3, "pow2 needs lo <= hi"),
@@ -478,3 +489,30 @@ def test_the_errors_docs_space_md_shows_are_as_printed(name, tmp_path, monkeypat
     (tmp_path / name).write_text(DOCUMENTED_ERRORS[name])
     assert main(["plan", name]) == 2
     assert [capsys.readouterr().err.removeprefix("sweeper: ").rstrip("\n")] == shown
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"1 // 0"', "s.yaml:4: params.grid[0]: division by zero in '1 // 0'; allowed: an "
+                 "expression that gives a positive integer"),
+    ('"isqrt(-4)"', "s.yaml:4: params.grid[0]: isqrt of a negative number (-4) in "
+                    "'isqrt(-4)'; allowed: an expression that gives a positive integer"),
+])
+def test_a_constant_expression_that_fails_says_what_is_allowed(value, message):
+    """An expression over no names is computed as the file is read; its failure has no
+    values to name, so the message ends with what a value may be."""
+    with pytest.raises(SpaceError) as info:
+        parse(GOOD.replace('[sms, 2*sms, "cdiv(n, BLOCK)"]', f"[{value}]"))
+    assert str(info.value) == message
+
+
+def test_a_kernels_bad_default_is_refused_at_the_kernel_as_its_default():
+    """A default the file does not hold (block 100) was refused at 'params.block[0]', on
+    the params line, as if the file said it; it is the kernel's, at the kernel line."""
+    with pytest.raises(SpaceError) as info:
+        parse("kernel: tests.kernels_for_tests:DefaultsToOddBlock\nparams:\n  BLOCK: [256]\n")
+    assert str(info.value) == (
+        "s.yaml:1: kernel: defaults-to-odd-block's default block 100, standing in for "
+        "params.block, is refused (give params.block): 100 threads per program; allowed: "
+        "32, 64, 128, 256, 512, 1024 (num_warps × 32)")
+    assert parse("kernel: tests.kernels_for_tests:DefaultsToOddBlock\nparams:\n"
+                 "  block: [128]\n").axis("block").labels == ("128",)

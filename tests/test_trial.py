@@ -50,6 +50,15 @@ def test_exception_is_recorded_not_raised():
     assert run("tests.kernels_for_tests:RaisesOnBigBlock", block=256).status is TrialStatus.OK
 
 
+def test_a_check_that_answers_neither_none_nor_a_reason_fails_the_trial_saying_so():
+    """A check returning True was a wrong answer whose reason is not text, which the
+    journal refused: the sweep stopped with "cannot record a trial record"."""
+    result = run("tests.kernels_for_tests:ChecksTrue")
+    assert result.status is TrialStatus.CRASHED
+    assert result.reason == ("TypeError: ChecksTrue.check returned True; it returns None "
+                             "where the outputs are right, else the reason (a str)")
+
+
 def _named(name: str) -> type[Exception]:
     return type(name, (Exception,), {})
 

@@ -242,18 +242,22 @@ def evaluate(expr: Expr, env: Mapping[str, int]) -> int | bool:
     try:
         result = expr.run(env)
     except ZeroDivisionError:
-        raise ExpressionError(f"division by zero in {quoted(expr.text)} with "
-                              f"{_show(expr, env)}") from None
+        raise ExpressionError(f"division by zero in {quoted(expr.text)}"
+                              f"{_with(expr, env)}") from None
     except ArithmeticError as err:
-        raise ExpressionError(f"{err} in {quoted(expr.text)} with {_show(expr, env)}") from None
+        raise ExpressionError(f"{err} in {quoted(expr.text)}{_with(expr, env)}") from None
     if type(result) is int and not -LIMIT <= result <= LIMIT:
         raise ExpressionError(f"{quoted(expr.text)} gives a number beyond +-2**62 (values must "
-                              f"fit in 62 bits) with {_show(expr, env)}")
+                              f"fit in 62 bits){_with(expr, env)}")
     return result
 
 
-def _show(expr: Expr, env: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={env[k]}" for k in sorted(expr.names))
+def _with(expr: Expr, env: Mapping[str, int]) -> str:
+    """`` with a=1, b=2``: the values of the names ``expr`` reads, or nothing when it reads
+    none."""
+    if not expr.names:
+        return ""
+    return " with " + ", ".join(f"{k}={env[k]}" for k in sorted(expr.names))
 
 
 Run = Callable[[Mapping[str, int]], "int | bool"]

@@ -43,11 +43,16 @@ def canonical_dtype(text: str) -> str | None:
 
 def closest(word: str, known: Iterable[str]) -> str | None:
     """The one of ``known`` closest to ``word`` where one is close (a misspelling, a
-    suffix left out), else ``None``.  A name that ``word`` begins comes before any other
-    (``copy-smal`` is ``copy-small-interpret``, not ``copy-oat``), the nearest of
-    several first."""
+    suffix left out, another case: ``TPE`` for ``tpe``, ``l2`` for ``l2_bytes``), else
+    ``None``.  The same word in another case comes first, then a name that ``word``
+    begins (``copy-smal`` is ``copy-small-interpret``, not ``copy-oat``), the nearest of
+    several."""
     known = list(known)
-    begun = [name for name in known if word and name.startswith(word)]
+    same = [name for name in known if name.lower() == word.lower()]
+    if len(same) == 1:
+        return same[0]
+    begun = [name for name in known
+             if len(word) >= 2 and name.lower().startswith(word.lower())]
     close = difflib.get_close_matches(word, begun or known, n=1, cutoff=0 if begun else 0.6)
     return close[0] if close else None
 

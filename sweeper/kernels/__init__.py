@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from sweeper import plugins
 from sweeper.core import Config, Dim, Problem
+from sweeper.errors import SweeperError, user_line
 from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam, fill_random
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
@@ -23,8 +24,18 @@ def kernel_class(name: str) -> type[Kernel]:
 
 def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
     """An instance of the kernel called ``name``, constructed with ``options`` (a space's
-    ``kernel_options``) as keyword arguments."""
-    return kernel_class(name)(**dict(options))
+    ``kernel_options``) as keyword arguments; a :class:`SweeperError` naming the kernel
+    and the line where its own constructor raised."""
+    cls = kernel_class(name)
+    try:
+        return cls(**dict(options))
+    except SweeperError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the kernel's own code: one line, no traceback
+        line = user_line(err)
+        raise SweeperError(f"kernel {name}: constructing {cls.__name__} raised "
+                           f"{type(err).__name__}: {err}{f' (at {line})' if line else ''}"
+                           ) from None
 
 
 def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweeper.core import DTYPES, Dim, Expr, parse
+from sweeper.core import DTYPES, Dim, Expr, evaluate, parse
 from sweeper.core._model import BLOCKS
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
@@ -125,7 +125,8 @@ class Declaration:
 
     def defaults(self, name: str, dims: Mapping[str, Dim], meta: Mapping[str, MetaParam]
                  ) -> dict[str, Any]:
-        """The values of the launch and problem axes a space leaves out."""
+        """The values of the launch and problem axes a space leaves out: a footprint of
+        64 MiB where ``dims`` is not declared, else the dimensions' defaults."""
         grid = self.grid
         if grid is None:
             if "n" not in dims or "BLOCK" not in meta:
@@ -145,15 +146,17 @@ class Declaration:
                                f"{', '.join(DTYPES)}")
         out = {"grid": grid if isinstance(grid, str) else whole(grid),
                "block": whole(self.block) or 128, "dtype": self.dtype or "float32"}
-        # the declared n is the problem a space leaves out; 64 MiB only where n has none
-        if list(dims) == ["n"] and dims["n"].default is None:
+        # declared dimensions size a space that leaves them out; 64 MiB where none are
+        # declared, or n is without a default
+        if self.dims is None or (list(dims) == ["n"] and dims["n"].default is None):
             out["footprint"] = "64MiB"
         return out
 
     def shape(self, name: str, dims: Mapping[str, Dim]) -> dict[str, Any]:
-        """The footprint of a problem (``footprint_bytes``) and, for a 1-D kernel, its
-        dimension from a footprint; other kernels' spaces give their dimensions."""
-        if list(dims) == ["n"]:
+        """The footprint of a problem (``footprint_bytes``) and, for a 1-D kernel whose
+        footprint is ``n * itemsize``, its dimension from a footprint; other kernels'
+        spaces give their dimensions."""
+        if list(dims) == ["n"] and _one_array(self.footprint_bytes):
             return {"footprint_bytes": self.footprint_bytes or "n * itemsize",
                     "dims_from_footprint": {"n": "footprint // itemsize"}}
         if self.footprint_bytes is None:
@@ -351,11 +354,13 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       (a tensor, a tuple in ``outputs``' order, a dict), or ``None`` after changing its
       arguments in place;
     - ``meta``: meta-parameters and their defaults (``{"BLOCK": 1024}`` or ``MetaParam``);
-      ``dims``: the problem's dimensions and default sizes (default ``{"n": 2**20}``);
+      ``dims``: the problem's dimensions and default sizes, which a space giving no size
+      measures (without ``dims``: ``n``, and a 64 MiB footprint by default);
       ``grid``, ``block``, ``dtype``: defaults for the axes a space leaves out;
     - ``bytes_moved``, ``flops``: an expression over the dimensions and ``itemsize`` or a
       function of the problem (bytes default to inputs read plus outputs written);
-      ``footprint_bytes``: required when the dimensions are not just ``n``;
+      ``footprint_bytes``: required when the dimensions are not just ``n``; where it is
+      other than ``n * itemsize``, a space sizes the kernel by ``n``, not a footprint;
     - ``baseline(**tensors)``: the same work in torch, timed for the "% of torch" column
       (``baseline_name`` names it); ``tolerance``: ``{dtype: (rtol, atol)}`` over
       ``torch.testing.assert_close``'s defaults (a dtype by any spelling: ``"fp16"``,
@@ -377,3 +382,17 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model)
     return declared.build if launch is None else declared.build(launch)
+
+
+def _one_array(footprint_bytes: str | None) -> bool:
+    """Whether ``footprint_bytes`` (default ``n * itemsize``) is ``n * itemsize``, however
+    written, so ``n = footprint // itemsize`` gives back the footprint; an expression that
+    does not parse is refused where the footprint is read."""
+    if footprint_bytes is None:
+        return True
+    try:
+        expr = parse(footprint_bytes)
+        return all(evaluate(expr, {"n": n, "itemsize": size}) == n * size
+                   for n in (1, 3, 1000) for size in (1, 2, 8))
+    except ExpressionError:
+        return True

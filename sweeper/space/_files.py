@@ -199,6 +199,16 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
         params = data.get("params") or {}
         if not isinstance(params, dict):        # refused by the parser, as the file wrote it
             continue
+        group = next((g for g, v in params.items() if g != key and isinstance(v, dict)
+                      and isinstance(v.get("zip"), dict) and key in v["zip"]), None)
+        if group is not None:
+            file, line = where.get(f"params.{group}", (None, None))
+            at = f" ({file}:{line})" if file and line else ""
+            raise SpaceError(f"{cut(key, 60)} is zipped in params.{group}{at}, so it moves "
+                             f"with {', '.join(k for k in params[group]['zip'] if k != key)}; "
+                             f"override the group instead ({cut(group, 60)}={{zip: "
+                             "{...}})",
+                             file=named)
         data["params"] = {**params, key: loaded}
         _drop(where, f"params.{key}")
         where[f"params.{key}"] = (named, None)

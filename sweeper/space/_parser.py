@@ -282,17 +282,31 @@ class _Parser:
                     self.from_option[path] = f"kernel.{name}"
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
                     AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
-            values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
-            labels = [v.label for v in values]
-            dup = next((lb for lb in labels if labels.count(lb) > 1), None)
-            if dup is not None:
-                raise self.error(path, f"value {shown(dup)} appears twice")
-            for i, v in enumerate(values):
-                refusal = self.refusal(name, v.constant) if isinstance(v.constant, int) else None
-                if refusal is not None:
-                    raise self.error(f"{path}[{i}]", refusal)
+            try:
+                values = self.checked_values(name, raw, path)
+            except SpaceError as err:
+                if name in params or name == "cache" or path in self.from_option:
+                    raise
+                # the kernel's own default, which the file does not hold: say whose it is
+                raise self.error("kernel", f"{kernel.name}'s default {name} "
+                                 f"{shown(raw[0])}, standing in for params.{name}, is "
+                                 f"refused (give params.{name}): {err.message}") from None
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
+
+    def checked_values(self, name: str, raw: list[Any], path: str) -> tuple[Value, ...]:
+        """Axis ``name``'s values ``raw`` read and checked: each once, each one the axis
+        may take (:meth:`refusal`)."""
+        values = tuple(self.value(name, v, f"{path}[{i}]") for i, v in enumerate(raw))
+        labels = [v.label for v in values]
+        dup = next((lb for lb in labels if labels.count(lb) > 1), None)
+        if dup is not None:
+            raise self.error(path, f"value {shown(dup)} appears twice")
+        for i, v in enumerate(values):
+            refusal = self.refusal(name, v.constant) if isinstance(v.constant, int) else None
+            if refusal is not None:
+                raise self.error(f"{path}[{i}]", refusal)
+        return values
 
     def fits_kernel(self, axes: list[Axis]) -> None:
         """The kernel's declaration checked against the axes' constant values and each
@@ -324,6 +338,10 @@ class _Parser:
         if isinstance(raw, dict):
             forms: dict[str, Callable[[Any, str], list[int]]] = {
                 "range": self.range_form, "pow2": self.pow2_form}
+            if "values" in raw and "when" not in raw and not path.endswith(".values"):
+                raise self.error(f"{path}.values", "values: belongs to a conditional axis, "
+                                 "{values: [...], when: \"expression\"}; give when:, or the "
+                                 "values as a list ([256, 512])")
             raw = self.keys(raw, path, tuple(forms))
             if len(raw) != 1:
                 raise self.error(path, f"give exactly one of {', '.join(forms)}")
@@ -405,11 +423,15 @@ class _Parser:
                 raise self.error(path, str(not_size)) from None
             try:
                 expr = _expr.parse(label)
-                if expr.names:
-                    return Value(label=label, expr=expr, origin=origin)
-                constant = int(_expr.evaluate(expr, {}))
             except ExpressionError as err:
                 raise self.error(path, f"{err}{_split_at_a_comma(label)}") from None
+            if expr.names:
+                return Value(label=label, expr=expr, origin=origin)
+            try:
+                constant = int(_expr.evaluate(expr, {}))
+            except ExpressionError as err:
+                raise self.error(path, f"{err}; allowed: an expression that gives a positive "
+                                 "integer") from None
         # a dimension declaring a minimum below 1 (0 for a flag) has its limits checked later
         if constant <= 0 and self.lowest(axis) >= 1:
             # a meta-parameter whose default is 0 (a switch declared as a plain int, as

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 
 from sweeper.devices import Device, DeviceFacts
+from sweeper.errors import user_line
 from sweeper.finals import Round
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import Spent, StopRule
@@ -52,6 +53,9 @@ class Bench:
         #: the fastest (median, CI high) per (problem, cache) so far: early abandonment cuts
         #: short a config clearly slower (a worker is handed the coordinator's with each job)
         self.best: dict[tuple[Problem, str], tuple[float, float]] = {}
+        #: per problem: why the kernel could not count its work (its ``bytes_moved`` or
+        #: ``flops`` raised), or ``None`` where it could
+        self.uncounted: dict[Problem, str | None] = {}
         #: seconds spent on per-problem work every worker repeats (allocating buffers,
         #: measuring the torch baseline) since the last :meth:`stamps`
         self.repeated = Spent()
@@ -155,6 +159,24 @@ class Bench:
             self.baselines.ensure(sets[0], config.cache, self.power.duty)
         return sets
 
+    def count_fails(self, problem: Problem) -> str | None:
+        """Why the kernel cannot count ``problem``'s work (its ``bytes_moved`` or ``flops``,
+        a user's code, raised), or ``None``: every rate, the baseline's and the finals'
+        too, needs both, so each config of such a problem fails with that reason."""
+        if problem not in self.uncounted:
+            self.uncounted[problem] = None
+            for what, count in (("bytes_moved", self.kernel.bytes_moved),
+                                ("flops", self.kernel.flops)):
+                try:
+                    count(problem)
+                except Exception as err:  # noqa: BLE001 - the kernel's own code: record it
+                    line = user_line(err)
+                    self.uncounted[problem] = (
+                        f"the kernel's {what} raised {type(err).__name__}: {err}"
+                        f"{f' (at {line})' if line else ''}")
+                    break
+        return self.uncounted[problem]
+
     def stamps(self, got: float) -> Stamps:
         """A job got at ``got`` ends now: its stamps, with the per-problem work it did."""
         repeated, self.repeated = self.repeated, Spent()
@@ -169,7 +191,10 @@ class Bench:
         except Invalid as err:
             result = TrialResult(TrialStatus.INVALID, str(err))
         else:
-            if self.device.replays:
+            uncounted = self.count_fails(config.problem)
+            if uncounted is not None:
+                result = TrialResult(TrialStatus.CRASHED, uncounted)
+            elif self.device.replays:
                 result = replayed(self.device, self.kernel, choice, config)
             else:
                 result = self.run(config, number)
