@@ -30,7 +30,8 @@ BAR = r"trials [━╸╺ ]+ {done}/6 best [\d.]+ GB/s last [\d.]+ GB/s \d:\d\d:
 #: The end of a sweep with its final: the trials done, the final settled (rich lines the
 #: two bars' columns up).
 ENDED = (r"trials [━╸╺ ]+ 6/6 +best [\d.]+ GB/s +last [\d.]+ GB/s +\d:\d\d:\d\d done *\n"
-         r"finals [━╸╺ ]+ 5/5 +float32 4KiB cold +settled in [345] rounds +\d:\d\d:\d\d done *\n")
+         r"finals [━╸╺ ]+ ([345])/\1 +float32 4KiB cold +settled in \1 rounds +\d:\d\d:\d\d "
+         r"done *\n")
 
 INTERRUPT_AFTER_TWO = """
 import os, signal
