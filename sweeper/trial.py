@@ -345,4 +345,9 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     if "InterpreterError" in names and err.__cause__ is not None:
         line = user_line(err.__cause__)
         return classify(err.__cause__)[0], f"{reason} (at {line})" if line else reason
-    return TrialStatus.CRASHED, reason or "".join(traceback.format_exception_only(err)).strip()
+    reason = reason or "".join(traceback.format_exception_only(err)).strip()
+    # where the user's own code raised it (a CUDA error surfaces at a later call, not
+    # where it arose: no line for it)
+    line = None if "CUDA error" in reason else user_line(err)
+    return TrialStatus.CRASHED, (f"{reason[:max(0, 480 - len(line))]} (at {line})"[:500]
+                                 if line else reason)

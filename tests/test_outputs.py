@@ -412,9 +412,11 @@ def test_a_run_names_its_failed_configs_and_what_they_share(write_space, tmp_pat
     rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
                      "--no-report")
     assert rc == EXIT_CONFIGS_FAILED == 3         # measured, but the kernel failed somewhere
-    assert line(out, "failed: ") == (
+    failed = line(out, "failed: ")
+    assert failed.startswith(
         "failed: 4 crashed (first: #2 grid=cdiv(n, BLOCK) block=32 BLOCK=1024: RuntimeError: "
-        "BLOCK=1024 is too big for this test); every one with BLOCK=1024")
+        "BLOCK=1024 is too big for this test (at kernels_for_tests.py:31: raise ")
+    assert failed.endswith("…); every one with BLOCK=1024")      # the reason cut short
     rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
                      "--no-report")                    # resumed: nothing failed this run
     assert rc == 0
@@ -441,7 +443,9 @@ def test_debug_prints_a_failed_trials_traceback_and_the_report_keeps_its_message
            "Traceback (most recent call last):\n" in err
     assert "RuntimeError: BLOCK=1024 is too big for this test\n" in err
     report = (tmp_path / "studies" / "tiny-interpret" / "report.md").read_text()
-    assert "| crashed | RuntimeError: BLOCK=1024 is too big for this test | 4 | #" in report
+    assert "| crashed | RuntimeError: BLOCK=1024 is too big for this test (at " \
+           "kernels_for_tests.py:31: raise RuntimeError(f\"BLOCK={config.meta\\['BLOCK'\\]} " \
+           "is too big for this test\")) | 4 | #" in report             # [ ] escaped
     assert "| BLOCK=1024 |" in report
     assert DEBUG_ENV not in os.environ                # set while the command ran, not after
     rc, _, err = run(capsys, "run", str(space), "--device", "interpret", "--quiet",

@@ -364,3 +364,23 @@ def test_a_space_that_sizes_nothing_measures_the_declared_n(tmp_path, monkeypatc
     assert space.sizes == (("n",) if dims else ("footprint",))
     assert config.problem.dim("n") == n
     assert config.problem.footprint == n * 4
+
+
+def test_a_launch_that_raises_is_recorded_at_the_users_line(tmp_path, monkeypatch,
+                                                             write_space):
+    """An exception the user's launch function raises names its line, as a reference's or
+    an interpreted kernel's does, and the sweep goes on."""
+    (tmp_path / "raising_kernel.py").write_text(
+        "import sweeper\n"
+        "def launch(x, config):\n"
+        "    if config.meta['BLOCK'] == 1024:\n"
+        "        raise ValueError('no tile of 1024 here')\n"
+        "k = sweeper.kernel(launch, name='k', inputs={'x': 'n'}, outputs=['x'],\n"
+        "                   reference=lambda x: x, meta={'BLOCK': 64})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rc, store = _sweep(tmp_path, write_space, "raising_kernel:k")
+    assert rc == 3                            # measured, but a config failed
+    trials, _ = store.records()
+    [crashed] = [t for t in trials if t.status is TrialStatus.CRASHED]
+    assert crashed.reason == ("ValueError: no tile of 1024 here (at raising_kernel.py:4: "
+                              "raise ValueError('no tile of 1024 here'))")

@@ -46,7 +46,9 @@ def test_zeros_are_a_wrong_answer_on_random_input():
 def test_exception_is_recorded_not_raised():
     result = run("tests.kernels_for_tests:RaisesOnBigBlock", block=1024)
     assert result.status is TrialStatus.CRASHED
-    assert result.reason == "RuntimeError: BLOCK=1024 is too big for this test"
+    assert result.reason == ("RuntimeError: BLOCK=1024 is too big for this test (at "
+                             "kernels_for_tests.py:31: raise RuntimeError(f\"BLOCK="
+                             "{config.meta['BLOCK']} is too big for this test\"))")
     assert run("tests.kernels_for_tests:RaisesOnBigBlock", block=256).status is TrialStatus.OK
 
 
