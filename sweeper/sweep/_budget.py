@@ -22,7 +22,7 @@ import optuna
 from sweeper.ceilings import Ceilings
 from sweeper.finals import MIN_ROUNDS, Round, chosen, final_bound_s, problem_of
 from sweeper.measure import Duty
-from sweeper.outcome import reason_line
+from sweeper.outcome import COMPLETE, reason_line
 from sweeper.samplers import ExhaustiveSampler
 from sweeper.space import Budget
 from sweeper.store import ProblemKey, TrialRecord
@@ -30,8 +30,6 @@ from sweeper.trial import KERNEL_FAULTS
 
 #: Proposals in a row that were all measured before: the sampler has converged.
 MAX_REPEATED_PROPOSALS = 200
-#: Why a sweep stops when the sampler has nothing new left to propose.
-COMPLETE = "complete: every valid config tried"
 #: Why a sweep stops at a Ctrl-C (after the trial in flight; ``sweeper run`` exits 130).
 INTERRUPTED = "interrupted (Ctrl-C)"
 #: Why a sweep stops at a SIGTERM (a job scheduler's, ``kill``'s): as at a Ctrl-C, after
