@@ -165,7 +165,8 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                         "worker may take the config (default 60s); a killed worker's "
                         "claims go at once")
     worker.add_argument("--trials", type=_typed(whole_number), help="stop after this many trials")
-    worker.add_argument("--time", type=_typed(seconds), help="stop after this long (e.g. 10m)")
+    worker.add_argument("--time", type=_typed(seconds), help="end the whole command within "
+                        "this long, its start-up included (e.g. 10m)")
     worker.add_argument("--force", action="store_true",
                         help="add to a study measured with other settings")
     worker.set_defaults(func=cmd_worker)
