@@ -3,6 +3,7 @@ problem's final starts only if the time left covers it (the next run measures th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -82,6 +83,22 @@ def trial(number: int, median_ms: float) -> TrialRecord:
     return TrialRecord(number=number, choice={"block": str(number)}, status=TrialStatus.OK,
                        config=Config(problem=problem, grid=1, block=32, meta={}),
                        samples_ms=samples, stats=summarize(samples))
+
+
+def test_a_sweep_without_finals_says_it_keeps_time_for_the_trial_in_flight(monkeypatch):
+    """A worker's sweep and a replay run no finals: what the budget keeps at the end is
+    the trial in flight's time, not "kept for the finals"; nothing kept, nothing said."""
+    now = [100.0]
+    monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=100, measured=0, t0=100.0)
+    assert budgets.finals_duty is None
+    budgets.counted(dataclasses.replace(trial(0, 2.0), wall_s=0.7), None)
+    now[0] = 110.0 - 0.7 + 0.01
+    assert budgets._spent(_study()) == "budget: 10 s (0.7 s of it kept for the trial in flight)"
+    budgets.counted(dataclasses.replace(trial(1, 2.0), wall_s=0.01), None)
+    now[0] = 110.0
+    assert budgets._spent(_study()) == "budget: 10 s"
 
 
 def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):

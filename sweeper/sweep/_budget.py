@@ -244,8 +244,10 @@ class Budgets:
             return f"budget: {self.max_trials} trials"
         kept = self.keep_for_finals()
         if self.time_left() <= kept:
+            # without finals (a worker's sweep, a replay) only the trial in flight is kept
+            what = "the finals" if self.finals_duty is not None else "the trial in flight"
             return f"budget: {self.max_time_s:g} s" + (
-                f" ({kept:.1f} s of it kept for the finals)" if kept else "")
+                f" ({kept:.1f} s of it kept for {what})" if round(kept, 1) else "")
         sampler = study.sampler
         if isinstance(sampler, ExhaustiveSampler):
             if sampler.remaining(study) == 0:
