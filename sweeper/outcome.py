@@ -27,6 +27,8 @@ REASON_CHARS = 120
 NOT_IN_TABLE = "the recorded table does not hold"
 #: The statuses a run counts as failed: every failure but a replay's ``missing``.
 FAILED = FAILURES - {TrialStatus.MISSING}
+#: Why a sweep stops when the sampler has nothing new left to propose.
+COMPLETE = "complete: every valid config tried"
 
 
 def absent_text(n: int) -> str:
@@ -117,14 +119,16 @@ def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | No
     failed = [t for t in trials if t.status is not TrialStatus.INVALID]
     ruled_out = len(trials) - len(failed)
     why = [failure_counts(failed)] if failed else []
+    if not failed and (not ruled_out or stopped_by != COMPLETE):
+        # no config ran: what stopped the sweep comes first (a time budget spent before
+        # the first trial), not the configs the constraints removed
+        why.append(f"no trial finished (stopped: {stopped_by})")
     if ruled_out:
         reasons = Counter(t.reason.splitlines()[0] if t.reason else "no reason given"
                           for t in trials if t.status is TrialStatus.INVALID)
         reason, n = reasons.most_common(1)[0]
         often = "all" if n == ruled_out else f"{n} of them"
         why.append(f"{ruled_out} ruled out by constraints or values ({often}: {reason})")
-    if not why:
-        why.append(f"no trial finished (stopped: {stopped_by})")
     return "no config was measured: " + "; ".join(why)
 
 

@@ -356,6 +356,13 @@ def test_bad_option_values(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(small_space), "--device", "interpret", "--time", "soon"]) == 2
     assert "--time: 'soon' is not a duration" in capsys.readouterr().err
+    # a negative duration is the option's value, refused as one (not "expected one argument")
+    for value in ("-3s", "-1m", "-1h30m"):
+        assert main(["run", str(small_space), "--device", "interpret", "--time", value]) == 2
+        assert f"--time: '{value}' is not a duration" in capsys.readouterr().err
+    assert main(["worker", str(small_space), "--study", "s", "--lease", "-5s"]) == 2
+    assert "--lease: '-5s' is not a duration" in capsys.readouterr().err
+    assert not (tmp_path / "studies").exists()
     assert main(["tuned", "copy", "--footprint", "lots"]) == 2
     assert "--footprint: 'lots' is not a size" in capsys.readouterr().err
 

@@ -20,7 +20,7 @@ from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._replay import ReplayDevice
 from sweeper.engine._run import cache_text
 from sweeper.kernels import Headline, load_kernel
-from sweeper.outcome import failure_counts, nothing_measured
+from sweeper.outcome import COMPLETE, failure_counts, nothing_measured
 from sweeper.samplers._priors import prior_sources
 from sweeper.space import Config, Problem, load_space
 from sweeper.store import StudyStore, TrialRecord
@@ -212,6 +212,14 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
         "no config was measured: no trial finished (stopped: stopped: Ctrl-C)")
     ok = record(6, TrialStatus.OK)
     assert nothing_measured([*trials, ok], "complete") is None
+    # a time budget spent before the first trial: the configs the constraints removed are
+    # not why nothing was measured
+    assert nothing_measured([trials[3]], "budget: 14 s") == (
+        "no config was measured: no trial finished (stopped: budget: 14 s); 1 ruled out by "
+        "constraints or values (all: constraint 'BLOCK >= block' is false)")
+    assert nothing_measured([trials[3]], COMPLETE) == (
+        "no config was measured: 1 ruled out by constraints or values (all: constraint "
+        "'BLOCK >= block' is false)")
     assert failure_counts([trials[0]]) == "1 crashed (first: #3 grid=sms block=32: boom)"
 
 

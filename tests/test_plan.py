@@ -599,6 +599,29 @@ def test_a_run_keeps_what_its_report_took_beyond_the_pictures(write_space, tmp_p
     assert 0 < costs["report_fixed_s"] <= costs["report_s"]
 
 
+def test_a_report_that_redrew_nothing_leaves_the_reports_costs_as_they_were(
+        write_space, tmp_path, monkeypatch):
+    """A resumed run whose report keeps every heatmap unchanged drew nothing: its seconds
+    say nothing of what a map costs.  Kept beside the maps it kept, they priced a map at
+    nearly nothing, and the next `--time 40s` run on the interpreter wrote a report of
+    8 maps that took 15.4 s and ended at 48.4 s."""
+    import json
+
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = write_space(SMALL_SPACE)
+    run = ["run", str(path), "--device", "interpret", "--studies-dir",
+           str(tmp_path / "studies"), "--quiet"]
+    assert main(run) == 0
+    cache = tmp_path / "cache" / "run-costs.json"
+    (first,) = json.loads(cache.read_text()).values()
+    assert main(run) == 0                                # complete: every map unchanged
+    (again,) = json.loads(cache.read_text()).values()
+    kept = ("report_s", "report_maps", "report_fixed_s")
+    assert {k: again[k] for k in kept} == {k: first[k] for k in kept}
+
+
 def test_plan_of_a_gpu_only_kernel_on_the_interpreter_estimates_nothing(capsys):
     from tests.conftest import ROOT
 

@@ -3,6 +3,7 @@ problem's final starts only if the time left covers it (the next run measures th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -82,6 +83,22 @@ def trial(number: int, median_ms: float) -> TrialRecord:
     return TrialRecord(number=number, choice={"block": str(number)}, status=TrialStatus.OK,
                        config=Config(problem=problem, grid=1, block=32, meta={}),
                        samples_ms=samples, stats=summarize(samples))
+
+
+def test_a_sweep_without_finals_says_it_keeps_time_for_the_trial_in_flight(monkeypatch):
+    """A worker's sweep and a replay run no finals: what the budget keeps at the end is
+    the trial in flight's time, not "kept for the finals"; nothing kept, nothing said."""
+    now = [100.0]
+    monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=100, measured=0, t0=100.0)
+    assert budgets.finals_duty is None
+    budgets.counted(dataclasses.replace(trial(0, 2.0), wall_s=0.7), None)
+    now[0] = 110.0 - 0.7 + 0.01
+    assert budgets._spent(_study()) == "budget: 10 s (0.7 s of it kept for the trial in flight)"
+    budgets.counted(dataclasses.replace(trial(1, 2.0), wall_s=0.01), None)
+    now[0] = 110.0
+    assert budgets._spent(_study()) == "budget: 10 s"
 
 
 def test_the_loop_stops_when_the_time_left_is_what_the_finals_need(monkeypatch):
@@ -182,7 +199,9 @@ def test_a_machines_finals_overhead_is_measured_from_its_finals():
 def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(monkeypatch):
     """The report a run the budget cuts short writes draws the heatmaps of its trials, not
     the space's: the budget keeps what a report of the maps so far and of one trial more
-    takes (a space of 90 maps kept 8 s on the H200 and left a 12 s run nothing)."""
+    takes (a space of 90 maps kept 8 s on the H200 and left a 12 s run nothing); a map
+    is drawn once two of its cells hold a number (a replay of spaces/matmul.yaml under
+    `--time 20s`, each configs' meta values a map, stopped after 23 configs at 9.2 s)."""
     now = [100.0]
     monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
@@ -198,7 +217,14 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
                        config=Config(problem=one.config.problem, grid=1, block=32,
                                      meta={"BLOCK": 256}),
                        samples_ms=[1.0] * 5, stats=summarize([1.0] * 5))
-    budgets.counted(meta, None)                       # a new map of the same problem
+    budgets.counted(meta, None)      # a new map of the same problem, of one cell: not drawn
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 2))
+    budgets.counted(dataclasses.replace(meta, number=3, choice={"block": "3"}), None)
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (3 + 2))   # two: drawn
+    failed = dataclasses.replace(meta, number=4, choice={"block": "4"}, config=Config(
+        problem=one.config.problem, grid=1, block=32, meta={"BLOCK": 512}),
+        status=TrialStatus.CRASHED, stats=None)
+    budgets.counted(failed, None)                     # no number: no cell of any map
     assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (3 + 2))
     now[0] = 110.0 - budgets.keep_for_report() + 0.01
     assert budgets.halted()

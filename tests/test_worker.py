@@ -63,6 +63,25 @@ def test_two_workers_share_a_sweep_and_each_config_is_kept_once(storage, tmp_pat
     assert "SAME" in capsys.readouterr().out
 
 
+def test_a_workers_time_budget_counts_from_the_commands_start(tmp_path, monkeypatch,
+                                                              capsys):
+    """`sweeper worker --time` ends the whole command within the budget, as `run --time`
+    does: two workers of spaces/copy.yaml on the interpreter under `--time 20s` ended at
+    28.3 and 28.6 s when it counted from their sweeps' start (start-up 8 s)."""
+    from sweeper.engine import WorkerOptions, run_worker
+    from sweeper.engine._options import SpaceSource
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr("sweeper.engine._worker.process_age", lambda: 60.0)
+    space = SpaceSource(path="spaces/copy.yaml", params=("BLOCK=512,1024",))
+    options = dict(study="budgeted", space=space, device=f"replay:{TABLE}",
+                   studies_dir=str(tmp_path), time_s=50.0)
+    spent = run_worker(WorkerOptions(**options, clock_from_start=True))
+    assert spent.measured == 0 and spent.stopped_by.startswith("budget: 50 s")
+    fresh = run_worker(WorkerOptions(**options))       # from Python: the sweep's own clock
+    assert fresh.measured > 0
+
+
 def test_a_worker_without_a_space_takes_the_studys_and_needs_the_study(postgres_url, tmp_path,
                                                                       monkeypatch, capsys):
     monkeypatch.chdir(ROOT)

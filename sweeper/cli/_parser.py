@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Sequence
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from sweeper.cli._measure import cmd_ab, cmd_calibrate
 from sweeper.cli._plan import cmd_kernels, cmd_plan, cmd_schema
@@ -47,7 +48,14 @@ DESCRIPTION = ("Autotuning parameter sweeps for GPU kernels, with measurements y
 class ArgumentParser(argparse.ArgumentParser):
     """argparse, with a usage error raised as one line instead of printed with the usage:
     a bad option or value is one line and exit status 2, as a bad space file is (argparse's
-    own errors, an unknown option or a missing value, included)."""
+    own errors, an unknown option or a missing value, included).  A word that starts with
+    a minus and a digit (``--time -3s``, ``--lease -1m``) is a value, as argparse takes
+    ``-3``: no option starts with a digit, and the value's own check says what is wrong
+    with it ("expected one argument" would not)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         raise SweeperError(f"{self.prog}: {message} (see {self.prog} --help)")
@@ -157,7 +165,8 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                         "worker may take the config (default 60s); a killed worker's "
                         "claims go at once")
     worker.add_argument("--trials", type=_typed(whole_number), help="stop after this many trials")
-    worker.add_argument("--time", type=_typed(seconds), help="stop after this long (e.g. 10m)")
+    worker.add_argument("--time", type=_typed(seconds), help="end the whole command within "
+                        "this long, its start-up included (e.g. 10m)")
     worker.add_argument("--force", action="store_true",
                         help="add to a study measured with other settings")
     worker.set_defaults(func=cmd_worker)

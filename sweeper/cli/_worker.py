@@ -33,7 +33,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         study=args.study, space=None if args.space is None else space_source(args),
         device=args.device, studies_dir=args.studies_dir, storage=args.storage,
         worker_id=args.worker_id, lease_s=args.lease, trials=args.trials, time_s=args.time,
-        force=args.force, command=recorded_command(args.argv)))
+        force=args.force, command=recorded_command(args.argv),
+        clock_from_start=args.from_shell))
     return signal_exit(summary.stopped_by)
 
 

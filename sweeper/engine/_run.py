@@ -623,9 +623,11 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         with reporter.report():
             files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
-        clock.report_maps = len({p.stem for p in files.images})
+        # the maps drawn this time, not those kept unchanged: the pictures' seconds are
+        # theirs (a resumed run that redrew nothing would price a map at nearly nothing);
         # the imports and the files are the same whatever the maps; the pictures and the
         # tables grow with them (plan.RunCosts.report_for)
+        clock.report_maps = len({p.stem for p in files.drawn})
         clock.report_fixed_s = clock.steps()["report"] - files.seconds["pictures"] - \
             files.seconds.get("tables", 0.0)
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.core._spelling import option
 from sweeper.core._units import counted
+from sweeper.engine._clock import process_age
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import SpaceSource
-from sweeper.engine._run import last_run
+from sweeper.engine._run import END_S, last_run
 from sweeper.errors import StudyError
 from sweeper.options import check_study_name, study_folder
 
@@ -28,7 +29,9 @@ class WorkerOptions:
     URL): its space (None: the one the study recorded, which must exist), ``device``,
     ``worker_id`` (None: ``HOST:PID``), how long a claim outlives its last heartbeat
     (``lease_s``), its budgets (``trials``, ``time_s``), ``force`` (join a study measured
-    with other settings) and the ``command`` the study records."""
+    with other settings) and the ``command`` the study records.  ``clock_from_start``: the
+    time budget counts from the process's start, as a command's does (its start-up
+    included), not from the sweep's."""
 
     study: str
     space: SpaceSource | None = None
@@ -41,6 +44,7 @@ class WorkerOptions:
     time_s: float | None = None
     force: bool = False
     command: str = "sweeper worker"
+    clock_from_start: bool = False
 
 
 def run_worker(options: WorkerOptions) -> Any:
@@ -69,6 +73,9 @@ def run_worker(options: WorkerOptions) -> Any:
                   max_time_s=options.time_s, finals=False, stop=stop,
                   claims=Claims(store, worker_id, options.lease_s), sampling=sampling)
     sweep.run_drift = False
+    if options.clock_from_start:
+        # the command's start-up (imports, the space, the device, the study) is spent
+        sweep.outside_s = (process_age() or 0.0) + END_S
     # Ctrl-C or SIGTERM stops after the trial in flight, as `sweeper run` does (twice: at once)
     with stopping_on_signals(stop):
         summary = sweep.run()

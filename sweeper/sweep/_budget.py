@@ -22,7 +22,7 @@ import optuna
 from sweeper.ceilings import Ceilings
 from sweeper.finals import MIN_ROUNDS, Round, chosen, final_bound_s, problem_of
 from sweeper.measure import Duty
-from sweeper.outcome import reason_line
+from sweeper.outcome import COMPLETE, reason_line
 from sweeper.samplers import ExhaustiveSampler
 from sweeper.space import Budget
 from sweeper.store import ProblemKey, TrialRecord
@@ -30,8 +30,6 @@ from sweeper.trial import KERNEL_FAULTS
 
 #: Proposals in a row that were all measured before: the sampler has converged.
 MAX_REPEATED_PROPOSALS = 200
-#: Why a sweep stops when the sampler has nothing new left to propose.
-COMPLETE = "complete: every valid config tried"
 #: Why a sweep stops at a Ctrl-C (after the trial in flight; ``sweeper run`` exits 130).
 INTERRUPTED = "interrupted (Ctrl-C)"
 #: Why a sweep stops at a SIGTERM (a job scheduler's, ``kill``'s): as at a Ctrl-C, after
@@ -113,9 +111,11 @@ class Budgets:
         #: kept for in ``outside_s``): the time budget keeps what a report of the trials
         #: so far takes (:meth:`keep_for_report`), not one of the whole space
         self.report_s: Callable[[int], float] | None = None
-        #: the heatmaps a report of the trials so far draws: one per problem and
-        #: meta-parameter values, and one per problem (``sweeper.plan``'s count)
-        self.maps: set[tuple[object, ...]] = set()
+        #: the heatmaps a report of the trials so far computes (one per problem and
+        #: meta-parameter values, and one per problem: ``sweeper.plan``'s count), each with
+        #: its cells (grid and block) that hold a number: a map is drawn once it holds two
+        #: (``report.Heatmap.drawn``)
+        self.maps: dict[tuple[object, ...], set[tuple[str | None, str | None]]] = {}
 
     @property
     def trial_s(self) -> float:
@@ -153,19 +153,26 @@ class Budgets:
                              self.finals_overhead_s)
 
     def keep_for_report(self) -> float:
-        """Seconds the time budget keeps for the report: what one of the heatmaps drawn
-        so far and of a trial more (a new problem and meta-parameter values) takes.  A
-        run the budget cuts short draws a few of a space's maps: keeping time for all of
-        them (90 on spaces/matmul-shapes.yaml, 8 s) left a 12 s run on the H200 nothing
-        to measure."""
-        return 0.0 if self.report_s is None else self.report_s(len(self.maps) + 2)
+        """Seconds the time budget keeps for the report: what one of the heatmaps the
+        trials so far draw and the two a trial more may draw (its problem's and its
+        meta-parameter values') takes.  A run the budget cuts short draws a few of a
+        space's maps: keeping time for all of them (90 on spaces/matmul-shapes.yaml, 8 s)
+        left a 12 s run on the H200 nothing to measure; and a map holding a number in one
+        cell is not drawn: counting every meta-parameter value measured once, a replay of
+        spaces/matmul.yaml under `--time 20s` stopped after 23 configs and ended at 9.2 s,
+        its report drawing 6 maps."""
+        if self.report_s is None:
+            return 0.0
+        return self.report_s(sum(len(cells) >= 2 for cells in self.maps.values()) + 2)
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
         """Count ``record`` (``measured_now``, or found in the journal) towards its
         problem's finals and the report's heatmaps."""
-        if record.config is not None:
+        if record.ok and record.config is not None:
             key = problem_of(record)
-            self.maps.update({(key,), (key, tuple(sorted(record.config.meta.items())))})
+            cell = (record.choice.get("grid"), record.choice.get("block"))
+            for kept in ((key,), (key, tuple(sorted(record.config.meta.items())))):
+                self.maps.setdefault(kept, set()).add(cell)
         if measured_now and self._first_s is None:
             self._first_s = record.wall_s
         elif measured_now:
@@ -246,8 +253,10 @@ class Budgets:
             return f"budget: {self.max_trials} trials"
         kept = self.keep_for_finals()
         if self.time_left() <= kept:
+            # without finals (a worker's sweep, a replay) only the trial in flight is kept
+            what = "the finals" if self.finals_duty is not None else "the trial in flight"
             return f"budget: {self.max_time_s:g} s" + (
-                f" ({kept:.1f} s of it kept for the finals)" if kept else "")
+                f" ({kept:.1f} s of it kept for {what})" if round(kept, 1) else "")
         sampler = study.sampler
         if isinstance(sampler, ExhaustiveSampler):
             if sampler.remaining(study) == 0:

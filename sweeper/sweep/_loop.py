@@ -31,7 +31,7 @@ from sweeper.core._model import PROBLEM_AXES
 from sweeper.devices import Device, DeviceFacts
 from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
-from sweeper.outcome import problem_text
+from sweeper.outcome import COMPLETE, problem_text
 from sweeper.plugins import sampler_capabilities
 from sweeper.samplers._exhaustive import PlannedSampler
 from sweeper.space import Config, Configs, Invalid, Space
@@ -46,7 +46,7 @@ from sweeper.store import (
 )
 from sweeper.study import Choice, finals_wanted, now
 from sweeper.sweep._bench import Bench
-from sweeper.sweep._budget import COMPLETE, Budgets, StopFlag, best_of
+from sweeper.sweep._budget import Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims, Held
 from sweeper.sweep._compile_ahead import (
     CompileAhead,
