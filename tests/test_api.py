@@ -600,3 +600,55 @@ def test_run_takes_every_option_of_the_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "coordinator per trial (ms)" in out            # --timing's lines
     assert list(study.path.glob("heatmaps/*.svg"))
+
+
+#: A short kernel whose Triton function is made when its module is imported, as a
+#: notebook's own module (or cell) makes it.
+GPU_MADE = '''
+import triton
+import triton.language as tl
+
+import sweeper
+
+
+@triton.jit
+def scale_kernel(x, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 0.5, mask=offsets < n)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 256},
+                reference=lambda x: x * 0.5)
+def scale(x, config):
+    scale_kernel[(config.grid,)](x, x.numel(), num_warps=config.num_warps, **config.meta)
+'''
+
+
+def test_a_kernel_imported_before_the_interpreter_was_chosen_is_refused(tmp_path,
+                                                                        monkeypatch):
+    """A notebook that imports its kernel's module (or defines the kernel in a cell)
+    before ``sweeper.run(..., device="interpret")`` holds ``@triton.jit`` functions made
+    for a GPU, which every trial would crash on ("0 active drivers"), recording as many
+    crashed trials: refused, saying why and what to do, before anything is written."""
+    import importlib
+    import sys
+
+    (tmp_path / "gpu_made.py").write_text(GPU_MADE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")            # as a fresh notebook has it
+    space = {"kernel": "gpu_made:scale", "params": {"n": [1024]}}
+    try:
+        importlib.import_module("gpu_made")
+        with pytest.raises(SweeperError, match=re.escape(
+                "kernel gpu_made:scale: gpu_made.scale_kernel is a @triton.jit function made "
+                "for a GPU (gpu_made was imported before sweeper set TRITON_INTERPRET=1 for "
+                "device interpret), which the interpreter cannot run; restart the process "
+                "(a notebook's kernel) and run before importing gpu_made, or pass "
+                "workers='process'")):
+            sweeper.run(space, device="interpret", studies_dir=tmp_path / "studies",
+                        quiet=True)
+        assert not (tmp_path / "studies").exists()
+    finally:
+        sys.modules.pop("gpu_made", None)
+
