@@ -9,6 +9,7 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -652,3 +653,26 @@ def test_a_kernel_imported_before_the_interpreter_was_chosen_is_refused(tmp_path
     finally:
         sys.modules.pop("gpu_made", None)
 
+
+def test_a_kernel_defined_in_main_is_refused_where_worker_processes_measure(tmp_path,
+                                                                            monkeypatch):
+    """A kernel a notebook defines lives in its ``__main__``, which a worker process
+    (``workers="process"``, the default on a GPU) cannot import: refused in one line
+    naming the way out, before anything is written, not a worker that died."""
+    import sys
+
+    def launch(x: Any, config: Any) -> None:
+        x.mul_(0.5)
+
+    launch.__module__ = "__main__"
+    kernel = sweeper.kernel(launch, name="in_main", inputs={"x": "n"}, outputs=["x"], grid=1,
+                            reference=lambda x: x * 0.5)
+    monkeypatch.setattr(sys.modules["__main__"], "in_main", kernel, raising=False)
+    with pytest.raises(SweeperError, match=re.escape(
+            "kernel __main__:in_main is defined in __main__ (a notebook or a script), which "
+            "the worker processes cannot import: put it in a module and name it as "
+            "module:attr, or pass workers='inline'")):
+        sweeper.run({"kernel": "__main__:in_main", "params": {"n": [1024]}},
+                    device="interpret", workers="process", studies_dir=tmp_path / "studies",
+                    quiet=True)
+    assert not (tmp_path / "studies").exists()

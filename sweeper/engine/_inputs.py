@@ -94,10 +94,15 @@ def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:
 def refuse_unreachable(name: str, module: str, device: Any, *, processes: bool) -> None:
     """Refuse, before anything is written, kernel ``name`` (defined in ``module``) where
     the trials could only fail for where it was defined, as a notebook defines or imports
-    it: measured in this process on a device that interprets Triton
-    (``TRITON_INTERPRET``), a module holding a ``@triton.jit`` function made for a GPU,
-    as one imported before the device set the variable holds (each trial would crash on
-    the missing driver)."""
+    it: in ``__main__`` where worker processes measure (theirs is not the caller's), or,
+    measured in this process on a device that interprets Triton (``TRITON_INTERPRET``), a
+    module holding a ``@triton.jit`` function made for a GPU, as one imported before the
+    device set the variable holds (each trial would crash on the missing driver)."""
+    if processes and module == "__main__":
+        raise SweeperError(
+            f"kernel {name} is defined in __main__ (a notebook or a script), which the "
+            "worker processes cannot import: put it in a module and name it as "
+            f"module:attr, or pass {given('workers', 'inline')}")
     if processes or device.sets_env.get("TRITON_INTERPRET") != "1":
         return
     compiled = _compiled_for_gpu(sys.modules.get(module))
