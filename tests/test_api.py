@@ -676,3 +676,20 @@ def test_a_kernel_defined_in_main_is_refused_where_worker_processes_measure(tmp_
                     device="interpret", workers="process", studies_dir=tmp_path / "studies",
                     quiet=True)
     assert not (tmp_path / "studies").exists()
+
+
+def test_run_puts_back_the_variables_the_interpreter_set(tmp_path, monkeypatch):
+    """``sweeper.run(..., device="interpret")`` sets ``TRITON_INTERPRET=1`` for its run
+    only: a notebook's later ``@triton.jit`` kernels, and ``sweeper.tuned``'s idea of the
+    GPU it runs on, are not the interpreter's for the rest of the session."""
+    import os
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False, gpu_check="off")
+    assert os.environ["TRITON_INTERPRET"] == "0"
+    assert set(study.trials_dataframe().status) == {"ok"}
+    monkeypatch.delenv("TRITON_INTERPRET")
+    sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True, report=False,
+                gpu_check="off")
+    assert "TRITON_INTERPRET" not in os.environ
