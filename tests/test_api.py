@@ -563,6 +563,8 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
      "'fromat'; allowed: target, format, replace; did you mean 'format'?"),
     (lambda s: sweeper.Study(s).report(scales="map"), "Study.report() takes no keyword "
      "'scales'; allowed: shared_scale, scale; did you mean 'scale'?"),
+    (lambda s: sweeper.Study(s).trials_dataframe(sample=True), "Study.trials_dataframe() "
+     "takes no keyword 'sample'; allowed: samples; did you mean 'samples'?"),
 ])
 def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, call, message):
     """Python's own "got an unexpected keyword argument" says neither what the function

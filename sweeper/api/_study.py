@@ -74,6 +74,7 @@ class Study:
         replayed table)."""
         return self.storage.study_meta().gpu
 
+    @entry()
     def trials_dataframe(self, *, samples: bool = False) -> pd.DataFrame:
         """One row per trial, typed: parameters as integers where they are numbers
         (``<NA>`` where a trial never resolved), dimensions by name, status (a categorical),
