@@ -432,7 +432,7 @@ def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch,
     that finds none says where it looked and the close name there is."""
     monkeypatch.chdir(tmp_path)
     sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", quiet=True, report=False)
-    assert sweeper.load_study("mixed-replay").path == Path("studies/mixed-replay")
+    assert sweeper.load_study("mixed-replay").path == Path.cwd() / "studies/mixed-replay"
     assert len(sweeper.load_study("mixed-replay").trials_dataframe()) == 8
     (tmp_path / "studies").rename(tmp_path / "elsewhere")
     study = sweeper.load_study("mixed-replay", studies_dir=tmp_path / "elsewhere")
@@ -695,3 +695,21 @@ def test_run_puts_back_the_variables_the_interpreter_set(tmp_path, monkeypatch):
     sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True, report=False,
                 gpu_check="off")
     assert "TRITON_INTERPRET" not in os.environ
+
+
+def test_a_study_is_still_read_after_the_notebook_changes_folder(tmp_path, monkeypatch):
+    """A ``Study`` from a relative ``studies_dir`` (or ``load_study``) holds its folder by
+    its absolute path: after ``os.chdir`` (a notebook's ``%cd``) it still reads its own
+    trials, not "no study here" nor another folder's study of the same relative path."""
+    monkeypatch.chdir(tmp_path)
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                        studies_dir="studies", quiet=True, report=False)
+    loaded = sweeper.load_study("mixed-replay")
+    trials = len(study.trials_dataframe())
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    for opened in (study, loaded):
+        assert opened.path == tmp_path / "studies" / "mixed-replay"
+        assert len(opened.trials_dataframe()) == trials
+        assert opened.report() == tmp_path / "studies" / "mixed-replay" / "report.md"
+    assert not (tmp_path / "elsewhere" / "studies").exists()
