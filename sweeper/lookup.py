@@ -165,7 +165,7 @@ class Tuning:
         warnings.warn(f"{self.path}: {kernel!r} is the kernel of that name; "
                       f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} tuned "
                       "under that name too: ask for it by its module:attr path",
-                      TuningWarning, stacklevel=4)
+                      TuningWarning, stacklevel=user_stacklevel())
         return [i for i in named if self.entries[i].identity == kernel]
 
     def _held(self, kernel: str, mine: list[int], ours: list[int]) -> str:
