@@ -713,3 +713,18 @@ def test_a_study_is_still_read_after_the_notebook_changes_folder(tmp_path, monke
         assert len(opened.trials_dataframe()) == trials
         assert opened.report() == tmp_path / "studies" / "mixed-replay" / "report.md"
     assert not (tmp_path / "elsewhere" / "studies").exists()
+
+
+def test_a_dict_naming_its_kernel_by_the_object_is_told_the_name_to_give(tmp_path):
+    """A notebook holds the kernel ``sweeper.kernel`` made and puts it in the dict; a space
+    names its kernel (the study records the name, workers import it by it): refused in
+    one line giving the ``module:attr`` to write, not YAML's "cannot represent an
+    object", and nothing written."""
+    from tests.short_kernels_for_tests import broken_baseline
+
+    with pytest.raises(SpaceError, match=re.escape(
+            "<dict>: kernel: the kernel itself, not its name; allowed: a built-in's name or "
+            "'module:attr' (here 'tests.short_kernels_for_tests:broken_baseline')")):
+        sweeper.run({"kernel": broken_baseline, "params": {"n": [1024]}}, device="interpret",
+                    studies_dir=tmp_path / "studies")
+    assert not (tmp_path / "studies").exists()

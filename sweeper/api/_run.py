@@ -189,11 +189,24 @@ def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
     elif isinstance(space, (str, Path)):
         path, text = str(space), None
     elif isinstance(space, Mapping):
+        _kernel_named(space.get("kernel"))
         path, text = DICT, _yaml(space)
     else:
         raise SweeperError(f"space: {type(space).__name__} is not a space; allowed: a path, "
                            "YAML text or a dict")
     return SpaceSource(path=path, text=text, params=overrides, allow_path=allowed)
+
+
+def _kernel_named(kernel: Any) -> None:
+    """Refuse a dict's ``kernel`` given as the kernel itself (the class
+    :func:`sweeper.kernel` made, a function), which a space names, saying its name: a
+    study records the name, and its workers import the kernel by it."""
+    if callable(kernel):
+        name = getattr(kernel, "name", None) or getattr(kernel, "__name__", "NAME")
+        module = getattr(kernel, "__module__", None) or "module"
+        raise SpaceError(f"the kernel itself, not its name; allowed: a built-in's name or "
+                         f"'module:attr' (here '{module}:{name}')"[:400], file=DICT,
+                         path="kernel")
 
 
 def _yaml(space: Mapping[str, Any]) -> str:
