@@ -34,6 +34,22 @@ def user_line(err: BaseException) -> str | None:
     return None
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning, warned where this is called, to the
+    first frame outside sweeper: the user's line (a notebook's cell, a script's call to
+    :func:`sweeper.run` or a tuned kernel) rather than sweeper's own, however deep the
+    call, as Python 3.12's ``skip_file_prefixes`` does."""
+    import sys
+    from types import FrameType
+
+    ours = os.path.realpath(os.path.dirname(__file__)) + os.sep
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.realpath(frame.f_code.co_filename).startswith(ours):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class SweeperError(Exception):
     """A failure the user can act on; ``str(err)`` is the whole message."""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sweeper.dispatch import TOP_K
-from sweeper.errors import SweeperError, TuningWarning
+from sweeper.errors import SweeperError, TuningWarning, user_stacklevel
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
@@ -102,7 +102,7 @@ def warn_without_winner(won: StudyWinners) -> None:
                       f"{key.problem.describe()}: no config of it ran ok ("
                       f"{', '.join(f'{n} {s}' for s, n in count.most_common())}); a lookup "
                       "there gets the nearest tuned problem's config", TuningWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
 
 
 def problem_tops(won: StudyWinners, k: int | None = TOP_K

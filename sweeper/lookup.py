@@ -19,7 +19,7 @@ from pathlib import Path
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import candidates
-from sweeper.errors import SweeperError, TuningFileError, TuningWarning
+from sweeper.errors import SweeperError, TuningFileError, TuningWarning, user_stacklevel
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
 from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, parse_size, show_dims
 from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
@@ -165,7 +165,7 @@ class Tuning:
         warnings.warn(f"{self.path}: {kernel!r} is the kernel of that name; "
                       f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} tuned "
                       "under that name too: ask for it by its module:attr path",
-                      TuningWarning, stacklevel=4)
+                      TuningWarning, stacklevel=user_stacklevel())
         return [i for i in named if self.entries[i].identity == kernel]
 
     def _held(self, kernel: str, mine: list[int], ours: list[int]) -> str:
@@ -192,7 +192,7 @@ class Tuning:
             warnings.warn(f"{self.path}: written without top configs per problem; a shape "
                           "that was not tuned gets the neighbouring tuned winners only (the "
                           "nearest first): export the study again for dispatch candidates",
-                          TuningWarning, stacklevel=4)
+                          TuningWarning, stacklevel=user_stacklevel())
         return entry.top or [TopConfig(entry.grid_expr, entry.block, entry.meta, 1.0)]
 
     def _grid(self, index: int, config: TuningEntry | TopConfig, dtype: str,
@@ -259,10 +259,10 @@ def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None]) -> 
         warnings.warn(f"{config.kernel} {config.dtype}: nothing tuned on {gpu!r}; using the "
                       f"config tuned on {config.gpu!r}, the same architecture (compute "
                       "capability major version); tune on this GPU for its own",
-                      TuningWarning, stacklevel=3)
+                      TuningWarning, stacklevel=user_stacklevel())
     if config.far:
         warnings.warn(f"{config.kernel} {config.dtype}: {far_text(config, asked)}",
-                      TuningWarning, stacklevel=3)
+                      TuningWarning, stacklevel=user_stacklevel())
 
 
 def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:

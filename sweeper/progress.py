@@ -78,25 +78,30 @@ class ProgressReporter:
         self._rounds = self._round = self._final = self._problems = 0
         self._ran = 0                # rounds run by the finals already done
 
-    def start(self, total: int, done: int) -> None:
+    def start(self, total: int, done: int, best: TrialRecord | None = None) -> None:
         self._total, self._done = total, done
         if self._notebook is None:
             self._progress.start()
+        # a resumed study's bar starts at its kept trials and their best, and says
+        # ``done`` where they leave nothing to measure
         self._task = self._progress.add_task("trials", total=total, completed=done,
-                                             left="best –", right="last –", phase="",
+                                             left=f"best {self._rate(best)}",
+                                             right="last –",
+                                             phase="done" if done >= total else "",
                                              compiles="")
         self._draw(force=True)
 
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
-        unit = self._headline.unit
-        last = f"{record.rate(self._headline):.4g} {unit}" if record.ok else \
-            record.status.value
-        best_text = f"{best.rate(self._headline):.4g} {unit}" if best else "–"
+        last = self._rate(record) if record.ok else record.status.value
         self._done += 1
         assert self._task is not None, "start() comes before the first trial"
-        self._progress.update(self._task, advance=1, left=f"best {best_text}",
+        self._progress.update(self._task, advance=1, left=f"best {self._rate(best)}",
                               right=f"last {last}", compiles=self._compiles)
         self._draw(force=self._done >= self._total)
+
+    def _rate(self, record: TrialRecord | None) -> str:
+        """``record``'s rate in the headline's unit, ``–`` where there is none."""
+        return f"{record.rate(self._headline):.4g} {self._headline.unit}" if record else "–"
 
     def compiling(self, built: int, waiting: int) -> None:
         self._compiles = f"· {built} built" + (f", {waiting} compiling" if waiting else "")

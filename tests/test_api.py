@@ -9,6 +9,7 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -431,7 +432,7 @@ def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch,
     that finds none says where it looked and the close name there is."""
     monkeypatch.chdir(tmp_path)
     sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", quiet=True, report=False)
-    assert sweeper.load_study("mixed-replay").path == Path("studies/mixed-replay")
+    assert sweeper.load_study("mixed-replay").path == Path.cwd() / "studies/mixed-replay"
     assert len(sweeper.load_study("mixed-replay").trials_dataframe()) == 8
     (tmp_path / "studies").rename(tmp_path / "elsewhere")
     study = sweeper.load_study("mixed-replay", studies_dir=tmp_path / "elsewhere")
@@ -562,6 +563,8 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
      "'fromat'; allowed: target, format, replace; did you mean 'format'?"),
     (lambda s: sweeper.Study(s).report(scales="map"), "Study.report() takes no keyword "
      "'scales'; allowed: shared_scale, scale; did you mean 'scale'?"),
+    (lambda s: sweeper.Study(s).trials_dataframe(sample=True), "Study.trials_dataframe() "
+     "takes no keyword 'sample'; allowed: samples; did you mean 'samples'?"),
 ])
 def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, call, message):
     """Python's own "got an unexpected keyword argument" says neither what the function
@@ -600,3 +603,128 @@ def test_run_takes_every_option_of_the_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "coordinator per trial (ms)" in out            # --timing's lines
     assert list(study.path.glob("heatmaps/*.svg"))
+
+
+#: A short kernel whose Triton function is made when its module is imported, as a
+#: notebook's own module (or cell) makes it.
+GPU_MADE = '''
+import triton
+import triton.language as tl
+
+import sweeper
+
+
+@triton.jit
+def scale_kernel(x, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 0.5, mask=offsets < n)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 256},
+                reference=lambda x: x * 0.5)
+def scale(x, config):
+    scale_kernel[(config.grid,)](x, x.numel(), num_warps=config.num_warps, **config.meta)
+'''
+
+
+def test_a_kernel_imported_before_the_interpreter_was_chosen_is_refused(tmp_path,
+                                                                        monkeypatch):
+    """A notebook that imports its kernel's module (or defines the kernel in a cell)
+    before ``sweeper.run(..., device="interpret")`` holds ``@triton.jit`` functions made
+    for a GPU, which every trial would crash on ("0 active drivers"), recording as many
+    crashed trials: refused, saying why and what to do, before anything is written."""
+    import importlib
+    import sys
+
+    (tmp_path / "gpu_made.py").write_text(GPU_MADE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")            # as a fresh notebook has it
+    space = {"kernel": "gpu_made:scale", "params": {"n": [1024]}}
+    try:
+        importlib.import_module("gpu_made")
+        with pytest.raises(SweeperError, match=re.escape(
+                "kernel gpu_made:scale: gpu_made.scale_kernel is a @triton.jit function made "
+                "for a GPU (gpu_made was imported before sweeper set TRITON_INTERPRET=1 for "
+                "device interpret), which the interpreter cannot run; restart the process "
+                "(a notebook's kernel) and run before importing gpu_made, or pass "
+                "workers='process'")):
+            sweeper.run(space, device="interpret", studies_dir=tmp_path / "studies",
+                        quiet=True)
+        assert not (tmp_path / "studies").exists()
+    finally:
+        sys.modules.pop("gpu_made", None)
+
+
+def test_a_kernel_defined_in_main_is_refused_where_worker_processes_measure(tmp_path,
+                                                                            monkeypatch):
+    """A kernel a notebook defines lives in its ``__main__``, which a worker process
+    (``workers="process"``, the default on a GPU) cannot import: refused in one line
+    naming the way out, before anything is written, not a worker that died."""
+    import sys
+
+    def launch(x: Any, config: Any) -> None:
+        x.mul_(0.5)
+
+    launch.__module__ = "__main__"
+    kernel = sweeper.kernel(launch, name="in_main", inputs={"x": "n"}, outputs=["x"], grid=1,
+                            reference=lambda x: x * 0.5)
+    monkeypatch.setattr(sys.modules["__main__"], "in_main", kernel, raising=False)
+    with pytest.raises(SweeperError, match=re.escape(
+            "kernel __main__:in_main is defined in __main__ (a notebook or a script), which "
+            "the worker processes cannot import: put it in a module and name it as "
+            "module:attr, or pass workers='inline'")):
+        sweeper.run({"kernel": "__main__:in_main", "params": {"n": [1024]}},
+                    device="interpret", workers="process", studies_dir=tmp_path / "studies",
+                    quiet=True)
+    assert not (tmp_path / "studies").exists()
+
+
+def test_run_puts_back_the_variables_the_interpreter_set(tmp_path, monkeypatch):
+    """``sweeper.run(..., device="interpret")`` sets ``TRITON_INTERPRET=1`` for its run
+    only: a notebook's later ``@triton.jit`` kernels, and ``sweeper.tuned``'s idea of the
+    GPU it runs on, are not the interpreter's for the rest of the session."""
+    import os
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False, gpu_check="off")
+    assert os.environ["TRITON_INTERPRET"] == "0"
+    assert set(study.trials_dataframe().status) == {"ok"}
+    monkeypatch.delenv("TRITON_INTERPRET")
+    sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True, report=False,
+                gpu_check="off")
+    assert "TRITON_INTERPRET" not in os.environ
+
+
+def test_a_study_is_still_read_after_the_notebook_changes_folder(tmp_path, monkeypatch):
+    """A ``Study`` from a relative ``studies_dir`` (or ``load_study``) holds its folder by
+    its absolute path: after ``os.chdir`` (a notebook's ``%cd``) it still reads its own
+    trials, not "no study here" nor another folder's study of the same relative path."""
+    monkeypatch.chdir(tmp_path)
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                        studies_dir="studies", quiet=True, report=False)
+    loaded = sweeper.load_study("mixed-replay")
+    trials = len(study.trials_dataframe())
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    for opened in (study, loaded):
+        assert opened.path == tmp_path / "studies" / "mixed-replay"
+        assert len(opened.trials_dataframe()) == trials
+        assert opened.report() == tmp_path / "studies" / "mixed-replay" / "report.md"
+    assert not (tmp_path / "elsewhere" / "studies").exists()
+
+
+def test_a_dict_naming_its_kernel_by_the_object_is_told_the_name_to_give(tmp_path):
+    """A notebook holds the kernel ``sweeper.kernel`` made and puts it in the dict; a space
+    names its kernel (the study records the name, workers import it by it): refused in
+    one line giving the ``module:attr`` to write, not YAML's "cannot represent an
+    object", and nothing written."""
+    from tests.short_kernels_for_tests import broken_baseline
+
+    with pytest.raises(SpaceError, match=re.escape(
+            "<dict>: kernel: the kernel itself, not its name; allowed: a built-in's name or "
+            "'module:attr' (here 'tests.short_kernels_for_tests:broken_baseline')")):
+        sweeper.run({"kernel": broken_baseline, "params": {"n": [1024]}}, device="interpret",
+                    studies_dir=tmp_path / "studies")
+    assert not (tmp_path / "studies").exists()

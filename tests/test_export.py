@@ -84,8 +84,9 @@ def test_a_problem_whose_every_config_failed_is_named_as_not_exported(tmp_path):
     with pytest.warns(TuningWarning, match=r"^not exported: copy float32 1GiB: no config of "
                                            r"it ran ok \(2 wrong_answer, 1 crashed\); a "
                                            r"lookup there gets the nearest tuned problem's "
-                                           r"config$"):
+                                           r"config$") as said:
         _, entries = export_study(store, tmp_path / "t.json")
+    assert [w.filename for w in said] == [__file__]      # at the caller's line
     assert [e["footprint"] for e in entries] == [1 << 20]
     with pytest.warns(TuningWarning, match=r"not exported: copy float32 1GiB"):
         export_triton(store, tmp_path / "tuned_copy.py")

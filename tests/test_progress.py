@@ -316,3 +316,18 @@ def test_a_narrow_line_drops_the_least_useful_parts_first_and_keeps_count_and_be
     assert re.fullmatch(line, drawn.rstrip()), drawn
     assert len(drawn.rstrip()) <= width - progress.ECHO_ROOM
     bar.finish()
+
+
+def test_a_resumed_study_with_nothing_left_shows_its_best_and_done(write_space, tmp_path):
+    """Run again, a finished study's bar starts where it ended: every trial counted, the
+    best of those kept, and ``done``; not ``best –`` and an ETA of ``-:--:--``, as if
+    nothing had been measured and the sweep hung (a saved notebook keeps that last
+    drawing)."""
+    from sweeper.devices import open_device
+
+    space, device = write_space(SMALL_SPACE), open_device("interpret")
+    sweep_study(space, device, tmp_path / "s", finals=False)
+    drawn = _drawn(lambda bar: sweep_study(space, device, tmp_path / "s", reporter=bar,
+                                           finals=False))
+    line = " ".join(drawn.rstrip().splitlines()[-1].split())
+    assert re.fullmatch(r"trials \S+ 6/6 best [\d.]+ GB/s last – 0:00:\d\d done", line), line

@@ -103,6 +103,7 @@ def test_a_baseline_that_raises_is_said_once_and_every_config_is_measured(tmp_pa
     assert [str(w.message) for w in said] == [
         "the baseline 'torch' of float32 4KiB cold raised RuntimeError: the baseline is "
         "broken; its configs are measured without it (no '% of torch')"]
+    assert [w.filename for w in said] == [__file__]     # the user's sweeper.run, not sweeper's
     assert store.read(FinalRecord)           # the finals ran, without the baseline
 
 

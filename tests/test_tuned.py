@@ -110,8 +110,10 @@ def test_kernels_of_one_name_keep_their_own_entries(tmp_path, path):
     asked = {"dtype": "float32", "footprint": 1 << 20, "gpu": "NVIDIA H200", "path": path}
     assert tuned("examples.scale:scale", **asked).meta == {"BLOCK": 512}
     with pytest.warns(TuningWarning, match=r"'scale' is the kernel of that name; "
-                                           r"examples.scale:scale is tuned under that name"):
+                                           r"examples.scale:scale is tuned under that name"
+                      ) as said:
         assert tuned("scale", **asked).study == "builtin"
+    assert [w.filename for w in said] == [__file__]      # at the caller's line
     export_study(study(tmp_path, "other", [1 << 20], kernel="other.mod:scale",
                        kernel_name="scale"), path)
     with pytest.warns(TuningWarning, match=r"examples.scale:scale, other.mod:scale are "):

@@ -95,8 +95,10 @@ def test_each_shape_is_looked_up_once(kernel):
 
 def test_a_far_shape_warns_once(kernel):
     with pytest.warns(TuningWarning, match=r"copy1d float32: the nearest tuned problem, "
-                                           r"n=1024, is far from the asked n=16"):
+                                           r"n=1024, is far from the asked n=16") as said:
         assert run(kernel, 16) == ((1,), {"num_warps": 2, "BLOCK": 128})
+    # shown at the user's call (a notebook's cell), not at a line of sweeper's
+    assert {w.filename for w in said} == {__file__}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run(kernel, 8)                            # far again: said once already

@@ -9,9 +9,11 @@ never ``SystemExit``, and nothing is written."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +68,9 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     keywords, never the command's flags (``study``, ``force=True``:
     :mod:`sweeper.core._spelling`).  A run whose trials all failed still returns its
     study (what failed is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's
-    interrupt) stops after the trial in flight and returns the study as it stands."""
+    interrupt) stops after the trial in flight and returns the study as it stands.  The
+    variables a device sets for its run (the interpreter's ``TRITON_INTERPRET=1``) are put
+    back as they were when it returns, so the caller's later kernels are not interpreted."""
     device = _device(device)
     source = _source(space, params, allow_path)
     options = RunOptions(
@@ -88,7 +92,7 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         command=f"sweeper.run({source.path if source.text else repr(source.path)}, "
                 f"device={device!r})")
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _environment_kept(device):
             # Optuna imports tqdm.auto, which in a notebook without ipywidgets tells the
             # user to install them for tqdm's bars; sweeper draws none (its own bar needs
             # no ipywidgets), so that red notice would only mislead
@@ -100,6 +104,28 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         # a dict has no lines: the line of the YAML it was dumped to would mislead
         raise SpaceError(err.message, file=DICT, path=err.path) from None
     return Study(result.store)
+
+
+@contextlib.contextmanager
+def _environment_kept(device: str) -> Iterator[None]:
+    """The environment variables ``device`` sets for a run (:attr:`Device.sets_env`) as
+    they were before it, once it ends; a device that cannot be named sets nothing (the
+    run refuses it)."""
+    from sweeper.devices import device_class
+
+    try:
+        names = list(device_class(device).sets_env)
+    except SweeperError:
+        names = []
+    before = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _option(name: str, check: Any, value: Any) -> Any:
@@ -163,11 +189,24 @@ def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
     elif isinstance(space, (str, Path)):
         path, text = str(space), None
     elif isinstance(space, Mapping):
+        _kernel_named(space.get("kernel"))
         path, text = DICT, _yaml(space)
     else:
         raise SweeperError(f"space: {type(space).__name__} is not a space; allowed: a path, "
                            "YAML text or a dict")
     return SpaceSource(path=path, text=text, params=overrides, allow_path=allowed)
+
+
+def _kernel_named(kernel: Any) -> None:
+    """Refuse a dict's ``kernel`` given as the kernel itself (the class
+    :func:`sweeper.kernel` made, a function), which a space names, saying its name: a
+    study records the name, and its workers import the kernel by it."""
+    if callable(kernel):
+        name = getattr(kernel, "name", None) or getattr(kernel, "__name__", "NAME")
+        module = getattr(kernel, "__module__", None) or "module"
+        raise SpaceError(f"the kernel itself, not its name; allowed: a built-in's name or "
+                         f"'module:attr' (here '{module}:{name}')"[:400], file=DICT,
+                         path="kernel")
 
 
 def _yaml(space: Mapping[str, Any]) -> str:

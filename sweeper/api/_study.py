@@ -24,13 +24,19 @@ class Study:
     """One study: ``name``, ``path``, the ``space`` it was run from, the ``device`` and
     ``gpu`` it was measured on, :meth:`trials_dataframe`, :attr:`winners`,
     :attr:`baselines`, :meth:`report` and :meth:`export`; ``storage`` is the store it is
-    read from (a folder's journal, or a database)."""
+    read from (a folder's journal, by its absolute path, or a database)."""
 
     def __init__(self, storage: Storage | str | Path) -> None:
         if not isinstance(storage, (Storage, str, Path)):
             raise refuse("storage", storage, "a study; allowed: a study's folder (text or a "
                          "Path), or a Storage")
-        self.storage = storage if isinstance(storage, Storage) else StudyStore(Path(storage))
+        if not isinstance(storage, Storage):
+            storage = StudyStore(Path(storage))
+        if isinstance(storage, StudyStore) and not storage.root.is_absolute():
+            # held by its absolute path: a notebook that changes folder (``%cd``) still
+            # reads this study, never one of the same relative path
+            storage = StudyStore(storage.root.absolute())
+        self.storage: Storage = storage
 
     @property
     def name(self) -> str:
@@ -74,6 +80,7 @@ class Study:
         replayed table)."""
         return self.storage.study_meta().gpu
 
+    @entry()
     def trials_dataframe(self, *, samples: bool = False) -> pd.DataFrame:
         """One row per trial, typed: parameters as integers where they are numbers
         (``<NA>`` where a trial never resolved), dimensions by name, status (a categorical),

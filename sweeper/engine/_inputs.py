@@ -4,6 +4,7 @@ ask for.  Each error is one line naming what is wrong."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -40,14 +41,17 @@ def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = Fal
     return space, device
 
 
-def kernel_for(space: Any, device: Any) -> Any:
+def kernel_for(space: Any, device: Any, *, processes: bool = False) -> Any:
     """The space's kernel, constructed with its options; refused in one line where it
     runs on a CUDA GPU only and ``device`` launches elsewhere (a replay launches nothing),
-    named as the space names it, as ``plan`` names it saying the same."""
+    named as the space names it, as ``plan`` names it saying the same, and where the
+    processes that measure cannot run it (:func:`refuse_unreachable`; ``processes``: the
+    workers are processes of their own, else trials run in this one)."""
     from sweeper.kernels import load_kernel
 
     kernel = load_kernel(space.kernel, space.kernel_options)
     refuse_gpu_only(space.kernel, kernel.needs_gpu, device)
+    refuse_unreachable(space.kernel, type(kernel).__module__, device, processes=processes)
     refuse_bad_model(space, kernel, device)
     return kernel
 
@@ -85,6 +89,53 @@ def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:
             value = next((v for v in values if v.expr is not None), values[0])
             raise SpaceError(f"on {facts.name}, {err}", file=value.origin.file,
                              line=value.origin.line, path=value.origin.path) from None
+
+
+def refuse_unreachable(name: str, module: str, device: Any, *, processes: bool) -> None:
+    """Refuse, before anything is written, kernel ``name`` (defined in ``module``) where
+    the trials could only fail for where it was defined, as a notebook defines or imports
+    it: in ``__main__`` where worker processes measure (theirs is not the caller's), or,
+    measured in this process on a device that interprets Triton (``TRITON_INTERPRET``), a
+    module holding a ``@triton.jit`` function made for a GPU, as one imported before the
+    device set the variable holds (each trial would crash on the missing driver)."""
+    if processes and module == "__main__":
+        raise SweeperError(
+            f"kernel {name} is defined in __main__ (a notebook or a script), which the "
+            "worker processes cannot import: put it in a module and name it as "
+            f"module:attr, or pass {given('workers', 'inline')}")
+    if processes or device.sets_env.get("TRITON_INTERPRET") != "1":
+        return
+    compiled = _compiled_for_gpu(sys.modules.get(module))
+    if compiled:
+        fix = ("restart the process (a notebook's kernel) and set it before importing "
+               "triton" if module == "__main__" else
+               f"restart the process (a notebook's kernel) and run before importing {module}, "
+               f"or pass {given('workers', 'process')} (a worker imports it afresh)")
+        raise SweeperError(
+            f"kernel {name}: {module}.{compiled[0]} is a @triton.jit function made for a GPU "
+            f"({module} was {'run' if module == '__main__' else 'imported'} before sweeper "
+            f"set TRITON_INTERPRET=1 for device {device.name}), which the interpreter cannot "
+            f"run; {fix}")
+
+
+def _compiled_for_gpu(module: Any) -> list[str]:
+    """The names of ``module``'s ``@triton.jit`` functions made for a GPU (not Triton's
+    interpreter), an autotuned or heuristic one's included; each value's type read, not
+    asked (a lazy object would import what it stands for).  None where triton is not
+    imported: then no such function exists."""
+    if module is None or "triton" not in sys.modules:
+        return []
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction, KernelInterface
+
+    found = []
+    for name, value in list(vars(module).items()):
+        while issubclass(type(value), KernelInterface) and not issubclass(
+                type(value), (JITFunction, InterpretedFunction)):
+            value = getattr(value, "fn", None)          # an Autotuner, Heuristics
+        if issubclass(type(value), JITFunction):
+            found.append(name)
+    return found
 
 
 def refuse_gpu_only(name: str, needs_gpu: bool, device: Any) -> None:

@@ -131,7 +131,8 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
     gpus = _gpus(options.gpus, device)
     ahead = _compile_ahead(options.compile_workers, device, len(gpus) if gpus else 1, started,
                            space)
-    kernel = kernel_for(space, device)
+    kernel = kernel_for(space, device,
+                        processes=worker_processes(options.workers, device.measures_gpu))
     from sweeper.store._open import open_storage
     from sweeper.study import study_name
     from sweeper.sweep import Sampling, StopFlag, open_study

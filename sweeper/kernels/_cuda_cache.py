@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import CacheWarning, SweeperError
+from sweeper.errors import CacheWarning, SweeperError, user_stacklevel
 from sweeper.fsio import make_dirs, replace, write_temp
 
 #: The secret entries are tagged with, in the cache folder.
@@ -108,7 +108,7 @@ class CompileCache:
             _warned.add(str(self.folder))
             warnings.warn(f"CUDA compile cache {self.folder}: {why}; compiling without "
                           "it (set SWEEPER_CACHE to a folder of your own)", CacheWarning,
-                          stacklevel=4)
+                          stacklevel=user_stacklevel())
 
 
 def _tag(secret: bytes, key: str, lowered: str, cubin: bytes) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeper.errors import StudyWarning, SweeperError
+from sweeper.errors import StudyWarning, SweeperError, user_stacklevel
 from sweeper.space import DTYPES, AxisRole, Space, parse_size
 
 if TYPE_CHECKING:
@@ -84,13 +84,13 @@ def _best_trials(root: Path, kernel: str, gpu: str
         trials = [t for t in store.records(warn=False)[0] if t.ok and not t.suspicious]
     except SweeperError as err:
         warnings.warn(f"auto: study {root} skipped for priors: {err}", StudyWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
         return None
     bad = store.bad_lines()
     if bad:
         warnings.warn(f"auto: study {root}: {len(bad)} bad line(s) in its journal set aside "
                       f"(line {bad[0].number}: {bad[0].reason}); its other trials are used "
-                      "for priors", StudyWarning, stacklevel=3)
+                      "for priors", StudyWarning, stacklevel=user_stacklevel())
     best = sorted(trials, key=lambda t: -t.score)[:PER_STUDY]
     return PriorSource(study=meta.study), best
 

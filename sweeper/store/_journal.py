@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import StudyError, StudyWarning, WriteError
+from sweeper.errors import StudyError, StudyWarning, WriteError, user_stacklevel
 from sweeper.fsio import (
     TEMP_SUFFIX,
     fsync_dir,
@@ -232,11 +232,12 @@ def warn_bad(path: Path, bad: list[BadLine], outcome: str) -> None:
     """One warning per bad line (the first ``MAX_LISTED``), then one for the rest."""
     for line in bad[:MAX_LISTED]:
         warnings.warn(f"{path}:{line.number}: {line.reason}; {outcome}", StudyWarning,
-                      stacklevel=4)
+                      stacklevel=user_stacklevel())
     if len(bad) > MAX_LISTED:
         rest = bad[MAX_LISTED:]
         warnings.warn(f"{path}: {len(rest)} more bad lines (lines {rest[0].number}-"
-                      f"{rest[-1].number}), each {outcome}", StudyWarning, stacklevel=4)
+                      f"{rest[-1].number}), each {outcome}", StudyWarning,
+                      stacklevel=user_stacklevel())
 
 
 class JournalWriter:

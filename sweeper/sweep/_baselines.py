@@ -15,7 +15,7 @@ import warnings
 import torch
 
 from sweeper.devices import Device
-from sweeper.errors import BaselineWarning
+from sweeper.errors import BaselineWarning, user_stacklevel
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import Duty, summarize, throughput
 from sweeper.space import MeasureSpec
@@ -57,7 +57,7 @@ class Baselines:
             warnings.warn(f"the baseline {self.kernel.baseline_name!r} of {problem.dtype} "
                           f"{problem.describe()} {cache} raised {reason}; its configs are "
                           "measured without it (no '% of torch')", BaselineWarning,
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
             return
         samples = measured.timing.samples
         stats = summarize(samples)

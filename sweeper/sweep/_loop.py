@@ -304,7 +304,7 @@ class Sweep:
         plan = self._plan(study.sampler)
         planned = plan.size if plan is not None else len(valid)
         total = planned if self.max_trials is None else min(planned, self.max_trials)
-        self.reporter.start(total=total, done=min(measured, total))
+        self.reporter.start(total=total, done=min(measured, total), best=summary.best)
         for t in done.values():
             bench.note_best(t)
         def named(config: dict[str, str]) -> dict[str, str]:

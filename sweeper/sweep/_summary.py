@@ -16,9 +16,9 @@ from sweeper.sweep._timing import Breakdown
 class Reporter(Protocol):
     """What the sweep tells whoever is watching (the CLI's progress bar, or nobody)."""
 
-    def start(self, total: int, done: int) -> None:
+    def start(self, total: int, done: int, best: TrialRecord | None = None) -> None:
         """The sweep begins: ``total`` trials it may measure, ``done`` of them already in
-        the journal (a resumed study)."""
+        the journal (a resumed study), ``best`` the fastest of those, if any."""
 
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
         """A trial was measured and kept; ``best`` is the fastest so far, if any."""
@@ -53,7 +53,7 @@ class Reporter(Protocol):
 class SilentReporter:
     """A reporter that shows nothing (``sweeper run --quiet``, tests, benchmarks)."""
 
-    def start(self, total: int, done: int) -> None: ...
+    def start(self, total: int, done: int, best: TrialRecord | None = None) -> None: ...
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None: ...
     def compiling(self, built: int, waiting: int) -> None: ...
     def finals(self, problems: int, rounds: int) -> None: ...
