@@ -728,3 +728,18 @@ def test_a_dict_naming_its_kernel_by_the_object_is_told_the_name_to_give(tmp_pat
         sweeper.run({"kernel": broken_baseline, "params": {"n": [1024]}}, device="interpret",
                     studies_dir=tmp_path / "studies")
     assert not (tmp_path / "studies").exists()
+
+
+def test_an_empty_space_path_is_refused_as_empty(tmp_path, capsys):
+    """``Path("")`` is the current folder: ``sweeper.run("")`` said ``.: cannot read the
+    space file: Is a directory``."""
+    from sweeper.cli import main
+    from sweeper.errors import SpaceError
+
+    message = "'': no space file named (an empty path); give a space file's path, such as " \
+              "spaces/copy.yaml"
+    with pytest.raises(SpaceError, match=re.escape(message)):
+        sweeper.run("", device="interpret", studies_dir=tmp_path / "s")
+    assert main(["run", "", "--device", "interpret", "--studies-dir", str(tmp_path / "s")]) == 2
+    assert capsys.readouterr().err.strip().endswith(message)
+    assert not (tmp_path / "s").exists()

@@ -104,6 +104,9 @@ def load_space(path: str | Path, overrides: Sequence[str] = (), *, allow: Sequen
     (``<string>``, ``<dict>``): without ``study:`` such a space's study is named after its
     kernel, as ``--from-autotune``'s is, where a file's is named after the file."""
     given = text
+    if not str(path).strip():          # Path("") is the current folder: say what was given
+        raise SpaceError("no space file named (an empty path); give a space file's path, "
+                         "such as spaces/copy.yaml", file="''")
     data, where, text = load_located(Path(path), (), reachable(Path(path), allow), text)
     data, where = override(data, where, overrides)
     default = safe_name(Path(path).stem) if given is None else _kernel_study(data)
