@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweeper.core._spelling import given, option
+from sweeper.core._units import MAX_TRIALS
 from sweeper.errors import SweeperError
 
 
@@ -37,6 +38,15 @@ def whole_number(text: str) -> int:
     number = digits(text)
     if number is None or number < 1:
         raise OptionValueError(f"{text[:40]!r} is not a whole number >= 1")
+    return number
+
+
+def trial_budget(text: str) -> int:
+    """A budget of trials: a whole number from 1 to :data:`MAX_TRIALS`."""
+    number = whole_number(text)
+    if number > MAX_TRIALS:
+        raise OptionValueError(f"{text[:40]!r} is more trials than {MAX_TRIALS:,}; allowed: "
+                               f"a whole number from 1 to {MAX_TRIALS:,}")
     return number
 
 
@@ -140,7 +150,7 @@ def study_folder(studies_dir: str, name: str, keyword: str = "studies_dir") -> P
 
 
 __all__ = ["OptionValueError", "check_study_name", "digits", "gpu_list", "seconds",
-           "study_folder", "whole_number"]
+           "study_folder", "trial_budget", "whole_number"]
 
 
 

@@ -60,6 +60,14 @@ def test_trials_must_be_a_whole_number_of_at_least_one(tiny, tmp_path, capsys, v
                     "(see sweeper run --help)")
 
 
+def test_trials_are_at_most_what_a_space_files_budget_takes(tiny, tmp_path, capsys):
+    """``budget.trials`` stops at a billion; ``--trials`` took any number of digits."""
+    line = _refused_run(tmp_path, capsys, str(tiny), "--trials=1000000001")
+    assert line == ("sweeper run: argument --trials: '1000000001' is more trials than "
+                    "1,000,000,000; allowed: a whole number from 1 to 1,000,000,000 (see "
+                    "sweeper run --help)")
+
+
 #: More digits than Python's int() reads (4300): the option's own error, its text cut.
 HUGE = "1" + "0" * 5000
 SHOWN = repr(HUGE[:40])

@@ -23,7 +23,14 @@ from sweeper.core._spelling import entry
 from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
-from sweeper.options import GPU_CHECK_TARGET, GPU_CHECKS, OptionValueError, gpu_list, gpu_target
+from sweeper.options import (
+    GPU_CHECK_TARGET,
+    GPU_CHECKS,
+    OptionValueError,
+    gpu_list,
+    gpu_target,
+    trial_budget,
+)
 from sweeper.options import compile_workers as compile_workers_option
 
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
@@ -252,7 +259,7 @@ def _trials(trials: int | None) -> int | None:
     number = whole(trials)
     if number is None or number < 1:
         raise SweeperError(f"trials: {trials!r} is not a whole number >= 1")
-    return number
+    return int(_option("trials", trial_budget, number))
 
 
 def _seconds(time: float | str | None) -> float | None:

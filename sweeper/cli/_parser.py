@@ -34,7 +34,7 @@ from sweeper.options import (
     gpu_list,
     gpu_target,
     seconds,
-    whole_number,
+    trial_budget,
 )
 
 T = TypeVar("T")
@@ -115,7 +115,7 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      help="instead of a space file: run every config of the "
                      "@triton.autotune function that this sweeper.kernel names (autotuned=)")
     _study_options(run)
-    run.add_argument("--trials", type=_typed(whole_number),
+    run.add_argument("--trials", type=_typed(trial_budget),
                      help="stop after this many measured trials (at least 1)")
     run.add_argument("--time", type=_typed(seconds), help="end the whole command within this long, "
                      "start-up, finals and report included (e.g. 90s, 10m, 1h30m)")
@@ -164,7 +164,8 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                         help="how long a claim outlives its last heartbeat before another "
                         "worker may take the config (default 60s); a killed worker's "
                         "claims go at once")
-    worker.add_argument("--trials", type=_typed(whole_number), help="stop after this many trials")
+    worker.add_argument("--trials", type=_typed(trial_budget),
+                        help="stop after this many trials")
     worker.add_argument("--time", type=_typed(seconds), help="end the whole command within "
                         "this long, its start-up included (e.g. 10m)")
     worker.add_argument("--force", action="store_true",

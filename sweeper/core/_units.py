@@ -33,6 +33,10 @@ DTYPE_ALIASES: dict[str, str] = {
 }
 
 
+#: The most trials a budget may name: a space file's ``budget.trials``, ``--trials`` and
+#: ``trials=`` alike (a billion trials of 1 ms each are 11 days).
+MAX_TRIALS = 1_000_000_000
+
 def canonical_dtype(text: str) -> str | None:
     """The torch name of a dtype named ``text`` (a name, an alias, ``torch.NAME``, any
     case); ``None`` for no dtype."""

@@ -62,6 +62,7 @@ from sweeper.core._problem import Shape, is_pow2, shape_of
 from sweeper.core._units import (
     DTYPE_ALIASES,
     DTYPES,
+    MAX_TRIALS,
     canonical_dtype,
     did_you_mean,
     meant_as_size,
@@ -79,7 +80,6 @@ MAX_AXIS_VALUES = 4096
 SAMPLER_KEYS = ("name", "seed", "baseline")
 MAX_SEED = 2**32 - 1               # numpy's generators, under every Optuna sampler, take no more
 MAX_COUNT = 1_000_000              # warmup runs, samples, launches per sample
-MAX_TRIALS = 1_000_000_000
 
 #: Axes whose values are names, not numbers: expressions cannot read them.
 TEXT_AXES = ("dtype", "cache")
