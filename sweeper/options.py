@@ -50,6 +50,15 @@ def trial_budget(text: str) -> int:
     return number
 
 
+def worker_name(text: str) -> str:
+    """A worker's name in claims: text that is not empty (empty would read as unnamed and
+    be replaced by HOST:PID, unsaid)."""
+    if not text.strip():
+        raise OptionValueError(f"{text!r} is no name; allowed: text that is not empty, "
+                               "such as gpu-host-3 (default: HOST:PID)")
+    return text
+
+
 def count(text: str) -> int:
     """An option's count that may be 0 (off): a whole number >= 0."""
     number = digits(text)
@@ -150,7 +159,7 @@ def study_folder(studies_dir: str, name: str, keyword: str = "studies_dir") -> P
 
 
 __all__ = ["OptionValueError", "check_study_name", "digits", "gpu_list", "seconds",
-           "study_folder", "trial_budget", "whole_number"]
+           "study_folder", "trial_budget", "whole_number", "worker_name"]
 
 
 

@@ -68,6 +68,16 @@ def test_trials_are_at_most_what_a_space_files_budget_takes(tiny, tmp_path, caps
                     "sweeper run --help)")
 
 
+def test_an_empty_worker_id_is_refused(tmp_path, capsys):
+    """``--worker-id ''`` was taken, and replaced by HOST:PID, unsaid."""
+    assert main(["worker", "--study", "s", "--worker-id", " ", "--studies-dir",
+                 str(tmp_path / "studies")]) == 2
+    assert _one_line(capsys) == ("sweeper worker: argument --worker-id: ' ' is no name; "
+                                 "allowed: text that is not empty, such as gpu-host-3 "
+                                 "(default: HOST:PID) (see sweeper worker --help)")
+    assert not (tmp_path / "studies").exists()
+
+
 #: More digits than Python's int() reads (4300): the option's own error, its text cut.
 HUGE = "1" + "0" * 5000
 SHOWN = repr(HUGE[:40])

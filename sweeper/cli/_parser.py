@@ -35,6 +35,7 @@ from sweeper.options import (
     gpu_target,
     seconds,
     trial_budget,
+    worker_name,
 )
 
 T = TypeVar("T")
@@ -158,8 +159,9 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     worker.add_argument("--study", required=True, help="the study to share (made from "
                         "SPACE if it does not exist yet)")
     _study_options(worker, name=False)
-    worker.add_argument("--worker-id", help="this worker's name in claims, held by one "
-                        "live process at a time (default: HOST:PID)")
+    worker.add_argument("--worker-id", type=_typed(worker_name),
+                        help="this worker's name in claims, held by one live process at a "
+                        "time (default: HOST:PID)")
     worker.add_argument("--lease", type=_typed(seconds), default=60.0,
                         help="how long a claim outlives its last heartbeat before another "
                         "worker may take the config (default 60s); a killed worker's "
