@@ -309,3 +309,19 @@ def test_an_optuna_export_to_a_host_that_never_answers_gives_up_in_one_line(
     out, err = capsys.readouterr()
     assert SECRET not in out
     assert one_line(err).startswith(f"sweeper: --to postgresql://u:***@127.0.0.1:{silent_host}")
+
+
+def test_a_database_that_does_not_exist_is_bad_input_not_a_failure_to_retry(
+        postgres_url, tmp_path, monkeypatch, capsys):
+    """A misspelt database name said to run the same command again, which cannot help:
+    the server's refusal of the database, user or password is the URL's fault (exit 2)."""
+    monkeypatch.chdir(ROOT)
+    base, _, query = with_password(postgres_url).partition("?")
+    url = base.rsplit("/", 1)[0] + "/nodb" + (f"?{query}" if query else "")
+    studies = tmp_path / "studies"
+    assert main(["run", *SPACE, "--storage", url, "--studies-dir", str(studies)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("sweeper: postgresql://sweeper:***@") and "/nodb" in line
+    assert 'database "nodb" does not exist' in line
+    assert line.endswith("; check the URL's database, user and password")
+    assert "run the same command again" not in line and not studies.exists()

@@ -122,6 +122,9 @@ def _on_error(url: str, context: sa.engine.ExceptionContext) -> None:
     if context.is_pre_ping or isinstance(error, psycopg.errors.TransactionRollback):
         return
     reason = _reason(error, url)
+    if context.connection is None and _refused(error):
+        raise SweeperError(f"{mask_url(url)}: the database refuses the connection: "
+                           f"{reason}; check the URL's database, user and password")
     if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
         what = "cannot reach the database" if context.connection is None else \
             "the database failed"
@@ -130,6 +133,24 @@ def _on_error(url: str, context: sa.engine.ExceptionContext) -> None:
     if isinstance(error, psycopg.ProgrammingError) and context.connection is None:
         raise SweeperError(f"{mask_url(url)}: the database driver refuses it: {reason}; "
                            f"allowed: {SHAPE}")
+
+
+#: The server's answers to a connection that name its database, user or password wrong
+#: (invalid_catalog_name, invalid_authorization_specification, invalid_password): the
+#: URL's fault, which running again cannot mend.
+_REFUSALS = ("3D000", "28000", "28P01")
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether the server refused the connection for its database, user or password (by
+    SQLSTATE where the driver gives it, else by the server's message)."""
+    if getattr(error, "sqlstate", None) in _REFUSALS:
+        return True
+    text = str(error)
+    return isinstance(error, psycopg.OperationalError) and (
+        ("database" in text and "does not exist" in text) or
+        "password authentication failed" in text or
+        ("role" in text and "does not exist" in text))
 
 
 def _reason(error: BaseException, url: str) -> str:
