@@ -251,7 +251,8 @@ def write_error(err: OSError, path: Path, outcome: str = "",
     """One line for a failed write of ``path``: what, where, what is left, what to do."""
     what = _WHAT.get(err.errno or 0)
     where = f"{what} writing {path}" if what else f"cannot write {path}"
-    outcome = outcome or (f"{path.name} is as it was" if path.exists() else "nothing written")
+    outcome = outcome or (f"{path.name} is as it was" if path.exists() else
+                          f"{path.name} not written")      # other files may have been
     advice = f"; free space and {again}" if err.errno in (errno.ENOSPC, errno.EDQUOT) else ""
     return WriteError(f"{where}: {err.strerror or err}; {outcome}{advice}", cause=err)
 

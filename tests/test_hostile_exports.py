@@ -123,7 +123,7 @@ def test_a_full_disk_leaves_the_journal_as_it_was(one_study, tmp_path, capsys, m
 
     monkeypatch.setattr(JournalFileBackend, "append_logs", append_logs)
     assert _optuna(one_study, journal) == 1
-    outcome = "optuna.log is as it was" if existing else "nothing written"
+    outcome = f"{journal.name} is as it was" if existing else f"{journal.name} not written"
     assert _one_line(capsys) == (f"sweeper: disk full writing {journal}: "
                                  f"{os.strerror(errno.ENOSPC)}; {outcome}; free space and run "
                                  "the same command again")

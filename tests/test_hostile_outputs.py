@@ -99,15 +99,15 @@ def test_a_failed_write_to_a_new_file_writes_nothing(one_study, tmp_path, capsys
 
     monkeypatch.setattr(fsio.os, "write", full)
     assert main(["export", str(one_study.root), "-o", str(tmp_path / "new.json")]) == 1
-    assert _one_line(capsys).endswith("No space left on device; nothing written; free space "
-                                      "and run the same command again")
+    assert _one_line(capsys).endswith("No space left on device; new.json not written; free "
+                                      "space and run the same command again")
     assert not (tmp_path / "new.json").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".new.json")]
 
 
 def test_a_write_that_takes_no_bytes_ends_instead_of_spinning(tmp_path, monkeypatch):
     monkeypatch.setattr(fsio.os, "write", lambda fd, data: 0)
-    with pytest.raises(SweeperError, match=r"disk full writing .*; nothing written"):
+    with pytest.raises(SweeperError, match=r"disk full writing .*; x not written"):
         fsio.atomic_write(tmp_path / "x", "text")
 
 
