@@ -75,6 +75,15 @@ class TunedKernel:
         #: other kernels of the file were tuned over)
         self._by_footprint = not by_dims and len(key) == 1
 
+    def __repr__(self) -> str:
+        """What a notebook shows: the kernel, its key, how many tuned entries it launches
+        from and which file, and the shapes it has resolved so far."""
+        entries = sum(e.is_for(self.name) for e in self.tuning.entries)
+        return (f"<TunedKernel {self.name} of {getattr(self.fn, '__name__', self.fn)!s}: "
+                f"key {', '.join(self.key)}; {entries} tuned "
+                f"{'entry' if entries == 1 else 'entries'} in {self.tuning.path}; "
+                f"{len(self._cache)} shape{'' if len(self._cache) == 1 else 's'} resolved>")
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs and len(args) >= self._needed:
             try:

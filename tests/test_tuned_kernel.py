@@ -93,6 +93,15 @@ def test_each_shape_is_looked_up_once(kernel):
         kernel(x64, x64, 1024)                    # the dtype is part of the lookup
 
 
+def test_a_notebook_shows_what_a_tuned_kernel_launches_from(kernel, tuning):
+    """Its repr names the kernel, key, tuned entries, file and shapes resolved, where a
+    notebook showed ``<sweeper.launcher.TunedKernel object at 0x...>``."""
+    assert repr(kernel) == (f"<TunedKernel copy1d of copy1d: key n; 2 tuned entries in "
+                            f"{tuning}; 0 shapes resolved>")
+    run(kernel, 1024)
+    assert repr(kernel).endswith("; 1 shape resolved>")
+
+
 def test_a_far_shape_warns_once(kernel):
     with pytest.warns(TuningWarning, match=r"copy1d float32: the nearest tuned problem, "
                                            r"n=1024, is far from the asked n=16") as said:
