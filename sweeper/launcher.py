@@ -103,9 +103,18 @@ class TunedKernel:
             launch = self._cache.get(cache_key)
         except TypeError:               # a key value that is no size: _lookup says so
             launch = None
-        if launch is None:
-            launch = self._prepare(cache_key, shape, dtype, bound, args, kwargs)
-        return launch(*args, **kwargs)
+        if launch is not None:
+            return launch(*args, **kwargs)
+        try:                            # a shape's first call: what fails is said here
+            return self._prepare(cache_key, shape, dtype, bound, args, kwargs)(*args,
+                                                                              **kwargs)
+        except RuntimeError as err:
+            if "active drivers" not in str(err):
+                raise
+            raise SweeperError(                             # Triton: "0 active drivers"
+                f"tuned_kernel {self.name}: Triton finds no GPU driver for this call "
+                f"({err}); on the CPU set TRITON_INTERPRET=1 before triton is first "
+                "imported, so that the kernel runs in Triton's interpreter") from None
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments by name; every key argument must be there."""

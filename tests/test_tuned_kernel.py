@@ -102,6 +102,20 @@ def test_a_notebook_shows_what_a_tuned_kernel_launches_from(kernel, tuning):
     assert repr(kernel).endswith("; 1 shape resolved>")
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU's driver is there")
+def test_cpu_tensors_without_the_interpreter_are_told_how_to_run(tuning):
+    """A compiled kernel on a machine without a GPU: Triton's "0 active drivers" is said
+    as what to do."""
+    compiled = sweeper.tuned_kernel(tuning, key=["n"], gpu=GPU)(
+        Spy(jit(_copy_body, interpret=False)))
+    x = torch.randn(1024)
+    with pytest.raises(SweeperError, match=r"tuned_kernel copy1d: Triton finds no GPU driver "
+                                           r"for this call \(.*active drivers.*\); on the CPU "
+                                           r"set TRITON_INTERPRET=1 before triton is first "
+                                           r"imported"):
+        compiled(x, torch.empty_like(x), 1024)
+
+
 def test_a_far_shape_warns_once(kernel):
     with pytest.warns(TuningWarning, match=r"copy1d float32: the nearest tuned problem, "
                                            r"n=1024, is far from the asked n=16") as said:
