@@ -405,9 +405,10 @@ def test_a_study_with_no_measured_trial_gives_empty_tables_with_the_same_columns
         assert winners.empty and ("n" in winners) is resolved and ("n" in trials) is resolved
         assert winners.drop(columns=dims, errors="ignore").dtypes.to_dict() == want["winners"]
         assert trials.drop(columns=dims, errors="ignore").dtypes.to_dict() == want["trials"]
-        baselines = study.baselines
+        baselines = study.baselines          # the dimensions where a trial names them
         assert baselines.empty and baselines.dtypes.astype(str).to_dict() == {
             "name": "string", "dtype": "string", "footprint": "int64", "cache": "string",
+            **({"n": "int64"} if resolved else {}),
             "median_ms": "float64", "ci_lo_ms": "float64", "ci_hi_ms": "float64",
             "gbps": "float64", "samples": "int64"}
 

@@ -47,18 +47,21 @@ def baselines_table(store: Storage) -> pd.DataFrame:
     """One row per torch baseline (``name``, the problem), with its median, the median's
     95 % CI, GB/s and how many samples it took, in (dtype, footprint, dims, cache)
     order; typed alike where there is none."""
-    _, baselines = store.records()
+    trials, baselines = store.records()
+    # the dimensions as the trials name them: columns even where there is no baseline
+    dims = next((tuple(n for n, _ in t.config.problem.dims) for t in trials
+                 if t.config and t.config.problem.dims), ())
     rows = [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint, "cache": b.cache,
              **b.dims, "median_ms": b.stats.median, "ci_lo_ms": b.stats.bounds()[0],
              "ci_hi_ms": b.stats.bounds()[1], "gbps": b.gbps, "samples": len(b.samples_ms)}
             for b in sorted(baselines, key=lambda b: b.problem)]
     times = ("median_ms", "ci_lo_ms", "ci_hi_ms", "gbps")
-    columns = ["name", *PROBLEM, *times, "samples"]
+    columns = ["name", *PROBLEM, *dims, *times, "samples"]
     out = pd.DataFrame(rows, columns=list(dict.fromkeys(
-        [*columns[:4], *(k for r in rows for k in r), *columns])))
+        [*columns[:4], *dims, *(k for r in rows for k in r), *columns])))
     return out.astype({"name": "string", "dtype": "string", "cache": "string",
                        "footprint": "int64", "samples": "int64",
-                       **dict.fromkeys(times, "float64")})
+                       **dict.fromkeys(dims, "int64"), **dict.fromkeys(times, "float64")})
 
 
 __all__ = ["baselines_table", "winners_table"]
