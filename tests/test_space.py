@@ -516,3 +516,19 @@ def test_a_kernels_bad_default_is_refused_at_the_kernel_as_its_default():
         "32, 64, 128, 256, 512, 1024 (num_warps × 32)")
     assert parse("kernel: tests.kernels_for_tests:DefaultsToOddBlock\nparams:\n"
                  "  block: [128]\n").axis("block").labels == ("128",)
+
+
+def test_an_adaptive_setting_beside_repeat_alone_is_refused_at_its_line(tmp_path):
+    """``{repeat: 3, target: 5%}`` is the fixed rule (repeat given, no stop), which reads
+    no target: it was taken and never used."""
+    from sweeper.errors import SpaceError
+    from sweeper.space import parse_space
+
+    for setting in ("target: 5%", "max_time: 2s"):
+        with pytest.raises(SpaceError, match=r"^s.yaml:3: measure\.(target|max_time): only the "
+                                             r"adaptive rules \(stop: ci or stdrel\) read it"):
+            parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\n"
+                        f"measure: {{repeat: 3, {setting}}}\n", file="s.yaml")
+    for fine in ("{repeat: 3}", "{repeat: 3, stop: ci, target: 5%}", "{target: 5%}"):
+        parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\nmeasure: {fine}\n",
+                    file="s.yaml")

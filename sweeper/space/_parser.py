@@ -603,6 +603,14 @@ class _Parser:
         """The measurement settings, and the cache modes the ``cache`` axis defaults to."""
         fields = self.settings(raw, "measure", MEASURE)
         cache = fields.pop("cache", "cold")
+        if "repeat" in fields and "stop" not in fields:
+            adaptive = [k for k in ("target", "min_samples", "min_time", "max_time")
+                        if (MEASURE[k].field or k) in fields]
+            if adaptive:       # read by the adaptive rules only: it would go unread, unsaid
+                raise self.error(f"measure.{adaptive[0]}", "only the adaptive rules (stop: ci "
+                                 "or stdrel) read it, and with repeat given and no stop the "
+                                 "rule is fixed (exactly repeat samples); allowed: stop: ci "
+                                 "or stdrel beside it, or repeat alone")
         fields.setdefault("stop", "fixed" if "repeat" in fields else MeasureSpec.stop)
         if "duty" in fields:
             fields["duty"], fields["duty_s"] = fields["duty"]
