@@ -8,7 +8,7 @@ import pandas as pd
 
 from sweeper.interop import trials_table
 from sweeper.kernels import Headline
-from sweeper.report._tables import headline_table, rate_column, study_frame
+from sweeper.report._tables import dimension_names, headline_table, rate_column, study_frame
 from sweeper.store import Storage
 from sweeper.winners import Winners
 
@@ -48,9 +48,7 @@ def baselines_table(store: Storage) -> pd.DataFrame:
     95 % CI, GB/s and how many samples it took, in (dtype, footprint, dims, cache)
     order; typed alike where there is none."""
     trials, baselines = store.records()
-    # the dimensions as the trials name them: columns even where there is no baseline
-    dims = next((tuple(n for n, _ in t.config.problem.dims) for t in trials
-                 if t.config and t.config.problem.dims), ())
+    dims = dimension_names(trials)       # columns even where there is no baseline
     rows = [{"name": b.name, "dtype": b.dtype, "footprint": b.footprint, "cache": b.cache,
              **b.dims, "median_ms": b.stats.median, "ci_lo_ms": b.stats.bounds()[0],
              "ci_hi_ms": b.stats.bounds()[1], "gbps": b.gbps, "samples": len(b.samples_ms)}

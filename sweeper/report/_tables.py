@@ -33,6 +33,13 @@ LABELS = {"gbps": "effective GB/s (read + write, median)", "tflops": "TFLOP/s (F
           "score": "score"}
 
 
+def dimension_names(trials: Sequence[TrialRecord]) -> tuple[str, ...]:
+    """The problem's dimensions as the first resolved trial names them; none where no
+    trial was resolved to a config."""
+    return next((tuple(n for n, _ in t.config.problem.dims) for t in trials
+                 if t.config and t.config.problem.dims), ())
+
+
 def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
                  ceilings: Ceilings | None = None, headline: Headline = Headline.GBPS
                  ) -> pd.DataFrame:
@@ -43,8 +50,7 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
     trials' rows as dicts would hold a few hundred MB before the frame is made.  No
     trials: no rows, but the same columns (those of the dimensions aside, which only a
     resolved trial names), so that every table made from it can be read by name."""
-    dim_names = next((tuple(n for n, _ in t.config.problem.dims) for t in trials
-                      if t.config and t.config.problem.dims), ())
+    dim_names = dimension_names(trials)
     blank = TrialRecord(status=TrialStatus.INVALID, number=0, choice={})
     columns = list(_trial_row(blank, meta_names, dim_names, ceilings, headline))
     rows = [list(_trial_row(t, meta_names, dim_names, ceilings, headline).values())
