@@ -17,6 +17,8 @@
 #   dispatch  the dispatch-by-shape spaces, exported as replay tables, and the regret
 #   launcher  benchmarks/launcher_overhead.py (tuned_kernel against a plain launch)
 #   hookcost  benchmarks/autotune_hooks_cost.py $HOOKCOST_ARGS (e.g. --diagnose, --graph)
+#   firstsamples benchmarks/first_samples.py $FIRST_ARGS: a short kernel's first samples after
+#             four warm-ups and four idle gaps (put it first on a machine just started)
 #   multigpu  benchmarks/multi_gpu.py spaces/copy.yaml (needs two GPUs)
 #   multigpunvml the same, NVML polled every 200 ms (SWEEPER_NVML_PERIOD_MS)
 #   multigpulong the sweeps alone on spaces/matmul-8k.yaml (long trials; about 7 minutes)
@@ -139,6 +141,8 @@ stage=$2
         --held-out "$OUT/dispatch-heldout.csv" 2>&1 | tee -a "$OUT/dispatch.log" ;;
     launcher) python3 benchmarks/launcher_overhead.py 2>&1 | tee "$OUT/launcher.log" ;;
     hookcost) python3 benchmarks/autotune_hooks_cost.py ${HOOKCOST_ARGS:-} 2>&1 | tee "$OUT/hookcost.log" ;;
+    firstsamples) python3 benchmarks/first_samples.py --json "$OUT/first-samples.json" ${FIRST_ARGS:-} 2>&1 \
+        | tee "$OUT/first-samples.log" | tail -45 ;;
     multigpu) python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 | tee "$OUT/multigpu.log" ;;
     multigpunvml) SWEEPER_NVML_PERIOD_MS=200 python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 \
         | tee "$OUT/multigpu-nvml200.log" ;;

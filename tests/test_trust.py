@@ -144,6 +144,39 @@ def test_batched_samples_are_divided_by_the_batch():
     assert len(calls) == 1 + 2 * 4 and measured.batch == 4
 
 
+def test_the_warmup_turns_the_sampling_loop_so_the_first_sample_follows_what_others_do(
+        monkeypatch):
+    """After launches back to back, a short kernel's first timed sample read 1.2-3.6× its
+    settled time on an H100 (benchmarks/first_samples.py); the warmup therefore turns the
+    same loop as every sample (flush, hold, events, launch) and only its times are
+    dropped."""
+    from sweeper.measure import time_cuda
+
+    steps: list[str] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool) -> None:
+            self.at = 0.0
+
+        def record(self) -> None:
+            steps.append("event")
+            self.at = float(len(steps))
+
+        def elapsed_time(self, end: "Event") -> float:
+            return end.at - self.at
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: steps.append("sync"))
+    turn = ["flush", "hold", "event", "launch", "event"]
+    samples = time_cuda(lambda: steps.append("launch"), warmup=2, repeat=1,
+                        flush=lambda: steps.append("flush"),
+                        hold=lambda: steps.append("hold"))
+    assert steps == turn * 3 + ["sync"] and samples == [2.0]
+    steps.clear()
+    assert time_cuda(lambda: steps.append("launch"), warmup=2, repeat=0) == []
+    assert steps == ["event", "launch", "event"] * 2 + ["sync"]
+
+
 def record(number, samples, warps=4, block_meta=1024, grid=100):
     return TrialRecord(number=number, choice={"n": str(number)}, status=TrialStatus.OK,
                        config=Config(Problem("float32", 4), grid=grid, block=32 * warps,

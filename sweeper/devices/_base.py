@@ -176,6 +176,12 @@ class Device(abc.ABC):
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         """Milliseconds of each of ``repeat`` launches after ``warmup`` untimed ones."""
 
+    def warm_up(self, launch: Launch, count: int, flush: bool) -> None:
+        """``count`` untimed launches before a measurement's samples, waited for."""
+        for _ in range(count):
+            launch()
+        self.synchronize()
+
     def measure(self, launch: Launch, *, warmup: int, rule: StopRule, flush: bool,
                 batch: int = 1, graph: bool = False,
                 abandon: Callable[[list[float]], str | None] | None = None,
@@ -200,9 +206,7 @@ class Device(abc.ABC):
         if duty is not None:
             settle()
         with spent.on("warmup"):
-            for _ in range(warmup):
-                launch()
-            self.synchronize()
+            self.warm_up(launch, warmup, flush)
         cool = duty if duty is not None and duty.kind == "cool" else None
         # before the poison: every later launch is timed
         size = cool.burst_size(self.batched(launch, batch, False), self.synchronize) \

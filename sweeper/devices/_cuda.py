@@ -87,6 +87,11 @@ class CudaDevice(Device):
         return time_cuda(launch, warmup=warmup, repeat=repeat,
                          flush=self._flush if flush else None, hold=self._hold)
 
+    def warm_up(self, launch: Launch, count: int, flush: bool) -> None:
+        """The sampling loop's own turns (flush, hold, events, launch), untimed: the first
+        sample then follows what every later one does (:func:`~sweeper.measure.time_cuda`)."""
+        self.time(launch, warmup=count, repeat=0, flush=flush)
+
     @staticmethod
     def _hold() -> None:
         import torch
