@@ -85,8 +85,11 @@ for cfg in configs:
         return time_cuda(lambda: kernel.launch(b, cfg), warmup=warmup, repeat=repeat,
                          flush=flush_buffer.zero_ if cfg.cache == "cold" else None,
                          hold=lambda: torch.cuda._sleep({hold}))
-    for _ in range({warmup}):
-        kernel.launch(b, cfg)
+    # the sweep's warmup: turns of the timing loop, only two where those two took
+    # warmup_time (sweeper.core.warmup_turns)
+    warm = take(2) if {warmup} > 2 and {warmup_time!r} is not None else []
+    if not warm or sum(warm) < {warmup_time!r} * 1e3:
+        take(0, {warmup} - len(warm))
     # the sweep's sampling: the stopping rule, and early abandonment by the same rule
     timing = sample_until(take, rule, abandon=abandon_rule(best[0], best[1], abandon)
                           if abandon and best is not None else None)
@@ -183,7 +186,8 @@ def write_bare_loop(out: Path, space_path: str, device_spec: str) -> Path:
     script.write_text(BARE_LOOP.format(
         count=len(configs), interpret=device_spec == "interpret", blob=pickle.dumps(configs),
         kernel=space.kernel, options=space.kernel_options, flush_bytes=2 * l2_bytes,
-        warmup=measure.warmup, hold=HOLD_CYCLES, abandon=measure.abandon,
+        warmup=measure.warmup, warmup_time=measure.warmup_time_s, hold=HOLD_CYCLES,
+        abandon=measure.abandon,
         rule=dataclasses.asdict(measure.rule())))
     return script
 

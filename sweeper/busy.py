@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core import warmup_turns
+
 if TYPE_CHECKING:
     from sweeper.finals import FinalRecord
     from sweeper.store import TrialRecord
@@ -104,18 +106,21 @@ class Busy:
 
 
 def busy(trials: Sequence[TrialRecord], finals: Sequence[FinalRecord], *, wall_s: float,
-         finals_wall_s: float, gpus: int, warmup: int, repeated_s: float = 0.0,
+         finals_wall_s: float, gpus: int, warmup: int, warmup_time_s: float | None = None,
+         repeated_s: float = 0.0,
          label: str = "gpu") -> Busy:
     """The :class:`Busy` of a sweep that measured ``trials`` (its own, not those resumed)
     and ran ``finals`` (``FinalRecord``s, ``finals_wall_s`` of its wall) in ``wall_s`` on
-    ``gpus`` GPUs, each trial warmed up with ``warmup`` launches; ``repeated_s``: the
+    ``gpus`` GPUs, each trial warmed up with ``warmup`` launches (two where those took
+    ``warmup_time_s``: :func:`~sweeper.core.warmup_turns`); ``repeated_s``: the
     seconds its workers spent per problem on buffers and baselines."""
     timed = warm = 0.0
     parts = dict.fromkeys(PARTS, 0.0)
     for t in trials:
         seconds = t.seconds
         trial_timed = sum(t.samples_ms) * t.batch / 1e3
-        trial_warm = warmup * t.stats.median / 1e3 if t.stats and seconds.get("warmup") else 0.0
+        trial_warm = warmup_turns(warmup, warmup_time_s, t.stats.median / 1e3) * \
+            t.stats.median / 1e3 if t.stats and seconds.get("warmup") else 0.0
         timed, warm = timed + trial_timed, warm + trial_warm
         for what in ("compile", "verify", "randomize", "cool-down", "load"):
             parts[what] += seconds.get(what, 0.0)

@@ -744,7 +744,8 @@ def _launch_seconds(config: Config, bytes_moved: Callable[[Problem], int],
 def _trial_seconds(config: Config, launch: float, facts: DeviceFacts, costs: PlanCosts,
                    measure: MeasureSpec) -> float:
     samples = _expected_samples(measure, launch)
-    launches = measure.warmup + 2 + samples * measure.batch
+    warmup = measure.warmup_turns(launch)
+    launches = warmup + 2 + samples * measure.batch
     flushes = costs.flush and config.cache == "cold"
     flush = 2 * facts.l2_bytes / costs.bandwidth if flushes else 0.0
-    return launches * launch + samples * flush
+    return launches * launch + (warmup + samples) * flush

@@ -167,7 +167,7 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
         measured = device.measure(rotation, warmup=measure.warmup, rule=measure.rule(),
                                   flush=config.cache == "cold", batch=measure.batch,
                                   graph=measure.graph, abandon=abandon, duty=duty,
-                                  verify=rotation)
+                                  verify=rotation, warmup_time_s=measure.warmup_time_s)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
         if os.environ.get(DEBUG_ENV):

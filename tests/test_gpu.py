@@ -43,6 +43,27 @@ def test_a_short_kernels_first_sample_after_the_warmup_reads_as_the_rest():
     assert statistics.median(ratios) < 1.15, ratios
 
 
+def test_a_long_launch_is_warmed_up_by_two_turns_and_a_short_one_by_all():
+    device = open_device("cuda")
+    a = torch.randn(4096, 4096, device="cuda")
+    c = torch.empty_like(a)
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.empty_like(x)
+    turns: list[str] = []
+
+    def long() -> None:                  # a float32 matmul 4096³: milliseconds
+        turns.append("long")
+        torch.mm(a, a, out=c)
+
+    def short() -> None:                 # a 4 MiB copy: microseconds
+        turns.append("short")
+        y.copy_(x)
+
+    for launch in (long, short):
+        device.warm_up(launch, 10, flush=True, enough_s=0.001)
+    assert turns.count("long") == 2 and turns.count("short") == 10
+
+
 def test_sweep_on_gpu_end_to_end(small_space, tmp_path):
     store, summary = sweep_study(small_space, open_device("cuda"), tmp_path / "gpu")
     trials, baselines = store.records()

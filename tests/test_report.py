@@ -395,8 +395,8 @@ def test_a_replayed_study_says_it_replayed_and_shows_no_empty_columns(tmp_path):
            "2026-11-29T14:57:46+00:00): nothing was launched, timed or verified here" in intro
     assert "verified on fresh random data" not in md and "timed apart" not in md
     assert "| fixed | inputs | none: nothing was launched |" in md
-    assert "| fixed | measurement | replayed as recorded (the space asks for 10 warmup + " \
-           "50 timed) |" in md
+    assert "| fixed | measurement | replayed as recorded (the space asks for 10 warmup (2 " \
+           "where they take 1 ms) + 50 timed) |" in md
     assert f"| statistics | median of the samples recorded in {table};" in md
     assert f"| hardware | NVIDIA H200 (132 SMs, 60MiB L2), driver 580.159.04, as recorded " \
            f"in {table};" in md

@@ -184,6 +184,9 @@ BAD = [
      "off"),
     ("kernel: copy\nparams: {}\nbudget: {time: 10x}\n", 3,
      "budget.time: '10x' is not a duration"),
+    ("kernel: copy\nparams: {}\nmeasure:\n  warmup_time: fast\n", 4,
+     "measure.warmup_time: 'fast' is not a duration; allowed: a positive number, bare "
+     "(seconds) or with h, m, s or ms"),
     ("kernel: copy\nparams: {}\nbudget:\n  trials: -4\n", 4,
      "budget.trials: -4 is not a whole number from 1 to 1000000000"),
     ("kernel: copy\nparams:\n  block: [32]\n  block: [64]\n", 4,
@@ -220,6 +223,15 @@ def test_bad_input_names_file_line_and_what_is_wrong(text, line, message):
 
 
 LONG_MINUTES = "3." + "0" * 39 + "m"          # 42 characters: the unit past the 40th
+
+
+def test_warmup_time_is_a_duration_or_off_and_the_header_says_what_it_does():
+    assert parse("kernel: copy\nparams: {}\n").measure.warmup_time_s == 0.001
+    spec = parse("kernel: copy\nparams: {}\nmeasure: {warmup_time: 2ms}\n").measure
+    assert spec.warmup_time_s == 0.002
+    assert spec.describe().startswith("10 warmup (2 where they take 2 ms), then timed")
+    off = parse("kernel: copy\nparams: {}\nmeasure: {warmup_time: off, repeat: 5}\n").measure
+    assert off.warmup_time_s is None and off.describe().startswith("10 warmup + 5 timed")
 
 
 def test_a_duration_longer_than_40_characters_keeps_its_unit():

@@ -177,6 +177,35 @@ def test_the_warmup_turns_the_sampling_loop_so_the_first_sample_follows_what_oth
     assert steps == ["event", "launch", "event"] * 2 + ["sync"]
 
 
+def test_two_warmup_turns_where_their_launches_take_warmup_time():
+    """Two turns of a launch of 0.7 ms or more measured the same as ten on the copy sweep
+    (an H100, docs/benchmarks.md); a short launch keeps every turn, ``off`` all of them."""
+    spec = MeasureSpec()                          # ten turns, 1 ms
+    assert spec.warmup_turns(0.0005) == 2 and spec.warmup_turns(0.0007) == 2
+    assert spec.warmup_turns(0.0004) == 10 and spec.warmup_turns(15e-6) == 10
+    assert MeasureSpec(warmup_time_s=None).warmup_turns(1.0) == 10
+    assert MeasureSpec(warmup=2).warmup_turns(1.0) == 2
+    assert MeasureSpec(warmup=1).warmup_turns(1.0) == 1
+
+
+@pytest.mark.parametrize(("launch_ms", "enough_s", "turns"), [
+    (0.7, 0.001, [2]), (0.4, 0.001, [2, 8]), (0.7, None, [10])])
+def test_the_cuda_warmup_times_two_turns_and_stops_where_they_took_enough(
+        launch_ms, enough_s, turns):
+    from sweeper.devices._cuda import CudaDevice
+
+    calls: list[int] = []
+
+    def time(launch, *, warmup, repeat, flush):
+        calls.append(warmup + repeat)
+        return [launch_ms] * repeat
+
+    device = object.__new__(CudaDevice)           # no GPU here: the timer stands in
+    device.time = time
+    device.warm_up(lambda: None, 10, flush=True, enough_s=enough_s)
+    assert calls == turns
+
+
 def record(number, samples, warps=4, block_meta=1024, grid=100):
     return TrialRecord(number=number, choice={"n": str(number)}, status=TrialStatus.OK,
                        config=Config(Problem("float32", 4), grid=grid, block=32 * warps,

@@ -28,6 +28,7 @@ from sweeper.core._model import (
     Value,
     launch_text,
     shrunk_problems,
+    warmup_turns,
 )
 from sweeper.core._problem import Dim, Problem, Shape, shape_of, show_dims
 from sweeper.core._units import DECLARED_ONLY, DTYPES, format_size, parse_duration, parse_size
@@ -64,4 +65,5 @@ __all__ = [
     "shape_of",
     "show_dims",
     "shrunk_problems",
+    "warmup_turns",
 ]

@@ -146,12 +146,28 @@ class Constraint:
         return self.expr.text
 
 
+def warmup_turns(warmup: int, warmup_time_s: float | None, launch_s: float) -> int:
+    """Turns of the timer's loop before a trial's samples: ``warmup``, or only two where
+    two launches of ``launch_s`` take ``warmup_time_s`` or more.  Two turns of launches
+    of 0.7 ms or more measured the same as ten: on an H100 the 204 configs of
+    ``spaces/copy.yaml`` (1 GiB fp32) kept their medians within 0.55 % of ten turns'
+    (two sweeps with ten differ by up to 0.42 %) and their winner, and the command took
+    16.0 s instead of 18.0 s (docs/benchmarks.md).  A short kernel's first samples need
+    the ten (:func:`~sweeper.measure.time_cuda`)."""
+    if warmup_time_s is not None and warmup > 2 and 2 * launch_s >= warmup_time_s:
+        return 2
+    return warmup
+
+
 @dataclass(frozen=True)
 class MeasureSpec:
     """How each trial is measured.  ``stop`` is ``fixed`` (exactly ``repeat`` samples),
     ``ci`` or ``stdrel`` (adaptive: until the noise is under ``target``)."""
 
     warmup: int = 10
+    #: where two warmup turns' launches take this long (seconds), those two are the warmup
+    #: (:func:`warmup_turns`); ``None``: always ``warmup`` turns
+    warmup_time_s: float | None = 0.001
     repeat: int = 50
     stop: str = "ci"
     target: float = 0.005
@@ -176,6 +192,10 @@ class MeasureSpec:
         until a problem shows itself power-bound."""
         return Duty(self.duty, self.duty_s) if self.duty in ("cool", "load") else None
 
+    def warmup_turns(self, launch_s: float) -> int:
+        """The warmup turns a trial whose launches take ``launch_s`` seconds gets."""
+        return warmup_turns(self.warmup, self.warmup_time_s, launch_s)
+
     def rule(self) -> StopRule:
         """The stopping rule these settings ask for."""
         return StopRule(kind=self.stop, repeat=self.repeat, target=self.target,
@@ -185,10 +205,14 @@ class MeasureSpec:
     def describe(self) -> str:
         """How each trial is measured, in one line: warmup, stopping rule, duty schedule,
         abandoning and batching, as a run's header and a report say it."""
+        warm = f"{self.warmup} warmup"
+        if self.warmup_time_s is not None and self.warmup > 2:
+            t = self.warmup_time_s
+            warm += f" (2 where they take {f'{t * 1e3:g} ms' if t < 1 else f'{t:g} s'})"
         if self.stop == "fixed":
-            how = f"{self.warmup} warmup + {self.repeat} timed"
+            how = f"{warm} + {self.repeat} timed"
         else:
-            how = (f"{self.warmup} warmup, then timed until the {self.stop} noise is under "
+            how = (f"{warm}, then timed until the {self.stop} noise is under "
                    f"{100 * self.target:g}% (at least {self.min_samples} samples, "
                    f"{self.min_time_s:g} s; at most {self.max_time_s:g} s)")
         fixed = self.fixed_duty()

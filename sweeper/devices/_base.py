@@ -176,8 +176,11 @@ class Device(abc.ABC):
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         """Milliseconds of each of ``repeat`` launches after ``warmup`` untimed ones."""
 
-    def warm_up(self, launch: Launch, count: int, flush: bool) -> None:
-        """``count`` untimed launches before a measurement's samples, waited for."""
+    def warm_up(self, launch: Launch, count: int, flush: bool,
+                enough_s: float | None = None) -> None:
+        """``count`` untimed launches before a measurement's samples, waited for; where a
+        device times them, only two if those two took ``enough_s`` or more
+        (:func:`~sweeper.core.warmup_turns`)."""
         for _ in range(count):
             launch()
         self.synchronize()
@@ -185,8 +188,10 @@ class Device(abc.ABC):
     def measure(self, launch: Launch, *, warmup: int, rule: StopRule, flush: bool,
                 batch: int = 1, graph: bool = False,
                 abandon: Callable[[list[float]], str | None] | None = None,
-                duty: Duty | None = None, verify: OutputCheck | None = None) -> Measured:
-        """Warm up, then sample until ``rule`` stops; each sample is ``batch`` launches
+                duty: Duty | None = None, verify: OutputCheck | None = None,
+                warmup_time_s: float | None = None) -> Measured:
+        """Warm up (``warmup`` launches, or two where those take ``warmup_time_s``), then
+        sample until ``rule`` stops; each sample is ``batch`` launches
         (replayed from a CUDA graph if ``graph``) and its time is divided by ``batch``.
         With a ``duty`` schedule (a power-bound problem) the GPU is first brought to the
         schedule's state, and again before a discarded chunk is taken anew.  ``verify``
@@ -206,7 +211,7 @@ class Device(abc.ABC):
         if duty is not None:
             settle()
         with spent.on("warmup"):
-            self.warm_up(launch, warmup, flush)
+            self.warm_up(launch, warmup, flush, warmup_time_s)
         cool = duty if duty is not None and duty.kind == "cool" else None
         # before the poison: every later launch is timed
         size = cool.burst_size(self.batched(launch, batch, False), self.synchronize) \

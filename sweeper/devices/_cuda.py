@@ -87,10 +87,17 @@ class CudaDevice(Device):
         return time_cuda(launch, warmup=warmup, repeat=repeat,
                          flush=self._flush if flush else None, hold=self._hold)
 
-    def warm_up(self, launch: Launch, count: int, flush: bool) -> None:
-        """The sampling loop's own turns (flush, hold, events, launch), untimed: the first
-        sample then follows what every later one does (:func:`~sweeper.measure.time_cuda`)."""
-        self.time(launch, warmup=count, repeat=0, flush=flush)
+    def warm_up(self, launch: Launch, count: int, flush: bool,
+                enough_s: float | None = None) -> None:
+        """The sampling loop's own turns (flush, hold, events, launch), their times
+        dropped: the first sample then follows what every later one does
+        (:func:`~sweeper.measure.time_cuda`).  With ``enough_s``, the first two turns are
+        timed, and where their launches took that long they are the whole warmup
+        (:func:`~sweeper.core.warmup_turns`)."""
+        if enough_s is None or count <= 2:
+            self.time(launch, warmup=count, repeat=0, flush=flush)
+        elif sum(self.time(launch, warmup=0, repeat=2, flush=flush)) < enough_s * 1e3:
+            self.time(launch, warmup=count - 2, repeat=0, flush=flush)
 
     @staticmethod
     def _hold() -> None:

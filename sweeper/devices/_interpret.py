@@ -78,7 +78,7 @@ class InterpretDevice(Device):
         return MeasureSpec(warmup=min(spec.warmup, MAX_WARMUP),
                            repeat=min(spec.repeat, MAX_REPEAT), stop="fixed",
                            timeout_s=spec.timeout_s, duty=spec.duty, duty_s=spec.duty_s,
-                           finals_duty=spec.finals_duty)
+                           finals_duty=spec.finals_duty, warmup_time_s=spec.warmup_time_s)
 
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         return time_host(launch, warmup=warmup, repeat=repeat)

@@ -308,7 +308,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
 
     own = summary.trials[summary.resumed:]
     timing = summary.timing
-    warmup = device.measure_spec(space.measure).warmup
+    measure = device.measure_spec(space.measure)
     model = launch_model(space, device)
 
     def compiled(t: Any) -> float:
@@ -336,7 +336,8 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              # the worker's launcher (on the H200 0.3 s from a warm cache), so that a run
              # of two trials does not price every trial of the next plan as its first
              trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch +
-                                   (warmup + 1) * t.stats.median) / 1e3 - compiled(t)
+                                   (measure.warmup_turns(t.stats.median / 1e3) + 1) *
+                                   t.stats.median) / 1e3 - compiled(t)
                        - t.seconds.get("load", 0.0) - t.seconds.get("cool-down", 0.0)
                        for t in own[1:] if t.ok and t.stats],
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own

@@ -884,7 +884,7 @@ def _min_time(value: Any) -> float:
     return 0.0 if value in (0, "0", "0s") else parse_duration(value)
 
 
-def _timeout(value: Any) -> float | None:
+def _duration_or_off(value: Any) -> float | None:
     if value in (None, False, "off"):         # YAML reads a bare off as false
         return None
     try:
@@ -938,13 +938,17 @@ MEASURE = {
     "min_samples": _whole(2),
     "min_time": Setting(_NUMBER_OR_TEXT, _min_time, "min_time_s"),
     "max_time": Setting(_NUMBER_OR_TEXT, parse_duration, "max_time_s"),
+    "warmup_time": Setting({"type": ["number", "string", "boolean", "null"], "description":
+                            "where two warmup turns take this long (1ms, 0.5 ms), those two "
+                            "are the warmup; off: always `warmup` turns"}, _duration_or_off,
+                           "warmup_time_s"),
     "cache": _one_of((*CACHE_MODES, "both"), "{} is not a cache mode"),
     "batch": _whole(1),
     "graph": Setting({"type": "boolean"}, _graph),
     "abandon": Setting({"type": "number", "exclusiveMinimum": 1}, _abandon),
     "timeout": Setting({"type": ["number", "string", "boolean", "null"], "description":
                         "seconds (or 5m, 30s) before a trial counts as hung; off or false: "
-                        "never"}, _timeout, "timeout_s"),
+                        "never"}, _duration_or_off, "timeout_s"),
     "duty": Setting({"anyOf": [{"enum": ["auto", "off", False]}, {
         "type": "object", "additionalProperties": False, "minProperties": 1,
         "maxProperties": 1, "properties": {"cool": _NUMBER_OR_TEXT, "load": _NUMBER_OR_TEXT}}],

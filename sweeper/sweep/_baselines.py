@@ -48,7 +48,7 @@ class Baselines:
             measured = self.device.measure(lambda: self.kernel.baseline(buffers),
                                            warmup=self.measure.warmup,
                                            rule=self.measure.rule(), flush=cache == "cold",
-                                           duty=duty)
+                                           duty=duty, warmup_time_s=self.measure.warmup_time_s)
         except Exception as err:     # the user's baseline failed: say so, go on
             if not self.device.healthy():
                 raise              # the context is lost: the trial it fails says so
