@@ -146,6 +146,11 @@ class TuningWarning(UserWarning):
     same architecture, or at a problem far from the one asked for."""
 
 
+class StaleTuningWarning(TuningWarning):
+    """A tuned config was measured on an earlier source of its kernel (the tuning entry's
+    ``source_hash`` is not the kernel's hash now): it is used all the same, once warned."""
+
+
 class ReferenceFailed(Exception):
     """A kernel's torch reference raised while a trial was checked: the trial fails as
     crashed with the reference named as the cause (``the reference raised ...``), not

@@ -4,7 +4,8 @@
 ends with (the interleaved finals' winner, else the sweep's best) into a JSON tuning file,
 merging with what is there; an entry names its problem by footprint and by the kernel's
 dimensions (``dims``), and its kernel by name (``kernel_path``: the ``module:attr`` the
-space named it by).  :func:`sweeper.tuned` reads it back (:mod:`sweeper.lookup`);
+space named it by), and the kernel's source by the hash the study measured it with
+(``source_hash``).  :func:`sweeper.tuned` reads it back (:mod:`sweeper.lookup`);
 ``--format triton`` writes the winners as ``triton.Config`` objects
 (:mod:`sweeper.export_triton`).
 """
@@ -15,6 +16,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -30,7 +32,15 @@ from sweeper.matching import gpu_model
 from sweeper.space import Expr, Problem
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
-from sweeper.tuning import EMPTY, TopConfig, TuningEntry, merged, read_tuning, tuning_path
+from sweeper.tuning import (
+    EMPTY,
+    SOURCE_HASH,
+    TopConfig,
+    TuningEntry,
+    merged,
+    read_tuning,
+    tuning_path,
+)
 from sweeper.winners import UNFINISHED, Pick, Winners
 
 #: The files that are a study's record (and its lock), which no export may write over.
@@ -190,7 +200,19 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         footprint_expr=rule,
         capability=str(env["capability"]) if env.get("capability") else None,
         note=UNFINISHED if unfinished else None, headline=headline,
-        rate=t.rate(headline, pick.median_ms), top=top, **agreement)
+        rate=t.rate(headline, pick.median_ms), top=top, source_hash=measured_source(meta),
+        tuned=t.started or None, **agreement)
+
+
+def measured_source(meta: StudyMeta) -> str | None:
+    """The hash of the kernel's source the study measured (its ``kernel_source_hash``,
+    taken when the study was created; a study resumed with ``--force`` after an edit keeps
+    the first), not the source there is at export: the kernel may have been edited since.
+    ``None`` where the study recorded none that reads as a hash (every study sweeper
+    writes has one); the source at export is never taken in its place, so exporting
+    never imports a user's kernel."""
+    source = meta.kernel_source_hash
+    return source if isinstance(source, str) and re.fullmatch(SOURCE_HASH, source) else None
 
 
 def footprint_rule(kernel: str) -> Expr | None:
@@ -250,6 +272,7 @@ __all__ = [
     "describe",
     "export_csv",
     "export_study",
+    "measured_source",
     "output_file",
     "problem_tops",
     "study_winners",

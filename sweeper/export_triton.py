@@ -7,7 +7,9 @@ file (one module per kernel, one section per GPU; another study of a GPU already
 adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
 
 - ``WINNERS[gpu]``: each problem's winner (the interleaved finals' where they ran, with
-  the median the report shows) as a ``triton.Config``, with its dims and grid;
+  the median the report shows) as a ``triton.Config``, with its dims and grid, and (where
+  the study recorded it) the hash of the kernel's source it was measured on
+  (``source_hash``, as a tuning entry keeps it) and when (``tuned``);
 - ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``:
   each problem's winner first, then by geometric mean slowdown against each problem's
   best over the problems they were measured on (more problems first);
@@ -37,6 +39,7 @@ from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
     footprint_rule,
+    measured_source,
     output_file,
     problem_tops,
     rule_for,
@@ -171,10 +174,13 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
     """One GPU's part of the module: facts, winners per problem, ranked distinct configs."""
     env = won.meta.environment
     tops = problem_tops(won)
+    source = measured_source(won.meta)
     winners = [{"study": won.meta.study, "dtype": key.dtype, "footprint": key.footprint,
                 "dims": _dims(key),
                 **_config(pick.trial), "median_ms": pick.median_ms,
                 "chosen_by": pick.chosen_by, "trial": pick.trial.number,
+                **{k: v for k, v in (("source_hash", source), ("tuned", pick.trial.started))
+                   if v},
                 "top": [{**_config(t), "slowdown": slowdown} for t, slowdown in tops[key]]}
                for key, pick in won.picks.items()]
     return {"facts": {k: env[k] for k in ("sms", "l2_bytes") if env.get(k) is not None},

@@ -5,7 +5,9 @@ default) and problem (its dimensions, or its footprint); the entry is found by t
 of :mod:`sweeper.matching` (GPU by name then by architecture, nearest tuned shape in log
 space) and its grid re-computed for the problem asked for when it was an expression such
 as ``cdiv(n, BLOCK)``.  The medians returned are those the report shows: the interleaved
-finals' where they chose the winner.
+finals' where they chose the winner.  An entry tuned on an earlier source of its kernel
+than the one there is now (its ``source_hash``) is used all the same, with a
+:class:`~sweeper.errors.StaleTuningWarning` once per kernel and ``stale`` set.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from pathlib import Path
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import candidates
-from sweeper.errors import SweeperError, TuningFileError, TuningWarning, user_stacklevel
+from sweeper.errors import (
+    StaleTuningWarning,
+    SweeperError,
+    TuningFileError,
+    TuningWarning,
+    user_stacklevel,
+)
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
 from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, parse_size, show_dims
 from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
@@ -44,6 +52,9 @@ class TunedConfig(TuningEntry):
     far: bool = False
     #: True when no entry of the asked GPU existed and one of its architecture was taken
     by_architecture: bool = False
+    #: the kernel's source is not the one it was tuned on (its ``source_hash``; a
+    #: :class:`~sweeper.errors.StaleTuningWarning` was given, once per kernel)
+    stale: bool = False
     #: the configs worth measuring for this problem, this one first (:mod:`sweeper.dispatch`:
     #: the tuned problem's top configs, or the bracketing tuned problems' for a shape that
     #: was not tuned); just this one from a file written without top configs
@@ -89,12 +100,16 @@ class Tuning:
                                "first")
         self.entries = read_tuning(self.path).entries
         self._warned_no_top = False
+        #: each kernel's source hash now (:func:`~sweeper.kernels.source_hash_now`), asked
+        #: once per file read
+        self._sources: dict[str, str | None] = {}
 
     def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
                dims: Mapping[str, int] | None = None, gpu: str | None = None,
                warn: bool = True) -> TunedConfig:
         """The config for ``kernel`` (see :func:`tuned`); ``warn=False``: leave the far
-        and architecture warnings to the caller, which reads ``far``/``by_architecture``."""
+        and architecture warnings to the caller, which reads ``far``/``by_architecture``
+        (a changed source is warned of here either way, once per kernel)."""
         if not isinstance(kernel, str):
             raise SweeperError(f"kernel {kernel!r}: give the kernel's name as text (e.g. "
                                "'matmul', or its 'module:attr' path)")
@@ -121,12 +136,28 @@ class Tuning:
             **{**vars(entry), "meta": dict(entry.meta), "dims": dict(entry.dims),
                "grid": self._grid(index, entry, dtype, footprint, dims)},
             distance=near.distance, far=near.far, by_architecture=matched.by_architecture,
+            stale=self._stale(entry),
             candidates=tuple(Candidate(t.grid_expr, t.block, dict(t.meta), t.slowdown,
                                        self._grid(i, t, dtype, footprint, dims))
                              for i, t in chosen))
+        if config.stale:
+            warn_stale(config, self.path)
         if warn:
             warn_for(config, gpu, asked)
         return config
+
+    def _stale(self, entry: TuningEntry) -> bool:
+        """Whether ``entry`` was tuned on another source of its kernel than the one there
+        is now; an entry without a ``source_hash`` (an older sweeper's), or a kernel
+        whose source cannot be told here, is not."""
+        from sweeper.kernels import source_hash_now
+
+        if entry.source_hash is None:
+            return False
+        if entry.identity not in self._sources:
+            self._sources[entry.identity] = source_hash_now(entry.identity)
+        now = self._sources[entry.identity]
+        return now is not None and now != entry.source_hash
 
     def _matched(self, kernel: str, dtype: str, dims: Mapping[str, int] | None, gpu: str,
                  capability: tuple[int, int] | None) -> GpuMatch:
@@ -252,6 +283,26 @@ def _ident(config: TopConfig) -> str:
     return json.dumps([config.grid_expr, config.block, config.meta], sort_keys=True)
 
 
+#: (tuning file, kernel) whose changed source was warned of in this process: once each.
+_STALE_WARNED: set[tuple[str, str]] = set()
+
+
+def warn_stale(config: TunedConfig, path: Path) -> None:
+    """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that
+    ``config`` was tuned on an earlier source of its kernel, and how to tune it again."""
+    key = (str(path.resolve()), config.identity)
+    if key in _STALE_WARNED:
+        return
+    _STALE_WARNED.add(key)
+    date = (config.tuned or config.exported or "")[:10]
+    when = f"tuned {date}, " if date else ""
+    warnings.warn(f"{path}: the winners of {config.kernel} were tuned for an earlier source "
+                  f"of {config.identity} ({when}study {config.study}); they are used as they "
+                  "are: to tune its source as it is now, run its space into a new study "
+                  "(`sweeper run SPACE --study NEW`) and export that", StaleTuningWarning,
+                  stacklevel=user_stacklevel())
+
+
 def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None]) -> None:
     """Warn (:class:`TuningWarning`) when ``config`` was tuned on another GPU of the same
     architecture, or at a problem far from ``asked``."""
@@ -337,8 +388,9 @@ def describe(config: TunedConfig) -> str:
     return (f"{config.kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
             f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
             f"tuned at {tuned_at} ({near}): median {config.median_ms:.4g} ms, "
-            f"{config.rate:.4g} {config.headline.unit} (study {config.study})")
+            f"{config.rate:.4g} {config.headline.unit} (study {config.study})"
+            f"{'; STALE: tuned for an earlier source of the kernel' if config.stale else ''}")
 
 
-__all__ = ["Candidate", "TunedConfig", "Tuning", "current_gpu", "describe", "far_text", "tuned",
-           "warn_for"]
+__all__ = ["Candidate", "TunedConfig", "Tuning", "current_gpu", "describe", "far_text",
+           "tuned", "warn_for", "warn_stale"]

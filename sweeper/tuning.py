@@ -9,6 +9,12 @@ checked when the file is read, against :class:`TuningEntry`'s annotations and
 invariants, once an entry of an older format is read as the current one
 (:func:`sweeper.store._upgrade.upgraded_entry`): a file edited by hand or cut short is
 refused with one line naming the entry, never a ``KeyError`` at launch time.
+
+An entry records the hash of its kernel's source as the study measured it
+(``source_hash``) and when its winner was measured (``tuned``): a lookup warns where the
+kernel's source is no longer that one (:class:`~sweeper.errors.StaleTuningWarning`).  Both
+are optional and the format is kept: an entry without them (an older sweeper's) is read
+and used as before, and an older sweeper reading an entry with them leaves them.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import json
 import keyword
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -57,6 +64,8 @@ LAUNCH_OPTIONS = frozenset({
 #: The names a grid expression binds besides the meta-parameters (and the dimensions):
 #: a meta-parameter of one of these names would take its place.
 GRID_NAMES = frozenset({*LAUNCH_AXES, *PROBLEM_AXES, *FACT_NAMES})
+#: What a kernel's source hash is (:meth:`~sweeper.kernels.Kernel.source_hash`).
+SOURCE_HASH = "[0-9a-f]{16}"
 
 
 def tuning_path(path: str | Path | None = None) -> Path:
@@ -135,6 +144,12 @@ class TuningEntry(LaunchConfig, Record):
     note: str | None = None
     agreement: dict[str, Any] | None = None
     gpu_winners: list[dict[str, Any]] | None = None
+    #: the kernel's :meth:`~sweeper.kernels.Kernel.source_hash` as the study measured it;
+    #: none in an entry of an older sweeper (it is then not compared)
+    source_hash: str | None = None
+    #: when the winner was measured (its trial's start, ISO 8601), for the warning a
+    #: changed source gets
+    tuned: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the tuning file holds it: a field left unset (``None``) is left out."""
@@ -173,6 +188,10 @@ class TuningEntry(LaunchConfig, Record):
         take."""
         if data["dtype"] not in DTYPES:
             return f"dtype {shown(data['dtype'])} is unknown; allowed: {', '.join(DTYPES)}"
+        source = data.get("source_hash")
+        if source is not None and not re.fullmatch(SOURCE_HASH, source):
+            return f"source_hash is {shown(source)}; it must be 16 hex digits (the " \
+                "kernel's source hash), or left out"
         if not data["median_ms"] > 0 or not math.isfinite(data["median_ms"]):
             return f"median_ms is {shown(data['median_ms'])}; it must be positive"
         for key in ("gbps", "rate"):
@@ -351,5 +370,5 @@ EMPTY = TuningFile([], {"version": FORMAT_VERSION, "entries": []})
 
 
 __all__ = ["DEFAULT_TUNING", "EMPTY", "FORMAT_VERSION", "LAUNCH_OPTIONS", "MAX_GRID",
-           "SUPPORTED_VERSIONS", "LaunchConfig", "TopConfig", "TuningEntry", "TuningFile",
-           "entry_name", "entry_problem", "merged", "read_tuning", "tuning_path"]
+           "SOURCE_HASH", "SUPPORTED_VERSIONS", "LaunchConfig", "TopConfig", "TuningEntry",
+           "TuningFile", "entry_name", "entry_problem", "merged", "read_tuning", "tuning_path"]

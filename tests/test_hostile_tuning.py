@@ -58,6 +58,10 @@ NAME = "a Python identifier, not a keyword, not starting with '__'"
 TAMPERED = [
     pytest.param({"block": 1}, None, f"block is 1; {BLOCKS}", id="block-1"),
     pytest.param({"block": 96}, None, f"block is 96; {BLOCKS}", id="block-96"),
+    pytest.param({"source_hash": "0123"}, None, "source_hash is '0123'; it must be 16 hex "
+                 "digits (the kernel's source hash), or left out", id="source-hash-short"),
+    pytest.param({"source_hash": 5}, None, "source_hash is 5, not str | None",
+                 id="source-hash-number"),
     pytest.param({"block": 2048}, None, f"block is 2048; {BLOCKS}", id="block-2048"),
     pytest.param({"block": 0}, '"block": 1e30', "block is 1e+30, not int",
                  id="block-1e30"),

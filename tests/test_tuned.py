@@ -1,19 +1,25 @@
 """``sweeper.tuned`` as a launch asks: dtype spellings, a replayed or sibling GPU, a user
-kernel by its name, and how far the tuned problem is from the asked one."""
+kernel by its name, how far the tuned problem is from the asked one, and a kernel whose
+source changed since it was tuned."""
 
+import importlib
 import json
+import re
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
 
-from sweeper.errors import SweeperError, TuningWarning
+from sweeper.errors import StaleTuningWarning, SweeperError, TuningWarning
 from sweeper.export import export_study
 from sweeper.lookup import describe, tuned
 from sweeper.measure import summarize
 from sweeper.space import Config, Problem
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
+from tests.conftest import ROOT
 
 
 def study(tmp_path, name, problems, *, gpu="NVIDIA H200", kernel="copy", kernel_name=None,
@@ -227,3 +233,153 @@ def test_dims_missing_one_the_kernel_was_tuned_over_are_named_not_said_untuned(t
                                            r", not M N; allowed: each of them by name"):
         tuned("copy", dtype="float32", dims={"M": 1024, "N": 1024}, gpu="NVIDIA H200",
               path=path)
+
+
+@pytest.fixture
+def edited_scale(tmp_path, monkeypatch):
+    """examples/scale.py as the module ``edited_scale`` in ``tmp_path`` (the current
+    folder), tuned on the interpreter and exported to ``tuning.json``; each lookup in the
+    test forgets the kernels warned of, as a new process does."""
+    from sweeper import lookup
+    from sweeper.cli import main
+
+    module = tmp_path / "edited_scale.py"
+    module.write_text((ROOT / "examples" / "scale.py").read_text())
+    (tmp_path / "s.yaml").write_text("kernel: edited_scale:scale\nsampler: exhaustive\n"
+                                     "params: {grid: [\"cdiv(n, BLOCK)\"], block: [32], "
+                                     "BLOCK: [256], footprint: [4KiB]}\n"
+                                     "measure: {warmup: 1, repeat: 2}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    sys.modules.pop("edited_scale", None)
+    assert main(["run", "s.yaml", "--device", "interpret", "--studies-dir", "studies",
+                 "--quiet", "--no-report"]) == 0
+    assert main(["export", "studies/s-interpret", "-o", "tuning.json"]) == 0
+    yield module
+    sys.modules.pop("edited_scale", None)
+
+
+def _edit(module):
+    """Edit the kernel's source as a user does between two runs of their program."""
+    module.write_text(module.read_text().replace("A = 0.5", "A = 0.25"))
+    sys.modules.pop("edited_scale", None)
+
+
+ASKED = {"dtype": "float32", "footprint": 4096, "path": "tuning.json"}
+STALE = (r"tuning.json: the winners of scale were tuned for an earlier source of "
+         r"edited_scale:scale \(tuned 20\d\d-\d\d-\d\d, study s-interpret\); they are used "
+         r"as they are: to tune its source as it is now, run its space into a new study "
+         r"\(`sweeper run SPACE --study NEW`\) and export that$")
+
+
+def test_an_entry_records_the_source_its_study_measured(edited_scale):
+    from sweeper.store import StudyStore
+
+    meta = StudyStore(edited_scale.parent / "studies" / "s-interpret").study_meta()
+    [entry] = json.loads(Path("tuning.json").read_text())["entries"]
+    assert entry["source_hash"] == meta.kernel_source_hash
+    assert entry["tuned"].startswith(meta.created[:10])
+    _edit(edited_scale)            # the study's hash, not the source's at export
+    assert main_export() == 0
+    [entry] = json.loads(Path("tuning.json").read_text())["entries"]
+    assert entry["source_hash"] == meta.kernel_source_hash
+
+
+def main_export(*args):
+    from sweeper.cli import main
+
+    return main(["export", "studies/s-interpret", "-o", "tuning.json", *args])
+
+
+def test_an_unchanged_kernel_is_looked_up_without_a_warning(edited_scale, monkeypatch):
+    monkeypatch.syspath_prepend(edited_scale.parent)
+    importlib.import_module("edited_scale")
+    for imported in (True, False):       # hashed as the kernel, or its module's text read
+        if not imported:
+            sys.modules.pop("edited_scale")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cfg = tuned("scale", **ASKED)
+        assert not cfg.stale and "STALE" not in describe(cfg)
+    assert "edited_scale" not in sys.modules
+
+
+def test_a_kernel_edited_since_it_was_tuned_is_warned_of_once_and_still_served(edited_scale):
+    before = tuned("scale", **ASKED)
+    _edit(edited_scale)
+    with pytest.warns(StaleTuningWarning, match=STALE) as said:
+        cfg = tuned("scale", **ASKED)
+    assert [w.filename for w in said] == [__file__]          # at the caller's line
+    assert cfg.stale and cfg.meta == before.meta and cfg.grid == before.grid
+    assert describe(cfg).endswith("(study s-interpret); STALE: tuned for an earlier source "
+                                  "of the kernel")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # once per kernel
+        assert tuned("edited_scale:scale", **ASKED).stale
+
+
+def test_sweeper_tuned_marks_a_stale_entry_and_warns_in_one_line(edited_scale, capsys):
+    from sweeper.cli import main
+
+    _edit(edited_scale)
+    with edited_scale.open("a") as module:            # read, never run, to hash it
+        module.write("\nopen('top-level-ran', 'w').close()\n")
+    capsys.readouterr()
+    assert main(["tuned", "scale", "--footprint", "4KiB", "--tuning", "tuning.json"]) == 0
+    assert not Path("top-level-ran").exists() and "edited_scale" not in sys.modules
+    out, err = capsys.readouterr()
+    assert out.rstrip("\n").endswith("; STALE: tuned for an earlier source of the kernel")
+    assert err.count("\n") == 1 and re.fullmatch(f"sweeper: warning: {STALE}", err.rstrip())
+
+
+def test_a_tuned_kernel_warns_once_of_an_edited_source(edited_scale, monkeypatch):
+    import sweeper
+
+    _edit(edited_scale)
+    monkeypatch.syspath_prepend(edited_scale.parent)     # the user's program imports it
+    launch = sweeper.tuned_kernel("tuning.json", key=["n"], name="scale")(
+        importlib.import_module("edited_scale").scale_kernel)
+    x = torch.ones(1024)
+    with pytest.warns(StaleTuningWarning, match=STALE) as said:
+        launch(x, x.numel(), 0.5)
+    assert [w.filename for w in said] == [__file__]
+    assert torch.equal(x, torch.full_like(x, 0.5))        # launched all the same
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        launch(x, 512, 0.5)
+
+
+def test_an_entry_without_a_source_hash_is_used_silently(edited_scale):
+    data = json.loads(Path("tuning.json").read_text())
+    for entry in data["entries"]:                      # as an older sweeper wrote it
+        del entry["source_hash"], entry["tuned"]
+    Path("tuning.json").write_text(json.dumps(data))
+    _edit(edited_scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not tuned("scale", **ASKED).stale
+
+
+def test_the_triton_module_carries_the_source_its_winners_were_measured_on(edited_scale):
+    from sweeper.export_triton import _existing
+    from sweeper.store import StudyStore
+
+    assert main_export("--format", "triton", "-o", "tuned_scale.py") == 0
+    meta = StudyStore(edited_scale.parent / "studies" / "s-interpret").study_meta()
+    [winner] = next(iter(_existing(Path("tuned_scale.py"))["gpus"].values()))["winners"]
+    assert winner["source_hash"] == meta.kernel_source_hash
+    assert winner["tuned"].startswith(meta.created[:10])
+
+
+def test_a_source_is_hashed_as_its_study_would_or_not_at_all(tmp_path, monkeypatch):
+    from sweeper.kernels import load_kernel, source_hash_now
+
+    assert source_hash_now("copy") == load_kernel("copy").source_hash()
+    assert source_hash_now("torch-op") is None           # built from a space's options
+    (tmp_path / "class_kernel.py").write_text(
+        "from sweeper.kernels import Kernel\nopen('top-level-ran', 'w').close()\n\n\n"
+        "class Mine(Kernel):\n    name = 'mine'\n")
+    monkeypatch.chdir(tmp_path)
+    assert source_hash_now("class_kernel:Mine") is None  # its class: not told unimported
+    assert source_hash_now("no_such_module:k") is None
+    assert not (tmp_path / "top-level-ran").exists() and "class_kernel" not in sys.modules

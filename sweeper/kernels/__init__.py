@@ -4,6 +4,7 @@ finds, imports and checks each."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -36,6 +37,25 @@ def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
         raise SweeperError(f"kernel {name}: constructing {cls.__name__} raised "
                            f"{type(err).__name__}: {err}{f' (at {line})' if line else ''}"
                            ) from None
+
+
+def source_hash_now(name: str) -> str | None:
+    """Kernel ``name``'s source hash as a study of it would record it now
+    (:meth:`Kernel.source_hash`), running no code this process has not run: a built-in's,
+    or a kernel whose module this process imported already, from the kernel itself; any
+    other's from its module's text, where that is what its study hashes
+    (:func:`~sweeper.kernels._unimported.module_source_hash`).  ``None`` where it cannot be
+    told so: a kernel built from a space's options (``torch-op``, ``cuda``), or a Kernel
+    subclass whose module is not imported."""
+    from sweeper.kernels._unimported import module_source_hash
+
+    try:
+        found = plugins.find(plugins.KERNEL, name)
+        if found.builtin or found.target.partition(":")[0] in sys.modules:
+            return load_kernel(name).source_hash()
+    except (SweeperError, OSError, TypeError):
+        return None
+    return module_source_hash(found.target)
 
 
 def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
@@ -86,4 +106,5 @@ __all__ = [
     "interpreted_ops_of",
     "kernel_class",
     "load_kernel",
+    "source_hash_now",
 ]

@@ -65,6 +65,12 @@ class Buffers:
         return self.tensors[name]
 
 
+def hash_of_source(source: str) -> str:
+    """A kernel's source hash, as a study records it (:meth:`Kernel.source_hash`): 16 hex
+    digits of the sha256 of ``source``."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
 def fill_random(tensor: torch.Tensor, generator: torch.Generator) -> None:
     """Uniform in [-1, 1) for floats, in [-100, 100) for signed integers, [0, 100) for
     unsigned ones, both values for bools: small values, so that no copy, sum or product
@@ -337,9 +343,10 @@ class Kernel(abc.ABC):
         return inspect.getsource(type(self))
 
     def source_hash(self) -> str:
-        """A short hash of :meth:`source`: a study records it, so results of an edited
-        kernel are not mixed with those of the version they were measured with."""
-        return hashlib.sha256(self.source().encode()).hexdigest()[:16]
+        """A short hash of :meth:`source` (:func:`hash_of_source`): a study records it, so
+        results of an edited kernel are not mixed with those of the version they were
+        measured with."""
+        return hash_of_source(self.source())
 
 
 class Builtin(Kernel):

@@ -18,6 +18,7 @@ the one before is named as too large to read, not read for hours.
 from __future__ import annotations
 
 import ast
+import linecache
 import operator
 import os
 import sys
@@ -28,7 +29,7 @@ from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from sweeper.core import Dim
-from sweeper.kernels._base import MetaParam
+from sweeper.kernels._base import MetaParam, hash_of_source
 
 #: The class attributes a Kernel subclass's declaration is read from.
 CLASS_ATTRS = ("dims", "meta_params", "options", "option_defaults", "optional_options",
@@ -127,6 +128,30 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     if arguments:
         declared.attrs["triton_arguments"] = arguments
     return declared
+
+
+def module_source_hash(target: str) -> str | None:
+    """The source hash a study of kernel ``module:attr`` ``target`` records, where that is
+    the hash of its module's text (read here, never run): a function the module declares
+    with ``@sweeper.kernel(...)``, whose source is its module's
+    (:func:`~sweeper.kernels._short_form.kernel`).  ``None`` for any other kernel (a
+    Kernel subclass hashes its class; a launch passed to ``kernel(...)`` may come from
+    another module) or a module that cannot be found or read."""
+    module, _, attr = target.partition(":")
+    found = module_file(module)
+    if found is None:
+        return None
+    linecache.checkcache(found)
+    text = "".join(linecache.getlines(found))         # as inspect.getsource reads a module
+    try:
+        tree = ast.parse(text, filename=found)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    reader = _Reader(Path(found), tree)
+    node = reader.bound.get(attr)
+    if not isinstance(node, ast.FunctionDef) or reader.short_call(node) is None:
+        return None
+    return hash_of_source(text)
 
 
 def module_file(module: str) -> str | None:
