@@ -353,6 +353,8 @@ class Plan:
     finals_s: float = 0.0
     assumptions: Mapping[str, float | bool] = field(default_factory=dict)
     trials: int = 0                                       # what the budget lets run
+    #: the configs the run would measure without a trial budget (``trials`` where none binds)
+    todo: int = 0
     ruled_out: RuledOut = field(default_factory=RuledOut)
     #: ``estimate_s`` by what it goes to (start-up, trials, compile, proposals, finals,
     #: report), in that order
@@ -683,7 +685,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                 assumptions={**dataclasses.asdict(costs), "compile_s": own,
                              "flop_scale": scales[True] / scales[False] if flop_bound
                              else 1.0},
-                trials=trials, ruled_out=ruled_out, parts=parts,
+                trials=trials, todo=todo, ruled_out=ruled_out, parts=parts,
                 binaries=len(binaries) if shape.binaries is not None else 0, cached=cached,
                 maps=heatmaps)
 

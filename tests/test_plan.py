@@ -656,6 +656,34 @@ def test_plan_says_a_space_time_budget_as_the_run_does(write_space, capsys):
     assert "budget" not in line and "would take" not in line and "start-up " in line
 
 
+def test_plan_takes_runs_budgets_and_plans_the_run_they_bound(write_space, capsys):
+    """``plan --trials N --time T`` plans the run ``run --trials N --time T`` starts: the
+    configs the trial budget lets it measure, saying that budget binds, the estimate
+    bounded by the time budget, both over the space's own budget; a bad value is refused
+    as ``run`` refuses it."""
+    from tests.conftest import SMALL_SPACE
+
+    path = str(write_space(SMALL_SPACE + "    budget: {trials: 1, time: 1000h}\n"))
+    plan = ["plan", path, "--device", "interpret"]            # 6 valid configs
+
+    def said(*options: str) -> str:
+        assert main([*plan, *options]) == 0
+        return capsys.readouterr().out
+
+    assert "would measure 1 of 6 (budget: 1 trials) on " in said()       # the space's
+    assert "would measure 2 of 6 (budget: 2 trials) on " in said("--trials", "2")
+    out = said("--trials", "40", "--time", "10ms")
+    assert "would measure 6 (budget: 40 trials) on " in out              # does not bind
+    assert "longer than the time budget of 0.01 s: it likely measures nothing (6 trials " \
+        "would take " in out
+    for bad in (["--trials", "0"], ["--time", "-3s"], ["--time", "soon"]):
+        assert main([*plan, *bad]) == 2
+        refused = capsys.readouterr().err
+        assert main(["run", path, "--device", "interpret", *bad]) == 2
+        assert refused == capsys.readouterr().err.replace("sweeper run", "sweeper plan")
+        assert refused.startswith(f"sweeper plan: argument {bad[0]}: ")
+
+
 def test_plan_counts_the_configs_one_at_a_time_measures_not_every_valid_one(
         write_space, tmp_path, capsys):
     """One-at-a-time measures its baseline and each other value of each axis alone: the

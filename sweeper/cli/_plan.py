@@ -16,14 +16,16 @@ from sweeper.engine._inputs import gpu_only_problem
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """``sweeper plan``: how many configs the space holds, how many constraints remove and
-    why, and what a run would measure and cost, without launching anything; a space with no
-    valid config fails as ``run`` would."""
-    from sweeper.engine._run import resumed_shape
+    why, and what a run would measure and cost under ``--trials`` and ``--time`` (else the
+    space's budget), without launching anything; a space with no valid config fails as
+    ``run`` would."""
+    from sweeper.engine._run import budgeted, resumed_shape
     from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
     from sweeper.plan import estimate_words, plan_of, run_shape
 
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
+    space = budgeted(space, args.trials, args.time)      # --trials, --time: as run reads them
     cannot_run = gpu_only_problem(space.kernel, _needs_gpu(space), device)
     facts = device.facts()
     store, kept = _studied(space, device, args)
@@ -41,7 +43,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
               "(leave out --device) or a recorded table (--device replay:TABLE.csv)")
         return 0
     budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""
-    print(f"would measure {plan.trials}{budget} on {facts.name}" + (
+    binds = f" of {plan.todo}" if plan.trials < plan.todo else ""   # the trial budget binds
+    print(f"would measure {plan.trials}{binds}{budget} on {facts.name}" + (
         f"; the study in {store.root} keeps {counted(len(kept), 'trial')}, not measured again"
         if kept else ""))
     if device.assumed:
