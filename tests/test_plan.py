@@ -622,19 +622,43 @@ def test_a_report_that_redrew_nothing_leaves_the_reports_costs_as_they_were(
     assert {k: again[k] for k in kept} == {k: first[k] for k in kept}
 
 
-def test_plan_of_a_gpu_only_kernel_on_the_interpreter_estimates_nothing(capsys):
+def test_plan_refuses_a_gpu_only_kernel_on_the_interpreter_as_run_does(tmp_path, capsys):
+    """A space ``run`` refuses on this device, ``plan`` refuses with the same one line and
+    exit status 2, printing nothing else (it said 'would measure nothing' and exited 0,
+    so a script that plans before it runs went on to a run that could not start)."""
     from tests.conftest import ROOT
 
-    assert main(["plan", str(ROOT / "spaces" / "cuda-copy.yaml"), "--device",
-                 "interpret"]) == 0
-    out = capsys.readouterr().out
-    assert "225 configs" in out and "estimated time" not in out
-    assert out.endswith(
-        "would measure nothing on Triton interpreter (CPU): kernel cuda runs on a CUDA GPU "
-        "only (compiled CUDA C); device interpret cannot run it; plan it for a GPU (leave "
-        "out --device) or a recorded table (--device replay:TABLE.csv)\n")
-    assert main(["plan", str(ROOT / "spaces" / "cuda-copy.yaml")]) == 0   # the GPU's plan
+    space = str(ROOT / "spaces" / "cuda-copy.yaml")
+    assert main(["plan", space, "--device", "interpret"]) == 2
+    planned = capsys.readouterr()
+    assert main(["run", space, "--device", "interpret", "--studies-dir",
+                 str(tmp_path / "st")]) == 2
+    ran = capsys.readouterr()
+    assert planned.out == ran.out == "" and planned.err == ran.err == (
+        "sweeper: kernel cuda runs on a CUDA GPU only (compiled CUDA C); device interpret "
+        "cannot run it: run on a GPU (leave out --device) or replay a recorded table "
+        "(--device replay:TABLE.csv)\n")
+    assert not (tmp_path / "st").exists()
+    assert main(["plan", space]) == 0                    # the GPU's plan, assumed or not
     assert "estimated time" in capsys.readouterr().out
+
+
+def test_plan_refuses_a_space_of_no_valid_config_as_run_does(write_space, tmp_path, capsys):
+    """Every config ruled out: ``plan`` says what removed them, then refuses in run's line
+    with exit status 2, estimating nothing (it printed 'would measure 0' and an estimated
+    time before the refusal)."""
+    from tests.conftest import SMALL_SPACE
+
+    path = str(write_space(SMALL_SPACE, "s.yaml"))
+    none = ["--device", "interpret", "-p", "BLOCK=16"]
+    assert main(["plan", path, *none]) == 2
+    planned = capsys.readouterr()
+    assert main(["run", path, *none, "--studies-dir", str(tmp_path / "st")]) == 2
+    ran = capsys.readouterr()
+    assert planned.err == ran.err and "no config can be launched" in ran.err
+    assert planned.out.endswith("constraints and values remove 4; 0 valid\n"
+                                "       4  constraint 'BLOCK >= 4 * block' is false\n")
+    assert not (tmp_path / "st").exists()
 
 
 def test_plan_says_a_space_time_budget_as_the_run_does(write_space, capsys):
