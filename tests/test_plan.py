@@ -381,6 +381,35 @@ def test_a_report_is_estimated_by_its_heatmaps():
     assert RunCosts(report_s=4.3, report_maps=7).report_reserve(2) == 4.3
 
 
+def test_a_report_of_one_map_is_estimated_as_one_map(write_space, tmp_path, capsys,
+                                                     monkeypatch):
+    """Each meta value's configs in one cell of their own: the report draws one map (its
+    problem's; the others, of one cell, are folded into it), and the plan prices one, not
+    a map per meta value and one per problem (three)."""
+    from sweeper.devices import open_device
+    from sweeper.plan import plan_of
+    from sweeper.space import load_space
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = write_space("""
+        kernel: copy
+        sampler: exhaustive
+        params:
+          grid: [4]
+          block: [32, 128]
+          BLOCK: [128, 512]
+          dtype: [float32]
+          footprint: [4KiB]
+        constraints: ["BLOCK == 4 * block"]
+        measure: {warmup: 1, repeat: 3}
+    """)
+    plan, _ = plan_of(load_space(path), open_device("interpret", for_plan=True))
+    assert plan.maps == 1
+    assert main(["run", str(path), "--device", "interpret", "--studies-dir",
+                 str(tmp_path / "st"), "--quiet"]) == 0
+    assert "; 1 heatmap in " in capsys.readouterr().out
+
+
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
     from sweeper.plan import RunCosts, note_run, run_costs
 
