@@ -353,6 +353,8 @@ class Plan:
     finals_s: float = 0.0
     assumptions: Mapping[str, float | bool] = field(default_factory=dict)
     trials: int = 0                                       # what the budget lets run
+    #: the configs the run would measure without a trial budget (``trials`` where none binds)
+    todo: int = 0
     ruled_out: RuledOut = field(default_factory=RuledOut)
     #: ``estimate_s`` by what it goes to (start-up, trials, compile, proposals, finals,
     #: report), in that order
@@ -362,7 +364,8 @@ class Plan:
     binaries: int = 0
     cached: int = 0
     #: the report's heatmaps: per problem, one a combination of meta-parameter values
-    #: and one of the best over them
+    #: and one of the best over them, each drawn where it holds a number in two cells
+    #: (grid and block) or more
     maps: int = 0
 
     def parts_text(self) -> str:
@@ -602,7 +605,9 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     problems: dict[tuple[Problem, str], tuple[int, float]] = {}   # configs, fastest launch
     binaries: set[Any] = set()
     cached = 0
-    maps: set[tuple[Any, ...]] = set()    # (problem, cache, meta values) of each map
+    # each map's first (grid, block) cell, None once it holds another (drawn): a
+    # problem's (problem, cache), and its meta values'
+    maps: dict[tuple[Any, ...], tuple[str | None, str | None] | None] = {}
     computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
     loaded = 0                    # trials bound by their FLOPs (those a power-bound sweep loads)
     flop_bound = False            # some launch is bound by its FLOPs, however short
@@ -637,7 +642,10 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
             seconds += fixed.seconds if fixed is not None else 0.0
             loaded += by_flops
             key = (outcome.problem, outcome.cache)
-            maps.add((*key, tuple(sorted(outcome.meta.items()))))
+            cell = (choice.get("grid"), choice.get("block"))
+            for kept in (key, (*key, tuple(sorted(outcome.meta.items())))):
+                if maps.setdefault(kept, cell) != cell:
+                    maps[kept] = None
             count, fastest = problems.get(key, (0, launch))
             problems[key] = (count + 1, min(fastest, launch))
             if shape.binaries is not None:
@@ -669,7 +677,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     else:
         finals_s = finals_under(None)
     trials = todo if left is None else min(todo, left)
-    heatmaps = len(maps) + len(problems)
+    heatmaps = sum(first is None for first in maps.values())    # one cell is not drawn
     startup = shape.costs.startup_s if shape.startup else (
         shape.costs.setup_for() if shape.setup else 0.0)
     parts = {"start-up": startup, "trials": seconds,
@@ -683,7 +691,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                 assumptions={**dataclasses.asdict(costs), "compile_s": own,
                              "flop_scale": scales[True] / scales[False] if flop_bound
                              else 1.0},
-                trials=trials, ruled_out=ruled_out, parts=parts,
+                trials=trials, todo=todo, ruled_out=ruled_out, parts=parts,
                 binaries=len(binaries) if shape.binaries is not None else 0, cached=cached,
                 maps=heatmaps)
 

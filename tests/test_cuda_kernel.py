@@ -200,11 +200,13 @@ def test_a_reference_file_is_read_beside_the_space_and_called_with_the_inputs(cu
 
 def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path, capsys):
     space = ROOT / "spaces" / "cuda-copy.yaml"
-    assert main(["plan", str(space), "--device", "interpret"]) == 0
+    assert main(["plan", str(space)]) == 0                 # for the GPU, assumed or not
     assert "225 configs" in capsys.readouterr().out
+    assert main(["plan", str(space), "--device", "interpret"]) == 2
+    planned = capsys.readouterr().err
     assert main(["run", str(space), "--device", "interpret", "--studies-dir",
                  str(tmp_path)]) == 2
-    assert capsys.readouterr().err == (
+    assert capsys.readouterr().err == planned == (
         "sweeper: kernel cuda runs on a CUDA GPU only (compiled CUDA C); device interpret "
         "cannot run it: run on a GPU (leave out --device) or replay a recorded table "
         "(--device replay:TABLE.csv)\n")
@@ -225,8 +227,8 @@ USER_CUDA = {
 def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
         tmp_path, monkeypatch, capsys, form):
     """A short kernel whose launch is ``sweeper.cuda(...)`` is compiled CUDA C as the
-    built-in ``cuda`` is: ``plan`` (which reads its source, importing nothing) says the
-    interpreter cannot run it, and ``run`` refuses it in one line, writing nothing."""
+    built-in ``cuda`` is: ``plan`` (which reads its source, importing nothing) and ``run``
+    refuse it on the interpreter in the same one line, writing nothing."""
     module = f"usercuda_{form}"
     shutil.copy(COPY_CU, tmp_path / "copy.cu")
     declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
@@ -238,15 +240,12 @@ def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
     monkeypatch.chdir(tmp_path)
     cannot = (f"kernel {module}:copy runs on a CUDA GPU only (compiled CUDA C); device "
               "interpret cannot run it")
-    assert main(["plan", "s.yaml", "--device", "interpret"]) == 0
-    out = capsys.readouterr().out
-    assert f"would measure nothing on Triton interpreter (CPU): {cannot}; plan it for a " \
-        "GPU (leave out --device) or a recorded table (--device replay:TABLE.csv)" in out
-    assert "estimated time" not in out
+    refused = (f"sweeper: {cannot}: run on a GPU (leave out --device) or replay a recorded "
+               "table (--device replay:TABLE.csv)\n")
+    assert main(["plan", "s.yaml", "--device", "interpret"]) == 2
+    assert capsys.readouterr() == ("", refused)
     assert main(["run", "s.yaml", "--device", "interpret", "--studies-dir", "st"]) == 2
-    assert capsys.readouterr().err == (
-        f"sweeper: {cannot}: run on a GPU (leave out --device) or replay a recorded table "
-        "(--device replay:TABLE.csv)\n")
+    assert capsys.readouterr().err == refused
     assert not (tmp_path / "st").exists()
 
 

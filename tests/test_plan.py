@@ -387,6 +387,35 @@ def test_a_report_is_estimated_by_its_heatmaps():
     assert RunCosts(report_s=4.3, report_maps=7).report_reserve(2) == 4.3
 
 
+def test_a_report_of_one_map_is_estimated_as_one_map(write_space, tmp_path, capsys,
+                                                     monkeypatch):
+    """Each meta value's configs in one cell of their own: the report draws one map (its
+    problem's; the others, of one cell, are folded into it), and the plan prices one, not
+    a map per meta value and one per problem (three)."""
+    from sweeper.devices import open_device
+    from sweeper.plan import plan_of
+    from sweeper.space import load_space
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = write_space("""
+        kernel: copy
+        sampler: exhaustive
+        params:
+          grid: [4]
+          block: [32, 128]
+          BLOCK: [128, 512]
+          dtype: [float32]
+          footprint: [4KiB]
+        constraints: ["BLOCK == 4 * block"]
+        measure: {warmup: 1, repeat: 3}
+    """)
+    plan, _ = plan_of(load_space(path), open_device("interpret", for_plan=True))
+    assert plan.maps == 1
+    assert main(["run", str(path), "--device", "interpret", "--studies-dir",
+                 str(tmp_path / "st"), "--quiet"]) == 0
+    assert "; 1 heatmap in " in capsys.readouterr().out
+
+
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
     from sweeper.plan import RunCosts, note_run, run_costs
 
@@ -628,19 +657,43 @@ def test_a_report_that_redrew_nothing_leaves_the_reports_costs_as_they_were(
     assert {k: again[k] for k in kept} == {k: first[k] for k in kept}
 
 
-def test_plan_of_a_gpu_only_kernel_on_the_interpreter_estimates_nothing(capsys):
+def test_plan_refuses_a_gpu_only_kernel_on_the_interpreter_as_run_does(tmp_path, capsys):
+    """A space ``run`` refuses on this device, ``plan`` refuses with the same one line and
+    exit status 2, printing nothing else (it said 'would measure nothing' and exited 0,
+    so a script that plans before it runs went on to a run that could not start)."""
     from tests.conftest import ROOT
 
-    assert main(["plan", str(ROOT / "spaces" / "cuda-copy.yaml"), "--device",
-                 "interpret"]) == 0
-    out = capsys.readouterr().out
-    assert "225 configs" in out and "estimated time" not in out
-    assert out.endswith(
-        "would measure nothing on Triton interpreter (CPU): kernel cuda runs on a CUDA GPU "
-        "only (compiled CUDA C); device interpret cannot run it; plan it for a GPU (leave "
-        "out --device) or a recorded table (--device replay:TABLE.csv)\n")
-    assert main(["plan", str(ROOT / "spaces" / "cuda-copy.yaml")]) == 0   # the GPU's plan
+    space = str(ROOT / "spaces" / "cuda-copy.yaml")
+    assert main(["plan", space, "--device", "interpret"]) == 2
+    planned = capsys.readouterr()
+    assert main(["run", space, "--device", "interpret", "--studies-dir",
+                 str(tmp_path / "st")]) == 2
+    ran = capsys.readouterr()
+    assert planned.out == ran.out == "" and planned.err == ran.err == (
+        "sweeper: kernel cuda runs on a CUDA GPU only (compiled CUDA C); device interpret "
+        "cannot run it: run on a GPU (leave out --device) or replay a recorded table "
+        "(--device replay:TABLE.csv)\n")
+    assert not (tmp_path / "st").exists()
+    assert main(["plan", space]) == 0                    # the GPU's plan, assumed or not
     assert "estimated time" in capsys.readouterr().out
+
+
+def test_plan_refuses_a_space_of_no_valid_config_as_run_does(write_space, tmp_path, capsys):
+    """Every config ruled out: ``plan`` says what removed them, then refuses in run's line
+    with exit status 2, estimating nothing (it printed 'would measure 0' and an estimated
+    time before the refusal)."""
+    from tests.conftest import SMALL_SPACE
+
+    path = str(write_space(SMALL_SPACE, "s.yaml"))
+    none = ["--device", "interpret", "-p", "BLOCK=16"]
+    assert main(["plan", path, *none]) == 2
+    planned = capsys.readouterr()
+    assert main(["run", path, *none, "--studies-dir", str(tmp_path / "st")]) == 2
+    ran = capsys.readouterr()
+    assert planned.err == ran.err and "no config can be launched" in ran.err
+    assert planned.out.endswith("constraints and values remove 4; 0 valid\n"
+                                "       4  constraint 'BLOCK >= 4 * block' is false\n")
+    assert not (tmp_path / "st").exists()
 
 
 def test_plan_says_a_space_time_budget_as_the_run_does(write_space, capsys):
@@ -660,6 +713,34 @@ def test_plan_says_a_space_time_budget_as_the_run_does(write_space, capsys):
         "nothing (6 trials would take ") in estimate("10ms")
     line = estimate("1000h")
     assert "budget" not in line and "would take" not in line and "start-up " in line
+
+
+def test_plan_takes_runs_budgets_and_plans_the_run_they_bound(write_space, capsys):
+    """``plan --trials N --time T`` plans the run ``run --trials N --time T`` starts: the
+    configs the trial budget lets it measure, saying that budget binds, the estimate
+    bounded by the time budget, both over the space's own budget; a bad value is refused
+    as ``run`` refuses it."""
+    from tests.conftest import SMALL_SPACE
+
+    path = str(write_space(SMALL_SPACE + "    budget: {trials: 1, time: 1000h}\n"))
+    plan = ["plan", path, "--device", "interpret"]            # 6 valid configs
+
+    def said(*options: str) -> str:
+        assert main([*plan, *options]) == 0
+        return capsys.readouterr().out
+
+    assert "would measure 1 of 6 (budget: 1 trials) on " in said()       # the space's
+    assert "would measure 2 of 6 (budget: 2 trials) on " in said("--trials", "2")
+    out = said("--trials", "40", "--time", "10ms")
+    assert "would measure 6 (budget: 40 trials) on " in out              # does not bind
+    assert "longer than the time budget of 0.01 s: it likely measures nothing (6 trials " \
+        "would take " in out
+    for bad in (["--trials", "0"], ["--time", "-3s"], ["--time", "soon"]):
+        assert main([*plan, *bad]) == 2
+        refused = capsys.readouterr().err
+        assert main(["run", path, "--device", "interpret", *bad]) == 2
+        assert refused == capsys.readouterr().err.replace("sweeper run", "sweeper plan")
+        assert refused.startswith(f"sweeper plan: argument {bad[0]}: ")
 
 
 def test_plan_counts_the_configs_one_at_a_time_measures_not_every_valid_one(

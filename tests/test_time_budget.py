@@ -207,29 +207,47 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=100, measured=0, t0=100.0)
     budgets.report_s = lambda maps: 0.4 + 0.5 * maps
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 2)   # a trial to come
-    assert budgets.time_left() == pytest.approx(10 - 1.4)
+    assert budgets.keep_for_report() == pytest.approx(0.4)   # a trial to come draws no map
+    assert budgets.time_left() == pytest.approx(10 - 0.4)
     one = trial(0, 2.0)
-    budgets.counted(one, None)
+    budgets.counted(one, None)       # the next may draw its problem's and meta values' maps
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 2)
     budgets.counted(trial(1, 1.9), None)             # the same problem and meta values
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 2))
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 2)
     meta = TrialRecord(number=2, choice={"block": "2"}, status=TrialStatus.OK,
                        config=Config(problem=one.config.problem, grid=1, block=32,
                                      meta={"BLOCK": 256}),
                        samples_ms=[1.0] * 5, stats=summarize([1.0] * 5))
     budgets.counted(meta, None)      # a new map of the same problem, of one cell: not drawn
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 2))
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 1))
     budgets.counted(dataclasses.replace(meta, number=3, choice={"block": "3"}), None)
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (3 + 2))   # two: drawn
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 3)   # two: drawn
     failed = dataclasses.replace(meta, number=4, choice={"block": "4"}, config=Config(
         problem=one.config.problem, grid=1, block=32, meta={"BLOCK": 512}),
         status=TrialStatus.CRASHED, stats=None)
     budgets.counted(failed, None)                     # no number: no cell of any map
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (3 + 2))
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 3)
     now[0] = 110.0 - budgets.keep_for_report() + 0.01
     assert budgets.halted()
     budgets.report_s = None                           # --no-report keeps nothing
     assert budgets.keep_for_report() == 0 and not budgets.halted()
+
+
+def test_the_report_of_one_map_is_kept_for_as_one_map_and_a_trial_more():
+    """Each meta value's configs in one cell of their own (one block each): the report
+    draws one map, its problem's, and folds the others; the budget keeps what that map and
+    the one a trial more may add take (it kept three maps' time: two more whatever the
+    trials drew)."""
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=2, measured=0, t0=0.0)
+    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    problem = Problem("float32", 4096, (("n", 1024),))
+    for number, block in enumerate((32, 128)):
+        budgets.counted(TrialRecord(
+            number=number, choice={"grid": "4", "block": str(block)}, status=TrialStatus.OK,
+            config=Config(problem=problem, grid=4, block=block, meta={"BLOCK": 4 * block}),
+            samples_ms=[1.0] * 5, stats=summarize([1.0] * 5)), None)
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (1 + 1))
 
 
 def test_the_first_trial_starts_only_if_its_expected_compile_fits(monkeypatch):

@@ -116,10 +116,7 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      help="instead of a space file: run every config of the "
                      "@triton.autotune function that this sweeper.kernel names (autotuned=)")
     _study_options(run)
-    run.add_argument("--trials", type=_typed(trial_budget),
-                     help="stop after this many measured trials (at least 1)")
-    run.add_argument("--time", type=_typed(seconds), help="end the whole command within this long, "
-                     "start-up, finals and report included (e.g. 90s, 10m, 1h30m)")
+    _budget_options(run)
     run.add_argument("--force", action="store_true",
                      help="add to a study measured with other settings")
     run.add_argument("--gpus", type=_typed(gpu_list), default=[], metavar="0,1|all",
@@ -192,6 +189,7 @@ def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                       help="where the study this space runs into was run before, if it was "
                       "(its last run's time per trial is printed beside the estimate; "
                       "default: %(default)s)")
+    _budget_options(plan, planned=True)
     plan.set_defaults(func=cmd_plan)
 
 
@@ -360,6 +358,17 @@ def _device_option(p: argparse.ArgumentParser) -> None:
                    help="cuda (default); interpret: the Triton interpreter on the CPU; "
                    "replay:PATH.csv: timings from a recorded table; or an installed "
                    "device plugin's name, or module:attr")
+
+
+def _budget_options(p: argparse.ArgumentParser, planned: bool = False) -> None:
+    """``run``'s ``--trials`` and ``--time`` (overriding the space's budget); ``planned``:
+    ``plan``'s, which estimates the run they bound."""
+    run = "the run " if planned else ""
+    p.add_argument("--trials", type=_typed(trial_budget),
+                   help=f"stop {run}after this many measured trials (at least 1)")
+    p.add_argument("--time", type=_typed(seconds), help=f"end {run or 'the whole command '}"
+                   "within this long, start-up, finals and report included (e.g. 90s, 10m, "
+                   "1h30m)")
 
 
 def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:

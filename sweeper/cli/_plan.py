@@ -11,20 +11,23 @@ from typing import Any
 from sweeper.cli._inputs import space_source
 from sweeper.core._units import counted
 from sweeper.engine import space_and_device
-from sweeper.engine._inputs import gpu_only_problem
+from sweeper.engine._inputs import refuse_gpu_only
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """``sweeper plan``: how many configs the space holds, how many constraints remove and
-    why, and what a run would measure and cost, without launching anything; a space with no
-    valid config fails as ``run`` would."""
-    from sweeper.engine._run import resumed_shape
+    why, and what a run would measure and cost under ``--trials`` and ``--time`` (else the
+    space's budget), without launching anything; a space with no valid config fails as
+    ``run`` would, and so does a kernel that runs on a CUDA GPU only on a device that cannot
+    run it (run's check and message, before anything is printed)."""
+    from sweeper.engine._run import budgeted, resumed_shape
     from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
     from sweeper.plan import estimate_words, plan_of, run_shape
 
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
-    cannot_run = gpu_only_problem(space.kernel, _needs_gpu(space), device)
+    space = budgeted(space, args.trials, args.time)      # --trials, --time: as run reads them
+    refuse_gpu_only(space.kernel, _needs_gpu(space), device)
     facts = device.facts()
     store, kept = _studied(space, device, args)
     plan, builtin = plan_of(space, device, resumed_shape(
@@ -36,12 +39,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"constraints and values remove {removed}; {plan.valid} valid")
     for reason, count in plan.removed.most_common():
         print(f"  {count:6d}  {reason}")
-    if cannot_run is not None:      # the space is checked; there is nothing to estimate
-        print(f"would measure nothing on {facts.name}: {cannot_run}; plan it for a GPU "
-              "(leave out --device) or a recorded table (--device replay:TABLE.csv)")
-        return 0
+    if plan.valid == 0:             # what removed them is said above; nothing to estimate
+        raise plan.ruled_out.nothing_left(plan.size)
     budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""
-    print(f"would measure {plan.trials}{budget} on {facts.name}" + (
+    binds = f" of {plan.todo}" if plan.trials < plan.todo else ""   # the trial budget binds
+    print(f"would measure {plan.trials}{binds}{budget} on {facts.name}" + (
         f"; the study in {store.root} keeps {counted(len(kept), 'trial')}, not measured again"
         if kept else ""))
     if device.assumed:
@@ -73,8 +75,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
               "when it runs); the estimate counts launches only")
     elif not builtin:
         print(_unimported_note(space))
-    if plan.valid == 0:
-        raise plan.ruled_out.nothing_left(plan.size)
     return 0
 
 

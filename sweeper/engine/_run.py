@@ -229,12 +229,9 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
     shape = resumed_shape(shape, store, kept)
-    trials = space.budget.trials if options.trials is None else options.trials
-    time_s = _time_budget(options, space)
-    bounded = dataclasses.replace(space, budget=dataclasses.replace(space.budget,
-                                                                   trials=trials))
+    bounded = budgeted(space, options.trials, options.time_s)
     plan, _ = plan_of(bounded, device, shape)
-    head, lead, seconds = estimate_words(plan, time_s)
+    head, lead, seconds = estimate_words(plan, bounded.budget.time_s)
     say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
     return seconds
 
@@ -637,6 +634,16 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
     return why
+
+
+def budgeted(space: Any, trials: int | None, time_s: float | None) -> Any:
+    """``space`` under a run's budgets: ``--trials`` and ``--time`` where given (``None``:
+    not), else the space's ``budget.trials`` and ``budget.time``; what ``run`` estimates
+    and ``plan`` plans alike."""
+    budget = space.budget
+    return dataclasses.replace(space, budget=dataclasses.replace(
+        budget, trials=budget.trials if trials is None else trials,
+        time_s=budget.time_s if time_s is None else time_s))
 
 
 def _time_budget(options: RunOptions, space: Any) -> float | None:

@@ -154,16 +154,22 @@ class Budgets:
 
     def keep_for_report(self) -> float:
         """Seconds the time budget keeps for the report: what one of the heatmaps the
-        trials so far draw and the two a trial more may draw (its problem's and its
-        meta-parameter values') takes.  A run the budget cuts short draws a few of a
+        trials so far draw takes, and of those a trial more may draw: it adds a cell to
+        its problem's map and to its meta-parameter values' map, so it draws at most one
+        of each that holds one cell now (a map of none stays undrawn after one trial, and
+        one drawn already is counted).  A run the budget cuts short draws a few of a
         space's maps: keeping time for all of them (90 on spaces/matmul-shapes.yaml, 8 s)
         left a 12 s run on the H200 nothing to measure; and a map holding a number in one
         cell is not drawn: counting every meta-parameter value measured once, a replay of
         spaces/matmul.yaml under `--time 20s` stopped after 23 configs and ended at 9.2 s,
-        its report drawing 6 maps."""
+        its report drawing 6 maps.  Two maps more whatever the trials drew kept time for
+        three where the report draws one."""
         if self.report_s is None:
             return 0.0
-        return self.report_s(sum(len(cells) >= 2 for cells in self.maps.values()) + 2)
+        drawn = sum(len(cells) >= 2 for cells in self.maps.values())
+        # the maps' keys: (problem,) and (problem, meta values)
+        one_cell = {len(kept) for kept, cells in self.maps.items() if len(cells) == 1}
+        return self.report_s(drawn + len(one_cell))
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
         """Count ``record`` (``measured_now``, or found in the journal) towards its
