@@ -384,6 +384,10 @@ def test_zipped_axes_move_together():
      "params.t.zip.BLOCK_M: BLOCK_M is also given on its own"),
     ("  t:\n    zip:\n      BLOCK_M: [64, 64]\n      BLOCK_N: [32, 32]\n", 4,
      "params.t.zip: a row appears twice"),
+    ("  t: {zip: {BLOCK_M: [64, 128], BLOCK_N: [64, 128]}}\n"
+     "  u: {zip: {BLOCK_K: [32, 64], BLOCK_M: [64, 128]}}\n", 4,
+     "params.u.zip.BLOCK_M: BLOCK_M is also zipped in params.t (m.yaml:3); an axis is "
+     "zipped in one group at most"),
     ("  num_stages: {values: [3, 4], when: \"BLOCK_Q > 1\"}\n", 3,
      "params.num_stages.when: unknown name 'BLOCK_Q'"),
     ("  dtype: {values: [float16], when: \"BLOCK_M > 1\"}\n", 3,

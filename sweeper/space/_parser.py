@@ -731,6 +731,13 @@ class _Parser:
                 if name in params:
                     raise self.error(f"{path}.{name}", f"{name} is also given on its own; "
                                      "an axis is either zipped or free")
+                other = next((t.name for t in self.ties if name in t.members), None)
+                if other is not None:
+                    o = self.origin(f"params.{other}")
+                    at = o.file if o.line is None else f"{o.file}:{o.line}"
+                    raise self.error(f"{path}.{name}", f"{name} is also zipped in "
+                                     f"params.{other} ({at}); an axis is zipped in one "
+                                     "group at most")
                 if not isinstance(values, list) or not values:
                     raise self.error(f"{path}.{name}", "give a non-empty list")
                 lengths.add(len(values))
