@@ -257,7 +257,8 @@ class _Parser:
         dims = self.shape.names
         known = (*LAUNCH_AXES, *PROBLEM_AXES, *dims, *meta)
         params = self.zipped(params, known)
-        params = self.keys(params, "params", known)
+        # a group's name is a key too: listed, and suggested for a misspelling of it
+        params = self.keys(params, "params", (*known, *(t.name for t in self.ties)))
         sizes = self.sized_by(params)
         axes = []
         for name in known:
