@@ -392,6 +392,13 @@ def test_zipped_axes_move_together():
      "params.num_stages.when: unknown name 'BLOCK_Q'"),
     ("  dtype: {values: [float16], when: \"BLOCK_M > 1\"}\n", 3,
      "params.dtype: dtype cannot be conditional"),
+    ("  BLOCK_K: [32, 64]\n  num_stages: {values: [3, 4], when: \"num_stages > 3\"}\n", 4,
+     "params.num_stages.when: when: of num_stages reads num_stages itself; a condition "
+     "reads other axes (to rule out some of num_stages's values, give a constraint: "
+     "constraints: ['num_stages > 3'])"),
+    ("  BLOCK_M: {values: [64, 128], when: \"grid > 4 and BLOCK_K > 16\"}\n", 3,
+     "params.BLOCK_M.when: when: of BLOCK_M reads grid, whose values are computed from "
+     "BLOCK_M; a condition reads axes that do not depend on BLOCK_M"),
 ])
 def test_zip_and_conditional_errors(params, line, message):
     with pytest.raises(SpaceError) as info:

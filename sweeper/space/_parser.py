@@ -165,6 +165,8 @@ class _Parser:
         #: (``params.grid`` -> ``kernel.grid``): its errors point at that option
         self.from_option: dict[str, str] = {}
         self.ties: list[Tie] = []
+        #: per axis, the axes its values' expressions read (:meth:`order` fills it)
+        self.reads: dict[str, set[str]] = {}
 
     def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> None:
         """Refuse ``expr`` unless every name it reads is in ``known``: the error names the
@@ -467,6 +469,7 @@ class _Parser:
                 deps[a.name] |= reads & axis_names
         for name in sizes:
             deps[name] |= {"dtype"}
+        self.reads = deps
         done: list[str] = []
         while len(done) < len(deps):
             ready = [n for n in deps if n not in done and deps[n] <= set(done)]
@@ -496,13 +499,42 @@ class _Parser:
         out = []
         for path, text, full, condition_of in sources:
             try:
-                self.names_known(_expr.parse(text, "truth"), path, known)
+                parsed = _expr.parse(text, "truth")
+                self.names_known(parsed, path, known)
                 expr = _expr.parse(full, "truth")
             except ExpressionError as err:
                 raise self.error(path, f"{err}{_split_at_a_comma(text)}") from None
+            if condition_of is not None:
+                self.reads_other_axes(condition_of[0], parsed, path)
             out.append(Constraint(expr=expr, origin=self.origin(path),
                                   condition_of=condition_of))
         return tuple(out)
+
+    def reads_other_axes(self, axis: str, condition: Expr, path: str) -> None:
+        """Refuse ``axis``'s ``when:`` condition where it reads ``axis``, itself or through
+        an axis whose values are computed from it: whether an axis varies cannot depend
+        on the value it takes (``BLOCK > 64`` only rules out values, a constraint's job)."""
+        def computed_from(name: str) -> bool:
+            seen, todo = set(), [name]
+            while todo:
+                for read in self.reads.get(todo.pop(), ()):
+                    if read == axis:
+                        return True
+                    if read not in seen:
+                        seen.add(read)
+                        todo.append(read)
+            return False
+
+        if axis in condition.names:
+            raise self.error(path, f"when: of {axis} reads {axis} itself; a condition reads "
+                             f"other axes (to rule out some of {axis}'s values, give a "
+                             f"constraint: constraints: [{shown(condition.text)}])")
+        via = sorted(n for n in condition.names if computed_from(n))
+        if via:
+            raise self.error(path, f"when: of {axis} reads {via[0]}, whose values are "
+                             f"computed from {axis}; a condition reads axes that do not "
+                             f"depend on {axis} (to rule out some of {axis}'s values, give "
+                             f"a constraint: constraints: [{shown(condition.text)}])")
 
     def sampler(self, value: Any, seed: Any, axes: list[Axis], top_seed: bool = False
                 ) -> SamplerSpec:
