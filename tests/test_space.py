@@ -397,8 +397,11 @@ def test_zipped_axes_move_together():
      "reads other axes (to rule out some of num_stages's values, give a constraint: "
      "constraints: ['num_stages > 3'])"),
     ("  BLOCK_M: {values: [64, 128], when: \"grid > 4 and BLOCK_K > 16\"}\n", 3,
-     "params.BLOCK_M.when: when: of BLOCK_M reads grid, whose values are computed from "
+     "params.BLOCK_M.when: when: of BLOCK_M reads grid, which is computed from "
      "BLOCK_M; a condition reads axes that do not depend on BLOCK_M"),
+    ("  M: [64]\n  N: {values: [64, 128], when: \"footprint > 4096\"}\n", 4,
+     "params.N.when: when: of N reads footprint, which is computed from N; a condition "
+     "reads axes that do not depend on N"),
 ])
 def test_zip_and_conditional_errors(params, line, message):
     with pytest.raises(SpaceError) as info:

@@ -165,8 +165,10 @@ class _Parser:
         #: (``params.grid`` -> ``kernel.grid``): its errors point at that option
         self.from_option: dict[str, str] = {}
         self.ties: list[Tie] = []
-        #: per axis, the axes its values' expressions read (:meth:`order` fills it)
+        #: per axis, the axes its values' expressions read, and the names derived from
+        #: the problem's sizes (``n`` from a footprint; :meth:`order` fills both)
         self.reads: dict[str, set[str]] = {}
+        self.derived: set[str] = set()
 
     def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> None:
         """Refuse ``expr`` unless every name it reads is in ``known``: the error names the
@@ -469,7 +471,7 @@ class _Parser:
                 deps[a.name] |= reads & axis_names
         for name in sizes:
             deps[name] |= {"dtype"}
-        self.reads = deps
+        self.reads, self.derived = deps, derived
         done: list[str] = []
         while len(done) < len(deps):
             ready = [n for n in deps if n not in done and deps[n] <= set(done)]
@@ -529,9 +531,11 @@ class _Parser:
             raise self.error(path, f"when: of {axis} reads {axis} itself; a condition reads "
                              f"other axes (to rule out some of {axis}'s values, give a "
                              f"constraint: constraints: [{shown(condition.text)}])")
-        via = sorted(n for n in condition.names if computed_from(n))
+        sizes = {"footprint", *self.shape.names}
+        via = sorted(n for n in condition.names if computed_from(n) or
+                     (n in self.derived and axis in sizes))   # n read from a footprint axis
         if via:
-            raise self.error(path, f"when: of {axis} reads {via[0]}, whose values are "
+            raise self.error(path, f"when: of {axis} reads {via[0]}, which is "
                              f"computed from {axis}; a condition reads axes that do not "
                              f"depend on {axis} (to rule out some of {axis}'s values, give "
                              f"a constraint: constraints: [{shown(condition.text)}])")
