@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable
 
 #: Set (to ``1``) by ``sweeper --debug``, in the environment its worker processes inherit:
 #: a failed trial prints its traceback to stderr besides recording its reason.
@@ -32,6 +33,16 @@ def user_line(err: BaseException) -> str | None:
             continue
         return f"{os.path.basename(frame.filename)}:{frame.lineno}: {frame.line.strip()}"
     return None
+
+
+def defined_at(fn: Callable[..., object]) -> str | None:
+    """``kernels.py:12``: where function ``fn`` (a method, a lambda, a wrapped function)
+    is defined; ``None`` where it has no Python code (a builtin, a C extension's)."""
+    import inspect
+
+    code = getattr(inspect.unwrap(getattr(fn, "__func__", fn)), "__code__", None)
+    return None if code is None else \
+        f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
 def user_stacklevel() -> int:

@@ -10,9 +10,11 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
   the median the report shows) as a ``triton.Config``, with its dims and grid, and (where
   the study recorded it) the hash of the kernel's source it was measured on
   (``source_hash``, as a tuning entry keeps it) and when (``tuned``);
-- ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``:
+- ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``
+  (``k`` at least 1; without it 4):
   each problem's winner first, then by geometric mean slowdown against each problem's
-  best over the problems they were measured on (more problems first);
+  best over the problems they were measured on (more problems first); with the
+  problem's dims, that shape's dispatch candidates, the first ``k`` (without it, all);
 - ``key``: for ``@triton.autotune(key=...)``, the names autotune accepts: the
   autotuner's own ``key`` for a kernel declared with ``autotuned=``, else the problem's
   dimensions that are arguments of the Triton function the kernel launches
@@ -390,18 +392,23 @@ def _gpu(gpu):
 
 def configs(k=None, gpu=None, dtype=None, **dims):
     """Distinct triton.Configs for GPU gpu (default: the only one, else this process's
-    GPU).  Without dims: the top k (default 4), each tuned problem's winner first, then
-    by geometric mean slowdown.  With the problem's dims (every name of key): the
-    candidates for that shape (sweeper's dispatch rule: the nearest tuned winner first,
-    then the bracketing tuned shapes' top configs), at most k; dtype: only problems
-    tuned in it.  Each is launched with its own grid by grid(meta): a config whose
-    kwargs a better one shares with another grid is left out (Triton's autotuner tells
-    them apart by kwargs only)."""
+    GPU), at most k of them (a whole number of at least 1; anything else is a
+    ValueError).  Without dims: the top k (k=None: 4), each tuned problem's winner
+    first, then by geometric mean slowdown.  With the problem's dims (every name of
+    key): the candidates for that shape (sweeper's dispatch rule: the nearest tuned
+    winner first, then the bracketing tuned shapes' top configs), the first k (k=None:
+    all); dtype: only problems tuned in it.  Each is launched with its own grid by
+    grid(meta): a config whose kwargs a better one shares with another grid is left out
+    (Triton's autotuner tells them apart by kwargs only)."""
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"configs(k={k!r}): k is how many configs to give, a whole number "
+                         "of at least 1, or None: the top 4 without dims, every candidate "
+                         "with them")
     gpu = _gpu(gpu)
     grids = _grids(gpu)
     if not dims:
         return [_config(c) for c in _DATA["gpus"][gpu]["ranked"]
-                if grids[_kwargs(c)] == c["grid"]][:k or 4]
+                if grids[_kwargs(c)] == c["grid"]][:4 if k is None else k]
     out, seen = [], set()
     for c in _candidates(gpu, dtype, dims):
         ident = json.dumps({n: v for n, v in c.items() if n not in ("grid", "slowdown")},
@@ -409,7 +416,7 @@ def configs(k=None, gpu=None, dtype=None, **dims):
         if ident not in seen and grids.get(_kwargs(c), c["grid"]) == c["grid"]:
             seen.add(ident)
             out.append(_config(c))
-    return out[:k] if k else out
+    return out if k is None else out[:k]
 
 
 def _kwargs(c):

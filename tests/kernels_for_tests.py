@@ -270,3 +270,12 @@ class DefaultsToOddBlock(CopyKernel):
 
     name = "defaults-to-odd-block"
     defaults = {**CopyKernel.defaults, "block": 100}  # noqa: RUF012 - as Kernel declares
+
+
+class CountsFlopsInWords(CopyKernel):
+    """A right copy whose flops returns a string for 4 KiB problems."""
+
+    name = "flops-in-words"
+
+    def flops(self, problem) -> int:
+        return "none" if problem.footprint == 4096 else 0  # type: ignore[return-value]

@@ -144,3 +144,14 @@ def named_by_both_arrays(x, y, config):
 def scale_1000(x, config):
     """The scale example declaring its default size: 1000 elements."""
     scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+def _bytes_but_at_1024(problem):
+    return "lots" if problem.n == 1024 else 2 * problem.n * problem.itemsize
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A, bytes_moved=_bytes_but_at_1024)
+def unnumbered_at_1024(x, config):
+    """A right kernel whose bytes_moved= function returns a string for one problem."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)

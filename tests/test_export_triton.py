@@ -295,6 +295,26 @@ def test_the_module_dispatches_a_shape_by_sweepers_rule(tmp_path):
         mod.configs(n=4, dtype="float16")
 
 
+def test_k_means_the_same_with_and_without_dims(tmp_path):
+    """configs(k=N) gives the first N with or without dims, and k=None the top 4 without
+    them and every candidate with them; k=0 (or below, or not a whole number) is a
+    ValueError either way: it gave the default 4 without dims and every candidate with
+    them, and k=-1 all but the last."""
+    rows = [(fp, "cdiv(n, BLOCK)", 128, block, 3, ms * (1 + i / 10))
+            for fp, ms in ((1 << 20, 1.0), (1 << 30, 2.0))
+            for i, block in enumerate((256, 512, 1024, 2048, 4096, 8192))]
+    path, _ = export_triton(study(tmp_path / "s", final=False, rows=rows),
+                            tmp_path / "tuned_copy.py")
+    mod = load(path)
+    for dims in ({}, {"n": 1 << 23}):
+        assert [len(mod.configs(k=k, **dims)) for k in (1, 2, 5, 100)] == [1, 2, 5, 6]
+        for k in (0, -1, 2.0, True):
+            with pytest.raises(ValueError, match=rf"configs\(k={k!r}\): k is how many "
+                               r"configs to give, a whole number of at least 1, or None"):
+                mod.configs(k=k, **dims)
+    assert len(mod.configs()) == 4 and len(mod.configs(n=1 << 23)) == 6
+
+
 def test_a_grid_over_n_is_launched_at_dimensions_not_tuned(tmp_path):
     """``spaces/matmul.yaml``'s grid reads ``n``, which ``@triton.autotune`` never passes:
     the module carries the kernel's footprint rule and works ``n`` out from the dimensions

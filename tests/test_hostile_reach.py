@@ -473,3 +473,27 @@ def test_p_on_a_zipped_axis_names_its_group(tmp_path, capsys):
     assert _refused_run(tmp_path, capsys, str(zipped), "-p", "BLOCK=512") == (
         f"-p BLOCK=512: BLOCK is zipped in params.tiles ({zipped}:7), so it moves with block; "
         "override the group instead (tiles={zip: {...}})")
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("tiles=[32]", "params.tiles ({zipped}:7) is a group of zipped axes (block, BLOCK); "
+     "override it as a group: tiles={{zip: {{block: [...], BLOCK: [...]}}}}"),
+    ("tlies=32", "params.tlies: unknown key 'tlies'; known: grid, block, dtype, footprint, "
+     "cache, n, BLOCK, tiles; did you mean 'tiles'?"),
+    ("tlies={zip: {block: [32], BLOCK: [256]}}",
+     "block is zipped in params.tiles ({zipped}:7), so it moves with BLOCK; override the "
+     "group instead (tiles={{zip: {{...}}}}); did you mean 'tiles'?"),
+])
+def test_p_names_a_zip_group_as_a_key(tmp_path, capsys, override, message):
+    """-p with a group's name (or a misspelling of it) is taken as the file takes a group,
+    or refused with the group among the known keys: tiles=[32] and tlies=32 were refused
+    as 'unknown key' with a list that lacked tiles, and tlies={zip: ...} was accepted,
+    zipping the file's axes a second time."""
+    zipped = tmp_path / "zipped.yaml"
+    zipped.write_text(TINY.replace("  block: [32]\n  BLOCK: [256, 1024]\n",
+                                   "  tiles: {zip: {block: [32, 64], BLOCK: [256, 1024]}}\n"))
+    assert _refused_run(tmp_path, capsys, str(zipped), "-p", override) == (
+        f"-p {override}: " + message.format(zipped=zipped))
+    rc = main(["plan", str(zipped), "--device", "interpret", "-p",
+               "tiles={zip: {block: [32], BLOCK: [512]}}"])
+    assert rc == 0 and "1 config " in capsys.readouterr().out

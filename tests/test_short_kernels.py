@@ -122,23 +122,47 @@ def test_a_reference_that_raises_is_named_as_the_cause(tmp_path):
                            "          # 1024 elements do not split into rows of 3)"), reason
 
 
-def test_a_count_that_raises_fails_its_problems_configs_and_the_sweep_goes_on(tmp_path):
-    """A flops= (or bytes_moved=) function that raises for one problem fails each of that
-    problem's configs as crashed, naming the count and its line; the other problem's
-    configs are measured (it was a traceback out of the command, nothing recorded)."""
-    space = TINY.format(study="uncountable",
-                        kernel="tests.short_kernels_for_tests:uncountable_at_1024"
-                        ).replace("n: [1024]", "n: [1024, 2048]")
+def _sweep_1024_and_2048(tmp_path, kernel: str) -> list:
+    """The trials of ``kernel`` swept at n=1024 and n=2048, after checking that every
+    config of the first crashed and every config of the second was measured."""
+    space = TINY.format(study="counts", kernel=kernel).replace("n: [1024]", "n: [1024, 2048]")
     study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
                         report=False)
     trials, _ = StudyStore(study.path).records()
     by_n = {n: {t.status for t in trials if t.config and t.config.problem.n == n}
             for n in (1024, 2048)}
     assert by_n == {1024: {TrialStatus.CRASHED}, 2048: {TrialStatus.OK}}
+    return trials
+
+
+def test_a_count_that_raises_fails_its_problems_configs_and_the_sweep_goes_on(tmp_path):
+    """A flops= (or bytes_moved=) function that raises for one problem fails each of that
+    problem's configs as crashed, naming the count and its line; the other problem's
+    configs are measured (it was a traceback out of the command, nothing recorded)."""
+    trials = _sweep_1024_and_2048(tmp_path, "tests.short_kernels_for_tests:uncountable_at_1024")
     reason = next(t.reason for t in trials if t.status is TrialStatus.CRASHED)
     assert reason == ("the kernel's flops raised ZeroDivisionError: integer division or "
                       "modulo by zero (at short_kernels_for_tests.py:123: return 2 * "
                       "problem.n // (problem.n - 1024)      # raises at n=1024 only)"), reason
+
+
+@pytest.mark.parametrize(("kernel", "reason"), [
+    ("tests.short_kernels_for_tests:unnumbered_at_1024",
+     "short_kernels_for_tests.py:149: the kernel's bytes_moved returned 'lots' (str); it "
+     "must return a number (an int or a finite float)"),
+    ("tests.kernels_for_tests:CountsFlopsInWords",
+     "kernels_for_tests.py:280: the kernel's flops returned 'none' (str); it must return a "
+     "number (an int or a finite float)"),
+])
+def test_a_count_that_returns_no_number_fails_its_problems_configs_at_its_line(
+        tmp_path, kernel, reason):
+    """A bytes_moved= (or a subclass's flops) that returns a string for one problem fails
+    each of that problem's configs as crashed, saying what it returned, that it must be a
+    number, and where it is defined; the other problem's configs are measured (the short
+    form said only int()'s 'invalid literal for int()', a subclass's flops crashed the
+    command with a traceback)."""
+    trials = _sweep_1024_and_2048(tmp_path, kernel)
+    assert {t.reason for t in trials if t.status is TrialStatus.CRASHED} == {reason}
 
 
 def test_a_1d_footprint_other_than_n_times_itemsize_is_sized_by_n(tmp_path):

@@ -396,10 +396,24 @@ def test_zipped_axes_move_together():
      "params.t.zip.BLOCK_M: BLOCK_M is also given on its own"),
     ("  t:\n    zip:\n      BLOCK_M: [64, 64]\n      BLOCK_N: [32, 32]\n", 4,
      "params.t.zip: a row appears twice"),
+    ("  t: {zip: {BLOCK_M: [64, 128], BLOCK_N: [64, 128]}}\n"
+     "  u: {zip: {BLOCK_K: [32, 64], BLOCK_M: [64, 128]}}\n", 4,
+     "params.u.zip.BLOCK_M: BLOCK_M is also zipped in params.t (m.yaml:3); an axis is "
+     "zipped in one group at most"),
     ("  num_stages: {values: [3, 4], when: \"BLOCK_Q > 1\"}\n", 3,
      "params.num_stages.when: unknown name 'BLOCK_Q'"),
     ("  dtype: {values: [float16], when: \"BLOCK_M > 1\"}\n", 3,
      "params.dtype: dtype cannot be conditional"),
+    ("  BLOCK_K: [32, 64]\n  num_stages: {values: [3, 4], when: \"num_stages > 3\"}\n", 4,
+     "params.num_stages.when: when: of num_stages reads num_stages itself; a condition "
+     "reads other axes (to rule out some of num_stages's values, give a constraint: "
+     "constraints: ['num_stages > 3'])"),
+    ("  BLOCK_M: {values: [64, 128], when: \"grid > 4 and BLOCK_K > 16\"}\n", 3,
+     "params.BLOCK_M.when: when: of BLOCK_M reads grid, which is computed from "
+     "BLOCK_M; a condition reads axes that do not depend on BLOCK_M"),
+    ("  M: [64]\n  N: {values: [64, 128], when: \"footprint > 4096\"}\n", 4,
+     "params.N.when: when: of N reads footprint, which is computed from N; a condition "
+     "reads axes that do not depend on N"),
 ])
 def test_zip_and_conditional_errors(params, line, message):
     with pytest.raises(SpaceError) as info:

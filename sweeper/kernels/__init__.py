@@ -11,7 +11,15 @@ from typing import Any, cast
 from sweeper import plugins
 from sweeper.core import Config, Dim, Problem
 from sweeper.errors import SweeperError, user_line
-from sweeper.kernels._base import Buffers, Headline, Kernel, MetaParam, fill_random
+from sweeper.kernels._base import (
+    Buffers,
+    CountError,
+    Headline,
+    Kernel,
+    MetaParam,
+    checked_count,
+    fill_random,
+)
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
 BUILTINS: dict[str, str] = plugins.KERNEL.builtins
@@ -95,11 +103,13 @@ def _declared_method(name: str, what: str) -> Any:
 __all__ = [
     "BUILTINS",
     "Buffers",
+    "CountError",
     "Dim",
     "Headline",
     "Kernel",
     "MetaParam",
     "bytes_moved_of",
+    "checked_count",
     "dram_bytes_of",
     "fill_random",
     "flops_of",

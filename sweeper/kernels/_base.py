@@ -13,13 +13,16 @@ import abc
 import enum
 import hashlib
 import inspect
+import math
+import numbers
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from sweeper.core import DECLARED_ONLY, DTYPES, Config, Dim, Problem
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, defined_at
 from sweeper.kernels._guess import streaming
 
 if TYPE_CHECKING:      # a kernel's declaration is read without importing torch
@@ -176,6 +179,25 @@ class OptionError(SweeperError):
         self.key = key
 
 
+class CountError(SweeperError):
+    """A kernel's ``bytes_moved`` or ``flops`` returned something other than a number:
+    its problem's configs fail with this message as their reason."""
+
+
+def checked_count(what: str, value: object, counter: Callable[..., object]) -> int | float:
+    """``value``, what the kernel's ``what`` (``bytes_moved`` or ``flops``), the function
+    ``counter``, returned, if it is a number: a finite ``int`` or ``float`` (numpy's
+    too; not a bool, a string or a tensor); else :class:`CountError`, naming what it
+    returned and where ``counter`` is defined."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and math.isfinite(value):
+        return cast("int | float", value)
+    where = defined_at(counter)
+    raise CountError(f"{where + ': ' if where else ''}the kernel's {what} returned "
+                     f"{reprlib.repr(value)} ({type(value).__name__}); it must return a "
+                     f"number (an int or a finite float)")
+
+
 class Kernel(abc.ABC):
     """A sweepable kernel.  Subclasses set the class attributes and five methods."""
 
@@ -287,7 +309,8 @@ class Kernel(abc.ABC):
         return self.refusal(config, device)
 
     def bytes_moved(self, problem: Problem) -> int:
-        """Fewest bytes one launch must move through device memory."""
+        """Fewest bytes one launch must move through device memory: a number (an int or
+        a finite float); anything else fails the problem's configs, saying so."""
         return 0
 
     def dram_bytes(self, problem: Problem) -> int:
@@ -302,7 +325,7 @@ class Kernel(abc.ABC):
         return self.bytes_moved(problem)
 
     def flops(self, problem: Problem) -> int:
-        """Floating-point operations one launch does."""
+        """Floating-point operations one launch does, a number as :meth:`bytes_moved`."""
         return 0
 
     def interpreted_ops(self, config: Config) -> int | None:

@@ -169,7 +169,7 @@ def declared_counts(options: Mapping[str, str]
 
     def counted(option: str) -> Callable[[Problem], int] | None:
         expr = _counted("cuda", option, options.get(option), dims)
-        return None if expr is None else (lambda problem: _count(expr, problem))
+        return None if expr is None else (lambda problem: _count(option, expr, problem))
 
     def moved(problem: Problem) -> int:
         return sum(math.prod(spec.sizes(problem)) *

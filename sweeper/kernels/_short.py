@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import Config, Expr, Problem, evaluate
 from sweeper.errors import ReferenceFailed, SweeperError, user_line
-from sweeper.kernels._base import Buffers, Kernel, fill_poison, fill_random
+from sweeper.kernels._base import Buffers, Kernel, checked_count, fill_poison, fill_random
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
 if TYPE_CHECKING:
@@ -220,13 +220,13 @@ class ShortKernel(Kernel):
 
     def bytes_moved(self, problem: Problem) -> int:
         if self.plan.bytes_moved is not None:
-            return _count(self.plan.bytes_moved, problem)
+            return _count("bytes_moved", self.plan.bytes_moved, problem)
         buffers = self.allocate(problem, "meta")
         return sum(buffers[n].numel() * buffers[n].element_size()
                    for n in (*self.inputs(buffers), *self.plan.outputs))
 
     def flops(self, problem: Problem) -> int:
-        return 0 if self.plan.flops is None else _count(self.plan.flops, problem)
+        return 0 if self.plan.flops is None else _count("flops", self.plan.flops, problem)
 
     def model(self, config: Config, facts: DeviceFacts) -> float | None:
         """The declared model's guess (:mod:`sweeper.kernels._model_form`), or ``None``
@@ -249,8 +249,10 @@ class ShortKernel(Kernel):
         return self.plan.source
 
 
-def _count(count: Expr | Callable[[Problem], int], problem: Problem) -> int:
+def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:
+    """The declared ``bytes_moved=`` or ``flops=`` (``what``) of ``problem``; a function
+    that returns no number is :class:`~sweeper.kernels._base.CountError` at its line."""
     if callable(count):
-        return int(count(problem))
+        return int(checked_count(what, count(problem), count))
     return int(evaluate(count, {"n": problem.n, **dict(problem.dims),
                                 "itemsize": problem.itemsize}))

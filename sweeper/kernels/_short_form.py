@@ -358,7 +358,9 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       measures (without ``dims``: ``n``, and a 64 MiB footprint by default);
       ``grid``, ``block``, ``dtype``: defaults for the axes a space leaves out;
     - ``bytes_moved``, ``flops``: an expression over the dimensions and ``itemsize`` or a
-      function of the problem (bytes default to inputs read plus outputs written);
+      function of the problem returning a number (an int or a finite float; anything
+      else fails that problem's configs, at the function's line); bytes default to
+      inputs read plus outputs written;
       ``footprint_bytes``: required when the dimensions are not just ``n``; where it is
       other than ``n * itemsize``, a space sizes the kernel by ``n``, not a footprint;
     - ``baseline(**tensors)``: the same work in torch, timed for the "% of torch" column

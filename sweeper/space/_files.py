@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from sweeper.core._spelling import given, option
+from sweeper.core._units import did_you_mean
 from sweeper.errors import SpaceError
 from sweeper.escape import cut
 from sweeper.space._yaml import decode_text, load_value, load_with_lines, read_capped
@@ -156,6 +157,45 @@ def _drop(where: Where, path: str) -> None:
         del where[key]
 
 
+def _zip_members(value: Any) -> list[Any] | None:
+    """The axes ``value`` zips, where it is a group (``{zip: {AXIS: [...], ...}}``)."""
+    if isinstance(value, dict) and isinstance(value.get("zip"), dict):
+        return list(value["zip"])
+    return None
+
+
+def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where,
+                     named: str) -> None:
+    """Refuse ``-p key=loaded`` where it breaks the file's groups of zipped axes: an axis
+    one of them zips (``BLOCK_M=64``, or a group of another name zipping it, most often a
+    misspelt one), or a group's name given anything but a group (``tiles=[64]``)."""
+    groups = {g: members for g, v in params.items()
+              if g != key and (members := _zip_members(v)) is not None}
+    own = _zip_members(params.get(key))
+    given_members = _zip_members(loaded)
+    if own is not None and given_members is None:
+        file, line = where.get(f"params.{key}", (None, None))
+        at = f" ({file}:{line})" if file and line else ""
+        members = [cut(str(m), 60) for m in own[:8]]
+        raise SpaceError(f"params.{cut(key, 60)}{at} is a group of zipped axes "
+                         f"({', '.join(members)}); override it as a group: "
+                         f"{cut(key, 60)}={{zip: {{{', '.join(f'{m}: [...]' for m in members)}}}}}",
+                         file=named)
+    for member in given_members if given_members is not None else [key]:
+        group = next((g for g, members in groups.items() if member in members), None)
+        if group is None:
+            continue
+        file, line = where.get(f"params.{group}", (None, None))
+        at = f" ({file}:{line})" if file and line else ""
+        hint = did_you_mean(key, groups) if given_members is not None else ""
+        others = cut(", ".join(str(k) for k in groups[group] if k != member), 200)
+        raise SpaceError(f"{cut(str(member), 60)} is zipped in params."
+                         f"{cut(str(group), 60)}{at}, so it moves with {others}; override "
+                         f"the group instead "
+                         f"({cut(str(group), 60)}={{zip: {{...}}}}){hint}",
+                         file=named)
+
+
 def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Where]:
     """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option
     as the caller gave it (``-p BLOCK=300``, from the API ``params='BLOCK=300'``).
@@ -199,16 +239,7 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
         params = data.get("params") or {}
         if not isinstance(params, dict):        # refused by the parser, as the file wrote it
             continue
-        group = next((g for g, v in params.items() if g != key and isinstance(v, dict)
-                      and isinstance(v.get("zip"), dict) and key in v["zip"]), None)
-        if group is not None:
-            file, line = where.get(f"params.{group}", (None, None))
-            at = f" ({file}:{line})" if file and line else ""
-            raise SpaceError(f"{cut(key, 60)} is zipped in params.{group}{at}, so it moves "
-                             f"with {', '.join(k for k in params[group]['zip'] if k != key)}; "
-                             f"override the group instead ({cut(group, 60)}={{zip: "
-                             "{...}})",
-                             file=named)
+        _fits_the_groups(key, loaded, params, where, named)
         data["params"] = {**params, key: loaded}
         _drop(where, f"params.{key}")
         where[f"params.{key}"] = (named, None)

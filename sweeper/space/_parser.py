@@ -165,6 +165,10 @@ class _Parser:
         #: (``params.grid`` -> ``kernel.grid``): its errors point at that option
         self.from_option: dict[str, str] = {}
         self.ties: list[Tie] = []
+        #: per axis, the axes its values' expressions read, and the names derived from
+        #: the problem's sizes (``n`` from a footprint; :meth:`order` fills both)
+        self.reads: dict[str, set[str]] = {}
+        self.derived: set[str] = set()
 
     def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> None:
         """Refuse ``expr`` unless every name it reads is in ``known``: the error names the
@@ -257,7 +261,8 @@ class _Parser:
         dims = self.shape.names
         known = (*LAUNCH_AXES, *PROBLEM_AXES, *dims, *meta)
         params = self.zipped(params, known)
-        params = self.keys(params, "params", known)
+        # a group's name is a key too: listed, and suggested for a misspelling of it
+        params = self.keys(params, "params", (*known, *(t.name for t in self.ties)))
         sizes = self.sized_by(params)
         axes = []
         for name in known:
@@ -466,6 +471,7 @@ class _Parser:
                 deps[a.name] |= reads & axis_names
         for name in sizes:
             deps[name] |= {"dtype"}
+        self.reads, self.derived = deps, derived
         done: list[str] = []
         while len(done) < len(deps):
             ready = [n for n in deps if n not in done and deps[n] <= set(done)]
@@ -495,13 +501,44 @@ class _Parser:
         out = []
         for path, text, full, condition_of in sources:
             try:
-                self.names_known(_expr.parse(text, "truth"), path, known)
+                parsed = _expr.parse(text, "truth")
+                self.names_known(parsed, path, known)
                 expr = _expr.parse(full, "truth")
             except ExpressionError as err:
                 raise self.error(path, f"{err}{_split_at_a_comma(text)}") from None
+            if condition_of is not None:
+                self.reads_other_axes(condition_of[0], parsed, path)
             out.append(Constraint(expr=expr, origin=self.origin(path),
                                   condition_of=condition_of))
         return tuple(out)
+
+    def reads_other_axes(self, axis: str, condition: Expr, path: str) -> None:
+        """Refuse ``axis``'s ``when:`` condition where it reads ``axis``, itself or through
+        an axis whose values are computed from it: whether an axis varies cannot depend
+        on the value it takes (``BLOCK > 64`` only rules out values, a constraint's job)."""
+        def computed_from(name: str) -> bool:
+            seen, todo = set(), [name]
+            while todo:
+                for read in self.reads.get(todo.pop(), ()):
+                    if read == axis:
+                        return True
+                    if read not in seen:
+                        seen.add(read)
+                        todo.append(read)
+            return False
+
+        if axis in condition.names:
+            raise self.error(path, f"when: of {axis} reads {axis} itself; a condition reads "
+                             f"other axes (to rule out some of {axis}'s values, give a "
+                             f"constraint: constraints: [{shown(condition.text)}])")
+        sizes = {"footprint", *self.shape.names}
+        via = sorted(n for n in condition.names if computed_from(n) or
+                     (n in self.derived and axis in sizes))   # n read from a footprint axis
+        if via:
+            raise self.error(path, f"when: of {axis} reads {via[0]}, which is "
+                             f"computed from {axis}; a condition reads axes that do not "
+                             f"depend on {axis} (to rule out some of {axis}'s values, give "
+                             f"a constraint: constraints: [{shown(condition.text)}])")
 
     def sampler(self, value: Any, seed: Any, axes: list[Axis], top_seed: bool = False
                 ) -> SamplerSpec:
@@ -731,6 +768,13 @@ class _Parser:
                 if name in params:
                     raise self.error(f"{path}.{name}", f"{name} is also given on its own; "
                                      "an axis is either zipped or free")
+                other = next((t.name for t in self.ties if name in t.members), None)
+                if other is not None:
+                    o = self.origin(f"params.{other}")
+                    at = o.file if o.line is None else f"{o.file}:{o.line}"
+                    raise self.error(f"{path}.{name}", f"{name} is also zipped in "
+                                     f"params.{other} ({at}); an axis is zipped in one "
+                                     "group at most")
                 if not isinstance(values, list) or not values:
                     raise self.error(f"{path}.{name}", "give a non-empty list")
                 lengths.add(len(values))

@@ -20,7 +20,7 @@ import torch
 from sweeper.devices import Device, DeviceFacts
 from sweeper.errors import user_line
 from sweeper.finals import Round
-from sweeper.kernels import Buffers, Kernel
+from sweeper.kernels import Buffers, CountError, Kernel, checked_count
 from sweeper.measure import Spent, StopRule
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.store import BaselineRecord, TrialRecord
@@ -161,14 +161,18 @@ class Bench:
 
     def count_fails(self, problem: Problem) -> str | None:
         """Why the kernel cannot count ``problem``'s work (its ``bytes_moved`` or ``flops``,
-        a user's code, raised), or ``None``: every rate, the baseline's and the finals'
-        too, needs both, so each config of such a problem fails with that reason."""
+        a user's code, raised or returned no number), or ``None``: every rate, the
+        baseline's and the finals' too, needs both, so each config of such a problem fails
+        with that reason."""
         if problem not in self.uncounted:
             self.uncounted[problem] = None
-            for what, count in (("bytes_moved", self.kernel.bytes_moved),
-                                ("flops", self.kernel.flops)):
+            for what in ("bytes_moved", "flops"):
+                count = getattr(self.kernel, what)
                 try:
-                    count(problem)
+                    checked_count(what, count(problem), count)
+                except CountError as err:
+                    self.uncounted[problem] = str(err)
+                    break
                 except Exception as err:  # noqa: BLE001 - the kernel's own code: record it
                     line = user_line(err)
                     self.uncounted[problem] = (
