@@ -92,7 +92,8 @@ def test_a_bad_space_raises_the_commands_one_line_error_and_writes_nothing(
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"trials": 0}, "trials: 0 is not a whole number >= 1"),
-    ({"trials": 10**10}, "trials: '10000000000' is more trials than 1,000,000,000"),
+    ({"trials": 10**10}, "trials: 10000000000 is more trials than 1,000,000,000; allowed: "
+     "a whole number from 1 to 1,000,000,000"),
     ({"time": "soon"}, "time: "),
     ({"time": -1}, "time: '-1' is not a positive duration of at most 1000h"),
     ({"study": "../up"}, "study: '../up' is not a study name: '/' is not allowed"),

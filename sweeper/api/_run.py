@@ -29,9 +29,10 @@ from sweeper.options import (
     OptionValueError,
     gpu_list,
     gpu_target,
-    trial_budget,
+    trials_within,
 )
 from sweeper.options import compile_workers as compile_workers_option
+from sweeper.store._schema import show
 
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
 TQDM_NOTICE = "IProgress not found"
@@ -253,13 +254,15 @@ def _values(key: Any, values: Any) -> str:
 
 
 def _trials(trials: int | None) -> int | None:
-    """``trials`` as an ``int`` (numpy's integers too); ``None`` is no limit."""
+    """``trials`` as an ``int`` (numpy's integers too), by ``--trials``' own bounds and
+    quoted as given (``10**10``, not the command's text ``'10000000000'``); ``None`` is no
+    limit."""
     if trials is None:
         return None
-    number = whole(trials)
-    if number is None or number < 1:
-        raise SweeperError(f"trials: {trials!r} is not a whole number >= 1")
-    return int(_option("trials", trial_budget, number))
+    try:
+        return trials_within(whole(trials), show(trials))
+    except OptionValueError as err:
+        raise SweeperError(f"trials: {err}") from None
 
 
 def _seconds(time: float | str | None) -> float | None:
