@@ -251,8 +251,10 @@ def test_api_errors_name_the_keywords_where_the_commands_name_its_flags(tmp_path
 
 
 @pytest.mark.parametrize(("params", "api", "command"), [
-    ({5: [1]}, "params='5=[1]': params.5: unknown key '5'; known: grid, block, dtype, "
+    ({5: [1]}, "params={5: [1]}: params.5: unknown key '5'; known: grid, block, dtype, "
      "footprint, cache, n, BLOCK", "-p 5=[1]: params.5: unknown key '5'; known: "),
+    ({"block": 32, "BLOCK": [300]}, "params={'BLOCK': [300]}: params.BLOCK[0]: 300 is not a "
+     "power of two", "-p BLOCK=[300]: params.BLOCK[0]: 300 is not a power of two"),
     (["BLOCK"], "params: 'BLOCK' is not KEY=VALUE[,VALUE...]",
      "-p: 'BLOCK' is not KEY=VALUE[,VALUE...]"),
     (["BLOCK=256", "BLOCK=512"], "params='BLOCK=512': BLOCK is given twice (also "
@@ -261,10 +263,12 @@ def test_api_errors_name_the_keywords_where_the_commands_name_its_flags(tmp_path
     (["BLOCK=@x"], "params: 'BLOCK=@x': not YAML: found character '@' that cannot start "
      "any token", "-p: 'BLOCK=@x': not YAML: found character '@' that cannot start any "
      "token\n"),
-], ids=["a-dict-key", "no-equals-sign", "given-twice", "not-yaml"])
+], ids=["a-dict-key", "a-dict-value", "no-equals-sign", "given-twice", "not-yaml"])
 def test_params_errors_name_params_where_the_command_names_p(tmp_path, capsys, params, api,
                                                              command):
-    """``params=`` is the command's ``-p``: from Python its errors name ``params``."""
+    """``params=`` is the command's ``-p``: from Python its errors name ``params`` as the
+    caller gave it, a dict's entry as the dict wrote it (``params={'BLOCK': [300]}``), never
+    as the command's text (``params='BLOCK=[300]'``)."""
     from sweeper.cli import main
 
     with pytest.raises(SpaceError) as err:

@@ -23,6 +23,7 @@ from sweeper.core._spelling import entry
 from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
+from sweeper.escape import cut
 from sweeper.options import (
     GPU_CHECK_TARGET,
     GPU_CHECKS,
@@ -32,6 +33,7 @@ from sweeper.options import (
     trials_within,
 )
 from sweeper.options import compile_workers as compile_workers_option
+from sweeper.space import Override
 from sweeper.store._schema import show
 
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
@@ -228,13 +230,14 @@ def _yaml(space: Mapping[str, Any]) -> str:
                          "lists, strings, numbers and booleans", file=DICT) from None
 
 
-def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str]:
-    """``-p`` options: ``{"BLOCK": [1024, 2048]}`` -> ``["BLOCK=[1024, 2048]"]``; a
-    ``KEY=VALUES`` text or a list of them as they are."""
+def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str | Override]:
+    """The overrides: ``{"BLOCK": [1024, 2048]}``'s entries, each named in messages as
+    the dict wrote it (``params={'BLOCK': [1024, 2048]}``); a ``KEY=VALUES`` text or a
+    list of them as they are (``-p``'s, named ``params='BLOCK=1024,2048'``)."""
     if isinstance(params, str):
         return [params]
     if isinstance(params, Mapping):
-        return [f"{k}={_values(k, v)}" for k, v in params.items()]
+        return [_override(k, plain(v)) for k, v in params.items()]
     if not (isinstance(params, Sequence) and all(isinstance(p, str) for p in params)):
         raise refuse("params", params, "parameter overrides; allowed: a dict such as "
                      "{'BLOCK': [1024, 2048]}, or 'KEY=VALUES' texts such as "
@@ -242,15 +245,15 @@ def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str]:
     return list(params)
 
 
-def _values(key: Any, values: Any) -> str:
-    """One dict override's values as ``-p`` takes them: a JSON list (numpy's numbers and
-    arrays, a ``range``, as the Python values they hold)."""
-    values = plain(values)
+def _override(key: Any, values: Any) -> Override:
+    """One dict entry's values as ``-p`` reads them (a JSON list; numpy's numbers and
+    arrays, a ``range``, as the Python values they hold, already), named as written."""
     try:
-        return json.dumps(values if isinstance(values, list) else [values])
+        text = json.dumps(values if isinstance(values, list) else [values])
     except (TypeError, ValueError):
         raise refuse(f"params[{key!r}]", values, "values of a space; allowed: numbers, "
                      "text, booleans, or a list of them") from None
+    return Override(str(key), text, f"params={cut(repr({key: values}), 60)}")
 
 
 def _trials(trials: int | None) -> int | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -156,9 +157,22 @@ def _drop(where: Where, path: str) -> None:
         del where[key]
 
 
-def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Where]:
-    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option
-    as the caller gave it (``-p BLOCK=300``, from the API ``params='BLOCK=300'``).
+@dataclass(frozen=True)
+class Override:
+    """One axis replaced from a Python dict (``sweeper.run(params={'BLOCK': [300]})``):
+    ``key``, its ``values`` as ``-p`` reads them (a YAML list, ``[300]``), and how
+    messages ``named`` it, as the caller wrote it (``params={'BLOCK': [300]}``), not as
+    the command's ``-p BLOCK=[300]`` the caller never typed."""
+
+    key: str
+    values: str
+    named: str
+
+
+def override(data: Any, where: Where, overrides: Sequence[str | Override]) -> tuple[Any, Where]:
+    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``, or an :class:`Override`) to
+    ``params``; errors name the option as the caller gave it (``-p BLOCK=300``, from the
+    API ``params='BLOCK=300'`` or ``params={'BLOCK': 300}``).
     The values are read as a space file's are (the same YAML loader, then the same
     checks), and an axis given twice is refused, as a key written twice in a file is."""
     if not overrides or not isinstance(data, dict):    # a file no mapping: the parser says so
@@ -166,23 +180,26 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
     data = dict(data)
     seen: dict[str, str] = {}
     for item in overrides:
-        named = given("params", cut(item, 60))      # a value cannot flood the message
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip() or not raw.strip():
-            raise SpaceError(f"{cut(item, 60)!r} is not KEY=VALUE[,VALUE...]",
-                             file=option("params"))
-        key = key.strip()
+        if isinstance(item, Override):
+            key, raw, named = item.key, item.values, item.named
+        else:
+            named = given("params", cut(item, 60))      # a value cannot flood the message
+            key, sep, raw = item.partition("=")
+            if not sep or not key.strip() or not raw.strip():
+                raise SpaceError(f"{cut(item, 60)!r} is not KEY=VALUE[,VALUE...]",
+                                 file=option("params"))
+            key = key.strip()
         if key in seen:
-            raise SpaceError(f"{cut(key, 60)} is given twice (also "
-                             f"{given('params', cut(seen[key], 60))}); give each axis once",
-                             file=named)
-        seen[key] = item
+            raise SpaceError(f"{cut(key, 60)} is given twice (also {seen[key]}); give each "
+                             "axis once", file=named)
+        seen[key] = named
         if raw.lstrip().startswith(("[", "{")):
             try:
                 loaded, _ = load_with_lines(raw, named)
             except SpaceError as err:          # one line on the command line: no line number
                 raise SpaceError(err.message, file=err.file, path=err.path) from None
         else:
+            assert isinstance(item, str)       # an Override's values are a YAML list
             open_call = next((v for v in raw.split(",") if v.count("(") > v.count(")")), None)
             if open_call is not None:        # cdiv(n, BLOCK) split at its comma
                 raise SpaceError(
@@ -204,11 +221,11 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
         if group is not None:
             file, line = where.get(f"params.{group}", (None, None))
             at = f" ({file}:{line})" if file and line else ""
+            instead = f"params={{{cut(group, 60)!r}: {{'zip': {{...}}}}}}" \
+                if isinstance(item, Override) else f"{cut(group, 60)}={{zip: {{...}}}}"
             raise SpaceError(f"{cut(key, 60)} is zipped in params.{group}{at}, so it moves "
                              f"with {', '.join(k for k in params[group]['zip'] if k != key)}; "
-                             f"override the group instead ({cut(group, 60)}={{zip: "
-                             "{...}})",
-                             file=named)
+                             f"override the group instead ({instead})", file=named)
         data["params"] = {**params, key: loaded}
         _drop(where, f"params.{key}")
         where[f"params.{key}"] = (named, None)
