@@ -750,3 +750,80 @@ def test_an_empty_space_path_is_refused_as_empty(tmp_path, capsys):
     assert main(["run", "", "--device", "interpret", "--studies-dir", str(tmp_path / "s")]) == 2
     assert capsys.readouterr().err.strip().endswith(message)
     assert not (tmp_path / "s").exists()
+
+
+#: A script that runs TINY on the interpreter and gets two Ctrl-Cs after its first trial
+#: (the notebook user's Interrupt pressed twice).
+TWO_CTRL_CS = """
+import os, signal, sys
+import sweeper
+from sweeper.sweep import SilentReporter
+trial = SilentReporter.trial
+def interrupting(self, record, best):
+    trial(self, record, best)
+    os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGINT)
+SilentReporter.trial = interrupting
+sweeper.run({space!r}, device="interpret", studies_dir=sys.argv[1], quiet=True, report=False)
+"""
+
+
+def test_a_second_ctrl_c_is_a_short_keyboard_interrupt_naming_the_study(tmp_path):
+    """The first Ctrl-C stops after the trial in flight; a second aborts the call with a
+    ``KeyboardInterrupt`` raised from ``sweeper.run`` itself: its traceback is the caller's
+    line and the call (no frames of the sweep the signal landed in, no "during handling"),
+    and it says which study keeps the finished trials and how to resume it, which the
+    same call then does."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "notebook.py"
+    script.write_text(TWO_CTRL_CS.format(space=TINY))
+    studies = tmp_path / "studies"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, str(script), str(studies)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    journal = studies / "tiny-interpret" / "trials.jsonl"
+    assert run.stderr.splitlines()[-1] == (
+        f"KeyboardInterrupt: sweeper.run: study tiny-interpret aborted by Ctrl-C; every "
+        f"finished trial is kept in {journal}: call sweeper.run again with the same "
+        "arguments to resume it"), run.stderr
+    frames = re.findall(r'^  File "([^"]+)"', run.stderr, flags=re.MULTILINE)
+    assert frames == [str(script), str(ROOT / "sweeper" / "core" / "_spelling.py"),
+                      str(ROOT / "sweeper" / "api" / "_run.py")], run.stderr
+    assert "During handling" not in run.stderr and "direct cause" not in run.stderr
+    kept = StudyStore(journal.parent).records()[0]
+    assert [t.status.value for t in kept] == ["ok"]
+    study = sweeper.run(TINY, device="interpret", studies_dir=studies, quiet=True,
+                        report=False)
+    assert study.trials_dataframe()["status"].tolist() == ["ok", "ok"]
+
+
+def test_ctrl_c_outside_the_sweep_is_as_short_and_says_what_was_kept(tmp_path, monkeypatch):
+    """A Ctrl-C where no handler of the sweep's is in place (while the run starts, before
+    any study is opened; while it reports, after) is Python's own KeyboardInterrupt: the
+    call turns it into the same short one, saying what was kept."""
+    import sweeper.engine._run as engine
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "space_and_device", interrupted)
+        with pytest.raises(KeyboardInterrupt) as err:
+            sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True)
+    assert str(err.value) == ("sweeper.run: aborted by Ctrl-C before its study was opened; "
+                              "nothing was written")
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(engine, "report_study", interrupted)
+    with pytest.raises(KeyboardInterrupt) as err:
+        sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True)
+    journal = tmp_path / "tiny-interpret" / "trials.jsonl"
+    assert str(err.value) == (f"sweeper.run: study tiny-interpret aborted by Ctrl-C; every "
+                              f"finished trial is kept in {journal}: call sweeper.run again "
+                              "with the same arguments to resume it")
+    assert len(StudyStore(journal.parent).records()[0]) == 2

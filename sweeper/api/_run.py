@@ -24,6 +24,7 @@ from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
 from sweeper.escape import cut
+from sweeper.interrupt import Aborted, Terminated
 from sweeper.options import (
     GPU_CHECK_TARGET,
     GPU_CHECKS,
@@ -78,7 +79,10 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     keywords, never the command's flags (``study``, ``force=True``:
     :mod:`sweeper.core._spelling`).  A run whose trials all failed still returns its
     study (what failed is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's
-    interrupt) stops after the trial in flight and returns the study as it stands.  The
+    interrupt) stops after the trial in flight and returns the study as it stands; a
+    second aborts the call with a :class:`KeyboardInterrupt` raised here, not in the
+    sweep's depths, naming the study that keeps every finished trial (the same call
+    resumes it) (:func:`aborted_line`).  The
     variables a device sets for its run (the interpreter's ``TRITON_INTERPRET=1``) are put
     back as they were when it returns, so the caller's later kernels are not interpreted."""
     device = _device(device)
@@ -113,7 +117,21 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
             raise
         # a dict has no lines: the line of the YAML it was dumped to would mislead
         raise SpaceError(err.message, file=DICT, path=err.path) from None
+    except Aborted as err:
+        # raised here, its cause left out: the caller's traceback is its own line, this
+        # call and what to do, not the sweep's frames the signal happened to land in
+        raise KeyboardInterrupt(aborted_line(err)) from None
     return Study(result.store)
+
+
+def aborted_line(err: Aborted) -> str:
+    """What an aborted :func:`run` says: which signal, where the study keeps every
+    finished trial and how to resume it."""
+    by = "SIGTERM" if isinstance(err, Terminated) else "Ctrl-C"
+    if err.location is None:
+        return f"sweeper.run: aborted by {by} before its study was opened; nothing was written"
+    return (f"sweeper.run: study {err.study} aborted by {by}; every finished trial is kept "
+            f"in {err.location}: call sweeper.run again with the same arguments to resume it")
 
 
 @contextlib.contextmanager
