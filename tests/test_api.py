@@ -722,6 +722,28 @@ def test_a_study_is_still_read_after_the_notebook_changes_folder(tmp_path, monke
     assert not (tmp_path / "elsewhere" / "studies").exists()
 
 
+def test_a_postgresql_study_holds_its_folder_by_its_absolute_path_as_a_journals_does(
+        postgres_url, tmp_path, monkeypatch):
+    """A ``Study`` kept in PostgreSQL, from a relative ``studies_dir``, holds its local
+    folder (its report and exports) by its absolute path, as a journal's does: after
+    ``os.chdir`` (a notebook's ``%cd``) its report goes where it went before, not under
+    the new folder."""
+    monkeypatch.chdir(tmp_path)
+    table = mixed_table(tmp_path)
+    study = sweeper.run(SPACE, device=f"replay:{table}", studies_dir="local",
+                        study="api-pg-cwd", storage=postgres_url, quiet=True, report=False)
+    loaded = sweeper.load_study("api-pg-cwd", storage=postgres_url, studies_dir="local")
+    journal = sweeper.run(SPACE, device=f"replay:{table}", studies_dir="local",
+                          study="api-journal-cwd", quiet=True, report=False)
+    assert journal.path == tmp_path / "local" / "api-journal-cwd"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    for opened in (study, loaded):
+        assert opened.path == tmp_path / "local" / "api-pg-cwd"
+        assert opened.report() == tmp_path / "local" / "api-pg-cwd" / "report.md"
+    assert not (tmp_path / "elsewhere" / "local").exists()
+
+
 def test_a_dict_naming_its_kernel_by_the_object_is_told_the_name_to_give(tmp_path):
     """A notebook holds the kernel ``sweeper.kernel`` made and puts it in the dict; a space
     names its kernel (the study records the name, workers import it by it): refused in
