@@ -51,7 +51,19 @@ STOPPING = {
 }
 
 
-class Terminated(KeyboardInterrupt):
+class Aborted(KeyboardInterrupt):
+    """A run ended by a signal before its end: the second Ctrl-C (a :class:`Terminated`
+    for a SIGTERM), or a first one where none stops it after its trial (while the run
+    starts or reports).  The engine sets ``study`` and ``location``, the study's name and
+    where it keeps every finished trial, once the run has opened it (None before), so a
+    front door can say where the run left its trials and how to resume them.  A
+    :class:`KeyboardInterrupt` still: a caller that catches that catches it."""
+
+    study: str | None = None
+    location: str | None = None
+
+
+class Terminated(Aborted):
     """The abort a second signal raises where that signal is a SIGTERM: the command exits
     143 (128 + SIGTERM), as a scheduler that sent it expects, not Ctrl-C's 130."""
 
@@ -59,13 +71,13 @@ class Terminated(KeyboardInterrupt):
 def stop_handler(stop: Any) -> Any:
     """A signal handler that sets ``stop`` (a :class:`~sweeper.sweep.StopFlag`) at the
     first Ctrl-C or SIGTERM, its ``reason`` naming the signal, and says so; at the second,
-    raises :class:`KeyboardInterrupt` (:class:`Terminated` for a SIGTERM; the command's
+    raises :class:`Aborted` (:class:`Terminated` for a SIGTERM; the command's
     ``aborted``: the trial in flight is lost, every finished one kept)."""
     from sweeper.sweep._budget import INTERRUPTED, TERMINATED
 
     def handler(signum: int, frame: Any) -> None:
         if stop.set:
-            raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+            raise Terminated if signum == signal.SIGTERM else Aborted
         stop.set = True
         stop.reason = TERMINATED if signum == signal.SIGTERM else INTERRUPTED
         print(ctrl_c_line(STOPPING[signal.Signals(signum)]),

@@ -92,7 +92,8 @@ def test_a_bad_space_raises_the_commands_one_line_error_and_writes_nothing(
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"trials": 0}, "trials: 0 is not a whole number >= 1"),
-    ({"trials": 10**10}, "trials: '10000000000' is more trials than 1,000,000,000"),
+    ({"trials": 10**10}, "trials: 10000000000 is more trials than 1,000,000,000; allowed: "
+     "a whole number from 1 to 1,000,000,000"),
     ({"time": "soon"}, "time: "),
     ({"time": -1}, "time: '-1' is not a positive duration of at most 1000h"),
     ({"study": "../up"}, "study: '../up' is not a study name: '/' is not allowed"),
@@ -250,8 +251,10 @@ def test_api_errors_name_the_keywords_where_the_commands_name_its_flags(tmp_path
 
 
 @pytest.mark.parametrize(("params", "api", "command"), [
-    ({5: [1]}, "params='5=[1]': params.5: unknown key '5'; known: grid, block, dtype, "
+    ({5: [1]}, "params={5: [1]}: params.5: unknown key '5'; known: grid, block, dtype, "
      "footprint, cache, n, BLOCK", "-p 5=[1]: params.5: unknown key '5'; known: "),
+    ({"block": 32, "BLOCK": [300]}, "params={'BLOCK': [300]}: params.BLOCK[0]: 300 is not a "
+     "power of two", "-p BLOCK=[300]: params.BLOCK[0]: 300 is not a power of two"),
     (["BLOCK"], "params: 'BLOCK' is not KEY=VALUE[,VALUE...]",
      "-p: 'BLOCK' is not KEY=VALUE[,VALUE...]"),
     (["BLOCK=256", "BLOCK=512"], "params='BLOCK=512': BLOCK is given twice (also "
@@ -260,10 +263,12 @@ def test_api_errors_name_the_keywords_where_the_commands_name_its_flags(tmp_path
     (["BLOCK=@x"], "params: 'BLOCK=@x': not YAML: found character '@' that cannot start "
      "any token", "-p: 'BLOCK=@x': not YAML: found character '@' that cannot start any "
      "token\n"),
-], ids=["a-dict-key", "no-equals-sign", "given-twice", "not-yaml"])
+], ids=["a-dict-key", "a-dict-value", "no-equals-sign", "given-twice", "not-yaml"])
 def test_params_errors_name_params_where_the_command_names_p(tmp_path, capsys, params, api,
                                                              command):
-    """``params=`` is the command's ``-p``: from Python its errors name ``params``."""
+    """``params=`` is the command's ``-p``: from Python its errors name ``params`` as the
+    caller gave it, a dict's entry as the dict wrote it (``params={'BLOCK': [300]}``), never
+    as the command's text (``params='BLOCK=[300]'``)."""
     from sweeper.cli import main
 
     with pytest.raises(SpaceError) as err:
@@ -717,6 +722,46 @@ def test_a_study_is_still_read_after_the_notebook_changes_folder(tmp_path, monke
     assert not (tmp_path / "elsewhere" / "studies").exists()
 
 
+def test_a_zipped_groups_advice_is_written_as_the_params_dict(tmp_path):
+    """Where ``params=`` breaks a group of zipped axes, the way out is written in the
+    form the caller used: a dict entry (``params={'tiles': {'zip': ...}}``), not ``-p``'s
+    ``tiles={zip: ...}``, which ``params='...'`` text still gets."""
+    space = tmp_path / "s.yaml"
+    space.write_text("kernel: matmul\nparams:\n"
+                     "  tiles: {zip: {BLOCK_M: [16, 32], BLOCK_N: [16, 32]}}\n")
+    for params, advice in (
+            ({"tiles": [64]}, "override it as a group: params={'tiles': {'zip': "
+                              "{'BLOCK_M': [...], 'BLOCK_N': [...]}}}"),
+            ({"BLOCK_M": [64]}, "override the group instead (params={'tiles': {'zip': {...}}})"),
+            ("BLOCK_M=64", "override the group instead (tiles={zip: {...}})")):
+        with pytest.raises(SpaceError) as err:
+            sweeper.run(str(space), params=params, device="interpret", studies_dir=tmp_path)
+        assert str(err.value).endswith(advice), str(err.value)
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_postgresql_study_holds_its_folder_by_its_absolute_path_as_a_journals_does(
+        postgres_url, tmp_path, monkeypatch):
+    """A ``Study`` kept in PostgreSQL, from a relative ``studies_dir``, holds its local
+    folder (its report and exports) by its absolute path, as a journal's does: after
+    ``os.chdir`` (a notebook's ``%cd``) its report goes where it went before, not under
+    the new folder."""
+    monkeypatch.chdir(tmp_path)
+    table = mixed_table(tmp_path)
+    study = sweeper.run(SPACE, device=f"replay:{table}", studies_dir="local",
+                        study="api-pg-cwd", storage=postgres_url, quiet=True, report=False)
+    loaded = sweeper.load_study("api-pg-cwd", storage=postgres_url, studies_dir="local")
+    journal = sweeper.run(SPACE, device=f"replay:{table}", studies_dir="local",
+                          study="api-journal-cwd", quiet=True, report=False)
+    assert journal.path == tmp_path / "local" / "api-journal-cwd"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    for opened in (study, loaded):
+        assert opened.path == tmp_path / "local" / "api-pg-cwd"
+        assert opened.report() == tmp_path / "local" / "api-pg-cwd" / "report.md"
+    assert not (tmp_path / "elsewhere" / "local").exists()
+
+
 def test_a_dict_naming_its_kernel_by_the_object_is_told_the_name_to_give(tmp_path):
     """A notebook holds the kernel ``sweeper.kernel`` made and puts it in the dict; a space
     names its kernel (the study records the name, workers import it by it): refused in
@@ -745,3 +790,80 @@ def test_an_empty_space_path_is_refused_as_empty(tmp_path, capsys):
     assert main(["run", "", "--device", "interpret", "--studies-dir", str(tmp_path / "s")]) == 2
     assert capsys.readouterr().err.strip().endswith(message)
     assert not (tmp_path / "s").exists()
+
+
+#: A script that runs TINY on the interpreter and gets two Ctrl-Cs after its first trial
+#: (the notebook user's Interrupt pressed twice).
+TWO_CTRL_CS = """
+import os, signal, sys
+import sweeper
+from sweeper.sweep import SilentReporter
+trial = SilentReporter.trial
+def interrupting(self, record, best):
+    trial(self, record, best)
+    os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGINT)
+SilentReporter.trial = interrupting
+sweeper.run({space!r}, device="interpret", studies_dir=sys.argv[1], quiet=True, report=False)
+"""
+
+
+def test_a_second_ctrl_c_is_a_short_keyboard_interrupt_naming_the_study(tmp_path):
+    """The first Ctrl-C stops after the trial in flight; a second aborts the call with a
+    ``KeyboardInterrupt`` raised from ``sweeper.run`` itself: its traceback is the caller's
+    line and the call (no frames of the sweep the signal landed in, no "during handling"),
+    and it says which study keeps the finished trials and how to resume it, which the
+    same call then does."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "notebook.py"
+    script.write_text(TWO_CTRL_CS.format(space=TINY))
+    studies = tmp_path / "studies"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, str(script), str(studies)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    journal = studies / "tiny-interpret" / "trials.jsonl"
+    assert run.stderr.splitlines()[-1] == (
+        f"KeyboardInterrupt: sweeper.run: study tiny-interpret aborted by Ctrl-C; every "
+        f"finished trial is kept in {journal}: call sweeper.run again with the same "
+        "arguments to resume it"), run.stderr
+    frames = re.findall(r'^  File "([^"]+)"', run.stderr, flags=re.MULTILINE)
+    assert frames == [str(script), str(ROOT / "sweeper" / "core" / "_spelling.py"),
+                      str(ROOT / "sweeper" / "api" / "_run.py")], run.stderr
+    assert "During handling" not in run.stderr and "direct cause" not in run.stderr
+    kept = StudyStore(journal.parent).records()[0]
+    assert [t.status.value for t in kept] == ["ok"]
+    study = sweeper.run(TINY, device="interpret", studies_dir=studies, quiet=True,
+                        report=False)
+    assert study.trials_dataframe()["status"].tolist() == ["ok", "ok"]
+
+
+def test_ctrl_c_outside_the_sweep_is_as_short_and_says_what_was_kept(tmp_path, monkeypatch):
+    """A Ctrl-C where no handler of the sweep's is in place (while the run starts, before
+    any study is opened; while it reports, after) is Python's own KeyboardInterrupt: the
+    call turns it into the same short one, saying what was kept."""
+    import sweeper.engine._run as engine
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "space_and_device", interrupted)
+        with pytest.raises(KeyboardInterrupt) as err:
+            sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True)
+    assert str(err.value) == ("sweeper.run: aborted by Ctrl-C before its study was opened; "
+                              "nothing was written")
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(engine, "report_study", interrupted)
+    with pytest.raises(KeyboardInterrupt) as err:
+        sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True)
+    journal = tmp_path / "tiny-interpret" / "trials.jsonl"
+    assert str(err.value) == (f"sweeper.run: study tiny-interpret aborted by Ctrl-C; every "
+                              f"finished trial is kept in {journal}: call sweeper.run again "
+                              "with the same arguments to resume it")
+    assert len(StudyStore(journal.parent).records()[0]) == 2

@@ -375,6 +375,10 @@ def test_the_baseline_runs_in_the_finals_rounds_and_the_report_compares_them(
     md = (store.root / "report.md").read_text()
     assert "baseline: torch copy_" in md and f"at {final.baseline_ratio_text()}× its speed" in md
     assert "× baseline, same rounds" in md
+    # report.html says what report.md says of it, in the same words
+    said = (f"In the same rounds torch copy_ measured {final.baseline.stats.median:.4g} ms: "
+            f"the winner runs at {final.baseline_ratio_text()}× its speed.")
+    assert said in md and said in (store.root / "report.html").read_text()
 
 
 def test_a_measurement_under_a_cool_down_takes_one_burst_and_says_so(monkeypatch):

@@ -23,15 +23,19 @@ from sweeper.core._spelling import entry
 from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
 from sweeper.errors import SpaceError, SweeperError
+from sweeper.escape import cut
+from sweeper.interrupt import Aborted, Terminated
 from sweeper.options import (
     GPU_CHECK_TARGET,
     GPU_CHECKS,
     OptionValueError,
     gpu_list,
     gpu_target,
-    trial_budget,
+    trials_within,
 )
 from sweeper.options import compile_workers as compile_workers_option
+from sweeper.space import Override
+from sweeper.store._schema import show
 
 #: The start of tqdm's warning where a notebook lacks ipywidgets (a regular expression).
 TQDM_NOTICE = "IProgress not found"
@@ -75,7 +79,10 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     keywords, never the command's flags (``study``, ``force=True``:
     :mod:`sweeper.core._spelling`).  A run whose trials all failed still returns its
     study (what failed is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's
-    interrupt) stops after the trial in flight and returns the study as it stands.  The
+    interrupt) stops after the trial in flight and returns the study as it stands; a
+    second aborts the call with a :class:`KeyboardInterrupt` raised here, not in the
+    sweep's depths, naming the study that keeps every finished trial (the same call
+    resumes it) (:func:`aborted_line`).  The
     variables a device sets for its run (the interpreter's ``TRITON_INTERPRET=1``) are put
     back as they were when it returns, so the caller's later kernels are not interpreted."""
     device = _device(device)
@@ -110,7 +117,21 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
             raise
         # a dict has no lines: the line of the YAML it was dumped to would mislead
         raise SpaceError(err.message, file=DICT, path=err.path) from None
+    except Aborted as err:
+        # raised here, its cause left out: the caller's traceback is its own line, this
+        # call and what to do, not the sweep's frames the signal happened to land in
+        raise KeyboardInterrupt(aborted_line(err)) from None
     return Study(result.store)
+
+
+def aborted_line(err: Aborted) -> str:
+    """What an aborted :func:`run` says: which signal, where the study keeps every
+    finished trial and how to resume it."""
+    by = "SIGTERM" if isinstance(err, Terminated) else "Ctrl-C"
+    if err.location is None:
+        return f"sweeper.run: aborted by {by} before its study was opened; nothing was written"
+    return (f"sweeper.run: study {err.study} aborted by {by}; every finished trial is kept "
+            f"in {err.location}: call sweeper.run again with the same arguments to resume it")
 
 
 @contextlib.contextmanager
@@ -227,13 +248,14 @@ def _yaml(space: Mapping[str, Any]) -> str:
                          "lists, strings, numbers and booleans", file=DICT) from None
 
 
-def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str]:
-    """``-p`` options: ``{"BLOCK": [1024, 2048]}`` -> ``["BLOCK=[1024, 2048]"]``; a
-    ``KEY=VALUES`` text or a list of them as they are."""
+def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str | Override]:
+    """The overrides: ``{"BLOCK": [1024, 2048]}``'s entries, each named in messages as
+    the dict wrote it (``params={'BLOCK': [1024, 2048]}``); a ``KEY=VALUES`` text or a
+    list of them as they are (``-p``'s, named ``params='BLOCK=1024,2048'``)."""
     if isinstance(params, str):
         return [params]
     if isinstance(params, Mapping):
-        return [f"{k}={_values(k, v)}" for k, v in params.items()]
+        return [_override(k, plain(v)) for k, v in params.items()]
     if not (isinstance(params, Sequence) and all(isinstance(p, str) for p in params)):
         raise refuse("params", params, "parameter overrides; allowed: a dict such as "
                      "{'BLOCK': [1024, 2048]}, or 'KEY=VALUES' texts such as "
@@ -241,25 +263,27 @@ def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str]:
     return list(params)
 
 
-def _values(key: Any, values: Any) -> str:
-    """One dict override's values as ``-p`` takes them: a JSON list (numpy's numbers and
-    arrays, a ``range``, as the Python values they hold)."""
-    values = plain(values)
+def _override(key: Any, values: Any) -> Override:
+    """One dict entry's values as ``-p`` reads them (a JSON list; numpy's numbers and
+    arrays, a ``range``, as the Python values they hold, already), named as written."""
     try:
-        return json.dumps(values if isinstance(values, list) else [values])
+        text = json.dumps(values if isinstance(values, list) else [values])
     except (TypeError, ValueError):
         raise refuse(f"params[{key!r}]", values, "values of a space; allowed: numbers, "
                      "text, booleans, or a list of them") from None
+    return Override(str(key), text, f"params={cut(repr({key: values}), 60)}")
 
 
 def _trials(trials: int | None) -> int | None:
-    """``trials`` as an ``int`` (numpy's integers too); ``None`` is no limit."""
+    """``trials`` as an ``int`` (numpy's integers too), by ``--trials``' own bounds and
+    quoted as given (``10**10``, not the command's text ``'10000000000'``); ``None`` is no
+    limit."""
     if trials is None:
         return None
-    number = whole(trials)
-    if number is None or number < 1:
-        raise SweeperError(f"trials: {trials!r} is not a whole number >= 1")
-    return int(_option("trials", trial_budget, number))
+    try:
+        return trials_within(whole(trials), show(trials))
+    except OptionValueError as err:
+        raise SweeperError(f"trials: {err}") from None
 
 
 def _seconds(time: float | str | None) -> float | None:

@@ -24,7 +24,7 @@ class Study:
     """One study: ``name``, ``path``, the ``space`` it was run from, the ``device`` and
     ``gpu`` it was measured on, :meth:`trials_dataframe`, :attr:`winners`,
     :attr:`baselines`, :meth:`report` and :meth:`export`; ``storage`` is the store it is
-    read from (a folder's journal, by its absolute path, or a database)."""
+    read from (a folder's journal, or a database), its local folder by its absolute path."""
 
     def __init__(self, storage: Storage | str | Path) -> None:
         if not isinstance(storage, (Storage, str, Path)):
@@ -32,11 +32,10 @@ class Study:
                          "Path), or a Storage")
         if not isinstance(storage, Storage):
             storage = StudyStore(Path(storage))
-        if isinstance(storage, StudyStore) and not storage.root.is_absolute():
-            # held by its absolute path: a notebook that changes folder (``%cd``) still
-            # reads this study, never one of the same relative path
-            storage = StudyStore(storage.root.absolute())
-        self.storage: Storage = storage
+        # held by its absolute path, whatever the store: a notebook that changes folder
+        # (``%cd``) still reads this study, never one of the same relative path, and
+        # writes its report and exports into its own folder
+        self.storage: Storage = storage.absolute()
 
     @property
     def name(self) -> str:

@@ -7,8 +7,12 @@ the engine never re-reads an option by name nor guesses its type."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sweeper.options import GPU_CHECK_TARGET
+
+if TYPE_CHECKING:
+    from sweeper.space import Override
 
 #: The pseudo file names a space given as text is called in errors.
 STRING, DICT = "<string>", "<dict>"
@@ -19,13 +23,14 @@ class SpaceSource:
     """Where the space comes from: a file (``path``), YAML text under a pseudo file name
     (``path`` ``<string>`` or ``<dict>``, with ``text``), or a ``@triton.autotune`` kernel
     (``from_autotune``, ``module:kernel``); ``params`` are the ``-p KEY=VALUES``
-    overrides, ``allow_path`` the folders outside the space file's own that
-    ``extends:`` and file references may read."""
+    overrides (the API's dict entries as :class:`~sweeper.space.Override`s),
+    ``allow_path`` the folders outside the space file's own that ``extends:`` and file
+    references may read."""
 
     path: str | None = None
     text: str | None = None
     from_autotune: str | None = None
-    params: tuple[str, ...] = ()
+    params: tuple[str | Override, ...] = ()
     allow_path: tuple[str, ...] = ()
 
 

@@ -28,7 +28,7 @@ from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
 from sweeper.errors import ContextLost, SweeperError
-from sweeper.interrupt import stopping_on_signals
+from sweeper.interrupt import Aborted, stopping_on_signals
 from sweeper.options import check_study_name, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a run opens it
@@ -103,20 +103,31 @@ _runs = 0
 def run_sweep(options: RunOptions) -> RunResult:
     """Sweep ``options.space`` into its study, then report.  With no ``options.restart_argv``
     (the Python API) it never replaces or ends the process: a trial that broke the CUDA
-    context is an error to the caller, a hung one a message."""
+    context is an error to the caller, a hung one a message.  A signal that ends the run
+    (a second Ctrl-C, or a first one outside the sweep) is an
+    :class:`~sweeper.interrupt.Aborted` naming the study it left, once one was opened."""
     from sweeper._processes import release
     from sweeper.study import now
 
     _STARTED[:] = [now()]
     started = StartAhead(options)     # what starts once the space is read
+    opened: list[Storage] = []        # the study's store, once the run has opened it
     try:
-        return _run(options, started)
+        return _run(options, started, opened)
+    except KeyboardInterrupt as err:
+        # Python's own where no handler of the sweep's was in place (set-up, report)
+        aborted = err if isinstance(err, Aborted) else Aborted()
+        if opened:
+            aborted.study, aborted.location = opened[0].name, opened[0].location
+        if aborted is err:
+            raise
+        raise aborted from err
     finally:
         started.close()     # a compile pool no sweep adopted
         release()           # the processes started ahead that no worker or pool adopted
 
 
-def _run(options: RunOptions, started: StartAhead) -> RunResult:
+def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> RunResult:
     global _runs
     from sweeper.engine._clock import RunClock, process_age
 
@@ -139,6 +150,7 @@ def _run(options: RunOptions, started: StartAhead) -> RunResult:
 
     name = options.study or study_name(space, device)
     store = open_storage(options.storage, study_folder(options.studies_dir, name))
+    opened.append(store)
     command = options.command or "sweeper run"
     resuming = store.exists()
     facts = device.facts()

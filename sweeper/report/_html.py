@@ -295,7 +295,7 @@ def _finals(tables: ReportTables) -> list[str]:
     out = []
     for final, table in tables.finals:
         out += [_p(f"{problem_text(final.problem)}: winner {_shared.final_text(final)}; "
-                   f"rule: {final.rule}."),
+                   f"rule: {final.rule}.{_shared.final_against(final)}"),
                 html_table(table, rename=_shared.finals_names(tables))]
     return out
 

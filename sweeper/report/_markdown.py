@@ -258,19 +258,10 @@ def _winners(tables: ReportTables) -> list[str]:
               + " \\| ".join(map(_text, rules)) + ".\n")]
     for final, table in tables.finals:
         p = final.problem
-        base = final.compared_baseline()
-        against = (f" In the same rounds {_text(base.name)} measured "
-                   f"{base.stats.median:.4g} ms: the winner runs at "
-                   f"{final.baseline_ratio_text()}× its speed."
-                   if base and final.baseline_ratio() is not None else "")
-        if final.confirmed:
-            against = (f" Then the winner{' and the baseline' if base else ''} ran "
-                       f"{final.confirmed.rounds} rounds of their own after cool-downs "
-                       f"({_text(final.confirmed.duty)}): the winner's median "
-                       f"{final.confirmed.stats.median:.4g} ms.{against}")
         on = f" on {_text(final.gpu)}" if final.gpu is not None else ""
         out.append(f"**{problem_text(p)}**: winner{on} {_shared.final_text(final)}"
-                   f"{', after ' + _text(final.duty) if final.duty else ''}.{against}\n")
+                   f"{', after ' + _text(final.duty) if final.duty else ''}."
+                   f"{_shared.final_against(final, _text)}\n")
         out.append(md_table(table, rename=_shared.finals_names(tables)))
         if p in tables.agreements:            # the same finalists on several GPUs
             agree = tables.agreements[p]

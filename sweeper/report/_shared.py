@@ -4,6 +4,7 @@ output puts it in its own markup and escapes it its own way, so the two say the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -108,6 +109,26 @@ def final_text(final: FinalRecord) -> str:
     """A final's winner and how it was found, after ``winner`` (and the GPU)."""
     return (f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
             f"{final.rounds} rounds × {final.samples_per_round} samples each")
+
+
+def final_against(final: FinalRecord, quote: Callable[[str], str] = str) -> str:
+    """What a final's sentence says after its winner (each sentence led by a space, or
+    nothing): the winner's confirmation rounds where it had them, and the baseline
+    measured in the same rounds as the finalists, with the winner's speed against it;
+    the study's own values through ``quote``, the output's escaping of a value in a
+    sentence (report.md's), or as they are where the output escapes the whole sentence
+    (report.html's)."""
+    base = final.compared_baseline()
+    against = (f" In the same rounds {quote(base.name)} measured "
+               f"{base.stats.median:.4g} ms: the winner runs at "
+               f"{final.baseline_ratio_text()}× its speed."
+               if base and final.baseline_ratio() is not None else "")
+    if final.confirmed:
+        against = (f" Then the winner{' and the baseline' if base else ''} ran "
+                   f"{final.confirmed.rounds} rounds of their own after cool-downs "
+                   f"({quote(final.confirmed.duty)}): the winner's median "
+                   f"{final.confirmed.stats.median:.4g} ms.{against}")
+    return against
 
 
 def best_table(tables: ReportTables) -> tuple[pd.DataFrame, dict[str, str]]:

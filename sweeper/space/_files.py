@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -165,10 +166,11 @@ def _zip_members(value: Any) -> list[Any] | None:
 
 
 def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where,
-                     named: str) -> None:
+                     named: str, api: bool = False) -> None:
     """Refuse ``-p key=loaded`` where it breaks the file's groups of zipped axes: an axis
     one of them zips (``BLOCK_M=64``, or a group of another name zipping it, most often a
-    misspelt one), or a group's name given anything but a group (``tiles=[64]``)."""
+    misspelt one), or a group's name given anything but a group (``tiles=[64]``); ``api``:
+    the advice written as ``sweeper.run``'s ``params=`` dict, as the caller gave it."""
     groups = {g: members for g, v in params.items()
               if g != key and (members := _zip_members(v)) is not None}
     own = _zip_members(params.get(key))
@@ -177,9 +179,14 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
         file, line = where.get(f"params.{key}", (None, None))
         at = f" ({file}:{line})" if file and line else ""
         members = [cut(str(m), 60) for m in own[:8]]
+        if api:
+            rows = ", ".join(f"{m!r}: [...]" for m in members)
+            group = f"params={{{cut(key, 60)!r}: {{'zip': {{{rows}}}}}}}"
+        else:
+            rows = ", ".join(f"{m}: [...]" for m in members)
+            group = f"{cut(key, 60)}={{zip: {{{rows}}}}}"
         raise SpaceError(f"params.{cut(key, 60)}{at} is a group of zipped axes "
-                         f"({', '.join(members)}); override it as a group: "
-                         f"{cut(key, 60)}={{zip: {{{', '.join(f'{m}: [...]' for m in members)}}}}}",
+                         f"({', '.join(members)}); override it as a group: {group}",
                          file=named)
     for member in given_members if given_members is not None else [key]:
         group = next((g for g, members in groups.items() if member in members), None)
@@ -189,16 +196,29 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
         at = f" ({file}:{line})" if file and line else ""
         hint = did_you_mean(key, groups) if given_members is not None else ""
         others = cut(", ".join(str(k) for k in groups[group] if k != member), 200)
+        instead = f"params={{{cut(str(group), 60)!r}: {{'zip': {{...}}}}}}" if api \
+            else f"{cut(str(group), 60)}={{zip: {{...}}}}"
         raise SpaceError(f"{cut(str(member), 60)} is zipped in params."
                          f"{cut(str(group), 60)}{at}, so it moves with {others}; override "
-                         f"the group instead "
-                         f"({cut(str(group), 60)}={{zip: {{...}}}}){hint}",
-                         file=named)
+                         f"the group instead ({instead}){hint}", file=named)
 
 
-def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Where]:
-    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``) to ``params``; errors name the option
-    as the caller gave it (``-p BLOCK=300``, from the API ``params='BLOCK=300'``).
+@dataclass(frozen=True)
+class Override:
+    """One axis replaced from a Python dict (``sweeper.run(params={'BLOCK': [300]})``):
+    ``key``, its ``values`` as ``-p`` reads them (a YAML list, ``[300]``), and how
+    messages ``named`` it, as the caller wrote it (``params={'BLOCK': [300]}``), not as
+    the command's ``-p BLOCK=[300]`` the caller never typed."""
+
+    key: str
+    values: str
+    named: str
+
+
+def override(data: Any, where: Where, overrides: Sequence[str | Override]) -> tuple[Any, Where]:
+    """Apply ``KEY=V1,V2`` (or ``KEY=[yaml list]``, or an :class:`Override`) to
+    ``params``; errors name the option as the caller gave it (``-p BLOCK=300``, from the
+    API ``params='BLOCK=300'`` or ``params={'BLOCK': 300}``).
     The values are read as a space file's are (the same YAML loader, then the same
     checks), and an axis given twice is refused, as a key written twice in a file is."""
     if not overrides or not isinstance(data, dict):    # a file no mapping: the parser says so
@@ -206,23 +226,26 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
     data = dict(data)
     seen: dict[str, str] = {}
     for item in overrides:
-        named = given("params", cut(item, 60))      # a value cannot flood the message
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip() or not raw.strip():
-            raise SpaceError(f"{cut(item, 60)!r} is not KEY=VALUE[,VALUE...]",
-                             file=option("params"))
-        key = key.strip()
+        if isinstance(item, Override):
+            key, raw, named = item.key, item.values, item.named
+        else:
+            named = given("params", cut(item, 60))      # a value cannot flood the message
+            key, sep, raw = item.partition("=")
+            if not sep or not key.strip() or not raw.strip():
+                raise SpaceError(f"{cut(item, 60)!r} is not KEY=VALUE[,VALUE...]",
+                                 file=option("params"))
+            key = key.strip()
         if key in seen:
-            raise SpaceError(f"{cut(key, 60)} is given twice (also "
-                             f"{given('params', cut(seen[key], 60))}); give each axis once",
-                             file=named)
-        seen[key] = item
+            raise SpaceError(f"{cut(key, 60)} is given twice (also {seen[key]}); give each "
+                             "axis once", file=named)
+        seen[key] = named
         if raw.lstrip().startswith(("[", "{")):
             try:
                 loaded, _ = load_with_lines(raw, named)
             except SpaceError as err:          # one line on the command line: no line number
                 raise SpaceError(err.message, file=err.file, path=err.path) from None
         else:
+            assert isinstance(item, str)       # an Override's values are a YAML list
             open_call = next((v for v in raw.split(",") if v.count("(") > v.count(")")), None)
             if open_call is not None:        # cdiv(n, BLOCK) split at its comma
                 raise SpaceError(
@@ -239,7 +262,7 @@ def override(data: Any, where: Where, overrides: Sequence[str]) -> tuple[Any, Wh
         params = data.get("params") or {}
         if not isinstance(params, dict):        # refused by the parser, as the file wrote it
             continue
-        _fits_the_groups(key, loaded, params, where, named)
+        _fits_the_groups(key, loaded, params, where, named, api=isinstance(item, Override))
         data["params"] = {**params, key: loaded}
         _drop(where, f"params.{key}")
         where[f"params.{key}"] = (named, None)

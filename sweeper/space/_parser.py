@@ -72,7 +72,7 @@ from sweeper.core._units import (
 )
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.escape import cut
-from sweeper.space._files import TOP_KEYS, load_located, override, reachable
+from sweeper.space._files import TOP_KEYS, Override, load_located, override, reachable
 from sweeper.space._yaml import LongNumber, load_with_lines
 
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
@@ -94,8 +94,9 @@ MAX_STRUCTURED = 2000
 AUTOTUNE_GROUP = "autotune"
 
 
-def load_space(path: str | Path, overrides: Sequence[str] = (), *, allow: Sequence[str | Path]
-               = (), user_code: bool = True, text: str | None = None) -> Space:
+def load_space(path: str | Path, overrides: Sequence[str | Override] = (), *,
+               allow: Sequence[str | Path] = (), user_code: bool = True,
+               text: str | None = None) -> Space:
     """Read and validate the space file at ``path`` (following ``extends:`` within its
     folder and the folders in ``allow``), with ``overrides`` such as ``BLOCK=1024,2048``
     replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no plugin that is not
@@ -122,7 +123,7 @@ def _kernel_study(data: Any) -> str:
     return safe_name(kernel.rpartition(":")[2]) if isinstance(kernel, str) else "study"
 
 
-def autotune_space(target: str, overrides: Sequence[str] = ()) -> Space:
+def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Space:
     """The space ``sweeper run --from-autotune TARGET`` runs: as a file holding
     ``from_autotune: TARGET`` and ``sampler: exhaustive`` (every listed config, as Triton's
     autotuner runs them), its study named after the kernel's attribute; ``overrides``

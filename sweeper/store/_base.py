@@ -121,6 +121,12 @@ class Storage(ABC):
         """Where the records are, as messages name it (a file, or a URL and study)."""
 
     @abstractmethod
+    def absolute(self) -> Storage:
+        """This study with its local folder (``root``) by its absolute path, from the
+        current folder now: a store held after the process changes folder (a notebook's
+        ``%cd``) still reads and reports into its own.  Itself where it is absolute."""
+
+    @abstractmethod
     def exists(self) -> bool:
         """Whether a study was created here."""
 

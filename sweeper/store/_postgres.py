@@ -206,6 +206,10 @@ class PostgresStore(Storage):
         """The database (without its password) and the study."""
         return f"{mask_url(self.url)} (study {self._name})"
 
+    def absolute(self) -> PostgresStore:
+        return self if self.root.is_absolute() else \
+            PostgresStore(self.url, self._name, self.root.absolute())
+
     def exists(self) -> bool:
         """Whether the database has this study."""
         with self.engine.connect() as c:

@@ -66,6 +66,9 @@ class StudyStore(Storage):
         """The journal's path."""
         return str(self.journal_path)
 
+    def absolute(self) -> StudyStore:
+        return self if self.root.is_absolute() else StudyStore(self.root.absolute())
+
     @property
     def journal_path(self) -> Path:
         """Where the journal (``trials.jsonl``) is, whether or not it exists yet."""
