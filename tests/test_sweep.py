@@ -372,3 +372,44 @@ def test_a_full_disk_when_a_hang_is_recorded_is_one_line_and_exit_1(write_space,
     assert exits == [1]
     err = capsys.readouterr().err
     assert err.startswith("sweeper: disk full writing ") and err.count("\n") == 1
+
+
+def _replay_run(tmp_path, *extra):
+    """``sweeper run`` of spaces/copy.yaml on the replay device into ``tmp_path``."""
+    return ["run", "spaces/copy.yaml", "-p", "BLOCK=512,1024", "--device",
+            f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}", "--studies-dir",
+            str(tmp_path), "--quiet", "--no-report", "--trials", "2", *extra]
+
+
+def test_a_study_folder_copied_under_another_name_is_the_study_of_that_name(
+        tmp_path, monkeypatch, capsys):
+    """``cp -r studies/a studies/b``: reports, exports and a resume name the study ``b``
+    (a report notes where it came from); reading it leaves study.json as it was, a resume
+    records the new name and the old one as ``copied_from``."""
+    import shutil
+
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(_replay_run(tmp_path)) == 0
+    shutil.copytree(tmp_path / "copy-fp32-replay", tmp_path / "b")
+    copied = (tmp_path / "b" / "study.json").read_bytes()
+    assert main(["report", str(tmp_path / "b")]) == 0
+    report = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert (report["study"], report["copied_from"]) == ("b", "copy-fp32-replay")
+    assert report["reproduce"].endswith("--study b")
+    md = (tmp_path / "b" / "report.md").read_text()
+    assert md.startswith("# Study `b`: ") and "copied or renamed from the study " \
+        "copy-fp32-replay" in md
+    assert main(["export", "b", "--studies-dir", str(tmp_path), "-o",
+                 str(tmp_path / "t.json")]) == 0
+    (entry,) = json.loads((tmp_path / "t.json").read_text())["entries"]
+    assert entry["study"] == "b"
+    assert (tmp_path / "b" / "study.json").read_bytes() == copied     # read, not written
+    assert StudyStore(tmp_path / "copy-fp32-replay").study_meta().copied_from == ""
+    capsys.readouterr()
+    assert main(_replay_run(tmp_path, "--study", "b")) == 0
+    meta = json.loads((tmp_path / "b" / "study.json").read_text())
+    assert (meta["study"], meta["copied_from"]) == ("b", "copy-fp32-replay")
+    original = json.loads((tmp_path / "copy-fp32-replay" / "study.json").read_text())
+    assert original["study"] == "copy-fp32-replay" and "copied_from" not in original

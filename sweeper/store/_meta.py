@@ -31,6 +31,10 @@ class StudyMeta:
 
     study: str
     kernel: str
+    #: the name the study file recorded where the study is held under another (its folder
+    #: copied or renamed, ``cp -r studies/a studies/b``): the study goes by the name it is
+    #: held under (:func:`named`), this says where it came from; empty where they agree
+    copied_from: str = ""
     format: int = FORMAT
     #: the kernel's name as its tuning entries key it (``kernel`` may be a file path)
     kernel_name: str = ""
@@ -81,6 +85,18 @@ class StudyMeta:
     def tuned_name(self) -> str:
         """The kernel as tuning files and exported modules name it."""
         return self.kernel_name or self.kernel
+
+
+def named(meta: dict[str, Any], name: str) -> dict[str, Any]:
+    """``meta`` (a checked study file) of the study held under ``name`` (its folder's, or
+    its name in a database): where it records another ``study``, its folder was copied or
+    renamed, and it is the study ``name`` (what ``--study`` and a report's reproduce
+    command must give), ``copied_from`` the name it recorded.  A new object where they
+    differ; ``meta`` itself where they agree, or where ``name`` is empty."""
+    recorded = meta.get("study")
+    if not name or recorded == name:
+        return meta
+    return {**meta, "study": name, "copied_from": recorded}
 
 
 #: The fields a study file must hold (those of :class:`StudyMeta` without a default).
