@@ -288,26 +288,43 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
             store.share()
             store.enlist(worker)
         return built
-    _check_resumable(store, wanted, space, force)   # again: another worker may have created it
+    # again: another worker may have created it
+    forced = _check_resumable(store, wanted, space, force)
     if worker is not None:
         store.share()
         store.enlist(worker)
     else:
         store.open_journal()
-    store.note_resumed(now(), axes_of(space), sampler=sampler_json(space),
+    store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
                        last_command=command, bounds=bounds, finals=finals_wanted(space, device),
-                       zipped=zipped_json(space))
+                       zipped=zipped_json(space), **resumed_with(space, device, wanted))
     return built
 
 
+def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
+                 ) -> dict[str, Any]:
+    """What a resume records in study.json as the study's own: this run's fingerprint
+    (``wanted``), space and measurement, so that the next run is checked against them.
+    A resume is allowed where they match or with ``--force``, which so adopts the new
+    settings: the same command run again resumes without it (what it changed is kept in
+    ``forced``)."""
+    spec = device.measure_spec(space.measure)
+    return {"fingerprint": dict(wanted), "kernel_source_hash": wanted["kernel_source"],
+            "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
+            "measure": vars(spec), "measure_requested": vars(space.measure),
+            "measure_text": spec.describe()}
+
+
 def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
-                     force: bool) -> None:
+                     force: bool) -> list[str]:
     """A StudyError where the study in ``store`` was measured with other settings than
-    ``wanted`` (this run's fingerprint), unless ``force``."""
+    ``wanted`` (this run's fingerprint), unless ``force``; what differs (``key: old ->
+    new``, none where the study may be resumed as it is)."""
     meta = store.meta()
     changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
     if changed and not force:
         raise StudyError(resume_refused(store.root, changed, meta, space.text))
+    return changed
 
 
 def sampler_json(space: Space) -> dict[str, Any]:

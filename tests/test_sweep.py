@@ -413,3 +413,32 @@ def test_a_study_folder_copied_under_another_name_is_the_study_of_that_name(
     assert (meta["study"], meta["copied_from"]) == ("b", "copy-fp32-replay")
     original = json.loads((tmp_path / "copy-fp32-replay" / "study.json").read_text())
     assert original["study"] == "copy-fp32-replay" and "copied_from" not in original
+
+
+def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_after(
+        tmp_path, monkeypatch, capsys):
+    """Once ``--force`` added a changed space's trials, the same command run again
+    resumes as it is: the study checks the next run against the space it last ran."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    space = tmp_path / "s.yaml"
+    space.write_text((ROOT / "spaces" / "copy.yaml").read_text())
+    run = [*_replay_run(tmp_path)[:1], str(space), *_replay_run(tmp_path)[2:]]
+    assert main(run) == 0
+    space.write_text(space.read_text().replace('"BLOCK >= block"', '"BLOCK >= 2*block"'))
+    capsys.readouterr()
+    assert main(run) == 2 and "cannot resume" in capsys.readouterr().err
+    assert main([*run, "--force"]) == 0
+    assert main(run) == 0                          # the same command, unchanged file
+    meta = json.loads((tmp_path / "copy-fp32-replay" / "study.json").read_text())
+    assert "2*block" in meta["space_text"] and len(meta["resumed"]) == 2
+    (forced,) = meta["forced"]
+    assert forced["when"] == meta["resumed"][0]
+    assert [c.split(":")[0] for c in forced["changed"]] == ["space_sha256"]
+    # a later change is named against the space the study last ran, not its first
+    space.write_text(space.read_text().replace("2*block", "4*block"))
+    capsys.readouterr()
+    assert main(run) == 2
+    assert "'constraints: [\"BLOCK >= 2*block\"]' -> 'constraints: [\"BLOCK >= 4*block\"]'" \
+        in capsys.readouterr().err

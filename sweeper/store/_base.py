@@ -169,18 +169,24 @@ class Storage(ABC):
         self.edit_meta(lambda meta: meta.update(changes))
 
     def note_resumed(self, when: str, axes: Mapping[str, Sequence[str]] | None = None,
-                     sampler: Mapping[str, Any] | None = None, **changes: Any) -> None:
+                     sampler: Mapping[str, Any] | None = None, forced: Sequence[str] = (),
+                     **changes: Any) -> None:
         """Add ``when`` to the metadata's ``resumed`` list, the labels of ``axes`` (the
         space this process sweeps) to the study's axes (:func:`~sweeper.store._ledger.widened`:
         its trials are checked against them), make ``sampler`` (this run's) its
         ``sampler``, added to its ``samplers`` (each it ran with, first to last) where it
-        is new, and replace keys with ``changes``, in one edit: processes resuming the
-        study at once each keep theirs.  A study recorded under another name than it is
+        is new, add ``forced`` (what differed from its fingerprint in a resume with
+        ``--force``, if anything) to its ``forced`` list with ``when``, and replace keys
+        with ``changes``, in one edit: processes resuming the study at once each keep
+        theirs.  A study recorded under another name than it is
         held under (its folder copied) takes that name now, the old one kept as
         ``copied_from`` (:func:`~sweeper.store._meta.named`)."""
         def edit(meta: dict[str, Any]) -> None:
             meta.update(named(meta, self.name))
             meta.update(changes, resumed=[*meta.get("resumed", []), when])
+            if forced:
+                meta["forced"] = [*meta.get("forced", []),
+                                  {"when": when, "changed": list(forced)}]
             if axes is not None:
                 meta["axes"] = widened(study_axes(meta), axes)
             if sampler is not None:

@@ -23,11 +23,12 @@ from sweeper.store._upgrade import upgraded_meta
 
 @dataclass(frozen=True)
 class StudyMeta:
-    """What a study recorded about itself: its name and kernel, the command and space
-    file it was created with, how it measured (``measure``, as the device resolved it, and
-    ``measure_text``), the sampler, the device's environment and the run's fingerprint,
-    the GPU's bounds and ceilings, the space's axes (widened by each resume) and which of
-    them are meta-parameters, when it was resumed and how its last run went."""
+    """What a study recorded about itself: its name and kernel, the command it was
+    created with, the space file of its latest run and how that measured (``measure``, as
+    the device resolved it, and ``measure_text``), the sampler, the device's environment
+    and the latest run's fingerprint, the GPU's bounds and ceilings, the space's axes
+    (widened by each resume) and which of them are meta-parameters, when it was resumed
+    (and with ``--force``) and how its last run went."""
 
     study: str
     kernel: str
@@ -67,6 +68,10 @@ class StudyMeta:
     #: study an older sweeper wrote)
     zipped: dict[str, dict[str, Any]] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
+    #: each resume with ``--force`` that changed its fingerprint: ``when`` and what it
+    #: ``changed`` (``key: old -> new``); the fingerprint, the space's text and hash are
+    #: the latest run's, so an unchanged rerun resumes without ``--force``
+    forced: list[dict[str, Any]] = field(default_factory=list)
     last_run: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
