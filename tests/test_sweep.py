@@ -435,10 +435,60 @@ def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_
     assert "2*block" in meta["space_text"] and len(meta["resumed"]) == 2
     (forced,) = meta["forced"]
     assert forced["when"] == meta["resumed"][0]
-    assert [c.split(":")[0] for c in forced["changed"]] == ["space_sha256"]
+    assert [c.split(":")[0] for c in forced["changed"]] == ["space_content"]
     # a later change is named against the space the study last ran, not its first
     space.write_text(space.read_text().replace("2*block", "4*block"))
     capsys.readouterr()
     assert main(run) == 2
     assert "'constraints: [\"BLOCK >= 2*block\"]' -> 'constraints: [\"BLOCK >= 4*block\"]'" \
         in capsys.readouterr().err
+
+
+def test_the_space_is_fingerprinted_by_what_it_says_not_by_its_bytes():
+    from sweeper.space import parse_space
+    from sweeper.space._yaml import content_sha256
+
+    text = (ROOT / "spaces" / "copy-small.yaml").read_text()
+    same = ["# a comment\n" + text.replace("sampler: exhaustive", "sampler:   exhaustive  # x"),
+            text.replace("block: [32, 128]", "block:\n    - 32\n    - 128"),
+            text.replace("kernel: copy\n", "") + "kernel: 'copy'\n"]     # order, quotes
+    hashes = {parse_space(t).content_sha256 for t in [text, *same]}
+    assert len(hashes) == 1 and len({parse_space(t).sha256 for t in [text, *same]}) == 4
+    assert parse_space(text.replace("BLOCK: [256, 1024]", "BLOCK: [256, 2048]")
+                       ).content_sha256 not in hashes
+    assert len({content_sha256(v) for v in ({"a": 1}, {"a": 1.0}, {"a": "1"}, {"a": True},
+                                            {"a": [1]}, {"a": None}, {"b": 1})}) == 7
+
+
+@pytest.mark.parametrize("older", [False, True])
+def test_a_space_whose_comments_changed_resumes_and_a_change_is_named(
+        tmp_path, monkeypatch, capsys, older):
+    """A comment or whitespace edit of the space file resumes its study, an older study's
+    too (its fingerprint has the hash of the space's bytes); a change of what it says is
+    refused, naming the line that changed and not the comments."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    space = tmp_path / "s.yaml"
+    space.write_text((ROOT / "spaces" / "copy.yaml").read_text())
+    run = [*_replay_run(tmp_path)[:1], str(space), *_replay_run(tmp_path)[2:]]
+    assert main(run) == 0
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    if older:              # as an older sweeper wrote it: the bytes' hash, no content hash
+        meta = json.loads(path.read_text())
+        del meta["fingerprint"]["space_content"]
+        meta["fingerprint"]["space_sha256"] = meta["space_sha256"]
+        path.write_text(json.dumps(meta))
+        assert main(run) == 0                    # the same file: the same bytes
+        assert "space_content" in json.loads(path.read_text())["fingerprint"]
+        path.write_text(json.dumps(meta))
+    text = space.read_text()
+    space.write_text("# tuned on the H200\n" + text.replace("sampler: ", "sampler:    "))
+    capsys.readouterr()
+    assert main(run) == 0, capsys.readouterr().err
+    space.write_text("# retuned\n" + text.replace('"BLOCK >= block"', '"BLOCK >= 2*block"'))
+    assert main(run) == 2
+    err = capsys.readouterr().err
+    assert "cannot resume, it was measured with other settings (the space's line 14: " \
+           "'constraints: [\"BLOCK >= block\"]' -> 'constraints: [\"BLOCK >= 2*block\"]'); " \
+           "rerun with --force" in err and "tuned" not in err and "line 1:" not in err
