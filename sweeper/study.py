@@ -25,6 +25,7 @@ from sweeper.store import FORMAT, JOURNAL, Storage
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
 
 Choice = dict[str, str]
+_COMMENT = re.compile(r"(^|\s)#.*$")
 _DETAILS = re.compile(r"\s*\([^)]*\)$| with [\w=, -]*$")
 
 T = TypeVar("T")
@@ -128,7 +129,7 @@ def fingerprint(space: Space, kernel: Kernel, device: Device,
     """What must match for a study to be resumed: measurements are only comparable then."""
     env = environment if environment is not None else device.environment()
     out = {"device": device.name, "gpu": device.facts().name, "kernel": space.kernel,
-           "kernel_source": kernel.source_hash(), "space_sha256": space.sha256}
+           "kernel_source": kernel.source_hash(), "space_content": space.content_sha256}
     out.update({k: str(env[k]) for k in FINGERPRINT_ENV if k in env})
     out["env"] = " ".join(f"{k}={v}" for k, v in sorted(env.get("env", {}).items()))
     return out
@@ -140,9 +141,42 @@ def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[s
             if have.get(k) != want.get(k)]
 
 
-#: Fingerprint entries that are hashes (by their length in hex digits), each recorded
-#: a second time at the top of study.json (under the name given) when the study is created.
-_HASHES = {"kernel_source": (16, "kernel_source_hash"), "space_sha256": (64, "space_sha256")}
+#: Fingerprint entries that are hashes (by their length in hex digits), and the name of
+#: the copy study.json keeps at its top where it keeps one.  ``space_sha256`` (the hash of
+#: the space's bytes) is an older sweeper's, read by :func:`recorded_fingerprint`.
+_HASHES = {"kernel_source": (16, "kernel_source_hash"), "space_content": (64, None),
+           "space_sha256": (64, "space_sha256")}
+
+
+def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any]:
+    """The fingerprint ``meta`` (a study.json) records, as this sweeper writes one: the
+    one place that reads an older study's.  An older sweeper hashed the space's bytes
+    (``space_sha256``) where this one hashes what it says (``space_content``): such an
+    entry reads as ``space``'s ``space_content`` where the bytes are the same, or where
+    the space text recorded beside it says the same (its comments edited since); else as
+    it is, a change."""
+    have = dict(meta.get("fingerprint") or {})
+    if "space_content" in have or "space_sha256" not in have:
+        return have
+    old = have.pop("space_sha256")
+    text = meta.get("space_text")
+    same = old == space.sha256 or (isinstance(text, str) and bool(space.content_sha256) and
+                                   _content_of(text) == space.content_sha256)
+    have["space_content"] = space.content_sha256 if same else old
+    return have
+
+
+def _content_of(text: str) -> str | None:
+    """The hash of what a recorded space ``text`` says; ``None`` where it holds files it
+    extends (it reads as one file only merged, as they were) or is not YAML."""
+    from sweeper.space._yaml import content_sha256, load_with_lines
+
+    if any(extended_file(line) is not None for line in text.splitlines()):
+        return None
+    try:
+        return content_sha256(load_with_lines(text, "study.json")[0])
+    except SpaceError:
+        return None
 
 
 def fingerprint_damage(meta: Mapping[str, Any]) -> dict[str, str]:
@@ -159,7 +193,7 @@ def fingerprint_damage(meta: Mapping[str, Any]) -> dict[str, str]:
             out[key] = f"{key}: {value!r} is not text"
         elif key in _HASHES:
             digits, copy = _HASHES[key]
-            beside = meta.get(copy)
+            beside = meta.get(copy) if copy is not None else None
             if not re.fullmatch(f"[0-9a-f]{{{digits}}}", value):
                 out[key] = f"{key}: {value!r} is not a hash of {digits} hex digits"
             elif isinstance(beside, str) and beside != value:
@@ -194,6 +228,9 @@ def text_changes(old: str, new: str, most: int = 3) -> list[str]:
     else:
         stretches = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
             None, ma, mb, autojunk=False).get_opcodes() if tag != "equal"]
+    # stretches that change comments or spacing alone say nothing of why a run is refused
+    stretches = [st for st in stretches if _said(ma[st[0]:st[1]]) != _said(mb[st[2]:st[3]])
+                 ] or stretches
     out: list[str] = []
     for i1, i2, j1, j2 in stretches[:most]:
         was = " / ".join(x.strip() for x in ma[i1:i2]) or "(none)"
@@ -202,6 +239,13 @@ def text_changes(old: str, new: str, most: int = 3) -> list[str]:
     if len(stretches) > most:
         out.append(f"and {counted(len(stretches) - most, 'more change')}")
     return out
+
+
+def _said(lines: list[str]) -> list[str]:
+    """``lines`` of YAML without their comments, blank lines and spacing (a ``#`` in a
+    quoted value is taken for a comment too: a stretch so taken for comments alone is
+    still named where no other changed)."""
+    return [x for x in (" ".join(_COMMENT.sub("", line).split()) for line in lines) if x]
 
 
 def _placed(lines: list[str], at: int) -> str:
@@ -235,7 +279,7 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
         lines = text_changes(recorded, space_text)
         if lines:     # the space's own lines, where its hash says only that they differ
             changed = [f"the space's {'; '.join(lines)}" if c.startswith(
-                "space_sha256:") else c for c in changed]
+                "space_content:") else c for c in changed]
     source = [c for c in changed if c.startswith("kernel_source:")]
     why = "its kernel's source changed since it was measured" if source else \
         "it was measured with other settings"
@@ -288,26 +332,43 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
             store.share()
             store.enlist(worker)
         return built
-    _check_resumable(store, wanted, space, force)   # again: another worker may have created it
+    # again: another worker may have created it
+    forced = _check_resumable(store, wanted, space, force)
     if worker is not None:
         store.share()
         store.enlist(worker)
     else:
         store.open_journal()
-    store.note_resumed(now(), axes_of(space), sampler=sampler_json(space),
+    store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
                        last_command=command, bounds=bounds, finals=finals_wanted(space, device),
-                       zipped=zipped_json(space))
+                       zipped=zipped_json(space), **resumed_with(space, device, wanted))
     return built
 
 
+def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
+                 ) -> dict[str, Any]:
+    """What a resume records in study.json as the study's own: this run's fingerprint
+    (``wanted``), space and measurement, so that the next run is checked against them.
+    A resume is allowed where they match or with ``--force``, which so adopts the new
+    settings: the same command run again resumes without it (what it changed is kept in
+    ``forced``)."""
+    spec = device.measure_spec(space.measure)
+    return {"fingerprint": dict(wanted), "kernel_source_hash": wanted["kernel_source"],
+            "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
+            "measure": vars(spec), "measure_requested": vars(space.measure),
+            "measure_text": spec.describe()}
+
+
 def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
-                     force: bool) -> None:
+                     force: bool) -> list[str]:
     """A StudyError where the study in ``store`` was measured with other settings than
-    ``wanted`` (this run's fingerprint), unless ``force``."""
+    ``wanted`` (this run's fingerprint), unless ``force``; what differs (``key: old ->
+    new``, none where the study may be resumed as it is)."""
     meta = store.meta()
-    changed = fingerprint_diff(meta.get("fingerprint", {}), wanted)
+    changed = fingerprint_diff(recorded_fingerprint(meta, space), wanted)
     if changed and not force:
         raise StudyError(resume_refused(store.root, changed, meta, space.text))
+    return changed
 
 
 def sampler_json(space: Space) -> dict[str, Any]:

@@ -152,9 +152,10 @@ def test_a_heatmaps_path_that_is_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_a_tampered_study_name_reaches_no_terminal_and_no_name(tmp_path, capsys):
-    store = study(tmp_path, "s", 1 << 20, [("sms", 64, 256, 10.0)])
+    # the study goes by its folder's name: a folder so named (a tampered study.json
+    # naming another is a copied study, see test_sweep)
+    store = study(tmp_path, "s\x1b[2J\nx", 1 << 20, [("sms", 64, 256, 10.0)])
     meta = json.loads((store.root / "study.json").read_text())
-    meta["study"] = "s\x1b[2J\nx"
     meta["environment"]["gpu"] = "G\x1b[31m"
     (store.root / "study.json").write_text(json.dumps(meta))
     journal = tmp_path / "o.log"

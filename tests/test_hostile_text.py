@@ -33,10 +33,7 @@ HOSTILE_NAMES = ['x"""\nimport os; os.system("echo pwned")\n"""', "x'''\n'''", "
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
 def test_the_triton_module_compiles_whatever_the_names(tmp_path, name):
-    store = triton_study(tmp_path / "st", gpu=name, kernel=name)
-    meta = json.loads((store.root / "study.json").read_text())
-    meta["study"] = name
-    (store.root / "study.json").write_text(json.dumps(meta))
+    store = triton_study(tmp_path / name, gpu=name, kernel=name)    # the study's name too
     out = tmp_path / "tuned.py"
     assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
     tree = ast.parse(out.read_text())           # compiles, and holds nothing but our code
@@ -103,15 +100,18 @@ def test_the_csv_escape_round_trips(text):
 
 
 def hostile_study(tmp_path, reason: str, study: str, kernel: str, gpu: str) -> StudyStore:
-    """TRIALS with ``reason`` for every failure, in a study whose study.json names the
-    ``study``, ``kernel`` and ``gpu`` given (as a hand-edited file could)."""
+    """TRIALS with ``reason`` for every failure, in a study held in a folder named
+    ``study`` whose study.json names ``kernel`` and ``gpu`` given (as a hand-edited file
+    could), and records the study as copied from ``old study`` (a copied folder's)."""
     trials = [dataclasses.replace(t, reason=reason) if t.reason else t for t in TRIALS]
     store = copy_study(tmp_path, records=trials)
     meta = json.loads((store.root / "study.json").read_text())
-    meta.update(study=study, kernel=kernel)
+    meta.update(study=f"old {study}", kernel=kernel)
     meta["environment"]["gpu"] = gpu
     (store.root / "study.json").write_text(json.dumps(meta))
-    return store
+    store.close()
+    store.root.rename(tmp_path / study)
+    return StudyStore(tmp_path / study)
 
 
 def test_report_md_shows_hostile_text_as_text(tmp_path):

@@ -231,9 +231,12 @@ def test_a_study_copied_between_the_stores_reads_back_equal(postgres_url, tmp_pa
     base = open_storage(postgres_url, tmp_path / "db" / name)
     source = StudyStore(tmp_path / "j" / "copied")
     assert copy_study(source, base) == 6
-    assert base.raw_records() == source.raw_records() and base.meta() == source.meta()
+    assert base.raw_records() == source.raw_records()
+    # copied under another name, the study is that name's (sweeper.store._meta.named)
+    assert base.meta() == {**source.meta(), "study": name, "copied_from": "copied"}
     back = StudyStore(tmp_path / "back" / name)
     assert copy_study(base, back) == 6
+    assert back.meta() == base.meta()
     assert back.journal_path.read_bytes() == source.journal_path.read_bytes()
     with pytest.raises(StudyError, match=rf"a study '{name}' is there already"):
         copy_study(source, base)

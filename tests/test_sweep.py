@@ -372,3 +372,123 @@ def test_a_full_disk_when_a_hang_is_recorded_is_one_line_and_exit_1(write_space,
     assert exits == [1]
     err = capsys.readouterr().err
     assert err.startswith("sweeper: disk full writing ") and err.count("\n") == 1
+
+
+def _replay_run(tmp_path, *extra):
+    """``sweeper run`` of spaces/copy.yaml on the replay device into ``tmp_path``."""
+    return ["run", "spaces/copy.yaml", "-p", "BLOCK=512,1024", "--device",
+            f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}", "--studies-dir",
+            str(tmp_path), "--quiet", "--no-report", "--trials", "2", *extra]
+
+
+def test_a_study_folder_copied_under_another_name_is_the_study_of_that_name(
+        tmp_path, monkeypatch, capsys):
+    """``cp -r studies/a studies/b``: reports, exports and a resume name the study ``b``
+    (a report notes where it came from); reading it leaves study.json as it was, a resume
+    records the new name and the old one as ``copied_from``."""
+    import shutil
+
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(_replay_run(tmp_path)) == 0
+    shutil.copytree(tmp_path / "copy-fp32-replay", tmp_path / "b")
+    copied = (tmp_path / "b" / "study.json").read_bytes()
+    assert main(["report", str(tmp_path / "b")]) == 0
+    report = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert (report["study"], report["copied_from"]) == ("b", "copy-fp32-replay")
+    assert report["reproduce"].endswith("--study b")
+    md = (tmp_path / "b" / "report.md").read_text()
+    assert md.startswith("# Study `b`: ") and "copied or renamed from the study " \
+        "copy-fp32-replay" in md
+    assert main(["export", "b", "--studies-dir", str(tmp_path), "-o",
+                 str(tmp_path / "t.json")]) == 0
+    (entry,) = json.loads((tmp_path / "t.json").read_text())["entries"]
+    assert entry["study"] == "b"
+    assert (tmp_path / "b" / "study.json").read_bytes() == copied     # read, not written
+    assert StudyStore(tmp_path / "copy-fp32-replay").study_meta().copied_from == ""
+    capsys.readouterr()
+    assert main(_replay_run(tmp_path, "--study", "b")) == 0
+    meta = json.loads((tmp_path / "b" / "study.json").read_text())
+    assert (meta["study"], meta["copied_from"]) == ("b", "copy-fp32-replay")
+    original = json.loads((tmp_path / "copy-fp32-replay" / "study.json").read_text())
+    assert original["study"] == "copy-fp32-replay" and "copied_from" not in original
+
+
+def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_after(
+        tmp_path, monkeypatch, capsys):
+    """Once ``--force`` added a changed space's trials, the same command run again
+    resumes as it is: the study checks the next run against the space it last ran."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    space = tmp_path / "s.yaml"
+    space.write_text((ROOT / "spaces" / "copy.yaml").read_text())
+    run = [*_replay_run(tmp_path)[:1], str(space), *_replay_run(tmp_path)[2:]]
+    assert main(run) == 0
+    space.write_text(space.read_text().replace('"BLOCK >= block"', '"BLOCK >= 2*block"'))
+    capsys.readouterr()
+    assert main(run) == 2 and "cannot resume" in capsys.readouterr().err
+    assert main([*run, "--force"]) == 0
+    assert main(run) == 0                          # the same command, unchanged file
+    meta = json.loads((tmp_path / "copy-fp32-replay" / "study.json").read_text())
+    assert "2*block" in meta["space_text"] and len(meta["resumed"]) == 2
+    (forced,) = meta["forced"]
+    assert forced["when"] == meta["resumed"][0]
+    assert [c.split(":")[0] for c in forced["changed"]] == ["space_content"]
+    # a later change is named against the space the study last ran, not its first
+    space.write_text(space.read_text().replace("2*block", "4*block"))
+    capsys.readouterr()
+    assert main(run) == 2
+    assert "'constraints: [\"BLOCK >= 2*block\"]' -> 'constraints: [\"BLOCK >= 4*block\"]'" \
+        in capsys.readouterr().err
+
+
+def test_the_space_is_fingerprinted_by_what_it_says_not_by_its_bytes():
+    from sweeper.space import parse_space
+    from sweeper.space._yaml import content_sha256
+
+    text = (ROOT / "spaces" / "copy-small.yaml").read_text()
+    same = ["# a comment\n" + text.replace("sampler: exhaustive", "sampler:   exhaustive  # x"),
+            text.replace("block: [32, 128]", "block:\n    - 32\n    - 128"),
+            text.replace("kernel: copy\n", "") + "kernel: 'copy'\n"]     # order, quotes
+    hashes = {parse_space(t).content_sha256 for t in [text, *same]}
+    assert len(hashes) == 1 and len({parse_space(t).sha256 for t in [text, *same]}) == 4
+    assert parse_space(text.replace("BLOCK: [256, 1024]", "BLOCK: [256, 2048]")
+                       ).content_sha256 not in hashes
+    assert len({content_sha256(v) for v in ({"a": 1}, {"a": 1.0}, {"a": "1"}, {"a": True},
+                                            {"a": [1]}, {"a": None}, {"b": 1})}) == 7
+
+
+@pytest.mark.parametrize("older", [False, True])
+def test_a_space_whose_comments_changed_resumes_and_a_change_is_named(
+        tmp_path, monkeypatch, capsys, older):
+    """A comment or whitespace edit of the space file resumes its study, an older study's
+    too (its fingerprint has the hash of the space's bytes); a change of what it says is
+    refused, naming the line that changed and not the comments."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    space = tmp_path / "s.yaml"
+    space.write_text((ROOT / "spaces" / "copy.yaml").read_text())
+    run = [*_replay_run(tmp_path)[:1], str(space), *_replay_run(tmp_path)[2:]]
+    assert main(run) == 0
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    if older:              # as an older sweeper wrote it: the bytes' hash, no content hash
+        meta = json.loads(path.read_text())
+        del meta["fingerprint"]["space_content"]
+        meta["fingerprint"]["space_sha256"] = meta["space_sha256"]
+        path.write_text(json.dumps(meta))
+        assert main(run) == 0                    # the same file: the same bytes
+        assert "space_content" in json.loads(path.read_text())["fingerprint"]
+        path.write_text(json.dumps(meta))
+    text = space.read_text()
+    space.write_text("# tuned on the H200\n" + text.replace("sampler: ", "sampler:    "))
+    capsys.readouterr()
+    assert main(run) == 0, capsys.readouterr().err
+    space.write_text("# retuned\n" + text.replace('"BLOCK >= block"', '"BLOCK >= 2*block"'))
+    assert main(run) == 2
+    err = capsys.readouterr().err
+    assert "cannot resume, it was measured with other settings (the space's line 14: " \
+           "'constraints: [\"BLOCK >= block\"]' -> 'constraints: [\"BLOCK >= 2*block\"]'); " \
+           "rerun with --force" in err and "tuned" not in err and "line 1:" not in err

@@ -305,7 +305,7 @@ def test_study_records_the_provenance_fingerprint(small_space, tmp_path):
     store = StudyStore(tmp_path / "s")
     open_study(store, space, load_kernel("copy"), device, command="test")
     fp = store.meta()["fingerprint"]
-    assert {"gpu", "kernel_source", "space_sha256", "torch", "triton", "sweeper",
+    assert {"gpu", "kernel_source", "space_content", "torch", "triton", "sweeper",
             "env"} <= set(fp)
     assert "TRITON_INTERPRET=1" in fp["env"]
 

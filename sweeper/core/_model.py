@@ -345,7 +345,9 @@ class Space:
     """A validated space file: the study's name, the kernel, the sampler, the axes and
     constraints, how each trial is measured and the budget.  ``text`` is every file read
     (those it extends too) and ``sha256`` its hash, so a study records exactly what it
-    was run from."""
+    was run from; ``content_sha256`` is the hash of what they say (their YAML parsed and
+    merged, before ``-p``), which comments, whitespace, quoting and the order of keys
+    leave as it is: a study is resumed by it."""
 
     study: str
     kernel: str
@@ -358,6 +360,7 @@ class Space:
     path: str = "<space>"
     text: str = ""
     sha256: str = ""
+    content_sha256: str = ""
     ties: tuple[Tie, ...] = ()
     #: the options ``kernel:`` gives (``op`` for ``torch-op``), sorted by name
     kernel_options: tuple[tuple[str, str], ...] = ()

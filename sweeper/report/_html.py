@@ -277,6 +277,8 @@ def _head(tables: ReportTables) -> list[str]:
     meta = tables.meta
     out = [f"<h1>Study <code>{escape(meta.study)}</code>: {escape(meta.kernel)} on "
            f"{escape(str(meta.environment.get('gpu', '?')))}</h1>"]
+    if meta.copied_from:
+        out.append(_p(f"Note: {_shared.copied_sentence(meta)}.", "sw-note"))
     if meta.device_note:
         out.append(_p(f"Note: {meta.device_note}.", "sw-note"))
     out += [_p(f"Last run: {d['line']}.", "sw-note") for d in meta.last_run.get("dropped", [])]

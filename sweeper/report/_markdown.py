@@ -41,6 +41,8 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
     meta = tables.meta
     out = [f"# Study `{_text(meta.study)}`: {_text(meta.kernel)} on "
            f"{_text(meta.environment.get('gpu', '?'))}\n"]
+    if meta.copied_from:
+        out.append(f"> **Note:** {_text(_shared.copied_sentence(meta))}.\n")
     if meta.device_note:
         out.append(f"> **Note:** {_text(meta.device_note)}.\n")
     out += [f"> **Last run:** {_text(d['line'])}.\n" for d in meta.last_run.get("dropped", [])]

@@ -16,6 +16,7 @@ from sweeper.winners import UNFINISHED
 if TYPE_CHECKING:
     from sweeper.finals import FinalRecord
     from sweeper.report._contents import ReportTables
+    from sweeper.store import StudyMeta
 
 #: Column names as the reports show them.
 SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",
@@ -62,6 +63,12 @@ def shown_table(df: pd.DataFrame, rename: dict[str, str] | None = None
     names = {**SHOWN, **(rename or {})}
     return ([str(names.get(c, c)) for c in df.columns],
             [[cell_value(v) for v in row] for row in df.itertuples(index=False, name=None)])
+
+
+def copied_sentence(meta: StudyMeta) -> str:
+    """What the reports say of a study held under another name than its study file
+    recorded (:attr:`~sweeper.store.StudyMeta.copied_from`)."""
+    return f"copied or renamed from the study {meta.copied_from}"
 
 
 def counts_sentence(tables: ReportTables) -> str:

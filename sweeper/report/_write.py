@@ -229,7 +229,8 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
     meta, df = tables.meta, tables.frame
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
     return {
-        "study": meta.study, "kernel": meta.kernel, "device_note": meta.device_note,
+        "study": meta.study, "copied_from": meta.copied_from or None,
+        "kernel": meta.kernel, "device_note": meta.device_note,
         "environment": meta.environment, "measure": meta.measure,
         "measure_text": meta.measure_text, "sampler": meta.sampler,
         "samplers": [s._asdict() for s in tables.samplers],

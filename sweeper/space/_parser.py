@@ -73,7 +73,7 @@ from sweeper.core._units import (
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.escape import cut
 from sweeper.space._files import TOP_KEYS, Override, load_located, override, reachable
-from sweeper.space._yaml import LongNumber, load_with_lines
+from sweeper.space._yaml import LongNumber, content_sha256, load_with_lines
 
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
 MAX_AXIS_VALUES = 4096
@@ -109,9 +109,10 @@ def load_space(path: str | Path, overrides: Sequence[str | Override] = (), *,
         raise SpaceError("no space file named (an empty path); give a space file's path, "
                          "such as spaces/copy.yaml", file="''")
     data, where, text = load_located(Path(path), (), reachable(Path(path), allow), text)
+    content = content_sha256(data)
     data, where = override(data, where, overrides)
     default = safe_name(Path(path).stem) if given is None else _kernel_study(data)
-    return _Parser(str(path), where, user_code).space(data, text, default)
+    return _Parser(str(path), where, user_code).space(data, text, default, content)
 
 
 def _kernel_study(data: Any) -> str:
@@ -135,15 +136,16 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
     study = target.rpartition(":")[2]
     text = f"study: {study}\nfrom_autotune: {json.dumps(target)}\nsampler: exhaustive\n"
     data, lines = load_with_lines(text, file)
+    content = content_sha256(data)
     data, where = override(data, {k: (file, None) for k in lines}, overrides)
-    return _Parser(file, where).space(data, text, study)
+    return _Parser(file, where).space(data, text, study, content)
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
     """The space in YAML ``text`` (called ``file`` in errors), checked as a file is."""
     data, lines = load_with_lines(text, file)
-    return _Parser(file, {k: (file, v) for k, v in lines.items()}).space(data, text,
-                                                                         default_study)
+    return _Parser(file, {k: (file, v) for k, v in lines.items()}).space(
+        data, text, default_study, content_sha256(data))
 
 
 class _Parser:
@@ -214,7 +216,9 @@ class _Parser:
         return data
 
     # -- the whole file ---------------------------------------------------------------
-    def space(self, data: Any, text: str, default_study: str) -> Space:
+    def space(self, data: Any, text: str, default_study: str, content: str = "") -> Space:
+        """The space ``data`` describes (read from ``text``, the hash of what the files
+        say ``content``: :func:`~sweeper.space._yaml.content_sha256`)."""
         data = self.keys(data, "", TOP_KEYS)
         study = data.get("study", default_study)
         if study_name_problem(study):
@@ -239,7 +243,8 @@ class _Parser:
             study=study, kernel=kernel_name, kernel_options=options, sampler=sampler,
             axes=tuple(axes), order=order, constraints=constraints, measure=measure,
             ties=tuple(self.ties), shape=self.shape, budget=budget,
-            path=self.file, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
+            path=self.file, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(),
+            content_sha256=content)
 
     def kernel(self, name: Any, params: Any, path: str = "kernel") -> type[KernelDeclaration]:
         """The class declaring the kernel's meta-parameters and defaults, from the plugin

@@ -16,6 +16,8 @@ milliseconds at the line of the alias that crosses the limit.
 from __future__ import annotations
 
 import codecs
+import hashlib
+import json
 import math
 import os
 import stat
@@ -250,6 +252,26 @@ def load_with_lines(text: str, file: str) -> tuple[Any, dict[str, int]]:
                          line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as err:
         raise SpaceError(f"YAML error: {err}", file=file, line=1) from None
+
+
+def content_sha256(data: Any) -> str:
+    """The hash of what parsed YAML ``data`` says: the same for texts that differ only in
+    comments, whitespace, quoting, flow or block style, or the order of a mapping's keys;
+    a value's type counts (``1``, ``1.0`` and ``"1"`` differ)."""
+    text = json.dumps(_canonical(data), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as JSON that says what it is: each value tagged with its type, a
+    mapping's entries in one order whatever order the text gave them."""
+    if isinstance(value, dict):
+        entries = [[_canonical(k), _canonical(v)] for k, v in value.items()]
+        return ["map", sorted(entries, key=json.dumps)]
+    if isinstance(value, list):
+        return ["seq", [_canonical(v) for v in value]]
+    kept = value if value is None or isinstance(value, str | int | float) else repr(value)
+    return [type(value).__name__, kept]
 
 
 def load_value(text: str, file: str) -> Any:

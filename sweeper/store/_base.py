@@ -46,7 +46,7 @@ from sweeper.errors import StudyError
 from sweeper.store._claims_file import Claim, holds
 from sweeper.store._journal import BadLine, Scan, warn_new
 from sweeper.store._ledger import study_axes, widened
-from sweeper.store._meta import StudyMeta
+from sweeper.store._meta import StudyMeta, named
 from sweeper.store._records import BaselineRecord, TrialRecord, key_of
 from sweeper.store._schema import Record
 from sweeper.store._upgrade import complete_dims
@@ -160,8 +160,10 @@ class Storage(ABC):
         missing or malformed one is a StudyError."""
 
     def study_meta(self) -> StudyMeta:
-        """The checked metadata, typed: what readers ask of it."""
-        return StudyMeta.from_json(self.meta())
+        """The checked metadata, typed: what readers ask of it.  Its ``study`` is the
+        name the study is held under (:func:`~sweeper.store._meta.named`: a folder copied
+        under another name is the study of that name), whatever the metadata recorded."""
+        return StudyMeta.from_json(named(self.meta(), self.name))
 
     @abstractmethod
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
@@ -173,15 +175,24 @@ class Storage(ABC):
         self.edit_meta(lambda meta: meta.update(changes))
 
     def note_resumed(self, when: str, axes: Mapping[str, Sequence[str]] | None = None,
-                     sampler: Mapping[str, Any] | None = None, **changes: Any) -> None:
+                     sampler: Mapping[str, Any] | None = None, forced: Sequence[str] = (),
+                     **changes: Any) -> None:
         """Add ``when`` to the metadata's ``resumed`` list, the labels of ``axes`` (the
         space this process sweeps) to the study's axes (:func:`~sweeper.store._ledger.widened`:
         its trials are checked against them), make ``sampler`` (this run's) its
         ``sampler``, added to its ``samplers`` (each it ran with, first to last) where it
-        is new, and replace keys with ``changes``, in one edit: processes resuming the
-        study at once each keep theirs."""
+        is new, add ``forced`` (what differed from its fingerprint in a resume with
+        ``--force``, if anything) to its ``forced`` list with ``when``, and replace keys
+        with ``changes``, in one edit: processes resuming the study at once each keep
+        theirs.  A study recorded under another name than it is
+        held under (its folder copied) takes that name now, the old one kept as
+        ``copied_from`` (:func:`~sweeper.store._meta.named`)."""
         def edit(meta: dict[str, Any]) -> None:
+            meta.update(named(meta, self.name))
             meta.update(changes, resumed=[*meta.get("resumed", []), when])
+            if forced:
+                meta["forced"] = [*meta.get("forced", []),
+                                  {"when": when, "changed": list(forced)}]
             if axes is not None:
                 meta["axes"] = widened(study_axes(meta), axes)
             if sampler is not None:

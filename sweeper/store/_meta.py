@@ -23,14 +23,19 @@ from sweeper.store._upgrade import upgraded_meta
 
 @dataclass(frozen=True)
 class StudyMeta:
-    """What a study recorded about itself: its name and kernel, the command and space
-    file it was created with, how it measured (``measure``, as the device resolved it, and
-    ``measure_text``), the sampler, the device's environment and the run's fingerprint,
-    the GPU's bounds and ceilings, the space's axes (widened by each resume) and which of
-    them are meta-parameters, when it was resumed and how its last run went."""
+    """What a study recorded about itself: its name and kernel, the command it was
+    created with, the space file of its latest run and how that measured (``measure``, as
+    the device resolved it, and ``measure_text``), the sampler, the device's environment
+    and the latest run's fingerprint, the GPU's bounds and ceilings, the space's axes
+    (widened by each resume) and which of them are meta-parameters, when it was resumed
+    (and with ``--force``) and how its last run went."""
 
     study: str
     kernel: str
+    #: the name the study file recorded where the study is held under another (its folder
+    #: copied or renamed, ``cp -r studies/a studies/b``): the study goes by the name it is
+    #: held under (:func:`named`), this says where it came from; empty where they agree
+    copied_from: str = ""
     format: int = FORMAT
     #: the kernel's name as its tuning entries key it (``kernel`` may be a file path)
     kernel_name: str = ""
@@ -63,6 +68,10 @@ class StudyMeta:
     #: study an older sweeper wrote)
     zipped: dict[str, dict[str, Any]] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
+    #: each resume with ``--force`` that changed its fingerprint: ``when`` and what it
+    #: ``changed`` (``key: old -> new``); the fingerprint, the space's text and hash are
+    #: the latest run's, so an unchanged rerun resumes without ``--force``
+    forced: list[dict[str, Any]] = field(default_factory=list)
     last_run: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -81,6 +90,18 @@ class StudyMeta:
     def tuned_name(self) -> str:
         """The kernel as tuning files and exported modules name it."""
         return self.kernel_name or self.kernel
+
+
+def named(meta: dict[str, Any], name: str) -> dict[str, Any]:
+    """``meta`` (a checked study file) of the study held under ``name`` (its folder's, or
+    its name in a database): where it records another ``study``, its folder was copied or
+    renamed, and it is the study ``name`` (what ``--study`` and a report's reproduce
+    command must give), ``copied_from`` the name it recorded.  A new object where they
+    differ; ``meta`` itself where they agree, or where ``name`` is empty."""
+    recorded = meta.get("study")
+    if not name or recorded == name:
+        return meta
+    return {**meta, "study": name, "copied_from": recorded}
 
 
 #: The fields a study file must hold (those of :class:`StudyMeta` without a default).

@@ -12,6 +12,7 @@ from pathlib import Path
 from sweeper.core._spelling import given, option
 from sweeper.errors import StudyError, SweeperError
 from sweeper.store._base import Storage
+from sweeper.store._meta import named
 
 #: The URL schemes ``--storage`` takes besides a folder of journals.
 SCHEMES = ("postgresql://", "postgresql+psycopg://", "postgres://")
@@ -48,15 +49,16 @@ def open_storage(spec: str | None, folder: Path) -> Storage:
 
 def copy_study(source: Storage, target: Storage) -> int:
     """Copy ``source``'s metadata and records, in order, into ``target`` (which must hold
-    no study of that name), verified by reading it back; returns the records copied.  All
-    or nothing (:meth:`Storage.copy_in`): a copy interrupted leaves no study in
+    no study of that name; the metadata names the study as ``target`` does, see
+    :func:`~sweeper.store._meta.named`), verified by reading it back; returns the records
+    copied.  All or nothing (:meth:`Storage.copy_in`): a copy interrupted leaves no study in
     ``target``, so running it again completes it.  A source journal's bad lines are not
     records and are not copied (a warning names them)."""
     if not source.exists():
         raise StudyError(f"{source.location}: no study to copy")
     if target.exists():
         raise target.taken()
-    meta, records = source.meta(), source.raw_records()
+    meta, records = named(source.meta(), target.name), source.raw_records()
     try:
         target.copy_in(meta, records, source.location)
     finally:

@@ -58,8 +58,9 @@ class StudyStore(Storage):
 
     @property
     def name(self) -> str:
-        """The study's name: its folder's name."""
-        return self.root.name
+        """The study's name: its folder's name (``studies/b`` or ``.`` in it: ``b``), whatever
+        its study.json records (a folder copied under another name is that study)."""
+        return Path(os.path.abspath(self.root)).name
 
     @property
     def location(self) -> str:
