@@ -181,12 +181,12 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
         members = [cut(str(m), 60) for m in own[:8]]
         if api:
             rows = ", ".join(f"{m!r}: [...]" for m in members)
-            group = f"params={{{cut(key, 60)!r}: {{'zip': {{{rows}}}}}}}"
+            written = f"params={{{cut(key, 60)!r}: {{'zip': {{{rows}}}}}}}"
         else:
             rows = ", ".join(f"{m}: [...]" for m in members)
-            group = f"{cut(key, 60)}={{zip: {{{rows}}}}}"
+            written = f"{cut(key, 60)}={{zip: {{{rows}}}}}"
         raise SpaceError(f"params.{cut(key, 60)}{at} is a group of zipped axes "
-                         f"({', '.join(members)}); override it as a group: {group}",
+                         f"({', '.join(members)}); override it as a group: {written}",
                          file=named)
     for member in given_members if given_members is not None else [key]:
         group = next((g for g, members in groups.items() if member in members), None)
