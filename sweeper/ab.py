@@ -56,20 +56,28 @@ class ABResult:
 
 def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     """``KEY=A,B`` -> ``(axis, A, B)``, checked against ``space``: a bad key or value
-    raises a SweeperError that lists the axes or the values allowed."""
+    raises a SweeperError that lists the axes or the values allowed.  A value holding a
+    comma (``grid=sms,cdiv(n, BLOCK)``) is split at the one comma that leaves two values
+    of the axis."""
     key, sep, values = text.partition("=")
     pair = [v.strip() for v in values.split(",")] if sep else []
-    if len(pair) != 2 or not all(pair):
-        raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
-    if pair[0] == pair[1]:
-        raise SweeperError(f"--vary {text!r}: A and B are the same value; write two "
-                           "different values of one axis")
     try:
-        axis = space.axis(key.strip())
+        axis = space.axis(key.strip()) if sep else None
     except KeyError:
         names = [a.name for a in space.axes]
         raise SweeperError(f"--vary {text!r}: no axis {key.strip()!r}; axes: "
                            f"{', '.join(names)}{did_you_mean(key.strip(), names)}") from None
+    if axis is not None and len(pair) > 2:
+        splits = [(values[:i].strip(), values[i + 1:].strip())
+                  for i, c in enumerate(values) if c == ","]
+        found = [list(s) for s in splits if all(v in axis.labels for v in s)]
+        if len(found) == 1:
+            pair = found[0]
+    if axis is None or len(pair) != 2 or not all(pair):
+        raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
+    if pair[0] == pair[1]:
+        raise SweeperError(f"--vary {text!r}: A and B are the same value; write two "
+                           "different values of one axis")
     for v in pair:
         if v not in axis.labels:
             raise SweeperError(f"--vary {text!r}: {v!r} is not a value of {axis.name}; "
