@@ -119,12 +119,24 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     return rows, notes
 
 
+def ratio_text(x: float, width: int = 0) -> str:
+    """A time ratio to four decimals, or in significant digits where four decimals would
+    read 0.0000 or not fit ``width`` (a 1e-7 or a 2e5 ratio between studies of other
+    problems or devices): as many as fit, so the columns stay in line."""
+    fixed = f"{x:.4f}"
+    if x == 0 or (abs(x) >= 1e-3 and len(fixed) <= (width or 9)):
+        return f"{fixed:>{width}}"
+    texts = [f"{x:.{digits}g}" for digits in (4, 3, 2, 1)]
+    return f"{next((t for t in texts if len(t) <= width), texts[-1]):>{width}}"
+
+
 def format_rows(rows: list[Row]) -> str:
     """A table of verdicts, then the counts and the rule they were given under."""
     lines = [f"{'verdict':8} {'B/A time':>9} {'95% interval':>17} {'A ms':>9} {'B ms':>9}  config"]
     for r in rows:
         c = r.comparison
-        lines.append(f"{c.verdict.value:8} {c.ratio:9.4f} [{c.lo:7.4f}, {c.hi:7.4f}] "
+        lines.append(f"{c.verdict.value:8} {ratio_text(c.ratio, 9)} [{ratio_text(c.lo, 7)}, "
+                     f"{ratio_text(c.hi, 7)}] "
                      f"{r.a_ms:9.4g} {r.b_ms:9.4g}  {r.config}")
     counts = Counter(r.comparison.verdict.value for r in rows)
     lines.append(", ".join(f"{v} {n}" for v, n in sorted(counts.items())) +

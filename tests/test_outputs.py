@@ -254,6 +254,22 @@ def test_compare_calls_a_difference_within_the_threshold_same(tmp_path, capsys):
                                "to under 100% (e.g. 1% or 0.01)\n")
 
 
+def test_compare_shows_a_tiny_or_huge_ratio_in_its_column(tmp_path, capsys):
+    """A ratio of 1e-7 (a 16 KiB copy on a GPU against one on the interpreter) reads
+    1e-07, not 0.0000, and one of 1e7 keeps the interval's bracket in its column."""
+    a = [1000.0 + 1e-3 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a)
+    _study(tmp_path, "b", [x * 1e-7 for x in a])
+    _study(tmp_path, "c", [x * 1e4 for x in a])
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[1].startswith("FASTER ")
+    assert "0.0000" not in out[1] and "    1e-07 [  1e-07,   1e-07]" in out[1]
+    rc, out2, _ = run(capsys, "compare", "a", "c", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out2[1].startswith("SLOWER ") and "1e+04 [  1e+04,   1e+04]" in out2[1]
+    assert out[1].index("[") == out2[1].index("[") == 19            # as a 1.0000 row's
+    assert out[1].index("]") == out2[1].index("]") == 36
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",
