@@ -74,6 +74,14 @@ def _device(store: StudyStore) -> str:
     return str(fingerprint.get("gpu") or fingerprint.get("device") or "an unknown device")
 
 
+def _kernel(store: StudyStore) -> str:
+    """The kernel a study ran, with its source's hash where it recorded one: ``copy``
+    edited between two studies is another kernel as much as ``scale`` is."""
+    meta = store.study_meta()
+    source = meta.kernel_source_hash
+    return f"kernel {meta.tuned_name}" + (f" (source {source})" if source else "")
+
+
 def _what(store: StudyStore, trial: TrialRecord) -> str:
     kernel = store.study_meta().tuned_name
     return f"{kernel} {problem_text(trial.problem)}" if trial.problem else kernel
@@ -89,7 +97,10 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
 
     With the rows, the notes a reader needs before the ratios: where the two studies were
     measured on different devices (each ratio then compares the devices as much as the
-    configs, and an interpreter's times say nothing of a GPU), and for two trials, where
+    configs, and an interpreter's times say nothing of a GPU), for two studies, where
+    they ran different kernels, or one kernel's source edited between them (the ratios
+    then compare the kernels: a copy against a scale with no word of it reads as if each
+    config were that much slower), and for two trials, where
     they differ in kernel or problem (a copy of 1 GiB against one of 16 KiB, or a copy
     against a matmul: a verdict with no word of it read as if one config were that much
     slower)."""
@@ -111,6 +122,9 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     if (da := _device(a)) != (db := _device(b)):
         notes.append(f"note: A was measured on {da}, B on {db}: each ratio compares the "
                      "devices as well as the config")
+    if a_number is None and (ka := _kernel(a)) != (kb := _kernel(b)):
+        notes.append(f"note: A ran {ka}, B {kb}: each ratio compares the kernels as "
+                     "well as the config")
     if a_number is not None and b_number is not None:
         wa, wb = _what(a, ta[("trial",)]), _what(b, tb[("trial",)])
         if wa != wb:

@@ -224,9 +224,9 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
 
 
 # -- compare and ab: a practical threshold ------------------------------------------------------
-def _study(root, name, samples):
+def _study(root, name, samples, **meta):
     store = StudyStore(root / name)
-    store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}})
+    store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}, **meta})
     from sweeper.measure import summarize
 
     store.append(TrialRecord(number=0, status=TrialStatus.OK, choice={"block": "32"},
@@ -268,6 +268,26 @@ def test_compare_shows_a_tiny_or_huge_ratio_in_its_column(tmp_path, capsys):
     assert rc == 0 and out2[1].startswith("SLOWER ") and "1e+04 [  1e+04,   1e+04]" in out2[1]
     assert out[1].index("[") == out2[1].index("[") == 19            # as a 1.0000 row's
     assert out[1].index("]") == out2[1].index("]") == 36
+
+
+def test_compare_says_where_the_studies_ran_other_kernels(tmp_path, capsys):
+    """Two studies of one config on other kernels (or one kernel's source edited): the
+    ratio compares the kernels, and a note says so before the verdicts."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a, kernel_source_hash="aaaa")
+    _study(tmp_path, "b", [x * 2 for x in a], kernel="scale", kernel_source_hash="bbbb")
+    _study(tmp_path, "c", a, kernel_source_hash="cccc")
+    _study(tmp_path, "d", a, kernel_source_hash="aaaa")
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0] == ("note: A ran kernel copy (source aaaa), B kernel scale "
+                                  "(source bbbb): each ratio compares the kernels as well "
+                                  "as the config")
+    assert out[1].startswith("verdict ") and out[2].startswith("SLOWER ")
+    rc, out, _ = run(capsys, "compare", "a", "c", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0].startswith("note: A ran kernel copy (source aaaa), B kernel "
+                                         "copy (source cccc)")
+    rc, out, _ = run(capsys, "compare", "a", "d", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0].startswith("verdict ")
 
 
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
