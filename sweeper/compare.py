@@ -69,6 +69,17 @@ def _numbers(numbers: list[int]) -> str:
         if shown else "none"
 
 
+def _problems(trials: dict[tuple[Any, ...], TrialRecord]) -> str:
+    """``float32 16KiB cold (12 configs), ...``: the problems a study's successful trials
+    measured (the first four), so a reader sees why two studies have none in common."""
+    counts = Counter(problem_text(t.problem) for t in trials.values() if t.problem)
+    if not counts:
+        return "no config successfully"
+    shown = [f"{p} ({counted(n, 'config')})" for p, n in list(counts.items())[:4]]
+    more = f" and {counted(len(counts) - 4, 'other problem')}" if len(counts) > 4 else ""
+    return ", ".join(shown) + more
+
+
 def _device(store: StudyStore) -> str:
     fingerprint = store.meta().get("fingerprint", {})
     return str(fingerprint.get("gpu") or fingerprint.get("device") or "an unknown device")
@@ -108,7 +119,8 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     keys = [k for k in ta if k in tb]
     if not keys:
         raise SweeperError(f"{a.root} and {b.root} have no successful config measured on "
-                           "the same problem in both")
+                           f"the same problem in both: A measured {_problems(ta)}; B "
+                           f"measured {_problems(tb)}")
     rows = []
     for k in keys:
         x, y = ta[k], tb[k]

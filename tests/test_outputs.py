@@ -224,13 +224,13 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
 
 
 # -- compare and ab: a practical threshold ------------------------------------------------------
-def _study(root, name, samples, **meta):
+def _study(root, name, samples, size=1 << 20, **meta):
     store = StudyStore(root / name)
     store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}, **meta})
     from sweeper.measure import summarize
 
     store.append(TrialRecord(number=0, status=TrialStatus.OK, choice={"block": "32"},
-                             config=Config(Problem("float32", 1 << 20), grid=1, block=32),
+                             config=Config(Problem("float32", size), grid=1, block=32),
                              samples_ms=samples, stats=summarize(samples)))
     store.close()
 
@@ -288,6 +288,20 @@ def test_compare_says_where_the_studies_ran_other_kernels(tmp_path, capsys):
                                          "copy (source cccc)")
     rc, out, _ = run(capsys, "compare", "a", "d", "--studies-dir", str(tmp_path))
     assert rc == 0 and out[0].startswith("verdict ")
+
+
+def test_compare_of_studies_with_no_problem_in_common_says_what_each_measured(tmp_path,
+                                                                              capsys):
+    """A 1 GiB study against one the interpreter shrank to 16 KiB: the refusal names each
+    side's problems, so the reader sees why none is in common."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a, size=1 << 30)
+    _study(tmp_path, "b", a, size=1 << 14)
+    rc, out, err = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 2 and out == [] and err == (
+        f"sweeper: {tmp_path / 'a'} and {tmp_path / 'b'} have no successful config measured "
+        "on the same problem in both: A measured float32 1GiB cold (1 config); B measured "
+        "float32 16KiB cold (1 config)\n")
 
 
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
