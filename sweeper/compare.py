@@ -106,7 +106,9 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     :func:`~sweeper.measure.compare_samples` under ``max_noise`` and ``threshold``.  No
     config in common is a SweeperError, not an empty table.
 
-    With the rows, the notes a reader needs before the ratios: where the two studies were
+    With the rows, the notes a reader needs before the ratios: how many configs only one
+    study measured (left out, so the counts under the table are not read as the whole
+    studies'), where the two studies were
     measured on different devices (each ratio then compares the devices as much as the
     configs, and an interpreter's times say nothing of a GPU), for two studies, where
     they ran different kernels, or one kernel's source edited between them (the ratios
@@ -134,6 +136,12 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     if (da := _device(a)) != (db := _device(b)):
         notes.append(f"note: A was measured on {da}, B on {db}: each ratio compares the "
                      "devices as well as the config")
+    only = [(side, n) for side, n in (("A", len(ta) - len(keys)), ("B", len(tb) - len(keys)))
+            if n]
+    if only:
+        notes.append("note: left out: " + " and ".join(
+            f"{counted(n, 'config')} measured successfully only in {side}" for side, n in only)
+            + " (a verdict needs the config's samples on the same problem in both)")
     if a_number is None and (ka := _kernel(a)) != (kb := _kernel(b)):
         notes.append(f"note: A ran {ka}, B {kb}: each ratio compares the kernels as "
                      "well as the config")

@@ -304,6 +304,30 @@ def test_compare_of_studies_with_no_problem_in_common_says_what_each_measured(tm
         "float32 16KiB cold (1 config)\n")
 
 
+def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys):
+    """A config that failed in A (or that A never ran) has no verdict; a note counts those
+    left out, so "1 of 1 config" is not read as the whole of two studies of 3 configs."""
+    from sweeper.measure import summarize
+
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    for name, blocks in (("a", (32,)), ("b", (32, 64, 128))):
+        store = StudyStore(tmp_path / name)
+        store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}})
+        for number, block in enumerate(blocks):
+            store.append(TrialRecord(
+                number=number, status=TrialStatus.OK, choice={"block": str(block)},
+                config=Config(Problem("float32", 1 << 20), grid=1, block=block),
+                samples_ms=a, stats=summarize(a)))
+        store.close()
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0] == ("note: left out: 2 configs measured successfully only in "
+                                  "B (a verdict needs the config's samples on the same "
+                                  "problem in both)")
+    assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
+    rc, out, _ = run(capsys, "compare", "a", "a", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0].startswith("verdict ")
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",
