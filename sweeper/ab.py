@@ -95,16 +95,19 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
     fixed = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
              if ax.name != key}
     facts = device.facts()
+    held = " ".join(f"{k}={v}" for k, v in fixed.items())
     configs: dict[str, Config] = {}
     for label in (a, b):
         try:
             configs[label] = space.resolve({**fixed, key: label}, facts.env(),
                                            facts.max_footprint)
+            refused = kernel.cannot_launch(configs[label], device.torch_device)
         except Invalid as err:
-            raise SweeperError(f"{key}={label} with {fixed}: {err}") from None
-        refused = kernel.cannot_launch(configs[label], device.torch_device)
+            refused = str(err)
         if refused is not None:
-            raise SweeperError(f"{key}={label} with {fixed}: {refused}")
+            raise SweeperError(f"--vary {vary!r}: {key}={label} with {held} held cannot run: "
+                               f"{refused}; the other axes are held at their middle value: "
+                               "hold others with -p KEY=VALUE")
     problems = {c.problem for c in configs.values()}
     buffers = {p: kernel.allocate(p, device.torch_device) for p in problems}
     generator = torch.Generator(device=device.torch_device).manual_seed(space.sampler.seed)

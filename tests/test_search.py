@@ -1262,3 +1262,19 @@ def test_ab_varies_an_axis_whose_value_holds_a_comma():
         parse_vary("grid=sms,4*sms,cdiv(n, BLOCK)", space)
     with pytest.raises(SweeperError, match="'8\\*sms' is not a value of grid"):
         parse_vary("grid=sms,8*sms", space)
+
+
+def test_ab_whose_held_values_rule_a_side_out_says_how_to_hold_others(small_space,
+                                                                      tmp_path, capsys,
+                                                                      monkeypatch):
+    """BLOCK held at 256 rules block=128 out (BLOCK >= 4 * block): one line naming the
+    values held as the header does, the reason, and -p to hold others; no dict repr."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["ab", str(small_space), "--vary", "block=32,128", "--device",
+                 "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: --vary 'block=32,128': block=128 with grid=sms dtype=float32 "
+        "footprint=4KiB cache=cold BLOCK=256 held cannot run: constraint 'BLOCK >= 4 * "
+        "block' is false (BLOCK=256, block=128); the other axes are held at their middle "
+        "value: hold others with -p KEY=VALUE\n")
+    assert not (tmp_path / "studies").exists()
