@@ -56,20 +56,28 @@ class ABResult:
 
 def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     """``KEY=A,B`` -> ``(axis, A, B)``, checked against ``space``: a bad key or value
-    raises a SweeperError that lists the axes or the values allowed."""
+    raises a SweeperError that lists the axes or the values allowed.  A value holding a
+    comma (``grid=sms,cdiv(n, BLOCK)``) is split at the one comma that leaves two values
+    of the axis."""
     key, sep, values = text.partition("=")
     pair = [v.strip() for v in values.split(",")] if sep else []
-    if len(pair) != 2 or not all(pair):
-        raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
-    if pair[0] == pair[1]:
-        raise SweeperError(f"--vary {text!r}: A and B are the same value; write two "
-                           "different values of one axis")
     try:
-        axis = space.axis(key.strip())
+        axis = space.axis(key.strip()) if sep else None
     except KeyError:
         names = [a.name for a in space.axes]
         raise SweeperError(f"--vary {text!r}: no axis {key.strip()!r}; axes: "
                            f"{', '.join(names)}{did_you_mean(key.strip(), names)}") from None
+    if axis is not None and len(pair) > 2:
+        splits = [(values[:i].strip(), values[i + 1:].strip())
+                  for i, c in enumerate(values) if c == ","]
+        found = [list(s) for s in splits if all(v in axis.labels for v in s)]
+        if len(found) == 1:
+            pair = found[0]
+    if axis is None or len(pair) != 2 or not all(pair):
+        raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
+    if pair[0] == pair[1]:
+        raise SweeperError(f"--vary {text!r}: A and B are the same value; write two "
+                           "different values of one axis")
     for v in pair:
         if v not in axis.labels:
             raise SweeperError(f"--vary {text!r}: {v!r} is not a value of {axis.name}; "
@@ -87,16 +95,19 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
     fixed = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
              if ax.name != key}
     facts = device.facts()
+    held = " ".join(f"{k}={v}" for k, v in fixed.items())
     configs: dict[str, Config] = {}
     for label in (a, b):
         try:
             configs[label] = space.resolve({**fixed, key: label}, facts.env(),
                                            facts.max_footprint)
+            refused = kernel.cannot_launch(configs[label], device.torch_device)
         except Invalid as err:
-            raise SweeperError(f"{key}={label} with {fixed}: {err}") from None
-        refused = kernel.cannot_launch(configs[label], device.torch_device)
+            refused = str(err)
         if refused is not None:
-            raise SweeperError(f"{key}={label} with {fixed}: {refused}")
+            raise SweeperError(f"--vary {vary!r}: {key}={label} with {held} held cannot run: "
+                               f"{refused}; the other axes are held at their middle value: "
+                               "hold others with -p KEY=VALUE")
     problems = {c.problem for c in configs.values()}
     buffers = {p: kernel.allocate(p, device.torch_device) for p in problems}
     generator = torch.Generator(device=device.torch_device).manual_seed(space.sampler.seed)

@@ -69,9 +69,28 @@ def _numbers(numbers: list[int]) -> str:
         if shown else "none"
 
 
+def _problems(trials: dict[tuple[Any, ...], TrialRecord]) -> str:
+    """``float32 16KiB cold (12 configs), ...``: the problems a study's successful trials
+    measured (the first four), so a reader sees why two studies have none in common."""
+    counts = Counter(problem_text(t.problem) for t in trials.values() if t.problem)
+    if not counts:
+        return "no config successfully"
+    shown = [f"{p} ({counted(n, 'config')})" for p, n in list(counts.items())[:4]]
+    more = f" and {counted(len(counts) - 4, 'other problem')}" if len(counts) > 4 else ""
+    return ", ".join(shown) + more
+
+
 def _device(store: StudyStore) -> str:
     fingerprint = store.meta().get("fingerprint", {})
     return str(fingerprint.get("gpu") or fingerprint.get("device") or "an unknown device")
+
+
+def _kernel(store: StudyStore) -> str:
+    """The kernel a study ran, with its source's hash where it recorded one: ``copy``
+    edited between two studies is another kernel as much as ``scale`` is."""
+    meta = store.study_meta()
+    source = meta.kernel_source_hash
+    return f"kernel {meta.tuned_name}" + (f" (source {source})" if source else "")
 
 
 def _what(store: StudyStore, trial: TrialRecord) -> str:
@@ -87,9 +106,14 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     :func:`~sweeper.measure.compare_samples` under ``max_noise`` and ``threshold``.  No
     config in common is a SweeperError, not an empty table.
 
-    With the rows, the notes a reader needs before the ratios: where the two studies were
+    With the rows, the notes a reader needs before the ratios: how many configs only one
+    study measured (left out, so the counts under the table are not read as the whole
+    studies'), where the two studies were
     measured on different devices (each ratio then compares the devices as much as the
-    configs, and an interpreter's times say nothing of a GPU), and for two trials, where
+    configs, and an interpreter's times say nothing of a GPU), for two studies, where
+    they ran different kernels, or one kernel's source edited between them (the ratios
+    then compare the kernels: a copy against a scale with no word of it reads as if each
+    config were that much slower), and for two trials, where
     they differ in kernel or problem (a copy of 1 GiB against one of 16 KiB, or a copy
     against a matmul: a verdict with no word of it read as if one config were that much
     slower)."""
@@ -97,7 +121,8 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     keys = [k for k in ta if k in tb]
     if not keys:
         raise SweeperError(f"{a.root} and {b.root} have no successful config measured on "
-                           "the same problem in both")
+                           f"the same problem in both: A measured {_problems(ta)}; B "
+                           f"measured {_problems(tb)}")
     rows = []
     for k in keys:
         x, y = ta[k], tb[k]
@@ -111,6 +136,15 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     if (da := _device(a)) != (db := _device(b)):
         notes.append(f"note: A was measured on {da}, B on {db}: each ratio compares the "
                      "devices as well as the config")
+    only = [(side, n) for side, n in (("A", len(ta) - len(keys)), ("B", len(tb) - len(keys)))
+            if n]
+    if only:
+        notes.append("note: left out: " + " and ".join(
+            f"{counted(n, 'config')} measured successfully only in {side}" for side, n in only)
+            + " (a verdict needs the config's samples on the same problem in both)")
+    if a_number is None and (ka := _kernel(a)) != (kb := _kernel(b)):
+        notes.append(f"note: A ran {ka}, B {kb}: each ratio compares the kernels as "
+                     "well as the config")
     if a_number is not None and b_number is not None:
         wa, wb = _what(a, ta[("trial",)]), _what(b, tb[("trial",)])
         if wa != wb:
@@ -119,12 +153,24 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     return rows, notes
 
 
+def ratio_text(x: float, width: int = 0) -> str:
+    """A time ratio to four decimals, or in significant digits where four decimals would
+    read 0.0000 or not fit ``width`` (a 1e-7 or a 2e5 ratio between studies of other
+    problems or devices): as many as fit, so the columns stay in line."""
+    fixed = f"{x:.4f}"
+    if x == 0 or (abs(x) >= 1e-3 and len(fixed) <= (width or 9)):
+        return f"{fixed:>{width}}"
+    texts = [f"{x:.{digits}g}" for digits in (4, 3, 2, 1)]
+    return f"{next((t for t in texts if len(t) <= width), texts[-1]):>{width}}"
+
+
 def format_rows(rows: list[Row]) -> str:
     """A table of verdicts, then the counts and the rule they were given under."""
     lines = [f"{'verdict':8} {'B/A time':>9} {'95% interval':>17} {'A ms':>9} {'B ms':>9}  config"]
     for r in rows:
         c = r.comparison
-        lines.append(f"{c.verdict.value:8} {c.ratio:9.4f} [{c.lo:7.4f}, {c.hi:7.4f}] "
+        lines.append(f"{c.verdict.value:8} {ratio_text(c.ratio, 9)} [{ratio_text(c.lo, 7)}, "
+                     f"{ratio_text(c.hi, 7)}] "
                      f"{r.a_ms:9.4g} {r.b_ms:9.4g}  {r.config}")
     counts = Counter(r.comparison.verdict.value for r in rows)
     lines.append(", ".join(f"{v} {n}" for v, n in sorted(counts.items())) +

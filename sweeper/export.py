@@ -240,10 +240,10 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
     """Write the study as a replay table (see :mod:`sweeper.devices._replay`).  Its
     ``gpu`` is the GPU the timings were recorded on: a replayed study's table names the
     recorded GPU, not ``replay: ...``, so replaying it again measures that GPU still, and
-    keeps the recorded table's driver and date."""
+    keeps the recorded table's driver and date.  A study no trial of which ran (all
+    missing from a replayed table, or ruled out) is a SweeperError, no empty table."""
     from sweeper.devices._replay import write_table
 
-    output_file(store, path)
     meta = store.study_meta()
     trials, _ = store.records()
     params = list(meta.axes)
@@ -254,6 +254,13 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
              "samples_ms": " ".join(repr(x) for x in t.samples_ms),
              "reason": "" if t.ok else t.reason or ""}
             for t in trials if t.status.value not in ("invalid", "missing")]
+    if not rows:
+        left = Counter(t.status.value for t in trials)
+        raise SweeperError(f"{store.root}: no trial ran ("
+                           + (", ".join(f"{n} {s}" for s, n in sorted(left.items()))
+                              or "none recorded")
+                           + "): a replay table of it would hold no row; nothing written")
+    output_file(store, path)
     header = {"gpu": gpu_model(meta.gpu), "sms": env.get("sms", ""),
               "l2_bytes": env.get("l2_bytes", ""), "kernel": meta.kernel,
               "study": meta.study, "driver": env.get("driver") or recorded.get("driver", ""),

@@ -186,5 +186,27 @@ def near_study(path: Path, *others: Path) -> str:
         return f"; did you mean {path.parent}?"
     found = {p.name: p for folder in (path.parent, *others) if folder.is_dir()
              for p in sorted(folder.iterdir()) if (p / "study.json").is_file()}
+    if path.is_file() and path.suffix in (".yaml", ".yml"):
+        return _space_studies(path, list(found.values()))
     name = closest(path.name, found)
     return f"; did you mean {found[name]}?" if name is not None else ""
+
+
+def _space_studies(space: Path, studies: list[Path]) -> str:
+    """``"; spaces/copy.yaml is a space file, not a study; its studies: ..."``: the
+    studies whose recorded space text is that file's, as they are named."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(space.read_bytes()).hexdigest()
+    mine = []
+    for folder in studies:
+        try:
+            meta = json.loads((folder / "study.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and meta.get("space_sha256") == digest:
+            mine.append(str(folder))
+    said = f"; {space} is a space file, not a study"
+    return said + (f"; its studies: {', '.join(mine)}" if mine else
+                   f"; no study here ran it (sweeper run {space} makes one)")

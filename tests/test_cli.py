@@ -291,6 +291,31 @@ def test_a_file_in_a_study_folder_suggests_the_study(tmp_path, capsys, monkeypat
         assert err.rstrip().endswith("; did you mean studies/copy-fp32-interpret?")
 
 
+def test_a_space_file_given_for_a_study_names_its_studies(tmp_path, capsys, monkeypatch):
+    """``sweeper report spaces/copy.yaml`` names the space, not a study: the message says
+    so and names the studies that ran that file (by its recorded hash), or none."""
+    import hashlib
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spaces").mkdir()
+    space = tmp_path / "spaces" / "copy.yaml"
+    space.write_text("kernel: copy\nparams: {BLOCK: [256]}\n")
+    digest = hashlib.sha256(space.read_bytes()).hexdigest()
+    for name, sha in (("copy-interpret", digest), ("copy-replay", digest), ("other", "0")):
+        (tmp_path / "studies" / name).mkdir(parents=True)
+        (tmp_path / "studies" / name / "study.json").write_text(
+            json.dumps({"space_sha256": sha}))
+    assert main(["report", "spaces/copy.yaml"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "; spaces/copy.yaml is a space file, not a study; its studies: "
+        "studies/copy-interpret, studies/copy-replay")
+    (tmp_path / "spaces" / "add.yaml").write_text("kernel: add\n")
+    assert main(["export", "spaces/add.yaml"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "; spaces/add.yaml is a space file, not a study; no study here ran it (sweeper run "
+        "spaces/add.yaml makes one)")
+
+
 def test_the_commands_description_is_whole(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])

@@ -67,6 +67,17 @@ def test_a_sound_table_replays(space, tmp_path, capsys):
     assert medians == [0.125, 0.25, 0.5]
 
 
+def test_a_table_with_no_row_replays_every_config_as_missing(space, tmp_path, capsys):
+    """A header and no row (an export of a study that measured nothing, trimmed by hand):
+    every config is missing, as the run says, never a traceback."""
+    table = _table(tmp_path, rows=[])
+    assert main(["run", str(space), "--device", f"replay:{table}", "--studies-dir",
+                 str(tmp_path / "studies"), "--quiet", "--no-report"]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+    trials = StudyStore(tmp_path / "studies" / "tiny-replay").records()[0]
+    assert [t.status.value for t in trials] == ["missing"] * 4
+
+
 def test_a_failed_configs_reason_is_replayed_and_exported_again(space, tmp_path):
     """A table keeps why a config failed (its ``reason`` column, written only where one
     did, a line break escaped), so a replayed failure says what the GPU said, and the
@@ -243,7 +254,8 @@ def test_a_nul_byte_is_refused_with_its_line(space, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("rows", [ROWS, [*ROWS[:2], "256,32,cold,float32,4KiB,'=2*sms,ok,0.3,"],
-                                  [ROWS[0], "256,64,cold,float32,4KiB,\"sms\",ok,0.25,"]])
+                                  [ROWS[0], "256,64,cold,float32,4KiB,\"sms\",ok,0.25,"],
+                                  []])                  # a header and no row: read, not a crash
 def test_a_table_read_whole_is_the_table_read_row_by_row(tmp_path, rows):
     """A table is read column by column where its cells are plain (a 10⁶-row table in
     seconds); every row, label and fact comes out as the CSV reader's row-by-row read

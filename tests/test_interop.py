@@ -133,6 +133,24 @@ def test_csv_holds_every_trial_that_ran(mixed, tmp_path):
         ran.loc[ran["status"] == "ok", "median_ms"])
 
 
+def test_csv_of_a_study_no_trial_of_which_ran_is_refused(tmp_path, capsys):
+    """Every config missing from the replayed table: no trial ran, so a replay table would
+    hold no row; the export says so (exit 2) and writes nothing, as the tuning file's."""
+    lines = mixed_table(tmp_path).read_text().splitlines()
+    table = tmp_path / "empty.csv"
+    table.write_text("\n".join(line for line in lines if line.startswith("#")) + "\n"
+                     + next(line for line in lines if not line.startswith("#")) + "\n")
+    sweeper.run(SPACE, device=f"replay:{table}", studies_dir=tmp_path / "st", quiet=True,
+                report=False)
+    study = tmp_path / "st" / "mixed-replay"
+    capsys.readouterr()
+    assert main(["export", str(study), "--format", "csv", "-o", str(tmp_path / "o.csv")]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: {study}: no trial ran (2 invalid, 6 missing): a replay table of it would "
+        "hold no row; nothing written\n")
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_study_export_writes_each_format_and_refuses_an_unknown_one(mixed, tmp_path):
     assert mixed.export(tmp_path / "a.parquet", format="parquet") == str(tmp_path / "a.parquet")
     url = f"sqlite:///{tmp_path / 'a.db'}"

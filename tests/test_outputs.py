@@ -224,13 +224,13 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
 
 
 # -- compare and ab: a practical threshold ------------------------------------------------------
-def _study(root, name, samples):
+def _study(root, name, samples, size=1 << 20, **meta):
     store = StudyStore(root / name)
-    store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}})
+    store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}, **meta})
     from sweeper.measure import summarize
 
     store.append(TrialRecord(number=0, status=TrialStatus.OK, choice={"block": "32"},
-                             config=Config(Problem("float32", 1 << 20), grid=1, block=32),
+                             config=Config(Problem("float32", size), grid=1, block=32),
                              samples_ms=samples, stats=summarize(samples)))
     store.close()
 
@@ -252,6 +252,80 @@ def test_compare_calls_a_difference_within_the_threshold_same(tmp_path, capsys):
                      "--threshold", "lots")
     assert rc == 2 and err == ("sweeper: --threshold: 'lots' is not a fraction; allowed: 0% "
                                "to under 100% (e.g. 1% or 0.01)\n")
+
+
+def test_compare_shows_a_tiny_or_huge_ratio_in_its_column(tmp_path, capsys):
+    """A ratio of 1e-7 (a 16 KiB copy on a GPU against one on the interpreter) reads
+    1e-07, not 0.0000, and one of 1e7 keeps the interval's bracket in its column."""
+    a = [1000.0 + 1e-3 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a)
+    _study(tmp_path, "b", [x * 1e-7 for x in a])
+    _study(tmp_path, "c", [x * 1e4 for x in a])
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[1].startswith("FASTER ")
+    assert "0.0000" not in out[1] and "    1e-07 [  1e-07,   1e-07]" in out[1]
+    rc, out2, _ = run(capsys, "compare", "a", "c", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out2[1].startswith("SLOWER ") and "1e+04 [  1e+04,   1e+04]" in out2[1]
+    assert out[1].index("[") == out2[1].index("[") == 19            # as a 1.0000 row's
+    assert out[1].index("]") == out2[1].index("]") == 36
+
+
+def test_compare_says_where_the_studies_ran_other_kernels(tmp_path, capsys):
+    """Two studies of one config on other kernels (or one kernel's source edited): the
+    ratio compares the kernels, and a note says so before the verdicts."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a, kernel_source_hash="aaaa")
+    _study(tmp_path, "b", [x * 2 for x in a], kernel="scale", kernel_source_hash="bbbb")
+    _study(tmp_path, "c", a, kernel_source_hash="cccc")
+    _study(tmp_path, "d", a, kernel_source_hash="aaaa")
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0] == ("note: A ran kernel copy (source aaaa), B kernel scale "
+                                  "(source bbbb): each ratio compares the kernels as well "
+                                  "as the config")
+    assert out[1].startswith("verdict ") and out[2].startswith("SLOWER ")
+    rc, out, _ = run(capsys, "compare", "a", "c", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0].startswith("note: A ran kernel copy (source aaaa), B kernel "
+                                         "copy (source cccc)")
+    rc, out, _ = run(capsys, "compare", "a", "d", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0].startswith("verdict ")
+
+
+def test_compare_of_studies_with_no_problem_in_common_says_what_each_measured(tmp_path,
+                                                                              capsys):
+    """A 1 GiB study against one the interpreter shrank to 16 KiB: the refusal names each
+    side's problems, so the reader sees why none is in common."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a, size=1 << 30)
+    _study(tmp_path, "b", a, size=1 << 14)
+    rc, out, err = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 2 and out == [] and err == (
+        f"sweeper: {tmp_path / 'a'} and {tmp_path / 'b'} have no successful config measured "
+        "on the same problem in both: A measured float32 1GiB cold (1 config); B measured "
+        "float32 16KiB cold (1 config)\n")
+
+
+def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys):
+    """A config that failed in A (or that A never ran) has no verdict; a note counts those
+    left out, so "1 of 1 config" is not read as the whole of two studies of 3 configs."""
+    from sweeper.measure import summarize
+
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    for name, blocks in (("a", (32,)), ("b", (32, 64, 128))):
+        store = StudyStore(tmp_path / name)
+        store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}})
+        for number, block in enumerate(blocks):
+            store.append(TrialRecord(
+                number=number, status=TrialStatus.OK, choice={"block": str(block)},
+                config=Config(Problem("float32", 1 << 20), grid=1, block=block),
+                samples_ms=a, stats=summarize(a)))
+        store.close()
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0] == ("note: left out: 2 configs measured successfully only in "
+                                  "B (a verdict needs the config's samples on the same "
+                                  "problem in both)")
+    assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
+    rc, out, _ = run(capsys, "compare", "a", "a", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0].startswith("verdict ")
 
 
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):

@@ -251,11 +251,17 @@ def test_roofline_points_and_roofs_from_ceilings_and_bounds():
     labels = ax.get_legend_handles_labels()[1]
     assert "winners without FLOPs: listed at right" in labels
     assert "bfloat16 bound 1000 TFLOP/s" in labels
+    assert " ".join(ax.get_title().split()).endswith("; dashed: physical bounds")
+    assert roof.key == "solid: measured by sweeper calibrate, test; dashed: physical bounds"
 
 
 def test_roofline_with_bounds_only_and_its_refusal_without_either():
     roof = roofline(GPU, winners()[:1], None, BOUNDS)
     assert all(not r.calibrated for r in roof.roofs)
+    assert roof.key == "no calibrated ceilings; dashed: physical bounds"
+    solid = roofline(GPU, winners()[:1], CEILINGS, None, "sweeper calibrate, test")
+    title = " ".join(roofline_figure(solid).axes[0].get_title().split())
+    assert title.endswith("; no physical bounds (none recorded)") and "dashed" not in title
     point = roof.points.iloc[0]
     assert point["pct_roof"] == pytest.approx(point["pct_physical"])
     assert point["roof"] == "compute: bfloat16 bound 1000 TFLOP/s"
@@ -299,9 +305,9 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
     assert main(["roofline", "--studies-dir", str(d)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("roofline of replay: NVIDIA H200: 2 winner(s) of 2 study(ies); roofs "
-                      "(solid: sweeper calibrate, 2026-01-01T00:00:00+00:00, from the ceilings "
-                      "cache; dashed: physical bounds): DRAM copy 4200 GB/s; bfloat16 matmul "
-                      "800 TFLOP/s")
+                      "(solid: measured by sweeper calibrate, 2026-01-01T00:00:00+00:00, from "
+                      "the ceilings cache; no physical bounds (none recorded)): DRAM copy 4200 "
+                      "GB/s; bfloat16 matmul 800 TFLOP/s")          # no dashed roof claimed
     assert out[1].startswith("matmul bfloat16 M=4096 N=4096 K=4096 cold (#4, matmul): 1365 FLOP/B, "
                              "746.8 TFLOP/s, 93.")
     assert out[2].startswith("copy float32 1GiB cold (#") and "0 FLOP, 4256 GB/s, 101.3% of " \

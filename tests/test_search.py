@@ -1242,3 +1242,39 @@ def test_a_model_turn_takes_guesses_within_flat_top_of_the_best_as_alike(monkeyp
     assert turn() == ({"a": "3", "b": "6"}, Phase.TURN)     # next to the fastest measured
     monkeypatch.setattr(auto, "FLAT_TOP", 1.0)
     assert turn() == ({"a": "3", "b": "2"}, Phase.TURN)     # the best unmeasured guess
+
+
+def test_ab_varies_an_axis_whose_value_holds_a_comma():
+    """``--vary grid=sms,cdiv(n, BLOCK)``: the shipped spaces' grid expression holds a
+    comma; the pair is the one split that leaves two values of the axis."""
+    from sweeper.ab import parse_vary
+    from sweeper.errors import SweeperError
+    from sweeper.space import parse_space
+
+    space = parse_space("kernel: copy\nparams:\n  grid: [sms, 4*sms, \"cdiv(n, BLOCK)\"]\n"
+                        "  block: [32]\n  BLOCK: [256]\n  dtype: [float32]\n"
+                        "  footprint: [4KiB]\n")
+    assert parse_vary("grid=sms,cdiv(n, BLOCK)", space) == ("grid", "sms", "cdiv(n, BLOCK)")
+    assert parse_vary("grid=cdiv(n, BLOCK), 4*sms", space) == ("grid", "cdiv(n, BLOCK)",
+                                                                "4*sms")
+    assert parse_vary("grid=sms,4*sms", space) == ("grid", "sms", "4*sms")
+    with pytest.raises(SweeperError, match="write KEY=A,B"):
+        parse_vary("grid=sms,4*sms,cdiv(n, BLOCK)", space)
+    with pytest.raises(SweeperError, match="'8\\*sms' is not a value of grid"):
+        parse_vary("grid=sms,8*sms", space)
+
+
+def test_ab_whose_held_values_rule_a_side_out_says_how_to_hold_others(small_space,
+                                                                      tmp_path, capsys,
+                                                                      monkeypatch):
+    """BLOCK held at 256 rules block=128 out (BLOCK >= 4 * block): one line naming the
+    values held as the header does, the reason, and -p to hold others; no dict repr."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["ab", str(small_space), "--vary", "block=32,128", "--device",
+                 "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: --vary 'block=32,128': block=128 with grid=sms dtype=float32 "
+        "footprint=4KiB cache=cold BLOCK=256 held cannot run: constraint 'BLOCK >= 4 * "
+        "block' is false (BLOCK=256, block=128); the other axes are held at their middle "
+        "value: hold others with -p KEY=VALUE\n")
+    assert not (tmp_path / "studies").exists()

@@ -388,8 +388,9 @@ def test_compare_matches_configs_measured_on_the_same_problem_and_names_the_devi
                  "--study", "cpu", "--trials", "3", "--quiet", "--no-report"]) == 0
     capsys.readouterr()
     assert main(["compare", "h200", "cpu"]) == 2
-    assert capsys.readouterr().err.endswith("have no successful config measured on the same "
-                                            "problem in both\n")
+    err = capsys.readouterr().err                  # what each measured: why none in common
+    assert "have no successful config measured on the same problem in both: A measured " \
+        "float32 1GiB cold (" in err and "; B measured float32 16KiB cold (" in err
     cpu = next(t.number for t in StudyStore(tmp_path / "studies" / "cpu").records()[0] if t.ok)
     assert main(["compare", "h200@6", f"cpu@{cpu}"]) == 0   # two trials, as asked
     out = capsys.readouterr().out.splitlines()

@@ -16,6 +16,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     and the verdict, and say where the samples are; a replay device is refused, as it has
     no samples to interleave."""
     from sweeper.ab import run_ab
+    from sweeper.compare import ratio_text
     from sweeper.measure import summarize
 
     threshold = fraction_option("--threshold", args.threshold)
@@ -36,7 +37,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
         print(f"  {result.key}={label}: median {s.median:.4g} ms, 95% CI [{s.ci_lo:.4g}, "
               f"{s.ci_hi:.4g}], {s.n} samples")
     print(f"verdict: B ({result.key}={result.b}) is {c.verdict.value} than A "
-          f"({result.key}={result.a}): time ratio {c.ratio:.4f} [{c.lo:.4f}, {c.hi:.4f}]"
+          f"({result.key}={result.a}): time ratio {ratio_text(c.ratio)} "
+          f"[{ratio_text(c.lo)}, {ratio_text(c.hi)}]"
           .replace("SAME than", "the SAME as").replace("UNCLEAR than", "UNCLEAR against")
           + f"; practical threshold {100 * c.threshold:g}%"
           + (" (the CIs are apart, the medians within it)" if c.practically_same else ""))

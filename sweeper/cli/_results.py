@@ -49,8 +49,7 @@ def cmd_roofline(args: argparse.Namespace) -> int:
               "measured a config", file=sys.stderr)
         return EXIT_NOTHING_MEASURED
     print(f"roofline of {roof.gpu}: {len(roof.points) + len(roof.beside)} winner(s) of "
-          f"{len(stores)} study(ies); roofs (solid: "
-          f"{roof.ceilings_from or 'no calibrated ceilings'}; dashed: physical bounds): "
+          f"{len(stores)} study(ies); roofs ({roof.key}): "
           + "; ".join(f"{r.name}{'' if r.calibrated else ' (physical)'}" for r in roof.roofs))
     for _, p in roof.points.iterrows():
         print(f"{p['kernel']} {p['problem']} (#{p['number']}, {p['study']}): "

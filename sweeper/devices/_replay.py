@@ -233,7 +233,7 @@ def _rows_at_once(path: Path, first: int, text: str) -> tuple[list[str], Rows] |
         return None
     head, _, text = text.partition("\n")
     lines = text.split("\n") if text else []
-    if not head.strip() or max(len(head), *map(len, lines)) > csv.field_size_limit():
+    if not head.strip() or max([len(head), *map(len, lines)]) > csv.field_size_limit():
         return None                     # a blank line, or one over the CSV reader's cap
     columns = _columns(path, first, head.split(","))
     # a blank line has no comma: with two columns or more, it fails the count

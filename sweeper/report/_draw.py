@@ -224,9 +224,7 @@ def roofline_figure(roof: Roofline) -> Any:
     ax.set_ylabel("TFLOP/s (log scale)")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3, which="both")
-    caption = ("solid: measured by " + roof.ceilings_from if roof.ceilings_from else
-               "no calibrated ceilings") + "; dashed: physical bounds"
-    _titled(ax, f"roofline · {roof.gpu}", caption, 8.5)
+    _titled(ax, f"roofline · {roof.gpu}", roof.key, 8.5)
     return fig
 
 

@@ -62,6 +62,16 @@ class Roofline(NamedTuple):
     beside: list[str]          # one line per winner that has no place on the plot
     ceilings_from: str         # where the calibrated roofs come from ("" when none)
 
+    @property
+    def key(self) -> str:
+        """What the solid and dashed roofs are, as the plot and the command say it: no
+        word of dashed bounds where the studies recorded none."""
+        solid = ("solid: measured by " + self.ceilings_from if self.ceilings_from else
+                 "no calibrated ceilings")
+        dashed = ("dashed: physical bounds" if any(not r.calibrated for r in self.roofs)
+                  else "no physical bounds (none recorded)")
+        return f"{solid}; {dashed}"
+
 
 class Winner(NamedTuple):
     """What the roofline needs of one problem's chosen config."""
