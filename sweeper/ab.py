@@ -27,6 +27,9 @@ from sweeper.space import Config, Invalid, Space
 
 ROUNDS = 10
 SAMPLES_PER_ROUND = 10
+#: Warmup turns before each side's samples in a round (fewer where the space's
+#: ``measure.warmup``, or the device's cap of it, is lower).
+WARMUP_PER_ROUND = 2
 
 
 @dataclass
@@ -41,17 +44,22 @@ class ABResult:
     fixed: dict[str, str]
     samples: dict[str, list[float]]
     comparison: Comparison
+    #: samples and warmup turns each side took in each round
+    per_round: int = SAMPLES_PER_ROUND
+    warmup: int = WARMUP_PER_ROUND
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON that ``sweeper ab --out`` writes: the samples, each side's median, the
-        verdict with its interval and threshold, and the rounds it was measured in."""
+        """The JSON ``sweeper ab`` writes (``STUDIES_DIR/STUDY-ab/``): the samples, each
+        side's median, the verdict with its interval and threshold, and the rounds it was
+        measured in, with the samples and warmup turns each side took in each."""
         c = self.comparison
         return {"vary": self.key, "a": self.a, "b": self.b, "fixed": self.fixed,
                 "samples_ms": self.samples,
                 "median_ms": {k: summarize(v).median for k, v in self.samples.items()},
                 "verdict": c.verdict.value, "ratio_b_over_a": c.ratio, "interval": [c.lo, c.hi],
                 "threshold": c.threshold,
-                "rounds": ROUNDS, "samples_per_round": SAMPLES_PER_ROUND}
+                "rounds": ROUNDS, "samples_per_round": self.per_round,
+                "warmup_per_round": self.warmup}
 
 
 def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
@@ -122,17 +130,19 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
             raise SweeperError(f"{key}={label}: wrong answer: {wrong}")
     measure = device.measure_spec(space.measure)
     rule = StopRule(kind="fixed", repeat=min(SAMPLES_PER_ROUND, measure.repeat))
+    warmup = min(WARMUP_PER_ROUND, measure.warmup)
     samples: dict[str, list[float]] = {a: [], b: []}
     for round_ in range(ROUNDS):
         for label in ((a, b) if round_ % 2 == 0 else (b, a)):
             config = configs[label]
             bufs = buffers[config.problem]
             samples[label] += device.measure(
-                functools.partial(kernel.launch, bufs, config), warmup=2, rule=rule,
+                functools.partial(kernel.launch, bufs, config), warmup=warmup, rule=rule,
                 flush=config.cache == "cold", batch=measure.batch, graph=measure.graph
             ).timing.samples
     result = ABResult(key, a, b, fixed, samples, compare_samples(samples[a], samples[b],
-                                                                threshold=threshold))
+                                                                threshold=threshold),
+                      per_round=rule.repeat, warmup=warmup)
     if out is not None:
         atomic_write(out, json.dumps({**result.to_json(), "environment": device.environment()},
                                      indent=2) + "\n")

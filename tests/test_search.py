@@ -1091,6 +1091,8 @@ def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_pa
     assert "verdict: B (BLOCK=1024) is " in out
     data = json.loads(Path("studies/tiny-ab/BLOCK-256-vs-1024.json").read_text())
     assert data["vary"] == "BLOCK" and len(data["samples_ms"]["256"]) == 30
+    # what each round took, as the interpreter capped it (its note: at most 1 warmup)
+    assert data["samples_per_round"] == 3 and data["warmup_per_round"] == 1
     assert data["verdict"] in ("SAME", "FASTER", "SLOWER", "UNCLEAR")
     assert main(["ab", str(small_space), "--vary", "BLOCK=256", "--device", "interpret"]) == 2
     assert "write KEY=A,B" in capsys.readouterr().err
