@@ -213,6 +213,19 @@ def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path
     assert list(tmp_path.iterdir()) == []                       # nothing written
 
 
+def test_no_gpu_for_a_cuda_kernel_points_to_a_replay_not_the_interpreter(tmp_path, capsys):
+    """Without a GPU the CUDA device's message sends a Triton kernel to the interpreter;
+    a ``cuda`` kernel cannot run there, so it is sent to a replay instead."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    space = ROOT / "spaces" / "cuda-copy.yaml"
+    assert main(["run", str(space), "--studies-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: no CUDA device found, and kernel cuda runs on a CUDA GPU only (compiled "
+        "CUDA C): run on a GPU or replay a recorded table (--device replay:TABLE.csv)\n")
+    assert list(tmp_path.iterdir()) == []                       # nothing written
+
+
 USER_CUDA = {
     "called": 'copy = sweeper.kernel(sweeper.cuda("copy.cu", "copy", ["dst", "src", "n"]),\n'
               '                      {declared})\n',
