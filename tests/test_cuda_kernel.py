@@ -177,6 +177,12 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
     (space_text(extra="\n  grid: 'grid * 2'"), ":9: kernel.grid: grid's values read grid "
      "itself; an axis's expression reads the other axes, the dimensions and the device's "
      "facts"),
+    # a swept axis the source never names would compile one kernel under many configs
+    (space_text().replace("  VEC: [1, 4]\n", "  VECT: [1, 4]\n"), ":11: params.VECT: "
+     "copy.cu and the files it includes never name VECT, so -DVECT=... changes nothing and "
+     "its configs would repeat one another; allowed: a define the source reads, a "
+     "template's {NAME}, an argument, or a name an axis's expression reads; did you mean "
+     "'VEC'?"),
 ])
 def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, message):
     path = cu_space(text)
@@ -184,6 +190,16 @@ def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, 
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"{path}{message.replace('{folder}', str(path.parent))}"), err
     assert "\n" not in err
+
+
+def test_an_axis_the_source_never_names_passes_where_the_grid_or_args_read_it(cu_space):
+    """A meta-parameter the grid reads (waves of blocks) or the entry takes as an argument
+    changes the launch though no define reads it."""
+    text = space_text(args="[dst, src, n, PAD]").replace(
+        "  block: [128]\n", "  block: [128]\n  grid: ['WAVES * sms']\n  WAVES: [1, 2]\n"
+        "  PAD: [1, 2]\n")
+    space = load_space(cu_space(text))
+    assert [len(v) for k, v in space.choices().items() if k in ("WAVES", "PAD")] == [2, 2]
 
 
 def test_a_reference_file_is_read_beside_the_space_and_called_with_the_inputs(cu_space):

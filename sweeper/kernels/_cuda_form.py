@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from sweeper import plugins
 from sweeper.core import DTYPES, Problem
+from sweeper.core._units import did_you_mean
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
@@ -39,6 +40,9 @@ from sweeper.kernels._tensors import tensor_spec
 #: A ``__global__`` function's name, for the list of those a file declares.
 GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?"
                     r"(?:void\s+)?([A-Za-z_]\w*)\s*\(")
+#: What a preprocessor line reads (``#ifndef VEC``, ``#if UNROLL > 1``): the names a
+#: misspelt define is compared with.
+DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
@@ -149,6 +153,8 @@ class CudaDeclaration(Kernel):
             raise OptionError("template" if launch.template else "entry", missing)
         tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
         _check_args(launch, tensors, tuple(built.dims), meta)
+        if params is not None:
+            _check_meta_read(launch, options.get("grid", ""), params, meta)
         source = f"{launch.kernel_source()}// reference {options['reference']}\n"
         attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
         return type("CudaShort", (built, cls), attrs)
@@ -215,6 +221,54 @@ def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
     if unpassed:
         raise OptionError("args", f"tensor {unpassed[0]!r} is not passed to the entry; "
                           f"args: {', '.join(launch.raw_args)}")
+
+
+def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[str]
+                     ) -> None:
+    """An :class:`OptionError` at the first swept meta-parameter nothing reads: not the
+    source or the files it includes (as a ``-D`` define), the template, the arguments,
+    nor the expression of any axis or the grid option.  Its configs would compile the
+    same kernel and repeat one another; a misspelt define (``UNROL``) is the usual
+    cause.  A name written anywhere in the source passes (a comment too)."""
+    try:
+        text = "\n".join(data.decode(errors="replace")
+                         for data in sources(launch.source).values())
+    except OSError:
+        return                          # the source option says why
+    written = set(IDENTIFIER.findall(text))
+    macros = sorted(set(IDENTIFIER.findall(" ".join(DIRECTIVE.findall(text)))))
+    read = written | set(template_names(launch.template) if launch.template else ())
+    read |= {str(arg).partition(":")[0].strip() for arg in launch.raw_args}
+    read |= set(IDENTIFIER.findall(" ".join((grid, *_strings(params, keys=False)))))
+    for name in meta:
+        if name not in read:
+            raise OptionError(_axis_path(params, name), (
+                f"{launch.source.name} and the files it includes never name {name}, so "
+                f"-D{name}=... changes nothing and its configs would repeat one another; "
+                "allowed: a define the source reads, a template's {NAME}, an argument, or "
+                f"a name an axis's expression reads{did_you_mean(name, macros)}"))
+
+
+def _strings(value: Any, keys: bool = True) -> list[str]:
+    """Every string in a raw YAML value, nested or not (mapping keys too where ``keys``)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*(_strings(k) if keys else ()),
+                                                       *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _axis_path(params: Any, name: str) -> str:
+    """Where the space's ``params`` sweeps axis ``name``: ``params.NAME``, or inside a
+    group of zipped axes ``params.GROUP.zip.NAME``."""
+    for key, value in (params.items() if isinstance(params, dict) else ()):
+        zipped = value.get("zip") if isinstance(value, dict) else None
+        if isinstance(zipped, dict) and name in zipped:
+            return f"params.{key}.zip.{name}"
+    return f"params.{name}"
 
 
 def _source_problem(value: str) -> str | None:

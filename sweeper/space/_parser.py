@@ -633,7 +633,9 @@ class _Parser:
             self.shape = shape_of(kernel)
         except SweeperError as err:
             key = getattr(err, "key", None)
-            raise self.error(f"kernel.{key}" if key else "kernel", str(err)) from None
+            # a key under params: the axis the kernel's declaration refuses
+            raise self.error(key if key and key.startswith("params.") else
+                             f"kernel.{key}" if key else "kernel", str(err)) from None
         clash = [d for d in self.shape.names if d in (*LAUNCH_AXES, *PROBLEM_AXES,
                                                        *kernel.meta_params, *FACT_NAMES[:2])]
         if clash:
