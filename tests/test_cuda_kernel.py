@@ -202,6 +202,19 @@ def test_an_axis_the_source_never_names_passes_where_the_grid_or_args_read_it(cu
     assert [len(v) for k, v in space.choices().items() if k in ("WAVES", "PAD")] == [2, 2]
 
 
+def test_a_define_may_be_swept_off_as_0_and_no_lower(cu_space, capsys):
+    """A CUDA switch (``#if USE_SHARED``) is swept over 0 and 1 as the space writes it; the
+    define is no Triton constexpr and takes 0 without a declaration a space cannot give."""
+    text = space_text().replace("  VEC: [1, 4]\n", "  VEC: [1, 4]\n  USE_SHARED: [0, 1]\n")
+    path = cu_space(text)
+    (path.parent / "copy.cu").write_text(COPY_CU.read_text() + "#if USE_SHARED\n#endif\n")
+    assert load_space(path).choices()["USE_SHARED"] == ("0", "1")
+    path.write_text(text.replace("[0, 1]", "[-1, 1]"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (f"{path}:12: params.USE_SHARED[0]: -1 is below 0; "
+                                       "allowed: cuda's USE_SHARED from 0 up\n")
+
+
 def test_a_reference_file_is_read_beside_the_space_and_called_with_the_inputs(cu_space):
     folder = cu_space(space_text()).parent
     (folder / "ref.py").write_text("def copied(src):\n    return src + 0\n")

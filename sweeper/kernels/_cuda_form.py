@@ -139,7 +139,7 @@ class CudaDeclaration(Kernel):
             declared = Declaration(
                 inputs=inputs, outputs=outputs, name="cuda",
                 reference=Reference(options["reference"], tuple(inputs)),
-                meta={m: MetaParam(default=0, doc="a -D define") for m in meta},
+                meta={m: MetaParam(default=0, doc="a -D define", least=0) for m in meta},
                 dims=dims,
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
                 footprint_bytes=options.get("footprint_bytes"),
