@@ -177,6 +177,17 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
     (space_text(extra="\n  grid: 'grid * 2'"), ":9: kernel.grid: grid's values read grid "
      "itself; an axis's expression reads the other axes, the dimensions and the device's "
      "facts"),
+    # the tensors' mistakes at the tensor's own line, in the space's words
+    (space_text().replace("{src: n}", "{src: m}"), ":5: kernel.inputs.src: shape 'm' reads "
+     "'m'; known: n, itemsize"),
+    (space_text().replace("{dst: n}", "[dst]"), ":6: kernel.outputs: 'dst' is no input "
+     "(inputs: src); allowed: the inputs written in place, or new outputs by shape "
+     "({dst: n})"),
+    (space_text().replace("{dst: n}", "{src: n}"), ":6: kernel.outputs.src: 'src' is an "
+     "input too; allowed: an input written in place, named and not shaped (outputs: [src]), "
+     "or a new output of another name"),
+    (space_text(extra="\n  dims: {n: 64, m: 4}"), ":9: kernel.dims: dimensions other than n "
+     "need footprint_bytes, the bytes a problem is named by, over n, m and itemsize"),
     # a swept axis the source never names would compile one kernel under many configs
     (space_text().replace("  VEC: [1, 4]\n", "  VECT: [1, 4]\n"), ":11: params.VECT: "
      "copy.cu and the files it includes never name VECT, so -DVECT=... changes nothing and "

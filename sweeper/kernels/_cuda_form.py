@@ -135,6 +135,7 @@ class CudaDeclaration(Kernel):
                            len(inputs), list(dims or ["n"]) if params is not None else None) \
             if "model" in options else None
         _check_counts(options, list(dims or ["n"]))
+        _check_tensors(options, inputs, outputs, list(dims or ["n"]))
         try:
             declared = Declaration(
                 inputs=inputs, outputs=outputs, name="cuda",
@@ -285,6 +286,35 @@ def _source_problem(value: str) -> str | None:
 def _entry_problem(value: str) -> str | None:
     return None if IDENTIFIER.fullmatch(value) else \
         f"{value!r} is not a function name; allowed: a C identifier such as copy"
+
+
+def _check_tensors(options: Mapping[str, str], inputs: Mapping[str, Any],
+                   outputs: Mapping[str, Any] | list[str], dims: Sequence[str]) -> None:
+    """The ``inputs`` and ``outputs`` options (and ``footprint_bytes`` where the dimensions
+    are not one ``n``) as the space writes them: an :class:`OptionError` at the tensor
+    that is wrong, in the space's words (the Python form's are ``sweeper.kernel``'s)."""
+    shaped = [("inputs", inputs), ("outputs", outputs if isinstance(outputs, dict) else {})]
+    for key, tensors in shaped:
+        for name, raw in tensors.items():
+            where = f"{key}.{name}"
+            try:
+                tensor_spec("cuda", where, raw, tuple(dims))
+            except SweeperError as err:
+                raise OptionError(where, str(err).removeprefix(f"kernel cuda: {where}: ")
+                                  ) from None
+            if key == "outputs" and name in inputs:
+                raise OptionError(where, f"{name!r} is an input too; allowed: an input "
+                                  f"written in place, named and not shaped (outputs: [{name}]),"
+                                  " or a new output of another name")
+    for name in outputs if isinstance(outputs, list) else ():
+        if name not in inputs:
+            raise OptionError("outputs", f"{name!r} is no input (inputs: {', '.join(inputs)})"
+                              "; allowed: the inputs written in place, or new outputs by "
+                              f"shape ({{{name}: n}})")
+    if list(dims) != ["n"] and "footprint_bytes" not in options:
+        raise OptionError("dims", "dimensions other than n need footprint_bytes, the bytes a "
+                          f"problem is named by, over {', '.join(dims)} and itemsize (the "
+                          "largest array's, such as M * K * itemsize)")
 
 
 def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
