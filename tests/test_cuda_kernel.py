@@ -308,6 +308,16 @@ def test_sweeper_kernels_lists_cuda(capsys):
         "with the swept axes as -D defines (needs a GPU and cupy)" in capsys.readouterr().out
 
 
+def test_sweeper_cuda_without_a_module_file_reads_the_current_folder(tmp_path, monkeypatch):
+    """In a REPL, a notebook or ``python -c`` (no ``__file__``) the source is found where
+    ``open()`` would find it, in the current folder, not in its parent."""
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    monkeypatch.chdir(tmp_path)
+    launch = eval('sweeper.cuda("copy.cu", "copy", ["dst", "src", "n"])',
+                  {"sweeper": sweeper, "__name__": "__main__"})
+    assert launch.source == tmp_path / "copy.cu"
+
+
 def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():
     launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n:int64"])
     assert launch.source == COPY_CU and launch.__module__ == __name__

@@ -51,13 +51,16 @@ STRUCTURED: dict[str, type | tuple[type, ...]] = {
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
          template: str | None = None) -> CudaLaunch:
     """The launch of a CUDA C/C++ kernel, for :func:`sweeper.kernel`: ``source`` (relative
-    to the calling module's file), ``entry`` the ``__global__`` function, ``args`` its
-    arguments in order (tensors by name, dimensions and meta-parameters by name, numbers;
-    a scalar typed as ``n:int64``, default int32 or float32), ``template`` an
-    instantiation such as ``"copy<{VEC}>"``.  Meta-parameters become ``-DNAME=value``,
-    the block ``-Dblock_size_x``, the dtype ``-DDTYPE``."""
+    to the calling module's folder; in a REPL or notebook, the current one), ``entry``
+    the ``__global__`` function, ``args`` its arguments in order (tensors by name,
+    dimensions and meta-parameters by name, numbers; a scalar typed as ``n:int64``,
+    default int32 or float32), ``template`` an instantiation such as ``"copy<{VEC}>"``.
+    Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
+    ``-DDTYPE``."""
     caller = sys._getframe(1).f_globals
-    folder = Path(caller.get("__file__") or ".").resolve().parent
+    module_file = caller.get("__file__")
+    # no file (a REPL, a notebook, python -c): the current folder, as open() reads it
+    folder = Path(module_file).resolve().parent if module_file else Path.cwd()
     path = (folder / source).resolve()
     problem = _source_problem(str(path)) or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
