@@ -318,6 +318,14 @@ def test_sweeper_cuda_without_a_module_file_reads_the_current_folder(tmp_path, m
     assert launch.source == tmp_path / "copy.cu"
 
 
+def test_sweeper_cuda_says_a_missing_source_is_read_beside_the_module(tmp_path):
+    with pytest.raises(sweeper.SweeperError) as raised:
+        sweeper.cuda("missing.cu", "copy", ["dst", "src", "n"])
+    assert str(raised.value) == (f"sweeper.cuda: no file {Path(__file__).parent}/missing.cu; "
+                                 "allowed: a CUDA source file, relative to the folder of "
+                                 f"{__file__}")
+
+
 def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():
     launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n:int64"])
     assert launch.source == COPY_CU and launch.__module__ == __name__

@@ -62,7 +62,8 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     # no file (a REPL, a notebook, python -c): the current folder, as open() reads it
     folder = Path(module_file).resolve().parent if module_file else Path.cwd()
     path = (folder / source).resolve()
-    problem = _source_problem(str(path)) or _entry_problem(entry) or (
+    beside = f"the folder of {module_file}" if module_file else "the current folder"
+    problem = _source_problem(str(path), beside) or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
         _entry_in_source(path, entry, template)
     if problem is None and isinstance(args, str):
@@ -275,10 +276,10 @@ def _axis_path(params: Any, name: str) -> str:
     return f"params.{name}"
 
 
-def _source_problem(value: str) -> str | None:
+def _source_problem(value: str, relative_to: str = "the space file") -> str | None:
     path = Path(value)
     if not path.is_file():
-        return f"no file {value}; allowed: a CUDA source file, relative to the space file"
+        return f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
     try:
         sources(path)
     except (OSError, UnicodeDecodeError) as err:
