@@ -152,6 +152,11 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
     (space_text(extra="\n  template: 'copy<{VEC}, {UNROLL}>'"), ":9: kernel.template: "
      "'copy<{VEC}, {UNROLL}>' reads {UNROLL}, which is no meta-parameter axis of params; "
      "known: VEC"),
+    # a format spec would write another number than the value swept
+    (space_text(extra="\n  template: 'copy<{VEC:x}>'"), ":9: kernel.template: 'copy<{VEC:x}>': "
+     "{VEC:x} formats the value; allowed: {NAME} alone, filled in with the value in decimal"),
+    (space_text(extra="\n  template: 'copy<{VEC!r}>'"), ":9: kernel.template: 'copy<{VEC!r}>': "
+     "{VEC!r} formats the value"),
     (space_text(extra="\n  template: copy"), ":9: kernel.template: 'copy' is not a "
      "template instantiation; allowed: entry<{META}, ...> such as copy<{VEC}, {UNROLL}>"),
     (space_text().replace('"torch:clone"', "ref.py:clone"), ":8: kernel.reference: no "
