@@ -307,6 +307,23 @@ def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
     assert not (tmp_path / "st").exists()
 
 
+def test_plan_counts_a_users_sweeper_cuda_kernels_binaries_as_nvrtcs(tmp_path, monkeypatch,
+                                                                       capsys):
+    """A user kernel launching ``sweeper.cuda`` compiles through NVRTC, one binary per
+    block, meta-parameters and dtype, not Triton's one per problem too."""
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
+    (tmp_path / "usercuda_binaries.py").write_text(
+        "import sweeper\n\n" + USER_CUDA["called"].format(declared=declared))
+    (tmp_path / "s.yaml").write_text("kernel: usercuda_binaries:copy\nparams:\n"
+                                     "  VEC: [1, 4]\n  footprint: [4KiB, 8KiB]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "s.yaml", "--studies-dir", "st"]) == 0
+    assert "2 binaries: 0 compiled on this machine already (a load each), 2 to compile " \
+        "(NVRTC's, per cache key)" in capsys.readouterr().out
+
+
 def test_sweeper_kernels_lists_cuda(capsys):
     assert main(["kernels"]) == 0
     assert "cuda (built-in): a CUDA C/C++ kernel from a .cu file, compiled through NVRTC " \

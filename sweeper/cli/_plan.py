@@ -81,7 +81,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _binaries_text(plan: Any, space: Any) -> str:
     """``20 binaries: 4 compiled on this machine already (a load each), 16 to compile
     (Triton's, per problem, block and constexprs)``."""
-    kind = ("NVRTC's, per cache key" if space.kernel == "cuda" else
+    kind = ("NVRTC's, per cache key" if needs_gpu(space) else
             "Triton's, per problem, block and constexprs")
     return (f"{counted(plan.binaries, 'binary', 'binaries')}: {plan.cached} compiled on "
             f"this machine already (a load each), {plan.binaries - plan.cached} to compile "
