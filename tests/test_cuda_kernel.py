@@ -231,6 +231,17 @@ def test_a_define_may_be_swept_off_as_0_and_no_lower(cu_space, capsys):
                                        "allowed: cuda's USE_SHARED from 0 up\n")
 
 
+def test_a_source_not_in_utf8_is_refused_as_the_space_is_read(cu_space, capsys):
+    """NVRTC is given the source's text: one saved in Latin-1 would fail every config's
+    compile with a UnicodeDecodeError, so it is refused at kernel.source instead."""
+    path = cu_space(space_text())
+    (path.parent / "copy.cu").write_bytes(b"// 5 \xb5s a launch\n" + COPY_CU.read_bytes())
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:3: kernel.source: {path.parent / 'copy.cu'} is not UTF-8 text (byte 5: "
+        "invalid start byte); allowed: a source saved as UTF-8, as NVRTC is given it\n")
+
+
 def test_a_reference_file_is_read_beside_the_space_and_called_with_the_inputs(cu_space):
     folder = cu_space(space_text()).parent
     (folder / "ref.py").write_text("def copied(src):\n    return src + 0\n")

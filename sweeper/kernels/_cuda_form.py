@@ -281,9 +281,12 @@ def _source_problem(value: str, relative_to: str = "the space file") -> str | No
     if not path.is_file():
         return f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
     try:
-        sources(path)
-    except (OSError, UnicodeDecodeError) as err:
+        sources(path)[path.resolve()].decode()     # the text NVRTC is given; it reads includes
+    except OSError as err:
         return f"{value} cannot be read: {err}"
+    except UnicodeDecodeError as err:
+        return (f"{value} is not UTF-8 text (byte {err.start}: {err.reason}); allowed: a "
+                "source saved as UTF-8, as NVRTC is given it")
     return None
 
 
