@@ -65,6 +65,7 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     target = Path(path)
     output_file(store, target)
     won = study_winners(store)
+    refuse_cuda_c(won.meta.kernel)
     data = _existing(target)
     kernel = won.meta.tuned_name
     kernel_path = won.meta.kernel if won.meta.kernel != kernel else None
@@ -88,6 +89,23 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     atomic_write(target, render(data, module))
     warn_without_winner(won)
     return target, section
+
+
+def refuse_cuda_c(kernel: str) -> None:
+    """A :class:`SweeperError` where ``kernel`` is compiled CUDA C (the built-in ``cuda``,
+    or a user kernel launching ``sweeper.cuda``, read from its source): no
+    ``@triton.autotune`` can take its configs, which are defines and a grid."""
+    from sweeper import plugins
+    from sweeper.core._spelling import option
+
+    try:
+        declared = plugins.kernel_declaration(kernel, user_code=False)
+    except SweeperError:
+        return                         # a kernel no longer found: taken as Triton's
+    if getattr(declared, "needs_gpu", False):
+        raise SweeperError(f"kernel {kernel} is compiled CUDA C, not a Triton kernel: its "
+                           f"configs cannot feed @triton.autotune; allowed: {option('format')} "
+                           "tuning (sweeper.tuned), csv, parquet or optuna")
 
 
 def _existing(target: Path) -> dict[str, Any] | None:

@@ -152,6 +152,11 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
     (space_text(extra="\n  template: 'copy<{VEC}, {UNROLL}>'"), ":9: kernel.template: "
      "'copy<{VEC}, {UNROLL}>' reads {UNROLL}, which is no meta-parameter axis of params; "
      "known: VEC"),
+    # a format spec would write another number than the value swept
+    (space_text(extra="\n  template: 'copy<{VEC:x}>'"), ":9: kernel.template: 'copy<{VEC:x}>': "
+     "{VEC:x} formats the value; allowed: {NAME} alone, filled in with the value in decimal"),
+    (space_text(extra="\n  template: 'copy<{VEC!r}>'"), ":9: kernel.template: 'copy<{VEC!r}>': "
+     "{VEC!r} formats the value"),
     (space_text(extra="\n  template: copy"), ":9: kernel.template: 'copy' is not a "
      "template instantiation; allowed: entry<{META}, ...> such as copy<{VEC}, {UNROLL}>"),
     (space_text().replace('"torch:clone"', "ref.py:clone"), ":8: kernel.reference: no "
@@ -177,6 +182,23 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
     (space_text(extra="\n  grid: 'grid * 2'"), ":9: kernel.grid: grid's values read grid "
      "itself; an axis's expression reads the other axes, the dimensions and the device's "
      "facts"),
+    # the tensors' mistakes at the tensor's own line, in the space's words
+    (space_text().replace("{src: n}", "{src: m}"), ":5: kernel.inputs.src: shape 'm' reads "
+     "'m'; known: n, itemsize"),
+    (space_text().replace("{dst: n}", "[dst]"), ":6: kernel.outputs: 'dst' is no input "
+     "(inputs: src); allowed: the inputs written in place, or new outputs by shape "
+     "({dst: n})"),
+    (space_text().replace("{dst: n}", "{src: n}"), ":6: kernel.outputs.src: 'src' is an "
+     "input too; allowed: an input written in place, named and not shaped (outputs: [src]), "
+     "or a new output of another name"),
+    (space_text(extra="\n  dims: {n: 64, m: 4}"), ":9: kernel.dims: dimensions other than n "
+     "need footprint_bytes, the bytes a problem is named by, over n, m and itemsize"),
+    # a swept axis the source never names would compile one kernel under many configs
+    (space_text().replace("  VEC: [1, 4]\n", "  VECT: [1, 4]\n"), ":11: params.VECT: "
+     "copy.cu and the files it includes never name VECT, so -DVECT=... changes nothing and "
+     "its configs would repeat one another; allowed: a define the source reads, a "
+     "template's {NAME}, an argument, or a name an axis's expression reads; did you mean "
+     "'VEC'?"),
 ])
 def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, message):
     path = cu_space(text)
@@ -184,6 +206,40 @@ def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, 
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"{path}{message.replace('{folder}', str(path.parent))}"), err
     assert "\n" not in err
+
+
+def test_an_axis_the_source_never_names_passes_where_the_grid_or_args_read_it(cu_space):
+    """A meta-parameter the grid reads (waves of blocks) or the entry takes as an argument
+    changes the launch though no define reads it."""
+    text = space_text(args="[dst, src, n, PAD]").replace(
+        "  block: [128]\n", "  block: [128]\n  grid: ['WAVES * sms']\n  WAVES: [1, 2]\n"
+        "  PAD: [1, 2]\n")
+    space = load_space(cu_space(text))
+    assert [len(v) for k, v in space.choices().items() if k in ("WAVES", "PAD")] == [2, 2]
+
+
+def test_a_define_may_be_swept_off_as_0_and_no_lower(cu_space, capsys):
+    """A CUDA switch (``#if USE_SHARED``) is swept over 0 and 1 as the space writes it; the
+    define is no Triton constexpr and takes 0 without a declaration a space cannot give."""
+    text = space_text().replace("  VEC: [1, 4]\n", "  VEC: [1, 4]\n  USE_SHARED: [0, 1]\n")
+    path = cu_space(text)
+    (path.parent / "copy.cu").write_text(COPY_CU.read_text() + "#if USE_SHARED\n#endif\n")
+    assert load_space(path).choices()["USE_SHARED"] == ("0", "1")
+    path.write_text(text.replace("[0, 1]", "[-1, 1]"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (f"{path}:12: params.USE_SHARED[0]: -1 is below 0; "
+                                       "allowed: cuda's USE_SHARED from 0 up\n")
+
+
+def test_a_source_not_in_utf8_is_refused_as_the_space_is_read(cu_space, capsys):
+    """NVRTC is given the source's text: one saved in Latin-1 would fail every config's
+    compile with a UnicodeDecodeError, so it is refused at kernel.source instead."""
+    path = cu_space(space_text())
+    (path.parent / "copy.cu").write_bytes(b"// 5 \xb5s a launch\n" + COPY_CU.read_bytes())
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:3: kernel.source: {path.parent / 'copy.cu'} is not UTF-8 text (byte 5: "
+        "invalid start byte); allowed: a source saved as UTF-8, as NVRTC is given it\n")
 
 
 def test_a_reference_file_is_read_beside_the_space_and_called_with_the_inputs(cu_space):
@@ -210,6 +266,19 @@ def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path
         "sweeper: kernel cuda runs on a CUDA GPU only (compiled CUDA C); device interpret "
         "cannot run it: run on a GPU (leave out --device) or replay a recorded table "
         "(--device replay:TABLE.csv)\n")
+    assert list(tmp_path.iterdir()) == []                       # nothing written
+
+
+def test_no_gpu_for_a_cuda_kernel_points_to_a_replay_not_the_interpreter(tmp_path, capsys):
+    """Without a GPU the CUDA device's message sends a Triton kernel to the interpreter;
+    a ``cuda`` kernel cannot run there, so it is sent to a replay instead."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    space = ROOT / "spaces" / "cuda-copy.yaml"
+    assert main(["run", str(space), "--studies-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: no CUDA device found, and kernel cuda runs on a CUDA GPU only (compiled "
+        "CUDA C): run on a GPU or replay a recorded table (--device replay:TABLE.csv)\n")
     assert list(tmp_path.iterdir()) == []                       # nothing written
 
 
@@ -249,10 +318,45 @@ def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
     assert not (tmp_path / "st").exists()
 
 
+def test_plan_counts_a_users_sweeper_cuda_kernels_binaries_as_nvrtcs(tmp_path, monkeypatch,
+                                                                       capsys):
+    """A user kernel launching ``sweeper.cuda`` compiles through NVRTC, one binary per
+    block, meta-parameters and dtype, not Triton's one per problem too."""
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
+    (tmp_path / "usercuda_binaries.py").write_text(
+        "import sweeper\n\n" + USER_CUDA["called"].format(declared=declared))
+    (tmp_path / "s.yaml").write_text("kernel: usercuda_binaries:copy\nparams:\n"
+                                     "  VEC: [1, 4]\n  footprint: [4KiB, 8KiB]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "s.yaml", "--studies-dir", "st"]) == 0
+    assert "2 binaries: 0 compiled on this machine already (a load each), 2 to compile " \
+        "(NVRTC's, per cache key)" in capsys.readouterr().out
+
+
 def test_sweeper_kernels_lists_cuda(capsys):
     assert main(["kernels"]) == 0
     assert "cuda (built-in): a CUDA C/C++ kernel from a .cu file, compiled through NVRTC " \
         "with the swept axes as -D defines (needs a GPU and cupy)" in capsys.readouterr().out
+
+
+def test_sweeper_cuda_without_a_module_file_reads_the_current_folder(tmp_path, monkeypatch):
+    """In a REPL, a notebook or ``python -c`` (no ``__file__``) the source is found where
+    ``open()`` would find it, in the current folder, not in its parent."""
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    monkeypatch.chdir(tmp_path)
+    launch = eval('sweeper.cuda("copy.cu", "copy", ["dst", "src", "n"])',
+                  {"sweeper": sweeper, "__name__": "__main__"})
+    assert launch.source == tmp_path / "copy.cu"
+
+
+def test_sweeper_cuda_says_a_missing_source_is_read_beside_the_module(tmp_path):
+    with pytest.raises(sweeper.SweeperError) as raised:
+        sweeper.cuda("missing.cu", "copy", ["dst", "src", "n"])
+    assert str(raised.value) == (f"sweeper.cuda: no file {Path(__file__).parent}/missing.cu; "
+                                 "allowed: a CUDA source file, relative to the folder of "
+                                 f"{__file__}")
 
 
 def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():

@@ -174,6 +174,18 @@ def test_another_gpu_merges_and_foreign_files_are_refused(tmp_path):
     assert mine.read_text() == "x = 1\n"
 
 
+def test_a_cuda_c_kernels_study_is_refused_and_nothing_written(tmp_path, capsys):
+    """A CUDA C kernel's configs are defines and a grid, which no ``@triton.autotune``
+    takes: the export is refused in one line, exit 2, and no module is written."""
+    study(tmp_path / "cu", kernel="cuda")
+    assert main(["export", str(tmp_path / "cu"), "--format", "triton"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: kernel cuda is compiled CUDA C, not a Triton kernel: its configs cannot "
+        "feed @triton.autotune; allowed: --format tuning (sweeper.tuned), csv, parquet or "
+        "optuna\n")
+    assert not (tmp_path / "cu" / "tuned_configs.py").exists()
+
+
 def test_a_user_kernel_and_a_built_in_of_one_name_are_two_modules(tmp_path):
     out = tmp_path / "tuned_scale.py"
     user = study(tmp_path / "user", kernel="examples.scale:scale")

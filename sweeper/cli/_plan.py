@@ -11,7 +11,7 @@ from typing import Any
 from sweeper.cli._inputs import space_source
 from sweeper.core._units import counted
 from sweeper.engine import space_and_device
-from sweeper.engine._inputs import refuse_gpu_only
+from sweeper.engine._inputs import needs_gpu, refuse_gpu_only
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -27,7 +27,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
     space = budgeted(space, args.trials, args.time)      # --trials, --time: as run reads them
-    refuse_gpu_only(space.kernel, _needs_gpu(space), device)
+    refuse_gpu_only(space.kernel, needs_gpu(space), device)
     facts = device.facts()
     store, kept = _studied(space, device, args)
     plan, builtin = plan_of(space, device, resumed_shape(
@@ -81,7 +81,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _binaries_text(plan: Any, space: Any) -> str:
     """``20 binaries: 4 compiled on this machine already (a load each), 16 to compile
     (Triton's, per problem, block and constexprs)``."""
-    kind = ("NVRTC's, per cache key" if space.kernel == "cuda" else
+    kind = ("NVRTC's, per cache key" if needs_gpu(space) else
             "Triton's, per problem, block and constexprs")
     return (f"{counted(plan.binaries, 'binary', 'binaries')}: {plan.cached} compiled on "
             f"this machine already (a load each), {plan.binaries - plan.cached} to compile "
@@ -156,16 +156,6 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(render(e) for e in entries))
     return 0
-
-
-def _needs_gpu(space: Any) -> bool:
-    """Whether the space's kernel declares it runs on a CUDA GPU only (a user kernel is
-    read from its source, not imported: one launching ``sweeper.cuda(...)`` does, as the
-    built-in ``cuda`` does)."""
-    from sweeper import plugins
-
-    declared = plugins.kernel_declaration(space.kernel, user_code=False)
-    return bool(getattr(declared, "needs_gpu", False))
 
 
 def _unimported_note(space: Any) -> str:

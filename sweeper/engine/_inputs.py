@@ -10,7 +10,7 @@ from typing import Any
 
 from sweeper.core._spelling import given, option
 from sweeper.engine._options import SpaceSource
-from sweeper.errors import SweeperError
+from sweeper.errors import NoDeviceError, SweeperError
 
 
 def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = False,
@@ -36,7 +36,15 @@ def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = Fal
                            user_code=not for_plan, text=source.text)
     if on_space is not None:
         on_space(space)
-    device = open_device(device_name, for_plan=for_plan)
+    try:
+        device = open_device(device_name, for_plan=for_plan)
+    except NoDeviceError as err:
+        if not needs_gpu(space):
+            raise
+        # the interpreter the device's message points to cannot run this kernel either
+        raise NoDeviceError(f"{str(err).split(';')[0]}, and kernel {space.kernel} runs on "
+                            "a CUDA GPU only (compiled CUDA C): run on a GPU or replay a "
+                            f"recorded table ({given('device', 'replay:TABLE.csv')})") from None
     device.check_space(space)
     return space, device
 
@@ -145,6 +153,16 @@ def refuse_gpu_only(name: str, needs_gpu: bool, device: Any) -> None:
     if problem is not None:
         raise SweeperError(f"{problem}: run on a GPU (leave out {option('device')}) or "
                            f"replay a recorded table ({given('device', 'replay:TABLE.csv')})")
+
+
+def needs_gpu(space: Any) -> bool:
+    """Whether the space's kernel declares it runs on a CUDA GPU only (a user kernel is
+    read from its source, not imported: one launching ``sweeper.cuda(...)`` does, as the
+    built-in ``cuda`` does)."""
+    from sweeper import plugins
+
+    declared = plugins.kernel_declaration(space.kernel, user_code=False)
+    return bool(getattr(declared, "needs_gpu", False))
 
 
 def gpu_only_problem(name: str, needs_gpu: bool, device: Any) -> str | None:

@@ -53,8 +53,11 @@ class MetaParam:
     #: The value counts elements of the problem's dtype (not tiles or stages): a winner
     #: found at another dtype is carried over at the same bytes (``auto``'s priors).
     elements: bool = False
-    #: The only values allowed (a switch: ``(0, 1)``); empty: any positive integer.
+    #: The only values allowed (a switch: ``(0, 1)``); empty: any integer from ``least``.
     choices: tuple[int, ...] = ()
+    #: The least value where there are no ``choices``: 1, or 0 where 0 means something
+    #: (a CUDA define such as ``-DUSE_SHARED=0``).
+    least: int = 1
 
 
 @dataclass

@@ -174,7 +174,14 @@ def cuda_binaries(options: dict[str, str], folder: Path | None = None) -> Binari
 
 def space_binaries(space: Any, device: str) -> Binaries:
     """The binaries of ``space``'s kernel on ``device`` (:func:`~sweeper.plan.costs_key`):
-    NVRTC's for a ``cuda`` kernel, else Triton's."""
+    NVRTC's for a ``cuda`` kernel and for a user kernel launching ``sweeper.cuda`` (read
+    from its source: one binary per block, meta-parameters and dtype, whatever the
+    problem's size; none known to be cached), else Triton's."""
+    from sweeper import plugins
+
     if space.kernel == "cuda":
         return cuda_binaries(dict(space.kernel_options))
+    if getattr(plugins.kernel_declaration(space.kernel, user_code=False), "needs_gpu", False):
+        return Binaries("nvrtc", lambda config: (config.block, tuple(sorted(
+            dict(config.meta).items())), config.problem.dtype), lambda _: False)
     return triton_binaries(device, space.kernel)

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from sweeper import plugins
 from sweeper.core import DTYPES, Problem
+from sweeper.core._units import did_you_mean
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
@@ -39,6 +40,9 @@ from sweeper.kernels._tensors import tensor_spec
 #: A ``__global__`` function's name, for the list of those a file declares.
 GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?"
                     r"(?:void\s+)?([A-Za-z_]\w*)\s*\(")
+#: What a preprocessor line reads (``#ifndef VEC``, ``#if UNROLL > 1``): the names a
+#: misspelt define is compared with.
+DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
@@ -47,15 +51,19 @@ STRUCTURED: dict[str, type | tuple[type, ...]] = {
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
          template: str | None = None) -> CudaLaunch:
     """The launch of a CUDA C/C++ kernel, for :func:`sweeper.kernel`: ``source`` (relative
-    to the calling module's file), ``entry`` the ``__global__`` function, ``args`` its
-    arguments in order (tensors by name, dimensions and meta-parameters by name, numbers;
-    a scalar typed as ``n:int64``, default int32 or float32), ``template`` an
-    instantiation such as ``"copy<{VEC}>"``.  Meta-parameters become ``-DNAME=value``,
-    the block ``-Dblock_size_x``, the dtype ``-DDTYPE``."""
+    to the calling module's folder; in a REPL or notebook, the current one), ``entry``
+    the ``__global__`` function, ``args`` its arguments in order (tensors by name,
+    dimensions and meta-parameters by name, numbers; a scalar typed as ``n:int64``,
+    default int32 or float32), ``template`` an instantiation such as ``"copy<{VEC}>"``.
+    Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
+    ``-DDTYPE``."""
     caller = sys._getframe(1).f_globals
-    folder = Path(caller.get("__file__") or ".").resolve().parent
+    module_file = caller.get("__file__")
+    # no file (a REPL, a notebook, python -c): the current folder, as open() reads it
+    folder = Path(module_file).resolve().parent if module_file else Path.cwd()
     path = (folder / source).resolve()
-    problem = _source_problem(str(path)) or _entry_problem(entry) or (
+    beside = f"the folder of {module_file}" if module_file else "the current folder"
+    problem = _source_problem(str(path), beside) or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
         _entry_in_source(path, entry, template)
     if problem is None and isinstance(args, str):
@@ -131,11 +139,12 @@ class CudaDeclaration(Kernel):
                            len(inputs), list(dims or ["n"]) if params is not None else None) \
             if "model" in options else None
         _check_counts(options, list(dims or ["n"]))
+        _check_tensors(options, inputs, outputs, list(dims or ["n"]))
         try:
             declared = Declaration(
                 inputs=inputs, outputs=outputs, name="cuda",
                 reference=Reference(options["reference"], tuple(inputs)),
-                meta={m: MetaParam(default=0, doc="a -D define") for m in meta},
+                meta={m: MetaParam(default=0, doc="a -D define", least=0) for m in meta},
                 dims=dims,
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
                 footprint_bytes=options.get("footprint_bytes"),
@@ -149,6 +158,8 @@ class CudaDeclaration(Kernel):
             raise OptionError("template" if launch.template else "entry", missing)
         tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
         _check_args(launch, tensors, tuple(built.dims), meta)
+        if params is not None:
+            _check_meta_read(launch, options.get("grid", ""), params, meta)
         source = f"{launch.kernel_source()}// reference {options['reference']}\n"
         attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
         return type("CudaShort", (built, cls), attrs)
@@ -217,20 +228,100 @@ def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
                           f"args: {', '.join(launch.raw_args)}")
 
 
-def _source_problem(value: str) -> str | None:
+def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[str]
+                     ) -> None:
+    """An :class:`OptionError` at the first swept meta-parameter nothing reads: not the
+    source or the files it includes (as a ``-D`` define), the template, the arguments,
+    nor the expression of any axis or the grid option.  Its configs would compile the
+    same kernel and repeat one another; a misspelt define (``UNROL``) is the usual
+    cause.  A name written anywhere in the source passes (a comment too)."""
+    try:
+        text = "\n".join(data.decode(errors="replace")
+                         for data in sources(launch.source).values())
+    except OSError:
+        return                          # the source option says why
+    written = set(IDENTIFIER.findall(text))
+    macros = sorted(set(IDENTIFIER.findall(" ".join(DIRECTIVE.findall(text)))))
+    read = written | set(template_names(launch.template) if launch.template else ())
+    read |= {str(arg).partition(":")[0].strip() for arg in launch.raw_args}
+    read |= set(IDENTIFIER.findall(" ".join((grid, *_strings(params, keys=False)))))
+    for name in meta:
+        if name not in read:
+            raise OptionError(_axis_path(params, name), (
+                f"{launch.source.name} and the files it includes never name {name}, so "
+                f"-D{name}=... changes nothing and its configs would repeat one another; "
+                "allowed: a define the source reads, a template's {NAME}, an argument, or "
+                f"a name an axis's expression reads{did_you_mean(name, macros)}"))
+
+
+def _strings(value: Any, keys: bool = True) -> list[str]:
+    """Every string in a raw YAML value, nested or not (mapping keys too where ``keys``)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*(_strings(k) if keys else ()),
+                                                       *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _axis_path(params: Any, name: str) -> str:
+    """Where the space's ``params`` sweeps axis ``name``: ``params.NAME``, or inside a
+    group of zipped axes ``params.GROUP.zip.NAME``."""
+    for key, value in (params.items() if isinstance(params, dict) else ()):
+        zipped = value.get("zip") if isinstance(value, dict) else None
+        if isinstance(zipped, dict) and name in zipped:
+            return f"params.{key}.zip.{name}"
+    return f"params.{name}"
+
+
+def _source_problem(value: str, relative_to: str = "the space file") -> str | None:
     path = Path(value)
     if not path.is_file():
-        return f"no file {value}; allowed: a CUDA source file, relative to the space file"
+        return f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
     try:
-        sources(path)
-    except (OSError, UnicodeDecodeError) as err:
+        sources(path)[path.resolve()].decode()     # the text NVRTC is given; it reads includes
+    except OSError as err:
         return f"{value} cannot be read: {err}"
+    except UnicodeDecodeError as err:
+        return (f"{value} is not UTF-8 text (byte {err.start}: {err.reason}); allowed: a "
+                "source saved as UTF-8, as NVRTC is given it")
     return None
 
 
 def _entry_problem(value: str) -> str | None:
     return None if IDENTIFIER.fullmatch(value) else \
         f"{value!r} is not a function name; allowed: a C identifier such as copy"
+
+
+def _check_tensors(options: Mapping[str, str], inputs: Mapping[str, Any],
+                   outputs: Mapping[str, Any] | list[str], dims: Sequence[str]) -> None:
+    """The ``inputs`` and ``outputs`` options (and ``footprint_bytes`` where the dimensions
+    are not one ``n``) as the space writes them: an :class:`OptionError` at the tensor
+    that is wrong, in the space's words (the Python form's are ``sweeper.kernel``'s)."""
+    shaped = [("inputs", inputs), ("outputs", outputs if isinstance(outputs, dict) else {})]
+    for key, tensors in shaped:
+        for name, raw in tensors.items():
+            where = f"{key}.{name}"
+            try:
+                tensor_spec("cuda", where, raw, tuple(dims))
+            except SweeperError as err:
+                raise OptionError(where, str(err).removeprefix(f"kernel cuda: {where}: ")
+                                  ) from None
+            if key == "outputs" and name in inputs:
+                raise OptionError(where, f"{name!r} is an input too; allowed: an input "
+                                  f"written in place, named and not shaped (outputs: [{name}]),"
+                                  " or a new output of another name")
+    for name in outputs if isinstance(outputs, list) else ():
+        if name not in inputs:
+            raise OptionError("outputs", f"{name!r} is no input (inputs: {', '.join(inputs)})"
+                              "; allowed: the inputs written in place, or new outputs by "
+                              f"shape ({{{name}: n}})")
+    if list(dims) != ["n"] and "footprint_bytes" not in options:
+        raise OptionError("dims", "dimensions other than n need footprint_bytes, the bytes a "
+                          f"problem is named by, over {', '.join(dims)} and itemsize (the "
+                          "largest array's, such as M * K * itemsize)")
 
 
 def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:

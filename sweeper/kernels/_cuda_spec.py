@@ -80,9 +80,16 @@ def parse_args(raw: Sequence[str], tensors: Sequence[str], dims: Sequence[str]
 def template_names(template: str) -> list[str] | str:
     """The meta-parameters ``copy<{VEC}, {UNROLL}>`` fills in, or why it is no template."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template)
+                  if f is not None]
     except ValueError as err:
         return f"{template!r} is not a template: {err}"
+    formatted = next((f"{{{f}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}"
+                      for f, spec, conv in parsed if spec or conv), None)
+    if formatted is not None:      # {VEC:x} would instantiate copy<10> at VEC=16
+        return (f"{template!r}: {formatted} formats the value; allowed: {{NAME}} alone, "
+                "filled in with the value in decimal")
+    fields = [f for f, _, _ in parsed]
     head = template.split("<", 1)[0].strip()
     if "<" not in template or not template.rstrip().endswith(">") or \
             IDENTIFIER.fullmatch(head.split("::")[-1]) is None:

@@ -676,7 +676,9 @@ class _Parser:
             self.shape = shape_of(kernel)
         except SweeperError as err:
             key = getattr(err, "key", None)
-            raise self.error(f"kernel.{key}" if key else "kernel", str(err)) from None
+            # a key under params: the axis the kernel's declaration refuses
+            raise self.error(key if key and key.startswith("params.") else
+                             f"kernel.{key}" if key else "kernel", str(err)) from None
         clash = [d for d in self.shape.names if d in (*LAUNCH_AXES, *PROBLEM_AXES,
                                                        *kernel.meta_params, *FACT_NAMES[:2])]
         if clash:
@@ -703,11 +705,14 @@ class _Parser:
 
     def lowest(self, axis: str) -> int:
         """The least value ``axis`` may take before its own checks: a dimension's declared
-        minimum, a switch's 0 (a meta-parameter with ``choices``), else 1."""
+        minimum, a switch's 0 (a meta-parameter with ``choices``), a meta-parameter's
+        declared ``least``, else 1."""
         if axis in self.shape.names:
             return int(self.shape.dim(axis).min)
         declared = self.kernel_cls.meta_params.get(axis)
-        return min(declared.choices) if declared is not None and declared.choices else 1
+        if declared is None:
+            return 1
+        return int(min(declared.choices) if declared.choices else declared.least)
 
     def refusal(self, axis: str, value: int) -> str | None:
         """Why ``value`` cannot be one of ``axis``'s (``None`` if it can): threads per
@@ -727,6 +732,9 @@ class _Parser:
         if declared is not None and declared.choices and value not in declared.choices:
             return (f"{value} is not a value of {kernel.name}'s {axis}; allowed: "
                     f"{', '.join(map(str, declared.choices))}")
+        if declared is not None and not declared.choices and value < declared.least:
+            return (f"{value} is below {declared.least}; allowed: {kernel.name}'s {axis} "
+                    f"from {declared.least} up")
         return None
 
     def sized_by(self, params: dict[str, Any]) -> tuple[str, ...]:
