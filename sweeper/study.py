@@ -167,14 +167,14 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
 
 
 def _content_of(text: str) -> str | None:
-    """The hash of what a recorded space ``text`` says; ``None`` where it holds files it
-    extends (it reads as one file only merged, as they were) or is not YAML."""
-    from sweeper.space._yaml import content_sha256, load_with_lines
+    """The hash of what a recorded space ``text`` says, the files it extends merged as
+    they were (:func:`~sweeper.space._files.load_recorded`); ``None`` where it is not
+    YAML."""
+    from sweeper.space._files import load_recorded
+    from sweeper.space._yaml import content_sha256
 
-    if any(extended_file(line) is not None for line in text.splitlines()):
-        return None
     try:
-        return content_sha256(load_with_lines(text, "study.json")[0])
+        return content_sha256(load_recorded(text, "study.json")[0])
     except SpaceError:
         return None
 

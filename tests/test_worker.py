@@ -105,6 +105,27 @@ def test_a_worker_without_a_space_takes_the_studys_and_needs_the_study(postgres_
         "spaces/copy.yaml").size
 
 
+def test_a_worker_without_a_space_joins_a_study_whose_space_extends_another(tmp_path,
+                                                                           capsys):
+    """The space a study records holds the files it extended after ``# extends`` lines; a
+    worker that takes it from the record reads them merged, as the run did, where it
+    read them as one YAML file and refused its repeated keys."""
+    (tmp_path / "base.yaml").write_text((ROOT / "spaces" / "copy.yaml").read_text())
+    (tmp_path / "child.yaml").write_text(
+        "extends: base.yaml\n# the same space, less of it\nstudy: child\n"
+        "params:\n  block: [128, 256]\n")
+    common = ["--study", "child", "--studies-dir", str(tmp_path / "st"), "--device",
+              f"replay:{TABLE}"]
+    assert main(["worker", str(tmp_path / "child.yaml"), *common, "--trials", "3"]) == 0
+    capsys.readouterr()
+    assert main(["worker", *common]) == 0, capsys.readouterr().err
+    assert "stopped: complete: every valid config tried" in capsys.readouterr().out
+    trials = StudyStore(tmp_path / "st" / "child").records()[0]
+    space = load_space(tmp_path / "child.yaml")
+    assert len(trials) == len({t.key() for t in trials}) == space.size
+    assert {t.config.block for t in trials} == {128, 256}
+
+
 def test_copy_study_moves_a_study_to_the_database_and_back(postgres_url, tmp_path,
                                                           monkeypatch, capsys):
     monkeypatch.chdir(ROOT)

@@ -93,6 +93,14 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
                          file=file, line=lines.get("extends"), path="extends") from None
     pdata, pwhere, ptext = load_located(parent, (*chain, path.resolve()), roots,
                                         decode_text(extended, str(parent)))
+    merged, merged_where = _merged(pdata, pwhere, data, where)
+    return merged, merged_where, f"{text}\n# extends {parent_ref}:\n{ptext}"
+
+
+def _merged(pdata: dict[str, Any], pwhere: Where, data: dict[str, Any], where: Where
+            ) -> tuple[dict[str, Any], Where]:
+    """``data`` (its ``extends:`` taken out) over the ``pdata`` it extends: ``MERGED``
+    keys key by key, the others whole; each key where it was written last."""
     merged = dict(pdata)
     merged_where = dict(pwhere)
     for key, value in data.items():
@@ -104,7 +112,35 @@ def load_located(path: Path, chain: tuple[Path, ...], roots: tuple[Path, ...],
             merged[key] = value
             _drop(merged_where, key)
     merged_where.update(where)
-    return merged, merged_where, f"{text}\n# extends {parent_ref}:\n{ptext}"
+    return merged, merged_where
+
+
+def load_recorded(text: str, file: str) -> tuple[Any, Where]:
+    """The data of a space's text as a study records it (:func:`load_located`'s third
+    result: a file, then after a ``# extends REF:`` line each file it extends), merged as
+    ``extends:`` merged them when it was read, with where each key was written (lines of
+    ``text``); a text of one file is read as that file.  No file is read: a worker that
+    joins a study from its record needs none of them."""
+    parts: list[tuple[int, list[str]]] = [(0, [])]
+    for number, line in enumerate(text.splitlines(), 1):
+        if extended_file(line) is not None:
+            parts.append((number, []))
+        else:
+            parts[-1][1].append(line)
+    if len(parts) == 1:
+        data, lines = load_with_lines(text, file)
+        return data, {k: (file, v) for k, v in lines.items()}
+    merged: dict[str, Any] = {}
+    merged_where: Where = {}
+    for start, lines_of in reversed(parts):
+        data, lines = load_with_lines("\n".join(lines_of), file)
+        if not isinstance(data, dict):
+            raise SpaceError("not a space file: each file a space extends must be a mapping "
+                             "of keys", file=file, line=start + 1)
+        data.pop("extends", None)
+        where: Where = {k: (file, v + start) for k, v in lines.items()}
+        merged, merged_where = _merged(merged, merged_where, data, where)
+    return merged, merged_where
 
 
 def extended_file(line: str) -> str | None:

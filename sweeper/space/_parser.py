@@ -72,7 +72,14 @@ from sweeper.core._units import (
 )
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.escape import cut
-from sweeper.space._files import TOP_KEYS, Override, load_located, override, reachable
+from sweeper.space._files import (
+    TOP_KEYS,
+    Override,
+    load_located,
+    load_recorded,
+    override,
+    reachable,
+)
 from sweeper.space._yaml import LongNumber, content_sha256, load_with_lines
 
 AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
@@ -142,10 +149,11 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
-    """The space in YAML ``text`` (called ``file`` in errors), checked as a file is."""
-    data, lines = load_with_lines(text, file)
-    return _Parser(file, {k: (file, v) for k, v in lines.items()}).space(
-        data, text, default_study, content_sha256(data))
+    """The space in YAML ``text`` (called ``file`` in errors), checked as a file is; a
+    text a study recorded of a file with ``extends:`` is read merged, as it was
+    (:func:`~sweeper.space._files.load_recorded`)."""
+    data, where = load_recorded(text, file)
+    return _Parser(file, where).space(data, text, default_study, content_sha256(data))
 
 
 class _Parser:
