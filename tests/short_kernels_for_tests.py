@@ -166,3 +166,10 @@ def _flops_below_zero_at_1024(problem):
 def negative_at_1024(x, config):
     """A right kernel whose flops= function returns a negative number for one problem."""
     scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A, flops="n - 2048")
+def negative_expression_at_1024(x, config):
+    """A right kernel whose flops= expression comes to less than 0 for one problem."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
