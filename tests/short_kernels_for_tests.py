@@ -155,3 +155,21 @@ def _bytes_but_at_1024(problem):
 def unnumbered_at_1024(x, config):
     """A right kernel whose bytes_moved= function returns a string for one problem."""
     scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+def _flops_below_zero_at_1024(problem):
+    return -1 if problem.n == 1024 else 2 * problem.n
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A, flops=_flops_below_zero_at_1024)
+def negative_at_1024(x, config):
+    """A right kernel whose flops= function returns a negative number for one problem."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A, flops="n - 2048")
+def negative_expression_at_1024(x, config):
+    """A right kernel whose flops= expression comes to less than 0 for one problem."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)

@@ -63,7 +63,7 @@ def test_the_module_holds_the_finals_winners_ranked_configs_key_and_grid(tmp_pat
     store = study(tmp_path / "copy-fp32")
     out = tmp_path / "tuned_copy.py"
     assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
-    assert capsys.readouterr().out == (f"wrote 2 winner(s) and 3 distinct config(s) to {out} "
+    assert capsys.readouterr().out == (f"wrote 2 winners and 3 distinct configs to {out} "
                                        "(import it; configs(k=4) feeds @triton.autotune)\n")
     assert "import sweeper" not in out.read_text() and "eval(" not in out.read_text()
     # its docstring's example imports it by its file's name, where that can be imported
@@ -206,7 +206,7 @@ def test_studies_of_one_gpu_merge_their_problems_winners(tmp_path, capsys):
     export_triton(study(tmp_path / "small", rows=small, final=False), out)
     assert main(["export", str(study(tmp_path / "big", rows=big, final=False).root),
                  "--format", "triton", "-o", str(out)]) == 0
-    assert "wrote 1 winner(s) and 3 distinct config(s)" in capsys.readouterr().out
+    assert "wrote 1 winner and 3 distinct configs" in capsys.readouterr().out
     mod = load(out)
     assert [(w["dims"]["n"], w["trial"], w["study"]) for w in mod.WINNERS["NVIDIA H200"]] \
         == [((1 << 20) // 4, 0, "small"), ((1 << 30) // 4, 0, "big")]

@@ -304,7 +304,7 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
                                                                       "warm": 4200.0}}}))
     assert main(["roofline", "--studies-dir", str(d)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == ("roofline of replay: NVIDIA H200: 2 winner(s) of 2 study(ies); roofs "
+    assert out[0] == ("roofline of replay: NVIDIA H200: 2 winners of 2 studies; roofs "
                       "(solid: measured by sweeper calibrate, 2026-01-01T00:00:00+00:00, from "
                       "the ceilings cache; no physical bounds (none recorded)): DRAM copy 4200 "
                       "GB/s; bfloat16 matmul 800 TFLOP/s")          # no dashed roof claimed
@@ -317,7 +317,7 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
     # named studies, one file in the format its suffix names
     svg = tmp_path / "one.svg"
     assert main(["roofline", "matmul", "--studies-dir", str(d), "-o", str(svg)]) == 0
-    assert "1 winner(s) of 1 study(ies)" in capsys.readouterr().out
+    assert "1 winner of 1 study;" in capsys.readouterr().out
     assert svg.read_text().lstrip().startswith("<?xml")
     # a folder whose study.json is not one is skipped with a one-line warning
     (d / "broken").mkdir()
@@ -327,7 +327,7 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
     assert captured.err == (f"sweeper: warning: {d / 'broken'}: skipped: "
                             f"{d / 'broken' / 'study.json'}:1: not JSON (Expecting value, "
                             "column 1); restore it, or move the study folder away\n")
-    assert "2 winner(s) of 2 study(ies)" in captured.out
+    assert "2 winners of 2 studies;" in captured.out
 
 
 def test_sweeper_roofline_refuses_with_one_line(replay_studies, tmp_path, capsys):

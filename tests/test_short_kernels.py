@@ -149,10 +149,15 @@ def test_a_count_that_raises_fails_its_problems_configs_and_the_sweep_goes_on(tm
 @pytest.mark.parametrize(("kernel", "reason"), [
     ("tests.short_kernels_for_tests:unnumbered_at_1024",
      "short_kernels_for_tests.py:149: the kernel's bytes_moved returned 'lots' (str); it "
-     "must return a number (an int or a finite float)"),
+     "must return a number >= 0 (an int or a finite float)"),
     ("tests.kernels_for_tests:CountsFlopsInWords",
      "kernels_for_tests.py:280: the kernel's flops returned 'none' (str); it must return a "
-     "number (an int or a finite float)"),
+     "number >= 0 (an int or a finite float)"),
+    ("tests.short_kernels_for_tests:negative_at_1024",
+     "short_kernels_for_tests.py:160: the kernel's flops returned -1 (int); it must return "
+     "a number >= 0 (an int or a finite float)"),
+    ("tests.short_kernels_for_tests:negative_expression_at_1024",
+     "the kernel's flops, 'n - 2048', came to -1024; it must be a number >= 0"),
 ])
 def test_a_count_that_returns_no_number_fails_its_problems_configs_at_its_line(
         tmp_path, kernel, reason):
@@ -160,7 +165,8 @@ def test_a_count_that_returns_no_number_fails_its_problems_configs_at_its_line(
     each of that problem's configs as crashed, saying what it returned, that it must be a
     number, and where it is defined; the other problem's configs are measured (the short
     form said only int()'s 'invalid literal for int()', a subclass's flops crashed the
-    command with a traceback)."""
+    command with a traceback); a negative number fails them the same way (it was
+    accepted), an expression's naming the expression (not sweeper's own line)."""
     trials = _sweep_1024_and_2048(tmp_path, kernel)
     assert {t.reason for t in trials if t.status is TrialStatus.CRASHED} == {reason}
 

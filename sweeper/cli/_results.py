@@ -48,8 +48,8 @@ def cmd_roofline(args: argparse.Namespace) -> int:
         print(f"sweeper: nothing to place on the roofline of {roof.gpu}: no study of it "
               "measured a config", file=sys.stderr)
         return EXIT_NOTHING_MEASURED
-    print(f"roofline of {roof.gpu}: {len(roof.points) + len(roof.beside)} winner(s) of "
-          f"{len(stores)} study(ies); roofs ({roof.key}): "
+    print(f"roofline of {roof.gpu}: {counted(len(roof.points) + len(roof.beside), 'winner')} "
+          f"of {counted(len(stores), 'study', 'studies')}; roofs ({roof.key}): "
           + "; ".join(f"{r.name}{'' if r.calibrated else ' (physical)'}" for r in roof.roofs))
     for _, p in roof.points.iterrows():
         print(f"{p['kernel']} {p['problem']} (#{p['number']}, {p['study']}): "

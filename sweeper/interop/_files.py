@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from sweeper.core._spelling import given
+from sweeper.core._units import counted
 from sweeper.export import export_csv
 from sweeper.export_triton import autotune_key, export_triton
 from sweeper.interop import Written
@@ -33,9 +34,10 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
     note = autotune_key(meta.kernel, dims)[1] if dims else ""
     others = [w for w in section["winners"] if w.get("study") != meta.study]
     kept = "" if not others else \
-        f"; kept {len(others)} winner(s) of {meta.gpu} from " \
+        f"; kept {counted(len(others), 'winner')} of {meta.gpu} from " \
         f"{', '.join(dict.fromkeys(str(w['study']) for w in others))} for problems this " \
         "study did not measure"
-    return Written(str(path), f"wrote {len(section['winners']) - len(others)} winner(s) and "
-                   f"{len(section['ranked'])} distinct config(s) to {path} (import it; "
-                   f"configs(k=4) feeds @triton.autotune){kept}{f'; {note}' if note else ''}")
+    wrote = (f"{counted(len(section['winners']) - len(others), 'winner')} and "
+             f"{counted(len(section['ranked']), 'distinct config')}")
+    return Written(str(path), f"wrote {wrote} to {path} (import it; configs(k=4) feeds "
+                   f"@triton.autotune){kept}{f'; {note}' if note else ''}")

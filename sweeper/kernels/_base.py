@@ -183,22 +183,22 @@ class OptionError(SweeperError):
 
 
 class CountError(SweeperError):
-    """A kernel's ``bytes_moved`` or ``flops`` returned something other than a number:
-    its problem's configs fail with this message as their reason."""
+    """A kernel's ``bytes_moved`` or ``flops`` returned something other than a number
+    >= 0: its problem's configs fail with this message as their reason."""
 
 
 def checked_count(what: str, value: object, counter: Callable[..., object]) -> int | float:
     """``value``, what the kernel's ``what`` (``bytes_moved`` or ``flops``), the function
-    ``counter``, returned, if it is a number: a finite ``int`` or ``float`` (numpy's
+    ``counter``, returned, if it is a number >= 0: a finite ``int`` or ``float`` (numpy's
     too; not a bool, a string or a tensor); else :class:`CountError`, naming what it
     returned and where ``counter`` is defined."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool) \
-            and math.isfinite(value):
+            and math.isfinite(value) and float(value) >= 0:
         return cast("int | float", value)
     where = defined_at(counter)
     raise CountError(f"{where + ': ' if where else ''}the kernel's {what} returned "
                      f"{reprlib.repr(value)} ({type(value).__name__}); it must return a "
-                     f"number (an int or a finite float)")
+                     f"number >= 0 (an int or a finite float)")
 
 
 class Kernel(abc.ABC):
@@ -312,8 +312,8 @@ class Kernel(abc.ABC):
         return self.refusal(config, device)
 
     def bytes_moved(self, problem: Problem) -> int:
-        """Fewest bytes one launch must move through device memory: a number (an int or
-        a finite float); anything else fails the problem's configs, saying so."""
+        """Fewest bytes one launch must move through device memory: a number >= 0 (an int
+        or a finite float); anything else fails the problem's configs, saying so."""
         return 0
 
     def dram_bytes(self, problem: Problem) -> int:

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import Config, Expr, Problem, evaluate
 from sweeper.errors import ReferenceFailed, SweeperError, user_line
-from sweeper.kernels._base import Buffers, Kernel, checked_count, fill_poison, fill_random
+from sweeper.kernels._base import (
+    Buffers,
+    CountError,
+    Kernel,
+    checked_count,
+    fill_poison,
+    fill_random,
+)
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
 if TYPE_CHECKING:
@@ -251,8 +258,13 @@ class ShortKernel(Kernel):
 
 def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:
     """The declared ``bytes_moved=`` or ``flops=`` (``what``) of ``problem``; a function
-    that returns no number is :class:`~sweeper.kernels._base.CountError` at its line."""
+    that returns no number >= 0 is :class:`~sweeper.kernels._base.CountError` at its line,
+    an expression that comes to less than 0 one naming the expression."""
     if callable(count):
         return int(checked_count(what, count(problem), count))
-    return int(evaluate(count, {"n": problem.n, **dict(problem.dims),
-                                "itemsize": problem.itemsize}))
+    value = int(evaluate(count, {"n": problem.n, **dict(problem.dims),
+                                 "itemsize": problem.itemsize}))
+    if value < 0:
+        raise CountError(f"the kernel's {what}, {count.text!r}, came to {value}; it must be "
+                         f"a number >= 0")
+    return value

@@ -358,7 +358,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       measures (without ``dims``: ``n``, and a 64 MiB footprint by default);
       ``grid``, ``block``, ``dtype``: defaults for the axes a space leaves out;
     - ``bytes_moved``, ``flops``: an expression over the dimensions and ``itemsize`` or a
-      function of the problem returning a number (an int or a finite float; anything
+      function of the problem returning a number >= 0 (an int or a finite float; anything
       else fails that problem's configs, at the function's line); bytes default to
       inputs read plus outputs written;
       ``footprint_bytes``: required when the dimensions are not just ``n``; where it is
