@@ -35,6 +35,16 @@ def user_line(err: BaseException) -> str | None:
     return None
 
 
+def raised(what: str, err: BaseException) -> str:
+    """``the reference raised ValueError: bad shape (at mymod.py:36: ...)``: what the
+    user's code ``what`` raised, on one line as a trial's reason is (its message's lines
+    joined by spaces, so a terminal that shows a reason's first line keeps all of it,
+    the user's line included)."""
+    message = " ".join(part.strip() for part in str(err).splitlines() if part.strip())
+    line = user_line(err)
+    return f"{what} raised {type(err).__name__}: {message}" + (f" (at {line})" if line else "")
+
+
 def defined_at(fn: Callable[..., object]) -> str | None:
     """``kernels.py:12``: where function ``fn`` (a method, a lambda, a wrapped function)
     is defined; ``None`` where it has no Python code (a builtin, a C extension's)."""

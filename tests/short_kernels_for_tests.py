@@ -173,3 +173,16 @@ def negative_at_1024(x, config):
 def negative_expression_at_1024(x, config):
     """A right kernel whose flops= expression comes to less than 0 for one problem."""
     scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+def _flops_raising_two_lines_at_1024(problem):
+    if problem.n == 1024:
+        raise ValueError("no count at 1024\nuse 2048")
+    return 2 * problem.n
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A, flops=_flops_raising_two_lines_at_1024)
+def two_line_error_at_1024(x, config):
+    """A right kernel whose flops= function raises a message of two lines for one problem."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)

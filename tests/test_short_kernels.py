@@ -146,6 +146,20 @@ def test_a_count_that_raises_fails_its_problems_configs_and_the_sweep_goes_on(tm
                       "problem.n // (problem.n - 1024)      # raises at n=1024 only)"), reason
 
 
+def test_a_count_that_raises_a_message_of_lines_is_one_line_with_its_place(tmp_path):
+    """A reason is one line, as a kernel's own errors are: the terminal shows a reason's
+    first line, and it lost the rest of the message and the user's line."""
+    from sweeper.outcome import reason_line
+
+    trials = _sweep_1024_and_2048(tmp_path,
+                                  "tests.short_kernels_for_tests:two_line_error_at_1024")
+    failed = next(t for t in trials if t.status is TrialStatus.CRASHED)
+    assert failed.reason is not None and "\n" not in failed.reason
+    assert reason_line(failed).startswith(
+        "the kernel's flops raised ValueError: no count at 1024 use 2048 (at "
+        "short_kernels_for_tests.py:"), reason_line(failed)
+
+
 @pytest.mark.parametrize(("kernel", "reason"), [
     ("tests.short_kernels_for_tests:unnumbered_at_1024",
      "short_kernels_for_tests.py:149: the kernel's bytes_moved returned 'lots' (str); it "

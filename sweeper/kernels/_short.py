@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import Config, Expr, Problem, evaluate
-from sweeper.errors import ReferenceFailed, SweeperError, user_line
+from sweeper.errors import ReferenceFailed, SweeperError, raised
 from sweeper.kernels._base import (
     Buffers,
     CountError,
@@ -205,9 +205,7 @@ class ShortKernel(Kernel):
         try:
             result = self.plan.reference(**args)
         except Exception as err:
-            line = user_line(err)
-            raise ReferenceFailed(f"the reference raised {type(err).__name__}: {err}"
-                                  + (f" (at {line})" if line else "")) from err
+            raise ReferenceFailed(raised("the reference", err)) from err
         names = list(self.plan.outputs)
         if result is None:
             missing = [n for n in names if n not in args]

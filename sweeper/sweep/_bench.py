@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 
 from sweeper.devices import Device, DeviceFacts
-from sweeper.errors import user_line
+from sweeper.errors import raised
 from sweeper.finals import Round
 from sweeper.kernels import Buffers, CountError, Kernel, checked_count
 from sweeper.measure import Spent, StopRule
@@ -174,10 +174,7 @@ class Bench:
                     self.uncounted[problem] = str(err)
                     break
                 except Exception as err:  # noqa: BLE001 - the kernel's own code: record it
-                    line = user_line(err)
-                    self.uncounted[problem] = (
-                        f"the kernel's {what} raised {type(err).__name__}: {err}"
-                        f"{f' (at {line})' if line else ''}")
+                    self.uncounted[problem] = raised(f"the kernel's {what}", err)
                     break
         return self.uncounted[problem]
 
