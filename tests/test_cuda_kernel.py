@@ -208,6 +208,54 @@ def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, 
     assert "\n" not in err
 
 
+TEMPLATED_CU = """\
+// a helper template: sweeping N would break it too
+template <int N> struct Vec;
+template <> struct Vec<1> { typedef float type; };
+template <int VEC, int UNROLL = 1>
+__global__ void __launch_bounds__(1024) copy(DTYPE *dst, const DTYPE *src, long long n) {
+    for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * VEC)
+        dst[i] = src[i];
+}
+"""
+
+
+@pytest.mark.parametrize(("extra", "axes", "message"), [
+    # the template passes VEC; UNROLL would be -DUNROLL=1, and template <int VEC, int 1>
+    ("\n  template: 'copy<{VEC}>'", "  UNROLL: [1, 2]\n", ":13: params.UNROLL: UNROLL is a "
+     "template parameter of copy in copy.cu (template <int VEC, int UNROLL = 1>), so its "
+     "define -DUNROLL=... would break the template and every config fail to compile; "
+     "allowed: pass it as a template argument, in the template option: template: "
+     "'copy<{VEC}, {UNROLL}>'"),
+    # no template option at all: every template parameter swept is a define
+    ("", "", ":11: params.VEC: VEC is a template parameter of copy in copy.cu (template <int "
+     "VEC, int UNROLL = 1>), so its define -DVEC=... would break the template and every "
+     "config fail to compile; allowed: pass it as a template argument, in the template "
+     "option: template: 'copy<{VEC}, UNROLL>'"),
+    # another template's parameter breaks that template as well
+    ("\n  template: 'copy<{VEC}>'", "  N: [1, 2]\n", ":13: params.N: N is a template "
+     "parameter of Vec in copy.cu (template <int N>), so its define -DN=... would break the "
+     "template and every config fail to compile; allowed: an axis of another name, or a "
+     "template parameter renamed"),
+])
+def test_a_swept_template_parameter_left_out_of_the_template_is_refused_at_its_axis(
+        cu_space, capsys, extra, axes, message):
+    """A meta-parameter the template option does not pass is a ``-D`` define; where the
+    source names it as a template parameter the macro breaks the template's parameter
+    list and every config would fail to compile on the GPU."""
+    path = cu_space(space_text(extra=extra).replace("  footprint:", axes + "  footprint:"))
+    (path.parent / "copy.cu").write_text(TEMPLATED_CU)
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == f"{path}{message}\n"
+
+
+def test_a_template_passing_every_swept_parameter_plans(cu_space):
+    path = cu_space(space_text(extra="\n  template: 'copy<{VEC}, {UNROLL}>'").replace(
+        "  footprint:", "  UNROLL: [1, 2]\n  footprint:"))
+    (path.parent / "copy.cu").write_text(TEMPLATED_CU)
+    assert len(load_space(path).choices()["UNROLL"]) == 2
+
+
 def test_an_axis_the_source_never_names_passes_where_the_grid_or_args_read_it(cu_space):
     """A meta-parameter the grid reads (waves of blocks) or the entry takes as an argument
     changes the launch though no define reads it."""

@@ -31,7 +31,13 @@ from sweeper.core._units import did_you_mean
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
-from sweeper.kernels._cuda_spec import IDENTIFIER, sources, template_names
+from sweeper.kernels._cuda_spec import (
+    IDENTIFIER,
+    sources,
+    template_arguments,
+    template_names,
+    templates,
+)
 from sweeper.kernels._model_form import read_model
 from sweeper.kernels._short import _count
 from sweeper.kernels._short_form import Declaration, _counted
@@ -160,6 +166,7 @@ class CudaDeclaration(Kernel):
         _check_args(launch, tensors, tuple(built.dims), meta)
         if params is not None:
             _check_meta_read(launch, options.get("grid", ""), params, meta)
+            _check_template_defines(launch, params, meta)
         source = f"{launch.kernel_source()}// reference {options['reference']}\n"
         attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
         return type("CudaShort", (built, cls), attrs)
@@ -252,6 +259,39 @@ def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[
                 f"-D{name}=... changes nothing and its configs would repeat one another; "
                 "allowed: a define the source reads, a template's {NAME}, an argument, or "
                 f"a name an axis's expression reads{did_you_mean(name, macros)}"))
+
+
+def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]) -> None:
+    """An :class:`OptionError` at the first swept meta-parameter compiled as a ``-D``
+    define (the template does not pass it) whose name is a template parameter in the
+    source or what it includes: the macro would turn ``template <int UNROLL>`` into
+    ``template <int 1>`` and every config fail to compile.  The entry's own template is
+    looked at first, and there the remedy is to pass the axis in ``template``."""
+    try:
+        files = {p: data.decode(errors="replace") for p, data in sources(launch.source).items()}
+    except OSError:
+        return                          # the source option says why
+    entry = launch.template.split("<", 1)[0].strip().split("::")[-1] if launch.template \
+        else launch.entry
+    passed = set(template_names(launch.template)) if launch.template else set()
+    found = [(path, t) for path, text in files.items() for t in templates(text)]
+    found.sort(key=lambda pt: pt[1].name != entry)
+    for name in meta:
+        path, template = next(((p, t) for p, t in found if name in t.params), (None, None))
+        if name in passed or template is None or path is None:
+            continue
+        where = (f"{name} is a template parameter of {template.name} in {path.name} "
+                 f"({template.head}), so its define -D{name}=... would break the template "
+                 "and every config fail to compile; allowed: ")
+        if template.name != entry:
+            raise OptionError(_axis_path(params, name), where + (
+                "an axis of another name, or a template parameter renamed"))
+        written = template_arguments(launch.template) if launch.template else []
+        arguments = [f"{{{p}}}" if p in meta else written[i] if i < len(written) else p
+                     for i, p in enumerate(template.params)]
+        raise OptionError(_axis_path(params, name), where + (
+            f"pass it as a template argument, in the template option: "
+            f"template: '{template.name}<{', '.join(arguments)}>'"))
 
 
 def _strings(value: Any, keys: bool = True) -> list[str]:

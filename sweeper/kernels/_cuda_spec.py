@@ -38,6 +38,14 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 #: A C identifier: what an entry and a name in a template may be.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?)")
+#: A C/C++ comment, left out where the source's declarations are read.
+COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+#: Where a template's parameter list opens.
+TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
+#: What a template declares after its parameter list: a struct's or a function's name.
+TEMPLATE_CLASS = re.compile(r"\s*(?:struct|class|union)\s+([A-Za-z_]\w*)")
+TEMPLATE_FUNCTION = re.compile(r"([A-Za-z_]\w*)\s*\(")
+LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,64 @@ def template_names(template: str) -> list[str] | str:
         return (f"{template!r}: {{{bad[0]}}} is not a meta-parameter name" if bad else
                 f"{template!r} names no meta-parameter; write them as {{NAME}}")
     return fields
+
+
+@dataclass(frozen=True)
+class Template:
+    """A template the source declares: the function or struct's name, its parameters'
+    names in order and its head as written (``template <int VEC, int UNROLL>``)."""
+
+    name: str
+    params: tuple[str, ...]
+    head: str
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """``text`` split at each ``sep`` outside brackets (``()``, ``[]``, ``{}``, and ``<>``
+    outside those, where ``>`` may compare)."""
+    parts, paren, angle, start = [], 0, 0, 0
+    for i, char in enumerate(text):
+        paren += (char in "([{") - (char in ")]}")
+        angle += paren == 0 and (char == "<") - (char == ">")
+        if char == sep and paren == 0 and angle == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
+
+
+def templates(text: str) -> list[Template]:
+    """The templates ``text`` declares with a parameter list (a specialization's
+    ``template <>`` names none), comments left out; a parameter's default is no part of
+    its name (``int UNROLL = 1`` is ``UNROLL``)."""
+    text = COMMENT.sub(" ", text)
+    found = []
+    for match in TEMPLATE_HEAD.finditer(text):
+        depth, paren, end = 1, 0, match.end()
+        while end < len(text) and depth:
+            char = text[end]
+            paren += (char in "([") - (char in ")]")
+            depth += (paren == 0 and char == "<") - (paren == 0 and char == ">")
+            end += 1
+        params = []
+        for part in _split_top(text[match.end():end - 1], ","):
+            names = [n for n in IDENTIFIER.findall(_split_top(part, "=")[0])
+                     if n not in ("typename", "class")]
+            if names:
+                params.append(names[-1])
+        rest = text[end:text.find("{", end) if "{" in text[end:] else len(text)]
+        rest = LAUNCH_BOUNDS.sub(" ", rest.split(";", 1)[0])
+        named = TEMPLATE_CLASS.match(rest) or TEMPLATE_FUNCTION.search(rest)
+        if params and named:
+            found.append(Template(named.group(1), tuple(params),
+                                  " ".join(text[match.start():end].split())))
+    return found
+
+
+def template_arguments(template: str) -> list[str]:
+    """The arguments an instantiation writes, in order (``copy<{VEC}, 2>``: ``{VEC}``,
+    ``2``)."""
+    inner = template.split("<", 1)[1].rsplit(">", 1)[0] if "<" in template else ""
+    return [a.strip() for a in _split_top(inner, ",") if a.strip()]
 
 
 def instantiation(template: str, meta: Mapping[str, int]) -> str:
