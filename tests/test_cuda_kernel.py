@@ -165,10 +165,14 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
      "option 'inputs'"),
     # an entry the file does not define would fail every config's compile
     (space_text(entry="cpy"), ":4: kernel.entry: no function 'cpy' in copy.cu or the files "
-     "it includes; allowed: one of its __global__ functions: copy"),
-    (space_text(extra="\n  template: 'cpy<{VEC}>'"), ":9: kernel.template: no function "
-     "'cpy' in copy.cu or the files it includes; allowed: one of its __global__ functions: "
-     "copy"),
+     "it includes; allowed: one of its __global__ functions: copy; did you mean 'copy'?"),
+    # with a template the entry is still the function launched: checked, and instantiated
+    (space_text(entry="cpy", extra="\n  template: 'copy<{VEC}>'"), ":4: kernel.entry: no "
+     "function 'cpy' in copy.cu or the files it includes; allowed: one of its __global__ "
+     "functions: copy; did you mean 'copy'?"),
+    (space_text(extra="\n  template: 'cpy<{VEC}>'"), ":9: kernel.template: 'cpy<{VEC}>' "
+     "instantiates cpy, not the entry 'copy'; allowed: an instantiation of the entry, "
+     "copy<{VEC}>"),
     # the kernel's grid option is params.grid's default: its errors are at the option
     (space_text(extra="\n  grid: 'cdiv(n, block * VEC * UNROLL)'"), ":9: kernel.grid: "
      "unknown name 'UNROLL' in 'cdiv(n, block * VEC * UNROLL)'; known: VEC, block"),
@@ -418,8 +422,12 @@ def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():
     with pytest.raises(sweeper.SweeperError, match=r"sweeper\.cuda: no file .*nothing\.cu"):
         sweeper.cuda("nothing.cu", "copy", ["dst"])
     with pytest.raises(sweeper.SweeperError, match=r"sweeper\.cuda: no function 'cpy' in "
-                       r"copy\.cu .*; allowed: one of its __global__ functions: copy$"):
+                       r"copy\.cu .*; allowed: one of its __global__ functions: copy; did "
+                       r"you mean 'copy'\?$"):
         sweeper.cuda("../examples/copy.cu", "cpy", ["dst"])
+    with pytest.raises(sweeper.SweeperError, match=r"sweeper\.cuda: 'cpy<\{VEC\}>' "
+                       r"instantiates cpy, not the entry 'copy'"):
+        sweeper.cuda("../examples/copy.cu", "copy", ["dst"], template="cpy<{VEC}>")
 
 
 # -- on a GPU ------------------------------------------------------------------------------

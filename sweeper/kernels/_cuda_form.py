@@ -60,7 +60,8 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     to the calling module's folder; in a REPL or notebook, the current one), ``entry``
     the ``__global__`` function, ``args`` its arguments in order (tensors by name,
     dimensions and meta-parameters by name, numbers; a scalar typed as ``n:int64``,
-    default int32 or float32), ``template`` an instantiation such as ``"copy<{VEC}>"``.
+    default int32 or float32), ``template`` an instantiation of ``entry`` such as
+    ``"copy<{VEC}>"``.
     Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
     ``-DDTYPE``."""
     caller = sys._getframe(1).f_globals
@@ -71,7 +72,7 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     beside = f"the folder of {module_file}" if module_file else "the current folder"
     problem = _source_problem(str(path), beside) or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
-        _entry_in_source(path, entry, template)
+        (_entry_in_source(path, entry, template) or ("", None))[1]
     if problem is None and isinstance(args, str):
         problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
     if problem is not None:
@@ -87,7 +88,7 @@ class CudaDeclaration(Kernel):
     name: ClassVar[str] = "cuda"
     options: ClassVar[Mapping[str, str]] = {
         "source": "the .cu file, relative to the space file",
-        "entry": "the __global__ function to launch",
+        "entry": "the __global__ function to launch (the one template instantiates)",
         "inputs": "the tensors read, by shape: {src: n} or {a: \"M, K\"}",
         "outputs": "new tensors by shape ({dst: n}), or inputs written in place ([x])",
         "args": "the entry's arguments in order: tensors, dimensions, numbers ([dst, src, n])",
@@ -161,7 +162,7 @@ class CudaDeclaration(Kernel):
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
         missing = _entry_in_source(launch.source, launch.entry, launch.template)
         if missing is not None:
-            raise OptionError("template" if launch.template else "entry", missing)
+            raise OptionError(*missing)
         tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
         _check_args(launch, tensors, tuple(built.dims), meta)
         if params is not None:
@@ -383,21 +384,30 @@ def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
             raise OptionError(key, unknown)
 
 
-def _entry_in_source(path: Path, entry: str, template: str | None) -> str | None:
-    """Why ``entry`` (a template's name, where one is given) is no function of the
-    source: its name is nowhere in the file or what it includes (NVRTC would fail every
-    config), or ``None``.  A name written anywhere passes: a macro may declare it."""
-    name = template.split("<", 1)[0].strip().split("::")[-1] if template else entry
+def _entry_in_source(path: Path, entry: str, template: str | None
+                     ) -> tuple[str, str] | None:
+    """The option (``entry`` or ``template``) that names no function of the source, and
+    why, or ``None``: the entry's name is nowhere in the file or what it includes, or the
+    template instantiates another function than the entry (NVRTC would fail every config,
+    or launch a function the space does not name).  A name written anywhere passes: a
+    macro may declare it."""
     try:
         text = "\n".join(data.decode(errors="replace") for data in sources(path).values())
     except OSError:
         return None                     # the source option says why
-    if re.search(rf"\b{re.escape(name)}\b", text):
-        return None
-    found = ", ".join(sorted(set(GLOBAL.findall(text))))
-    return (f"no function {name!r} in {path.name} or the files it includes; allowed: " +
-            (f"one of its __global__ functions: {found}" if found else
-             "a __global__ function of the file"))
+    if not re.search(rf"\b{re.escape(entry)}\b", text):
+        defined = sorted(set(GLOBAL.findall(text)))
+        return "entry", (
+            f"no function {entry!r} in {path.name} or the files it includes; allowed: " +
+            (f"one of its __global__ functions: {', '.join(defined)}" if defined else
+             "a __global__ function of the file") + did_you_mean(entry, defined))
+    instantiated = template.split("<", 1)[0].strip().split("::")[-1] if template else entry
+    if instantiated != entry:
+        arguments = ", ".join(template_arguments(template or ""))
+        return "template", (f"{template!r} instantiates {instantiated}, not the entry "
+                            f"{entry!r}; allowed: an instantiation of the entry, "
+                            f"{entry}<{arguments}>")
+    return None
 
 
 def _template_problem(value: str) -> str | None:
