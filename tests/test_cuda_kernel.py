@@ -260,6 +260,36 @@ def test_a_template_passing_every_swept_parameter_plans(cu_space):
     assert len(load_space(path).choices()["UNROLL"]) == 2
 
 
+@pytest.mark.parametrize(("args", "sizes", "message"), [
+    # 8GiB of float32 is 2**31 elements: numpy refuses n as an int32 at every trial
+    ("[dst, src, n]", "  footprint: [4KiB, 8GiB]\n", ":7: kernel.args: argument 'n' is "
+     "passed untyped, so as int32, which holds at most 2147483647, and reaches 2147483648 in "
+     "this space; allowed: type it as int64, args: [dst, src, \"n:int64\"]"),
+    ("[dst, src, 'n:uint32']", "  footprint: [16GiB]\n", ":7: kernel.args: argument 'n' is "
+     "passed as uint32, which holds at most 4294967295, and reaches 4294967296 in this "
+     "space; allowed: type it as int64, args: [dst, src, \"n:int64\"]"),
+    # sized by its dimension directly
+    ("[dst, src, n]", "  n: [1024, 3000000000]\n", ":7: kernel.args: argument 'n' is passed "
+     "untyped, so as int32, which holds at most 2147483647, and reaches 3000000000"),
+])
+def test_a_dimension_past_its_32_bit_argument_is_refused_at_args(cu_space, capsys, args,
+                                                                    sizes, message):
+    """An untyped dimension is passed as int32; a problem past 2**31 - 1 elements would
+    make every one of its trials fail on numpy's OverflowError, so the space is refused
+    where its args are written, showing the typed form."""
+    path = cu_space(space_text(args=args).replace("  footprint: [4KiB]\n", sizes))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}{message}"), err
+    assert err.count("\n") == 1
+
+
+def test_a_dimension_typed_int64_or_within_int32_plans(cu_space):
+    for args, sizes in (("[dst, src, 'n:int64']", "[8GiB]"), ("[dst, src, n]", "[4GiB]")):
+        path = cu_space(space_text(args=args).replace("[4KiB]", sizes))
+        assert load_space(path).choices()["footprint"]
+
+
 def test_an_axis_the_source_never_names_passes_where_the_grid_or_args_read_it(cu_space):
     """A meta-parameter the grid reads (waves of blocks) or the entry takes as an argument
     changes the launch though no define reads it."""
