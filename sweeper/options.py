@@ -131,14 +131,15 @@ def gpu_list(text: str) -> list[int] | None:
     return [i for i in indices if i is not None]
 
 
-def seconds(text: str | float) -> float:
+def seconds(text: str | float, shown: str | None = None) -> float:
     """An option's duration in seconds: finite, positive and at most 1000 h
     (:data:`~sweeper.core._units.MAX_DURATION_S`), from text (``90s``, ``10m``, ``1h30m``) or, from
-    the API, a number of seconds."""
+    the API, a number of seconds; refused quoting ``shown``, the value as its caller gave
+    it (the API's number ``-1``), where given, else the text (``'-1'``)."""
     from sweeper.space import parse_duration
 
     try:
-        return parse_duration(text)
+        return parse_duration(text, shown)
     except ValueError as err:
         raise OptionValueError(str(err)) from None
 

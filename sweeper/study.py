@@ -340,8 +340,9 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     else:
         store.open_journal()
     store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
-                       last_command=command, bounds=bounds, finals=finals_wanted(space, device),
-                       zipped=zipped_json(space), **resumed_with(space, device, wanted))
+                       environment=environment, last_command=command, bounds=bounds,
+                       finals=finals_wanted(space, device), zipped=zipped_json(space),
+                       **resumed_with(space, device, wanted))
     return built
 
 

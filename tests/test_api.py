@@ -95,7 +95,8 @@ def test_a_bad_space_raises_the_commands_one_line_error_and_writes_nothing(
     ({"trials": 10**10}, "trials: 10000000000 is more trials than 1,000,000,000; allowed: "
      "a whole number from 1 to 1,000,000,000"),
     ({"time": "soon"}, "time: "),
-    ({"time": -1}, "time: '-1' is not a positive duration of at most 1000h"),
+    ({"time": -1}, "time: -1 is not a positive duration of at most 1000h"),
+    ({"time": "-1"}, "time: '-1' is not a duration"),          # text, quoted as text
     ({"study": "../up"}, "study: '../up' is not a study name: '/' is not allowed"),
     ({"device": "tpu"}, "unknown device 'tpu'; known: cuda, interpret, replay"),
 ])
@@ -118,13 +119,13 @@ def test_bad_options_raise_sweeper_errors_not_system_exit(tmp_path, options, mes
     ({"params": {"BLOCK": {1, 2}}}, "params['BLOCK']: {1, 2} is not values of a space; "
      "allowed: numbers, text, booleans, or a list of them"),
     ({"allow_path": 5}, "allow_path: 5 is not a folder; allowed: a path, or a list of paths"),
-    ({"time": 10**400}, "time: '1000000000000000000000000000000000000000' is not a positive "
+    ({"time": 10**400}, "time: 1000000000000000000000000000000000000... is not a positive "
      "duration of at most 1000h"),
-    ({"time": 1e12}, "time: '1000000000000.0' is not a positive duration of at most 1000h"),
-    ({"time": 1000 * 3600 + 1}, "time: '3600001' is not a positive duration of at most "
+    ({"time": 1e12}, "time: 1000000000000.0 is not a positive duration of at most 1000h"),
+    ({"time": 1000 * 3600 + 1}, "time: 3600001 is not a positive duration of at most "
      "1000h"),
-    ({"time": float("nan")}, "time: 'nan' is not a positive duration of at most 1000h"),
-    ({"time": [10]}, "time: '[10]' is not a duration"),
+    ({"time": float("nan")}, "time: nan is not a positive duration of at most 1000h"),
+    ({"time": [10]}, "time: [10] is not a duration"),
     ({"gpus": [0, 0]}, "gpus: [0, 0] is not GPU indices; allowed: 'all', '0,1' or [0, 1], "
      "each index once"),
     ({"gpus": [0, "1"]}, "gpus: [0, '1'] is not GPU indices"),

@@ -461,6 +461,38 @@ def test_a_report_names_each_sampler_that_proposed_trials(tmp_path, monkeypatch)
     assert f"| varied | sampler | {shares} (a resume" in (folder / "report.md").read_text()
 
 
+def test_the_provenance_names_each_resume_with_force_and_what_it_changed(tmp_path,
+                                                                       monkeypatch):
+    """A study resumed with ``--force`` mixes trials measured under different settings:
+    the measurement record gives one line per such resume (when, and what it changed, a
+    hash by its key alone) in report.md and report.html, and report.json the list."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TRITON_SWEEPER_TEST_KNOB", raising=False)
+    space = tmp_path / "s.yaml"
+    text = (ROOT / "spaces/copy.yaml").read_text()
+    replay = f"replay:{ROOT / 'tests/data/replay/h200-copy.csv'}"
+    run = ["run", str(space), "--device", replay, "--study", "s", "--quiet", "--trials", "3"]
+    space.write_text(text)
+    assert main(run) == 0
+    folder = tmp_path / "studies" / "s"
+    assert "resumed with --force" not in (folder / "report.md").read_text()
+    assert json.loads((folder / "report.json").read_text())["forced"] == []
+    monkeypatch.setenv("TRITON_SWEEPER_TEST_KNOB", "1")
+    space.write_text(text.replace('"BLOCK >= block"', '"BLOCK >= 2*block"'))
+    assert main([*run, "--force"]) == 0
+    (forced,) = json.loads((folder / "study.json").read_text())["forced"]
+    was = [f"{k}={v}" for k, v in sorted(forced["environment"]["env"].items())]
+    env = f"{' '.join(was)!r} -> {' '.join([*was, 'TRITON_SWEEPER_TEST_KNOB=1'])!r}"
+    line = (f"resumed with --force, {forced['when']} | changed env: {env}; space_content "
+            "(trials before and after it were measured under different settings) |")
+    assert f"| {line}" in (folder / "report.md").read_text()
+    assert f"<td>resumed with --force, {forced['when']}</td><td>changed env: " in \
+        (folder / "report.html").read_text()
+    assert json.loads((folder / "report.json").read_text())["forced"] == [forced]
+
+
 def test_one_at_a_time_varies_a_zipped_group_as_one_and_says_an_axis_never_varied(
         tmp_path, monkeypatch):
     """A zipped group is one row of the one-at-a-time table (its rows its values), not

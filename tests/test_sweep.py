@@ -444,6 +444,32 @@ def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_
         in capsys.readouterr().err
 
 
+def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(
+        tmp_path, monkeypatch, capsys):
+    """The environment a forced resume ran in becomes the study's, as its fingerprint
+    does (reports show the latest run's); the one it replaced is kept in the ``forced``
+    entry.  A resume that forced nothing keeps the study's."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("TRITON_SWEEPER_TEST_KNOB", raising=False)
+    assert main(_replay_run(tmp_path)) == 0
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    first = json.loads(path.read_text())["environment"]
+    monkeypatch.setenv("TRITON_SWEEPER_TEST_KNOB", "1")
+    capsys.readouterr()
+    assert main(_replay_run(tmp_path)) == 2 and "cannot resume" in capsys.readouterr().err
+    assert main(_replay_run(tmp_path, "--force")) == 0
+    meta = json.loads(path.read_text())
+    assert meta["environment"]["env"]["TRITON_SWEEPER_TEST_KNOB"] == "1"
+    (forced,) = meta["forced"]
+    assert forced["environment"] == first and [c.split(":")[0] for c in forced["changed"]] \
+        == ["env"]
+    assert main(_replay_run(tmp_path)) == 0                 # resumes as it is now
+    again = json.loads(path.read_text())
+    assert again["environment"] == meta["environment"] and len(again["forced"]) == 1
+
+
 def test_the_space_is_fingerprinted_by_what_it_says_not_by_its_bytes():
     from sweeper.space import parse_space
     from sweeper.space._yaml import content_sha256

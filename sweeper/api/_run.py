@@ -289,13 +289,13 @@ def _trials(trials: int | None) -> int | None:
 def _seconds(time: float | str | None) -> float | None:
     """``time`` in seconds: a number, or a duration such as ``"90s"``, ``"10m"`` or ``"1h30m"``; by
     ``--time``'s parser, so within the same bounds (at most 1000 h: beyond it no timer
-    can be armed)."""
+    can be armed), and quoted as given (``-1``, not the command's text ``'-1'``)."""
     if time is None:
         return None
     from sweeper.options import seconds
 
     try:
-        return seconds(time)
+        return seconds(time, show(time))
     except OptionValueError as err:
         raise SweeperError(f"time: {err}") from None
 

@@ -121,7 +121,7 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes}B"
 
 
-def parse_duration(text: str | float) -> float:
+def parse_duration(text: str | float, shown: str | None = None) -> float:
     """``"10m"`` -> 600.0 seconds, ``"1h30m"`` -> 5400.0; a bare number is seconds.  The
     one reader of every duration (``--time``, a space's ``budget.time`` and ``measure``
     settings, the API's ``time=``), so each accepts what the others do.  A compound
@@ -131,8 +131,9 @@ def parse_duration(text: str | float) -> float:
 
     The whole text is read, however long (``3.000…0m`` is 180 s, its unit at the end);
     only the text an error shows is cut, to 40 characters, so that a hostile value
-    cannot flood the message."""
-    shown = repr(str(text)[:40])
+    cannot flood the message.  An error quotes ``shown`` where given (the value as its
+    caller gave it: the API's number ``-1``), else the text (``'-1'``)."""
+    shown = shown if shown is not None else repr(str(text)[:40])
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         seconds = float(text) if abs(text) <= MAX_DURATION_S else math.inf
     else:

@@ -5,6 +5,7 @@ measurement record a reader needs to trust or redo a number."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -243,6 +244,7 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
                      f"{env.get('triton')}, sweeper {env.get('sweeper')}, Python "
                      f"{env.get('python')}"),
         ("command", f"`{meta.command or '?'}` (reproduce: `{reproduce_command(meta)}`)"),
+        *forced_rows(meta),
         ("statistics", story.timer),
         ("stopping rule", story.measurement),
         ("raw samples", "`trials.jsonl` in this folder (every sample of every trial)"
@@ -253,6 +255,25 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
         *([("busy in the last run", Busy.from_json(meta.last_run["gpu_busy"]).line())]
           if meta.last_run.get("gpu_busy") else []),
     ]
+
+
+#: A hash in a fingerprint change (``'823ee27b…'``): such a change is named by its key alone.
+_HASH = re.compile(r"'[0-9a-f]{16,}'")
+
+
+def forced_rows(meta: StudyMeta) -> list[tuple[str, str]]:
+    """One record row per resume with ``--force`` (``study.json``'s ``forced``): when it
+    was, and what it changed (``key: old -> new``, a change of a hash by its key alone),
+    for the study's trials before and after it were measured under different settings."""
+    rows = []
+    for entry in meta.forced:
+        said = entry.get("changed", [])
+        changed = [str(c).split(":", 1)[0] if _HASH.search(str(c)) else str(c)
+                   for c in (said if isinstance(said, list) else [said])]
+        rows.append((f"resumed with --force, {entry.get('when', '?')}",
+                     f"changed {'; '.join(changed) or '?'} (trials before and after it "
+                     "were measured under different settings)"))
+    return rows
 
 
 def problem_sizes(df: pd.DataFrame) -> str:

@@ -236,6 +236,7 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "samplers": [s._asdict() for s in tables.samplers],
         "reproduce": reproduce_command(meta), "command": meta.command,
         "space_sha256": meta.space_sha256, "fingerprint": meta.fingerprint,
+        "forced": meta.forced,
         "counts": counts,
         "headline": {"metric": tables.metric, "unit": unit(tables.metric),
                      "per_problem": _records(tables.picks)},

@@ -176,13 +176,16 @@ class Storage(ABC):
 
     def note_resumed(self, when: str, axes: Mapping[str, Sequence[str]] | None = None,
                      sampler: Mapping[str, Any] | None = None, forced: Sequence[str] = (),
-                     **changes: Any) -> None:
+                     environment: Mapping[str, Any] | None = None, **changes: Any) -> None:
         """Add ``when`` to the metadata's ``resumed`` list, the labels of ``axes`` (the
         space this process sweeps) to the study's axes (:func:`~sweeper.store._ledger.widened`:
         its trials are checked against them), make ``sampler`` (this run's) its
         ``sampler``, added to its ``samplers`` (each it ran with, first to last) where it
         is new, add ``forced`` (what differed from its fingerprint in a resume with
-        ``--force``, if anything) to its ``forced`` list with ``when``, and replace keys
+        ``--force``, if anything) to its ``forced`` list with ``when``, make
+        ``environment`` (this run's) its environment where it forced something, the one
+        it replaces kept in that ``forced`` entry where they differ (a resume that forced
+        nothing keeps the study's), and replace keys
         with ``changes``, in one edit: processes resuming the study at once each keep
         theirs.  A study recorded under another name than it is
         held under (its folder copied) takes that name now, the old one kept as
@@ -191,8 +194,11 @@ class Storage(ABC):
             meta.update(named(meta, self.name))
             meta.update(changes, resumed=[*meta.get("resumed", []), when])
             if forced:
-                meta["forced"] = [*meta.get("forced", []),
-                                  {"when": when, "changed": list(forced)}]
+                entry: dict[str, Any] = {"when": when, "changed": list(forced)}
+                if environment is not None and meta.get("environment") != environment:
+                    entry["environment"] = meta.get("environment")
+                    meta["environment"] = dict(environment)
+                meta["forced"] = [*meta.get("forced", []), entry]
             if axes is not None:
                 meta["axes"] = widened(study_axes(meta), axes)
             if sampler is not None:

@@ -69,8 +69,9 @@ class StudyMeta:
     zipped: dict[str, dict[str, Any]] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
     #: each resume with ``--force`` that changed its fingerprint: ``when`` and what it
-    #: ``changed`` (``key: old -> new``); the fingerprint, the space's text and hash are
-    #: the latest run's, so an unchanged rerun resumes without ``--force``
+    #: ``changed`` (``key: old -> new``), and the ``environment`` it replaced where the
+    #: run's differed; the fingerprint, environment, the space's text and hash are the
+    #: latest run's, so an unchanged rerun resumes without ``--force``
     forced: list[dict[str, Any]] = field(default_factory=list)
     last_run: dict[str, Any] = field(default_factory=dict)
 
