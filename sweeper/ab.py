@@ -62,6 +62,11 @@ class ABResult:
                 "warmup_per_round": self.warmup}
 
 
+def held_text(fixed: dict[str, str]) -> str:
+    """``grid=sms block=32``: the values the other axes are held at, as ``ab`` says them."""
+    return " ".join(f"{k}={v}" for k, v in fixed.items())
+
+
 def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     """``KEY=A,B`` -> ``(axis, A, B)``, checked against ``space``: a bad key or value
     raises a SweeperError that lists the axes or the values allowed.  A value holding a
@@ -103,7 +108,7 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
     fixed = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
              if ax.name != key}
     facts = device.facts()
-    held = " ".join(f"{k}={v}" for k, v in fixed.items())
+    held = held_text(fixed)
     configs: dict[str, Config] = {}
     for label in (a, b):
         try:

@@ -35,14 +35,19 @@ def user_line(err: BaseException) -> str | None:
     return None
 
 
+def one_line(text: str) -> str:
+    """``text``'s lines, stripped, joined by spaces: a trial's reason is one line, so a
+    terminal that shows a reason's first line keeps all of it."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
 def raised(what: str, err: BaseException) -> str:
     """``the reference raised ValueError: bad shape (at mymod.py:36: ...)``: what the
-    user's code ``what`` raised, on one line as a trial's reason is (its message's lines
-    joined by spaces, so a terminal that shows a reason's first line keeps all of it,
-    the user's line included)."""
-    message = " ".join(part.strip() for part in str(err).splitlines() if part.strip())
+    user's code ``what`` raised, on one line as a trial's reason is (:func:`one_line`),
+    the user's line included."""
     line = user_line(err)
-    return f"{what} raised {type(err).__name__}: {message}" + (f" (at {line})" if line else "")
+    return (f"{what} raised {type(err).__name__}: {one_line(str(err))}"
+            + (f" (at {line})" if line else ""))
 
 
 def defined_at(fn: Callable[..., object]) -> str | None:

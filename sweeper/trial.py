@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sweeper.devices import Device
 from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
-from sweeper.errors import DEBUG_ENV, ReferenceFailed, user_line
+from sweeper.errors import DEBUG_ENV, ReferenceFailed, one_line, user_line
 from sweeper.escape import cut
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
@@ -329,11 +329,11 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     at = ""
     if names & {"CompilationError"} and isinstance(message, str) and message.strip():
         line = compile_line(err)
-        text = f"{type(err).__name__}: {message.strip()}".splitlines()
+        text = f"{type(err).__name__}: {message.strip()}"
         at = f" (at {line})" if line else ""
     else:
-        text = f"{type(err).__name__}: {err}".strip().splitlines()
-    reason = " ".join(line.strip() for line in text if line.strip())
+        text = f"{type(err).__name__}: {err}"
+    reason = one_line(text)
     reason = _CUDA_ADVICE.split(reason, maxsplit=1)[0]     # CUDA's generic advice
     # at most 500 characters, the kernel's line kept whole (Triton's advice on a global
     # that is not a constexpr alone is 400)

@@ -15,7 +15,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     """``sweeper ab``: time two values of one axis against each other, print both medians
     and the verdict, and say where the samples are; a replay device is refused, as it has
     no samples to interleave."""
-    from sweeper.ab import run_ab
+    from sweeper.ab import held_text, run_ab
     from sweeper.compare import ratio_text
     from sweeper.measure import summarize
 
@@ -30,7 +30,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     kernel = kernel_for(space, device)
     result = run_ab(space, kernel, device, args.vary, out, threshold)
     c = result.comparison
-    fixed = " ".join(f"{k}={v}" for k, v in result.fixed.items())
+    fixed = held_text(result.fixed)
     print(f"A/B on {result.key} with {fixed} fixed; {device.facts().name}")
     for label in (result.a, result.b):
         s = summarize(result.samples[label])
