@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sweeper.core._units import did_you_mean
+from sweeper.core._units import did_you_mean, zip_members
 from sweeper.errors import SweeperError, user_line
 
 if TYPE_CHECKING:
@@ -443,8 +443,8 @@ def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
     dims = attrs.get("dims", Kernel.dims)
     names: list[str] = []
     for key, value in (params.items() if isinstance(params, dict) else ()):
-        zipped = value.get("zip") if isinstance(value, dict) else None
-        names += list(zipped) if isinstance(zipped, dict) else [key]
+        members = zip_members(value)
+        names += members if members is not None else [key]
     attrs.setdefault("meta_params", {
         n: MetaParam(default=0, doc="not checked: the kernel was not imported")
         for n in names if isinstance(n, str) and n.isidentifier() and n.isascii() and

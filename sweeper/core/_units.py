@@ -1,4 +1,4 @@
-"""Sizes, durations and dtype names as a space file spells them."""
+"""Sizes, durations, dtype names and groups of zipped axes as a space file spells them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 import numbers
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from sweeper.core._expr import MAX_DIGITS, UNITS, Expr, quoted
 from sweeper.escape import cut
@@ -36,6 +37,14 @@ DTYPE_ALIASES: dict[str, str] = {
 #: The most trials a budget may name: a space file's ``budget.trials``, ``--trials`` and
 #: ``trials=`` alike (a billion trials of 1 ms each are 11 days).
 MAX_TRIALS = 1_000_000_000
+
+def zip_members(value: Any) -> list[Any] | None:
+    """The axes a ``params`` entry zips where it is a group of zipped axes
+    (``{zip: {AXIS: [...], ...}}``); ``None`` where it is anything else (an axis)."""
+    if isinstance(value, dict) and isinstance(value.get("zip"), dict):
+        return list(value["zip"])
+    return None
+
 
 def canonical_dtype(text: str) -> str | None:
     """The torch name of a dtype named ``text`` (a name, an alias, ``torch.NAME``, any

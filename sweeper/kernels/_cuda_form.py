@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from sweeper import plugins
 from sweeper.core import DTYPES, Problem
-from sweeper.core._units import did_you_mean
+from sweeper.core._units import did_you_mean, zip_members
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import INT32_MAX, Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
@@ -348,8 +348,7 @@ def _axis_path(params: Any, name: str) -> str:
     """Where the space's ``params`` sweeps axis ``name``: ``params.NAME``, or inside a
     group of zipped axes ``params.GROUP.zip.NAME``."""
     for key, value in (params.items() if isinstance(params, dict) else ()):
-        zipped = value.get("zip") if isinstance(value, dict) else None
-        if isinstance(zipped, dict) and name in zipped:
+        if name in (zip_members(value) or ()):
             return f"params.{key}.zip.{name}"
     return f"params.{name}"
 

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from sweeper.core._spelling import given, option
-from sweeper.core._units import did_you_mean
+from sweeper.core._units import did_you_mean, zip_members
 from sweeper.errors import SpaceError
 from sweeper.escape import cut
 from sweeper.space._yaml import decode_text, load_value, load_with_lines, read_capped
@@ -194,13 +194,6 @@ def _drop(where: Where, path: str) -> None:
         del where[key]
 
 
-def _zip_members(value: Any) -> list[Any] | None:
-    """The axes ``value`` zips, where it is a group (``{zip: {AXIS: [...], ...}}``)."""
-    if isinstance(value, dict) and isinstance(value.get("zip"), dict):
-        return list(value["zip"])
-    return None
-
-
 def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where,
                      named: str, api: bool = False) -> None:
     """Refuse ``-p key=loaded`` where it breaks the file's groups of zipped axes: an axis
@@ -208,9 +201,9 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
     misspelt one), or a group's name given anything but a group (``tiles=[64]``); ``api``:
     the advice written as ``sweeper.run``'s ``params=`` dict, as the caller gave it."""
     groups = {g: members for g, v in params.items()
-              if g != key and (members := _zip_members(v)) is not None}
-    own = _zip_members(params.get(key))
-    given_members = _zip_members(loaded)
+              if g != key and (members := zip_members(v)) is not None}
+    own = zip_members(params.get(key))
+    given_members = zip_members(loaded)
     if own is not None and given_members is None:
         file, line = where.get(f"params.{key}", (None, None))
         at = f" ({file}:{line})" if file and line else ""
