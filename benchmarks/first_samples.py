@@ -132,11 +132,13 @@ def trial(device, name, kernel, how, gap, args, order):  # type: ignore[no-untyp
     median = statistics.median(samples)
     row = dict(order=order, kernel=name, warmup=how, gap=gap, first=samples[:8],
                median=median, settled=settled, ratio=median / settled,
-               first_ratio=samples[0] / settled, warm_s=warm_s, **state)
+               first_ratio=samples[0] / settled, worst_ratio=max(samples) / settled,
+               warm_s=warm_s, **state)
     print(f"#{order:3d} {name:10s} {how:15s} gap {gap:5.3f}s  median {median:7.2f} "
           f"settled {settled:7.2f} µs  x{median / settled:.3f}  first "
           + " ".join(f"{s:.1f}" for s in samples[:8])
-          + f"  warm {warm_s * 1e3:.1f} ms  {state}", flush=True)
+          + f"  worst x{max(samples) / settled:.2f}  warm {warm_s * 1e3:.1f} ms  {state}",
+          flush=True)
     return row
 
 

@@ -177,6 +177,40 @@ def test_the_warmup_turns_the_sampling_loop_so_the_first_sample_follows_what_oth
     assert steps == ["event", "launch", "event"] * 2 + ["sync"]
 
 
+def test_a_sampling_call_without_warmup_holds_the_idle_gpu_longer_before_its_first_sample(
+        monkeypatch):
+    """A call's first sample starts on an idle GPU: its hold alone let the host's first
+    steps into the sample (an H100 read a 15 µs kernel's first sample at 4.1-4.6×), so
+    that turn holds ``LEAD_HOLDS`` times more; later turns, and calls whose warmup turns
+    come first, hold once."""
+    from sweeper.measure import _timer, time_cuda
+
+    steps: list[str] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool) -> None:
+            pass
+
+        def record(self) -> None:
+            steps.append("event")
+
+        def elapsed_time(self, end: "Event") -> float:
+            return 1.0
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: steps.append("sync"))
+    turn = ["event", "launch", "event"]
+    time_cuda(lambda: steps.append("launch"), warmup=0, repeat=2,
+              hold=lambda: steps.append("hold"))
+    assert _timer.LEAD_HOLDS >= 1
+    assert steps == (["hold"] * (1 + _timer.LEAD_HOLDS) + turn + ["hold"] + turn
+                     + ["sync"])
+    steps.clear()
+    time_cuda(lambda: steps.append("launch"), warmup=1, repeat=1,
+              hold=lambda: steps.append("hold"))
+    assert steps == ["hold", *turn] * 2 + ["sync"]
+
+
 def test_two_warmup_turns_where_their_launches_take_warmup_time():
     """Two turns of a launch of 0.7 ms or more measured the same as ten on the copy sweep
     (an H100, docs/benchmarks.md); a short launch keeps every turn, ``off`` all of them."""

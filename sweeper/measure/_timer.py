@@ -17,6 +17,16 @@ settled time on an H100 (a 15 µs atomic sum, a 49 µs copy), 44 of 60 trials ab
 after ten turns of the loop, events included, 0.97-0.99× at the median, 6 of 48 above
 1.15× (``python benchmarks/first_samples.py``, docs/benchmarks.md).
 
+A call without warmup turns holds the GPU ``LEAD_HOLDS`` times longer before its first
+sample: that sample starts on an idle GPU, with nothing queued to cover the host's first
+steps.  On an H100 the first sample of a process's first trial read 4.1-4.6× the settled
+time of a 15 µs atomic sum without the lead and 0.93-1.04× with it; in sweeper's pipeline
+(``benchmarks/autotune_hooks_cost.py``, fresh processes) 9 of 32 trials held a sample over
+twice their median and one trial's median read 43.6 µs for a 17-19 µs kernel, against 1 of
+32 and medians of 14.7-19.7 µs with it (``bash
+docs/raw/2026-12-06-s41/first_sample_variants.sh``, docs/benchmarks.md).  The garbage
+collector was no part of it: switched off around the loop, it changed nothing.
+
 Every sample is returned: statistics are someone else's job
 (:mod:`sweeper.measure._stats`).
 """
@@ -29,6 +39,10 @@ from collections.abc import Callable
 #: A launch or a step around it; what it returns is not used.
 Launch = Callable[[], object]
 
+#: Extra holds before a call's first timed turn (~200 µs at 2 GHz), so the host is well
+#: ahead of the GPU before the first sample starts.
+LEAD_HOLDS = 4
+
 
 def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None = None,
               hold: Launch | None = None) -> list[float]:
@@ -40,11 +54,13 @@ def time_cuda(launch: Launch, *, warmup: int, repeat: int, flush: Launch | None 
     turns = warmup + repeat
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(turns)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(turns)]
-    for start, end in zip(starts, ends, strict=True):
+    for turn, (start, end) in enumerate(zip(starts, ends, strict=True)):
         if flush is not None:
             flush()              # queued before the start event: not in the sample
         if hold is not None:
-            hold()               # keeps the GPU busy while the host queues what follows
+            # keeps the GPU busy while the host queues what follows; longer on an idle GPU
+            for _ in range(1 + (LEAD_HOLDS if turn == 0 and not warmup else 0)):
+                hold()
         start.record()
         launch()
         end.record()
