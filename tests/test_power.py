@@ -41,7 +41,9 @@ def test_a_cool_down_idles_and_a_load_runs_the_configs_own_work(monkeypatch):
 
 def test_a_cool_down_schedule_samples_in_short_bursts(monkeypatch):
     """Bursts of at most BURST_S of work, sized from one host-timed launch, each after a
-    cool-down and two launches; a fixed rule takes one burst (at least BURST_MIN)."""
+    cool-down and two turns of the sampling loop whose times are dropped (not launches
+    back to back, which read a short kernel's first sample high); a fixed rule takes one
+    burst (at least BURST_MIN)."""
     from sweeper.measure import _duty
 
     slept, launches, asked = [], [], []
@@ -51,12 +53,15 @@ def test_a_cool_down_schedule_samples_in_short_bursts(monkeypatch):
     cool = Duty("cool", 1.0)
     size = cool.burst_size(lambda: launches.append(1), lambda: None)
     assert size == int(_duty.BURST_S / 0.004) == 3 and launches == [1]
-    timed = lambda k: (asked.append(k), [1.0] * k)[1]  # noqa: E731
-    take = cool.bursts(timed, lambda: launches.append(1),
-                       lambda: cool.settle(lambda: None, lambda: None), size)
-    assert take(10) == [1.0] * 10
-    assert asked == [3, 3, 3, 1] and len(slept) == 3
-    assert len(launches) == 1 + 3 * _duty.BURST_WARMUP
+    turn = iter(range(1000))
+    timed = lambda k: (asked.append(k), [float(next(turn)) for _ in range(k)])[1]  # noqa: E731
+    take = cool.bursts(timed, lambda: cool.settle(lambda: None, lambda: None), size)
+    warm = _duty.BURST_WARMUP
+    # the first burst follows the trial's own warmup; each later one drops its warm turns
+    assert take(10) == [0.0, 1.0, 2.0, *range(3 + warm, 6 + warm),
+                        *range(6 + 2 * warm, 9 + 2 * warm), 9.0 + 3 * warm]
+    assert asked == [3, 3 + warm, 3 + warm, 1 + warm] and len(slept) == 3
+    assert launches == [1]                    # only the burst's sizing launch
     fixed = StopRule(kind="fixed", repeat=30)
     assert cool.capped(fixed, 3).repeat == _duty.BURST_MIN == 5
     assert cool.capped(fixed, 8).repeat == 8 and cool.capped(fixed, 50).repeat == 30

@@ -225,7 +225,7 @@ class Device(abc.ABC):
         asked = rule
         if cool is not None:
             rule = cool.capped(rule, size)
-            take = cool.bursts(take, sample, settle, size)
+            take = cool.bursts(take, settle, size)
         # a cool-down schedule settles before every burst, a discarded chunk's too
         recover = settle if duty is not None and cool is None else None
         settled = spent.get(settling, 0.0)

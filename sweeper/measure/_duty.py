@@ -30,8 +30,8 @@ matmul's clock down after 15-20 ms of samples (1.50 -> 1.62 -> 1.73 ms a launch
 within one trial of 30 samples), so one config's median can land anywhere between
 its fast and capped times, and two runs of a study put configs 3-5 % apart.  Under a
 cool-down schedule samples are therefore taken in bursts of at most ``BURST_S`` of
-work, each after a cool-down and ``BURST_WARMUP`` untimed launches (the clock ramps up
-from idle on the first launch), and a fixed rule takes one burst per measurement: the
+work, each after a cool-down and ``BURST_WARMUP`` untimed turns of the sampling loop (the
+clock ramps up from idle on the first launch), and a fixed rule takes one burst per measurement: the
 samples of one burst agree closely, and each further burst would cost a cool-down (a
 40-trial study of 30 samples a trial takes 330 s in 12 ms bursts, 95 s in one go).
 
@@ -60,7 +60,7 @@ POWER_CAP = "sw_power_cap"
 #: Seconds of samples one burst may take under a cool-down schedule (the limiter's first
 #: step came after 15-20 ms; the flush and hold around each sample add a few %).
 BURST_S = 0.012
-#: Untimed launches after each cool-down before a burst is timed.
+#: Turns of the sampling loop after each cool-down, their times dropped, before a burst.
 BURST_WARMUP = 2
 #: Samples a fixed rule takes at least under a cool-down schedule, in as many bursts as
 #: that needs (a launch longer than ``BURST_S`` gets a cool-down before each sample).
@@ -118,22 +118,25 @@ class Duty:
         synchronize()
         return max(1, int(BURST_S / max(time.perf_counter() - t0, 1e-9)))
 
-    def bursts(self, timed: Callable[[int], list[float]], launch: Callable[[], None],
-               settle: Callable[[], None], size: int) -> Callable[[int], list[float]]:
+    def bursts(self, timed: Callable[[int], list[float]], settle: Callable[[], None],
+               size: int) -> Callable[[int], list[float]]:
         """``timed(k)`` (k samples, ms each) taken as bursts of at most ``size`` samples,
-        each after a cool-down (``settle``) and ``BURST_WARMUP`` launches; the first burst
-        follows the settle and warmup before sampling."""
+        each after a cool-down (``settle``) and ``BURST_WARMUP`` turns of the sampling
+        loop whose times are dropped (as a trial's warmup: launches back to back read a
+        short kernel's first sample high); the first burst follows the settle and warmup
+        before sampling."""
         started = [False]
 
         def take(k: int) -> list[float]:
             out: list[float] = []
             while len(out) < k:
+                n = min(k - len(out), size)
                 if started[0]:
                     settle()
-                    for _ in range(BURST_WARMUP):
-                        launch()
+                    out.extend(timed(BURST_WARMUP + n)[BURST_WARMUP:])
+                else:
+                    out.extend(timed(n))
                 started[0] = True
-                out.extend(timed(min(k - len(out), size)))
             return out
         return take
 
