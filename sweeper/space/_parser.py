@@ -262,6 +262,8 @@ class _Parser:
             raise self.error(path, f"{shown(name)} is not a kernel name (a built-in name, "
                              "an installed plugin's or module:attr, at most 200 characters)")
         try:
+            if not self.user_code:        # not imported, but refused where run would be
+                plugins.refuse_missing_module(plugins.KERNEL, name)
             return plugins.kernel_declaration(name, user_code=self.user_code, params=params)
         except SweeperError as err:
             hint = "; from_autotune: names the sweeper.kernel(..., autotuned=...) that " \
@@ -632,6 +634,7 @@ class _Parser:
         try:
             found = plugins.find(plugins.SAMPLER, name)
             if not (found.builtin or self.user_code):
+                plugins.refuse_missing_module(plugins.SAMPLER, name)
                 return given
             return plugins.sampler_capabilities(name).takes_baseline
         except SweeperError as err:
