@@ -387,33 +387,35 @@ def test_a_report_is_estimated_by_its_heatmaps():
     assert RunCosts(report_s=4.3, report_maps=7).report_reserve(2) == 4.3
 
 
-def test_a_report_of_one_map_is_estimated_as_one_map(write_space, tmp_path, capsys,
-                                                     monkeypatch):
-    """Each meta value's configs in one cell of their own: the report draws one map (its
-    problem's; the others, of one cell, are folded into it), and the plan prices one, not
-    a map per meta value and one per problem (three)."""
+@pytest.mark.parametrize(("axes", "drawn"), [
+    ({"grid": [4], "block": [32, 128], "BLOCK": [128, 512]}, 1),
+    ({"grid": [2, 4], "block": [32], "BLOCK": [128]}, 0)], ids=["one-cell-each", "grid-only"])
+def test_the_plan_prices_the_maps_the_report_draws(write_space, tmp_path, capsys,
+                                                   monkeypatch, axes, drawn):
+    """Each meta value's configs in one cell of their own (BLOCK == 4 * block): the
+    report draws one map (its problem's; the others, of one cell, are folded into it),
+    and the plan prices one, not a map per meta value and one per problem (three).  Grid
+    alone varying: no map can be drawn of one axis, where the plan priced two (the map
+    of its one BLOCK and the best over it); the plan and the report share one rule
+    (sweeper.drawn_maps)."""
     from sweeper.devices import open_device
     from sweeper.plan import plan_of
     from sweeper.space import load_space
 
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
-    path = write_space("""
+    path = write_space(f"""
         kernel: copy
         sampler: exhaustive
-        params:
-          grid: [4]
-          block: [32, 128]
-          BLOCK: [128, 512]
-          dtype: [float32]
-          footprint: [4KiB]
+        params: {{{", ".join(f"{k}: {v}" for k, v in axes.items())}, dtype: [float32],
+                 footprint: [4KiB]}}
         constraints: ["BLOCK == 4 * block"]
-        measure: {warmup: 1, repeat: 3}
+        measure: {{warmup: 1, repeat: 3}}
     """)
     plan, _ = plan_of(load_space(path), open_device("interpret", for_plan=True))
-    assert plan.maps == 1
+    assert plan.maps == drawn
     assert main(["run", str(path), "--device", "interpret", "--studies-dir",
                  str(tmp_path / "st"), "--quiet"]) == 0
-    assert "; 1 heatmap in " in capsys.readouterr().out
+    assert f"; {drawn} heatmap{'s' * (drawn != 1)} in " in capsys.readouterr().out
 
 
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
