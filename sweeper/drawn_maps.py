@@ -5,10 +5,12 @@ A map shows how a rate moves over two varying axes: grid across, block down, or 
 them against the meta-parameter values a best-over-meta map names in its cells.  So a
 problem where fewer than two of grid, block and the meta-parameters vary among the
 configs that hold a number has no map (the report's tables rank its configs); else it has
-a map of the best over its meta values where those configs fill two cells or more, and
-one per meta values that fills two cells or more (a map of one cell is no map: it is
-folded into the best-over-meta one).  Plain Python: ``plan`` counts with it without pandas,
-over up to a million configs, holding a few values per meta values, never the configs.
+a map of the best over its meta values where those configs fill two cells or more, and,
+where they hold two meta values or more, one per meta values that fills two cells or more
+(a map of one cell is no map: it is folded into the best-over-meta one; the map of a
+problem's only meta values would be its best-over-meta map again).  Plain Python:
+``plan`` counts with it without pandas, over up to a million configs, holding a few
+values per meta values, never the configs.
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ class ProblemMaps:
         varying = sum(value is _MANY for value in self._axes.values())
         if varying < 2:
             return MapsDrawn(frozenset(), best=False, folded=0, flat=bool(self._cells))
-        many = frozenset(meta for meta, cell in self._cells.items() if cell is _MANY)
-        one = len(self._cells) - len(many)
         best = self._axes["grid"] is _MANY or self._axes["block"] is _MANY
-        return MapsDrawn(many, best=best, folded=one if len(self._cells) > 1 else 0,
-                         flat=False)
+        if len(self._cells) == 1:           # its own map is the best-over-meta map
+            return MapsDrawn(frozenset(), best=best, folded=0, flat=False)
+        many = frozenset(meta for meta, cell in self._cells.items() if cell is _MANY)
+        return MapsDrawn(many, best=best, folded=len(self._cells) - len(many), flat=False)

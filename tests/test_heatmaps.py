@@ -158,8 +158,8 @@ def test_a_map_none_of_whose_configs_was_measured_marks_why_and_names_its_trials
     any map's."""
     crashed = record(1, "2*sms", 32, 1024, 0.0, TrialStatus.CRASHED, "boom", 264)
     skipped = record(2, "sms", 64, 1024, 0.0, TrialStatus.INVALID, "ruled out")
-    _, blank, _ = maps([record(0, "sms", 32, 256, 100.0), record(3, "2*sms", 64, 256, 90.0),
-                        crashed, skipped])
+    blank, _ = maps([record(0, "sms", 32, 256, 100.0), record(3, "2*sms", 64, 256, 90.0),
+                     crashed, skipped])          # (BLOCK=256's map is the best-over-meta map)
     assert blank.name == "float32_1GiB_cold_BLOCK-1024" and not blank.measured
     assert blank.notes.loc[32, "2*sms"] == "fail" and blank.notes.loc[64, "sms"] == "skip"
     assert blank.notes.loc[32, "sms"] == ""
@@ -195,6 +195,20 @@ def test_a_report_says_which_maps_of_one_cell_it_did_not_draw(tmp_path):
             "Not drawn, fewer than two of grid, block and the meta-parameters vary in their "
             "problem: float32_1GiB_cold_best; the best-config tables above rank their "
             "configs.\n") in (lone.root / "report.md").read_text()
+
+
+def test_a_problem_of_one_meta_values_has_one_map(tmp_path):
+    """One BLOCK, grid and block varying: the map of that BLOCK and the best over the
+    BLOCKs are the same numbers; the report drew both.  One is drawn, the best-over-meta
+    map, titled without a 'best over' of nothing."""
+    one = [t for t in TRIALS if t.choice["BLOCK"] == "256"]
+    drawn = maps(one)
+    assert [(m.name, m.drawn) for m in drawn] == [("float32_1GiB_cold_best", True)]
+    assert drawn[0].title == "copy · float32 · 1GiB · cold · G · GB/s"
+    store = copy_study(tmp_path, records=one, axes={**COPY_AXES, "BLOCK": ["256"]})
+    assert main(["report", str(store.root)]) == 0
+    assert [p.name for p in (store.root / "heatmaps").glob("*.png")] == [
+        "float32_1GiB_cold_best.png"]
 
 
 def test_a_problem_where_fewer_than_two_axes_vary_has_no_map(tmp_path):

@@ -389,7 +389,9 @@ def test_a_report_is_estimated_by_its_heatmaps():
 
 @pytest.mark.parametrize(("axes", "drawn"), [
     ({"grid": [4], "block": [32, 128], "BLOCK": [128, 512]}, 1),
-    ({"grid": [2, 4], "block": [32], "BLOCK": [128]}, 0)], ids=["one-cell-each", "grid-only"])
+    ({"grid": [2, 4], "block": [32], "BLOCK": [128]}, 0),
+    ({"grid": [2, 4], "block": [32, 64], "BLOCK": [256]}, 1)],
+    ids=["one-cell-each", "grid-only", "one-BLOCK"])
 def test_the_plan_prices_the_maps_the_report_draws(write_space, tmp_path, capsys,
                                                    monkeypatch, axes, drawn):
     """Each meta value's configs in one cell of their own (BLOCK == 4 * block): the
@@ -397,7 +399,8 @@ def test_the_plan_prices_the_maps_the_report_draws(write_space, tmp_path, capsys
     and the plan prices one, not a map per meta value and one per problem (three).  Grid
     alone varying: no map can be drawn of one axis, where the plan priced two (the map
     of its one BLOCK and the best over it); the plan and the report share one rule
-    (sweeper.drawn_maps)."""
+    (sweeper.drawn_maps).  One BLOCK: its map and the best over it are the same map,
+    which the report drew twice and the plan priced twice; one now."""
     from sweeper.devices import open_device
     from sweeper.plan import plan_of
     from sweeper.space import load_space
@@ -408,7 +411,7 @@ def test_the_plan_prices_the_maps_the_report_draws(write_space, tmp_path, capsys
         sampler: exhaustive
         params: {{{", ".join(f"{k}: {v}" for k, v in axes.items())}, dtype: [float32],
                  footprint: [4KiB]}}
-        constraints: ["BLOCK == 4 * block"]
+        constraints: ["BLOCK == 4 * block or BLOCK == 256"]
         measure: {{warmup: 1, repeat: 3}}
     """)
     plan, _ = plan_of(load_space(path), open_device("interpret", for_plan=True))

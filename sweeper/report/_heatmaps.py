@@ -27,6 +27,8 @@ What the maps promise a reader:
   meta values that won it, and says in its caption how many it folds); a best-over-meta
   map of one cell (grid and block fixed) is computed but not drawn (``drawn`` is
   false): the report's tables rank those configs.
+- No map twice: a problem of one meta values' configs has its best-over-meta map only
+  (its title names no "best over"), the same numbers as that meta values' own.
 - No map of one varying axis: where fewer than two of grid, block and the
   meta-parameters vary among a problem's measured configs, its best-over-meta map is
   computed but not drawn (``flat``) and it has no other.  Which maps are drawn is
@@ -182,9 +184,10 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
             maps.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
                               f"{base} · {meta_text} · {gpu} · {unit(metric)}".replace(
                                   " ·  ·", " ·"), picks, values_in_labels=True))
+        over = f" · best over {', '.join(varying)}" if varying else ""
         best = _grid(sub, grid_order, block_order, metric, f"{stem}_best",
-                     f"{base} · best over {', '.join(varying) or 'all'} · {gpu} · "
-                     f"{unit(metric)}", picks, values_in_labels=False, won_by=short)
+                     f"{base}{over} · {gpu} · {unit(metric)}", picks,
+                     values_in_labels=False, won_by=short)
         counted_maps = ProblemMaps()
         for key, m in zip(keys, maps, strict=True):
             for block, grid in m.filled():
