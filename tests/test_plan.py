@@ -1275,3 +1275,29 @@ def test_a_calls_first_run_in_its_process_counts_its_set_up(tmp_path, monkeypatc
     clock.marks["set-up"] = clock.start + 0.7
     _note_costs(space, device, clock, SweepSummary())
     assert run_costs(costs_key(device)).setup_s == pytest.approx(1.75)
+
+
+def test_plan_refuses_a_changed_study_as_run_does_and_force_plans_the_resume(
+        small_space, tmp_path, monkeypatch, capsys):
+    """A study whose space changed since it was measured: run refuses to resume it without
+    --force, where plan estimated the resume as if nothing had changed, and took no
+    --force.  plan now refuses it with run's line, and --force (the same declaration as
+    run's) plans the resumed run, its kept trials not measured again."""
+    monkeypatch.chdir(tmp_path)
+    studies = ["--device", "interpret", "--studies-dir", "st"]
+    assert main(["run", str(small_space), *studies, "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    small_space.write_text(small_space.read_text().replace("repeat: 3", "repeat: 4"))
+    refused = []
+    for command in ("run", "plan"):
+        assert main([command, str(small_space), *studies]) == 2
+        captured = capsys.readouterr()
+        refused.append(captured.err)
+        assert captured.out == ""
+    assert refused[0] == refused[1] and "cannot resume, it was measured with other " \
+        "settings (the space's line " in refused[0] and "rerun with --force" in refused[0]
+    assert main(["plan", str(small_space), *studies, "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "would measure 0 on Triton interpreter (CPU); the study in st/tiny-interpret " \
+        "keeps 8 trials, not measured again\n  (--force: the study was measured with other " \
+        "settings, space_content; the run adds to it)\n" in out
