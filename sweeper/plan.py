@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from sweeper.ceilings import cache_root
 from sweeper.core._units import counted
 from sweeper.devices import DeviceFacts, PlanCosts
+from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import SweeperError
 from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
 from sweeper.fsio import read_cache, write_cache
@@ -363,9 +364,9 @@ class Plan:
     #: and of those, how many the machine has compiled already (a load each)
     binaries: int = 0
     cached: int = 0
-    #: the report's heatmaps: per problem, one a combination of meta-parameter values
-    #: and one of the best over them, each drawn where it holds a number in two cells
-    #: (grid and block) or more
+    #: the report's heatmaps, those drawn (:mod:`sweeper.drawn_maps`): per problem where
+    #: two of grid, block and the meta-parameters vary, one of the best over its meta
+    #: values and one per meta values, each where it holds a number in two cells or more
     maps: int = 0
 
     def parts_text(self) -> str:
@@ -605,9 +606,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     problems: dict[tuple[Problem, str], tuple[int, float]] = {}   # configs, fastest launch
     binaries: set[Any] = set()
     cached = 0
-    # each map's first (grid, block) cell, None once it holds another (drawn): a
-    # problem's (problem, cache), and its meta values'
-    maps: dict[tuple[Any, ...], tuple[str | None, str | None] | None] = {}
+    maps: dict[tuple[Problem, str], ProblemMaps] = {}     # the report's, per problem
     computing = False             # some launch is bound by its FLOPs: power-bound on a GPU
     loaded = 0                    # trials bound by their FLOPs (those a power-bound sweep loads)
     flop_bound = False            # some launch is bound by its FLOPs, however short
@@ -642,10 +641,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
             seconds += fixed.seconds if fixed is not None else 0.0
             loaded += by_flops
             key = (outcome.problem, outcome.cache)
-            cell = (choice.get("grid"), choice.get("block"))
-            for kept in (key, (*key, tuple(sorted(outcome.meta.items())))):
-                if maps.setdefault(kept, cell) != cell:
-                    maps[kept] = None
+            maps.setdefault(key, ProblemMaps()).add(
+                tuple(sorted(outcome.meta.items())), choice.get("grid"), choice.get("block"))
             count, fastest = problems.get(key, (0, launch))
             problems[key] = (count + 1, min(fastest, launch))
             if shape.binaries is not None:
@@ -677,7 +674,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     else:
         finals_s = finals_under(None)
     trials = todo if left is None else min(todo, left)
-    heatmaps = sum(first is None for first in maps.values())    # one cell is not drawn
+    heatmaps = sum(m.drawn().count for m in maps.values())
     startup = shape.costs.startup_s if shape.startup else (
         shape.costs.setup_for() if shape.setup else 0.0)
     parts = {"start-up": startup, "trials": seconds,

@@ -331,9 +331,7 @@ def load(kind: Kind, name: str) -> Plugin:
         obj = found.entry_point.load() if found.entry_point is not None else \
             _import(found.target, from_cwd=not found.builtin)
     except (ImportError, AttributeError) as err:
-        at = _where(err)
-        raise SweeperError(f"cannot load {found}: {err}{f' (at {at})' if at else ''}"
-                           f"{_not_on_the_path(found, err)}") from err
+        raise _cannot_load(found, err) from err
     except Exception as err:        # the plugin's own module failed while it was imported
         at = _where(err)
         # a syntax error's own text ends with "(file, line N)": say it once, as file:line
@@ -345,6 +343,35 @@ def load(kind: Kind, name: str) -> Plugin:
     if problem is not None:
         raise SweeperError(f"cannot load {found}: {found.target} {problem}")
     return Plugin(obj, found)
+
+
+def _cannot_load(found: Found, err: ImportError | AttributeError) -> SweeperError:
+    """Why plugin ``found`` could not be loaded, its module or attribute missing: the
+    error, where in the user's code it arose, and what to do about it."""
+    at = _where(err)
+    return SweeperError(f"cannot load {found}: {err}{f' (at {at})' if at else ''}"
+                        f"{_not_on_the_path(found, err)}")
+
+
+def refuse_missing_module(kind: Kind, name: str) -> None:
+    """Raise the :class:`SweeperError` :func:`load` would where the top-level package of
+    the module a ``module:attr`` plugin ``name`` names is nowhere on the import path (the
+    current directory first), told without importing anything: ``plan``, which runs no
+    user code, refuses such a space as ``run`` does.  A module found, or one that only
+    importing its package could tell (a submodule), passes: ``run`` checks the rest."""
+    import importlib.util
+
+    found = find(kind, name)
+    if found.builtin or found.entry_point is not None:
+        return
+    top = found.target.partition(":")[0].split(".")[0]
+    with _cwd_first():
+        try:
+            spec = importlib.util.find_spec(top)        # a top-level name: nothing runs
+        except (ImportError, ValueError):
+            return
+    if spec is None:
+        raise _cannot_load(found, ModuleNotFoundError(f"No module named {top!r}", name=top))
 
 
 def _not_on_the_path(found: Found, err: BaseException) -> str:

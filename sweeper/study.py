@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from sweeper.core._model import MAX_CONFIGS
 from sweeper.core._spelling import given
 from sweeper.core._units import counted
-from sweeper.devices import Device
+from sweeper.devices import Device, recorded_env
 from sweeper.errors import SpaceError, StudyError
 from sweeper.escape import cut
 from sweeper.kernels import Kernel
@@ -131,8 +131,28 @@ def fingerprint(space: Space, kernel: Kernel, device: Device,
     out = {"device": device.name, "gpu": device.facts().name, "kernel": space.kernel,
            "kernel_source": kernel.source_hash(), "space_content": space.content_sha256}
     out.update({k: str(env[k]) for k in FINGERPRINT_ENV if k in env})
-    out["env"] = " ".join(f"{k}={v}" for k, v in sorted(env.get("env", {}).items()))
+    out["env"] = _env_text(env.get("env", {}))
     return out
+
+
+def planned_fingerprint(space: Space, device: Device) -> dict[str, str]:
+    """The entries of :func:`fingerprint` that ``plan`` tells without importing torch,
+    triton or the kernel: the device, its GPU (unless plan assumed one), the kernel's
+    name, the space's content, sweeper's version and the environment variables.  The
+    run compares the kernel's source and the libraries' versions too."""
+    from sweeper._version import __version__
+
+    out = {"device": device.name, "kernel": space.kernel,
+           "space_content": space.content_sha256, "sweeper": __version__,
+           "env": _env_text(recorded_env())}
+    if not device.assumed:
+        out["gpu"] = device.facts().name
+    return out
+
+
+def _env_text(env: Mapping[str, Any]) -> str:
+    """The environment variables as a fingerprint holds them: ``K=V`` by name."""
+    return " ".join(f"{k}={v}" for k, v in sorted(env.items()))
 
 
 def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[str]:
@@ -360,13 +380,26 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
             "measure_text": spec.describe()}
 
 
+def planned_resume(store: Storage, space: Space, device: Device, force: bool) -> list[str]:
+    """What ``plan`` tells of the run's resume of the study in ``store``: a StudyError,
+    run's own, where it was measured with settings other than :func:`planned_fingerprint`
+    says, unless ``force`` (the run would refuse it); else what differs, as
+    :func:`_check_resumable` says it."""
+    wanted = planned_fingerprint(space, device)
+    return _check_resumable(store, wanted, space, force, known=frozenset(wanted))
+
+
 def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
-                     force: bool) -> list[str]:
+                     force: bool, known: frozenset[str] | None = None) -> list[str]:
     """A StudyError where the study in ``store`` was measured with other settings than
     ``wanted`` (this run's fingerprint), unless ``force``; what differs (``key: old ->
-    new``, none where the study may be resumed as it is)."""
+    new``, none where the study may be resumed as it is).  ``known``: the entries
+    ``wanted`` tells (a plan's), the only ones compared."""
     meta = store.meta()
-    changed = fingerprint_diff(recorded_fingerprint(meta, space), wanted)
+    have = recorded_fingerprint(meta, space)
+    if known is not None:
+        have = {k: v for k, v in have.items() if k in known}
+    changed = fingerprint_diff(have, wanted)
     if changed and not force:
         raise StudyError(resume_refused(store.root, changed, meta, space.text))
     return changed

@@ -146,9 +146,9 @@ def test_maps_of_one_cell_are_folded_into_the_best_over_meta_map():
     assert [m.name for m in data] == ["float32_1GiB_cold_BLOCK-1024", "float32_1GiB_cold_best"]
     assert data[-1].folded == 1 and data[-1].cells == 2 and data[-1].drawn
     assert "it folds 1 map of one cell (one per meta values)" in data[-1].caption
-    lone, = maps(lone_records())             # grid and block fixed: one cell everywhere
-    assert (lone.name, lone.cells, lone.drawn, lone.folded) == (
-        "float32_1GiB_cold_best", 1, False, 2)
+    lone, = maps(lone_records())             # grid and block fixed: only BLOCK varies
+    assert (lone.name, lone.cells, lone.drawn, lone.folded, lone.flat) == (
+        "float32_1GiB_cold_best", 1, False, 0, True)
 
 
 def test_a_map_none_of_whose_configs_was_measured_marks_why_and_names_its_trials():
@@ -158,8 +158,8 @@ def test_a_map_none_of_whose_configs_was_measured_marks_why_and_names_its_trials
     any map's."""
     crashed = record(1, "2*sms", 32, 1024, 0.0, TrialStatus.CRASHED, "boom", 264)
     skipped = record(2, "sms", 64, 1024, 0.0, TrialStatus.INVALID, "ruled out")
-    _, blank, _ = maps([record(0, "sms", 32, 256, 100.0), record(3, "2*sms", 64, 256, 90.0),
-                        crashed, skipped])
+    blank, _ = maps([record(0, "sms", 32, 256, 100.0), record(3, "2*sms", 64, 256, 90.0),
+                     crashed, skipped])          # (BLOCK=256's map is the best-over-meta map)
     assert blank.name == "float32_1GiB_cold_BLOCK-1024" and not blank.measured
     assert blank.notes.loc[32, "2*sms"] == "fail" and blank.notes.loc[64, "sms"] == "skip"
     assert blank.notes.loc[32, "sms"] == ""
@@ -176,18 +176,68 @@ def lone_records():
 
 def test_a_report_says_which_maps_of_one_cell_it_did_not_draw(tmp_path):
     failed = record(1, "2*sms", 32, 1024, 0.0, TrialStatus.CRASHED, "RuntimeError: boom", 264)
-    store = copy_study(tmp_path, records=[record(0, "sms", 32, 256, 100.0), failed])
+    store = copy_study(tmp_path, records=[record(0, "sms", 32, 256, 100.0), failed,
+                                          record(2, "sms", 32, 512, 90.0),
+                                          record(3, "sms", 64, 512, 80.0)],
+                       axes={**COPY_AXES, "BLOCK": ["256", "512", "1024"]})
     assert main(["report", str(store.root)]) == 0
     data = json.loads((store.root / "report.json").read_text())
-    assert data["heatmaps"]["drawn"] == []
+    assert data["heatmaps"]["drawn"] == ["float32_1GiB_cold_BLOCK-512", "float32_1GiB_cold_best"]
     report = (store.root / "report.md").read_text()
     assert ("Not drawn, no config in them was measured: float32_1GiB_cold_BLOCK-1024.\n\n"
-            "Not drawn, a number in one cell only: "
-            "float32_1GiB_cold_best; the best-config tables above rank their configs.\n\n"
             "1 map of one meta values' configs held a number in one cell only: it is folded "
             "into its problem's best-over-meta map, whose cells name the meta values that won "
             "them.") in report
-    assert not (store.root / "heatmaps" / "float32_1GiB_cold_best.png").exists()
+    assert not (store.root / "heatmaps" / "float32_1GiB_cold_BLOCK-256.png").exists()
+    lone = copy_study(tmp_path / "lone", records=[record(0, "sms", 32, 256, 100.0), failed])
+    assert main(["report", str(lone.root)]) == 0
+    assert ("Not drawn, no config in them was measured: float32_1GiB_cold_BLOCK-1024.\n\n"
+            "Not drawn, fewer than two of grid, block and the meta-parameters vary in their "
+            "problem: float32_1GiB_cold_best; the best-config tables above rank their "
+            "configs.\n") in (lone.root / "report.md").read_text()
+
+
+def test_a_problem_of_one_meta_values_has_one_map(tmp_path):
+    """One BLOCK, grid and block varying: the map of that BLOCK and the best over the
+    BLOCKs are the same numbers; the report drew both.  One is drawn, the best-over-meta
+    map, titled without a 'best over' of nothing."""
+    one = [t for t in TRIALS if t.choice["BLOCK"] == "256"]
+    drawn = maps(one)
+    assert [(m.name, m.drawn) for m in drawn] == [("float32_1GiB_cold_best", True)]
+    assert drawn[0].title == "copy · float32 · 1GiB · cold · G · GB/s"
+    store = copy_study(tmp_path, records=one, axes={**COPY_AXES, "BLOCK": ["256"]})
+    assert main(["report", str(store.root)]) == 0
+    assert [p.name for p in (store.root / "heatmaps").glob("*.png")] == [
+        "float32_1GiB_cold_best.png"]
+
+
+def test_a_problem_where_fewer_than_two_axes_vary_has_no_map(tmp_path):
+    """A problem where grid alone varies (block and BLOCK fixed) beside one where grid,
+    block and BLOCK vary: no grid × block map can show the first, yet the report drew its
+    map and its best-over-BLOCK twin, and the plan priced both.  Now neither, by one rule
+    (sweeper.drawn_maps), and report.md says why."""
+    from sweeper.drawn_maps import ProblemMaps
+
+    row = [at(record(20, "sms", 32, 256, 100.0), 1 << 20),
+           at(record(21, "2*sms", 32, 256, 150.0), 1 << 20)]
+    drawn = maps([*TRIALS, *row])
+    assert [(m.name, m.drawn) for m in drawn] == [
+        ("float32_1MiB_cold_best", False), ("float32_1GiB_cold_BLOCK-256", True),
+        ("float32_1GiB_cold_BLOCK-1024", True), ("float32_1GiB_cold_best", True)]
+    assert drawn[0].flat and drawn[0].cells == 2
+    store = copy_study(tmp_path, records=[*TRIALS, *row],
+                       axes={**COPY_AXES, "footprint": ["1MiB", "1GiB"]})
+    assert main(["report", str(store.root)]) == 0
+    assert ("Not drawn, fewer than two of grid, block and the meta-parameters vary in their "
+            "problem: float32_1MiB_cold_best; the best-config tables above rank their "
+            "configs.") in (store.root / "report.md").read_text()
+    assert not list((store.root / "heatmaps").glob("*1MiB*.png"))
+    counted = ProblemMaps()                # plan's count: the same rule, without pandas
+    for grid in ("sms", "2*sms"):
+        counted.add((("BLOCK", 256),), grid, 32)
+    assert counted.drawn().count == 0
+    counted.add((("BLOCK", 1024),), "sms", 32)            # BLOCK varies too: grid × BLOCK
+    assert counted.drawn().count == 2 and counted.drawn().folded == 1
 
 
 def test_sweeper_report_takes_the_colour_scale(tmp_path):

@@ -439,16 +439,29 @@ def test_plan_report_export_compare_import_no_user_code_and_run_does(user_kernel
     assert "GB/s" in (study / "report.md").read_text()
 
 
-def test_plan_works_for_a_user_kernel_that_cannot_be_imported_here(tmp_path, capsys):
+@pytest.mark.parametrize(("key", "grid"), [("kernel", True), ("kernel", False),
+                                         ("sampler", True)])
+def test_plan_refuses_a_user_plugin_whose_module_is_missing_as_run_does(tmp_path, capsys,
+                                                                         key, grid):
+    """A kernel (or sampler) module that is nowhere on the path: plan used to plan the
+    space with a "not checked" note, where run refuses it; without a grid in the file it
+    blamed the base Kernel's default grid (``params.grid[0]: unknown name 'BLOCK'``)."""
+    text = TINY.replace("BLOCK: [256, 1024]", "TILE: [16, 32, 64]").replace(
+        "kernel: copy", "kernel: not_installed.anywhere:Kernel") if key == "kernel" else \
+        TINY.replace("sampler: exhaustive", "sampler: nosampler:S")
+    if not grid:
+        text = text.replace("  grid: [sms]\n", "")
     space = tmp_path / "s.yaml"
-    space.write_text(TINY.replace("kernel: copy", "kernel: not_installed.anywhere:Kernel")
-                     .replace("BLOCK: [256, 1024]", "TILE: [16, 32, 64]"))
-    rc, out, _ = _plan(space, capsys)
-    assert rc == 0 and "3 configs" in out and "its meta-parameters (TILE)" in out
-    rc = main(["run", str(space), "--device", "interpret", "--studies-dir",
-               str(tmp_path / "st")])
-    assert rc == 2 and "cannot load kernel 'not_installed.anywhere:Kernel'" in \
-        capsys.readouterr().err
+    space.write_text(text)
+    target, line = ("kernel 'not_installed.anywhere:Kernel'", 3) if key == "kernel" else \
+        ("sampler 'nosampler:S'", 4)
+    missing = "not_installed" if key == "kernel" else "nosampler"
+    expected = (f"{space}:{line}: {key}: cannot load {target} (module:attr path): No module "
+                f"named '{missing}' in the current directory ({Path.cwd()}) or on the Python "
+                "path; run from the folder that holds it, or add that folder to PYTHONPATH")
+    rc, out, err = _plan(space, capsys)
+    assert (rc, out, err) == (2, "", expected + "\n")
+    assert _refused_run(tmp_path, capsys, str(space)) == expected
 
 
 def test_plan_refuses_a_kernel_that_is_no_module_path_without_importing(tmp_path, capsys,

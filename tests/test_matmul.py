@@ -144,16 +144,22 @@ def test_a_config_the_device_cannot_run_is_refused_with_one_line():
     assert why(shape=(64, 60, 100), capability=None) is None      # no TMA: any shape
 
 
-def test_a_refused_config_is_an_invalid_trial_and_the_sweep_goes_on(tmp_path, monkeypatch,
-                                                                    capsys):
+def interpreted(tmp_path, monkeypatch, study: str, params: str) -> list:
+    """The trials of a float16 matmul space of ``params`` (YAML lines) run on the
+    interpreter, exhaustively, two samples a config."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text(
-        "study: split\nkernel: matmul\nsampler: exhaustive\nparams:\n  grid: [4]\n"
-        "  block: [128]\n  M: [32]\n  N: [32]\n  K: [64]\n  BLOCK_M: [16]\n  BLOCK_N: [16]\n"
-        "  BLOCK_K: [16]\n  num_stages: [2]\n  SPLIT_K: [1, 2, 8]\n  dtype: [float16]\n"
+        f"study: {study}\nkernel: matmul\nsampler: exhaustive\nparams:\n  block: [128]\n"
+        f"{params}  num_stages: [2]\n  dtype: [float16]\n"
         "measure: {warmup: 1, repeat: 2, stop: fixed}\n")
     assert main(["run", "s.yaml", "--device", "interpret", "--quiet", "--no-report"]) == 0
-    trials, _ = StudyStore(tmp_path / "studies" / "split-interpret").records()
+    return StudyStore(tmp_path / "studies" / f"{study}-interpret").records()[0]
+
+
+def test_a_refused_config_is_an_invalid_trial_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    trials = interpreted(tmp_path, monkeypatch, "split",
+                         "  grid: [4]\n  M: [32]\n  N: [32]\n  K: [64]\n  BLOCK_M: [16]\n"
+                         "  BLOCK_N: [16]\n  BLOCK_K: [16]\n  SPLIT_K: [1, 2, 8]\n")
     by_split = {t.config.meta["SPLIT_K"]: t for t in trials}
     assert by_split[1].ok and by_split[2].ok
     assert by_split[8].status.value == "invalid"
@@ -258,3 +264,15 @@ def test_a_space_file_names_dtypes_as_sweeper_tuned_does():
     space = parse_space("kernel: matmul\nparams:\n  dtype: [fp8, bf16, torch.float16]\n",
                         file="s.yaml")
     assert list(space.choices()["dtype"]) == ["float8_e4m3fn", "bfloat16", "float16"]
+
+
+def test_a_footprint_space_runs_square_on_the_interpreter(tmp_path, monkeypatch):
+    """On the interpreter (16 KiB cap) a matmul sized by ``footprint:`` was lowered to the
+    largest power of two elements under the cap, 8192 of float16: no square, so every
+    config was refused ('is no problem of this kernel').  The problem's own dimensions
+    shrink now, by one factor: 4096² stays square and a power of two (64²), 1000² stays
+    square and none (90²), and the configs run and verify."""
+    trials = interpreted(tmp_path, monkeypatch, "square", "  BLOCK_M: [32]\n  BLOCK_N: [32]\n"
+                         "  BLOCK_K: [32]\n  footprint: [32MiB, 2000000]\n")
+    assert sorted((t.status.value, t.config.problem.dims) for t in trials) == [
+        ("ok", (("M", 64), ("N", 64), ("K", 64))), ("ok", (("M", 90), ("N", 90), ("K", 90)))]

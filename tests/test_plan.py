@@ -387,33 +387,38 @@ def test_a_report_is_estimated_by_its_heatmaps():
     assert RunCosts(report_s=4.3, report_maps=7).report_reserve(2) == 4.3
 
 
-def test_a_report_of_one_map_is_estimated_as_one_map(write_space, tmp_path, capsys,
-                                                     monkeypatch):
-    """Each meta value's configs in one cell of their own: the report draws one map (its
-    problem's; the others, of one cell, are folded into it), and the plan prices one, not
-    a map per meta value and one per problem (three)."""
+@pytest.mark.parametrize(("axes", "drawn"), [
+    ({"grid": [4], "block": [32, 128], "BLOCK": [128, 512]}, 1),
+    ({"grid": [2, 4], "block": [32], "BLOCK": [128]}, 0),
+    ({"grid": [2, 4], "block": [32, 64], "BLOCK": [256]}, 1)],
+    ids=["one-cell-each", "grid-only", "one-BLOCK"])
+def test_the_plan_prices_the_maps_the_report_draws(write_space, tmp_path, capsys,
+                                                   monkeypatch, axes, drawn):
+    """Each meta value's configs in one cell of their own (BLOCK == 4 * block): the
+    report draws one map (its problem's; the others, of one cell, are folded into it),
+    and the plan prices one, not a map per meta value and one per problem (three).  Grid
+    alone varying: no map can be drawn of one axis, where the plan priced two (the map
+    of its one BLOCK and the best over it); the plan and the report share one rule
+    (sweeper.drawn_maps).  One BLOCK: its map and the best over it are the same map,
+    which the report drew twice and the plan priced twice; one now."""
     from sweeper.devices import open_device
     from sweeper.plan import plan_of
     from sweeper.space import load_space
 
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
-    path = write_space("""
+    path = write_space(f"""
         kernel: copy
         sampler: exhaustive
-        params:
-          grid: [4]
-          block: [32, 128]
-          BLOCK: [128, 512]
-          dtype: [float32]
-          footprint: [4KiB]
-        constraints: ["BLOCK == 4 * block"]
-        measure: {warmup: 1, repeat: 3}
+        params: {{{", ".join(f"{k}: {v}" for k, v in axes.items())}, dtype: [float32],
+                 footprint: [4KiB]}}
+        constraints: ["BLOCK == 4 * block or BLOCK == 256"]
+        measure: {{warmup: 1, repeat: 3}}
     """)
     plan, _ = plan_of(load_space(path), open_device("interpret", for_plan=True))
-    assert plan.maps == 1
+    assert plan.maps == drawn
     assert main(["run", str(path), "--device", "interpret", "--studies-dir",
                  str(tmp_path / "st"), "--quiet"]) == 0
-    assert "; 1 heatmap in " in capsys.readouterr().out
+    assert f"; {drawn} heatmap{'s' * (drawn != 1)} in " in capsys.readouterr().out
 
 
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
@@ -1270,3 +1275,29 @@ def test_a_calls_first_run_in_its_process_counts_its_set_up(tmp_path, monkeypatc
     clock.marks["set-up"] = clock.start + 0.7
     _note_costs(space, device, clock, SweepSummary())
     assert run_costs(costs_key(device)).setup_s == pytest.approx(1.75)
+
+
+def test_plan_refuses_a_changed_study_as_run_does_and_force_plans_the_resume(
+        small_space, tmp_path, monkeypatch, capsys):
+    """A study whose space changed since it was measured: run refuses to resume it without
+    --force, where plan estimated the resume as if nothing had changed, and took no
+    --force.  plan now refuses it with run's line, and --force (the same declaration as
+    run's) plans the resumed run, its kept trials not measured again."""
+    monkeypatch.chdir(tmp_path)
+    studies = ["--device", "interpret", "--studies-dir", "st"]
+    assert main(["run", str(small_space), *studies, "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    small_space.write_text(small_space.read_text().replace("repeat: 3", "repeat: 4"))
+    refused = []
+    for command in ("run", "plan"):
+        assert main([command, str(small_space), *studies]) == 2
+        captured = capsys.readouterr()
+        refused.append(captured.err)
+        assert captured.out == ""
+    assert refused[0] == refused[1] and "cannot resume, it was measured with other " \
+        "settings (the space's line " in refused[0] and "rerun with --force" in refused[0]
+    assert main(["plan", str(small_space), *studies, "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "would measure 0 on Triton interpreter (CPU); the study in st/tiny-interpret " \
+        "keeps 8 trials, not measured again\n  (--force: the study was measured with other " \
+        "settings, space_content; the run adds to it)\n" in out

@@ -155,6 +155,34 @@ def test_a_non_literal_declaration_is_named_and_stood_in_for(module, tmp_path, c
             f"dims= at {name}.py:10 (not a literal)); the estimate counts launches only") in out
 
 
+META_COMPUTED = MARK + '''
+from sweeper.kernels import Kernel
+
+def meta():
+    return {}
+
+class Tiled(Kernel):
+    name = "tiled"
+    meta_params = meta()
+'''
+
+
+def test_a_default_grid_that_names_an_unknown_axis_is_the_kernels(module, tmp_path, capsys):
+    """A file with no grid, whose kernel's declaration plan cannot read: the base Kernel's
+    default grid ``cdiv(n, BLOCK)`` stood in and its unknown BLOCK was blamed on a
+    ``params.grid[0]`` the file does not hold; it is the kernel's default that is refused,
+    and the message says why it was the base Kernel's."""
+    name, marker = module(META_COMPUTED)
+    rc, out, err = _plan(tmp_path, capsys, f"kernel: {name}:Tiled\nparams:\n  block: [32]\n")
+    assert (rc, out) == (2, "") and not marker.exists()
+    assert err.endswith(
+        f"s.yaml:1: kernel: the base Kernel's default grid 'cdiv(n, BLOCK)', standing in for "
+        f"params.grid (kernel {name}:Tiled's own could not be read from its source: "
+        f"meta_params at {name}.py:11 (not a literal)), is refused (give params.grid): "
+        "unknown name 'BLOCK' in 'cdiv(n, BLOCK)'; known: block, footprint, grid, itemsize, "
+        "l2_bytes, n, sms; did you mean 'block'?\n")
+
+
 ARITHMETIC = MARK + """
 import sweeper
 

@@ -117,8 +117,7 @@ def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                      "@triton.autotune function that this sweeper.kernel names (autotuned=)")
     _study_options(run)
     _budget_options(run)
-    run.add_argument("--force", action="store_true",
-                     help="add to a study measured with other settings")
+    _force_option(run)
     run.add_argument("--gpus", type=_typed(gpu_list), default=[], metavar="0,1|all",
                      help="one worker per GPU, each config measured once by whichever is "
                      "free (default: the one GPU the device opens)")
@@ -167,8 +166,7 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                         help="stop after this many trials")
     worker.add_argument("--time", type=_typed(seconds), help="end the whole command within "
                         "this long, its start-up included (e.g. 10m)")
-    worker.add_argument("--force", action="store_true",
-                        help="add to a study measured with other settings")
+    _force_option(worker)
     worker.set_defaults(func=cmd_worker)
 
 
@@ -190,6 +188,7 @@ def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                       "(its last run's time per trial is printed beside the estimate; "
                       "default: %(default)s)")
     _budget_options(plan, planned=True)
+    _force_option(plan, planned=True)
     plan.set_defaults(func=cmd_plan)
 
 
@@ -369,6 +368,14 @@ def _budget_options(p: argparse.ArgumentParser, planned: bool = False) -> None:
     p.add_argument("--time", type=_typed(seconds), help=f"end {run or 'the whole command '}"
                    "within this long, start-up, finals and report included (e.g. 90s, 10m, "
                    "1h30m)")
+
+
+def _force_option(p: argparse.ArgumentParser, planned: bool = False) -> None:
+    """``run``'s ``--force`` (resume a study measured with other settings, such as a
+    space changed since); ``planned``: ``plan``'s, which estimates that resumed run."""
+    p.add_argument("--force", action="store_true", help=(
+        "plan the run that adds to " if planned else "add to ") +
+        "a study measured with other settings (a changed space)")
 
 
 def _study_options(p: argparse.ArgumentParser, name: bool = True) -> None:

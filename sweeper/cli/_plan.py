@@ -29,7 +29,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     space = budgeted(space, args.trials, args.time)      # --trials, --time: as run reads them
     refuse_gpu_only(space.kernel, needs_gpu(space), device)
     facts = device.facts()
-    store, kept = _studied(space, device, args)
+    store, kept, forced = _studied(space, device, args)
     plan, builtin = plan_of(space, device, resumed_shape(
         run_shape(space, device, report=True, startup=True), store, kept))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
@@ -46,6 +46,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"would measure {plan.trials}{binds}{budget} on {facts.name}" + (
         f"; the study in {store.root} keeps {counted(len(kept), 'trial')}, not measured again"
         if kept else ""))
+    if forced:
+        print(f"  (--force: the study was measured with other settings, "
+              f"{', '.join(c.partition(':')[0] for c in forced)}; the run adds to it)")
     if device.assumed:
         print(f"  ({device.assumed})")
     a = plan.assumptions
@@ -88,20 +91,27 @@ def _binaries_text(plan: Any, space: Any) -> str:
             f"({kind})")
 
 
-def _studied(space: Any, device: Any, args: argparse.Namespace) -> tuple[Any, list[Any]]:
+def _studied(space: Any, device: Any, args: argparse.Namespace
+             ) -> tuple[Any, list[Any], list[str]]:
     """The study this space runs into under ``--studies-dir`` (None where it cannot be
-    read) and the trials it keeps, which a ``run`` would resume from: its estimate
-    measures none of them again, as the run's own does."""
+    read), the trials it keeps, which a ``run`` would resume from: its estimate
+    measures none of them again, as the run's own does, and what differs from the
+    settings it was measured with (``--force``).  Where they differ without
+    ``--force``, run's refusal (a StudyError): the run would measure nothing."""
     from sweeper.errors import SweeperError
     from sweeper.options import study_folder
     from sweeper.store import StudyStore
-    from sweeper.study import study_name
+    from sweeper.study import planned_resume, study_name
 
     store = StudyStore(study_folder(args.studies_dir, study_name(space, device)))
+    if not store.exists():
+        return store, [], []
     try:
-        return store, store.records()[0] if store.exists() else []
+        kept = store.records()[0]
+        store.meta()
     except SweeperError:       # unreadable: the run will say why
-        return None, []
+        return None, [], []
+    return store, kept, planned_resume(store, space, device, args.force)
 
 
 def _last_run(store: Any) -> Any:

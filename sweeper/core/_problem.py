@@ -189,7 +189,10 @@ class Shape:
         elements under it for a power of two, else to the largest footprint under it
         whose element count is no power of two and which the kernel's dimensions make (a
         1-D kernel's ``n`` of 4095 where 4096 fits), so a size chosen for its masked tail
-        keeps one."""
+        keeps one.  Where the kernel's dimensions make no such footprint (a matmul's
+        square of 16 KiB of float16 is none: 8192 elements), the problem's own dimensions
+        shrunk by one factor (:meth:`scaled`: square stays square, a power of two one)
+        give it: 4096 × 4096 × 4096 becomes 64 × 64 × 64, 8 KiB."""
         if footprint <= max_bytes:
             return footprint
         itemsize = DTYPES[dtype]
@@ -197,16 +200,32 @@ class Shape:
         if footprint % itemsize or count < 1:
             return max_bytes
         if is_pow2(footprint // itemsize):
-            return (1 << (count.bit_length() - 1)) * itemsize
-        for n in range(count, max(count - 64, 0), -1):
-            if is_pow2(n):
-                continue
+            candidates = [(1 << (count.bit_length() - 1))]
+        else:
+            candidates = [n for n in range(count, max(count - 64, 0), -1) if not is_pow2(n)]
+        for n in candidates:
             try:
                 self.from_size(dtype, n * itemsize)
             except ValueError:
                 continue
             return n * itemsize
-        return count * itemsize
+        shrunk = self.shrunk_footprint(dtype, footprint, max_bytes)
+        if shrunk is not None:
+            return shrunk
+        return candidates[0] * itemsize if is_pow2(footprint // itemsize) else count * itemsize
+
+    def shrunk_footprint(self, dtype: str, footprint: int, max_bytes: int) -> int | None:
+        """The footprint, at most ``max_bytes``, of the problem ``footprint`` gives with its
+        dimensions shrunk by one factor (:meth:`scaled`), where the kernel derives those
+        dimensions back from it; ``None`` where it does not, or ``footprint`` gives no
+        problem."""
+        itemsize = DTYPES[dtype]
+        try:
+            small = self.scaled(dict(self.from_size(dtype, footprint)), itemsize, max_bytes)
+            made = self.bytes_of(small, itemsize)
+            return made if dict(self.from_size(dtype, made)) == small else None
+        except (ValueError, ExpressionError):
+            return None
 
     def problem(self, dtype: str, sizes: Mapping[str, int], max_bytes: int | None, *,
                 by_footprint: bool) -> Problem:

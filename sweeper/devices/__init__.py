@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sweeper import plugins
 from sweeper.core import DeviceFacts
-from sweeper.devices._base import Device, OutputCheck, PlanCosts
+from sweeper.devices._base import Device, OutputCheck, PlanCosts, recorded_env
 from sweeper.errors import SweeperError
 
 #: The built-in devices (name -> ``module:attr``), loaded only when named.
@@ -41,4 +41,4 @@ def open_device(spec: str, *, for_plan: bool = False) -> Device:
 
 
 __all__ = ["DEVICES", "Device", "DeviceFacts", "OutputCheck", "PlanCosts", "device_class",
-           "open_device"]
+           "open_device", "recorded_env"]

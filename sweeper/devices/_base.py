@@ -100,6 +100,14 @@ GPU_COSTS = PlanCosts(compile_s=0.009, launch_s=20e-6, bandwidth=4.0e12, flush=T
                       flops={"bfloat16": 795e12, "float16": 795e12, "float32": 400e12})
 
 
+
+def recorded_env() -> dict[str, str]:
+    """The environment variables a study records (:meth:`Device.environment`) and a
+    resume compares: Triton's, and which GPUs CUDA may see."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith("TRITON_") or k == "CUDA_VISIBLE_DEVICES"}
+
+
 class Device(abc.ABC):
     """Where trials run: a CUDA GPU, or the Triton interpreter on the CPU.
 
@@ -318,6 +326,5 @@ class Device(abc.ABC):
             "triton": triton.__version__, "python": sys.version.split()[0],
             "sweeper": __version__, "host": socket.gethostname(),
             "platform": platform.platform(),
-            "env": {k: v for k, v in sorted(os.environ.items())
-                    if k.startswith("TRITON_") or k == "CUDA_VISIBLE_DEVICES"},
+            "env": recorded_env(),
         }

@@ -27,6 +27,12 @@ What the maps promise a reader:
   meta values that won it, and says in its caption how many it folds); a best-over-meta
   map of one cell (grid and block fixed) is computed but not drawn (``drawn`` is
   false): the report's tables rank those configs.
+- No map twice: a problem of one meta values' configs has its best-over-meta map only
+  (its title names no "best over"), the same numbers as that meta values' own.
+- No map of one varying axis: where fewer than two of grid, block and the
+  meta-parameters vary among a problem's measured configs, its best-over-meta map is
+  computed but not drawn (``flat``) and it has no other.  Which maps are drawn is
+  :mod:`sweeper.drawn_maps`' rule, the one ``plan`` prices the report by.
 - Grid labels are wrapped at spaces to the cell width; one with a piece that still does
   not fit is drawn turned (``label_rotation``), so labels never run into each other.
 - A map with no number at all (every config in it failed or was ruled out) is computed
@@ -45,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.core._units import counted
+from sweeper.drawn_maps import ProblemMaps, drawable
 from sweeper.kernels import Headline
 from sweeper.options import SCALES
 from sweeper.report._tables import (
@@ -92,6 +99,8 @@ class HeatmapData(NamedTuple):
     colour_label: str = ""
     #: maps of one cell each that this best-over-meta map folds in (not drawn apart)
     folded: int = 0
+    #: fewer than two of grid, block and the meta-parameters vary in its problem: no map
+    flat: bool = False
 
     @property
     def measured(self) -> bool:
@@ -106,8 +115,14 @@ class HeatmapData(NamedTuple):
     @property
     def drawn(self) -> bool:
         """Whether the map is drawn: it holds numbers in two cells or more (one cell is no
-        map; the report's tables say it)."""
-        return self.cells >= 2
+        map; the report's tables say it) and is not :attr:`flat`."""
+        return drawable(self.cells) and not self.flat
+
+    def filled(self) -> list[tuple[Any, Any]]:
+        """(block, grid label) of each cell that holds a number."""
+        rows, cols = np.nonzero(~np.isnan(self.values.to_numpy(dtype=float)))
+        return [(self.values.index[r], self.values.columns[c])
+                for r, c in zip(rows, cols, strict=True)]
 
     @property
     def wide(self) -> pd.DataFrame:
@@ -133,9 +148,10 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
              scale: str = "study") -> list[HeatmapData]:
     """A heatmap per (meta values, problem), plus the best over meta values, problems in
     (dtype, footprint, dimensions, cache) order; maps of one meta values' configs with a
-    number in one cell only are folded into the best-over-meta map (see above), and a
-    problem none of whose configs could be launched (every one ruled out: one the
-    interpreter merged into another) has none.
+    number in one cell only are folded into the best-over-meta map, a problem where fewer
+    than two of grid, block and the meta-parameters vary has only that one, flat (see
+    above), and a problem none of whose configs could be launched (every one ruled out:
+    one the interpreter merged into another) has none.
 
     ``picks`` (trial number -> :class:`Pick`) are the configs the study ends with; a map
     marks its problem's pick where the pick lies in it, else its own best cell.
@@ -158,22 +174,28 @@ def heatmaps(df: pd.DataFrame, meta_names: Sequence[str], grid_order: Sequence[s
         # problem's configs: one fixed at a value (num_stages: [4]) tells maps apart from
         # nothing, and the best over it is no choice (the file names keep every one)
         varying = [n for n in meta_names if sub[n].nunique(dropna=False) > 1]
-        maps = []
+        maps, keys = [], []
         groups = sub.groupby(list(meta_names), sort=True) if meta_names else [((), sub)]
         for key, cell_df in groups:
+            keys.append(key)
             pairs = list(zip(meta_names, key, strict=True))
             meta_text = " ".join(f"{n}={value_label(v)}" for n, v in pairs if n in varying)
             name = f"{stem}_" + "_".join(f"{n}-{value_label(v)}" for n, v in pairs)
             maps.append(_grid(cell_df, grid_order, block_order, metric, name.rstrip("_"),
                               f"{base} · {meta_text} · {gpu} · {unit(metric)}".replace(
                                   " ·  ·", " ·"), picks, values_in_labels=True))
+        over = f" · best over {', '.join(varying)}" if varying else ""
         best = _grid(sub, grid_order, block_order, metric, f"{stem}_best",
-                     f"{base} · best over {', '.join(varying) or 'all'} · {gpu} · "
-                     f"{unit(metric)}", picks, values_in_labels=False, won_by=short)
-        one_cell = [m for m in maps if m.cells == 1]
-        if one_cell and len(maps) > 1:
-            maps = [m for m in maps if m.cells != 1]
-            best = best._replace(folded=len(one_cell))
+                     f"{base}{over} · {gpu} · {unit(metric)}", picks,
+                     values_in_labels=False, won_by=short)
+        counted_maps = ProblemMaps()
+        for key, m in zip(keys, maps, strict=True):
+            for block, grid in m.filled():
+                counted_maps.add(key, grid, block)
+        rule = counted_maps.drawn()
+        maps = [m for key, m in zip(keys, maps, strict=True)
+                if not m.measured or key in rule.own]
+        best = best._replace(folded=rule.folded, flat=rule.flat)
         problems.append(([*maps, best], short))
     everything = [m for maps, _ in problems for m in maps]
     out = []

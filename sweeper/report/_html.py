@@ -105,7 +105,7 @@ def report_data(tables: ReportTables) -> dict[str, Any]:
             "config": [c for c in ("grid_label", "block", *tables.meta.meta_axes)
                        if c in trials["columns"]],
             "trials": trials,
-            "maps": [_map(m) for m in tables.heatmaps if m.measured],
+            "maps": [_map(m) for m in tables.heatmaps if m.measured and not m.flat],
             "charts": [*(_footprint_chart(c) for c in tables.footprint),
                        *([_roofline_chart(tables.roofline)] if tables.roofline else [])]}
 
@@ -303,7 +303,7 @@ def _finals(tables: ReportTables) -> list[str]:
 
 
 def _maps(tables: ReportTables) -> list[str]:
-    drawn = [m for m in tables.heatmaps if m.measured]
+    drawn = [m for m in tables.heatmaps if m.measured and not m.flat]
     if not drawn:
         return []
     out = [_p(f"{LABELS.get(tables.metric, tables.metric)}; hover a cell for its trial.")]

@@ -172,9 +172,10 @@ def _stops(tables: ReportTables) -> list[str]:
 
 def _heatmaps(tables: ReportTables, images: list[Path]) -> list[str]:
     blank = [m.name for m in tables.heatmaps if not m.measured]
-    single = [m.name for m in tables.heatmaps if m.measured and not m.drawn]
+    single = [m.name for m in tables.heatmaps if m.measured and not m.drawn and not m.flat]
+    flat = [m.name for m in tables.heatmaps if m.measured and m.flat]
     drawn = [f"![{p.stem}](heatmaps/{p.name})\n" for p in images if p.suffix == ".png"]
-    if not drawn and not blank and not single:
+    if not drawn and not blank and not single and not flat:
         return []
     out = ["\n## Heatmaps\n", *drawn]
     if blank and len(blank) == len(tables.heatmaps):
@@ -184,6 +185,10 @@ def _heatmaps(tables: ReportTables, images: list[Path]) -> list[str]:
     if single:
         out.append(f"Not drawn, a number in one cell only: {_text(', '.join(single))}; the "
                    "best-config tables above rank their configs.\n")
+    if flat:
+        out.append(f"Not drawn, fewer than two of grid, block and the meta-parameters vary in "
+                   f"their problem: {_text(', '.join(flat))}; the best-config tables above "
+                   "rank their configs.\n")
     folded = sum(m.folded for m in tables.heatmaps)
     if folded:
         out.append(f"{counted(folded, 'map')} of one meta values' configs held a number in "

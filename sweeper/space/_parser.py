@@ -175,6 +175,9 @@ class _Parser:
         #: an axis left out of params whose default a kernel option wrote
         #: (``params.grid`` -> ``kernel.grid``): its errors point at that option
         self.from_option: dict[str, str] = {}
+        #: an axis left out of params that the kernel's own default stands in for, and
+        #: that default: its errors are the kernel's (:meth:`default_refused`)
+        self.defaulted: dict[str, Any] = {}
         self.ties: list[Tie] = []
         #: per axis, the axes its values' expressions read, and the names derived from
         #: the problem's sizes (``n`` from a footprint; :meth:`order` fills both)
@@ -262,6 +265,8 @@ class _Parser:
             raise self.error(path, f"{shown(name)} is not a kernel name (a built-in name, "
                              "an installed plugin's or module:attr, at most 200 characters)")
         try:
+            if not self.user_code:        # not imported, but refused where run would be
+                plugins.refuse_missing_module(plugins.KERNEL, name)
             return plugins.kernel_declaration(name, user_code=self.user_code, params=params)
         except SweeperError as err:
             hint = "; from_autotune: names the sweeper.kernel(..., autotuned=...) that " \
@@ -302,19 +307,32 @@ class _Parser:
                 raw = [meta[name].default if name in meta else kernel.defaults[name]]
                 if f"kernel.{name}" in self.where:
                     self.from_option[path] = f"kernel.{name}"
+                else:
+                    self.defaulted[name] = raw[0]
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
                     AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
             try:
                 values = self.checked_values(name, raw, path)
             except SpaceError as err:
-                if name in params or name == "cache" or path in self.from_option:
+                if name not in self.defaulted:
                     raise
-                # the kernel's own default, which the file does not hold: say whose it is
-                raise self.error("kernel", f"{kernel.name}'s default {name} "
-                                 f"{shown(raw[0])}, standing in for params.{name}, is "
-                                 f"refused (give params.{name}): {err.message}") from None
+                raise self.default_refused(name, err.message) from None
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
+
+    def default_refused(self, name: str, message: str) -> SpaceError:
+        """The error ``message`` of axis ``name``, which the file leaves out and the
+        kernel's default stands in for: at the kernel, saying whose default it is (the
+        base Kernel's where the kernel's source could not be read, unimported), not at a
+        ``params.NAME`` the file does not hold."""
+        kernel = self.kernel_cls
+        unread = getattr(kernel, "unread", ())
+        whose = "the base Kernel's" if unread else f"{kernel.name}'s"
+        why = (f" (kernel {kernel.name}'s own could not be read from its source: "
+               f"{'; '.join(unread)})" if unread else "")
+        return self.error("kernel", f"{whose} default {name} {shown(self.defaulted[name])}, "
+                          f"standing in for params.{name}{why}, is refused (give "
+                          f"params.{name}): {message}")
 
     def checked_values(self, name: str, raw: list[Any], path: str) -> tuple[Value, ...]:
         """Axis ``name``'s values ``raw`` read and checked: each once, each one the axis
@@ -478,7 +496,12 @@ class _Parser:
             for i, v in enumerate(a.values):
                 if v.expr is None:
                     continue
-                self.names_known(v.expr, f"params.{a.name}[{i}]", known)
+                try:
+                    self.names_known(v.expr, f"params.{a.name}[{i}]", known)
+                except SpaceError as err:
+                    if a.name not in self.defaulted:
+                        raise
+                    raise self.default_refused(a.name, err.message) from None
                 reads = set(v.expr.names)
                 if reads & derived or (a.name not in sizes and reads & sizes):
                     reads |= sizes | {"dtype"}     # the problem is made from all its sizes
@@ -632,6 +655,7 @@ class _Parser:
         try:
             found = plugins.find(plugins.SAMPLER, name)
             if not (found.builtin or self.user_code):
+                plugins.refuse_missing_module(plugins.SAMPLER, name)
                 return given
             return plugins.sampler_capabilities(name).takes_baseline
         except SweeperError as err:
