@@ -212,6 +212,44 @@ def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, 
     assert "\n" not in err
 
 
+#: A file whose one kernel is ``kopy``: ``copy`` is only mentioned, never declared.
+MENTIONED_CU = r'''// copy: the entry of an older version
+/* __global__ void copy(float *dst) was renamed */
+static const char *doc = "copy(dst, src, n)";
+static const char *raw = R"x(__global__ void copy() )x";
+static const char quote = '"';
+__global__ void kopy(float *dst, const float *src, long long n) { if (n > 1'000) dst[0] = src[0]; }
+'''
+#: A kernel a macro invocation declares: its name is in the code, as the invocation.
+MACRO_CU = """\
+// a string holding a quote and a comment's mark: "//copy" is still a string
+#define DEFINE_COPY(name) extern "C" __global__ void name(DTYPE *dst, const DTYPE *src, \\
+                                                          long long n) { dst[0] = src[0]; }
+static const char *mark = "\\"//";
+DEFINE_COPY(copy)
+"""
+
+
+@pytest.mark.parametrize(("text", "found"), [(MENTIONED_CU, False), (MACRO_CU, True)])
+def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, capsys,
+                                                                      text, found):
+    """A name in a comment or a string literal declares no function: NVRTC would fail
+    every config.  A macro invocation in code that declares the entry passes."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", ""))
+    (path.parent / "copy.cu").write_text(text)
+    source = path.parent / "copy.cu"
+    if found:
+        assert dict(load_space(path).kernel_options)["entry"] == "copy"
+        assert sweeper.cuda(source, "copy", ["dst", "src", "n"]).entry == "copy"
+        return
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:4: kernel.entry: no function 'copy' in copy.cu or the files it includes; "
+        "allowed: one of its __global__ functions: kopy; did you mean 'kopy'?\n")
+    with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu"):
+        sweeper.cuda(source, "copy", ["dst", "src", "n"])
+
+
 TEMPLATED_CU = """\
 // a helper template: sweeping N would break it too
 template <int N> struct Vec;

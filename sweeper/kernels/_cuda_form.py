@@ -34,6 +34,7 @@ from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
     IDENTIFIER,
     Arg,
+    code_only,
     sources,
     template_arguments,
     template_names,
@@ -423,12 +424,15 @@ def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
 def _entry_in_source(path: Path, entry: str, template: str | None
                      ) -> tuple[str, str] | None:
     """The option (``entry`` or ``template``) that names no function of the source, and
-    why, or ``None``: the entry's name is nowhere in the file or what it includes, or the
-    template instantiates another function than the entry (NVRTC would fail every config,
-    or launch a function the space does not name).  A name written anywhere passes: a
-    macro may declare it."""
+    why, or ``None``: the entry's name is nowhere in the code of the file or what it
+    includes, or the template instantiates another function than the entry (NVRTC would
+    fail every config, or launch a function the space does not name).  Comments and
+    string and character literals are no code (:func:`~sweeper.kernels._cuda_spec.code_only`:
+    a name only mentioned there declares nothing); a name anywhere in the code passes, as a
+    macro invocation that declares the entry (``COPY_KERNEL(copy)``) writes it."""
     try:
-        text = "\n".join(data.decode(errors="replace") for data in sources(path).values())
+        text = code_only("\n".join(data.decode(errors="replace")
+                                   for data in sources(path).values()))
     except OSError:
         return None                     # the source option says why
     if not re.search(rf"\b{re.escape(entry)}\b", text):

@@ -38,8 +38,13 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 #: A C identifier: what an entry and a name in a template may be.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?)")
-#: A C/C++ comment, left out where the source's declarations are read.
-COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+#: What is no code: a comment, a raw string (``R"(...)"``), a string or a character
+#: literal (not a digit separator, ``1'000``), each matched from where it opens, so that
+#: ``"//"`` is a string and ``// "`` a comment.
+NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/"
+                      r'|(?<![A-Za-z0-9_])(?:u8|u|U|L)?R"([^()\\\s"]{0,16})\(.*?\)\1"'
+                      r'|"(?:\\.|[^"\\\n])*"'
+                      r"|(?<![A-Za-z0-9_.])'(?:\\.|[^'\\\n])*'", re.DOTALL)
 #: Where a template's parameter list opens.
 TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
 #: What a template declares after its parameter list: a struct's or a function's name.
@@ -62,6 +67,13 @@ class Arg:
         chosen = self.type or ("float32" if NUMBER.fullmatch(self.name) and
                                not self.name.lstrip("+-").isdigit() else "int32")
         return dtype if chosen == DTYPE_DEFINE else chosen
+
+
+def code_only(text: str) -> str:
+    """``text`` with its comments and string and character literals each made one space
+    (a line break they hold kept): the code a compiler reads, where a name is declared
+    or a macro invoked, never one only mentioned."""
+    return NOT_CODE.sub(lambda m: " " + "\n" * m.group().count("\n"), text)
 
 
 def parse_args(raw: Sequence[str], tensors: Sequence[str], dims: Sequence[str]
@@ -135,9 +147,9 @@ def _split_top(text: str, sep: str) -> list[str]:
 
 def templates(text: str) -> list[Template]:
     """The templates ``text`` declares with a parameter list (a specialization's
-    ``template <>`` names none), comments left out; a parameter's default is no part of
-    its name (``int UNROLL = 1`` is ``UNROLL``)."""
-    text = COMMENT.sub(" ", text)
+    ``template <>`` names none), comments and literals left out (:func:`code_only`); a
+    parameter's default is no part of its name (``int UNROLL = 1`` is ``UNROLL``)."""
+    text = code_only(text)
     found = []
     for match in TEMPLATE_HEAD.finditer(text):
         depth, paren, end = 1, 0, match.end()
