@@ -461,6 +461,29 @@ def test_sweeper_kernels_lists_cuda(capsys):
         "with the swept axes as -D defines (needs a GPU and cupy)" in capsys.readouterr().out
 
 
+def test_sweeper_kernels_says_a_users_sweeper_cuda_kernel_is_cuda_c_and_where_it_runs(
+        tmp_path, monkeypatch, capsys):
+    """``sweeper kernels mod:attr`` of a kernel launching ``sweeper.cuda`` says it is
+    compiled CUDA C, which runs on a CUDA GPU only (or a replay), as the built-in's does."""
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
+    (tmp_path / "usercuda_listed.py").write_text(
+        "import sweeper\n\n" + USER_CUDA["called"].format(declared=declared))
+    monkeypatch.syspath_prepend(tmp_path)
+    runs_on = ("  runs on: compiled CUDA C (NVRTC, through cupy): a CUDA GPU only; without "
+               "one, a replay of a recorded table (--device replay:TABLE.csv)\n")
+    for name in ("usercuda_listed:copy", "cuda"):
+        assert main(["kernels", name]) == 0
+        assert capsys.readouterr().out.endswith(runs_on)
+        assert main(["kernels", name, "--json"]) == 0
+        (entry,) = json.loads(capsys.readouterr().out)
+        assert entry["cuda_c"] and entry["runs_on"].startswith("compiled CUDA C")
+    assert main(["kernels", "copy", "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert not entry["cuda_c"] and "--device interpret" in entry["runs_on"]
+
+
 def test_sweeper_cuda_without_a_module_file_reads_the_current_folder(tmp_path, monkeypatch):
     """In a REPL, a notebook or ``python -c`` (no ``__file__``) the source is found where
     ``open()`` would find it, in the current folder, not in its parent."""
