@@ -291,6 +291,44 @@ def test_a_swept_template_parameter_left_out_of_the_template_is_refused_at_its_a
     assert capsys.readouterr().err == f"{path}{message}\n"
 
 
+GUARDED_CU = """\
+{opens}
+template <int UNROLL> __device__ void unrolled(float *x) {{ x[0] = UNROLL; }}
+#endif
+template <int VEC>
+__global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
+    for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += VEC)
+        dst[i] = src[i];
+}}
+"""
+
+
+@pytest.mark.parametrize(("opens", "read"), [
+    ("#if 0", False),                      # never compiled
+    ("#ifdef USE_UNROLLED", False),        # no config defines it
+    ("#if !defined(UNROLL)", False),       # every config defines UNROLL
+    ("#if 1", True),
+    ("#ifdef block_size_x", True),         # every config defines it
+    ("#ifdef __CUDACC_RTC__", True),       # NVRTC's own: may be defined
+    ("#if UNROLL > 1", True),              # may hold
+])
+def test_a_template_parameter_in_code_the_preprocessor_leaves_out_is_not_read(
+        cu_space, capsys, opens, read):
+    """A template inside ``#if 0``, or a conditional on a define no config sets, is never
+    compiled: sweeping its parameter's name as a define breaks nothing.  Where the
+    condition may hold, the template is read as before."""
+    path = cu_space(space_text(extra="\n  template: 'copy<{VEC}>'").replace(
+        "  footprint:", "  UNROLL: [1, 2]\n  footprint:"))
+    (path.parent / "copy.cu").write_text(GUARDED_CU.format(opens=opens))
+    if not read:
+        assert len(load_space(path).choices()["UNROLL"]) == 2
+        return
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"{path}:13: params.UNROLL: UNROLL is a template parameter of unrolled in copy.cu "
+        "(template <int UNROLL>)")
+
+
 def test_a_template_passing_every_swept_parameter_plans(cu_space):
     path = cu_space(space_text(extra="\n  template: 'copy<{VEC}, {UNROLL}>'").replace(
         "  footprint:", "  UNROLL: [1, 2]\n  footprint:"))

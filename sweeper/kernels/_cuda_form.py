@@ -32,6 +32,8 @@ from sweeper.errors import SweeperError
 from sweeper.kernels._base import INT32_MAX, Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
+    BLOCK_DEFINE,
+    DTYPE_DEFINE,
     IDENTIFIER,
     Arg,
     code_only,
@@ -305,7 +307,10 @@ def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]
     define (the template does not pass it) whose name is a template parameter in the
     source or what it includes: the macro would turn ``template <int UNROLL>`` into
     ``template <int 1>`` and every config fail to compile.  The entry's own template is
-    looked at first, and there the remedy is to pass the axis in ``template``."""
+    looked at first, and there the remedy is to pass the axis in ``template``.  Code a
+    preprocessor conditional leaves out at every config (``#if 0``, ``#ifdef X`` of an X
+    neither swept nor defined in the source) is not read
+    (:func:`~sweeper.kernels._cuda_spec.active_code`)."""
     try:
         files = {p: data.decode(errors="replace") for p, data in sources(launch.source).items()}
     except OSError:
@@ -313,7 +318,8 @@ def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]
     entry = launch.template.split("<", 1)[0].strip().split("::")[-1] if launch.template \
         else launch.entry
     passed = set(template_names(launch.template)) if launch.template else set()
-    found = [(path, t) for path, text in files.items() for t in templates(text)]
+    defined = {*(n for n in meta if n not in passed), BLOCK_DEFINE, DTYPE_DEFINE}
+    found = [(path, t) for path, text in files.items() for t in templates(text, defined)]
     found.sort(key=lambda pt: pt[1].name != entry)
     for name in meta:
         path, template = next(((p, t) for p, t in found if name in t.params), (None, None))

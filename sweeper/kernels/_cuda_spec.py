@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,15 @@ NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/"
                       r'|(?<![A-Za-z0-9_])(?:u8|u|U|L)?R"([^()\\\s"]{0,16})\(.*?\)\1"'
                       r'|"(?:\\.|[^"\\\n])*"'
                       r"|(?<![A-Za-z0-9_.])'(?:\\.|[^'\\\n])*'", re.DOTALL)
+#: A ``#define``, whose name a conditional on it may then find defined.
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+#: A line of a preprocessor conditional: its keyword and what follows.
+CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", re.DOTALL)
+#: ``defined(X)``, ``defined X`` or their negation, alone: a condition read exactly.
+DEFINED = re.compile(r"(!\s*)?defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s([A-Za-z_]\w*))")
+#: A name reserved to the compiler (``__CUDACC__``, ``__CUDA_ARCH__``, ``_WIN32``): NVRTC
+#: may define it, so a conditional on it is never taken as false.
+RESERVED = re.compile(r"__\w*|_[A-Z]\w*")
 #: Where a template's parameter list opens.
 TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
 #: What a template declares after its parameter list: a struct's or a function's name.
@@ -74,6 +83,62 @@ def code_only(text: str) -> str:
     (a line break they hold kept): the code a compiler reads, where a name is declared
     or a macro invoked, never one only mentioned."""
     return NOT_CODE.sub(lambda m: " " + "\n" * m.group().count("\n"), text)
+
+
+def active_code(text: str, defined: Collection[str] | None = None) -> str:
+    """:func:`code_only` of ``text`` without the lines a preprocessor conditional leaves
+    out for certain, each made empty (the line count kept); the directives' own lines
+    are emptied too.  A branch is left out where its condition is false whatever the
+    config: ``#if 0`` (any integer literal is read); with ``defined``, the names every
+    config defines (``-D``), also ``#ifdef X``, ``#ifndef X``, ``#if defined(X)`` and
+    ``#if !defined(X)`` where X is neither in ``defined`` nor written in a ``#define`` of
+    ``text`` nor reserved to the compiler (``__CUDA_ARCH__``), and their negations where
+    X is in ``defined``.  Any other condition (``#if UNROLL > 1``) may hold: its branch is
+    kept, and so are the ``#elif`` and ``#else`` branches after it."""
+    code = code_only(text)
+    written = set(DEFINE.findall(code))
+
+    def holds(kind: str, rest: str) -> bool | None:
+        rest = rest.strip()
+        if kind == "if" and re.fullmatch(r"\d+[uUlL]*", rest):
+            return int(rest.rstrip("uUlL")) != 0
+        form = DEFINED.fullmatch(rest) if kind == "if" else IDENTIFIER.fullmatch(rest)
+        if form is None or defined is None:
+            return None
+        name = (form.group(2) or form.group(3)) if kind == "if" else form.group()
+        known = True if name in defined else \
+            None if name in written or RESERVED.fullmatch(name) else False
+        negated = kind == "ifndef" or (kind == "if" and form.group(1) is not None)
+        return known if known is None or not negated else not known
+
+    lines, out = code.split("\n"), []
+    #: per open conditional: whether its enclosing code is kept, and whether a branch
+    #: before was taken for certain ("yes"), may have been ("maybe") or was not ("no")
+    stack: list[tuple[bool, str]] = []
+    active, i = True, 0
+    while i < len(lines):
+        j = i
+        while lines[j].endswith("\\") and j + 1 < len(lines):
+            j += 1
+        directive = CONDITIONAL.match(" ".join(x.rstrip("\\") for x in lines[i:j + 1]))
+        if directive is None:
+            out += lines[i:j + 1] if active else [""] * (j + 1 - i)
+            i = j + 1
+            continue
+        kind, rest = directive.groups()
+        if kind in ("if", "ifdef", "ifndef"):
+            stack.append((active, "no"))
+        if kind == "endif":
+            active = stack.pop()[0] if stack else True
+        elif stack:
+            enclosing, taken = stack[-1]
+            cond = True if kind == "else" else holds("if" if kind == "elif" else kind, rest)
+            stack[-1] = (enclosing, "yes" if taken == "yes" or cond is True else
+                         taken if cond is False else "maybe")
+            active = enclosing and taken != "yes" and cond is not False
+        out += [""] * (j + 1 - i)
+        i = j + 1
+    return "\n".join(out)
 
 
 def parse_args(raw: Sequence[str], tensors: Sequence[str], dims: Sequence[str]
@@ -145,11 +210,13 @@ def _split_top(text: str, sep: str) -> list[str]:
     return [*parts, text[start:]]
 
 
-def templates(text: str) -> list[Template]:
+def templates(text: str, defined: Collection[str] | None = None) -> list[Template]:
     """The templates ``text`` declares with a parameter list (a specialization's
-    ``template <>`` names none), comments and literals left out (:func:`code_only`); a
-    parameter's default is no part of its name (``int UNROLL = 1`` is ``UNROLL``)."""
-    text = code_only(text)
+    ``template <>`` names none), comments and literals left out, and the code a
+    preprocessor conditional leaves out for certain where every config defines
+    ``defined`` (:func:`active_code`: ``#if 0``, ``#ifdef X`` of an X no config defines);
+    a parameter's default is no part of its name (``int UNROLL = 1`` is ``UNROLL``)."""
+    text = active_code(text, defined)
     found = []
     for match in TEMPLATE_HEAD.finditer(text):
         depth, paren, end = 1, 0, match.end()
