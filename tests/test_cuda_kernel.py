@@ -360,6 +360,72 @@ def test_a_dimension_past_its_32_bit_argument_is_refused_at_args(cu_space, capsy
     assert err.count("\n") == 1
 
 
+def test_an_integer_literal_past_its_type_is_refused_at_args(cu_space, capsys):
+    """An untyped integer literal goes as int32: one past it would fail every trial."""
+    path = cu_space(space_text(args="[dst, src, n, 3000000000]"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:7: kernel.args: argument '3000000000' is passed untyped, so as int32, which "
+        "holds at most 2147483647, and is 3000000000; allowed: type it as int64, args: [dst, "
+        'src, n, "3000000000:int64"]\n')
+    path = cu_space(space_text(args="[dst, src, n, '-1:uint32']"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert "argument '-1' is passed as uint32, which holds at least 0, and is -1" in \
+        capsys.readouterr().err
+    with pytest.raises(sweeper.SweeperError, match=r"^sweeper\.cuda: argument '3000000000' "
+                       r"is passed untyped, so as int32"):
+        sweeper.cuda(COPY_CU, "copy", ["dst", "src", "n", "3000000000"])
+    assert sweeper.cuda(COPY_CU, "copy", ["dst", "src", "n", "3000000000:int64"])
+
+
+def test_a_users_sweeper_cuda_kernel_past_int32_is_refused_as_the_built_in_is(
+        tmp_path, monkeypatch, capsys):
+    """A ``sweeper.cuda`` launch's untyped ``n`` is int32 as the built-in's is: a space
+    past it is refused at the kernel, run importing the kernel, as it is read."""
+    user_cuda_module(tmp_path, "usercuda_wide")
+    (tmp_path / "s.yaml").write_text("kernel: usercuda_wide:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  footprint: [4KiB, 8GiB]\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    with pytest.raises(sweeper.SweeperError, match=(
+            r"s\.yaml:1: kernel\.args: argument 'n' is passed untyped, so as int32, which "
+            r"holds at most 2147483647, and reaches 2147483648 in this space")):
+        load_space(tmp_path / "s.yaml")
+    (tmp_path / "s.yaml").write_text("kernel: usercuda_wide:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  footprint: [4KiB, 4GiB]\n")
+    assert load_space(tmp_path / "s.yaml").choices()["footprint"]
+
+
+@pytest.mark.parametrize("form", ["space", "python"])
+def test_a_size_given_by_an_expression_past_int32_is_refused_before_a_run(
+        tmp_path, monkeypatch, form):
+    """An axis given as an expression over the device's facts has its values only once
+    the device is known: the run checks each config's integer arguments then, before
+    anything is written, and refuses at the expression's line."""
+    from sweeper.devices import open_device
+    from sweeper.engine._inputs import kernel_for
+
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    sizes = '  footprint: [4KiB, "sms * 67108864"]\n'       # 132 SMs: 8.25GiB, n > 2**31
+    if form == "space":
+        (tmp_path / "s.yaml").write_text(space_text().replace("  footprint: [4KiB]\n", sizes))
+    else:
+        user_cuda_module(tmp_path, "usercuda_late")
+        (tmp_path / "s.yaml").write_text("kernel: usercuda_late:copy\nparams:\n"
+                                         "  VEC: [1, 4]\n" + sizes)
+        monkeypatch.syspath_prepend(tmp_path)
+    space = load_space(tmp_path / "s.yaml")
+    device = open_device("replay:" + str(ROOT / "tests" / "data" / "replay" / "h200-copy.csv"))
+    with pytest.raises(sweeper.SweeperError) as refused:
+        kernel_for(space, device)
+    line = 1 + (tmp_path / "s.yaml").read_text().splitlines().index(sizes.rstrip("\n"))
+    assert str(refused.value).startswith(f"{tmp_path / 's.yaml'}:{line}: params.footprint[1]: "
+                                         "on ")
+    assert str(refused.value).endswith(
+        "argument 'n' is passed untyped, so as int32, which holds at most 2147483647, and "
+        "reaches 2214592512 at this config; allowed: type it as int64, args: [dst, src, "
+        '"n:int64"]')
+
+
 def test_a_dimension_typed_int64_or_within_int32_plans(cu_space):
     for args, sizes in (("[dst, src, 'n:int64']", "[8GiB]"), ("[dst, src, n]", "[4GiB]")):
         path = cu_space(space_text(args=args).replace("[4KiB]", sizes))
@@ -450,6 +516,16 @@ USER_CUDA = {
 }
 
 
+def user_cuda_module(folder: Path, module: str) -> None:
+    """A user's module ``module`` in ``folder`` whose kernel ``copy`` launches
+    ``sweeper.cuda`` on a copy of examples/copy.cu beside it."""
+    shutil.copy(COPY_CU, folder / "copy.cu")
+    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
+    (folder / f"{module}.py").write_text(
+        "import sweeper\n\n" + USER_CUDA["called"].format(declared=declared))
+
+
 @pytest.mark.parametrize("form", USER_CUDA)
 def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
         tmp_path, monkeypatch, capsys, form):
@@ -503,11 +579,7 @@ def test_sweeper_kernels_says_a_users_sweeper_cuda_kernel_is_cuda_c_and_where_it
         tmp_path, monkeypatch, capsys):
     """``sweeper kernels mod:attr`` of a kernel launching ``sweeper.cuda`` says it is
     compiled CUDA C, which runs on a CUDA GPU only (or a replay), as the built-in's does."""
-    shutil.copy(COPY_CU, tmp_path / "copy.cu")
-    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
-                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
-    (tmp_path / "usercuda_listed.py").write_text(
-        "import sweeper\n\n" + USER_CUDA["called"].format(declared=declared))
+    user_cuda_module(tmp_path, "usercuda_listed")
     monkeypatch.syspath_prepend(tmp_path)
     runs_on = ("  runs on: compiled CUDA C (NVRTC, through cupy): a CUDA GPU only; without "
                "one, a replay of a recorded table (--device replay:TABLE.csv)\n")

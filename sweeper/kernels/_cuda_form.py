@@ -29,7 +29,7 @@ from sweeper import plugins
 from sweeper.core import DTYPES, Problem
 from sweeper.core._units import did_you_mean, zip_members
 from sweeper.errors import SweeperError
-from sweeper.kernels._base import INT32_MAX, Kernel, MetaParam, OptionError
+from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
@@ -37,6 +37,7 @@ from sweeper.kernels._cuda_spec import (
     IDENTIFIER,
     Arg,
     code_only,
+    int_overflow,
     sources,
     template_arguments,
     template_names,
@@ -53,8 +54,6 @@ GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\
 #: What a preprocessor line reads (``#ifndef VEC``, ``#if UNROLL > 1``): the names a
 #: misspelt define is compared with.
 DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
-#: The largest value a scalar argument of each 32-bit integer type holds.
-INT_LIMITS = {"int32": INT32_MAX, "uint32": 2**32 - 1}
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
@@ -81,6 +80,8 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
         (_entry_in_source(path, entry, template) or ("", None))[1]
     if problem is None and isinstance(args, str):
         problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
+    if problem is None:
+        problem = (int_overflow(args, {}) or ("", None))[1]      # a literal out of its type
     if problem is not None:
         raise SweeperError(f"sweeper.cuda: {problem}")
     return CudaLaunch(path, entry, args, template, caller.get("__name__", __name__))
@@ -170,19 +171,14 @@ class CudaDeclaration(Kernel):
         if missing is not None:
             raise OptionError(*missing)
         tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
-        parsed = _check_args(launch, tensors, tuple(built.dims), meta)
+        _check_args(launch, tensors, tuple(built.dims), meta)
         if params is not None:
             _check_meta_read(launch, options.get("grid", ""), params, meta)
             _check_template_defines(launch, params, meta)
         source = f"{launch.kernel_source()}// reference {options['reference']}\n"
-        base_problem = built.values_problem
-
-        def values_problem(_: Any, values: Mapping[str, Sequence[int]]
-                           ) -> tuple[str, str] | None:
-            return base_problem(values) or _int32_problem(parsed, launch.raw_args, values)
-
-        attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__,
-                 "values_problem": classmethod(values_problem)}
+        # the launch's integer arguments are checked against the space's values as the
+        # short kernel's values_problem asks the launch (CudaLaunch.values_problem)
+        attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
         return type("CudaShort", (built, cls), attrs)
 
 
@@ -250,30 +246,6 @@ def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
         raise OptionError("args", f"tensor {unpassed[0]!r} is not passed to the entry; "
                           f"args: {', '.join(launch.raw_args)}")
     return parsed
-
-
-def _int32_problem(args: Sequence[Arg], raw: Sequence[str],
-                   values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
-    """``("args", why)`` where a scalar argument passed as a 32-bit integer (an untyped
-    dimension or meta-parameter is int32) takes a value past what that type holds at
-    some of the space's constant values (``n``: each footprint over each itemsize), or
-    ``None``: numpy would refuse the value and every such trial fail."""
-    for arg in args:
-        kind = arg.scalar_type("float32")
-        if kind not in INT_LIMITS:
-            continue
-        reached = list(values.get(arg.name, ()))
-        if arg.name == "n" and "footprint" in values:
-            reached += [f // i for f in values["footprint"] for i in values["itemsize"] if i]
-        top = max(reached, default=0)
-        if top > INT_LIMITS[kind]:
-            typed = [f'"{a.name}:int64"' if a == arg else f'"{r}"' if ":" in str(r) else
-                     str(r) for a, r in zip(args, raw, strict=True)]
-            how = "untyped, so as int32" if arg.type is None else f"as {kind}"
-            return "args", (f"argument {arg.name!r} is passed {how}, which holds at most "
-                            f"{INT_LIMITS[kind]}, and reaches {top} in this space; allowed: "
-                            f"type it as int64, args: [{', '.join(typed)}]")
-    return None
 
 
 def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[str]
