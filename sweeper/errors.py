@@ -60,19 +60,31 @@ def defined_at(fn: Callable[..., object]) -> str | None:
         f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
-def user_stacklevel() -> int:
+def user_stacklevel(importer_of: str | None = None) -> int:
     """The ``stacklevel`` that attributes a warning, warned where this is called, to the
     first frame outside sweeper: the user's line (a notebook's cell, a script's call to
     :func:`sweeper.run` or a tuned kernel) rather than sweeper's own, however deep the
-    call, as Python 3.12's ``skip_file_prefixes`` does."""
+    call, as Python 3.12's ``skip_file_prefixes`` does.  ``importer_of``: a module's file
+    whose import warns, passed over too (with the import machinery), so the warning is at
+    the line that imports it."""
     import sys
     from types import FrameType
 
     ours = os.path.realpath(os.path.dirname(__file__)) + os.sep
+    skipped = os.path.realpath(importer_of) if importer_of is not None else None
+
+    def machinery(name: str) -> bool:       # what warnings.warn passes over uncounted
+        return "importlib" in name and "_bootstrap" in name
+
+    def passed_over(name: str) -> bool:
+        return os.path.realpath(name).startswith(ours) or (skipped is not None and (
+            os.path.realpath(name) == skipped or machinery(name)))
+
     frame: FrameType | None = sys._getframe(1)
     level = 1
-    while frame is not None and os.path.realpath(frame.f_code.co_filename).startswith(ours):
-        frame, level = frame.f_back, level + 1
+    while frame is not None and passed_over(frame.f_code.co_filename):
+        level += not machinery(frame.f_code.co_filename)
+        frame = frame.f_back
     return level
 
 

@@ -1,7 +1,8 @@
 """``sweeper export STUDY --format triton``: the winners as an importable Python module.
 
-The module imports ``triton`` (and the standard library) only, so it ships beside the
-kernel it tunes and runs where sweeper is not installed; its data is one JSON literal
+The module needs ``triton`` (and the standard library) only, so it ships beside the
+kernel it tunes and runs where sweeper is not installed (where it is, it is imported for
+the one check of the kernel's source below); its data is one JSON literal
 read back with ``ast.literal_eval`` when another GPU's study is exported into the same
 file (one module per kernel, one section per GPU; another study of a GPU already there
 adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
@@ -23,6 +24,11 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
 - ``grid(meta, gpu=None, **dims)``: the launch grid of the config ``meta`` names,
   computed from the swept grid expression (``cdiv(n, BLOCK)``, ``4*sms``) as Python code
   generated from the parsed expression, never ``eval``.
+
+As it is imported where sweeper is installed, the module compares its winners'
+``source_hash`` with the kernel's source now and warns once (``StaleTuningWarning``,
+:func:`sweeper.lookup.warn_stale_export`) where they differ, ``STALE`` saying so; without
+sweeper it says nothing (``STALE`` is False).
 """
 
 from __future__ import annotations
@@ -328,8 +334,10 @@ USAGE = '''    import tuned_mod
     def kernel(..., BLOCK: tl.constexpr): ...
     kernel[lambda meta: tuned_mod.grid(meta)](x, y, n)   # dims read from meta by name
 
-Only triton is imported: the module runs without sweeper.  Re-export the study rather than
-editing this file; exporting another GPU's study into it adds that GPU, and another
+It needs triton only: the module runs without sweeper.  Where sweeper is installed,
+importing this module warns once (StaleTuningWarning) if the kernel's source is no longer
+the one these winners were tuned on.  Re-export the study rather than editing this file;
+exporting another GPU's study into it adds that GPU, and another
 study of the same GPU adds (or replaces) the winners of the problems it measured.
 '''
 
@@ -345,7 +353,8 @@ import warnings
 import triton
 
 _cdiv, _isqrt, _min, _max = triton.cdiv, math.isqrt, min, max
-__all__ = ["DIMS", "GPUS", "KERNEL", "WINNERS", "configs", "do_bench", "grid", "key", "pick"]
+__all__ = ["DIMS", "GPUS", "KERNEL", "STALE", "WINNERS", "configs", "do_bench", "grid", "key",
+           "pick"]
 
 
 def do_bench(fn, quantiles=None, **options):
@@ -527,6 +536,22 @@ def _sized(env, meta, winners):
         return
     env.setdefault("footprint", footprint)
     env.setdefault("n", footprint // itemsize)
+
+
+def _check_source():
+    """Where sweeper is installed, warn once (its StaleTuningWarning) if the kernel's
+    source is no longer the one these winners were tuned on, as sweeper.tuned does; the
+    source is read as sweeper's lookups read it, running no code of yours."""
+    try:
+        from sweeper.lookup import warn_stale_export
+    except ImportError:             # no sweeper, or one without the check: nothing to say
+        return False
+    return warn_stale_export(__file__, _DATA)
+
+
+#: whether the kernel's source differs from the one these winners were tuned on (False
+#: where that cannot be told: no sweeper, no source hash, a source not readable unrun)
+STALE = _check_source()
 '''
 
 #: The dispatch rule, carried as source so the module needs no sweeper (one implementation).

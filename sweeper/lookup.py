@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
@@ -294,13 +295,54 @@ def warn_stale(config: TunedConfig, path: Path) -> None:
     if key in _STALE_WARNED:
         return
     _STALE_WARNED.add(key)
-    date = (config.tuned or config.exported or "")[:10]
+    warnings.warn(_stale_text(path, config.kernel, config.identity,
+                              config.tuned or config.exported, config.study),
+                  StaleTuningWarning, stacklevel=user_stacklevel())
+
+
+def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
+    """Warn (:class:`StaleTuningWarning`), once per process, where the module at ``path``
+    that ``sweeper export --format triton`` wrote (its ``_DATA``, ``data``) holds winners
+    tuned on another source of its kernel than the one there is now, as a lookup of a
+    tuning file warns: the module calls this as it is imported, where sweeper is
+    installed.  The source now is told as lookups tell it
+    (:func:`~sweeper.kernels.source_hash_now`, running no code this process has not
+    run); winners without a hash, a kernel whose source cannot be told, and a ``_DATA``
+    of another shape say nothing.  Whether some winner is stale (warned of now or
+    before)."""
+    from sweeper.kernels import source_hash_now
+
+    try:
+        kernel = str(data["kernel"])
+        identity = str(data.get("kernel_path") or kernel)
+        winners = [w for s in data["gpus"].values() for w in s["winners"]
+                   if isinstance(w, Mapping) and isinstance(w.get("source_hash"), str)]
+    except (KeyError, TypeError, AttributeError):
+        return False
+    if not winners:
+        return False
+    now = source_hash_now(identity)
+    stale = [w for w in winners if now is not None and w["source_hash"] != now]
+    key = (str(Path(path).resolve()), identity)
+    if not stale or key in _STALE_WARNED:
+        return bool(stale)
+    _STALE_WARNED.add(key)
+    warnings.warn(_stale_text(path, kernel, identity, str(stale[0].get("tuned") or ""),
+                              str(stale[0].get("study"))),
+                  StaleTuningWarning, stacklevel=user_stacklevel(importer_of=str(path)))
+    return True
+
+
+def _stale_text(path: str | Path, kernel: str, identity: str, tuned: str | None,
+                study: str | None) -> str:
+    """What a stale warning says: where, whose winners, when and by which study they
+    were tuned, and how to tune the source as it is now."""
+    date = (tuned or "")[:10]
     when = f"tuned {date}, " if date else ""
-    warnings.warn(f"{path}: the winners of {config.kernel} were tuned for an earlier source "
-                  f"of {config.identity} ({when}study {config.study}); they are used as they "
-                  "are: to tune its source as it is now, run its space into a new study "
-                  "(`sweeper run SPACE --study NEW`) and export that", StaleTuningWarning,
-                  stacklevel=user_stacklevel())
+    return (f"{path}: the winners of {kernel} were tuned for an earlier source of "
+            f"{identity} ({when}study {study}); they are used as they are: to tune its "
+            "source as it is now, run its space into a new study (`sweeper run SPACE "
+            "--study NEW`) and export that")
 
 
 def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None]) -> None:
@@ -393,4 +435,4 @@ def describe(config: TunedConfig) -> str:
 
 
 __all__ = ["Candidate", "TunedConfig", "Tuning", "current_gpu", "describe", "far_text",
-           "tuned", "warn_for", "warn_stale"]
+           "tuned", "warn_for", "warn_stale", "warn_stale_export"]

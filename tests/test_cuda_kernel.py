@@ -212,6 +212,44 @@ def test_a_wrong_cuda_kernel_option_is_one_located_line(cu_space, capsys, text, 
     assert "\n" not in err
 
 
+#: A file whose one kernel is ``kopy``: ``copy`` is only mentioned, never declared.
+MENTIONED_CU = r'''// copy: the entry of an older version
+/* __global__ void copy(float *dst) was renamed */
+static const char *doc = "copy(dst, src, n)";
+static const char *raw = R"x(__global__ void copy() )x";
+static const char quote = '"';
+__global__ void kopy(float *dst, const float *src, long long n) { if (n > 1'000) dst[0] = src[0]; }
+'''
+#: A kernel a macro invocation declares: its name is in the code, as the invocation.
+MACRO_CU = """\
+// a string holding a quote and a comment's mark: "//copy" is still a string
+#define DEFINE_COPY(name) extern "C" __global__ void name(DTYPE *dst, const DTYPE *src, \\
+                                                          long long n) { dst[0] = src[0]; }
+static const char *mark = "\\"//";
+DEFINE_COPY(copy)
+"""
+
+
+@pytest.mark.parametrize(("text", "found"), [(MENTIONED_CU, False), (MACRO_CU, True)])
+def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, capsys,
+                                                                      text, found):
+    """A name in a comment or a string literal declares no function: NVRTC would fail
+    every config.  A macro invocation in code that declares the entry passes."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", ""))
+    (path.parent / "copy.cu").write_text(text)
+    source = path.parent / "copy.cu"
+    if found:
+        assert dict(load_space(path).kernel_options)["entry"] == "copy"
+        assert sweeper.cuda(source, "copy", ["dst", "src", "n"]).entry == "copy"
+        return
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:4: kernel.entry: no function 'copy' in copy.cu or the files it includes; "
+        "allowed: one of its __global__ functions: kopy; did you mean 'kopy'?\n")
+    with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu"):
+        sweeper.cuda(source, "copy", ["dst", "src", "n"])
+
+
 TEMPLATED_CU = """\
 // a helper template: sweeping N would break it too
 template <int N> struct Vec;
@@ -253,6 +291,44 @@ def test_a_swept_template_parameter_left_out_of_the_template_is_refused_at_its_a
     assert capsys.readouterr().err == f"{path}{message}\n"
 
 
+GUARDED_CU = """\
+{opens}
+template <int UNROLL> __device__ void unrolled(float *x) {{ x[0] = UNROLL; }}
+#endif
+template <int VEC>
+__global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
+    for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += VEC)
+        dst[i] = src[i];
+}}
+"""
+
+
+@pytest.mark.parametrize(("opens", "read"), [
+    ("#if 0", False),                      # never compiled
+    ("#ifdef USE_UNROLLED", False),        # no config defines it
+    ("#if !defined(UNROLL)", False),       # every config defines UNROLL
+    ("#if 1", True),
+    ("#ifdef block_size_x", True),         # every config defines it
+    ("#ifdef __CUDACC_RTC__", True),       # NVRTC's own: may be defined
+    ("#if UNROLL > 1", True),              # may hold
+])
+def test_a_template_parameter_in_code_the_preprocessor_leaves_out_is_not_read(
+        cu_space, capsys, opens, read):
+    """A template inside ``#if 0``, or a conditional on a define no config sets, is never
+    compiled: sweeping its parameter's name as a define breaks nothing.  Where the
+    condition may hold, the template is read as before."""
+    path = cu_space(space_text(extra="\n  template: 'copy<{VEC}>'").replace(
+        "  footprint:", "  UNROLL: [1, 2]\n  footprint:"))
+    (path.parent / "copy.cu").write_text(GUARDED_CU.format(opens=opens))
+    if not read:
+        assert len(load_space(path).choices()["UNROLL"]) == 2
+        return
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"{path}:13: params.UNROLL: UNROLL is a template parameter of unrolled in copy.cu "
+        "(template <int UNROLL>)")
+
+
 def test_a_template_passing_every_swept_parameter_plans(cu_space):
     path = cu_space(space_text(extra="\n  template: 'copy<{VEC}, {UNROLL}>'").replace(
         "  footprint:", "  UNROLL: [1, 2]\n  footprint:"))
@@ -282,6 +358,72 @@ def test_a_dimension_past_its_32_bit_argument_is_refused_at_args(cu_space, capsy
     err = capsys.readouterr().err
     assert err.startswith(f"{path}{message}"), err
     assert err.count("\n") == 1
+
+
+def test_an_integer_literal_past_its_type_is_refused_at_args(cu_space, capsys):
+    """An untyped integer literal goes as int32: one past it would fail every trial."""
+    path = cu_space(space_text(args="[dst, src, n, 3000000000]"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:7: kernel.args: argument '3000000000' is passed untyped, so as int32, which "
+        "holds at most 2147483647, and is 3000000000; allowed: type it as int64, args: [dst, "
+        'src, n, "3000000000:int64"]\n')
+    path = cu_space(space_text(args="[dst, src, n, '-1:uint32']"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert "argument '-1' is passed as uint32, which holds at least 0, and is -1" in \
+        capsys.readouterr().err
+    with pytest.raises(sweeper.SweeperError, match=r"^sweeper\.cuda: argument '3000000000' "
+                       r"is passed untyped, so as int32"):
+        sweeper.cuda(COPY_CU, "copy", ["dst", "src", "n", "3000000000"])
+    assert sweeper.cuda(COPY_CU, "copy", ["dst", "src", "n", "3000000000:int64"])
+
+
+def test_a_users_sweeper_cuda_kernel_past_int32_is_refused_as_the_built_in_is(
+        tmp_path, monkeypatch, capsys):
+    """A ``sweeper.cuda`` launch's untyped ``n`` is int32 as the built-in's is: a space
+    past it is refused at the kernel, run importing the kernel, as it is read."""
+    user_cuda_module(tmp_path, "usercuda_wide")
+    (tmp_path / "s.yaml").write_text("kernel: usercuda_wide:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  footprint: [4KiB, 8GiB]\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    with pytest.raises(sweeper.SweeperError, match=(
+            r"s\.yaml:1: kernel\.args: argument 'n' is passed untyped, so as int32, which "
+            r"holds at most 2147483647, and reaches 2147483648 in this space")):
+        load_space(tmp_path / "s.yaml")
+    (tmp_path / "s.yaml").write_text("kernel: usercuda_wide:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  footprint: [4KiB, 4GiB]\n")
+    assert load_space(tmp_path / "s.yaml").choices()["footprint"]
+
+
+@pytest.mark.parametrize("form", ["space", "python"])
+def test_a_size_given_by_an_expression_past_int32_is_refused_before_a_run(
+        tmp_path, monkeypatch, form):
+    """An axis given as an expression over the device's facts has its values only once
+    the device is known: the run checks each config's integer arguments then, before
+    anything is written, and refuses at the expression's line."""
+    from sweeper.devices import open_device
+    from sweeper.engine._inputs import kernel_for
+
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    sizes = '  footprint: [4KiB, "sms * 67108864"]\n'       # 132 SMs: 8.25GiB, n > 2**31
+    if form == "space":
+        (tmp_path / "s.yaml").write_text(space_text().replace("  footprint: [4KiB]\n", sizes))
+    else:
+        user_cuda_module(tmp_path, "usercuda_late")
+        (tmp_path / "s.yaml").write_text("kernel: usercuda_late:copy\nparams:\n"
+                                         "  VEC: [1, 4]\n" + sizes)
+        monkeypatch.syspath_prepend(tmp_path)
+    space = load_space(tmp_path / "s.yaml")
+    device = open_device("replay:" + str(ROOT / "tests" / "data" / "replay" / "h200-copy.csv"))
+    with pytest.raises(sweeper.SweeperError) as refused:
+        kernel_for(space, device)
+    line = 1 + (tmp_path / "s.yaml").read_text().splitlines().index(sizes.rstrip("\n"))
+    assert str(refused.value).startswith(f"{tmp_path / 's.yaml'}:{line}: params.footprint[1]: "
+                                         "on ")
+    assert str(refused.value).endswith(
+        "argument 'n' is passed untyped, so as int32, which holds at most 2147483647, and "
+        "reaches 2214592512 at this config; allowed: type it as int64, args: [dst, src, "
+        '"n:int64"]')
 
 
 def test_a_dimension_typed_int64_or_within_int32_plans(cu_space):
@@ -374,6 +516,16 @@ USER_CUDA = {
 }
 
 
+def user_cuda_module(folder: Path, module: str) -> None:
+    """A user's module ``module`` in ``folder`` whose kernel ``copy`` launches
+    ``sweeper.cuda`` on a copy of examples/copy.cu beside it."""
+    shutil.copy(COPY_CU, folder / "copy.cu")
+    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
+    (folder / f"{module}.py").write_text(
+        "import sweeper\n\n" + USER_CUDA["called"].format(declared=declared))
+
+
 @pytest.mark.parametrize("form", USER_CUDA)
 def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
         tmp_path, monkeypatch, capsys, form):
@@ -421,6 +573,25 @@ def test_sweeper_kernels_lists_cuda(capsys):
     assert main(["kernels"]) == 0
     assert "cuda (built-in): a CUDA C/C++ kernel from a .cu file, compiled through NVRTC " \
         "with the swept axes as -D defines (needs a GPU and cupy)" in capsys.readouterr().out
+
+
+def test_sweeper_kernels_says_a_users_sweeper_cuda_kernel_is_cuda_c_and_where_it_runs(
+        tmp_path, monkeypatch, capsys):
+    """``sweeper kernels mod:attr`` of a kernel launching ``sweeper.cuda`` says it is
+    compiled CUDA C, which runs on a CUDA GPU only (or a replay), as the built-in's does."""
+    user_cuda_module(tmp_path, "usercuda_listed")
+    monkeypatch.syspath_prepend(tmp_path)
+    runs_on = ("  runs on: compiled CUDA C (NVRTC, through cupy): a CUDA GPU only; without "
+               "one, a replay of a recorded table (--device replay:TABLE.csv)\n")
+    for name in ("usercuda_listed:copy", "cuda"):
+        assert main(["kernels", name]) == 0
+        assert capsys.readouterr().out.endswith(runs_on)
+        assert main(["kernels", name, "--json"]) == 0
+        (entry,) = json.loads(capsys.readouterr().out)
+        assert entry["cuda_c"] and entry["runs_on"].startswith("compiled CUDA C")
+    assert main(["kernels", "copy", "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert not entry["cuda_c"] and "--device interpret" in entry["runs_on"]
 
 
 def test_sweeper_cuda_without_a_module_file_reads_the_current_folder(tmp_path, monkeypatch):

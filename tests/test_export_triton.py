@@ -31,10 +31,10 @@ ROWS = [(1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.0),
         (1 << 30, "cdiv(n, BLOCK)", 256, 4096, 3, 3.0)]
 
 
-def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS):
+def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS, **meta):
     store = StudyStore(root)
     store.create({"study": root.name, "kernel": kernel,
-                  "environment": {"gpu": gpu, "sms": 132, "l2_bytes": 1 << 20}})
+                  "environment": {"gpu": gpu, "sms": 132, "l2_bytes": 1 << 20}, **meta})
     for i, (fp, grid, block, BLOCK, stages, ms) in enumerate(rows):
         store.append(TrialRecord(
             number=i, status=TrialStatus.OK,
@@ -413,3 +413,37 @@ def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
     out.write_text(text.replace(line, f"_DATA = json.loads({json.dumps(json.dumps(data))})"))
     mod = load(out)
     assert mod.key == mod.DIMS == ["n"] and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}
+
+
+def test_importing_the_module_warns_once_where_the_kernels_source_changed(tmp_path,
+                                                                          monkeypatch):
+    """The module's winners carry the source hash they were tuned on; imported where
+    sweeper is installed, it compares that with the kernel's source now, read as lookups
+    read it (the module's text, never run), and warns once at the importing line."""
+    import sys
+    from pathlib import Path
+
+    from sweeper import lookup
+    from sweeper.errors import StaleTuningWarning
+    from sweeper.kernels._unimported import module_source_hash
+
+    source = tmp_path / "stale_scale.py"
+    source.write_text((Path(__file__).parent.parent / "examples" / "scale.py").read_text())
+    monkeypatch.syspath_prepend(tmp_path)
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    tuned_on = module_source_hash("stale_scale:scale")
+    store = study(tmp_path / "s", kernel="stale_scale:scale", kernel_source_hash=tuned_on)
+    path, _ = export_triton(store, tmp_path / "tuned_scale.py")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not load(path).STALE                  # the source it was tuned on: silent
+    source.write_text(source.read_text().replace("A = 0.5", "A = 0.25"))
+    with pytest.warns(StaleTuningWarning, match=(
+            rf"^{path}: the winners of \S+ were tuned for an earlier source of "
+            r"stale_scale:scale \(study s\); they are used as they are")) as said:
+        load(path)
+    assert [w.filename for w in said] == [__file__]      # at the line that imports it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load(path).STALE                      # once per process
+    assert "stale_scale" not in sys.modules

@@ -67,7 +67,9 @@ def test_each_built_in_lists_its_meta_parameters_dimensions_defaults_and_baselin
         "  footprint: n * itemsize bytes; a footprint alone gives n = footprint // itemsize, "
         "stride = 1, linecross = 0\n"
         "  defaults: grid cdiv(n, BLOCK), block 128, dtype float32, footprint 64MiB\n"
-        "  headline: GB/s; baseline: torch strided-view copy_\n")
+        "  headline: GB/s; baseline: torch strided-view copy_\n"
+        "  runs on: a CUDA GPU, the CPU through the Triton interpreter (--device interpret), "
+        "or a replay of a recorded table (--device replay:TABLE.csv)\n")
 
 
 def test_installed_kernels_and_a_module_path_are_listed_a_broken_one_with_its_reason(

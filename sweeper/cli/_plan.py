@@ -155,7 +155,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_kernels(args: argparse.Namespace) -> int:
     """``sweeper kernels``: every kernel the registry knows, or those named, with its
-    meta-parameters, problem dimensions, defaults, headline and baseline."""
+    meta-parameters, problem dimensions, defaults, headline, baseline and what it runs on."""
     import json
 
     from sweeper.kernels._catalog import catalog, render

@@ -61,6 +61,7 @@ def kernel_for(space: Any, device: Any, *, processes: bool = False) -> Any:
     refuse_gpu_only(space.kernel, kernel.needs_gpu, device)
     refuse_unreachable(space.kernel, type(kernel).__module__, device, processes=processes)
     refuse_bad_model(space, kernel, device)
+    refuse_bad_args(space, kernel, device)
     return kernel
 
 
@@ -97,6 +98,40 @@ def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:
             value = next((v for v in values if v.expr is not None), values[0])
             raise SpaceError(f"on {facts.name}, {err}", file=value.origin.file,
                              line=value.origin.line, path=value.origin.path) from None
+
+
+def refuse_bad_args(space: Any, kernel: Any, device: Any) -> None:
+    """Refuse, before anything is written, a kernel whose launch takes an integer
+    argument its type cannot hold at some config on ``device`` (a ``sweeper.cuda``
+    launch's ``config_problem``: an untyped ``n`` past int32).  Reading the space
+    checked each axis's constant values; an axis given as an expression (``64 * sms``,
+    ``2 * m``) has its values only once the device is known.  The error is at the first
+    such value of the config, the argument's own axis where it is one; a space whose
+    arguments read no expression is not resolved here."""
+    from sweeper.core import Config
+    from sweeper.errors import SpaceError
+    from sweeper.study import resolved
+
+    launch = getattr(getattr(kernel, "plan", None), "launch", None)
+    check = getattr(launch, "config_problem", None)
+    reads: frozenset[str] = getattr(launch, "reads", frozenset())
+    late = [a for a in space.axes if a.name in reads and any(v.expr is not None
+                                                             for v in a.values)]
+    if not callable(check) or not late:
+        return
+    facts = device.facts()
+    for choice, config in resolved(space, facts.env(), facts.max_footprint):
+        problem = check(config) if isinstance(config, Config) else None
+        if problem is None:
+            continue
+        name, why = problem
+        values = [(a, a.value(choice[a.name])) for a in late]
+        exprs = [(a, v) for a, v in values if v.expr is not None] or values
+        _, value = next(((a, v) for a, v in exprs if a.name == name or (
+            name == "n" and a.name == "footprint")), exprs[0])
+        raise SpaceError(f"on {facts.name}, kernel {space.kernel}: {why}",
+                         file=value.origin.file, line=value.origin.line,
+                         path=value.origin.path)
 
 
 def refuse_unreachable(name: str, module: str, device: Any, *, processes: bool) -> None:

@@ -15,6 +15,12 @@ from typing import Any
 from sweeper import plugins
 from sweeper.errors import SweeperError
 
+#: Where a kernel of compiled CUDA C (``needs_gpu``) runs, and where any other does.
+RUNS_ON_CUDA_C = ("compiled CUDA C (NVRTC, through cupy): a CUDA GPU only; without one, a "
+                  "replay of a recorded table (--device replay:TABLE.csv)")
+RUNS_ON = ("a CUDA GPU, the CPU through the Triton interpreter (--device interpret), or a "
+           "replay of a recorded table (--device replay:TABLE.csv)")
+
 
 @dataclass(frozen=True)
 class KernelEntry:
@@ -38,6 +44,10 @@ class KernelEntry:
     defaults: dict[str, Any] = field(default_factory=dict)
     headline: str = ""
     baseline: str | None = None
+    #: the kernel is compiled CUDA C (the built-in ``cuda``, or a launch of ``sweeper.cuda``)
+    cuda_c: bool = False
+    #: the devices it runs on, in words
+    runs_on: str = ""
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,7 +73,8 @@ def describe(name: str) -> KernelEntry:
         footprint_bytes=cls.footprint_bytes,
         dims_from_footprint=dict(cls.dims_from_footprint or {}),
         defaults=dict(cls.defaults), headline=cls.headline.unit,
-        baseline=cls.baseline_name)
+        baseline=cls.baseline_name, cuda_c=bool(getattr(cls, "needs_gpu", False)),
+        runs_on=RUNS_ON_CUDA_C if getattr(cls, "needs_gpu", False) else RUNS_ON)
 
 
 def _summary(cls: type) -> str:
@@ -115,5 +126,6 @@ def render(entry: KernelEntry) -> str:
                "a footprint alone does not size it: give the dimensions"),
               "  defaults: " + ", ".join(f"{k} {v}" for k, v in entry.defaults.items()
                                          if rule or k != "footprint"),  # unused: dims size it
-              f"  headline: {entry.headline}; baseline: {entry.baseline or 'none'}"]
+              f"  headline: {entry.headline}; baseline: {entry.baseline or 'none'}",
+              f"  runs on: {entry.runs_on}"]
     return "\n".join(lines)

@@ -36,6 +36,7 @@ from sweeper.kernels._cuda_spec import (
     Arg,
     cache_key,
     instantiation,
+    int_overflow,
     nvrtc_options,
     parse_args,
     sources,
@@ -170,6 +171,29 @@ class CudaLaunch:
         if isinstance(parsed, str):
             raise ValueError(parsed)
         return parsed
+
+    def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+        """``("args", why)`` where an integer argument takes a value its type does not
+        hold at some of a space's ``values`` (each axis's constant values, ``itemsize``'s),
+        or a literal does (:func:`~sweeper.kernels._cuda_spec.int_overflow`)."""
+        found = int_overflow(self.raw_args, values)
+        return None if found is None else ("args", found[1])
+
+    @property
+    def reads(self) -> frozenset[str]:
+        """The axes the arguments' values come from: each name passed, and ``footprint``
+        where ``n`` is (a footprint alone gives ``n``)."""
+        names = {str(a).partition(":")[0].strip() for a in self.raw_args}
+        return frozenset(names | ({"footprint"} if "n" in names else set()))
+
+    def config_problem(self, config: Config) -> tuple[str, str] | None:
+        """The argument that takes a value its integer type does not hold at ``config``
+        (its problem's dimensions, ``n``, its meta-parameters), and why, or ``None``: what
+        a run asks of every config where an axis is an expression that
+        :meth:`values_problem` could not see."""
+        values = {"n": [config.problem.n], **{k: [v] for k, v in config.problem.dims},
+                  **{k: [v] for k, v in config.meta.items()}}
+        return int_overflow(self.raw_args, values, "at this config")
 
     def kernel_source(self) -> str:
         """The source and every file it includes, what a study's source hash covers."""

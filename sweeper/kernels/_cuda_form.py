@@ -29,11 +29,15 @@ from sweeper import plugins
 from sweeper.core import DTYPES, Problem
 from sweeper.core._units import did_you_mean, zip_members
 from sweeper.errors import SweeperError
-from sweeper.kernels._base import INT32_MAX, Kernel, MetaParam, OptionError
+from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
+    BLOCK_DEFINE,
+    DTYPE_DEFINE,
     IDENTIFIER,
     Arg,
+    code_only,
+    int_overflow,
     sources,
     template_arguments,
     template_names,
@@ -50,8 +54,6 @@ GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\
 #: What a preprocessor line reads (``#ifndef VEC``, ``#if UNROLL > 1``): the names a
 #: misspelt define is compared with.
 DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
-#: The largest value a scalar argument of each 32-bit integer type holds.
-INT_LIMITS = {"int32": INT32_MAX, "uint32": 2**32 - 1}
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
@@ -78,6 +80,8 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
         (_entry_in_source(path, entry, template) or ("", None))[1]
     if problem is None and isinstance(args, str):
         problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
+    if problem is None:
+        problem = (int_overflow(args, {}) or ("", None))[1]      # a literal out of its type
     if problem is not None:
         raise SweeperError(f"sweeper.cuda: {problem}")
     return CudaLaunch(path, entry, args, template, caller.get("__name__", __name__))
@@ -167,19 +171,14 @@ class CudaDeclaration(Kernel):
         if missing is not None:
             raise OptionError(*missing)
         tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
-        parsed = _check_args(launch, tensors, tuple(built.dims), meta)
+        _check_args(launch, tensors, tuple(built.dims), meta)
         if params is not None:
             _check_meta_read(launch, options.get("grid", ""), params, meta)
             _check_template_defines(launch, params, meta)
         source = f"{launch.kernel_source()}// reference {options['reference']}\n"
-        base_problem = built.values_problem
-
-        def values_problem(_: Any, values: Mapping[str, Sequence[int]]
-                           ) -> tuple[str, str] | None:
-            return base_problem(values) or _int32_problem(parsed, launch.raw_args, values)
-
-        attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__,
-                 "values_problem": classmethod(values_problem)}
+        # the launch's integer arguments are checked against the space's values as the
+        # short kernel's values_problem asks the launch (CudaLaunch.values_problem)
+        attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
         return type("CudaShort", (built, cls), attrs)
 
 
@@ -249,30 +248,6 @@ def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
     return parsed
 
 
-def _int32_problem(args: Sequence[Arg], raw: Sequence[str],
-                   values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
-    """``("args", why)`` where a scalar argument passed as a 32-bit integer (an untyped
-    dimension or meta-parameter is int32) takes a value past what that type holds at
-    some of the space's constant values (``n``: each footprint over each itemsize), or
-    ``None``: numpy would refuse the value and every such trial fail."""
-    for arg in args:
-        kind = arg.scalar_type("float32")
-        if kind not in INT_LIMITS:
-            continue
-        reached = list(values.get(arg.name, ()))
-        if arg.name == "n" and "footprint" in values:
-            reached += [f // i for f in values["footprint"] for i in values["itemsize"] if i]
-        top = max(reached, default=0)
-        if top > INT_LIMITS[kind]:
-            typed = [f'"{a.name}:int64"' if a == arg else f'"{r}"' if ":" in str(r) else
-                     str(r) for a, r in zip(args, raw, strict=True)]
-            how = "untyped, so as int32" if arg.type is None else f"as {kind}"
-            return "args", (f"argument {arg.name!r} is passed {how}, which holds at most "
-                            f"{INT_LIMITS[kind]}, and reaches {top} in this space; allowed: "
-                            f"type it as int64, args: [{', '.join(typed)}]")
-    return None
-
-
 def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[str]
                      ) -> None:
     """An :class:`OptionError` at the first swept meta-parameter nothing reads: not the
@@ -304,7 +279,10 @@ def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]
     define (the template does not pass it) whose name is a template parameter in the
     source or what it includes: the macro would turn ``template <int UNROLL>`` into
     ``template <int 1>`` and every config fail to compile.  The entry's own template is
-    looked at first, and there the remedy is to pass the axis in ``template``."""
+    looked at first, and there the remedy is to pass the axis in ``template``.  Code a
+    preprocessor conditional leaves out at every config (``#if 0``, ``#ifdef X`` of an X
+    neither swept nor defined in the source) is not read
+    (:func:`~sweeper.kernels._cuda_spec.active_code`)."""
     try:
         files = {p: data.decode(errors="replace") for p, data in sources(launch.source).items()}
     except OSError:
@@ -312,7 +290,8 @@ def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]
     entry = launch.template.split("<", 1)[0].strip().split("::")[-1] if launch.template \
         else launch.entry
     passed = set(template_names(launch.template)) if launch.template else set()
-    found = [(path, t) for path, text in files.items() for t in templates(text)]
+    defined = {*(n for n in meta if n not in passed), BLOCK_DEFINE, DTYPE_DEFINE}
+    found = [(path, t) for path, text in files.items() for t in templates(text, defined)]
     found.sort(key=lambda pt: pt[1].name != entry)
     for name in meta:
         path, template = next(((p, t) for p, t in found if name in t.params), (None, None))
@@ -423,12 +402,15 @@ def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
 def _entry_in_source(path: Path, entry: str, template: str | None
                      ) -> tuple[str, str] | None:
     """The option (``entry`` or ``template``) that names no function of the source, and
-    why, or ``None``: the entry's name is nowhere in the file or what it includes, or the
-    template instantiates another function than the entry (NVRTC would fail every config,
-    or launch a function the space does not name).  A name written anywhere passes: a
-    macro may declare it."""
+    why, or ``None``: the entry's name is nowhere in the code of the file or what it
+    includes, or the template instantiates another function than the entry (NVRTC would
+    fail every config, or launch a function the space does not name).  Comments and
+    string and character literals are no code (:func:`~sweeper.kernels._cuda_spec.code_only`:
+    a name only mentioned there declares nothing); a name anywhere in the code passes, as a
+    macro invocation that declares the entry (``COPY_KERNEL(copy)``) writes it."""
     try:
-        text = "\n".join(data.decode(errors="replace") for data in sources(path).values())
+        text = code_only("\n".join(data.decode(errors="replace")
+                                   for data in sources(path).values()))
     except OSError:
         return None                     # the source option says why
     if not re.search(rf"\b{re.escape(entry)}\b", text):

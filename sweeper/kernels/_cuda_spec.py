@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +38,22 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 #: A C identifier: what an entry and a name in a template may be.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?)")
-#: A C/C++ comment, left out where the source's declarations are read.
-COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+#: What is no code: a comment, a raw string (``R"(...)"``), a string or a character
+#: literal (not a digit separator, ``1'000``), each matched from where it opens, so that
+#: ``"//"`` is a string and ``// "`` a comment.
+NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/"
+                      r'|(?<![A-Za-z0-9_])(?:u8|u|U|L)?R"([^()\\\s"]{0,16})\(.*?\)\1"'
+                      r'|"(?:\\.|[^"\\\n])*"'
+                      r"|(?<![A-Za-z0-9_.])'(?:\\.|[^'\\\n])*'", re.DOTALL)
+#: A ``#define``, whose name a conditional on it may then find defined.
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+#: A line of a preprocessor conditional: its keyword and what follows.
+CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", re.DOTALL)
+#: ``defined(X)``, ``defined X`` or their negation, alone: a condition read exactly.
+DEFINED = re.compile(r"(!\s*)?defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s([A-Za-z_]\w*))")
+#: A name reserved to the compiler (``__CUDACC__``, ``__CUDA_ARCH__``, ``_WIN32``): NVRTC
+#: may define it, so a conditional on it is never taken as false.
+RESERVED = re.compile(r"__\w*|_[A-Z]\w*")
 #: Where a template's parameter list opens.
 TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
 #: What a template declares after its parameter list: a struct's or a function's name.
@@ -64,6 +78,69 @@ class Arg:
         return dtype if chosen == DTYPE_DEFINE else chosen
 
 
+def code_only(text: str) -> str:
+    """``text`` with its comments and string and character literals each made one space
+    (a line break they hold kept): the code a compiler reads, where a name is declared
+    or a macro invoked, never one only mentioned."""
+    return NOT_CODE.sub(lambda m: " " + "\n" * m.group().count("\n"), text)
+
+
+def active_code(text: str, defined: Collection[str] | None = None) -> str:
+    """:func:`code_only` of ``text`` without the lines a preprocessor conditional leaves
+    out for certain, each made empty (the line count kept); the directives' own lines
+    are emptied too.  A branch is left out where its condition is false whatever the
+    config: ``#if 0`` (any integer literal is read); with ``defined``, the names every
+    config defines (``-D``), also ``#ifdef X``, ``#ifndef X``, ``#if defined(X)`` and
+    ``#if !defined(X)`` where X is neither in ``defined`` nor written in a ``#define`` of
+    ``text`` nor reserved to the compiler (``__CUDA_ARCH__``), and their negations where
+    X is in ``defined``.  Any other condition (``#if UNROLL > 1``) may hold: its branch is
+    kept, and so are the ``#elif`` and ``#else`` branches after it."""
+    code = code_only(text)
+    written = set(DEFINE.findall(code))
+
+    def holds(kind: str, rest: str) -> bool | None:
+        rest = rest.strip()
+        if kind == "if" and re.fullmatch(r"\d+[uUlL]*", rest):
+            return int(rest.rstrip("uUlL")) != 0
+        form = DEFINED.fullmatch(rest) if kind == "if" else IDENTIFIER.fullmatch(rest)
+        if form is None or defined is None:
+            return None
+        name = (form.group(2) or form.group(3)) if kind == "if" else form.group()
+        known = True if name in defined else \
+            None if name in written or RESERVED.fullmatch(name) else False
+        negated = kind == "ifndef" or (kind == "if" and form.group(1) is not None)
+        return known if known is None or not negated else not known
+
+    lines, out = code.split("\n"), []
+    #: per open conditional: whether its enclosing code is kept, and whether a branch
+    #: before was taken for certain ("yes"), may have been ("maybe") or was not ("no")
+    stack: list[tuple[bool, str]] = []
+    active, i = True, 0
+    while i < len(lines):
+        j = i
+        while lines[j].endswith("\\") and j + 1 < len(lines):
+            j += 1
+        directive = CONDITIONAL.match(" ".join(x.rstrip("\\") for x in lines[i:j + 1]))
+        if directive is None:
+            out += lines[i:j + 1] if active else [""] * (j + 1 - i)
+            i = j + 1
+            continue
+        kind, rest = directive.groups()
+        if kind in ("if", "ifdef", "ifndef"):
+            stack.append((active, "no"))
+        if kind == "endif":
+            active = stack.pop()[0] if stack else True
+        elif stack:
+            enclosing, taken = stack[-1]
+            cond = True if kind == "else" else holds("if" if kind == "elif" else kind, rest)
+            stack[-1] = (enclosing, "yes" if taken == "yes" or cond is True else
+                         taken if cond is False else "maybe")
+            active = enclosing and taken != "yes" and cond is not False
+        out += [""] * (j + 1 - i)
+        i = j + 1
+    return "\n".join(out)
+
+
 def parse_args(raw: Sequence[str], tensors: Sequence[str], dims: Sequence[str]
                ) -> tuple[Arg, ...] | str:
     """The entry's arguments from ``["dst", "src", "n", "0.5:float32"]``, or why not."""
@@ -83,6 +160,57 @@ def parse_args(raw: Sequence[str], tensors: Sequence[str], dims: Sequence[str]
                     f"{', '.join((*tensors, *dims))}")
         args.append(Arg(name, kind.strip() if colon else None))
     return tuple(args)
+
+
+#: The values a scalar argument of each integer type holds, least and most.
+INT_RANGES = {"int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1),
+              "int64": (-2**63, 2**63 - 1), "uint64": (0, 2**64 - 1)}
+
+
+def int_overflow(raw: Sequence[str], values: Mapping[str, Iterable[int]],
+                 where: str = "in this space") -> tuple[str, str] | None:
+    """The first scalar argument of ``raw`` (the entry's arguments as written) passed as
+    an integer type (an untyped name or integer literal as int32) that takes a value the
+    type does not hold, and why, or ``None``: numpy would refuse the value as the
+    argument is made and every such launch fail.  A literal takes its own value; a name
+    those ``values`` holds for it (an axis's or dimension's values, a config's value),
+    ``n`` also each ``footprint`` over each ``itemsize`` there; a name it does not hold
+    (a tensor) and an argument written wrong (another check says why) pass.  The one
+    check of every path that feeds a launch its integer arguments: a space's values, a
+    ``sweeper.cuda`` kernel's, each config's where an axis is an expression."""
+    args = [(str(item), str(item).partition(":")) for item in raw]
+    for item, (name, colon, kind) in args:
+        name, kind = name.strip(), kind.strip()
+        arg = Arg(name, kind if colon else None)
+        if colon and kind not in SCALAR_TYPES:
+            continue
+        chosen = arg.scalar_type("float32")
+        if chosen not in INT_RANGES:
+            continue
+        literal = NUMBER.fullmatch(name) is not None
+        if literal and not name.lstrip("+-").isdigit():
+            continue                    # a real number typed as an integer: not ours
+        reached = [int(name)] if literal else list(values.get(name, ()))
+        if name == "n" and "footprint" in values:
+            reached += [f // i for f in values["footprint"] for i in values.get("itemsize", ())
+                        if i]
+        least, most = INT_RANGES[chosen]
+        out = next((v for v in (max(reached, default=0), min(reached, default=0))
+                    if not least <= v <= most), None)
+        if out is None:
+            continue
+        how = "untyped, so as int32" if arg.type is None else f"as {chosen}"
+        bound = f"at most {most}" if out > most else f"at least {least}"
+        if chosen in ("int32", "uint32") and out <= INT_RANGES["int64"][1]:
+            typed = ", ".join(f'"{name}:int64"' if other == item else
+                              f'"{other}"' if ":" in other else other for other, _ in args)
+            allowed = f"type it as int64, args: [{typed}]"
+        else:
+            allowed = f"a value {chosen} holds, {least} to {most}"
+        taken = f"is {out}" if literal else f"reaches {out} {where}"
+        return name, (f"argument {name!r} is passed {how}, which holds {bound}, and "
+                      f"{taken}; allowed: {allowed}")
+    return None
 
 
 def template_names(template: str) -> list[str] | str:
@@ -133,11 +261,13 @@ def _split_top(text: str, sep: str) -> list[str]:
     return [*parts, text[start:]]
 
 
-def templates(text: str) -> list[Template]:
+def templates(text: str, defined: Collection[str] | None = None) -> list[Template]:
     """The templates ``text`` declares with a parameter list (a specialization's
-    ``template <>`` names none), comments left out; a parameter's default is no part of
-    its name (``int UNROLL = 1`` is ``UNROLL``)."""
-    text = COMMENT.sub(" ", text)
+    ``template <>`` names none), comments and literals left out, and the code a
+    preprocessor conditional leaves out for certain where every config defines
+    ``defined`` (:func:`active_code`: ``#if 0``, ``#ifdef X`` of an X no config defines);
+    a parameter's default is no part of its name (``int UNROLL = 1`` is ``UNROLL``)."""
+    text = active_code(text, defined)
     found = []
     for match in TEMPLATE_HEAD.finditer(text):
         depth, paren, end = 1, 0, match.end()

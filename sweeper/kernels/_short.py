@@ -241,9 +241,13 @@ class ShortKernel(Kernel):
     @classmethod
     def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
         """Where a setting of the declared model is below its least at some combination of
-        the space's values it reads: its key (``model.streaming.tile``) and why."""
-        return None if cls.declared_model is None else \
+        the space's values it reads: its key (``model.streaming.tile``) and why; else what
+        the launch says of them, where it can (a ``sweeper.cuda`` launch: an integer
+        argument its type cannot hold, at ``args``)."""
+        model = None if cls.declared_model is None else \
             cls.declared_model.values_problem(values)
+        launch = getattr(cls.plan.launch, "values_problem", None)
+        return model or (launch(values) if callable(launch) else None)
 
     def baseline(self, buffers: Buffers) -> None:
         if self.plan.baseline is None:
