@@ -470,6 +470,48 @@ def test_a_resume_forced_after_the_environment_changed_records_the_new_environme
     assert again["environment"] == meta["environment"] and len(again["forced"]) == 1
 
 
+def _as_older_sweeper_wrote(path):
+    """Rewrite study.json at ``path`` as an older sweeper wrote it: the hash of the space's
+    bytes in its fingerprint, no content hash; returns that study.json."""
+    meta = json.loads(path.read_text())
+    del meta["fingerprint"]["space_content"]
+    meta["fingerprint"]["space_sha256"] = meta["space_sha256"]
+    path.write_text(json.dumps(meta))
+    return meta
+
+
+@pytest.mark.parametrize("older", [False, True])
+def test_a_space_whose_budget_alone_changed_resumes_under_the_new_budget(
+        tmp_path, monkeypatch, capsys, older):
+    """A budget says when a search stops, not what a trial measures: an edit of
+    ``budget:`` alone (its trials, its time; an older study's too) resumes the study
+    without ``--force``, under the new budget; the same edit beside any other is refused
+    as before."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    space = tmp_path / "s.yaml"
+    text = (ROOT / "spaces" / "copy.yaml").read_text()
+    space.write_text(text.replace("budget: {trials: 400, time: 10m}", "budget: {trials: 2}"))
+    run = [*_replay_run(tmp_path)[:1], str(space), *_replay_run(tmp_path)[2:-2]]
+    assert main(run) == 0
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    if older:
+        _as_older_sweeper_wrote(path)
+    space.write_text(text.replace("budget: {trials: 400, time: 10m}",
+                                  "budget: {trials: 5, time: 20m}"))
+    capsys.readouterr()
+    assert main(run) == 0, capsys.readouterr().err
+    assert StudyStore(tmp_path / "copy-fp32-replay").trials_counted() == 5
+    meta = json.loads(path.read_text())
+    assert "trials: 5" in meta["space_text"] and not meta.get("forced")
+    space.write_text(text.replace("budget: {trials: 400, time: 10m}", "budget: {trials: 6}")
+                     .replace('"BLOCK >= block"', '"BLOCK >= 2*block"'))
+    assert main(run) == 2
+    assert "cannot resume, it was measured with other settings" in capsys.readouterr().err
+    assert StudyStore(tmp_path / "copy-fp32-replay").trials_counted() == 5
+
+
 def test_the_space_is_fingerprinted_by_what_it_says_not_by_its_bytes():
     from sweeper.space import parse_space
     from sweeper.space._yaml import content_sha256
@@ -500,11 +542,8 @@ def test_a_space_whose_comments_changed_resumes_and_a_change_is_named(
     run = [*_replay_run(tmp_path)[:1], str(space), *_replay_run(tmp_path)[2:]]
     assert main(run) == 0
     path = tmp_path / "copy-fp32-replay" / "study.json"
-    if older:              # as an older sweeper wrote it: the bytes' hash, no content hash
-        meta = json.loads(path.read_text())
-        del meta["fingerprint"]["space_content"]
-        meta["fingerprint"]["space_sha256"] = meta["space_sha256"]
-        path.write_text(json.dumps(meta))
+    if older:
+        meta = _as_older_sweeper_wrote(path)
         assert main(run) == 0                    # the same file: the same bytes
         assert "space_content" in json.loads(path.read_text())["fingerprint"]
         path.write_text(json.dumps(meta))
