@@ -444,6 +444,59 @@ def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_
         in capsys.readouterr().err
 
 
+def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_only(
+        tmp_path, monkeypatch):
+    """Each trial records the kernel source it was measured on; once ``--force`` resumed a
+    study after its kernel's source changed, the winner, the export (its entry, top configs
+    and source hash) and the run's summary come from the trials measured on the new source
+    only, trials an older sweeper recorded without a hash counting as the old source's,
+    and the report says how many ran on the earlier one.  A study never forced reads as it
+    did, with or without hashes."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    run = _replay_run(tmp_path)[:-2]
+    folder = tmp_path / "copy-fp32-replay"
+    journal = folder / "trials.jsonl"
+
+    def exported():
+        assert main(["export", str(folder), "-o", str(tmp_path / "t.json")]) == 0
+        return json.loads((tmp_path / "t.json").read_text())["entries"][0]
+
+    def without_hashes(numbers):        # as an older sweeper wrote those trials
+        lines = [json.loads(line) for line in journal.read_text().splitlines()]
+        journal.write_text("".join(json.dumps(
+            {k: v for k, v in d.items() if not (k == "source_hash" and d.get("number") in
+                                                numbers)}) + "\n" for d in lines))
+
+    assert main([*run, "--trials", "3"]) == 0
+    old = load_kernel("copy").source_hash()
+    trials = StudyStore(folder).records()[0]
+    assert {t.source_hash for t in trials} == {old}
+    best = min((t for t in trials if t.ok), key=lambda t: t.stats.median)
+    assert exported()["trial"] == best.number
+    without_hashes({t.number for t in trials})
+    assert exported()["trial"] == best.number                  # never forced: as it was
+
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    assert main([*run, "--trials", "6", "--force"]) == 0
+    new = [t for t in StudyStore(folder).records()[0] if t.number > max(
+        t.number for t in trials)]
+    assert {t.source_hash for t in new} == {"1" * 16} and len(new) == 3
+    assert best.stats.median < min(t.stats.median for t in new)   # the old best is faster
+    won = min(new, key=lambda t: t.stats.median)     # the old trials have no hash now
+    entry = exported()
+    assert (entry["trial"], entry["source_hash"]) == (won.number, "1" * 16)
+    assert entry["sweep_median_ms"] == won.stats.median
+    assert all(top["meta"]["BLOCK"] in {t.config.meta["BLOCK"] for t in new}
+               for top in entry["top"]) and len(entry["top"]) <= len(new)
+    assert main(["report", str(folder)]) == 0
+    md = (folder / "report.md").read_text()
+    assert "| earlier kernel source | 3 trials measured on an earlier source of the " \
+        f"kernel than its source now ({'1' * 16}): no winner" in md
+    assert f"| float32 1GiB cold | {won.number} |" in md
+
+
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(
         tmp_path, monkeypatch, capsys):
     """The environment a forced resume ran in becomes the study's, as its fingerprint

@@ -227,10 +227,12 @@ def _footprint(label: str, ran: pd.DataFrame, story: RunStory) -> str:
 
 
 def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
-                tied: dict[int, int], metric: str, rate_unit: str, story: RunStory
-                ) -> list[tuple[str, str]]:
+                tied: dict[int, int], metric: str, rate_unit: str, story: RunStory,
+                earlier_source: int = 0) -> list[tuple[str, str]]:
     """The seed's measurement record: what a reader needs to trust or redo the number.
-    ``tied``: per final's winner, how many others were tied with it."""
+    ``tied``: per final's winner, how many others were tied with it; ``earlier_source``:
+    how many trials ran on an earlier source of the kernel (:class:`~sweeper.winners.Sources`),
+    which no winner is chosen from."""
     env = meta.environment
     conclusion = "; ".join(
         f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {rate_unit} "
@@ -243,6 +245,9 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
         ("software", software_record(meta)),
         ("command", f"`{meta.command or '?'}` (reproduce: `{reproduce_command(meta)}`)"),
         *forced_rows(meta),
+        *([("earlier kernel source", f"{counted(earlier_source, 'trial')} measured on an "
+            f"earlier source of the kernel than its source now ({meta.kernel_source_hash}): "
+            "no winner, final or export is chosen from them")] if earlier_source else []),
         ("statistics", story.timer),
         ("stopping rule", story.measurement),
         ("raw samples", "`trials.jsonl` in this folder (every sample of every trial)"
