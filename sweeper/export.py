@@ -79,11 +79,12 @@ class StudyWinners(NamedTuple):
 
 
 def study_winners(store: Storage) -> StudyWinners:
-    """The winners of ``store`` as every export writes them; a study with no successful
-    trial is refused."""
+    """The winners of ``store`` as every export writes them, from its trials measured on
+    the kernel source it has now (:class:`~sweeper.winners.Sources`); a study with no
+    successful such trial is refused."""
     meta = store.study_meta()
-    trials, _ = store.records()
     winners = Winners.of(store)
+    trials = winners.sources.measured_now(store.records()[0])
     picks = winners.picks(trials)
     unfinished = set(winners.missing(trials)) if meta.finals else set()
     best: dict[ProblemKey, Pick] = {}
@@ -205,9 +206,10 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
 
 
 def measured_source(meta: StudyMeta) -> str | None:
-    """The hash of the kernel's source the study measured (its ``kernel_source_hash``,
-    taken when the study was created; a study resumed with ``--force`` after an edit keeps
-    the first), not the source there is at export: the kernel may have been edited since.
+    """The hash of the kernel's source the study measured (its ``kernel_source_hash``: a
+    study resumed with ``--force`` after an edit takes the new one's, and its winners come
+    from the trials measured on it), not the source there is at export: the kernel may
+    have been edited since.
     ``None`` where the study recorded none that reads as a hash (every study sweeper
     writes has one); the source at export is never taken in its place, so exporting
     never imports a user's kernel."""

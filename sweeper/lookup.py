@@ -7,7 +7,8 @@ space) and its grid re-computed for the problem asked for when it was an express
 as ``cdiv(n, BLOCK)``.  The medians returned are those the report shows: the interleaved
 finals' where they chose the winner.  An entry tuned on an earlier source of its kernel
 than the one there is now (its ``source_hash``) is used all the same, with a
-:class:`~sweeper.errors.StaleTuningWarning` once per kernel and ``stale`` set.
+:class:`~sweeper.errors.StaleTuningWarning` once per kernel and ``stale`` set; so is one
+whose dispatch candidates come from such an entry (a tuned problem around the asked one).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
-from sweeper.dispatch import candidates
+from sweeper.dispatch import bracketing, candidates
 from sweeper.errors import (
     StaleTuningWarning,
     SweeperError,
@@ -53,7 +54,8 @@ class TunedConfig(TuningEntry):
     far: bool = False
     #: True when no entry of the asked GPU existed and one of its architecture was taken
     by_architecture: bool = False
-    #: the kernel's source is not the one it was tuned on (its ``source_hash``; a
+    #: the kernel's source is not the one this entry, or another entry whose configs are
+    #: among its ``candidates``, was tuned on (its ``source_hash``; a
     #: :class:`~sweeper.errors.StaleTuningWarning` was given, once per kernel)
     stale: bool = False
     #: the configs worth measuring for this problem, this one first (:mod:`sweeper.dispatch`:
@@ -133,16 +135,21 @@ class Tuning:
                  for t in top}
         chosen = [where[str(c)] for c in candidates(
             problems, [[(_ident(t), t.slowdown) for t in top] for top in tops], asked)]
+        # every entry whose configs the lookup may dispatch to: the nearest, and the tuned
+        # problems around the asked one, whose top configs are the candidates
+        reach = dict.fromkeys([index, *(matched.indices[j] for j, _ in
+                                        bracketing(problems, asked))])
+        stale = next((self.entries[i] for i in reach if self._stale(self.entries[i])), None)
         config = TunedConfig(
             **{**vars(entry), "meta": dict(entry.meta), "dims": dict(entry.dims),
                "grid": self._grid(index, entry, dtype, footprint, dims)},
             distance=near.distance, far=near.far, by_architecture=matched.by_architecture,
-            stale=self._stale(entry),
+            stale=stale is not None,
             candidates=tuple(Candidate(t.grid_expr, t.block, dict(t.meta), t.slowdown,
                                        self._grid(i, t, dtype, footprint, dims))
                              for i, t in chosen))
-        if config.stale:
-            warn_stale(config, self.path)
+        if stale is not None:
+            warn_stale(stale, self.path)
         if warn:
             warn_for(config, gpu, asked)
         return config
@@ -288,9 +295,10 @@ def _ident(config: TopConfig) -> str:
 _STALE_WARNED: set[tuple[str, str]] = set()
 
 
-def warn_stale(config: TunedConfig, path: Path) -> None:
+def warn_stale(config: TuningEntry, path: Path) -> None:
     """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that
-    ``config`` was tuned on an earlier source of its kernel, and how to tune it again."""
+    ``config`` (an entry a lookup may dispatch to) was tuned on an earlier source of its
+    kernel, and how to tune it again."""
     key = (str(path.resolve()), config.identity)
     if key in _STALE_WARNED:
         return

@@ -68,7 +68,10 @@ def outcome_lines(trials: Sequence[TrialRecord], winners: Winners, headline: Hea
                   ) -> list[str]:
     """Per problem, in (dtype, footprint, cache) order: the sweep's best (never a
     suspicious result), then the winner an interleaved final chose, if one did; a problem
-    whose every launched trial failed gets a line saying how."""
+    whose every launched trial failed gets a line saying how.  Trials measured on an
+    earlier source of the kernel than the study's now are left out, as ``winners`` leaves
+    them out (:class:`~sweeper.winners.Sources`)."""
+    trials = winners.sources.measured_now(trials)
     best = Winners().picks(trials)               # no finals: the sweep's best per problem
     chosen = winners.picks(trials)
     launched: dict[ProblemKey, list[TrialRecord]] = {}

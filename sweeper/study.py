@@ -174,29 +174,43 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
     (``space_sha256``) where this one hashes what it says (``space_content``): such an
     entry reads as ``space``'s ``space_content`` where the bytes are the same, or where
     the space text recorded beside it says the same (its comments edited since); else as
-    it is, a change."""
+    it is, a change.  A space whose recorded text says the same but for its ``budget:``
+    (:data:`UNMEASURED_KEYS`) reads as ``space``'s too: a budget says when a search stops,
+    not what a trial measures."""
     have = dict(meta.get("fingerprint") or {})
-    if "space_content" in have or "space_sha256" not in have:
-        return have
-    old = have.pop("space_sha256")
     text = meta.get("space_text")
-    same = old == space.sha256 or (isinstance(text, str) and bool(space.content_sha256) and
-                                   _content_of(text) == space.content_sha256)
-    have["space_content"] = space.content_sha256 if same else old
+    if "space_content" not in have and "space_sha256" in have:
+        old = have.pop("space_sha256")
+        same = old == space.sha256 or (isinstance(text, str) and bool(space.content_sha256)
+                                       and _content_of(text) == space.content_sha256)
+        have["space_content"] = space.content_sha256 if same else old
+    if "space_content" in have and have["space_content"] != space.content_sha256 and \
+            isinstance(text, str) and bool(space.content_sha256):
+        measured = _content_of(text, measured=True)
+        if measured is not None and measured == _content_of(space.text, measured=True):
+            have["space_content"] = space.content_sha256
     return have
 
 
-def _content_of(text: str) -> str | None:
+#: The space file's top-level keys that say nothing of what a trial measures: a study
+#: whose space changed in these alone is resumed as it is (:func:`recorded_fingerprint`).
+UNMEASURED_KEYS = ("budget",)
+
+
+def _content_of(text: str, measured: bool = False) -> str | None:
     """The hash of what a recorded space ``text`` says, the files it extends merged as
-    they were (:func:`~sweeper.space._files.load_recorded`); ``None`` where it is not
-    YAML."""
+    they were (:func:`~sweeper.space._files.load_recorded`); ``measured``: of what it says
+    but :data:`UNMEASURED_KEYS`.  ``None`` where it is not YAML."""
     from sweeper.space._files import load_recorded
     from sweeper.space._yaml import content_sha256
 
     try:
-        return content_sha256(load_recorded(text, "study.json")[0])
+        data = load_recorded(text, "study.json")[0]
     except SpaceError:
         return None
+    if measured and isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in UNMEASURED_KEYS}
+    return content_sha256(data)
 
 
 def fingerprint_damage(meta: Mapping[str, Any]) -> dict[str, str]:

@@ -10,17 +10,67 @@ the same one, and says why.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sweeper.consensus import Agreement, agreement
 from sweeper.finals import FinalRecord, finalists_by_problem, problem_of
-from sweeper.store import ProblemKey, Storage, TrialRecord
+from sweeper.store import ProblemKey, Storage, StudyMeta, TrialRecord
+from sweeper.trial import TrialStatus
+from sweeper.tuning import SOURCE_HASH
 
 #: What a problem without a current final says wherever its choice is shown.
 UNFINISHED = ("its interleaved final has not run over its fastest configs yet (a run stopped "
               "first, is still going, or was narrowed by -p); `sweeper run` of the whole "
               "space runs it")
+
+
+#: A resume with ``--force`` that changed the kernel's source, as study.json's ``forced``
+#: entries say it (``kernel_source: 'OLD' -> 'NEW'``): the source before it.
+_SOURCE_CHANGE = re.compile(f"kernel_source: '({SOURCE_HASH})' -> ")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Which of a study's trials were measured on the kernel source it has now (its
+    ``kernel_source_hash``: a resume with ``--force`` after an edit makes it the new
+    source's).  A trial names its own (``source_hash``); one that names none was measured
+    on the source the study recorded before the first such resume (``unnamed``), or on
+    its source now where there was none.  The default counts every trial as measured
+    now: a study whose source never changed reads as it always has."""
+
+    now: str | None = None
+    unnamed: str | None = None
+
+    @classmethod
+    def of(cls, meta: StudyMeta) -> Sources:
+        """The sources of the study ``meta`` describes; a source hash that does not read
+        as one counts every trial."""
+        now = meta.kernel_source_hash
+        if not isinstance(now, str) or not re.fullmatch(SOURCE_HASH, now):
+            return cls()
+        changes = [str(c) for entry in meta.forced if isinstance(entry.get("changed"), list)
+                   for c in entry["changed"] if str(c).startswith("kernel_source:")]
+        if not changes:
+            return cls(now, now)
+        before = _SOURCE_CHANGE.match(changes[0])      # else: an earlier one, unknown
+        return cls(now, before.group(1) if before else None)
+
+    def current(self, trial: TrialRecord) -> bool:
+        """Whether ``trial`` was measured on the study's source now."""
+        return self.now is None or (trial.source_hash or self.unnamed) == self.now
+
+    def measured_now(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+        """``trials`` measured on the study's source now: all where every one was, so what
+        the winners, the finals and the exports choose from."""
+        return [t for t in trials if self.current(t)]
+
+    def earlier(self, trials: Iterable[TrialRecord]) -> int:
+        """How many of ``trials`` ran on an earlier source of the kernel (those the
+        constraints ruled out aside)."""
+        return sum(1 for t in trials if t.status is not TrialStatus.INVALID
+                   and not self.current(t))
 
 
 @dataclass(frozen=True)
@@ -76,6 +126,9 @@ class Winners:
     #: per problem, the latest final's set: one record, or one per GPU where the finals
     #: ran on each of several (``finals`` then holds the first GPU's)
     per_gpu: dict[ProblemKey, list[FinalRecord]] = field(default_factory=dict)
+    #: which trials count: those measured on the study's kernel source now
+    #: (:meth:`current`, :meth:`missing` and :meth:`picks` read no other)
+    sources: Sources = field(default_factory=Sources)
 
     @classmethod
     def from_records(cls, finals: Sequence[FinalRecord]) -> Winners:
@@ -95,14 +148,18 @@ class Winners:
 
     @classmethod
     def of(cls, store: Storage) -> Winners:
-        """The latest final of each problem in ``store``'s journal."""
-        return cls.from_records(store.read(FinalRecord))
+        """The latest final of each problem in ``store``'s journal, choosing among the
+        trials measured on the study's kernel source now (:class:`Sources`)."""
+        out = cls.from_records(store.read(FinalRecord))
+        out.sources = Sources.of(store.study_meta())
+        return out
 
     def current(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, FinalRecord]:
         """The finals no later measured trial of their problem has made out of date, and
         that were drawn from the problem's fastest configs: a final among fewer (a run
         narrowed by ``-p`` after the whole space was measured) decides only that run, not
         the problem, whose best config it never met."""
+        trials = self.sources.measured_now(trials)
         newest: dict[ProblemKey, int] = {}
         fastest: dict[ProblemKey, float] = {}
         medians: dict[int, float] = {}
@@ -127,6 +184,7 @@ class Winners:
         """Problems that have finalists but no current final, or one the time budget
         cut short (:attr:`~sweeper.finals.FinalRecord.cut_short`), in (dtype, footprint,
         cache) order: what the finals stage still has to do."""
+        trials = self.sources.measured_now(trials)
         current = self.current(trials)
         return sorted(k for k in finalists_by_problem(trials)
                       if k not in current or current[k].cut_short)
@@ -134,6 +192,7 @@ class Winners:
     def picks(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, Pick]:
         """Per problem, the one choice that ``sweeper export`` writes and reports mark: the
         current final's winner, else the sweep's best score (never a suspicious one)."""
+        trials = self.sources.measured_now(trials)
         out: dict[ProblemKey, Pick] = {}
         for t in trials:
             if t.ok and t.config and t.stats and not t.suspicious:

@@ -493,6 +493,49 @@ def test_the_provenance_names_each_resume_with_force_and_what_it_changed(tmp_pat
     assert json.loads((folder / "report.json").read_text())["forced"] == [forced]
 
 
+def test_the_software_record_names_each_environment_a_resume_with_force_replaced(tmp_path,
+                                                                               monkeypatch):
+    """The record's software row gives the latest run's software, then each earlier one a
+    resume with ``--force`` replaced (its ``forced`` entry keeps it) and when it ended; a
+    resume that changed no software adds nothing."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    replay = f"replay:{ROOT / 'tests/data/replay/h200-copy.csv'}"
+    assert main(["run", str(ROOT / "spaces/copy.yaml"), "--device", replay, "--study", "s",
+                 "--quiet", "--trials", "2", "--no-report"]) == 0
+    folder = tmp_path / "studies" / "s"
+    meta = json.loads((folder / "study.json").read_text())
+    env = meta["environment"]
+    now = (f"CUDA {env.get('cuda', '–')}, torch {env.get('torch')}, triton "
+           f"{env.get('triton')}, sweeper {env.get('sweeper')}, Python {env.get('python')}")
+    first = {**env, "torch": "2.11.0"}
+    second = {**env, "torch": "2.12.0", "triton": "3.1.0"}
+    meta["forced"] = [
+        {"when": "2026-01-01T00:00:00+00:00", "changed": ["torch: '2.11.0' -> '2.12.0'"],
+         "environment": first},
+        {"when": "2026-01-02T00:00:00+00:00", "changed": ["env: '' -> 'X=1'"],
+         "environment": second},           # the same software: not named again
+        {"when": "2026-01-03T00:00:00+00:00", "changed": ["torch: '2.12.0' -> 'now'"],
+         "environment": second},
+        {"when": "2026-01-04T00:00:00+00:00", "changed": ["space_content: ..."]}]
+    (folder / "study.json").write_text(json.dumps(meta))
+    assert main(["report", str(folder)]) == 0
+
+    def was(e):
+        return now.replace(f"torch {env.get('torch')}", f"torch {e['torch']}").replace(
+            f"triton {env.get('triton')}", f"triton {e['triton']}")
+
+    row = (f"| software | {now}; before: {was(second)} (until the resume with --force of "
+           f"2026-01-03T00:00:00+00:00); before: {was(first)} (until the resume with "
+           "--force of 2026-01-01T00:00:00+00:00) |")
+    assert row in (folder / "report.md").read_text()
+    del meta["forced"][:3]
+    (folder / "study.json").write_text(json.dumps(meta))
+    assert main(["report", str(folder)]) == 0
+    assert f"| software | {now} |" in (folder / "report.md").read_text()
+
+
 def test_one_at_a_time_varies_a_zipped_group_as_one_and_says_an_axis_never_varied(
         tmp_path, monkeypatch):
     """A zipped group is one row of the one-at-a-time table (its rows its values), not

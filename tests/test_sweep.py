@@ -444,6 +444,59 @@ def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_
         in capsys.readouterr().err
 
 
+def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_only(
+        tmp_path, monkeypatch):
+    """Each trial records the kernel source it was measured on; once ``--force`` resumed a
+    study after its kernel's source changed, the winner, the export (its entry, top configs
+    and source hash) and the run's summary come from the trials measured on the new source
+    only, trials an older sweeper recorded without a hash counting as the old source's,
+    and the report says how many ran on the earlier one.  A study never forced reads as it
+    did, with or without hashes."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    run = _replay_run(tmp_path)[:-2]
+    folder = tmp_path / "copy-fp32-replay"
+    journal = folder / "trials.jsonl"
+
+    def exported():
+        assert main(["export", str(folder), "-o", str(tmp_path / "t.json")]) == 0
+        return json.loads((tmp_path / "t.json").read_text())["entries"][0]
+
+    def without_hashes(numbers):        # as an older sweeper wrote those trials
+        lines = [json.loads(line) for line in journal.read_text().splitlines()]
+        journal.write_text("".join(json.dumps(
+            {k: v for k, v in d.items() if not (k == "source_hash" and d.get("number") in
+                                                numbers)}) + "\n" for d in lines))
+
+    assert main([*run, "--trials", "3"]) == 0
+    old = load_kernel("copy").source_hash()
+    trials = StudyStore(folder).records()[0]
+    assert {t.source_hash for t in trials} == {old}
+    best = min((t for t in trials if t.ok), key=lambda t: t.stats.median)
+    assert exported()["trial"] == best.number
+    without_hashes({t.number for t in trials})
+    assert exported()["trial"] == best.number                  # never forced: as it was
+
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    assert main([*run, "--trials", "6", "--force"]) == 0
+    new = [t for t in StudyStore(folder).records()[0] if t.number > max(
+        t.number for t in trials)]
+    assert {t.source_hash for t in new} == {"1" * 16} and len(new) == 3
+    assert best.stats.median < min(t.stats.median for t in new)   # the old best is faster
+    won = min(new, key=lambda t: t.stats.median)     # the old trials have no hash now
+    entry = exported()
+    assert (entry["trial"], entry["source_hash"]) == (won.number, "1" * 16)
+    assert entry["sweep_median_ms"] == won.stats.median
+    assert all(top["meta"]["BLOCK"] in {t.config.meta["BLOCK"] for t in new}
+               for top in entry["top"]) and len(entry["top"]) <= len(new)
+    assert main(["report", str(folder)]) == 0
+    md = (folder / "report.md").read_text()
+    assert "| earlier kernel source | 3 trials measured on an earlier source of the " \
+        f"kernel than its source now ({'1' * 16}): no winner" in md
+    assert f"| float32 1GiB cold | {won.number} |" in md
+
+
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(
         tmp_path, monkeypatch, capsys):
     """The environment a forced resume ran in becomes the study's, as its fingerprint
@@ -468,6 +521,48 @@ def test_a_resume_forced_after_the_environment_changed_records_the_new_environme
     assert main(_replay_run(tmp_path)) == 0                 # resumes as it is now
     again = json.loads(path.read_text())
     assert again["environment"] == meta["environment"] and len(again["forced"]) == 1
+
+
+def _as_older_sweeper_wrote(path):
+    """Rewrite study.json at ``path`` as an older sweeper wrote it: the hash of the space's
+    bytes in its fingerprint, no content hash; returns that study.json."""
+    meta = json.loads(path.read_text())
+    del meta["fingerprint"]["space_content"]
+    meta["fingerprint"]["space_sha256"] = meta["space_sha256"]
+    path.write_text(json.dumps(meta))
+    return meta
+
+
+@pytest.mark.parametrize("older", [False, True])
+def test_a_space_whose_budget_alone_changed_resumes_under_the_new_budget(
+        tmp_path, monkeypatch, capsys, older):
+    """A budget says when a search stops, not what a trial measures: an edit of
+    ``budget:`` alone (its trials, its time; an older study's too) resumes the study
+    without ``--force``, under the new budget; the same edit beside any other is refused
+    as before."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    space = tmp_path / "s.yaml"
+    text = (ROOT / "spaces" / "copy.yaml").read_text()
+    space.write_text(text.replace("budget: {trials: 400, time: 10m}", "budget: {trials: 2}"))
+    run = [*_replay_run(tmp_path)[:1], str(space), *_replay_run(tmp_path)[2:-2]]
+    assert main(run) == 0
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    if older:
+        _as_older_sweeper_wrote(path)
+    space.write_text(text.replace("budget: {trials: 400, time: 10m}",
+                                  "budget: {trials: 5, time: 20m}"))
+    capsys.readouterr()
+    assert main(run) == 0, capsys.readouterr().err
+    assert StudyStore(tmp_path / "copy-fp32-replay").trials_counted() == 5
+    meta = json.loads(path.read_text())
+    assert "trials: 5" in meta["space_text"] and not meta.get("forced")
+    space.write_text(text.replace("budget: {trials: 400, time: 10m}", "budget: {trials: 6}")
+                     .replace('"BLOCK >= block"', '"BLOCK >= 2*block"'))
+    assert main(run) == 2
+    assert "cannot resume, it was measured with other settings" in capsys.readouterr().err
+    assert StudyStore(tmp_path / "copy-fp32-replay").trials_counted() == 5
 
 
 def test_the_space_is_fingerprinted_by_what_it_says_not_by_its_bytes():
@@ -500,11 +595,8 @@ def test_a_space_whose_comments_changed_resumes_and_a_change_is_named(
     run = [*_replay_run(tmp_path)[:1], str(space), *_replay_run(tmp_path)[2:]]
     assert main(run) == 0
     path = tmp_path / "copy-fp32-replay" / "study.json"
-    if older:              # as an older sweeper wrote it: the bytes' hash, no content hash
-        meta = json.loads(path.read_text())
-        del meta["fingerprint"]["space_content"]
-        meta["fingerprint"]["space_sha256"] = meta["space_sha256"]
-        path.write_text(json.dumps(meta))
+    if older:
+        meta = _as_older_sweeper_wrote(path)
         assert main(run) == 0                    # the same file: the same bytes
         assert "space_content" in json.loads(path.read_text())["fingerprint"]
         path.write_text(json.dumps(meta))

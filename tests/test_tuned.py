@@ -318,6 +318,29 @@ def test_a_kernel_edited_since_it_was_tuned_is_warned_of_once_and_still_served(e
         assert tuned("edited_scale:scale", **ASKED).stale
 
 
+def test_a_candidate_from_an_entry_tuned_on_an_earlier_source_is_warned_of_once(
+        edited_scale):
+    """The staleness check covers every entry a lookup may dispatch to: asked between two
+    tuned problems, the nearest tuned on the source there is now and the other on an
+    earlier one, the lookup is ``stale`` and warns once, naming the stale entry's study."""
+    data = json.loads(Path("tuning.json").read_text())
+    [entry] = data["entries"]
+    older = {**entry, "footprint": 16384, "dims": {"n": 4096}, "grid": 16, "study": "old",
+             "source_hash": "0" * 16, "tuned": "2026-01-02T00:00:00+00:00",
+             "top": [{**entry["top"][0], "meta": {"BLOCK": 512}}]}
+    Path("tuning.json").write_text(json.dumps({**data, "entries": [entry, older]}))
+    asked = {**ASKED, "footprint": 6144}
+    with pytest.warns(StaleTuningWarning, match=r"earlier source of edited_scale:scale "
+                      r"\(tuned 2026-01-02, study old\)") as said:
+        cfg = tuned("scale", **asked)
+    assert len(said) == 1 and cfg.study == "s-interpret" and cfg.stale
+    assert {c.meta["BLOCK"] for c in cfg.candidates} == {256, 512}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # once per kernel
+        assert tuned("scale", **asked).stale
+        assert not tuned("scale", **ASKED).stale           # tuned there: its own entry only
+
+
 def test_sweeper_tuned_marks_a_stale_entry_and_warns_in_one_line(edited_scale, capsys):
     from sweeper.cli import main
 

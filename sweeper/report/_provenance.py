@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pandas as pd
@@ -227,10 +227,12 @@ def _footprint(label: str, ran: pd.DataFrame, story: RunStory) -> str:
 
 
 def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
-                tied: dict[int, int], metric: str, rate_unit: str, story: RunStory
-                ) -> list[tuple[str, str]]:
+                tied: dict[int, int], metric: str, rate_unit: str, story: RunStory,
+                earlier_source: int = 0) -> list[tuple[str, str]]:
     """The seed's measurement record: what a reader needs to trust or redo the number.
-    ``tied``: per final's winner, how many others were tied with it."""
+    ``tied``: per final's winner, how many others were tied with it; ``earlier_source``:
+    how many trials ran on an earlier source of the kernel (:class:`~sweeper.winners.Sources`),
+    which no winner is chosen from."""
     env = meta.environment
     conclusion = "; ".join(
         f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {rate_unit} "
@@ -240,11 +242,12 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
     return [
         ("problems (dtype, size, bytes a launch moves)", problem_sizes(df)),
         ("hardware", story.hardware),
-        ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch')}, triton "
-                     f"{env.get('triton')}, sweeper {env.get('sweeper')}, Python "
-                     f"{env.get('python')}"),
+        ("software", software_record(meta)),
         ("command", f"`{meta.command or '?'}` (reproduce: `{reproduce_command(meta)}`)"),
         *forced_rows(meta),
+        *([("earlier kernel source", f"{counted(earlier_source, 'trial')} measured on an "
+            f"earlier source of the kernel than its source now ({meta.kernel_source_hash}): "
+            "no winner, final or export is chosen from them")] if earlier_source else []),
         ("statistics", story.timer),
         ("stopping rule", story.measurement),
         ("raw samples", "`trials.jsonl` in this folder (every sample of every trial)"
@@ -255,6 +258,24 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
         *([("busy in the last run", Busy.from_json(meta.last_run["gpu_busy"]).line())]
           if meta.last_run.get("gpu_busy") else []),
     ]
+
+
+def software_record(meta: StudyMeta) -> str:
+    """The software the study's trials ran with: its latest run's, then each earlier one a
+    resume with ``--force`` replaced (kept in its ``forced`` entry, where recorded), with
+    the resume that ended it, where it differed from the one after it."""
+    def text(env: Mapping[str, Any]) -> str:
+        return (f"CUDA {env.get('cuda', '–')}, torch {env.get('torch')}, triton "
+                f"{env.get('triton')}, sweeper {env.get('sweeper')}, Python "
+                f"{env.get('python')}")
+
+    now = text(meta.environment)
+    replaced = [(entry.get("when", "?"), text(entry["environment"])) for entry in meta.forced
+                if isinstance(entry.get("environment"), dict)]
+    after = [*(t for _, t in replaced[1:]), now]        # what each one was replaced by
+    earlier = [f"{was} (until the resume with --force of {when})"
+               for (when, was), then in zip(replaced, after, strict=False) if was != then]
+    return "; before: ".join([now, *reversed(earlier)])
 
 
 #: A hash in a fingerprint change (``'823ee27b…'``): such a change is named by its key alone.

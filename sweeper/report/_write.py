@@ -133,7 +133,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
                             list(winners.finals.values())),
         footprint=curves, roofline=roof,
         record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
-                           metric, unit(metric), story),
+                           metric, unit(metric), story, winners.sources.earlier(trials)),
         colour_scale=scale)
 
 

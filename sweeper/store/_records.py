@@ -65,6 +65,12 @@ class TrialRecord(TrialResult, Record):
     #: ``--force`` and another sampler holds trials of both); None in a study an older
     #: sweeper wrote, whose trials came from the sampler its study.json names
     sampler: str | None = None
+    #: the hash of the kernel's source it was measured with
+    #: (:meth:`~sweeper.kernels.Kernel.source_hash`: a study resumed with ``--force`` after
+    #: an edit holds trials of both); None in a study an older sweeper wrote, whose trials
+    #: were measured on the source it recorded before any such resume
+    #: (:class:`sweeper.winners.Sources`)
+    source_hash: str | None = None
 
     @classmethod
     def from_result(cls, number: int, choice: dict[str, str], config: Config | None,

@@ -196,6 +196,8 @@ class Sweep:
         self.bounds = device.bounds()
         #: what the sampler declares it needs or offers (finals, a baseline, guesses)
         self.sampler_caps = sampler_capabilities(space.sampler.name)
+        #: the kernel's source hash, which each trial records as the one it was measured on
+        self.source_hash = kernel.source_hash()
         self.run_finals = finals and finals_wanted(space, device)
         self.run_drift = not device.replays
         #: ask for each busy worker's next config while its trial runs (the sampler
@@ -368,7 +370,8 @@ class Sweep:
                 continue
             record = TrialRecord(number=number, choice=choice, reason=reason,
                                  status=TrialStatus.INVALID, started=now(),
-                                 sampler=self.space.sampler.name)
+                                 sampler=self.space.sampler.name,
+                                 source_hash=self.source_hash)
             if self.claims is not None:
                 kept = self._record(record)
                 if kept is None:        # another worker recorded it
@@ -540,7 +543,7 @@ class Sweep:
         worker the trial lost is replaced, or its GPU dropped (:mod:`._drop`); in this
         process the trial is kept, then ContextLost ends it."""
         record, summary = outcome.record, run.summary
-        record.sampler = self.space.sampler.name
+        record.sampler, record.source_hash = self.space.sampler.name, self.source_hash
         self._keep_extras(run, outcome.extras)
         if self.claims is not None:     # the record keeps the number its claim gives it
             with run.timeline.phases.on("journal"):
@@ -602,9 +605,9 @@ class Sweep:
         """Unless interrupted: the finals of each problem without a current final, measured
         by the workers (worker processes on every GPU left, at once, before they close; the
         one in this process after the drift check)."""
-        trials = self._in_space(run.done.values())
-        todo = Winners.of(self.store).missing(trials) \
-            if self.run_finals and not self.stop.set else []
+        winners = Winners.of(self.store)      # finalists measured on the source there is now
+        trials = winners.sources.measured_now(self._in_space(run.done.values()))
+        todo = winners.missing(trials) if self.run_finals and not self.stop.set else []
         if not todo:
             return
         t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed

@@ -25,11 +25,12 @@ from sweeper.trial import TrialResult, TrialStatus
 @contextlib.contextmanager
 def watchdog(store: Storage, number: int, choice: Choice, timeout_s: float | None,
              on_hang: Callable[[TrialRecord], None] | None,
-             config: Callable[[], Config | None], sampler: str | None = None
-             ) -> Iterator[None]:
-    """Guard trial ``number`` (``choice``, proposed by ``sampler``; ``config`` resolves
-    it, None if it cannot be): after ``timeout_s`` record it as timed out and call
-    ``on_hang``.  No timeout or no ``on_hang``: no watchdog."""
+             config: Callable[[], Config | None], sampler: str | None = None,
+             source_hash: str | None = None) -> Iterator[None]:
+    """Guard trial ``number`` (``choice``, proposed by ``sampler``, of the kernel whose
+    source hash is ``source_hash``; ``config`` resolves it, None if it cannot be): after
+    ``timeout_s`` record it as timed out and call ``on_hang``.  No timeout or no
+    ``on_hang``: no watchdog."""
     if on_hang is None or timeout_s is None:
         yield
         return
@@ -46,7 +47,7 @@ def watchdog(store: Storage, number: int, choice: Choice, timeout_s: float | Non
                 "compile longer than that; the sweep went on in a fresh process"))
             record = TrialRecord.from_result(number, choice, config(), result, started,
                                              timeout)
-            record.sampler = sampler
+            record.sampler, record.source_hash = sampler, source_hash
             try:
                 store.append(record)
             except WriteError as err:      # on this thread no one else can report it

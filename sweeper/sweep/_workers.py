@@ -215,6 +215,8 @@ class InlineWorker(Worker):
         self.launched = time.perf_counter()
         self._outcome: Outcome | None = None
         self._finals_job: FinalsJob | None = None
+        #: what a trial the watchdog records as timed out names as its kernel's source
+        self.source_hash = bench.kernel.source_hash()
 
     def submit(self, job: Job) -> None:
         self.job, got = job, time.perf_counter()
@@ -222,7 +224,7 @@ class InlineWorker(Worker):
         with watchdog(self.store, job.number, job.choice, self.timeout_s,
                       None if self.bench.device.replays else self.on_hang,
                       partial(self.resolve, job.choice),
-                      sampler=self.bench.space.sampler.name):
+                      sampler=self.bench.space.sampler.name, source_hash=self.source_hash):
             record = self.bench.trial(job.number, job.choice)
         lost = record.status is TrialStatus.CRASHED and not self.bench.device.healthy()
         if lost:
