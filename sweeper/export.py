@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from sweeper.core._units import counted
 from sweeper.dispatch import TOP_K
 from sweeper.errors import SweeperError, TuningWarning, user_stacklevel
 from sweeper.finals import problem_of
@@ -93,6 +94,13 @@ def study_winners(store: Storage) -> StudyWinners:
         if key.cache == "cold" or plain not in best:
             best[plain] = pick
     if not best:
+        earlier = [t for t in store.records()[0] if t.ok and not winners.sources.current(t)]
+        if earlier:
+            raise SweeperError(
+                f"{store.root}: no successful trial on the kernel's source now to export: "
+                f"{counted(len(earlier), 'trial')} ran on an earlier source, before a resume "
+                f"with --force after the kernel changed; measure this source in a new study "
+                f"(--study NEW)")
         raise SweeperError(f"{store.root}: no successful trial to export")
     return StudyWinners(meta, list(trials), dict(sorted(best.items())), unfinished)
 

@@ -193,11 +193,22 @@ def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothi
     assert len(err.splitlines()) == 1 and err.startswith("sweeper: ")
     assert err.startswith("sweeper: studies/s-interpret: cannot resume, its kernel's source "
                           "changed since it was measured (kernel_source: '")
-    assert err.endswith("'); rerun with --force to keep its trials and add new ones to "
-                        "them, or with --study NEW to start a new study\n")
+    assert err.endswith("'); rerun with --force to keep its trials and add new ones (those "
+                        "of the earlier source then choose no winner, and their configs are "
+                        "not measured again), or with --study NEW to measure this source in "
+                        "a new study\n")
     assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
     assert main([*run, "--study", "s-new"]) == 0 and (tmp_path / "studies" / "s-new").is_dir()
     assert main([*run, "--force"]) == 0
+    # its one config was measured on the earlier source: nothing to export, and why
+    capsys.readouterr()
+    assert main(["export", str(study), "-o", str(tmp_path / "t.json")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"sweeper: {study}: no successful trial on the kernel's source now to "
+                   "export: 1 trial ran on an earlier source, before a resume with --force "
+                   "after the kernel changed; measure this source in a new study "
+                   "(--study NEW)\n")
+    assert not (tmp_path / "t.json").exists()
     assert len(json.loads((study / "study.json").read_text())["resumed"]) == 1
 
 
