@@ -230,6 +230,18 @@ DEFINE_COPY(copy)
 """
 
 
+def test_a_swept_define_named_only_in_a_comment_or_a_literal_is_never_read(cu_space, capsys):
+    """A comment or a string that names the swept define reads nothing: ``-DVECT=...``
+    would still compile one kernel under every config."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", "  VECT: [1, 4]\n"))
+    source = path.parent / "copy.cu"
+    source.write_text("// VECT: the older name of VEC\n"
+                      'static const char *doc = "VECT";\n' + source.read_text())
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"{path}:11: params.VECT: copy.cu and the files it includes never name VECT")
+
+
 @pytest.mark.parametrize(("text", "found"), [(MENTIONED_CU, False), (MACRO_CU, True)])
 def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, capsys,
                                                                       text, found):

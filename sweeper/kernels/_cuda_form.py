@@ -254,10 +254,11 @@ def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[
     source or the files it includes (as a ``-D`` define), the template, the arguments,
     nor the expression of any axis or the grid option.  Its configs would compile the
     same kernel and repeat one another; a misspelt define (``UNROL``) is the usual
-    cause.  A name written anywhere in the source passes (a comment too)."""
+    cause.  A name in the source's code passes; one only in its comments or string
+    literals does not (:func:`code_only`)."""
     try:
-        text = "\n".join(data.decode(errors="replace")
-                         for data in sources(launch.source).values())
+        text = code_only("\n".join(data.decode(errors="replace")
+                                   for data in sources(launch.source).values()))
     except OSError:
         return                          # the source option says why
     written = set(IDENTIFIER.findall(text))
