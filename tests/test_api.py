@@ -741,6 +741,28 @@ def test_a_zipped_groups_advice_is_written_as_the_params_dict(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+def test_a_dict_spaces_zipped_group_is_named_by_its_key_path_never_a_yaml_line(tmp_path):
+    """A dict has no lines: where ``params=`` (or another group) breaks a dict space's group
+    of zipped axes, the group is named by its key path under ``<dict>``, as the dict's
+    other errors are, not at the line of the YAML the dict was dumped to."""
+    zipped = {"zip": {"BLOCK_M": [16, 32], "BLOCK_N": [16, 32]}}
+    space = {"kernel": "matmul", "params": {"tiles": zipped}}
+    for given, params, message in (
+            (space, {"BLOCK_M": [64]}, "params={'BLOCK_M': [64]}: BLOCK_M is zipped in "
+                                       "params.tiles (<dict>), so it moves with BLOCK_N"),
+            (space, {"tiles": [64]}, "params={'tiles': [64]}: params.tiles (<dict>) is a "
+                                     "group of zipped axes"),
+            ({"kernel": "matmul", "params": {
+                "tiles": zipped, "more": {"zip": {"BLOCK_M": [16, 32], "BLOCK_K": [16, 32]}}}},
+             {}, "<dict>: params.more.zip.BLOCK_M: BLOCK_M is also zipped in params.tiles "
+                 "(<dict>); an axis is zipped in one group at most")):
+        with pytest.raises(SpaceError) as err:
+            sweeper.run(given, params=params, device="interpret", studies_dir=tmp_path)
+        assert str(err.value).startswith(message), str(err.value)
+        assert not re.search(r"<dict>:\d", str(err.value)), str(err.value)
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_postgresql_study_holds_its_folder_by_its_absolute_path_as_a_journals_does(
         postgres_url, tmp_path, monkeypatch):
     """A ``Study`` kept in PostgreSQL, from a relative ``studies_dir``, holds its local
