@@ -163,6 +163,29 @@ def test_numpy_numbers_and_arrays_are_taken_as_the_values_they_hold(tmp_path):
     assert yaml.safe_load(study.space)["params"]["block"] == [32, 64]
 
 
+def test_float_values_in_params_reach_the_space_as_the_floats_they_are(tmp_path):
+    """A float in ``params=`` is read as the same float (``1e20``, ``inf``, ``nan``), not
+    as the text JSON writes for it (``1e+20``, ``Infinity``): an axis refuses it as the
+    dict space refuses the same float, by its value, never as an unknown name."""
+    import math
+
+    from sweeper.api._run import _override
+    from sweeper.space._yaml import load_with_lines
+
+    for value in (1e20, -1e-7, 0.1, 1.0, float("inf"), float("-inf"), float("nan")):
+        (back,), _ = load_with_lines(_override("BLOCK", value).values, "<test>")
+        assert type(back) is float
+        assert back == value or (math.isnan(value) and math.isnan(back)), back
+        errors = []
+        for space, params in (({**TINY, "params": {**TINY["params"], "BLOCK": [value]}}, {}),
+                              (TINY, {"BLOCK": [value]})):
+            with pytest.raises(SpaceError) as err:
+                sweeper.run(space, params=params, device="interpret", studies_dir=tmp_path)
+            errors.append(str(err.value).partition("params.BLOCK[0]: ")[2])
+        assert errors[0] == errors[1] == f"{value} is not an integer, a size or an expression"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_gpus_takes_a_list_of_indices_as_the_command_takes_0_1(tmp_path):
     """``gpus=[0, 1]`` is ``--gpus 0,1``: on the interpreter, two workers."""
     study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, gpus=[0, 1],
