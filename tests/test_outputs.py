@@ -205,7 +205,8 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
               record(5, TrialStatus.COMPILE_ERROR, "x" * 300)]
     assert nothing_measured(trials, "complete") == (
         "no config was measured: 2 wrong_answer (first: #1 grid=sms block=32 BLOCK=1: 3 of 8 "
-        "differ), 1 crashed (first: #3 grid=sms block=32: boom), 1 compile_error (first: #5 "
+        "differ), 1 crashed (first: #3 grid=sms block=32: boom Traceback (most recent call "
+        "last) ...), 1 compile_error (first: #5 "
         f"grid=sms block=32: {'x' * 119}…); 1 ruled out by constraints or values (all: "
         "constraint 'BLOCK >= block' is false)")
     assert nothing_measured([], "stopped: Ctrl-C") == (
@@ -220,7 +221,30 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
     assert nothing_measured([trials[3]], COMPLETE) == (
         "no config was measured: 1 ruled out by constraints or values (all: constraint "
         "'BLOCK >= block' is false)")
-    assert failure_counts([trials[0]]) == "1 crashed (first: #3 grid=sms block=32: boom)"
+    assert failure_counts([trials[0]]) == (
+        "1 crashed (first: #3 grid=sms block=32: boom Traceback (most recent call last) ...)")
+
+
+def test_a_reason_of_several_lines_is_said_whole_on_one_line():
+    """A reason of several lines (a user's message, a recorded study's) is its lines
+    joined (``errors.one_line``) wherever one line shows it: "no config was measured"'s
+    counts and its most common ruled-out reason, and the early stop's failures alike,
+    which are judged on the whole reason, not its first line."""
+    from sweeper.outcome import reason_line
+    from sweeper.sweep._budget import _alike
+
+    ruled_out = [record(n, TrialStatus.INVALID, "pruned: it raised ValueError: no rows\n"
+                        "  see the table") for n in (1, 2)]
+    assert nothing_measured(ruled_out, COMPLETE) == (
+        "no config was measured: 2 ruled out by constraints or values (all: pruned: it "
+        "raised ValueError: no rows see the table)")
+    crashed = record(3, TrialStatus.CRASHED, "boom\nat line 7")
+    assert reason_line(crashed) == "boom at line 7"
+    assert nothing_measured([crashed], COMPLETE) == (
+        "no config was measured: 1 crashed (first: #3 grid=sms block=32: boom at line 7)")
+    first, second = (SimpleNamespace(status=TrialStatus.CRASHED, reason=f"boom\nat line {n}")
+                     for n in ("x", "y"))
+    assert _alike([first], second) is None
 
 
 # -- compare and ab: a practical threshold ------------------------------------------------------
@@ -594,8 +618,9 @@ def test_failures_that_share_a_value_do_not_stop_the_run(write_space, tmp_path, 
 
 
 def test_a_reason_is_cut_for_the_terminal_with_an_ellipsis():
-    """The stop line and the failed line show a reason's first line, cut at
-    REASON_CHARS with an ellipsis, never mid-word without one (report.md keeps it whole)."""
+    """The stop line and the failed line show a reason on one line (its lines joined), cut
+    at REASON_CHARS with an ellipsis, never mid-word without one (report.md keeps it
+    whole)."""
     from sweeper.outcome import REASON_CHARS, reason_line
 
     def failed(reason):
@@ -604,6 +629,6 @@ def test_a_reason_is_cut_for_the_terminal_with_an_ellipsis():
     long = "InterpreterError: AttributeError(\"no attribute 'lod'\") (at k.py:20: " + "x" * 200
     cut = reason_line(failed(long + "\nsecond line"))
     assert len(cut) == REASON_CHARS and cut.endswith("…") and long.startswith(cut[:-1])
-    assert reason_line(failed("short\nmore")) == "short"
+    assert reason_line(failed("short\nmore")) == "short more"
     assert reason_line(failed(None)) == "no reason recorded"
 
