@@ -314,6 +314,21 @@ def test_compare_says_where_the_studies_ran_other_kernels(tmp_path, capsys):
     assert rc == 0 and out[0].startswith("verdict ")
 
 
+def test_compare_of_a_study_or_trial_with_itself_says_both_sides_are_the_same_samples(
+        tmp_path, capsys):
+    """``compare A A`` (by name or by path), or one trial against itself: one line saying
+    both sides are the same samples, exit 2, no table of SAME verdicts."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a)
+    for pair, what in ((("a", "a"), "the study"), (("a", str(tmp_path / "a")), "the study"),
+                       (("a@0", "a@0"), "trial #0 of")):
+        rc, out, err = run(capsys, "compare", *pair, "--studies-dir", str(tmp_path))
+        assert rc == 2 and out == [] and err == (
+            f"sweeper: A and B are the same samples ({what} {tmp_path / 'a'} on both sides): "
+            "compared with themselves they say nothing; compare two studies, or two trials "
+            "of one (STUDY@N STUDY@M)\n"), (pair, err)
+
+
 def test_compare_of_studies_with_no_problem_in_common_says_what_each_measured(tmp_path,
                                                                               capsys):
     """A 1 GiB study against one the interpreter shrank to 16 KiB: the refusal names each
@@ -334,7 +349,7 @@ def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys)
     from sweeper.measure import summarize
 
     a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
-    for name, blocks in (("a", (32,)), ("b", (32, 64, 128))):
+    for name, blocks in (("a", (32,)), ("b", (32, 64, 128)), ("c", (32,))):
         store = StudyStore(tmp_path / name)
         store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}})
         for number, block in enumerate(blocks):
@@ -348,7 +363,7 @@ def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys)
                                   "B (a verdict needs the config's samples on the same "
                                   "problem in both)")
     assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
-    rc, out, _ = run(capsys, "compare", "a", "a", "--studies-dir", str(tmp_path))
+    rc, out, _ = run(capsys, "compare", "a", "c", "--studies-dir", str(tmp_path))
     assert rc == 0 and out[0].startswith("verdict ")
 
 
