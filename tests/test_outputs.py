@@ -391,6 +391,31 @@ def test_calibrate_without_a_gpu_says_there_is_nothing_to_calibrate(capsys):
                    "to calibrate on the CPU\n")
 
 
+def test_calibrate_takes_device_as_the_other_commands_declare_it(capsys):
+    """``calibrate --device`` is ``run``'s and ``ab``'s option (one declaration: the same
+    default and help); a device with no ceilings is refused in one line, and the default
+    still looks for a CUDA GPU."""
+    commands = build_parser()._subparsers._group_actions[0].choices
+
+    def device(name):
+        return next(a for a in commands[name]._actions if "--device" in a.option_strings)
+
+    for other in ("run", "ab", "plan"):
+        assert (device("calibrate").default, device("calibrate").help) == \
+            (device(other).default, device(other).help)
+    for spec, name in (("interpret", "interpret"), ("replay:t.csv", "replay")):
+        rc, out, err = run(capsys, "calibrate", "--device", spec)
+        assert rc == 2 and out == [] and err == (
+            f"sweeper: --device {spec}: calibrate measures a GPU's ceilings, and the {name} "
+            "device has none; allowed: a device that measures a GPU (--device cuda, the "
+            "default)\n")
+    rc, _, err = run(capsys, "calibrate", "--device", "nope")
+    assert rc == 2 and err.startswith("sweeper: unknown device 'nope'; known: cuda, ")
+    if not torch.cuda.is_available():
+        rc, _, err = run(capsys, "calibrate", "--device", "cuda")
+        assert rc == 2 and "calibrate needs a CUDA GPU and none was found" in err
+
+
 def test_tuned_without_a_gpu_finds_the_interpreters_entries(write_space, tmp_path, capsys,
                                                              monkeypatch):
     """Without a GPU a Triton kernel runs on the interpreter only: ``sweeper tuned`` looks
