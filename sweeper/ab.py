@@ -1,7 +1,8 @@
 """``sweeper ab SPACE --vary KEY=A,B``: one variable, everything else fixed, A against B.
 
-Every other axis is held at one value (its only value, or the middle one), both
-configs are verified, then measured in interleaved rounds (A B, B A, ...) in one
+Every other axis is held at one value (its only value, or the middle one; where the
+middle values rule A or B out, the values closest to them with which both can run),
+both configs are verified, then measured in interleaved rounds (A B, B A, ...) in one
 process, and the samples of each are compared: SAME / FASTER / SLOWER / UNCLEAR for
 B against A with the interval of the time ratio, under the same practical threshold as
 ``sweeper compare`` (:func:`sweeper.measure.compare_samples`).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from sweeper.errors import SweeperError
 from sweeper.fsio import atomic_write
 from sweeper.kernels import Kernel
 from sweeper.measure import PRACTICAL, Comparison, StopRule, compare_samples, summarize
-from sweeper.space import Config, Invalid, Space
+from sweeper.space import Config, Configs, Invalid, Space, Tie
 
 ROUNDS = 10
 SAMPLES_PER_ROUND = 10
@@ -99,28 +101,103 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     return axis.name, pair[0], pair[1]
 
 
+def held_choices(space: Space, configs: Configs, key: str, a: str, b: str
+                 ) -> Iterator[dict[str, str]]:
+    """The values every axis but ``key`` may be held at with both ``key=a`` and ``key=b``
+    among ``configs`` (the space's launchable ones), closest to the middle first: by
+    the sum over the other dimensions of how many places their value is from the middle
+    one (``(n - 1) // 2``; a zipped group's middle is its middle row), then dimension by
+    dimension.  The middle values themselves come first where both sides have them;
+    nothing comes where no held values let both be launched."""
+    import numpy as np
+
+    names = list(configs.names)
+    d = names.index(space.dimension_of(key))
+    ties = {t.name: t for t in space.ties}
+    tie = ties.get(names[d])
+    # each label of key's dimension: its side (0: A, 1: B, -1: neither) and, for a zipped
+    # group, which values of the group's other members it holds beside key's
+    rests: list[tuple[str, ...]] = [()]
+    if tie is None:
+        side_of = [{a: 0, b: 1}.get(x, -1) for x in configs.labels[d]]
+        rest_of = [0] * len(side_of)
+    else:
+        k = tie.members.index(key)
+        rest_ids: dict[tuple[str, ...], int] = {}
+        side_of = [{a: 0, b: 1}.get(row[k], -1) for row in tie.rows]
+        rest_of = [rest_ids.setdefault(row[:k] + row[k + 1:], len(rest_ids))
+                   for row in tie.rows]
+        rests = list(rest_ids)
+    places = configs.places()
+    side = np.asarray(side_of, dtype=np.int64)[places[:, d]]
+    held = places.copy()
+    held[:, d] = np.asarray(rest_of, dtype=np.int64)[places[:, d]]
+    shape = [len(labels) for labels in configs.labels]
+    shape[d] = len(rests)
+    both = np.intersect1d(*(np.ravel_multi_index(held[side == s].T, shape) for s in (0, 1)))
+    at = np.stack(np.unravel_index(both, shape), axis=1).reshape(len(both), len(shape))
+    middle = np.asarray([(n - 1) // 2 for n in shape])
+    far = np.abs(at - middle)
+    # key's own dimension: a zipped group's other members are as far from its middle row
+    # as the first row that holds them
+    far[:, d] = 0 if tie is None else np.abs(
+        np.asarray([rest_of.index(i) for i in range(len(rests))])[at[:, d]] - middle_row(tie))
+    order = np.lexsort((both, *far.T[::-1], far.sum(axis=1)))
+    axes = [ax.name for ax in space.axes if ax.name != key]
+    for row in at[order].tolist():
+        values: dict[str, str] = {}
+        for name, place in zip(names, row, strict=True):
+            group = ties.get(name)
+            if name == names[d] and group is not None:
+                values.update(zip((m for m in group.members if m != key), rests[place],
+                                  strict=True))
+            elif group is not None:
+                values.update(zip(group.members, group.rows[place], strict=True))
+            elif name != key:
+                values[name] = configs.labels[names.index(name)][place]
+        yield {name: values[name] for name in axes}
+
+
+def middle_row(tie: Tie) -> int:
+    """The place of a zipped group's middle row, as an axis's middle value's."""
+    return (len(tie.rows) - 1) // 2
+
+
 def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | None = None,
            threshold: float = PRACTICAL) -> ABResult:
     """Verify A and B, then time them in ``ROUNDS`` interleaved rounds (A B, B A, ...) with
     every other axis fixed, so drift in clock or temperature falls on both alike; compare
     their samples under ``threshold`` and write the result to ``out`` if given."""
     key, a, b = parse_vary(vary, space)
-    fixed = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
-             if ax.name != key}
     facts = device.facts()
-    held = held_text(fixed)
-    configs: dict[str, Config] = {}
-    for label in (a, b):
+
+    def launched(fixed: dict[str, str], label: str) -> Config | str:
+        """``key=label`` with ``fixed`` held, or why it cannot run."""
         try:
-            configs[label] = space.resolve({**fixed, key: label}, facts.env(),
-                                           facts.max_footprint)
-            refused = kernel.cannot_launch(configs[label], device.torch_device)
+            config = space.resolve({**fixed, key: label}, facts.env(), facts.max_footprint)
         except Invalid as err:
-            refused = str(err)
-        if refused is not None:
-            raise SweeperError(f"--vary {vary!r}: {key}={label} with {held} held cannot run: "
-                               f"{refused}; the other axes are held at their middle value: "
-                               "hold others with -p KEY=VALUE")
+            return str(err)
+        return kernel.cannot_launch(config, device.torch_device) or config
+
+    valid = Configs(space, facts.env(), facts.max_footprint)
+    configs: dict[str, Config] = {}
+    for fixed in held_choices(space, valid, key, a, b):
+        sides = {label: launched(fixed, label) for label in (a, b)}
+        if all(isinstance(c, Config) for c in sides.values()):
+            configs = {label: c for label, c in sides.items() if isinstance(c, Config)}
+            break
+    else:
+        middle = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
+                  if ax.name != key}
+        for tie in space.ties:
+            if key not in tie.members:
+                middle.update(zip(tie.members, tie.rows[middle_row(tie)], strict=True))
+        refused = next((f"{key}={label} with {held_text(middle)} held cannot run: {why}; "
+                        for label in (a, b)
+                        if isinstance(why := launched(middle, label), str)), "")
+        raise SweeperError(f"--vary {vary!r}: {refused}no values of the other axes let both "
+                           f"{key}={a} and {key}={b} run: give the other axes values that "
+                           "do with -p KEY=VALUE")
     problems = {c.problem for c in configs.values()}
     buffers = {p: kernel.allocate(p, device.torch_device) for p in problems}
     generator = torch.Generator(device=device.torch_device).manual_seed(space.sampler.seed)

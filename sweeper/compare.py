@@ -8,6 +8,7 @@ see :func:`sweeper.measure.compare_samples`.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -116,7 +117,13 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     config were that much slower), and for two trials, where
     they differ in kernel or problem (a copy of 1 GiB against one of 16 KiB, or a copy
     against a matmul: a verdict with no word of it read as if one config were that much
-    slower)."""
+    slower).  The same study (or trial) on both sides is a SweeperError: its samples
+    against themselves say nothing."""
+    if os.path.realpath(a.root) == os.path.realpath(b.root) and a_number == b_number:
+        what = "the study" if a_number is None else f"trial #{a_number} of"
+        raise SweeperError(f"A and B are the same samples ({what} {a.root} on both sides): "
+                           "compared with themselves they say nothing; compare two studies, "
+                           "or two trials of one (STUDY@N STUDY@M)")
     ta, tb = _trials(a, a_number), _trials(b, b_number)
     keys = [k for k in ta if k in tb]
     if not keys:

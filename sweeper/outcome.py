@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from sweeper.core._model import PROBLEM_AXES, launch_text
 from sweeper.core._units import counted
+from sweeper.errors import one_line
 from sweeper.escape import cut
 from sweeper.finals import problem_of
 from sweeper.kernels import Headline
@@ -19,7 +20,7 @@ from sweeper.store import ProblemKey, TrialRecord
 from sweeper.trial import FAILURES, TrialStatus
 from sweeper.winners import Pick, Winners
 
-#: A failure's reason is shown up to this many characters (its first line).
+#: A failure's reason is shown up to this many characters (its lines joined into one).
 REASON_CHARS = 120
 #: What a replay's ``missing`` trials are, wherever they are counted: configs never
 #: measured because the table holds no row for them, which is no failure of the kernel's
@@ -127,7 +128,7 @@ def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | No
         # the first trial), not the configs the constraints removed
         why.append(f"no trial finished (stopped: {stopped_by})")
     if ruled_out:
-        reasons = Counter(t.reason.splitlines()[0] if t.reason else "no reason given"
+        reasons = Counter(one_line(t.reason) if t.reason else "no reason given"
                           for t in trials if t.status is TrialStatus.INVALID)
         reason, n = reasons.most_common(1)[0]
         often = "all" if n == ruled_out else f"{n} of them"
@@ -182,14 +183,15 @@ def absent_line(trials: Sequence[TrialRecord]) -> str | None:
 
 
 def reason_line(t: TrialRecord) -> str:
-    """The first line of ``t``'s reason as the terminal shows it: at most
-    ``REASON_CHARS``, a cut one ending in ``…`` (report.md keeps it whole)."""
-    reason = (t.reason or "no reason recorded").strip().splitlines()[0]
+    """``t``'s reason as the terminal shows it: its lines joined into one
+    (:func:`~sweeper.errors.one_line`), at most ``REASON_CHARS``, a cut one ending in
+    ``…`` (report.md keeps it whole)."""
+    reason = one_line(t.reason or "") or "no reason recorded"
     return cut(reason, REASON_CHARS, "…")
 
 
 def _failure_text(t: TrialRecord) -> str:
-    """``#3 grid=sms block=32 BLOCK=256: <the reason's first line>``; the problem is left
+    """``#3 grid=sms block=32 BLOCK=256: <the reason, on one line>``; the problem is left
     out (the lines around it name it)."""
     config = " ".join(f"{k}={v}" for k, v in t.choice.items() if k not in PROBLEM_AXES)
     return f"#{t.number} {config}: {reason_line(t)}"

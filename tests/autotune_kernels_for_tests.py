@@ -60,6 +60,15 @@ pruned = _doubling("pruned", triton.autotune(
     configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=w)
              for b in (64, 128, 256, 512) for w in (1, 2)],
     key=["n_elements"], prune_configs_by={"early_config_prune": _keep_small})(_times_two))
+def _prune_fails(configs, named_args, **kwargs):
+    """An ``early_config_prune`` that raises a message of two lines."""
+    raise ValueError("no configs for this n_elements\nsee the table in the docs")
+
+
+#: 2 configs, whose prune raises: none is kept
+prune_fails = _doubling("prune_fails", triton.autotune(
+    configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=1) for b in (64, 128)],
+    key=["n_elements"], prune_configs_by={"early_config_prune": _prune_fails})(_times_two))
 #: 6 configs, of which the 2 its perf_model rates fastest are kept (top_k=2)
 modelled = _doubling("modelled", triton.autotune(
     configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=w)

@@ -163,6 +163,29 @@ def test_numpy_numbers_and_arrays_are_taken_as_the_values_they_hold(tmp_path):
     assert yaml.safe_load(study.space)["params"]["block"] == [32, 64]
 
 
+def test_float_values_in_params_reach_the_space_as_the_floats_they_are(tmp_path):
+    """A float in ``params=`` is read as the same float (``1e20``, ``inf``, ``nan``), not
+    as the text JSON writes for it (``1e+20``, ``Infinity``): an axis refuses it as the
+    dict space refuses the same float, by its value, never as an unknown name."""
+    import math
+
+    from sweeper.api._run import _override
+    from sweeper.space._yaml import load_with_lines
+
+    for value in (1e20, -1e-7, 0.1, 1.0, float("inf"), float("-inf"), float("nan")):
+        (back,), _ = load_with_lines(_override("BLOCK", value).values, "<test>")
+        assert type(back) is float
+        assert back == value or (math.isnan(value) and math.isnan(back)), back
+        errors = []
+        for space, params in (({**TINY, "params": {**TINY["params"], "BLOCK": [value]}}, {}),
+                              (TINY, {"BLOCK": [value]})):
+            with pytest.raises(SpaceError) as err:
+                sweeper.run(space, params=params, device="interpret", studies_dir=tmp_path)
+            errors.append(str(err.value).partition("params.BLOCK[0]: ")[2])
+        assert errors[0] == errors[1] == f"{value} is not an integer, a size or an expression"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_gpus_takes_a_list_of_indices_as_the_command_takes_0_1(tmp_path):
     """``gpus=[0, 1]`` is ``--gpus 0,1``: on the interpreter, two workers."""
     study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, gpus=[0, 1],
@@ -739,6 +762,28 @@ def test_a_zipped_groups_advice_is_written_as_the_params_dict(tmp_path):
             sweeper.run(str(space), params=params, device="interpret", studies_dir=tmp_path)
         assert str(err.value).endswith(advice), str(err.value)
     assert not (tmp_path / "s").exists()
+
+
+def test_a_dict_spaces_zipped_group_is_named_by_its_key_path_never_a_yaml_line(tmp_path):
+    """A dict has no lines: where ``params=`` (or another group) breaks a dict space's group
+    of zipped axes, the group is named by its key path under ``<dict>``, as the dict's
+    other errors are, not at the line of the YAML the dict was dumped to."""
+    zipped = {"zip": {"BLOCK_M": [16, 32], "BLOCK_N": [16, 32]}}
+    space = {"kernel": "matmul", "params": {"tiles": zipped}}
+    for given, params, message in (
+            (space, {"BLOCK_M": [64]}, "params={'BLOCK_M': [64]}: BLOCK_M is zipped in "
+                                       "params.tiles (<dict>), so it moves with BLOCK_N"),
+            (space, {"tiles": [64]}, "params={'tiles': [64]}: params.tiles (<dict>) is a "
+                                     "group of zipped axes"),
+            ({"kernel": "matmul", "params": {
+                "tiles": zipped, "more": {"zip": {"BLOCK_M": [16, 32], "BLOCK_K": [16, 32]}}}},
+             {}, "<dict>: params.more.zip.BLOCK_M: BLOCK_M is also zipped in params.tiles "
+                 "(<dict>); an axis is zipped in one group at most")):
+        with pytest.raises(SpaceError) as err:
+            sweeper.run(given, params=params, device="interpret", studies_dir=tmp_path)
+        assert str(err.value).startswith(message), str(err.value)
+        assert not re.search(r"<dict>:\d", str(err.value)), str(err.value)
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_postgresql_study_holds_its_folder_by_its_absolute_path_as_a_journals_does(

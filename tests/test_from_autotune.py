@@ -248,6 +248,19 @@ def test_early_config_prune_skips_what_it_drops_with_the_reason(tmp_path, capsys
     assert CALLS == [("prune", 2048, ())]
 
 
+def test_a_prune_that_raises_says_its_whole_message_on_one_line(tmp_path, capsys):
+    """A prune whose error has two lines: each config's reason and the run's "no config
+    was measured" line say both, joined on one line, not the first alone."""
+    rc = main(["run", "--from-autotune", f"{HOOKED}:prune_fails", "--device", "interpret",
+               "--studies-dir", str(tmp_path), "--no-report"])
+    out = capsys.readouterr()
+    trials = StudyStore(tmp_path / "prune_fails-interpret").records()[0]
+    said = "it raised ValueError: no configs for this n_elements see the table in the docs"
+    assert len(trials) == 2 and {t.status for t in trials} == {TrialStatus.INVALID}
+    assert all(said in t.reason and "\n" not in t.reason for t in trials), trials[0].reason
+    assert rc != 0 and said in out.out + out.err, out
+
+
 def test_perf_model_and_top_k_keep_the_configs_it_rates_fastest(tmp_path, capsys):
     trials = _run_study(tmp_path, capsys, "modelled", "-p", "n_elements=2048")
     ran = [t for t in trials if t.status is TrialStatus.OK]

@@ -433,7 +433,7 @@ def test_plan_report_export_compare_import_no_user_code_and_run_does(user_kernel
     (study / "study.json").write_text(json.dumps(meta))
     for args in (["report", str(study)], ["export", str(study), "-o", str(tmp_path / "t.json")],
                  ["export", str(study), "--format", "csv", "-o", str(tmp_path / "t.csv")],
-                 ["compare", str(study), str(study)]):
+                 ["compare", f"{study}@0", f"{study}@1"]):
         assert main(args) == 0, args
         assert not marker.exists() and module not in sys.modules, args
     assert "GB/s" in (study / "report.md").read_text()

@@ -2,9 +2,9 @@
 exit status 2, no traceback, nothing written, in bounded time and memory.
 
 Every case runs the real command in-process (``sweeper run FILE --device interpret``)
-under a wall-clock alarm and with Python's allocations traced; the bombs also run in a
-subprocess under an address-space limit, so a regression fails instead of eating the
-machine.
+under an alarm on its CPU time (``alarm``: a loaded machine does not set it off) and
+with Python's allocations traced; the bombs also run in a subprocess under an
+address-space limit, so a regression fails instead of eating the machine.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from sweeper.kernels import load_kernel
 from sweeper.plan import make_plan
 from sweeper.space import load_space, parse_space
 from sweeper.study import require_launchable
+from tests.conftest import cpu_alarm
 
 ROOT = Path(__file__).resolve().parent.parent
 PEAK_BYTES = 64 << 20        # Python allocations per case
@@ -369,6 +370,16 @@ def test_hostile_space_is_refused_in_one_line(case, tmp_path, capsys, alarm):
         tracemalloc.stop()
     _expect_refusal(rc, capsys.readouterr().err, path, case, studies)
     assert peak < PEAK_BYTES, f"{peak / 1e6:.0f} MB allocated"
+
+
+def test_the_alarm_counts_this_processs_cpu_time_not_the_wall_clock():
+    """A wait (what other processes on a loaded machine cost a test) never sets the alarm
+    off, however long; this process's own work past its limit does."""
+    with cpu_alarm(0.2):
+        time.sleep(0.5)                       # the wall clock past the limit, no CPU spent
+    with pytest.raises(TimeoutError, match="CPU time"), cpu_alarm(0.2):
+        while True:
+            pass
 
 
 def test_there_are_enough_cases():

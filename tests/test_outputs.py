@@ -205,7 +205,8 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
               record(5, TrialStatus.COMPILE_ERROR, "x" * 300)]
     assert nothing_measured(trials, "complete") == (
         "no config was measured: 2 wrong_answer (first: #1 grid=sms block=32 BLOCK=1: 3 of 8 "
-        "differ), 1 crashed (first: #3 grid=sms block=32: boom), 1 compile_error (first: #5 "
+        "differ), 1 crashed (first: #3 grid=sms block=32: boom Traceback (most recent call "
+        "last) ...), 1 compile_error (first: #5 "
         f"grid=sms block=32: {'x' * 119}…); 1 ruled out by constraints or values (all: "
         "constraint 'BLOCK >= block' is false)")
     assert nothing_measured([], "stopped: Ctrl-C") == (
@@ -220,7 +221,30 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
     assert nothing_measured([trials[3]], COMPLETE) == (
         "no config was measured: 1 ruled out by constraints or values (all: constraint "
         "'BLOCK >= block' is false)")
-    assert failure_counts([trials[0]]) == "1 crashed (first: #3 grid=sms block=32: boom)"
+    assert failure_counts([trials[0]]) == (
+        "1 crashed (first: #3 grid=sms block=32: boom Traceback (most recent call last) ...)")
+
+
+def test_a_reason_of_several_lines_is_said_whole_on_one_line():
+    """A reason of several lines (a user's message, a recorded study's) is its lines
+    joined (``errors.one_line``) wherever one line shows it: "no config was measured"'s
+    counts and its most common ruled-out reason, and the early stop's failures alike,
+    which are judged on the whole reason, not its first line."""
+    from sweeper.outcome import reason_line
+    from sweeper.sweep._budget import _alike
+
+    ruled_out = [record(n, TrialStatus.INVALID, "pruned: it raised ValueError: no rows\n"
+                        "  see the table") for n in (1, 2)]
+    assert nothing_measured(ruled_out, COMPLETE) == (
+        "no config was measured: 2 ruled out by constraints or values (all: pruned: it "
+        "raised ValueError: no rows see the table)")
+    crashed = record(3, TrialStatus.CRASHED, "boom\nat line 7")
+    assert reason_line(crashed) == "boom at line 7"
+    assert nothing_measured([crashed], COMPLETE) == (
+        "no config was measured: 1 crashed (first: #3 grid=sms block=32: boom at line 7)")
+    first, second = (SimpleNamespace(status=TrialStatus.CRASHED, reason=f"boom\nat line {n}")
+                     for n in ("x", "y"))
+    assert _alike([first], second) is None
 
 
 # -- compare and ab: a practical threshold ------------------------------------------------------
@@ -290,6 +314,21 @@ def test_compare_says_where_the_studies_ran_other_kernels(tmp_path, capsys):
     assert rc == 0 and out[0].startswith("verdict ")
 
 
+def test_compare_of_a_study_or_trial_with_itself_says_both_sides_are_the_same_samples(
+        tmp_path, capsys):
+    """``compare A A`` (by name or by path), or one trial against itself: one line saying
+    both sides are the same samples, exit 2, no table of SAME verdicts."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a)
+    for pair, what in ((("a", "a"), "the study"), (("a", str(tmp_path / "a")), "the study"),
+                       (("a@0", "a@0"), "trial #0 of")):
+        rc, out, err = run(capsys, "compare", *pair, "--studies-dir", str(tmp_path))
+        assert rc == 2 and out == [] and err == (
+            f"sweeper: A and B are the same samples ({what} {tmp_path / 'a'} on both sides): "
+            "compared with themselves they say nothing; compare two studies, or two trials "
+            "of one (STUDY@N STUDY@M)\n"), (pair, err)
+
+
 def test_compare_of_studies_with_no_problem_in_common_says_what_each_measured(tmp_path,
                                                                               capsys):
     """A 1 GiB study against one the interpreter shrank to 16 KiB: the refusal names each
@@ -310,7 +349,7 @@ def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys)
     from sweeper.measure import summarize
 
     a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
-    for name, blocks in (("a", (32,)), ("b", (32, 64, 128))):
+    for name, blocks in (("a", (32,)), ("b", (32, 64, 128)), ("c", (32,))):
         store = StudyStore(tmp_path / name)
         store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}})
         for number, block in enumerate(blocks):
@@ -324,7 +363,7 @@ def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys)
                                   "B (a verdict needs the config's samples on the same "
                                   "problem in both)")
     assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
-    rc, out, _ = run(capsys, "compare", "a", "a", "--studies-dir", str(tmp_path))
+    rc, out, _ = run(capsys, "compare", "a", "c", "--studies-dir", str(tmp_path))
     assert rc == 0 and out[0].startswith("verdict ")
 
 
@@ -350,6 +389,31 @@ def test_calibrate_without_a_gpu_says_there_is_nothing_to_calibrate(capsys):
     assert rc == 2 and out == []
     assert err == ("sweeper: calibrate needs a CUDA GPU and none was found: there is nothing "
                    "to calibrate on the CPU\n")
+
+
+def test_calibrate_takes_device_as_the_other_commands_declare_it(capsys):
+    """``calibrate --device`` is ``run``'s and ``ab``'s option (one declaration: the same
+    default and help); a device with no ceilings is refused in one line, and the default
+    still looks for a CUDA GPU."""
+    commands = build_parser()._subparsers._group_actions[0].choices
+
+    def device(name):
+        return next(a for a in commands[name]._actions if "--device" in a.option_strings)
+
+    for other in ("run", "ab", "plan"):
+        assert (device("calibrate").default, device("calibrate").help) == \
+            (device(other).default, device(other).help)
+    for spec, name in (("interpret", "interpret"), ("replay:t.csv", "replay")):
+        rc, out, err = run(capsys, "calibrate", "--device", spec)
+        assert rc == 2 and out == [] and err == (
+            f"sweeper: --device {spec}: calibrate measures a GPU's ceilings, and the {name} "
+            "device has none; allowed: a device that measures a GPU (--device cuda, the "
+            "default)\n")
+    rc, _, err = run(capsys, "calibrate", "--device", "nope")
+    assert rc == 2 and err.startswith("sweeper: unknown device 'nope'; known: cuda, ")
+    if not torch.cuda.is_available():
+        rc, _, err = run(capsys, "calibrate", "--device", "cuda")
+        assert rc == 2 and "calibrate needs a CUDA GPU and none was found" in err
 
 
 def test_tuned_without_a_gpu_finds_the_interpreters_entries(write_space, tmp_path, capsys,
@@ -594,8 +658,9 @@ def test_failures_that_share_a_value_do_not_stop_the_run(write_space, tmp_path, 
 
 
 def test_a_reason_is_cut_for_the_terminal_with_an_ellipsis():
-    """The stop line and the failed line show a reason's first line, cut at
-    REASON_CHARS with an ellipsis, never mid-word without one (report.md keeps it whole)."""
+    """The stop line and the failed line show a reason on one line (its lines joined), cut
+    at REASON_CHARS with an ellipsis, never mid-word without one (report.md keeps it
+    whole)."""
     from sweeper.outcome import REASON_CHARS, reason_line
 
     def failed(reason):
@@ -604,6 +669,6 @@ def test_a_reason_is_cut_for_the_terminal_with_an_ellipsis():
     long = "InterpreterError: AttributeError(\"no attribute 'lod'\") (at k.py:20: " + "x" * 200
     cut = reason_line(failed(long + "\nsecond line"))
     assert len(cut) == REASON_CHARS and cut.endswith("…") and long.startswith(cut[:-1])
-    assert reason_line(failed("short\nmore")) == "short"
+    assert reason_line(failed("short\nmore")) == "short more"
     assert reason_line(failed(None)) == "no reason recorded"
 

@@ -102,20 +102,30 @@ def test_the_window_sums_up_clocks_power_and_reasons_from_the_polls():
 
 
 def test_the_monitor_window_falls_back_to_the_last_poll_for_a_short_window():
+    """A window holds the polls made inside it; one shorter than a poll, with none
+    inside, takes the last poll before it, counted as 0.  Whatever the machine's load:
+    the window opens before the monitor's first read, the test waits for the reads
+    themselves (never a fixed time), and the poller has stopped before the short window
+    is read, so no poll can land inside it."""
+    import threading
+
+    reads = threading.Semaphore(0)
+
     class Reader:
         available, note, usual_sm_mhz, power_limit_w = True, None, 1980, 700.0
 
         def read(self, processes=True):
+            reads.release()
             return GpuState(sm_mhz=1980, power_w=150.0)
 
-    monitor = StateMonitor(Reader(), period_s=0.005)
     started = time.perf_counter()
-    # a loaded machine may run the poller late: wait for its polls, not a fixed time
-    while len(monitor._history) < 4 and time.perf_counter() < started + 5:
-        time.sleep(0.005)
+    monitor = StateMonitor(Reader(), period_s=0.005)
+    for _ in range(4):                        # the first read, then three of the poller's
+        assert reads.acquire(timeout=600), "the poller never read"
     monitor.close()
+    monitor._thread.join()
     t = time.perf_counter()
-    assert monitor.window(started, t).polls >= 3
+    assert monitor.window(started, t).polls >= 4
     short = monitor.window(t + 5, t + 5.001)
     assert short.polls == 0 and short.sm_mhz_mean == 1980
 

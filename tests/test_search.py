@@ -1266,17 +1266,56 @@ def test_ab_varies_an_axis_whose_value_holds_a_comma():
         parse_vary("grid=sms,8*sms", space)
 
 
-def test_ab_whose_held_values_rule_a_side_out_says_how_to_hold_others(small_space,
-                                                                      tmp_path, capsys,
-                                                                      monkeypatch):
-    """BLOCK held at 256 rules block=128 out (BLOCK >= 4 * block): one line naming the
-    values held as the header does, the reason, and -p to hold others; no dict repr."""
+def test_ab_holds_the_values_nearest_the_middle_that_both_sides_can_run_with(small_space,
+                                                                          tmp_path, capsys,
+                                                                          monkeypatch):
+    """BLOCK's middle value, 256, rules block=128 out (BLOCK >= 4 * block): BLOCK is held
+    at 1024 instead, the nearest value with which both sides run, as the header says."""
     monkeypatch.chdir(tmp_path)
     assert main(["ab", str(small_space), "--vary", "block=32,128", "--device",
-                 "interpret"]) == 2
+                 "interpret"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "A/B on block with grid=sms dtype=float32 footprint=4KiB cache=cold BLOCK=1024 fixed")
+    data = json.loads(Path("studies/tiny-ab/block-32-vs-128.json").read_text())
+    assert data["fixed"]["BLOCK"] == "1024"
+
+
+def test_ab_refuses_only_where_no_held_values_let_both_sides_run(small_space, tmp_path,
+                                                                 capsys, monkeypatch):
+    """With BLOCK held at 256 by -p, no value of the other axes lets block=128 run: one
+    line naming the middle values held as the header does, the reason, and -p to give
+    the other axes values that do; no dict repr, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["ab", str(small_space), "--vary", "block=32,128", "-p", "BLOCK=256",
+                 "--device", "interpret"]) == 2
     assert capsys.readouterr().err == (
         "sweeper: --vary 'block=32,128': block=128 with grid=sms dtype=float32 "
         "footprint=4KiB cache=cold BLOCK=256 held cannot run: constraint 'BLOCK >= 4 * "
-        "block' is false (BLOCK=256, block=128); the other axes are held at their middle "
-        "value: hold others with -p KEY=VALUE\n")
+        "block' is false (BLOCK=256, block=128); no values of the other axes let both "
+        "block=32 and block=128 run: give the other axes values that do with -p "
+        "KEY=VALUE\n")
     assert not (tmp_path / "studies").exists()
+
+
+def test_ab_held_values_are_searched_nearest_the_middle_first():
+    """The held values both sides can run with, nearest each axis's middle first (a
+    zipped group's middle is its middle row); none where no held values let both run."""
+    from sweeper.ab import held_choices
+    from sweeper.space import Configs, parse_space
+
+    facts = {"sms": 2, "l2_bytes": 1 << 20}
+    space = parse_space("kernel: copy\nparams:\n  grid: [sms, 2*sms, 4*sms]\n"
+                        "  block: [32, 64, 128]\n  BLOCK: [256, 512, 1024]\n"
+                        "  dtype: [float32]\n  footprint: [4KiB]\n"
+                        "constraints: [\"BLOCK >= 8 * block\"]\n")
+    held = [(h["grid"], h["BLOCK"]) for h in
+            held_choices(space, Configs(space, facts), "block", "32", "128")]
+    assert held == [("2*sms", "1024"), ("sms", "1024"), ("4*sms", "1024")]
+    nearest = next(held_choices(space, Configs(space, facts), "block", "32", "64"))
+    assert nearest["BLOCK"] == "512"
+    tiles = parse_space("kernel: matmul\nparams:\n  tiles: {zip: {BLOCK_M: [16, 32, 64], "
+                        "BLOCK_N: [16, 32, 64]}}\n  BLOCK_K: [16, 32]\n")
+    held = list(held_choices(tiles, Configs(tiles, facts), "BLOCK_K", "16", "32"))
+    assert [(h["BLOCK_M"], h["BLOCK_N"]) for h in held] == [("32", "32"), ("16", "16"),
+                                                            ("64", "64")]
+    assert list(held_choices(tiles, Configs(tiles, facts), "BLOCK_M", "16", "32")) == []

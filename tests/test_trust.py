@@ -372,7 +372,7 @@ def test_compare_cli_on_two_studies_and_two_trials(small_space, tmp_path, capsys
     (tmp_path / "studies" / "a").rename(folder / "a")
     assert main(["compare", f"{folder}/a@2", f"{folder}/a@3"]) == 0
     assert "#2 vs #3" in capsys.readouterr().out
-    assert main(["compare", f"{folder}/a", f"{folder}/a"]) == 0
+    assert main(["compare", f"{folder}/a", "b"]) == 0
 
 
 def test_compare_matches_a_problem_however_its_space_spelt_it(small_space, tmp_path, capsys,

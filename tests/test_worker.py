@@ -59,8 +59,10 @@ def test_two_workers_share_a_sweep_and_each_config_is_kept_once(storage, tmp_pat
     assert "done: 0 measured" in out and (tmp_path / name / "report.md").is_file()
     assert main(["export", name, *storage, "--studies-dir", str(tmp_path),
                  "-o", str(tmp_path / "tuning.json")]) == 0
-    assert main(["compare", name, name, *storage, "--studies-dir", str(tmp_path)]) == 0
-    assert "SAME" in capsys.readouterr().out
+    first, second = [t.number for t in trials if t.ok][:2]
+    assert main(["compare", f"{name}@{first}", f"{name}@{second}", *storage,
+                 "--studies-dir", str(tmp_path)]) == 0
+    assert f"#{first} vs #{second}" in capsys.readouterr().out
 
 
 def test_a_workers_time_budget_counts_from_the_commands_start(tmp_path, monkeypatch,

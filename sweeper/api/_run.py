@@ -264,11 +264,20 @@ def _params(params: Mapping[str, Any] | Sequence[str]) -> list[str | Override]:
 
 
 def _override(key: Any, values: Any) -> Override:
-    """One dict entry's values as ``-p`` reads them (a JSON list; numpy's numbers and
-    arrays, a ``range``, as the Python values they hold, already), named as written."""
+    """One dict entry's values as ``-p`` reads them (a YAML list; numpy's numbers and
+    arrays, a ``range``, as the Python values they hold, already), named as written.
+    Written as YAML, which the values are read as, not JSON: a float comes back the
+    float it was (``1e20``, ``inf``, ``nan``, which JSON's ``1e+20``, ``Infinity`` and
+    ``NaN`` would turn into text for YAML), and is refused as the space's own is;
+    what JSON cannot hold (a set, an object) is refused here."""
+    import yaml
+
+    listed = values if isinstance(values, list) else [values]
     try:
-        text = json.dumps(values if isinstance(values, list) else [values])
-    except (TypeError, ValueError):
+        json.dumps(listed)           # JSON's kinds of value only (no set, no object)
+        text = yaml.safe_dump(listed, default_flow_style=True, allow_unicode=True,
+                              width=2**31)
+    except (TypeError, ValueError, yaml.YAMLError):
         raise refuse(f"params[{key!r}]", values, "values of a space; allowed: numbers, "
                      "text, booleans, or a list of them") from None
     return Override(str(key), text, f"params={cut(repr({key: values}), 60)}")

@@ -49,16 +49,22 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    """``sweeper calibrate``: measure this GPU's ceilings, or show the cached ones unless
-    ``--force``; without a CUDA GPU it fails with NoDeviceError, as the CPU has no ceilings
-    to calibrate."""
+    """``sweeper calibrate``: measure the ceilings of ``--device``'s GPU (``run``'s option,
+    default ``cuda``), or show the cached ones unless ``--force``; a device with no
+    ceilings (the interpreter, a replay) is refused, and without a CUDA GPU it fails with
+    NoDeviceError, as the CPU has no ceilings to calibrate."""
     from sweeper import ceilings
-    from sweeper.devices import open_device
+    from sweeper.devices import device_class, open_device
     from sweeper.errors import NoDeviceError
     from sweeper.space import format_size
 
+    cls = device_class(args.device)
+    if not cls.has_ceilings:
+        raise SweeperError(f"--device {args.device}: calibrate measures a GPU's ceilings, "
+                           f"and the {cls.name} device has none; allowed: a device that "
+                           "measures a GPU (--device cuda, the default)")
     try:
-        device = open_device("cuda")
+        device = open_device(args.device)
     except NoDeviceError:
         raise NoDeviceError("calibrate needs a CUDA GPU and none was found: there is "
                             "nothing to calibrate on the CPU") from None

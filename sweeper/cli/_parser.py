@@ -256,6 +256,7 @@ def _ab(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 def _calibrate(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     calibrate = sub.add_parser("calibrate", help="measure this GPU's copy and matmul ceilings")
     calibrate.add_argument("--force", action="store_true", help="measure again")
+    _device_option(calibrate)
     calibrate.set_defaults(func=cmd_calibrate)
 
 

@@ -108,6 +108,15 @@ class Configs(Lazy[Mapping[str, str]]):
         place = int(np.searchsorted(self._valid, flat))
         return place if place < len(self._valid) and self._valid[place] == flat else None
 
+    def places(self) -> np.ndarray:
+        """Each launchable config's place among each dimension's labels: ``len(self)``
+        rows, one column a dimension in :attr:`names`' order (a zipped group's place is
+        its row's), in this sequence's order; read without making a config."""
+        import numpy as np
+
+        return np.stack(np.unravel_index(self._valid, self._shape), axis=1).reshape(
+            len(self._valid), len(self._shape))
+
     def expanded(self, index: int) -> dict[str, str]:
         """The ``index``-th config with every axis named (zipped ones as their members)."""
         return self._full(int(self._valid[index]))

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sweeper.core._spelling import given, option
-from sweeper.engine._options import SpaceSource
+from sweeper.engine._options import DICT, SpaceSource
 from sweeper.errors import NoDeviceError, SweeperError
 
 
@@ -33,7 +33,8 @@ def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = Fal
     else:
         assert source.path is not None        # one of the two, checked above
         space = load_space(source.path, params, allow=list(source.allow_path),
-                           user_code=not for_plan, text=source.text)
+                           user_code=not for_plan, text=source.text,
+                           lines=source.path != DICT)
     if on_space is not None:
         on_space(space)
     try:

@@ -173,8 +173,7 @@ class ShortKernel(Kernel):
                 self._kept[config.problem] = hooks.pruned(
                     lambda: self.plan.launch(**buffers.tensors, config=config))
             except Exception as err:  # noqa: BLE001 - the user's prune failed: say so
-                self._kept[config.problem] = set(), (
-                    f"; it raised {type(err).__name__}: {err}"[:400])
+                self._kept[config.problem] = set(), f"; {raised('it', err)}"[:400]
         kept, note = self._kept[config.problem]
         if row in kept:
             return None

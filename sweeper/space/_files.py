@@ -194,6 +194,14 @@ def _drop(where: Where, path: str) -> None:
         del where[key]
 
 
+def _written_at(where: Where, path: str) -> str:
+    """`` (spaces/mm.yaml:7)``: where ``path`` was written, for a message naming it;
+    `` (<dict>)`` where it has no line (a dict's entry, named by its key path as the
+    dict's other errors are, or a ``-p`` option's), ``""`` where it is not known."""
+    file, line = where.get(path, (None, None))
+    return "" if not file else f" ({file})" if line is None else f" ({file}:{line})"
+
+
 def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where,
                      named: str, api: bool = False) -> None:
     """Refuse ``-p key=loaded`` where it breaks the file's groups of zipped axes: an axis
@@ -205,8 +213,7 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
     own = zip_members(params.get(key))
     given_members = zip_members(loaded)
     if own is not None and given_members is None:
-        file, line = where.get(f"params.{key}", (None, None))
-        at = f" ({file}:{line})" if file and line else ""
+        at = _written_at(where, f"params.{key}")
         members = [cut(str(m), 60) for m in own[:8]]
         if api:
             rows = ", ".join(f"{m!r}: [...]" for m in members)
@@ -221,8 +228,7 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
         group = next((g for g, members in groups.items() if member in members), None)
         if group is None:
             continue
-        file, line = where.get(f"params.{group}", (None, None))
-        at = f" ({file}:{line})" if file and line else ""
+        at = _written_at(where, f"params.{group}")
         hint = did_you_mean(key, groups) if given_members is not None else ""
         others = cut(", ".join(str(k) for k in groups[group] if k != member), 200)
         instead = f"params={{{cut(str(group), 60)!r}: {{'zip': {{...}}}}}}" if api \

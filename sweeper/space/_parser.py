@@ -103,19 +103,24 @@ AUTOTUNE_GROUP = "autotune"
 
 def load_space(path: str | Path, overrides: Sequence[str | Override] = (), *,
                allow: Sequence[str | Path] = (), user_code: bool = True,
-               text: str | None = None) -> Space:
+               text: str | None = None, lines: bool = True) -> Space:
     """Read and validate the space file at ``path`` (following ``extends:`` within its
     folder and the folders in ``allow``), with ``overrides`` such as ``BLOCK=1024,2048``
     replacing axes (the CLI's ``-p``).  ``user_code=False`` imports no plugin that is not
     built in: a user kernel's meta-parameters are taken from the space as written, and a
     user sampler's baseline, unchecked.  ``text``: the YAML itself, ``path`` its name
     (``<string>``, ``<dict>``): without ``study:`` such a space's study is named after its
-    kernel, as ``--from-autotune``'s is, where a file's is named after the file."""
+    kernel, as ``--from-autotune``'s is, where a file's is named after the file.
+    ``lines=False``: ``text`` has no lines of its own (a dict dumped to YAML), so its
+    errors, and messages pointing into it, give the key path only, never a line of
+    YAML the caller never wrote (a file it extends keeps its lines)."""
     given = text
     if not str(path).strip():          # Path("") is the current folder: say what was given
         raise SpaceError("no space file named (an empty path); give a space file's path, "
                          "such as spaces/copy.yaml", file="''")
     data, where, text = load_located(Path(path), (), reachable(Path(path), allow), text)
+    if not lines:
+        where = {k: (f, None if f == str(path) else n) for k, (f, n) in where.items()}
     content = content_sha256(data)
     data, where = override(data, where, overrides)
     default = safe_name(Path(path).stem) if given is None else _kernel_study(data)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import optuna
 
 from sweeper.ceilings import Ceilings
+from sweeper.errors import one_line
 from sweeper.finals import MIN_ROUNDS, Round, chosen, final_bound_s, problem_of
 from sweeper.measure import Duty
 from sweeper.outcome import COMPLETE, reason_line
@@ -310,10 +311,11 @@ SHARED_FAILURES = 4 * ALIKE_FAILURES
 
 
 def _masked(record: TrialRecord) -> tuple[str, str]:
-    """A failure's status and whole first line with its numbers masked: what failures
-    alike share whatever config they ran.  The line is masked before any cut for the
-    terminal, whose place would move with the numbers' widths."""
-    line = (record.reason or "no reason recorded").strip().splitlines()[0]
+    """A failure's status and whole reason, on one line (:func:`one_line`), with its
+    numbers masked: what failures alike share whatever config they ran.  The line is
+    masked before any cut for the terminal, whose place would move with the numbers'
+    widths."""
+    line = one_line(record.reason or "") or "no reason recorded"
     return record.status.value, re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", line)
 
 
