@@ -288,6 +288,8 @@ def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: 
     return flags
 
 
+#: The characters a trial's reason keeps (the journal's line stays short).
+REASON_MAX = 500
 #: Where torch's CUDA error messages turn from what happened to generic debugging advice.
 _CUDA_ADVICE = re.compile(r"\s+(?:Search for `cudaError|CUDA kernel errors might be)")
 
@@ -323,7 +325,7 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     import torch
 
     if isinstance(err, ReferenceFailed):
-        return TrialStatus.CRASHED, str(err)[:500]
+        return TrialStatus.CRASHED, cut(str(err), REASON_MAX, "…")
     names = {cls.__name__ for cls in type(err).__mro__}
     message = getattr(err, "error_message", None)
     at = ""
@@ -336,8 +338,8 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     reason = one_line(text)
     reason = _CUDA_ADVICE.split(reason, maxsplit=1)[0]     # CUDA's generic advice
     # at most 500 characters, the kernel's line kept whole (Triton's advice on a global
-    # that is not a constexpr alone is 400)
-    reason = reason[:max(0, 500 - len(at))] + at[:500]
+    # that is not a constexpr alone is 400), a cut message ending in "…"
+    reason = _cut_before(reason, at)
     if "OutOfResources" in names or isinstance(err, torch.cuda.OutOfMemoryError):
         return TrialStatus.OUT_OF_RESOURCES, reason
     if names & {"CompilationError", "CompileTimeAssertionFailure", "PTXASError"}:
@@ -349,5 +351,12 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     # where the user's own code raised it (a CUDA error surfaces at a later call, not
     # where it arose: no line for it)
     line = None if "CUDA error" in reason else user_line(err)
-    return TrialStatus.CRASHED, (f"{reason[:max(0, 480 - len(line))]} (at {line})"[:500]
-                                 if line else reason)
+    return TrialStatus.CRASHED, _cut_before(reason, f" (at {line})") if line else reason
+
+
+def _cut_before(message: str, at: str) -> str:
+    """``message`` then ``at`` (the user's line) in at most :data:`REASON_MAX` characters,
+    ``at`` kept whole where it fits: a message cut to make room ends in ``…``, so its last
+    words are not read as the end of its sentence."""
+    room = REASON_MAX - len(at)
+    return (cut(message, room, "…") if room > 0 else "") + at[:REASON_MAX]

@@ -517,6 +517,23 @@ def test_the_errors_docs_space_md_shows_are_as_printed(name, tmp_path, monkeypat
     assert [capsys.readouterr().err.removeprefix("sweeper: ").rstrip("\n")] == shown
 
 
+def test_the_plan_docs_space_md_shows_is_as_printed_where_nothing_was_measured(
+        tmp_path, monkeypatch, capsys):
+    """docs/space.md's ``sweeper plan spaces/copy.yaml --device interpret``, line for line,
+    on a machine where no run has measured anything yet (an empty sweeper cache)."""
+    from sweeper.cli import main
+    from tests.conftest import ROOT
+
+    lines = (ROOT / "docs/space.md").read_text().splitlines()
+    start = lines.index("$ sweeper plan spaces/copy.yaml --device interpret") + 1
+    shown = lines[start:lines.index("```", start)]
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(ROOT)
+    assert main(["plan", "spaces/copy.yaml", "--device", "interpret",
+                 "--studies-dir", str(tmp_path / "studies")]) == 0
+    assert capsys.readouterr().out.splitlines() == shown
+
+
 @pytest.mark.parametrize("value, message", [
     ('"1 // 0"', "s.yaml:4: params.grid[0]: division by zero in '1 // 0'; allowed: an "
                  "expression that gives a positive integer"),

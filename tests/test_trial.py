@@ -88,6 +88,33 @@ def test_a_cuda_error_keeps_what_happened_and_drops_the_generic_advice():
                                                   "memory access was encountered")
 
 
+def test_a_reason_cut_to_its_500_characters_ends_in_an_ellipsis_before_the_line():
+    """Triton's advice on a global that is not a constexpr runs past the 500 characters a
+    reason keeps: the cut is marked, so the words left before the kernel's line are not
+    read as the end of Triton's sentence ("..., but we do (at kernels.py:13: ...)")."""
+    from types import SimpleNamespace
+
+    advice = "Cannot access global variable SCALE. " + "Read the advice. " * 40 + \
+        "Alternatively, set the envvar, but we do not promise to support this forever."
+    err = _named("CompilationError")(advice)
+    err.error_message = advice             # type: ignore[attr-defined]
+    err.src = "def k(x):\n    y = x * SCALE\n"   # type: ignore[attr-defined]
+    err.node = SimpleNamespace(lineno=2)      # type: ignore[attr-defined]
+    status, reason = classify(err)
+    assert status is TrialStatus.COMPILE_ERROR and len(reason) == 500
+    assert reason.startswith("CompilationError: Cannot access global variable SCALE. ")
+    assert reason.endswith("… (at line 2 of the kernel: y = x * SCALE)")
+
+    try:
+        raise ValueError("a long message. " * 40)
+    except ValueError as caught:
+        status, reason = classify(caught)
+        line = caught.__traceback__.tb_lineno if caught.__traceback__ else 0
+    assert status is TrialStatus.CRASHED and len(reason) == 500
+    assert reason.endswith(f'… (at test_trial.py:{line}: raise ValueError("a long message. " '
+                           '* 40))')
+
+
 def _typo_body(x, y, n):  # type: ignore[no-untyped-def]
     import triton.language as tl
 
