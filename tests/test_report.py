@@ -529,11 +529,26 @@ def test_the_software_record_names_each_environment_a_resume_with_force_replaced
     row = (f"| software | {now}; before: {was(second)} (until the resume with --force of "
            f"2026-01-03T00:00:00+00:00); before: {was(first)} (until the resume with "
            "--force of 2026-01-01T00:00:00+00:00) |")
-    assert row in (folder / "report.md").read_text()
+    md = (folder / "report.md").read_text()
+    assert row in md
+    # in the table of what varied: the software is no longer said to be held fixed
+    assert "| varied | software | " + row.removeprefix("| software | ").removesuffix(" |") \
+        + " (a resume with --force changed it) |" in md
+    assert "| fixed | software |" not in md and "| fixed | kernel | copy (source " in md
     del meta["forced"][:3]
     (folder / "study.json").write_text(json.dumps(meta))
     assert main(["report", str(folder)]) == 0
-    assert f"| software | {now} |" in (folder / "report.md").read_text()
+    md = (folder / "report.md").read_text()
+    assert f"| software | {now} |" in md
+    assert "| fixed | software | CUDA " in md and "| varied | software |" not in md
+    # a resume forced after the kernel's source changed: the kernel varied
+    meta["forced"] = [{"when": "2026-01-05T00:00:00+00:00",
+                       "changed": [f"kernel_source: '{'0' * 16}' -> '{'1' * 16}'"]}]
+    (folder / "study.json").write_text(json.dumps(meta))
+    assert main(["report", str(folder)]) == 0
+    md = (folder / "report.md").read_text()
+    assert "| varied | kernel | copy (source " in md and "| fixed | kernel |" not in md
+    assert md.count("(a resume with --force changed it)") == 1
 
 
 def test_one_at_a_time_varies_a_zipped_group_as_one_and_says_an_axis_never_varied(

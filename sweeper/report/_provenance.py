@@ -171,8 +171,9 @@ def factors(meta: StudyMeta, df: pd.DataFrame, story: RunStory,
     """What the study varied, and everything it held fixed (the seeds' single-variable
     discipline: a result is only about the varied axes if the rest is written down).
     Values are what the trials ran (their resolved configs), not only what the space
-    asked for: a capped footprint says both.  The sampler is varied where a resume with
-    ``--force`` changed it (``samplers``: each that proposed trials, with how many)."""
+    asked for: a capped footprint says both.  The sampler, the kernel's source and the
+    software are varied where a resume with ``--force`` changed them (``samplers``: each
+    that proposed trials, with how many; the software: :func:`software_record`)."""
     axes = meta.axes
     fp = meta.fingerprint
     shown = {name: _axis_values(name, labels, df, story) for name, labels in axes.items()}
@@ -185,14 +186,26 @@ def factors(meta: StudyMeta, df: pd.DataFrame, story: RunStory,
             f"{s.text()}: {counted(s.trials, 'trial')}" for s in samplers) +
             " (a resume with --force changed it)"))
     env = meta.environment
+    forced = " (a resume with --force changed it)"
+    kernel = ("kernel", f"{meta.kernel} (source {fp.get('kernel_source', '–')})")
+    changes = [c for entry in meta.forced if isinstance(entry.get("changed"), list)
+               for c in entry["changed"]]
+    source_changed = any(str(c).startswith("kernel_source:") for c in changes)
+    software = software_record(meta)
+    software_changed = "; before: " in software
+    if source_changed:
+        varied.append((kernel[0], kernel[1] + forced))
+    if software_changed:
+        varied.append(("software", software + forced))
     fixed += [
-        ("kernel", f"{meta.kernel} (source {fp.get('kernel_source', '–')})"),
+        *([kernel] if not source_changed else []),
         ("measurement", story.measurement),
         ("inputs", story.inputs),
         *([("sampler", sampler)] if len(samplers) <= 1 else []),
         ("GPU", story.gpu),
-        ("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch', '–')}, triton "
-                     f"{env.get('triton', '–')}, sweeper {env.get('sweeper', '–')}"),
+        *([("software", f"CUDA {env.get('cuda', '–')}, torch {env.get('torch', '–')}, triton "
+                        f"{env.get('triton', '–')}, sweeper {env.get('sweeper', '–')}")]
+          if not software_changed else []),
         ("environment variables", fp.get("env") or "no TRITON_* or CUDA_VISIBLE_DEVICES set"),
     ]
     return {"varied": varied, "fixed": fixed}
