@@ -262,6 +262,45 @@ def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, c
         sweeper.cuda(source, "copy", ["dst", "src", "n"])
 
 
+#: A file whose ``copy`` is declared only inside a conditional, ``kopy`` outside it.
+GUARDED_ENTRY_CU = """\
+{opens}
+__global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{ dst[0] = src[0]; }}
+#endif
+__global__ void kopy(DTYPE *dst, const DTYPE *src, long long n) {{ dst[0] = src[0]; }}
+"""
+
+
+@pytest.mark.parametrize(("opens", "space", "python"), [
+    ("#if 0", False, False),                   # never compiled
+    ("#ifdef USE_OLD", False, True),           # no config defines it; unknown in Python
+    ("#if 1", True, True),
+    ("#ifdef block_size_x", True, True),       # every config defines it
+    ("#if __CUDA_ARCH__ >= 800", True, True),  # may hold
+])
+def test_an_entry_only_in_code_the_preprocessor_leaves_out_is_refused(cu_space, capsys,
+                                                                      opens, space, python):
+    """An entry declared only where a conditional leaves the code out at every config is
+    no function NVRTC compiles: every config would fail, so it is refused as an entry
+    the file does not declare.  ``sweeper.cuda`` knows no defines: only ``#if 0``."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", ""))
+    source = path.parent / "copy.cu"
+    source.write_text(GUARDED_ENTRY_CU.format(opens=opens))
+    if space:
+        assert dict(load_space(path).kernel_options)["entry"] == "copy"
+    else:
+        assert main(["plan", str(path), "--device", "interpret"]) == 2
+        assert capsys.readouterr().err == (
+            f"{path}:4: kernel.entry: no function 'copy' in copy.cu or the files it "
+            "includes; allowed: one of its __global__ functions: kopy; did you mean "
+            "'kopy'?\n")
+    if python:
+        assert sweeper.cuda(source, "copy", ["dst", "src", "n"]).entry == "copy"
+    else:
+        with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu"):
+            sweeper.cuda(source, "copy", ["dst", "src", "n"])
+
+
 TEMPLATED_CU = """\
 // a helper template: sweeping N would break it too
 template <int N> struct Vec;

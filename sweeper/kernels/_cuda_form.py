@@ -21,7 +21,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,6 +36,7 @@ from sweeper.kernels._cuda_spec import (
     DTYPE_DEFINE,
     IDENTIFIER,
     Arg,
+    active_code,
     code_only,
     int_overflow,
     sources,
@@ -167,7 +168,8 @@ class CudaDeclaration(Kernel):
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
-        missing = _entry_in_source(launch.source, launch.entry, launch.template)
+        missing = _entry_in_source(launch.source, launch.entry, launch.template,
+                                   None if params is None else _always_defined(launch, meta))
         if missing is not None:
             raise OptionError(*missing)
         tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
@@ -291,7 +293,7 @@ def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]
     entry = launch.template.split("<", 1)[0].strip().split("::")[-1] if launch.template \
         else launch.entry
     passed = set(template_names(launch.template)) if launch.template else set()
-    defined = {*(n for n in meta if n not in passed), BLOCK_DEFINE, DTYPE_DEFINE}
+    defined = _always_defined(launch, meta)
     found = [(path, t) for path, text in files.items() for t in templates(text, defined)]
     found.sort(key=lambda pt: pt[1].name != entry)
     for name in meta:
@@ -310,6 +312,13 @@ def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]
         raise OptionError(_axis_path(params, name), where + (
             f"pass it as a template argument, in the template option: "
             f"template: '{template.name}<{', '.join(arguments)}>'"))
+
+
+def _always_defined(launch: CudaLaunch, meta: Sequence[str]) -> set[str]:
+    """The names every config defines as it compiles: the swept meta-parameters the
+    template does not pass, ``block_size_x`` and ``DTYPE``."""
+    passed = set(template_names(launch.template)) if launch.template else set()
+    return {*(n for n in meta if n not in passed), BLOCK_DEFINE, DTYPE_DEFINE}
 
 
 def _strings(value: Any, keys: bool = True) -> list[str]:
@@ -400,18 +409,21 @@ def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
             raise OptionError(key, unknown)
 
 
-def _entry_in_source(path: Path, entry: str, template: str | None
-                     ) -> tuple[str, str] | None:
+def _entry_in_source(path: Path, entry: str, template: str | None,
+                     defined: Collection[str] | None = None) -> tuple[str, str] | None:
     """The option (``entry`` or ``template``) that names no function of the source, and
     why, or ``None``: the entry's name is nowhere in the code of the file or what it
     includes, or the template instantiates another function than the entry (NVRTC would
     fail every config, or launch a function the space does not name).  Comments and
-    string and character literals are no code (:func:`~sweeper.kernels._cuda_spec.code_only`:
-    a name only mentioned there declares nothing); a name anywhere in the code passes, as a
-    macro invocation that declares the entry (``COPY_KERNEL(copy)``) writes it."""
+    string and character literals are no code, nor is what a preprocessor conditional
+    leaves out at every config, ``defined`` being the names every config defines (``None``:
+    not known, so only ``#if 0`` is left out;
+    :func:`~sweeper.kernels._cuda_spec.active_code`): a name only there declares nothing.
+    A name anywhere in the code passes, as a macro invocation that declares the entry
+    (``COPY_KERNEL(copy)``) writes it."""
     try:
-        text = code_only("\n".join(data.decode(errors="replace")
-                                   for data in sources(path).values()))
+        text = active_code("\n".join(data.decode(errors="replace")
+                                     for data in sources(path).values()), defined)
     except OSError:
         return None                     # the source option says why
     if not re.search(rf"\b{re.escape(entry)}\b", text):
