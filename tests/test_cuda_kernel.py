@@ -362,6 +362,12 @@ __global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
     ("#ifdef block_size_x", True),         # every config defines it
     ("#ifdef __CUDACC_RTC__", True),       # NVRTC's own: may be defined
     ("#if UNROLL > 1", True),              # may hold
+    # C23's #elifdef and #elifndef, read as #ifdef and #ifndef after a branch not taken
+    ("#if 0\n#elifdef block_size_x", True),
+    ("#if 0\n#elifdef USE_UNROLLED", False),
+    ("#if 0\n#elifndef USE_UNROLLED", True),
+    ("#if 0\n#elifdef __CUDACC_RTC__", True),  # may hold
+    ("#if 1\nint x;\n#elifndef USE_UNROLLED", False),   # a branch before was taken
 ])
 def test_a_template_parameter_in_code_the_preprocessor_leaves_out_is_not_read(
         cu_space, capsys, opens, read):

@@ -48,7 +48,8 @@ NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/"
 #: A ``#define``, whose name a conditional on it may then find defined.
 DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 #: A line of a preprocessor conditional: its keyword and what follows.
-CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", re.DOTALL)
+CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elifdef|elifndef|elif|else|endif)\b(.*)",
+                         re.DOTALL)
 #: ``defined(X)``, ``defined X`` or their negation, alone: a condition read exactly.
 DEFINED = re.compile(r"(!\s*)?defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s([A-Za-z_]\w*))")
 #: A name reserved to the compiler (``__CUDACC__``, ``__CUDA_ARCH__``, ``_WIN32``): NVRTC
@@ -93,8 +94,9 @@ def active_code(text: str, defined: Collection[str] | None = None) -> str:
     config defines (``-D``), also ``#ifdef X``, ``#ifndef X``, ``#if defined(X)`` and
     ``#if !defined(X)`` where X is neither in ``defined`` nor written in a ``#define`` of
     ``text`` nor reserved to the compiler (``__CUDA_ARCH__``), and their negations where
-    X is in ``defined``.  Any other condition (``#if UNROLL > 1``) may hold: its branch is
-    kept, and so are the ``#elif`` and ``#else`` branches after it."""
+    X is in ``defined``; ``#elif``, ``#elifdef`` and ``#elifndef`` (C23) are read as
+    ``#if``, ``#ifdef`` and ``#ifndef``.  Any other condition (``#if UNROLL > 1``) may
+    hold: its branch is kept, and so are the ``#elif`` and ``#else`` branches after it."""
     code = code_only(text)
     written = set(DEFINE.findall(code))
 
@@ -132,7 +134,8 @@ def active_code(text: str, defined: Collection[str] | None = None) -> str:
             active = stack.pop()[0] if stack else True
         elif stack:
             enclosing, taken = stack[-1]
-            cond = True if kind == "else" else holds("if" if kind == "elif" else kind, rest)
+            cond = True if kind == "else" else holds(
+                "if" if kind == "elif" else kind.removeprefix("el"), rest)
             stack[-1] = (enclosing, "yes" if taken == "yes" or cond is True else
                          taken if cond is False else "maybe")
             active = enclosing and taken != "yes" and cond is not False
