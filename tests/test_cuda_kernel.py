@@ -688,6 +688,24 @@ def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():
         sweeper.cuda("../examples/copy.cu", "copy", ["dst"], template="cpy<{VEC}>")
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["dst", "src", "m"], "argument 'm' is no tensor, dimension or number; known: src, dst, "
+     "n, VEC"),
+    (["dst", "n"], "tensor 'src' is not passed to the entry; args: dst, n"),
+    (["dst", "src", "n:int128"], "argument 'n:int128': type 'int128'; allowed: int32, int64, "
+     "uint32, uint64, float32, float64, DTYPE"),
+])
+def test_a_sweeper_cuda_kernels_args_are_checked_as_it_is_declared(args, message):
+    """``sweeper.kernel`` checks a ``sweeper.cuda`` launch's arguments against the declared
+    tensors, dimensions and meta-parameters as it builds the kernel, in the space form's
+    words: a mistake never waits for the first launch on a GPU."""
+    launch = sweeper.cuda("../examples/copy.cu", "copy", args)
+    with pytest.raises(sweeper.SweeperError) as raised:
+        sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4},
+                       grid="cdiv(n, block * VEC)", reference=lambda src: src.clone())
+    assert str(raised.value) == f"kernel copy: args: {message}"
+
+
 # -- on a GPU ------------------------------------------------------------------------------
 
 def _gpu_kernel(tmp_path: Path, source: Path = COPY_CU):

@@ -172,6 +172,19 @@ class CudaLaunch:
             raise ValueError(parsed)
         return parsed
 
+    def args_problem(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
+                     ) -> str | None:
+        """Why the arguments do not fit a kernel of these tensors, dimensions and
+        meta-parameters, or ``None``: one names none of them and is no number, is typed
+        wrong, or a tensor is not passed.  Asked as the kernel is declared, in a space or
+        by :func:`sweeper.kernel`, so the mistake never waits for a launch."""
+        parsed = parse_args(self.raw_args, tensors, (*dims, *meta))
+        if isinstance(parsed, str):
+            return parsed
+        unpassed = [t for t in tensors if t not in {a.name for a in parsed}]
+        return None if not unpassed else (f"tensor {unpassed[0]!r} is not passed to the "
+                                          f"entry; args: {', '.join(self.raw_args)}")
+
     def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
         """``("args", why)`` where an integer argument takes a value its type does not
         hold at some of a space's ``values`` (each axis's constant values, ``itemsize``'s),

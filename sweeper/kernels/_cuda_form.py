@@ -35,7 +35,6 @@ from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
     DTYPE_DEFINE,
     IDENTIFIER,
-    Arg,
     active_code,
     code_only,
     int_overflow,
@@ -155,6 +154,8 @@ class CudaDeclaration(Kernel):
             if "model" in options else None
         _check_counts(options, list(dims or ["n"]))
         _check_tensors(options, inputs, outputs, list(dims or ["n"]))
+        tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
+        _check_args(launch, tensors, list(dims or ["n"]), meta)     # at args, before build's
         try:
             declared = Declaration(
                 inputs=inputs, outputs=outputs, name="cuda",
@@ -172,8 +173,6 @@ class CudaDeclaration(Kernel):
                                    None if params is None else _always_defined(launch, meta))
         if missing is not None:
             raise OptionError(*missing)
-        tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
-        _check_args(launch, tensors, tuple(built.dims), meta)
         if params is not None:
             _check_meta_read(launch, options.get("grid", ""), params, meta)
             _check_template_defines(launch, params, meta)
@@ -236,18 +235,12 @@ def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:
 
 
 def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
-                meta: Sequence[str]) -> tuple[Arg, ...]:
-    """The entry's arguments parsed; an :class:`OptionError` at ``args`` where one is
-    unknown or a tensor is not passed."""
-    try:
-        parsed = launch.args(tensors, dims, meta)
-    except ValueError as err:
-        raise OptionError("args", str(err)) from None
-    unpassed = [t for t in tensors if t not in {a.name for a in parsed}]
-    if unpassed:
-        raise OptionError("args", f"tensor {unpassed[0]!r} is not passed to the entry; "
-                          f"args: {', '.join(launch.raw_args)}")
-    return parsed
+                meta: Sequence[str]) -> None:
+    """An :class:`OptionError` at ``args`` where one is unknown or a tensor is not passed
+    (:meth:`CudaLaunch.args_problem`)."""
+    problem = launch.args_problem(tensors, dims, meta)
+    if problem is not None:
+        raise OptionError("args", problem)
 
 
 def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[str]

@@ -71,6 +71,8 @@ class Declaration:
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
         attrs: dict[str, Any] = {"name": name, **self.declares(name)}
         attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
+        _check_launch_args(name, attrs["plan"], tuple(attrs["dims"]),
+                           tuple(attrs["meta_params"]))
         if self.baseline is not None and not callable(self.baseline):
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
@@ -189,6 +191,21 @@ class Declaration:
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
                     source=_source(launch, self))
+
+
+def _check_launch_args(kernel: str, plan: Plan, dims: tuple[str, ...], meta: tuple[str, ...]
+                       ) -> None:
+    """Refuse a launch that lists its arguments (``sweeper.cuda``) where they do not fit
+    the declared tensors, dimensions and meta-parameters (its ``args_problem``), as the
+    kernel is declared rather than at its first launch; tensors from a factory are
+    known only then."""
+    check = getattr(plan.launch, "args_problem", None)
+    if not callable(check) or not isinstance(plan.inputs, Mapping):
+        return
+    tensors = (*plan.inputs, *(n for n, spec in plan.outputs.items() if spec is not None))
+    problem = check(tensors, dims, meta)
+    if problem is not None:
+        raise SweeperError(f"kernel {kernel}: args: {problem}")
 
 
 def _tensor_name(kernel: str, where: str, name: Any) -> str:
