@@ -435,6 +435,41 @@ def test_an_integer_literal_past_its_type_is_refused_at_args(cu_space, capsys):
     assert sweeper.cuda(COPY_CU, "copy", ["dst", "src", "n", "3000000000:int64"])
 
 
+@pytest.mark.parametrize(("args", "axes", "message"), [
+    ("[dst, src, n, '300:DTYPE']", "  dtype: [float32, int8]\n", "argument '300' is passed "
+     "as DTYPE, so as int8, which holds at most 127, and is 300; allowed: a value int8 "
+     "holds, -128 to 127, or dtypes that hold it"),
+    ("[dst, src, n, '-1:DTYPE']", "  dtype: [uint8]\n", "argument '-1' is passed as DTYPE, "
+     "so as uint8, which holds at least 0, and is -1"),
+    # n from the footprint over its own dtype's itemsize: 96KiB of int16 is 49152 elements
+    ("[dst, src, 'n:DTYPE']", "  dtype: [float32, int16]\n  footprint: [96KiB]\n",
+     "argument 'n' is passed as DTYPE, so as int16, which holds at most 32767, and reaches "
+     "49152 in this space"),
+    ("[dst, src, 'n:DTYPE']", "  dtype: [int8]\n  n: [64, 1000]\n", "argument 'n' is "
+     "passed as DTYPE, so as int8, which holds at most 127, and reaches 1000 in this space"),
+])
+def test_a_dtype_argument_past_a_swept_integer_dtype_is_refused_at_args(cu_space, capsys,
+                                                                        args, axes, message):
+    """An argument typed ``DTYPE`` goes as the config's dtype: at an integer dtype that
+    cannot hold its value numpy refuses it and every such trial fails, so the space is
+    refused at its args as a 32-bit argument past its type is."""
+    path = cu_space(space_text(args=args).replace(
+        "  footprint: [4KiB]\n", axes if "footprint" in axes or "  n:" in axes else
+        axes + "  footprint: [4KiB]\n"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:7: kernel.args: {message}"), err
+    assert err.count("\n") == 1
+
+
+def test_a_dtype_argument_within_its_dtypes_or_at_a_real_dtype_plans(cu_space):
+    for args, axes in (("[dst, src, n, '300:DTYPE']", "  dtype: [float32, float16]\n"),
+                       ("[dst, src, n, '300:DTYPE']", "  dtype: [int16]\n"),
+                       ("[dst, src, 'n:DTYPE']", "  dtype: [float32, int16]\n")):
+        path = cu_space(space_text(args=args).replace("  footprint:", axes + "  footprint:"))
+        assert load_space(path).choices()["dtype"]
+
+
 def test_a_users_sweeper_cuda_kernel_past_int32_is_refused_as_the_built_in_is(
         tmp_path, monkeypatch, capsys):
     """A ``sweeper.cuda`` launch's untyped ``n`` is int32 as the built-in's is: a space
@@ -452,12 +487,23 @@ def test_a_users_sweeper_cuda_kernel_past_int32_is_refused_as_the_built_in_is(
     assert load_space(tmp_path / "s.yaml").choices()["footprint"]
 
 
-@pytest.mark.parametrize("form", ["space", "python"])
+LATE_TOO_LARGE = {
+    "space": "argument 'n' is passed untyped, so as int32, which holds at most 2147483647, "
+             "and reaches 2214592512 at this config; allowed: type it as int64, args: [dst, "
+             'src, "n:int64"]',
+    # n:DTYPE at the config's own dtype: 132 SMs * 1MiB of int16 is 69206016 elements
+    "dtype": "argument 'n' is passed as DTYPE, so as int16, which holds at most 32767, and "
+             "reaches 69206016 at this config; allowed: a value int16 holds, -32768 to "
+             "32767, or dtypes that hold it"}
+
+
+@pytest.mark.parametrize("form", ["space", "python", "dtype"])
 def test_a_size_given_by_an_expression_past_int32_is_refused_before_a_run(
         tmp_path, monkeypatch, form):
     """An axis given as an expression over the device's facts has its values only once
-    the device is known: the run checks each config's integer arguments then, before
-    anything is written, and refuses at the expression's line."""
+    the device is known: the run checks each config's integer arguments (at its own
+    dtype, typed ``DTYPE``) then, before anything is written, and refuses at the
+    expression's line."""
     from sweeper.devices import open_device
     from sweeper.engine._inputs import kernel_for
 
@@ -465,6 +511,10 @@ def test_a_size_given_by_an_expression_past_int32_is_refused_before_a_run(
     sizes = '  footprint: [4KiB, "sms * 67108864"]\n'       # 132 SMs: 8.25GiB, n > 2**31
     if form == "space":
         (tmp_path / "s.yaml").write_text(space_text().replace("  footprint: [4KiB]\n", sizes))
+    elif form == "dtype":
+        sizes = '  footprint: [4KiB, "sms * 1048576"]\n'
+        (tmp_path / "s.yaml").write_text(space_text(args="[dst, src, 'n:DTYPE']").replace(
+            "  footprint: [4KiB]\n", "  dtype: [int16]\n" + sizes))
     else:
         user_cuda_module(tmp_path, "usercuda_late")
         (tmp_path / "s.yaml").write_text("kernel: usercuda_late:copy\nparams:\n"
@@ -477,10 +527,7 @@ def test_a_size_given_by_an_expression_past_int32_is_refused_before_a_run(
     line = 1 + (tmp_path / "s.yaml").read_text().splitlines().index(sizes.rstrip("\n"))
     assert str(refused.value).startswith(f"{tmp_path / 's.yaml'}:{line}: params.footprint[1]: "
                                          "on ")
-    assert str(refused.value).endswith(
-        "argument 'n' is passed untyped, so as int32, which holds at most 2147483647, and "
-        "reaches 2214592512 at this config; allowed: type it as int64, args: [dst, src, "
-        '"n:int64"]')
+    assert str(refused.value).endswith(LATE_TOO_LARGE.get(form, LATE_TOO_LARGE["space"]))
 
 
 def test_a_dimension_typed_int64_or_within_int32_plans(cu_space):

@@ -50,7 +50,7 @@ class KernelDeclaration(Protocol):
         """The declaration for these options and the space's ``params`` (``Kernel``'s)."""
 
     @classmethod
-    def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+    def values_problem(cls, values: Mapping[str, Sequence[int | str]]) -> tuple[str, str] | None:
         """Why the declaration does not fit the space's values: (option, message), or
         ``None`` (``Kernel``'s)."""
 

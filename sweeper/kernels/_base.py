@@ -352,12 +352,13 @@ class Kernel(abc.ABC):
         return None
 
     @classmethod
-    def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+    def values_problem(cls, values: Mapping[str, Sequence[int | str]]) -> tuple[str, str] | None:
         """Why the declaration does not fit the space's values, as (the option at fault,
         what is wrong and what is allowed), or ``None``; asked once the space's axes are
-        read, ``values`` holding each axis's constant values (those given as numbers) and
-        ``itemsize``'s (each dtype's): a declared model's setting below its least at some
-        of them (:meth:`ShortKernel.values_problem`)."""
+        read, ``values`` holding each axis's constant values (those given as numbers),
+        ``itemsize``'s (each dtype's) and ``dtype``'s (the dtypes' names): a declared
+        model's setting below its least at some of them
+        (:meth:`ShortKernel.values_problem`)."""
         return None
 
     def baseline(self, buffers: Buffers) -> None:

@@ -185,10 +185,11 @@ class CudaLaunch:
         return None if not unpassed else (f"tensor {unpassed[0]!r} is not passed to the "
                                           f"entry; args: {', '.join(self.raw_args)}")
 
-    def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+    def values_problem(self, values: Mapping[str, Sequence[int | str]]) -> tuple[str, str] | None:
         """``("args", why)`` where an integer argument takes a value its type does not
-        hold at some of a space's ``values`` (each axis's constant values, ``itemsize``'s),
-        or a literal does (:func:`~sweeper.kernels._cuda_spec.int_overflow`)."""
+        hold at some of a space's ``values`` (each axis's constant values, ``itemsize``'s,
+        the dtypes' names for a ``DTYPE`` argument), or a literal does
+        (:func:`~sweeper.kernels._cuda_spec.int_overflow`)."""
         found = int_overflow(self.raw_args, values)
         return None if found is None else ("args", found[1])
 
@@ -204,8 +205,9 @@ class CudaLaunch:
         (its problem's dimensions, ``n``, its meta-parameters), and why, or ``None``: what
         a run asks of every config where an axis is an expression that
         :meth:`values_problem` could not see."""
-        values = {"n": [config.problem.n], **{k: [v] for k, v in config.problem.dims},
-                  **{k: [v] for k, v in config.meta.items()}}
+        values: dict[str, list[int | str]] = {
+            "n": [config.problem.n], **{k: [v] for k, v in config.problem.dims},
+            **{k: [v] for k, v in config.meta.items()}, "dtype": [config.problem.dtype]}
         return int_overflow(self.raw_args, values, "at this config")
 
     def kernel_source(self) -> str:

@@ -165,54 +165,70 @@ def parse_args(raw: Sequence[str], tensors: Sequence[str], dims: Sequence[str]
     return tuple(args)
 
 
-#: The values a scalar argument of each integer type holds, least and most.
-INT_RANGES = {"int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1),
+#: The values a scalar argument of each integer type holds, least and most (the 8- and
+#: 16-bit ones as a ``DTYPE`` argument at an integer dtype).
+INT_RANGES = {"int8": (-2**7, 2**7 - 1), "uint8": (0, 2**8 - 1), "int16": (-2**15, 2**15 - 1),
+              "int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1),
               "int64": (-2**63, 2**63 - 1), "uint64": (0, 2**64 - 1)}
 
 
-def int_overflow(raw: Sequence[str], values: Mapping[str, Iterable[int]],
+def int_overflow(raw: Sequence[str], values: Mapping[str, Iterable[int | str]],
                  where: str = "in this space") -> tuple[str, str] | None:
     """The first scalar argument of ``raw`` (the entry's arguments as written) passed as
-    an integer type (an untyped name or integer literal as int32) that takes a value the
-    type does not hold, and why, or ``None``: numpy would refuse the value as the
-    argument is made and every such launch fail.  A literal takes its own value; a name
-    those ``values`` holds for it (an axis's or dimension's values, a config's value),
-    ``n`` also each ``footprint`` over each ``itemsize`` there; a name it does not hold
-    (a tensor) and an argument written wrong (another check says why) pass.  The one
-    check of every path that feeds a launch its integer arguments: a space's values, a
-    ``sweeper.cuda`` kernel's, each config's where an axis is an expression."""
+    an integer type (an untyped name or integer literal as int32; one typed ``DTYPE`` as
+    each integer dtype ``values`` holds for ``dtype``) that takes a value the type does
+    not hold, and why, or ``None``: numpy would refuse the value as the argument is made
+    and every such launch fail.  A literal takes its own value; a name those ``values``
+    holds for it (an axis's or dimension's values, a config's value), ``n`` also each
+    ``footprint`` over each ``itemsize`` there (over its own dtype's, typed ``DTYPE``); a
+    name it does not hold (a tensor) and an argument written wrong (another check says
+    why) pass.  The one check of every path that feeds a launch its integer arguments: a
+    space's values, a ``sweeper.cuda`` kernel's, each config's where an axis is an
+    expression."""
+    from sweeper.core import DTYPES
+
     args = [(str(item), str(item).partition(":")) for item in raw]
+    dtypes = [d for d in dict.fromkeys(map(str, values.get("dtype", ()))) if d in INT_RANGES]
+    footprints = [f for f in values.get("footprint", ()) if isinstance(f, int)]
     for item, (name, colon, kind) in args:
         name, kind = name.strip(), kind.strip()
         arg = Arg(name, kind if colon else None)
         if colon and kind not in SCALAR_TYPES:
             continue
-        chosen = arg.scalar_type("float32")
-        if chosen not in INT_RANGES:
-            continue
         literal = NUMBER.fullmatch(name) is not None
         if literal and not name.lstrip("+-").isdigit():
             continue                    # a real number typed as an integer: not ours
-        reached = [int(name)] if literal else list(values.get(name, ()))
-        if name == "n" and "footprint" in values:
-            reached += [f // i for f in values["footprint"] for i in values.get("itemsize", ())
-                        if i]
-        least, most = INT_RANGES[chosen]
-        out = next((v for v in (max(reached, default=0), min(reached, default=0))
-                    if not least <= v <= most), None)
-        if out is None:
-            continue
-        how = "untyped, so as int32" if arg.type is None else f"as {chosen}"
-        bound = f"at most {most}" if out > most else f"at least {least}"
-        if chosen in ("int32", "uint32") and out <= INT_RANGES["int64"][1]:
-            typed = ", ".join(f'"{name}:int64"' if other == item else
-                              f'"{other}"' if ":" in other else other for other, _ in args)
-            allowed = f"type it as int64, args: [{typed}]"
+        given = [int(name)] if literal else \
+            [v for v in values.get(name, ()) if isinstance(v, int)]
+        if arg.type == DTYPE_DEFINE:    # each integer dtype, n from its own itemsize
+            types = [(d, f"as DTYPE, so as {d}", [DTYPES[d]]) for d in dtypes]
         else:
-            allowed = f"a value {chosen} holds, {least} to {most}"
-        taken = f"is {out}" if literal else f"reaches {out} {where}"
-        return name, (f"argument {name!r} is passed {how}, which holds {bound}, and "
-                      f"{taken}; allowed: {allowed}")
+            chosen = arg.scalar_type("float32")
+            how = "untyped, so as int32" if arg.type is None else f"as {chosen}"
+            types = [(chosen, how, [i for i in values.get("itemsize", ())
+                                    if isinstance(i, int) and i])]
+        for chosen, how, itemsizes in types:
+            if chosen not in INT_RANGES:
+                continue
+            reached = given + ([f // i for f in footprints for i in itemsizes]
+                               if name == "n" and not literal else [])
+            least, most = INT_RANGES[chosen]
+            out = next((v for v in (max(reached, default=0), min(reached, default=0))
+                        if not least <= v <= most), None)
+            if out is None:
+                continue
+            bound = f"at most {most}" if out > most else f"at least {least}"
+            if arg.type == DTYPE_DEFINE:
+                allowed = f"a value {chosen} holds, {least} to {most}, or dtypes that hold it"
+            elif chosen in ("int32", "uint32") and out <= INT_RANGES["int64"][1]:
+                typed = ", ".join(f'"{name}:int64"' if other == item else
+                                  f'"{other}"' if ":" in other else other for other, _ in args)
+                allowed = f"type it as int64, args: [{typed}]"
+            else:
+                allowed = f"a value {chosen} holds, {least} to {most}"
+            taken = f"is {out}" if literal else f"reaches {out} {where}"
+            return name, (f"argument {name!r} is passed {how}, which holds {bound}, and "
+                          f"{taken}; allowed: {allowed}")
     return None
 
 

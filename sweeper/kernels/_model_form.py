@@ -187,7 +187,7 @@ class DeclaredModel:
                      v["tile_k"], v["stages"], split_k=v["split_k"], epilogue=v["epilogue"],
                      tma=bool(v["tma"]), flatten=bool(v["flatten"]))
 
-    def values_problem(self, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+    def values_problem(self, values: Mapping[str, Sequence[int | str]]) -> tuple[str, str] | None:
         """Where a setting is below its least (or cannot be computed) at some combination
         of the space's ``values`` it reads (each axis's constant values, and
         ``itemsize``'s): its key and why, the first such, or ``None``.  A name without
@@ -235,15 +235,16 @@ def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, unit: str)
     return value
 
 
-def _values_problem(expr: Expr, values: Mapping[str, Sequence[int]], key: str, unit: str
+def _values_problem(expr: Expr, values: Mapping[str, Sequence[int | str]], key: str, unit: str
                     ) -> str | None:
     """Why ``expr`` (setting ``key``) is below its least (or cannot be computed) at some
     combination of ``values``: the first such, or ``None``; names without values, and
     combinations past :data:`MOST_CHECKED`, are left to the configs' own check."""
     names = sorted(expr.names)
-    if not all(values.get(n) for n in names):
+    numbers = {n: [v for v in values.get(n, ()) if isinstance(v, int)] for n in names}
+    if not all(numbers.values()):
         return None
-    combinations = itertools.product(*(dict.fromkeys(values[n]) for n in names))
+    combinations = itertools.product(*(dict.fromkeys(numbers[n]) for n in names))
     for combination in itertools.islice(combinations, MOST_CHECKED):
         env = dict(zip(names, combination, strict=True))
         try:

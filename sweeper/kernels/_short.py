@@ -238,7 +238,7 @@ class ShortKernel(Kernel):
         return None if self.declared_model is None else self.declared_model(config, facts)
 
     @classmethod
-    def values_problem(cls, values: Mapping[str, Sequence[int]]) -> tuple[str, str] | None:
+    def values_problem(cls, values: Mapping[str, Sequence[int | str]]) -> tuple[str, str] | None:
         """Where a setting of the declared model is below its least at some combination of
         the space's values it reads: its key (``model.streaming.tile``) and why; else what
         the launch says of them, where it can (a ``sweeper.cuda`` launch: an integer

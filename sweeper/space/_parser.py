@@ -354,13 +354,16 @@ class _Parser:
         return values
 
     def fits_kernel(self, axes: list[Axis]) -> None:
-        """The kernel's declaration checked against the axes' constant values and each
-        dtype's ``itemsize`` (``Kernel.values_problem``: each setting of a declared model
-        must be at least its least at each), its error at the option it names."""
-        values = {a.name: [v.constant for v in a.values if type(v.constant) is int]
-                  for a in axes if a.name not in TEXT_AXES}
-        values["itemsize"] = sorted({DTYPES[str(v.constant)] for a in axes
-                                     if a.name == "dtype" for v in a.values})
+        """The kernel's declaration checked against the axes' constant values, each
+        dtype's ``itemsize`` and the dtypes' names (``Kernel.values_problem``: each
+        setting of a declared model must be at least its least at each), its error at the
+        option it names."""
+        values: dict[str, list[int | str]] = {
+            a.name: [v.constant for v in a.values if type(v.constant) is int]
+            for a in axes if a.name not in TEXT_AXES}
+        dtypes = [str(v.constant) for a in axes if a.name == "dtype" for v in a.values]
+        values["itemsize"] = sorted({DTYPES[d] for d in dtypes})
+        values["dtype"] = list(dtypes)
         problem = self.kernel_cls.values_problem(values)
         if problem is not None:
             raise self.error(f"kernel.{problem[0]}", problem[1])
