@@ -182,7 +182,7 @@ def held_choices(space: Space, configs: Configs, key: str, a: str, b: str
     # key's own dimension: a zipped group's other members are as far from its middle row
     # as the first row that holds them
     far[:, d] = 0 if tie is None or not member else np.abs(
-        np.asarray([rest_of.index(i) for i in range(len(rests))])[at[:, d]] - middle_row(tie))
+        np.asarray([rest_of.index(i) for i in range(len(rests))])[at[:, d]] - _middle_row(tie))
     order = np.lexsort((both, *far.T[::-1], far.sum(axis=1)))
     varied = _varied(space, key)
     axes = [ax.name for ax in space.axes if ax.name not in varied]
@@ -201,7 +201,7 @@ def held_choices(space: Space, configs: Configs, key: str, a: str, b: str
         yield {name: values[name] for name in axes}
 
 
-def middle_row(tie: Tie) -> int:
+def _middle_row(tie: Tie) -> int:
     """The place of a zipped group's middle row, as an axis's middle value's."""
     return (len(tie.rows) - 1) // 2
 
@@ -235,7 +235,7 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
                   if ax.name not in varied}
         for tie in space.ties:
             if key not in tie.members and tie.name != key:
-                middle.update(zip(tie.members, tie.rows[middle_row(tie)], strict=True))
+                middle.update(zip(tie.members, tie.rows[_middle_row(tie)], strict=True))
         refused = next((f"{key}={label} with {held_text(middle)} held cannot run: {why}; "
                         for label in (a, b)
                         if isinstance(why := launched(middle, label), str)), "")
