@@ -5,7 +5,9 @@ middle values rule A or B out, the values closest to them with which both can ru
 both configs are verified, then measured in interleaved rounds (A B, B A, ...) in one
 process, and the samples of each are compared: SAME / FASTER / SLOWER / UNCLEAR for
 B against A with the interval of the time ratio, under the same practical threshold as
-``sweeper compare`` (:func:`sweeper.measure.compare_samples`).
+``sweeper compare`` (:func:`sweeper.measure.compare_samples`).  ``KEY`` may name a zipped
+group, A and B two of its rows; an axis zipped in a group is varied by the group's rows
+where no two rows differ in it alone (:func:`zipped_vary`).
 """
 
 from __future__ import annotations
@@ -71,44 +73,80 @@ def held_text(fixed: dict[str, str]) -> str:
 
 def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     """``KEY=A,B`` -> ``(axis, A, B)``, checked against ``space``: a bad key or value
-    raises a SweeperError that lists the axes or the values allowed.  A value holding a
-    comma (``grid=sms,cdiv(n, BLOCK)``) is split at the one comma that leaves two values
-    of the axis."""
+    raises a SweeperError that lists the axes or the values allowed.  ``KEY`` may name a
+    zipped group, whose values are its rows (``tiles=BLOCK_M=64,BLOCK_N=64,BLOCK_M=128,
+    BLOCK_N=128``).  A value holding a comma (``grid=sms,cdiv(n, BLOCK)``) is split at the
+    one comma that leaves two values of the axis."""
     key, sep, values = text.partition("=")
+    key = key.strip()
     pair = [v.strip() for v in values.split(",")] if sep else []
+    groups = {t.name: t for t in space.ties}
+    if not sep:
+        raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
     try:
-        axis = space.axis(key.strip()) if sep else None
+        name, labels = (key, groups[key].labels) if key in groups else \
+            (space.axis(key).name, space.axis(key).labels)
     except KeyError:
-        names = [a.name for a in space.axes]
-        raise SweeperError(f"--vary {text!r}: no axis {key.strip()!r}; axes: "
-                           f"{', '.join(names)}{did_you_mean(key.strip(), names)}") from None
-    if axis is not None and len(pair) > 2:
+        names = [a.name for a in space.axes] + list(groups)
+        raise SweeperError(f"--vary {text!r}: no axis {key!r}; axes: "
+                           f"{', '.join(names)}{did_you_mean(key, names)}") from None
+    if len(pair) > 2:
         splits = [(values[:i].strip(), values[i + 1:].strip())
                   for i, c in enumerate(values) if c == ","]
-        found = [list(s) for s in splits if all(v in axis.labels for v in s)]
+        found = [list(s) for s in splits if all(v in labels for v in s)]
         if len(found) == 1:
             pair = found[0]
-    if axis is None or len(pair) != 2 or not all(pair):
+    if len(pair) != 2 or not all(pair):
         raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
     if pair[0] == pair[1]:
         raise SweeperError(f"--vary {text!r}: A and B are the same value; write two "
                            "different values of one axis")
     for v in pair:
-        if v not in axis.labels:
-            raise SweeperError(f"--vary {text!r}: {v!r} is not a value of {axis.name}; "
-                               f"allowed: {', '.join(axis.labels)}"
-                               f"{did_you_mean(v, axis.labels)}")
-    return axis.name, pair[0], pair[1]
+        if v not in labels:
+            raise SweeperError(f"--vary {text!r}: {v!r} is not a value of {name}; "
+                               f"allowed: {('; ' if key in groups else ', ').join(labels)}"
+                               f"{did_you_mean(v, labels)}")
+    return name, pair[0], pair[1]
+
+
+def zipped_vary(space: Space, key: str, a: str, b: str, vary: str) -> tuple[str, str, str]:
+    """What ``--vary key=a,b`` varies: ``key`` itself where it is zipped in no group, or
+    where two of its group's rows differ in ``key`` alone; else the group, the one row
+    with ``key=a`` against the one with ``key=b`` (its other members moving with it).
+    Where more rows than one hold either, which to compare is ambiguous: a SweeperError
+    that says to vary the group by its name, with its rows."""
+    tie = next((t for t in space.ties if key in t.members), None)
+    if tie is None:
+        return key, a, b
+    k = tie.members.index(key)
+    rows = {v: [r for r in tie.rows if r[k] == v] for v in (a, b)}
+    if {r[:k] + r[k + 1:] for r in rows[a]} & {r[:k] + r[k + 1:] for r in rows[b]}:
+        return key, a, b
+    if len(rows[a]) == len(rows[b]) == 1:
+        return tie.name, tie.label(rows[a][0]), tie.label(rows[b][0])
+    many = next(v for v in (a, b) if len(rows[v]) != 1)
+    raise SweeperError(
+        f"--vary {vary!r}: {key} is zipped in {tie.name}, no two of whose rows differ in "
+        f"{key} alone, and {key}={many} is in {len(rows[many])} of them: "
+        f"vary the group by its name and two rows (--vary '{tie.name}="
+        f"{tie.label(rows[a][0])},{tie.label(rows[b][0])}'); its rows: "
+        f"{'; '.join(tie.labels)}")
+
+
+def _varied(space: Space, key: str) -> set[str]:
+    """The axes that ``--vary key=...`` sets: a zipped group's members, or the one axis."""
+    return next((set(t.members) for t in space.ties if t.name == key), {key})
 
 
 def held_choices(space: Space, configs: Configs, key: str, a: str, b: str
                  ) -> Iterator[dict[str, str]]:
-    """The values every axis but ``key`` may be held at with both ``key=a`` and ``key=b``
-    among ``configs`` (the space's launchable ones), closest to the middle first: by
-    the sum over the other dimensions of how many places their value is from the middle
-    one (``(n - 1) // 2``; a zipped group's middle is its middle row), then dimension by
-    dimension.  The middle values themselves come first where both sides have them;
-    nothing comes where no held values let both be launched."""
+    """The values every axis but ``key`` (a zipped group's members, where ``key`` names the
+    group) may be held at with both ``key=a`` and ``key=b`` among ``configs`` (the space's
+    launchable ones), closest to the middle first: by the sum over the other dimensions of
+    how many places their value is from the middle one (``(n - 1) // 2``; a zipped
+    group's middle is its middle row), then dimension by dimension.  The middle values
+    themselves come first where both sides have them; nothing comes where no held values
+    let both be launched."""
     import numpy as np
 
     names = list(configs.names)
@@ -116,12 +154,15 @@ def held_choices(space: Space, configs: Configs, key: str, a: str, b: str
     ties = {t.name: t for t in space.ties}
     tie = ties.get(names[d])
     # each label of key's dimension: its side (0: A, 1: B, -1: neither) and, for a zipped
-    # group, which values of the group's other members it holds beside key's
+    # group one of whose members is key, which values of the group's other members it
+    # holds beside key's
     rests: list[tuple[str, ...]] = [()]
-    if tie is None:
+    member = tie is not None and key != tie.name
+    if not member:
         side_of = [{a: 0, b: 1}.get(x, -1) for x in configs.labels[d]]
         rest_of = [0] * len(side_of)
     else:
+        assert tie is not None
         k = tie.members.index(key)
         rest_ids: dict[tuple[str, ...], int] = {}
         side_of = [{a: 0, b: 1}.get(row[k], -1) for row in tie.rows]
@@ -140,17 +181,19 @@ def held_choices(space: Space, configs: Configs, key: str, a: str, b: str
     far = np.abs(at - middle)
     # key's own dimension: a zipped group's other members are as far from its middle row
     # as the first row that holds them
-    far[:, d] = 0 if tie is None else np.abs(
-        np.asarray([rest_of.index(i) for i in range(len(rests))])[at[:, d]] - middle_row(tie))
+    far[:, d] = 0 if tie is None or not member else np.abs(
+        np.asarray([rest_of.index(i) for i in range(len(rests))])[at[:, d]] - _middle_row(tie))
     order = np.lexsort((both, *far.T[::-1], far.sum(axis=1)))
-    axes = [ax.name for ax in space.axes if ax.name != key]
+    varied = _varied(space, key)
+    axes = [ax.name for ax in space.axes if ax.name not in varied]
     for row in at[order].tolist():
         values: dict[str, str] = {}
         for name, place in zip(names, row, strict=True):
             group = ties.get(name)
-            if name == names[d] and group is not None:
-                values.update(zip((m for m in group.members if m != key), rests[place],
-                                  strict=True))
+            if name == names[d]:
+                if member and group is not None:
+                    values.update(zip((m for m in group.members if m != key), rests[place],
+                                      strict=True))
             elif group is not None:
                 values.update(zip(group.members, group.rows[place], strict=True))
             elif name != key:
@@ -158,7 +201,7 @@ def held_choices(space: Space, configs: Configs, key: str, a: str, b: str
         yield {name: values[name] for name in axes}
 
 
-def middle_row(tie: Tie) -> int:
+def _middle_row(tie: Tie) -> int:
     """The place of a zipped group's middle row, as an axis's middle value's."""
     return (len(tie.rows) - 1) // 2
 
@@ -168,7 +211,7 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
     """Verify A and B, then time them in ``ROUNDS`` interleaved rounds (A B, B A, ...) with
     every other axis fixed, so drift in clock or temperature falls on both alike; compare
     their samples under ``threshold`` and write the result to ``out`` if given."""
-    key, a, b = parse_vary(vary, space)
+    key, a, b = zipped_vary(space, *parse_vary(vary, space), vary)
     facts = device.facts()
 
     def launched(fixed: dict[str, str], label: str) -> Config | str:
@@ -187,11 +230,12 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
             configs = {label: c for label, c in sides.items() if isinstance(c, Config)}
             break
     else:
+        varied = _varied(space, key)
         middle = {ax.name: ax.labels[(len(ax.labels) - 1) // 2] for ax in space.axes
-                  if ax.name != key}
+                  if ax.name not in varied}
         for tie in space.ties:
-            if key not in tie.members:
-                middle.update(zip(tie.members, tie.rows[middle_row(tie)], strict=True))
+            if key not in tie.members and tie.name != key:
+                middle.update(zip(tie.members, tie.rows[_middle_row(tie)], strict=True))
         refused = next((f"{key}={label} with {held_text(middle)} held cannot run: {why}; "
                         for label in (a, b)
                         if isinstance(why := launched(middle, label), str)), "")

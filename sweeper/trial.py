@@ -321,37 +321,35 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     """Map an exception from compiling or launching to a status and a one-line reason.
     A compile error keeps Triton's message and names the kernel's line at fault
     (:func:`compile_line`), as an interpreted kernel's error names its line
-    (:func:`~sweeper.errors.user_line`)."""
+    (:func:`~sweeper.errors.user_line`).  Every reason, whatever its path, is capped by
+    one rule (:func:`_cut_before`)."""
     import torch
 
     if isinstance(err, ReferenceFailed):
-        return TrialStatus.CRASHED, cut(str(err), REASON_MAX, "…")
+        return TrialStatus.CRASHED, _cut_before(str(err), "")
     names = {cls.__name__ for cls in type(err).__mro__}
     message = getattr(err, "error_message", None)
-    at = ""
+    line: str | None = None
     if names & {"CompilationError"} and isinstance(message, str) and message.strip():
         line = compile_line(err)
         text = f"{type(err).__name__}: {message.strip()}"
-        at = f" (at {line})" if line else ""
     else:
         text = f"{type(err).__name__}: {err}"
-    reason = one_line(text)
-    reason = _CUDA_ADVICE.split(reason, maxsplit=1)[0]     # CUDA's generic advice
+    reason = _CUDA_ADVICE.split(one_line(text), maxsplit=1)[0]     # CUDA's generic advice
+    if "OutOfResources" in names or isinstance(err, torch.cuda.OutOfMemoryError):
+        status = TrialStatus.OUT_OF_RESOURCES
+    elif names & {"CompilationError", "CompileTimeAssertionFailure", "PTXASError"}:
+        status = TrialStatus.COMPILE_ERROR
+    elif "InterpreterError" in names and err.__cause__ is not None:
+        status, line = classify(err.__cause__)[0], user_line(err.__cause__)
+    else:
+        # where the user's own code raised it (a CUDA error surfaces at a later call, not
+        # where it arose: no line for it)
+        status = TrialStatus.CRASHED
+        line = None if "CUDA error" in reason else user_line(err)
     # at most 500 characters, the kernel's line kept whole (Triton's advice on a global
     # that is not a constexpr alone is 400), a cut message ending in "…"
-    reason = _cut_before(reason, at)
-    if "OutOfResources" in names or isinstance(err, torch.cuda.OutOfMemoryError):
-        return TrialStatus.OUT_OF_RESOURCES, reason
-    if names & {"CompilationError", "CompileTimeAssertionFailure", "PTXASError"}:
-        return TrialStatus.COMPILE_ERROR, reason
-    if "InterpreterError" in names and err.__cause__ is not None:
-        line = user_line(err.__cause__)
-        return classify(err.__cause__)[0], f"{reason} (at {line})" if line else reason
-    reason = reason or "".join(traceback.format_exception_only(err)).strip()
-    # where the user's own code raised it (a CUDA error surfaces at a later call, not
-    # where it arose: no line for it)
-    line = None if "CUDA error" in reason else user_line(err)
-    return TrialStatus.CRASHED, _cut_before(reason, f" (at {line})") if line else reason
+    return status, _cut_before(reason, f" (at {line})" if line else "")
 
 
 def _cut_before(message: str, at: str) -> str:

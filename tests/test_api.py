@@ -5,6 +5,7 @@ codes where it cannot be live."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -80,6 +81,12 @@ def test_run_options_are_the_commands(tmp_path):
      "<dict>: params.BLOCK[0]: 300 is not a power of two"),
     ({"kernel": "copy", "params": {"BLOCK": [object()]}}, "<dict>: not YAML data"),
     ("{kernel: copy, params: {BLOK: [256]}}", "<string>:1: params.BLOK: unknown"),
+    # the YAML reader's limits name no line of the YAML the dict was dumped to
+    ({"kernel": "copy", "params": {}, "x": functools.reduce(lambda d, _: {"a": d}, range(150),
+                                                            {})},
+     "<dict>: nested more than 100 levels deep"),
+    ({"kernel": "copy", "params": {}, "x": list(range(30000))},
+     "<dict>: the document grows past 20000 values"),
 ])
 def test_a_bad_space_raises_the_commands_one_line_error_and_writes_nothing(
         tmp_path, space, message):

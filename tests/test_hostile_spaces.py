@@ -34,6 +34,7 @@ from sweeper.errors import SpaceError
 from sweeper.kernels import load_kernel
 from sweeper.plan import make_plan
 from sweeper.space import load_space, parse_space
+from sweeper.space._yaml import MAX_DEPTH, load_with_lines
 from sweeper.study import require_launchable
 from tests.conftest import cpu_alarm
 
@@ -114,9 +115,14 @@ CASES = [
     Case("recursive-alias-list", "kernel: copy\nparams:\n  grid: &g [sms, *g]\n", 3,
          "alias *g is recursive"),
     Case("deep-flow-nesting", "kernel: copy\nparams: " + "[" * 5000 + "]" * 5000 + "\n", 2,
-         "nested more than 100 levels deep", bomb=True),
+         f"brackets nested more than {MAX_DEPTH} levels deep; a space file nests values at "
+         f"most {MAX_DEPTH} deep", bomb=True),
+    Case("flow-nesting-one-past-the-limit", "kernel: copy\nparams: {grid: &g !!seq\n" +
+         "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}\n", 3,
+         f"brackets nested more than {MAX_DEPTH} levels deep"),
     Case("deep-block-nesting", "kernel: copy\nparams:\n" + "".join(
-        "  " * i + f"k{i}:\n" for i in range(1, 300)), 101, "nested more than 100 levels deep"),
+        "  " * i + f"k{i}:\n" for i in range(1, 3 * MAX_DEPTH)), MAX_DEPTH + 1,
+        f"nested more than {MAX_DEPTH} levels deep"),
     Case("alias-too-deep", "kernel: copy\nx: &x " + "[" * 60 + "1" + "]" * 60 + "\ny: " +
          "[" * 45 + "*x" + "]" * 45 + "\nparams: {}\n", 3,
          "alias *x nests the document more than 100 levels deep"),
@@ -425,6 +431,34 @@ def test_bombs_are_refused_within_a_memory_limit(tmp_path):
 
 
 # -- what stays accepted, and how the limits are checked -------------------------------------
+def test_deep_brackets_are_refused_before_the_yaml_parser_runs(monkeypatch):
+    """PyYAML's pure-Python scanner takes time quadratic in the depth of brackets: a scan
+    of the text refuses them first, at the line of the one past the limit."""
+    import sweeper.space._yaml as yaml_module
+
+    def no_parser(*args: object) -> None:
+        raise AssertionError("the YAML parser ran")
+
+    monkeypatch.setattr(yaml_module, "_compose", no_parser)
+    text = "kernel: copy\nparams:\n  grid: " + "[\n" * MAX_DEPTH + "[" + "]" * 5000
+    with pytest.raises(SpaceError) as refused:
+        load_with_lines(text, "deep.yaml")
+    assert str(refused.value).startswith(f"deep.yaml:{MAX_DEPTH + 3}: brackets nested more "
+                                         f"than {MAX_DEPTH} levels deep")
+
+
+def test_brackets_the_scan_does_not_count_leave_a_space_to_the_parser():
+    """Brackets in quoted text, comments, block scalars and plain values, past the limit,
+    are text: the space is read."""
+    deep = "[" * 2 * MAX_DEPTH
+    text = (f"kernel: copy\n# {deep}\nnote: a{deep}\nsource: |\n  {deep}\n  x: 'y\n"
+            f"params: {{grid: ['{deep}', \"{deep}\\\"\", [[sms]]], block: ['it''s']}}  # {deep}\n"
+            f"other: >-\n    {deep}\n")
+    data, _ = load_with_lines(text, "quoted.yaml")
+    assert data["params"]["grid"] == [deep, deep + '"', [["sms"]]]
+    assert data["note"] == "a" + deep and data["other"] == deep
+
+
 def test_utf8_with_bom_and_utf16_files_are_read_as_text(tmp_path):
     text = space()
     for name, data in [("bom.yaml", codecs.BOM_UTF8 + text.encode()),

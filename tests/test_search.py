@@ -1297,6 +1297,49 @@ def test_ab_refuses_only_where_no_held_values_let_both_sides_run(small_space, tm
     assert not (tmp_path / "studies").exists()
 
 
+ZIPPED_AB = """
+    study: zab
+    kernel: copy
+    params:
+      grid: [sms]
+      shape: {zip: {block: [32, 64, 64], BLOCK: [256, 512, 1024]}}
+      dtype: [float32]
+      footprint: [4KiB]
+    measure: {warmup: 1, repeat: 3}
+"""
+
+
+def test_ab_on_a_zipped_member_varies_the_groups_rows_or_says_to_name_the_group(
+        write_space, tmp_path, capsys, monkeypatch):
+    """block=32 and block=64 share no row with the same BLOCK: block=32 has one row, so
+    where block=64 had one too its row is compared whole, BLOCK moving with it; block=64
+    has two rows, so which is ambiguous, and ab says to vary the group by its name, with
+    its rows, which then runs."""
+    monkeypatch.chdir(tmp_path)
+    path = write_space(ZIPPED_AB, "zab.yaml")
+    assert main(["ab", str(path), "--vary", "BLOCK=256,512", "--device", "interpret"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("A/B on shape with grid=sms dtype=float32 footprint=4KiB cache=cold "
+                          "fixed")
+    assert "  shape=block=64,BLOCK=512: median " in out
+    data = json.loads(Path("studies/zab-ab/BLOCK-256-vs-512.json").read_text())
+    assert (data["vary"], data["a"], data["b"]) == ("shape", "block=32,BLOCK=256",
+                                                    "block=64,BLOCK=512")
+    assert main(["ab", str(path), "--vary", "block=32,64", "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: --vary 'block=32,64': block is zipped in shape, no two of whose rows differ "
+        "in block alone, and block=64 is in 2 of them: vary the group by its name "
+        "and two rows (--vary 'shape=block=32,BLOCK=256,block=64,BLOCK=512'); its rows: "
+        "block=32,BLOCK=256; block=64,BLOCK=512; block=64,BLOCK=1024\n")
+    assert main(["ab", str(path), "--vary", "shape=block=32,BLOCK=256,block=64,BLOCK=1024",
+                 "--device", "interpret"]) == 0
+    assert "  shape=block=64,BLOCK=1024: median " in capsys.readouterr().out
+    assert main(["ab", str(path), "--vary", "shape=block=32,BLOCK=256,block=32,BLOCK=512",
+                 "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "sweeper: --vary 'shape=block=32,BLOCK=256,block=32,BLOCK=512': write KEY=A,B")
+
+
 def test_ab_held_values_are_searched_nearest_the_middle_first():
     """The held values both sides can run with, nearest each axis's middle first (a
     zipped group's middle is its middle row); none where no held values let both run."""

@@ -199,34 +199,34 @@ def test_a_machines_finals_overhead_is_measured_from_its_finals():
 def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(monkeypatch):
     """The report a run the budget cuts short writes draws the heatmaps of its trials, not
     the space's: the budget keeps what a report of the maps so far and of one trial more
-    takes (a space of 90 maps kept 8 s on the H200 and left a 12 s run nothing); a map
-    is drawn once two of its cells hold a number (a replay of spaces/matmul.yaml under
-    `--time 20s`, each configs' meta values a map, stopped after 23 configs at 9.2 s)."""
+    takes (a space of 90 maps kept 8 s on the H200 and left a 12 s run nothing), the maps
+    counted by the rule the report draws them by (sweeper.drawn_maps): none for a problem
+    where fewer than two of grid, block and the meta-parameters vary, and a map of one
+    cell is folded, not drawn."""
     now = [100.0]
     monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=100, measured=0, t0=100.0)
     budgets.report_s = lambda maps: 0.4 + 0.5 * maps
-    assert budgets.keep_for_report() == pytest.approx(0.4)   # a trial to come draws no map
+    problem = Problem("float32", 4096, (("n", 1024),))
+
+    def counted(number: int, block: int, meta: int, status=TrialStatus.OK) -> float:
+        ok = status is TrialStatus.OK
+        budgets.counted(TrialRecord(
+            number=number, choice={"grid": "sms", "block": str(block)}, status=status,
+            config=Config(problem=problem, grid=4, block=block, meta={"BLOCK": meta}),
+            samples_ms=[1.0] * 5, stats=summarize([1.0] * 5) if ok else None), None)
+        return budgets.keep_for_report()
+
+    assert budgets.keep_for_report() == pytest.approx(0.4)
     assert budgets.time_left() == pytest.approx(10 - 0.4)
-    one = trial(0, 2.0)
-    budgets.counted(one, None)       # the next may draw its problem's and meta values' maps
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 2)
-    budgets.counted(trial(1, 1.9), None)             # the same problem and meta values
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 2)
-    meta = TrialRecord(number=2, choice={"block": "2"}, status=TrialStatus.OK,
-                       config=Config(problem=one.config.problem, grid=1, block=32,
-                                     meta={"BLOCK": 256}),
-                       samples_ms=[1.0] * 5, stats=summarize([1.0] * 5))
-    budgets.counted(meta, None)      # a new map of the same problem, of one cell: not drawn
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 1))
-    budgets.counted(dataclasses.replace(meta, number=3, choice={"block": "3"}), None)
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 3)   # two: drawn
-    failed = dataclasses.replace(meta, number=4, choice={"block": "4"}, config=Config(
-        problem=one.config.problem, grid=1, block=32, meta={"BLOCK": 512}),
-        status=TrialStatus.CRASHED, stats=None)
-    budgets.counted(failed, None)                     # no number: no cell of any map
-    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 3)
+    assert counted(0, 32, 256) == pytest.approx(0.4)          # nothing varies: no map
+    assert counted(1, 64, 256) == pytest.approx(0.4)          # block alone varies: no map
+    # block and BLOCK vary: the best over BLOCK and BLOCK=256's map are drawn, BLOCK=1024's
+    # (one cell) is folded, and a trial more may draw it
+    assert counted(2, 32, 1024) == pytest.approx(0.4 + 0.5 * (2 + 1))
+    assert counted(3, 64, 1024) == pytest.approx(0.4 + 0.5 * 3)     # its second cell
+    assert counted(4, 32, 512, TrialStatus.CRASHED) == pytest.approx(0.4 + 0.5 * 3)
     now[0] = 110.0 - budgets.keep_for_report() + 0.01
     assert budgets.halted()
     budgets.report_s = None                           # --no-report keeps nothing

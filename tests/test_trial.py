@@ -115,6 +115,28 @@ def test_a_reason_cut_to_its_500_characters_ends_in_an_ellipsis_before_the_line(
                            '* 40))')
 
 
+def test_an_interpreter_error_and_a_crash_with_no_line_are_capped_by_the_same_rule():
+    """The interpreter's error (its cause raised in the user's code) and a crash with no
+    user line keep 500 characters like every other reason, a cut message ending in "…"
+    and the user's line kept whole after it."""
+    interpreter_error = _named("InterpreterError")
+    try:
+        try:
+            raise ValueError("a long message. " * 40)
+        except ValueError as cause:
+            line = cause.__traceback__.tb_lineno if cause.__traceback__ else 0
+            raise interpreter_error("a long message. " * 40) from cause
+    except interpreter_error as caught:
+        status, reason = classify(caught)
+    assert status is TrialStatus.CRASHED and len(reason) == 500
+    assert reason.startswith("InterpreterError: a long message. ")
+    assert reason.endswith(f'… (at test_trial.py:{line}: raise ValueError("a long message. " '
+                           '* 40))')
+
+    status, reason = classify(ValueError("a long message.\n" * 40))   # never raised: no line
+    assert status is TrialStatus.CRASHED and len(reason) == 500 and reason.endswith("…")
+
+
 def _typo_body(x, y, n):  # type: ignore[no-untyped-def]
     import triton.language as tl
 

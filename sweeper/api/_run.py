@@ -115,7 +115,9 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     except SpaceError as err:
         if err.file != DICT:
             raise
-        # a dict has no lines: the line of the YAML it was dumped to would mislead
+        # a dict has no lines: the line of the YAML it was dumped to would mislead (the
+        # parser drops them, but the YAML reader's nesting and size limits and an
+        # extends: error give them)
         raise SpaceError(err.message, file=DICT, path=err.path) from None
     except Aborted as err:
         # raised here, its cause left out: the caller's traceback is its own line, this

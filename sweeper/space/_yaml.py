@@ -10,7 +10,10 @@ order mark, as YAML allows), and the document at most :data:`MAX_NODES` values
 nested at most :data:`MAX_DEPTH` deep, *counting every alias as the copy it
 stands for*.  Sizes are checked while the node tree is composed (an alias is a
 reference there), before anything is expanded, so an alias bomb is refused in
-milliseconds at the line of the alias that crosses the limit.
+milliseconds at the line of the alias that crosses the limit.  Brackets nested
+deeper than that are refused by a scan of the text before any parser sees it
+(:func:`_flow_depth`): PyYAML's pure-Python scanner takes time quadratic in
+their depth.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -86,6 +90,81 @@ def decode_text(data: bytes, file: str) -> str:
         raise SpaceError(f"not text (a NUL byte at offset {nul}); save the space file as UTF-8",
                          file=file, line=data.count(b"\n", 0, nul) + 1)
     return text.removeprefix("\ufeff")
+
+
+#: What the nesting scan stops at: a bracket, a quote, a comment, a block scalar's
+#: indicator.
+_FLOW_MARKS = re.compile(r"[\[\]{}'\"#|>]")
+_QUOTED = {"'": re.compile(r"'(?:[^']|'')*'"), '"': re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)}
+#: What may stand before a value in a flow collection, and in block context.
+_BEFORE_FLOW_VALUE, _BEFORE_BLOCK_VALUE = "[{,:?", ":-?"
+
+
+def _flow_depth(text: str, file: str) -> None:
+    """Refuse brackets (flow collections) nested more than :data:`MAX_DEPTH` deep, at the
+    line of the first that crosses it, in one pass over the text before it is parsed.
+    Each bracket counted is a value the composer counts too, so this refuses nothing the
+    composer would take: quoted text, comments and block scalars are skipped, and a
+    bracket within a plain value in block context (``a[1]``) is not counted (in a flow
+    collection a plain value ends at one).  The scan stops after four times as many marks
+    as the composer takes values, leaving the rest to the composer."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth, pos = 0, 0
+    for _ in range(4 * MAX_NODES):
+        found = _FLOW_MARKS.search(text, pos)
+        if found is None:
+            return
+        mark, at = found.group(), found.start()
+        pos = at + 1
+        if mark in "]}":
+            depth = max(depth - 1, 0)
+        elif mark == "#":
+            if at == 0 or text[at - 1] in " \t\n":
+                pos = _line_end(text, at)
+        elif mark in "[{" and (depth or _starts_value(text, at, depth)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SpaceError(f"brackets nested more than {MAX_DEPTH} levels deep; a space "
+                                 f"file nests values at most {MAX_DEPTH} deep", file=file,
+                                 line=text.count("\n", 0, at) + 1)
+        elif mark in "[{" or not _starts_value(text, at, depth):
+            continue                            # within a plain value
+        elif mark in "'\"":
+            quoted = _QUOTED[mark].match(text, at)
+            if quoted is None:                  # unterminated: the parser says where
+                return
+            pos = quoted.end()
+        elif depth == 0:                        # | or >: skip the block scalar's lines
+            line = text[text.rfind("\n", 0, at) + 1:at]
+            indent = len(line) - len(line.lstrip(" "))
+            pos = _line_end(text, at) + 1
+            while pos < len(text):
+                following = text[pos:_line_end(text, pos)]
+                if following.strip() and len(following) - len(following.lstrip(" ")) <= indent:
+                    break
+                pos += len(following) + 1
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
+
+
+def _starts_value(text: str, at: int, depth: int) -> bool:
+    """Whether ``text[at]`` is the first character of a value, not within a plain one:
+    after what may stand before a value (an anchor or a tag aside), or first on its line
+    in block context."""
+    start = 0 if depth else text.rfind("\n", 0, at) + 1
+    before = text[max(start, at - 80):at].rstrip()
+    while before:
+        if before[-1] in (_BEFORE_FLOW_VALUE if depth else _BEFORE_BLOCK_VALUE):
+            return True
+        word = max(before.rfind(" "), before.rfind("\t"), before.rfind("\n")) + 1
+        if before[word] not in "&!":            # &anchor, !!tag
+            return False
+        before = before[:word].rstrip()
+    return depth == 0 and at - start < 80
 
 
 class _Alias(yaml.Node):
@@ -229,6 +308,7 @@ def _compose(text: str, file: str, kind: type[_Bounded]) -> tuple[Any, _Bounded]
 def load_with_lines(text: str, file: str) -> tuple[Any, dict[str, int]]:
     """Parse ``text``; return ``(data, lines)`` where ``lines[path]`` is 1-based."""
     _printable(text, file)
+    _flow_depth(text, file)
     try:
         try:
             node, loader = _compose(text, file, _FastLoader)
@@ -277,6 +357,7 @@ def _canonical(value: Any) -> Any:
 def load_value(text: str, file: str) -> Any:
     """One value written on the command line (a ``-p`` value between commas), read as a
     space file's values are (``None`` for no text)."""
+    _flow_depth(text, file)
     node, loader = _compose(text, file, _Loader)
     return None if node is None else loader.construct_document(node)
 

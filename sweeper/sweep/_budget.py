@@ -20,6 +20,7 @@ from collections.abc import Callable
 import optuna
 
 from sweeper.ceilings import Ceilings
+from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import one_line
 from sweeper.finals import MIN_ROUNDS, Round, chosen, final_bound_s, problem_of
 from sweeper.measure import Duty
@@ -112,11 +113,10 @@ class Budgets:
         #: kept for in ``outside_s``): the time budget keeps what a report of the trials
         #: so far takes (:meth:`keep_for_report`), not one of the whole space
         self.report_s: Callable[[int], float] | None = None
-        #: the heatmaps a report of the trials so far computes (one per problem and
-        #: meta-parameter values, and one per problem: ``sweeper.plan``'s count), each with
-        #: its cells (grid and block) that hold a number: a map is drawn once it holds two
-        #: (``report.Heatmap.drawn``)
-        self.maps: dict[tuple[object, ...], set[tuple[str | None, str | None]]] = {}
+        #: per problem, its trials that hold a number: the heatmaps a report of them
+        #: draws, by the rule the report draws and ``plan`` prices them by
+        #: (:mod:`sweeper.drawn_maps`)
+        self.maps: dict[ProblemKey, ProblemMaps] = {}
 
     @property
     def trial_s(self) -> float:
@@ -154,32 +154,29 @@ class Budgets:
                              self.finals_overhead_s)
 
     def keep_for_report(self) -> float:
-        """Seconds the time budget keeps for the report: what one of the heatmaps the
-        trials so far draw takes, and of those a trial more may draw: it adds a cell to
-        its problem's map and to its meta-parameter values' map, so it draws at most one
-        of each that holds one cell now (a map of none stays undrawn after one trial, and
-        one drawn already is counted).  A run the budget cuts short draws a few of a
-        space's maps: keeping time for all of them (90 on spaces/matmul-shapes.yaml, 8 s)
-        left a 12 s run on the H200 nothing to measure; and a map holding a number in one
-        cell is not drawn: counting every meta-parameter value measured once, a replay of
-        spaces/matmul.yaml under `--time 20s` stopped after 23 configs and ended at 9.2 s,
-        its report drawing 6 maps.  Two maps more whatever the trials drew kept time for
-        three where the report draws one."""
+        """Seconds the time budget keeps for the report: what the heatmaps the trials so
+        far draw take (:mod:`sweeper.drawn_maps`, the rule the report draws by: a problem
+        where fewer than two of grid, block and the meta-parameters vary keeps none), and
+        those a trial more may draw: it adds a cell to one problem's maps, so it may draw
+        that problem's best-over-meta map where none is drawn, and one meta-parameter
+        values' own map where one is folded or the problem has no own map yet.  A run the
+        budget cuts short draws a few of a space's maps: keeping time for all of them (90
+        on spaces/matmul-shapes.yaml, 8 s) left a 12 s run on the H200 nothing to
+        measure."""
         if self.report_s is None:
             return 0.0
-        drawn = sum(len(cells) >= 2 for cells in self.maps.values())
-        # the maps' keys: (problem,) and (problem, meta values)
-        one_cell = {len(kept) for kept, cells in self.maps.items() if len(cells) == 1}
-        return self.report_s(drawn + len(one_cell))
+        rules = [maps.drawn() for maps in self.maps.values()]
+        more = max(((not rule.best) + (rule.folded > 0 or not rule.own)
+                    for rule in rules if not rule.flat), default=0)
+        return self.report_s(sum(rule.count for rule in rules) + more)
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
         """Count ``record`` (``measured_now``, or found in the journal) towards its
         problem's finals and the report's heatmaps."""
         if record.ok and record.config is not None:
-            key = problem_of(record)
-            cell = (record.choice.get("grid"), record.choice.get("block"))
-            for kept in ((key,), (key, tuple(sorted(record.config.meta.items())))):
-                self.maps.setdefault(kept, set()).add(cell)
+            self.maps.setdefault(problem_of(record), ProblemMaps()).add(
+                tuple(sorted(record.config.meta.items())), record.choice.get("grid"),
+                record.choice.get("block"))
         if measured_now and self._first_s is None:
             self._first_s = record.wall_s
         elif measured_now:
