@@ -193,9 +193,9 @@ def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothi
     assert len(err.splitlines()) == 1 and err.startswith("sweeper: ")
     assert err.startswith("sweeper: studies/s-interpret: cannot resume, its kernel's source "
                           "changed since it was measured (kernel_source: '")
-    assert err.endswith("'); rerun with --force to keep its trials and add new ones (those "
-                        "of the earlier source then choose no winner, and their configs are "
-                        "not measured again), or with --study NEW to measure this source in "
+    assert err.endswith("'); rerun with --force to keep its trials and measure its configs "
+                        "again on this source (those of the earlier source stay in the study "
+                        "but choose no winner), or with --study NEW to measure this source in "
                         "a new study\n")
     assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
     assert main([*run, "--study", "s-new"]) == 0 and (tmp_path / "studies" / "s-new").is_dir()
@@ -204,6 +204,17 @@ def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothi
     assert main(["export", str(study), "-o", str(tmp_path / "t.json")]) == 0
     assert json.loads((tmp_path / "t.json").read_text())["entries"][0]["trial"] == 1
     assert len(json.loads((study / "study.json").read_text())["resumed"]) == 1
+    # a forced resume that measured nothing yet: nothing to export, and what to do
+    journal = study / "trials.jsonl"
+    lines = journal.read_text().splitlines(True)
+    journal.write_text("".join(lines[:[json.loads(x).get("number") for x in lines].index(1)]))
+    capsys.readouterr()
+    assert main(["export", str(study), "-o", str(tmp_path / "u.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: {study}: no successful trial on the kernel's source now to export: 1 "
+        "trial ran on an earlier source, before a resume with --force after the kernel "
+        "changed; run the study again (sweeper run) to measure its configs on this source\n")
+    assert not (tmp_path / "u.json").exists()
 
 
 @pytest.mark.parametrize("damage, says", [
