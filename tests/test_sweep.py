@@ -169,24 +169,34 @@ def test_a_refusal_names_the_space_files_changed_lines():
     assert only.startswith("line 2: 'k1: 1 / k2: 2 / ")
 
 
-def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
-        tmp_path, monkeypatch, capsys):
-    from sweeper.cli import main
-
+def _scale_study(tmp_path, monkeypatch, blocks):
+    """``sweeper run`` of examples/scale.py's kernel, copied as edited_scale.py in
+    ``tmp_path`` (the working folder now), over ``BLOCK: [blocks]`` on the interpreter;
+    and what edits its source (the next run imports it again)."""
     source = (ROOT / "examples" / "scale.py").read_text()
     (tmp_path / "edited_scale.py").write_text(source)
     (tmp_path / "s.yaml").write_text("kernel: edited_scale:scale\nsampler: exhaustive\n"
                                      "params: {grid: [\"cdiv(n, BLOCK)\"], block: [32], "
-                                     "BLOCK: [256], footprint: [4KiB]}\n"
+                                     f"BLOCK: [{blocks}], footprint: [4KiB]}}\n"
                                      "measure: {warmup: 1, repeat: 2}\n")
     monkeypatch.chdir(tmp_path)
-    run = ["run", "s.yaml", "--device", "interpret", "--studies-dir", "studies", "--quiet",
-           "--no-report"]
+
+    def edit():
+        (tmp_path / "edited_scale.py").write_text(source.replace("A = 0.5", "A = 0.25"))
+        monkeypatch.delitem(sys.modules, "edited_scale")
+    return ["run", "s.yaml", "--device", "interpret", "--studies-dir", "studies", "--quiet",
+            "--no-report"], edit
+
+
+def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
+        tmp_path, monkeypatch, capsys):
+    from sweeper.cli import main
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256")
     assert main(run) == 0
     study = tmp_path / "studies" / "s-interpret"
     before = {p: p.read_bytes() for p in study.rglob("*") if p.is_file()}
-    (tmp_path / "edited_scale.py").write_text(source.replace("A = 0.5", "A = 0.25"))
-    monkeypatch.delitem(sys.modules, "edited_scale")
+    edit()
     capsys.readouterr()
     assert main(run) == 2
     err = capsys.readouterr().err
@@ -512,7 +522,12 @@ def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_on
     md = (folder / "report.md").read_text()
     assert "| earlier kernel source | 3 trials measured on an earlier source of the " \
         f"kernel than its source now ({'1' * 16}): no winner" in md
+    assert "; the tables and heatmaps here leave them out (`trials.jsonl` keeps them) |" in md
     assert f"| float32 1GiB cold | {won.number} |" in md
+    # the tables show the trials on the source now: the earlier ones are left out
+    shown = json.loads((folder / "report.json").read_text())
+    assert shown["counts"] == {"ok": len(new)}
+    assert [row["number"] for row in shown["best"]] == [t.number for t in new]
 
 
 def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
@@ -554,6 +569,31 @@ def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
         assert entry["trial"] >= 12 and entry["source_hash"] == "1" * 16
     assert main(run) == 0                   # measured on this source: nothing again
     assert len(StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]) == 24
+
+
+def test_a_resume_forced_after_the_kernel_changed_keeps_time_for_new_finalists_only(
+        tmp_path, monkeypatch):
+    """The time budget of a run of a study forced past a kernel edit keeps time for the
+    finals of the trials on the new source only: the earlier source's enter no final."""
+    from sweeper.cli import main
+    from sweeper.sweep._budget import Budgets
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
+    assert main(run) == 0
+    edit()
+    assert main([*run, "--force"]) == 0
+    journal = tmp_path / "studies" / "s-interpret" / "trials.jsonl"   # its final undone
+    journal.write_text("".join(line for line in journal.read_text().splitlines(True)
+                               if json.loads(line)["kind"] != "final"))
+    noted = []
+    real = Budgets.note
+
+    def spy(self, record, measured_now=False):
+        noted.append(record.number)
+        return real(self, record, measured_now)
+    monkeypatch.setattr(Budgets, "note", spy)
+    assert main([*run, "--time", "10m"]) == 0
+    assert sorted(noted) == [2, 3]
 
 
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(

@@ -308,7 +308,7 @@ class Sweep:
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty, budgets.finals_round = bench.power.finals_duty, bench.round
             budgets.finals_overhead_s = self.finals_overhead_s
-            entrants = self._in_space(trials)
+            entrants = self._in_space(kept)     # finalists on the kernel's source now
             missing = set(Winners.of(self.store).missing(entrants)) if entrants else set()
             for t in entrants:
                 if problem_of(t) in missing:
