@@ -99,8 +99,8 @@ def study_winners(store: Storage) -> StudyWinners:
             raise SweeperError(
                 f"{store.root}: no successful trial on the kernel's source now to export: "
                 f"{counted(len(earlier), 'trial')} ran on an earlier source, before a resume "
-                f"with --force after the kernel changed; measure this source in a new study "
-                f"(--study NEW)")
+                f"with --force after the kernel changed; run the study again (sweeper run) "
+                f"to measure its configs on this source")
         raise SweeperError(f"{store.root}: no successful trial to export")
     return StudyWinners(meta, list(trials), dict(sorted(best.items())), unfinished)
 

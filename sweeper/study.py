@@ -316,9 +316,9 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
                 "space_content:") else c for c in changed]
     source = [c for c in changed if c.startswith("kernel_source:")]
     if source:      # winners come from the new source's trials alone (winners.Sources)
-        ways = (f"rerun with {given('force')} to keep its trials and add new ones (those "
-                "of the earlier source then choose no winner, and their configs are not "
-                f"measured again), or with {given('study', 'NEW')} to measure this source "
+        ways = (f"rerun with {given('force')} to keep its trials and measure its configs "
+                "again on this source (those of the earlier source stay in the study but "
+                f"choose no winner), or with {given('study', 'NEW')} to measure this source "
                 "in a new study")
     why = "its kernel's source changed since it was measured" if source else \
         "it was measured with other settings"

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from sweeper.core._model import BLOCKS, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import ExpressionError, SweeperError, TuningFileError
-from sweeper.kernels import Headline
+from sweeper.kernels import SOURCE_HASH, Headline
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._parser import shown
 from sweeper.store._schema import FORMAT, Record, fields_problem
@@ -64,8 +64,6 @@ LAUNCH_OPTIONS = frozenset({
 #: The names a grid expression binds besides the meta-parameters (and the dimensions):
 #: a meta-parameter of one of these names would take its place.
 GRID_NAMES = frozenset({*LAUNCH_AXES, *PROBLEM_AXES, *FACT_NAMES})
-#: What a kernel's source hash is (:meth:`~sweeper.kernels.Kernel.source_hash`).
-SOURCE_HASH = "[0-9a-f]{16}"
 
 
 def tuning_path(path: str | Path | None = None) -> Path:

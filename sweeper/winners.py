@@ -42,6 +42,9 @@ class Sources:
 
     now: str | None = None
     unnamed: str | None = None
+    #: whether a resume with ``--force`` changed the kernel's source (then a config is
+    #: done only once measured on the source now: a resume measures the others again)
+    changed: bool = False
 
     @classmethod
     def of(cls, meta: StudyMeta) -> Sources:
@@ -55,7 +58,7 @@ class Sources:
         if not changes:
             return cls(now, now)
         before = _SOURCE_CHANGE.match(changes[0])      # else: an earlier one, unknown
-        return cls(now, before.group(1) if before else None)
+        return cls(now, before.group(1) if before else None, changed=True)
 
     def current(self, trial: TrialRecord) -> bool:
         """Whether ``trial`` was measured on the study's source now."""
@@ -65,6 +68,12 @@ class Sources:
         """``trials`` measured on the study's source now: all where every one was, so what
         the winners, the finals and the exports choose from."""
         return [t for t in trials if self.current(t)]
+
+    def done(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+        """``trials`` that leave their config done for a resumed sweep: those measured on
+        the study's source now, and those the constraints ruled out (no source changes
+        that).  A config measured only on an earlier source is measured again."""
+        return [t for t in trials if t.status is TrialStatus.INVALID or self.current(t)]
 
     def earlier(self, trials: Iterable[TrialRecord]) -> int:
         """How many of ``trials`` ran on an earlier source of the kernel (those the

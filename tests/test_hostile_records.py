@@ -91,6 +91,9 @@ HOSTILE: dict[str, tuple[Edit, str]] = {
                         r"trial record: gbps -5.0 is not a finite number >= 0"),
     "a negative whole rate": (lambda d: d.update(gbps=-5),
                               r"trial record: gbps -5 is not a finite number >= 0"),
+    "a source hash that is not one": (lambda d: d.update(source_hash="1111\x1b[2J"),
+                                      r"trial record: source_hash '1111\\x1b\[2J' is not "
+                                      r"a kernel's source hash \(16 hex digits\)"),
 }
 
 

@@ -21,7 +21,7 @@ from sweeper.finals import FinalRecord
 from sweeper.measure import summarize
 from sweeper.space import Problem
 from sweeper.store import BaselineRecord, DriftRecord, DutyRecord, StudyStore
-from sweeper.store._base import Storage, record_key
+from sweeper.store._base import Storage, claim_key, claimed, record_key
 from sweeper.store._claims_file import BUSY_RUN, Claim, busy, worker_taken
 from sweeper.store._open import copy_study, open_storage
 from tests import store_workers
@@ -148,6 +148,32 @@ def test_a_key_recorded_without_a_claim_is_never_claimed(backend):
     store.append(dataclasses.replace(store_workers.fake_trial(key, "run"), number=5))
     store.close()
     assert not fresh(backend).claim(key, "a", 30)
+
+
+def test_a_config_recorded_only_on_an_earlier_kernel_source_is_claimed_on_the_new_one(
+        backend):
+    """A study resumed with ``--force`` after its kernel changed claims configs on the new
+    source (:func:`claim_key` with it): one whose trials all name an earlier source (or
+    none) is claimable, and done once a trial on the new source is recorded; its claim
+    without a source is done as before."""
+    store = make(backend)
+    store.share()
+    first, second = store_workers.keys(2)
+    old, new = "0" * 16, "1" * 16
+    store.append(dataclasses.replace(store_workers.fake_trial(first, "run"), number=0,
+                                     source_hash=old))
+    store.append(dataclasses.replace(store_workers.fake_trial(second, "run"), number=1))
+    assert store.claim(first, "a", 30) is store.claim(second, "a", 30) is Claim.DONE
+    on_new = claim_key(json.loads(first), new)
+    assert claimed(on_new) == (first, new) and claimed(first) == (first, None)
+    assert store.claim(on_new, "a", 30) is Claim.TAKEN
+    assert store.claim(on_new, "b", 30) is Claim.HELD
+    kept = store.record_claimed(on_new, "a", dataclasses.replace(
+        store_workers.fake_trial(first, "a"), source_hash=new))
+    assert kept is not None and kept.number == 2
+    assert store.claim(on_new, "b", 30) is Claim.DONE
+    assert store.claim(claim_key(json.loads(second), new), "b", 30) is Claim.TAKEN
+    assert [t.source_hash for t in fresh(backend).records()[0]] == [old, None, new]
 
 
 def _spawn() -> multiprocessing.context.SpawnContext:

@@ -169,47 +169,62 @@ def test_a_refusal_names_the_space_files_changed_lines():
     assert only.startswith("line 2: 'k1: 1 / k2: 2 / ")
 
 
-def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
-        tmp_path, monkeypatch, capsys):
-    from sweeper.cli import main
-
+def _scale_study(tmp_path, monkeypatch, blocks):
+    """``sweeper run`` of examples/scale.py's kernel, copied as edited_scale.py in
+    ``tmp_path`` (the working folder now), over ``BLOCK: [blocks]`` on the interpreter;
+    and what edits its source (the next run imports it again)."""
     source = (ROOT / "examples" / "scale.py").read_text()
     (tmp_path / "edited_scale.py").write_text(source)
     (tmp_path / "s.yaml").write_text("kernel: edited_scale:scale\nsampler: exhaustive\n"
                                      "params: {grid: [\"cdiv(n, BLOCK)\"], block: [32], "
-                                     "BLOCK: [256], footprint: [4KiB]}\n"
+                                     f"BLOCK: [{blocks}], footprint: [4KiB]}}\n"
                                      "measure: {warmup: 1, repeat: 2}\n")
     monkeypatch.chdir(tmp_path)
-    run = ["run", "s.yaml", "--device", "interpret", "--studies-dir", "studies", "--quiet",
-           "--no-report"]
+
+    def edit():
+        (tmp_path / "edited_scale.py").write_text(source.replace("A = 0.5", "A = 0.25"))
+        monkeypatch.delitem(sys.modules, "edited_scale")
+    return ["run", "s.yaml", "--device", "interpret", "--studies-dir", "studies", "--quiet",
+            "--no-report"], edit
+
+
+def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
+        tmp_path, monkeypatch, capsys):
+    from sweeper.cli import main
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256")
     assert main(run) == 0
     study = tmp_path / "studies" / "s-interpret"
     before = {p: p.read_bytes() for p in study.rglob("*") if p.is_file()}
-    (tmp_path / "edited_scale.py").write_text(source.replace("A = 0.5", "A = 0.25"))
-    monkeypatch.delitem(sys.modules, "edited_scale")
+    edit()
     capsys.readouterr()
     assert main(run) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("sweeper: ")
     assert err.startswith("sweeper: studies/s-interpret: cannot resume, its kernel's source "
                           "changed since it was measured (kernel_source: '")
-    assert err.endswith("'); rerun with --force to keep its trials and add new ones (those "
-                        "of the earlier source then choose no winner, and their configs are "
-                        "not measured again), or with --study NEW to measure this source in "
+    assert err.endswith("'); rerun with --force to keep its trials and measure its configs "
+                        "again on this source (those of the earlier source stay in the study "
+                        "but choose no winner), or with --study NEW to measure this source in "
                         "a new study\n")
     assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
     assert main([*run, "--study", "s-new"]) == 0 and (tmp_path / "studies" / "s-new").is_dir()
     assert main([*run, "--force"]) == 0
-    # its one config was measured on the earlier source: nothing to export, and why
-    capsys.readouterr()
-    assert main(["export", str(study), "-o", str(tmp_path / "t.json")]) == 2
-    err = capsys.readouterr().err
-    assert err == (f"sweeper: {study}: no successful trial on the kernel's source now to "
-                   "export: 1 trial ran on an earlier source, before a resume with --force "
-                   "after the kernel changed; measure this source in a new study "
-                   "(--study NEW)\n")
-    assert not (tmp_path / "t.json").exists()
+    # its one config, measured on the earlier source, is measured again on this one
+    assert main(["export", str(study), "-o", str(tmp_path / "t.json")]) == 0
+    assert json.loads((tmp_path / "t.json").read_text())["entries"][0]["trial"] == 1
     assert len(json.loads((study / "study.json").read_text())["resumed"]) == 1
+    # a forced resume that measured nothing yet: nothing to export, and what to do
+    journal = study / "trials.jsonl"
+    lines = journal.read_text().splitlines(True)
+    journal.write_text("".join(lines[:[json.loads(x).get("number") for x in lines].index(1)]))
+    capsys.readouterr()
+    assert main(["export", str(study), "-o", str(tmp_path / "u.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: {study}: no successful trial on the kernel's source now to export: 1 "
+        "trial ran on an earlier source, before a resume with --force after the kernel "
+        "changed; run the study again (sweeper run) to measure its configs on this source\n")
+    assert not (tmp_path / "u.json").exists()
 
 
 @pytest.mark.parametrize("damage, says", [
@@ -490,10 +505,12 @@ def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_on
     assert exported()["trial"] == best.number                  # never forced: as it was
 
     monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
-    assert main([*run, "--trials", "6", "--force"]) == 0
+    # the trial budget counts the new source's trials: one, the first config measured again
+    assert main([*run, "--trials", "1", "--force"]) == 0
     new = [t for t in StudyStore(folder).records()[0] if t.number > max(
         t.number for t in trials)]
-    assert {t.source_hash for t in new} == {"1" * 16} and len(new) == 3
+    assert {t.source_hash for t in new} == {"1" * 16} and len(new) == 1
+    assert new[0].key() == trials[0].key() and new[0].number == len(trials)
     assert best.stats.median < min(t.stats.median for t in new)   # the old best is faster
     won = min(new, key=lambda t: t.stats.median)     # the old trials have no hash now
     entry = exported()
@@ -505,7 +522,78 @@ def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_on
     md = (folder / "report.md").read_text()
     assert "| earlier kernel source | 3 trials measured on an earlier source of the " \
         f"kernel than its source now ({'1' * 16}): no winner" in md
+    assert "; the tables and heatmaps here leave them out (`trials.jsonl` keeps them) |" in md
     assert f"| float32 1GiB cold | {won.number} |" in md
+    # the tables show the trials on the source now: the earlier ones are left out
+    shown = json.loads((folder / "report.json").read_text())
+    assert shown["counts"] == {"ok": len(new)}
+    assert [row["number"] for row in shown["best"]] == [t.number for t in new]
+
+
+def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
+        tmp_path, monkeypatch, capsys):
+    """A complete exhaustive study resumed with ``--force`` after its kernel's source
+    changed measures every config again on the new source, numbered after the trials it
+    holds (which stay in the journal), and ends with a winner on that source; so does a
+    shared worker (``sweeper worker --force``), whose claims are on the new source."""
+    import shutil
+
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    device = f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}"
+    narrow = ["-p", "BLOCK=1024", "-p", "block=32,64", "--device", device]
+    run = ["run", "spaces/copy.yaml", *narrow, "--studies-dir", str(tmp_path / "run"),
+           "--quiet", "--no-report"]
+    assert main(run) == 0
+    shutil.copytree(tmp_path / "run", tmp_path / "shared")
+    old = StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]
+    assert len(old) == 12 and all(t.ok for t in old)
+
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    capsys.readouterr()
+    assert main([*run, "--force"]) == 0
+    assert "done: 12 measured" in capsys.readouterr().out
+    worker = ["worker", "spaces/copy.yaml", "--study", "copy-fp32-replay", *narrow,
+              "--studies-dir", str(tmp_path / "shared"), "--worker-id", "w", "--force"]
+    assert main(worker) == 0
+    for folder in ("run", "shared"):
+        study = tmp_path / folder / "copy-fp32-replay"
+        trials = StudyStore(study).records()[0]
+        new = trials[12:]
+        assert trials[:12] == old and [t.number for t in new] == list(range(12, 24))
+        assert {t.source_hash for t in new} == {"1" * 16}
+        assert sorted(t.key() for t in new) == sorted(t.key() for t in old)
+        assert main(["export", str(study), "-o", str(tmp_path / "t.json")]) == 0
+        entry = json.loads((tmp_path / "t.json").read_text())["entries"][0]
+        assert entry["trial"] >= 12 and entry["source_hash"] == "1" * 16
+    assert main(run) == 0                   # measured on this source: nothing again
+    assert len(StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]) == 24
+
+
+def test_a_resume_forced_after_the_kernel_changed_keeps_time_for_new_finalists_only(
+        tmp_path, monkeypatch):
+    """The time budget of a run of a study forced past a kernel edit keeps time for the
+    finals of the trials on the new source only: the earlier source's enter no final."""
+    from sweeper.cli import main
+    from sweeper.sweep._budget import Budgets
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
+    assert main(run) == 0
+    edit()
+    assert main([*run, "--force"]) == 0
+    journal = tmp_path / "studies" / "s-interpret" / "trials.jsonl"   # its final undone
+    journal.write_text("".join(line for line in journal.read_text().splitlines(True)
+                               if json.loads(line)["kind"] != "final"))
+    noted = []
+    real = Budgets.note
+
+    def spy(self, record, measured_now=False):
+        noted.append(record.number)
+        return real(self, record, measured_now)
+    monkeypatch.setattr(Budgets, "note", spy)
+    assert main([*run, "--time", "10m"]) == 0
+    assert sorted(noted) == [2, 3]
 
 
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(

@@ -12,6 +12,7 @@ from sweeper import plugins
 from sweeper.core import Config, Dim, Problem
 from sweeper.errors import SweeperError, user_line
 from sweeper.kernels._base import (
+    SOURCE_HASH,
     Buffers,
     CountError,
     Headline,
@@ -102,6 +103,7 @@ def _declared_method(name: str, what: str) -> Any:
 
 __all__ = [
     "BUILTINS",
+    "SOURCE_HASH",
     "Buffers",
     "CountError",
     "Dim",

@@ -71,6 +71,10 @@ class Buffers:
         return self.tensors[name]
 
 
+#: What a kernel's source hash is (:func:`hash_of_source`).
+SOURCE_HASH = "[0-9a-f]{16}"
+
+
 def hash_of_source(source: str) -> str:
     """A kernel's source hash, as a study records it (:meth:`Kernel.source_hash`): 16 hex
     digits of the sha256 of ``source``."""

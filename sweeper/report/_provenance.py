@@ -241,11 +241,12 @@ def _footprint(label: str, ran: pd.DataFrame, story: RunStory) -> str:
 
 def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
                 tied: dict[int, int], metric: str, rate_unit: str, story: RunStory,
-                earlier_source: int = 0) -> list[tuple[str, str]]:
+                earlier_source: int = 0, left_out: bool = False) -> list[tuple[str, str]]:
     """The seed's measurement record: what a reader needs to trust or redo the number.
     ``tied``: per final's winner, how many others were tied with it; ``earlier_source``:
     how many trials ran on an earlier source of the kernel (:class:`~sweeper.winners.Sources`),
-    which no winner is chosen from."""
+    which no winner is chosen from, and which the report's tables leave out where
+    ``left_out`` (trials on the source now are there to show)."""
     env = meta.environment
     conclusion = "; ".join(
         f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {rate_unit} "
@@ -260,7 +261,9 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
         *forced_rows(meta),
         *([("earlier kernel source", f"{counted(earlier_source, 'trial')} measured on an "
             f"earlier source of the kernel than its source now ({meta.kernel_source_hash}): "
-            "no winner, final or export is chosen from them")] if earlier_source else []),
+            "no winner, final or export is chosen from them"
+            + ("; the tables and heatmaps here leave them out (`trials.jsonl` keeps them)"
+               if left_out else ""))] if earlier_source else []),
         ("statistics", story.timer),
         ("stopping rule", story.measurement),
         ("raw samples", "`trials.jsonl` in this folder (every sample of every trial)"

@@ -50,6 +50,7 @@ from sweeper.report._tables import (
     unit,
 )
 from sweeper.store import DriftRecord, DutyRecord, ProblemKey, Storage, StudyMeta
+from sweeper.trial import TrialStatus
 from sweeper.winners import Winners
 
 
@@ -84,8 +85,14 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     (:data:`~sweeper.options.SCALES`); ``shared_scale`` without it: per problem."""
     scale = scale or ("problem" if shared_scale else "study")
     meta = store.study_meta()
-    trials, baselines = store.records()
+    every, baselines = store.records()
     winners = Winners.of(store)            # the newest final of each problem counts
+    # a study resumed with --force after its kernel changed, measured on both sources,
+    # shows the trials of its source now (and the configs the constraints ruled out)
+    earlier = winners.sources.earlier(every)
+    left_out = earlier if any(t.status is not TrialStatus.INVALID and
+                              winners.sources.current(t) for t in every) else 0
+    trials = winners.sources.done(every) if left_out else every
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
     ceilings, meta_names, headline = study_ceilings(meta), meta.meta_axes, Headline(meta.headline)
     df = study_frame(meta, trials)
@@ -133,7 +140,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
                             list(winners.finals.values())),
         footprint=curves, roofline=roof,
         record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
-                           metric, unit(metric), story, winners.sources.earlier(trials)),
+                           metric, unit(metric), story, earlier, left_out=bool(left_out)),
         colour_scale=scale)
 
 

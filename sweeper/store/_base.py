@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,9 +55,21 @@ from sweeper.trial import TrialStatus
 R = TypeVar("R", bound=Record)
 
 
-def claim_key(key: Sequence[str]) -> str:
-    """A config's key (:meth:`TrialRecord.key`) as the text claims are kept under."""
-    return json.dumps(list(key))
+def claim_key(key: Sequence[str], source: str | None = None) -> str:
+    """A config's key (:meth:`TrialRecord.key`) as the text claims are kept under; with
+    ``source`` (a kernel source hash), its claim on that source only: ``<key>@<source>``,
+    done once a trial of the config records that source (a study resumed with
+    ``--force`` after its kernel changed measures again what an earlier source measured)."""
+    return json.dumps(list(key)) + (f"@{source}" if source is not None else "")
+
+
+def claimed(key: str) -> tuple[str, str | None]:
+    """A :func:`claim_key`'s config key (as :func:`record_key` gives a trial's) and
+    source hash (None: any source)."""
+    config, at, source = key.rpartition("@")
+    return (config, source) if at and config.endswith("]") else (key, None)
+
+
 
 
 def record_key(data: dict[str, Any]) -> str | None:
@@ -272,9 +284,17 @@ class Storage(ABC):
         lock, a PostgreSQL transaction): ``get`` a key's :class:`Held`, ``put`` a key to a
         worker, ``finish`` it, ``delete`` it, and whether a worker is ``alive``."""
 
-    @abstractmethod
     def _recorded(self, claims: Any, key: str) -> bool:
-        """Whether a record of ``key`` is kept (within the step ``claims``)."""
+        """Whether a record of ``key`` is kept (within the step ``claims``): of its config,
+        on the kernel source it names if it names one (:func:`claimed`)."""
+        config, source = claimed(key)
+        return any(source is None or data.get("source_hash") == source
+                   for data in self._kept(claims, config))
+
+    @abstractmethod
+    def _kept(self, claims: Any, key: str) -> Iterable[dict[str, Any]]:
+        """The JSON of each record kept under ``key`` (:func:`record_key`), within the
+        step ``claims``."""
 
     @abstractmethod
     def _append_next(self, claims: Any, record: TrialRecord) -> TrialRecord:

@@ -78,7 +78,10 @@ class Ledger:
     def __init__(self, axes: Axes | None = None) -> None:
         self.axes = axes
         self.trials: dict[int, int] = {}                          # number -> line
-        self.configs: dict[tuple[str, ...], tuple[int, int]] = {}  # key -> (number, line)
+        #: (config key, source hash) -> (number, line): each config's first trial on
+        #: each kernel source (a study resumed with ``--force`` after its kernel changed
+        #: measures its configs again on the new one)
+        self.configs: dict[tuple[tuple[str, ...], str | None], tuple[int, int]] = {}
 
     @property
     def axes(self) -> Axes | None:
@@ -105,7 +108,7 @@ class Ledger:
                 problem = choice_problem(data["choice"], self._axes, self._labels)
                 if problem is not None:
                     return f"trial #{number}: {problem}"
-            earlier = self.configs.get(key_of(data["choice"]))
+            earlier = self.configs.get((key_of(data["choice"]), data.get("source_hash")))
             if earlier is not None:
                 return (f"trial #{number} measures the config of trial #{earlier[0]} (line "
                         f"{earlier[1]}) again; the first is kept")
@@ -119,9 +122,12 @@ class Ledger:
     def add(self, data: dict[str, Any], line: int) -> None:
         """Count ``data``, a record :meth:`problem` passed, as the study's line ``line``."""
         if data["kind"] == "trial":
-            self.add_trial(data["number"], key_of(data["choice"]), line)
+            self.add_trial(data["number"], key_of(data["choice"]), line,
+                           data.get("source_hash"))
 
-    def add_trial(self, number: int, key: tuple[str, ...], line: int) -> None:
-        """Count trial ``number`` of the config ``key`` (:func:`key_of`) as line ``line``."""
+    def add_trial(self, number: int, key: tuple[str, ...], line: int,
+                  source: str | None = None) -> None:
+        """Count trial ``number`` of the config ``key`` (:func:`key_of`), measured on the
+        kernel source ``source`` (None: unnamed), as line ``line``."""
         self.trials[number] = line
-        self.configs.setdefault(key, (number, line))
+        self.configs.setdefault((key, source), (number, line))

@@ -352,12 +352,13 @@ class PostgresStore(Storage):
         numbers = [data["number"]] if data["kind"] == "trial" else refs(data) if refs else []
         if numbers:
             at = sa.func.row_number().over(order_by=RECORDS.c.seq).label("at")
-            rows = sa.select(RECORDS.c.kind, RECORDS.c.number, RECORDS.c.key, at).where(
-                RECORDS.c.study == self._name).subquery()
+            rows = sa.select(RECORDS.c.kind, RECORDS.c.number, RECORDS.c.key, RECORDS.c.line,
+                             at).where(RECORDS.c.study == self._name).subquery()
             wanted = rows.c.number.in_(numbers) | (rows.c.key == (record_key(data) or ""))
             for row in c.execute(sa.select(rows).where(rows.c.kind == "trial", wanted)
                                  .order_by(rows.c.at)):
-                ledger.add_trial(row.number, tuple(json.loads(row.key)), row.at)
+                ledger.add_trial(row.number, tuple(json.loads(row.key)), row.at,
+                                 json.loads(row.line).get("source_hash"))
         return ledger
 
     def _scan(self) -> Scan:
@@ -404,10 +405,11 @@ class PostgresStore(Storage):
         with self.engine.begin() as c:
             yield _Claims(self._name, c)
 
-    def _recorded(self, claims: _Claims, key: str) -> bool:
-        """Whether a record of ``key`` is kept."""
-        return claims.c.execute(sa.select(RECORDS.c.seq).where(
-            RECORDS.c.study == self._name, RECORDS.c.key == key).limit(1)).first() is not None
+    def _kept(self, claims: _Claims, key: str) -> Iterator[dict[str, Any]]:
+        """The study's rows of ``key``, read one at a time."""
+        lines = claims.c.execute(sa.select(RECORDS.c.line).where(
+            RECORDS.c.study == self._name, RECORDS.c.key == key).order_by(RECORDS.c.seq))
+        return (json.loads(line) for line in lines.scalars())
 
     def _append_next(self, claims: _Claims, record: TrialRecord) -> TrialRecord:
         """Insert ``record`` under the next free trial number, the study's row held."""

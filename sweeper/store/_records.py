@@ -5,12 +5,13 @@ record is checked, read and written back is in :mod:`sweeper.store._schema`."""
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sweeper.devices._nvml import Window
-from sweeper.kernels import Headline
+from sweeper.kernels import SOURCE_HASH, Headline
 from sweeper.measure import Duty, Flag, Stats, StopReason
 from sweeper.space import Config, Problem
 from sweeper.store._codec import ProblemKey
@@ -131,6 +132,7 @@ class TrialRecord(TrialResult, Record):
     def invariants(data: dict[str, Any]) -> str | None:
         """What readers rely on beyond the field types: labels a space could have given
         (no control character: every table, file and terminal shows them as they are),
+        a source hash a kernel could have (which sources count: :class:`~sweeper.winners.Sources`),
         samples as many as their statistics count, and an ``ok`` trial has a config and
         a median."""
         for axis, label in data["choice"].items():
@@ -138,6 +140,9 @@ class TrialRecord(TrialResult, Record):
                 return f"choice: axis {show(axis)} holds a control character"
             if CONTROL.search(label):
                 return f"choice: {axis} {show(label)} holds a control character"
+        source = data.get("source_hash")
+        if source is not None and not re.fullmatch(SOURCE_HASH, source):
+            return f"source_hash {show(source)} is not a kernel's source hash (16 hex digits)"
         problem = samples_problem(data) or amounts_problem(data, TRIAL_AMOUNTS)
         if problem is None and data["status"] == TrialStatus.OK.value:
             if data.get("config") is None:

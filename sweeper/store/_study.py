@@ -222,9 +222,10 @@ class StudyStore(Storage):
         with self._lock.held():
             yield ClaimsFile(self.root, self._workers)
 
-    def _recorded(self, claims: ClaimsFile, key: str) -> bool:
-        """Whether the journal keeps a record of ``key``."""
-        return any(record_key(d) == key for d in scan(self.journal_path, self._axes()).records)
+    def _kept(self, claims: ClaimsFile, key: str) -> Iterator[dict[str, Any]]:
+        """The journal's records of ``key``."""
+        return (d for d in scan(self.journal_path, self._axes()).records
+                if record_key(d) == key)
 
     def _append_next(self, claims: ClaimsFile, record: TrialRecord) -> TrialRecord:
         """Append ``record`` under the next trial number the journal has not recorded."""

@@ -52,11 +52,15 @@ class Claims:
         #: how long to wait between two asks for the configs other workers hold
         self.poll_s = min(POLL_S, lease_s / 3)
         self._beats: dict[str, tuple[threading.Event, threading.Thread]] = {}
+        #: the kernel source a config is claimed on where a resume with ``--force``
+        #: changed it (a config measured only on an earlier one is claimable again);
+        #: None: a config recorded on any source is done (:func:`claim_key`)
+        self.source: str | None = None
 
     def take(self, key: tuple[str, ...]) -> Claim:
         """Claim ``key`` and keep it alive until :meth:`keep` (TAKEN); or why not: another
         worker recorded it (DONE) or holds it alive (HELD)."""
-        text = claim_key(key)
+        text = claim_key(key, self.source)
         got = self.store.claim(text, self.worker_id, self.lease_s)
         if got is not Claim.TAKEN:
             return got
@@ -71,7 +75,7 @@ class Claims:
     def keep(self, key: tuple[str, ...], record: TrialRecord) -> TrialRecord | None:
         """Record ``record`` through the claim (numbered by the store); None where the claim
         was lost (this worker stalled past its lease and another took the config)."""
-        text = claim_key(key)
+        text = claim_key(key, self.source)
         beat = self._beats.pop(text, None)
         if beat is not None:            # its heartbeat ends first
             beat[0].set()

@@ -71,7 +71,7 @@ from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
 from sweeper.sweep._timing import Timeline
 from sweeper.sweep._workers import AskedAhead, InlineWorker, Job, Outcome, Worker, Workers
 from sweeper.trial import TrialStatus, trials_counted
-from sweeper.winners import Winners
+from sweeper.winners import Sources, Winners
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,9 @@ class Run:
     #: configs another live worker holds (shared sweeps only), by key: measured by this
     #: one if their holder lets them go unrecorded (:meth:`Sweep._take_over`)
     held: dict[tuple[str, ...], Held] = field(default_factory=dict)
+    #: the study's trials measured on an earlier kernel source, which its trial budget
+    #: does not count (:class:`~sweeper.winners.Sources`)
+    earlier: int = 0
 
 
 class Sweep:
@@ -211,7 +214,8 @@ class Sweep:
         """Measure what the sampler proposes until a budget stops the sweep, then measure
         the baseline again (drift) and run the finals of each problem without a winner
         (with worker processes: in them, on every GPU left at once, before they close).  Every
-        trial is journaled as soon as it is measured; a resume measures none again."""
+        trial is journaled as soon as it is measured; a resume measures none again, but for
+        those measured on an earlier kernel source (:meth:`~sweeper.winners.Sources.done`)."""
         t0 = time.perf_counter()
         try:
             run = self._start(t0)       # failing, it too ends the bar, closes the store
@@ -279,9 +283,15 @@ class Sweep:
                                                    self.priors)
         self.sampling = None
         valid, guessed = sampling.valid, sampling.guesses
-        summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(trials))
-        study, dists = rebuild_study(self.space, sampling.sampler, trials)
-        done = {t.key(): t for t in trials}
+        # a config measured only on an earlier kernel source (a resume with --force after
+        # an edit) is not done: it is proposed, counted and measured again on this one
+        sources = Sources.of(self.store.study_meta())
+        kept = sources.done(trials)
+        if self.claims is not None and sources.changed:
+            self.claims.source = sources.now
+        summary = SweepSummary(resumed=len(trials), trials=list(trials), best=best_of(kept))
+        study, dists = rebuild_study(self.space, sampling.sampler, kept)
+        done = {t.key(): t for t in kept}
         number = max((t.number for t in trials), default=-1) + 1
         if self.sampler_caps.records_invalid:
             with bulk():                    # a space of 10⁶ configs may rule out 10⁵
@@ -298,7 +308,7 @@ class Sweep:
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty, budgets.finals_round = bench.power.finals_duty, bench.round
             budgets.finals_overhead_s = self.finals_overhead_s
-            entrants = self._in_space(trials)
+            entrants = self._in_space(kept)     # finalists on the kernel's source now
             missing = set(Winners.of(self.store).missing(entrants)) if entrants else set()
             for t in entrants:
                 if problem_of(t) in missing:
@@ -325,7 +335,7 @@ class Sweep:
                         defer=self.processes and self.claims is None)
         asked = AskedAhead(self.ask_ahead)
         return Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
-                    outbox, ahead, asked=asked)
+                    outbox, ahead, asked=asked, earlier=sources.earlier(trials))
 
     def _plan(self, sampler: object) -> PlannedSampler | None:
         """The sampler, where its factory declares a plan (``plans``; checked when it was
@@ -458,7 +468,7 @@ class Sweep:
             run.budgets.held = len(run.held)
             if self.claims is not None and self.max_trials is not None:
                 # the study's trial budget is shared: every worker's trials count
-                run.budgets.recorded = self.store.trials_counted()
+                run.budgets.recorded = self.store.trials_counted() - run.earlier
             stopped_by = run.budgets.stopped_by(run.study, run.summary.best)
             if stopped_by == COMPLETE and run.held:
                 return self._take_over(run)
