@@ -1301,3 +1301,28 @@ def test_plan_refuses_a_changed_study_as_run_does_and_force_plans_the_resume(
     assert "would measure 0 on Triton interpreter (CPU); the study in st/tiny-interpret " \
         "keeps 8 trials, not measured again\n  (--force: the study was measured with other " \
         "settings, space_content; the run adds to it)\n" in out
+
+
+def test_plan_measures_again_what_ran_on_a_kernel_source_before_a_forced_resume(
+        small_space, tmp_path, monkeypatch, capsys):
+    """A study resumed with --force after its kernel changed measures again the configs
+    measured on the earlier source (winners.Sources.done); plan's estimate counts them as
+    to measure, where it said they were kept."""
+    monkeypatch.chdir(tmp_path)
+    studies = ["--device", "interpret", "--studies-dir", "st"]
+    assert main(["run", str(small_space), *studies, "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(small_space), *studies]) == 0
+    assert "keeps 8 trials, not measured again" in capsys.readouterr().out
+    meta_path = tmp_path / "st" / "tiny-interpret" / "study.json"
+    meta = json.loads(meta_path.read_text())
+    before = meta["kernel_source_hash"]
+    meta["kernel_source_hash"] = "f" * 16           # as a forced resume after an edit
+    meta["forced"] = [{"when": "2026-01-01T00:00:00+00:00",
+                       "changed": [f"kernel_source: '{before}' -> '{'f' * 16}'"]}]
+    meta_path.write_text(json.dumps(meta))
+    assert main(["plan", str(small_space), *studies]) == 0
+    out = capsys.readouterr().out
+    # the six measured are measured again; the two the constraints ruled out stay so
+    assert "would measure 6 on Triton interpreter (CPU); the study in st/tiny-interpret " \
+        "keeps 2 trials, not measured again" in out

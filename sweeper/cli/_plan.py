@@ -95,9 +95,10 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
              ) -> tuple[Any, list[Any], list[str]]:
     """The study this space runs into under ``--studies-dir`` (None where it cannot be
     read), the trials it keeps, which a ``run`` would resume from: its estimate
-    measures none of them again, as the run's own does, and what differs from the
-    settings it was measured with (``--force``).  Where they differ without
-    ``--force``, run's refusal (a StudyError): the run would measure nothing."""
+    measures none of them again, as the run's own does (those of a kernel source before a
+    resume with ``--force`` it does: :meth:`~sweeper.winners.Sources.done`), and what
+    differs from the settings it was measured with (``--force``).  Where they differ
+    without ``--force``, run's refusal (a StudyError): the run would measure nothing."""
     from sweeper.errors import SweeperError
     from sweeper.options import study_folder
     from sweeper.store import StudyStore
@@ -106,9 +107,10 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     store = StudyStore(study_folder(args.studies_dir, study_name(space, device)))
     if not store.exists():
         return store, [], []
+    from sweeper.winners import Sources
+
     try:
-        kept = store.records()[0]
-        store.meta()
+        kept = Sources.of(store.study_meta()).done(store.records()[0])
     except SweeperError:       # unreadable: the run will say why
         return None, [], []
     return store, kept, planned_resume(store, space, device, args.force)
