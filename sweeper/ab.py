@@ -97,6 +97,9 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
         if len(found) == 1:
             pair = found[0]
     if len(pair) != 2 or not all(pair):
+        if key in groups and values.strip():      # rows hold commas: split as no two rows
+            raise SweeperError(f"--vary {text!r}: {values.strip()!r} is not two rows of "
+                               f"{name}; allowed: two of its rows, {'; '.join(labels)}")
         raise SweeperError(f"--vary {text!r}: write KEY=A,B (two values of one axis)")
     if pair[0] == pair[1]:
         raise SweeperError(f"--vary {text!r}: A and B are the same value; write two "

@@ -1336,8 +1336,10 @@ def test_ab_on_a_zipped_member_varies_the_groups_rows_or_says_to_name_the_group(
     assert "  shape=block=64,BLOCK=1024: median " in capsys.readouterr().out
     assert main(["ab", str(path), "--vary", "shape=block=32,BLOCK=256,block=32,BLOCK=512",
                  "--device", "interpret"]) == 2
-    assert capsys.readouterr().err.startswith(
-        "sweeper: --vary 'shape=block=32,BLOCK=256,block=32,BLOCK=512': write KEY=A,B")
+    assert capsys.readouterr().err == (
+        "sweeper: --vary 'shape=block=32,BLOCK=256,block=32,BLOCK=512': "
+        "'block=32,BLOCK=256,block=32,BLOCK=512' is not two rows of shape; allowed: two of "
+        "its rows, block=32,BLOCK=256; block=64,BLOCK=512; block=64,BLOCK=1024\n")
 
 
 def test_ab_held_values_are_searched_nearest_the_middle_first():
