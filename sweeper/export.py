@@ -85,7 +85,8 @@ def study_winners(store: Storage) -> StudyWinners:
     successful such trial is refused."""
     meta = store.study_meta()
     winners = Winners.of(store)
-    trials = winners.sources.measured_now(store.records()[0])
+    recorded = store.records()[0]
+    trials = winners.sources.measured_now(recorded)
     picks = winners.picks(trials)
     unfinished = set(winners.missing(trials)) if meta.finals else set()
     best: dict[ProblemKey, Pick] = {}
@@ -94,7 +95,7 @@ def study_winners(store: Storage) -> StudyWinners:
         if key.cache == "cold" or plain not in best:
             best[plain] = pick
     if not best:
-        earlier = [t for t in store.records()[0] if t.ok and not winners.sources.current(t)]
+        earlier = [t for t in recorded if t.ok and not winners.sources.current(t)]
         if earlier:
             raise SweeperError(
                 f"{store.root}: no successful trial on the kernel's source now to export: "

@@ -31,6 +31,13 @@ UNFINISHED = ("its interleaved final has not run over its fastest configs yet (a
 _SOURCE_CHANGE = re.compile(f"kernel_source: '({SOURCE_HASH})' -> ")
 
 
+def source_changes(meta: StudyMeta) -> list[str]:
+    """The changes of the kernel's source that resumes with ``--force`` recorded in
+    ``meta``'s ``forced`` entries (``kernel_source: 'OLD' -> 'NEW'``), first to last."""
+    return [str(c) for entry in meta.forced if isinstance(entry.get("changed"), list)
+            for c in entry["changed"] if str(c).startswith("kernel_source:")]
+
+
 @dataclass(frozen=True)
 class Sources:
     """Which of a study's trials were measured on the kernel source it has now (its
@@ -53,8 +60,7 @@ class Sources:
         now = meta.kernel_source_hash
         if not isinstance(now, str) or not re.fullmatch(SOURCE_HASH, now):
             return cls()
-        changes = [str(c) for entry in meta.forced if isinstance(entry.get("changed"), list)
-                   for c in entry["changed"] if str(c).startswith("kernel_source:")]
+        changes = source_changes(meta)
         if not changes:
             return cls(now, now)
         before = _SOURCE_CHANGE.match(changes[0])      # else: an earlier one, unknown

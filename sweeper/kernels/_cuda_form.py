@@ -420,11 +420,11 @@ def _entry_in_source(path: Path, entry: str, template: str | None,
     except OSError:
         return None                     # the source option says why
     if not re.search(rf"\b{re.escape(entry)}\b", text):
-        defined = sorted(set(GLOBAL.findall(text)))
+        functions = sorted(set(GLOBAL.findall(text)))
         return "entry", (
             f"no function {entry!r} in {path.name} or the files it includes; allowed: " +
-            (f"one of its __global__ functions: {', '.join(defined)}" if defined else
-             "a __global__ function of the file") + did_you_mean(entry, defined))
+            (f"one of its __global__ functions: {', '.join(functions)}" if functions else
+             "a __global__ function of the file") + did_you_mean(entry, functions))
     instantiated = template.split("<", 1)[0].strip().split("::")[-1] if template else entry
     if instantiated != entry:
         arguments = ", ".join(template_arguments(template or ""))

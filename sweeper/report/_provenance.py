@@ -17,6 +17,7 @@ from sweeper.core._units import counted
 from sweeper.space import format_size, parse_size
 from sweeper.store import StudyMeta, TrialRecord
 from sweeper.trial import TrialStatus
+from sweeper.winners import source_changes
 
 CI_TEXT = "95% CI of the median from order statistics; outliers outside 1.5×IQR counted, " \
           "not dropped"
@@ -181,16 +182,13 @@ def factors(meta: StudyMeta, df: pd.DataFrame, story: RunStory,
     fixed = [(name, shown[name]) for name, labels in axes.items() if len(labels) == 1]
     sampler = samplers[0].text() if samplers else \
         f"{meta.sampler.get('name', '?')}, seed {meta.sampler.get('seed', 0)}"
+    forced = " (a resume with --force changed it)"
     if len(samplers) > 1:
         varied.append(("sampler", "; ".join(
-            f"{s.text()}: {counted(s.trials, 'trial')}" for s in samplers) +
-            " (a resume with --force changed it)"))
+            f"{s.text()}: {counted(s.trials, 'trial')}" for s in samplers) + forced))
     env = meta.environment
-    forced = " (a resume with --force changed it)"
     kernel = ("kernel", f"{meta.kernel} (source {fp.get('kernel_source', '–')})")
-    changes = [c for entry in meta.forced if isinstance(entry.get("changed"), list)
-               for c in entry["changed"]]
-    source_changed = any(str(c).startswith("kernel_source:") for c in changes)
+    source_changed = bool(source_changes(meta))
     software = software_record(meta)
     software_changed = "; before: " in software
     if source_changed:

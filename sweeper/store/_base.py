@@ -70,8 +70,6 @@ def claimed(key: str) -> tuple[str, str | None]:
     return (config, source) if at and config.endswith("]") else (key, None)
 
 
-
-
 def record_key(data: dict[str, Any]) -> str | None:
     """The key a record's JSON is kept once under: a trial's claim key, or
     ``baseline:<problem>`` for a baseline; None for other kinds."""
