@@ -138,13 +138,19 @@ def fingerprint(space: Space, kernel: Kernel, device: Device,
 def planned_fingerprint(space: Space, device: Device) -> dict[str, str]:
     """The entries of :func:`fingerprint` that ``plan`` tells without importing torch,
     triton or the kernel: the device, its GPU (unless plan assumed one), the kernel's
-    name, the space's content, sweeper's version and the environment variables.  The
-    run compares the kernel's source and the libraries' versions too."""
+    name, the space's content, sweeper's version, the environment variables, and the
+    kernel's source where its module's text tells it (:func:`source_hash_unrun`: a
+    ``@sweeper.kernel`` function's).  The run compares the libraries' versions too, and
+    every kernel's source."""
     from sweeper._version import __version__
+    from sweeper.kernels import source_hash_unrun
 
     out = {"device": device.name, "kernel": space.kernel,
            "space_content": space.content_sha256, "sweeper": __version__,
            "env": _env_text(recorded_env())}
+    source = source_hash_unrun(space.kernel)
+    if source is not None:
+        out["kernel_source"] = source
     if not device.assumed:
         out["gpu"] = device.facts().name
     return out

@@ -188,6 +188,34 @@ def _scale_study(tmp_path, monkeypatch, blocks):
             "--no-report"], edit
 
 
+def test_plan_sees_a_kernel_source_edit_before_the_forced_resume(tmp_path, monkeypatch,
+                                                                  capsys):
+    """plan reads a ``@sweeper.kernel`` module's text (never running it), so an edit of the
+    kernel since its study was measured is seen before the run: without --force plan
+    refuses with run's own line, and with --force it counts the configs measured on the
+    earlier source as to measure, as the forced run measures them again."""
+    from sweeper.cli import main
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
+    assert main(run) == 0
+    plan = ["plan", *run[1:run.index("--quiet")]]
+    capsys.readouterr()
+    assert main(plan) == 0
+    assert "would measure 0 " in capsys.readouterr().out
+    edit()
+    refused = []
+    for command in (plan, run):
+        assert main(command) == 2
+        captured = capsys.readouterr()
+        refused.append(captured.err)
+        assert command is run or "edited_scale" not in sys.modules   # plan ran none of it
+    assert refused[0] == refused[1] and "its kernel's source changed" in refused[0]
+    assert main([*plan, "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "would measure 2 on Triton interpreter (CPU)\n  (--force: the study was measured " \
+        "with other settings, kernel_source; the run adds to it)\n" in out
+
+
 def test_resume_after_the_kernel_source_changed_says_what_to_do_and_writes_nothing(
         tmp_path, monkeypatch, capsys):
     from sweeper.cli import main

@@ -6,6 +6,7 @@ no user kernel, ``kernels`` only the installed or named ones."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from sweeper.cli._inputs import space_source
@@ -100,6 +101,7 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     differs from the settings it was measured with (``--force``).  Where they differ
     without ``--force``, run's refusal (a StudyError): the run would measure nothing."""
     from sweeper.errors import SweeperError
+    from sweeper.kernels import source_hash_unrun
     from sweeper.options import study_folder
     from sweeper.store import StudyStore
     from sweeper.study import planned_resume, study_name
@@ -110,10 +112,17 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     from sweeper.winners import Sources
 
     try:
-        kept = Sources.of(store.study_meta()).done(store.records()[0])
+        sources = Sources.of(store.study_meta())
+        records = store.records()[0]
     except SweeperError:       # unreadable: the run will say why
         return None, [], []
-    return store, kept, planned_resume(store, space, device, args.force)
+    changed = planned_resume(store, space, device, args.force)
+    source = source_hash_unrun(space.kernel)
+    if source is not None and sources.now not in (None, source):
+        # the forced resume makes the edited source the study's: what ran on the one
+        # before is measured again
+        sources = dataclasses.replace(sources, now=source, changed=True)
+    return store, sources.done(records), changed
 
 
 def _last_run(store: Any) -> Any:

@@ -67,6 +67,22 @@ def source_hash_now(name: str) -> str | None:
     return module_source_hash(found.target)
 
 
+def source_hash_unrun(name: str) -> str | None:
+    """Kernel ``name``'s source hash as a study of it records it, where that can be told
+    from its module's text alone, importing and running nothing (``sweeper plan``): a
+    function its module declares with ``@sweeper.kernel(...)``
+    (:func:`~sweeper.kernels._unimported.module_source_hash`).  ``None`` for a built-in
+    (its source changes only with sweeper's, which a study's fingerprint names apart) and
+    for any kernel whose hash needs its code run."""
+    from sweeper.kernels._unimported import module_source_hash
+
+    try:
+        found = plugins.find(plugins.KERNEL, name)
+    except SweeperError:
+        return None
+    return None if found.builtin else module_source_hash(found.target)
+
+
 def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
     """Built-in kernel ``name``'s bytes moved per problem, for ``plan``: from its
     declaration, where it is a class method, so no torch is imported; None where only an
@@ -119,4 +135,5 @@ __all__ = [
     "kernel_class",
     "load_kernel",
     "source_hash_now",
+    "source_hash_unrun",
 ]
