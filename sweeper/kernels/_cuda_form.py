@@ -46,7 +46,7 @@ from sweeper.kernels._cuda_spec import (
 from sweeper.kernels._model_form import read_model
 from sweeper.kernels._short import _count
 from sweeper.kernels._short_form import Declaration, _counted
-from sweeper.kernels._tensors import tensor_spec
+from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
 
 #: A ``__global__`` function's name, for the list of those a file declares.
 GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?"
@@ -363,24 +363,22 @@ def _check_tensors(options: Mapping[str, str], inputs: Mapping[str, Any],
     """The ``inputs`` and ``outputs`` options (and ``footprint_bytes`` where the dimensions
     are not one ``n``) as the space writes them: an :class:`OptionError` at the tensor
     that is wrong, in the space's words (the Python form's are ``sweeper.kernel``'s)."""
-    shaped = [("inputs", inputs), ("outputs", outputs if isinstance(outputs, dict) else {})]
-    for key, tensors in shaped:
-        for name, raw in tensors.items():
-            where = f"{key}.{name}"
-            try:
-                tensor_spec("cuda", where, raw, tuple(dims))
-            except SweeperError as err:
-                raise OptionError(where, str(err).removeprefix(f"kernel cuda: {where}: ")
-                                  ) from None
-            if key == "outputs" and name in inputs:
-                raise OptionError(where, f"{name!r} is an input too; allowed: an input "
-                                  f"written in place, named and not shaped (outputs: [{name}]),"
-                                  " or a new output of another name")
-    for name in outputs if isinstance(outputs, list) else ():
-        if name not in inputs:
-            raise OptionError("outputs", f"{name!r} is no input (inputs: {', '.join(inputs)})"
-                              "; allowed: the inputs written in place, or new outputs by "
-                              f"shape ({{{name}: n}})")
+    def spec(where: str, raw: Any) -> TensorSpec:
+        try:
+            return tensor_spec("cuda", where, raw, tuple(dims))
+        except SweeperError as err:
+            raise OptionError(where, str(err).removeprefix(f"kernel cuda: {where}: ")) from None
+
+    for name, raw in inputs.items():
+        spec(f"inputs.{name}", raw)
+    output_specs(
+        outputs, inputs, lambda name, raw: spec(f"outputs.{name}", raw),
+        shaped_input=lambda name: OptionError(
+            f"outputs.{name}", f"{name!r} is an input too; allowed: an input written in place, "
+            f"named and not shaped (outputs: [{name}]), or a new output of another name"),
+        not_input=lambda name: OptionError(
+            "outputs", f"{name!r} is no input (inputs: {', '.join(inputs)}); allowed: the "
+            f"inputs written in place, or new outputs by shape ({{{name}: n}})"))
     if list(dims) != ["n"] and "footprint_bytes" not in options:
         raise OptionError("dims", "dimensions other than n need footprint_bytes, the bytes a "
                           f"problem is named by, over {', '.join(dims)} and itemsize (the "
