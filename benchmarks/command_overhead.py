@@ -91,7 +91,7 @@ for cfg in configs:
     if not warm or sum(warm) < {warmup_time!r} * 1e3:
         take(0, {warmup} - len(warm))
     # the sweep's sampling: the stopping rule, and early abandonment by the same rule
-    timing = sample_until(take, rule, abandon=abandon_rule(best[0], best[1], abandon)
+    timing = sample_until(take, rule, abandon=abandon_rule(best[1], abandon)
                           if abandon and best is not None else None)
     taken += len(timing.samples)
     if timing.abandoned:

@@ -18,8 +18,9 @@ triton, optuna or pandas is imported until a command needs them
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sweeper._lazy import lazy
 from sweeper._version import __version__
 from sweeper.errors import SpaceError, SweeperError
 
@@ -36,14 +37,7 @@ _LAZY = {"TunedConfig": "sweeper.export", "tuned": "sweeper.export",
          "load_study": "sweeper.api", "Study": "sweeper.api"}
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'sweeper' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value             # looked up once
-    return value
+__getattr__ = lazy(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

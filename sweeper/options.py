@@ -33,18 +33,6 @@ def digits(text: str) -> int | None:
         return None
 
 
-def whole_number(text: str) -> int:
-    """An option's count: a whole number >= 1."""
-    return _at_least_one(digits(text), repr(text[:40]))
-
-
-def _at_least_one(number: int | None, shown: str) -> int:
-    """``number`` where it is a whole number >= 1, else refused quoting ``shown``."""
-    if number is None or number < 1:
-        raise OptionValueError(f"{shown} is not a whole number >= 1")
-    return number
-
-
 def trial_budget(text: str) -> int:
     """A budget of trials, as the command's text: a whole number from 1 to
     :data:`MAX_TRIALS`."""
@@ -55,7 +43,8 @@ def trials_within(number: int | None, shown: str) -> int:
     """``number`` (None: not a whole number) as a budget of trials, from 1 to
     :data:`MAX_TRIALS`; refused quoting ``shown``, the value as its caller gave it (the
     command's text ``'0'``, the API's number ``0``)."""
-    number = _at_least_one(number, shown)
+    if number is None or number < 1:
+        raise OptionValueError(f"{shown} is not a whole number >= 1")
     if number > MAX_TRIALS:
         raise OptionValueError(f"{shown} is more trials than {MAX_TRIALS:,}; allowed: "
                                f"a whole number from 1 to {MAX_TRIALS:,}")
@@ -172,8 +161,7 @@ def study_folder(studies_dir: str, name: str, keyword: str = "studies_dir") -> P
 
 
 __all__ = ["OptionValueError", "check_study_name", "digits", "gpu_list", "seconds",
-           "study_folder", "trial_budget", "trials_within", "whole_number",
-           "worker_name"]
+           "study_folder", "trial_budget", "trials_within", "worker_name"]
 
 
 

@@ -114,8 +114,7 @@ class TrialResult:
 LAUNCH_BOUND_FACTOR = 5
 
 
-def abandon_rule(best_ms: float, best_ci_hi_ms: float, factor: float
-                 ) -> Callable[[list[float]], str | None]:
+def abandon_rule(best_ci_hi_ms: float, factor: float) -> Callable[[list[float]], str | None]:
     """Stop sampling a config whose median's CI lies above ``factor`` x the best's CI."""
     limit = factor * best_ci_hi_ms
 
@@ -162,7 +161,7 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
             return TrialResult(TrialStatus.WRONG_ANSWER, wrong, cold_s=cold_s,
                                seconds=dict(spent))
         rotation = Rotation(kernel, sets, config)
-        abandon = abandon_rule(best[0], best[1], measure.abandon) \
+        abandon = abandon_rule(best[1], measure.abandon) \
             if measure.abandon and best is not None else None
         measured = device.measure(rotation, warmup=measure.warmup, rule=measure.rule(),
                                   flush=config.cache == "cold", batch=measure.batch,

@@ -19,7 +19,7 @@ from sweeper.measure import Stop, StopReason
 from sweeper.samplers import AutoSampler
 from sweeper.space import Config, Problem, SamplerSpec, load_space
 from sweeper.store import DriftRecord, StudyStore
-from sweeper.sweep import Sweep, enumerate_choices, open_study
+from sweeper.sweep import Sampling, Sweep, enumerate_choices, open_study
 from sweeper.trial import TrialStatus
 from tests.conftest import H200, priors_from_studies, shipped_spaces
 
@@ -786,9 +786,7 @@ def test_the_sweep_hands_auto_the_kernels_guesses(tmp_path):
     kernel = load_kernel("copy")
     for name, expect in (("auto", True), ("tpe", False)):
         spec = dataclasses.replace(space, sampler=SamplerSpec(name=name, seed=0))
-        store = StudyStore(tmp_path / name)
-        open_study(store, spec, kernel, device, command="test")
-        guesses = Sweep(spec, kernel, device, store)._guesses(valid)
+        guesses = Sampling.build(spec, kernel, device.facts(), []).guesses
         assert (guesses is not None) == expect
         if expect:
             assert len(guesses) == len(valid) and 0.9 < max(guesses) <= 1.0
@@ -991,7 +989,7 @@ def test_kernels_interpret_even_when_triton_was_imported_for_a_gpu(tmp_path):
 def test_abandon_rule_needs_the_whole_ci_above_the_limit():
     from sweeper.trial import abandon_rule
 
-    check = abandon_rule(best_ms=1.0, best_ci_hi_ms=1.01, factor=1.5)
+    check = abandon_rule(best_ci_hi_ms=1.01, factor=1.5)
     assert check([2.0] * 4) is None                          # too few samples to judge
     assert check([1.4, 1.45, 1.5, 1.6, 1.55, 1.52]) is None  # CI reaches below 1.515
     reason = check([2.0, 2.1, 1.9, 2.05, 2.0, 1.95])

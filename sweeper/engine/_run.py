@@ -584,6 +584,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     from sweeper.trial import TrialStatus
 
     say = _printer(options.silent)          # the summary, unless silent
+    time_s = budgeted(space, options.trials, options.time_s).budget.time_s
 
     own = summary.trials[summary.resumed:]
     # a replay's configs its table lacks were never measured, and did not fail
@@ -623,14 +624,14 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     for lost in summary.finals_lost:
         say(f"finals without {lost}")
     if summary.finals_deferred:
-        say(_deferred_line(summary, _time_budget(options, space)))
+        say(_deferred_line(summary, time_s))
     if summary.finals_stopped:
         say(f"finals of {counted(summary.finals_stopped, 'problem')} left for the next run: "
             "Ctrl-C stopped the finals (run the same command to measure them)")
     if summary.duty:
         say(f"power: {summary.duty}")
     clock.mark("summary")
-    if options.report and _report_fits(options, summary, space, store, clock, say):
+    if options.report and _report_fits(options, summary, time_s, store, clock, say):
         with reporter.report():
             files = report_study(store, svg=options.svg, say=say)
         clock.mark("report")
@@ -658,19 +659,13 @@ def budgeted(space: Any, trials: int | None, time_s: float | None) -> Any:
         time_s=budget.time_s if time_s is None else time_s))
 
 
-def _time_budget(options: RunOptions, space: Any) -> float | None:
-    """The run's time budget in seconds: ``--time``, else the space's ``budget.time``."""
-    return space.budget.time_s if options.time_s is None else options.time_s
-
-
-def _report_fits(options: RunOptions, summary: Any, space: Any, store: Storage, clock: Any,
-                 say: Callable[[str], None]) -> bool:
+def _report_fits(options: RunOptions, summary: Any, time_s: float | None, store: Storage,
+                 clock: Any, say: Callable[[str], None]) -> bool:
     """Whether the time budget left covers the report (what the sweep kept for it) within
     the 5 % a budget may run over; where it does not, say so and how to write it.  A
     sweep the set-up left no time (a study resumed complete under ``--time 3s`` on the
     interpreter: 2.7 s before the sweep) stopped at once, and its report took the command
-    to 3.6 s."""
-    time_s = _time_budget(options, space)
+    to 3.6 s.  ``time_s``: the run's time budget (None: none)."""
     kept = summary.report_kept_s
     if time_s is None or kept is None:
         return True

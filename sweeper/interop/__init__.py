@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sweeper._lazy import lazy
 from sweeper.core._spelling import given
 from sweeper.core._units import counted, did_you_mean
 from sweeper.errors import SweeperError
@@ -86,12 +87,7 @@ def export(store: Storage, format: str, target: str | None, *, replace: bool = F
     return written
 
 
-def __getattr__(name: str) -> Any:
-    if name == "trials_table":                # pandas only when a table is asked for
-        from sweeper.interop._table import trials_table
-
-        return trials_table
-    raise AttributeError(f"module 'sweeper.interop' has no attribute {name!r}")
+__getattr__ = lazy(__name__, {"trials_table": "._table"})  # pandas only when a table is asked for
 
 
 __all__ = ["FORMATS", "Format", "Written", "check_replace", "export", "trials_table"]

@@ -46,7 +46,7 @@ from sweeper.kernels._cuda_spec import (
 from sweeper.kernels._model_form import read_model
 from sweeper.kernels._short import _count
 from sweeper.kernels._short_form import Declaration, _counted
-from sweeper.kernels._tensors import tensor_spec
+from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
 
 #: A ``__global__`` function's name, for the list of those a file declares.
 GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?"
@@ -77,7 +77,7 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     beside = f"the folder of {module_file}" if module_file else "the current folder"
     problem = _source_problem(str(path), beside) or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
-        (_entry_in_source(path, entry, template) or ("", None))[1]
+        (_entry_in_source(path, _texts(path), entry, template) or ("", None))[1]
     if problem is None and isinstance(args, str):
         problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
     if problem is None:
@@ -169,13 +169,14 @@ class CudaDeclaration(Kernel):
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
-        missing = _entry_in_source(launch.source, launch.entry, launch.template,
+        files = _texts(launch.source)
+        missing = _entry_in_source(launch.source, files, launch.entry, launch.template,
                                    None if params is None else _always_defined(launch, meta))
         if missing is not None:
             raise OptionError(*missing)
-        if params is not None:
-            _check_meta_read(launch, options.get("grid", ""), params, meta)
-            _check_template_defines(launch, params, meta)
+        if params is not None and files is not None:
+            _check_meta_read(launch, files, options.get("grid", ""), params, meta)
+            _check_template_defines(launch, files, params, meta)
         source = f"{launch.kernel_source()}// reference {options['reference']}\n"
         # the launch's integer arguments are checked against the space's values as the
         # short kernel's values_problem asks the launch (CudaLaunch.values_problem)
@@ -243,19 +244,24 @@ def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
         raise OptionError("args", problem)
 
 
-def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[str]
-                     ) -> None:
+def _texts(path: Path) -> dict[Path, str] | None:
+    """The text of the source and of each file it includes (:func:`sources`), or ``None``
+    where the source cannot be read (the source option says why)."""
+    try:
+        return {p: data.decode(errors="replace") for p, data in sources(path).items()}
+    except OSError:
+        return None
+
+
+def _check_meta_read(launch: CudaLaunch, files: Mapping[Path, str], grid: str, params: Any,
+                     meta: Sequence[str]) -> None:
     """An :class:`OptionError` at the first swept meta-parameter nothing reads: not the
     source or the files it includes (as a ``-D`` define), the template, the arguments,
     nor the expression of any axis or the grid option.  Its configs would compile the
     same kernel and repeat one another; a misspelt define (``UNROL``) is the usual
     cause.  A name in the source's code passes; one only in its comments or string
-    literals does not (:func:`code_only`)."""
-    try:
-        text = code_only("\n".join(data.decode(errors="replace")
-                                   for data in sources(launch.source).values()))
-    except OSError:
-        return                          # the source option says why
+    literals does not (:func:`code_only`).  ``files``: the source's :func:`_texts`."""
+    text = code_only("\n".join(files.values()))
     written = set(IDENTIFIER.findall(text))
     macros = sorted(set(IDENTIFIER.findall(" ".join(DIRECTIVE.findall(text)))))
     read = written | set(template_names(launch.template) if launch.template else ())
@@ -270,7 +276,8 @@ def _check_meta_read(launch: CudaLaunch, grid: str, params: Any, meta: Sequence[
                 f"a name an axis's expression reads{did_you_mean(name, macros)}"))
 
 
-def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]) -> None:
+def _check_template_defines(launch: CudaLaunch, files: Mapping[Path, str], params: Any,
+                            meta: Sequence[str]) -> None:
     """An :class:`OptionError` at the first swept meta-parameter compiled as a ``-D``
     define (the template does not pass it) whose name is a template parameter in the
     source or what it includes: the macro would turn ``template <int UNROLL>`` into
@@ -278,11 +285,8 @@ def _check_template_defines(launch: CudaLaunch, params: Any, meta: Sequence[str]
     looked at first, and there the remedy is to pass the axis in ``template``.  Code a
     preprocessor conditional leaves out at every config (``#if 0``, ``#ifdef X`` of an X
     neither swept nor defined in the source) is not read
-    (:func:`~sweeper.kernels._cuda_spec.active_code`)."""
-    try:
-        files = {p: data.decode(errors="replace") for p, data in sources(launch.source).items()}
-    except OSError:
-        return                          # the source option says why
+    (:func:`~sweeper.kernels._cuda_spec.active_code`).  ``files``: the source's
+    :func:`_texts`."""
     entry = launch.template.split("<", 1)[0].strip().split("::")[-1] if launch.template \
         else launch.entry
     passed = set(template_names(launch.template)) if launch.template else set()
@@ -359,24 +363,22 @@ def _check_tensors(options: Mapping[str, str], inputs: Mapping[str, Any],
     """The ``inputs`` and ``outputs`` options (and ``footprint_bytes`` where the dimensions
     are not one ``n``) as the space writes them: an :class:`OptionError` at the tensor
     that is wrong, in the space's words (the Python form's are ``sweeper.kernel``'s)."""
-    shaped = [("inputs", inputs), ("outputs", outputs if isinstance(outputs, dict) else {})]
-    for key, tensors in shaped:
-        for name, raw in tensors.items():
-            where = f"{key}.{name}"
-            try:
-                tensor_spec("cuda", where, raw, tuple(dims))
-            except SweeperError as err:
-                raise OptionError(where, str(err).removeprefix(f"kernel cuda: {where}: ")
-                                  ) from None
-            if key == "outputs" and name in inputs:
-                raise OptionError(where, f"{name!r} is an input too; allowed: an input "
-                                  f"written in place, named and not shaped (outputs: [{name}]),"
-                                  " or a new output of another name")
-    for name in outputs if isinstance(outputs, list) else ():
-        if name not in inputs:
-            raise OptionError("outputs", f"{name!r} is no input (inputs: {', '.join(inputs)})"
-                              "; allowed: the inputs written in place, or new outputs by "
-                              f"shape ({{{name}: n}})")
+    def spec(where: str, raw: Any) -> TensorSpec:
+        try:
+            return tensor_spec("cuda", where, raw, tuple(dims))
+        except SweeperError as err:
+            raise OptionError(where, str(err).removeprefix(f"kernel cuda: {where}: ")) from None
+
+    for name, raw in inputs.items():
+        spec(f"inputs.{name}", raw)
+    output_specs(
+        outputs, inputs, lambda name, raw: spec(f"outputs.{name}", raw),
+        shaped_input=lambda name: OptionError(
+            f"outputs.{name}", f"{name!r} is an input too; allowed: an input written in place, "
+            f"named and not shaped (outputs: [{name}]), or a new output of another name"),
+        not_input=lambda name: OptionError(
+            "outputs", f"{name!r} is no input (inputs: {', '.join(inputs)}); allowed: the "
+            f"inputs written in place, or new outputs by shape ({{{name}: n}})"))
     if list(dims) != ["n"] and "footprint_bytes" not in options:
         raise OptionError("dims", "dimensions other than n need footprint_bytes, the bytes a "
                           f"problem is named by, over {', '.join(dims)} and itemsize (the "
@@ -402,8 +404,9 @@ def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
             raise OptionError(key, unknown)
 
 
-def _entry_in_source(path: Path, entry: str, template: str | None,
-                     defined: Collection[str] | None = None) -> tuple[str, str] | None:
+def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
+                     template: str | None, defined: Collection[str] | None = None
+                     ) -> tuple[str, str] | None:
     """The option (``entry`` or ``template``) that names no function of the source, and
     why, or ``None``: the entry's name is nowhere in the code of the file or what it
     includes, or the template instantiates another function than the entry (NVRTC would
@@ -413,12 +416,11 @@ def _entry_in_source(path: Path, entry: str, template: str | None,
     not known, so only ``#if 0`` is left out;
     :func:`~sweeper.kernels._cuda_spec.active_code`): a name only there declares nothing.
     A name anywhere in the code passes, as a macro invocation that declares the entry
-    (``COPY_KERNEL(copy)``) writes it."""
-    try:
-        text = active_code("\n".join(data.decode(errors="replace")
-                                     for data in sources(path).values()), defined)
-    except OSError:
-        return None                     # the source option says why
+    (``COPY_KERNEL(copy)``) writes it.  ``files``: ``path``'s :func:`_texts` (``None``:
+    unreadable, which the source option says)."""
+    if files is None:
+        return None
+    text = active_code("\n".join(files.values()), defined)
     if not re.search(rf"\b{re.escape(entry)}\b", text):
         functions = sorted(set(GLOBAL.findall(text)))
         return "entry", (

@@ -35,7 +35,14 @@ from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
 from sweeper.kernels._short import Count, Plan, ShortKernel
-from sweeper.kernels._tensors import RESERVED, TOLERANCES, Factory, TensorSpec, tensor_spec
+from sweeper.kernels._tensors import (
+    RESERVED,
+    TOLERANCES,
+    Factory,
+    TensorSpec,
+    output_specs,
+    tensor_spec,
+)
 
 
 @dataclass(frozen=True)
@@ -223,23 +230,16 @@ def _outputs(kernel: str, raw: Any, inputs: tuple[str, ...], dims: tuple[str, ..
         raise SweeperError(f"kernel {kernel}: outputs= names the inputs written in place "
                            "([\"x\"]) or maps new outputs to shapes ({\"y\": \"n\"}), got "
                            f"{raw!r}"[:300])
-    if isinstance(raw, Mapping):
-        out: dict[str, TensorSpec | None] = {}
-        for n, s in raw.items():
-            out[_tensor_name(kernel, "outputs", n)] = tensor_spec(
-                kernel, f"outputs[{n!r}]", s, dims)
-            if n in inputs:
-                raise SweeperError(f"kernel {kernel}: outputs[{n!r}] is an input too; an "
-                                   "output written in place is named, not shaped: "
-                                   f"outputs=[{n!r}]")
-        return out
-    for n in raw:
-        _tensor_name(kernel, "outputs", n)
-        if n not in inputs and not factory:
-            raise SweeperError(f"kernel {kernel}: output {n!r} is no input (inputs: "
-                               f"{', '.join(inputs)}); give its shape: outputs={{{n!r}: "
-                               "\"n\"}")
-    return dict.fromkeys(raw)
+    return output_specs(
+        raw, None if factory else inputs,
+        lambda n, s: tensor_spec(kernel, f"outputs[{n!r}]", s, dims),
+        named=lambda n: _tensor_name(kernel, "outputs", n),
+        shaped_input=lambda n: SweeperError(
+            f"kernel {kernel}: outputs[{n!r}] is an input too; an output written in place is "
+            f"named, not shaped: outputs=[{n!r}]"),
+        not_input=lambda n: SweeperError(
+            f"kernel {kernel}: output {n!r} is no input (inputs: {', '.join(inputs)}); give "
+            f"its shape: outputs={{{n!r}: \"n\"}}"))
 
 
 def _dims(kernel: str, raw: Mapping[str, int | Dim] | None) -> dict[str, Dim]:

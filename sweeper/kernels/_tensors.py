@@ -11,7 +11,7 @@ which a kernel may override.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +82,30 @@ def tensor_spec(kernel: str, where: str, raw: Any, dims: tuple[str, ...]) -> Ten
                                f"{unknown[0]!r}; known: {', '.join((*dims, 'itemsize'))}")
         exprs.append(expr)
     return TensorSpec(tuple(exprs), dtype)
+
+
+def output_specs(raw: Mapping[Any, Any] | Sequence[Any], inputs: Collection[str] | None,
+                 spec: Callable[[Any, Any], TensorSpec], *,
+                 shaped_input: Callable[[Any], Exception], not_input: Callable[[Any], Exception],
+                 named: Callable[[Any], Any] = lambda name: name) -> dict[Any, TensorSpec | None]:
+    """Each output's ``spec(name, shape)``, ``None`` for one written in place (``raw`` a
+    list of names, not a mapping to shapes), each name first checked by ``named``.  The
+    form that declares them words the errors: ``shaped_input(name)`` is raised where a
+    shaped output is an input too, ``not_input(name)`` where one written in place is none
+    of ``inputs`` (``None``: not known before a launch, as from a factory)."""
+    if isinstance(raw, Mapping):
+        specs: dict[Any, TensorSpec | None] = {}
+        for name, shape in raw.items():
+            name = named(name)
+            specs[name] = spec(name, shape)
+            if inputs is not None and name in inputs:
+                raise shaped_input(name)
+        return specs
+    for name in raw:
+        named(name)
+        if inputs is not None and name not in inputs:
+            raise not_input(name)
+    return dict.fromkeys(raw)
 
 
 def made_by(factory: Factory, problem: Problem, device: str) -> dict[str, torch.Tensor]:

@@ -4,7 +4,7 @@
 
 Readers decide by the kind (an enum); the text is for people and is kept as it was
 written, its first words naming the kind.  Journals written before the kinds were kept
-hold the text alone: :meth:`Note.from_text` reads the kind from those first words, once,
+hold the text alone: :meth:`Note.kind_of` reads the kind from those first words, once,
 where such a record is read, and nowhere else.
 """
 
@@ -13,10 +13,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
+from typing import ClassVar, Generic, TypeVar, cast
 
 
 class Flag(str, enum.Enum):
@@ -64,13 +61,6 @@ class Note(Generic[K]):
         match = _HEAD.match(text)
         head = match.group(1).strip() if match else ""
         return cast("K | None", next((k for k in cls.KINDS if k.value == head), None))
-
-    @classmethod
-    def from_text(cls, text: str) -> Self | None:
-        """The note a text written before kinds were kept stands for; ``None`` if its
-        first words name no kind."""
-        kind = cls.kind_of(text)
-        return None if kind is None else cls(kind, text)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sweeper import plugins
+from sweeper._lazy import lazy
 from sweeper.errors import SweeperError, user_line
 from sweeper.plugins import declares
 from sweeper.samplers._context import Labels, SamplerContext
@@ -154,15 +155,9 @@ def make_sampler(context: SamplerContext) -> optuna.samplers.BaseSampler:
     return sampler
 
 
-def __getattr__(name: str) -> Any:
-    """The sampler classes, imported (with optuna) only when asked for."""
-    homes = {"AutoSampler": "_auto", "ExhaustiveSampler": "_exhaustive",
-             "OneAtATimeSampler": "_exhaustive", "OrdinalSampler": "_ordinal"}
-    if name not in homes:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{homes[name]}"), name)
+#: The sampler classes, imported (with optuna) only when asked for.
+__getattr__ = lazy(__name__, {"AutoSampler": "._auto", "ExhaustiveSampler": "._exhaustive",
+                              "OneAtATimeSampler": "._exhaustive", "OrdinalSampler": "._ordinal"})
 
 
 __all__ = ["SAMPLERS", "AutoSampler", "ExhaustiveSampler", "Factory", "Labels",

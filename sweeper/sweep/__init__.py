@@ -28,8 +28,9 @@ stop.  Each step it hands off is a module here:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sweeper._lazy import lazy
 from sweeper.study import enumerate_choices, open_study
 
 if TYPE_CHECKING:
@@ -39,19 +40,9 @@ if TYPE_CHECKING:
 
 #: Names imported on first use: the loop imports torch and optuna, which a compile
 #: process (``_compile_main``) and a run starting its compile pool early never need.
-_LAZY = {"StopFlag": "_budget", "Sampling": "_loop", "Sweep": "_loop", "Reporter": "_summary",
-         "SilentReporter": "_summary", "SweepSummary": "_summary"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy(__name__, {
+    "StopFlag": "._budget", "Sampling": "._loop", "Sweep": "._loop", "Reporter": "._summary",
+    "SilentReporter": "._summary", "SweepSummary": "._summary"})
 
 
 __all__ = ["Reporter", "Sampling", "SilentReporter", "StopFlag", "Sweep", "SweepSummary",

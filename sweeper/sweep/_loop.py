@@ -649,10 +649,6 @@ class Sweep:
         if self.stop.set:      # Ctrl-C in the last final: it ended, the run was interrupted
             summary.stopped_by = self.stop.reason
 
-    def _guesses(self, valid: Sequence[Choice]) -> list[float] | None:
-        """The kernel model's guess for each valid config (:func:`guesses_for`)."""
-        return guesses_for(self.space, self.kernel, self.facts, valid)
-
     def _in_space(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
         """The measured ``trials`` whose configs this space still holds: a study resumed
         with ``--force`` keeps the trials of its earlier space in the journal and the
