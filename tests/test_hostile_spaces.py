@@ -503,9 +503,15 @@ def test_the_largest_space_allowed_is_accepted_and_one_more_config_is_not(tmp_pa
 
 
 def test_plan_keeps_no_list_of_configs(tmp_path):
-    """Memory stays flat with the size of the space; the time, linear, is bounded."""
+    """Memory stays flat with the size of the space; the time, linear, is bounded.  A
+    small plan runs first, untraced, so that what a first plan allocates once (caches,
+    lazy imports) is not counted against either size; the bounds leave 64 KiB for what
+    another thread of the test process allocates meanwhile.  A list of the larger space's
+    24,000 configs would take megabytes."""
     kernel = load_kernel("copy")
     facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
+    small = parse_space(space(grid="{range: [1, 30]}"))
+    make_plan(small, kernel.bytes_moved, facts, CudaDevice.plan_costs, small.measure)
     peaks = []
     for hi in (10, 40):                          # 6,000 and 24,000 configs
         big = parse_space(space(grid="{range: [1, 300]}").replace(
@@ -518,7 +524,7 @@ def test_plan_keeps_no_list_of_configs(tmp_path):
         tracemalloc.stop()
         assert plan.size == plan.valid == 300 * 2 * hi
         assert seconds < 30
-    assert peaks[1] < 1 << 20 and peaks[1] < 2 * peaks[0], peaks
+    assert peaks[1] < 1 << 20 and peaks[1] < 2 * peaks[0] + (64 << 10), peaks
 
 
 def test_plan_of_a_space_with_nothing_to_launch_lists_the_reasons_then_refuses(
