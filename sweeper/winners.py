@@ -169,6 +169,15 @@ class Winners:
         out.sources = Sources.of(store.study_meta())
         return out
 
+    def shown(self, trials: Sequence[TrialRecord]) -> list[FinalRecord]:
+        """The latest final of each problem, in problem order, whose finalists were all
+        measured on the study's kernel source now (among ``trials``): a final drawn from
+        an earlier source's trials chooses nothing now, and its finalists are not among
+        the trials a report shows (:class:`Sources`)."""
+        now = {t.number for t in self.sources.measured_now(trials)}
+        return [f for key, f in sorted(self.finals.items())
+                if all(r.number in now for r in f.finalists)]
+
     def current(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, FinalRecord]:
         """The finals no later measured trial of their problem has made out of date, and
         that were drawn from the problem's fastest configs: a final among fewer (a run

@@ -596,6 +596,28 @@ def test_a_resume_forced_after_the_kernel_changed_keeps_time_for_new_finalists_o
     assert sorted(noted) == [2, 3]
 
 
+def test_a_report_of_a_study_forced_past_a_kernel_edit_shows_no_final_of_the_earlier_source(
+        tmp_path, monkeypatch):
+    """A forced resume stopped before its finals leaves the earlier source's final the
+    latest of its problem: the report leaves it out, as it does that final's finalists,
+    and names the problem's final as still to run (it raised a KeyError on them)."""
+    from sweeper.cli import main
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
+    assert main(run) == 0
+    edit()
+    assert main([*run, "--force"]) == 0
+    study = tmp_path / "studies" / "s-interpret"
+    journal = study / "trials.jsonl"
+    lines = journal.read_text().splitlines(True)
+    last = max(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "final")
+    journal.write_text("".join(lines[:last] + lines[last + 1:]))   # the new final undone
+    assert main(["report", str(study)]) == 0
+    shown = json.loads((study / "report.json").read_text())
+    assert shown["winners"] == [] and shown["unfinished_finals"] == ["float32 4KiB cold"]
+    assert sorted(row["number"] for row in shown["best"]) == [2, 3]
+
+
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(
         tmp_path, monkeypatch, capsys):
     """The environment a forced resume ran in becomes the study's, as its fingerprint
