@@ -367,6 +367,46 @@ def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys)
     assert rc == 0 and out[0].startswith("verdict ")
 
 
+def _forced_study(root, name, trials, old="0" * 16, new="1" * 16):
+    """A study resumed with ``--force`` after its kernel's source changed from ``old`` to
+    ``new`` (``old`` None: never forced, its source ``new``): one trial per ``(block,
+    source, samples)`` of ``trials``, numbered in order."""
+    from sweeper.measure import summarize
+
+    store = StudyStore(root / name)
+    store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"},
+                  "kernel_source_hash": new,
+                  "forced": [] if old is None else
+                  [{"changed": [f"kernel_source: '{old}' -> '{new}'"]}]})
+    for number, (block, source, samples) in enumerate(trials):
+        store.append(TrialRecord(
+            number=number, status=TrialStatus.OK, choice={"block": str(block)},
+            config=Config(Problem("float32", 1 << 20), grid=1, block=block),
+            samples_ms=samples, stats=summarize(samples), source_hash=source))
+    store.close()
+
+
+def test_compare_of_a_study_forced_past_a_kernel_edit_uses_its_source_now(tmp_path, capsys):
+    """A study resumed with --force after its kernel was edited is compared by the trials
+    measured on its source now: a config measured only on the earlier source has no
+    verdict (it got one from the earlier source's samples, under a note naming the source
+    now), and a note counts the earlier trials left out."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    slow = [2 * x for x in a]
+    old, new = "0" * 16, "1" * 16
+    _forced_study(tmp_path, "a", [(32, old, a), (64, old, a), (32, new, slow)])
+    _forced_study(tmp_path, "b", [(32, new, slow), (64, new, slow)], old=None)
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0
+    assert out[:2] == [
+        "note: left out: 1 config measured successfully only in B (a verdict needs the "
+        "config's samples on the same problem in both)",
+        "note: left out: 2 trials of A measured on an earlier source of its kernel (a "
+        "resume with --force after an edit measures its configs again; the source now's "
+        "trials are compared)"]
+    assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",
