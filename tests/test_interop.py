@@ -13,7 +13,7 @@ import pytest
 
 import sweeper
 from sweeper.cli import main
-from tests.api_fixtures import SPACE, mixed_table
+from tests.api_fixtures import SPACE, forced_study, mixed_table
 
 
 @pytest.fixture
@@ -48,6 +48,21 @@ def test_optuna_reads_the_export_with_its_own_loader(mixed, tmp_path, capsys):
     assert isinstance(study.trials[0].distributions["BLOCK"],
                       optuna.distributions.CategoricalDistribution)
     assert study.trials[0].distributions["BLOCK"].choices == (512, 1024)
+
+
+def test_optuna_export_of_a_study_forced_past_a_kernel_edit_holds_its_source_now(
+        tmp_path, monkeypatch, capsys):
+    """Optuna's best trial of a study resumed with --force after its kernel was edited is
+    the study's own winner: the export holds the trials measured on the source now (and
+    the configs ruled out), and says how many it left out."""
+    study = forced_study(tmp_path, monkeypatch)
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    assert main(["export", str(study.path), "--format", "optuna", "--to", url]) == 0
+    assert capsys.readouterr().out.endswith(
+        "; left out 6 trials measured on an earlier source of the kernel\n")
+    loaded = optuna.load_study(study_name="mixed-replay", storage=url)
+    assert [t.user_attrs["number"] for t in loaded.trials] == [0, 1, 8, 9]
+    assert loaded.best_trial.user_attrs["number"] == 8 == study.winners["number"].iloc[0]
 
 
 def test_optuna_reads_an_export_into_postgresql(mixed, postgres_url, capsys):
