@@ -5,6 +5,7 @@ takes their targets."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 
 import optuna
@@ -135,6 +136,13 @@ def test_parquet_holds_every_trial_typed_with_its_raw_samples(mixed, capsys):
     assert long["samples_ms"].notna().sum() == 4 * 50
 
 
+def study_trials(study):
+    """The trials of ``study`` (a :class:`sweeper.Study`) as the journal keeps them."""
+    from sweeper.store import StudyStore
+
+    return StudyStore(study.path).records()[0]
+
+
 def test_csv_holds_every_trial_that_ran(mixed, tmp_path):
     target = tmp_path / "t.csv"
     assert mixed.export(target, format="csv") == str(target)
@@ -146,6 +154,36 @@ def test_csv_holds_every_trial_that_ran(mixed, tmp_path):
     assert sorted(r["status"] for r in rows) == sorted(ran["status"].astype(str))
     assert sorted(float(r["median_ms"]) for r in rows if r["status"] == "ok") == sorted(
         ran.loc[ran["status"] == "ok", "median_ms"])
+
+
+def test_csv_of_a_study_forced_past_a_kernel_edit_is_its_source_now_and_replays(
+        tmp_path, monkeypatch, capsys):
+    """A study resumed with --force after its kernel was edited holds two trials of some
+    configs, one per source: the replay table holds each config once, as measured on the
+    source now, so it replays (it held both, which a replay table refuses), and the
+    export says how many it left out.  One with no trial on the source now is refused."""
+    study = forced_study(tmp_path, monkeypatch)
+    target = tmp_path / "t.csv"
+    capsys.readouterr()
+    assert main(["export", str(study.path), "--format", "csv", "-o", str(target)]) == 0
+    assert capsys.readouterr().out.endswith(      # 4 ok and a wrong answer
+        "; left out 5 trials measured on an earlier source of the kernel\n")
+    rows = list(csv.DictReader(line for line in target.read_text().splitlines()
+                               if not line.startswith("#")))
+    assert sorted(float(r["median_ms"]) for r in rows) == sorted(
+        t.stats.median for t in study_trials(study) if t.number >= 8)
+    again = sweeper.run(SPACE, device=f"replay:{target}", studies_dir=tmp_path / "again",
+                        quiet=True, report=False)
+    assert again.winners["number"].tolist() != [] and \
+        again.winners["median_ms"].iloc[0] == study.winners["median_ms"].iloc[0]
+    meta = json.loads((study.path / "study.json").read_text())     # edited again
+    meta["forced"].append({"changed": [f"kernel_source: '{'1' * 16}' -> '{'2' * 16}'"]})
+    (study.path / "study.json").write_text(json.dumps({**meta, "kernel_source_hash": "2" * 16}))
+    assert main(["export", str(study.path), "--format", "csv", "-o", str(target)]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: {study.path}: no trial ran on the kernel's source now (7 trials on an "
+        "earlier source, before a resume with --force after the kernel changed): a replay "
+        "table of it would hold no row; nothing written\n")
 
 
 def test_csv_of_a_study_no_trial_of_which_ran_is_refused(tmp_path, capsys):
