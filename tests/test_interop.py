@@ -136,6 +136,25 @@ def test_parquet_holds_every_trial_typed_with_its_raw_samples(mixed, capsys):
     assert long["samples_ms"].notna().sum() == 4 * 50
 
 
+def test_the_trials_of_a_study_forced_past_a_kernel_edit_name_their_source(
+        tmp_path, monkeypatch, capsys):
+    """A study resumed with --force after its kernel was edited lists the trials of both
+    sources (the Parquet export and ``trials_dataframe``), each with the source it was
+    measured on, and the table names the source now: two rows of one config are told
+    apart, and ``df[df.source_hash == df.attrs["kernel_source"]]`` is what it chooses
+    from."""
+    study = forced_study(tmp_path, monkeypatch)
+    old = {t.source_hash for t in study_trials(study) if t.number < 8}
+    df = study.trials_dataframe()
+    assert df.attrs["kernel_source"] == "1" * 16 and old != {"1" * 16}
+    assert df["source_hash"].tolist() == [*sorted(old) * 8, *["1" * 16] * 2]
+    assert main(["export", str(study.path), "--format", "parquet"]) == 0
+    back = pd.read_parquet(study.path / "trials.parquet")
+    assert back["source_hash"].tolist() == df["source_hash"].tolist()
+    now = df[df["source_hash"] == df.attrs["kernel_source"]]
+    assert now["number"].tolist() == [8, 9]
+
+
 def study_trials(study):
     """The trials of ``study`` (a :class:`sweeper.Study`) as the journal keeps them."""
     from sweeper.store import StudyStore
