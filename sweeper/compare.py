@@ -102,6 +102,13 @@ def _earlier(store: StudyStore) -> int:
     return Sources.of(store.study_meta()).earlier(t for t in store.records()[0] if t.ok)
 
 
+def _source(store: StudyStore, trial: TrialRecord) -> str | None:
+    """The hash of the kernel source ``trial`` was measured on, where known
+    (:class:`~sweeper.winners.Sources`): a study resumed with ``--force`` after its
+    kernel was edited holds trials of two."""
+    return trial.source_hash or Sources.of(store.study_meta()).unnamed
+
+
 def _what(store: StudyStore, trial: TrialRecord) -> str:
     kernel = store.study_meta().tuned_name
     return f"{kernel} {problem_text(trial.problem)}" if trial.problem else kernel
@@ -125,10 +132,11 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     config were that much slower), and for two trials, where
     they differ in kernel or problem (a copy of 1 GiB against one of 16 KiB, or a copy
     against a matmul: a verdict with no word of it read as if one config were that much
-    slower).  A study resumed with ``--force`` after its kernel's source was edited is
-    compared by the trials of its source now, and a note says how many it left out.  The
-    same study (or trial) on both sides is a SweeperError: its samples against themselves
-    say nothing."""
+    slower) or were measured on other sources of the kernel (two trials of one config
+    in a study resumed with ``--force`` after an edit).  A study resumed with ``--force``
+    after its kernel's source was edited is compared by the trials of its source now,
+    and a note says how many it left out.  The same study (or trial) on both sides is a
+    SweeperError: its samples against themselves say nothing."""
     if os.path.realpath(a.root) == os.path.realpath(b.root) and a_number == b_number:
         what = "the study" if a_number is None else f"trial #{a_number} of"
         raise SweeperError(f"A and B are the same samples ({what} {a.root} on both sides): "
@@ -174,6 +182,11 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
         if wa != wb:
             notes.append(f"note: A (#{a_number}) is {wa}, B (#{b_number}) is {wb}: the "
                          "ratio compares the problems as well as the configs")
+        sa, sb = _source(a, ta[("trial",)]), _source(b, tb[("trial",)])
+        if sa != sb and sa is not None and sb is not None:
+            notes.append(f"note: A (#{a_number}) was measured on the kernel's source {sa}, "
+                         f"B (#{b_number}) on {sb}: the ratio compares the sources as well "
+                         "as the configs")
     return rows, notes
 
 

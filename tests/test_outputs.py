@@ -407,6 +407,22 @@ def test_compare_of_a_study_forced_past_a_kernel_edit_uses_its_source_now(tmp_pa
     assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
 
 
+def test_compare_of_two_trials_says_where_they_ran_on_other_sources_of_the_kernel(
+        tmp_path, capsys):
+    """Two trials of one config in a study resumed with --force after its kernel was
+    edited, one per source: the verdict says the ratio compares the sources too (it read
+    as the same config run twice); two trials of one source get no such note."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    old, new = "0" * 16, "1" * 16
+    _forced_study(tmp_path, "a", [(32, old, a), (64, new, a), (32, new, [2 * x for x in a])])
+    rc, out, _ = run(capsys, "compare", "a@0", "a@2", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0] == (
+        f"note: A (#0) was measured on the kernel's source {old}, B (#2) on {new}: the "
+        "ratio compares the sources as well as the configs")
+    rc, out, _ = run(capsys, "compare", "a@1", "a@2", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0].startswith("verdict ")
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",
