@@ -530,6 +530,15 @@ def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_on
     assert [row["number"] for row in shown["best"]] == [t.number for t in new]
 
 
+def _narrow_copy(tmp_path, blocks):
+    """``sweeper run`` of spaces/copy.yaml at ``BLOCK=1024`` and ``block=blocks`` on the
+    replayed H200 table into ``tmp_path / "run"``, and its options but the command's."""
+    device = f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}"
+    narrow = ["-p", "BLOCK=1024", "-p", f"block={blocks}", "--device", device]
+    return ["run", "spaces/copy.yaml", *narrow, "--studies-dir", str(tmp_path / "run"),
+            "--quiet", "--no-report"], narrow
+
+
 def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
         tmp_path, monkeypatch, capsys):
     """A complete exhaustive study resumed with ``--force`` after its kernel's source
@@ -541,10 +550,7 @@ def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
     from sweeper.cli import main
 
     monkeypatch.chdir(ROOT)
-    device = f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}"
-    narrow = ["-p", "BLOCK=1024", "-p", "block=32,64", "--device", device]
-    run = ["run", "spaces/copy.yaml", *narrow, "--studies-dir", str(tmp_path / "run"),
-           "--quiet", "--no-report"]
+    run, narrow = _narrow_copy(tmp_path, "32,64")
     assert main(run) == 0
     shutil.copytree(tmp_path / "run", tmp_path / "shared")
     old = StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]
@@ -569,6 +575,52 @@ def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
         assert entry["trial"] >= 12 and entry["source_hash"] == "1" * 16
     assert main(run) == 0                   # measured on this source: nothing again
     assert len(StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]) == 24
+
+
+def test_a_source_changed_and_changed_back_measures_again_the_trials_that_name_none(
+        tmp_path, monkeypatch, capsys):
+    """A study whose kernel went from source A to B and back to A (each resume with
+    --force) holds trials an older sweeper recorded without a source: they may have run on
+    A or, forced past the first edit by that sweeper, on B.  They count as neither: the
+    run measures their configs again on A, as a shared worker's claim on A (which only a
+    trial naming A satisfies) does; the run treated them as done while the claims did
+    not, so the two disagreed on what was left to measure."""
+    import shutil
+
+    from sweeper.cli import main
+    from sweeper.store._base import claim_key
+    from sweeper.winners import Sources
+
+    monkeypatch.chdir(ROOT)
+    run, narrow = _narrow_copy(tmp_path, "32")
+    assert main(run) == 0
+    folder = tmp_path / "run" / "copy-fp32-replay"
+    journal = folder / "trials.jsonl"
+    journal.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items()
+                                           if k != "source_hash"}) + "\n"
+                               for line in journal.read_text().splitlines()))
+    first = StudyStore(folder).records()[0]
+    assert len(first) == 6 and {t.source_hash for t in first} == {None}
+    source = type(load_kernel("copy")).source_hash
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    assert main([*run, "--force", "--trials", "1"]) == 0              # on B
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", source)
+    shutil.copytree(tmp_path / "run", tmp_path / "shared")
+    capsys.readouterr()
+    assert main([*run, "--force"]) == 0                                 # back on A
+    assert "done: 6 measured" in capsys.readouterr().out
+    worker = ["worker", "spaces/copy.yaml", "--study", "copy-fp32-replay", *narrow,
+              "--studies-dir", str(tmp_path / "shared"), "--worker-id", "w", "--force"]
+    assert main(worker) == 0
+    a = load_kernel("copy").source_hash()
+    for where in ("run", "shared"):
+        trials = StudyStore(tmp_path / where / "copy-fp32-replay").records()[0]
+        assert [t.source_hash for t in trials[7:]] == [a] * 6
+        assert sorted(t.key() for t in trials[7:]) == sorted(t.key() for t in first)
+    store = StudyStore(tmp_path / "run" / "copy-fp32-replay")
+    assert len(Sources.of(store.study_meta()).done(store.records()[0])) == 6
+    assert store.claim(claim_key(first[0].key(), a), "w", 60.0).value == "done"
+    store.close()
 
 
 def test_a_resume_forced_after_the_kernel_changed_keeps_time_for_new_finalists_only(
