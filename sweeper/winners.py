@@ -88,6 +88,15 @@ class Sources:
         that).  A config measured only on an earlier source is measured again."""
         return [t for t in trials if t.status is TrialStatus.INVALID or self.current(t)]
 
+    def shown(self, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+        """``trials`` as the report shows them (its tables, heatmaps and failures, and
+        the failed line ``sweeper report`` prints): once a trial was measured on the
+        source now, those that leave their config done (:meth:`done`); until then every
+        one, the earlier source's included."""
+        if any(t.status is not TrialStatus.INVALID and self.current(t) for t in trials):
+            return self.done(trials)
+        return list(trials)
+
     def earlier(self, trials: Iterable[TrialRecord]) -> int:
         """How many of ``trials`` ran on an earlier source of the kernel (those the
         constraints ruled out aside)."""

@@ -423,6 +423,24 @@ def test_compare_of_two_trials_says_where_they_ran_on_other_sources_of_the_kerne
     assert rc == 0 and out[0].startswith("verdict ")
 
 
+def test_report_of_a_study_forced_past_a_kernel_edit_prints_the_failures_of_its_source_now(
+        tmp_path, monkeypatch, capsys):
+    """``sweeper report`` prints the failed line of the trials the report shows: once a
+    study resumed with --force after its kernel was edited measured a trial on the new
+    source, a config that failed on the earlier one (the edit may have fixed it) is no
+    failure of the study now (it printed ``failed: 1 wrong_answer``)."""
+    from tests.api_fixtures import forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    capsys.readouterr()
+    assert main(["report", str(study.path)]) == 0
+    out = capsys.readouterr().out
+    assert "failed:" not in out and out.startswith("report: ")
+    shown = json.loads((study.path / "report.json").read_text())
+    assert [f["status"] for f in shown["failures"]] == ["invalid"]     # the ruled out
+    assert shown["counts"] == {"ok": 2, "invalid": 2}
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",

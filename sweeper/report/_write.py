@@ -50,7 +50,6 @@ from sweeper.report._tables import (
     unit,
 )
 from sweeper.store import DriftRecord, DutyRecord, ProblemKey, Storage, StudyMeta
-from sweeper.trial import TrialStatus
 from sweeper.winners import Winners
 
 
@@ -89,10 +88,9 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     winners = Winners.of(store)            # the newest final of each problem counts
     # a study resumed with --force after its kernel changed, measured on both sources,
     # shows the trials of its source now (and the configs the constraints ruled out)
+    trials = winners.sources.shown(every)
     earlier = winners.sources.earlier(every)
-    left_out = earlier if any(t.status is not TrialStatus.INVALID and
-                              winners.sources.current(t) for t in every) else 0
-    trials = winners.sources.done(every) if left_out else every
+    left_out = earlier if len(trials) < len(every) else 0
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
     ceilings, meta_names, headline = study_ceilings(meta), meta.meta_axes, Headline(meta.headline)
     df = study_frame(meta, trials)
