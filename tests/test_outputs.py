@@ -589,6 +589,23 @@ def test_priors_from_another_problem_are_not_called_the_same_problem(tmp_path, c
     assert [(len(s.configs), s.same_problem) for s in same] == [(3, True)]
 
 
+def test_priors_of_a_study_forced_past_a_kernel_edit_are_its_source_now_s_best(
+        tmp_path, monkeypatch):
+    """The winners ``auto`` starts from, of another study resumed with --force after its
+    kernel was edited, are the best of its trials on the source now: the earlier
+    source's best (its fastest config, which the new source has not measured) is no
+    winner of it (it was offered first)."""
+    from tests.api_fixtures import SPACE, forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    (tmp_path / "s.yaml").write_text(SPACE)
+    now = [t.choice for t in StudyStore(study.path).records()[0] if t.number >= 8]
+    configs = [c for s in prior_sources(tmp_path, load_space(tmp_path / "s.yaml"),
+                                        "replay: NVIDIA H200") for c in s.configs]
+    assert [{k: c[k] for k in ("grid", "block", "BLOCK")} for c in configs] == [
+        {k: c[k] for k in ("grid", "block", "BLOCK")} for c in now]
+
+
 def test_a_problem_the_kernel_cannot_allocate_is_recorded_and_the_sweep_goes_on(
         tmp_path, monkeypatch, capsys):
     """A kernel's ``allocate`` refusing a problem (a matmul footprint that is no square
