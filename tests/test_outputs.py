@@ -441,6 +441,25 @@ def test_report_of_a_study_forced_past_a_kernel_edit_prints_the_failures_of_its_
     assert shown["counts"] == {"ok": 2, "invalid": 2}
 
 
+def test_report_of_a_study_forced_past_a_kernel_edit_with_nothing_on_it_yet_says_so(
+        tmp_path, monkeypatch, capsys):
+    """A study resumed with --force after its kernel was edited, no trial measured on the
+    new source yet: the best config per problem says that none was measured on the source
+    now yet, not that no config was measured (the report shows the earlier trials)."""
+    from tests.api_fixtures import forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    meta = json.loads((study.path / "study.json").read_text())     # edited again
+    meta["forced"].append({"changed": [f"kernel_source: '{'1' * 16}' -> '{'2' * 16}'"]})
+    (study.path / "study.json").write_text(json.dumps({**meta, "kernel_source_hash": "2" * 16}))
+    assert main(["report", str(study.path)]) == 0
+    said = ("None: no config was measured on the kernel's source now yet (8 trials on an "
+            "earlier source, which no winner is chosen from); `sweeper run` measures the "
+            "configs on this one.")
+    assert said in (study.path / "report.md").read_text()
+    assert said.replace("'", "&#x27;") in (study.path / "report.html").read_text()
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",

@@ -139,7 +139,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
         footprint=curves, roofline=roof,
         record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
                            metric, unit(metric), story, earlier, left_out=bool(left_out)),
-        colour_scale=scale)
+        colour_scale=scale, earlier_source=earlier)
 
 
 def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
