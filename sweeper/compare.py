@@ -145,9 +145,15 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     ta, tb = _trials(a, a_number), _trials(b, b_number)
     keys = [k for k in ta if k in tb]
     if not keys:
+        def measured(store: StudyStore, trials: dict[tuple[Any, ...], TrialRecord]) -> str:
+            earlier = _earlier(store) if a_number is None else 0
+            return _problems(trials) + (
+                f" on its kernel's source now ({counted(earlier, 'trial')} on an earlier "
+                "source left out: a resume with --force after an edit measures them again)"
+                if earlier else "")
         raise SweeperError(f"{a.root} and {b.root} have no successful config measured on "
-                           f"the same problem in both: A measured {_problems(ta)}; B "
-                           f"measured {_problems(tb)}")
+                           f"the same problem in both: A measured {measured(a, ta)}; B "
+                           f"measured {measured(b, tb)}")
     rows = []
     for k in keys:
         x, y = ta[k], tb[k]

@@ -407,6 +407,23 @@ def test_compare_of_a_study_forced_past_a_kernel_edit_uses_its_source_now(tmp_pa
     assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
 
 
+def test_compare_of_a_study_with_no_trial_on_its_kernel_s_source_now_says_why(
+        tmp_path, capsys):
+    """A study resumed with --force after its kernel was edited and not measured since
+    has nothing to compare: the refusal says that its trials ran on an earlier source
+    (it said A measured no config successfully)."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _forced_study(tmp_path, "a", [(32, "0" * 16, a), (64, "0" * 16, a)])
+    _forced_study(tmp_path, "b", [(32, "1" * 16, a)], old=None)
+    rc, _, err = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 2 and err == (
+        f"sweeper: {tmp_path / 'a'} and {tmp_path / 'b'} have no successful config "
+        "measured on the same problem in both: A measured no config successfully on its "
+        "kernel's source now (2 trials on an earlier source left out: a resume with "
+        "--force after an edit measures them again); B measured float32 1MiB cold "
+        "(1 config)\n")
+
+
 def test_compare_of_two_trials_says_where_they_ran_on_other_sources_of_the_kernel(
         tmp_path, capsys):
     """Two trials of one config in a study resumed with --force after its kernel was
