@@ -1,3 +1,4 @@
+import csv
 import dataclasses
 import json
 import sys
@@ -621,6 +622,38 @@ def test_a_source_changed_and_changed_back_measures_again_the_trials_that_name_n
     assert len(Sources.of(store.study_meta()).done(store.records()[0])) == 6
     assert store.claim(claim_key(first[0].key(), a), "w", 60.0).value == "done"
     store.close()
+
+
+def test_a_resume_forced_after_a_kernel_edit_that_measured_nothing_says_so(
+        tmp_path, monkeypatch, capsys):
+    """A resume with --force after an edit of the kernel whose every config then fails
+    produced no number on the source now: the run says no config was measured and exits
+    1 (it exited 3, as if the earlier source's numbers were the study's)."""
+    from sweeper.cli import main
+    from sweeper.cli._exits import EXIT_NOTHING_MEASURED
+
+    monkeypatch.chdir(ROOT)
+    run, narrow = _narrow_copy(tmp_path, "32")
+    assert main(run) == 0
+    table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+    lines = table.read_text().splitlines(True)
+    head = [line for line in lines if line.startswith("#")]
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    for row in rows:
+        row.update(status="wrong_answer", median_ms="", samples_ms="")
+    failing = tmp_path / "failing.csv"
+    with failing.open("w", newline="") as f:
+        f.write("".join(head))
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    device = narrow[narrow.index("--device") + 1]
+    edited = [f"replay:{failing}" if arg == device else arg for arg in run]
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    capsys.readouterr()
+    assert main([*edited, "--force"]) == EXIT_NOTHING_MEASURED
+    assert capsys.readouterr().err.startswith(
+        "sweeper: no config was measured: 5 wrong_answer (first: #6 ")   # 5 alike: stop
 
 
 def test_a_resume_forced_after_the_kernel_changed_keeps_time_for_new_finalists_only(
