@@ -18,6 +18,7 @@ from sweeper.errors import SweeperError
 from sweeper.measure import PRACTICAL, Comparison, compare_samples
 from sweeper.outcome import problem_text
 from sweeper.store import StudyStore, TrialRecord
+from sweeper.winners import Sources
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,14 @@ class Row:
 
 def _trials(store: StudyStore, number: int | None) -> dict[tuple[Any, ...], TrialRecord]:
     """A study's successful trials by config and the problem they were measured on (the
-    interpreter shrinks a problem the space names: the same labels, other sizes), or the
+    interpreter shrinks a problem the space names: the same labels, other sizes), those
+    measured on the kernel source it has now (:class:`~sweeper.winners.Sources`), or the
     one trial ``number``."""
     records = store.records()[0]
     ok = [t for t in records if t.ok and len(t.samples_ms) >= 2]
-    if number is None:
-        return {(*_config_key(t), t.problem): t for t in ok}
+    if number is None:      # a study forced past a kernel edit: its source now's trials
+        return {(*_config_key(t), t.problem): t
+                for t in Sources.of(store.study_meta()).measured_now(ok)}
     match = [t for t in ok if t.number == number]
     if not match:
         ended = [t.status.value for t in records if t.number == number]
@@ -94,6 +97,18 @@ def _kernel(store: StudyStore) -> str:
     return f"kernel {meta.tuned_name}" + (f" (source {source})" if source else "")
 
 
+def _earlier(store: StudyStore) -> int:
+    """How many of a study's successful trials ran on an earlier source of its kernel."""
+    return Sources.of(store.study_meta()).earlier(t for t in store.records()[0] if t.ok)
+
+
+def _source(store: StudyStore, trial: TrialRecord) -> str | None:
+    """The hash of the kernel source ``trial`` was measured on, where known
+    (:class:`~sweeper.winners.Sources`): a study resumed with ``--force`` after its
+    kernel was edited holds trials of two."""
+    return trial.source_hash or Sources.of(store.study_meta()).unnamed
+
+
 def _what(store: StudyStore, trial: TrialRecord) -> str:
     kernel = store.study_meta().tuned_name
     return f"{kernel} {problem_text(trial.problem)}" if trial.problem else kernel
@@ -117,8 +132,11 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     config were that much slower), and for two trials, where
     they differ in kernel or problem (a copy of 1 GiB against one of 16 KiB, or a copy
     against a matmul: a verdict with no word of it read as if one config were that much
-    slower).  The same study (or trial) on both sides is a SweeperError: its samples
-    against themselves say nothing."""
+    slower) or were measured on other sources of the kernel (two trials of one config
+    in a study resumed with ``--force`` after an edit).  A study resumed with ``--force``
+    after its kernel's source was edited is compared by the trials of its source now,
+    and a note says how many it left out.  The same study (or trial) on both sides is a
+    SweeperError: its samples against themselves say nothing."""
     if os.path.realpath(a.root) == os.path.realpath(b.root) and a_number == b_number:
         what = "the study" if a_number is None else f"trial #{a_number} of"
         raise SweeperError(f"A and B are the same samples ({what} {a.root} on both sides): "
@@ -127,9 +145,15 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     ta, tb = _trials(a, a_number), _trials(b, b_number)
     keys = [k for k in ta if k in tb]
     if not keys:
+        def measured(store: StudyStore, trials: dict[tuple[Any, ...], TrialRecord]) -> str:
+            earlier = _earlier(store) if a_number is None else 0
+            return _problems(trials) + (
+                f" on its kernel's source now ({counted(earlier, 'trial')} on an earlier "
+                "source left out: a resume with --force after an edit measures them again)"
+                if earlier else "")
         raise SweeperError(f"{a.root} and {b.root} have no successful config measured on "
-                           f"the same problem in both: A measured {_problems(ta)}; B "
-                           f"measured {_problems(tb)}")
+                           f"the same problem in both: A measured {measured(a, ta)}; B "
+                           f"measured {measured(b, tb)}")
     rows = []
     for k in keys:
         x, y = ta[k], tb[k]
@@ -149,6 +173,13 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
         notes.append("note: left out: " + " and ".join(
             f"{counted(n, 'config')} measured successfully only in {side}" for side, n in only)
             + " (a verdict needs the config's samples on the same problem in both)")
+    earlier = [(side, n) for side, store in (("A", a), ("B", b))
+               if a_number is None and (n := _earlier(store))]
+    if earlier:
+        notes.append("note: left out: " + " and ".join(
+            f"{counted(n, 'trial')} of {side} measured on an earlier source of its kernel"
+            for side, n in earlier) + " (a resume with --force after an edit measures "
+            "its configs again; the source now's trials are compared)")
     if a_number is None and (ka := _kernel(a)) != (kb := _kernel(b)):
         notes.append(f"note: A ran {ka}, B {kb}: each ratio compares the kernels as "
                      "well as the config")
@@ -157,6 +188,11 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
         if wa != wb:
             notes.append(f"note: A (#{a_number}) is {wa}, B (#{b_number}) is {wb}: the "
                          "ratio compares the problems as well as the configs")
+        sa, sb = _source(a, ta[("trial",)]), _source(b, tb[("trial",)])
+        if sa != sb and sa is not None and sb is not None:
+            notes.append(f"note: A (#{a_number}) was measured on the kernel's source {sa}, "
+                         f"B (#{b_number}) on {sb}: the ratio compares the sources as well "
+                         "as the configs")
     return rows, notes
 
 

@@ -42,7 +42,7 @@ from sweeper.tuning import (
     read_tuning,
     tuning_path,
 )
-from sweeper.winners import UNFINISHED, Pick, Winners
+from sweeper.winners import UNFINISHED, Pick, Sources, Winners
 
 #: The files that are a study's record (and its lock), which no export may write over.
 RECORD_FILES = (META, JOURNAL, REJECTED, CLAIMS, LOCK)
@@ -247,8 +247,11 @@ def rule_for(rule: Expr | None, problem: Problem) -> str | None:
     return rule.text if rule is not None and rule.names <= dims | {"itemsize"} else None
 
 
-def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
-    """Write the study as a replay table (see :mod:`sweeper.devices._replay`).  Its
+def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
+    """Write the study as a replay table (see :mod:`sweeper.devices._replay`); the path,
+    the rows written, and the trials left out as measured on an earlier source of the
+    kernel (a study resumed with ``--force`` after an edit: the table holds each config
+    once, as measured on the source now; :class:`~sweeper.winners.Sources`).  Its
     ``gpu`` is the GPU the timings were recorded on: a replayed study's table names the
     recorded GPU, not ``replay: ...``, so replaying it again measures that GPU still, and
     keeps the recorded table's driver and date.  A study no trial of which ran (all
@@ -256,7 +259,9 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
     from sweeper.devices._replay import write_table
 
     meta = store.study_meta()
-    trials, _ = store.records()
+    every, _ = store.records()
+    ran = [t for t in every if t.status.value not in ("invalid", "missing")]
+    trials = Sources.of(meta).measured_now(ran)
     params = list(meta.axes)
     env = meta.environment
     recorded = env.get("recorded") or {}
@@ -264,9 +269,14 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
              "median_ms": t.stats.median if t.stats else "",
              "samples_ms": " ".join(repr(x) for x in t.samples_ms),
              "reason": "" if t.ok else t.reason or ""}
-            for t in trials if t.status.value not in ("invalid", "missing")]
+            for t in trials]
+    if not rows and ran:
+        raise SweeperError(f"{store.root}: no trial ran on the kernel's source now "
+                           f"({counted(len(ran), 'trial')} on an earlier source, before a "
+                           "resume with --force after the kernel changed): a replay table "
+                           "of it would hold no row; nothing written")
     if not rows:
-        left = Counter(t.status.value for t in trials)
+        left = Counter(t.status.value for t in every)
         raise SweeperError(f"{store.root}: no trial ran ("
                            + (", ".join(f"{n} {s}" for s, n in sorted(left.items()))
                               or "none recorded")
@@ -279,7 +289,7 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int]:
               "space_sha256": meta.space_sha256}
     target = Path(path)
     write_table(target, header, params, rows)
-    return target, len(rows)
+    return target, len(rows), len(ran) - len(trials)
 
 
 __all__ = [

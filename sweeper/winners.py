@@ -42,10 +42,16 @@ def source_changes(meta: StudyMeta) -> list[str]:
 class Sources:
     """Which of a study's trials were measured on the kernel source it has now (its
     ``kernel_source_hash``: a resume with ``--force`` after an edit makes it the new
-    source's).  A trial names its own (``source_hash``); one that names none was measured
-    on the source the study recorded before the first such resume (``unnamed``), or on
-    its source now where there was none.  The default counts every trial as measured
-    now: a study whose source never changed reads as it always has."""
+    source's).  A trial names its own (``source_hash``); one that names none (an older
+    sweeper's) was measured on its source now where the source never changed, else on
+    the source the study recorded before the first such resume (``unnamed``) or, where
+    an older sweeper forced the study past an edit before trials named their source, on
+    a later one.  So where the source came back to the first one (A, then B, then A
+    again) which of them is unknown: ``unnamed`` is None, such a trial is on an earlier
+    source and its config is measured again, as a shared sweep's claim on the source now
+    asks for a trial that names it (:func:`sweeper.store._base.claim_key`).  The default
+    counts every trial as measured now: a study whose source never changed reads as it
+    always has."""
 
     now: str | None = None
     unnamed: str | None = None
@@ -64,7 +70,8 @@ class Sources:
         if not changes:
             return cls(now, now)
         before = _SOURCE_CHANGE.match(changes[0])      # else: an earlier one, unknown
-        return cls(now, before.group(1) if before else None, changed=True)
+        unnamed = before.group(1) if before else None
+        return cls(now, unnamed if unnamed != now else None, changed=True)
 
     def current(self, trial: TrialRecord) -> bool:
         """Whether ``trial`` was measured on the study's source now."""
@@ -80,6 +87,15 @@ class Sources:
         the study's source now, and those the constraints ruled out (no source changes
         that).  A config measured only on an earlier source is measured again."""
         return [t for t in trials if t.status is TrialStatus.INVALID or self.current(t)]
+
+    def shown(self, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+        """``trials`` as the report shows them (its tables, heatmaps and failures, and
+        the failed line ``sweeper report`` prints): once a trial was measured on the
+        source now, those that leave their config done (:meth:`done`); until then every
+        one, the earlier source's included."""
+        if any(t.status is not TrialStatus.INVALID and self.current(t) for t in trials):
+            return self.done(trials)
+        return list(trials)
 
     def earlier(self, trials: Iterable[TrialRecord]) -> int:
         """How many of ``trials`` ran on an earlier source of the kernel (those the
@@ -168,6 +184,15 @@ class Winners:
         out = cls.from_records(store.read(FinalRecord))
         out.sources = Sources.of(store.study_meta())
         return out
+
+    def shown(self, trials: Sequence[TrialRecord]) -> list[FinalRecord]:
+        """The latest final of each problem, in problem order, whose finalists were all
+        measured on the study's kernel source now (among ``trials``): a final drawn from
+        an earlier source's trials chooses nothing now, and its finalists are not among
+        the trials a report shows (:class:`Sources`)."""
+        now = {t.number for t in self.sources.measured_now(trials)}
+        return [f for key, f in sorted(self.finals.items())
+                if all(r.number in now for r in f.finalists)]
 
     def current(self, trials: Sequence[TrialRecord]) -> dict[ProblemKey, FinalRecord]:
         """The finals no later measured trial of their problem has made out of date, and

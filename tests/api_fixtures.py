@@ -61,3 +61,31 @@ def replayed_trials(folder: Path) -> list:
     study = sweeper.run(SPACE, device=f"replay:{mixed_table(folder)}", studies_dir=folder,
                         quiet=True, report=False)
     return StudyStore(study.path).records()[0]
+
+
+def forced_study(folder: Path, monkeypatch, trials: int = 2):
+    """The study of :data:`SPACE` swept in ``folder`` on :func:`mixed_table`, then resumed
+    with ``--force`` after its kernel's source changed (to ``"1" * 16``) on a table whose
+    times are twice as long, measuring ``trials`` configs again: every trial on the
+    earlier source is faster than its config's on the source now.  The :class:`Study`."""
+    import sweeper
+    from sweeper.kernels import load_kernel
+
+    table = mixed_table(folder)
+    sweeper.run(SPACE, device=f"replay:{table}", studies_dir=folder, quiet=True,
+                report=False)
+    lines = table.read_text().splitlines()
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    for row in rows:
+        if row["median_ms"]:
+            row["median_ms"] = repr(2 * float(row["median_ms"]))
+            row["samples_ms"] = " ".join(repr(2 * float(x)) for x in row["samples_ms"].split())
+    slow = folder / "slow.csv"
+    with slow.open("w", newline="") as f:
+        f.write("\n".join(line for line in lines if line.startswith("#")) + "\n")
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    return sweeper.run(SPACE, device=f"replay:{slow}", studies_dir=folder, quiet=True,
+                       report=False, force=True, trials=trials)

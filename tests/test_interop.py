@@ -5,6 +5,7 @@ takes their targets."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 
 import optuna
@@ -13,7 +14,7 @@ import pytest
 
 import sweeper
 from sweeper.cli import main
-from tests.api_fixtures import SPACE, mixed_table
+from tests.api_fixtures import SPACE, forced_study, mixed_table
 
 
 @pytest.fixture
@@ -48,6 +49,21 @@ def test_optuna_reads_the_export_with_its_own_loader(mixed, tmp_path, capsys):
     assert isinstance(study.trials[0].distributions["BLOCK"],
                       optuna.distributions.CategoricalDistribution)
     assert study.trials[0].distributions["BLOCK"].choices == (512, 1024)
+
+
+def test_optuna_export_of_a_study_forced_past_a_kernel_edit_holds_its_source_now(
+        tmp_path, monkeypatch, capsys):
+    """Optuna's best trial of a study resumed with --force after its kernel was edited is
+    the study's own winner: the export holds the trials measured on the source now (and
+    the configs ruled out), and says how many it left out."""
+    study = forced_study(tmp_path, monkeypatch)
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    assert main(["export", str(study.path), "--format", "optuna", "--to", url]) == 0
+    assert capsys.readouterr().out.endswith(
+        "; left out 6 trials measured on an earlier source of the kernel\n")
+    loaded = optuna.load_study(study_name="mixed-replay", storage=url)
+    assert [t.user_attrs["number"] for t in loaded.trials] == [0, 1, 8, 9]
+    assert loaded.best_trial.user_attrs["number"] == 8 == study.winners["number"].iloc[0]
 
 
 def test_optuna_reads_an_export_into_postgresql(mixed, postgres_url, capsys):
@@ -120,6 +136,32 @@ def test_parquet_holds_every_trial_typed_with_its_raw_samples(mixed, capsys):
     assert long["samples_ms"].notna().sum() == 4 * 50
 
 
+def test_the_trials_of_a_study_forced_past_a_kernel_edit_name_their_source(
+        tmp_path, monkeypatch, capsys):
+    """A study resumed with --force after its kernel was edited lists the trials of both
+    sources (the Parquet export and ``trials_dataframe``), each with the source it was
+    measured on, and the table names the source now: two rows of one config are told
+    apart, and ``df[df.source_hash == df.attrs["kernel_source"]]`` is what it chooses
+    from."""
+    study = forced_study(tmp_path, monkeypatch)
+    old = {t.source_hash for t in study_trials(study) if t.number < 8}
+    df = study.trials_dataframe()
+    assert df.attrs["kernel_source"] == "1" * 16 and old != {"1" * 16}
+    assert df["source_hash"].tolist() == [*sorted(old) * 8, *["1" * 16] * 2]
+    assert main(["export", str(study.path), "--format", "parquet"]) == 0
+    back = pd.read_parquet(study.path / "trials.parquet")
+    assert back["source_hash"].tolist() == df["source_hash"].tolist()
+    now = df[df["source_hash"] == df.attrs["kernel_source"]]
+    assert now["number"].tolist() == [8, 9]
+
+
+def study_trials(study):
+    """The trials of ``study`` (a :class:`sweeper.Study`) as the journal keeps them."""
+    from sweeper.store import StudyStore
+
+    return StudyStore(study.path).records()[0]
+
+
 def test_csv_holds_every_trial_that_ran(mixed, tmp_path):
     target = tmp_path / "t.csv"
     assert mixed.export(target, format="csv") == str(target)
@@ -131,6 +173,36 @@ def test_csv_holds_every_trial_that_ran(mixed, tmp_path):
     assert sorted(r["status"] for r in rows) == sorted(ran["status"].astype(str))
     assert sorted(float(r["median_ms"]) for r in rows if r["status"] == "ok") == sorted(
         ran.loc[ran["status"] == "ok", "median_ms"])
+
+
+def test_csv_of_a_study_forced_past_a_kernel_edit_is_its_source_now_and_replays(
+        tmp_path, monkeypatch, capsys):
+    """A study resumed with --force after its kernel was edited holds two trials of some
+    configs, one per source: the replay table holds each config once, as measured on the
+    source now, so it replays (it held both, which a replay table refuses), and the
+    export says how many it left out.  One with no trial on the source now is refused."""
+    study = forced_study(tmp_path, monkeypatch)
+    target = tmp_path / "t.csv"
+    capsys.readouterr()
+    assert main(["export", str(study.path), "--format", "csv", "-o", str(target)]) == 0
+    assert capsys.readouterr().out.endswith(      # 4 ok and a wrong answer
+        "; left out 5 trials measured on an earlier source of the kernel\n")
+    rows = list(csv.DictReader(line for line in target.read_text().splitlines()
+                               if not line.startswith("#")))
+    assert sorted(float(r["median_ms"]) for r in rows) == sorted(
+        t.stats.median for t in study_trials(study) if t.number >= 8)
+    again = sweeper.run(SPACE, device=f"replay:{target}", studies_dir=tmp_path / "again",
+                        quiet=True, report=False)
+    assert again.winners["number"].tolist() != [] and \
+        again.winners["median_ms"].iloc[0] == study.winners["median_ms"].iloc[0]
+    meta = json.loads((study.path / "study.json").read_text())     # edited again
+    meta["forced"].append({"changed": [f"kernel_source: '{'1' * 16}' -> '{'2' * 16}'"]})
+    (study.path / "study.json").write_text(json.dumps({**meta, "kernel_source_hash": "2" * 16}))
+    assert main(["export", str(study.path), "--format", "csv", "-o", str(target)]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: {study.path}: no trial ran on the kernel's source now (7 trials on an "
+        "earlier source, before a resume with --force after the kernel changed): a replay "
+        "table of it would hold no row; nothing written\n")
 
 
 def test_csv_of_a_study_no_trial_of_which_ran_is_refused(tmp_path, capsys):

@@ -367,6 +367,116 @@ def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys)
     assert rc == 0 and out[0].startswith("verdict ")
 
 
+def _forced_study(root, name, trials, old="0" * 16, new="1" * 16):
+    """A study resumed with ``--force`` after its kernel's source changed from ``old`` to
+    ``new`` (``old`` None: never forced, its source ``new``): one trial per ``(block,
+    source, samples)`` of ``trials``, numbered in order."""
+    from sweeper.measure import summarize
+
+    store = StudyStore(root / name)
+    store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"},
+                  "kernel_source_hash": new,
+                  "forced": [] if old is None else
+                  [{"changed": [f"kernel_source: '{old}' -> '{new}'"]}]})
+    for number, (block, source, samples) in enumerate(trials):
+        store.append(TrialRecord(
+            number=number, status=TrialStatus.OK, choice={"block": str(block)},
+            config=Config(Problem("float32", 1 << 20), grid=1, block=block),
+            samples_ms=samples, stats=summarize(samples), source_hash=source))
+    store.close()
+
+
+def test_compare_of_a_study_forced_past_a_kernel_edit_uses_its_source_now(tmp_path, capsys):
+    """A study resumed with --force after its kernel was edited is compared by the trials
+    measured on its source now: a config measured only on the earlier source has no
+    verdict (it got one from the earlier source's samples, under a note naming the source
+    now), and a note counts the earlier trials left out."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    slow = [2 * x for x in a]
+    old, new = "0" * 16, "1" * 16
+    _forced_study(tmp_path, "a", [(32, old, a), (64, old, a), (32, new, slow)])
+    _forced_study(tmp_path, "b", [(32, new, slow), (64, new, slow)], old=None)
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0
+    assert out[:2] == [
+        "note: left out: 1 config measured successfully only in B (a verdict needs the "
+        "config's samples on the same problem in both)",
+        "note: left out: 2 trials of A measured on an earlier source of its kernel (a "
+        "resume with --force after an edit measures its configs again; the source now's "
+        "trials are compared)"]
+    assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
+
+
+def test_compare_of_a_study_with_no_trial_on_its_kernel_s_source_now_says_why(
+        tmp_path, capsys):
+    """A study resumed with --force after its kernel was edited and not measured since
+    has nothing to compare: the refusal says that its trials ran on an earlier source
+    (it said A measured no config successfully)."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _forced_study(tmp_path, "a", [(32, "0" * 16, a), (64, "0" * 16, a)])
+    _forced_study(tmp_path, "b", [(32, "1" * 16, a)], old=None)
+    rc, _, err = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 2 and err == (
+        f"sweeper: {tmp_path / 'a'} and {tmp_path / 'b'} have no successful config "
+        "measured on the same problem in both: A measured no config successfully on its "
+        "kernel's source now (2 trials on an earlier source left out: a resume with "
+        "--force after an edit measures them again); B measured float32 1MiB cold "
+        "(1 config)\n")
+
+
+def test_compare_of_two_trials_says_where_they_ran_on_other_sources_of_the_kernel(
+        tmp_path, capsys):
+    """Two trials of one config in a study resumed with --force after its kernel was
+    edited, one per source: the verdict says the ratio compares the sources too (it read
+    as the same config run twice); two trials of one source get no such note."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    old, new = "0" * 16, "1" * 16
+    _forced_study(tmp_path, "a", [(32, old, a), (64, new, a), (32, new, [2 * x for x in a])])
+    rc, out, _ = run(capsys, "compare", "a@0", "a@2", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0] == (
+        f"note: A (#0) was measured on the kernel's source {old}, B (#2) on {new}: the "
+        "ratio compares the sources as well as the configs")
+    rc, out, _ = run(capsys, "compare", "a@1", "a@2", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0].startswith("verdict ")
+
+
+def test_report_of_a_study_forced_past_a_kernel_edit_prints_the_failures_of_its_source_now(
+        tmp_path, monkeypatch, capsys):
+    """``sweeper report`` prints the failed line of the trials the report shows: once a
+    study resumed with --force after its kernel was edited measured a trial on the new
+    source, a config that failed on the earlier one (the edit may have fixed it) is no
+    failure of the study now (it printed ``failed: 1 wrong_answer``)."""
+    from tests.api_fixtures import forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    capsys.readouterr()
+    assert main(["report", str(study.path)]) == 0
+    out = capsys.readouterr().out
+    assert "failed:" not in out and out.startswith("report: ")
+    shown = json.loads((study.path / "report.json").read_text())
+    assert [f["status"] for f in shown["failures"]] == ["invalid"]     # the ruled out
+    assert shown["counts"] == {"ok": 2, "invalid": 2}
+
+
+def test_report_of_a_study_forced_past_a_kernel_edit_with_nothing_on_it_yet_says_so(
+        tmp_path, monkeypatch, capsys):
+    """A study resumed with --force after its kernel was edited, no trial measured on the
+    new source yet: the best config per problem says that none was measured on the source
+    now yet, not that no config was measured (the report shows the earlier trials)."""
+    from tests.api_fixtures import forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    meta = json.loads((study.path / "study.json").read_text())     # edited again
+    meta["forced"].append({"changed": [f"kernel_source: '{'1' * 16}' -> '{'2' * 16}'"]})
+    (study.path / "study.json").write_text(json.dumps({**meta, "kernel_source_hash": "2" * 16}))
+    assert main(["report", str(study.path)]) == 0
+    said = ("None: no config was measured on the kernel's source now yet (8 trials on an "
+            "earlier source, which no winner is chosen from); `sweeper run` measures the "
+            "configs on this one.")
+    assert said in (study.path / "report.md").read_text()
+    assert said.replace("'", "&#x27;") in (study.path / "report.html").read_text()
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",
@@ -513,6 +623,23 @@ def test_priors_from_another_problem_are_not_called_the_same_problem(tmp_path, c
     same = prior_sources(tmp_path, load_space(ROOT / "benchmarks/spaces/copy-256m.yaml"),
                          "replay: NVIDIA H200")
     assert [(len(s.configs), s.same_problem) for s in same] == [(3, True)]
+
+
+def test_priors_of_a_study_forced_past_a_kernel_edit_are_its_source_now_s_best(
+        tmp_path, monkeypatch):
+    """The winners ``auto`` starts from, of another study resumed with --force after its
+    kernel was edited, are the best of its trials on the source now: the earlier
+    source's best (its fastest config, which the new source has not measured) is no
+    winner of it (it was offered first)."""
+    from tests.api_fixtures import SPACE, forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    (tmp_path / "s.yaml").write_text(SPACE)
+    now = [t.choice for t in StudyStore(study.path).records()[0] if t.number >= 8]
+    configs = [c for s in prior_sources(tmp_path, load_space(tmp_path / "s.yaml"),
+                                        "replay: NVIDIA H200") for c in s.configs]
+    assert [{k: c[k] for k in ("grid", "block", "BLOCK")} for c in configs] == [
+        {k: c[k] for k in ("grid", "block", "BLOCK")} for c in now]
 
 
 def test_a_problem_the_kernel_cannot_allocate_is_recorded_and_the_sweep_goes_on(

@@ -1,3 +1,4 @@
+import csv
 import dataclasses
 import json
 import sys
@@ -558,6 +559,15 @@ def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_on
     assert [row["number"] for row in shown["best"]] == [t.number for t in new]
 
 
+def _narrow_copy(tmp_path, blocks):
+    """``sweeper run`` of spaces/copy.yaml at ``BLOCK=1024`` and ``block=blocks`` on the
+    replayed H200 table into ``tmp_path / "run"``, and its options but the command's."""
+    device = f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}"
+    narrow = ["-p", "BLOCK=1024", "-p", f"block={blocks}", "--device", device]
+    return ["run", "spaces/copy.yaml", *narrow, "--studies-dir", str(tmp_path / "run"),
+            "--quiet", "--no-report"], narrow
+
+
 def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
         tmp_path, monkeypatch, capsys):
     """A complete exhaustive study resumed with ``--force`` after its kernel's source
@@ -569,10 +579,7 @@ def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
     from sweeper.cli import main
 
     monkeypatch.chdir(ROOT)
-    device = f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}"
-    narrow = ["-p", "BLOCK=1024", "-p", "block=32,64", "--device", device]
-    run = ["run", "spaces/copy.yaml", *narrow, "--studies-dir", str(tmp_path / "run"),
-           "--quiet", "--no-report"]
+    run, narrow = _narrow_copy(tmp_path, "32,64")
     assert main(run) == 0
     shutil.copytree(tmp_path / "run", tmp_path / "shared")
     old = StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]
@@ -599,6 +606,84 @@ def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
     assert len(StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]) == 24
 
 
+def test_a_source_changed_and_changed_back_measures_again_the_trials_that_name_none(
+        tmp_path, monkeypatch, capsys):
+    """A study whose kernel went from source A to B and back to A (each resume with
+    --force) holds trials an older sweeper recorded without a source: they may have run on
+    A or, forced past the first edit by that sweeper, on B.  They count as neither: the
+    run measures their configs again on A, as a shared worker's claim on A (which only a
+    trial naming A satisfies) does; the run treated them as done while the claims did
+    not, so the two disagreed on what was left to measure."""
+    import shutil
+
+    from sweeper.cli import main
+    from sweeper.store._base import claim_key
+    from sweeper.winners import Sources
+
+    monkeypatch.chdir(ROOT)
+    run, narrow = _narrow_copy(tmp_path, "32")
+    assert main(run) == 0
+    folder = tmp_path / "run" / "copy-fp32-replay"
+    journal = folder / "trials.jsonl"
+    journal.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items()
+                                           if k != "source_hash"}) + "\n"
+                               for line in journal.read_text().splitlines()))
+    first = StudyStore(folder).records()[0]
+    assert len(first) == 6 and {t.source_hash for t in first} == {None}
+    source = type(load_kernel("copy")).source_hash
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    assert main([*run, "--force", "--trials", "1"]) == 0              # on B
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", source)
+    shutil.copytree(tmp_path / "run", tmp_path / "shared")
+    capsys.readouterr()
+    assert main([*run, "--force"]) == 0                                 # back on A
+    assert "done: 6 measured" in capsys.readouterr().out
+    worker = ["worker", "spaces/copy.yaml", "--study", "copy-fp32-replay", *narrow,
+              "--studies-dir", str(tmp_path / "shared"), "--worker-id", "w", "--force"]
+    assert main(worker) == 0
+    a = load_kernel("copy").source_hash()
+    for where in ("run", "shared"):
+        trials = StudyStore(tmp_path / where / "copy-fp32-replay").records()[0]
+        assert [t.source_hash for t in trials[7:]] == [a] * 6
+        assert sorted(t.key() for t in trials[7:]) == sorted(t.key() for t in first)
+    store = StudyStore(tmp_path / "run" / "copy-fp32-replay")
+    assert len(Sources.of(store.study_meta()).done(store.records()[0])) == 6
+    assert store.claim(claim_key(first[0].key(), a), "w", 60.0).value == "done"
+    store.close()
+
+
+def test_a_resume_forced_after_a_kernel_edit_that_measured_nothing_says_so(
+        tmp_path, monkeypatch, capsys):
+    """A resume with --force after an edit of the kernel whose every config then fails
+    produced no number on the source now: the run says no config was measured and exits
+    1 (it exited 3, as if the earlier source's numbers were the study's)."""
+    from sweeper.cli import main
+    from sweeper.cli._exits import EXIT_NOTHING_MEASURED
+
+    monkeypatch.chdir(ROOT)
+    run, narrow = _narrow_copy(tmp_path, "32")
+    assert main(run) == 0
+    table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+    lines = table.read_text().splitlines(True)
+    head = [line for line in lines if line.startswith("#")]
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    for row in rows:
+        row.update(status="wrong_answer", median_ms="", samples_ms="")
+    failing = tmp_path / "failing.csv"
+    with failing.open("w", newline="") as f:
+        f.write("".join(head))
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    device = narrow[narrow.index("--device") + 1]
+    edited = [f"replay:{failing}" if arg == device else arg for arg in run]
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    capsys.readouterr()
+    assert main([*edited, "--force"]) == EXIT_NOTHING_MEASURED
+    assert capsys.readouterr().err.startswith(
+        "sweeper: no config was measured: 5 wrong_answer (first: #6 ")   # 5 alike: stop
+
+
 def test_a_resume_forced_after_the_kernel_changed_keeps_time_for_new_finalists_only(
         tmp_path, monkeypatch):
     """The time budget of a run of a study forced past a kernel edit keeps time for the
@@ -622,6 +707,28 @@ def test_a_resume_forced_after_the_kernel_changed_keeps_time_for_new_finalists_o
     monkeypatch.setattr(Budgets, "note", spy)
     assert main([*run, "--time", "10m"]) == 0
     assert sorted(noted) == [2, 3]
+
+
+def test_a_report_of_a_study_forced_past_a_kernel_edit_shows_no_final_of_the_earlier_source(
+        tmp_path, monkeypatch):
+    """A forced resume stopped before its finals leaves the earlier source's final the
+    latest of its problem: the report leaves it out, as it does that final's finalists,
+    and names the problem's final as still to run (it raised a KeyError on them)."""
+    from sweeper.cli import main
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
+    assert main(run) == 0
+    edit()
+    assert main([*run, "--force"]) == 0
+    study = tmp_path / "studies" / "s-interpret"
+    journal = study / "trials.jsonl"
+    lines = journal.read_text().splitlines(True)
+    last = max(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "final")
+    journal.write_text("".join(lines[:last] + lines[last + 1:]))   # the new final undone
+    assert main(["report", str(study)]) == 0
+    shown = json.loads((study / "report.json").read_text())
+    assert shown["winners"] == [] and shown["unfinished_finals"] == ["float32 4KiB cold"]
+    assert sorted(row["number"] for row in shown["best"]) == [2, 3]
 
 
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(

@@ -433,7 +433,10 @@ def test_compare_matches_configs_measured_on_the_same_problem_and_names_the_devi
     # and on other problems: the interpreter measured that 1GiB config at 16KiB
     assert out[1] == (f"note: A (#6) is copy float32 1GiB cold, B (#{cpu}) is copy float32 "
                       "16KiB cold: the ratio compares the problems as well as the configs")
-    assert out[2].startswith("verdict")
+    # and on other sources of copy: the H200 study was measured before copy.py was edited
+    assert out[2].startswith("note: A (#6) was measured on the kernel's source ") and \
+        out[2].endswith(": the ratio compares the sources as well as the configs")
+    assert out[3].startswith("verdict")
     other = next(t.number for t in StudyStore(tmp_path / "studies" / "h200").records()[0]
                  if t.ok and t.number != 6)
     assert main(["compare", "h200@6", f"h200@{other}"]) == 0    # one problem: no note

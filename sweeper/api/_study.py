@@ -84,7 +84,10 @@ class Study:
         """One row per trial, typed: parameters as integers where they are numbers
         (``<NA>`` where a trial never resolved), dimensions by name, status (a categorical),
         reason, median and its 95 % CI (``ci_lo_ms``, ``ci_hi_ms``), GB/s and TFLOP/s,
-        flags; ``samples``: each trial's raw samples as a list column ``samples_ms``.
+        flags, the kernel source it was measured on (``source_hash``; a study resumed with
+        ``--force`` after an edit holds trials of two, ``df.attrs["kernel_source"]`` is
+        the one it has now); ``samples``: each trial's raw samples as a list column
+        ``samples_ms``.
         The columns and dtypes are :func:`sweeper.interop.trials_table`'s."""
         from sweeper.interop import trials_table
 

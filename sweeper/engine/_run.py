@@ -643,7 +643,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         clock.report_fixed_s = clock.steps()["report"] - files.seconds["pictures"] - \
             files.seconds.get("tables", 0.0)
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
-    why = nothing_measured(summary.trials, summary.stopped_by)
+    # a study forced past a kernel edit: measured on the source now, once it measured any
+    why = nothing_measured(Winners.of(store).sources.shown(summary.trials),
+                           summary.stopped_by)
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
     return why

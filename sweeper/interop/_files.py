@@ -16,11 +16,15 @@ def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> W
     """Every trial that ran, as a table ``--device replay:`` serves (default path:
     STUDY/replay.csv).  Trials ruled out by constraints (``invalid``) and configs a
     replayed table lacked (``missing``) measured nothing, and a replay table cannot hold
-    them, so they are left out; the Parquet export keeps every trial.  An existing file is
+    them, so they are left out, and so are those a study resumed with ``--force`` after its
+    kernel was edited measured on the earlier source (a table holds each config once);
+    the Parquet export keeps every trial.  An existing file is
     replaced whole (``replace`` changes nothing)."""
-    path, count = export_csv(store, target or store.root / "replay.csv")
+    path, count, earlier = export_csv(store, target or store.root / "replay.csv")
+    left_out = "" if not earlier else \
+        f"; left out {counted(earlier, 'trial')} measured on an earlier source of the kernel"
     return Written(str(path), f"wrote {count} trials to {path} (replay it with "
-                   f"{given('device', f'replay:{path}')})")
+                   f"{given('device', f'replay:{path}')}){left_out}")
 
 
 def write_triton(store: StudyStore, target: str | None, *, replace: bool = False) -> Written:

@@ -7,7 +7,10 @@ tools (best trial, parameter importances, the dashboard) compare configs of one 
 named after the sweeper study, and where it has several problems, after each problem too
 (``copy-fp32 footprint=256MiB``).  Each minimizes the median in ms (its one objective).
 Each other axis is a parameter with a categorical distribution of the axis's values
-(numbers as numbers), which is what a sweep chooses among.  Every trial is added:
+(numbers as numbers), which is what a sweep chooses among.  Every trial is added (of a
+study resumed with ``--force`` after its kernel was edited, every trial measured on its
+source now, so that Optuna's best trial is one the study could choose;
+:class:`~sweeper.winners.Sources`):
 ``ok`` as COMPLETE with its median; ``abandoned`` (sampling cut short, clearly slower than
 the best) as PRUNED; every other status as FAIL, with ``status`` and ``reason`` as user
 attributes (Optuna's own ``fail_reason`` system attribute too).  User attributes also
@@ -41,6 +44,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from sweeper.core._model import LAUNCH_AXES
 from sweeper.core._spelling import given, option
+from sweeper.core._units import counted
 from sweeper.errors import SweeperError, WriteError
 from sweeper.escape import printable
 from sweeper.export import output_file
@@ -51,6 +55,7 @@ from sweeper.kernels import Headline
 from sweeper.store import Storage, TrialRecord
 from sweeper.store._url import mask_url
 from sweeper.trial import TrialStatus
+from sweeper.winners import Sources
 
 #: Statistics kept as user attributes, by their name in :class:`~sweeper.measure.Stats`.
 STATS = ("median", "ci_lo", "ci_hi", "mean", "min", "max", "p95", "std", "cv", "rel_ci")
@@ -73,7 +78,8 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
         raise SweeperError(f"{given('format', 'optuna')} needs {given('target', 'URL')}: "
                            "sqlite:///FILE.db, or a journal file path")
     meta = store.study_meta()
-    trials, _ = store.records()
+    every, _ = store.records()
+    trials = Sources.of(meta).done(every)     # Optuna's best trial: of the source now
     problem_axes = [a for a in meta.axes if a not in LAUNCH_AXES and a not in meta.meta_axes]
     groups = by_problem(trials, problem_axes)
     names = {label: printable(f"{meta.study} {label}" if len(groups) > 1 else meta.study)
@@ -107,10 +113,13 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
         into_journal(store, target, write)
     shown = ", ".join(repr(n) for n in names.values())
     first = next(iter(names.values()))
+    earlier = len(every) - len(trials)
+    left_out = "" if not earlier else \
+        f"; left out {counted(earlier, 'trial')} measured on an earlier source of the kernel"
     return Written(target, f"wrote {len(trials)} trials to the Optuna "
                    f"{'study' if len(names) == 1 else 'studies'} {shown} in "
                    f"{mask_url(target)} (optuna.load_study(study_name={first!r}, "
-                   "storage=...))")
+                   f"storage=...)){left_out}")
 
 
 def by_problem(trials: list[TrialRecord], problem_axes: list[str]

@@ -6,7 +6,10 @@ parameters and dimensions as nullable integers where every label is a whole numb
 trial ruled out before it resolved has none: ``<NA>``, never ``nan`` or ``0``), the
 status as a categorical of every :class:`~sweeper.trial.TrialStatus`, times and rates
 as ``float64`` (rates ``nan`` for a trial without a median, not 0), text as ``string``,
-the start time as UTC timestamps."""
+the start time as UTC timestamps, and ``source_hash``: the hash of the kernel's source
+the trial was measured on (a study resumed with ``--force`` after its kernel was edited
+holds trials of two; ``<NA>`` for one recorded without a hash before such a resume whose
+earlier source the study does not name; :class:`~sweeper.winners.Sources`)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from sweeper.report._shared import blank
 from sweeper.report._tables import study_frame
 from sweeper.store import Storage
 from sweeper.trial import TrialStatus
+from sweeper.winners import Sources
 
 #: The first columns, in this order; the axes and dimensions follow, then the rest.
 LEAD = ("number", "status", "reason", "dtype", "footprint", "cache", "grid", "block")
@@ -50,6 +54,11 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     df["started"] = pd.to_datetime([t.started or None for t in trials], utc=True,
                                    format="ISO8601").as_unit("us")
     df["wall_s"] = pd.Series([t.wall_s for t in trials], dtype="float64", index=df.index)
+    # the kernel source each was measured on: a study resumed with --force after an edit
+    # holds trials of two (``df.attrs["kernel_source"]``: the one it has now)
+    sources = Sources.of(meta)
+    df["source_hash"] = pd.Series([t.source_hash or sources.unnamed for t in trials],
+                                  dtype="string", index=df.index)
     if samples:
         df["samples_ms"] = pd.Series([list(t.samples_ms) for t in trials], dtype=object,
                                      index=df.index)
@@ -57,7 +66,7 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     df = df[order + [c for c in df if c not in order]]
     df.attrs = {"study": meta.study, "kernel": meta.kernel, "gpu": meta.gpu,
                 "headline": Headline(meta.headline).unit, "params": list(meta.axes),
-                "dims": dims}
+                "dims": dims, "kernel_source": sources.now}
     return df
 
 

@@ -64,3 +64,6 @@ class ReportTables:
     record: list[tuple[str, str]]
     #: the heatmaps' colour scale: one for the ``study``, per ``problem``, or per ``map``
     colour_scale: str = "study"
+    #: trials measured on an earlier source of the kernel than the study's now (a resume
+    #: with ``--force`` after an edit): no pick is chosen from them
+    earlier_source: int = 0

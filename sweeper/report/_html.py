@@ -289,7 +289,7 @@ def _head(tables: ReportTables) -> list[str]:
 
 def _picks(tables: ReportTables) -> list[str]:
     return [_p(_shared.picks_intro("sweeper export")),
-            html_table(*_shared.picks_table(tables), empty=_shared.NO_PICKS),
+            html_table(*_shared.picks_table(tables), empty=_shared.no_picks(tables)),
             *(_p(_shared.unfinished(p)) for p in tables.unfinished)]
 
 

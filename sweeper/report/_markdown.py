@@ -110,7 +110,7 @@ def _shrunk(tables: ReportTables) -> list[str]:
 
 def _picks(tables: ReportTables) -> list[str]:
     out = ["## Best config per problem\n", _shared.picks_intro("`sweeper export`") + "\n",
-           md_table(*_shared.picks_table(tables), empty=_shared.NO_PICKS)]
+           md_table(*_shared.picks_table(tables), empty=_shared.no_picks(tables))]
     out += [_shared.unfinished(f"**{_text(p)}**") + "\n" for p in tables.unfinished]
     df = tables.frame
     if not tables.unmeasured and not df.empty:

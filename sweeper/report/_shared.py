@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from sweeper.core._units import counted
 from sweeper.report._tables import LABELS, baseline_rates, status_counts_text, unit
 from sweeper.space import format_size, show_dims
 from sweeper.winners import UNFINISHED
@@ -28,6 +29,17 @@ SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling"
 #: What the reports say where nothing was measured, or every config was.
 NO_PICKS = "None: no config was measured."
 NO_FAILURES = "None: every config was measured."
+
+
+def no_picks(tables: ReportTables) -> str:
+    """What the best config per problem says where no problem has one: of a study resumed
+    with ``--force`` after its kernel was edited, that none was measured on the source
+    now yet (configs were, on the earlier one)."""
+    if not tables.earlier_source:
+        return NO_PICKS
+    return (f"None: no config was measured on the kernel's source now yet "
+            f"({counted(tables.earlier_source, 'trial')} on an earlier source, which no "
+            "winner is chosen from); `sweeper run` measures the configs on this one.")
 #: The heading of the baselines' table.
 BASELINES = "Baselines (same timer, same runs, same GPU)"
 

@@ -50,7 +50,6 @@ from sweeper.report._tables import (
     unit,
 )
 from sweeper.store import DriftRecord, DutyRecord, ProblemKey, Storage, StudyMeta
-from sweeper.trial import TrialStatus
 from sweeper.winners import Winners
 
 
@@ -89,10 +88,9 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     winners = Winners.of(store)            # the newest final of each problem counts
     # a study resumed with --force after its kernel changed, measured on both sources,
     # shows the trials of its source now (and the configs the constraints ruled out)
+    trials = winners.sources.shown(every)
     earlier = winners.sources.earlier(every)
-    left_out = earlier if any(t.status is not TrialStatus.INVALID and
-                              winners.sources.current(t) for t in every) else 0
-    trials = winners.sources.done(every) if left_out else every
+    left_out = earlier if len(trials) < len(every) else 0
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
     ceilings, meta_names, headline = study_ceilings(meta), meta.meta_axes, Headline(meta.headline)
     df = study_frame(meta, trials)
@@ -103,7 +101,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     shown_meta = [n for n in meta_names if n not in fixed]
     varying = len({"grid_label", "block", *meta_names} - set(fixed))
     empty = df.empty
-    finals = [winners.finals[k] for k in sorted(winners.finals)]
+    finals = winners.shown(every)          # of the source now, as the tables are
     story = run_story(meta)
     samplers = sampler_shares(meta, trials)
     shown_picks = pd.DataFrame() if empty else _without(headline_table(
@@ -141,7 +139,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
         footprint=curves, roofline=roof,
         record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
                            metric, unit(metric), story, earlier, left_out=bool(left_out)),
-        colour_scale=scale)
+        colour_scale=scale, earlier_source=earlier)
 
 
 def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False

@@ -70,18 +70,22 @@ def prior_sources(studies_dir: str | Path, space: Space, gpu: str,
 
 def _best_trials(root: Path, kernel: str, gpu: str
                  ) -> tuple[PriorSource, list[TrialRecord]] | None:
-    """The study at ``root`` (an empty source) and its ``PER_STUDY`` best trials, if it is
-    one of ``kernel`` on ``gpu``.  A study that cannot be read is skipped with one warning
+    """The study at ``root`` (an empty source) and its ``PER_STUDY`` best trials measured
+    on the kernel source it has now (:class:`~sweeper.winners.Sources`), if it is one of
+    ``kernel`` on ``gpu``.  A study that cannot be read is skipped with one warning
     line; one with bad journal lines gives its good trials, with one warning line (the
     lines themselves are listed when that study is run or reported)."""
     from sweeper.store import StudyStore
+    from sweeper.winners import Sources
 
     store = StudyStore(root)
     try:
         meta = store.study_meta()
         if meta.kernel != kernel or meta.environment.get("gpu") != gpu:
             return None
-        trials = [t for t in store.records(warn=False)[0] if t.ok and not t.suspicious]
+        # a study resumed with --force after its kernel was edited: its source now's
+        trials = [t for t in Sources.of(meta).measured_now(store.records(warn=False)[0])
+                  if t.ok and not t.suspicious]
     except SweeperError as err:
         warnings.warn(f"auto: study {root} skipped for priors: {err}", StudyWarning,
                       stacklevel=user_stacklevel())
