@@ -54,10 +54,17 @@ class Sources:
     always has."""
 
     now: str | None = None
-    unnamed: str | None = None
+    #: the source the study recorded before its first forced change of it (None: unknown)
+    first: str | None = None
     #: whether a resume with ``--force`` changed the kernel's source (then a config is
     #: done only once measured on the source now: a resume measures the others again)
     changed: bool = False
+
+    @property
+    def unnamed(self) -> str | None:
+        """The source a trial that names none counts as measured on: the first, unless
+        the source came back to it (then which is unknown: None)."""
+        return None if self.changed and self.first == self.now else self.first
 
     @classmethod
     def of(cls, meta: StudyMeta) -> Sources:
@@ -70,8 +77,15 @@ class Sources:
         if not changes:
             return cls(now, now)
         before = _SOURCE_CHANGE.match(changes[0])      # else: an earlier one, unknown
-        unnamed = before.group(1) if before else None
-        return cls(now, unnamed if unnamed != now else None, changed=True)
+        return cls(now, before.group(1) if before else None, changed=True)
+
+    def edited(self, source: str) -> Sources:
+        """The sources as a resume forced past an edit of the kernel to ``source`` leaves
+        them (what :meth:`of` reads of the ``study.json`` that resume records), for a
+        ``plan`` that sees the edit before the run."""
+        if self.now in (None, source):
+            return self
+        return Sources(source, self.first, changed=True)
 
     def current(self, trial: TrialRecord) -> bool:
         """Whether ``trial`` was measured on the study's source now."""

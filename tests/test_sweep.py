@@ -1,5 +1,6 @@
 import csv
 import dataclasses
+import itertools
 import json
 import sys
 
@@ -844,3 +845,27 @@ def test_a_space_whose_comments_changed_resumes_and_a_change_is_named(
     assert "cannot resume, it was measured with other settings (the space's line 14: " \
            "'constraints: [\"BLOCK >= block\"]' -> 'constraints: [\"BLOCK >= 2*block\"]'); " \
            "rerun with --force" in err and "tuned" not in err and "line 1:" not in err
+
+
+@pytest.mark.parametrize("history", [[], ["b"], ["b", "c"], ["b", "a"]])
+def test_a_plan_reads_an_edit_as_the_forced_resume_will_record_it(history):
+    """``Sources.edited`` (plan, which sees an edit of the kernel before the run) reads
+    the trials as ``Sources.of`` reads the study.json that the forced resume to the edited
+    source records: after no change, one, two, and a change back to the first source."""
+    from sweeper.store._meta import StudyMeta
+    from sweeper.winners import Sources
+
+    def meta(sources):
+        forced = [{"when": "2026-01-01T00:00:00+00:00",
+                   "changed": [f"kernel_source: '{h(a)}' -> '{h(b)}'"]}
+                  for a, b in itertools.pairwise(sources)]
+        return StudyMeta.from_json({"study": "s", "kernel": "copy",
+                                    "kernel_source_hash": h(sources[-1]), "forced": forced})
+
+    def h(name):
+        return name * 16
+
+    before = ["a", *history]
+    for edit in "abcd":
+        after = before if edit == before[-1] else [*before, edit]
+        assert Sources.of(meta(before)).edited(h(edit)) == Sources.of(meta(after))

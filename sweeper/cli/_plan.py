@@ -6,7 +6,6 @@ no user kernel, ``kernels`` only the installed or named ones."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any
 
 from sweeper.cli._inputs import space_source
@@ -118,10 +117,8 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
         return None, [], []
     changed = planned_resume(store, space, device, args.force)
     source = source_hash_unrun(space.kernel)
-    if source is not None and sources.now not in (None, source):
-        # the forced resume makes the edited source the study's: what ran on the one
-        # before is measured again
-        sources = dataclasses.replace(sources, now=source, changed=True)
+    if source is not None:     # what ran on a source before the edit is measured again
+        sources = sources.edited(source)
     return store, sources.done(records), changed
 
 
