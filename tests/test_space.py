@@ -561,6 +561,24 @@ def test_a_kernels_bad_default_is_refused_at_the_kernel_as_its_default():
                  "  block: [128]\n").axis("block").labels == ("128",)
 
 
+def test_an_adaptive_setting_under_stop_fixed_is_refused_at_its_line():
+    """docs/space.md: beside ``repeat``, ``target`` needs ``stop: ci`` or ``stdrel``.
+    ``{stop: fixed, repeat: 3, target: 5%}`` was taken and its target never read."""
+    from sweeper.errors import SpaceError
+    from sweeper.space import parse_space
+
+    for measure, key in (("{stop: fixed, repeat: 3, target: 5%}", "target"),
+                         ("{stop: fixed, min_samples: 4}", "min_samples"),
+                         ("{stop: fixed, max_time: 2s}", "max_time")):
+        with pytest.raises(SpaceError) as info:
+            parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\nmeasure: {measure}\n",
+                        file="s.yaml")
+        assert str(info.value) == (
+            f"s.yaml:3: measure.{key}: only the adaptive rules (stop: ci or stdrel) read "
+            f"it, and stop: fixed takes exactly repeat samples; allowed: stop: ci or "
+            f"stdrel, or fixed without {key}")
+
+
 def test_an_adaptive_setting_beside_repeat_alone_is_refused_at_its_line(tmp_path):
     """``{repeat: 3, target: 5%}`` is the fixed rule (repeat given, no stop), which reads
     no target: it was taken and never used."""
@@ -572,6 +590,7 @@ def test_an_adaptive_setting_beside_repeat_alone_is_refused_at_its_line(tmp_path
                                              r"adaptive rules \(stop: ci or stdrel\) read it"):
             parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\n"
                         f"measure: {{repeat: 3, {setting}}}\n", file="s.yaml")
-    for fine in ("{repeat: 3}", "{repeat: 3, stop: ci, target: 5%}", "{target: 5%}"):
+    for fine in ("{repeat: 3}", "{repeat: 3, stop: ci, target: 5%}", "{target: 5%}",
+                 "{repeat: 3, stop: fixed}"):
         parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\nmeasure: {fine}\n",
                     file="s.yaml")

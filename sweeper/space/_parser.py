@@ -686,15 +686,18 @@ class _Parser:
         """The measurement settings, and the cache modes the ``cache`` axis defaults to."""
         fields = self.settings(raw, "measure", MEASURE)
         cache = fields.pop("cache", "cold")
-        if "repeat" in fields and "stop" not in fields:
-            adaptive = [k for k in ("target", "min_samples", "min_time", "max_time")
-                        if (MEASURE[k].field or k) in fields]
-            if adaptive:       # read by the adaptive rules only: it would go unread, unsaid
-                raise self.error(f"measure.{adaptive[0]}", "only the adaptive rules (stop: ci "
-                                 "or stdrel) read it, and with repeat given and no stop the "
-                                 "rule is fixed (exactly repeat samples); allowed: stop: ci "
-                                 "or stdrel beside it, or repeat alone")
+        said = "stop" in fields
         fields.setdefault("stop", "fixed" if "repeat" in fields else MeasureSpec.stop)
+        adaptive = [k for k in ("target", "min_samples", "min_time", "max_time")
+                    if (MEASURE[k].field or k) in fields]
+        if fields["stop"] == "fixed" and adaptive:   # read by the adaptive rules only:
+            raise self.error(                        # it would go unread, unsaid
+                f"measure.{adaptive[0]}", "only the adaptive rules (stop: ci or stdrel) "
+                "read it, and " + ("stop: fixed takes exactly repeat samples; allowed: stop: "
+                                   f"ci or stdrel, or fixed without {adaptive[0]}" if said else
+                                   "with repeat given and no stop the rule is fixed (exactly "
+                                   "repeat samples); allowed: stop: ci or stdrel beside it, "
+                                   "or repeat alone"))
         if "duty" in fields:
             fields["duty"], fields["duty_s"] = fields["duty"]
         return MeasureSpec(**fields), list(CACHE_MODES) if cache == "both" else [cache]
