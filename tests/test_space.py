@@ -132,7 +132,11 @@ BAD = [
      "params.BLOCK.values: values: belongs to a conditional axis, {values: [...], when: "
      "\"expression\"}; give when:, or the values as a list ([256, 512])"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
-     "params.BLOCK.pow2: 300 is not a power of two"),
+     "params.BLOCK.pow2: 300 is not a power of two; allowed: a power of two at each end "
+     "(256 or 512 here)"),
+    ("kernel: copy\nparams:\n  BLOCK: {pow2: [256, 0]}\n", 3,
+     "params.BLOCK.pow2: 0 is not a power of two; allowed: a power of two at each end "
+     "(1 at least)"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [2048, 1024]}\n", 3, "pow2 needs lo <= hi"),
     ("kernel: copy\nparams:\n  block: {range: [32, 128, 0]}\n", 3,
      "range needs lo <= hi and step > 0"),
@@ -486,6 +490,7 @@ def test_a_zero_for_a_meta_parameter_whose_default_is_zero_says_how_to_allow_it(
 
 #: The files behind docs/space.md's "Other messages, as printed" (those of one file each).
 DOCUMENTED_ERRORS = {
+    "bad.yaml": "kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n",
     "unknown-key.yaml": "kernel: copy\nparams:\n  block: [32]\nmesure: {}\n",
     "block.yaml": "kernel: copy\nparams:\n  block: [32, 96]\n",
     "dtype.yaml": "kernel: copy\nparams:\n  dtype: [float32, fp8]\n",

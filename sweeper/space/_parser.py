@@ -420,7 +420,8 @@ class _Parser:
         lo, hi = (self.integer(a, path) for a in args)
         for bound in (lo, hi):
             if not is_pow2(bound):
-                raise self.error(path, f"{shown(bound)} is not a power of two")
+                raise self.error(path, f"{shown(bound)} is not a power of two; allowed: a "
+                                 f"power of two at each end{_powers_near(bound)}")
         if lo > hi:
             raise self.error(path, f"pow2 needs lo <= hi, got lo={shown(lo)}, hi={shown(hi)}")
         self.capped(hi.bit_length() - lo.bit_length() + 1, path)
@@ -1078,6 +1079,15 @@ def shown(value: Any) -> str:
     text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 40 else \
         f"a number of some {int(value.bit_length() * math.log10(2))} digits"
     return cut(text, 60)
+
+
+def _powers_near(value: int) -> str:
+    """The powers of two either side of ``value``, for the message that refuses it."""
+    if value < 1:
+        return " (1 at least)"
+    if value > LIMIT:
+        return ""
+    return f" ({1 << (value.bit_length() - 1)} or {1 << value.bit_length()} here)"
 
 
 def _split_at_a_comma(text: str) -> str:
