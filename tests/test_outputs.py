@@ -502,6 +502,19 @@ def test_auto_names_the_studies_it_starts_from_and_no_priors_drops_them(
     assert StudyStore(tmp_path / "studies" / "third").meta()["last_run"]["priors"] == {}
 
 
+def test_auto_starting_from_one_config_says_one_config(write_space, tmp_path, capsys,
+                                                      monkeypatch):
+    """The line counted its configs as 'from 1 configs'."""
+    space = write_space(AUTO)
+    monkeypatch.chdir(tmp_path)
+    common = ("run", str(space), "--device", "interpret", "--no-report")
+    assert run(capsys, *common, "--study", "first", "--trials", "1")[0] == 0
+    rc, out, _ = run(capsys, *common, "--study", "second", "--trials", "1")
+    assert rc == 0
+    assert line(out, "auto: ").startswith("auto: starting from 1 config that won other "
+                                          "studies of copy on ")
+
+
 def test_priors_from_another_problem_are_not_called_the_same_problem(tmp_path, capsys):
     assert main(["run", str(ROOT / "benchmarks/spaces/copy-256m.yaml"), "--device",
                  f"replay:{REPLAY / 'h200-copy-256m.csv'}", "--studies-dir", str(tmp_path),
