@@ -522,6 +522,20 @@ def test_the_errors_docs_space_md_shows_are_as_printed(name, tmp_path, monkeypat
     assert [capsys.readouterr().err.removeprefix("sweeper: ").rstrip("\n")] == shown
 
 
+def test_docs_space_md_lists_every_dtype_alias():
+    """The aliases the parser takes, each in docs/space.md's list of them."""
+    import re
+
+    from sweeper.core._units import DTYPE_ALIASES
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs/space.md").read_text()
+    listed = {word for span in re.findall(r"`([a-z0-9 ]+)`", text[text.index("an alias"):
+                                                                   text.index("torch.NAME")])
+              for word in span.split()}
+    assert listed == set(DTYPE_ALIASES)
+
+
 def test_the_plan_docs_space_md_shows_is_as_printed_where_nothing_was_measured(
         tmp_path, monkeypatch, capsys):
     """docs/space.md's ``sweeper plan spaces/copy.yaml --device interpret``, line for line,
