@@ -153,6 +153,10 @@ BAD = [
      "expression, which may use integers, sizes (64MiB), names, + - * // %, cdiv(a, b) min(a, "
      "b, ...) max(a, b, ...) isqrt(a), comparisons, and/or/not; YAML ends a list item at a "
      "comma: quote an expression that has one (\"cdiv(n, BLOCK)\")"),
+    ("kernel: copy\nparams:\n  BLOCK: 256, 512\n", 3,        # the brackets left out
+     "params.BLOCK[0]: tuple is not allowed in '256, 512'; allowed: integers, sizes (64MiB), "
+     "names, + - * // %, cdiv(a, b) min(a, b, ...) max(a, b, ...) isqrt(a), comparisons, "
+     "and/or/not; several values are written as a YAML list: [256, 512]"),
     ("kernel: copy\nparams: {}\nconstraints: [BLOCK >= max(block, 256)]\n", 3,
      "and/or/not; YAML ends a list item at a comma: quote an expression that has one"),
     ("kernel: copy\nparams:\n  dtype: [float32, fp9]\n", 3,

@@ -1091,10 +1091,18 @@ def _powers_near(value: int) -> str:
 
 
 def _split_at_a_comma(text: str) -> str:
-    """A hint for an expression with a ``(`` left open: in a YAML flow list (``[sms,
-    cdiv(n, BLOCK)]``) the comma inside the call ended the item, so the parser saw
-    ``cdiv(n``; the fix is quotes, which the expression's own message cannot say."""
-    if text.count("(") <= text.count(")"):
-        return ""
-    return ("; YAML ends a list item at a comma: quote an expression that has one "
-            "(\"cdiv(n, BLOCK)\")")
+    """A hint for an expression a comma broke: with a ``(`` left open, in a YAML flow list
+    (``[sms, cdiv(n, BLOCK)]``) the comma inside the call ended the item, so the parser
+    saw ``cdiv(n``, and the fix is quotes; with values a comma separates outside any
+    brackets (``BLOCK: 256, 512``), the fix is a list.  The expression's own message can
+    say neither."""
+    if text.count("(") > text.count(")"):
+        return ("; YAML ends a list item at a comma: quote an expression that has one "
+                "(\"cdiv(n, BLOCK)\")")
+    import ast
+
+    if len(text) <= _expr.MAX_TEXT:
+        with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
+            if isinstance(ast.parse(text.strip(), mode="eval").body, ast.Tuple):
+                return f"; several values are written as a YAML list: [{text.strip()}]"
+    return ""
