@@ -153,6 +153,8 @@ BAD = [
      "expression, which may use integers, sizes (64MiB), names, + - * // %, cdiv(a, b) min(a, "
      "b, ...) max(a, b, ...) isqrt(a), comparisons, and/or/not; YAML ends a list item at a "
      "comma: quote an expression that has one (\"cdiv(n, BLOCK)\")"),
+    ("kernel: copy\nparams:\n  BLOCK: {values: [1024, 4096]}\n", 3,    # its own values
+     "give when:, or the values as a list ([1024, 4096])"),
     ("kernel: copy\nparams:\n  BLOCK: 256, 512\n", 3,        # the brackets left out
      "params.BLOCK[0]: tuple is not allowed in '256, 512'; allowed: integers, sizes (64MiB), "
      "names, + - * // %, cdiv(a, b) min(a, b, ...) max(a, b, ...) isqrt(a), comparisons, "

@@ -387,9 +387,10 @@ class _Parser:
             forms: dict[str, Callable[[Any, str], list[int]]] = {
                 "range": self.range_form, "pow2": self.pow2_form}
             if "values" in raw and "when" not in raw and not path.endswith(".values"):
+                listed = raw["values"] if isinstance(raw["values"], list) else [256, 512]
                 raise self.error(f"{path}.values", "values: belongs to a conditional axis, "
                                  "{values: [...], when: \"expression\"}; give when:, or the "
-                                 "values as a list ([256, 512])")
+                                 f"values as a list ({shown(listed)})")
             raw = self.keys(raw, path, tuple(forms))
             if len(raw) != 1:
                 raise self.error(path, f"give exactly one of {', '.join(forms)}")
