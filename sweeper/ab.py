@@ -53,8 +53,9 @@ class ABResult:
     warmup: int = WARMUP_PER_ROUND
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON ``sweeper ab`` writes (``STUDIES_DIR/STUDY-ab/``): the samples, each
-        side's median, the verdict with its interval and threshold, and the rounds it was
+        """The JSON ``sweeper ab`` writes (``STUDIES_DIR/STUDY-ab/``, the study named as
+        on its device: ``copy-interpret-ab`` on the interpreter): the samples, each side's
+        median, the verdict with its interval and threshold, and the rounds it was
         measured in, with the samples and warmup turns each side took in each."""
         c = self.comparison
         return {"vary": self.key, "a": self.a, "b": self.b, "fixed": self.fixed,

@@ -562,15 +562,16 @@ def launch_model(space: Space, device: Any) -> Callable[[Config], float]:
 def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
               setup: bool = False, compile_workers: int | None = None) -> RunShape:
     """What a run of ``space`` on ``device`` adds around its trials: on a device that
-    compiles for a GPU, each binary the machine has not compiled yet
+    compiles for a GPU, for a kernel that compiles any (:func:`~sweeper.kernels._binaries.
+    compiles_any`), each binary the machine has not compiled yet
     (:func:`~sweeper.kernels._binaries.space_binaries`) compiles, in
     ``compile_workers`` processes (default: as ``--compile-workers auto``) started with
     the sweep where :func:`pool_from_start` says so; the costs are those measured on this
     machine for the device."""
-    from sweeper.kernels._binaries import space_binaries
+    from sweeper.kernels._binaries import compiles_any, space_binaries
     from sweeper.sweep._compile_pool import default_size
 
-    compiles = bool(device.measures_gpu)
+    compiles = bool(device.measures_gpu) and compiles_any(space)
     workers = default_size(1) if compile_workers is None else compile_workers
     key = costs_key(device)
     costs = run_costs(key, device.plan_costs)

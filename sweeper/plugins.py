@@ -358,8 +358,12 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
     the module a ``module:attr`` plugin ``name`` names is nowhere on the import path (the
     current directory first), told without importing anything: ``plan``, which runs no
     user code, refuses such a space as ``run`` does.  A module found, or one that only
-    importing its package could tell (a submodule), passes: ``run`` checks the rest."""
+    importing its package could tell (a submodule), passes: ``run`` checks the rest, but
+    for an attribute the module's source shows it never binds
+    (:func:`~sweeper.kernels._unimported.names_bound`), refused as ``run`` refuses it."""
     import importlib.util
+
+    from sweeper.kernels._unimported import names_bound
 
     found = find(kind, name)
     if found.builtin or found.entry_point is not None:
@@ -372,6 +376,12 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
             return
     if spec is None:
         raise _cannot_load(found, ModuleNotFoundError(f"No module named {top!r}", name=top))
+    with _cwd_first():
+        bound = names_bound(found.target)
+    if bound is not None:
+        module, _, attr = found.target.partition(":")
+        raise _cannot_load(found, AttributeError(f"module {module} has no attribute {attr!r}"
+                                                 f"{did_you_mean(attr, bound)}"))
 
 
 def _not_on_the_path(found: Found, err: BaseException) -> str:

@@ -213,7 +213,8 @@ def test_bad_space_exits_2_with_one_line_and_writes_nothing(write_space, tmp_pat
     path = write_space("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", "bad.yaml")
     rc, out, err = sweeper("run", str(path), "--device", "interpret", cwd=tmp_path)
     assert rc == 2
-    assert err == f"{path}:3: params.BLOCK.pow2: 300 is not a power of two\n"
+    assert err == (f"{path}:3: params.BLOCK.pow2: 300 is not a power of two; allowed: a "
+                   "power of two at each end (256 or 512 here)\n")
     assert "Traceback" not in err and out == ""
     assert not (tmp_path / "studies").exists()
 

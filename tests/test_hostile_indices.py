@@ -197,7 +197,7 @@ def test_a_launch_that_fits_int32_compiles_the_int32_code(monkeypatch, grid, wid
 def matmul_config(grid: int, m: int = 64, n: int = 64, k: int = 64, **meta: int) -> Any:
     from sweeper.space import Config, Problem
 
-    problem = Problem("bfloat16", max(m * k, k * n, m * n) * 2, (("M", m), ("N", n), ("K", k)))
+    problem = Problem("float16", max(m * k, k * n, m * n) * 2, (("M", m), ("N", n), ("K", k)))
     return Config(problem=problem, grid=grid, block=128,
                   meta={"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, **meta})
 

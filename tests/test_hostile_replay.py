@@ -209,14 +209,18 @@ def test_bad_columns_refuse_the_table(space, tmp_path, capsys, columns, said):
 
 
 @pytest.mark.parametrize("command", ["run", "plan"])
-def test_a_table_without_a_column_for_an_axis_is_refused(space, tmp_path, capsys, command):
+@pytest.mark.parametrize("block", ["256", '"256"'])     # read at once, or row by row
+def test_a_table_without_a_column_for_an_axis_is_refused(space, tmp_path, capsys, command,
+                                                         block):
+    """At the line that names the columns, as every other complaint about them is."""
     # without the check every grid got the same median: the one row matching the rest
-    rows = ["256,32,cold,float32,4KiB,ok,0.5,", "256,64,cold,float32,4KiB,ok,0.25,"]
+    rows = [f"{block},32,cold,float32,4KiB,ok,0.5,", "256,64,cold,float32,4KiB,ok,0.25,"]
     table = _table(tmp_path, rows, "BLOCK,block,cache,dtype,footprint,status,median_ms,"
                                    "samples_ms")
     assert _refused(space, table, capsys, command) == (
-        f"{table}: no column 'grid' for the axis grid of {space}; the table has BLOCK, block, "
-        "cache, dtype, footprint columns; replay a table recorded with the same axes")
+        f"{table}:{len(HEADER) + 1}: no column 'grid' for the axis grid of {space}; the table "
+        "has BLOCK, block, cache, dtype, footprint columns; replay a table recorded with the "
+        "same axes")
 
 
 def test_a_table_with_a_column_the_space_lacks_is_refused(space, tmp_path, capsys):
@@ -224,8 +228,9 @@ def test_a_table_with_a_column_the_space_lacks_is_refused(space, tmp_path, capsy
     cols = "BLOCK,block,cache,dtype,footprint,grid,status,median_ms,samples_ms,num_stages"
     table = _table(tmp_path, rows, cols)
     assert _refused(space, table, capsys) == (
-        f"{table}: column 'num_stages' is not an axis of {space} (its axes: grid, block, "
-        "dtype, footprint, cache, BLOCK); replay a table recorded with the same axes")
+        f"{table}:{len(HEADER) + 1}: column 'num_stages' is not an axis of {space} (its "
+        "axes: grid, block, dtype, footprint, cache, BLOCK); replay a table recorded with the "
+        "same axes")
 
 
 def test_a_table_that_is_a_device_is_refused_before_reading(space, capsys):

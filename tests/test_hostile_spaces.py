@@ -583,7 +583,7 @@ FULL = {
                "num_stages": {"values": [3, 4], "when": "BLOCK_K >= 64"},
                "dtype": ["float16"], "footprint": ["32MiB"]},
     "constraints": ["BLOCK_M >= 64"],
-    "measure": {"warmup": 1, "repeat": 3, "stop": "fixed", "target": "1%", "min_samples": 2,
+    "measure": {"warmup": 1, "repeat": 3, "stop": "ci", "target": "1%", "min_samples": 2,
                 "min_time": "0s", "max_time": "1s", "cache": "cold", "batch": 1,
                 "graph": False, "abandon": 1.5, "timeout": "10s", "duty": {"cool": "1s"}},
     "budget": {"trials": 5, "time": "1m", "target": "95%", "patience": 3},

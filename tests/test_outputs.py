@@ -484,7 +484,7 @@ def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys,
     assert rc == 0
     assert line(out, "verdict: B (BLOCK=1024) is ").split("]; ")[1].startswith(
         "practical threshold 50%")
-    data = json.loads(Path("studies/tiny-ab/BLOCK-256-vs-1024.json").read_text())
+    data = json.loads(Path("studies/tiny-interpret-ab/BLOCK-256-vs-1024.json").read_text())
     assert data["threshold"] == 0.5
     assert main(["ab", str(small_space), "--vary", "BLOCK=256,1024", "--device", "interpret",
                  "--threshold", "100%"]) == 2
@@ -610,6 +610,19 @@ def test_auto_names_the_studies_it_starts_from_and_no_priors_drops_them(
     assert line(out, "auto: ") == (
         "auto: starting without the winners of other studies (--no-priors)")
     assert StudyStore(tmp_path / "studies" / "third").meta()["last_run"]["priors"] == {}
+
+
+def test_auto_starting_from_one_config_says_one_config(write_space, tmp_path, capsys,
+                                                      monkeypatch):
+    """The line counted its configs as 'from 1 configs'."""
+    space = write_space(AUTO)
+    monkeypatch.chdir(tmp_path)
+    common = ("run", str(space), "--device", "interpret", "--no-report")
+    assert run(capsys, *common, "--study", "first", "--trials", "1")[0] == 0
+    rc, out, _ = run(capsys, *common, "--study", "second", "--trials", "1")
+    assert rc == 0
+    assert line(out, "auto: ").startswith("auto: starting from 1 config that won other "
+                                          "studies of copy on ")
 
 
 def test_priors_from_another_problem_are_not_called_the_same_problem(tmp_path, capsys):

@@ -115,6 +115,26 @@ def test_without_a_driver_the_cuda_plan_assumes_a_gpu_and_says_so(monkeypatch, c
     assert "no CUDA device found; run on the CPU" not in out
 
 
+def test_a_kernel_that_compiles_nothing_is_planned_without_compiles(monkeypatch, capsys,
+                                                                     tmp_path):
+    """torch-op launches the kernels torch ships: the GPU plan of spaces/torch-op-gelu.yaml
+    counted '8 binaries ... 8 to compile (Triton's ...)' and seconds to compile them,
+    where the run compiles nothing (its GPU check says the module names no Triton)."""
+    def missing() -> Any:
+        raise OSError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(_gpu_query, "_driver", missing)
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path))
+    assert main(["plan", "spaces/torch-op-gelu.yaml", "--studies-dir",
+                 str(tmp_path / "studies")]) == 0
+    out = capsys.readouterr().out
+    assert "would measure 8 on" in out
+    assert "binaries" not in out and "compile" not in out
+    assert main(["plan", "spaces/copy-small.yaml", "--studies-dir",
+                 str(tmp_path / "studies")]) == 0
+    assert "  4 binaries: 0 compiled on this machine already" in capsys.readouterr().out
+
+
 @pytest.mark.gpu
 def test_the_driver_gives_the_facts_torch_gives():
     import torch

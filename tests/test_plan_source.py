@@ -335,3 +335,34 @@ def test_the_reader_is_bounded_in_work_and_size(module, alarm, names, n, block, 
         assert read.unread[0] == f"{where}= at {name}.py:{line} ({unread})"
         # the budget is the module's: what comes after it is spent is not read either
         assert all(u.endswith(f"({unread})") for u in read.unread)
+
+
+@pytest.mark.parametrize("key", ["kernel", "from_autotune"])
+def test_plan_refuses_a_name_the_module_never_binds_as_run_does(module, tmp_path, capsys,
+                                                                  key):
+    """A misspelt ``module:attr`` (``rowwsie``) got from plan a message about the base
+    Kernel's default grid, the kernel's own 'neither a Kernel subclass nor a sweeper.kernel
+    declaration'; run says the module has no such attribute.  Plan now says what run says,
+    still without importing the module."""
+    name, marker = module(SHORT)
+    text = SPACE.replace("kernel: {kernel}", f"{key}: {name}:rowwsie")
+    rc, out, err = _plan(tmp_path, capsys, text)
+    said = (f"{tmp_path / 's.yaml'}:2: {key}: cannot load kernel '{name}:rowwsie' "
+            f"(module:attr path): module {name} has no attribute 'rowwsie'; did you mean "
+            "'rowwise'?")
+    assert rc == 2 and out == "" and err.startswith(said + ("\n" if key == "kernel" else ";"))
+    assert not marker.exists()
+    assert main(["run", str(tmp_path / "s.yaml"), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == err
+    sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("binds", ["globals()['rowwsie'] = rowwise",
+                                   "setattr(sys.modules[__name__], 'rowwsie', rowwise)",
+                                   "def __getattr__(name):\n    return rowwise",
+                                   "from os.path import *"])
+def test_plan_leaves_a_name_the_module_may_bind_unseen_to_run(module, tmp_path, capsys,
+                                                               binds):
+    name, marker = module(SHORT + "\nimport sys\n" + binds + "\n")
+    _, _, err = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowwsie"))
+    assert "has no attribute" not in err and not marker.exists()

@@ -132,7 +132,11 @@ BAD = [
      "params.BLOCK.values: values: belongs to a conditional axis, {values: [...], when: "
      "\"expression\"}; give when:, or the values as a list ([256, 512])"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n", 3,
-     "params.BLOCK.pow2: 300 is not a power of two"),
+     "params.BLOCK.pow2: 300 is not a power of two; allowed: a power of two at each end "
+     "(256 or 512 here)"),
+    ("kernel: copy\nparams:\n  BLOCK: {pow2: [256, 0]}\n", 3,
+     "params.BLOCK.pow2: 0 is not a power of two; allowed: a power of two at each end "
+     "(1 at least)"),
     ("kernel: copy\nparams:\n  BLOCK: {pow2: [2048, 1024]}\n", 3, "pow2 needs lo <= hi"),
     ("kernel: copy\nparams:\n  block: {range: [32, 128, 0]}\n", 3,
      "range needs lo <= hi and step > 0"),
@@ -149,6 +153,12 @@ BAD = [
      "expression, which may use integers, sizes (64MiB), names, + - * // %, cdiv(a, b) min(a, "
      "b, ...) max(a, b, ...) isqrt(a), comparisons, and/or/not; YAML ends a list item at a "
      "comma: quote an expression that has one (\"cdiv(n, BLOCK)\")"),
+    ("kernel: copy\nparams:\n  BLOCK: {values: [1024, 4096]}\n", 3,    # its own values
+     "give when:, or the values as a list ([1024, 4096])"),
+    ("kernel: copy\nparams:\n  BLOCK: 256, 512\n", 3,        # the brackets left out
+     "params.BLOCK[0]: tuple is not allowed in '256, 512'; allowed: integers, sizes (64MiB), "
+     "names, + - * // %, cdiv(a, b) min(a, b, ...) max(a, b, ...) isqrt(a), comparisons, "
+     "and/or/not; several values are written as a YAML list: [256, 512]"),
     ("kernel: copy\nparams: {}\nconstraints: [BLOCK >= max(block, 256)]\n", 3,
      "and/or/not; YAML ends a list item at a comma: quote an expression that has one"),
     ("kernel: copy\nparams:\n  dtype: [float32, fp9]\n", 3,
@@ -486,6 +496,7 @@ def test_a_zero_for_a_meta_parameter_whose_default_is_zero_says_how_to_allow_it(
 
 #: The files behind docs/space.md's "Other messages, as printed" (those of one file each).
 DOCUMENTED_ERRORS = {
+    "bad.yaml": "kernel: copy\nparams:\n  BLOCK: {pow2: [300, 1024]}\n",
     "unknown-key.yaml": "kernel: copy\nparams:\n  block: [32]\nmesure: {}\n",
     "block.yaml": "kernel: copy\nparams:\n  block: [32, 96]\n",
     "dtype.yaml": "kernel: copy\nparams:\n  dtype: [float32, fp8]\n",
@@ -515,6 +526,20 @@ def test_the_errors_docs_space_md_shows_are_as_printed(name, tmp_path, monkeypat
     (tmp_path / name).write_text(DOCUMENTED_ERRORS[name])
     assert main(["plan", name]) == 2
     assert [capsys.readouterr().err.removeprefix("sweeper: ").rstrip("\n")] == shown
+
+
+def test_docs_space_md_lists_every_dtype_alias():
+    """The aliases the parser takes, each in docs/space.md's list of them."""
+    import re
+
+    from sweeper.core._units import DTYPE_ALIASES
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs/space.md").read_text()
+    listed = {word for span in re.findall(r"`([a-z0-9 ]+)`", text[text.index("an alias"):
+                                                                   text.index("torch.NAME")])
+              for word in span.split()}
+    assert listed == set(DTYPE_ALIASES)
 
 
 def test_the_plan_docs_space_md_shows_is_as_printed_where_nothing_was_measured(
@@ -561,6 +586,24 @@ def test_a_kernels_bad_default_is_refused_at_the_kernel_as_its_default():
                  "  block: [128]\n").axis("block").labels == ("128",)
 
 
+def test_an_adaptive_setting_under_stop_fixed_is_refused_at_its_line():
+    """docs/space.md: beside ``repeat``, ``target`` needs ``stop: ci`` or ``stdrel``.
+    ``{stop: fixed, repeat: 3, target: 5%}`` was taken and its target never read."""
+    from sweeper.errors import SpaceError
+    from sweeper.space import parse_space
+
+    for measure, key in (("{stop: fixed, repeat: 3, target: 5%}", "target"),
+                         ("{stop: fixed, min_samples: 4}", "min_samples"),
+                         ("{stop: fixed, max_time: 2s}", "max_time")):
+        with pytest.raises(SpaceError) as info:
+            parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\nmeasure: {measure}\n",
+                        file="s.yaml")
+        assert str(info.value) == (
+            f"s.yaml:3: measure.{key}: only the adaptive rules (stop: ci or stdrel) read "
+            f"it, and stop: fixed takes exactly repeat samples; allowed: stop: ci or "
+            f"stdrel, or fixed without {key}")
+
+
 def test_an_adaptive_setting_beside_repeat_alone_is_refused_at_its_line(tmp_path):
     """``{repeat: 3, target: 5%}`` is the fixed rule (repeat given, no stop), which reads
     no target: it was taken and never used."""
@@ -572,6 +615,7 @@ def test_an_adaptive_setting_beside_repeat_alone_is_refused_at_its_line(tmp_path
                                              r"adaptive rules \(stop: ci or stdrel\) read it"):
             parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\n"
                         f"measure: {{repeat: 3, {setting}}}\n", file="s.yaml")
-    for fine in ("{repeat: 3}", "{repeat: 3, stop: ci, target: 5%}", "{target: 5%}"):
+    for fine in ("{repeat: 3}", "{repeat: 3, stop: ci, target: 5%}", "{target: 5%}",
+                 "{repeat: 3, stop: fixed}"):
         parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\nmeasure: {fine}\n",
                     file="s.yaml")

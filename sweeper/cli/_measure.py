@@ -24,9 +24,11 @@ def cmd_ab(args: argparse.Namespace) -> int:
     if device.replays:
         raise SweeperError("ab measures; it cannot run on a replay device")
     from sweeper.core._names import safe_name
+    from sweeper.study import study_name
 
     name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
-    out = study_folder(args.studies_dir, f"{space.study}-ab") / f"{name}.json"
+    # named as the device's study is: an interpreter's samples never replace a GPU's
+    out = study_folder(args.studies_dir, f"{study_name(space, device)}-ab") / f"{name}.json"
     kernel = kernel_for(space, device)
     result = run_ab(space, kernel, device, args.vary, out, threshold)
     c = result.comparison

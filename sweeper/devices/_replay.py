@@ -90,15 +90,15 @@ class ReplayDevice(Device):
     def _check_axes(self, axes: Sequence[str], space_path: str) -> None:
         missing = [a for a in axes if a not in self.params]
         if missing:
-            raise _bad(self.path, None, f"no column {missing[0]!r} for the axis "
-                       f"{missing[0]} of {space_path}; the table has "
-                       f"{', '.join(self.params) or 'no parameter'} columns; replay a table "
-                       "recorded with the same axes")
+            raise _bad(self.path, self.rows.line,
+                       f"no column {missing[0]!r} for the axis {missing[0]} of {space_path}; "
+                       f"the table has {', '.join(self.params) or 'no parameter'} columns; "
+                       "replay a table recorded with the same axes")
         extra = [p for p in self.params if p not in axes]
         if extra:
-            raise _bad(self.path, None, f"column {extra[0]!r} is not an axis of {space_path} "
-                       f"(its axes: {', '.join(axes)}); replay a table recorded with the "
-                       "same axes")
+            raise _bad(self.path, self.rows.line,
+                       f"column {extra[0]!r} is not an axis of {space_path} (its axes: "
+                       f"{', '.join(axes)}); replay a table recorded with the same axes")
 
     def lookup(self, choice: Mapping[str, str],
                meta_params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
@@ -205,11 +205,13 @@ class Rows(Lazy[dict[str, str]]):
     """A table's rows as read, each made a dict (column -> text) when first asked for
     (the same dict every time after), and where each config is (its parameters' labels
     in column order -> row): a sweep of a table of 10⁶ rows makes dicts only of the rows
-    it replays.  The cells are kept a list per column (``cells``), as they are checked."""
+    it replays.  The cells are kept a list per column (``cells``), as they are checked;
+    ``line`` is the file's line that names the columns, where a message about them points."""
 
     def __init__(self, columns: Sequence[str], cells: Sequence[Sequence[str]],
-                 places: dict[tuple[str, ...], int]) -> None:
+                 places: dict[tuple[str, ...], int], line: int | None = None) -> None:
         self.columns, self._cells, self.places = tuple(columns), tuple(cells), places
+        self.line = line
         self._made: list[dict[str, str] | None] = [None] * len(places)
 
     def __len__(self) -> int:
@@ -259,7 +261,7 @@ def _rows_at_once(path: Path, first: int, text: str) -> tuple[list[str], Rows] |
     places = dict(zip(keys, range(len(lines)), strict=True))
     if len(places) != len(lines):
         return None
-    return columns, Rows(columns, cells, places)
+    return columns, Rows(columns, cells, places, first)
 
 
 def _all_milliseconds(texts: Sequence[str]) -> bool:
@@ -282,13 +284,14 @@ def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], Rows]:
     places: dict[tuple[str, ...], int] = {}
     lines = array.array("q")                # each row's line in the file
     columns: list[str] = []
+    head: int | None = None                 # the line naming the columns
     params: list[int] = []
     at: dict[str, int] = {}
     try:
         for fields in reader:
             line = body[reader.line_num - 1][0]
             if not columns:
-                columns = _columns(path, line, fields)
+                columns, head = _columns(path, line, fields), line
                 params = [i for i, c in enumerate(columns) if c not in RESERVED]
                 at = {c: columns.index(c) for c in RESERVED if c in columns}
                 continue
@@ -308,7 +311,7 @@ def _rows(path: Path, body: list[tuple[int, str]]) -> tuple[list[str], Rows]:
         line = body[min(reader.line_num, len(body)) - 1][0]
         raise _bad(path, line, f"not CSV: {err}") from None
     cells = [list(column) for column in zip(*fields_of, strict=True)] or [[] for _ in columns]
-    return columns, Rows(columns, cells, places)
+    return columns, Rows(columns, cells, places, head)
 
 
 def _columns(path: Path, line: int, fields: list[str]) -> list[str]:

@@ -738,8 +738,9 @@ def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> 
         names = ", ".join(f"{p.study} ({counted(len(p.configs), 'config')}"
                           f"{', measured on this same problem' if p.same_problem else ''})"
                           for p in found)
-        say(f"{space.sampler.name}: starting from {sum(len(p.configs) for p in found)} "
-            f"configs that won other studies of {space.kernel} on {gpu} in "
+        say(f"{space.sampler.name}: starting from "
+            f"{counted(sum(len(p.configs) for p in found), 'config')} that won other "
+            f"studies of {space.kernel} on {gpu} in "
             f"{options.studies_dir}: {names}; {given('priors', False)} to start without them")
     return found
 

@@ -172,6 +172,19 @@ def cuda_binaries(options: dict[str, str], folder: Path | None = None) -> Binari
     return Binaries("nvrtc", key, cached)
 
 
+def compiles_any(space: Any) -> bool:
+    """Whether a run of ``space`` compiles binaries of its kernel at all: NVRTC's for CUDA
+    C (the ``cuda`` kernel, or a user kernel launching ``sweeper.cuda``), else Triton's
+    where the kernel's module names Triton; one that names none (``torch-op``: the kernels
+    torch ships, compiled already) compiles nothing, as the run's GPU check says."""
+    from sweeper import plugins
+    from sweeper.kernels._cache_probe import names_triton
+
+    return space.kernel == "cuda" or bool(getattr(plugins.kernel_declaration(
+        space.kernel, user_code=False), "needs_gpu", False)) or \
+        names_triton(space.kernel) is not False
+
+
 def space_binaries(space: Any, device: str) -> Binaries:
     """The binaries of ``space``'s kernel on ``device`` (:func:`~sweeper.plan.costs_key`):
     NVRTC's for a ``cuda`` kernel and for a user kernel launching ``sweeper.cuda`` (read

@@ -154,6 +154,55 @@ def module_source_hash(target: str) -> str | None:
     return hash_of_source(text)
 
 
+#: Names through which a module may bind a top-level name its source never spells out.
+_DYNAMIC = frozenset({"globals", "setattr", "exec", "eval", "vars", "locals", "__dict__",
+                      "__getattr__"})
+
+
+def names_bound(target: str) -> list[str] | None:
+    """The public names the module of ``module:attr`` ``target`` binds at its top level,
+    read from its source without importing it, where that source shows ``attr`` is none
+    of them: it spells ``attr`` nowhere (no definition, assignment, import, use or string
+    of that name) and binds nothing it does not spell out (no ``import *``, no
+    ``globals()``, ``setattr``, ``exec``, module ``__getattr__`` or the like), and no
+    submodule of that name sits beside it.  ``None`` wherever importing it could still
+    give ``attr``, or the source cannot be read."""
+    module, _, attr = target.partition(":")
+    found = module_file(module)
+    if found is None or not attr:
+        return None
+    file = Path(found)
+    if file.name == "__init__.py" and ((file.parent / attr).exists() or
+                                       (file.parent / f"{attr}.py").exists()):
+        return None                                     # a submodule, which importing binds
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
+            MemoryError):
+        return None
+    spelt: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return None
+        if isinstance(node, ast.Name):
+            spelt.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            spelt.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            spelt.add(node.name)
+        elif isinstance(node, ast.alias):
+            spelt.update((node.asname or node.name).split("."))
+        elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+            spelt.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            spelt.update(node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            spelt.update(node.value.replace(".", " ").replace(":", " ").split())
+    if attr in spelt or spelt & _DYNAMIC:
+        return None
+    return sorted(n for n in _Reader(file, tree).bound if not n.startswith("_"))
+
+
 def module_file(module: str) -> str | None:
     """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) on the
     import path, the working folder first, found without importing ``a``."""

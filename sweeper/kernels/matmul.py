@@ -59,8 +59,14 @@ def meta_of(config: Config) -> dict[str, int]:
 
 def refusal(config: Config, capability: tuple[int, int] | None) -> str | None:
     """Why ``config`` cannot run on a GPU of compute ``capability`` (``None``: the
-    interpreter, which runs every variant), or ``None``."""
+    interpreter, which runs every variant but gives bfloat16 tiles' ``tl.dot`` wrong
+    products, off by some 1e10, which every trial would fail as a wrong answer), or
+    ``None``."""
     meta, problem = meta_of(config), config.problem
+    if problem.dtype == "bfloat16" and capability is None:
+        return ("the Triton interpreter's tl.dot of bfloat16 tiles gives wrong products; "
+                "allowed on the interpreter: dtype float16 or float32 (-p dtype=float32), "
+                "bfloat16 on a GPU")
     m, n, k = mnk(problem)
     steps = -(-k // meta["BLOCK_K"])
     if meta["SPLIT_K"] > steps:

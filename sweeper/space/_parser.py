@@ -387,9 +387,10 @@ class _Parser:
             forms: dict[str, Callable[[Any, str], list[int]]] = {
                 "range": self.range_form, "pow2": self.pow2_form}
             if "values" in raw and "when" not in raw and not path.endswith(".values"):
+                listed = raw["values"] if isinstance(raw["values"], list) else [256, 512]
                 raise self.error(f"{path}.values", "values: belongs to a conditional axis, "
                                  "{values: [...], when: \"expression\"}; give when:, or the "
-                                 "values as a list ([256, 512])")
+                                 f"values as a list ({shown(listed)})")
             raw = self.keys(raw, path, tuple(forms))
             if len(raw) != 1:
                 raise self.error(path, f"give exactly one of {', '.join(forms)}")
@@ -420,7 +421,8 @@ class _Parser:
         lo, hi = (self.integer(a, path) for a in args)
         for bound in (lo, hi):
             if not is_pow2(bound):
-                raise self.error(path, f"{shown(bound)} is not a power of two")
+                raise self.error(path, f"{shown(bound)} is not a power of two; allowed: a "
+                                 f"power of two at each end{_powers_near(bound)}")
         if lo > hi:
             raise self.error(path, f"pow2 needs lo <= hi, got lo={shown(lo)}, hi={shown(hi)}")
         self.capped(hi.bit_length() - lo.bit_length() + 1, path)
@@ -686,15 +688,18 @@ class _Parser:
         """The measurement settings, and the cache modes the ``cache`` axis defaults to."""
         fields = self.settings(raw, "measure", MEASURE)
         cache = fields.pop("cache", "cold")
-        if "repeat" in fields and "stop" not in fields:
-            adaptive = [k for k in ("target", "min_samples", "min_time", "max_time")
-                        if (MEASURE[k].field or k) in fields]
-            if adaptive:       # read by the adaptive rules only: it would go unread, unsaid
-                raise self.error(f"measure.{adaptive[0]}", "only the adaptive rules (stop: ci "
-                                 "or stdrel) read it, and with repeat given and no stop the "
-                                 "rule is fixed (exactly repeat samples); allowed: stop: ci "
-                                 "or stdrel beside it, or repeat alone")
+        said = "stop" in fields
         fields.setdefault("stop", "fixed" if "repeat" in fields else MeasureSpec.stop)
+        adaptive = [k for k in ("target", "min_samples", "min_time", "max_time")
+                    if (MEASURE[k].field or k) in fields]
+        if fields["stop"] == "fixed" and adaptive:   # read by the adaptive rules only:
+            raise self.error(                        # it would go unread, unsaid
+                f"measure.{adaptive[0]}", "only the adaptive rules (stop: ci or stdrel) "
+                "read it, and " + ("stop: fixed takes exactly repeat samples; allowed: stop: "
+                                   f"ci or stdrel, or fixed without {adaptive[0]}" if said else
+                                   "with repeat given and no stop the rule is fixed (exactly "
+                                   "repeat samples); allowed: stop: ci or stdrel beside it, "
+                                   "or repeat alone"))
         if "duty" in fields:
             fields["duty"], fields["duty_s"] = fields["duty"]
         return MeasureSpec(**fields), list(CACHE_MODES) if cache == "both" else [cache]
@@ -1077,11 +1082,28 @@ def shown(value: Any) -> str:
     return cut(text, 60)
 
 
-def _split_at_a_comma(text: str) -> str:
-    """A hint for an expression with a ``(`` left open: in a YAML flow list (``[sms,
-    cdiv(n, BLOCK)]``) the comma inside the call ended the item, so the parser saw
-    ``cdiv(n``; the fix is quotes, which the expression's own message cannot say."""
-    if text.count("(") <= text.count(")"):
+def _powers_near(value: int) -> str:
+    """The powers of two either side of ``value``, for the message that refuses it."""
+    if value < 1:
+        return " (1 at least)"
+    if value > LIMIT:
         return ""
-    return ("; YAML ends a list item at a comma: quote an expression that has one "
-            "(\"cdiv(n, BLOCK)\")")
+    return f" ({1 << (value.bit_length() - 1)} or {1 << value.bit_length()} here)"
+
+
+def _split_at_a_comma(text: str) -> str:
+    """A hint for an expression a comma broke: with a ``(`` left open, in a YAML flow list
+    (``[sms, cdiv(n, BLOCK)]``) the comma inside the call ended the item, so the parser
+    saw ``cdiv(n``, and the fix is quotes; with values a comma separates outside any
+    brackets (``BLOCK: 256, 512``), the fix is a list.  The expression's own message can
+    say neither."""
+    if text.count("(") > text.count(")"):
+        return ("; YAML ends a list item at a comma: quote an expression that has one "
+                "(\"cdiv(n, BLOCK)\")")
+    import ast
+
+    if len(text) <= _expr.MAX_TEXT:
+        with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
+            if isinstance(ast.parse(text.strip(), mode="eval").body, ast.Tuple):
+                return f"; several values are written as a YAML list: [{text.strip()}]"
+    return ""
