@@ -147,6 +147,13 @@ class Sources:
         return sum(1 for t in trials if t.status is not TrialStatus.INVALID
                    and not self.current(t))
 
+    def unknown(self, trials: Iterable[TrialRecord]) -> int:
+        """How many of those :meth:`earlier` counts name no source where which one ran
+        them is unknown (:attr:`unnamed` None: the source came back to the first): on an
+        earlier source, or on this one before trials named their source."""
+        return sum(1 for t in trials if t.status is not TrialStatus.INVALID
+                   and not self.current(t) and self.source_of(t) is None)
+
 
 @dataclass(frozen=True)
 class Pick:

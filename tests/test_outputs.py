@@ -519,6 +519,33 @@ def test_report_of_a_study_edited_twice_with_nothing_on_its_source_now_shows_one
         "(`trials.jsonl` keeps the others) |" in md
 
 
+def test_report_of_a_study_whose_source_came_back_says_where_unnamed_trials_may_have_run(
+        tmp_path, monkeypatch):
+    """Sources A, B, then A again (each resume with --force), A's trials recorded without
+    their source (an older sweeper's): they may have run on A, the source now, before
+    trials named theirs, so the measurement record and the best config per problem say so
+    (they said every one was measured on an earlier source)."""
+    from tests.api_fixtures import forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    journal = study.path / "trials.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    a = next(d["source_hash"] for d in lines if d.get("source_hash") not in (None, "1" * 16))
+    journal.write_text("".join(json.dumps({k: v for k, v in d.items() if not (
+        k == "source_hash" and v == a)}) + "\n" for d in lines))
+    meta = json.loads((study.path / "study.json").read_text())     # back on A
+    meta["forced"].append({"changed": [f"kernel_source: '{'1' * 16}' -> '{a}'"]})
+    (study.path / "study.json").write_text(json.dumps({**meta, "kernel_source_hash": a}))
+    assert main(["report", str(study.path)]) == 0
+    md = (study.path / "report.md").read_text()
+    assert f"| earlier kernel source | 8 trials measured on an earlier source of the kernel " \
+        f"than its source now ({a}) or, the 6 of them that name no source, on this one " \
+        "before trials named their source: no winner, final or export" in md
+    assert "None: no config was measured on the kernel's source now yet (8 trials on an " \
+        "earlier source or, the 6 of them that name no source, on this one before trials " \
+        "named their source, which no winner is chosen from)" in md
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",

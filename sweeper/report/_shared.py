@@ -39,8 +39,11 @@ def no_picks(tables: ReportTables) -> str:
     if not tables.earlier_source:
         return NO_PICKS
     return (f"None: no config was measured on the kernel's source now yet "
-            f"({counted(tables.earlier_source, 'trial')} on an earlier source, which no "
-            "winner is chosen from); `sweeper run` measures the configs on this one.")
+            f"({counted(tables.earlier_source, 'trial')} on an earlier source"
+            + (f" or, the {tables.unknown_source} of them that name no source, on this one "
+               "before trials named their source" if tables.unknown_source else "")
+            + ", which no winner is chosen from); `sweeper run` measures the configs on "
+            "this one.")
 
 
 def earlier_note(tables: ReportTables) -> str:

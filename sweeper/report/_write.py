@@ -92,6 +92,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     trials = winners.sources.shown(every)
     earlier = winners.sources.earlier(every)
     shown_earlier = winners.sources.shown_earlier(every)
+    unknown = winners.sources.unknown(every)
     left_out = earlier if len(trials) < len(every) else 0
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
     ceilings, meta_names, headline = study_ceilings(meta), meta.meta_axes, Headline(meta.headline)
@@ -141,8 +142,9 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
         footprint=curves, roofline=roof,
         record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
                            metric, unit(metric), story, earlier, left_out=bool(left_out),
-                           shown_earlier=shown_earlier),
-        colour_scale=scale, earlier_source=earlier, earlier_shown=shown_earlier)
+                           shown_earlier=shown_earlier, unknown_source=unknown),
+        colour_scale=scale, earlier_source=earlier, earlier_shown=shown_earlier,
+        unknown_source=unknown)
 
 
 def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
