@@ -714,7 +714,9 @@ def test_a_report_of_a_study_forced_past_a_kernel_edit_shows_no_final_of_the_ear
         tmp_path, monkeypatch):
     """A forced resume stopped before its finals leaves the earlier source's final the
     latest of its problem: the report leaves it out, as it does that final's finalists,
-    and names the problem's final as still to run (it raised a KeyError on them)."""
+    and names the problem's final as still to run (it raised a KeyError on them); its
+    power summary names the duty of the finals it shows alone (it read every latest
+    final's)."""
     from sweeper.cli import main
 
     run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
@@ -723,13 +725,21 @@ def test_a_report_of_a_study_forced_past_a_kernel_edit_shows_no_final_of_the_ear
     assert main([*run, "--force"]) == 0
     study = tmp_path / "studies" / "s-interpret"
     journal = study / "trials.jsonl"
-    lines = journal.read_text().splitlines(True)
-    last = max(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "final")
-    journal.write_text("".join(lines[:last] + lines[last + 1:]))   # the new final undone
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    finals = [i for i, d in enumerate(lines) if d["kind"] == "final"]
+    lines[finals[0]]["duty"] = "cool-down 2 s"          # the earlier source's final
+    journal.write_text("".join(json.dumps(d) + "\n" for i, d in enumerate(lines)
+                               if i != finals[-1]))     # the new final undone
     assert main(["report", str(study)]) == 0
     shown = json.loads((study / "report.json").read_text())
     assert shown["winners"] == [] and shown["unfinished_finals"] == ["float32 4KiB cold"]
     assert sorted(row["number"] for row in shown["best"]) == [2, 3]
+    assert shown["power"]["finals_duty"] == []
+    lines[finals[-1]]["duty"] = "sustained"             # the new final back
+    journal.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    assert main(["report", str(study)]) == 0
+    shown = json.loads((study / "report.json").read_text())
+    assert len(shown["winners"]) == 1 and shown["power"]["finals_duty"] == ["sustained"]
 
 
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(
