@@ -768,6 +768,44 @@ def test_a_resume_forced_after_the_environment_changed_records_the_new_environme
     assert again["environment"] == meta["environment"] and len(again["forced"]) == 1
 
 
+def test_a_resume_on_another_replay_table_is_a_change_of_its_settings(
+        tmp_path, monkeypatch, capsys):
+    """A study replayed from one table resumed from another (``--device
+    replay:OTHER.csv``) is refused with run's line, naming both tables; with --force it
+    resumes, study.json's ``forced`` records the change, and the report's note and its
+    body name the new table (the resume went ahead unrecorded, the note naming the old
+    table).  A study an older sweeper recorded, its fingerprint without the table, resumes
+    from the table its environment names."""
+    import shutil
+
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(_replay_run(tmp_path)) == 0
+    table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+    other = tmp_path / "other.csv"
+    shutil.copyfile(table, other)
+    run = [f"replay:{other}" if a == f"replay:{table}" else a for a in _replay_run(tmp_path)]
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    meta = json.loads(path.read_text())
+    assert meta["fingerprint"]["replay_table"] == str(table)
+    del meta["fingerprint"]["replay_table"]                # as an older sweeper wrote it
+    path.write_text(json.dumps(meta))
+    capsys.readouterr()
+    assert main(_replay_run(tmp_path)) == 0                # its own table: resumed
+    assert main(run) == 2
+    assert f"cannot resume, it was measured with other settings (replay_table: " \
+        f"'{table}' -> '{other}'); rerun with --force" in capsys.readouterr().err
+    assert main([*run, "--force"]) == 0
+    meta = json.loads(path.read_text())
+    assert meta["forced"][-1]["changed"] == [f"replay_table: '{table}' -> '{other}'"]
+    assert str(other) in meta["device_note"] and str(table) not in meta["device_note"]
+    assert main(["report", str(path.parent)]) == 0
+    md = (path.parent / "report.md").read_text()
+    assert f"timings from {other}: " in md and str(table) not in md.split("\n## ")[0]
+    assert main(run) == 0                                  # resumes as it is now
+
+
 def _as_older_sweeper_wrote(path):
     """Rewrite study.json at ``path`` as an older sweeper wrote it: the hash of the space's
     bytes in its fingerprint, no content hash; returns that study.json."""
