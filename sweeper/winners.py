@@ -121,8 +121,9 @@ class Sources:
     def shown_earlier(self, trials: Sequence[TrialRecord]) -> EarlierShown | None:
         """Where no trial among ``trials`` was measured on the source now yet but some
         were on earlier ones, the one source whose trials the report shows: the latest
-        that measured any (that of the highest-numbered), so a config is shown once and
-        no table or map mixes two sources' timings; else None."""
+        that measured any (that of the highest-numbered), so no table or map mixes two
+        sources' timings (trials that name no source where which one ran them is unknown
+        are one group, None); else None."""
         measured = [t for t in trials if t.status is not TrialStatus.INVALID]
         if not measured or any(self.current(t) for t in measured):
             return None
