@@ -106,7 +106,9 @@ def require_launchable(space: Space, facts: Mapping[str, int],
     raise ruled_out.nothing_left(space.size)
 
 
-FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper")
+#: Entries of a device's environment a study's fingerprint holds (those it records):
+#: ``replay_table``, the table a replay serves, as the device was given it.
+FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper", "replay_table")
 
 
 def study_name(space: Space, device: Device) -> str:
@@ -182,8 +184,12 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
     the space text recorded beside it says the same (its comments edited since); else as
     it is, a change.  A space whose recorded text says the same but for its ``budget:``
     (:data:`UNMEASURED_KEYS`) reads as ``space``'s too: a budget says when a search stops,
-    not what a trial measures."""
+    not what a trial measures.  An older sweeper's fingerprint of a replay did not hold
+    its table: it reads as the one its environment names."""
     have = dict(meta.get("fingerprint") or {})
+    table = (meta.get("environment") or {}).get("replay_table")
+    if "replay_table" not in have and table is not None and have:
+        have["replay_table"] = str(table)   # an older sweeper's replay study: its table
     text = meta.get("space_text")
     if "space_content" not in have and "space_sha256" in have:
         old = have.pop("space_sha256")
@@ -394,13 +400,15 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
 def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
                  ) -> dict[str, Any]:
     """What a resume records in study.json as the study's own: this run's fingerprint
-    (``wanted``), space and measurement, so that the next run is checked against them.
+    (``wanted``), device note (a replay's names its table), space and measurement, so
+    that the next run is checked against them.
     A resume is allowed where they match or with ``--force``, which so adopts the new
     settings: the same command run again resumes without it (what it changed is kept in
     ``forced``)."""
     spec = device.measure_spec(space.measure)
     return {"fingerprint": dict(wanted), "kernel_source_hash": wanted["kernel_source"],
-            "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
+            "device_note": device.note, "space_path": space.path, "space_text": space.text,
+            "space_sha256": space.sha256,
             "measure": vars(spec), "measure_requested": vars(space.measure),
             "measure_text": spec.describe()}
 

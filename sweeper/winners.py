@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from sweeper.consensus import Agreement, agreement
 from sweeper.finals import FinalRecord, finalists_by_problem, problem_of
@@ -36,6 +37,16 @@ def source_changes(meta: StudyMeta) -> list[str]:
     ``meta``'s ``forced`` entries (``kernel_source: 'OLD' -> 'NEW'``), first to last."""
     return [str(c) for entry in meta.forced if isinstance(entry.get("changed"), list)
             for c in entry["changed"] if str(c).startswith("kernel_source:")]
+
+
+class EarlierShown(NamedTuple):
+    """The earlier source of the kernel whose trials a report shows while none was
+    measured on the source now (:meth:`Sources.shown_earlier`)."""
+
+    #: its hash; None where its trials name none and which source ran them is unknown
+    source: str | None
+    #: how many of its trials were measured (those the constraints ruled out aside)
+    trials: int
 
 
 @dataclass(frozen=True)
@@ -102,20 +113,47 @@ class Sources:
         that).  A config measured only on an earlier source is measured again."""
         return [t for t in trials if t.status is TrialStatus.INVALID or self.current(t)]
 
+    def source_of(self, trial: TrialRecord) -> str | None:
+        """The source ``trial`` was measured on: the one it names, else :attr:`unnamed`
+        (None: unknown)."""
+        return trial.source_hash or self.unnamed
+
+    def shown_earlier(self, trials: Sequence[TrialRecord]) -> EarlierShown | None:
+        """Where no trial among ``trials`` was measured on the source now yet but some
+        were on earlier ones, the one source whose trials the report shows: the latest
+        that measured any (that of the highest-numbered), so no table or map mixes two
+        sources' timings (trials that name no source where which one ran them is unknown
+        are one group, None); else None."""
+        measured = [t for t in trials if t.status is not TrialStatus.INVALID]
+        if not measured or any(self.current(t) for t in measured):
+            return None
+        source = self.source_of(max(measured, key=lambda t: t.number))
+        return EarlierShown(source, sum(1 for t in measured if self.source_of(t) == source))
+
     def shown(self, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
         """``trials`` as the report shows them (its tables, heatmaps and failures, and
-        the failed line ``sweeper report`` prints): once a trial was measured on the
-        source now, those that leave their config done (:meth:`done`); until then every
-        one, the earlier source's included."""
-        if any(t.status is not TrialStatus.INVALID and self.current(t) for t in trials):
+        the failed line ``sweeper report`` prints): those that leave their config done
+        (:meth:`done`) once a trial was measured on the source now; until then those of
+        the latest earlier source that measured any (:meth:`shown_earlier`), beside those
+        the constraints ruled out."""
+        earlier = self.shown_earlier(trials)
+        if earlier is None:
             return self.done(trials)
-        return list(trials)
+        return [t for t in trials if t.status is TrialStatus.INVALID
+                or self.source_of(t) == earlier.source]
 
     def earlier(self, trials: Iterable[TrialRecord]) -> int:
         """How many of ``trials`` ran on an earlier source of the kernel (those the
         constraints ruled out aside)."""
         return sum(1 for t in trials if t.status is not TrialStatus.INVALID
                    and not self.current(t))
+
+    def unknown(self, trials: Iterable[TrialRecord]) -> int:
+        """How many of those :meth:`earlier` counts name no source where which one ran
+        them is unknown (:attr:`unnamed` None: the source came back to the first): on an
+        earlier source, or on this one before trials named their source."""
+        return sum(1 for t in trials if t.status is not TrialStatus.INVALID
+                   and not self.current(t) and self.source_of(t) is None)
 
 
 @dataclass(frozen=True)

@@ -477,6 +477,75 @@ def test_report_of_a_study_forced_past_a_kernel_edit_with_nothing_on_it_yet_says
     assert said.replace("'", "&#x27;") in (study.path / "report.html").read_text()
 
 
+def test_report_of_a_study_edited_twice_with_nothing_on_its_source_now_shows_one_source(
+        tmp_path, monkeypatch):
+    """Sources A, B, then C (each resume with --force), nothing measured on C yet: the
+    tables and heatmaps show B's trials (the latest earlier source that measured any) and
+    those the constraints ruled out, each config once, and the report names B atop it, in
+    its record and in report.json (it showed A's and B's trials together, B's configs
+    twice, the maps' cells mixing the two sources' timings, no source named)."""
+    from sweeper.report import study_tables
+    from tests.api_fixtures import forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    meta = json.loads((study.path / "study.json").read_text())     # edited again: C
+    meta["forced"].append({"changed": [f"kernel_source: '{'1' * 16}' -> '{'2' * 16}'"]})
+    (study.path / "study.json").write_text(json.dumps({**meta, "kernel_source_hash": "2" * 16}))
+    every = StudyStore(study.path).records()[0]
+    on_b = [t.number for t in every if t.source_hash == "1" * 16]
+    ruled_out = [t.number for t in every if t.status is TrialStatus.INVALID]
+    assert len(on_b) == 2 and len(ruled_out) == 2
+    assert main(["report", str(study.path)]) == 0
+    tables = study_tables(StudyStore(study.path))
+    assert sorted(tables.frame["number"]) == sorted(on_b + ruled_out)
+    keys = [t.key() for t in every if t.number in tables.frame["number"].tolist()]
+    assert len(keys) == len(set(keys))
+    cells = [n for m in tables.heatmaps if m.numbers is not None
+             for n in m.numbers.to_numpy().flatten().tolist() if n == n]
+    assert set(cells) <= set(on_b + ruled_out)
+    shown = json.loads((study.path / "report.json").read_text())
+    assert sorted(row["number"] for row in shown["best"]) == on_b
+    assert shown["earlier_source_shown"] == {"source": "1" * 16, "trials": 2}
+    md = (study.path / "report.md").read_text()
+    note = (f"no trial was measured on the kernel's source now ({'2' * 16}) yet: the tables "
+            "and heatmaps show the 2 trials of the latest earlier source of the kernel that "
+            f"measured any, {'1' * 16}; no winner is chosen from them")
+    assert f"> **Note:** {note}.\n" in md
+    assert f"Note: {note}.".replace("'", "&#x27;") in (study.path / "report.html").read_text()
+    assert "8 trials measured on an earlier source of the kernel than its source now " \
+        f"({'2' * 16}): no winner, final or export is chosen from them; none was measured " \
+        "on the source now yet: the tables and heatmaps here show the 2 trials of the " \
+        f"latest earlier source of the kernel that measured any, {'1' * 16} " \
+        "(`trials.jsonl` keeps the others) |" in md
+
+
+def test_report_of_a_study_whose_source_came_back_says_where_unnamed_trials_may_have_run(
+        tmp_path, monkeypatch):
+    """Sources A, B, then A again (each resume with --force), A's trials recorded without
+    their source (an older sweeper's): they may have run on A, the source now, before
+    trials named theirs, so the measurement record and the best config per problem say so
+    (they said every one was measured on an earlier source)."""
+    from tests.api_fixtures import forced_study
+
+    study = forced_study(tmp_path, monkeypatch)
+    journal = study.path / "trials.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    a = next(d["source_hash"] for d in lines if d.get("source_hash") not in (None, "1" * 16))
+    journal.write_text("".join(json.dumps({k: v for k, v in d.items() if not (
+        k == "source_hash" and v == a)}) + "\n" for d in lines))
+    meta = json.loads((study.path / "study.json").read_text())     # back on A
+    meta["forced"].append({"changed": [f"kernel_source: '{'1' * 16}' -> '{a}'"]})
+    (study.path / "study.json").write_text(json.dumps({**meta, "kernel_source_hash": a}))
+    assert main(["report", str(study.path)]) == 0
+    md = (study.path / "report.md").read_text()
+    assert f"| earlier kernel source | 8 trials measured on an earlier source of the kernel " \
+        f"than its source now ({a}) or, the 6 of them that name no source, on this one " \
+        "before trials named their source: no winner, final or export" in md
+    assert "None: no config was measured on the kernel's source now yet (8 trials on an " \
+        "earlier source or, the 6 of them that name no source, on this one before trials " \
+        "named their source, which no winner is chosen from)" in md
+
+
 def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(capsys, "ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",

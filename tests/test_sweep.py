@@ -714,7 +714,9 @@ def test_a_report_of_a_study_forced_past_a_kernel_edit_shows_no_final_of_the_ear
         tmp_path, monkeypatch):
     """A forced resume stopped before its finals leaves the earlier source's final the
     latest of its problem: the report leaves it out, as it does that final's finalists,
-    and names the problem's final as still to run (it raised a KeyError on them)."""
+    and names the problem's final as still to run (it raised a KeyError on them); its
+    power summary names the duty of the finals it shows alone (it read every latest
+    final's)."""
     from sweeper.cli import main
 
     run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
@@ -723,13 +725,21 @@ def test_a_report_of_a_study_forced_past_a_kernel_edit_shows_no_final_of_the_ear
     assert main([*run, "--force"]) == 0
     study = tmp_path / "studies" / "s-interpret"
     journal = study / "trials.jsonl"
-    lines = journal.read_text().splitlines(True)
-    last = max(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "final")
-    journal.write_text("".join(lines[:last] + lines[last + 1:]))   # the new final undone
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    finals = [i for i, d in enumerate(lines) if d["kind"] == "final"]
+    lines[finals[0]]["duty"] = "cool-down 2 s"          # the earlier source's final
+    journal.write_text("".join(json.dumps(d) + "\n" for i, d in enumerate(lines)
+                               if i != finals[-1]))     # the new final undone
     assert main(["report", str(study)]) == 0
     shown = json.loads((study / "report.json").read_text())
     assert shown["winners"] == [] and shown["unfinished_finals"] == ["float32 4KiB cold"]
     assert sorted(row["number"] for row in shown["best"]) == [2, 3]
+    assert shown["power"]["finals_duty"] == []
+    lines[finals[-1]]["duty"] = "sustained"             # the new final back
+    journal.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    assert main(["report", str(study)]) == 0
+    shown = json.loads((study / "report.json").read_text())
+    assert len(shown["winners"]) == 1 and shown["power"]["finals_duty"] == ["sustained"]
 
 
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(
@@ -756,6 +766,44 @@ def test_a_resume_forced_after_the_environment_changed_records_the_new_environme
     assert main(_replay_run(tmp_path)) == 0                 # resumes as it is now
     again = json.loads(path.read_text())
     assert again["environment"] == meta["environment"] and len(again["forced"]) == 1
+
+
+def test_a_resume_on_another_replay_table_is_a_change_of_its_settings(
+        tmp_path, monkeypatch, capsys):
+    """A study replayed from one table resumed from another (``--device
+    replay:OTHER.csv``) is refused with run's line, naming both tables; with --force it
+    resumes, study.json's ``forced`` records the change, and the report's note and its
+    body name the new table (the resume went ahead unrecorded, the note naming the old
+    table).  A study an older sweeper recorded, its fingerprint without the table, resumes
+    from the table its environment names."""
+    import shutil
+
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(_replay_run(tmp_path)) == 0
+    table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+    other = tmp_path / "other.csv"
+    shutil.copyfile(table, other)
+    run = [f"replay:{other}" if a == f"replay:{table}" else a for a in _replay_run(tmp_path)]
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    meta = json.loads(path.read_text())
+    assert meta["fingerprint"]["replay_table"] == str(table)
+    del meta["fingerprint"]["replay_table"]                # as an older sweeper wrote it
+    path.write_text(json.dumps(meta))
+    capsys.readouterr()
+    assert main(_replay_run(tmp_path)) == 0                # its own table: resumed
+    assert main(run) == 2
+    assert f"cannot resume, it was measured with other settings (replay_table: " \
+        f"'{table}' -> '{other}'); rerun with --force" in capsys.readouterr().err
+    assert main([*run, "--force"]) == 0
+    meta = json.loads(path.read_text())
+    assert meta["forced"][-1]["changed"] == [f"replay_table: '{table}' -> '{other}'"]
+    assert str(other) in meta["device_note"] and str(table) not in meta["device_note"]
+    assert main(["report", str(path.parent)]) == 0
+    md = (path.parent / "report.md").read_text()
+    assert f"timings from {other}: " in md and str(table) not in md.split("\n## ")[0]
+    assert main(run) == 0                                  # resumes as it is now
 
 
 def _as_older_sweeper_wrote(path):

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sweeper.report._roofline import Roofline
     from sweeper.report._tables import AxisEffect
     from sweeper.store import BaselineRecord, DriftRecord, ProblemKey, StudyMeta
+    from sweeper.winners import EarlierShown
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,9 @@ class ReportTables:
     #: trials measured on an earlier source of the kernel than the study's now (a resume
     #: with ``--force`` after an edit): no pick is chosen from them
     earlier_source: int = 0
+    #: of ``earlier_source``, those that name no source where which one ran them is
+    #: unknown (A, B, then A again): they may have run on the source now
+    unknown_source: int = 0
+    #: where no trial was measured on the source now yet, the one earlier source whose
+    #: trials the tables and heatmaps show (:meth:`~sweeper.winners.Sources.shown_earlier`)
+    earlier_shown: EarlierShown | None = None

@@ -282,6 +282,8 @@ def _head(tables: ReportTables) -> list[str]:
     if meta.device_note:
         out.append(_p(f"Note: {meta.device_note}.", "sw-note"))
     out += [_p(f"Last run: {d['line']}.", "sw-note") for d in meta.last_run.get("dropped", [])]
+    if tables.earlier_shown:
+        out.append(_p(f"Note: {_shared.earlier_note(tables)}.", "sw-note"))
     if tables.unmeasured:
         out.append(_p(tables.unmeasured, "sw-note"))
     return [*out, _p(_shared.counts_sentence(tables)), "<div class=\"sw-tip\" hidden></div>"]

@@ -46,6 +46,8 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
     if meta.device_note:
         out.append(f"> **Note:** {_text(meta.device_note)}.\n")
     out += [f"> **Last run:** {_text(d['line'])}.\n" for d in meta.last_run.get("dropped", [])]
+    if tables.earlier_shown:
+        out.append(f"> **Note:** {_text(_shared.earlier_note(tables))}.\n")
     if tables.unmeasured:
         out.append(f"**{_text(_sentence(tables.unmeasured))}**\n")
     out.append(_text(_shared.counts_sentence(tables)) + "\n")

@@ -17,7 +17,7 @@ from sweeper.core._units import counted
 from sweeper.space import format_size, parse_size
 from sweeper.store import StudyMeta, TrialRecord
 from sweeper.trial import TrialStatus
-from sweeper.winners import source_changes
+from sweeper.winners import EarlierShown, source_changes
 
 CI_TEXT = "95% CI of the median from order statistics; outliers outside 1.5×IQR counted, " \
           "not dropped"
@@ -237,14 +237,41 @@ def _footprint(label: str, ran: pd.DataFrame, story: RunStory) -> str:
     return f"{', '.join(map(format_size, sizes))} ({label} requested; {story.capped})"
 
 
+def shown_source(shown: EarlierShown) -> str:
+    """The earlier source of the kernel whose trials a report shows, as it names it."""
+    return (f"{counted(shown.trials, 'trial')} of the latest earlier source of the kernel "
+            "that measured any, " + (shown.source if shown.source else
+                                     "one its trials do not name"))
+
+
+def earlier_text(earlier: int, unknown: int, now: str | None) -> str:
+    """The ``earlier`` trials not counted as measured on the kernel's source ``now``, of
+    which ``unknown`` name no source and may have run on this one (A, B, then A again)."""
+    if not unknown:
+        return (f"{counted(earlier, 'trial')} measured on an earlier source of the kernel "
+                f"than its source now ({now})")
+    if unknown == earlier:
+        return (f"{counted(earlier, 'trial')} that name no source, measured on an earlier "
+                f"source of the kernel than its source now ({now}) or on this one before "
+                "trials named their source")
+    return (f"{counted(earlier, 'trial')} measured on an earlier source of the kernel than "
+            f"its source now ({now}) or, the {unknown} of them that name no source, on this "
+            "one before trials named their source")
+
+
 def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
                 tied: dict[int, int], metric: str, rate_unit: str, story: RunStory,
-                earlier_source: int = 0, left_out: bool = False) -> list[tuple[str, str]]:
+                earlier_source: int = 0, left_out: bool = False,
+                shown_earlier: EarlierShown | None = None, unknown_source: int = 0
+                ) -> list[tuple[str, str]]:
     """The seed's measurement record: what a reader needs to trust or redo the number.
     ``tied``: per final's winner, how many others were tied with it; ``earlier_source``:
     how many trials ran on an earlier source of the kernel (:class:`~sweeper.winners.Sources`),
     which no winner is chosen from, and which the report's tables leave out where
-    ``left_out`` (trials on the source now are there to show)."""
+    ``left_out`` (trials on the source now are there to show), or show those of
+    ``shown_earlier`` only (none was measured on the source now yet); ``unknown_source``:
+    how many of them name no source where which one ran them is unknown
+    (:meth:`~sweeper.winners.Sources.unknown`)."""
     env = meta.environment
     conclusion = "; ".join(
         f"{row['problem']}: #{row['number']} at {row[metric]:.4g} {rate_unit} "
@@ -257,11 +284,16 @@ def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,
         ("software", software_record(meta)),
         ("command", f"`{meta.command or '?'}` (reproduce: `{reproduce_command(meta)}`)"),
         *forced_rows(meta),
-        *([("earlier kernel source", f"{counted(earlier_source, 'trial')} measured on an "
-            f"earlier source of the kernel than its source now ({meta.kernel_source_hash}): "
-            "no winner, final or export is chosen from them"
+        *([("earlier kernel source", earlier_text(earlier_source, unknown_source,
+                                                   meta.kernel_source_hash)
+            + ": no winner, final or export is chosen from them"
             + ("; the tables and heatmaps here leave them out (`trials.jsonl` keeps them)"
-               if left_out else ""))] if earlier_source else []),
+               if left_out and not shown_earlier else "")
+            + (f"; none was measured on the source now yet: the tables and heatmaps here "
+               f"show the {shown_source(shown_earlier)}"
+               + (" (`trials.jsonl` keeps the others)"
+                  if shown_earlier.trials < earlier_source else "")
+               if shown_earlier else ""))] if earlier_source else []),
         ("statistics", story.timer),
         ("stopping rule", story.measurement),
         ("raw samples", "`trials.jsonl` in this folder (every sample of every trial)"

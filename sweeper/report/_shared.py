@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from sweeper.core._units import counted
+from sweeper.report._provenance import shown_source
 from sweeper.report._tables import LABELS, baseline_rates, status_counts_text, unit
 from sweeper.space import format_size, show_dims
 from sweeper.winners import UNFINISHED
@@ -38,8 +39,24 @@ def no_picks(tables: ReportTables) -> str:
     if not tables.earlier_source:
         return NO_PICKS
     return (f"None: no config was measured on the kernel's source now yet "
-            f"({counted(tables.earlier_source, 'trial')} on an earlier source, which no "
-            "winner is chosen from); `sweeper run` measures the configs on this one.")
+            f"({counted(tables.earlier_source, 'trial')} on an earlier source"
+            + (f" or, the {tables.unknown_source} of them that name no source, on this one "
+               "before trials named their source" if tables.unknown_source else "")
+            + ", which no winner is chosen from); `sweeper run` measures the configs on "
+            "this one.")
+
+
+def earlier_note(tables: ReportTables) -> str:
+    """The note atop a report whose tables and heatmaps show an earlier source's trials
+    (none was measured on the kernel's source now yet); else nothing."""
+    shown = tables.earlier_shown
+    if shown is None:
+        return ""
+    return (f"no trial was measured on the kernel's source now ({tables.meta.kernel_source_hash}) "
+            f"yet: the tables and heatmaps show the {shown_source(shown)}; "
+            "no winner is chosen from them")
+
+
 #: The heading of the baselines' table.
 BASELINES = "Baselines (same timer, same runs, same GPU)"
 

@@ -88,8 +88,11 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     winners = Winners.of(store)            # the newest final of each problem counts
     # a study resumed with --force after its kernel changed, measured on both sources,
     # shows the trials of its source now (and the configs the constraints ruled out)
+    # (none measured on it yet: those of the latest earlier source that measured any)
     trials = winners.sources.shown(every)
     earlier = winners.sources.earlier(every)
+    shown_earlier = winners.sources.shown_earlier(every)
+    unknown = winners.sources.unknown(every)
     left_out = earlier if len(trials) < len(every) else 0
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
     ceilings, meta_names, headline = study_ceilings(meta), meta.meta_axes, Headline(meta.headline)
@@ -134,12 +137,13 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
         samplers=samplers,
         abandoned_trials=sum(t.status.value == "abandoned" for t in trials),
         abandoned_saved_ms=sum(t.saved_ms for t in trials),
-        power=power_summary(trials, meta, store.read(DutyRecord),
-                            list(winners.finals.values())),
+        power=power_summary(trials, meta, store.read(DutyRecord), finals),
         footprint=curves, roofline=roof,
         record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
-                           metric, unit(metric), story, earlier, left_out=bool(left_out)),
-        colour_scale=scale, earlier_source=earlier)
+                           metric, unit(metric), story, earlier, left_out=bool(left_out),
+                           shown_earlier=shown_earlier, unknown_source=unknown),
+        colour_scale=scale, earlier_source=earlier, earlier_shown=shown_earlier,
+        unknown_source=unknown)
 
 
 def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
@@ -242,6 +246,8 @@ def _report_json(tables: ReportTables) -> dict[str, Any]:
         "reproduce": reproduce_command(meta), "command": meta.command,
         "space_sha256": meta.space_sha256, "fingerprint": meta.fingerprint,
         "forced": meta.forced,
+        "earlier_source_shown": tables.earlier_shown._asdict()
+        if tables.earlier_shown else None,
         "counts": counts,
         "headline": {"metric": tables.metric, "unit": unit(tables.metric),
                      "per_problem": _records(tables.picks)},
