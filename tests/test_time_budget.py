@@ -220,8 +220,10 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
 
     assert budgets.keep_for_report() == pytest.approx(0.4)
     assert budgets.time_left() == pytest.approx(10 - 0.4)
-    assert counted(0, 32, 256) == pytest.approx(0.4)          # nothing varies: no map
-    assert counted(1, 64, 256) == pytest.approx(0.4)          # block alone varies: no map
+    # nothing varies: no map, but a trial more that moves two axes draws the best map
+    assert counted(0, 32, 256) == pytest.approx(0.4 + 0.5 * 1)
+    # block alone varies: no map, but a trial of another BLOCK draws two (next line)
+    assert counted(1, 64, 256) == pytest.approx(0.4 + 0.5 * 2)
     # block and BLOCK vary: the best over BLOCK and BLOCK=256's map are drawn, BLOCK=1024's
     # (one cell) is folded, and a trial more may draw it
     assert counted(2, 32, 1024) == pytest.approx(0.4 + 0.5 * (2 + 1))
@@ -231,6 +233,33 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
     assert budgets.halted()
     budgets.report_s = None                           # --no-report keeps nothing
     assert budgets.keep_for_report() == 0 and not budgets.halted()
+
+
+def test_no_trial_draws_more_maps_than_the_budget_kept_for_before_it():
+    """Whatever config comes next, the maps it draws are at most those the budget kept
+    for before it: the trial that first makes a problem vary on two axes draws up to two
+    maps at once (the best over its meta values and one meta values' own), which a
+    budget that kept none for a problem varying on fewer than two axes left unkept."""
+    import random
+
+    from sweeper.drawn_maps import ProblemMaps
+
+    rng = random.Random(0)
+    for _ in range(400):
+        maps = ProblemMaps()
+        axes = [rng.sample(range(4), rng.randint(1, 3)) for _ in range(4)]
+        for _ in range(rng.randint(1, 12)):
+            drawn, kept = maps.drawn().count, maps.most_added()
+            grid, block, *meta = (rng.choice(values) for values in axes)
+            maps.add(tuple(meta), grid, block)
+            assert maps.drawn().count <= drawn + kept, (axes, drawn, kept, maps.drawn())
+    # the case the budget missed: block alone varies, then BLOCK does too: two maps
+    maps = ProblemMaps()
+    maps.add((256,), "sms", 32)
+    maps.add((256,), "sms", 64)
+    assert maps.drawn().count == 0 and maps.most_added() == 2
+    maps.add((1024,), "sms", 32)
+    assert maps.drawn().count == 2
 
 
 def test_the_report_of_one_map_is_kept_for_as_one_map_and_a_trial_more():

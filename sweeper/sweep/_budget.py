@@ -156,19 +156,19 @@ class Budgets:
     def keep_for_report(self) -> float:
         """Seconds the time budget keeps for the report: what the heatmaps the trials so
         far draw take (:mod:`sweeper.drawn_maps`, the rule the report draws by: a problem
-        where fewer than two of grid, block and the meta-parameters vary keeps none), and
-        those a trial more may draw: it adds a cell to one problem's maps, so it may draw
-        that problem's best-over-meta map where none is drawn, and one meta-parameter
-        values' own map where one is folded or the problem has no own map yet.  A run the
+        where fewer than two of grid, block and the meta-parameters vary draws none), and
+        those a trial more may draw (:meth:`~sweeper.drawn_maps.ProblemMaps.most_added`):
+        it adds a cell to one problem's maps, so it may draw that problem's best-over-meta
+        map where none is drawn, and one meta-parameter values' own map; the trial that
+        first makes a problem vary on two axes may draw both.  A run the
         budget cuts short draws a few of a space's maps: keeping time for all of them (90
         on spaces/matmul-shapes.yaml, 8 s) left a 12 s run on the H200 nothing to
         measure."""
         if self.report_s is None:
             return 0.0
-        rules = [maps.drawn() for maps in self.maps.values()]
-        more = max(((not rule.best) + (rule.folded > 0 or not rule.own)
-                    for rule in rules if not rule.flat), default=0)
-        return self.report_s(sum(rule.count for rule in rules) + more)
+        drawn = sum(maps.drawn().count for maps in self.maps.values())
+        more = max((maps.most_added() for maps in self.maps.values()), default=0)
+        return self.report_s(drawn + more)
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
         """Count ``record`` (``measured_now``, or found in the journal) towards its
