@@ -262,6 +262,34 @@ def test_no_trial_draws_more_maps_than_the_budget_kept_for_before_it():
     assert maps.drawn().count == 2
 
 
+def test_a_resumed_run_keeps_report_time_for_the_maps_it_draws_again():
+    """The report draws again only the maps of problems this run adds to (or whose final
+    it owes); those are drawn with every cell the study holds.  A resumed run kept time
+    for the maps of the resumed trials whose final it owed, and none for the earlier
+    trials of a problem whose final was done, which a trial of this run redraws whole."""
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=100, measured=0, t0=0.0)
+    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+
+    def record(number: int, n: int, block: int, meta: int) -> TrialRecord:
+        problem = Problem("float32", 4096, (("n", n),))
+        return TrialRecord(number=number, choice={"grid": "4", "block": str(block)},
+                           status=TrialStatus.OK, samples_ms=[1.0] * 5,
+                           config=Config(problem=problem, grid=4, block=block,
+                                         meta={"BLOCK": meta}), stats=summarize([1.0] * 5))
+
+    # a problem whose final is done: two maps (the best over BLOCK and BLOCK=256's), and
+    # one whose final is owed: the same two maps
+    for number, (block, meta) in enumerate([(32, 256), (64, 256), (32, 1024)]):
+        budgets.note_kept(record(number, 1024, block, meta))
+        budgets.note(record(10 + number, 2048, block, meta))
+    # the owed final's maps, and a trial more: all of the done problem's two and one more
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 3))
+    budgets.counted(dataclasses.replace(record(20, 1024, 64, 1024), wall_s=0.1), None)
+    # the done problem's maps are drawn again now (BLOCK=1024's is drawn too)
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 3 + 1))
+
+
 def test_the_report_of_one_map_is_kept_for_as_one_map_and_a_trial_more():
     """Each meta value's configs in one cell of their own (one block each): the report
     draws one map, its problem's, and folds the others; the budget keeps what that map and

@@ -117,6 +117,10 @@ class Budgets:
         #: draws, by the rule the report draws and ``plan`` prices them by
         #: (:mod:`sweeper.drawn_maps`)
         self.maps: dict[ProblemKey, ProblemMaps] = {}
+        #: the problems whose maps this run's report draws again: those this run measured
+        #: a trial of, or whose final it owes (the report redraws only the maps whose
+        #: numbers or marks changed; a study's other maps cost it next to nothing)
+        self.redrawn: set[ProblemKey] = set()
 
     @property
     def trial_s(self) -> float:
@@ -166,17 +170,20 @@ class Budgets:
         measure."""
         if self.report_s is None:
             return 0.0
-        drawn = sum(maps.drawn().count for maps in self.maps.values())
-        more = max((maps.most_added() for maps in self.maps.values()), default=0)
+        drawn = sum(maps.drawn().count for key, maps in self.maps.items()
+                    if key in self.redrawn)
+        # a trial more adds to one problem: its maps, all drawn again if none were yet
+        more = max((maps.most_added() + (key not in self.redrawn) * maps.drawn().count
+                    for key, maps in self.maps.items()), default=0)
         return self.report_s(drawn + more)
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
-        """Count ``record`` (``measured_now``, or found in the journal) towards its
-        problem's finals and the report's heatmaps."""
+        """Count ``record`` (``measured_now``, or found in the journal with its problem's
+        final owed) towards its problem's finals and the report's heatmaps, which this
+        run's report draws again."""
         if record.ok and record.config is not None:
-            self.maps.setdefault(problem_of(record), ProblemMaps()).add(
-                tuple(sorted(record.config.meta.items())), record.choice.get("grid"),
-                record.choice.get("block"))
+            self.note_kept(record)
+            self.redrawn.add(problem_of(record))
         if measured_now and self._first_s is None:
             self._first_s = record.wall_s
         elif measured_now:
@@ -184,6 +191,14 @@ class Budgets:
         if record.ok and record.stats:
             bisect.insort(self.problems.setdefault(problem_of(record), []),
                           (record.stats.median, record.stats.bounds()))
+
+    def note_kept(self, record: TrialRecord) -> None:
+        """Count ``record``, found in the journal, towards its problem's heatmaps: the
+        report draws them again only if this run adds to that problem."""
+        if record.ok and record.config is not None:
+            self.maps.setdefault(problem_of(record), ProblemMaps()).add(
+                tuple(sorted(record.config.meta.items())), record.choice.get("grid"),
+                record.choice.get("block"))
 
     def covers(self, entrants: list[TrialRecord], duty: Duty | None) -> bool:
         """Whether the time left covers the first round of ``entrants``' final (one
