@@ -290,6 +290,36 @@ def test_a_resumed_run_keeps_report_time_for_the_maps_it_draws_again():
     assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 3 + 1))
 
 
+def test_once_the_sweep_stopped_the_report_keeps_no_time_for_a_trial_more(monkeypatch):
+    """The maps a trial more may draw are kept for while trials may start; once the sweep
+    stopped and its trials in flight ended, the finals and the report follow and no trial
+    adds a map.  Keeping them still left a resumed softmax run under ``--time 5s`` on the
+    interpreter without its final ("needs 0.2 s more than this time budget left them"),
+    ending at 3.1 s."""
+    now = [100.0]
+    monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=100, measured=0, t0=100.0)
+    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.finals_duty = lambda: None
+    problem = Problem("float32", 4096, (("n", 1024),))
+    entrants = []
+    for number, (block, meta) in enumerate([(32, 256), (64, 256), (32, 1024)]):
+        entrants.append(dataclasses.replace(TrialRecord(
+            number=number, choice={"grid": "4", "block": str(block)}, status=TrialStatus.OK,
+            config=Config(problem=problem, grid=4, block=block, meta={"BLOCK": meta}),
+            samples_ms=[20.0] * 5, stats=summarize([20.0] * 5)), wall_s=0.1))
+        budgets.counted(entrants[-1], None)
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 1))
+    first_round = budgets.first_round_s(entrants, None)
+    # the time left covers the first round with the report's two maps kept, not a third
+    now[0] = 110.0 + budgets.trial_s - first_round - (0.4 + 0.5 * 2) - 0.5 * 0.5
+    assert not budgets.covers(entrants, None)
+    budgets.swept = True
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 2)
+    assert budgets.covers(entrants, None)
+
+
 def test_the_report_of_one_map_is_kept_for_as_one_map_and_a_trial_more():
     """Each meta value's configs in one cell of their own (one block each): the report
     draws one map, its problem's, and folds the others; the budget keeps what that map and

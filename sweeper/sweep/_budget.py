@@ -121,6 +121,9 @@ class Budgets:
         #: a trial of, or whose final it owes (the report redraws only the maps whose
         #: numbers or marks changed; a study's other maps cost it next to nothing)
         self.redrawn: set[ProblemKey] = set()
+        #: the sweep stopped and its trials in flight ended (the finals and the report
+        #: follow): no trial more adds a map, so the report's time keeps none for one
+        self.swept = False
 
     @property
     def trial_s(self) -> float:
@@ -164,7 +167,8 @@ class Budgets:
         those a trial more may draw (:meth:`~sweeper.drawn_maps.ProblemMaps.most_added`):
         it adds a cell to one problem's maps, so it may draw that problem's best-over-meta
         map where none is drawn, and one meta-parameter values' own map; the trial that
-        first makes a problem vary on two axes may draw both.  A run the
+        first makes a problem vary on two axes may draw both; once the sweep stopped
+        (:attr:`swept`), only the maps so far.  A run the
         budget cuts short draws a few of a space's maps: keeping time for all of them (90
         on spaces/matmul-shapes.yaml, 8 s) left a 12 s run on the H200 nothing to
         measure."""
@@ -172,6 +176,8 @@ class Budgets:
             return 0.0
         drawn = sum(maps.drawn().count for key, maps in self.maps.items()
                     if key in self.redrawn)
+        if self.swept:
+            return self.report_s(drawn)
         # a trial more adds to one problem: its maps, all drawn again if none were yet
         more = max((maps.most_added() + (key not in self.redrawn) * maps.drawn().count
                     for key, maps in self.maps.items()), default=0)

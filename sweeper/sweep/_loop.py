@@ -221,6 +221,7 @@ class Sweep:
             run = self._start(t0)       # failing, it too ends the bar, closes the store
             try:
                 run.summary.stopped_by = self._loop(run)
+                run.budgets.swept = True
                 run.summary.timing = run.timeline.breakdown(
                     time.perf_counter(), (run.ahead.lines(t0) if run.ahead else []) +
                     (self.gpu_check.lines() if self.gpu_check else []))
