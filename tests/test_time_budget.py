@@ -519,6 +519,19 @@ def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys)
 
 
 
+def _unreported_study(small_space, tmp_path, capsys, monkeypatch):
+    """The ``run`` arguments of the small space, and its study, measured whole without a
+    report; this machine's report costs as a fresh cache has them (the interpreter's
+    2.1 s), not as the other tests' reports left them."""
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    studies = tmp_path / "studies"
+    args = ["run", str(small_space), "--device", "interpret", "--studies-dir", str(studies),
+            "--quiet"]
+    assert main([*args, "--no-report"]) == 0
+    capsys.readouterr()
+    return args, studies / "tiny-interpret"
+
+
 def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_space, tmp_path,
                                                                        capsys, monkeypatch):
     """A time budget bounds the report too: where the time left (plus the 5 % a budget may
@@ -528,15 +541,7 @@ def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_s
     With time left, the report is written as ever."""
     from sweeper.engine import _clock
 
-    # this machine's report costs as a fresh cache has them (the interpreter's 2.1 s), not
-    # as the other tests' reports left them
-    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
-    studies = tmp_path / "studies"
-    args = ["run", str(small_space), "--device", "interpret", "--studies-dir", str(studies),
-            "--quiet"]
-    assert main([*args, "--no-report"]) == 0
-    folder = studies / "tiny-interpret"
-    capsys.readouterr()
+    args, folder = _unreported_study(small_space, tmp_path, capsys, monkeypatch)
     real = _clock.RunClock.elapsed_s
     # the set-up took all but 10 ms of the budget
     monkeypatch.setattr(_clock.RunClock, "elapsed_s", lambda self: 0.99)
@@ -557,6 +562,56 @@ def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_s
     assert main([*args, "--time", "60s"]) == 0
     assert "report: not written" not in capsys.readouterr().out
     assert (folder / "report.md").exists()
+
+
+def test_a_report_draws_no_picture_past_its_deadline(tmp_path, monkeypatch):
+    """The pictures start while the longest drawn so far still ends by the deadline; those
+    left are not shown, their old files go as stale, and the next report draws them."""
+    from sweeper.report import _figures
+
+    now = [0.0]
+    monkeypatch.setattr(_figures.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(_figures._draw, "pyplot", lambda: None)
+
+    def drawn(job):                               # each picture takes a second
+        figure, paths = job
+        now[0] += 1.0
+        for path in paths:
+            path.write_text(figure.stem)
+        return paths
+
+    monkeypatch.setattr(_figures, "_draw_one", drawn)
+    folder = tmp_path / "heatmaps"
+    folder.mkdir()
+    (folder / "c.png").write_text("old numbers")      # drawn by sweeper from old ones
+    (folder / _figures.MANIFEST).write_text(json.dumps(
+        {"version": 1, "files": {"c.png": "an old key"}}))
+    figures = [_figures.Figure(stem, str, (stem,)) for stem in "abc"]
+    shown = _figures.render(figures, folder, deadline=2.5, workers=1)
+    assert shown.left == ("c",) and [p.name for p in shown.images] == ["a.png", "b.png"]
+    assert not (folder / "c.png").exists()
+    again = _figures.render(figures, folder, deadline=None, workers=1)
+    assert again.left == () and [p.name for p in again.drawn] == ["c.png"]
+
+
+def test_a_report_past_the_time_budget_leaves_its_pictures_to_sweeper_report(
+        small_space, tmp_path, capsys, monkeypatch):
+    """A report the time kept for it covered when it started may still take longer (its
+    pictures' seconds vary twofold on a loaded 2-core machine: a `--time 10s` run of
+    spaces/add.yaml ended at 11.7 s): it draws no picture past the budget's end, and says
+    which command draws the rest."""
+    from sweeper.engine import _run
+
+    args, folder = _unreported_study(small_space, tmp_path, capsys, monkeypatch)
+    # the budget's end is past when the report starts: the files are written, no picture
+    monkeypatch.setattr(_run, "REPORT_FILES_S", 1e6)
+    assert main([*args, "--time", "60s"]) == 0
+    out = capsys.readouterr().out
+    assert "0 heatmaps in" in out and "not drawn, the time budget is spent: " \
+        f"`sweeper report {folder}` draws them" in out, out
+    assert (folder / "report.md").exists() and not list((folder / "heatmaps").glob("*.png"))
+    assert main(["report", str(folder)]) == 0
+    assert list((folder / "heatmaps").glob("*.png"))
 
 
 def test_a_final_leaves_the_later_finals_the_rounds_kept_for_them():
