@@ -75,3 +75,16 @@ class ProblemMaps:
             return MapsDrawn(frozenset(), best=best, folded=0, flat=False)
         many = frozenset(meta for meta, cell in self._cells.items() if cell is _MANY)
         return MapsDrawn(many, best=best, folded=len(self._cells) - len(many), flat=False)
+
+    def most_added(self) -> int:
+        """The most maps one config more may add to those drawn: the best-over-meta map
+        where it is not drawn, and one meta values' own map (the new config's, or, where
+        the problem held one meta values, that one's).  A problem whose configs vary on
+        fewer than two axes draws none, but the config that makes it vary on two draws
+        up to two at once: one config adds at most one meta values with a second cell,
+        and a problem varying on one axis holds at most one."""
+        rule = self.drawn()
+        if not rule.flat:
+            return (not rule.best) + (rule.folded > 0 or not rule.own)
+        one_cell = len(self._cells) == 1 and next(iter(self._cells.values())) is not _MANY
+        return 1 if one_cell else 2

@@ -220,8 +220,10 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
 
     assert budgets.keep_for_report() == pytest.approx(0.4)
     assert budgets.time_left() == pytest.approx(10 - 0.4)
-    assert counted(0, 32, 256) == pytest.approx(0.4)          # nothing varies: no map
-    assert counted(1, 64, 256) == pytest.approx(0.4)          # block alone varies: no map
+    # nothing varies: no map, but a trial more that moves two axes draws the best map
+    assert counted(0, 32, 256) == pytest.approx(0.4 + 0.5 * 1)
+    # block alone varies: no map, but a trial of another BLOCK draws two (next line)
+    assert counted(1, 64, 256) == pytest.approx(0.4 + 0.5 * 2)
     # block and BLOCK vary: the best over BLOCK and BLOCK=256's map are drawn, BLOCK=1024's
     # (one cell) is folded, and a trial more may draw it
     assert counted(2, 32, 1024) == pytest.approx(0.4 + 0.5 * (2 + 1))
@@ -231,6 +233,91 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
     assert budgets.halted()
     budgets.report_s = None                           # --no-report keeps nothing
     assert budgets.keep_for_report() == 0 and not budgets.halted()
+
+
+def test_no_trial_draws_more_maps_than_the_budget_kept_for_before_it():
+    """Whatever config comes next, the maps it draws are at most those the budget kept
+    for before it: the trial that first makes a problem vary on two axes draws up to two
+    maps at once (the best over its meta values and one meta values' own), which a
+    budget that kept none for a problem varying on fewer than two axes left unkept."""
+    import random
+
+    from sweeper.drawn_maps import ProblemMaps
+
+    rng = random.Random(0)
+    for _ in range(400):
+        maps = ProblemMaps()
+        axes = [rng.sample(range(4), rng.randint(1, 3)) for _ in range(4)]
+        for _ in range(rng.randint(1, 12)):
+            drawn, kept = maps.drawn().count, maps.most_added()
+            grid, block, *meta = (rng.choice(values) for values in axes)
+            maps.add(tuple(meta), grid, block)
+            assert maps.drawn().count <= drawn + kept, (axes, drawn, kept, maps.drawn())
+    # the case the budget missed: block alone varies, then BLOCK does too: two maps
+    maps = ProblemMaps()
+    maps.add((256,), "sms", 32)
+    maps.add((256,), "sms", 64)
+    assert maps.drawn().count == 0 and maps.most_added() == 2
+    maps.add((1024,), "sms", 32)
+    assert maps.drawn().count == 2
+
+
+def test_a_resumed_run_keeps_report_time_for_the_maps_it_draws_again():
+    """The report draws again only the maps of problems this run adds to (or whose final
+    it owes); those are drawn with every cell the study holds.  A resumed run kept time
+    for the maps of the resumed trials whose final it owed, and none for the earlier
+    trials of a problem whose final was done, which a trial of this run redraws whole."""
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=100, measured=0, t0=0.0)
+    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+
+    def record(number: int, n: int, block: int, meta: int) -> TrialRecord:
+        problem = Problem("float32", 4096, (("n", n),))
+        return TrialRecord(number=number, choice={"grid": "4", "block": str(block)},
+                           status=TrialStatus.OK, samples_ms=[1.0] * 5,
+                           config=Config(problem=problem, grid=4, block=block,
+                                         meta={"BLOCK": meta}), stats=summarize([1.0] * 5))
+
+    # a problem whose final is done: two maps (the best over BLOCK and BLOCK=256's), and
+    # one whose final is owed: the same two maps
+    for number, (block, meta) in enumerate([(32, 256), (64, 256), (32, 1024)]):
+        budgets.note_kept(record(number, 1024, block, meta))
+        budgets.note(record(10 + number, 2048, block, meta))
+    # the owed final's maps, and a trial more: all of the done problem's two and one more
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 3))
+    budgets.counted(dataclasses.replace(record(20, 1024, 64, 1024), wall_s=0.1), None)
+    # the done problem's maps are drawn again now (BLOCK=1024's is drawn too)
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 3 + 1))
+
+
+def test_once_the_sweep_stopped_the_report_keeps_no_time_for_a_trial_more(monkeypatch):
+    """The maps a trial more may draw are kept for while trials may start; once the sweep
+    stopped and its trials in flight ended, the finals and the report follow and no trial
+    adds a map.  Keeping them still left a resumed softmax run under ``--time 5s`` on the
+    interpreter without its final ("needs 0.2 s more than this time budget left them"),
+    ending at 3.1 s."""
+    now = [100.0]
+    monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=100, measured=0, t0=100.0)
+    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.finals_duty = lambda: None
+    problem = Problem("float32", 4096, (("n", 1024),))
+    entrants = []
+    for number, (block, meta) in enumerate([(32, 256), (64, 256), (32, 1024)]):
+        entrants.append(dataclasses.replace(TrialRecord(
+            number=number, choice={"grid": "4", "block": str(block)}, status=TrialStatus.OK,
+            config=Config(problem=problem, grid=4, block=block, meta={"BLOCK": meta}),
+            samples_ms=[20.0] * 5, stats=summarize([20.0] * 5)), wall_s=0.1))
+        budgets.counted(entrants[-1], None)
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * (2 + 1))
+    first_round = budgets.first_round_s(entrants, None)
+    # the time left covers the first round with the report's two maps kept, not a third
+    now[0] = 110.0 + budgets.trial_s - first_round - (0.4 + 0.5 * 2) - 0.5 * 0.5
+    assert not budgets.covers(entrants, None)
+    budgets.swept = True
+    assert budgets.keep_for_report() == pytest.approx(0.4 + 0.5 * 2)
+    assert budgets.covers(entrants, None)
 
 
 def test_the_report_of_one_map_is_kept_for_as_one_map_and_a_trial_more():
@@ -432,6 +519,19 @@ def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys)
 
 
 
+def _unreported_study(small_space, tmp_path, capsys, monkeypatch):
+    """The ``run`` arguments of the small space, and its study, measured whole without a
+    report; this machine's report costs as a fresh cache has them (the interpreter's
+    2.1 s), not as the other tests' reports left them."""
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    studies = tmp_path / "studies"
+    args = ["run", str(small_space), "--device", "interpret", "--studies-dir", str(studies),
+            "--quiet"]
+    assert main([*args, "--no-report"]) == 0
+    capsys.readouterr()
+    return args, studies / "tiny-interpret"
+
+
 def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_space, tmp_path,
                                                                        capsys, monkeypatch):
     """A time budget bounds the report too: where the time left (plus the 5 % a budget may
@@ -441,15 +541,7 @@ def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_s
     With time left, the report is written as ever."""
     from sweeper.engine import _clock
 
-    # this machine's report costs as a fresh cache has them (the interpreter's 2.1 s), not
-    # as the other tests' reports left them
-    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
-    studies = tmp_path / "studies"
-    args = ["run", str(small_space), "--device", "interpret", "--studies-dir", str(studies),
-            "--quiet"]
-    assert main([*args, "--no-report"]) == 0
-    folder = studies / "tiny-interpret"
-    capsys.readouterr()
+    args, folder = _unreported_study(small_space, tmp_path, capsys, monkeypatch)
     real = _clock.RunClock.elapsed_s
     # the set-up took all but 10 ms of the budget
     monkeypatch.setattr(_clock.RunClock, "elapsed_s", lambda self: 0.99)
@@ -470,6 +562,56 @@ def test_a_report_the_time_left_does_not_cover_is_left_to_sweeper_report(small_s
     assert main([*args, "--time", "60s"]) == 0
     assert "report: not written" not in capsys.readouterr().out
     assert (folder / "report.md").exists()
+
+
+def test_a_report_draws_no_picture_past_its_deadline(tmp_path, monkeypatch):
+    """The pictures start while the longest drawn so far still ends by the deadline; those
+    left are not shown, their old files go as stale, and the next report draws them."""
+    from sweeper.report import _figures
+
+    now = [0.0]
+    monkeypatch.setattr(_figures.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(_figures._draw, "pyplot", lambda: None)
+
+    def drawn(job):                               # each picture takes a second
+        figure, paths = job
+        now[0] += 1.0
+        for path in paths:
+            path.write_text(figure.stem)
+        return paths
+
+    monkeypatch.setattr(_figures, "_draw_one", drawn)
+    folder = tmp_path / "heatmaps"
+    folder.mkdir()
+    (folder / "c.png").write_text("old numbers")      # drawn by sweeper from old ones
+    (folder / _figures.MANIFEST).write_text(json.dumps(
+        {"version": 1, "files": {"c.png": "an old key"}}))
+    figures = [_figures.Figure(stem, str, (stem,)) for stem in "abc"]
+    shown = _figures.render(figures, folder, deadline=2.5, workers=1)
+    assert shown.left == ("c",) and [p.name for p in shown.images] == ["a.png", "b.png"]
+    assert not (folder / "c.png").exists()
+    again = _figures.render(figures, folder, deadline=None, workers=1)
+    assert again.left == () and [p.name for p in again.drawn] == ["c.png"]
+
+
+def test_a_report_past_the_time_budget_leaves_its_pictures_to_sweeper_report(
+        small_space, tmp_path, capsys, monkeypatch):
+    """A report the time kept for it covered when it started may still take longer (its
+    pictures' seconds vary twofold on a loaded 2-core machine: a `--time 10s` run of
+    spaces/add.yaml ended at 11.7 s): it draws no picture past the budget's end, and says
+    which command draws the rest."""
+    from sweeper.engine import _run
+
+    args, folder = _unreported_study(small_space, tmp_path, capsys, monkeypatch)
+    # the budget's end is past when the report starts: the files are written, no picture
+    monkeypatch.setattr(_run, "REPORT_FILES_S", 1e6)
+    assert main([*args, "--time", "60s"]) == 0
+    out = capsys.readouterr().out
+    assert "0 heatmaps in" in out and "not drawn, the time budget is spent: " \
+        f"`sweeper report {folder}` draws them" in out, out
+    assert (folder / "report.md").exists() and not list((folder / "heatmaps").glob("*.png"))
+    assert main(["report", str(folder)]) == 0
+    assert list((folder / "heatmaps").glob("*.png"))
 
 
 def test_a_final_leaves_the_later_finals_the_rounds_kept_for_them():

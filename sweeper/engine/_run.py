@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,10 @@ BUDGET_SLACK = 0.05
 #: and writing the study's summary (0.0-0.4 s on the H200, an H100 and the 2-core CI
 #: machine, where a `--time 10s` run that kept nothing for them ended at 10.54 s).
 END_S = 0.3
+#: Seconds a report under a time budget keeps, past its pictures, for its three files
+#: (``files`` in the time line: 0.0-0.2 s on the 2-core development machine) and the
+#: command's last lines.
+REPORT_FILES_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -632,8 +637,15 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(f"power: {summary.duty}")
     clock.mark("summary")
     if options.report and _report_fits(options, summary, time_s, store, clock, say):
+        # a report that takes longer than the time kept for it (its pictures' seconds
+        # vary twofold on a loaded 2-core machine: 1.8-3.7 s for the same 8 maps of
+        # spaces/add.yaml, and a `--time 10s` run ended at 11.7 s) stops drawing where
+        # the budget ends, leaving the rest to `sweeper report`
+        deadline = None if time_s is None else time.perf_counter() + (
+            (1 + BUDGET_SLACK) * time_s - clock.elapsed_s() - REPORT_FILES_S)
         with reporter.report():
-            files = report_study(store, svg=options.svg, say=say)
+            files = report_study(store, svg=options.svg, say=say, deadline=deadline,
+                                 how=_report_how(options, store))
         clock.mark("report")
         # the maps drawn this time, not those kept unchanged: the pictures' seconds are
         # theirs (a resumed run that redrew nothing would price a map at nearly nothing);
@@ -675,11 +687,16 @@ def _report_fits(options: RunOptions, summary: Any, time_s: float | None, store:
     if left + BUDGET_SLACK * time_s >= kept:
         return True
     if any(t.ok for t in summary.trials):   # else nothing to report (said below)
-        how = f"{store.name} --storage URL --studies-dir {options.studies_dir}" \
-            if options.storage else str(store.root)
         say(f"report: not written, the time budget is spent ({max(left, 0.0):.1f} s left, a "
-            f"report takes about {kept:.1f} s): `sweeper report {how}` writes it")
+            f"report takes about {kept:.1f} s): `sweeper report {_report_how(options, store)}`"
+            " writes it")
     return False
+
+
+def _report_how(options: RunOptions, store: Storage) -> str:
+    """What ``sweeper report`` takes to write this study's report."""
+    return f"{store.name} --storage URL --studies-dir {options.studies_dir}" \
+        if options.storage else str(store.root)
 
 
 def _hung(record: Any, options: RunOptions, store: Storage) -> None:
@@ -776,19 +793,26 @@ def _reporter(quiet: bool, headline: Any) -> Any:
 
 
 def report_study(store: Any, *, svg: bool = False, redraw: bool = False,
-                 say: Callable[[str], None] = print, scale: str | None = None) -> Any:
+                 say: Callable[[str], None] = print, scale: str | None = None,
+                 deadline: float | None = None, how: str | None = None) -> Any:
     """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
     whose numbers changed unless ``redraw``; the heatmaps' colour ``scale``, as
-    :func:`~sweeper.report.study_tables` takes it) and say where it is and what was drawn;
-    returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
+    :func:`~sweeper.report.study_tables` takes it; no picture started that would end past
+    ``deadline``, on ``time.perf_counter()``'s clock) and say where it is, what was drawn,
+    and what was left for ``sweeper report`` (``how``: its argument; the study's folder
+    where None); returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
     from sweeper.report import write_report
 
     formats = ("png", "svg") if svg else ("png",)
-    files = write_report(store, formats=formats, redraw=redraw, scale=scale)
+    files = write_report(store, formats=formats, redraw=redraw, scale=scale,
+                         deadline=deadline)
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
     kinds = " and ".join(f.upper() for f in formats)
     say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; "
         f"{counted(pictures, 'heatmap')} in {store.root / 'heatmaps'} ({kinds}; "
         f"{drawn} drawn, {pictures - drawn} unchanged)")
+    if files.left:
+        say(f"report: {counted(len(files.left), 'picture')} not drawn, the time budget is "
+            f"spent: `sweeper report {how or store.root}` draws them")
     return files

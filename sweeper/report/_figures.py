@@ -59,6 +59,9 @@ class Rendered(NamedTuple):
     images: list[Path]
     drawn: list[Path]
     imported_s: float = 0.0
+    #: the stems of the pictures left undrawn at the deadline (the report shows none of
+    #: them, and the next report draws them)
+    left: tuple[str, ...] = ()
 
 
 def report_figures(tables: ReportTables) -> list[Figure]:
@@ -75,10 +78,14 @@ def report_figures(tables: ReportTables) -> list[Figure]:
 
 
 def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = ("png",),
-           *, redraw: bool = False, workers: int | None = None) -> Rendered:
+           *, redraw: bool = False, workers: int | None = None,
+           deadline: float | None = None) -> Rendered:
     """Write each figure in each of ``formats`` under ``directory``, drawing only those
     whose key or file changed (all with ``redraw``); ``workers``: processes to draw in
-    (default: one per CPU where a pool pays, see above; else this process alone)."""
+    (default: one per CPU where a pool pays, see above; else this process alone).  A
+    ``deadline`` (``time.perf_counter()``'s clock; None: none) starts no picture that the
+    longest drawn so far says would end past it: those left are not shown, their old
+    files are removed as stale, and the next report draws them."""
     old = _manifest(directory)
     code = _code_key()
     keys = {f.stem: figure_key(f, code) for f in figures}
@@ -91,13 +98,6 @@ def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = 
                  if redraw or old.get(p.name) != keys[f.stem] or not p.is_file()]
         if stale:
             todo.append((f, stale))
-    record = {p.name: keys[p.stem] for p in images}
-    for name, key in old.items():     # files not asked for: kept while they are current
-        if name not in record:
-            if keys.get(Path(name).stem) == key:
-                record[name] = key
-            else:
-                (directory / name).unlink(missing_ok=True)
     imported_s = 0.0
     if todo:
         make_dirs(directory)
@@ -105,11 +105,21 @@ def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = 
         start = time.perf_counter()
         _draw.pyplot()
         imported_s = time.perf_counter() - start
-    drawn = _draw_all(todo, workers)
+    drawn = _draw_all(todo, workers, deadline)
+    done = set(drawn)
+    left = tuple(f.stem for f, stale in todo if not set(stale) <= done)
+    images = [p for p in images if p.stem not in left]
+    record = {p.name: keys[p.stem] for p in images}
+    for name, key in old.items():     # files not asked for: kept while they are current
+        if name not in record:
+            if keys.get(Path(name).stem) == key:
+                record[name] = key
+            else:
+                (directory / name).unlink(missing_ok=True)
     if record or old:
         atomic_write(directory / MANIFEST, json.dumps(
             {"version": 1, "files": dict(sorted(record.items()))}, indent=1) + "\n")
-    return Rendered(images, drawn, imported_s)
+    return Rendered(images, drawn, imported_s, left)
 
 
 def figure_key(figure: Figure, code: str) -> str:
@@ -159,17 +169,38 @@ def _manifest(directory: Path) -> dict[str, str]:
     return {str(k): v for k, v in files.items()} if ok else {}
 
 
-def _draw_all(todo: Sequence[tuple[Figure, list[Path]]], workers: int | None) -> list[Path]:
+def _draw_all(todo: Sequence[tuple[Figure, list[Path]]], workers: int | None,
+              deadline: float | None = None) -> list[Path]:
+    """The files of ``todo`` drawn: in order, in this process or a pool, until a picture
+    would end past ``deadline`` (by the longest drawn so far; in a pool, a picture not
+    done at the deadline is cancelled where it has not started, and left out)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if workers is None:
         workers = (cpus or 1) if len(todo) >= POOL_MIN and (cpus or 1) >= POOL_CPUS else 1
     count = min(workers, len(todo))
     if count < 2:
-        return [p for job in todo for p in _draw_one(job)]
+        out: list[Path] = []
+        longest = 0.0
+        for job in todo:
+            start = time.perf_counter()
+            if deadline is not None and start + longest > deadline:
+                break
+            out += _draw_one(job)
+            longest = max(longest, time.perf_counter() - start)
+        return out
     import multiprocessing
 
     with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
-        return [p for paths in pool.map(_draw_one, todo) for p in paths]
+        futures = [pool.submit(_draw_one, job) for job in todo]
+        drawn: list[Path] = []
+        for future in futures:
+            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            try:
+                drawn += future.result(timeout=wait)
+            except TimeoutError:
+                pool.shutdown(wait=True, cancel_futures=True)
+                break
+        return drawn
 
 
 def _draw_one(job: tuple[Figure, list[Path]]) -> list[Path]:

@@ -66,6 +66,8 @@ class ReportFiles:
     json: Path
     images: list[Path] = field(default_factory=list)
     drawn: list[Path] = field(default_factory=list)     # of ``images``, drawn this time
+    #: the pictures left undrawn at the deadline: not shown, drawn by the next report
+    left: tuple[str, ...] = ()
     #: seconds spent importing the plotting library, computing the tables, drawing the
     #: pictures, writing the three files
     seconds: dict[str, float] = field(default_factory=dict)
@@ -184,10 +186,12 @@ def _baseline_json(final: FinalRecord) -> dict[str, Any] | None:
 
 def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = False,
                  formats: Sequence[str] = ("png",), redraw: bool = False,
-                 workers: int | None = None, scale: str | None = None) -> ReportFiles:
+                 workers: int | None = None, scale: str | None = None,
+                 deadline: float | None = None) -> ReportFiles:
     """Draw the pictures whose input changed since they were last drawn (all with
     ``redraw``) in each of ``formats`` (``scale``, ``shared_scale``: the heatmaps' colour
-    scale, as :func:`study_tables` takes it; ``workers``: see :func:`render`) and write
+    scale, as :func:`study_tables` takes it; ``workers``, ``deadline``: see
+    :func:`render`) and write
     ``report.md``, ``report.html`` and ``report.json``, all from one computation of the
     tables."""
     t0 = time.perf_counter()
@@ -198,8 +202,9 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
     imported = 0.0
     if draw:
         shown = render(report_figures(tables), store.root / "heatmaps", formats,
-                       redraw=redraw, workers=workers)
+                       redraw=redraw, workers=workers, deadline=deadline)
         files.images, files.drawn, imported = shown.images, shown.drawn, shown.imported_s
+        files.left = shown.left
     t2 = time.perf_counter()
     maps = {m.name for m in tables.heatmaps}
     atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")

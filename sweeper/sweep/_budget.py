@@ -117,6 +117,13 @@ class Budgets:
         #: draws, by the rule the report draws and ``plan`` prices them by
         #: (:mod:`sweeper.drawn_maps`)
         self.maps: dict[ProblemKey, ProblemMaps] = {}
+        #: the problems whose maps this run's report draws again: those this run measured
+        #: a trial of, or whose final it owes (the report redraws only the maps whose
+        #: numbers or marks changed; a study's other maps cost it next to nothing)
+        self.redrawn: set[ProblemKey] = set()
+        #: the sweep stopped and its trials in flight ended (the finals and the report
+        #: follow): no trial more adds a map, so the report's time keeps none for one
+        self.swept = False
 
     @property
     def trial_s(self) -> float:
@@ -156,27 +163,33 @@ class Budgets:
     def keep_for_report(self) -> float:
         """Seconds the time budget keeps for the report: what the heatmaps the trials so
         far draw take (:mod:`sweeper.drawn_maps`, the rule the report draws by: a problem
-        where fewer than two of grid, block and the meta-parameters vary keeps none), and
-        those a trial more may draw: it adds a cell to one problem's maps, so it may draw
-        that problem's best-over-meta map where none is drawn, and one meta-parameter
-        values' own map where one is folded or the problem has no own map yet.  A run the
+        where fewer than two of grid, block and the meta-parameters vary draws none), and
+        those a trial more may draw (:meth:`~sweeper.drawn_maps.ProblemMaps.most_added`):
+        it adds a cell to one problem's maps, so it may draw that problem's best-over-meta
+        map where none is drawn, and one meta-parameter values' own map; the trial that
+        first makes a problem vary on two axes may draw both; once the sweep stopped
+        (:attr:`swept`), only the maps so far.  A run the
         budget cuts short draws a few of a space's maps: keeping time for all of them (90
         on spaces/matmul-shapes.yaml, 8 s) left a 12 s run on the H200 nothing to
         measure."""
         if self.report_s is None:
             return 0.0
-        rules = [maps.drawn() for maps in self.maps.values()]
-        more = max(((not rule.best) + (rule.folded > 0 or not rule.own)
-                    for rule in rules if not rule.flat), default=0)
-        return self.report_s(sum(rule.count for rule in rules) + more)
+        drawn = sum(maps.drawn().count for key, maps in self.maps.items()
+                    if key in self.redrawn)
+        if self.swept:
+            return self.report_s(drawn)
+        # a trial more adds to one problem: its maps, all drawn again if none were yet
+        more = max((maps.most_added() + (key not in self.redrawn) * maps.drawn().count
+                    for key, maps in self.maps.items()), default=0)
+        return self.report_s(drawn + more)
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
-        """Count ``record`` (``measured_now``, or found in the journal) towards its
-        problem's finals and the report's heatmaps."""
+        """Count ``record`` (``measured_now``, or found in the journal with its problem's
+        final owed) towards its problem's finals and the report's heatmaps, which this
+        run's report draws again."""
         if record.ok and record.config is not None:
-            self.maps.setdefault(problem_of(record), ProblemMaps()).add(
-                tuple(sorted(record.config.meta.items())), record.choice.get("grid"),
-                record.choice.get("block"))
+            self.note_kept(record)
+            self.redrawn.add(problem_of(record))
         if measured_now and self._first_s is None:
             self._first_s = record.wall_s
         elif measured_now:
@@ -184,6 +197,14 @@ class Budgets:
         if record.ok and record.stats:
             bisect.insort(self.problems.setdefault(problem_of(record), []),
                           (record.stats.median, record.stats.bounds()))
+
+    def note_kept(self, record: TrialRecord) -> None:
+        """Count ``record``, found in the journal, towards its problem's heatmaps: the
+        report draws them again only if this run adds to that problem."""
+        if record.ok and record.config is not None:
+            self.maps.setdefault(problem_of(record), ProblemMaps()).add(
+                tuple(sorted(record.config.meta.items())), record.choice.get("grid"),
+                record.choice.get("block"))
 
     def covers(self, entrants: list[TrialRecord], duty: Duty | None) -> bool:
         """Whether the time left covers the first round of ``entrants``' final (one

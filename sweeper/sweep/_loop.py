@@ -221,6 +221,7 @@ class Sweep:
             run = self._start(t0)       # failing, it too ends the bar, closes the store
             try:
                 run.summary.stopped_by = self._loop(run)
+                run.budgets.swept = True
                 run.summary.timing = run.timeline.breakdown(
                     time.perf_counter(), (run.ahead.lines(t0) if run.ahead else []) +
                     (self.gpu_check.lines() if self.gpu_check else []))
@@ -310,9 +311,15 @@ class Sweep:
             budgets.finals_overhead_s = self.finals_overhead_s
             entrants = self._in_space(kept)     # finalists on the kernel's source now
             missing = set(Winners.of(self.store).missing(entrants)) if entrants else set()
-            for t in entrants:
-                if problem_of(t) in missing:
-                    budgets.note(t)
+            owed = [t for t in entrants if problem_of(t) in missing]
+        else:
+            owed = []
+        for t in owed:
+            budgets.note(t)
+        owed_ids = {id(t) for t in owed}
+        for t in kept:         # the maps the report draws again if this run adds to them
+            if id(t) not in owed_ids:
+                budgets.note_kept(t)
         plan = self._plan(study.sampler)
         planned = plan.size if plan is not None else len(valid)
         total = planned if self.max_trials is None else min(planned, self.max_trials)
