@@ -97,9 +97,22 @@ def _kernel(store: StudyStore) -> str:
     return f"kernel {meta.tuned_name}" + (f" (source {source})" if source else "")
 
 
-def _earlier(store: StudyStore) -> int:
-    """How many of a study's successful trials ran on an earlier source of its kernel."""
-    return Sources.of(store.study_meta()).earlier(t for t in store.records()[0] if t.ok)
+def _earlier(store: StudyStore) -> tuple[int, int]:
+    """How many of a study's successful trials are not counted as measured on its
+    kernel's source now, and how many of those name no source, where which source ran
+    them is unknown (:meth:`~sweeper.winners.Sources.unknown`: A, B, then A again)."""
+    sources = Sources.of(store.study_meta())
+    ok = [t for t in store.records()[0] if t.ok]
+    return sources.earlier(ok), sources.unknown(ok)
+
+
+def _or_unnamed(earlier: int, unknown: int) -> str:
+    """What follows "on an earlier source" where ``unknown`` of the ``earlier`` trials
+    name no source and may have run on the source now."""
+    if not unknown:
+        return ""
+    those = "those" if unknown == earlier else f"the {unknown} of them"
+    return f" or, {those} that name no source, on this one before trials named their source"
 
 
 def _source(store: StudyStore, trial: TrialRecord) -> str | None:
@@ -146,11 +159,11 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     keys = [k for k in ta if k in tb]
     if not keys:
         def measured(store: StudyStore, trials: dict[tuple[Any, ...], TrialRecord]) -> str:
-            earlier = _earlier(store) if a_number is None else 0
+            earlier, unknown = _earlier(store) if a_number is None else (0, 0)
             return _problems(trials) + (
                 f" on its kernel's source now ({counted(earlier, 'trial')} on an earlier "
-                "source left out: a resume with --force after an edit measures them again)"
-                if earlier else "")
+                f"source{_or_unnamed(earlier, unknown)} left out: a resume with --force "
+                "after an edit measures them again)" if earlier else "")
         raise SweeperError(f"{a.root} and {b.root} have no successful config measured on "
                            f"the same problem in both: A measured {measured(a, ta)}; B "
                            f"measured {measured(b, tb)}")
@@ -174,12 +187,13 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
             f"{counted(n, 'config')} measured successfully only in {side}" for side, n in only)
             + " (a verdict needs the config's samples on the same problem in both)")
     earlier = [(side, n) for side, store in (("A", a), ("B", b))
-               if a_number is None and (n := _earlier(store))]
+               if a_number is None and (n := _earlier(store))[0]]
     if earlier:
         notes.append("note: left out: " + " and ".join(
             f"{counted(n, 'trial')} of {side} measured on an earlier source of its kernel"
-            for side, n in earlier) + " (a resume with --force after an edit measures "
-            "its configs again; the source now's trials are compared)")
+            f"{_or_unnamed(n, unknown)}" for side, (n, unknown) in earlier)
+            + " (a resume with --force after an edit measures its configs again; the source "
+            "now's trials are compared)")
     if a_number is None and (ka := _kernel(a)) != (kb := _kernel(b)):
         notes.append(f"note: A ran {ka}, B {kb}: each ratio compares the kernels as "
                      "well as the config")

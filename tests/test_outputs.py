@@ -407,6 +407,30 @@ def test_compare_of_a_study_forced_past_a_kernel_edit_uses_its_source_now(tmp_pa
     assert out[-2] == "SAME 1 of 1 config (FASTER/SLOWER: B against A)"
 
 
+def test_compare_of_a_study_whose_source_came_back_says_where_unnamed_trials_may_have_run(
+        tmp_path, capsys):
+    """A study whose kernel went from A to B and back to A holds trials that name no
+    source (an older sweeper's): they may have run on A, so compare's note does not say
+    they were measured on an earlier source, as the report's record does not."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    src_a, src_b = "0" * 16, "1" * 16
+    _forced_study(tmp_path, "a", [(32, None, a), (64, None, a), (32, src_a, a)],
+                  old=src_a, new=src_b)
+    meta = tmp_path / "a" / "study.json"
+    data = json.loads(meta.read_text())
+    data["kernel_source_hash"] = src_a
+    data["forced"].append({"changed": [f"kernel_source: '{src_b}' -> '{src_a}'"]})
+    meta.write_text(json.dumps(data))
+    _forced_study(tmp_path, "b", [(32, src_a, a)], old=None, new=src_a)
+    rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
+    assert rc == 0
+    assert out[0] == (
+        "note: left out: 2 trials of A measured on an earlier source of its kernel or, "
+        "those that name no source, on this one before trials named their source (a resume "
+        "with --force after an edit measures its configs again; the source now's trials "
+        "are compared)")
+
+
 def test_compare_of_a_study_with_no_trial_on_its_kernel_s_source_now_says_why(
         tmp_path, capsys):
     """A study resumed with --force after its kernel was edited and not measured since
