@@ -140,8 +140,9 @@ def fingerprint(space: Space, kernel: Kernel, device: Device,
 def planned_fingerprint(space: Space, device: Device) -> dict[str, str]:
     """The entries of :func:`fingerprint` that ``plan`` tells without importing torch,
     triton or the kernel: the device, its GPU (unless plan assumed one), the kernel's
-    name, the space's content, sweeper's version, the environment variables, and the
-    kernel's source where its module's text tells it (:func:`source_hash_unrun`: a
+    name, the space's content, sweeper's version, the environment variables, the
+    device's :meth:`~sweeper.devices.Device.planned_environment` (a replay's table), and
+    the kernel's source where its module's text tells it (:func:`source_hash_unrun`: a
     ``@sweeper.kernel`` function's).  The run compares the libraries' versions too, and
     every kernel's source."""
     from sweeper._version import __version__
@@ -153,6 +154,7 @@ def planned_fingerprint(space: Space, device: Device) -> dict[str, str]:
     source = source_hash_unrun(space.kernel)
     if source is not None:
         out["kernel_source"] = source
+    out.update(device.planned_environment())
     if not device.assumed:
         out["gpu"] = device.facts().name
     return out

@@ -793,9 +793,16 @@ def test_a_resume_on_another_replay_table_is_a_change_of_its_settings(
     path.write_text(json.dumps(meta))
     capsys.readouterr()
     assert main(_replay_run(tmp_path)) == 0                # its own table: resumed
-    assert main(run) == 2
+    plan = ["plan", *[a for a in run[1:] if a not in ("--quiet", "--no-report")]]
+    refused = []
+    for command in (plan, run):                            # plan sees it as run does
+        assert main(command) == 2
+        refused.append(capsys.readouterr().err)
+    assert refused[0] == refused[1]
     assert f"cannot resume, it was measured with other settings (replay_table: " \
-        f"'{table}' -> '{other}'); rerun with --force" in capsys.readouterr().err
+        f"'{table}' -> '{other}'); rerun with --force" in refused[1]
+    assert main([*plan, "--force"]) == 0
+    assert "replay_table; the run adds to it" in capsys.readouterr().out
     assert main([*run, "--force"]) == 0
     meta = json.loads(path.read_text())
     assert meta["forced"][-1]["changed"] == [f"replay_table: '{table}' -> '{other}'"]

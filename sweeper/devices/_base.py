@@ -311,6 +311,11 @@ class Device(abc.ABC):
         """The measurement this device will really do for ``spec`` (caps, if any)."""
         return spec
 
+    def planned_environment(self) -> dict[str, str]:
+        """The entries of :meth:`environment` a study's fingerprint compares that ``plan``
+        can tell without importing torch or triton (none here)."""
+        return {}
+
     def environment(self) -> dict[str, Any]:
         """Hardware and software facts recorded with every study."""
         import torch

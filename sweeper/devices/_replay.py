@@ -121,10 +121,15 @@ class ReplayDevice(Device):
     def synchronize(self) -> None:
         return None
 
+    def planned_environment(self) -> dict[str, str]:
+        """The table it serves, as the device was given it: another table is another
+        study's measurements."""
+        return {"replay_table": str(self.path)}
+
     def environment(self) -> dict[str, Any]:
         env = super().environment()
-        env.update(gpu=self._facts.name, replay_table=str(self.path),
-                   recorded=dict(self.header))
+        env.update(gpu=self._facts.name, recorded=dict(self.header),
+                   **self.planned_environment())
         return env
 
 
