@@ -180,6 +180,13 @@ def test_an_unknown_option_is_one_line(tiny, tmp_path, capsys):
     assert line == ("sweeper run: unrecognized arguments: 1024; -p BLOCK=256, 1024: the shell "
                     "split the values at the space; write -p BLOCK=256,1024 or quote them "
                     "(see sweeper run --help)")
+    # a misspelt option names the one it is close to, as a misspelt space key does
+    line = _refused_run(tmp_path, capsys, str(tiny), "--trails", "5")
+    assert line == ("sweeper run: unrecognized arguments: --trails 5; did you mean "
+                    "'--trials'? (see sweeper run --help)")
+    line = _refused_run(tmp_path, capsys, str(tiny), "--studies-dri=x")
+    assert line == ("sweeper run: unrecognized arguments: --studies-dri=x; did you mean "
+                    "'--studies-dir'? (see sweeper run --help)")
 
 
 @pytest.mark.parametrize("params, said", [

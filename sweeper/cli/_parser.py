@@ -74,9 +74,24 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpar
         split = next((p for p in getattr(parsed, "param", None) or [] if p.endswith(",")),
                      None)
         hint = (f"; -p {split} {extra[0]}: the shell split the values at the space; write "
-                f"-p {split}{extra[0]} or quote them") if split is not None else ""
+                f"-p {split}{extra[0]} or quote them") if split is not None else \
+            _option_meant(command, extra)
         command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     return parsed
+
+
+def _option_meant(command: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """``; did you mean '--trials'?`` for the first unrecognized word that is an option
+    (``--trails`` or ``--trails=5``) close to one ``command`` takes, else ``""``: the
+    names are compared without their dashes, which every long option shares."""
+    import difflib
+
+    taken = {o[2:]: o for a in command._actions for o in a.option_strings
+             if o.startswith("--")}
+    word = next((w.partition("=")[0] for w in extra if w.startswith("--")), None)
+    close = [] if word is None else difflib.get_close_matches(word[2:], taken, n=1,
+                                                              cutoff=0.75)
+    return f"; did you mean {taken[close[0]]!r}?" if close else ""
 
 
 def _typed(check: Callable[[str], T]) -> Callable[[str], T]:
