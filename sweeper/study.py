@@ -415,12 +415,12 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
             "measure_text": spec.describe()}
 
 
-def planned_resume(store: Storage, space: Space, device: Device, force: bool) -> list[str]:
+def planned_resume(store: Storage, space: Space, wanted: Mapping[str, str], force: bool
+                   ) -> list[str]:
     """What ``plan`` tells of the run's resume of the study in ``store``: a StudyError,
-    run's own, where it was measured with settings other than :func:`planned_fingerprint`
-    says, unless ``force`` (the run would refuse it); else what differs, as
-    :func:`_check_resumable` says it."""
-    wanted = planned_fingerprint(space, device)
+    run's own, where it was measured with settings other than ``wanted``
+    (:func:`planned_fingerprint`) says, unless ``force`` (the run would refuse it); else
+    what differs, as :func:`_check_resumable` says it."""
     return _check_resumable(store, wanted, space, force, known=frozenset(wanted))
 
 

@@ -100,10 +100,9 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     differs from the settings it was measured with (``--force``).  Where they differ
     without ``--force``, run's refusal (a StudyError): the run would measure nothing."""
     from sweeper.errors import SweeperError
-    from sweeper.kernels import source_hash_unrun
     from sweeper.options import study_folder
     from sweeper.store import StudyStore
-    from sweeper.study import planned_resume, study_name
+    from sweeper.study import planned_fingerprint, planned_resume, study_name
 
     store = StudyStore(study_folder(args.studies_dir, study_name(space, device)))
     if not store.exists():
@@ -115,10 +114,10 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
         records = store.records()[0]
     except SweeperError:       # unreadable: the run will say why
         return None, [], []
-    changed = planned_resume(store, space, device, args.force)
-    source = source_hash_unrun(space.kernel)
-    if source is not None:     # what ran on a source before the edit is measured again
-        sources = sources.edited(source)
+    wanted = planned_fingerprint(space, device)
+    changed = planned_resume(store, space, wanted, args.force)
+    if "kernel_source" in wanted:  # what ran on a source before the edit is measured again
+        sources = sources.edited(wanted["kernel_source"])
     return store, sources.done(records), changed
 
 
