@@ -18,7 +18,7 @@ from sweeper.errors import SweeperError
 from sweeper.measure import PRACTICAL, Comparison, compare_samples
 from sweeper.outcome import problem_text
 from sweeper.store import StudyStore, TrialRecord
-from sweeper.winners import Sources
+from sweeper.winners import Sources, unnamed_clause
 
 
 @dataclass(frozen=True)
@@ -106,20 +106,11 @@ def _earlier(store: StudyStore) -> tuple[int, int]:
     return sources.earlier(ok), sources.unknown(ok)
 
 
-def _or_unnamed(earlier: int, unknown: int) -> str:
-    """What follows "on an earlier source" where ``unknown`` of the ``earlier`` trials
-    name no source and may have run on the source now."""
-    if not unknown:
-        return ""
-    those = "those" if unknown == earlier else f"the {unknown} of them"
-    return f" or, {those} that name no source, on this one before trials named their source"
-
-
 def _source(store: StudyStore, trial: TrialRecord) -> str | None:
     """The hash of the kernel source ``trial`` was measured on, where known
     (:class:`~sweeper.winners.Sources`): a study resumed with ``--force`` after its
     kernel was edited holds trials of two."""
-    return trial.source_hash or Sources.of(store.study_meta()).unnamed
+    return Sources.of(store.study_meta()).source_of(trial)
 
 
 def _what(store: StudyStore, trial: TrialRecord) -> str:
@@ -162,7 +153,7 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
             earlier, unknown = _earlier(store) if a_number is None else (0, 0)
             return _problems(trials) + (
                 f" on its kernel's source now ({counted(earlier, 'trial')} on an earlier "
-                f"source{_or_unnamed(earlier, unknown)} left out: a resume with --force "
+                f"source{unnamed_clause(earlier, unknown)} left out: a resume with --force "
                 "after an edit measures them again)" if earlier else "")
         raise SweeperError(f"{a.root} and {b.root} have no successful config measured on "
                            f"the same problem in both: A measured {measured(a, ta)}; B "
@@ -191,7 +182,7 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
     if earlier:
         notes.append("note: left out: " + " and ".join(
             f"{counted(n, 'trial')} of {side} measured on an earlier source of its kernel"
-            f"{_or_unnamed(n, unknown)}" for side, (n, unknown) in earlier)
+            f"{unnamed_clause(n, unknown)}" for side, (n, unknown) in earlier)
             + " (a resume with --force after an edit measures its configs again; the source "
             "now's trials are compared)")
     if a_number is None and (ka := _kernel(a)) != (kb := _kernel(b)):

@@ -39,6 +39,16 @@ def source_changes(meta: StudyMeta) -> list[str]:
             for c in entry["changed"] if str(c).startswith("kernel_source:")]
 
 
+def unnamed_clause(earlier: int, unknown: int) -> str:
+    """What follows "on an earlier source" of ``earlier`` trials where ``unknown`` of them
+    name no source and may have run on the source now (:meth:`Sources.unknown`: A, B,
+    then A again); ``""`` where none does.  The one wording of the report and ``compare``."""
+    if not unknown:
+        return ""
+    those = "those" if unknown == earlier else f"the {unknown} of them"
+    return f" or, {those} that name no source, on this one before trials named their source"
+
+
 class EarlierShown(NamedTuple):
     """The earlier source of the kernel whose trials a report shows while none was
     measured on the source now (:meth:`Sources.shown_earlier`)."""
@@ -100,7 +110,7 @@ class Sources:
 
     def current(self, trial: TrialRecord) -> bool:
         """Whether ``trial`` was measured on the study's source now."""
-        return self.now is None or (trial.source_hash or self.unnamed) == self.now
+        return self.now is None or self.source_of(trial) == self.now
 
     def measured_now(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
         """``trials`` measured on the study's source now: all where every one was, so what

@@ -57,7 +57,7 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     # the kernel source each was measured on: a study resumed with --force after an edit
     # holds trials of two (``df.attrs["kernel_source"]``: the one it has now)
     sources = Sources.of(meta)
-    df["source_hash"] = pd.Series([t.source_hash or sources.unnamed for t in trials],
+    df["source_hash"] = pd.Series([sources.source_of(t) for t in trials],
                                   dtype="string", index=df.index)
     if samples:
         df["samples_ms"] = pd.Series([list(t.samples_ms) for t in trials], dtype=object,

@@ -17,7 +17,7 @@ from sweeper.core._units import counted
 from sweeper.space import format_size, parse_size
 from sweeper.store import StudyMeta, TrialRecord
 from sweeper.trial import TrialStatus
-from sweeper.winners import EarlierShown, source_changes
+from sweeper.winners import EarlierShown, source_changes, unnamed_clause
 
 CI_TEXT = "95% CI of the median from order statistics; outliers outside 1.5×IQR counted, " \
           "not dropped"
@@ -246,17 +246,10 @@ def shown_source(shown: EarlierShown) -> str:
 
 def earlier_text(earlier: int, unknown: int, now: str | None) -> str:
     """The ``earlier`` trials not counted as measured on the kernel's source ``now``, of
-    which ``unknown`` name no source and may have run on this one (A, B, then A again)."""
-    if not unknown:
-        return (f"{counted(earlier, 'trial')} measured on an earlier source of the kernel "
-                f"than its source now ({now})")
-    if unknown == earlier:
-        return (f"{counted(earlier, 'trial')} that name no source, measured on an earlier "
-                f"source of the kernel than its source now ({now}) or on this one before "
-                "trials named their source")
+    which ``unknown`` name no source and may have run on this one (A, B, then A again:
+    :func:`~sweeper.winners.unnamed_clause`)."""
     return (f"{counted(earlier, 'trial')} measured on an earlier source of the kernel than "
-            f"its source now ({now}) or, the {unknown} of them that name no source, on this "
-            "one before trials named their source")
+            f"its source now ({now}){unnamed_clause(earlier, unknown)}")
 
 
 def record_rows(meta: StudyMeta, df: pd.DataFrame, picks: pd.DataFrame,

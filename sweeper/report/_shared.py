@@ -13,7 +13,7 @@ from sweeper.core._units import counted
 from sweeper.report._provenance import shown_source
 from sweeper.report._tables import LABELS, baseline_rates, status_counts_text, unit
 from sweeper.space import format_size, show_dims
-from sweeper.winners import UNFINISHED
+from sweeper.winners import UNFINISHED, unnamed_clause
 
 if TYPE_CHECKING:
     from sweeper.finals import FinalRecord
@@ -40,10 +40,8 @@ def no_picks(tables: ReportTables) -> str:
         return NO_PICKS
     return (f"None: no config was measured on the kernel's source now yet "
             f"({counted(tables.earlier_source, 'trial')} on an earlier source"
-            + (f" or, the {tables.unknown_source} of them that name no source, on this one "
-               "before trials named their source" if tables.unknown_source else "")
-            + ", which no winner is chosen from); `sweeper run` measures the configs on "
-            "this one.")
+            f"{unnamed_clause(tables.earlier_source, tables.unknown_source)}, which no "
+            "winner is chosen from); `sweeper run` measures the configs on this one.")
 
 
 def earlier_note(tables: ReportTables) -> str:
