@@ -82,16 +82,16 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpar
 
 def _option_meant(command: argparse.ArgumentParser, extra: Sequence[str]) -> str:
     """``; did you mean '--trials'?`` for the first unrecognized word that is an option
-    (``--trails`` or ``--trails=5``) close to one ``command`` takes, else ``""``: the
-    names are compared without their dashes, which every long option shares."""
-    import difflib
+    (``--trails`` or ``--trails=5``) close to one ``command`` takes, by the rule every
+    name is suggested by (:func:`~sweeper.core._units.closest`), else ``""``: the names
+    are compared without their dashes, which every long option shares."""
+    from sweeper.core._units import closest
 
     taken = {o[2:]: o for a in command._actions for o in a.option_strings
              if o.startswith("--")}
     word = next((w.partition("=")[0] for w in extra if w.startswith("--")), None)
-    close = [] if word is None else difflib.get_close_matches(word[2:], taken, n=1,
-                                                              cutoff=0.75)
-    return f"; did you mean {taken[close[0]]!r}?" if close else ""
+    close = None if word is None else closest(word[2:], taken)
+    return f"; did you mean {taken[close]!r}?" if close is not None else ""
 
 
 def _typed(check: Callable[[str], T]) -> Callable[[str], T]:
