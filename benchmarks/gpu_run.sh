@@ -19,6 +19,8 @@
 #   hookcost  benchmarks/autotune_hooks_cost.py $HOOKCOST_ARGS (e.g. --diagnose, --graph)
 #   firstsamples benchmarks/first_samples.py $FIRST_ARGS: a short kernel's first samples after
 #             four warm-ups and four idle gaps (put it first on a machine just started)
+#   coolburst benchmarks/cool_burst_probe.py: a power-bound matmul's samples right after a
+#             cool-down, sample by sample, with NVML's clock read every millisecond (~1 min)
 #   multigpu  benchmarks/multi_gpu.py spaces/copy.yaml (needs two GPUs)
 #   multigpunvml the same, NVML polled every 200 ms (SWEEPER_NVML_PERIOD_MS)
 #   multigpulong the sweeps alone on spaces/matmul-8k.yaml (long trials; about 7 minutes)
@@ -143,6 +145,7 @@ stage=$2
     hookcost) python3 benchmarks/autotune_hooks_cost.py ${HOOKCOST_ARGS:-} 2>&1 | tee "$OUT/hookcost.log" ;;
     firstsamples) python3 benchmarks/first_samples.py --json "$OUT/first-samples.json" ${FIRST_ARGS:-} 2>&1 \
         | tee "$OUT/first-samples.log" | tail -45 ;;
+    coolburst) python3 benchmarks/cool_burst_probe.py 2>&1 | tee "$OUT/cool-burst.log" | tail -20 ;;
     multigpu) python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 | tee "$OUT/multigpu.log" ;;
     multigpunvml) SWEEPER_NVML_PERIOD_MS=200 python3 benchmarks/multi_gpu.py spaces/copy.yaml 2>&1 \
         | tee "$OUT/multigpu-nvml200.log" ;;
