@@ -708,6 +708,36 @@ def test_sweeper_cuda_without_a_module_file_reads_the_current_folder(tmp_path, m
     assert launch.source == tmp_path / "copy.cu"
 
 
+def test_a_cuda_launch_reads_its_files_once_and_again_after_an_edit(tmp_path, monkeypatch):
+    """``sweeper.cuda`` reads the source and its includes once, for its checks and the
+    launch it returns, whose source text (what a study hashes) and compiles reuse them;
+    an edit of any of the files is read again, so a later plan or run sees a new
+    source."""
+    import os
+
+    from sweeper.kernels import _cuda_build, _cuda_form
+
+    (tmp_path / "copy.cu").write_text('#include "part.cuh"\n' + COPY_CU.read_text())
+    (tmp_path / "part.cuh").write_text("// a helper\n")
+    reads = []
+
+    def counted(path, seen=()):
+        reads.append(path)
+        return sources(path, seen)
+    monkeypatch.setattr(_cuda_form, "sources", counted)
+    monkeypatch.setattr(_cuda_build, "sources", counted)
+    launch = sweeper.cuda(tmp_path / "copy.cu", "copy", ["dst", "src", "n"])
+    text = launch.kernel_source()
+    assert launch.kernel_source() is text and "// a helper" in text
+    assert len(reads) == 1
+    part = tmp_path / "part.cuh"
+    part.write_text("// another helper\n")
+    stat = part.stat()
+    os.utime(part, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert "// another helper" in launch.kernel_source()
+    assert len(reads) == 2
+
+
 def test_sweeper_cuda_says_a_missing_source_is_read_beside_the_module(tmp_path):
     with pytest.raises(sweeper.SweeperError) as raised:
         sweeper.cuda("missing.cu", "copy", ["dst", "src", "n"])
