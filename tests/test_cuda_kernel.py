@@ -6,6 +6,7 @@ marked ``gpu``."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -249,6 +250,12 @@ def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, c
     every config.  A macro invocation in code that declares the entry passes."""
     path = cu_space(space_text().replace("  VEC: [1, 4]\n", ""))
     (path.parent / "copy.cu").write_text(text)
+    entry_found_or_refused(path, capsys, found)
+
+
+def entry_found_or_refused(path: Path, capsys, found: bool, why: str = "") -> None:
+    """The space ``path`` (beside its ``copy.cu``) and ``sweeper.cuda`` of that file take
+    the entry ``copy`` where ``found``, else both refuse it, ``why`` after the file."""
     source = path.parent / "copy.cu"
     if found:
         assert dict(load_space(path).kernel_options)["entry"] == "copy"
@@ -256,9 +263,10 @@ def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, c
         return
     assert main(["plan", str(path), "--device", "interpret"]) == 2
     assert capsys.readouterr().err == (
-        f"{path}:4: kernel.entry: no function 'copy' in copy.cu or the files it includes; "
-        "allowed: one of its __global__ functions: kopy; did you mean 'kopy'?\n")
-    with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu"):
+        f"{path}:4: kernel.entry: no function 'copy' in copy.cu or the files it includes"
+        f"{why}; allowed: one of its __global__ functions: kopy; did you mean 'kopy'?\n")
+    with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu or the "
+                       "files it includes" + re.escape(why) + ";"):
         sweeper.cuda(source, "copy", ["dst", "src", "n"])
 
 
@@ -299,6 +307,36 @@ def test_an_entry_only_in_code_the_preprocessor_leaves_out_is_refused(cu_space, 
     else:
         with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu"):
             sweeper.cuda(source, "copy", ["dst", "src", "n"])
+
+
+#: ``copy`` is declared only in ``old.cuh``, which ``copy.cu`` includes where no
+#: compile reads it ({where}); ``kopy`` is the file's own.
+INCLUDED_ENTRY_CU = """\
+{where}
+__global__ void kopy(DTYPE *dst, const DTYPE *src, long long n) {{ dst[0] = src[0]; }}
+"""
+OLD_CUH = "__global__ void copy(DTYPE *dst, const DTYPE *src, long long n) { dst[0] = src[0]; }\n"
+
+
+@pytest.mark.parametrize(("where", "found"), [
+    ('#if 0\n#include "old.cuh"\n#endif', False),        # a branch never compiled
+    ('/* before the rename:\n#include "old.cuh"\n*/', False),   # a comment
+    ('#include "old.cuh"', True),
+    ('#define USE_OLD\n#ifdef USE_OLD\n#include "old.cuh"\n#endif', True),
+    ('#include "mid.cuh"', True),                          # through another include
+])
+def test_an_entry_only_in_a_file_included_where_nothing_is_compiled_is_refused(
+        cu_space, capsys, where, found):
+    """Each file is read as the preprocessor reads it, and an included file only where
+    code that is compiled includes it: an entry declared in a header that the source
+    includes inside ``#if 0`` or a comment is no function NVRTC compiles, and the
+    message says which file names it."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", ""))
+    (path.parent / "copy.cu").write_text(INCLUDED_ENTRY_CU.format(where=where))
+    (path.parent / "old.cuh").write_text(OLD_CUH)
+    (path.parent / "mid.cuh").write_text('#pragma once\n#include "old.cuh"\n')
+    entry_found_or_refused(path, capsys, found, " (old.cuh names it, but is included only "
+                           "where code is left out at every config)")
 
 
 TEMPLATED_CU = """\

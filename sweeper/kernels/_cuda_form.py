@@ -33,8 +33,10 @@ from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
+    DEFINE,
     DTYPE_DEFINE,
     IDENTIFIER,
+    INCLUDE,
     active_code,
     code_only,
     int_overflow,
@@ -433,15 +435,26 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
     not known, so only ``#if 0`` is left out;
     :func:`~sweeper.kernels._cuda_spec.active_code`): a name only there declares nothing.
     A name anywhere in the code passes, as a macro invocation that declares the entry
-    (``COPY_KERNEL(copy)``) writes it.  ``files``: ``path``'s :func:`_texts` (``None``:
+    (``COPY_KERNEL(copy)``) writes it.  Each file is read alone, as the preprocessor
+    reads it (a conditional is its file's own), and an included file only where code
+    that is read includes it (:func:`_compiled_code`): one included inside ``#if 0``
+    or a comment declares nothing.  ``files``: ``path``'s :func:`_texts` (``None``:
     unreadable, which the source option says)."""
     if files is None:
         return None
-    text = active_code("\n".join(files.values()), defined)
-    if not re.search(rf"\b{re.escape(entry)}\b", text):
-        functions = sorted(set(GLOBAL.findall(text)))
+    named = re.compile(rf"\b{re.escape(entry)}\b")
+    code = _compiled_code(path, files, defined)
+    if not any(named.search(text) for text in code.values()):
+        functions = sorted({f for text in code.values() for f in GLOBAL.findall(text)})
+        written = set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
+        elsewhere = next((p for p, t in files.items() if p not in code and
+                          named.search(active_code(t, defined, written))), None)
+        unread = "" if elsewhere is None else (
+            f" ({elsewhere.name} names it, but is included only where code is left out "
+            "at every config)")
         return "entry", (
-            f"no function {entry!r} in {path.name} or the files it includes; allowed: " +
+            f"no function {entry!r} in {path.name} or the files it includes{unread}; "
+            "allowed: " +
             (f"one of its __global__ functions: {', '.join(functions)}" if functions else
              "a __global__ function of the file") + did_you_mean(entry, functions))
     instantiated = template.split("<", 1)[0].strip().split("::")[-1] if template else entry
@@ -451,6 +464,29 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
                             f"{entry!r}; allowed: an instantiation of the entry, "
                             f"{entry}<{arguments}>")
     return None
+
+
+def _compiled_code(path: Path, files: Mapping[Path, str],
+                   defined: Collection[str] | None) -> dict[Path, str]:
+    """The code the preprocessor reads of the source ``path`` and of each file
+    (``files``) that code includes, each file's
+    :func:`~sweeper.kernels._cuda_spec.active_code` alone, a ``#define`` of any of
+    them counted as one that may hold: an ``#include`` inside a comment or a branch left
+    out at every config (``#if 0``) brings nothing in."""
+    written = set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
+    out: dict[Path, str] = {}
+    todo = [path.resolve()]
+    while todo:
+        file = todo.pop()
+        if file in out or file not in files:
+            continue
+        text = files[file]
+        out[file] = active_code(text, defined, written)
+        kept = out[file].split("\n")
+        for match in INCLUDE.finditer(text):
+            if kept[text.count("\n", 0, match.end())].strip():
+                todo.append((file.parent / match.group(1)).resolve())
+    return out
 
 
 def _template_problem(value: str) -> str | None:
