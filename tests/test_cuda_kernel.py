@@ -568,6 +568,40 @@ def test_a_size_given_by_an_expression_past_int32_is_refused_before_a_run(
     assert str(refused.value).endswith(LATE_TOO_LARGE.get(form, LATE_TOO_LARGE["space"]))
 
 
+@pytest.mark.parametrize(("axes", "at", "message"), [
+    ('  footprint: [4KiB, "sms * 1073741824"]\n', "params.footprint[1]",
+     "kernel cuda: argument 'n' is passed untyped, so as int32, which holds at most "
+     "2147483647, and reaches "),
+    ('  VEC: [4, "sms // sms"]\n', "params.VEC[1]",
+     "kernel model {streaming: {tile: block * VEC - 200, inputs: 1}}: tile 'block * VEC - "
+     "200' gives "),
+])
+def test_plan_refuses_what_run_refuses_once_the_device_resolves_an_expression(
+        cu_space, capsys, tmp_path, axes, at, message):
+    """An axis given as an expression over the device's facts has its values only once
+    the device is known: ``run`` refuses a ``cuda`` kernel whose integer argument or
+    declared model fails at such a config before anything is written, and ``plan`` on the
+    same device refuses it in the same line, rather than plan a run that cannot start."""
+    from sweeper.devices import open_device
+    from sweeper.engine._inputs import kernel_for
+
+    text = space_text(extra='\n  model: {streaming: {tile: "block * VEC - 200"}}'
+                      if "VEC" in axes else "")
+    name = axes.split(":")[0].strip()
+    path = cu_space("\n".join(axes.rstrip("\n") if line.startswith(f"  {name}:") else line
+                              for line in text.split("\n")))
+    line = 1 + path.read_text().splitlines().index(axes.rstrip("\n"))
+    assert main(["plan", str(path), "--studies-dir", str(tmp_path / "st")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"{path}:{line}: {at}: on "), err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "st").exists()
+    space = load_space(path)             # run's check on the device plan stood in with
+    with pytest.raises(sweeper.SweeperError) as refused:
+        kernel_for(space, open_device("cuda", for_plan=True))
+    assert f"sweeper: {refused.value}\n" == err or f"{refused.value}\n" == err
+
+
 def test_a_dimension_typed_int64_or_within_int32_plans(cu_space):
     for args, sizes in (("[dst, src, 'n:int64']", "[8GiB]"), ("[dst, src, n]", "[4GiB]")):
         path = cu_space(space_text(args=args).replace("[4KiB]", sizes))
