@@ -855,6 +855,34 @@ def test_a_sweeper_cuda_kernels_args_are_checked_as_it_is_declared(args, message
     assert str(raised.value) == f"kernel copy: args: {message}"
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["dst", "src", "m"], "argument 'm' is no tensor, dimension or number; known: src, dst, "
+     "n, VEC"),
+    (["dst", "n"], "tensor 'src' is not passed to the entry; args: dst, n"),
+])
+def test_a_sweeper_cuda_kernels_args_are_checked_against_a_factorys_tensors(
+        monkeypatch, args, message):
+    """Tensors from an inputs factory are known only as it makes them: the arguments are
+    checked then, in the words of the declared form, before anything compiles; a launch
+    called with tensors its arguments do not fit refuses them before it compiles too."""
+    from sweeper.kernels import _cuda_build
+
+    launch = sweeper.cuda("../examples/copy.cu", "copy", args)
+    declared = sweeper.kernel(launch, inputs=lambda problem: {"src": torch.empty(problem.n)},
+                              outputs={"dst": "n"}, meta={"VEC": 4},
+                              grid="cdiv(n, block * VEC)", reference=lambda src: src.clone())
+    problem = Problem("float32", 4096)
+    with pytest.raises(sweeper.SweeperError) as raised:
+        declared().allocate(problem, "cpu")
+    assert str(raised.value) == f"kernel copy: args: {message}"
+    launch.compiler = FakeCompiler()
+    monkeypatch.setattr(_cuda_build, "_load", lambda *a: pytest.fail("loaded"))
+    config = Config(problem=problem, grid=4, block=128, meta={"VEC": 4})
+    with pytest.raises(ValueError, match=f"^args: {re.escape(message)}$"):
+        launch(config, src=torch.empty(1024), dst=torch.empty(1024))
+    assert launch.compiler.calls == []
+
+
 # -- on a GPU ------------------------------------------------------------------------------
 
 def _gpu_kernel(tmp_path: Path, source: Path = COPY_CU):
