@@ -6,6 +6,7 @@ marked ``gpu``."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -249,6 +250,12 @@ def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, c
     every config.  A macro invocation in code that declares the entry passes."""
     path = cu_space(space_text().replace("  VEC: [1, 4]\n", ""))
     (path.parent / "copy.cu").write_text(text)
+    entry_found_or_refused(path, capsys, found)
+
+
+def entry_found_or_refused(path: Path, capsys, found: bool, why: str = "") -> None:
+    """The space ``path`` (beside its ``copy.cu``) and ``sweeper.cuda`` of that file take
+    the entry ``copy`` where ``found``, else both refuse it, ``why`` after the file."""
     source = path.parent / "copy.cu"
     if found:
         assert dict(load_space(path).kernel_options)["entry"] == "copy"
@@ -256,9 +263,10 @@ def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, c
         return
     assert main(["plan", str(path), "--device", "interpret"]) == 2
     assert capsys.readouterr().err == (
-        f"{path}:4: kernel.entry: no function 'copy' in copy.cu or the files it includes; "
-        "allowed: one of its __global__ functions: kopy; did you mean 'kopy'?\n")
-    with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu"):
+        f"{path}:4: kernel.entry: no function 'copy' in copy.cu or the files it includes"
+        f"{why}; allowed: one of its __global__ functions: kopy; did you mean 'kopy'?\n")
+    with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu or the "
+                       "files it includes" + re.escape(why) + ";"):
         sweeper.cuda(source, "copy", ["dst", "src", "n"])
 
 
@@ -299,6 +307,36 @@ def test_an_entry_only_in_code_the_preprocessor_leaves_out_is_refused(cu_space, 
     else:
         with pytest.raises(sweeper.SweeperError, match=r"no function 'copy' in copy\.cu"):
             sweeper.cuda(source, "copy", ["dst", "src", "n"])
+
+
+#: ``copy`` is declared only in ``old.cuh``, which ``copy.cu`` includes where no
+#: compile reads it ({where}); ``kopy`` is the file's own.
+INCLUDED_ENTRY_CU = """\
+{where}
+__global__ void kopy(DTYPE *dst, const DTYPE *src, long long n) {{ dst[0] = src[0]; }}
+"""
+OLD_CUH = "__global__ void copy(DTYPE *dst, const DTYPE *src, long long n) { dst[0] = src[0]; }\n"
+
+
+@pytest.mark.parametrize(("where", "found"), [
+    ('#if 0\n#include "old.cuh"\n#endif', False),        # a branch never compiled
+    ('/* before the rename:\n#include "old.cuh"\n*/', False),   # a comment
+    ('#include "old.cuh"', True),
+    ('#define USE_OLD\n#ifdef USE_OLD\n#include "old.cuh"\n#endif', True),
+    ('#include "mid.cuh"', True),                          # through another include
+])
+def test_an_entry_only_in_a_file_included_where_nothing_is_compiled_is_refused(
+        cu_space, capsys, where, found):
+    """Each file is read as the preprocessor reads it, and an included file only where
+    code that is compiled includes it: an entry declared in a header that the source
+    includes inside ``#if 0`` or a comment is no function NVRTC compiles, and the
+    message says which file names it."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", ""))
+    (path.parent / "copy.cu").write_text(INCLUDED_ENTRY_CU.format(where=where))
+    (path.parent / "old.cuh").write_text(OLD_CUH)
+    (path.parent / "mid.cuh").write_text('#pragma once\n#include "old.cuh"\n')
+    entry_found_or_refused(path, capsys, found, " (old.cuh names it, but is included only "
+                           "where code is left out at every config)")
 
 
 TEMPLATED_CU = """\
@@ -530,6 +568,40 @@ def test_a_size_given_by_an_expression_past_int32_is_refused_before_a_run(
     assert str(refused.value).endswith(LATE_TOO_LARGE.get(form, LATE_TOO_LARGE["space"]))
 
 
+@pytest.mark.parametrize(("axes", "at", "message"), [
+    ('  footprint: [4KiB, "sms * 1073741824"]\n', "params.footprint[1]",
+     "kernel cuda: argument 'n' is passed untyped, so as int32, which holds at most "
+     "2147483647, and reaches "),
+    ('  VEC: [4, "sms // sms"]\n', "params.VEC[1]",
+     "kernel model {streaming: {tile: block * VEC - 200, inputs: 1}}: tile 'block * VEC - "
+     "200' gives "),
+])
+def test_plan_refuses_what_run_refuses_once_the_device_resolves_an_expression(
+        cu_space, capsys, tmp_path, axes, at, message):
+    """An axis given as an expression over the device's facts has its values only once
+    the device is known: ``run`` refuses a ``cuda`` kernel whose integer argument or
+    declared model fails at such a config before anything is written, and ``plan`` on the
+    same device refuses it in the same line, rather than plan a run that cannot start."""
+    from sweeper.devices import open_device
+    from sweeper.engine._inputs import kernel_for
+
+    text = space_text(extra='\n  model: {streaming: {tile: "block * VEC - 200"}}'
+                      if "VEC" in axes else "")
+    name = axes.split(":")[0].strip()
+    path = cu_space("\n".join(axes.rstrip("\n") if line.startswith(f"  {name}:") else line
+                              for line in text.split("\n")))
+    line = 1 + path.read_text().splitlines().index(axes.rstrip("\n"))
+    assert main(["plan", str(path), "--studies-dir", str(tmp_path / "st")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"{path}:{line}: {at}: on "), err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "st").exists()
+    space = load_space(path)             # run's check on the device plan stood in with
+    with pytest.raises(sweeper.SweeperError) as refused:
+        kernel_for(space, open_device("cuda", for_plan=True))
+    assert f"sweeper: {refused.value}\n" == err or f"{refused.value}\n" == err
+
+
 def test_a_dimension_typed_int64_or_within_int32_plans(cu_space):
     for args, sizes in (("[dst, src, 'n:int64']", "[8GiB]"), ("[dst, src, n]", "[4GiB]")):
         path = cu_space(space_text(args=args).replace("[4KiB]", sizes))
@@ -708,6 +780,36 @@ def test_sweeper_cuda_without_a_module_file_reads_the_current_folder(tmp_path, m
     assert launch.source == tmp_path / "copy.cu"
 
 
+def test_a_cuda_launch_reads_its_files_once_and_again_after_an_edit(tmp_path, monkeypatch):
+    """``sweeper.cuda`` reads the source and its includes once, for its checks and the
+    launch it returns, whose source text (what a study hashes) and compiles reuse them;
+    an edit of any of the files is read again, so a later plan or run sees a new
+    source."""
+    import os
+
+    from sweeper.kernels import _cuda_build, _cuda_form
+
+    (tmp_path / "copy.cu").write_text('#include "part.cuh"\n' + COPY_CU.read_text())
+    (tmp_path / "part.cuh").write_text("// a helper\n")
+    reads = []
+
+    def counted(path, seen=()):
+        reads.append(path)
+        return sources(path, seen)
+    monkeypatch.setattr(_cuda_form, "sources", counted)
+    monkeypatch.setattr(_cuda_build, "sources", counted)
+    launch = sweeper.cuda(tmp_path / "copy.cu", "copy", ["dst", "src", "n"])
+    text = launch.kernel_source()
+    assert launch.kernel_source() is text and "// a helper" in text
+    assert len(reads) == 1
+    part = tmp_path / "part.cuh"
+    part.write_text("// another helper\n")
+    stat = part.stat()
+    os.utime(part, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert "// another helper" in launch.kernel_source()
+    assert len(reads) == 2
+
+
 def test_sweeper_cuda_says_a_missing_source_is_read_beside_the_module(tmp_path):
     with pytest.raises(sweeper.SweeperError) as raised:
         sweeper.cuda("missing.cu", "copy", ["dst", "src", "n"])
@@ -751,6 +853,34 @@ def test_a_sweeper_cuda_kernels_args_are_checked_as_it_is_declared(args, message
         sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4},
                        grid="cdiv(n, block * VEC)", reference=lambda src: src.clone())
     assert str(raised.value) == f"kernel copy: args: {message}"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["dst", "src", "m"], "argument 'm' is no tensor, dimension or number; known: src, dst, "
+     "n, VEC"),
+    (["dst", "n"], "tensor 'src' is not passed to the entry; args: dst, n"),
+])
+def test_a_sweeper_cuda_kernels_args_are_checked_against_a_factorys_tensors(
+        monkeypatch, args, message):
+    """Tensors from an inputs factory are known only as it makes them: the arguments are
+    checked then, in the words of the declared form, before anything compiles; a launch
+    called with tensors its arguments do not fit refuses them before it compiles too."""
+    from sweeper.kernels import _cuda_build
+
+    launch = sweeper.cuda("../examples/copy.cu", "copy", args)
+    declared = sweeper.kernel(launch, inputs=lambda problem: {"src": torch.empty(problem.n)},
+                              outputs={"dst": "n"}, meta={"VEC": 4},
+                              grid="cdiv(n, block * VEC)", reference=lambda src: src.clone())
+    problem = Problem("float32", 4096)
+    with pytest.raises(sweeper.SweeperError) as raised:
+        declared().allocate(problem, "cpu")
+    assert str(raised.value) == f"kernel copy: args: {message}"
+    launch.compiler = FakeCompiler()
+    monkeypatch.setattr(_cuda_build, "_load", lambda *a: pytest.fail("loaded"))
+    config = Config(problem=problem, grid=4, block=128, meta={"VEC": 4})
+    with pytest.raises(ValueError, match=f"^args: {re.escape(message)}$"):
+        launch(config, src=torch.empty(1024), dst=torch.empty(1024))
+    assert launch.compiler.calls == []
 
 
 # -- on a GPU ------------------------------------------------------------------------------

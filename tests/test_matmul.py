@@ -11,7 +11,7 @@ import torch
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.errors import SpaceError
-from sweeper.kernels import load_kernel
+from sweeper.kernels import load_kernel, matmul
 from sweeper.kernels.matmul import refusal
 from sweeper.space import Config, Problem, parse_space
 from sweeper.store import StudyStore
@@ -118,7 +118,9 @@ def test_fp8_scales_its_inputs_writes_bf16_and_matches_scaled_mm():
     assert kernel.bytes_moved(config.problem) == 48 * 200 + 200 * 40 + 48 * 40 * 2
 
 
-def test_a_config_the_device_cannot_run_is_refused_with_one_line():
+def test_a_config_the_device_cannot_run_is_refused_with_one_line(monkeypatch):
+    monkeypatch.setattr(matmul, "interpreter_dot_wrong", lambda: True)
+
     def why(dtype="bfloat16", shape=(64, 64, 64), capability=(9, 0), **meta):
         return refusal(Config(problem=problem(dtype, *shape), grid=4, block=128,
                               meta={**META, **meta}), capability)
@@ -147,6 +149,49 @@ def test_a_config_the_device_cannot_run_is_refused_with_one_line():
         "the Triton interpreter's tl.dot of bfloat16 tiles gives wrong products; allowed on "
         "the interpreter: dtype float16 or float32 (-p dtype=float32), bfloat16 on a GPU")
     assert why("float8_e4m3fn", capability=None) is None     # its C is bfloat16: no dot
+
+
+@pytest.mark.parametrize("wrong", [True, False])
+def test_bfloat16_is_refused_on_the_interpreter_only_where_its_dot_computes_wrong(
+        monkeypatch, wrong):
+    """The refusal follows a probe of the interpreter's bfloat16 ``tl.dot``, not a
+    belief: a Triton whose interpreter multiplies right runs bfloat16 configs there."""
+    monkeypatch.setattr(matmul, "interpreter_dot_wrong", lambda: wrong)
+    config = Config(problem=problem("bfloat16", 64, 64, 64), grid=4, block=128, meta=META)
+    assert refusal(config, None) == (
+        "the Triton interpreter's tl.dot of bfloat16 tiles gives wrong products; allowed on "
+        "the interpreter: dtype float16 or float32 (-p dtype=float32), bfloat16 on a GPU"
+        if wrong else None)
+    assert refusal(config, (9, 0)) is None                    # a GPU never asks the probe
+
+
+def test_the_interpreter_probe_runs_once_a_process_and_tells_a_wrong_product(monkeypatch):
+    """The probe runs a real bfloat16 product on the interpreter once (cached), and calls
+    the interpreter wrong where the product is off or cannot be run at all."""
+    matmul.interpreter_dot_wrong.cache_clear()
+    first = matmul.interpreter_dot_wrong()
+    assert isinstance(first, bool)
+    monkeypatch.setattr(matmul, "jitted", lambda *a: pytest.fail("probed twice"))
+    assert matmul.interpreter_dot_wrong() is first
+    matmul.interpreter_dot_wrong.cache_clear()
+
+    class Broken:
+        def __getitem__(self, grid):
+            def launch(a, b, c, n):
+                c.copy_(a.float() @ b.float() * 1e10)     # Triton 3.9's interpreter's error
+            return launch
+
+    monkeypatch.setattr(matmul, "jitted", lambda fn, interpret: Broken())
+    assert matmul.interpreter_dot_wrong() is True
+    matmul.interpreter_dot_wrong.cache_clear()
+
+    class Right:
+        def __getitem__(self, grid):
+            return lambda a, b, c, n: c.copy_(a.float() @ b.float())
+
+    monkeypatch.setattr(matmul, "jitted", lambda fn, interpret: Right())
+    assert matmul.interpreter_dot_wrong() is False
+    matmul.interpreter_dot_wrong.cache_clear()
 
 
 def interpreted(tmp_path, monkeypatch, study: str, params: str) -> list:

@@ -11,7 +11,12 @@ from typing import Any
 from sweeper.cli._inputs import space_source
 from sweeper.core._units import counted
 from sweeper.engine import space_and_device
-from sweeper.engine._inputs import needs_gpu, refuse_gpu_only
+from sweeper.engine._inputs import (
+    needs_gpu,
+    planned_kernel,
+    refuse_at_configs,
+    refuse_gpu_only,
+)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -19,7 +24,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     why, and what a run would measure and cost under ``--trials`` and ``--time`` (else the
     space's budget), without launching anything; a space with no valid config fails as
     ``run`` would, and so does a kernel that runs on a CUDA GPU only on a device that cannot
-    run it (run's check and message, before anything is printed)."""
+    run it, or whose declared model or launch arguments fail at a config on the device
+    (run's checks and messages, before anything is printed; a kernel whose module plan
+    does not import declares neither to it)."""
     from sweeper.engine._run import budgeted, resumed_shape
     from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
@@ -28,6 +35,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     space, device = space_and_device(space_source(args), args.device, for_plan=True)
     space = budgeted(space, args.trials, args.time)      # --trials, --time: as run reads them
     refuse_gpu_only(space.kernel, needs_gpu(space), device)
+    refuse_at_configs(space, planned_kernel(space), device)     # run's refusals of the kernel
     facts = device.facts()
     store, kept, forced = _studied(space, device, args)
     plan, builtin = plan_of(space, device, resumed_shape(

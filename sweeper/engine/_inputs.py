@@ -61,9 +61,29 @@ def kernel_for(space: Any, device: Any, *, processes: bool = False) -> Any:
     kernel = load_kernel(space.kernel, space.kernel_options)
     refuse_gpu_only(space.kernel, kernel.needs_gpu, device)
     refuse_unreachable(space.kernel, type(kernel).__module__, device, processes=processes)
+    refuse_at_configs(space, kernel, device)
+    return kernel
+
+
+def refuse_at_configs(space: Any, kernel: Any, device: Any) -> None:
+    """Refuse, before anything is written, a kernel (an instance, or the class of its
+    declaration) whose declared model or launch arguments fail at some config on
+    ``device`` (:func:`refuse_bad_model`, :func:`refuse_bad_args`): what ``run`` asks of
+    the kernel it constructs, and ``plan`` of a declaration it builds importing no user
+    code (:func:`planned_kernel`)."""
     refuse_bad_model(space, kernel, device)
     refuse_bad_args(space, kernel, device)
-    return kernel
+
+
+def planned_kernel(space: Any) -> Any:
+    """The class that declares the space's kernel for its options, as ``plan`` may build
+    it: a ``cuda`` kernel's short kernel, with its model and its launch (whose files are
+    read, nothing compiled or imported); a built-in's declaration; a stand-in for any
+    other kernel, whose module is not imported (so nothing of its launch is known)."""
+    from sweeper import plugins
+
+    declared = plugins.kernel_declaration(space.kernel, user_code=False)
+    return declared.specialize(dict(space.kernel_options), None)
 
 
 def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:

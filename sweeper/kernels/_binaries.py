@@ -145,14 +145,14 @@ def cuda_binaries(options: dict[str, str], folder: Path | None = None) -> Binari
     cached where its entry is there; none known: each config's entry and defines, none
     cached."""
     from sweeper.kernels._cuda_build import CudaLaunch, _defines, cuda_cache_dir
-    from sweeper.kernels._cuda_spec import cache_key, sources
+    from sweeper.kernels._cuda_spec import cache_key
 
     folder = folder or cuda_cache_dir()
     launch = CudaLaunch(Path(options["source"]), options["entry"],
                         json.loads(options.get("args", "[]")), options.get("template"), "")
     target = newest_target(folder)
     try:
-        files = sources(launch.source)
+        files = launch.files()
     except OSError:
         target = None
     if target is None:

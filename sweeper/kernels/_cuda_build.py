@@ -82,11 +82,13 @@ def cuda_cache_dir() -> Path:
 
 
 def compiled(source: Path, entry: str, options: Sequence[str], compiler: Compiler,
-             folder: Path | None = None) -> Compiled:
+             folder: Path | None = None, files: Mapping[Path, bytes] | None = None
+             ) -> Compiled:
     """The kernel ``entry`` of ``source`` compiled with ``options``: from the cache when it
     holds it with a tag that checks, else compiled (``-I`` the source's folder, ``-arch``
-    the compiler's) and stored where the cache can take it."""
-    files = sources(source)
+    the compiler's) and stored where the cache can take it.  ``files``: the source's
+    :func:`~sweeper.kernels._cuda_spec.sources` as already read (``None``: read here)."""
+    files = sources(source) if files is None else files
     key = cache_key(files, entry, options, compiler.arch, compiler.version)
     cache = CompileCache(folder or cuda_cache_dir())
     hit = cache.get(key)
@@ -155,7 +157,8 @@ class CudaLaunch:
     needs_gpu = True
 
     def __init__(self, source: Path, entry: str, args: Sequence[str],
-                 template: str | None, module: str) -> None:
+                 template: str | None, module: str,
+                 files: Mapping[Path, bytes] | None = None) -> None:
         self.source, self.entry, self.template = source, entry, template
         self.raw_args = tuple(args)
         self.__name__ = entry
@@ -163,6 +166,28 @@ class CudaLaunch:
         #: the compiler (``None``: NVRTC, made on first use) and the loaded functions
         self.compiler: Any = None
         self.loaded: dict[tuple[str, tuple[str, ...]], Any] = {}
+        #: the files as last read (``files``: as the caller read them), each one's
+        #: (mtime, size) then, and the :meth:`kernel_source` of them
+        self._read: tuple[dict[Path, bytes], dict[Path, tuple[int, int]]] | None = None
+        self._kernel_source: str | None = None
+        if files is not None:
+            self._read = dict(files), _stamps(files)
+
+    def files(self) -> dict[Path, bytes]:
+        """The source's and its includes' bytes (:func:`~sweeper.kernels._cuda_spec.
+        sources`), read once and kept while each file's modification time and size stay
+        as they were: an edit (a later run, plan or compile of this launch) reads them
+        again; an ``OSError`` where the source cannot be read."""
+        if self._read is not None:
+            files, stamps = self._read
+            try:
+                if _stamps(files) == stamps:
+                    return files
+            except OSError:
+                pass
+        files = sources(self.source)
+        self._read, self._kernel_source = (files, _stamps(files)), None
+        return files
 
     def args(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
              ) -> tuple[Arg, ...]:
@@ -211,20 +236,27 @@ class CudaLaunch:
         return int_overflow(self.raw_args, values, "at this config")
 
     def kernel_source(self) -> str:
-        """The source and every file it includes, what a study's source hash covers."""
-        return "".join(f"// {p.name}\n{data.decode(errors='replace')}\n"
-                       for p, data in sources(self.source).items()) + \
-            f"// entry {self.template or self.entry}, args {list(self.raw_args)}\n"
+        """The source and every file it includes (:meth:`files`), what a study's source
+        hash covers."""
+        files = self.files()
+        if self._kernel_source is None:
+            self._kernel_source = "".join(
+                f"// {p.name}\n{data.decode(errors='replace')}\n" for p, data in files.items()
+            ) + f"// entry {self.template or self.entry}, args {list(self.raw_args)}\n"
+        return self._kernel_source
 
     def __call__(self, config: Config, **tensors: Any) -> None:
         """Compile (or find) the function for ``config``'s defines and launch it with
         ``config.grid`` blocks of ``config.block`` threads on torch's current stream."""
+        meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
+        problem = self.args_problem(list(tensors), list(dims), list(meta))
+        if problem is not None:          # before anything compiles
+            raise ValueError(f"args: {problem}")
+        args = self.args(list(tensors), list(dims), list(meta))
         key = _defines(self, config)
         if key not in self.loaded:
             built = precompile(self, config)
             self.loaded[key] = _load(built.cubin, built.lowered, tensors)
-        meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
-        args = self.args(list(tensors), list(dims), list(meta))
         values = [_value(a.name, a.scalar_type(config.problem.dtype), tensors,
                          {**dims, **meta}) for a in args]
         import cupy
@@ -243,7 +275,12 @@ def precompile(cuda: CudaLaunch, config: Config) -> Compiled:
     if cuda.compiler is None:
         cuda.compiler = NvrtcCompiler()
     entry, options = _defines(cuda, config)
-    return compiled(cuda.source, entry, options, cuda.compiler)
+    return compiled(cuda.source, entry, options, cuda.compiler, files=cuda.files())
+
+
+def _stamps(files: Mapping[Path, bytes]) -> dict[Path, tuple[int, int]]:
+    """Each file's modification time (ns) and size now: what tells an edit."""
+    return {p: (s.st_mtime_ns, s.st_size) for p in files for s in (p.stat(),)}
 
 
 def _defines(cuda: CudaLaunch, config: Config) -> tuple[str, tuple[str, ...]]:

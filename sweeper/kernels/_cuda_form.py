@@ -33,8 +33,10 @@ from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
+    DEFINE,
     DTYPE_DEFINE,
     IDENTIFIER,
+    INCLUDE,
     active_code,
     code_only,
     int_overflow,
@@ -75,16 +77,17 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     folder = Path(module_file).resolve().parent if module_file else Path.cwd()
     path = (folder / source).resolve()
     beside = f"the folder of {module_file}" if module_file else "the current folder"
-    problem = _source_problem(str(path), beside) or _entry_problem(entry) or (
+    files, problem = _read_source(str(path), beside)        # read once, kept by the launch
+    problem = problem or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
-        (_entry_in_source(path, _texts(path), entry, template) or ("", None))[1]
+        (_entry_in_source(path, _decoded(files), entry, template) or ("", None))[1]
     if problem is None and isinstance(args, str):
         problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
     if problem is None:
         problem = (int_overflow(args, {}) or ("", None))[1]      # a literal out of its type
     if problem is not None:
         raise SweeperError(f"sweeper.cuda: {problem}")
-    return CudaLaunch(path, entry, args, template, caller.get("__name__", __name__))
+    return CudaLaunch(path, entry, args, template, caller.get("__name__", __name__), files)
 
 
 class CudaDeclaration(Kernel):
@@ -169,7 +172,7 @@ class CudaDeclaration(Kernel):
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
-        files = _texts(launch.source)
+        files = _texts(launch)
         missing = _entry_in_source(launch.source, files, launch.entry, launch.template,
                                    None if params is None else _always_defined(launch, meta))
         if missing is not None:
@@ -244,13 +247,20 @@ def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
         raise OptionError("args", problem)
 
 
-def _texts(path: Path) -> dict[Path, str] | None:
-    """The text of the source and of each file it includes (:func:`sources`), or ``None``
-    where the source cannot be read (the source option says why)."""
+def _texts(launch: CudaLaunch) -> dict[Path, str] | None:
+    """The text of the source and of each file it includes (the launch's
+    :meth:`~CudaLaunch.files`), or ``None`` where the source cannot be read (the source
+    option says why)."""
     try:
-        return {p: data.decode(errors="replace") for p, data in sources(path).items()}
+        return _decoded(launch.files())
     except OSError:
         return None
+
+
+def _decoded(files: Mapping[Path, bytes] | None) -> dict[Path, str] | None:
+    """``files``' texts, a byte that is no UTF-8 replaced (``None``: none read)."""
+    return None if files is None else \
+        {p: data.decode(errors="replace") for p, data in files.items()}
 
 
 def _check_meta_read(launch: CudaLaunch, files: Mapping[Path, str], grid: str, params: Any,
@@ -340,17 +350,26 @@ def _axis_path(params: Any, name: str) -> str:
 
 
 def _source_problem(value: str, relative_to: str = "the space file") -> str | None:
+    return _read_source(value, relative_to)[1]
+
+
+def _read_source(value: str, relative_to: str
+                 ) -> tuple[dict[Path, bytes] | None, str | None]:
+    """The source ``value`` and the files it includes (:func:`sources`), read once, and
+    why it cannot serve (``None``: it can): no such file, unreadable, or not UTF-8 (the
+    text NVRTC is given; it reads the includes itself)."""
     path = Path(value)
     if not path.is_file():
-        return f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
+        return None, f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
     try:
-        sources(path)[path.resolve()].decode()     # the text NVRTC is given; it reads includes
+        files = sources(path)
+        files[path.resolve()].decode()
     except OSError as err:
-        return f"{value} cannot be read: {err}"
+        return None, f"{value} cannot be read: {err}"
     except UnicodeDecodeError as err:
-        return (f"{value} is not UTF-8 text (byte {err.start}: {err.reason}); allowed: a "
-                "source saved as UTF-8, as NVRTC is given it")
-    return None
+        return files, (f"{value} is not UTF-8 text (byte {err.start}: {err.reason}); allowed: "
+                       "a source saved as UTF-8, as NVRTC is given it")
+    return files, None
 
 
 def _entry_problem(value: str) -> str | None:
@@ -416,15 +435,26 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
     not known, so only ``#if 0`` is left out;
     :func:`~sweeper.kernels._cuda_spec.active_code`): a name only there declares nothing.
     A name anywhere in the code passes, as a macro invocation that declares the entry
-    (``COPY_KERNEL(copy)``) writes it.  ``files``: ``path``'s :func:`_texts` (``None``:
+    (``COPY_KERNEL(copy)``) writes it.  Each file is read alone, as the preprocessor
+    reads it (a conditional is its file's own), and an included file only where code
+    that is read includes it (:func:`_compiled_code`): one included inside ``#if 0``
+    or a comment declares nothing.  ``files``: ``path``'s :func:`_texts` (``None``:
     unreadable, which the source option says)."""
     if files is None:
         return None
-    text = active_code("\n".join(files.values()), defined)
-    if not re.search(rf"\b{re.escape(entry)}\b", text):
-        functions = sorted(set(GLOBAL.findall(text)))
+    named = re.compile(rf"\b{re.escape(entry)}\b")
+    code = _compiled_code(path, files, defined)
+    if not any(named.search(text) for text in code.values()):
+        functions = sorted({f for text in code.values() for f in GLOBAL.findall(text)})
+        written = set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
+        elsewhere = next((p for p, t in files.items() if p not in code and
+                          named.search(active_code(t, defined, written))), None)
+        unread = "" if elsewhere is None else (
+            f" ({elsewhere.name} names it, but is included only where code is left out "
+            "at every config)")
         return "entry", (
-            f"no function {entry!r} in {path.name} or the files it includes; allowed: " +
+            f"no function {entry!r} in {path.name} or the files it includes{unread}; "
+            "allowed: " +
             (f"one of its __global__ functions: {', '.join(functions)}" if functions else
              "a __global__ function of the file") + did_you_mean(entry, functions))
     instantiated = template.split("<", 1)[0].strip().split("::")[-1] if template else entry
@@ -434,6 +464,29 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
                             f"{entry!r}; allowed: an instantiation of the entry, "
                             f"{entry}<{arguments}>")
     return None
+
+
+def _compiled_code(path: Path, files: Mapping[Path, str],
+                   defined: Collection[str] | None) -> dict[Path, str]:
+    """The code the preprocessor reads of the source ``path`` and of each file
+    (``files``) that code includes, each file's
+    :func:`~sweeper.kernels._cuda_spec.active_code` alone, a ``#define`` of any of
+    them counted as one that may hold: an ``#include`` inside a comment or a branch left
+    out at every config (``#if 0``) brings nothing in."""
+    written = set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
+    out: dict[Path, str] = {}
+    todo = [path.resolve()]
+    while todo:
+        file = todo.pop()
+        if file in out or file not in files:
+            continue
+        text = files[file]
+        out[file] = active_code(text, defined, written)
+        kept = out[file].split("\n")
+        for match in INCLUDE.finditer(text):
+            if kept[text.count("\n", 0, match.end())].strip():
+                todo.append((file.parent / match.group(1)).resolve())
+    return out
 
 
 def _template_problem(value: str) -> str | None:

@@ -86,7 +86,8 @@ def code_only(text: str) -> str:
     return NOT_CODE.sub(lambda m: " " + "\n" * m.group().count("\n"), text)
 
 
-def active_code(text: str, defined: Collection[str] | None = None) -> str:
+def active_code(text: str, defined: Collection[str] | None = None,
+                written: Collection[str] = ()) -> str:
     """:func:`code_only` of ``text`` without the lines a preprocessor conditional leaves
     out for certain, each made empty (the line count kept); the directives' own lines
     are emptied too.  A branch is left out where its condition is false whatever the
@@ -96,9 +97,10 @@ def active_code(text: str, defined: Collection[str] | None = None) -> str:
     ``text`` nor reserved to the compiler (``__CUDA_ARCH__``), and their negations where
     X is in ``defined``; ``#elif``, ``#elifdef`` and ``#elifndef`` (C23) are read as
     ``#if``, ``#ifdef`` and ``#ifndef``.  Any other condition (``#if UNROLL > 1``) may
-    hold: its branch is kept, and so are the ``#elif`` and ``#else`` branches after it."""
+    hold: its branch is kept, and so are the ``#elif`` and ``#else`` branches after it.
+    ``written``: names a ``#define`` elsewhere may give (a file that includes ``text``)."""
     code = code_only(text)
-    written = set(DEFINE.findall(code))
+    written = {*DEFINE.findall(code), *written}
 
     def holds(kind: str, rest: str) -> bool | None:
         rest = rest.strip()

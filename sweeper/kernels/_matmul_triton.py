@@ -97,6 +97,15 @@ def _reduce_body(partials, c, scale, MN: tl.constexpr,  # type: ignore[no-untype
 REDUCE_BLOCK = 1024
 
 
+def _dot_probe_body(a, b, c, N: tl.constexpr):  # type: ignore[no-untyped-def]
+    # C = A @ B for one N x N tile of row-major A, B and C: what
+    # ``matmul.interpreter_dot_wrong`` runs once on the interpreter.
+    rows = tl.arange(0, N)[:, None] * N
+    cols = tl.arange(0, N)[None, :]
+    tile = tl.dot(tl.load(a + rows + cols), tl.load(b + rows + cols))
+    tl.store(c + rows + cols, tile)
+
+
 def descriptor(tensor: object, block: list[int]) -> object:
     """A host tensor descriptor of a contiguous 2-D ``tensor`` in boxes of ``block``."""
     from triton.tools.tensor_descriptor import TensorDescriptor

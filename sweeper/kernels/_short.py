@@ -117,6 +117,11 @@ class ShortKernel(Kernel):
                                f"outputs={{{missing[0]!r}: 'n'}}")
         tensors.update({n: spec.make(problem, device) for n, spec in plan.outputs.items()
                         if spec is not None})
+        if callable(plan.inputs):       # the factory's tensors are known only now
+            wrong = launch_args_problem(plan, tuple(tensors), tuple(self.dims),
+                                                  tuple(self.meta_params))
+            if wrong is not None:
+                raise SweeperError(f"kernel {self.name}: args: {wrong}")
         return ShortBuffers(problem, tensors)
 
     def inputs(self, buffers: Buffers) -> list[str]:
@@ -255,6 +260,16 @@ class ShortKernel(Kernel):
 
     def source(self) -> str:
         return self.plan.source
+
+
+def launch_args_problem(plan: Plan, tensors: Sequence[str], dims: Sequence[str],
+                        meta: Sequence[str]) -> str | None:
+    """Why a launch that lists its arguments (``sweeper.cuda``: its ``args_problem``) does
+    not fit these tensors, dimensions and meta-parameters, or ``None`` (also for a launch
+    that lists none): asked as the kernel is declared, or for tensors from a factory as
+    the factory first makes them, so a mistake never waits for a compile and a launch."""
+    check = getattr(plan.launch, "args_problem", None)
+    return check(tensors, dims, meta) if callable(check) else None
 
 
 def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:

@@ -34,7 +34,7 @@ from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
-from sweeper.kernels._short import Count, Plan, ShortKernel
+from sweeper.kernels._short import Count, Plan, ShortKernel, launch_args_problem
 from sweeper.kernels._tensors import (
     RESERVED,
     TOLERANCES,
@@ -205,12 +205,11 @@ def _check_launch_args(kernel: str, plan: Plan, dims: tuple[str, ...], meta: tup
     """Refuse a launch that lists its arguments (``sweeper.cuda``) where they do not fit
     the declared tensors, dimensions and meta-parameters (its ``args_problem``), as the
     kernel is declared rather than at its first launch; tensors from a factory are
-    known only then."""
-    check = getattr(plan.launch, "args_problem", None)
-    if not callable(check) or not isinstance(plan.inputs, Mapping):
-        return
+    known only as it makes them, and checked then."""
+    if not isinstance(plan.inputs, Mapping):
+        return                  # a factory's: checked as it makes them (ShortKernel.allocate)
     tensors = (*plan.inputs, *(n for n, spec in plan.outputs.items() if spec is not None))
-    problem = check(tensors, dims, meta)
+    problem = launch_args_problem(plan, tensors, dims, meta)
     if problem is not None:
         raise SweeperError(f"kernel {kernel}: args: {problem}")
 

@@ -20,6 +20,7 @@ contiguous.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -29,7 +30,13 @@ from sweeper.kernels._base import Buffers, Builtin
 from sweeper.kernels._declared import MatmulDeclaration, mnk
 from sweeper.kernels._guess import tiled
 from sweeper.kernels._jit import jitted
-from sweeper.kernels._matmul_triton import REDUCE_BLOCK, _matmul_body, _reduce_body, descriptor
+from sweeper.kernels._matmul_triton import (
+    REDUCE_BLOCK,
+    _dot_probe_body,
+    _matmul_body,
+    _reduce_body,
+    descriptor,
+)
 
 if TYPE_CHECKING:
     from sweeper.core import DeviceFacts
@@ -57,13 +64,36 @@ def meta_of(config: Config) -> dict[str, int]:
     return {**{name: p.default for name, p in declared.items()}, **config.meta}
 
 
+#: The side of the square tiles :func:`interpreter_dot_wrong` multiplies (``tl.dot``'s least).
+PROBE_N = 16
+
+
+@functools.cache
+def interpreter_dot_wrong() -> bool:
+    """Whether the Triton interpreter's ``tl.dot`` of bfloat16 tiles gives wrong products,
+    told by running one ``PROBE_N``-square product on it and comparing with torch's at
+    the bfloat16 tolerance (a product that raises counts as wrong); once a process, so
+    once for the Triton it imports.  Triton 3.9's is off by some 1e10: every bfloat16
+    trial there would fail as a wrong answer."""
+    a, b = (torch.randn(PROBE_N, PROBE_N, generator=torch.Generator().manual_seed(seed))
+            .to(torch.bfloat16) for seed in (1, 2))
+    c = torch.zeros(PROBE_N, PROBE_N)
+    try:
+        jitted(_dot_probe_body, True)[(1,)](a, b, c, PROBE_N)
+    except Exception:  # noqa: BLE001 - an interpreter that cannot run it runs no bf16 trial
+        return True
+    expected = a.float() @ b.float()
+    error = torch.linalg.vector_norm(c - expected) / torch.linalg.vector_norm(expected)
+    return not bool(error <= TOLERANCE["bfloat16"])
+
+
 def refusal(config: Config, capability: tuple[int, int] | None) -> str | None:
     """Why ``config`` cannot run on a GPU of compute ``capability`` (``None``: the
-    interpreter, which runs every variant but gives bfloat16 tiles' ``tl.dot`` wrong
-    products, off by some 1e10, which every trial would fail as a wrong answer), or
-    ``None``."""
+    interpreter, which runs every variant, but bfloat16 only where its ``tl.dot`` of
+    bfloat16 tiles computes right, :func:`interpreter_dot_wrong`: a wrong one would fail
+    every trial as a wrong answer), or ``None``."""
     meta, problem = meta_of(config), config.problem
-    if problem.dtype == "bfloat16" and capability is None:
+    if problem.dtype == "bfloat16" and capability is None and interpreter_dot_wrong():
         return ("the Triton interpreter's tl.dot of bfloat16 tiles gives wrong products; "
                 "allowed on the interpreter: dtype float16 or float32 (-p dtype=float32), "
                 "bfloat16 on a GPU")
