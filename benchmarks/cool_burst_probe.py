@@ -28,7 +28,7 @@ import torch
 from sweeper.devices import open_device
 from sweeper.devices._cuda import HOLD_CYCLES
 from sweeper.devices._nvml import SLOWDOWNS
-from sweeper.measure import time_cuda
+from sweeper.measure import Duty, StopRule, time_cuda
 
 
 def _poll(reader: object, stop: threading.Event, out: list[tuple[float, int, int]]) -> None:
@@ -98,6 +98,21 @@ def main() -> None:
                           f"; reasons {reasons}", flush=True)
                     rows.append((label, statistics.median(hot), statistics.median(samples),
                                  max(samples) / min(samples)))
+    for rep in range(args.reps + 1):           # the GPU test's own steps, as the sweep takes them
+        for cool_s in (1.0, 0.1):
+            hot_m = device.measure(launch, warmup=0, rule=StopRule(kind="fixed", repeat=400),
+                                   flush=False, duty=Duty("load", 2.0))
+            cool_m = device.measure(launch, warmup=0, rule=StopRule(kind="fixed", repeat=20),
+                                    flush=False, duty=Duty("cool", cool_s))
+            samples = cool_m.timing.samples
+            window = cool_m.window
+            label = f"rep {rep} device.measure, cool {cool_s:g}s"
+            print(f"{label}: hot median {statistics.median(hot_m.timing.samples):.3f} ms; "
+                  "burst " + " ".join(f"{x:.3f}" for x in samples)
+                  + (f"; window SM MHz {window.sm_mhz_min}-{window.sm_mhz_max}, reasons "
+                     f"{window.reasons}" if window is not None else ""), flush=True)
+            rows.append((label, statistics.median(hot_m.timing.samples),
+                         statistics.median(samples), max(samples) / min(samples)))
     print("\n| burst | hot median ms | burst median ms | burst max/min |")
     print("|---|---|---|---|")
     for label, hot_ms, cool_ms, spread in rows:
