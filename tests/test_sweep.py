@@ -500,6 +500,37 @@ def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_
         in capsys.readouterr().err
 
 
+def test_a_resume_with_other_p_overrides_continues_the_study_without_force(
+        tmp_path, monkeypatch, capsys):
+    """``-p`` replaces axes for one run, not the study's settings: a study is resumed by
+    what its space file says before ``-p`` (``space_content``), so a run with other
+    overrides, or none, adds to the study without ``--force``, and ``plan`` sees it alike;
+    ``study.json`` keeps the file's own text and records nothing as forced."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    run, _ = _narrow_copy(tmp_path, "32")
+    assert main(run) == 0
+    path = tmp_path / "run" / "copy-fp32-replay" / "study.json"
+    before = json.loads(path.read_text())
+    wider = [*run[:run.index("-p")], "-p", "BLOCK=1024", "-p", "block=32,64",
+             *run[run.index("--device"):]]
+    plan = ["plan", *[a for a in wider[1:] if a not in ("--quiet", "--no-report")]]
+    capsys.readouterr()
+    assert main(plan) == 0
+    out = capsys.readouterr().out
+    assert "the study in " in out and "--force" not in out
+    assert main(wider) == 0
+    meta = json.loads(path.read_text())
+    assert "forced" not in meta and len(meta["resumed"]) == 1
+    assert meta["fingerprint"]["space_content"] == before["fingerprint"]["space_content"]
+    assert meta["space_text"] == (ROOT / "spaces" / "copy.yaml").read_text()
+    trials = StudyStore(path.parent).records()[0]
+    assert sorted({t.choice["block"] for t in trials}) == ["32", "64"]
+    assert sum(t.choice["block"] == "64" for t in trials) == \
+        sum(t.choice["block"] == "32" for t in trials) > 0
+
+
 def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_only(
         tmp_path, monkeypatch):
     """Each trial records the kernel source it was measured on; once ``--force`` resumed a
