@@ -773,6 +773,51 @@ def test_a_report_of_a_study_forced_past_a_kernel_edit_shows_no_final_of_the_ear
     assert len(shown["winners"]) == 1 and shown["power"]["finals_duty"] == ["sustained"]
 
 
+def test_the_power_summary_names_the_duty_switch_of_the_source_it_shows(
+        tmp_path, monkeypatch):
+    """A study whose kernel went from A to B, where B's run found it power-bound, and
+    back to A (each resume with --force) shows A's trials: its power summary's switch is
+    the one those trials followed, none here (it named the study's last, B's, though
+    none of the trials shown ran under it); a switch A's own trials followed is named,
+    and so is B's where a later trial shown followed it, saying where it was made."""
+    from sweeper.cli import main
+    from sweeper.measure import SUSTAINED
+    from sweeper.store import DutyRecord
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
+    first = (tmp_path / "edited_scale.py").read_text()
+    assert main(run) == 0
+    edit()
+    assert main([*run, "--force"]) == 0                       # B: trials #2, #3
+    (tmp_path / "edited_scale.py").write_text(first)
+    monkeypatch.delitem(sys.modules, "edited_scale")
+    assert main([*run, "--force", "-p", "BLOCK=256,512,1024"]) == 0    # A again: #4
+    study = tmp_path / "studies" / "s-interpret"
+    journal = study / "trials.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert sorted(d["number"] for d in lines if d["kind"] == "trial") == [0, 1, 2, 3, 4]
+
+    def switched(at, *followed):
+        """report.json's switch once trial ``at`` made the study power-bound and the
+        trials ``followed`` were sampled under it."""
+        duty = DutyRecord(trial=at, reason="sw_power_cap", duty=SUSTAINED,
+                          note=f"power-bound from trial #{at}")
+        out = []
+        for d in lines:
+            if d["kind"] == "trial" and d["number"] == at:
+                out.append(duty.to_json())
+            out.append({**d, "duty": SUSTAINED.describe()} if d.get("number") in followed
+                       and d["kind"] == "trial" else d)
+        journal.write_text("".join(json.dumps(d) + "\n" for d in out))
+        assert main(["report", str(study)]) == 0
+        return json.loads((study / "report.json").read_text())["power"]["switched"]
+
+    assert switched(3, 3) == ""                  # B's switch: no trial shown followed it
+    assert switched(1, 1) == "power-bound from trial #1"        # A's own
+    note = switched(3, 3, 4)                     # A's #4 sampled under B's switch
+    assert note.startswith("power-bound from trial #3") and "another source" in note
+
+
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(
         tmp_path, monkeypatch, capsys):
     """The environment a forced resume ran in becomes the study's, as its fingerprint
