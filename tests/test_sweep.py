@@ -847,25 +847,23 @@ def test_a_resume_forced_after_the_environment_changed_records_the_new_environme
 def test_a_resume_on_another_replay_table_is_a_change_of_its_settings(
         tmp_path, monkeypatch, capsys):
     """A study replayed from one table resumed from another (``--device
-    replay:OTHER.csv``) is refused with run's line, naming both tables; with --force it
-    resumes, study.json's ``forced`` records the change, and the report's note and its
-    body name the new table (the resume went ahead unrecorded, the note naming the old
-    table).  A study an older sweeper recorded, its fingerprint without the table, resumes
-    from the table its environment names."""
-    import shutil
-
+    replay:OTHER.csv``, other contents) is refused with run's line, naming both tables;
+    with --force it resumes, study.json's ``forced`` records the change, and the report's
+    note and its body name the new table (the resume went ahead unrecorded, the note
+    naming the old table).  A study an older sweeper recorded, its fingerprint without
+    the table, resumes from the table its environment names."""
     from sweeper.cli import main
 
     monkeypatch.chdir(ROOT)
     assert main(_replay_run(tmp_path)) == 0
     table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
     other = tmp_path / "other.csv"
-    shutil.copyfile(table, other)
+    other.write_text("# another recording\n" + table.read_text())
     run = [f"replay:{other}" if a == f"replay:{table}" else a for a in _replay_run(tmp_path)]
     path = tmp_path / "copy-fp32-replay" / "study.json"
     meta = json.loads(path.read_text())
-    assert meta["fingerprint"]["replay_table"] == str(table)
-    del meta["fingerprint"]["replay_table"]                # as an older sweeper wrote it
+    assert meta["environment"]["replay_table"] == str(table)
+    del meta["fingerprint"]["replay_table_sha256"]         # as an older sweeper wrote it
     path.write_text(json.dumps(meta))
     capsys.readouterr()
     assert main(_replay_run(tmp_path)) == 0                # its own table: resumed
@@ -876,17 +874,71 @@ def test_a_resume_on_another_replay_table_is_a_change_of_its_settings(
         refused.append(capsys.readouterr().err)
     assert refused[0] == refused[1]
     assert f"cannot resume, it was measured with other settings (replay_table: " \
-        f"'{table}' -> '{other}'); rerun with --force" in refused[1]
+        f"'{table}' -> '{other}' (other contents)); rerun with --force" in refused[1]
     assert main([*plan, "--force"]) == 0
     assert "replay_table; the run adds to it" in capsys.readouterr().out
     assert main([*run, "--force"]) == 0
     meta = json.loads(path.read_text())
-    assert meta["forced"][-1]["changed"] == [f"replay_table: '{table}' -> '{other}'"]
+    assert meta["forced"][-1]["changed"] == [
+        f"replay_table: '{table}' -> '{other}' (other contents)"]
     assert str(other) in meta["device_note"] and str(table) not in meta["device_note"]
     assert main(["report", str(path.parent)]) == 0
     md = (path.parent / "report.md").read_text()
     assert f"timings from {other}: " in md and str(table) not in md.split("\n## ")[0]
     assert main(run) == 0                                  # resumes as it is now
+
+
+def test_a_replay_table_is_told_by_its_contents_not_by_how_its_path_is_written(
+        tmp_path, monkeypatch, capsys):
+    """A replayed study's fingerprint holds the hash of its table's contents: the same
+    table named by a relative path, or copied elsewhere, resumes it (a path written
+    otherwise was refused as another table), and a table edited in place is refused by
+    run and plan alike, naming its path (it resumed unseen).  A study an older sweeper
+    recorded, with its table's path alone, reads as the contents that path holds now: a
+    copy of it resumes, and a path that holds no table now is a change, said so."""
+    import shutil
+
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    table = tmp_path / "t.csv"
+    shutil.copyfile(ROOT / "tests" / "data" / "replay" / "h200-copy.csv", table)
+    run = [f"replay:{table}" if a.startswith("replay:") else
+           str(ROOT / a) if a == "spaces/copy.yaml" else a for a in _replay_run(tmp_path)]
+    assert main(run) == 0
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    meta = json.loads(path.read_text())
+    monkeypatch.chdir(tmp_path)
+    relative = ["replay:t.csv" if a.startswith("replay:") else a for a in run]
+    copy = tmp_path / "copy.csv"
+    shutil.copyfile(table, copy)
+    copied = [f"replay:{copy}" if a.startswith("replay:") else a for a in run]
+    plan = ["plan", *[a for a in relative[1:] if a not in ("--quiet", "--no-report")]]
+    capsys.readouterr()
+    for command in (plan, relative, copied):               # the same table: resumed
+        assert main(command) == 0, capsys.readouterr().err
+    assert "forced" not in json.loads(path.read_text())
+    assert len(meta["fingerprint"]["replay_table_sha256"]) == 64
+    table.write_text(table.read_text().replace("0.", "1.", 1) + "\n")   # edited in place
+    refused = []
+    for command in (plan, relative):
+        assert main(command) == 2
+        refused.append(capsys.readouterr().err)
+    assert refused[0] == refused[1]
+    assert "(replay_table: 't.csv' holds other contents than the study was measured " \
+        "from); rerun with --force" in refused[1]
+    older = {**meta, "fingerprint": {**{k: v for k, v in meta["fingerprint"].items()
+                                        if k != "replay_table_sha256"},
+                                     "replay_table": str(copy)}}
+    path.write_text(json.dumps(older))                     # as an older sweeper wrote it
+    assert main(copied) == 0
+    path.write_text(json.dumps({**older, "fingerprint": {
+        **older["fingerprint"], "replay_table": str(tmp_path / "gone.csv")}}))
+    capsys.readouterr()
+    assert main(copied) == 2
+    assert f"(replay_table: '{tmp_path / 'gone.csv'}' -> '{copy}' (the study recorded " \
+        "its table's path alone, and it holds no table now)); rerun with --force" in \
+        capsys.readouterr().err
 
 
 def _as_older_sweeper_wrote(path):
