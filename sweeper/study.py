@@ -8,6 +8,7 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sweeper.core._model import MAX_CONFIGS
@@ -107,8 +108,12 @@ def require_launchable(space: Space, facts: Mapping[str, int],
 
 
 #: Entries of a device's environment a study's fingerprint holds (those it records):
-#: ``replay_table``, the table a replay serves, as the device was given it.
-FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper", "replay_table")
+#: ``replay_table_sha256``, the hash of the contents of the table a replay serves (its
+#: path, ``replay_table``, is what messages name: :func:`recorded_fingerprint`).
+FINGERPRINT_ENV = ("gpu_uuid", "driver", "cuda", "torch", "triton", "sweeper",
+                   "replay_table_sha256")
+#: The fingerprint's entry for a replay's table, and the environment's for its path.
+_TABLE, _TABLE_PATH = "replay_table_sha256", "replay_table"
 
 
 def study_name(space: Space, device: Device) -> str:
@@ -154,7 +159,8 @@ def planned_fingerprint(space: Space, device: Device) -> dict[str, str]:
     source = source_hash_unrun(space.kernel)
     if source is not None:
         out["kernel_source"] = source
-    out.update(device.planned_environment())
+    out.update({k: v for k, v in device.planned_environment().items()
+                if k in FINGERPRINT_ENV})
     if not device.assumed:
         out["gpu"] = device.facts().name
     return out
@@ -175,7 +181,7 @@ def fingerprint_diff(have: Mapping[str, str], want: Mapping[str, str]) -> list[s
 #: the copy study.json keeps at its top where it keeps one.  ``space_sha256`` (the hash of
 #: the space's bytes) is an older sweeper's, read by :func:`recorded_fingerprint`.
 _HASHES = {"kernel_source": (16, "kernel_source_hash"), "space_content": (64, None),
-           "space_sha256": (64, "space_sha256")}
+           "space_sha256": (64, "space_sha256"), _TABLE: (64, None)}
 
 
 def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any]:
@@ -186,12 +192,18 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
     the space text recorded beside it says the same (its comments edited since); else as
     it is, a change.  A space whose recorded text says the same but for its ``budget:``
     (:data:`UNMEASURED_KEYS`) reads as ``space``'s too: a budget says when a search stops,
-    not what a trial measures.  An older sweeper's fingerprint of a replay did not hold
-    its table: it reads as the one its environment names."""
+    not what a trial measures.  An older sweeper's fingerprint of a replay held its
+    table's path (``replay_table``), or none, its environment naming it: the table reads
+    as the contents that path holds now (as the older sweeper compared it, the same path
+    is the same table), and as none where it holds no table now (a change)."""
     have = dict(meta.get("fingerprint") or {})
-    table = (meta.get("environment") or {}).get("replay_table")
-    if "replay_table" not in have and table is not None and have:
-        have["replay_table"] = str(table)   # an older sweeper's replay study: its table
+    table = _recorded_table(meta)
+    if have.pop(_TABLE_PATH, None) is not None or (_TABLE not in have and table and have):
+        from sweeper.devices._replay import table_sha256
+
+        now = table_sha256(table) if table else None
+        if _TABLE not in have and now is not None:
+            have[_TABLE] = now
     text = meta.get("space_text")
     if "space_content" not in have and "space_sha256" in have:
         old = have.pop("space_sha256")
@@ -204,6 +216,38 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
         if measured is not None and measured == _content_of(space.text, measured=True):
             have["space_content"] = space.content_sha256
     return have
+
+
+def _recorded_table(meta: Mapping[str, Any]) -> str | None:
+    """The path of the replay table the study in ``meta`` (a study.json) was last measured
+    from, as it was given: its fingerprint's where an older sweeper kept it there, else
+    its environment's; None where it names none."""
+    for where in (meta.get("fingerprint"), meta.get("environment")):
+        table = where.get(_TABLE_PATH) if isinstance(where, Mapping) else None
+        if table is not None:
+            return str(table)
+    return None
+
+
+def _table_change(have: Mapping[str, Any], old: str | None, new: str | None) -> str:
+    """A change of the replay table's contents (``have``: the fingerprint recorded) as a
+    refusal names it: by the tables' paths, ``old`` the study's and ``new`` this run's."""
+    if have.get(_TABLE) is None and old is not None and new is not None:
+        return (f"replay_table: {old!r} -> {new!r} (the study recorded its table's path "
+                "alone, and it holds no table now)")
+    if old is not None and new is not None and _same_path(old, new):
+        return f"replay_table: {new!r} holds other contents than the study was measured from"
+    return f"replay_table: {old!r} -> {new!r}" + (
+        " (other contents)" if old is not None and new is not None else "")
+
+
+def _same_path(a: str, b: str) -> bool:
+    """Whether the paths ``a`` and ``b`` name the same file, from the folder this process
+    runs in (``t.csv`` and its absolute path do)."""
+    try:
+        return a == b or Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError, ValueError):     # a loop of links, a NUL
+        return False
 
 
 #: The space file's top-level keys that say nothing of what a trial measures: a study
@@ -362,8 +406,9 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass "
                          f"{given('study', 'NEW')}")
+    table = environment.get(_TABLE_PATH)
     if store.exists():
-        _check_resumable(store, wanted, space, force)
+        _check_resumable(store, wanted, space, force, table=table)
     built = before_writing() if before_writing is not None else None
     if not store.exists() and store.create({
         "format": FORMAT, "study": store.name, "kernel": space.kernel,
@@ -386,7 +431,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
             store.enlist(worker)
         return built
     # again: another worker may have created it
-    forced = _check_resumable(store, wanted, space, force)
+    forced = _check_resumable(store, wanted, space, force, table=table)
     if worker is not None:
         store.share()
         store.enlist(worker)
@@ -415,26 +460,31 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
             "measure_text": spec.describe()}
 
 
-def planned_resume(store: Storage, space: Space, wanted: Mapping[str, str], force: bool
-                   ) -> list[str]:
+def planned_resume(store: Storage, space: Space, wanted: Mapping[str, str], force: bool,
+                   table: str | None = None) -> list[str]:
     """What ``plan`` tells of the run's resume of the study in ``store``: a StudyError,
     run's own, where it was measured with settings other than ``wanted``
     (:func:`planned_fingerprint`) says, unless ``force`` (the run would refuse it); else
-    what differs, as :func:`_check_resumable` says it."""
-    return _check_resumable(store, wanted, space, force, known=frozenset(wanted))
+    what differs, as :func:`_check_resumable` says it (``table``: the replay table's path,
+    as the device was given it)."""
+    return _check_resumable(store, wanted, space, force, known=frozenset(wanted),
+                            table=table)
 
 
 def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
-                     force: bool, known: frozenset[str] | None = None) -> list[str]:
+                     force: bool, known: frozenset[str] | None = None,
+                     table: str | None = None) -> list[str]:
     """A StudyError where the study in ``store`` was measured with other settings than
     ``wanted`` (this run's fingerprint), unless ``force``; what differs (``key: old ->
-    new``, none where the study may be resumed as it is).  ``known``: the entries
-    ``wanted`` tells (a plan's), the only ones compared."""
+    new``, none where the study may be resumed as it is; another replay table named by
+    its path, ``table`` this run's).  ``known``: the entries ``wanted`` tells (a plan's),
+    the only ones compared."""
     meta = store.meta()
     have = recorded_fingerprint(meta, space)
     if known is not None:
         have = {k: v for k, v in have.items() if k in known}
-    changed = fingerprint_diff(have, wanted)
+    changed = [_table_change(have, _recorded_table(meta), table)
+               if c.startswith(f"{_TABLE}:") else c for c in fingerprint_diff(have, wanted)]
     if changed and not force:
         raise StudyError(resume_refused(store.root, changed, meta, space.text))
     return changed

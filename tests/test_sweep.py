@@ -500,6 +500,37 @@ def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_
         in capsys.readouterr().err
 
 
+def test_a_resume_with_other_p_overrides_continues_the_study_without_force(
+        tmp_path, monkeypatch, capsys):
+    """``-p`` replaces axes for one run, not the study's settings: a study is resumed by
+    what its space file says before ``-p`` (``space_content``), so a run with other
+    overrides, or none, adds to the study without ``--force``, and ``plan`` sees it alike;
+    ``study.json`` keeps the file's own text and records nothing as forced."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    run, _ = _narrow_copy(tmp_path, "32")
+    assert main(run) == 0
+    path = tmp_path / "run" / "copy-fp32-replay" / "study.json"
+    before = json.loads(path.read_text())
+    wider = [*run[:run.index("-p")], "-p", "BLOCK=1024", "-p", "block=32,64",
+             *run[run.index("--device"):]]
+    plan = ["plan", *[a for a in wider[1:] if a not in ("--quiet", "--no-report")]]
+    capsys.readouterr()
+    assert main(plan) == 0
+    out = capsys.readouterr().out
+    assert "the study in " in out and "--force" not in out
+    assert main(wider) == 0
+    meta = json.loads(path.read_text())
+    assert "forced" not in meta and len(meta["resumed"]) == 1
+    assert meta["fingerprint"]["space_content"] == before["fingerprint"]["space_content"]
+    assert meta["space_text"] == (ROOT / "spaces" / "copy.yaml").read_text()
+    trials = StudyStore(path.parent).records()[0]
+    assert sorted({t.choice["block"] for t in trials}) == ["32", "64"]
+    assert sum(t.choice["block"] == "64" for t in trials) == \
+        sum(t.choice["block"] == "32" for t in trials) > 0
+
+
 def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_only(
         tmp_path, monkeypatch):
     """Each trial records the kernel source it was measured on; once ``--force`` resumed a
@@ -742,6 +773,51 @@ def test_a_report_of_a_study_forced_past_a_kernel_edit_shows_no_final_of_the_ear
     assert len(shown["winners"]) == 1 and shown["power"]["finals_duty"] == ["sustained"]
 
 
+def test_the_power_summary_names_the_duty_switch_of_the_source_it_shows(
+        tmp_path, monkeypatch):
+    """A study whose kernel went from A to B, where B's run found it power-bound, and
+    back to A (each resume with --force) shows A's trials: its power summary's switch is
+    the one those trials followed, none here (it named the study's last, B's, though
+    none of the trials shown ran under it); a switch A's own trials followed is named,
+    and so is B's where a later trial shown followed it, saying where it was made."""
+    from sweeper.cli import main
+    from sweeper.measure import SUSTAINED
+    from sweeper.store import DutyRecord
+
+    run, edit = _scale_study(tmp_path, monkeypatch, "256, 512")
+    first = (tmp_path / "edited_scale.py").read_text()
+    assert main(run) == 0
+    edit()
+    assert main([*run, "--force"]) == 0                       # B: trials #2, #3
+    (tmp_path / "edited_scale.py").write_text(first)
+    monkeypatch.delitem(sys.modules, "edited_scale")
+    assert main([*run, "--force", "-p", "BLOCK=256,512,1024"]) == 0    # A again: #4
+    study = tmp_path / "studies" / "s-interpret"
+    journal = study / "trials.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert sorted(d["number"] for d in lines if d["kind"] == "trial") == [0, 1, 2, 3, 4]
+
+    def switched(at, *followed):
+        """report.json's switch once trial ``at`` made the study power-bound and the
+        trials ``followed`` were sampled under it."""
+        duty = DutyRecord(trial=at, reason="sw_power_cap", duty=SUSTAINED,
+                          note=f"power-bound from trial #{at}")
+        out = []
+        for d in lines:
+            if d["kind"] == "trial" and d["number"] == at:
+                out.append(duty.to_json())
+            out.append({**d, "duty": SUSTAINED.describe()} if d.get("number") in followed
+                       and d["kind"] == "trial" else d)
+        journal.write_text("".join(json.dumps(d) + "\n" for d in out))
+        assert main(["report", str(study)]) == 0
+        return json.loads((study / "report.json").read_text())["power"]["switched"]
+
+    assert switched(3, 3) == ""                  # B's switch: no trial shown followed it
+    assert switched(1, 1) == "power-bound from trial #1"        # A's own
+    note = switched(3, 3, 4)                     # A's #4 sampled under B's switch
+    assert note.startswith("power-bound from trial #3") and "another source" in note
+
+
 def test_a_resume_forced_after_the_environment_changed_records_the_new_environment(
         tmp_path, monkeypatch, capsys):
     """The environment a forced resume ran in becomes the study's, as its fingerprint
@@ -771,25 +847,23 @@ def test_a_resume_forced_after_the_environment_changed_records_the_new_environme
 def test_a_resume_on_another_replay_table_is_a_change_of_its_settings(
         tmp_path, monkeypatch, capsys):
     """A study replayed from one table resumed from another (``--device
-    replay:OTHER.csv``) is refused with run's line, naming both tables; with --force it
-    resumes, study.json's ``forced`` records the change, and the report's note and its
-    body name the new table (the resume went ahead unrecorded, the note naming the old
-    table).  A study an older sweeper recorded, its fingerprint without the table, resumes
-    from the table its environment names."""
-    import shutil
-
+    replay:OTHER.csv``, other contents) is refused with run's line, naming both tables;
+    with --force it resumes, study.json's ``forced`` records the change, and the report's
+    note and its body name the new table (the resume went ahead unrecorded, the note
+    naming the old table).  A study an older sweeper recorded, its fingerprint without
+    the table, resumes from the table its environment names."""
     from sweeper.cli import main
 
     monkeypatch.chdir(ROOT)
     assert main(_replay_run(tmp_path)) == 0
     table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
     other = tmp_path / "other.csv"
-    shutil.copyfile(table, other)
+    other.write_text("# another recording\n" + table.read_text())
     run = [f"replay:{other}" if a == f"replay:{table}" else a for a in _replay_run(tmp_path)]
     path = tmp_path / "copy-fp32-replay" / "study.json"
     meta = json.loads(path.read_text())
-    assert meta["fingerprint"]["replay_table"] == str(table)
-    del meta["fingerprint"]["replay_table"]                # as an older sweeper wrote it
+    assert meta["environment"]["replay_table"] == str(table)
+    del meta["fingerprint"]["replay_table_sha256"]         # as an older sweeper wrote it
     path.write_text(json.dumps(meta))
     capsys.readouterr()
     assert main(_replay_run(tmp_path)) == 0                # its own table: resumed
@@ -800,17 +874,71 @@ def test_a_resume_on_another_replay_table_is_a_change_of_its_settings(
         refused.append(capsys.readouterr().err)
     assert refused[0] == refused[1]
     assert f"cannot resume, it was measured with other settings (replay_table: " \
-        f"'{table}' -> '{other}'); rerun with --force" in refused[1]
+        f"'{table}' -> '{other}' (other contents)); rerun with --force" in refused[1]
     assert main([*plan, "--force"]) == 0
     assert "replay_table; the run adds to it" in capsys.readouterr().out
     assert main([*run, "--force"]) == 0
     meta = json.loads(path.read_text())
-    assert meta["forced"][-1]["changed"] == [f"replay_table: '{table}' -> '{other}'"]
+    assert meta["forced"][-1]["changed"] == [
+        f"replay_table: '{table}' -> '{other}' (other contents)"]
     assert str(other) in meta["device_note"] and str(table) not in meta["device_note"]
     assert main(["report", str(path.parent)]) == 0
     md = (path.parent / "report.md").read_text()
     assert f"timings from {other}: " in md and str(table) not in md.split("\n## ")[0]
     assert main(run) == 0                                  # resumes as it is now
+
+
+def test_a_replay_table_is_told_by_its_contents_not_by_how_its_path_is_written(
+        tmp_path, monkeypatch, capsys):
+    """A replayed study's fingerprint holds the hash of its table's contents: the same
+    table named by a relative path, or copied elsewhere, resumes it (a path written
+    otherwise was refused as another table), and a table edited in place is refused by
+    run and plan alike, naming its path (it resumed unseen).  A study an older sweeper
+    recorded, with its table's path alone, reads as the contents that path holds now: a
+    copy of it resumes, and a path that holds no table now is a change, said so."""
+    import shutil
+
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    table = tmp_path / "t.csv"
+    shutil.copyfile(ROOT / "tests" / "data" / "replay" / "h200-copy.csv", table)
+    run = [f"replay:{table}" if a.startswith("replay:") else
+           str(ROOT / a) if a == "spaces/copy.yaml" else a for a in _replay_run(tmp_path)]
+    assert main(run) == 0
+    path = tmp_path / "copy-fp32-replay" / "study.json"
+    meta = json.loads(path.read_text())
+    monkeypatch.chdir(tmp_path)
+    relative = ["replay:t.csv" if a.startswith("replay:") else a for a in run]
+    copy = tmp_path / "copy.csv"
+    shutil.copyfile(table, copy)
+    copied = [f"replay:{copy}" if a.startswith("replay:") else a for a in run]
+    plan = ["plan", *[a for a in relative[1:] if a not in ("--quiet", "--no-report")]]
+    capsys.readouterr()
+    for command in (plan, relative, copied):               # the same table: resumed
+        assert main(command) == 0, capsys.readouterr().err
+    assert "forced" not in json.loads(path.read_text())
+    assert len(meta["fingerprint"]["replay_table_sha256"]) == 64
+    table.write_text(table.read_text().replace("0.", "1.", 1) + "\n")   # edited in place
+    refused = []
+    for command in (plan, relative):
+        assert main(command) == 2
+        refused.append(capsys.readouterr().err)
+    assert refused[0] == refused[1]
+    assert "(replay_table: 't.csv' holds other contents than the study was measured " \
+        "from); rerun with --force" in refused[1]
+    older = {**meta, "fingerprint": {**{k: v for k, v in meta["fingerprint"].items()
+                                        if k != "replay_table_sha256"},
+                                     "replay_table": str(copy)}}
+    path.write_text(json.dumps(older))                     # as an older sweeper wrote it
+    assert main(copied) == 0
+    path.write_text(json.dumps({**older, "fingerprint": {
+        **older["fingerprint"], "replay_table": str(tmp_path / "gone.csv")}}))
+    capsys.readouterr()
+    assert main(copied) == 2
+    assert f"(replay_table: '{tmp_path / 'gone.csv'}' -> '{copy}' (the study recorded " \
+        "its table's path alone, and it holds no table now)); rerun with --force" in \
+        capsys.readouterr().err
 
 
 def _as_older_sweeper_wrote(path):

@@ -123,7 +123,8 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     except SweeperError:       # unreadable: the run will say why
         return None, [], []
     wanted = planned_fingerprint(space, device)
-    changed = planned_resume(store, space, wanted, args.force)
+    changed = planned_resume(store, space, wanted, args.force,
+                             device.planned_environment().get("replay_table"))
     if "kernel_source" in wanted:  # what ran on a source before the edit is measured again
         sources = sources.edited(wanted["kernel_source"])
     return store, sources.done(records), changed

@@ -312,8 +312,9 @@ class Device(abc.ABC):
         return spec
 
     def planned_environment(self) -> dict[str, str]:
-        """The entries of :meth:`environment` a study's fingerprint compares that ``plan``
-        can tell without importing torch or triton (none here)."""
+        """The entries of :meth:`environment` that ``plan`` can tell without importing
+        torch or triton, those a study's fingerprint compares
+        (:data:`sweeper.study.FINGERPRINT_ENV`) among them (none here)."""
         return {}
 
     def environment(self) -> dict[str, Any]:

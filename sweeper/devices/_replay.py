@@ -17,6 +17,7 @@ from __future__ import annotations
 import array
 import csv
 import functools
+import hashlib
 import io
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -60,7 +61,11 @@ class ReplayDevice(Device):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.header, self.columns, self.rows = read_table(self.path)
+        raw = table_bytes(self.path)
+        #: the hash of the table's bytes: the table a study's fingerprint compares, however
+        #: its path is written (:meth:`planned_environment`)
+        self.sha256 = hashlib.sha256(raw).hexdigest()
+        self.header, self.columns, self.rows = read_table(self.path, raw)
         self.note = (f"replay of {self.header.get('gpu', '?')} timings from {self.path}: "
                      "no kernel is launched")
         self._facts = DeviceFacts(name=f"replay: {self.header.get('gpu', '?')}",
@@ -122,9 +127,11 @@ class ReplayDevice(Device):
         return None
 
     def planned_environment(self) -> dict[str, str]:
-        """The table it serves, as the device was given it: another table is another
-        study's measurements."""
-        return {"replay_table": str(self.path)}
+        """The table it serves: its path as the device was given it (``replay_table``,
+        what messages name) and the hash of its contents (``replay_table_sha256``, what a
+        study's fingerprint compares: the same file named another way, or a copy, is the
+        same table, and a table edited in place is another study's measurements)."""
+        return {"replay_table": str(self.path), "replay_table_sha256": self.sha256}
 
     def environment(self) -> dict[str, Any]:
         env = super().environment()
@@ -141,17 +148,36 @@ def implied_axes(meta_params: Mapping[str, Any], columns: Sequence[str]
     return {name: (str(p.default),) for name, p in meta_params.items() if name not in columns}
 
 
-@bulk()                                     # 10⁶ rows are millions of strings and tuples
-def read_table(path: Path) -> tuple[dict[str, str], list[str], Rows]:
-    """(header facts, column names, rows) of a replay table, every row checked: a table
-    is data from outside, so a value that is not a recorded outcome or a plausible time
-    refuses the whole table with ``table.csv:LINE: what is wrong``."""
+def table_bytes(path: Path) -> bytes:
+    """The bytes of the replay table at ``path``; a DataError where it is not a regular
+    file that can be read."""
     if path.exists() and not path.is_file():      # /dev/zero would be read without end
         raise _bad(path, None, "not a regular file; a replay table is a CSV file")
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as err:
         raise _bad(path, None, f"cannot read the replay table: {err.strerror}") from None
+
+
+def table_sha256(path: str | Path) -> str | None:
+    """The hash of the contents of the table at ``path``, as
+    :meth:`ReplayDevice.planned_environment` gives it; None where ``path`` holds no
+    regular file that can be read."""
+    try:
+        return hashlib.sha256(table_bytes(Path(path))).hexdigest()
+    except (DataError, OSError, ValueError):      # a name too long, a NUL in it
+        return None
+
+
+@bulk()                                     # 10⁶ rows are millions of strings and tuples
+def read_table(path: Path, raw: bytes | None = None
+               ) -> tuple[dict[str, str], list[str], Rows]:
+    """(header facts, column names, rows) of a replay table (``raw``: its bytes, where
+    read already), every row checked: a table is data from outside, so a value that is
+    not a recorded outcome or a plausible time refuses the whole table with
+    ``table.csv:LINE: what is wrong``."""
+    if raw is None:
+        raw = table_bytes(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:

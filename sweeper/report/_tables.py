@@ -5,9 +5,10 @@ Every list of problems is in (dtype, footprint, cache) order, the footprint as a
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -412,13 +413,15 @@ def flag_counts(trials: Sequence[TrialRecord]) -> pd.DataFrame:
 
 
 def power_summary(trials: Sequence[TrialRecord], meta: StudyMeta,
-                  duty_records: Sequence[DutyRecord], finals: Sequence[FinalRecord]
-                  ) -> dict[str, Any]:
-    """What the GPU was doing while the study was measured: the schedule and why (a
-    power-bound study records when and why it switched to an equal-duty schedule, a
-    ``duty`` record), how many trials saw the power cap, the spread of the clocks the
-    trials ran at (``TrialRecord.clocks``), board power, and the samples discarded by
-    reason; so a reader can tell a kernel that ran at full clock from one that ran capped."""
+                  duty_records: Sequence[DutyRecord], finals: Sequence[FinalRecord],
+                  hidden: Collection[int] = frozenset()) -> dict[str, Any]:
+    """What the GPU was doing while ``trials`` (those the report shows) were measured: the
+    schedule and why (a power-bound study records when and why it switched to an
+    equal-duty schedule, a ``duty`` record: :func:`duty_switch`), how many trials saw the
+    power cap, the spread of the clocks the trials ran at (``TrialRecord.clocks``), board
+    power, and the samples discarded by reason; so a reader can tell a kernel that ran at
+    full clock from one that ran capped.  ``hidden``: the numbers of the study's trials
+    not shown (another source of the kernel's)."""
     windows = [t.clocks for t in trials if t.clocks and t.clocks.sm_mhz_mean is not None]
     clocks = [w.sm_mhz_mean for w in windows if w.sm_mhz_mean is not None]
     capped = [w.reasons[POWER_CAP] for w in windows if w.reasons.get(POWER_CAP)]
@@ -427,7 +430,7 @@ def power_summary(trials: Sequence[TrialRecord], meta: StudyMeta,
                         for t in trials for reason in t.discard_reasons)
     return {
         "schedule": meta.measure.get("duty", "auto"),
-        "switched": duty_records[-1].note if duty_records else "",
+        "switched": duty_switch(trials, duty_records, hidden),
         "finals_duty": sorted({f.duty for f in finals if f.duty}),
         "trials_with_clocks": len(windows),
         "trials_capped": len(capped),
@@ -438,6 +441,25 @@ def power_summary(trials: Sequence[TrialRecord], meta: StudyMeta,
         "samples_discarded": sum(t.discarded for t in trials),
         "discard_reasons": dict(discarded.most_common()),
     }
+
+
+def duty_switch(trials: Sequence[TrialRecord], duty_records: Sequence[DutyRecord],
+                hidden: Collection[int] = frozenset()) -> str:
+    """The note of the latest duty switch (``duty_records``) that any of ``trials`` was
+    sampled under: a trial with a schedule (``duty``) follows the latest switch made at
+    its number or before; ``""`` where none did.  A switch made at a trial in ``hidden``
+    (another source of the kernel's, whose trials are not shown) says so: a study forced
+    past an edit keeps the schedule it switched to."""
+    made = sorted(duty_records, key=lambda r: r.trial)
+    at = [r.trial for r in made]
+    followed = [made[i - 1] for t in trials if t.duty
+                if (i := bisect.bisect_right(at, t.number))]
+    if not followed:
+        return ""
+    last = max(followed, key=lambda r: r.trial)
+    return last.note + (f" (trial #{last.trial} was measured on another source of the kernel; "
+                        "the trials shown followed its schedule)" if last.trial in hidden
+                        else "")
 
 
 def baseline_rates(baselines: Sequence[BaselineRecord], df: pd.DataFrame, metric: str

@@ -91,9 +91,9 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     # a study resumed with --force after its kernel changed, measured on both sources,
     # shows the trials of its source now (and the configs the constraints ruled out)
     # (none measured on it yet: those of the latest earlier source that measured any)
-    trials = winners.sources.shown(every)
-    earlier = winners.sources.earlier(every)
     shown_earlier = winners.sources.shown_earlier(every)
+    trials = winners.sources.shown(every, shown_earlier)
+    earlier = winners.sources.earlier(every)
     unknown = winners.sources.unknown(every)
     left_out = earlier if len(trials) < len(every) else 0
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
@@ -139,7 +139,8 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
         samplers=samplers,
         abandoned_trials=sum(t.status.value == "abandoned" for t in trials),
         abandoned_saved_ms=sum(t.saved_ms for t in trials),
-        power=power_summary(trials, meta, store.read(DutyRecord), finals),
+        power=power_summary(trials, meta, store.read(DutyRecord), finals,
+                            {t.number for t in every} - {t.number for t in trials}),
         footprint=curves, roofline=roof,
         record=record_rows(meta, df, shown_picks, {f.winner: len(f.tied) - 1 for f in finals},
                            metric, unit(metric), story, earlier, left_out=bool(left_out),
