@@ -105,6 +105,12 @@ def test_bad_replay_tables_say_what_is_wrong(tmp_path):
         open_device(f"replay:{bad}")
     with pytest.raises(SweeperError, match="cannot read the replay table"):
         open_device(f"replay:{tmp_path / 'none.csv'}")
+    # a name too long for the file system (Python 3.11's Path.exists raises it) and a
+    # NUL in the name are refused in the same words, not with a traceback
+    with pytest.raises(SweeperError, match="cannot read the replay table: File name too long"):
+        open_device(f"replay:{tmp_path / ('x' * 300 + '.csv')}")
+    with pytest.raises(SweeperError, match="not a file name"):
+        open_device(f"replay:{tmp_path}/a\0b.csv")
 
 
 def test_export_csv_round_trips_through_replay(small_space, tmp_path, monkeypatch, capsys):

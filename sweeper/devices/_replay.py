@@ -151,12 +151,14 @@ def implied_axes(meta_params: Mapping[str, Any], columns: Sequence[str]
 def table_bytes(path: Path) -> bytes:
     """The bytes of the replay table at ``path``; a DataError where it is not a regular
     file that can be read."""
-    if path.exists() and not path.is_file():      # /dev/zero would be read without end
-        raise _bad(path, None, "not a regular file; a replay table is a CSV file")
     try:
+        if path.exists() and not path.is_file():  # /dev/zero would be read without end
+            raise _bad(path, None, "not a regular file; a replay table is a CSV file")
         return path.read_bytes()
-    except OSError as err:
+    except OSError as err:                        # a name too long raises in exists() too
         raise _bad(path, None, f"cannot read the replay table: {err.strerror}") from None
+    except ValueError:                            # a NUL in the name
+        raise _bad(path, None, "not a file name (it holds a NUL character)") from None
 
 
 def table_sha256(path: str | Path) -> str | None:
