@@ -247,7 +247,8 @@ def test_a_dimension_whose_minimum_is_0_takes_0_and_refuses_what_is_out_of_limit
         assert capsys.readouterr().err == f"{path}:5: params.linecross[{index}]: {line}\n"
     path = write_space(text.replace("n: [4096]", "n: [0]").replace("VALUE", "1"))
     assert main(["plan", str(path), "--device", "interpret"]) == 2
-    assert capsys.readouterr().err == f"{path}:3: params.n[0]: 0 must be positive\n"
+    assert capsys.readouterr().err == (f"{path}:3: params.n[0]: 0 must be positive; allowed: "
+                                       "an integer >= 1 and <= 2147483647, e.g. 16777216\n")
 
 
 def test_copy_strided_sizes_from_a_footprint_as_a_plain_copy_and_states_its_bytes(

@@ -230,7 +230,7 @@ def test_a_refused_config_is_an_invalid_trial_and_the_sweep_goes_on(tmp_path, mo
     ("kernel: matmul\nparams:\n  TMA: [0, 2]\n",
      "s.yaml:3: params.TMA[1]: 2 is not a value of matmul's TMA; allowed: 0, 1"),
     ("kernel: matmul\nparams:\n  SPLIT_K: [0]\n", "s.yaml:3: params.SPLIT_K[0]: 0 must be "
-     "positive"),
+     "positive; allowed: a positive integer, e.g. 1"),
 ])
 def test_dtypes_and_switches_a_kernel_does_not_take_are_refused_at_their_line(text, message):
     with pytest.raises(SpaceError) as info:

@@ -232,6 +232,22 @@ def test_bad_input_names_file_line_and_what_is_wrong(text, line, message):
     assert "\n" not in str(err)
 
 
+@pytest.mark.parametrize("kernel, axis, value, allowed", [
+    ("copy", "grid", "0", "a positive integer or an expression, e.g. cdiv(n, BLOCK)"),
+    ("copy", "block", "0", "32, 64, 128, 256, 512, 1024 (num_warps × 32)"),
+    ("copy", "BLOCK", "-4", "a positive power of two, e.g. 1024"),
+    ("copy", "footprint", "0B", "a positive size, e.g. 64MiB"),
+    ("matmul", "num_stages", "0", "a positive integer, e.g. 3"),
+    ("softmax", "rows", "0", "an integer >= 1, e.g. 4096"),
+])
+def test_a_value_below_one_is_refused_with_what_the_axis_allows(kernel, axis, value, allowed):
+    """'0 must be positive' said what was wrong and not what to write instead."""
+    with pytest.raises(SpaceError) as info:
+        parse_space(f"kernel: {kernel}\nparams:\n  {axis}: [{value}]\n", file="x.yaml")
+    assert str(info.value) == (f"x.yaml:3: params.{axis}[0]: {value} must be positive; "
+                               f"allowed: {allowed}")
+
+
 LONG_MINUTES = "3." + "0" * 39 + "m"          # 42 characters: the unit past the 40th
 
 
@@ -470,9 +486,9 @@ def flagged(x, config):
 
 
 @pytest.mark.parametrize("axis, said", [
-    ("EVEN", "0 must be positive; a meta-parameter that may be 0 declares its values "
-             "(MetaParam(default=0, choices=(0, 1)))"),
-    ("BLOCK", "0 must be positive"),
+    ("EVEN", "0 must be positive; allowed: a positive integer; a meta-parameter that may "
+             "be 0 declares its values (MetaParam(default=0, choices=(0, 1)))"),
+    ("BLOCK", "0 must be positive; allowed: a positive integer, e.g. 1024"),
 ])
 def test_a_zero_for_a_meta_parameter_whose_default_is_zero_says_how_to_allow_it(
         tmp_path, monkeypatch, capsys, axis, said):

@@ -490,7 +490,8 @@ class _Parser:
             switch = f"; a meta-parameter that may be {constant} declares its values " \
                 f"(MetaParam(default={declared.default}, choices=(0, 1)))" \
                 if declared is not None and declared.default <= 0 else ""
-            raise self.error(path, f"{label[:40]} must be positive{switch}")
+            raise self.error(path, f"{label[:40]} must be positive; allowed: "
+                             f"{self.positive(axis)}{switch}")
         self.bounded(constant, path)
         return Value(label=label, constant=constant, origin=origin)
 
@@ -758,6 +759,29 @@ class _Parser:
         if declared is None:
             return 1
         return int(min(declared.choices) if declared.choices else declared.least)
+
+    def positive(self, axis: str) -> str:
+        """What ``axis`` takes, as the message refusing a value below 1 says it: the kind
+        of value (threads per program, a size, a dimension's limits, a meta-parameter's
+        power of two or least) and an example, the axis's default where it has one."""
+        kernel = self.kernel_cls
+        declared = kernel.meta_params.get(axis)
+        if axis == "block":
+            return f"{', '.join(map(str, BLOCKS))} (num_warps × 32)"
+        if axis == "footprint":
+            return f"a positive size, e.g. {kernel.defaults.get('footprint', '64MiB')}"
+        if axis in self.shape.names:
+            dim = self.shape.dim(axis)
+            return dim.allowed() + ("" if dim.default is None else f", e.g. {dim.default}")
+        if declared is not None:
+            kind = "a positive power of two" if declared.pow2 else (
+                f"one of {', '.join(map(str, declared.choices))}" if declared.choices else
+                f"an integer from {declared.least} up" if declared.least > 1 else
+                "a positive integer")
+            return kind + (f", e.g. {declared.default}" if declared.default >= max(
+                declared.least, 1) else "")
+        example = kernel.defaults.get(axis, 1024)
+        return f"a positive integer or an expression, e.g. {example}"
 
     def refusal(self, axis: str, value: int) -> str | None:
         """Why ``value`` cannot be one of ``axis``'s (``None`` if it can): threads per
