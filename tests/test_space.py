@@ -248,6 +248,37 @@ def test_a_value_below_one_is_refused_with_what_the_axis_allows(kernel, axis, va
                                f"allowed: {allowed}")
 
 
+@pytest.mark.parametrize("value, path, known, hint", [
+    ("{range: [256, 1024], step: 256}", "step", "range, pow2, values, when",
+     "; a range's step is its third item: {range: [lo, hi, step]}"),
+    ("{rnage: [256, 1024]}", "rnage", "range, pow2, values, when", "; did you mean 'range'?"),
+    ("{vales: [256, 512]}", "vales", "range, pow2, values, when", "; did you mean 'values'?"),
+    ("{values: {rnage: [256, 1024]}, when: 'block > 32'}", "values.rnage", "range, pow2",
+     "; did you mean 'range'?"),
+])
+def test_an_unknown_key_of_an_axis_mapping_lists_every_key_it_takes(value, path, known, hint):
+    """An unknown key of ``{range: ...}`` listed only range and pow2, not the keys of a
+    conditional axis (whose values take range and pow2 alone); the keys are the parser's
+    one table of forms and the conditional axis's."""
+    from sweeper.space._parser import CONDITIONAL_KEYS, VALUE_FORMS
+
+    assert ", ".join((*VALUE_FORMS, *CONDITIONAL_KEYS)) == "range, pow2, values, when"
+    with pytest.raises(SpaceError) as info:
+        parse_space(f"kernel: copy\nparams:\n  BLOCK: {value}\n", file="x.yaml")
+    key = path.rpartition(".")[2]
+    assert str(info.value) == (f"x.yaml:3: params.BLOCK.{path}: unknown key {key!r}; known: "
+                               f"{known}{hint}")
+
+
+def test_the_schema_takes_the_axis_forms_the_parser_reads():
+    from sweeper.space._parser import CONDITIONAL_KEYS, VALUE_FORMS
+    from sweeper.space._schema import space_schema
+
+    forms = space_schema()["properties"]["params"]["properties"]["grid"]["anyOf"]
+    keys = [tuple(f["properties"]) for f in forms if f.get("type") == "object"]
+    assert keys == [*((k,) for k in VALUE_FORMS), CONDITIONAL_KEYS]
+
+
 LONG_MINUTES = "3." + "0" * 39 + "m"          # 42 characters: the unit past the 40th
 
 

@@ -82,7 +82,14 @@ from sweeper.space._files import (
 )
 from sweeper.space._yaml import LongNumber, content_sha256, load_with_lines
 
-AXIS_FORMS = ("a list of values", "{range: [lo, hi, step]}", "{pow2: [lo, hi]}")
+#: An axis's values written as a mapping of one key (``BLOCK: {pow2: [256, 4096]}``): each
+#: key with the fewest and most items its list takes and how a message writes it.  The
+#: parser reads a form with its ``KEY_form`` method, and the schema writes it from here.
+VALUE_FORMS: dict[str, tuple[int, int, str]] = {
+    "range": (2, 3, "{range: [lo, hi, step]}"), "pow2": (2, 2, "{pow2: [lo, hi]}")}
+#: The keys of a conditional axis, ``{values: [...], when: "expression"}``.
+CONDITIONAL_KEYS = ("values", "when")
+AXIS_FORMS = ("a list of values", *(written for _, _, written in VALUE_FORMS.values()))
 MAX_AXIS_VALUES = 4096
 SAMPLER_KEYS = ("name", "seed", "baseline")
 MAX_SEED = 2**32 - 1               # numpy's generators, under every Optuna sampler, take no more
@@ -213,13 +220,16 @@ class _Parser:
         o = self.origin(path)
         return SpaceError(message, file=o.file, line=o.line, path=o.path)
 
-    def keys(self, data: Any, path: str, known: tuple[str, ...]) -> dict[str, Any]:
+    def keys(self, data: Any, path: str, known: tuple[str, ...],
+             hints: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """``data``, a mapping of no keys but ``known``; an unknown key is refused with the
+        known ones and a hint: ``hints``' for that key, else the known key it is close to."""
         if not isinstance(data, dict):
             what = path or "the file"
             raise self.error(path, f"{what} must be a mapping of keys, got {_kind(data)}")
         for key in data:
             if key not in known:
-                hint = did_you_mean(str(key), known)
+                hint = (hints or {}).get(str(key)) or did_you_mean(str(key), known)
                 if not path and (key in (*LAUNCH_AXES, *PROBLEM_AXES) or
                                  (isinstance(key, str) and key.isupper())):
                     hint = (f"; {key} looks like an axis: an axis's values go under params "
@@ -303,7 +313,7 @@ class _Parser:
                 self.conditions.append((name, spec["when"], f"{path}.when"))
                 raw = self.expand(spec["values"], f"{path}.values")
             elif name in params:
-                raw = self.expand(params[name], path)
+                raw = self.expand(params[name], path, conditional=name not in TEXT_AXES)
             elif name == "cache":
                 raw = modes
             elif name in dims:
@@ -382,16 +392,21 @@ class _Parser:
                              f"{MAX_CONFIGS}: give this axis ({dims[largest]} values) or "
                              "another fewer values")
 
-    def expand(self, raw: Any, path: str) -> list[Any]:
+    def expand(self, raw: Any, path: str, conditional: bool = False) -> list[Any]:
+        """The values ``raw`` lists or a form of :data:`VALUE_FORMS` makes; a key that is
+        none of them is refused with every key the mapping takes (``conditional``: those
+        of a conditional axis too)."""
         if isinstance(raw, dict):
             forms: dict[str, Callable[[Any, str], list[int]]] = {
-                "range": self.range_form, "pow2": self.pow2_form}
+                key: getattr(self, f"{key}_form") for key in VALUE_FORMS}
             if "values" in raw and "when" not in raw and not path.endswith(".values"):
                 listed = raw["values"] if isinstance(raw["values"], list) else [256, 512]
                 raise self.error(f"{path}.values", "values: belongs to a conditional axis, "
                                  "{values: [...], when: \"expression\"}; give when:, or the "
                                  f"values as a list ({shown(listed)})")
-            raw = self.keys(raw, path, tuple(forms))
+            known = (*forms, *CONDITIONAL_KEYS) if conditional else tuple(forms)
+            raw = self.keys(raw, path, known, {"step": "; a range's step is its third item: "
+                                               f"{VALUE_FORMS['range'][2]}"})
             if len(raw) != 1:
                 raise self.error(path, f"give exactly one of {', '.join(forms)}")
             (form, args), = raw.items()

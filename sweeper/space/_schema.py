@@ -13,7 +13,15 @@ from sweeper import plugins
 from sweeper.core._model import BLOCKS, CACHE_MODES
 from sweeper.core._units import DTYPE_ALIASES, DTYPES
 from sweeper.space._files import TOP_KEYS
-from sweeper.space._parser import BUDGET, MAX_SEED, MEASURE, SAMPLER_KEYS, Setting
+from sweeper.space._parser import (
+    BUDGET,
+    CONDITIONAL_KEYS,
+    MAX_SEED,
+    MEASURE,
+    SAMPLER_KEYS,
+    VALUE_FORMS,
+    Setting,
+)
 
 SCALAR = {"type": ["integer", "string"]}
 #: A plugin that is not built in: an installed entry point's name, or module:attr.
@@ -42,16 +50,17 @@ def _values(value: dict[str, Any]) -> list[dict[str, Any]]:
     pair = {"type": "array", "items": {"type": ["integer", "string"]}}
     return [
         value, {"type": "array", "items": value, "minItems": 1},
-        _closed({"range": {**pair, "minItems": 2, "maxItems": 3}}, "range"),
-        _closed({"pow2": {**pair, "minItems": 2, "maxItems": 2}}, "pow2"),
+        *(_closed({key: {**pair, "minItems": least, "maxItems": most}}, key)
+          for key, (least, most, _) in VALUE_FORMS.items()),
     ]
 
 
 def _axis(value: dict[str, Any], conditional: bool = True) -> dict[str, Any]:
     forms = _values(value)
     if conditional:     # {values: ..., when: "expression"}: varies only when it holds
-        forms.append(_closed({"values": {"anyOf": _values(value)}, "when": {"type": "string"}},
-                             "values", "when"))
+        values, when = CONDITIONAL_KEYS
+        forms.append(_closed({values: {"anyOf": _values(value)}, when: {"type": "string"}},
+                             *CONDITIONAL_KEYS))
     return {"anyOf": forms}
 
 
