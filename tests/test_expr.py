@@ -1,5 +1,6 @@
 import pytest
 
+from sweeper.core._expr import MAX_DEPTH
 from sweeper.errors import ExpressionError
 from sweeper.space import cdiv, evaluate, parse
 
@@ -47,6 +48,32 @@ def test_rejects_what_is_not_allowed(text, fragment):
     with pytest.raises(ExpressionError, match=None) as info:
         parse(text)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("nest", [
+    lambda k: "min(" * k + "sms" + ", 1)" * k,          # calls
+    lambda k: "sms" + " + 1" * k,                        # operators, one inside the other
+    lambda k: "-" * k + "sms",                           # unary operators
+    lambda k: "cdiv(" * (k - 1) + "-sms" + ", 2)" * (k - 1),   # both
+])
+def test_the_depth_limit_counts_the_calls_and_operators_written(nest):
+    """49 nested min() calls were refused as 'more than 50 levels': the count took in the
+    nodes ast adds (a call's function name, a name's context).  50 levels as written are
+    taken and evaluated; 51 are refused, in the message's words."""
+    assert evaluate(parse(nest(MAX_DEPTH)), {"sms": 4}) is not None
+    with pytest.raises(ExpressionError, match=r"nests more than 50 levels deep; allowed: "
+                       r"calls and operators nested at most 50 deep \(a \+ b \+ c is 2\)"):
+        parse(nest(MAX_DEPTH + 1))
+
+
+@pytest.mark.parametrize("text", ["f()" + "()" * 400, "-" * 999 + "1", "not " * 249 + "1",
+                                  "a" + ".b" * 400, "x" + "[0]" * 300,
+                                  "(lambda: " + "f(" * 140 + "1" + ")" * 140 + ")()"])
+def test_deep_hostile_expressions_are_refused_without_recursing(text):
+    """Constructs the language refuses, nested deep, are bounded by the depth check before
+    anything walks them recursively (ast.unparse of a called call chain, the type check)."""
+    with pytest.raises(ExpressionError, match="nests more than 50 levels deep"):
+        parse(text)
 
 
 def test_unknown_name_lists_known():

@@ -155,15 +155,23 @@ def _size(match: re.Match[str], text: str) -> str:
     return str(int(digits) * UNITS[unit])
 
 
-def _check_depth(tree: ast.AST, text: str) -> None:
-    """Refuse trees deeper than :data:`MAX_DEPTH` without recursing into them."""
-    stack = [(tree, 0)]
+def _check_depth(tree: ast.Expression, text: str) -> None:
+    """Refuse calls and operators nested more than :data:`MAX_DEPTH` within one another,
+    without recursing into the tree.  A level is what the text writes: a call, an operator
+    (``a + b + c`` is two, one inside the other), a comparison, or any other construct
+    (refused later by name, after this has bounded the tree); the nodes ``ast`` adds
+    around them (an operator's symbol, a name's context) and names and numbers, a called
+    function's name among them, are not levels."""
+    stack: list[tuple[ast.AST, int]] = [(tree.body, 0)]
     while stack:
         node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ExpressionError(f"expression {quoted(text)} nests more than {MAX_DEPTH} "
-                                  "levels deep; split it")
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        if isinstance(node, ast.expr) and not isinstance(node, (ast.Name, ast.Constant)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ExpressionError(f"expression {quoted(text)} nests more than {MAX_DEPTH} "
+                                      "levels deep; allowed: calls and operators nested at "
+                                      f"most {MAX_DEPTH} deep (a + b + c is 2); split it")
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
 
 
 def _check_node(node: ast.AST, text: str, names: set[str]) -> None:
