@@ -447,6 +447,60 @@ def test_deep_brackets_are_refused_before_the_yaml_parser_runs(monkeypatch):
                                          f"than {MAX_DEPTH} levels deep")
 
 
+DEEP = "[" * 10_000 + "]" * 10_000
+
+
+@pytest.mark.parametrize("text, line", [
+    ("kernel: copy\nx: &" + "a" * 100 + " " + DEEP, 2),              # a long anchor
+    ("kernel: copy\nx: !" + "t" * 100 + " " + DEEP, 2),              # a long tag
+    ("kernel: copy\nx: &a !!seq &b " + " " * 100 + DEEP, 2),         # spaces after them
+    ("kernel: copy\nx:\n" + " " * 90 + DEEP, 3),                      # indented 90
+    ("kernel: copy\r\nx:\r\n" + " " * 90 + DEEP, 3),                  # ... with CRLF
+    ("kernel: copy\nx:\n-" + " " * 90 + DEEP, 3),                     # an entry's spaces
+    ("kernel: copy\nx:" + " " * 90 + DEEP, 2),                        # a key's
+    ("kernel: copy\n" + "#\n" * 80_001 + "x: " + DEEP, 80_003),       # past 80,000 marks
+    ("kernel: copy\nk: a" + "[" * 80_001 + "\nx: " + DEEP, 3),        # ... in a plain value
+    ("kernel: copy\nk: a" + "[" * 80_001 + ": " + DEEP, 2),           # ... then a key's value
+    ("kernel: copy\nx:\n- - |\n " + DEEP, 4),                         # past a block scalar
+    ("kernel: copy\nx:\n- key: |\n  " + DEEP, 4),                     # ... of a key's
+    ("kernel: copy\nx: [" + "{a: [" * 60 + "1" + "]}" * 60 + "]", 2),  # lists and maps
+], ids=["anchor", "tag", "spaces-after-anchors", "indented", "crlf", "entry", "key",
+        "comments", "plain", "plain-then-key", "block-scalar-entry", "block-scalar-key",
+        "mixed"])
+def test_every_layout_of_deep_brackets_is_refused_by_the_scan(monkeypatch, text, line):
+    """Brackets after a long anchor or tag, after 80 spaces, or past 80,000 marks of the
+    text, and lines less indented than a block scalar's, were not counted by the scan and
+    went to the YAML parser and the composer (whose count refused them more slowly): the
+    scan refuses each, and the parser never runs."""
+    import sweeper.space._yaml as yaml_module
+
+    def no_parser(*args: object) -> None:
+        raise AssertionError("the YAML parser ran")
+
+    monkeypatch.setattr(yaml_module, "_compose", no_parser)
+    with pytest.raises(SpaceError) as refused:
+        load_with_lines(text, "deep.yaml")
+    assert str(refused.value) == (f"deep.yaml:{line}: brackets nested more than {MAX_DEPTH} "
+                                  f"levels deep; a space file nests values at most "
+                                  f"{MAX_DEPTH} deep")
+
+
+def test_what_the_scan_reads_past_stays_a_space_the_parser_reads():
+    """Long anchors, wide indentation, plain values holding brackets, block scalars under
+    entries and keys, and quoted values after a comment in a flow list (whose quotes the
+    scan took for a plain value's, counting their brackets), each with brackets past the
+    limit that are text, are read."""
+    deep = "[" * 2 * MAX_DEPTH
+    text = (f"kernel: copy\nnote: &{'a' * 100} a{deep}\na{deep}: b\nsteps:\n- - |\n"
+            f"    {deep}\n- key: >\n    {deep}\nwide:\n{' ' * 90}[[1]]\nlong: a{deep}\n"
+            f"flow: [ # a comment\n  '{deep}', # another\n  \"{deep}\" ]\n")
+    data, _ = load_with_lines(text, "quoted.yaml")
+    assert data["note"] == "a" + deep and data["a" + deep] == "b"
+    assert data["flow"] == [deep, deep]
+    assert data["steps"] == [[deep + "\n"], {"key": deep + "\n"}]
+    assert data["wide"] == [[1]] and data["long"] == "a" + deep
+
+
 def test_brackets_the_scan_does_not_count_leave_a_space_to_the_parser():
     """Brackets in quoted text, comments, block scalars and plain values, past the limit,
     are text: the space is read."""

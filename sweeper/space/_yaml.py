@@ -96,6 +96,8 @@ def decode_text(data: bytes, file: str) -> str:
 #: indicator.
 _FLOW_MARKS = re.compile(r"[\[\]{}'\"#|>]")
 _QUOTED = {"'": re.compile(r"'(?:[^']|'')*'"), '"': re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)}
+#: Where a plain value in block context may end and another begin: a ``: ``, a comment.
+_PLAIN_END = re.compile(r":[ \t\r\n]|[ \t]#|\n")
 #: What may stand before a value in a flow collection, and in block context.
 _BEFORE_FLOW_VALUE, _BEFORE_BLOCK_VALUE = "[{,:?", ":-?"
 
@@ -106,38 +108,45 @@ def _flow_depth(text: str, file: str) -> None:
     Each bracket counted is a value the composer counts too, so this refuses nothing the
     composer would take: quoted text, comments and block scalars are skipped, and a
     bracket within a plain value in block context (``a[1]``) is not counted (in a flow
-    collection a plain value ends at one).  The scan stops after four times as many marks
-    as the composer takes values, leaving the rest to the composer."""
+    collection a plain value ends at one).  The pass reads the whole text, however many
+    marks it holds and however far a bracket stands from what precedes it (a long anchor,
+    a line of spaces), in time linear in its length: each look back ends where the last
+    mark did (:func:`_starts_value`)."""
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return
-    depth, pos = 0, 0
-    for _ in range(4 * MAX_NODES):
+    depth, pos, lead, comment = 0, 0, "\n", False
+    while True:
         found = _FLOW_MARKS.search(text, pos)
         if found is None:
             return
-        mark, at = found.group(), found.start()
-        pos = at + 1
+        mark, at, floor = found.group(), found.start(), pos
+        if floor and not comment:   # what stands before floor, a comment's text aside
+            lead = text[floor - 1]
+        pos, comment = at + 1, False
         if mark in "]}":
             depth = max(depth - 1, 0)
         elif mark == "#":
             if at == 0 or text[at - 1] in " \t\n":
-                pos = _line_end(text, at)
-        elif mark in "[{" and (depth or _starts_value(text, at, depth)):
+                lead = (text[floor:at].rstrip(_BLANK) or lead)[-1]
+                pos, comment = _line_end(text, at), True
+        elif mark in "[{" and (depth or _starts_value(text, at, depth, floor, lead)):
             depth += 1
             if depth > MAX_DEPTH:
                 raise SpaceError(f"brackets nested more than {MAX_DEPTH} levels deep; a space "
                                  f"file nests values at most {MAX_DEPTH} deep", file=file,
                                  line=text.count("\n", 0, at) + 1)
-        elif mark in "[{" or not _starts_value(text, at, depth):
-            continue                            # within a plain value
+        elif mark in "[{" or not _starts_value(text, at, depth, floor, lead):
+            if not depth:                       # within a plain value, which runs on to
+                found = _PLAIN_END.search(text, at)     # a ': ', a comment or its line's end
+                pos = len(text) if found is None else found.start()
         elif mark in "'\"":
             quoted = _QUOTED[mark].match(text, at)
             if quoted is None:                  # unterminated: the parser says where
                 return
             pos = quoted.end()
         elif depth == 0:                        # | or >: skip the block scalar's lines
-            line = text[text.rfind("\n", 0, at) + 1:at]
-            indent = len(line) - len(line.lstrip(" "))
+            start = text.rfind("\n", 0, at) + 1
+            indent = _parent_indent(text[start:at])
             pos = _line_end(text, at) + 1
             while pos < len(text):
                 following = text[pos:_line_end(text, pos)]
@@ -151,20 +160,47 @@ def _line_end(text: str, at: int) -> int:
     return len(text) if end < 0 else end
 
 
-def _starts_value(text: str, at: int, depth: int) -> bool:
+_BLANK = " \t\r\n"
+
+
+def _starts_value(text: str, at: int, depth: int, floor: int, lead: str) -> bool:
     """Whether ``text[at]`` is the first character of a value, not within a plain one:
-    after what may stand before a value (an anchor or a tag aside), or first on its line
-    in block context."""
-    start = 0 if depth else text.rfind("\n", 0, at) + 1
-    before = text[max(start, at - 80):at].rstrip()
-    while before:
-        if before[-1] in (_BEFORE_FLOW_VALUE if depth else _BEFORE_BLOCK_VALUE):
+    after what may stand before a value (anchors and tags aside, however long), or first
+    on its line in block context.  It looks back no further than ``floor``, where the last
+    mark the scan took ended, so that the looks back of one scan never overlap; there,
+    ``lead``, the character before ``floor`` (that mark's, or the last before a comment),
+    decides."""
+    newline = -1 if depth else text.rfind("\n", floor, at)
+    start = newline + 1 if newline >= 0 else floor
+    end = at
+    while True:
+        while end > start and text[end - 1] in _BLANK:
+            end -= 1
+        if end == start:
+            break
+        if text[end - 1] in (_BEFORE_FLOW_VALUE if depth else _BEFORE_BLOCK_VALUE):
             return True
-        word = max(before.rfind(" "), before.rfind("\t"), before.rfind("\n")) + 1
-        if before[word] not in "&!":            # &anchor, !!tag
+        word = end
+        while word > start and text[word - 1] not in _BLANK:
+            word -= 1
+        if text[word] not in "&!":              # &anchor, !!tag
             return False
-        before = before[:word].rstrip()
-    return depth == 0 and at - start < 80
+        end = word
+    if depth:
+        return lead in _BEFORE_FLOW_VALUE
+    return start == 0 or text[start - 1] == "\n"
+
+
+def _parent_indent(prefix: str) -> int:
+    """The indentation a block scalar's lines must pass, from ``prefix``, what precedes
+    its ``|`` or ``>`` on its line: the column of the innermost collection begun there (a
+    key's, or the last ``- `` or ``? `` entry's), else the line's own indentation."""
+    column = len(prefix) - len(prefix.lstrip(" "))
+    entry, rest = column, prefix[column:]
+    while rest.startswith(("- ", "-\t", "? ", "?\t")):
+        entry, stripped = column, rest[1:].lstrip(" \t")
+        column, rest = column + len(rest) - len(stripped), stripped
+    return column if ": " in rest or ":\t" in rest else entry
 
 
 class _Alias(yaml.Node):
