@@ -236,14 +236,20 @@ def make_dirs(path: Path) -> None:
         missing.append(path)
         path = path.parent
     if not path.is_dir():
-        raise SweeperError(f"cannot make the folder {(missing or [path])[0]}: {path} is a "
-                           "file, not a folder; move it away or give another path")
+        raise _not_a_folder(f"cannot make the folder {(missing or [path])[0]}", path)
     for folder in reversed(missing):
         try:
             folder.mkdir(exist_ok=True)
         except OSError as err:
             raise write_error(err, folder) from None
         fsync_dir(folder.parent)
+
+
+def _not_a_folder(what: str, file: Path) -> SweeperError:
+    """Bad input (exit 2): ``what`` cannot be done, as ``file`` is a file where a folder
+    must be."""
+    return SweeperError(f"{what}: {file} is a file, not a folder; move it away or give "
+                        "another path")
 
 
 def write_error(err: OSError, path: Path, outcome: str = "",
@@ -268,6 +274,10 @@ def writable_target(path: str | Path) -> Path:
         mode = target.stat().st_mode
     except FileNotFoundError:
         return target
+    except NotADirectoryError:          # a folder above it is a file
+        above = next((p for p in reversed(target.parents) if p.exists() and not p.is_dir()),
+                     target.parent)
+        raise _not_a_folder(f"cannot write {path}", above) from None
     except OSError as err:
         raise write_error(err, path) from None
     if not stat.S_ISREG(mode):
