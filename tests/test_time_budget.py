@@ -686,3 +686,38 @@ def test_a_replay_keeps_this_machines_report_seconds_for_its_next_time_budget(
     capsys.readouterr()
     assert main([*args, "--study", "first", "--time", "20s"]) == 0
     assert "report: not written, the time budget is spent" in capsys.readouterr().out
+
+
+REPLAY_SPACE = """
+    study: r
+    kernel: copy
+    sampler: exhaustive
+    params:
+      grid: [sms, 2*sms]
+      block: [128, 256]
+      BLOCK: [1024, 2048]
+      footprint: [1GiB]
+    budget: {trials: 6, patience: 40}
+"""
+
+
+def test_a_study_records_the_budgets_each_run_was_given(write_space, tmp_path, monkeypatch):
+    """study.json keeps each run's budgets as fields (``budgets``: when, trials, time,
+    target, patience; an option over the space's ``budget:``), not only inside its command
+    line; a study an older sweeper wrote, which kept none, reads as having none."""
+    from sweeper.store import StudyMeta
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space = write_space(REPLAY_SPACE)
+    table = Path(__file__).parent / "data" / "replay" / "h200-copy.csv"
+    args = ["run", str(space), "--device", f"replay:{table}", "--quiet", "--no-report",
+            "--studies-dir", str(tmp_path / "studies")]
+    assert main([*args, "--trials", "2", "--time", "90s"]) == 0
+    assert main(args) == 0
+    meta = StudyStore(tmp_path / "studies" / "r-replay").study_meta()
+    assert [(b.trials, b.time_s, b.patience, b.target) for b in meta.budgets] == [
+        (2, 90.0, 40, None), (6, None, 40, None)]
+    assert all(b.when for b in meta.budgets) and meta.budgets[1].when == meta.resumed[-1]
+    older = json.loads((Path(__file__).parents[1] / "studies" / "h200-copy-fp32" /
+                        "study.json").read_text())
+    assert "budgets" not in older and StudyMeta.from_json(older).budgets == []

@@ -165,6 +165,7 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     # the sampler, built before the study is written: a factory that fails leaves none,
     # or the resumed one as it was
     sampling = open_study(store, space, kernel, device, command=command, force=options.force,
+                          budget=budgeted(space, options.trials, options.time_s).budget,
                           before_writing=lambda: Sampling.build(space, kernel, facts, configs))
     measure = device.measure_spec(space.measure)
     say = _printer(options.quiet)

@@ -15,7 +15,7 @@ from sweeper.core._units import counted
 from sweeper.engine._clock import process_age
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import SpaceSource
-from sweeper.engine._run import END_S, last_run
+from sweeper.engine._run import END_S, budgeted, last_run
 from sweeper.errors import StudyError
 from sweeper.options import check_study_name, study_folder
 
@@ -63,7 +63,9 @@ def run_worker(options: WorkerOptions) -> Any:
     worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
     # the sampler, built before the study is written: a factory that fails leaves none
     sampling = open_study(store, space, kernel, device, force=options.force, worker=worker_id,
-                          command=options.command, before_writing=lambda: Sampling.build(
+                          command=options.command,
+                          budget=budgeted(space, options.trials, options.time_s).budget,
+                          before_writing=lambda: Sampling.build(
                               space, kernel, device.facts(), []))
     print(f"worker {worker_id}: study {options.study} in {store.location}; "
           f"{counted(space.size, 'config')}, claims held for {options.lease_s:g} s between "
