@@ -721,3 +721,37 @@ def test_a_study_records_the_budgets_each_run_was_given(write_space, tmp_path, m
     older = json.loads((Path(__file__).parents[1] / "studies" / "h200-copy-fp32" /
                         "study.json").read_text())
     assert "budgets" not in older and StudyMeta.from_json(older).budgets == []
+
+
+def test_the_last_run_keeps_the_commands_wall_written_after_its_report(
+        write_space, tmp_path, monkeypatch):
+    """study.json's ``last_run.wall_s`` is the whole command's, its report included, and
+    is written after the report (a run whose report took it past its time budget is seen
+    there); the sweep's own seconds are ``sweep_s``, what ``sweeper plan`` prices a trial
+    by.  A study an older sweeper wrote kept the sweep's as ``wall_s``: read as
+    ``sweep_s``."""
+    from sweeper.cli._plan import _last_run
+    from sweeper.engine import _run
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    real = _run.report_study
+
+    def slow(*args, **kwargs):
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(_run, "report_study", slow)
+    space = write_space(REPLAY_SPACE)
+    table = Path(__file__).parent / "data" / "replay" / "h200-copy.csv"
+    t0 = time.perf_counter()
+    assert main(["run", str(space), "--device", f"replay:{table}", "--quiet",
+                 "--studies-dir", str(tmp_path / "studies")]) == 0
+    wall = time.perf_counter() - t0
+    store = StudyStore(tmp_path / "studies" / "r-replay")
+    last = store.study_meta().last_run
+    assert last["sweep_s"] + 1.0 <= last["wall_s"] <= wall, (last, wall)
+    # an older study's last run: its wall_s was the sweep's
+    store.update_meta(last_run={"wall_s": 3.0, "measured": 6, "stopped_by": "complete"})
+    assert store.study_meta().last_run == {"sweep_s": 3.0, "measured": 6,
+                                           "stopped_by": "complete"}
+    said = _last_run(store)
+    assert said is not None and "6 trials in 3 s, 0.50 s a trial" in said(0)

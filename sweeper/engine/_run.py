@@ -202,21 +202,30 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                              clock=clock, check=check)
     clock.mark("sweep")
     timing = summary.timing.lines() if summary.timing is not None else []
-    store.update_meta(last_run=last_run(summary, command, priors))
+    # the report reads it (how busy, why it stopped); the command's wall follows it
+    ran = last_run(summary, command, priors, wall_s=clock.elapsed_s())
+    store.update_meta(last_run=ran)
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
     failure = _finish(options, summary, space, kernel, store, limits, clock, reporter)
     _say_time(options, clock, summary, timing)
+    # the whole command's, report included: a run past its time budget shows there
+    store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
     _note_costs(space, device, clock, summary)
     return RunResult(store, summary, failure)
 
 
-def last_run(summary: Any, command: str, priors: Sequence[Any] = ()) -> dict[str, Any]:
+def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
+             wall_s: float | None = None) -> dict[str, Any]:
     """What the study's ``last_run`` keeps of a sweep (``sweeper run``'s, or a worker's):
-    why it stopped, its seconds and trials measured (``sweeper plan``'s rate), the
-    command, the ``priors`` it started from, the GPUs it dropped and how busy it kept them
-    (the report's lines)."""
-    return {"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
+    why it stopped, the command's seconds (``wall_s``, from the process's start for a
+    command: what its ``time:`` line says, to hold against its time budget; the sweep's
+    where None), the sweep's (``sweep_s``) and its trials measured (``sweeper plan``'s
+    rate), the command, the ``priors`` it started from, the GPUs it dropped and how busy
+    it kept them (the report's lines)."""
+    return {"stopped_by": summary.stopped_by,
+            "wall_s": round(summary.wall_s if wall_s is None else wall_s, 3),
+            "sweep_s": round(summary.wall_s, 3),
             "measured": summary.measured, "command": command,
             "priors": {p.study: p.configs for p in priors},
             "dropped": [d.to_json() for d in summary.dropped],

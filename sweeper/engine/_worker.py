@@ -82,7 +82,9 @@ def run_worker(options: WorkerOptions) -> Any:
     with stopping_on_signals(stop):
         summary = sweep.run()
     # as `sweeper run` keeps its own: the last to end of workers sharing the study
-    store.update_meta(last_run={**last_run(summary, options.command), "worker": worker_id})
+    wall_s = process_age() if options.clock_from_start else None
+    store.update_meta(last_run={**last_run(summary, options.command, wall_s=wall_s),
+                                "worker": worker_id})
     print(f"worker {worker_id}: {counted(summary.measured, 'config')} measured and kept in "
           f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     print("finals and the report: once every worker is done, `sweeper run` of the same "

@@ -92,6 +92,10 @@ class StudyMeta:
     #: each worker that joined it); empty in a study an older sweeper wrote, whose
     #: ``command`` alone names a budget given on the command line
     budgets: list[RunBudget] = field(default_factory=list)
+    #: how its last run went: why it stopped (``stopped_by``), the command's seconds
+    #: (``wall_s``, its report included, from the process's start for a command) and the
+    #: sweep's (``sweep_s``), the trials it measured, its command, priors, dropped GPUs
+    #: and how busy it kept them
     last_run: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
