@@ -465,26 +465,36 @@ def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp
 
 
 def test_finals_no_budget_like_this_one_covers_name_the_budget_that_does():
-    """A run that measured nothing and left a final would leave it again under the same
-    command: it names a --time that covers its first round instead."""
+    """A final left for the next run is said as the next run can honour it: where the
+    budget, once no trial is measured before the finals, leaves their first rounds the
+    time they need, the same command measures them; where it does not (a run that
+    measured nothing is such a run), the same command would leave them again, and the
+    line names a --time that covers them instead."""
     from types import SimpleNamespace
 
     from sweeper.engine._run import _deferred_line
     from sweeper.store import ProblemKey
 
     key = ProblemKey("float32", 4096, "cold")
-    ran = SimpleNamespace(finals_deferred=[key], finals_short_s=0.4, measured=3)
-    assert _deferred_line(ran, 3.0) == ("finals of 1 problem left for the next run: the time "
-                                        "budget did not cover them (run the same command to "
-                                        "measure them)")
-    idle = SimpleNamespace(finals_deferred=[key, key], finals_short_s=0.4, measured=0)
-    assert _deferred_line(idle, 3.0) == (
-        "finals of 2 problems left for the next run: the first rounds of their finals need "
-        "0.4 s more than this time budget left them after the start-up and the report's "
-        "share; --time 4s or more measures them")
-    idle.finals_deferred = [key]
-    assert "left for the next run: the first round of its final needs 0.4 s more" in \
-        _deferred_line(idle, 3.0)
+    ran = SimpleNamespace(finals_deferred=[key], finals_needed_s=1.2, finals_left_s=0.3,
+                          finals_room_s=2.0, measured=3)
+    assert _deferred_line(ran, 5.0) == (
+        "finals of 1 problem left for the next run: the time budget did not cover them "
+        "after this run's trials (the first round of its final needs 1.2 s; this time "
+        "budget leaves the finals 2.0 s after the start-up and the report's share when no "
+        "trial is measured before them): run the same command to measure them")
+    # softmax under --time 5s: the same budget would leave them again
+    ran.finals_room_s = 0.8
+    assert _deferred_line(ran, 5.0) == (
+        "finals of 1 problem left for the next run: the time budget did not cover them (the "
+        "first round of its final needs 1.2 s, 0.4 s more than this time budget leaves the "
+        "finals after the start-up and the report's share): --time 6s or more measures them")
+    idle = SimpleNamespace(finals_deferred=[key, key], finals_needed_s=1.2, finals_left_s=0.8,
+                           finals_room_s=2.0, measured=0)
+    assert _deferred_line(idle, 3.0).endswith(
+        "(the first rounds of their finals need 1.2 s, 0.4 s more than this time budget "
+        "leaves the finals after the start-up and the report's share): --time 4s or more "
+        "measures them")
 
 
 def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys):

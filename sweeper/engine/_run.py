@@ -294,20 +294,29 @@ def _finals_owed(store: Any, kept: Sequence[Any]) -> dict[tuple[Any, str], tuple
 
 
 def _deferred_line(summary: Any, budget_s: float | None) -> str:
-    """What the run says of the finals its time budget did not cover.  Where it measured
-    nothing else (the same command would spend its budget as this one did), it names the
-    longer budget that covers them (``--time 4s``, from the API ``time='4s'``), not the
-    same command."""
-    what = f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next run"
-    short = summary.finals_short_s
-    if summary.measured or budget_s is None:
-        return (f"{what}: the time budget did not cover them (run the same command to "
-                f"measure them)")
+    """What the run says of the finals its time budget did not cover: what their first
+    rounds need, and either that the same command measures them (its budget leaves them
+    that much once no trial is measured before them: a resume keeps their time first), or
+    the longer budget that does (``--time 4s``, from the API ``time='4s'``), where the same
+    command would leave them again."""
+    what = (f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next "
+            "run: the time budget did not cover them")
+    needed, room = summary.finals_needed_s, summary.finals_room_s
+    if not summary.measured:        # this run was one that measured no trial first
+        room = min(room, summary.finals_left_s)
+    if budget_s is None:
+        return f"{what} (run the same command to measure them)"
     rounds = "the first round of its final needs" if len(summary.finals_deferred) == 1 \
         else "the first rounds of their finals need"
-    longer = given("time", f"{math.ceil(budget_s + short + 0.5):d}s")
-    return (f"{what}: {rounds} {short:.1f} s more than this time budget left them after the "
-            f"start-up and the report's share; {longer} or more measures them")
+    if needed <= room:
+        return (f"{what} after this run's trials ({rounds} {needed:.1f} s; this time budget "
+                f"leaves the finals {room:.1f} s after the start-up and the report's share "
+                "when no trial is measured before them): run the same command to measure "
+                "them")
+    longer = given("time", f"{math.ceil(budget_s + needed - room + 0.5):d}s")
+    return (f"{what} ({rounds} {needed:.1f} s, {needed - room:.1f} s more than this time "
+            f"budget leaves the finals after the start-up and the report's share): {longer} "
+            "or more measures them")
 
 
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:

@@ -236,6 +236,16 @@ class Budgets:
         trial in flight (the sweep stopped with it kept)."""
         return self.time_left() + self.trial_s
 
+    def finals_room_s(self) -> float:
+        """Seconds the time budget leaves the finals in a run of the same command that
+        measures no trial before them (a resume keeps the time its owed finals take, and
+        measures a trial only where more is left): the budget less this run's start-up
+        and what it keeps for the report and what follows the finals (``inf`` without a
+        budget)."""
+        if self.max_time_s is None:
+            return math.inf
+        return self.max_time_s - self.outside_s - self.keep_for_report()
+
     def kept_after(self, entrants: list[TrialRecord], later: list[list[TrialRecord]],
                    duty: Duty | None) -> float:
         """Seconds the final of ``entrants`` leaves before the budget's end: the first

@@ -645,6 +645,7 @@ class Sweep:
                 summary.finals_deferred.append(problem_of(entrants[0]))
                 summary.finals_needed_s += run.budgets.first_round_s(entrants, duty)
                 summary.finals_left_s = run.budgets.finals_time_left()
+                summary.finals_room_s = run.budgets.finals_room_s()
                 return False
             self.reporter.final_started(problem_text(problem_of(entrants[0])), len(entrants))
             return True
