@@ -174,7 +174,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
-    check = _gpu_check(say, options, space, kernel, device, facts)
+    check = _gpu_check(say, options, space, kernel, device, facts,
+                       _left_before_report(options, space, device, clock))
     clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store)
     for line in said:
         say(line)
@@ -434,25 +435,46 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     return limits
 
 
+def _left_before_report(options: RunOptions, space: Any, device: Any, clock: Any
+                        ) -> float | None:
+    """Seconds the time budget leaves now before what follows the sweep (its end, ``END_S``,
+    and the report as this machine's last took it); None without a time budget."""
+    time_s: float | None = budgeted(space, options.trials, options.time_s).budget.time_s
+    if time_s is None:
+        return None
+    from sweeper.plan import costs_key, run_costs
+
+    report: float = run_costs(costs_key(device)).report_reserve(0) if options.report else 0.0
+    spent: float = clock.elapsed_s()
+    return time_s - spent - END_S - report
+
+
 def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kernel: Any,
-               device: Any, facts: Any) -> GpuCheck | None:
+               device: Any, facts: Any, left_s: float | None = None) -> GpuCheck | None:
     """On a device that runs Triton kernels without compiling them for a GPU (the
     interpreter, ``checks_gpu_compile``), the check ``--gpu-check`` asks for, its
     representative (the space's first valid config) compiled for the target now and its
     line said (:mod:`sweeper.sweep._gpu_check`); None where it is off, or skipped (its
-    line says why), or the device compiles for a GPU itself."""
+    line says why), or the device compiles for a GPU itself.  Under a time budget that
+    leaves ``left_s`` seconds before the report, a check that does not fit is skipped,
+    and one that runs is ended at that deadline: set-up takes no more of the budget than
+    it leaves."""
     if not device.checks_gpu_compile or options.gpu_check == "off":
         return None
     from sweeper.kernels._cache_probe import names_triton
     from sweeper.space import Invalid
     from sweeper.study import resolved
-    from sweeper.sweep._gpu_check import GpuCheck
+    from sweeper.sweep._gpu_check import GpuCheck, budget_skip
 
     if names_triton(space.kernel) is False:
         # no Triton to compile; and a torch op's launch computes on the CPU, which a
         # child forked from a process whose thread pools ran can block in
         say(f"gpu check: nothing to compile for {options.gpu_check_target}: the kernel's "
             "module names no Triton")
+        return None
+    skipped = budget_skip(left_s, options.gpu_check_target)
+    if skipped is not None:
+        say(skipped)
         return None
     check, line = GpuCheck.open(kernel, options.gpu_check_target, options.gpu_check)
     if check is not None:
@@ -461,7 +483,7 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
                           if not isinstance(c, Invalid)), None)
         except SweeperError:        # said in its place, when the sweep enumerates it
             first = None
-        line = check.start(first)
+        line = check.start(first, left_s)
     say(line)
     return check if check is not None and check.skipped is None else None
 
