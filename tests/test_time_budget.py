@@ -692,6 +692,7 @@ def test_a_replay_keeps_this_machines_report_seconds_for_its_next_time_budget(
     assert costs["trial_s"] == {} and costs["launch_scale"] == {}
     # a machine where that report took 40 s: a 20 s budget has no room for another
     costs.update(report_s=40.0, report_fixed_s=39.0)
+    costs["reports"]["r"].update(report_s=40.0, report_fixed_s=39.0)    # the space's own
     (tmp_path / "cache" / "run-costs.json").write_text(json.dumps(kept))
     capsys.readouterr()
     assert main([*args, "--study", "first", "--time", "20s"]) == 0

@@ -337,7 +337,8 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
                  startup_s=None if restarted else clock.startup_s(),
                  setup_s=None if restarted else clock.setup_s(),
                  report_s=clock.steps().get("report"), report_maps=clock.report_maps,
-                 report_fixed_s=clock.report_fixed_s, compiles_s=[], ask_s=None)
+                 report_fixed_s=clock.report_fixed_s, compiles_s=[], ask_s=None,
+                 space=space.study)
         return
 
     own = summary.trials[summary.resumed:]
@@ -360,6 +361,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              setup_s=None if restarted else clock.setup_s(),
              report_s=clock.steps().get("report"),
              report_maps=clock.report_maps, report_fixed_s=clock.report_fixed_s,
+             space=space.study,
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
              first_compile_s=own[0].cold_s if own and device.measures_gpu and
              (own[0].cold_s or 0.0) >= COMPILED_S else None,
@@ -444,7 +446,8 @@ def _left_before_report(options: RunOptions, space: Any, device: Any, clock: Any
         return None
     from sweeper.plan import costs_key, run_costs
 
-    report: float = run_costs(costs_key(device)).report_reserve(0) if options.report else 0.0
+    report: float = run_costs(costs_key(device)).of_space(space.study).report_reserve(0) \
+        if options.report else 0.0
     spent: float = clock.elapsed_s()
     return time_s - spent - END_S - report
 
@@ -528,7 +531,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
         # own first guess that the estimate takes: the interpreter's (a 7 s report) kept
         # a first `--time 6s` run of spaces/copy-small.yaml from measuring anything (its
         # report took 1.1 s; with the H200's 1 s it measured 3 configs within the budget)
-        costs = run_costs(costs_key(device))
+        costs = run_costs(costs_key(device)).of_space(space.study)
         sweep.outside_s = clock.elapsed_s() + END_S
         sweep.finals_overhead_s = costs.finals_overhead_s
         if device.measures_gpu:       # a first compile from a cold cache, as the plan has it
