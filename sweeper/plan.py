@@ -135,6 +135,13 @@ class RunCosts:
     #: finals measured them (``finals.measured_overhead_s``); ``None``: none measured, the
     #: finals' ``FINALS_OVERHEAD_S`` stands
     finals_overhead_s: float | None = None
+    #: by space (its ``study:`` name), what its last report here took: ``report_s``,
+    #: ``report_maps`` and ``report_fixed_s`` as above, which price that space's reports
+    #: (:meth:`of_space`); the fields above are the machine's last report of any space,
+    #: which price a space not reported here yet.  A map's seconds are its space's (its
+    #: cells, its marks): priced from whichever space reported last, one space's slow maps
+    #: set the next space's time budget and estimate
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     #: a compile from a cold cache where none was measured for the kernel: on the H200
     #: the matmul kernel's took 0.28 s in the worker and 0.31 s in the pool's eight
@@ -161,6 +168,16 @@ class RunCosts:
     DRAWING_FIXED_S = 0.4
     #: trials of launch ratios kept at most: older runs fade as a machine's load changes
     SCALE_TRIALS_KEPT = 200
+
+    def of_space(self, space: str) -> RunCosts:
+        """These costs with the report priced as ``space``'s last report here took (its
+        ``study:`` name), where one did; else as they are (the machine's last)."""
+        kept = self.reports.get(space)
+        if not isinstance(kept, dict) or not isinstance(kept.get("report_s"), (int, float)):
+            return self
+        return dataclasses.replace(
+            self, report_s=kept["report_s"], report_maps=kept.get("report_maps") or 1,
+            report_fixed_s=kept.get("report_fixed_s"))
 
     def setup_for(self) -> float:
         """What a call from Python spends before its first sweep in its process: as
@@ -252,7 +269,7 @@ def run_costs(device: str, first: PlanCosts | None = None) -> RunCosts:
     if costs is not None and all(isinstance(t, dict) for t in (
             costs.trial_s, costs.launch_scale, costs.launch_ratio, costs.launch_trials,
             costs.compile_s, costs.pool_compile_s,
-            costs.first_compile_s, costs.ask_s)):
+            costs.first_compile_s, costs.ask_s, costs.reports)):
         return costs
     fresh = RunCosts()                 # none ran, or written by an older sweeper, or damaged
     if first is not None and first.startup_s is not None:
@@ -271,7 +288,7 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              launch_scales: list[float] | None = None, prior_trials: int = 0,
              pool_compiles_s: Sequence[float] = (),
              finals_overhead_s: float | None = None,
-             loads_s: Sequence[float] = ()) -> None:
+             loads_s: Sequence[float] = (), space: str | None = None) -> None:
     """Keep what a run on ``device`` measured: its start-up, set-up (``RunCosts.setup_s``)
     and report seconds (``None``: not measured, e.g. a call from Python or
     ``--no-report``) and the report's heatmaps,
@@ -283,8 +300,10 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     earlier runs, ``RunCosts.launch_ratio``, and pulled towards the other kernels' ratios,
     else 1, as if they were ``prior_trials`` more trials, in log), what its finals took
     per entrant-round beyond their launches, and the loads its power-bound trials ran under
-    ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  Never fails the
-    run: a cache that cannot be written is left as it is."""
+    ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  The report's seconds
+    are kept as the machine's and as those of ``space`` (its ``study:`` name:
+    :attr:`RunCosts.reports`).  Never fails the run: a cache that cannot be written is left
+    as it is."""
     costs = run_costs(device)
     if trials_s:         # beyond its launches: never below none (noisy timings can say so)
         costs.trial_s[kernel] = round(max(0.0, statistics.median(trials_s)), 4)
@@ -312,6 +331,10 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.report_s = round(report_s, 3)
         costs.report_maps = report_maps or costs.report_maps
         costs.report_fixed_s = None if report_fixed_s is None else round(report_fixed_s, 3)
+        if space is not None:
+            costs.reports[space] = {"report_s": costs.report_s,
+                                    "report_maps": costs.report_maps,
+                                    "report_fixed_s": costs.report_fixed_s}
     if compiles_s:
         costs.compile_s[kernel] = round(statistics.median(compiles_s), 3)
     if first_compile_s is not None:
@@ -574,7 +597,7 @@ def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
     compiles = bool(device.measures_gpu) and compiles_any(space)
     workers = default_size(1) if compile_workers is None else compile_workers
     key = costs_key(device)
-    costs = run_costs(key, device.plan_costs)
+    costs = run_costs(key, device.plan_costs).of_space(space.study)
     return RunShape(sampler=space.sampler.name, kernel=space.kernel,
                     cold=compiles and pool_from_start(space, device.facts(), key, costs),
                     compile_workers=workers if compiles else 0, report=report,

@@ -3,6 +3,7 @@ the study on disk only when its fingerprint matches and some config can be launc
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import re
@@ -19,7 +20,7 @@ from sweeper.errors import SpaceError, StudyError
 from sweeper.escape import cut
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
-from sweeper.space import AxisRole, Config, Configs, Invalid, Origin, Space
+from sweeper.space import AxisRole, Budget, Config, Configs, Invalid, Origin, Space
 from sweeper.space._files import extended_file
 from sweeper.store import FORMAT, JOURNAL, Storage
 
@@ -385,6 +386,7 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
 
 def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                command: str, force: bool = False, worker: str | None = None,
+               budget: Budget | None = None,
                before_writing: Callable[[], T] | None = None) -> T | None:
     """Create the study, or check that the one there may be resumed by this run (its
     journal then taken for this process and repaired if it needs it); a space
@@ -396,12 +398,14 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     it and the others join it (:meth:`Storage.create` is atomic).  ``before_writing`` is
     called once the study may be created or resumed and before anything is written, and
     what it returns is returned (the engine builds the sampler there: a factory that fails
-    leaves the store as it was)."""
+    leaves the store as it was).  ``budget``: the budgets this run applies (its options
+    over the space's; the space's where None), added to the study's ``budgets``."""
     facts = device.facts()
     require_launchable(space, facts.env(), facts.max_footprint)
     environment = device.environment()
     bounds = device.bounds().to_json()
     wanted = fingerprint(space, kernel, device, environment)
+    ran_under = {"when": now(), **dataclasses.asdict(budget or space.budget)}
     if store.orphaned():
         raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass "
@@ -424,7 +428,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "finals": finals_wanted(space, device),
         "axes": axes_of(space),
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
-        "zipped": zipped_json(space),
+        "zipped": zipped_json(space), "budgets": [ran_under],
     }):
         if worker is not None:
             store.share()
@@ -438,7 +442,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     else:
         store.open_journal()
     store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
-                       environment=environment, last_command=command, bounds=bounds,
+                       environment=environment, budget=ran_under, last_command=command,
+                       bounds=bounds,
                        finals=finals_wanted(space, device), zipped=zipped_json(space),
                        **resumed_with(space, device, wanted))
     return built

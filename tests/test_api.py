@@ -348,11 +348,12 @@ def test_a_final_left_for_a_longer_budget_names_time_where_the_command_names_its
     from sweeper.store import ProblemKey
 
     idle = SimpleNamespace(finals_deferred=[ProblemKey("float32", 4096, "cold")],
-                           finals_short_s=0.4, measured=0)
+                           finals_needed_s=1.2, finals_left_s=0.8, finals_room_s=2.0,
+                           measured=0)
     with keywords():                                      # as inside sweeper.run
-        assert _deferred_line(idle, 3.0).endswith("report's share; time='4s' or more "
+        assert _deferred_line(idle, 3.0).endswith("report's share): time='4s' or more "
                                                   "measures them")
-    assert _deferred_line(idle, 3.0).endswith("report's share; --time 4s or more measures them")
+    assert _deferred_line(idle, 3.0).endswith("report's share): --time 4s or more measures them")
 
 
 def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):

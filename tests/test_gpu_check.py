@@ -160,7 +160,8 @@ def here(monkeypatch):
     forked child."""
     from sweeper.sweep import _gpu_check
 
-    monkeypatch.setattr(_gpu_check, "in_a_fork", lambda compile, config: compile(config))
+    monkeypatch.setattr(_gpu_check, "in_a_fork",
+                        lambda compile, config, within_s=None: compile(config))
 
 
 def _check(mode: str, refused: set[int]) -> tuple[GpuCheck, _Compiler]:
@@ -292,3 +293,44 @@ def test_a_torch_op_is_not_forked_for_a_check(tmp_path, capsys, monkeypatch):
                  "--studies-dir", str(tmp_path)]) in (0, 1)
     assert "gpu check: nothing to compile for sm_90: the kernel's module names no Triton" \
         in capsys.readouterr().out
+
+
+def test_a_time_budget_too_short_for_the_check_skips_it_saying_so(small_space, tmp_path,
+                                                                  capsys, monkeypatch):
+    """The check runs in the set-up, before the sweep: where the time budget leaves less
+    than a compile takes before the report, it is skipped with a line saying so, nothing
+    forked (on the interpreter it took 0.6-1.2 s of a budget that had none of it left)."""
+    from sweeper.engine import _clock
+    from sweeper.sweep import _gpu_check
+
+    def no_fork(*args, **kwargs):
+        raise AssertionError("forked a check the time budget has no room for")
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(_gpu_check, "in_a_fork", no_fork)
+    monkeypatch.setattr(_clock.RunClock, "elapsed_s", lambda self: 0.99)
+    main(["run", str(small_space), "--device", "interpret", "--studies-dir", str(tmp_path),
+          "--no-report", "--time", "1s"])
+    assert "gpu check: skipped: the time budget leaves 0.0 s before the report, less than a " \
+        "compile for sm_90 takes here (about 1 s); nothing compiled for it" \
+        in capsys.readouterr().out
+
+
+def test_a_check_the_time_budget_left_too_little_is_ended_at_its_deadline():
+    """A check that started within the budget is ended where the time it was left runs
+    out, and skipped, saying so: set-up never carries the run past its budget."""
+    import time as clock
+
+    class Slow:
+        def compile(self, config: Config) -> Precompiled:
+            clock.sleep(60)
+            return Precompiled(Compile.COMPILED, "")
+
+    check = GpuCheck(None, Target.parse("sm_90"), "first", compiler=Slow())  # type: ignore[arg-type]
+    t0 = clock.perf_counter()
+    line = check.start(_config(64), within_s=0.5)
+    assert clock.perf_counter() - t0 < 10
+    assert line == ("gpu check: skipped: the compile for sm_90 did not end within the 0.5 s "
+                    "the time budget left it; nothing compiled for it (a longer time budget, "
+                    "or none, compiles it)")
+    assert check.skipped is not None

@@ -1346,3 +1346,39 @@ def test_plan_measures_again_what_ran_on_a_kernel_source_before_a_forced_resume(
     # the six measured are measured again; the two the constraints ruled out stay so
     assert "would measure 6 on Triton interpreter (CPU); the study in st/tiny-interpret " \
         "keeps 2 trials, not measured again" in out
+
+
+def test_a_spaces_report_is_priced_from_its_own_last_report_not_anothers(
+        write_space, tmp_path, monkeypatch):
+    """What a report's maps cost is kept per space (its ``study:`` name) beside the
+    machine's last: a space reported here is priced from its own report, however slow
+    another space's maps were since; one never reported takes the machine's last."""
+    from sweeper.devices import open_device
+    from sweeper.plan import RunCosts, costs_key, note_run, run_costs, run_shape
+    from tests.conftest import SMALL_SPACE
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    note_run("GPU R", kernel="copy", sampler="exhaustive", startup_s=None, report_s=1.0,
+             report_maps=4, report_fixed_s=0.5, compiles_s=[], ask_s=None, space="small")
+    note_run("GPU R", kernel="matmul", sampler="exhaustive", startup_s=None, report_s=40.0,
+             report_maps=8, report_fixed_s=0.5, compiles_s=[], ask_s=None, space="big")
+    costs = run_costs("GPU R")
+    small, big, other = costs.of_space("small"), costs.of_space("big"), costs.of_space("x")
+    assert small.report_for(4) == pytest.approx(1.0)
+    assert small.report_for(8) == pytest.approx(0.5 + 0.4 + 2 * (1.0 - 0.9))
+    assert big.report_for(8) == pytest.approx(40.0) and other.report_for(8) == \
+        pytest.approx(40.0)                     # never reported here: the machine's last
+    assert RunCosts().of_space("small") == RunCosts()
+    # a run's estimate and time budget read the costs of its own space
+    device = open_device("interpret")
+    path = write_space(SMALL_SPACE)             # study: tiny
+    note_run(costs_key(device), kernel="copy", sampler="exhaustive", startup_s=None,
+             report_s=1.5, report_maps=2, report_fixed_s=1.0, compiles_s=[], ask_s=None,
+             space="tiny")
+    note_run(costs_key(device), kernel="matmul", sampler="exhaustive", startup_s=None,
+             report_s=30.0, report_maps=2, report_fixed_s=1.0, compiles_s=[], ask_s=None,
+             space="elsewhere")
+    from sweeper.space import load_space
+
+    shape = run_shape(load_space(path), device, report=True, startup=True)
+    assert shape.costs.report_s == 1.5

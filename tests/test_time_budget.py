@@ -465,26 +465,36 @@ def test_finals_the_budget_does_not_cover_wait_for_the_next_run(write_space, tmp
 
 
 def test_finals_no_budget_like_this_one_covers_name_the_budget_that_does():
-    """A run that measured nothing and left a final would leave it again under the same
-    command: it names a --time that covers its first round instead."""
+    """A final left for the next run is said as the next run can honour it: where the
+    budget, once no trial is measured before the finals, leaves their first rounds the
+    time they need, the same command measures them; where it does not (a run that
+    measured nothing is such a run), the same command would leave them again, and the
+    line names a --time that covers them instead."""
     from types import SimpleNamespace
 
     from sweeper.engine._run import _deferred_line
     from sweeper.store import ProblemKey
 
     key = ProblemKey("float32", 4096, "cold")
-    ran = SimpleNamespace(finals_deferred=[key], finals_short_s=0.4, measured=3)
-    assert _deferred_line(ran, 3.0) == ("finals of 1 problem left for the next run: the time "
-                                        "budget did not cover them (run the same command to "
-                                        "measure them)")
-    idle = SimpleNamespace(finals_deferred=[key, key], finals_short_s=0.4, measured=0)
-    assert _deferred_line(idle, 3.0) == (
-        "finals of 2 problems left for the next run: the first rounds of their finals need "
-        "0.4 s more than this time budget left them after the start-up and the report's "
-        "share; --time 4s or more measures them")
-    idle.finals_deferred = [key]
-    assert "left for the next run: the first round of its final needs 0.4 s more" in \
-        _deferred_line(idle, 3.0)
+    ran = SimpleNamespace(finals_deferred=[key], finals_needed_s=1.2, finals_left_s=0.3,
+                          finals_room_s=2.0, measured=3)
+    assert _deferred_line(ran, 5.0) == (
+        "finals of 1 problem left for the next run: the time budget did not cover them "
+        "after this run's trials (the first round of its final needs 1.2 s; this time "
+        "budget leaves the finals 2.0 s after the start-up and the report's share when no "
+        "trial is measured before them): run the same command to measure them")
+    # softmax under --time 5s: the same budget would leave them again
+    ran.finals_room_s = 0.8
+    assert _deferred_line(ran, 5.0) == (
+        "finals of 1 problem left for the next run: the time budget did not cover them (the "
+        "first round of its final needs 1.2 s, 0.4 s more than this time budget leaves the "
+        "finals after the start-up and the report's share): --time 6s or more measures them")
+    idle = SimpleNamespace(finals_deferred=[key, key], finals_needed_s=1.2, finals_left_s=0.8,
+                           finals_room_s=2.0, measured=0)
+    assert _deferred_line(idle, 3.0).endswith(
+        "(the first rounds of their finals need 1.2 s, 0.4 s more than this time budget "
+        "leaves the finals after the start-up and the report's share): --time 4s or more "
+        "measures them")
 
 
 def test_the_time_budget_bounds_the_whole_command(write_space, tmp_path, capsys):
@@ -682,7 +692,118 @@ def test_a_replay_keeps_this_machines_report_seconds_for_its_next_time_budget(
     assert costs["trial_s"] == {} and costs["launch_scale"] == {}
     # a machine where that report took 40 s: a 20 s budget has no room for another
     costs.update(report_s=40.0, report_fixed_s=39.0)
+    costs["reports"]["r"].update(report_s=40.0, report_fixed_s=39.0)    # the space's own
     (tmp_path / "cache" / "run-costs.json").write_text(json.dumps(kept))
     capsys.readouterr()
     assert main([*args, "--study", "first", "--time", "20s"]) == 0
     assert "report: not written, the time budget is spent" in capsys.readouterr().out
+
+
+REPLAY_SPACE = """
+    study: r
+    kernel: copy
+    sampler: exhaustive
+    params:
+      grid: [sms, 2*sms]
+      block: [128, 256]
+      BLOCK: [1024, 2048]
+      footprint: [1GiB]
+    budget: {trials: 6, patience: 40}
+"""
+
+
+def test_a_study_records_the_budgets_each_run_was_given(write_space, tmp_path, monkeypatch):
+    """study.json keeps each run's budgets as fields (``budgets``: when, trials, time,
+    target, patience; an option over the space's ``budget:``), not only inside its command
+    line; a study an older sweeper wrote, which kept none, reads as having none."""
+    from sweeper.store import StudyMeta
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space = write_space(REPLAY_SPACE)
+    table = Path(__file__).parent / "data" / "replay" / "h200-copy.csv"
+    args = ["run", str(space), "--device", f"replay:{table}", "--quiet", "--no-report",
+            "--studies-dir", str(tmp_path / "studies")]
+    assert main([*args, "--trials", "2", "--time", "90s"]) == 0
+    assert main(args) == 0
+    meta = StudyStore(tmp_path / "studies" / "r-replay").study_meta()
+    assert [(b.trials, b.time_s, b.patience, b.target) for b in meta.budgets] == [
+        (2, 90.0, 40, None), (6, None, 40, None)]
+    assert all(b.when for b in meta.budgets) and meta.budgets[1].when == meta.resumed[-1]
+    older = json.loads((Path(__file__).parents[1] / "studies" / "h200-copy-fp32" /
+                        "study.json").read_text())
+    assert "budgets" not in older and StudyMeta.from_json(older).budgets == []
+
+
+def test_the_last_run_keeps_the_commands_wall_written_after_its_report(
+        write_space, tmp_path, monkeypatch):
+    """study.json's ``last_run.wall_s`` is the whole command's, its report included, and
+    is written after the report (a run whose report took it past its time budget is seen
+    there); the sweep's own seconds are ``sweep_s``, what ``sweeper plan`` prices a trial
+    by.  A study an older sweeper wrote kept the sweep's as ``wall_s``: read as
+    ``sweep_s``."""
+    from sweeper.cli._plan import _last_run
+    from sweeper.engine import _run
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    real = _run.report_study
+
+    def slow(*args, **kwargs):
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(_run, "report_study", slow)
+    space = write_space(REPLAY_SPACE)
+    table = Path(__file__).parent / "data" / "replay" / "h200-copy.csv"
+    t0 = time.perf_counter()
+    assert main(["run", str(space), "--device", f"replay:{table}", "--quiet",
+                 "--studies-dir", str(tmp_path / "studies")]) == 0
+    wall = time.perf_counter() - t0
+    store = StudyStore(tmp_path / "studies" / "r-replay")
+    last = store.study_meta().last_run
+    assert last["sweep_s"] + 1.0 <= last["wall_s"] <= wall, (last, wall)
+    # an older study's last run: its wall_s was the sweep's
+    store.update_meta(last_run={"wall_s": 3.0, "measured": 6, "stopped_by": "complete"})
+    assert store.study_meta().last_run == {"sweep_s": 3.0, "measured": 6,
+                                           "stopped_by": "complete"}
+    said = _last_run(store)
+    assert said is not None and "6 trials in 3 s, 0.50 s a trial" in said(0)
+
+
+def test_the_finals_reserve_is_priced_from_what_this_run_measured(write_space, tmp_path,
+                                                                  monkeypatch, capsys):
+    """What the time budget keeps for the finals comes from the trials' own samples (each
+    finalist's launches at what one of its samples took, the flush before each included)
+    and the baseline's measured median, not twice each median and the baseline at the
+    slowest finalist's: on the interpreter, which flushes nothing, beside a torch softmax
+    of microseconds, a final kept 4.2 s for 3 rounds that took 0.5 s.  Kept for its first
+    ``MIN_ROUNDS`` rounds, the reserve is now within a sane factor of what the finals
+    took in all."""
+    from sweeper.sweep import _loop
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space = write_space("""
+        study: sm
+        kernel: softmax
+        sampler: exhaustive
+        params:
+          grid: [rows]
+          block: [128, 256]
+          BLOCK: [256, 1024]
+          rows: [8]
+          cols: [200]
+          dtype: [float32]
+    """)
+    seen: list[tuple[float, float, int]] = []
+    real = _loop.Sweep._finals
+
+    def spy(self, run):
+        kept = run.budgets.keep_for_finals() - run.budgets.trial_s
+        real(self, run)
+        seen.append((kept, run.summary.finals_s, sum(f.rounds for f in run.summary.finals)))
+    monkeypatch.setattr(_loop.Sweep, "_finals", spy)
+    assert main(["run", str(space), "--device", "interpret", "--studies-dir",
+                 str(tmp_path / "studies"), "--quiet", "--no-report", "--gpu-check", "off"]) == 0
+    capsys.readouterr()
+    [(kept, took, rounds)] = seen
+    # the reserve holds MIN_ROUNDS rounds; the final ran 3 to 5
+    per_round_kept, per_round_took = kept / MIN_ROUNDS, took / rounds
+    assert 0.25 * per_round_took <= per_round_kept <= 2.0 * per_round_took, (kept, took, rounds)

@@ -141,7 +141,7 @@ def _last_run(store: Any) -> Any:
         last = store.study_meta().last_run if store is not None and store.exists() else {}
     except SweeperError:
         return None
-    wall, measured = last.get("wall_s"), last.get("measured")
+    wall, measured = last.get("sweep_s"), last.get("measured")
     if not isinstance(wall, (int, float)) or not isinstance(measured, int) or measured <= 0:
         return None
     rate = wall / measured

@@ -165,6 +165,7 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     # the sampler, built before the study is written: a factory that fails leaves none,
     # or the resumed one as it was
     sampling = open_study(store, space, kernel, device, command=command, force=options.force,
+                          budget=budgeted(space, options.trials, options.time_s).budget,
                           before_writing=lambda: Sampling.build(space, kernel, facts, configs))
     measure = device.measure_spec(space.measure)
     say = _printer(options.quiet)
@@ -173,7 +174,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
-    check = _gpu_check(say, options, space, kernel, device, facts)
+    check = _gpu_check(say, options, space, kernel, device, facts,
+                       _left_before_report(options, space, device, clock))
     clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store)
     for line in said:
         say(line)
@@ -201,21 +203,30 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                              clock=clock, check=check)
     clock.mark("sweep")
     timing = summary.timing.lines() if summary.timing is not None else []
-    store.update_meta(last_run=last_run(summary, command, priors))
+    # the report reads it (how busy, why it stopped); the command's wall follows it
+    ran = last_run(summary, command, priors, wall_s=clock.elapsed_s())
+    store.update_meta(last_run=ran)
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
     failure = _finish(options, summary, space, kernel, store, limits, clock, reporter)
     _say_time(options, clock, summary, timing)
+    # the whole command's, report included: a run past its time budget shows there
+    store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
     _note_costs(space, device, clock, summary)
     return RunResult(store, summary, failure)
 
 
-def last_run(summary: Any, command: str, priors: Sequence[Any] = ()) -> dict[str, Any]:
+def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
+             wall_s: float | None = None) -> dict[str, Any]:
     """What the study's ``last_run`` keeps of a sweep (``sweeper run``'s, or a worker's):
-    why it stopped, its seconds and trials measured (``sweeper plan``'s rate), the
-    command, the ``priors`` it started from, the GPUs it dropped and how busy it kept them
-    (the report's lines)."""
-    return {"stopped_by": summary.stopped_by, "wall_s": summary.wall_s,
+    why it stopped, the command's seconds (``wall_s``, from the process's start for a
+    command: what its ``time:`` line says, to hold against its time budget; the sweep's
+    where None), the sweep's (``sweep_s``) and its trials measured (``sweeper plan``'s
+    rate), the command, the ``priors`` it started from, the GPUs it dropped and how busy
+    it kept them (the report's lines)."""
+    return {"stopped_by": summary.stopped_by,
+            "wall_s": round(summary.wall_s if wall_s is None else wall_s, 3),
+            "sweep_s": round(summary.wall_s, 3),
             "measured": summary.measured, "command": command,
             "priors": {p.study: p.configs for p in priors},
             "dropped": [d.to_json() for d in summary.dropped],
@@ -284,20 +295,29 @@ def _finals_owed(store: Any, kept: Sequence[Any]) -> dict[tuple[Any, str], tuple
 
 
 def _deferred_line(summary: Any, budget_s: float | None) -> str:
-    """What the run says of the finals its time budget did not cover.  Where it measured
-    nothing else (the same command would spend its budget as this one did), it names the
-    longer budget that covers them (``--time 4s``, from the API ``time='4s'``), not the
-    same command."""
-    what = f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next run"
-    short = summary.finals_short_s
-    if summary.measured or budget_s is None:
-        return (f"{what}: the time budget did not cover them (run the same command to "
-                f"measure them)")
+    """What the run says of the finals its time budget did not cover: what their first
+    rounds need, and either that the same command measures them (its budget leaves them
+    that much once no trial is measured before them: a resume keeps their time first), or
+    the longer budget that does (``--time 4s``, from the API ``time='4s'``), where the same
+    command would leave them again."""
+    what = (f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next "
+            "run: the time budget did not cover them")
+    needed, room = summary.finals_needed_s, summary.finals_room_s
+    if not summary.measured:        # this run was one that measured no trial first
+        room = min(room, summary.finals_left_s)
+    if budget_s is None:
+        return f"{what} (run the same command to measure them)"
     rounds = "the first round of its final needs" if len(summary.finals_deferred) == 1 \
         else "the first rounds of their finals need"
-    longer = given("time", f"{math.ceil(budget_s + short + 0.5):d}s")
-    return (f"{what}: {rounds} {short:.1f} s more than this time budget left them after the "
-            f"start-up and the report's share; {longer} or more measures them")
+    if needed <= room:
+        return (f"{what} after this run's trials ({rounds} {needed:.1f} s; this time budget "
+                f"leaves the finals {room:.1f} s after the start-up and the report's share "
+                "when no trial is measured before them): run the same command to measure "
+                "them")
+    longer = given("time", f"{math.ceil(budget_s + needed - room + 0.5):d}s")
+    return (f"{what} ({rounds} {needed:.1f} s, {needed - room:.1f} s more than this time "
+            f"budget leaves the finals after the start-up and the report's share): {longer} "
+            "or more measures them")
 
 
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
@@ -317,7 +337,8 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
                  startup_s=None if restarted else clock.startup_s(),
                  setup_s=None if restarted else clock.setup_s(),
                  report_s=clock.steps().get("report"), report_maps=clock.report_maps,
-                 report_fixed_s=clock.report_fixed_s, compiles_s=[], ask_s=None)
+                 report_fixed_s=clock.report_fixed_s, compiles_s=[], ask_s=None,
+                 space=space.study)
         return
 
     own = summary.trials[summary.resumed:]
@@ -340,6 +361,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              setup_s=None if restarted else clock.setup_s(),
              report_s=clock.steps().get("report"),
              report_maps=clock.report_maps, report_fixed_s=clock.report_fixed_s,
+             space=space.study,
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
              first_compile_s=own[0].cold_s if own and device.measures_gpu and
              (own[0].cold_s or 0.0) >= COMPILED_S else None,
@@ -415,25 +437,47 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     return limits
 
 
+def _left_before_report(options: RunOptions, space: Any, device: Any, clock: Any
+                        ) -> float | None:
+    """Seconds the time budget leaves now before what follows the sweep (its end, ``END_S``,
+    and the report as this machine's last took it); None without a time budget."""
+    time_s: float | None = budgeted(space, options.trials, options.time_s).budget.time_s
+    if time_s is None:
+        return None
+    from sweeper.plan import costs_key, run_costs
+
+    report: float = run_costs(costs_key(device)).of_space(space.study).report_reserve(0) \
+        if options.report else 0.0
+    spent: float = clock.elapsed_s()
+    return time_s - spent - END_S - report
+
+
 def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kernel: Any,
-               device: Any, facts: Any) -> GpuCheck | None:
+               device: Any, facts: Any, left_s: float | None = None) -> GpuCheck | None:
     """On a device that runs Triton kernels without compiling them for a GPU (the
     interpreter, ``checks_gpu_compile``), the check ``--gpu-check`` asks for, its
     representative (the space's first valid config) compiled for the target now and its
     line said (:mod:`sweeper.sweep._gpu_check`); None where it is off, or skipped (its
-    line says why), or the device compiles for a GPU itself."""
+    line says why), or the device compiles for a GPU itself.  Under a time budget that
+    leaves ``left_s`` seconds before the report, a check that does not fit is skipped,
+    and one that runs is ended at that deadline: set-up takes no more of the budget than
+    it leaves."""
     if not device.checks_gpu_compile or options.gpu_check == "off":
         return None
     from sweeper.kernels._cache_probe import names_triton
     from sweeper.space import Invalid
     from sweeper.study import resolved
-    from sweeper.sweep._gpu_check import GpuCheck
+    from sweeper.sweep._gpu_check import GpuCheck, budget_skip
 
     if names_triton(space.kernel) is False:
         # no Triton to compile; and a torch op's launch computes on the CPU, which a
         # child forked from a process whose thread pools ran can block in
         say(f"gpu check: nothing to compile for {options.gpu_check_target}: the kernel's "
             "module names no Triton")
+        return None
+    skipped = budget_skip(left_s, options.gpu_check_target)
+    if skipped is not None:
+        say(skipped)
         return None
     check, line = GpuCheck.open(kernel, options.gpu_check_target, options.gpu_check)
     if check is not None:
@@ -442,7 +486,7 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
                           if not isinstance(c, Invalid)), None)
         except SweeperError:        # said in its place, when the sweep enumerates it
             first = None
-        line = check.start(first)
+        line = check.start(first, left_s)
     say(line)
     return check if check is not None and check.skipped is None else None
 
@@ -487,7 +531,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
         # own first guess that the estimate takes: the interpreter's (a 7 s report) kept
         # a first `--time 6s` run of spaces/copy-small.yaml from measuring anything (its
         # report took 1.1 s; with the H200's 1 s it measured 3 configs within the budget)
-        costs = run_costs(costs_key(device))
+        costs = run_costs(costs_key(device)).of_space(space.study)
         sweep.outside_s = clock.elapsed_s() + END_S
         sweep.finals_overhead_s = costs.finals_overhead_s
         if device.measures_gpu:       # a first compile from a cold cache, as the plan has it

@@ -15,7 +15,7 @@ from sweeper.core._units import counted
 from sweeper.engine._clock import process_age
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import SpaceSource
-from sweeper.engine._run import END_S, last_run
+from sweeper.engine._run import END_S, budgeted, last_run
 from sweeper.errors import StudyError
 from sweeper.options import check_study_name, study_folder
 
@@ -63,7 +63,9 @@ def run_worker(options: WorkerOptions) -> Any:
     worker_id = options.worker_id or f"{socket.gethostname()}:{os.getpid()}"
     # the sampler, built before the study is written: a factory that fails leaves none
     sampling = open_study(store, space, kernel, device, force=options.force, worker=worker_id,
-                          command=options.command, before_writing=lambda: Sampling.build(
+                          command=options.command,
+                          budget=budgeted(space, options.trials, options.time_s).budget,
+                          before_writing=lambda: Sampling.build(
                               space, kernel, device.facts(), []))
     print(f"worker {worker_id}: study {options.study} in {store.location}; "
           f"{counted(space.size, 'config')}, claims held for {options.lease_s:g} s between "
@@ -80,7 +82,9 @@ def run_worker(options: WorkerOptions) -> Any:
     with stopping_on_signals(stop):
         summary = sweep.run()
     # as `sweeper run` keeps its own: the last to end of workers sharing the study
-    store.update_meta(last_run={**last_run(summary, options.command), "worker": worker_id})
+    wall_s = process_age() if options.clock_from_start else None
+    store.update_meta(last_run={**last_run(summary, options.command, wall_s=wall_s),
+                                "worker": worker_id})
     print(f"worker {worker_id}: {counted(summary.measured, 'config')} measured and kept in "
           f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     print("finals and the report: once every worker is done, `sweeper run` of the same "

@@ -186,9 +186,12 @@ class Storage(ABC):
 
     def note_resumed(self, when: str, axes: Mapping[str, Sequence[str]] | None = None,
                      sampler: Mapping[str, Any] | None = None, forced: Sequence[str] = (),
-                     environment: Mapping[str, Any] | None = None, **changes: Any) -> None:
-        """Add ``when`` to the metadata's ``resumed`` list, the labels of ``axes`` (the
-        space this process sweeps) to the study's axes (:func:`~sweeper.store._ledger.widened`:
+                     environment: Mapping[str, Any] | None = None,
+                     budget: Mapping[str, Any] | None = None, **changes: Any) -> None:
+        """Add ``when`` to the metadata's ``resumed`` list, ``budget`` (this run's, as
+        :class:`~sweeper.store._meta.RunBudget` keeps it) to its ``budgets``, the labels
+        of ``axes`` (the space this process sweeps) to the study's axes
+        (:func:`~sweeper.store._ledger.widened`:
         its trials are checked against them), make ``sampler`` (this run's) its
         ``sampler``, added to its ``samplers`` (each it ran with, first to last) where it
         is new, add ``forced`` (what differed from its fingerprint in a resume with
@@ -203,6 +206,8 @@ class Storage(ABC):
         def edit(meta: dict[str, Any]) -> None:
             meta.update(named(meta, self.name))
             meta.update(changes, resumed=[*meta.get("resumed", []), when])
+            if budget is not None:
+                meta["budgets"] = [*meta.get("budgets", []), dict(budget)]
             if forced:
                 entry: dict[str, Any] = {"when": when, "changed": list(forced)}
                 if environment is not None and meta.get("environment") != environment:

@@ -22,13 +22,28 @@ from sweeper.store._upgrade import upgraded_meta
 
 
 @dataclass(frozen=True)
+class RunBudget:
+    """The budgets one run of a study was given, as it applied them (``--trials`` and
+    ``--time`` where given, else the space file's ``budget:``; ``None``: no such limit),
+    and when it started."""
+
+    when: str
+    trials: int | None = None
+    time_s: float | None = None
+    #: the fraction of the calibrated ceiling that ends the search
+    target: float | None = None
+    #: measured trials without an improvement beyond noise that end the search
+    patience: int | None = None
+
+
+@dataclass(frozen=True)
 class StudyMeta:
     """What a study recorded about itself: its name and kernel, the command it was
     created with, the space file of its latest run and how that measured (``measure``, as
     the device resolved it, and ``measure_text``), the sampler, the device's environment
     and the latest run's fingerprint, the GPU's bounds and ceilings, the space's axes
     (widened by each resume) and which of them are meta-parameters, when it was resumed
-    (and with ``--force``) and how its last run went."""
+    (and with ``--force``), the budgets each run was given and how its last run went."""
 
     study: str
     kernel: str
@@ -73,6 +88,14 @@ class StudyMeta:
     #: run's differed; the fingerprint, environment, the space's text and hash are the
     #: latest run's, so an unchanged rerun resumes without ``--force``
     forced: list[dict[str, Any]] = field(default_factory=list)
+    #: each run's budgets, first to last (the one that created it, then each resume and
+    #: each worker that joined it); empty in a study an older sweeper wrote, whose
+    #: ``command`` alone names a budget given on the command line
+    budgets: list[RunBudget] = field(default_factory=list)
+    #: how its last run went: why it stopped (``stopped_by``), the command's seconds
+    #: (``wall_s``, its report included, from the process's start for a command) and the
+    #: sweep's (``sweep_s``), the trials it measured, its command, priors, dropped GPUs
+    #: and how busy it kept them
     last_run: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

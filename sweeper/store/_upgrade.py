@@ -15,7 +15,9 @@ format 2 by :func:`upgraded` and :func:`upgraded_meta`:
   the study's kernel derives from its footprint (:func:`complete_dims`, once the records
   are typed, as that needs the kernel);
 - a tuning entry without a ``rate`` carried GB/s alone: its headline rate is its ``gbps``
-  (:func:`upgraded_entry`).
+  (:func:`upgraded_entry`);
+- a study file's ``last_run`` without a ``sweep_s`` (of format 2 too) kept the sweep's
+  seconds as its ``wall_s``: they are its ``sweep_s``, the command's seconds unknown.
 
 A record or study file of a later format than this sweeper's is not guessed at: the
 record is set aside (``file:LINE: reason``), the study file refused, each saying so.
@@ -109,6 +111,10 @@ def upgraded_entry(data: Any) -> tuple[Any, str | None]:
 def upgraded_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """A checked study file (:func:`~sweeper.store._meta.meta_problem`) as the current
     format, changed in place."""
+    last = meta.get("last_run")
+    if isinstance(last, dict) and "wall_s" in last and "sweep_s" not in last:
+        meta["last_run"] = {**{k: v for k, v in last.items() if k != "wall_s"},
+                            "sweep_s": last["wall_s"]}
     if meta.get("format") == FORMAT:
         return meta
     if not meta.get("headline"):

@@ -22,7 +22,9 @@ What it costs, and so what is checked (``--gpu-check``):
   1.03 s (scale) on an empty Triton cache, 0.59-0.73 s cached.  A process that runs
   many (the test suite's pytest, a notebook) hashes Triton once: a later check of a
   cached binary takes about 0.2 s.  The test suite runs hundreds of interpreted sweeps;
-  checking every binary would add a compile to most of their trials.
+  checking every binary would add a compile to most of their trials.  Under a time
+  budget that leaves less than :data:`GPU_CHECK_S` before the report, the set-up skips
+  it, saying so; one that runs is ended where the budget's time for it runs out.
 - ``all``: every distinct binary (:func:`~sweeper.kernels._binaries.binary_of`) before
   its first trial, a config the compiler refuses recorded as the GPU run records it.
 - ``off``: nothing is compiled for a GPU.
@@ -91,6 +93,21 @@ _AT = re.compile(r" \(at (.+)\)$")
 #: Seconds a forked compile may take before it is ended and the check skipped: a child
 #: forked from a process with threads can block on a lock one of them held at the fork.
 FORK_TIMEOUT_S = 120.0
+#: Seconds the check of one config takes on the 2-core development machine (0.6-1.2 s:
+#: the fork, Triton's hash of its library, the compile or its cache lookup): a time budget
+#: that leaves less before its report skips the check (:func:`budget_skip`)
+GPU_CHECK_S = 1.0
+
+
+def budget_skip(left_s: float | None, target: str) -> str | None:
+    """The line that says the check is skipped where the time budget leaves ``left_s``
+    seconds before the run's report (None: no budget), less than :data:`GPU_CHECK_S`;
+    ``None`` where it fits."""
+    if left_s is None or left_s >= GPU_CHECK_S:
+        return None
+    return (f"gpu check: skipped: the time budget leaves {max(left_s, 0.0):.1f} s before the "
+            f"report, less than a compile for {target} takes here (about {GPU_CHECK_S:g} s); "
+            "nothing compiled for it (a longer time budget, or none, compiles it)")
 
 
 def cannot_compile(target: Target) -> str | None:
@@ -172,16 +189,22 @@ class GpuCheck:
         keep_language()          # before this run interprets: compiles in it are Triton's
         return cls(kernel, target, mode), ""
 
-    def start(self, config: Config | None) -> str:
+    def start(self, config: Config | None, within_s: float | None = None) -> str:
         """Compile the representative ``config`` (the space's first valid one); the
-        header's line about it.  Refused: every trial is checked from now on."""
+        header's line about it.  Refused: every trial is checked from now on.  A compile
+        not done ``within_s`` (what the time budget leaves it) is ended and the check
+        skipped."""
         if config is None:
             self.skipped = "no valid config"
             return "gpu check: skipped: the space has no valid config"
-        result = self._compile(config)
+        result = self._compile(config, within_s)
         if result.status is Compile.LEFT:
             self.skipped = result.reason
             self.every = False
+            if within_s is not None and result.seconds >= within_s:
+                return (f"gpu check: skipped: the compile for {self.target} did not end "
+                        f"within the {within_s:.1f} s the time budget left it; nothing "
+                        "compiled for it (a longer time budget, or none, compiles it)")
             if result.reason == NO_TRITON:
                 return (f"gpu check: nothing to compile for {self.target}: the kernel's "
                         f"launch ({_named(config)}) runs no Triton kernel")
@@ -224,15 +247,15 @@ class GpuCheck:
         return [f"gpu check: {len(self.results)} binaries compiled for {self.target} in "
                 f"{self.seconds:.2f} s, {failed} refused"]
 
-    def _compile(self, config: Config) -> Precompiled:
-        """``config``'s binary compiled for the target, once a run; a refusal's reason
-        names the target."""
+    def _compile(self, config: Config, within_s: float | None = None) -> Precompiled:
+        """``config``'s binary compiled for the target, once a run (ended, and left, past
+        ``within_s``); a refusal's reason names the target."""
         binary = binary_of(config)
         if binary not in self.results:
             t0 = time.perf_counter()
             with warnings.catch_warnings():     # Triton 3.9's notice of a default to come
                 warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
-                result = in_a_fork(self.compiler.compile, config)
+                result = in_a_fork(self.compiler.compile, config, within_s)
             # what it cost this run: the fork and this process's hash of Triton included
             wall = time.perf_counter() - t0
             self.seconds += wall
@@ -248,14 +271,16 @@ def _named(config: Config) -> str:
     return launch_text(config.grid, config.block, config.meta)
 
 
-def in_a_fork(compile: Callable[[Config], Precompiled], config: Config) -> Precompiled:
+def in_a_fork(compile: Callable[[Config], Precompiled], config: Config,
+              within_s: float | None = None) -> Precompiled:
     """``compile(config)`` in a child forked from this process (it has torch, triton and
     the kernel imported already: a few milliseconds), so what the kernel's launch changes
     on the Python side (a launch counter, a cache of its own: tests/short_kernels_for_tests
     ``tires`` does its work on a config's first launch only) stays in the child, and the
     trial's first launch is the one the interpreter would have run first.  This process
     hashes Triton's library once first (``triton_key``), so each child does not.  Where
-    there is no ``fork`` (not POSIX): here."""
+    there is no ``fork`` (not POSIX): here.  A child with no answer after ``within_s``
+    (else :data:`FORK_TIMEOUT_S`) is killed, the compile left."""
     if not hasattr(os, "fork"):
         return compile(config)
     with contextlib.suppress(Exception):
@@ -279,7 +304,8 @@ def in_a_fork(compile: Callable[[Config], Precompiled], config: Config) -> Preco
         os._exit(code)
     os.close(write)
     chunks: list[bytes] = []
-    deadline = time.monotonic() + FORK_TIMEOUT_S
+    limit_s = FORK_TIMEOUT_S if within_s is None else min(within_s, FORK_TIMEOUT_S)
+    deadline = time.monotonic() + limit_s
     with os.fdopen(read, "rb", buffering=0) as answer_in:
         while True:
             left = deadline - time.monotonic()
@@ -288,7 +314,7 @@ def in_a_fork(compile: Callable[[Config], Precompiled], config: Config) -> Preco
                     os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 return Precompiled(Compile.LEFT, f"the compile's process gave no answer "
-                                   f"within {FORK_TIMEOUT_S:g} s")
+                                   f"within {limit_s:g} s")
             chunk = answer_in.read(1 << 16)
             if not chunk:
                 break

@@ -309,6 +309,9 @@ class Sweep:
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty, budgets.finals_round = bench.power.finals_duty, bench.round
             budgets.finals_overhead_s = self.finals_overhead_s
+            known, none = bench.baselines.known, self.kernel.baseline_name is None
+            budgets.baseline_ms = lambda key: 0.0 if none else (
+                known[key].stats.median if key in known else None)
             entrants = self._in_space(kept)     # finalists on the kernel's source now
             missing = set(Winners.of(self.store).missing(entrants)) if entrants else set()
             owed = [t for t in entrants if problem_of(t) in missing]
@@ -642,6 +645,7 @@ class Sweep:
                 summary.finals_deferred.append(problem_of(entrants[0]))
                 summary.finals_needed_s += run.budgets.first_round_s(entrants, duty)
                 summary.finals_left_s = run.budgets.finals_time_left()
+                summary.finals_room_s = run.budgets.finals_room_s()
                 return False
             self.reporter.final_started(problem_text(problem_of(entrants[0])), len(entrants))
             return True

@@ -84,10 +84,13 @@ class SweepSummary:
     finals_lost: list[str] = field(default_factory=list)
     #: problems whose finals the time budget did not cover: the next run measures them
     finals_deferred: list[ProblemKey] = field(default_factory=list)
-    #: the seconds the first rounds of the deferred finals need, together, and the time
-    #: left for finals when the last of them was deferred
+    #: the seconds the first rounds of the deferred finals need, together, the time left
+    #: for finals when the last of them was deferred, and what the time budget leaves the
+    #: finals in a run of the same command that measures no trial
+    #: (:meth:`~sweeper.sweep._budget.Budgets.finals_room_s`)
     finals_needed_s: float = 0.0
     finals_left_s: float = 0.0
+    finals_room_s: float = 0.0
     #: problems whose finals a Ctrl-C during the finals left for the next run
     finals_stopped: int = 0
     #: what the time budget keeps for the report after the sweep (seconds; ``None``
@@ -107,9 +110,3 @@ class SweepSummary:
     #: how busy it kept its GPUs, and where the rest of its time went; ``None`` for a
     #: replay, which launches nothing
     busy: Busy | None = None
-
-    @property
-    def finals_short_s(self) -> float:
-        """Seconds more the time budget must leave for the deferred finals' first rounds
-        to run, one after another."""
-        return self.finals_needed_s - self.finals_left_s
