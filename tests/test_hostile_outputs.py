@@ -62,26 +62,28 @@ def test_export_to_a_folder_is_refused_and_the_folder_untouched(one_study, tmp_p
     assert list(folder.iterdir()) == []
 
 
-OUTPUTS = [(["export", "STUDY", "--format", f, "-o"], f) for f in ("tuning", "csv", "triton")] \
-    + [(["schema", "-o"], "schema"), (["export", "STUDY", "--format", "optuna", "--to"], "optuna")]
+OPTUNA = ["export", "STUDY", "--format", "optuna", "--to"]
+OUTPUTS = [(["export", "STUDY", "--format", f, "-o"], f, "") for f in ("tuning", "csv", "triton")] \
+    + [(["schema", "-o"], "schema", ""), (OPTUNA, "optuna", ""),
+       (OPTUNA, "sqlite", "sqlite:///")]        # SQLite makes no folder of its own
 
 
-@pytest.mark.parametrize("command, name", OUTPUTS, ids=[name for _, name in OUTPUTS])
+@pytest.mark.parametrize("command, name, scheme", OUTPUTS, ids=[o[1] for o in OUTPUTS])
 def test_every_output_makes_its_folders_and_refuses_a_path_through_a_file(
-        one_study, tmp_path, capsys, command, name):
+        one_study, tmp_path, capsys, command, name, scheme):
     """Each command that writes a file a path names makes the folders it names; a path
     through a file was a failed write (exit 1, the OS's 'Not a directory'), not the bad
     input it is: exit 2, its one line, and nothing written."""
     args = [str(one_study.root) if a == "STUDY" else a for a in command]
     made = tmp_path / "new" / "deeper" / f"{name}.out"
-    assert main([*args, str(made)]) == 0
+    assert main([*args, scheme + str(made)]) == 0
     assert made.is_file()
     capsys.readouterr()
     blocker = tmp_path / "notes.txt"
     blocker.write_text("kept")
     through = blocker / "deeper" / f"{name}.out"
     before = sorted(p.name for p in tmp_path.iterdir())
-    assert main([*args, str(through)]) == 2
+    assert main([*args, scheme + str(through)]) == 2
     assert _one_line(capsys) == (f"sweeper: cannot write {through}: {blocker} is a file, not a "
                                  "folder; move it away or give another path")
     assert blocker.read_text() == "kept"

@@ -48,8 +48,8 @@ from sweeper.core._units import counted
 from sweeper.errors import SweeperError, WriteError
 from sweeper.escape import printable
 from sweeper.export import output_file
+from sweeper.fsio import make_dirs, write_error, write_temp
 from sweeper.fsio import replace as rename_over
-from sweeper.fsio import write_error, write_temp
 from sweeper.interop import Written
 from sweeper.kernels import Headline
 from sweeper.store import Storage, TrialRecord
@@ -218,6 +218,7 @@ def into_database(store: Storage, target: str, names: list[str],
         if path.is_file() and path.stat().st_size and not _starts_sqlite(path):
             raise SweeperError(f"{given('target', target)}: {path} is not a SQLite "
                                f"database; {option('target')} takes {TARGETS}")
+        make_dirs(path.parent)          # as every file an export writes (SQLite makes none)
     try:
         storage = optuna.storages.RDBStorage(_with_limits(target))
     except Exception as err:  # noqa: BLE001  (SQLAlchemy's errors are many; one line)
