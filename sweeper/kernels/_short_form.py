@@ -31,7 +31,7 @@ from sweeper.core import DTYPES, Dim, Expr, evaluate, parse
 from sweeper.core._model import BLOCKS
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
-from sweeper.errors import ExpressionError, SweeperError
+from sweeper.errors import ExpressionError, SweeperError, defined_at
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
 from sweeper.kernels._short import Count, Plan, ShortKernel
@@ -83,6 +83,7 @@ class Declaration:
         if self.baseline is not None and not callable(self.baseline):
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
+        _check_calls(name, attrs["plan"])
         attrs["baseline_name"] = None if self.baseline is None else \
             self.baseline_name or "torch"
         attrs["headline"] = _headline(name, self.headline)
@@ -213,6 +214,41 @@ def _check_launch_args(kernel: str, plan: Plan, dims: tuple[str, ...], meta: tup
     problem = check(tensors, dims, meta)
     if problem is not None:
         raise SweeperError(f"kernel {kernel}: args: {problem}")
+
+
+def _check_calls(kernel: str, plan: Plan) -> None:
+    """Refuse a launch, reference or baseline whose parameters cannot take the call it
+    gets (``launch(**tensors, config=config)``, ``reference(**inputs)``,
+    ``baseline(**tensors)``, every argument by name), as the kernel is declared: called
+    so, it would fail every config alike.  With an inputs factory only the names known
+    here are checked; a function whose signature Python cannot tell is not checked."""
+    if isinstance(plan.inputs, Mapping):
+        inputs, factory = list(plan.inputs), False
+    else:               # a factory's names are known once it runs, but those written in place
+        inputs, factory = [n for n, spec in plan.outputs.items() if spec is None], True
+    tensors = [*inputs, *(n for n, spec in plan.outputs.items() if spec is not None)]
+    calls = [("the launch function", plan.launch, tensors, True, "tensor"),
+             ("reference=", plan.reference, inputs, False, "input")]
+    if plan.baseline is not None:
+        calls.append(("baseline=", plan.baseline, tensors, False, "tensor"))
+    for what, fn, names, config, noun in calls:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            continue
+        given = {n: None for n in names} | ({"config": None} if config else {})
+        try:
+            (signature.bind_partial if factory else signature.bind)(**given)
+        except TypeError as err:
+            label = getattr(fn, "__name__", type(fn).__name__)
+            at = defined_at(fn)
+            call = ", ".join(f"{n}=..." for n in given)
+            listed = f" ({', '.join(names)})" if names else ""
+            raise SweeperError(
+                f"kernel {kernel}: {what} {label}{signature}{f' at {at}' if at else ''} "
+                f"cannot take the call it gets, {label}({call}): {err}; give it one "
+                f"parameter per {noun}, by its name{listed}"
+                f"{' and config' if config else ''}") from None
 
 
 def _tensor_name(kernel: str, where: str, name: Any) -> str:
