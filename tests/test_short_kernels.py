@@ -478,3 +478,32 @@ def test_a_function_that_cannot_take_its_call_is_refused_where_the_kernel_is_dec
     assert err.startswith(f"{space}:2: kernel: cannot load kernel 'wrong_call_{i}:k'"), err
     assert message.format(i=i) in err, err
     assert not studies.exists()
+
+
+def test_a_triton_kernel_given_as_the_launch_is_refused_where_it_is_declared(
+        tmp_path, monkeypatch, write_space, capsys):
+    """``@sweeper.kernel`` stacked on ``@triton.jit`` made the jitted function the launch,
+    which crashed every config (it cannot take ``config``) and wrote a study of failures;
+    now the space is refused at its kernel's line, saying what the launch should be."""
+    (tmp_path / "jit_as_launch.py").write_text(
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import sweeper\n"
+        "@sweeper.kernel(inputs={'x': 'n'}, outputs=['x'], meta={'BLOCK': 64},\n"
+        "                reference=lambda x: x)\n"
+        "@triton.jit\n"
+        "def k(x, n, BLOCK: tl.constexpr):\n"
+        "    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = write_space(TINY.format(study="jit", kernel="jit_as_launch:k"))
+    studies = tmp_path / "studies"
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
+               "--quiet"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and "Traceback" not in err, err
+    assert err.startswith(f"{space}:2: kernel: cannot load kernel 'jit_as_launch:k'"), err
+    assert "kernel k: the launch is the Triton kernel k itself (" in err
+    assert "); give a Python function of the tensors by name and config that launches it: " \
+           "def k(x, config): k[(config.grid,)](x, ..., num_warps=config.num_warps, " \
+           "**config.meta) (at jit_as_launch.py:4: " in err
+    assert not studies.exists()

@@ -73,6 +73,7 @@ class Declaration:
         if not callable(launch):
             raise SweeperError(f"sweeper.kernel: launch must be a function (tensors..., "
                                f"config), got {type(launch).__name__}")
+        self.refuse_triton_launch(launch)
         name = self.name or launch.__name__
         if not isinstance(name, str) or not name or name == "<lambda>":
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
@@ -93,6 +94,22 @@ class Declaration:
         attrs["__module__"] = getattr(launch, "__module__", __name__)
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
+
+    def refuse_triton_launch(self, launch: Callable[..., Any]) -> None:
+        """Refuse a ``@triton.jit`` function given as the launch (``@sweeper.kernel``
+        stacked on ``@triton.jit``): sweeper calls the launch with the tensors and
+        ``config``, which a Triton kernel cannot take (it is launched by
+        ``kernel[grid](...)``), so every config would crash alike."""
+        if not type(launch).__module__.startswith("triton."):
+            return
+        jitted = getattr(launch, "__name__", type(launch).__name__)
+        name = self.name or jitted
+        tensors = ", ".join(self.inputs) if isinstance(self.inputs, Mapping) else "..."
+        raise SweeperError(
+            f"kernel {name}: the launch is the Triton kernel {jitted} itself "
+            f"({type(launch).__name__}); give a Python function of the tensors by name and "
+            f"config that launches it: def {name}({tensors}, config): {jitted}"
+            f"[(config.grid,)]({tensors}, ..., num_warps=config.num_warps, **config.meta)")
 
     def declares(self, name: str, *, meta: bool = True, dims: bool = True) -> dict[str, Any]:
         """What kernel ``name`` declares that a space is checked against, as the class
