@@ -336,6 +336,9 @@ def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, 
                     "\"cdiv(n, BLOCK)\", or an integer >= 1"),
     ({"block": 33}, "kernel k: block=33; allowed: 32, 64, 128, 256, 512, 1024 (threads per "
                     "program, num_warps × 32)"),
+    ({"grid": "cdiv(n, BLOK)"}, "kernel k: grid='cdiv(n, BLOK)' reads 'BLOK', which the "
+     "kernel does not declare; known: BLOCK, block, footprint, itemsize, l2_bytes, n, sms; "
+     "did you mean 'BLOCK'?"),
 ])
 def test_a_bad_declaration_names_the_kernel_and_the_argument(kwargs, message):
     args = {"name": "k", "inputs": {"x": "n"}, "outputs": ["x"], "meta": {"BLOCK": 64},

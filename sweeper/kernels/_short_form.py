@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeper.core import DTYPES, Dim, Expr, evaluate, parse
-from sweeper.core._model import BLOCKS
+from sweeper.core._model import BLOCKS, FACT_NAMES
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError, defined_at
@@ -94,6 +94,14 @@ class Declaration:
         attrs["__module__"] = getattr(launch, "__module__", __name__)
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
+
+    def checked_build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
+        """:meth:`build`, and the names ``grid=`` reads checked against what the kernel
+        declares: a declaration written by hand names its meta-parameters, where a space's
+        ``cuda`` kernel takes them from the space's axes after it is built."""
+        built = self.build(launch)
+        _check_grid(built.name, self.grid, [*built.dims, *built.meta_params])
+        return built
 
     def refuse_triton_launch(self, launch: Callable[..., Any]) -> None:
         """Refuse a ``@triton.jit`` function given as the launch (``@sweeper.kernel``
@@ -266,6 +274,25 @@ def _check_calls(kernel: str, plan: Plan) -> None:
                 f"cannot take the call it gets, {label}({call}): {err}; give it one "
                 f"parameter per {noun}, by its name{listed}"
                 f"{' and config' if config else ''}") from None
+
+
+def _check_grid(kernel: str, grid: str | int | None, names: Sequence[str]) -> None:
+    """Refuse a ``grid=`` expression that reads a name the kernel does not declare (a
+    misspelt meta-parameter, ``cdiv(n, BLOK)``) as the kernel is declared, where the
+    mistake is: a space refused it at its own ``kernel:`` line, as a default for the
+    space to give (``give params.grid``)."""
+    if not isinstance(grid, str):
+        return
+    try:
+        expr = parse(grid)
+    except ExpressionError as err:
+        raise SweeperError(f"kernel {kernel}: grid={grid!r}: {err}") from None
+    known = sorted({"block", "footprint", *FACT_NAMES, *names})
+    unknown = sorted(expr.names - set(known))
+    if unknown:
+        raise SweeperError(f"kernel {kernel}: grid={grid!r} reads {unknown[0]!r}, which the "
+                           f"kernel does not declare; known: {', '.join(known)}"
+                           f"{did_you_mean(unknown[0], known)}")
 
 
 def _tensor_name(kernel: str, where: str, name: Any) -> str:
@@ -453,7 +480,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         grid=grid, block=block, dtype=dtype, footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model)
-    return declared.build if launch is None else declared.build(launch)
+    return declared.checked_build if launch is None else declared.checked_build(launch)
 
 
 def _one_array(footprint_bytes: str | None) -> bool:
