@@ -211,14 +211,15 @@ class Tuning:
         """What the file holds nearest to a lookup that found nothing, so that the message
         says what to ask for instead: the GPUs ``kernel`` in the asked dtype was tuned on
         (``ours``), else the dtypes it was tuned in (``mine``: its entries), else the
-        kernels the file has."""
+        kernels the file has, each as a lookup finds it without doubt: a user's by its
+        ``module:attr`` path, as its name alone may mean a built-in's entries."""
         if ours:
             gpus = sorted({self.entries[i].gpu for i in ours})
             return f"; it is tuned on {', '.join(map(repr, gpus))}"
         dtypes = sorted({self.entries[i].dtype for i in mine})
         if dtypes:
             return f"; {kernel} is tuned in {', '.join(dtypes)}"
-        kernels = sorted({e.kernel for e in self.entries})
+        kernels = sorted({e.identity for e in self.entries})
         return (f"; tuned kernels: {', '.join(kernels) or 'none'}"
                 f"{did_you_mean(kernel, kernels)}")
 

@@ -332,6 +332,13 @@ def load(kind: Kind, name: str) -> Plugin:
             _import(found.target, from_cwd=not found.builtin)
     except (ImportError, AttributeError) as err:
         raise _cannot_load(found, err) from err
+    except SystemExit as err:       # a script's top level: argparse, sys.exit() ...
+        at = _where(err)
+        raise SweeperError(f"cannot load {found}: importing "
+                           f"{found.target.partition(':')[0]} exited (SystemExit: {err.code})"
+                           f"{f' (at {at})' if at else ''}; its module is imported, so code "
+                           "to run as a script goes under if __name__ == \"__main__\":"
+                           ) from None
     except Exception as err:        # the plugin's own module failed while it was imported
         at = _where(err)
         # a syntax error's own text ends with "(file, line N)": say it once, as file:line

@@ -76,6 +76,12 @@ def test_a_space_file_key_takes_the_configs_and_adds_its_own_axes(write_space):
      "space.yaml:3: params.BLOCK_SIZE: BLOCK_SIZE is set by from_autotune's configs (block, "
      "num_stages, BLOCK_SIZE zipped as autotune); drop it here, or name the kernel with "
      "kernel: and list the values"),
+    # zipped in a group of the file's: said at that key, not at a group it never wrote
+    (f"from_autotune: {ADD}\nparams:\n  n_elements: [1024]\n"
+     "  tiles: {zip: {BLOCK_SIZE: [64, 128], block: [32, 64]}}\n",
+     "space.yaml:4: params.tiles.zip.BLOCK_SIZE: BLOCK_SIZE is set by from_autotune's configs "
+     "(block, num_stages, BLOCK_SIZE zipped as autotune); drop it here, or name the kernel "
+     "with kernel: and list the values"),
 ])
 def test_a_bad_from_autotune_is_one_line_at_its_key(text, message, write_space, capsys,
                                                     tmp_path):

@@ -407,6 +407,25 @@ def test_a_user_module_that_fails_to_import_is_named_at_its_line(user_module, te
                                        "config: None, name='k', inputs={'x': 'n'},)")
 
 
+@pytest.mark.parametrize(("text", "code"), [
+    ("import argparse\nX = 1\nargparse.ArgumentParser().parse_args(['--size', '4'])\n", "2"),
+    ("import sys\nX = 1\nsys.exit('done')\n", "done"),
+])
+def test_a_user_module_that_exits_as_it_is_imported_is_named_at_its_line(
+        user_module, text, code, capsys):
+    """A kernel module with a script's top level (argparse, ``sys.exit``) ended the
+    command while it was imported, with the script's usage or its exit text and no word of
+    sweeper's; now that is a one-line error at the line that exited."""
+    name = user_module(text)
+    with pytest.raises(SweeperError) as err:
+        plugins.load(plugins.KERNEL, f"{name}:K")
+    line = text.splitlines()[2]
+    assert str(err.value) == (f"cannot load kernel '{name}:K' (module:attr path): importing "
+                              f"{name} exited (SystemExit: {code}) (at {name}.py:3: {line}); "
+                              "its module is imported, so code to run as a script goes under "
+                              "if __name__ == \"__main__\":")
+
+
 def test_finding_a_plugin_imports_nothing_and_plan_reads_a_stand_in(user_module):
     marked = user_module("import pathlib\npathlib.Path('imported').write_text('yes')\n")
     found = plugins.find(plugins.KERNEL, f"{marked}:K")

@@ -336,6 +336,9 @@ def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, 
                     "\"cdiv(n, BLOCK)\", or an integer >= 1"),
     ({"block": 33}, "kernel k: block=33; allowed: 32, 64, 128, 256, 512, 1024 (threads per "
                     "program, num_warps × 32)"),
+    ({"grid": "cdiv(n, BLOK)"}, "kernel k: grid='cdiv(n, BLOK)' reads 'BLOK', which the "
+     "kernel does not declare; known: BLOCK, block, footprint, itemsize, l2_bytes, n, sms; "
+     "did you mean 'BLOCK'?"),
 ])
 def test_a_bad_declaration_names_the_kernel_and_the_argument(kwargs, message):
     args = {"name": "k", "inputs": {"x": "n"}, "outputs": ["x"], "meta": {"BLOCK": 64},
@@ -429,3 +432,81 @@ def test_a_launch_that_raises_is_recorded_at_the_users_line(tmp_path, monkeypatc
     [crashed] = [t for t in trials if t.status is TrialStatus.CRASHED]
     assert crashed.reason == ("ValueError: no tile of 1024 here (at raising_kernel.py:4: "
                               "raise ValueError('no tile of 1024 here'))")
+
+
+@pytest.mark.parametrize(("launch", "declared", "message"), [
+    ("def k(x, cfg):", "", "kernel k: the launch function k(x, cfg) at wrong_call_{i}.py:2 "
+     "cannot take the call it gets, k(x=..., config=...): missing a required argument: "
+     "'cfg'; give it one parameter per tensor, by its name (x) and config"),
+    ("def k(x):", "", "the launch function k(x) at wrong_call_{i}.py:2 cannot take the call "
+     "it gets, k(x=..., config=...): got an unexpected keyword argument 'config'"),
+    ("def k(src, config):", "", "missing a required argument: 'src'"),
+    ("def k(x, config):", ", outputs={'y': 'n'}", "k(x=..., y=..., config=...): got an "
+     "unexpected keyword argument 'y'; give it one parameter per tensor, by its name (x, y) "
+     "and config"),
+    ("def k(x, config):", ", reference=lambda y: y", "kernel k: reference= <lambda>(y) at "
+     "wrong_call_{i}.py:4 cannot take the call it gets, <lambda>(x=...): missing a required "
+     "argument: 'y'; give it one parameter per input, by its name (x)"),
+    ("def k(x, config):", ", baseline=lambda: None", "kernel k: baseline= <lambda>() at "
+     "wrong_call_{i}.py:4 cannot take the call it gets, <lambda>(x=...): got an unexpected "
+     "keyword argument 'x'; give it one parameter per tensor, by its name (x)"),
+])
+def test_a_function_that_cannot_take_its_call_is_refused_where_the_kernel_is_declared(
+        launch, declared, message, tmp_path, monkeypatch, write_space, capsys):
+    """The launch is called as ``launch(**tensors, config=config)``, the reference with the
+    inputs and the baseline with the tensors, each by name: one whose parameters cannot
+    take that call crashed every config alike and wrote a study of failures; now the space
+    is refused at its kernel's line, exit 2, naming the function, its parameters and the
+    call, with nothing written."""
+    i = len(list(tmp_path.glob("wrong_call_*.py")))
+    module = tmp_path / f"wrong_call_{i}.py"
+    arguments = {"outputs": "['x']", "reference": "lambda x: x"}
+    for part in filter(None, declared.split(", ")):
+        key, _, value = part.partition("=")
+        arguments[key] = value
+    module.write_text(
+        "import sweeper\n"
+        f"{launch}\n"
+        "    pass\n"
+        "k = sweeper.kernel(k, name='k', inputs={'x': 'n'}, meta={'BLOCK': 64}, "
+        + ", ".join(f"{key}={value}" for key, value in arguments.items()) + ")\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = write_space(TINY.format(study="wrong", kernel=f"wrong_call_{i}:k"))
+    studies = tmp_path / "studies"
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
+               "--quiet"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "", out
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"{space}:2: kernel: cannot load kernel 'wrong_call_{i}:k'"), err
+    assert message.format(i=i) in err, err
+    assert not studies.exists()
+
+
+def test_a_triton_kernel_given_as_the_launch_is_refused_where_it_is_declared(
+        tmp_path, monkeypatch, write_space, capsys):
+    """``@sweeper.kernel`` stacked on ``@triton.jit`` made the jitted function the launch,
+    which crashed every config (it cannot take ``config``) and wrote a study of failures;
+    now the space is refused at its kernel's line, saying what the launch should be."""
+    (tmp_path / "jit_as_launch.py").write_text(
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import sweeper\n"
+        "@sweeper.kernel(inputs={'x': 'n'}, outputs=['x'], meta={'BLOCK': 64},\n"
+        "                reference=lambda x: x)\n"
+        "@triton.jit\n"
+        "def k(x, n, BLOCK: tl.constexpr):\n"
+        "    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = write_space(TINY.format(study="jit", kernel="jit_as_launch:k"))
+    studies = tmp_path / "studies"
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
+               "--quiet"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and "Traceback" not in err, err
+    assert err.startswith(f"{space}:2: kernel: cannot load kernel 'jit_as_launch:k'"), err
+    assert "kernel k: the launch is the Triton kernel k itself (" in err
+    assert "); give a Python function of the tensors by name and config that launches it: " \
+           "def k(x, config): k[(config.grid,)](x, ..., num_warps=config.num_warps, " \
+           "**config.meta) (at jit_as_launch.py:4: " in err
+    assert not studies.exists()

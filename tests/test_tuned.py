@@ -188,6 +188,15 @@ def test_a_lookup_that_finds_nothing_says_what_the_file_holds(tmp_path, path):
     with pytest.raises(SweeperError, match=r"no tuned config for cpy float32 on 'NVIDIA "
                                            r"H200'; tuned kernels: copy; did you mean 'copy'\?$"):
         tuned("cpy", dtype="float32", gpu="NVIDIA H200", **asked)
+    # a user's kernel by the path that finds it: its name alone may be a built-in's
+    export_study(study(tmp_path, "mine", [1 << 20], kernel="mymod:scale",
+                       kernel_name="scale"), path)
+    with pytest.raises(SweeperError, match=r"no tuned config for examples.scale:scale "
+                                           r"float32 on 'NVIDIA H200'; tuned kernels: copy, "
+                                           r"mymod:scale$"):
+        tuned("examples.scale:scale", dtype="float32", gpu="NVIDIA H200", **asked)
+    with pytest.raises(SweeperError, match=r"; did you mean 'mymod:scale'\?$"):
+        tuned("mymod:scal", dtype="float32", gpu="NVIDIA H200", **asked)
 
 
 def test_numpy_integers_are_sizes_as_python_integers_are(tmp_path, path):

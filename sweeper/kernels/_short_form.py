@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeper.core import DTYPES, Dim, Expr, evaluate, parse
-from sweeper.core._model import BLOCKS
+from sweeper.core._model import BLOCKS, FACT_NAMES
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
-from sweeper.errors import ExpressionError, SweeperError
+from sweeper.errors import ExpressionError, SweeperError, defined_at
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
 from sweeper.kernels._short import Count, Plan, ShortKernel, launch_args_problem
@@ -73,6 +73,7 @@ class Declaration:
         if not callable(launch):
             raise SweeperError(f"sweeper.kernel: launch must be a function (tensors..., "
                                f"config), got {type(launch).__name__}")
+        self.refuse_triton_launch(launch)
         name = self.name or launch.__name__
         if not isinstance(name, str) or not name or name == "<lambda>":
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
@@ -83,6 +84,7 @@ class Declaration:
         if self.baseline is not None and not callable(self.baseline):
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
+        _check_calls(name, attrs["plan"])
         attrs["baseline_name"] = None if self.baseline is None else \
             self.baseline_name or "torch"
         attrs["headline"] = _headline(name, self.headline)
@@ -92,6 +94,30 @@ class Declaration:
         attrs["__module__"] = getattr(launch, "__module__", __name__)
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
         return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
+
+    def checked_build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
+        """:meth:`build`, and the names ``grid=`` reads checked against what the kernel
+        declares: a declaration written by hand names its meta-parameters, where a space's
+        ``cuda`` kernel takes them from the space's axes after it is built."""
+        built = self.build(launch)
+        _check_grid(built.name, self.grid, [*built.dims, *built.meta_params])
+        return built
+
+    def refuse_triton_launch(self, launch: Callable[..., Any]) -> None:
+        """Refuse a ``@triton.jit`` function given as the launch (``@sweeper.kernel``
+        stacked on ``@triton.jit``): sweeper calls the launch with the tensors and
+        ``config``, which a Triton kernel cannot take (it is launched by
+        ``kernel[grid](...)``), so every config would crash alike."""
+        if not type(launch).__module__.startswith("triton."):
+            return
+        jitted = getattr(launch, "__name__", type(launch).__name__)
+        name = self.name or jitted
+        tensors = ", ".join(self.inputs) if isinstance(self.inputs, Mapping) else "..."
+        raise SweeperError(
+            f"kernel {name}: the launch is the Triton kernel {jitted} itself "
+            f"({type(launch).__name__}); give a Python function of the tensors by name and "
+            f"config that launches it: def {name}({tensors}, config): {jitted}"
+            f"[(config.grid,)]({tensors}, ..., num_warps=config.num_warps, **config.meta)")
 
     def declares(self, name: str, *, meta: bool = True, dims: bool = True) -> dict[str, Any]:
         """What kernel ``name`` declares that a space is checked against, as the class
@@ -212,6 +238,60 @@ def _check_launch_args(kernel: str, plan: Plan, dims: tuple[str, ...], meta: tup
     problem = launch_args_problem(plan, tensors, dims, meta)
     if problem is not None:
         raise SweeperError(f"kernel {kernel}: args: {problem}")
+
+
+def _check_calls(kernel: str, plan: Plan) -> None:
+    """Refuse a launch, reference or baseline whose parameters cannot take the call it
+    gets (``launch(**tensors, config=config)``, ``reference(**inputs)``,
+    ``baseline(**tensors)``, every argument by name), as the kernel is declared: called
+    so, it would fail every config alike.  With an inputs factory only the names known
+    here are checked; a function whose signature Python cannot tell is not checked."""
+    if isinstance(plan.inputs, Mapping):
+        inputs, factory = list(plan.inputs), False
+    else:               # a factory's names are known once it runs, but those written in place
+        inputs, factory = [n for n, spec in plan.outputs.items() if spec is None], True
+    tensors = [*inputs, *(n for n, spec in plan.outputs.items() if spec is not None)]
+    calls = [("the launch function", plan.launch, tensors, True, "tensor"),
+             ("reference=", plan.reference, inputs, False, "input")]
+    if plan.baseline is not None:
+        calls.append(("baseline=", plan.baseline, tensors, False, "tensor"))
+    for what, fn, names, config, noun in calls:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            continue
+        given = {n: None for n in names} | ({"config": None} if config else {})
+        try:
+            (signature.bind_partial if factory else signature.bind)(**given)
+        except TypeError as err:
+            label = getattr(fn, "__name__", type(fn).__name__)
+            at = defined_at(fn)
+            call = ", ".join(f"{n}=..." for n in given)
+            listed = f" ({', '.join(names)})" if names else ""
+            raise SweeperError(
+                f"kernel {kernel}: {what} {label}{signature}{f' at {at}' if at else ''} "
+                f"cannot take the call it gets, {label}({call}): {err}; give it one "
+                f"parameter per {noun}, by its name{listed}"
+                f"{' and config' if config else ''}") from None
+
+
+def _check_grid(kernel: str, grid: str | int | None, names: Sequence[str]) -> None:
+    """Refuse a ``grid=`` expression that reads a name the kernel does not declare (a
+    misspelt meta-parameter, ``cdiv(n, BLOK)``) as the kernel is declared, where the
+    mistake is: a space refused it at its own ``kernel:`` line, as a default for the
+    space to give (``give params.grid``)."""
+    if not isinstance(grid, str):
+        return
+    try:
+        expr = parse(grid)
+    except ExpressionError as err:
+        raise SweeperError(f"kernel {kernel}: grid={grid!r}: {err}") from None
+    known = sorted({"block", "footprint", *FACT_NAMES, *names})
+    unknown = sorted(expr.names - set(known))
+    if unknown:
+        raise SweeperError(f"kernel {kernel}: grid={grid!r} reads {unknown[0]!r}, which the "
+                           f"kernel does not declare; known: {', '.join(known)}"
+                           f"{did_you_mean(unknown[0], known)}")
 
 
 def _tensor_name(kernel: str, where: str, name: Any) -> str:
@@ -399,7 +479,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         grid=grid, block=block, dtype=dtype, footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model)
-    return declared.build if launch is None else declared.build(launch)
+    return declared.checked_build if launch is None else declared.checked_build(launch)
 
 
 def _one_array(footprint_bytes: str | None) -> bool:

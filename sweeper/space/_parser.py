@@ -959,11 +959,16 @@ class _Parser:
         if not isinstance(params, dict):
             raise self.error("params", "params must be a mapping of keys, got "
                              f"{type(params).__name__}")
-        for key in (AUTOTUNE_GROUP, *columns):
-            if key in params:
-                raise self.error(f"params.{key}", f"{key} is set by from_autotune's configs "
-                                 f"({', '.join(columns)} zipped as {AUTOTUNE_GROUP}); drop it "
-                                 "here, or name the kernel with kernel: and list the values")
+        # an axis of the configs, given on its own or zipped in a group of the file's
+        given = [(key, key) for key in (AUTOTUNE_GROUP, *columns) if key in params] + [
+            (f"{group}.zip.{key}", key) for group, value in params.items()
+            if isinstance(value, dict) and isinstance(value.get("zip"), dict)
+            for key in value["zip"] if key in columns]
+        if given:
+            path, key = given[0]
+            raise self.error(f"params.{path}", f"{key} is set by from_autotune's configs "
+                             f"({', '.join(columns)} zipped as {AUTOTUNE_GROUP}); drop it "
+                             "here, or name the kernel with kernel: and list the values")
         line = self.where.get("from_autotune", (self.file, None))
         for key, values in columns.items():
             path = f"params.{AUTOTUNE_GROUP}.zip.{key}"
