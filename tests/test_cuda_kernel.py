@@ -1004,3 +1004,44 @@ def test_a_graph_capture_runs_with_the_garbage_collector_off(monkeypatch):
     with pytest.raises(RuntimeError, match="capture failed"):
         device.batched(lambda: None, 2, graph=True)
     assert seen == [False, False] and gc.isenabled()
+
+
+def _cuda_replay_study(tmp_path: Path) -> list[str]:
+    """A ``cuda`` space beside a copy.cu that includes part.cuh, and a replay table of its
+    two configs: the run command (a replay measures it without a GPU)."""
+    (tmp_path / "copy.cu").write_text('#include "part.cuh"\n' + COPY_CU.read_text())
+    (tmp_path / "part.cuh").write_text("// a helper\n")
+    (tmp_path / "s.yaml").write_text(space_text())
+    rows = [f'{vec},128,{cache},float32,4KiB,"cdiv(n, block)",ok,{ms},{ms} {ms} {ms}'
+            for vec, ms in ((1, 0.01), (4, 0.008)) for cache in ("cold", "warm")]
+    (tmp_path / "t.csv").write_text(
+        "# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 62914560\n"
+        "# kernel: cuda\nVEC,block,cache,dtype,footprint,grid,status,median_ms,samples_ms\n"
+        + "\n".join(rows) + "\n")
+    return ["run", str(tmp_path / "s.yaml"), "--device", f"replay:{tmp_path / 't.csv'}",
+            "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]
+
+
+@pytest.mark.parametrize("edited", ["copy.cu", "part.cuh"])
+def test_plan_sees_an_edit_of_a_cuda_kernels_source_as_run_does(tmp_path, capsys, edited):
+    """``plan`` hashes a ``cuda`` kernel's source and what it includes as ``run`` does
+    (reading the files, compiling nothing): after an edit of either, without --force it
+    refuses in run's own line, and with --force it counts the configs measured on the
+    earlier source as to measure."""
+    run = _cuda_replay_study(tmp_path)
+    plan = ["plan", *run[1:run.index("--quiet")]]
+    assert main(run) == 0
+    capsys.readouterr()
+    assert main(plan) == 0
+    assert "would measure 0 " in capsys.readouterr().out
+    with (tmp_path / edited).open("a") as file:
+        file.write("// edited\n")
+    refused = []
+    for command in (plan, run):
+        assert main(command) == 2
+        refused.append(capsys.readouterr().err)
+    assert refused[0] == refused[1] and "its kernel's source changed" in refused[0]
+    assert main([*plan, "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "would measure 2 on replay: NVIDIA H200" in out and "kernel_source" in out
+

@@ -258,6 +258,10 @@ class ShortKernel(Kernel):
             raise NotImplementedError(f"kernel {self.name} declares no baseline")
         self.plan.baseline(**buffers.tensors)
 
+    @classmethod
+    def declared_source(cls) -> str | None:
+        return cls.plan.source
+
     def source(self) -> str:
         return self.plan.source
 
