@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -1045,3 +1047,39 @@ def test_plan_sees_an_edit_of_a_cuda_kernels_source_as_run_does(tmp_path, capsys
     out = capsys.readouterr().out
     assert "would measure 2 on replay: NVIDIA H200" in out and "kernel_source" in out
 
+
+@pytest.mark.parametrize("where", ["module", "notebook"])
+def test_a_sweeper_cuda_kernels_source_hash_follows_an_edit_in_the_same_process(
+        tmp_path, monkeypatch, where):
+    """A kernel declared with ``sweeper.kernel(sweeper.cuda(...))`` hashes the CUDA text it
+    compiles as a study asks (its launch's files, read again after an edit), not the text
+    of when it was declared: a notebook that edits the ``.cu`` file and runs again in the
+    same process records the new source, as a new process would.  In a notebook (a
+    ``__main__`` without a file) the text is hashed too."""
+    import os
+    import types
+
+    cu = tmp_path / "copy.cu"
+    cu.write_text(COPY_CU.read_text())
+    cell = ('copy = sweeper.kernel(sweeper.cuda(cu, "copy", ["dst", "src", "n"]), '
+            'inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+            'grid="cdiv(n, block * VEC)", reference=torch.clone)\n')
+    if where == "notebook":
+        monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+
+    def declare() -> Any:
+        scope = {"sweeper": sweeper, "torch": torch, "cu": cu,
+                 "__name__": "__main__" if where == "notebook" else __name__}
+        if where == "module":
+            scope["__file__"] = __file__
+        exec(cell, scope)
+        return scope["copy"]
+
+    declared = declare()
+    before = declared().source_hash()
+    cu.write_text(COPY_CU.read_text() + "// edited\n")
+    stat = cu.stat()
+    os.utime(cu, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    kernel = declared()
+    assert "// edited" in kernel.source() and kernel.source_hash() != before
+    assert kernel.source_hash() == declare()().source_hash()

@@ -180,7 +180,12 @@ class CudaDeclaration(Kernel):
         if params is not None and files is not None:
             _check_meta_read(launch, files, options.get("grid", ""), params, meta)
             _check_template_defines(launch, files, params, meta)
-        source = f"{launch.kernel_source()}// reference {options['reference']}\n"
+        reference = f"// reference {options['reference']}\n"
+
+        def source() -> str:        # the files as compiled, read again after an edit
+            return launch.kernel_source() + reference
+
+        source()                    # the files can be read: the source option says so
         # the launch's integer arguments are checked against the space's values as the
         # short kernel's values_problem asks the launch (CudaLaunch.values_problem)
         attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
