@@ -1083,3 +1083,19 @@ def test_a_sweeper_cuda_kernels_source_hash_follows_an_edit_in_the_same_process(
     kernel = declared()
     assert "// edited" in kernel.source() and kernel.source_hash() != before
     assert kernel.source_hash() == declare()().source_hash()
+
+
+def test_a_header_included_only_where_nothing_is_compiled_is_no_part_of_the_source(tmp_path):
+    """The files a CUDA source is (what a study hashes, what the compile cache keys on)
+    are those its code includes as the preprocessor reads it: a header included only
+    inside ``#if 0`` or a comment is compiled by no config, so an edit of it is no new
+    source; one included in code that may be compiled is."""
+    source = tmp_path / "copy.cu"
+    source.write_text('#if 0\n#include "old.cuh"\n#endif\n/* before the split:\n'
+                      '#include "gone.cuh"\n*/\n#ifdef SOMETIMES\n#include "part.cuh"\n'
+                      '#endif\n' + COPY_CU.read_text())
+    for name in ("old.cuh", "gone.cuh", "part.cuh"):
+        (tmp_path / name).write_text(f"// {name}\n")
+    assert [p.name for p in sources(source)] == ["copy.cu", "part.cuh"]
+    text = sweeper.cuda(source, "copy", ["dst", "src", "n"]).kernel_source()
+    assert "// part.cuh" in text and "// old.cuh" not in text and "// gone.cuh" not in text

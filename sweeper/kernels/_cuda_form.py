@@ -36,9 +36,9 @@ from sweeper.kernels._cuda_spec import (
     DEFINE,
     DTYPE_DEFINE,
     IDENTIFIER,
-    INCLUDE,
     active_code,
     code_only,
+    included,
     int_overflow,
     sources,
     template_arguments,
@@ -451,6 +451,7 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
     code = _compiled_code(path, files, defined)
     if not any(named.search(text) for text in code.values()):
         functions = sorted({f for text in code.values() for f in GLOBAL.findall(text)})
+        files = {**_every_include(path), **files}       # those left out, to say which
         written = set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
         elsewhere = next((p for p, t in files.items() if p not in code and
                           named.search(active_code(t, defined, written))), None)
@@ -471,6 +472,15 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
     return None
 
 
+def _every_include(path: Path) -> dict[Path, str]:
+    """The texts of ``path`` and of every file it includes with quotes, those included
+    only in code left out too (``{}`` where one cannot be read)."""
+    try:
+        return _decoded(sources(path, left_out=True)) or {}
+    except OSError:
+        return {}
+
+
 def _compiled_code(path: Path, files: Mapping[Path, str],
                    defined: Collection[str] | None) -> dict[Path, str]:
     """The code the preprocessor reads of the source ``path`` and of each file
@@ -485,12 +495,8 @@ def _compiled_code(path: Path, files: Mapping[Path, str],
         file = todo.pop()
         if file in out or file not in files:
             continue
-        text = files[file]
-        out[file] = active_code(text, defined, written)
-        kept = out[file].split("\n")
-        for match in INCLUDE.finditer(text):
-            if kept[text.count("\n", 0, match.end())].strip():
-                todo.append((file.parent / match.group(1)).resolve())
+        out[file] = active_code(files[file], defined, written)
+        todo += [(file.parent / name).resolve() for name in included(files[file], out[file])]
     return out
 
 
