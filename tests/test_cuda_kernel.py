@@ -414,16 +414,56 @@ def test_a_template_parameter_in_code_the_preprocessor_leaves_out_is_not_read(
     """A template inside ``#if 0``, or a conditional on a define no config sets, is never
     compiled: sweeping its parameter's name as a define breaks nothing.  Where the
     condition may hold, the template is read as before."""
+    unrolled_read_or_refused(cu_space, capsys, GUARDED_CU.format(opens=opens), read)
+
+
+def unrolled_read_or_refused(cu_space, capsys, source: str, read: bool,
+                             header: str | None = None) -> None:
+    """A space sweeping ``UNROLL`` as a define beside ``source`` (and ``header``, as
+    unrolled.cuh) plans where the template ``unrolled`` is not ``read``; else it is
+    refused at the axis, naming the file that declares the template."""
     path = cu_space(space_text(extra="\n  template: 'copy<{VEC}>'").replace(
         "  footprint:", "  UNROLL: [1, 2]\n  footprint:"))
-    (path.parent / "copy.cu").write_text(GUARDED_CU.format(opens=opens))
+    (path.parent / "copy.cu").write_text(source)
+    if header is not None:
+        (path.parent / "unrolled.cuh").write_text(header)
     if not read:
         assert len(load_space(path).choices()["UNROLL"]) == 2
         return
     assert main(["plan", str(path), "--device", "interpret"]) == 2
     assert capsys.readouterr().err.startswith(
-        f"{path}:13: params.UNROLL: UNROLL is a template parameter of unrolled in copy.cu "
-        "(template <int UNROLL>)")
+        f"{path}:13: params.UNROLL: UNROLL is a template parameter of unrolled in "
+        f"{'copy.cu' if header is None else 'unrolled.cuh'} (template <int UNROLL>)")
+
+
+#: ``copy.cu`` including ``unrolled.cuh``, whose template names ``UNROLL``, under
+#: the conditional ``{opens}``.
+INCLUDING_CU = """\
+{opens}
+#include "unrolled.cuh"
+#endif
+template <int VEC>
+__global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
+    for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += VEC)
+        dst[i] = src[i];
+}}
+"""
+
+
+@pytest.mark.parametrize(("opens", "read"), [
+    ("#ifdef USE_UNROLLED", False),        # no config defines it: never included
+    ("#if !defined(UNROLL)", False),       # every config defines UNROLL
+    ("#ifdef block_size_x", True),         # every config defines it: included
+    ("#if UNROLL > 1", True),              # may hold
+])
+def test_a_template_parameter_in_a_header_included_where_nothing_compiles_is_not_read(
+        cu_space, capsys, opens, read):
+    """A header is read for template parameters only where code that compiles includes it,
+    as the entry is looked for: a template of a header included only under a conditional
+    no config takes breaks nothing, so sweeping its parameter's name is not refused."""
+    unrolled_read_or_refused(
+        cu_space, capsys, INCLUDING_CU.format(opens=opens), read,
+        "template <int UNROLL> __device__ void unrolled(float *x) { x[0] = UNROLL; }\n")
 
 
 def test_a_template_passing_every_swept_parameter_plans(cu_space):

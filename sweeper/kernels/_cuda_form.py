@@ -300,13 +300,15 @@ def _check_template_defines(launch: CudaLaunch, files: Mapping[Path, str], param
     looked at first, and there the remedy is to pass the axis in ``template``.  Code a
     preprocessor conditional leaves out at every config (``#if 0``, ``#ifdef X`` of an X
     neither swept nor defined in the source) is not read
-    (:func:`~sweeper.kernels._cuda_spec.active_code`).  ``files``: the source's
-    :func:`_texts`."""
+    (:func:`~sweeper.kernels._cuda_spec.active_code`), nor a file only such code
+    includes: the files are read as the entry is looked for (:func:`_compiled_code`).
+    ``files``: the source's :func:`_texts`."""
     entry = launch.template.split("<", 1)[0].strip().split("::")[-1] if launch.template \
         else launch.entry
     passed = set(template_names(launch.template)) if launch.template else set()
     defined = _always_defined(launch, meta)
-    found = [(path, t) for path, text in files.items() for t in templates(text, defined)]
+    code = _compiled_code(launch.source, files, defined)
+    found = [(path, t) for path, text in code.items() for t in templates(text, defined)]
     found.sort(key=lambda pt: pt[1].name != entry)
     for name in meta:
         path, template = next(((p, t) for p, t in found if name in t.params), (None, None))
