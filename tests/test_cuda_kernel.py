@@ -1139,3 +1139,22 @@ def test_a_header_included_only_where_nothing_is_compiled_is_no_part_of_the_sour
     assert [p.name for p in sources(source)] == ["copy.cu", "part.cuh"]
     text = sweeper.cuda(source, "copy", ["dst", "src", "n"]).kernel_source()
     assert "// part.cuh" in text and "// old.cuh" not in text and "// gone.cuh" not in text
+
+
+def test_a_cuda_space_reads_its_source_once_as_it_is_parsed(cu_space, monkeypatch):
+    """Parsing a ``cuda`` space reads the source and its includes once: the kernel's
+    declaration reads them for its checks and hands them to its launch, whose source
+    (what a study hashes) reuses them; the ``source`` option is checked to name a file
+    as the space is read, its text as the declaration reads it."""
+    from sweeper.kernels import _cuda_build, _cuda_form
+
+    path = cu_space(space_text())
+    reads = []
+
+    def counted(source, seen=(), **kwargs):
+        reads.append(source)
+        return sources(source, seen, **kwargs)
+    monkeypatch.setattr(_cuda_form, "sources", counted)
+    monkeypatch.setattr(_cuda_build, "sources", counted)
+    assert dict(load_space(path).kernel_options)["entry"] == "copy"
+    assert reads == [path.parent / "copy.cu"]

@@ -147,9 +147,13 @@ class CudaDeclaration(Kernel):
         ``model`` names (:mod:`sweeper.kernels._model_form`; the names its settings read
         are checked against those axes and the dimensions, and unchecked where there are
         none)."""
+        read, problem = _read_source(options["source"], "the space file")
+        if problem is not None:                 # read once here, kept by the launch
+            raise OptionError("source", problem)
         meta = _meta_names(options, params)
         launch = CudaLaunch(Path(options["source"]), options["entry"],
-                            json.loads(options["args"]), options.get("template"), __name__)
+                            json.loads(options["args"]), options.get("template"), __name__,
+                            read)
         inputs, outputs = _tensors(options)
         dims = json.loads(options["dims"]) if "dims" in options else None
         model = read_model(options["model"], meta if params is not None else None,
@@ -357,7 +361,10 @@ def _axis_path(params: Any, name: str) -> str:
 
 
 def _source_problem(value: str, relative_to: str = "the space file") -> str | None:
-    return _read_source(value, relative_to)[1]
+    """Why ``value`` names no source file (its text is read, and checked, once: as the
+    kernel is declared, :func:`_read_source`)."""
+    return None if Path(value).is_file() else \
+        f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
 
 
 def _read_source(value: str, relative_to: str
@@ -366,8 +373,9 @@ def _read_source(value: str, relative_to: str
     why it cannot serve (``None``: it can): no such file, unreadable, or not UTF-8 (the
     text NVRTC is given; it reads the includes itself)."""
     path = Path(value)
-    if not path.is_file():
-        return None, f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
+    missing = _source_problem(value, relative_to)
+    if missing is not None:
+        return None, missing
     try:
         files = sources(path)
         files[path.resolve()].decode()
