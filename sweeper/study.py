@@ -148,8 +148,9 @@ def planned_fingerprint(space: Space, device: Device) -> dict[str, str]:
     triton or the kernel: the device, its GPU (unless plan assumed one), the kernel's
     name, the space's content, sweeper's version, the environment variables, the
     device's :meth:`~sweeper.devices.Device.planned_environment` (a replay's table), and
-    the kernel's source where its module's text tells it (:func:`source_hash_unrun`: a
-    ``@sweeper.kernel`` function's).  The run compares the libraries' versions too, and
+    the kernel's source where it is told running nothing (:func:`source_hash_unrun`: a
+    ``@sweeper.kernel`` function's from its module's text, a ``cuda`` kernel's from its
+    files).  The run compares the libraries' versions too, and
     every kernel's source."""
     from sweeper._version import __version__
     from sweeper.kernels import source_hash_unrun
@@ -157,7 +158,7 @@ def planned_fingerprint(space: Space, device: Device) -> dict[str, str]:
     out = {"device": device.name, "kernel": space.kernel,
            "space_content": space.content_sha256, "sweeper": __version__,
            "env": _env_text(recorded_env())}
-    source = source_hash_unrun(space.kernel)
+    source = source_hash_unrun(space.kernel, space.kernel_options)
     if source is not None:
         out["kernel_source"] = source
     out.update({k: v for k, v in device.planned_environment().items()

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -412,16 +414,56 @@ def test_a_template_parameter_in_code_the_preprocessor_leaves_out_is_not_read(
     """A template inside ``#if 0``, or a conditional on a define no config sets, is never
     compiled: sweeping its parameter's name as a define breaks nothing.  Where the
     condition may hold, the template is read as before."""
+    unrolled_read_or_refused(cu_space, capsys, GUARDED_CU.format(opens=opens), read)
+
+
+def unrolled_read_or_refused(cu_space, capsys, source: str, read: bool,
+                             header: str | None = None) -> None:
+    """A space sweeping ``UNROLL`` as a define beside ``source`` (and ``header``, as
+    unrolled.cuh) plans where the template ``unrolled`` is not ``read``; else it is
+    refused at the axis, naming the file that declares the template."""
     path = cu_space(space_text(extra="\n  template: 'copy<{VEC}>'").replace(
         "  footprint:", "  UNROLL: [1, 2]\n  footprint:"))
-    (path.parent / "copy.cu").write_text(GUARDED_CU.format(opens=opens))
+    (path.parent / "copy.cu").write_text(source)
+    if header is not None:
+        (path.parent / "unrolled.cuh").write_text(header)
     if not read:
         assert len(load_space(path).choices()["UNROLL"]) == 2
         return
     assert main(["plan", str(path), "--device", "interpret"]) == 2
     assert capsys.readouterr().err.startswith(
-        f"{path}:13: params.UNROLL: UNROLL is a template parameter of unrolled in copy.cu "
-        "(template <int UNROLL>)")
+        f"{path}:13: params.UNROLL: UNROLL is a template parameter of unrolled in "
+        f"{'copy.cu' if header is None else 'unrolled.cuh'} (template <int UNROLL>)")
+
+
+#: ``copy.cu`` including ``unrolled.cuh``, whose template names ``UNROLL``, under
+#: the conditional ``{opens}``.
+INCLUDING_CU = """\
+{opens}
+#include "unrolled.cuh"
+#endif
+template <int VEC>
+__global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
+    for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += VEC)
+        dst[i] = src[i];
+}}
+"""
+
+
+@pytest.mark.parametrize(("opens", "read"), [
+    ("#ifdef USE_UNROLLED", False),        # no config defines it: never included
+    ("#if !defined(UNROLL)", False),       # every config defines UNROLL
+    ("#ifdef block_size_x", True),         # every config defines it: included
+    ("#if UNROLL > 1", True),              # may hold
+])
+def test_a_template_parameter_in_a_header_included_where_nothing_compiles_is_not_read(
+        cu_space, capsys, opens, read):
+    """A header is read for template parameters only where code that compiles includes it,
+    as the entry is looked for: a template of a header included only under a conditional
+    no config takes breaks nothing, so sweeping its parameter's name is not refused."""
+    unrolled_read_or_refused(
+        cu_space, capsys, INCLUDING_CU.format(opens=opens), read,
+        "template <int UNROLL> __device__ void unrolled(float *x) { x[0] = UNROLL; }\n")
 
 
 def test_a_template_passing_every_swept_parameter_plans(cu_space):
@@ -1004,3 +1046,115 @@ def test_a_graph_capture_runs_with_the_garbage_collector_off(monkeypatch):
     with pytest.raises(RuntimeError, match="capture failed"):
         device.batched(lambda: None, 2, graph=True)
     assert seen == [False, False] and gc.isenabled()
+
+
+def _cuda_replay_study(tmp_path: Path) -> list[str]:
+    """A ``cuda`` space beside a copy.cu that includes part.cuh, and a replay table of its
+    two configs: the run command (a replay measures it without a GPU)."""
+    (tmp_path / "copy.cu").write_text('#include "part.cuh"\n' + COPY_CU.read_text())
+    (tmp_path / "part.cuh").write_text("// a helper\n")
+    (tmp_path / "s.yaml").write_text(space_text())
+    rows = [f'{vec},128,{cache},float32,4KiB,"cdiv(n, block)",ok,{ms},{ms} {ms} {ms}'
+            for vec, ms in ((1, 0.01), (4, 0.008)) for cache in ("cold", "warm")]
+    (tmp_path / "t.csv").write_text(
+        "# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 62914560\n"
+        "# kernel: cuda\nVEC,block,cache,dtype,footprint,grid,status,median_ms,samples_ms\n"
+        + "\n".join(rows) + "\n")
+    return ["run", str(tmp_path / "s.yaml"), "--device", f"replay:{tmp_path / 't.csv'}",
+            "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]
+
+
+@pytest.mark.parametrize("edited", ["copy.cu", "part.cuh"])
+def test_plan_sees_an_edit_of_a_cuda_kernels_source_as_run_does(tmp_path, capsys, edited):
+    """``plan`` hashes a ``cuda`` kernel's source and what it includes as ``run`` does
+    (reading the files, compiling nothing): after an edit of either, without --force it
+    refuses in run's own line, and with --force it counts the configs measured on the
+    earlier source as to measure."""
+    run = _cuda_replay_study(tmp_path)
+    plan = ["plan", *run[1:run.index("--quiet")]]
+    assert main(run) == 0
+    capsys.readouterr()
+    assert main(plan) == 0
+    assert "would measure 0 " in capsys.readouterr().out
+    with (tmp_path / edited).open("a") as file:
+        file.write("// edited\n")
+    refused = []
+    for command in (plan, run):
+        assert main(command) == 2
+        refused.append(capsys.readouterr().err)
+    assert refused[0] == refused[1] and "its kernel's source changed" in refused[0]
+    assert main([*plan, "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "would measure 2 on replay: NVIDIA H200" in out and "kernel_source" in out
+
+
+@pytest.mark.parametrize("where", ["module", "notebook"])
+def test_a_sweeper_cuda_kernels_source_hash_follows_an_edit_in_the_same_process(
+        tmp_path, monkeypatch, where):
+    """A kernel declared with ``sweeper.kernel(sweeper.cuda(...))`` hashes the CUDA text it
+    compiles as a study asks (its launch's files, read again after an edit), not the text
+    of when it was declared: a notebook that edits the ``.cu`` file and runs again in the
+    same process records the new source, as a new process would.  In a notebook (a
+    ``__main__`` without a file) the text is hashed too."""
+    import os
+    import types
+
+    cu = tmp_path / "copy.cu"
+    cu.write_text(COPY_CU.read_text())
+    cell = ('copy = sweeper.kernel(sweeper.cuda(cu, "copy", ["dst", "src", "n"]), '
+            'inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+            'grid="cdiv(n, block * VEC)", reference=torch.clone)\n')
+    if where == "notebook":
+        monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+
+    def declare() -> Any:
+        scope = {"sweeper": sweeper, "torch": torch, "cu": cu,
+                 "__name__": "__main__" if where == "notebook" else __name__}
+        if where == "module":
+            scope["__file__"] = __file__
+        exec(cell, scope)
+        return scope["copy"]
+
+    declared = declare()
+    before = declared().source_hash()
+    cu.write_text(COPY_CU.read_text() + "// edited\n")
+    stat = cu.stat()
+    os.utime(cu, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    kernel = declared()
+    assert "// edited" in kernel.source() and kernel.source_hash() != before
+    assert kernel.source_hash() == declare()().source_hash()
+
+
+def test_a_header_included_only_where_nothing_is_compiled_is_no_part_of_the_source(tmp_path):
+    """The files a CUDA source is (what a study hashes, what the compile cache keys on)
+    are those its code includes as the preprocessor reads it: a header included only
+    inside ``#if 0`` or a comment is compiled by no config, so an edit of it is no new
+    source; one included in code that may be compiled is."""
+    source = tmp_path / "copy.cu"
+    source.write_text('#if 0\n#include "old.cuh"\n#endif\n/* before the split:\n'
+                      '#include "gone.cuh"\n*/\n#ifdef SOMETIMES\n#include "part.cuh"\n'
+                      '#endif\n' + COPY_CU.read_text())
+    for name in ("old.cuh", "gone.cuh", "part.cuh"):
+        (tmp_path / name).write_text(f"// {name}\n")
+    assert [p.name for p in sources(source)] == ["copy.cu", "part.cuh"]
+    text = sweeper.cuda(source, "copy", ["dst", "src", "n"]).kernel_source()
+    assert "// part.cuh" in text and "// old.cuh" not in text and "// gone.cuh" not in text
+
+
+def test_a_cuda_space_reads_its_source_once_as_it_is_parsed(cu_space, monkeypatch):
+    """Parsing a ``cuda`` space reads the source and its includes once: the kernel's
+    declaration reads them for its checks and hands them to its launch, whose source
+    (what a study hashes) reuses them; the ``source`` option is checked to name a file
+    as the space is read, its text as the declaration reads it."""
+    from sweeper.kernels import _cuda_build, _cuda_form
+
+    path = cu_space(space_text())
+    reads = []
+
+    def counted(source, seen=(), **kwargs):
+        reads.append(source)
+        return sources(source, seen, **kwargs)
+    monkeypatch.setattr(_cuda_form, "sources", counted)
+    monkeypatch.setattr(_cuda_build, "sources", counted)
+    assert dict(load_space(path).kernel_options)["entry"] == "copy"
+    assert reads == [path.parent / "copy.cu"]

@@ -67,20 +67,28 @@ def source_hash_now(name: str) -> str | None:
     return module_source_hash(found.target)
 
 
-def source_hash_unrun(name: str) -> str | None:
+def source_hash_unrun(name: str, options: Iterable[tuple[str, str]] = ()) -> str | None:
     """Kernel ``name``'s source hash as a study of it records it, where that can be told
-    from its module's text alone, importing and running nothing (``sweeper plan``): a
-    function its module declares with ``@sweeper.kernel(...)``
-    (:func:`~sweeper.kernels._unimported.module_source_hash`).  ``None`` for a built-in
-    (its source changes only with sweeper's, which a study's fingerprint names apart) and
-    for any kernel whose hash needs its code run."""
+    importing and running nothing (``sweeper plan``): a function its module declares with
+    ``@sweeper.kernel(...)``, from the module's text
+    (:func:`~sweeper.kernels._unimported.module_source_hash`); a built-in whose
+    ``options`` (a space's ``kernel_options``) declare its source, from the declaration
+    they build (``cuda``: the ``.cu`` file and what it includes, read as a run reads
+    them, nothing compiled; :meth:`Kernel.declared_source`).  ``None`` for another
+    built-in (its source changes only with sweeper's, which a study's fingerprint names
+    apart) and for any kernel whose hash needs its code run."""
+    from sweeper.kernels._base import hash_of_source
     from sweeper.kernels._unimported import module_source_hash
 
     try:
         found = plugins.find(plugins.KERNEL, name)
-    except SweeperError:
-        return None
-    return None if found.builtin else module_source_hash(found.target)
+        if not found.builtin:
+            return module_source_hash(found.target)
+        declared = plugins.kernel_declaration(name).specialize(dict(options), None)
+        source = declared.declared_source()
+    except (SweeperError, OSError, LookupError, ValueError):
+        return None             # options missing or unfit: the run refuses them, and why
+    return None if source is None else hash_of_source(source)
 
 
 def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:

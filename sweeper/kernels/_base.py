@@ -373,6 +373,13 @@ class Kernel(abc.ABC):
         """The source whose hash identifies this kernel's version in a study."""
         return inspect.getsource(type(self))
 
+    @classmethod
+    def declared_source(cls) -> str | None:
+        """:meth:`source` as the class alone tells it, constructing nothing, where it is
+        declared with the class (a short kernel's, such as a ``cuda`` kernel's built from
+        a space's options); ``None`` where only an instance tells it."""
+        return None
+
     def source_hash(self) -> str:
         """A short hash of :meth:`source` (:func:`hash_of_source`): a study records it, so
         results of an edited kernel are not mixed with those of the version they were

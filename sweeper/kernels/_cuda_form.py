@@ -36,9 +36,9 @@ from sweeper.kernels._cuda_spec import (
     DEFINE,
     DTYPE_DEFINE,
     IDENTIFIER,
-    INCLUDE,
     active_code,
     code_only,
+    included,
     int_overflow,
     sources,
     template_arguments,
@@ -147,9 +147,13 @@ class CudaDeclaration(Kernel):
         ``model`` names (:mod:`sweeper.kernels._model_form`; the names its settings read
         are checked against those axes and the dimensions, and unchecked where there are
         none)."""
+        read, problem = _read_source(options["source"], "the space file")
+        if problem is not None:                 # read once here, kept by the launch
+            raise OptionError("source", problem)
         meta = _meta_names(options, params)
         launch = CudaLaunch(Path(options["source"]), options["entry"],
-                            json.loads(options["args"]), options.get("template"), __name__)
+                            json.loads(options["args"]), options.get("template"), __name__,
+                            read)
         inputs, outputs = _tensors(options)
         dims = json.loads(options["dims"]) if "dims" in options else None
         model = read_model(options["model"], meta if params is not None else None,
@@ -180,7 +184,12 @@ class CudaDeclaration(Kernel):
         if params is not None and files is not None:
             _check_meta_read(launch, files, options.get("grid", ""), params, meta)
             _check_template_defines(launch, files, params, meta)
-        source = f"{launch.kernel_source()}// reference {options['reference']}\n"
+        reference = f"// reference {options['reference']}\n"
+
+        def source() -> str:        # the files as compiled, read again after an edit
+            return launch.kernel_source() + reference
+
+        source()                    # the files can be read: the source option says so
         # the launch's integer arguments are checked against the space's values as the
         # short kernel's values_problem asks the launch (CudaLaunch.values_problem)
         attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
@@ -295,13 +304,15 @@ def _check_template_defines(launch: CudaLaunch, files: Mapping[Path, str], param
     looked at first, and there the remedy is to pass the axis in ``template``.  Code a
     preprocessor conditional leaves out at every config (``#if 0``, ``#ifdef X`` of an X
     neither swept nor defined in the source) is not read
-    (:func:`~sweeper.kernels._cuda_spec.active_code`).  ``files``: the source's
-    :func:`_texts`."""
+    (:func:`~sweeper.kernels._cuda_spec.active_code`), nor a file only such code
+    includes: the files are read as the entry is looked for (:func:`_compiled_code`).
+    ``files``: the source's :func:`_texts`."""
     entry = launch.template.split("<", 1)[0].strip().split("::")[-1] if launch.template \
         else launch.entry
     passed = set(template_names(launch.template)) if launch.template else set()
     defined = _always_defined(launch, meta)
-    found = [(path, t) for path, text in files.items() for t in templates(text, defined)]
+    code = _compiled_code(launch.source, files, defined)
+    found = [(path, t) for path, text in code.items() for t in templates(text, defined)]
     found.sort(key=lambda pt: pt[1].name != entry)
     for name in meta:
         path, template = next(((p, t) for p, t in found if name in t.params), (None, None))
@@ -350,7 +361,10 @@ def _axis_path(params: Any, name: str) -> str:
 
 
 def _source_problem(value: str, relative_to: str = "the space file") -> str | None:
-    return _read_source(value, relative_to)[1]
+    """Why ``value`` names no source file (its text is read, and checked, once: as the
+    kernel is declared, :func:`_read_source`)."""
+    return None if Path(value).is_file() else \
+        f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
 
 
 def _read_source(value: str, relative_to: str
@@ -359,8 +373,9 @@ def _read_source(value: str, relative_to: str
     why it cannot serve (``None``: it can): no such file, unreadable, or not UTF-8 (the
     text NVRTC is given; it reads the includes itself)."""
     path = Path(value)
-    if not path.is_file():
-        return None, f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
+    missing = _source_problem(value, relative_to)
+    if missing is not None:
+        return None, missing
     try:
         files = sources(path)
         files[path.resolve()].decode()
@@ -446,6 +461,7 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
     code = _compiled_code(path, files, defined)
     if not any(named.search(text) for text in code.values()):
         functions = sorted({f for text in code.values() for f in GLOBAL.findall(text)})
+        files = {**_every_include(path), **files}       # those left out, to say which
         written = set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
         elsewhere = next((p for p, t in files.items() if p not in code and
                           named.search(active_code(t, defined, written))), None)
@@ -466,6 +482,15 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
     return None
 
 
+def _every_include(path: Path) -> dict[Path, str]:
+    """The texts of ``path`` and of every file it includes with quotes, those included
+    only in code left out too (``{}`` where one cannot be read)."""
+    try:
+        return _decoded(sources(path, left_out=True)) or {}
+    except OSError:
+        return {}
+
+
 def _compiled_code(path: Path, files: Mapping[Path, str],
                    defined: Collection[str] | None) -> dict[Path, str]:
     """The code the preprocessor reads of the source ``path`` and of each file
@@ -480,12 +505,8 @@ def _compiled_code(path: Path, files: Mapping[Path, str],
         file = todo.pop()
         if file in out or file not in files:
             continue
-        text = files[file]
-        out[file] = active_code(text, defined, written)
-        kept = out[file].split("\n")
-        for match in INCLUDE.finditer(text):
-            if kept[text.count("\n", 0, match.end())].strip():
-                todo.append((file.parent / match.group(1)).resolve())
+        out[file] = active_code(files[file], defined, written)
+        todo += [(file.parent / name).resolve() for name in included(files[file], out[file])]
     return out
 
 

@@ -334,16 +334,31 @@ def nvrtc_options(meta: Mapping[str, int], block: int, dtype: str,
     return tuple(f"-D{n}={v}" for n, v in sorted(defines.items()))
 
 
-def sources(path: Path, seen: tuple[Path, ...] = ()) -> dict[Path, bytes]:
-    """``path``'s bytes and those of every file it includes with quotes, each resolved
-    beside its includer as NVRTC does with ``-I`` of that folder (a file not found there
-    is a system header and stays out); an ``OSError`` where ``path`` cannot be read."""
+def included(text: str, code: str | None = None) -> list[str]:
+    """The files ``text`` includes with quotes, as written, in order: those whose
+    ``#include`` line ``code`` keeps (``text``'s :func:`active_code`, its line count
+    kept; an ``#include`` inside a comment or a branch left out is none), or every one
+    where ``code`` is ``None``."""
+    kept = None if code is None else code.split("\n")
+    return [m.group(1) for m in INCLUDE.finditer(text)
+            if kept is None or kept[text.count("\n", 0, m.end())].strip()]
+
+
+def sources(path: Path, seen: tuple[Path, ...] = (), *, left_out: bool = False
+            ) -> dict[Path, bytes]:
+    """``path``'s bytes and those of every file its code includes with quotes, each
+    resolved beside its includer as NVRTC does with ``-I`` of that folder (a file not
+    found there is a system header and stays out); an ``OSError`` where ``path`` cannot be
+    read.  An ``#include`` in a comment or in a branch no config compiles (``#if 0``:
+    :func:`active_code`, which knows no defines here) brings nothing in, unless
+    ``left_out`` (what a message may name)."""
     path = path.resolve()
     found = {path: path.read_bytes()}
-    for name in INCLUDE.findall(found[path].decode(errors="replace")):
-        included = (path.parent / name).resolve()
-        if included.is_file() and included not in (*seen, *found):
-            found.update(sources(included, (*seen, path)))
+    text = found[path].decode(errors="replace")
+    for name in included(text, None if left_out else active_code(text)):
+        file = (path.parent / name).resolve()
+        if file.is_file() and file not in (*seen, *found):
+            found.update(sources(file, (*seen, path), left_out=left_out))
     return found
 
 

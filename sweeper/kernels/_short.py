@@ -77,7 +77,9 @@ class Plan:
     bytes_moved: Expr | Callable[[Problem], int] | None = None
     flops: Expr | Callable[[Problem], int] | None = None
     baseline: Callable[..., Any] | None = None
-    source: str = ""
+    #: what identifies the kernel's version (:meth:`ShortKernel.source`); a function
+    #: where it is read as asked (a compiled launch's files, which may be edited)
+    source: str | Callable[[], str] = ""
 
     @property
     def inplace(self) -> tuple[str, ...]:
@@ -258,8 +260,15 @@ class ShortKernel(Kernel):
             raise NotImplementedError(f"kernel {self.name} declares no baseline")
         self.plan.baseline(**buffers.tensors)
 
+    @classmethod
+    def declared_source(cls) -> str | None:
+        """The plan's source, as it reads now (a launch's files edited since the kernel
+        was declared: the edited text, the one compiled)."""
+        source = cls.plan.source
+        return source() if callable(source) else source
+
     def source(self) -> str:
-        return self.plan.source
+        return self.declared_source() or ""
 
 
 def launch_args_problem(plan: Plan, tensors: Sequence[str], dims: Sequence[str],

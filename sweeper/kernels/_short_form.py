@@ -409,18 +409,21 @@ def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]
     return expr
 
 
-def _source(launch: Callable[..., Any], declared: Declaration) -> str:
+def _source(launch: Callable[..., Any], declared: Declaration) -> str | Callable[[], str]:
     """What identifies the kernel's version in a study: the source of the module that
-    declares it (its Triton code too), else the declaration and the launch's code."""
+    declares it (its Triton code too), else the declaration and the launch's code; and
+    after it a compiled launch's own code (``sweeper.cuda``: its files), read as a study
+    asks for it, so that the text hashed is the one compiled, an edit since the kernel
+    was declared too."""
     module = sys.modules.get(getattr(launch, "__module__", ""))
     own = getattr(launch, "kernel_source", None)          # a compiled launch's own code
     try:
-        return (inspect.getsource(module) if module is not None else "") + \
-            (own() if callable(own) else "")
-    except (OSError, TypeError):
+        head = inspect.getsource(module) if module is not None else ""
+    except (OSError, TypeError):                          # a notebook's __main__
         code = getattr(launch, "__code__", None)
         raw = repr(declared).encode() + (code.co_code if code is not None else b"")
-        return hashlib.sha256(raw).hexdigest()
+        head = hashlib.sha256(raw).hexdigest()
+    return (lambda: head + own()) if callable(own) else head
 
 
 @entry(spelled=False)
