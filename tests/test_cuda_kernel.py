@@ -1125,6 +1125,33 @@ def test_a_sweeper_cuda_kernels_source_hash_follows_an_edit_in_the_same_process(
     assert kernel.source_hash() == declare()().source_hash()
 
 
+def test_a_notebook_kernels_source_hash_holds_in_a_new_process_and_follows_an_edit(
+        tmp_path, monkeypatch):
+    """A kernel declared where no file holds its module (a notebook's ``__main__``) is
+    identified by its declaration and its functions' code: the same cell run again (its
+    functions new objects at new addresses, as in a new process) gives the same hash, so
+    a study resumes; an edited reference gives another.  The declaration's repr alone
+    named each function by its address, another in every process."""
+    import types
+
+    cu = tmp_path / "copy.cu"
+    cu.write_text(COPY_CU.read_text())
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+
+    def declare(body: str) -> Any:
+        cell = (f"def ref(src):\n    return {body}\n"
+                'copy = sweeper.kernel(sweeper.cuda(cu, "copy", ["dst", "src", "n"]), '
+                'inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+                'grid="cdiv(n, block * VEC)", reference=ref)\n')
+        scope = {"sweeper": sweeper, "torch": torch, "cu": cu, "__name__": "__main__"}
+        exec(cell, scope)
+        return scope["copy"]()
+
+    first, again = declare("src.clone()"), declare("src.clone()")
+    assert first.source_hash() == again.source_hash()
+    assert declare("src.clone() * 1").source_hash() != first.source_hash()
+
+
 def test_a_header_included_only_where_nothing_is_compiled_is_no_part_of_the_source(tmp_path):
     """The files a CUDA source is (what a study hashes, what the compile cache keys on)
     are those its code includes as the preprocessor reads it: a header included only

@@ -22,9 +22,10 @@ import hashlib
 import inspect
 import keyword
 import numbers
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from sweeper.core import DTYPES, Dim, Expr, evaluate, parse
@@ -420,10 +421,30 @@ def _source(launch: Callable[..., Any], declared: Declaration) -> str | Callable
     try:
         head = inspect.getsource(module) if module is not None else ""
     except (OSError, TypeError):                          # a notebook's __main__
-        code = getattr(launch, "__code__", None)
-        raw = repr(declared).encode() + (code.co_code if code is not None else b"")
-        head = hashlib.sha256(raw).hexdigest()
+        head = _unfiled(launch, declared)
     return (lambda: head + own()) if callable(own) else head
+
+
+#: A memory address in a repr (``<function ref at 0x7f...>``): another in every process.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _unfiled(launch: Callable[..., Any], declared: Declaration) -> str:
+    """The version of a kernel declared where no module file holds it (a notebook, a
+    REPL): the declaration as it reads, without the addresses its functions' reprs carry,
+    and the code of the launch and of every function it names (their source where the
+    notebook keeps it, else their bytecode and constants), so that the same cells give
+    the same hash in a new process, and an edited function another."""
+    parts = [_ADDRESS.sub("", repr(declared))]
+    for value in (launch, *(getattr(declared, f.name) for f in fields(declared))):
+        code = getattr(value, "__code__", None)
+        if code is None:
+            continue
+        try:
+            parts.append(inspect.getsource(value))
+        except (OSError, TypeError):
+            parts.append(code.co_code.hex() + _ADDRESS.sub("", repr(code.co_consts)))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 @entry(spelled=False)
