@@ -734,6 +734,27 @@ def test_a_study_records_the_budgets_each_run_was_given(write_space, tmp_path, m
     assert "budgets" not in older and StudyMeta.from_json(older).budgets == []
 
 
+def test_a_resumed_study_file_holds_only_the_fields_its_record_declares(
+        write_space, tmp_path, monkeypatch):
+    """A resume writes nothing into study.json that :class:`StudyMeta` has no field for:
+    it kept the command as ``last_command``, which no reader took (``last_run.command``
+    and ``budgets`` say what the last run was given)."""
+    import dataclasses
+
+    from sweeper.store import StudyMeta
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space = write_space(REPLAY_SPACE)
+    table = Path(__file__).parent / "data" / "replay" / "h200-copy.csv"
+    args = ["run", str(space), "--device", f"replay:{table}", "--quiet", "--no-report",
+            "--studies-dir", str(tmp_path / "studies")]
+    assert main([*args, "--trials", "2"]) == 0
+    assert main(args) == 0
+    meta = json.loads((tmp_path / "studies" / "r-replay" / "study.json").read_text())
+    assert set(meta) <= {f.name for f in dataclasses.fields(StudyMeta)}, meta.keys()
+    assert meta["last_run"]["command"].startswith("sweeper run")
+
+
 def test_the_last_run_keeps_the_commands_wall_written_after_its_report(
         write_space, tmp_path, monkeypatch):
     """study.json's ``last_run.wall_s`` is the whole command's, its report included, and
