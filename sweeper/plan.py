@@ -142,6 +142,11 @@ class RunCosts:
     #: cells, its marks): priced from whichever space reported last, one space's slow maps
     #: set the next space's time budget and estimate
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: on the interpreter, what the set-up's GPU compile check of one config took here
+    #: (the fork, Triton's hash of its library, the compile or its cache lookup), as the
+    #: last run that ran one measured it; ``None``: none ran, ``GPU_CHECK_S`` assumed.  A
+    #: time budget that leaves less before its report skips the check
+    gpu_check_s: float | None = None
 
     #: a compile from a cold cache where none was measured for the kernel: on the H200
     #: the matmul kernel's took 0.28 s in the worker and 0.31 s in the pool's eight
@@ -288,7 +293,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              launch_scales: list[float] | None = None, prior_trials: int = 0,
              pool_compiles_s: Sequence[float] = (),
              finals_overhead_s: float | None = None,
-             loads_s: Sequence[float] = (), space: str | None = None) -> None:
+             loads_s: Sequence[float] = (), space: str | None = None,
+             gpu_check_s: float | None = None) -> None:
     """Keep what a run on ``device`` measured: its start-up, set-up (``RunCosts.setup_s``)
     and report seconds (``None``: not measured, e.g. a call from Python or
     ``--no-report``) and the report's heatmaps,
@@ -302,7 +308,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     per entrant-round beyond their launches, and the loads its power-bound trials ran under
     ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  The report's seconds
     are kept as the machine's and as those of ``space`` (its ``study:`` name:
-    :attr:`RunCosts.reports`).  Never fails the run: a cache that cannot be written is left
+    :attr:`RunCosts.reports`), and what its GPU compile check took (``gpu_check_s``, on
+    the interpreter).  Never fails the run: a cache that cannot be written is left
     as it is."""
     costs = run_costs(device)
     if trials_s:         # beyond its launches: never below none (noisy timings can say so)
@@ -347,6 +354,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.load_s[sampler] = round(statistics.fmean(loads_s), 4)
     if finals_overhead_s is not None:
         costs.finals_overhead_s = round(finals_overhead_s, 4)
+    if gpu_check_s is not None:
+        costs.gpu_check_s = round(gpu_check_s, 3)
     path = _costs_path()
     kept = read_cache(path)                       # damaged: written anew
     kept[device] = dataclasses.asdict(costs)

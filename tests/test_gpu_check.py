@@ -316,6 +316,42 @@ def test_a_time_budget_too_short_for_the_check_skips_it_saying_so(small_space, t
         in capsys.readouterr().out
 
 
+def test_the_budget_skips_the_check_by_what_one_took_on_this_machine(small_space, tmp_path,
+                                                                     capsys, monkeypatch):
+    """Whether the time budget leaves room for the check is judged by what this machine's
+    last check took (kept in run-costs.json), the constant 1 s only before one ran: a
+    check measured at 0.2 s runs where the budget leaves 0.5 s, and what it took is kept
+    for the next run."""
+    import json
+
+    from sweeper.engine import _clock
+    from sweeper.sweep import _gpu_check
+
+    forked: list[float | None] = []
+
+    def quick(compile, config, within_s=None):
+        forked.append(within_s)
+        return Precompiled(Compile.COMPILED, "")
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SWEEPER_CACHE", str(cache))
+    monkeypatch.setattr(_gpu_check, "in_a_fork", quick)
+    monkeypatch.setattr(_gpu_check, "cannot_compile", lambda target: None)
+    cache.mkdir()
+    (cache / "run-costs.json").write_text(json.dumps(
+        {"interpret: Triton interpreter (CPU)": {"gpu_check_s": 0.2}}))
+    # 2 s less 1.2 s spent and END_S: about 0.5 s left before the (absent) report
+    monkeypatch.setattr(_clock.RunClock, "elapsed_s", lambda self: 1.2)
+    main(["run", str(small_space), "--device", "interpret", "--studies-dir", str(tmp_path),
+          "--no-report", "--time", "2s"])
+    out = capsys.readouterr().out
+    assert "gpu check: one config was compiled for sm_90 too" in out, out
+    assert forked and "skipped: the time budget" not in out
+    kept = json.loads((cache / "run-costs.json").read_text())
+    [costs] = kept.values()
+    assert costs["gpu_check_s"] is not None and costs["gpu_check_s"] < 0.2
+
+
 def test_a_check_the_time_budget_left_too_little_is_ended_at_its_deadline():
     """A check that started within the budget is ended where the time it was left runs
     out, and skipped, saying so: set-up never carries the run past its budget."""

@@ -212,7 +212,7 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     _say_time(options, clock, summary, timing)
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
-    _note_costs(space, device, clock, summary)
+    _note_costs(space, device, clock, summary, check)
     return RunResult(store, summary, failure)
 
 
@@ -320,9 +320,11 @@ def _deferred_line(summary: Any, budget_s: float | None) -> str:
             "or more measures them")
 
 
-def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
+def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
+                check: GpuCheck | None = None) -> None:
     """Keep what this run measured of the costs an estimate assumes (start-up, report,
-    compiles, proposals) for the next estimate on this machine, and which Triton binaries
+    compiles, proposals, on the interpreter its GPU ``check``'s compile) for the next
+    estimate and time budget on this machine, and which Triton binaries
     its trials ran (they are in Triton's cache now).  A replay keeps what this machine
     spent around its trials (start-up, set-up, report) and nothing of the trials, which
     are the recorded GPU's: without it a replay's time budget kept the H200's 1 s for a
@@ -379,6 +381,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
                             if t.ok and t.stats and t.config and model(t.config) > 0],
              prior_trials=device.plan_costs.scale_prior_trials,
+             gpu_check_s=check.first_s if check is not None else None,
              finals_overhead_s=measured_overhead_s(
                  summary.finals, summary.finals_s, Round.on(device.measure_spec)),
              # what a power-bound trial that compiled nothing spent loading the GPU under
@@ -475,7 +478,10 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
         say(f"gpu check: nothing to compile for {options.gpu_check_target}: the kernel's "
             "module names no Triton")
         return None
-    skipped = budget_skip(left_s, options.gpu_check_target)
+    from sweeper.plan import costs_key, run_costs
+
+    skipped = budget_skip(left_s, options.gpu_check_target,
+                          run_costs(costs_key(device)).gpu_check_s)
     if skipped is not None:
         say(skipped)
         return None
