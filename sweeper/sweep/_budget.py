@@ -80,6 +80,10 @@ class Budgets:
         #: a GPU; 0 where nothing compiles), kept in its place until a trial ran: the
         #: budget starts no trial it cannot finish
         self.first_trial_s = 0.0
+        #: what the compile before the next trial takes (on the interpreter, the GPU check
+        #: of each config, :attr:`~sweeper.sweep._gpu_check.GpuCheck.config_s`; 0 where
+        #: nothing is compiled before a trial), kept with the trial in flight
+        self.check_s: Callable[[], float] = lambda: 0.0
         #: this run's trials so far while each failed as the first did, the kernel's
         #: fault (:data:`~sweeper.trial.KERNEL_FAULTS`; status and reason, numbers aside);
         #: ``None`` once one did not
@@ -146,14 +150,15 @@ class Budgets:
         """Seconds the time budget keeps for the finals of the problems measured so far,
         and for the trial in flight when the sweep stops (it ends after the stop: as long
         as the longest of this run's trials so far, or before the first what that is
-        expected to take).  Each final is bounded from the finalists its trials give now
-        (:func:`~sweeper.finals.chosen`), not from every trial measured: on the H200 a
-        bound of twelve entrants a problem and 20 ms a round kept 6.3 s of a 20 s budget
-        for finals that took 0.1 s.  It keeps the ``MIN_ROUNDS`` rounds a final runs
+        expected to take, and the compile that precedes it where each config is compiled
+        for a GPU first, :attr:`check_s`).  Each final is bounded from the finalists its
+        trials give now (:func:`~sweeper.finals.chosen`), not from every trial measured:
+        on the H200 a bound of twelve entrants a problem and 20 ms a round kept 6.3 s of a
+        20 s budget for finals that took 0.1 s.  It keeps the ``MIN_ROUNDS`` rounds a final runs
         before it may stop, not all ``ROUNDS``: the rounds past them run as the time left
         allows (the deadline stops them), and most finals settle there (on the H200, 18 of
         23 after 3 or 4 rounds)."""
-        trial_s = self.trial_s or self.first_trial_s
+        trial_s = (self.trial_s or self.first_trial_s) + self.check_s()
         if self.finals_duty is None:
             return trial_s
         duty = self.finals_duty()

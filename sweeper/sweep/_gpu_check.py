@@ -183,6 +183,11 @@ class GpuCheck:
         #: Triton, the compile or its cache lookup; ``None``: not checked): what a check
         #: costs a run's set-up here
         self.first_s: float | None = None
+        #: the seconds of each compile this run, in turn (:attr:`config_s` prices the next)
+        self._walls: list[float] = []
+        #: a config's compile was ended at the time budget's deadline (:meth:`refused`):
+        #: the sweep measures nothing more
+        self.cut = False
         #: why the check was skipped (``None``: it ran)
         self.skipped: str | None = None
 
@@ -235,15 +240,33 @@ class GpuCheck:
         return (f"gpu check: {what} compiled for {self.target} too "
                 f"({result.seconds:.2f} s; {given('gpu_check', 'off')} skips it)")
 
-    def refused(self, number: int, choice: Choice, config: Config | None
-                ) -> TrialRecord | None:
+    @property
+    def config_s(self) -> float:
+        """Seconds the check of the next trial's config may take, which the time budget
+        keeps with the trial in flight: while every config is checked, the longest compile
+        of this run after its first (the first pays the fork's and Triton's start, as the
+        representative's did), else the first, else :data:`GPU_CHECK_S`; 0 where configs
+        are not checked."""
+        if not self.every or self.skipped is not None:
+            return 0.0
+        walls = self._walls[1:] or self._walls
+        return max(walls) if walls else GPU_CHECK_S
+
+    def refused(self, number: int, choice: Choice, config: Config | None,
+                within_s: float | None = None) -> TrialRecord | None:
         """Trial ``number`` of ``choice`` as the ``compile_error`` the GPU would record,
         where it is checked and the compiler refuses its config; else ``None`` (it is
-        measured on the interpreter)."""
+        measured on the interpreter).  A compile not done ``within_s`` (what the time
+        budget leaves it) is ended, nothing recorded, and :attr:`cut` set: the sweep
+        stops there, as the set-up's check does."""
         if not self.every or config is None or self.skipped is not None:
             return None
         started, t0 = now(), time.perf_counter()
-        result = self._compile(config)
+        result = self._compile(config, within_s)
+        if result.status is Compile.LEFT and within_s is not None and \
+                result.seconds >= within_s:
+            self.cut = True
+            return None
         if result.status is Compile.COMPILED and self.mode == "first":
             self.every = False            # the kernel compiles: back to one check
         if result.status is not Compile.FAILED:
@@ -270,9 +293,12 @@ class GpuCheck:
             # what it cost this run: the fork and this process's hash of Triton included
             wall = time.perf_counter() - t0
             self.seconds += wall
+            self._walls.append(wall)
             reason = f"{self.target}: {result.reason}" if result.status is Compile.FAILED \
                 else result.reason
             result = Precompiled(result.status, reason, wall, result.kernels)
+            if within_s is not None and result.status is Compile.LEFT and wall >= within_s:
+                return result           # ended at the deadline: a later run compiles it
             self.results[binary] = result
         return self.results[binary]
 

@@ -304,6 +304,9 @@ class Sweep:
                           valid=len(valid), measured=measured, t0=t0,
                           outside_s=self.outside_s)
         budgets.report_s, budgets.first_trial_s = self.report_s, self.first_trial_s
+        if self.gpu_check is not None:
+            check = self.gpu_check
+            budgets.check_s = lambda: check.config_s
         budgets.chosen_axes = frozenset(a for a, labels in self.space.choices().items()
                                         if len(labels) > 1 and a not in PROBLEM_AXES)
         if self.run_finals:           # the time budget keeps time for the finals to come
@@ -497,6 +500,12 @@ class Sweep:
                 run.budgets.repeats = 0     # a new proposal ends a run of repeats
                 claim = Claim.TAKEN if self.claims is None else self.claims.take(key)
                 if claim is Claim.TAKEN and not self._refused_ahead(run, trial, choice):
+                    if self.gpu_check is not None and self.gpu_check.cut:
+                        # its compile ran to the time budget's end: nothing more is measured
+                        with run.timeline.phases.on("tell"):
+                            run.study.tell(trial, state=TrialState.FAIL)
+                        return (f"budget: {self.max_time_s:g} s (the compile of the next "
+                                f"config for {self.gpu_check.target} ran to its end)")
                     break
                 if key in run.done:     # refused by the compiler, kept as such
                     continue
@@ -549,7 +558,11 @@ class Sweep:
         it."""
         record = run.ahead.refused(run.number, choice) if run.ahead is not None else None
         if record is None and self.gpu_check is not None:
-            record = self.gpu_check.refused(run.number, choice, self._resolved(choice))
+            # the compile may take the time the budget keeps for it and what is left over
+            left = run.budgets.time_left() - run.budgets.keep_for_finals()
+            within = left + self.gpu_check.config_s if math.isfinite(left) else None
+            record = self.gpu_check.refused(run.number, choice, self._resolved(choice),
+                                            None if within is None else max(0.0, within))
         if record is None:
             return False
         run.waiting[key_of(choice)] = [trial]
