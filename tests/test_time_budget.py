@@ -60,6 +60,27 @@ def test_a_finals_bound_prices_each_finalist_at_its_own_median():
     assert final_bound_s([1.4] * 3, None) == pytest.approx(finals_estimate_s(3, 1.4, None))
 
 
+def test_the_baseline_is_priced_at_what_its_calls_took_not_their_median():
+    """A final's round pays every call of the torch baseline: on the interpreter the calls
+    that wake torch's sleeping threads took 4-24 ms beside warm ones of 4 µs, and a round
+    priced at the median (4 µs) kept nothing for them.  Its recorded samples' mean prices
+    a call, which the finals' bound takes."""
+    from sweeper.finals import Round, baseline_call_ms
+    from sweeper.store import BaselineRecord
+
+    samples = [12.0, 8.0, 0.004, 0.004, 0.004]
+    record = BaselineRecord.from_samples("torch.softmax", Problem("float32", 4096, ()),
+                                         samples, summarize(samples), 1.0)
+    assert baseline_call_ms(record) == pytest.approx(sum(samples) / 5)
+    interpreter = Round(warmup=1, samples=5)
+    alone = final_bound_s([100.0], None, rounds=1, round_=interpreter, overhead_s=0.0,
+                          samples_s=[0.1], baseline_ms=0.0)
+    with_it = final_bound_s([100.0], None, rounds=1, round_=interpreter, overhead_s=0.0,
+                            samples_s=[0.1], baseline_ms=baseline_call_ms(record))
+    # the round's six calls at what the recorded ones took, about 24 ms
+    assert with_it - alone >= 6 * sum(samples) / 5 / 1e3 * 0.99
+
+
 def test_a_typical_final_keeps_a_few_finalists_past_its_first_round():
     """What a plan expects: the top five in the first round, three of them in the rest (a
     finalist out of contention leaves), the baseline in every round, all at 1.2 times the

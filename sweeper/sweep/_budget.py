@@ -110,8 +110,9 @@ class Budgets:
         #: priced (:data:`Entrant`), whose finals the time budget keeps time for
         #: (:meth:`keep_for_finals`)
         self.problems: dict[ProblemKey, list[Entrant]] = {}
-        #: the median (ms) of a problem's torch baseline as measured, which its final
-        #: races in every round (``None``: not measured; 0.0: the kernel has none)
+        #: what a call of a problem's torch baseline costs (ms) as measured
+        #: (:func:`~sweeper.finals.baseline_call_ms`), which its final races in every round
+        #: (``None``: not measured; 0.0: the kernel has none)
         self.baseline_ms: Callable[[ProblemKey], float | None] = lambda key: None
         #: the duty schedule the finals will follow (it may switch during the sweep);
         #: ``None`` where the sweep runs no finals
