@@ -228,7 +228,7 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
     monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=100, measured=0, t0=100.0)
-    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.report_s = lambda maps, cells: 0.4 + 0.5 * maps
     problem = Problem("float32", 4096, (("n", 1024),))
 
     def counted(number: int, block: int, meta: int, status=TrialStatus.OK) -> float:
@@ -290,7 +290,7 @@ def test_a_resumed_run_keeps_report_time_for_the_maps_it_draws_again():
     trials of a problem whose final was done, which a trial of this run redraws whole."""
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=100, measured=0, t0=0.0)
-    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.report_s = lambda maps, cells: 0.4 + 0.5 * maps
 
     def record(number: int, n: int, block: int, meta: int) -> TrialRecord:
         problem = Problem("float32", 4096, (("n", n),))
@@ -321,7 +321,7 @@ def test_once_the_sweep_stopped_the_report_keeps_no_time_for_a_trial_more(monkey
     monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=100, measured=0, t0=100.0)
-    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.report_s = lambda maps, cells: 0.4 + 0.5 * maps
     budgets.finals_duty = lambda: None
     problem = Problem("float32", 4096, (("n", 1024),))
     entrants = []
@@ -348,7 +348,7 @@ def test_the_report_of_one_map_is_kept_for_as_one_map_and_a_trial_more():
     trials drew)."""
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=2, measured=0, t0=0.0)
-    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.report_s = lambda maps, cells: 0.4 + 0.5 * maps
     problem = Problem("float32", 4096, (("n", 1024),))
     for number, block in enumerate((32, 128)):
         budgets.counted(TrialRecord(

@@ -339,6 +339,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
                  startup_s=None if restarted else clock.startup_s(),
                  setup_s=None if restarted else clock.setup_s(),
                  report_s=clock.steps().get("report"), report_maps=clock.report_maps,
+                 report_cells=clock.report_cells,
                  report_fixed_s=clock.report_fixed_s, compiles_s=[], ask_s=None,
                  space=space.study)
         return
@@ -363,6 +364,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
              setup_s=None if restarted else clock.setup_s(),
              report_s=clock.steps().get("report"),
              report_maps=clock.report_maps, report_fixed_s=clock.report_fixed_s,
+             report_cells=clock.report_cells,
              space=space.study,
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
              first_compile_s=own[0].cold_s if own and device.measures_gpu and
@@ -702,6 +704,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         # the imports and the files are the same whatever the maps; the pictures and the
         # tables grow with them (plan.RunCosts.report_for)
         clock.report_maps = len({p.stem for p in files.drawn})
+        clock.report_cells = _redrawn_cells(summary) if clock.report_maps else 0
         clock.report_fixed_s = clock.steps()["report"] - files.seconds["pictures"] - \
             files.seconds.get("tables", 0.0)
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
@@ -711,6 +714,24 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
     return why
+
+
+def _redrawn_cells(summary: Any) -> int:
+    """The cells of the maps this run's report drew again: those of each problem this
+    run measured a trial of or ran the final of (:mod:`sweeper.drawn_maps`, the rule the
+    time budget counts them by)."""
+    from sweeper.drawn_maps import ProblemMaps
+    from sweeper.finals import problem_of
+
+    redrawn = {problem_of(t) for t in summary.trials[summary.resumed:] if t.ok} | \
+        {f.problem for f in summary.finals}
+    maps: dict[Any, ProblemMaps] = {}
+    for t in summary.trials:
+        if t.ok and t.config is not None and problem_of(t) in redrawn:
+            maps.setdefault(problem_of(t), ProblemMaps()).add(
+                tuple(sorted(t.config.meta.items())), t.choice.get("grid"),
+                t.choice.get("block"))
+    return sum(m.drawn_cells() for m in maps.values())
 
 
 def budgeted(space: Any, trials: int | None, time_s: float | None) -> Any:

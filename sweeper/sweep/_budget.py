@@ -122,10 +122,10 @@ class Budgets:
         #: (``None``: ``FINALS_OVERHEAD_S``)
         self.finals_round = Round()
         self.finals_overhead_s: float | None = None
-        #: what the report takes for a number of heatmaps (``None``: no report, or one
-        #: kept for in ``outside_s``): the time budget keeps what a report of the trials
-        #: so far takes (:meth:`keep_for_report`), not one of the whole space
-        self.report_s: Callable[[int], float] | None = None
+        #: what the report takes for a number of heatmaps and their cells (``None``: no
+        #: report, or one kept for in ``outside_s``): the time budget keeps what a report
+        #: of the trials so far takes (:meth:`keep_for_report`), not one of the whole space
+        self.report_s: Callable[[int, int], float] | None = None
         #: per problem, its trials that hold a number: the heatmaps a report of them
         #: draws, by the rule the report draws and ``plan`` prices them by
         #: (:mod:`sweeper.drawn_maps`)
@@ -192,12 +192,17 @@ class Budgets:
             return 0.0
         drawn = sum(maps.drawn().count for key, maps in self.maps.items()
                     if key in self.redrawn)
+        cells = sum(maps.drawn_cells() for key, maps in self.maps.items()
+                    if key in self.redrawn)
         if self.swept:
-            return self.report_s(drawn)
-        # a trial more adds to one problem: its maps, all drawn again if none were yet
+            return self.report_s(drawn, cells)
+        # a trial more adds to one problem: its maps, all drawn again if none were yet,
+        # and a cell (all of its cells where its maps were not drawn)
         more = max((maps.most_added() + (key not in self.redrawn) * maps.drawn().count
                     for key, maps in self.maps.items()), default=0)
-        return self.report_s(drawn + more)
+        more_cells = 1 + max((maps.cells for key, maps in self.maps.items()
+                              if key not in self.redrawn), default=0)
+        return self.report_s(drawn + more, cells + more_cells)
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
         """Count ``record`` (``measured_now``, or found in the journal with its problem's

@@ -163,9 +163,9 @@ class Sweep:
         #: seconds of the time budget spent before :meth:`run` or kept for what follows it
         #: (a command's start-up): the budget bounds the whole command
         self.outside_s = 0.0
-        #: what the command's report will take for a number of heatmaps (None: no report):
-        #: the time budget keeps it for the heatmaps of the trials so far
-        self.report_s: Callable[[int], float] | None = None
+        #: what the command's report will take for a number of heatmaps and their cells
+        #: (None: no report): the time budget keeps it for the heatmaps of the trials so far
+        self.report_s: Callable[[int, int], float] | None = None
         #: what the first trial is expected to take (a compile from a cold cache), which the
         #: time budget keeps before it starts one
         self.first_trial_s = 0.0
