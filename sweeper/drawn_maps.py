@@ -54,16 +54,24 @@ class ProblemMaps:
     def __init__(self) -> None:
         self._cells: dict[Hashable, Any] = {}        # meta values -> first cell, or _MANY
         self._axes: dict[Hashable, Any] = {}         # axis -> first value, or _MANY
+        #: the configs added: each is a cell of its meta values' map (what a report's
+        #: pictures and tables grow with beside the maps, ``plan.RunCosts.report_for``)
+        self.cells = 0
 
     def add(self, meta: tuple[Any, ...], grid: Any, block: Any) -> None:
         """A config of meta values ``meta`` (the same order for every config of the
         problem) at grid label ``grid`` and block ``block`` holds a number."""
         cell = (grid, block)
+        self.cells += 1
         if self._cells.setdefault(meta, cell) != cell:
             self._cells[meta] = _MANY
         for axis, value in (("grid", grid), ("block", block), *enumerate(meta)):
             if self._axes.setdefault(axis, value) != value:
                 self._axes[axis] = _MANY
+
+    def drawn_cells(self) -> int:
+        """The cells of the maps drawn: every config added where any map is, else none."""
+        return self.cells if self.drawn().count else 0
 
     def drawn(self) -> MapsDrawn:
         """The maps the configs added make (see the module's docstring)."""

@@ -45,7 +45,7 @@ from sweeper.measure import (
     tied_set,
 )
 from sweeper.measure._duty import BURST_S
-from sweeper.store import GpuSlot, ProblemKey, Record, TrialRecord
+from sweeper.store import BaselineRecord, GpuSlot, ProblemKey, Record, TrialRecord
 from sweeper.store._schema import samples_problem, stats_problem
 
 TOP_K = 5
@@ -253,8 +253,9 @@ def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float 
     (``SAMPLES_PER_ROUND`` samples and two warm-up launches each, within the device's caps),
     each launch of a finalist at what one of its samples took in its trial (``samples_s``,
     one per median, :func:`sample_s`: its launches and the L2 flush before each), else
-    at twice its own median, and the torch baseline's at its own median (``baseline_ms``,
-    as its problem's baseline measured it; 0.0: the kernel has none) plus the most a
+    at twice its own median, and the torch baseline's at what a call of it took
+    (``baseline_ms``, :func:`baseline_call_ms` of its problem's baseline; 0.0: the kernel
+    has none) plus the most a
     finalist's sample took beyond its median, else as the slowest finalist; each entrant
     preceded by the duty's cool-down or load (a cool-down before each burst of its
     samples; nothing under sustained load, whose winner and baseline then take
@@ -294,6 +295,20 @@ def sample_s(t: TrialRecord) -> float | None:
     no such seconds (a journal older than them)."""
     spent = t.seconds.get("sample")
     return spent / len(t.samples_ms) if spent and t.samples_ms else None
+
+
+def baseline_call_ms(baseline: BaselineRecord) -> float:
+    """What a call of the torch baseline costs in a final's round (ms), as its measurement
+    in the sweep took them: the mean of its samples, not their median.  A round runs its
+    warm-up and samples after the finalists' launches, and what the round costs is the
+    sum of those calls, slow ones included.  On the interpreter torch's CPU op (a softmax
+    of 4 µs warm) wakes torch's OpenMP threads, asleep through the interpreted launches
+    between: on the loaded 2-core development machine a call that wakes them took 4-24 ms,
+    0 to 6 of a round's 6 calls (a record's samples read 0.004 ms one run, [8.7, 11.2,
+    12.0, 12.0, 4.0] ms another, and a final's rounds 12 ms for one call and 4 µs for the
+    rest), and a median drops the slow calls a round pays.  A record all of whose calls
+    ran warm still prices a round at microseconds."""
+    return baseline.stats.mean if baseline.samples_ms else baseline.stats.median
 
 
 def _sample_of(median_ms: float, sample_s: float | None) -> float:

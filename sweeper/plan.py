@@ -99,6 +99,10 @@ class RunCosts:
     #: them) and its files; ``None``: not measured, ``REPORT_FIXED_S`` assumed.  Its
     #: pictures and tables grow with the maps, beyond ``DRAWING_FIXED_S``
     report_fixed_s: float | None = None
+    #: the cells of those heatmaps (the configs they show, :mod:`sweeper.drawn_maps`):
+    #: a map's picture grows with its cells' numbers too; ``None``: not measured, the
+    #: report is scaled by its maps alone
+    report_cells: int | None = None
     #: by kernel, a trial's own seconds beyond its launches (loading its binary, what its
     #: first launch takes beyond a timed one, verifying, the host's side of sampling), the
     #: median over a run's trials; where none: the device's :class:`PlanCosts` ``compile_s``
@@ -142,6 +146,11 @@ class RunCosts:
     #: cells, its marks): priced from whichever space reported last, one space's slow maps
     #: set the next space's time budget and estimate
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: on the interpreter, what the set-up's GPU compile check of one config took here
+    #: (the fork, Triton's hash of its library, the compile or its cache lookup), as the
+    #: last run that ran one measured it; ``None``: none ran, ``GPU_CHECK_S`` assumed.  A
+    #: time budget that leaves less before its report skips the check
+    gpu_check_s: float | None = None
 
     #: a compile from a cold cache where none was measured for the kernel: on the H200
     #: the matmul kernel's took 0.28 s in the worker and 0.31 s in the pool's eight
@@ -168,6 +177,10 @@ class RunCosts:
     DRAWING_FIXED_S = 0.4
     #: trials of launch ratios kept at most: older runs fade as a machine's load changes
     SCALE_TRIALS_KEPT = 200
+    #: the cells whose numbers cost a report what one map's figure costs: on the 2-core
+    #: development machine the pictures of 8 maps took 2.3-2.5 s over 28 cells and
+    #: 4.5-5.1 s over 204 (replayed copy studies, 2026-12-06): 0.25 s a map, 14 ms a cell
+    CELLS_A_MAP = 18
 
     def of_space(self, space: str) -> RunCosts:
         """These costs with the report priced as ``space``'s last report here took (its
@@ -177,26 +190,34 @@ class RunCosts:
             return self
         return dataclasses.replace(
             self, report_s=kept["report_s"], report_maps=kept.get("report_maps") or 1,
-            report_fixed_s=kept.get("report_fixed_s"))
+            report_fixed_s=kept.get("report_fixed_s"), report_cells=kept.get("report_cells"))
 
     def setup_for(self) -> float:
         """What a call from Python spends before its first sweep in its process: as
         measured (``setup_s``), else the command's start-up."""
         return self.startup_s if self.setup_s is None else self.setup_s
 
-    def report_for(self, maps: int) -> float:
-        """Seconds a report of ``maps`` heatmaps takes: its part that does not grow with
-        the maps (as measured, with ``DRAWING_FIXED_S``; else ``REPORT_FIXED_S``), and the
-        measured report's other seconds taken per map, times ``maps``."""
+    def report_for(self, maps: int, cells: int | None = None) -> float:
+        """Seconds a report of ``maps`` heatmaps over ``cells`` cells takes: its part that
+        does not grow with them (as measured, with ``DRAWING_FIXED_S``; else
+        ``REPORT_FIXED_S``), and the measured report's other seconds scaled from its maps
+        and cells to these, a map counting as ``CELLS_A_MAP`` cells (by its maps alone
+        where either report's cells are not known).  So a space's report at another size
+        (``-p``), and another space's, is priced by what its maps hold, not as the
+        measured one's maps held."""
         fixed = min(self.REPORT_FIXED_S if self.report_fixed_s is None
                     else self.report_fixed_s + self.DRAWING_FIXED_S, self.report_s)
-        return fixed + (self.report_s - fixed) / max(1, self.report_maps) * maps
+        if cells is None or not self.report_cells:
+            return fixed + (self.report_s - fixed) / max(1, self.report_maps) * maps
+        measured = self.report_maps + self.report_cells / self.CELLS_A_MAP
+        return fixed + (self.report_s - fixed) / measured * (maps + cells / self.CELLS_A_MAP)
 
-    def report_reserve(self, maps: int) -> float:
-        """What a time budget keeps for a report of ``maps`` heatmaps: :meth:`report_for`,
-        and where the part that does not grow with the maps was not measured, never less
-        than the last report took (its imports, which ``REPORT_FIXED_S`` may understate)."""
-        estimate = self.report_for(maps)
+    def report_reserve(self, maps: int, cells: int | None = None) -> float:
+        """What a time budget keeps for a report of ``maps`` heatmaps over ``cells``
+        cells: :meth:`report_for`, and where the part that does not grow with the maps was
+        not measured, never less than the last report took (its imports, which
+        ``REPORT_FIXED_S`` may understate)."""
+        estimate = self.report_for(maps, cells)
         return estimate if self.report_fixed_s is not None else max(self.report_s, estimate)
 
     def scale_of(self, kernel: str, interpreted: bool, by_flops: bool = False) -> float:
@@ -283,12 +304,14 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
              report_s: float | None, compiles_s: list[float], ask_s: float | None,
              setup_s: float | None = None,
              report_maps: int | None = None, report_fixed_s: float | None = None,
+             report_cells: int | None = None,
              first_compile_s: float | None = None,
              trials_s: list[float] | None = None,
              launch_scales: list[float] | None = None, prior_trials: int = 0,
              pool_compiles_s: Sequence[float] = (),
              finals_overhead_s: float | None = None,
-             loads_s: Sequence[float] = (), space: str | None = None) -> None:
+             loads_s: Sequence[float] = (), space: str | None = None,
+             gpu_check_s: float | None = None) -> None:
     """Keep what a run on ``device`` measured: its start-up, set-up (``RunCosts.setup_s``)
     and report seconds (``None``: not measured, e.g. a call from Python or
     ``--no-report``) and the report's heatmaps,
@@ -302,7 +325,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     per entrant-round beyond their launches, and the loads its power-bound trials ran under
     ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  The report's seconds
     are kept as the machine's and as those of ``space`` (its ``study:`` name:
-    :attr:`RunCosts.reports`).  Never fails the run: a cache that cannot be written is left
+    :attr:`RunCosts.reports`), and what its GPU compile check took (``gpu_check_s``, on
+    the interpreter).  Never fails the run: a cache that cannot be written is left
     as it is."""
     costs = run_costs(device)
     if trials_s:         # beyond its launches: never below none (noisy timings can say so)
@@ -331,10 +355,12 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.report_s = round(report_s, 3)
         costs.report_maps = report_maps or costs.report_maps
         costs.report_fixed_s = None if report_fixed_s is None else round(report_fixed_s, 3)
+        costs.report_cells = report_cells
         if space is not None:
             costs.reports[space] = {"report_s": costs.report_s,
                                     "report_maps": costs.report_maps,
-                                    "report_fixed_s": costs.report_fixed_s}
+                                    "report_fixed_s": costs.report_fixed_s,
+                                    "report_cells": costs.report_cells}
     if compiles_s:
         costs.compile_s[kernel] = round(statistics.median(compiles_s), 3)
     if first_compile_s is not None:
@@ -347,6 +373,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.load_s[sampler] = round(statistics.fmean(loads_s), 4)
     if finals_overhead_s is not None:
         costs.finals_overhead_s = round(finals_overhead_s, 4)
+    if gpu_check_s is not None:
+        costs.gpu_check_s = round(gpu_check_s, 3)
     path = _costs_path()
     kept = read_cache(path)                       # damaged: written anew
     kept[device] = dataclasses.asdict(costs)
@@ -699,13 +727,14 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         finals_s = finals_under(None)
     trials = todo if left is None else min(todo, left)
     heatmaps = sum(m.drawn().count for m in maps.values())
+    cells = sum(m.drawn_cells() for m in maps.values())
     startup = shape.costs.startup_s if shape.startup else (
         shape.costs.setup_for() if shape.setup else 0.0)
     parts = {"start-up": startup, "trials": seconds,
              "compile": _compile_seconds(len(binaries) - cached, seconds, shape, power),
              "proposals": trials * shape.costs.ask_s.get(shape.sampler, 0.0),
              "finals": finals_s,
-             "report": shape.costs.report_for(heatmaps) if shape.report else 0.0}
+             "report": shape.costs.report_for(heatmaps, cells) if shape.report else 0.0}
     total = sum(parts.values())
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
                 finals_s=parts["finals"],

@@ -443,8 +443,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     else:
         store.open_journal()
     store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
-                       environment=environment, budget=ran_under, last_command=command,
-                       bounds=bounds,
+                       environment=environment, budget=ran_under, bounds=bounds,
                        finals=finals_wanted(space, device), zipped=zipped_json(space),
                        **resumed_with(space, device, wanted))
     return built

@@ -316,6 +316,103 @@ def test_a_time_budget_too_short_for_the_check_skips_it_saying_so(small_space, t
         in capsys.readouterr().out
 
 
+def test_the_budget_skips_the_check_by_what_one_took_on_this_machine(small_space, tmp_path,
+                                                                     capsys, monkeypatch):
+    """Whether the time budget leaves room for the check is judged by what this machine's
+    last check took (kept in run-costs.json), the constant 1 s only before one ran: a
+    check measured at 0.2 s runs where the budget leaves 0.5 s, and what it took is kept
+    for the next run."""
+    import json
+
+    from sweeper.engine import _clock
+    from sweeper.sweep import _gpu_check
+
+    forked: list[float | None] = []
+
+    def quick(compile, config, within_s=None):
+        forked.append(within_s)
+        return Precompiled(Compile.COMPILED, "")
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SWEEPER_CACHE", str(cache))
+    monkeypatch.setattr(_gpu_check, "in_a_fork", quick)
+    monkeypatch.setattr(_gpu_check, "cannot_compile", lambda target: None)
+    cache.mkdir()
+    (cache / "run-costs.json").write_text(json.dumps(
+        {"interpret: Triton interpreter (CPU)": {"gpu_check_s": 0.2}}))
+    # 2 s less 1.2 s spent and END_S: about 0.5 s left before the (absent) report
+    monkeypatch.setattr(_clock.RunClock, "elapsed_s", lambda self: 1.2)
+    main(["run", str(small_space), "--device", "interpret", "--studies-dir", str(tmp_path),
+          "--no-report", "--time", "2s"])
+    out = capsys.readouterr().out
+    assert "gpu check: one config was compiled for sm_90 too" in out, out
+    assert forked and "skipped: the time budget" not in out
+    kept = json.loads((cache / "run-costs.json").read_text())
+    [costs] = kept.values()
+    assert costs["gpu_check_s"] is not None and costs["gpu_check_s"] < 0.2
+
+
+def test_compiles_before_each_trial_are_kept_for_and_end_at_the_budgets_deadline(
+        write_space, tmp_path, capsys, monkeypatch):
+    """Where every config is compiled for the GPU before it runs (``--gpu-check all``, or
+    once the compiler refused the representative), those compiles are part of the time
+    budget: the trial in flight is kept for with its compile (priced from what one took
+    in this run), and a compile the time left does not cover is ended at the deadline and
+    the sweep stops there, as the set-up's check does.  A compile that took 4 s carried a
+    `--time 4s` run to 5.5 s and more."""
+    import time as clock
+
+    from sweeper.sweep import _gpu_check
+
+    calls: list[float | None] = []
+
+    def compiles(compile, config, within_s=None):
+        calls.append(within_s)
+        if len(calls) < 3:                       # the representative and a config
+            clock.sleep(0.05)
+            return Precompiled(Compile.COMPILED, "")
+        took = 4.0 if within_s is None else min(4.0, within_s)
+        clock.sleep(took)
+        return Precompiled(Compile.LEFT, "no answer") if within_s is not None and \
+            took >= within_s else Precompiled(Compile.COMPILED, "")
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(_gpu_check, "in_a_fork", compiles)
+    monkeypatch.setattr(_gpu_check, "cannot_compile", lambda target: None)
+    path = write_space(SPACE.format(study="many", kernel="copy")
+                       .replace("block: [32, 128]", "block: [32, 64, 128]")
+                       .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512, 1024, 2048]"))
+    t0 = clock.perf_counter()
+    main(["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
+          "--no-report", "--gpu-check", "all", "--time", "4s"])
+    wall = clock.perf_counter() - t0
+    out = capsys.readouterr().out
+    assert len(calls) >= 3 and calls[2] is not None, calls
+    assert "(the compile of the next config for sm_90 ran to its end)" in out, out
+    assert wall <= 4 * 1.05, (wall, out)
+
+
+def test_a_budget_keeps_the_compile_before_the_trial_in_flight():
+    """The time kept for the trial in flight holds the compile before it, while every
+    config is compiled: the longest of this run's compiles after its first."""
+    from sweeper.space import Budget
+    from sweeper.sweep._budget import Budgets, StopFlag
+    from sweeper.sweep._gpu_check import GPU_CHECK_S
+
+    check = GpuCheck(None, Target.parse("sm_90"), "all",  # type: ignore[arg-type]
+                     compiler=object())
+    assert check.config_s == GPU_CHECK_S          # none compiled yet
+    check._walls[:] = [0.9, 0.2, 0.3]
+    assert check.config_s == 0.3
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
+                      valid=100, measured=0, t0=0.0)
+    budgets.first_trial_s = 0.5
+    budgets.check_s = lambda: check.config_s
+    assert budgets.keep_for_finals() == pytest.approx(0.8)
+    check.every = False                           # the kernel compiles: one check again
+    assert budgets.keep_for_finals() == pytest.approx(0.5)
+
+
 def test_a_check_the_time_budget_left_too_little_is_ended_at_its_deadline():
     """A check that started within the budget is ended where the time it was left runs
     out, and skipped, saying so: set-up never carries the run past its budget."""

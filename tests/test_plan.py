@@ -407,6 +407,33 @@ def test_a_report_is_estimated_by_its_heatmaps():
     assert RunCosts(report_s=4.3, report_maps=7).report_reserve(2) == 4.3
 
 
+def test_a_report_is_scaled_by_its_maps_cells_too(write_space, tmp_path, monkeypatch):
+    """A report's pictures grow with their cells as well as their maps (on the 2-core
+    development machine 8 maps of replayed copy studies drew in 2.3-2.5 s over 28 cells,
+    4.5-5.1 s over 204): a space's last report is scaled to this run's cells, under
+    another ``-p`` size of the same maps too, and another space's report is scaled by
+    them rather than taken as its maps held.  The run keeps the cells with the report's
+    seconds, per space."""
+    from sweeper.plan import RunCosts, note_run, run_costs
+
+    small = RunCosts(report_s=2.5, report_maps=8, report_fixed_s=0.1, report_cells=28)
+    units = 8 + 28 / RunCosts.CELLS_A_MAP
+    assert small.report_for(8, 28) == pytest.approx(2.5)
+    assert small.report_for(8, 204) == pytest.approx(
+        0.5 + 2.0 / units * (8 + 204 / RunCosts.CELLS_A_MAP))      # 4.5 s: 4.5-5.1 drew
+    assert small.report_for(8) == pytest.approx(2.5)                # cells not known
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    note_run("d", kernel="copy", sampler="exhaustive", startup_s=None, report_s=2.5,
+             report_maps=8, report_fixed_s=0.1, report_cells=28, compiles_s=[], ask_s=None,
+             space="copy-fp32")
+    kept = run_costs("d")
+    assert kept.reports["copy-fp32"]["report_cells"] == 28
+    assert kept.of_space("copy-fp32").report_for(8, 204) == pytest.approx(
+        small.report_for(8, 204))
+    assert kept.of_space("other").report_for(8, 204) == pytest.approx(
+        small.report_for(8, 204))
+
+
 @pytest.mark.parametrize(("axes", "drawn"), [
     ({"grid": [4], "block": [32, 128], "BLOCK": [128, 512]}, 1),
     ({"grid": [2, 4], "block": [32], "BLOCK": [128]}, 0),
@@ -914,7 +941,7 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
                            stats=summarize([1.0] * 3), cold_s=cold_s, wall_s=wall_s)
 
     class Clock:
-        report_maps = report_fixed_s = None
+        report_maps = report_fixed_s = report_cells = None
 
         def startup_s(self) -> None:
             return None

@@ -60,6 +60,27 @@ def test_a_finals_bound_prices_each_finalist_at_its_own_median():
     assert final_bound_s([1.4] * 3, None) == pytest.approx(finals_estimate_s(3, 1.4, None))
 
 
+def test_the_baseline_is_priced_at_what_its_calls_took_not_their_median():
+    """A final's round pays every call of the torch baseline: on the interpreter the calls
+    that wake torch's sleeping threads took 4-24 ms beside warm ones of 4 µs, and a round
+    priced at the median (4 µs) kept nothing for them.  Its recorded samples' mean prices
+    a call, which the finals' bound takes."""
+    from sweeper.finals import Round, baseline_call_ms
+    from sweeper.store import BaselineRecord
+
+    samples = [12.0, 8.0, 0.004, 0.004, 0.004]
+    record = BaselineRecord.from_samples("torch.softmax", Problem("float32", 4096, ()),
+                                         samples, summarize(samples), 1.0)
+    assert baseline_call_ms(record) == pytest.approx(sum(samples) / 5)
+    interpreter = Round(warmup=1, samples=5)
+    alone = final_bound_s([100.0], None, rounds=1, round_=interpreter, overhead_s=0.0,
+                          samples_s=[0.1], baseline_ms=0.0)
+    with_it = final_bound_s([100.0], None, rounds=1, round_=interpreter, overhead_s=0.0,
+                            samples_s=[0.1], baseline_ms=baseline_call_ms(record))
+    # the round's six calls at what the recorded ones took, about 24 ms
+    assert with_it - alone >= 6 * sum(samples) / 5 / 1e3 * 0.99
+
+
 def test_a_typical_final_keeps_a_few_finalists_past_its_first_round():
     """What a plan expects: the top five in the first round, three of them in the rest (a
     finalist out of contention leaves), the baseline in every round, all at 1.2 times the
@@ -207,7 +228,7 @@ def test_the_time_budget_keeps_for_the_report_of_the_heatmaps_measured_so_far(mo
     monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=100, measured=0, t0=100.0)
-    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.report_s = lambda maps, cells: 0.4 + 0.5 * maps
     problem = Problem("float32", 4096, (("n", 1024),))
 
     def counted(number: int, block: int, meta: int, status=TrialStatus.OK) -> float:
@@ -269,7 +290,7 @@ def test_a_resumed_run_keeps_report_time_for_the_maps_it_draws_again():
     trials of a problem whose final was done, which a trial of this run redraws whole."""
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=100, measured=0, t0=0.0)
-    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.report_s = lambda maps, cells: 0.4 + 0.5 * maps
 
     def record(number: int, n: int, block: int, meta: int) -> TrialRecord:
         problem = Problem("float32", 4096, (("n", n),))
@@ -300,7 +321,7 @@ def test_once_the_sweep_stopped_the_report_keeps_no_time_for_a_trial_more(monkey
     monkeypatch.setattr(_budget.time, "perf_counter", lambda: now[0])
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=100, measured=0, t0=100.0)
-    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.report_s = lambda maps, cells: 0.4 + 0.5 * maps
     budgets.finals_duty = lambda: None
     problem = Problem("float32", 4096, (("n", 1024),))
     entrants = []
@@ -327,7 +348,7 @@ def test_the_report_of_one_map_is_kept_for_as_one_map_and_a_trial_more():
     trials drew)."""
     budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=10.0, ceilings=None,
                       valid=2, measured=0, t0=0.0)
-    budgets.report_s = lambda maps: 0.4 + 0.5 * maps
+    budgets.report_s = lambda maps, cells: 0.4 + 0.5 * maps
     problem = Problem("float32", 4096, (("n", 1024),))
     for number, block in enumerate((32, 128)):
         budgets.counted(TrialRecord(
@@ -732,6 +753,27 @@ def test_a_study_records_the_budgets_each_run_was_given(write_space, tmp_path, m
     older = json.loads((Path(__file__).parents[1] / "studies" / "h200-copy-fp32" /
                         "study.json").read_text())
     assert "budgets" not in older and StudyMeta.from_json(older).budgets == []
+
+
+def test_a_resumed_study_file_holds_only_the_fields_its_record_declares(
+        write_space, tmp_path, monkeypatch):
+    """A resume writes nothing into study.json that :class:`StudyMeta` has no field for:
+    it kept the command as ``last_command``, which no reader took (``last_run.command``
+    and ``budgets`` say what the last run was given)."""
+    import dataclasses
+
+    from sweeper.store import StudyMeta
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space = write_space(REPLAY_SPACE)
+    table = Path(__file__).parent / "data" / "replay" / "h200-copy.csv"
+    args = ["run", str(space), "--device", f"replay:{table}", "--quiet", "--no-report",
+            "--studies-dir", str(tmp_path / "studies")]
+    assert main([*args, "--trials", "2"]) == 0
+    assert main(args) == 0
+    meta = json.loads((tmp_path / "studies" / "r-replay" / "study.json").read_text())
+    assert set(meta) <= {f.name for f in dataclasses.fields(StudyMeta)}, meta.keys()
+    assert meta["last_run"]["command"].startswith("sweeper run")
 
 
 def test_the_last_run_keeps_the_commands_wall_written_after_its_report(

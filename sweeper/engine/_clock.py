@@ -108,9 +108,10 @@ class RunClock:
     parts: dict[str, str] = field(default_factory=dict)
     #: what ``sweeper plan`` estimated the run takes (None: no estimate)
     estimate_s: float | None = None
-    #: the heatmaps the report drew (None: no report), kept with its seconds, and
-    #: the report's seconds beyond its pictures (its tables and files)
+    #: the heatmaps the report drew (None: no report), kept with its seconds, their
+    #: cells, and the report's seconds beyond its pictures (its tables and files)
     report_maps: int | None = None
+    report_cells: int | None = None
     report_fixed_s: float | None = None
 
     def mark(self, name: str) -> None:

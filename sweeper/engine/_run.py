@@ -212,7 +212,7 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     _say_time(options, clock, summary, timing)
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
-    _note_costs(space, device, clock, summary)
+    _note_costs(space, device, clock, summary, check)
     return RunResult(store, summary, failure)
 
 
@@ -320,9 +320,11 @@ def _deferred_line(summary: Any, budget_s: float | None) -> str:
             "or more measures them")
 
 
-def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
+def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
+                check: GpuCheck | None = None) -> None:
     """Keep what this run measured of the costs an estimate assumes (start-up, report,
-    compiles, proposals) for the next estimate on this machine, and which Triton binaries
+    compiles, proposals, on the interpreter its GPU ``check``'s compile) for the next
+    estimate and time budget on this machine, and which Triton binaries
     its trials ran (they are in Triton's cache now).  A replay keeps what this machine
     spent around its trials (start-up, set-up, report) and nothing of the trials, which
     are the recorded GPU's: without it a replay's time budget kept the H200's 1 s for a
@@ -337,6 +339,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
                  startup_s=None if restarted else clock.startup_s(),
                  setup_s=None if restarted else clock.setup_s(),
                  report_s=clock.steps().get("report"), report_maps=clock.report_maps,
+                 report_cells=clock.report_cells,
                  report_fixed_s=clock.report_fixed_s, compiles_s=[], ask_s=None,
                  space=space.study)
         return
@@ -361,6 +364,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              setup_s=None if restarted else clock.setup_s(),
              report_s=clock.steps().get("report"),
              report_maps=clock.report_maps, report_fixed_s=clock.report_fixed_s,
+             report_cells=clock.report_cells,
              space=space.study,
              compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
              first_compile_s=own[0].cold_s if own and device.measures_gpu and
@@ -379,6 +383,7 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any) -> None:
              launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
                             if t.ok and t.stats and t.config and model(t.config) > 0],
              prior_trials=device.plan_costs.scale_prior_trials,
+             gpu_check_s=check.first_s if check is not None else None,
              finals_overhead_s=measured_overhead_s(
                  summary.finals, summary.finals_s, Round.on(device.measure_spec)),
              # what a power-bound trial that compiled nothing spent loading the GPU under
@@ -475,7 +480,10 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
         say(f"gpu check: nothing to compile for {options.gpu_check_target}: the kernel's "
             "module names no Triton")
         return None
-    skipped = budget_skip(left_s, options.gpu_check_target)
+    from sweeper.plan import costs_key, run_costs
+
+    skipped = budget_skip(left_s, options.gpu_check_target,
+                          run_costs(costs_key(device)).gpu_check_s)
     if skipped is not None:
         say(skipped)
         return None
@@ -696,6 +704,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         # the imports and the files are the same whatever the maps; the pictures and the
         # tables grow with them (plan.RunCosts.report_for)
         clock.report_maps = len({p.stem for p in files.drawn})
+        clock.report_cells = _redrawn_cells(summary) if clock.report_maps else 0
         clock.report_fixed_s = clock.steps()["report"] - files.seconds["pictures"] - \
             files.seconds.get("tables", 0.0)
         clock.parts["report"] = ", ".join(f"{k} {v:.1f}" for k, v in files.seconds.items())
@@ -705,6 +714,24 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
     return why
+
+
+def _redrawn_cells(summary: Any) -> int:
+    """The cells of the maps this run's report drew again: those of each problem this
+    run measured a trial of or ran the final of (:mod:`sweeper.drawn_maps`, the rule the
+    time budget counts them by)."""
+    from sweeper.drawn_maps import ProblemMaps
+    from sweeper.finals import problem_of
+
+    redrawn = {problem_of(t) for t in summary.trials[summary.resumed:] if t.ok} | \
+        {f.problem for f in summary.finals}
+    maps: dict[Any, ProblemMaps] = {}
+    for t in summary.trials:
+        if t.ok and t.config is not None and problem_of(t) in redrawn:
+            maps.setdefault(problem_of(t), ProblemMaps()).add(
+                tuple(sorted(t.config.meta.items())), t.choice.get("grid"),
+                t.choice.get("block"))
+    return sum(m.drawn_cells() for m in maps.values())
 
 
 def budgeted(space: Any, trials: int | None, time_s: float | None) -> Any:

@@ -80,6 +80,10 @@ class Budgets:
         #: a GPU; 0 where nothing compiles), kept in its place until a trial ran: the
         #: budget starts no trial it cannot finish
         self.first_trial_s = 0.0
+        #: what the compile before the next trial takes (on the interpreter, the GPU check
+        #: of each config, :attr:`~sweeper.sweep._gpu_check.GpuCheck.config_s`; 0 where
+        #: nothing is compiled before a trial), kept with the trial in flight
+        self.check_s: Callable[[], float] = lambda: 0.0
         #: this run's trials so far while each failed as the first did, the kernel's
         #: fault (:data:`~sweeper.trial.KERNEL_FAULTS`; status and reason, numbers aside);
         #: ``None`` once one did not
@@ -106,8 +110,9 @@ class Budgets:
         #: priced (:data:`Entrant`), whose finals the time budget keeps time for
         #: (:meth:`keep_for_finals`)
         self.problems: dict[ProblemKey, list[Entrant]] = {}
-        #: the median (ms) of a problem's torch baseline as measured, which its final
-        #: races in every round (``None``: not measured; 0.0: the kernel has none)
+        #: what a call of a problem's torch baseline costs (ms) as measured
+        #: (:func:`~sweeper.finals.baseline_call_ms`), which its final races in every round
+        #: (``None``: not measured; 0.0: the kernel has none)
         self.baseline_ms: Callable[[ProblemKey], float | None] = lambda key: None
         #: the duty schedule the finals will follow (it may switch during the sweep);
         #: ``None`` where the sweep runs no finals
@@ -117,10 +122,10 @@ class Budgets:
         #: (``None``: ``FINALS_OVERHEAD_S``)
         self.finals_round = Round()
         self.finals_overhead_s: float | None = None
-        #: what the report takes for a number of heatmaps (``None``: no report, or one
-        #: kept for in ``outside_s``): the time budget keeps what a report of the trials
-        #: so far takes (:meth:`keep_for_report`), not one of the whole space
-        self.report_s: Callable[[int], float] | None = None
+        #: what the report takes for a number of heatmaps and their cells (``None``: no
+        #: report, or one kept for in ``outside_s``): the time budget keeps what a report
+        #: of the trials so far takes (:meth:`keep_for_report`), not one of the whole space
+        self.report_s: Callable[[int, int], float] | None = None
         #: per problem, its trials that hold a number: the heatmaps a report of them
         #: draws, by the rule the report draws and ``plan`` prices them by
         #: (:mod:`sweeper.drawn_maps`)
@@ -146,14 +151,15 @@ class Budgets:
         """Seconds the time budget keeps for the finals of the problems measured so far,
         and for the trial in flight when the sweep stops (it ends after the stop: as long
         as the longest of this run's trials so far, or before the first what that is
-        expected to take).  Each final is bounded from the finalists its trials give now
-        (:func:`~sweeper.finals.chosen`), not from every trial measured: on the H200 a
-        bound of twelve entrants a problem and 20 ms a round kept 6.3 s of a 20 s budget
-        for finals that took 0.1 s.  It keeps the ``MIN_ROUNDS`` rounds a final runs
+        expected to take, and the compile that precedes it where each config is compiled
+        for a GPU first, :attr:`check_s`).  Each final is bounded from the finalists its
+        trials give now (:func:`~sweeper.finals.chosen`), not from every trial measured:
+        on the H200 a bound of twelve entrants a problem and 20 ms a round kept 6.3 s of a
+        20 s budget for finals that took 0.1 s.  It keeps the ``MIN_ROUNDS`` rounds a final runs
         before it may stop, not all ``ROUNDS``: the rounds past them run as the time left
         allows (the deadline stops them), and most finals settle there (on the H200, 18 of
         23 after 3 or 4 rounds)."""
-        trial_s = self.trial_s or self.first_trial_s
+        trial_s = (self.trial_s or self.first_trial_s) + self.check_s()
         if self.finals_duty is None:
             return trial_s
         duty = self.finals_duty()
@@ -186,12 +192,17 @@ class Budgets:
             return 0.0
         drawn = sum(maps.drawn().count for key, maps in self.maps.items()
                     if key in self.redrawn)
+        cells = sum(maps.drawn_cells() for key, maps in self.maps.items()
+                    if key in self.redrawn)
         if self.swept:
-            return self.report_s(drawn)
-        # a trial more adds to one problem: its maps, all drawn again if none were yet
+            return self.report_s(drawn, cells)
+        # a trial more adds to one problem: its maps, all drawn again if none were yet,
+        # and a cell (all of its cells where its maps were not drawn)
         more = max((maps.most_added() + (key not in self.redrawn) * maps.drawn().count
                     for key, maps in self.maps.items()), default=0)
-        return self.report_s(drawn + more)
+        more_cells = 1 + max((maps.cells for key, maps in self.maps.items()
+                              if key not in self.redrawn), default=0)
+        return self.report_s(drawn + more, cells + more_cells)
 
     def note(self, record: TrialRecord, measured_now: bool = False) -> None:
         """Count ``record`` (``measured_now``, or found in the journal with its problem's

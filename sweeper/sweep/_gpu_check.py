@@ -23,8 +23,9 @@ What it costs, and so what is checked (``--gpu-check``):
   many (the test suite's pytest, a notebook) hashes Triton once: a later check of a
   cached binary takes about 0.2 s.  The test suite runs hundreds of interpreted sweeps;
   checking every binary would add a compile to most of their trials.  Under a time
-  budget that leaves less than :data:`GPU_CHECK_S` before the report, the set-up skips
-  it, saying so; one that runs is ended where the budget's time for it runs out.
+  budget that leaves less than a check took on this machine last (``RunCosts.gpu_check_s``;
+  :data:`GPU_CHECK_S` before one ran) before the report, the set-up skips it, saying so;
+  one that runs is ended where the budget's time for it runs out.
 - ``all``: every distinct binary (:func:`~sweeper.kernels._binaries.binary_of`) before
   its first trial, a config the compiler refuses recorded as the GPU run records it.
 - ``off``: nothing is compiled for a GPU.
@@ -94,19 +95,23 @@ _AT = re.compile(r" \(at (.+)\)$")
 #: forked from a process with threads can block on a lock one of them held at the fork.
 FORK_TIMEOUT_S = 120.0
 #: Seconds the check of one config takes on the 2-core development machine (0.6-1.2 s:
-#: the fork, Triton's hash of its library, the compile or its cache lookup): a time budget
-#: that leaves less before its report skips the check (:func:`budget_skip`)
+#: the fork, Triton's hash of its library, the compile or its cache lookup), where no
+#: check ran on this machine yet (``RunCosts.gpu_check_s`` keeps what the last one took):
+#: a time budget that leaves less before its report skips the check (:func:`budget_skip`)
 GPU_CHECK_S = 1.0
 
 
-def budget_skip(left_s: float | None, target: str) -> str | None:
+def budget_skip(left_s: float | None, target: str, check_s: float | None = None
+                ) -> str | None:
     """The line that says the check is skipped where the time budget leaves ``left_s``
-    seconds before the run's report (None: no budget), less than :data:`GPU_CHECK_S`;
+    seconds before the run's report (None: no budget), less than a check takes here
+    (``check_s``, as this machine's last check took; ``None``: :data:`GPU_CHECK_S`);
     ``None`` where it fits."""
-    if left_s is None or left_s >= GPU_CHECK_S:
+    takes = GPU_CHECK_S if check_s is None else check_s
+    if left_s is None or left_s >= takes:
         return None
     return (f"gpu check: skipped: the time budget leaves {max(left_s, 0.0):.1f} s before the "
-            f"report, less than a compile for {target} takes here (about {GPU_CHECK_S:g} s); "
+            f"report, less than a compile for {target} takes here (about {takes:.2g} s); "
             "nothing compiled for it (a longer time budget, or none, compiles it)")
 
 
@@ -174,6 +179,15 @@ class GpuCheck:
         self.results: dict[Hashable, Precompiled] = {}
         #: seconds spent compiling, and how many binaries were
         self.seconds = 0.0
+        #: seconds the representative's check took (the fork, this process's hash of
+        #: Triton, the compile or its cache lookup; ``None``: not checked): what a check
+        #: costs a run's set-up here
+        self.first_s: float | None = None
+        #: the seconds of each compile this run, in turn (:attr:`config_s` prices the next)
+        self._walls: list[float] = []
+        #: a config's compile was ended at the time budget's deadline (:meth:`refused`):
+        #: the sweep measures nothing more
+        self.cut = False
         #: why the check was skipped (``None``: it ran)
         self.skipped: str | None = None
 
@@ -198,6 +212,8 @@ class GpuCheck:
             self.skipped = "no valid config"
             return "gpu check: skipped: the space has no valid config"
         result = self._compile(config, within_s)
+        if result.status is not Compile.LEFT:
+            self.first_s = result.seconds
         if result.status is Compile.LEFT:
             self.skipped = result.reason
             self.every = False
@@ -224,15 +240,33 @@ class GpuCheck:
         return (f"gpu check: {what} compiled for {self.target} too "
                 f"({result.seconds:.2f} s; {given('gpu_check', 'off')} skips it)")
 
-    def refused(self, number: int, choice: Choice, config: Config | None
-                ) -> TrialRecord | None:
+    @property
+    def config_s(self) -> float:
+        """Seconds the check of the next trial's config may take, which the time budget
+        keeps with the trial in flight: while every config is checked, the longest compile
+        of this run after its first (the first pays the fork's and Triton's start, as the
+        representative's did), else the first, else :data:`GPU_CHECK_S`; 0 where configs
+        are not checked."""
+        if not self.every or self.skipped is not None:
+            return 0.0
+        walls = self._walls[1:] or self._walls
+        return max(walls) if walls else GPU_CHECK_S
+
+    def refused(self, number: int, choice: Choice, config: Config | None,
+                within_s: float | None = None) -> TrialRecord | None:
         """Trial ``number`` of ``choice`` as the ``compile_error`` the GPU would record,
         where it is checked and the compiler refuses its config; else ``None`` (it is
-        measured on the interpreter)."""
+        measured on the interpreter).  A compile not done ``within_s`` (what the time
+        budget leaves it) is ended, nothing recorded, and :attr:`cut` set: the sweep
+        stops there, as the set-up's check does."""
         if not self.every or config is None or self.skipped is not None:
             return None
         started, t0 = now(), time.perf_counter()
-        result = self._compile(config)
+        result = self._compile(config, within_s)
+        if result.status is Compile.LEFT and within_s is not None and \
+                result.seconds >= within_s:
+            self.cut = True
+            return None
         if result.status is Compile.COMPILED and self.mode == "first":
             self.every = False            # the kernel compiles: back to one check
         if result.status is not Compile.FAILED:
@@ -259,9 +293,12 @@ class GpuCheck:
             # what it cost this run: the fork and this process's hash of Triton included
             wall = time.perf_counter() - t0
             self.seconds += wall
+            self._walls.append(wall)
             reason = f"{self.target}: {result.reason}" if result.status is Compile.FAILED \
                 else result.reason
             result = Precompiled(result.status, reason, wall, result.kernels)
+            if within_s is not None and result.status is Compile.LEFT and wall >= within_s:
+                return result           # ended at the deadline: a later run compiles it
             self.results[binary] = result
         return self.results[binary]
 

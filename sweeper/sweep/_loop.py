@@ -29,7 +29,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.devices import Device, DeviceFacts
-from sweeper.finals import ROUNDS, problem_of
+from sweeper.finals import ROUNDS, baseline_call_ms, problem_of
 from sweeper.kernels import Kernel
 from sweeper.outcome import COMPLETE, problem_text
 from sweeper.plugins import sampler_capabilities
@@ -163,9 +163,9 @@ class Sweep:
         #: seconds of the time budget spent before :meth:`run` or kept for what follows it
         #: (a command's start-up): the budget bounds the whole command
         self.outside_s = 0.0
-        #: what the command's report will take for a number of heatmaps (None: no report):
-        #: the time budget keeps it for the heatmaps of the trials so far
-        self.report_s: Callable[[int], float] | None = None
+        #: what the command's report will take for a number of heatmaps and their cells
+        #: (None: no report): the time budget keeps it for the heatmaps of the trials so far
+        self.report_s: Callable[[int, int], float] | None = None
         #: what the first trial is expected to take (a compile from a cold cache), which the
         #: time budget keeps before it starts one
         self.first_trial_s = 0.0
@@ -304,6 +304,9 @@ class Sweep:
                           valid=len(valid), measured=measured, t0=t0,
                           outside_s=self.outside_s)
         budgets.report_s, budgets.first_trial_s = self.report_s, self.first_trial_s
+        if self.gpu_check is not None:
+            check = self.gpu_check
+            budgets.check_s = lambda: check.config_s
         budgets.chosen_axes = frozenset(a for a, labels in self.space.choices().items()
                                         if len(labels) > 1 and a not in PROBLEM_AXES)
         if self.run_finals:           # the time budget keeps time for the finals to come
@@ -311,7 +314,7 @@ class Sweep:
             budgets.finals_overhead_s = self.finals_overhead_s
             known, none = bench.baselines.known, self.kernel.baseline_name is None
             budgets.baseline_ms = lambda key: 0.0 if none else (
-                known[key].stats.median if key in known else None)
+                baseline_call_ms(known[key]) if key in known else None)
             entrants = self._in_space(kept)     # finalists on the kernel's source now
             missing = set(Winners.of(self.store).missing(entrants)) if entrants else set()
             owed = [t for t in entrants if problem_of(t) in missing]
@@ -497,6 +500,12 @@ class Sweep:
                 run.budgets.repeats = 0     # a new proposal ends a run of repeats
                 claim = Claim.TAKEN if self.claims is None else self.claims.take(key)
                 if claim is Claim.TAKEN and not self._refused_ahead(run, trial, choice):
+                    if self.gpu_check is not None and self.gpu_check.cut:
+                        # its compile ran to the time budget's end: nothing more is measured
+                        with run.timeline.phases.on("tell"):
+                            run.study.tell(trial, state=TrialState.FAIL)
+                        return (f"budget: {self.max_time_s:g} s (the compile of the next "
+                                f"config for {self.gpu_check.target} ran to its end)")
                     break
                 if key in run.done:     # refused by the compiler, kept as such
                     continue
@@ -549,7 +558,11 @@ class Sweep:
         it."""
         record = run.ahead.refused(run.number, choice) if run.ahead is not None else None
         if record is None and self.gpu_check is not None:
-            record = self.gpu_check.refused(run.number, choice, self._resolved(choice))
+            # the compile may take the time the budget keeps for it and what is left over
+            left = run.budgets.time_left() - run.budgets.keep_for_finals()
+            within = left + self.gpu_check.config_s if math.isfinite(left) else None
+            record = self.gpu_check.refused(run.number, choice, self._resolved(choice),
+                                            None if within is None else max(0.0, within))
         if record is None:
             return False
         run.waiting[key_of(choice)] = [trial]
