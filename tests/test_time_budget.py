@@ -625,6 +625,25 @@ def test_a_report_draws_no_picture_past_its_deadline(tmp_path, monkeypatch):
     assert again.left == () and [p.name for p in again.drawn] == ["c.png"]
 
 
+def test_a_deadline_too_close_for_a_first_picture_starts_none(tmp_path, monkeypatch):
+    """Before any picture is drawn, a deadline closer than ``FIRST_PICTURE_S`` starts
+    none (not the plotting library's import, not a pool): on an H100 a pool started 0.5 s
+    before the deadline drew nothing in 0.6 s and carried a `--time 6s` run to 6.54 s."""
+    from sweeper.report import _figures
+
+    now = [10.0]
+    monkeypatch.setattr(_figures.time, "perf_counter", lambda: now[0])
+    started = []
+    monkeypatch.setattr(_figures._draw, "pyplot", lambda: started.append("pyplot"))
+    monkeypatch.setattr(_figures, "_draw_all", lambda *a, **k: started.append("draw") or [])
+    folder = tmp_path / "heatmaps"
+    figures = [_figures.Figure(stem, str, (stem,)) for stem in "ab"]
+    shown = _figures.render(figures, folder, deadline=now[0] + _figures.FIRST_PICTURE_S / 2)
+    assert shown.left == ("a", "b") and shown.images == [] and started == []
+    shown = _figures.render(figures, folder, deadline=now[0] + _figures.FIRST_PICTURE_S * 2)
+    assert started == ["pyplot", "draw"]
+
+
 def test_a_report_past_the_time_budget_leaves_its_pictures_to_sweeper_report(
         small_space, tmp_path, capsys, monkeypatch):
     """A report the time kept for it covered when it started may still take longer (its

@@ -41,6 +41,13 @@ MANIFEST = "manifest.json"
 #: Fewest pictures to draw, and fewest CPUs, for which a pool of processes is used.
 POOL_MIN = 4
 POOL_CPUS = 4
+#: Seconds a report's first pictures are taken to need before any was drawn, against a
+#: deadline: a pool's start and its first pictures (the 8 maps of spaces/copy.yaml took
+#: 0.5-0.6 s in a pool on the H100 and H200 machines), or the plotting library's first
+#: figure alone (0.4 s on the H200).  Without it a deadline 0.5 s away started a pool
+#: that drew nothing in 0.6 s, waited for as its pictures ran on (an H100, `--time 6s` on
+#: spaces/matmul-shapes.yaml ended at 6.54 s).
+FIRST_PICTURE_S = 0.6
 
 
 class Figure(NamedTuple):
@@ -84,8 +91,9 @@ def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = 
     whose key or file changed (all with ``redraw``); ``workers``: processes to draw in
     (default: one per CPU where a pool pays, see above; else this process alone).  A
     ``deadline`` (``time.perf_counter()``'s clock; None: none) starts no picture that the
-    longest drawn so far says would end past it: those left are not shown, their old
-    files are removed as stale, and the next report draws them."""
+    longest drawn so far (before any: ``FIRST_PICTURE_S``) says would end past it: those
+    left are not shown, their old files are removed as stale, and the next report draws
+    them."""
     old = _manifest(directory)
     code = _code_key()
     keys = {f.stem: figure_key(f, code) for f in figures}
@@ -99,13 +107,16 @@ def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = 
         if stale:
             todo.append((f, stale))
     imported_s = 0.0
-    if todo:
-        make_dirs(directory)
-        # here, before any drawing process is forked (they inherit it), and timed apart
-        start = time.perf_counter()
-        _draw.pyplot()
-        imported_s = time.perf_counter() - start
-    drawn = _draw_all(todo, workers, deadline)
+    if deadline is not None and time.perf_counter() + FIRST_PICTURE_S > deadline:
+        drawn: list[Path] = []          # not even the first picture would be done in time
+    else:
+        if todo:
+            make_dirs(directory)
+            # here, before any drawing process is forked (they inherit it), and timed apart
+            start = time.perf_counter()
+            _draw.pyplot()
+            imported_s = time.perf_counter() - start
+        drawn = _draw_all(todo, workers, deadline)
     done = set(drawn)
     left = tuple(f.stem for f, stale in todo if not set(stale) <= done)
     images = [p for p in images if p.stem not in left]
