@@ -111,6 +111,17 @@ def test_run_takes_a_space_file_or_from_autotune(argv, message, capsys):
     assert capsys.readouterr().err == message + "\n"
 
 
+def test_a_p_that_sets_a_config_column_says_what_from_autotune_can_do(tmp_path, capsys):
+    assert main(["run", "--from-autotune", ADD, "--device", "interpret", "-p",
+                 "BLOCK_SIZE=64", "--studies-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "-p BLOCK_SIZE=64: params.BLOCK_SIZE: BLOCK_SIZE is set by from_autotune's configs "
+        "(block, num_stages, BLOCK_SIZE zipped as autotune); --from-autotune runs the "
+        "autotuner's configs as listed: drop -p BLOCK_SIZE, or, to sweep other values, write "
+        f"a space file with kernel: {ADD} and params: {{BLOCK_SIZE: [...]}}\n")
+    assert not any(tmp_path.iterdir())
+
+
 @triton.jit
 def _body(x, n, BLOCK: tl.constexpr, SPLIT: tl.constexpr):
     pass

@@ -966,9 +966,14 @@ class _Parser:
             for key in value["zip"] if key in columns]
         if given:
             path, key = given[0]
+            if self.file == f"--from-autotune {name}":      # no file to edit: -p set it
+                instead = (f"--from-autotune runs the autotuner's configs as listed: drop -p "
+                           f"{key}, or, to sweep other values, write a space file with "
+                           f"kernel: {name} and params: {{{key}: [...]}}")
+            else:
+                instead = "drop it here, or name the kernel with kernel: and list the values"
             raise self.error(f"params.{path}", f"{key} is set by from_autotune's configs "
-                             f"({', '.join(columns)} zipped as {AUTOTUNE_GROUP}); drop it "
-                             "here, or name the kernel with kernel: and list the values")
+                             f"({', '.join(columns)} zipped as {AUTOTUNE_GROUP}); {instead}")
         line = self.where.get("from_autotune", (self.file, None))
         for key, values in columns.items():
             path = f"params.{AUTOTUNE_GROUP}.zip.{key}"
