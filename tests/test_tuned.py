@@ -75,6 +75,24 @@ def test_a_replayed_study_is_found_by_the_gpu_it_replays(tmp_path, path):
     assert cfg.gpu == "replay: NVIDIA H200" and not cfg.by_architecture
 
 
+def test_a_lookup_here_of_a_replay_alone_suggests_naming_its_gpu(tmp_path, path, capsys):
+    """Without a GPU (this machine), an entry of a replay is not this device's: the
+    message names the option that asks for it, as each caller spells it."""
+    from sweeper.cli import main
+    from sweeper.lookup import current_gpu
+
+    export_study(study(tmp_path, "a", [1 << 20], gpu="replay: NVIDIA H200"), path)
+    here = current_gpu()
+    with pytest.raises(SweeperError, match=re.escape(
+            f"no tuned config for copy float32 on {here!r}; it is tuned on 'replay: NVIDIA "
+            "H200'; to use its winners here, give gpu='replay: NVIDIA H200'") + "$"):
+        tuned("copy", dtype="float32", footprint=1 << 20, path=path)
+    assert main(["tuned", "copy", "--footprint", "1MiB", "--tuning", str(path)]) == 2
+    assert capsys.readouterr().err.endswith(
+        "; it is tuned on 'replay: NVIDIA H200'; to use its winners here, give --gpu 'replay: "
+        "NVIDIA H200'\n")
+
+
 def test_another_gpu_of_the_architecture_with_a_warning(tmp_path, path):
     export_study(study(tmp_path, "a", [1 << 20], capability="9.0"), path)
     with pytest.warns(TuningWarning, match=r"copy float32: nothing tuned on 'NVIDIA H100'; "
