@@ -69,9 +69,10 @@ def test_a_space_file_key_takes_the_configs_and_adds_its_own_axes(write_space):
      "@triton.autotune function; declare it with sweeper.kernel(..., autotuned=the_function)"),
     ("from_autotune: tests.short_kernels_for_tests:add_kernel\n",
      "space.yaml:1: from_autotune: cannot load kernel 'tests.short_kernels_for_tests:add_kernel'"
-     " (module:attr path): tests.short_kernels_for_tests:add_kernel is an Autotuner, not a "
-     "sweeper.kernels.Kernel subclass or instance; from_autotune: names the "
-     "sweeper.kernel(..., autotuned=...) that launches the @triton.autotune function"),
+     " (module:attr path): tests.short_kernels_for_tests:add_kernel is a @triton.autotune "
+     "function (Autotuner), not a sweeper.kernels.Kernel subclass or instance; declare a "
+     "launcher with @sweeper.kernel(..., autotuned=add_kernel) and name it in from_autotune: "
+     "(or sweeper run --from-autotune), which runs its configs"),
     (f"from_autotune: {ADD}\nparams:\n  BLOCK_SIZE: [64]\n",
      "space.yaml:3: params.BLOCK_SIZE: BLOCK_SIZE is set by from_autotune's configs (block, "
      "num_stages, BLOCK_SIZE zipped as autotune); drop it here, or name the kernel with "

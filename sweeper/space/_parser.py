@@ -285,7 +285,8 @@ class _Parser:
             return plugins.kernel_declaration(name, user_code=self.user_code, params=params)
         except SweeperError as err:
             hint = "; from_autotune: names the sweeper.kernel(..., autotuned=...) that " \
-                "launches the @triton.autotune function" if path == "from_autotune" else ""
+                "launches the @triton.autotune function" if path == "from_autotune" and \
+                "autotuned=" not in str(err) else ""
             raise self.error(path, f"{err}{hint}") from None
 
     # -- axes ----------------------------------------------------------------------------
