@@ -188,7 +188,9 @@ class TuningWarning(UserWarning):
 
 class StaleTuningWarning(TuningWarning):
     """A tuned config was measured on an earlier source of its kernel (the tuning entry's
-    ``source_hash`` is not the kernel's hash now): it is used all the same, once warned."""
+    ``source_hash`` is not the kernel's hash now), or on a source that cannot be found
+    to compare (its module gone from the import path): it is used all the same, once
+    warned."""
 
 
 class ReferenceFailed(Exception):

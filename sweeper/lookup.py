@@ -161,14 +161,17 @@ class Tuning:
     def _stale(self, entry: TuningEntry) -> bool:
         """Whether ``entry`` was tuned on another source of its kernel than the one there
         is now; an entry without a ``source_hash`` (an older sweeper's), or a kernel
-        whose source cannot be told here, is not."""
-        from sweeper.kernels import source_hash_now
+        whose source cannot be told here, is not.  A kernel whose source cannot be found
+        at all (its module gone) is warned of, once, as not compared."""
+        from sweeper.kernels import source_hash_now, source_missing
 
         if entry.source_hash is None:
             return False
         if entry.identity not in self._sources:
             self._sources[entry.identity] = source_hash_now(entry.identity)
         now = self._sources[entry.identity]
+        if now is None and source_missing(entry.identity):
+            warn_unfound(entry, self.path)
         return now is not None and now != entry.source_hash
 
     def _matched(self, kernel: str, dtype: str, dims: Mapping[str, int] | None, gpu: str,
@@ -319,6 +322,24 @@ def warn_stale(config: TuningEntry, path: Path) -> None:
                   StaleTuningWarning, stacklevel=user_stacklevel())
 
 
+def warn_unfound(config: TuningEntry, path: Path) -> None:
+    """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that the
+    source of ``config``'s kernel, tuned with a ``source_hash``, cannot be found to
+    compare: its winners are used unchecked."""
+    key = (str(path.resolve()), config.identity)
+    if key in _STALE_WARNED:
+        return
+    _STALE_WARNED.add(key)
+    module, colon, _ = config.identity.partition(":")
+    gone = f"module {module!r} is neither imported nor on the import path" if colon else \
+        "its module is neither imported nor on the import path"
+    warnings.warn(f"{path}: the winners of {config.kernel} were tuned for a source of "
+                  f"{config.identity} (study {config.study}) that cannot be found here to "
+                  f"compare ({gone}: renamed, or tuned in another working folder); they are "
+                  "used as they are, unchecked: run from the folder that holds it, or tune "
+                  "it again", StaleTuningWarning, stacklevel=user_stacklevel())
+
+
 def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     """Warn (:class:`StaleTuningWarning`), once per process, where the module at ``path``
     that ``sweeper export --format triton`` wrote (its ``_DATA``, ``data``) holds winners
@@ -454,4 +475,4 @@ def describe(config: TunedConfig) -> str:
 
 
 __all__ = ["Candidate", "TunedConfig", "Tuning", "current_gpu", "describe", "far_text",
-           "tuned", "warn_for", "warn_stale", "warn_stale_export"]
+           "tuned", "warn_for", "warn_stale", "warn_stale_export", "warn_unfound"]
