@@ -177,8 +177,8 @@ def test_problems_the_interpreter_shrinks_are_named_and_measured_once(tmp_path, 
     assert rc == 0, out
     assert ("shrunk to fit 16KiB: n_elements 1048576 → 4096 (as n_elements=4096 does: "
             "measured once, as n_elements=4096); n_elements 1000000 → 4095\n") in out
-    assert "done: 6 measured, 0 failed, 0 skipped by constraints and 3 whose problem the " \
-           "device shrinks onto one measured, " in out
+    assert "done: 6 measured, 0 failed, 3 skipped as problems the device shrinks onto one " \
+           "measured, 0 repeated" in out
     trials, _ = StudyStore(tmp_path / "add-interpret").records()
     measured = [t for t in trials if t.status is TrialStatus.OK]
     assert sorted(t.config.problem.dim("n_elements") for t in measured) == [4095] * 3 + [4096] * 3
@@ -264,6 +264,31 @@ def test_early_config_prune_skips_what_it_drops_with_the_reason(tmp_path, capsys
         "pruned by the prune_configs_by of _times_two's @triton.autotune: it keeps 6 of "
         "the 8 listed configs for this problem, as Triton would at its first launch")
     assert CALLS == [("prune", 2048, ())]
+
+
+def test_configs_skipped_are_counted_by_their_cause(tmp_path, write_space, capsys):
+    """The 2 configs prune_configs_by drops are counted as its, in the done line and the
+    report, apart from those the space's constraints skip; they were all 'skipped by
+    constraints'."""
+    rc = main(["run", "--from-autotune", f"{HOOKED}:pruned", "--device", "interpret", "-p",
+               "n_elements=2048", "--studies-dir", str(tmp_path / "a")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "done: 6 measured, 0 failed, 2 skipped by prune_configs_by, " in out
+    report = (tmp_path / "a" / "pruned-interpret" / "report.md").read_text()
+    assert "8 trials: 6 measured, 0 failed, 2 skipped by prune_configs_by" in report
+    path = write_space(f"""
+        from_autotune: {HOOKED}:pruned
+        sampler: exhaustive
+        params:
+          n_elements: [2048]
+        constraints: ["block == 32"]
+        measure: {{warmup: 1, repeat: 3}}
+    """)
+    rc = main(["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path / "b"),
+               "--no-report"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "done: 3 measured, 0 failed, 5 skipped: 4 by constraints, 1 by " \
+        "prune_configs_by, " in out, out
 
 
 def test_a_prune_that_raises_says_its_whole_message_on_one_line(tmp_path, capsys):
