@@ -115,13 +115,15 @@ class DataError(SweeperError):
 class TuningFileError(SweeperError):
     """A tuning file (what ``sweeper export`` writes) holds something no launch may take:
     ``file: entries[N] (what it is for): key is VALUE; what is allowed``, or ``file: ...``
-    where the file as a whole is wrong (``entry`` is then ``None``).  The whole file is
-    refused, never the good entries served and the bad ones skipped."""
+    where the file as a whole is wrong (``entry`` is then ``None``), ``file:line: ...``
+    where its JSON breaks at a line.  The whole file is refused, never the good entries
+    served and the bad ones skipped."""
 
     def __init__(self, message: str, *, file: str, entry: int | None = None,
-                 name: str = "") -> None:
+                 name: str = "", line: int | None = None) -> None:
         self.file, self.entry, self.message = file, entry, message
-        where = file if entry is None else f"{file}: entries[{entry}]{name}"
+        where = file if line is None else f"{file}:{line}"
+        where = where if entry is None else f"{where}: entries[{entry}]{name}"
         super().__init__(f"{where}: {message}")
 
 
@@ -186,7 +188,9 @@ class TuningWarning(UserWarning):
 
 class StaleTuningWarning(TuningWarning):
     """A tuned config was measured on an earlier source of its kernel (the tuning entry's
-    ``source_hash`` is not the kernel's hash now): it is used all the same, once warned."""
+    ``source_hash`` is not the kernel's hash now), or on a source that cannot be found
+    to compare (its module gone from the import path): it is used all the same, once
+    warned."""
 
 
 class ReferenceFailed(Exception):

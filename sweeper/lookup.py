@@ -109,10 +109,13 @@ class Tuning:
 
     def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
                dims: Mapping[str, int] | None = None, gpu: str | None = None,
-               warn: bool = True) -> TunedConfig:
+               warn: bool = True, gpu_option: str | None = None) -> TunedConfig:
         """The config for ``kernel`` (see :func:`tuned`); ``warn=False``: leave the far
         and architecture warnings to the caller, which reads ``far``/``by_architecture``
-        (a changed source is warned of here either way, once per kernel)."""
+        (a changed source is warned of here either way, once per kernel).
+        A lookup that finds the kernel tuned on other GPUs only suggests naming one: as
+        ``gpu_option`` says (the CLI's ``--gpu {!r}``), else as ``gpu={!r}`` where ``gpu``
+        was not given."""
         if not isinstance(kernel, str):
             raise SweeperError(f"kernel {kernel!r}: give the kernel's name as text (e.g. "
                                "'matmul', or its 'module:attr' path)")
@@ -122,8 +125,9 @@ class Tuning:
         dtype = dtype_name(dtype)
         footprint, dims = _checked_problem(footprint, dims, dtype)
         capability = None if gpu else _current_capability()
+        option = gpu_option if gpu_option is not None else None if gpu else "gpu={!r}"
         gpu = gpu or current_gpu()
-        matched = self._matched(kernel, dtype, dims, gpu, capability)
+        matched = self._matched(kernel, dtype, dims, gpu, capability, option)
         asked: Mapping[str, int] = dims if dims is not None else {"footprint": footprint or 1}
         problems = [self.entries[i].dims if dims is not None else
                     {"footprint": self.entries[i].footprint} for i in matched.indices]
@@ -157,20 +161,24 @@ class Tuning:
     def _stale(self, entry: TuningEntry) -> bool:
         """Whether ``entry`` was tuned on another source of its kernel than the one there
         is now; an entry without a ``source_hash`` (an older sweeper's), or a kernel
-        whose source cannot be told here, is not."""
-        from sweeper.kernels import source_hash_now
+        whose source cannot be told here, is not.  A kernel whose source cannot be found
+        at all (its module gone) is warned of, once, as not compared."""
+        from sweeper.kernels import source_hash_now, source_missing
 
         if entry.source_hash is None:
             return False
         if entry.identity not in self._sources:
             self._sources[entry.identity] = source_hash_now(entry.identity)
         now = self._sources[entry.identity]
+        if now is None and source_missing(entry.identity):
+            warn_unfound(entry, self.path)
         return now is not None and now != entry.source_hash
 
     def _matched(self, kernel: str, dtype: str, dims: Mapping[str, int] | None, gpu: str,
-                 capability: tuple[int, int] | None) -> GpuMatch:
+                 capability: tuple[int, int] | None, option: str | None) -> GpuMatch:
         """The entries for ``kernel`` in ``dtype`` (over ``dims``' names) of the GPU
-        :func:`~sweeper.matching.match_gpu` chooses; none is refused."""
+        :func:`~sweeper.matching.match_gpu` chooses; none is refused (``option``: how to
+        ask for another GPU, where this one was not named)."""
         mine = self.kernel_entries(kernel)
         ours = [i for i in mine if self.entries[i].dtype == dtype and
                 (dims is None or set(self.entries[i].dims) == set(dims))]
@@ -185,7 +193,7 @@ class Tuning:
                                    "; allowed: each of them by name")
             shape = f" {show_dims(dims)}" if dims is not None else ""
             raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} "
-                               f"on {gpu!r}{self._held(kernel, mine, ours)}")
+                               f"on {gpu!r}{self._held(kernel, mine, ours, option)}")
         return matched
 
     def kernel_entries(self, kernel: str) -> list[int]:
@@ -207,15 +215,20 @@ class Tuning:
                       TuningWarning, stacklevel=user_stacklevel())
         return [i for i in named if self.entries[i].identity == kernel]
 
-    def _held(self, kernel: str, mine: list[int], ours: list[int]) -> str:
+    def _held(self, kernel: str, mine: list[int], ours: list[int], option: str | None
+              ) -> str:
         """What the file holds nearest to a lookup that found nothing, so that the message
         says what to ask for instead: the GPUs ``kernel`` in the asked dtype was tuned on
-        (``ours``), else the dtypes it was tuned in (``mine``: its entries), else the
-        kernels the file has, each as a lookup finds it without doubt: a user's by its
+        (``ours``; with how to ask for one, ``option``, where the lookup named none),
+        else the dtypes it was tuned in (``mine``: its entries), else the kernels the
+        file has, each as a lookup finds it without doubt: a user's by its
         ``module:attr`` path, as its name alone may mean a built-in's entries."""
         if ours:
             gpus = sorted({self.entries[i].gpu for i in ours})
-            return f"; it is tuned on {', '.join(map(repr, gpus))}"
+            ask = "" if option is None else \
+                f"; to use {'its' if len(gpus) == 1 else 'their'} winners here, give " \
+                f"{'' if len(gpus) == 1 else 'e.g. '}{option.format(gpus[0])}"
+            return f"; it is tuned on {', '.join(map(repr, gpus))}{ask}"
         dtypes = sorted({self.entries[i].dtype for i in mine})
         if dtypes:
             return f"; {kernel} is tuned in {', '.join(dtypes)}"
@@ -307,6 +320,24 @@ def warn_stale(config: TuningEntry, path: Path) -> None:
     warnings.warn(_stale_text(path, config.kernel, config.identity,
                               config.tuned or config.exported, config.study),
                   StaleTuningWarning, stacklevel=user_stacklevel())
+
+
+def warn_unfound(config: TuningEntry, path: Path) -> None:
+    """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that the
+    source of ``config``'s kernel, tuned with a ``source_hash``, cannot be found to
+    compare: its winners are used unchecked."""
+    key = (str(path.resolve()), config.identity)
+    if key in _STALE_WARNED:
+        return
+    _STALE_WARNED.add(key)
+    module, colon, _ = config.identity.partition(":")
+    gone = f"module {module!r} is neither imported nor on the import path" if colon else \
+        "its module is neither imported nor on the import path"
+    warnings.warn(f"{path}: the winners of {config.kernel} were tuned for a source of "
+                  f"{config.identity} (study {config.study}) that cannot be found here to "
+                  f"compare ({gone}: renamed, or tuned in another working folder); they are "
+                  "used as they are, unchecked: run from the folder that holds it, or tune "
+                  "it again", StaleTuningWarning, stacklevel=user_stacklevel())
 
 
 def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
@@ -444,4 +475,4 @@ def describe(config: TunedConfig) -> str:
 
 
 __all__ = ["Candidate", "TunedConfig", "Tuning", "current_gpu", "describe", "far_text",
-           "tuned", "warn_for", "warn_stale", "warn_stale_export"]
+           "tuned", "warn_for", "warn_stale", "warn_stale_export", "warn_unfound"]

@@ -8,14 +8,15 @@ Pure functions over the study's records; the CLI prints what they return.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from sweeper.core._model import PROBLEM_AXES, launch_text
+from sweeper.core._model import PROBLEM_AXES, launch_text, merged
 from sweeper.core._units import counted
 from sweeper.errors import one_line
 from sweeper.escape import cut
 from sweeper.finals import problem_of
 from sweeper.kernels import Headline
+from sweeper.kernels._base import ALLOCATING, PRUNED, WRAPS
 from sweeper.store import ProblemKey, TrialRecord
 from sweeper.trial import FAILURES, TrialStatus
 from sweeper.winners import Pick, Winners
@@ -30,6 +31,40 @@ NOT_IN_TABLE = "the recorded table does not hold"
 FAILED = FAILURES - {TrialStatus.MISSING}
 #: Why a sweep stops when the sampler has nothing new left to propose.
 COMPLETE = "complete: every valid config tried"
+
+
+#: Why a config is skipped, by what its reason says, as a count of them names it; the
+#: space's constraints and values are the cause of any other.
+CONSTRAINTS = "by constraints"
+PRUNE = "by prune_configs_by"
+KERNEL = "by the kernel"
+SHRUNK = "as problems the device shrinks onto one measured"
+
+
+def skip_cause(reason: str) -> str:
+    """What skipped a config whose (``invalid``) trial says ``reason``: the
+    ``prune_configs_by`` of an autotuned kernel, the kernel refusing to launch it, its
+    problem shrunk onto another's that is measured once, else the space's constraints."""
+    if merged(reason):
+        return SHRUNK
+    if reason.startswith(PRUNED):
+        return PRUNE
+    if reason.startswith(ALLOCATING) or WRAPS in reason:
+        return KERNEL
+    return CONSTRAINTS
+
+
+def skipped_text(reasons: Iterable[str]) -> str:
+    """``6 skipped by constraints`` where the constraints skipped them all (or none was
+    skipped), else by cause, most first: ``6 skipped: 4 by constraints, 2 by
+    prune_configs_by`` (``2 skipped by prune_configs_by`` where that is the one)."""
+    causes = Counter(skip_cause(r) for r in reasons).most_common()
+    total = sum(n for _, n in causes)
+    if not causes or [c for c, _ in causes] == [CONSTRAINTS]:
+        return f"{total} skipped {CONSTRAINTS}"
+    if len(causes) == 1:
+        return f"{total} skipped {causes[0][0]}"
+    return f"{total} skipped: {', '.join(f'{n} {cause}' for cause, n in causes)}"
 
 
 def absent_text(n: int) -> str:
@@ -128,11 +163,11 @@ def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | No
         # the first trial), not the configs the constraints removed
         why.append(f"no trial finished (stopped: {stopped_by})")
     if ruled_out:
-        reasons = Counter(one_line(t.reason) if t.reason else "no reason given"
-                          for t in trials if t.status is TrialStatus.INVALID)
+        skipped = [t.reason or "" for t in trials if t.status is TrialStatus.INVALID]
+        reasons = Counter(one_line(r) if r else "no reason given" for r in skipped)
         reason, n = reasons.most_common(1)[0]
         often = "all" if n == ruled_out else f"{n} of them"
-        why.append(f"{ruled_out} ruled out by constraints or values ({often}: {reason})")
+        why.append(f"{skipped_text(skipped)} ({often}: {reason})")
     return "no config was measured: " + "; ".join(why)
 
 

@@ -146,12 +146,32 @@ def _kernel_problem(obj: Any) -> str | None:
 
     cls = obj if isinstance(obj, type) else type(obj)
     if not issubclass(cls, Kernel):
-        return f"is {_a(obj)}, not a sweeper.kernels.Kernel subclass or instance"
+        what, instead = _not_a_kernel(obj)
+        return f"is {what}, not a sweeper.kernels.Kernel subclass or instance{instead}"
     if inspect.isabstract(cls) and cls.__new__ is object.__new__:    # cuda's makes another
         return _abstract(cls)
     if not isinstance(getattr(cls, "name", None), str):
         return "declares no name (a class attribute: name = 'my-kernel')"
     return None
+
+
+def _not_a_kernel(obj: Any) -> tuple[str, str]:
+    """What ``obj``, named as a kernel but not a Kernel, is, and what to name instead: a
+    plain function or a ``@triton.jit`` one is launched by a ``@sweeper.kernel``
+    function, a ``@triton.autotune`` one is brought whole by ``from_autotune``."""
+    kinds = {(c.__module__.partition(".")[0], c.__name__) for c in type(obj).__mro__}
+    declare = "with @sweeper.kernel(inputs=..., outputs=...) (README: Your own kernel)"
+    if ("triton", "Autotuner") in kinds:
+        fn = getattr(getattr(obj, "fn", None), "__name__", "the_function")
+        return (f"a @triton.autotune function ({type(obj).__name__})", "; declare a "
+                f"launcher with @sweeper.kernel(..., autotuned={fn}) and name it in "
+                "from_autotune: (or sweeper run --from-autotune), which runs its configs")
+    if ("triton", "KernelInterface") in kinds:
+        return (f"a @triton.jit function ({type(obj).__name__})", "; write a function "
+                f"that launches it, decorate that {declare}, and name it")
+    if inspect.isfunction(obj):
+        return _a(obj), f"; decorate it {declare}"
+    return _a(obj), ""
 
 
 #: What a sampler factory is, for messages.

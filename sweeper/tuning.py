@@ -331,7 +331,10 @@ def read_tuning(path: Path) -> TuningFile:
         raise TuningFileError("not a regular file; a tuning file is a JSON file", file=where)
     try:
         data = json.loads(path.read_bytes())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+    except json.JSONDecodeError as err:      # the line, as the journal and study.json say
+        raise TuningFileError(f"not a readable tuning file: {err.msg} (column {err.colno})",
+                              file=where, line=err.lineno) from None
+    except (OSError, UnicodeDecodeError, RecursionError) as err:
         why = err.strerror if isinstance(err, OSError) else str(err)
         raise TuningFileError(f"not a readable tuning file: {why}", file=where) from None
     version = data.get("version") if isinstance(data, dict) else None

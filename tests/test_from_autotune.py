@@ -69,9 +69,10 @@ def test_a_space_file_key_takes_the_configs_and_adds_its_own_axes(write_space):
      "@triton.autotune function; declare it with sweeper.kernel(..., autotuned=the_function)"),
     ("from_autotune: tests.short_kernels_for_tests:add_kernel\n",
      "space.yaml:1: from_autotune: cannot load kernel 'tests.short_kernels_for_tests:add_kernel'"
-     " (module:attr path): tests.short_kernels_for_tests:add_kernel is an Autotuner, not a "
-     "sweeper.kernels.Kernel subclass or instance; from_autotune: names the "
-     "sweeper.kernel(..., autotuned=...) that launches the @triton.autotune function"),
+     " (module:attr path): tests.short_kernels_for_tests:add_kernel is a @triton.autotune "
+     "function (Autotuner), not a sweeper.kernels.Kernel subclass or instance; declare a "
+     "launcher with @sweeper.kernel(..., autotuned=add_kernel) and name it in from_autotune: "
+     "(or sweeper run --from-autotune), which runs its configs"),
     (f"from_autotune: {ADD}\nparams:\n  BLOCK_SIZE: [64]\n",
      "space.yaml:3: params.BLOCK_SIZE: BLOCK_SIZE is set by from_autotune's configs (block, "
      "num_stages, BLOCK_SIZE zipped as autotune); drop it here, or name the kernel with "
@@ -109,6 +110,17 @@ def test_plan_reads_the_autotune_configs_from_the_source(write_space, capsys):
 def test_run_takes_a_space_file_or_from_autotune(argv, message, capsys):
     assert main(["run", *argv, "--device", "interpret"]) == 2
     assert capsys.readouterr().err == message + "\n"
+
+
+def test_a_p_that_sets_a_config_column_says_what_from_autotune_can_do(tmp_path, capsys):
+    assert main(["run", "--from-autotune", ADD, "--device", "interpret", "-p",
+                 "BLOCK_SIZE=64", "--studies-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "-p BLOCK_SIZE=64: params.BLOCK_SIZE: BLOCK_SIZE is set by from_autotune's configs "
+        "(block, num_stages, BLOCK_SIZE zipped as autotune); --from-autotune runs the "
+        "autotuner's configs as listed: drop -p BLOCK_SIZE, or, to sweep other values, write "
+        f"a space file with kernel: {ADD} and params: {{BLOCK_SIZE: [...]}}\n")
+    assert not any(tmp_path.iterdir())
 
 
 @triton.jit
@@ -165,8 +177,8 @@ def test_problems_the_interpreter_shrinks_are_named_and_measured_once(tmp_path, 
     assert rc == 0, out
     assert ("shrunk to fit 16KiB: n_elements 1048576 → 4096 (as n_elements=4096 does: "
             "measured once, as n_elements=4096); n_elements 1000000 → 4095\n") in out
-    assert "done: 6 measured, 0 failed, 0 skipped by constraints and 3 whose problem the " \
-           "device shrinks onto one measured, " in out
+    assert "done: 6 measured, 0 failed, 3 skipped as problems the device shrinks onto one " \
+           "measured, 0 repeated" in out
     trials, _ = StudyStore(tmp_path / "add-interpret").records()
     measured = [t for t in trials if t.status is TrialStatus.OK]
     assert sorted(t.config.problem.dim("n_elements") for t in measured) == [4095] * 3 + [4096] * 3
@@ -252,6 +264,31 @@ def test_early_config_prune_skips_what_it_drops_with_the_reason(tmp_path, capsys
         "pruned by the prune_configs_by of _times_two's @triton.autotune: it keeps 6 of "
         "the 8 listed configs for this problem, as Triton would at its first launch")
     assert CALLS == [("prune", 2048, ())]
+
+
+def test_configs_skipped_are_counted_by_their_cause(tmp_path, write_space, capsys):
+    """The 2 configs prune_configs_by drops are counted as its, in the done line and the
+    report, apart from those the space's constraints skip; they were all 'skipped by
+    constraints'."""
+    rc = main(["run", "--from-autotune", f"{HOOKED}:pruned", "--device", "interpret", "-p",
+               "n_elements=2048", "--studies-dir", str(tmp_path / "a")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "done: 6 measured, 0 failed, 2 skipped by prune_configs_by, " in out
+    report = (tmp_path / "a" / "pruned-interpret" / "report.md").read_text()
+    assert "8 trials: 6 measured, 0 failed, 2 skipped by prune_configs_by" in report
+    path = write_space(f"""
+        from_autotune: {HOOKED}:pruned
+        sampler: exhaustive
+        params:
+          n_elements: [2048]
+        constraints: ["block == 32"]
+        measure: {{warmup: 1, repeat: 3}}
+    """)
+    rc = main(["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path / "b"),
+               "--no-report"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "done: 3 measured, 0 failed, 5 skipped: 4 by constraints, 1 by " \
+        "prune_configs_by, " in out, out
 
 
 def test_a_prune_that_raises_says_its_whole_message_on_one_line(tmp_path, capsys):

@@ -218,8 +218,6 @@ def test_a_tuning_entry_missing_a_field_is_named(tmp_path, capsys):
     ("[1, 2]", "tuning file version None; this sweeper reads version 1"),
     ('{"version": 1, "entries": {}}', "'entries' must be a list of tuned configs"),
     ('{"version": 1, "entries": [7]}', "entries[0]: an entry must be an object, got int"),
-    ('{"version": 1, "entries": [', "not a readable tuning file: Expecting value"),
-    ("\xff\xfe", "not a readable tuning file"),
 ])
 def test_a_tuning_file_that_is_not_one_is_refused(tmp_path, capsys, text, said):
     path = tmp_path / "tuning.json"
@@ -227,6 +225,17 @@ def test_a_tuning_file_that_is_not_one_is_refused(tmp_path, capsys, text, said):
     assert main(["tuned", "copy", "--footprint", "1MiB", "--gpu", GPU, "--tuning",
                  str(path)]) == 2
     assert _one_line(capsys).startswith(f"sweeper: {path}: {said}")
+
+
+@pytest.mark.parametrize("text, line", [('{"version": 1,\n "entries": [\n', 3),
+                                        ("\xff\xfe", 1)])
+def test_a_tuning_file_broken_mid_json_is_refused_at_its_line(tmp_path, capsys, text, line):
+    path = tmp_path / "tuning.json"
+    path.write_bytes(text.encode("latin-1"))
+    assert main(["tuned", "copy", "--footprint", "1MiB", "--gpu", GPU, "--tuning",
+                 str(path)]) == 2
+    assert _one_line(capsys) == (f"sweeper: {path}:{line}: not a readable tuning file: "
+                                 "Expecting value (column 1)")
 
 
 def test_export_refuses_to_merge_into_a_broken_tuning_file_and_leaves_it(one_study, tmp_path,

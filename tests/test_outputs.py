@@ -207,7 +207,7 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
         "no config was measured: 2 wrong_answer (first: #1 grid=sms block=32 BLOCK=1: 3 of 8 "
         "differ), 1 crashed (first: #3 grid=sms block=32: boom Traceback (most recent call "
         "last) ...), 1 compile_error (first: #5 "
-        f"grid=sms block=32: {'x' * 119}…); 1 ruled out by constraints or values (all: "
+        f"grid=sms block=32: {'x' * 119}…); 1 skipped by constraints (all: "
         "constraint 'BLOCK >= block' is false)")
     assert nothing_measured([], "stopped: Ctrl-C") == (
         "no config was measured: no trial finished (stopped: stopped: Ctrl-C)")
@@ -216,10 +216,10 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
     # a time budget spent before the first trial: the configs the constraints removed are
     # not why nothing was measured
     assert nothing_measured([trials[3]], "budget: 14 s") == (
-        "no config was measured: no trial finished (stopped: budget: 14 s); 1 ruled out by "
-        "constraints or values (all: constraint 'BLOCK >= block' is false)")
+        "no config was measured: no trial finished (stopped: budget: 14 s); 1 skipped by "
+        "constraints (all: constraint 'BLOCK >= block' is false)")
     assert nothing_measured([trials[3]], COMPLETE) == (
-        "no config was measured: 1 ruled out by constraints or values (all: constraint "
+        "no config was measured: 1 skipped by constraints (all: constraint "
         "'BLOCK >= block' is false)")
     assert failure_counts([trials[0]]) == (
         "1 crashed (first: #3 grid=sms block=32: boom Traceback (most recent call last) ...)")
@@ -236,7 +236,7 @@ def test_a_reason_of_several_lines_is_said_whole_on_one_line():
     ruled_out = [record(n, TrialStatus.INVALID, "pruned: it raised ValueError: no rows\n"
                         "  see the table") for n in (1, 2)]
     assert nothing_measured(ruled_out, COMPLETE) == (
-        "no config was measured: 2 ruled out by constraints or values (all: pruned: it "
+        "no config was measured: 2 skipped by constraints (all: pruned: it "
         "raised ValueError: no rows see the table)")
     crashed = record(3, TrialStatus.CRASHED, "boom\nat line 7")
     assert reason_line(crashed) == "boom at line 7"
@@ -772,7 +772,7 @@ def test_a_problem_the_kernel_cannot_allocate_is_recorded_and_the_sweep_goes_on(
         assert [t.status.value for t in trials] == [status, status]
         assert all(t.reason.startswith("allocating the inputs: ") for t in trials)
         if status == "invalid":
-            assert err.endswith("2 ruled out by constraints or values (all: allocating the "
+            assert err.endswith("2 skipped by the kernel (all: allocating the "
                                 "inputs: no such shape)\n")
         else:
             assert "2 crashed (first: #0 grid=sms block=32 BLOCK=256: allocating the inputs: "\

@@ -224,7 +224,8 @@ def test_installed_names_are_listed_and_a_bad_one_is_named_with_its_entry_point(
         f"{space}:3: kernel: cannot load kernel 'nokernel' (entry point nokernel = "
         f"sweeper_tinyplug:backwards {origin.format(group='sweeper.kernels')}): "
         "sweeper_tinyplug:backwards is a function, not a sweeper.kernels.Kernel subclass or "
-        "instance\n")
+        "instance; decorate it with @sweeper.kernel(inputs=..., outputs=...) (README: Your "
+        "own kernel)\n")
     space.write_text(SCALE_SPACE.replace("sampler: backwards", "sampler: nofactory"))
     assert main(["run", str(space), "--device", "interpret"]) == 2
     assert capsys.readouterr().err == (
@@ -680,6 +681,30 @@ def test_an_abstract_kernel_class_is_refused_naming_what_it_leaves_out(tmp_path,
         f"{space}:1: kernel: cannot load kernel 'sweeper.kernels:Kernel' (module:attr path): "
         "sweeper.kernels:Kernel is abstract: it does not implement allocate, check, launch, "
         "poison, randomize\n")
+    assert not (tmp_path / "studies").exists()
+
+
+@pytest.mark.parametrize(("attr", "said"), [
+    ("_broken_baseline", "is a function, not a sweeper.kernels.Kernel subclass or instance; "
+     "decorate it with @sweeper.kernel(inputs=..., outputs=...) (README: Your own kernel)"),
+    ("_axpy_body", "is a @triton.jit function (InterpretedFunction), not a "
+     "sweeper.kernels.Kernel subclass or instance; write a function that launches it, "
+     "decorate that with @sweeper.kernel(inputs=..., outputs=...) (README: Your own "
+     "kernel), and name it"),
+    ("add_kernel", "is a @triton.autotune function (Autotuner), not a sweeper.kernels.Kernel "
+     "subclass or instance; declare a launcher with @sweeper.kernel(..., "
+     "autotuned=add_kernel) and name it in from_autotune: (or sweeper run --from-autotune), "
+     "which runs its configs"),
+])
+def test_a_function_named_as_a_kernel_says_how_to_declare_one(attr, said, tmp_path, capsys):
+    space = tmp_path / "s.yaml"
+    target = f"tests.short_kernels_for_tests:{attr}"
+    space.write_text(f"kernel: {target}\nparams: {{n: [1024]}}\n")
+    assert main(["run", str(space), "--device", "interpret",
+                 "--studies-dir", str(tmp_path / "studies")]) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:1: kernel: cannot load kernel '{target}' (module:attr path): {target} "
+        f"{said}\n")
     assert not (tmp_path / "studies").exists()
 
 

@@ -75,6 +75,24 @@ def test_a_replayed_study_is_found_by_the_gpu_it_replays(tmp_path, path):
     assert cfg.gpu == "replay: NVIDIA H200" and not cfg.by_architecture
 
 
+def test_a_lookup_here_of_a_replay_alone_suggests_naming_its_gpu(tmp_path, path, capsys):
+    """Without a GPU (this machine), an entry of a replay is not this device's: the
+    message names the option that asks for it, as each caller spells it."""
+    from sweeper.cli import main
+    from sweeper.lookup import current_gpu
+
+    export_study(study(tmp_path, "a", [1 << 20], gpu="replay: NVIDIA H200"), path)
+    here = current_gpu()
+    with pytest.raises(SweeperError, match=re.escape(
+            f"no tuned config for copy float32 on {here!r}; it is tuned on 'replay: NVIDIA "
+            "H200'; to use its winners here, give gpu='replay: NVIDIA H200'") + "$"):
+        tuned("copy", dtype="float32", footprint=1 << 20, path=path)
+    assert main(["tuned", "copy", "--footprint", "1MiB", "--tuning", str(path)]) == 2
+    assert capsys.readouterr().err.endswith(
+        "; it is tuned on 'replay: NVIDIA H200'; to use its winners here, give --gpu 'replay: "
+        "NVIDIA H200'\n")
+
+
 def test_another_gpu_of_the_architecture_with_a_warning(tmp_path, path):
     export_study(study(tmp_path, "a", [1 << 20], capability="9.0"), path)
     with pytest.warns(TuningWarning, match=r"copy float32: nothing tuned on 'NVIDIA H100'; "
@@ -379,6 +397,34 @@ def test_a_tuned_kernel_warns_once_of_an_edited_source(edited_scale, monkeypatch
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         launch(x, 512, 0.5)
+
+
+def test_a_kernel_whose_module_is_gone_is_warned_of_once_as_unchecked(edited_scale, capsys,
+                                                                       monkeypatch):
+    """Renamed since (or looked up from another folder): no source to compare, so the
+    winners are served unchecked, with one warning saying so."""
+    from sweeper import lookup
+    from sweeper.cli import main
+
+    edited_scale.rename(edited_scale.with_name("renamed_scale.py"))
+    sys.modules.pop("edited_scale")                    # a new process, after the rename
+    said = (r"tuning.json: the winners of scale were tuned for a source of edited_scale:scale "
+            r"\(study s-interpret\) that cannot be found here to compare \(module "
+            r"'edited_scale' is neither imported nor on the import path: renamed, or tuned "
+            r"in another working folder\); they are used as they are, unchecked: run from "
+            r"the folder that holds it, or tune it again$")
+    with pytest.warns(StaleTuningWarning, match=said) as warned:
+        cfg = tuned("scale", **ASKED)
+    assert len(warned) == 1 and [w.filename for w in warned] == [__file__]
+    assert not cfg.stale and cfg.meta == {"BLOCK": 256}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # once per kernel
+        tuned("edited_scale:scale", **ASKED)
+    capsys.readouterr()
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())     # `sweeper tuned`: a new process
+    assert main(["tuned", "scale", "--footprint", "4KiB", "--tuning", "tuning.json"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.fullmatch(f"sweeper: warning: {said}", err.rstrip())
 
 
 def test_an_entry_without_a_source_hash_is_used_silently(edited_scale):

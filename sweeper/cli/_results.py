@@ -165,7 +165,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_tuned(args: argparse.Namespace) -> int:
     """``sweeper tuned``: the tuning file's entry for a kernel, dtype and footprint (or
     dimensions) on this GPU (or ``--gpu``), as a caller would look it up."""
-    from sweeper.export import current_gpu, describe, tuned
+    from sweeper.export import current_gpu, describe
+    from sweeper.lookup import Tuning
 
     footprint = dims = None
     if args.dims is not None:
@@ -179,8 +180,9 @@ def cmd_tuned(args: argparse.Namespace) -> int:
             raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: "
                                "a positive size (e.g. 256MiB)")
     gpu = args.gpu or current_gpu()
-    print(describe(tuned(args.kernel, dtype=args.dtype, footprint=footprint, dims=dims,
-                         gpu=gpu, path=args.tuning)))
+    print(describe(Tuning(args.tuning).config(      # tuned()'s lookup, saying --gpu
+        args.kernel, dtype=args.dtype, footprint=footprint, dims=dims, gpu=gpu,
+        gpu_option=None if args.gpu else "--gpu {!r}")))
     return 0
 
 

@@ -629,7 +629,6 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
             limits: Any, clock: Any, reporter: Any) -> str | None:
     """What this run did, each problem's outcome, the report (each timed on ``clock``, under
     the sweep's ``reporter``'s spinner); why nothing came of it (said on stderr), or None."""
-    from sweeper.core._model import merged
     from sweeper.outcome import (
         FAILED,
         absent_line,
@@ -637,6 +636,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         failed_line,
         nothing_measured,
         outcome_lines,
+        skipped_text,
     )
     from sweeper.trial import TrialStatus
 
@@ -647,13 +647,10 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     # a replay's configs its table lacks were never measured, and did not fail
     absent = sum(1 for t in own if t.status is TrialStatus.MISSING)
     failed = sum(1 for t in own if t.status in FAILED)
-    shrunk = sum(1 for t in own if t.status is TrialStatus.INVALID and merged(t.reason or ""))
-    alike = f" and {shrunk} whose problem the device shrinks onto one measured" if shrunk \
-        else ""
     ok = sum(1 for t in own if t.status is TrialStatus.OK)
     abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
-    say(f"done: {counts_text(ok, abandoned, failed, absent)}, "
-        f"{summary.skipped - shrunk} skipped by constraints{alike}, {summary.repeated} "
+    skipped = skipped_text(t.reason or "" for t in own if t.status is TrialStatus.INVALID)
+    say(f"done: {counts_text(ok, abandoned, failed, absent)}, {skipped}, {summary.repeated} "
         f"repeated proposals answered from the store, in {summary.wall_s:.1f} s; stopped: "
         f"{summary.stopped_by}")
     for line in (failed_line(own), absent_line(own)):

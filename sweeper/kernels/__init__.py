@@ -67,6 +67,22 @@ def source_hash_now(name: str) -> str | None:
     return module_source_hash(found.target)
 
 
+def source_missing(name: str) -> bool:
+    """Whether kernel ``name``'s source cannot be found to compare with a tuned hash: a
+    ``module:attr`` (or an installed plugin's) whose module is neither imported nor a
+    file on the import path (renamed since, or tuned in another working folder).  A name
+    no plugin has (a kernel a program passed as an object) cannot be told: not missing.
+    Nothing is imported."""
+    from sweeper.kernels._unimported import module_file
+
+    try:
+        found = plugins.find(plugins.KERNEL, name)
+    except SweeperError:
+        return False
+    module = found.target.partition(":")[0]
+    return not found.builtin and module not in sys.modules and module_file(module) is None
+
+
 def source_hash_unrun(name: str, options: Iterable[tuple[str, str]] = ()) -> str | None:
     """Kernel ``name``'s source hash as a study of it records it, where that can be told
     importing and running nothing (``sweeper plan``): a function its module declares with
@@ -144,4 +160,5 @@ __all__ = [
     "load_kernel",
     "source_hash_now",
     "source_hash_unrun",
+    "source_missing",
 ]

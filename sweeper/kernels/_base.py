@@ -166,6 +166,13 @@ def elementwise_block(verb: str) -> Mapping[str, MetaParam]:
 #: unless a kernel widens them, and CUDA takes no larger grid.  An offset past it wraps
 #: negative, its mask still lets it through, and the load or store lands outside its buffer.
 INT32_MAX = 2**31 - 1
+#: How each reason a kernel gives for not launching a config begins or reads, so that a
+#: count of skipped configs names the kernel as their cause: an index that would wrap
+#: (:meth:`Kernel.cannot_launch`), a problem its inputs cannot be made for, a config the
+#: ``prune_configs_by`` of an autotuned kernel drops.
+WRAPS = " in int32 and here it reaches "
+ALLOCATING = "allocating the inputs: "
+PRUNED = "pruned by the prune_configs_by of "
 
 
 def wide_offsets(n: int, grid: int, block: int) -> bool:
@@ -309,7 +316,7 @@ class Kernel(abc.ABC):
         :meth:`refusal`.  What everything about to launch a config asks first."""
         for expression, reach in self.int32_reach(config).items():
             if reach > INT32_MAX:
-                return (f"{self.name} computes {expression} in int32 and here it reaches "
+                return (f"{self.name} computes {expression}{WRAPS}"
                         f"{reach}, past {INT32_MAX}: its offsets would wrap and reach "
                         f"outside the buffers; allowed: a grid and problem that keep it <= "
                         f"{INT32_MAX}")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sweeper.core import Config, Expr, Problem, evaluate
 from sweeper.errors import ReferenceFailed, SweeperError, raised
 from sweeper.kernels._base import (
+    PRUNED,
     Buffers,
     CountError,
     Kernel,
@@ -184,7 +185,7 @@ class ShortKernel(Kernel):
         kept, note = self._kept[config.problem]
         if row in kept:
             return None
-        return (f"pruned by the prune_configs_by of {hooks.name}'s @triton.autotune: it "
+        return (f"{PRUNED}{hooks.name}'s @triton.autotune: it "
                 f"keeps {len(kept & set(hooks.rows))} of the {len(hooks.rows)} listed "
                 f"configs for this problem, as Triton would at its first launch{note}")
 

@@ -21,7 +21,7 @@ from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
-from sweeper.outcome import counts_text
+from sweeper.outcome import counts_text, skipped_text
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
 from sweeper.trial import FAILURES, TrialStatus
@@ -368,7 +368,15 @@ def status_counts_text(df: pd.DataFrame) -> str:
     abandoned = counts.get("abandoned", 0)
     return (f"{counted(len(df), 'trial')}: "
             f"{counts_text(counts.get('ok', 0), abandoned, failed, absent)}, "
-            f"{counts.get('invalid', 0)} skipped by constraints")
+            f"{skipped_text(_invalid_reasons(df))}")
+
+
+def _invalid_reasons(df: pd.DataFrame) -> list[str]:
+    """The reasons of ``df``'s skipped (``invalid``) trials, to count by cause."""
+    if df.empty or "reason" not in df:
+        return ["" for _ in range(int((df.get("status") == "invalid").sum()))]
+    return [str(r) if isinstance(r, str) else "" for r in df.loc[df["status"] == "invalid",
+                                                                  "reason"]]
 
 
 def nothing_measured(df: pd.DataFrame) -> str | None:
@@ -381,7 +389,7 @@ def nothing_measured(df: pd.DataFrame) -> str | None:
     ran = counts.drop("invalid", errors="ignore")
     parts = [f"{n} {status}" for status, n in ran.items()]
     if "invalid" in counts:
-        parts.append(f"{counts['invalid']} skipped by constraints")
+        parts.append(skipped_text(_invalid_reasons(df)))
     reasons = failure_counts(df)
     failed = reasons[reasons["status"] != "invalid"]
     top = (failed if len(failed) else reasons).iloc[0]

@@ -285,7 +285,8 @@ class _Parser:
             return plugins.kernel_declaration(name, user_code=self.user_code, params=params)
         except SweeperError as err:
             hint = "; from_autotune: names the sweeper.kernel(..., autotuned=...) that " \
-                "launches the @triton.autotune function" if path == "from_autotune" else ""
+                "launches the @triton.autotune function" if path == "from_autotune" and \
+                "autotuned=" not in str(err) else ""
             raise self.error(path, f"{err}{hint}") from None
 
     # -- axes ----------------------------------------------------------------------------
@@ -966,9 +967,14 @@ class _Parser:
             for key in value["zip"] if key in columns]
         if given:
             path, key = given[0]
+            if self.file == f"--from-autotune {name}":      # no file to edit: -p set it
+                instead = (f"--from-autotune runs the autotuner's configs as listed: drop -p "
+                           f"{key}, or, to sweep other values, write a space file with "
+                           f"kernel: {name} and params: {{{key}: [...]}}")
+            else:
+                instead = "drop it here, or name the kernel with kernel: and list the values"
             raise self.error(f"params.{path}", f"{key} is set by from_autotune's configs "
-                             f"({', '.join(columns)} zipped as {AUTOTUNE_GROUP}); drop it "
-                             "here, or name the kernel with kernel: and list the values")
+                             f"({', '.join(columns)} zipped as {AUTOTUNE_GROUP}); {instead}")
         line = self.where.get("from_autotune", (self.file, None))
         for key, values in columns.items():
             path = f"params.{AUTOTUNE_GROUP}.zip.{key}"

@@ -21,6 +21,7 @@ from sweeper.devices import Device, DeviceFacts
 from sweeper.errors import raised
 from sweeper.finals import Round
 from sweeper.kernels import Buffers, CountError, Kernel, checked_count
+from sweeper.kernels._base import ALLOCATING
 from sweeper.measure import Spent, StopRule
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
 from sweeper.store import BaselineRecord, TrialRecord
@@ -103,7 +104,7 @@ class Bench:
         except torch.cuda.OutOfMemoryError as err:
             return TrialResult(TrialStatus.OUT_OF_RESOURCES, f"allocating the inputs: {err}")
         except ValueError as err:      # the kernel refuses this problem (a matmul's non-square)
-            return TrialResult(TrialStatus.INVALID, f"allocating the inputs: {err}")
+            return TrialResult(TrialStatus.INVALID, f"{ALLOCATING}{err}")
         except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
             return TrialResult(TrialStatus.CRASHED,
                                f"allocating the inputs: {type(err).__name__}: {err}")
