@@ -45,7 +45,7 @@ from sweeper.measure import (
     tied_set,
 )
 from sweeper.measure._duty import BURST_S
-from sweeper.store import BaselineRecord, GpuSlot, ProblemKey, Record, TrialRecord
+from sweeper.store import GpuSlot, ProblemKey, Record, TrialRecord
 from sweeper.store._schema import samples_problem, stats_problem
 
 TOP_K = 5
@@ -245,84 +245,30 @@ def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
 
 
 def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float | None = None,
-                  round_: Round = GPU_ROUND, overhead_s: float | None = None,
-                  samples_s: Sequence[float | None] | None = None,
-                  baseline_ms: float | None = None) -> float:
+                  round_: Round = GPU_ROUND, overhead_s: float | None = None) -> float:
     """Seconds the final of finalists of these sweep medians takes at most in ``ROUNDS``
     rounds (or ``rounds``: the time budget keeps ``MIN_ROUNDS``) of ``round_``
     (``SAMPLES_PER_ROUND`` samples and two warm-up launches each, within the device's caps),
-    each launch of a finalist at what one of its samples took in its trial (``samples_s``,
-    one per median, :func:`sample_s`: its launches and the L2 flush before each), else
-    at twice its own median, and the torch baseline's at what a call of it took
-    (``baseline_ms``, :func:`baseline_call_ms` of its problem's baseline; 0.0: the kernel
-    has none) plus the most a
-    finalist's sample took beyond its median, else as the slowest finalist; each entrant
-    preceded by the duty's cool-down or load (a cool-down before each burst of its
-    samples; nothing under sustained load, whose winner and baseline then take
-    ``CONFIRM_ROUNDS`` rounds after :data:`DEFAULT_DUTY`'s cool-downs).  Each at its
-    own, not all at the slowest's: under load the first trials' medians spread over 2-24
-    ms for configs of about 1.2 ms, and priced at the slowest the finals kept 5-6 s of a
-    10 s budget after 3-5 configs (docs/benchmarks.md, "A final starts when its first
-    round fits"); and at what its
-    samples took, not twice its median: on the interpreter, which flushes nothing, beside
-    a torch baseline of microseconds priced as the slowest finalist, a final of softmax
-    kept 4.2 s for 3 rounds that took 0.5 s.  ``overhead_s``: an entrant-round's host
-    seconds beyond its launches as this machine's finals measured them
-    (``RunCosts.finals_overhead_s``), else ``FINALS_OVERHEAD_S``."""
+    each finalist's at twice its own median (the L2 is flushed before each sample) and the
+    torch baseline's at twice the slowest finalist's (its own is not known), each preceded
+    by the duty's cool-down or load (a cool-down before each burst of its samples; nothing
+    under sustained load, whose winner and baseline then take ``CONFIRM_ROUNDS`` rounds
+    after :data:`DEFAULT_DUTY`'s cool-downs).  Each at its own median, not all at the
+    slowest's: under load the first trials' medians spread over 2-24 ms for configs of
+    about 1.2 ms, and priced at the slowest the finals kept 5-6 s of a 10 s budget after
+    3-5 configs (docs/benchmarks.md, "A final starts when its first round fits").
+    ``overhead_s``: an entrant-round's host seconds beyond its launches as this machine's
+    finals measured them (``RunCosts.finals_overhead_s``), else ``FINALS_OVERHEAD_S``."""
     overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
     rounds = ROUNDS if rounds is None else rounds
     slowest = max(medians_ms)
-    costs = [_sample_of(m, s) for m, s in
-             zip(medians_ms, samples_s or [None] * len(medians_ms), strict=True)]
-    per_round = sum(_entrant_s(m, duty, round_, overhead, c)
-                    for m, c in zip(medians_ms, costs, strict=True))
-    if baseline_ms == 0.0:          # the kernel has no baseline: nothing races with them
-        pass
-    elif baseline_ms is None:
-        per_round += max(_entrant_s(m, duty, round_, overhead, c)
-                         for m, c in zip(medians_ms, costs, strict=True))
-    else:
-        beyond = max(c - m / 1e3 for m, c in zip(medians_ms, costs, strict=True))
-        per_round += _entrant_s(baseline_ms, duty, round_, overhead,
-                                baseline_ms / 1e3 + max(0.0, beyond))
+    per_round = sum(_entrant_s(m, duty, round_, overhead) for m in (*medians_ms, slowest))
     return rounds * per_round + _confirm_s(slowest, duty, round_, overhead)
 
 
-def sample_s(t: TrialRecord) -> float | None:
-    """Host seconds one of trial ``t``'s samples took (its launches and what came with
-    each: the L2 flush, the synchronizing), as its trial measured them: what a sample of
-    its config takes in a final's round on the same device.  ``None`` where the trial kept
-    no such seconds (a journal older than them)."""
-    spent = t.seconds.get("sample")
-    return spent / len(t.samples_ms) if spent and t.samples_ms else None
-
-
-def baseline_call_ms(baseline: BaselineRecord) -> float:
-    """What a call of the torch baseline costs in a final's round (ms), as its measurement
-    in the sweep took them: the mean of its samples, not their median.  A round runs its
-    warm-up and samples after the finalists' launches, and what the round costs is the
-    sum of those calls, slow ones included.  On the interpreter torch's CPU op (a softmax
-    of 4 µs warm) wakes torch's OpenMP threads, asleep through the interpreted launches
-    between: on the loaded 2-core development machine a call that wakes them took 4-24 ms,
-    0 to 6 of a round's 6 calls (a record's samples read 0.004 ms one run, [8.7, 11.2,
-    12.0, 12.0, 4.0] ms another, and a final's rounds 12 ms for one call and 4 µs for the
-    rest), and a median drops the slow calls a round pays.  A record all of whose calls
-    ran warm still prices a round at microseconds."""
-    return baseline.stats.mean if baseline.samples_ms else baseline.stats.median
-
-
-def _sample_of(median_ms: float, sample_s: float | None) -> float:
-    """Seconds a launch of an entrant of this sweep median takes in a round: as its
-    trial's samples took (``sample_s``), else twice its median (the L2 is flushed before
-    each sample)."""
-    return 2 * median_ms / 1e3 if sample_s is None else sample_s
-
-
-def _entrant_s(median_ms: float, duty: Duty | None, round_: Round, overhead: float,
-               launch_s: float | None = None) -> float:
-    """Seconds an entrant of this sweep median takes a round at most, each launch at
-    ``launch_s`` (else twice the median)."""
-    launches_s = (round_.samples + round_.warmup) * _sample_of(median_ms, launch_s)
+def _entrant_s(median_ms: float, duty: Duty | None, round_: Round, overhead: float) -> float:
+    """Seconds an entrant of this sweep median takes a round at most."""
+    launches_s = 2 * (round_.samples + round_.warmup) * median_ms / 1e3
     settles = 0 if duty is None or duty.kind == "sustained" else (
         max(1, math.ceil(round_.samples * median_ms / 1e3 / BURST_S))
         if duty.kind == "cool" else 1)

@@ -22,7 +22,7 @@ import optuna
 from sweeper.ceilings import Ceilings
 from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import one_line
-from sweeper.finals import MIN_ROUNDS, Round, chosen, final_bound_s, problem_of, sample_s
+from sweeper.finals import MIN_ROUNDS, Round, chosen, final_bound_s, problem_of
 from sweeper.measure import Duty
 from sweeper.outcome import COMPLETE, reason_line
 from sweeper.samplers import ExhaustiveSampler
@@ -39,14 +39,9 @@ INTERRUPTED = "interrupted (Ctrl-C)"
 TERMINATED = "interrupted (SIGTERM)"
 
 
-#: A finalist as the time budget prices its final: its sweep median (ms), its median's
-#: 95 % interval, and what one of its samples took (:func:`~sweeper.finals.sample_s`)
-Entrant = tuple[float, tuple[float, float], float | None]
-
-
-def _entrants(trials: list[TrialRecord]) -> list[Entrant]:
-    """A final's entrants that have a median, as the time budget prices them."""
-    return [(t.stats.median, t.stats.bounds(), sample_s(t)) for t in trials if t.stats]
+def _medians(entrants: list[TrialRecord]) -> list[float]:
+    """The sweep medians (ms) of a final's entrants that have them."""
+    return [t.stats.median for t in entrants if t.stats]
 
 
 class StopFlag:
@@ -106,14 +101,10 @@ class Budgets:
         #: configs other workers hold, not yet recorded: they leave nothing new to ask
         #: (the space is complete once they are measured) but cost this worker no trial
         self.held = 0
-        #: per problem measured: its ``ok`` trials, fastest first, as their finals are
-        #: priced (:data:`Entrant`), whose finals the time budget keeps time for
+        #: per problem measured: the medians (ms) and their 95 % intervals of its ``ok``
+        #: trials, fastest first, whose finals the time budget keeps time for
         #: (:meth:`keep_for_finals`)
-        self.problems: dict[ProblemKey, list[Entrant]] = {}
-        #: what a call of a problem's torch baseline costs (ms) as measured
-        #: (:func:`~sweeper.finals.baseline_call_ms`), which its final races in every round
-        #: (``None``: not measured; 0.0: the kernel has none)
-        self.baseline_ms: Callable[[ProblemKey], float | None] = lambda key: None
+        self.problems: dict[ProblemKey, list[tuple[float, tuple[float, float]]]] = {}
         #: the duty schedule the finals will follow (it may switch during the sweep);
         #: ``None`` where the sweep runs no finals
         self.finals_duty: Callable[[], Duty | None] | None = None
@@ -163,18 +154,16 @@ class Budgets:
         if self.finals_duty is None:
             return trial_s
         duty = self.finals_duty()
-        return trial_s + sum(self._final_s(key, [ranked[i] for i in chosen(
-            [bounds for _, bounds, _ in ranked])], duty, rounds=MIN_ROUNDS)
-            for key, ranked in self.problems.items())
+        return trial_s + sum(self._final_s([ranked[i][0] for i in chosen(
+            [bounds for _, bounds in ranked])], duty, rounds=MIN_ROUNDS)
+            for ranked in self.problems.values())
 
-    def _final_s(self, key: ProblemKey, entrants: list[Entrant], duty: Duty | None,
+    def _final_s(self, medians_ms: list[float], duty: Duty | None,
                  rounds: int | None = None) -> float:
-        """At most what the final of problem ``key`` between these entrants takes (in
-        ``rounds`` rounds; ``None``: all it may run), from what their trials and its
-        baseline measured in this study."""
-        return final_bound_s([m for m, _, _ in entrants], duty, rounds, self.finals_round,
-                             self.finals_overhead_s, samples_s=[s for _, _, s in entrants],
-                             baseline_ms=self.baseline_ms(key))
+        """At most what the final of entrants of these medians takes (in ``rounds``
+        rounds; ``None``: all it may run)."""
+        return final_bound_s(medians_ms, duty, rounds, self.finals_round,
+                             self.finals_overhead_s)
 
     def keep_for_report(self) -> float:
         """Seconds the time budget keeps for the report: what the heatmaps the trials so
@@ -216,9 +205,8 @@ class Budgets:
         elif measured_now:
             self._later_s = max(self._later_s or 0.0, record.wall_s)
         if record.ok and record.stats:
-            ranked = self.problems.setdefault(problem_of(record), [])
-            (entrant,) = _entrants([record])
-            ranked.insert(bisect.bisect(ranked, entrant[0], key=lambda e: e[0]), entrant)
+            bisect.insort(self.problems.setdefault(problem_of(record), []),
+                          (record.stats.median, record.stats.bounds()))
 
     def note_kept(self, record: TrialRecord) -> None:
         """Count ``record``, found in the journal, towards its problem's heatmaps: the
@@ -240,7 +228,7 @@ class Budgets:
 
     def first_round_s(self, entrants: list[TrialRecord], duty: Duty | None) -> float:
         """At most what the first round of ``entrants``' final takes."""
-        return self._final_s(problem_of(entrants[0]), _entrants(entrants), duty, rounds=1)
+        return self._final_s(_medians(entrants), duty, rounds=1)
 
     def finals_time_left(self) -> float:
         """The time left for a final to start in: the budget's, and the allowance for a
@@ -263,10 +251,10 @@ class Budgets:
         ``MIN_ROUNDS`` rounds of the finals after it (``later``: the time the sweep kept
         for them), and its own confirmation under sustained load, which follows its
         rounds.  Its rounds past ``MIN_ROUNDS`` run in what is left over, not in theirs."""
-        own = _entrants(entrants)
-        confirm = self._final_s(problem_of(entrants[0]), own, duty, rounds=0) if own else 0.0
-        return confirm + sum(self._final_s(problem_of(g[0]), _entrants(g), duty,
-                                           rounds=MIN_ROUNDS) for g in later if _entrants(g))
+        own = _medians(entrants)
+        confirm = self._final_s(own, duty, rounds=0) if own else 0.0
+        return confirm + sum(self._final_s(_medians(g), duty, rounds=MIN_ROUNDS)
+                             for g in later if _medians(g))
 
     def time_left(self) -> float:
         """Seconds of the time budget left (``inf`` without one)."""

@@ -29,7 +29,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.devices import Device, DeviceFacts
-from sweeper.finals import ROUNDS, baseline_call_ms, problem_of
+from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
 from sweeper.outcome import COMPLETE, problem_text
 from sweeper.plugins import sampler_capabilities
@@ -312,9 +312,6 @@ class Sweep:
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty, budgets.finals_round = bench.power.finals_duty, bench.round
             budgets.finals_overhead_s = self.finals_overhead_s
-            known, none = bench.baselines.known, self.kernel.baseline_name is None
-            budgets.baseline_ms = lambda key: 0.0 if none else (
-                baseline_call_ms(known[key]) if key in known else None)
             entrants = self._in_space(kept)     # finalists on the kernel's source now
             missing = set(Winners.of(self.store).missing(entrants)) if entrants else set()
             owed = [t for t in entrants if problem_of(t) in missing]
