@@ -461,6 +461,11 @@ def test_zipped_axes_move_together():
      "params.num_stages.when: unknown name 'BLOCK_Q'"),
     ("  dtype: {values: [float16], when: \"BLOCK_M > 1\"}\n", 3,
      "params.dtype: dtype cannot be conditional"),
+    # range and pow2 make numbers: a text axis is a list of names, not a mapping
+    ("  dtype: {rnage: [1, 2]}\n", 3, "params.dtype: dtype takes a list of names, not a "
+     "mapping; allowed: a name or a list of them, such as [float32, bfloat16]"),
+    ("  cache: {pow2: [1, 2]}\n", 3, "params.cache: cache takes a list of names, not a "
+     "mapping; allowed: a name or a list of them, such as [cold, warm]"),
     ("  BLOCK_K: [32, 64]\n  num_stages: {values: [3, 4], when: \"num_stages > 3\"}\n", 4,
      "params.num_stages.when: when: of num_stages reads num_stages itself; a condition "
      "reads other axes (to rule out some of num_stages's values, give a constraint: "

@@ -313,6 +313,11 @@ class _Parser:
                     raise self.error(path, f"{name} cannot be conditional; only numeric axes")
                 self.conditions.append((name, spec["when"], f"{path}.when"))
                 raw = self.expand(spec["values"], f"{path}.values")
+            elif name in params and name in TEXT_AXES and isinstance(params[name], dict):
+                # range and pow2 make numbers, and a text axis cannot be conditional
+                listed = ", ".join(("float32", "bfloat16") if name == "dtype" else CACHE_MODES)
+                raise self.error(path, f"{name} takes a list of names, not a mapping; allowed: "
+                                 f"a name or a list of them, such as [{listed}]")
             elif name in params:
                 raw = self.expand(params[name], path, conditional=name not in TEXT_AXES)
             elif name == "cache":
