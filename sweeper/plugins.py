@@ -159,18 +159,17 @@ def _not_a_kernel(obj: Any) -> tuple[str, str]:
     """What ``obj``, named as a kernel but not a Kernel, is, and what to name instead: a
     plain function or a ``@triton.jit`` one is launched by a ``@sweeper.kernel``
     function, a ``@triton.autotune`` one is brought whole by ``from_autotune``."""
+    from sweeper.kernels._unimported import not_a_kernel
+
     kinds = {(c.__module__.partition(".")[0], c.__name__) for c in type(obj).__mro__}
-    declare = "with @sweeper.kernel(inputs=..., outputs=...) (README: Your own kernel)"
     if ("triton", "Autotuner") in kinds:
         fn = getattr(getattr(obj, "fn", None), "__name__", "the_function")
-        return (f"a @triton.autotune function ({type(obj).__name__})", "; declare a "
-                f"launcher with @sweeper.kernel(..., autotuned={fn}) and name it in "
-                "from_autotune: (or sweeper run --from-autotune), which runs its configs")
+        return (f"a @triton.autotune function ({type(obj).__name__})",
+                not_a_kernel("autotune", fn))
     if ("triton", "KernelInterface") in kinds:
-        return (f"a @triton.jit function ({type(obj).__name__})", "; write a function "
-                f"that launches it, decorate that {declare}, and name it")
+        return f"a @triton.jit function ({type(obj).__name__})", not_a_kernel("jit")
     if inspect.isfunction(obj):
-        return _a(obj), f"; decorate it {declare}"
+        return _a(obj), not_a_kernel("function")
     return _a(obj), ""
 
 

@@ -708,6 +708,48 @@ def test_a_function_named_as_a_kernel_says_how_to_declare_one(attr, said, tmp_pa
     assert not (tmp_path / "studies").exists()
 
 
+@pytest.mark.parametrize(("decorators", "said"), [
+    ("", "is a function (m.py:6), not a sweeper.kernels.Kernel subclass or instance; "
+     "decorate it with @sweeper.kernel(inputs=..., outputs=...) (README: Your own kernel)"),
+    ("@triton.jit\n", "is a @triton.jit function (m.py:7), not a sweeper.kernels.Kernel "
+     "subclass or instance; write a function that launches it, decorate that with "
+     "@sweeper.kernel(inputs=..., outputs=...) (README: Your own kernel), and name it"),
+    ("@triton.autotune(configs=[], key=['n'])\n@triton.jit\n", "is a @triton.autotune "
+     "function (m.py:8), not a sweeper.kernels.Kernel subclass or instance; declare a "
+     "launcher with @sweeper.kernel(..., autotuned=f) and name it in from_autotune: (or "
+     "sweeper run --from-autotune), which runs its configs"),
+])
+def test_plan_refuses_a_function_named_as_a_kernel_as_run_does(decorators, said, tmp_path,
+                                                               capsys, monkeypatch):
+    """``plan`` reads a user kernel's module without running it, and a function that no
+    decorator can have made a kernel (Triton's own, or none) is refused there in run's
+    words and advice; it said the base Kernel's default grid was refused, its 'neither a
+    Kernel subclass nor a sweeper.kernel declaration' in brackets."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "m.py").write_text("import triton\nimport triton.language as tl\n\n\n\n"
+                                   f"{decorators}def f(x, n, BLOCK: tl.constexpr):\n    pass\n")
+    space = tmp_path / "s.yaml"
+    space.write_text("kernel: m:f\nparams: {block: [128], n: [1024]}\n")
+    assert main(["plan", str(space), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:1: kernel: cannot load kernel 'm:f' (module:attr path): m:f {said}\n")
+
+
+def test_plan_reads_a_function_under_a_decorator_of_its_own_as_unread(tmp_path, capsys,
+                                                                    monkeypatch):
+    """A decorator of the module's own may return a kernel: ``plan`` cannot tell, and
+    refuses nothing for it (the run, importing it, does)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "m.py").write_text("def mine(fn):\n    return fn\n\n\n@mine\n"
+                                   "def f(x, n):\n    pass\n")
+    space = tmp_path / "s.yaml"
+    space.write_text("kernel: m:f\nparams: {block: [128], n: [1024]}\n")
+    main(["plan", str(space), "--device", "interpret"])
+    assert "cannot load kernel" not in capsys.readouterr().err
+
+
 def test_a_kernel_whose_constructor_raises_is_refused_in_one_line(tmp_path, capsys):
     """A user kernel's __init__ that raises is one line naming the kernel and the line,
     exit status 2, nothing written; it was a traceback."""

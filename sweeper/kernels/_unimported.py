@@ -29,6 +29,7 @@ from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from sweeper.core import Dim
+from sweeper.errors import SweeperError
 from sweeper.kernels._base import MetaParam, hash_of_source
 
 #: The class attributes a Kernel subclass's declaration is read from.
@@ -119,6 +120,13 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
         return reader.kernel_class(target, node)
     call = reader.short_call(node)
     if call is None:
+        kind = _function_kind(node)
+        if kind is not None and node is not None:    # what importing it would refuse
+            what = {"autotune": "a @triton.autotune function", "jit": "a @triton.jit "
+                    "function", "function": "a function"}[kind]
+            raise SweeperError(f"cannot load kernel {target!r} (module:attr path): {target} "
+                               f"is {what} ({reader.where(node)}), not a sweeper.kernels."
+                               f"Kernel subclass or instance{not_a_kernel(kind, attr)}")
         return SourceDeclaration(target, {}, (f"{attr} in {file.name} (neither a Kernel "
                                               "subclass nor a sweeper.kernel declaration)",))
     declared = reader.short_kernel(target, name, call)
@@ -548,6 +556,33 @@ def _children(node: ast.AST) -> list[ast.expr]:
         return [x for key, value in zip(node.keys, node.values, strict=True)
                 if key is not None for x in (key, value)]
     return list(getattr(node, "elts", []))
+
+
+def not_a_kernel(kind: str, fn: str = "the_function") -> str:
+    """What to name instead of a ``kind`` of function named as a kernel (``autotune``: a
+    ``@triton.autotune`` one, brought whole by ``from_autotune``; ``jit``: a
+    ``@triton.jit`` one, launched by a ``@sweeper.kernel`` function; ``function``: a plain
+    one, to decorate), as the refusal's tail; ``fn``: the function's name."""
+    declare = "with @sweeper.kernel(inputs=..., outputs=...) (README: Your own kernel)"
+    if kind == "autotune":
+        return (f"; declare a launcher with @sweeper.kernel(..., autotuned={fn}) and name it "
+                "in from_autotune: (or sweeper run --from-autotune), which runs its configs")
+    if kind == "jit":
+        return f"; write a function that launches it, decorate that {declare}, and name it"
+    return f"; decorate it {declare}"
+
+
+def _function_kind(node: ast.AST | None) -> str | None:
+    """``autotune``, ``jit`` or ``function`` where ``node`` is a function that no
+    decorator can have made a kernel: Triton's own decorators only, or none; ``None``
+    where it is something else, or has a decorator of another's (which may return one)."""
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    names = {_last_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
+    if not names <= {"jit", "autotune", "heuristics"}:
+        return None
+    return "autotune" if "autotune" in names else "jit" if "jit" in names else \
+        "function" if not names else None
 
 
 def _last_name(node: ast.AST) -> str | None:
