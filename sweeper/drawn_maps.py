@@ -69,6 +69,12 @@ class ProblemMaps:
             if self._axes.setdefault(axis, value) != value:
                 self._axes[axis] = _MANY
 
+    def add_trial(self, trial: Any) -> None:
+        """:meth:`add` of a trial record that holds a number: its config's meta values,
+        grid and block as the record labels them."""
+        self.add(tuple(sorted(trial.config.meta.items())), trial.choice.get("grid"),
+                 trial.choice.get("block"))
+
     def drawn_cells(self) -> int:
         """The cells of the maps drawn: every config added where any map is, else none."""
         return self.cells if self.drawn().count else 0

@@ -174,8 +174,7 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
-    check = _gpu_check(say, options, space, kernel, device, facts,
-                       _left_before_report(options, space, device, clock))
+    check = _gpu_check(say, options, space, kernel, device, facts, clock)
     clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store)
     for line in said:
         say(line)
@@ -442,31 +441,29 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     return limits
 
 
-def _left_before_report(options: RunOptions, space: Any, device: Any, clock: Any
+def _left_before_report(options: RunOptions, space: Any, costs: Any, clock: Any
                         ) -> float | None:
     """Seconds the time budget leaves now before what follows the sweep (its end, ``END_S``,
-    and the report as this machine's last took it); None without a time budget."""
+    and the report as this machine's last took it, from its run ``costs``); None without a
+    time budget."""
     time_s: float | None = budgeted(space, options.trials, options.time_s).budget.time_s
     if time_s is None:
         return None
-    from sweeper.plan import costs_key, run_costs
-
-    report: float = run_costs(costs_key(device)).of_space(space.study).report_reserve(0) \
-        if options.report else 0.0
+    report: float = costs.of_space(space.study).report_reserve(0) if options.report else 0.0
     spent: float = clock.elapsed_s()
     return time_s - spent - END_S - report
 
 
 def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kernel: Any,
-               device: Any, facts: Any, left_s: float | None = None) -> GpuCheck | None:
+               device: Any, facts: Any, clock: Any) -> GpuCheck | None:
     """On a device that runs Triton kernels without compiling them for a GPU (the
     interpreter, ``checks_gpu_compile``), the check ``--gpu-check`` asks for, its
     representative (the space's first valid config) compiled for the target now and its
     line said (:mod:`sweeper.sweep._gpu_check`); None where it is off, or skipped (its
-    line says why), or the device compiles for a GPU itself.  Under a time budget that
-    leaves ``left_s`` seconds before the report, a check that does not fit is skipped,
-    and one that runs is ended at that deadline: set-up takes no more of the budget than
-    it leaves."""
+    line says why), or the device compiles for a GPU itself.  Under a time budget, a check
+    that does not fit in what it leaves before the report (by ``clock``) is skipped, and
+    one that runs is ended at that deadline: set-up takes no more of the budget than it
+    leaves."""
     if not device.checks_gpu_compile or options.gpu_check == "off":
         return None
     from sweeper.kernels._cache_probe import names_triton
@@ -482,8 +479,9 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
         return None
     from sweeper.plan import costs_key, run_costs
 
-    skipped = budget_skip(left_s, options.gpu_check_target,
-                          run_costs(costs_key(device)).gpu_check_s)
+    costs = run_costs(costs_key(device))
+    left_s = _left_before_report(options, space, costs, clock)
+    skipped = budget_skip(left_s, options.gpu_check_target, costs.gpu_check_s)
     if skipped is not None:
         say(skipped)
         return None
@@ -725,9 +723,7 @@ def _redrawn_cells(summary: Any) -> int:
     maps: dict[Any, ProblemMaps] = {}
     for t in summary.trials:
         if t.ok and t.config is not None and problem_of(t) in redrawn:
-            maps.setdefault(problem_of(t), ProblemMaps()).add(
-                tuple(sorted(t.config.meta.items())), t.choice.get("grid"),
-                t.choice.get("block"))
+            maps.setdefault(problem_of(t), ProblemMaps()).add_trial(t)
     return sum(m.drawn_cells() for m in maps.values())
 
 

@@ -212,9 +212,7 @@ class Budgets:
         """Count ``record``, found in the journal, towards its problem's heatmaps: the
         report draws them again only if this run adds to that problem."""
         if record.ok and record.config is not None:
-            self.maps.setdefault(problem_of(record), ProblemMaps()).add(
-                tuple(sorted(record.config.meta.items())), record.choice.get("grid"),
-                record.choice.get("block"))
+            self.maps.setdefault(problem_of(record), ProblemMaps()).add_trial(record)
 
     def covers(self, entrants: list[TrialRecord], duty: Duty | None) -> bool:
         """Whether the time left covers the first round of ``entrants``' final (one
