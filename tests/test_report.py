@@ -383,6 +383,9 @@ def test_the_report_counts_configs_a_replay_table_lacks_apart_from_the_failed():
                                          "constraints")
     assert status_counts_text(frame[:1]) == ("1 trial: 1 measured, 0 failed, 0 skipped by "
                                              "constraints")
+    # a study with no trial yet: its frame has no columns
+    assert status_counts_text(pd.DataFrame()) == ("0 trials: 0 measured, 0 failed, 0 skipped "
+                                                  "by constraints")
 
 
 def test_a_replayed_study_says_it_replayed_and_shows_no_empty_columns(tmp_path):

@@ -373,10 +373,11 @@ def status_counts_text(df: pd.DataFrame) -> str:
 
 def _invalid_reasons(df: pd.DataFrame) -> list[str]:
     """The reasons of ``df``'s skipped (``invalid``) trials, to count by cause."""
-    if df.empty or "reason" not in df:
-        return ["" for _ in range(int((df.get("status") == "invalid").sum()))]
-    return [str(r) if isinstance(r, str) else "" for r in df.loc[df["status"] == "invalid",
-                                                                  "reason"]]
+    if "status" not in df:                  # an empty study's frame has no columns
+        return []
+    invalid = df["status"] == "invalid"
+    reasons = df.loc[invalid, "reason"] if "reason" in df else [""] * int(invalid.sum())
+    return [r if isinstance(r, str) else "" for r in reasons]
 
 
 def nothing_measured(df: pd.DataFrame) -> str | None:
