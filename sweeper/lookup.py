@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -313,31 +313,32 @@ def warn_stale(config: TuningEntry, path: Path) -> None:
     """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that
     ``config`` (an entry a lookup may dispatch to) was tuned on an earlier source of its
     kernel, and how to tune it again."""
-    key = (str(path.resolve()), config.identity)
-    if key in _STALE_WARNED:
-        return
-    _STALE_WARNED.add(key)
-    warnings.warn(_stale_text(path, config.kernel, config.identity,
-                              config.tuned or config.exported, config.study),
-                  StaleTuningWarning, stacklevel=user_stacklevel())
+    _warn_once(config, path, lambda: _stale_text(
+        path, config.kernel, config.identity, config.tuned or config.exported, config.study))
 
 
 def warn_unfound(config: TuningEntry, path: Path) -> None:
     """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that the
     source of ``config``'s kernel, tuned with a ``source_hash``, cannot be found to
     compare: its winners are used unchecked."""
+    module, colon, _ = config.identity.partition(":")
+    gone = f"module {module!r} is neither imported nor on the import path" if colon else \
+        "its module is neither imported nor on the import path"
+    _warn_once(config, path, lambda: (
+        f"{path}: the winners of {config.kernel} were tuned for a source of "
+        f"{config.identity} (study {config.study}) that cannot be found here to compare "
+        f"({gone}: renamed, or tuned in another working folder); they are used as they "
+        "are, unchecked: run from the folder that holds it, or tune it again"))
+
+
+def _warn_once(config: TuningEntry, path: Path, text: Callable[[], str]) -> None:
+    """A :class:`StaleTuningWarning` of ``text`` at the user's line, once per kernel of
+    the tuning file at ``path`` (a stale source and one not found are one kernel's)."""
     key = (str(path.resolve()), config.identity)
     if key in _STALE_WARNED:
         return
     _STALE_WARNED.add(key)
-    module, colon, _ = config.identity.partition(":")
-    gone = f"module {module!r} is neither imported nor on the import path" if colon else \
-        "its module is neither imported nor on the import path"
-    warnings.warn(f"{path}: the winners of {config.kernel} were tuned for a source of "
-                  f"{config.identity} (study {config.study}) that cannot be found here to "
-                  f"compare ({gone}: renamed, or tuned in another working folder); they are "
-                  "used as they are, unchecked: run from the folder that holds it, or tune "
-                  "it again", StaleTuningWarning, stacklevel=user_stacklevel())
+    warnings.warn(text(), StaleTuningWarning, stacklevel=user_stacklevel())
 
 
 def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
