@@ -249,14 +249,15 @@ class CudaLaunch:
         """Compile (or find) the function for ``config``'s defines and launch it with
         ``config.grid`` blocks of ``config.block`` threads on torch's current stream."""
         meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
-        problem = self.args_problem(list(tensors), list(dims), list(meta))
-        if problem is not None:          # before anything compiles
-            raise ValueError(f"args: {problem}")
-        args = self.args(list(tensors), list(dims), list(meta))
         key = _defines(self, config)
         if key not in self.loaded:
+            # the tensors checked before anything compiles; once a config, not each launch
+            problem = self.args_problem(list(tensors), list(dims), list(meta))
+            if problem is not None:
+                raise ValueError(f"args: {problem}")
             built = precompile(self, config)
             self.loaded[key] = _load(built.cubin, built.lowered, tensors)
+        args = self.args(list(tensors), list(dims), list(meta))
         values = [_value(a.name, a.scalar_type(config.problem.dtype), tensors,
                          {**dims, **meta}) for a in args]
         import cupy
