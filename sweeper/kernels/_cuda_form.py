@@ -462,7 +462,7 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
     if not any(named.search(text) for text in code.values()):
         functions = sorted({f for text in code.values() for f in GLOBAL.findall(text)})
         files = {**_every_include(path), **files}       # those left out, to say which
-        written = set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
+        written = _written(files)
         elsewhere = next((p for p, t in files.items() if p not in code and
                           named.search(active_code(t, defined, written))), None)
         unread = "" if elsewhere is None else (
@@ -491,6 +491,12 @@ def _every_include(path: Path) -> dict[Path, str]:
         return {}
 
 
+def _written(files: Mapping[Path, str]) -> set[str]:
+    """The names a ``#define`` of any of ``files`` (their code, comments left out) gives:
+    a conditional on one of them may hold, whichever file includes which."""
+    return set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
+
+
 def _compiled_code(path: Path, files: Mapping[Path, str],
                    defined: Collection[str] | None) -> dict[Path, str]:
     """The code the preprocessor reads of the source ``path`` and of each file
@@ -498,7 +504,7 @@ def _compiled_code(path: Path, files: Mapping[Path, str],
     :func:`~sweeper.kernels._cuda_spec.active_code` alone, a ``#define`` of any of
     them counted as one that may hold: an ``#include`` inside a comment or a branch left
     out at every config (``#if 0``) brings nothing in."""
-    written = set().union(*(DEFINE.findall(code_only(t)) for t in files.values()))
+    written = _written(files)
     out: dict[Path, str] = {}
     todo = [path.resolve()]
     while todo:
