@@ -263,8 +263,7 @@ class GpuCheck:
             return None
         started, t0 = now(), time.perf_counter()
         result = self._compile(config, within_s)
-        if result.status is Compile.LEFT and within_s is not None and \
-                result.seconds >= within_s:
+        if _ended(result, within_s):
             self.cut = True
             return None
         if result.status is Compile.COMPILED and self.mode == "first":
@@ -297,10 +296,17 @@ class GpuCheck:
             reason = f"{self.target}: {result.reason}" if result.status is Compile.FAILED \
                 else result.reason
             result = Precompiled(result.status, reason, wall, result.kernels)
-            if within_s is not None and result.status is Compile.LEFT and wall >= within_s:
+            if _ended(result, within_s):
                 return result           # ended at the deadline: a later run compiles it
             self.results[binary] = result
         return self.results[binary]
+
+
+def _ended(result: Precompiled, within_s: float | None) -> bool:
+    """Whether ``result`` is a compile ended at its deadline (``within_s``, what the time
+    budget left it), not one that failed or was left otherwise."""
+    return within_s is not None and result.status is Compile.LEFT and \
+        result.seconds >= within_s
 
 
 def _named(config: Config) -> str:
