@@ -68,6 +68,8 @@ class AxisRole(enum.Enum):
 LAUNCH_AXES = ("grid", "block")
 #: The threads a program may have: num_warps × 32, 1 to 32 warps.
 BLOCKS = (32, 64, 128, 256, 512, 1024)
+#: The threads a program may have, as a message says what is allowed.
+BLOCKS_TEXT = f"{', '.join(map(str, BLOCKS))} (num_warps × 32)"
 #: The most programs a launch takes: CUDA's limit on a grid's x dimension, the largest
 #: program count Triton's int32 ``num_programs`` holds.
 MAX_GRID = 2**31 - 1

@@ -39,6 +39,7 @@ from sweeper.core import _expr
 from sweeper.core._expr import LIMIT, Expr
 from sweeper.core._model import (
     BLOCKS,
+    BLOCKS_TEXT,
     CACHE_MODES,
     FACT_NAMES,
     LAUNCH_AXES,
@@ -788,7 +789,7 @@ class _Parser:
         kernel = self.kernel_cls
         declared = kernel.meta_params.get(axis)
         if axis == "block":
-            return f"{', '.join(map(str, BLOCKS))} (num_warps × 32)"
+            return BLOCKS_TEXT
         if axis == "footprint":
             return f"a positive size, e.g. {kernel.defaults.get('footprint', '64MiB')}"
         if axis in self.shape.names:
@@ -812,8 +813,7 @@ class _Parser:
         kernel = self.kernel_cls
         declared = kernel.meta_params.get(axis)
         if axis == "block" and value not in BLOCKS:
-            return (f"{value} threads per program; allowed: {', '.join(map(str, BLOCKS))} "
-                    "(num_warps × 32)")
+            return f"{value} threads per program; allowed: {BLOCKS_TEXT}"
         if axis in self.shape.names:
             refusal = self.shape.dim(axis).refusal(value)
             return None if refusal is None else f"{axis}: {refusal}"
