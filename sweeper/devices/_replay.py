@@ -167,7 +167,7 @@ def table_sha256(path: str | Path) -> str | None:
     regular file that can be read."""
     try:
         return hashlib.sha256(table_bytes(Path(path))).hexdigest()
-    except (DataError, OSError, ValueError):      # a name too long, a NUL in it
+    except DataError:                             # none there, unreadable, a bad name
         return None
 
 
