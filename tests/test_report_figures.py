@@ -120,3 +120,19 @@ def test_axes_with_one_value_are_hidden_and_no_map_of_one_cell_is_drawn(tmp_path
     assert "## Heatmaps" not in md
     data = json.loads((root / "report.json").read_text())
     assert data["heatmaps"]["drawn"] == [] and "grid" not in data["best"][0]
+
+
+def test_a_picture_is_laid_out_once_per_file(tmp_path, monkeypatch):
+    """``tight_layout`` leaves the figure a placeholder layout engine, and ``savefig`` then
+    laid the whole figure out again before drawing it: every text measured twice."""
+    draws: list[str] = []
+    real = Figure.draw
+
+    def counted(self, renderer):
+        draws.append(type(renderer).__name__)
+        return real(self, renderer)
+
+    monkeypatch.setattr(Figure, "draw", counted)
+    store = copy_study(tmp_path, records=TRIALS + BASE)
+    out = write_report(store, workers=1)
+    assert len(out.drawn) == len(MAPS) and len(draws) == len(MAPS)

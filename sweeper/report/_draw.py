@@ -125,6 +125,9 @@ def save_figure(fig: Any, paths: Sequence[Path]) -> list[Path]:
     or not at all) and close the figure.  PNGs at :data:`DPI`."""
     plt = pyplot()
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine, for which every savefig first lays
+    # the whole figure out again (its text measured twice); the layout is done
+    fig.set_layout_engine(None)
     for path in paths:
         image = io.BytesIO()
         fig.savefig(image, format=path.suffix[1:], dpi=DPI)
