@@ -208,6 +208,11 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
     one of them zips (``BLOCK_M=64``, or a group of another name zipping it, most often a
     misspelt one), or a group's name given anything but a group (``tiles=[64]``); ``api``:
     the advice written as ``sweeper.run``'s ``params=`` dict, as the caller gave it."""
+    def as_given(group: object, members: str) -> str:     # as the caller gives a group
+        group = cut(str(group), 60)
+        return f"params={{{group!r}: {{'zip': {{{members}}}}}}}" if api else \
+            f"{group}={{zip: {{{members}}}}}"
+
     groups = {g: members for g, v in params.items()
               if g != key and (members := zip_members(v)) is not None}
     own = zip_members(params.get(key))
@@ -215,15 +220,10 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
     if own is not None and given_members is None:
         at = _written_at(where, f"params.{key}")
         members = [cut(str(m), 60) for m in own[:8]]
-        if api:
-            rows = ", ".join(f"{m!r}: [...]" for m in members)
-            written = f"params={{{cut(key, 60)!r}: {{'zip': {{{rows}}}}}}}"
-        else:
-            rows = ", ".join(f"{m}: [...]" for m in members)
-            written = f"{cut(key, 60)}={{zip: {{{rows}}}}}"
+        rows = ", ".join(f"{m!r}: [...]" if api else f"{m}: [...]" for m in members)
         raise SpaceError(f"params.{cut(key, 60)}{at} is a group of zipped axes "
-                         f"({', '.join(members)}); override it as a group: {written}",
-                         file=named)
+                         f"({', '.join(members)}); override it as a group: "
+                         f"{as_given(key, rows)}", file=named)
     for member in given_members if given_members is not None else [key]:
         group = next((g for g, members in groups.items() if member in members), None)
         if group is None:
@@ -231,11 +231,9 @@ def _fits_the_groups(key: str, loaded: Any, params: dict[Any, Any], where: Where
         at = _written_at(where, f"params.{group}")
         hint = did_you_mean(key, groups) if given_members is not None else ""
         others = cut(", ".join(str(k) for k in groups[group] if k != member), 200)
-        instead = f"params={{{cut(str(group), 60)!r}: {{'zip': {{...}}}}}}" if api \
-            else f"{cut(str(group), 60)}={{zip: {{...}}}}"
         raise SpaceError(f"{cut(str(member), 60)} is zipped in params."
                          f"{cut(str(group), 60)}{at}, so it moves with {others}; override "
-                         f"the group instead ({instead}){hint}", file=named)
+                         f"the group instead ({as_given(group, '...')}){hint}", file=named)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ from sweeper.core._units import (
     parse_duration,
     parse_size,
     unknown_name,
+    zip_members,
 )
 from sweeper.errors import ExpressionError, SpaceError, SweeperError
 from sweeper.escape import cut
@@ -122,17 +123,14 @@ def load_space(path: str | Path, overrides: Sequence[str | Override] = (), *,
     ``lines=False``: ``text`` has no lines of its own (a dict dumped to YAML), so its
     errors, and messages pointing into it, give the key path only, never a line of
     YAML the caller never wrote (a file it extends keeps its lines)."""
-    given = text
     if not str(path).strip():          # Path("") is the current folder: say what was given
         raise SpaceError("no space file named (an empty path); give a space file's path, "
                          "such as spaces/copy.yaml", file="''")
-    data, where, text = load_located(Path(path), (), reachable(Path(path), allow), text)
+    data, where, read = load_located(Path(path), (), reachable(Path(path), allow), text)
     if not lines:
         where = {k: (f, None if f == str(path) else n) for k, (f, n) in where.items()}
-    content = content_sha256(data)
-    data, where = override(data, where, overrides)
-    default = safe_name(Path(path).stem) if given is None else _kernel_study(data)
-    return _Parser(str(path), where, user_code).space(data, text, default, content)
+    default = safe_name(Path(path).stem) if text is None else _kernel_study(data)
+    return _Parser(str(path), where, user_code).space(data, read, default, overrides)
 
 
 def _kernel_study(data: Any) -> str:
@@ -156,9 +154,7 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
     study = target.rpartition(":")[2]
     text = f"study: {study}\nfrom_autotune: {json.dumps(target)}\nsampler: exhaustive\n"
     data, lines = load_with_lines(text, file)
-    content = content_sha256(data)
-    data, where = override(data, {k: (file, None) for k in lines}, overrides)
-    return _Parser(file, where).space(data, text, study, content)
+    return _Parser(file, {k: (file, None) for k in lines}).space(data, text, study, overrides)
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
@@ -166,7 +162,7 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
     text a study recorded of a file with ``extends:`` is read merged, as it was
     (:func:`~sweeper.space._files.load_recorded`)."""
     data, where = load_recorded(text, file)
-    return _Parser(file, where).space(data, text, default_study, content_sha256(data))
+    return _Parser(file, where).space(data, text, default_study)
 
 
 class _Parser:
@@ -189,7 +185,7 @@ class _Parser:
         #: (``params.grid`` -> ``kernel.grid``): its errors point at that option
         self.from_option: dict[str, str] = {}
         #: an axis left out of params that the kernel's own default stands in for, and
-        #: that default: its errors are the kernel's (:meth:`default_refused`)
+        #: that default: its errors are the kernel's (:meth:`at_kernel_default`)
         self.defaulted: dict[str, Any] = {}
         self.ties: list[Tie] = []
         #: per axis, the axes its values' expressions read, and the names derived from
@@ -243,9 +239,13 @@ class _Parser:
         return data
 
     # -- the whole file ---------------------------------------------------------------
-    def space(self, data: Any, text: str, default_study: str, content: str = "") -> Space:
-        """The space ``data`` describes (read from ``text``, the hash of what the files
-        say ``content``: :func:`~sweeper.space._yaml.content_sha256`)."""
+    def space(self, data: Any, text: str, default_study: str,
+              overrides: Sequence[str | Override] = ()) -> Space:
+        """The space ``data`` describes (read from ``text``) with ``overrides`` (``-p``)
+        applied; its ``content_sha256`` is the hash of what the files say, before them
+        (:func:`~sweeper.space._yaml.content_sha256`)."""
+        content = content_sha256(data)
+        data, self.where = override(data, self.where, overrides)
         data = self.keys(data, "", TOP_KEYS)
         study = data.get("study", default_study)
         if study_name_problem(study):
@@ -305,22 +305,8 @@ class _Parser:
             if name in ("footprint", *dims) and name not in sizes:
                 continue
             path = f"params.{name}"
-            if name in params and isinstance(params[name], dict) and "when" in params[name]:
-                spec = self.keys(params[name], path, ("values", "when"))
-                if "values" not in spec or not isinstance(spec["when"], str):
-                    raise self.error(path, "a conditional axis is {values: [...], when: "
-                                     "\"expression\"}")
-                if name in TEXT_AXES:
-                    raise self.error(path, f"{name} cannot be conditional; only numeric axes")
-                self.conditions.append((name, spec["when"], f"{path}.when"))
-                raw = self.expand(spec["values"], f"{path}.values")
-            elif name in params and name in TEXT_AXES and isinstance(params[name], dict):
-                # range and pow2 make numbers, and a text axis cannot be conditional
-                listed = ", ".join(("float32", "bfloat16") if name == "dtype" else CACHE_MODES)
-                raise self.error(path, f"{name} takes a list of names, not a mapping; allowed: "
-                                 f"a name or a list of them, such as [{listed}]")
-            elif name in params:
-                raw = self.expand(params[name], path, conditional=name not in TEXT_AXES)
+            if name in params:
+                raw = self.expand(name, params[name], path)
             elif name == "cache":
                 raw = modes
             elif name in dims:
@@ -333,28 +319,30 @@ class _Parser:
                     self.defaulted[name] = raw[0]
             role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
                     AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
-            try:
+            with self.at_kernel_default(name):
                 values = self.checked_values(name, raw, path)
-            except SpaceError as err:
-                if name not in self.defaulted:
-                    raise
-                raise self.default_refused(name, err.message) from None
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
 
-    def default_refused(self, name: str, message: str) -> SpaceError:
-        """The error ``message`` of axis ``name``, which the file leaves out and the
-        kernel's default stands in for: at the kernel, saying whose default it is (the
+    @contextlib.contextmanager
+    def at_kernel_default(self, name: str) -> Iterator[None]:
+        """An error about axis ``name``, where the file leaves it out and the kernel's
+        default stands in for it, raised at the kernel, saying whose default it is (the
         base Kernel's where the kernel's source could not be read, unimported), not at a
         ``params.NAME`` the file does not hold."""
-        kernel = self.kernel_cls
-        unread = getattr(kernel, "unread", ())
-        whose = "the base Kernel's" if unread else f"{kernel.name}'s"
-        why = (f" (kernel {kernel.name}'s own could not be read from its source: "
-               f"{'; '.join(unread)})" if unread else "")
-        return self.error("kernel", f"{whose} default {name} {shown(self.defaulted[name])}, "
-                          f"standing in for params.{name}{why}, is refused (give "
-                          f"params.{name}): {message}")
+        try:
+            yield
+        except SpaceError as err:
+            if name not in self.defaulted:
+                raise
+            kernel = self.kernel_cls
+            unread = getattr(kernel, "unread", ())
+            whose = "the base Kernel's" if unread else f"{kernel.name}'s"
+            why = (f" (kernel {kernel.name}'s own could not be read from its source: "
+                   f"{'; '.join(unread)})" if unread else "")
+            raise self.error("kernel", f"{whose} default {name} {shown(self.defaulted[name])}"
+                             f", standing in for params.{name}{why}, is refused (give "
+                             f"params.{name}): {err.message}") from None
 
     def checked_values(self, name: str, raw: list[Any], path: str) -> tuple[Value, ...]:
         """Axis ``name``'s values ``raw`` read and checked: each once, each one the axis
@@ -399,30 +387,44 @@ class _Parser:
                              f"{MAX_CONFIGS}: give this axis ({dims[largest]} values) or "
                              "another fewer values")
 
-    def expand(self, raw: Any, path: str, conditional: bool = False) -> list[Any]:
-        """The values ``raw`` lists or a form of :data:`VALUE_FORMS` makes; a key that is
-        none of them is refused with every key the mapping takes (``conditional``: those
-        of a conditional axis too)."""
-        if isinstance(raw, dict):
-            forms: dict[str, Callable[[Any, str], list[int]]] = {
-                key: getattr(self, f"{key}_form") for key in VALUE_FORMS}
-            if "values" in raw and "when" not in raw and not path.endswith(".values"):
-                listed = raw["values"] if isinstance(raw["values"], list) else [256, 512]
-                raise self.error(f"{path}.values", "values: belongs to a conditional axis, "
-                                 "{values: [...], when: \"expression\"}; give when:, or the "
-                                 f"values as a list ({shown(listed)})")
-            known = (*forms, *CONDITIONAL_KEYS) if conditional else tuple(forms)
-            raw = self.keys(raw, path, known, {"step": "; a range's step is its third item: "
-                                               f"{VALUE_FORMS['range'][2]}"})
-            if len(raw) != 1:
-                raise self.error(path, f"give exactly one of {', '.join(forms)}")
-            (form, args), = raw.items()
-            return forms[form](args, f"{path}.{form}")
-        values: list[Any] = raw if isinstance(raw, list) else [raw]
-        if not values:
-            raise self.error(path, f"empty axis; allowed: {'; '.join(AXIS_FORMS)}")
-        self.capped(len(values), path)
-        return values
+    def expand(self, name: str, raw: Any, path: str, conditional: bool = True) -> list[Any]:
+        """The values of axis ``name`` that ``raw`` lists, a form of :data:`VALUE_FORMS`
+        makes, or a conditional axis's ``values:`` gives (its ``when:`` kept; with
+        ``conditional`` off, ``raw`` is those values); a key that is none of them is refused
+        with every key the mapping takes."""
+        if not isinstance(raw, dict):
+            values: list[Any] = raw if isinstance(raw, list) else [raw]
+            if not values:
+                raise self.error(path, f"empty axis; allowed: {'; '.join(AXIS_FORMS)}")
+            self.capped(len(values), path)
+            return values
+        if conditional and "when" in raw:
+            spec = self.keys(raw, path, CONDITIONAL_KEYS)
+            if "values" not in spec or not isinstance(spec["when"], str):
+                raise self.error(path, "a conditional axis is {values: [...], when: "
+                                 "\"expression\"}")
+            if name in TEXT_AXES:
+                raise self.error(path, f"{name} cannot be conditional; only numeric axes")
+            self.conditions.append((name, spec["when"], f"{path}.when"))
+            return self.expand(name, spec["values"], f"{path}.values", conditional=False)
+        if name in TEXT_AXES:      # range and pow2 make numbers
+            names = ", ".join(("float32", "bfloat16") if name == "dtype" else CACHE_MODES)
+            raise self.error(path, f"{name} takes a list of names, not a mapping; allowed: "
+                             f"a name or a list of them, such as [{names}]")
+        forms: dict[str, Callable[[Any, str], list[int]]] = {
+            key: getattr(self, f"{key}_form") for key in VALUE_FORMS}
+        if "values" in raw and conditional:
+            listed = raw["values"] if isinstance(raw["values"], list) else [256, 512]
+            raise self.error(f"{path}.values", "values: belongs to a conditional axis, "
+                             "{values: [...], when: \"expression\"}; give when:, or the "
+                             f"values as a list ({shown(listed)})")
+        known = (*forms, *CONDITIONAL_KEYS) if conditional else tuple(forms)
+        raw = self.keys(raw, path, known, {"step": "; a range's step is its third item: "
+                                           f"{VALUE_FORMS['range'][2]}"})
+        if len(raw) != 1:
+            raise self.error(path, f"give exactly one of {', '.join(forms)}")
+        (form, args), = raw.items()
+        return forms[form](args, f"{path}.{form}")
 
     def range_form(self, args: Any, path: str) -> list[int]:
         if not (isinstance(args, list) and len(args) in (2, 3) and all(
@@ -529,12 +531,8 @@ class _Parser:
             for i, v in enumerate(a.values):
                 if v.expr is None:
                     continue
-                try:
+                with self.at_kernel_default(a.name):
                     self.names_known(v.expr, f"params.{a.name}[{i}]", known)
-                except SpaceError as err:
-                    if a.name not in self.defaulted:
-                        raise
-                    raise self.default_refused(a.name, err.message) from None
                 reads = set(v.expr.names)
                 if reads & derived or (a.name not in sizes and reads & sizes):
                     reads |= sizes | {"dtype"}     # the problem is made from all its sizes
@@ -656,10 +654,8 @@ class _Parser:
                 raise self.error(f"sampler.baseline.{a.name}", f"{shown(label)} is not a value of "
                                  f"the axis; allowed: {', '.join(a.labels)}{by}")
             chosen.append((a.name, label))
-        if takes_baseline:
-            chosen = self.baseline_rows(chosen, base)
-        return SamplerSpec(name=value, seed=seed,
-                           baseline=tuple(chosen) if takes_baseline else ())
+        return SamplerSpec(name=value, seed=seed, baseline=tuple(
+            self.baseline_rows(chosen, base)) if takes_baseline else ())
 
     def baseline_rows(self, chosen: list[tuple[str, str]], given: Mapping[str, Any]
                       ) -> list[tuple[str, str]]:
@@ -864,7 +860,6 @@ class _Parser:
             if not isinstance(members, dict) or len(members) < 2:
                 raise self.error(path, "zip needs a mapping of two or more axes to lists of "
                                  "equal length")
-            lengths = set()
             for name, values in members.items():
                 if name not in known:
                     raise self.error(f"{path}.{name}", f"unknown axis {shown(name)}; known: "
@@ -881,8 +876,7 @@ class _Parser:
                                      "group at most")
                 if not isinstance(values, list) or not values:
                     raise self.error(f"{path}.{name}", "give a non-empty list")
-                lengths.add(len(values))
-            if len(lengths) != 1:
+            if len({len(values) for values in members.values()}) != 1:
                 raise self.error(path, f"the zipped lists differ in length "
                                  f"({', '.join(f'{n}: {len(v)}' for n, v in members.items())})")
             rows = list(zip(*(
@@ -968,8 +962,7 @@ class _Parser:
         # an axis of the configs, given on its own or zipped in a group of the file's
         given = [(key, key) for key in (AUTOTUNE_GROUP, *columns) if key in params] + [
             (f"{group}.zip.{key}", key) for group, value in params.items()
-            if isinstance(value, dict) and isinstance(value.get("zip"), dict)
-            for key in value["zip"] if key in columns]
+            for key in zip_members(value) or () if key in columns]
         if given:
             path, key = given[0]
             if self.file == f"--from-autotune {name}":      # no file to edit: -p set it
