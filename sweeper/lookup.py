@@ -313,7 +313,7 @@ def warn_stale(config: TuningEntry, path: Path) -> None:
     """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that
     ``config`` (an entry a lookup may dispatch to) was tuned on an earlier source of its
     kernel, and how to tune it again."""
-    _warn_once(config, path, lambda: _stale_text(
+    _warn_once(path, config.identity, lambda: _stale_text(
         path, config.kernel, config.identity, config.tuned or config.exported, config.study))
 
 
@@ -324,21 +324,23 @@ def warn_unfound(config: TuningEntry, path: Path) -> None:
     module, colon, _ = config.identity.partition(":")
     gone = f"module {module!r} is neither imported nor on the import path" if colon else \
         "its module is neither imported nor on the import path"
-    _warn_once(config, path, lambda: (
+    _warn_once(path, config.identity, lambda: (
         f"{path}: the winners of {config.kernel} were tuned for a source of "
         f"{config.identity} (study {config.study}) that cannot be found here to compare "
         f"({gone}: renamed, or tuned in another working folder); they are used as they "
         "are, unchecked: run from the folder that holds it, or tune it again"))
 
 
-def _warn_once(config: TuningEntry, path: Path, text: Callable[[], str]) -> None:
-    """A :class:`StaleTuningWarning` of ``text`` at the user's line, once per kernel of
-    the tuning file at ``path`` (a stale source and one not found are one kernel's)."""
-    key = (str(path.resolve()), config.identity)
+def _warn_once(path: str | Path, identity: str, text: Callable[[], str],
+               importer_of: str | None = None) -> None:
+    """A :class:`StaleTuningWarning` of ``text`` at the user's line (``importer_of``: the
+    line importing that module), once per kernel (``identity``) of the tuning file or
+    exported module at ``path`` (a stale source and one not found are one kernel's)."""
+    key = (str(Path(path).resolve()), identity)
     if key in _STALE_WARNED:
         return
     _STALE_WARNED.add(key)
-    warnings.warn(text(), StaleTuningWarning, stacklevel=user_stacklevel())
+    warnings.warn(text(), StaleTuningWarning, stacklevel=user_stacklevel(importer_of=importer_of))
 
 
 def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
@@ -364,14 +366,11 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
         return False
     now = source_hash_now(identity)
     stale = [w for w in winners if now is not None and w["source_hash"] != now]
-    key = (str(Path(path).resolve()), identity)
-    if not stale or key in _STALE_WARNED:
-        return bool(stale)
-    _STALE_WARNED.add(key)
-    warnings.warn(_stale_text(path, kernel, identity, str(stale[0].get("tuned") or ""),
-                              str(stale[0].get("study"))),
-                  StaleTuningWarning, stacklevel=user_stacklevel(importer_of=str(path)))
-    return True
+    if stale:
+        _warn_once(path, identity, lambda: _stale_text(
+            path, kernel, identity, str(stale[0].get("tuned") or ""), str(stale[0].get("study"))),
+            importer_of=str(path))
+    return bool(stale)
 
 
 def _stale_text(path: str | Path, kernel: str, identity: str, tuned: str | None,

@@ -413,39 +413,29 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                          f"{given('study', 'NEW')}")
     table = environment.get(_TABLE_PATH)
     if store.exists():
-        _check_resumable(store, wanted, space, force, table=table)
+        check_resumable(store, wanted, space, force, table)
     built = before_writing() if before_writing is not None else None
-    if not store.exists() and store.create({
+    created = not store.exists() and store.create({
         "format": FORMAT, "study": store.name, "kernel": space.kernel,
-        "kernel_name": kernel.name,
-        "created": now(), "command": command,
-        "space_path": space.path, "space_text": space.text, "space_sha256": space.sha256,
+        "kernel_name": kernel.name, "created": now(), "command": command,
         "sampler": sampler_json(space), "samplers": [sampler_json(space)],
-        "measure": vars(device.measure_spec(space.measure)),
-        "measure_requested": vars(space.measure),
-        "measure_text": device.measure_spec(space.measure).describe(), "device_note": device.note,
-        "environment": environment, "fingerprint": wanted, "bounds": bounds,
-        "kernel_source_hash": kernel.source_hash(), "headline": kernel.headline.value,
-        "finals": finals_wanted(space, device),
-        "axes": axes_of(space),
+        "environment": environment, "bounds": bounds, "headline": kernel.headline.value,
+        "finals": finals_wanted(space, device), "axes": axes_of(space),
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
         "zipped": zipped_json(space), "budgets": [ran_under],
-    }):
-        if worker is not None:
-            store.share()
-            store.enlist(worker)
-        return built
-    # again: another worker may have created it
-    forced = _check_resumable(store, wanted, space, force, table=table)
+        **resumed_with(space, device, wanted)})
+    # again unless created here: another worker may have created it
+    forced = [] if created else check_resumable(store, wanted, space, force, table)
     if worker is not None:
         store.share()
         store.enlist(worker)
-    else:
+    elif not created:
         store.open_journal()
-    store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
-                       environment=environment, budget=ran_under, bounds=bounds,
-                       finals=finals_wanted(space, device), zipped=zipped_json(space),
-                       **resumed_with(space, device, wanted))
+    if not created:
+        store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
+                           environment=environment, budget=ran_under, bounds=bounds,
+                           finals=finals_wanted(space, device), zipped=zipped_json(space),
+                           **resumed_with(space, device, wanted))
     return built
 
 
@@ -465,29 +455,18 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
             "measure_text": spec.describe()}
 
 
-def planned_resume(store: Storage, space: Space, wanted: Mapping[str, str], force: bool,
-                   table: str | None = None) -> list[str]:
-    """What ``plan`` tells of the run's resume of the study in ``store``: a StudyError,
-    run's own, where it was measured with settings other than ``wanted``
-    (:func:`planned_fingerprint`) says, unless ``force`` (the run would refuse it); else
-    what differs, as :func:`_check_resumable` says it (``table``: the replay table's path,
-    as the device was given it)."""
-    return _check_resumable(store, wanted, space, force, known=frozenset(wanted),
-                            table=table)
-
-
-def _check_resumable(store: Storage, wanted: Mapping[str, str], space: Space,
-                     force: bool, known: frozenset[str] | None = None,
-                     table: str | None = None) -> list[str]:
+def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, force: bool,
+                    table: str | None = None, *, planned: bool = False) -> list[str]:
     """A StudyError where the study in ``store`` was measured with other settings than
     ``wanted`` (this run's fingerprint), unless ``force``; what differs (``key: old ->
     new``, none where the study may be resumed as it is; another replay table named by
-    its path, ``table`` this run's).  ``known``: the entries ``wanted`` tells (a plan's),
-    the only ones compared."""
+    its path, ``table`` this run's, as the device was given it).  ``planned``: what
+    ``plan`` tells of the run's resume, ``wanted`` being :func:`planned_fingerprint`,
+    whose entries alone are compared (the run would refuse what it refuses)."""
     meta = store.meta()
     have = recorded_fingerprint(meta, space)
-    if known is not None:
-        have = {k: v for k, v in have.items() if k in known}
+    if planned:
+        have = {k: v for k, v in have.items() if k in wanted}
     changed = [_table_change(have, _recorded_table(meta), table)
                if c.startswith(f"{_TABLE}:") else c for c in fingerprint_diff(have, wanted)]
     if changed and not force:

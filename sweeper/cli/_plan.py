@@ -110,7 +110,7 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     from sweeper.errors import SweeperError
     from sweeper.options import study_folder
     from sweeper.store import StudyStore
-    from sweeper.study import planned_fingerprint, planned_resume, study_name
+    from sweeper.study import check_resumable, planned_fingerprint, study_name
 
     store = StudyStore(study_folder(args.studies_dir, study_name(space, device)))
     if not store.exists():
@@ -123,8 +123,8 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     except SweeperError:       # unreadable: the run will say why
         return None, [], []
     wanted = planned_fingerprint(space, device)
-    changed = planned_resume(store, space, wanted, args.force,
-                             device.planned_environment().get("replay_table"))
+    changed = check_resumable(store, wanted, space, args.force,
+                              device.planned_environment().get("replay_table"), planned=True)
     if "kernel_source" in wanted:  # what ran on a source before the edit is measured again
         sources = sources.edited(wanted["kernel_source"])
     return store, sources.done(records), changed

@@ -129,13 +129,19 @@ class Scan:
 
 def scan(path: Path, axes: Axes | None = None) -> Scan:
     """Read and check ``path`` (trials against the study's ``axes`` when given)."""
+    data = read_bytes(path, "cannot read the journal")
+    return Scan(ledger=Ledger(axes)) if data is None else scan_bytes(data, axes)
+
+
+def read_bytes(path: Path, cannot: str = "cannot read") -> bytes | None:
+    """What the file ``path`` holds, or ``None`` where there is none; one it cannot read is
+    a StudyError saying ``cannot`` and why."""
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
-        return Scan(ledger=Ledger(axes))
+        return None
     except OSError as err:
-        raise StudyError(f"{path}: cannot read the journal: {err.strerror or err}") from None
-    return scan_bytes(data, axes)
+        raise StudyError(f"{path}: {cannot}: {err.strerror or err}") from None
 
 
 def scan_bytes(data: bytes, axes: Axes | None = None) -> Scan:
@@ -412,12 +418,9 @@ def reject(path: Path, found: Scan) -> None:
 
 def _rejected(side: Path) -> tuple[set[tuple[str, int]], bool]:
     """The (journal hash, line) pairs already in the side file; whether it ends a line."""
-    try:
-        data = side.read_bytes()
-    except FileNotFoundError:
+    data = read_bytes(side)
+    if data is None:
         return set(), True
-    except OSError as err:
-        raise StudyError(f"{side}: cannot read: {err.strerror or err}") from None
     done = set()
     for line in data.splitlines():
         try:

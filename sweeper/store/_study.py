@@ -30,7 +30,7 @@ from sweeper.fsio import (
 )
 from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
 from sweeper.store._claims_file import ClaimsFile, StudyLock, WorkerLocks
-from sweeper.store._journal import JOURNAL, JournalWriter, Scan, scan
+from sweeper.store._journal import JOURNAL, JournalWriter, Scan, read_bytes, scan
 from sweeper.store._ledger import Axes, study_axes
 from sweeper.store._meta import checked_meta
 from sweeper.store._records import TrialRecord
@@ -132,12 +132,9 @@ class StudyStore(Storage):
         """The checked ``study.json``; a missing, unreadable or malformed one is a
         StudyError that names the file and what is wrong."""
         path = self.root / META
-        try:
-            text = path.read_bytes()
-        except FileNotFoundError:
-            raise StudyError(f"{self.root}: no study here (no {META})") from None
-        except OSError as err:
-            raise StudyError(f"{path}: cannot read: {err.strerror or err}") from None
+        text = read_bytes(path)
+        if text is None:
+            raise StudyError(f"{self.root}: no study here (no {META})")
         advice = "; restore it, or move the study folder away"
         try:
             meta = json.loads(text)
