@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
@@ -162,6 +163,19 @@ def warm_imports() -> None:
     for name in ("torch", "triton", "triton.compiler"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+
+
+def jobs(conn: Connection) -> Iterator[Any]:
+    """What a process's coordinator sends it after its setup, one job at a time, until it
+    sends ``None`` or goes away."""
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:           # the coordinator is gone
+            return
+        if job is None:
+            return
+        yield job
 
 
 def kill_now(*procs: Any, reap_s: float = 1.0) -> None:

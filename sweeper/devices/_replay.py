@@ -218,20 +218,17 @@ def _facts(path: Path, lines: Iterable[tuple[int, str]]) -> dict[str, str]:
     for number, line in lines:
         if line.startswith("#"):
             key, sep, value = line[1:].partition(":")
-            if sep:
-                header[key.strip()] = _fact(path, number, key.strip(),
-                                            _header_value(value.strip(), csv_uncell))
+            if not sep:
+                continue
+            key, value = key.strip(), _header_value(value.strip(), csv_uncell)
+            if not value.isprintable():
+                raise _bad(path, number, f"{key}: control characters are not allowed")
+            if key in NUMERIC_FACTS and not (value.isascii() and value.isdigit() and
+                                             int(value) >= NUMERIC_FACTS[key]):
+                raise _bad(path, number, f"{key}: {value[:40]!r} is not a whole number "
+                                         f">= {NUMERIC_FACTS[key]}")
+            header[key] = value
     return header
-
-
-def _fact(path: Path, line: int, key: str, value: str) -> str:
-    if not value.isprintable():
-        raise _bad(path, line, f"{key}: control characters are not allowed")
-    if key in NUMERIC_FACTS and not (value.isascii() and value.isdigit() and
-                                     int(value) >= NUMERIC_FACTS[key]):
-        raise _bad(path, line, f"{key}: {value[:40]!r} is not a whole number "
-                           f">= {NUMERIC_FACTS[key]}")
-    return value
 
 
 class Rows(Lazy[dict[str, str]]):

@@ -179,10 +179,9 @@ class Budgets:
         measure."""
         if self.report_s is None:
             return 0.0
-        drawn = sum(maps.drawn().count for key, maps in self.maps.items()
-                    if key in self.redrawn)
-        cells = sum(maps.drawn_cells() for key, maps in self.maps.items()
-                    if key in self.redrawn)
+        redrawn = [maps for key, maps in self.maps.items() if key in self.redrawn]
+        drawn = sum(maps.drawn().count for maps in redrawn)
+        cells = sum(maps.drawn_cells() for maps in redrawn)
         if self.swept:
             return self.report_s(drawn, cells)
         # a trial more adds to one problem: its maps, all drawn again if none were yet,

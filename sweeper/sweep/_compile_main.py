@@ -10,7 +10,7 @@ import os
 import sys
 from multiprocessing.connection import Connection
 
-from sweeper._processes import warm_imports
+from sweeper._processes import jobs, warm_imports
 from sweeper.sweep._compile_pool import Done, PoolSetup, Started
 
 #: How much lower than the coordinator and the workers a compile process runs.
@@ -34,12 +34,5 @@ def main() -> None:
                            setup.target)
     compiler.warm_up()
     conn.send(Started(os.getpid()))
-    while True:
-        try:
-            job = conn.recv()
-        except EOFError:           # the coordinator is gone
-            return
-        if job is None:
-            return
-        key, config = job
+    for key, config in jobs(conn):
         conn.send(Done(key, compiler.compile(config), os.getpid()))

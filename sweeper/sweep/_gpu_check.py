@@ -212,12 +212,10 @@ class GpuCheck:
             self.skipped = "no valid config"
             return "gpu check: skipped: the space has no valid config"
         result = self._compile(config, within_s)
-        if result.status is not Compile.LEFT:
-            self.first_s = result.seconds
         if result.status is Compile.LEFT:
             self.skipped = result.reason
             self.every = False
-            if within_s is not None and result.seconds >= within_s:
+            if _ended(result, within_s):
                 return (f"gpu check: skipped: the compile for {self.target} did not end "
                         f"within the {within_s:.1f} s the time budget left it; nothing "
                         "compiled for it (a longer time budget, or none, compiles it)")
@@ -226,6 +224,7 @@ class GpuCheck:
                         f"launch ({_named(config)}) runs no Triton kernel")
             return (f"gpu check: skipped: {_named(config)} cannot be compiled for "
                     f"{self.target} here ({result.reason})")
+        self.first_s = result.seconds
         if result.status is Compile.FAILED:
             self.every = True
             reason = result.reason.removeprefix(f"{self.target}: ")

@@ -91,17 +91,10 @@ class Sampling:
         """The sampler of ``space`` over its configs valid on a device with ``facts``,
         starting from ``priors``; a :class:`SweeperError` where its factory fails."""
         valid = Configs(space, facts.env(), facts.max_footprint)
-        guesses = guesses_for(space, kernel, facts, valid.expanded_all)
+        # the kernel model's guesses: none where the sampler declares no use for them
+        uses = sampler_capabilities(space.sampler.name).uses_model and valid.expanded_all
+        guesses = model_guesses(kernel, space, facts, valid.expanded_all) if uses else None
         return cls(valid, guesses, build_sampler(space, valid, priors=priors, guesses=guesses))
-
-
-def guesses_for(space: Space, kernel: Kernel, facts: DeviceFacts, valid: Sequence[Choice]
-                ) -> list[float] | None:
-    """The kernel model's guess for each valid config, or None when the kernel has no
-    model or the sampler declares no use for it."""
-    if not sampler_capabilities(space.sampler.name).uses_model or not valid:
-        return None
-    return model_guesses(kernel, space, facts, valid)
 
 
 @dataclass
@@ -323,7 +316,9 @@ class Sweep:
         for t in kept:         # the maps the report draws again if this run adds to them
             if id(t) not in owed_ids:
                 budgets.note_kept(t)
-        plan = self._plan(study.sampler)
+        # the sampler, where its factory declares a plan (``plans``; checked when built)
+        plan = study.sampler if self.sampler_caps.plans and \
+            isinstance(study.sampler, PlannedSampler) else None
         planned = plan.size if plan is not None else len(valid)
         total = planned if self.max_trials is None else min(planned, self.max_trials)
         self.reporter.start(total=total, done=min(measured, total), best=summary.best)
@@ -346,12 +341,6 @@ class Sweep:
         asked = AskedAhead(self.ask_ahead)
         return Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
                     outbox, ahead, asked=asked, earlier=sources.earlier(trials))
-
-    def _plan(self, sampler: object) -> PlannedSampler | None:
-        """The sampler, where its factory declares a plan (``plans``; checked when it was
-        built); else None."""
-        return sampler if self.sampler_caps.plans and isinstance(sampler, PlannedSampler) \
-            else None
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
         """One worker per GPU: in this process (sharing ``bench``), or each a process of

@@ -10,11 +10,11 @@ import sys
 import time
 from multiprocessing.connection import Connection
 
-from sweeper._processes import warm_imports
+from sweeper._processes import jobs, warm_imports
 from sweeper.store import BaselineRecord
 from sweeper.sweep._process import Ready, Setup
 from sweeper.sweep._relay import Relay
-from sweeper.sweep._workers import FinalRound, FinalsJob, FinalsOutcome, Job, Outcome, final_of
+from sweeper.sweep._workers import FinalRound, FinalsJob, FinalsOutcome, Outcome, final_of
 from sweeper.trial import TrialStatus
 
 
@@ -45,13 +45,7 @@ def main() -> None:
                   baselines=relay.read(BaselineRecord))
     steps["bench"] = time.perf_counter()
     conn.send(Ready(device.facts().name, steps))
-    while True:
-        try:
-            job: Job | FinalsJob | None = conn.recv()
-        except EOFError:           # the coordinator is gone
-            return
-        if job is None:
-            return
+    for job in jobs(conn):
         if isinstance(job, FinalsJob):
             final = final_of(bench, job, lambda r, n: conn.send(FinalRound(r, n)))
             conn.send(FinalsOutcome(final, relay.drain()))
