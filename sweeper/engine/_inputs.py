@@ -204,11 +204,13 @@ def _compiled_for_gpu(module: Any) -> list[str]:
 
 def refuse_gpu_only(name: str, needs_gpu: bool, device: Any) -> None:
     """Refuse, in one line, kernel ``name`` where it runs on a CUDA GPU only
-    (``needs_gpu``) and ``device`` launches elsewhere (:func:`gpu_only_problem`)."""
-    problem = gpu_only_problem(name, needs_gpu, device)
-    if problem is not None:
-        raise SweeperError(f"{problem}: run on a GPU (leave out {option('device')}) or "
-                           f"replay a recorded table ({given('device', 'replay:TABLE.csv')})")
+    (``needs_gpu``) and ``device`` launches elsewhere (a replay launches nothing): ``run``
+    before anything is written, ``plan`` before anything is printed."""
+    if needs_gpu and not device.replays and device.torch_device != "cuda":
+        raise SweeperError(f"kernel {name} runs on a CUDA GPU only (compiled CUDA C); device "
+                           f"{device.name} cannot run it: run on a GPU (leave out "
+                           f"{option('device')}) or replay a recorded table "
+                           f"({given('device', 'replay:TABLE.csv')})")
 
 
 def needs_gpu(space: Any) -> bool:
@@ -219,14 +221,3 @@ def needs_gpu(space: Any) -> bool:
 
     declared = plugins.kernel_declaration(space.kernel, user_code=False)
     return bool(getattr(declared, "needs_gpu", False))
-
-
-def gpu_only_problem(name: str, needs_gpu: bool, device: Any) -> str | None:
-    """Why kernel ``name`` cannot run on ``device``: it runs on a CUDA GPU only
-    (``needs_gpu``) and the device launches elsewhere (a replay launches nothing); None
-    where it can.  ``run`` refuses it before anything is written; ``plan`` says it in
-    place of an estimate."""
-    if needs_gpu and not device.replays and device.torch_device != "cuda":
-        return (f"kernel {name} runs on a CUDA GPU only (compiled CUDA C); device "
-                f"{device.name} cannot run it")
-    return None
