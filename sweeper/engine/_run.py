@@ -201,14 +201,13 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
                              clock=clock, check=check)
     clock.mark("sweep")
-    timing = summary.timing.lines() if summary.timing is not None else []
     # the report reads it (how busy, why it stopped); the command's wall follows it
     ran = last_run(summary, command, priors, wall_s=clock.elapsed_s())
     store.update_meta(last_run=ran)
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
     failure = _finish(options, summary, space, kernel, store, limits, clock, reporter)
-    _say_time(options, clock, summary, timing)
+    _say_time(options, clock, summary, ran["timing"])
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
     _note_costs(space, device, clock, summary, check)
