@@ -55,12 +55,9 @@ def bracketing(problems: Sequence[Mapping[str, int]], asked: Mapping[str, int]
     exact = [i for i, p in enumerate(problems) if log_distance(p, asked) == 0]
     if exact:
         return [(exact[0], 1.0)]
-    best: dict[tuple[bool, ...], int] = {}
-    for i, p in enumerate(problems):
-        side = tuple(p[d] >= v for d, v in asked.items())
-        if side not in best or log_distance(p, asked) < log_distance(problems[best[side]],
-                                                                    asked):
-            best[side] = i
+    best: dict[tuple[bool, ...], int] = {}          # per orthant, its nearest: the first
+    for i in sorted(range(len(problems)), key=lambda i: (log_distance(problems[i], asked), i)):
+        best.setdefault(tuple(problems[i][d] >= v for d, v in asked.items()), i)
     inverse = {i: 1 / log_distance(problems[i], asked) for i in sorted(best.values())}
     total = sum(inverse.values())
     return [(i, w / total) for i, w in inverse.items()]

@@ -60,18 +60,13 @@ def worker_name(text: str) -> str:
     return text
 
 
-def count(text: str) -> int:
-    """An option's count that may be 0 (off): a whole number >= 0."""
+def compile_workers(text: str) -> int | None:
+    """``--compile-workers``: a count >= 0 (0: off), or ``auto`` (None, as when the option
+    is left out: as many as the cores the workers leave, counted when the sweep starts)."""
     number = digits(text)
-    if number is None:
+    if text != "auto" and number is None:
         raise OptionValueError(f"{text[:40]!r} is not a whole number >= 0")
     return number
-
-
-def compile_workers(text: str) -> int | None:
-    """``--compile-workers``: a count >= 0, or ``auto`` (None, as when the option is left
-    out: as many as the cores the workers leave, counted when the sweep starts)."""
-    return None if text == "auto" else count(text)
 
 
 #: ``--scale``'s values, the colour scales a study's heatmaps may have: one for the

@@ -345,10 +345,6 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         weight = trials / (trials + prior_trials)
         machine = costs.machine_ratio(kernel) or 1.0
         costs.launch_scale[kernel] = round(ratio ** weight * machine ** (1 - weight), 4)
-    if startup_s is not None:
-        costs.startup_s = round(startup_s, 3)
-    if setup_s is not None:
-        costs.setup_s = round(setup_s, 3)
     # a report of no heatmaps says nothing of what a map costs: its seconds would be
     # kept beside the last report's maps, and the next estimate scaled from that pair
     if report_s is not None and report_maps != 0:
@@ -357,10 +353,8 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.report_fixed_s = None if report_fixed_s is None else round(report_fixed_s, 3)
         costs.report_cells = report_cells
         if space is not None:
-            costs.reports[space] = {"report_s": costs.report_s,
-                                    "report_maps": costs.report_maps,
-                                    "report_fixed_s": costs.report_fixed_s,
-                                    "report_cells": costs.report_cells}
+            costs.reports[space] = {name: getattr(costs, name) for name in (
+                "report_s", "report_maps", "report_fixed_s", "report_cells")}
     if compiles_s:
         costs.compile_s[kernel] = round(statistics.median(compiles_s), 3)
     if first_compile_s is not None:
@@ -371,10 +365,11 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
         costs.ask_s[sampler] = round(ask_s, 4)
     if loads_s:
         costs.load_s[sampler] = round(statistics.fmean(loads_s), 4)
-    if finals_overhead_s is not None:
-        costs.finals_overhead_s = round(finals_overhead_s, 4)
-    if gpu_check_s is not None:
-        costs.gpu_check_s = round(gpu_check_s, 3)
+    for name, seconds, places in (("startup_s", startup_s, 3), ("setup_s", setup_s, 3),
+                                  ("finals_overhead_s", finals_overhead_s, 4),
+                                  ("gpu_check_s", gpu_check_s, 3)):
+        if seconds is not None:                 # else the figure kept stands
+            setattr(costs, name, round(seconds, places))
     path = _costs_path()
     kept = read_cache(path)                       # damaged: written anew
     kept[device] = dataclasses.asdict(costs)

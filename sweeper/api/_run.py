@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from sweeper.options import (
     OptionValueError,
     gpu_list,
     gpu_target,
+    seconds,
     trials_within,
 )
 from sweeper.options import compile_workers as compile_workers_option
@@ -163,8 +164,14 @@ def _option(name: str, check: Any, value: Any) -> Any:
     only (``True`` is no count), refused in one line naming the keyword."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, str)):
         raise refuse(name, value, "a whole number or text, as the command takes it")
+    return _checked(name, check, str(value))
+
+
+def _checked(name: str, check: Callable[..., Any], *args: Any) -> Any:
+    """``check(*args)`` (a :mod:`sweeper.options` parser), its one-line error said as
+    keyword ``name``'s."""
     try:
-        return check(str(value))
+        return check(*args)
     except OptionValueError as err:
         raise SweeperError(f"{name}: {err}") from None
 
@@ -289,24 +296,13 @@ def _trials(trials: int | None) -> int | None:
     """``trials`` as an ``int`` (numpy's integers too), by ``--trials``' own bounds and
     quoted as given (``10**10``, not the command's text ``'10000000000'``); ``None`` is no
     limit."""
-    if trials is None:
-        return None
-    try:
-        return trials_within(whole(trials), show(trials))
-    except OptionValueError as err:
-        raise SweeperError(f"trials: {err}") from None
+    return None if trials is None else _checked("trials", trials_within, whole(trials),
+                                                show(trials))
 
 
 def _seconds(time: float | str | None) -> float | None:
     """``time`` in seconds: a number, or a duration such as ``"90s"``, ``"10m"`` or ``"1h30m"``; by
     ``--time``'s parser, so within the same bounds (at most 1000 h: beyond it no timer
     can be armed), and quoted as given (``-1``, not the command's text ``'-1'``)."""
-    if time is None:
-        return None
-    from sweeper.options import seconds
-
-    try:
-        return seconds(time, show(time))
-    except OptionValueError as err:
-        raise SweeperError(f"time: {err}") from None
+    return None if time is None else _checked("time", seconds, time, show(time))
 

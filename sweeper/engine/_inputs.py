@@ -94,31 +94,23 @@ def refuse_bad_model(space: Any, kernel: Any, device: Any) -> None:
     read that is given as an expression (``64 * sms``) has its values only once the device
     is known, as have a tiled or rowwise model's sizes on a device that shrinks the
     problem's dimensions (the interpreter's).  The error is at that value's line."""
-    from sweeper.core import Config
-    from sweeper.errors import SpaceError
-    from sweeper.study import resolved
-
     declared = getattr(kernel, "declared_model", None)
     if declared is None:
         return
     sizes = declared.size_names
     late = [a for a in space.axes if a.name in declared.launch_names | sizes
             and any(v.expr is not None for v in a.values)]
-    facts = device.facts()
-    if not late and facts.max_footprint is not None:
+    if not late and device.facts().max_footprint is not None:
         late = [a for a in space.axes if a.name in sizes]
-    if not late:
-        return
-    for choice, config in resolved(space, facts.env(), facts.max_footprint):
-        if not isinstance(config, Config):
-            continue
+
+    def problem(config: Any) -> tuple[str, str | None] | None:
         try:
             declared.check(config)
         except SweeperError as err:
-            values = [a.value(choice[a.name]) for a in late]
-            value = next((v for v in values if v.expr is not None), values[0])
-            raise SpaceError(f"on {facts.name}, {err}", file=value.origin.file,
-                             line=value.origin.line, path=value.origin.path) from None
+            return str(err), None
+        return None
+
+    _refuse_at_value(space, device, late, problem)
 
 
 def refuse_bad_args(space: Any, kernel: Any, device: Any) -> None:
@@ -129,30 +121,45 @@ def refuse_bad_args(space: Any, kernel: Any, device: Any) -> None:
     ``2 * m``) has its values only once the device is known.  The error is at the first
     such value of the config, the argument's own axis where it is one; a space whose
     arguments read no expression is not resolved here."""
-    from sweeper.core import Config
-    from sweeper.errors import SpaceError
-    from sweeper.study import resolved
-
     launch = getattr(getattr(kernel, "plan", None), "launch", None)
     check = getattr(launch, "config_problem", None)
     reads: frozenset[str] = getattr(launch, "reads", frozenset())
     late = [a for a in space.axes if a.name in reads and any(v.expr is not None
                                                              for v in a.values)]
-    if not callable(check) or not late:
+    if not callable(check):
+        return
+
+    def problem(config: Any) -> tuple[str, str | None] | None:
+        found = check(config)           # (the argument's name, why), or None
+        return None if found is None else (f"kernel {space.kernel}: {found[1]}", found[0])
+
+    _refuse_at_value(space, device, late, problem)
+
+
+def _refuse_at_value(space: Any, device: Any, late: list[Any],
+                     problem: Callable[[Any], tuple[str, str | None] | None]) -> None:
+    """Resolve ``space`` on ``device``, where any axis is ``late`` (its values known only
+    now), and refuse the first config ``problem`` finds wrong, saying why (a
+    :class:`SpaceError` at the value of that config's ``late`` axis it names, else of its
+    first one given as an expression, else of its first one)."""
+    from sweeper.core import Config
+    from sweeper.errors import SpaceError
+    from sweeper.study import resolved
+
+    if not late:
         return
     facts = device.facts()
     for choice, config in resolved(space, facts.env(), facts.max_footprint):
-        problem = check(config) if isinstance(config, Config) else None
-        if problem is None:
+        found = problem(config) if isinstance(config, Config) else None
+        if found is None:
             continue
-        name, why = problem
-        values = [(a, a.value(choice[a.name])) for a in late]
-        exprs = [(a, v) for a, v in values if v.expr is not None] or values
-        _, value = next(((a, v) for a, v in exprs if a.name == name or (
-            name == "n" and a.name == "footprint")), exprs[0])
-        raise SpaceError(f"on {facts.name}, kernel {space.kernel}: {why}",
-                         file=value.origin.file, line=value.origin.line,
-                         path=value.origin.path)
+        why, name = found
+        values = [(a.name, a.value(choice[a.name])) for a in late]
+        exprs = [(n, v) for n, v in values if v.expr is not None] or values
+        value = next((v for n, v in exprs if n == name or (
+            name == "n" and n == "footprint")), exprs[0][1])
+        raise SpaceError(f"on {facts.name}, {why}", file=value.origin.file,
+                         line=value.origin.line, path=value.origin.path)
 
 
 def refuse_unreachable(name: str, module: str, device: Any, *, processes: bool) -> None:
@@ -204,11 +211,13 @@ def _compiled_for_gpu(module: Any) -> list[str]:
 
 def refuse_gpu_only(name: str, needs_gpu: bool, device: Any) -> None:
     """Refuse, in one line, kernel ``name`` where it runs on a CUDA GPU only
-    (``needs_gpu``) and ``device`` launches elsewhere (:func:`gpu_only_problem`)."""
-    problem = gpu_only_problem(name, needs_gpu, device)
-    if problem is not None:
-        raise SweeperError(f"{problem}: run on a GPU (leave out {option('device')}) or "
-                           f"replay a recorded table ({given('device', 'replay:TABLE.csv')})")
+    (``needs_gpu``) and ``device`` launches elsewhere (a replay launches nothing): ``run``
+    before anything is written, ``plan`` before anything is printed."""
+    if needs_gpu and not device.replays and device.torch_device != "cuda":
+        raise SweeperError(f"kernel {name} runs on a CUDA GPU only (compiled CUDA C); device "
+                           f"{device.name} cannot run it: run on a GPU (leave out "
+                           f"{option('device')}) or replay a recorded table "
+                           f"({given('device', 'replay:TABLE.csv')})")
 
 
 def needs_gpu(space: Any) -> bool:
@@ -219,14 +228,3 @@ def needs_gpu(space: Any) -> bool:
 
     declared = plugins.kernel_declaration(space.kernel, user_code=False)
     return bool(getattr(declared, "needs_gpu", False))
-
-
-def gpu_only_problem(name: str, needs_gpu: bool, device: Any) -> str | None:
-    """Why kernel ``name`` cannot run on ``device``: it runs on a CUDA GPU only
-    (``needs_gpu``) and the device launches elsewhere (a replay launches nothing); None
-    where it can.  ``run`` refuses it before anything is written; ``plan`` says it in
-    place of an estimate."""
-    if needs_gpu and not device.replays and device.torch_device != "cuda":
-        return (f"kernel {name} runs on a CUDA GPU only (compiled CUDA C); device "
-                f"{device.name} cannot run it")
-    return None

@@ -201,14 +201,13 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
                              clock=clock, check=check)
     clock.mark("sweep")
-    timing = summary.timing.lines() if summary.timing is not None else []
     # the report reads it (how busy, why it stopped); the command's wall follows it
     ran = last_run(summary, command, priors, wall_s=clock.elapsed_s())
     store.update_meta(last_run=ran)
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
     failure = _finish(options, summary, space, kernel, store, limits, clock, reporter)
-    _say_time(options, clock, summary, timing)
+    _say_time(options, clock, summary, ran["timing"])
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
     _note_costs(space, device, clock, summary, check)
@@ -333,14 +332,17 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
     from sweeper.sweep._compile_ahead import COMPILED_S
 
     restarted = RESTARTS in os.environ
+    # a process the command restarted into (execve keeps the process's start time) has
+    # the earlier processes' sweeps in its start-up: not what a start-up costs
+    noted = functools.partial(
+        note_run, costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
+        startup_s=None if restarted else clock.startup_s(),
+        setup_s=None if restarted else clock.setup_s(),
+        report_s=clock.steps().get("report"), report_maps=clock.report_maps,
+        report_cells=clock.report_cells, report_fixed_s=clock.report_fixed_s,
+        space=space.study)
     if device.replays:
-        note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
-                 startup_s=None if restarted else clock.startup_s(),
-                 setup_s=None if restarted else clock.setup_s(),
-                 report_s=clock.steps().get("report"), report_maps=clock.report_maps,
-                 report_cells=clock.report_cells,
-                 report_fixed_s=clock.report_fixed_s, compiles_s=[], ask_s=None,
-                 space=space.study)
+        noted(compiles_s=[], ask_s=None)
         return
 
     own = summary.trials[summary.resumed:]
@@ -356,40 +358,31 @@ def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
         return cold - t.stats.median / 1e3 if (
             device.measures_gpu and cold >= COMPILED_S and t.stats) else 0.0
 
-    # a process the command restarted into (execve keeps the process's start time) has
-    # the earlier processes' sweeps in its start-up: not what a start-up costs
-    note_run(costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
-             startup_s=None if restarted else clock.startup_s(),
-             setup_s=None if restarted else clock.setup_s(),
-             report_s=clock.steps().get("report"),
-             report_maps=clock.report_maps, report_fixed_s=clock.report_fixed_s,
-             report_cells=clock.report_cells,
-             space=space.study,
-             compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
-             first_compile_s=own[0].cold_s if own and device.measures_gpu and
-             (own[0].cold_s or 0.0) >= COMPILED_S else None,
-             pool_compiles_s=summary.compiles_s,
-             ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
-             # a trial's own seconds, its compile and its power schedule's cool-down or
-             # load aside: the plan counts those apart; not the run's first, which starts
-             # the worker's launcher (on the H200 0.3 s from a warm cache), so that a run
-             # of two trials does not price every trial of the next plan as its first
-             trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch +
-                                   (measure.warmup_turns(t.stats.median / 1e3) + 1) *
-                                   t.stats.median) / 1e3 - compiled(t)
-                       - t.seconds.get("load", 0.0) - t.seconds.get("cool-down", 0.0)
-                       for t in own[1:] if t.ok and t.stats],
-             launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
-                            if t.ok and t.stats and t.config and model(t.config) > 0],
-             prior_trials=device.plan_costs.scale_prior_trials,
-             gpu_check_s=check.first_s if check is not None else None,
-             finals_overhead_s=measured_overhead_s(
-                 summary.finals, summary.finals_s, Round.on(device.measure_spec)),
-             # what a power-bound trial that compiled nothing spent loading the GPU under
-             # the sustained schedule (the plan prices a compile's own load with it)
-             loads_s=[t.seconds.get("load", 0.0) for t in own[1:] if t.duty and
-                      "cool-down" not in t.seconds and (t.cold_s or 0.0) < COMPILED_S]
-             if space.measure.duty == "auto" else ())
+    noted(compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
+          first_compile_s=own[0].cold_s if own and device.measures_gpu and
+          (own[0].cold_s or 0.0) >= COMPILED_S else None,
+          pool_compiles_s=summary.compiles_s,
+          ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
+          # a trial's own seconds, its compile and its power schedule's cool-down or
+          # load aside: the plan counts those apart; not the run's first, which starts
+          # the worker's launcher (on the H200 0.3 s from a warm cache), so that a run
+          # of two trials does not price every trial of the next plan as its first
+          trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch +
+                                (measure.warmup_turns(t.stats.median / 1e3) + 1) *
+                                t.stats.median) / 1e3 - compiled(t)
+                    - t.seconds.get("load", 0.0) - t.seconds.get("cool-down", 0.0)
+                    for t in own[1:] if t.ok and t.stats],
+          launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
+                         if t.ok and t.stats and t.config and model(t.config) > 0],
+          prior_trials=device.plan_costs.scale_prior_trials,
+          gpu_check_s=check.first_s if check is not None else None,
+          finals_overhead_s=measured_overhead_s(
+              summary.finals, summary.finals_s, Round.on(device.measure_spec)),
+          # what a power-bound trial that compiled nothing spent loading the GPU under
+          # the sustained schedule (the plan prices a compile's own load with it)
+          loads_s=[t.seconds.get("load", 0.0) for t in own[1:] if t.duty and
+                   "cool-down" not in t.seconds and (t.cold_s or 0.0) < COMPILED_S]
+          if space.measure.duty == "auto" else ())
     if device.measures_gpu and space.kernel != "cuda":   # NVRTC's cache answers for itself
         from sweeper.kernels._binaries import note_built
         from sweeper.trial import TrialStatus
@@ -441,19 +434,6 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     return limits
 
 
-def _left_before_report(options: RunOptions, space: Any, costs: Any, clock: Any
-                        ) -> float | None:
-    """Seconds the time budget leaves now before what follows the sweep (its end, ``END_S``,
-    and the report as this machine's last took it, from its run ``costs``); None without a
-    time budget."""
-    time_s: float | None = budgeted(space, options.trials, options.time_s).budget.time_s
-    if time_s is None:
-        return None
-    report: float = costs.of_space(space.study).report_reserve(0) if options.report else 0.0
-    spent: float = clock.elapsed_s()
-    return time_s - spent - END_S - report
-
-
 def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kernel: Any,
                device: Any, facts: Any, clock: Any) -> GpuCheck | None:
     """On a device that runs Triton kernels without compiling them for a GPU (the
@@ -480,7 +460,11 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
     from sweeper.plan import costs_key, run_costs
 
     costs = run_costs(costs_key(device))
-    left_s = _left_before_report(options, space, costs, clock)
+    # what the time budget leaves now before what follows the sweep (its end, END_S, and
+    # the report as this machine's last took it); None without a time budget
+    time_s = budgeted(space, options.trials, options.time_s).budget.time_s
+    left_s = None if time_s is None else time_s - clock.elapsed_s() - END_S - (
+        costs.of_space(space.study).report_reserve(0) if options.report else 0.0)
     skipped = budget_skip(left_s, options.gpu_check_target, costs.gpu_check_s)
     if skipped is not None:
         say(skipped)
@@ -663,7 +647,6 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(f"(counts of this process, the last of {restarts + 1}: "
             f"{counted(restarts, 'trial')} hung and the sweep went on in a fresh process; the "
             "report counts everything)")
-    abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
     if abandoned:
         say(f"early abandonment: {abandoned} trials stopped early, saving about "
               f"{summary.saved_ms:.4g} ms of GPU time")
