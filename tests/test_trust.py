@@ -470,3 +470,14 @@ def test_state_monitor_polls_in_the_background_and_averages_power():
     assert monitor.latest().other_processes == 2      # carried between process-list polls
     after = monitor.window(t1 + 10, t1 + 11)
     assert (after.power_w_mean, after.polls) == (monitor.latest().power_w, 0)
+
+
+def test_the_interpreter_measures_with_torch_on_one_thread_and_gives_the_threads_back():
+    """A capped problem's torch baseline on several CPU threads woke them at every call
+    (4-18 ms on a shared two-core machine, 0.08 ms on one thread)."""
+    device = InterpretDevice()
+    before = torch.get_num_threads()
+    seen: list[int] = []
+    device.measure(lambda: seen.append(torch.get_num_threads()), warmup=1,
+                   rule=StopRule(kind="fixed", repeat=3), flush=False)
+    assert seen == [1] * 4 and torch.get_num_threads() == before

@@ -7,14 +7,15 @@ small space finishes in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sweeper.bounds import Bounds
 from sweeper.core import DeviceFacts, MeasureSpec
-from sweeper.devices._base import Device, Launch, PlanCosts
+from sweeper.devices._base import Device, Launch, Measured, PlanCosts
 from sweeper.measure import time_host
 
 MAX_FOOTPRINT = 16 << 10
@@ -83,8 +84,31 @@ class InterpretDevice(Device):
     def time(self, launch: Launch, *, warmup: int, repeat: int, flush: bool) -> list[float]:
         return time_host(launch, warmup=warmup, repeat=repeat)
 
+    def measure(self, launch: Launch, **how: Any) -> Measured:
+        """:meth:`Device.measure` with torch on one CPU thread (:func:`one_thread`): a
+        baseline such as torch's softmax over a capped problem otherwise wakes its
+        OpenMP threads at every call, 4-18 ms on a shared two-core machine against
+        0.08 ms on one thread, so a final's baseline read anywhere in that range."""
+        with one_thread():
+            return super().measure(launch, **how)
+
     def synchronize(self) -> None:
         return None
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """torch's CPU operations on one thread within, as many as before after (the
+    interpreter runs in the caller's process: ``sweeper.run`` from a notebook keeps
+    its threads)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _cpu_l2_bytes() -> int:
