@@ -222,7 +222,7 @@ class CudaLaunch:
     def reads(self) -> frozenset[str]:
         """The axes the arguments' values come from: each name passed, and ``footprint``
         where ``n`` is (a footprint alone gives ``n``)."""
-        names = {str(a).partition(":")[0].strip() for a in self.raw_args}
+        names = {Arg.read(a).name for a in self.raw_args}
         return frozenset(names | ({"footprint"} if "n" in names else set()))
 
     def config_problem(self, config: Config) -> tuple[str, str] | None:

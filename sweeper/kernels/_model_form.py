@@ -166,7 +166,7 @@ class DeclaredModel:
         could not see: a run asks it of every config before it writes anything,
         :func:`sweeper.engine._inputs.refuse_bad_model`)."""
         dims = dict(config.problem.dims)
-        launch = _launch_env(config)
+        launch = {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
         return {key: _setting(self.text, expr, dims if key in SIZES[self.name] else launch,
                               key, UNITS.get(self.name, ""))
                 for key, expr in self.settings.items()}
@@ -198,11 +198,6 @@ class DeclaredModel:
             if problem is not None:
                 return f"model.{self.name}.{key}", problem
         return None
-
-
-def _launch_env(config: Config) -> dict[str, int]:
-    """The names a launch setting reads at ``config``."""
-    return {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
 
 
 def _allowed(key: str, unit: str) -> str:
@@ -279,10 +274,9 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
                           f"{', '.join(MODELS)}{did_you_mean(str(name), MODELS)}")
     known = MODELS[name]
     where = f"model.{name}"
-    form = FORMS[name]
     if not isinstance(settings, Mapping):
         raise OptionError(where, f"{_shown(settings)} is not {name}'s settings; allowed: a "
-                          f"mapping of {', '.join(known)}, such as {form}")
+                          f"mapping of {', '.join(known)}, such as {FORMS[name]}")
     for key in settings:
         if key not in known:
             raise OptionError(f"{where}.{key}", f"{name} takes no setting {_shown(key)}; "

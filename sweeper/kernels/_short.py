@@ -121,10 +121,8 @@ class ShortKernel(Kernel):
         tensors.update({n: spec.make(problem, device) for n, spec in plan.outputs.items()
                         if spec is not None})
         if callable(plan.inputs):       # the factory's tensors are known only now
-            wrong = launch_args_problem(plan, tuple(tensors), tuple(self.dims),
-                                                  tuple(self.meta_params))
-            if wrong is not None:
-                raise SweeperError(f"kernel {self.name}: args: {wrong}")
+            refuse_launch_args(self.name, plan, tuple(tensors), tuple(self.dims),
+                               tuple(self.meta_params))
         return ShortBuffers(problem, tensors)
 
     def inputs(self, buffers: Buffers) -> list[str]:
@@ -272,14 +270,17 @@ class ShortKernel(Kernel):
         return self.declared_source() or ""
 
 
-def launch_args_problem(plan: Plan, tensors: Sequence[str], dims: Sequence[str],
-                        meta: Sequence[str]) -> str | None:
-    """Why a launch that lists its arguments (``sweeper.cuda``: its ``args_problem``) does
-    not fit these tensors, dimensions and meta-parameters, or ``None`` (also for a launch
-    that lists none): asked as the kernel is declared, or for tensors from a factory as
-    the factory first makes them, so a mistake never waits for a compile and a launch."""
+def refuse_launch_args(kernel: str, plan: Plan, tensors: Sequence[str], dims: Sequence[str],
+                       meta: Sequence[str]) -> None:
+    """Refuse a launch of ``kernel`` that lists its arguments (``sweeper.cuda``: its
+    ``args_problem``) where they do not fit these tensors, dimensions and meta-parameters
+    (a launch that lists none passes): asked as the kernel is declared, or for tensors
+    from a factory as the factory first makes them, so a mistake never waits for a
+    compile and a launch."""
     check = getattr(plan.launch, "args_problem", None)
-    return check(tensors, dims, meta) if callable(check) else None
+    problem = check(tensors, dims, meta) if callable(check) else None
+    if problem is not None:
+        raise SweeperError(f"kernel {kernel}: args: {problem}")
 
 
 def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:

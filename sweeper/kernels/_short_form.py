@@ -35,7 +35,7 @@ from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError, defined_at
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
-from sweeper.kernels._short import Count, Plan, ShortKernel, launch_args_problem
+from sweeper.kernels._short import Count, Plan, ShortKernel, refuse_launch_args
 from sweeper.kernels._tensors import (
     RESERVED,
     TOLERANCES,
@@ -79,9 +79,11 @@ class Declaration:
         if not isinstance(name, str) or not name or name == "<lambda>":
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
         attrs: dict[str, Any] = {"name": name, **self.declares(name)}
-        attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
-        _check_launch_args(name, attrs["plan"], tuple(attrs["dims"]),
-                           tuple(attrs["meta_params"]))
+        plan = attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
+        if isinstance(plan.inputs, Mapping):    # a factory's: checked as it makes them
+            refuse_launch_args(name, plan, (*plan.inputs, *(
+                n for n, spec in plan.outputs.items() if spec is not None)),
+                tuple(attrs["dims"]), tuple(attrs["meta_params"]))
         if self.baseline is not None and not callable(self.baseline):
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
@@ -225,20 +227,6 @@ class Declaration:
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
                     source=_source(launch, self))
-
-
-def _check_launch_args(kernel: str, plan: Plan, dims: tuple[str, ...], meta: tuple[str, ...]
-                       ) -> None:
-    """Refuse a launch that lists its arguments (``sweeper.cuda``) where they do not fit
-    the declared tensors, dimensions and meta-parameters (its ``args_problem``), as the
-    kernel is declared rather than at its first launch; tensors from a factory are
-    known only as it makes them, and checked then."""
-    if not isinstance(plan.inputs, Mapping):
-        return                  # a factory's: checked as it makes them (ShortKernel.allocate)
-    tensors = (*plan.inputs, *(n for n, spec in plan.outputs.items() if spec is not None))
-    problem = launch_args_problem(plan, tensors, dims, meta)
-    if problem is not None:
-        raise SweeperError(f"kernel {kernel}: args: {problem}")
 
 
 def _check_calls(kernel: str, plan: Plan) -> None:
