@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import Config, Expr, Problem, evaluate
 from sweeper.errors import ReferenceFailed, SweeperError, raised
+from sweeper.kernels._autotune import Hooks, row_of
 from sweeper.kernels._base import (
     PRUNED,
     Buffers,
@@ -38,13 +39,13 @@ from sweeper.kernels._base import (
     fill_poison,
     fill_random,
 )
+from sweeper.kernels._jit import compiling
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
 if TYPE_CHECKING:
     import torch
 
     from sweeper.core import DeviceFacts
-    from sweeper.kernels._autotune import Hooks
     from sweeper.kernels._model_form import DeclaredModel
 
 #: How a problem's bytes or FLOPs are given: an expression over the dimensions and
@@ -154,9 +155,6 @@ class ShortKernel(Kernel):
         if hooks is None:
             self.plan.launch(**buffers.tensors, config=config)
             return
-        from sweeper.kernels._autotune import row_of
-        from sweeper.kernels._jit import compiling
-
         saved = buffers.restored if isinstance(buffers, ShortBuffers) else {}
         hooks.launch(lambda: self.plan.launch(**buffers.tensors, config=config),
                      row_of(config, hooks.columns), saved, compiling=compiling())
@@ -168,8 +166,6 @@ class ShortKernel(Kernel):
         hooks = self.autotune_hooks
         if hooks is None or hooks.autotuner is None:
             return None
-        from sweeper.kernels._autotune import row_of
-
         row = row_of(config, hooks.columns)
         if row not in hooks.rows:
             return None                     # a config the autotuner does not list
