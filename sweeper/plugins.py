@@ -398,9 +398,8 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
             spec = importlib.util.find_spec(top)        # a top-level name: nothing runs
         except (ImportError, ValueError):
             return
-    if spec is None:
-        raise _cannot_load(found, ModuleNotFoundError(f"No module named {top!r}", name=top))
-    with _cwd_first():
+        if spec is None:
+            raise _cannot_load(found, ModuleNotFoundError(f"No module named {top!r}", name=top))
         bound = names_bound(found.target)
     if bound is not None:
         module, _, attr = found.target.partition(":")

@@ -189,14 +189,6 @@ class CudaLaunch:
         self._read, self._kernel_source = (files, _stamps(files)), None
         return files
 
-    def args(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
-             ) -> tuple[Arg, ...]:
-        """The parsed arguments; a ``ValueError`` naming one that is unknown."""
-        parsed = parse_args(self.raw_args, tensors, (*dims, *meta))
-        if isinstance(parsed, str):
-            raise ValueError(parsed)
-        return parsed
-
     def args_problem(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
                      ) -> str | None:
         """Why the arguments do not fit a kernel of these tensors, dimensions and
@@ -257,7 +249,9 @@ class CudaLaunch:
                 raise ValueError(f"args: {problem}")
             built = precompile(self, config)
             self.loaded[key] = _load(built.cubin, built.lowered, tensors)
-        args = self.args(list(tensors), list(dims), list(meta))
+        args = parse_args(self.raw_args, list(tensors), (*dims, *meta))
+        if isinstance(args, str):                       # an argument is unknown
+            raise ValueError(args)
         values = [_value(a.name, a.scalar_type(config.problem.dtype), tensors,
                          {**dims, **meta}) for a in args]
         import cupy

@@ -167,9 +167,16 @@ class DeclaredModel:
         :func:`sweeper.engine._inputs.refuse_bad_model`)."""
         dims = dict(config.problem.dims)
         launch = {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
-        return {key: _setting(self.text, expr, dims if key in SIZES[self.name] else launch,
-                              key, UNITS.get(self.name, ""))
-                for key, expr in self.settings.items()}
+        values: dict[str, int] = {}
+        for key, expr in self.settings.items():
+            try:
+                values[key], problem = _at_least(expr, dims if key in SIZES[self.name] else
+                                                 launch, key, UNITS.get(self.name, ""))
+            except ExpressionError as err:
+                raise SweeperError(f"kernel model {self.text}: {err}") from None
+            if problem is not None:
+                raise SweeperError(f"kernel model {self.text}: {key} {problem}")
+        return values
 
     def check(self, config: Config) -> None:
         """A :class:`SweeperError` where a setting is below its least at ``config``."""
@@ -216,18 +223,6 @@ def _at_least(expr: Expr, env: Mapping[str, int], key: str, unit: str
         return value, None
     return value, (f"{expr.text!r} gives {value}{unit} at {_at(expr, env)}; allowed: "
                    f"{_allowed(key, unit)}")
-
-
-def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, unit: str) -> int:
-    """``expr`` at ``env``; a :class:`SweeperError` naming the declaration ``text`` and
-    the setting ``key`` where it is below its least or cannot be computed."""
-    try:
-        value, problem = _at_least(expr, env, key, unit)
-    except ExpressionError as err:
-        raise SweeperError(f"kernel model {text}: {err}") from None
-    if problem is not None:
-        raise SweeperError(f"kernel model {text}: {key} {problem}")
-    return value
 
 
 def _values_problem(expr: Expr, values: Mapping[str, Sequence[int | str]], key: str, unit: str

@@ -33,6 +33,7 @@ from sweeper.core._model import BLOCKS, FACT_NAMES
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError, defined_at
+from sweeper.kernels._autotune import autotune_declaration
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
 from sweeper.kernels._short import Count, Plan, ShortKernel, refuse_launch_args
@@ -42,6 +43,7 @@ from sweeper.kernels._tensors import (
     Factory,
     TensorSpec,
     output_specs,
+    parsed,
     tensor_spec,
 )
 
@@ -100,10 +102,19 @@ class Declaration:
 
     def checked_build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """:meth:`build`, and the names ``grid=`` reads checked against what the kernel
-        declares: a declaration written by hand names its meta-parameters, where a space's
-        ``cuda`` kernel takes them from the space's axes after it is built."""
+        declares (a misspelt meta-parameter, ``cdiv(n, BLOK)``), where the mistake is,
+        rather than by a space at its own ``kernel:`` line: a declaration written by hand
+        names its meta-parameters, where a space's ``cuda`` kernel takes them from the
+        space's axes after it is built."""
         built = self.build(launch)
-        _check_grid(built.name, self.grid, [*built.dims, *built.meta_params])
+        if isinstance(self.grid, str):
+            expr = parsed(built.name, f"grid={self.grid!r}", self.grid)
+            known = sorted({"block", "footprint", *FACT_NAMES, *built.dims, *built.meta_params})
+            unknown = sorted(expr.names - set(known))
+            if unknown:
+                raise SweeperError(f"kernel {built.name}: grid={self.grid!r} reads "
+                                   f"{unknown[0]!r}, which the kernel does not declare; "
+                                   f"known: {', '.join(known)}{did_you_mean(unknown[0], known)}")
         return built
 
     def refuse_triton_launch(self, launch: Callable[..., Any]) -> None:
@@ -131,8 +142,6 @@ class Declaration:
         sizes = _dims(name, self.dims)
         attrs: dict[str, Any] = {"dims": sizes, "meta_params": _meta(name, self.meta)}
         if self.autotuned is not None:
-            from sweeper.kernels._autotune import autotune_declaration
-
             attrs.update(autotune_declaration(name, self.autotuned, sizes, attrs["meta_params"]))
         if meta:
             attrs["defaults"] = self.defaults(name, sizes, attrs["meta_params"])
@@ -264,25 +273,6 @@ def _check_calls(kernel: str, plan: Plan) -> None:
                 f"{' and config' if config else ''}") from None
 
 
-def _check_grid(kernel: str, grid: str | int | None, names: Sequence[str]) -> None:
-    """Refuse a ``grid=`` expression that reads a name the kernel does not declare (a
-    misspelt meta-parameter, ``cdiv(n, BLOK)``) as the kernel is declared, where the
-    mistake is: a space refused it at its own ``kernel:`` line, as a default for the
-    space to give (``give params.grid``)."""
-    if not isinstance(grid, str):
-        return
-    try:
-        expr = parse(grid)
-    except ExpressionError as err:
-        raise SweeperError(f"kernel {kernel}: grid={grid!r}: {err}") from None
-    known = sorted({"block", "footprint", *FACT_NAMES, *names})
-    unknown = sorted(expr.names - set(known))
-    if unknown:
-        raise SweeperError(f"kernel {kernel}: grid={grid!r} reads {unknown[0]!r}, which the "
-                           f"kernel does not declare; known: {', '.join(known)}"
-                           f"{did_you_mean(unknown[0], known)}")
-
-
 def _tensor_name(kernel: str, where: str, name: Any) -> str:
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or \
             name in RESERVED:
@@ -387,10 +377,7 @@ def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]
              ) -> Expr | Callable[[Any], int] | None:
     if raw is None or callable(raw):
         return raw
-    try:
-        expr = parse(raw) if isinstance(raw, str) else None
-    except ExpressionError as err:
-        raise SweeperError(f"kernel {kernel}: {what}: {err}") from None
+    expr = parsed(kernel, what, raw) if isinstance(raw, str) else None
     if expr is None or expr.names - {*dims, "itemsize"}:
         raise SweeperError(f"kernel {kernel}: {what}= is an expression over "
                            f"{', '.join((*dims, 'itemsize'))} or a function of the problem, "
