@@ -148,11 +148,8 @@ def _kernel_problem(obj: Any) -> str | None:
     if not issubclass(cls, Kernel):
         what, instead = _not_a_kernel(obj)
         return f"is {what}, not a sweeper.kernels.Kernel subclass or instance{instead}"
-    if inspect.isabstract(cls) and cls.__new__ is object.__new__:    # cuda's makes another
-        return _abstract(cls)
-    if not isinstance(getattr(cls, "name", None), str):
-        return "declares no name (a class attribute: name = 'my-kernel')"
-    return None
+    # cuda's __new__ makes another class
+    return _unfinished(cls, "kernel", inspect.isabstract(cls) and cls.__new__ is object.__new__)
 
 
 def _not_a_kernel(obj: Any) -> tuple[str, str]:
@@ -213,16 +210,17 @@ def _device_problem(obj: Any) -> str | None:
 
     if not (isinstance(obj, type) and issubclass(obj, Device)):
         return f"is {_a(obj)}, not a sweeper.devices.Device subclass"
-    if inspect.isabstract(obj):
-        return _abstract(obj)
-    if not isinstance(getattr(obj, "name", None), str):
-        return "declares no name (a class attribute: name = 'my-device')"
+    return _unfinished(obj, "device", inspect.isabstract(obj))
+
+
+def _unfinished(cls: Any, noun: str, abstract: bool) -> str | None:
+    """What a plugin class of ``noun`` says where it is ``abstract`` (the methods it leaves
+    out) or declares no name; ``None`` where it is neither."""
+    if abstract:
+        return f"is abstract: it does not implement {', '.join(sorted(cls.__abstractmethods__))}"
+    if not isinstance(getattr(cls, "name", None), str):
+        return f"declares no name (a class attribute: name = 'my-{noun}')"
     return None
-
-
-def _abstract(cls: Any) -> str:
-    """What an abstract plugin class says: the methods it leaves out."""
-    return f"is abstract: it does not implement {', '.join(sorted(cls.__abstractmethods__))}"
 
 
 def _a(obj: Any) -> str:
@@ -348,7 +346,7 @@ def load(kind: Kind, name: str) -> Plugin:
     found = find(kind, name)
     try:
         obj = found.entry_point.load() if found.entry_point is not None else \
-            _import(found.target, from_cwd=not found.builtin)
+            import_path(found.target, from_cwd=not found.builtin)
     except (ImportError, AttributeError) as err:
         raise _cannot_load(found, err) from err
     except SystemExit as err:       # a script's top level: argparse, sys.exit() ...
@@ -400,9 +398,8 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
             spec = importlib.util.find_spec(top)        # a top-level name: nothing runs
         except (ImportError, ValueError):
             return
-    if spec is None:
-        raise _cannot_load(found, ModuleNotFoundError(f"No module named {top!r}", name=top))
-    with _cwd_first():
+        if spec is None:
+            raise _cannot_load(found, ModuleNotFoundError(f"No module named {top!r}", name=top))
         bound = names_bound(found.target)
     if bound is not None:
         module, _, attr = found.target.partition(":")
@@ -437,7 +434,9 @@ def _where(err: BaseException) -> str | None:
     return user_line(err)
 
 
-def _import(target: str, *, from_cwd: bool) -> Any:
+def import_path(target: str, *, from_cwd: bool = True) -> Any:
+    """The attribute ``package.module:attr`` names, its module imported with the current
+    directory first on ``sys.path`` where ``from_cwd`` (as a plugin's path is)."""
     module_name, _, attr = target.partition(":")
     with _cwd_first() if from_cwd else contextlib.nullcontext():
         module = importlib.import_module(module_name)
@@ -446,12 +445,6 @@ def _import(target: str, *, from_cwd: bool) -> Any:
         raise AttributeError(f"module {module_name} has no attribute {attr!r}"
                              f"{did_you_mean(attr, public)}")
     return getattr(module, attr)
-
-
-def import_path(target: str) -> Any:
-    """The attribute ``package.module:attr`` names, its module imported with the current
-    directory first on ``sys.path`` (as a plugin's path is)."""
-    return _import(target, from_cwd=True)
 
 
 @contextlib.contextmanager
@@ -478,7 +471,7 @@ def kernel_declaration(name: str, *, user_code: bool = True,
     meta-parameters ``params`` (a space's ``params`` mapping) names, unchecked."""
     found = find(KERNEL, name)
     if found.builtin:
-        declared: type[Kernel] = _import(DECLARED[name], from_cwd=False)
+        declared: type[Kernel] = import_path(DECLARED[name], from_cwd=False)
         return declared
     if not user_code:
         return unchecked_kernel(name, params)

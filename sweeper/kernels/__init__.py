@@ -20,7 +20,9 @@ from sweeper.kernels._base import (
     MetaParam,
     checked_count,
     fill_random,
+    hash_of_source,
 )
+from sweeper.kernels._unimported import module_file, module_source_hash
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
 BUILTINS: dict[str, str] = plugins.KERNEL.builtins
@@ -56,8 +58,6 @@ def source_hash_now(name: str) -> str | None:
     (:func:`~sweeper.kernels._unimported.module_source_hash`).  ``None`` where it cannot be
     told so: a kernel built from a space's options (``torch-op``, ``cuda``), or a Kernel
     subclass whose module is not imported."""
-    from sweeper.kernels._unimported import module_source_hash
-
     try:
         found = plugins.find(plugins.KERNEL, name)
         if found.builtin or found.target.partition(":")[0] in sys.modules:
@@ -73,8 +73,6 @@ def source_missing(name: str) -> bool:
     file on the import path (renamed since, or tuned in another working folder).  A name
     no plugin has (a kernel a program passed as an object) cannot be told: not missing.
     Nothing is imported."""
-    from sweeper.kernels._unimported import module_file
-
     try:
         found = plugins.find(plugins.KERNEL, name)
     except SweeperError:
@@ -93,9 +91,6 @@ def source_hash_unrun(name: str, options: Iterable[tuple[str, str]] = ()) -> str
     them, nothing compiled; :meth:`Kernel.declared_source`).  ``None`` for another
     built-in (its source changes only with sweeper's, which a study's fingerprint names
     apart) and for any kernel whose hash needs its code run."""
-    from sweeper.kernels._base import hash_of_source
-    from sweeper.kernels._unimported import module_source_hash
-
     try:
         found = plugins.find(plugins.KERNEL, name)
         if not found.builtin:

@@ -38,9 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweeper import plugins
 from sweeper.ceilings import cache_root
 from sweeper.core import Config
 from sweeper.fsio import read_cache, write_cache
+from sweeper.kernels._cache_probe import kernel_source, names_triton, triton_cache_dir
 
 #: Keys kept per GPU, Triton cache folder and kernel source (the oldest go first).
 KEPT = 20_000
@@ -69,8 +71,6 @@ def _digest(key: Hashable) -> str:
 def _triton_index(device: str, kernel: str) -> str | None:
     """Where the keys of ``kernel``'s binaries on ``device`` are kept: the GPU, Triton's
     cache folder and a hash of the kernel's module source (``None``: unreadable)."""
-    from sweeper.kernels._cache_probe import kernel_source, triton_cache_dir
-
     source = kernel_source(kernel)
     if source is None:
         return None
@@ -106,7 +106,7 @@ def binary_of(config: Config) -> Hashable:
 def triton_binaries(device: str, kernel: str) -> Binaries:
     """``kernel``'s Triton binaries on ``device``: cached where a run kept their key and
     Triton's cache folder still holds an entry of the kernel."""
-    from sweeper.kernels._cache_probe import space_cold
+    from sweeper.kernels._cache_probe import space_cold  # looked up as called
 
     index = _triton_index(device, kernel)
     known = set(_read_index().get(index, ())) if index is not None and \
@@ -177,9 +177,6 @@ def compiles_any(space: Any) -> bool:
     C (the ``cuda`` kernel, or a user kernel launching ``sweeper.cuda``), else Triton's
     where the kernel's module names Triton; one that names none (``torch-op``: the kernels
     torch ships, compiled already) compiles nothing, as the run's GPU check says."""
-    from sweeper import plugins
-    from sweeper.kernels._cache_probe import names_triton
-
     return space.kernel == "cuda" or bool(getattr(plugins.kernel_declaration(
         space.kernel, user_code=False), "needs_gpu", False)) or \
         names_triton(space.kernel) is not False
@@ -190,8 +187,6 @@ def space_binaries(space: Any, device: str) -> Binaries:
     NVRTC's for a ``cuda`` kernel and for a user kernel launching ``sweeper.cuda`` (read
     from its source: one binary per block, meta-parameters and dtype, whatever the
     problem's size; none known to be cached), else Triton's."""
-    from sweeper import plugins
-
     if space.kernel == "cuda":
         return cuda_binaries(dict(space.kernel_options))
     if getattr(plugins.kernel_declaration(space.kernel, user_code=False), "needs_gpu", False):

@@ -189,14 +189,6 @@ class CudaLaunch:
         self._read, self._kernel_source = (files, _stamps(files)), None
         return files
 
-    def args(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
-             ) -> tuple[Arg, ...]:
-        """The parsed arguments; a ``ValueError`` naming one that is unknown."""
-        parsed = parse_args(self.raw_args, tensors, (*dims, *meta))
-        if isinstance(parsed, str):
-            raise ValueError(parsed)
-        return parsed
-
     def args_problem(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
                      ) -> str | None:
         """Why the arguments do not fit a kernel of these tensors, dimensions and
@@ -222,7 +214,7 @@ class CudaLaunch:
     def reads(self) -> frozenset[str]:
         """The axes the arguments' values come from: each name passed, and ``footprint``
         where ``n`` is (a footprint alone gives ``n``)."""
-        names = {str(a).partition(":")[0].strip() for a in self.raw_args}
+        names = {Arg.read(a).name for a in self.raw_args}
         return frozenset(names | ({"footprint"} if "n" in names else set()))
 
     def config_problem(self, config: Config) -> tuple[str, str] | None:
@@ -257,7 +249,9 @@ class CudaLaunch:
                 raise ValueError(f"args: {problem}")
             built = precompile(self, config)
             self.loaded[key] = _load(built.cubin, built.lowered, tensors)
-        args = self.args(list(tensors), list(dims), list(meta))
+        args = parse_args(self.raw_args, list(tensors), (*dims, *meta))
+        if isinstance(args, str):                       # an argument is unknown
+            raise ValueError(args)
         values = [_value(a.name, a.scalar_type(config.problem.dtype), tensors,
                          {**dims, **meta}) for a in args]
         import cupy

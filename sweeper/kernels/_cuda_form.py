@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper import plugins
-from sweeper.core import DTYPES, Problem
-from sweeper.core._units import did_you_mean, zip_members
-from sweeper.errors import SweeperError
+from sweeper.core import DTYPES, Problem, parse
+from sweeper.core._units import did_you_mean, unknown_name, zip_members
+from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
@@ -36,6 +36,7 @@ from sweeper.kernels._cuda_spec import (
     DEFINE,
     DTYPE_DEFINE,
     IDENTIFIER,
+    Arg,
     active_code,
     code_only,
     included,
@@ -156,13 +157,16 @@ class CudaDeclaration(Kernel):
                             read)
         inputs, outputs = _tensors(options)
         dims = json.loads(options["dims"]) if "dims" in options else None
+        names = list(dims or ["n"])
         model = read_model(options["model"], meta if params is not None else None,
-                           len(inputs), list(dims or ["n"]) if params is not None else None) \
+                           len(inputs), names if params is not None else None) \
             if "model" in options else None
-        _check_counts(options, list(dims or ["n"]))
-        _check_tensors(options, inputs, outputs, list(dims or ["n"]))
-        tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
-        _check_args(launch, tensors, list(dims or ["n"]), meta)     # at args, before build's
+        _check_counts(options, names)
+        _check_tensors(options, inputs, outputs, names)
+        wrong = launch.args_problem((*inputs, *(outputs if isinstance(outputs, dict) else ())),
+                                    names, meta)
+        if wrong is not None:                   # at args, before build's
+            raise OptionError("args", wrong)
         try:
             declared = Declaration(
                 inputs=inputs, outputs=outputs, name="cuda",
@@ -247,15 +251,6 @@ def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:
     return meta
 
 
-def _check_args(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
-                meta: Sequence[str]) -> None:
-    """An :class:`OptionError` at ``args`` where one is unknown or a tensor is not passed
-    (:meth:`CudaLaunch.args_problem`)."""
-    problem = launch.args_problem(tensors, dims, meta)
-    if problem is not None:
-        raise OptionError("args", problem)
-
-
 def _texts(launch: CudaLaunch) -> dict[Path, str] | None:
     """The text of the source and of each file it includes (the launch's
     :meth:`~CudaLaunch.files`), or ``None`` where the source cannot be read (the source
@@ -284,7 +279,7 @@ def _check_meta_read(launch: CudaLaunch, files: Mapping[Path, str], grid: str, p
     written = set(IDENTIFIER.findall(text))
     macros = sorted(set(IDENTIFIER.findall(" ".join(DIRECTIVE.findall(text)))))
     read = written | set(template_names(launch.template) if launch.template else ())
-    read |= {str(arg).partition(":")[0].strip() for arg in launch.raw_args}
+    read |= {Arg.read(arg).name for arg in launch.raw_args}
     read |= set(IDENTIFIER.findall(" ".join((grid, *_strings(params, keys=False)))))
     for name in meta:
         if name not in read:
@@ -423,10 +418,6 @@ def _check_counts(options: Mapping[str, str], dims: Sequence[str]) -> None:
     """The size options (``footprint_bytes``, ``bytes_moved``, ``flops``) each an
     expression over the dimensions and ``itemsize``; an :class:`OptionError` at the one
     that is not, naming what it reads that is neither."""
-    from sweeper.core import parse
-    from sweeper.core._units import unknown_name
-    from sweeper.errors import ExpressionError
-
     for key in ("footprint_bytes", "bytes_moved", "flops"):
         if key not in options:
             continue

@@ -72,6 +72,12 @@ class Arg:
     name: str
     type: str | None = None
 
+    @classmethod
+    def read(cls, item: object) -> Arg:
+        """``"n:int64"`` (or ``"n"``, untyped) as written, its type not checked."""
+        name, colon, kind = str(item).partition(":")
+        return cls(name.strip(), kind.strip() if colon else None)
+
     def scalar_type(self, dtype: str) -> str:
         """The type the scalar is passed as, at the problem's ``dtype``."""
         chosen = self.type or ("float32" if NUMBER.fullmatch(self.name) and
@@ -153,17 +159,16 @@ def parse_args(raw: Sequence[str], tensors: Sequence[str], dims: Sequence[str]
         return "args lists the entry's arguments in order: [TENSOR, DIM, 0.5:float32, ...]"
     args = []
     for item in raw:
-        name, colon, kind = str(item).partition(":")
-        name = name.strip()
-        if colon and kind.strip() not in SCALAR_TYPES:
-            return (f"argument {item!r}: type {kind.strip()!r}; allowed: "
-                    f"{', '.join(SCALAR_TYPES)}")
-        if name in tensors and colon:
+        arg = Arg.read(item)
+        if arg.type is not None and arg.type not in SCALAR_TYPES:
+            return f"argument {item!r}: type {arg.type!r}; allowed: {', '.join(SCALAR_TYPES)}"
+        if arg.name in tensors and arg.type is not None:
             return f"argument {item!r}: a tensor is passed as its pointer and takes no type"
-        if name not in tensors and name not in dims and NUMBER.fullmatch(name) is None:
-            return (f"argument {name!r} is no tensor, dimension or number; known: "
+        if arg.name not in tensors and arg.name not in dims and \
+                NUMBER.fullmatch(arg.name) is None:
+            return (f"argument {arg.name!r} is no tensor, dimension or number; known: "
                     f"{', '.join((*tensors, *dims))}")
-        args.append(Arg(name, kind.strip() if colon else None))
+        args.append(arg)
     return tuple(args)
 
 
@@ -189,13 +194,12 @@ def int_overflow(raw: Sequence[str], values: Mapping[str, Iterable[int | str]],
     expression."""
     from sweeper.core import DTYPES
 
-    args = [(str(item), str(item).partition(":")) for item in raw]
+    args = [(str(item), Arg.read(item)) for item in raw]
     dtypes = [d for d in dict.fromkeys(map(str, values.get("dtype", ()))) if d in INT_RANGES]
     footprints = [f for f in values.get("footprint", ()) if isinstance(f, int)]
-    for item, (name, colon, kind) in args:
-        name, kind = name.strip(), kind.strip()
-        arg = Arg(name, kind if colon else None)
-        if colon and kind not in SCALAR_TYPES:
+    for item, arg in args:
+        name = arg.name
+        if arg.type is not None and arg.type not in SCALAR_TYPES:
             continue
         literal = NUMBER.fullmatch(name) is not None
         if literal and not name.lstrip("+-").isdigit():

@@ -166,10 +166,17 @@ class DeclaredModel:
         could not see: a run asks it of every config before it writes anything,
         :func:`sweeper.engine._inputs.refuse_bad_model`)."""
         dims = dict(config.problem.dims)
-        launch = _launch_env(config)
-        return {key: _setting(self.text, expr, dims if key in SIZES[self.name] else launch,
-                              key, UNITS.get(self.name, ""))
-                for key, expr in self.settings.items()}
+        launch = {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
+        values: dict[str, int] = {}
+        for key, expr in self.settings.items():
+            try:
+                values[key], problem = _at_least(expr, dims if key in SIZES[self.name] else
+                                                 launch, key, UNITS.get(self.name, ""))
+            except ExpressionError as err:
+                raise SweeperError(f"kernel model {self.text}: {err}") from None
+            if problem is not None:
+                raise SweeperError(f"kernel model {self.text}: {key} {problem}")
+        return values
 
     def check(self, config: Config) -> None:
         """A :class:`SweeperError` where a setting is below its least at ``config``."""
@@ -200,11 +207,6 @@ class DeclaredModel:
         return None
 
 
-def _launch_env(config: Config) -> dict[str, int]:
-    """The names a launch setting reads at ``config``."""
-    return {"block": config.block, "itemsize": config.problem.itemsize, **config.meta}
-
-
 def _allowed(key: str, unit: str) -> str:
     """What setting ``key`` (counted in ``unit``) must be at every config."""
     return f"a {key} of at least {LEAST.get(key, 1)}{unit.rstrip('s')} at every config"
@@ -221,18 +223,6 @@ def _at_least(expr: Expr, env: Mapping[str, int], key: str, unit: str
         return value, None
     return value, (f"{expr.text!r} gives {value}{unit} at {_at(expr, env)}; allowed: "
                    f"{_allowed(key, unit)}")
-
-
-def _setting(text: str, expr: Expr, env: Mapping[str, int], key: str, unit: str) -> int:
-    """``expr`` at ``env``; a :class:`SweeperError` naming the declaration ``text`` and
-    the setting ``key`` where it is below its least or cannot be computed."""
-    try:
-        value, problem = _at_least(expr, env, key, unit)
-    except ExpressionError as err:
-        raise SweeperError(f"kernel model {text}: {err}") from None
-    if problem is not None:
-        raise SweeperError(f"kernel model {text}: {key} {problem}")
-    return value
 
 
 def _values_problem(expr: Expr, values: Mapping[str, Sequence[int | str]], key: str, unit: str
@@ -279,10 +269,9 @@ def read_model(raw: Any, meta: Sequence[str] | None, inputs: int | None,
                           f"{', '.join(MODELS)}{did_you_mean(str(name), MODELS)}")
     known = MODELS[name]
     where = f"model.{name}"
-    form = FORMS[name]
     if not isinstance(settings, Mapping):
         raise OptionError(where, f"{_shown(settings)} is not {name}'s settings; allowed: a "
-                          f"mapping of {', '.join(known)}, such as {form}")
+                          f"mapping of {', '.join(known)}, such as {FORMS[name]}")
     for key in settings:
         if key not in known:
             raise OptionError(f"{where}.{key}", f"{name} takes no setting {_shown(key)}; "

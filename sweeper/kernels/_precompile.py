@@ -22,6 +22,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from sweeper.core import Config, Problem
@@ -76,23 +77,6 @@ class Precompiled:
     kernels: int = 0
 
 
-class _NamedTarget:
-    """Stands in for Triton's active driver: the target it was told, device 0, no
-    stream; nothing touches CUDA."""
-
-    def __init__(self, target: Any) -> None:
-        self.target = target
-
-    def get_current_target(self) -> Any:
-        return self.target
-
-    def get_current_device(self) -> int:
-        return 0
-
-    def get_current_stream(self, device: int | None = None) -> int:
-        return 0
-
-
 class _Counter:
     """How many Triton launches turned into compiles."""
 
@@ -120,7 +104,12 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
         return run
 
     saved = (driver._active, JITFunction.__getitem__, InterpretedFunction.__getitem__)
-    driver.set_active(_NamedTarget(GPUTarget(target.backend, target.arch, target.warp_size)))
+    named = GPUTarget(target.backend, target.arch, target.warp_size)
+    # Triton's active driver stood in for: the target it was told, device 0, no stream;
+    # nothing touches CUDA
+    driver.set_active(SimpleNamespace(get_current_target=lambda: named,
+                                      get_current_device=lambda: 0,
+                                      get_current_stream=lambda device=None: 0))
     JITFunction.__getitem__ = warm
     InterpretedFunction.__getitem__ = lambda fn, grid: warm(_twin(fn, twins), grid)
     COMPILING[0] = True

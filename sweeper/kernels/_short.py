@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import Config, Expr, Problem, evaluate
 from sweeper.errors import ReferenceFailed, SweeperError, raised
+from sweeper.kernels._autotune import Hooks, row_of
 from sweeper.kernels._base import (
     PRUNED,
     Buffers,
@@ -38,13 +39,13 @@ from sweeper.kernels._base import (
     fill_poison,
     fill_random,
 )
+from sweeper.kernels._jit import compiling
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
 if TYPE_CHECKING:
     import torch
 
     from sweeper.core import DeviceFacts
-    from sweeper.kernels._autotune import Hooks
     from sweeper.kernels._model_form import DeclaredModel
 
 #: How a problem's bytes or FLOPs are given: an expression over the dimensions and
@@ -121,10 +122,8 @@ class ShortKernel(Kernel):
         tensors.update({n: spec.make(problem, device) for n, spec in plan.outputs.items()
                         if spec is not None})
         if callable(plan.inputs):       # the factory's tensors are known only now
-            wrong = launch_args_problem(plan, tuple(tensors), tuple(self.dims),
-                                                  tuple(self.meta_params))
-            if wrong is not None:
-                raise SweeperError(f"kernel {self.name}: args: {wrong}")
+            refuse_launch_args(self.name, plan, tuple(tensors), tuple(self.dims),
+                               tuple(self.meta_params))
         return ShortBuffers(problem, tensors)
 
     def inputs(self, buffers: Buffers) -> list[str]:
@@ -156,9 +155,6 @@ class ShortKernel(Kernel):
         if hooks is None:
             self.plan.launch(**buffers.tensors, config=config)
             return
-        from sweeper.kernels._autotune import row_of
-        from sweeper.kernels._jit import compiling
-
         saved = buffers.restored if isinstance(buffers, ShortBuffers) else {}
         hooks.launch(lambda: self.plan.launch(**buffers.tensors, config=config),
                      row_of(config, hooks.columns), saved, compiling=compiling())
@@ -170,8 +166,6 @@ class ShortKernel(Kernel):
         hooks = self.autotune_hooks
         if hooks is None or hooks.autotuner is None:
             return None
-        from sweeper.kernels._autotune import row_of
-
         row = row_of(config, hooks.columns)
         if row not in hooks.rows:
             return None                     # a config the autotuner does not list
@@ -272,14 +266,17 @@ class ShortKernel(Kernel):
         return self.declared_source() or ""
 
 
-def launch_args_problem(plan: Plan, tensors: Sequence[str], dims: Sequence[str],
-                        meta: Sequence[str]) -> str | None:
-    """Why a launch that lists its arguments (``sweeper.cuda``: its ``args_problem``) does
-    not fit these tensors, dimensions and meta-parameters, or ``None`` (also for a launch
-    that lists none): asked as the kernel is declared, or for tensors from a factory as
-    the factory first makes them, so a mistake never waits for a compile and a launch."""
+def refuse_launch_args(kernel: str, plan: Plan, tensors: Sequence[str], dims: Sequence[str],
+                       meta: Sequence[str]) -> None:
+    """Refuse a launch of ``kernel`` that lists its arguments (``sweeper.cuda``: its
+    ``args_problem``) where they do not fit these tensors, dimensions and meta-parameters
+    (a launch that lists none passes): asked as the kernel is declared, or for tensors
+    from a factory as the factory first makes them, so a mistake never waits for a
+    compile and a launch."""
     check = getattr(plan.launch, "args_problem", None)
-    return check(tensors, dims, meta) if callable(check) else None
+    problem = check(tensors, dims, meta) if callable(check) else None
+    if problem is not None:
+        raise SweeperError(f"kernel {kernel}: args: {problem}")
 
 
 def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:

@@ -33,15 +33,17 @@ from sweeper.core._model import BLOCKS, FACT_NAMES
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError, defined_at
+from sweeper.kernels._autotune import autotune_declaration
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
-from sweeper.kernels._short import Count, Plan, ShortKernel, launch_args_problem
+from sweeper.kernels._short import Count, Plan, ShortKernel, refuse_launch_args
 from sweeper.kernels._tensors import (
     RESERVED,
     TOLERANCES,
     Factory,
     TensorSpec,
     output_specs,
+    parsed,
     tensor_spec,
 )
 
@@ -79,9 +81,11 @@ class Declaration:
         if not isinstance(name, str) or not name or name == "<lambda>":
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
         attrs: dict[str, Any] = {"name": name, **self.declares(name)}
-        attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
-        _check_launch_args(name, attrs["plan"], tuple(attrs["dims"]),
-                           tuple(attrs["meta_params"]))
+        plan = attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
+        if isinstance(plan.inputs, Mapping):    # a factory's: checked as it makes them
+            refuse_launch_args(name, plan, (*plan.inputs, *(
+                n for n, spec in plan.outputs.items() if spec is not None)),
+                tuple(attrs["dims"]), tuple(attrs["meta_params"]))
         if self.baseline is not None and not callable(self.baseline):
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
@@ -98,10 +102,19 @@ class Declaration:
 
     def checked_build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """:meth:`build`, and the names ``grid=`` reads checked against what the kernel
-        declares: a declaration written by hand names its meta-parameters, where a space's
-        ``cuda`` kernel takes them from the space's axes after it is built."""
+        declares (a misspelt meta-parameter, ``cdiv(n, BLOK)``), where the mistake is,
+        rather than by a space at its own ``kernel:`` line: a declaration written by hand
+        names its meta-parameters, where a space's ``cuda`` kernel takes them from the
+        space's axes after it is built."""
         built = self.build(launch)
-        _check_grid(built.name, self.grid, [*built.dims, *built.meta_params])
+        if isinstance(self.grid, str):
+            expr = parsed(built.name, f"grid={self.grid!r}", self.grid)
+            known = sorted({"block", "footprint", *FACT_NAMES, *built.dims, *built.meta_params})
+            unknown = sorted(expr.names - set(known))
+            if unknown:
+                raise SweeperError(f"kernel {built.name}: grid={self.grid!r} reads "
+                                   f"{unknown[0]!r}, which the kernel does not declare; "
+                                   f"known: {', '.join(known)}{did_you_mean(unknown[0], known)}")
         return built
 
     def refuse_triton_launch(self, launch: Callable[..., Any]) -> None:
@@ -129,8 +142,6 @@ class Declaration:
         sizes = _dims(name, self.dims)
         attrs: dict[str, Any] = {"dims": sizes, "meta_params": _meta(name, self.meta)}
         if self.autotuned is not None:
-            from sweeper.kernels._autotune import autotune_declaration
-
             attrs.update(autotune_declaration(name, self.autotuned, sizes, attrs["meta_params"]))
         if meta:
             attrs["defaults"] = self.defaults(name, sizes, attrs["meta_params"])
@@ -227,20 +238,6 @@ class Declaration:
                     source=_source(launch, self))
 
 
-def _check_launch_args(kernel: str, plan: Plan, dims: tuple[str, ...], meta: tuple[str, ...]
-                       ) -> None:
-    """Refuse a launch that lists its arguments (``sweeper.cuda``) where they do not fit
-    the declared tensors, dimensions and meta-parameters (its ``args_problem``), as the
-    kernel is declared rather than at its first launch; tensors from a factory are
-    known only as it makes them, and checked then."""
-    if not isinstance(plan.inputs, Mapping):
-        return                  # a factory's: checked as it makes them (ShortKernel.allocate)
-    tensors = (*plan.inputs, *(n for n, spec in plan.outputs.items() if spec is not None))
-    problem = launch_args_problem(plan, tensors, dims, meta)
-    if problem is not None:
-        raise SweeperError(f"kernel {kernel}: args: {problem}")
-
-
 def _check_calls(kernel: str, plan: Plan) -> None:
     """Refuse a launch, reference or baseline whose parameters cannot take the call it
     gets (``launch(**tensors, config=config)``, ``reference(**inputs)``,
@@ -274,25 +271,6 @@ def _check_calls(kernel: str, plan: Plan) -> None:
                 f"cannot take the call it gets, {label}({call}): {err}; give it one "
                 f"parameter per {noun}, by its name{listed}"
                 f"{' and config' if config else ''}") from None
-
-
-def _check_grid(kernel: str, grid: str | int | None, names: Sequence[str]) -> None:
-    """Refuse a ``grid=`` expression that reads a name the kernel does not declare (a
-    misspelt meta-parameter, ``cdiv(n, BLOK)``) as the kernel is declared, where the
-    mistake is: a space refused it at its own ``kernel:`` line, as a default for the
-    space to give (``give params.grid``)."""
-    if not isinstance(grid, str):
-        return
-    try:
-        expr = parse(grid)
-    except ExpressionError as err:
-        raise SweeperError(f"kernel {kernel}: grid={grid!r}: {err}") from None
-    known = sorted({"block", "footprint", *FACT_NAMES, *names})
-    unknown = sorted(expr.names - set(known))
-    if unknown:
-        raise SweeperError(f"kernel {kernel}: grid={grid!r} reads {unknown[0]!r}, which the "
-                           f"kernel does not declare; known: {', '.join(known)}"
-                           f"{did_you_mean(unknown[0], known)}")
 
 
 def _tensor_name(kernel: str, where: str, name: Any) -> str:
@@ -399,10 +377,7 @@ def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]
              ) -> Expr | Callable[[Any], int] | None:
     if raw is None or callable(raw):
         return raw
-    try:
-        expr = parse(raw) if isinstance(raw, str) else None
-    except ExpressionError as err:
-        raise SweeperError(f"kernel {kernel}: {what}: {err}") from None
+    expr = parsed(kernel, what, raw) if isinstance(raw, str) else None
     if expr is None or expr.names - {*dims, "itemsize"}:
         raise SweeperError(f"kernel {kernel}: {what}= is an expression over "
                            f"{', '.join((*dims, 'itemsize'))} or a function of the problem, "

@@ -55,6 +55,15 @@ class TensorSpec:
                            dtype=getattr(torch, self.dtype or problem.dtype))
 
 
+def parsed(kernel: str, where: str, text: str) -> Expr:
+    """The expression ``text``; a :class:`SweeperError` naming the kernel and ``where`` (the
+    argument that gives it) where it does not parse."""
+    try:
+        return parse(text)
+    except ExpressionError as err:
+        raise SweeperError(f"kernel {kernel}: {where}: {err}") from None
+
+
 def tensor_spec(kernel: str, where: str, raw: Any, dims: tuple[str, ...]) -> TensorSpec:
     """``"M, K"``, ``("n", "int32")`` or ``(("M", "K"), "int32")`` as a :class:`TensorSpec`;
     a :class:`SweeperError` naming the kernel and the tensor otherwise."""
@@ -72,10 +81,7 @@ def tensor_spec(kernel: str, where: str, raw: Any, dims: tuple[str, ...]) -> Ten
                            f"with a dtype (\"n\", \"int32\"); dtypes: {', '.join(DTYPES)}")
     exprs = []
     for part in parts:
-        try:
-            expr = parse(str(part))
-        except ExpressionError as err:
-            raise SweeperError(f"kernel {kernel}: {where}: {err}") from None
+        expr = parsed(kernel, where, str(part))
         unknown = sorted(expr.names - {*dims, "itemsize"})
         if unknown:
             raise SweeperError(f"kernel {kernel}: {where}: shape {shape!r} reads "

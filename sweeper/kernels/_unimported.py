@@ -130,9 +130,11 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
         return SourceDeclaration(target, {}, (f"{attr} in {file.name} (neither a Kernel "
                                               "subclass nor a sweeper.kernel declaration)",))
     declared = reader.short_kernel(target, name, call)
-    if reader.launches_cuda(node, call):
+    # the launch given, as kernel(launch, ...) or kernel(...)(launch); else the decorated node
+    given = (node if isinstance(node, ast.Call) and node.func is call else call).args
+    if reader.launches_cuda(given[0] if given else None):
         declared.attrs["needs_gpu"] = True
-    arguments = reader.launched_arguments(node, call)
+    arguments = reader.launched_arguments(given[0] if given else node)
     if arguments:
         declared.attrs["triton_arguments"] = arguments
     return declared
@@ -431,15 +433,12 @@ class _Reader:
                 return call
         return None
 
-    def launches_cuda(self, node: ast.AST | None, call: ast.Call) -> bool:
-        """Whether the launch the ``sweeper.kernel`` ``call`` declaring ``node`` takes is a
+    def launches_cuda(self, launch: ast.AST | None) -> bool:
+        """Whether ``launch``, the launch a ``sweeper.kernel`` call is given (``None``: a
+        decorated Python function, which launches what its body does, not read), is a
         ``sweeper.cuda(...)`` one (compiled CUDA C, which runs on a CUDA GPU only, as the
         built-in ``cuda`` kernel does): the call itself, or a module-level name bound to
-        it, given as ``kernel(launch, ...)`` or ``kernel(...)(launch)``.  A decorated
-        Python function launches what its body does, which is not read."""
-        outer = node if isinstance(node, ast.Call) and node.func is call else None
-        given = (outer or call).args
-        launch: ast.AST | None = given[0] if given else None
+        it."""
         seen: set[str] = set()
         while isinstance(launch, ast.Name) and launch.id in self.bound and \
                 launch.id not in seen:                  # launch = sweeper.cuda(...) above
@@ -447,14 +446,12 @@ class _Reader:
             launch = self.bound[launch.id]
         return isinstance(launch, ast.Call) and _last_name(launch.func) == "cuda"
 
-    def launched_arguments(self, node: ast.AST | None, call: ast.Call) -> tuple[str, ...]:
-        """The arguments of the module's Triton functions the launch of the
-        ``sweeper.kernel`` ``call`` declaring ``node`` launches (``f[grid](...)`` or
-        ``f.fn[grid](...)`` in its body, ``f`` a function defined in the module, or a
-        name bound to ``triton.autotune(...)(f)``), in order; empty where none is read."""
-        outer = node if isinstance(node, ast.Call) and node.func is call else None
-        given = (outer or call).args
-        launch = given[0] if given else node
+    def launched_arguments(self, launch: ast.AST | None) -> tuple[str, ...]:
+        """The arguments of the module's Triton functions ``launch`` (the function a
+        ``sweeper.kernel`` call declares, or a name bound to it) launches
+        (``f[grid](...)`` or ``f.fn[grid](...)`` in its body, ``f`` a function defined in
+        the module, or a name bound to ``triton.autotune(...)(f)``), in order; empty where
+        none is read."""
         if isinstance(launch, ast.Name):
             launch = self.bound.get(launch.id)
         if not isinstance(launch, ast.FunctionDef):
