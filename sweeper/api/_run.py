@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeper._environ import environ_kept
 from sweeper.api._checks import flag, folder, optional_text, paths, plain, refuse
 from sweeper.api._study import Study
 from sweeper.core._spelling import entry
@@ -137,26 +137,16 @@ def aborted_line(err: Aborted) -> str:
             f"in {err.location}: call sweeper.run again with the same arguments to resume it")
 
 
-@contextlib.contextmanager
-def _environment_kept(device: str) -> Iterator[None]:
+def _environment_kept(device: str) -> contextlib.AbstractContextManager[None]:
     """The environment variables ``device`` sets for a run (:attr:`Device.sets_env`) as
     they were before it, once it ends; a device that cannot be named sets nothing (the
     run refuses it)."""
     from sweeper.devices import device_class
 
     try:
-        names = list(device_class(device).sets_env)
+        return environ_kept(device_class(device).sets_env)
     except SweeperError:
-        names = []
-    before = {name: os.environ.get(name) for name in names}
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        return contextlib.nullcontext()
 
 
 def _option(name: str, check: Any, value: Any) -> Any:

@@ -39,9 +39,10 @@ import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from sweeper._environ import environ_kept
 from sweeper.cli._exits import (
     EXIT_BROKEN_PIPE,
     EXIT_CONFIGS_FAILED,
@@ -117,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     args.from_shell = argv is None     # the command itself, not a call from Python
-    with _debug_env(args.debug):       # worker processes inherit it: a failed trial's traceback
+    # --debug: worker processes inherit it, so a failed trial prints its traceback
+    with environ_kept([DEBUG_ENV], **({DEBUG_ENV: "1"} if args.debug else {})):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", StudyWarning)
@@ -136,22 +138,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             _silence_stdout()
             return EXIT_BROKEN_PIPE
-
-
-@contextlib.contextmanager
-def _debug_env(on: bool) -> Iterator[None]:
-    """:data:`~sweeper.errors.DEBUG_ENV` set while a ``--debug`` command runs (its worker
-    processes inherit it), as it was afterwards."""
-    previous = os.environ.get(DEBUG_ENV)
-    if on:
-        os.environ[DEBUG_ENV] = "1"
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop(DEBUG_ENV, None)
-        else:
-            os.environ[DEBUG_ENV] = previous
 
 
 def _silence_stdout() -> None:

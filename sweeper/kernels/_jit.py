@@ -8,9 +8,10 @@ for the GPU and an interpreted one for CPU tensors side by side (the tests do).
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import Any
+
+from sweeper._environ import environ_kept
 
 #: Whether a launch now only compiles, launching nothing (``_precompile.compiling_for``
 #: sets it); read through :func:`compiling`.
@@ -28,15 +29,8 @@ def jit(fn: Callable[..., Any], *, interpret: bool) -> Any:
     afterwards."""
     import triton
 
-    previous = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
-    try:
+    with environ_kept(TRITON_INTERPRET="1" if interpret else "0"):
         return triton.jit(fn)
-    finally:
-        if previous is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = previous
 
 
 @functools.cache
