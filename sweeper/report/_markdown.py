@@ -41,13 +41,7 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
     meta = tables.meta
     out = [f"# Study `{_text(meta.study)}`: {_text(meta.kernel)} on "
            f"{_text(meta.environment.get('gpu', '?'))}\n"]
-    if meta.copied_from:
-        out.append(f"> **Note:** {_text(_shared.copied_sentence(meta))}.\n")
-    if meta.device_note:
-        out.append(f"> **Note:** {_text(meta.device_note)}.\n")
-    out += [f"> **Last run:** {_text(d['line'])}.\n" for d in meta.last_run.get("dropped", [])]
-    if tables.earlier_shown:
-        out.append(f"> **Note:** {_text(_shared.earlier_note(tables))}.\n")
+    out += [f"> **{label}:** {_text(text)}.\n" for label, text in _shared.notes(tables)]
     if tables.unmeasured:
         out.append(f"**{_text(_sentence(tables.unmeasured))}**\n")
     out.append(_text(_shared.counts_sentence(tables)) + "\n")
