@@ -212,17 +212,10 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
     return {"facts": {k: env[k] for k in ("sms", "l2_bytes") if env.get(k) is not None},
             "study": won.meta.study,
             "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "winners": winners, "ranked": ranked(won)}
-
-
-def ranked(won: StudyWinners) -> list[dict[str, Any]]:
-    """Distinct configs, best first: each problem's winner, with the grid it won with,
-    then the others by (problems measured on, more first; geometric mean of median / the
-    problem's best), each with the grid of its fastest measurement in the first problem
-    that has it (the grid is no part of a ``triton.Config``)."""
-    return _ranked([[(_config(t), slowdown) for t, slowdown in top]
-                    for top in problem_tops(won, k=None).values()],
-                   [_config(p.trial) for p in won.picks.values()])
+            "winners": winners,
+            "ranked": ranked([[(_config(t), slowdown) for t, slowdown in top]
+                              for top in problem_tops(won, k=None).values()],
+                             [_config(p.trial) for p in won.picks.values()])}
 
 
 #: The fields of a module's config (a winner's, a top config's, a ranked one's).
@@ -251,13 +244,16 @@ def merged_section(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str,
             for w in winners]
     studies = list(dict.fromkeys(str(w["study"]) for w in winners))
     return {**new, "study": ", ".join(studies), "winners": winners,
-            "ranked": _ranked(tops, [config(w) for w in winners])}
+            "ranked": ranked(tops, [config(w) for w in winners])}
 
 
-def _ranked(tops: list[list[tuple[dict[str, Any], float]]], leads: list[dict[str, Any]]
-            ) -> list[dict[str, Any]]:
-    """:func:`ranked` over each problem's configs with their slowdowns (``tops``) and the
-    problems' winners (``leads``)."""
+def ranked(tops: list[list[tuple[dict[str, Any], float]]], leads: list[dict[str, Any]]
+           ) -> list[dict[str, Any]]:
+    """Distinct configs, best first, from each problem's configs with their slowdowns
+    (``tops``) and the problems' winners (``leads``): each winner, with the grid it won
+    with, then the others by (problems measured on, more first; geometric mean of median
+    / the problem's best), each with the grid of its fastest measurement in the first
+    problem that has it (the grid is no part of a ``triton.Config``)."""
     logs: dict[str, list[float]] = {}
     first: dict[str, dict[str, Any]] = {}
     for top in tops:                                      # each winner is in its top

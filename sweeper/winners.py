@@ -9,7 +9,6 @@ the same one, and says why.
 
 from __future__ import annotations
 
-import enum
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -48,12 +47,6 @@ def unnamed_clause(earlier: int, unknown: int) -> str:
         return ""
     those = "those" if unknown == earlier else f"the {unknown} of them"
     return f" or, {those} that name no source, on this one before trials named their source"
-
-
-class _Unset(enum.Enum):
-    """An argument not given, where ``None`` is a value (:meth:`Sources.shown`)."""
-
-    UNSET = enum.auto()
 
 
 class EarlierShown(NamedTuple):
@@ -147,16 +140,13 @@ class Sources:
         source = self.source_of(max(measured, key=lambda t: t.number))
         return EarlierShown(source, sum(1 for t in measured if self.source_of(t) == source))
 
-    def shown(self, trials: Sequence[TrialRecord],
-              earlier: EarlierShown | _Unset | None = _Unset.UNSET) -> list[TrialRecord]:
+    def shown(self, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
         """``trials`` as the report shows them (its tables, heatmaps and failures, and
         the failed line ``sweeper report`` prints): those that leave their config done
         (:meth:`done`) once a trial was measured on the source now; until then those of
         the latest earlier source that measured any (:meth:`shown_earlier`), beside those
-        the constraints ruled out.  ``earlier``: :meth:`shown_earlier` of ``trials``,
-        where the caller has it already."""
-        if earlier is _Unset.UNSET:
-            earlier = self.shown_earlier(trials)
+        the constraints ruled out."""
+        earlier = self.shown_earlier(trials)
         if earlier is None:
             return self.done(trials)
         return [t for t in trials if t.status is TrialStatus.INVALID

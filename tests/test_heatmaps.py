@@ -290,26 +290,3 @@ def test_a_best_over_meta_map_where_no_meta_value_varies_among_the_ok_trials():
     best = maps([t for t in TRIALS if t.choice["BLOCK"] == "256"])[-1]
     assert best.won_by.loc[32, "sms"] == "" and best.won_by.loc[64, "sms"] == ""
     assert cell_text(best).loc[64, "sms"] == "300"
-
-
-@pytest.mark.parametrize("shown_rows, failed_rows", [
-    ((0, 1), ()), ((0, 1), (0,)), ((0, 1), (0, 1)), ((0,), ()), ((0,), (1,)), ((), (0, 1)),
-    ((), (0,)), ((), ())])
-def test_a_maps_trial_numbers_have_the_dtypes_of_one_frame_laid_over_the_other(
-        shown_rows, failed_rows):
-    """Each cell names its measured trial, else the first that failed there; the table is
-    built from dicts, column by column as pandas' ``combine_first`` of the two frames
-    gives it (whole numbers only where that keeps them), under every pandas the report
-    supports."""
-    import numpy as np
-    import pandas as pd
-
-    from sweeper.report._heatmaps import _numbers, _table
-
-    rows, cols = [128, 256], ["sms", "4*sms"]
-    shown = {(rows[r], "sms"): 10 + r for r in shown_rows}
-    failed = {(rows[r], "sms"): 20 + r for r in failed_rows}
-    failed[(256, "4*sms")] = 30                  # the other column: failed cells only
-    laid = _table(shown, rows, cols, np.nan).combine_first(
-        _table(failed, rows, cols, np.nan)).reindex(index=rows, columns=cols)
-    pd.testing.assert_frame_equal(_numbers(shown, failed, rows, cols), laid)

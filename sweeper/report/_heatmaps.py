@@ -284,7 +284,9 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
                           for c, i in shown.items()}, rows, cols, "")
     measured = {c for c, i in shown.items() if not np.isnan(rate[i])}
     notes = _table({c: m for c, m in marks.items() if c not in measured}, rows, cols, "")
-    numbers = _numbers({c: number[i] for c, i in shown.items()}, failed, rows, cols)
+    # the trial each cell shows: the measured one, else the first that failed there
+    numbers = _table({**failed, **{c: number[i] for c, i in shown.items()}}, rows, cols,
+                     np.nan, floats=True)
     best, note, final = _marked(values, df.iloc[picked[0]] if picked else None, picks, metric)
     return HeatmapData(name=name, title=title, values=values, notes=notes,
                        column_labels=labels, best=best, metric=metric, best_note=note,
@@ -303,21 +305,6 @@ def _table(cells: Mapping[tuple[Any, Any], Any], rows: list[Any], cols: list[Any
         return pd.DataFrame(np.array(grid, dtype=float).reshape(len(rows), len(cols)),
                             index=rows, columns=cols)
     return pd.DataFrame(grid, index=rows, columns=cols)
-
-
-def _numbers(shown: Mapping[tuple[Any, Any], Any], failed: Mapping[tuple[Any, Any], Any],
-             rows: list[Any], cols: list[Any]) -> pd.DataFrame:
-    """The trial each cell shows: the measured one, else the first that failed there.  A
-    column is whole numbers where measured trials fill it and failed ones fill it too or
-    are none of it, else floats (NaN where no trial ran), as pandas' ``combine_first`` of
-    a frame of each kind gives it."""
-    def filled(cells: Mapping[tuple[Any, Any], Any], g: Any) -> int:
-        return sum((b, g) in cells for b in rows)
-
-    mixed = [g for g in cols if filled(shown, g) < len(rows)
-             or 0 < filled(failed, g) < len(rows)]
-    table = _table({**failed, **shown}, rows, cols, np.nan, floats=len(mixed) == len(cols))
-    return table.astype(dict.fromkeys(mixed, float)) if 0 < len(mixed) < len(cols) else table
 
 
 def _meta_text(row: Mapping[str, Any], short: Mapping[str, str]) -> str:

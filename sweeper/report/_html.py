@@ -277,13 +277,7 @@ def _head(tables: ReportTables) -> list[str]:
     meta = tables.meta
     out = [f"<h1>Study <code>{escape(meta.study)}</code>: {escape(meta.kernel)} on "
            f"{escape(str(meta.environment.get('gpu', '?')))}</h1>"]
-    if meta.copied_from:
-        out.append(_p(f"Note: {_shared.copied_sentence(meta)}.", "sw-note"))
-    if meta.device_note:
-        out.append(_p(f"Note: {meta.device_note}.", "sw-note"))
-    out += [_p(f"Last run: {d['line']}.", "sw-note") for d in meta.last_run.get("dropped", [])]
-    if tables.earlier_shown:
-        out.append(_p(f"Note: {_shared.earlier_note(tables)}.", "sw-note"))
+    out += [_p(f"{label}: {text}.", "sw-note") for label, text in _shared.notes(tables)]
     if tables.unmeasured:
         out.append(_p(tables.unmeasured, "sw-note"))
     return [*out, _p(_shared.counts_sentence(tables)), "<div class=\"sw-tip\" hidden></div>"]

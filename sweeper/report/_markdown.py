@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.bounds import L2_SERVES, MARGIN, Bounds
-from sweeper.ceilings import DOT_CEILING, Ceilings
+from sweeper.ceilings import DOT_CEILING
 from sweeper.consensus import AGREE
 from sweeper.core._model import merged
 from sweeper.core._units import counted
@@ -26,7 +26,6 @@ from sweeper.kernels import Headline
 from sweeper.outcome import problem_text
 from sweeper.report import _shared
 from sweeper.report._contents import ReportTables
-from sweeper.report._provenance import RunStory
 from sweeper.report._tables import (
     PROBLEM_ORDER,
     agreement_frame,
@@ -41,36 +40,21 @@ def markdown(tables: ReportTables, images: list[Path]) -> str:
     meta = tables.meta
     out = [f"# Study `{_text(meta.study)}`: {_text(meta.kernel)} on "
            f"{_text(meta.environment.get('gpu', '?'))}\n"]
-    if meta.copied_from:
-        out.append(f"> **Note:** {_text(_shared.copied_sentence(meta))}.\n")
-    if meta.device_note:
-        out.append(f"> **Note:** {_text(meta.device_note)}.\n")
-    out += [f"> **Last run:** {_text(d['line'])}.\n" for d in meta.last_run.get("dropped", [])]
-    if tables.earlier_shown:
-        out.append(f"> **Note:** {_text(_shared.earlier_note(tables))}.\n")
+    out += [f"> **{label}:** {_text(text)}.\n" for label, text in _shared.notes(tables)]
     if tables.unmeasured:
         out.append(f"**{_text(_sentence(tables.unmeasured))}**\n")
     out.append(_text(_shared.counts_sentence(tables)) + "\n")
     out += ["## What varied, and what was held fixed\n", md_table(_shared.factors_table(tables))]
-    out += _shrunk(tables)
-    out += _picks(tables)
-    out += _winners(tables)
-    out += _effects(tables)
-    out += _best(tables)
-    out += _baselines(tables)
-    out += _ceilings(tables.ceilings, tables.headline, tables.story)
-    out += _bounds(meta.bounds, tables.frame)
-    out += _power(tables.power)
-    out += _stops(tables)
+    for section in (_shrunk, _picks, _winners, _effects, _best, _baselines, _ceilings, _bounds,
+                    _power, _stops):
+        out += section(tables)
     out += ["\n## Trials without a number\n", md_table(tables.failures, empty=_shared.NO_FAILURES)]
     if tables.abandoned_trials:
         out.append(f"\nEarly abandonment (`measure.abandon: {meta.measure['abandon']}`): "
                    f"{tables.abandoned_trials} trial(s) stopped sampling once clearly "
                    f"slower than the best, saving about "
                    f"{tables.abandoned_saved_ms:.4g} ms of GPU sampling time.\n")
-    out += _heatmaps(tables, images)
-    out += _footprint(tables)
-    out += _roofline(tables)
+    out += [*_heatmaps(tables, images), *_footprint(tables), *_roofline(tables)]
     out += ["\n## Measurement record\n",
             md_table(pd.DataFrame(tables.record, columns=["item", "record"])),
             "\n## Environment\n", md_table(_shared.environment_table(tables))]
@@ -136,9 +120,10 @@ def _baselines(tables: ReportTables) -> list[str]:
     return [f"\n## {_shared.BASELINES}\n", md_table(_shared.baselines_table(tables))]
 
 
-def _power(summary: dict[str, Any]) -> list[str]:
+def _power(tables: ReportTables) -> list[str]:
     """Power, clocks and throttling (:func:`._tables.power_summary`); nothing where no trial
     had clocks to read (the interpreter, a replay)."""
+    summary = tables.power
     if not summary["trials_with_clocks"]:
         return []
     mhz, capped, schedule = summary["sm_mhz"], summary["trials_capped"], summary["schedule"]
@@ -282,7 +267,8 @@ def _winners(tables: ReportTables) -> list[str]:
     return out
 
 
-def _bounds(data: dict[str, Any] | None, df: pd.DataFrame) -> list[str]:
+def _bounds(tables: ReportTables) -> list[str]:
+    data, df = tables.meta.bounds, tables.frame
     out = ["\n## Physical bounds\n"]
     if data is None:
         return [*out, "Not recorded with this study: its results were not checked against "
@@ -307,10 +293,11 @@ def _bounds(data: dict[str, Any] | None, df: pd.DataFrame) -> list[str]:
     return out
 
 
-def _ceilings(ceilings: Ceilings | None, headline: Headline, story: RunStory) -> list[str]:
+def _ceilings(tables: ReportTables) -> list[str]:
+    ceilings = tables.ceilings
     if ceilings is None:
-        return ["\n## Ceilings\n", story.ceilings + "\n"]
-    if headline is Headline.TFLOPS:
+        return ["\n## Ceilings\n", tables.story.ceilings + "\n"]
+    if tables.headline is Headline.TFLOPS:
         held = ", ".join(f"{d} against {c}" for d, c in DOT_CEILING.items())
         pct = ("'% of ceiling' divides TFLOP/s by the torch.matmul rate measured for the "
                f"trial's dtype ({held}: Triton's tl.dot runs those operands that way by "

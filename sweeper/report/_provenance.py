@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -152,11 +153,8 @@ def sampler_shares(meta: StudyMeta, trials: Sequence[TrialRecord]) -> list[Sampl
     created with, the only one such a study names).  No trial: the study's sampler."""
     ran = meta.samplers or [meta.sampler]
     first = str(ran[0].get("name", "?"))
-    counts: dict[str, int] = {}
-    for t in trials:
-        if t.status is not TrialStatus.INVALID:
-            name = t.sampler or first
-            counts[name] = counts.get(name, 0) + 1
+    counts: dict[str, int] = Counter(t.sampler or first for t in trials
+                                     if t.status is not TrialStatus.INVALID)
     seeds: dict[str, list[Any]] = {}
     for spec in ran:
         named = seeds.setdefault(str(spec.get("name", "?")), [])

@@ -18,7 +18,6 @@ from sweeper.winners import UNFINISHED, unnamed_clause
 if TYPE_CHECKING:
     from sweeper.finals import FinalRecord
     from sweeper.report._contents import ReportTables
-    from sweeper.store import StudyMeta
 
 #: Column names as the reports show them.
 SHOWN = {"grid_label": "grid", "grid": "programs", "pct_ceiling": "% of ceiling",
@@ -44,15 +43,23 @@ def no_picks(tables: ReportTables) -> str:
             "winner is chosen from); `sweeper run` measures the configs on this one.")
 
 
-def earlier_note(tables: ReportTables) -> str:
-    """The note atop a report whose tables and heatmaps show an earlier source's trials
-    (none was measured on the kernel's source now yet); else nothing."""
-    shown = tables.earlier_shown
-    if shown is None:
-        return ""
-    return (f"no trial was measured on the kernel's source now ({tables.meta.kernel_source_hash}) "
-            f"yet: the tables and heatmaps show the {shown_source(shown)}; "
-            "no winner is chosen from them")
+def notes(tables: ReportTables) -> list[tuple[str, str]]:
+    """The notes atop a report, each (label, sentence without its full stop), before the
+    output's own escaping: a study held under another name than its study file recorded
+    (:attr:`~sweeper.store.StudyMeta.copied_from`), the device's note, what the last run
+    dropped, and that the tables and heatmaps show an earlier source's trials (none was
+    measured on the kernel's source now yet)."""
+    meta, shown = tables.meta, tables.earlier_shown
+    out = [("Note", f"copied or renamed from the study {meta.copied_from}")] \
+        if meta.copied_from else []
+    if meta.device_note:
+        out.append(("Note", meta.device_note))
+    out += [("Last run", str(d["line"])) for d in meta.last_run.get("dropped", [])]
+    if shown is not None:
+        out.append(("Note", f"no trial was measured on the kernel's source now "
+                            f"({meta.kernel_source_hash}) yet: the tables and heatmaps show "
+                            f"the {shown_source(shown)}; no winner is chosen from them"))
+    return out
 
 
 #: The heading of the baselines' table.
@@ -90,12 +97,6 @@ def shown_table(df: pd.DataFrame, rename: dict[str, str] | None = None
     names = {**SHOWN, **(rename or {})}
     return ([str(names.get(c, c)) for c in df.columns],
             [[cell_value(v) for v in row] for row in df.itertuples(index=False, name=None)])
-
-
-def copied_sentence(meta: StudyMeta) -> str:
-    """What the reports say of a study held under another name than its study file
-    recorded (:attr:`~sweeper.store.StudyMeta.copied_from`)."""
-    return f"copied or renamed from the study {meta.copied_from}"
 
 
 def counts_sentence(tables: ReportTables) -> str:

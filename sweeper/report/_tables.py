@@ -558,15 +558,15 @@ def one_at_a_time(trials: Sequence[TrialRecord], axes: dict[str, list[str]],
     varied it.  An axis measured at the baseline's value alone says why, not 'no
     effect'."""
     dims: dict[str, tuple[list[str], list[str]]] = {}     # name -> (members, labels)
-    group_of = {str(m): name for name, g in (zipped or {}).items() for m in g["members"]}
+    zipped = zipped or {}
+    group_of = {str(m): name for name, g in zipped.items() for m in g["members"]}
     for axis, labels in axes.items():           # a group where its first member is
         name = group_of.get(axis)
         if name is None:
             dims[axis] = ([axis], [str(label) for label in labels])
         elif name not in dims:
-            members = [str(m) for m in (zipped or {})[name]["members"]]
-            dims[name] = (members, [_row_label(members, row)
-                                    for row in (zipped or {})[name]["rows"]])
+            members = [str(m) for m in zipped[name]["members"]]
+            dims[name] = (members, [_row_label(members, row) for row in zipped[name]["rows"]])
     out = []
     for axis, (members, labels) in dims.items():
         if len(labels) < 2:

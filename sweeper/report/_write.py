@@ -92,7 +92,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     # shows the trials of its source now (and the configs the constraints ruled out)
     # (none measured on it yet: those of the latest earlier source that measured any)
     shown_earlier = winners.sources.shown_earlier(every)
-    trials = winners.sources.shown(every, shown_earlier)
+    trials = winners.sources.shown(every)
     earlier = winners.sources.earlier(every)
     unknown = winners.sources.unknown(every)
     left_out = earlier if len(trials) < len(every) else 0
