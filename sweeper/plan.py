@@ -13,7 +13,8 @@ else once a trial compiled); the sampler's proposals; each problem's finals
 (:func:`sweeper.finals.finals_estimate_s`, after cool-downs where the kernel computes at
 its peak: a power-bound GPU); the report.  What a start-up, a compile, a proposal and a
 report cost is what the last runs on this machine measured (:class:`RunCosts`, kept per
-device), else an H200's figures.  A study already run gives a second estimate: its last
+device), else an H200's figures, a launch's scaled by the GPU's physical bounds against
+the H200's (:class:`GpuScale`).  A study already run gives a second estimate: its last
 run's seconds per trial (``sweeper plan`` prints both), and ``sweeper run`` prints the
 estimate at its start and the wall against it at its end.
 """
@@ -30,9 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper.bounds import derive_bounds
 from sweeper.ceilings import cache_root
 from sweeper.core._units import counted
 from sweeper.devices import DeviceFacts, PlanCosts
+from sweeper.devices._base import GPU_COSTS, GPU_COSTS_READ_ON
 from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import SweeperError
 from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
@@ -399,6 +402,10 @@ class Plan:
     #: of ``estimate_s``, the finals of each problem (none where the run takes none)
     finals_s: float = 0.0
     assumptions: Mapping[str, float | bool] = field(default_factory=dict)
+    #: a launch's scale by its bytes and by its FLOPs for the GPU planned for against the
+    #: one the costs were read on, and what they compare (:class:`GpuScale`; 1, 1 and
+    #: empty where the kernel was measured here or the GPUs' bounds are alike)
+    gpu_scale: tuple[float, float, str] = (1.0, 1.0, "")
     trials: int = 0                                       # what the budget lets run
     #: the configs the run would measure without a trial budget (``trials`` where none binds)
     todo: int = 0
@@ -507,6 +514,54 @@ def pool_from_start(space: Space, facts: DeviceFacts, key: str, costs: RunCosts)
 
 
 @dataclass(frozen=True)
+class GpuScale:
+    """How much longer than on the GPU ``GPU_COSTS`` was read on (an H200) a launch takes
+    on the GPU planned for, by its physical bounds (:meth:`~sweeper.devices.Device.bounds`):
+    a launch bound by its bytes by the two DRAM bounds' ratio, one bound by its FLOPs by
+    the two 16-bit tensor FLOP bounds'.  It prices a kernel no run on this machine has
+    measured (a measured one is priced by its own launches); 1 where a bound is absent.
+    On an H100 a fresh plan of spaces/copy.yaml priced at the H200's bandwidth put its
+    wall at 1.54 times the estimate, the H100's DRAM bound being 0.70 of the H200's."""
+
+    by_bytes: float = 1.0
+    by_flops: float = 1.0
+    #: what each ratio compares (``DRAM 3352 against 4814 GB/s``), empty where it is 1
+    bytes_why: str = ""
+    flops_why: str = ""
+
+    def why(self, flop_bound: bool) -> str:
+        """What the ratios that price this plan compare (those of the FLOPs where some
+        launch is bound by its FLOPs), for its assumptions; empty where none does."""
+        said = [w for w in (self.bytes_why, self.flops_why if flop_bound else "") if w]
+        return f"{', '.join(said)} of the {GPU_COSTS_READ_ON.gpu} these figures were read on" \
+            if said else ""
+
+
+#: the dtype whose FLOP bounds scale a FLOP-bound launch, that of ``GPU_COSTS``' peak
+FLOP_BOUND_DTYPE = "bfloat16"
+
+
+def gpu_scale(device: Any) -> GpuScale:
+    """:class:`GpuScale` of ``device`` against the GPU ``GPU_COSTS`` was read on, for a
+    device that prices its trials by ``GPU_COSTS`` (not an interpreter, whose costs are
+    its own); 1 where it gives no bounds (a replay, a plugin device)."""
+    if device.plan_costs is not GPU_COSTS:
+        return GpuScale()
+    own, read_on = device.bounds(), derive_bounds(GPU_COSTS_READ_ON)
+    ratios, why = [], []
+    for name, mine, theirs, unit, per in (
+            ("DRAM", own.dram, read_on.dram, "GB/s", 1e9),
+            (f"{FLOP_BOUND_DTYPE} FLOP", own.flops.get(FLOP_BOUND_DTYPE),
+             read_on.flops.get(FLOP_BOUND_DTYPE), "TFLOP/s", 1e12)):
+        known = mine is not None and theirs is not None and mine.per_s > 0
+        ratios.append(theirs.per_s / mine.per_s if known else 1.0)  # type: ignore[union-attr]
+        why.append(f"{name} {mine.per_s / per:.0f} against {theirs.per_s / per:.0f} {unit}"  # type: ignore[union-attr]
+                   if known and ratios[-1] != 1.0 else "")
+    return GpuScale(by_bytes=ratios[0], by_flops=ratios[1], bytes_why=why[0],
+                    flops_why=why[1])
+
+
+@dataclass(frozen=True)
 class RunShape:
     """What a run adds around its trials, for the estimate: the sampler's name, which of
     the kernel's binaries compile (``binaries``, per binary; where none is given, all of
@@ -535,6 +590,8 @@ class RunShape:
     #: that may have no config left to measure: per (problem, cache), how many configs it
     #: measured and the fastest median, in seconds
     finals_owed: Mapping[tuple[Problem, str], tuple[int, float]] = field(default_factory=dict)
+    #: the GPU planned for against the one the costs were read on (:func:`gpu_scale`)
+    gpu: GpuScale = GpuScale()
 
 
 Counts = tuple[Callable[[Problem], int] | None, Callable[[Problem], int] | None,
@@ -625,7 +682,8 @@ def run_shape(space: Space, device: Any, *, report: bool, startup: bool,
                     cold=compiles and pool_from_start(space, device.facts(), key, costs),
                     compile_workers=workers if compiles else 0, report=report,
                     startup=startup, setup=setup, costs=costs,
-                    binaries=space_binaries(space, key) if compiles else None)
+                    binaries=space_binaries(space, key) if compiles else None,
+                    gpu=gpu_scale(device))
 
 
 def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: DeviceFacts,
@@ -660,8 +718,11 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     fixed = measure.fixed_duty()
     own = shape.costs.trial_s.get(shape.kernel, costs.compile_s)
     interpreted = costs.op_s > 0      # launches priced by programs and operations, no GPU
-    # the launch scale of a launch bound by its bytes, and by its FLOPs
-    scales = tuple(shape.costs.scale_of(shape.kernel, interpreted, by_flops)
+    # the launch scale of a launch bound by its bytes, and by its FLOPs; a kernel not
+    # measured here yet at the GPU's bounds against those the costs were read on
+    fresh = not interpreted and shape.kernel not in shape.costs.launch_scale
+    gpu = (shape.gpu.by_bytes, shape.gpu.by_flops) if fresh else (1.0, 1.0)
+    scales = tuple(shape.costs.scale_of(shape.kernel, interpreted, by_flops) * gpu[by_flops]
                    for by_flops in (False, True))
     todo = 0                      # the valid configs the study has not answered yet
     left = None if budget is None else max(0, budget - shape.spent)
@@ -734,8 +795,10 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
                 finals_s=parts["finals"],
                 assumptions={**dataclasses.asdict(costs), "compile_s": own,
-                             "flop_scale": scales[True] / scales[False] if flop_bound
-                             else 1.0},
+                             "flop_scale": scales[True] / gpu[True] / scales[False] * gpu[False]
+                             if flop_bound else 1.0},
+                gpu_scale=(gpu[False], gpu[True] if flop_bound else 1.0,
+                           shape.gpu.why(flop_bound) if fresh else ""),
                 trials=trials, todo=todo, ruled_out=ruled_out, parts=parts,
                 binaries=len(binaries) if shape.binaries is not None else 0, cached=cached,
                 maps=heatmaps)

@@ -63,10 +63,13 @@ def test_a_kernel_options_default_stands_in_where_the_space_leaves_it_out(write_
 
 
 class FakeDriver:
-    """libcuda's five calls, answering for one GPU (an A100: compute capability 8.0)."""
+    """libcuda's five calls, answering for one GPU (an A100: compute capability 8.0, a
+    1410 MHz SM clock, a 1593 MHz memory clock over a 5120-bit bus: 2039 GB/s);
+    ``without``: attributes it refuses (an older driver's)."""
 
-    def __init__(self, count: int = 1) -> None:
+    def __init__(self, count: int = 1, without: tuple[int, ...] = ()) -> None:
         self.count = count
+        self.without = without
 
     def cuInit(self, flags: int) -> int:
         return 0
@@ -84,7 +87,10 @@ class FakeDriver:
         return 0
 
     def cuDeviceGetAttribute(self, out: Any, attr: int, device: Any) -> int:
-        out._obj.value = {16: 108, 38: 40 << 20, 75: 8, 76: 0}[attr]
+        if attr in self.without:
+            return 1                              # CUDA_ERROR_INVALID_VALUE
+        out._obj.value = {16: 108, 38: 40 << 20, 75: 8, 76: 0, 13: 1_410_000,
+                          36: 1_593_000, 37: 5120}[attr]
         return 0
 
 
@@ -99,6 +105,63 @@ def test_the_cuda_plan_reads_the_gpu_from_its_driver(monkeypatch, write_space, c
     assert _gpu_query.gpu_arch() == "sm_80"        # the compile pool's target
     monkeypatch.setattr(_gpu_query, "_driver", lambda: FakeDriver(count=0))
     assert query_gpu() == "no CUDA device found" and _gpu_query.gpu_arch() is None
+
+
+def test_a_fresh_plan_on_another_gpu_scales_the_h200s_figures_by_its_bounds(
+        monkeypatch, capsys, tmp_path):
+    """The plan's launch figures were read on an H200: on a GPU whose DRAM and FLOP bounds
+    are lower (the fake A100: 2039 GB/s and 312 TFLOP/s against 4814 and 1070), a kernel
+    no run here has measured is priced at those ratios, and the plan says so; once a run
+    measured the kernel, its own launches price it and the ratios are gone."""
+    from sweeper.bounds import derive_bounds
+    from sweeper.devices._base import GPU_COSTS_READ_ON
+    from sweeper.plan import gpu_scale, note_run
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path))
+    monkeypatch.setattr(_gpu_query, "_driver", FakeDriver)
+    hardware = _gpu_query.query_hardware()
+    bounds = derive_bounds(hardware)
+    assert bounds.dram is not None and round(bounds.dram.per_s / 1e9) == 2039
+    assert round(bounds.flops["bfloat16"].per_s / 1e12) == 312
+    read_on = derive_bounds(GPU_COSTS_READ_ON)
+    assert read_on.dram is not None and round(read_on.dram.per_s / 1e9) == 4814
+    from sweeper.devices._cuda import PlannedGpu
+
+    scale = gpu_scale(PlannedGpu())
+    assert scale.by_bytes == pytest.approx(3201 * 6016 / (1593 * 5120))
+    assert scale.by_flops == pytest.approx(132 * 1980 * 4096 / (108 * 1410 * 2048))
+    assert scale.why(flop_bound=True) == (
+        "DRAM 2039 against 4814 GB/s, bfloat16 FLOP 312 against 1071 TFLOP/s of the NVIDIA "
+        "H200 these figures were read on")
+    assert scale.why(flop_bound=False) == \
+        "DRAM 2039 against 4814 GB/s of the NVIDIA H200 these figures were read on"
+
+    def trials_s(space: str) -> tuple[float, str]:
+        assert main(["plan", space, "--studies-dir", str(tmp_path / "studies")]) == 0
+        out = capsys.readouterr().out
+        found = re.search(r"trials ([\d.]+) s", out)
+        assert found, out
+        return float(found.group(1)), out
+
+    a100, out = trials_s("spaces/copy.yaml")
+    assert ("launches of at least 20 us, 4000 GB/s, TFLOP/s bfloat16 795, float16 795, "
+            "float32 400; on NVIDIA A100-SXM4-80GB 2.36× that by its bytes (DRAM 2039 against "
+            "4814 GB/s of the NVIDIA H200 these figures were read on), until a run here "
+            "measures the kernel's)") in out
+    _, out = trials_s("spaces/matmul-8k.yaml")
+    assert ("; a launch bound by its FLOPs 1.7× that; on NVIDIA A100-SXM4-80GB 2.36× that "
+            "again by its bytes and 3.43× by its FLOPs (DRAM 2039 against 4814 GB/s, "
+            "bfloat16 FLOP 312 against 1071 TFLOP/s of the NVIDIA H200") in out
+    monkeypatch.setattr(_gpu_query, "_driver", lambda: FakeDriver(without=(36,)))
+    h200, out = trials_s("spaces/copy.yaml")          # no memory clock: the H200's bandwidth
+    assert "by its bytes" not in out and "3.43× by its FLOPs" not in out
+    assert a100 > 1.5 * h200
+    monkeypatch.setattr(_gpu_query, "_driver", FakeDriver)
+    note_run("cuda: NVIDIA A100-SXM4-80GB", kernel="copy", sampler="exhaustive",
+             startup_s=None, report_s=None, compiles_s=[], ask_s=None,
+             launch_scales=[1.0] * 200)
+    measured, out = trials_s("spaces/copy.yaml")      # its own launches measured here
+    assert "by its bytes" not in out and measured == pytest.approx(h200, rel=0.05)
 
 
 def test_without_a_driver_the_cuda_plan_assumes_a_gpu_and_says_so(monkeypatch, capsys):
@@ -144,6 +207,19 @@ def test_the_driver_gives_the_facts_torch_gives():
     assert not isinstance(facts, str), facts
     assert (facts.name, facts.sms, facts.l2_bytes) == \
         (props.name, props.multi_processor_count, props.L2_cache_size)
+
+
+@pytest.mark.gpu
+def test_the_driver_gives_the_bounds_nvml_gives():
+    """The plan reads the GPU's peak clocks and bus width from the driver, a run from NVML:
+    both derive the same DRAM and FLOP bounds, so a plan prices the GPU a run measures."""
+    from sweeper.devices._cuda import CudaDevice, PlannedGpu
+
+    planned, opened = PlannedGpu().bounds(), CudaDevice().bounds()
+    assert planned.dram is not None and opened.dram is not None
+    assert planned.dram.per_s == pytest.approx(opened.dram.per_s, rel=0.01)
+    assert planned.flops["bfloat16"].per_s == \
+        pytest.approx(opened.flops["bfloat16"].per_s, rel=0.01)
 
 
 @pytest.mark.gpu

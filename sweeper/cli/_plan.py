@@ -65,9 +65,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"and {a['op_s'] * 1e3:g} ms a tensor operation of its body"
                 if a["op_s"] else f"launches of at least {a['launch_s'] * 1e6:g} us, "
                 f"{a['bandwidth'] / 1e9:g} GB/s{f', TFLOP/s {peaks}' if peaks else ''}")
-    if a["flop_scale"] != 1.0:
-        launches += (f"; a launch bound by its FLOPs {a['flop_scale']:g}× that, until a run "
-                     "here measures the kernel's")
+    by_bytes, by_flops, why = plan.gpu_scale
+    scaled = [f"a launch bound by its FLOPs {a['flop_scale']:g}× that"] \
+        if a["flop_scale"] != 1.0 else []
+    if why:       # a GPU other than the one the figures were read on (gpu_scale)
+        scaled.append(f"on {facts.name} {by_bytes:.3g}× {'that again' if scaled else 'that'}"
+                      f" by its bytes" + (f" and {by_flops:.3g}× by its FLOPs"
+                                          if by_flops != 1.0 else "") + f" ({why})")
+    if scaled:
+        launches += f"; {'; '.join(scaled)}, until a run here measures the kernel's"
     head, lead, _ = estimate_words(plan, space.budget.time_s, per_trials=False)
     print(f"estimated time: {head} ({lead}{plan.parts_text()}; assumes "
           f"{a['compile_s']:.3g} s a trial beyond its launches, {launches})")

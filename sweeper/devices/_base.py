@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from sweeper.bounds import Bounds
+from sweeper.bounds import Bounds, HardwareFacts, Sourced
 from sweeper.core import DeviceFacts, MeasureSpec, Space
 from sweeper.devices._nvml import GpuState, Window
 from sweeper.errors import SweeperError
@@ -98,6 +98,13 @@ class PlanCosts:
 #: fp16 alike; tf32 for float32 half that).
 GPU_COSTS = PlanCosts(compile_s=0.009, launch_s=20e-6, bandwidth=4.0e12, flush=True,
                       flops={"bfloat16": 795e12, "float16": 795e12, "float32": 400e12})
+#: The H200 that ``GPU_COSTS`` was read on, as NVML describes it: the bounds a plan on
+#: another GPU scales those figures by until a run there measures its kernel
+#: (:func:`sweeper.plan.gpu_scale`; an H100's DRAM bound, 3352 GB/s, is 0.70 of this
+#: one's 4814).
+GPU_COSTS_READ_ON = HardwareFacts(
+    gpu="NVIDIA H200", sms=132, l2_bytes=60 << 20, capability=(9, 0),
+    mem_mhz=Sourced(3201, "NVML"), bus_bits=Sourced(6016, "NVML"), sm_mhz=Sourced(1980, "NVML"))
 
 
 

@@ -229,6 +229,7 @@ class PlannedGpu(CudaDevice):
     def __init__(self) -> None:     # no CudaDevice.__init__: it imports torch and NVML
         from sweeper.devices._gpu_query import ASSUMED_GPU, query_gpu
 
+        self._bounds = None
         found = query_gpu()
         if isinstance(found, DeviceFacts):
             self._facts = found
@@ -237,3 +238,16 @@ class PlannedGpu(CudaDevice):
         self.assumed = (f"{found}: planned for an assumed {ASSUMED_GPU.name} "
                         f"({ASSUMED_GPU.sms} SMs, {ASSUMED_GPU.l2_bytes >> 20} MiB L2); "
                         "expressions over sms and l2_bytes may count differently on yours")
+
+    def bounds(self) -> Bounds:
+        """From the driver's peak clocks and bus width (:func:`~sweeper.devices._gpu_query.
+        query_hardware`), where nothing is opened; the assumed GPU's where the driver
+        cannot describe one."""
+        from sweeper.devices._base import GPU_COSTS_READ_ON
+        from sweeper.devices._gpu_query import query_hardware
+
+        if self._bounds is None:
+            found = None if self.assumed else query_hardware()
+            self._bounds = derive_bounds(found if isinstance(found, HardwareFacts)
+                                         else GPU_COSTS_READ_ON)
+        return self._bounds

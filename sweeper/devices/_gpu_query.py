@@ -14,13 +14,16 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from sweeper.bounds import HardwareFacts, Sourced
 from sweeper.core import DeviceFacts
 
-#: ``CUdevice_attribute`` values (cuda.h): SMs, the L2 cache's bytes, and the compute
-#: capability.
+#: ``CUdevice_attribute`` values (cuda.h): SMs, the L2 cache's bytes, the compute
+#: capability, and the peak SM clock, peak memory clock (both kHz) and memory bus width
+#: (bits) that the GPU's physical bounds are derived from (:mod:`sweeper.bounds`).
 MULTIPROCESSOR_COUNT = 16
 L2_CACHE_SIZE = 38
 CAPABILITY_MAJOR, CAPABILITY_MINOR = 75, 76
+CLOCK_RATE, MEMORY_CLOCK_RATE, GLOBAL_MEMORY_BUS_WIDTH = 13, 36, 37
 #: The GPU a plan assumes where none can be read: the one whose costs it assumes
 #: (``GPU_COSTS``, read on an H200).
 ASSUMED_GPU = DeviceFacts(name="NVIDIA H200", sms=132, l2_bytes=60 << 20)
@@ -70,6 +73,30 @@ def query_gpu(index: int = 0) -> DeviceFacts | str:
         return f"the CUDA driver did not describe GPU {index}"
     sms, l2 = values
     return DeviceFacts(name=name.value.decode(errors="replace"), sms=sms, l2_bytes=l2)
+
+
+def query_hardware(index: int = 0) -> HardwareFacts | str:
+    """What GPU ``index``'s physical bounds are derived from (its facts, compute capability,
+    peak clocks and bus width), from the driver API as :func:`query_gpu` reads its facts;
+    else why they cannot be read.  A clock or width the driver does not give is left out
+    (its bound is then absent, and says so)."""
+    facts = query_gpu(index)
+    if isinstance(facts, str):
+        return facts
+    opened = _open(index)
+    if isinstance(opened, str):
+        return opened
+    capability = _attributes(*opened, CAPABILITY_MAJOR, CAPABILITY_MINOR)
+
+    def one(attribute: int, scale: float = 1.0) -> Sourced | None:
+        value = _attributes(*opened, attribute)
+        return Sourced.first(("the CUDA driver", value[0] * scale if value else None))
+
+    return HardwareFacts(
+        gpu=facts.name, sms=facts.sms, l2_bytes=facts.l2_bytes,
+        capability=(capability[0], capability[1]) if capability else None,
+        mem_mhz=one(MEMORY_CLOCK_RATE, 1e-3), bus_bits=one(GLOBAL_MEMORY_BUS_WIDTH),
+        sm_mhz=one(CLOCK_RATE, 1e-3))
 
 
 def gpu_arch(index: int = 0) -> str | None:
