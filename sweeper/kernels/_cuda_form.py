@@ -78,7 +78,8 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     folder = Path(module_file).resolve().parent if module_file else Path.cwd()
     path = (folder / source).resolve()
     beside = f"the folder of {module_file}" if module_file else "the current folder"
-    files, problem = _read_source(str(path), beside)        # read once, kept by the launch
+    launch = CudaLaunch(path, entry, args, template, caller.get("__name__", __name__))
+    files, problem = _read_source(launch, beside)           # read once, kept by the launch
     problem = problem or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
         (_entry_in_source(path, _decoded(files), entry, template) or ("", None))[1]
@@ -88,7 +89,7 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
         problem = (int_overflow(args, {}) or ("", None))[1]      # a literal out of its type
     if problem is not None:
         raise SweeperError(f"sweeper.cuda: {problem}")
-    return CudaLaunch(path, entry, args, template, caller.get("__name__", __name__), files)
+    return launch
 
 
 class CudaDeclaration(Kernel):
@@ -148,13 +149,12 @@ class CudaDeclaration(Kernel):
         ``model`` names (:mod:`sweeper.kernels._model_form`; the names its settings read
         are checked against those axes and the dimensions, and unchecked where there are
         none)."""
-        read, problem = _read_source(options["source"], "the space file")
+        launch = CudaLaunch(Path(options["source"]), options["entry"],
+                            json.loads(options["args"]), options.get("template"), __name__)
+        _, problem = _read_source(launch, "the space file")
         if problem is not None:                 # read once here, kept by the launch
             raise OptionError("source", problem)
         meta = _meta_names(options, params)
-        launch = CudaLaunch(Path(options["source"]), options["entry"],
-                            json.loads(options["args"]), options.get("template"), __name__,
-                            read)
         inputs, outputs = _tensors(options)
         dims = json.loads(options["dims"]) if "dims" in options else None
         names = list(dims or ["n"])
@@ -362,17 +362,17 @@ def _source_problem(value: str, relative_to: str = "the space file") -> str | No
         f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
 
 
-def _read_source(value: str, relative_to: str
+def _read_source(launch: CudaLaunch, relative_to: str
                  ) -> tuple[dict[Path, bytes] | None, str | None]:
-    """The source ``value`` and the files it includes (:func:`sources`), read once, and
-    why it cannot serve (``None``: it can): no such file, unreadable, or not UTF-8 (the
-    text NVRTC is given; it reads the includes itself)."""
-    path = Path(value)
+    """The launch's source and the files it includes (:meth:`CudaLaunch.files`), read
+    once and kept by it, and why it cannot serve (``None``: it can): no such file,
+    unreadable, or not UTF-8 (the text NVRTC is given; it reads the includes itself)."""
+    path, value = launch.source, str(launch.source)
     missing = _source_problem(value, relative_to)
     if missing is not None:
         return None, missing
     try:
-        files = sources(path)
+        files = launch.files()
         files[path.resolve()].decode()
     except OSError as err:
         return None, f"{value} cannot be read: {err}"
