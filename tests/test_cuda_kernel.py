@@ -245,6 +245,41 @@ def test_a_swept_define_named_only_in_a_comment_or_a_literal_is_never_read(cu_sp
         f"{path}:11: params.VECT: copy.cu and the files it includes never name VECT")
 
 
+@pytest.mark.parametrize(("opens", "read"), [
+    ("#if 0\nint unrolled = UNROL;\n#endif", False),
+    ("#ifdef USE_UNROLLED\nint unrolled = UNROL;\n#endif", False),   # no config defines it
+    ("#if !defined(VEC)\nint unrolled = UNROL;\n#endif", False),     # every config does
+    ('#ifdef USE_UNROLLED\n#include "unrol.cuh"\n#endif', False),    # never included
+    ("#if 0\n#if UNROL > 1\n#endif\n#endif", False),     # a condition never evaluated
+    ("#if 1\n#elif UNROL > 1\n#endif", False),            # a branch before was taken
+    ("int unrolled = UNROL;", True),                       # code
+    ("#define STEP (UNROL * 2)", True),                    # a define that code may expand
+    ('#include "unrol.cuh"', True),                        # an included file's code
+    ("#if UNROL > 1\n#endif", True),                      # a directive alone reads it
+    ("#ifdef UNROL\nint unrolled;\n#endif", True),
+    ("#if 0\n#elif UNROL > 1\n#endif", True),             # evaluated: the #if was not taken
+    ("#ifdef __CUDACC_RTC__\nint unrolled = UNROL;\n#endif", True),  # may hold
+])
+def test_a_swept_define_named_only_in_code_no_config_compiles_is_never_read(
+        cu_space, capsys, opens, read):
+    """A name only in code a preprocessor conditional leaves out at every config (``#if
+    0``, ``#ifdef X`` of an X neither swept nor defined, a file only such code includes)
+    is read by no config: ``-DUNROL=...`` would compile one kernel under every config.
+    A name in the code that compiles passes, and so does one a conditional that is
+    evaluated reads (``#if UNROL > 1``), though the directive is no code."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", "  VEC: [1, 4]\n  UNROL: [1, 2]\n"))
+    source = path.parent / "copy.cu"
+    source.write_text(opens + "\n" + source.read_text())
+    (path.parent / "unrol.cuh").write_text("static const int unrolled = UNROL;\n")
+    if read:
+        assert len(load_space(path).choices()["UNROL"]) == 2
+        return
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"{path}:12: params.UNROL: copy.cu and the files it includes never name UNROL, so "
+        "-DUNROL=... changes nothing and its configs would repeat one another; allowed: ")
+
+
 @pytest.mark.parametrize(("text", "found"), [(MENTIONED_CU, False), (MACRO_CU, True)])
 def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, capsys,
                                                                       text, found):
@@ -388,6 +423,7 @@ template <int UNROLL> __device__ void unrolled(float *x) {{ x[0] = UNROLL; }}
 #endif
 template <int VEC>
 __global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
+    (void)UNROLL;                       // the define, read where every config compiles
     for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += VEC)
         dst[i] = src[i];
 }}
@@ -444,6 +480,7 @@ INCLUDING_CU = """\
 #endif
 template <int VEC>
 __global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
+    (void)UNROLL;                       // the define, read where every config compiles
     for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += VEC)
         dst[i] = src[i];
 }}

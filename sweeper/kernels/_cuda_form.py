@@ -274,9 +274,15 @@ def _check_meta_read(launch: CudaLaunch, files: Mapping[Path, str], grid: str, p
     nor the expression of any axis or the grid option.  Its configs would compile the
     same kernel and repeat one another; a misspelt define (``UNROL``) is the usual
     cause.  A name in the source's code passes; one only in its comments or string
-    literals does not (:func:`code_only`).  ``files``: the source's :func:`_texts`."""
+    literals does not (:func:`code_only`), nor one only in code a preprocessor
+    conditional leaves out at every config or in a file only such code includes (read
+    as the entry is looked for, :func:`_compiled_code`), though one a conditional that
+    is evaluated tests (``#if UNROLL > 1``) passes.  ``files``: the source's
+    :func:`_texts`."""
     text = code_only("\n".join(files.values()))
-    written = set(IDENTIFIER.findall(text))
+    code = _compiled_code(launch.source, files, _always_defined(launch, meta),
+                          conditions=True)
+    written = set(IDENTIFIER.findall("\n".join(code.values())))
     macros = sorted(set(IDENTIFIER.findall(" ".join(DIRECTIVE.findall(text)))))
     read = written | set(template_names(launch.template) if launch.template else ())
     read |= {Arg.read(arg).name for arg in launch.raw_args}
@@ -489,12 +495,14 @@ def _written(files: Mapping[Path, str]) -> set[str]:
 
 
 def _compiled_code(path: Path, files: Mapping[Path, str],
-                   defined: Collection[str] | None) -> dict[Path, str]:
+                   defined: Collection[str] | None, *, conditions: bool = False
+                   ) -> dict[Path, str]:
     """The code the preprocessor reads of the source ``path`` and of each file
     (``files``) that code includes, each file's
     :func:`~sweeper.kernels._cuda_spec.active_code` alone, a ``#define`` of any of
     them counted as one that may hold: an ``#include`` inside a comment or a branch left
-    out at every config (``#if 0``) brings nothing in."""
+    out at every config (``#if 0``) brings nothing in.  ``conditions``: the lines of the
+    conditionals evaluated are kept, as ``active_code`` keeps them."""
     written = _written(files)
     out: dict[Path, str] = {}
     todo = [path.resolve()]
@@ -502,7 +510,7 @@ def _compiled_code(path: Path, files: Mapping[Path, str],
         file = todo.pop()
         if file in out or file not in files:
             continue
-        out[file] = active_code(files[file], defined, written)
+        out[file] = active_code(files[file], defined, written, conditions=conditions)
         todo += [(file.parent / name).resolve() for name in included(files[file], out[file])]
     return out
 
