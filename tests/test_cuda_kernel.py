@@ -245,6 +245,41 @@ def test_a_swept_define_named_only_in_a_comment_or_a_literal_is_never_read(cu_sp
         f"{path}:11: params.VECT: copy.cu and the files it includes never name VECT")
 
 
+@pytest.mark.parametrize(("opens", "read"), [
+    ("#if 0\nint unrolled = UNROL;\n#endif", False),
+    ("#ifdef USE_UNROLLED\nint unrolled = UNROL;\n#endif", False),   # no config defines it
+    ("#if !defined(VEC)\nint unrolled = UNROL;\n#endif", False),     # every config does
+    ('#ifdef USE_UNROLLED\n#include "unrol.cuh"\n#endif', False),    # never included
+    ("#if 0\n#if UNROL > 1\n#endif\n#endif", False),     # a condition never evaluated
+    ("#if 1\n#elif UNROL > 1\n#endif", False),            # a branch before was taken
+    ("int unrolled = UNROL;", True),                       # code
+    ("#define STEP (UNROL * 2)", True),                    # a define that code may expand
+    ('#include "unrol.cuh"', True),                        # an included file's code
+    ("#if UNROL > 1\n#endif", True),                      # a directive alone reads it
+    ("#ifdef UNROL\nint unrolled;\n#endif", True),
+    ("#if 0\n#elif UNROL > 1\n#endif", True),             # evaluated: the #if was not taken
+    ("#ifdef __CUDACC_RTC__\nint unrolled = UNROL;\n#endif", True),  # may hold
+])
+def test_a_swept_define_named_only_in_code_no_config_compiles_is_never_read(
+        cu_space, capsys, opens, read):
+    """A name only in code a preprocessor conditional leaves out at every config (``#if
+    0``, ``#ifdef X`` of an X neither swept nor defined, a file only such code includes)
+    is read by no config: ``-DUNROL=...`` would compile one kernel under every config.
+    A name in the code that compiles passes, and so does one a conditional that is
+    evaluated reads (``#if UNROL > 1``), though the directive is no code."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", "  VEC: [1, 4]\n  UNROL: [1, 2]\n"))
+    source = path.parent / "copy.cu"
+    source.write_text(opens + "\n" + source.read_text())
+    (path.parent / "unrol.cuh").write_text("static const int unrolled = UNROL;\n")
+    if read:
+        assert len(load_space(path).choices()["UNROL"]) == 2
+        return
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"{path}:12: params.UNROL: copy.cu and the files it includes never name UNROL, so "
+        "-DUNROL=... changes nothing and its configs would repeat one another; allowed: ")
+
+
 @pytest.mark.parametrize(("text", "found"), [(MENTIONED_CU, False), (MACRO_CU, True)])
 def test_the_entry_is_looked_for_in_code_not_in_comments_or_literals(cu_space, capsys,
                                                                       text, found):
@@ -388,6 +423,7 @@ template <int UNROLL> __device__ void unrolled(float *x) {{ x[0] = UNROLL; }}
 #endif
 template <int VEC>
 __global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
+    (void)UNROLL;                       // the define, read where every config compiles
     for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += VEC)
         dst[i] = src[i];
 }}
@@ -444,6 +480,7 @@ INCLUDING_CU = """\
 #endif
 template <int VEC>
 __global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {{
+    (void)UNROLL;                       // the define, read where every config compiles
     for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += VEC)
         dst[i] = src[i];
 }}
@@ -826,13 +863,17 @@ def test_a_cuda_launch_reads_its_files_once_and_again_after_an_edit(tmp_path, mo
     """``sweeper.cuda`` reads the source and its includes once, for its checks and the
     launch it returns, whose source text (what a study hashes) and compiles reuse them;
     an edit of any of the files is read again, so a later plan or run sees a new
-    source."""
+    source.  (The files were last written a minute before: one written within
+    ``SETTLED_NS`` of the read is read again at each ask.)"""
     import os
+    import time
 
     from sweeper.kernels import _cuda_build, _cuda_form
 
     (tmp_path / "copy.cu").write_text('#include "part.cuh"\n' + COPY_CU.read_text())
     (tmp_path / "part.cuh").write_text("// a helper\n")
+    for written in ("copy.cu", "part.cuh"):
+        os.utime(tmp_path / written, ns=(time.time_ns() - 60_000_000_000,) * 2)
     reads = []
 
     def counted(path, seen=()):
@@ -850,6 +891,52 @@ def test_a_cuda_launch_reads_its_files_once_and_again_after_an_edit(tmp_path, mo
     os.utime(part, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert "// another helper" in launch.kernel_source()
     assert len(reads) == 2
+
+
+def test_a_cuda_launch_never_keeps_bytes_an_edit_during_or_right_after_its_read_changed(
+        tmp_path, monkeypatch):
+    """A launch keeps the bytes it read only under the (mtime, size) its files had
+    before the read began: an edit that lands between the read and the stat that follows
+    it, or a rewrite of the same size within the timestamp's tick of the last write (its
+    mtime unchanged), is read at the next ask, never hidden behind a stamp that already
+    shows it.  A file last written well before the read is read once."""
+    import os
+
+    from sweeper.kernels import _cuda_build
+
+    cu = tmp_path / "copy.cu"
+    old, new = COPY_CU.read_text(), COPY_CU.read_text().replace("copy", "kopy")
+    assert len(old) == len(new) and old != new
+    cu.write_text(old)
+    launch = _cuda_build.CudaLaunch(cu, "copy", ["dst", "src", "n"], None, __name__)
+    edits = [new]
+
+    def edited_after_reading(path, seen=()):
+        read = sources(path, seen)
+        while edits:                     # the edit lands between the read and the stat
+            cu.write_text(edits.pop())
+        return read
+    monkeypatch.setattr(_cuda_build, "sources", edited_after_reading)
+    assert launch.files()[cu].decode() == old           # what was read then
+    assert launch.files()[cu].decode() == new           # the edit, at the next ask
+    # a rewrite of the same size within one tick: the mtime and size stay as they were
+    stat = cu.stat()
+    cu.write_text(old)
+    os.utime(cu, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert cu.stat().st_mtime_ns == stat.st_mtime_ns and cu.stat().st_size == stat.st_size
+    assert launch.files()[cu].decode() == old
+    assert "kopy" not in launch.kernel_source()
+    # a file last written long before the read: its stamp tells an edit, read once
+    reads = []
+
+    def counted(path, seen=()):
+        reads.append(path)
+        return sources(path, seen)
+    monkeypatch.setattr(_cuda_build, "sources", counted)
+    os.utime(cu, ns=(stat.st_atime_ns, stat.st_mtime_ns - 60_000_000_000))
+    text = launch.kernel_source()
+    assert launch.kernel_source() is text and launch.files()[cu].decode() == old
+    assert len(reads) == 1
 
 
 def test_sweeper_cuda_says_a_missing_source_is_read_beside_the_module(tmp_path):
@@ -1172,10 +1259,16 @@ def test_a_cuda_space_reads_its_source_once_as_it_is_parsed(cu_space, monkeypatc
     """Parsing a ``cuda`` space reads the source and its includes once: the kernel's
     declaration reads them for its checks and hands them to its launch, whose source
     (what a study hashes) reuses them; the ``source`` option is checked to name a file
-    as the space is read, its text as the declaration reads it."""
+    as the space is read, its text as the declaration reads it.  (The source was last
+    written a minute before: one written within ``SETTLED_NS`` of the read is read again
+    at each ask.)"""
+    import os
+    import time
+
     from sweeper.kernels import _cuda_build, _cuda_form
 
     path = cu_space(space_text())
+    os.utime(path.parent / "copy.cu", ns=(time.time_ns() - 60_000_000_000,) * 2)
     reads = []
 
     def counted(source, seen=(), **kwargs):

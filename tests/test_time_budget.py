@@ -806,3 +806,22 @@ def test_the_last_run_keeps_the_commands_wall_written_after_its_report(
                                            "stopped_by": "complete"}
     said = _last_run(store)
     assert said is not None and "6 trials in 3 s, 0.50 s a trial" in said(0)
+
+
+def test_a_run_resolves_its_budgets_once(write_space, tmp_path, monkeypatch):
+    """``--trials`` and ``--time`` over the space's budget are resolved once a run
+    (:func:`~sweeper.engine._run.budgeted`): the study, the estimate, the GPU check and
+    the summary and report are all given that one."""
+    from sweeper.engine import _run
+
+    calls = []
+    resolved = _run.budgeted
+
+    def counted(*args):
+        calls.append(args)
+        return resolved(*args)
+    monkeypatch.setattr(_run, "budgeted", counted)
+    assert main(["run", str(write_space(SMALL_SPACE)), "--device", "interpret",
+                 "--studies-dir", str(tmp_path / "st"), "--trials", "2", "--time", "60s",
+                 "--no-report", "--quiet", "--gpu-check", "off"]) == 0
+    assert len(calls) == 1 and calls[0][1:] == (2, 60.0)

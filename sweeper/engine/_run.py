@@ -159,13 +159,14 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     command = options.command or "sweeper run"
     resuming = store.exists()
     facts = device.facts()
+    bounded = budgeted(space, options.trials, options.time_s)   # the run's budgets, once
     said: list[str] = []            # the priors' line, said after the header
     priors = _priors(space, options, facts.name, store.root, said.append)
     configs = [c for source in priors for c in source.configs]
     # the sampler, built before the study is written: a factory that fails leaves none,
     # or the resumed one as it was
     sampling = open_study(store, space, kernel, device, command=command, force=options.force,
-                          budget=budgeted(space, options.trials, options.time_s).budget,
+                          budget=bounded.budget,
                           before_writing=lambda: Sampling.build(space, kernel, facts, configs))
     measure = device.measure_spec(space.measure)
     say = _printer(options.quiet)
@@ -174,8 +175,10 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
-    check = _gpu_check(say, options, space, kernel, device, facts, clock)
-    clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store)
+    check = _gpu_check(say, options, space, kernel, device, facts, clock,
+                       bounded.budget.time_s)
+    clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store,
+                                 bounded=bounded)
     for line in said:
         say(line)
     stop = StopFlag()
@@ -206,7 +209,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     store.update_meta(last_run=ran)
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
-    failure = _finish(options, summary, space, kernel, store, limits, clock, reporter)
+    failure = _finish(options, summary, space, kernel, store, limits, clock, reporter,
+                      bounded.budget.time_s)
     _say_time(options, clock, summary, ran["timing"])
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
@@ -238,7 +242,8 @@ ESTIMATE_UP_TO = 50_000
 
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
-              clock: Any, kept: Sequence[Any] = (), store: Any = None) -> float | None:
+              clock: Any, kept: Sequence[Any] = (), store: Any = None, *,
+              bounded: Any = None) -> float | None:
     """Print what ``sweeper plan`` estimates this run takes, its trials as
     ``--trials`` (or the space's budget) bounds them, less the configs the study has
     ``kept`` (a resumed run measures none again, and they count towards ``--trials``),
@@ -246,7 +251,8 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     one), and return it; where the time budget
     (``--time``, or the space's) is shorter, that budget, with what the trials would take
     without it.  Nothing for a replay (the estimate is the recorded GPU's) or a space too
-    large to plan quickly."""
+    large to plan quickly.  ``bounded``: ``space`` under those budgets, as the run has
+    it (:func:`budgeted`; ``None``: made here)."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
     from sweeper.plan import estimate_words, plan_of, run_shape
@@ -255,7 +261,8 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
     shape = resumed_shape(shape, store, kept)
-    bounded = budgeted(space, options.trials, options.time_s)
+    if bounded is None:
+        bounded = budgeted(space, options.trials, options.time_s)
     plan, _ = plan_of(bounded, device, shape)
     head, lead, seconds = estimate_words(plan, bounded.budget.time_s)
     say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
@@ -435,7 +442,8 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
 
 
 def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kernel: Any,
-               device: Any, facts: Any, clock: Any) -> GpuCheck | None:
+               device: Any, facts: Any, clock: Any, time_s: float | None
+               ) -> GpuCheck | None:
     """On a device that runs Triton kernels without compiling them for a GPU (the
     interpreter, ``checks_gpu_compile``), the check ``--gpu-check`` asks for, its
     representative (the space's first valid config) compiled for the target now and its
@@ -443,7 +451,8 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
     line says why), or the device compiles for a GPU itself.  Under a time budget, a check
     that does not fit in what it leaves before the report (by ``clock``) is skipped, and
     one that runs is ended at that deadline: set-up takes no more of the budget than it
-    leaves."""
+    leaves.  ``time_s``: the run's time budget (``--time``, else the space's; None:
+    none)."""
     if not device.checks_gpu_compile or options.gpu_check == "off":
         return None
     from sweeper.kernels._cache_probe import names_triton
@@ -462,7 +471,6 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
     costs = run_costs(costs_key(device))
     # what the time budget leaves now before what follows the sweep (its end, END_S, and
     # the report as this machine's last took it); None without a time budget
-    time_s = budgeted(space, options.trials, options.time_s).budget.time_s
     left_s = None if time_s is None else time_s - clock.elapsed_s() - END_S - (
         costs.of_space(space.study).report_reserve(0) if options.report else 0.0)
     skipped = budget_skip(left_s, options.gpu_check_target, costs.gpu_check_s)
@@ -608,9 +616,10 @@ def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
 
 
 def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: Storage,
-            limits: Any, clock: Any, reporter: Any) -> str | None:
+            limits: Any, clock: Any, reporter: Any, time_s: float | None) -> str | None:
     """What this run did, each problem's outcome, the report (each timed on ``clock``, under
-    the sweep's ``reporter``'s spinner); why nothing came of it (said on stderr), or None."""
+    the sweep's ``reporter``'s spinner, within the run's time budget ``time_s``, None:
+    none); why nothing came of it (said on stderr), or None."""
     from sweeper.outcome import (
         FAILED,
         absent_line,
@@ -623,7 +632,6 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     from sweeper.trial import TrialStatus
 
     say = _printer(options.silent)          # the summary, unless silent
-    time_s = budgeted(space, options.trials, options.time_s).budget.time_s
 
     own = summary.trials[summary.resumed:]
     # a replay's configs its table lacks were never measured, and did not fail

@@ -24,6 +24,7 @@ cache).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,11 @@ from sweeper.kernels._cuda_spec import (
 
 #: How many of NVRTC's log lines a failed trial's reason keeps (errors first).
 LOG_LINES = 6
+#: How long before a read began each file must have been last written for its
+#: (mtime, size) to tell the next edit: a file system's timestamps move by ticks (a
+#: jiffy on ext4 and tmpfs, 1 s on ext3 and HFS+, 2 s on FAT) and its clock may lag
+#: the process's by one, so a later write of the same size may keep a recent stamp.
+SETTLED_NS = 2_000_000_000
 
 
 class CompilationError(Exception):
@@ -157,8 +163,7 @@ class CudaLaunch:
     needs_gpu = True
 
     def __init__(self, source: Path, entry: str, args: Sequence[str],
-                 template: str | None, module: str,
-                 files: Mapping[Path, bytes] | None = None) -> None:
+                 template: str | None, module: str) -> None:
         self.source, self.entry, self.template = source, entry, template
         self.raw_args = tuple(args)
         self.__name__ = entry
@@ -166,27 +171,43 @@ class CudaLaunch:
         #: the compiler (``None``: NVRTC, made on first use) and the loaded functions
         self.compiler: Any = None
         self.loaded: dict[tuple[str, tuple[str, ...]], Any] = {}
-        #: the files as last read (``files``: as the caller read them), each one's
-        #: (mtime, size) then, and the :meth:`kernel_source` of them
-        self._read: tuple[dict[Path, bytes], dict[Path, tuple[int, int]]] | None = None
+        #: the files as last read, each one's (mtime, size) just after (``None``: one
+        #: was written too near the read for them to tell a later edit), and the
+        #: :meth:`kernel_source` of them
+        self._read: tuple[dict[Path, bytes], dict[Path, tuple[int, int]] | None] | None = None
         self._kernel_source: str | None = None
-        if files is not None:
-            self._read = dict(files), _stamps(files)
 
     def files(self) -> dict[Path, bytes]:
         """The source's and its includes' bytes (:func:`~sweeper.kernels._cuda_spec.
         sources`), read once and kept while each file's modification time and size stay
         as they were: an edit (a later run, plan or compile of this launch) reads them
-        again; an ``OSError`` where the source cannot be read."""
+        again; an ``OSError`` where the source cannot be read.  They are kept only where
+        every file was last written ``SETTLED_NS`` or more before the read began: an edit
+        that lands between the read and the stat after it, or a rewrite of the same size
+        within a timestamp's tick, would leave a stamp that no later edit of that kind
+        changes, so such files are read again at each ask (the same bytes keep their
+        :meth:`kernel_source`)."""
         if self._read is not None:
-            files, stamps = self._read
+            kept, stamps = self._read
             try:
-                if _stamps(files) == stamps:
-                    return files
+                if stamps is not None and _stamps(kept) == stamps:
+                    return kept
             except OSError:
                 pass
+        began = time.time_ns()
         files = sources(self.source)
-        self._read, self._kernel_source = (files, _stamps(files)), None
+        try:
+            stamps = _stamps(files)
+        except OSError:                 # gone since the read: read again at the next ask
+            stamps = None
+        if stamps is not None and any(mtime > began - SETTLED_NS for mtime, _ in
+                                      stamps.values()):
+            stamps = None
+        if self._read is not None and self._read[0] == files:
+            files = self._read[0]
+        else:
+            self._kernel_source = None
+        self._read = (files, stamps)
         return files
 
     def args_problem(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]

@@ -78,7 +78,8 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     folder = Path(module_file).resolve().parent if module_file else Path.cwd()
     path = (folder / source).resolve()
     beside = f"the folder of {module_file}" if module_file else "the current folder"
-    files, problem = _read_source(str(path), beside)        # read once, kept by the launch
+    launch = CudaLaunch(path, entry, args, template, caller.get("__name__", __name__))
+    files, problem = _read_source(launch, beside)           # read once, kept by the launch
     problem = problem or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
         (_entry_in_source(path, _decoded(files), entry, template) or ("", None))[1]
@@ -88,7 +89,7 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
         problem = (int_overflow(args, {}) or ("", None))[1]      # a literal out of its type
     if problem is not None:
         raise SweeperError(f"sweeper.cuda: {problem}")
-    return CudaLaunch(path, entry, args, template, caller.get("__name__", __name__), files)
+    return launch
 
 
 class CudaDeclaration(Kernel):
@@ -148,13 +149,12 @@ class CudaDeclaration(Kernel):
         ``model`` names (:mod:`sweeper.kernels._model_form`; the names its settings read
         are checked against those axes and the dimensions, and unchecked where there are
         none)."""
-        read, problem = _read_source(options["source"], "the space file")
+        launch = CudaLaunch(Path(options["source"]), options["entry"],
+                            json.loads(options["args"]), options.get("template"), __name__)
+        _, problem = _read_source(launch, "the space file")
         if problem is not None:                 # read once here, kept by the launch
             raise OptionError("source", problem)
         meta = _meta_names(options, params)
-        launch = CudaLaunch(Path(options["source"]), options["entry"],
-                            json.loads(options["args"]), options.get("template"), __name__,
-                            read)
         inputs, outputs = _tensors(options)
         dims = json.loads(options["dims"]) if "dims" in options else None
         names = list(dims or ["n"])
@@ -274,9 +274,15 @@ def _check_meta_read(launch: CudaLaunch, files: Mapping[Path, str], grid: str, p
     nor the expression of any axis or the grid option.  Its configs would compile the
     same kernel and repeat one another; a misspelt define (``UNROL``) is the usual
     cause.  A name in the source's code passes; one only in its comments or string
-    literals does not (:func:`code_only`).  ``files``: the source's :func:`_texts`."""
+    literals does not (:func:`code_only`), nor one only in code a preprocessor
+    conditional leaves out at every config or in a file only such code includes (read
+    as the entry is looked for, :func:`_compiled_code`), though one a conditional that
+    is evaluated tests (``#if UNROLL > 1``) passes.  ``files``: the source's
+    :func:`_texts`."""
     text = code_only("\n".join(files.values()))
-    written = set(IDENTIFIER.findall(text))
+    code = _compiled_code(launch.source, files, _always_defined(launch, meta),
+                          conditions=True)
+    written = set(IDENTIFIER.findall("\n".join(code.values())))
     macros = sorted(set(IDENTIFIER.findall(" ".join(DIRECTIVE.findall(text)))))
     read = written | set(template_names(launch.template) if launch.template else ())
     read |= {Arg.read(arg).name for arg in launch.raw_args}
@@ -362,17 +368,17 @@ def _source_problem(value: str, relative_to: str = "the space file") -> str | No
         f"no file {value}; allowed: a CUDA source file, relative to {relative_to}"
 
 
-def _read_source(value: str, relative_to: str
+def _read_source(launch: CudaLaunch, relative_to: str
                  ) -> tuple[dict[Path, bytes] | None, str | None]:
-    """The source ``value`` and the files it includes (:func:`sources`), read once, and
-    why it cannot serve (``None``: it can): no such file, unreadable, or not UTF-8 (the
-    text NVRTC is given; it reads the includes itself)."""
-    path = Path(value)
+    """The launch's source and the files it includes (:meth:`CudaLaunch.files`), read
+    once and kept by it, and why it cannot serve (``None``: it can): no such file,
+    unreadable, or not UTF-8 (the text NVRTC is given; it reads the includes itself)."""
+    path, value = launch.source, str(launch.source)
     missing = _source_problem(value, relative_to)
     if missing is not None:
         return None, missing
     try:
-        files = sources(path)
+        files = launch.files()
         files[path.resolve()].decode()
     except OSError as err:
         return None, f"{value} cannot be read: {err}"
@@ -489,12 +495,14 @@ def _written(files: Mapping[Path, str]) -> set[str]:
 
 
 def _compiled_code(path: Path, files: Mapping[Path, str],
-                   defined: Collection[str] | None) -> dict[Path, str]:
+                   defined: Collection[str] | None, *, conditions: bool = False
+                   ) -> dict[Path, str]:
     """The code the preprocessor reads of the source ``path`` and of each file
     (``files``) that code includes, each file's
     :func:`~sweeper.kernels._cuda_spec.active_code` alone, a ``#define`` of any of
     them counted as one that may hold: an ``#include`` inside a comment or a branch left
-    out at every config (``#if 0``) brings nothing in."""
+    out at every config (``#if 0``) brings nothing in.  ``conditions``: the lines of the
+    conditionals evaluated are kept, as ``active_code`` keeps them."""
     written = _written(files)
     out: dict[Path, str] = {}
     todo = [path.resolve()]
@@ -502,7 +510,7 @@ def _compiled_code(path: Path, files: Mapping[Path, str],
         file = todo.pop()
         if file in out or file not in files:
             continue
-        out[file] = active_code(files[file], defined, written)
+        out[file] = active_code(files[file], defined, written, conditions=conditions)
         todo += [(file.parent / name).resolve() for name in included(files[file], out[file])]
     return out
 

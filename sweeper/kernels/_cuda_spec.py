@@ -93,18 +93,21 @@ def code_only(text: str) -> str:
 
 
 def active_code(text: str, defined: Collection[str] | None = None,
-                written: Collection[str] = ()) -> str:
+                written: Collection[str] = (), *, conditions: bool = False) -> str:
     """:func:`code_only` of ``text`` without the lines a preprocessor conditional leaves
     out for certain, each made empty (the line count kept); the directives' own lines
-    are emptied too.  A branch is left out where its condition is false whatever the
-    config: ``#if 0`` (any integer literal is read); with ``defined``, the names every
-    config defines (``-D``), also ``#ifdef X``, ``#ifndef X``, ``#if defined(X)`` and
-    ``#if !defined(X)`` where X is neither in ``defined`` nor written in a ``#define`` of
-    ``text`` nor reserved to the compiler (``__CUDA_ARCH__``), and their negations where
-    X is in ``defined``; ``#elif``, ``#elifdef`` and ``#elifndef`` (C23) are read as
-    ``#if``, ``#ifdef`` and ``#ifndef``.  Any other condition (``#if UNROLL > 1``) may
-    hold: its branch is kept, and so are the ``#elif`` and ``#else`` branches after it.
-    ``written``: names a ``#define`` elsewhere may give (a file that includes ``text``)."""
+    are emptied too, but where ``conditions`` those whose condition the preprocessor
+    may evaluate (their enclosing code kept, no branch before taken for certain), which
+    read the names they test (``#if UNROLL > 1``).  A branch is left out where its
+    condition is false whatever the config: ``#if 0`` (any integer literal is read);
+    with ``defined``, the names every config defines (``-D``), also ``#ifdef X``,
+    ``#ifndef X``, ``#if defined(X)`` and ``#if !defined(X)`` where X is neither in
+    ``defined`` nor written in a ``#define`` of ``text`` nor reserved to the compiler
+    (``__CUDA_ARCH__``), and their negations where X is in ``defined``; ``#elif``,
+    ``#elifdef`` and ``#elifndef`` (C23) are read as ``#if``, ``#ifdef`` and
+    ``#ifndef``.  Any other condition (``#if UNROLL > 1``) may hold: its branch is kept,
+    and so are the ``#elif`` and ``#else`` branches after it.  ``written``: names a
+    ``#define`` elsewhere may give (a file that includes ``text``)."""
     code = code_only(text)
     written = {*DEFINE.findall(code), *written}
 
@@ -136,6 +139,8 @@ def active_code(text: str, defined: Collection[str] | None = None,
             i = j + 1
             continue
         kind, rest = directive.groups()
+        evaluated = active if kind in ("if", "ifdef", "ifndef") else \
+            kind.startswith("elif") and bool(stack) and stack[-1][0] and stack[-1][1] != "yes"
         if kind in ("if", "ifdef", "ifndef"):
             stack.append((active, "no"))
         if kind == "endif":
@@ -147,7 +152,7 @@ def active_code(text: str, defined: Collection[str] | None = None,
             stack[-1] = (enclosing, "yes" if taken == "yes" or cond is True else
                          taken if cond is False else "maybe")
             active = enclosing and taken != "yes" and cond is not False
-        out += [""] * (j + 1 - i)
+        out += lines[i:j + 1] if conditions and evaluated else [""] * (j + 1 - i)
         i = j + 1
     return "\n".join(out)
 
