@@ -27,8 +27,10 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
 
 As it is imported where sweeper is installed, the module compares its winners'
 ``source_hash`` with the kernel's source now and warns once (``StaleTuningWarning``,
-:func:`sweeper.lookup.warn_stale_export`) where they differ, ``STALE`` saying so; without
-sweeper it says nothing (``STALE`` is False).
+:func:`sweeper.lookup.warn_stale_export`) where they differ, ``STALE`` saying so, and once
+where the source cannot be found to compare; without sweeper it says nothing (``STALE`` is
+False).  A user kernel whose source cannot be found as the module is written is refused
+(:func:`refuse_unfound`): its ``key`` and footprint rule come from that source.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     target = Path(path)
     output_file(store, target)
     won = study_winners(store)
+    refuse_unfound(won.meta.kernel)
     refuse_cuda_c(won.meta.kernel)
     data = _existing(target)
     kernel = won.meta.tuned_name
@@ -95,6 +98,29 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     atomic_write(target, render(data, module))
     warn_without_winner(won)
     return target, section
+
+
+def refuse_unfound(kernel: str) -> None:
+    """A :class:`SweeperError` where the user kernel ``kernel``'s source cannot be found:
+    the module's ``key`` and footprint rule are read from it, and without it both would be
+    guesses written without a word: its module neither imported nor a file on the import
+    path (:func:`~sweeper.kernels.source_missing`, which reads no file) is refused saying
+    where it was looked for.  A built-in, or a name no plugin has (a kernel a program
+    passed as an object), has nothing to find."""
+    import os
+
+    from sweeper import plugins
+    from sweeper.kernels import source_missing
+
+    if not source_missing(kernel):
+        return
+    module = plugins.find(plugins.KERNEL, kernel).target.partition(":")[0]
+    raise SweeperError(
+        f"kernel {kernel}: its module {module} is neither imported nor a file on the import "
+        f"path (the current folder, {os.getcwd()}, first): renamed, moved, or the study was "
+        "run in another folder; the export reads the kernel's key and footprint from its "
+        "source: allowed: export from the folder that holds it, or with that folder on "
+        "PYTHONPATH")
 
 
 def refuse_cuda_c(kernel: str) -> None:
