@@ -31,7 +31,12 @@ ROWS = [(1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.0),
         (1 << 30, "cdiv(n, BLOCK)", 256, 4096, 3, 3.0)]
 
 
-def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS, **meta):
+def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS, sized=False,
+          **meta):
+    """A study of ``rows`` (and the final of 1 GiB); ``sized``: its problems carry their
+    dimension ``n``, as a study records it now (else, as an older one did, none)."""
+    def dims(fp):
+        return (("n", fp // 4),) if sized else ()
     store = StudyStore(root)
     store.create({"study": root.name, "kernel": kernel,
                   "environment": {"gpu": gpu, "sms": 132, "l2_bytes": 1 << 20}, **meta})
@@ -40,14 +45,14 @@ def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS, **meta)
             number=i, status=TrialStatus.OK,
             choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK),
                     "footprint": str(fp)},
-            config=Config(Problem("float32", fp), grid=1, block=block,
+            config=Config(Problem("float32", fp, dims(fp)), grid=1, block=block,
                           meta={"BLOCK": BLOCK, "num_stages": stages}),
             stats=summarize([ms] * 3), gbps=fp / ms / 1e6))
     if final:        # the interleaved final of 1 GiB chose #5 over #4, at 2.1 ms
         rows = [Finalist(number=n, samples_ms=[m] * 50, stats=summarize([m] * 50))
                 for n, m in ((5, 2.1), (4, 2.15))]
-        store.append(FinalRecord(problem=ProblemKey("float32", 1 << 30), finalists=rows,
-                                 tied=[5], winner=5))
+        store.append(FinalRecord(problem=ProblemKey("float32", 1 << 30, dims=dims(1 << 30)),
+                                 finalists=rows, tied=[5], winner=5))
     store.close()
     return store
 
@@ -505,3 +510,28 @@ def test_importing_the_module_warns_once_where_the_kernels_source_is_missing(tmp
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load(path)                                   # once per process
+
+
+def test_an_export_reads_the_kernels_declaration_once(tmp_path, monkeypatch, capsys):
+    """The module's CUDA C check, key, footprint rule and the key's note on the output
+    line all come from one reading of the user kernel's declaration from its source."""
+    from sweeper.kernels import _unimported
+
+    store = study(tmp_path / "s", kernel="examples.scale:scale", sized=True)
+    read, reads = _unimported.read_declaration, []
+
+    def counted(*args, **kwargs):
+        reads.append(args)
+        return read(*args, **kwargs)
+    monkeypatch.setattr(_unimported, "read_declaration", counted)
+    out = tmp_path / "tuned_scale.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("feeds @triton.autotune)")
+    assert reads == [("examples.scale:scale", "examples.scale:scale")]
+    # what the one reading gave is what each function, reading for itself, gives
+    from sweeper.export import footprint_rule
+    from sweeper.export_triton import _existing, autotune_key
+
+    data = _existing(out)
+    assert data["key"] == autotune_key("examples.scale:scale", ["n"])[0] == ["n"]
+    assert data["footprint"] == footprint_rule("examples.scale:scale").text
