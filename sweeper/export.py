@@ -20,7 +20,7 @@ import re
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper.core._units import counted
 from sweeper.dispatch import TOP_K
@@ -43,6 +43,9 @@ from sweeper.tuning import (
     tuning_path,
 )
 from sweeper.winners import UNFINISHED, Pick, Sources, Winners
+
+if TYPE_CHECKING:
+    from sweeper.kernels import Kernel
 
 #: The files that are a study's record (and its lock), which no export may write over.
 RECORD_FILES = (META, JOURNAL, REJECTED, CLAIMS, LOCK)
@@ -226,15 +229,32 @@ def measured_source(meta: StudyMeta) -> str | None:
     return source if isinstance(source, str) and re.fullmatch(SOURCE_HASH, source) else None
 
 
-def footprint_rule(kernel: str) -> Expr | None:
-    """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
-    ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
-    be read there."""
-    from sweeper.core._problem import shape_of
+def kernel_declared(kernel: str) -> type[Kernel] | SweeperError:
+    """Kernel ``kernel``'s declaration as an export reads it, without importing a user's
+    module (:func:`~sweeper.plugins.kernel_declaration` without user code: a user
+    kernel's is read from its source), or the :class:`SweeperError` reading it raised:
+    read once, and each use of it answers that error its own way."""
     from sweeper.plugins import kernel_declaration
 
     try:
-        return shape_of(kernel_declaration(kernel, user_code=False)).footprint
+        return kernel_declaration(kernel, user_code=False)
+    except SweeperError as err:
+        return err
+
+
+def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = None
+                   ) -> Expr | None:
+    """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
+    ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
+    be read there.  ``declared``: its declaration read already (:func:`kernel_declared`),
+    else it is read here."""
+    from sweeper.core._problem import shape_of
+
+    declared = kernel_declared(kernel) if declared is None else declared
+    if isinstance(declared, SweeperError):
+        return None
+    try:
+        return shape_of(declared).footprint
     except SweeperError:
         return None
 

@@ -27,8 +27,10 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
 
 As it is imported where sweeper is installed, the module compares its winners'
 ``source_hash`` with the kernel's source now and warns once (``StaleTuningWarning``,
-:func:`sweeper.lookup.warn_stale_export`) where they differ, ``STALE`` saying so; without
-sweeper it says nothing (``STALE`` is False).
+:func:`sweeper.lookup.warn_stale_export`) where they differ, ``STALE`` saying so, and once
+where the source cannot be found to compare; without sweeper it says nothing (``STALE`` is
+False).  A user kernel whose source cannot be found as the module is written is refused
+(:func:`refuse_unfound`): its ``key`` and footprint rule come from that source.
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ import json
 import math
 from keyword import iskeyword
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper import dispatch
 from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
     footprint_rule,
+    kernel_declared,
     measured_source,
     output_file,
     problem_tops,
@@ -58,6 +61,9 @@ from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
 
+if TYPE_CHECKING:
+    from sweeper.kernels import Kernel
+
 #: The first line of every module this writes: what marks a file it may merge into.
 MARKER = "# sweeper triton export v1"
 #: Meta-parameters that are launch options of a ``triton.Config``, not kernel kwargs.
@@ -68,10 +74,30 @@ DATA_PREFIX = "_DATA = json.loads("
 def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, Any]]:
     """Write (or merge into) the module at ``path`` the study's winners for its GPU;
     return the path and the GPU's section."""
+    written = export_module(store, path)
+    return written.path, written.section
+
+
+class TritonExport(NamedTuple):
+    """What :func:`export_module` wrote: where, the GPU's section, and the note on the
+    module's ``key`` (:func:`autotune_key`'s, at the first winner's dimensions; empty
+    where there is none) that the command's line ends with."""
+
+    path: Path
+    section: dict[str, Any]
+    note: str
+
+
+def export_module(store: StudyStore, path: str | Path) -> TritonExport:
+    """:func:`export_triton`, with the note on the key: the kernel's declaration, read
+    once (:func:`~sweeper.export.kernel_declared`), gives the CUDA C check, the key, the
+    footprint rule and the note alike."""
     target = Path(path)
     output_file(store, target)
     won = study_winners(store)
-    refuse_cuda_c(won.meta.kernel)
+    refuse_unfound(won.meta.kernel)
+    declared = kernel_declared(won.meta.kernel)
+    refuse_cuda_c(won.meta.kernel, declared)
     data = _existing(target)
     kernel = won.meta.tuned_name
     kernel_path = won.meta.kernel if won.meta.kernel != kernel else None
@@ -85,29 +111,54 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
     data = data or {"kernel": kernel, "gpus": {}}
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
     data["dims"] = _key(won)
-    data["key"] = autotune_key(won.meta.kernel, data["dims"])[0]
+    data["key"] = autotune_key(won.meta.kernel, data["dims"], declared)[0]
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
-    rule = rule_for(footprint_rule(won.meta.kernel), next(iter(won.picks)).problem)
+    rule = rule_for(footprint_rule(won.meta.kernel, declared), next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
         data["footprint"] = rule
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    return target, section
+    dims = list(section["winners"][0]["dims"]) if section["winners"] else []
+    return TritonExport(target, section,
+                        autotune_key(won.meta.kernel, dims, declared)[1] if dims else "")
 
 
-def refuse_cuda_c(kernel: str) -> None:
+def refuse_unfound(kernel: str) -> None:
+    """A :class:`SweeperError` where the user kernel ``kernel``'s source cannot be found:
+    the module's ``key`` and footprint rule are read from it, and without it both would be
+    guesses written without a word: its module neither imported nor a file on the import
+    path (:func:`~sweeper.kernels.source_missing`, which reads no file) is refused saying
+    where it was looked for.  A built-in, or a name no plugin has (a kernel a program
+    passed as an object), has nothing to find."""
+    import os
+
+    from sweeper import plugins
+    from sweeper.kernels import source_missing
+
+    if not source_missing(kernel):
+        return
+    module = plugins.find(plugins.KERNEL, kernel).target.partition(":")[0]
+    raise SweeperError(
+        f"kernel {kernel}: its module {module} is neither imported nor a file on the import "
+        f"path (the current folder, {os.getcwd()}, first): renamed, moved, or the study was "
+        "run in another folder; the export reads the kernel's key and footprint from its "
+        "source: allowed: export from the folder that holds it, or with that folder on "
+        "PYTHONPATH")
+
+
+def refuse_cuda_c(kernel: str, declared: type[Kernel] | SweeperError | None = None) -> None:
     """A :class:`SweeperError` where ``kernel`` is compiled CUDA C (the built-in ``cuda``,
     or a user kernel launching ``sweeper.cuda``, read from its source): no
-    ``@triton.autotune`` can take its configs, which are defines and a grid."""
-    from sweeper import plugins
+    ``@triton.autotune`` can take its configs, which are defines and a grid.
+    ``declared``: its declaration read already (:func:`~sweeper.export.kernel_declared`),
+    else it is read here."""
     from sweeper.core._spelling import option
 
-    try:
-        declared = plugins.kernel_declaration(kernel, user_code=False)
-    except SweeperError:
-        return                         # a kernel no longer found: taken as Triton's
+    declared = kernel_declared(kernel) if declared is None else declared
+    if isinstance(declared, SweeperError):
+        return                         # a declaration that cannot be read: taken as Triton's
     if getattr(declared, "needs_gpu", False):
         raise SweeperError(f"kernel {kernel} is compiled CUDA C, not a Triton kernel: its "
                            f"configs cannot feed @triton.autotune; allowed: {option('format')} "
@@ -142,19 +193,22 @@ def _key(won: StudyWinners) -> list[str]:
     return [d for d, _ in dims] or ["n"]
 
 
-def autotune_key(kernel: str, dims: list[str]) -> tuple[list[str], str]:
+def autotune_key(kernel: str, dims: list[str],
+                 declared: type[Kernel] | SweeperError | None = None
+                 ) -> tuple[list[str], str]:
     """The ``key`` ``@triton.autotune`` accepts for a study of ``kernel`` over ``dims``
     (it refuses a name that is no argument of the function), and a note saying what it
     left out, or why it could not tell: the autotuner's own key for a kernel declared
     with ``autotuned=`` (read from its source, never imported); else the dimensions that
     are arguments of the Triton function it launches (a built-in's bodies; a user
-    kernel's launch as its source shows it); else every dimension, with a note."""
-    from sweeper.plugins import KERNEL, find, kernel_declaration
+    kernel's launch as its source shows it); else every dimension, with a note.
+    ``declared``: its declaration read already (:func:`~sweeper.export.kernel_declared`),
+    else it is read here."""
+    from sweeper.plugins import KERNEL, find
 
-    try:
-        declared = kernel_declaration(kernel, user_code=False)
-    except SweeperError as err:
-        return dims, f"key lists every dimension: {err}"
+    declared = kernel_declared(kernel) if declared is None else declared
+    if isinstance(declared, SweeperError):
+        return dims, f"key lists every dimension: {declared}"
     own = getattr(declared, "autotune_key", None)
     if own:
         return list(own), ""

@@ -321,14 +321,20 @@ def warn_unfound(config: TuningEntry, path: Path) -> None:
     """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that the
     source of ``config``'s kernel, tuned with a ``source_hash``, cannot be found to
     compare: its winners are used unchecked."""
-    module, colon, _ = config.identity.partition(":")
+    _warn_once(path, config.identity, lambda: _unfound_text(
+        path, config.kernel, config.identity, config.study))
+
+
+def _unfound_text(path: str | Path, kernel: str, identity: str, study: str | None) -> str:
+    """What a warning of a kernel source that cannot be found to compare says: where,
+    whose winners, which study tuned them, and what to do."""
+    module, colon, _ = identity.partition(":")
     gone = f"module {module!r} is neither imported nor on the import path" if colon else \
         "its module is neither imported nor on the import path"
-    _warn_once(path, config.identity, lambda: (
-        f"{path}: the winners of {config.kernel} were tuned for a source of "
-        f"{config.identity} (study {config.study}) that cannot be found here to compare "
-        f"({gone}: renamed, or tuned in another working folder); they are used as they "
-        "are, unchecked: run from the folder that holds it, or tune it again"))
+    return (f"{path}: the winners of {kernel} were tuned for a source of {identity} (study "
+            f"{study}) that cannot be found here to compare ({gone}: renamed, or tuned in "
+            "another working folder); they are used as they are, unchecked: run from the "
+            "folder that holds it, or tune it again")
 
 
 def _warn_once(path: str | Path, identity: str, text: Callable[[], str],
@@ -350,10 +356,11 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     tuning file warns: the module calls this as it is imported, where sweeper is
     installed.  The source now is told as lookups tell it
     (:func:`~sweeper.kernels.source_hash_now`, running no code this process has not
-    run); winners without a hash, a kernel whose source cannot be told, and a ``_DATA``
-    of another shape say nothing.  Whether some winner is stale (warned of now or
-    before)."""
-    from sweeper.kernels import source_hash_now
+    run); a kernel whose source cannot be found at all (its module gone) is warned of,
+    once, as not compared; winners without a hash, a kernel whose source cannot be told
+    otherwise, and a ``_DATA`` of another shape say nothing.  Whether some winner is
+    stale (warned of now or before)."""
+    from sweeper.kernels import source_hash_now, source_missing
 
     try:
         kernel = str(data["kernel"])
@@ -365,6 +372,9 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     if not winners:
         return False
     now = source_hash_now(identity)
+    if now is None and source_missing(identity):
+        _warn_once(path, identity, lambda: _unfound_text(
+            path, kernel, identity, str(winners[0].get("study"))), importer_of=str(path))
     stale = [w for w in winners if now is not None and w["source_hash"] != now]
     if stale:
         _warn_once(path, identity, lambda: _stale_text(

@@ -33,38 +33,49 @@ FAILED = FAILURES - {TrialStatus.MISSING}
 COMPLETE = "complete: every valid config tried"
 
 
-#: Why a config is skipped, by what its reason says, as a count of them names it; the
-#: space's constraints and values are the cause of any other.
+#: Why a config is skipped, by what its reason says and whether it resolved, as a count of
+#: them names it; the space's constraints and values are the cause of any other.
 CONSTRAINTS = "by constraints"
 PRUNE = "by prune_configs_by"
 KERNEL = "by the kernel"
 SHRUNK = "as problems the device shrinks onto one measured"
 
 
-def skip_cause(reason: str) -> str:
+def skip_cause(reason: str, resolved: bool = False) -> str:
     """What skipped a config whose (``invalid``) trial says ``reason``: the
     ``prune_configs_by`` of an autotuned kernel, the kernel refusing to launch it, its
-    problem shrunk onto another's that is measured once, else the space's constraints."""
+    problem shrunk onto another's that is measured once, else the space's constraints.
+    ``resolved``: the config resolved (its trial keeps it), so it passed the space's
+    constraints and values and was turned down after, which only the kernel does
+    (:meth:`~sweeper.kernels.Kernel.cannot_launch`, in whatever words its ``refusal``
+    gives; a problem it cannot allocate) or, saying so, its ``prune_configs_by``."""
     if merged(reason):
         return SHRUNK
     if reason.startswith(PRUNED):
         return PRUNE
-    if reason.startswith(ALLOCATING) or WRAPS in reason:
+    if resolved or reason.startswith(ALLOCATING) or WRAPS in reason:
         return KERNEL
     return CONSTRAINTS
 
 
-def skipped_text(reasons: Iterable[str]) -> str:
+def skipped_text(causes: Iterable[str]) -> str:
     """``6 skipped by constraints`` where the constraints skipped them all (or none was
-    skipped), else by cause, most first: ``6 skipped: 4 by constraints, 2 by
-    prune_configs_by`` (``2 skipped by prune_configs_by`` where that is the one)."""
-    causes = Counter(skip_cause(r) for r in reasons).most_common()
-    total = sum(n for _, n in causes)
-    if not causes or [c for c, _ in causes] == [CONSTRAINTS]:
+    skipped), else by cause (each a :func:`skip_cause`), most first: ``6 skipped: 4 by
+    constraints, 2 by prune_configs_by`` (``2 skipped by prune_configs_by`` where that is
+    the one)."""
+    counts = Counter(causes).most_common()
+    total = sum(n for _, n in counts)
+    if not counts or [c for c, _ in counts] == [CONSTRAINTS]:
         return f"{total} skipped {CONSTRAINTS}"
-    if len(causes) == 1:
-        return f"{total} skipped {causes[0][0]}"
-    return f"{total} skipped: {', '.join(f'{n} {cause}' for cause, n in causes)}"
+    if len(counts) == 1:
+        return f"{total} skipped {counts[0][0]}"
+    return f"{total} skipped: {', '.join(f'{n} {cause}' for cause, n in counts)}"
+
+
+def skipped_line(trials: Iterable[TrialRecord]) -> str:
+    """:func:`skipped_text` of ``trials``' skipped (``invalid``) ones."""
+    return skipped_text(skip_cause(t.reason or "", t.config is not None) for t in trials
+                        if t.status is TrialStatus.INVALID)
 
 
 def absent_text(n: int) -> str:
@@ -167,7 +178,7 @@ def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | No
         reasons = Counter(one_line(r) if r else "no reason given" for r in skipped)
         reason, n = reasons.most_common(1)[0]
         often = "all" if n == ruled_out else f"{n} of them"
-        why.append(f"{skipped_text(skipped)} ({often}: {reason})")
+        why.append(f"{skipped_line(trials)} ({often}: {reason})")
     return "no config was measured: " + "; ".join(why)
 
 

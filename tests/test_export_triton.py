@@ -31,7 +31,12 @@ ROWS = [(1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.0),
         (1 << 30, "cdiv(n, BLOCK)", 256, 4096, 3, 3.0)]
 
 
-def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS, **meta):
+def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS, sized=False,
+          **meta):
+    """A study of ``rows`` (and the final of 1 GiB); ``sized``: its problems carry their
+    dimension ``n``, as a study records it now (else, as an older one did, none)."""
+    def dims(fp):
+        return (("n", fp // 4),) if sized else ()
     store = StudyStore(root)
     store.create({"study": root.name, "kernel": kernel,
                   "environment": {"gpu": gpu, "sms": 132, "l2_bytes": 1 << 20}, **meta})
@@ -40,14 +45,14 @@ def study(root, gpu="NVIDIA H200", kernel="copy", final=True, rows=ROWS, **meta)
             number=i, status=TrialStatus.OK,
             choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK),
                     "footprint": str(fp)},
-            config=Config(Problem("float32", fp), grid=1, block=block,
+            config=Config(Problem("float32", fp, dims(fp)), grid=1, block=block,
                           meta={"BLOCK": BLOCK, "num_stages": stages}),
             stats=summarize([ms] * 3), gbps=fp / ms / 1e6))
     if final:        # the interleaved final of 1 GiB chose #5 over #4, at 2.1 ms
         rows = [Finalist(number=n, samples_ms=[m] * 50, stats=summarize([m] * 50))
                 for n, m in ((5, 2.1), (4, 2.15))]
-        store.append(FinalRecord(problem=ProblemKey("float32", 1 << 30), finalists=rows,
-                                 tied=[5], winner=5))
+        store.append(FinalRecord(problem=ProblemKey("float32", 1 << 30, dims=dims(1 << 30)),
+                                 finalists=rows, tied=[5], winner=5))
     store.close()
     return store
 
@@ -415,25 +420,34 @@ def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
     assert mod.key == mod.DIMS == ["n"] and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}
 
 
+def exported_scale(tmp_path, monkeypatch, module):
+    """examples/scale.py as the module ``module`` in ``tmp_path`` (on the path), a study of
+    it recording its source's hash, and that study exported: the source's path and the
+    module's; each test forgets the kernels warned of, as a new process does."""
+    from pathlib import Path
+
+    from sweeper import lookup
+    from sweeper.kernels._unimported import module_source_hash
+
+    source = tmp_path / f"{module}.py"
+    source.write_text((Path(__file__).parent.parent / "examples" / "scale.py").read_text())
+    monkeypatch.syspath_prepend(tmp_path)
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    tuned_on = module_source_hash(f"{module}:scale")
+    store = study(tmp_path / "s", kernel=f"{module}:scale", kernel_source_hash=tuned_on)
+    return source, export_triton(store, tmp_path / "tuned_scale.py")[0]
+
+
 def test_importing_the_module_warns_once_where_the_kernels_source_changed(tmp_path,
                                                                           monkeypatch):
     """The module's winners carry the source hash they were tuned on; imported where
     sweeper is installed, it compares that with the kernel's source now, read as lookups
     read it (the module's text, never run), and warns once at the importing line."""
     import sys
-    from pathlib import Path
 
-    from sweeper import lookup
     from sweeper.errors import StaleTuningWarning
-    from sweeper.kernels._unimported import module_source_hash
 
-    source = tmp_path / "stale_scale.py"
-    source.write_text((Path(__file__).parent.parent / "examples" / "scale.py").read_text())
-    monkeypatch.syspath_prepend(tmp_path)
-    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
-    tuned_on = module_source_hash("stale_scale:scale")
-    store = study(tmp_path / "s", kernel="stale_scale:scale", kernel_source_hash=tuned_on)
-    path, _ = export_triton(store, tmp_path / "tuned_scale.py")
+    source, path = exported_scale(tmp_path, monkeypatch, "stale_scale")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not load(path).STALE                  # the source it was tuned on: silent
@@ -447,3 +461,77 @@ def test_importing_the_module_warns_once_where_the_kernels_source_changed(tmp_pa
         warnings.simplefilter("error")
         assert load(path).STALE                      # once per process
     assert "stale_scale" not in sys.modules
+
+
+def test_an_export_whose_kernel_source_is_missing_is_refused_and_nothing_written(
+        tmp_path, monkeypatch, capsys):
+    """The module's key and footprint rule are read from the kernel's source: where its
+    module is nowhere to be found (renamed, moved, or the study run in another folder),
+    the export is refused in one line, exit 2, instead of writing a module whose key and
+    footprint are guesses; with the module back on the path, it is written."""
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    store = study(tmp_path / "s", kernel="gone_scale:scale")
+    out = tmp_path / "tuned_scale.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: kernel gone_scale:scale: its module gone_scale is neither imported nor a "
+        f"file on the import path (the current folder, {tmp_path}, first): renamed, moved, or "
+        "the study was run in another folder; the export reads the kernel's key and "
+        "footprint from its source: allowed: export from the folder that holds it, or with "
+        "that folder on PYTHONPATH\n")
+    assert not out.exists()
+    (tmp_path / "gone_scale.py").write_text(
+        (Path(__file__).parent.parent / "examples" / "scale.py").read_text())
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert load(out).key == ["n"]
+
+
+def test_importing_the_module_warns_once_where_the_kernels_source_is_missing(tmp_path,
+                                                                             monkeypatch):
+    """Imported where sweeper is installed but the kernel's module is nowhere on the path
+    (renamed, moved, or imported from another folder), the source cannot be compared: the
+    module still loads, and warns once, naming the module, as a tuning file's lookup does;
+    ``STALE`` stays False (it cannot be told)."""
+    from sweeper.errors import StaleTuningWarning
+
+    source, path = exported_scale(tmp_path, monkeypatch, "moved_scale")
+    source.rename(tmp_path / "elsewhere.py")
+    with pytest.warns(StaleTuningWarning, match=(
+            rf"^{path}: the winners of \S+ were tuned for a source of moved_scale:scale "
+            r"\(study s\) that cannot be found here to compare \(module 'moved_scale' is "
+            r"neither imported nor on the import path: renamed, or tuned in another working "
+            r"folder\); they are used as they are, unchecked: run from the folder that holds "
+            r"it, or tune it again$")) as said:
+        mod = load(path)
+    assert len(said) == 1 and [w.filename for w in said] == [__file__]
+    assert not mod.STALE and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load(path)                                   # once per process
+
+
+def test_an_export_reads_the_kernels_declaration_once(tmp_path, monkeypatch, capsys):
+    """The module's CUDA C check, key, footprint rule and the key's note on the output
+    line all come from one reading of the user kernel's declaration from its source."""
+    from sweeper.kernels import _unimported
+
+    store = study(tmp_path / "s", kernel="examples.scale:scale", sized=True)
+    read, reads = _unimported.read_declaration, []
+
+    def counted(*args, **kwargs):
+        reads.append(args)
+        return read(*args, **kwargs)
+    monkeypatch.setattr(_unimported, "read_declaration", counted)
+    out = tmp_path / "tuned_scale.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("feeds @triton.autotune)")
+    assert reads == [("examples.scale:scale", "examples.scale:scale")]
+    # what the one reading gave is what each function, reading for itself, gives
+    from sweeper.export import footprint_rule
+    from sweeper.export_triton import _existing, autotune_key
+
+    data = _existing(out)
+    assert data["key"] == autotune_key("examples.scale:scale", ["n"])[0] == ["n"]
+    assert data["footprint"] == footprint_rule("examples.scale:scale").text

@@ -779,6 +779,33 @@ def test_a_problem_the_kernel_cannot_allocate_is_recorded_and_the_sweep_goes_on(
                    "TypeError: bug in allocate)" in err
 
 
+def test_a_config_the_kernel_refuses_in_its_own_words_is_skipped_by_the_kernel(
+        tmp_path, monkeypatch, capsys):
+    """A config the kernel's own ``refusal`` turns down (whatever its words: a BLOCK it
+    does not take, a variant the device lacks) is counted as skipped by the kernel, in the
+    ``done:`` line and the report, apart from the configs the space's constraints skip:
+    it passed them, and counting it as theirs blames the space."""
+    from sweeper.kernels.copy import CopyKernel
+
+    def refusal(self, config, device):
+        return ("BLOCK=512 is not supported by this kernel; allowed: BLOCK <= 256"
+                if config.meta["BLOCK"] == 512 else None)
+    monkeypatch.setattr(CopyKernel, "refusal", refusal)
+    space = tmp_path / "s.yaml"
+    space.write_text("study: s\nkernel: copy\nsampler: exhaustive\nparams:\n"
+                     "  grid: [sms]\n  block: [32, 64]\n  BLOCK: [256, 512]\n"
+                     "  dtype: [float32]\n  footprint: [4KiB]\nconstraints: [\"block <= 32\"]\n"
+                     "measure: {warmup: 1, repeat: 3}\n")
+    rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--studies-dir",
+                     str(tmp_path / "studies"))
+    assert rc == 0
+    assert line(out, "done: ").startswith(
+        "done: 1 measured, 0 failed, 3 skipped: 2 by constraints, 1 by the kernel, "), out
+    report = (tmp_path / "studies" / "s-interpret" / "report.md").read_text()
+    assert "4 trials: 1 measured, 0 failed, 3 skipped: 2 by constraints, 1 by the " \
+        "kernel" in report
+
+
 def test_a_run_names_its_failed_configs_and_what_they_share(write_space, tmp_path, capsys,
                                                             monkeypatch):
     """The terminal names the failures, not only their count: by status, the first config

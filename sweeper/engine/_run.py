@@ -627,7 +627,7 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         failed_line,
         nothing_measured,
         outcome_lines,
-        skipped_text,
+        skipped_line,
     )
     from sweeper.trial import TrialStatus
 
@@ -639,10 +639,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     failed = sum(1 for t in own if t.status in FAILED)
     ok = sum(1 for t in own if t.status is TrialStatus.OK)
     abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
-    skipped = skipped_text(t.reason or "" for t in own if t.status is TrialStatus.INVALID)
-    say(f"done: {counts_text(ok, abandoned, failed, absent)}, {skipped}, {summary.repeated} "
-        f"repeated proposals answered from the store, in {summary.wall_s:.1f} s; stopped: "
-        f"{summary.stopped_by}")
+    say(f"done: {counts_text(ok, abandoned, failed, absent)}, {skipped_line(own)}, "
+        f"{summary.repeated} repeated proposals answered from the store, in "
+        f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     for line in (failed_line(own), absent_line(own)):
         if line is not None:
             say(line)

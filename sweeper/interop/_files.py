@@ -7,7 +7,7 @@ from __future__ import annotations
 from sweeper.core._spelling import given
 from sweeper.core._units import counted
 from sweeper.export import export_csv
-from sweeper.export_triton import autotune_key, export_triton
+from sweeper.export_triton import export_module
 from sweeper.interop import Written
 from sweeper.store import Storage, StudyStore
 
@@ -32,10 +32,8 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
     imports only triton (default path: STUDY/tuned_configs.py); another GPU's study adds
     its section to the same file, another study of the same GPU its winners for the
     problems it measured (``replace`` changes nothing)."""
-    path, section = export_triton(store, target or store.root / "tuned_configs.py")
+    path, section, note = export_module(store, target or store.root / "tuned_configs.py")
     meta = store.study_meta()
-    dims = list(section["winners"][0]["dims"]) if section["winners"] else []
-    note = autotune_key(meta.kernel, dims)[1] if dims else ""
     others = [w for w in section["winners"] if w.get("study") != meta.study]
     kept = "" if not others else \
         f"; kept {counted(len(others), 'winner')} of {meta.gpu} from " \

@@ -21,7 +21,7 @@ from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
-from sweeper.outcome import counts_text, skipped_text
+from sweeper.outcome import counts_text, skip_cause, skipped_text
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
 from sweeper.trial import FAILURES, TrialStatus
@@ -368,16 +368,21 @@ def status_counts_text(df: pd.DataFrame) -> str:
     abandoned = counts.get("abandoned", 0)
     return (f"{counted(len(df), 'trial')}: "
             f"{counts_text(counts.get('ok', 0), abandoned, failed, absent)}, "
-            f"{skipped_text(_invalid_reasons(df))}")
+            f"{skipped_text(_skip_causes(df))}")
 
 
-def _invalid_reasons(df: pd.DataFrame) -> list[str]:
-    """The reasons of ``df``'s skipped (``invalid``) trials, to count by cause."""
+def _skip_causes(df: pd.DataFrame) -> list[str]:
+    """Why each of ``df``'s skipped (``invalid``) trials was skipped
+    (:func:`~sweeper.outcome.skip_cause`: by its reason, and whether it resolved, as a
+    resolved trial's ``grid`` shows), to count by cause."""
     if "status" not in df:                  # an empty study's frame has no columns
         return []
     invalid = df["status"] == "invalid"
-    reasons = df.loc[invalid, "reason"] if "reason" in df else [""] * int(invalid.sum())
-    return [r if isinstance(r, str) else "" for r in reasons]
+    n = int(invalid.sum())
+    reasons = df.loc[invalid, "reason"] if "reason" in df else [""] * n
+    resolved = df.loc[invalid, "grid"].notna() if "grid" in df else [False] * n
+    return [skip_cause(r if isinstance(r, str) else "", bool(k))
+            for r, k in zip(reasons, resolved, strict=True)]
 
 
 def nothing_measured(df: pd.DataFrame) -> str | None:
@@ -390,7 +395,7 @@ def nothing_measured(df: pd.DataFrame) -> str | None:
     ran = counts.drop("invalid", errors="ignore")
     parts = [f"{n} {status}" for status, n in ran.items()]
     if "invalid" in counts:
-        parts.append(skipped_text(_invalid_reasons(df)))
+        parts.append(skipped_text(_skip_causes(df)))
     reasons = failure_counts(df)
     failed = reasons[reasons["status"] != "invalid"]
     top = (failed if len(failed) else reasons).iloc[0]
