@@ -114,6 +114,28 @@ def test_run_starts_a_worker_per_gpu_it_will_use_and_none_where_it_measures_inli
     assert started == [(WORKER, {"TRITON_INTERPRET": "1"}, 1)]
 
 
+def test_the_workers_start_before_the_cuda_driver_is_asked_about_the_pool(
+        monkeypatch, write_space):
+    """Whether the compile pool starts ahead asks the CUDA driver for the GPU (its
+    initialization took tenths of a second on the H100 machines) and reads the caches: the
+    workers' imports, the run's longest wait before its first trial, start before that."""
+    from sweeper.devices import _gpu_query
+    from sweeper.engine import _prespawn
+    from sweeper.space import load_space
+
+    order = []
+    monkeypatch.setattr(_processes, "prespawn", lambda module, env, path, count=1:
+                        order.append("worker"))
+    monkeypatch.setattr(_gpu_query, "has_driver", lambda: True)
+    monkeypatch.setattr(_prespawn, "pool_starts_ahead",
+                        lambda options, space: order.append("pool decided") or False)
+    space = load_space(write_space("kernel: copy\nparams:\n  grid: [1]\n"
+                                   "  footprint: [1MiB]\n"))
+    started = StartAhead(_args())
+    started(space)
+    assert order == ["worker", "pool decided"] and started.pool is None
+
+
 def test_the_compile_pool_starts_with_the_workers_only_where_enough_will_compile(
         monkeypatch, write_space):
     """With the space read: a sampler that knows what comes next (a plan, or the kernel

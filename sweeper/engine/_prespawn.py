@@ -53,8 +53,11 @@ class StartAhead:
         self.pool: CompilePool | None = None
 
     def __call__(self, space: Any) -> None:
-        self.pool_ahead = pool_starts_ahead(self.options, space)
+        # the workers first: whether the pool starts ahead asks the CUDA driver (its
+        # initialization, tenths of a second) and the caches, which the workers'
+        # imports need not wait for
         workers = prespawn_workers(self.options)
+        self.pool_ahead = pool_starts_ahead(self.options, space)
         if self.pool_ahead and workers:
             self.pool = start_pool(self.options, space, workers)
 
