@@ -28,9 +28,12 @@ from sweeper.busy import busy
 from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
+from sweeper.core._units import counted
 from sweeper.devices import Device, DeviceFacts
+from sweeper.errors import SourceEdited
 from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
+from sweeper.kernels._watch import SourceWatch
 from sweeper.outcome import COMPLETE, problem_text
 from sweeper.plugins import sampler_capabilities
 from sweeper.samplers._exhaustive import PlannedSampler
@@ -44,7 +47,7 @@ from sweeper.store import (
     TrialRecord,
     key_of,
 )
-from sweeper.study import Choice, finals_wanted, now
+from sweeper.study import Choice, finals_wanted, measure_edited, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims, Held
@@ -126,6 +129,9 @@ class Run:
     #: the study's trials measured on an earlier kernel source, which its trial budget
     #: does not count (:class:`~sweeper.winners.Sources`)
     earlier: int = 0
+    #: which of the kernel's files was edited since the sweep took its source hash
+    #: (None: none): no trial is kept after, and the sweep stops (:meth:`Sweep._keep`)
+    edited: str | None = None
 
 
 class Sweep:
@@ -194,6 +200,9 @@ class Sweep:
         self.sampler_caps = sampler_capabilities(space.sampler.name)
         #: the kernel's source hash, which each trial records as the one it was measured on
         self.source_hash = kernel.source_hash()
+        #: the files that source is read from, from now on: a trial that ends after one
+        #: was edited may have been compiled from the edited text, and is not kept
+        self.watch = SourceWatch(kernel.source_files())
         self.run_finals = finals and finals_wanted(space, device)
         self.run_drift = not device.replays
         #: ask for each busy worker's next config while its trial runs (the sampler
@@ -208,12 +217,16 @@ class Sweep:
         the baseline again (drift) and run the finals of each problem without a winner
         (with worker processes: in them, on every GPU left at once, before they close).  Every
         trial is journaled as soon as it is measured; a resume measures none again, but for
-        those measured on an earlier kernel source (:meth:`~sweeper.winners.Sources.done`)."""
+        those measured on an earlier kernel source (:meth:`~sweeper.winners.Sources.done`).
+        An edit of the kernel's source while it runs stops it after the trials in flight,
+        none of them kept, nor any later: :class:`SourceEdited`, every trial before kept."""
         t0 = time.perf_counter()
         try:
             run = self._start(t0)       # failing, it too ends the bar, closes the store
             try:
                 run.summary.stopped_by = self._loop(run)
+                if run.edited is not None:
+                    raise self._edited(run, run.edited)
                 run.budgets.swept = True
                 run.summary.timing = run.timeline.breakdown(
                     time.perf_counter(), (run.ahead.lines(t0) if run.ahead else []) +
@@ -419,6 +432,8 @@ class Sweep:
                 self._hand_asked(run, [worker])
             run.timeline.job(run.workers.lane(worker), outcome.stamps)
             self._keep(run, worker, job, outcome)
+            if run.edited is not None and not stopped_by:
+                stopped_by = f"edited: {run.edited}"
 
     def _hand_asked(self, run: Run, workers: Sequence[Worker]) -> None:
         """Unless Ctrl-C was pressed or the time budget is spent, hand the configs asked
@@ -463,6 +478,8 @@ class Sweep:
         another live worker holds is kept (:attr:`Run.held`) for :meth:`_take_over` once
         the sampler has nothing new, so the sweep is not complete while it is only held."""
         while True:
+            if run.edited is not None:
+                return f"edited: {run.edited}"
             run.budgets.in_flight = len(run.workers.busy()) + len(run.asked)
             run.budgets.held = len(run.held)
             if self.claims is not None and self.max_trials is not None:
@@ -493,8 +510,8 @@ class Sweep:
                         return (f"budget: {self.max_time_s:g} s (the compile of the next "
                                 f"config for {self.gpu_check.target} ran to its end)")
                     break
-                if key in run.done:     # refused by the compiler, kept as such
-                    continue
+                if key in run.done or run.edited is not None:   # refused by the compiler,
+                    continue                                      # kept as such (or not)
                 if claim is Claim.HELD:     # another live worker measures it
                     run.held[key] = Held(choice, [trial])
                     continue
@@ -560,7 +577,17 @@ class Sweep:
         """Keep ``job``'s outcome: the records measuring added, then the trial's; tell the
         sampler; count it; journal and report it (deferred: see :mod:`._outbox`).  A
         worker the trial lost is replaced, or its GPU dropped (:mod:`._drop`); in this
-        process the trial is kept, then ContextLost ends it."""
+        process the trial is kept, then ContextLost ends it.  Once the kernel's source
+        was edited (:attr:`Run.edited`) no outcome is kept: its trial may have been
+        compiled from the edited text, not the source the study records."""
+        edited = run.edited or self._edit()
+        if edited:
+            run.edited = edited
+            with run.timeline.phases.on("tell"):
+                for trial in run.waiting.pop(key_of(job.choice), []):
+                    run.study.tell(trial, state=TrialState.FAIL)
+            self._drop_asked(run)           # none is handed to a worker any more
+            return
         record, summary = outcome.record, run.summary
         record.sampler, record.source_hash = self.space.sampler.name, self.source_hash
         self._keep_extras(run, outcome.extras)
@@ -588,6 +615,20 @@ class Sweep:
         if outcome.lost and worker is not None:
             with run.timeline.phases.on("restart"):
                 run.workers.replace(worker, record)
+
+    def _edit(self) -> str:
+        """Which of the kernel's files was edited since the sweep began ("": none)."""
+        path = self.watch.edited()
+        return "" if path is None else str(path)
+
+    def _edited(self, run: Run, edited: str) -> SourceEdited:
+        """The error a sweep stopped by an edit of its kernel's source (``edited``, the
+        file) ends in: what was kept, and how to measure the edited kernel."""
+        n = run.summary.measured
+        return SourceEdited(
+            f"{self.store.root}: stopped, its kernel's source changed during the sweep "
+            f"({edited} was edited); the {counted(n, 'trial')} it measured before "
+            f"{'is' if n == 1 else 'are'} kept in the study; {measure_edited()}")
 
     def _keep_extras(self, run: Run, extras: list[object]) -> None:
         """A worker process's baselines and duty switch, each kept once (two workers may
