@@ -172,3 +172,66 @@ def test_a_cuda_kernel_s_files_are_watched_as_the_launch_reads_them(tmp_path):
     assert watch.edited() == header
     assert launch.files()[header] == b"#define SCALE 2\n"   # what the next compile reads
     assert kernel.source_hash() != source
+
+
+def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
+        user_module, tmp_path, monkeypatch, capsys):
+    """The kernel saved with other text after the run imported it, before its worker
+    process did: the worker holds the edited kernel, which the study would record under
+    the source the run hashed.  It compares its own source with the one each job is
+    recorded under, runs none of it, and the sweep stops naming the file."""
+    from sweeper.sweep import Sampling
+
+    _, path, space = user_module
+    build = Sampling.build.__func__
+
+    def edited_then_built(cls, *args, **kwargs):      # after the run hashed the kernel
+        path.write_text(KERNEL.replace("A = 0.5", "A = 0.25"))
+        return build(cls, *args, **kwargs)
+    monkeypatch.setattr(Sampling, "build", classmethod(edited_then_built))
+    studies = tmp_path / "studies"
+    assert _run(space, studies, "--workers", "process") == 2
+    assert f"during the sweep ({path} was edited); the 0 trials it measured before are " \
+        "kept in the study; rerun with --force" in capsys.readouterr().err
+    assert StudyStore(studies / "edited-interpret").records()[0] == []
+
+
+def test_a_compile_process_s_answer_names_its_source_and_another_is_left_to_the_worker(
+        write_space, tmp_path, monkeypatch):
+    """A compile process tells the source it compiled (the kernel as it loaded it); a
+    refusal from another source than the sweep records is no trial: the worker compiles
+    that config itself, under its own check."""
+    from types import SimpleNamespace
+
+    from sweeper.devices import open_device
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._precompile import Compile, Precompiled
+    from sweeper.sweep._compile_ahead import CompileAhead
+    from sweeper.sweep._compile_pool import CompilePool, PoolSetup
+    from tests.conftest import SMALL_SPACE
+    from tests.test_compile_pool import SM90, _configs
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    space, configs = _configs(write_space(SMALL_SPACE), open_device("interpret"))
+    key, config = configs[0]
+    pool = CompilePool(PoolSetup(space, SM90, list(sys.path)), 1)
+    try:
+        pool.wait_started()
+        pool.ahead([(key, config)])
+        result = pool.take(key)
+    finally:
+        pool.close()
+    assert result is not None and result.status is Compile.COMPILED
+    assert result.source == load_kernel(space.kernel).source_hash()
+
+    refusal = Precompiled(Compile.FAILED, "CompilationError: out of registers", 0.1,
+                          source="1" * 16)
+    stub = SimpleNamespace(take=lambda key, wait_s: refusal, worth_waiting_s=lambda: 0.0)
+    sampler = SimpleNamespace(prefer=None)
+    ahead = CompileAhead(space, sampler, stub, lambda choice: config, window=1)
+    choice = dict(zip(space.choices(), key, strict=False))
+    assert ahead.refused(0, choice).status is TrialStatus.COMPILE_ERROR   # none expected
+    ahead.source = "2" * 16                                   # the sweep's, another
+    assert ahead.refused(1, choice) is None and ahead.counts["left"] == 1
+    ahead.source = "1" * 16
+    assert ahead.refused(2, choice).status is TrialStatus.COMPILE_ERROR

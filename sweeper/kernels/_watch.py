@@ -43,11 +43,25 @@ def files_of(*objects: Any) -> tuple[Path, ...]:
 
 class SourceWatch:
     """Watches ``files`` from now on: :meth:`edited` names the first whose bytes are no
-    longer those read here (a file gone counts as edited)."""
+    longer those read here (a file gone counts as edited).  ``source``: the source hash
+    this process took of the kernel as it loaded it, which :meth:`differs` holds against
+    the one a trial is recorded under (None: not taken)."""
 
-    def __init__(self, files: Iterable[Path]) -> None:
-        self.files = tuple(files)
+    def __init__(self, files: Iterable[Path], source: str | None = None) -> None:
+        self.files, self.source = tuple(files), source
         self._kept = {path: _read(path) for path in self.files}
+
+    def differs(self, expected: str | None) -> str:
+        """Which file to name where this process's kernel may not be the source
+        ``expected`` names (None: any): the first edited since the watch began, else,
+        where the process loaded the kernel from other text (a worker or compile process
+        started after an edit), the kernel's first file; "" where it is that source."""
+        path = self.edited()
+        if path is not None:
+            return str(path)
+        if expected is None or self.source is None or expected == self.source:
+            return ""
+        return str(self.files[0]) if self.files else "the kernel's source"
 
     def edited(self) -> Path | None:
         """The first file whose bytes changed since the watch began, or ``None``: a stat

@@ -348,6 +348,8 @@ class Sweep:
             hints = SpreadHints(valid.expanded_all, self.space.sampler.seed, named)
         ahead = CompileAhead.start(self.space, plan or hints, self.compile,
                                    len(self.gpus or [0]), self._resolved)
+        if ahead is not None:
+            ahead.source = self.source_hash
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
@@ -552,7 +554,8 @@ class Sweep:
         """The job measuring ``choice``, its ``trials`` told its outcome when it comes."""
         run.waiting[key_of(choice)] = trials
         run.number += 1
-        return Job(run.number - 1, choice, dict(run.bench.best), run.bench.power.duty)
+        return Job(run.number - 1, choice, dict(run.bench.best), run.bench.power.duty,
+                   self.source_hash)
 
     def _refused_ahead(self, run: Run, trial: optuna.trial.Trial, choice: Choice) -> bool:
         """Whether the compile pool (or, on the interpreter, the GPU check) found
@@ -580,7 +583,7 @@ class Sweep:
         process the trial is kept, then ContextLost ends it.  Once the kernel's source
         was edited (:attr:`Run.edited`) no outcome is kept: its trial may have been
         compiled from the edited text, not the source the study records."""
-        edited = run.edited or self._edit()
+        edited = run.edited or outcome.edited or self._edit()
         if edited:
             run.edited = edited
             with run.timeline.phases.on("tell"):
@@ -618,8 +621,7 @@ class Sweep:
 
     def _edit(self) -> str:
         """Which of the kernel's files was edited since the sweep began ("": none)."""
-        path = self.watch.edited()
-        return "" if path is None else str(path)
+        return self.watch.differs(None)
 
     def _edited(self, run: Run, edited: str) -> SourceEdited:
         """The error a sweep stopped by an edit of its kernel's source (``edited``, the
