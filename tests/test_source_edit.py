@@ -235,3 +235,30 @@ def test_a_compile_process_s_answer_names_its_source_and_another_is_left_to_the_
     assert ahead.refused(1, choice) is None and ahead.counts["left"] == 1
     ahead.source = "1" * 16
     assert ahead.refused(2, choice).status is TrialStatus.COMPILE_ERROR
+
+
+@pytest.mark.parametrize("workers", ["inline", "process"])
+def test_an_edit_during_the_finals_keeps_no_final_measured_past_it(
+        user_module, tmp_path, monkeypatch, capsys, workers):
+    """The finals measure the finalists again and choose the winner: one measured after
+    the kernel's source was edited is not kept (here or in a worker process, which holds
+    its own kernel against the source of the finalists), the trials are."""
+    from sweeper.finals import FinalRecord
+    from sweeper.sweep import _workers
+    from sweeper.sweep._process import ProcessWorker
+
+    _, path, space = user_module
+
+    def edit() -> None:
+        path.write_text(KERNEL.replace("A = 0.5", "A = 0.25"))
+    final_of = _workers.final_of
+    monkeypatch.setattr(_workers, "final_of", lambda *args: (edit(), final_of(*args))[1])
+    submit = ProcessWorker.submit_finals
+    monkeypatch.setattr(ProcessWorker, "submit_finals",
+                        lambda self, job: (edit(), submit(self, job))[1])
+    studies = tmp_path / "studies"
+    assert _run(space, studies, "--workers", workers) == 2
+    assert f"({path} was edited); the 4 trials it measured before are kept in the study" \
+        in capsys.readouterr().err
+    store = StudyStore(studies / "edited-interpret")
+    assert len(store.records()[0]) == 4 and store.read(FinalRecord) == []

@@ -219,7 +219,8 @@ class Sweep:
         trial is journaled as soon as it is measured; a resume measures none again, but for
         those measured on an earlier kernel source (:meth:`~sweeper.winners.Sources.done`).
         An edit of the kernel's source while it runs stops it after the trials in flight,
-        none of them kept, nor any later: :class:`SourceEdited`, every trial before kept."""
+        none of them kept, nor any later trial or final, nor the drift check:
+        :class:`SourceEdited`, every trial and final before kept."""
         t0 = time.perf_counter()
         try:
             run = self._start(t0)       # failing, it too ends the bar, closes the store
@@ -239,9 +240,12 @@ class Sweep:
                 run.workers.close()
                 if run.ahead is not None:
                     run.ahead.close()
-            self._drift(run)
+            if not self._source_moved(run):
+                self._drift(run)
             if not run.workers.finals_in_workers:
                 self._finals(run)
+            if run.edited is not None:          # during the finals, or before the drift
+                raise self._edited(run, run.edited)
         finally:
             self.reporter.finish()
             self.store.close()
@@ -583,9 +587,7 @@ class Sweep:
         process the trial is kept, then ContextLost ends it.  Once the kernel's source
         was edited (:attr:`Run.edited`) no outcome is kept: its trial may have been
         compiled from the edited text, not the source the study records."""
-        edited = run.edited or outcome.edited or self._edit()
-        if edited:
-            run.edited = edited
+        if self._source_moved(run, outcome.edited):
             with run.timeline.phases.on("tell"):
                 for trial in run.waiting.pop(key_of(job.choice), []):
                     run.study.tell(trial, state=TrialState.FAIL)
@@ -619,9 +621,14 @@ class Sweep:
             with run.timeline.phases.on("restart"):
                 run.workers.replace(worker, record)
 
-    def _edit(self) -> str:
-        """Which of the kernel's files was edited since the sweep began ("": none)."""
-        return self.watch.differs(None)
+    def _source_moved(self, run: Run, said: str = "") -> bool:
+        """Whether the kernel's source may no longer be the one the sweep records: an edit
+        seen before, one a worker process ``said`` it found (its file; "": none), or one
+        of the kernel's files edited since the sweep began.  The first is kept in
+        :attr:`Run.edited`."""
+        if run.edited is None:
+            run.edited = said or self.watch.differs(None) or None
+        return run.edited is not None
 
     def _edited(self, run: Run, edited: str) -> SourceEdited:
         """The error a sweep stopped by an edit of its kernel's source (``edited``, the
@@ -666,7 +673,10 @@ class Sweep:
     def _finals(self, run: Run) -> None:
         """Unless interrupted: the finals of each problem without a current final, measured
         by the workers (worker processes on every GPU left, at once, before they close; the
-        one in this process after the drift check)."""
+        one in this process after the drift check); none after an edit of the kernel's
+        source, nor any measured past one (:meth:`_source_moved`)."""
+        if run.edited is not None:
+            return
         winners = Winners.of(self.store)      # finalists measured on the source there is now
         trials = winners.sources.measured_now(self._in_space(run.done.values()))
         todo = winners.missing(trials) if self.run_finals and not self.stop.set else []
@@ -697,7 +707,8 @@ class Sweep:
             trials, todo, run.workers, self.store, seed, duty,
             lambda extras: self._keep_extras(run, extras), self.reporter, covered,
             deadline=time.monotonic() + left if math.isfinite(left) else None,
-            kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty))
+            kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty),
+            source=self.source_hash, edited=lambda said: self._source_moved(run, said))
         summary.finals_s = time.perf_counter() - t_finals
         if self.stop.set:      # Ctrl-C in the last final: it ended, the run was interrupted
             summary.stopped_by = self.stop.reason

@@ -100,17 +100,23 @@ class FinalsJob:
     #: when the time budget ends (``time.monotonic()``, one clock for every process of
     #: the machine); None: no time budget
     deadline: float | None = None
+    #: the kernel source hash the finalists were measured on, which a worker process
+    #: holds against its own kernel's (None: not checked)
+    source: str | None = None
 
 
 @dataclass
 class FinalsOutcome:
     """What a worker gives back for a :class:`FinalsJob`: the final (``None`` when the
-    worker died or hung first, ``error`` says how) and the records measuring added (a
-    baseline the worker had not measured)."""
+    worker died or hung first, ``error`` says how, or found its kernel's source edited)
+    and the records measuring added (a baseline the worker had not measured)."""
 
     record: FinalRecord | None
     extras: list[Any] = field(default_factory=list)
     error: str = ""
+    #: which of the kernel's files the worker found edited since the sweep took its
+    #: source hash ("": none): the final is not kept
+    edited: str = ""
 
 
 class FinalRound(NamedTuple):
