@@ -144,6 +144,13 @@ class StudyError(SweeperError):
     """A study on disk is missing, unreadable or does not match the space."""
 
 
+class SourceEdited(StudyError):
+    """The kernel's source was edited while a sweep ran: the sweep stopped before it
+    recorded a trial that may have been compiled from the edited text, every trial
+    measured before kept.  The CLI prints it as one line and exits 2, as it refuses to
+    resume a study whose kernel's source changed."""
+
+
 class WriteError(SweeperError):
     """A file could not be written (disk full, I/O error, read-only place); what was there
     before is left as it was.  Not the user's input: ``sweeper`` exits with status 1."""

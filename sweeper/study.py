@@ -376,13 +376,20 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
                 "space_content:") else c for c in changed]
     source = [c for c in changed if c.startswith("kernel_source:")]
     if source:      # winners come from the new source's trials alone (winners.Sources)
-        ways = (f"rerun with {given('force')} to keep its trials and measure its configs "
-                "again on this source (those of the earlier source stay in the study but "
-                f"choose no winner), or with {given('study', 'NEW')} to measure this source "
-                "in a new study")
+        ways = measure_edited()
     why = "its kernel's source changed since it was measured" if source else \
         "it was measured with other settings"
     return f"{root}: cannot resume, {why} ({'; '.join(changed)}); {ways}"
+
+
+def measure_edited() -> str:
+    """How to measure a study's kernel after its source was edited, keeping its trials:
+    what a resume refused for the edit says, and a sweep stopped by one
+    (:class:`~sweeper.errors.SourceEdited`)."""
+    return (f"rerun with {given('force')} to keep its trials and measure its configs "
+            "again on this source (those of the earlier source stay in the study but "
+            f"choose no winner), or with {given('study', 'NEW')} to measure this source "
+            "in a new study")
 
 
 def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,

@@ -671,7 +671,7 @@ def test_a_final_leaves_the_later_finals_the_rounds_kept_for_them():
 
     jobs = []
     outcome = SimpleNamespace(extras=[], record=SimpleNamespace(gpu=None, after_trial=None),
-                              error=None)
+                              error=None, edited="")
     worker = SimpleNamespace(slot=None, submit_finals=jobs.append,
                              finals_result=lambda on_round: outcome)
     reporter = SimpleNamespace(final_round=None, final_done=lambda: None)

@@ -11,7 +11,8 @@ processes, or a file could not be written (a :class:`WriteError`: a full disk, t
 fault, not the input's; the line says what is left), or the study's database failed (a
 :class:`StorageError`: unreachable, gone mid-run, past a time limit; every record appended
 before is kept there); 2 bad input (space file, option,
-study, device), nothing written; 3 ``run`` measured, but some configs failed by the
+study, device), nothing written, or the kernel's source edited while ``run`` swept it
+(every trial measured before kept); 3 ``run`` measured, but some configs failed by the
 kernel's fault (a wrong answer, a crash, a compile error, a timeout, an impossible time:
 the ``failed:`` line names them); 130 interrupted (Ctrl-C: ``run`` and ``worker`` stop after
 the trial in flight; twice: at once), every finished trial kept; 143 the same for a SIGTERM

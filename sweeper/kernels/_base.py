@@ -393,6 +393,14 @@ class Kernel(abc.ABC):
         measured with."""
         return hash_of_source(self.source())
 
+    def source_files(self) -> tuple[Path, ...]:
+        """The files :meth:`source` is read from, which a sweep watches for an edit while it
+        runs (:class:`~sweeper.kernels._watch.SourceWatch`): the class's module; none
+        where it has no file (a notebook's)."""
+        from sweeper.kernels._watch import files_of
+
+        return files_of(type(self))
+
 
 class Builtin(Kernel):
     """What the built-in kernels share: ``bodies``, the Triton functions they launch
@@ -427,6 +435,13 @@ class Builtin(Kernel):
         declared = [c for c in type(self).__mro__ if c.__module__.endswith("._declared")]
         parts: tuple[Callable[..., Any], ...] = (*self.bodies, *declared[:1], type(self))
         return "".join(map(inspect.getsource, parts))
+
+    def source_files(self) -> tuple[Path, ...]:
+        """The files of the Triton bodies, the declaration and the class."""
+        from sweeper.kernels._watch import files_of
+
+        declared = [c for c in type(self).__mro__ if c.__module__.endswith("._declared")]
+        return files_of(*self.bodies, *declared[:1], type(self))
 
 
 class Elementwise(Builtin):

@@ -75,6 +75,9 @@ class Precompiled:
     reason: str = ""
     seconds: float = 0.0
     kernels: int = 0
+    #: the kernel source hash the compile process loaded, where no file of it was edited
+    #: since ("": not told, or edited): a refusal is kept only from the sweep's own
+    source: str = ""
 
 
 class _Counter:

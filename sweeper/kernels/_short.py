@@ -43,6 +43,8 @@ from sweeper.kernels._jit import compiling
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import torch
 
     from sweeper.core import DeviceFacts
@@ -264,6 +266,22 @@ class ShortKernel(Kernel):
 
     def source(self) -> str:
         return self.declared_source() or ""
+
+    def source_files(self) -> tuple[Path, ...]:
+        """The file of the module that declares the launch, and a compiled launch's own
+        files (``sweeper.cuda``: the source and what it includes, as last read)."""
+        import sys
+
+        from sweeper.kernels._watch import files_of
+
+        launch = self.plan.launch
+        own = getattr(launch, "files", None)
+        module = files_of(sys.modules.get(getattr(launch, "__module__", "")))
+        try:
+            compiled = tuple(p for p in own() if p not in module) if callable(own) else ()
+        except OSError:                 # gone since it was read: its source names it
+            compiled = ()
+        return module + compiled
 
 
 def refuse_launch_args(kernel: str, plan: Plan, tensors: Sequence[str], dims: Sequence[str],

@@ -16,6 +16,7 @@ never a proposal, so the search's trials-to-best are untouched.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
@@ -142,6 +143,10 @@ class CompileAhead:
         self.waited_s = 0.0
         #: the seconds each compile the pool finished took
         self.compiled_s: list[float] = []
+        #: the kernel source hash the sweep records trials under: a refusal of a compile
+        #: process that loaded another (:attr:`Precompiled.source`) is the worker's to
+        #: find, not a trial (None: any is kept)
+        self.source: str | None = None
         sampler.prefer = self.ready       # configs whose binary is built go first
 
     @classmethod
@@ -224,11 +229,14 @@ class CompileAhead:
         compiler refusing it (the reason as the worker would record it); else ``None``:
         the worker measures it (loading what the pool compiled, or compiling it).  A
         compile in progress is waited for only as long as the worker would take to
-        compile it itself (:meth:`CompilePool.worth_waiting_s`)."""
+        compile it itself (:meth:`CompilePool.worth_waiting_s`); what a compile process
+        did of another source of the kernel (:attr:`source`) is left to the worker."""
         started, t0 = now(), time.perf_counter()
         pool = self.pool
         result = pool.take(key_of(choice), pool.worth_waiting_s()) if pool is not None \
             else None
+        if result is not None and self.source is not None and result.source != self.source:
+            result = dataclasses.replace(result, status=Compile.LEFT)
         how = result.status.value if result is not None else "worker"
         self.counts[how] = self.counts.get(how, 0) + 1
         if result is not None and result.status is Compile.COMPILED:

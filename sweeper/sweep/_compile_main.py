@@ -6,6 +6,7 @@ goes away.  It runs at a lower priority than the measuring worker."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 from multiprocessing.connection import Connection
@@ -27,12 +28,18 @@ def main() -> None:
     warm_imports()
     from sweeper.kernels import load_kernel
     from sweeper.kernels._precompile import Precompiler
+    from sweeper.kernels._watch import SourceWatch
 
     setup: PoolSetup = conn.recv()
     sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
-    compiler = Precompiler(load_kernel(setup.space.kernel, setup.space.kernel_options),
-                           setup.target)
+    kernel = load_kernel(setup.space.kernel, setup.space.kernel_options)
+    # the source this process compiles: one started after an edit imported the new text
+    watch = SourceWatch(kernel.source_files(), kernel.source_hash())
+    compiler = Precompiler(kernel, setup.target)
     compiler.warm_up()
     conn.send(Started(os.getpid()))
     for key, config in jobs(conn):
-        conn.send(Done(key, compiler.compile(config), os.getpid()))
+        result = compiler.compile(config)
+        # edited since it loaded the kernel: compiled from neither text, for all it knows
+        source = "" if watch.edited() is not None else watch.source or ""
+        conn.send(Done(key, dataclasses.replace(result, source=source), os.getpid()))

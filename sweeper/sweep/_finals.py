@@ -34,7 +34,8 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
                store: Storage, seed: int, duty: Duty | None,
                keep_extras: Callable[[list[Any]], None], reporter: Reporter,
                covered: Covered = lambda entrants: True, deadline: float | None = None,
-               kept_after: KeptAfter = lambda entrants, later: 0.0
+               kept_after: KeptAfter = lambda entrants, later: 0.0,
+               source: str | None = None, edited: Callable[[str], bool] = lambda said: False
                ) -> tuple[list[FinalRecord], list[str]]:
     """The finals of ``problems`` among ``trials``, measured by every worker at once (each
     on its own GPU) with the sampler's ``seed`` (which shuffles the rounds), one record per
@@ -46,21 +47,28 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
     round past ``deadline`` (:func:`~sweeper.finals.remeasure`) less what it must leave
     (``kept_after`` of its finalists and the later problems' finalists: their first rounds,
     its own confirmation), so that its rounds past ``MIN_ROUNDS`` do not take the time
-    the budget kept for the finals after it."""
+    the budget kept for the finals after it.  ``source``: the kernel source hash the
+    finalists were measured on, which a worker process holds against its own kernel's;
+    ``edited`` of what a worker found ("": nothing) says whether the kernel's source was
+    edited since: a final measured past an edit is not kept, and none starts after."""
     newest = max(t.number for t in trials)
     finals: list[FinalRecord] = []
     lost: list[str] = []
     chosen_by = finalists_by_problem(t for t in trials if problem_of(t) in problems)
     groups = [chosen_by[problem] for problem in problems if problem in chosen_by]
     for at, chosen in enumerate(groups):
+        if edited(""):
+            break
         if not covered(chosen):
             continue
         job = FinalsJob(chosen, seed, duty, None if deadline is None else
-                        deadline - kept_after(chosen, groups[at + 1:]))
+                        deadline - kept_after(chosen, groups[at + 1:]), source)
         for worker in workers.all:
             worker.submit_finals(job)
         for i, worker in enumerate(workers.all):
             outcome = worker.finals_result(None if i else reporter.final_round)
+            if edited(outcome.edited):      # it may have measured the edited kernel
+                continue
             keep_extras(outcome.extras)
             if outcome.record is None:
                 lost.append(f"{worker.slot or 'a worker'}, {problem_of(chosen[0])}: "

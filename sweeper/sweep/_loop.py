@@ -28,9 +28,12 @@ from sweeper.busy import busy
 from sweeper.ceilings import Ceilings
 from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
+from sweeper.core._units import counted
 from sweeper.devices import Device, DeviceFacts
+from sweeper.errors import SourceEdited
 from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
+from sweeper.kernels._watch import SourceWatch
 from sweeper.outcome import COMPLETE, problem_text
 from sweeper.plugins import sampler_capabilities
 from sweeper.samplers._exhaustive import PlannedSampler
@@ -44,7 +47,7 @@ from sweeper.store import (
     TrialRecord,
     key_of,
 )
-from sweeper.study import Choice, finals_wanted, now
+from sweeper.study import Choice, finals_wanted, measure_edited, now
 from sweeper.sweep._bench import Bench
 from sweeper.sweep._budget import Budgets, StopFlag, best_of
 from sweeper.sweep._claims import Claims, Held
@@ -126,6 +129,9 @@ class Run:
     #: the study's trials measured on an earlier kernel source, which its trial budget
     #: does not count (:class:`~sweeper.winners.Sources`)
     earlier: int = 0
+    #: which of the kernel's files was edited since the sweep took its source hash
+    #: (None: none): no trial is kept after, and the sweep stops (:meth:`Sweep._keep`)
+    edited: str | None = None
 
 
 class Sweep:
@@ -194,6 +200,9 @@ class Sweep:
         self.sampler_caps = sampler_capabilities(space.sampler.name)
         #: the kernel's source hash, which each trial records as the one it was measured on
         self.source_hash = kernel.source_hash()
+        #: the files that source is read from, from now on: a trial that ends after one
+        #: was edited may have been compiled from the edited text, and is not kept
+        self.watch = SourceWatch(kernel.source_files())
         self.run_finals = finals and finals_wanted(space, device)
         self.run_drift = not device.replays
         #: ask for each busy worker's next config while its trial runs (the sampler
@@ -208,12 +217,17 @@ class Sweep:
         the baseline again (drift) and run the finals of each problem without a winner
         (with worker processes: in them, on every GPU left at once, before they close).  Every
         trial is journaled as soon as it is measured; a resume measures none again, but for
-        those measured on an earlier kernel source (:meth:`~sweeper.winners.Sources.done`)."""
+        those measured on an earlier kernel source (:meth:`~sweeper.winners.Sources.done`).
+        An edit of the kernel's source while it runs stops it after the trials in flight,
+        none of them kept, nor any later trial or final, nor the drift check:
+        :class:`SourceEdited`, every trial and final before kept."""
         t0 = time.perf_counter()
         try:
             run = self._start(t0)       # failing, it too ends the bar, closes the store
             try:
                 run.summary.stopped_by = self._loop(run)
+                if run.edited is not None:
+                    raise self._edited(run, run.edited)
                 run.budgets.swept = True
                 run.summary.timing = run.timeline.breakdown(
                     time.perf_counter(), (run.ahead.lines(t0) if run.ahead else []) +
@@ -226,9 +240,12 @@ class Sweep:
                 run.workers.close()
                 if run.ahead is not None:
                     run.ahead.close()
-            self._drift(run)
+            if not self._source_moved(run):
+                self._drift(run)
             if not run.workers.finals_in_workers:
                 self._finals(run)
+            if run.edited is not None:          # during the finals, or before the drift
+                raise self._edited(run, run.edited)
         finally:
             self.reporter.finish()
             self.store.close()
@@ -335,6 +352,8 @@ class Sweep:
             hints = SpreadHints(valid.expanded_all, self.space.sampler.seed, named)
         ahead = CompileAhead.start(self.space, plan or hints, self.compile,
                                    len(self.gpus or [0]), self._resolved)
+        if ahead is not None:
+            ahead.source = self.source_hash
         timeline = Timeline(t0)
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
@@ -419,6 +438,8 @@ class Sweep:
                 self._hand_asked(run, [worker])
             run.timeline.job(run.workers.lane(worker), outcome.stamps)
             self._keep(run, worker, job, outcome)
+            if run.edited is not None and not stopped_by:
+                stopped_by = f"edited: {run.edited}"
 
     def _hand_asked(self, run: Run, workers: Sequence[Worker]) -> None:
         """Unless Ctrl-C was pressed or the time budget is spent, hand the configs asked
@@ -463,6 +484,8 @@ class Sweep:
         another live worker holds is kept (:attr:`Run.held`) for :meth:`_take_over` once
         the sampler has nothing new, so the sweep is not complete while it is only held."""
         while True:
+            if run.edited is not None:
+                return f"edited: {run.edited}"
             run.budgets.in_flight = len(run.workers.busy()) + len(run.asked)
             run.budgets.held = len(run.held)
             if self.claims is not None and self.max_trials is not None:
@@ -493,8 +516,8 @@ class Sweep:
                         return (f"budget: {self.max_time_s:g} s (the compile of the next "
                                 f"config for {self.gpu_check.target} ran to its end)")
                     break
-                if key in run.done:     # refused by the compiler, kept as such
-                    continue
+                if key in run.done or run.edited is not None:   # refused by the compiler,
+                    continue                                      # kept as such (or not)
                 if claim is Claim.HELD:     # another live worker measures it
                     run.held[key] = Held(choice, [trial])
                     continue
@@ -535,7 +558,8 @@ class Sweep:
         """The job measuring ``choice``, its ``trials`` told its outcome when it comes."""
         run.waiting[key_of(choice)] = trials
         run.number += 1
-        return Job(run.number - 1, choice, dict(run.bench.best), run.bench.power.duty)
+        return Job(run.number - 1, choice, dict(run.bench.best), run.bench.power.duty,
+                   self.source_hash)
 
     def _refused_ahead(self, run: Run, trial: optuna.trial.Trial, choice: Choice) -> bool:
         """Whether the compile pool (or, on the interpreter, the GPU check) found
@@ -560,7 +584,15 @@ class Sweep:
         """Keep ``job``'s outcome: the records measuring added, then the trial's; tell the
         sampler; count it; journal and report it (deferred: see :mod:`._outbox`).  A
         worker the trial lost is replaced, or its GPU dropped (:mod:`._drop`); in this
-        process the trial is kept, then ContextLost ends it."""
+        process the trial is kept, then ContextLost ends it.  Once the kernel's source
+        was edited (:attr:`Run.edited`) no outcome is kept: its trial may have been
+        compiled from the edited text, not the source the study records."""
+        if self._source_moved(run, outcome.edited):
+            with run.timeline.phases.on("tell"):
+                for trial in run.waiting.pop(key_of(job.choice), []):
+                    run.study.tell(trial, state=TrialState.FAIL)
+            self._drop_asked(run)           # none is handed to a worker any more
+            return
         record, summary = outcome.record, run.summary
         record.sampler, record.source_hash = self.space.sampler.name, self.source_hash
         self._keep_extras(run, outcome.extras)
@@ -588,6 +620,24 @@ class Sweep:
         if outcome.lost and worker is not None:
             with run.timeline.phases.on("restart"):
                 run.workers.replace(worker, record)
+
+    def _source_moved(self, run: Run, said: str = "") -> bool:
+        """Whether the kernel's source may no longer be the one the sweep records: an edit
+        seen before, one a worker process ``said`` it found (its file; "": none), or one
+        of the kernel's files edited since the sweep began.  The first is kept in
+        :attr:`Run.edited`."""
+        if run.edited is None:
+            run.edited = said or self.watch.differs(None) or None
+        return run.edited is not None
+
+    def _edited(self, run: Run, edited: str) -> SourceEdited:
+        """The error a sweep stopped by an edit of its kernel's source (``edited``, the
+        file) ends in: what was kept, and how to measure the edited kernel."""
+        n = run.summary.measured
+        return SourceEdited(
+            f"{self.store.root}: stopped, its kernel's source changed during the sweep "
+            f"({edited} was edited); the {counted(n, 'trial')} it measured before "
+            f"{'is' if n == 1 else 'are'} kept in the study; {measure_edited()}")
 
     def _keep_extras(self, run: Run, extras: list[object]) -> None:
         """A worker process's baselines and duty switch, each kept once (two workers may
@@ -623,7 +673,10 @@ class Sweep:
     def _finals(self, run: Run) -> None:
         """Unless interrupted: the finals of each problem without a current final, measured
         by the workers (worker processes on every GPU left, at once, before they close; the
-        one in this process after the drift check)."""
+        one in this process after the drift check); none after an edit of the kernel's
+        source, nor any measured past one (:meth:`_source_moved`)."""
+        if run.edited is not None:
+            return
         winners = Winners.of(self.store)      # finalists measured on the source there is now
         trials = winners.sources.measured_now(self._in_space(run.done.values()))
         todo = winners.missing(trials) if self.run_finals and not self.stop.set else []
@@ -654,7 +707,8 @@ class Sweep:
             trials, todo, run.workers, self.store, seed, duty,
             lambda extras: self._keep_extras(run, extras), self.reporter, covered,
             deadline=time.monotonic() + left if math.isfinite(left) else None,
-            kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty))
+            kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty),
+            source=self.source_hash, edited=lambda said: self._source_moved(run, said))
         summary.finals_s = time.perf_counter() - t_finals
         if self.stop.set:      # Ctrl-C in the last final: it ended, the run was interrupted
             summary.stopped_by = self.stop.reason

@@ -11,11 +11,19 @@ import time
 from multiprocessing.connection import Connection
 
 from sweeper._processes import jobs, warm_imports
-from sweeper.store import BaselineRecord
+from sweeper.store import BaselineRecord, TrialRecord
+from sweeper.study import Choice, now
 from sweeper.sweep._process import Ready, Setup
 from sweeper.sweep._relay import Relay
 from sweeper.sweep._workers import FinalRound, FinalsJob, FinalsOutcome, Outcome, final_of
-from sweeper.trial import TrialStatus
+from sweeper.trial import TrialResult, TrialStatus
+
+
+def unrun(number: int, choice: Choice, edited: str) -> TrialRecord:
+    """What stands for trial ``number`` where this worker's kernel is not the source the
+    trial would be recorded under (``edited`` names the file): never run, never kept."""
+    return TrialRecord.from_result(number, choice, None, TrialResult(
+        TrialStatus.CRASHED, f"not run: {edited} was edited"), now(), 0.0)
 
 
 def main() -> None:
@@ -26,6 +34,7 @@ def main() -> None:
     warm_imports()
     from sweeper.devices import open_device
     from sweeper.kernels import load_kernel
+    from sweeper.kernels._watch import SourceWatch
     from sweeper.sweep._bench import Bench
     from sweeper.sweep._limits import Limits
 
@@ -36,6 +45,8 @@ def main() -> None:
     device = open_device(setup.device)
     steps["device"] = time.perf_counter()
     kernel = load_kernel(setup.space.kernel, setup.space.kernel_options)
+    # the source this process runs: a worker started after an edit imported the new text
+    watch = SourceWatch(kernel.source_files(), kernel.source_hash())
     steps["kernel"] = time.perf_counter()
     bounds = device.bounds()
     steps["bounds"] = time.perf_counter()
@@ -47,17 +58,26 @@ def main() -> None:
     conn.send(Ready(device.facts().name, steps))
     for job in jobs(conn):
         if isinstance(job, FinalsJob):
-            final = final_of(bench, job, lambda r, n: conn.send(FinalRound(r, n)))
-            conn.send(FinalsOutcome(final, relay.drain()))
+            edited = watch.differs(job.source)
+            final = None if edited else \
+                final_of(bench, job, lambda r, n: conn.send(FinalRound(r, n)))
+            conn.send(FinalsOutcome(final, relay.drain(),
+                                    edited=edited or watch.differs(job.source)))
             continue
         got = time.perf_counter()
         bench.merge_best(job.best)
         if job.duty is not None:
             bench.power.duty = job.duty
+        edited = watch.differs(job.source)
+        if edited:              # nothing of another source is run, let alone kept
+            conn.send(Outcome(unrun(job.number, job.choice, edited), edited=edited))
+            continue
         record = bench.trial(job.number, job.choice)
         bench.note_best(record)
         lost = record.status is TrialStatus.CRASHED and not device.healthy()
-        conn.send(Outcome(record, relay.drain(), lost, bench.stamps(got)))
+        # a compile reads the kernel again: an edit meanwhile may be what was measured
+        conn.send(Outcome(record, relay.drain(), lost, bench.stamps(got),
+                          watch.differs(job.source)))
         if lost:                   # nothing more can run in this process
             return
 

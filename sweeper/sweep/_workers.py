@@ -49,25 +49,33 @@ Best = dict[tuple[Problem, str], tuple[float, float]]
 @dataclass(frozen=True)
 class Job:
     """One trial to measure: its number and config, what early abandonment compares
-    against, and the duty schedule the study follows now (``None``: none)."""
+    against, the duty schedule the study follows now (``None``: none), and the kernel
+    source it is recorded under."""
 
     number: int
     choice: Choice
     best: Best = field(default_factory=dict)
     duty: Duty | None = None
+    #: the kernel source hash the trial is recorded under, which a worker process holds
+    #: against its own kernel's (None: not checked)
+    source: str | None = None
 
 
 @dataclass
 class Outcome:
     """What a worker gives back for a job: the trial's record, the records measuring it
     added (a baseline, a duty switch; the coordinator keeps them first), whether the
-    worker can measure nothing more (a sticky CUDA error, a crash, a hang), and when it
-    got the job and finished it (``None``: it gave no outcome itself)."""
+    worker can measure nothing more (a sticky CUDA error, a crash, a hang), when it
+    got the job and finished it (``None``: it gave no outcome itself), and whether its
+    kernel's source was edited meanwhile."""
 
     record: TrialRecord
     extras: list[Any] = field(default_factory=list)
     lost: bool = False
     stamps: Stamps | None = None
+    #: which of the kernel's files was edited since the sweep took its source hash, as
+    #: the worker's process found ("": none): the record is not kept, the sweep stops
+    edited: str = ""
 
 
 def failed(job: Job, status: TrialStatus, reason: str, started: str, wall_s: float,
@@ -92,17 +100,23 @@ class FinalsJob:
     #: when the time budget ends (``time.monotonic()``, one clock for every process of
     #: the machine); None: no time budget
     deadline: float | None = None
+    #: the kernel source hash the finalists were measured on, which a worker process
+    #: holds against its own kernel's (None: not checked)
+    source: str | None = None
 
 
 @dataclass
 class FinalsOutcome:
     """What a worker gives back for a :class:`FinalsJob`: the final (``None`` when the
-    worker died or hung first, ``error`` says how) and the records measuring added (a
-    baseline the worker had not measured)."""
+    worker died or hung first, ``error`` says how, or found its kernel's source edited)
+    and the records measuring added (a baseline the worker had not measured)."""
 
     record: FinalRecord | None
     extras: list[Any] = field(default_factory=list)
     error: str = ""
+    #: which of the kernel's files the worker found edited since the sweep took its
+    #: source hash ("": none): the final is not kept
+    edited: str = ""
 
 
 class FinalRound(NamedTuple):

@@ -1,0 +1,99 @@
+"""Whether a kernel's source files still hold the text a sweep took its source hash from.
+
+A sweep records every trial under the kernel's source hash as it was when the sweep
+started, but a compile reads the kernel again: a CUDA C launch reads its files again once
+their stamps change, and a worker or compile process started later imports the module
+anew.  A :class:`SourceWatch` tells an edit since it began by a stat of each file per
+ask, re-reading a file's bytes only where its stamp moved (a ``touch`` is no edit), so
+the sweep stops before it records a trial that may have been compiled from another text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from sweeper.kernels._cuda_build import SETTLED_NS
+
+#: A file's (mtime ns, size), its bytes' sha256, and when it was read (ns); None where
+#: the file could not be read.
+_Read = tuple[tuple[int, int] | None, bytes | None, int]
+
+
+def files_of(*objects: Any) -> tuple[Path, ...]:
+    """The files the source of each of ``objects`` (modules, classes, functions, Triton
+    functions) is read from, each once, in order; none for one without a file (a
+    notebook's)."""
+    found: list[Path] = []
+    for obj in objects:
+        target = getattr(obj, "fn", obj)        # a Triton JITFunction: its Python function
+        try:
+            name = inspect.getsourcefile(inspect.unwrap(target))
+        except (TypeError, OSError, ValueError):
+            name = None
+        path = Path(name).resolve() if name else None
+        if path is not None and path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+class SourceWatch:
+    """Watches ``files`` from now on: :meth:`edited` names the first whose bytes are no
+    longer those read here (a file gone counts as edited).  ``source``: the source hash
+    this process took of the kernel as it loaded it, which :meth:`differs` holds against
+    the one a trial is recorded under (None: not taken)."""
+
+    def __init__(self, files: Iterable[Path], source: str | None = None) -> None:
+        self.files, self.source = tuple(files), source
+        self._kept = {path: _read(path) for path in self.files}
+
+    def differs(self, expected: str | None) -> str:
+        """Which file to name where this process's kernel may not be the source
+        ``expected`` names (None: any): the first edited since the watch began, else,
+        where the process loaded the kernel from other text (a worker or compile process
+        started after an edit), the kernel's first file; "" where it is that source."""
+        path = self.edited()
+        if path is not None:
+            return str(path)
+        if expected is None or self.source is None or expected == self.source:
+            return ""
+        return str(self.files[0]) if self.files else "the kernel's source"
+
+    def edited(self) -> Path | None:
+        """The first file whose bytes changed since the watch began, or ``None``: a stat
+        of each, its bytes read again only where its stamp moved or was too recent to
+        tell a later write of the same size (``SETTLED_NS``, as the CUDA launch keeps
+        its files)."""
+        for path in self.files:
+            stamp, digest, began = self._kept[path]
+            if stamp is not None and stamp[0] <= began - SETTLED_NS:
+                try:
+                    if _stamp(path) == stamp:
+                        continue
+                except OSError:
+                    return path
+            fresh = _read(path)
+            if fresh[1] != digest:
+                return path
+            self._kept[path] = fresh
+        return None
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _read(path: Path) -> _Read:
+    """``path``'s stamp and the digest of its bytes, read after the time it returns; a
+    stamp taken after the read, so an edit in between leaves a recent one (read again)."""
+    began = time.time_ns()
+    try:
+        digest = hashlib.sha256(path.read_bytes()).digest()
+        return _stamp(path), digest, began
+    except OSError:
+        return None, None, began

@@ -1,0 +1,264 @@
+"""A kernel's source edited while its sweep runs: the sweep stops before it records a
+trial that may have been compiled from the edited text, keeps every trial measured before,
+and says how to measure the edited kernel (as a resume refused for an edit says)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+
+import pytest
+
+from sweeper.cli import main
+from sweeper.kernels._watch import SourceWatch
+from sweeper.store import StudyStore
+from sweeper.sweep._bench import Bench
+from sweeper.trial import TrialStatus
+from tests.conftest import ROOT
+
+#: The README's own kernel (``x *= A``), copied as a user's module that the tests edit.
+KERNEL = (ROOT / "examples" / "scale.py").read_text()
+
+SPACE = """\
+study: edited
+kernel: {module}:scale
+sampler: exhaustive
+params:
+  BLOCK: [128, 256, 512, 1024]
+  n: [1024]
+measure: {{warmup: 1, repeat: 3}}
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """A Triton kernel module of the user's (a fresh name: imported anew by each test),
+    its file and a space sweeping it."""
+    module = f"edited_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{module}.py"
+    path.write_text(KERNEL)
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))    # written long before the sweep
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = tmp_path / "edited.yaml"
+    space.write_text(SPACE.format(module=module))
+    yield module, path, space
+    sys.modules.pop(module, None)
+
+
+def _after_first_trial(monkeypatch, change) -> None:
+    """Call ``change()`` once the sweep's first trial was kept, as the second starts (the
+    user saving the kernel's file while the sweep runs)."""
+    trial = Bench.trial
+
+    def measured(self, number, choice):
+        if number == 1:
+            change()
+        return trial(self, number, choice)
+    monkeypatch.setattr(Bench, "trial", measured)
+
+
+def _run(space, studies, *extra):
+    return main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
+                 "--quiet", "--no-report", *extra])
+
+
+def test_an_edit_while_the_sweep_runs_stops_it_keeping_the_trials_before(
+        user_module, tmp_path, monkeypatch, capsys):
+    module, path, space = user_module
+    studies = tmp_path / "studies"
+    _after_first_trial(monkeypatch, lambda: path.write_text(KERNEL.replace(
+        "A = 0.5", "A = 0.25")))
+    assert _run(space, studies) == 2            # as a resume refused for an edit exits
+    err = capsys.readouterr().err
+    root = studies / "edited-interpret"
+    assert err.strip().splitlines()[-1] == (
+        f"sweeper: {root}: stopped, its kernel's source changed during the sweep "
+        f"({path} was edited); the 1 trial it measured before is kept in the study; rerun "
+        "with --force to keep its trials and measure its configs again on this source "
+        "(those of the earlier source stay in the study but choose no winner), or with "
+        "--study NEW to measure this source in a new study")
+    store = StudyStore(root)
+    trials = store.records()[0]
+    source = store.meta()["kernel_source_hash"]
+    # the first trial alone, measured on the source the study records; the one measured
+    # after the edit is not kept under it
+    assert [(t.number, t.status, t.source_hash) for t in trials] == \
+        [(0, TrialStatus.OK, source)]
+
+    # the same command refuses to resume for the edit; with --force it measures the rest
+    # (and the first config again) on the edited source
+    monkeypatch.undo()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop(module, None)
+    assert _run(space, studies) == 2
+    assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
+    assert _run(space, studies, "--force") == 0
+    trials = StudyStore(root).records()[0]
+    edited = StudyStore(root).meta()["kernel_source_hash"]
+    assert edited != source
+    assert [t.source_hash for t in trials] == [source] + [edited] * 4
+
+
+def test_a_file_saved_unchanged_while_the_sweep_runs_stops_nothing(user_module, tmp_path,
+                                                                   monkeypatch):
+    """Saving the kernel's file unchanged moves its stamp, not its text: no edit."""
+    _, path, space = user_module
+    _after_first_trial(monkeypatch, lambda: path.write_text(path.read_text()))
+    assert _run(space, tmp_path / "studies") == 0
+    trials = StudyStore(tmp_path / "studies" / "edited-interpret").records()[0]
+    assert len(trials) == 4
+
+
+def test_the_watch_names_the_file_edited_and_not_one_touched(tmp_path):
+    """The watch stats each file, reads again only one whose stamp moved, and names the
+    first whose bytes changed (or that is gone)."""
+    a, b = tmp_path / "a.py", tmp_path / "b.h"
+    for path in (a, b):
+        path.write_text("x = 1\n")
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    watch = SourceWatch([a, b])
+    assert watch.edited() is None
+    b.write_text("x = 1\n")                     # saved unchanged
+    assert watch.edited() is None
+    b.write_text("x = 2\n")
+    assert watch.edited() == b
+    b.write_text("x = 1\n")                     # put back as it was
+    assert watch.edited() is None
+    a.unlink()
+    assert watch.edited() == a
+
+
+def test_an_edit_of_the_same_size_within_a_timestamp_tick_is_seen(tmp_path):
+    """A file written just before the watch began may be rewritten within its stamp's
+    tick at the same size: read again at each ask until its stamp is old enough."""
+    path = tmp_path / "k.py"
+    path.write_text("x = 1\n")
+    watch = SourceWatch([path])
+    stat = path.stat()
+    path.write_text("x = 2\n")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))     # the same stamp
+    assert watch.edited() == path
+    assert re.fullmatch(r"x = 2\n", path.read_text())
+
+
+def test_a_cuda_kernel_s_files_are_watched_as_the_launch_reads_them(tmp_path):
+    """A CUDA C launch compiles its files as they read at each compile (an edit since is
+    compiled): the sweep watches the ``.cu`` file and each file it includes, and names
+    the one edited."""
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._cuda_build import precompile
+    from sweeper.space import Config, Problem, load_space
+    from tests.test_cuda_kernel import COPY_CU, FakeCompiler, space_text
+
+    cu, header = tmp_path / "copy.cu", tmp_path / "common.h"
+    cu.write_text('#include "common.h"\n' + COPY_CU.read_text())
+    header.write_text("#define SCALE 1\n")
+    for path in (cu, header):
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    (tmp_path / "space.yaml").write_text(space_text())
+    space = load_space(tmp_path / "space.yaml")
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    launch = kernel.plan.launch
+    assert {cu, header} <= set(kernel.source_files())
+    watch, source = SourceWatch(kernel.source_files()), kernel.source_hash()
+    config = Config(problem=Problem("float32", 4096), grid=4, block=128, meta={"VEC": 4})
+    launch.compiler = FakeCompiler()
+    precompile(launch, config)
+    assert watch.edited() is None
+
+    header.write_text("#define SCALE 2\n")      # saved while the sweep runs
+    assert watch.edited() == header
+    assert launch.files()[header] == b"#define SCALE 2\n"   # what the next compile reads
+    assert kernel.source_hash() != source
+
+
+def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
+        user_module, tmp_path, monkeypatch, capsys):
+    """The kernel saved with other text after the run imported it, before its worker
+    process did: the worker holds the edited kernel, which the study would record under
+    the source the run hashed.  It compares its own source with the one each job is
+    recorded under, runs none of it, and the sweep stops naming the file."""
+    from sweeper.sweep import Sampling
+
+    _, path, space = user_module
+    build = Sampling.build.__func__
+
+    def edited_then_built(cls, *args, **kwargs):      # after the run hashed the kernel
+        path.write_text(KERNEL.replace("A = 0.5", "A = 0.25"))
+        return build(cls, *args, **kwargs)
+    monkeypatch.setattr(Sampling, "build", classmethod(edited_then_built))
+    studies = tmp_path / "studies"
+    assert _run(space, studies, "--workers", "process") == 2
+    assert f"during the sweep ({path} was edited); the 0 trials it measured before are " \
+        "kept in the study; rerun with --force" in capsys.readouterr().err
+    assert StudyStore(studies / "edited-interpret").records()[0] == []
+
+
+def test_a_compile_process_s_answer_names_its_source_and_another_is_left_to_the_worker(
+        write_space, tmp_path, monkeypatch):
+    """A compile process tells the source it compiled (the kernel as it loaded it); a
+    refusal from another source than the sweep records is no trial: the worker compiles
+    that config itself, under its own check."""
+    from types import SimpleNamespace
+
+    from sweeper.devices import open_device
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._precompile import Compile, Precompiled
+    from sweeper.sweep._compile_ahead import CompileAhead
+    from sweeper.sweep._compile_pool import CompilePool, PoolSetup
+    from tests.conftest import SMALL_SPACE
+    from tests.test_compile_pool import SM90, _configs
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    space, configs = _configs(write_space(SMALL_SPACE), open_device("interpret"))
+    key, config = configs[0]
+    pool = CompilePool(PoolSetup(space, SM90, list(sys.path)), 1)
+    try:
+        pool.wait_started()
+        pool.ahead([(key, config)])
+        result = pool.take(key)
+    finally:
+        pool.close()
+    assert result is not None and result.status is Compile.COMPILED
+    assert result.source == load_kernel(space.kernel).source_hash()
+
+    refusal = Precompiled(Compile.FAILED, "CompilationError: out of registers", 0.1,
+                          source="1" * 16)
+    stub = SimpleNamespace(take=lambda key, wait_s: refusal, worth_waiting_s=lambda: 0.0)
+    sampler = SimpleNamespace(prefer=None)
+    ahead = CompileAhead(space, sampler, stub, lambda choice: config, window=1)
+    choice = dict(zip(space.choices(), key, strict=False))
+    assert ahead.refused(0, choice).status is TrialStatus.COMPILE_ERROR   # none expected
+    ahead.source = "2" * 16                                   # the sweep's, another
+    assert ahead.refused(1, choice) is None and ahead.counts["left"] == 1
+    ahead.source = "1" * 16
+    assert ahead.refused(2, choice).status is TrialStatus.COMPILE_ERROR
+
+
+@pytest.mark.parametrize("workers", ["inline", "process"])
+def test_an_edit_during_the_finals_keeps_no_final_measured_past_it(
+        user_module, tmp_path, monkeypatch, capsys, workers):
+    """The finals measure the finalists again and choose the winner: one measured after
+    the kernel's source was edited is not kept (here or in a worker process, which holds
+    its own kernel against the source of the finalists), the trials are."""
+    from sweeper.finals import FinalRecord
+    from sweeper.sweep import _workers
+    from sweeper.sweep._process import ProcessWorker
+
+    _, path, space = user_module
+
+    def edit() -> None:
+        path.write_text(KERNEL.replace("A = 0.5", "A = 0.25"))
+    final_of = _workers.final_of
+    monkeypatch.setattr(_workers, "final_of", lambda *args: (edit(), final_of(*args))[1])
+    submit = ProcessWorker.submit_finals
+    monkeypatch.setattr(ProcessWorker, "submit_finals",
+                        lambda self, job: (edit(), submit(self, job))[1])
+    studies = tmp_path / "studies"
+    assert _run(space, studies, "--workers", workers) == 2
+    assert f"({path} was edited); the 4 trials it measured before are kept in the study" \
+        in capsys.readouterr().err
+    store = StudyStore(studies / "edited-interpret")
+    assert len(store.records()[0]) == 4 and store.read(FinalRecord) == []
