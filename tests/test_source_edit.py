@@ -196,6 +196,69 @@ def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
     assert StudyStore(studies / "edited-interpret").records()[0] == []
 
 
+#: A user's kernel class (the built-in copy's, subclassed), whose source is its class's
+#: text as ``inspect`` reads it from the file now.
+CLASS_KERNEL = """\
+from sweeper.kernels.copy import CopyKernel
+
+
+class MyCopy(CopyKernel):
+    name = "my-copy"
+"""
+
+
+def test_an_edit_after_a_lost_context_stops_the_sweep_that_goes_on_in_workers(
+        tmp_path, monkeypatch, capsys):
+    """A trial that breaks this process's CUDA context hands the rest of the sweep to
+    worker processes, a sweep of its own: it holds its workers against the source the
+    study records, not the kernel's as this process reads it now (a kernel class's text
+    is read from its file again once the file changed), so an edit saved in between
+    stops it, as it would have stopped the sweep before, and no trial is recorded under
+    the edited source without --force."""
+    from sweeper.devices._interpret import InterpretDevice
+    from sweeper.engine import _run as engine_run
+
+    module = f"edited_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{module}.py"
+    path.write_text(CLASS_KERNEL)
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = tmp_path / "edited.yaml"
+    space.write_text(f"study: edited\nkernel: {module}:MyCopy\nparams:\n  grid: [1, 2]\n"
+                     "  block: [32, 64]\n  footprint: [4KiB]\n"
+                     "measure: {warmup: 1, repeat: 3}\n")
+    monkeypatch.setattr(InterpretDevice, "healthy", lambda self: False)
+    trial = Bench.trial
+
+    def crashed(self, number, choice):             # the first trial breaks the context
+        record = trial(self, number, choice)
+        return record if number else \
+            record.__class__(**{**vars(record), "status": TrialStatus.CRASHED})
+    monkeypatch.setattr(Bench, "trial", crashed)
+    reporter, calls = engine_run._reporter, []
+
+    def edited_then(quiet, headline):              # the second sweep's: between the two
+        calls.append(quiet)
+        if len(calls) == 2:
+            path.write_text(CLASS_KERNEL.replace('"my-copy"', '"my-copy"  # edited'))
+        return reporter(quiet, headline)
+    monkeypatch.setattr(engine_run, "_reporter", edited_then)
+    studies = tmp_path / "studies"
+    try:
+        assert _run(space, studies, "--workers", "inline") == 2
+    finally:
+        sys.modules.pop(module, None)
+    err = capsys.readouterr().err
+    assert "left the CUDA context unusable" in err and len(calls) == 2
+    kernels = ROOT / "sweeper" / "kernels"      # the edit was not seen, only its effect
+    assert (f"during the sweep (one of {kernels / 'copy.py'}, {kernels / '_declared.py'} and "
+            f"{path} was edited); the 0 trials it measured before are kept") in err
+    store = StudyStore(studies / "edited-interpret")
+    source = store.meta()["kernel_source_hash"]
+    assert [(t.number, t.status, t.source_hash) for t in store.records()[0]] == \
+        [(0, TrialStatus.CRASHED, source)]
+
+
 def test_a_compile_process_s_answer_names_its_source_and_another_is_left_to_the_worker(
         write_space, tmp_path, monkeypatch):
     """A compile process tells the source it compiled (the kernel as it loaded it); a

@@ -202,7 +202,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
             reporter = _reporter(options.quiet, kernel.headline)   # new bars: the first ended
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
-                             clock=clock, check=check)
+                             clock=clock, check=check,
+                             source_hash=store.study_meta().kernel_source_hash)
     clock.mark("sweep")
     # the report reads it (how busy, why it stopped); the command's wall follows it
     ran = last_run(summary, command, priors, wall_s=clock.elapsed_s())
@@ -506,13 +507,17 @@ def shrunk_line(space: Any, facts: Any) -> str | None:
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
            ahead: CompileOptions, reporter: Any, *, clock: Any, check: GpuCheck | None,
-           lost: ContextLost | None = None, sampling: Sampling | None = None) -> Any:
+           lost: ContextLost | None = None, sampling: Sampling | None = None,
+           source_hash: str | None = None) -> Any:
     """The sweep with ``run``'s options, its progress bar (``reporter``), its workers (one
     per GPU of ``gpus``), its compile processes (``ahead``), on the interpreter its GPU
     compile ``check``, and, measuring in this process, a hang going on in a fresh
     process.  After ``lost`` (this process's CUDA context broken) nothing is measured
     here: the one-at-a-time baseline is not measured again.  ``sampling``: the sampler
-    built before the study was written (None: the sweep builds a fresh one)."""
+    built before the study was written (None: the sweep builds a fresh one).
+    ``source_hash``: the kernel source the study records its trials under (after
+    ``lost``: the one the sweep before recorded, so that an edit since stops this one as
+    it would have stopped that one; None: the kernel's now)."""
     from sweeper.sweep import Sweep
 
     sweep = Sweep(space, kernel, device, store, reporter=reporter, stop=stop,
@@ -520,7 +525,8 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   ceilings=None if isinstance(limits, str) else limits,
                   priors=priors, on_hang=lambda record: _hung(record, options, store),
                   gpus=gpus, processes=worker_processes(options.workers, device.measures_gpu),
-                  compile=ahead, gpu_check=check, sampling=sampling)
+                  compile=ahead, gpu_check=check, sampling=sampling,
+                  source_hash=source_hash)
     sweep.run_drift = sweep.run_drift and lost is None
     if sweep.max_time_s is not None:
         from sweeper.plan import costs_key, run_costs

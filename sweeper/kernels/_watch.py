@@ -55,13 +55,18 @@ class SourceWatch:
         """Which file to name where this process's kernel may not be the source
         ``expected`` names (None: any): the first edited since the watch began, else,
         where the process loaded the kernel from other text (a worker or compile process
-        started after an edit), the kernel's first file; "" where it is that source."""
+        started after an edit), its files, which one unknown (``one of A and B``); ""
+        where it is that source."""
         path = self.edited()
         if path is not None:
             return str(path)
         if expected is None or self.source is None or expected == self.source:
             return ""
-        return str(self.files[0]) if self.files else "the kernel's source"
+        if not self.files:
+            return "the kernel's source"
+        names = [str(path) for path in self.files]
+        return names[0] if len(names) == 1 else \
+            f"one of {', '.join(names[:-1])} and {names[-1]}"
 
     def edited(self) -> Path | None:
         """The first file whose bytes changed since the watch began, or ``None``: a stat

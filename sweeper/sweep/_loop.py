@@ -149,8 +149,8 @@ class Sweep:
                  on_hang: Callable[[TrialRecord], None] | None = None,
                  gpus: Sequence[int] | None = None, processes: bool = False,
                  claims: Claims | None = None, compile: CompileOptions | None = None,
-                 gpu_check: GpuCheck | None = None, sampling: Sampling | None = None
-                 ) -> None:
+                 gpu_check: GpuCheck | None = None, sampling: Sampling | None = None,
+                 source_hash: str | None = None) -> None:
         self.space = space
         self.kernel = kernel
         self.device = device
@@ -198,8 +198,10 @@ class Sweep:
         self.bounds = device.bounds()
         #: what the sampler declares it needs or offers (finals, a baseline, guesses)
         self.sampler_caps = sampler_capabilities(space.sampler.name)
-        #: the kernel's source hash, which each trial records as the one it was measured on
-        self.source_hash = kernel.source_hash()
+        #: the kernel's source hash, which each trial records as the one it was measured on:
+        #: ``source_hash`` (the one a sweep before this one in the run recorded, which a
+        #: worker process holds its own kernel against), else the kernel's now
+        self.source_hash = source_hash or kernel.source_hash()
         #: the files that source is read from, from now on: a trial that ends after one
         #: was edited may have been compiled from the edited text, and is not kept
         self.watch = SourceWatch(kernel.source_files())
