@@ -35,7 +35,8 @@ from sweeper.bounds import derive_bounds
 from sweeper.ceilings import cache_root
 from sweeper.core._units import counted
 from sweeper.devices import DeviceFacts, PlanCosts
-from sweeper.devices._base import GPU_COSTS, GPU_COSTS_READ_ON
+from sweeper.devices._base import GPU_COSTS
+from sweeper.devices._gpu_query import GPU_COSTS_READ_ON
 from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import SweeperError
 from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
@@ -548,17 +549,17 @@ def gpu_scale(device: Any) -> GpuScale:
     if device.plan_costs is not GPU_COSTS:
         return GpuScale()
     own, read_on = device.bounds(), derive_bounds(GPU_COSTS_READ_ON)
-    ratios, why = [], []
-    for name, mine, theirs, unit, per in (
-            ("DRAM", own.dram, read_on.dram, "GB/s", 1e9),
-            (f"{FLOP_BOUND_DTYPE} FLOP", own.flops.get(FLOP_BOUND_DTYPE),
-             read_on.flops.get(FLOP_BOUND_DTYPE), "TFLOP/s", 1e12)):
-        known = mine is not None and theirs is not None and mine.per_s > 0
-        ratios.append(theirs.per_s / mine.per_s if known else 1.0)  # type: ignore[union-attr]
-        why.append(f"{name} {mine.per_s / per:.0f} against {theirs.per_s / per:.0f} {unit}"  # type: ignore[union-attr]
-                   if known and ratios[-1] != 1.0 else "")
-    return GpuScale(by_bytes=ratios[0], by_flops=ratios[1], bytes_why=why[0],
-                    flops_why=why[1])
+
+    def ratio(name: str, mine: Any, theirs: Any, unit: str, per: float) -> tuple[float, str]:
+        if mine is None or theirs is None or mine.per_s <= 0 or mine.per_s == theirs.per_s:
+            return 1.0, ""
+        return theirs.per_s / mine.per_s, \
+            f"{name} {mine.per_s / per:.0f} against {theirs.per_s / per:.0f} {unit}"
+
+    by_bytes, bytes_why = ratio("DRAM", own.dram, read_on.dram, "GB/s", 1e9)
+    by_flops, flops_why = ratio(f"{FLOP_BOUND_DTYPE} FLOP", own.flops.get(FLOP_BOUND_DTYPE),
+                                read_on.flops.get(FLOP_BOUND_DTYPE), "TFLOP/s", 1e12)
+    return GpuScale(by_bytes, by_flops, bytes_why, flops_why)
 
 
 @dataclass(frozen=True)
@@ -722,8 +723,9 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     # measured here yet at the GPU's bounds against those the costs were read on
     fresh = not interpreted and shape.kernel not in shape.costs.launch_scale
     gpu = (shape.gpu.by_bytes, shape.gpu.by_flops) if fresh else (1.0, 1.0)
-    scales = tuple(shape.costs.scale_of(shape.kernel, interpreted, by_flops) * gpu[by_flops]
-                   for by_flops in (False, True))
+    base = tuple(shape.costs.scale_of(shape.kernel, interpreted, by_flops)
+                 for by_flops in (False, True))
+    scales = (base[0] * gpu[0], base[1] * gpu[1])
     todo = 0                      # the valid configs the study has not answered yet
     left = None if budget is None else max(0, budget - shape.spent)
     for choice, outcome in resolved(space, facts.env(), facts.max_footprint):
@@ -795,8 +797,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     return Plan(size=space.size, valid=valid, removed=ruled_out.by_reason(), estimate_s=total,
                 finals_s=parts["finals"],
                 assumptions={**dataclasses.asdict(costs), "compile_s": own,
-                             "flop_scale": scales[True] / gpu[True] / scales[False] * gpu[False]
-                             if flop_bound else 1.0},
+                             "flop_scale": base[1] / base[0] if flop_bound else 1.0},
                 gpu_scale=(gpu[False], gpu[True] if flop_bound else 1.0,
                            shape.gpu.why(flop_bound) if fresh else ""),
                 trials=trials, todo=todo, ruled_out=ruled_out, parts=parts,

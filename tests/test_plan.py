@@ -114,7 +114,7 @@ def test_a_fresh_plan_on_another_gpu_scales_the_h200s_figures_by_its_bounds(
     no run here has measured is priced at those ratios, and the plan says so; once a run
     measured the kernel, its own launches price it and the ratios are gone."""
     from sweeper.bounds import derive_bounds
-    from sweeper.devices._base import GPU_COSTS_READ_ON
+    from sweeper.devices._gpu_query import GPU_COSTS_READ_ON
     from sweeper.plan import gpu_scale, note_run
 
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path))

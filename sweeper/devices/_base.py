@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from sweeper.bounds import Bounds, HardwareFacts, Sourced
+from sweeper.bounds import Bounds
 from sweeper.core import DeviceFacts, MeasureSpec, Space
 from sweeper.devices._nvml import GpuState, Window
 from sweeper.errors import SweeperError
@@ -95,16 +95,10 @@ class PlanCosts:
 #: each run's trials, 6.5 ms for matmul, 8.7 ms for softmax and 9.1 ms for copy from
 #: cold Triton caches, docs/raw/2026-12-05-s34-h200/), ~20 us of host time per launch,
 #: ~4 TB/s copy, and a tuned matmul's FLOP/s (bf16 8192³: 795 TFLOP/s, docs/benchmarks.md;
-#: fp16 alike; tf32 for float32 half that).
+#: fp16 alike; tf32 for float32 half that).  That H200's bounds, which a plan on another
+#: GPU scales these by: :data:`~sweeper.devices._gpu_query.GPU_COSTS_READ_ON`.
 GPU_COSTS = PlanCosts(compile_s=0.009, launch_s=20e-6, bandwidth=4.0e12, flush=True,
                       flops={"bfloat16": 795e12, "float16": 795e12, "float32": 400e12})
-#: The H200 that ``GPU_COSTS`` was read on, as NVML describes it: the bounds a plan on
-#: another GPU scales those figures by until a run there measures its kernel
-#: (:func:`sweeper.plan.gpu_scale`; an H100's DRAM bound, 3352 GB/s, is 0.70 of this
-#: one's 4814).
-GPU_COSTS_READ_ON = HardwareFacts(
-    gpu="NVIDIA H200", sms=132, l2_bytes=60 << 20, capability=(9, 0),
-    mem_mhz=Sourced(3201, "NVML"), bus_bits=Sourced(6016, "NVML"), sm_mhz=Sourced(1980, "NVML"))
 
 
 

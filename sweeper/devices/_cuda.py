@@ -227,12 +227,14 @@ class PlannedGpu(CudaDevice):
     nothing of it may be launched or timed."""
 
     def __init__(self) -> None:     # no CudaDevice.__init__: it imports torch and NVML
-        from sweeper.devices._gpu_query import ASSUMED_GPU, query_gpu
+        from sweeper.devices._gpu_query import ASSUMED_GPU, GPU_COSTS_READ_ON, query_hardware
 
         self._bounds = None
-        found = query_gpu()
-        if isinstance(found, DeviceFacts):
-            self._facts = found
+        found = query_hardware()
+        #: what its bounds are derived from: the driver's, else the assumed GPU's
+        self._hardware = found if isinstance(found, HardwareFacts) else GPU_COSTS_READ_ON
+        if isinstance(found, HardwareFacts):
+            self._facts = DeviceFacts(name=found.gpu, sms=found.sms, l2_bytes=found.l2_bytes)
             return
         self._facts = ASSUMED_GPU
         self.assumed = (f"{found}: planned for an assumed {ASSUMED_GPU.name} "
@@ -241,13 +243,8 @@ class PlannedGpu(CudaDevice):
 
     def bounds(self) -> Bounds:
         """From the driver's peak clocks and bus width (:func:`~sweeper.devices._gpu_query.
-        query_hardware`), where nothing is opened; the assumed GPU's where the driver
-        cannot describe one."""
-        from sweeper.devices._base import GPU_COSTS_READ_ON
-        from sweeper.devices._gpu_query import query_hardware
-
+        query_hardware`), read as the facts were, where nothing is opened; the assumed
+        GPU's where the driver cannot describe one."""
         if self._bounds is None:
-            found = None if self.assumed else query_hardware()
-            self._bounds = derive_bounds(found if isinstance(found, HardwareFacts)
-                                         else GPU_COSTS_READ_ON)
+            self._bounds = derive_bounds(self._hardware)
         return self._bounds

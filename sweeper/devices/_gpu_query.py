@@ -24,9 +24,15 @@ MULTIPROCESSOR_COUNT = 16
 L2_CACHE_SIZE = 38
 CAPABILITY_MAJOR, CAPABILITY_MINOR = 75, 76
 CLOCK_RATE, MEMORY_CLOCK_RATE, GLOBAL_MEMORY_BUS_WIDTH = 13, 36, 37
-#: The GPU a plan assumes where none can be read: the one whose costs it assumes
-#: (``GPU_COSTS``, read on an H200).
-ASSUMED_GPU = DeviceFacts(name="NVIDIA H200", sms=132, l2_bytes=60 << 20)
+#: The H200 that ``GPU_COSTS`` (:mod:`sweeper.devices._base`) was read on, as NVML
+#: describes it: the bounds a plan on another GPU scales those figures by until a run
+#: there measures its kernel (:func:`sweeper.plan.gpu_scale`; an H100's DRAM bound, 3352
+#: GB/s, is 0.70 of this one's 4814), and the GPU a plan assumes where none can be read.
+GPU_COSTS_READ_ON = HardwareFacts(
+    gpu="NVIDIA H200", sms=132, l2_bytes=60 << 20, capability=(9, 0),
+    mem_mhz=Sourced(3201, "NVML"), bus_bits=Sourced(6016, "NVML"), sm_mhz=Sourced(1980, "NVML"))
+ASSUMED_GPU = DeviceFacts(name=GPU_COSTS_READ_ON.gpu, sms=GPU_COSTS_READ_ON.sms,
+                          l2_bytes=GPU_COSTS_READ_ON.l2_bytes)
 
 
 def _driver() -> Any:
@@ -62,6 +68,16 @@ def gpu_count() -> int:
 def query_gpu(index: int = 0) -> DeviceFacts | str:
     """GPU ``index``'s name, SMs and L2 size, as ``torch.cuda.get_device_properties``
     gives them, from the driver API; else why they cannot be read."""
+    found = query_hardware(index)
+    return found if isinstance(found, str) else \
+        DeviceFacts(name=found.gpu, sms=found.sms, l2_bytes=found.l2_bytes)
+
+
+def query_hardware(index: int = 0) -> HardwareFacts | str:
+    """What GPU ``index``'s physical bounds are derived from: its name, SMs and L2 size
+    (:func:`query_gpu`), compute capability, peak clocks and bus width, from the driver
+    API; else why the first three cannot be read.  A clock or width the driver does not
+    give is left out (its bound is then absent, and says so)."""
     opened = _open(index)
     if isinstance(opened, str):
         return opened
@@ -72,28 +88,14 @@ def query_gpu(index: int = 0) -> DeviceFacts | str:
     if values is None:
         return f"the CUDA driver did not describe GPU {index}"
     sms, l2 = values
-    return DeviceFacts(name=name.value.decode(errors="replace"), sms=sms, l2_bytes=l2)
-
-
-def query_hardware(index: int = 0) -> HardwareFacts | str:
-    """What GPU ``index``'s physical bounds are derived from (its facts, compute capability,
-    peak clocks and bus width), from the driver API as :func:`query_gpu` reads its facts;
-    else why they cannot be read.  A clock or width the driver does not give is left out
-    (its bound is then absent, and says so)."""
-    facts = query_gpu(index)
-    if isinstance(facts, str):
-        return facts
-    opened = _open(index)
-    if isinstance(opened, str):
-        return opened
-    capability = _attributes(*opened, CAPABILITY_MAJOR, CAPABILITY_MINOR)
+    capability = _attributes(lib, device, CAPABILITY_MAJOR, CAPABILITY_MINOR)
 
     def one(attribute: int, scale: float = 1.0) -> Sourced | None:
-        value = _attributes(*opened, attribute)
+        value = _attributes(lib, device, attribute)
         return Sourced.first(("the CUDA driver", value[0] * scale if value else None))
 
     return HardwareFacts(
-        gpu=facts.name, sms=facts.sms, l2_bytes=facts.l2_bytes,
+        gpu=name.value.decode(errors="replace"), sms=sms, l2_bytes=l2,
         capability=(capability[0], capability[1]) if capability else None,
         mem_mhz=one(MEMORY_CLOCK_RATE, 1e-3), bus_bits=one(GLOBAL_MEMORY_BUS_WIDTH),
         sm_mhz=one(CLOCK_RATE, 1e-3))
