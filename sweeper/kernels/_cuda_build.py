@@ -294,9 +294,16 @@ def precompile(cuda: CudaLaunch, config: Config) -> Compiled:
     return compiled(cuda.source, entry, options, cuda.compiler, files=cuda.files())
 
 
+def stamp(path: Path) -> tuple[int, int]:
+    """The file's modification time (ns) and size now: what tells an edit (one written
+    ``SETTLED_NS`` or more before it was read)."""
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
 def _stamps(files: Mapping[Path, bytes]) -> dict[Path, tuple[int, int]]:
-    """Each file's modification time (ns) and size now: what tells an edit."""
-    return {p: (s.st_mtime_ns, s.st_size) for p in files for s in (p.stat(),)}
+    """Each file's :func:`stamp`."""
+    return {p: stamp(p) for p in files}
 
 
 def _defines(cuda: CudaLaunch, config: Config) -> tuple[str, tuple[str, ...]]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sweeper.kernels._cuda_build import SETTLED_NS
+from sweeper.kernels._cuda_build import SETTLED_NS, stamp
 
 #: A file's (mtime ns, size), its bytes' sha256, and when it was read (ns); None where
 #: the file could not be read.
@@ -74,10 +74,10 @@ class SourceWatch:
         tell a later write of the same size (``SETTLED_NS``, as the CUDA launch keeps
         its files)."""
         for path in self.files:
-            stamp, digest, began = self._kept[path]
-            if stamp is not None and stamp[0] <= began - SETTLED_NS:
+            kept, digest, began = self._kept[path]
+            if kept is not None and kept[0] <= began - SETTLED_NS:
                 try:
-                    if _stamp(path) == stamp:
+                    if stamp(path) == kept:
                         continue
                 except OSError:
                     return path
@@ -88,17 +88,12 @@ class SourceWatch:
         return None
 
 
-def _stamp(path: Path) -> tuple[int, int]:
-    stat = path.stat()
-    return stat.st_mtime_ns, stat.st_size
-
-
 def _read(path: Path) -> _Read:
     """``path``'s stamp and the digest of its bytes, read after the time it returns; a
     stamp taken after the read, so an edit in between leaves a recent one (read again)."""
     began = time.time_ns()
     try:
         digest = hashlib.sha256(path.read_bytes()).digest()
-        return _stamp(path), digest, began
+        return stamp(path), digest, began
     except OSError:
         return None, None, began
