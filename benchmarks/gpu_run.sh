@@ -27,6 +27,8 @@
 #   nvmlcontention benchmarks/nvml_contention.py: a worker's trials alone and beside other
 #             processes polling the same GPU's NVML state (one GPU; about 90 s)
 #   reportspeed benchmarks/report_speed.py
+#   reportpools benchmarks/report_speed.py --pools: drawing pools by size, in a process
+#             holding nothing of CUDA, CUDA initialized, and a CUDA context
 #   command   benchmarks/command_overhead.py spaces/copy.yaml (sweeper run against a bare-loop
 #             script and Kernel Tuner, from the shell, warm and cold caches)
 #   commandrounds the same, each run $ROUNDS (3) times interleaved, judged by the medians (bare
@@ -155,6 +157,9 @@ stage=$2
         | tee "$OUT/nvml-contention.log" ;;
     reload) python3 benchmarks/reload_probe.py --out "$OUT/reload" ${RELOAD_ARGS:-} 2>&1 | tee "$OUT/reload.log" ;;
     reportspeed) python3 benchmarks/report_speed.py 2>&1 | tee "$OUT/reportspeed.log" ;;
+    reportpools) for state in none cuda-init cuda-context; do
+        python3 benchmarks/report_speed.py --pools --state $state 2>&1 | grep -A9 "^state"
+      done | tee "$OUT/reportpools.log" ;;
     command) python3 benchmarks/command_overhead.py spaces/copy.yaml --out "$OUT/command" \
         2>&1 | tee "$OUT/command.log"
       for f in "$OUT"/command/{bare,run}*.stdout; do echo "$(basename "$f"):"; grep -A8 "^time: " "$f"; done \

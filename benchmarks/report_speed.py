@@ -4,12 +4,16 @@ changed: nothing drawn), and drawing in this process against a pool of processes
     python benchmarks/report_speed.py [--table tests/data/replay/h200-copy.csv]
                                       [--space spaces/copy.yaml] [--repeat 3]
     python benchmarks/report_speed.py --tables STUDY [STUDY ...] [--repeat 5]
+    python benchmarks/report_speed.py --pools [--state none|torch|cuda-init|cuda-context]
 
 The study is replayed from the table into a temporary folder (no GPU needed); each row is
 the median of ``--repeat`` runs.  ``sweeper report`` rows are whole processes (imports
 included), as a user waits for them; ``write_report`` rows are in-process.  With
 ``--tables``: the report's tables alone (``study_tables``, what a time budget keeps for
 beyond the pictures) of each study folder given, in this process, pandas imported first.
+With ``--pools``: what a pool of forked drawing processes costs to start and to draw the
+report's pictures in, by its size, in a process that has imported torch, initialized CUDA
+or holds a CUDA context as the ``--state`` says (a run's coordinator forks its pool so).
 """
 
 from __future__ import annotations
@@ -46,7 +50,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tables", nargs="+", metavar="STUDY",
                         help="time study_tables of these study folders instead")
+    parser.add_argument("--pools", action="store_true",
+                        help="time drawing pools by size instead (see --state)")
+    parser.add_argument("--state", default="none",
+                        choices=("none", "torch", "cuda-init", "cuda-context"))
     args = parser.parse_args()
+    if args.pools:
+        pools(args.table, args.space, args.state, args.repeat)
+        return
     if args.tables:
         tables(args.tables, args.repeat)
         return
@@ -102,6 +113,46 @@ def tables(studies: list[str], repeat: int) -> None:
         seconds = timed(lambda store=store: study_tables(store), lambda: None, repeat)
         print(f"{Path(folder).name}: study_tables {seconds:.3f} s (median of {repeat}; "
               f"{len(store.records()[0])} records, {len(built.heatmaps)} maps)")
+
+
+def pools(table: str, space: str, state: str, repeat: int) -> None:
+    """Pools of forked processes by size: their start (a no-op on each) and the report's
+    pictures drawn in them, in a process in ``state``; the median of ``repeat``."""
+    if state != "none":
+        import torch
+        if state == "cuda-init":
+            torch.cuda.get_device_properties(0)
+        elif state == "cuda-context":
+            torch.zeros(1, device="cuda")
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from sweeper.cli import main as sweeper
+    from sweeper.report import _draw, _figures, study_tables
+    from sweeper.store import StudyStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        assert sweeper(["run", space, "--device", f"replay:{table}", "--quiet",
+                        "--no-report", "--studies-dir", tmp, "--study", "bench"]) == 0
+        figures = _figures.report_figures(study_tables(StudyStore(Path(tmp) / "bench")))
+        _draw.pyplot()
+        out = Path(tmp) / "pictures"
+
+        def start(size: int) -> None:
+            with ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("fork")
+                                     ) as pool:
+                list(pool.map(abs, range(size)))
+
+        def draw(size: int) -> None:
+            _figures.render(figures, out, redraw=True, workers=size)
+
+        rss = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGESIZE")
+        print(f"state {state}: resident {rss / 2**20:.0f} MiB, {len(figures)} pictures, "
+              f"{os.cpu_count()} CPUs, median of {repeat}")
+        for size in sorted({1, 2, 4, 8, len(figures), os.cpu_count() or 1}):
+            begun = timed(lambda size=size: start(size), lambda: None, repeat)
+            drawn = timed(lambda size=size: draw(size), lambda: None, repeat)
+            print(f"  pool of {size:>2}: started {begun:.3f} s, pictures drawn {drawn:.3f} s")
 
 
 if __name__ == "__main__":
