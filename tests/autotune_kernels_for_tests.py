@@ -43,8 +43,8 @@ def _times_two(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
 
 
-def _doubling(name: str, autotuner):
-    """out = 2x, launched through ``autotuner``'s function."""
+def _doubling(name: str, autotuner, refuse=None):
+    """out = 2x, launched through ``autotuner``'s function (``refuse``: its ``refuse=``)."""
     def launch(x, out, config):
         autotuner.fn[(config.grid,)](x, out, x.numel(), num_warps=config.num_warps,
                                      **config.meta)
@@ -52,7 +52,7 @@ def _doubling(name: str, autotuner):
                           outputs={"out": "n_elements"}, dims={"n_elements": 2048},
                           grid="cdiv(n_elements, BLOCK_SIZE)",
                           footprint_bytes="n_elements * itemsize", reference=lambda x: 2 * x,
-                          autotuned=autotuner)
+                          autotuned=autotuner, refuse=refuse)
 
 
 #: 8 configs, of which ``early_config_prune`` keeps those of BLOCK_SIZE <= n // 8
@@ -60,6 +60,15 @@ pruned = _doubling("pruned", triton.autotune(
     configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=w)
              for b in (64, 128, 256, 512) for w in (1, 2)],
     key=["n_elements"], prune_configs_by={"early_config_prune": _keep_small})(_times_two))
+#: ``pruned``'s 8 configs, of which its declaration's refuse= turns down BLOCK_SIZE=64
+pruned_and_refused = _doubling("pruned_and_refused", triton.autotune(
+    configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=w)
+             for b in (64, 128, 256, 512) for w in (1, 2)],
+    key=["n_elements"], prune_configs_by={"early_config_prune": _keep_small})(_times_two),
+    refuse=lambda config: "BLOCK_SIZE=64 is too small" if config.meta["BLOCK_SIZE"] == 64
+    else None)
+
+
 def _prune_fails(configs, named_args, **kwargs):
     """An ``early_config_prune`` that raises a message of two lines."""
     raise ValueError("no configs for this n_elements\nsee the table in the docs")

@@ -186,3 +186,35 @@ def _flops_raising_two_lines_at_1024(problem):
 def two_line_error_at_1024(x, config):
     """A right kernel whose flops= function raises a message of two lines for one problem."""
     scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+
+def _scale_refusing(name, refuse):
+    """The scale example declaring ``refuse``."""
+    def launch(x, config):
+        scale_kernel[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps,
+                                     **config.meta)
+    return sweeper.kernel(launch, name=name, inputs={"x": "n"}, outputs=["x"],
+                          meta={"BLOCK": 1024}, reference=lambda x: x * A, refuse=refuse)
+
+
+def _at_most_256(config):
+    if config.meta["BLOCK"] > 256:
+        return f"BLOCK={config.meta['BLOCK']} is more than this kernel's 256"
+    return None
+
+
+def _raises_at_1024(config):
+    return f"BLOCK={config.meta['BLOCK']}" if 1024 // (1024 - config.meta["BLOCK"]) > 8 \
+        else None
+
+
+def _true_at_1024(config):
+    return config.meta["BLOCK"] == 1024 or None
+
+
+#: Scale examples whose refuse= refuses a BLOCK over 256, raises at BLOCK=1024 and
+#: accepts BLOCK=256, or returns True, not a reason, at BLOCK=1024.
+refuses_big_blocks = _scale_refusing("refuses_big_blocks", _at_most_256)
+refuse_raises_at_1024 = _scale_refusing("refuse_raises_at_1024", _raises_at_1024)
+refuse_says_true_at_1024 = _scale_refusing("refuse_says_true_at_1024", _true_at_1024)

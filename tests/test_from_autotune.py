@@ -291,6 +291,23 @@ def test_configs_skipped_are_counted_by_their_cause(tmp_path, write_space, capsy
         "prune_configs_by, " in out, out
 
 
+def test_a_declarations_refuse_and_the_prune_are_counted_apart(tmp_path, capsys):
+    """The 8 configs of which the prune drops 2 (BLOCK_SIZE=512) and the declaration's
+    refuse= 2 others (BLOCK_SIZE=64): each counted by its cause, each saying its own
+    reason."""
+    rc = main(["run", "--from-autotune", f"{HOOKED}:pruned_and_refused", "--device",
+               "interpret", "-p", "n_elements=2048", "--studies-dir", str(tmp_path),
+               "--no-report"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "done: 4 measured, 0 failed, 4 skipped: " in out, out
+    assert "2 by prune_configs_by" in out and "2 by the kernel" in out, out
+    trials = StudyStore(tmp_path / "pruned_and_refused-interpret").records()[0]
+    reasons = {t.choice["BLOCK_SIZE"]: t.reason for t in trials
+               if t.status is TrialStatus.INVALID}
+    assert reasons["64"] == "BLOCK_SIZE=64 is too small"
+    assert reasons["512"].startswith("pruned by the prune_configs_by of _times_two's")
+
+
 def test_a_prune_that_raises_says_its_whole_message_on_one_line(tmp_path, capsys):
     """A prune whose error has two lines: each config's reason and the run's "no config
     was measured" line say both, joined on one line, not the first alone."""

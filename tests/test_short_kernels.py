@@ -332,6 +332,9 @@ def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, 
                               "sweeper.kernels.Headline"),
     ({"baseline": 5}, "kernel k: baseline= must be a function of the tensors doing the same "
                       "work in torch, got 5"),
+    ({"refuse": 5}, "kernel k: refuse= must be a function of the config returning None (run "
+                    "it) or a string saying why not, got 5"),
+    ({"refuse": lambda: None}, "kernel k: refuse= <lambda>() at test_short_kernels.py:"),
     ({"grid": [1]}, "kernel k: grid=[1]; give the programs launched: an expression such as "
                     "\"cdiv(n, BLOCK)\", or an integer >= 1"),
     ({"block": 33}, "kernel k: block=33; allowed: 32, 64, 128, 256, 512, 1024 (threads per "
@@ -510,3 +513,85 @@ def test_a_triton_kernel_given_as_the_launch_is_refused_where_it_is_declared(
            "def k(x, config): k[(config.grid,)](x, ..., num_warps=config.num_warps, " \
            "**config.meta) (at jit_as_launch.py:4: " in err
     assert not studies.exists()
+
+
+def test_a_config_the_declarations_refuse_turns_down_is_skipped_by_the_kernel(
+        tmp_path, write_space, capsys):
+    """``refuse=`` turns BLOCK=1024 down: that config is skipped with the refuse's own
+    words and counted as skipped by the kernel in the done line and the report (the
+    space's constraints did not skip it); ``sweeper plan``, which imports no user code,
+    counts it among the configs it would measure, as it does a prune_configs_by's."""
+    kernel = "tests.short_kernels_for_tests:refuses_big_blocks"
+    space = write_space(TINY.format(study="refuses", kernel=kernel))
+    assert main(["plan", str(space), "--device", "interpret"]) == 0
+    assert "would measure 2 on " in capsys.readouterr().out
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "done: 1 measured, 0 failed, 1 skipped by the kernel, " in out, out
+    trials = StudyStore(tmp_path / "refuses-interpret").records()[0]
+    assert {t.config.meta["BLOCK"]: t.status for t in trials} == {
+        256: TrialStatus.OK, 1024: TrialStatus.INVALID}
+    assert [t.reason for t in trials if t.status is TrialStatus.INVALID] == [
+        "BLOCK=1024 is more than this kernel's 256"]
+    report = (tmp_path / "refuses-interpret" / "report.md").read_text()
+    assert "2 trials: 1 measured, 0 failed, 1 skipped by the kernel" in report
+
+
+@pytest.mark.parametrize(("kernel", "reason"), [
+    ("refuse_raises_at_1024", "the kernel's refuse= raised ZeroDivisionError: integer "
+     "division or modulo by zero (at short_kernels_for_tests.py:"),
+    ("refuse_says_true_at_1024", "short_kernels_for_tests.py:{line}: the kernel's refuse= "
+     "returned True (bool); it must return None to run the config or a string saying why "
+     "not"),
+])
+def test_a_refuse_that_raises_or_says_no_reason_skips_its_config_saying_so(
+        kernel, reason, tmp_path, write_space, capsys):
+    """A refuse= that raises, or returns neither None nor a reason, at BLOCK=1024: that
+    config is skipped by the kernel (it is not run on a rule that failed), its reason
+    saying what the function did and where; the sweep goes on and measures BLOCK=256."""
+    space = write_space(TINY.format(study=kernel, kernel=f"tests.short_kernels_for_tests:"
+                                                         f"{kernel}"))
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
+               "--no-report"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "Traceback" not in err, err
+    assert "done: 1 measured, 0 failed, 1 skipped by the kernel, " in out, out
+    trials = StudyStore(tmp_path / f"{kernel}-interpret").records()[0]
+    skipped = [t for t in trials if t.status is TrialStatus.INVALID]
+    assert len(trials) == 2 and len(skipped) == 1 and skipped[0].config.meta["BLOCK"] == 1024
+    from tests import short_kernels_for_tests as declared
+
+    line = declared._true_at_1024.__code__.co_firstlineno
+    assert skipped[0].reason.startswith(reason.format(line=line)), skipped[0].reason
+
+
+@pytest.mark.parametrize(("said", "shown"), [
+    ("", "'' (str)"), (0, "0 (int)"), (["too big"], "['too big'] (list)"),
+    ("  ", "'  ' (str)")])
+def test_a_refuse_that_returns_no_reason_is_a_refusal_naming_what_it_returned(said, shown):
+    from sweeper.kernels._short import refused
+
+    def refuse(config):
+        return said
+
+    config = _config(_problem())
+    assert refused(refuse, config) == (
+        f"test_short_kernels.py:{refuse.__code__.co_firstlineno}: the kernel's refuse= "
+        f"returned {shown}; it must return None to run the config or a string saying why "
+        "not")
+    assert refused(lambda c: None, config) is None
+    assert refused(lambda c: "no", config) == "no"
+
+
+def test_every_config_refused_says_why_nothing_was_measured(tmp_path, write_space, capsys):
+    """Where the declaration's refuse= turns down every config, the run fails saying the
+    configs were skipped by the kernel, and why."""
+    space = write_space(TINY.format(study="refuses", kernel="tests.short_kernels_for_tests:"
+                                    "refuses_big_blocks").replace("[256, 1024]", "[512, 1024]"))
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
+               "--quiet", "--no-report"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err, err
+    assert "no config was measured: 2 skipped by the kernel (1 of them: BLOCK=512 is more " \
+        "than this kernel's 256)" in err, err

@@ -23,12 +23,13 @@ overflow for most operations.)
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import Config, Expr, Problem, evaluate
-from sweeper.errors import ReferenceFailed, SweeperError, raised
+from sweeper.errors import ReferenceFailed, SweeperError, defined_at, raised
 from sweeper.kernels._autotune import Hooks, row_of
 from sweeper.kernels._base import (
     PRUNED,
@@ -81,6 +82,8 @@ class Plan:
     bytes_moved: Expr | Callable[[Problem], int] | None = None
     flops: Expr | Callable[[Problem], int] | None = None
     baseline: Callable[..., Any] | None = None
+    #: ``refuse=``: why the kernel cannot run a config, or ``None``
+    refuse: Callable[[Config], str | None] | None = None
     #: what identifies the kernel's version (:meth:`ShortKernel.source`); a function
     #: where it is read as asked (a compiled launch's files, which may be edited)
     source: str | Callable[[], str] = ""
@@ -162,6 +165,15 @@ class ShortKernel(Kernel):
                      row_of(config, hooks.columns), saved, compiling=compiling())
 
     def refusal(self, config: Config, device: str) -> str | None:
+        """Why the declaration's ``refuse=`` turns ``config`` down (:func:`refused`),
+        else whether the autotuner's ``prune_configs_by`` drops it (:meth:`pruned`)."""
+        if self.plan.refuse is not None:
+            reason = refused(self.plan.refuse, config)
+            if reason is not None:
+                return reason
+        return self.pruned(config, device)
+
+    def pruned(self, config: Config, device: str) -> str | None:
         """A config the autotuner's ``prune_configs_by`` drops for this problem, as
         Triton would at the problem's first launch (the kept rows found once a problem,
         from the arguments a launch on buffers allocated for it passes)."""
@@ -295,6 +307,25 @@ def refuse_launch_args(kernel: str, plan: Plan, tensors: Sequence[str], dims: Se
     problem = check(tensors, dims, meta) if callable(check) else None
     if problem is not None:
         raise SweeperError(f"kernel {kernel}: args: {problem}")
+
+
+def refused(refuse: Callable[[Config], object], config: Config) -> str | None:
+    """What ``refuse(config)`` says: ``None`` to run ``config``, else why not.  Where it
+    raises, or returns anything but ``None`` or a string that says something, the config
+    is refused all the same (it never runs on a rule that failed), the reason saying what
+    it raised or returned, and where the function is."""
+    try:
+        said = refuse(config)
+    except Exception as err:  # noqa: BLE001 - the user's rule failed: say so in the reason
+        return raised("the kernel's refuse=", err)
+    if said is None:
+        return None
+    if isinstance(said, str) and said.strip():
+        return said
+    where = defined_at(refuse)
+    return (f"{where + ': ' if where else ''}the kernel's refuse= returned "
+            f"{reprlib.repr(said)} ({type(said).__name__}); it must return None to run the "
+            "config or a string saying why not")
 
 
 def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:

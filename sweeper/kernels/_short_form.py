@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sweeper.core import DTYPES, Dim, Expr, evaluate, parse
+from sweeper.core import DTYPES, Config, Dim, Expr, evaluate, parse
 from sweeper.core._model import BLOCKS, FACT_NAMES
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
@@ -70,6 +70,7 @@ class Declaration:
     headline: Headline | str | None = None
     autotuned: Any = None
     model: Mapping[str, Any] | DeclaredModel | None = None
+    refuse: Callable[[Config], str | None] | None = None
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
@@ -90,6 +91,7 @@ class Declaration:
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
         _check_calls(name, attrs["plan"])
+        _check_refuse(name, self.refuse)
         attrs["baseline_name"] = None if self.baseline is None else \
             self.baseline_name or "torch"
         attrs["headline"] = _headline(name, self.headline)
@@ -235,7 +237,7 @@ class Declaration:
                     tolerances=tolerances, bytes_moved=_counted(name, "bytes_moved",
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
-                    source=_source(launch, self))
+                    refuse=self.refuse, source=_source(launch, self))
 
 
 def _check_calls(kernel: str, plan: Plan) -> None:
@@ -271,6 +273,30 @@ def _check_calls(kernel: str, plan: Plan) -> None:
                 f"cannot take the call it gets, {label}({call}): {err}; give it one "
                 f"parameter per {noun}, by its name{listed}"
                 f"{' and config' if config else ''}") from None
+
+
+def _check_refuse(kernel: str, refuse: Any) -> None:
+    """Refuse a ``refuse=`` that is no function of one argument, the config: called so
+    (``refuse(config)``), it would fail at every config alike."""
+    if refuse is None:
+        return
+    if not callable(refuse):
+        raise SweeperError(f"kernel {kernel}: refuse= must be a function of the config "
+                           f"returning None (run it) or a string saying why not, got "
+                           f"{refuse!r}"[:300])
+    try:
+        signature = inspect.signature(refuse)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None)
+    except TypeError as err:
+        label = getattr(refuse, "__name__", type(refuse).__name__)
+        at = defined_at(refuse)
+        raise SweeperError(
+            f"kernel {kernel}: refuse= {label}{signature}{f' at {at}' if at else ''} cannot "
+            f"take the call it gets, {label}(config): {err}; give it one parameter, the "
+            "config") from None
 
 
 def _tensor_name(kernel: str, where: str, name: Any) -> str:
@@ -435,6 +461,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
            tolerance: Mapping[str, tuple[float, float]] | None = None,
            headline: Headline | str | None = None, autotuned: Any = None,
            model: Mapping[str, Any] | None = None,
+           refuse: Callable[[Config], str | None] | None = None,
            ) -> Any:
     """Declare a kernel from ``launch(**tensors, config)``; without ``launch``, a
     decorator that takes it.  Returns a :class:`~sweeper.kernels.Kernel` subclass.
@@ -471,13 +498,20 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       ``BLOCK`` elements of each array per program step; ``{"tiled": {"m": "M", ...}}``
       for a matmul, ``{"rowwise": {"rows": "rows", "cols": "cols", "tile": "BLOCK"}}``
       for a row-wise kernel; see :mod:`sweeper.kernels._model_form`); without one
-      ``auto`` searches without a model.
+      ``auto`` searches without a model;
+    - ``refuse(config)``: ``None`` to run the config, else a string saying why the kernel
+      cannot (``config.meta``, ``config.block``, ``config.problem``'s dimensions and
+      dtype): such a config is skipped with that reason, counted as skipped by the
+      kernel, after the space's constraints and before anything is allocated.  One that
+      raises or returns anything else is skipped too, its reason saying what it did and
+      where.
     """
     declared = Declaration(
         inputs=inputs, outputs=outputs, reference=reference, name=name, meta=meta, dims=dims,
         grid=grid, block=block, dtype=dtype, footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
-        tolerance=tolerance, headline=headline, autotuned=autotuned, model=model)
+        tolerance=tolerance, headline=headline, autotuned=autotuned, model=model,
+        refuse=refuse)
     return declared.checked_build if launch is None else declared.checked_build(launch)
 
 
