@@ -200,6 +200,10 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
      "or a new output of another name"),
     (space_text(extra="\n  dims: {n: 64, m: 4}"), ":9: kernel.dims: dimensions other than n "
      "need footprint_bytes, the bytes a problem is named by, over n, m and itemsize"),
+    (space_text(extra="\n  refuse: limits.py:fits"), ":9: kernel.refuse: no file "
+     "{folder}/limits.py for the refuse"),
+    (space_text(extra="\n  refuse: fits"), ":9: kernel.refuse: 'fits' is not a refuse; "
+     "allowed: module:function or file.py:function, relative to the space file"),
     # a swept axis the source never names would compile one kernel under many configs
     (space_text().replace("  VEC: [1, 4]\n", "  VECT: [1, 4]\n"), ":11: params.VECT: "
      "copy.cu and the files it includes never name VECT, so -DVECT=... changes nothing and "
@@ -731,6 +735,40 @@ def test_a_reference_file_is_read_beside_the_space_and_called_with_the_inputs(cu
     kernel.randomize(buffers, torch.Generator().manual_seed(0))
     assert torch.equal(kernel.expected(buffers)["dst"], buffers["src"])
     assert kernel.needs_gpu and "extern \"C\" __global__ void copy" in kernel.source()
+
+
+def test_a_refuse_file_is_read_beside_the_space_and_turns_configs_down(cu_space, capsys):
+    """``refuse: limits.py:fits`` is the short form's ``refuse=``: called with each config,
+    its reason is the kernel's refusal (a raise or no reason refuses too, saying so); it
+    is part of the kernel's source, and one that cannot take the config is refused at
+    its line."""
+    folder = cu_space(space_text()).parent
+    (folder / "limits.py").write_text(
+        "def fits(config):\n"
+        "    if config.meta['VEC'] == 4:\n"
+        "        return 'VEC=4 needs n to be a multiple of 4'\n"
+        "    return 1 // (config.meta['VEC'] - 2) and None\n"
+        "def takes_two(config, device):\n"
+        "    return None\n")
+    space = load_space(cu_space(space_text(extra="\n  refuse: limits.py:fits")))
+    assert dict(space.kernel_options)["refuse"] == f"{folder / 'limits.py'}:fits"
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    problem = Problem("float32", 4096)
+
+    def refusal(vec: int) -> str | None:
+        return kernel.refusal(Config(problem=problem, grid=4, block=128, meta={"VEC": vec}),
+                              "cuda")
+    assert refusal(1) is None
+    assert refusal(4) == "VEC=4 needs n to be a multiple of 4"
+    assert refusal(2).startswith("the kernel's refuse= raised ZeroDivisionError: integer "
+                                 "division or modulo by zero (at limits.py:4: ")
+    assert f"// refuse {folder / 'limits.py'}:fits" in kernel.source()
+    path = cu_space(space_text(extra="\n  refuse: limits.py:takes_two"))
+    assert main(["run", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:9: kernel.refuse: {folder / 'limits.py'}:takes_two cannot take the call it "
+        "gets, refuse(config): missing a required argument: 'device'; give it one "
+        "parameter, the config\n")
 
 
 def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path, capsys):

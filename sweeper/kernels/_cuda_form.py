@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import inspect
 import json
 import math
 import re
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper import plugins
-from sweeper.core import DTYPES, Problem, parse
+from sweeper.core import DTYPES, Config, Problem, parse
 from sweeper.core._units import did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
@@ -47,7 +48,7 @@ from sweeper.kernels._cuda_spec import (
     templates,
 )
 from sweeper.kernels._model_form import read_model
-from sweeper.kernels._short import _count
+from sweeper.kernels._short import _count, refused
 from sweeper.kernels._short_form import Declaration, _counted
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
 
@@ -113,9 +114,12 @@ class CudaDeclaration(Kernel):
         "flops": "FLOPs one launch does, over the dimensions",
         "model": "the built-in model auto follows: {streaming: ...}, {tiled: ...} or "
                  "{rowwise: ...}",
+        "refuse": "module:function or file.py:function, called with each config: None to "
+                  "run it, else why the kernel cannot",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
-        {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model"})
+        {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model",
+         "refuse"})
     needs_gpu: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = {"grid": "cdiv(n, block)", "block": 256,
                                              "dtype": "float32", "footprint": "64MiB"}
@@ -124,11 +128,12 @@ class CudaDeclaration(Kernel):
 
     @classmethod
     def resolve_option(cls, key: str, value: str, folder: Path) -> str:
-        """``source`` and a ``file.py:function`` reference, relative to ``folder``."""
+        """``source`` and a ``file.py:function`` reference or refuse, relative to
+        ``folder``."""
         if key == "source":
             return str((folder / value).resolve())
         path, colon, attr = value.rpartition(":")
-        if key == "reference" and colon and path.endswith(".py"):
+        if key in ("reference", "refuse") and colon and path.endswith(".py"):
             return f"{(folder / path).resolve()}:{attr}"
         return value
 
@@ -136,8 +141,8 @@ class CudaDeclaration(Kernel):
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
         if key in STRUCTURED:
             return _structured_problem(key, value)
-        if key == "reference":
-            return _reference_problem(value, imports)
+        if key in ("reference", "refuse"):
+            return _reference_problem(value, imports, key)
         checks: dict[str, Callable[[str], str | None]] = {
             "source": _source_problem, "entry": _entry_problem, "template": _template_problem}
         return checks[key](value) if key in checks else None
@@ -176,7 +181,7 @@ class CudaDeclaration(Kernel):
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
                 footprint_bytes=options.get("footprint_bytes"),
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
-                model=model)
+                model=model, refuse=Refuse(options["refuse"]) if "refuse" in options else None)
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
@@ -188,7 +193,8 @@ class CudaDeclaration(Kernel):
         if params is not None and files is not None:
             _check_meta_read(launch, files, options.get("grid", ""), params, meta)
             _check_template_defines(launch, files, params, meta)
-        reference = f"// reference {options['reference']}\n"
+        reference = f"// reference {options['reference']}\n" + (
+            f"// refuse {options['refuse']}\n" if "refuse" in options else "")
 
         def source() -> str:        # the files as compiled, read again after an edit
             return launch.kernel_source() + reference
@@ -529,19 +535,37 @@ def _structured_problem(key: str, value: str) -> str | None:
         f"{value!r} is not a valid {key}: {CudaDeclaration.options[key]}"
 
 
-def _reference_problem(value: str, imports: bool) -> str | None:
+def _reference_problem(value: str, imports: bool, key: str = "reference") -> str | None:
+    """Why ``value`` names no function for option ``key`` (``reference`` or ``refuse``):
+    not ``module:function`` or ``file.py:function``, no such file, and (``imports``) one
+    that does not import, or a ``refuse`` that cannot take one argument, the config."""
     path, colon, attr = value.rpartition(":")
     if not colon or not IDENTIFIER.fullmatch(attr) or (
             not path.endswith(".py") and plugins.PATH.fullmatch(value) is None):
-        return (f"{value!r} is not a reference; allowed: module:function (torch:clone) or "
+        example = " (torch:clone)" if key == "reference" else ""
+        return (f"{value!r} is not a {key}; allowed: module:function{example} or "
                 "file.py:function, relative to the space file")
     if path.endswith(".py") and not Path(path).is_file():
-        return f"no file {path} for the reference"
+        return f"no file {path} for the {key}"
     if imports:
         try:
-            _ = Reference(value, ()).function
+            found = Reference(value, ()).function
         except Exception as err:  # noqa: BLE001 -- any import failure is the user's to see
             return f"{value}: {type(err).__name__}: {err}"
+        if key == "refuse":
+            return _one_argument(value, found)
+    return None
+
+
+def _one_argument(value: str, function: Callable[..., Any]) -> str | None:
+    """Why ``function`` (named ``value``) cannot be called as ``refuse(config)``."""
+    try:
+        inspect.signature(function).bind(None)
+    except TypeError as err:
+        return (f"{value} cannot take the call it gets, refuse(config): {err}; give it one "
+                "parameter, the config")
+    except ValueError:                  # no signature Python can tell: not checked
+        pass
     return None
 
 
@@ -571,3 +595,16 @@ class Reference:
 
     def __call__(self, **inputs: Any) -> Any:
         return self.function(*(inputs[n] for n in self.inputs))
+
+
+class Refuse:
+    """The ``refuse`` a space names, imported on its first call and called with the
+    config; what it says read as :func:`~sweeper.kernels._short.refused` reads a
+    ``refuse=`` (a function that raises or returns no reason refuses, saying so at its
+    line)."""
+
+    def __init__(self, target: str) -> None:
+        self.imported = Reference(target, ())
+
+    def __call__(self, config: Config) -> str | None:
+        return refused(self.imported.function, config)
