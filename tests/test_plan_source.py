@@ -125,6 +125,31 @@ def test_plan_shows_declared_dims_as_the_problem(module, tmp_path, capsys, sourc
             "the estimate counts launches only") in out
 
 
+def test_plan_says_it_counts_what_a_refuse_would_turn_down_as_measured(module, tmp_path,
+                                                                      capsys):
+    """A declaration's refuse= is code, which plan does not run: the configs it would turn
+    down are counted among those measured, and the note says so, naming its line."""
+    name, marker = module(SHORT.replace('footprint_bytes="rows * cols * itemsize")',
+                                        'footprint_bytes="rows * cols * itemsize",\n'
+                                        '                refuse=lambda config: "never")'))
+    rc, out, _ = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowwise"))
+    assert rc == 0 and not marker.exists()
+    assert "would measure 4 on " in out
+    line = (tmp_path / f"{name}.py").read_text().splitlines().index(
+        '                refuse=lambda config: "never")') + 1
+    assert (f"but not its checks of values nor which configs its refuse= at {name}.py:{line} "
+            "turns down (counted here among those it would measure): the estimate counts "
+            "launches only") in out, out
+    name, _ = module(NOT_LITERAL.replace('footprint_bytes="rows * cols * itemsize")',
+                                         'footprint_bytes="rows * cols * itemsize",\n'
+                                         '                refuse=lambda config: "never")'))
+    rc, out, _ = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowwise")
+                       .replace("  rows: [64, 256]\n  cols: [100]\n", "")
+                       .replace("[rows]", "[4]"))
+    assert rc == 0 and f"), and which configs its refuse= at {name}.py:{line + 3} turns " \
+        "down (counted here among those it would measure); the estimate counts" in out, out
+
+
 def test_plan_knows_a_subclass_options_and_its_meta_parameters(module, tmp_path, capsys):
     name, marker = module(SUBCLASS)
     rc, _, err = _plan(tmp_path, capsys, SPACE.format(kernel=f"{{name: {name}:Rowwise, "

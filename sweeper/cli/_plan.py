@@ -193,7 +193,9 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 def _unimported_note(space: Any) -> str:
     """What ``plan`` could not check of a user kernel it did not import: with everything
     its source declares read, only the values' checks and the bytes it moves; else also
-    what could not be read, so the meta-parameters and defaults it stood in for."""
+    what could not be read, so the meta-parameters and defaults it stood in for; and
+    where its declaration gives ``refuse=``, that the configs it turns down are counted
+    among those measured."""
     from sweeper import plugins
     from sweeper.space import AxisRole
 
@@ -202,14 +204,19 @@ def _unimported_note(space: Any) -> str:
     head = f"not checked: kernel {space.kernel} was not imported (plan runs no user code)"
     tail = ("the estimate counts launches only, not the bytes it moves. `sweeper run` "
             "checks all of it before measuring")
+    refusal = getattr(read, "unchecked_refusal", None)     # code, never run here
+    turned_down = "" if refusal is None else \
+        f" nor which configs {refusal} turns down (counted here among those it would measure)"
     unread = getattr(read, "unread", ())
     if not unread:
         return (f"{head}; its declaration was read from its source (dimensions "
                 f"{', '.join(space.shape.names)}; meta-parameters {meta}; options "
-                f"{', '.join(read.options) or 'none'}), but not its checks of values: {tail}")
+                f"{', '.join(read.options) or 'none'}), but not its checks of values"
+                f"{turned_down}: {tail}")
     return (f"{head}: its meta-parameters ({meta}) and their values, and its defaults for "
             f"axes the file leaves out (the base Kernel's were used where its source "
-            f"could not be read: {'; '.join(unread)}); {tail}")
+            f"could not be read: {'; '.join(unread)}){turned_down.replace(' nor', ', and')}; "
+            f"{tail}")
 
 
 def _roles(space: Any) -> str:

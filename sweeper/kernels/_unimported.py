@@ -492,6 +492,9 @@ class _Reader:
         attrs = declared.declares(
             name, meta=not any(u.startswith(("meta=", "autotuned=")) for u in unread),
             dims=not any(u.startswith("dims=") for u in unread))
+        refuse = next((k.value for k in call.keywords if k.arg == "refuse"), None)
+        if refuse is not None:          # code, which only running it answers
+            attrs["unchecked_refusal"] = f"its refuse= at {self.where(refuse)}"
         return SourceDeclaration(target, attrs, tuple(unread))
 
     def autotuner(self, node: ast.AST) -> Any:
