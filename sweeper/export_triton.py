@@ -29,8 +29,9 @@ As it is imported where sweeper is installed, the module compares its winners'
 ``source_hash`` with the kernel's source now and warns once (``StaleTuningWarning``,
 :func:`sweeper.lookup.warn_stale_export`) where they differ, ``STALE`` saying so, and once
 where the source cannot be found to compare; without sweeper it says nothing (``STALE`` is
-False).  A user kernel whose source cannot be found as the module is written is refused
-(:func:`refuse_unfound`): its ``key`` and footprint rule come from that source.
+False).  A user kernel whose source cannot be found as the module is written (its module
+gone, or no longer defining it) is refused (:func:`refuse_unfound`): its ``key`` and
+footprint rule come from that source.
 """
 
 from __future__ import annotations
@@ -130,13 +131,27 @@ def refuse_unfound(kernel: str) -> None:
     the module's ``key`` and footprint rule are read from it, and without it both would be
     guesses written without a word: its module neither imported nor a file on the import
     path (:func:`~sweeper.kernels.source_missing`, which reads no file) is refused saying
-    where it was looked for.  A built-in, or a name no plugin has (a kernel a program
-    passed as an object), has nothing to find."""
+    where it was looked for; a module there whose source no longer defines the kernel's
+    name (:func:`~sweeper.kernels.source_undefined`), saying which module and name.  A
+    built-in, or a name no plugin has (a kernel a program passed as an object), has
+    nothing to find."""
     import os
 
     from sweeper import plugins
-    from sweeper.kernels import source_missing
+    from sweeper.core._units import did_you_mean
+    from sweeper.kernels import source_missing, source_undefined
+    from sweeper.kernels._unimported import module_file
 
+    bound = source_undefined(kernel)
+    if bound is not None:
+        module, _, attr = plugins.find(plugins.KERNEL, kernel).target.partition(":")
+        file = module_file(module)
+        raise SweeperError(
+            f"kernel {kernel}: its module {module}{f' ({file})' if file else ''} no longer "
+            f"defines {attr} (renamed or removed since the sweep{did_you_mean(attr, bound)}); "
+            "the export reads the kernel's key and footprint from its source: allowed: "
+            "export with the source the study ran on, or sweep the kernel as it is now into "
+            "a new study and export that")
     if not source_missing(kernel):
         return
     module = plugins.find(plugins.KERNEL, kernel).target.partition(":")[0]

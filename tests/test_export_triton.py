@@ -488,6 +488,33 @@ def test_an_export_whose_kernel_source_is_missing_is_refused_and_nothing_written
     assert load(out).key == ["n"]
 
 
+def test_an_export_whose_kernel_module_no_longer_defines_it_is_refused(tmp_path, monkeypatch,
+                                                                      capsys):
+    """The kernel's module is there but its source defines the kernel's name no more
+    (renamed or removed since the sweep): the key and footprint rule cannot be read from
+    it, so the export is refused in one line naming the module and the name, exit 2,
+    nothing written, rather than a module with a guessed key."""
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    store = study(tmp_path / "s", kernel="renamed_scale:scale", sized=True)
+    source = tmp_path / "renamed_scale.py"
+    text = (Path(__file__).parent.parent / "examples" / "scale.py").read_text()
+    source.write_text(text.replace("def scale(", "def scale_v2("))
+    out = tmp_path / "tuned_scale.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: kernel renamed_scale:scale: its module renamed_scale ({source}) no longer "
+        "defines scale (renamed or removed since the sweep; did you mean 'scale_v2'?); the "
+        "export reads the kernel's key and footprint from its source: allowed: export with "
+        "the source the study ran on, or sweep the kernel as it is now into a new study and "
+        "export that\n")
+    assert not out.exists()
+    source.write_text(text)                               # the source the study ran on
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert load(out).key == ["n"]
+
+
 def test_importing_the_module_warns_once_where_the_kernels_source_is_missing(tmp_path,
                                                                              monkeypatch):
     """Imported where sweeper is installed but the kernel's module is nowhere on the path
