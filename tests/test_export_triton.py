@@ -515,22 +515,38 @@ def test_an_export_whose_kernel_module_no_longer_defines_it_is_refused(tmp_path,
     assert load(out).key == ["n"]
 
 
-def test_importing_the_module_warns_once_where_the_kernels_source_is_missing(tmp_path,
-                                                                             monkeypatch):
+def _moved(source):
+    source.rename(source.with_name("elsewhere.py"))
+
+
+def _renamed(source):
+    source.write_text(source.read_text().replace("def scale(", "def scale_v2("))
+
+
+@pytest.mark.parametrize("module, edit, why", [
+    ("moved_scale", _moved,
+     r"module 'moved_scale' is neither imported nor on the import path: renamed, or tuned "
+     r"in another working folder\); they are used as they are, unchecked: run from the "
+     r"folder that holds it, or tune it again$"),
+    ("undefined_scale", _renamed,
+     r"module 'undefined_scale' no longer defines 'scale': renamed or removed since; did "
+     r"you mean 'scale_v2'\?\); they are used as they are, unchecked: to tune the kernel as "
+     r"it is now, run a space naming it into a new study \(`sweeper run SPACE --study "
+     r"NEW`\) and export that$")])
+def test_importing_the_module_warns_once_where_the_kernels_source_is_missing(
+        tmp_path, monkeypatch, module, edit, why):
     """Imported where sweeper is installed but the kernel's module is nowhere on the path
-    (renamed, moved, or imported from another folder), the source cannot be compared: the
-    module still loads, and warns once, naming the module, as a tuning file's lookup does;
-    ``STALE`` stays False (it cannot be told)."""
+    (renamed, moved, or imported from another folder), or is there but no longer defines
+    the kernel (renamed or removed since), the source cannot be compared: the module
+    still loads, and warns once, naming the module (and the name it lacks), as a tuning
+    file's lookup does; ``STALE`` stays False (it cannot be told)."""
     from sweeper.errors import StaleTuningWarning
 
-    source, path = exported_scale(tmp_path, monkeypatch, "moved_scale")
-    source.rename(tmp_path / "elsewhere.py")
+    source, path = exported_scale(tmp_path, monkeypatch, module)
+    edit(source)
     with pytest.warns(StaleTuningWarning, match=(
-            rf"^{path}: the winners of \S+ were tuned for a source of moved_scale:scale "
-            r"\(study s\) that cannot be found here to compare \(module 'moved_scale' is "
-            r"neither imported nor on the import path: renamed, or tuned in another working "
-            r"folder\); they are used as they are, unchecked: run from the folder that holds "
-            r"it, or tune it again$")) as said:
+            rf"^{path}: the winners of \S+ were tuned for a source of {module}:scale "
+            rf"\(study s\) that cannot be found here to compare \({why}")) as said:
         mod = load(path)
     assert len(said) == 1 and [w.filename for w in said] == [__file__]
     assert not mod.STALE and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}
