@@ -81,8 +81,8 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
 
 class TritonExport(NamedTuple):
     """What :func:`export_module` wrote: where, the GPU's section, and the note on the
-    module's ``key`` (:func:`autotune_key`'s, at the first winner's dimensions; empty
-    where there is none) that the command's line ends with."""
+    module's ``key`` (:func:`autotune_key`'s; empty where there is none) that the
+    command's line ends with."""
 
     path: Path
     section: dict[str, Any]
@@ -112,7 +112,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     data = data or {"kernel": kernel, "gpus": {}}
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
     data["dims"] = _key(won)
-    data["key"] = autotune_key(won.meta.kernel, data["dims"], declared)[0]
+    data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
     rule = rule_for(footprint_rule(won.meta.kernel, declared), next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
@@ -121,9 +121,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    dims = list(section["winners"][0]["dims"]) if section["winners"] else []
-    return TritonExport(target, section,
-                        autotune_key(won.meta.kernel, dims, declared)[1] if dims else "")
+    return TritonExport(target, section, note)
 
 
 def refuse_unfound(kernel: str) -> None:
