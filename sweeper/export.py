@@ -246,12 +246,18 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
                    ) -> Expr | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
     ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
-    be read there.  ``declared``: its declaration read already (:func:`kernel_declared`),
-    else it is read here."""
+    be read there: a user kernel whose source says no ``footprint_bytes`` and left some
+    of its declaration unread (its module gone, the name no declaration there, its
+    ``dims`` not literals) would give the rule of a kernel over ``n`` alone, a guess.
+    ``declared``: its declaration read already (:func:`kernel_declared`), else it is read
+    here."""
     from sweeper.core._problem import shape_of
 
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
+        return None
+    unread: tuple[str, ...] = getattr(declared, "unread", ())
+    if unread and "footprint_bytes" not in vars(declared):
         return None
     try:
         return shape_of(declared).footprint
