@@ -133,17 +133,20 @@ def problem_tops(won: StudyWinners, k: int | None = TOP_K
     """Per problem, its winner then the next fastest distinct configs (grid, block and
     meta-parameters; a config measured twice counts by its faster median), ``k`` in all
     (``None``: every one), each with its sweep median over the problem's fastest: what
-    dispatch to an untuned shape interpolates (:mod:`sweeper.dispatch`)."""
-    fastest: dict[ProblemKey, dict[str, TrialRecord]] = {key: {} for key in won.picks}
+    dispatch to an untuned shape interpolates (:mod:`sweeper.dispatch`).  Only trials of
+    the winner's own cache mode are ranked: a problem measured cold and warm ranks its
+    cold runs, as its winner is the cold one's."""
+    fastest: dict[ProblemKey, dict[str, TrialRecord]] = {
+        problem_of(pick.trial): {} for pick in won.picks.values()}
     for t in won.trials:
-        mine = fastest.get(problem_of(t)._replace(cache="cold"))
+        mine = fastest.get(problem_of(t))
         if mine is not None and t.ok and t.config and t.stats and not t.suspicious:
             ident = config_identity(t)
             if ident not in mine or t.stats.median < _median(mine[ident]):
                 mine[ident] = t
     out = {}
     for key, pick in won.picks.items():
-        mine = fastest[key]
+        mine = fastest[problem_of(pick.trial)]
         best = min(map(_median, [*mine.values(), pick.trial]))
         mine.pop(config_identity(pick.trial), None)
         ranked = [pick.trial, *sorted(mine.values(), key=_median)]
