@@ -10,7 +10,8 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
 - ``WINNERS[gpu]``: each problem's winner (the interleaved finals' where they ran, with
   the median the report shows) as a ``triton.Config``, with its dims and grid, and (where
   the study recorded it) the hash of the kernel's source it was measured on
-  (``source_hash``, as a tuning entry keeps it) and when (``tuned``);
+  (``source_hash``, as a tuning entry keeps it) and when (``tuned``), and where its
+  final has not run yet, the sweep's winner with the ``note`` a tuning entry has;
 - ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``
   (``k`` at least 1; without it 4):
   each problem's winner first, then by geometric mean slowdown against each problem's
@@ -58,9 +59,11 @@ from sweeper.export import (
     study_winners,
     warn_without_winner,
 )
+from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.winners import UNFINISHED
 
 if TYPE_CHECKING:
     from sweeper.kernels import Kernel
@@ -80,13 +83,15 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
 
 
 class TritonExport(NamedTuple):
-    """What :func:`export_module` wrote: where, the GPU's section, and the note on the
+    """What :func:`export_module` wrote: where, the GPU's section, the note on the
     module's ``key`` (:func:`autotune_key`'s; empty where there is none) that the
-    command's line ends with."""
+    command's line ends with, and the problems (as a report names them) whose winner is
+    the sweep's best for now, their finals not run yet."""
 
     path: Path
     section: dict[str, Any]
     note: str
+    unfinished: list[str]
 
 
 def export_module(store: StudyStore, path: str | Path) -> TritonExport:
@@ -121,7 +126,9 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    return TritonExport(target, section, note)
+    return TritonExport(target, section, note, [
+        f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
+        if problem_of(pick.trial) in won.unfinished])
 
 
 def refuse_unfound(kernel: str) -> None:
@@ -272,8 +279,9 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
                 "dims": _dims(key),
                 **_config(pick.trial), "median_ms": pick.median_ms,
                 "chosen_by": pick.chosen_by, "trial": pick.trial.number,
-                **{k: v for k, v in (("source_hash", source), ("tuned", pick.trial.started))
-                   if v},
+                **{k: v for k, v in (("source_hash", source), ("tuned", pick.trial.started),
+                                     ("note", UNFINISHED if problem_of(pick.trial) in
+                                      won.unfinished else None)) if v},
                 "top": [{**_config(t), "slowdown": slowdown} for t, slowdown in tops[key]]}
                for key, pick in won.picks.items()]
     return {"facts": {k: env[k] for k in ("sms", "l2_bytes") if env.get(k) is not None},

@@ -420,6 +420,32 @@ def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
     assert mod.key == mod.DIMS == ["n"] and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}
 
 
+def test_a_winner_whose_final_has_not_run_is_said_so(tmp_path, capsys):
+    """A study whose interleaved final of a problem has not run yet (a run stopped first)
+    exports that problem's sweep winner, as a tuning file does; the winner carries the
+    same note as a tuning entry, and the command's line names the problem."""
+    from sweeper.winners import UNFINISHED
+
+    store = StudyStore(tmp_path / "s")
+    store.create({"study": "s", "kernel": "copy",
+                  "environment": {"gpu": "NVIDIA H200", "sms": 132, "l2_bytes": 1 << 20}})
+    for i, (BLOCK, ms) in enumerate([(1024, 1.0), (256, 1.1)]):
+        store.append(TrialRecord(
+            number=i, status=TrialStatus.OK,
+            choice={"grid": "sms", "block": "128", "BLOCK": str(BLOCK)},
+            config=Config(Problem("float32", 1 << 20), grid=1, block=128,
+                          meta={"BLOCK": BLOCK}),
+            samples_ms=[ms] * 20, stats=summarize([ms] * 20), gbps=1.0))
+    store.close()
+    out = tmp_path / "tuned_copy.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert capsys.readouterr().out == (
+        f"wrote 1 winner and 2 distinct configs to {out} (import it; configs(k=4) feeds "
+        f"@triton.autotune); the sweep's best for now at float32 1MiB: {UNFINISHED}\n")
+    [winner] = load(out).WINNERS["NVIDIA H200"]
+    assert winner["chosen_by"] == "sweep median" and winner["note"] == UNFINISHED
+
+
 def exported_scale(tmp_path, monkeypatch, module):
     """examples/scale.py as the module ``module`` in ``tmp_path`` (on the path), a study of
     it recording its source's hash, and that study exported: the source's path and the
