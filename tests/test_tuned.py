@@ -449,11 +449,18 @@ def test_a_kernel_whose_module_is_gone_is_warned_of_once_as_unchecked(edited_sca
 def test_an_imported_module_no_longer_defining_the_kernel_is_warned_of(edited_scale,
                                                                        monkeypatch):
     """The program imported the kernel's module, which defines the kernel's name no more:
-    the module itself is asked, and the warning is the same as where it is read."""
+    the module itself is asked, and the warning is the same as where it is read, as it
+    is where the program blocked its import (``sys.modules[name] = None``)."""
+    from sweeper import lookup
+
     _renamed(edited_scale)
     sys.modules.pop("edited_scale")
     monkeypatch.syspath_prepend(edited_scale.parent)
     importlib.import_module("edited_scale")            # the program imported it
+    with pytest.warns(StaleTuningWarning, match=UNFOUND + UNDEFINED):
+        tuned("scale", **ASKED)
+    lookup._STALE_WARNED.clear()
+    monkeypatch.setitem(sys.modules, "edited_scale", None)    # its import blocked: read
     with pytest.warns(StaleTuningWarning, match=UNFOUND + UNDEFINED):
         tuned("scale", **ASKED)
 

@@ -87,7 +87,8 @@ def source_undefined(name: str) -> list[str] | None:
     "did you mean"); ``None`` where it does, where only running it could tell
     (:func:`~sweeper.kernels._unimported.names_bound`, as ``plan`` refuses such a
     kernel), and where the module is not found (:func:`source_missing`).  Nothing is
-    imported: a module this process imported already is asked, any other read."""
+    imported: a module this process imported already is asked, any other (one whose
+    import is blocked, ``sys.modules[name] = None``, too) read."""
     try:
         found = plugins.find(plugins.KERNEL, name)
     except SweeperError:
@@ -95,9 +96,10 @@ def source_undefined(name: str) -> list[str] | None:
     module, _, attr = found.target.partition(":")
     if found.builtin:
         return None
-    if module not in sys.modules:
+    loaded = sys.modules.get(module)
+    if loaded is None:
         return names_bound(found.target)
-    names = vars(sys.modules[module])
+    names = vars(loaded)
     if attr in names or "__getattr__" in names:
         return None
     return sorted(n for n in names if not n.startswith("_"))
