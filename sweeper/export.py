@@ -133,17 +133,20 @@ def problem_tops(won: StudyWinners, k: int | None = TOP_K
     """Per problem, its winner then the next fastest distinct configs (grid, block and
     meta-parameters; a config measured twice counts by its faster median), ``k`` in all
     (``None``: every one), each with its sweep median over the problem's fastest: what
-    dispatch to an untuned shape interpolates (:mod:`sweeper.dispatch`)."""
-    fastest: dict[ProblemKey, dict[str, TrialRecord]] = {key: {} for key in won.picks}
+    dispatch to an untuned shape interpolates (:mod:`sweeper.dispatch`).  Only trials of
+    the winner's own cache mode are ranked: a problem measured cold and warm ranks its
+    cold runs, as its winner is the cold one's."""
+    fastest: dict[ProblemKey, dict[str, TrialRecord]] = {
+        problem_of(pick.trial): {} for pick in won.picks.values()}
     for t in won.trials:
-        mine = fastest.get(problem_of(t)._replace(cache="cold"))
+        mine = fastest.get(problem_of(t))
         if mine is not None and t.ok and t.config and t.stats and not t.suspicious:
             ident = config_identity(t)
             if ident not in mine or t.stats.median < _median(mine[ident]):
                 mine[ident] = t
     out = {}
     for key, pick in won.picks.items():
-        mine = fastest[key]
+        mine = fastest[problem_of(pick.trial)]
         best = min(map(_median, [*mine.values(), pick.trial]))
         mine.pop(config_identity(pick.trial), None)
         ranked = [pick.trial, *sorted(mine.values(), key=_median)]
@@ -246,12 +249,18 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
                    ) -> Expr | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
     ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
-    be read there.  ``declared``: its declaration read already (:func:`kernel_declared`),
-    else it is read here."""
+    be read there: a user kernel whose source says no ``footprint_bytes`` and left some
+    of its declaration unread (its module gone, the name no declaration there, its
+    ``dims`` not literals) would give the rule of a kernel over ``n`` alone, a guess.
+    ``declared``: its declaration read already (:func:`kernel_declared`), else it is read
+    here."""
     from sweeper.core._problem import shape_of
 
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
+        return None
+    unread: tuple[str, ...] = getattr(declared, "unread", ())
+    if unread and "footprint_bytes" not in vars(declared):
         return None
     try:
         return shape_of(declared).footprint

@@ -10,7 +10,8 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
 - ``WINNERS[gpu]``: each problem's winner (the interleaved finals' where they ran, with
   the median the report shows) as a ``triton.Config``, with its dims and grid, and (where
   the study recorded it) the hash of the kernel's source it was measured on
-  (``source_hash``, as a tuning entry keeps it) and when (``tuned``);
+  (``source_hash``, as a tuning entry keeps it) and when (``tuned``), and where its
+  final has not run yet, the sweep's winner with the ``note`` a tuning entry has;
 - ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``
   (``k`` at least 1; without it 4):
   each problem's winner first, then by geometric mean slowdown against each problem's
@@ -29,8 +30,9 @@ As it is imported where sweeper is installed, the module compares its winners'
 ``source_hash`` with the kernel's source now and warns once (``StaleTuningWarning``,
 :func:`sweeper.lookup.warn_stale_export`) where they differ, ``STALE`` saying so, and once
 where the source cannot be found to compare; without sweeper it says nothing (``STALE`` is
-False).  A user kernel whose source cannot be found as the module is written is refused
-(:func:`refuse_unfound`): its ``key`` and footprint rule come from that source.
+False).  A user kernel whose source cannot be found as the module is written (its module
+gone, or no longer defining it) is refused (:func:`refuse_unfound`): its ``key`` and
+footprint rule come from that source.
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ from sweeper.export import (
     study_winners,
     warn_without_winner,
 )
+from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.winners import UNFINISHED
 
 if TYPE_CHECKING:
     from sweeper.kernels import Kernel
@@ -79,13 +83,15 @@ def export_triton(store: StudyStore, path: str | Path) -> tuple[Path, dict[str, 
 
 
 class TritonExport(NamedTuple):
-    """What :func:`export_module` wrote: where, the GPU's section, and the note on the
-    module's ``key`` (:func:`autotune_key`'s, at the first winner's dimensions; empty
-    where there is none) that the command's line ends with."""
+    """What :func:`export_module` wrote: where, the GPU's section, the note on the
+    module's ``key`` (:func:`autotune_key`'s; empty where there is none) that the
+    command's line ends with, and the problems (as a report names them) whose winner is
+    the sweep's best for now, their finals not run yet."""
 
     path: Path
     section: dict[str, Any]
     note: str
+    unfinished: list[str]
 
 
 def export_module(store: StudyStore, path: str | Path) -> TritonExport:
@@ -111,7 +117,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     data = data or {"kernel": kernel, "gpus": {}}
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
     data["dims"] = _key(won)
-    data["key"] = autotune_key(won.meta.kernel, data["dims"], declared)[0]
+    data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
     rule = rule_for(footprint_rule(won.meta.kernel, declared), next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
@@ -120,9 +126,9 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    dims = list(section["winners"][0]["dims"]) if section["winners"] else []
-    return TritonExport(target, section,
-                        autotune_key(won.meta.kernel, dims, declared)[1] if dims else "")
+    return TritonExport(target, section, note, [
+        f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
+        if problem_of(pick.trial) in won.unfinished])
 
 
 def refuse_unfound(kernel: str) -> None:
@@ -130,13 +136,27 @@ def refuse_unfound(kernel: str) -> None:
     the module's ``key`` and footprint rule are read from it, and without it both would be
     guesses written without a word: its module neither imported nor a file on the import
     path (:func:`~sweeper.kernels.source_missing`, which reads no file) is refused saying
-    where it was looked for.  A built-in, or a name no plugin has (a kernel a program
-    passed as an object), has nothing to find."""
+    where it was looked for; a module there whose source no longer defines the kernel's
+    name (:func:`~sweeper.kernels.source_undefined`), saying which module and name.  A
+    built-in, or a name no plugin has (a kernel a program passed as an object), has
+    nothing to find."""
     import os
 
     from sweeper import plugins
-    from sweeper.kernels import source_missing
+    from sweeper.core._units import did_you_mean
+    from sweeper.kernels import source_missing, source_undefined
+    from sweeper.kernels._unimported import module_file
 
+    bound = source_undefined(kernel)
+    if bound is not None:
+        module, _, attr = plugins.find(plugins.KERNEL, kernel).target.partition(":")
+        file = module_file(module)
+        raise SweeperError(
+            f"kernel {kernel}: its module {module}{f' ({file})' if file else ''} no longer "
+            f"defines {attr} (renamed or removed since the sweep{did_you_mean(attr, bound)}); "
+            "the export reads the kernel's key and footprint from its source: allowed: "
+            "export with the source the study ran on, or sweep the kernel as it is now into "
+            "a new study and export that")
     if not source_missing(kernel):
         return
     module = plugins.find(plugins.KERNEL, kernel).target.partition(":")[0]
@@ -259,8 +279,9 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
                 "dims": _dims(key),
                 **_config(pick.trial), "median_ms": pick.median_ms,
                 "chosen_by": pick.chosen_by, "trial": pick.trial.number,
-                **{k: v for k, v in (("source_hash", source), ("tuned", pick.trial.started))
-                   if v},
+                **{k: v for k, v in (("source_hash", source), ("tuned", pick.trial.started),
+                                     ("note", UNFINISHED if problem_of(pick.trial) in
+                                      won.unfinished else None)) if v},
                 "top": [{**_config(t), "slowdown": slowdown} for t, slowdown in tops[key]]}
                for key, pick in won.picks.items()]
     return {"facts": {k: env[k] for k in ("sms", "l2_bytes") if env.get(k) is not None},

@@ -103,9 +103,10 @@ class Tuning:
                                "first")
         self.entries = read_tuning(self.path).entries
         self._warned_no_top = False
-        #: each kernel's source hash now (:func:`~sweeper.kernels.source_hash_now`), asked
+        #: each kernel's source hash now (:func:`~sweeper.kernels.source_hash_now`) and,
+        #: where there is none, why its source cannot be found (:func:`unfound`), asked
         #: once per file read
-        self._sources: dict[str, str | None] = {}
+        self._sources: dict[str, tuple[str | None, str | None]] = {}
 
     def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
                dims: Mapping[str, int] | None = None, gpu: str | None = None,
@@ -162,16 +163,19 @@ class Tuning:
         """Whether ``entry`` was tuned on another source of its kernel than the one there
         is now; an entry without a ``source_hash`` (an older sweeper's), or a kernel
         whose source cannot be told here, is not.  A kernel whose source cannot be found
-        at all (its module gone) is warned of, once, as not compared."""
-        from sweeper.kernels import source_hash_now, source_missing
+        at all (its module gone, or no longer defining it: :func:`unfound`) is warned of,
+        once, as not compared."""
+        from sweeper.kernels import source_hash_now
 
         if entry.source_hash is None:
             return False
         if entry.identity not in self._sources:
-            self._sources[entry.identity] = source_hash_now(entry.identity)
-        now = self._sources[entry.identity]
-        if now is None and source_missing(entry.identity):
-            warn_unfound(entry, self.path)
+            now = source_hash_now(entry.identity)
+            self._sources[entry.identity] = now, unfound(entry.identity) if now is None \
+                else None
+        now, why = self._sources[entry.identity]
+        if why is not None:
+            warn_unfound(entry, self.path, why)
         return now is not None and now != entry.source_hash
 
     def _matched(self, kernel: str, dtype: str, dims: Mapping[str, int] | None, gpu: str,
@@ -317,24 +321,46 @@ def warn_stale(config: TuningEntry, path: Path) -> None:
         path, config.kernel, config.identity, config.tuned or config.exported, config.study))
 
 
-def warn_unfound(config: TuningEntry, path: Path) -> None:
+def warn_unfound(config: TuningEntry, path: Path, why: str) -> None:
     """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that the
     source of ``config``'s kernel, tuned with a ``source_hash``, cannot be found to
-    compare: its winners are used unchecked."""
+    compare (``why``: :func:`unfound`'s): its winners are used unchecked."""
     _warn_once(path, config.identity, lambda: _unfound_text(
-        path, config.kernel, config.identity, config.study))
+        path, config.kernel, config.identity, config.study, why))
 
 
-def _unfound_text(path: str | Path, kernel: str, identity: str, study: str | None) -> str:
+def unfound(identity: str) -> str | None:
+    """Why the source of kernel ``identity`` cannot be found here to compare with the
+    hash it was tuned on, and what to do, as :func:`_unfound_text` ends: its module is
+    neither imported nor on the import path (:func:`~sweeper.kernels.source_missing`), or
+    its module no longer defines it (:func:`~sweeper.kernels.source_undefined`); ``None``
+    where neither is told.  Nothing is imported."""
+    from sweeper import plugins
+    from sweeper.kernels import source_missing, source_undefined
+
+    if source_missing(identity):
+        module, colon, _ = identity.partition(":")
+        gone = f"module {module!r} is neither imported nor on the import path" if colon \
+            else "its module is neither imported nor on the import path"
+        return (f"{gone}: renamed, or tuned in another working folder); they are used as "
+                "they are, unchecked: run from the folder that holds it, or tune it again")
+    bound = source_undefined(identity)
+    if bound is None:
+        return None
+    module, _, attr = plugins.find(plugins.KERNEL, identity).target.partition(":")
+    return (f"module {module!r} no longer defines {attr!r}: renamed or removed since"
+            f"{did_you_mean(attr, bound)}); they are used as they are, unchecked: to tune "
+            "the kernel as it is now, run a space naming it into a new study (`sweeper run "
+            "SPACE --study NEW`) and export that")
+
+
+def _unfound_text(path: str | Path, kernel: str, identity: str, study: str | None,
+                  why: str) -> str:
     """What a warning of a kernel source that cannot be found to compare says: where,
-    whose winners, which study tuned them, and what to do."""
-    module, colon, _ = identity.partition(":")
-    gone = f"module {module!r} is neither imported nor on the import path" if colon else \
-        "its module is neither imported nor on the import path"
+    whose winners, which study tuned them, and why it cannot be found and what to do
+    (``why``: :func:`unfound`'s)."""
     return (f"{path}: the winners of {kernel} were tuned for a source of {identity} (study "
-            f"{study}) that cannot be found here to compare ({gone}: renamed, or tuned in "
-            "another working folder); they are used as they are, unchecked: run from the "
-            "folder that holds it, or tune it again")
+            f"{study}) that cannot be found here to compare ({why}")
 
 
 def _warn_once(path: str | Path, identity: str, text: Callable[[], str],
@@ -356,11 +382,11 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     tuning file warns: the module calls this as it is imported, where sweeper is
     installed.  The source now is told as lookups tell it
     (:func:`~sweeper.kernels.source_hash_now`, running no code this process has not
-    run); a kernel whose source cannot be found at all (its module gone) is warned of,
-    once, as not compared; winners without a hash, a kernel whose source cannot be told
-    otherwise, and a ``_DATA`` of another shape say nothing.  Whether some winner is
-    stale (warned of now or before)."""
-    from sweeper.kernels import source_hash_now, source_missing
+    run); a kernel whose source cannot be found at all (its module gone, or no longer
+    defining it: :func:`unfound`) is warned of, once, as not compared; winners without
+    a hash, a kernel whose source cannot be told otherwise, and a ``_DATA`` of another
+    shape say nothing.  Whether some winner is stale (warned of now or before)."""
+    from sweeper.kernels import source_hash_now
 
     try:
         kernel = str(data["kernel"])
@@ -372,9 +398,10 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     if not winners:
         return False
     now = source_hash_now(identity)
-    if now is None and source_missing(identity):
+    why = unfound(identity) if now is None else None
+    if why is not None:
         _warn_once(path, identity, lambda: _unfound_text(
-            path, kernel, identity, str(winners[0].get("study"))), importer_of=str(path))
+            path, kernel, identity, str(winners[0].get("study")), why), importer_of=str(path))
     stale = [w for w in winners if now is not None and w["source_hash"] != now]
     if stale:
         _warn_once(path, identity, lambda: _stale_text(

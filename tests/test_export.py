@@ -65,6 +65,64 @@ def test_tuned_says_what_is_missing(tmp_path):
         tuned("copy", dtype="float32", footprint=1 << 20, gpu="Other", path=path)
 
 
+def test_an_entry_keeps_no_footprint_rule_its_kernels_source_does_not_give(tmp_path,
+                                                                           monkeypatch):
+    """The footprint rule (``footprint_expr``) is read from the kernel's source: where that
+    source cannot be read (its module gone, or no longer declaring the kernel), the entry
+    keeps none, rather than the rule of a kernel over ``n`` alone, which is wrong for
+    this kernel over ``m`` and ``n``; with the source there, its own rule is kept."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(tmp_path)
+    store = StudyStore(tmp_path / "s")
+    store.create({"study": "s", "kernel": "rows_kernel:rows",
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    store.append(TrialRecord(
+        number=0, status=TrialStatus.OK,
+        choice={"grid": "cdiv(n, BLOCK)", "block": "128", "BLOCK": "256"},
+        config=Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1,
+                      block=128, meta={"BLOCK": 256}),
+        stats=summarize([1.0] * 3), gbps=10.0))
+    store.close()
+    path = tmp_path / "tuning.json"
+    [entry] = export_study(store, path)[1]
+    assert "footprint_expr" not in entry and entry["dims"] == {"m": 64, "n": 256}
+    source = tmp_path / "rows_kernel.py"
+    source.write_text("import sweeper\n\n\n"
+                      "@sweeper.kernel(inputs={'x': 'm, n'}, outputs=['x'], meta={'BLOCK': 256},"
+                      " dims={'m': 64, 'n': 256}, footprint_bytes='m * n * itemsize')\n"
+                      "def other(x, config):\n    pass\n")
+    [entry] = export_study(store, path)[1]                  # no rows there: none kept
+    assert "footprint_expr" not in entry
+    source.write_text(source.read_text().replace("def other(", "def rows("))
+    [entry] = export_study(store, path)[1]
+    assert entry["footprint_expr"] == "m * n * itemsize"
+
+
+def test_the_top_configs_of_a_study_measured_cold_and_warm_are_the_cold_ones(tmp_path):
+    """A study measured cold and warm (``cache: both``) exports each problem's cold
+    winner; its top configs, and their slowdowns, are of the cold runs too: a warm median
+    is no rival of a cold one."""
+    store = StudyStore(tmp_path / "s")
+    store.create({"study": "s", "kernel": "copy",
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    for i, (cache, BLOCK, ms) in enumerate([("cold", 256, 1.0), ("cold", 1024, 1.2),
+                                            ("warm", 256, 0.5), ("warm", 1024, 0.3)]):
+        store.append(TrialRecord(
+            number=i, status=TrialStatus.OK,
+            choice={"grid": "sms", "block": "128", "BLOCK": str(BLOCK), "cache": cache},
+            config=Config(Problem("float32", 1 << 20), grid=1, block=128,
+                          meta={"BLOCK": BLOCK}, cache=cache),
+            stats=summarize([ms] * 3), gbps=1.0))
+    store.close()
+    [entry] = export_study(store, tmp_path / "tuning.json")[1]
+    assert entry["meta"] == {"BLOCK": 256} and entry["median_ms"] == 1.0
+    assert [(t["meta"], t["slowdown"]) for t in entry["top"]] == [
+        ({"BLOCK": 256}, 1.0), ({"BLOCK": 1024}, 1.2)]
+    section = export_triton(store, tmp_path / "tuned_copy.py")[1]
+    assert [(c["kwargs"], c["slowdown"]) for c in section["ranked"]] == [
+        ({"BLOCK": 256}, 1.0), ({"BLOCK": 1024}, 1.2)]
+
+
 def test_export_needs_a_successful_trial(tmp_path):
     with pytest.raises(SweeperError, match="no successful trial to export"):
         export_study(study(tmp_path, "empty", 1 << 20, []), tmp_path / "t.json")

@@ -420,6 +420,32 @@ def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
     assert mod.key == mod.DIMS == ["n"] and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}
 
 
+def test_a_winner_whose_final_has_not_run_is_said_so(tmp_path, capsys):
+    """A study whose interleaved final of a problem has not run yet (a run stopped first)
+    exports that problem's sweep winner, as a tuning file does; the winner carries the
+    same note as a tuning entry, and the command's line names the problem."""
+    from sweeper.winners import UNFINISHED
+
+    store = StudyStore(tmp_path / "s")
+    store.create({"study": "s", "kernel": "copy",
+                  "environment": {"gpu": "NVIDIA H200", "sms": 132, "l2_bytes": 1 << 20}})
+    for i, (BLOCK, ms) in enumerate([(1024, 1.0), (256, 1.1)]):
+        store.append(TrialRecord(
+            number=i, status=TrialStatus.OK,
+            choice={"grid": "sms", "block": "128", "BLOCK": str(BLOCK)},
+            config=Config(Problem("float32", 1 << 20), grid=1, block=128,
+                          meta={"BLOCK": BLOCK}),
+            samples_ms=[ms] * 20, stats=summarize([ms] * 20), gbps=1.0))
+    store.close()
+    out = tmp_path / "tuned_copy.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert capsys.readouterr().out == (
+        f"wrote 1 winner and 2 distinct configs to {out} (import it; configs(k=4) feeds "
+        f"@triton.autotune); the sweep's best for now at float32 1MiB: {UNFINISHED}\n")
+    [winner] = load(out).WINNERS["NVIDIA H200"]
+    assert winner["chosen_by"] == "sweep median" and winner["note"] == UNFINISHED
+
+
 def exported_scale(tmp_path, monkeypatch, module):
     """examples/scale.py as the module ``module`` in ``tmp_path`` (on the path), a study of
     it recording its source's hash, and that study exported: the source's path and the
@@ -488,22 +514,65 @@ def test_an_export_whose_kernel_source_is_missing_is_refused_and_nothing_written
     assert load(out).key == ["n"]
 
 
-def test_importing_the_module_warns_once_where_the_kernels_source_is_missing(tmp_path,
-                                                                             monkeypatch):
+def test_an_export_whose_kernel_module_no_longer_defines_it_is_refused(tmp_path, monkeypatch,
+                                                                      capsys):
+    """The kernel's module is there but its source defines the kernel's name no more
+    (renamed or removed since the sweep): the key and footprint rule cannot be read from
+    it, so the export is refused in one line naming the module and the name, exit 2,
+    nothing written, rather than a module with a guessed key."""
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    store = study(tmp_path / "s", kernel="renamed_scale:scale", sized=True)
+    source = tmp_path / "renamed_scale.py"
+    text = (Path(__file__).parent.parent / "examples" / "scale.py").read_text()
+    source.write_text(text.replace("def scale(", "def scale_v2("))
+    out = tmp_path / "tuned_scale.py"
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: kernel renamed_scale:scale: its module renamed_scale ({source}) no longer "
+        "defines scale (renamed or removed since the sweep; did you mean 'scale_v2'?); the "
+        "export reads the kernel's key and footprint from its source: allowed: export with "
+        "the source the study ran on, or sweep the kernel as it is now into a new study and "
+        "export that\n")
+    assert not out.exists()
+    source.write_text(text)                               # the source the study ran on
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert load(out).key == ["n"]
+
+
+def _moved(source):
+    source.rename(source.with_name("elsewhere.py"))
+
+
+def _renamed(source):
+    source.write_text(source.read_text().replace("def scale(", "def scale_v2("))
+
+
+@pytest.mark.parametrize("module, edit, why", [
+    ("moved_scale", _moved,
+     r"module 'moved_scale' is neither imported nor on the import path: renamed, or tuned "
+     r"in another working folder\); they are used as they are, unchecked: run from the "
+     r"folder that holds it, or tune it again$"),
+    ("undefined_scale", _renamed,
+     r"module 'undefined_scale' no longer defines 'scale': renamed or removed since; did "
+     r"you mean 'scale_v2'\?\); they are used as they are, unchecked: to tune the kernel as "
+     r"it is now, run a space naming it into a new study \(`sweeper run SPACE --study "
+     r"NEW`\) and export that$")])
+def test_importing_the_module_warns_once_where_the_kernels_source_is_missing(
+        tmp_path, monkeypatch, module, edit, why):
     """Imported where sweeper is installed but the kernel's module is nowhere on the path
-    (renamed, moved, or imported from another folder), the source cannot be compared: the
-    module still loads, and warns once, naming the module, as a tuning file's lookup does;
-    ``STALE`` stays False (it cannot be told)."""
+    (renamed, moved, or imported from another folder), or is there but no longer defines
+    the kernel (renamed or removed since), the source cannot be compared: the module
+    still loads, and warns once, naming the module (and the name it lacks), as a tuning
+    file's lookup does; ``STALE`` stays False (it cannot be told)."""
     from sweeper.errors import StaleTuningWarning
 
-    source, path = exported_scale(tmp_path, monkeypatch, "moved_scale")
-    source.rename(tmp_path / "elsewhere.py")
+    source, path = exported_scale(tmp_path, monkeypatch, module)
+    edit(source)
     with pytest.warns(StaleTuningWarning, match=(
-            rf"^{path}: the winners of \S+ were tuned for a source of moved_scale:scale "
-            r"\(study s\) that cannot be found here to compare \(module 'moved_scale' is "
-            r"neither imported nor on the import path: renamed, or tuned in another working "
-            r"folder\); they are used as they are, unchecked: run from the folder that holds "
-            r"it, or tune it again$")) as said:
+            rf"^{path}: the winners of \S+ were tuned for a source of {module}:scale "
+            rf"\(study s\) that cannot be found here to compare \({why}")) as said:
         mod = load(path)
     assert len(said) == 1 and [w.filename for w in said] == [__file__]
     assert not mod.STALE and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}

@@ -399,20 +399,39 @@ def test_a_tuned_kernel_warns_once_of_an_edited_source(edited_scale, monkeypatch
         launch(x, 512, 0.5)
 
 
+def _moved(module):
+    module.rename(module.with_name("renamed_scale.py"))
+
+
+def _renamed(module):
+    module.write_text(module.read_text().replace("def scale(", "def scale_v2("))
+
+
+UNFOUND = (r"tuning.json: the winners of scale were tuned for a source of edited_scale:scale "
+           r"\(study s-interpret\) that cannot be found here to compare \(module "
+           r"'edited_scale' ")
+#: why a kernel's source cannot be found: its module gone, or no longer defining it
+GONE = (r"is neither imported nor on the import path: renamed, or tuned in another working "
+        r"folder\); they are used as they are, unchecked: run from the folder that holds it, "
+        r"or tune it again$")
+UNDEFINED = (r"no longer defines 'scale': renamed or removed since; did you mean "
+             r"'scale_v2'\?\); they are used as they are, unchecked: to tune the kernel as it "
+             r"is now, run a space naming it into a new study \(`sweeper run SPACE --study "
+             r"NEW`\) and export that$")
+
+
+@pytest.mark.parametrize("edit, why", [(_moved, GONE), (_renamed, UNDEFINED)])
 def test_a_kernel_whose_module_is_gone_is_warned_of_once_as_unchecked(edited_scale, capsys,
-                                                                       monkeypatch):
-    """Renamed since (or looked up from another folder): no source to compare, so the
-    winners are served unchecked, with one warning saying so."""
+                                                                       monkeypatch, edit, why):
+    """Renamed since (or looked up from another folder), or there but no longer defining
+    the kernel (renamed or removed since): no source to compare, so the winners are
+    served unchecked, with one warning saying so."""
     from sweeper import lookup
     from sweeper.cli import main
 
-    edited_scale.rename(edited_scale.with_name("renamed_scale.py"))
-    sys.modules.pop("edited_scale")                    # a new process, after the rename
-    said = (r"tuning.json: the winners of scale were tuned for a source of edited_scale:scale "
-            r"\(study s-interpret\) that cannot be found here to compare \(module "
-            r"'edited_scale' is neither imported nor on the import path: renamed, or tuned "
-            r"in another working folder\); they are used as they are, unchecked: run from "
-            r"the folder that holds it, or tune it again$")
+    edit(edited_scale)
+    sys.modules.pop("edited_scale")                    # a new process, after the edit
+    said = UNFOUND + why
     with pytest.warns(StaleTuningWarning, match=said) as warned:
         cfg = tuned("scale", **ASKED)
     assert len(warned) == 1 and [w.filename for w in warned] == [__file__]
@@ -425,6 +444,25 @@ def test_a_kernel_whose_module_is_gone_is_warned_of_once_as_unchecked(edited_sca
     assert main(["tuned", "scale", "--footprint", "4KiB", "--tuning", "tuning.json"]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and re.fullmatch(f"sweeper: warning: {said}", err.rstrip())
+
+
+def test_an_imported_module_no_longer_defining_the_kernel_is_warned_of(edited_scale,
+                                                                       monkeypatch):
+    """The program imported the kernel's module, which defines the kernel's name no more:
+    the module itself is asked, and the warning is the same as where it is read, as it
+    is where the program blocked its import (``sys.modules[name] = None``)."""
+    from sweeper import lookup
+
+    _renamed(edited_scale)
+    sys.modules.pop("edited_scale")
+    monkeypatch.syspath_prepend(edited_scale.parent)
+    importlib.import_module("edited_scale")            # the program imported it
+    with pytest.warns(StaleTuningWarning, match=UNFOUND + UNDEFINED):
+        tuned("scale", **ASKED)
+    lookup._STALE_WARNED.clear()
+    monkeypatch.setitem(sys.modules, "edited_scale", None)    # its import blocked: read
+    with pytest.warns(StaleTuningWarning, match=UNFOUND + UNDEFINED):
+        tuned("scale", **ASKED)
 
 
 def test_an_entry_without_a_source_hash_is_used_silently(edited_scale):

@@ -10,6 +10,7 @@ from sweeper.export import export_csv
 from sweeper.export_triton import export_module
 from sweeper.interop import Written
 from sweeper.store import Storage, StudyStore
+from sweeper.winners import UNFINISHED
 
 
 def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> Written:
@@ -31,8 +32,10 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
     """Each GPU's winners, ``configs(k)``, ``key`` and ``grid`` in a Python module that
     imports only triton (default path: STUDY/tuned_configs.py); another GPU's study adds
     its section to the same file, another study of the same GPU its winners for the
-    problems it measured (``replace`` changes nothing)."""
-    path, section, note = export_module(store, target or store.root / "tuned_configs.py")
+    problems it measured (``replace`` changes nothing).  Its line names the problems
+    whose winner is the sweep's best for now, their finals not run yet."""
+    path, section, note, unfinished = export_module(store,
+                                                    target or store.root / "tuned_configs.py")
     meta = store.study_meta()
     others = [w for w in section["winners"] if w.get("study") != meta.study]
     kept = "" if not others else \
@@ -41,5 +44,7 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
         "study did not measure"
     wrote = (f"{counted(len(section['winners']) - len(others), 'winner')} and "
              f"{counted(len(section['ranked']), 'distinct config')}")
+    later = "" if not unfinished else \
+        f"; the sweep's best for now at {', '.join(unfinished)}: {UNFINISHED}"
     return Written(str(path), f"wrote {wrote} to {path} (import it; configs(k=4) feeds "
-                   f"@triton.autotune){kept}{f'; {note}' if note else ''}")
+                   f"@triton.autotune){kept}{later}{f'; {note}' if note else ''}")

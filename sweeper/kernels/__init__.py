@@ -22,7 +22,7 @@ from sweeper.kernels._base import (
     fill_random,
     hash_of_source,
 )
-from sweeper.kernels._unimported import module_file, module_source_hash
+from sweeper.kernels._unimported import module_file, module_source_hash, names_bound
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
 BUILTINS: dict[str, str] = plugins.KERNEL.builtins
@@ -79,6 +79,30 @@ def source_missing(name: str) -> bool:
         return False
     module = found.target.partition(":")[0]
     return not found.builtin and module not in sys.modules and module_file(module) is None
+
+
+def source_undefined(name: str) -> list[str] | None:
+    """Where kernel ``name``'s module is there but no longer defines the kernel's name
+    (renamed or removed since it was tuned), the public names it binds instead (for a
+    "did you mean"); ``None`` where it does, where only running it could tell
+    (:func:`~sweeper.kernels._unimported.names_bound`, as ``plan`` refuses such a
+    kernel), and where the module is not found (:func:`source_missing`).  Nothing is
+    imported: a module this process imported already is asked, any other (one whose
+    import is blocked, ``sys.modules[name] = None``, too) read."""
+    try:
+        found = plugins.find(plugins.KERNEL, name)
+    except SweeperError:
+        return None
+    module, _, attr = found.target.partition(":")
+    if found.builtin:
+        return None
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        return names_bound(found.target)
+    names = vars(loaded)
+    if attr in names or "__getattr__" in names:
+        return None
+    return sorted(n for n in names if not n.startswith("_"))
 
 
 def source_hash_unrun(name: str, options: Iterable[tuple[str, str]] = ()) -> str | None:
@@ -156,4 +180,5 @@ __all__ = [
     "source_hash_now",
     "source_hash_unrun",
     "source_missing",
+    "source_undefined",
 ]
