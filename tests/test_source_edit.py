@@ -325,3 +325,103 @@ def test_an_edit_during_the_finals_keeps_no_final_measured_past_it(
         in capsys.readouterr().err
     store = StudyStore(studies / "edited-interpret")
     assert len(store.records()[0]) == 4 and store.read(FinalRecord) == []
+
+
+#: The README's kernel with its Triton body and its constant in a module of the user's own
+#: beside it, which the kernel's module imports.
+HELPERS = '''\
+import triton
+import triton.language as tl
+
+A = 0.5
+
+
+@triton.jit
+def scaled(x, a):
+    return x * a
+'''
+IMPORTING = KERNEL.replace("A = 0.5\n", "from HELPERS import A, scaled\n").replace(
+    "tl.load(x + offsets, mask=offsets < n) * a",
+    "scaled(tl.load(x + offsets, mask=offsets < n), a)")
+
+
+@pytest.fixture
+def helper_module(user_module):
+    """``user_module`` importing its constant and a Triton function from a module of the
+    user's own beside it (a fresh name too), and that module's file."""
+    module, path, space = user_module
+    helpers = f"helpers_{uuid.uuid4().hex[:8]}"
+    helper = path.parent / f"{helpers}.py"
+    helper.write_text(HELPERS)
+    path.write_text(IMPORTING.replace("HELPERS", helpers))
+    for written in (path, helper):
+        os.utime(written, ns=(1_000_000_000, 1_000_000_000))
+    yield module, path, space, helper
+    sys.modules.pop(helpers, None)
+
+
+def test_an_edit_of_a_module_the_kernel_imports_stops_the_sweep(
+        helper_module, tmp_path, monkeypatch, capsys):
+    """A Triton function or constant the kernel's module imports from another module of
+    the user's own is part of the kernel: an edit of that module during the sweep stops
+    it, as an edit of the kernel's own module does."""
+    _, _, space, helper = helper_module
+    _after_first_trial(monkeypatch, lambda: helper.write_text(HELPERS.replace(
+        "A = 0.5", "A = 0.25")))
+    studies = tmp_path / "studies"
+    assert _run(space, studies) == 2
+    assert f"during the sweep ({helper} was edited); the 1 trial it measured before is " \
+        "kept" in capsys.readouterr().err
+    assert len(StudyStore(studies / "edited-interpret").records()[0]) == 1
+
+
+def test_an_edit_of_a_module_the_kernel_imports_refuses_a_resume(helper_module, tmp_path,
+                                                                  capsys):
+    """The source hash a study records covers the user's modules the kernel's module
+    imports: a resume after one was edited is refused, as after an edit of the kernel's
+    own module; the libraries it imports (triton, sweeper) are not part of it."""
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._unimported import module_source_hash
+
+    module, path, space, helper = helper_module
+    studies = tmp_path / "studies"
+    unrun = module_source_hash(f"{module}:scale")       # as `sweeper plan` tells it
+    assert _run(space, studies, "--trials", "1") == 0
+    kernel = load_kernel(f"{module}:scale")
+    assert set(kernel.source_files()) == {path, helper}
+    assert unrun == kernel.source_hash() == \
+        StudyStore(studies / "edited-interpret").meta()["kernel_source_hash"]
+    helper.write_text(HELPERS.replace("A = 0.5", "A = 0.25"))
+    sys.modules.pop(module, None)
+    sys.modules.pop(helper.stem, None)
+    assert module_source_hash(f"{module}:scale") != unrun
+    assert _run(space, studies, "--trials", "2") == 2
+    assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
+
+
+def test_the_user_s_own_modules_are_those_of_the_kernel_s_project(tmp_path, monkeypatch):
+    """Followed through relative and absolute imports (inside functions too), each module
+    once; the standard library, sweeper, triton and torch are not the user's, nor a
+    module installed in a site-packages folder under the project."""
+    from sweeper.kernels._own_modules import own_modules
+
+    package = tmp_path / "proj"
+    installed = tmp_path / ".venv" / "lib" / "site-packages"
+    for folder in (package, installed):
+        folder.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "kern.py").write_text(
+        "import os\nimport triton\nfrom sweeper import kernel\nfrom .helpers import f\n"
+        "import vendored\n\ndef launch():\n    from proj import late\n")
+    (package / "helpers.py").write_text("from proj.deep import g\nfrom . import helpers\n")
+    (package / "deep.py").write_text("import proj.helpers\n")
+    (package / "late.py").write_text("")
+    (installed / "vendored.py").write_text("")
+    monkeypatch.syspath_prepend(str(installed))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = own_modules("proj.kern", package / "kern.py")
+    assert [(name, path.relative_to(tmp_path).as_posix()) for name, path in found] == [
+        ("proj", "proj/__init__.py"), ("proj.helpers", "proj/helpers.py"),
+        ("proj.late", "proj/late.py"), ("proj.deep", "proj/deep.py")]
+    assert own_modules("sweeper.kernels.copy", ROOT / "sweeper" / "kernels" / "copy.py") \
+        == []

@@ -22,7 +22,8 @@ from sweeper.kernels._base import (
     fill_random,
     hash_of_source,
 )
-from sweeper.kernels._unimported import module_file, module_source_hash
+from sweeper.kernels._own_modules import module_file
+from sweeper.kernels._unimported import module_source_hash
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
 BUILTINS: dict[str, str] = plugins.KERNEL.builtins
