@@ -197,7 +197,7 @@ def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
 
 
 #: A user's kernel class (the built-in copy's, subclassed), whose source is its class's
-#: text as ``inspect`` reads it from the file now.
+#: text as ``inspect`` read it from the file when the kernel was loaded.
 CLASS_KERNEL = """\
 from sweeper.kernels.copy import CopyKernel
 
@@ -207,17 +207,9 @@ class MyCopy(CopyKernel):
 """
 
 
-def test_an_edit_after_a_lost_context_stops_the_sweep_that_goes_on_in_workers(
-        tmp_path, monkeypatch, capsys):
-    """A trial that breaks this process's CUDA context hands the rest of the sweep to
-    worker processes, a sweep of its own: it holds its workers against the source the
-    study records, not the kernel's as this process reads it now (a kernel class's text
-    is read from its file again once the file changed), so an edit saved in between
-    stops it, as it would have stopped the sweep before, and no trial is recorded under
-    the edited source without --force."""
-    from sweeper.devices._interpret import InterpretDevice
-    from sweeper.engine import _run as engine_run
-
+def _class_kernel(tmp_path, monkeypatch):
+    """:data:`CLASS_KERNEL` as a user's module of a fresh name, its file and a space
+    sweeping it."""
     module = f"edited_{uuid.uuid4().hex[:8]}"
     path = tmp_path / f"{module}.py"
     path.write_text(CLASS_KERNEL)
@@ -227,6 +219,20 @@ def test_an_edit_after_a_lost_context_stops_the_sweep_that_goes_on_in_workers(
     space.write_text(f"study: edited\nkernel: {module}:MyCopy\nparams:\n  grid: [1, 2]\n"
                      "  block: [32, 64]\n  footprint: [4KiB]\n"
                      "measure: {warmup: 1, repeat: 3}\n")
+    return module, path, space
+
+
+def test_an_edit_after_a_lost_context_stops_the_sweep_that_goes_on_in_workers(
+        tmp_path, monkeypatch, capsys):
+    """A trial that breaks this process's CUDA context hands the rest of the sweep to
+    worker processes, a sweep of its own: it holds its workers against the source the
+    study records (the worker processes import the kernel anew), so an edit saved in
+    between stops it, as it would have stopped the sweep before, and no trial is recorded
+    under the edited source without --force."""
+    from sweeper.devices._interpret import InterpretDevice
+    from sweeper.engine import _run as engine_run
+
+    module, path, space = _class_kernel(tmp_path, monkeypatch)
     monkeypatch.setattr(InterpretDevice, "healthy", lambda self: False)
     trial = Bench.trial
 
@@ -425,3 +431,45 @@ def test_the_user_s_own_modules_are_those_of_the_kernel_s_project(tmp_path, monk
         ("proj.late", "proj/late.py"), ("proj.deep", "proj/deep.py")]
     assert own_modules("sweeper.kernels.copy", ROOT / "sweeper" / "kernels" / "copy.py") \
         == []
+
+
+def test_a_kernel_class_edited_after_it_was_imported_is_hashed_as_imported(
+        tmp_path, monkeypatch, capsys):
+    """A kernel class's source is read from its file, while the code that runs is the one
+    imported: saved with other text in between (here as the sampler is built, before the
+    sweep takes its hash), the trials of the code imported were recorded under the edited
+    text's hash, which a later run of the edited code would resume.  The source is the
+    text as the kernel was loaded: the trials are recorded under the hash of the code that
+    ran, and the edited code's run is refused a resume."""
+    from sweeper.kernels import load_kernel
+    from sweeper.sweep import Sampling
+
+    module, path, space = _class_kernel(tmp_path, monkeypatch)
+    edited = CLASS_KERNEL.replace('"my-copy"', '"my-copy"  # edited')
+    build = Sampling.build.__func__
+
+    def edited_then_built(cls, *args, **kwargs):
+        path.write_text(edited)
+        return build(cls, *args, **kwargs)
+    monkeypatch.setattr(Sampling, "build", classmethod(edited_then_built))
+    studies = tmp_path / "studies"
+    try:
+        assert _run(space, studies, "--workers", "inline") == 0
+    finally:
+        sys.modules.pop(module, None)
+    monkeypatch.setattr(Sampling, "build", classmethod(build))
+    path.write_text(CLASS_KERNEL)
+    try:
+        imported = load_kernel(f"{module}:MyCopy").source_hash()
+    finally:
+        sys.modules.pop(module, None)
+    store = StudyStore(studies / "edited-interpret")
+    assert store.meta()["kernel_source_hash"] == imported
+    assert {t.source_hash for t in store.records()[0]} == {imported}
+    path.write_text(edited)
+    capsys.readouterr()
+    try:
+        assert _run(space, studies, "--workers", "inline") == 2
+    finally:
+        sys.modules.pop(module, None)
+    assert "cannot resume, its kernel's source changed" in capsys.readouterr().err

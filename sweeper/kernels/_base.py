@@ -17,6 +17,7 @@ import math
 import numbers
 import reprlib
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -380,8 +381,10 @@ class Kernel(abc.ABC):
     def source(self) -> str:
         """The source whose hash identifies this kernel's version in a study: the class's,
         and the user's own modules its module imports
-        (:func:`~sweeper.kernels._own_modules.own_source`)."""
-        return inspect.getsource(type(self)) + _own_source(type(self))
+        (:func:`~sweeper.kernels._own_modules.own_source`), as first read in this process
+        (:func:`as_loaded`)."""
+        return as_loaded(type(self), lambda: inspect.getsource(type(self)) +
+                         _own_source(type(self)))
 
     @classmethod
     def declared_source(cls) -> str | None:
@@ -403,6 +406,26 @@ class Kernel(abc.ABC):
         from sweeper.kernels._watch import files_of
 
         return _with_own(files_of(type(self)), type(self))
+
+
+#: Each kernel class's source as first read in this process (:func:`as_loaded`).
+_READ: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
+
+
+def as_loaded(cls: type, read: Callable[[], str]) -> str:
+    """Kernel class ``cls``'s source as first read in this process (``read()`` then;
+    :func:`~sweeper.kernels.load_kernel` reads it as it loads the kernel): the code that
+    runs is the one imported, whatever its files hold by the time a study takes its hash
+    (an edit since is no trial of this process's, and a worker process or a later run that
+    imports the edited text hashes that).  A class defined anew (its module imported
+    again) reads anew."""
+    try:
+        return _READ[cls]
+    except KeyError:
+        text = _READ[cls] = read()
+        return text
+    except TypeError:                   # a class that cannot be weakly referenced
+        return read()
 
 
 def _own_source(cls: type) -> str:
@@ -454,10 +477,11 @@ class Builtin(Kernel):
 
     def source(self) -> str:
         """The Triton bodies, the declaration (the base class ``_declared`` defines) and
-        the class itself."""
+        the class itself, as first read in this process (:func:`as_loaded`)."""
         declared = [c for c in type(self).__mro__ if c.__module__.endswith("._declared")]
         parts: tuple[Callable[..., Any], ...] = (*self.bodies, *declared[:1], type(self))
-        return "".join(map(inspect.getsource, parts)) + _own_source(type(self))
+        return as_loaded(type(self), lambda: "".join(map(inspect.getsource, parts)) +
+                         _own_source(type(self)))
 
     def source_files(self) -> tuple[Path, ...]:
         """The files of the Triton bodies, the declaration and the class, and of the
