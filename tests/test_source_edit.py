@@ -174,6 +174,32 @@ def test_a_cuda_kernel_s_files_are_watched_as_the_launch_reads_them(tmp_path):
     assert kernel.source_hash() != source
 
 
+def test_a_cuda_kernel_s_include_that_appears_is_watched_and_hashed(tmp_path):
+    """An ``#include "..."`` that resolves to no file beside its includer (a header not
+    written yet, or one NVRTC finds elsewhere on its include path) brings in the file
+    written there later, which NVRTC compiles from then on: its appearance is an edit the
+    sweep sees, and the source hash covers it."""
+    from sweeper.kernels import load_kernel
+    from sweeper.space import load_space
+    from tests.test_cuda_kernel import COPY_CU, space_text
+
+    cu, header = tmp_path / "copy.cu", tmp_path / "tuning.h"
+    cu.write_text('#include "tuning.h"\n' + COPY_CU.read_text())
+    os.utime(cu, ns=(1_000_000_000, 1_000_000_000))
+    (tmp_path / "space.yaml").write_text(space_text())
+    space = load_space(tmp_path / "space.yaml")
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    watch, source = SourceWatch(kernel.source_files()), kernel.source_hash()
+    assert watch.edited() is None
+
+    header.write_text("#define SCALE 2\n")      # written while the sweep runs
+    os.utime(header, ns=(1_000_000_000, 1_000_000_000))
+    assert watch.edited() == header
+    assert kernel.plan.launch.files()[header] == b"#define SCALE 2\n"
+    assert kernel.source_hash() != source
+    assert header in kernel.source_files()
+
+
 def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
         user_module, tmp_path, monkeypatch, capsys):
     """The kernel saved with other text after the run imported it, before its worker
