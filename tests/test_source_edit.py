@@ -499,3 +499,39 @@ def test_a_kernel_class_edited_after_it_was_imported_is_hashed_as_imported(
     finally:
         sys.modules.pop(module, None)
     assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
+
+
+def test_a_hang_past_an_edit_is_not_recorded_under_the_source_before_it(
+        user_module, tmp_path, monkeypatch):
+    """A trial that hangs once the kernel's source was edited may run code compiled from
+    the edited text (a CUDA C launch compiles its files as they read then): the watchdog
+    keeps no timeout under the source the study records, as the sweep keeps no outcome
+    past an edit, and hands over saying which file was edited (the run that goes on in a
+    fresh process is refused a resume for the edit)."""
+    import dataclasses
+    import time
+
+    from sweeper.devices import open_device
+    from sweeper.errors import TrialHung
+    from sweeper.kernels import load_kernel
+    from sweeper.space import load_space
+    from sweeper.sweep import Sweep, open_study
+
+    _, path, space_path = user_module
+    space = load_space(space_path)
+    device, kernel = open_device("interpret"), load_kernel(space.kernel)
+    store = StudyStore(tmp_path / "s")
+    open_study(store, space, kernel, device, command="test")
+    hangs = []
+    sweep = Sweep(space, kernel, device, store,
+                  on_hang=lambda record, edited: hangs.append((record.number, edited)))
+    sweep.measure = dataclasses.replace(sweep.measure, timeout_s=0.2)
+
+    def hung(self, number, choice):           # edited, then no result for a while
+        path.write_text(KERNEL.replace("A = 0.5", "A = 0.25"))
+        time.sleep(1.0)
+    monkeypatch.setattr(Bench, "trial", hung)
+    with pytest.raises(TrialHung):
+        sweep.run()
+    assert StudyStore(tmp_path / "s").records()[0] == []
+    assert hangs == [(0, str(path))]
