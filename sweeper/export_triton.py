@@ -145,7 +145,7 @@ def refuse_unfound(kernel: str) -> None:
     from sweeper import plugins
     from sweeper.core._units import did_you_mean
     from sweeper.kernels import source_missing, source_undefined
-    from sweeper.kernels._unimported import module_file
+    from sweeper.kernels._own_modules import module_file
 
     bound = source_undefined(kernel)
     if bound is not None:

@@ -174,6 +174,32 @@ def test_a_cuda_kernel_s_files_are_watched_as_the_launch_reads_them(tmp_path):
     assert kernel.source_hash() != source
 
 
+def test_a_cuda_kernel_s_include_that_appears_is_watched_and_hashed(tmp_path):
+    """An ``#include "..."`` that resolves to no file beside its includer (a header not
+    written yet, or one NVRTC finds elsewhere on its include path) brings in the file
+    written there later, which NVRTC compiles from then on: its appearance is an edit the
+    sweep sees, and the source hash covers it."""
+    from sweeper.kernels import load_kernel
+    from sweeper.space import load_space
+    from tests.test_cuda_kernel import COPY_CU, space_text
+
+    cu, header = tmp_path / "copy.cu", tmp_path / "tuning.h"
+    cu.write_text('#include "tuning.h"\n' + COPY_CU.read_text())
+    os.utime(cu, ns=(1_000_000_000, 1_000_000_000))
+    (tmp_path / "space.yaml").write_text(space_text())
+    space = load_space(tmp_path / "space.yaml")
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    watch, source = SourceWatch(kernel.source_files()), kernel.source_hash()
+    assert watch.edited() is None
+
+    header.write_text("#define SCALE 2\n")      # written while the sweep runs
+    os.utime(header, ns=(1_000_000_000, 1_000_000_000))
+    assert watch.edited() == header
+    assert kernel.plan.launch.files()[header] == b"#define SCALE 2\n"
+    assert kernel.source_hash() != source
+    assert header in kernel.source_files()
+
+
 def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
         user_module, tmp_path, monkeypatch, capsys):
     """The kernel saved with other text after the run imported it, before its worker
@@ -197,7 +223,7 @@ def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
 
 
 #: A user's kernel class (the built-in copy's, subclassed), whose source is its class's
-#: text as ``inspect`` reads it from the file now.
+#: text as ``inspect`` read it from the file when the kernel was loaded.
 CLASS_KERNEL = """\
 from sweeper.kernels.copy import CopyKernel
 
@@ -207,17 +233,9 @@ class MyCopy(CopyKernel):
 """
 
 
-def test_an_edit_after_a_lost_context_stops_the_sweep_that_goes_on_in_workers(
-        tmp_path, monkeypatch, capsys):
-    """A trial that breaks this process's CUDA context hands the rest of the sweep to
-    worker processes, a sweep of its own: it holds its workers against the source the
-    study records, not the kernel's as this process reads it now (a kernel class's text
-    is read from its file again once the file changed), so an edit saved in between
-    stops it, as it would have stopped the sweep before, and no trial is recorded under
-    the edited source without --force."""
-    from sweeper.devices._interpret import InterpretDevice
-    from sweeper.engine import _run as engine_run
-
+def _class_kernel(tmp_path, monkeypatch):
+    """:data:`CLASS_KERNEL` as a user's module of a fresh name, its file and a space
+    sweeping it."""
     module = f"edited_{uuid.uuid4().hex[:8]}"
     path = tmp_path / f"{module}.py"
     path.write_text(CLASS_KERNEL)
@@ -227,6 +245,20 @@ def test_an_edit_after_a_lost_context_stops_the_sweep_that_goes_on_in_workers(
     space.write_text(f"study: edited\nkernel: {module}:MyCopy\nparams:\n  grid: [1, 2]\n"
                      "  block: [32, 64]\n  footprint: [4KiB]\n"
                      "measure: {warmup: 1, repeat: 3}\n")
+    return module, path, space
+
+
+def test_an_edit_after_a_lost_context_stops_the_sweep_that_goes_on_in_workers(
+        tmp_path, monkeypatch, capsys):
+    """A trial that breaks this process's CUDA context hands the rest of the sweep to
+    worker processes, a sweep of its own: it holds its workers against the source the
+    study records (the worker processes import the kernel anew), so an edit saved in
+    between stops it, as it would have stopped the sweep before, and no trial is recorded
+    under the edited source without --force."""
+    from sweeper.devices._interpret import InterpretDevice
+    from sweeper.engine import _run as engine_run
+
+    module, path, space = _class_kernel(tmp_path, monkeypatch)
     monkeypatch.setattr(InterpretDevice, "healthy", lambda self: False)
     trial = Bench.trial
 
@@ -325,3 +357,181 @@ def test_an_edit_during_the_finals_keeps_no_final_measured_past_it(
         in capsys.readouterr().err
     store = StudyStore(studies / "edited-interpret")
     assert len(store.records()[0]) == 4 and store.read(FinalRecord) == []
+
+
+#: The README's kernel with its Triton body and its constant in a module of the user's own
+#: beside it, which the kernel's module imports.
+HELPERS = '''\
+import triton
+import triton.language as tl
+
+A = 0.5
+
+
+@triton.jit
+def scaled(x, a):
+    return x * a
+'''
+IMPORTING = KERNEL.replace("A = 0.5\n", "from HELPERS import A, scaled\n").replace(
+    "tl.load(x + offsets, mask=offsets < n) * a",
+    "scaled(tl.load(x + offsets, mask=offsets < n), a)")
+
+
+@pytest.fixture
+def helper_module(user_module):
+    """``user_module`` importing its constant and a Triton function from a module of the
+    user's own beside it (a fresh name too), and that module's file."""
+    module, path, space = user_module
+    helpers = f"helpers_{uuid.uuid4().hex[:8]}"
+    helper = path.parent / f"{helpers}.py"
+    helper.write_text(HELPERS)
+    path.write_text(IMPORTING.replace("HELPERS", helpers))
+    for written in (path, helper):
+        os.utime(written, ns=(1_000_000_000, 1_000_000_000))
+    yield module, path, space, helper
+    sys.modules.pop(helpers, None)
+
+
+def test_an_edit_of_a_module_the_kernel_imports_stops_the_sweep(
+        helper_module, tmp_path, monkeypatch, capsys):
+    """A Triton function or constant the kernel's module imports from another module of
+    the user's own is part of the kernel: an edit of that module during the sweep stops
+    it, as an edit of the kernel's own module does."""
+    _, _, space, helper = helper_module
+    _after_first_trial(monkeypatch, lambda: helper.write_text(HELPERS.replace(
+        "A = 0.5", "A = 0.25")))
+    studies = tmp_path / "studies"
+    assert _run(space, studies) == 2
+    assert f"during the sweep ({helper} was edited); the 1 trial it measured before is " \
+        "kept" in capsys.readouterr().err
+    assert len(StudyStore(studies / "edited-interpret").records()[0]) == 1
+
+
+def test_an_edit_of_a_module_the_kernel_imports_refuses_a_resume(helper_module, tmp_path,
+                                                                  capsys):
+    """The source hash a study records covers the user's modules the kernel's module
+    imports: a resume after one was edited is refused, as after an edit of the kernel's
+    own module; the libraries it imports (triton, sweeper) are not part of it."""
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._unimported import module_source_hash
+
+    module, path, space, helper = helper_module
+    studies = tmp_path / "studies"
+    unrun = module_source_hash(f"{module}:scale")       # as `sweeper plan` tells it
+    assert _run(space, studies, "--trials", "1") == 0
+    kernel = load_kernel(f"{module}:scale")
+    assert set(kernel.source_files()) == {path, helper}
+    assert unrun == kernel.source_hash() == \
+        StudyStore(studies / "edited-interpret").meta()["kernel_source_hash"]
+    helper.write_text(HELPERS.replace("A = 0.5", "A = 0.25"))
+    sys.modules.pop(module, None)
+    sys.modules.pop(helper.stem, None)
+    assert module_source_hash(f"{module}:scale") != unrun
+    assert _run(space, studies, "--trials", "2") == 2
+    assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
+
+
+def test_the_user_s_own_modules_are_those_of_the_kernel_s_project(tmp_path, monkeypatch):
+    """Followed through relative and absolute imports (inside functions too), each module
+    once; the standard library, sweeper, triton and torch are not the user's, nor a
+    module installed in a site-packages folder under the project."""
+    from sweeper.kernels._own_modules import own_modules
+
+    package = tmp_path / "proj"
+    installed = tmp_path / ".venv" / "lib" / "site-packages"
+    for folder in (package, installed):
+        folder.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "kern.py").write_text(
+        "import os\nimport triton\nfrom sweeper import kernel\nfrom .helpers import f\n"
+        "import vendored\n\ndef launch():\n    from proj import late\n")
+    (package / "helpers.py").write_text("from proj.deep import g\nfrom . import helpers\n")
+    (package / "deep.py").write_text("import proj.helpers\n")
+    (package / "late.py").write_text("")
+    (installed / "vendored.py").write_text("")
+    monkeypatch.syspath_prepend(str(installed))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = own_modules("proj.kern", package / "kern.py")
+    assert [(name, path.relative_to(tmp_path).as_posix()) for name, path in found] == [
+        ("proj", "proj/__init__.py"), ("proj.helpers", "proj/helpers.py"),
+        ("proj.late", "proj/late.py"), ("proj.deep", "proj/deep.py")]
+    assert own_modules("sweeper.kernels.copy", ROOT / "sweeper" / "kernels" / "copy.py") \
+        == []
+
+
+def test_a_kernel_class_edited_after_it_was_imported_is_hashed_as_imported(
+        tmp_path, monkeypatch, capsys):
+    """A kernel class's source is read from its file, while the code that runs is the one
+    imported: saved with other text in between (here as the sampler is built, before the
+    sweep takes its hash), the trials of the code imported were recorded under the edited
+    text's hash, which a later run of the edited code would resume.  The source is the
+    text as the kernel was loaded: the trials are recorded under the hash of the code that
+    ran, and the edited code's run is refused a resume."""
+    from sweeper.kernels import load_kernel
+    from sweeper.sweep import Sampling
+
+    module, path, space = _class_kernel(tmp_path, monkeypatch)
+    edited = CLASS_KERNEL.replace('"my-copy"', '"my-copy"  # edited')
+    build = Sampling.build.__func__
+
+    def edited_then_built(cls, *args, **kwargs):
+        path.write_text(edited)
+        return build(cls, *args, **kwargs)
+    monkeypatch.setattr(Sampling, "build", classmethod(edited_then_built))
+    studies = tmp_path / "studies"
+    try:
+        assert _run(space, studies, "--workers", "inline") == 0
+    finally:
+        sys.modules.pop(module, None)
+    monkeypatch.setattr(Sampling, "build", classmethod(build))
+    path.write_text(CLASS_KERNEL)
+    try:
+        imported = load_kernel(f"{module}:MyCopy").source_hash()
+    finally:
+        sys.modules.pop(module, None)
+    store = StudyStore(studies / "edited-interpret")
+    assert store.meta()["kernel_source_hash"] == imported
+    assert {t.source_hash for t in store.records()[0]} == {imported}
+    path.write_text(edited)
+    capsys.readouterr()
+    try:
+        assert _run(space, studies, "--workers", "inline") == 2
+    finally:
+        sys.modules.pop(module, None)
+    assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
+
+
+def test_a_hang_past_an_edit_is_not_recorded_under_the_source_before_it(
+        user_module, tmp_path, monkeypatch):
+    """A trial that hangs once the kernel's source was edited may run code compiled from
+    the edited text (a CUDA C launch compiles its files as they read then): the watchdog
+    keeps no timeout under the source the study records, as the sweep keeps no outcome
+    past an edit, and hands over saying which file was edited (the run that goes on in a
+    fresh process is refused a resume for the edit)."""
+    import dataclasses
+    import time
+
+    from sweeper.devices import open_device
+    from sweeper.errors import TrialHung
+    from sweeper.kernels import load_kernel
+    from sweeper.space import load_space
+    from sweeper.sweep import Sweep, open_study
+
+    _, path, space_path = user_module
+    space = load_space(space_path)
+    device, kernel = open_device("interpret"), load_kernel(space.kernel)
+    store = StudyStore(tmp_path / "s")
+    open_study(store, space, kernel, device, command="test")
+    hangs = []
+    sweep = Sweep(space, kernel, device, store,
+                  on_hang=lambda record, edited: hangs.append((record.number, edited)))
+    sweep.measure = dataclasses.replace(sweep.measure, timeout_s=0.2)
+
+    def hung(self, number, choice):           # edited, then no result for a while
+        path.write_text(KERNEL.replace("A = 0.5", "A = 0.25"))
+        time.sleep(1.0)
+    monkeypatch.setattr(Bench, "trial", hung)
+    with pytest.raises(TrialHung):
+        sweep.run()
+    assert StudyStore(tmp_path / "s").records()[0] == []
+    assert hangs == [(0, str(path))]

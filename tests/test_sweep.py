@@ -410,7 +410,7 @@ def test_a_full_disk_when_a_hang_is_recorded_is_one_line_and_exit_1(write_space,
 
     exits = []
     monkeypatch.setattr(os, "_exit", exits.append)
-    sweep, store = start(write_space(SMALL_SPACE), tmp_path / "s", on_hang=lambda r: None)
+    sweep, store = start(write_space(SMALL_SPACE), tmp_path / "s", on_hang=lambda r, edited: None)
     sweep.measure = dataclasses.replace(sweep.measure, timeout_s=0.05)
     real = store.append
 

@@ -523,7 +523,8 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
     sweep = Sweep(space, kernel, device, store, reporter=reporter, stop=stop,
                   max_trials=options.trials, max_time_s=options.time_s,
                   ceilings=None if isinstance(limits, str) else limits,
-                  priors=priors, on_hang=lambda record: _hung(record, options, store),
+                  priors=priors,
+                  on_hang=lambda record, edited: _hung(record, options, store, edited),
                   gpus=gpus, processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead, gpu_check=check, sampling=sampling,
                   source_hash=source_hash)
@@ -759,14 +760,16 @@ def _report_how(options: RunOptions, store: Storage) -> str:
         if options.storage else str(store.root)
 
 
-def _hung(record: Any, options: RunOptions, store: Storage) -> None:
-    """On the watchdog thread: a trial ran past measure.timeout (recorded as such); the
-    kernel cannot be stopped from this process, so go on in a fresh one (``python -m
-    sweeper`` with ``options.restart_argv``, counting restarts), or end it after too many.
-    In process (the API) the caller's process is neither replaced nor ended: the message
-    says what to do."""
-    message = (f"trial #{record.number} gave no result after {record.wall_s:g} s; it is "
-               f"recorded as timeout in {store.location}")
+def _hung(record: Any, options: RunOptions, store: Storage, edited: str = "") -> None:
+    """On the watchdog thread: a trial ran past measure.timeout (recorded as such, unless
+    ``edited`` names the kernel's file edited since the sweep began: then not, as it may
+    run the edited code); the kernel cannot be stopped from this process, so go on in a
+    fresh one (``python -m sweeper`` with ``options.restart_argv``, counting restarts),
+    or end it after too many.  In process (the API) the caller's process is neither
+    replaced nor ended: the message says what to do."""
+    message = (f"trial #{record.number} gave no result after {record.wall_s:g} s; " + (
+        f"it is not recorded: its kernel's source changed during the sweep ({edited} was "
+        "edited)" if edited else f"it is recorded as timeout in {store.location}"))
     if options.restart_argv is None:
         print(f"sweeper: {message}; the kernel cannot be stopped from this process: restart "
               "it (the notebook kernel) and call sweeper.run again to go on", file=sys.stderr)

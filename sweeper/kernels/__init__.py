@@ -4,6 +4,7 @@ finds, imports and checks each."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, cast
@@ -22,7 +23,8 @@ from sweeper.kernels._base import (
     fill_random,
     hash_of_source,
 )
-from sweeper.kernels._unimported import module_file, module_source_hash, names_bound
+from sweeper.kernels._own_modules import module_file
+from sweeper.kernels._unimported import module_source_hash, names_bound
 
 #: The built-in kernels (name -> ``module:attr``), loaded only when named.
 BUILTINS: dict[str, str] = plugins.KERNEL.builtins
@@ -37,10 +39,11 @@ def kernel_class(name: str) -> type[Kernel]:
 def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
     """An instance of the kernel called ``name``, constructed with ``options`` (a space's
     ``kernel_options``) as keyword arguments; a :class:`SweeperError` naming the kernel
-    and the line where its own constructor raised."""
+    and the line where its own constructor raised.  Its source is read as it is loaded
+    (:func:`~sweeper.kernels._base.as_loaded`)."""
     cls = kernel_class(name)
     try:
-        return cls(**dict(options))
+        kernel = cls(**dict(options))
     except SweeperError:
         raise
     except Exception as err:  # noqa: BLE001 - the kernel's own code: one line, no traceback
@@ -48,6 +51,11 @@ def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
         raise SweeperError(f"kernel {name}: constructing {cls.__name__} raised "
                            f"{type(err).__name__}: {err}{f' (at {line})' if line else ''}"
                            ) from None
+    # read as it is loaded, the code imported (Kernel.source); the kernel's own code,
+    # which raises again where the source is hashed
+    with contextlib.suppress(Exception):
+        kernel.source()
+    return kernel
 
 
 def source_hash_now(name: str) -> str | None:

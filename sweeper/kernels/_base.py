@@ -16,6 +16,8 @@ import inspect
 import math
 import numbers
 import reprlib
+import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -377,8 +379,12 @@ class Kernel(abc.ABC):
         raise NotImplementedError
 
     def source(self) -> str:
-        """The source whose hash identifies this kernel's version in a study."""
-        return inspect.getsource(type(self))
+        """The source whose hash identifies this kernel's version in a study: the class's,
+        and the user's own modules its module imports
+        (:func:`~sweeper.kernels._own_modules.own_source`), as first read in this process
+        (:func:`as_loaded`)."""
+        return as_loaded(type(self), lambda: inspect.getsource(type(self)) +
+                         _own_source(type(self)))
 
     @classmethod
     def declared_source(cls) -> str | None:
@@ -395,11 +401,51 @@ class Kernel(abc.ABC):
 
     def source_files(self) -> tuple[Path, ...]:
         """The files :meth:`source` is read from, which a sweep watches for an edit while it
-        runs (:class:`~sweeper.kernels._watch.SourceWatch`): the class's module; none
-        where it has no file (a notebook's)."""
+        runs (:class:`~sweeper.kernels._watch.SourceWatch`): the class's module and the
+        user's own modules it imports; none where it has no file (a notebook's)."""
         from sweeper.kernels._watch import files_of
 
-        return files_of(type(self))
+        return _with_own(files_of(type(self)), type(self))
+
+
+#: Each kernel class's source as first read in this process (:func:`as_loaded`).
+_READ: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
+
+
+def as_loaded(cls: type, read: Callable[[], str]) -> str:
+    """Kernel class ``cls``'s source as first read in this process (``read()`` then;
+    :func:`~sweeper.kernels.load_kernel` reads it as it loads the kernel): the code that
+    runs is the one imported, whatever its files hold by the time a study takes its hash
+    (an edit since is no trial of this process's, and a worker process or a later run that
+    imports the edited text hashes that).  A class defined anew (its module imported
+    again) reads anew."""
+    try:
+        return _READ[cls]
+    except KeyError:
+        text = _READ[cls] = read()
+        return text
+    except TypeError:                   # a class that cannot be weakly referenced
+        return read()
+
+
+def _own_source(cls: type) -> str:
+    """The text of the user's own modules ``cls``'s module imports ("" for none, or a
+    module without a file)."""
+    from sweeper.kernels._own_modules import own_source
+
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    return own_source(cls.__module__, file) if file else ""
+
+
+def _with_own(files: tuple[Path, ...], cls: type) -> tuple[Path, ...]:
+    """``files`` and after them those of the user's own modules ``cls``'s module imports."""
+    from sweeper.kernels._own_modules import own_files
+
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    own = own_files(cls.__module__, file) if file else ()
+    return files + tuple(path for path in own if path not in files)
 
 
 class Builtin(Kernel):
@@ -431,17 +477,19 @@ class Builtin(Kernel):
 
     def source(self) -> str:
         """The Triton bodies, the declaration (the base class ``_declared`` defines) and
-        the class itself."""
+        the class itself, as first read in this process (:func:`as_loaded`)."""
         declared = [c for c in type(self).__mro__ if c.__module__.endswith("._declared")]
         parts: tuple[Callable[..., Any], ...] = (*self.bodies, *declared[:1], type(self))
-        return "".join(map(inspect.getsource, parts))
+        return as_loaded(type(self), lambda: "".join(map(inspect.getsource, parts)) +
+                         _own_source(type(self)))
 
     def source_files(self) -> tuple[Path, ...]:
-        """The files of the Triton bodies, the declaration and the class."""
+        """The files of the Triton bodies, the declaration and the class, and of the
+        user's own modules the class's module imports (a user's subclass of a built-in)."""
         from sweeper.kernels._watch import files_of
 
         declared = [c for c in type(self).__mro__ if c.__module__.endswith("._declared")]
-        return files_of(*self.bodies, *declared[:1], type(self))
+        return _with_own(files_of(*self.bodies, *declared[:1], type(self)), type(self))
 
 
 class Elementwise(Builtin):

@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from sweeper.kernels._unimported import module_file
+from sweeper.kernels._own_modules import module_file
 
 #: Cache entries looked through before giving up (and saying "cached").
 CACHE_SCAN = 5_000

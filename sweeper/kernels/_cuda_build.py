@@ -35,6 +35,7 @@ from sweeper.core import Config
 from sweeper.kernels._cuda_cache import CompileCache
 from sweeper.kernels._cuda_spec import (
     Arg,
+    absent_includes,
     cache_key,
     instantiation,
     int_overflow,
@@ -175,6 +176,8 @@ class CudaLaunch:
         #: was written too near the read for them to tell a later edit), and the
         #: :meth:`kernel_source` of them
         self._read: tuple[dict[Path, bytes], dict[Path, tuple[int, int]] | None] | None = None
+        #: where the files last read include a file that was not there (:meth:`absent`)
+        self._absent: tuple[Path, ...] = ()
         self._kernel_source: str | None = None
 
     def files(self) -> dict[Path, bytes]:
@@ -186,16 +189,19 @@ class CudaLaunch:
         that lands between the read and the stat after it, or a rewrite of the same size
         within a timestamp's tick, would leave a stamp that no later edit of that kind
         changes, so such files are read again at each ask (the same bytes keep their
-        :meth:`kernel_source`)."""
+        :meth:`kernel_source`).  A file written where one of them includes a file that was
+        not there (:meth:`absent`) is an edit too."""
         if self._read is not None:
             kept, stamps = self._read
             try:
-                if stamps is not None and _stamps(kept) == stamps:
+                if stamps is not None and _stamps(kept) == stamps and \
+                        not any(path.exists() for path in self._absent):
                     return kept
             except OSError:
                 pass
         began = time.time_ns()
         files = sources(self.source)
+        self._absent = absent_includes(files)
         try:
             stamps = _stamps(files)
         except OSError:                 # gone since the read: read again at the next ask
@@ -209,6 +215,13 @@ class CudaLaunch:
             self._kernel_source = None
         self._read = (files, stamps)
         return files
+
+    def absent(self) -> tuple[Path, ...]:
+        """Where the files :meth:`files` reads include a file with quotes that is not
+        there (not written yet, or a system header): one written there later is included
+        from then on, so a sweep watches these paths too."""
+        self.files()
+        return self._absent
 
     def args_problem(self, tensors: Sequence[str], dims: Sequence[str], meta: Sequence[str]
                      ) -> str | None:

@@ -371,6 +371,20 @@ def sources(path: Path, seen: tuple[Path, ...] = (), *, left_out: bool = False
     return found
 
 
+def absent_includes(files: Mapping[Path, bytes]) -> tuple[Path, ...]:
+    """Where ``files`` (:func:`sources`'s) include with quotes a file that is not there
+    beside its includer (not written yet, or a system header): one written there later
+    is included from then on (:func:`sources` reads it)."""
+    absent: list[Path] = []
+    for path, data in files.items():
+        text = data.decode(errors="replace")
+        for name in included(text, active_code(text)):
+            file = (path.parent / name).resolve()
+            if file not in files and file not in absent and not file.is_file():
+                absent.append(file)
+    return tuple(absent)
+
+
 def cache_key(files: Mapping[Path, bytes], entry: str, options: Sequence[str], arch: str,
               nvrtc: str) -> str:
     """What identifies one compiled kernel: the source and its includes (their contents

@@ -280,20 +280,27 @@ class ShortKernel(Kernel):
         return self.declared_source() or ""
 
     def source_files(self) -> tuple[Path, ...]:
-        """The file of the module that declares the launch, and a compiled launch's own
-        files (``sweeper.cuda``: the source and what it includes, as last read)."""
+        """The file of the module that declares the launch, those of the user's own
+        modules it imports, and a compiled launch's own files (``sweeper.cuda``: the
+        source and what it includes, as last read, and where it includes a file that is
+        not there, which is included once written)."""
         import sys
 
+        from sweeper.kernels._own_modules import own_files
         from sweeper.kernels._watch import files_of
 
         launch = self.plan.launch
         own = getattr(launch, "files", None)
-        module = files_of(sys.modules.get(getattr(launch, "__module__", "")))
+        name = getattr(launch, "__module__", "")
+        module = files_of(sys.modules.get(name))
+        imported = own_files(name, module[0]) if module else ()
+        absent = getattr(launch, "absent", None)
         try:
             compiled = tuple(p for p in own() if p not in module) if callable(own) else ()
+            compiled += absent() if callable(absent) else ()
         except OSError:                 # gone since it was read: its source names it
             compiled = ()
-        return module + compiled
+        return module + imported + compiled
 
 
 def refuse_launch_args(kernel: str, plan: Plan, tensors: Sequence[str], dims: Sequence[str],

@@ -413,16 +413,23 @@ def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]
 
 def _source(launch: Callable[..., Any], declared: Declaration) -> str | Callable[[], str]:
     """What identifies the kernel's version in a study: the source of the module that
-    declares it (its Triton code too), else the declaration and the launch's code; and
-    after it a compiled launch's own code (``sweeper.cuda``: its files), read as a study
-    asks for it, so that the text hashed is the one compiled, an edit since the kernel
-    was declared too."""
+    declares it (its Triton code too) and of the user's own modules it imports
+    (:func:`~sweeper.kernels._own_modules.own_source`), else the declaration and the
+    launch's code; and after it a compiled launch's own code (``sweeper.cuda``: its
+    files), read as a study asks for it, so that the text hashed is the one compiled, an
+    edit since the kernel was declared too."""
+    from sweeper.kernels._own_modules import own_source
+
     module = sys.modules.get(getattr(launch, "__module__", ""))
     own = getattr(launch, "kernel_source", None)          # a compiled launch's own code
     try:
         head = inspect.getsource(module) if module is not None else ""
     except (OSError, TypeError):                          # a notebook's __main__
         head = _unfiled(launch, declared)
+    else:
+        file = getattr(module, "__file__", None)
+        if module is not None and head and file:
+            head += own_source(module.__name__, file)
     return (lambda: head + own()) if callable(own) else head
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 import ast
 import linecache
 import operator
-import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any
 from sweeper.core import Dim
 from sweeper.errors import SweeperError
 from sweeper.kernels._base import MetaParam, hash_of_source
+from sweeper.kernels._own_modules import module_file, own_source
 
 #: The class attributes a Kernel subclass's declaration is read from.
 CLASS_ATTRS = ("dims", "meta_params", "options", "option_defaults", "optional_options",
@@ -143,10 +142,11 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
 def module_source_hash(target: str) -> str | None:
     """The source hash a study of kernel ``module:attr`` ``target`` records, where that is
     the hash of its module's text (read here, never run): a function the module declares
-    with ``@sweeper.kernel(...)``, whose source is its module's
-    (:func:`~sweeper.kernels._short_form.kernel`).  ``None`` for any other kernel (a
-    Kernel subclass hashes its class; a launch passed to ``kernel(...)`` may come from
-    another module) or a module that cannot be found or read."""
+    with ``@sweeper.kernel(...)``, whose source is its module's and that of the user's
+    own modules it imports (:func:`~sweeper.kernels._short_form.kernel`).  ``None`` for
+    any other kernel (a Kernel subclass hashes its class; a launch passed to
+    ``kernel(...)`` may come from another module) or a module that cannot be found or
+    read."""
     module, _, attr = target.partition(":")
     found = module_file(module)
     if found is None:
@@ -161,7 +161,7 @@ def module_source_hash(target: str) -> str | None:
     node = reader.bound.get(attr)
     if not isinstance(node, ast.FunctionDef) or reader.short_call(node) is None:
         return None
-    return hash_of_source(text)
+    return hash_of_source(text + own_source(module, found) if text else text)
 
 
 #: Names through which a module may bind a top-level name its source never spells out.
@@ -211,18 +211,6 @@ def names_bound(target: str) -> list[str] | None:
     if attr in spelt or spelt & _DYNAMIC:
         return None
     return sorted(n for n in _Reader(file, tree).bound if not n.startswith("_"))
-
-
-def module_file(module: str) -> str | None:
-    """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) on the
-    import path, the working folder first, found without importing ``a``."""
-    parts = module.split(".")
-    for base in [os.getcwd(), *sys.path]:
-        stem = os.path.join(base or os.curdir, *parts)
-        for path in (f"{stem}.py", os.path.join(stem, "__init__.py")):
-            if os.path.isfile(path):
-                return path
-    return None
 
 
 class _Reader:

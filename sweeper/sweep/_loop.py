@@ -146,7 +146,7 @@ class Sweep:
                  max_trials: int | None = None, max_time_s: float | None = None,
                  ceilings: Ceilings | None = None, finals: bool = True,
                  priors: list[dict[str, str]] | None = None,
-                 on_hang: Callable[[TrialRecord], None] | None = None,
+                 on_hang: Callable[[TrialRecord, str], None] | None = None,
                  gpus: Sequence[int] | None = None, processes: bool = False,
                  claims: Claims | None = None, compile: CompileOptions | None = None,
                  gpu_check: GpuCheck | None = None, sampling: Sampling | None = None,
@@ -175,8 +175,10 @@ class Sweep:
         self.facts = device.facts()
         self.measure = device.measure_spec(space.measure)
         self.priors = priors or []
-        #: called (on a watchdog thread) after a trial ran past ``measure.timeout`` and was
-        #: recorded as such; ``sweeper run`` re-executes itself there.  None: no watchdog.
+        #: called (on a watchdog thread) after a trial ran past ``measure.timeout``, with its
+        #: record and the kernel's file edited since the sweep began ("": none, the trial
+        #: recorded as timed out; else not recorded); ``sweeper run`` re-executes itself
+        #: there.  None: no watchdog.
         self.on_hang = on_hang
         #: one worker per GPU index (``--gpus``); None: one worker on the device as opened
         self.gpus = list(gpus) if gpus is not None else None
@@ -370,7 +372,8 @@ class Sweep:
         if not self.processes:
             return Workers([InlineWorker(
                 bench, self.store, self.measure.timeout_s, self.on_hang, self._resolved,
-                None if self.gpus is None else GpuSlot(i, self.facts.name))
+                None if self.gpus is None else GpuSlot(i, self.facts.name),
+                edited=lambda: self.watch.differs(None))
                 for i in indices])
         from sweeper.sweep._process import ProcessWorker, Setup
         setup = Setup(self.space, self.device.opened_as or self.device.name, self.measure,

@@ -221,11 +221,15 @@ class InlineWorker(Worker):
     """Measures in this process with ``bench`` (``--workers inline``), under the watchdog."""
 
     def __init__(self, bench: Bench, store: Storage, timeout_s: float | None,
-                 on_hang: Callable[[TrialRecord], None] | None,
+                 on_hang: Callable[[TrialRecord, str], None] | None,
                  resolve: Callable[[Choice], Config | None],
-                 slot: GpuSlot | None = None) -> None:
+                 slot: GpuSlot | None = None, edited: Callable[[], str] | None = None
+                 ) -> None:
         self.bench, self.store, self.timeout_s = bench, store, timeout_s
         self.on_hang, self.resolve, self.slot = on_hang, resolve, slot
+        #: which of the kernel's files was edited since the sweep began ("": none), asked
+        #: by the watchdog before it records a hung trial
+        self.edited = edited
         self.launched = time.perf_counter()
         self._outcome: Outcome | None = None
         self._finals_job: FinalsJob | None = None
@@ -238,7 +242,8 @@ class InlineWorker(Worker):
         with watchdog(self.store, job.number, job.choice, self.timeout_s,
                       None if self.bench.device.replays else self.on_hang,
                       partial(self.resolve, job.choice),
-                      sampler=self.bench.space.sampler.name, source_hash=self.source_hash):
+                      sampler=self.bench.space.sampler.name, source_hash=self.source_hash,
+                      edited=self.edited):
             record = self.bench.trial(job.number, job.choice)
         lost = record.status is TrialStatus.CRASHED and not self.bench.device.healthy()
         if lost:

@@ -1,0 +1,168 @@
+"""The modules of the user's own project that a kernel's module imports: part of its source.
+
+A Triton kernel's module may import its ``@triton.jit`` helpers or its constants from
+another module of the project beside it (``kernels/helpers.py`` next to
+``kernels/mykernel.py``); an edit there changes what runs as an edit of the kernel's own
+module does, so a study's source hash covers those modules and a sweep watches their
+files.  They are found from the import statements of each module's text (read, never
+run; those inside functions too), each resolved to the file it is imported from (an
+imported module's own, else the first on the import path, the working folder first, as
+:func:`module_file` finds it), and followed through the
+modules found, each once.  Kept: ``.py`` files under the folder the kernel's module is
+imported from (``a.b.c`` at ``R/a/b/c.py``: under ``R``), or of its own top-level package
+wherever that is installed; never the standard library's, an installed package's
+(``site-packages``), nor sweeper's, triton's or torch's (their versions are the study's
+fingerprint's).
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+#: Top-level packages never part of a kernel's source, wherever they are: their versions
+#: are named apart in a study's fingerprint.
+LIBRARIES = frozenset({"sweeper", "triton", "torch"})
+#: Folders whose modules are installed or the standard library's, never the user's own.
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
+
+
+def own_modules(name: str, file: str | Path) -> list[tuple[str, Path]]:
+    """The user's own modules (name, file) that module ``name`` (read from ``file``)
+    imports, directly or through one another, in the order first imported; not ``name``
+    itself.  Empty for a module of :data:`LIBRARIES` or the standard library."""
+    top = name.partition(".")[0]
+    own = Path(file).resolve()
+    if top in LIBRARIES or top in sys.stdlib_module_names:
+        return []
+    up = name.count(".") + (own.name == "__init__.py")
+    root = own.parents[min(up, len(own.parents) - 1)]
+    seen, found = {own}, []
+    todo = [(name, own)]
+    while todo:
+        module, path = todo.pop(0)
+        for imported in _imported(module, path):
+            first = imported.partition(".")[0]
+            if first in LIBRARIES or first in sys.stdlib_module_names:
+                continue
+            resolved = _file_of(imported)
+            if resolved is None or resolved in seen or \
+                    not _users(imported, resolved, top, root):
+                continue
+            seen.add(resolved)
+            found.append((imported, resolved))
+            todo.append((imported, resolved))
+    return found
+
+
+def own_files(name: str, file: str | Path) -> tuple[Path, ...]:
+    """The files of :func:`own_modules`, which a sweep watches beside the kernel's own."""
+    return tuple(path for _, path in own_modules(name, file))
+
+
+def own_source(name: str, file: str | Path) -> str:
+    """The text of each of :func:`own_modules`, each after a line naming its module (not
+    its file: a project moved elsewhere is the same source), as :meth:`Kernel.source`
+    appends it to the kernel's own; "" where the module imports none."""
+    return "".join(f"\n# module {module}\n{_text(path)}"
+                   for module, path in own_modules(name, file))
+
+
+def _text(path: Path) -> str:
+    """``path``'s text as :func:`inspect.getsource` reads a module (through linecache,
+    read again where the file changed)."""
+    linecache.checkcache(str(path))
+    return "".join(linecache.getlines(str(path)))
+
+
+def _imported(module: str, path: Path) -> list[str]:
+    """The modules ``module``'s text imports, absolute, each once, in order: the packages
+    an import runs too (``a`` and ``a.b`` for ``import a.b.c``), and for ``from m import
+    x`` both ``m`` and ``m.x`` (a submodule, where one is found).  None from text that
+    does not parse."""
+    try:
+        tree = ast.parse(_text(path), filename=str(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            full = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module or "", node.level, package)
+            if base is None:
+                continue
+            full = [base, *(f"{base}.{a.name}" if base else a.name for a in node.names
+                            if a.name != "*")]
+        else:
+            continue
+        for dotted in full:
+            parts = dotted.split(".")
+            for n in range(1, len(parts) + 1):
+                prefix = ".".join(parts[:n])
+                if prefix and prefix not in names:
+                    names.append(prefix)
+    return names
+
+
+def _absolute(module: str, level: int, package: str) -> str | None:
+    """The absolute name of ``from <level dots><module> import``, in ``package``; None
+    where it climbs past the top (or the module is in no package)."""
+    if not level:
+        return module
+    parts = package.split(".") if package else []
+    if level - 1 >= len(parts) or not parts:
+        return None
+    base = ".".join(parts[:len(parts) - level + 1])
+    return f"{base}.{module}" if module else base
+
+
+def module_file(module: str) -> str | None:
+    """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) on the
+    import path, the working folder first, found without importing ``a``."""
+    parts = module.split(".")
+    for base in [os.getcwd(), *sys.path]:
+        stem = os.path.join(base or os.curdir, *parts)
+        for path in (f"{stem}.py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(path):
+                return path
+    return None
+
+
+def _file_of(name: str) -> Path | None:
+    """The ``.py`` file module ``name`` is (or would be) imported from, found without
+    importing anything; None for one without such a file (built in, compiled, a
+    namespace package) or not found."""
+    module = sys.modules.get(name)
+    found = getattr(module, "__file__", None) if module is not None else module_file(name)
+    if not found or not str(found).endswith(".py"):
+        return None
+    return Path(found).resolve()
+
+
+def _users(name: str, path: Path, top: str, root: Path) -> bool:
+    """Whether module ``name`` at ``path`` (none of :data:`LIBRARIES` nor the standard
+    library's) is of the user's own project: of the kernel's own top-level package
+    ``top``, or under ``root`` and not installed."""
+    if name.partition(".")[0] == top:
+        return True
+    return path.is_relative_to(root) and not _installed(path)
+
+
+def _installed(path: Path) -> bool:
+    """Whether ``path`` is in an installed package's folder or the standard library's."""
+    if _INSTALLED & set(path.parts):
+        return True
+    return any(path.is_relative_to(folder) for folder in _library_folders())
+
+
+def _library_folders() -> tuple[Path, ...]:
+    """The standard library's and the installed packages' folders of this Python."""
+    paths = sysconfig.get_paths()
+    return tuple(Path(os.path.realpath(paths[key])) for key in
+                 ("stdlib", "platstdlib", "purelib", "platlib") if key in paths)
