@@ -108,6 +108,26 @@ def test_a_config_the_kernel_turns_down_is_skipped_by_it_not_compiled_for_the_gp
         assert 256 not in compiled[1:], compiled      # the representative aside: see below
 
 
+def test_the_representative_is_a_config_the_kernel_takes(run_space, write_space, capsys):
+    """The config compiled for the GPU before the first trial is the space's first one
+    the kernel does not turn down; where it turns down every one, nothing is compiled and
+    the header says so."""
+    _, out, _ = run_space("tests.kernels_for_tests:ReadsAGlobalTurnsDownSmallBlocks")
+    header = next(line for line in out.splitlines() if line.startswith("gpu check:"))
+    assert "(grid=1 block=32 BLOCK=1024)" in header, header
+
+    path = write_space(SPACE.format(study="none", kernel="tests.kernels_for_tests:"
+                                    "ReadsAGlobalTurnsDownSmallBlocks")
+                       .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512]"), "none.yaml")
+    main(["run", str(path), "--device", "interpret", "--no-report"])
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("gpu check:"))
+    assert header == ("gpu check: skipped: the kernel turns down every valid config of the "
+                      "space (the first, grid=4 block=32 BLOCK=256: BLOCK=256 is below the "
+                      "1024 this kernel takes); nothing compiled for sm_90"), header
+    assert "4 skipped by the kernel" in out, out
+
+
 def test_a_good_kernel_compiles_once_for_the_gpu_and_is_measured_as_before(run_space):
     rc, out, trials = run_space("copy", "--timing")
     assert rc == 0
