@@ -279,3 +279,25 @@ class CountsFlopsInWords(CopyKernel):
 
     def flops(self, problem) -> int:
         return "none" if problem.footprint == 4096 else 0  # type: ignore[return-value]
+
+
+class TurnsDownBigBlocks(RefusedOnBigBlock):
+    """:class:`RefusedOnBigBlock` that turns down, itself, the configs the compiler would
+    refuse (its :meth:`refusal`): they are skipped by the kernel, never compiled."""
+
+    name = "turns-down-big-blocks"
+
+    def refusal(self, config: Config, device: str) -> str | None:
+        block = config.meta["BLOCK"]
+        return f"BLOCK={block} is past the 256 this kernel takes" if block > 256 else None
+
+
+class ReadsAGlobalTurnsDownSmallBlocks(ReadsAGlobal):
+    """:class:`ReadsAGlobal` (every config refused by the compiler) that turns down
+    BLOCK < 1024 itself (its :meth:`refusal`)."""
+
+    name = "reads-a-global-turns-down-small-blocks"
+
+    def refusal(self, config: Config, device: str) -> str | None:
+        block = config.meta["BLOCK"]
+        return f"BLOCK={block} is below the 1024 this kernel takes" if block < 1024 else None

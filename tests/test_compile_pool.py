@@ -18,7 +18,13 @@ import torch
 from sweeper.devices import open_device
 from sweeper.kernels import load_kernel
 from sweeper.kernels._jit import jit
-from sweeper.kernels._precompile import Compile, Precompiler, Target, compiling_for
+from sweeper.kernels._precompile import (
+    Compile,
+    Precompiled,
+    Precompiler,
+    Target,
+    compiling_for,
+)
 from sweeper.kernels.copy import _copy_body
 from sweeper.space import load_space
 from sweeper.store import StudyStore, key_of
@@ -208,6 +214,104 @@ def test_a_sweep_compiles_ahead_in_measuring_order_reusing_its_processes(
         elif t.config.meta["BLOCK"] <= 256:
             assert t.ok, t.reason
     assert any(t.status is TrialStatus.COMPILE_ERROR for t in trials)
+
+
+class _Instant:
+    """A pool that compiles each config the moment it is handed over, as the compiler of
+    :class:`~tests.kernels_for_tests.RefusedOnBigBlock` would: BLOCK > 256 refused."""
+
+    made: ClassVar[list[_Instant]] = []
+
+    def __init__(self, setup=None, size=2):
+        self.size, self.created_at, self.built = size, time.perf_counter(), set()
+        self.handed, self.done = [], {}
+        _Instant.made.append(self)
+
+    def known(self, key):
+        return key in self.done
+
+    def ahead(self, configs, limit=None):
+        queued = 0
+        for key, config in configs:
+            if limit is not None and queued >= limit:
+                break
+            self.handed.append(config)
+            self.done[key] = Precompiled(Compile.FAILED, "CompilationError: too big", 0.1) \
+                if config.meta["BLOCK"] > 256 else Precompiled(Compile.COMPILED, "", 0.1, 1)
+            queued += 1
+        return queued
+
+    def pending(self):
+        return 0
+
+    def take(self, key, wait_s=WAIT_S):
+        return self.done.pop(key, None)
+
+    def worth_waiting_s(self):
+        return 0.0
+
+    def close(self):
+        pass
+
+
+def test_a_config_the_kernel_turns_down_is_never_compiled_ahead_nor_a_compile_error(
+        write_space, tmp_path, monkeypatch):
+    """The kernel's refusal is asked before a config is handed to the pool: a config it
+    turns down is never compiled ahead, and is skipped by the kernel with its reason,
+    not recorded as the compile_error the compiler would have made of it."""
+    from sweeper.outcome import KERNEL, skip_cause
+
+    monkeypatch.setattr(_compile_ahead, "CompilePool", _Instant)
+    _Instant.made.clear()
+    path = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:TurnsDownBigBlocks")
+        .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512, 1024]"))
+    store, _ = sweep_study(path, open_device("interpret"), tmp_path / "s",
+                           compile=CompileOptions(2, SM90), finals=False)
+    (pool,) = _Instant.made
+    assert pool.handed and all(c.meta["BLOCK"] <= 256 for c in pool.handed)
+    trials = [t for t in store.records()[0] if t.config is not None]
+    big = [t for t in trials if t.config.meta["BLOCK"] > 256]
+    assert len(big) == 8 and all(t.status is TrialStatus.INVALID for t in big)
+    assert all(t.reason.endswith("is past the 256 this kernel takes") for t in big)
+    assert all(skip_cause(t.reason, True) == KERNEL for t in big)
+    assert all(t.ok for t in trials if t.config.meta["BLOCK"] <= 256)
+
+
+def test_a_pool_started_with_the_workers_has_what_the_kernel_turns_down_taken_back(
+        write_space, tmp_path):
+    """A pool started before the kernel was imported was handed every valid config; the
+    sweep takes back, uncompiled, those the kernel turns down (a config sharing the
+    binary of one taken back is handed over again as its own)."""
+    path = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:TurnsDownBigBlocks")
+        .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512, 1024]"))
+    device = open_device("interpret")
+    _, configs = _configs(path, device)
+    taken = []
+
+    class Taken(CompilePool):
+        def take(self, key, wait_s=WAIT_S):
+            taken.append(dict(configs)[key].meta["BLOCK"])
+            return super().take(key, wait_s)
+
+    pool = Taken(None, 0)   # type: ignore[arg-type] - no process: configs wait
+    try:
+        pool.ahead(configs)
+        assert pool.withdraw(lambda key, config: config is configs[0][1]) == 1
+        follower = next(k for k, c in configs[1:] if binary_of(c) == binary_of(configs[0][1]))
+        assert not pool.known(configs[0][0]) and not pool.known(follower)
+        assert pool.ahead(configs[1:]) == 1 and pool.leader[follower] == follower
+
+        store, _ = sweep_study(path, device, tmp_path / "s",
+                               compile=CompileOptions(pool=pool), finals=False)
+        # none waited to be compiled until the sweep reached it
+        assert [c.meta["BLOCK"] for _, c in pool.waiting if c.meta["BLOCK"] > 256] == []
+        assert taken and max(taken) <= 256
+        big = [t for t in store.records()[0] if t.config and t.config.meta["BLOCK"] > 256]
+        assert big and all(t.status is TrialStatus.INVALID for t in big)
+    finally:
+        pool.close()
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "random"])

@@ -771,6 +771,33 @@ def test_a_refuse_file_is_read_beside_the_space_and_turns_configs_down(cu_space,
         "parameter, the config\n")
 
 
+def test_the_refuse_and_reference_files_are_part_of_the_kernels_source(cu_space):
+    """A ``refuse:`` or ``reference:`` file decides what runs and what is right, as the
+    ``.cu`` file does: its text is part of the kernel's source (an edit is a new source
+    hash) and the sweep watches it (``source_files``)."""
+    folder = cu_space(space_text()).parent
+    (folder / "limits.py").write_text("def fits(config):\n    return None\n")
+    (folder / "check.py").write_text("def copied(src):\n    return src.clone()\n")
+    space = load_space(cu_space(KERNEL.format(
+        source="copy.cu", entry="copy", args="[dst, src, n]", extra="\n  refuse: "
+        "limits.py:fits").replace("torch:clone", "check.py:copied")))
+    assert dict(space.kernel_options)["reference"] == f"{folder / 'check.py'}:copied"
+
+    def kernel():
+        return load_kernel(space.kernel, space.kernel_options)
+    before = kernel()
+    files = before.source_files()
+    assert folder / "limits.py" in files and folder / "check.py" in files
+    assert folder / "copy.cu" in files
+    hashes = [before.source_hash()]
+    for name, text in (("limits.py", "def fits(config):\n    return 'no'\n"),
+                       ("check.py", "def copied(src):\n    return src * 1\n")):
+        (folder / name).write_text(text)
+        hashes.append(kernel().source_hash())
+        assert before.source_hash() == hashes[-1]      # its source reads the files now
+    assert len(set(hashes)) == 3
+
+
 def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path, capsys):
     space = ROOT / "spaces" / "cuda-copy.yaml"
     assert main(["plan", str(space)]) == 0                 # for the GPU, assumed or not

@@ -13,6 +13,7 @@ from sweeper.cli import main
 from sweeper.kernels._precompile import Compile, Precompiled, Target
 from sweeper.space import Config, Problem
 from sweeper.store import StudyStore
+from sweeper.sweep import _gpu_check
 from sweeper.sweep._gpu_check import GpuCheck, cannot_compile
 from tests import kernels_for_tests
 
@@ -75,6 +76,56 @@ def test_a_kernel_reading_a_global_runs_interpreted_but_is_refused_for_the_gpu(r
                            "offsets, x * SCALE, mask=offsets < n)   # SCALE: not a "
                            "constexpr)")
     assert "done: 0 measured, 4 failed" in out and rc != 0
+
+
+def test_a_config_the_kernel_turns_down_is_skipped_by_it_not_compiled_for_the_gpu(
+        run_space, monkeypatch):
+    """The kernel's refusal is asked before a config is compiled for the GPU: in ``all``
+    mode, and once the compiler refused the kernel, a config the kernel turns down is
+    never compiled and is skipped by the kernel, not a compile_error."""
+    from sweeper.kernels import _precompile
+
+    compiled = []
+    real = _precompile.Precompiler.compile
+
+    def compile(self, config):
+        compiled.append(config.meta["BLOCK"])
+        return real(self, config)
+
+    monkeypatch.setattr(_precompile.Precompiler, "compile", compile)
+    monkeypatch.setattr(_gpu_check, "in_a_fork",
+                        lambda compile, config, within_s=None: compile(config))
+    for mode in ("first", "all"):
+        compiled.clear()
+        _, out, trials = run_space("tests.kernels_for_tests:ReadsAGlobalTurnsDownSmallBlocks",
+                                   "--gpu-check", mode, study=f"turned-{mode}")
+        small = [t for t in trials if t["reason"].startswith("BLOCK=256")]
+        assert len(small) == 2 and all(t["status"] == "invalid" for t in small), trials
+        assert all(t["reason"] == "BLOCK=256 is below the 1024 this kernel takes"
+                   for t in small)
+        assert [t["status"] for t in trials if t not in small] == ["compile_error"] * 2
+        assert "skipped by the kernel" in out, out
+        assert 256 not in compiled[1:], compiled      # the representative aside: see below
+
+
+def test_the_representative_is_a_config_the_kernel_takes(run_space, write_space, capsys):
+    """The config compiled for the GPU before the first trial is the space's first one
+    the kernel does not turn down; where it turns down every one, nothing is compiled and
+    the header says so."""
+    _, out, _ = run_space("tests.kernels_for_tests:ReadsAGlobalTurnsDownSmallBlocks")
+    header = next(line for line in out.splitlines() if line.startswith("gpu check:"))
+    assert "(grid=1 block=32 BLOCK=1024)" in header, header
+
+    path = write_space(SPACE.format(study="none", kernel="tests.kernels_for_tests:"
+                                    "ReadsAGlobalTurnsDownSmallBlocks")
+                       .replace("BLOCK: [256, 1024]", "BLOCK: [256, 512]"), "none.yaml")
+    main(["run", str(path), "--device", "interpret", "--no-report"])
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("gpu check:"))
+    assert header == ("gpu check: skipped: the kernel turns down every valid config of the "
+                      "space (the first, grid=4 block=32 BLOCK=256: BLOCK=256 is below the "
+                      "1024 this kernel takes); nothing compiled for sm_90"), header
+    assert "4 skipped by the kernel" in out, out
 
 
 def test_a_good_kernel_compiles_once_for_the_gpu_and_is_measured_as_before(run_space):

@@ -447,7 +447,8 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
                ) -> GpuCheck | None:
     """On a device that runs Triton kernels without compiling them for a GPU (the
     interpreter, ``checks_gpu_compile``), the check ``--gpu-check`` asks for, its
-    representative (the space's first valid config) compiled for the target now and its
+    representative (the space's first valid config the kernel does not turn down)
+    compiled for the target now and its
     line said (:mod:`sweeper.sweep._gpu_check`); None where it is off, or skipped (its
     line says why), or the device compiles for a GPU itself.  Under a time budget, a check
     that does not fit in what it leaves before the report (by ``clock``) is skipped, and
@@ -480,12 +481,22 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
         return None
     check, line = GpuCheck.open(kernel, options.gpu_check_target, options.gpu_check)
     if check is not None:
+        first, turned_down = None, None
         try:
-            first = next((c for _, c in resolved(space, facts.env(), facts.max_footprint)
-                          if not isinstance(c, Invalid)), None)
+            for _, config in resolved(space, facts.env(), facts.max_footprint):
+                if isinstance(config, Invalid):
+                    continue
+                try:
+                    why = kernel.cannot_launch(config, device.torch_device)
+                except Exception:  # noqa: BLE001 - its trial records it, as before
+                    why = None
+                if why is None:
+                    first = config
+                    break
+                turned_down = turned_down or (config, why)
         except SweeperError:        # said in its place, when the sweep enumerates it
             first = None
-        line = check.start(first, left_s)
+        line = check.start(first, left_s, turned_down)
     say(line)
     return check if check is not None and check.skipped is None else None
 

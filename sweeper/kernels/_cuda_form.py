@@ -195,15 +195,46 @@ class CudaDeclaration(Kernel):
             _check_template_defines(launch, files, params, meta)
         reference = f"// reference {options['reference']}\n" + (
             f"// refuse {options['refuse']}\n" if "refuse" in options else "")
+        python = _python_files(options)
 
         def source() -> str:        # the files as compiled, read again after an edit
-            return launch.kernel_source() + reference
+            return launch.kernel_source() + reference + _python_source(python)
+
+        def source_files(self: Any) -> tuple[Path, ...]:
+            own: tuple[Path, ...] = built.source_files(self)
+            return own + tuple(p for p in python if p not in own)
 
         source()                    # the files can be read: the source option says so
         # the launch's integer arguments are checked against the space's values as the
         # short kernel's values_problem asks the launch (CudaLaunch.values_problem)
-        attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__}
+        attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__,
+                 "source_files": source_files}
         return type("CudaShort", (built, cls), attrs)
+
+
+def _python_files(options: Mapping[str, str]) -> tuple[Path, ...]:
+    """The files a ``file.py:function`` reference or refuse names (resolved beside the
+    space file), each once: they decide what is right and what runs, as the ``.cu`` file
+    does, so their text is part of the kernel's source and the sweep watches them."""
+    found: list[Path] = []
+    for key in ("reference", "refuse"):
+        path, colon, _ = options.get(key, "").rpartition(":")
+        if colon and path.endswith(".py") and Path(path).resolve() not in found:
+            found.append(Path(path).resolve())
+    return tuple(found)
+
+
+def _python_source(files: Sequence[Path]) -> str:
+    """The text of each of ``files`` as it reads now, each after its name (one that
+    cannot be read: why, which is a source of its own)."""
+    parts = []
+    for path in files:
+        try:
+            text = path.read_bytes().decode(errors="replace")
+        except OSError as err:
+            text = f"// unreadable: {err.strerror}"
+        parts.append(f"// {path.name}\n{text}\n")
+    return "".join(parts)
 
 
 def declared_counts(options: Mapping[str, str]

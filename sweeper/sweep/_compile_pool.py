@@ -27,7 +27,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
@@ -157,6 +157,19 @@ class CompilePool:
                 self.leader[key] = self._binaries[binary]
             self._hand_out()
         return queued
+
+    def withdraw(self, refused: Callable[[Key, Config], bool]) -> int:
+        """Take back the configs waiting that ``refused`` names (the kernel turns them
+        down: handed over before it could be asked), uncompiled; a config sharing the
+        binary of one taken back is forgotten too, to be handed over again as its own.
+        Returns how many were taken back."""
+        with self._lock:
+            gone = {key for key, config in self.waiting if refused(key, config)}
+            if gone:
+                self.waiting = deque((k, c) for k, c in self.waiting if k not in gone)
+                self.leader = {k: lead for k, lead in self.leader.items() if lead not in gone}
+                self._binaries = {b: k for b, k in self._binaries.items() if k not in gone}
+        return len(gone)
 
     def pending(self) -> int:
         """How many configs are waiting or compiling."""

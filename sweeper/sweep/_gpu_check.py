@@ -13,7 +13,8 @@ Triton's disk cache).
 What it costs, and so what is checked (``--gpu-check``):
 
 - ``first`` (the default): one representative binary per run, the space's first valid
-  config, compiled before the first trial and said in the header (``gpu check: ...``).
+  config the kernel does not turn down (:meth:`~sweeper.kernels.Kernel.cannot_launch`),
+  compiled before the first trial and said in the header (``gpu check: ...``).
   A compile takes 0.1-2 s of CPU; Triton caches it on disk, so a run of the same space
   again pays only the cache lookup, whose first in a process hashes Triton's own
   library (``triton_key``, 0.5 s) and imports gluon (0.15 s).  Measured on the 2-core
@@ -36,7 +37,9 @@ recorded as a ``compile_error`` whose reason is the compiler's message and the k
 ``file:line`` (:func:`~sweeper.trial.classify`, as a GPU worker words it), prefixed
 with the target, and never interpreted; so a kernel broken everywhere stops after its
 first five configs failed alike, as on the GPU, and a config the compiler takes is
-measured on the interpreter as before (once one is, ``first`` stops checking).
+measured on the interpreter as before (once one is, ``first`` stops checking).  A
+config the kernel turns down is never compiled: it is skipped by the kernel, as
+without the check.
 
 Where it compiles: in a child forked from this process (:func:`in_a_fork`), between
 trials, never during one, so the interpreter's timings are untouched and what the
@@ -203,11 +206,20 @@ class GpuCheck:
         keep_language()          # before this run interprets: compiles in it are Triton's
         return cls(kernel, target, mode), ""
 
-    def start(self, config: Config | None, within_s: float | None = None) -> str:
-        """Compile the representative ``config`` (the space's first valid one); the
-        header's line about it.  Refused: every trial is checked from now on.  A compile
-        not done ``within_s`` (what the time budget leaves it) is ended and the check
-        skipped."""
+    def start(self, config: Config | None, within_s: float | None = None,
+              turned_down: tuple[Config, str] | None = None) -> str:
+        """Compile the representative ``config`` (the space's first valid one the kernel
+        does not turn down); the header's line about it.  Refused: every trial is checked
+        from now on.  A compile not done ``within_s`` (what the time budget leaves it) is
+        ended and the check skipped.  No ``config``: the check is skipped, saying that
+        the kernel turns down every valid config where ``turned_down`` gives the first
+        and why, else that the space has none."""
+        if config is None and turned_down is not None:
+            self.skipped = "every valid config turned down by the kernel"
+            first, why = turned_down
+            return (f"gpu check: skipped: the kernel turns down every valid config of the "
+                    f"space (the first, {_named(first)}: {why}); nothing compiled for "
+                    f"{self.target}")
         if config is None:
             self.skipped = "no valid config"
             return "gpu check: skipped: the space has no valid config"

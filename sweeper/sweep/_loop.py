@@ -215,6 +215,9 @@ class Sweep:
         #: orders the asks as a worker process sees them: a replay benchmark sets it to
         #: count a search's trials as they go with worker processes.
         self.ask_ahead = (processes and claims is None and self.sampler_caps.asks_ahead)
+        #: what the kernel said of each config asked before it is compiled ahead or for
+        #: a GPU (:meth:`_launchable`), by key: its refusal, or None (it launches)
+        self._refusals: dict[tuple[str, ...], str | None] = {}
 
     def run(self) -> SweepSummary:
         """Measure what the sampler proposes until a budget stops the sweep, then measure
@@ -354,8 +357,10 @@ class Sweep:
             hints = ModelHints([named(c) for c in valid.expanded_all], guessed)
         elif plan is None:
             hints = SpreadHints(valid.expanded_all, self.space.sampler.seed, named)
+        if self.compile.pool is not None:   # started with the workers, before the kernel
+            self.compile.pool.withdraw(self._turns_down)
         ahead = CompileAhead.start(self.space, plan or hints, self.compile,
-                                   len(self.gpus or [0]), self._resolved)
+                                   len(self.gpus or [0]), self._launchable)
         if ahead is not None:
             ahead.source = self.source_hash
         timeline = Timeline(t0)
@@ -570,7 +575,11 @@ class Sweep:
         """Whether the compile pool (or, on the interpreter, the GPU check) found
         ``choice`` refused by the compiler: then its trial is kept as that
         ``compile_error`` (as the worker would have recorded it) and no worker launches
-        it."""
+        it.  A config the kernel turns down is neither: it is compiled for neither, and
+        its worker records it skipped by the kernel, as without them."""
+        if (run.ahead is not None or self.gpu_check is not None) and \
+                self._launchable(choice) is None:
+            return False
         record = run.ahead.refused(run.number, choice) if run.ahead is not None else None
         if record is None and self.gpu_check is not None:
             # the compile may take the time the budget keeps for it and what is left over
@@ -724,6 +733,27 @@ class Sweep:
         report, but a config the space no longer has (a value dropped, a constraint added)
         cannot be measured again, so it enters no final."""
         return [t for t in trials if t.ok and self._resolved(t.choice) is not None]
+
+    def _launchable(self, choice: Choice) -> Config | None:
+        """``choice``'s config (:meth:`_resolved`), or None where the kernel turns it down
+        on this device too (:meth:`~sweeper.kernels.Kernel.cannot_launch`, asked once a
+        config, and so once a problem where the kernel allocates to answer): what may be
+        compiled ahead or for a GPU.  Each worker asks again before it launches one, and
+        records a refusal skipped by the kernel."""
+        config = self._resolved(choice)
+        return None if config is None or self._turns_down(key_of(choice), config) else config
+
+    def _turns_down(self, key: tuple[str, ...], config: Config) -> bool:
+        """Whether the kernel turns down ``config`` (keyed ``key``) on this device (one
+        whose answer raises is not: its worker meets that as it would without compiling
+        ahead)."""
+        if key not in self._refusals:
+            try:
+                said = self.kernel.cannot_launch(config, self.device.torch_device)
+            except Exception:  # noqa: BLE001 - the worker's to record, as before
+                said = None
+            self._refusals[key] = said
+        return self._refusals[key] is not None
 
     def _resolved(self, choice: Choice) -> Config | None:
         """``choice``'s config, or None where a constraint or value rules it out, or where
