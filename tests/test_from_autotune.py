@@ -414,3 +414,26 @@ def test_the_autotuners_hooks_verify_on_the_gpu_in_graphs_and_batches(tmp_path, 
     assert ran and {t.status for t in ran} == {TrialStatus.OK}, \
         [(t.status, t.reason) for t in trials]
     assert len(trials) - len(ran) == (2 if name == "pruned" else 0)
+
+
+def test_asked_ahead_a_kernel_allocates_nothing_and_says_only_its_refuse(monkeypatch):
+    """What a sweep's coordinator asks before compiling a config ahead on a GPU
+    (``cannot_launch(..., ahead=True)``) allocates no buffers (they would take the
+    measured GPU's memory in a process that measures nothing): the declaration's refuse=
+    answers, the autotuner's prune, asked on buffers, is left to the worker."""
+    from sweeper.core import Config, Problem
+    from tests.autotune_kernels_for_tests import pruned_and_refused
+
+    kernel = pruned_and_refused()
+    problem = Problem("float32", 2048 * 4, dims=(("n_elements", 2048),))
+    configs = {b: Config(problem, grid=2048 // b, block=32,
+                         meta={"BLOCK_SIZE": b, "num_stages": 3}) for b in (64, 512)}
+
+    def no_buffers(*args, **kwargs):
+        raise AssertionError("allocated")
+
+    monkeypatch.setattr(kernel, "allocate", no_buffers)
+    assert kernel.cannot_launch(configs[64], "cuda", ahead=True) == "BLOCK_SIZE=64 is too small"
+    assert kernel.cannot_launch(configs[512], "cuda", ahead=True) is None
+    monkeypatch.undo()          # the worker's question, on buffers: the prune drops 512
+    assert kernel.cannot_launch(configs[512], "cpu").startswith("pruned by the prune_configs_by")

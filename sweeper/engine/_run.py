@@ -487,7 +487,8 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
                 if isinstance(config, Invalid):
                     continue
                 try:
-                    why = kernel.cannot_launch(config, device.torch_device)
+                    why = kernel.cannot_launch(config, device.torch_device,
+                                               ahead=device.measures_gpu)
                 except Exception:  # noqa: BLE001 - its trial records it, as before
                     why = None
                 if why is None:

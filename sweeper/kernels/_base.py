@@ -312,16 +312,26 @@ class Kernel(abc.ABC):
         that widens such offsets to int64 (:func:`wide_offsets`)."""
         return {}
 
-    def cannot_launch(self, config: Config, device: str) -> str | None:
+    def cannot_launch(self, config: Config, device: str, *, ahead: bool = False
+                      ) -> str | None:
         """Why ``config`` cannot be launched on ``device``, or ``None``: an int32 index
         past :data:`INT32_MAX` (:meth:`int32_reach`), else the kernel's own
-        :meth:`refusal`.  What everything about to launch a config asks first."""
+        :meth:`refusal`.  What everything about to launch a config asks first.  With
+        ``ahead``, what can be told before anything is allocated (:meth:`refusal_ahead`):
+        what a sweep's coordinator asks before it compiles a config ahead of its trial."""
         for expression, reach in self.int32_reach(config).items():
             if reach > INT32_MAX:
                 return (f"{self.name} computes {expression}{WRAPS}"
                         f"{reach}, past {INT32_MAX}: its offsets would wrap and reach "
                         f"outside the buffers; allowed: a grid and problem that keep it <= "
                         f"{INT32_MAX}")
+        return self.refusal_ahead(config, device) if ahead else self.refusal(config, device)
+
+    def refusal_ahead(self, config: Config, device: str) -> str | None:
+        """:meth:`refusal` where it allocates nothing on ``device`` to answer, else None
+        (the worker asks :meth:`refusal` before it launches): the sweep's coordinator asks
+        it, which holds no buffers of its own, and whose allocations on a GPU would take
+        memory the workers measure in.  By default :meth:`refusal` itself."""
         return self.refusal(config, device)
 
     def bytes_moved(self, problem: Problem) -> int:

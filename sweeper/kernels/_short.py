@@ -173,6 +173,11 @@ class ShortKernel(Kernel):
                 return reason
         return self.pruned(config, device)
 
+    def refusal_ahead(self, config: Config, device: str) -> str | None:
+        """The declaration's ``refuse=`` alone: ``prune_configs_by`` is asked on buffers
+        allocated for the problem, which the worker holds."""
+        return None if self.plan.refuse is None else refused(self.plan.refuse, config)
+
     def pruned(self, config: Config, device: str) -> str | None:
         """A config the autotuner's ``prune_configs_by`` drops for this problem, as
         Triton would at the problem's first launch (the kept rows found once a problem,

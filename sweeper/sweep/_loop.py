@@ -746,10 +746,11 @@ class Sweep:
     def _turns_down(self, key: tuple[str, ...], config: Config) -> bool:
         """Whether the kernel turns down ``config`` (keyed ``key``) on this device (one
         whose answer raises is not: its worker meets that as it would without compiling
-        ahead)."""
+        ahead).  On a GPU only what it tells without allocating there (``ahead``)."""
         if key not in self._refusals:
             try:
-                said = self.kernel.cannot_launch(config, self.device.torch_device)
+                said = self.kernel.cannot_launch(config, self.device.torch_device,
+                                                 ahead=self.device.measures_gpu)
             except Exception:  # noqa: BLE001 - the worker's to record, as before
                 said = None
             self._refusals[key] = said
