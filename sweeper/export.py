@@ -175,7 +175,7 @@ def export_study(store: Storage, path: str | Path | None = None
     won = study_winners(store)
     by_number = {t.number: t for t in won.trials}
     tops = problem_tops(won)
-    rule = footprint_rule(won.meta.kernel)          # read once: a user kernel's source
+    rule = footprint_rule(won.meta.kernel, meta=won.meta)   # read once: a user kernel's source
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
                                  slowdown) for t, slowdown in tops[key] if t.config],
@@ -245,20 +245,26 @@ def kernel_declared(kernel: str) -> type[Kernel] | SweeperError:
         return err
 
 
-def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = None
-                   ) -> Expr | None:
+def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = None,
+                   meta: StudyMeta | None = None) -> Expr | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
     ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
     be read there: a user kernel whose source says no ``footprint_bytes`` and left some
     of its declaration unread (its module gone, the name no declaration there, its
     ``dims`` not literals) would give the rule of a kernel over ``n`` alone, a guess.
-    ``declared``: its declaration read already (:func:`kernel_declared`), else it is read
-    here."""
+    A kernel that takes its dimensions and footprint as options of the space
+    (``cuda``'s ``dims`` and ``footprint_bytes``) has the rule the study's space
+    declared (``meta``: the study's, whose ``space_text`` is read again without user
+    code); ``None`` without it or where that space no longer reads (its ``.cu`` file
+    gone).  ``declared``: its declaration read already (:func:`kernel_declared`), else
+    it is read here."""
     from sweeper.core._problem import shape_of
 
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
         return None
+    if "footprint_bytes" in getattr(declared, "options", {}):
+        return _space_rule(meta)
     unread: tuple[str, ...] = getattr(declared, "unread", ())
     if unread and "footprint_bytes" not in vars(declared):
         return None
@@ -266,6 +272,21 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
         return shape_of(declared).footprint
     except SweeperError:
         return None
+
+
+def _space_rule(meta: StudyMeta | None) -> Expr | None:
+    """The footprint rule the study's recorded space declares, or ``None`` where there is
+    no such space or it no longer reads."""
+    from sweeper.space import parse_space
+
+    if meta is None or not meta.space_text:
+        return None
+    try:
+        space = parse_space(meta.space_text, file=meta.space_path or "<space>",
+                            user_code=False)
+    except SweeperError:
+        return None
+    return space.shape.footprint
 
 
 def rule_for(rule: Expr | None, problem: Problem) -> str | None:

@@ -119,7 +119,8 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     data["dims"] = _key(won)
     data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
-    rule = rule_for(footprint_rule(won.meta.kernel, declared), next(iter(won.picks)).problem)
+    rule = rule_for(footprint_rule(won.meta.kernel, declared, won.meta),
+                    next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
         data["footprint"] = rule
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \

@@ -195,3 +195,48 @@ def test_entries_carry_their_format_and_an_older_one_is_upgraded_on_merge(tmp_pa
     assert (first["format"], first["rate"], first["headline"], first["mine"]) == \
         (FORMAT, 10.0, "gbps", "kept")
     assert second["format"] == FORMAT and second["rate"] == 20.0
+
+
+CUDA_SPACE = """\
+kernel:
+  name: cuda
+  source: copy.cu
+  entry: copy
+  inputs: {src: "m, n"}
+  outputs: {dst: "m, n"}
+  args: [dst, src, m, n]
+  reference: "torch:clone"
+  dims: {m: 64, n: 256}
+  footprint_bytes: 'm * n * itemsize'
+params:
+  block: [128]
+  VEC: [1, 4]
+"""
+
+
+def test_a_cuda_kernels_entry_keeps_the_footprint_rule_its_space_declared(tmp_path):
+    """A ``cuda`` kernel declares its dimensions and footprint in the space
+    (``footprint_bytes``), which the study keeps (``space_text``): the entry keeps that
+    rule, never the ``n * itemsize`` of a kernel over ``n`` alone; where the space cannot
+    be read again (its ``.cu`` file gone), the entry keeps none."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    shutil.copy(ROOT / "examples" / "copy.cu", tmp_path / "copy.cu")
+    store = StudyStore(tmp_path / "s")
+    store.create({"study": "s", "kernel": "cuda", "space_text": CUDA_SPACE,
+                  "space_path": str(tmp_path / "space.yaml"),
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    store.append(TrialRecord(
+        number=0, status=TrialStatus.OK,
+        choice={"grid": "cdiv(n, block)", "block": "128", "VEC": "4"},
+        config=Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1,
+                      block=128, meta={"VEC": 4}),
+        stats=summarize([1.0] * 3), gbps=10.0))
+    store.close()
+    [entry] = export_study(store, tmp_path / "tuning.json")[1]
+    assert entry["footprint_expr"] == "m * n * itemsize"
+    (tmp_path / "copy.cu").unlink()
+    [entry] = export_study(store, tmp_path / "tuning.json")[1]
+    assert "footprint_expr" not in entry
