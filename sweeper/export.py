@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper.core._units import counted
 from sweeper.dispatch import TOP_K
-from sweeper.errors import SweeperError, TuningWarning, user_stacklevel
+from sweeper.errors import StaleTuningWarning, SweeperError, TuningWarning, user_stacklevel
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
@@ -128,6 +128,28 @@ def warn_without_winner(won: StudyWinners) -> None:
                       stacklevel=user_stacklevel())
 
 
+def warn_source_changed(meta: StudyMeta) -> None:
+    """Warn (:class:`StaleTuningWarning`), once, where the kernel's source now is not the
+    one the study measured (:func:`measured_source`): the winners are exported all the
+    same, as measured, and each lookup of them will warn; this says so at export, with
+    what to do.  The source now is told as a lookup tells it
+    (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
+    hash, or a kernel whose source cannot be told so, says nothing."""
+    from sweeper.kernels import source_hash_now
+
+    measured = measured_source(meta)
+    if measured is None:
+        return
+    now = source_hash_now(meta.kernel)
+    if now is None or now == measured:
+        return
+    warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
+                  "measured it; the winners written are those of that earlier source, and a "
+                  "lookup of them warns so: to tune its source as it is now, run its space "
+                  "into a new study (`sweeper run SPACE --study NEW`) and export that",
+                  StaleTuningWarning, stacklevel=user_stacklevel())
+
+
 def problem_tops(won: StudyWinners, k: int | None = TOP_K
                  ) -> dict[ProblemKey, list[tuple[TrialRecord, float]]]:
     """Per problem, its winner then the next fastest distinct configs (grid, block and
@@ -186,6 +208,7 @@ def export_study(store: Storage, path: str | Path | None = None
     data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     warn_without_winner(won)
+    warn_source_changed(won.meta)
     return target, [e.to_json() for e in entries]
 
 
@@ -356,5 +379,6 @@ __all__ = [
     "study_winners",
     "tuned",
     "tuning_path",
+    "warn_source_changed",
     "warn_without_winner",
 ]

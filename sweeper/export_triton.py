@@ -57,6 +57,7 @@ from sweeper.export import (
     problem_tops,
     rule_for,
     study_winners,
+    warn_source_changed,
     warn_without_winner,
 )
 from sweeper.finals import problem_of
@@ -127,6 +128,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
+    warn_source_changed(won.meta)
     return TritonExport(target, section, note, [
         f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
         if problem_of(pick.trial) in won.unfinished])
