@@ -577,11 +577,15 @@ def _ident(c):
 def grid(meta, gpu=None, **dims):
     """The launch grid (a 1-tuple) of the config meta names (its kwargs, and the launch
     options num_warps, num_stages ... where meta has them), from the grid expression it
-    was tuned with; dimensions are read from meta (the kernel's arguments) or dims."""
+    was tuned with; dimensions are read from meta (the kernel's arguments) or dims.  A
+    meta no exported config matches is a ValueError naming its values and the exported
+    configs: no grid was tuned with it."""
     gpu = _gpu(gpu)
     ranked = _DATA["gpus"][gpu]["ranked"]
     chosen = next((c for c in ranked if all(meta.get(k) == v for k, v in c["kwargs"].items())
-                   and all(meta.get(k, c[k]) == c[k] for k in _OPTIONS if k in c)), ranked[0])
+                   and all(meta.get(k, c[k]) == c[k] for k in _OPTIONS if k in c)), None)
+    if chosen is None:
+        raise ValueError(_unexported(meta, gpu, ranked))
     env = {**GPUS[gpu], **chosen["kwargs"], "block": 32 * chosen["num_warps"]}
     env.update({k: w for k, w in ((k, _whole(v)) for k, v in meta.items()) if w is not None})
     env.update(dims)
@@ -591,6 +595,19 @@ def grid(meta, gpu=None, **dims):
     except KeyError as err:
         raise TypeError(f"grid {chosen['grid']!r} needs {err.args[0]!r}: pass it as a kernel "
                         f"argument or grid(meta, {err.args[0]}=...)") from None
+
+
+def _unexported(meta, gpu, ranked):
+    """What grid(meta) says of a meta no exported config matches: its grid would be a
+    guess, and a grid another config was tuned with may not cover this one's problem."""
+    def shown(c):
+        return " ".join(f"{k}={v!r}" for k, v in [*c["kwargs"].items(),
+                                                  *((k, c[k]) for k in _OPTIONS if k in c)])
+    names = {k for c in ranked for k in c["kwargs"]} | set(_OPTIONS)
+    asked = " ".join(f"{k}={meta[k]!r}" for k in sorted(names) if k in meta) or "nothing"
+    return (f"grid(meta): no config exported for {gpu!r} has {asked}; exported: "
+            f"{'; '.join(shown(c) for c in ranked)}: launch one of configs(), whose grid "
+            "was tuned with it")
 
 
 def _sized(env, meta, winners):
