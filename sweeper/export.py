@@ -238,6 +238,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
         footprint_expr=rule,
         capability=str(env["capability"]) if env.get("capability") else None,
+        cache=problem_of(t).cache,
         note=UNFINISHED if unfinished else None, headline=headline,
         rate=t.rate(headline, pick.median_ms), top=top, source_hash=measured_source(meta),
         tuned=t.started or None, **agreement)

@@ -11,7 +11,9 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
   the median the report shows) as a ``triton.Config``, with its dims and grid, and (where
   the study recorded it) the hash of the kernel's source it was measured on
   (``source_hash``, as a tuning entry keeps it) and when (``tuned``), and where its
-  final has not run yet, the sweep's winner with the ``note`` a tuning entry has;
+  final has not run yet, the sweep's winner with the ``note`` a tuning entry has; each
+  winner's ``cache`` says whether it was measured cold (L2 flushed) or warm, and a GPU's
+  winners are of one mode (a study of the other is refused);
 - ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``
   (``k`` at least 1; without it 4):
   each problem's winner first, then by geometric mean slowdown against each problem's
@@ -119,6 +121,10 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
     data["dims"] = _key(won)
     data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
+    clash = cache_clash(data["gpus"].get(gpu), section)
+    if clash is not None:
+        raise SweeperError(f"{target}: {clash}; one cache mode per GPU in a module, so that "
+                           "no winner stands in for the other's: give another -o")
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
     rule = rule_for(footprint_rule(won.meta.kernel, declared, won.meta),
                     next(iter(won.picks)).problem)
@@ -280,7 +286,8 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
     source = measured_source(won.meta)
     winners = [{"study": won.meta.study, "dtype": key.dtype, "footprint": key.footprint,
                 "dims": _dims(key),
-                **_config(pick.trial), "median_ms": pick.median_ms,
+                **_config(pick.trial), "cache": problem_of(pick.trial).cache,
+                "median_ms": pick.median_ms,
                 "chosen_by": pick.chosen_by, "trial": pick.trial.number,
                 **{k: v for k, v in (("source_hash", source), ("tuned", pick.trial.started),
                                      ("note", UNFINISHED if problem_of(pick.trial) in
@@ -298,6 +305,20 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
 
 #: The fields of a module's config (a winner's, a top config's, a ranked one's).
 CONFIG_FIELDS = ("kwargs", "num_warps", *LAUNCH_META, "grid")
+
+
+def cache_clash(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
+    """What keeps ``new`` (one study's section of a GPU) out of ``old`` (the GPU's section
+    already in the module), or ``None``: winners measured in another cache mode (a winner
+    without ``cache``, an older module's, was measured cold)."""
+    def modes(section: dict[str, Any]) -> set[str]:
+        return {str(w.get("cache", "cold")) for w in section.get("winners", ())}
+
+    held, mine = modes(old or {}), modes(new)
+    if not held or held == mine:
+        return None
+    return (f"its winners on this GPU were measured {' and '.join(sorted(held))}, study "
+            f"{new.get('study')}'s {' and '.join(sorted(mine))}")
 
 
 def merged_section(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
