@@ -282,7 +282,8 @@ def _identity(config: dict[str, Any]) -> str:
 def gpu_section(won: StudyWinners) -> dict[str, Any]:
     """One GPU's part of the module: facts, winners per problem, ranked distinct configs."""
     env = won.meta.environment
-    tops = problem_tops(won)
+    every = problem_tops(won, k=None)               # ranked reads all, a winner its top
+    tops = {key: ranked_configs[:dispatch.TOP_K] for key, ranked_configs in every.items()}
     source = measured_source(won.meta)
     winners = [{"study": won.meta.study, "dtype": key.dtype, "footprint": key.footprint,
                 "dims": _dims(key),
@@ -299,7 +300,7 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
             "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "winners": winners,
             "ranked": ranked([[(_config(t), slowdown) for t, slowdown in top]
-                              for top in problem_tops(won, k=None).values()],
+                              for top in every.values()],
                              [_config(p.trial) for p in won.picks.values()])}
 
 
