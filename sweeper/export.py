@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper.core._units import counted
 from sweeper.dispatch import TOP_K
-from sweeper.errors import SweeperError, TuningWarning, user_stacklevel
+from sweeper.errors import StaleTuningWarning, SweeperError, TuningWarning, user_stacklevel
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
@@ -128,6 +128,28 @@ def warn_without_winner(won: StudyWinners) -> None:
                       stacklevel=user_stacklevel())
 
 
+def warn_source_changed(meta: StudyMeta) -> None:
+    """Warn (:class:`StaleTuningWarning`), once, where the kernel's source now is not the
+    one the study measured (:func:`measured_source`): the winners are exported all the
+    same, as measured, and each lookup of them will warn; this says so at export, with
+    what to do.  The source now is told as a lookup tells it
+    (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
+    hash, or a kernel whose source cannot be told so, says nothing."""
+    from sweeper.kernels import source_hash_now
+
+    measured = measured_source(meta)
+    if measured is None:
+        return
+    now = source_hash_now(meta.kernel)
+    if now is None or now == measured:
+        return
+    warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
+                  "measured it; the winners written are those of that earlier source, and a "
+                  "lookup of them warns so: to tune its source as it is now, run its space "
+                  "into a new study (`sweeper run SPACE --study NEW`) and export that",
+                  StaleTuningWarning, stacklevel=user_stacklevel())
+
+
 def problem_tops(won: StudyWinners, k: int | None = TOP_K
                  ) -> dict[ProblemKey, list[tuple[TrialRecord, float]]]:
     """Per problem, its winner then the next fastest distinct configs (grid, block and
@@ -175,7 +197,7 @@ def export_study(store: Storage, path: str | Path | None = None
     won = study_winners(store)
     by_number = {t.number: t for t in won.trials}
     tops = problem_tops(won)
-    rule = footprint_rule(won.meta.kernel)          # read once: a user kernel's source
+    rule = footprint_rule(won.meta.kernel, meta=won.meta)   # read once: a user kernel's source
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
                                  slowdown) for t, slowdown in tops[key] if t.config],
@@ -186,6 +208,7 @@ def export_study(store: Storage, path: str | Path | None = None
     data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     warn_without_winner(won)
+    warn_source_changed(won.meta)
     return target, [e.to_json() for e in entries]
 
 
@@ -215,6 +238,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
         footprint_expr=rule,
         capability=str(env["capability"]) if env.get("capability") else None,
+        cache=problem_of(t).cache,
         note=UNFINISHED if unfinished else None, headline=headline,
         rate=t.rate(headline, pick.median_ms), top=top, source_hash=measured_source(meta),
         tuned=t.started or None, **agreement)
@@ -245,20 +269,26 @@ def kernel_declared(kernel: str) -> type[Kernel] | SweeperError:
         return err
 
 
-def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = None
-                   ) -> Expr | None:
+def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = None,
+                   meta: StudyMeta | None = None) -> Expr | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
     ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
     be read there: a user kernel whose source says no ``footprint_bytes`` and left some
     of its declaration unread (its module gone, the name no declaration there, its
     ``dims`` not literals) would give the rule of a kernel over ``n`` alone, a guess.
-    ``declared``: its declaration read already (:func:`kernel_declared`), else it is read
-    here."""
+    A kernel that takes its dimensions and footprint as options of the space
+    (``cuda``'s ``dims`` and ``footprint_bytes``) has the rule the study's space
+    declared (``meta``: the study's, whose ``space_text`` is read again without user
+    code); ``None`` without it or where that space no longer reads (its ``.cu`` file
+    gone).  ``declared``: its declaration read already (:func:`kernel_declared`), else
+    it is read here."""
     from sweeper.core._problem import shape_of
 
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
         return None
+    if "footprint_bytes" in getattr(declared, "options", {}):
+        return _space_rule(meta)
     unread: tuple[str, ...] = getattr(declared, "unread", ())
     if unread and "footprint_bytes" not in vars(declared):
         return None
@@ -266,6 +296,21 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
         return shape_of(declared).footprint
     except SweeperError:
         return None
+
+
+def _space_rule(meta: StudyMeta | None) -> Expr | None:
+    """The footprint rule the study's recorded space declares, or ``None`` where there is
+    no such space or it no longer reads."""
+    from sweeper.space import parse_space
+
+    if meta is None or not meta.space_text:
+        return None
+    try:
+        space = parse_space(meta.space_text, file=meta.space_path or "<space>",
+                            user_code=False)
+    except SweeperError:
+        return None
+    return space.shape.footprint
 
 
 def rule_for(rule: Expr | None, problem: Problem) -> str | None:
@@ -335,5 +380,6 @@ __all__ = [
     "study_winners",
     "tuned",
     "tuning_path",
+    "warn_source_changed",
     "warn_without_winner",
 ]

@@ -11,7 +11,9 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
   the median the report shows) as a ``triton.Config``, with its dims and grid, and (where
   the study recorded it) the hash of the kernel's source it was measured on
   (``source_hash``, as a tuning entry keeps it) and when (``tuned``), and where its
-  final has not run yet, the sweep's winner with the ``note`` a tuning entry has;
+  final has not run yet, the sweep's winner with the ``note`` a tuning entry has; each
+  winner's ``cache`` says whether it was measured cold (L2 flushed) or warm, and a GPU's
+  winners are of one mode (a study of the other is refused);
 - ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``
   (``k`` at least 1; without it 4):
   each problem's winner first, then by geometric mean slowdown against each problem's
@@ -57,6 +59,7 @@ from sweeper.export import (
     problem_tops,
     rule_for,
     study_winners,
+    warn_source_changed,
     warn_without_winner,
 )
 from sweeper.finals import problem_of
@@ -118,14 +121,20 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
     data["dims"] = _key(won)
     data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
+    clash = cache_clash(data["gpus"].get(gpu), section)
+    if clash is not None:
+        raise SweeperError(f"{target}: {clash}; one cache mode per GPU in a module, so that "
+                           "no winner stands in for the other's: give another -o")
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
-    rule = rule_for(footprint_rule(won.meta.kernel, declared), next(iter(won.picks)).problem)
+    rule = rule_for(footprint_rule(won.meta.kernel, declared, won.meta),
+                    next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
         data["footprint"] = rule
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
+    warn_source_changed(won.meta)
     return TritonExport(target, section, note, [
         f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
         if problem_of(pick.trial) in won.unfinished])
@@ -273,11 +282,13 @@ def _identity(config: dict[str, Any]) -> str:
 def gpu_section(won: StudyWinners) -> dict[str, Any]:
     """One GPU's part of the module: facts, winners per problem, ranked distinct configs."""
     env = won.meta.environment
-    tops = problem_tops(won)
+    every = problem_tops(won, k=None)               # ranked reads all, a winner its top
+    tops = {key: ranked_configs[:dispatch.TOP_K] for key, ranked_configs in every.items()}
     source = measured_source(won.meta)
     winners = [{"study": won.meta.study, "dtype": key.dtype, "footprint": key.footprint,
                 "dims": _dims(key),
-                **_config(pick.trial), "median_ms": pick.median_ms,
+                **_config(pick.trial), "cache": problem_of(pick.trial).cache,
+                "median_ms": pick.median_ms,
                 "chosen_by": pick.chosen_by, "trial": pick.trial.number,
                 **{k: v for k, v in (("source_hash", source), ("tuned", pick.trial.started),
                                      ("note", UNFINISHED if problem_of(pick.trial) in
@@ -289,12 +300,26 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
             "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "winners": winners,
             "ranked": ranked([[(_config(t), slowdown) for t, slowdown in top]
-                              for top in problem_tops(won, k=None).values()],
+                              for top in every.values()],
                              [_config(p.trial) for p in won.picks.values()])}
 
 
 #: The fields of a module's config (a winner's, a top config's, a ranked one's).
 CONFIG_FIELDS = ("kwargs", "num_warps", *LAUNCH_META, "grid")
+
+
+def cache_clash(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
+    """What keeps ``new`` (one study's section of a GPU) out of ``old`` (the GPU's section
+    already in the module), or ``None``: winners measured in another cache mode (a winner
+    without ``cache``, an older module's, was measured cold)."""
+    def modes(section: dict[str, Any]) -> set[str]:
+        return {str(w.get("cache", "cold")) for w in section.get("winners", ())}
+
+    held, mine = modes(old or {}), modes(new)
+    if not held or held == mine:
+        return None
+    return (f"its winners on this GPU were measured {' and '.join(sorted(held))}, study "
+            f"{new.get('study')}'s {' and '.join(sorted(mine))}")
 
 
 def merged_section(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -574,11 +599,15 @@ def _ident(c):
 def grid(meta, gpu=None, **dims):
     """The launch grid (a 1-tuple) of the config meta names (its kwargs, and the launch
     options num_warps, num_stages ... where meta has them), from the grid expression it
-    was tuned with; dimensions are read from meta (the kernel's arguments) or dims."""
+    was tuned with; dimensions are read from meta (the kernel's arguments) or dims.  A
+    meta no exported config matches is a ValueError naming its values and the exported
+    configs: no grid was tuned with it."""
     gpu = _gpu(gpu)
     ranked = _DATA["gpus"][gpu]["ranked"]
     chosen = next((c for c in ranked if all(meta.get(k) == v for k, v in c["kwargs"].items())
-                   and all(meta.get(k, c[k]) == c[k] for k in _OPTIONS if k in c)), ranked[0])
+                   and all(meta.get(k, c[k]) == c[k] for k in _OPTIONS if k in c)), None)
+    if chosen is None:
+        raise ValueError(_unexported(meta, gpu, ranked))
     env = {**GPUS[gpu], **chosen["kwargs"], "block": 32 * chosen["num_warps"]}
     env.update({k: w for k, w in ((k, _whole(v)) for k, v in meta.items()) if w is not None})
     env.update(dims)
@@ -588,6 +617,19 @@ def grid(meta, gpu=None, **dims):
     except KeyError as err:
         raise TypeError(f"grid {chosen['grid']!r} needs {err.args[0]!r}: pass it as a kernel "
                         f"argument or grid(meta, {err.args[0]}=...)") from None
+
+
+def _unexported(meta, gpu, ranked):
+    """What grid(meta) says of a meta no exported config matches: its grid would be a
+    guess, and a grid another config was tuned with may not cover this one's problem."""
+    def shown(c):
+        return " ".join(f"{k}={v!r}" for k, v in [*c["kwargs"].items(),
+                                                  *((k, c[k]) for k in _OPTIONS if k in c)])
+    names = {k for c in ranked for k in c["kwargs"]} | set(_OPTIONS)
+    asked = " ".join(f"{k}={meta[k]!r}" for k in sorted(names) if k in meta) or "nothing"
+    return (f"grid(meta): no config exported for {gpu!r} has {asked}; exported: "
+            f"{'; '.join(shown(c) for c in ranked)}: launch one of configs(), whose grid "
+            "was tuned with it")
 
 
 def _sized(env, meta, winners):

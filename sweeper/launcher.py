@@ -46,7 +46,7 @@ class TunedKernel:
     def __init__(self, fn: Any, tuning: Tuning, key: Sequence[str], name: str,
                  gpu: str | None, *, measure_untuned: bool = False,
                  restore: Sequence[str] = (), reset_to_zero: Sequence[str] = (),
-                 timer: Timer | None = None) -> None:
+                 timer: Timer | None = None, cache: str = "cold") -> None:
         names = list(getattr(fn, "arg_names", ()))
         for what, asked in (("key", key), ("restore", restore),
                             ("reset_to_zero", reset_to_zero)):
@@ -56,6 +56,8 @@ class TunedKernel:
                                    f"must name arguments of a @triton.jit function (it "
                                    f"has {', '.join(names) or 'none'})")
         self.fn, self.tuning, self.name, self.gpu = fn, tuning, name, gpu
+        #: the cache mode of the entries looked up (:func:`~sweeper.lookup.tuned`'s)
+        self.cache_mode = cache
         self.key = tuple(key)
         self.measure_untuned, self.timer = measure_untuned, timer
         self.restore, self.reset_to_zero = tuple(restore), tuple(reset_to_zero)
@@ -150,9 +152,11 @@ class TunedKernel:
                                f"positive integers, got {list(shape)}")
         if self._by_footprint:
             return self.tuning.config(self.name, dtype=dtype, gpu=self.gpu, warn=False,
-                                      footprint=shape[0] * dtype.itemsize)
+                                      footprint=shape[0] * dtype.itemsize,
+                                      cache=self.cache_mode)
         dims = dict(zip(self.key, shape, strict=True))
-        return self.tuning.config(self.name, dtype=dtype, dims=dims, gpu=self.gpu, warn=False)
+        return self.tuning.config(self.name, dtype=dtype, dims=dims, gpu=self.gpu, warn=False,
+                                  cache=self.cache_mode)
 
     def _prepare(self, cache_key: ShapeKey, shape: tuple[Any, ...], dtype: Any,
                  bound: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -231,8 +235,8 @@ class TunedKernel:
 def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
                  name: str | None = None, gpu: str | None = None,
                  measure_untuned: bool = False, restore: Sequence[str] = (),
-                 reset_to_zero: Sequence[str] = (), timer: Timer | None = None
-                 ) -> Callable[[Any], TunedKernel]:
+                 reset_to_zero: Sequence[str] = (), timer: Timer | None = None,
+                 cache: str = "cold") -> Callable[[Any], TunedKernel]:
     """Decorate a ``@triton.jit`` function so that calling it launches with its tuned
     config: ``tuning`` is the tuning file (default: ``$SWEEPER_TUNING`` or
     ``studies/tuning.json``), ``key`` the arguments that are the problem's dimensions
@@ -245,7 +249,9 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
     because those launches write the call's outputs many times: name in ``restore`` the
     arguments the kernel reads and writes and in ``reset_to_zero`` those it accumulates
     into.  ``timer``: how a candidate is timed (default: CUDA events on a GPU,
-    ``perf_counter`` on the CPU; :mod:`sweeper.launch_timing`)."""
+    ``perf_counter`` on the CPU; :mod:`sweeper.launch_timing`).  ``cache``: the cache
+    mode of the winners to launch (:func:`~sweeper.lookup.tuned`'s: ``cold`` unless
+    told)."""
     table = Tuning(tuning)
     for what, names in (("key", key), ("restore", restore), ("reset_to_zero", reset_to_zero)):
         if isinstance(names, str) or (what == "key" and not names):
@@ -254,7 +260,7 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
 
     return lambda fn: TunedKernel(fn, table, key, name or fn.__name__, gpu,
                                   measure_untuned=measure_untuned, restore=restore,
-                                  reset_to_zero=reset_to_zero, timer=timer)
+                                  reset_to_zero=reset_to_zero, timer=timer, cache=cache)
 
 
 __all__ = ["TunedKernel", "tuned_kernel"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweeper.core._model import CACHE_MODES
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import bracketing, candidates
@@ -110,25 +111,31 @@ class Tuning:
 
     def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
                dims: Mapping[str, int] | None = None, gpu: str | None = None,
-               warn: bool = True, gpu_option: str | None = None) -> TunedConfig:
+               warn: bool = True, gpu_option: str | None = None, cache: str = "cold",
+               cache_option: str = "cache={!r}") -> TunedConfig:
         """The config for ``kernel`` (see :func:`tuned`); ``warn=False``: leave the far
         and architecture warnings to the caller, which reads ``far``/``by_architecture``
         (a changed source is warned of here either way, once per kernel).
         A lookup that finds the kernel tuned on other GPUs only suggests naming one: as
         ``gpu_option`` says (the CLI's ``--gpu {!r}``), else as ``gpu={!r}`` where ``gpu``
-        was not given."""
+        was not given; one that finds it tuned in the other cache mode only, asking for
+        that, as ``cache_option`` says."""
         if not isinstance(kernel, str):
             raise SweeperError(f"kernel {kernel!r}: give the kernel's name as text (e.g. "
                                "'matmul', or its 'module:attr' path)")
         if gpu is not None and not isinstance(gpu, str):
             raise SweeperError(f"gpu {gpu!r}: give the GPU's name as text (e.g. 'NVIDIA "
                                "H100 80GB HBM3'), or None for this one")
+        if cache not in CACHE_MODES:
+            raise SweeperError(f"cache {cache!r}: allowed: {', '.join(CACHE_MODES)} (the L2 "
+                               "flushed before each sample, or not)")
         dtype = dtype_name(dtype)
         footprint, dims = _checked_problem(footprint, dims, dtype)
         capability = None if gpu else _current_capability()
         option = gpu_option if gpu_option is not None else None if gpu else "gpu={!r}"
         gpu = gpu or current_gpu()
-        matched = self._matched(kernel, dtype, dims, gpu, capability, option)
+        matched = self._matched(kernel, dtype, dims, gpu, capability, option,
+                                (cache, cache_option))
         asked: Mapping[str, int] = dims if dims is not None else {"footprint": footprint or 1}
         problems = [self.entries[i].dims if dims is not None else
                     {"footprint": self.entries[i].footprint} for i in matched.indices]
@@ -179,14 +186,26 @@ class Tuning:
         return now is not None and now != entry.source_hash
 
     def _matched(self, kernel: str, dtype: str, dims: Mapping[str, int] | None, gpu: str,
-                 capability: tuple[int, int] | None, option: str | None) -> GpuMatch:
-        """The entries for ``kernel`` in ``dtype`` (over ``dims``' names) of the GPU
+                 capability: tuple[int, int] | None, option: str | None,
+                 cache: tuple[str, str] = ("cold", "cache={!r}")) -> GpuMatch:
+        """The entries for ``kernel`` in ``dtype`` (over ``dims``' names) measured in the
+        cache mode ``cache`` names (with how to ask for another) of the GPU
         :func:`~sweeper.matching.match_gpu` chooses; none is refused (``option``: how to
         ask for another GPU, where this one was not named)."""
+        mode, cache_option = cache
         mine = self.kernel_entries(kernel)
-        ours = [i for i in mine if self.entries[i].dtype == dtype and
-                (dims is None or set(self.entries[i].dims) == set(dims))]
+        shaped = [i for i in mine if self.entries[i].dtype == dtype and
+                  (dims is None or set(self.entries[i].dims) == set(dims))]
+        ours = [i for i in shaped if self.entries[i].cache == mode]
         matched = match_gpu(self.entries, ours, gpu, capability)
+        other = match_gpu(self.entries, [i for i in shaped if i not in ours], gpu, capability)
+        if matched is None and other is not None:
+            shape = f" {show_dims(dims)}" if dims is not None else ""
+            held = self.entries[other.indices[0]].cache
+            raise SweeperError(f"{self.path}: no tuned config for {kernel} {dtype}{shape} on "
+                               f"{gpu!r} measured {mode}; it is tuned {held} only (L2 "
+                               f"{'not ' if held == 'warm' else ''}flushed): ask for "
+                               f"{cache_option.format(held)}")
         if matched is None:
             named = sorted({" ".join(e.dims) for e in map(self.entries.__getitem__, mine)
                             if dims is not None and e.dtype == dtype and
@@ -451,15 +470,19 @@ def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
 @entry(spelled=False)
 def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
           dims: Mapping[str, int] | None = None, gpu: str | None = None,
-          path: str | Path | None = None) -> TunedConfig:
+          path: str | Path | None = None, cache: str = "cold") -> TunedConfig:
     """The tuned config for ``kernel`` (its name; a ``module:attr`` path also matches)
     in ``dtype`` (``float32``, ``fp32`` or ``torch.float32``) on ``gpu`` (default: this
     one; a replay of it matches, else another GPU of its architecture with a warning),
     for a problem of ``dims`` or of ``footprint`` bytes (a number, or a size such as
     ``"256MiB"``): the entry tuned there, else the
     nearest (:mod:`sweeper.matching`; a warning when far).  The grid is computed for the
-    problem asked for; ``median_ms`` is the one the report shows."""
-    return Tuning(path).config(kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu)
+    problem asked for; ``median_ms`` is the one the report shows.  ``cache``: the cache
+    mode the winner was measured in, ``cold`` (L2 flushed before each sample: the
+    default, and what an entry of an older sweeper was) or ``warm``; the other mode's
+    entries are never served in its place."""
+    return Tuning(path).config(kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu,
+                               cache=cache)
 
 
 def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype: str

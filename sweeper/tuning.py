@@ -10,6 +10,10 @@ invariants, once an entry of an older format is read as the current one
 (:func:`sweeper.store._upgrade.upgraded_entry`): a file edited by hand or cut short is
 refused with one line naming the entry, never a ``KeyError`` at launch time.
 
+An entry records the cache mode its winner was measured in (``cache``: ``cold``, L2
+flushed before each sample, or ``warm``), which a lookup asks for (cold unless told); an
+entry without it (an older sweeper's) was measured cold.
+
 An entry records the hash of its kernel's source as the study measured it
 (``source_hash``) and when its winner was measured (``tuned``): a lookup warns where the
 kernel's source is no longer that one (:class:`~sweeper.errors.StaleTuningWarning`).  Both
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sweeper.core._model import BLOCKS, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
+from sweeper.core._model import BLOCKS, CACHE_MODES, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import ExpressionError, SweeperError, TuningFileError
 from sweeper.kernels import SOURCE_HASH, Headline
 from sweeper.space import DTYPES, Problem, format_size, parse
@@ -131,6 +135,9 @@ class TuningEntry(LaunchConfig, Record):
     #: so a lookup at dimensions not tuned knows the footprint and ``n`` a grid may read
     footprint_expr: str | None = None
     capability: str | None = None
+    #: the cache mode the winner was measured in: ``cold`` (L2 flushed before each sample)
+    #: or ``warm``; an entry written before it was kept was measured cold
+    cache: str = "cold"
     #: the problem's best configs, this one first; none in a file of an older sweeper
     top: list[TopConfig] = field(default_factory=list)
     trial: int | None = None
@@ -168,7 +175,7 @@ class TuningEntry(LaunchConfig, Record):
         agree."""
         problem = Problem(self.dtype, self.footprint, tuple(self.dims.items()))
         dims = () if problem.sized_by_footprint else problem.dims
-        return self.identity, self.gpu, self.dtype, self.footprint, dims
+        return self.identity, self.gpu, self.dtype, self.footprint, dims, self.cache
 
     def is_for(self, kernel: str) -> bool:
         """Whether the entry is for ``kernel``: by its name, or by the ``module:attr`` path
@@ -186,6 +193,8 @@ class TuningEntry(LaunchConfig, Record):
         take."""
         if data["dtype"] not in DTYPES:
             return f"dtype {shown(data['dtype'])} is unknown; allowed: {', '.join(DTYPES)}"
+        if data.get("cache", "cold") not in CACHE_MODES:
+            return f"cache is {shown(data['cache'])}; allowed: {', '.join(CACHE_MODES)}"
         source = data.get("source_hash")
         if source is not None and not re.fullmatch(SOURCE_HASH, source):
             return f"source_hash is {shown(source)}; it must be 16 hex digits (the " \

@@ -592,7 +592,7 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
     (lambda s: sweeper.load_study("x", studies=s), "sweeper.load_study() takes no keyword "
      "'studies'; allowed: study, storage, studies_dir; did you mean 'studies_dir'?"),
     (lambda s: sweeper.tuned("copy", dtyp="float32"), "sweeper.tuned() takes no keyword "
-     "'dtyp'; allowed: kernel, dtype, footprint, dims, gpu, path; did you mean 'dtype'?"),
+     "'dtyp'; allowed: kernel, dtype, footprint, dims, gpu, path, cache; did you mean 'dtype'?"),
     (lambda s: sweeper.tuned_kernel(kye=["n"]), "sweeper.tuned_kernel() takes no keyword "
      "'kye'"),
     (lambda s: sweeper.kernel(lambda x, config: None, inputs={"x": "n"}, outputs=["x"],

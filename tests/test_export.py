@@ -195,3 +195,118 @@ def test_entries_carry_their_format_and_an_older_one_is_upgraded_on_merge(tmp_pa
     assert (first["format"], first["rate"], first["headline"], first["mine"]) == \
         (FORMAT, 10.0, "gbps", "kept")
     assert second["format"] == FORMAT and second["rate"] == 20.0
+
+
+CUDA_SPACE = """\
+kernel:
+  name: cuda
+  source: copy.cu
+  entry: copy
+  inputs: {src: "m, n"}
+  outputs: {dst: "m, n"}
+  args: [dst, src, m, n]
+  reference: "torch:clone"
+  dims: {m: 64, n: 256}
+  footprint_bytes: 'm * n * itemsize'
+params:
+  block: [128]
+  VEC: [1, 4]
+"""
+
+
+def test_a_cuda_kernels_entry_keeps_the_footprint_rule_its_space_declared(tmp_path):
+    """A ``cuda`` kernel declares its dimensions and footprint in the space
+    (``footprint_bytes``), which the study keeps (``space_text``): the entry keeps that
+    rule, never the ``n * itemsize`` of a kernel over ``n`` alone; where the space cannot
+    be read again (its ``.cu`` file gone), the entry keeps none."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    shutil.copy(ROOT / "examples" / "copy.cu", tmp_path / "copy.cu")
+    store = StudyStore(tmp_path / "s")
+    store.create({"study": "s", "kernel": "cuda", "space_text": CUDA_SPACE,
+                  "space_path": str(tmp_path / "space.yaml"),
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    store.append(TrialRecord(
+        number=0, status=TrialStatus.OK,
+        choice={"grid": "cdiv(n, block)", "block": "128", "VEC": "4"},
+        config=Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1,
+                      block=128, meta={"VEC": 4}),
+        stats=summarize([1.0] * 3), gbps=10.0))
+    store.close()
+    [entry] = export_study(store, tmp_path / "tuning.json")[1]
+    assert entry["footprint_expr"] == "m * n * itemsize"
+    (tmp_path / "copy.cu").unlink()
+    [entry] = export_study(store, tmp_path / "tuning.json")[1]
+    assert "footprint_expr" not in entry
+
+
+def warm_study(tmp_path, name, cache, BLOCK):
+    """A study of copy at 1 MiB measured in one cache mode (``cache``)."""
+    store = StudyStore(tmp_path / name)
+    store.create({"study": name, "kernel": "copy",
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    store.append(TrialRecord(
+        number=0, status=TrialStatus.OK,
+        choice={"grid": "sms", "block": "128", "BLOCK": str(BLOCK), "cache": cache},
+        config=Config(Problem("float32", 1 << 20), grid=1, block=128, meta={"BLOCK": BLOCK},
+                      cache=cache),
+        stats=summarize([1.0] * 3), gbps=1.0))
+    store.close()
+    return store
+
+
+def test_a_warm_studys_winner_is_kept_as_warm_and_served_only_where_warm_is_asked(tmp_path):
+    """An entry records the cache mode its winner was measured in; a lookup asks for one
+    (cold unless told), so a warm-only study's winner is never served, or replaced, as a
+    cold one; an entry written before the mode was kept means cold."""
+    path = tmp_path / "tuning.json"
+    [entry] = export_study(warm_study(tmp_path, "w", "warm", 512), path)[1]
+    assert entry["cache"] == "warm"
+    asked = {"dtype": "float32", "footprint": 1 << 20, "gpu": GPU, "path": path}
+    with pytest.raises(SweeperError, match=r"no tuned config for copy float32 on 'Fake GPU'"
+                                           r" measured cold; it is tuned warm only \(L2 not "
+                                           r"flushed\): ask for cache='warm'"):
+        tuned("copy", **asked)
+    assert tuned("copy", cache="warm", **asked).meta == {"BLOCK": 512}
+    export_study(warm_study(tmp_path, "c", "cold", 256), path)      # kept beside it
+    assert [(e["cache"], e["study"]) for e in json.loads(path.read_text())["entries"]] == [
+        ("warm", "w"), ("cold", "c")]
+    assert tuned("copy", **asked).meta == {"BLOCK": 256}
+    assert tuned("copy", cache="warm", **asked).meta == {"BLOCK": 512}
+    data = json.loads(path.read_text())
+    del data["entries"][1]["cache"]                               # an older sweeper's
+    path.write_text(json.dumps(data))
+    assert tuned("copy", **asked).meta == {"BLOCK": 256}
+    with pytest.raises(SweeperError, match=r"cache 'hot': allowed: cold, warm"):
+        tuned("copy", cache="hot", **asked)
+
+
+
+def test_sweeper_tuned_asks_for_a_cache_mode(tmp_path, capsys):
+    from sweeper.cli import main
+
+    path = tmp_path / "tuning.json"
+    export_study(warm_study(tmp_path, "w", "warm", 512), path)
+    asked = ["tuned", "copy", "--footprint", "1MiB", "--gpu", GPU, "--tuning", str(path)]
+    assert main(asked) == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "measured cold; it is tuned warm only (L2 not flushed): ask for --cache warm")
+    assert main([*asked, "--cache", "warm"]) == 0
+    assert "BLOCK=512" in capsys.readouterr().out
+
+
+def test_a_modules_winners_say_their_cache_mode_and_one_gpu_holds_one(tmp_path):
+    """The module's winners record the cache mode they were measured in; a warm study is
+    not merged into a GPU whose winners are cold (nor the other way), where its winners
+    would stand in for cold ones."""
+    out = tmp_path / "tuned_copy.py"
+    section = export_triton(warm_study(tmp_path, "c", "cold", 256), out)[1]
+    assert [w["cache"] for w in section["winners"]] == ["cold"]
+    with pytest.raises(SweeperError, match=r"tuned_copy.py: its winners on this GPU were "
+                                           r"measured cold, study w's warm; one cache mode "
+                                           r"per GPU in a module"):
+        export_triton(warm := warm_study(tmp_path, "w", "warm", 512), out)
+    section = export_triton(warm, tmp_path / "warm.py")[1]
+    assert [w["cache"] for w in section["winners"]] == ["warm"]

@@ -4,6 +4,7 @@
 import ast
 import importlib.util
 import json
+import re
 import warnings
 
 import pytest
@@ -101,6 +102,25 @@ def test_the_module_holds_the_finals_winners_ranked_configs_key_and_grid(tmp_pat
     with pytest.raises(KeyError, match="no configs for GPU 'NVIDIA A100'; this module has "
                                        "NVIDIA H200"):
         mod.configs(gpu="NVIDIA A100")
+
+
+def test_grid_of_a_config_not_exported_is_refused_naming_it_and_the_exported(tmp_path):
+    """A meta no exported config matches (a config of the user's, or another num_warps)
+    has no tuned grid: grid(meta) says so, naming the values asked and the configs
+    exported, rather than launch the top config's grid (``4*sms`` here), which need
+    not cover that config's problem."""
+    rows = [(1 << 20, "4*sms", 64, 256, 2, 1.0), (1 << 20, "cdiv(n, BLOCK)", 128, 1024, 3, 1.2)]
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "copy-fp32", rows=rows, final=False), out)
+    mod = load(out)
+    assert mod.grid({"BLOCK": 1024, "num_warps": 4}, n=10_000) == (10,)
+    exported = ("exported: BLOCK=256 num_warps=2 num_stages=2; BLOCK=1024 num_warps=4 "
+                "num_stages=3: launch one of configs()")
+    for meta, asked in (({"BLOCK": 2048, "x": 0}, "BLOCK=2048"),
+                        ({"BLOCK": 1024, "num_warps": 8}, "BLOCK=1024 num_warps=8")):
+        with pytest.raises(ValueError, match=re.escape(
+                f"grid(meta): no config exported for 'NVIDIA H200' has {asked}; {exported}")):
+            mod.grid(meta, n=10_000)
 
 
 def _copy_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]

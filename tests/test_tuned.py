@@ -312,6 +312,27 @@ def test_an_entry_records_the_source_its_study_measured(edited_scale):
     assert entry["source_hash"] == meta.kernel_source_hash
 
 
+EXPORTED_STALE = (r"sweeper: warning: study s-interpret: the source of edited_scale:scale "
+                  r"changed since the study measured it; the winners written are those of "
+                  r"that earlier source, and a lookup of them warns so: to tune its source "
+                  r"as it is now, run its space into a new study \(`sweeper run SPACE "
+                  r"--study NEW`\) and export that")
+
+
+@pytest.mark.parametrize("fmt", [(), ("--format", "triton", "-o", "tuned_scale.py")])
+def test_an_export_after_the_kernel_changed_says_so_in_one_line(edited_scale, capsys, fmt):
+    """Exporting a study whose kernel was edited since it measured it writes its winners
+    all the same (exit 0) and says so, once, in one line: not only when they are used."""
+    capsys.readouterr()
+    assert main_export(*fmt) == 0                       # unchanged: nothing said
+    assert capsys.readouterr().err == ""
+    _edit(edited_scale)
+    assert main_export(*fmt) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.fullmatch(EXPORTED_STALE, err.rstrip())
+    assert "edited_scale" not in sys.modules             # read, never imported
+
+
 def main_export(*args):
     from sweeper.cli import main
 

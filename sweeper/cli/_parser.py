@@ -306,6 +306,9 @@ def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                        "one, 'Triton interpreter (CPU)')")
     tuned.add_argument("--tuning", help="tuning file (default: $SWEEPER_TUNING or "
                        "studies/tuning.json)")
+    tuned.add_argument("--cache", choices=("cold", "warm"), default="cold",
+                       help="the cache mode the winner was measured in: cold (L2 flushed "
+                       "before each sample; the default) or warm")
     tuned.set_defaults(func=cmd_tuned)
 
 

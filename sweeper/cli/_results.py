@@ -182,7 +182,8 @@ def cmd_tuned(args: argparse.Namespace) -> int:
     gpu = args.gpu or current_gpu()
     print(describe(Tuning(args.tuning).config(      # tuned()'s lookup, saying --gpu
         args.kernel, dtype=args.dtype, footprint=footprint, dims=dims, gpu=gpu,
-        gpu_option=None if args.gpu else "--gpu {!r}")))
+        gpu_option=None if args.gpu else "--gpu {!r}", cache=args.cache,
+        cache_option="--cache {}")))
     return 0
 
 

@@ -157,12 +157,14 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
     return _Parser(file, {k: (file, None) for k in lines}).space(data, text, study, overrides)
 
 
-def parse_space(text: str, *, file: str = "<space>", default_study: str = "study") -> Space:
+def parse_space(text: str, *, file: str = "<space>", default_study: str = "study",
+                user_code: bool = True) -> Space:
     """The space in YAML ``text`` (called ``file`` in errors), checked as a file is; a
     text a study recorded of a file with ``extends:`` is read merged, as it was
-    (:func:`~sweeper.space._files.load_recorded`)."""
+    (:func:`~sweeper.space._files.load_recorded`).  ``user_code=False``: as
+    :func:`load_space`'s, no plugin that is not built in is imported."""
     data, where = load_recorded(text, file)
-    return _Parser(file, where).space(data, text, default_study)
+    return _Parser(file, where, user_code).space(data, text, default_study)
 
 
 class _Parser:
