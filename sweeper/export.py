@@ -30,7 +30,7 @@ from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
 from sweeper.matching import gpu_model
-from sweeper.space import Expr, Problem
+from sweeper.space import Expr, Problem, Space
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
 from sweeper.tuning import (
@@ -134,13 +134,15 @@ def warn_source_changed(meta: StudyMeta) -> None:
     same, as measured, and each lookup of them will warn; this says so at export, with
     what to do.  The source now is told as a lookup tells it
     (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
-    hash, or a kernel whose source cannot be told so, says nothing."""
+    hash, or a kernel whose source cannot be told so, says nothing; a kernel built from
+    its space's options (``cuda``) is hashed from those the study's space recorded
+    (:func:`recorded_options`)."""
     from sweeper.kernels import source_hash_now
 
     measured = measured_source(meta)
     if measured is None:
         return
-    now = source_hash_now(meta.kernel)
+    now = source_hash_now(meta.kernel, recorded_options(meta))
     if now is None or now == measured:
         return
     warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
@@ -198,10 +200,12 @@ def export_study(store: Storage, path: str | Path | None = None
     by_number = {t.number: t for t in won.trials}
     tops = problem_tops(won)
     rule = footprint_rule(won.meta.kernel, meta=won.meta)   # read once: a user kernel's source
+    options = recorded_options(won.meta)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
                                  slowdown) for t, slowdown in tops[key] if t.config],
-                      export_fields(pick.agreement, by_number), rule_for(rule, key.problem))
+                      export_fields(pick.agreement, by_number), rule_for(rule, key.problem),
+                      options)
                for key, pick in won.picks.items()]
     target = tuning_path(path)
     output_file(store, target)               # a device or a folder: refused before work
@@ -213,15 +217,16 @@ def export_study(store: Storage, path: str | Path | None = None
 
 
 def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
-           top: list[TopConfig], agreement: dict[str, Any], rule: str | None
-           ) -> TuningEntry:
+           top: list[TopConfig], agreement: dict[str, Any], rule: str | None,
+           options: dict[str, str] | None = None) -> TuningEntry:
     """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
     chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
     the report does; the sweep's median and rate are kept under their own names, and the
     headline rate is at the median the entry states, so the two always agree.
     ``unfinished``: the problem's final has not run yet, and ``note`` says so;
     ``agreement``: the fields of :func:`sweeper.consensus.export_fields`; ``rule``: the
-    kernel's footprint rule over the problem's dimensions (:func:`rule_for`)."""
+    kernel's footprint rule over the problem's dimensions (:func:`rule_for`);
+    ``options``: those the kernel is built from (:func:`recorded_options`)."""
     t, env = pick.trial, meta.environment
     cfg, stats = t.config, t.stats
     assert cfg is not None and stats is not None        # a pick always has both
@@ -236,7 +241,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         facts={"sms": env.get("sms"), "l2_bytes": env.get("l2_bytes")},
         exported=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
-        footprint_expr=rule,
+        footprint_expr=rule, kernel_options=options,
         capability=str(env["capability"]) if env.get("capability") else None,
         cache=problem_of(t).cache,
         note=UNFINISHED if unfinished else None, headline=headline,
@@ -301,16 +306,42 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
 def _space_rule(meta: StudyMeta | None) -> Expr | None:
     """The footprint rule the study's recorded space declares, or ``None`` where there is
     no such space or it no longer reads."""
+    space = _recorded_space(meta)
+    return None if space is None else space.shape.footprint
+
+
+def _recorded_space(meta: StudyMeta | None) -> Space | None:
+    """The space the study recorded (its ``space_text``), read again without user code
+    (its files relative to the space file it recorded); ``None`` where there is none or
+    it no longer reads (its ``.cu`` file gone)."""
     from sweeper.space import parse_space
 
     if meta is None or not meta.space_text:
         return None
     try:
-        space = parse_space(meta.space_text, file=meta.space_path or "<space>",
-                            user_code=False)
+        return parse_space(meta.space_text, file=meta.space_path or "<space>",
+                           user_code=False)
     except SweeperError:
         return None
-    return space.shape.footprint
+
+
+def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
+    """The options of a built-in kernel built from its space's options (``cuda``: its
+    ``.cu`` file, entry and reference; ``torch-op``: its op), as the study's recorded
+    space gives them (:func:`_recorded_space`): what its source is hashed from now
+    (:func:`~sweeper.kernels.source_hash_now`), and what a tuning entry keeps for a
+    lookup to do the same.  ``None`` for any other kernel, or a space that no longer
+    reads."""
+    from sweeper.plugins import KERNEL, find
+
+    try:
+        if not find(KERNEL, meta.kernel).builtin:
+            return None
+    except SweeperError:
+        return None
+    space = _recorded_space(meta)
+    return dict(space.kernel_options) if space is not None and space.kernel_options \
+        else None
 
 
 def rule_for(rule: Expr | None, problem: Problem) -> str | None:

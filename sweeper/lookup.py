@@ -106,8 +106,8 @@ class Tuning:
         self._warned_no_top = False
         #: each kernel's source hash now (:func:`~sweeper.kernels.source_hash_now`) and,
         #: where there is none, why its source cannot be found (:func:`unfound`), asked
-        #: once per file read
-        self._sources: dict[str, tuple[str | None, str | None]] = {}
+        #: once per file read, per kernel and the options it is built from
+        self._sources: dict[tuple[str, str], tuple[str | None, str | None]] = {}
 
     def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
                dims: Mapping[str, int] | None = None, gpu: str | None = None,
@@ -169,18 +169,19 @@ class Tuning:
     def _stale(self, entry: TuningEntry) -> bool:
         """Whether ``entry`` was tuned on another source of its kernel than the one there
         is now; an entry without a ``source_hash`` (an older sweeper's), or a kernel
-        whose source cannot be told here, is not.  A kernel whose source cannot be found
-        at all (its module gone, or no longer defining it: :func:`unfound`) is warned of,
-        once, as not compared."""
+        whose source cannot be told here, is not; one built from its space's options is
+        hashed from those the entry keeps (``kernel_options``).  A kernel whose source
+        cannot be found at all (its module gone, or no longer defining it:
+        :func:`unfound`) is warned of, once, as not compared."""
         from sweeper.kernels import source_hash_now
 
         if entry.source_hash is None:
             return False
-        if entry.identity not in self._sources:
-            now = source_hash_now(entry.identity)
-            self._sources[entry.identity] = now, unfound(entry.identity) if now is None \
-                else None
-        now, why = self._sources[entry.identity]
+        asked = entry.identity, json.dumps(entry.kernel_options, sort_keys=True)
+        if asked not in self._sources:
+            now = source_hash_now(entry.identity, entry.kernel_options)
+            self._sources[asked] = now, unfound(entry.identity) if now is None else None
+        now, why = self._sources[asked]
         if why is not None:
             warn_unfound(entry, self.path, why)
         return now is not None and now != entry.source_hash

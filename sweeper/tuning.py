@@ -16,9 +16,11 @@ entry without it (an older sweeper's) was measured cold.
 
 An entry records the hash of its kernel's source as the study measured it
 (``source_hash``) and when its winner was measured (``tuned``): a lookup warns where the
-kernel's source is no longer that one (:class:`~sweeper.errors.StaleTuningWarning`).  Both
-are optional and the format is kept: an entry without them (an older sweeper's) is read
-and used as before, and an older sweeper reading an entry with them leaves them.
+kernel's source is no longer that one (:class:`~sweeper.errors.StaleTuningWarning`); a
+kernel built from its space's options (``cuda``, ``torch-op``) keeps those options
+(``kernel_options``), from which its source now is hashed.  They are all optional and the
+format is kept: an entry without them (an older sweeper's) is read and used as before,
+and an older sweeper reading an entry with them leaves them.
 """
 
 from __future__ import annotations
@@ -155,6 +157,10 @@ class TuningEntry(LaunchConfig, Record):
     #: when the winner was measured (its trial's start, ISO 8601), for the warning a
     #: changed source gets
     tuned: str | None = None
+    #: the options of a built-in kernel built from its space's options (``cuda``'s
+    #: source, entry, reference ...; ``torch-op``'s op), as its study's space gave them,
+    #: so a lookup hashes its source now as the run did; none for any other kernel
+    kernel_options: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the tuning file holds it: a field left unset (``None``) is left out."""

@@ -512,7 +512,7 @@ def test_a_source_is_hashed_as_its_study_would_or_not_at_all(tmp_path, monkeypat
     from sweeper.kernels import load_kernel, source_hash_now
 
     assert source_hash_now("copy") == load_kernel("copy").source_hash()
-    assert source_hash_now("torch-op") is None           # built from a space's options
+    assert source_hash_now("torch-op") is None           # built from options not given
     (tmp_path / "class_kernel.py").write_text(
         "from sweeper.kernels import Kernel\nopen('top-level-ran', 'w').close()\n\n\n"
         "class Mine(Kernel):\n    name = 'mine'\n")
@@ -520,3 +520,51 @@ def test_a_source_is_hashed_as_its_study_would_or_not_at_all(tmp_path, monkeypat
     assert source_hash_now("class_kernel:Mine") is None  # its class: not told unimported
     assert source_hash_now("no_such_module:k") is None
     assert not (tmp_path / "top-level-ran").exists() and "class_kernel" not in sys.modules
+
+
+def test_a_kernel_built_from_its_space_s_options_is_hashed_from_what_its_study_recorded(
+        tmp_path, monkeypatch, capsys):
+    """A ``cuda`` kernel is its space's options (the ``.cu`` file, what it includes, its
+    reference): its source now is hashed from the options the study's recorded space
+    gives (an entry keeps them), as the run hashed it, so an edit of the ``.cu`` file is
+    warned of as the export writes and as a lookup reads."""
+    from sweeper import lookup
+    from sweeper.cli import main
+    from sweeper.kernels import source_hash_now
+    from tests.test_cuda_kernel import _cuda_replay_study
+
+    assert main(_cuda_replay_study(tmp_path)) == 0
+    meta = StudyStore(tmp_path / "st" / "s-replay").study_meta()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    export = ["export", "st/s-replay", "-o", "tuning.json"]
+    asked = {"dtype": "float32", "footprint": 4096, "gpu": meta.gpu, "path": "tuning.json"}
+    capsys.readouterr()
+    assert main(export) == 0 and capsys.readouterr().err == ""
+    [entry] = json.loads(Path("tuning.json").read_text())["entries"]
+    options = entry["kernel_options"]
+    assert options["source"] == str(tmp_path / "copy.cu")
+    assert source_hash_now("cuda", options) == meta.kernel_source_hash == entry["source_hash"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not tuned("cuda", **asked).stale
+
+    with (tmp_path / "copy.cu").open("a") as source:
+        source.write("// edited\n")
+    assert source_hash_now("cuda", options) not in (None, meta.kernel_source_hash)
+    assert main(export) == 0
+    assert re.fullmatch(r"sweeper: warning: study s-replay: the source of cuda changed since "
+                        r"the study measured it; .*\n", capsys.readouterr().err)
+    with pytest.warns(StaleTuningWarning, match=r"^tuning.json: the winners of cuda were "
+                      r"tuned for an earlier source of cuda \(tuned "):
+        assert tuned("cuda", **asked).stale
+
+
+def test_a_torch_op_is_hashed_from_its_op_as_a_run_hashes_it():
+    from sweeper.kernels import load_kernel, source_hash_now
+
+    options = {"op": "torch.nn.functional.gelu"}
+    assert source_hash_now("torch-op", options) == \
+        load_kernel("torch-op", options.items()).source_hash()
+    assert source_hash_now("torch-op", {"op": "torch.relu"}) != \
+        source_hash_now("torch-op", options)

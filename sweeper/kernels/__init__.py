@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from sweeper import plugins
@@ -58,16 +58,21 @@ def load_kernel(name: str, options: Iterable[tuple[str, str]] = ()) -> Kernel:
     return kernel
 
 
-def source_hash_now(name: str) -> str | None:
+def source_hash_now(name: str, options: Mapping[str, str] | None = None) -> str | None:
     """Kernel ``name``'s source hash as a study of it would record it now
     (:meth:`Kernel.source_hash`), running no code this process has not run: a built-in's,
     or a kernel whose module this process imported already, from the kernel itself; any
     other's from its module's text, where that is what its study hashes
-    (:func:`~sweeper.kernels._unimported.module_source_hash`).  ``None`` where it cannot be
-    told so: a kernel built from a space's options (``torch-op``, ``cuda``), or a Kernel
-    subclass whose module is not imported."""
+    (:func:`~sweeper.kernels._unimported.module_source_hash`).  A built-in built from a
+    space's ``options`` (``cuda``: its files as they read now, nothing compiled;
+    ``torch-op``: its op), from those options, as the run that recorded them hashed it:
+    ``None`` without them, or where they no longer build it (the ``.cu`` file gone).
+    ``None`` too for a Kernel subclass whose module is not imported."""
     try:
         found = plugins.find(plugins.KERNEL, name)
+        if found.builtin and options:
+            given = tuple(sorted(options.items()))
+            return source_hash_unrun(name, given) or load_kernel(name, given).source_hash()
         if found.builtin or found.target.partition(":")[0] in sys.modules:
             return load_kernel(name).source_hash()
     except (SweeperError, OSError, TypeError):
