@@ -771,31 +771,45 @@ def test_a_refuse_file_is_read_beside_the_space_and_turns_configs_down(cu_space,
         "parameter, the config\n")
 
 
-def test_the_refuse_and_reference_files_are_part_of_the_kernels_source(cu_space):
+@pytest.mark.parametrize("form", ["file.py", "module"])
+def test_the_refuse_and_reference_files_are_part_of_the_kernels_source(cu_space, monkeypatch,
+                                                                      form):
     """A ``refuse:`` or ``reference:`` file decides what runs and what is right, as the
     ``.cu`` file does: its text is part of the kernel's source (an edit is a new source
-    hash) and the sweep watches it (``source_files``)."""
+    hash) and the sweep watches it (``source_files``).  So does the file of a
+    ``module:function``'s module where it is the user's own (found as its import finds
+    it, the current folder first; read again, not imported again); a library's
+    (``torch:clone``) is not."""
     folder = cu_space(space_text()).parent
-    (folder / "limits.py").write_text("def fits(config):\n    return None\n")
-    (folder / "check.py").write_text("def copied(src):\n    return src.clone()\n")
-    space = load_space(cu_space(KERNEL.format(
-        source="copy.cu", entry="copy", args="[dst, src, n]", extra="\n  refuse: "
-        "limits.py:fits").replace("torch:clone", "check.py:copied")))
-    assert dict(space.kernel_options)["reference"] == f"{folder / 'check.py'}:copied"
+    monkeypatch.chdir(folder)
+    (folder / "cu_limits.py").write_text("def fits(config):\n    return None\n")
+    (folder / "cu_check.py").write_text("def copied(src):\n    return src.clone()\n")
+    suffix = ".py" if form == "file.py" else ""
+    try:
+        space = load_space(cu_space(space_text(extra=f"\n  refuse: cu_limits{suffix}:fits")
+                                    .replace("torch:clone", f"cu_check{suffix}:copied")))
+    finally:                                # a module's is imported as the space is read
+        for name in ("cu_limits", "cu_check"):
+            sys.modules.pop(name, None)
+    if form == "file.py":
+        assert dict(space.kernel_options)["reference"] == f"{folder / 'cu_check.py'}:copied"
 
     def kernel():
         return load_kernel(space.kernel, space.kernel_options)
     before = kernel()
     files = before.source_files()
-    assert folder / "limits.py" in files and folder / "check.py" in files
-    assert folder / "copy.cu" in files
+    assert {folder / "cu_limits.py", folder / "cu_check.py", folder / "copy.cu"} <= set(files)
     hashes = [before.source_hash()]
-    for name, text in (("limits.py", "def fits(config):\n    return 'no'\n"),
-                       ("check.py", "def copied(src):\n    return src * 1\n")):
+    for name, text in (("cu_limits.py", "def fits(config):\n    return 'no'\n"),
+                       ("cu_check.py", "def copied(src):\n    return src * 1\n")):
         (folder / name).write_text(text)
         hashes.append(kernel().source_hash())
         assert before.source_hash() == hashes[-1]      # its source reads the files now
     assert len(set(hashes)) == 3
+    plain = load_space(cu_space(space_text()))
+    torch_folder = Path(torch.__file__).parent
+    assert not any(p.is_relative_to(torch_folder) for p in
+                   load_kernel(plain.kernel, plain.kernel_options).source_files())
 
 
 def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path, capsys):

@@ -48,6 +48,7 @@ from sweeper.kernels._cuda_spec import (
     templates,
 )
 from sweeper.kernels._model_form import read_model
+from sweeper.kernels._own_modules import user_module_file
 from sweeper.kernels._short import _count, refused
 from sweeper.kernels._short_form import Declaration, _counted
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
@@ -213,14 +214,19 @@ class CudaDeclaration(Kernel):
 
 
 def _python_files(options: Mapping[str, str]) -> tuple[Path, ...]:
-    """The files a ``file.py:function`` reference or refuse names (resolved beside the
-    space file), each once: they decide what is right and what runs, as the ``.cu`` file
-    does, so their text is part of the kernel's source and the sweep watches them."""
+    """The files a reference or refuse names, each once: a ``file.py:function``'s
+    (resolved beside the space file), a ``module:function``'s where the module is one of
+    the user's own (its file found as its import finds it, nothing imported:
+    :func:`~sweeper.kernels._own_modules.user_module_file`; a library's, such as
+    ``torch:clone``, is not).  They decide what is right and what runs, as the ``.cu``
+    file does, so their text is part of the kernel's source and the sweep watches them."""
     found: list[Path] = []
     for key in ("reference", "refuse"):
         path, colon, _ = options.get(key, "").rpartition(":")
-        if colon and path.endswith(".py") and Path(path).resolve() not in found:
-            found.append(Path(path).resolve())
+        file = (Path(path).resolve() if path.endswith(".py") else user_module_file(path)) \
+            if colon else None
+        if file is not None and file not in found:
+            found.append(file)
     return tuple(found)
 
 

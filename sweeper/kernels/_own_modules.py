@@ -134,6 +134,21 @@ def module_file(module: str) -> str | None:
     return None
 
 
+def user_module_file(module: str) -> Path | None:
+    """The ``.py`` file of ``module`` (``a.b``) where it is one of the user's own, found as
+    :func:`module_file` finds it (the working folder first), nothing imported: ``None``
+    for a module of :data:`LIBRARIES`, the standard library's or an installed package's
+    (their versions are a study's fingerprint's), or one not found."""
+    top = module.partition(".")[0]
+    if top in LIBRARIES or top in sys.stdlib_module_names:
+        return None
+    found = module_file(module)
+    if found is None:
+        return None
+    path = Path(found).resolve()
+    return None if _installed(path) else path
+
+
 def _file_of(name: str) -> Path | None:
     """The ``.py`` file module ``name`` is (or would be) imported from, found without
     importing anything; None for one without such a file (built in, compiled, a
