@@ -522,15 +522,17 @@ def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype
 
 
 def describe(config: TunedConfig) -> str:
-    """One line: the launch config, the kernel's headline rate where it was tuned, and how
-    far that is from the problem asked for."""
+    """One line: the launch config, the kernel's headline rate where it was tuned (and
+    that it was measured warm, the L2 not flushed, where it was), and how far that is
+    from the problem asked for."""
     meta = " ".join(f"{k}={v}" for k, v in config.meta.items())
     tuned_at = Problem(config.dtype, config.footprint, tuple(config.dims.items())).describe()
     near = "exact" if config.distance == 0 else \
         f"nearest, log2 distance {config.distance:.3g}{'; far' if config.far else ''}"
+    warm = " warm (L2 not flushed)" if config.cache == "warm" else ""
     return (f"{config.kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
             f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
-            f"tuned at {tuned_at} ({near}): median {config.median_ms:.4g} ms, "
+            f"tuned{warm} at {tuned_at} ({near}): median {config.median_ms:.4g} ms, "
             f"{config.rate:.4g} {config.headline.unit} (study {config.study})"
             f"{'; STALE: tuned for an earlier source of the kernel' if config.stale else ''}")
 

@@ -297,6 +297,24 @@ def test_sweeper_tuned_asks_for_a_cache_mode(tmp_path, capsys):
     assert "BLOCK=512" in capsys.readouterr().out
 
 
+def test_a_warm_entry_says_so_where_it_is_described(tmp_path, capsys):
+    """``describe`` (and so ``sweeper tuned``'s line) says an entry's winner was measured
+    warm, the L2 not flushed; a cold one's line is as it was."""
+    from sweeper.cli import main
+    from sweeper.lookup import describe
+
+    path = tmp_path / "tuning.json"
+    export_study(warm_study(tmp_path, "w", "warm", 512), path)
+    export_study(warm_study(tmp_path, "c", "cold", 256), path)
+    asked = {"dtype": "float32", "footprint": 1 << 20, "gpu": GPU, "path": path}
+    assert "; tuned warm (L2 not flushed) at 1MiB (exact): " in \
+        describe(tuned("copy", cache="warm", **asked))
+    assert "; tuned at 1MiB (exact): " in describe(tuned("copy", **asked))
+    assert main(["tuned", "copy", "--footprint", "1MiB", "--gpu", GPU, "--tuning", str(path),
+                 "--cache", "warm"]) == 0
+    assert "; tuned warm (L2 not flushed) at 1MiB (exact): " in capsys.readouterr().out
+
+
 def test_a_modules_winners_say_their_cache_mode_and_one_gpu_holds_one(tmp_path):
     """The module's winners record the cache mode they were measured in; a warm study is
     not merged into a GPU whose winners are cold (nor the other way), where its winners
