@@ -29,7 +29,14 @@ from typing import Any
 from sweeper.core._spelling import entry
 from sweeper.errors import SweeperError
 from sweeper.launch_timing import Measured, Timer, measure, resetter, timer_for
-from sweeper.lookup import Candidate, TunedConfig, Tuning, current_gpu, warn_for
+from sweeper.lookup import (
+    Candidate,
+    TunedConfig,
+    Tuning,
+    cache_problem,
+    current_gpu,
+    warn_for,
+)
 from sweeper.space import launch_text, show_dims
 
 log = logging.getLogger(__name__)
@@ -251,7 +258,10 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
     into.  ``timer``: how a candidate is timed (default: CUDA events on a GPU,
     ``perf_counter`` on the CPU; :mod:`sweeper.launch_timing`).  ``cache``: the cache
     mode of the winners to launch (:func:`~sweeper.lookup.tuned`'s: ``cold`` unless
-    told)."""
+    told; another is refused here, as it decorates)."""
+    wrong = cache_problem(cache)
+    if wrong is not None:
+        raise SweeperError(f"tuned_kernel: {wrong}")
     table = Tuning(tuning)
     for what, names in (("key", key), ("restore", restore), ("reset_to_zero", reset_to_zero)):
         if isinstance(names, str) or (what == "key" and not names):

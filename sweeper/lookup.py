@@ -65,6 +65,15 @@ class TunedConfig(TuningEntry):
     candidates: tuple[Candidate, ...] = ()
 
 
+def cache_problem(cache: object) -> str | None:
+    """Why ``cache`` names no cache mode a lookup can ask for (what is allowed), or
+    ``None``."""
+    if isinstance(cache, str) and cache in CACHE_MODES:
+        return None
+    return (f"cache {cache!r}: allowed: {', '.join(CACHE_MODES)} (the L2 flushed before each "
+            "sample, or not)")
+
+
 def current_gpu() -> str:
     """The name studies record for the device this process would run on: the Triton
     interpreter where it is on (``TRITON_INTERPRET=1``) or where there is no CUDA device
@@ -126,9 +135,9 @@ class Tuning:
         if gpu is not None and not isinstance(gpu, str):
             raise SweeperError(f"gpu {gpu!r}: give the GPU's name as text (e.g. 'NVIDIA "
                                "H100 80GB HBM3'), or None for this one")
-        if cache not in CACHE_MODES:
-            raise SweeperError(f"cache {cache!r}: allowed: {', '.join(CACHE_MODES)} (the L2 "
-                               "flushed before each sample, or not)")
+        wrong = cache_problem(cache)
+        if wrong is not None:
+            raise SweeperError(wrong)
         dtype = dtype_name(dtype)
         footprint, dims = _checked_problem(footprint, dims, dtype)
         capability = None if gpu else _current_capability()
@@ -537,5 +546,5 @@ def describe(config: TunedConfig) -> str:
             f"{'; STALE: tuned for an earlier source of the kernel' if config.stale else ''}")
 
 
-__all__ = ["Candidate", "TunedConfig", "Tuning", "current_gpu", "describe", "far_text",
-           "tuned", "warn_for", "warn_stale", "warn_stale_export", "warn_unfound"]
+__all__ = ["Candidate", "TunedConfig", "Tuning", "cache_problem", "current_gpu", "describe",
+           "far_text", "tuned", "warn_for", "warn_stale", "warn_stale_export", "warn_unfound"]

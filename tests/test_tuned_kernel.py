@@ -138,6 +138,10 @@ def test_misuse_is_one_line(tuning):
         sweeper.tuned_kernel(tuning, key="n")
     with pytest.raises(SweeperError, match="no tuning file"):
         sweeper.tuned_kernel(tuning.parent / "none.json", key=["n"])
+    for cache in ("hot", None, ["warm"]):           # refused as it decorates, not at a call
+        with pytest.raises(SweeperError, match=r"^tuned_kernel: cache .*: allowed: cold, warm "
+                           r"\(the L2 flushed before each sample, or not\)$"):
+            sweeper.tuned_kernel(tuning, key=["n"], cache=cache)  # type: ignore[arg-type]
     k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(body)
     with pytest.raises(SweeperError, match=r"key \['n'\] must be positive integers, got \[0\]"):
         k(torch.zeros(1), torch.zeros(1), 0)
