@@ -739,14 +739,16 @@ class Sweep:
         on this device too (:meth:`~sweeper.kernels.Kernel.cannot_launch`, asked once a
         config, and so once a problem where the kernel allocates to answer): what may be
         compiled ahead or for a GPU.  Each worker asks again before it launches one, and
-        records a refusal skipped by the kernel."""
+        records a refusal skipped by the kernel (a refusal that failed: crashed)."""
         config = self._resolved(choice)
         return None if config is None or self._turns_down(key_of(choice), config) else config
 
     def _turns_down(self, key: tuple[str, ...], config: Config) -> bool:
         """Whether the kernel turns down ``config`` (keyed ``key``) on this device (one
-        whose answer raises is not: its worker meets that as it would without compiling
-        ahead).  On a GPU only what it tells without allocating there (``ahead``)."""
+        whose answer raises is not, nor recorded here: its worker asks again and records
+        the trial failed, a ``refuse=`` or ``prune_configs_by`` with a bug as
+        :class:`~sweeper.errors.RefusalFailed`, as it would without compiling ahead).
+        On a GPU only what it tells without allocating there (``ahead``)."""
         if key not in self._refusals:
             try:
                 said = self.kernel.cannot_launch(config, self.device.torch_device,
