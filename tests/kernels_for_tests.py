@@ -292,6 +292,22 @@ class TurnsDownBigBlocks(RefusedOnBigBlock):
         return f"BLOCK={block} is past the 256 this kernel takes" if block > 256 else None
 
 
+def _refuse_fails_below_1024(config: Config) -> str | None:
+    return None if 1024 // config.meta["BLOCK"] == 1 else config.meta["SIZES"][0]
+
+
+class ReadsAGlobalRefusalFailsOnSmallBlocks(ReadsAGlobal):
+    """:class:`ReadsAGlobal` whose refusal asks a ``refuse=`` with a bug below BLOCK=1024
+    (a ``KeyError``), as a short kernel's does: those configs' trials fail with it."""
+
+    name = "reads-a-global-refusal-fails-on-small-blocks"
+
+    def refusal(self, config: Config, device: str) -> str | None:
+        from sweeper.kernels._short import refused
+
+        return refused(_refuse_fails_below_1024, config)
+
+
 class ReadsAGlobalTurnsDownSmallBlocks(ReadsAGlobal):
     """:class:`ReadsAGlobal` (every config refused by the compiler) that turns down
     BLOCK < 1024 itself (its :meth:`refusal`)."""
