@@ -281,6 +281,15 @@ class CountsFlopsInWords(CopyKernel):
         return "none" if problem.footprint == 4096 else 0  # type: ignore[return-value]
 
 
+class RefusalRaisesOnBigBlocks(CopyKernel):
+    """A copy whose own :meth:`refusal` has a bug at BLOCK=1024 (a ``KeyError``)."""
+
+    name = "refusal-raises-on-big-blocks"
+
+    def refusal(self, config: Config, device: str) -> str | None:
+        return {256: None}[config.meta["BLOCK"]]
+
+
 class TurnsDownBigBlocks(RefusedOnBigBlock):
     """:class:`RefusedOnBigBlock` that turns down, itself, the configs the compiler would
     refuse (its :meth:`refusal`): they are skipped by the kernel, never compiled."""

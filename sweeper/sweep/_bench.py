@@ -96,12 +96,15 @@ class Bench:
         the sampler's seed and the trial's number; a config the kernel cannot launch on
         this device (:meth:`~sweeper.kernels.Kernel.cannot_launch`: an int32 index that
         would wrap, a variant the GPU lacks) is invalid, with its reason; one whose
-        refusal failed (a ``refuse=`` or ``prune_configs_by`` with a bug) crashed, saying
-        how."""
+        refusal failed (a ``refuse=`` or ``prune_configs_by`` with a bug; a kernel's own
+        ``refusal`` or ``int32_reach`` that raised) failed too, saying how."""
         try:
             refusal = self.kernel.cannot_launch(config, self.device.torch_device)
         except RefusalFailed as err:
             return TrialResult(*classify(err))
+        except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
+            status, reason = classify(err)
+            return TrialResult(status, f"asking whether the kernel can launch it: {reason}")
         if refusal is not None:
             return TrialResult(TrialStatus.INVALID, refusal)
         try:
