@@ -400,6 +400,22 @@ def test_a_kernels_refusal_that_raises_fails_its_trials_and_the_sweep_goes_on(
                if t.status is TrialStatus.CRASHED), trials
 
 
+def test_ab_stops_at_a_kernels_refusal_that_raises_saying_so(write_space, tmp_path, capsys,
+                                                              monkeypatch):
+    """``sweeper ab`` where the kernel's own ``refusal`` raises at BLOCK=1024: one line
+    naming the side and what raised where, exit 2, no traceback."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    space = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:RefusalRaisesOnBigBlocks"))
+    rc = main(["ab", str(space), "--vary", "BLOCK=256,1024", "--device", "interpret"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert "BLOCK=1024 with " in err and " held: the kernel's refusal raised KeyError: " \
+        "1024 (at kernels_for_tests.py:" in err, err
+
+
 def test_a_hung_trial_is_recorded_as_timeout_and_the_run_goes_on(write_space, tmp_path):
     """A real `sweeper run` process: the configs with BLOCK 1024 never return; after
     measure.timeout each is recorded as timeout, the process re-executes itself and
