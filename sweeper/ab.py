@@ -23,7 +23,7 @@ import torch
 
 from sweeper.core._units import did_you_mean
 from sweeper.devices import Device
-from sweeper.errors import SweeperError
+from sweeper.errors import RefusalFailed, SweeperError, raised
 from sweeper.fsio import atomic_write
 from sweeper.kernels import Kernel
 from sweeper.measure import PRACTICAL, Comparison, StopRule, compare_samples, summarize
@@ -219,12 +219,19 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
     facts = device.facts()
 
     def launched(fixed: dict[str, str], label: str) -> Config | str:
-        """``key=label`` with ``fixed`` held, or why it cannot run."""
+        """``key=label`` with ``fixed`` held, or why it cannot run; a refusal that failed
+        (a ``refuse=`` or ``prune_configs_by`` with a bug, a kernel's own ``refusal``
+        that raised) stops the comparison saying so, as a wrong answer does."""
         try:
             config = space.resolve({**fixed, key: label}, facts.env(), facts.max_footprint)
         except Invalid as err:
             return str(err)
-        return kernel.cannot_launch(config, device.torch_device) or config
+        try:
+            return kernel.cannot_launch(config, device.torch_device) or config
+        except Exception as err:          # the kernel's own code failed: say so
+            why = str(err) if isinstance(err, RefusalFailed) else \
+                raised("the kernel's refusal", err)
+            raise SweeperError(f"{key}={label} with {held_text(fixed)} held: {why}") from err
 
     valid = Configs(space, facts.env(), facts.max_footprint)
     configs: dict[str, Config] = {}

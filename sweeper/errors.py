@@ -206,6 +206,15 @@ class ReferenceFailed(Exception):
     the launch, which ran."""
 
 
+class RefusalFailed(Exception):
+    """Asking whether a config may run failed in the user's own code: the kernel's
+    ``refuse=`` raised or returned neither ``None`` nor a reason, or its autotuner's
+    ``prune_configs_by`` raised.  A bug in a rule is no refusal: the config's trial fails
+    as crashed with this reason (the function, what it raised or returned, and where),
+    and the sweep goes on; where something only looks ahead (the coordinator deciding
+    what to compile), it means "let the trial find out"."""
+
+
 class ContextLost(Exception):
     """A trial left the CUDA context unusable (an illegal address, a device-side assert):
     nothing more can run in this process.  The trial is already recorded as crashed;

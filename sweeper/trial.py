@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sweeper.devices import Device
 from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
-from sweeper.errors import DEBUG_ENV, ReferenceFailed, one_line, user_line
+from sweeper.errors import DEBUG_ENV, ReferenceFailed, RefusalFailed, one_line, user_line
 from sweeper.escape import cut
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
@@ -324,7 +324,7 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     one rule (:func:`_cut_before`)."""
     import torch
 
-    if isinstance(err, ReferenceFailed):
+    if isinstance(err, (ReferenceFailed, RefusalFailed)):
         return TrialStatus.CRASHED, _cut_before(str(err), "")
     names = {cls.__name__ for cls in type(err).__mro__}
     message = getattr(err, "error_message", None)

@@ -78,6 +78,17 @@ def _prune_fails(configs, named_args, **kwargs):
 prune_fails = _doubling("prune_fails", triton.autotune(
     configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=1) for b in (64, 128)],
     key=["n_elements"], prune_configs_by={"early_config_prune": _prune_fails})(_times_two))
+def _prune_fails_past_1024(configs, named_args, **kwargs):
+    """An ``early_config_prune`` that keeps every config up to 1024 elements, and has a bug
+    past them."""
+    return configs if named_args["n_elements"] <= 1024 else configs[len(configs) + 1]
+
+
+#: 2 configs, whose prune keeps both up to 1024 elements and raises IndexError past them
+prune_fails_past_1024 = _doubling("prune_fails_past_1024", triton.autotune(
+    configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=1) for b in (64, 128)],
+    key=["n_elements"],
+    prune_configs_by={"early_config_prune": _prune_fails_past_1024})(_times_two))
 #: 6 configs, of which the 2 its perf_model rates fastest are kept (top_k=2)
 modelled = _doubling("modelled", triton.autotune(
     configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=w)

@@ -281,6 +281,15 @@ class CountsFlopsInWords(CopyKernel):
         return "none" if problem.footprint == 4096 else 0  # type: ignore[return-value]
 
 
+class RefusalRaisesOnBigBlocks(CopyKernel):
+    """A copy whose own :meth:`refusal` has a bug at BLOCK=1024 (a ``KeyError``)."""
+
+    name = "refusal-raises-on-big-blocks"
+
+    def refusal(self, config: Config, device: str) -> str | None:
+        return {256: None}[config.meta["BLOCK"]]
+
+
 class TurnsDownBigBlocks(RefusedOnBigBlock):
     """:class:`RefusedOnBigBlock` that turns down, itself, the configs the compiler would
     refuse (its :meth:`refusal`): they are skipped by the kernel, never compiled."""
@@ -290,6 +299,22 @@ class TurnsDownBigBlocks(RefusedOnBigBlock):
     def refusal(self, config: Config, device: str) -> str | None:
         block = config.meta["BLOCK"]
         return f"BLOCK={block} is past the 256 this kernel takes" if block > 256 else None
+
+
+def _refuse_fails_below_1024(config: Config) -> str | None:
+    return None if 1024 // config.meta["BLOCK"] == 1 else config.meta["SIZES"][0]
+
+
+class ReadsAGlobalRefusalFailsOnSmallBlocks(ReadsAGlobal):
+    """:class:`ReadsAGlobal` whose refusal asks a ``refuse=`` with a bug below BLOCK=1024
+    (a ``KeyError``), as a short kernel's does: those configs' trials fail with it."""
+
+    name = "reads-a-global-refusal-fails-on-small-blocks"
+
+    def refusal(self, config: Config, device: str) -> str | None:
+        from sweeper.kernels._short import refused
+
+        return refused(_refuse_fails_below_1024, config)
 
 
 class ReadsAGlobalTurnsDownSmallBlocks(ReadsAGlobal):

@@ -17,6 +17,7 @@ import torch
 
 import sweeper
 from sweeper.cli import main
+from sweeper.errors import RefusalFailed
 from sweeper.kernels import load_kernel
 from sweeper.kernels._cuda_build import CompilationError, compiled, log_reason
 from sweeper.kernels._cuda_spec import cache_key, instantiation, nvrtc_options, sources
@@ -739,7 +740,8 @@ def test_a_reference_file_is_read_beside_the_space_and_called_with_the_inputs(cu
 
 def test_a_refuse_file_is_read_beside_the_space_and_turns_configs_down(cu_space, capsys):
     """``refuse: limits.py:fits`` is the short form's ``refuse=``: called with each config,
-    its reason is the kernel's refusal (a raise or no reason refuses too, saying so); it
+    its reason is the kernel's refusal (a raise or no reason is a bug that fails the
+    config's trial, saying so: :class:`~sweeper.errors.RefusalFailed`); it
     is part of the kernel's source, and one that cannot take the config is refused at
     its line."""
     folder = cu_space(space_text()).parent
@@ -760,8 +762,10 @@ def test_a_refuse_file_is_read_beside_the_space_and_turns_configs_down(cu_space,
                               "cuda")
     assert refusal(1) is None
     assert refusal(4) == "VEC=4 needs n to be a multiple of 4"
-    assert refusal(2).startswith("the kernel's refuse= raised ZeroDivisionError: integer "
-                                 "division or modulo by zero (at limits.py:4: ")
+    with pytest.raises(RefusalFailed) as failed:
+        refusal(2)
+    assert str(failed.value).startswith("the kernel's refuse= raised ZeroDivisionError: "
+                                        "integer division or modulo by zero (at limits.py:4: ")
     assert f"// refuse {folder / 'limits.py'}:fits" in kernel.source()
     path = cu_space(space_text(extra="\n  refuse: limits.py:takes_two"))
     assert main(["run", str(path), "--device", "interpret"]) == 2

@@ -13,6 +13,7 @@ import triton.language as tl
 
 import sweeper
 from sweeper.cli import main
+from sweeper.cli._exits import EXIT_CONFIGS_FAILED
 from sweeper.errors import SweeperError
 from sweeper.kernels import kernel_class
 from sweeper.space import load_space
@@ -309,16 +310,42 @@ def test_a_declarations_refuse_and_the_prune_are_counted_apart(tmp_path, capsys)
 
 
 def test_a_prune_that_raises_says_its_whole_message_on_one_line(tmp_path, capsys):
-    """A prune whose error has two lines: each config's reason and the run's "no config
-    was measured" line say both, joined on one line, not the first alone."""
+    """A prune whose error has two lines: each config's trial fails (a bug in the prune,
+    not a refusal), its reason and the run's "no config was measured" line saying both,
+    joined on one line, not the first alone."""
     rc = main(["run", "--from-autotune", f"{HOOKED}:prune_fails", "--device", "interpret",
                "--studies-dir", str(tmp_path), "--no-report"])
     out = capsys.readouterr()
     trials = StudyStore(tmp_path / "prune_fails-interpret").records()[0]
-    said = "it raised ValueError: no configs for this n_elements see the table in the docs"
-    assert len(trials) == 2 and {t.status for t in trials} == {TrialStatus.INVALID}
+    said = ("_times_two's prune_configs_by raised ValueError: no configs for this "
+            "n_elements see the table")
+    assert len(trials) == 2 and {t.status for t in trials} == {TrialStatus.CRASHED}
     assert all(said in t.reason and "\n" not in t.reason for t in trials), trials[0].reason
     assert rc != 0 and said in out.out + out.err, out
+
+
+def test_a_prune_that_raises_for_one_problem_fails_its_configs_and_measures_the_rest(
+        tmp_path, capsys):
+    """A prune with a bug past 1024 elements: the 2 configs of n_elements=2048 fail as
+    crashed, their reason naming the prune, what it raised and its line, in the run's
+    ``failed:`` line too, not skipped by prune_configs_by; those of n_elements=1024 are
+    measured, and the run ends with the exit status of a kernel's failure."""
+    from tests import autotune_kernels_for_tests as hooked
+
+    rc = main(["run", "--from-autotune", f"{HOOKED}:prune_fails_past_1024", "-p",
+               "n_elements=1024,2048", "--device", "interpret", "--studies-dir",
+               str(tmp_path), "--no-report"])
+    out, err = capsys.readouterr()
+    assert rc == EXIT_CONFIGS_FAILED and "Traceback" not in err, err
+    assert "done: 2 measured, 2 failed, 0 skipped by constraints, " in out, out
+    line = hooked._prune_fails_past_1024.__code__.co_firstlineno + 3
+    said = (f"_times_two's prune_configs_by raised IndexError: list index out of range (at "
+            f"autotune_kernels_for_tests.py:{line}: ")
+    assert "failed: 2 crashed (first: #0 " in out and said[:100] in out, out
+    trials = StudyStore(tmp_path / "prune_fails_past_1024-interpret").records()[0]
+    assert {(t.config.problem.dim("n_elements"), t.status) for t in trials} == {
+        (1024, TrialStatus.OK), (2048, TrialStatus.CRASHED)}
+    assert all(t.reason.startswith(said) for t in trials if t.status is TrialStatus.CRASHED)
 
 
 def test_perf_model_and_top_k_keep_the_configs_it_rates_fastest(tmp_path, capsys):

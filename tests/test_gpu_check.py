@@ -52,6 +52,25 @@ def run_space(write_space, tmp_path, monkeypatch, capsys):
     return run
 
 
+@pytest.fixture
+def compiled(monkeypatch) -> list[int]:
+    """The BLOCK of each config compiled for the GPU, in order (compiled in this process,
+    not a fork, so the list sees them)."""
+    from sweeper.kernels import _precompile
+
+    blocks: list[int] = []
+    real = _precompile.Precompiler.compile
+
+    def compile(self, config):
+        blocks.append(config.meta["BLOCK"])
+        return real(self, config)
+
+    monkeypatch.setattr(_precompile.Precompiler, "compile", compile)
+    monkeypatch.setattr(_gpu_check, "in_a_fork",
+                        lambda compile, config, within_s=None: compile(config))
+    return blocks
+
+
 def test_a_kernel_reading_a_global_runs_interpreted_but_is_refused_for_the_gpu(run_space):
     """With the check off the interpreter measures every config; with it (the default)
     the header names the compiler's refusal and the kernel's line, and every config is
@@ -79,22 +98,10 @@ def test_a_kernel_reading_a_global_runs_interpreted_but_is_refused_for_the_gpu(r
 
 
 def test_a_config_the_kernel_turns_down_is_skipped_by_it_not_compiled_for_the_gpu(
-        run_space, monkeypatch):
+        run_space, compiled):
     """The kernel's refusal is asked before a config is compiled for the GPU: in ``all``
     mode, and once the compiler refused the kernel, a config the kernel turns down is
     never compiled and is skipped by the kernel, not a compile_error."""
-    from sweeper.kernels import _precompile
-
-    compiled = []
-    real = _precompile.Precompiler.compile
-
-    def compile(self, config):
-        compiled.append(config.meta["BLOCK"])
-        return real(self, config)
-
-    monkeypatch.setattr(_precompile.Precompiler, "compile", compile)
-    monkeypatch.setattr(_gpu_check, "in_a_fork",
-                        lambda compile, config, within_s=None: compile(config))
     for mode in ("first", "all"):
         compiled.clear()
         _, out, trials = run_space("tests.kernels_for_tests:ReadsAGlobalTurnsDownSmallBlocks",
@@ -126,6 +133,29 @@ def test_the_representative_is_a_config_the_kernel_takes(run_space, write_space,
                       "space (the first, grid=4 block=32 BLOCK=256: BLOCK=256 is below the "
                       "1024 this kernel takes); nothing compiled for sm_90"), header
     assert "4 skipped by the kernel" in out, out
+
+
+def test_a_config_whose_refusal_fails_is_not_compiled_for_the_gpu_its_trial_fails(
+        run_space, compiled):
+    """A refusal with a bug (the kernel's refuse= raises below BLOCK=1024) turns nothing
+    down, and is not compiled for the GPU either: the representative is the first config
+    it does not fail on, and in ``first`` and ``all`` mode those configs' trials fail as
+    crashed with the refuse='s bug, as a GPU worker records them, never the compiler's
+    error nor skipped."""
+    for mode in ("first", "all"):
+        compiled.clear()
+        _, out, trials = run_space("tests.kernels_for_tests:"
+                                   "ReadsAGlobalRefusalFailsOnSmallBlocks",
+                                   "--gpu-check", mode, study=f"failing-{mode}")
+        header = next(line for line in out.splitlines() if line.startswith("gpu check:"))
+        assert "(grid=1 block=32 BLOCK=1024)" in header, header
+        assert 256 not in compiled, compiled
+        small = [t for t in trials if t["status"] == "crashed"]
+        assert len(small) == 2 and all(t["reason"].startswith(
+            "the kernel's refuse= raised KeyError: 'SIZES' (at kernels_for_tests.py:")
+            for t in small), trials
+        assert sorted(t["status"] for t in trials) == ["compile_error"] * 2 + ["crashed"] * 2
+        assert "skipped by the kernel" not in out, out
 
 
 def test_a_good_kernel_compiles_once_for_the_gpu_and_is_measured_as_before(run_space):

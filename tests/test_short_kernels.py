@@ -14,6 +14,7 @@ import torch
 import sweeper
 from sweeper import plugins
 from sweeper.cli import main
+from sweeper.cli._exits import EXIT_CONFIGS_FAILED
 from sweeper.errors import BaselineWarning, SweeperError
 from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline, Kernel
@@ -540,43 +541,70 @@ def test_a_config_the_declarations_refuse_turns_down_is_skipped_by_the_kernel(
 
 @pytest.mark.parametrize(("kernel", "reason"), [
     ("refuse_raises_at_1024", "the kernel's refuse= raised ZeroDivisionError: integer "
-     "division or modulo by zero (at short_kernels_for_tests.py:"),
-    ("refuse_says_true_at_1024", "short_kernels_for_tests.py:{line}: the kernel's refuse= "
-     "returned True (bool); it must return None to run the config or a string saying why "
-     "not"),
+     "division or modulo by zero (at short_kernels_for_tests.py:{raised}"),
+    ("refuse_says_true_at_1024", "short_kernels_for_tests.py:{defined}: the kernel's "
+     "refuse= returned True (bool); it must return None to run the config or a string "
+     "saying why not"),
 ])
-def test_a_refuse_that_raises_or_says_no_reason_skips_its_config_saying_so(
+def test_a_refuse_that_raises_or_says_no_reason_fails_its_config_saying_so(
         kernel, reason, tmp_path, write_space, capsys):
-    """A refuse= that raises, or returns neither None nor a reason, at BLOCK=1024: that
-    config is skipped by the kernel (it is not run on a rule that failed), its reason
-    saying what the function did and where; the sweep goes on and measures BLOCK=256."""
+    """A refuse= that raises, or returns neither None nor a reason, at BLOCK=1024: a bug in
+    the user's rule, not a refusal, so that config's trial fails as crashed (it never runs
+    on a rule that failed), its reason naming the function, what it raised or returned,
+    and where; the run's ``failed:`` line names it, the run ends with the exit status of
+    a kernel's failure, and the sweep goes on to measure BLOCK=256."""
+    from tests import short_kernels_for_tests as declared
+
+    rule = {"refuse_raises_at_1024": declared._raises_at_1024,
+            "refuse_says_true_at_1024": declared._true_at_1024}[kernel]
+    defined = rule.__code__.co_firstlineno
+    reason = reason.format(defined=defined, raised=defined + 1)
     space = write_space(TINY.format(study=kernel, kernel=f"tests.short_kernels_for_tests:"
                                                          f"{kernel}"))
     rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
                "--no-report"])
     out, err = capsys.readouterr()
-    assert rc == 0 and "Traceback" not in err, err
-    assert "done: 1 measured, 0 failed, 1 skipped by the kernel, " in out, out
+    assert rc == EXIT_CONFIGS_FAILED and "Traceback" not in err, err
+    assert "done: 1 measured, 1 failed, 0 skipped by constraints, " in out, out
+    # the line shows a reason's first 120 characters: where and what, in either case
+    assert "failed: 1 crashed (first: #" in out and reason[:110] in out, out
     trials = StudyStore(tmp_path / f"{kernel}-interpret").records()[0]
-    skipped = [t for t in trials if t.status is TrialStatus.INVALID]
-    assert len(trials) == 2 and len(skipped) == 1 and skipped[0].config.meta["BLOCK"] == 1024
-    from tests import short_kernels_for_tests as declared
+    assert {t.config.meta["BLOCK"]: t.status for t in trials} == {
+        256: TrialStatus.OK, 1024: TrialStatus.CRASHED}
+    failed = next(t for t in trials if t.status is TrialStatus.CRASHED)
+    assert failed.reason.startswith(reason), failed.reason
 
-    line = declared._true_at_1024.__code__.co_firstlineno
-    assert skipped[0].reason.startswith(reason.format(line=line)), skipped[0].reason
+
+def test_ab_stops_at_a_refuse_that_raises_saying_so(tmp_path, write_space, capsys,
+                                                   monkeypatch):
+    """``sweeper ab`` on a refuse= that raises at BLOCK=1024: one line naming the side,
+    what the refuse raised and where, exit 2; not "cannot run", as if it had refused."""
+    monkeypatch.chdir(tmp_path)
+    space = write_space(TINY.format(study="ab_refuse", kernel="tests.short_kernels_for_"
+                                                              "tests:refuse_raises_at_1024"))
+    rc = main(["ab", str(space), "--vary", "BLOCK=256,1024", "--device", "interpret"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert "BLOCK=1024 with " in err and " held: the kernel's refuse= raised " \
+        "ZeroDivisionError: integer division or modulo by zero (at short_kernels_for_" \
+        "tests.py:" in err, err
+    assert "cannot run" not in err, err
 
 
 @pytest.mark.parametrize(("said", "shown"), [
     ("", "'' (str)"), (0, "0 (int)"), (["too big"], "['too big'] (list)"),
-    ("  ", "'  ' (str)")])
-def test_a_refuse_that_returns_no_reason_is_a_refusal_naming_what_it_returned(said, shown):
+    ("  ", "'  ' (str)"), (True, "True (bool)")])
+def test_a_refuse_that_returns_no_reason_fails_naming_what_it_returned(said, shown):
+    from sweeper.errors import RefusalFailed
     from sweeper.kernels._short import refused
 
     def refuse(config):
         return said
 
     config = _config(_problem())
-    assert refused(refuse, config) == (
+    with pytest.raises(RefusalFailed) as failed:
+        refused(refuse, config)
+    assert str(failed.value) == (
         f"test_short_kernels.py:{refuse.__code__.co_firstlineno}: the kernel's refuse= "
         f"returned {shown}; it must return None to run the config or a string saying why "
         "not")

@@ -374,6 +374,48 @@ def test_run_goes_on_in_worker_processes_after_a_broken_context(write_space, tmp
     assert sum("went on in worker processes" in t.reason for t in crashed) == 1
 
 
+def test_a_kernels_refusal_that_raises_fails_its_trials_and_the_sweep_goes_on(
+        write_space, tmp_path, capsys):
+    """A subclass's own ``refusal`` that raises at BLOCK=1024: those trials crash, their
+    reason saying what raised and at which line (the ``failed:`` line names it), the
+    other configs are measured, and the run ends with exit status 3, not a traceback."""
+    from sweeper.cli import main
+    from sweeper.cli._exits import EXIT_CONFIGS_FAILED
+    from tests import kernels_for_tests
+
+    space = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:RefusalRaisesOnBigBlocks"))
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
+               "--no-report", "--gpu-check", "off"])
+    out, err = capsys.readouterr()
+    assert rc == EXIT_CONFIGS_FAILED and "Traceback" not in err, err
+    line = kernels_for_tests.RefusalRaisesOnBigBlocks.refusal.__code__.co_firstlineno + 1
+    said = (f"asking whether the kernel can launch it: KeyError: 1024 (at "
+            f"kernels_for_tests.py:{line}: ")
+    assert "failed: 4 crashed (first: #" in out and said[:60] in out, out
+    trials = StudyStore(tmp_path / "tiny-interpret").records()[0]
+    assert {(t.config.meta["BLOCK"], t.status) for t in trials if t.config} == {
+        (256, TrialStatus.OK), (1024, TrialStatus.CRASHED)}
+    assert all(t.reason.startswith(said) for t in trials
+               if t.status is TrialStatus.CRASHED), trials
+
+
+def test_ab_stops_at_a_kernels_refusal_that_raises_saying_so(write_space, tmp_path, capsys,
+                                                              monkeypatch):
+    """``sweeper ab`` where the kernel's own ``refusal`` raises at BLOCK=1024: one line
+    naming the side and what raised where, exit 2, no traceback."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    space = write_space(SMALL_SPACE.replace(
+        "kernel: copy", "kernel: tests.kernels_for_tests:RefusalRaisesOnBigBlocks"))
+    rc = main(["ab", str(space), "--vary", "BLOCK=256,1024", "--device", "interpret"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert "BLOCK=1024 with " in err and " held: the kernel's refusal raised KeyError: " \
+        "1024 (at kernels_for_tests.py:" in err, err
+
+
 def test_a_hung_trial_is_recorded_as_timeout_and_the_run_goes_on(write_space, tmp_path):
     """A real `sweeper run` process: the configs with BLOCK 1024 never return; after
     measure.timeout each is recorded as timeout, the process re-executes itself and

@@ -28,7 +28,7 @@ from sweeper.core._units import counted
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
-from sweeper.errors import ContextLost, SweeperError
+from sweeper.errors import ContextLost, RefusalFailed, SweeperError
 from sweeper.interrupt import Aborted, stopping_on_signals
 from sweeper.options import check_study_name, study_folder
 
@@ -481,7 +481,7 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
         return None
     check, line = GpuCheck.open(kernel, options.gpu_check_target, options.gpu_check)
     if check is not None:
-        first, turned_down = None, None
+        first, turned_down, failing = None, None, None
         try:
             for _, config in resolved(space, facts.env(), facts.max_footprint):
                 if isinstance(config, Invalid):
@@ -489,6 +489,12 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
                 try:
                     why = kernel.cannot_launch(config, device.torch_device,
                                                ahead=device.measures_gpu)
+                except RefusalFailed:
+                    # its trial fails, never launched: one the run launches represents
+                    # the kernel, else (every refusal failed) this one, whose code is
+                    # the kernel's all the same
+                    failing = config if failing is None else failing
+                    continue
                 except Exception:  # noqa: BLE001 - its trial records it, as before
                     why = None
                 if why is None:
@@ -496,8 +502,8 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
                     break
                 turned_down = turned_down or (config, why)
         except SweeperError:        # said in its place, when the sweep enumerates it
-            first = None
-        line = check.start(first, left_s, turned_down)
+            first = failing = None
+        line = check.start(first if first is not None else failing, left_s, turned_down)
     say(line)
     return check if check is not None and check.skipped is None else None
 

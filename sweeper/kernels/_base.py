@@ -318,7 +318,9 @@ class Kernel(abc.ABC):
         past :data:`INT32_MAX` (:meth:`int32_reach`), else the kernel's own
         :meth:`refusal`.  What everything about to launch a config asks first.  With
         ``ahead``, what can be told before anything is allocated (:meth:`refusal_ahead`):
-        what a sweep's coordinator asks before it compiles a config ahead of its trial."""
+        what a sweep's coordinator asks before it compiles a config ahead of its trial.
+        :class:`~sweeper.errors.RefusalFailed` where the user's rule asked failed: the
+        config's trial fails, it is not turned down."""
         for expression, reach in self.int32_reach(config).items():
             if reach > INT32_MAX:
                 return (f"{self.name} computes {expression}{WRAPS}"

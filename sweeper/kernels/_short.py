@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweeper.core import Config, Expr, Problem, evaluate
-from sweeper.errors import ReferenceFailed, SweeperError, defined_at, raised
+from sweeper.errors import (
+    ReferenceFailed,
+    RefusalFailed,
+    SweeperError,
+    defined_at,
+    raised,
+    user_line,
+)
 from sweeper.kernels._autotune import Hooks, row_of
 from sweeper.kernels._base import (
     PRUNED,
@@ -114,6 +121,8 @@ class ShortKernel(Kernel):
         self.config: Config | None = None          # the last launch's: the re-launch's
         #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them
         self._kept: dict[Problem, tuple[set[tuple[int, ...]], str]] = {}
+        #: the problems whose ``prune_configs_by`` raised (the note in ``_kept`` says so)
+        self._prune_failed: set[Problem] = set()
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         plan = self.plan
@@ -166,7 +175,8 @@ class ShortKernel(Kernel):
 
     def refusal(self, config: Config, device: str) -> str | None:
         """Why the declaration's ``refuse=`` turns ``config`` down (:func:`refused`),
-        else whether the autotuner's ``prune_configs_by`` drops it (:meth:`pruned`)."""
+        else whether the autotuner's ``prune_configs_by`` drops it (:meth:`pruned`);
+        :class:`~sweeper.errors.RefusalFailed` where either of them failed."""
         if self.plan.refuse is not None:
             reason = refused(self.plan.refuse, config)
             if reason is not None:
@@ -181,7 +191,9 @@ class ShortKernel(Kernel):
     def pruned(self, config: Config, device: str) -> str | None:
         """A config the autotuner's ``prune_configs_by`` drops for this problem, as
         Triton would at the problem's first launch (the kept rows found once a problem,
-        from the arguments a launch on buffers allocated for it passes)."""
+        from the arguments a launch on buffers allocated for it passes);
+        :class:`~sweeper.errors.RefusalFailed` for each listed config of a problem where
+        it raised."""
         hooks = self.autotune_hooks
         if hooks is None or hooks.autotuner is None:
             return None
@@ -194,8 +206,12 @@ class ShortKernel(Kernel):
                 self._kept[config.problem] = hooks.pruned(
                     lambda: self.plan.launch(**buffers.tensors, config=config))
             except Exception as err:  # noqa: BLE001 - the user's prune failed: say so
-                self._kept[config.problem] = set(), f"; {raised('it', err)}"[:400]
+                self._kept[config.problem] = set(), raised(
+                    f"{hooks.name}'s prune_configs_by", err)
+                self._prune_failed.add(config.problem)
         kept, note = self._kept[config.problem]
+        if config.problem in self._prune_failed:
+            raise RefusalFailed(note)
         if row in kept:
             return None
         return (f"{PRUNED}{hooks.name}'s @triton.autotune: it "
@@ -323,21 +339,27 @@ def refuse_launch_args(kernel: str, plan: Plan, tensors: Sequence[str], dims: Se
 
 def refused(refuse: Callable[[Config], object], config: Config) -> str | None:
     """What ``refuse(config)`` says: ``None`` to run ``config``, else why not.  Where it
-    raises, or returns anything but ``None`` or a string that says something, the config
-    is refused all the same (it never runs on a rule that failed), the reason saying what
-    it raised or returned, and where the function is."""
+    raises, or returns anything but ``None`` or a string that says something, the rule
+    itself is broken: :class:`~sweeper.errors.RefusalFailed`, saying what it raised and
+    at which line of the user's, or what it returned and where the function is, so the
+    config's trial fails (it never runs on a rule that failed, nor is it refused)."""
+    where = defined_at(refuse)
+    at = f"{where}: " if where else ""
     try:
         said = refuse(config)
-    except Exception as err:  # noqa: BLE001 - the user's rule failed: say so in the reason
-        return raised("the kernel's refuse=", err)
+    except RefusalFailed:                 # one it wraps (a space's ``refuse:``) said so
+        raise
+    except Exception as err:          # the user's rule failed: its trial says so
+        # the line that raised, else (none of the user's) where the function is
+        raise RefusalFailed(("" if user_line(err) else at)
+                            + raised("the kernel's refuse=", err)) from err
     if said is None:
         return None
     if isinstance(said, str) and said.strip():
         return said
-    where = defined_at(refuse)
-    return (f"{where + ': ' if where else ''}the kernel's refuse= returned "
-            f"{reprlib.repr(said)} ({type(said).__name__}); it must return None to run the "
-            "config or a string saying why not")
+    raise RefusalFailed(f"{at}the kernel's refuse= returned {reprlib.repr(said)} "
+                        f"({type(said).__name__}); it must return None to run the config or "
+                        "a string saying why not")
 
 
 def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 
 from sweeper.devices import Device, DeviceFacts
-from sweeper.errors import raised
+from sweeper.errors import RefusalFailed, raised
 from sweeper.finals import Round
 from sweeper.kernels import Buffers, CountError, Kernel, checked_count
 from sweeper.kernels._base import ALLOCATING
@@ -33,7 +33,7 @@ from sweeper.sweep._power import PowerCheck
 from sweeper.sweep._relay import Journal
 from sweeper.sweep._replay import replayed
 from sweeper.sweep._timing import Stamps
-from sweeper.trial import TrialResult, TrialStatus, run_trial
+from sweeper.trial import TrialResult, TrialStatus, classify, run_trial
 
 
 class Bench:
@@ -95,8 +95,16 @@ class Bench:
         """``config`` launched, verified and timed (:func:`run_trial`), inputs seeded by
         the sampler's seed and the trial's number; a config the kernel cannot launch on
         this device (:meth:`~sweeper.kernels.Kernel.cannot_launch`: an int32 index that
-        would wrap, a variant the GPU lacks) is invalid, with its reason."""
-        refusal = self.kernel.cannot_launch(config, self.device.torch_device)
+        would wrap, a variant the GPU lacks) is invalid, with its reason; one whose
+        refusal failed (a ``refuse=`` or ``prune_configs_by`` with a bug; a kernel's own
+        ``refusal`` or ``int32_reach`` that raised) failed too, saying how."""
+        try:
+            refusal = self.kernel.cannot_launch(config, self.device.torch_device)
+        except RefusalFailed as err:
+            return TrialResult(*classify(err))
+        except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
+            status, reason = classify(err)
+            return TrialResult(status, f"asking whether the kernel can launch it: {reason}")
         if refusal is not None:
             return TrialResult(TrialStatus.INVALID, refusal)
         try:

@@ -39,7 +39,9 @@ with the target, and never interpreted; so a kernel broken everywhere stops afte
 first five configs failed alike, as on the GPU, and a config the compiler takes is
 measured on the interpreter as before (once one is, ``first`` stops checking).  A
 config the kernel turns down is never compiled: it is skipped by the kernel, as
-without the check.
+without the check; nor is one whose refusal fails (a ``refuse=`` with a bug), whose trial
+fails with that bug as without the check (the representative is one only where every
+other is turned down or fails too).
 
 Where it compiles: in a child forked from this process (:func:`in_a_fork`), between
 trials, never during one, so the interpreter's timings are untouched and what the

@@ -30,7 +30,7 @@ from sweeper.core import bulk
 from sweeper.core._model import PROBLEM_AXES
 from sweeper.core._units import counted
 from sweeper.devices import Device, DeviceFacts
-from sweeper.errors import SourceEdited
+from sweeper.errors import RefusalFailed, SourceEdited
 from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
 from sweeper.kernels._watch import SourceWatch
@@ -739,18 +739,24 @@ class Sweep:
         on this device too (:meth:`~sweeper.kernels.Kernel.cannot_launch`, asked once a
         config, and so once a problem where the kernel allocates to answer): what may be
         compiled ahead or for a GPU.  Each worker asks again before it launches one, and
-        records a refusal skipped by the kernel."""
+        records a refusal skipped by the kernel (one that failed: crashed)."""
         config = self._resolved(choice)
         return None if config is None or self._turns_down(key_of(choice), config) else config
 
     def _turns_down(self, key: tuple[str, ...], config: Config) -> bool:
         """Whether the kernel turns down ``config`` (keyed ``key``) on this device (one
         whose answer raises is not: its worker meets that as it would without compiling
-        ahead).  On a GPU only what it tells without allocating there (``ahead``)."""
+        ahead).  A refusal that failed (:class:`~sweeper.errors.RefusalFailed`: a
+        ``refuse=`` or ``prune_configs_by`` with a bug) counts as one here, recording
+        nothing: the config is compiled neither ahead nor for a GPU, and its worker asks
+        again and records the trial failed with that bug, not a compiler's error.  On a
+        GPU only what it tells without allocating there (``ahead``)."""
         if key not in self._refusals:
             try:
                 said = self.kernel.cannot_launch(config, self.device.torch_device,
                                                  ahead=self.device.measures_gpu)
+            except RefusalFailed as err:      # never launched: the worker's to record
+                said = str(err)
             except Exception:  # noqa: BLE001 - the worker's to record, as before
                 said = None
             self._refusals[key] = said
