@@ -637,8 +637,8 @@ class Reference:
 class Refuse:
     """The ``refuse`` a space names, imported on its first call and called with the
     config; what it says read as :func:`~sweeper.kernels._short.refused` reads a
-    ``refuse=`` (a function that raises or returns no reason refuses, saying so at its
-    line)."""
+    ``refuse=`` (one that raises or returns no reason fails the config's trial, saying
+    so at its line)."""
 
     def __init__(self, target: str) -> None:
         self.imported = Reference(target, ())
