@@ -209,10 +209,11 @@ class ReferenceFailed(Exception):
 class RefusalFailed(Exception):
     """Asking whether a config may run failed in the user's own code: the kernel's
     ``refuse=`` raised or returned neither ``None`` nor a reason, or its autotuner's
-    ``prune_configs_by`` raised.  A bug in a rule is no refusal: the config's trial fails
-    as crashed with this reason (the function, what it raised or returned, and where),
-    and the sweep goes on; where something only looks ahead (the coordinator deciding
-    what to compile), it means "let the trial find out"."""
+    ``prune_configs_by`` raised, or the launch asked for the arguments it prunes with
+    failed before it reached the autotuned function.  A bug in a rule is no refusal: the
+    config's trial fails as crashed with this reason (the function, what it raised or
+    returned, and where), and the sweep goes on; where something only looks ahead (the
+    coordinator deciding what to compile), it means "let the trial find out"."""
 
 
 class ContextLost(Exception):

@@ -43,12 +43,13 @@ def _times_two(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
 
 
-def _doubling(name: str, autotuner, refuse=None):
-    """out = 2x, launched through ``autotuner``'s function (``refuse``: its ``refuse=``)."""
-    def launch(x, out, config):
+def _doubling(name: str, autotuner, refuse=None, launch=None):
+    """out = 2x, launched through ``autotuner``'s function (``refuse``: its ``refuse=``;
+    ``launch``: a launch function of its own in place of that one)."""
+    def through_autotuner(x, out, config):
         autotuner.fn[(config.grid,)](x, out, x.numel(), num_warps=config.num_warps,
                                      **config.meta)
-    return sweeper.kernel(launch, name=name, inputs={"x": "n_elements"},
+    return sweeper.kernel(launch or through_autotuner, name=name, inputs={"x": "n_elements"},
                           outputs={"out": "n_elements"}, dims={"n_elements": 2048},
                           grid="cdiv(n_elements, BLOCK_SIZE)",
                           footprint_bytes="n_elements * itemsize", reference=lambda x: 2 * x,
@@ -89,6 +90,27 @@ prune_fails_past_1024 = _doubling("prune_fails_past_1024", triton.autotune(
     configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=1) for b in (64, 128)],
     key=["n_elements"],
     prune_configs_by={"early_config_prune": _prune_fails_past_1024})(_times_two))
+
+
+def _launch_with_a_bug(x, out, config):
+    """A launch that raises NameError before it reaches the autotuned function."""
+    _times_two[(config.grid,)](x, out, n_elements, **config.meta)  # noqa: F821 - the bug
+
+
+def _launch_of_nothing(x, out, config):
+    """A launch that never calls the autotuned function."""
+
+
+#: 2 configs and ``pruned``'s sound prune, launched by :func:`_launch_with_a_bug`
+launch_fails = _doubling("launch_fails", triton.autotune(
+    configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=1) for b in (64, 128)],
+    key=["n_elements"], prune_configs_by={"early_config_prune": _keep_small})(_times_two),
+    launch=_launch_with_a_bug)
+#: 2 configs and ``pruned``'s sound prune, launched by :func:`_launch_of_nothing`
+launch_calls_nothing = _doubling("launch_calls_nothing", triton.autotune(
+    configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=1) for b in (64, 128)],
+    key=["n_elements"], prune_configs_by={"early_config_prune": _keep_small})(_times_two),
+    launch=_launch_of_nothing)
 #: 6 configs, of which the 2 its perf_model rates fastest are kept (top_k=2)
 modelled = _doubling("modelled", triton.autotune(
     configs=[triton.Config({"BLOCK_SIZE": b}, num_warps=w)

@@ -348,6 +348,34 @@ def test_a_prune_that_raises_for_one_problem_fails_its_configs_and_measures_the_
     assert all(t.reason.startswith(said) for t in trials if t.status is TrialStatus.CRASHED)
 
 
+@pytest.mark.parametrize(("name", "said"), [
+    ("launch_fails", "the kernel's launch raised NameError: name 'n_elements' is not "
+     "defined (at autotune_kernels_for_tests.py:{line}: _times_two[(config.grid,)](x, out, "
+     "n_elements, **config.meta)"),
+    ("launch_calls_nothing", "the launch of kernel launch_calls_nothing called no "
+     "_times_two[grid](...), so prune_configs_by has no arguments to prune with")])
+def test_a_launch_that_fails_before_the_autotuner_is_blamed_not_the_prune(
+        tmp_path, capsys, name, said):
+    """A launch function with a bug before it calls the autotuned function (asked for the
+    arguments prune_configs_by prunes with): each config's trial fails as crashed, as
+    where the prune raises, its reason naming the launch and its line, not the prune,
+    which never ran."""
+    from tests import autotune_kernels_for_tests as hooked
+
+    hooked.CALLS.clear()
+    rc = main(["run", "--from-autotune", f"{HOOKED}:{name}", "--device", "interpret",
+               "--studies-dir", str(tmp_path), "--no-report"])
+    out, err = capsys.readouterr()
+    assert rc != 0 and "Traceback" not in err, err
+    said = said.format(line=hooked._launch_with_a_bug.__code__.co_firstlineno + 2)
+    assert said[:60] in out + err, out
+    trials = StudyStore(tmp_path / f"{name}-interpret").records()[0]
+    assert len(trials) == 2 and {t.status for t in trials} == {TrialStatus.CRASHED}
+    assert all(t.reason.startswith(said) for t in trials), trials[0].reason
+    assert not any("prune_configs_by raised" in t.reason for t in trials)
+    assert hooked.CALLS == []
+
+
 def test_perf_model_and_top_k_keep_the_configs_it_rates_fastest(tmp_path, capsys):
     trials = _run_study(tmp_path, capsys, "modelled", "-p", "n_elements=2048")
     ran = [t for t in trials if t.status is TrialStatus.OK]

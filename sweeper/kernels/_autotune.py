@@ -37,7 +37,7 @@ from typing import Any
 
 from sweeper.core import Dim
 from sweeper.core._units import did_you_mean
-from sweeper.errors import SweeperError
+from sweeper.errors import RefusalFailed, SweeperError, raised
 from sweeper.kernels._base import MetaParam
 
 #: ``triton.Config`` fields sweeper cannot sweep, with the value that means "unused".
@@ -210,21 +210,27 @@ class Hooks:
         key: ``early_config_prune(configs, nargs, **kwargs)``, then ``perf_model``'s
         ``top_k``, with ``nargs`` the launch's positional arguments by name and
         ``kwargs`` its keywords but the config's; and a note on kept configs that are
-        none of the listed (sweeper runs only those)."""
+        none of the listed (sweeper runs only those).  :class:`RefusalFailed` where the
+        user's code failed, saying whose: the launch's (it raised before it reached
+        :attr:`function`, or never called it) or the prune's."""
         with self.around(None):
             try:
                 call()
             except _Captured as captured:
                 args, kwargs = captured.args_, captured.kwargs
+            except Exception as err:
+                raise RefusalFailed(raised("the kernel's launch", err)) from err
             else:
-                raise SweeperError(f"the launch of kernel {self.kernel} called no "
-                                   f"{self.name}[grid](...), so prune_configs_by has no "
-                                   "arguments to prune with")
+                raise RefusalFailed(f"the launch of kernel {self.kernel} called no "
+                                    f"{self.name}[grid](...), so prune_configs_by has no "
+                                    "arguments to prune with")
         own = {"num_warps", "num_stages", "num_ctas", "maxnreg", *self.columns}
         tuner = self.autotuner
         tuner.nargs = dict(zip(self.arg_names, args, strict=False))
         try:
             kept = tuner.prune_configs({k: v for k, v in kwargs.items() if k not in own})
+        except Exception as err:
+            raise RefusalFailed(raised(f"{self.name}'s prune_configs_by", err)) from err
         finally:
             tuner.nargs = None
         rows = {_row_key(_row(c), self.columns) for c in kept}

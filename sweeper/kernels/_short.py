@@ -121,7 +121,8 @@ class ShortKernel(Kernel):
         self.config: Config | None = None          # the last launch's: the re-launch's
         #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them
         self._kept: dict[Problem, tuple[set[tuple[int, ...]], str]] = {}
-        #: the problems whose ``prune_configs_by`` raised (the note in ``_kept`` says so)
+        #: the problems whose ``prune_configs_by``, or the launch asked for its arguments,
+        #: failed (the note in ``_kept`` says which)
         self._prune_failed: set[Problem] = set()
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
@@ -193,7 +194,8 @@ class ShortKernel(Kernel):
         Triton would at the problem's first launch (the kept rows found once a problem,
         from the arguments a launch on buffers allocated for it passes);
         :class:`~sweeper.errors.RefusalFailed` for each listed config of a problem where
-        it raised."""
+        it raised, or where the launch asked for its arguments failed before it reached
+        the autotuned function (the reason says which)."""
         hooks = self.autotune_hooks
         if hooks is None or hooks.autotuner is None:
             return None
@@ -205,9 +207,8 @@ class ShortKernel(Kernel):
             try:
                 self._kept[config.problem] = hooks.pruned(
                     lambda: self.plan.launch(**buffers.tensors, config=config))
-            except Exception as err:  # noqa: BLE001 - the user's prune failed: say so
-                self._kept[config.problem] = set(), raised(
-                    f"{hooks.name}'s prune_configs_by", err)
+            except RefusalFailed as err:    # the user's launch or prune: it says which
+                self._kept[config.problem] = set(), str(err)
                 self._prune_failed.add(config.problem)
         kept, note = self._kept[config.problem]
         if config.problem in self._prune_failed:
