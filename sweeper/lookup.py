@@ -235,18 +235,19 @@ class Tuning:
         modules'), the kernel whose own name it is (a warning names the others), else
         none of them: that is refused, naming their paths."""
         named = [i for i, e in enumerate(self.entries) if e.is_for(kernel)]
-        kinds = sorted({self.entries[i].identity for i in named})
+        kinds = sorted({self.entries[i].name for i in named})
         if len(kinds) <= 1:
             return named
         others = [k for k in kinds if k != kernel]
         if len(others) == len(kinds):
             raise SweeperError(f"{self.path}: {kernel!r} names {len(kinds)} tuned kernels, "
-                               f"{', '.join(kinds)}; ask for one by its module:attr path")
+                               f"{', '.join(kinds)}; ask for one by its module:attr path "
+                               "(a CUDA C kernel: cuda:FILE:ENTRY)")
         warnings.warn(f"{self.path}: {kernel!r} is the kernel of that name; "
                       f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} tuned "
                       "under that name too: ask for it by its module:attr path",
                       TuningWarning, stacklevel=user_stacklevel())
-        return [i for i in named if self.entries[i].identity == kernel]
+        return [i for i in named if self.entries[i].name == kernel]
 
     def _held(self, kernel: str, mine: list[int], ours: list[int], option: str | None
               ) -> str:
@@ -265,7 +266,7 @@ class Tuning:
         dtypes = sorted({self.entries[i].dtype for i in mine})
         if dtypes:
             return f"; {kernel} is tuned in {', '.join(dtypes)}"
-        kernels = sorted({e.identity for e in self.entries})
+        kernels = sorted({e.name for e in self.entries})
         return (f"; tuned kernels: {', '.join(kernels) or 'none'}"
                 f"{did_you_mean(kernel, kernels)}")
 
@@ -346,7 +347,7 @@ def warn_stale(config: TuningEntry, path: Path) -> None:
     """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that
     ``config`` (an entry a lookup may dispatch to) was tuned on an earlier source of its
     kernel, and how to tune it again."""
-    _warn_once(path, config.identity, lambda: _stale_text(
+    _warn_once(path, config.name, lambda: _stale_text(
         path, config.kernel, config.identity, config.tuned or config.exported, config.study))
 
 
@@ -354,7 +355,7 @@ def warn_unfound(config: TuningEntry, path: Path, why: str) -> None:
     """Warn (:class:`StaleTuningWarning`), once per kernel of a tuning file, that the
     source of ``config``'s kernel, tuned with a ``source_hash``, cannot be found to
     compare (``why``: :func:`unfound`'s): its winners are used unchecked."""
-    _warn_once(path, config.identity, lambda: _unfound_text(
+    _warn_once(path, config.name, lambda: _unfound_text(
         path, config.kernel, config.identity, config.study, why))
 
 
@@ -481,7 +482,8 @@ def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
 def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
           dims: Mapping[str, int] | None = None, gpu: str | None = None,
           path: str | Path | None = None, cache: str = "cold") -> TunedConfig:
-    """The tuned config for ``kernel`` (its name; a ``module:attr`` path also matches)
+    """The tuned config for ``kernel`` (its name; a ``module:attr`` path also matches; a
+    CUDA C kernel is ``cuda:FILE.cu:ENTRY``, :attr:`~sweeper.tuning.TuningEntry.name`)
     in ``dtype`` (``float32``, ``fp32`` or ``torch.float32``) on ``gpu`` (default: this
     one; a replay of it matches, else another GPU of its architecture with a warning),
     for a problem of ``dims`` or of ``footprint`` bytes (a number, or a size such as
@@ -539,7 +541,8 @@ def describe(config: TunedConfig) -> str:
     near = "exact" if config.distance == 0 else \
         f"nearest, log2 distance {config.distance:.3g}{'; far' if config.far else ''}"
     warm = " warm (L2 not flushed)" if config.cache == "warm" else ""
-    return (f"{config.kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
+    kernel = config.name if config.name != config.identity else config.kernel  # cuda:F:E
+    return (f"{kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
             f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
             f"tuned{warm} at {tuned_at} ({near}): median {config.median_ms:.4g} ms, "
             f"{config.rate:.4g} {config.headline.unit} (study {config.study})"

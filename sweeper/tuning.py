@@ -31,7 +31,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
 from sweeper.core._model import BLOCKS, CACHE_MODES, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
@@ -175,19 +175,32 @@ class TuningEntry(LaunchConfig, Record):
         return self.kernel_path or self.kernel
 
     @property
+    def name(self) -> str:
+        """The kernel as a lookup names it, one text per kernel: a kernel built from its
+        space's ``source`` file and ``entry`` function (``cuda``) is
+        ``KERNEL:FILE:ENTRY`` (``cuda:copy.cu:copy``: the file's name, not its folder),
+        as every CUDA C kernel is the one built-in; any other (or a ``cuda`` entry without
+        its options, an older sweeper's) is its :attr:`identity`."""
+        options = self.kernel_options or {}
+        if "source" in options and "entry" in options:
+            return f"{self.kernel}:{PurePath(options['source']).name}:{options['entry']}"
+        return self.identity
+
+    @property
     def key(self) -> tuple[Any, ...]:
         """What the entry is for; a problem sized by its footprint alone (a 1-D kernel's
         ``n``, or an entry older than dimensions) is keyed by the footprint, so the two
         agree."""
         problem = Problem(self.dtype, self.footprint, tuple(self.dims.items()))
         dims = () if problem.sized_by_footprint else problem.dims
-        return self.identity, self.gpu, self.dtype, self.footprint, dims, self.cache
+        return self.name, self.gpu, self.dtype, self.footprint, dims, self.cache
 
     def is_for(self, kernel: str) -> bool:
         """Whether the entry is for ``kernel``: by its name, or by the ``module:attr`` path
         a space named it by (older files keyed user kernels by that path only; the
-        attribute is then taken for the name)."""
-        return any(name is not None and (name == kernel or (
+        attribute is then taken for the name), or by its :attr:`name`
+        (``cuda:copy.cu:copy``)."""
+        return kernel == self.name or any(name is not None and (name == kernel or (
             ":" in name and ":" not in kernel and name.rpartition(":")[2] == kernel))
             for name in (self.kernel, self.kernel_path))
 
@@ -372,9 +385,9 @@ def read_tuning(path: Path) -> TuningFile:
 
 def merged(old: TuningFile, new: list[TuningEntry]) -> dict[str, Any]:
     """The JSON of ``old`` with ``new`` added, each replacing an entry of the same kernel
-    (:attr:`TuningEntry.identity`, so one an older sweeper keyed by the kernel's
-    ``module:attr`` path too) for the same problem; another kernel of the same name
-    keeps its entries."""
+    (:attr:`TuningEntry.name`, so one an older sweeper keyed by the kernel's
+    ``module:attr`` path too) for the same problem; another kernel of the same name (a
+    ``cuda`` kernel of another ``.cu`` file or entry function) keeps its entries."""
     keys = {e.key for e in new}
     kept = [raw for entry, raw in zip(old.entries, old.data["entries"], strict=True)
             if entry.key not in keys]

@@ -219,22 +219,7 @@ def test_a_cuda_kernels_entry_keeps_the_footprint_rule_its_space_declared(tmp_pa
     (``footprint_bytes``), which the study keeps (``space_text``): the entry keeps that
     rule, never the ``n * itemsize`` of a kernel over ``n`` alone; where the space cannot
     be read again (its ``.cu`` file gone), the entry keeps none."""
-    import shutil
-
-    from tests.conftest import ROOT
-
-    shutil.copy(ROOT / "examples" / "copy.cu", tmp_path / "copy.cu")
-    store = StudyStore(tmp_path / "s")
-    store.create({"study": "s", "kernel": "cuda", "space_text": CUDA_SPACE,
-                  "space_path": str(tmp_path / "space.yaml"),
-                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
-    store.append(TrialRecord(
-        number=0, status=TrialStatus.OK,
-        choice={"grid": "cdiv(n, block)", "block": "128", "VEC": "4"},
-        config=Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1,
-                      block=128, meta={"VEC": 4}),
-        stats=summarize([1.0] * 3), gbps=10.0))
-    store.close()
+    store = cuda_study(tmp_path, "s", "copy.cu", 10.0)
     [entry] = export_study(store, tmp_path / "tuning.json")[1]
     assert entry["footprint_expr"] == "m * n * itemsize"
     (tmp_path / "copy.cu").unlink()
@@ -328,3 +313,56 @@ def test_a_modules_winners_say_their_cache_mode_and_one_gpu_holds_one(tmp_path):
         export_triton(warm := warm_study(tmp_path, "w", "warm", 512), out)
     section = export_triton(warm, tmp_path / "warm.py")[1]
     assert [w["cache"] for w in section["winners"]] == ["warm"]
+
+
+def cuda_study(tmp_path, name, source, gbps):
+    """A hand-built study of a ``cuda`` kernel of ``source`` (a copy of examples/copy.cu,
+    entry ``copy``) at one problem, its one trial at ``gbps``."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    shutil.copy(ROOT / "examples" / "copy.cu", tmp_path / source)
+    store = StudyStore(tmp_path / name)
+    store.create({"study": name, "kernel": "cuda",
+                  "space_text": CUDA_SPACE.replace("source: copy.cu", f"source: {source}"),
+                  "space_path": str(tmp_path / "space.yaml"),
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    store.append(TrialRecord(
+        number=0, status=TrialStatus.OK,
+        choice={"grid": "cdiv(n, block)", "block": "128", "VEC": "4"},
+        config=Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1,
+                      block=128, meta={"VEC": 4}),
+        stats=summarize([1.0] * 3), gbps=gbps))
+    store.close()
+    return store
+
+
+def test_two_cuda_kernels_keep_their_own_entries_and_are_looked_up_by_file_and_entry(
+        tmp_path, capsys):
+    """Every CUDA C kernel is the built-in ``cuda``: its entries are kept apart by the
+    kernel they are of, ``cuda:FILE:ENTRY`` (the ``.cu`` file's name and the entry
+    function), so a study of another ``.cu`` file never replaces them; a lookup asks by
+    that name, and ``cuda`` alone is refused where it names more than one; an entry with
+    no options (an older sweeper's) is still ``cuda``."""
+    path = tmp_path / "tuning.json"
+    export_study(cuda_study(tmp_path, "a", "copy.cu", 10.0), path)
+    [entry] = export_study(cuda_study(tmp_path, "b", "other.cu", 20.0), path)[1]
+    entries = json.loads(path.read_text())["entries"]
+    assert [e["study"] for e in entries] == ["a", "b"]
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": GPU, "path": path}
+    assert tuned("cuda:copy.cu:copy", **asked).study == "a"
+    assert tuned("cuda:other.cu:copy", **asked).study == "b"
+    from sweeper.cli import main
+
+    assert main(["tuned", "cuda:other.cu:copy", "--dims", "m=64,n=256", "--gpu", GPU,
+                 "--tuning", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("cuda:other.cu:copy float32 on Fake GPU: ")
+    with pytest.raises(SweeperError, match=r"'cuda' names 2 tuned kernels, "
+                       r"cuda:copy\.cu:copy, cuda:other\.cu:copy; ask for one by"):
+        tuned("cuda", **asked)
+    export_study(cuda_study(tmp_path, "c", "other.cu", 30.0), path)     # replaces b's
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["a", "c"]
+    old = {k: v for k, v in entry.items() if k != "kernel_options"}
+    path.write_text(json.dumps({"version": 1, "entries": [old]}))
+    assert tuned("cuda", **asked).study == "b"

@@ -296,7 +296,8 @@ def _schema(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
     tuned.add_argument("kernel", help="kernel name as in the space file (a built-in: sweeper "
-                       "kernels lists them, or package.module:attr)")
+                       "kernels lists them, or package.module:attr; a CUDA C kernel: "
+                       "cuda:FILE.cu:ENTRY)")
     tuned.add_argument("--dtype", default="float32", help="element type (default float32)")
     problem = tuned.add_mutually_exclusive_group(required=True)
     problem.add_argument("--footprint", help="e.g. 256MiB")
