@@ -119,11 +119,9 @@ class ShortKernel(Kernel):
 
     def __init__(self) -> None:
         self.config: Config | None = None          # the last launch's: the re-launch's
-        #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them
-        self._kept: dict[Problem, tuple[set[tuple[int, ...]], str]] = {}
-        #: the problems whose ``prune_configs_by``, or the launch asked for its arguments,
-        #: failed (the note in ``_kept`` says which)
-        self._prune_failed: set[Problem] = set()
+        #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them; or
+        #: how it failed (it, or the launch asked for its arguments)
+        self._kept: dict[Problem, tuple[set[tuple[int, ...]], str] | RefusalFailed] = {}
 
     def allocate(self, problem: Problem, device: str) -> Buffers:
         plan = self.plan
@@ -208,11 +206,11 @@ class ShortKernel(Kernel):
                 self._kept[config.problem] = hooks.pruned(
                     lambda: self.plan.launch(**buffers.tensors, config=config))
             except RefusalFailed as err:    # the user's launch or prune: it says which
-                self._kept[config.problem] = set(), str(err)
-                self._prune_failed.add(config.problem)
-        kept, note = self._kept[config.problem]
-        if config.problem in self._prune_failed:
-            raise RefusalFailed(note)
+                self._kept[config.problem] = err
+        found = self._kept[config.problem]
+        if isinstance(found, RefusalFailed):
+            raise RefusalFailed(str(found))
+        kept, note = found
         if row in kept:
             return None
         return (f"{PRUNED}{hooks.name}'s @triton.autotune: it "

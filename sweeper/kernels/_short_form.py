@@ -510,8 +510,8 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       cannot (``config.meta``, ``config.block``, ``config.problem``'s dimensions and
       dtype): such a config is skipped with that reason, counted as skipped by the
       kernel, after the space's constraints and before anything is allocated.  One that
-      raises or returns anything else is skipped too, its reason saying what it did and
-      where.
+      raises or returns anything else fails the config's trial, its reason saying what it
+      did and where.
     """
     declared = Declaration(
         inputs=inputs, outputs=outputs, reference=reference, name=name, meta=meta, dims=dims,
