@@ -128,7 +128,7 @@ def warn_without_winner(won: StudyWinners) -> None:
                       stacklevel=user_stacklevel())
 
 
-def warn_source_changed(meta: StudyMeta) -> None:
+def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None = None) -> None:
     """Warn (:class:`StaleTuningWarning`), once, where the kernel's source now is not the
     one the study measured (:func:`measured_source`): the winners are exported all the
     same, as measured, and each lookup of them will warn; this says so at export, with
@@ -136,13 +136,13 @@ def warn_source_changed(meta: StudyMeta) -> None:
     (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
     hash, or a kernel whose source cannot be told so, says nothing; a kernel built from
     its space's options (``cuda``) is hashed from those the study's space recorded
-    (:func:`recorded_options`)."""
+    (``options``, where the caller read them: :func:`recorded_options`)."""
     from sweeper.kernels import source_hash_now
 
     measured = measured_source(meta)
     if measured is None:
         return
-    now = source_hash_now(meta.kernel, recorded_options(meta))
+    now = source_hash_now(meta.kernel, recorded_options(meta) if options is None else options)
     if now is None or now == measured:
         return
     warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
@@ -212,7 +212,7 @@ def export_study(store: Storage, path: str | Path | None = None
     data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     warn_without_winner(won)
-    warn_source_changed(won.meta)
+    warn_source_changed(won.meta, options)
     return target, [e.to_json() for e in entries]
 
 
