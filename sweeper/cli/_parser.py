@@ -24,6 +24,7 @@ from sweeper.cli._results import (
 )
 from sweeper.cli._run import cmd_run
 from sweeper.cli._worker import cmd_copy_study, cmd_worker
+from sweeper.core._model import CACHE_MODES
 from sweeper.errors import SweeperError
 from sweeper.options import (
     GPU_CHECK_TARGET,
@@ -307,7 +308,7 @@ def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                        "one, 'Triton interpreter (CPU)')")
     tuned.add_argument("--tuning", help="tuning file (default: $SWEEPER_TUNING or "
                        "studies/tuning.json)")
-    tuned.add_argument("--cache", choices=("cold", "warm"), default="cold",
+    tuned.add_argument("--cache", choices=CACHE_MODES, default="cold",
                        help="the cache mode the winner was measured in: cold (L2 flushed "
                        "before each sample; the default) or warm")
     tuned.set_defaults(func=cmd_tuned)
