@@ -34,11 +34,15 @@ def keys(count: int) -> list[str]:
 
 
 def drain(spec: str | None, root: str, worker_id: str, todo: list[str], lease_s: float,
-          deadline_s: float = 60.0) -> None:
+          deadline_s: float = 60.0, start: Any = None) -> None:
     """Claim, "measure" and record keys until every key of ``todo`` is recorded by
-    someone; a key another worker holds is tried again later (its holder may die)."""
+    someone; a key another worker holds is tried again later (its holder may die).
+    ``start``, a barrier, is waited on once the store is open, so that workers spawned
+    one after another on a loaded machine begin together."""
     store = open_storage(spec, Path(root))
     store.share()
+    if start is not None:
+        start.wait(60)
     rng = random.Random(worker_id)
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:

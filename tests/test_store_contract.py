@@ -185,7 +185,9 @@ def test_four_concurrent_workers_record_every_key_exactly_once(backend):
     make(backend).close()
     todo = store_workers.keys(24)
     ctx = _spawn()
-    workers = [ctx.Process(target=store_workers.drain, args=(spec, str(root), f"w{i}", todo, 30))
+    start = ctx.Barrier(4)      # a spawned worker's imports take seconds under load
+    workers = [ctx.Process(target=store_workers.drain,
+                           args=(spec, str(root), f"w{i}", todo, 30, 60.0, start))
                for i in range(4)]
     for w in workers:
         w.start()
