@@ -200,6 +200,41 @@ def test_a_cuda_kernel_s_include_that_appears_is_watched_and_hashed(tmp_path):
     assert header in kernel.source_files()
 
 
+def test_a_cuda_kernel_s_header_found_through_the_source_s_folder_is_watched_and_hashed(
+        tmp_path):
+    """NVRTC compiles with ``-I`` of the ``.cu`` file's folder, so a header in a subfolder
+    that includes ``"common.h"`` gets the one beside the ``.cu`` file where none is beside
+    it: that file is part of the source (hashed, watched, keyed in the compile cache) as
+    one beside its includer is, and one written later beside the includer, which NVRTC
+    would take first, is watched for."""
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._cuda_spec import sources
+    from sweeper.space import load_space
+    from tests.test_cuda_kernel import COPY_CU, space_text
+
+    cu, part, common = tmp_path / "copy.cu", tmp_path / "sub" / "part.cuh", \
+        tmp_path / "common.h"
+    part.parent.mkdir()
+    cu.write_text('#include "sub/part.cuh"\n' + COPY_CU.read_text())
+    part.write_text('#include "common.h"\n')
+    common.write_text("#define SCALE 1\n")
+    for path in (cu, part, common):
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    assert list(sources(cu)) == [cu, part, common]
+    (tmp_path / "space.yaml").write_text(space_text())
+    space = load_space(tmp_path / "space.yaml")
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    assert {cu, part, common} <= set(kernel.source_files())
+    assert tmp_path / "sub" / "common.h" in kernel.source_files()
+    watch, source = SourceWatch(kernel.source_files()), kernel.source_hash()
+    assert watch.edited() is None
+
+    common.write_text("#define SCALE 2\n")      # saved while the sweep runs
+    assert watch.edited() == common
+    assert kernel.plan.launch.files()[common] == b"#define SCALE 2\n"
+    assert kernel.source_hash() != source
+
+
 def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
         user_module, tmp_path, monkeypatch, capsys):
     """The kernel saved with other text after the run imported it, before its worker
