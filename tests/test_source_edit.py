@@ -466,6 +466,31 @@ def test_an_edit_of_a_module_the_kernel_imports_refuses_a_resume(helper_module, 
     assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
 
 
+def test_a_kernel_walks_its_module_s_imports_once(helper_module, tmp_path, monkeypatch):
+    """The user's own modules a kernel's module imports are found once, as its source is
+    read: the files the sweep watches are those whose text the source holds, never walked
+    again (a short kernel's and a kernel class's alike)."""
+    from sweeper.kernels import _own_modules, load_kernel
+
+    walked = []
+    walk = _own_modules.own_modules
+
+    def counted(name, file):
+        walked.append(name)
+        return walk(name, file)
+    monkeypatch.setattr(_own_modules, "own_modules", counted)
+    module, path, space, helper = helper_module
+    assert _run(space, tmp_path / "studies", "--trials", "1") == 0
+    assert walked == [module]
+    path.write_text(path.read_text() + "\nfrom sweeper.kernels.copy import CopyKernel\n\n\n"
+                    "class MyCopy(CopyKernel):\n    name = \"my-copy\"\n")
+    sys.modules.pop(module, None)
+    kernel = load_kernel(f"{module}:MyCopy")        # the class's source read as loaded
+    walked.clear()
+    assert helper in kernel.source_files() and "A = 0.5" in kernel.source()
+    assert walked == []
+
+
 def test_the_user_s_own_modules_are_those_of_the_kernel_s_project(tmp_path, monkeypatch):
     """Followed through relative and absolute imports (inside functions too), each module
     once; the standard library, sweeper, triton and torch are not the user's, nor a

@@ -59,17 +59,17 @@ def own_modules(name: str, file: str | Path) -> list[tuple[str, Path]]:
     return found
 
 
-def own_files(name: str, file: str | Path) -> tuple[Path, ...]:
-    """The files of :func:`own_modules`, which a sweep watches beside the kernel's own."""
-    return tuple(path for _, path in own_modules(name, file))
-
-
 def own_source(name: str, file: str | Path) -> str:
     """The text of each of :func:`own_modules`, each after a line naming its module (not
     its file: a project moved elsewhere is the same source), as :meth:`Kernel.source`
     appends it to the kernel's own; "" where the module imports none."""
-    return "".join(f"\n# module {module}\n{_text(path)}"
-                   for module, path in own_modules(name, file))
+    return source_of(own_modules(name, file))
+
+
+def source_of(modules: list[tuple[str, Path]]) -> str:
+    """:func:`own_source` of modules :func:`own_modules` found already: a kernel walks its
+    module's imports once, and watches the files of the modules whose text it hashed."""
+    return "".join(f"\n# module {module}\n{_text(path)}" for module, path in modules)
 
 
 def _text(path: Path) -> str:
