@@ -143,6 +143,50 @@ def test_an_edit_of_the_same_size_within_a_timestamp_tick_is_seen(tmp_path):
     assert re.fullmatch(r"x = 2\n", path.read_text())
 
 
+def test_the_sweep_s_watch_and_a_cuda_launch_keep_files_by_one_settled_rule(
+        tmp_path, monkeypatch):
+    """A file read too soon after it was last written (its stamp may not tell the next
+    edit) is read again at each ask by the sweep's watch and by a CUDA launch alike: the
+    rule is one (``_watch.settled``), so a window set there holds for both; a file written
+    a minute before a read is read once by each under the usual window, again at each ask
+    under a longer one."""
+    import time
+
+    from sweeper.kernels import _cuda_build, _watch
+    from sweeper.kernels._cuda_spec import sources
+    from tests.test_cuda_kernel import COPY_CU
+
+    cu = tmp_path / "copy.cu"
+    cu.write_text(COPY_CU.read_text())
+    os.utime(cu, ns=(time.time_ns() - 60_000_000_000,) * 2)
+    reads = []
+
+    def counted(path, seen=()):
+        reads.append(path)
+        return sources(path, seen)
+    monkeypatch.setattr(_cuda_build, "sources", counted)
+    digests = []
+    read = _watch._read
+
+    def hashed(path):
+        digests.append(path)
+        return read(path)
+    monkeypatch.setattr(_watch, "_read", hashed)
+
+    def asked_twice():
+        reads.clear()
+        digests.clear()
+        launch = _cuda_build.CudaLaunch(cu, "copy", ["dst", "src", "n"], None, __name__)
+        launch.files()
+        launch.files()
+        watch = SourceWatch([cu])
+        assert watch.edited() is None and watch.edited() is None
+        return len(reads), len(digests)
+    assert asked_twice() == (1, 1)
+    monkeypatch.setattr(_watch, "SETTLED_NS", 600_000_000_000)     # ten minutes
+    assert asked_twice() == (2, 3)
+
+
 def test_a_cuda_kernel_s_files_are_watched_as_the_launch_reads_them(tmp_path):
     """A CUDA C launch compiles its files as they read at each compile (an edit since is
     compiled): the sweep watches the ``.cu`` file and each file it includes, and names
