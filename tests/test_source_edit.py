@@ -535,6 +535,49 @@ def test_a_kernel_walks_its_module_s_imports_once(helper_module, tmp_path, monke
     assert walked == []
 
 
+def test_modules_edited_while_the_kernel_s_module_is_imported_are_hashed_as_imported(
+        helper_module, tmp_path, capsys):
+    """A kernel's module and the user's modules it imports are hashed as the import read
+    them, the code that runs: saved with other text while the import runs (here by the
+    module itself, once it imported its helper), the trials of the code imported were
+    recorded under the edited text's hash, which a later run of the edited code would
+    resume.  They are recorded under the hash of the text imported, and the edited code's
+    run is refused a resume."""
+    from sweeper.kernels._unimported import module_source_hash
+
+    module, path, space, helper = helper_module
+    loaded = path.read_text()
+    edited = loaded.replace("* a", "* a * 2")
+    saving = (f"import pathlib\n"
+              f"pathlib.Path({str(helper)!r}).write_text({HELPERS.replace('0.5', '0.25')!r})\n"
+              f"pathlib.Path(__file__).write_text({edited!r})\n")
+    at = loaded.index("\n", loaded.index(f"from {helper.stem} import")) + 1
+    loaded = loaded[:at] + saving + loaded[at:]
+    path.write_text(loaded)
+    studies = tmp_path / "studies"
+    try:
+        assert _run(space, studies, "--trials", "1") == 0
+    finally:
+        sys.modules.pop(module, None)
+        sys.modules.pop(helper.stem, None)
+    assert path.read_text() == edited
+    helper.write_text(HELPERS)
+    path.write_text(loaded)
+    as_imported = module_source_hash(f"{module}:scale")
+    store = StudyStore(studies / "edited-interpret")
+    assert store.meta()["kernel_source_hash"] == as_imported
+    assert {t.source_hash for t in store.records()[0]} == {as_imported}
+    path.write_text(edited)
+    helper.write_text(HELPERS.replace("0.5", "0.25"))
+    capsys.readouterr()
+    try:
+        assert _run(space, studies, "--trials", "2") == 2
+    finally:
+        sys.modules.pop(module, None)
+        sys.modules.pop(helper.stem, None)
+    assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
+
+
 def test_the_user_s_own_modules_are_those_of_the_kernel_s_project(tmp_path, monkeypatch):
     """Followed through relative and absolute imports (inside functions too), each module
     once; the standard library, sweeper, triton and torch are not the user's, nor a

@@ -416,19 +416,20 @@ def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]
 def _source(launch: Callable[..., Any], declared: Declaration
             ) -> tuple[str | Callable[[], str], tuple[Path, ...]]:
     """What identifies the kernel's version in a study: the source of the module that
-    declares it (its Triton code too) and of the user's own modules it imports
+    declares it (its Triton code too; as its import read it, where it was imported so:
+    :func:`~sweeper.kernels._own_modules.loaded_text`) and of the user's own modules it imports
     (:func:`~sweeper.kernels._own_modules.own_source`), else the declaration and the
     launch's code; and after it a compiled launch's own code (``sweeper.cuda``: its
     files), read as a study asks for it, so that the text hashed is the one compiled, an
     edit since the kernel was declared too.  And the files of those own modules, found
     in the same walk of the imports (:attr:`Plan.own_files`, which a sweep watches)."""
-    from sweeper.kernels._own_modules import own_modules, source_of
+    from sweeper.kernels._own_modules import loaded_text, own_modules, source_of
 
     module = sys.modules.get(getattr(launch, "__module__", ""))
     own = getattr(launch, "kernel_source", None)          # a compiled launch's own code
     imported: list[tuple[str, Path]] = []
     try:
-        head = inspect.getsource(module) if module is not None else ""
+        head = "" if module is None else loaded_text(module) or inspect.getsource(module)
     except (OSError, TypeError):                          # a notebook's __main__
         head = _unfiled(launch, declared)
     else:
