@@ -343,10 +343,13 @@ class Plugin:
 def load(kind: Kind, name: str) -> Plugin:
     """Import the plugin ``name`` leads to and check it is a ``kind``; every failure is a
     :class:`SweeperError` naming the plugin and its entry point or path."""
+    from sweeper.kernels._own_modules import imports_as_read
+
     found = find(kind, name)
     try:
-        obj = found.entry_point.load() if found.entry_point is not None else \
-            import_path(found.target, from_cwd=not found.builtin)
+        with imports_as_read():     # a kernel's source is hashed as imported (loaded_text)
+            obj = found.entry_point.load() if found.entry_point is not None else \
+                import_path(found.target, from_cwd=not found.builtin)
     except (ImportError, AttributeError) as err:
         raise _cannot_load(found, err) from err
     except SystemExit as err:       # a script's top level: argparse, sys.exit() ...

@@ -143,6 +143,50 @@ def test_an_edit_of_the_same_size_within_a_timestamp_tick_is_seen(tmp_path):
     assert re.fullmatch(r"x = 2\n", path.read_text())
 
 
+def test_the_sweep_s_watch_and_a_cuda_launch_keep_files_by_one_settled_rule(
+        tmp_path, monkeypatch):
+    """A file read too soon after it was last written (its stamp may not tell the next
+    edit) is read again at each ask by the sweep's watch and by a CUDA launch alike: the
+    rule is one (``_watch.settled``), so a window set there holds for both; a file written
+    a minute before a read is read once by each under the usual window, again at each ask
+    under a longer one."""
+    import time
+
+    from sweeper.kernels import _cuda_build, _watch
+    from sweeper.kernels._cuda_spec import sources
+    from tests.test_cuda_kernel import COPY_CU
+
+    cu = tmp_path / "copy.cu"
+    cu.write_text(COPY_CU.read_text())
+    os.utime(cu, ns=(time.time_ns() - 60_000_000_000,) * 2)
+    reads = []
+
+    def counted(path, seen=()):
+        reads.append(path)
+        return sources(path, seen)
+    monkeypatch.setattr(_cuda_build, "sources", counted)
+    digests = []
+    read = _watch._read
+
+    def hashed(path):
+        digests.append(path)
+        return read(path)
+    monkeypatch.setattr(_watch, "_read", hashed)
+
+    def asked_twice():
+        reads.clear()
+        digests.clear()
+        launch = _cuda_build.CudaLaunch(cu, "copy", ["dst", "src", "n"], None, __name__)
+        launch.files()
+        launch.files()
+        watch = SourceWatch([cu])
+        assert watch.edited() is None and watch.edited() is None
+        return len(reads), len(digests)
+    assert asked_twice() == (1, 1)
+    monkeypatch.setattr(_watch, "SETTLED_NS", 600_000_000_000)     # ten minutes
+    assert asked_twice() == (2, 3)
+
+
 def test_a_cuda_kernel_s_files_are_watched_as_the_launch_reads_them(tmp_path):
     """A CUDA C launch compiles its files as they read at each compile (an edit since is
     compiled): the sweep watches the ``.cu`` file and each file it includes, and names
@@ -198,6 +242,41 @@ def test_a_cuda_kernel_s_include_that_appears_is_watched_and_hashed(tmp_path):
     assert kernel.plan.launch.files()[header] == b"#define SCALE 2\n"
     assert kernel.source_hash() != source
     assert header in kernel.source_files()
+
+
+def test_a_cuda_kernel_s_header_found_through_the_source_s_folder_is_watched_and_hashed(
+        tmp_path):
+    """NVRTC compiles with ``-I`` of the ``.cu`` file's folder, so a header in a subfolder
+    that includes ``"common.h"`` gets the one beside the ``.cu`` file where none is beside
+    it: that file is part of the source (hashed, watched, keyed in the compile cache) as
+    one beside its includer is, and one written later beside the includer, which NVRTC
+    would take first, is watched for."""
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._cuda_spec import sources
+    from sweeper.space import load_space
+    from tests.test_cuda_kernel import COPY_CU, space_text
+
+    cu, part, common = tmp_path / "copy.cu", tmp_path / "sub" / "part.cuh", \
+        tmp_path / "common.h"
+    part.parent.mkdir()
+    cu.write_text('#include "sub/part.cuh"\n' + COPY_CU.read_text())
+    part.write_text('#include "common.h"\n')
+    common.write_text("#define SCALE 1\n")
+    for path in (cu, part, common):
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    assert list(sources(cu)) == [cu, part, common]
+    (tmp_path / "space.yaml").write_text(space_text())
+    space = load_space(tmp_path / "space.yaml")
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    assert {cu, part, common} <= set(kernel.source_files())
+    assert tmp_path / "sub" / "common.h" in kernel.source_files()
+    watch, source = SourceWatch(kernel.source_files()), kernel.source_hash()
+    assert watch.edited() is None
+
+    common.write_text("#define SCALE 2\n")      # saved while the sweep runs
+    assert watch.edited() == common
+    assert kernel.plan.launch.files()[common] == b"#define SCALE 2\n"
+    assert kernel.source_hash() != source
 
 
 def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
@@ -428,6 +507,74 @@ def test_an_edit_of_a_module_the_kernel_imports_refuses_a_resume(helper_module, 
     sys.modules.pop(helper.stem, None)
     assert module_source_hash(f"{module}:scale") != unrun
     assert _run(space, studies, "--trials", "2") == 2
+    assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
+
+
+def test_a_kernel_walks_its_module_s_imports_once(helper_module, tmp_path, monkeypatch):
+    """The user's own modules a kernel's module imports are found once, as its source is
+    read: the files the sweep watches are those whose text the source holds, never walked
+    again (a short kernel's and a kernel class's alike)."""
+    from sweeper.kernels import _own_modules, load_kernel
+
+    walked = []
+    walk = _own_modules.own_modules
+
+    def counted(name, file):
+        walked.append(name)
+        return walk(name, file)
+    monkeypatch.setattr(_own_modules, "own_modules", counted)
+    module, path, space, helper = helper_module
+    assert _run(space, tmp_path / "studies", "--trials", "1") == 0
+    assert walked == [module]
+    path.write_text(path.read_text() + "\nfrom sweeper.kernels.copy import CopyKernel\n\n\n"
+                    "class MyCopy(CopyKernel):\n    name = \"my-copy\"\n")
+    sys.modules.pop(module, None)
+    kernel = load_kernel(f"{module}:MyCopy")        # the class's source read as loaded
+    walked.clear()
+    assert helper in kernel.source_files() and "A = 0.5" in kernel.source()
+    assert walked == []
+
+
+def test_modules_edited_while_the_kernel_s_module_is_imported_are_hashed_as_imported(
+        helper_module, tmp_path, capsys):
+    """A kernel's module and the user's modules it imports are hashed as the import read
+    them, the code that runs: saved with other text while the import runs (here by the
+    module itself, once it imported its helper), the trials of the code imported were
+    recorded under the edited text's hash, which a later run of the edited code would
+    resume.  They are recorded under the hash of the text imported, and the edited code's
+    run is refused a resume."""
+    from sweeper.kernels._unimported import module_source_hash
+
+    module, path, space, helper = helper_module
+    loaded = path.read_text()
+    edited = loaded.replace("* a", "* a * 2")
+    saving = (f"import pathlib\n"
+              f"pathlib.Path({str(helper)!r}).write_text({HELPERS.replace('0.5', '0.25')!r})\n"
+              f"pathlib.Path(__file__).write_text({edited!r})\n")
+    at = loaded.index("\n", loaded.index(f"from {helper.stem} import")) + 1
+    loaded = loaded[:at] + saving + loaded[at:]
+    path.write_text(loaded)
+    studies = tmp_path / "studies"
+    try:
+        assert _run(space, studies, "--trials", "1") == 0
+    finally:
+        sys.modules.pop(module, None)
+        sys.modules.pop(helper.stem, None)
+    assert path.read_text() == edited
+    helper.write_text(HELPERS)
+    path.write_text(loaded)
+    as_imported = module_source_hash(f"{module}:scale")
+    store = StudyStore(studies / "edited-interpret")
+    assert store.meta()["kernel_source_hash"] == as_imported
+    assert {t.source_hash for t in store.records()[0]} == {as_imported}
+    path.write_text(edited)
+    helper.write_text(HELPERS.replace("0.5", "0.25"))
+    capsys.readouterr()
+    try:
+        assert _run(space, studies, "--trials", "2") == 2
+    finally:
+        sys.modules.pop(module, None)
+        sys.modules.pop(helper.stem, None)
     assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
 
 

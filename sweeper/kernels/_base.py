@@ -10,6 +10,7 @@ output against a reference on fresh random data.
 from __future__ import annotations
 
 import abc
+import contextlib
 import enum
 import hashlib
 import inspect
@@ -440,24 +441,41 @@ def as_loaded(cls: type, read: Callable[[], str]) -> str:
         return read()
 
 
+#: The user's own modules each kernel class's module imports, walked once in this
+#: process (:func:`_own_of`).
+_OWN: weakref.WeakKeyDictionary[type, list[tuple[str, Path]]] = weakref.WeakKeyDictionary()
+
+
+def _own_of(cls: type) -> list[tuple[str, Path]]:
+    """The user's own modules ``cls``'s module imports
+    (:func:`~sweeper.kernels._own_modules.own_modules`; none for a module without a
+    file), walked once per class in this process: its source's text and the files a
+    sweep watches are those of one walk."""
+    from sweeper.kernels._own_modules import own_modules
+
+    try:
+        return _OWN[cls]
+    except (KeyError, TypeError):
+        pass
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    found = own_modules(cls.__module__, file) if file else []
+    with contextlib.suppress(TypeError):        # a class that cannot be weakly referenced
+        _OWN[cls] = found
+    return found
+
+
 def _own_source(cls: type) -> str:
     """The text of the user's own modules ``cls``'s module imports ("" for none, or a
     module without a file)."""
-    from sweeper.kernels._own_modules import own_source
+    from sweeper.kernels._own_modules import source_of
 
-    module = sys.modules.get(cls.__module__)
-    file = getattr(module, "__file__", None)
-    return own_source(cls.__module__, file) if file else ""
+    return source_of(_own_of(cls))
 
 
 def _with_own(files: tuple[Path, ...], cls: type) -> tuple[Path, ...]:
     """``files`` and after them those of the user's own modules ``cls``'s module imports."""
-    from sweeper.kernels._own_modules import own_files
-
-    module = sys.modules.get(cls.__module__)
-    file = getattr(module, "__file__", None)
-    own = own_files(cls.__module__, file) if file else ()
-    return files + tuple(path for path in own if path not in files)
+    return files + tuple(path for _, path in _own_of(cls) if path not in files)
 
 
 class Builtin(Kernel):

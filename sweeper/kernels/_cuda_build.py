@@ -43,14 +43,10 @@ from sweeper.kernels._cuda_spec import (
     parse_args,
     sources,
 )
+from sweeper.kernels._watch import settled, stamp
 
 #: How many of NVRTC's log lines a failed trial's reason keeps (errors first).
 LOG_LINES = 6
-#: How long before a read began each file must have been last written for its
-#: (mtime, size) to tell the next edit: a file system's timestamps move by ticks (a
-#: jiffy on ext4 and tmpfs, 1 s on ext3 and HFS+, 2 s on FAT) and its clock may lag
-#: the process's by one, so a later write of the same size may keep a recent stamp.
-SETTLED_NS = 2_000_000_000
 
 
 class CompilationError(Exception):
@@ -185,7 +181,7 @@ class CudaLaunch:
         sources`), read once and kept while each file's modification time and size stay
         as they were: an edit (a later run, plan or compile of this launch) reads them
         again; an ``OSError`` where the source cannot be read.  They are kept only where
-        every file was last written ``SETTLED_NS`` or more before the read began: an edit
+        every file was :func:`~sweeper.kernels._watch.settled` when the read began: an edit
         that lands between the read and the stat after it, or a rewrite of the same size
         within a timestamp's tick, would leave a stamp that no later edit of that kind
         changes, so such files are read again at each ask (the same bytes keep their
@@ -206,8 +202,7 @@ class CudaLaunch:
             stamps = _stamps(files)
         except OSError:                 # gone since the read: read again at the next ask
             stamps = None
-        if stamps is not None and any(mtime > began - SETTLED_NS for mtime, _ in
-                                      stamps.values()):
+        if stamps is not None and not settled(stamps.values(), began):
             stamps = None
         if self._read is not None and self._read[0] == files:
             files = self._read[0]
@@ -305,13 +300,6 @@ def precompile(cuda: CudaLaunch, config: Config) -> Compiled:
         cuda.compiler = NvrtcCompiler()
     entry, options = _defines(cuda, config)
     return compiled(cuda.source, entry, options, cuda.compiler, files=cuda.files())
-
-
-def stamp(path: Path) -> tuple[int, int]:
-    """The file's modification time (ns) and size now: what tells an edit (one written
-    ``SETTLED_NS`` or more before it was read)."""
-    stat = path.stat()
-    return stat.st_mtime_ns, stat.st_size
 
 
 def _stamps(files: Mapping[Path, bytes]) -> dict[Path, tuple[int, int]]:

@@ -40,6 +40,7 @@ from sweeper.kernels._cuda_spec import (
     Arg,
     active_code,
     code_only,
+    include_paths,
     included,
     int_overflow,
     sources,
@@ -554,7 +555,8 @@ def _compiled_code(path: Path, files: Mapping[Path, str],
         if file in out or file not in files:
             continue
         out[file] = active_code(files[file], defined, written, conditions=conditions)
-        todo += [(file.parent / name).resolve() for name in included(files[file], out[file])]
+        todo += [next((f for f in include_paths(file, name, path.resolve().parent)
+                       if f in files), file) for name in included(files[file], out[file])]
     return out
 
 

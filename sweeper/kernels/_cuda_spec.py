@@ -33,7 +33,7 @@ DTYPE_DEFINE = "DTYPE"
 BLOCK_DEFINE = "block_size_x"
 #: How a scalar argument may be typed (``n:int64``, ``0.5:float32``, ``0.5:DTYPE``).
 SCALAR_TYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64", DTYPE_DEFINE)
-#: ``#include "file"`` (quoted: a file of the kernel's own, resolved beside the includer).
+#: ``#include "file"`` (quoted: a file of the kernel's own, :func:`include_paths`).
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 #: A C identifier: what an entry and a name in a template may be.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -353,35 +353,51 @@ def included(text: str, code: str | None = None) -> list[str]:
             if kept is None or kept[text.count("\n", 0, m.end())].strip()]
 
 
-def sources(path: Path, seen: tuple[Path, ...] = (), *, left_out: bool = False
-            ) -> dict[Path, bytes]:
+def include_paths(includer: Path, name: str, root: Path) -> tuple[Path, ...]:
+    """Where NVRTC looks, in order, for the file ``#include "name"`` of ``includer`` names:
+    beside its includer, then in the source's folder ``root`` (the ``-I`` every compile
+    passes, :func:`~sweeper.kernels._cuda_build.compiled`), so a header in a subfolder
+    finds one beside the ``.cu`` file."""
+    beside = (includer.parent / name).resolve()
+    found = (root / name).resolve()
+    return (beside,) if found == beside else (beside, found)
+
+
+def sources(path: Path, seen: tuple[Path, ...] = (), *, left_out: bool = False,
+            root: Path | None = None) -> dict[Path, bytes]:
     """``path``'s bytes and those of every file its code includes with quotes, each
-    resolved beside its includer as NVRTC does with ``-I`` of that folder (a file not
-    found there is a system header and stays out); an ``OSError`` where ``path`` cannot be
+    resolved as NVRTC does (:func:`include_paths`: beside its includer, else in the
+    source's folder ``root``, ``path``'s own where ``None``; a file found in neither is a
+    system header and stays out); an ``OSError`` where ``path`` cannot be
     read.  An ``#include`` in a comment or in a branch no config compiles (``#if 0``:
     :func:`active_code`, which knows no defines here) brings nothing in, unless
     ``left_out`` (what a message may name)."""
     path = path.resolve()
+    root = path.parent if root is None else root
     found = {path: path.read_bytes()}
     text = found[path].decode(errors="replace")
     for name in included(text, None if left_out else active_code(text)):
-        file = (path.parent / name).resolve()
-        if file.is_file() and file not in (*seen, *found):
-            found.update(sources(file, (*seen, path), left_out=left_out))
+        file = next((f for f in include_paths(path, name, root) if f.is_file()), None)
+        if file is not None and file not in (*seen, *found):
+            found.update(sources(file, (*seen, path), left_out=left_out, root=root))
     return found
 
 
 def absent_includes(files: Mapping[Path, bytes]) -> tuple[Path, ...]:
-    """Where ``files`` (:func:`sources`'s) include with quotes a file that is not there
-    beside its includer (not written yet, or a system header): one written there later
-    is included from then on (:func:`sources` reads it)."""
+    """Where ``files`` (:func:`sources`'s, the source first) include with quotes a file
+    that is not there, though NVRTC would look there before the file it includes now (or
+    finds none: not written yet, or a system header): one written there later is
+    included from then on (:func:`sources` reads it)."""
     absent: list[Path] = []
+    root = next(iter(files)).parent
     for path, data in files.items():
         text = data.decode(errors="replace")
         for name in included(text, active_code(text)):
-            file = (path.parent / name).resolve()
-            if file not in files and file not in absent and not file.is_file():
-                absent.append(file)
+            for file in include_paths(path, name, root):
+                if file in files or file.is_file():
+                    break
+                if file not in absent:
+                    absent.append(file)
     return tuple(absent)
 
 

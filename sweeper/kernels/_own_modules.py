@@ -12,17 +12,24 @@ modules found, each once.  Kept: ``.py`` files under the folder the kernel's mod
 imported from (``a.b.c`` at ``R/a/b/c.py``: under ``R``), or of its own top-level package
 wherever that is installed; never the standard library's, an installed package's
 (``site-packages``), nor sweeper's, triton's or torch's (their versions are the study's
-fingerprint's).
+fingerprint's).  A module imported while :func:`imports_as_read` is on (as a kernel's
+plugin is loaded) is hashed as that import read it, the code that runs.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import importlib.machinery
+import importlib.util
 import linecache
 import os
 import sys
 import sysconfig
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 #: Top-level packages never part of a kernel's source, wherever they are: their versions
 #: are named apart in a study's fingerprint.
@@ -45,7 +52,7 @@ def own_modules(name: str, file: str | Path) -> list[tuple[str, Path]]:
     todo = [(name, own)]
     while todo:
         module, path = todo.pop(0)
-        for imported in _imported(module, path):
+        for imported in _imported(module, path, _text_of(module, path)):
             first = imported.partition(".")[0]
             if first in LIBRARIES or first in sys.stdlib_module_names:
                 continue
@@ -59,17 +66,90 @@ def own_modules(name: str, file: str | Path) -> list[tuple[str, Path]]:
     return found
 
 
-def own_files(name: str, file: str | Path) -> tuple[Path, ...]:
-    """The files of :func:`own_modules`, which a sweep watches beside the kernel's own."""
-    return tuple(path for _, path in own_modules(name, file))
-
-
 def own_source(name: str, file: str | Path) -> str:
     """The text of each of :func:`own_modules`, each after a line naming its module (not
     its file: a project moved elsewhere is the same source), as :meth:`Kernel.source`
     appends it to the kernel's own; "" where the module imports none."""
-    return "".join(f"\n# module {module}\n{_text(path)}"
-                   for module, path in own_modules(name, file))
+    return source_of(own_modules(name, file))
+
+
+def source_of(modules: list[tuple[str, Path]]) -> str:
+    """:func:`own_source` of modules :func:`own_modules` found already: a kernel walks its
+    module's imports once, and watches the files of the modules whose text it hashed."""
+    return "".join(f"\n# module {module}\n{_text_of(module, path)}"
+                   for module, path in modules)
+
+
+def loaded_text(module: ModuleType | None) -> str | None:
+    """The text ``module`` was compiled from, as its import read it, where it was imported
+    while :func:`imports_as_read` was on (a user's own module); ``None`` for any other
+    (read its file, which an edit since may have changed).  Spelled as
+    :func:`inspect.getsource` reads a module, so an unedited module hashes the same."""
+    spec = getattr(module, "__spec__", None)
+    loader = getattr(spec, "loader", None)
+    text = loader.text if isinstance(loader, _ReadOnce) else None
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+@contextlib.contextmanager
+def imports_as_read() -> Iterator[None]:
+    """While on, each of the user's own modules imported (a ``.py`` file that is neither
+    a library's, the standard library's nor an installed package's) is compiled from its
+    file's text as read then, never from a ``.pyc``, and keeps that text
+    (:func:`loaded_text`): what a study hashes is the code that runs, though the file be
+    saved with other text while the import runs or before the hash is taken."""
+    finder = _AsRead()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
+
+
+class _ReadOnce(importlib.machinery.SourceFileLoader):
+    """A user's module's loader: its code compiled from the text it reads (kept as
+    ``text``), no ``.pyc`` read or written."""
+
+    text: str | None = None
+
+    def path_stats(self, path: str) -> Any:
+        raise OSError("compiled from its text as read")   # no .pyc: read the source
+
+    def get_data(self, path: str) -> bytes:
+        data = super().get_data(path)
+        if path == self.path:
+            self.text = importlib.util.decode_source(data)
+        return data
+
+
+class _AsRead:
+    """The import-path finder for :func:`imports_as_read`: a user's own module's spec with
+    a :class:`_ReadOnce` loader, none for any other (the finders after it find it)."""
+
+    def find_spec(self, name: str, path: Sequence[str] | None = None, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        top = name.partition(".")[0]
+        if top in LIBRARIES or top in sys.stdlib_module_names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader \
+                or not spec.origin or _installed(Path(spec.origin).resolve()):
+            return None
+        spec.loader = _ReadOnce(name, spec.origin)
+        return spec
+
+    def invalidate_caches(self) -> None:
+        """Nothing kept (the path finder's caches are its own)."""
+
+
+def _text_of(module: str, path: Path) -> str:
+    """Module ``module``'s text at ``path``: as its import read it where it was imported
+    so (:func:`loaded_text`), else as the file reads now (:func:`_text`)."""
+    loaded = sys.modules.get(module)
+    file = getattr(loaded, "__file__", None)
+    text = loaded_text(loaded) if file and Path(file).resolve() == path else None
+    return _text(path) if text is None else text
 
 
 def _text(path: Path) -> str:
@@ -79,13 +159,13 @@ def _text(path: Path) -> str:
     return "".join(linecache.getlines(str(path)))
 
 
-def _imported(module: str, path: Path) -> list[str]:
-    """The modules ``module``'s text imports, absolute, each once, in order: the packages
-    an import runs too (``a`` and ``a.b`` for ``import a.b.c``), and for ``from m import
-    x`` both ``m`` and ``m.x`` (a submodule, where one is found).  None from text that
-    does not parse."""
+def _imported(module: str, path: Path, text: str) -> list[str]:
+    """The modules ``module``'s ``text`` (its file's, ``path``) imports, absolute, each
+    once, in order: the packages an import runs too (``a`` and ``a.b`` for ``import
+    a.b.c``), and for ``from m import x`` both ``m`` and ``m.x`` (a submodule, where one
+    is found).  None from text that does not parse."""
     try:
-        tree = ast.parse(_text(path), filename=str(path))
+        tree = ast.parse(text, filename=str(path))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]

@@ -94,6 +94,9 @@ class Plan:
     #: what identifies the kernel's version (:meth:`ShortKernel.source`); a function
     #: where it is read as asked (a compiled launch's files, which may be edited)
     source: str | Callable[[], str] = ""
+    #: the files of the user's own modules the launch's module imports, those whose text
+    #: :attr:`source` holds (found once, as it was read)
+    own_files: tuple[Path, ...] = ()
 
     @property
     def inplace(self) -> tuple[str, ...]:
@@ -306,14 +309,12 @@ class ShortKernel(Kernel):
         not there, which is included once written)."""
         import sys
 
-        from sweeper.kernels._own_modules import own_files
         from sweeper.kernels._watch import files_of
 
         launch = self.plan.launch
         own = getattr(launch, "files", None)
-        name = getattr(launch, "__module__", "")
-        module = files_of(sys.modules.get(name))
-        imported = own_files(name, module[0]) if module else ()
+        module = files_of(sys.modules.get(getattr(launch, "__module__", "")))
+        imported = self.plan.own_files if module else ()
         absent = getattr(launch, "absent", None)
         try:
             compiled = tuple(p for p in own() if p not in module) if callable(own) else ()

@@ -26,6 +26,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from sweeper.core import DTYPES, Config, Dim, Expr, evaluate, parse
@@ -233,11 +234,12 @@ class Declaration:
             raise SweeperError(f"kernel {name}: reference= must be a function of the inputs "
                                "returning the outputs")
         tolerances = {**TOLERANCES, **_tolerances(name, self.tolerance)}
+        source, own_files = _source(launch, self)
         return Plan(launch=launch, reference=self.reference, inputs=inputs, outputs=outputs,
                     tolerances=tolerances, bytes_moved=_counted(name, "bytes_moved",
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
-                    refuse=self.refuse, source=_source(launch, self))
+                    refuse=self.refuse, source=source, own_files=own_files)
 
 
 def _check_calls(kernel: str, plan: Plan) -> None:
@@ -411,26 +413,32 @@ def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]
     return expr
 
 
-def _source(launch: Callable[..., Any], declared: Declaration) -> str | Callable[[], str]:
+def _source(launch: Callable[..., Any], declared: Declaration
+            ) -> tuple[str | Callable[[], str], tuple[Path, ...]]:
     """What identifies the kernel's version in a study: the source of the module that
-    declares it (its Triton code too) and of the user's own modules it imports
+    declares it (its Triton code too; as its import read it, where it was imported so:
+    :func:`~sweeper.kernels._own_modules.loaded_text`) and of the user's own modules it imports
     (:func:`~sweeper.kernels._own_modules.own_source`), else the declaration and the
     launch's code; and after it a compiled launch's own code (``sweeper.cuda``: its
     files), read as a study asks for it, so that the text hashed is the one compiled, an
-    edit since the kernel was declared too."""
-    from sweeper.kernels._own_modules import own_source
+    edit since the kernel was declared too.  And the files of those own modules, found
+    in the same walk of the imports (:attr:`Plan.own_files`, which a sweep watches)."""
+    from sweeper.kernels._own_modules import loaded_text, own_modules, source_of
 
     module = sys.modules.get(getattr(launch, "__module__", ""))
     own = getattr(launch, "kernel_source", None)          # a compiled launch's own code
+    imported: list[tuple[str, Path]] = []
     try:
-        head = inspect.getsource(module) if module is not None else ""
+        head = "" if module is None else loaded_text(module) or inspect.getsource(module)
     except (OSError, TypeError):                          # a notebook's __main__
         head = _unfiled(launch, declared)
     else:
         file = getattr(module, "__file__", None)
         if module is not None and head and file:
-            head += own_source(module.__name__, file)
-    return (lambda: head + own()) if callable(own) else head
+            imported = own_modules(module.__name__, file)
+            head += source_of(imported)
+    files = tuple(path for _, path in imported)
+    return ((lambda: head + own()) if callable(own) else head), files
 
 
 #: A memory address in a repr (``<function ref at 0x7f...>``): another in every process.

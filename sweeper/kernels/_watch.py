@@ -17,11 +17,31 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sweeper.kernels._cuda_build import SETTLED_NS, stamp
-
+#: How long before a read began each file must have been last written for its
+#: (mtime, size) to tell the next edit: a file system's timestamps move by ticks (a
+#: jiffy on ext4 and tmpfs, 1 s on ext3 and HFS+, 2 s on FAT) and its clock may lag
+#: the process's by one, so a later write of the same size may keep a recent stamp.
+SETTLED_NS = 2_000_000_000
 #: A file's (mtime ns, size), its bytes' sha256, and when it was read (ns); None where
 #: the file could not be read.
 _Read = tuple[tuple[int, int] | None, bytes | None, int]
+
+
+def stamp(path: Path) -> tuple[int, int]:
+    """The file's modification time (ns) and size now: what tells an edit of a file
+    :func:`settled` when it was read."""
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+def settled(stamps: Iterable[tuple[int, int]], began: int) -> bool:
+    """Whether files of these :func:`stamp` s, read from ``began`` (ns) on, were each last
+    written ``SETTLED_NS`` or more before: only then does a stamp that stays the same tell
+    that the bytes read are still the file's (an edit during the read, or a rewrite of the
+    same size within a timestamp's tick, may leave the stamp a later edit keeps), so a
+    reader keeps its bytes by the stamp alone; else it reads them again at each ask.  The
+    rule of the sweep's :class:`SourceWatch` and of a CUDA launch's files alike."""
+    return all(mtime <= began - SETTLED_NS for mtime, _ in stamps)
 
 
 def files_of(*objects: Any) -> tuple[Path, ...]:
@@ -71,11 +91,10 @@ class SourceWatch:
     def edited(self) -> Path | None:
         """The first file whose bytes changed since the watch began, or ``None``: a stat
         of each, its bytes read again only where its stamp moved or was too recent to
-        tell a later write of the same size (``SETTLED_NS``, as the CUDA launch keeps
-        its files)."""
+        tell a later write of the same size (:func:`settled`)."""
         for path in self.files:
             kept, digest, began = self._kept[path]
-            if kept is not None and kept[0] <= began - SETTLED_NS:
+            if kept is not None and settled([kept], began):
                 try:
                     if stamp(path) == kept:
                         continue
