@@ -279,6 +279,38 @@ def test_a_cuda_kernel_s_header_found_through_the_source_s_folder_is_watched_and
     assert kernel.source_hash() != source
 
 
+def test_a_cuda_kernel_s_header_included_in_angle_brackets_from_its_folder_is_its_source(
+        tmp_path):
+    """NVRTC finds ``#include <common.h>`` through the ``-I`` of the ``.cu`` file's folder
+    (never beside a header of a subfolder): that file is part of the source as a quoted
+    one is, and one the folder lacks (``<cuda_fp16.h>``) is a system header left out, its
+    path in the folder watched in case one is written there."""
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._cuda_spec import absent_includes, sources
+    from sweeper.space import load_space
+    from tests.test_cuda_kernel import COPY_CU, space_text
+
+    cu, part, common = tmp_path / "copy.cu", tmp_path / "sub" / "part.cuh", \
+        tmp_path / "common.h"
+    part.parent.mkdir()
+    cu.write_text('#include <cuda_fp16.h>\n#include "sub/part.cuh"\n' + COPY_CU.read_text())
+    part.write_text("#include <common.h>\n")
+    common.write_text("#define SCALE 1\n")
+    (tmp_path / "sub" / "common.h").write_text("#define SCALE 9\n")   # not where <> looks
+    for path in (cu, part, common):
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    files = sources(cu)
+    assert list(files) == [cu, part, common]
+    assert absent_includes(files) == (tmp_path / "cuda_fp16.h",)
+    (tmp_path / "space.yaml").write_text(space_text())
+    space = load_space(tmp_path / "space.yaml")
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    watch, source = SourceWatch(kernel.source_files()), kernel.source_hash()
+    common.write_text("#define SCALE 2\n")      # saved while the sweep runs
+    assert watch.edited() == common
+    assert kernel.source_hash() != source
+
+
 def test_a_worker_process_that_imported_the_edited_kernel_runs_none_of_it(
         user_module, tmp_path, monkeypatch, capsys):
     """The kernel saved with other text after the run imported it, before its worker

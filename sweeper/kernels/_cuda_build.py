@@ -212,7 +212,7 @@ class CudaLaunch:
         return files
 
     def absent(self) -> tuple[Path, ...]:
-        """Where the files :meth:`files` reads include a file with quotes that is not
+        """Where the files :meth:`files` reads include a file that is not
         there (not written yet, or a system header): one written there later is included
         from then on, so a sweep watches these paths too."""
         self.files()

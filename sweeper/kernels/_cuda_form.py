@@ -524,7 +524,7 @@ def _entry_in_source(path: Path, files: Mapping[Path, str] | None, entry: str,
 
 
 def _every_include(path: Path) -> dict[Path, str]:
-    """The texts of ``path`` and of every file it includes with quotes, those included
+    """The texts of ``path`` and of every file it includes, those included
     only in code left out too (``{}`` where one cannot be read)."""
     try:
         return _decoded(sources(path, left_out=True)) or {}

@@ -33,8 +33,9 @@ DTYPE_DEFINE = "DTYPE"
 BLOCK_DEFINE = "block_size_x"
 #: How a scalar argument may be typed (``n:int64``, ``0.5:float32``, ``0.5:DTYPE``).
 SCALAR_TYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64", DTYPE_DEFINE)
-#: ``#include "file"`` (quoted: a file of the kernel's own, :func:`include_paths`).
-INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+#: ``#include "file"`` or ``#include <file>``: a file of the kernel's own where NVRTC
+#: finds it among the kernel's files (:func:`include_paths`), else a system header.
+INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.MULTILINE)
 #: A C identifier: what an entry and a name in a template may be.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?)")
@@ -344,20 +345,25 @@ def nvrtc_options(meta: Mapping[str, int], block: int, dtype: str,
 
 
 def included(text: str, code: str | None = None) -> list[str]:
-    """The files ``text`` includes with quotes, as written, in order: those whose
-    ``#include`` line ``code`` keeps (``text``'s :func:`active_code`, its line count
+    """The files ``text`` includes, in order: a quoted one as written (``x.h``), one in
+    angle brackets with them (``<x.h>``, :func:`include_paths` tells them apart); those
+    whose ``#include`` line ``code`` keeps (``text``'s :func:`active_code`, its line count
     kept; an ``#include`` inside a comment or a branch left out is none), or every one
     where ``code`` is ``None``."""
     kept = None if code is None else code.split("\n")
-    return [m.group(1) for m in INCLUDE.finditer(text)
+    return [m.group(1) or f"<{m.group(2)}>" for m in INCLUDE.finditer(text)
             if kept is None or kept[text.count("\n", 0, m.end())].strip()]
 
 
 def include_paths(includer: Path, name: str, root: Path) -> tuple[Path, ...]:
-    """Where NVRTC looks, in order, for the file ``#include "name"`` of ``includer`` names:
-    beside its includer, then in the source's folder ``root`` (the ``-I`` every compile
-    passes, :func:`~sweeper.kernels._cuda_build.compiled`), so a header in a subfolder
-    finds one beside the ``.cu`` file."""
+    """Where NVRTC looks among the kernel's files, in order, for the file an
+    ``#include`` of ``includer`` names (:func:`included`'s ``name``): a quoted one beside
+    its includer, then in the source's folder ``root`` (the ``-I`` every compile passes,
+    :func:`~sweeper.kernels._cuda_build.compiled`), so a header in a subfolder finds one
+    beside the ``.cu`` file; one in angle brackets in ``root`` alone (found nowhere
+    there, it is a system header)."""
+    if name.startswith("<"):
+        return ((root / name[1:-1]).resolve(),)
     beside = (includer.parent / name).resolve()
     found = (root / name).resolve()
     return (beside,) if found == beside else (beside, found)
@@ -365,7 +371,7 @@ def include_paths(includer: Path, name: str, root: Path) -> tuple[Path, ...]:
 
 def sources(path: Path, seen: tuple[Path, ...] = (), *, left_out: bool = False,
             root: Path | None = None) -> dict[Path, bytes]:
-    """``path``'s bytes and those of every file its code includes with quotes, each
+    """``path``'s bytes and those of every file its code includes, each
     resolved as NVRTC does (:func:`include_paths`: beside its includer, else in the
     source's folder ``root``, ``path``'s own where ``None``; a file found in neither is a
     system header and stays out); an ``OSError`` where ``path`` cannot be
@@ -384,7 +390,7 @@ def sources(path: Path, seen: tuple[Path, ...] = (), *, left_out: bool = False,
 
 
 def absent_includes(files: Mapping[Path, bytes]) -> tuple[Path, ...]:
-    """Where ``files`` (:func:`sources`'s, the source first) include with quotes a file
+    """Where ``files`` (:func:`sources`'s, the source first) include a file
     that is not there, though NVRTC would look there before the file it includes now (or
     finds none: not written yet, or a system header): one written there later is
     included from then on (:func:`sources` reads it)."""
