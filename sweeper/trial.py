@@ -176,16 +176,24 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
                                   verify=rotation, warmup_time_s=measure.warmup_time_s)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
-        if os.environ.get(DEBUG_ENV):
-            print("sweeper --debug: a trial of "
-                  f"{launch_text(config.grid, config.block, config.meta)} failed "
-                  f"({status.value}):\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+        debug_failure(config, status, err)
         return TrialResult(status, reason, cold_s=cold_s, seconds=dict(spent))
     for what, seconds in measured.seconds.items():
         spent[what] = spent.get(what, 0.0) + seconds
     result = _result(kernel, sets, config, device, measure, measured, cold_s, l2_bytes, duty)
     result.seconds = dict(spent)
     return result
+
+
+def debug_failure(config: Config, status: TrialStatus, err: BaseException) -> None:
+    """Under ``sweeper --debug`` (:data:`~sweeper.errors.DEBUG_ENV`), print the traceback of
+    ``err``, which failed ``config``'s trial with ``status``, to stderr (what it was
+    raised from too: the user's own error behind a failed refusal); nothing without it."""
+    if os.environ.get(DEBUG_ENV):
+        print("sweeper --debug: a trial of "
+              f"{launch_text(config.grid, config.block, config.meta)} failed "
+              f"({status.value}):\n{''.join(traceback.format_exception(err))}",
+              file=sys.stderr, flush=True)
 
 
 def _result(kernel: Kernel, sets: Sequence[Buffers], config: Config, device: Device,

@@ -575,6 +575,34 @@ def test_a_refuse_that_raises_or_says_no_reason_fails_its_config_saying_so(
     assert failed.reason.startswith(reason), failed.reason
 
 
+@pytest.mark.parametrize("kernel", ["refuse_raises_at_1024", "refuse_says_true_at_1024"])
+def test_debug_prints_the_traceback_of_a_refuse_that_failed(kernel, tmp_path, write_space,
+                                                            capsys, monkeypatch):
+    """``--debug`` shows a failed refusal's traceback as it shows a failed launch's: the
+    trial named, then the user's own error behind it where there is one (what the refuse=
+    raised, at its line); a run without ``--debug`` shows none."""
+    from sweeper.errors import DEBUG_ENV
+
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    space = write_space(TINY.format(study=kernel, kernel=f"tests.short_kernels_for_tests:"
+                                                         f"{kernel}"))
+    rc = main(["--debug", "run", str(space), "--device", "interpret", "--studies-dir",
+               str(tmp_path), "--no-report", "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == EXIT_CONFIGS_FAILED, err
+    assert err.count("Traceback (most recent call last):\n") == \
+        (2 if kernel == "refuse_raises_at_1024" else 1), err
+    assert "sweeper --debug: a trial of grid=" in err and " BLOCK=1024 failed (crashed):\n" \
+        "Traceback (most recent call last):\n" in err, err
+    assert "RefusalFailed: " in err, err
+    if kernel == "refuse_raises_at_1024":
+        assert "ZeroDivisionError: integer division or modulo by zero\n" in err, err
+        assert 'in _raises_at_1024\n    return f"BLOCK=' in err, err
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
+               "--no-report", "--quiet", "--study", "again"])
+    assert rc == EXIT_CONFIGS_FAILED and "Traceback" not in capsys.readouterr().err
+
+
 def test_ab_stops_at_a_refuse_that_raises_saying_so(tmp_path, write_space, capsys,
                                                    monkeypatch):
     """``sweeper ab`` on a refuse= that raises at BLOCK=1024: one line naming the side,
