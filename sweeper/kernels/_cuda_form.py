@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
-import inspect
 import json
 import math
 import re
@@ -50,7 +49,7 @@ from sweeper.kernels._cuda_spec import (
 from sweeper.kernels._model_form import read_model
 from sweeper.kernels._own_modules import module_file_in, user_module_file, user_module_root
 from sweeper.kernels._short import _count, refused
-from sweeper.kernels._short_form import Declaration, _counted
+from sweeper.kernels._short_form import Declaration, _counted, cannot_take_config
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
 
 #: A ``__global__`` function's name, for the list of those a file declares.
@@ -633,19 +632,7 @@ def _reference_problem(value: str, imports: bool, key: str = "reference") -> str
         except Exception as err:  # noqa: BLE001 -- any import failure is the user's to see
             return f"{value}: {type(err).__name__}: {err}"
         if key == "refuse":
-            return _one_argument(value, found)
-    return None
-
-
-def _one_argument(value: str, function: Callable[..., Any]) -> str | None:
-    """Why ``function`` (named ``value``) cannot be called as ``refuse(config)``."""
-    try:
-        inspect.signature(function).bind(None)
-    except TypeError as err:
-        return (f"{value} cannot take the call it gets, refuse(config): {err}; give it one "
-                "parameter, the config")
-    except ValueError:                  # no signature Python can tell: not checked
-        pass
+            return cannot_take_config(found, lambda _: value, "refuse(config)")
     return None
 
 
